@@ -1,0 +1,190 @@
+/*
+ * apsearch/core.h -- the estimator API (pure C11, no Lua).
+ *
+ * Error style: functions that can fail return aps_status and, when err is
+ * non-NULL, write a one-line message naming the field and the value into
+ * err (at most errlen bytes, always NUL-terminated).  An infeasible strategy
+ * is not an error: aps_estimate_run() returns APS_OK with feasible = false
+ * and a reason code plus a message carrying the numbers.
+ *
+ * The formulas are those of shared/design/MODELING.md; each function cites
+ * the paper equation or framework file it implements.
+ */
+#ifndef APSEARCH_CORE_H
+#define APSEARCH_CORE_H
+
+#include <stddef.h>
+#include "apsearch/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ names/codes */
+
+/** Stable reason code, e.g. "TP_DIVISIBILITY"; "UNKNOWN" if out of range. */
+const char *aps_reason_code(aps_reason r);
+/** memory_breakdown key, e.g. "optimizer_states"; NULL if out of range. */
+const char *aps_mem_category_name(aps_mem_category c);
+/** performance_breakdown key, e.g. "fsdp_allgather"; NULL if out of range. */
+const char *aps_perf_category_name(aps_perf_category c);
+/** Short status name, e.g. "EINVAL". */
+const char *aps_status_name(aps_status s);
+
+/* ------------------------------------------------------------------ model */
+
+/** Llama-style defaults (rmsnorm, swiglu, rope, no biases, 2 norms/layer);
+ *  every size 0 so validation names what the caller forgot. */
+void aps_model_defaults(aps_model *m);
+
+/** Checks every size > 0, a divisible by k, head_dim set (or h % a == 0,
+ *  then head_dim := h / a is filled in), learned positions with a length.
+ *  Sizes above 2^31 are refused as absurd.  Errors: APS_EINVAL. */
+aps_status aps_model_validate(aps_model *m, char *err, size_t errlen);
+
+/** Parameter counts of the whole model (no TP/PP), with vocab V as given.
+ *  Source: Llama / GPT architecture (MODELING.md s.2); matches the
+ *  published counts of shared/models exactly. */
+typedef struct {
+    double embedding;      /**< V*h (+ positions if learned) */
+    double per_layer;      /**< one transformer layer */
+    double layers;         /**< L * per_layer */
+    double final_norm;
+    double output_layer;   /**< V*h, 0 when tied */
+    double total;
+} aps_param_counts;
+
+void aps_model_param_counts(const aps_model *m, aps_param_counts *out);
+
+/** Matrix parameters of one layer (Q, K, V, O, MLP), the ones that cost
+ *  2 FLOPs per token in a forward pass (Kaplan et al. 2020, C_fwd = 2N). */
+double aps_layer_matmul_params(const aps_model *m);
+
+/* ---------------------------------------------------------------- cluster */
+
+/** Number of built-in device presets, and their names (NULL past the end). */
+size_t aps_device_preset_count(void);
+const char *aps_device_preset_name(size_t i);
+/** Source text of preset i (datasheet citation). */
+const char *aps_device_preset_source(size_t i);
+/** Copies the preset called name (case-insensitive) into out.
+ *  Errors: APS_EINVAL if no preset has that name. */
+aps_status aps_device_preset(const char *name, aps_device *out);
+
+/** Checks capacity, peaks, bandwidths > 0, latencies >= 0, efficiencies in
+ *  (0, 1], N and G >= 1.  Errors: APS_EINVAL naming the field. */
+aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t errlen);
+
+/* --------------------------------------------------------------- training */
+
+/** bf16, adam, megatron, flash on, dropout off, and the documented defaults
+ *  of every overlap and overhead parameter (see training.c). */
+void aps_training_defaults(aps_training *t);
+aps_status aps_training_validate(const aps_training *t, char *err,
+                                 size_t errlen);
+
+/* --------------------------------------------------------------- strategy */
+
+/** All degrees 1, b = 1, m derived, SP on, zero_stage 0, no recompute,
+ *  reshard_after_forward on, recompute_num_layers all -1. */
+void aps_strategy_defaults(aps_strategy *s);
+
+/**
+ * The cheap constraint checks of MODELING.md s.5, each on its own so a rule
+ * file can call one.  Each returns APS_REASON_NONE or its reason code, with
+ * a message carrying the numbers in msg.
+ */
+aps_reason aps_check_degrees(const aps_strategy *s, char *msg, size_t n);
+aps_reason aps_check_tp(const aps_model *m, const aps_training *t,
+                        const aps_strategy *s, char *msg, size_t n);
+aps_reason aps_check_cp(const aps_training *t, const aps_strategy *s,
+                        char *msg, size_t n);
+aps_reason aps_check_pp(const aps_model *m, const aps_strategy *s,
+                        char *msg, size_t n);
+aps_reason aps_check_batch(const aps_training *t, const aps_strategy *s,
+                           char *msg, size_t n);
+aps_reason aps_check_devices(const aps_cluster *c, const aps_strategy *s,
+                             char *msg, size_t n);
+aps_reason aps_check_zero(const aps_strategy *s, char *msg, size_t n);
+/** All of the above, in the order listed; the first failure wins. */
+aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
+                         const aps_training *t, const aps_strategy *s,
+                         char *msg, size_t n);
+
+/* ---------------------------------------------------------- pipeline */
+
+/** Layers per pipeline rank into layers[0..p-1] from stage_partition, or
+ *  the even split L/p plus layer_offset.  Returns APS_REASON_NONE or
+ *  PP_DIVISIBILITY / PP_PARTITION with a message. */
+aps_reason aps_stage_layers(const aps_model *m, const aps_strategy *s,
+                            int64_t *layers, char *msg, size_t n);
+
+/** Activation sets alive on pipeline rank i (0-based) at its peak.
+ *  v = 1 (1F1B): min(p - i, m) (Narayanan et al. SC'21 s.2.2.1).
+ *  v > 1 (interleaved): Megatron's warm-up count of model chunks,
+ *  min(2(p-i-1) + (v-1)p + 1, m v), expressed in units of the rank's whole
+ *  layer set (divided by v); for i = 0 this equals p(1 + (p-1)/(p v)),
+ *  Korthikanti et al. 2022 s.4.2.3 (megatron/core/pipeline_parallel/
+ *  schedules.py, forward_backward_pipelining_with_interleaving). */
+double aps_inflight_microbatches(int64_t p, int64_t v, int64_t m, int64_t i);
+
+/** Pipeline bubble as a fraction of the ideal compute time: (p-1)/(v m)
+ *  (Narayanan et al. SC'21, s.2.2.1 and s.2.2.2). */
+double aps_bubble_fraction(int64_t p, int64_t v, int64_t m);
+
+/* ----------------------------------------------------------- memory */
+
+/** Activation bytes one layer saves for backward for one micro-batch on
+ *  one device, by tensor (derivation in memory.c, Korthikanti et al. 2022
+ *  s.4; GQA, SwiGLU and flash-attention terms per MODELING.md s.3.2).
+ *  recompute: the granularity applied to this layer. */
+double aps_layer_activation_bytes(const aps_model *m, const aps_training *t,
+                                  const aps_strategy *s, aps_recompute rc);
+
+/** Bytes per parameter of weights, gradients and optimizer states under the
+ *  framework profile and ZeRO stage (MODELING.md s.3.1). */
+typedef struct {
+    double weight;       /**< per parameter, before sharding */
+    double grad;
+    double optimizer;    /**< master copy + optimizer moments */
+    int shard_weights;   /**< 1 if sharded over the sharding group */
+    int shard_grads;
+    int shard_optimizer;
+    double shard_group;  /**< size of the sharding group */
+} aps_state_bytes;
+
+void aps_model_state_bytes(const aps_training *t, const aps_strategy *s,
+                           aps_state_bytes *out);
+
+/* ------------------------------------------------------------- comm */
+
+/** Ring all-reduce of bytes (the full tensor) over n ranks:
+ *  2(n-1)/n * bytes/bw + 2(n-1)*alpha (Thakur et al. 2005; NCCL
+ *  PERFORMANCE.md bus bandwidth).  0 for n <= 1. */
+double aps_allreduce_time(int64_t n, double bytes, double bw, double alpha);
+/** Ring all-gather / reduce-scatter: (n-1)/n * bytes/bw + (n-1)*alpha. */
+double aps_allgather_time(int64_t n, double bytes, double bw, double alpha);
+double aps_reducescatter_time(int64_t n, double bytes, double bw,
+                              double alpha);
+
+/** Link of a process group of `size` ranks whose members are `stride`
+ *  ranks apart in the tp-cp-fsdp-dp-pp order: NVLink if the group sits in
+ *  one node, else the per-GPU NIC.  bw already includes
+ *  collective_efficiency.  Returns 1 if intra-node, 0 if inter-node. */
+int aps_group_link(const aps_cluster *c, int64_t stride, int64_t size,
+                   double *bw, double *alpha);
+
+/* --------------------------------------------------------- estimate */
+
+/** Evaluates one strategy: checks (aps_check_all), per-stage memory, time
+ *  per step, derived throughput.  Inputs must have passed their
+ *  aps_*_validate().  Returns APS_OK (feasible or not, see out->feasible)
+ *  or APS_EINVAL for a NULL argument.  out is fully overwritten. */
+aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
+                            const aps_training *t, const aps_strategy *s,
+                            aps_estimate *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* APSEARCH_CORE_H */

@@ -1,0 +1,275 @@
+/*
+ * apsearch/types.h -- the plain-data inputs and outputs of the estimators.
+ *
+ * Units everywhere: bytes, seconds, FLOPs, FLOP/s, bytes/s, held as double;
+ * counts (layers, degrees, batch sizes) as int64_t.  Field names follow
+ * Megatron-LM and TorchTitan (shared/design/MODELING.md section 1).
+ *
+ * Every struct has an aps_*_defaults() initialiser in core.h; callers fill a
+ * defaulted struct and then pass it to aps_*_validate() before estimating.
+ */
+#ifndef APSEARCH_TYPES_H
+#define APSEARCH_TYPES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Largest pipeline degree the fixed-size per-stage arrays hold. */
+#define APS_MAX_STAGES 256
+/** Capacity of name strings, including the NUL. */
+#define APS_NAME_LEN 64
+/** Capacity of a filter reason message, including the NUL. */
+#define APS_REASON_LEN 256
+
+/* ------------------------------------------------------------------ status */
+
+/** Result of every C API call (SQLite style: 0 is success). */
+typedef enum {
+    APS_OK = 0,
+    APS_EINVAL,        /**< bad input: a field out of range; message names it */
+    APS_ENOTIMPL,      /**< a model or strategy apsearch does not model (MoE) */
+    APS_ERANGE         /**< a value overflows what can be represented */
+} aps_status;
+
+/* ------------------------------------------------------------------- model */
+
+typedef enum { APS_MLP_SWIGLU = 0, APS_MLP_GELU } aps_mlp;
+typedef enum { APS_NORM_RMSNORM = 0, APS_NORM_LAYERNORM } aps_norm;
+typedef enum { APS_POS_ROPE = 0, APS_POS_LEARNED, APS_POS_ALIBI } aps_pos;
+
+/**
+ * normalized_model_config: a dense decoder-only transformer.
+ * Symbols of MODELING.md: L, h, a, k, d, f, V.
+ */
+typedef struct {
+    char name[APS_NAME_LEN];
+    int64_t num_layers;              /**< L */
+    int64_t hidden_size;             /**< h */
+    int64_t num_attention_heads;     /**< a */
+    int64_t num_query_groups;        /**< k (kv heads); = a for MHA */
+    int64_t head_dim;                /**< d; h/a unless set explicitly */
+    int64_t ffn_hidden_size;         /**< f */
+    int64_t vocab_size;              /**< V, unpadded */
+    int64_t max_position_embeddings; /**< learned positions only */
+    int64_t norms_per_layer;         /**< 2 (pre-attn, pre-mlp); Gemma-2: 4 */
+    aps_mlp mlp;
+    aps_norm norm;
+    aps_pos position_embedding;
+    bool norm_bias;                  /**< LayerNorm with bias (GPT); MPT: off */
+    bool qkv_bias;                   /**< Q, K, V biases (Qwen2, GPT-2) */
+    bool attn_out_bias;              /**< attention output projection bias */
+    bool mlp_bias;                   /**< MLP biases */
+    bool qk_norm;                    /**< per-head RMSNorm on Q and K (Qwen3) */
+    bool tie_word_embeddings;
+} aps_model;
+
+/* ----------------------------------------------------------------- cluster */
+
+/**
+ * One accelerator and its links.  Bandwidths are one direction, per GPU.
+ * The efficiency fields are the calibratable parameters of MODELING.md s.4.
+ */
+typedef struct {
+    char name[APS_NAME_LEN];
+    double memory_bytes;          /**< capacity visible to the process */
+    double peak_flops_bf16;       /**< dense, also used for fp16 */
+    double peak_flops_fp8;        /**< dense; 0 if the device has no fp8 */
+    double peak_flops_fp32;       /**< dense, non-tensor-core */
+    double hbm_bandwidth;         /**< bytes/s */
+    double intra_node_bandwidth;  /**< NVLink per GPU, one direction, bytes/s */
+    double inter_node_bandwidth;  /**< NIC per GPU, one direction, bytes/s */
+    double intra_node_latency;    /**< alpha per ring step inside a node, s */
+    double inter_node_latency;    /**< alpha per ring step across nodes, s */
+    double cuda_context_bytes;    /**< CUDA context + kernels, outside allocator */
+    double nccl_comm_bytes;       /**< per NCCL communicator */
+    double gemm_efficiency;       /**< eta_max: large-GEMM fraction of peak */
+    double gemm_half_dim;         /**< min GEMM dim at which eta = eta_max/2 */
+    double fp8_gemm_efficiency;   /**< eta_max of fp8 GEMMs */
+    double attention_efficiency;  /**< flash/core attention fraction of peak */
+    double hbm_efficiency;        /**< achievable fraction of HBM bandwidth */
+    double collective_efficiency; /**< bus bandwidth / link bandwidth (NCCL) */
+} aps_device;
+
+/** cluster_config. */
+typedef struct {
+    aps_device device;
+    int64_t num_devices;      /**< N */
+    int64_t devices_per_node; /**< G */
+} aps_cluster;
+
+/* ---------------------------------------------------------------- training */
+
+typedef enum { APS_PREC_BF16 = 0, APS_PREC_FP16, APS_PREC_FP8 } aps_precision;
+typedef enum { APS_OPT_ADAM = 0, APS_OPT_SGD } aps_optimizer;
+typedef enum {
+    APS_FW_MEGATRON = 0, /**< Megatron-LM / NeMo */
+    APS_FW_FSDP2,        /**< TorchTitan (FSDP2, DTensor) */
+    APS_FW_FSDP,         /**< PyTorch FSDP1 (llm-foundry) */
+    APS_FW_DEEPSPEED     /**< DeepSpeed ZeRO */
+} aps_framework;
+
+/**
+ * training_config plus the framework overheads that are not device facts.
+ * All *_overlap fields are fractions in [0, 1] of the named compute window
+ * that can hide the named communication.
+ */
+typedef struct {
+    int64_t global_batch_size;     /**< B, sequences */
+    int64_t seq_length;            /**< s, tokens */
+    aps_precision precision;
+    aps_optimizer optimizer;
+    aps_framework framework;
+    bool flash_attention;          /**< default on */
+    bool dropout;                  /**< default off (Llama style) */
+    int64_t vocab_size_divisible_by; /**< Megatron make_vocab_size_divisible_by */
+    double memory_limit_bytes;     /**< 0: device capacity - memory_margin */
+    double memory_margin_bytes;    /**< kept free below capacity */
+    double allocator_fragmentation;/**< fraction of allocated bytes lost */
+    double ddp_bucket_bytes;       /**< torch DDP bucket_cap_mb (25 MB) */
+    int64_t ddp_buckets_in_flight; /**< buckets alive at once (2) */
+    double dp_overlap;             /**< of the last micro-batch's backward */
+    double fsdp_overlap;           /**< of each micro-batch's fwd / bwd */
+    double tp_overlap;             /**< of the layer compute (0: exposed) */
+    double pp_p2p_overlap;         /**< of the stage compute */
+} aps_training;
+
+/* ---------------------------------------------------------------- strategy */
+
+typedef enum {
+    APS_RECOMPUTE_NONE = 0,
+    APS_RECOMPUTE_SELECTIVE,   /**< core attention only (Korthikanti s.5) */
+    APS_RECOMPUTE_FULL         /**< whole layers, Megatron "block" method */
+} aps_recompute;
+
+typedef enum {
+    APS_CP_P2P = 0,      /**< ring attention, K/V chunks passed round a ring */
+    APS_CP_ALL_GATHER    /**< K/V all-gathered (Llama 3) */
+} aps_cp_comm;
+
+/**
+ * strategy_config: one candidate.  Ranks are laid out tp, cp, fsdp(S),
+ * dp(R), pp from innermost to outermost (Megatron's tp-cp-dp-pp order).
+ */
+typedef struct {
+    int64_t dp_degree;           /**< R: replicate data-parallel degree */
+    int64_t fsdp_degree;         /**< S: shard degree (1 = no sharding) */
+    int64_t zero_stage;          /**< 0..3 over the DP group when S = 1 */
+    bool reshard_after_forward;  /**< S > 1: false = shard_grad_op / ZeRO-2 */
+    int64_t tp_degree;           /**< t */
+    bool sequence_parallel;      /**< SP on/off (Megatron --sequence-parallel) */
+    int64_t pp_degree;           /**< p */
+    int64_t vpp_degree;          /**< v, model chunks per pipeline rank */
+    int64_t cp_degree;           /**< c */
+    aps_cp_comm cp_comm_type;
+    int64_t micro_batch_size;    /**< b, sequences */
+    int64_t micro_batch_num;     /**< m; 0 = derive B / (b * D) */
+    int64_t stage_partition[APS_MAX_STAGES]; /**< layers per pipeline rank;
+                                                 all 0 = even split + offset */
+    int64_t layer_offset[APS_MAX_STAGES];    /**< shift from even split */
+    aps_recompute layer_recompute;
+    int64_t recompute_num_layers[APS_MAX_STAGES]; /**< per rank; -1 = all */
+    bool allow_idle_devices;     /**< devices used may be < N */
+} aps_strategy;
+
+/* ---------------------------------------------------------------- results */
+
+/** memory_breakdown categories (bytes, per device). */
+typedef enum {
+    APS_MEM_PARAMS = 0,
+    APS_MEM_GRADS,
+    APS_MEM_OPTIMIZER_STATES,
+    APS_MEM_ACTIVATIONS,
+    APS_MEM_COMM_TP,
+    APS_MEM_COMM_FSDP,
+    APS_MEM_COMM_DP,
+    APS_MEM_COMM_PP,
+    APS_MEM_COMM_CP,
+    APS_MEM_LOGITS_LOSS,
+    APS_MEM_RESERVED,
+    APS_MEM_COUNT
+} aps_mem_category;
+
+/** performance_breakdown categories (seconds per step). */
+typedef enum {
+    APS_PERF_COMPUTE_FWD = 0,
+    APS_PERF_COMPUTE_BWD,
+    APS_PERF_RECOMPUTE,
+    APS_PERF_TP_COMM,
+    APS_PERF_CP_COMM,
+    APS_PERF_PP_P2P,
+    APS_PERF_PP_BUBBLE,
+    APS_PERF_FSDP_ALLGATHER,
+    APS_PERF_FSDP_REDUCESCATTER,
+    APS_PERF_DP_GRAD_SYNC,
+    APS_PERF_HSDP_REPLICATE_SYNC,
+    APS_PERF_OPTIMIZER,
+    APS_PERF_COUNT
+} aps_perf_category;
+
+/** Filter reason codes (MODELING.md section 5). */
+typedef enum {
+    APS_REASON_NONE = 0,
+    APS_REASON_INVALID_DEGREE,     /**< a degree or size < 1 */
+    APS_REASON_TP_DIVISIBILITY,
+    APS_REASON_CP_DIVISIBILITY,
+    APS_REASON_PP_DIVISIBILITY,
+    APS_REASON_PP_PARTITION,       /**< bad stage_partition / layer_offset */
+    APS_REASON_VPP_INVALID,
+    APS_REASON_BATCH_DIVISIBILITY,
+    APS_REASON_DEVICE_COUNT,       /**< product of degrees > N */
+    APS_REASON_IDLE_DEVICES,       /**< product < N and idle not allowed */
+    APS_REASON_HSDP_INVALID,
+    APS_REASON_ZERO_STAGE_INVALID,
+    APS_REASON_MEMORY_LIMIT,
+    APS_REASON_COUNT
+} aps_reason;
+
+/** Per pipeline rank (one "stage" per pipeline rank, all its chunks). */
+typedef struct {
+    int64_t first_layer;          /**< 0-based index of its first layer */
+    int64_t num_layers;
+    int64_t recompute_layers;     /**< layers fully recomputed */
+    double params;                /**< parameters held (after TP), count */
+    double inflight_microbatches; /**< activation sets alive at the peak */
+    double mem[APS_MEM_COUNT];    /**< bytes */
+    double mem_total;             /**< bytes */
+    double time_fwd;              /**< one micro-batch, s (compute + exposed
+                                       TP/CP comm + recompute excluded) */
+    double time_bwd;              /**< one micro-batch incl. recompute, s */
+} aps_stage_estimate;
+
+/** Everything one evaluation returns. */
+typedef struct {
+    bool feasible;
+    aps_reason reason;
+    char reason_msg[APS_REASON_LEN];
+    int64_t micro_batch_num;      /**< m actually used */
+    int64_t devices_used;
+    double vocab_padded;          /**< V padded for memory and FLOPs */
+    double params_total;          /**< whole model, unpadded V */
+    int64_t worst_stage;          /**< stage with the largest memory */
+    double mem[APS_MEM_COUNT];    /**< worst stage, bytes */
+    double mem_peak;              /**< worst stage total, bytes */
+    double mem_limit;             /**< bytes */
+    double perf_total[APS_PERF_COUNT];   /**< s per step */
+    double perf_exposed[APS_PERF_COUNT]; /**< s per step on critical path */
+    double step_time;             /**< sum of exposed, s */
+    double tokens_per_s;
+    double tokens_per_s_per_gpu;
+    double model_flops_per_step;  /**< causal attention, no recompute */
+    double hardware_flops_per_step; /**< with recompute */
+    double model_tflops_per_gpu;  /**< 1e12 FLOP/s */
+    double mfu;                   /**< fraction */
+    double hfu;                   /**< fraction */
+    int64_t num_stages;
+    aps_stage_estimate stages[APS_MAX_STAGES];
+} aps_estimate;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* APSEARCH_TYPES_H */

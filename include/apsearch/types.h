@@ -173,6 +173,8 @@ typedef struct {
     aps_recompute layer_recompute;
     int64_t recompute_num_layers[APS_MAX_STAGES]; /**< per rank; -1 = all */
     bool allow_idle_devices;     /**< devices used may be < N */
+    bool hsdp;                   /**< given as HSDP (hsdp_*_degree): both
+                                      S > 1 and R > 1 are then required */
 } aps_strategy;
 
 /* ---------------------------------------------------------------- results */

@@ -1,0 +1,239 @@
+/*
+ * check.c -- the cheap constraint checks of MODELING.md s.5, run before any
+ * estimate (the requirement's early filtering).  Each check names the field
+ * and the numbers in its message.
+ */
+#include "internal.h"
+
+/** Largest accepted parallel degree or batch dimension. */
+#define APS_MAX_DEGREE (INT64_C(1) << 24)
+
+aps_reason aps_check_degrees(const aps_strategy *s, char *msg, size_t n)
+{
+    struct { const char *f; int64_t v; } deg[] = {
+        {"dp_degree", s->dp_degree},     {"fsdp_degree", s->fsdp_degree},
+        {"tp_degree", s->tp_degree},     {"pp_degree", s->pp_degree},
+        {"vpp_degree", s->vpp_degree},   {"cp_degree", s->cp_degree},
+        {"micro_batch_size", s->micro_batch_size},
+    };
+    for (size_t i = 0; i < sizeof deg / sizeof deg[0]; i++) {
+        if (deg[i].v < 1 || deg[i].v > APS_MAX_DEGREE) {
+            aps_fmt(msg, n, "%s = %lld: must be in [1, %lld]", deg[i].f,
+                    (long long)deg[i].v, (long long)APS_MAX_DEGREE);
+            return APS_REASON_INVALID_DEGREE;
+        }
+    }
+    if (s->pp_degree > APS_MAX_STAGES) {
+        aps_fmt(msg, n, "pp_degree = %lld: at most %d pipeline stages",
+                (long long)s->pp_degree, APS_MAX_STAGES);
+        return APS_REASON_INVALID_DEGREE;
+    }
+    if (s->micro_batch_num < 0 || s->micro_batch_num > APS_MAX_DEGREE) {
+        aps_fmt(msg, n, "micro_batch_num = %lld: must be 0 (derived) or in "
+                "[1, %lld]", (long long)s->micro_batch_num,
+                (long long)APS_MAX_DEGREE);
+        return APS_REASON_INVALID_DEGREE;
+    }
+    if ((unsigned)s->layer_recompute > APS_RECOMPUTE_FULL ||
+        (unsigned)s->cp_comm_type > APS_CP_ALL_GATHER) {
+        aps_fmt(msg, n, "layer_recompute or cp_comm_type out of range");
+        return APS_REASON_INVALID_DEGREE;
+    }
+    for (int64_t i = 0; i < s->pp_degree; i++) {
+        if (s->recompute_num_layers[i] < -1) {
+            aps_fmt(msg, n, "recompute_num_layers[%lld] = %lld: must be >= 0 "
+                    "(or -1 for all layers)", (long long)i + 1,
+                    (long long)s->recompute_num_layers[i]);
+            return APS_REASON_INVALID_DEGREE;
+        }
+    }
+    return APS_REASON_NONE;
+}
+
+aps_reason aps_check_tp(const aps_model *m, const aps_training *t,
+                        const aps_strategy *s, char *msg, size_t n)
+{
+    aps_reason r0 = aps_check_degrees(s, msg, n);
+    if (r0 != APS_REASON_NONE)
+        return r0; /* keeps this check safe to call on its own */
+    int64_t tp = s->tp_degree;
+    struct { const char *f; int64_t v; } div[] = {
+        {"num_attention_heads", m->num_attention_heads},
+        {"num_query_groups", m->num_query_groups},
+        {"hidden_size", m->hidden_size},
+        {"ffn_hidden_size", m->ffn_hidden_size},
+    };
+    for (size_t i = 0; i < sizeof div / sizeof div[0]; i++) {
+        if (div[i].v % tp != 0) {
+            aps_fmt(msg, n, "%s = %lld is not divisible by tp_degree = %lld",
+                    div[i].f, (long long)div[i].v, (long long)tp);
+            return APS_REASON_TP_DIVISIBILITY;
+        }
+    }
+    if (tp > 1 && s->sequence_parallel) {
+        int64_t local = t->seq_length / s->cp_degree;
+        if (local % tp != 0) {
+            aps_fmt(msg, n, "seq_length / cp_degree = %lld is not divisible by "
+                    "tp_degree = %lld (sequence_parallel)",
+                    (long long)local, (long long)tp);
+            return APS_REASON_TP_DIVISIBILITY;
+        }
+    }
+    return APS_REASON_NONE;
+}
+
+aps_reason aps_check_cp(const aps_training *t, const aps_strategy *s,
+                        char *msg, size_t n)
+{
+    aps_reason r0 = aps_check_degrees(s, msg, n);
+    if (r0 != APS_REASON_NONE)
+        return r0; /* keeps this check safe to call on its own */
+    int64_t c = s->cp_degree;
+    /* Load-balanced causal split: 2c chunks, rank i takes i and 2c-1-i
+     * (Megatron context_parallel, get_batch_on_this_cp_rank). */
+    if (c > 1 && t->seq_length % (2 * c) != 0) {
+        aps_fmt(msg, n, "seq_length = %lld is not divisible by 2 * cp_degree "
+                "= %lld", (long long)t->seq_length, (long long)(2 * c));
+        return APS_REASON_CP_DIVISIBILITY;
+    }
+    return APS_REASON_NONE;
+}
+
+/** m = B / (b * D), or the given micro_batch_num. */
+static int64_t microbatches(const aps_training *t, const aps_strategy *s)
+{
+    if (s->micro_batch_num > 0)
+        return s->micro_batch_num;
+    int64_t per = s->micro_batch_size * s->dp_degree * s->fsdp_degree;
+    return per > 0 ? t->global_batch_size / per : 0;
+}
+
+aps_reason aps_check_batch(const aps_training *t, const aps_strategy *s,
+                           char *msg, size_t n)
+{
+    aps_reason r0 = aps_check_degrees(s, msg, n);
+    if (r0 != APS_REASON_NONE)
+        return r0; /* keeps this check safe to call on its own */
+    int64_t D = s->dp_degree * s->fsdp_degree;
+    int64_t per = s->micro_batch_size * D;
+    if (t->global_batch_size % per != 0) {
+        aps_fmt(msg, n, "global_batch_size = %lld is not divisible by "
+                "micro_batch_size * data-parallel size = %lld * %lld = %lld",
+                (long long)t->global_batch_size, (long long)s->micro_batch_size,
+                (long long)D, (long long)per);
+        return APS_REASON_BATCH_DIVISIBILITY;
+    }
+    int64_t m = t->global_batch_size / per;
+    if (s->micro_batch_num > 0 && s->micro_batch_num != m) {
+        aps_fmt(msg, n, "micro_batch_num = %lld but global_batch_size / "
+                "(micro_batch_size * data-parallel size) = %lld / %lld = %lld",
+                (long long)s->micro_batch_num, (long long)t->global_batch_size,
+                (long long)per, (long long)m);
+        return APS_REASON_BATCH_DIVISIBILITY;
+    }
+    return APS_REASON_NONE;
+}
+
+aps_reason aps_check_devices(const aps_cluster *c, const aps_strategy *s,
+                             char *msg, size_t n)
+{
+    aps_reason r0 = aps_check_degrees(s, msg, n);
+    if (r0 != APS_REASON_NONE)
+        return r0; /* keeps this check safe to call on its own */
+    /* Each factor is <= 2^24, so the product of five fits in a double
+     * exactly enough to compare; compute in double to avoid overflow. */
+    double used = (double)s->dp_degree * (double)s->fsdp_degree *
+                  (double)s->tp_degree * (double)s->pp_degree *
+                  (double)s->cp_degree;
+    if (used > (double)c->num_devices) {
+        aps_fmt(msg, n, "dp %lld x fsdp %lld x tp %lld x pp %lld x cp %lld = "
+                "%.0f devices > num_devices = %lld",
+                (long long)s->dp_degree, (long long)s->fsdp_degree,
+                (long long)s->tp_degree, (long long)s->pp_degree,
+                (long long)s->cp_degree, used, (long long)c->num_devices);
+        return APS_REASON_DEVICE_COUNT;
+    }
+    if (used < (double)c->num_devices && !s->allow_idle_devices) {
+        aps_fmt(msg, n, "dp %lld x fsdp %lld x tp %lld x pp %lld x cp %lld = "
+                "%.0f devices leaves %.0f of num_devices = %lld idle "
+                "(allow_idle_devices is off)",
+                (long long)s->dp_degree, (long long)s->fsdp_degree,
+                (long long)s->tp_degree, (long long)s->pp_degree,
+                (long long)s->cp_degree, used,
+                (double)c->num_devices - used, (long long)c->num_devices);
+        return APS_REASON_IDLE_DEVICES;
+    }
+    if (s->hsdp && (s->fsdp_degree < 2 || s->dp_degree < 2)) {
+        aps_fmt(msg, n, "HSDP needs hsdp_shard_degree > 1 and "
+                "hsdp_replicate_degree > 1 (got shard %lld, replicate %lld)",
+                (long long)s->fsdp_degree, (long long)s->dp_degree);
+        return APS_REASON_HSDP_INVALID;
+    }
+    return APS_REASON_NONE;
+}
+
+aps_reason aps_check_zero(const aps_strategy *s, char *msg, size_t n)
+{
+    if (s->zero_stage < 0 || s->zero_stage > 3) {
+        aps_fmt(msg, n, "zero_stage = %lld: must be 0, 1, 2 or 3",
+                (long long)s->zero_stage);
+        return APS_REASON_ZERO_STAGE_INVALID;
+    }
+    /* With S > 1 the sharding is FSDP's (full shard, or shard_grad_op when
+     * reshard_after_forward is off); a ZeRO stage on top is meaningless. */
+    if (s->fsdp_degree > 1 && s->zero_stage != 0 && s->zero_stage != 3) {
+        aps_fmt(msg, n, "zero_stage = %lld with fsdp_degree = %lld: FSDP "
+                "shards fully (set zero_stage 0 or 3, or "
+                "reshard_after_forward = false for ZeRO-2-like)",
+                (long long)s->zero_stage, (long long)s->fsdp_degree);
+        return APS_REASON_ZERO_STAGE_INVALID;
+    }
+    return APS_REASON_NONE;
+}
+
+aps_reason aps_check_pp(const aps_model *m, const aps_strategy *s,
+                        char *msg, size_t n)
+{
+    aps_reason r0 = aps_check_degrees(s, msg, n);
+    if (r0 != APS_REASON_NONE)
+        return r0; /* keeps this check safe to call on its own */
+    int64_t layers[APS_MAX_STAGES];
+    if (s->vpp_degree > 1 && s->pp_degree < 2) {
+        aps_fmt(msg, n, "vpp_degree = %lld needs pp_degree > 1 (got %lld)",
+                (long long)s->vpp_degree, (long long)s->pp_degree);
+        return APS_REASON_VPP_INVALID;
+    }
+    return aps_stage_layers(m, s, layers, msg, n);
+}
+
+/** PP checks that need the micro-batch count. */
+static aps_reason check_pp_microbatches(const aps_training *t,
+                                        const aps_strategy *s, char *msg,
+                                        size_t n)
+{
+    int64_t mb = microbatches(t, s);
+    if (s->vpp_degree > 1 && mb % s->pp_degree != 0) {
+        aps_fmt(msg, n, "interleaved schedule (vpp_degree = %lld) needs "
+                "micro_batch_num = %lld divisible by pp_degree = %lld",
+                (long long)s->vpp_degree, (long long)mb,
+                (long long)s->pp_degree);
+        return APS_REASON_VPP_INVALID;
+    }
+    return APS_REASON_NONE;
+}
+
+aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
+                         const aps_training *t, const aps_strategy *s,
+                         char *msg, size_t n)
+{
+    aps_reason r;
+    if ((r = aps_check_degrees(s, msg, n)) != APS_REASON_NONE) return r;
+    if ((r = aps_check_zero(s, msg, n)) != APS_REASON_NONE) return r;
+    if ((r = aps_check_devices(c, s, msg, n)) != APS_REASON_NONE) return r;
+    if ((r = aps_check_cp(t, s, msg, n)) != APS_REASON_NONE) return r;
+    if ((r = aps_check_tp(m, t, s, msg, n)) != APS_REASON_NONE) return r;
+    if ((r = aps_check_batch(t, s, msg, n)) != APS_REASON_NONE) return r;
+    if ((r = aps_check_pp(m, s, msg, n)) != APS_REASON_NONE) return r;
+    if ((r = check_pp_microbatches(t, s, msg, n)) != APS_REASON_NONE) return r;
+    return APS_REASON_NONE;
+}

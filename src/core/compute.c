@@ -1,0 +1,119 @@
+/*
+ * compute.c -- FLOPs and seconds of one transformer layer for one
+ * micro-batch on one device: GEMMs, attention core, memory-bound kernels,
+ * and the TP and CP communication that sits inside the layer.
+ *
+ * FLOPs (MODELING.md s.4; Narayanan et al. SC'21 eq. 3 counts the same
+ * terms): a GEMM of M x K by K x N is 2 M N K.  Per layer forward,
+ * 2 b s (matmul params) + attention core 4 b s^2 a d, the latter halved
+ * for causal masking when flash attention skips the masked blocks.
+ * Backward = 2 x forward for GEMMs; FlashAttention's backward does 5
+ * matmuls of the forward's 2 (it recomputes the scores), 2.5 x (Dao 2023,
+ * arXiv:2307.08691 s.3.1).  Per device: matmuls / t, tokens / c.
+ */
+#include "internal.h"
+
+/** FlashAttention backward / forward FLOP ratio (5 matmuls vs 2). */
+#define APS_FLASH_BWD_RATIO 2.5
+/** Backward / forward FLOP ratio of a GEMM (dgrad + wgrad). */
+#define APS_GEMM_BWD_RATIO 2.0
+
+double aps_gemm_time(const aps_device *d, aps_precision p, double M,
+                     double N, double K)
+{
+    double x = M < N ? M : N;
+    x = x < K ? x : K;
+    double eta_max = (p == APS_PREC_FP8 && d->peak_flops_fp8 > 0)
+                         ? d->fp8_gemm_efficiency : d->gemm_efficiency;
+    /* Efficiency saturates with the smallest GEMM dimension: tiles on the
+     * small side are partly empty and the kernel is memory-bound. */
+    double eta = eta_max * x / (x + d->gemm_half_dim);
+    return 2.0 * M * N * K / (aps_peak_flops(d, p) * eta);
+}
+
+void aps_layer_times(const aps_model *m, const aps_cluster *c,
+                     const aps_training *t, const aps_strategy *s,
+                     aps_layer_cost *out)
+{
+    const aps_device *d = &c->device;
+    double A = APS_ACT_BYTES;
+    double tp = (double)s->tp_degree, cp = (double)s->cp_degree;
+    double S = (double)t->seq_length, sl = S / cp;
+    double b = (double)s->micro_batch_size;
+    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
+    double k = (double)m->num_query_groups, dh = (double)m->head_dim;
+    double f = (double)m->ffn_hidden_size;
+    double T = b * sl; /* tokens of one micro-batch on this device */
+    double rep = (s->tp_degree > 1 && s->sequence_parallel) ? tp : 1.0;
+    aps_precision prec = t->precision;
+
+    /* GEMMs of one layer, forward. */
+    double mlp_up = (m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0) * f / tp;
+    out->gemm_fwd = aps_gemm_time(d, prec, T, (a + 2.0 * k) * dh / tp, h) +
+                    aps_gemm_time(d, prec, T, h, a * dh / tp) +
+                    aps_gemm_time(d, prec, T, mlp_up, h) +
+                    aps_gemm_time(d, prec, T, h, f / tp);
+
+    /* Attention core in bf16: QK^T and PV, 2 GEMMs of 2 b s' s a d each. */
+    double attn_flops = 4.0 * b * sl * S * a * dh / tp;
+    if (t->flash_attention)
+        attn_flops *= 0.5; /* causal blocks skipped; CP balances the halves */
+    double attn_rate = d->peak_flops_bf16 * d->attention_efficiency;
+    out->attn_fwd = attn_flops / attn_rate;
+    out->attn_bwd = attn_flops *
+                    (t->flash_attention ? APS_FLASH_BWD_RATIO
+                                        : APS_GEMM_BWD_RATIO) / attn_rate;
+
+    /* Memory-bound kernels, bytes read + written in the forward. */
+    double hrep = T * h / rep;
+    double bytes = (double)m->norms_per_layer * 2.0 * A * hrep /* norms */
+                   + 2.0 * 3.0 * A * hrep                    /* residuals */
+                   + 2.0 * A * T * (a + k) * dh / tp;        /* RoPE */
+    bytes += (m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0) * A * T * f / tp;
+    if (t->dropout)
+        bytes += 3.0 * (2.0 * A + APS_MASK_BYTES) * hrep;
+    if (!t->flash_attention) /* softmax (and dropout) over the scores */
+        bytes += (2.0 * A + (t->dropout ? 2.0 * A + 1.0 : 0.0)) * a * sl *
+                 S * b / tp;
+    out->membound_fwd = bytes / (d->hbm_bandwidth * d->hbm_efficiency);
+
+    /* TP: per layer two collectives each way on the full activation
+     * (Shoeybi et al. 2019 fig. 4: f and g operators; with SP each
+     * all-reduce becomes an all-gather + reduce-scatter pair,
+     * Korthikanti et al. 2022 s.4.2.2). */
+    out->tp_fwd = out->tp_bwd = 0.0;
+    if (s->tp_degree > 1) {
+        double bw, alpha;
+        aps_group_link(c, 1, s->tp_degree, &bw, &alpha);
+        double act = A * T * h;
+        double one = s->sequence_parallel
+                         ? aps_allgather_time(s->tp_degree, act, bw, alpha) +
+                               aps_reducescatter_time(s->tp_degree, act, bw,
+                                                      alpha)
+                         : aps_allreduce_time(s->tp_degree, act, bw, alpha);
+        out->tp_fwd = 2.0 * one;
+        out->tp_bwd = 2.0 * one;
+    }
+
+    /* CP: ring attention passes each rank's K,V chunk round the ring, c-1
+     * steps forward and twice that (K,V and dK,dV) backward (Liu et al.
+     * 2023, Ring Attention; Megatron context_parallel).  All-gather
+     * variant: gather K,V forward, reduce-scatter dK,dV backward (Llama 3,
+     * Dubey et al. 2024 s.3.3.2). */
+    out->cp_fwd = out->cp_bwd = 0.0;
+    if (s->cp_degree > 1) {
+        double bw, alpha;
+        aps_group_link(c, s->tp_degree, s->cp_degree, &bw, &alpha);
+        double kv_chunk = 2.0 * A * b * sl * k * dh / tp;
+        double steps = cp - 1.0;
+        if (s->cp_comm_type == APS_CP_ALL_GATHER) {
+            out->cp_fwd = aps_allgather_time(s->cp_degree, kv_chunk * cp, bw,
+                                             alpha);
+            out->cp_bwd = out->cp_fwd + aps_reducescatter_time(
+                              s->cp_degree, kv_chunk * cp, bw, alpha);
+        } else {
+            out->cp_fwd = steps * (kv_chunk / bw + alpha);
+            out->cp_bwd = 2.0 * out->cp_fwd;
+        }
+    }
+}

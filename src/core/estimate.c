@@ -1,0 +1,330 @@
+/*
+ * estimate.c -- one strategy end to end: checks, per-stage memory, time per
+ * step and derived throughput (MODELING.md s.3, s.4).
+ *
+ * Step time (1F1B, Narayanan et al. SC'21 s.2.2): with t_f, t_b the forward
+ * and backward time of one micro-batch on the slowest stage (compute plus
+ * the exposed TP, CP and FSDP communication inside it),
+ *   step = m (t_f + t_b) + (p-1)/v (t_f + t_b)        [pp_bubble]
+ *          + exposed pp p2p + exposed DP / HSDP sync + optimizer.
+ * Every category is reported as total and exposed; step = sum of exposed.
+ */
+#include <string.h>
+#include "internal.h"
+
+/** Adam step bytes per parameter moved through HBM: read+write fp32
+ *  master, m and v (3 x 8) and read the gradient; plus writing the bf16
+ *  working copy where one exists (torch.optim.AdamW foreach / Apex
+ *  FusedAdam streaming kernels). */
+#define APS_ADAM_STATE_TRAFFIC 24.0
+/** SGD with momentum: read+write master and momentum (2 x 8). */
+#define APS_SGD_STATE_TRAFFIC 16.0
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+typedef struct {
+    double comp_fwd, comp_bwd, recompute;
+    double tp_total, tp_exposed_fwd, tp_exposed_bwd;
+    double cp_total, cp_exposed_fwd, cp_exposed_bwd;
+    double ag_total, ag_exposed, rs_total, rs_exposed;
+    double fsdp_exposed_fwd, fsdp_exposed_bwd;
+} stage_time;
+
+/** Memory-bound seconds for `bytes` of HBM traffic. */
+static double hbm_time(const aps_device *d, double bytes)
+{
+    return bytes / (d->hbm_bandwidth * d->hbm_efficiency);
+}
+
+static void stage_times(const aps_model *m, const aps_cluster *c,
+                        const aps_training *t, const aps_strategy *s,
+                        const aps_layout *lay, const aps_dp_plan *plan,
+                        const aps_layer_cost *lc, int64_t i, stage_time *st)
+{
+    const aps_device *d = &c->device;
+    double A = APS_ACT_BYTES;
+    double tp = (double)lay->t, h = (double)m->hidden_size;
+    double T = (double)lay->b * (double)lay->s_local;
+    double rep = (lay->t > 1 && s->sequence_parallel) ? tp : 1.0;
+    double L = (double)lay->layers[i], rc = (double)lay->recompute[i];
+    bool first = i == 0, last = i == lay->p - 1;
+    memset(st, 0, sizeof *st);
+
+    double layer_fwd = lc->gemm_fwd + lc->attn_fwd + lc->membound_fwd;
+    double layer_bwd = 2.0 * lc->gemm_fwd + lc->attn_bwd +
+                       2.0 * lc->membound_fwd;
+    st->comp_fwd = L * layer_fwd;
+    st->comp_bwd = L * layer_bwd;
+    st->recompute = rc * layer_fwd;
+    if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
+        st->recompute += L * lc->attn_fwd;
+
+    /* TP collectives of the embedding (vocab-parallel output reduced) and
+     * of the output layer (SP: gather the sequence before it). */
+    double tp_edge_fwd = 0.0, tp_edge_bwd = 0.0;
+    if (lay->t > 1) {
+        double bw, alpha;
+        aps_group_link(c, 1, lay->t, &bw, &alpha);
+        double act = A * T * h;
+        double ag = aps_allgather_time(lay->t, act, bw, alpha);
+        double ar = aps_allreduce_time(lay->t, act, bw, alpha);
+        if (first) {
+            tp_edge_fwd += s->sequence_parallel ? ag : ar;
+            tp_edge_bwd += s->sequence_parallel ? ag : 0.0;
+        }
+        if (last) {
+            tp_edge_fwd += s->sequence_parallel ? ag : 0.0;
+            tp_edge_bwd += s->sequence_parallel ? ag : ar;
+        }
+    }
+    if (first) { /* embedding lookup: write the activations */
+        st->comp_fwd += hbm_time(d, A * T * h / rep);
+        st->comp_bwd += hbm_time(d, 2.0 * A * T * h / rep);
+    }
+    if (last) { /* output layer GEMM and softmax cross-entropy */
+        double V = lay->vocab_padded / tp;
+        double g = aps_gemm_time(d, t->precision, T, V, h);
+        double ce = hbm_time(d, (2.0 * A + 3.0 * APS_FP32_BYTES) * T * V);
+        st->comp_fwd += g + 0.5 * ce;
+        st->comp_bwd += 2.0 * g + 0.5 * ce;
+    }
+
+    double keep = 1.0 - t->tp_overlap;
+    double tp_fwd = L * lc->tp_fwd + tp_edge_fwd;
+    double tp_bwd = L * lc->tp_bwd + rc * lc->tp_fwd + tp_edge_bwd;
+    st->tp_total = tp_fwd + tp_bwd;
+    st->tp_exposed_fwd = tp_fwd * keep;
+    st->tp_exposed_bwd = tp_bwd * keep;
+
+    if (lay->c > 1) {
+        double ef, eb;
+        if (s->cp_comm_type == APS_CP_P2P) { /* hidden behind the chunks */
+            ef = lc->cp_fwd > lc->attn_fwd ? lc->cp_fwd - lc->attn_fwd : 0;
+            eb = lc->cp_bwd > lc->attn_bwd ? lc->cp_bwd - lc->attn_bwd : 0;
+        } else {
+            ef = lc->cp_fwd;
+            eb = lc->cp_bwd;
+        }
+        st->cp_total = L * (lc->cp_fwd + lc->cp_bwd) + rc * lc->cp_fwd;
+        st->cp_exposed_fwd = L * ef;
+        st->cp_exposed_bwd = L * eb + rc * ef;
+    }
+
+    if (plan->fsdp_like) {
+        double bw, alpha;
+        int64_t G = plan->shard_group;
+        aps_group_link(c, lay->t, G, &bw, &alpha);
+        double psi = aps_stage_params(m, lay, i);
+        double ag = aps_allgather_time(G, A * psi, bw, alpha);
+        double ag_b = s->reshard_after_forward ? ag : 0.0;
+        double rs = aps_reducescatter_time(G, plan->bytes.grad * psi, bw,
+                                           alpha);
+        /* Prefetch hides a unit's gather behind the previous unit's
+         * compute; the first unit of each pass is always exposed. */
+        double units = L + (first ? 1.0 : 0.0) + (last ? 1.0 : 0.0);
+        double win_f = t->fsdp_overlap * st->comp_fwd;
+        double win_b = t->fsdp_overlap * (st->comp_bwd + st->recompute);
+        double ef = ag - win_f > ag / units ? ag - win_f : ag / units;
+        double bwd = ag_b + rs;
+        double eb = bwd - win_b > bwd / units ? bwd - win_b : bwd / units;
+        st->ag_total = ag + ag_b;
+        st->rs_total = rs;
+        st->ag_exposed = ef + (bwd > 0 ? eb * ag_b / bwd : 0.0);
+        st->rs_exposed = bwd > 0 ? eb * rs / bwd : 0.0;
+        st->fsdp_exposed_fwd = ef;
+        st->fsdp_exposed_bwd = eb;
+    }
+}
+
+static void set_perf(aps_estimate *out, aps_perf_category k, double total,
+                     double exposed)
+{
+    out->perf_total[k] = total;
+    out->perf_exposed[k] = exposed;
+}
+
+static double max0(double x) { return x > 0.0 ? x : 0.0; }
+
+aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
+                            const aps_training *t, const aps_strategy *s,
+                            aps_estimate *out)
+{
+    if (m == NULL || c == NULL || t == NULL || s == NULL || out == NULL)
+        return APS_EINVAL;
+    memset(out, 0, offsetof(aps_estimate, stages));
+    out->worst_stage = -1;
+
+    aps_param_counts pc;
+    aps_model_param_counts(m, &pc);
+    out->params_total = pc.total;
+    out->mem_limit = t->memory_limit_bytes > 0
+                         ? t->memory_limit_bytes
+                         : c->device.memory_bytes - t->memory_margin_bytes;
+
+    out->reason = aps_check_all(m, c, t, s, out->reason_msg,
+                                sizeof out->reason_msg);
+    if (out->reason != APS_REASON_NONE)
+        return APS_OK;
+
+    aps_layout lay;
+    out->reason = aps_layout_build(m, t, s, &lay, out->reason_msg,
+                                   sizeof out->reason_msg);
+    if (out->reason != APS_REASON_NONE)
+        return APS_OK;
+    aps_dp_plan plan;
+    aps_dp_plan_build(t, s, &plan);
+    aps_layer_cost lc;
+    aps_layer_activations(m, t, s, &lc);
+    aps_layer_times(m, c, t, s, &lc);
+
+    const aps_device *d = &c->device;
+    double A = APS_ACT_BYTES;
+    double mb = (double)lay.m;
+    out->micro_batch_num = lay.m;
+    out->vocab_padded = lay.vocab_padded;
+    out->devices_used = s->dp_degree * s->fsdp_degree * s->tp_degree *
+                        s->pp_degree * s->cp_degree;
+    out->num_stages = lay.p;
+
+    /* Per stage: memory and the per-micro-batch times; keep the worst. */
+    stage_time slow = {0};
+    double slow_tf = 0, slow_tb = 0, psi_max = 0;
+    int64_t worst = 0;
+    for (int64_t i = 0; i < lay.p; i++) {
+        aps_stage_estimate *st = &out->stages[i];
+        st->first_layer = lay.first[i];
+        st->num_layers = lay.layers[i];
+        st->recompute_layers = lay.recompute[i];
+        aps_stage_memory(m, c, t, s, &lay, &plan, &lc, i, st);
+        stage_time tm;
+        stage_times(m, c, t, s, &lay, &plan, &lc, i, &tm);
+        st->time_fwd = tm.comp_fwd + tm.tp_exposed_fwd + tm.cp_exposed_fwd +
+                       tm.fsdp_exposed_fwd;
+        st->time_bwd = tm.comp_bwd + tm.recompute + tm.tp_exposed_bwd +
+                       tm.cp_exposed_bwd + tm.fsdp_exposed_bwd;
+        if (st->time_fwd + st->time_bwd > slow_tf + slow_tb || i == 0) {
+            slow = tm;
+            slow_tf = st->time_fwd;
+            slow_tb = st->time_bwd;
+        }
+        if (st->params > psi_max)
+            psi_max = st->params;
+        if (st->mem_total > out->stages[worst].mem_total)
+            worst = i;
+    }
+    out->worst_stage = worst;
+    memcpy(out->mem, out->stages[worst].mem, sizeof out->mem);
+    out->mem_peak = out->stages[worst].mem_total;
+
+    /* Time per step: m micro-batches of the slowest stage, then the rest. */
+    set_perf(out, APS_PERF_COMPUTE_FWD, mb * slow.comp_fwd, mb * slow.comp_fwd);
+    set_perf(out, APS_PERF_COMPUTE_BWD, mb * slow.comp_bwd, mb * slow.comp_bwd);
+    set_perf(out, APS_PERF_RECOMPUTE, mb * slow.recompute, mb * slow.recompute);
+    set_perf(out, APS_PERF_TP_COMM, mb * slow.tp_total,
+             mb * (slow.tp_exposed_fwd + slow.tp_exposed_bwd));
+    set_perf(out, APS_PERF_CP_COMM, mb * slow.cp_total,
+             mb * (slow.cp_exposed_fwd + slow.cp_exposed_bwd));
+    set_perf(out, APS_PERF_FSDP_ALLGATHER, mb * slow.ag_total,
+             mb * slow.ag_exposed);
+    set_perf(out, APS_PERF_FSDP_REDUCESCATTER, mb * slow.rs_total,
+             mb * slow.rs_exposed);
+
+    if (lay.p > 1) {
+        double bubble = (double)(lay.p - 1) / (double)lay.v *
+                        (slow_tf + slow_tb);
+        set_perf(out, APS_PERF_PP_BUBBLE, bubble, bubble);
+        double bw, alpha;
+        int64_t stride = s->tp_degree * s->cp_degree * s->fsdp_degree *
+                         s->dp_degree;
+        aps_group_link(c, stride, lay.p, &bw, &alpha);
+        double rep = (lay.t > 1 && s->sequence_parallel) ? (double)lay.t : 1.0;
+        double bytes = A * (double)lay.b * (double)lay.s_local *
+                       (double)m->hidden_size / rep;
+        double p2p = 2.0 * mb * (double)lay.v * (bytes / bw + alpha);
+        set_perf(out, APS_PERF_PP_P2P, p2p, p2p * (1.0 - t->pp_p2p_overlap));
+    }
+
+    const aps_state_bytes *by = &plan.bytes;
+    if (!plan.fsdp_like && plan.dp_group > 1) {
+        double bw, alpha;
+        aps_group_link(c, s->tp_degree, plan.dp_group, &bw, &alpha);
+        double grads = by->grad * psi_max;
+        double sync, gather = 0.0;
+        if (by->shard_optimizer) { /* ZeRO-1/2: reduce-scatter, gather */
+            sync = aps_reducescatter_time(plan.dp_group, grads, bw, alpha);
+            gather = aps_allgather_time(plan.dp_group, A * psi_max, bw, alpha);
+        } else {
+            sync = aps_allreduce_time(plan.dp_group, grads, bw, alpha);
+        }
+        double exposed = max0(sync - t->dp_overlap * slow_tb) +
+                         max0(gather - t->dp_overlap * slow_tf);
+        set_perf(out, APS_PERF_DP_GRAD_SYNC, sync + gather, exposed);
+    }
+    if (plan.fsdp_like && plan.replicate > 1) {
+        double bw, alpha;
+        aps_group_link(c, s->tp_degree * plan.shard_group, plan.replicate,
+                       &bw, &alpha);
+        double shard = by->grad * psi_max / (double)plan.shard_group;
+        double ar = aps_allreduce_time(plan.replicate, shard, bw, alpha);
+        set_perf(out, APS_PERF_HSDP_REPLICATE_SYNC, ar,
+                 max0(ar - t->dp_overlap * slow_tb));
+    }
+    {
+        double traffic = (t->optimizer == APS_OPT_ADAM ? APS_ADAM_STATE_TRAFFIC
+                                                       : APS_SGD_STATE_TRAFFIC) +
+                         by->grad + (by->weight < 4.0 ? by->weight : 0.0);
+        double psi_opt = psi_max / (by->shard_optimizer
+                                        ? (double)plan.shard_group : 1.0);
+        double opt = hbm_time(d, psi_opt * traffic);
+        set_perf(out, APS_PERF_OPTIMIZER, opt, opt);
+    }
+    out->step_time = 0.0;
+    for (int k = 0; k < APS_PERF_COUNT; k++)
+        out->step_time += out->perf_exposed[k];
+
+    /* Derived throughput.  Model FLOPs: 6 x matmul params per token plus
+     * the causal attention core (2 b s^2 a d forward per layer), logits
+     * with the unpadded vocabulary; no recompute.  Hardware FLOPs add the
+     * recomputed forwards (SC'21 eq. 3 counts full recompute the same). */
+    double B = (double)t->global_batch_size, S = (double)t->seq_length;
+    double Ll = (double)m->num_layers, h = (double)m->hidden_size;
+    double attn_fwd_seq = 2.0 * S * S * (double)m->num_attention_heads *
+                          (double)m->head_dim;
+    double matmul_fwd_seq = 2.0 * S * (aps_layer_matmul_params(m));
+    double fwd = B * (Ll * (matmul_fwd_seq + attn_fwd_seq) +
+                      2.0 * S * h * (double)m->vocab_size);
+    out->model_flops_per_step = 3.0 * fwd;
+    double recomputed = 0.0;
+    for (int64_t i = 0; i < lay.p; i++)
+        recomputed += (double)lay.recompute[i];
+    double extra = B * recomputed * (matmul_fwd_seq + attn_fwd_seq);
+    if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
+        extra += B * Ll * attn_fwd_seq;
+    out->hardware_flops_per_step = out->model_flops_per_step + extra;
+
+    double n = (double)out->devices_used;
+    double peak = aps_peak_flops(d, t->precision);
+    out->tokens_per_s = B * S / out->step_time;
+    out->tokens_per_s_per_gpu = out->tokens_per_s / n;
+    out->model_tflops_per_gpu =
+        out->model_flops_per_step / out->step_time / n / 1e12;
+    out->mfu = out->model_flops_per_step / (out->step_time * n * peak);
+    out->hfu = out->hardware_flops_per_step / (out->step_time * n * peak);
+
+    if (out->mem_peak > out->mem_limit) {
+        const aps_stage_estimate *w = &out->stages[worst];
+        int big = 0;
+        for (int k = 1; k < APS_MEM_COUNT; k++)
+            if (w->mem[k] > w->mem[big])
+                big = k;
+        out->reason = APS_REASON_MEMORY_LIMIT;
+        aps_fmt(out->reason_msg, sizeof out->reason_msg,
+                "stage %lld of %lld needs %.2f GiB > memory limit %.2f GiB "
+                "(largest: %s %.2f GiB)",
+                (long long)worst + 1, (long long)lay.p, out->mem_peak / GIB,
+                out->mem_limit / GIB, aps_mem_category_name((aps_mem_category)big),
+                w->mem[big] / GIB);
+        return APS_OK;
+    }
+    out->feasible = true;
+    return APS_OK;
+}

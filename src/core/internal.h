@@ -1,0 +1,107 @@
+/*
+ * internal.h -- helpers shared by the core sources; not installed.
+ */
+#ifndef APS_CORE_INTERNAL_H
+#define APS_CORE_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include "apsearch/core.h"
+
+/** snprintf into msg when msg is non-NULL (n > 0); always NUL-terminated. */
+void aps_fmt(char *msg, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/** Bytes of one activation element in the training precision: 2 for bf16,
+ *  fp16 and fp8 (TransformerEngine keeps activations between layers in bf16). */
+#define APS_ACT_BYTES 2.0
+/** Bytes of an fp32 element (softmax statistics, fp32 logits, main grads). */
+#define APS_FP32_BYTES 4.0
+/** Bytes of a dropout mask element (torch.bool / uint8). */
+#define APS_MASK_BYTES 1.0
+
+/** Layer counts per stage plus derived quantities every estimator needs. */
+typedef struct {
+    int64_t p, v, m, t, c, b, s_local; /**< s_local = s / c */
+    int64_t layers[APS_MAX_STAGES];
+    int64_t first[APS_MAX_STAGES];
+    int64_t recompute[APS_MAX_STAGES]; /**< layers fully recomputed */
+    double vocab_padded;
+} aps_layout;
+
+/** Fills the layout; returns a reason when the partition is invalid. */
+aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
+                            const aps_strategy *s, aps_layout *out,
+                            char *msg, size_t n);
+
+/** Vocabulary padded to a multiple of vocab_size_divisible_by * t
+ *  (Megatron megatron/training/tokenizer: _vocab_size_with_padding). */
+double aps_padded_vocab(const aps_model *m, const aps_training *t, int64_t tp);
+
+/** Parameters of one layer held on one TP rank: matrices / t, column-
+ *  parallel biases / t, row-parallel biases and norms replicated
+ *  (Shoeybi et al. 2019, s.3; megatron/core/tensor_parallel/layers.py). */
+double aps_layer_params_tp(const aps_model *m, int64_t tp);
+
+/** Parameters held by pipeline rank i under TP (embedding on rank 0, output
+ *  layer and final norm on rank p-1; a tied output layer is a second copy
+ *  there when p > 1, megatron/core/models/common/language_module). */
+double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i);
+
+/** Parameters of the largest FSDP unit on rank i (one layer, the embedding
+ *  or the output layer with the final norm; TorchTitan wraps each). */
+double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
+                               int64_t i);
+
+/** Peak dense FLOP/s of the GEMMs in this precision. */
+double aps_peak_flops(const aps_device *d, aps_precision p);
+
+/** Data-parallel sharding plan derived from (R, S, c, zero_stage). */
+typedef struct {
+    int64_t shard_group;    /**< ranks model states are sharded over */
+    int64_t replicate;      /**< HSDP replicate degree R (1 otherwise) */
+    int64_t dp_group;       /**< ranks gradients are synchronised over */
+    bool fsdp_like;         /**< weights sharded: gathered every micro-batch */
+    aps_state_bytes bytes;  /**< per-parameter bytes and shard flags */
+} aps_dp_plan;
+
+void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
+                       aps_dp_plan *out);
+
+/** Costs of one transformer layer for one micro-batch on one device;
+ *  identical on every stage, so computed once per strategy. */
+typedef struct {
+    double act_full;       /**< bytes saved, no recompute */
+    double act_selective;  /**< bytes saved with selective recompute */
+    double act_input;      /**< bytes saved with full recompute (input) */
+    double gemm_fwd;       /**< s, linear layers */
+    double attn_fwd;       /**< s, attention core (bf16) */
+    double attn_bwd;       /**< s */
+    double membound_fwd;   /**< s, norms, residuals, activations, rope */
+    double tp_fwd;         /**< s, TP collectives in the forward */
+    double tp_bwd;         /**< s */
+    double cp_fwd;         /**< s, CP communication total, forward */
+    double cp_bwd;         /**< s */
+} aps_layer_cost;
+
+/** Memory of pipeline rank i by category into st (memory.c). */
+void aps_stage_memory(const aps_model *m, const aps_cluster *c,
+                      const aps_training *t, const aps_strategy *s,
+                      const aps_layout *lay, const aps_dp_plan *plan,
+                      const aps_layer_cost *lc, int64_t i,
+                      aps_stage_estimate *st);
+
+/** Activation bytes (memory.c). */
+void aps_layer_activations(const aps_model *m, const aps_training *t,
+                           const aps_strategy *s, aps_layer_cost *out);
+/** Compute and communication seconds (compute.c). */
+void aps_layer_times(const aps_model *m, const aps_cluster *c,
+                     const aps_training *t, const aps_strategy *s,
+                     aps_layer_cost *out);
+
+/** Seconds of a GEMM of M x K by K x N at the device's efficiency for its
+ *  size (compute.c). */
+double aps_gemm_time(const aps_device *d, aps_precision p, double M,
+                     double N, double K);
+
+#endif

@@ -1,0 +1,255 @@
+/*
+ * memory.c -- what a device holds: model states (MODELING.md s.3.1) and the
+ * activations one layer saves for backward (s.3.2).
+ *
+ * Activation derivation, per layer, per micro-batch, per device, in bytes.
+ * s' = s / c (context parallel), b micro-batch size, t TP degree,
+ * A = 2 (bf16/fp16 activations).  "rep" tensors are replicated across TP
+ * ranks unless sequence parallelism splits them along the sequence (/t).
+ *
+ *   tensor saved for backward          bytes                     split
+ *   input of norm 1                    A s' b h                  rep
+ *   input of QKV linear (norm 1 out)   A s' b h                  rep
+ *   Q (after RoPE)                     A s' b a d                /t
+ *   K, V                               A s' b k d each           /t
+ *   [qk_norm] Q, K before their norms  A s' b (a + k) d          /t
+ *   attention core, non-flash:
+ *     softmax output                   A a s' s b                /t
+ *     dropout mask, dropout output     (1 + A) a s' s b          /t (dropout)
+ *   attention core, flash:
+ *     log-sum-exp (fp32)               4 a s' b                  /t
+ *   context (input of out-proj)        A s' b a d                /t
+ *   dropout mask after attention       1 s' b h                  rep (dropout)
+ *   input of norm 2                    A s' b h                  rep
+ *   input of MLP (norm 2 out)          A s' b h                  rep
+ *   GELU MLP: fc1 out, fc2 in          2 A s' b f                /t
+ *   SwiGLU MLP: gate, up, product      3 A s' b f                /t
+ *   dropout mask after MLP             1 s' b h                  rep (dropout)
+ *
+ * With GPT-3 shapes (k = a, a d = h, f = 4h, GELU, LayerNorm, dropout,
+ * no flash) this sums to s b h (34 + 5 a s / h) without parallelism,
+ * s b h (10 + 24/t + 5 a s/(h t)) with TP, s b h (34/t + 5 a s/(h t)) with
+ * TP and SP: Korthikanti et al. 2022 (arXiv:2205.05198) Table 2 and
+ * eqs. 1-3.  Norm statistics (fp32 mean/rstd, 4 s b each) are left out as
+ * the paper does.
+ *
+ * Selective recompute drops the attention-core terms (softmax/dropout
+ * outputs, or the flash LSE).  Full recompute keeps only the layer input,
+ * A s' b h, sequence-split with SP (Megatron checkpoints the SP-sharded
+ * hidden state; Table 2's "2sbh" is the t = 1 / no-SP case).
+ */
+#include "internal.h"
+
+/** Bytes per parameter of the fp8 weight caches TransformerEngine keeps
+ *  for each linear on Hopper (the fp8 weight and its transpose). */
+#define APS_FP8_WEIGHT_CACHE_BYTES 2.0
+
+void aps_layer_activations(const aps_model *m, const aps_training *t,
+                           const aps_strategy *s, aps_layer_cost *out)
+{
+    double A = APS_ACT_BYTES;
+    double tp = (double)s->tp_degree;
+    double sl = (double)t->seq_length / (double)s->cp_degree; /* s' */
+    double S = (double)t->seq_length;
+    double b = (double)s->micro_batch_size;
+    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
+    double k = (double)m->num_query_groups, d = (double)m->head_dim;
+    double f = (double)m->ffn_hidden_size;
+    double rep = (s->tp_degree > 1 && s->sequence_parallel) ? tp : 1.0;
+    double sbh_rep = sl * b * h / rep;
+    double drop = t->dropout ? 1.0 : 0.0;
+
+    double replicated = 4.0 * A * sbh_rep              /* norm/linear inputs */
+                        + 2.0 * drop * APS_MASK_BYTES * sbh_rep;
+    double split = A * sl * b * (a * d + 2.0 * k * d) / tp   /* Q, K, V */
+                   + A * sl * b * a * d / tp;                /* context */
+    if (m->qk_norm)
+        split += A * sl * b * (a + k) * d / tp;
+    split += (m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0) * A * sl * b * f / tp;
+
+    double core;
+    if (t->flash_attention)
+        core = APS_FP32_BYTES * a * sl * b / tp;
+    else
+        core = (A + drop * (APS_MASK_BYTES + A)) * a * sl * S * b / tp;
+
+    out->act_full = replicated + split + core;
+    out->act_selective = replicated + split;
+    out->act_input = A * sbh_rep;
+}
+
+double aps_layer_activation_bytes(const aps_model *m, const aps_training *t,
+                                  const aps_strategy *s, aps_recompute rc)
+{
+    aps_layer_cost lc;
+    aps_layer_activations(m, t, s, &lc);
+    switch (rc) {
+    case APS_RECOMPUTE_SELECTIVE: return lc.act_selective;
+    case APS_RECOMPUTE_FULL: return lc.act_input;
+    default: return lc.act_full;
+    }
+}
+
+void aps_model_state_bytes(const aps_training *t, const aps_strategy *s,
+                           aps_state_bytes *out)
+{
+    aps_dp_plan plan;
+    aps_dp_plan_build(t, s, &plan);
+    *out = plan.bytes;
+}
+
+void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
+                       aps_dp_plan *plan)
+{
+    bool adam = t->optimizer == APS_OPT_ADAM;
+    aps_state_bytes *by = &plan->bytes;
+    switch (t->framework) {
+    case APS_FW_MEGATRON:
+        /* bf16 weights, fp32 main grads, fp32 master + Adam m, v:
+         * 2 + 4 + 12 = 18 B/param (Megatron-LM docs, distributed optimizer;
+         * NVIDIA/Megatron-LM issue 654). */
+        by->weight = 2.0; by->grad = 4.0; by->optimizer = adam ? 12.0 : 8.0;
+        break;
+    case APS_FW_DEEPSPEED:
+        /* fp16 weights and grads, fp32 master + Adam: 2 + 2 + 12 = 16
+         * (Rajbhandari et al. 2020, ZeRO, s.3.1, K = 12). */
+        by->weight = 2.0; by->grad = 2.0; by->optimizer = adam ? 12.0 : 8.0;
+        break;
+    case APS_FW_FSDP2:
+    case APS_FW_FSDP:
+    default:
+        /* Sharded fp32 parameters are the master copy, fp32 grads, Adam
+         * m, v (TorchTitan: mixed_precision_param bf16, reduce fp32). */
+        by->weight = 4.0; by->grad = 4.0; by->optimizer = adam ? 8.0 : 4.0;
+        break;
+    }
+    int64_t R = s->dp_degree, S = s->fsdp_degree, c = s->cp_degree;
+    if (S > 1) {
+        /* FSDP / HSDP: everything sharded over S (and the CP ranks, which
+         * hold the same parameters: TorchTitan's dp_shard_cp mesh). */
+        plan->shard_group = S * c;
+        plan->replicate = R;
+        plan->dp_group = S * c;
+        plan->fsdp_like = true;
+        by->shard_weights = by->shard_grads = by->shard_optimizer = 1;
+    } else {
+        int64_t z = s->zero_stage;
+        plan->shard_group = R * c;
+        plan->replicate = 1;
+        plan->dp_group = R * c;
+        plan->fsdp_like = z >= 3 && R * c > 1;
+        by->shard_optimizer = z >= 1;
+        by->shard_grads = z >= 2;
+        by->shard_weights = z >= 3;
+    }
+    by->shard_group = (double)plan->shard_group;
+}
+
+/** Bytes of persistent model state for psi parameters under the plan. */
+static void model_states(const aps_training *t, const aps_dp_plan *plan,
+                         double psi, double matmul_psi, double mem[])
+{
+    const aps_state_bytes *by = &plan->bytes;
+    double G = (double)plan->shard_group;
+    mem[APS_MEM_PARAMS] = psi * by->weight / (by->shard_weights ? G : 1.0);
+    if (t->precision == APS_PREC_FP8 && t->framework != APS_FW_FSDP2 &&
+        t->framework != APS_FW_FSDP)
+        mem[APS_MEM_PARAMS] += matmul_psi * APS_FP8_WEIGHT_CACHE_BYTES;
+    mem[APS_MEM_GRADS] = psi * by->grad / (by->shard_grads ? G : 1.0);
+    mem[APS_MEM_OPTIMIZER_STATES] =
+        psi * by->optimizer / (by->shard_optimizer ? G : 1.0);
+}
+
+/** Count of NCCL communicators a rank creates (groups of size > 1). */
+static double communicators(const aps_strategy *s, const aps_dp_plan *plan)
+{
+    double n = 0;
+    n += s->tp_degree > 1;
+    n += s->cp_degree > 1;
+    n += s->pp_degree > 1;
+    n += plan->dp_group > 1;
+    n += plan->fsdp_like && plan->replicate > 1;
+    return n;
+}
+
+void aps_stage_memory(const aps_model *m, const aps_cluster *c,
+                      const aps_training *t, const aps_strategy *s,
+                      const aps_layout *lay, const aps_dp_plan *plan,
+                      const aps_layer_cost *lc, int64_t i,
+                      aps_stage_estimate *st)
+{
+    double A = APS_ACT_BYTES;
+    double tp = (double)lay->t, h = (double)m->hidden_size;
+    double sl = (double)lay->s_local, b = (double)lay->b;
+    double rep = (lay->t > 1 && s->sequence_parallel) ? tp : 1.0;
+    double sbh_rep = sl * b * h / rep;
+    double *mem = st->mem;
+    for (int j = 0; j < APS_MEM_COUNT; j++)
+        mem[j] = 0.0;
+
+    double psi = aps_stage_params(m, lay, i);
+    double layers = (double)lay->layers[i], rc = (double)lay->recompute[i];
+    double matmul_psi = layers * aps_layer_matmul_params(m) / tp;
+    st->params = psi;
+    model_states(t, plan, psi, matmul_psi, mem);
+
+    /* Activations: in-flight micro-batches times this rank's layers. */
+    double per_layer = s->layer_recompute == APS_RECOMPUTE_SELECTIVE
+                           ? lc->act_selective : lc->act_full;
+    double per_mb = (layers - rc) * per_layer + rc * lc->act_input;
+    if (i == 0 && t->dropout)
+        per_mb += APS_MASK_BYTES * sbh_rep;        /* embedding dropout */
+    if (i == lay->p - 1)
+        per_mb += 2.0 * A * sbh_rep;   /* final-norm and output-layer inputs */
+    double inflight = aps_inflight_microbatches(lay->p, lay->v, lay->m, i);
+    st->inflight_microbatches = inflight;
+    /* Full recompute: while a layer is recomputed its whole activation set
+     * is alive once more (the transient peak of the backward). */
+    double transient = rc > 0 ? lc->act_full : 0.0;
+    mem[APS_MEM_ACTIVATIONS] = inflight * per_mb + transient;
+
+    if (i == lay->p - 1) /* bf16 logits + fp32 copy for cross-entropy */
+        mem[APS_MEM_LOGITS_LOSS] =
+            (A + APS_FP32_BYTES) * sl * b * lay->vocab_padded / tp;
+
+    /* TP with SP: the all-gathered full-sequence input of a linear. */
+    if (lay->t > 1 && s->sequence_parallel)
+        mem[APS_MEM_COMM_TP] = A * sl * b * h;
+
+    if (plan->fsdp_like) {
+        /* Unsharded compute-dtype parameters of the current and the
+         * prefetched unit (or all units when not resharding after forward),
+         * plus one unit's unsharded gradients before reduce-scatter. */
+        double unit = aps_largest_unit_params(m, lay, i);
+        double layer_unit = aps_layer_params_tp(m, lay->t);
+        double gathered = s->reshard_after_forward ? unit + layer_unit : psi;
+        mem[APS_MEM_COMM_FSDP] = A * gathered + plan->bytes.grad * unit;
+    } else if (plan->dp_group > 1 && t->framework != APS_FW_MEGATRON) {
+        /* torch DDP / DeepSpeed gradient buckets; Megatron reduces in its
+         * contiguous grad buffer, which is the grads themselves. */
+        mem[APS_MEM_COMM_DP] =
+            t->ddp_bucket_bytes * (double)t->ddp_buckets_in_flight;
+    }
+
+    if (lay->p > 1) {
+        double neighbours = (lay->v > 1 || (i > 0 && i < lay->p - 1)) ? 2 : 1;
+        mem[APS_MEM_COMM_PP] = neighbours * 2.0 * A * sbh_rep;
+    }
+
+    if (lay->c > 1) {
+        double kv = 2.0 * A * b * (double)m->num_query_groups *
+                    (double)m->head_dim / tp;      /* K and V per token */
+        double chunk = s->cp_comm_type == APS_CP_ALL_GATHER
+                           ? kv * (double)t->seq_length       /* gathered */
+                           : 2.0 * kv * sl;                   /* 2 in flight */
+        mem[APS_MEM_COMM_CP] = 2.0 * chunk; /* + dK, dV in backward */
+    }
+
+    double allocated = 0.0;
+    for (int j = 0; j < APS_MEM_COUNT; j++)
+        allocated += mem[j];
+    mem[APS_MEM_RESERVED] = c->device.cuda_context_bytes +
+                            c->device.nccl_comm_bytes * communicators(s, plan) +
+                            t->allocator_fragmentation * allocated;
+    st->mem_total = allocated + mem[APS_MEM_RESERVED];
+}

@@ -1,0 +1,197 @@
+/*
+ * model.c -- normalized_model_config: defaults, validation, parameter counts.
+ *
+ * Parameter layout of a dense decoder-only transformer (MODELING.md s.2):
+ * per layer Q h*a*d, K and V h*k*d each, O a*d*h, MLP 3*h*f (gated, SwiGLU:
+ * gate, up, down) or 2*h*f (GELU: fc1, fc2), norms_per_layer norms of h
+ * weights (+ h biases for LayerNorm with bias), optional biases and per-head
+ * Q/K norms; embedding V*h, output layer V*h unless tied, final norm.
+ * Checked against the published counts of shared/models (tests/c/test_model.c).
+ */
+#include <strings.h>
+#include "internal.h"
+
+/** Largest accepted value of a width (h, f, V, a, k, d): 2^24.  Larger is
+ *  taken as a unit or typing mistake, not a model. */
+#define APS_MAX_WIDTH (INT64_C(1) << 24)
+/** Largest accepted layer count. */
+#define APS_MAX_LAYERS (INT64_C(1) << 16)
+
+void aps_model_defaults(aps_model *m)
+{
+    *m = (aps_model){0};
+    m->norms_per_layer = 2;
+    m->mlp = APS_MLP_SWIGLU;
+    m->norm = APS_NORM_RMSNORM;
+    m->position_embedding = APS_POS_ROPE;
+    m->norm_bias = true; /* only read for LayerNorm */
+}
+
+static aps_status check_range(const char *field, int64_t v, int64_t max,
+                              char *err, size_t n)
+{
+    if (v < 1) {
+        aps_fmt(err, n, "model.%s: must be >= 1 (got %lld)", field,
+                (long long)v);
+        return APS_EINVAL;
+    }
+    if (v > max) {
+        aps_fmt(err, n, "model.%s: absurd size %lld (limit %lld)", field,
+                (long long)v, (long long)max);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
+aps_status aps_model_validate(aps_model *m, char *err, size_t n)
+{
+    if (m == NULL) {
+        aps_fmt(err, n, "model: NULL");
+        return APS_EINVAL;
+    }
+    struct { const char *f; int64_t v, max; } dims[] = {
+        {"num_layers", m->num_layers, APS_MAX_LAYERS},
+        {"hidden_size", m->hidden_size, APS_MAX_WIDTH},
+        {"num_attention_heads", m->num_attention_heads, APS_MAX_WIDTH},
+        {"num_query_groups", m->num_query_groups, APS_MAX_WIDTH},
+        {"ffn_hidden_size", m->ffn_hidden_size, APS_MAX_WIDTH},
+        {"vocab_size", m->vocab_size, APS_MAX_WIDTH},
+        {"norms_per_layer", m->norms_per_layer, 16},
+    };
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+        aps_status st = check_range(dims[i].f, dims[i].v, dims[i].max, err, n);
+        if (st != APS_OK)
+            return st;
+    }
+    if (m->num_attention_heads % m->num_query_groups != 0) {
+        aps_fmt(err, n,
+                "model.num_query_groups: %lld does not divide "
+                "num_attention_heads %lld",
+                (long long)m->num_query_groups,
+                (long long)m->num_attention_heads);
+        return APS_EINVAL;
+    }
+    if (m->head_dim == 0) {
+        if (m->hidden_size % m->num_attention_heads != 0) {
+            aps_fmt(err, n,
+                    "model.head_dim: not given and hidden_size %lld is not "
+                    "divisible by num_attention_heads %lld",
+                    (long long)m->hidden_size,
+                    (long long)m->num_attention_heads);
+            return APS_EINVAL;
+        }
+        m->head_dim = m->hidden_size / m->num_attention_heads;
+    }
+    aps_status st = check_range("head_dim", m->head_dim, APS_MAX_WIDTH, err, n);
+    if (st != APS_OK)
+        return st;
+    if (m->position_embedding == APS_POS_LEARNED) {
+        st = check_range("max_position_embeddings",
+                         m->max_position_embeddings, APS_MAX_WIDTH, err, n);
+        if (st != APS_OK)
+            return st;
+    } else if (m->max_position_embeddings < 0) {
+        aps_fmt(err, n, "model.max_position_embeddings: must be >= 0 (got %lld)",
+                (long long)m->max_position_embeddings);
+        return APS_EINVAL;
+    }
+    if ((unsigned)m->mlp > APS_MLP_GELU || (unsigned)m->norm > APS_NORM_LAYERNORM ||
+        (unsigned)m->position_embedding > APS_POS_ALIBI) {
+        aps_fmt(err, n, "model: enum field out of range");
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
+/** Weights (+ biases) of one norm of width w. */
+static double norm_params(const aps_model *m, double w)
+{
+    return (m->norm == APS_NORM_LAYERNORM && m->norm_bias) ? 2.0 * w : w;
+}
+
+double aps_layer_matmul_params(const aps_model *m)
+{
+    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
+    double k = (double)m->num_query_groups, d = (double)m->head_dim;
+    double f = (double)m->ffn_hidden_size;
+    double attn = h * a * d + 2.0 * h * k * d + a * d * h;
+    double mlp = (m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0) * h * f;
+    return attn + mlp;
+}
+
+/** Parameters of one layer split over tp ranks (tp = 1: the whole layer). */
+double aps_layer_params_tp(const aps_model *m, int64_t tp)
+{
+    double t = (double)tp;
+    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
+    double k = (double)m->num_query_groups, d = (double)m->head_dim;
+    double f = (double)m->ffn_hidden_size;
+    double p = aps_layer_matmul_params(m) / t;
+    if (m->qkv_bias) /* column parallel: split */
+        p += (a * d + 2.0 * k * d) / t;
+    if (m->attn_out_bias) /* row parallel: replicated */
+        p += h;
+    if (m->mlp_bias) /* fc1 (and gate) column parallel, fc2 row parallel */
+        p += (m->mlp == APS_MLP_SWIGLU ? 2.0 * f : f) / t + h;
+    if (m->qk_norm) /* one head_dim-wide norm each for Q and K, replicated */
+        p += 2.0 * d;
+    p += (double)m->norms_per_layer * norm_params(m, h);
+    return p;
+}
+
+void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
+{
+    double h = (double)m->hidden_size, V = (double)m->vocab_size;
+    out->embedding = V * h;
+    if (m->position_embedding == APS_POS_LEARNED)
+        out->embedding += (double)m->max_position_embeddings * h;
+    out->per_layer = aps_layer_params_tp(m, 1);
+    out->layers = (double)m->num_layers * out->per_layer;
+    out->final_norm = norm_params(m, h);
+    out->output_layer = m->tie_word_embeddings ? 0.0 : V * h;
+    out->total = out->embedding + out->layers + out->final_norm +
+                 out->output_layer;
+}
+
+double aps_padded_vocab(const aps_model *m, const aps_training *t, int64_t tp)
+{
+    int64_t mult = t->vocab_size_divisible_by * tp;
+    if (mult < 1)
+        mult = 1;
+    int64_t padded = (m->vocab_size + mult - 1) / mult * mult;
+    return (double)padded;
+}
+
+double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i)
+{
+    double h = (double)m->hidden_size, t = (double)lay->t;
+    double p = (double)lay->layers[i] * aps_layer_params_tp(m, lay->t);
+    if (i == 0) {
+        p += lay->vocab_padded * h / t; /* vocab-parallel embedding */
+        if (m->position_embedding == APS_POS_LEARNED)
+            p += (double)m->max_position_embeddings * h; /* replicated */
+    }
+    if (i == lay->p - 1) {
+        p += norm_params(m, h);
+        /* Untied: its own output layer.  Tied with p > 1: Megatron keeps a
+         * copy of the word embeddings on the last stage (and all-reduces
+         * their gradients with the first); tied with p = 1: shared. */
+        if (!m->tie_word_embeddings || lay->p > 1)
+            p += lay->vocab_padded * h / t;
+    }
+    return p;
+}
+
+double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
+                               int64_t i)
+{
+    double h = (double)m->hidden_size, t = (double)lay->t;
+    double unit = lay->layers[i] > 0 ? aps_layer_params_tp(m, lay->t) : 0.0;
+    double vocab = lay->vocab_padded * h / t;
+    if (i == 0 && vocab > unit)
+        unit = vocab;
+    if (i == lay->p - 1 && (!m->tie_word_embeddings || lay->p > 1) &&
+        vocab + norm_params(m, h) > unit)
+        unit = vocab + norm_params(m, h);
+    return unit;
+}

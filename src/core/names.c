@@ -1,0 +1,94 @@
+/*
+ * names.c -- stable names of status codes, filter reasons and breakdown
+ * categories.  The strings are part of the output schema (docs/outputs.md):
+ * change them only with a schema_version bump.
+ */
+#include <stdio.h>
+#include "internal.h"
+
+void aps_fmt(char *msg, size_t n, const char *fmt, ...)
+{
+    if (msg == NULL || n == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, n, fmt, ap);
+    va_end(ap);
+}
+
+static const char *const reason_codes[APS_REASON_COUNT] = {
+    [APS_REASON_NONE] = "NONE",
+    [APS_REASON_INVALID_DEGREE] = "INVALID_DEGREE",
+    [APS_REASON_TP_DIVISIBILITY] = "TP_DIVISIBILITY",
+    [APS_REASON_CP_DIVISIBILITY] = "CP_DIVISIBILITY",
+    [APS_REASON_PP_DIVISIBILITY] = "PP_DIVISIBILITY",
+    [APS_REASON_PP_PARTITION] = "PP_PARTITION",
+    [APS_REASON_VPP_INVALID] = "VPP_INVALID",
+    [APS_REASON_BATCH_DIVISIBILITY] = "BATCH_DIVISIBILITY",
+    [APS_REASON_DEVICE_COUNT] = "DEVICE_COUNT",
+    [APS_REASON_IDLE_DEVICES] = "IDLE_DEVICES",
+    [APS_REASON_HSDP_INVALID] = "HSDP_INVALID",
+    [APS_REASON_ZERO_STAGE_INVALID] = "ZERO_STAGE_INVALID",
+    [APS_REASON_MEMORY_LIMIT] = "MEMORY_LIMIT",
+};
+
+const char *aps_reason_code(aps_reason r)
+{
+    if ((int)r < 0 || r >= APS_REASON_COUNT)
+        return "UNKNOWN";
+    return reason_codes[r];
+}
+
+static const char *const mem_names[APS_MEM_COUNT] = {
+    [APS_MEM_PARAMS] = "params",
+    [APS_MEM_GRADS] = "grads",
+    [APS_MEM_OPTIMIZER_STATES] = "optimizer_states",
+    [APS_MEM_ACTIVATIONS] = "activations",
+    [APS_MEM_COMM_TP] = "comm_buffers_tp",
+    [APS_MEM_COMM_FSDP] = "comm_buffers_fsdp",
+    [APS_MEM_COMM_DP] = "comm_buffers_dp",
+    [APS_MEM_COMM_PP] = "comm_buffers_pp",
+    [APS_MEM_COMM_CP] = "comm_buffers_cp",
+    [APS_MEM_LOGITS_LOSS] = "logits_loss",
+    [APS_MEM_RESERVED] = "reserved",
+};
+
+const char *aps_mem_category_name(aps_mem_category c)
+{
+    if ((int)c < 0 || c >= APS_MEM_COUNT)
+        return NULL;
+    return mem_names[c];
+}
+
+static const char *const perf_names[APS_PERF_COUNT] = {
+    [APS_PERF_COMPUTE_FWD] = "compute_fwd",
+    [APS_PERF_COMPUTE_BWD] = "compute_bwd",
+    [APS_PERF_RECOMPUTE] = "recompute",
+    [APS_PERF_TP_COMM] = "tp_comm",
+    [APS_PERF_CP_COMM] = "cp_comm",
+    [APS_PERF_PP_P2P] = "pp_p2p",
+    [APS_PERF_PP_BUBBLE] = "pp_bubble",
+    [APS_PERF_FSDP_ALLGATHER] = "fsdp_allgather",
+    [APS_PERF_FSDP_REDUCESCATTER] = "fsdp_reducescatter",
+    [APS_PERF_DP_GRAD_SYNC] = "dp_grad_sync",
+    [APS_PERF_HSDP_REPLICATE_SYNC] = "hsdp_replicate_sync",
+    [APS_PERF_OPTIMIZER] = "optimizer",
+};
+
+const char *aps_perf_category_name(aps_perf_category c)
+{
+    if ((int)c < 0 || c >= APS_PERF_COUNT)
+        return NULL;
+    return perf_names[c];
+}
+
+const char *aps_status_name(aps_status s)
+{
+    switch (s) {
+    case APS_OK: return "OK";
+    case APS_EINVAL: return "EINVAL";
+    case APS_ENOTIMPL: return "ENOTIMPL";
+    case APS_ERANGE: return "ERANGE";
+    }
+    return "UNKNOWN";
+}

@@ -1,0 +1,236 @@
+/*
+ * presets.c -- accelerator presets with cited specifications, and the
+ * validation of cluster_config.
+ *
+ * Datasheet numbers are dense (no 2:4 sparsity).  Link bandwidths are per
+ * GPU, one direction: NVLink total bidirectional / 2; the network is one
+ * NIC per GPU (DGX/HGX reference design).  memory_bytes is the capacity
+ * nvidia-smi reports as total, which the allocator can address.
+ *
+ * The efficiency fields are the calibratable parameters of MODELING.md s.4
+ * (see docs/modeling.md "Efficiency parameters"); their defaults are
+ * assumptions, stated here and fitted by `apsearch calibrate`.
+ */
+#include <strings.h>
+#include "internal.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define MIB (1024.0 * 1024.0)
+#define GB 1e9
+#define TFLOPS 1e12
+#define US 1e-6
+
+/** Alpha of one ring step inside a node over NVLink (NCCL small-message
+ *  latency, NCCL tests on DGX H100 report a few microseconds). Assumed. */
+#define APS_NVLINK_LATENCY (3.0 * US)
+/** Alpha of one ring step across nodes over InfiniBand. Assumed. */
+#define APS_IB_LATENCY (8.0 * US)
+/** CUDA context plus cuBLAS/NCCL kernels resident outside the caching
+ *  allocator (about 0.5-1 GiB on Hopper with PyTorch 2.x). Assumed. */
+#define APS_CUDA_CONTEXT (0.75 * GIB)
+/** Per NCCL communicator: about 0.5 GB each (Fujii et al. 2024,
+ *  arXiv:2411.06465, s.3 memory analysis). */
+#define APS_NCCL_COMM (0.5 * GB)
+/** Large-GEMM fraction of dense peak reached by cuBLAS (bf16). Assumed. */
+#define APS_GEMM_EFF 0.75
+/** Smallest GEMM dimension at which efficiency is half of the maximum.
+ *  Assumed (tile width of Hopper/Ampere tensor-core kernels). */
+#define APS_GEMM_HALF_DIM 128.0
+/** fp8 GEMM fraction of fp8 peak. Assumed. */
+#define APS_FP8_GEMM_EFF 0.60
+/** Flash-attention fraction of bf16 peak (FlashAttention-2 reaches about
+ *  50-70% forward, less backward; Dao 2023, arXiv:2307.08691 s.4). */
+#define APS_ATTN_EFF 0.45
+/** Achievable fraction of HBM bandwidth for streaming kernels. Assumed. */
+#define APS_HBM_EFF 0.80
+/** NCCL bus bandwidth / link bandwidth. Assumed. */
+#define APS_COLL_EFF 0.80
+
+typedef struct {
+    aps_device dev;
+    const char *source;
+} preset;
+
+#define COMMON_FIELDS                                                   \
+    .intra_node_latency = APS_NVLINK_LATENCY,                           \
+    .inter_node_latency = APS_IB_LATENCY,                               \
+    .cuda_context_bytes = APS_CUDA_CONTEXT,                             \
+    .nccl_comm_bytes = APS_NCCL_COMM,                                   \
+    .gemm_efficiency = APS_GEMM_EFF,                                    \
+    .gemm_half_dim = APS_GEMM_HALF_DIM,                                 \
+    .fp8_gemm_efficiency = APS_FP8_GEMM_EFF,                            \
+    .attention_efficiency = APS_ATTN_EFF,                               \
+    .hbm_efficiency = APS_HBM_EFF,                                      \
+    .collective_efficiency = APS_COLL_EFF
+
+static const preset presets[] = {
+    {{.name = "a100-sxm4-40gb",
+      .memory_bytes = 40960 * MIB,
+      .peak_flops_bf16 = 312 * TFLOPS,
+      .peak_flops_fp8 = 0,
+      .peak_flops_fp32 = 19.5 * TFLOPS,
+      .hbm_bandwidth = 1555 * GB,
+      .intra_node_bandwidth = 300 * GB,
+      .inter_node_bandwidth = 25 * GB,
+      COMMON_FIELDS},
+     "NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 312 TFLOPS dense, "
+     "FP32 19.5 TFLOPS, HBM2 1,555 GB/s, NVLink 600 GB/s; DGX A100: one "
+     "200 Gb/s HDR NIC per GPU"},
+    {{.name = "a100-sxm4-80gb",
+      .memory_bytes = 81920 * MIB,
+      .peak_flops_bf16 = 312 * TFLOPS,
+      .peak_flops_fp8 = 0,
+      .peak_flops_fp32 = 19.5 * TFLOPS,
+      .hbm_bandwidth = 2039 * GB,
+      .intra_node_bandwidth = 300 * GB,
+      .inter_node_bandwidth = 25 * GB,
+      COMMON_FIELDS},
+     "NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 312 TFLOPS dense, "
+     "FP32 19.5 TFLOPS, HBM2e 2,039 GB/s, NVLink 600 GB/s; DGX A100: one "
+     "200 Gb/s HDR NIC per GPU"},
+    {{.name = "h100-sxm-80gb",
+      .memory_bytes = 81559 * MIB,
+      .peak_flops_bf16 = 989.4 * TFLOPS,
+      .peak_flops_fp8 = 1978.9 * TFLOPS,
+      .peak_flops_fp32 = 66.9 * TFLOPS,
+      .hbm_bandwidth = 3350 * GB,
+      .intra_node_bandwidth = 450 * GB,
+      .inter_node_bandwidth = 50 * GB,
+      COMMON_FIELDS},
+     "NVIDIA H100 Tensor Core GPU datasheet (SXM5): BF16 989 TFLOPS dense, "
+     "FP8 1,979 TFLOPS dense, FP32 67 TFLOPS, HBM3 3.35 TB/s, NVLink "
+     "900 GB/s; DGX H100: one 400 Gb/s NDR NIC per GPU; 81,559 MiB "
+     "reported by nvidia-smi"},
+    {{.name = "h200-sxm-141gb",
+      .memory_bytes = 143771 * MIB,
+      .peak_flops_bf16 = 989.4 * TFLOPS,
+      .peak_flops_fp8 = 1978.9 * TFLOPS,
+      .peak_flops_fp32 = 66.9 * TFLOPS,
+      .hbm_bandwidth = 4800 * GB,
+      .intra_node_bandwidth = 450 * GB,
+      .inter_node_bandwidth = 50 * GB,
+      COMMON_FIELDS},
+     "NVIDIA H200 Tensor Core GPU datasheet (SXM): BF16 989 TFLOPS dense, "
+     "FP8 1,979 TFLOPS dense, 141 GB HBM3e at 4.8 TB/s, NVLink 900 GB/s; "
+     "one 400 Gb/s NIC per GPU; 143,771 MiB reported by nvidia-smi"},
+    {{.name = "b200",
+      .memory_bytes = 180 * GB,
+      .peak_flops_bf16 = 2250 * TFLOPS,
+      .peak_flops_fp8 = 4500 * TFLOPS,
+      .peak_flops_fp32 = 75 * TFLOPS,
+      .hbm_bandwidth = 8000 * GB,
+      .intra_node_bandwidth = 900 * GB,
+      .inter_node_bandwidth = 50 * GB,
+      COMMON_FIELDS},
+     "NVIDIA DGX B200 / HGX B200 datasheet (2024): per GPU FP8 4.5 PFLOPS "
+     "dense (9 sparse), BF16 2.25 PFLOPS dense, 180 GB HBM3e at 8 TB/s, "
+     "NVLink 5 1.8 TB/s; one 400 Gb/s ConnectX-7 NIC per GPU"},
+};
+
+#define NPRESETS (sizeof presets / sizeof presets[0])
+
+size_t aps_device_preset_count(void) { return NPRESETS; }
+
+const char *aps_device_preset_name(size_t i)
+{
+    return i < NPRESETS ? presets[i].dev.name : NULL;
+}
+
+const char *aps_device_preset_source(size_t i)
+{
+    return i < NPRESETS ? presets[i].source : NULL;
+}
+
+aps_status aps_device_preset(const char *name, aps_device *out)
+{
+    if (name == NULL || out == NULL)
+        return APS_EINVAL;
+    for (size_t i = 0; i < NPRESETS; i++) {
+        if (strcasecmp(name, presets[i].dev.name) == 0) {
+            *out = presets[i].dev;
+            return APS_OK;
+        }
+    }
+    return APS_EINVAL;
+}
+
+double aps_peak_flops(const aps_device *d, aps_precision p)
+{
+    if (p == APS_PREC_FP8 && d->peak_flops_fp8 > 0)
+        return d->peak_flops_fp8;
+    return d->peak_flops_bf16;
+}
+
+aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
+{
+    if (c == NULL) {
+        aps_fmt(err, n, "cluster: NULL");
+        return APS_EINVAL;
+    }
+    const aps_device *d = &c->device;
+    struct { const char *f; double v; } pos[] = {
+        {"memory_bytes", d->memory_bytes},
+        {"peak_flops_bf16", d->peak_flops_bf16},
+        {"peak_flops_fp32", d->peak_flops_fp32},
+        {"hbm_bandwidth", d->hbm_bandwidth},
+        {"intra_node_bandwidth", d->intra_node_bandwidth},
+        {"inter_node_bandwidth", d->inter_node_bandwidth},
+        {"gemm_half_dim", d->gemm_half_dim + 1.0}, /* >= 0 allowed */
+    };
+    for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++) {
+        if (!(pos[i].v > 0) || pos[i].v > 1e30) {
+            aps_fmt(err, n, "cluster.device.%s: must be > 0 and finite (got %g)",
+                    pos[i].f, pos[i].v);
+            return APS_EINVAL;
+        }
+    }
+    struct { const char *f; double v; } nonneg[] = {
+        {"peak_flops_fp8", d->peak_flops_fp8},
+        {"intra_node_latency", d->intra_node_latency},
+        {"inter_node_latency", d->inter_node_latency},
+        {"cuda_context_bytes", d->cuda_context_bytes},
+        {"nccl_comm_bytes", d->nccl_comm_bytes},
+    };
+    for (size_t i = 0; i < sizeof nonneg / sizeof nonneg[0]; i++) {
+        if (!(nonneg[i].v >= 0) || nonneg[i].v > 1e30) {
+            aps_fmt(err, n, "cluster.device.%s: must be >= 0 and finite (got %g)",
+                    nonneg[i].f, nonneg[i].v);
+            return APS_EINVAL;
+        }
+    }
+    struct { const char *f; double v; } frac[] = {
+        {"gemm_efficiency", d->gemm_efficiency},
+        {"fp8_gemm_efficiency", d->fp8_gemm_efficiency},
+        {"attention_efficiency", d->attention_efficiency},
+        {"hbm_efficiency", d->hbm_efficiency},
+        {"collective_efficiency", d->collective_efficiency},
+    };
+    for (size_t i = 0; i < sizeof frac / sizeof frac[0]; i++) {
+        if (!(frac[i].v > 0 && frac[i].v <= 1)) {
+            aps_fmt(err, n, "cluster.device.%s: must be in (0, 1] (got %g)",
+                    frac[i].f, frac[i].v);
+            return APS_EINVAL;
+        }
+    }
+    if (c->num_devices < 1 || c->num_devices > (INT64_C(1) << 24)) {
+        aps_fmt(err, n, "cluster.num_devices: must be in [1, 2^24] (got %lld)",
+                (long long)c->num_devices);
+        return APS_EINVAL;
+    }
+    if (c->devices_per_node < 1 || c->devices_per_node > 1024) {
+        aps_fmt(err, n, "cluster.devices_per_node: must be in [1, 1024] (got %lld)",
+                (long long)c->devices_per_node);
+        return APS_EINVAL;
+    }
+    /* Fewer devices than one node holds: part of one node.  More: whole
+     * nodes only. */
+    if (c->num_devices > c->devices_per_node &&
+        c->num_devices % c->devices_per_node != 0) {
+        aps_fmt(err, n,
+                "cluster.num_devices: %lld is not a whole number of nodes of "
+                "devices_per_node=%lld",
+                (long long)c->num_devices, (long long)c->devices_per_node);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}

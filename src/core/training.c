@@ -1,0 +1,136 @@
+/*
+ * training.c -- training_config and strategy_config defaults and checks of
+ * the training fields.  Every overhead or overlap default is named here with
+ * the reason for its value; all are overridable from a policy.
+ */
+#include <math.h>
+#include "internal.h"
+
+/** Megatron-LM --make-vocab-size-divisible-by default (arguments.py). */
+#define APS_VOCAB_DIVISOR 128
+/** Headroom kept below capacity for allocations not modelled (cuBLAS
+ *  workspaces, NCCL buffer growth, Python objects). Assumed: 1 GiB. */
+#define APS_MEMORY_MARGIN (1024.0 * 1024.0 * 1024.0)
+/** Fraction of allocated bytes lost to caching-allocator fragmentation.
+ *  Assumed 5% (PyTorch memory_stats reserved/allocated on LLM training). */
+#define APS_FRAGMENTATION 0.05
+/** torch.nn.parallel.DistributedDataParallel bucket_cap_mb = 25 (MiB). */
+#define APS_DDP_BUCKET (25.0 * 1024.0 * 1024.0)
+/** DDP buckets alive at once: one being reduced while the next fills. */
+#define APS_DDP_BUCKETS_IN_FLIGHT 2
+/** Fraction of the last micro-batch's backward that hides the gradient
+ *  all-reduce / reduce-scatter (Megatron --overlap-grad-reduce, DDP bucket
+ *  overlap).  Assumed 0.8: compute and NCCL kernels share SMs and HBM. */
+#define APS_DP_OVERLAP 0.8
+/** Fraction of each micro-batch's forward/backward that hides FSDP
+ *  all-gathers and reduce-scatters behind prefetch (FSDP2 implicit
+ *  prefetch, one unit ahead).  Assumed 0.9. */
+#define APS_FSDP_OVERLAP 0.9
+/** TP collectives sit between dependent GEMMs: exposed unless the
+ *  framework's comm-GEMM overlap (TE userbuffers) is on.  Default 0. */
+#define APS_TP_OVERLAP 0.0
+/** PP send/recv overlap with compute.  Default 0 (conservative). */
+#define APS_PP_P2P_OVERLAP 0.0
+
+void aps_training_defaults(aps_training *t)
+{
+    *t = (aps_training){0};
+    t->precision = APS_PREC_BF16;
+    t->optimizer = APS_OPT_ADAM;
+    t->framework = APS_FW_MEGATRON;
+    t->flash_attention = true;
+    t->dropout = false;
+    t->vocab_size_divisible_by = APS_VOCAB_DIVISOR;
+    t->memory_limit_bytes = 0;
+    t->memory_margin_bytes = APS_MEMORY_MARGIN;
+    t->allocator_fragmentation = APS_FRAGMENTATION;
+    t->ddp_bucket_bytes = APS_DDP_BUCKET;
+    t->ddp_buckets_in_flight = APS_DDP_BUCKETS_IN_FLIGHT;
+    t->dp_overlap = APS_DP_OVERLAP;
+    t->fsdp_overlap = APS_FSDP_OVERLAP;
+    t->tp_overlap = APS_TP_OVERLAP;
+    t->pp_p2p_overlap = APS_PP_P2P_OVERLAP;
+}
+
+aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
+{
+    if (t == NULL) {
+        aps_fmt(err, n, "training: NULL");
+        return APS_EINVAL;
+    }
+    if (t->global_batch_size < 1 || t->global_batch_size > (INT64_C(1) << 30)) {
+        aps_fmt(err, n, "training.global_batch_size: must be in [1, 2^30] (got %lld)",
+                (long long)t->global_batch_size);
+        return APS_EINVAL;
+    }
+    if (t->seq_length < 1 || t->seq_length > (INT64_C(1) << 26)) {
+        aps_fmt(err, n, "training.seq_length: must be in [1, 2^26] (got %lld)",
+                (long long)t->seq_length);
+        return APS_EINVAL;
+    }
+    if (t->vocab_size_divisible_by < 1 || t->vocab_size_divisible_by > 65536) {
+        aps_fmt(err, n,
+                "training.vocab_size_divisible_by: must be in [1, 65536] (got %lld)",
+                (long long)t->vocab_size_divisible_by);
+        return APS_EINVAL;
+    }
+    struct { const char *f; double v; } nonneg[] = {
+        {"memory_limit_bytes", t->memory_limit_bytes},
+        {"memory_margin_bytes", t->memory_margin_bytes},
+        {"ddp_bucket_bytes", t->ddp_bucket_bytes},
+    };
+    for (size_t i = 0; i < sizeof nonneg / sizeof nonneg[0]; i++) {
+        if (!(nonneg[i].v >= 0) || nonneg[i].v > 1e30) {
+            aps_fmt(err, n, "training.%s: must be >= 0 and finite (got %g)",
+                    nonneg[i].f, nonneg[i].v);
+            return APS_EINVAL;
+        }
+    }
+    struct { const char *f; double v; } frac[] = {
+        {"allocator_fragmentation", t->allocator_fragmentation},
+        {"dp_overlap", t->dp_overlap},
+        {"fsdp_overlap", t->fsdp_overlap},
+        {"tp_overlap", t->tp_overlap},
+        {"pp_p2p_overlap", t->pp_p2p_overlap},
+    };
+    for (size_t i = 0; i < sizeof frac / sizeof frac[0]; i++) {
+        if (!(frac[i].v >= 0 && frac[i].v <= 1)) {
+            aps_fmt(err, n, "training.%s: must be in [0, 1] (got %g)",
+                    frac[i].f, frac[i].v);
+            return APS_EINVAL;
+        }
+    }
+    if (t->ddp_buckets_in_flight < 0 || t->ddp_buckets_in_flight > 64) {
+        aps_fmt(err, n, "training.ddp_buckets_in_flight: must be in [0, 64] (got %lld)",
+                (long long)t->ddp_buckets_in_flight);
+        return APS_EINVAL;
+    }
+    if ((unsigned)t->precision > APS_PREC_FP8 ||
+        (unsigned)t->optimizer > APS_OPT_SGD ||
+        (unsigned)t->framework > APS_FW_DEEPSPEED) {
+        aps_fmt(err, n, "training: enum field out of range");
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
+void aps_strategy_defaults(aps_strategy *s)
+{
+    *s = (aps_strategy){0};
+    s->dp_degree = 1;
+    s->fsdp_degree = 1;
+    s->zero_stage = 0;
+    s->reshard_after_forward = true;
+    s->tp_degree = 1;
+    s->sequence_parallel = true;
+    s->pp_degree = 1;
+    s->vpp_degree = 1;
+    s->cp_degree = 1;
+    s->cp_comm_type = APS_CP_P2P;
+    s->micro_batch_size = 1;
+    s->micro_batch_num = 0;
+    s->layer_recompute = APS_RECOMPUTE_NONE;
+    for (int i = 0; i < APS_MAX_STAGES; i++)
+        s->recompute_num_layers[i] = -1;
+    s->allow_idle_devices = false;
+}

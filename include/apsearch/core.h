@@ -174,6 +174,21 @@ double aps_reducescatter_time(int64_t n, double bytes, double bw,
 int aps_group_link(const aps_cluster *c, int64_t stride, int64_t size,
                    double *bw, double *alpha);
 
+/* ------------------------------------------------------------ flops */
+
+/** FLOPs of one training step of the whole model (all devices), unpadded
+ *  vocabulary: forward 2 x (matmul params) per token per layer, attention
+ *  core 4 s^2 a d per sequence per layer (halved when causal), logits
+ *  2 s h V per sequence; backward 2 x forward.  with_recompute adds the
+ *  recomputed forwards of s->layer_recompute (full: every recomputed layer
+ *  per recompute_num_layers; selective: the attention core).  With
+ *  causal = false and full recompute of every layer this is Narayanan et
+ *  al. SC'21 eq. 3, 96 B s L h^2 (1 + s/(6h) + V/(16 L h)), for GPT shapes.
+ *  Inputs must be valid (as for aps_estimate_run). */
+double aps_flops_per_step(const aps_model *m, const aps_training *t,
+                          const aps_strategy *s, bool causal,
+                          bool with_recompute);
+
 /* --------------------------------------------------------- estimate */
 
 /** Evaluates one strategy: checks (aps_check_all), per-stage memory, time

@@ -135,6 +135,35 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
     }
 }
 
+double aps_flops_per_step(const aps_model *m, const aps_training *t,
+                          const aps_strategy *s, bool causal,
+                          bool with_recompute)
+{
+    double B = (double)t->global_batch_size, S = (double)t->seq_length;
+    double L = (double)m->num_layers, h = (double)m->hidden_size;
+    double attn = 4.0 * S * S * (double)m->num_attention_heads *
+                  (double)m->head_dim * (causal ? 0.5 : 1.0);
+    double matmul = 2.0 * S * aps_layer_matmul_params(m);
+    double fwd = B * (L * (matmul + attn) + 2.0 * S * h * (double)m->vocab_size);
+    double flops = 3.0 * fwd;
+    if (!with_recompute)
+        return flops;
+    if (s->layer_recompute == APS_RECOMPUTE_FULL) {
+        int64_t layers[APS_MAX_STAGES];
+        if (aps_stage_layers(m, s, layers, NULL, 0) != APS_REASON_NONE)
+            return flops;
+        double rc = 0.0;
+        for (int64_t i = 0; i < s->pp_degree; i++) {
+            int64_t want = s->recompute_num_layers[i];
+            rc += (double)((want < 0 || want > layers[i]) ? layers[i] : want);
+        }
+        flops += B * rc * (matmul + attn);
+    } else if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE) {
+        flops += B * L * attn;
+    }
+    return flops;
+}
+
 static void set_perf(aps_estimate *out, aps_perf_category k, double total,
                      double exposed)
 {
@@ -281,25 +310,11 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
     for (int k = 0; k < APS_PERF_COUNT; k++)
         out->step_time += out->perf_exposed[k];
 
-    /* Derived throughput.  Model FLOPs: 6 x matmul params per token plus
-     * the causal attention core (2 b s^2 a d forward per layer), logits
-     * with the unpadded vocabulary; no recompute.  Hardware FLOPs add the
-     * recomputed forwards (SC'21 eq. 3 counts full recompute the same). */
+    /* Derived throughput: model FLOPs with causal attention and no
+     * recompute (MFU), hardware FLOPs with recompute (HFU). */
+    out->model_flops_per_step = aps_flops_per_step(m, t, s, true, false);
+    out->hardware_flops_per_step = aps_flops_per_step(m, t, s, true, true);
     double B = (double)t->global_batch_size, S = (double)t->seq_length;
-    double Ll = (double)m->num_layers, h = (double)m->hidden_size;
-    double attn_fwd_seq = 2.0 * S * S * (double)m->num_attention_heads *
-                          (double)m->head_dim;
-    double matmul_fwd_seq = 2.0 * S * (aps_layer_matmul_params(m));
-    double fwd = B * (Ll * (matmul_fwd_seq + attn_fwd_seq) +
-                      2.0 * S * h * (double)m->vocab_size);
-    out->model_flops_per_step = 3.0 * fwd;
-    double recomputed = 0.0;
-    for (int64_t i = 0; i < lay.p; i++)
-        recomputed += (double)lay.recompute[i];
-    double extra = B * recomputed * (matmul_fwd_seq + attn_fwd_seq);
-    if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
-        extra += B * Ll * attn_fwd_seq;
-    out->hardware_flops_per_step = out->model_flops_per_step + extra;
 
     double n = (double)out->devices_used;
     double peak = aps_peak_flops(d, t->precision);

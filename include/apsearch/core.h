@@ -106,7 +106,8 @@ aps_reason aps_check_batch(const aps_training *t, const aps_strategy *s,
 aps_reason aps_check_devices(const aps_cluster *c, const aps_strategy *s,
                              char *msg, size_t n);
 aps_reason aps_check_zero(const aps_strategy *s, char *msg, size_t n);
-/** All of the above, in the order listed; the first failure wins. */
+/** All of the above; the first failure wins, in this order: degrees, zero,
+ *  devices, cp, tp, batch, pp (then the interleaving micro-batch rule). */
 aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
                          const aps_training *t, const aps_strategy *s,
                          char *msg, size_t n);

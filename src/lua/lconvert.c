@@ -1,0 +1,902 @@
+/*
+ * src/lua/lconvert.c -- Lua table <-> apsearch struct conversion.
+ *
+ * Each struct of apsearch/types.h is described once, as a table of field
+ * descriptors (name, kind, offset).  The same descriptors drive reading a
+ * Lua table into the struct (one lua_next pass, so unknown fields are found
+ * without a second walk) and pushing the struct back as a table, so the two
+ * directions cannot drift apart and a normalized table always reads back.
+ *
+ * No C memory is allocated here; errors are raised with luaL_error only
+ * while the destination structs are plain stack/userdata memory.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "lconvert.h"
+
+/* Enums are read and written through an int; make sure that is their size. */
+_Static_assert(sizeof(aps_mlp) == sizeof(int), "enum size");
+_Static_assert(sizeof(aps_norm) == sizeof(int), "enum size");
+_Static_assert(sizeof(aps_pos) == sizeof(int), "enum size");
+_Static_assert(sizeof(aps_precision) == sizeof(int), "enum size");
+_Static_assert(sizeof(aps_optimizer) == sizeof(int), "enum size");
+_Static_assert(sizeof(aps_framework) == sizeof(int), "enum size");
+_Static_assert(sizeof(aps_recompute) == sizeof(int), "enum size");
+_Static_assert(sizeof(aps_cp_comm) == sizeof(int), "enum size");
+
+/* Strategy integers must fit in [-2^31, 2^31-1] so that products of degrees
+ * in the core cannot overflow int64_t. */
+#define APSL_STRATEGY_INT_MAX ((lua_Integer)INT32_MAX)
+#define APSL_STRATEGY_INT_MIN ((lua_Integer)INT32_MIN)
+
+/* ------------------------------------------------------------------ enums */
+
+typedef struct {
+    const char *name;
+    int value;
+} apsl_enum_item;
+
+typedef struct {
+    const apsl_enum_item *items; /* canonical spelling first for each value */
+    int n;
+    const char *expected;        /* list for messages */
+} apsl_enum;
+
+#define APSL_ENUM(var, list, ...)                                         \
+    static const apsl_enum_item var##_items[] = {__VA_ARGS__};            \
+    static const apsl_enum var = {var##_items,                            \
+        (int)(sizeof(var##_items) / sizeof(var##_items[0])), list}
+
+APSL_ENUM(enum_mlp, "swiglu, gelu",
+          {"swiglu", APS_MLP_SWIGLU}, {"gelu", APS_MLP_GELU});
+APSL_ENUM(enum_norm, "rmsnorm, layernorm",
+          {"rmsnorm", APS_NORM_RMSNORM}, {"layernorm", APS_NORM_LAYERNORM});
+APSL_ENUM(enum_pos, "rope, learned, alibi",
+          {"rope", APS_POS_ROPE}, {"learned", APS_POS_LEARNED},
+          {"alibi", APS_POS_ALIBI});
+APSL_ENUM(enum_precision, "bf16, fp16, fp8",
+          {"bf16", APS_PREC_BF16}, {"fp16", APS_PREC_FP16},
+          {"fp8", APS_PREC_FP8});
+APSL_ENUM(enum_optimizer, "adam, adamw, sgd",
+          {"adam", APS_OPT_ADAM}, {"adamw", APS_OPT_ADAM},
+          {"sgd", APS_OPT_SGD});
+APSL_ENUM(enum_framework, "megatron, fsdp2, fsdp, deepspeed",
+          {"megatron", APS_FW_MEGATRON}, {"fsdp2", APS_FW_FSDP2},
+          {"fsdp", APS_FW_FSDP}, {"deepspeed", APS_FW_DEEPSPEED});
+APSL_ENUM(enum_recompute, "none, selective, full",
+          {"none", APS_RECOMPUTE_NONE}, {"selective", APS_RECOMPUTE_SELECTIVE},
+          {"full", APS_RECOMPUTE_FULL});
+APSL_ENUM(enum_cp_comm, "p2p, all_gather",
+          {"p2p", APS_CP_P2P}, {"all_gather", APS_CP_ALL_GATHER});
+
+static const char *enum_name(const apsl_enum *e, int v)
+{
+    for (int i = 0; i < e->n; i++)
+        if (e->items[i].value == v)
+            return e->items[i].name;
+    return "unknown";
+}
+
+const char *apsl_mlp_name(aps_mlp v) { return enum_name(&enum_mlp, (int)v); }
+const char *apsl_norm_name(aps_norm v) { return enum_name(&enum_norm, (int)v); }
+const char *apsl_pos_name(aps_pos v) { return enum_name(&enum_pos, (int)v); }
+const char *apsl_precision_name(aps_precision v)
+{
+    return enum_name(&enum_precision, (int)v);
+}
+const char *apsl_optimizer_name(aps_optimizer v)
+{
+    return enum_name(&enum_optimizer, (int)v);
+}
+const char *apsl_framework_name(aps_framework v)
+{
+    return enum_name(&enum_framework, (int)v);
+}
+const char *apsl_recompute_name(aps_recompute v)
+{
+    return enum_name(&enum_recompute, (int)v);
+}
+const char *apsl_cp_comm_name(aps_cp_comm v)
+{
+    return enum_name(&enum_cp_comm, (int)v);
+}
+
+/* ------------------------------------------------------ field descriptors */
+
+typedef enum {
+    FT_INT,     /* int64_t */
+    FT_NUM,     /* double, finite */
+    FT_BOOL,    /* bool */
+    FT_ENUM,    /* int-sized enum, read from a string */
+    FT_NAME,    /* char[APS_NAME_LEN] */
+    FT_INTARR,  /* int64_t[APS_MAX_STAGES], array of pp_degree integers */
+    FT_RECOMP,  /* int64_t[APS_MAX_STAGES], integer or array */
+    FT_DEVICE,  /* aps_device (cluster.device) */
+    FT_SKIP     /* accepted key handled elsewhere (device "base") */
+} apsl_ftype;
+
+typedef struct {
+    const char *name;
+    unsigned char len;       /* strlen(name) */
+    unsigned char type;      /* apsl_ftype */
+    signed char partner;     /* alias pair index, -1 if none */
+    unsigned char is_alias;  /* not pushed back */
+    size_t off;
+    const apsl_enum *en;
+} apsl_field;
+
+#define FLD(st, f, ty, en) {#f, sizeof(#f) - 1, ty, -1, 0, offsetof(st, f), en}
+
+static const apsl_field model_fields[] = {
+    FLD(aps_model, name, FT_NAME, NULL),
+    FLD(aps_model, num_layers, FT_INT, NULL),
+    FLD(aps_model, hidden_size, FT_INT, NULL),
+    FLD(aps_model, num_attention_heads, FT_INT, NULL),
+    FLD(aps_model, num_query_groups, FT_INT, NULL),
+    FLD(aps_model, head_dim, FT_INT, NULL),
+    FLD(aps_model, ffn_hidden_size, FT_INT, NULL),
+    FLD(aps_model, vocab_size, FT_INT, NULL),
+    FLD(aps_model, max_position_embeddings, FT_INT, NULL),
+    FLD(aps_model, norms_per_layer, FT_INT, NULL),
+    FLD(aps_model, mlp, FT_ENUM, &enum_mlp),
+    FLD(aps_model, norm, FT_ENUM, &enum_norm),
+    FLD(aps_model, position_embedding, FT_ENUM, &enum_pos),
+    FLD(aps_model, norm_bias, FT_BOOL, NULL),
+    FLD(aps_model, qkv_bias, FT_BOOL, NULL),
+    FLD(aps_model, attn_out_bias, FT_BOOL, NULL),
+    FLD(aps_model, mlp_bias, FT_BOOL, NULL),
+    FLD(aps_model, qk_norm, FT_BOOL, NULL),
+    FLD(aps_model, tie_word_embeddings, FT_BOOL, NULL),
+};
+
+/* The device "base" pseudo-field is last so that push skips it by count. */
+static const apsl_field device_fields[] = {
+    FLD(aps_device, name, FT_NAME, NULL),
+    FLD(aps_device, memory_bytes, FT_NUM, NULL),
+    FLD(aps_device, peak_flops_bf16, FT_NUM, NULL),
+    FLD(aps_device, peak_flops_fp8, FT_NUM, NULL),
+    FLD(aps_device, peak_flops_fp32, FT_NUM, NULL),
+    FLD(aps_device, hbm_bandwidth, FT_NUM, NULL),
+    FLD(aps_device, intra_node_bandwidth, FT_NUM, NULL),
+    FLD(aps_device, inter_node_bandwidth, FT_NUM, NULL),
+    FLD(aps_device, intra_node_latency, FT_NUM, NULL),
+    FLD(aps_device, inter_node_latency, FT_NUM, NULL),
+    FLD(aps_device, cuda_context_bytes, FT_NUM, NULL),
+    FLD(aps_device, nccl_comm_bytes, FT_NUM, NULL),
+    FLD(aps_device, gemm_efficiency, FT_NUM, NULL),
+    FLD(aps_device, gemm_half_dim, FT_NUM, NULL),
+    FLD(aps_device, fp8_gemm_efficiency, FT_NUM, NULL),
+    FLD(aps_device, attention_efficiency, FT_NUM, NULL),
+    FLD(aps_device, hbm_efficiency, FT_NUM, NULL),
+    FLD(aps_device, collective_efficiency, FT_NUM, NULL),
+    {"base", 4, FT_SKIP, -1, 1, 0, NULL},
+};
+#define DEVICE_NFIELDS ((int)(sizeof(device_fields) / sizeof(device_fields[0])))
+#define DEVICE_NSTRUCT (DEVICE_NFIELDS - 1) /* without "base" */
+
+static const apsl_field cluster_fields[] = {
+    FLD(aps_cluster, device, FT_DEVICE, NULL),
+    FLD(aps_cluster, num_devices, FT_INT, NULL),
+    FLD(aps_cluster, devices_per_node, FT_INT, NULL),
+};
+
+static const apsl_field training_fields[] = {
+    FLD(aps_training, global_batch_size, FT_INT, NULL),
+    FLD(aps_training, seq_length, FT_INT, NULL),
+    FLD(aps_training, precision, FT_ENUM, &enum_precision),
+    FLD(aps_training, optimizer, FT_ENUM, &enum_optimizer),
+    FLD(aps_training, framework, FT_ENUM, &enum_framework),
+    FLD(aps_training, flash_attention, FT_BOOL, NULL),
+    FLD(aps_training, dropout, FT_BOOL, NULL),
+    FLD(aps_training, vocab_size_divisible_by, FT_INT, NULL),
+    FLD(aps_training, memory_limit_bytes, FT_NUM, NULL),
+    FLD(aps_training, memory_margin_bytes, FT_NUM, NULL),
+    FLD(aps_training, allocator_fragmentation, FT_NUM, NULL),
+    FLD(aps_training, ddp_bucket_bytes, FT_NUM, NULL),
+    FLD(aps_training, ddp_buckets_in_flight, FT_INT, NULL),
+    FLD(aps_training, dp_overlap, FT_NUM, NULL),
+    FLD(aps_training, fsdp_overlap, FT_NUM, NULL),
+    FLD(aps_training, tp_overlap, FT_NUM, NULL),
+    FLD(aps_training, pp_p2p_overlap, FT_NUM, NULL),
+};
+
+/* Strategy fields, in this index order (used for aliases and arrays). */
+enum {
+    S_DP, S_FSDP, S_ZERO, S_RESHARD, S_TP, S_SP, S_PP, S_VPP, S_CP, S_CPCOMM,
+    S_MBS, S_MBN, S_PART, S_OFFSET, S_RECOMP, S_RECOMPN, S_IDLE,
+    S_HSDP_SHARD, S_HSDP_REPL, S_NFIELDS
+};
+
+static const apsl_field strategy_fields[] = {
+    {"dp_degree", 9, FT_INT, S_HSDP_REPL, 0,
+     offsetof(aps_strategy, dp_degree), NULL},
+    {"fsdp_degree", 11, FT_INT, S_HSDP_SHARD, 0,
+     offsetof(aps_strategy, fsdp_degree), NULL},
+    FLD(aps_strategy, zero_stage, FT_INT, NULL),
+    FLD(aps_strategy, reshard_after_forward, FT_BOOL, NULL),
+    FLD(aps_strategy, tp_degree, FT_INT, NULL),
+    FLD(aps_strategy, sequence_parallel, FT_BOOL, NULL),
+    FLD(aps_strategy, pp_degree, FT_INT, NULL),
+    FLD(aps_strategy, vpp_degree, FT_INT, NULL),
+    FLD(aps_strategy, cp_degree, FT_INT, NULL),
+    FLD(aps_strategy, cp_comm_type, FT_ENUM, &enum_cp_comm),
+    FLD(aps_strategy, micro_batch_size, FT_INT, NULL),
+    FLD(aps_strategy, micro_batch_num, FT_INT, NULL),
+    FLD(aps_strategy, stage_partition, FT_INTARR, NULL),
+    FLD(aps_strategy, layer_offset, FT_INTARR, NULL),
+    FLD(aps_strategy, layer_recompute, FT_ENUM, &enum_recompute),
+    FLD(aps_strategy, recompute_num_layers, FT_RECOMP, NULL),
+    FLD(aps_strategy, allow_idle_devices, FT_BOOL, NULL),
+    {"hsdp_shard_degree", 17, FT_INT, S_FSDP, 1,
+     offsetof(aps_strategy, fsdp_degree), NULL},
+    {"hsdp_replicate_degree", 21, FT_INT, S_DP, 1,
+     offsetof(aps_strategy, dp_degree), NULL},
+};
+_Static_assert(sizeof(strategy_fields) / sizeof(strategy_fields[0]) ==
+               S_NFIELDS, "strategy field table");
+
+#define NFIELDS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* -------------------------------------------------------------- messages */
+
+int apsl_error(lua_State *L, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    lua_pushvfstring(L, fmt, ap);
+    va_end(ap);
+    return lua_error(L);
+}
+
+const char *apsl_push_describe(lua_State *L, int idx)
+{
+    switch (lua_type(L, idx)) {
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, idx))
+            return lua_pushfstring(L, "%I", (LUAI_UACINT)lua_tointeger(L, idx));
+        return lua_pushfstring(L, "%f", (LUAI_UACNUMBER)lua_tonumber(L, idx));
+    case LUA_TSTRING: {
+        size_t len;
+        const char *s = lua_tolstring(L, idx, &len);
+        if (len > 40)
+            return lua_pushfstring(L, "\"%.40s...\"", s);
+        return lua_pushfstring(L, "\"%s\"", s);
+    }
+    case LUA_TBOOLEAN:
+        return lua_pushstring(L, lua_toboolean(L, idx) ? "boolean true"
+                                                       : "boolean false");
+    default:
+        return lua_pushstring(L, luaL_typename(L, idx));
+    }
+}
+
+/* Raises "<path>.<field>: expected <what> (got <value>)".  path may be a
+ * table path such as "cluster.device"; field may carry an index "[3]". */
+static int expected_error(lua_State *L, int vidx, const char *path,
+                          const char *field, const char *what)
+{
+    vidx = lua_absindex(L, vidx);
+    const char *got = apsl_push_describe(L, vidx);
+    return apsl_error(L, "%s.%s: expected %s (got %s)", path, field, what,
+                      got);
+}
+
+static int unknown_field_error(lua_State *L, int kidx, const char *path)
+{
+    kidx = lua_absindex(L, kidx);
+    if (lua_type(L, kidx) == LUA_TSTRING)
+        return apsl_error(L, "%s: unknown field \"%s\"", path,
+                          lua_tostring(L, kidx));
+    const char *got = apsl_push_describe(L, kidx);
+    return apsl_error(L, "%s: unexpected key %s (fields are named)", path,
+                      got);
+}
+
+/* --------------------------------------------------------------- readers */
+
+static lua_Integer read_integer(lua_State *L, int vidx, const char *path,
+                                const char *field)
+{
+    int isnum = 0;
+    lua_Integer v;
+    if (lua_isinteger(L, vidx))
+        return lua_tointeger(L, vidx);
+    if (lua_type(L, vidx) == LUA_TNUMBER) {
+        v = lua_tointegerx(L, vidx, &isnum); /* 2.0 -> 2; 2.5, inf fail */
+        if (isnum)
+            return v;
+    }
+    expected_error(L, vidx, path, field, "an integer");
+    return 0;
+}
+
+static lua_Integer read_strategy_integer(lua_State *L, int vidx,
+                                         const char *path, const char *field)
+{
+    lua_Integer v = read_integer(L, vidx, path, field);
+    if (v > APSL_STRATEGY_INT_MAX || v < APSL_STRATEGY_INT_MIN)
+        apsl_error(L, "%s.%s: out of range (got %I; |value| must be < 2^31)",
+                   path, field, (LUAI_UACINT)v);
+    return v;
+}
+
+static double read_number(lua_State *L, int vidx, const char *path,
+                          const char *field)
+{
+    if (lua_type(L, vidx) != LUA_TNUMBER)
+        expected_error(L, vidx, path, field, "a number");
+    double v = (double)lua_tonumber(L, vidx);
+    if (!isfinite(v))
+        expected_error(L, vidx, path, field, "a finite number");
+    return v;
+}
+
+static void read_name(lua_State *L, int vidx, const char *path,
+                      const char *field, char *dst)
+{
+    size_t len;
+    if (lua_type(L, vidx) != LUA_TSTRING)
+        expected_error(L, vidx, path, field, "a string");
+    const char *s = lua_tolstring(L, vidx, &len);
+    if (len >= APS_NAME_LEN)
+        apsl_error(L, "%s.%s: longer than %d bytes (got %d)", path, field,
+                   APS_NAME_LEN - 1, (int)len);
+    if (strlen(s) != len)
+        apsl_error(L, "%s.%s: contains a NUL byte", path, field);
+    memcpy(dst, s, len + 1);
+}
+
+static int read_enum(lua_State *L, int vidx, const char *path,
+                     const char *field, const apsl_enum *e)
+{
+    size_t len;
+    if (lua_type(L, vidx) != LUA_TSTRING)
+        expected_error(L, vidx, path, field, "a string");
+    const char *s = lua_tolstring(L, vidx, &len);
+    for (int i = 0; i < e->n; i++)
+        if (strlen(e->items[i].name) == len &&
+            memcmp(e->items[i].name, s, len) == 0)
+            return e->items[i].value;
+    const char *got = apsl_push_describe(L, vidx);
+    apsl_error(L, "%s.%s: unknown value %s (expected %s)", path, field, got,
+               e->expected);
+    return 0;
+}
+
+/* Array of integers at vidx into dst (at most APS_MAX_STAGES); returns its
+ * length.  Index errors name the 1-based position: stage_partition[3]. */
+static int read_int_array(lua_State *L, int vidx, const char *path,
+                          const char *field, int64_t *dst)
+{
+    vidx = lua_absindex(L, vidx);
+    if (lua_type(L, vidx) != LUA_TTABLE)
+        expected_error(L, vidx, path, field, "an array of integers");
+    lua_Unsigned n = lua_rawlen(L, vidx);
+    if (n > APS_MAX_STAGES)
+        apsl_error(L, "%s.%s: at most %d entries (got %I)", path, field,
+                   APS_MAX_STAGES, (LUAI_UACINT)n);
+    for (lua_Integer i = 1; i <= (lua_Integer)n; i++) {
+        lua_rawgeti(L, vidx, i);
+        if (!lua_isinteger(L, -1)) {
+            int isnum = 0;
+            (void)lua_tointegerx(L, -1, &isnum);
+            if (lua_type(L, -1) != LUA_TNUMBER || !isnum) {
+                char idxname[96];
+                snprintf(idxname, sizeof idxname, "%s[%lld]", field,
+                         (long long)i);
+                expected_error(L, -1, path, idxname, "an integer");
+            }
+        }
+        lua_Integer v = lua_tointeger(L, -1);
+        if (v > APSL_STRATEGY_INT_MAX || v < APSL_STRATEGY_INT_MIN)
+            apsl_error(L, "%s.%s[%I]: out of range (got %I)", path, field,
+                       (LUAI_UACINT)i, (LUAI_UACINT)v);
+        dst[i - 1] = (int64_t)v;
+        lua_pop(L, 1);
+    }
+    return (int)n;
+}
+
+static int find_field(const apsl_field *fs, int n, const char *k, size_t len)
+{
+    for (int i = 0; i < n; i++)
+        if (fs[i].len == len && fs[i].name[0] == k[0] &&
+            memcmp(fs[i].name, k, len) == 0)
+            return i;
+    return -1;
+}
+
+/* Called for a key no descriptor knows; may raise a better message. */
+typedef void (*unknown_hook)(lua_State *L, int kidx, int vidx,
+                             const char *path);
+
+typedef struct {
+    const char *path;
+    const apsl_field *fields;
+    int nfields;
+    char *base;
+    unknown_hook on_unknown;
+    uint64_t seen;       /* bit i: field i was present */
+    int arrlen[S_NFIELDS];/* FT_INTARR / FT_RECOMP lengths (-1: scalar) */
+} apsl_reader;
+
+static void read_value(lua_State *L, apsl_reader *r, int fi, int vidx)
+{
+    const apsl_field *f = &r->fields[fi];
+    char *dst = r->base + f->off;
+    switch ((apsl_ftype)f->type) {
+    case FT_INT: {
+        int64_t v = (int64_t)(r->fields == strategy_fields
+                        ? read_strategy_integer(L, vidx, r->path, f->name)
+                        : read_integer(L, vidx, r->path, f->name));
+        if (f->partner >= 0 && (r->seen >> f->partner & 1u)) {
+            int64_t prev;
+            memcpy(&prev, dst, sizeof prev);
+            if (prev != v)
+                apsl_error(L, "%s.%s: conflicts with %s (%I vs %I)", r->path,
+                           f->name, r->fields[f->partner].name,
+                           (LUAI_UACINT)v, (LUAI_UACINT)prev);
+        }
+        memcpy(dst, &v, sizeof v);
+        break;
+    }
+    case FT_NUM: {
+        double v = read_number(L, vidx, r->path, f->name);
+        memcpy(dst, &v, sizeof v);
+        break;
+    }
+    case FT_BOOL: {
+        if (!lua_isboolean(L, vidx))
+            expected_error(L, vidx, r->path, f->name, "a boolean");
+        bool v = lua_toboolean(L, vidx) != 0;
+        memcpy(dst, &v, sizeof v);
+        break;
+    }
+    case FT_ENUM: {
+        int v = read_enum(L, vidx, r->path, f->name, f->en);
+        memcpy(dst, &v, sizeof v);
+        break;
+    }
+    case FT_NAME:
+        read_name(L, vidx, r->path, f->name, dst);
+        break;
+    case FT_INTARR:
+        r->arrlen[fi] = read_int_array(L, vidx, r->path, f->name,
+                                       (int64_t *)(void *)dst);
+        break;
+    case FT_RECOMP:
+        if (lua_type(L, vidx) == LUA_TNUMBER) {
+            int64_t v = (int64_t)read_strategy_integer(L, vidx, r->path,
+                                                       f->name);
+            int64_t *a = (int64_t *)(void *)dst;
+            for (int i = 0; i < APS_MAX_STAGES; i++)
+                a[i] = v;
+            r->arrlen[fi] = -1;
+        } else if (lua_type(L, vidx) == LUA_TTABLE) {
+            r->arrlen[fi] = read_int_array(L, vidx, r->path, f->name,
+                                           (int64_t *)(void *)dst);
+        } else {
+            expected_error(L, vidx, r->path, f->name,
+                           "an integer or an array of integers");
+        }
+        break;
+    case FT_DEVICE: {
+        char path[64];
+        snprintf(path, sizeof path, "%s.%s", r->path, f->name);
+        apsl_check_device(L, vidx, (aps_device *)(void *)dst, path);
+        break;
+    }
+    case FT_SKIP:
+        break;
+    }
+    r->seen |= (uint64_t)1 << fi;
+}
+
+/* One lua_next pass over the table at idx. */
+static void read_table(lua_State *L, int idx, apsl_reader *r)
+{
+    idx = lua_absindex(L, idx);
+    if (lua_type(L, idx) != LUA_TTABLE) {
+        const char *got = apsl_push_describe(L, idx);
+        apsl_error(L, "%s: expected a table (got %s)", r->path, got);
+    }
+    lua_pushnil(L);
+    while (lua_next(L, idx) != 0) {
+        int fi = -1;
+        if (lua_type(L, -2) == LUA_TSTRING) {
+            size_t len;
+            const char *k = lua_tolstring(L, -2, &len);
+            fi = find_field(r->fields, r->nfields, k, len);
+        }
+        if (fi < 0) {
+            if (r->on_unknown != NULL)
+                r->on_unknown(L, lua_absindex(L, -2), lua_absindex(L, -1),
+                              r->path);
+            unknown_field_error(L, -2, r->path);
+        }
+        read_value(L, r, fi, lua_absindex(L, -1));
+        lua_pop(L, 1);
+    }
+}
+
+/* A mixture-of-experts config never reaches the core as dense. */
+static void model_unknown(lua_State *L, int kidx, int vidx, const char *path)
+{
+    static const char *const moe_keys[] = {
+        "num_experts", "num_local_experts", "n_routed_experts",
+        "moe_num_experts", NULL};
+    if (lua_type(L, kidx) != LUA_TSTRING)
+        return;
+    const char *k = lua_tostring(L, kidx);
+    for (int i = 0; moe_keys[i] != NULL; i++) {
+        if (strcmp(k, moe_keys[i]) == 0 && lua_type(L, vidx) == LUA_TNUMBER &&
+            lua_tonumber(L, vidx) > 1) {
+            const char *got = apsl_push_describe(L, vidx);
+            apsl_error(L, "%s.%s: mixture-of-experts models are not "
+                          "implemented (got %s experts; apsearch models "
+                          "dense transformers only)", path, k, got);
+        }
+    }
+}
+
+void apsl_check_model(lua_State *L, int idx, aps_model *m)
+{
+    apsl_reader r = {"model", model_fields, NFIELDS(model_fields),
+                     (char *)m, model_unknown, 0, {0}};
+    aps_model_defaults(m);
+    read_table(L, idx, &r);
+}
+
+static int push_preset_list(lua_State *L)
+{
+    luaL_Buffer b;
+    size_t n = aps_device_preset_count();
+    luaL_buffinit(L, &b);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            luaL_addstring(&b, ", ");
+        luaL_addstring(&b, aps_device_preset_name(i));
+    }
+    luaL_pushresult(&b);
+    return 1;
+}
+
+static void load_preset(lua_State *L, int vidx, aps_device *d,
+                        const char *path, const char *field)
+{
+    vidx = lua_absindex(L, vidx);
+    const char *name = lua_tostring(L, vidx);
+    if (aps_device_preset(name, d) != APS_OK) {
+        const char *got = apsl_push_describe(L, vidx);
+        push_preset_list(L);
+        apsl_error(L, "%s%s%s: unknown device preset %s (known: %s)", path,
+                   field[0] ? "." : "", field, got, lua_tostring(L, -1));
+    }
+}
+
+void apsl_check_device(lua_State *L, int idx, aps_device *d, const char *path)
+{
+    idx = lua_absindex(L, idx);
+    if (lua_type(L, idx) == LUA_TSTRING) {
+        load_preset(L, idx, d, path, "");
+        return;
+    }
+    if (lua_type(L, idx) != LUA_TTABLE) {
+        const char *got = apsl_push_describe(L, idx);
+        apsl_error(L, "%s: expected a preset name or a device table (got %s)",
+                   path, got);
+    }
+    int has_base = lua_getfield(L, idx, "base") != LUA_TNIL;
+    if (has_base) {
+        if (lua_type(L, -1) != LUA_TSTRING)
+            expected_error(L, -1, path, "base", "a device preset name");
+        load_preset(L, -1, d, path, "base");
+    } else {
+        memset(d, 0, sizeof *d);
+        strcpy(d->name, "custom");
+    }
+    lua_pop(L, 1);
+    apsl_reader r = {path, device_fields, DEVICE_NFIELDS, (char *)d, NULL, 0,
+                     {0}};
+    read_table(L, idx, &r);
+    if (!has_base) {
+        /* every field but the name (0) must be set */
+        for (int i = 1; i < DEVICE_NSTRUCT; i++)
+            if (!(r.seen >> i & 1u))
+                apsl_error(L, "%s.%s: missing (a device table without base "
+                              "must set every field; or set base = "
+                              "\"<preset>\")", path, device_fields[i].name);
+    }
+}
+
+void apsl_check_cluster(lua_State *L, int idx, aps_cluster *c)
+{
+    apsl_reader r = {"cluster", cluster_fields, NFIELDS(cluster_fields),
+                     (char *)c, NULL, 0, {0}};
+    memset(c, 0, sizeof *c);
+    read_table(L, idx, &r);
+    if (!(r.seen & 1u))
+        apsl_error(L, "cluster.device: missing (a device preset name or a "
+                      "device table)");
+}
+
+void apsl_check_training(lua_State *L, int idx, aps_training *t)
+{
+    apsl_reader r = {"training", training_fields, NFIELDS(training_fields),
+                     (char *)t, NULL, 0, {0}};
+    aps_training_defaults(t);
+    read_table(L, idx, &r);
+}
+
+void apsl_check_strategy(lua_State *L, int idx, const aps_strategy *proto,
+                         aps_strategy *s)
+{
+    apsl_reader r;
+    r.path = "strategy";
+    r.fields = strategy_fields;
+    r.nfields = S_NFIELDS;
+    r.base = (char *)s;
+    r.on_unknown = NULL;
+    r.seen = 0;
+    memcpy(s, proto, sizeof *s);
+    read_table(L, idx, &r);
+    if (r.seen & ((1u << S_PART) | (1u << S_OFFSET) | (1u << S_RECOMPN))) {
+        static const int arrays[] = {S_PART, S_OFFSET, S_RECOMPN};
+        for (int i = 0; i < 3; i++) {
+            int fi = arrays[i];
+            if ((r.seen >> fi & 1u) && r.arrlen[fi] >= 0 &&
+                (int64_t)r.arrlen[fi] != s->pp_degree)
+                apsl_error(L, "strategy.%s: length must equal pp_degree "
+                              "(got %d entries, pp_degree %I)",
+                           strategy_fields[fi].name, r.arrlen[fi],
+                           (LUAI_UACINT)s->pp_degree);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- pushers */
+
+static void push_int_array(lua_State *L, const int64_t *a, int64_t n)
+{
+    if (n < 0)
+        n = 0;
+    if (n > APS_MAX_STAGES)
+        n = APS_MAX_STAGES;
+    lua_createtable(L, (int)n, 0);
+    for (int64_t i = 0; i < n; i++) {
+        lua_pushinteger(L, (lua_Integer)a[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+}
+
+static void push_fields(lua_State *L, const apsl_field *fs, int n,
+                        const void *base_, int64_t arrn)
+{
+    const char *base = base_;
+    lua_createtable(L, 0, n);
+    for (int i = 0; i < n; i++) {
+        const apsl_field *f = &fs[i];
+        const char *src = base + f->off;
+        if (f->is_alias)
+            continue;
+        switch ((apsl_ftype)f->type) {
+        case FT_INT: {
+            int64_t v;
+            memcpy(&v, src, sizeof v);
+            lua_pushinteger(L, (lua_Integer)v);
+            break;
+        }
+        case FT_NUM: {
+            double v;
+            memcpy(&v, src, sizeof v);
+            lua_pushnumber(L, (lua_Number)v);
+            break;
+        }
+        case FT_BOOL: {
+            bool v;
+            memcpy(&v, src, sizeof v);
+            lua_pushboolean(L, v);
+            break;
+        }
+        case FT_ENUM: {
+            int v;
+            memcpy(&v, src, sizeof v);
+            lua_pushstring(L, enum_name(f->en, v));
+            break;
+        }
+        case FT_NAME: {
+            size_t len = 0;
+            while (len < APS_NAME_LEN && src[len] != '\0')
+                len++;
+            lua_pushlstring(L, src, len);
+            break;
+        }
+        case FT_INTARR:
+        case FT_RECOMP:
+            push_int_array(L, (const int64_t *)(const void *)src, arrn);
+            break;
+        case FT_DEVICE:
+            apsl_push_device(L, (const aps_device *)(const void *)src);
+            break;
+        case FT_SKIP:
+            continue;
+        }
+        lua_setfield(L, -2, f->name);
+    }
+}
+
+void apsl_push_model(lua_State *L, const aps_model *m)
+{
+    push_fields(L, model_fields, NFIELDS(model_fields), m, 0);
+}
+
+void apsl_push_device(lua_State *L, const aps_device *d)
+{
+    push_fields(L, device_fields, DEVICE_NSTRUCT, d, 0);
+}
+
+void apsl_push_cluster(lua_State *L, const aps_cluster *c)
+{
+    push_fields(L, cluster_fields, NFIELDS(cluster_fields), c, 0);
+}
+
+void apsl_push_training(lua_State *L, const aps_training *t)
+{
+    push_fields(L, training_fields, NFIELDS(training_fields), t, 0);
+}
+
+void apsl_push_strategy(lua_State *L, const aps_strategy *s)
+{
+    push_fields(L, strategy_fields, S_NFIELDS, s, s->pp_degree);
+}
+
+/* --------------------------------------------------------------- results */
+
+int apsl_is_device_field(const char *name, size_t len)
+{
+    return find_field(device_fields, DEVICE_NSTRUCT, name, len) >= 0;
+}
+
+static int is_comm_category(int c)
+{
+    return c >= APS_MEM_COMM_TP && c <= APS_MEM_COMM_CP;
+}
+
+const char *apsl_mem_key(aps_mem_category c)
+{
+    static const char *const prefixes[] = {"comm_buffers.", "comm_buffers_",
+                                           "comm_", NULL};
+    const char *name = aps_mem_category_name(c);
+    if (name == NULL)
+        return "unknown";
+    if (is_comm_category((int)c)) {
+        for (int i = 0; prefixes[i] != NULL; i++) {
+            size_t n = strlen(prefixes[i]);
+            if (strncmp(name, prefixes[i], n) == 0)
+                return name + n;
+        }
+    }
+    return name;
+}
+
+void apsl_push_mem_breakdown(lua_State *L, const double mem[APS_MEM_COUNT],
+                             double total)
+{
+    double comm_total = 0.0;
+    lua_createtable(L, 0, APS_MEM_COUNT - 5 + 2);
+    lua_createtable(L, 0, 6); /* comm_buffers */
+    for (int c = 0; c < APS_MEM_COUNT; c++) {
+        lua_pushnumber(L, (lua_Number)mem[c]);
+        if (is_comm_category(c)) {
+            comm_total += mem[c];
+            lua_setfield(L, -2, apsl_mem_key((aps_mem_category)c));
+        } else {
+            lua_setfield(L, -3, apsl_mem_key((aps_mem_category)c));
+        }
+    }
+    lua_pushnumber(L, (lua_Number)comm_total);
+    lua_setfield(L, -2, "total");
+    lua_setfield(L, -2, "comm_buffers");
+    lua_pushnumber(L, (lua_Number)total);
+    lua_setfield(L, -2, "total");
+}
+
+static void push_perf_breakdown(lua_State *L, const aps_estimate *e)
+{
+    lua_createtable(L, 0, APS_PERF_COUNT);
+    for (int c = 0; c < APS_PERF_COUNT; c++) {
+        const char *name = aps_perf_category_name((aps_perf_category)c);
+        lua_createtable(L, 0, 2);
+        lua_pushnumber(L, (lua_Number)e->perf_total[c]);
+        lua_setfield(L, -2, "total");
+        lua_pushnumber(L, (lua_Number)e->perf_exposed[c]);
+        lua_setfield(L, -2, "exposed");
+        lua_setfield(L, -2, name != NULL ? name : "unknown");
+    }
+}
+
+static void push_stage(lua_State *L, const aps_stage_estimate *st, int i)
+{
+    lua_createtable(L, 0, 9);
+    lua_pushinteger(L, i + 1);
+    lua_setfield(L, -2, "stage");
+    lua_pushinteger(L, (lua_Integer)st->first_layer);
+    lua_setfield(L, -2, "first_layer");
+    lua_pushinteger(L, (lua_Integer)st->num_layers);
+    lua_setfield(L, -2, "num_layers");
+    lua_pushinteger(L, (lua_Integer)st->recompute_layers);
+    lua_setfield(L, -2, "recompute_layers");
+    lua_pushnumber(L, (lua_Number)st->params);
+    lua_setfield(L, -2, "params");
+    lua_pushnumber(L, (lua_Number)st->inflight_microbatches);
+    lua_setfield(L, -2, "inflight_microbatches");
+    apsl_push_mem_breakdown(L, st->mem, st->mem_total);
+    lua_setfield(L, -2, "memory_breakdown");
+    lua_pushnumber(L, (lua_Number)st->time_fwd);
+    lua_setfield(L, -2, "time_fwd");
+    lua_pushnumber(L, (lua_Number)st->time_bwd);
+    lua_setfield(L, -2, "time_bwd");
+}
+
+#define SETNUM(name) \
+    (lua_pushnumber(L, (lua_Number)e->name), lua_setfield(L, -2, #name))
+#define SETINT(name) \
+    (lua_pushinteger(L, (lua_Integer)e->name), lua_setfield(L, -2, #name))
+
+void apsl_push_estimate(lua_State *L, const aps_estimate *e,
+                        const aps_strategy *s)
+{
+    int64_t nst = e->num_stages;
+    if (nst < 0)
+        nst = 0;
+    if (nst > APS_MAX_STAGES)
+        nst = APS_MAX_STAGES;
+    lua_createtable(L, 0, 28);
+    lua_pushboolean(L, e->feasible);
+    lua_setfield(L, -2, "feasible");
+    if (!e->feasible || e->reason != APS_REASON_NONE) {
+        lua_pushstring(L, aps_reason_code(e->reason));
+        lua_setfield(L, -2, "reason");
+        lua_pushstring(L, e->reason_msg);
+        lua_setfield(L, -2, "message");
+    }
+    SETINT(micro_batch_num);
+    SETINT(devices_used);
+    SETNUM(vocab_padded);
+    SETNUM(params_total);
+    if (nst > 0 && e->worst_stage >= 0) {
+        lua_pushinteger(L, (lua_Integer)e->worst_stage + 1);
+        lua_setfield(L, -2, "worst_stage");
+    }
+    SETINT(num_stages);
+    SETNUM(mem_peak);
+    SETNUM(mem_limit);
+    SETNUM(step_time);
+    SETNUM(tokens_per_s);
+    SETNUM(tokens_per_s_per_gpu);
+    SETNUM(model_flops_per_step);
+    SETNUM(hardware_flops_per_step);
+    SETNUM(model_tflops_per_gpu);
+    SETNUM(mfu);
+    SETNUM(hfu);
+    apsl_push_mem_breakdown(L, e->mem, e->mem_peak);
+    lua_setfield(L, -2, "memory_breakdown");
+    push_perf_breakdown(L, e);
+    lua_setfield(L, -2, "performance_breakdown");
+    lua_createtable(L, (int)nst, 0);
+    for (int i = 0; i < (int)nst; i++) {
+        push_stage(L, &e->stages[i], i);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "stages");
+    apsl_push_strategy(L, s);
+    lua_setfield(L, -2, "strategy");
+}

@@ -1,0 +1,463 @@
+/*
+ * src/lua/lcore.c -- the `apsearch.core` Lua module: the C estimators as
+ * seen from Lua.
+ *
+ *   local core = require "apsearch.core"
+ *   local ctx  = core.context(model, cluster, training)
+ *   local r    = ctx:evaluate{tp_degree = 2, pp_degree = 2, micro_batch_size = 1}
+ *
+ * Units are those of the core (apsearch/types.h): bytes, seconds, FLOPs,
+ * FLOP/s, as Lua numbers; counts (layers, degrees, batches) as Lua integers.
+ * Table field names are the C struct field names; enums are strings.
+ *
+ * Two error channels (ARCHITECTURE.md): misuse -- a wrong type, an unknown
+ * field, an input that fails aps_*_validate() -- raises a Lua error whose
+ * message starts with the table path and field ("model.hidden_size: ...");
+ * an infeasible strategy is data: feasible = false, reason = code string,
+ * message = the numbers.
+ *
+ * Memory: every C struct lives on the C stack of the call or inside the
+ * context userdata, and tables are converted completely before the core
+ * runs, so a raised error (longjmp) never leaks C memory.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "apsearch/core.h"
+#include "lconvert.h"
+
+/** The validated inputs one search shares, plus the default strategy every
+ *  candidate table is laid over. */
+typedef struct {
+    aps_model model;
+    aps_cluster cluster;
+    aps_training training;
+    aps_strategy proto; /* aps_strategy_defaults() */
+} apsl_context;
+
+/* ------------------------------------------------------------- helpers */
+
+/* Raises the message of a failed aps_*_validate() prefixed with the table:
+ *   "hidden_size: must be > 0 (got 0)"  -> "model.hidden_size: ..."
+ *   "memory_bytes: ..." (a device field) -> "cluster.device.memory_bytes: ..."
+ *   "model.x: ..." (already prefixed)    -> unchanged
+ *   anything else                         -> "model: ..." */
+static int raise_validation(lua_State *L, const char *table, const char *err)
+{
+    size_t tl = strlen(table), n = 0;
+    if (err == NULL || err[0] == '\0')
+        return apsl_error(L, "%s: invalid (no message from the core)", table);
+    if (strncmp(err, table, tl) == 0 && (err[tl] == '.' || err[tl] == ':'))
+        return apsl_error(L, "%s", err);
+    while (err[n] != '\0' &&
+           (islower((unsigned char)err[n]) || isdigit((unsigned char)err[n]) ||
+            err[n] == '_' || err[n] == '.' || err[n] == '[' || err[n] == ']'))
+        n++;
+    if (n > 0 && err[n] == ':') {
+        if (strcmp(table, "cluster") == 0 && apsl_is_device_field(err, n))
+            return apsl_error(L, "cluster.device.%s", err);
+        return apsl_error(L, "%s.%s", table, err);
+    }
+    return apsl_error(L, "%s: %s", table, err);
+}
+
+static apsl_context *check_context(lua_State *L, int idx)
+{
+    return (apsl_context *)luaL_checkudata(L, idx, APSL_CONTEXT_MT);
+}
+
+/* --------------------------------------------------------- module functions */
+
+/**
+ * core.model_params(model) -> {embedding, per_layer, layers, final_norm,
+ *                              output_layer, total}
+ * Parameter counts (numbers of parameters, not bytes) of the whole model,
+ * no TP/PP, unpadded vocabulary (aps_model_param_counts).  model is a model
+ * table (fields of aps_model).  Raises on a bad table or a model that fails
+ * aps_model_validate ("model.<field>: ...").
+ */
+static int l_model_params(lua_State *L)
+{
+    aps_model m;
+    aps_param_counts pc;
+    char err[APS_REASON_LEN];
+    apsl_check_model(L, 1, &m);
+    if (aps_model_validate(&m, err, sizeof err) != APS_OK)
+        return raise_validation(L, "model", err);
+    aps_model_param_counts(&m, &pc);
+    lua_createtable(L, 0, 6);
+    lua_pushnumber(L, (lua_Number)pc.embedding);
+    lua_setfield(L, -2, "embedding");
+    lua_pushnumber(L, (lua_Number)pc.per_layer);
+    lua_setfield(L, -2, "per_layer");
+    lua_pushnumber(L, (lua_Number)pc.layers);
+    lua_setfield(L, -2, "layers");
+    lua_pushnumber(L, (lua_Number)pc.final_norm);
+    lua_setfield(L, -2, "final_norm");
+    lua_pushnumber(L, (lua_Number)pc.output_layer);
+    lua_setfield(L, -2, "output_layer");
+    lua_pushnumber(L, (lua_Number)pc.total);
+    lua_setfield(L, -2, "total");
+    return 1;
+}
+
+/**
+ * core.device_presets() -> { {name = "H100-SXM-80GB", source = "..."}, ... }
+ * The built-in device presets in core order; source cites the datasheet.
+ */
+static int l_device_presets(lua_State *L)
+{
+    size_t n = aps_device_preset_count();
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_createtable(L, 0, 2);
+        lua_pushstring(L, aps_device_preset_name(i));
+        lua_setfield(L, -2, "name");
+        lua_pushstring(L, aps_device_preset_source(i));
+        lua_setfield(L, -2, "source");
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
+/**
+ * core.device_preset(name) -> device table (every aps_device field: name,
+ * memory_bytes [B], peak_flops_* [FLOP/s], *_bandwidth [B/s], *_latency [s],
+ * cuda_context_bytes, nccl_comm_bytes [B], efficiencies [fraction],
+ * gemm_half_dim).  name is case-insensitive.  Raises on an unknown name,
+ * listing the known ones.
+ */
+static int l_device_preset(lua_State *L)
+{
+    aps_device d;
+    luaL_checkstring(L, 1);
+    apsl_check_device(L, 1, &d, "device");
+    apsl_push_device(L, &d);
+    return 1;
+}
+
+/**
+ * core.defaults(kind) -> table
+ * The defaults the core fills in before a table is laid over them, kind one
+ * of "model" (sizes 0), "training" or "strategy" (as ctx:inputs() and
+ * result.strategy show them).  Raises on another kind.
+ */
+static int l_defaults(lua_State *L)
+{
+    static const char *const kinds[] = {"model", "training", "strategy", NULL};
+    switch (luaL_checkoption(L, 1, NULL, kinds)) {
+    case 0: {
+        aps_model m;
+        aps_model_defaults(&m);
+        apsl_push_model(L, &m);
+        break;
+    }
+    case 1: {
+        aps_training t;
+        aps_training_defaults(&t);
+        apsl_push_training(L, &t);
+        break;
+    }
+    default: {
+        aps_strategy s;
+        aps_strategy_defaults(&s);
+        apsl_push_strategy(L, &s);
+        break;
+    }
+    }
+    return 1;
+}
+
+/**
+ * core.context(model, cluster, training) -> apsearch.context userdata
+ * Converts the three tables (field names of aps_model, aps_cluster,
+ * aps_training; cluster.device a preset name, {base = preset, overrides...}
+ * or a table with every device field) and validates them with
+ * aps_*_validate.  Raises "<table>.<field>: <what is wrong> (got <value>)"
+ * on a wrong type, unknown field, unknown enum string or failed validation.
+ */
+static int l_context(lua_State *L)
+{
+    char err[APS_REASON_LEN];
+    apsl_context *ctx;
+    luaL_checktype(L, 1, LUA_TTABLE);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    luaL_checktype(L, 3, LUA_TTABLE);
+    ctx = (apsl_context *)lua_newuserdatauv(L, sizeof *ctx, 0);
+    memset(ctx, 0, sizeof *ctx);
+    luaL_setmetatable(L, APSL_CONTEXT_MT);
+    apsl_check_model(L, 1, &ctx->model);
+    if (aps_model_validate(&ctx->model, err, sizeof err) != APS_OK)
+        return raise_validation(L, "model", err);
+    apsl_check_cluster(L, 2, &ctx->cluster);
+    if (aps_cluster_validate(&ctx->cluster, err, sizeof err) != APS_OK)
+        return raise_validation(L, "cluster", err);
+    apsl_check_training(L, 3, &ctx->training);
+    if (aps_training_validate(&ctx->training, err, sizeof err) != APS_OK)
+        return raise_validation(L, "training", err);
+    aps_strategy_defaults(&ctx->proto);
+    return 1;
+}
+
+/* ------------------------------------------------------- context methods */
+
+/* Runs the estimate of the strategy table at sidx; *s and *e are the
+ * caller's stack memory. */
+static void run_estimate(lua_State *L, apsl_context *ctx, int sidx,
+                         aps_strategy *s, aps_estimate *e)
+{
+    apsl_check_strategy(L, sidx, &ctx->proto, s);
+    aps_status st = aps_estimate_run(&ctx->model, &ctx->cluster,
+                                     &ctx->training, s, e);
+    if (st != APS_OK)
+        apsl_error(L, "strategy: the estimator failed (%s)",
+                   aps_status_name(st));
+}
+
+/**
+ * ctx:evaluate(strategy [, out]) -> {feasible, reason, message, step_time,
+ *     mem_peak, tokens_per_s_per_gpu, mfu, micro_batch_num, worst_stage}
+ * The light result of the search hot loop.  strategy: a strategy table
+ * (fields of aps_strategy, plus the aliases hsdp_shard_degree and
+ * hsdp_replicate_degree); missing fields take the core defaults.
+ * feasible: boolean; reason: code string ("TP_DIVISIBILITY", ...) and
+ * message: the numbers, both nil when feasible; step_time [s]; mem_peak
+ * [bytes, worst stage]; tokens_per_s_per_gpu [tokens/s]; mfu [fraction];
+ * micro_batch_num [count]; worst_stage [1-based, nil when no stage was
+ * estimated].  The numbers are 0 when a cheap check failed before the
+ * estimate.  If out (a table) is given it is filled and returned instead
+ * of a new table (stale reason/message are cleared).  Raises on a bad
+ * strategy table (unknown field, wrong type, array length != pp_degree).
+ */
+static int ctx_evaluate(lua_State *L)
+{
+    apsl_context *ctx = check_context(L, 1);
+    aps_strategy s;
+    aps_estimate e;
+    if (!lua_isnoneornil(L, 3))
+        luaL_checktype(L, 3, LUA_TTABLE);
+    int reuse = lua_type(L, 3) == LUA_TTABLE;
+    run_estimate(L, ctx, 2, &s, &e);
+    if (reuse)
+        lua_settop(L, 3);
+    else
+        lua_createtable(L, 0, 9);
+    lua_pushboolean(L, e.feasible);
+    lua_setfield(L, -2, "feasible");
+    if (!e.feasible || e.reason != APS_REASON_NONE) {
+        lua_pushstring(L, aps_reason_code(e.reason));
+        lua_setfield(L, -2, "reason");
+        lua_pushstring(L, e.reason_msg);
+        lua_setfield(L, -2, "message");
+    } else if (reuse) {
+        lua_pushnil(L);
+        lua_setfield(L, -2, "reason");
+        lua_pushnil(L);
+        lua_setfield(L, -2, "message");
+    }
+    lua_pushnumber(L, (lua_Number)e.step_time);
+    lua_setfield(L, -2, "step_time");
+    lua_pushnumber(L, (lua_Number)e.mem_peak);
+    lua_setfield(L, -2, "mem_peak");
+    lua_pushnumber(L, (lua_Number)e.tokens_per_s_per_gpu);
+    lua_setfield(L, -2, "tokens_per_s_per_gpu");
+    lua_pushnumber(L, (lua_Number)e.mfu);
+    lua_setfield(L, -2, "mfu");
+    lua_pushinteger(L, (lua_Integer)e.micro_batch_num);
+    lua_setfield(L, -2, "micro_batch_num");
+    if (e.worst_stage >= 0 && e.num_stages > 0)
+        lua_pushinteger(L, (lua_Integer)e.worst_stage + 1);
+    else
+        lua_pushnil(L);
+    lua_setfield(L, -2, "worst_stage");
+    return 1;
+}
+
+/**
+ * ctx:estimate(strategy) -> full result table:
+ *   feasible, reason, message (as evaluate), micro_batch_num, devices_used,
+ *   num_stages [counts]; vocab_padded, params_total [parameters];
+ *   worst_stage [1-based, nil when no stage was estimated]; mem_peak,
+ *   mem_limit [bytes]; step_time [s]; tokens_per_s, tokens_per_s_per_gpu;
+ *   model_flops_per_step, hardware_flops_per_step [FLOP]; model_tflops_per_gpu
+ *   [1e12 FLOP/s]; mfu, hfu [fractions];
+ *   memory_breakdown = {params, grads, optimizer_states, activations,
+ *     comm_buffers = {tp, fsdp, dp, pp, cp, total}, logits_loss, reserved,
+ *     total} [bytes, worst stage];
+ *   performance_breakdown = {<category> = {total, exposed}, ...} [s per step]
+ *     for the 12 categories of aps_perf_category_name();
+ *   stages = { {stage [1-based], first_layer [0-based], num_layers,
+ *     recompute_layers, params, inflight_microbatches, memory_breakdown,
+ *     time_fwd, time_bwd [s per micro-batch]}, ... };
+ *   strategy = the normalized strategy (every field, defaults filled).
+ * Raises on a bad strategy table, like evaluate.
+ */
+static int ctx_estimate(lua_State *L)
+{
+    apsl_context *ctx = check_context(L, 1);
+    aps_strategy s;
+    aps_estimate e;
+    run_estimate(L, ctx, 2, &s, &e);
+    apsl_push_estimate(L, &e, &s);
+    return 1;
+}
+
+/**
+ * ctx:check(name, strategy) -> true | false, code, message
+ * One cheap constraint check of MODELING.md s.5 (aps_check_<name>): name is
+ * "degrees", "tp", "cp", "pp", "batch", "devices", "zero" or "all".  code is
+ * the reason code string ("TP_DIVISIBILITY"), message carries the numbers.
+ * Raises on an unknown name or a bad strategy table.
+ */
+static int ctx_check(lua_State *L)
+{
+    static const char *const names[] = {"degrees", "tp", "cp", "pp", "batch",
+                                        "devices", "zero", "all", NULL};
+    apsl_context *ctx = check_context(L, 1);
+    int which = luaL_checkoption(L, 2, NULL, names);
+    aps_strategy s;
+    char msg[APS_REASON_LEN];
+    aps_reason r = APS_REASON_NONE;
+    apsl_check_strategy(L, 3, &ctx->proto, &s);
+    msg[0] = '\0';
+    switch (which) {
+    case 0: r = aps_check_degrees(&s, msg, sizeof msg); break;
+    case 1: r = aps_check_tp(&ctx->model, &ctx->training, &s, msg, sizeof msg);
+            break;
+    case 2: r = aps_check_cp(&ctx->training, &s, msg, sizeof msg); break;
+    case 3: r = aps_check_pp(&ctx->model, &s, msg, sizeof msg); break;
+    case 4: r = aps_check_batch(&ctx->training, &s, msg, sizeof msg); break;
+    case 5: r = aps_check_devices(&ctx->cluster, &s, msg, sizeof msg); break;
+    case 6: r = aps_check_zero(&s, msg, sizeof msg); break;
+    default:
+        r = aps_check_all(&ctx->model, &ctx->cluster, &ctx->training, &s, msg,
+                          sizeof msg);
+        break;
+    }
+    if (r == APS_REASON_NONE) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, aps_reason_code(r));
+    lua_pushstring(L, msg);
+    return 3;
+}
+
+/**
+ * ctx:inputs() -> {model = {...}, cluster = {device = {...}, num_devices,
+ *                  devices_per_node}, training = {...}}
+ * The normalized inputs after validation: every struct field, defaults and
+ * derived values (head_dim) filled, enums as strings, the device as a full
+ * table.  core.context(t.model, t.cluster, t.training) rebuilds an equal
+ * context, so a result reproduces.
+ */
+static int ctx_inputs(lua_State *L)
+{
+    apsl_context *ctx = check_context(L, 1);
+    lua_createtable(L, 0, 3);
+    apsl_push_model(L, &ctx->model);
+    lua_setfield(L, -2, "model");
+    apsl_push_cluster(L, &ctx->cluster);
+    lua_setfield(L, -2, "cluster");
+    apsl_push_training(L, &ctx->training);
+    lua_setfield(L, -2, "training");
+    return 1;
+}
+
+/** tostring(ctx) -> "apsearch.context: <model> L=.. h=.., N x <device> ..." */
+static int ctx_tostring(lua_State *L)
+{
+    apsl_context *ctx = check_context(L, 1);
+    lua_pushfstring(L,
+        "%s: %s (L=%I h=%I), %I x %s (%I per node), B=%I s=%I %s",
+        APSL_CONTEXT_MT, ctx->model.name[0] ? ctx->model.name : "model",
+        (LUAI_UACINT)ctx->model.num_layers, (LUAI_UACINT)ctx->model.hidden_size,
+        (LUAI_UACINT)ctx->cluster.num_devices, ctx->cluster.device.name,
+        (LUAI_UACINT)ctx->cluster.devices_per_node,
+        (LUAI_UACINT)ctx->training.global_batch_size,
+        (LUAI_UACINT)ctx->training.seq_length,
+        apsl_precision_name(ctx->training.precision));
+    return 1;
+}
+
+/* ------------------------------------------------------------ registration */
+
+static const luaL_Reg module_funcs[] = {
+    {"model_params", l_model_params},
+    {"device_presets", l_device_presets},
+    {"device_preset", l_device_preset},
+    {"defaults", l_defaults},
+    {"context", l_context},
+    {NULL, NULL}
+};
+
+static const luaL_Reg context_methods[] = {
+    {"evaluate", ctx_evaluate},
+    {"estimate", ctx_estimate},
+    {"check", ctx_check},
+    {"inputs", ctx_inputs},
+    {NULL, NULL}
+};
+
+static const luaL_Reg context_meta[] = {
+    {"__tostring", ctx_tostring},
+    {"__index", NULL},   /* placeholder, set to the methods table */
+    {NULL, NULL}
+};
+
+/* Pushes an array of the names f(0..n-1). */
+static void push_names(lua_State *L, int n, const char *(*f)(int))
+{
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_pushstring(L, f(i));
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+static const char *reason_name(int i) { return aps_reason_code((aps_reason)i); }
+static const char *mem_name(int i)
+{
+    return aps_mem_category_name((aps_mem_category)i);
+}
+static const char *perf_name(int i)
+{
+    return aps_perf_category_name((aps_perf_category)i);
+}
+
+/**
+ * require "apsearch.core" -> module table:
+ *   model_params, device_presets, device_preset, defaults, context
+ *   (functions above);
+ *   MAX_STAGES: largest pp_degree (APS_MAX_STAGES);
+ *   reason_codes: array of every reason code, "NONE" first;
+ *   memory_categories, performance_categories: arrays of the category names
+ *   in core order (memory names as aps_mem_category_name gives them).
+ */
+LUAMOD_API int luaopen_apsearch_core(lua_State *L)
+{
+    luaL_checkversion(L);
+    if (luaL_newmetatable(L, APSL_CONTEXT_MT)) { /* sets __name */
+        luaL_setfuncs(L, context_meta, 0);
+        luaL_newlibtable(L, context_methods);
+        luaL_setfuncs(L, context_methods, 0);
+        lua_setfield(L, -2, "__index");
+    }
+    lua_pop(L, 1);
+
+    luaL_newlib(L, module_funcs);
+    lua_pushinteger(L, APS_MAX_STAGES);
+    lua_setfield(L, -2, "MAX_STAGES");
+    push_names(L, APS_REASON_COUNT, reason_name);
+    lua_setfield(L, -2, "reason_codes");
+    push_names(L, APS_MEM_COUNT, mem_name);
+    lua_setfield(L, -2, "memory_categories");
+    push_names(L, APS_PERF_COUNT, perf_name);
+    lua_setfield(L, -2, "performance_categories");
+    return 1;
+}

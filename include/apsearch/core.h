@@ -168,10 +168,18 @@ double aps_allgather_time(int64_t n, double bytes, double bw, double alpha);
 double aps_reducescatter_time(int64_t n, double bytes, double bw,
                               double alpha);
 
-/** Link of a process group of `size` ranks whose members are `stride`
- *  ranks apart in the tp-cp-fsdp-dp-pp order: NVLink if the group sits in
- *  one node, else the per-GPU NIC.  bw already includes
- *  collective_efficiency.  Returns 1 if intra-node, 0 if inter-node. */
+/** Effective bandwidth and per-step latency of a process group of `size`
+ *  ranks whose members are `stride` ranks apart in the tp-cp-fsdp-dp-pp
+ *  order.  Inside one node: NVLink.  Across nodes with g members per node
+ *  on k nodes: the ring's (n-1)/n volume per rank moves over NVLink while
+ *  each node receives (k-1)/k of the tensor through its g NICs, so
+ *  bw = 1 / max(1/B_nvlink [g > 1], ((k-1)/k) / ((n-1)/n) / (g B_nic));
+ *  with g = 1 this is the per-GPU NIC.  (MODELING.md s.4 says "inter-node
+ *  bandwidth per GPU" for every cross-node group; that holds for g = 1 but
+ *  undercounts a group that fills whole nodes by up to g times, because
+ *  NCCL drives one ring per NIC: NCCL docs, "rail-optimized" topologies.)
+ *  Bandwidths include collective_efficiency.  Returns 1 if the group is
+ *  inside a node, 0 otherwise. */
 int aps_group_link(const aps_cluster *c, int64_t stride, int64_t size,
                    double *bw, double *alpha);
 

@@ -31,16 +31,24 @@
 /** Per NCCL communicator: about 0.5 GB each (Fujii et al. 2024,
  *  arXiv:2411.06465, s.3 memory analysis). */
 #define APS_NCCL_COMM (0.5 * GB)
-/** Large-GEMM fraction of dense peak reached by cuBLAS (bf16). Assumed. */
-#define APS_GEMM_EFF 0.75
+/** Large-GEMM fraction of dense bf16 peak reached by cuBLAS.  Ampere
+ *  sustains a larger fraction of its (lower) peak than Hopper, whose
+ *  sustained clock under load sits below the boost clock the peak assumes.
+ *  Assumed: A100 0.82, Hopper and Blackwell 0.70. */
+#define APS_GEMM_EFF_AMPERE 0.82
+#define APS_GEMM_EFF_HOPPER 0.70
 /** Smallest GEMM dimension at which efficiency is half of the maximum.
  *  Assumed (tile width of Hopper/Ampere tensor-core kernels). */
 #define APS_GEMM_HALF_DIM 128.0
 /** fp8 GEMM fraction of fp8 peak. Assumed. */
 #define APS_FP8_GEMM_EFF 0.60
-/** Flash-attention fraction of bf16 peak (FlashAttention-2 reaches about
- *  50-70% forward, less backward; Dao 2023, arXiv:2307.08691 s.4). */
-#define APS_ATTN_EFF 0.45
+/** Attention-kernel fraction of bf16 peak.  FlashAttention-2 reaches
+ *  50-73% of peak on A100 (Dao 2023, arXiv:2307.08691, abstract and s.4)
+ *  but about 35% on H100 (Shah et al. 2024, FlashAttention-3,
+ *  arXiv:2407.08608, s.1); set 0.6-0.75 for FlashAttention-3 / cuDNN
+ *  attention on Hopper. */
+#define APS_ATTN_EFF_AMPERE 0.60
+#define APS_ATTN_EFF_HOPPER 0.35
 /** Achievable fraction of HBM bandwidth for streaming kernels. Assumed. */
 #define APS_HBM_EFF 0.80
 /** NCCL bus bandwidth / link bandwidth. Assumed. */
@@ -56,12 +64,15 @@ typedef struct {
     .inter_node_latency = APS_IB_LATENCY,                               \
     .cuda_context_bytes = APS_CUDA_CONTEXT,                             \
     .nccl_comm_bytes = APS_NCCL_COMM,                                   \
-    .gemm_efficiency = APS_GEMM_EFF,                                    \
     .gemm_half_dim = APS_GEMM_HALF_DIM,                                 \
     .fp8_gemm_efficiency = APS_FP8_GEMM_EFF,                            \
-    .attention_efficiency = APS_ATTN_EFF,                               \
     .hbm_efficiency = APS_HBM_EFF,                                      \
     .collective_efficiency = APS_COLL_EFF
+#define AMPERE .gemm_efficiency = APS_GEMM_EFF_AMPERE,                  \
+               .attention_efficiency = APS_ATTN_EFF_AMPERE
+/* Hopper and Blackwell defaults. */
+#define HOPPER_ON .gemm_efficiency = APS_GEMM_EFF_HOPPER,                  \
+               .attention_efficiency = APS_ATTN_EFF_HOPPER
 
 static const preset presets[] = {
     {{.name = "a100-sxm4-40gb",
@@ -72,7 +83,7 @@ static const preset presets[] = {
       .hbm_bandwidth = 1555 * GB,
       .intra_node_bandwidth = 300 * GB,
       .inter_node_bandwidth = 25 * GB,
-      COMMON_FIELDS},
+      COMMON_FIELDS, AMPERE},
      "NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 312 TFLOPS dense, "
      "FP32 19.5 TFLOPS, HBM2 1,555 GB/s, NVLink 600 GB/s; DGX A100: one "
      "200 Gb/s HDR NIC per GPU"},
@@ -84,7 +95,7 @@ static const preset presets[] = {
       .hbm_bandwidth = 2039 * GB,
       .intra_node_bandwidth = 300 * GB,
       .inter_node_bandwidth = 25 * GB,
-      COMMON_FIELDS},
+      COMMON_FIELDS, AMPERE},
      "NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 312 TFLOPS dense, "
      "FP32 19.5 TFLOPS, HBM2e 2,039 GB/s, NVLink 600 GB/s; DGX A100: one "
      "200 Gb/s HDR NIC per GPU"},
@@ -96,7 +107,7 @@ static const preset presets[] = {
       .hbm_bandwidth = 3350 * GB,
       .intra_node_bandwidth = 450 * GB,
       .inter_node_bandwidth = 50 * GB,
-      COMMON_FIELDS},
+      COMMON_FIELDS, HOPPER_ON},
      "NVIDIA H100 Tensor Core GPU datasheet (SXM5): BF16 989 TFLOPS dense, "
      "FP8 1,979 TFLOPS dense, FP32 67 TFLOPS, HBM3 3.35 TB/s, NVLink "
      "900 GB/s; DGX H100: one 400 Gb/s NDR NIC per GPU; 81,559 MiB "
@@ -109,7 +120,7 @@ static const preset presets[] = {
       .hbm_bandwidth = 4800 * GB,
       .intra_node_bandwidth = 450 * GB,
       .inter_node_bandwidth = 50 * GB,
-      COMMON_FIELDS},
+      COMMON_FIELDS, HOPPER_ON},
      "NVIDIA H200 Tensor Core GPU datasheet (SXM): BF16 989 TFLOPS dense, "
      "FP8 1,979 TFLOPS dense, 141 GB HBM3e at 4.8 TB/s, NVLink 900 GB/s; "
      "one 400 Gb/s NIC per GPU; 143,771 MiB reported by nvidia-smi"},
@@ -121,7 +132,7 @@ static const preset presets[] = {
       .hbm_bandwidth = 8000 * GB,
       .intra_node_bandwidth = 900 * GB,
       .inter_node_bandwidth = 50 * GB,
-      COMMON_FIELDS},
+      COMMON_FIELDS, HOPPER_ON},
      "NVIDIA DGX B200 / HGX B200 datasheet (2024): per GPU FP8 4.5 PFLOPS "
      "dense (9 sparse), BF16 2.25 PFLOPS dense, 180 GB HBM3e at 8 TB/s, "
      "NVLink 5 1.8 TB/s; one 400 Gb/s ConnectX-7 NIC per GPU"},

@@ -349,6 +349,40 @@ static int ctx_check(lua_State *L)
 }
 
 /**
+ * ctx:flops(strategy, convention) -> FLOPs of one training step (all
+ * devices) | nil, code, message when the strategy fails a cheap check.
+ * convention: "model-causal" (the MFU convention), "model-noncausal"
+ * (6N + 12 L h s per token), "hardware-causal", "hardware-noncausal"
+ * (recompute counted; Narayanan et al. SC'21 eq. 3).  See
+ * aps_flops_per_step().  Raises on an unknown convention or a bad table.
+ */
+static int ctx_flops(lua_State *L)
+{
+    static const char *const conv[] = {"model-causal", "model-noncausal",
+                                       "hardware-causal",
+                                       "hardware-noncausal", NULL};
+    apsl_context *ctx = check_context(L, 1);
+    aps_strategy s;
+    apsl_check_strategy(L, 2, &ctx->proto, &s);
+    int which = luaL_checkoption(L, 3, NULL, conv);
+    char msg[APS_REASON_LEN];
+    aps_reason r = aps_check_all(&ctx->model, &ctx->cluster, &ctx->training,
+                                 &s, msg, sizeof msg);
+    if (r != APS_REASON_NONE) {
+        lua_pushnil(L);
+        lua_pushstring(L, aps_reason_code(r));
+        lua_pushstring(L, msg);
+        return 3;
+    }
+    bool causal = which == 0 || which == 2;
+    bool hw = which >= 2;
+    lua_pushnumber(L, (lua_Number)aps_flops_per_step(&ctx->model,
+                                                     &ctx->training, &s,
+                                                     causal, hw));
+    return 1;
+}
+
+/**
  * ctx:inputs() -> {model = {...}, cluster = {device = {...}, num_devices,
  *                  devices_per_node}, training = {...}}
  * The normalized inputs after validation: every struct field, defaults and
@@ -400,6 +434,7 @@ static const luaL_Reg context_methods[] = {
     {"evaluate", ctx_evaluate},
     {"estimate", ctx_estimate},
     {"check", ctx_check},
+    {"flops", ctx_flops},
     {"inputs", ctx_inputs},
     {NULL, NULL}
 };

@@ -1,0 +1,286 @@
+--- Estimates against measured training runs (`apsearch validate`).
+--
+-- Reads a CSV in the schema of the validation README (columns by name),
+-- estimates each row's strategy with the C core, and compares every
+-- measured column present: tokens/s per GPU, step time, TFLOP/s per GPU and
+-- MFU under the row's `flops_convention`, and peak memory. A row that cannot
+-- be estimated (unknown device, unsupported precision, impossible strategy)
+-- is reported with its reason; the other rows still run.
+local core = require "apsearch.core"
+local data = require "pl.data"
+local util = require "apsearch.util"
+
+local M = {}
+
+local GIB = 2 ^ 30
+
+--- Columns every file must have.
+M.REQUIRED = {
+  "case_id", "model", "num_layers", "hidden_size", "ffn_hidden_size",
+  "num_attention_heads", "num_query_groups", "vocab_size", "seq_length",
+  "mlp", "norm", "position_embedding", "tie_word_embeddings",
+  "flash_attention", "device", "num_devices", "devices_per_node",
+  "framework", "precision", "dp_degree", "fsdp_degree", "zero_stage",
+  "tp_degree", "sequence_parallel", "pp_degree", "vpp_degree", "cp_degree",
+  "micro_batch_size", "global_batch_size", "layer_recompute",
+  "flops_convention",
+}
+
+--- Measured columns (each optional per row) and the prediction each is
+-- compared with.
+M.MEASURES = {
+  { column = "measured_tokens_per_s_per_gpu", key = "tokens_per_s_per_gpu" },
+  { column = "measured_step_time_s", key = "step_time_s" },
+  { column = "measured_tflops_per_gpu", key = "tflops_per_gpu" },
+  { column = "measured_mfu_pct", key = "mfu_pct" },
+  { column = "measured_mem_gib", key = "mem_gib" },
+}
+
+--- Learned positions of the GPT rows (the README: "GPT: max 2048 positions").
+local GPT_POSITIONS = 2048
+--- Megatron pads the vocabulary (--make-vocab-size-divisible-by 128);
+-- the PyTorch frameworks do not.
+local PAD = { megatron = 128, deepspeed = 128, fsdp2 = 1, fsdp = 1 }
+
+local function need_int(row, col)
+  local v = math.tointeger(tonumber(row[col]))
+  if not v then error(("%s = %q is not an integer"):format(col, row[col] or ""), 0) end
+  return v
+end
+
+local function need_bool(row, col)
+  local v = row[col]
+  if v == "true" then return true elseif v == "false" then return false end
+  error(("%s = %q is not true/false"):format(col, v or ""), 0)
+end
+
+local function need_enum(row, col, allowed)
+  local v = row[col]
+  for _, a in ipairs(allowed) do if v == a then return v end end
+  error(("%s = %q is not one of %s"):format(col, v or "", table.concat(allowed, ", ")), 0)
+end
+
+--- Builds the core inputs of one row.
+-- Architecture conventions the schema leaves implicit, by family:
+-- GPT (layernorm + learned positions): biases everywhere, dropout 0.1 as
+-- Megatron's GPT-3 runs; MPT (layernorm + ALiBi): no biases at all
+-- (`no_bias`), LayerNorm without bias, no dropout; Llama family (rmsnorm):
+-- no biases, no dropout.
+-- @param row table of column name -> string
+-- @return model, cluster, training, strategy tables; raises a message
+function M.case_inputs(row)
+  local norm = need_enum(row, "norm", { "layernorm", "rmsnorm" })
+  local pos = need_enum(row, "position_embedding", { "learned", "rope", "alibi" })
+  local gpt = norm == "layernorm" and pos == "learned"
+  local mpt = norm == "layernorm" and pos == "alibi"
+  local model = {
+    name = row.model,
+    num_layers = need_int(row, "num_layers"),
+    hidden_size = need_int(row, "hidden_size"),
+    ffn_hidden_size = need_int(row, "ffn_hidden_size"),
+    num_attention_heads = need_int(row, "num_attention_heads"),
+    num_query_groups = need_int(row, "num_query_groups"),
+    vocab_size = need_int(row, "vocab_size"),
+    mlp = need_enum(row, "mlp", { "gelu", "swiglu" }),
+    norm = norm,
+    position_embedding = pos,
+    tie_word_embeddings = need_bool(row, "tie_word_embeddings"),
+    qkv_bias = gpt, attn_out_bias = gpt, mlp_bias = gpt,
+    norm_bias = not mpt,
+    max_position_embeddings = gpt and GPT_POSITIONS or 0,
+  }
+  local framework = need_enum(row, "framework", { "megatron", "fsdp", "fsdp2", "deepspeed" })
+  local precision = row.precision
+  if precision == "fp4" then
+    error("precision = \"fp4\" is not modelled (bf16, fp16, fp8)", 0)
+  end
+  local device = { base = row.device }
+  local ok, preset = pcall(core.device_preset, row.device)
+  if not ok then error(("device = %q: unknown device preset"):format(row.device or ""), 0) end
+  if row.device_memory_gib and row.device_memory_gib ~= "" then
+    local gib = tonumber(row.device_memory_gib)
+    if not gib or gib <= 0 then error("device_memory_gib is not a positive number", 0) end
+    device.memory_bytes = gib * GIB
+  end
+  local cluster = {
+    device = device,
+    num_devices = need_int(row, "num_devices"),
+    devices_per_node = need_int(row, "devices_per_node"),
+  }
+  local training = {
+    global_batch_size = need_int(row, "global_batch_size"),
+    seq_length = need_int(row, "seq_length"),
+    precision = need_enum(row, "precision", { "bf16", "fp16", "fp8" }),
+    framework = framework,
+    flash_attention = need_bool(row, "flash_attention"),
+    dropout = gpt,
+    vocab_size_divisible_by = PAD[framework],
+  }
+  local strategy = {
+    dp_degree = need_int(row, "dp_degree"),
+    fsdp_degree = need_int(row, "fsdp_degree"),
+    zero_stage = need_int(row, "zero_stage"),
+    tp_degree = need_int(row, "tp_degree"),
+    sequence_parallel = need_bool(row, "sequence_parallel"),
+    pp_degree = need_int(row, "pp_degree"),
+    vpp_degree = need_int(row, "vpp_degree"),
+    cp_degree = need_int(row, "cp_degree"),
+    micro_batch_size = need_int(row, "micro_batch_size"),
+    layer_recompute = need_enum(row, "layer_recompute", { "none", "selective", "full" }),
+  }
+  return model, cluster, training, strategy, preset
+end
+
+local function pct(pred, meas) return (pred - meas) / meas * 100 end
+
+--- Largest terms of an estimate: exposed time categories and memory
+-- categories, each sorted descending, three of each.
+local function top_terms(est)
+  local perf, mem = {}, {}
+  for k, v in pairs(est.performance_breakdown) do
+    perf[#perf + 1] = { name = k, seconds = v.exposed }
+  end
+  table.sort(perf, function(a, b) return a.seconds > b.seconds end)
+  for k, v in pairs(est.memory_breakdown) do
+    if k == "comm_buffers" then v = v.total end
+    if k ~= "total" then mem[#mem + 1] = { name = k, gib = v / GIB } end
+  end
+  table.sort(mem, function(a, b) return a.gib > b.gib end)
+  return { time = { perf[1], perf[2], perf[3] }, memory = { mem[1], mem[2], mem[3] } }
+end
+
+--- Applies a calibration (device and training field overrides) to inputs.
+local function apply_calibration(cluster, training, calib)
+  if not calib then return end
+  for k, v in pairs(calib.device or {}) do cluster.device[k] = v end
+  for k, v in pairs(calib.training or {}) do training[k] = v end
+end
+
+--- Estimates one row and compares it with what was measured.
+-- @param row table column -> string
+-- @param calib optional calibration {device = {...}, training = {...}}
+-- @return case table: case_id, source, reliability, inputs, predicted,
+--   measured, error_pct (per measure), top_terms; or with `error` set
+function M.run_case(row, calib)
+  local case = { case_id = row.case_id, source = row.source,
+                 reliability = row.reliability, model = row.model }
+  local ok, err = pcall(function()
+    local model, cluster, training, strategy, preset = M.case_inputs(row)
+    apply_calibration(cluster, training, calib)
+    local ctx = core.context(model, cluster, training)
+    local est = ctx:estimate(strategy)
+    case.inputs = { model = model, cluster = cluster, training = training, strategy = strategy }
+    if est.reason and est.reason ~= "MEMORY_LIMIT" then
+      error(("strategy infeasible: %s: %s"):format(est.reason, est.message), 0)
+    end
+    local conv = row.flops_convention
+    local n = est.devices_used
+    local predicted = {
+      tokens_per_s_per_gpu = est.tokens_per_s_per_gpu,
+      step_time_s = est.step_time,
+      mem_gib = est.mem_peak / GIB,
+      fits = est.feasible,
+    }
+    if conv and conv ~= "unknown" and conv ~= "" then
+      local flops = assert(ctx:flops(strategy, conv))
+      predicted.tflops_per_gpu = flops / est.step_time / n / 1e12
+      -- MFU as the sources report it: against the dense bf16 peak.
+      predicted.mfu_pct = flops / est.step_time / n / preset.peak_flops_bf16 * 100
+    end
+    local measured, errors = {}, {}
+    for _, m in ipairs(M.MEASURES) do
+      local v = tonumber(row[m.column])
+      if v and predicted[m.key] then
+        measured[m.key] = v
+        errors[m.key] = pct(predicted[m.key], v)
+      end
+    end
+    case.predicted, case.measured, case.error_pct = predicted, measured, errors
+    case.top_terms = top_terms(est)
+  end)
+  if not ok then case.error = tostring(err) end
+  return case
+end
+
+local function stats(values)
+  if #values == 0 then return { count = 0 } end
+  local abs = {}
+  local sum = 0
+  for i, v in ipairs(values) do abs[i] = math.abs(v); sum = sum + abs[i] end
+  table.sort(abs)
+  local n = #abs
+  local median = n % 2 == 1 and abs[(n + 1) // 2] or (abs[n // 2] + abs[n // 2 + 1]) / 2
+  return { count = n, mape_pct = sum / n, median_abs_pct = median, max_abs_pct = abs[n] }
+end
+
+--- Summary over cases: throughput (tokens/s per GPU) and memory error
+-- statistics, and the count of memory under-estimates beyond 5%.
+function M.summarize(cases)
+  local thr, mem, by_source = {}, {}, {}
+  local under, failed = 0, 0
+  for _, c in ipairs(cases) do
+    if c.error then
+      failed = failed + 1
+    else
+      local e = c.error_pct.tokens_per_s_per_gpu
+      if e then
+        thr[#thr + 1] = e
+        local key = (c.source or ""):match("^[^%s(]+") or "?"
+        by_source[key] = by_source[key] or {}
+        table.insert(by_source[key], e)
+      end
+      local m = c.error_pct.mem_gib
+      if m then
+        mem[#mem + 1] = m
+        if m < -5 then under = under + 1 end
+      end
+    end
+  end
+  local memory = stats(mem)
+  memory.under_estimates_beyond_5pct = under
+  local sources = {}
+  for k, v in pairs(by_source) do sources[k] = stats(v) end
+  return { cases = #cases, failed = failed, throughput = stats(thr),
+           memory = memory, throughput_by_source = sources }
+end
+
+--- Reads a cases file; raises `<file>: missing required column <name>` or
+-- a parse error naming the file.
+-- @return array of rows (column -> string)
+function M.load(path)
+  if not util.file_exists(path) then
+    error(("%s: cannot open file"):format(path), 0)
+  end
+  local d, err = data.read(path, { csv = true, no_convert = true })
+  if not d then error(("%s: %s"):format(path, tostring(err)), 0) end
+  local index = {}
+  for i, name in ipairs(d.fieldnames) do index[name] = i end
+  for _, col in ipairs(M.REQUIRED) do
+    if not index[col] then
+      error(("%s: missing required column %s"):format(path, col), 0)
+    end
+  end
+  local rows = {}
+  for r, fields in ipairs(d) do
+    local row = {}
+    for name, i in pairs(index) do row[name] = fields[i] end
+    row.case_id = row.case_id ~= "" and row.case_id or ("row " .. r)
+    rows[#rows + 1] = row
+  end
+  return rows
+end
+
+--- Validates every row of a file.
+-- @param path CSV file
+-- @param calib optional calibration table
+-- @return {summary = ..., cases = {...}}
+function M.run(path, calib)
+  local cases = {}
+  for _, row in ipairs(M.load(path)) do
+    cases[#cases + 1] = M.run_case(row, calib)
+  end
+  return { schema_version = 1, file = path, calibration = calib and calib.name or nil,
+           summary = M.summarize(cases), cases = cases }
+end
+
+return M

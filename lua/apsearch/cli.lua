@@ -1,0 +1,411 @@
+--- The `apsearch` command line.
+--
+--     apsearch run [POLICY.lua] [--top-k N] [--set KEY=VALUE]... [--fix DIM=VALUE]...
+--                  [--model NAME|CONFIG.json] [--cluster DEVICE[:NODESxGPUS]]
+--                  [--format table|json|csv] [--out DIR] [--quiet]
+--     apsearch estimate [POLICY.lua] --strategy KEY=VALUE,... [--model ...] [--cluster ...]
+--                  [--set KEY=VALUE]... [--format table|json]
+--     apsearch presets [--format table|json]
+--     apsearch inspect CONFIG.json|PRESET [--format table|json]
+--     apsearch validate CASES.csv [--format table|json]   (apsearch.validate)
+--
+-- stdout carries results, stderr logs and progress.  Exit status: 0 success,
+-- 1 no feasible strategy (run) or an infeasible strategy (estimate), 2 bad
+-- input.  Bad input is raised as a one-line string
+-- `<file>: <field>: <problem> (got <value>)`; the host (src/lua/host.c)
+-- prints it as `apsearch: <message>` and exits 2.
+-- @module apsearch.cli
+local util = require "apsearch.util"
+local policy_mod = require "apsearch.policy"
+local schema = require "apsearch.schema"
+
+local M = {}
+
+--- Program version.
+M.version = "0.1.0"
+
+local USAGE = [[
+usage: apsearch <command> [options]
+
+commands:
+  run [POLICY.lua]     search parallel strategies (default policy:
+                       examples/llama3_8b_h100.lua, Llama-3.1-8B on 8 x H100)
+  estimate [POLICY.lua] --strategy KEY=VALUE,...
+                       full memory and time breakdown of one strategy
+  presets              model and device presets, with their sources
+  inspect CONFIG|PRESET
+                       normalized model and its parameter counts
+  validate CASES.csv   estimates against measured runs
+  help                 this text; `apsearch <command> --help` for options
+
+exit status: 0 success, 1 no feasible strategy, 2 bad input
+]]
+
+local function out(s) io.stdout:write(s) end
+
+local function new_parser(name, desc)
+  local c = require("cliargs.core")()
+  c:set_name("apsearch " .. name)
+  c:set_description(desc)
+  return c
+end
+
+local function common_options(c, formats)
+  c:option("--set=KEY=VALUE", "override a policy field, e.g. cluster.memory_limit_gib=60 (repeatable)", {})
+  c:option("--model=MODEL", "model preset name or path to a Hugging Face config.json")
+  c:option("--cluster=SPEC", "cluster as DEVICE[:NODESxGPUS], e.g. h100-sxm-80gb:2x8")
+  c:option("--format=FORMAT", "output format: " .. formats)
+  c:flag("-q, --quiet", "no log lines on stderr")
+end
+
+local function parse(c, args, name)
+  for _, a in ipairs(args) do
+    if a == "-h" or a == "--help" then
+      out(c.printer.generate_help_and_usage() .. "\n")
+      return nil, true
+    end
+  end
+  local opts, err = c:parse(args)
+  if not opts then
+    error(string.format("%s: %s (see apsearch %s --help)", name, tostring(err), name), 0)
+  end
+  return opts
+end
+
+local function check_format(name, fmt, allowed)
+  if fmt == nil then return nil end
+  for _, a in ipairs(allowed) do if fmt == a then return fmt end end
+  util.fail(name, "--format", "expected " .. table.concat(allowed, ", "), fmt)
+end
+
+local function default_policy()
+  return util.join_path(util.root(), "examples/llama3_8b_h100.lua")
+end
+
+-- --model / --cluster as --set overrides
+local function shortcut_sets(opts)
+  local sets = {}
+  if opts.model then sets[#sets + 1] = "model=" .. opts.model end
+  if opts.cluster then
+    if not policy_mod.parse_cluster_spec(opts.cluster) then
+      util.fail("--cluster", "cluster", "expected DEVICE[:NODESxGPUS], e.g. h100-sxm-80gb:2x8", opts.cluster)
+    end
+    sets[#sets + 1] = "cluster=" .. opts.cluster
+  end
+  for _, s in ipairs(opts.set or {}) do sets[#sets + 1] = s end
+  return sets
+end
+
+local function load_policy(path, opts, extra)
+  local o = { set = shortcut_sets(opts), fix = opts.fix or {} }
+  for k, v in pairs(extra or {}) do o[k] = v end
+  return policy_mod.load(path, o)
+end
+
+local function write_outputs(dir, result)
+  local ok, err = util.mkdir_p(dir)
+  if not ok then util.fail("--out", "dir", "cannot create directory: " .. tostring(err), dir) end
+  local json = require "apsearch.format.json"
+  local csv = require "apsearch.format.csv"
+  local files = {
+    { "result.json", json.format(result) },
+    { "result.csv", csv.format(result) },
+  }
+  for _, f in ipairs(files) do
+    local path = util.join_path(dir, f[1])
+    local wok, werr = util.write_atomic(path, f[2])
+    if not wok then util.fail("--out", "dir", "cannot write " .. path .. ": " .. tostring(werr), dir) end
+  end
+  return { util.join_path(dir, "result.json"), util.join_path(dir, "result.csv") }
+end
+
+------------------------------------------------------------------------ run
+
+local function cmd_run(args)
+  local c = new_parser("run", "Search the parallel strategies of a policy.")
+  c:splat("POLICY", "policy file (default: examples/llama3_8b_h100.lua)", nil, 1)
+  c:option("--top-k=N", "number of strategies to report")
+  c:option("--fix=DIM=VALUE", "pin a search dimension, e.g. tp_degree=8 or tp_degree=4,8 (repeatable)", {})
+  c:option("--out=DIR", "write result.json and result.csv into DIR")
+  common_options(c, "table, json, csv")
+  local opts, helped = parse(c, args, "run")
+  if helped then return 0 end
+  local fmt = check_format("run", opts.format, { "table", "json", "csv" })
+  local top_k
+  if opts["top-k"] then
+    top_k = tonumber(opts["top-k"])
+    if not util.is_integer(top_k) or top_k < 1 then
+      util.fail("--top-k", "top_k", "must be a positive integer", opts["top-k"])
+    end
+    top_k = math.tointeger(top_k)
+  end
+  local path = opts.POLICY or default_policy()
+  local p = load_policy(path, opts, { top_k = top_k })
+  local quiet = opts.quiet
+  local search = require "apsearch.search"
+  local last = os.clock()
+  local result = search.run(p, {
+    progress = (not quiet) and function(done, total)
+      local now = os.clock()
+      if now - last >= 2 then
+        last = now
+        util.log("apsearch: %d / %d candidates", done, total)
+      end
+    end or nil,
+  })
+  if not quiet then
+    for _, line in ipairs(result.search_log) do util.log("%s", line) end
+  end
+  fmt = fmt or p.outputs.format or "table"
+  local formatter = require("apsearch.format." .. fmt)
+  out(formatter.format(result))
+  local dir = opts.out or p.outputs.dir
+  if dir then
+    local files = write_outputs(dir, result)
+    if not quiet then util.log("wrote %s, %s", files[1], files[2]) end
+  end
+  return #result.top_k_strategies > 0 and 0 or 1
+end
+
+------------------------------------------------------------------- estimate
+
+--- Parses `--strategy` text: `KEY=VALUE` pairs separated by commas; array
+-- values (stage_partition, layer_offset, per-stage recompute_num_layers)
+-- separated by colons, e.g. `pp_degree=4,stage_partition=7:8:8:9`.
+-- @tparam table list array of `--strategy` option strings
+-- @treturn table strategy fields (canonical names, checked values)
+-- @raise `--strategy: <field>: <problem> (got <value>)`
+function M.parse_strategy(list)
+  local s = {}
+  for _, text in ipairs(list) do
+    for item in (text .. ","):gmatch("([^,]*),") do
+      if item:match("%S") then
+        local k, v = item:match("^%s*([%w_]+)%s*=%s*(.-)%s*$")
+        if not k then util.fail("--strategy", "(syntax)", "expected KEY=VALUE", item) end
+        local name = schema.strategy_aliases[k] or k
+        local kind = schema.strategy[name]
+        if not kind then
+          util.fail("--strategy", k, "unknown strategy field (known: " .. util.join(schema.dimensions) .. ")", v)
+        end
+        local value
+        if v:find(":", 1, true) then
+          value = {}
+          for part in v:gmatch("[^:]+") do value[#value + 1] = util.parse_scalar(part) end
+        else
+          value = util.parse_scalar(v)
+        end
+        s[name] = schema.check_value(kind, value, function(problem, got)
+          util.fail("--strategy", k, problem, got)
+        end)
+      end
+    end
+  end
+  return s
+end
+
+local function cmd_estimate(args)
+  local c = new_parser("estimate", "Estimate memory and time of one strategy.")
+  c:splat("POLICY", "policy file for model/cluster/training (default: examples/llama3_8b_h100.lua)", nil, 1)
+  c:option("--strategy=KEY=VALUE,...", "strategy fields, e.g. tp_degree=2,micro_batch_size=1 (repeatable)", {})
+  common_options(c, "table, json")
+  local opts, helped = parse(c, args, "estimate")
+  if helped then return 0 end
+  local fmt = check_format("estimate", opts.format, { "table", "json" }) or "table"
+  local path = opts.POLICY or default_policy()
+  local p = load_policy(path, opts)
+  local s = M.parse_strategy(opts.strategy or {})
+  -- single-valued policy dimensions are the defaults
+  for dim, list in pairs(p.search_space.dims) do
+    if s[dim] == nil and #list == 1 and list[1] ~= "even" then s[dim] = list[1] end
+  end
+  if p.constraints.allow_idle_devices and s.allow_idle_devices == nil then
+    s.allow_idle_devices = true
+  end
+  local search = require "apsearch.search"
+  local ctx = search.context(p)
+  local inputs = ctx:inputs()
+  if s.dp_degree == nil then
+    -- fill the cluster: dp = N / (tp cp pp fsdp) when it divides
+    local used = (s.tp_degree or 1) * (s.cp_degree or 1) * (s.pp_degree or 1) * (s.fsdp_degree or 1)
+    local N = inputs.cluster.num_devices
+    s.dp_degree = (N % used == 0) and (N // used) or 1
+  end
+  local est = ctx:estimate(s)
+  if fmt == "json" then
+    local json = require "apsearch.format.json"
+    out(json.format({ schema_version = search.schema_version, estimate = est,
+      inputs = { policy = p.file, model = inputs.model, cluster = inputs.cluster,
+        training = inputs.training, overrides = p.overrides } }))
+  else
+    out(require("apsearch.format.breakdown").format(est, inputs))
+  end
+  return est.feasible and 0 or 1
+end
+
+-------------------------------------------------------------------- presets
+
+local function cmd_presets(args)
+  local c = new_parser("presets", "List the model and device presets with their sources.")
+  c:option("--format=FORMAT", "output format: table, json")
+  local opts, helped = parse(c, args, "presets")
+  if helped then return 0 end
+  local fmt = check_format("presets", opts.format, { "table", "json" }) or "table"
+  local core = require "apsearch.core"
+  local presets = require "apsearch.presets"
+  local common = require "apsearch.format.common"
+  local models = util.array()
+  for _, m in ipairs(presets.models()) do
+    local model = presets.model(m.name)
+    local counts = core.model_params(model)
+    models[#models + 1] = { name = m.name, source = m.source, parameters = counts.total }
+  end
+  local devices = util.array()
+  for _, d in ipairs(core.device_presets()) do
+    local dev = core.device_preset(d.name)
+    devices[#devices + 1] = { name = d.name, source = d.source,
+      memory_bytes = dev.memory_bytes, peak_flops_bf16 = dev.peak_flops_bf16 }
+  end
+  if fmt == "json" then
+    out(require("apsearch.format.json").format({ models = models, devices = devices }))
+    return 0
+  end
+  local rows = {}
+  for _, m in ipairs(models) do rows[#rows + 1] = { m.name, common.commas(m.parameters), m.source } end
+  out("models\n" .. common.align({ "name", "parameters", "source" }, rows, { false, true, false }))
+  rows = {}
+  for _, d in ipairs(devices) do
+    rows[#rows + 1] = { d.name, string.format("%.1f", common.gib(d.memory_bytes)),
+      string.format("%.0f", (d.peak_flops_bf16 or 0) / 1e12), tostring(d.source) }
+  end
+  out("\ndevices\n" .. common.align({ "name", "memory (GiB)", "bf16 (TFLOP/s)", "source" }, rows,
+    { false, true, true, false }))
+  return 0
+end
+
+-------------------------------------------------------------------- inspect
+
+local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads",
+  "num_query_groups", "head_dim", "ffn_hidden_size", "vocab_size",
+  "max_position_embeddings", "norms_per_layer", "mlp", "norm",
+  "position_embedding", "norm_bias", "qkv_bias", "attn_out_bias", "mlp_bias",
+  "qk_norm", "tie_word_embeddings" }
+
+local function cmd_inspect(args)
+  local c = new_parser("inspect", "Show a normalized model and its parameter counts.")
+  c:argument("MODEL", "path to a Hugging Face config.json, or a model preset name")
+  c:option("--format=FORMAT", "output format: table, json")
+  local opts, helped = parse(c, args, "inspect")
+  if helped then return 0 end
+  local fmt = check_format("inspect", opts.format, { "table", "json" }) or "table"
+  local presets = require "apsearch.presets"
+  local hf = require "apsearch.hf"
+  local ref, model, source = opts.MODEL, nil, nil
+  if ref:find("/", 1, true) or ref:match("%.json$") then
+    model, source = hf.load(ref), ref
+  elseif presets.is_model(ref) then
+    local info
+    model, info = presets.model(ref)
+    source = info.source
+  else
+    util.fail("inspect", "MODEL", "not a config.json path or a model preset (known: " ..
+      util.join(presets.model_names) .. ")", ref)
+  end
+  local core = require "apsearch.core"
+  local counts = core.model_params(model)
+  if fmt == "json" then
+    out(require("apsearch.format.json").format({ model = model, source = source, parameters = counts }))
+    return 0
+  end
+  local common = require "apsearch.format.common"
+  local rows = { { "source", tostring(source) } }
+  for _, f in ipairs(MODEL_FIELDS) do
+    if model[f] ~= nil then rows[#rows + 1] = { f, tostring(model[f]) } end
+  end
+  out(common.align({ "field", "value" }, rows))
+  rows = {}
+  for _, k in ipairs({ "embedding", "per_layer", "layers", "final_norm", "output_layer", "total" }) do
+    rows[#rows + 1] = { k, common.commas(counts[k] or 0) }
+  end
+  out("\n" .. common.align({ "parameters", "count" }, rows, { false, true }))
+  return 0
+end
+
+------------------------------------------------------------------- validate
+
+local function cmd_validate(args)
+  local c = new_parser("validate", "Compare estimates with measured training runs (CSV).")
+  c:argument("CASES", "CSV of measured runs (shared/validation/README.md schema)")
+  c:option("--format=FORMAT", "output format: table, json")
+  local opts, helped = parse(c, args, "validate")
+  if helped then return 0 end
+  local fmt = check_format("validate", opts.format, { "table", "json" }) or "table"
+  local result = require("apsearch.validate").run(opts.CASES)
+  if fmt == "json" then
+    out(require("apsearch.format.json").format(result))
+    return 0
+  end
+  local common = require "apsearch.format.common"
+  local function pct(v) return v and string.format("%+.1f", v) or "-" end
+  local function num(v, f) return v and string.format(f, v) or "-" end
+  local rows = {}
+  for _, cs in ipairs(result.cases or {}) do
+    if cs.error then
+      rows[#rows + 1] = { tostring(cs.case_id), tostring(cs.model), "error: " .. tostring(cs.error) }
+    else
+      local p, m, e = cs.predicted or {}, cs.measured or {}, cs.error_pct or {}
+      rows[#rows + 1] = { tostring(cs.case_id), tostring(cs.model),
+        num(p.tokens_per_s_per_gpu, "%.0f"), num(m.tokens_per_s_per_gpu, "%.0f"),
+        pct(e.tokens_per_s_per_gpu), num(p.mem_gib, "%.1f"), num(m.mem_gib, "%.1f"), pct(e.mem_gib) }
+    end
+  end
+  out(common.align({ "case", "model", "tokens/s/GPU est", "measured", "error (%)",
+    "memory est (GiB)", "measured (GiB)", "error (%)" }, rows,
+    { false, false, true, true, true, true, true, true }))
+  local sm = result.summary or {}
+  local thr, mem = sm.throughput or {}, sm.memory or {}
+  out(string.format("\n%d cases, %d failed; throughput: %d compared, mean |error| %s%%, median %s%%, max %s%%\n",
+    sm.cases or 0, sm.failed or 0, thr.count or 0, num(thr.mape_pct, "%.1f"),
+    num(thr.median_abs_pct, "%.1f"), num(thr.max_abs_pct, "%.1f")))
+  out(string.format("memory: %d compared, mean |error| %s%%, %d under-estimates beyond 5%%\n",
+    mem.count or 0, num(mem.mape_pct, "%.1f"), mem.under_estimates_beyond_5pct or 0))
+  return 0
+end
+
+---------------------------------------------------------------------- main
+
+local COMMANDS = {
+  run = cmd_run, estimate = cmd_estimate, presets = cmd_presets, inspect = cmd_inspect,
+  validate = cmd_validate,
+}
+
+--- Runs the command line.
+-- @tparam table args the arguments after the program name
+-- @treturn integer exit status: 0 success, 1 no feasible strategy, (2 is
+--   the host's status for a raised error)
+-- @raise a one-line message on bad input (the host prints `apsearch: <msg>`
+--   and exits 2)
+function M.main(args)
+  args = args or {}
+  local cmd = args[1]
+  if cmd == nil or cmd == "help" or cmd == "-h" or cmd == "--help" then
+    out(USAGE)
+    return 0
+  end
+  if cmd == "--version" or cmd == "version" then
+    out("apsearch " .. M.version .. "\n")
+    return 0
+  end
+  local f = COMMANDS[cmd]
+  if not f then
+    local names = {}
+    for k in pairs(COMMANDS) do names[#names + 1] = k end
+    table.sort(names)
+    error(string.format("unknown command %q (commands: %s; see apsearch help)", cmd,
+      table.concat(names, ", ")), 0)
+  end
+  local rest = {}
+  for i = 2, #args do rest[#rest + 1] = args[i] end
+  return f(rest)
+end
+
+return M

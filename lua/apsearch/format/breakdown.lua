@@ -1,0 +1,132 @@
+--- Readable full breakdown of one strategy (the `estimate` command): the
+-- strategy, feasibility, memory per device by category (GiB = 2^30 bytes),
+-- time per step by category (seconds, total and exposed), throughput, and
+-- every pipeline stage.
+-- @module apsearch.format.breakdown
+local common = require "apsearch.format.common"
+
+local M = {}
+
+local function f3(x) return string.format("%.3f", x or 0) end
+local function g(x) return string.format("%.2f", common.gib(x)) end
+
+--- One-line strategy description.
+-- @tparam table s strategy
+-- @treturn string
+function M.strategy_line(s)
+  local parts = {}
+  for _, f in ipairs({ "dp_degree", "fsdp_degree", "zero_stage", "tp_degree",
+    "sequence_parallel", "pp_degree", "vpp_degree", "cp_degree",
+    "micro_batch_size", "micro_batch_num", "layer_recompute" }) do
+    if s[f] ~= nil then parts[#parts + 1] = f .. "=" .. tostring(s[f]) end
+  end
+  if s.fsdp_degree and s.fsdp_degree > 1 then
+    parts[#parts + 1] = "reshard_after_forward=" .. tostring(s.reshard_after_forward)
+  end
+  if s.cp_degree and s.cp_degree > 1 then parts[#parts + 1] = "cp_comm_type=" .. tostring(s.cp_comm_type) end
+  -- arrays at their "nothing special" value (0 = even split, -1 = all) are omitted
+  local neutral = { stage_partition = 0, layer_offset = 0, recompute_num_layers = -1 }
+  for _, f in ipairs({ "stage_partition", "layer_offset", "recompute_num_layers" }) do
+    local v = s[f]
+    local plain = true
+    if type(v) == "table" then
+      for _, n in ipairs(v) do if n ~= neutral[f] then plain = false end end
+    elseif type(v) == "number" then
+      plain = v == neutral[f]
+      if not plain then parts[#parts + 1] = f .. "=" .. tostring(v) end
+    end
+    if type(v) == "table" and not plain then
+      local x = {}
+      for i, n in ipairs(v) do x[i] = tostring(n) end
+      parts[#parts + 1] = f .. "=" .. table.concat(x, ":")
+    end
+  end
+  return table.concat(parts, " ")
+end
+
+--- Formats an estimate as text.
+-- @tparam table est the table `ctx:estimate()` returned
+-- @tparam[opt] table inputs `ctx:inputs()` (model, cluster, training)
+-- @treturn string
+function M.format(est, inputs)
+  local out = {}
+  local function P(fmt, ...) out[#out + 1] = string.format(fmt, ...) end
+  if inputs then
+    local m, c, t = inputs.model or {}, inputs.cluster or {}, inputs.training or {}
+    local dev = type(c.device) == "table" and c.device.name or tostring(c.device)
+    P("model     %s (%s parameters)", tostring(m.name), common.commas(est.params_total or 0))
+    P("cluster   %s x %s, %s per node", tostring(c.num_devices), tostring(dev), tostring(c.devices_per_node))
+    P("training  global batch %s sequences x %s tokens, %s, %s, %s",
+      tostring(t.global_batch_size), tostring(t.seq_length), tostring(t.precision),
+      tostring(t.optimizer), tostring(t.framework))
+  end
+  P("strategy  %s", M.strategy_line(est.strategy or {}))
+  P("devices   %s used; micro-batches per step %s", tostring(est.devices_used), tostring(est.micro_batch_num))
+  if est.feasible then
+    P("feasible  yes")
+  else
+    P("feasible  NO: %s: %s", tostring(est.reason), tostring(est.message))
+  end
+
+  local bd = est.memory_breakdown
+  if bd then
+    P("")
+    P("memory per device, worst stage %s (GiB)", tostring(est.worst_stage))
+    local rows = {}
+    for _, cat in ipairs(common.memory_categories) do
+      if cat == "comm_buffers" then
+        local cb = bd.comm_buffers or {}
+        local sub = {}
+        for _, s in ipairs(common.comm_categories) do
+          sub[#sub + 1] = string.format("%s %s", s, g(cb[s]))
+        end
+        rows[#rows + 1] = { cat, g(common.mem_value(bd, cat)), table.concat(sub, ", ") }
+      else
+        rows[#rows + 1] = { cat, g(bd[cat]), "" }
+      end
+    end
+    rows[#rows + 1] = { "total", g(est.mem_peak or bd.total), "" }
+    rows[#rows + 1] = { "limit", g(est.mem_limit), "" }
+    out[#out + 1] = (common.align({ "category", "GiB", "" }, rows, { false, true, false }):gsub("\n$", ""))
+  end
+
+  local pb = est.performance_breakdown
+  if pb then
+    P("")
+    P("time per step (s): total = time spent; exposed = on the critical path")
+    local rows = {}
+    for _, cat in ipairs(common.time_categories) do
+      rows[#rows + 1] = { cat, f3(common.time_value(pb, cat, "total")), f3(common.time_value(pb, cat, "exposed")) }
+    end
+    rows[#rows + 1] = { "step time", "", f3(est.step_time) }
+    out[#out + 1] = (common.align({ "category", "total (s)", "exposed (s)" }, rows, { false, true, true }):gsub("\n$", ""))
+    P("")
+    P("throughput  %.0f tokens/s, %.0f tokens/s per GPU", est.tokens_per_s or 0, est.tokens_per_s_per_gpu or 0)
+    P("            %.1f model TFLOP/s per GPU, MFU %.1f%%, HFU %.1f%%",
+      est.model_tflops_per_gpu or 0, 100 * (est.mfu or 0), 100 * (est.hfu or 0))
+  end
+
+  if est.stages and #est.stages > 0 then
+    P("")
+    P("pipeline stages")
+    local rows = {}
+    for _, st in ipairs(est.stages) do
+      local mb = st.memory_breakdown or {}
+      local last = (st.first_layer or 0) + (st.num_layers or 0) - 1
+      local top = common.top_memory(mb)
+      rows[#rows + 1] = {
+        tostring(st.stage), string.format("%s-%s", tostring(st.first_layer), tostring(last)),
+        tostring(st.num_layers), tostring(st.recompute_layers),
+        string.format("%.1f", (st.params or 0) / 1e6),
+        string.format("%.2f", st.inflight_microbatches or 0),
+        g(mb.total), tostring(top), f3(st.time_fwd), f3(st.time_bwd),
+      }
+    end
+    out[#out + 1] = (common.align({ "stage", "layers", "n", "recomputed", "params (M)",
+      "in flight (mb)", "memory (GiB)", "top memory", "fwd/mb (s)", "bwd/mb (s)" }, rows,
+      { true, false, true, true, true, true, true, false, true, true }):gsub("\n$", ""))
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+return M

@@ -1,0 +1,110 @@
+--- Helpers shared by the formatters: category lists, unit conversion for
+-- display (GiB = 2^30 bytes), aligned text tables.
+-- @module apsearch.format.common
+local M = {}
+
+--- memory_breakdown categories (MODELING.md section 3), display order.
+M.memory_categories = { "params", "grads", "optimizer_states", "activations",
+  "comm_buffers", "logits_loss", "reserved" }
+
+--- comm_buffers sub-categories.
+M.comm_categories = { "tp", "fsdp", "dp", "pp", "cp" }
+
+--- performance_breakdown categories (MODELING.md section 4), display order.
+M.time_categories = { "compute_fwd", "compute_bwd", "recompute", "tp_comm",
+  "cp_comm", "pp_p2p", "pp_bubble", "fsdp_allgather", "fsdp_reducescatter",
+  "dp_grad_sync", "hsdp_replicate_sync", "optimizer" }
+
+--- Bytes to GiB (2^30 bytes).
+-- @tparam number bytes
+-- @treturn number GiB
+function M.gib(bytes) return (bytes or 0) / 2 ^ 30 end
+
+--- Value of a memory category in a breakdown (comm_buffers: its total).
+-- @tparam table bd memory_breakdown
+-- @tparam string cat category
+-- @treturn number bytes
+function M.mem_value(bd, cat)
+  local v = bd and bd[cat]
+  if type(v) == "table" then v = v.total end
+  return tonumber(v) or 0
+end
+
+--- Largest memory category of a breakdown.
+-- @tparam table bd memory_breakdown
+-- @treturn string|nil category name
+-- @treturn number bytes
+function M.top_memory(bd)
+  local best, bv = nil, -1
+  for _, c in ipairs(M.memory_categories) do
+    local v = M.mem_value(bd, c)
+    if v > bv then best, bv = c, v end
+  end
+  return best, bv
+end
+
+--- Exposed (critical-path) seconds of a time category.
+-- @tparam table bd performance_breakdown
+-- @tparam string cat category
+-- @tparam[opt="exposed"] string which "exposed" or "total"
+-- @treturn number seconds
+function M.time_value(bd, cat, which)
+  local v = bd and bd[cat]
+  if type(v) == "table" then v = v[which or "exposed"] end
+  return tonumber(v) or 0
+end
+
+--- Category with the largest exposed time.
+-- @tparam table bd performance_breakdown
+-- @treturn string|nil category name
+-- @treturn number seconds
+function M.top_time(bd)
+  local best, bv = nil, -1
+  for _, c in ipairs(M.time_categories) do
+    local v = M.time_value(bd, c)
+    if v > bv then best, bv = c, v end
+  end
+  return best, bv
+end
+
+--- Formats rows as an aligned text table.
+-- @tparam table headers array of header strings
+-- @tparam table rows array of arrays of cell strings
+-- @tparam[opt] table right array of booleans: right-align column i
+-- @treturn string lines joined by "\n" (with a trailing newline)
+function M.align(headers, rows, right)
+  right = right or {}
+  local w = {}
+  for i, h in ipairs(headers) do w[i] = #h end
+  for _, r in ipairs(rows) do
+    for i, c in ipairs(r) do if #c > (w[i] or 0) then w[i] = #c end end
+  end
+  local function line(cells)
+    local parts = {}
+    for i = 1, #headers do
+      local c = cells[i] or ""
+      local pad = string.rep(" ", w[i] - #c)
+      parts[i] = right[i] and (pad .. c) or (c .. pad)
+    end
+    return (table.concat(parts, "  "):gsub("%s+$", ""))
+  end
+  local out = { line(headers) }
+  local sep = {}
+  for i = 1, #headers do sep[i] = string.rep("-", w[i]) end
+  out[2] = table.concat(sep, "  ")
+  for _, r in ipairs(rows) do out[#out + 1] = line(r) end
+  return table.concat(out, "\n") .. "\n"
+end
+
+--- Number with thousands separators: 8030261248 -> "8,030,261,248".
+-- @tparam number n
+-- @treturn string
+function M.commas(n)
+  local s = string.format("%.0f", n)
+  local neg = s:sub(1, 1) == "-"
+  if neg then s = s:sub(2) end
+  s = s:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
+  return (neg and "-" or "") .. s
+end
+
+return M

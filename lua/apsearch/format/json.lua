@@ -1,0 +1,91 @@
+--- JSON view of a search result (or any result table), via lua-cjson.
+--
+-- * Non-finite numbers (inf, nan) become `null`: JSON has no spelling for
+--   them and cjson refuses them.
+-- * Tables marked with `apsearch.util.array_mt` stay arrays when empty
+--   (`[]`, where cjson would write `{}`); other empty tables are objects.
+-- * Sparse arrays are written as objects instead of raising
+--   (`encode_sparse_array(true)`).
+-- * `filter_reason` of each top-k strategy, nil in Lua, is written `null`
+--   so that the field is present.
+-- * Functions and userdata are dropped.
+-- Numbers keep 14 significant digits (cjson's maximum), so integer byte and
+-- parameter counts below 10^14 are exact.
+-- @module apsearch.format.json
+local cjson_mod = require "cjson"
+local util = require "apsearch.util"
+
+local M = {}
+
+local cjson = cjson_mod.new()
+cjson.encode_sparse_array(true)
+cjson.encode_number_precision(14)
+cjson.encode_invalid_numbers(false)
+
+local EMPTY = "\0apsearch-empty-array\0"
+local EMPTY_JSON = cjson.encode(EMPTY)
+
+local function sanitize(v, depth)
+  local t = type(v)
+  if t == "number" then
+    if v ~= v or v == math.huge or v == -math.huge then return cjson.null end
+    return v
+  elseif t == "table" then
+    if depth > 64 then return cjson.null end
+    if next(v) == nil then
+      if getmetatable(v) == util.array_mt then return EMPTY end
+      return {}
+    end
+    local r = {}
+    for k, x in pairs(v) do
+      local kt = type(k)
+      if kt == "string" or kt == "number" then
+        local s = sanitize(x, depth + 1)
+        if s ~= nil then r[k] = s end
+      end
+    end
+    return r
+  elseif t == "string" or t == "boolean" then
+    return v
+  elseif v == cjson_mod.null or v == cjson.null then
+    return cjson.null
+  end
+  return nil
+end
+
+--- Encodes a value as JSON text (one line).
+-- @param value a table of plain data (a search or estimate result)
+-- @treturn string JSON
+-- @raise if cjson cannot encode it (e.g. nesting deeper than 1000)
+function M.encode(value)
+  local s = sanitize(value, 0)
+  if type(value) == "table" and type(s) == "table" and type(s.top_k_strategies) == "table" then
+    for _, rec in ipairs(s.top_k_strategies) do
+      if type(rec) == "table" and rec.filter_reason == nil then rec.filter_reason = cjson.null end
+    end
+  end
+  -- cjson escapes "/" as "\/"; both are valid JSON, "/" reads better in paths
+  -- (a literal backslash is always encoded as a pair, so this is exact)
+  local text = cjson.encode(s):gsub("\\/", "/")
+  if text:find(EMPTY_JSON, 1, true) then
+    text = text:gsub(EMPTY_JSON:gsub("%p", "%%%0"), "[]")
+  end
+  return text
+end
+
+--- Formats a search result as JSON followed by a newline.
+-- @tparam table result the result of apsearch.search.run
+-- @treturn string
+function M.format(result)
+  return M.encode(result) .. "\n"
+end
+
+--- Decodes JSON text (for tests and tools).
+-- @tparam string text
+-- @return decoded value
+-- @raise on invalid JSON
+function M.decode(text)
+  return cjson.decode(text)
+end
+
+return M

@@ -1,0 +1,89 @@
+--- Aligned text table of a search result's top-k strategies, with a summary
+-- header and the filter reasons.  Units are in the headers: step time in
+-- seconds, throughput in tokens/s per GPU, MFU in percent, memory in GiB
+-- (2^30 bytes).
+-- @module apsearch.format.table
+local common = require "apsearch.format.common"
+
+local M = {}
+
+local HEADERS = { "rank", "dp", "fsdp", "zero", "reshard", "tp", "sp", "pp",
+  "vpp", "cp", "cp comm", "mbs", "mbn", "recompute", "step time (s)",
+  "tokens/s/GPU", "MFU (%)", "peak (GiB)", "top memory (GiB)", "top time (s)" }
+local RIGHT = { true, true, true, true, false, true, false, true, true, true,
+  false, true, true, false, true, true, true, true, false, false }
+
+local function yn(b) return b and "on" or "off" end
+
+--- Rows of the top-k table (cells as strings), for reuse.
+-- @tparam table result search result
+-- @treturn table headers
+-- @treturn table rows
+-- @treturn table right-alignment flags
+function M.rows(result)
+  local rows = {}
+  for _, r in ipairs(result.top_k_strategies or {}) do
+    local mc, pc = r.memory_cost or {}, r.performance_cost or {}
+    local tm, tmv = common.top_memory(mc.breakdown)
+    local tt, ttv = common.top_time(pc.breakdown)
+    local rc = tostring(r.layer_recompute)
+    if r.layer_recompute == "full" and type(r.recompute_num_layers) == "number"
+      and r.recompute_num_layers >= 0 then
+      rc = rc .. "(" .. r.recompute_num_layers .. ")"
+    end
+    rows[#rows + 1] = {
+      tostring(r.rank), tostring(r.dp_degree), tostring(r.fsdp_degree),
+      tostring(r.zero_stage),
+      (r.fsdp_degree or 1) > 1 and yn(r.reshard_after_forward) or "-",
+      tostring(r.tp_degree), r.tp_degree == 1 and "-" or yn(r.sequence_parallel),
+      tostring(r.pp_degree), tostring(r.vpp_degree), tostring(r.cp_degree),
+      (r.cp_degree or 1) > 1 and tostring(r.cp_comm_type) or "-",
+      tostring(r.micro_batch_size), tostring(r.micro_batch_num), rc,
+      string.format("%.3f", pc.step_time or 0),
+      string.format("%.0f", pc.tokens_per_s_per_gpu or 0),
+      string.format("%.1f", 100 * (pc.mfu or 0)),
+      string.format("%.2f", common.gib(mc.total)),
+      tm and string.format("%s %.2f", tm, common.gib(tmv)) or "-",
+      tt and string.format("%s %.3f", tt, ttv) or "-",
+    }
+  end
+  return HEADERS, rows, RIGHT
+end
+
+--- Formats a search result as text.
+-- @tparam table result the result of apsearch.search.run
+-- @treturn string the summary line, the table, and the filter reasons
+function M.format(result)
+  local s = result.all_candidate_summary or {}
+  local inp = result.inputs or {}
+  local cl = inp.cluster or {}
+  local dev = type(cl.device) == "table" and cl.device.name or tostring(cl.device)
+  local out = {}
+  out[#out + 1] = string.format(
+    "%s on %s x %s: %d feasible of %d candidates (%d filtered early, %d over limits after estimate), %.2f s",
+    tostring(inp.model and inp.model.name), tostring(cl.num_devices), tostring(dev),
+    s.feasible or 0, s.space_size or 0, s.filtered_early or 0, s.infeasible or 0,
+    s.seconds or 0)
+  if #(result.top_k_strategies or {}) == 0 then
+    out[#out + 1] = "no feasible strategy"
+  else
+    local headers, rows, right = M.rows(result)
+    out[#out + 1] = "\n" .. common.align(headers, rows, right):gsub("\n$", "")
+  end
+  local codes = {}
+  for code, e in pairs(result.infeasible_summary or {}) do codes[#codes + 1] = { code, e } end
+  table.sort(codes, function(a, b)
+    if a[2].count ~= b[2].count then return a[2].count > b[2].count end
+    return a[1] < b[1]
+  end)
+  if #codes > 0 then
+    out[#out + 1] = "\nfilter reasons:"
+    for _, ce in ipairs(codes) do
+      out[#out + 1] = string.format("  %-20s %8d  (%s) e.g. %s", ce[1], ce[2].count,
+        ce[2].phase == "early" and "early" or "after estimate", tostring(ce[2].message))
+    end
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+return M

@@ -1,0 +1,300 @@
+--- Import a Hugging Face `config.json` into an apsearch model table.
+--
+-- The model table has the fields of `aps_model` (include/apsearch/types.h):
+-- name, num_layers, hidden_size, num_attention_heads, num_query_groups,
+-- head_dim, ffn_hidden_size, vocab_size, max_position_embeddings,
+-- norms_per_layer, mlp, norm, position_embedding, norm_bias, qkv_bias,
+-- attn_out_bias, mlp_bias, qk_norm, tie_word_embeddings.  It is plain data:
+-- the parameter counts come from `core.model_params(model)`.
+--
+-- Supported `model_type`s and what they imply (transformers' modeling files):
+--
+-- * `llama`, `mistral`, `phi3`: RMSNorm, RoPE, gated MLP (SwiGLU), GQA via
+--   `num_key_value_heads`; llama's `attention_bias` puts biases on q, k, v
+--   and o, `mlp_bias` on the MLP.
+-- * `qwen2`: as llama with q, k, v biases (never on o_proj).
+-- * `qwen3`: as llama plus per-head RMSNorm on q and k (`qk_norm`), explicit
+--   `head_dim` (default 128, a*d may differ from h), `attention_bias` on q,k,v,o.
+-- * `gemma`, `gemma2`: explicit `head_dim` (default 256), tied embeddings
+--   (default true).  The activation is `gelu_pytorch_tanh` but the MLP is
+--   gated with three h x f matrices (gate, up, down), so it maps to
+--   `mlp = "swiglu"`, which in apsearch means "gated, 3 matrices" (the
+--   FLOP and parameter counts are those of any GLU variant).  gemma2 has four
+--   RMSNorms per layer (pre/post attention, pre/post feed-forward).
+-- * `gpt2`: keys `n_embd`, `n_layer`, `n_head`, `n_inner` (null -> 4*n_embd),
+--   `n_positions`; learned positions, LayerNorm with bias, biases on every
+--   linear, GELU (2 matrices), tied embeddings.
+-- * `gpt_neox`: LayerNorm with bias, RoPE, GELU, biases on every linear
+--   (`attention_bias`, default true), untied input/output embeddings.
+-- * `mpt`: `d_model`, `n_layers`, `n_heads`, `expansion_ratio`, `max_seq_len`;
+--   `no_bias` (default true) drops every bias including LayerNorm's; ALiBi
+--   (no position parameters) when `attn_config.alibi`, else learned
+--   positions; GQA via `attn_config.kv_n_heads`; tied embeddings.
+--
+-- Mixture-of-experts configs (`num_local_experts`, `num_experts`,
+-- `n_routed_experts`, `moe_num_experts` > 1, or "moe" in model_type) are
+-- refused with a `NotImplemented:` error: apsearch estimates dense models
+-- only and never estimates an MoE as dense.
+-- @module apsearch.hf
+local cjson = require "cjson"
+local util = require "apsearch.util"
+
+local M = {}
+
+--- Supported model types, in the order listed in error messages.
+M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
+                "phi3", "gpt2", "gpt_neox", "mpt" }
+
+local function is_null(v) return v == nil or v == cjson.null end
+
+-- Reader bound to one config and file, raising errors that name both.
+local function reader(cfg, file)
+  local r = {}
+  function r.has(key) return not is_null(cfg[key]) end
+  function r.int(key, default)
+    local v = cfg[key]
+    if is_null(v) then
+      if default ~= nil then return default end
+      util.fail(file, key, "required key is missing", nil)
+    end
+    if not util.is_integer(v) or v < 1 then
+      util.fail(file, key, "expected a positive integer", v)
+    end
+    return math.tointeger(v)
+  end
+  function r.bool(key, default)
+    local v = cfg[key]
+    if is_null(v) then return default end
+    if type(v) ~= "boolean" then util.fail(file, key, "expected true or false", v) end
+    return v
+  end
+  return r
+end
+
+--- Finds an expert count in a config (top level or `ffn_config`).
+-- @treturn string|nil key, number|nil value
+local function moe_key(cfg)
+  local keys = { "num_local_experts", "num_experts", "n_routed_experts",
+                 "moe_num_experts" }
+  for _, scope in ipairs({ cfg, type(cfg.ffn_config) == "table" and cfg.ffn_config or {} }) do
+    for _, k in ipairs(keys) do
+      local v = scope[k]
+      if type(v) == "number" and v > 1 then return k, v end
+    end
+  end
+  return nil
+end
+
+--- Model name from a config path: the file name without `.json`, or the
+-- directory name for a file called `config.json`.
+local function name_from_path(path)
+  local base = util.basename(path):gsub("%.json$", "")
+  if base == "config" then
+    local dir = util.basename(util.dirname(path))
+    if dir ~= "" and dir ~= "." and dir ~= "/" then base = dir end
+  end
+  if #base > 63 then base = base:sub(1, 63) end
+  return base
+end
+
+-- Llama family defaults: RMSNorm, RoPE, gated MLP, no biases.
+local function llama_like(r, cfg, file, opts)
+  local m = {
+    num_layers = r.int("num_hidden_layers"),
+    hidden_size = r.int("hidden_size"),
+    num_attention_heads = r.int("num_attention_heads"),
+    ffn_hidden_size = r.int("intermediate_size"),
+    vocab_size = r.int("vocab_size"),
+    norms_per_layer = opts.norms_per_layer or 2,
+    mlp = "swiglu", norm = "rmsnorm", position_embedding = "rope",
+    norm_bias = false, qkv_bias = false, attn_out_bias = false,
+    mlp_bias = false, qk_norm = false,
+    tie_word_embeddings = r.bool("tie_word_embeddings", opts.tied or false),
+  }
+  m.num_query_groups = r.int("num_key_value_heads", m.num_attention_heads)
+  if r.has("max_position_embeddings") then
+    m.max_position_embeddings = r.int("max_position_embeddings")
+  end
+  if r.has("head_dim") or opts.head_dim then
+    m.head_dim = r.int("head_dim", opts.head_dim)
+  end
+  return m
+end
+
+local builders = {}
+
+function builders.llama(r, cfg, file)
+  local m = llama_like(r, cfg, file, {})
+  local ab = r.bool("attention_bias", false)
+  m.qkv_bias, m.attn_out_bias = ab, ab
+  m.mlp_bias = r.bool("mlp_bias", false)
+  return m
+end
+
+function builders.mistral(r, cfg, file)
+  return llama_like(r, cfg, file, {})
+end
+
+function builders.phi3(r, cfg, file)
+  return llama_like(r, cfg, file, {})
+end
+
+function builders.qwen2(r, cfg, file)
+  local m = llama_like(r, cfg, file, {})
+  m.qkv_bias = true -- Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False
+  return m
+end
+
+function builders.qwen3(r, cfg, file)
+  local m = llama_like(r, cfg, file, { head_dim = 128 })
+  local ab = r.bool("attention_bias", false)
+  m.qkv_bias, m.attn_out_bias = ab, ab
+  m.qk_norm = true -- Qwen3Attention: q_norm, k_norm RMSNorm(head_dim)
+  return m
+end
+
+function builders.gemma(r, cfg, file)
+  -- gated MLP (gate_proj, up_proj, down_proj) with GELU-tanh: "swiglu" here
+  return llama_like(r, cfg, file, { head_dim = 256, tied = true })
+end
+
+function builders.gemma2(r, cfg, file)
+  local m = llama_like(r, cfg, file, { head_dim = 256, tied = true, norms_per_layer = 4 })
+  m.qkv_bias = r.bool("attention_bias", false)
+  m.attn_out_bias = m.qkv_bias
+  return m
+end
+
+function builders.gpt2(r, cfg, file)
+  local h = r.int("n_embd")
+  return {
+    num_layers = r.int("n_layer"),
+    hidden_size = h,
+    num_attention_heads = r.int("n_head"),
+    num_query_groups = r.int("n_head"),
+    ffn_hidden_size = r.int("n_inner", 4 * h),
+    vocab_size = r.int("vocab_size"),
+    max_position_embeddings = r.int("n_positions"),
+    norms_per_layer = 2,
+    mlp = "gelu", norm = "layernorm", position_embedding = "learned",
+    norm_bias = true, qkv_bias = true, attn_out_bias = true, mlp_bias = true,
+    qk_norm = false,
+    tie_word_embeddings = r.bool("tie_word_embeddings", true),
+  }
+end
+
+function builders.gpt_neox(r, cfg, file)
+  local a = r.int("num_attention_heads")
+  local bias = r.bool("attention_bias", true)
+  local m = {
+    num_layers = r.int("num_hidden_layers"),
+    hidden_size = r.int("hidden_size"),
+    num_attention_heads = a,
+    num_query_groups = a,
+    ffn_hidden_size = r.int("intermediate_size"),
+    vocab_size = r.int("vocab_size"),
+    norms_per_layer = 2,
+    mlp = "gelu", norm = "layernorm", position_embedding = "rope",
+    norm_bias = true, qkv_bias = bias, attn_out_bias = bias, mlp_bias = true,
+    qk_norm = false,
+    tie_word_embeddings = r.bool("tie_word_embeddings", false),
+  }
+  if r.has("max_position_embeddings") then
+    m.max_position_embeddings = r.int("max_position_embeddings")
+  end
+  return m
+end
+
+function builders.mpt(r, cfg, file)
+  local h = r.int("d_model")
+  local a = r.int("n_heads")
+  local attn = type(cfg.attn_config) == "table" and cfg.attn_config or {}
+  local ar = reader(attn, file .. ": attn_config")
+  local alibi = ar.bool("alibi", false)
+  local learned = r.bool("learned_pos_emb", true)
+  local bias = not r.bool("no_bias", true)
+  local ratio = cfg.expansion_ratio
+  if is_null(ratio) then ratio = 4 end
+  if type(ratio) ~= "number" or ratio <= 0 or not util.is_integer(ratio * h) then
+    util.fail(file, "expansion_ratio", "expected a positive number with expansion_ratio * d_model integral", ratio)
+  end
+  return {
+    num_layers = r.int("n_layers"),
+    hidden_size = h,
+    num_attention_heads = a,
+    num_query_groups = ar.int("kv_n_heads", a),
+    ffn_hidden_size = math.tointeger(ratio * h),
+    vocab_size = r.int("vocab_size"),
+    max_position_embeddings = r.int("max_seq_len", 2048),
+    norms_per_layer = 2,
+    mlp = "gelu", norm = "layernorm",
+    position_embedding = alibi and "alibi" or (learned and "learned" or "rope"),
+    norm_bias = bias, qkv_bias = bias, attn_out_bias = bias, mlp_bias = bias,
+    qk_norm = false,
+    tie_word_embeddings = true, -- MPT has no separate lm_head
+  }
+end
+
+--- Converts a decoded Hugging Face config table into a model table.
+-- @tparam table cfg the decoded config.json
+-- @tparam string source file name used in error messages (and for the name)
+-- @tparam[opt] string name model name (default: derived from `source`)
+-- @treturn table model table (fields of aps_model)
+-- @treturn table info `{source=, model_type=}`
+-- @raise `NotImplemented: <file>: MoE config (<key> = N) is not modelled; ...`
+--   for an MoE config; `<file>: model_type: unsupported model type ...` for an
+--   unknown type; `<file>: <key>: required key is missing (got nil)` or a type
+--   error naming the key.
+function M.from_config(cfg, source, name)
+  source = source or "config.json"
+  if type(cfg) ~= "table" then
+    util.fail(source, "(top level)", "expected a JSON object", cfg)
+  end
+  local mt = cfg.model_type
+  local key, n = moe_key(cfg)
+  if key then
+    error(string.format("NotImplemented: %s: MoE config (%s = %s) is not modelled; " ..
+      "apsearch estimates dense models only", source, key, util.describe(n)), 0)
+  end
+  if type(mt) == "string" and mt:lower():find("moe", 1, true) then
+    error(string.format("NotImplemented: %s: MoE config (model_type = %q) is not modelled; " ..
+      "apsearch estimates dense models only", source, mt), 0)
+  end
+  if is_null(mt) then
+    util.fail(source, "model_type", "required key is missing (supported: " ..
+      util.join(M.supported) .. ")", nil)
+  end
+  local build = builders[mt]
+  if not build then
+    util.fail(source, "model_type", "unsupported model type (supported: " ..
+      util.join(M.supported) .. ")", mt)
+  end
+  local model = build(reader(cfg, source), cfg, source)
+  if model.head_dim == nil and model.hidden_size % model.num_attention_heads == 0 then
+    model.head_dim = model.hidden_size // model.num_attention_heads
+  end
+  model.name = name or name_from_path(source)
+  return model, { source = source, model_type = mt }
+end
+
+--- Reads and imports a Hugging Face config.json file.
+-- @tparam string path path of the config file
+-- @tparam[opt] string name model name (default: the file name without .json,
+--   or the directory name for `config.json`)
+-- @treturn table model table
+-- @treturn table info `{source=path, model_type=}`
+-- @raise `<file>: cannot read (...)`, `<file>: invalid JSON (...)`, or any
+--   error of `from_config`
+function M.load(path, name)
+  local text, err = util.read_file(path)
+  if not text then
+    error(string.format("%s: cannot read config: %s", path, tostring(err)), 0)
+  end
+  local ok, cfg = pcall(cjson.decode, text)
+  if not ok then
+    error(string.format("%s: invalid JSON: %s", path, tostring(cfg)), 0)
+  end
+  return M.from_config(cfg, path, name)
+end
+
+return M

@@ -1,0 +1,678 @@
+--- Policy files: load in a sandbox, apply `--set`/`--fix`, validate, normalize.
+--
+-- A policy is a Lua file returning a table:
+--
+--     return {
+--       name = "llama3-8b-h100",                  -- optional
+--       description = "...",                      -- optional
+--       model = "llama-3.1-8b",                   -- preset | "path/config.json" | table
+--       cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+--       training = { global_batch_size = 64, seq_length = 8192, precision = "bf16" },
+--       search_space = {
+--         data_parallel = "auto",                 -- fill dp x fsdp to use all devices
+--         tp_degree = { 1, 2, 4, 8 },             -- a list of values
+--         fsdp_degree = { min = 1, max = 8, pow2 = true },  -- or a range
+--         micro_batch_size = { min = 1, max = 4, step = 1 },
+--         layer_recompute = { "none", "selective", "full" },
+--       },
+--       constraints = { memory_limit_gib = 70, allow_idle_devices = false,
+--                       rules = { "my_rule.lua", function(s) return s.tp_degree <= 4 end } },
+--       objective = "step_time",                  -- | "memory" | "throughput" | function(a, b)
+--       top_k = 10,
+--       outputs = { format = "table", dir = "out" },
+--     }
+--
+-- Field values are checked strictly: an unknown field anywhere, or a value
+-- of the wrong type or range, raises `<file>: <field>: <problem> (got <v>)`.
+-- Friendly unit suffixes (`_gib`, `_mib`, `_gbps`, `_tflops`, `_us`, `_ms`)
+-- are accepted on numeric fields (see apsearch.schema).  Paths in a policy
+-- (model config, rule files, outputs.dir) are relative to the policy file;
+-- paths given with `--set` are relative to the current directory.
+--
+-- Search dimensions (strategy fields): dp_degree, fsdp_degree, zero_stage,
+-- reshard_after_forward, tp_degree, sequence_parallel, pp_degree, vpp_degree,
+-- cp_degree, cp_comm_type, micro_batch_size, micro_batch_num,
+-- layer_recompute, recompute_num_layers, stage_partition, layer_offset
+-- (aliases hsdp_shard_degree, hsdp_replicate_degree).  Each takes a scalar,
+-- a list, or (integer dimensions) a range `{min=, max=, step=}` /
+-- `{min=, max=, pow2=true}`.  Dimensions left out take their default (1,
+-- off, micro_batch_num derived) -- AP-DENSE-07.  `data_parallel = "auto"`
+-- derives dp_degree x fsdp_degree = N / (tp x pp x cp) (see apsearch.space).
+-- @module apsearch.policy
+local util = require "apsearch.util"
+local schema = require "apsearch.schema"
+local hf = require "apsearch.hf"
+local presets = require "apsearch.presets"
+local rules = require "apsearch.rules"
+local objectives = require "apsearch.objectives"
+
+local M = {}
+
+local TOP = {
+  name = true, description = true, model = true, cluster = true,
+  training = true, search_space = true, constraints = true, objective = true,
+  top_k = true, outputs = true,
+}
+
+local OUTPUT_FORMATS = { "table", "json", "csv" }
+
+--- Largest number of values one range may expand to.
+M.max_range_values = 100000
+
+local function pathish(s)
+  return type(s) == "string" and (s:find("/", 1, true) ~= nil or s:match("%.json$") ~= nil)
+end
+
+--------------------------------------------------------------------- helpers
+
+local function range_list(lo, hi, step)
+  step = step or 1
+  local list = util.array()
+  if not util.is_integer(lo) or not util.is_integer(hi) or not util.is_integer(step) or step < 1 then
+    error(string.format("range(%s, %s, %s): expected integers with step >= 1",
+      util.describe(lo), util.describe(hi), util.describe(step)), 2)
+  end
+  for v = math.tointeger(lo), math.tointeger(hi), math.tointeger(step) do
+    list[#list + 1] = v
+    if #list > M.max_range_values then error("range: more than " .. M.max_range_values .. " values", 2) end
+  end
+  return list
+end
+
+local function pow2_list(lo, hi)
+  local list = util.array()
+  if not util.is_integer(lo) or not util.is_integer(hi) or lo < 1 then
+    error(string.format("pow2(%s, %s): expected integers with min >= 1",
+      util.describe(lo), util.describe(hi)), 2)
+  end
+  local v = 1
+  while v <= hi do
+    if v >= lo then list[#list + 1] = v end
+    v = v * 2
+  end
+  return list
+end
+
+--- The sandbox environment a policy file runs in: the safe base library
+-- (see apsearch.rules.sandbox) plus these helpers, also reachable as
+-- `apsearch.<name>`:
+--
+-- * `hf(path[, name])` -> model table from a Hugging Face config.json
+--   (path relative to the policy file)
+-- * `preset(name)` -> model table of a model preset
+-- * `model(name_or_path)` -> either of the above
+-- * `cluster(device, nodes, gpus_per_node)` -> cluster table
+-- * `device(name)` -> device table of a core device preset
+-- * `range(lo, hi[, step])`, `pow2(lo, hi)` -> lists of integers
+-- * `gib(x)` -> x * 2^30 (bytes)
+-- * `log(fmt, ...)` -> a line on stderr
+-- @tparam string base_dir directory of the policy file
+-- @treturn table environment
+function M.env(base_dir)
+  local env = rules.sandbox()
+  local api = {}
+  api.hf = function(path, name)
+    if type(path) ~= "string" then error("hf(path): expected a path string", 2) end
+    return (hf.load(util.join_path(base_dir, path), name))
+  end
+  api.preset = function(name) return (presets.model(name)) end
+  api.model = function(x)
+    if pathish(x) then return api.hf(x) end
+    return api.preset(x)
+  end
+  api.cluster = presets.cluster
+  api.device = function(name)
+    local core = require "apsearch.core"
+    return core.device_preset(name)
+  end
+  api.range = range_list
+  api.pow2 = pow2_list
+  api.gib = function(x) return x * 2 ^ 30 end
+  api.log = function(fmt, ...) util.log(fmt, ...) end
+  for k, v in pairs(api) do env[k] = v end
+  env.apsearch = api
+  return env
+end
+
+--- Splits `KEY=VALUE` and parses the value (see util.parse_scalar).
+-- @tparam string s the assignment
+-- @tparam string label `--set` or `--fix`, for errors
+-- @treturn string key
+-- @return parsed value
+-- @raise `<label>: expected KEY=VALUE (got "...")`
+function M.parse_assignment(s, label)
+  local key, value = tostring(s):match("^%s*([%w_%.]+)%s*=(.*)$")
+  if not key then
+    error(string.format("%s: expected KEY=VALUE (got %s)", label, util.describe(s)), 0)
+  end
+  return key, util.parse_scalar(value)
+end
+
+----------------------------------------------------------------- overrides
+
+local function split_dots(key)
+  local segs = {}
+  for seg in key:gmatch("[^%.]+") do segs[#segs + 1] = seg end
+  return segs
+end
+
+local SECTION_FIELDS = {
+  training = schema.training, cluster = schema.cluster,
+  constraints = schema.constraints, model = schema.model, device = schema.device,
+}
+
+-- canonical identity of a key in a section (suffixes resolved, routed)
+local function canon(section, key)
+  local fields = SECTION_FIELDS[section]
+  if not fields then return section .. "." .. key end
+  local name = schema.resolve(fields, key) or key
+  local route = schema.routes[section] and schema.routes[section][name]
+  return (route or section) .. "." .. name
+end
+
+-- removes keys of tbl (a section) whose canonical identity equals id
+local function drop_aliases(tbl, section, id, keep)
+  if type(tbl) ~= "table" then return end
+  for k in pairs(util.copy(tbl)) do
+    if k ~= keep and type(k) == "string" and canon(section, k) == id then tbl[k] = nil end
+  end
+end
+
+local function apply_set(raw, key, value)
+  local segs = split_dots(key)
+  if #segs == 0 then error(string.format("--set: expected KEY=VALUE (got %s)", util.describe(key)), 0) end
+  local parent = raw
+  for i = 1, #segs - 1 do
+    local seg = segs[i]
+    local cur = parent[seg]
+    if cur == nil then
+      cur = {}
+    elseif type(cur) == "string" and i == 1 and seg == "model" then
+      cur = pathish(cur) and { config = cur } or { preset = cur }
+    elseif type(cur) == "string" and i == 2 and seg == "device" and segs[1] == "cluster" then
+      cur = { base = cur }
+    elseif type(cur) ~= "table" then
+      util.fail("--set", key, "cannot set a field inside " .. table.concat(segs, ".", 1, i) ..
+        ", which is not a table", cur)
+    end
+    parent[seg] = cur
+    parent = cur
+  end
+  local last = segs[#segs]
+  -- one canonical field, one value: drop other spellings of the same field
+  local section = (#segs == 2 and segs[1]) or (#segs == 3 and segs[1] == "cluster" and segs[2] == "device" and "device") or nil
+  if section then
+    local id = canon(section, last)
+    drop_aliases(parent, section, id, last)
+    if id:match("^training%.memory_") then
+      for _, s in ipairs({ "training", "cluster", "constraints" }) do
+        if raw[s] ~= parent then drop_aliases(raw[s], s, id) end
+      end
+    end
+    if section == "cluster" then
+      local n = schema.resolve(schema.cluster, last)
+      if n == "num_devices" then parent.nodes = nil end
+      if n == "nodes" then parent.num_devices = nil end
+    end
+    if section == "search_space" then
+      local dim = schema.strategy_aliases[last] or last
+      for alias, target in pairs(schema.strategy_aliases) do
+        if target == dim and alias ~= last then parent[alias] = nil end
+      end
+      if dim ~= last then parent[dim] = nil end
+    end
+  end
+  parent[last] = value
+end
+
+local function apply_fix(raw, key, value)
+  local dim = schema.strategy_aliases[key] or key
+  if not schema.strategy[dim] or dim == "allow_idle_devices" then
+    util.fail("--fix", key, "unknown search dimension (known: " .. util.join(schema.dimensions) .. ")", value)
+  end
+  if raw.search_space == nil then raw.search_space = {} end
+  if type(raw.search_space) ~= "table" then
+    util.fail("--fix", "search_space", "expected a table", raw.search_space)
+  end
+  apply_set(raw, "search_space." .. key, value)
+end
+
+------------------------------------------------------------- normalization
+
+local Norm = {}
+Norm.__index = Norm
+
+function Norm:origin(path)
+  for i = #self.overrides, 1, -1 do
+    local ov = self.overrides[i]
+    local k = ov.kind == "fix" and ("search_space." .. ov.key) or ov.key
+    if path == k or path:sub(1, #k + 1) == k .. "." or path:sub(1, #k + 1) == k .. "["
+      or k:sub(1, #path + 1) == path .. "." then
+      return "--" .. ov.kind
+    end
+  end
+  return self.file
+end
+
+function Norm:fail(path, problem, got, has_got)
+  util.fail(self:origin(path), path, problem, got, has_got)
+end
+
+function Norm:checker(path)
+  return function(problem, got) self:fail(path, problem, got) end
+end
+
+-- checks the fields of tbl against a field table; returns {name = value}
+-- with suffixes applied, and `routed` = {section = {name = {value, path}}}
+function Norm:fields(tbl, fields, path, section, routed, skip)
+  local out = {}
+  for k, v in pairs(tbl) do
+    local p = path .. "." .. tostring(k)
+    if not (skip and skip[k]) then
+      local name, factor = schema.resolve(fields, k)
+      if not name then self:fail(p, "unknown field", v) end
+      local kind = fields[name]
+      if factor then
+        if not util.is_finite(v) then self:fail(p, "expected a number", v) end
+        v = v * factor
+        if kind == "posint" or kind == "nonnegint" then v = util.int(math.floor(v + 0.5))
+        else v = util.int(v) end
+      end
+      if kind ~= "device" and kind ~= "rules" then
+        v = schema.check_value(kind, v, self:checker(p))
+      end
+      local route = section and schema.routes[section] and schema.routes[section][name]
+      local dest = out
+      if route then
+        routed[route] = routed[route] or {}
+        dest = routed[route]
+        if dest[name] then
+          self:fail(p, name .. " is also set by " .. dest[name].path, v)
+        end
+        dest[name] = { value = v, path = p }
+      else
+        if out[name] ~= nil then self:fail(p, "given twice (as " .. name .. ")", v) end
+        out[name] = v
+      end
+    end
+  end
+  return out
+end
+
+function Norm:model(v)
+  if v == nil then self:fail("model", "required field is missing", nil) end
+  local model, source
+  local function load_ref(ref, path)
+    if pathish(ref) then
+      local m = hf.load(ref)
+      return m, ref
+    end
+    if not presets.is_model(ref) then
+      self:fail(path, "unknown model preset (known: " .. util.join(presets.model_names) ..
+        "; or a path to a config.json)", ref)
+    end
+    local m, info = presets.model(ref)
+    return m, info.source
+  end
+  if type(v) == "string" then
+    model, source = load_ref(v, "model")
+  elseif type(v) == "table" then
+    if v.preset ~= nil and v.config ~= nil then
+      self:fail("model", "give preset or config, not both", v)
+    end
+    if v.preset ~= nil then
+      if type(v.preset) ~= "string" then self:fail("model.preset", "expected a preset name", v.preset) end
+      if pathish(v.preset) then self:fail("model.preset", "expected a preset name (use model.config for a file)", v.preset) end
+      model, source = load_ref(v.preset, "model.preset")
+    elseif v.config ~= nil then
+      if type(v.config) ~= "string" then self:fail("model.config", "expected a path to a config.json", v.config) end
+      model, source = hf.load(v.config), v.config
+    else
+      model, source = {}, "table"
+    end
+    local over = self:fields(v, schema.model, "model", nil, nil, { preset = true, config = true })
+    for k, x in pairs(over) do model[k] = x end
+  else
+    self:fail("model", "expected a preset name, a path to a config.json, or a table", v)
+  end
+  return model, source
+end
+
+function Norm:device(v, path)
+  if type(v) == "string" then return v end
+  if type(v) ~= "table" then
+    self:fail(path, "expected a device preset name or a table", v)
+  end
+  local d = self:fields(v, schema.device, path)
+  return d
+end
+
+--- Parses `DEVICE[:NODES[xGPUS]]`, e.g. `h100-sxm-80gb:2x8`.
+-- @tparam string s the spec
+-- @treturn table|nil cluster table, or nil if s is not such a spec
+function M.parse_cluster_spec(s)
+  local dev, rest = s:match("^([^:]+):?(.*)$")
+  if not dev then return nil end
+  if rest == "" then return presets.cluster(dev, 1, 8) end
+  local nodes, gpus = rest:match("^(%d+)x(%d+)$")
+  if nodes then return presets.cluster(dev, tonumber(nodes), tonumber(gpus)) end
+  nodes = rest:match("^(%d+)$")
+  if nodes then return presets.cluster(dev, tonumber(nodes), 8) end
+  return nil
+end
+
+function Norm:cluster(v, routed)
+  if v == nil then self:fail("cluster", "required field is missing", nil) end
+  if type(v) == "string" then
+    local c = M.parse_cluster_spec(v)
+    if not c then self:fail("cluster", "expected a table or DEVICE[:NODESxGPUS]", v) end
+    v = c
+  end
+  if type(v) ~= "table" then self:fail("cluster", "expected a table", v) end
+  local c = self:fields(v, schema.cluster, "cluster", "cluster", routed)
+  if c.device == nil then self:fail("cluster.device", "required field is missing", nil) end
+  local dkey
+  for k in pairs(v) do if schema.resolve(schema.cluster, k) == "device" then dkey = k end end
+  c.device = self:device(v[dkey], "cluster.device")
+  if c.nodes then
+    local per = c.devices_per_node or 8
+    local n = c.nodes * per
+    if c.num_devices and c.num_devices ~= n then
+      self:fail("cluster.num_devices", string.format(
+        "disagrees with nodes x devices_per_node = %d x %d = %d", c.nodes, per, n), c.num_devices)
+    end
+    c.num_devices = math.tointeger(n)
+    c.devices_per_node = per
+    c.nodes = nil
+  end
+  if c.num_devices == nil then
+    self:fail("cluster.num_devices", "required field is missing (or give nodes)", nil)
+  end
+  c.devices_per_node = c.devices_per_node or math.min(8, c.num_devices)
+  return c
+end
+
+function Norm:training(v, routed)
+  if v == nil then v = {} end
+  if type(v) ~= "table" then self:fail("training", "expected a table", v) end
+  local t = self:fields(v, schema.training, "training")
+  for name, r in pairs(routed.training or {}) do
+    if t[name] ~= nil then
+      self:fail(r.path, name .. " is also set in training", r.value)
+    end
+    t[name] = r.value
+  end
+  return t
+end
+
+local RANGE_KEYS = { min = true, max = true, step = true, pow2 = true }
+
+function Norm:range(x, path, kind)
+  for k, v in pairs(x) do
+    if not RANGE_KEYS[k] then self:fail(path .. "." .. tostring(k), "unknown field", v) end
+  end
+  if kind ~= "posint" and kind ~= "nonnegint" and kind ~= "zero" then
+    self:fail(path, "a range {min=, max=} needs an integer dimension", x)
+  end
+  for _, k in ipairs({ "min", "max" }) do
+    if not util.is_integer(x[k]) then self:fail(path .. "." .. k, "expected an integer", x[k]) end
+  end
+  if x.step ~= nil and (not util.is_integer(x.step) or x.step < 1) then
+    self:fail(path .. ".step", "must be a positive integer", x.step)
+  end
+  if x.pow2 ~= nil and type(x.pow2) ~= "boolean" then
+    self:fail(path .. ".pow2", "expected true or false", x.pow2)
+  end
+  if x.pow2 and x.step ~= nil then self:fail(path, "give step or pow2, not both", x) end
+  if x.max < x.min then self:fail(path .. ".max", "must be >= min = " .. util.describe(x.min), x.max) end
+  if (x.max - x.min) / (x.step or 1) >= M.max_range_values then
+    self:fail(path, "range has more than " .. M.max_range_values .. " values", x)
+  end
+  local list
+  if x.pow2 then
+    if x.min < 1 then self:fail(path .. ".min", "must be >= 1 with pow2", x.min) end
+    list = pow2_list(x.min, x.max)
+  else
+    list = range_list(x.min, x.max, x.step or 1)
+  end
+  if #list == 0 then self:fail(path, "range is empty", x) end
+  return list
+end
+
+local function is_seq(t)
+  local n = #t
+  for k in pairs(t) do
+    if not (math.type(k) == "integer" and k >= 1 and k <= n) then return false end
+  end
+  return true
+end
+
+function Norm:dimension(dim, x, path)
+  local kind = schema.strategy[dim]
+  local values
+  if kind == "partition" or kind == "offsets" then
+    if type(x) == "table" and #x > 0 and type(x[1]) == "number" then
+      values = { x }                         -- one array
+    elseif type(x) == "table" and is_seq(x) then
+      values = x                             -- a list of arrays / "even"
+    else
+      values = { x }
+    end
+  elseif type(x) == "table" and (x.min ~= nil or x.max ~= nil or x.step ~= nil or x.pow2 ~= nil) then
+    values = self:range(x, path, kind)
+  elseif type(x) == "table" then
+    if not is_seq(x) then
+      for k, v in pairs(x) do
+        if math.type(k) ~= "integer" then self:fail(path .. "." .. tostring(k), "unknown field", v) end
+      end
+      self:fail(path, "expected a list of values", x)
+    end
+    values = x
+  else
+    values = { x }
+  end
+  if #values == 0 then self:fail(path, "empty list of values", x) end
+  local out, seen = util.array(), {}
+  for i, v in ipairs(values) do
+    local p = #values > 1 and string.format("%s[%d]", path, i) or path
+    v = schema.check_value(kind, v, self:checker(p))
+    local key = type(v) == "table" and ("#" .. table.concat(v, ",")) or tostring(v)
+    if not seen[key] then
+      seen[key] = true
+      out[#out + 1] = v
+    end
+  end
+  return out
+end
+
+function Norm:search_space(v)
+  if v == nil then v = {} end
+  if type(v) ~= "table" then self:fail("search_space", "expected a table", v) end
+  local space = { data_parallel = "manual", dims = {} }
+  for k, x in pairs(v) do
+    local path = "search_space." .. tostring(k)
+    if k == "data_parallel" then
+      if x ~= "auto" and x ~= "manual" then
+        self:fail(path, "expected \"auto\" or \"manual\"", x)
+      end
+      space.data_parallel = x
+    else
+      local dim = schema.strategy_aliases[k] or k
+      if type(dim) ~= "string" or not schema.strategy[dim] or dim == "allow_idle_devices" then
+        self:fail(path, "unknown field (search dimensions: " .. util.join(schema.dimensions) .. ")", x)
+      end
+      if space.dims[dim] then self:fail(path, "given twice (alias of " .. dim .. ")", x) end
+      space.dims[dim] = self:dimension(dim, x, path)
+    end
+  end
+  return space
+end
+
+function Norm:constraints(v, routed)
+  if v == nil then v = {} end
+  if type(v) ~= "table" then self:fail("constraints", "expected a table", v) end
+  local c = self:fields(v, schema.constraints, "constraints", "constraints", routed)
+  local out = { allow_idle_devices = c.allow_idle_devices or false, rules = {} }
+  local list = v.rules
+  if list ~= nil then
+    if type(list) ~= "table" or not is_seq(list) then
+      self:fail("constraints.rules", "expected a list of rule names, files or functions", list)
+    end
+    for i, r in ipairs(list) do
+      local p = string.format("constraints.rules[%d]", i)
+      if type(r) == "function" then
+        out.rules[#out.rules + 1] = rules.from_function(r, i)
+      elseif type(r) == "table" then
+        local ok, rule = pcall(rules.normalize, r, self:origin(p) .. ": " .. p)
+        if not ok then error(rule, 0) end
+        out.rules[#out.rules + 1] = rule
+      elseif type(r) == "string" then
+        local path = r
+        if not r:match("%.lua$") then
+          local cands = { util.join_path(self.base_dir, "rules/" .. r .. ".lua"),
+                          util.join_path(util.root(), "rules/" .. r .. ".lua") }
+          path = nil
+          for _, cnd in ipairs(cands) do if util.file_exists(cnd) then path = cnd break end end
+          if not path then self:fail(p, "unknown rule (no rules/" .. r .. ".lua next to the policy or in the apsearch rules directory)", r) end
+        elseif not util.file_exists(path) then
+          self:fail(p, "rule file not found", r)
+        end
+        out.rules[#out.rules + 1] = rules.load_file(path, M.env(util.dirname(path)))
+      else
+        self:fail(p, "expected a rule name, a .lua file, a rule table or a function", r)
+      end
+    end
+  end
+  return out
+end
+
+-- resolves paths written in the policy relative to its directory
+local function resolve_paths(raw, base)
+  if type(raw.model) == "string" and pathish(raw.model) then
+    raw.model = util.join_path(base, raw.model)
+  elseif type(raw.model) == "table" and type(raw.model.config) == "string" then
+    raw.model.config = util.join_path(base, raw.model.config)
+  end
+  if type(raw.constraints) == "table" and type(raw.constraints.rules) == "table" then
+    for i, r in ipairs(raw.constraints.rules) do
+      if type(r) == "string" and r:match("%.lua$") then
+        raw.constraints.rules[i] = util.join_path(base, r)
+      end
+    end
+  end
+  if type(raw.outputs) == "table" and type(raw.outputs.dir) == "string" then
+    raw.outputs.dir = util.join_path(base, raw.outputs.dir)
+  end
+end
+
+--- Validates and normalizes a policy table.
+-- @tparam table raw the table a policy file returned
+-- @tparam string file its file name (used in error messages)
+-- @tparam[opt] table opts `set` (array of "key=value"), `fix` (array of
+--   "dim=value"), `top_k` (number), `base_dir` (default: the file's
+--   directory; paths in the policy are relative to it)
+-- @treturn table the normalized policy: `file, name, description, model,
+--   model_source, cluster, training, search_space = {data_parallel, dims},
+--   constraints = {allow_idle_devices, rules}, objective, objective_name,
+--   top_k, outputs = {format, dir}, overrides` (array of `{kind, key, value}`)
+-- @raise `<file|--set|--fix>: <field>: <problem> (got <value>)`
+function M.from_table(raw, file, opts)
+  opts = opts or {}
+  if type(raw) ~= "table" then
+    util.fail(file, "(return value)", "a policy must return a table", raw)
+  end
+  raw = util.deepcopy(raw)
+  local base_dir = opts.base_dir or util.dirname(file)
+  resolve_paths(raw, base_dir)
+
+  local overrides = util.array()
+  for _, s in ipairs(opts.set or {}) do
+    local key, value = M.parse_assignment(s, "--set")
+    apply_set(raw, key, value)
+    overrides[#overrides + 1] = { kind = "set", key = key, value = value }
+  end
+  for _, s in ipairs(opts.fix or {}) do
+    local key, value = M.parse_assignment(s, "--fix")
+    apply_fix(raw, key, value)
+    overrides[#overrides + 1] = { kind = "fix", key = key, value = value }
+  end
+  if opts.top_k ~= nil then
+    raw.top_k = opts.top_k
+    overrides[#overrides + 1] = { kind = "set", key = "top_k", value = opts.top_k }
+  end
+
+  local n = setmetatable({ file = file, base_dir = base_dir, overrides = overrides }, Norm)
+  for k, v in pairs(raw) do
+    if not TOP[k] then n:fail(tostring(k), "unknown field", v) end
+  end
+  for _, k in ipairs({ "name", "description" }) do
+    if raw[k] ~= nil and type(raw[k]) ~= "string" then n:fail(k, "expected a string", raw[k]) end
+  end
+
+  local routed = {}
+  local p = {
+    file = file,
+    name = raw.name or util.basename(file):gsub("%.lua$", ""),
+    description = raw.description,
+  }
+  p.model, p.model_source = n:model(raw.model)
+  p.cluster = n:cluster(raw.cluster, routed)
+  p.search_space = n:search_space(raw.search_space)
+  p.constraints = n:constraints(raw.constraints, routed)
+  p.training = n:training(raw.training, routed)
+
+  local obj = raw.objective
+  if obj == nil then obj = "step_time" end
+  if type(obj) == "function" then
+    p.objective, p.objective_name = obj, "custom"
+  elseif type(obj) == "string" and objectives.is_builtin(obj) then
+    p.objective, p.objective_name = obj, obj
+  else
+    n:fail("objective", "expected " .. util.join(objectives.names) .. " or a function(a, b)", obj)
+  end
+
+  p.top_k = 10
+  if raw.top_k ~= nil then
+    p.top_k = schema.check_value("posint", raw.top_k, n:checker("top_k"))
+  end
+
+  p.outputs = { format = "table" }
+  if raw.outputs ~= nil then
+    if type(raw.outputs) ~= "table" then n:fail("outputs", "expected a table", raw.outputs) end
+    for k, v in pairs(raw.outputs) do
+      local path = "outputs." .. tostring(k)
+      if k == "format" then
+        p.outputs.format = schema.check_value({ enum = OUTPUT_FORMATS }, v, n:checker(path))
+      elseif k == "dir" then
+        p.outputs.dir = schema.check_value("string", v, n:checker(path))
+      else
+        n:fail(path, "unknown field", v)
+      end
+    end
+  end
+  p.overrides = overrides
+  return p
+end
+
+--- Loads a policy file in the sandbox and normalizes it.
+-- @tparam string path the policy file
+-- @tparam[opt] table opts as for `from_table`
+-- @treturn table the normalized policy
+-- @raise `<file>: cannot open policy (...)`, the file's syntax or runtime
+--   error (`<file>:<line>: ...`), or a validation error
+function M.load(path, opts)
+  local f, oerr = io.open(path, "rb")
+  if not f then
+    error(string.format("%s: cannot open policy file (%s)", path,
+      tostring(oerr):gsub("^[^:]*: ", "")), 0)
+  end
+  f:close()
+  local env = M.env(util.dirname(path))
+  local chunk, err = loadfile(path, "t", env)
+  if not chunk then error(err, 0) end
+  local ok, raw = pcall(chunk)
+  if not ok then error(tostring(raw):gsub("\n.*", ""), 0) end
+  return M.from_table(raw, path, opts)
+end
+
+return M

@@ -1,0 +1,210 @@
+--- Field tables of the model, device, cluster, training and strategy
+-- configs (the struct fields of include/apsearch/types.h), their value
+-- checks, and the friendly unit suffixes accepted in policies and `--set`.
+--
+-- Unit suffixes (converted to the SI field the core takes):
+--
+-- * `_gib` x 2^30 bytes, `_mib` x 2^20 bytes -> `<base>_bytes` (or `<base>`)
+-- * `_gbps` x 1e9 bytes/s -> `<base>` (or `<base>_bandwidth`)
+-- * `_tflops` x 1e12 FLOP/s -> `<base>`; `peak_<p>_tflops` -> `peak_flops_<p>`
+-- * `_us` x 1e-6 s, `_ms` x 1e-3 s -> `<base>` (or `<base>_latency`)
+--
+-- e.g. `memory_limit_gib = 60` -> `memory_limit_bytes = 64424509440`,
+-- `inter_node_bandwidth_gbps = 50` -> `inter_node_bandwidth = 5e10`.
+-- @module apsearch.schema
+local util = require "apsearch.util"
+
+local M = {}
+
+local function enum(...) return { enum = { ... } } end
+
+--- Model fields (aps_model) and their kinds.
+M.model = {
+  name = "string",
+  num_layers = "posint", hidden_size = "posint", num_attention_heads = "posint",
+  num_query_groups = "posint", head_dim = "posint", ffn_hidden_size = "posint",
+  vocab_size = "posint", max_position_embeddings = "nonnegint",
+  norms_per_layer = "nonnegint",
+  mlp = enum("swiglu", "gelu"),
+  norm = enum("rmsnorm", "layernorm"),
+  position_embedding = enum("rope", "learned", "alibi"),
+  norm_bias = "bool", qkv_bias = "bool", attn_out_bias = "bool", mlp_bias = "bool",
+  qk_norm = "bool", tie_word_embeddings = "bool",
+}
+
+--- Device fields (aps_device), SI units.
+M.device = {
+  name = "string", base = "string",
+  memory_bytes = "nonneg", peak_flops_bf16 = "nonneg", peak_flops_fp8 = "nonneg",
+  peak_flops_fp32 = "nonneg", hbm_bandwidth = "nonneg",
+  intra_node_bandwidth = "nonneg", inter_node_bandwidth = "nonneg",
+  intra_node_latency = "nonneg", inter_node_latency = "nonneg",
+  cuda_context_bytes = "nonneg", nccl_comm_bytes = "nonneg",
+  gemm_efficiency = "nonneg", gemm_half_dim = "nonneg",
+  fp8_gemm_efficiency = "nonneg", attention_efficiency = "nonneg",
+  hbm_efficiency = "nonneg", collective_efficiency = "nonneg",
+}
+
+--- Cluster fields; `nodes` is policy sugar for num_devices / devices_per_node.
+M.cluster = {
+  device = "device", num_devices = "posint", devices_per_node = "posint",
+  nodes = "posint",
+  -- routed to training (so `cluster.memory_limit_gib = 60` works)
+  memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
+}
+
+--- Training fields (aps_training).
+M.training = {
+  global_batch_size = "posint", seq_length = "posint",
+  precision = enum("bf16", "fp16", "fp8"),
+  optimizer = enum("adam", "adamw", "sgd"),
+  framework = enum("megatron", "fsdp2", "fsdp", "deepspeed"),
+  flash_attention = "bool", dropout = "bool",
+  vocab_size_divisible_by = "posint",
+  memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
+  allocator_fragmentation = "fraction", ddp_bucket_bytes = "nonneg",
+  ddp_buckets_in_flight = "posint",
+  dp_overlap = "fraction", fsdp_overlap = "fraction", tp_overlap = "fraction",
+  pp_p2p_overlap = "fraction",
+}
+
+--- Constraint fields of a policy.
+M.constraints = {
+  memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
+  allow_idle_devices = "bool", rules = "rules",
+}
+
+--- Strategy fields (aps_strategy) and the kind of one value of each.
+M.strategy = {
+  dp_degree = "posint", fsdp_degree = "posint", tp_degree = "posint",
+  pp_degree = "posint", vpp_degree = "posint", cp_degree = "posint",
+  micro_batch_size = "posint", micro_batch_num = "nonnegint",
+  zero_stage = "zero",
+  reshard_after_forward = "bool", sequence_parallel = "bool",
+  allow_idle_devices = "bool",
+  layer_recompute = enum("none", "selective", "full"),
+  cp_comm_type = enum("p2p", "all_gather"),
+  recompute_num_layers = "recompute_layers",
+  stage_partition = "partition", layer_offset = "offsets",
+}
+
+--- Aliases of strategy fields (HSDP spelling).
+M.strategy_aliases = {
+  hsdp_shard_degree = "fsdp_degree",
+  hsdp_replicate_degree = "dp_degree",
+}
+
+--- Search dimensions, in enumeration order (outermost first).
+M.dimensions = {
+  "tp_degree", "sequence_parallel", "cp_degree", "cp_comm_type",
+  "pp_degree", "vpp_degree", "stage_partition", "layer_offset",
+  "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
+  "layer_recompute", "recompute_num_layers", "micro_batch_size",
+  "micro_batch_num",
+}
+
+--- Where fields given in another section really go.
+M.routes = {
+  cluster = { memory_limit_bytes = "training", memory_margin_bytes = "training" },
+  constraints = { memory_limit_bytes = "training", memory_margin_bytes = "training" },
+}
+
+-- suffix, factor, spellings tried after the base, pattern the field must match
+local SUFFIXES = {
+  { "_gib", 2 ^ 30, { "_bytes", "" }, "_bytes$" },
+  { "_mib", 2 ^ 20, { "_bytes", "" }, "_bytes$" },
+  { "_gbps", 1e9, { "", "_bandwidth" }, "bandwidth$" },
+  { "_tflops", 1e12, { "" }, "^peak_flops_" },
+  { "_us", 1e-6, { "", "_latency" }, "latency$" },
+  { "_ms", 1e-3, { "", "_latency" }, "latency$" },
+}
+
+local NUMERIC = { nonneg = true, fraction = true, posint = true, nonnegint = true }
+
+--- Resolves a key of a field table, accepting the unit suffixes.
+-- @tparam table fields one of the field tables of this module
+-- @tparam string key the key as written
+-- @treturn string|nil the field name (nil if unknown)
+-- @treturn number|nil the factor to multiply the value by (nil: none)
+function M.resolve(fields, key)
+  if type(key) ~= "string" then return nil end
+  if fields[key] then return key, nil end
+  for _, s in ipairs(SUFFIXES) do
+    local suf, factor, appends, unit = s[1], s[2], s[3], s[4]
+    if #key > #suf and key:sub(-#suf) == suf then
+      local base = key:sub(1, -#suf - 1)
+      local bases = { base }
+      if suf == "_tflops" then bases[2] = base:gsub("^peak_", "peak_flops_") end
+      for _, b in ipairs(bases) do
+        for _, a in ipairs(appends) do
+          local cand = b .. a
+          if NUMERIC[fields[cand]] and cand:find(unit) then return cand, factor end
+        end
+      end
+    end
+  end
+  return nil
+end
+
+--- Checks one value against a field kind, raising a one-line error.
+-- @tparam string kind field kind (e.g. "posint", "bool", or `{enum=...}`)
+-- @param v the value
+-- @tparam function fail `fail(problem, got)` raising the error for this field
+-- @return the value, integers normalized to Lua integers
+function M.check_value(kind, v, fail)
+  if type(kind) == "table" then
+    for _, e in ipairs(kind.enum) do if v == e then return v end end
+    fail("expected one of " .. util.join(kind.enum), v)
+  elseif kind == "string" then
+    if type(v) ~= "string" then fail("expected a string", v) end
+  elseif kind == "bool" then
+    if type(v) ~= "boolean" then fail("expected true or false", v) end
+  elseif kind == "posint" then
+    if not util.is_integer(v) or v < 1 then fail("must be a positive integer", v) end
+    return util.int(v)
+  elseif kind == "nonnegint" then
+    if not util.is_integer(v) or v < 0 then fail("must be an integer >= 0", v) end
+    return util.int(v)
+  elseif kind == "zero" then
+    if not util.is_integer(v) or v < 0 or v > 3 then fail("must be 0, 1, 2 or 3", v) end
+    return util.int(v)
+  elseif kind == "nonneg" then
+    if not util.is_finite(v) or v < 0 then fail("must be a finite number >= 0", v) end
+  elseif kind == "fraction" then
+    if not util.is_finite(v) or v < 0 or v > 1 then fail("must be a number in [0, 1]", v) end
+  elseif kind == "recompute_layers" then
+    if type(v) == "table" then
+      if #v == 0 then fail("expected an integer >= -1 or a non-empty array of them", v) end
+      local r = util.array()
+      for i, x in ipairs(v) do
+        if not util.is_integer(x) or x < -1 then fail("element " .. i .. " must be an integer >= -1", x) end
+        r[i] = util.int(x)
+      end
+      return r
+    end
+    if not util.is_integer(v) or v < -1 then fail("must be an integer >= -1 (-1: all layers) or an array", v) end
+    return util.int(v)
+  elseif kind == "partition" or kind == "offsets" then
+    if v == "even" then return v end
+    if type(v) ~= "table" or #v == 0 then
+      fail("expected a non-empty array of integers (one per pipeline stage) or \"even\"", v)
+    end
+    local r = util.array()
+    for i, x in ipairs(v) do
+      local okx = util.is_integer(x) and (kind == "offsets" or x >= 1)
+      if not okx then
+        fail("element " .. i .. (kind == "offsets" and " must be an integer" or " must be a positive integer"), x)
+      end
+      r[i] = util.int(x)
+    end
+    for k in pairs(v) do
+      if not util.is_integer(k) or k < 1 or k > #v then fail("expected an array", v) end
+    end
+    return r
+  else
+    error("schema: unknown kind " .. tostring(kind))
+  end
+  return v
+end
+
+return M

@@ -1,0 +1,348 @@
+--- Candidate enumeration over a normalized search space.
+--
+-- The space is the cartesian product of the dimension lists, walked as an
+-- odometer (outermost first: tp_degree, sequence_parallel, cp_degree,
+-- cp_comm_type, pp_degree, vpp_degree, stage_partition, layer_offset,
+-- dp_degree/fsdp_degree, zero_stage, reshard_after_forward, layer_recompute,
+-- recompute_num_layers, micro_batch_size, micro_batch_num).  Nothing is
+-- materialized: the iterator mutates and returns one candidate table, so a
+-- caller that keeps a candidate must copy it (`space.copy`).
+--
+-- Dimensions left out take their defaults: degrees 1, zero_stage 0,
+-- reshard_after_forward true, layer_recompute "none", micro_batch_size 1,
+-- micro_batch_num 0 (derived from the global batch), cp_comm_type "p2p",
+-- sequence_parallel on iff tp_degree > 1.
+--
+-- Settings that cannot differ are not enumerated twice (no duplicate
+-- candidates): sequence_parallel is off when tp_degree = 1; cp_comm_type
+-- takes its first value when cp_degree = 1; reshard_after_forward is true
+-- when fsdp_degree = 1; zero_stage takes one value (the first listed 0 or 3,
+-- else 0) when fsdp_degree > 1, where FSDP does the sharding;
+-- recompute_num_layers is -1 (all layers) unless layer_recompute is "full".
+-- Array values (stage_partition, layer_offset, per-stage
+-- recompute_num_layers) apply to the pp_degree equal to their length;
+-- other pipeline degrees use the even split ("even").
+--
+-- With `data_parallel = "auto"`, dp_degree x fsdp_degree is derived for each
+-- (tp, cp, pp) so that dp x fsdp x tp x cp x pp = N (num_devices): the pairs
+-- come from the dp_degree / fsdp_degree lists when given (only the pairs
+-- whose product is N / (tp cp pp)), else fsdp = 1 and dp = N / (tp cp pp).
+-- When tp x cp x pp does not divide N one candidate with
+-- dp = floor(N / (tp cp pp)) (at least 1), fsdp = 1 is produced, so that the
+-- devices rule reports why that combination cannot use every device.
+-- @module apsearch.space
+local util = require "apsearch.util"
+local schema = require "apsearch.schema"
+
+local M = {}
+
+local DEFAULTS = {
+  tp_degree = 1, cp_degree = 1, cp_comm_type = "p2p", pp_degree = 1,
+  vpp_degree = 1, dp_degree = 1, fsdp_degree = 1, zero_stage = 0,
+  reshard_after_forward = true, layer_recompute = "none",
+  recompute_num_layers = -1, micro_batch_size = 1, micro_batch_num = 0,
+}
+
+--- Every strategy field a candidate carries, in display order.
+M.fields = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
+  "tp_degree", "sequence_parallel", "pp_degree", "vpp_degree", "cp_degree",
+  "cp_comm_type", "micro_batch_size", "micro_batch_num", "stage_partition",
+  "layer_offset", "layer_recompute", "recompute_num_layers",
+  "allow_idle_devices" }
+
+--- Shallow copy of a candidate (arrays are shared; they are never mutated).
+-- @tparam table cand
+-- @treturn table
+function M.copy(cand)
+  local r = {}
+  for k, v in pairs(cand) do r[k] = v end
+  return r
+end
+
+local Space = {}
+Space.__index = Space
+
+local function list_of(dims, name)
+  local l = dims[name]
+  if l then return l end
+  return { DEFAULTS[name] }
+end
+
+-- cache keyed by one or two values
+local function memo(f)
+  local cache = {}
+  return function(a, b)
+    local ka = cache[a]
+    if not ka then ka = {} cache[a] = ka end
+    local kb = b == nil and "" or b
+    local v = ka[kb]
+    if v == nil then v = f(a, b) ka[kb] = v end
+    return v
+  end
+end
+
+-- arrays of matching length (or the even split, as false) for pp
+local function per_pp(values)
+  return memo(function(pp)
+    local out, even = {}, false
+    for _, v in ipairs(values) do
+      if v == "even" then even = true
+      elseif #v == pp then out[#out + 1] = v end
+    end
+    if even or #out == 0 then table.insert(out, 1, false) end
+    return out
+  end)
+end
+
+--- Builds a space from a normalized search space.
+-- @tparam table ss normalized search space: `{data_parallel = "auto"|"manual",
+--   dims = {<dimension> = list of values}}` (see apsearch.policy)
+-- @tparam table info `{num_devices = N, allow_idle_devices = bool}`
+-- @treturn table a space object with `:size()`, `:iter()`, `:levels_info()`
+-- @raise when N is missing with data_parallel = "auto"
+function M.new(ss, info)
+  local dims = ss.dims or {}
+  local auto = ss.data_parallel == "auto"
+  local N = info.num_devices
+  if auto and not util.is_integer(N) then
+    error("space: data_parallel = \"auto\" needs cluster.num_devices", 0)
+  end
+  local levels = {}
+  local function level(l) levels[#levels + 1] = l end
+
+  level { name = "tp_degree", field = "tp_degree", static = list_of(dims, "tp_degree") }
+
+  local sp_list = dims.sequence_parallel
+  local sp_false, sp_true = { false }, { true }
+  level { name = "sequence_parallel", field = "sequence_parallel", deps = { "tp_degree" },
+    values = function(c)
+      if c.tp_degree == 1 then return sp_false end
+      return sp_list or sp_true
+    end }
+
+  level { name = "cp_degree", field = "cp_degree", static = list_of(dims, "cp_degree") }
+  local comm = list_of(dims, "cp_comm_type")
+  local comm1 = { comm[1] }
+  level { name = "cp_comm_type", field = "cp_comm_type", deps = { "cp_degree" },
+    values = function(c) if c.cp_degree == 1 then return comm1 end return comm end }
+
+  level { name = "pp_degree", field = "pp_degree", static = list_of(dims, "pp_degree") }
+  level { name = "vpp_degree", field = "vpp_degree", static = list_of(dims, "vpp_degree") }
+  for _, name in ipairs({ "stage_partition", "layer_offset" }) do
+    if dims[name] then
+      local f = per_pp(dims[name])
+      level { name = name, deps = { "pp_degree" },
+        values = function(c) return f(c.pp_degree) end,
+        set = function(c, v) c[name] = v or nil end }
+    end
+  end
+
+  if auto then
+    local dpl, fsl = dims.dp_degree, dims.fsdp_degree
+    local pairs_for = memo(function(prod)
+      local out = {}
+      if prod > N or N % prod ~= 0 then
+        local d = N // prod
+        if info.allow_idle_devices and d >= 1 then
+          -- idle devices allowed: fill as many as divide evenly
+          out[1] = { d, 1 }
+        else
+          out[1] = { math.max(d, 1), 1 }
+        end
+        return out
+      end
+      local D = N // prod
+      if dpl and fsl then
+        for _, d in ipairs(dpl) do
+          for _, f in ipairs(fsl) do
+            if d * f == D then out[#out + 1] = { d, f } end
+          end
+        end
+      elseif fsl then
+        for _, f in ipairs(fsl) do
+          if D % f == 0 then out[#out + 1] = { D // f, f } end
+        end
+      elseif dpl then
+        for _, d in ipairs(dpl) do
+          if D % d == 0 then out[#out + 1] = { d, D // d } end
+        end
+      else
+        out[1] = { D, 1 }
+      end
+      return out
+    end)
+    level { name = "data_parallel", deps = { "tp_degree", "cp_degree", "pp_degree" },
+      fields = { "dp_degree", "fsdp_degree" },
+      values = function(c) return pairs_for(c.tp_degree * c.cp_degree * c.pp_degree) end,
+      set = function(c, v) c.dp_degree = v[1] c.fsdp_degree = v[2] end }
+  else
+    level { name = "dp_degree", field = "dp_degree", static = list_of(dims, "dp_degree") }
+    level { name = "fsdp_degree", field = "fsdp_degree", static = list_of(dims, "fsdp_degree") }
+  end
+
+  local zl = list_of(dims, "zero_stage")
+  local z_fsdp = { 0 }
+  for _, z in ipairs(zl) do if z == 0 or z == 3 then z_fsdp = { z } break end end
+  level { name = "zero_stage", field = "zero_stage", deps = { "fsdp_degree" },
+    values = function(c) if c.fsdp_degree > 1 then return z_fsdp end return zl end }
+
+  local rl = list_of(dims, "reshard_after_forward")
+  local r_true = { true }
+  level { name = "reshard_after_forward", field = "reshard_after_forward", deps = { "fsdp_degree" },
+    values = function(c) if c.fsdp_degree == 1 then return r_true end return rl end }
+
+  level { name = "layer_recompute", field = "layer_recompute", static = list_of(dims, "layer_recompute") }
+  local rnl = list_of(dims, "recompute_num_layers")
+  local rnl_all = { -1 }
+  local rnl_for = memo(function(pp)
+    local out = {}
+    for _, v in ipairs(rnl) do
+      if type(v) ~= "table" or #v == pp then out[#out + 1] = v end
+    end
+    if #out == 0 then out[1] = -1 end
+    return out
+  end)
+  level { name = "recompute_num_layers", field = "recompute_num_layers",
+    deps = { "layer_recompute", "pp_degree" },
+    values = function(c)
+      if c.layer_recompute ~= "full" then return rnl_all end
+      return rnl_for(c.pp_degree)
+    end }
+
+  level { name = "micro_batch_size", field = "micro_batch_size", static = list_of(dims, "micro_batch_size") }
+  level { name = "micro_batch_num", field = "micro_batch_num", static = list_of(dims, "micro_batch_num") }
+
+  -- which levels influence a later level's values
+  local provides = {}
+  for i, l in ipairs(levels) do
+    if l.static then local s = l.static l.values = function() return s end end
+    for _, f in ipairs(l.fields or { l.field or l.name }) do provides[f] = i end
+  end
+  for _, l in ipairs(levels) do
+    for _, d in ipairs(l.deps or {}) do
+      local src = provides[d]
+      if src then levels[src].influences = true end
+    end
+  end
+
+  local self = setmetatable({
+    levels = levels, dims = dims, data_parallel = ss.data_parallel,
+    allow_idle_devices = info.allow_idle_devices or false,
+  }, Space)
+  return self
+end
+
+--- A fresh candidate with every field at its default.
+-- @treturn table
+function Space:base()
+  local c = {}
+  for k, v in pairs(DEFAULTS) do c[k] = v end
+  c.sequence_parallel = false
+  c.allow_idle_devices = self.allow_idle_devices
+  return c
+end
+
+--- Number of candidates the iterator yields, computed without enumerating
+-- the independent dimensions (a product over them).
+-- @treturn integer
+function Space:size()
+  if self._size then return self._size end
+  local levels, n = self.levels, #self.levels
+  local c = self:base()
+  local function count(k)
+    if k > n then return 1 end
+    local l = levels[k]
+    local list = l.values(c)
+    local m = #list
+    if m == 0 then return 0 end
+    local set, field = l.set, l.field
+    if not l.influences then
+      if set then set(c, list[1]) else c[field] = list[1] end
+      return m * count(k + 1)
+    end
+    local total = 0
+    for i = 1, m do
+      if set then set(c, list[i]) else c[field] = list[i] end
+      total = total + count(k + 1)
+    end
+    return total
+  end
+  self._size = count(1)
+  return self._size
+end
+
+--- Iterates over the candidates.
+-- The same table is returned each step, mutated in place: copy it
+-- (`space.copy`) to keep it.
+-- @treturn function iterator returning `candidate, index` (1-based), then nil
+function Space:iter()
+  local levels, n = self.levels, #self.levels
+  local cand = self:base()
+  local lists, idx = {}, {}
+  local fields, setters = {}, {}
+  for i, l in ipairs(levels) do fields[i] = l.field or false setters[i] = l.set end
+  local started, count = false, 0
+
+  local function next_at(j)
+    while j >= 1 do
+      local i = idx[j] + 1
+      local list = lists[j]
+      local v = list[i]
+      if v ~= nil then
+        idx[j] = i
+        local f = fields[j]
+        if f then cand[f] = v else setters[j](cand, v) end
+        return j + 1
+      end
+      j = j - 1
+    end
+    return 0
+  end
+
+  return function()
+    local k
+    if started then
+      k = next_at(n)
+      if k == 0 then return nil end
+    else
+      started = true
+      k = 1
+    end
+    while k <= n do
+      local list = levels[k].values(cand)
+      lists[k] = list
+      local v = list[1]
+      if v == nil then
+        k = next_at(k - 1)
+        if k == 0 then return nil end
+      else
+        idx[k] = 1
+        local f = fields[k]
+        if f then cand[f] = v else setters[k](cand, v) end
+        k = k + 1
+      end
+    end
+    count = count + 1
+    return cand, count
+  end
+end
+
+--- The effective dimension lists, for reports: `{name = list}` of every
+-- level (with defaults filled in), plus `data_parallel`.
+-- @treturn table
+function Space:describe()
+  local out = { data_parallel = self.data_parallel }
+  for _, name in ipairs(schema.dimensions) do
+    out[name] = self.dims[name] and util.array(util.copy(self.dims[name]))
+      or (DEFAULTS[name] ~= nil and util.array({ DEFAULTS[name] })) or nil
+  end
+  if not self.dims.sequence_parallel then out.sequence_parallel = "tp_degree > 1" end
+  if self.data_parallel == "auto" then
+    -- derived: dp x fsdp = N / (tp x cp x pp)
+    out.dp_degree = self.dims.dp_degree and out.dp_degree or "auto"
+    if not self.dims.fsdp_degree then out.fsdp_degree = util.array({ 1 }) end
+  end
+  return out
+end
+
+return M

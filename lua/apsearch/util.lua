@@ -1,0 +1,278 @@
+--- Small helpers shared by the apsearch Lua modules.
+--
+-- Error convention: bad input raises a one-line string
+-- `<file>: <field>: <problem> (got <value>)` with `error(msg, 0)`, so no
+-- Lua position is prepended; the CLI prints it after `apsearch: `.
+-- @module apsearch.util
+local lfs = require "lfs"
+
+local M = {}
+
+local type, tostring, pairs, ipairs, format = type, tostring, pairs, ipairs, string.format
+local floor, huge = math.floor, math.huge
+
+--- Metatable that marks a table as a JSON array even when it is empty.
+-- Tables carrying it are written as `[]` by apsearch.format.json.
+M.array_mt = { __name = "apsearch.array" }
+
+--- Makes (or marks) a table as an array for JSON output.
+-- @tparam[opt] table t the table to mark; a new one when nil
+-- @treturn table t, with metatable `array_mt`
+function M.array(t)
+  return setmetatable(t or {}, M.array_mt)
+end
+
+--- Short printable description of a value for error messages.
+-- Strings are quoted and cut at 60 bytes; tables are summarized.
+-- @param v any value
+-- @treturn string e.g. `"fp7"`, `2.5`, `true`, `nil`, `{...}`
+function M.describe(v)
+  local t = type(v)
+  if t == "string" then
+    if #v > 60 then v = v:sub(1, 57) .. "..." end
+    return format("%q", v):gsub("\\\n", "\\n")
+  elseif t == "number" then
+    if math.type(v) == "float" and v == floor(v) and v > -2^53 and v < 2^53 then
+      return format("%d", v)
+    end
+    return tostring(v)
+  elseif t == "table" then
+    local n = #v
+    if n > 0 then
+      local parts = {}
+      for i = 1, math.min(n, 6) do parts[i] = M.describe(v[i]) end
+      if n > 6 then parts[#parts + 1] = "..." end
+      return "{" .. table.concat(parts, ", ") .. "}"
+    end
+    return next(v) == nil and "{}" or "table"
+  end
+  return tostring(v)
+end
+
+--- Raises the one-line input error `<file>: <field>: <problem> (got <value>)`.
+-- @tparam string file the file (or `--set`, `--fix`) the bad value came from
+-- @tparam string field the dotted field path
+-- @tparam string problem what is wrong
+-- @param[opt] got the offending value (described with `describe`)
+-- @param[opt] has_got pass false to omit the `(got ...)` part
+-- @raise always: the formatted string
+function M.fail(file, field, problem, got, has_got)
+  local msg
+  if has_got == false then
+    msg = format("%s: %s: %s", file, field, problem)
+  else
+    msg = format("%s: %s: %s (got %s)", file, field, problem, M.describe(got))
+  end
+  error(msg, 0)
+end
+
+--- True if v is a number with an integral value (integer or integral float).
+-- @param v any value
+-- @treturn boolean
+function M.is_integer(v)
+  return type(v) == "number" and v == floor(v) and v > -huge and v < huge
+end
+
+--- True if v is a finite number.
+-- @param v any value
+-- @treturn boolean
+function M.is_finite(v)
+  return type(v) == "number" and v == v and v > -huge and v < huge
+end
+
+--- Converts an integral number to a Lua integer (2.0 -> 2), else returns it.
+-- @tparam number v
+-- @treturn number
+function M.int(v)
+  return math.tointeger(v) or v
+end
+
+--- Shallow copy of a table (metatable kept).
+-- @tparam table t
+-- @treturn table
+function M.copy(t)
+  local r = {}
+  for k, v in pairs(t) do r[k] = v end
+  return setmetatable(r, getmetatable(t))
+end
+
+--- Deep copy of plain data tables (functions and userdata are shared).
+-- @param v any value
+-- @return the copy
+function M.deepcopy(v)
+  if type(v) ~= "table" then return v end
+  local r = {}
+  for k, x in pairs(v) do r[M.deepcopy(k)] = M.deepcopy(x) end
+  return setmetatable(r, getmetatable(v))
+end
+
+--- Sorted array of the keys of a table (strings before numbers, each sorted).
+-- @tparam table t
+-- @treturn table array of keys
+function M.sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b)
+    local ta, tb = type(a), type(b)
+    if ta ~= tb then return ta > tb end -- "string" > "number"
+    return a < b
+  end)
+  return keys
+end
+
+--- Array of the values of a set-like list, joined with ", " for messages.
+-- @tparam table list
+-- @treturn string
+function M.join(list)
+  local parts = {}
+  for i, v in ipairs(list) do parts[i] = tostring(v) end
+  return table.concat(parts, ", ")
+end
+
+--- Reads a whole file.
+-- @tparam string path
+-- @treturn string|nil contents
+-- @treturn[opt] string error message when the file cannot be read
+function M.read_file(path)
+  local f, err = io.open(path, "rb")
+  if not f then return nil, err end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+--- True if a file exists and can be opened for reading.
+-- @tparam string path
+-- @treturn boolean
+function M.file_exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() return true end
+  return false
+end
+
+--- Directory part of a path ("." when it has none).
+-- @tparam string path
+-- @treturn string
+function M.dirname(path)
+  local d = path:match("^(.*)/[^/]*$")
+  if d == nil then return "." end
+  if d == "" then return "/" end
+  return d
+end
+
+--- File name part of a path.
+-- @tparam string path
+-- @treturn string
+function M.basename(path)
+  return path:match("([^/]*)$")
+end
+
+--- Joins a base directory and a path; absolute paths are returned unchanged.
+-- @tparam string base directory
+-- @tparam string path
+-- @treturn string
+function M.join_path(base, path)
+  if path:sub(1, 1) == "/" or base == nil or base == "" or base == "." then
+    return path
+  end
+  if base:sub(-1) == "/" then return base .. path end
+  return base .. "/" .. path
+end
+
+--- Lists the entries of a directory (names only, sorted), without `.`/`..`.
+-- Uses LuaFileSystem (Debian package lua-filesystem).
+-- @tparam string dir
+-- @treturn table|nil array of names
+-- @treturn[opt] string error message
+function M.listdir(dir)
+  local names = {}
+  local okd, iter, state = pcall(lfs.dir, dir)
+  if not okd then return nil, tostring(iter) end
+  for name in iter, state do
+    if name ~= "." and name ~= ".." then names[#names + 1] = name end
+  end
+  table.sort(names)
+  return names
+end
+
+--- Creates a directory (and its parents) if it does not exist.
+-- @tparam string dir
+-- @treturn boolean|nil true on success
+-- @treturn[opt] string error message
+function M.mkdir_p(dir)
+  local path = dir:sub(1, 1) == "/" and "" or nil
+  for part in dir:gmatch("[^/]+") do
+    path = path and (path .. "/" .. part) or part
+    if lfs.attributes(path, "mode") == nil then
+      local mk, err = lfs.mkdir(path)
+      if not mk and lfs.attributes(path, "mode") ~= "directory" then
+        return nil, err
+      end
+    end
+  end
+  if lfs.attributes(dir, "mode") ~= "directory" then
+    return nil, dir .. ": not a directory"
+  end
+  return true
+end
+
+--- Writes a file atomically: a temporary file in the same directory, then
+-- `os.rename` over the target, so a crash never leaves half a file.
+-- @tparam string path target file
+-- @tparam string data contents
+-- @treturn boolean|nil true on success
+-- @treturn[opt] string error message
+function M.write_atomic(path, data)
+  local tmp = string.format("%s.tmp-%d-%d", path, os.time(), math.random(1, 1e9))
+  local f, err = io.open(tmp, "wb")
+  if not f then return nil, err end
+  local ok, werr = f:write(data)
+  if not ok then f:close() os.remove(tmp) return nil, werr end
+  ok, werr = f:close()
+  if not ok then os.remove(tmp) return nil, werr end
+  local rok, rerr = os.rename(tmp, path)
+  if not rok then os.remove(tmp) return nil, rerr end
+  return true
+end
+
+--- Parses a command-line scalar: `true`/`false` -> boolean, numbers ->
+-- number (integers stay integers), anything else -> the string.  A value
+-- containing commas becomes an array of parsed scalars.
+-- @tparam string s
+-- @return parsed value
+function M.parse_scalar(s)
+  if s:find(",", 1, true) then
+    local list = M.array()
+    for part in (s .. ","):gmatch("([^,]*),") do
+      if part ~= "" then list[#list + 1] = M.parse_scalar(part) end
+    end
+    return list
+  end
+  local trimmed = s:match("^%s*(.-)%s*$")
+  if trimmed == "true" then return true end
+  if trimmed == "false" then return false end
+  local n = tonumber(trimmed)
+  if n ~= nil then return math.tointeger(n) or n end
+  return trimmed
+end
+
+--- Root of the apsearch tree (holding lua/, rules/, examples/): the global
+-- APSEARCH_ROOT set by the host, else the environment variable APS_ROOT,
+-- else ".".
+-- @treturn string
+function M.root()
+  local r = rawget(_G, "APSEARCH_ROOT")
+  if type(r) == "string" and r ~= "" then return r end
+  r = os.getenv("APS_ROOT")
+  if r and r ~= "" then return r end
+  return "."
+end
+
+--- Writes one line to stderr (logs and progress; stdout carries results).
+-- @tparam string fmt `string.format` format
+-- @param ... format arguments
+function M.log(fmt, ...)
+  io.stderr:write(string.format(fmt, ...), "\n")
+end
+
+return M

@@ -1,0 +1,244 @@
+-- tests/lua/cli_spec.lua -- the `apsearch` binary end to end (src/main.c ->
+-- host -> lua/apsearch/cli.lua): exit status 0 / 1 / 2, one-line errors on
+-- stderr, stdout formats, --out files.
+--
+-- APS_BIN is the built binary and APS_ROOT the repo root (CTest sets both).
+
+local cjson = require "cjson"
+
+local BIN = os.getenv("APS_BIN")
+local ROOT = os.getenv("APS_ROOT") or "."
+
+local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+local function read(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function tmpdir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. q(dir)))
+  return dir
+end
+
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+  return path
+end
+
+-- Runs the binary; returns exit code, stdout, stderr.
+local function apsearch(...)
+  local args = {}
+  for i, a in ipairs({ ... }) do args[i] = q(a) end
+  local dir = tmpdir()
+  local cmd = string.format("cd %s && APSEARCH_ROOT=%s %s %s > %s/out 2> %s/err",
+    q(ROOT), q(ROOT), q(BIN), table.concat(args, " "), dir, dir)
+  local _, _, code = os.execute(cmd)
+  return code, read(dir .. "/out") or "", read(dir .. "/err") or ""
+end
+
+local function one_line_error(code, out, err)
+  assert.are.equal(2, code)
+  assert.are.equal("", out)
+  assert.truthy(err:match("^apsearch: [^\n]+\n$"), "not one line: " .. err)
+  return err:sub(11, -2)
+end
+
+local POLICY_HEAD = [[
+return {
+  model = "llama-3.1-8b",
+  cluster = { device = "h100-sxm-80gb", nodes = 1 },
+  training = { global_batch_size = 64, seq_length = 8192 },
+]]
+
+describe("apsearch binary", function()
+  setup(function()
+    assert.is_string(BIN, "APS_BIN must name the built apsearch binary")
+  end)
+
+  describe("exit 0", function()
+    it("runs the built-in default policy and prints the table", function()
+      local code, out, err = apsearch("run", "--top-k", "3")
+      assert.are.equal(0, code)
+      assert.truthy(out:match("^llama%-3%.1%-8b on 8 x h100%-sxm%-80gb: %d+ feasible of %d+ candidates"))
+      assert.truthy(out:find("step time (s)", 1, true))
+      assert.truthy(out:find("peak (GiB)", 1, true))
+      local rows = 0
+      for line in out:gmatch("\n%s+(%d+)  ") do rows = rows + 1 end
+      assert.are.equal(3, rows)
+      assert.truthy(err:find("search space: ", 1, true))   -- log on stderr
+      assert.truthy(err:find("feasible: ", 1, true))
+    end)
+
+    it("is quiet with --quiet and emits JSON with --format json", function()
+      local code, out, err = apsearch("run", "examples/qwen25_7b_a100.lua", "--format", "json",
+        "--quiet", "--top-k", "4", "--set", "cluster.memory_limit_gib=60", "--fix", "micro_batch_size=1")
+      assert.are.equal(0, code)
+      assert.are.equal("", err)
+      local r = cjson.decode(out)
+      assert.are.equal(1, r.schema_version)
+      assert.are.equal(4, #r.top_k_strategies)
+      assert.are.equal(cjson.null, r.top_k_strategies[1].filter_reason)
+      assert.are.equal(1, r.top_k_strategies[1].micro_batch_size)
+      assert.are.equal(60 * 2 ^ 30, r.inputs.training.memory_limit_bytes)
+      assert.are.same({ kind = "set", key = "cluster.memory_limit_gib", value = 60 }, r.inputs.overrides[1])
+      assert.are.same({ kind = "fix", key = "micro_batch_size", value = 1 }, r.inputs.overrides[2])
+      assert.are.equal(r.all_candidate_summary.generated,
+        r.all_candidate_summary.filtered_early + r.all_candidate_summary.estimated)
+      assert.is_true(r.infeasible_summary.TP_DIVISIBILITY.count > 0)
+      assert.are.equal("table", type(r.search_log))
+    end)
+
+    it("emits CSV, one row per top-k strategy", function()
+      local code, out = apsearch("run", "--format", "csv", "--quiet", "--top-k", "2")
+      assert.are.equal(0, code)
+      local lines = {}
+      for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+      assert.are.equal(3, #lines)
+      assert.truthy(lines[1]:match("^rank,dp_degree,fsdp_degree,"))
+      assert.truthy(lines[2]:match("^1,"))
+      assert.truthy(lines[3]:match("^2,"))
+    end)
+
+    it("writes result.json and result.csv atomically with --out", function()
+      local dir = tmpdir() .. "/results/sub"
+      local code = apsearch("run", "--quiet", "--top-k", "2", "--out", dir)
+      assert.are.equal(0, code)
+      local r = cjson.decode(read(dir .. "/result.json"))
+      assert.are.equal(2, #r.top_k_strategies)
+      assert.truthy(read(dir .. "/result.csv"):match("^rank,"))
+      local p = io.popen("ls -a " .. q(dir))
+      local names = {}
+      for n in p:lines() do if n ~= "." and n ~= ".." then names[#names + 1] = n end end
+      p:close()
+      table.sort(names)
+      assert.are.same({ "result.csv", "result.json" }, names)     -- no temp files left
+    end)
+
+    it("estimates one strategy with its breakdown", function()
+      local code, out = apsearch("estimate", "--strategy", "fsdp_degree=8,micro_batch_size=1")
+      assert.are.equal(0, code)
+      assert.truthy(out:find("feasible  yes", 1, true))
+      assert.truthy(out:find("memory per device", 1, true))
+      assert.truthy(out:find("optimizer_states", 1, true))
+      assert.truthy(out:find("step time", 1, true))
+      assert.truthy(out:find("pipeline stages", 1, true))
+      local c2, j = apsearch("estimate", "--model", "llama-2-7b", "--cluster", "a100-sxm4-80gb:2x8",
+        "--strategy", "tp_degree=2,fsdp_degree=8", "--format", "json")
+      assert.are.equal(0, c2)
+      local e = cjson.decode(j)
+      assert.are.equal(1, e.estimate.strategy.dp_degree)            -- 16 / (tp 2 x fsdp 8)
+      assert.are.equal(16, e.inputs.cluster.num_devices)
+      assert.are.equal(6738415616, e.estimate.params_total)
+    end)
+
+    it("lists presets and inspects models", function()
+      local code, out = apsearch("presets")
+      assert.are.equal(0, code)
+      assert.truthy(out:find("llama-3.1-405b   405,853,388,800", 1, true))
+      assert.truthy(out:find("h100-sxm-80gb", 1, true))
+      local c2, j = apsearch("presets", "--format", "json")
+      assert.are.equal(0, c2)
+      local p = cjson.decode(j)
+      assert.are.equal(6, #p.models)
+      assert.is_true(#p.devices >= 5)
+      local c3, i = apsearch("inspect", "examples/models/mistral-7b-v0.1.json")
+      assert.are.equal(0, c3)
+      assert.truthy(i:find("total         7,241,732,096", 1, true))
+      local c4, ij = apsearch("inspect", "qwen2.5-7b", "--format", "json")
+      assert.are.equal(0, c4)
+      assert.are.equal(7615616512, cjson.decode(ij).parameters.total)
+    end)
+
+    it("prints help", function()
+      local code, out = apsearch("help")
+      assert.are.equal(0, code)
+      assert.truthy(out:find("usage: apsearch", 1, true))
+      local c2, o2 = apsearch("run", "--help")
+      assert.are.equal(0, c2)
+      assert.truthy(o2:find("--fix", 1, true))
+    end)
+  end)
+
+  describe("exit 1", function()
+    it("when no strategy fits", function()
+      local code, out = apsearch("run", "--quiet", "--set", "cluster.memory_limit_gib=4")
+      assert.are.equal(1, code)
+      assert.truthy(out:find("no feasible strategy", 1, true))
+      assert.truthy(out:find("MEMORY_LIMIT", 1, true))
+    end)
+
+    it("when the estimated strategy is infeasible", function()
+      local code, out = apsearch("estimate", "--strategy", "tp_degree=1")   -- pure DP, Megatron states
+      assert.are.equal(1, code)
+      assert.truthy(out:find("feasible  NO: MEMORY_LIMIT", 1, true))
+    end)
+  end)
+
+  describe("exit 2 with one line naming file, field and value", function()
+    local dir
+    setup(function() dir = tmpdir() end)
+
+    it("for a malformed policy", function()
+      local path = write(dir .. "/syntax.lua", POLICY_HEAD .. "  search_space = { tp_degree = { 1, 2 }\n")
+      local msg = one_line_error(apsearch("run", path))
+      assert.truthy(msg:find(path .. ":", 1, true) == 1, msg)
+      local notab = write(dir .. "/notab.lua", "return 'x'\n")
+      assert.are.equal(notab .. ': (return value): a policy must return a table (got "x")',
+        one_line_error(apsearch("run", notab)))
+    end)
+
+    it("for a zero degree (policy, --fix, --strategy)", function()
+      local path = write(dir .. "/zero.lua", POLICY_HEAD .. "  search_space = { tp_degree = { 0, 2 } },\n}\n")
+      assert.are.equal(path .. ": search_space.tp_degree[1]: must be a positive integer (got 0)",
+        one_line_error(apsearch("run", path)))
+      assert.are.equal("--fix: search_space.tp_degree: must be a positive integer (got 0)",
+        one_line_error(apsearch("run", "--fix", "tp_degree=0")))
+      assert.are.equal("--strategy: pp_degree: must be a positive integer (got 0)",
+        one_line_error(apsearch("estimate", "--strategy", "pp_degree=0")))
+    end)
+
+    it("for an unknown field", function()
+      local path = write(dir .. "/unknown.lua", POLICY_HEAD .. "  search_space = { tp = { 1, 2 } },\n}\n")
+      local msg = one_line_error(apsearch("run", path))
+      assert.truthy(msg:find(path .. ": search_space.tp: unknown field", 1, true) == 1, msg)
+      assert.truthy(msg:match("%(got {1, 2}%)$"))
+      assert.are.equal("--set: training.learning_rate: unknown field (got 0.0003)",
+        one_line_error(apsearch("run", "--set", "training.learning_rate=3e-4")))
+    end)
+
+    it("for an MoE config", function()
+      local cfg = write(dir .. "/mixtral.json", cjson.encode({ model_type = "mixtral",
+        hidden_size = 4096, num_hidden_layers = 32, num_attention_heads = 32,
+        num_key_value_heads = 8, intermediate_size = 14336, vocab_size = 32000,
+        num_local_experts = 8, num_experts_per_tok = 2 }))
+      local path = write(dir .. "/moe.lua", [[
+return { model = "mixtral.json", cluster = { device = "h100-sxm-80gb", nodes = 1 },
+  training = { global_batch_size = 64, seq_length = 4096 } }
+]])
+      local expect = "NotImplemented: " .. cfg .. ": MoE config (num_local_experts = 8) is not " ..
+        "modelled; apsearch estimates dense models only"
+      assert.are.equal(expect, one_line_error(apsearch("run", path)))
+      assert.are.equal(expect, one_line_error(apsearch("inspect", cfg)))
+    end)
+
+    it("for bad options, commands and files", function()
+      assert.truthy(one_line_error(apsearch("run", "--bogus")):find("unknown/bad flag: --bogus", 1, true))
+      assert.truthy(one_line_error(apsearch("frobnicate")):find('unknown command "frobnicate"', 1, true))
+      assert.truthy(one_line_error(apsearch("run", dir .. "/missing.lua")):find("cannot open policy file", 1, true))
+      assert.are.equal('run: --format: expected table, json, csv (got "yaml")',
+        one_line_error(apsearch("run", "--format", "yaml")))
+      assert.are.equal('--top-k: top_k: must be a positive integer (got "0")',
+        one_line_error(apsearch("run", "--top-k", "0")))
+      local msg = one_line_error(apsearch("run", "--set", "cluster.device=z100"))
+      assert.truthy(msg:match('^%-%-set: cluster%.device: .*z100'), msg)
+    end)
+  end)
+end)

@@ -1,0 +1,258 @@
+-- tests/lua/hf_spec.lua -- Hugging Face config import (lua/apsearch/hf.lua)
+-- and model presets (lua/apsearch/presets.lua), with parameter counts from
+-- the C core (core.model_params).
+--
+-- The repo root comes from APS_ROOT (CTest sets it).
+
+local ROOT = os.getenv("APS_ROOT") or "."
+local cjson = require "cjson"
+local core = require "apsearch.core"
+local hf = require "apsearch.hf"
+local presets = require "apsearch.presets"
+
+local function tmpfile(name, text)
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p '" .. dir .. "'"))
+  local path = dir .. "/" .. name
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+  return path
+end
+
+local function err_of(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return tostring(e)
+end
+
+local function params(cfg, name)
+  return core.model_params((hf.from_config(cfg, name or "config.json")))
+end
+
+-- Published parameter counts (shared/models/README.md).
+local PUBLISHED = {
+  ["llama-3.1-8b"] = 8030261248,
+  ["llama-3.1-70b"] = 70553706496,
+  ["llama-3.1-405b"] = 405853388800,
+  ["llama-2-7b"] = 6738415616,
+  ["mistral-7b-v0.1"] = 7241732096,
+  ["qwen2.5-7b"] = 7615616512,
+}
+
+describe("hf.load on the shipped configs", function()
+  for name, count in pairs(PUBLISHED) do
+    it(name .. " has exactly " .. count .. " parameters", function()
+      local m = hf.load(ROOT .. "/examples/models/" .. name .. ".json")
+      assert.are.equal(name, m.name)
+      local c = core.model_params(m)
+      assert.are.equal(count, c.total)
+      assert.are.equal(c.embedding + c.layers + c.final_norm + c.output_layer, c.total)
+      assert.are.equal(m.num_layers * c.per_layer, c.layers)
+    end)
+  end
+
+  it("maps Llama-3.1-8B fields", function()
+    local m = hf.load(ROOT .. "/examples/models/llama-3.1-8b.json")
+    assert.are.same({
+      name = "llama-3.1-8b", num_layers = 32, hidden_size = 4096,
+      num_attention_heads = 32, num_query_groups = 8, head_dim = 128,
+      ffn_hidden_size = 14336, vocab_size = 128256,
+      max_position_embeddings = 131072, norms_per_layer = 2,
+      mlp = "swiglu", norm = "rmsnorm", position_embedding = "rope",
+      norm_bias = false, qkv_bias = false, attn_out_bias = false,
+      mlp_bias = false, qk_norm = false, tie_word_embeddings = false,
+    }, m)
+  end)
+
+  it("gives qwen2 q/k/v biases but no o_proj bias", function()
+    local m = hf.load(ROOT .. "/examples/models/qwen2.5-7b.json")
+    assert.is_true(m.qkv_bias)
+    assert.is_false(m.attn_out_bias)
+    assert.are.equal(4, m.num_query_groups)
+  end)
+
+  it("defaults num_key_value_heads to the head count (Llama-2 MHA)", function()
+    local m = hf.load(ROOT .. "/examples/models/llama-2-7b.json")
+    assert.are.equal(32, m.num_query_groups)
+  end)
+end)
+
+describe("presets", function()
+  it("loads every model preset by name, case-insensitively", function()
+    for _, name in ipairs(presets.model_names) do
+      local m, info = presets.model(name:upper())
+      assert.are.equal(name, m.name)
+      assert.are.equal(PUBLISHED[name], core.model_params(m).total)
+      assert.truthy(info.source:find("examples/models/" .. name .. ".json", 1, true))
+    end
+  end)
+
+  it("refuses an unknown preset, listing the known ones", function()
+    local e = err_of(presets.model, "llama-9")
+    assert.truthy(e:find('"llama-9"', 1, true))
+    assert.truthy(e:find("llama-3.1-8b", 1, true))
+  end)
+
+  it("builds clusters", function()
+    assert.are.same({ device = "h100-sxm-80gb", num_devices = 16, devices_per_node = 8 },
+      presets.cluster("h100-sxm-80gb", 2, 8))
+    assert.are.same({ device = "b200", num_devices = 8, devices_per_node = 8 },
+      presets.cluster("b200"))
+    assert.truthy(err_of(presets.cluster, "b200", 0):find("nodes", 1, true))
+  end)
+end)
+
+describe("model types", function()
+  it("imports gpt2 keys (GPT-2 small: 124,439,808 parameters)", function()
+    local cfg = { model_type = "gpt2", n_embd = 768, n_layer = 12, n_head = 12,
+      n_positions = 1024, n_ctx = 1024, vocab_size = 50257, n_inner = cjson.null,
+      activation_function = "gelu_new" }
+    local m = hf.from_config(cfg, "gpt2/config.json")
+    assert.are.equal("gpt2", m.name)
+    assert.are.equal(3072, m.ffn_hidden_size)      -- n_inner null -> 4 * n_embd
+    assert.are.equal("learned", m.position_embedding)
+    assert.are.equal(1024, m.max_position_embeddings)
+    assert.are.equal("layernorm", m.norm)
+    assert.are.equal("gelu", m.mlp)
+    assert.is_true(m.norm_bias and m.qkv_bias and m.attn_out_bias and m.mlp_bias)
+    assert.is_true(m.tie_word_embeddings)
+    local c = core.model_params(m)
+    assert.are.equal(124439808, c.total)
+    assert.are.equal(0, c.output_layer)             -- tied
+    assert.are.equal(50257 * 768 + 1024 * 768, c.embedding)
+  end)
+
+  it("uses n_inner when given", function()
+    local m = hf.from_config({ model_type = "gpt2", n_embd = 64, n_layer = 2, n_head = 4,
+      n_positions = 128, vocab_size = 1000, n_inner = 100 }, "tiny.json")
+    assert.are.equal(100, m.ffn_hidden_size)
+  end)
+
+  it("imports gpt_neox (Pythia-160M: 162,322,944 parameters, untied)", function()
+    local cfg = { model_type = "gpt_neox", hidden_size = 768, num_hidden_layers = 12,
+      num_attention_heads = 12, intermediate_size = 3072, vocab_size = 50304,
+      max_position_embeddings = 2048, rotary_pct = 0.25, use_parallel_residual = true,
+      tie_word_embeddings = false }
+    local m = hf.from_config(cfg, "pythia-160m.json")
+    assert.are.equal("rope", m.position_embedding)
+    assert.are.equal("layernorm", m.norm)
+    local c = core.model_params(m)
+    assert.are.equal(162322944, c.total)
+    assert.are.equal(50304 * 768, c.output_layer)
+  end)
+
+  it("honours an explicit head_dim with a * d != h (Qwen3-0.6B, tied, qk_norm)", function()
+    -- 28 x (3 x 1024 x 2048 + 2 x 1024 x 1024 ... ) by hand: per layer
+    -- q 2,097,152 + k,v 2,097,152 + o 2,097,152 + MLP 9,437,184 + norms 2,048
+    -- + q/k norms 256 = 15,730,944; x 28 + embedding 155,582,464 + final
+    -- norm 1,024 = 596,049,920 (0.44 B non-embedding, as published).
+    local cfg = { model_type = "qwen3", hidden_size = 1024, num_hidden_layers = 28,
+      num_attention_heads = 16, num_key_value_heads = 8, head_dim = 128,
+      intermediate_size = 3072, vocab_size = 151936, max_position_embeddings = 40960,
+      tie_word_embeddings = true, attention_bias = false }
+    local m = hf.from_config(cfg, "Qwen3-0.6B/config.json")
+    assert.are.equal("Qwen3-0.6B", m.name)
+    assert.are.equal(128, m.head_dim)
+    assert.is_true(m.qk_norm)
+    assert.is_true(m.tie_word_embeddings)
+    local c = core.model_params(m)
+    assert.are.equal(15730944, c.per_layer)
+    assert.are.equal(596049920, c.total)
+    assert.are.equal(0, c.output_layer)
+  end)
+
+  it("imports gemma2 (Gemma-2-9B: 9,241,705,984; 4 norms, head_dim 256, tied, gated)", function()
+    local cfg = { model_type = "gemma2", hidden_size = 3584, num_hidden_layers = 42,
+      num_attention_heads = 16, num_key_value_heads = 8, head_dim = 256,
+      intermediate_size = 14336, vocab_size = 256000, max_position_embeddings = 8192,
+      hidden_activation = "gelu_pytorch_tanh", hidden_act = "gelu_pytorch_tanh" }
+    local m = hf.from_config(cfg, "gemma-2-9b.json")
+    assert.are.equal(4, m.norms_per_layer)
+    assert.are.equal("swiglu", m.mlp)                -- gated: 3 matrices
+    assert.is_true(m.tie_word_embeddings)
+    assert.are.equal(256, m.head_dim)
+    assert.are.equal(9241705984, core.model_params(m).total)
+  end)
+
+  it("imports mpt (MPT-7B: 6,649,286,656; no biases, ALiBi, tied)", function()
+    local cfg = { model_type = "mpt", d_model = 4096, n_heads = 32, n_layers = 32,
+      expansion_ratio = 4, max_seq_len = 2048, vocab_size = 50432, no_bias = true,
+      learned_pos_emb = true, attn_config = { alibi = true, attn_type = "multihead_attention" } }
+    local m = hf.from_config(cfg, "mpt-7b.json")
+    assert.are.equal("alibi", m.position_embedding)
+    assert.is_false(m.norm_bias)
+    assert.are.equal(16384, m.ffn_hidden_size)
+    assert.are.equal(6649286656, core.model_params(m).total)
+  end)
+
+  it("maps llama attention_bias to q, k, v and o, mlp_bias to the MLP", function()
+    local m = hf.from_config({ model_type = "llama", hidden_size = 64, num_hidden_layers = 2,
+      num_attention_heads = 4, intermediate_size = 128, vocab_size = 100,
+      attention_bias = true, mlp_bias = true }, "x.json")
+    assert.is_true(m.qkv_bias and m.attn_out_bias and m.mlp_bias)
+    local plain = hf.from_config({ model_type = "llama", hidden_size = 64, num_hidden_layers = 2,
+      num_attention_heads = 4, intermediate_size = 128, vocab_size = 100 }, "x.json")
+    -- biases: q,k,v 3 x 64 + o 64 + gate, up 2 x 128 + down 64 per layer
+    assert.are.equal(2 * (4 * 64 + 2 * 128 + 64),
+      core.model_params(m).total - core.model_params(plain).total)
+  end)
+end)
+
+describe("refusals", function()
+  local base = { hidden_size = 4096, num_hidden_layers = 32, num_attention_heads = 32,
+    num_key_value_heads = 8, intermediate_size = 14336, vocab_size = 32000 }
+  local function with(t, extra)
+    local r = {}
+    for k, v in pairs(t) do r[k] = v end
+    for k, v in pairs(extra) do r[k] = v end
+    return r
+  end
+
+  it("refuses Mixtral (num_local_experts) with NotImplemented", function()
+    local path = tmpfile("mixtral.json", cjson.encode(with(base,
+      { model_type = "mixtral", num_local_experts = 8, num_experts_per_tok = 2 })))
+    local e = err_of(hf.load, path)
+    assert.are.equal("NotImplemented: " .. path .. ": MoE config (num_local_experts = 8) " ..
+      "is not modelled; apsearch estimates dense models only", e)
+  end)
+
+  it("refuses num_experts, n_routed_experts and an moe model_type", function()
+    local e1 = err_of(hf.from_config, with(base, { model_type = "qwen2_moe", num_experts = 60 }), "q.json")
+    assert.truthy(e1:match("^NotImplemented: q%.json: MoE config %(num_experts = 60%)"))
+    local e2 = err_of(hf.from_config, with(base, { model_type = "deepseek_v3", n_routed_experts = 256 }), "d.json")
+    assert.truthy(e2:match("^NotImplemented: d%.json: MoE config %(n_routed_experts = 256%)"))
+    local e3 = err_of(hf.from_config, with(base, { model_type = "olmoe" }), "o.json")
+    assert.truthy(e3:match("^NotImplemented: o%.json: MoE config %(model_type = \"olmoe\"%)"))
+  end)
+
+  it("names the file and the key when a required key is missing", function()
+    local cfg = with(base, { model_type = "llama" })
+    cfg.num_hidden_layers = nil
+    local path = tmpfile("broken.json", cjson.encode(cfg))
+    local e = err_of(hf.load, path)
+    assert.are.equal(path .. ": num_hidden_layers: required key is missing (got nil)", e)
+    local e2 = err_of(hf.from_config, { model_type = "gpt2", n_layer = 2, n_head = 2,
+      vocab_size = 10, n_positions = 8 }, "g.json")
+    assert.are.equal("g.json: n_embd: required key is missing (got nil)", e2)
+  end)
+
+  it("names the key and value of a wrong type", function()
+    local e = err_of(hf.from_config, with(base, { model_type = "llama", hidden_size = "4096" }), "c.json")
+    assert.are.equal('c.json: hidden_size: expected a positive integer (got "4096")', e)
+  end)
+
+  it("names an unknown model_type and the supported list", function()
+    local e = err_of(hf.from_config, with(base, { model_type = "falcon" }), "f.json")
+    assert.truthy(e:find('f.json: model_type: unsupported model type', 1, true))
+    assert.truthy(e:find("llama, mistral, qwen2, qwen3", 1, true))
+    assert.truthy(e:find('(got "falcon")', 1, true))
+  end)
+
+  it("reports unreadable and malformed files", function()
+    assert.truthy(err_of(hf.load, "/nonexistent/config.json"):find("/nonexistent/config.json: cannot read", 1, true))
+    local path = tmpfile("bad.json", "{ not json")
+    assert.truthy(err_of(hf.load, path):find(path .. ": invalid JSON", 1, true))
+  end)
+end)

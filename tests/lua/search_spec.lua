@@ -1,0 +1,437 @@
+-- tests/lua/search_spec.lua -- the search driver (lua/apsearch/search.lua)
+-- against the real C core: AP-DENSE-01..07 and 09 of the requirement
+-- (shared/design/002_*.txt), counts checked against a brute-force recount
+-- through ctx:check / ctx:evaluate, ranking, objectives, rules, and the
+-- throughput of the hot loop.
+
+local policy = require "apsearch.policy"
+local search = require "apsearch.search"
+local space = require "apsearch.space"
+
+local ROOT = os.getenv("APS_ROOT") or "."
+
+local function err_of(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return tostring(e)
+end
+
+local function llama8b(space_tbl, extra)
+  local raw = {
+    model = "llama-3.1-8b",
+    cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+    training = { global_batch_size = 64, seq_length = 8192, framework = "megatron" },
+    search_space = space_tbl,
+  }
+  for k, v in pairs(extra or {}) do raw[k] = v end
+  return raw
+end
+
+local function run(raw, opts, ropts)
+  return search.run(policy.from_table(raw, "spec_policy.lua", opts), ropts)
+end
+
+-- Independent recount: every candidate through ctx:check("all") and
+-- ctx:evaluate, no rules module, no heap.
+local function brute(p)
+  local ctx = search.context(p)
+  local s = space.new(p.search_space, { num_devices = p.cluster.num_devices,
+    allow_idle_devices = p.constraints.allow_idle_devices })
+  local r = { early = 0, estimated = 0, feasible = 0, infeasible = 0, codes = {}, list = {} }
+  for c in s:iter() do
+    local ok, code = ctx:check("all", c)
+    if not ok then
+      r.early = r.early + 1
+      r.codes[code] = (r.codes[code] or 0) + 1
+    else
+      r.estimated = r.estimated + 1
+      local ev = ctx:evaluate(c)
+      if ev.feasible then
+        r.feasible = r.feasible + 1
+        r.list[#r.list + 1] = { s = space.copy(c), step_time = ev.step_time, mem_peak = ev.mem_peak }
+      else
+        r.infeasible = r.infeasible + 1
+        r.codes[ev.reason] = (r.codes[ev.reason] or 0) + 1
+      end
+    end
+  end
+  table.sort(r.list, function(a, b)
+    if a.step_time ~= b.step_time then return a.step_time < b.step_time end
+    return a.mem_peak < b.mem_peak
+  end)
+  return r
+end
+
+local function same_strategy(rec, s)
+  for _, f in ipairs({ "dp_degree", "fsdp_degree", "tp_degree", "pp_degree", "cp_degree",
+    "micro_batch_size", "layer_recompute", "zero_stage", "sequence_parallel" }) do
+    if rec[f] ~= s[f] then return false end
+  end
+  return true
+end
+
+describe("AP-DENSE-01: small DP/TP space", function()
+  it("produces a ranked top-k of feasible DP x TP strategies", function()
+    local raw = llama8b({ data_parallel = "auto", tp_degree = { 1, 2, 4, 8 }, zero_stage = { 0, 1 } })
+    local r = run(raw)
+    local s = r.all_candidate_summary
+    -- tp 4 values; zero {0,1} with fsdp = 1: 8 candidates, dp = 8 / tp
+    assert.are.equal(8, s.space_size)
+    assert.are.equal(8, s.generated)
+    assert.is_true(#r.top_k_strategies >= 1)
+    assert.are.equal(s.feasible, #r.top_k_strategies) -- fewer than 10 feasible
+    for i, rec in ipairs(r.top_k_strategies) do
+      assert.are.equal(i, rec.rank)
+      assert.is_true(rec.feasible)
+      assert.is_nil(rec.filter_reason)
+      assert.are.equal(8, rec.dp_degree * rec.tp_degree)
+      assert.are.equal(64 // rec.dp_degree, rec.micro_batch_num) -- mbs 1
+    end
+    assert.are.equal(1, r.schema_version)
+    assert.are.equal("ok", r.status)
+  end)
+
+  it("matches a brute-force recount through the core", function()
+    local raw = llama8b({ data_parallel = "auto", tp_degree = { 1, 2, 4, 8 },
+      fsdp_degree = { 1, 2, 4, 8 }, zero_stage = { 0, 1 }, micro_batch_size = { 1, 2, 4 },
+      layer_recompute = { "none", "selective", "full" } }, { top_k = 7 })
+    local p = policy.from_table(raw, "spec_policy.lua")
+    local r = search.run(p)
+    local b = brute(p)
+    local s = r.all_candidate_summary
+    assert.are.equal(b.early, s.filtered_early)
+    assert.are.equal(b.estimated, s.estimated)
+    assert.are.equal(b.feasible, s.feasible)
+    assert.are.equal(b.infeasible, s.infeasible)
+    assert.are.equal(s.generated, s.filtered_early + s.estimated)
+    assert.are.equal(s.estimated, s.feasible + s.infeasible)
+    for code, n in pairs(b.codes) do assert.are.equal(n, r.infeasible_summary[code].count) end
+    assert.are.equal(7, #r.top_k_strategies)
+    for i = 1, 7 do
+      assert.is_true(same_strategy(r.top_k_strategies[i], b.list[i].s), "rank " .. i)
+      assert.are.equal(b.list[i].step_time, r.top_k_strategies[i].performance_cost.step_time)
+    end
+  end)
+end)
+
+describe("AP-DENSE-02/03: PP and CP dimensions", function()
+  it("calls the PP model and reports every stage", function()
+    local raw = {
+      model = "llama-3.1-70b",
+      cluster = { device = "h100-sxm-80gb", nodes = 8 },
+      training = { global_batch_size = 256, seq_length = 8192 },
+      search_space = { data_parallel = "auto", tp_degree = 8, pp_degree = { 2, 4 },
+        vpp_degree = { 1, 2 }, layer_recompute = { "none", "full" } },
+      top_k = 4,
+    }
+    local r = run(raw)
+    assert.is_true(#r.stage_summary >= 1)
+    for i, ss in ipairs(r.stage_summary) do
+      local rec = r.top_k_strategies[i]
+      assert.are.equal(i, ss.rank)
+      assert.are.equal(rec.pp_degree, #ss.stages)
+      local layers = 0
+      for _, st in ipairs(ss.stages) do layers = layers + st.num_layers end
+      assert.are.equal(80, layers)
+      assert.are.equal(rec.pp_degree, #rec.memory_cost.per_stage)
+      assert.is_true(r.performance_breakdown[i].pp_bubble.total > 0)
+    end
+  end)
+
+  it("calls the CP model (cp_comm time for cp > 1)", function()
+    local raw = llama8b({ data_parallel = "auto", cp_degree = { 2 }, tp_degree = { 1, 2 },
+      fsdp_degree = { 1, 2, 4 }, layer_recompute = { "none", "full" } },
+      { training = { global_batch_size = 16, seq_length = 32768 } })
+    local r = run(raw)
+    assert.is_true(#r.top_k_strategies > 0)
+    assert.are.equal(10, r.all_candidate_summary.space_size)
+    for _, rec in ipairs(r.top_k_strategies) do
+      assert.are.equal(2, rec.cp_degree)
+      assert.is_true(rec.performance_cost.breakdown.cp_comm.total > 0)
+    end
+  end)
+end)
+
+describe("AP-DENSE-04: over-memory candidates", function()
+  it("are filtered with MEMORY_LIMIT and a message naming the numbers", function()
+    local raw = llama8b({ data_parallel = "auto", tp_degree = { 1, 2, 4, 8 },
+      micro_batch_size = { 1, 2, 4 } }, { constraints = { memory_limit_gib = 60 } })
+    local r = run(raw)
+    local m = r.infeasible_summary.MEMORY_LIMIT
+    assert.is_table(m)
+    assert.is_true(m.count > 0)
+    assert.are.equal("estimate", m.phase)
+    assert.are.equal("memory_limit", m.rule)
+    assert.truthy(m.message:find("memory limit 60.00 GiB", 1, true))
+    -- the example really is over the limit
+    local p = policy.from_table(raw, "spec_policy.lua")
+    local ctx = search.context(p)
+    local ev = ctx:evaluate(m.example)
+    assert.is_false(ev.feasible)
+    assert.is_true(ev.mem_peak > 60 * 2 ^ 30)
+    for _, rec in ipairs(r.top_k_strategies) do
+      assert.is_true(rec.memory_cost.total <= 60 * 2 ^ 30)
+      assert.are.equal(60 * 2 ^ 30, rec.memory_cost.limit)
+    end
+    assert.truthy(r.search_log[4]:find("MEMORY_LIMIT " .. m.count, 1, true))
+  end)
+
+  it("returns no top-k and status no_feasible_strategy when nothing fits", function()
+    local r = run(llama8b({ data_parallel = "auto" }, { constraints = { memory_limit_gib = 1 } }))
+    assert.are.equal(0, #r.top_k_strategies)
+    assert.are.equal("no_feasible_strategy", r.status)
+    assert.are.equal(1, r.infeasible_summary.MEMORY_LIMIT.count)
+  end)
+end)
+
+describe("AP-DENSE-05: divisibility", function()
+  it("filters non-divisible TP before estimating", function()
+    -- Qwen2.5-7B: 28 heads, 4 KV heads; tp 8 fails. 16 GPUs, mbs {1, 2}:
+    -- tp8 candidates = 1 (dp 2) x 2 mbs = 2
+    local raw = {
+      model = "qwen2.5-7b",
+      cluster = { device = "a100-sxm4-80gb", nodes = 2 },
+      training = { global_batch_size = 256, seq_length = 4096 },
+      search_space = { data_parallel = "auto", tp_degree = { 1, 2, 4, 8 }, micro_batch_size = { 1, 2 } },
+    }
+    local r = run(raw)
+    local t = r.infeasible_summary.TP_DIVISIBILITY
+    assert.are.equal(2, t.count)
+    assert.are.equal("early", t.phase)
+    assert.are.equal("tp", t.rule)
+    assert.are.equal(8, t.example.tp_degree)
+    assert.are.equal("num_attention_heads = 28 is not divisible by tp_degree = 8", t.message)
+    assert.are.equal(8, r.all_candidate_summary.space_size)
+    assert.are.equal(2, r.all_candidate_summary.filtered_early)
+    assert.are.equal(6, r.all_candidate_summary.estimated)
+    for _, rec in ipairs(r.top_k_strategies) do assert.are_not.equal(8, rec.tp_degree) end
+  end)
+
+  it("filters batch and device mismatches early in a manual space", function()
+    local r = run(llama8b({ dp_degree = { 1, 3, 8 }, micro_batch_size = { 1, 3 } }))
+    local s = r.infeasible_summary
+    -- dp1: idle (x2 mbs); dp3: idle (x2); dp8 mbs3: batch; dp8 mbs1 estimated
+    assert.are.equal(4, s.IDLE_DEVICES.count)
+    assert.are.equal("devices", s.IDLE_DEVICES.rule)
+    assert.are.equal(1, s.BATCH_DIVISIBILITY.count)
+    assert.are.equal(1, r.all_candidate_summary.estimated)
+  end)
+end)
+
+describe("AP-DENSE-06: top-k output", function()
+  local r
+  setup(function()
+    r = run(llama8b({ data_parallel = "auto", tp_degree = { 1, 2, 4, 8 },
+      fsdp_degree = { 1, 2, 4, 8 }, micro_batch_size = { 1, 2 },
+      layer_recompute = { "none", "selective", "full" } }, { top_k = 5 }))
+  end)
+
+  it("has exactly top_k strategies in ascending step time (ties by memory)", function()
+    assert.are.equal(5, #r.top_k_strategies)
+    for i = 2, 5 do
+      local a, b = r.top_k_strategies[i - 1], r.top_k_strategies[i]
+      local ta, tb = a.performance_cost.step_time, b.performance_cost.step_time
+      assert.is_true(ta < tb or (ta == tb and a.memory_cost.total <= b.memory_cost.total))
+    end
+  end)
+
+  it("carries every strategy field and the costs", function()
+    for i, rec in ipairs(r.top_k_strategies) do
+      assert.are.equal(i, rec.rank)
+      for _, f in ipairs({ "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
+        "tp_degree", "sequence_parallel", "pp_degree", "vpp_degree", "cp_degree",
+        "cp_comm_type", "micro_batch_size", "micro_batch_num", "stage_partition",
+        "layer_offset", "layer_recompute", "recompute_num_layers" }) do
+        assert.is_not_nil(rec[f], f)
+      end
+      assert.is_true(rec.feasible)
+      assert.is_nil(rec.filter_reason)
+      local mc, pc = rec.memory_cost, rec.performance_cost
+      local bd = mc.breakdown
+      assert.are.equal(mc.total, bd.total)
+      local sum = bd.params + bd.grads + bd.optimizer_states + bd.activations +
+        bd.comm_buffers.total + bd.logits_loss + bd.reserved
+      assert.is_true(math.abs(sum - bd.total) <= 1e-9 * bd.total)
+      assert.are.equal(1, #mc.per_stage)
+      local exposed = 0
+      for _, cat in ipairs({ "compute_fwd", "compute_bwd", "recompute", "tp_comm", "cp_comm",
+        "pp_p2p", "pp_bubble", "fsdp_allgather", "fsdp_reducescatter", "dp_grad_sync",
+        "hsdp_replicate_sync", "optimizer" }) do
+        exposed = exposed + pc.breakdown[cat].exposed
+      end
+      assert.is_true(math.abs(exposed - pc.step_time) <= 1e-9 * pc.step_time)
+      assert.is_true(pc.mfu > 0 and pc.mfu < 1)
+      assert.is_true(pc.tokens_per_s_per_gpu > 0)
+      assert.are.equal(8, rec.devices_used)
+      assert.are.equal(i, r.memory_breakdown[i].rank)
+      assert.are.equal(mc.total, r.memory_breakdown[i].total)
+      assert.are.equal(pc.step_time, r.performance_breakdown[i].step_time)
+      assert.are.equal(i, r.stage_summary[i].rank)
+    end
+  end)
+
+  it("summarizes the search in the log and records the inputs", function()
+    assert.truthy(r.search_log[1]:find("model llama-3.1-8b", 1, true))
+    local joined = table.concat(r.search_log, "\n")
+    assert.truthy(joined:find("search space: " .. r.all_candidate_summary.space_size .. " candidates", 1, true))
+    assert.truthy(joined:find("feasible: " .. r.all_candidate_summary.feasible, 1, true))
+    assert.truthy(joined:find("top-5: ", 1, true))
+    assert.are.equal("llama-3.1-8b", r.inputs.model.name)
+    assert.are.equal(8, r.inputs.cluster.num_devices)
+    assert.are.equal(64, r.inputs.training.global_batch_size)
+    assert.are.same({ 1, 2, 4, 8 }, r.inputs.search_space.tp_degree)
+    assert.are.equal("step_time", r.inputs.objective)
+  end)
+end)
+
+describe("AP-DENSE-07: only some dimensions", function()
+  it("runs with a single dimension or none", function()
+    local r1 = run(llama8b({ tp_degree = { 8 } }))          -- dp 1 x tp 8 = 8
+    assert.are.equal(1, r1.all_candidate_summary.space_size)
+    assert.are.equal(1, #r1.top_k_strategies)
+    assert.are.equal(1, r1.top_k_strategies[1].dp_degree)
+    local r2 = run(llama8b({ data_parallel = "auto", micro_batch_size = { 1, 2, 4 } }))
+    assert.are.equal(3, r2.all_candidate_summary.space_size)
+    for _, rec in ipairs(r2.top_k_strategies) do
+      assert.are.equal(8, rec.dp_degree)
+      assert.are.equal(1, rec.tp_degree)
+    end
+    local r3 = run(llama8b(nil))                             -- every default: 1 device of 8
+    assert.are.equal(1, r3.all_candidate_summary.space_size)
+    assert.are.equal(1, r3.infeasible_summary.IDLE_DEVICES.count)
+    local r4 = run(llama8b(nil, { constraints = { allow_idle_devices = true } }))
+    assert.are.equal(0, r4.all_candidate_summary.filtered_early)
+  end)
+end)
+
+describe("AP-DENSE-09: re-search with changed constraints", function()
+  it("re-runs with --fix / --set and records what changed", function()
+    local raw = llama8b({ data_parallel = "auto", tp_degree = { 1, 2, 4, 8 },
+      fsdp_degree = { 1, 2, 4, 8 }, micro_batch_size = { 1, 2 } })
+    local before = run(raw)
+    local after = run(raw, { fix = { "tp_degree=2" }, set = { "cluster.memory_limit_gib=40" } })
+    assert.is_true(after.all_candidate_summary.space_size < before.all_candidate_summary.space_size)
+    for _, rec in ipairs(after.top_k_strategies) do
+      assert.are.equal(2, rec.tp_degree)
+      assert.is_true(rec.memory_cost.total <= 40 * 2 ^ 30)
+    end
+    assert.are.same({ kind = "fix", key = "tp_degree", value = 2 }, after.inputs.overrides[2])
+    assert.are.same({ kind = "set", key = "cluster.memory_limit_gib", value = 40 }, after.inputs.overrides[1])
+    assert.truthy(table.concat(after.search_log, "\n"):find("override: --fix tp_degree=2", 1, true))
+    assert.are.equal(40 * 2 ^ 30, after.inputs.training.memory_limit_bytes)
+  end)
+end)
+
+describe("driver details", function()
+  local raw = llama8b({ data_parallel = "auto", tp_degree = { 1, 2, 3, 4, 8 },
+    fsdp_degree = { 1, 2, 4, 8 }, micro_batch_size = { 1, 2, 3 }, vpp_degree = { 1, 2 },
+    layer_recompute = { "none", "full" }, pp_degree = { 1, 2, 3 } })
+
+  it("gives identical results through evaluate, check('all') and rule by rule", function()
+    local a = run(raw, nil, { fast_checks = true })      -- evaluate does the checks
+    for _, mode in ipairs({ "check", false }) do
+      local b = run(raw, nil, { fast_checks = mode })
+      for _, k in ipairs({ "space_size", "generated", "filtered_early", "estimated", "feasible", "infeasible" }) do
+        assert.are.equal(a.all_candidate_summary[k], b.all_candidate_summary[k], k)
+      end
+      for code, e in pairs(a.infeasible_summary) do
+        local f = b.infeasible_summary[code]
+        assert.are.equal(e.count, f.count, code)
+        assert.are.equal(e.message, f.message, code)
+        assert.are.equal(e.phase, f.phase, code)
+        assert.are.equal(e.rule, f.rule, code)
+        assert.are.same(e.example, f.example, code)
+      end
+      assert.are.equal(#a.top_k_strategies, #b.top_k_strategies)
+      for i, rec in ipairs(a.top_k_strategies) do
+        assert.is_true(same_strategy(rec, b.top_k_strategies[i]))
+      end
+    end
+    -- the early reasons of this space (tp 3 and pp 3 leave devices idle)
+    for _, code in ipairs({ "VPP_INVALID", "BATCH_DIVISIBILITY", "DEVICE_COUNT", "IDLE_DEVICES" }) do
+      assert.are.equal("early", a.infeasible_summary[code].phase, code)
+    end
+  end)
+
+  it("ranks by memory, throughput, or a user function", function()
+    local base = policy.from_table(raw, "spec_policy.lua")
+    local mem = search.run(policy.from_table(raw, "p.lua", { set = { "objective=memory" } }))
+    for i = 2, #mem.top_k_strategies do
+      assert.is_true(mem.top_k_strategies[i - 1].memory_cost.total <= mem.top_k_strategies[i].memory_cost.total)
+    end
+    local thr = search.run(policy.from_table(raw, "p.lua", { set = { "objective=throughput" } }))
+    for i = 2, #thr.top_k_strategies do
+      assert.is_true(thr.top_k_strategies[i - 1].performance_cost.tokens_per_s_per_gpu >=
+        thr.top_k_strategies[i].performance_cost.tokens_per_s_per_gpu)
+    end
+    -- user comparator: fewest TP ranks first, then step time
+    local raw2 = {}
+    for k, v in pairs(raw) do raw2[k] = v end
+    raw2.objective = function(a, b)
+      if a.strategy.tp_degree ~= b.strategy.tp_degree then
+        return a.strategy.tp_degree < b.strategy.tp_degree
+      end
+      return a.step_time < b.step_time
+    end
+    local u = search.run(policy.from_table(raw2, "p.lua"))
+    assert.are.equal("custom", u.inputs.objective)
+    for i = 2, #u.top_k_strategies do
+      local a, b = u.top_k_strategies[i - 1], u.top_k_strategies[i]
+      assert.is_true(a.tp_degree < b.tp_degree or (a.tp_degree == b.tp_degree and
+        a.performance_cost.step_time <= b.performance_cost.step_time))
+    end
+    assert.are.equal("step_time", search.run(base).inputs.objective)
+  end)
+
+  it("applies policy rules, cheap before the estimate and others after", function()
+    -- a step-time threshold between the best and the third-best strategy
+    -- (taken from a plain run, so the test follows the core's numbers)
+    local cheap = {
+      function(s) if s.tp_degree == 4 then return false, "NO_TP4", "tp 4 is reserved" end return true end,
+      function(s) return s.micro_batch_size ~= 2 end,
+    }
+    local raw3 = {}
+    for k, v in pairs(raw) do raw3[k] = v end
+    raw3.constraints = { rules = cheap }
+    local plain = run(raw3)
+    local limit = (plain.top_k_strategies[1].performance_cost.step_time +
+      plain.top_k_strategies[3].performance_cost.step_time) / 2
+    raw3.constraints = { rules = { cheap[1], cheap[2],
+      { name = "slow", code = "TOO_SLOW", cheap = false,
+        check = function(s, ctx, ev) return ev.step_time < limit end },
+    } }
+    local r = run(raw3)
+    local s = r.infeasible_summary
+    assert.are.equal("early", s.NO_TP4.phase)
+    assert.are.equal("policy_rule_1", s.NO_TP4.rule)
+    assert.are.equal("tp 4 is reserved", s.NO_TP4.message)
+    assert.are.equal("early", s.POLICY_RULE.phase)
+    assert.are.equal("estimate", s.TOO_SLOW.phase)
+    assert.are.equal("slow", s.TOO_SLOW.rule)
+    assert.is_true(#r.top_k_strategies >= 1)
+    for _, rec in ipairs(r.top_k_strategies) do
+      assert.are_not.equal(4, rec.tp_degree)
+      assert.are_not.equal(2, rec.micro_batch_size)
+      assert.is_true(rec.performance_cost.step_time < limit)
+    end
+  end)
+
+  it("prefixes the policy file to a core refusal of the inputs", function()
+    local bad = llama8b(nil)
+    bad.model = { preset = "llama-3.1-8b", num_attention_heads = 5 }
+    local e = err_of(run, bad)
+    assert.truthy(e:match("^spec_policy%.lua: model%."), e)
+    local e2 = err_of(run, llama8b(nil), { set = { "cluster.device=z100" } })
+    assert.truthy(e2:match('^%-%-set: cluster%.device: .*"z100"'), e2)
+  end)
+
+  it("loads the built-in rules from <root>/rules, one file each", function()
+    local names = {}
+    for _, r in ipairs(search.builtin_rules(ROOT .. "/rules")) do
+      names[#names + 1] = r.name
+      assert.is_function(r.check)
+      assert.truthy(r.code:match("^[A-Z_]+$"))
+    end
+    assert.are.same({ "degrees", "zero", "devices", "cp", "tp", "batch", "pp", "memory_limit" }, names)
+  end)
+end)

@@ -1,0 +1,165 @@
+-- tests/lua/space_spec.lua -- candidate enumeration (lua/apsearch/space.lua):
+-- sizes of known spaces counted by hand, size() == what the iterator
+-- yields, no duplicates, defaults, dependent dimensions, data_parallel auto.
+
+local space = require "apsearch.space"
+local policy = require "apsearch.policy"
+
+local ROOT = os.getenv("APS_ROOT") or "."
+
+local function make(dims, N, auto)
+  return space.new({ data_parallel = auto and "auto" or "manual", dims = dims }, { num_devices = N or 8 })
+end
+
+local function key(c)
+  local parts = {}
+  for _, f in ipairs(space.fields) do
+    local v = c[f]
+    if type(v) == "table" then v = "{" .. table.concat(v, ",") .. "}" end
+    parts[#parts + 1] = f .. "=" .. tostring(v)
+  end
+  return table.concat(parts, " ")
+end
+
+-- iterates, checks uniqueness, returns count and copies of the candidates
+local function collect(s)
+  local seen, list = {}, {}
+  for c, i in s:iter() do
+    local k = key(c)
+    assert.is_nil(seen[k], "duplicate candidate " .. k)
+    seen[k] = true
+    list[#list + 1] = space.copy(c)
+    assert.are.equal(#list, i)
+  end
+  return #list, list
+end
+
+describe("space sizes", function()
+  it("has one candidate, all defaults, when no dimension is given (AP-DENSE-07)", function()
+    local s = make({})
+    assert.are.equal(1, s:size())
+    local n, list = collect(s)
+    assert.are.equal(1, n)
+    assert.are.same({
+      dp_degree = 1, fsdp_degree = 1, zero_stage = 0, reshard_after_forward = true,
+      tp_degree = 1, sequence_parallel = false, pp_degree = 1, vpp_degree = 1,
+      cp_degree = 1, cp_comm_type = "p2p", micro_batch_size = 1, micro_batch_num = 0,
+      layer_recompute = "none", recompute_num_layers = -1, allow_idle_devices = false,
+    }, list[1])
+  end)
+
+  it("is the plain product of independent dimensions", function()
+    -- dp 4 x fsdp 2 x tp 2 x mbs 3 = 48 (sp follows tp; zero_stage 0)
+    local s = make({ dp_degree = { 1, 2, 4, 8 }, fsdp_degree = { 1, 2 }, tp_degree = { 1, 2 },
+      micro_batch_size = { 1, 2, 4 } })
+    assert.are.equal(48, s:size())
+    local n, list = collect(s)
+    assert.are.equal(48, n)
+    for _, c in ipairs(list) do
+      assert.are.equal(c.tp_degree > 1, c.sequence_parallel)
+    end
+  end)
+
+  it("fills dp x fsdp from N with data_parallel = auto (84 candidates by hand)", function()
+    -- (tp, fsdp) pairs with fsdp | 8/tp: tp1: 4, tp2: 3, tp4: 2, tp8: 1 = 10;
+    -- 4 of them have fsdp = 1 (zero {0,1}), 6 have fsdp > 1 (zero collapses);
+    -- recompute none (1) + full (rnl {-1, 4}: 2) = 3; mbs 2.
+    -- 4 x 2 x 3 x 2 + 6 x 1 x 3 x 2 = 48 + 36 = 84
+    local s = make({ tp_degree = { 1, 2, 4, 8 }, fsdp_degree = { 1, 2, 4, 8 },
+      micro_batch_size = { 1, 2 }, layer_recompute = { "none", "full" },
+      recompute_num_layers = { -1, 4 }, zero_stage = { 0, 1 } }, 8, true)
+    assert.are.equal(84, s:size())
+    local n, list = collect(s)
+    assert.are.equal(84, n)
+    for _, c in ipairs(list) do
+      assert.are.equal(8, c.dp_degree * c.fsdp_degree * c.tp_degree * c.pp_degree * c.cp_degree)
+      if c.fsdp_degree > 1 then assert.are.equal(0, c.zero_stage) end
+      if c.layer_recompute ~= "full" then assert.are.equal(-1, c.recompute_num_layers) end
+    end
+  end)
+
+  it("pairs dp and fsdp lists whose product fills N", function()
+    -- N 16: tp1 D16: (2,8),(4,4); tp2 D8: (1,8),(2,4) = 4
+    local s = make({ dp_degree = { 1, 2, 4 }, fsdp_degree = { 4, 8 }, tp_degree = { 1, 2 } }, 16, true)
+    local n, list = collect(s)
+    assert.are.equal(4, s:size())
+    assert.are.equal(4, n)
+    assert.are.same({ 2, 8, 1 }, { list[1].dp_degree, list[1].fsdp_degree, list[1].tp_degree })
+    assert.are.same({ 2, 4, 2 }, { list[4].dp_degree, list[4].fsdp_degree, list[4].tp_degree })
+    -- only dp given: fsdp derived
+    local s2 = make({ dp_degree = { 2, 3 } }, 8, true)
+    local _, l2 = collect(s2)
+    assert.are.equal(1, #l2)
+    assert.are.same({ 2, 4 }, { l2[1].dp_degree, l2[1].fsdp_degree })
+  end)
+
+  it("emits one device-rule candidate when tp x pp x cp does not divide N", function()
+    local _, list = collect(make({ tp_degree = { 3, 16 } }, 8, true))
+    assert.are.equal(2, #list)
+    assert.are.same({ 2, 1, 3 }, { list[1].dp_degree, list[1].fsdp_degree, list[1].tp_degree })
+    assert.are.same({ 1, 1, 16 }, { list[2].dp_degree, list[2].fsdp_degree, list[2].tp_degree })
+  end)
+
+  it("does not repeat settings that cannot differ", function()
+    -- sp only with tp > 1: tp1 1 + tp2 2 + tp4 2 = 5
+    assert.are.equal(5, make({ tp_degree = { 1, 2, 4 }, sequence_parallel = { true, false } }):size())
+    -- cp_comm_type only with cp > 1: 1 + 2 = 3
+    assert.are.equal(3, make({ cp_degree = { 1, 2 }, cp_comm_type = { "p2p", "all_gather" } }):size())
+    -- reshard only with fsdp > 1: 1 + 2 = 3
+    assert.are.equal(3, make({ fsdp_degree = { 1, 2 }, reshard_after_forward = { true, false } }):size())
+    -- zero with fsdp > 1: first of 0/3: fsdp1 3 + fsdp2 1 = 4
+    local s = make({ fsdp_degree = { 1, 2 }, zero_stage = { 1, 2, 3 } })
+    local n, list = collect(s)
+    assert.are.equal(4, n)
+    assert.are.equal(3, list[4].zero_stage)
+  end)
+
+  it("applies per-stage arrays to the pp_degree of their length", function()
+    -- pp1: no array fits -> even; pp2 -> {16,16}; pp4 -> {8,8,8,8}
+    local s = make({ pp_degree = { 1, 2, 4 }, stage_partition = { { 16, 16 }, { 8, 8, 8, 8 } } })
+    local n, list = collect(s)
+    assert.are.equal(3, n)
+    assert.is_nil(list[1].stage_partition)
+    assert.are.same({ 16, 16 }, list[2].stage_partition)
+    assert.are.same({ 8, 8, 8, 8 }, list[3].stage_partition)
+    -- with "even" listed too: 1 + 2 + 2 = 5
+    assert.are.equal(5, make({ pp_degree = { 1, 2, 4 },
+      stage_partition = { { 16, 16 }, { 8, 8, 8, 8 }, "even" } }):size())
+    -- recompute_num_layers: pp1: none 1 + full {-1, 2} 2 = 3; pp2: 1 + 3 = 4 -> 7
+    local r = make({ pp_degree = { 1, 2 }, layer_recompute = { "none", "full" },
+      recompute_num_layers = { -1, 2, { 1, 1 } } })
+    assert.are.equal(7, r:size())
+    assert.are.equal(7, (collect(r)))
+  end)
+
+  it("returns the same table every step (nothing materialized)", function()
+    local it = make({ tp_degree = { 1, 2 } }):iter()
+    local a = it()
+    local b = it()
+    assert.is_true(rawequal(a, b))
+    assert.is_nil(it())
+  end)
+
+  it("counts the 1,024-GPU sweep example (122,580 candidates) without enumerating", function()
+    local p = policy.load(ROOT .. "/examples/llama3_70b_h100_1024_sweep.lua")
+    local s = space.new(p.search_space, { num_devices = p.cluster.num_devices })
+    assert.are.equal(122580, s:size())
+    local n = 0
+    for _ in s:iter() do n = n + 1 end
+    assert.are.equal(122580, n)
+  end)
+
+  it("agrees with the iterator on a mixed manual space", function()
+    local s = make({ dp_degree = { 1, 2 }, fsdp_degree = { 1, 4 }, tp_degree = { 1, 2, 8 },
+      sequence_parallel = { true, false }, pp_degree = { 1, 2 }, vpp_degree = { 1, 2 },
+      cp_degree = { 1, 2 }, cp_comm_type = { "p2p", "all_gather" }, zero_stage = { 0, 1, 2 },
+      reshard_after_forward = { true, false }, layer_recompute = { "none", "selective", "full" },
+      recompute_num_layers = { -1, 1 }, micro_batch_size = { 1, 2 }, micro_batch_num = { 0, 4 } })
+    local n = collect(s)
+    assert.are.equal(s:size(), n)
+    -- by hand: tp/sp 1+2+2 = 5; cp/comm 1+2 = 3; pp 2 x vpp 2 = 4;
+    -- dp 2 x (fsdp1: zero 3 x reshard 1 + fsdp4: zero 1 x reshard 2) = 2 x 5 = 10;
+    -- recompute 1 + 1 + 2 = 4; mbs 2 x mbn 2 = 4  -> 5 x 3 x 4 x 10 x 4 x 4 = 9600
+    assert.are.equal(9600, n)
+  end)
+end)

@@ -170,16 +170,14 @@ double aps_reducescatter_time(int64_t n, double bytes, double bw,
 
 /** Effective bandwidth and per-step latency of a process group of `size`
  *  ranks whose members are `stride` ranks apart in the tp-cp-fsdp-dp-pp
- *  order.  Inside one node: NVLink.  Across nodes with g members per node
- *  on k nodes: the ring's (n-1)/n volume per rank moves over NVLink while
- *  each node receives (k-1)/k of the tensor through its g NICs, so
- *  bw = 1 / max(1/B_nvlink [g > 1], ((k-1)/k) / ((n-1)/n) / (g B_nic));
- *  with g = 1 this is the per-GPU NIC.  (MODELING.md s.4 says "inter-node
- *  bandwidth per GPU" for every cross-node group; that holds for g = 1 but
- *  undercounts a group that fills whole nodes by up to g times, because
- *  NCCL drives one ring per NIC: NCCL docs, "rail-optimized" topologies.)
- *  Bandwidths include collective_efficiency.  Returns 1 if the group is
- *  inside a node, 0 otherwise. */
+ *  order.  Inside one node: NVLink.  Across nodes with g members per node:
+ *  every ring link carries (n-1)/n of the tensor and NCCL drives one ring
+ *  per NIC, so bw = min(B_nvlink, g * B_nic); with g = 1 this is the
+ *  per-GPU NIC.  (MODELING.md s.4 says "inter-node bandwidth per GPU" for
+ *  every cross-node group; that holds for g = 1 but undercounts a group
+ *  filling whole nodes g-fold: NVIDIA/nccl issues 412 and 687 on
+ *  rail-aligned rings.)  Bandwidths include collective_efficiency.
+ *  Returns 1 if the group is inside a node, 0 otherwise. */
 int aps_group_link(const aps_cluster *c, int64_t stride, int64_t size,
                    double *bw, double *alpha);
 
@@ -203,7 +201,9 @@ double aps_flops_per_step(const aps_model *m, const aps_training *t,
 /** Evaluates one strategy: checks (aps_check_all), per-stage memory, time
  *  per step, derived throughput.  Inputs must have passed their
  *  aps_*_validate().  Returns APS_OK (feasible or not, see out->feasible)
- *  or APS_EINVAL for a NULL argument.  out is fully overwritten. */
+ *  or APS_EINVAL for a NULL argument.  Every field of out before
+ *  `stages` is overwritten; stages[0 .. num_stages-1] are filled and later
+ *  entries are left as they were (num_stages is 0 when a check failed). */
 aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
                             const aps_training *t, const aps_strategy *s,
                             aps_estimate *out);

@@ -53,21 +53,17 @@ int aps_group_link(const aps_cluster *c, int64_t stride, int64_t size,
         *alpha = d->intra_node_latency;
         return 1;
     }
-    /* Across nodes: g members per node, k nodes.  NCCL runs one ring per
-     * NIC (rail-aligned), so of the (n-1)/n * bytes every rank moves, the
-     * (k-1)/k * bytes each node must receive enter through g NICs, while
-     * the rest moves over NVLink.  The slower path sets the effective
-     * bandwidth of the ring formula.  g = 1 (one member per node, e.g. DP
-     * across nodes with TP inside) gives exactly the per-GPU NIC. */
+    /* Across nodes with g members per node: every link of a ring carries
+     * (n-1)/n of the tensor, including the one hop into each node.  NCCL
+     * runs one ring per NIC (rail-aligned channels), each carrying 1/g of
+     * the data, so the node's g NICs together give g x NIC, capped by
+     * NVLink inside the node (NVIDIA/nccl issues 412, 687).  g = 1 (one
+     * member per node, e.g. DP across nodes with TP inside): the NIC. */
     int64_t g = (stride < G && G % stride == 0) ? G / stride : 1;
     if (g > size)
         g = size;
-    int64_t k = (size + g - 1) / g;
-    double n = (double)size, kk = (double)k;
-    double cross = ((kk - 1.0) / kk) / ((n - 1.0) / n);
-    double t_inter = cross / ((double)g * nic);
-    double t_intra = g > 1 ? 1.0 / nvlink : 0.0;
-    *bw = 1.0 / (t_inter > t_intra ? t_inter : t_intra);
+    double rails = (double)g * nic;
+    *bw = rails < nvlink ? rails : nvlink;
     *alpha = d->inter_node_latency;
     return 0;
 }

@@ -1,0 +1,356 @@
+/*
+ * test_check.c -- src/core/check.c: the cheap constraint checks of
+ * MODELING.md s.5, each with its reason code and a message naming the field
+ * and the numbers (AP-FT-04 TP divisibility, AP-FT-05 batch, AP-FT-06
+ * devices / HSDP, plus CP, ZeRO stage, degrees and VPP).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "fixtures.h"
+
+typedef struct {
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    char msg[APS_REASON_LEN];
+} ctx;
+
+/* Llama-3.1-8B on N H100, B sequences of 8192 tokens, all degrees 1. */
+static void setup(ctx *x, int64_t N, int64_t B)
+{
+    fx_llama31_8b(&x->m);
+    fx_h100(&x->c, N);
+    fx_training(&x->t, B, 8192);
+    aps_strategy_defaults(&x->s);
+    x->msg[0] = '\0';
+}
+
+static aps_reason all(ctx *x)
+{
+    x->msg[0] = '\0';
+    return aps_check_all(&x->m, &x->c, &x->t, &x->s, x->msg, sizeof x->msg);
+}
+
+/* aps_estimate_run reports the same reason, infeasible, no NaN. */
+static void expect_run_reason(ctx *x, aps_reason want)
+{
+    aps_estimate e;
+    fx_run(&x->m, &x->c, &x->t, &x->s, &e);
+    ASSERT_REASON(e.reason, want, e.reason_msg);
+    assert_false(e.feasible);
+    assert_true(e.reason_msg[0] != '\0');
+}
+
+/* ------------------------------------------------------- AP-FT-04: TP */
+
+/* heads: Qwen2.5-7B a = 28, t = 8: 28 % 8 = 4 */
+static void test_ap_ft_04_tp_heads(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 8, 8);
+    fx_qwen25_7b(&x.m);
+    x.s.tp_degree = 8;
+    ASSERT_REASON(all(&x), APS_REASON_TP_DIVISIBILITY, x.msg);
+    ASSERT_HAS(x.msg, "num_attention_heads = 28");
+    ASSERT_HAS(x.msg, "tp_degree = 8");
+    expect_run_reason(&x, APS_REASON_TP_DIVISIBILITY);
+    /* t = 4 divides a = 28 and k = 4: fine */
+    x.s.tp_degree = 4;
+    x.s.dp_degree = 2;
+    ASSERT_REASON(aps_check_tp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_NONE, x.msg);
+}
+
+/* kv heads: Llama-3.1-8B k = 8, t = 16 (a = 32 divides): 8 % 16 = 8 */
+static void test_ap_ft_04_tp_kv_heads(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 16, 16);
+    x.s.tp_degree = 16;
+    ASSERT_REASON(aps_check_tp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_TP_DIVISIBILITY, x.msg);
+    ASSERT_HAS(x.msg, "num_query_groups = 8");
+    ASSERT_REASON(all(&x), APS_REASON_TP_DIVISIBILITY, x.msg);
+    expect_run_reason(&x, APS_REASON_TP_DIVISIBILITY);
+}
+
+/* hidden: h = 4100 with explicit d = 128, a = 32, k = 8, t = 8:
+ * 4100 % 8 = 4 (a and k divide) */
+static void test_ap_ft_04_tp_hidden(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 8, 8);
+    fx_llama(&x.m, "h4100", 32, 4100, 32, 8, 14336, 128256);
+    x.m.head_dim = 128;
+    fx_validate(&x.m);
+    x.s.tp_degree = 8;
+    ASSERT_REASON(aps_check_tp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_TP_DIVISIBILITY, x.msg);
+    ASSERT_HAS(x.msg, "hidden_size = 4100");
+    expect_run_reason(&x, APS_REASON_TP_DIVISIBILITY);
+}
+
+/* ffn: f = 14340, t = 8: 14340 % 8 = 4 (a, k, h divide) */
+static void test_ap_ft_04_tp_ffn(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 8, 8);
+    x.m.ffn_hidden_size = 14340;
+    x.s.tp_degree = 8;
+    ASSERT_REASON(aps_check_tp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_TP_DIVISIBILITY, x.msg);
+    ASSERT_HAS(x.msg, "ffn_hidden_size = 14340");
+    expect_run_reason(&x, APS_REASON_TP_DIVISIBILITY);
+}
+
+/* sequence with SP: s = 8190, t = 4: 8190 % 4 = 2.  Without SP the
+ * sequence is not split: fine.  With CP, SP splits the local s/c:
+ * s = 8200, c = 2 (8200 % 4 = 0, CP fine) -> 4100 % 8 = 4 at t = 8. */
+static void test_ap_ft_04_tp_sequence_parallel(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 8, 2);
+    x.t.seq_length = 8190;
+    x.s.tp_degree = 4;
+    x.s.dp_degree = 2;
+    x.s.sequence_parallel = true;
+    ASSERT_REASON(all(&x), APS_REASON_TP_DIVISIBILITY, x.msg);
+    ASSERT_HAS(x.msg, "seq_length");
+    ASSERT_HAS(x.msg, "8190");
+    ASSERT_HAS(x.msg, "sequence_parallel");
+    expect_run_reason(&x, APS_REASON_TP_DIVISIBILITY);
+    x.s.sequence_parallel = false;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+
+    setup(&x, 16, 1);
+    x.t.seq_length = 8200; /* 8200 % (2*2) = 0: CP fine; 4100 % 8 = 4 */
+    x.s.tp_degree = 8;
+    x.s.cp_degree = 2;
+    ASSERT_REASON(all(&x), APS_REASON_TP_DIVISIBILITY, x.msg);
+    ASSERT_HAS(x.msg, "4100");
+}
+
+/* ---------------------------------------------------- AP-FT-05: batch */
+
+/* B = 100, b = 2, D = 8: 100 % 16 = 4 */
+static void test_ap_ft_05_batch_divisibility(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 8, 100);
+    x.s.dp_degree = 8;
+    x.s.micro_batch_size = 2;
+    ASSERT_REASON(all(&x), APS_REASON_BATCH_DIVISIBILITY, x.msg);
+    ASSERT_HAS(x.msg, "global_batch_size = 100");
+    ASSERT_HAS(x.msg, "16");
+    expect_run_reason(&x, APS_REASON_BATCH_DIVISIBILITY);
+    /* HSDP D = R S = 2 * 4 = 8 counts too: 100 % (2 * 8) */
+    x.s.dp_degree = 2;
+    x.s.fsdp_degree = 4;
+    ASSERT_REASON(aps_check_batch(&x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_BATCH_DIVISIBILITY, x.msg);
+}
+
+/* B = 64, b = 2, D = 8: m = 64 / 16 = 4, reported by aps_estimate_run;
+ * a given micro_batch_num that disagrees (5) is refused. */
+static void test_ap_ft_05_micro_batch_num(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 8, 64);
+    x.t.framework = APS_FW_FSDP2;
+    x.s.fsdp_degree = 8;
+    x.s.micro_batch_size = 2;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    aps_estimate e;
+    fx_run(&x.m, &x.c, &x.t, &x.s, &e);
+    assert_int_equal(e.micro_batch_num, 4);
+    /* tokens per step B s = 64 * 8192 regardless of the split */
+    ASSERT_REL(e.tokens_per_s * e.step_time, 64.0 * 8192.0, REL);
+
+    x.s.micro_batch_num = 4;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    x.s.micro_batch_num = 5;
+    ASSERT_REASON(all(&x), APS_REASON_BATCH_DIVISIBILITY, x.msg);
+    ASSERT_HAS(x.msg, "micro_batch_num = 5");
+}
+
+/* -------------------------------------------------- AP-FT-06: devices */
+
+static void test_ap_ft_06_device_count(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 8, 16);
+    x.s.tp_degree = 4;
+    x.s.dp_degree = 4; /* 16 > 8 */
+    ASSERT_REASON(all(&x), APS_REASON_DEVICE_COUNT, x.msg);
+    ASSERT_HAS(x.msg, "16 devices > num_devices = 8");
+    expect_run_reason(&x, APS_REASON_DEVICE_COUNT);
+}
+
+static void test_ap_ft_06_idle_devices(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 16, 16);
+    x.s.tp_degree = 8; /* 8 < 16 */
+    ASSERT_REASON(all(&x), APS_REASON_IDLE_DEVICES, x.msg);
+    ASSERT_HAS(x.msg, "8 of num_devices = 16 idle");
+    expect_run_reason(&x, APS_REASON_IDLE_DEVICES);
+    x.s.allow_idle_devices = true;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    aps_estimate e;
+    fx_run(&x.m, &x.c, &x.t, &x.s, &e);
+    assert_int_equal(e.devices_used, 8);
+}
+
+static void test_ap_ft_06_hsdp_invalid(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 8, 8);
+    x.t.framework = APS_FW_FSDP2;
+    x.s.hsdp = true;
+    x.s.dp_degree = 8;
+    x.s.fsdp_degree = 1; /* S = 1 */
+    ASSERT_REASON(all(&x), APS_REASON_HSDP_INVALID, x.msg);
+    ASSERT_HAS(x.msg, "shard 1");
+    expect_run_reason(&x, APS_REASON_HSDP_INVALID);
+    x.s.dp_degree = 1;
+    x.s.fsdp_degree = 8; /* R = 1 */
+    ASSERT_REASON(all(&x), APS_REASON_HSDP_INVALID, x.msg);
+    ASSERT_HAS(x.msg, "replicate 1");
+    x.s.dp_degree = 2;
+    x.s.fsdp_degree = 4;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+}
+
+/* ------------------------------------------------ CP, ZeRO, degrees, VPP */
+
+/* s = 8192, c = 3: 8192 % 6 = 2; s = 4098, c = 2: 4098 % 4 = 2 */
+static void test_cp_divisibility(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 3, 1);
+    x.s.cp_degree = 3;
+    ASSERT_REASON(all(&x), APS_REASON_CP_DIVISIBILITY, x.msg);
+    ASSERT_HAS(x.msg, "seq_length = 8192");
+    ASSERT_HAS(x.msg, "= 6");
+    expect_run_reason(&x, APS_REASON_CP_DIVISIBILITY);
+    setup(&x, 2, 1);
+    x.t.seq_length = 4098;
+    x.s.cp_degree = 2;
+    ASSERT_REASON(aps_check_cp(&x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_CP_DIVISIBILITY, x.msg);
+    x.t.seq_length = 4096;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+}
+
+static void test_zero_stage_invalid(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 8, 8);
+    x.s.dp_degree = 8;
+    x.s.zero_stage = 5;
+    ASSERT_REASON(all(&x), APS_REASON_ZERO_STAGE_INVALID, x.msg);
+    ASSERT_HAS(x.msg, "zero_stage = 5");
+    expect_run_reason(&x, APS_REASON_ZERO_STAGE_INVALID);
+    x.s.zero_stage = -1;
+    ASSERT_REASON(aps_check_zero(&x.s, x.msg, sizeof x.msg),
+                  APS_REASON_ZERO_STAGE_INVALID, x.msg);
+    /* ZeRO-2 on top of FSDP sharding is meaningless */
+    x.s.dp_degree = 1;
+    x.s.fsdp_degree = 8;
+    x.s.zero_stage = 2;
+    ASSERT_REASON(aps_check_zero(&x.s, x.msg, sizeof x.msg),
+                  APS_REASON_ZERO_STAGE_INVALID, x.msg);
+    for (int64_t z = 0; z <= 3; z++) {
+        x.s.dp_degree = 8;
+        x.s.fsdp_degree = 1;
+        x.s.zero_stage = z;
+        ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    }
+}
+
+static void test_invalid_degree(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 8, 8);
+    x.s.tp_degree = 0;
+    ASSERT_REASON(all(&x), APS_REASON_INVALID_DEGREE, x.msg);
+    ASSERT_HAS(x.msg, "tp_degree = 0");
+    expect_run_reason(&x, APS_REASON_INVALID_DEGREE);
+    /* each check is safe on its own: no division by 0 */
+    ASSERT_REASON(aps_check_tp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_INVALID_DEGREE, x.msg);
+    aps_strategy_defaults(&x.s);
+    x.s.dp_degree = 0;
+    ASSERT_REASON(aps_check_batch(&x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_INVALID_DEGREE, x.msg);
+    ASSERT_HAS(x.msg, "dp_degree = 0");
+    aps_strategy_defaults(&x.s);
+    x.s.micro_batch_size = -2;
+    ASSERT_REASON(all(&x), APS_REASON_INVALID_DEGREE, x.msg);
+    ASSERT_HAS(x.msg, "micro_batch_size = -2");
+    aps_strategy_defaults(&x.s);
+    x.s.pp_degree = APS_MAX_STAGES + 1;
+    ASSERT_REASON(all(&x), APS_REASON_INVALID_DEGREE, x.msg);
+    ASSERT_HAS(x.msg, "pp_degree");
+}
+
+static void test_vpp_invalid(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 8, 8);
+    x.s.dp_degree = 8;
+    x.s.vpp_degree = 2; /* p = 1 */
+    ASSERT_REASON(all(&x), APS_REASON_VPP_INVALID, x.msg);
+    ASSERT_HAS(x.msg, "vpp_degree = 2");
+    ASSERT_HAS(x.msg, "pp_degree");
+    expect_run_reason(&x, APS_REASON_VPP_INVALID);
+    /* p = 4, v = 2, m = 6 (B 6): 6 % 4 = 2 */
+    setup(&x, 4, 6);
+    x.s.pp_degree = 4;
+    x.s.vpp_degree = 2;
+    ASSERT_REASON(all(&x), APS_REASON_VPP_INVALID, x.msg);
+    ASSERT_HAS(x.msg, "micro_batch_num = 6");
+    /* m = 8: fine */
+    x.t.global_batch_size = 8;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ap_ft_04_tp_heads),
+        cmocka_unit_test(test_ap_ft_04_tp_kv_heads),
+        cmocka_unit_test(test_ap_ft_04_tp_hidden),
+        cmocka_unit_test(test_ap_ft_04_tp_ffn),
+        cmocka_unit_test(test_ap_ft_04_tp_sequence_parallel),
+        cmocka_unit_test(test_ap_ft_05_batch_divisibility),
+        cmocka_unit_test(test_ap_ft_05_micro_batch_num),
+        cmocka_unit_test(test_ap_ft_06_device_count),
+        cmocka_unit_test(test_ap_ft_06_idle_devices),
+        cmocka_unit_test(test_ap_ft_06_hsdp_invalid),
+        cmocka_unit_test(test_cp_divisibility),
+        cmocka_unit_test(test_zero_stage_invalid),
+        cmocka_unit_test(test_invalid_degree),
+        cmocka_unit_test(test_vpp_invalid),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,279 @@
+/*
+ * test_compute.c -- src/core/compute.c through aps_estimate_run: GEMM
+ * FLOPs 2 M N K at peak x eta (eta = eta_max x/(x + half_dim)), attention
+ * core 4 b s^2 a d (halved for causal flash), FlashAttention backward 2.5 x
+ * (Dao 2023 s.3.1), GEMM backward 2 x, TP / CP splits, recompute, and the
+ * CP ring exchange with its overlap (exposed = max(0, comm - compute)).
+ *
+ * Single-GPU setup unless stated: Llama-3.1-8B, b = 1, s = 4096, B = 1
+ * (m = 1), H100 preset: bf16 peak 989.4e12, gemm_efficiency 0.75,
+ * attention_efficiency 0.45, fp8 1978.9e12 x 0.60.  To isolate the FLOP
+ * terms, hbm_bandwidth is set to 1e30 B/s (memory-bound kernels then cost
+ * ~1e-20 s, far below the 1e-9 tolerance) and gemm_half_dim to 0 (eta =
+ * eta_max) unless the test is about them.
+ *
+ * FLOPs of one micro-batch, T = b s = 4096 tokens:
+ *   layer GEMMs 2 T (matrices) = 2 * 4096 * 218,103,808
+ *     = 1,786,706,395,136; x 32 layers = 57,174,604,644,352
+ *   output layer 2 T V h = 2 * 4096 * 128256 * 4096 = 4,303,557,230,592
+ *   all GEMMs forward: 61,478,161,874,944
+ *   attention core per layer 4 b s^2 a d / 2 (causal, flash)
+ *     = 4 * 4096^2 * 32 * 128 / 2 = 137,438,953,472; x 32
+ *     = 4,398,046,511,104
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "fixtures.h"
+
+#define GEMM_FWD 61478161874944.0   /* all GEMMs of the forward */
+#define GEMM_LAYERS 57174604644352.0 /* the 32 layers' GEMMs only */
+#define ATTN_FWD 4398046511104.0     /* causal attention core, 32 layers */
+#define BF16_GEMM (989.4e12 * 0.75)
+#define ATTN_RATE (989.4e12 * 0.45)
+
+static void setup(aps_model *m, aps_cluster *c, aps_training *t,
+                  aps_strategy *s)
+{
+    fx_llama31_8b(m);
+    fx_h100(c, 1);
+    c->device.hbm_bandwidth = 1e30;
+    c->device.gemm_half_dim = 0.0;
+    fx_training(t, 1, 4096);
+    aps_strategy_defaults(s);
+}
+
+/* forward = GEMM_FWD / (989.4e12 * 0.75) + ATTN_FWD / (989.4e12 * 0.45)
+ *         = 0.082849... + 0.009877... s
+ * backward = 2 GEMM_FWD / (989.4e12 * 0.75) + 2.5 ATTN_FWD / (...0.45) */
+static void test_compute_fwd_bwd_flops(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    setup(&m, &c, &t, &s);
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.perf_total[APS_PERF_COMPUTE_FWD],
+               GEMM_FWD / BF16_GEMM + ATTN_FWD / ATTN_RATE, REL);
+    ASSERT_REL(e.perf_total[APS_PERF_COMPUTE_BWD],
+               2.0 * GEMM_FWD / BF16_GEMM + 2.5 * ATTN_FWD / ATTN_RATE, REL);
+    ASSERT_REL(e.perf_total[APS_PERF_RECOMPUTE], 0.0, 0);
+    /* nothing to communicate on one GPU */
+    ASSERT_REL(e.perf_total[APS_PERF_TP_COMM], 0.0, 0);
+    ASSERT_REL(e.perf_total[APS_PERF_DP_GRAD_SYNC], 0.0, 0);
+    ASSERT_REL(e.perf_total[APS_PERF_PP_BUBBLE], 0.0, 0);
+}
+
+/* Efficiency curve: every GEMM here has smallest dimension 4096 (T = h =
+ * 4096); with gemm_half_dim = 4096, eta = 0.75 * 4096 / 8192 = 0.375, so
+ * the GEMM part of the forward doubles. */
+static void test_compute_gemm_efficiency_curve(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    setup(&m, &c, &t, &s);
+    c.device.gemm_half_dim = 4096.0;
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.perf_total[APS_PERF_COMPUTE_FWD],
+               GEMM_FWD / (989.4e12 * 0.375) + ATTN_FWD / ATTN_RATE, REL);
+}
+
+/* fp8: GEMMs at the fp8 peak and fp8 efficiency, 1978.9e12 * 0.60;
+ * attention stays bf16. */
+static void test_compute_fp8(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    setup(&m, &c, &t, &s);
+    t.precision = APS_PREC_FP8;
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.perf_total[APS_PERF_COMPUTE_FWD],
+               GEMM_FWD / (1978.9e12 * 0.60) + ATTN_FWD / ATTN_RATE, REL);
+}
+
+/* Non-flash attention: no causal skipping (2 x the flash forward FLOPs),
+ * backward 2 x forward. */
+static void test_compute_no_flash(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    setup(&m, &c, &t, &s);
+    t.flash_attention = false;
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.perf_total[APS_PERF_COMPUTE_FWD],
+               GEMM_FWD / BF16_GEMM + 2.0 * ATTN_FWD / ATTN_RATE, REL);
+    ASSERT_REL(e.perf_total[APS_PERF_COMPUTE_BWD],
+               2.0 * GEMM_FWD / BF16_GEMM + 4.0 * ATTN_FWD / ATTN_RATE, REL);
+}
+
+/* TP 2 (SP on) on 2 GPUs: every GEMM and the attention split in two,
+ * including the vocab-parallel output layer (128256 is a multiple of
+ * 128 * 2, no padding). */
+static void test_compute_tp_splits(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    setup(&m, &c, &t, &s);
+    fx_h100(&c, 2);
+    c.device.hbm_bandwidth = 1e30;
+    c.device.gemm_half_dim = 0.0;
+    s.tp_degree = 2;
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.perf_total[APS_PERF_COMPUTE_FWD],
+               (GEMM_FWD / BF16_GEMM + ATTN_FWD / ATTN_RATE) / 2.0, REL);
+}
+
+/* Recompute: full adds one forward of every layer (not the output layer):
+ * GEMM_LAYERS / (989.4e12 * 0.75) + ATTN_FWD / (989.4e12 * 0.45);
+ * selective adds the attention-core forward only. */
+static void test_compute_recompute(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    setup(&m, &c, &t, &s);
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.perf_total[APS_PERF_RECOMPUTE],
+               GEMM_LAYERS / BF16_GEMM + ATTN_FWD / ATTN_RATE, REL);
+    /* 8 of 32 layers: a quarter */
+    s.recompute_num_layers[0] = 8;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.perf_total[APS_PERF_RECOMPUTE],
+               (GEMM_LAYERS / BF16_GEMM + ATTN_FWD / ATTN_RATE) / 4.0, REL);
+    s.layer_recompute = APS_RECOMPUTE_SELECTIVE;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.perf_total[APS_PERF_RECOMPUTE], ATTN_FWD / ATTN_RATE, REL);
+}
+
+/* Memory-bound kernels, at the preset HBM rate 3350e9 * 0.8 = 2.68e12 B/s,
+ * with compute.c's byte accounting for one layer's forward (T = 4096):
+ *   norms 2 x (read + write) 2 x 2 B x h    8 h = 32,768 B/token
+ *   residuals 2 x 3 accesses x 2 B x h     12 h = 49,152
+ *   RoPE on Q and K, read + write 2 x 2 (a + k) d = 4 * 5120 = 20,480
+ *   SwiGLU 3 x 2 B x f                       6 f = 86,016
+ *   -> 188,416 B/token x 4096 = 771,751,936 B per layer;
+ * plus the embedding write 2 T h = 33,554,432 and half the cross-entropy
+ * traffic 0.5 x (2 x 2 + 3 x 4) T V = 8 * 4096 * 128256 = 4,202,692,608:
+ *   32 * 771,751,936 + 33,554,432 + 4,202,692,608 = 28,932,308,992 B
+ *   / 2.68e12 = 0.0107956... s on top of the FLOP terms. */
+static void test_compute_memory_bound(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    setup(&m, &c, &t, &s);
+    c.device.hbm_bandwidth = 3350e9;
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.perf_total[APS_PERF_COMPUTE_FWD],
+               GEMM_FWD / BF16_GEMM + ATTN_FWD / ATTN_RATE +
+                   28932308992.0 / (3350e9 * 0.8),
+               REL);
+}
+
+/* CP ring (p2p), c = 2 on 2 GPUs of one node, s = 8192, b = 1, B = 1.
+ * Per layer: K, V chunk of the local s/c = 4096 tokens,
+ *   2 (K and V) x 2 B x 4096 x k d = 2 * 2 * 4096 * 8 * 128 = 16,777,216 B;
+ *   forward c - 1 = 1 step: bytes/bw + alpha; backward twice that.
+ * Attention of the chunk: 4 b (s/c) s a d / 2 = 4 * 4096 * 8192 * 32 * 128
+ *   / 2 = 274,877,906,944 FLOPs forward, at 989.4e12 * 0.45: 6.1738e-4 s;
+ *   backward 2.5 x = 1.5435e-3 s.
+ * NVLink (360e9 B/s, 3e-6 s): comm 16,777,216 / 360e9 + 3e-6 = 4.96e-5 s
+ *   < compute: fully hidden, exposed 0.
+ * A 10e9 B/s "NVLink" (bw 8e9): forward comm 16,777,216 / 8e9 + 3e-6
+ *   = 2.100152e-3 s, backward 4.200304e-3 s, both above the compute:
+ *   exposed = 32 ((2.100152e-3 - 6.1738e-4) + (4.200304e-3 - 1.5435e-3)). */
+static void test_compute_cp_ring_overlap(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    setup(&m, &c, &t, &s);
+    fx_h100(&c, 2);
+    fx_training(&t, 1, 8192);
+    s.cp_degree = 2;
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    double kv = 16777216.0, L = 32.0;
+    double cp_f = kv / 360e9 + 3e-6;
+    ASSERT_REL(e.perf_total[APS_PERF_CP_COMM], L * 3.0 * cp_f, REL);
+    ASSERT_REL(e.perf_exposed[APS_PERF_CP_COMM], 0.0, 0);
+
+    c.device.intra_node_bandwidth = 10e9;
+    fx_run(&m, &c, &t, &s, &e);
+    cp_f = kv / 8e9 + 3e-6;
+    ASSERT_REL(cp_f, 2.100152e-3, 1e-12);
+    double attn_f = 274877906944.0 / ATTN_RATE;
+    double exposed = L * ((cp_f - attn_f) + (2.0 * cp_f - 2.5 * attn_f));
+    assert_true(cp_f > attn_f && 2.0 * cp_f > 2.5 * attn_f);
+    ASSERT_REL(e.perf_total[APS_PERF_CP_COMM], L * 3.0 * cp_f, REL);
+    ASSERT_REL(e.perf_exposed[APS_PERF_CP_COMM], exposed, REL);
+}
+
+/* CP all-gather (Llama 3): forward all-gather of the full K, V (c x the
+ * chunk), backward all-gather again + reduce-scatter of dK, dV; exposed.
+ * c = 2, NVLink: one all-gather = 1/2 * 33,554,432 / 360e9 + 3e-6. */
+static void test_compute_cp_allgather(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    setup(&m, &c, &t, &s);
+    fx_h100(&c, 2);
+    fx_training(&t, 1, 8192);
+    s.cp_degree = 2;
+    s.cp_comm_type = APS_CP_ALL_GATHER;
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    double ag = 0.5 * 33554432.0 / 360e9 + 3e-6;
+    ASSERT_REL(e.perf_total[APS_PERF_CP_COMM], 32.0 * 3.0 * ag, REL);
+    ASSERT_REL(e.perf_exposed[APS_PERF_CP_COMM], 32.0 * 3.0 * ag, REL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_compute_fwd_bwd_flops),
+        cmocka_unit_test(test_compute_gemm_efficiency_curve),
+        cmocka_unit_test(test_compute_fp8),
+        cmocka_unit_test(test_compute_no_flash),
+        cmocka_unit_test(test_compute_tp_splits),
+        cmocka_unit_test(test_compute_recompute),
+        cmocka_unit_test(test_compute_memory_bound),
+        cmocka_unit_test(test_compute_cp_ring_overlap),
+        cmocka_unit_test(test_compute_cp_allgather),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

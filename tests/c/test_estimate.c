@@ -1,0 +1,532 @@
+/*
+ * test_estimate.c -- src/core/estimate.c: one strategy end to end
+ * (AP-FT-08): the memory-limit reason, the invariants of the result
+ * (categories sum to totals, step time = sum of exposed terms, exposed <=
+ * total, tokens/s = B s / step), FLOPs per step against Narayanan et al.
+ * SC'21 eq. 3, finiteness of infeasible results, the memory_limit
+ * override.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "fixtures.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* ------------------------------------------------- a set of strategies */
+
+typedef struct {
+    const char *name;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+} scenario;
+
+enum { NSCEN = 13 };
+
+/* Valid strategies covering every code path: DP, ZeRO 1-3, TP +/- SP,
+ * FSDP2, HSDP, PP, interleaved PP, CP (p2p and all-gather), full and
+ * selective recompute, fp8, SGD, uneven stages, reshard off. */
+static void scenarios(scenario *x)
+{
+    for (int i = 0; i < NSCEN; i++) {
+        aps_strategy_defaults(&x[i].s);
+        fx_llama31_8b(&x[i].m);
+    }
+    /* 0: Megatron DP 8 */
+    x[0].name = "8b dp8";
+    fx_h100(&x[0].c, 8);
+    fx_training(&x[0].t, 32, 4096);
+    x[0].s.dp_degree = 8;
+    /* 1: TP 8 with SP */
+    x[1].name = "8b tp8 sp";
+    fx_h100(&x[1].c, 8);
+    fx_training(&x[1].t, 4, 8192);
+    x[1].s.tp_degree = 8;
+    /* 2: FSDP2 S 8, selective */
+    x[2].name = "8b fsdp8 selective";
+    fx_h100(&x[2].c, 8);
+    fx_training(&x[2].t, 16, 8192);
+    x[2].t.framework = APS_FW_FSDP2;
+    x[2].s.fsdp_degree = 8;
+    x[2].s.layer_recompute = APS_RECOMPUTE_SELECTIVE;
+    /* 3: HSDP R 2 S 8 */
+    x[3].name = "8b hsdp 2x8";
+    fx_h100(&x[3].c, 16);
+    fx_training(&x[3].t, 32, 8192);
+    x[3].t.framework = APS_FW_FSDP2;
+    x[3].s.dp_degree = 2;
+    x[3].s.fsdp_degree = 8;
+    x[3].s.hsdp = true;
+    /* 4: 70B TP 8, PP 4, VPP 2, DP 2, full recompute */
+    x[4].name = "70b tp8 pp4 vpp2 dp2 full";
+    fx_llama31_70b(&x[4].m);
+    fx_h100(&x[4].c, 64);
+    fx_training(&x[4].t, 64, 4096);
+    x[4].s.tp_degree = 8;
+    x[4].s.pp_degree = 4;
+    x[4].s.vpp_degree = 2;
+    x[4].s.dp_degree = 2;
+    x[4].s.layer_recompute = APS_RECOMPUTE_FULL;
+    /* 5: 70B TP 8, CP 2, PP 2 */
+    x[5].name = "70b tp8 cp2 pp2";
+    fx_llama31_70b(&x[5].m);
+    fx_h100(&x[5].c, 32);
+    fx_training(&x[5].t, 8, 8192);
+    x[5].s.tp_degree = 8;
+    x[5].s.cp_degree = 2;
+    x[5].s.pp_degree = 2;
+    /* 6: DeepSpeed ZeRO-3 over 16 */
+    x[6].name = "8b deepspeed zero3 dp16";
+    fx_h100(&x[6].c, 16);
+    fx_training(&x[6].t, 16, 4096);
+    x[6].t.framework = APS_FW_DEEPSPEED;
+    x[6].t.precision = APS_PREC_FP16;
+    x[6].s.dp_degree = 16;
+    x[6].s.zero_stage = 3;
+    /* 7: CP 4 all-gather, FSDP2 S 2 */
+    x[7].name = "8b cp4 allgather fsdp2";
+    fx_h100(&x[7].c, 8);
+    fx_training(&x[7].t, 2, 32768);
+    x[7].t.framework = APS_FW_FSDP2;
+    x[7].s.fsdp_degree = 2;
+    x[7].s.cp_degree = 4;
+    x[7].s.cp_comm_type = APS_CP_ALL_GATHER;
+    /* 8: fp8, Megatron TP 2 DP 4 with distributed optimizer */
+    x[8].name = "8b fp8 tp2 dp4 zero1";
+    fx_h100(&x[8].c, 8);
+    fx_training(&x[8].t, 16, 4096);
+    x[8].t.precision = APS_PREC_FP8;
+    x[8].s.tp_degree = 2;
+    x[8].s.dp_degree = 4;
+    x[8].s.zero_stage = 1;
+    /* 9: SGD, TP 4 without SP, DP 2, ZeRO-2 */
+    x[9].name = "8b sgd tp4 nosp dp2 zero2";
+    fx_h100(&x[9].c, 8);
+    fx_training(&x[9].t, 8, 4096);
+    x[9].t.optimizer = APS_OPT_SGD;
+    x[9].s.tp_degree = 4;
+    x[9].s.sequence_parallel = false;
+    x[9].s.dp_degree = 2;
+    x[9].s.zero_stage = 2;
+    /* 10: 405B TP 8 PP 16, uneven stages 7 / 8 x 14 / 7 */
+    x[10].name = "405b tp8 pp16 uneven";
+    fx_llama31_405b(&x[10].m);
+    fx_h100(&x[10].c, 128);
+    fx_training(&x[10].t, 32, 8192);
+    x[10].s.tp_degree = 8;
+    x[10].s.pp_degree = 16;
+    for (int i = 0; i < 16; i++)
+        x[10].s.stage_partition[i] = (i == 0 || i == 15) ? 7 : 8;
+    /* 11: FSDP2 reshard_after_forward off (ZeRO-2-like), GPT-style model
+     * with dropout and no flash */
+    x[11].name = "gpt2 fsdp8 no-reshard dropout";
+    fx_gpt2_124m(&x[11].m);
+    fx_h100(&x[11].c, 8);
+    fx_training(&x[11].t, 64, 1024);
+    x[11].t.framework = APS_FW_FSDP2;
+    x[11].t.dropout = true;
+    x[11].t.flash_attention = false;
+    x[11].s.fsdp_degree = 8;
+    x[11].s.reshard_after_forward = false;
+    x[11].s.micro_batch_size = 4;
+    /* 12: Qwen2.5-7B, TP 4 (28 heads / 4), PP 2 with layer_offset, DP 2 */
+    x[12].name = "qwen tp4 pp2 offset dp2";
+    fx_qwen25_7b(&x[12].m);
+    fx_h100(&x[12].c, 16);
+    fx_training(&x[12].t, 16, 4096);
+    x[12].s.tp_degree = 4;
+    x[12].s.pp_degree = 2;
+    x[12].s.dp_degree = 2;
+    x[12].s.layer_offset[0] = -2;
+    x[12].s.layer_offset[1] = 2;
+}
+
+/* Every double of the result the caller can read is finite. */
+static void assert_all_finite(const aps_estimate *e, const char *name)
+{
+    const double scalars[] = {
+        e->vocab_padded, e->params_total, e->mem_peak, e->mem_limit,
+        e->step_time, e->tokens_per_s, e->tokens_per_s_per_gpu,
+        e->model_flops_per_step, e->hardware_flops_per_step,
+        e->model_tflops_per_gpu, e->mfu, e->hfu};
+    for (size_t k = 0; k < sizeof scalars / sizeof scalars[0]; k++)
+        if (!isfinite(scalars[k]))
+            fail_msg("%s: scalar field %zu is %g", name, k, scalars[k]);
+    for (int k = 0; k < APS_MEM_COUNT; k++)
+        if (!isfinite(e->mem[k]))
+            fail_msg("%s: mem[%d] is %g", name, k, e->mem[k]);
+    for (int k = 0; k < APS_PERF_COUNT; k++)
+        if (!isfinite(e->perf_total[k]) || !isfinite(e->perf_exposed[k]))
+            fail_msg("%s: perf[%d] is %g / %g", name, k, e->perf_total[k],
+                     e->perf_exposed[k]);
+    if (e->num_stages < 0 || e->num_stages > APS_MAX_STAGES)
+        fail_msg("%s: num_stages = %lld", name, (long long)e->num_stages);
+    for (int64_t i = 0; i < e->num_stages; i++) {
+        const aps_stage_estimate *st = &e->stages[i];
+        const double v[] = {st->params, st->inflight_microbatches,
+                            st->mem_total, st->time_fwd, st->time_bwd};
+        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
+            if (!isfinite(v[k]))
+                fail_msg("%s: stage %lld field %zu is %g", name,
+                         (long long)i, k, v[k]);
+        for (int k = 0; k < APS_MEM_COUNT; k++)
+            if (!isfinite(st->mem[k]))
+                fail_msg("%s: stage %lld mem[%d] is %g", name, (long long)i,
+                         k, st->mem[k]);
+    }
+}
+
+/* Run with the output poisoned (all bits set: NaN doubles, -1 integers)
+ * so that a field the estimator forgets to write shows up. */
+static aps_estimate *run_poisoned(const scenario *x)
+{
+    aps_estimate *e = test_malloc(sizeof *e);
+    memset(e, 0xff, sizeof *e);
+    fx_run(&x->m, &x->c, &x->t, &x->s, e);
+    return e;
+}
+
+/* ----------------------------------------------------- AP-FT-08: memory */
+
+/* Llama-3.1-70B, PP 8 alone on 8 H100 (Megatron, 18 B/param), B = 8,
+ * s = 4096, m = 8.  Stage 1 holds 10 layers + the embedding:
+ *   10 * 855,654,400 + 128256 * 8192 = 8,556,544,000 + 1,050,673,152
+ *   = 9,607,217,152 params; optimizer_states 12 * 9,607,217,152
+ *   = 115,286,605,824 bytes = 107.37 GiB, the largest category; with 8
+ *   micro-batches in flight stage 1 is the worst stage.  Limit: 81559 MiB
+ *   - 1 GiB = 84,447,068,160 bytes (78.65 GiB). */
+static void test_ap_ft_08_memory_limit_reason(void **state)
+{
+    (void)state;
+    scenario x;
+    aps_strategy_defaults(&x.s);
+    fx_llama31_70b(&x.m);
+    fx_h100(&x.c, 8);
+    fx_training(&x.t, 8, 4096);
+    x.s.pp_degree = 8;
+    aps_estimate *e = run_poisoned(&x);
+    assert_false(e->feasible);
+    ASSERT_REASON(e->reason, APS_REASON_MEMORY_LIMIT, e->reason_msg);
+    ASSERT_REL(e->mem_limit, 84447068160.0, REL);
+    assert_int_equal(e->worst_stage, 0);
+    ASSERT_DBL_EXACT(e->stages[0].params, 9607217152.0);
+    ASSERT_REL(e->stages[0].mem[APS_MEM_OPTIMIZER_STATES], 115286605824.0,
+               REL);
+    for (int k = 0; k < APS_MEM_COUNT; k++)
+        assert_true(e->stages[0].mem[k] <=
+                    e->stages[0].mem[APS_MEM_OPTIMIZER_STATES]);
+    ASSERT_HAS(e->reason_msg, "stage 1 of 8");
+    ASSERT_HAS(e->reason_msg, "optimizer_states");
+    ASSERT_HAS(e->reason_msg, "107.37 GiB");
+    ASSERT_HAS(e->reason_msg, "78.65 GiB");
+    assert_true(e->mem_peak > e->mem_limit);
+    assert_all_finite(e, "70b pp8");
+    test_free(e);
+}
+
+/* The worst stage is the argmax of the stage totals and mem[] / mem_peak
+ * are its copy. */
+static void test_ap_ft_08_worst_stage_is_max(void **state)
+{
+    (void)state;
+    scenario *x = test_malloc(NSCEN * sizeof *x);
+    scenarios(x);
+    for (int i = 0; i < NSCEN; i++) {
+        aps_estimate *e = run_poisoned(&x[i]);
+        if (e->num_stages < 1)
+            fail_msg("%s: not estimated: %s %s", x[i].name,
+                     aps_reason_code(e->reason), e->reason_msg);
+        int64_t w = e->worst_stage;
+        for (int64_t j = 0; j < e->num_stages; j++)
+            assert_true(e->stages[j].mem_total <= e->stages[w].mem_total);
+        ASSERT_REL(e->mem_peak, e->stages[w].mem_total, 0);
+        for (int k = 0; k < APS_MEM_COUNT; k++)
+            ASSERT_REL(e->mem[k], e->stages[w].mem[k], 0);
+        test_free(e);
+    }
+    test_free(x);
+}
+
+/* ------------------------------------------- AP-FT-08: the invariants */
+
+static void test_ap_ft_08_invariants(void **state)
+{
+    (void)state;
+    scenario *x = test_malloc(NSCEN * sizeof *x);
+    scenarios(x);
+    for (int i = 0; i < NSCEN; i++) {
+        aps_estimate *e = run_poisoned(&x[i]);
+        if (e->reason != APS_REASON_NONE &&
+            e->reason != APS_REASON_MEMORY_LIMIT)
+            fail_msg("%s: %s %s", x[i].name, aps_reason_code(e->reason),
+                     e->reason_msg);
+        assert_all_finite(e, x[i].name);
+
+        /* every stage's categories sum to its total */
+        for (int64_t j = 0; j < e->num_stages; j++) {
+            double sum = 0.0;
+            for (int k = 0; k < APS_MEM_COUNT; k++) {
+                if (e->stages[j].mem[k] < 0.0)
+                    fail_msg("%s: stage %lld mem[%d] < 0", x[i].name,
+                             (long long)j, k);
+                sum += e->stages[j].mem[k];
+            }
+            ASSERT_REL(sum, e->stages[j].mem_total, 1e-12);
+        }
+        /* step time is the sum of the exposed terms; exposed <= total */
+        double sum = 0.0;
+        for (int k = 0; k < APS_PERF_COUNT; k++) {
+            sum += e->perf_exposed[k];
+            if (e->perf_exposed[k] < 0.0 ||
+                e->perf_exposed[k] > e->perf_total[k] * (1.0 + 1e-12))
+                fail_msg("%s: %s exposed %.17g total %.17g", x[i].name,
+                         aps_perf_category_name((aps_perf_category)k),
+                         e->perf_exposed[k], e->perf_total[k]);
+        }
+        ASSERT_REL(e->step_time, sum, 1e-12);
+        assert_true(e->step_time > 0.0);
+        /* tokens/s = B s / step_time, per GPU over devices used */
+        double B = (double)x[i].t.global_batch_size;
+        double S = (double)x[i].t.seq_length;
+        ASSERT_REL(e->tokens_per_s, B * S / e->step_time, REL);
+        ASSERT_REL(e->tokens_per_s_per_gpu,
+                   e->tokens_per_s / (double)e->devices_used, REL);
+        /* MFU = model FLOPs / (step N peak); HFU >= MFU */
+        double peak = x[i].t.precision == APS_PREC_FP8
+                          ? x[i].c.device.peak_flops_fp8
+                          : x[i].c.device.peak_flops_bf16;
+        ASSERT_REL(e->mfu, e->model_flops_per_step /
+                               (e->step_time * (double)e->devices_used * peak),
+                   REL);
+        ASSERT_REL(e->model_tflops_per_gpu,
+                   e->model_flops_per_step / e->step_time /
+                       (double)e->devices_used / 1e12,
+                   REL);
+        assert_true(e->hfu >= e->mfu);
+        assert_true(e->mfu > 0.0 && e->mfu < 1.0);
+        test_free(e);
+    }
+    test_free(x);
+}
+
+/* PP p2p: per micro-batch per chunk boundary the activation forward and
+ * its gradient backward, 2 b s h / (t if SP) bytes each, over the pp
+ * group (stride t c S R).  Scenario "70b pp8" as above: stride 1, 8 ranks
+ * in one node, NVLink 360e9 B/s, 3e-6 s:
+ *   bytes = 2 * 4096 * 8192 = 67,108,864
+ *   2 m v (bytes/bw + alpha) = 16 * (67,108,864 / 360e9 + 3e-6)
+ *   = 16 * (1.8641351111e-4 + 3e-6) = 3.03061617778e-3 s. */
+static void test_pp_p2p_time(void **state)
+{
+    (void)state;
+    scenario x;
+    aps_strategy_defaults(&x.s);
+    fx_llama31_70b(&x.m);
+    fx_h100(&x.c, 8);
+    fx_training(&x.t, 8, 4096);
+    x.s.pp_degree = 8;
+    aps_estimate e;
+    fx_run(&x.m, &x.c, &x.t, &x.s, &e);
+    ASSERT_REL(e.perf_total[APS_PERF_PP_P2P],
+               16.0 * (67108864.0 / 360e9 + 3e-6), REL);
+}
+
+/* ------------------------------------------ memory limit override */
+
+static void test_memory_limit_override(void **state)
+{
+    (void)state;
+    scenario x;
+    aps_strategy_defaults(&x.s);
+    fx_llama31_8b(&x.m);
+    fx_h100(&x.c, 8);
+    fx_training(&x.t, 4, 8192);
+    x.s.tp_degree = 8;
+    aps_estimate e;
+    fx_run(&x.m, &x.c, &x.t, &x.s, &e);
+    assert_true(e.feasible);
+    double peak = e.mem_peak;
+    assert_true(peak > 4.0 * GIB);
+
+    x.t.memory_limit_bytes = peak - 1.0; /* one byte short */
+    fx_run(&x.m, &x.c, &x.t, &x.s, &e);
+    ASSERT_REL(e.mem_limit, peak - 1.0, 0);
+    assert_false(e.feasible);
+    ASSERT_REASON(e.reason, APS_REASON_MEMORY_LIMIT, e.reason_msg);
+    ASSERT_REL(e.mem_peak, peak, 0); /* the limit does not change memory */
+
+    x.t.memory_limit_bytes = peak; /* <= limit is feasible */
+    fx_run(&x.m, &x.c, &x.t, &x.s, &e);
+    assert_true(e.feasible);
+    ASSERT_REASON(e.reason, APS_REASON_NONE, e.reason_msg);
+
+    /* a larger limit than the device: 70B PP 8 becomes feasible */
+    fx_llama31_70b(&x.m);
+    aps_strategy_defaults(&x.s);
+    x.s.pp_degree = 8;
+    fx_training(&x.t, 8, 4096);
+    x.t.memory_limit_bytes = 1e15;
+    fx_run(&x.m, &x.c, &x.t, &x.s, &e);
+    assert_true(e.feasible);
+    ASSERT_REL(e.mem_limit, 1e15, 0);
+    /* margin only matters without an explicit limit: 80 GiB - 4 GiB */
+    x.t.memory_limit_bytes = 0;
+    x.t.memory_margin_bytes = 4.0 * GIB;
+    fx_run(&x.m, &x.c, &x.t, &x.s, &e);
+    ASSERT_REL(e.mem_limit, 81559.0 * 1024.0 * 1024.0 - 4.0 * GIB, REL);
+}
+
+/* ------------------------------------------- NaN / Inf when infeasible */
+
+static void test_infeasible_results_are_finite(void **state)
+{
+    (void)state;
+    scenario *x = test_malloc(NSCEN * sizeof *x);
+    scenarios(x);
+    int memory_failures = 0;
+    for (int i = 0; i < NSCEN; i++) {
+        /* a: squeeze the memory limit so every strategy fails on memory */
+        x[i].t.memory_limit_bytes = 1.0;
+        aps_estimate *e = run_poisoned(&x[i]);
+        ASSERT_REASON(e->reason, APS_REASON_MEMORY_LIMIT, e->reason_msg);
+        assert_false(e->feasible);
+        assert_all_finite(e, x[i].name);
+        memory_failures++;
+        test_free(e);
+        x[i].t.memory_limit_bytes = 0.0;
+
+        /* b: break a check; the result must stay finite and empty */
+        aps_strategy keep = x[i].s;
+        x[i].s.tp_degree = 3; /* N is a power of 2: the device count
+                                 can never match a product with 3 */
+        e = run_poisoned(&x[i]);
+        assert_true(e->reason != APS_REASON_NONE);
+        assert_false(e->feasible);
+        assert_int_equal(e->num_stages, 0);
+        assert_all_finite(e, x[i].name);
+        test_free(e);
+        x[i].s = keep;
+
+        x[i].s.micro_batch_size = 0;
+        e = run_poisoned(&x[i]);
+        ASSERT_REASON(e->reason, APS_REASON_INVALID_DEGREE, e->reason_msg);
+        assert_all_finite(e, x[i].name);
+        test_free(e);
+        x[i].s = keep;
+    }
+    assert_int_equal(memory_failures, NSCEN);
+    test_free(x);
+}
+
+/* NULL arguments are EINVAL, not a crash. */
+static void test_null_arguments(void **state)
+{
+    (void)state;
+    scenario x;
+    aps_strategy_defaults(&x.s);
+    fx_llama31_8b(&x.m);
+    fx_h100(&x.c, 8);
+    fx_training(&x.t, 8, 4096);
+    aps_estimate e;
+    assert_int_equal(aps_estimate_run(NULL, &x.c, &x.t, &x.s, &e), APS_EINVAL);
+    assert_int_equal(aps_estimate_run(&x.m, NULL, &x.t, &x.s, &e), APS_EINVAL);
+    assert_int_equal(aps_estimate_run(&x.m, &x.c, NULL, &x.s, &e), APS_EINVAL);
+    assert_int_equal(aps_estimate_run(&x.m, &x.c, &x.t, NULL, &e), APS_EINVAL);
+    assert_int_equal(aps_estimate_run(&x.m, &x.c, &x.t, &x.s, NULL),
+                     APS_EINVAL);
+}
+
+/* -------------------------------------------------- FLOPs per step */
+
+/* Narayanan et al. SC'21 eq. 3 (hardware FLOPs with full recompute,
+ * non-causal attention): F = 96 B s L h^2 (1 + s/(6h) + V/(16 L h)).
+ * GPT-3 175B shapes (f = 4h, k = a, d = h/a), B = 1536, s = 2048,
+ * L = 96, h = 12288, V = 50257:
+ *   1 + 2048/73728 + 50257/18874368 = 1.030440...
+ *   F = 96 * 1536 * 2048 * 96 * 12288^2 * (...) = 4,510,752,044,998,459,392
+ * Eq. 3 counts only the matrices (12 h^2 per layer) and ignores the
+ * biases, as aps_layer_matmul_params does. */
+static void test_ap_ft_08_flops_sc21_eq3(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_gpt3_175b(&m);
+    aps_training t;
+    fx_training(&t, 1536, 2048);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.layer_recompute = APS_RECOMPUTE_FULL; /* every layer: -1 */
+    double B = 1536, S = 2048, L = 96, h = 12288, V = 50257;
+    double eq3 = 96.0 * B * S * L * h * h *
+                 (1.0 + S / (6.0 * h) + V / (16.0 * L * h));
+    ASSERT_REL(eq3, 4510752044998459392.0, 1e-12);
+    ASSERT_REL(aps_layer_matmul_params(&m), 12.0 * h * h, 0);
+    ASSERT_REL(aps_flops_per_step(&m, &t, &s, false, true), eq3, REL);
+
+    /* the same through pipeline stages (PP 8 x 12 layers, recompute all) */
+    s.pp_degree = 8;
+    ASSERT_REL(aps_flops_per_step(&m, &t, &s, false, true), eq3, REL);
+
+    /* Model FLOPs (no recompute): 72 B s L h^2 + 12 B s^2 L h + 6 B s h V
+     * non-causal = 3,385,978,038,062,678,016; causal halves the attention
+     * term: 72 B s L h^2 + 6 B s^2 L h + 6 B s h V
+     * = 3,340,379,091,835,551,744. */
+    ASSERT_REL(aps_flops_per_step(&m, &t, &s, false, false),
+               3385978038062678016.0, REL);
+    ASSERT_REL(aps_flops_per_step(&m, &t, &s, true, false),
+               3340379091835551744.0, REL);
+    /* Selective recompute adds the attention-core forward, 4 B s^2 L h:
+     * 3,385,978,038,062,678,016 + 30,399,297,484,750,848
+     * = 3,416,377,335,547,428,864 (non-causal). */
+    s.layer_recompute = APS_RECOMPUTE_SELECTIVE;
+    ASSERT_REL(aps_flops_per_step(&m, &t, &s, false, true),
+               3416377335547428864.0, REL);
+    /* Full recompute of 4 of 12 layers per stage: one third of the
+     * recompute of eq. 3, whose recompute part is
+     * B L (2 s 12 h^2 + 4 s^2 h) = eq3 - 3,385,978,038,062,678,016 */
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    for (int i = 0; i < 8; i++)
+        s.recompute_num_layers[i] = 4;
+    ASSERT_REL(aps_flops_per_step(&m, &t, &s, false, true),
+               3385978038062678016.0 +
+                   (eq3 - 3385978038062678016.0) / 3.0,
+               REL);
+}
+
+/* aps_estimate_run's model FLOPs are causal without recompute:
+ * Llama-3.1-8B, B = 32, s = 4096 (matrices 218,103,808 per layer,
+ * a d = 4096):
+ *   3 B [L (2 s 218,103,808 + 2 s^2 a d) + 2 s h V]
+ *   = 6,324,116,005,060,608 FLOPs per step. */
+static void test_model_flops_in_estimate(void **state)
+{
+    (void)state;
+    scenario *x = test_malloc(NSCEN * sizeof *x);
+    scenarios(x);
+    aps_estimate *e = run_poisoned(&x[0]); /* 8b dp8, B 32, s 4096 */
+    ASSERT_REL(e->model_flops_per_step, 6324116005060608.0, REL);
+    ASSERT_REL(e->hardware_flops_per_step, 6324116005060608.0, REL);
+    test_free(e);
+    test_free(x);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ap_ft_08_memory_limit_reason),
+        cmocka_unit_test(test_ap_ft_08_worst_stage_is_max),
+        cmocka_unit_test(test_ap_ft_08_invariants),
+        cmocka_unit_test(test_pp_p2p_time),
+        cmocka_unit_test(test_memory_limit_override),
+        cmocka_unit_test(test_infeasible_results_are_finite),
+        cmocka_unit_test(test_null_arguments),
+        cmocka_unit_test(test_ap_ft_08_flops_sc21_eq3),
+        cmocka_unit_test(test_model_flops_in_estimate),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

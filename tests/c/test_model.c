@@ -1,0 +1,304 @@
+/*
+ * test_model.c -- src/core/model.c: validation and parameter counts.
+ *
+ * Published counts (shared/models/README.md; Hugging Face model cards /
+ * safetensors metadata) must be reproduced to the parameter.  Each count
+ * is also hand-derived below from MODELING.md s.2: per layer Q h*a*d, K and
+ * V h*k*d each, O a*d*h, MLP 3*h*f (gated) or 2*h*f, norms; embedding V*h,
+ * output V*h unless tied, final norm.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "fixtures.h"
+
+static double total_params(const aps_model *m)
+{
+    aps_param_counts pc;
+    aps_model_param_counts(m, &pc);
+    return pc.total;
+}
+
+/* Llama-3.1-8B, d = 4096/32 = 128, k d = 1024:
+ *   Q 4096*4096 = 16,777,216; K, V 4096*1024 = 4,194,304 each; O 16,777,216
+ *   -> attention 41,943,040; MLP 3*4096*14336 = 176,160,768;
+ *   norms 2*4096 = 8,192 -> per layer 218,112,000; x32 = 6,979,584,000;
+ *   embedding + output 2*128256*4096 = 1,050,673,152; final norm 4,096
+ *   -> 8,030,261,248 (published). */
+static void test_model_params_llama31_8b(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_llama31_8b(&m);
+    aps_param_counts pc;
+    aps_model_param_counts(&m, &pc);
+    assert_int_equal(m.head_dim, 128); /* filled in by validate: 4096/32 */
+    ASSERT_DBL_EXACT(pc.per_layer, 218112000.0);
+    ASSERT_DBL_EXACT(pc.layers, 6979584000.0);
+    ASSERT_DBL_EXACT(pc.embedding, 525336576.0);    /* 128256*4096 */
+    ASSERT_DBL_EXACT(pc.output_layer, 525336576.0); /* untied */
+    ASSERT_DBL_EXACT(pc.final_norm, 4096.0);
+    ASSERT_DBL_EXACT(pc.total, 8030261248.0);
+    /* matrices only: 41,943,040 + 176,160,768 = 218,103,808 */
+    ASSERT_DBL_EXACT(aps_layer_matmul_params(&m), 218103808.0);
+}
+
+/* Llama-3.1-70B, d 128, k d 1024:
+ *   Q, O 8192^2 = 67,108,864 each; K, V 8192*1024 = 8,388,608 each
+ *   -> 150,994,944; MLP 3*8192*28672 = 704,643,072; norms 16,384
+ *   -> per layer 855,654,400; x80 = 68,452,352,000;
+ *   2*128256*8192 = 2,101,346,304; final 8,192 -> 70,553,706,496. */
+static void test_model_params_llama31_70b(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_llama31_70b(&m);
+    aps_param_counts pc;
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.per_layer, 855654400.0);
+    ASSERT_DBL_EXACT(pc.total, 70553706496.0);
+}
+
+/* Llama-3.1-405B, d 128, k d 1024:
+ *   Q, O 16384^2 = 268,435,456 each; K, V 16384*1024 = 16,777,216 each
+ *   -> 570,425,344; MLP 3*16384*53248 = 2,617,245,696; norms 32,768
+ *   -> per layer 3,187,703,808; x126 = 401,650,679,808;
+ *   2*128256*16384 = 4,202,692,608; final 16,384 -> 405,853,388,800. */
+static void test_model_params_llama31_405b(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_llama31_405b(&m);
+    aps_param_counts pc;
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.per_layer, 3187703808.0);
+    ASSERT_DBL_EXACT(pc.total, 405853388800.0);
+}
+
+/* Llama-2-7B (MHA, k = a = 32):
+ *   attention 4*4096^2 = 67,108,864; MLP 3*4096*11008 = 135,266,304;
+ *   norms 8,192 -> per layer 202,383,360; x32 = 6,476,267,520;
+ *   2*32000*4096 = 262,144,000; final 4,096 -> 6,738,415,616. */
+static void test_model_params_llama2_7b(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_llama2_7b(&m);
+    aps_param_counts pc;
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.per_layer, 202383360.0);
+    ASSERT_DBL_EXACT(pc.total, 6738415616.0);
+}
+
+/* Mistral-7B-v0.1: the layers of Llama-3.1-8B (218,112,000 x 32 =
+ *   6,979,584,000) with V 32000: 2*32000*4096 = 262,144,000; final 4,096
+ *   -> 7,241,732,096. */
+static void test_model_params_mistral_7b(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_mistral_7b(&m);
+    ASSERT_DBL_EXACT(total_params(&m), 7241732096.0);
+}
+
+/* Qwen2.5-7B, d = 3584/28 = 128, k d = 4*128 = 512:
+ *   Q, O 3584^2 = 12,845,056 each; K, V 3584*512 = 1,835,008 each
+ *   -> 29,360,128; q/k/v biases 3584 + 2*512 = 4,608;
+ *   MLP 3*3584*18944 = 203,685,888; norms 7,168 -> per layer 233,057,792;
+ *   x28 = 6,525,618,176; 2*152064*3584 = 1,089,994,752; final 3,584
+ *   -> 7,615,616,512.  Without the biases: 28*4,608 = 129,024 fewer. */
+static void test_model_params_qwen25_7b_qkv_bias(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_qwen25_7b(&m);
+    aps_param_counts pc;
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.per_layer, 233057792.0);
+    ASSERT_DBL_EXACT(pc.total, 7615616512.0);
+    /* the biases do not cost 2 FLOPs/token as a matrix: 233,046,016 */
+    ASSERT_DBL_EXACT(aps_layer_matmul_params(&m), 233046016.0);
+    m.qkv_bias = false;
+    ASSERT_DBL_EXACT(total_params(&m), 7615616512.0 - 129024.0);
+}
+
+/* Tied embeddings count once.  Llama-3.2-1B (d 64, k d 512):
+ *   Q, O 2048^2 = 4,194,304 each; K, V 2048*512 = 1,048,576 each
+ *   -> 10,485,760; MLP 3*2048*8192 = 50,331,648; norms 4,096
+ *   -> per layer 60,821,504; x16 = 973,144,064; embedding once
+ *   128256*2048 = 262,668,288; final 2,048 -> 1,235,814,400 (published).
+ *   Untied it would be 262,668,288 more. */
+static void test_model_params_tied_counts_once(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_llama32_1b(&m);
+    aps_param_counts pc;
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.output_layer, 0.0);
+    ASSERT_DBL_EXACT(pc.total, 1235814400.0);
+    m.tie_word_embeddings = false;
+    ASSERT_DBL_EXACT(total_params(&m), 1235814400.0 + 262668288.0);
+}
+
+/* Explicit head_dim, a d != h.  Gemma-2-2B: h 2304, a 8, k 4, d 256
+ * (a d = 2048, while h/a = 288):
+ *   Q 2304*8*256 = 4,718,592; K, V 2304*4*256 = 2,359,296 each;
+ *   O 8*256*2304 = 4,718,592 -> 14,155,776; MLP 3*2304*9216 = 63,700,992;
+ *   4 norms 4*2304 = 9,216 -> per layer 77,865,984; x26 = 2,024,515,584;
+ *   tied embedding 256000*2304 = 589,824,000; final 2,304
+ *   -> 2,614,341,888 (the model card's "2.61B"; hand-derived here).
+ * With d = h/a = 288 instead, the attention would be Q, O 2304^2 =
+ * 5,308,416 each and K, V 2304*1152 = 2,654,208 each = 15,925,248, so a
+ * recomputed head_dim cannot pass. */
+static void test_model_params_explicit_head_dim(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_gemma2_2b(&m);
+    assert_int_equal(m.head_dim, 256); /* validate keeps an explicit d */
+    aps_param_counts pc;
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(aps_layer_matmul_params(&m), 14155776.0 + 63700992.0);
+    ASSERT_DBL_EXACT(pc.per_layer, 77865984.0);
+    ASSERT_DBL_EXACT(pc.total, 2614341888.0);
+}
+
+/* GPT-2 124M: h 768, L 12, a 12, f 3072, V 50257, 1024 learned positions,
+ * LayerNorm with bias, all biases, tied.
+ *   attention: QKV 3*768^2 = 1,769,472 + bias 2,304; out-proj 589,824 +
+ *   bias 768; MLP 2*768*3072 = 4,718,592 + biases 3,072 + 768; two
+ *   LayerNorms 2*2*768 = 3,072 -> per layer 7,087,872; x12 = 85,054,464;
+ *   wte 50257*768 = 38,597,376 + wpe 1024*768 = 786,432 = 39,383,808;
+ *   ln_f 1,536 -> 124,439,808. */
+static void test_model_params_gpt2_124m(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_gpt2_124m(&m);
+    aps_param_counts pc;
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.per_layer, 7087872.0);
+    ASSERT_DBL_EXACT(pc.embedding, 39383808.0);
+    ASSERT_DBL_EXACT(pc.final_norm, 1536.0);
+    ASSERT_DBL_EXACT(pc.output_layer, 0.0);
+    ASSERT_DBL_EXACT(pc.total, 124439808.0);
+    /* matrices only: 1,769,472 + 589,824 + 4,718,592 = 7,077,888 = 12 h^2 */
+    ASSERT_DBL_EXACT(aps_layer_matmul_params(&m), 12.0 * 768.0 * 768.0);
+}
+
+/* ---------------------------------------------------------- validation */
+
+static void expect_einval(aps_model *m, const char *field)
+{
+    char err[256] = "";
+    aps_status st = aps_model_validate(m, err, sizeof err);
+    if (st != APS_EINVAL)
+        fail_msg("expected EINVAL naming %s, got %s (\"%s\")", field,
+                 aps_status_name(st), err);
+    ASSERT_HAS(err, field);
+}
+
+static void test_model_validate_zero_hidden_size(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_llama31_8b(&m);
+    m.hidden_size = 0;
+    m.head_dim = 0;
+    expect_einval(&m, "hidden_size");
+}
+
+static void test_model_validate_defaults_name_first_missing_field(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_model_defaults(&m); /* every size 0 */
+    expect_einval(&m, "num_layers");
+}
+
+static void test_model_validate_kv_heads_not_dividing(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_llama31_8b(&m);
+    m.num_query_groups = 5; /* 32 % 5 = 2 */
+    expect_einval(&m, "num_query_groups");
+}
+
+static void test_model_validate_absurd_size(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_llama31_8b(&m);
+    m.hidden_size = INT64_C(1) << 40; /* a byte count typed as a width */
+    expect_einval(&m, "hidden_size");
+    char err[256] = "";
+    aps_model_validate(&m, err, sizeof err);
+    ASSERT_HAS(err, "absurd");
+
+    fx_llama31_8b(&m);
+    m.vocab_size = INT64_C(1) << 31;
+    expect_einval(&m, "vocab_size");
+}
+
+static void test_model_validate_head_dim_needed(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_llama(&m, "odd", 2, 4100, 32, 8, 14336, 32000);
+    m.head_dim = 0; /* 4100 % 32 = 4: cannot default d */
+    expect_einval(&m, "head_dim");
+    m.head_dim = 128; /* explicit: fine */
+    char err[256] = "";
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+}
+
+static void test_model_validate_learned_positions_need_length(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_gpt2_124m(&m);
+    m.max_position_embeddings = 0;
+    expect_einval(&m, "max_position_embeddings");
+}
+
+static void test_model_validate_negative_and_null(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_llama31_8b(&m);
+    m.ffn_hidden_size = -14336;
+    expect_einval(&m, "ffn_hidden_size");
+    char err[8]; /* short buffer: truncated but NUL-terminated */
+    memset(err, 'x', sizeof err);
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    assert_int_equal(err[sizeof err - 1], '\0');
+    assert_int_equal(aps_model_validate(NULL, NULL, 0), APS_EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_model_params_llama31_8b),
+        cmocka_unit_test(test_model_params_llama31_70b),
+        cmocka_unit_test(test_model_params_llama31_405b),
+        cmocka_unit_test(test_model_params_llama2_7b),
+        cmocka_unit_test(test_model_params_mistral_7b),
+        cmocka_unit_test(test_model_params_qwen25_7b_qkv_bias),
+        cmocka_unit_test(test_model_params_tied_counts_once),
+        cmocka_unit_test(test_model_params_explicit_head_dim),
+        cmocka_unit_test(test_model_params_gpt2_124m),
+        cmocka_unit_test(test_model_validate_zero_hidden_size),
+        cmocka_unit_test(test_model_validate_defaults_name_first_missing_field),
+        cmocka_unit_test(test_model_validate_kv_heads_not_dividing),
+        cmocka_unit_test(test_model_validate_absurd_size),
+        cmocka_unit_test(test_model_validate_head_dim_needed),
+        cmocka_unit_test(test_model_validate_learned_positions_need_length),
+        cmocka_unit_test(test_model_validate_negative_and_null),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,79 @@
+/*
+ * test_names.c -- src/core/names.c: the stable strings of the output
+ * schema (reason codes, memory_breakdown and performance_breakdown keys,
+ * status names); out-of-range values give "UNKNOWN" or NULL.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "fixtures.h"
+
+static void test_reason_code_names(void **state)
+{
+    (void)state;
+    static const char *const want[APS_REASON_COUNT] = {
+        "NONE", "INVALID_DEGREE", "TP_DIVISIBILITY", "CP_DIVISIBILITY",
+        "PP_DIVISIBILITY", "PP_PARTITION", "VPP_INVALID",
+        "BATCH_DIVISIBILITY", "DEVICE_COUNT", "IDLE_DEVICES", "HSDP_INVALID",
+        "ZERO_STAGE_INVALID", "MEMORY_LIMIT"};
+    for (int r = 0; r < APS_REASON_COUNT; r++)
+        assert_string_equal(aps_reason_code((aps_reason)r), want[r]);
+    assert_string_equal(aps_reason_code(APS_REASON_COUNT), "UNKNOWN");
+    assert_string_equal(aps_reason_code((aps_reason)-1), "UNKNOWN");
+}
+
+/* MODELING.md s.3: params, grads, optimizer_states, activations,
+ * comm_buffers (split tp / fsdp / dp / pp / cp), logits_loss, reserved. */
+static void test_mem_category_names(void **state)
+{
+    (void)state;
+    static const char *const want[APS_MEM_COUNT] = {
+        "params", "grads", "optimizer_states", "activations",
+        "comm_buffers_tp", "comm_buffers_fsdp", "comm_buffers_dp",
+        "comm_buffers_pp", "comm_buffers_cp", "logits_loss", "reserved"};
+    for (int k = 0; k < APS_MEM_COUNT; k++)
+        assert_string_equal(aps_mem_category_name((aps_mem_category)k),
+                            want[k]);
+    assert_null(aps_mem_category_name(APS_MEM_COUNT));
+    assert_null(aps_mem_category_name((aps_mem_category)-1));
+}
+
+/* MODELING.md s.4: compute_fwd, compute_bwd, recompute, tp_comm, cp_comm,
+ * pp_p2p, pp_bubble, fsdp_allgather, fsdp_reducescatter, dp_grad_sync,
+ * hsdp_replicate_sync, optimizer. */
+static void test_perf_category_names(void **state)
+{
+    (void)state;
+    static const char *const want[APS_PERF_COUNT] = {
+        "compute_fwd", "compute_bwd", "recompute", "tp_comm", "cp_comm",
+        "pp_p2p", "pp_bubble", "fsdp_allgather", "fsdp_reducescatter",
+        "dp_grad_sync", "hsdp_replicate_sync", "optimizer"};
+    for (int k = 0; k < APS_PERF_COUNT; k++)
+        assert_string_equal(aps_perf_category_name((aps_perf_category)k),
+                            want[k]);
+    assert_null(aps_perf_category_name(APS_PERF_COUNT));
+}
+
+static void test_status_names(void **state)
+{
+    (void)state;
+    assert_string_equal(aps_status_name(APS_OK), "OK");
+    assert_string_equal(aps_status_name(APS_EINVAL), "EINVAL");
+    assert_string_equal(aps_status_name(APS_ENOTIMPL), "ENOTIMPL");
+    assert_string_equal(aps_status_name(APS_ERANGE), "ERANGE");
+    assert_string_equal(aps_status_name((aps_status)99), "UNKNOWN");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reason_code_names),
+        cmocka_unit_test(test_mem_category_names),
+        cmocka_unit_test(test_perf_category_names),
+        cmocka_unit_test(test_status_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

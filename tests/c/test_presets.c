@@ -1,0 +1,174 @@
+/*
+ * test_presets.c -- src/core/presets.c: the device presets carry their
+ * datasheet numbers (dense, per GPU, one direction for links), lookup is
+ * case-insensitive, and cluster validation names the bad field.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "fixtures.h"
+
+#define MIB (1024.0 * 1024.0)
+
+static aps_device preset(const char *name)
+{
+    aps_device d;
+    memset(&d, 0, sizeof d);
+    aps_status st = aps_device_preset(name, &d);
+    if (st != APS_OK)
+        fail_msg("no preset %s", name);
+    return d;
+}
+
+/* NVIDIA H100 SXM5 datasheet: BF16 1,979 TFLOPS with sparsity -> 989.4
+ * dense; FP8 3,958 sparse -> 1978.9 dense; FP32 67 (66.9); HBM3
+ * 3.35 TB/s; NVLink 900 GB/s bidirectional -> 450e9 per direction;
+ * DGX H100: one 400 Gb/s NIC per GPU -> 50e9 B/s; nvidia-smi 81559 MiB. */
+static void test_preset_h100(void **state)
+{
+    (void)state;
+    aps_device d = preset("h100-sxm-80gb");
+    ASSERT_REL(d.memory_bytes, 81559.0 * MIB, REL);
+    ASSERT_REL(d.peak_flops_bf16, 989.4e12, REL);
+    ASSERT_REL(d.peak_flops_fp8, 1978.9e12, REL);
+    ASSERT_REL(d.peak_flops_fp32, 66.9e12, REL);
+    ASSERT_REL(d.hbm_bandwidth, 3350e9, REL);
+    ASSERT_REL(d.intra_node_bandwidth, 900e9 / 2.0, REL);
+    ASSERT_REL(d.inter_node_bandwidth, 400e9 / 8.0, REL);
+}
+
+/* A100 datasheet: BF16 312 TFLOPS dense, no FP8, FP32 19.5, HBM2
+ * 1,555 GB/s (40GB) / HBM2e 2,039 GB/s (80GB), NVLink 600 GB/s -> 300e9,
+ * DGX A100: one 200 Gb/s HDR NIC per GPU -> 25e9 B/s. */
+static void test_preset_a100(void **state)
+{
+    (void)state;
+    aps_device d = preset("a100-sxm4-40gb");
+    ASSERT_REL(d.memory_bytes, 40960.0 * MIB, REL);
+    ASSERT_REL(d.peak_flops_bf16, 312e12, REL);
+    ASSERT_REL(d.peak_flops_fp8, 0.0, 0);
+    ASSERT_REL(d.peak_flops_fp32, 19.5e12, REL);
+    ASSERT_REL(d.hbm_bandwidth, 1555e9, REL);
+    ASSERT_REL(d.intra_node_bandwidth, 300e9, REL);
+    ASSERT_REL(d.inter_node_bandwidth, 200e9 / 8.0, REL);
+    d = preset("a100-sxm4-80gb");
+    ASSERT_REL(d.memory_bytes, 81920.0 * MIB, REL);
+    ASSERT_REL(d.hbm_bandwidth, 2039e9, REL);
+}
+
+/* H200: 141 GB HBM3e at 4.8 TB/s, H100 compute.  B200 (HGX B200): BF16
+ * 2.25 PFLOPS dense, FP8 4.5 dense, 180 GB at 8 TB/s, NVLink 5 1.8 TB/s
+ * -> 900e9 per direction. */
+static void test_preset_h200_b200(void **state)
+{
+    (void)state;
+    aps_device d = preset("h200-sxm-141gb");
+    ASSERT_REL(d.memory_bytes, 143771.0 * MIB, REL);
+    ASSERT_REL(d.hbm_bandwidth, 4800e9, REL);
+    ASSERT_REL(d.peak_flops_bf16, 989.4e12, REL);
+    d = preset("b200");
+    ASSERT_REL(d.memory_bytes, 180e9, REL);
+    ASSERT_REL(d.peak_flops_bf16, 2250e12, REL);
+    ASSERT_REL(d.peak_flops_fp8, 4500e12, REL);
+    ASSERT_REL(d.hbm_bandwidth, 8000e9, REL);
+    ASSERT_REL(d.intra_node_bandwidth, 1800e9 / 2.0, REL);
+}
+
+/* Every preset has a name, a cited source and validates as an 8-GPU node;
+ * the list ends with NULL. */
+static void test_preset_list(void **state)
+{
+    (void)state;
+    size_t n = aps_device_preset_count();
+    assert_true(n >= 5);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = aps_device_preset_name(i);
+        const char *src = aps_device_preset_source(i);
+        assert_non_null(name);
+        assert_non_null(src);
+        ASSERT_HAS(src, "datasheet");
+        aps_cluster c = {0};
+        assert_int_equal(aps_device_preset(name, &c.device), APS_OK);
+        assert_string_equal(c.device.name, name);
+        c.num_devices = 8;
+        c.devices_per_node = 8;
+        char err[256] = "";
+        if (aps_cluster_validate(&c, err, sizeof err) != APS_OK)
+            fail_msg("preset %s does not validate: %s", name, err);
+    }
+    assert_null(aps_device_preset_name(n));
+    assert_null(aps_device_preset_source(n));
+}
+
+static void test_preset_lookup(void **state)
+{
+    (void)state;
+    aps_device d;
+    assert_int_equal(aps_device_preset("H100-SXM-80GB", &d), APS_OK);
+    ASSERT_REL(d.peak_flops_bf16, 989.4e12, REL);
+    assert_int_equal(aps_device_preset("h100", &d), APS_EINVAL);
+    assert_int_equal(aps_device_preset("", &d), APS_EINVAL);
+    assert_int_equal(aps_device_preset(NULL, &d), APS_EINVAL);
+    assert_int_equal(aps_device_preset("b200", NULL), APS_EINVAL);
+}
+
+static void expect_cluster_einval(const aps_cluster *c, const char *field)
+{
+    char err[256] = "";
+    aps_status st = aps_cluster_validate(c, err, sizeof err);
+    if (st != APS_EINVAL)
+        fail_msg("expected EINVAL naming %s, got %s", field,
+                 aps_status_name(st));
+    ASSERT_HAS(err, field);
+}
+
+static void test_cluster_validate(void **state)
+{
+    (void)state;
+    aps_cluster c;
+    fx_h100(&c, 16);
+    c.device.intra_node_bandwidth = 0;
+    expect_cluster_einval(&c, "intra_node_bandwidth");
+    fx_h100(&c, 16);
+    c.device.peak_flops_bf16 = NAN;
+    expect_cluster_einval(&c, "peak_flops_bf16");
+    fx_h100(&c, 16);
+    c.device.collective_efficiency = 1.5;
+    expect_cluster_einval(&c, "collective_efficiency");
+    fx_h100(&c, 16);
+    c.device.gemm_efficiency = 0.0;
+    expect_cluster_einval(&c, "gemm_efficiency");
+    fx_h100(&c, 16);
+    c.device.inter_node_latency = -1e-6;
+    expect_cluster_einval(&c, "inter_node_latency");
+    fx_h100(&c, 16);
+    c.num_devices = 12; /* 1.5 nodes of 8 */
+    expect_cluster_einval(&c, "num_devices");
+    fx_h100(&c, 16);
+    c.num_devices = 0;
+    expect_cluster_einval(&c, "num_devices");
+    fx_h100(&c, 16);
+    c.devices_per_node = 0;
+    expect_cluster_einval(&c, "devices_per_node");
+    /* part of one node is fine: 4 of 8 */
+    fx_h100(&c, 4);
+    char err[256] = "";
+    assert_int_equal(aps_cluster_validate(&c, err, sizeof err), APS_OK);
+    assert_int_equal(aps_cluster_validate(NULL, err, sizeof err), APS_EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_preset_h100),
+        cmocka_unit_test(test_preset_a100),
+        cmocka_unit_test(test_preset_h200_b200),
+        cmocka_unit_test(test_preset_list),
+        cmocka_unit_test(test_preset_lookup),
+        cmocka_unit_test(test_cluster_validate),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -135,9 +135,20 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
     }
 }
 
-double aps_flops_per_step(const aps_model *m, const aps_training *t,
-                          const aps_strategy *s, bool causal,
-                          bool with_recompute)
+/** Layers recomputed on a stage of k layers under the strategy's
+ *  recompute_num_layers (before auto_recompute). */
+static int64_t given_recompute(const aps_strategy *s, int64_t i, int64_t k)
+{
+    if (s->layer_recompute != APS_RECOMPUTE_FULL)
+        return 0;
+    int64_t want = s->recompute_num_layers[i];
+    return (want < 0 || want > k) ? k : want;
+}
+
+/** FLOPs of one step with `recomputed` layers fully recomputed (summed
+ *  over stages) and, if selective, every layer's attention core again. */
+static double flops_step(const aps_model *m, const aps_training *t,
+                         bool causal, double recomputed, bool selective)
 {
     double B = (double)t->global_batch_size, S = (double)t->seq_length;
     double L = (double)m->num_layers, h = (double)m->hidden_size;
@@ -145,23 +156,158 @@ double aps_flops_per_step(const aps_model *m, const aps_training *t,
                   (double)m->head_dim * (causal ? 0.5 : 1.0);
     double matmul = 2.0 * S * aps_layer_matmul_params(m);
     double fwd = B * (L * (matmul + attn) + 2.0 * S * h * (double)m->vocab_size);
-    double flops = 3.0 * fwd;
-    if (!with_recompute)
-        return flops;
-    if (s->layer_recompute == APS_RECOMPUTE_FULL) {
-        int64_t layers[APS_MAX_STAGES];
-        if (aps_stage_layers(m, s, layers, NULL, 0) != APS_REASON_NONE)
-            return flops;
-        double rc = 0.0;
-        for (int64_t i = 0; i < s->pp_degree; i++) {
-            int64_t want = s->recompute_num_layers[i];
-            rc += (double)((want < 0 || want > layers[i]) ? layers[i] : want);
-        }
-        flops += B * rc * (matmul + attn);
-    } else if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE) {
+    double flops = 3.0 * fwd + B * recomputed * (matmul + attn);
+    if (selective)
         flops += B * L * attn;
-    }
     return flops;
+}
+
+double aps_flops_per_step(const aps_model *m, const aps_training *t,
+                          const aps_strategy *s, bool causal,
+                          bool with_recompute)
+{
+    double rc = 0.0;
+    if (with_recompute && s->layer_recompute == APS_RECOMPUTE_FULL) {
+        int64_t layers[APS_MAX_STAGES];
+        if (aps_stage_layers(m, s, layers, NULL, 0) == APS_REASON_NONE)
+            for (int64_t i = 0; i < s->pp_degree; i++)
+                rc += (double)given_recompute(s, i, layers[i]);
+    }
+    return flops_step(m, t, causal, rc,
+                      with_recompute &&
+                          s->layer_recompute == APS_RECOMPUTE_SELECTIVE);
+}
+
+/** Forward and backward seconds of one micro-batch on a stage: compute
+ *  plus the exposed TP, CP and FSDP communication inside it. */
+static void stage_fwd_bwd(const stage_time *tm, double *tf, double *tb)
+{
+    *tf = tm->comp_fwd + tm->tp_exposed_fwd + tm->cp_exposed_fwd +
+          tm->fsdp_exposed_fwd;
+    *tb = tm->comp_bwd + tm->recompute + tm->tp_exposed_bwd +
+          tm->cp_exposed_bwd + tm->fsdp_exposed_bwd;
+}
+
+/**
+ * balance_stages: the contiguous partition that minimises the slowest
+ * stage's time per micro-batch (which sets the 1F1B pace and the bubble).
+ * Every layer costs the same, so stage i costs e_i + k u_i for k layers,
+ * e_i being its fixed work (embedding on the first, output layer and loss
+ * on the last; sampled from the estimator at k = 1 and 2).  Bisection on
+ * the bottleneck T: stage i takes floor((T - e_i) / u_i) layers; the
+ * smallest T whose capacities sum to L wins, then the surplus is taken off
+ * the costliest stages (the linear-partition bottleneck problem; Galvatron
+ * and MindSpore's SAPP balance the same way, by cost per stage).
+ * Memory is left to auto_recompute and the memory check.
+ */
+static void balance_partition(const aps_model *m, const aps_cluster *c,
+                              const aps_training *t, const aps_strategy *s,
+                              aps_layout *lay, const aps_dp_plan *plan,
+                              const aps_layer_cost *lc)
+{
+    int64_t p = lay->p, L = m->num_layers;
+    double e[APS_MAX_STAGES], u[APS_MAX_STAGES];
+    for (int64_t i = 0; i < p; i++) {
+        /* First, last and one middle stage; the other middles are alike. */
+        if (i > 1 && i < p - 1) {
+            e[i] = e[1];
+            u[i] = u[1];
+            continue;
+        }
+        int64_t keep = lay->layers[i], keep_rc = lay->recompute[i];
+        double cost[2];
+        for (int64_t k = 1; k <= 2; k++) {
+            stage_time tm;
+            double tf, tb;
+            lay->layers[i] = k;
+            lay->recompute[i] = given_recompute(s, i, k);
+            stage_times(m, c, t, s, lay, plan, lc, i, &tm);
+            stage_fwd_bwd(&tm, &tf, &tb);
+            cost[k - 1] = tf + tb;
+        }
+        lay->layers[i] = keep;
+        lay->recompute[i] = keep_rc;
+        u[i] = cost[1] - cost[0];
+        e[i] = cost[0] - u[i];
+        if (!(u[i] > 0.0)) /* degenerate sample: fall back to even */
+            return;
+    }
+    double lo = 0.0, hi = 0.0;
+    for (int64_t i = 0; i < p; i++) {
+        double one = e[i] + u[i], all = e[i] + (double)L * u[i];
+        lo = one > lo ? one : lo;
+        hi = all > hi ? all : hi;
+    }
+    int64_t k[APS_MAX_STAGES];
+    for (int iter = 0; iter < 64; iter++) {
+        double mid = 0.5 * (lo + hi);
+        int64_t sum = 0;
+        for (int64_t i = 0; i < p && sum < L; i++) {
+            double cap = (mid - e[i]) / u[i];
+            sum += cap < 1.0 ? 1 : (cap > (double)L ? L : (int64_t)cap);
+        }
+        if (sum >= L)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    int64_t sum = 0;
+    for (int64_t i = 0; i < p; i++) {
+        double cap = (hi - e[i]) / u[i];
+        k[i] = cap < 1.0 ? 1 : (cap > (double)L ? L : (int64_t)cap);
+        sum += k[i];
+    }
+    while (sum > L) { /* take the surplus off the costliest stages */
+        int64_t worst = -1;
+        for (int64_t i = 0; i < p; i++)
+            if (k[i] > 1 && (worst < 0 || e[i] + (double)k[i] * u[i] >
+                                              e[worst] + (double)k[worst] * u[worst]))
+                worst = i;
+        if (worst < 0)
+            return; /* cannot happen: L >= p was checked */
+        k[worst]--;
+        sum--;
+    }
+    int64_t first = 0;
+    for (int64_t i = 0; i < p; i++) {
+        lay->layers[i] = k[i];
+        lay->first[i] = first;
+        first += k[i];
+        lay->recompute[i] = given_recompute(s, i, k[i]);
+    }
+}
+
+/**
+ * auto_recompute (full granularity): per stage, the fewest recomputed
+ * layers that bring the stage under the memory limit; 0 where it already
+ * fits, all of the stage's layers where nothing fits (the memory check
+ * then reports it).  Memory falls as recomputed layers grow (each keeps
+ * only its input), past the one-layer transient that the first adds, so a
+ * bisection over r in [1, layers] finds the minimum.
+ */
+static void assign_recompute(const aps_model *m, const aps_cluster *c,
+                             const aps_training *t, const aps_strategy *s,
+                             aps_layout *lay, const aps_dp_plan *plan,
+                             const aps_layer_cost *lc, double limit)
+{
+    for (int64_t i = 0; i < lay->p; i++) {
+        aps_stage_estimate st;
+        lay->recompute[i] = 0;
+        aps_stage_memory(m, c, t, s, lay, plan, lc, i, &st);
+        if (st.mem_total <= limit)
+            continue;
+        int64_t lo = 1, hi = lay->layers[i];
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            lay->recompute[i] = mid;
+            aps_stage_memory(m, c, t, s, lay, plan, lc, i, &st);
+            if (st.mem_total <= limit)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        lay->recompute[i] = lo;
+    }
 }
 
 static void set_perf(aps_estimate *out, aps_perf_category k, double total,
@@ -204,6 +350,10 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
     aps_layer_cost lc;
     aps_layer_activations(m, t, s, &lc);
     aps_layer_times(m, c, t, s, &lc);
+    if (s->balance_stages && lay.p > 1 && lay.v == 1)
+        balance_partition(m, c, t, s, &lay, &plan, &lc);
+    if (s->auto_recompute && s->layer_recompute == APS_RECOMPUTE_FULL)
+        assign_recompute(m, c, t, s, &lay, &plan, &lc, out->mem_limit);
 
     const aps_device *d = &c->device;
     double A = APS_ACT_BYTES;
@@ -226,10 +376,7 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
         aps_stage_memory(m, c, t, s, &lay, &plan, &lc, i, st);
         stage_time tm;
         stage_times(m, c, t, s, &lay, &plan, &lc, i, &tm);
-        st->time_fwd = tm.comp_fwd + tm.tp_exposed_fwd + tm.cp_exposed_fwd +
-                       tm.fsdp_exposed_fwd;
-        st->time_bwd = tm.comp_bwd + tm.recompute + tm.tp_exposed_bwd +
-                       tm.cp_exposed_bwd + tm.fsdp_exposed_bwd;
+        stage_fwd_bwd(&tm, &st->time_fwd, &st->time_bwd);
         if (st->time_fwd + st->time_bwd > slow_tf + slow_tb || i == 0) {
             slow = tm;
             slow_tf = st->time_fwd;
@@ -312,8 +459,12 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
 
     /* Derived throughput: model FLOPs with causal attention and no
      * recompute (MFU), hardware FLOPs with recompute (HFU). */
-    out->model_flops_per_step = aps_flops_per_step(m, t, s, true, false);
-    out->hardware_flops_per_step = aps_flops_per_step(m, t, s, true, true);
+    double recomputed = 0.0;
+    for (int64_t i = 0; i < lay.p; i++)
+        recomputed += (double)lay.recompute[i];
+    out->model_flops_per_step = flops_step(m, t, true, 0.0, false);
+    out->hardware_flops_per_step = flops_step(
+        m, t, true, recomputed, s->layer_recompute == APS_RECOMPUTE_SELECTIVE);
     double B = (double)t->global_batch_size, S = (double)t->seq_length;
 
     double n = (double)out->devices_used;

@@ -18,7 +18,17 @@ aps_reason aps_stage_layers(const aps_model *m, const aps_strategy *s,
         partition |= s->stage_partition[i] != 0;
         offset |= s->layer_offset[i] != 0;
     }
-    if (partition) {
+    if (s->balance_stages && p > 1 && v == 1 && !partition) {
+        /* Placeholder split for the checks; aps_estimate_run replaces it
+         * with the time-balanced partition (estimate.c). */
+        if (L < p) {
+            aps_fmt(msg, n, "num_layers = %lld < pp_degree = %lld: every "
+                    "stage needs >= 1 layer", (long long)L, (long long)p);
+            return APS_REASON_PP_PARTITION;
+        }
+        for (int64_t i = 0; i < p; i++)
+            layers[i] = L / p + (i < L % p ? 1 : 0);
+    } else if (partition) {
         int64_t sum = 0;
         for (int64_t i = 0; i < p; i++) {
             layers[i] = s->stage_partition[i];

@@ -212,7 +212,7 @@ static const apsl_field training_fields[] = {
 enum {
     S_DP, S_FSDP, S_ZERO, S_RESHARD, S_TP, S_SP, S_PP, S_VPP, S_CP, S_CPCOMM,
     S_MBS, S_MBN, S_PART, S_OFFSET, S_RECOMP, S_RECOMPN, S_IDLE,
-    S_HSDP_SHARD, S_HSDP_REPL, S_NFIELDS
+    S_BALANCE, S_AUTORC, S_HSDP_SHARD, S_HSDP_REPL, S_NFIELDS
 };
 
 static const apsl_field strategy_fields[] = {
@@ -235,6 +235,8 @@ static const apsl_field strategy_fields[] = {
     FLD(aps_strategy, layer_recompute, FT_ENUM, &enum_recompute),
     FLD(aps_strategy, recompute_num_layers, FT_RECOMP, NULL),
     FLD(aps_strategy, allow_idle_devices, FT_BOOL, NULL),
+    FLD(aps_strategy, balance_stages, FT_BOOL, NULL),
+    FLD(aps_strategy, auto_recompute, FT_BOOL, NULL),
     {"hsdp_shard_degree", 17, FT_INT, S_FSDP, 1,
      offsetof(aps_strategy, fsdp_degree), NULL},
     {"hsdp_replicate_degree", 21, FT_INT, S_DP, 1,
@@ -648,6 +650,9 @@ void apsl_check_strategy(lua_State *L, int idx, const aps_strategy *proto,
     r.seen = 0;
     memcpy(s, proto, sizeof *s);
     read_table(L, idx, &r);
+    /* Given as HSDP: the core then requires both degrees > 1. */
+    if (r.seen & ((1u << S_HSDP_SHARD) | (1u << S_HSDP_REPL)))
+        s->hsdp = true;
     if (r.seen & ((1u << S_PART) | (1u << S_OFFSET) | (1u << S_RECOMPN))) {
         static const int arrays[] = {S_PART, S_OFFSET, S_RECOMPN};
         for (int i = 0; i < 3; i++) {

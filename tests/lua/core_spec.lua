@@ -428,6 +428,7 @@ describe("apsearch.core", function()
         cp_degree = 1, cp_comm_type = "p2p", micro_batch_size = 1, micro_batch_num = 0,
         stage_partition = { 0 }, layer_offset = { 0 }, layer_recompute = "none",
         recompute_num_layers = { -1 }, allow_idle_devices = false,
+        balance_stages = false, auto_recompute = false,
       }, s)
       assert.are.same(core.defaults("strategy"), with(with(s, "dp_degree", 1), "fsdp_degree", 1))
       local again = ctx:estimate(s)
@@ -450,7 +451,12 @@ describe("apsearch.core", function()
       assert.matches("conflicts with",
         err_of(ctx.evaluate, ctx, { dp_degree = 2, hsdp_replicate_degree = 4 }))
       -- the same value under both names is fine
-      assert.is_true(ctx:evaluate { fsdp_degree = 8, hsdp_shard_degree = 8 }.feasible)
+      assert.is_nil(ctx:evaluate { fsdp_degree = 4, hsdp_shard_degree = 4,
+                                   hsdp_replicate_degree = 2,
+                                   layer_recompute = "full" }.reason)
+      -- given as HSDP, a replicate degree of 1 is not HSDP
+      local r = ctx:evaluate { fsdp_degree = 8, hsdp_shard_degree = 8 }
+      assert.are.equal("HSDP_INVALID", r.reason)
     end)
 
     it("turns a bad layer_offset into a PP_PARTITION reason", function()

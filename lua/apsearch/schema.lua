@@ -81,7 +81,7 @@ M.strategy = {
   micro_batch_size = "posint", micro_batch_num = "nonnegint",
   zero_stage = "zero",
   reshard_after_forward = "bool", sequence_parallel = "bool",
-  allow_idle_devices = "bool",
+  allow_idle_devices = "bool", balance_stages = "bool", auto_recompute = "bool",
   layer_recompute = enum("none", "selective", "full"),
   cp_comm_type = enum("p2p", "all_gather"),
   recompute_num_layers = "recompute_layers",
@@ -173,6 +173,7 @@ function M.check_value(kind, v, fail)
   elseif kind == "fraction" then
     if not util.is_finite(v) or v < 0 or v > 1 then fail("must be a number in [0, 1]", v) end
   elseif kind == "recompute_layers" then
+    if v == "auto" then return v end -- fewest per stage that fit (auto_recompute)
     if type(v) == "table" then
       if #v == 0 then fail("expected an integer >= -1 or a non-empty array of them", v) end
       local r = util.array()
@@ -182,12 +183,13 @@ function M.check_value(kind, v, fail)
       end
       return r
     end
-    if not util.is_integer(v) or v < -1 then fail("must be an integer >= -1 (-1: all layers) or an array", v) end
+    if not util.is_integer(v) or v < -1 then fail("must be an integer >= -1 (-1: all layers), an array, or \"auto\"", v) end
     return util.int(v)
   elseif kind == "partition" or kind == "offsets" then
-    if v == "even" then return v end
+    if v == "even" or (v == "balanced" and kind == "offsets") then return v end
     if type(v) ~= "table" or #v == 0 then
-      fail("expected a non-empty array of integers (one per pipeline stage) or \"even\"", v)
+      fail("expected a non-empty array of integers (one per pipeline stage) or \"even\"" ..
+        (kind == "offsets" and " or \"balanced\"" or ""), v)
     end
     local r = util.array()
     for i, x in ipairs(v) do

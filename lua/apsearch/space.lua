@@ -21,7 +21,11 @@
 -- recompute_num_layers is -1 (all layers) unless layer_recompute is "full".
 -- Array values (stage_partition, layer_offset, per-stage
 -- recompute_num_layers) apply to the pp_degree equal to their length;
--- other pipeline degrees use the even split ("even").
+-- other pipeline degrees use the even split ("even").  layer_offset
+-- "balanced" sets balance_stages (the core chooses the partition that
+-- balances stage time) and recompute_num_layers "auto" sets auto_recompute
+-- (the core recomputes the fewest layers per stage that fit in memory), so
+-- offsets and per-stage recompute are searched without enumerating them.
 --
 -- With `data_parallel = "auto"`, dp_degree x fsdp_degree is derived for each
 -- (tp, cp, pp) so that dp x fsdp x tp x cp x pp = N (num_devices): the pairs
@@ -47,8 +51,8 @@ local DEFAULTS = {
 M.fields = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "tp_degree", "sequence_parallel", "pp_degree", "vpp_degree", "cp_degree",
   "cp_comm_type", "micro_batch_size", "micro_batch_num", "stage_partition",
-  "layer_offset", "layer_recompute", "recompute_num_layers",
-  "allow_idle_devices" }
+  "layer_offset", "balance_stages", "layer_recompute", "recompute_num_layers",
+  "auto_recompute", "allow_idle_devices" }
 
 --- Shallow copy of a candidate (arrays are shared; they are never mutated).
 -- @tparam table cand
@@ -87,6 +91,10 @@ local function per_pp(values)
     local out, even = {}, false
     for _, v in ipairs(values) do
       if v == "even" then even = true
+      elseif v == "balanced" then
+        -- the core balances stage time (balance_stages); nothing to balance
+        -- with one stage
+        if pp > 1 then out[#out + 1] = v else even = true end
       elseif #v == pp then out[#out + 1] = v end
     end
     if even or #out == 0 then table.insert(out, 1, false) end
@@ -133,7 +141,13 @@ function M.new(ss, info)
       local f = per_pp(dims[name])
       level { name = name, deps = { "pp_degree" },
         values = function(c) return f(c.pp_degree) end,
-        set = function(c, v) c[name] = v or nil end }
+        set = function(c, v)
+          if name == "layer_offset" then
+            c.balance_stages = v == "balanced" or nil
+            if v == "balanced" then v = nil end
+          end
+          c[name] = v or nil
+        end }
     end
   end
 
@@ -191,8 +205,20 @@ function M.new(ss, info)
   level { name = "reshard_after_forward", field = "reshard_after_forward", deps = { "fsdp_degree" },
     values = function(c) if c.fsdp_degree == 1 then return r_true end return rl end }
 
-  level { name = "layer_recompute", field = "layer_recompute", static = list_of(dims, "layer_recompute") }
   local rnl = list_of(dims, "recompute_num_layers")
+  local lr = list_of(dims, "layer_recompute")
+  -- With recompute_num_layers "auto", "full" recomputes only where memory
+  -- requires (nothing where it fits), which covers "none": not enumerated
+  -- twice.
+  local has_auto, has_full = false, false
+  for _, v in ipairs(rnl) do has_auto = has_auto or v == "auto" end
+  for _, v in ipairs(lr) do has_full = has_full or v == "full" end
+  if has_auto and has_full then
+    local kept = {}
+    for _, v in ipairs(lr) do if v ~= "none" then kept[#kept + 1] = v end end
+    lr = kept
+  end
+  level { name = "layer_recompute", field = "layer_recompute", static = lr }
   local rnl_all = { -1 }
   local rnl_for = memo(function(pp)
     local out = {}
@@ -202,8 +228,13 @@ function M.new(ss, info)
     if #out == 0 then out[1] = -1 end
     return out
   end)
-  level { name = "recompute_num_layers", field = "recompute_num_layers",
+  level { name = "recompute_num_layers",
     deps = { "layer_recompute", "pp_degree" },
+    set = function(c, v)
+      -- "auto": the core picks the fewest layers per stage that fit
+      c.auto_recompute = v == "auto" or nil
+      c.recompute_num_layers = v == "auto" and -1 or v
+    end,
     values = function(c)
       if c.layer_recompute ~= "full" then return rnl_all end
       return rnl_for(c.pp_degree)

@@ -902,6 +902,21 @@ void apsl_push_estimate(lua_State *L, const aps_estimate *e,
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "stages");
-    apsl_push_strategy(L, s);
+    {
+        /* With balance_stages / auto_recompute the core chose the
+         * partition and the recompute counts: report those it used. */
+        aps_strategy used = *s;
+        if (nst == s->pp_degree && (s->balance_stages || s->auto_recompute)) {
+            for (int64_t i = 0; i < nst; i++) {
+                if (s->balance_stages) {
+                    used.stage_partition[i] = e->stages[i].num_layers;
+                    used.layer_offset[i] = 0;
+                }
+                if (s->auto_recompute)
+                    used.recompute_num_layers[i] = e->stages[i].recompute_layers;
+            }
+        }
+        apsl_push_strategy(L, &used);
+    }
     lua_setfield(L, -2, "strategy");
 }

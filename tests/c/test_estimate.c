@@ -515,6 +515,164 @@ static void test_model_flops_in_estimate(void **state)
     test_free(x);
 }
 
+/* ---------------------------------------------------- pipeline search */
+
+/** Llama-3.1-8B on 8 H100s, PP 4 x DP 2, b = 1, B = 64, s = 8192. */
+static void pp4_setup(aps_model *m, aps_cluster *c, aps_training *t,
+                      aps_strategy *s)
+{
+    fx_llama31_8b(m);
+    fx_h100(c, 8);
+    fx_training(t, 64, 8192);
+    aps_strategy_defaults(s);
+    s->pp_degree = 4;
+    s->dp_degree = 2;
+}
+
+/** balance_stages equals the best contiguous partition found by trying all
+ *  C(31, 3) = 4,495 of them, and beats the even split 8/8/8/8, whose last
+ *  stage also carries the 128K-vocabulary output layer (issue 3). */
+static void test_balanced_partition_is_optimal(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    pp4_setup(&m, &c, &t, &s);
+    aps_estimate *e = test_malloc(sizeof *e);
+    fx_run(&m, &c, &t, &s, e);
+    double even = e->step_time;
+    s.balance_stages = true;
+    fx_run(&m, &c, &t, &s, e);
+    double balanced = e->step_time;
+    int64_t sum = 0;
+    for (int i = 0; i < 4; i++)
+        sum += e->stages[i].num_layers;
+    assert_int_equal(sum, 32);
+    /* the output layer costs about 2.4 layers: the last stage gets fewer */
+    assert_true(e->stages[3].num_layers < 8);
+    assert_true(balanced < even);
+
+    aps_strategy b = s;
+    b.balance_stages = false;
+    double best = 1e300;
+    for (int a = 1; a <= 29; a++)
+        for (int x = 1; a + x <= 30; x++)
+            for (int y = 1; a + x + y <= 31; y++) {
+                b.stage_partition[0] = a;
+                b.stage_partition[1] = x;
+                b.stage_partition[2] = y;
+                b.stage_partition[3] = 32 - a - x - y;
+                fx_run(&m, &c, &t, &b, e);
+                if (e->step_time < best)
+                    best = e->step_time;
+            }
+    /* the bisection is exact for the bottleneck; the DP sync term, which
+     * depends on the largest stage's parameters, may differ by < 0.1% */
+    ASSERT_REL(balanced, best, 1e-3);
+    test_free(e);
+}
+
+/** auto_recompute recomputes the fewest layers per stage that fit: with
+ *  one layer fewer on any stage that recomputes, that stage overflows. */
+static void test_auto_recompute_is_minimal(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    pp4_setup(&m, &c, &t, &s);
+    s.micro_batch_size = 2; /* m = 16: the first stage holds 4 in flight */
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    s.auto_recompute = true;
+    aps_estimate *e = test_malloc(sizeof *e);
+    aps_estimate *x = test_malloc(sizeof *x);
+    fx_run(&m, &c, &t, &s, e);
+    assert_true(e->feasible);
+    /* the first stage holds the most micro-batches: it recomputes most */
+    assert_true(e->stages[0].recompute_layers > 0);
+    assert_true(e->stages[0].recompute_layers >= e->stages[3].recompute_layers);
+    aps_strategy fixed = s;
+    fixed.auto_recompute = false;
+    for (int i = 0; i < 4; i++)
+        fixed.recompute_num_layers[i] = e->stages[i].recompute_layers;
+    fx_run(&m, &c, &t, &fixed, x);
+    ASSERT_REL(x->mem_peak, e->mem_peak, REL);
+    for (int i = 0; i < 4; i++) {
+        if (e->stages[i].recompute_layers == 0)
+            continue;
+        aps_strategy fewer = fixed;
+        fewer.recompute_num_layers[i]--;
+        fx_run(&m, &c, &t, &fewer, x);
+        assert_true(x->stages[i].mem_total > e->mem_limit);
+    }
+    test_free(x);
+    test_free(e);
+}
+
+/** Korthikanti et al. 2022 eq. 5: with 1F1B the first stage holds p
+ *  micro-batches of its L/p layers, the activations of L layers. */
+static void test_first_stage_holds_L_layers(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    pp4_setup(&m, &c, &t, &s);
+    aps_estimate *e = test_malloc(sizeof *e);
+    fx_run(&m, &c, &t, &s, e);
+    double per_layer = aps_layer_activation_bytes(&m, &t, &s,
+                                                  APS_RECOMPUTE_NONE);
+    /* flash, no dropout: nothing but the layers on the first stage */
+    ASSERT_REL(e->stages[0].mem[APS_MEM_ACTIVATIONS], 32.0 * per_layer, REL);
+    assert_true(e->stages[0].inflight_microbatches == 4.0);
+    test_free(e);
+}
+
+/** SC'21 s.2.2.2: interleaving v chunks divides the bubble by v when the
+ *  per-micro-batch stage time is unchanged. */
+static void test_interleaved_bubble(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    pp4_setup(&m, &c, &t, &s);
+    aps_estimate *e = test_malloc(sizeof *e);
+    fx_run(&m, &c, &t, &s, e);
+    double tf = 0, tb = 0;
+    for (int i = 0; i < 4; i++)
+        if (e->stages[i].time_fwd + e->stages[i].time_bwd > tf + tb) {
+            tf = e->stages[i].time_fwd;
+            tb = e->stages[i].time_bwd;
+        }
+    /* (p - 1) (t_f + t_b), the bubble of (p - 1)/m of m (t_f + t_b) */
+    ASSERT_REL(e->perf_exposed[APS_PERF_PP_BUBBLE], 3.0 * (tf + tb), REL);
+    double v1 = e->perf_exposed[APS_PERF_PP_BUBBLE];
+    s.vpp_degree = 2;
+    fx_run(&m, &c, &t, &s, e);
+    ASSERT_REL(e->perf_exposed[APS_PERF_PP_BUBBLE], v1 / 2.0, REL);
+    test_free(e);
+}
+
+/** CP: every activation term scales with s/c (flash, no s^2 term), so
+ *  doubling c halves the per-device activations (issue 3). */
+static void test_cp_halves_activations(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_llama31_8b(&m);
+    fx_h100(&c, 64);
+    fx_training(&t, 64, 131072);
+    aps_strategy_defaults(&s);
+    s.allow_idle_devices = true;
+    s.tp_degree = 8;
+    aps_estimate *e = test_malloc(sizeof *e);
+    s.cp_degree = 4;
+    fx_run(&m, &c, &t, &s, e);
+    double a4 = e->mem[APS_MEM_ACTIVATIONS];
+    double kv4 = e->mem[APS_MEM_COMM_CP];
+    assert_true(e->perf_total[APS_PERF_CP_COMM] > 0.0);
+    s.cp_degree = 8;
+    fx_run(&m, &c, &t, &s, e);
+    ASSERT_REL(e->mem[APS_MEM_ACTIVATIONS], a4 / 2.0, REL);
+    /* K/V chunks in flight shrink with s/c too */
+    ASSERT_REL(e->mem[APS_MEM_COMM_CP], kv4 / 2.0, REL);
+    test_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -527,6 +685,11 @@ int main(void)
         cmocka_unit_test(test_null_arguments),
         cmocka_unit_test(test_ap_ft_08_flops_sc21_eq3),
         cmocka_unit_test(test_model_flops_in_estimate),
+        cmocka_unit_test(test_balanced_partition_is_optimal),
+        cmocka_unit_test(test_auto_recompute_is_minimal),
+        cmocka_unit_test(test_first_stage_holds_L_layers),
+        cmocka_unit_test(test_interleaved_bubble),
+        cmocka_unit_test(test_cp_halves_activations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,6 +31,14 @@ double aps_gemm_time(const aps_device *d, aps_precision p, double M,
     return 2.0 * M * N * K / (aps_peak_flops(d, p) * eta);
 }
 
+double aps_op_sac_recompute_params(const aps_model *m)
+{
+    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
+    double k = (double)m->num_query_groups, d = (double)m->head_dim;
+    double f = (double)m->ffn_hidden_size;
+    return h * k * d + a * d * h + h * f; /* wk, wo, and w3 or fc2 */
+}
+
 void aps_layer_times(const aps_model *m, const aps_cluster *c,
                      const aps_training *t, const aps_strategy *s,
                      aps_layer_cost *out)
@@ -76,6 +84,21 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
         bytes += (2.0 * A + (t->dropout ? 2.0 * A + 1.0 : 0.0)) * a * sl *
                  S * b / tp;
     out->membound_fwd = bytes / (d->hbm_bandwidth * d->hbm_efficiency);
+
+    /* Selective recompute: Megatron recomputes the attention core; with the
+     * fsdp2 profile TorchTitan's op-level checkpointing recomputes the
+     * even-numbered matmuls (wk, wo, w3 or fc2) and every elementwise op. */
+    if (t->framework == APS_FW_FSDP2) {
+        double kd = k * dh / tp;
+        out->selective_fwd = aps_gemm_time(d, prec, T, kd, h) +
+                             aps_gemm_time(d, prec, T, h, a * dh / tp) +
+                             (m->mlp == APS_MLP_SWIGLU
+                                  ? aps_gemm_time(d, prec, T, f / tp, h)
+                                  : aps_gemm_time(d, prec, T, h, f / tp)) +
+                             out->membound_fwd;
+    } else {
+        out->selective_fwd = out->attn_fwd;
+    }
 
     /* TP: per layer two collectives each way on the full activation
      * (Shoeybi et al. 2019 fig. 4: f and g operators; with SP each

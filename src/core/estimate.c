@@ -56,7 +56,7 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
     st->comp_bwd = L * layer_bwd;
     st->recompute = rc * layer_fwd;
     if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
-        st->recompute += L * lc->attn_fwd;
+        st->recompute += L * lc->selective_fwd;
 
     /* TP collectives of the embedding (vocab-parallel output reduced) and
      * of the output layer (SP: gather the sequence before it). */
@@ -146,7 +146,9 @@ static int64_t given_recompute(const aps_strategy *s, int64_t i, int64_t k)
 }
 
 /** FLOPs of one step with `recomputed` layers fully recomputed (summed
- *  over stages) and, if selective, every layer's attention core again. */
+ *  over stages) and, if selective, what selective recompute repeats in
+ *  every layer: the attention core (Megatron) or, with the fsdp2 profile,
+ *  the even-numbered matmuls of TorchTitan's op-level checkpointing. */
 static double flops_step(const aps_model *m, const aps_training *t,
                          bool causal, double recomputed, bool selective)
 {
@@ -158,7 +160,9 @@ static double flops_step(const aps_model *m, const aps_training *t,
     double fwd = B * (L * (matmul + attn) + 2.0 * S * h * (double)m->vocab_size);
     double flops = 3.0 * fwd + B * recomputed * (matmul + attn);
     if (selective)
-        flops += B * L * attn;
+        flops += B * L * (t->framework == APS_FW_FSDP2
+                              ? 2.0 * S * aps_op_sac_recompute_params(m)
+                              : attn);
     return flops;
 }
 

@@ -77,6 +77,7 @@ typedef struct {
     double gemm_fwd;       /**< s, linear layers */
     double attn_fwd;       /**< s, attention core (bf16) */
     double attn_bwd;       /**< s */
+    double selective_fwd;  /**< s recomputed per layer under "selective" */
     double membound_fwd;   /**< s, norms, residuals, activations, rope */
     double tp_fwd;         /**< s, TP collectives in the forward */
     double tp_bwd;         /**< s */
@@ -90,6 +91,16 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
                       const aps_layout *lay, const aps_dp_plan *plan,
                       const aps_layer_cost *lc, int64_t i,
                       aps_stage_estimate *st);
+
+/** Bytes one layer saves per micro-batch under TorchTitan's op-level
+ *  selective checkpointing (memory.c). */
+double aps_op_sac_bytes(const aps_model *m, const aps_training *t,
+                        const aps_strategy *s);
+/** Bytes per logit held by the loss at its peak, by framework (memory.c). */
+double aps_logits_bytes_per_element(const aps_training *t);
+/** Matrix parameters of one layer that TorchTitan's op-level selective
+ *  checkpointing recomputes: the even-numbered matmuls (compute.c). */
+double aps_op_sac_recompute_params(const aps_model *m);
 
 /** Activation bytes (memory.c). */
 void aps_layer_activations(const aps_model *m, const aps_training *t,

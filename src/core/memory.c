@@ -34,7 +34,9 @@
  * the paper does.
  *
  * Selective recompute drops the attention-core terms (softmax/dropout
- * outputs, or the flash LSE).  Full recompute keeps only the layer input,
+ * outputs, or the flash LSE): Megatron's --recompute-granularity selective.
+ * With the fsdp2 profile "selective" is TorchTitan's op-level selective
+ * checkpointing instead (aps_op_sac_bytes below).  Full recompute keeps only the layer input,
  * A s' b h, sequence-split with SP (Megatron checkpoints the SP-sharded
  * hidden state; Table 2's "2sbh" is the t = 1 / no-SP case).
  */
@@ -74,8 +76,45 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
         core = (A + drop * (APS_MASK_BYTES + A)) * a * sl * S * b / tp;
 
     out->act_full = replicated + split + core;
-    out->act_selective = replicated + split;
+    out->act_selective = t->framework == APS_FW_FSDP2
+                             ? aps_op_sac_bytes(m, t, s)
+                             : replicated + split;
     out->act_input = A * sbh_rep;
+}
+
+/*
+ * TorchTitan's selective activation checkpointing, `selective_ac_option =
+ * "op"` (torchtitan/distributed/activation_checkpoint.py, _save_list and
+ * _custom_policy): inside each checkpointed block, the outputs of the
+ * attention kernel and of every odd-numbered matmul (1st, 3rd, ...) are
+ * saved, every even-numbered matmul and all elementwise ops (norms, RoPE,
+ * SiLU) are recomputed in the backward; with TP + SP the reduce-scatter
+ * outputs are saved too.  Forward matmul order: wq, wk, wv, wo, then
+ * w1, w3, w2 (SwiGLU: w2(silu(w1 x) * w3 x)) or fc1, fc2 (GELU).
+ * Saved per token: the block input h, wq a d/t, wv k d/t, the attention
+ * output a d/t and its fp32 log-sum-exp, w1 f/t and w2 h (SwiGLU) or fc1
+ * f/t (GELU).
+ */
+double aps_op_sac_bytes(const aps_model *m, const aps_training *t,
+                        const aps_strategy *s)
+{
+    double A = APS_ACT_BYTES;
+    double tp = (double)s->tp_degree;
+    double T = (double)t->seq_length / (double)s->cp_degree *
+               (double)s->micro_batch_size;
+    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
+    double k = (double)m->num_query_groups, d = (double)m->head_dim;
+    double f = (double)m->ffn_hidden_size;
+    bool sp = s->tp_degree > 1 && s->sequence_parallel;
+    double rep = sp ? tp : 1.0;
+    double elems = h / rep + a * d / tp + k * d / tp + a * d / tp;
+    if (m->mlp == APS_MLP_SWIGLU)
+        elems += f / tp + h;
+    else
+        elems += f / tp;
+    if (sp)
+        elems += 2.0 * h / tp; /* reduce-scatter outputs after wo, w2 */
+    return T * (A * elems + APS_FP32_BYTES * a / tp);
 }
 
 double aps_layer_activation_bytes(const aps_model *m, const aps_training *t,
@@ -88,6 +127,22 @@ double aps_layer_activation_bytes(const aps_model *m, const aps_training *t,
     case APS_RECOMPUTE_FULL: return lc.act_input;
     default: return lc.act_full;
     }
+}
+
+/** Megatron's fused vocab-parallel cross-entropy keeps the bf16 logits and
+ *  one fp32 buffer it turns into the gradient in place (2 + 4 bytes per
+ *  logit; megatron/core/tensor_parallel/cross_entropy.py); DeepSpeed runs
+ *  Megatron's.  PyTorch eager F.cross_entropy(logits.float()) keeps the
+ *  fp32 log-softmax output and, entering the backward, holds it together
+ *  with its dense fp32 gradient and the fp32 input gradient: 4 + 4 + 4
+ *  bytes (TorchTitan, llm-foundry). */
+#define APS_LOGITS_BYTES_FUSED 6.0
+#define APS_LOGITS_BYTES_EAGER 12.0
+
+double aps_logits_bytes_per_element(const aps_training *t)
+{
+    return (t->framework == APS_FW_MEGATRON || t->framework == APS_FW_DEEPSPEED)
+               ? APS_LOGITS_BYTES_FUSED : APS_LOGITS_BYTES_EAGER;
 }
 
 void aps_model_state_bytes(const aps_training *t, const aps_strategy *s,
@@ -206,11 +261,16 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
     /* Full recompute: while a layer is recomputed its whole activation set
      * is alive once more (the transient peak of the backward). */
     double transient = rc > 0 ? lc->act_full : 0.0;
+    /* Selective recompute rebuilds what it dropped for one layer at a
+     * time in the backward: that difference is alive once more. */
+    if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE && layers > rc &&
+        lc->act_full - lc->act_selective > transient)
+        transient = lc->act_full - lc->act_selective;
     mem[APS_MEM_ACTIVATIONS] = inflight * per_mb + transient;
 
-    if (i == lay->p - 1) /* bf16 logits + fp32 copy for cross-entropy */
-        mem[APS_MEM_LOGITS_LOSS] =
-            (A + APS_FP32_BYTES) * sl * b * lay->vocab_padded / tp;
+    if (i == lay->p - 1)
+        mem[APS_MEM_LOGITS_LOSS] = aps_logits_bytes_per_element(t) * sl * b *
+                                   lay->vocab_padded / tp;
 
     /* TP with SP: the all-gathered full-sequence input of a linear. */
     if (lay->t > 1 && s->sequence_parallel)

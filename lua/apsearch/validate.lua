@@ -9,6 +9,7 @@
 local core = require "apsearch.core"
 local data = require "pl.data"
 local util = require "apsearch.util"
+local calibration = require "apsearch.calibration"
 
 local M = {}
 
@@ -149,12 +150,6 @@ local function top_terms(est)
   return { time = { perf[1], perf[2], perf[3] }, memory = { mem[1], mem[2], mem[3] } }
 end
 
---- Applies a calibration (device and training field overrides) to inputs.
-local function apply_calibration(cluster, training, calib)
-  if not calib then return end
-  for k, v in pairs(calib.device or {}) do cluster.device[k] = v end
-  for k, v in pairs(calib.training or {}) do training[k] = v end
-end
 
 --- Estimates one row and compares it with what was measured.
 -- @param row table column -> string
@@ -166,7 +161,7 @@ function M.run_case(row, calib)
                  reliability = row.reliability, model = row.model }
   local ok, err = pcall(function()
     local model, cluster, training, strategy, preset = M.case_inputs(row)
-    apply_calibration(cluster, training, calib)
+    calibration.apply(cluster, calib)
     local ctx = core.context(model, cluster, training)
     local est = ctx:estimate(strategy)
     case.inputs = { model = model, cluster = cluster, training = training, strategy = strategy }

@@ -1,0 +1,66 @@
+--- Calibration files: loading, checking, and applying them to a cluster.
+--
+-- A calibration file is JSON written by `apsearch calibrate`:
+-- {schema_version, name, fitted_on, rows, loss_before, loss_after,
+--  devices = {<preset name> = {<field> = value}}, training = {}}.
+-- Only the fields of FIELDS may appear under a device.
+local core = require "apsearch.core"
+local util = require "apsearch.util"
+
+local M = {}
+
+--- Calibrated device fields with their physical bounds.
+M.FIELDS = {
+  { field = "gemm_efficiency", lo = 0.30, hi = 0.95 },
+  { field = "gemm_half_dim", lo = 0.0, hi = 4096.0 },
+  { field = "attention_efficiency", lo = 0.10, hi = 0.90 },
+  { field = "fp8_gemm_efficiency", lo = 0.20, hi = 0.90, fp8_only = true },
+}
+
+--- Reads and checks a calibration file.
+-- @raise `<file>: ...` on a malformed file or an unknown field
+function M.load(path)
+  local cjson = require "cjson.safe"
+  local text, err = util.read_file(path)
+  if not text then error(path .. ": " .. tostring(err), 0) end
+  local c, jerr = cjson.decode(text)
+  if type(c) ~= "table" then error(path .. ": not valid JSON (" .. tostring(jerr) .. ")", 0) end
+  if type(c.devices) ~= "table" then error(path .. ": devices: expected an object", 0) end
+  for dev, fields in pairs(c.devices) do
+    if type(fields) ~= "table" then error(path .. ": devices." .. tostring(dev) .. ": expected an object", 0) end
+    local ok = pcall(core.device_preset, dev)
+    if not ok then error(path .. ": devices." .. tostring(dev) .. ": unknown device preset", 0) end
+    for k, v in pairs(fields) do
+      local known = false
+      for _, p in ipairs(M.FIELDS) do known = known or p.field == k end
+      if not known then error(path .. ": devices." .. dev .. "." .. tostring(k) .. ": not a calibrated field", 0) end
+      local b
+      for _, p in ipairs(M.FIELDS) do if p.field == k then b = p end end
+      if type(v) ~= "number" or v ~= v or v < b.lo or v > b.hi then
+        error(("%s: devices.%s.%s: expected a number in [%g, %g] (got %s)"):format(
+          path, dev, k, b.lo, b.hi, tostring(v)), 0)
+      end
+    end
+  end
+  c.training = c.training or {}
+  c.name = c.name or path
+  return c
+end
+
+--- Applies a calibration to a cluster table (in place): the device's
+-- fields are overridden when its preset name has an entry.
+-- @param cluster normalized or policy cluster table
+-- @param calib calibration table (or nil)
+function M.apply(cluster, calib)
+  if not calib then return cluster end
+  local dev = cluster.device
+  local name = type(dev) == "string" and dev or (type(dev) == "table" and (dev.base or dev.name))
+  local fields = name and calib.devices[name:lower()]
+  if not fields then return cluster end
+  if type(dev) == "string" then dev = { base = dev } end
+  for k, v in pairs(fields) do dev[k] = v end
+  cluster.device = dev
+  return cluster
+end
+
+return M

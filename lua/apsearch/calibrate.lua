@@ -9,9 +9,9 @@
 --   fp8_gemm_efficiency   fp8 GEMM fraction of the fp8 peak (fp8 rows only)
 -- The loss is the mean absolute log error of tokens/s per GPU over the rows
 -- that measured it (symmetric in over- and under-estimates, and robust to
--- one wild row); the optimiser is cyclic coordinate descent with a
--- golden-section search per parameter inside physical bounds, from the
--- preset defaults, so a run is deterministic and reproducible.
+-- one wild row); the optimiser is Nelder-Mead over the parameters scaled
+-- to their physical bounds, restarted from its best point, from the preset
+-- defaults, so a run is deterministic and reproducible.
 --
 -- A calibration file is JSON: {schema_version, name, fitted_on, loss_before,
 -- loss_after, devices = {<preset> = {<field> = value}}, training = {...}}.
@@ -25,10 +25,12 @@ local M = {}
 --- Fitted fields with their physical bounds (calibration.FIELDS).
 M.PARAMETERS = calibration.FIELDS
 
---- Golden-section sweeps over the parameters.
-M.SWEEPS = 4
---- Golden-section steps per parameter per sweep (interval shrinks 0.618x).
-M.STEPS = 24
+--- Nelder-Mead iterations per start, and restarts from the best point
+-- (a restart rebuilds the simplex, which un-sticks a collapsed one).
+M.ITERATIONS = 400
+M.RESTARTS = 4
+--- Initial simplex edge, as a fraction of each parameter's range.
+M.STEP = 0.15
 
 --- Mean absolute log error of throughput under a calibration.
 -- @return loss, number of rows used
@@ -46,17 +48,60 @@ local function loss(rows, calib)
   return n > 0 and sum / n or math.huge, n
 end
 
-local function golden(f, lo, hi, steps)
-  local g = (math.sqrt(5) - 1) / 2
-  local a, b = lo, hi
-  local c, d = b - g * (b - a), a + g * (b - a)
-  local fc, fd = f(c), f(d)
-  for _ = 1, steps do
-    if fc < fd then b, d, fd = d, c, fc; c = b - g * (b - a); fc = f(c)
-    else a, c, fc = c, d, fd; d = a + g * (b - a); fd = f(d) end
+-- Nelder-Mead (Nelder and Mead 1965; the standard reflection 1,
+-- expansion 2, contraction 1/2, shrink 1/2) over x in [0, 1]^n, clamped.
+local function nelder_mead(f, x0, step, iterations)
+  local n = #x0
+  local function clamp(x)
+    local y = {}
+    for i = 1, n do y[i] = math.min(1, math.max(0, x[i])) end
+    return y
   end
-  if fc < fd then return c, fc end
-  return d, fd
+  local simplex = { { x = clamp(x0) } }
+  for i = 1, n do
+    local x = {}
+    for j = 1, n do x[j] = x0[j] end
+    x[i] = x[i] + (x[i] + step <= 1 and step or -step)
+    simplex[#simplex + 1] = { x = clamp(x) }
+  end
+  for _, v in ipairs(simplex) do v.f = f(v.x) end
+  local function lerp(a, b, t)
+    local y = {}
+    for i = 1, n do y[i] = a[i] + t * (b[i] - a[i]) end
+    return clamp(y)
+  end
+  for _ = 1, iterations do
+    table.sort(simplex, function(a, b) return a.f < b.f end)
+    local worst = simplex[n + 1]
+    local c = {}
+    for i = 1, n do
+      local s = 0
+      for k = 1, n do s = s + simplex[k].x[i] end
+      c[i] = s / n
+    end
+    local xr = lerp(c, worst.x, -1)
+    local fr = f(xr)
+    if fr < simplex[1].f then
+      local xe = lerp(c, worst.x, -2)
+      local fe = f(xe)
+      if fe < fr then worst.x, worst.f = xe, fe else worst.x, worst.f = xr, fr end
+    elseif fr < simplex[n].f then
+      worst.x, worst.f = xr, fr
+    else
+      local xc = lerp(c, worst.x, 0.5)
+      local fc = f(xc)
+      if fc < worst.f then
+        worst.x, worst.f = xc, fc
+      else
+        for k = 2, n + 1 do
+          simplex[k].x = lerp(simplex[1].x, simplex[k].x, 0.5)
+          simplex[k].f = f(simplex[k].x)
+        end
+      end
+    end
+  end
+  table.sort(simplex, function(a, b) return a.f < b.f end)
+  return simplex[1].x, simplex[1].f
 end
 
 --- Fits the parameters to the rows of a cases file.
@@ -91,22 +136,30 @@ function M.fit(path, opts)
   local before = loss(rows, calib)
   local best = before
   log(string.format("calibrate: %d rows, %d devices, loss before %.4f", #rows, #names, before))
-  for sweep = 1, M.SWEEPS do
-    for _, dev in ipairs(names) do
-      for _, p in ipairs(M.PARAMETERS) do
-        local params = calib.devices[dev]
-        if params[p.field] ~= nil then
-          local keep = params[p.field]
-          local x, fx = golden(function(v)
-            params[p.field] = v
-            return loss(rows, calib)
-          end, p.lo, p.hi, M.STEPS)
-          if fx < best then params[p.field], best = x, fx else params[p.field] = keep end
-        end
-      end
+  -- one vector of every (device, field) pair, normalised by its bounds
+  local slots = {}
+  for _, dev in ipairs(names) do
+    for _, p in ipairs(M.PARAMETERS) do
+      if calib.devices[dev][p.field] ~= nil then slots[#slots + 1] = { dev = dev, p = p } end
     end
-    log(string.format("calibrate: sweep %d, loss %.4f", sweep, best))
   end
+  local function set(x)
+    for i, sl in ipairs(slots) do
+      calib.devices[sl.dev][sl.p.field] = sl.p.lo + x[i] * (sl.p.hi - sl.p.lo)
+    end
+  end
+  local x = {}
+  for i, sl in ipairs(slots) do
+    local v = calib.devices[sl.dev][sl.p.field]
+    x[i] = math.min(1, math.max(0, (v - sl.p.lo) / (sl.p.hi - sl.p.lo)))
+  end
+  local function objective(y) set(y) return loss(rows, calib) end
+  for r = 1, M.RESTARTS do
+    local y, fy = nelder_mead(objective, x, M.STEP, M.ITERATIONS)
+    if fy < best then x, best = y, fy end
+    log(string.format("calibrate: start %d, loss %.4f", r, best))
+  end
+  set(x)
   calib.schema_version = 1
   calib.name = opts.name or ("calibrated on " .. path)
   calib.fitted_on = path

@@ -7,7 +7,8 @@
 --                  [--set KEY=VALUE]... [--format table|json]
 --     apsearch presets [--format table|json]
 --     apsearch inspect CONFIG.json|PRESET [--format table|json]
---     apsearch validate CASES.csv [--format table|json]   (apsearch.validate)
+--     apsearch validate CASES.csv [--format table|json] [--calibration CALIB.json]
+--     apsearch calibrate CASES.csv -o CALIB.json             (apsearch.calibrate)
 --
 -- stdout carries results, stderr logs and progress.  Exit status: 0 success,
 -- 1 no feasible strategy (run) or an infeasible strategy (estimate), 2 bad
@@ -36,6 +37,8 @@ commands:
   inspect CONFIG|PRESET
                        normalized model and its parameter counts
   validate CASES.csv   estimates against measured runs
+  calibrate CASES.csv -o CALIB.json
+                       fit the device kernel efficiencies to measured runs
   help                 this text; `apsearch <command> --help` for options
 
 exit status: 0 success, 1 no feasible strategy, 2 bad input
@@ -55,6 +58,7 @@ local function common_options(c, formats)
   c:option("--model=MODEL", "model preset name or path to a Hugging Face config.json")
   c:option("--cluster=SPEC", "cluster as DEVICE[:NODESxGPUS], e.g. h100-sxm-80gb:2x8")
   c:option("--format=FORMAT", "output format: " .. formats)
+  c:option("--calibration=FILE", "kernel efficiencies fitted by `apsearch calibrate`")
   c:flag("-q, --quiet", "no log lines on stderr")
 end
 
@@ -99,7 +103,16 @@ end
 local function load_policy(path, opts, extra)
   local o = { set = shortcut_sets(opts), fix = opts.fix or {} }
   for k, v in pairs(extra or {}) do o[k] = v end
-  return policy_mod.load(path, o)
+  local p = policy_mod.load(path, o)
+  if opts.calibration then
+    -- kernel efficiencies fitted by `apsearch calibrate` replace the
+    -- device preset's; the result's inputs name the file
+    local calibration = require "apsearch.calibration"
+    local calib = calibration.load(opts.calibration)
+    calibration.apply(p.cluster, calib)
+    p.calibration = { name = calib.name, file = opts.calibration }
+  end
+  return p
 end
 
 local function write_outputs(dir, result)
@@ -153,6 +166,7 @@ local function cmd_run(args)
       end
     end or nil,
   })
+  if p.calibration then result.inputs.calibration = p.calibration end
   if not quiet then
     for _, line in ipairs(result.search_log) do util.log("%s", line) end
   end
@@ -336,10 +350,12 @@ local function cmd_validate(args)
   local c = new_parser("validate", "Compare estimates with measured training runs (CSV).")
   c:argument("CASES", "CSV of measured runs (shared/validation/README.md schema)")
   c:option("--format=FORMAT", "output format: table, json")
+  c:option("--calibration=FILE", "kernel efficiencies fitted by `apsearch calibrate`")
   local opts, helped = parse(c, args, "validate")
   if helped then return 0 end
   local fmt = check_format("validate", opts.format, { "table", "json" }) or "table"
-  local result = require("apsearch.validate").run(opts.CASES)
+  local calib = opts.calibration and require("apsearch.calibration").load(opts.calibration)
+  local result = require("apsearch.validate").run(opts.CASES, calib)
   if fmt == "json" then
     out(require("apsearch.format.json").format(result))
     return 0
@@ -371,11 +387,32 @@ local function cmd_validate(args)
   return 0
 end
 
+------------------------------------------------------------------ calibrate
+
+local function cmd_calibrate(args)
+  local c = new_parser("calibrate", "Fit the device kernel efficiencies to measured runs (CSV).")
+  c:argument("CASES", "CSV of measured runs (shared/validation/README.md schema)")
+  c:option("-o, --output=FILE", "calibration file to write (JSON)")
+  c:flag("-q, --quiet", "no log lines on stderr")
+  local opts, helped = parse(c, args, "calibrate")
+  if helped then return 0 end
+  if not opts.output then util.fail("calibrate", "--output", "is required", nil, false) end
+  local calib = require("apsearch.calibrate").fit(opts.CASES, {
+    log = (not opts.quiet) and function(line) util.log("%s", line) end or nil,
+  })
+  local text = require("apsearch.format.json").format(calib)
+  local ok, err = util.write_atomic(opts.output, text)
+  if not ok then util.fail("--output", "file", "cannot write: " .. tostring(err), opts.output) end
+  out(string.format("calibrated %d rows: mean |log error| of tokens/s per GPU %.4f -> %.4f; wrote %s\n",
+    calib.rows, calib.loss_before, calib.loss_after, opts.output))
+  return 0
+end
+
 ---------------------------------------------------------------------- main
 
 local COMMANDS = {
   run = cmd_run, estimate = cmd_estimate, presets = cmd_presets, inspect = cmd_inspect,
-  validate = cmd_validate,
+  validate = cmd_validate, calibrate = cmd_calibrate,
 }
 
 --- Runs the command line.

@@ -1,0 +1,178 @@
+-- tests/lua/validate_spec.lua -- `apsearch validate` and `apsearch
+-- calibrate` (issue 5): the comparison on a small fixture whose answers
+-- are recomputed here through the core, per-row errors, and a calibration
+-- that recovers known parameters from synthetic cases.
+
+local core = require "apsearch.core"
+local validate = require "apsearch.validate"
+local calibrate = require "apsearch.calibrate"
+local calibration = require "apsearch.calibration"
+
+local ROOT = os.getenv("APS_ROOT") or "."
+local FIXTURE = ROOT .. "/tests/fixtures/cases_small.csv"
+
+local function by_id(result)
+  local t = {}
+  for _, c in ipairs(result.cases) do t[c.case_id] = c end
+  return t
+end
+
+describe("validate on tests/fixtures/cases_small.csv", function()
+  local r, cases
+  setup(function()
+    r = validate.run(FIXTURE)
+    cases = by_id(r)
+  end)
+
+  it("estimates each row with the row's own strategy and compares tokens/s per GPU", function()
+    -- c213: MPT-7b, 8 x H100, FSDP full shard, b 6, s 2048, no recompute,
+    -- measured 10643 tokens/s per GPU (llm-foundry benchmarks)
+    local c = cases.c213
+    assert.is_nil(c.error)
+    local ctx = core.context(c.inputs.model, c.inputs.cluster, c.inputs.training)
+    local est = ctx:estimate(c.inputs.strategy)
+    assert.are.equal(est.tokens_per_s_per_gpu, c.predicted.tokens_per_s_per_gpu)
+    assert.are.equal(10643, c.measured.tokens_per_s_per_gpu)
+    assert.are.equal((est.tokens_per_s_per_gpu - 10643) / 10643 * 100,
+      c.error_pct.tokens_per_s_per_gpu)
+    -- MPT: no biases, LayerNorm without bias, ALiBi, tied, no dropout
+    assert.is_false(c.inputs.model.qkv_bias)
+    assert.is_false(c.inputs.model.norm_bias)
+    assert.are.equal("alibi", c.inputs.model.position_embedding)
+    assert.is_false(c.inputs.training.dropout)
+    assert.are.equal(1, c.inputs.training.vocab_size_divisible_by)
+  end)
+
+  it("compares MFU and TFLOP/s under the row's FLOPs convention", function()
+    -- c016: SC'21 reports hardware TFLOP/s (recompute counted, non-causal)
+    local c = cases.c016
+    local ctx = core.context(c.inputs.model, c.inputs.cluster, c.inputs.training)
+    local est = ctx:estimate(c.inputs.strategy)
+    local flops = ctx:flops(c.inputs.strategy, "hardware-noncausal")
+    assert.are.equal(flops / est.step_time / 384 / 1e12, c.predicted.tflops_per_gpu)
+    assert.are.equal(153.0, c.measured.tflops_per_gpu)
+    -- GPT: biases everywhere, dropout, padded vocabulary (Megatron)
+    assert.is_true(c.inputs.model.qkv_bias)
+    assert.is_true(c.inputs.training.dropout)
+    assert.are.equal(128, c.inputs.training.vocab_size_divisible_by)
+    -- c213: MPT reports MFU against the bf16 peak, model FLOPs non-causal
+    local m = cases.c213
+    local mctx = core.context(m.inputs.model, m.inputs.cluster, m.inputs.training)
+    local mest = mctx:estimate(m.inputs.strategy)
+    local mflops = mctx:flops(m.inputs.strategy, "model-noncausal")
+    assert.is_true(math.abs(m.predicted.mfu_pct -
+      mflops / mest.step_time / 8 / 989.4e12 * 100) < 1e-9)
+  end)
+
+  it("reports a row it cannot estimate and still runs the others", function()
+    assert.matches('device = "gb300": unknown device preset', cases.c900.error)
+    assert.matches('precision = "fp4" is not modelled', cases.c901.error)
+    assert.is_nil(cases.c016.error)
+    assert.are.equal(5, r.summary.cases)
+    assert.are.equal(2, r.summary.failed)
+    assert.are.equal(3, r.summary.throughput.count)
+  end)
+
+  it("summarises throughput errors: count, MAPE, median and max of |error|", function()
+    local e = {}
+    for _, id in ipairs({ "c016", "c213", "c219" }) do
+      e[#e + 1] = math.abs(cases[id].error_pct.tokens_per_s_per_gpu)
+    end
+    table.sort(e)
+    local s = r.summary.throughput
+    assert.is_true(math.abs(s.mape_pct - (e[1] + e[2] + e[3]) / 3) < 1e-9)
+    assert.are.equal(e[2], s.median_abs_pct)
+    assert.are.equal(e[3], s.max_abs_pct)
+  end)
+
+  it("refuses a file without a required column, naming it", function()
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write("case_id,model\nx,y\n")
+    f:close()
+    local ok, err = pcall(validate.load, path)
+    os.remove(path)
+    assert.is_false(ok)
+    assert.matches(": missing required column num_layers", err)
+  end)
+end)
+
+describe("calibrate", function()
+  -- Synthetic cases: the estimator's own predictions under known device
+  -- parameters become the "measured" throughput; the fit must recover them.
+  local TRUE = { gemm_efficiency = 0.55, gemm_half_dim = 800, attention_efficiency = 0.30 }
+
+  local function synthetic_csv()
+    local src = validate.load(ROOT .. "/tests/fixtures/cases_mpt_h100.csv")
+    local rows = {}
+    for _, row in ipairs(src) do
+      -- H100 bf16 MPT rows: seq 1K..64K and 7B..70B shapes make the three
+      -- parameters identifiable (attention share grows with s, GEMM size
+      -- with h)
+      if row.device == "h100-sxm-80gb" and row.framework == "fsdp" then rows[#rows + 1] = row end
+    end
+    local calib = { devices = { ["h100-sxm-80gb"] = TRUE } }
+    local header = {}
+    for _, col in ipairs(validate.REQUIRED) do header[#header + 1] = col end
+    header[#header + 1] = "measured_tokens_per_s_per_gpu"
+    local lines = { table.concat(header, ",") }
+    for _, row in ipairs(rows) do
+      local c = validate.run_case(row, calib)
+      assert(not c.error, c.error)
+      local vals = {}
+      for i, col in ipairs(validate.REQUIRED) do vals[i] = row[col] end
+      vals[#vals + 1] = string.format("%.17g", c.predicted.tokens_per_s_per_gpu)
+      lines[#lines + 1] = table.concat(vals, ",")
+    end
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write(table.concat(lines, "\n"), "\n")
+    f:close()
+    return path, #rows
+  end
+
+  it("recovers known parameters from synthetic cases", function()
+    local path, n = synthetic_csv()
+    local calib = calibrate.fit(path)
+    os.remove(path)
+    assert.is_true(n >= 10)
+    local got = calib.devices["h100-sxm-80gb"]
+    assert.is_true(math.abs(got.gemm_efficiency - 0.55) < 0.01, tostring(got.gemm_efficiency))
+    assert.is_true(math.abs(got.attention_efficiency - 0.30) < 0.01, tostring(got.attention_efficiency))
+    assert.is_true(math.abs(got.gemm_half_dim - 800) < 80, tostring(got.gemm_half_dim))
+    assert.is_true(calib.loss_after < 1e-3)
+  end)
+
+  it("round-trips through a calibration file applied to a cluster", function()
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write('{"name": "t", "devices": {"h100-sxm-80gb": {"gemm_efficiency": 0.5}}}')
+    f:close()
+    local c = calibration.load(path)
+    os.remove(path)
+    local cluster = calibration.apply({ device = "h100-sxm-80gb", num_devices = 8, devices_per_node = 8 }, c)
+    assert.are.same({ base = "h100-sxm-80gb", gemm_efficiency = 0.5 }, cluster.device)
+    local ctx = core.context({ num_layers = 2, hidden_size = 256, num_attention_heads = 4,
+      num_query_groups = 4, ffn_hidden_size = 512, vocab_size = 1000 }, cluster,
+      { global_batch_size = 8, seq_length = 128 })
+    assert.are.equal(0.5, ctx:inputs().cluster.device.gemm_efficiency)
+  end)
+
+  it("rejects an out-of-range or unknown calibrated field, naming it", function()
+    for _, body in ipairs({
+      '{"devices": {"h100-sxm-80gb": {"gemm_efficiency": 7}}}',
+      '{"devices": {"h100-sxm-80gb": {"peak_flops_bf16": 1}}}',
+      '{"devices": {"z100": {"gemm_efficiency": 0.5}}}',
+      'not json',
+    }) do
+      local path = os.tmpname()
+      local f = assert(io.open(path, "w"))
+      f:write(body)
+      f:close()
+      local ok, err = pcall(calibration.load, path)
+      os.remove(path)
+      assert.is_false(ok)
+      assert.matches(path:gsub("%p", "%%%0"), err)
+    end
+  end)
+end)

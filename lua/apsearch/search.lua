@@ -77,16 +77,17 @@ function M.context(policy)
   return ctx
 end
 
-local function count_reason(summary, code, cand, msg, phase, rule)
-  local e = summary[code]
-  if e then
-    e.count = e.count + 1
-  else
-    summary[code] = {
-      count = 1, phase = phase, rule = rule,
-      example = space_mod.copy(cand), message = msg,
-    }
-  end
+-- first candidate with a reason code: a new summary entry, numbered in
+-- `reasons` (the per-candidate record stores that number)
+local function count_reason(summary, reasons, code, cand, msg, phase, rule)
+  local id = #reasons + 1
+  reasons[id] = code
+  local e = {
+    count = 1, phase = phase, rule = rule,
+    example = space_mod.copy(cand), message = msg, id = id,
+  }
+  summary[code] = e
+  return e
 end
 
 local function sorted_codes(summary, phase)
@@ -227,16 +228,30 @@ function M.run(policy, opts)
     allow_idle_devices = policy.constraints.allow_idle_devices,
   })
   local space_size = space:size()
-  local better, objective_name = objectives.get(policy.objective)
+  local better, objective_name, objective_info = objectives.get(policy.objective)
   local k = policy.top_k or 10
 
   -- hot loop --------------------------------------------------------------
   local check, evaluate = ctx.check, ctx.evaluate
   local copy = space_mod.copy
-  local summary = {}
+  local summary, reasons = {}, {}
   local generated, filtered, estimated, feasible, infeasible = 0, 0, 0, 0, 0
   local heap, hn = {}, 0
   local progress = opts.progress
+  -- compact record of every candidate (the candidates CSV, chart 7, the
+  -- pareto objective): rcode[index] = 0 feasible, else the reason's number
+  -- in `reasons`; per estimated candidate its index, step time and peak
+  local rcode = {}
+  local e_idx, e_step, e_mem, ne = {}, {}, {}, 0
+  -- Pareto front of (step time, peak memory), kept online: step time
+  -- ascending, memory strictly descending
+  local pf_step, pf_mem, pf_idx, pf_strat, pn = {}, {}, {}, {}, 0
+  -- trends (chart 6): per degree value, the feasible candidate with the
+  -- least step time (ties: memory); data-parallel ranks = dp x fsdp
+  local tr_dp_s, tr_dp_m, tr_dp_c = {}, {}, {}
+  local tr_tp_s, tr_tp_m, tr_tp_c = {}, {}, {}
+  local tr_pp_s, tr_pp_m, tr_pp_c = {}, {}, {}
+  local tr_cp_s, tr_cp_m, tr_cp_c = {}, {}, {}
   local t_loop = os.clock()
 
   for cand, index in space:iter() do
@@ -267,9 +282,13 @@ function M.run(policy, opts)
       filtered = filtered + 1
       local e = summary[code]
       if e then e.count = e.count + 1
-      else count_reason(summary, code, cand, msg, "early", failed_rule or code_rule[code]) end
+      else e = count_reason(summary, reasons, code, cand, msg, "early", failed_rule or code_rule[code]) end
+      rcode[index] = e.id
     else
       estimated = estimated + 1
+      local st, mem = ev.step_time, ev.mem_peak
+      ne = ne + 1
+      e_idx[ne], e_step[ne], e_mem[ne] = index, st, mem
       local bad, bmsg, brule
       for i = 1, n_late do
         local lok, lcode, lmsg = late_checks[i](cand, ctx, ev)
@@ -287,9 +306,67 @@ function M.run(policy, opts)
         infeasible = infeasible + 1
         local e = summary[bad]
         if e then e.count = e.count + 1
-        else count_reason(summary, bad, cand, bmsg, "estimate", brule or code_rule[bad]) end
+        else e = count_reason(summary, reasons, bad, cand, bmsg, "estimate", brule or code_rule[bad]) end
+        rcode[index] = e.id
       else
         feasible = feasible + 1
+        rcode[index] = 0
+        -- Pareto front: the last front point with step <= st has the least
+        -- memory among those; the candidate is dominated when it is <= mem
+        local lo, hi = 1, pn
+        while lo <= hi do
+          local mid = (lo + hi) // 2
+          if pf_step[mid] <= st then lo = mid + 1 else hi = mid - 1 end
+        end
+        -- hi: last position with step <= st (0 if none)
+        if hi == 0 or pf_mem[hi] > mem then
+          -- drop the points it dominates (step >= st, memory >= mem)
+          local j = hi + 1
+          if hi > 0 and pf_step[hi] == st then j = hi end
+          local drop = 0
+          while j + drop <= pn and pf_mem[j + drop] >= mem do drop = drop + 1 end
+          if drop ~= 1 then
+            -- shift to make exactly one slot at j
+            local shift = 1 - drop
+            if shift > 0 then
+              for q = pn, j, -1 do
+                pf_step[q + 1], pf_mem[q + 1], pf_idx[q + 1], pf_strat[q + 1] =
+                  pf_step[q], pf_mem[q], pf_idx[q], pf_strat[q]
+              end
+            elseif shift < 0 then
+              for q = j + drop, pn do
+                pf_step[q + shift], pf_mem[q + shift], pf_idx[q + shift], pf_strat[q + shift] =
+                  pf_step[q], pf_mem[q], pf_idx[q], pf_strat[q]
+              end
+              for q = pn + shift + 1, pn do
+                pf_step[q], pf_mem[q], pf_idx[q], pf_strat[q] = nil, nil, nil, nil
+              end
+            end
+            pn = pn + shift
+          end
+          pf_step[j], pf_mem[j], pf_idx[j], pf_strat[j] = st, mem, index, copy(cand)
+        end
+        -- trends
+        local v = cand.dp_degree * cand.fsdp_degree
+        local b = tr_dp_s[v]
+        if b == nil or st < b or (st == b and mem < tr_dp_m[v]) then
+          tr_dp_s[v], tr_dp_m[v], tr_dp_c[v] = st, mem, copy(cand)
+        end
+        v = cand.tp_degree
+        b = tr_tp_s[v]
+        if b == nil or st < b or (st == b and mem < tr_tp_m[v]) then
+          tr_tp_s[v], tr_tp_m[v], tr_tp_c[v] = st, mem, copy(cand)
+        end
+        v = cand.pp_degree
+        b = tr_pp_s[v]
+        if b == nil or st < b or (st == b and mem < tr_pp_m[v]) then
+          tr_pp_s[v], tr_pp_m[v], tr_pp_c[v] = st, mem, copy(cand)
+        end
+        v = cand.cp_degree
+        b = tr_cp_s[v]
+        if b == nil or st < b or (st == b and mem < tr_cp_m[v]) then
+          tr_cp_s[v], tr_cp_m[v], tr_cp_c[v] = st, mem, copy(cand)
+        end
         ev.index = index
         ev.strategy = cand
         if hn < k then
@@ -324,9 +401,18 @@ function M.run(policy, opts)
     if progress and index & 0xFFFF == 0 then progress(index, space_size) end
   end
   local loop_seconds = os.clock() - t_loop
+  if progress then progress(generated, space_size, true) end
+
+  -- the pareto objective: non-dominated layers of every feasible candidate,
+  -- each by step time, until k are found
+  local layer_of = nil
+  if objective_info.kind == "pareto" then
+    heap, layer_of = M.pareto_layers(space, rcode, e_idx, e_step, e_mem, ne, k)
+  else
+    table.sort(heap, better)
+  end
 
   -- top-k: full estimates ---------------------------------------------------
-  table.sort(heap, better)
   local top = util.array()
   local mem_bd, perf_bd, stage_summary = util.array(), util.array(), util.array()
   for rank, entry in ipairs(heap) do
@@ -344,7 +430,38 @@ function M.run(policy, opts)
       rank = rank, pp_degree = rec.pp_degree, vpp_degree = rec.vpp_degree,
       worst_stage = est.worst_stage, stages = util.array(est.stages or {}),
     }
+    if layer_of then rec.pareto_front = layer_of[entry.index] end
+    rec.index = entry.index
   end
+
+  -- chart 8: the top-k re-estimated with the inter-node bandwidth scaled
+  local sensitivity = opts.sensitivity ~= false and #top > 0
+    and M.bandwidth_sensitivity(ctx, inputs, top) or nil
+
+  -- chart 7: the Pareto front; chart 6: trends (rank of a top-k member)
+  local rank_of = {}
+  for _, rec in ipairs(top) do rank_of[rec.index] = rec.rank end
+  local front = util.array()
+  for i = 1, pn do
+    front[i] = { index = pf_idx[i], step_time = pf_step[i], mem_peak = pf_mem[i],
+      rank = rank_of[pf_idx[i]], strategy = pf_strat[i] }
+  end
+  local function trend(dim, label, s_, m_, c_)
+    local values = {}
+    for v in pairs(s_) do values[#values + 1] = v end
+    table.sort(values)
+    local pts = util.array()
+    for i, v in ipairs(values) do
+      pts[i] = { value = v, step_time = s_[v], mem_peak = m_[v], strategy = c_[v] }
+    end
+    return { dimension = dim, label = label, points = pts }
+  end
+  local trends = util.array({
+    trend("data_parallel", "dp x fsdp (data-parallel ranks)", tr_dp_s, tr_dp_m, tr_dp_c),
+    trend("tp_degree", "tp_degree", tr_tp_s, tr_tp_m, tr_tp_c),
+    trend("pp_degree", "pp_degree", tr_pp_s, tr_pp_m, tr_pp_c),
+    trend("cp_degree", "cp_degree", tr_cp_s, tr_cp_m, tr_cp_c),
+  })
   local seconds = os.clock() - t0
 
   -- summaries -----------------------------------------------------------------
@@ -419,7 +536,149 @@ function M.run(policy, opts)
     stage_summary = stage_summary,
     search_log = log,
     inputs = inputs_out,
+    pareto_front = front,
+    trends = trends,
+    bandwidth_sensitivity = sensitivity,
+    visualization_report = nil,   -- set by the CLI when it writes the report
+    candidates = setmetatable({
+      count = generated, code = rcode, reasons = reasons,
+      est_index = e_idx, est_step = e_step, est_mem = e_mem, estimated = ne,
+      rank_of = rank_of, space = space,
+    }, M.candidates_mt),
   }
+end
+
+--- Metatable of `result.candidates`, the compact per-candidate record (not
+-- written to JSON: `__json = false`; see apsearch.format.csv.candidates).
+-- Fields: `count` (candidates generated), `code[index]` (0 = feasible, else
+-- the number of its reason in `reasons`), `reasons` (array of reason codes),
+-- `est_index[i]`, `est_step[i]` [s], `est_mem[i]` [bytes] for the i-th
+-- estimated candidate (i = 1..`estimated`), `rank_of[index]` (top-k rank),
+-- `space` (the space object, to regenerate candidates in order).
+M.candidates_mt = { __name = "apsearch.candidates", __json = false }
+
+--- Fetches candidates by enumeration index (re-walks the space up to the
+-- largest index wanted).
+-- @tparam table space a space object (apsearch.space)
+-- @tparam table wanted set `{[index] = true}`
+-- @treturn table `{[index] = candidate copy}`
+function M.fetch(space, wanted)
+  local last = 0
+  for i in pairs(wanted) do if i > last then last = i end end
+  local out = {}
+  if last == 0 then return out end
+  for cand, index in space:iter() do
+    if wanted[index] then out[index] = space_mod.copy(cand) end
+    if index >= last then break end
+  end
+  return out
+end
+
+--- Non-dominated layers of the feasible candidates (the `pareto` objective).
+-- Layer 1 is the Pareto front of (step time, peak memory); layer 2 the
+-- front of the rest; ...  Within a layer, by step time (ties: memory, then
+-- enumeration order); a candidate equal to an earlier one on both counts
+-- goes to the next layer.
+-- @treturn table entries `{index, step_time, mem_peak, strategy}` of the
+--   first k, in rank order
+-- @treturn table `{[index] = layer}` for those entries
+function M.pareto_layers(space, rcode, e_idx, e_step, e_mem, ne, k)
+  local order = {}
+  for i = 1, ne do
+    if rcode[e_idx[i]] == 0 then order[#order + 1] = i end
+  end
+  table.sort(order, function(a, b)
+    local x, y = e_step[a], e_step[b]
+    if x ~= y then return x < y end
+    x, y = e_mem[a], e_mem[b]
+    if x ~= y then return x < y end
+    return e_idx[a] < e_idx[b]
+  end)
+  local chosen, layer_of, layer = {}, {}, 0
+  local rest = order
+  while #chosen < k and #rest > 0 do
+    layer = layer + 1
+    local next_rest, best = {}, math.huge
+    for _, i in ipairs(rest) do
+      if e_mem[i] < best then
+        best = e_mem[i]
+        if #chosen < k then
+          chosen[#chosen + 1] = i
+          layer_of[e_idx[i]] = layer
+        end
+      else
+        next_rest[#next_rest + 1] = i
+      end
+    end
+    rest = next_rest
+  end
+  -- rank: layer, then step time (the sweep order within a layer)
+  table.sort(chosen, function(a, b)
+    local la, lb = layer_of[e_idx[a]], layer_of[e_idx[b]]
+    if la ~= lb then return la < lb end
+    local x, y = e_step[a], e_step[b]
+    if x ~= y then return x < y end
+    x, y = e_mem[a], e_mem[b]
+    if x ~= y then return x < y end
+    return e_idx[a] < e_idx[b]
+  end)
+  local wanted = {}
+  for _, i in ipairs(chosen) do wanted[e_idx[i]] = true end
+  local strat = M.fetch(space, wanted)
+  local entries = {}
+  for r, i in ipairs(chosen) do
+    entries[r] = { index = e_idx[i], step_time = e_step[i], mem_peak = e_mem[i],
+      strategy = strat[e_idx[i]] }
+  end
+  return entries, layer_of
+end
+
+--- Factors of chart 8 (inter-node bandwidth scaled).
+M.bandwidth_factors = { 0.25, 0.5, 1, 2, 4 }
+
+--- Re-estimates the top-k with `cluster.device.inter_node_bandwidth`
+-- scaled by each of `M.bandwidth_factors` (new core contexts; the core
+-- computes every second).
+-- @tparam userdata ctx the search's context
+-- @tparam table inputs `ctx:inputs()`
+-- @tparam table top the top-k records
+-- @treturn table `{parameter, base_value [bytes/s], factors = {...},
+--   series = { {rank, step_time = {per factor [s]}, feasible = {...}} }}`
+function M.bandwidth_sensitivity(ctx, inputs, top)
+  local core = require "apsearch.core"
+  local base = inputs.cluster.device.inter_node_bandwidth
+  local series = util.array()
+  for i, rec in ipairs(top) do
+    series[i] = { rank = rec.rank, step_time = util.array(), feasible = util.array() }
+  end
+  for f_i, f in ipairs(M.bandwidth_factors) do
+    local c = ctx
+    if f ~= 1 then
+      local cluster = util.copy(inputs.cluster)
+      cluster.device = util.copy(inputs.cluster.device)
+      cluster.device.inter_node_bandwidth = base * f
+      c = core.context(inputs.model, cluster, inputs.training)
+    end
+    for i, rec in ipairs(top) do
+      local ev = c:evaluate(M.strategy_of(rec))
+      series[i].step_time[f_i] = ev.step_time
+      series[i].feasible[f_i] = ev.feasible
+    end
+  end
+  return {
+    parameter = "cluster.device.inter_node_bandwidth", base_value = base,
+    factors = util.array(util.copy(M.bandwidth_factors)), series = series,
+    single_node = inputs.cluster.num_devices <= inputs.cluster.devices_per_node,
+  }
+end
+
+--- The strategy fields of a top-k record (the estimator's input).
+-- @tparam table rec top-k record
+-- @treturn table strategy
+function M.strategy_of(rec)
+  local s = {}
+  for _, f in ipairs(space_mod.fields) do s[f] = rec[f] end
+  return s
 end
 
 return M

@@ -19,6 +19,7 @@
 
 #include "host.h"
 #include "lconvert.h"
+#include "lsandbox.h"
 
 #ifndef APS_INSTALL_LUA_DIR
 #define APS_INSTALL_LUA_DIR "/usr/local/share/apsearch"
@@ -88,6 +89,8 @@ static int setup_protected(lua_State *L)
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
     lua_pushcfunction(L, luaopen_apsearch_core);
     lua_setfield(L, -2, "apsearch.core");
+    lua_pushcfunction(L, luaopen_apsearch_sandbox);
+    lua_setfield(L, -2, "apsearch.sandbox");
     lua_pop(L, 1);
 
     if (root == NULL)

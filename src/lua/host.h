@@ -32,8 +32,9 @@ extern "C" {
  *      as given, not checked);
  *   2. <directory of the executable>/../share/apsearch (the installed
  *      layout; the executable is found through /proc/self/exe);
- *   3. the compile-time APS_INSTALL_LUA_DIR;
- *   4. the compile-time APS_SOURCE_LUA_DIR (the source tree).
+ *   3. the compile-time APS_SOURCE_LUA_DIR (the source tree: a build-tree
+ *      binary runs its own sources, never a stale install);
+ *   4. the compile-time APS_INSTALL_LUA_DIR.
  * Candidates 2-4 count only if <dir>/lua/apsearch/cli.lua is readable; if
  * none is, the last compiled-in candidate is returned anyway so that the
  * require error names a path.  Writes the path into buf (n bytes) and
@@ -43,7 +44,8 @@ const char *aps_host_find_root(char *buf, size_t n);
 
 /**
  * Prepares an opened state (luaL_openlibs done): package.preload
- * ["apsearch.core"] = luaopen_apsearch_core; package.path gets
+ * ["apsearch.core"] = luaopen_apsearch_core and ["apsearch.sandbox"] =
+ * luaopen_apsearch_sandbox (src/lua/lsandbox.c); package.path gets
  * "<root>/lua/?.lua;<root>/lua/?/init.lua;" in front; the global
  * APSEARCH_ROOT = root.  root may be NULL (then only the preload is done).
  * Runs in protected mode: returns LUA_OK, or an error status with the

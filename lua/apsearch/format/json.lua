@@ -8,7 +8,9 @@
 --   (`encode_sparse_array(true)`).
 -- * `filter_reason` of each top-k strategy, nil in Lua, is written `null`
 --   so that the field is present.
--- * Functions and userdata are dropped.
+-- * Functions and userdata are dropped, and so are tables whose metatable
+--   has `__json = false` (the compact per-candidate record
+--   `result.candidates`; it is written as candidates.csv instead).
 -- Numbers keep 14 significant digits (cjson's maximum), so integer byte and
 -- parameter counts below 10^14 are exact.
 -- @module apsearch.format.json
@@ -32,8 +34,10 @@ local function sanitize(v, depth)
     return v
   elseif t == "table" then
     if depth > 64 then return cjson.null end
+    local mt = getmetatable(v)
+    if mt and mt.__json == false then return nil end
     if next(v) == nil then
-      if getmetatable(v) == util.array_mt then return EMPTY end
+      if mt == util.array_mt then return EMPTY end
       return {}
     end
     local r = {}

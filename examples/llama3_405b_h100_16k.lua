@@ -27,7 +27,7 @@ return {
     sequence_parallel = { true },
     cp_degree = { 1, 2 },
     pp_degree = { 8, 16, 32 },
-    vpp_degree = { 1, 2 },
+    vpp_degree = { 1, 2, 4 },
     layer_offset = { "even", "balanced" },
     micro_batch_size = { 1, 2 },
     layer_recompute = { "none", "selective", "full" },

@@ -173,8 +173,8 @@ typedef struct {
     aps_recompute layer_recompute;
     int64_t recompute_num_layers[APS_MAX_STAGES]; /**< per rank; -1 = all */
     bool allow_idle_devices;     /**< devices used may be < N */
-    bool balance_stages;         /**< p > 1, v = 1: choose stage_partition
-                                      to balance stage time (estimate.c) */
+    bool balance_stages;         /**< p > 1: choose stage_partition to
+                                      balance stage time (estimate.c) */
     bool auto_recompute;         /**< full recompute: per stage, the fewest
                                       layers that bring it under the memory
                                       limit (recompute_num_layers chosen) */

@@ -236,9 +236,10 @@ static void balance_partition(const aps_model *m, const aps_cluster *c,
         if (!(u[i] > 0.0)) /* degenerate sample: fall back to even */
             return;
     }
+    double vmin = (double)lay->v; /* every model chunk >= 1 layer */
     double lo = 0.0, hi = 0.0;
     for (int64_t i = 0; i < p; i++) {
-        double one = e[i] + u[i], all = e[i] + (double)L * u[i];
+        double one = e[i] + vmin * u[i], all = e[i] + (double)L * u[i];
         lo = one > lo ? one : lo;
         hi = all > hi ? all : hi;
     }
@@ -248,7 +249,7 @@ static void balance_partition(const aps_model *m, const aps_cluster *c,
         int64_t sum = 0;
         for (int64_t i = 0; i < p && sum < L; i++) {
             double cap = (mid - e[i]) / u[i];
-            sum += cap < 1.0 ? 1 : (cap > (double)L ? L : (int64_t)cap);
+            sum += cap < vmin ? lay->v : (cap > (double)L ? L : (int64_t)cap);
         }
         if (sum >= L)
             hi = mid;
@@ -258,17 +259,17 @@ static void balance_partition(const aps_model *m, const aps_cluster *c,
     int64_t sum = 0;
     for (int64_t i = 0; i < p; i++) {
         double cap = (hi - e[i]) / u[i];
-        k[i] = cap < 1.0 ? 1 : (cap > (double)L ? L : (int64_t)cap);
+        k[i] = cap < vmin ? lay->v : (cap > (double)L ? L : (int64_t)cap);
         sum += k[i];
     }
     while (sum > L) { /* take the surplus off the costliest stages */
         int64_t worst = -1;
         for (int64_t i = 0; i < p; i++)
-            if (k[i] > 1 && (worst < 0 || e[i] + (double)k[i] * u[i] >
+            if (k[i] > lay->v && (worst < 0 || e[i] + (double)k[i] * u[i] >
                                               e[worst] + (double)k[worst] * u[worst]))
                 worst = i;
         if (worst < 0)
-            return; /* cannot happen: L >= p was checked */
+            return; /* cannot happen: L >= p v was checked */
         k[worst]--;
         sum--;
     }
@@ -314,6 +315,15 @@ static void assign_recompute(const aps_model *m, const aps_cluster *c,
     }
 }
 
+/** True if the strategy gives stage_partition explicitly. */
+static bool partition_given(const aps_strategy *s)
+{
+    for (int64_t i = 0; i < s->pp_degree; i++)
+        if (s->stage_partition[i] != 0)
+            return true;
+    return false;
+}
+
 static void set_perf(aps_estimate *out, aps_perf_category k, double total,
                      double exposed)
 {
@@ -354,7 +364,7 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
     aps_layer_cost lc;
     aps_layer_activations(m, t, s, &lc);
     aps_layer_times(m, c, t, s, &lc);
-    if (s->balance_stages && lay.p > 1 && lay.v == 1)
+    if (s->balance_stages && lay.p > 1 && !partition_given(s))
         balance_partition(m, c, t, s, &lay, &plan, &lc);
     if (s->auto_recompute && s->layer_recompute == APS_RECOMPUTE_FULL)
         assign_recompute(m, c, t, s, &lay, &plan, &lc, out->mem_limit);

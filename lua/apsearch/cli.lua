@@ -3,6 +3,8 @@
 --     apsearch run [POLICY.lua] [--top-k N] [--set KEY=VALUE]... [--fix DIM=VALUE]...
 --                  [--model NAME|CONFIG.json] [--cluster DEVICE[:NODESxGPUS]]
 --                  [--format table|json|csv] [--out DIR] [--quiet]
+--                  [--rules RULE.lua]... [--objective NAME|OBJ.lua] [--formatter FMT.lua]
+--                  [--unsafe] [--sandbox-instructions N] [--sandbox-memory-mib N]
 --     apsearch estimate [POLICY.lua] --strategy KEY=VALUE,... [--model ...] [--cluster ...]
 --                  [--set KEY=VALUE]... [--format table|json]
 --     apsearch presets [--format table|json]
@@ -41,7 +43,7 @@ commands:
                        fit the device kernel efficiencies to measured runs
   help                 this text; `apsearch <command> --help` for options
 
-exit status: 0 success, 1 no feasible strategy, 2 bad input
+exit status: 0 success, 1 no feasible strategy, 2 bad input or a failing script
 ]]
 
 local function out(s) io.stdout:write(s) end
@@ -60,6 +62,28 @@ local function common_options(c, formats)
   c:option("--format=FORMAT", "output format: " .. formats)
   c:option("--calibration=FILE", "kernel efficiencies fitted by `apsearch calibrate`")
   c:flag("-q, --quiet", "no log lines on stderr")
+  -- the sandbox of policies, rules, objectives, formatters (apsearch.rules)
+  c:option("--sandbox-instructions=N", "instruction limit of one call into a script (default 100000000; 0: none)")
+  c:option("--sandbox-memory-mib=N", "memory cap of one call into a script, MiB (default 256; 0: none)")
+  c:flag("--unsafe", "run scripts without the sandbox (full Lua library, no limits): trusted scripts only")
+end
+
+--- Applies the sandbox options (--unsafe, --sandbox-instructions,
+-- --sandbox-memory-mib) to apsearch.sandbox.
+-- @tparam table opts parsed options
+-- @raise `--sandbox-...: <field>: must be an integer >= 0 (got ...)`
+function M.configure_sandbox(opts)
+  local cfg = {}
+  for flag, key in pairs({ ["sandbox-instructions"] = "instructions", ["sandbox-memory-mib"] = "memory_mib" }) do
+    local v = opts[flag]
+    if v ~= nil then
+      local n = tonumber(v)
+      if not util.is_integer(n) or n < 0 then util.fail("--" .. flag, key, "must be an integer >= 0", v) end
+      cfg[key] = math.tointeger(n)
+    end
+  end
+  if opts.unsafe then cfg.enabled = false end
+  require("apsearch.sandbox").configure(cfg)
 end
 
 local function parse(c, args, name)
@@ -101,6 +125,7 @@ local function shortcut_sets(opts)
 end
 
 local function load_policy(path, opts, extra)
+  M.configure_sandbox(opts)
   local o = { set = shortcut_sets(opts), fix = opts.fix or {} }
   for k, v in pairs(extra or {}) do o[k] = v end
   local p = policy_mod.load(path, o)
@@ -115,21 +140,83 @@ local function load_policy(path, opts, extra)
   return p
 end
 
-local function write_outputs(dir, result)
+--- The files `apsearch run --out DIR` writes, each atomically (a
+-- temporary file renamed over the target):
+--
+-- * `result.json`     the result (docs/outputs.md), with
+--                     `visualization_report` and `output_files` set
+-- * `result.csv`      one row per top-k strategy
+-- * `candidates.csv`  every candidate generated: feasible, infeasible or
+--                     filtered, with its reason (apsearch.format.csv)
+-- * `report.html`     the report (apsearch.report.html), self-contained
+-- * `launch/rank<N>_megatron.sh`, `rank<N>_torchtitan.toml`,
+--   `rank<N>_mindformers.yaml` per top-k strategy (apsearch.launch)
+-- @tparam string dir output directory (created)
+-- @tparam table result search result (gains visualization_report, output_files)
+-- @tparam[opt] table opts `echarts` (path of echarts.min.js)
+-- @treturn table the paths written, in order
+-- @treturn string|nil a note when the report has no charts (no ECharts)
+function M.write_outputs(dir, result, opts)
+  opts = opts or {}
   local ok, err = util.mkdir_p(dir)
   if not ok then util.fail("--out", "dir", "cannot create directory: " .. tostring(err), dir) end
+  local function put(name, text)
+    local path = util.join_path(dir, name)
+    local wok, werr = util.write_atomic(path, text)
+    if not wok then util.fail("--out", "dir", "cannot write " .. path .. ": " .. tostring(werr), dir) end
+    return path
+  end
   local json = require "apsearch.format.json"
   local csv = require "apsearch.format.csv"
-  local files = {
-    { "result.json", json.format(result) },
-    { "result.csv", csv.format(result) },
-  }
-  for _, f in ipairs(files) do
-    local path = util.join_path(dir, f[1])
-    local wok, werr = util.write_atomic(path, f[2])
-    if not wok then util.fail("--out", "dir", "cannot write " .. path .. ": " .. tostring(werr), dir) end
+  local html = require "apsearch.report.html"
+  local launch = require "apsearch.launch"
+
+  local files = util.array()
+  local report_path = util.join_path(dir, "report.html")
+  result.visualization_report = report_path
+  -- launch configs first: the report links them
+  local lfiles = launch.write(util.join_path(dir, "launch"), result)
+  local links = {}
+  for _, f in ipairs(lfiles) do
+    links[f.rank] = links[f.rank] or {}
+    table.insert(links[f.rank], { f.engine, "launch/" .. f.name })
   end
-  return { util.join_path(dir, "result.json"), util.join_path(dir, "result.csv") }
+  files[#files + 1] = put("result.csv", csv.format(result))
+  files[#files + 1] = put("candidates.csv", csv.candidates(result))
+  local js, where = html.find_echarts({ echarts = opts.echarts })
+  local version = js and js:match("version%s*=%s*\"(%d+%.%d+%.%d+)\"")
+    or (js and js:match('[%w_]+%s*=%s*"(%d+%.%d+%.%d+)"'))
+  files[#files + 1] = put("report.html", html.render(result, {
+    echarts_js = js, echarts_missing = not js and where or nil, echarts_version = version,
+    launch = links,
+  }))
+  for _, f in ipairs(lfiles) do files[#files + 1] = f.path end
+  local json_path = util.join_path(dir, "result.json")
+  table.insert(files, 1, json_path)
+  result.output_files = files
+  put("result.json", json.format(result))
+  return files, (not js) and ("report.html has tables only: Apache ECharts not found (" .. where .. ")") or nil
+end
+
+--- One line of the progress bar (stderr, TTY only).
+-- @tparam integer done candidates walked
+-- @tparam integer total space size
+-- @tparam number elapsed seconds
+-- @tparam[opt=30] integer width bar width in characters
+-- @treturn string e.g. `[#########.........]  45%  55,296 / 122,580 candidates  1.2 s`
+function M.progress_line(done, total, elapsed, width)
+  width = width or 30
+  local frac = total > 0 and math.min(1, done / total) or 1
+  local fill = math.floor(frac * width + 0.5)
+  local common = require "apsearch.format.common"
+  return string.format("[%s%s] %3d%%  %s / %s candidates  %.1f s", string.rep("#", fill),
+    string.rep(".", width - fill), math.floor(100 * frac), common.commas(done), common.commas(total), elapsed)
+end
+
+-- true when stderr is a terminal (the shell's test -t 2 on our stderr)
+local function stderr_is_tty()
+  local ok = os.execute("test -t 2")
+  return ok == true or ok == 0
 end
 
 ------------------------------------------------------------------------ run
@@ -139,7 +226,12 @@ local function cmd_run(args)
   c:splat("POLICY", "policy file (default: examples/llama3_8b_h100.lua)", nil, 1)
   c:option("--top-k=N", "number of strategies to report")
   c:option("--fix=DIM=VALUE", "pin a search dimension, e.g. tp_degree=8 or tp_degree=4,8 (repeatable)", {})
-  c:option("--out=DIR", "write result.json and result.csv into DIR")
+  c:option("--out=DIR", "write result.json, result.csv, candidates.csv, report.html and launch/ into DIR")
+  c:option("--baseline=FILE", "a previous result.json: report what changed in the inputs and the top-k")
+  c:option("--echarts=FILE", "echarts.min.js to inline in report.html (default: the one the build fetched; 'none': tables only)")
+  c:option("--rules=FILE", "add a constraint rule file (docs/writing-rules.md; repeatable)", {})
+  c:option("--objective=NAME|FILE", "rank by a built-in objective or an objective file (replaces the policy's)")
+  c:option("--formatter=FILE", "print the result with a formatter file instead of --format")
   common_options(c, "table, json, csv")
   local opts, helped = parse(c, args, "run")
   if helped then return 0 end
@@ -153,30 +245,62 @@ local function cmd_run(args)
     top_k = math.tointeger(top_k)
   end
   local path = opts.POLICY or default_policy()
-  local p = load_policy(path, opts, { top_k = top_k })
+  local p = load_policy(path, opts, { top_k = top_k, rules = opts.rules, objective = opts.objective })
+  local user_formatter
+  if opts.formatter then
+    if not util.file_exists(opts.formatter) then
+      util.fail("--formatter", "formatter", "formatter file not found", opts.formatter)
+    end
+    user_formatter = require("apsearch.rules").load_formatter(opts.formatter)
+  end
+  local baseline
+  if opts.baseline then baseline = require("apsearch.report.baseline").load(opts.baseline) end
   local quiet = opts.quiet
   local search = require "apsearch.search"
-  local last = os.clock()
-  local result = search.run(p, {
-    progress = (not quiet) and function(done, total)
+  local t0 = os.clock()
+  local last = t0
+  local tty = not quiet and stderr_is_tty()
+  local drawn = false
+  local progress
+  if not quiet then
+    progress = function(done, total, final)
       local now = os.clock()
-      if now - last >= 2 then
+      if tty then
+        if final then
+          if drawn then io.stderr:write("\r\27[K") end
+        elseif now - t0 >= 1 then
+          io.stderr:write("\r", M.progress_line(done, total, now - t0), "\27[K")
+          io.stderr:flush()
+          drawn = true
+        end
+      elseif not final and now - last >= 2 then
         last = now
         util.log("apsearch: %d / %d candidates", done, total)
       end
-    end or nil,
-  })
-  if p.calibration then result.inputs.calibration = p.calibration end
+    end
+  end
+  local result = search.run(p, { progress = progress })
+  if baseline then
+    result.baseline_diff = require("apsearch.report.baseline").diff(baseline, result, opts.baseline)
+  end
   if not quiet then
     for _, line in ipairs(result.search_log) do util.log("%s", line) end
   end
-  fmt = fmt or p.outputs.format or "table"
-  local formatter = require("apsearch.format." .. fmt)
-  out(formatter.format(result))
   local dir = opts.out or p.outputs.dir
   if dir then
-    local files = write_outputs(dir, result)
-    if not quiet then util.log("wrote %s, %s", files[1], files[2]) end
+    local files, note = M.write_outputs(dir, result, { echarts = opts.echarts })
+    if not quiet then
+      util.log("wrote %d files to %s: result.json, result.csv, candidates.csv, report.html, launch/ (%d)",
+        #files, dir, #files - 4)
+      if note then util.log("apsearch: %s", note) end
+    end
+  end
+  if user_formatter then
+    out(user_formatter.render(result))
+  else
+    fmt = fmt or p.outputs.format or "table"
+    local formatter = require("apsearch.format." .. fmt)
+    out(formatter.format(result))
   end
   return #result.top_k_strategies > 0 and 0 or 1
 end

@@ -7,13 +7,28 @@
 --     local result = aps.search.run(p)
 --     io.write(aps.format.table.format(result))
 --
--- Submodules load on first use: core, hf, presets, policy, schema, space,
--- rules, objectives, search, cli, util, and format.{table,json,csv,breakdown}.
+-- Submodules load on first use: core (the C estimators), sandbox (the C
+-- sandbox), hf, presets, policy, schema, space, rules, objectives, search,
+-- engine, testing, validate, cli, util, and
+-- format.{table,json,csv,breakdown}.
+--
+-- The estimators directly:
+--
+--     local ctx = aps.context{ model = "llama-3.1-70b", cluster = "h100-sxm-80gb:8x8",
+--                              training = { global_batch_size = 512, seq_length = 8192 } }
+--     local est = ctx:estimate{ dp_degree = 1, fsdp_degree = 16, tp_degree = 4 }
+--     print(est.step_time, est.mem_peak)
+--
+-- From a stock lua5.4 after `cmake --install --prefix P` (docs/embedding.md):
+--
+--     LUA_PATH="P/share/apsearch/lua/?.lua;P/share/apsearch/lua/?/init.lua;;"
+--     LUA_CPATH="P/lib/lua/5.4/?.so;;"
 -- @module apsearch
 local M = { version = "0.1.0" }
 
 local SUB = { core = true, hf = true, presets = true, policy = true, schema = true,
-  space = true, rules = true, objectives = true, search = true, cli = true, util = true }
+  space = true, rules = true, objectives = true, search = true, cli = true, util = true,
+  sandbox = true, engine = true, testing = true, validate = true }
 
 local format = setmetatable({}, {
   __index = function(t, k)
@@ -36,6 +51,29 @@ function M.run(policy, opts)
   local p = type(policy) == "table" and pol.from_table(policy, opts.file or "policy", opts)
     or pol.load(policy, opts)
   return require("apsearch.search").run(p, opts)
+end
+
+--- An estimator context from model, cluster and training given as in a
+-- policy (preset names, "DEVICE:NODESxGPUS", tables; defaults: Llama-3.1-8B
+-- on 8 H100, see apsearch.testing.defaults).  It has `model`, `cluster`,
+-- `training` (every field filled) and the core's methods `check`,
+-- `evaluate`, `estimate`, `flops`, `inputs`.
+-- @tparam[opt] table o `{model =, cluster =, training =}`
+-- @treturn table context
+function M.context(o)
+  return require("apsearch.testing").context(o)
+end
+
+--- Estimates one strategy: the full breakdown of `ctx:estimate`.  When
+-- dp_degree is not given it fills the devices (N / (tp x pp x cp x fsdp)).
+-- @tparam table strategy strategy fields
+-- @tparam[opt] table o inputs as for `context`
+-- @treturn table estimate (feasible, step_time [s], mem_peak [B],
+--   memory_breakdown, performance_breakdown, stages, ...)
+function M.estimate(strategy, o)
+  local testing = require "apsearch.testing"
+  local ctx = testing.context(o)
+  return ctx:estimate(testing.candidate(strategy, ctx))
 end
 
 return setmetatable(M, {

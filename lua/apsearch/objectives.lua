@@ -173,13 +173,20 @@ end
 -- @raise `objective: unknown objective (got "x"); known: ...`
 function M.get(objective)
   if objective == nil then objective = "step_time" end
+  -- a user objective from a file or table (apsearch.rules.objective_comparator
+  -- made `better`, run in the sandbox): ranked like a comparator, by name
+  local uname = "custom"
+  if type(objective) == "table" and type(objective.better) == "function" then
+    uname = objective.name or uname
+    objective = objective.better
+  end
   if type(objective) == "function" then
     local user = objective
     return function(a, b)
       if user(a, b) then return true end
       if user(b, a) then return false end
       return a.index < b.index
-    end, "custom", { kind = "comparator" }
+    end, uname, { kind = "comparator" }
   end
   local w = M.parse_composite(objective)
   if w then

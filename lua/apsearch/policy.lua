@@ -17,10 +17,17 @@
 --       },
 --       constraints = { memory_limit_gib = 70, allow_idle_devices = false,
 --                       rules = { "my_rule.lua", function(s) return s.tp_degree <= 4 end } },
---       objective = "step_time",                  -- | "memory" | "throughput" | function(a, b)
+--                       -- rules: names, files, tables, functions (docs/writing-rules.md)
+--       objective = "step_time",                  -- a built-in name | "my_objective.lua" |
+--                                                 -- {name=, score=|better=} | function(a, b)
 --       top_k = 10,
 --       outputs = { format = "table", dir = "out" },
 --     }
+--
+-- The file runs in the sandbox of apsearch.rules (docs/writing-rules.md):
+-- loaded as text only, allowlisted globals plus the helpers of `env`, an
+-- instruction limit and a memory cap; functions it defines (rules, an
+-- objective) are called in the sandbox too.
 --
 -- Field values are checked strictly: an unknown field anywhere, or a value
 -- of the wrong type or range, raises `<file>: <field>: <problem> (got <v>)`.
@@ -563,6 +570,9 @@ local function resolve_paths(raw, base)
   if type(raw.outputs) == "table" and type(raw.outputs.dir) == "string" then
     raw.outputs.dir = util.join_path(base, raw.outputs.dir)
   end
+  if type(raw.objective) == "string" and raw.objective:match("%.lua$") then
+    raw.objective = util.join_path(base, raw.objective)
+  end
 end
 
 --- Validates and normalizes a policy table.
@@ -570,7 +580,11 @@ end
 -- @tparam string file its file name (used in error messages)
 -- @tparam[opt] table opts `set` (array of "key=value"), `fix` (array of
 --   "dim=value"), `top_k` (number), `base_dir` (default: the file's
---   directory; paths in the policy are relative to it)
+--   directory; paths in the policy are relative to it), `rules` (array of
+--   rule files -- relative to the current directory -- or loaded rules,
+--   added to the policy's: `--rules`), `objective` (a built-in name, an
+--   objective file or a loaded objective; replaces the policy's:
+--   `--objective`)
 -- @treturn table the normalized policy: `file, name, description, model,
 --   model_source, cluster, training, search_space = {data_parallel, dims},
 --   constraints = {allow_idle_devices, rules}, objective, objective_name,
@@ -620,15 +634,45 @@ function M.from_table(raw, file, opts)
   p.search_space = n:search_space(raw.search_space)
   p.constraints = n:constraints(raw.constraints, routed)
   p.training = n:training(raw.training, routed)
+  for _, r in ipairs(opts.rules or {}) do
+    if type(r) == "string" then
+      if not util.file_exists(r) then util.fail("--rules", "rules", "rule file not found", r) end
+      r = rules.load_file(r, M.env(util.dirname(r)))
+    end
+    p.constraints.rules[#p.constraints.rules + 1] = r
+  end
 
   local obj = raw.objective
+  local obj_fail = function(problem, v) n:fail("objective", problem, v) end
+  if opts.objective ~= nil then
+    obj = opts.objective
+    obj_fail = function(problem, v) util.fail("--objective", "objective", problem, v) end
+  end
   if obj == nil then obj = "step_time" end
+  if type(obj) == "string" and obj:match("%.lua$") then
+    if not util.file_exists(obj) then obj_fail("objective file not found", obj) end
+    obj = rules.load_objective(obj)
+  end
+  local function make_ctx()
+    return require("apsearch.core").context(p.model, p.cluster, p.training)
+  end
   if type(obj) == "function" then
-    p.objective, p.objective_name = obj, "custom"
+    p.objective, p.objective_name = rules.objective_comparator(obj), "custom"
+  elseif type(obj) == "table" then
+    local spec = obj
+    if not spec.source then
+      local ok, v = pcall(rules.normalize_objective, obj, n:origin("objective") .. ": objective")
+      if not ok then error(v, 0) end
+      spec = v
+    end
+    p.objective = { name = spec.name, description = spec.description, unit = spec.unit,
+      source = spec.source, better = rules.objective_comparator(spec, make_ctx) }
+    p.objective_name = spec.name
   elseif type(obj) == "string" and objectives.is_builtin(obj) then
     p.objective, p.objective_name = obj, obj
   else
-    n:fail("objective", "expected " .. util.join(objectives.names) .. " or a function(a, b)", obj)
+    obj_fail("expected " .. util.join(objectives.names) ..
+      ", an objective file (.lua), an objective table or a function(a, b)", obj)
   end
 
   p.top_k = 10
@@ -654,25 +698,46 @@ function M.from_table(raw, file, opts)
   return p
 end
 
---- Loads a policy file in the sandbox and normalizes it.
+--- Runs a policy file in the sandbox (apsearch.rules: text only, the
+-- allowlisted environment of `env`, instruction and memory limits) and
+-- returns the table it returned, as plain data (not yet validated).
 -- @tparam string path the policy file
--- @tparam[opt] table opts as for `from_table`
--- @treturn table the normalized policy
--- @raise `<file>: cannot open policy (...)`, the file's syntax or runtime
---   error (`<file>:<line>: ...`), or a validation error
-function M.load(path, opts)
+-- @treturn table|any what the file returned
+-- @raise `<file>: cannot open policy file (...)`, `<file>:<line>: <syntax
+--   error>`, or the sandbox report of a runtime error or exceeded limit
+--   (`<file>:<line>: <message>`, `in policy file <file>`, a traceback)
+function M.load_raw(path)
   local f, oerr = io.open(path, "rb")
   if not f then
     error(string.format("%s: cannot open policy file (%s)", path,
       tostring(oerr):gsub("^[^:]*: ", "")), 0)
   end
   f:close()
-  local env = M.env(util.dirname(path))
-  local chunk, err = loadfile(path, "t", env)
-  if not chunk then error(err, 0) end
-  local ok, raw = pcall(chunk)
-  if not ok then error(tostring(raw):gsub("\n.*", ""), 0) end
-  return M.from_table(raw, path, opts)
+  return rules.run_file(path, M.env(util.dirname(path)), "policy file")
+end
+
+--- Loads a policy file in the sandbox and normalizes it.
+-- @tparam string path the policy file
+-- @tparam[opt] table opts as for `from_table`
+-- @treturn table the normalized policy
+-- @raise as `load_raw`, or a validation error
+function M.load(path, opts)
+  return M.from_table(M.load_raw(path), path, opts)
+end
+
+--- Loads a policy from source text in the sandbox and normalizes it.
+-- Paths in it are relative to `opts.base_dir` (default: the current
+-- directory).
+-- @tparam string text Lua source returning a policy table
+-- @tparam[opt="policy"] string name its name in messages (`<name>:<line>:`)
+-- @tparam[opt] table opts as for `from_table`
+-- @treturn table the normalized policy
+function M.load_string(text, name, opts)
+  name = name or "policy"
+  opts = util.copy(opts or {})
+  opts.base_dir = opts.base_dir or "."
+  local raw = rules.run_string(text, name, M.env(opts.base_dir), "policy")
+  return M.from_table(raw, name, opts)
 end
 
 return M

@@ -1,26 +1,66 @@
---- Constraint rules: loading, validation and the sandbox they run in.
+--- Extension scripts: constraint rules, objectives and formatters, the
+-- sandbox they run in, and the context rules see.  docs/writing-rules.md is
+-- the user guide; this is the reference.
 --
--- A rule is a table (one file in `rules/` returns one):
+-- **A rule** is a table (a file in `rules/`, a file given with `--rules` or
+-- in a policy's `constraints.rules`, or a table written in the policy):
 --
 --     return {
---       name = "tp",                 -- unique; a policy rule of the same name replaces it
---       code = "TP_DIVISIBILITY",    -- filter reason code (upper case)
---       cheap = true,                -- true: runs before the estimate
---       description = "heads, query groups, hidden and FFN sizes divisible by tp_degree",
---       order = 50,                  -- optional: run order (lower first), default 1000
---       core_check = "tp",           -- optional: the ctx:check name it wraps
---       codes = { "TP_DIVISIBILITY" },  -- optional: every code it may return
+--       name = "tp_in_node",         -- unique; a rule of the same name replaces a built-in one
+--       code = "TP_CROSSES_NODE",    -- reason code (upper case), default: NAME in upper case
+--       cheap = true,                -- true (default): runs before the estimate
+--       description = "tensor parallelism stays inside a node",
+--       order = 500,                 -- optional: run order, lower first (default 1000)
+--       codes = { "TP_CROSSES_NODE" },  -- optional: every code it may return
 --       check = function(candidate, ctx, evaluation)
---         return ctx:check("tp", candidate)   -- true | false, code, message
+--         if candidate.tp_degree <= ctx.cluster.devices_per_node then return true end
+--         return false, "TP_CROSSES_NODE", "tp_degree = " .. candidate.tp_degree .. " > 8 GPUs per node"
 --       end,
 --     }
 --
--- Cheap rules get `(candidate, ctx)`; the others also get the evaluation
--- table `ctx:evaluate()` returned.  `check` returns true when the candidate
--- passes, else `false[, code[, message]]` (code defaults to the rule's).
--- Rule files run in a small sandbox: no os, io, debug, load, require, dofile.
+-- `check(candidate, ctx[, evaluation])` returns `true` when the candidate
+-- passes, else `false[, code[, message]]` (code defaults to the rule's,
+-- message to its description).  Anything else (nil, a number, a code that
+-- is not a string) is an error naming the rule's file and line.
+--
+-- * `candidate`: the strategy fields (dp_degree, fsdp_degree, tp_degree,
+--   pp_degree, cp_degree, micro_batch_size, layer_recompute, ...; fields
+--   the space does not vary are absent and take the core's defaults).
+--   Read-only: the search reuses the table.
+-- * `ctx` (see `context`): `ctx.model`, `ctx.cluster`, `ctx.training` (the
+--   normalized inputs, every field filled) and the core's methods
+--   `ctx:check(name, s)`, `ctx:evaluate(s)`, `ctx:estimate(s)`,
+--   `ctx:flops(s)`, `ctx:inputs()`.
+-- * `evaluation` (rules with `cheap = false` only): the table
+--   `ctx:evaluate(candidate)` returned -- feasible, reason, message,
+--   step_time [s], mem_peak [B], tokens_per_s_per_gpu, mfu,
+--   micro_batch_num, worst_stage.  Read-only.
+--
+-- **An objective** is a table `{name=, description=, score=function(entry,
+-- ctx) -> number}` (lower is better; `maximize = true` turns it around) or
+-- `{name=, description=, better=function(a, b) -> boolean}` (true when a
+-- ranks before b).  `entry` is the evaluation above plus `strategy` (the
+-- candidate) and `index`.  A policy may also give a bare comparator
+-- function as `objective`.
+--
+-- **A formatter** is a table `{name=, description=, render=function(result)
+-- -> string}`; `result` is the search result of docs/outputs.md (a copy).
+--
+-- **The sandbox.**  Every such script is loaded as text only (mode "t":
+-- precompiled bytecode is refused) into a fresh environment built from an
+-- allowlist (`M.allowed`), and every call into it -- loading the file, each
+-- `check`, each objective comparison, `render` -- runs under
+-- `apsearch.sandbox` limits: an instruction limit and a memory cap per
+-- call, which the script's own pcall cannot defeat (src/lua/lsandbox.c).
+-- A failing script raises `<file>:<line>: <message>`, the label (`in rule
+-- "x" (check)`) and a traceback; the CLI prints it and exits 2.
+-- `--unsafe` (sandbox.configure{enabled = false}) gives scripts the full
+-- global table, loads bytecode too, and lifts the limits.
+-- Built-in rules (`rules/`) use the same API and loader; they are trusted,
+-- so their checks are not metered per call.
 -- @module apsearch.rules
 local util = require "apsearch.util"
+local sandbox = require "apsearch.sandbox"
 
 local M = {}
 
@@ -29,44 +69,249 @@ local FIELDS = {
   check = "function", order = "number", core_check = "string", codes = "table",
 }
 
+local CODE_PATTERN = "^[A-Z][A-Z0-9_]*$"
+
 --- Names the core's `ctx:check("all")` covers, in the core's order
 -- (src/core/check.c, aps_check_all).
 M.core_checks = { "degrees", "zero", "devices", "cp", "tp", "batch", "pp" }
 
---- A fresh sandbox environment for rule and policy code: the safe parts
--- of the base library plus copies of math, string, table and utf8.  No os,
--- io, debug, load, loadfile, dofile, require, getmetatable; `print` writes
--- to stderr.
+------------------------------------------------------------------- sandbox
+
+--- The globals a sandboxed script sees (everything else is absent):
+-- base functions, the libraries `math`, `string` (without `dump`),
+-- `table`, `utf8`, `coroutine` (copies: changing them changes nothing
+-- outside), and safe replacements: `print` writes to stderr;
+-- `setmetatable` refuses `__gc`; `getmetatable` answers for tables only;
+-- `xpcall` skips the handler for a limit's error.  Not there: `os`, `io`,
+-- `debug`, `package`, `require`, `load`, `loadfile`, `dofile`,
+-- `collectgarbage`, `string.dump`.
+M.allowed = {
+  "assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall",
+  "print", "rawequal", "rawget", "rawlen", "rawset", "select", "setmetatable",
+  "tonumber", "tostring", "type", "unpack", "xpcall", "_G", "_VERSION",
+  "coroutine", "math", "string", "table", "utf8",
+}
+
+--- Globals of a stock Lua that the sandbox leaves out (for docs and tests).
+M.forbidden = {
+  "os", "io", "debug", "package", "require", "load", "loadfile", "dofile",
+  "collectgarbage", "loadstring", "module", "warn",
+}
+
+local BASE = { "assert", "error", "ipairs", "next", "pairs", "pcall", "rawequal",
+  "rawget", "rawlen", "rawset", "select", "tonumber", "tostring", "type" }
+
+local function stderr_print(...)
+  local parts = table.pack(...)
+  for i = 1, parts.n do parts[i] = tostring(parts[i]) end
+  io.stderr:write(table.concat(parts, "\t", 1, parts.n), "\n")
+end
+
+local function safe_setmetatable(t, mt)
+  if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
+    error("setmetatable: __gc metamethods are not allowed in the sandbox", 2)
+  end
+  return setmetatable(t, mt)
+end
+
+local function safe_getmetatable(v)
+  if type(v) ~= "table" then return nil end
+  return getmetatable(v)
+end
+
+--- True unless `--unsafe` lifted the sandbox.
+-- @treturn boolean
+function M.enabled()
+  return sandbox.limits().enabled
+end
+
+--- The load mode of scripts: "t" (text only) in the sandbox, "bt" with
+-- `--unsafe`.
+-- @treturn string
+function M.load_mode()
+  return M.enabled() and "t" or "bt"
+end
+
+--- A fresh environment for a script (see `allowed`).  With `--unsafe`: a
+-- table that reads through to the real globals (`print` still writes to
+-- stderr, since stdout carries results).
 -- @treturn table environment
 function M.sandbox()
-  local env = {}
-  for _, k in ipairs({ "assert", "error", "ipairs", "next", "pairs", "pcall",
-    "select", "tonumber", "tostring", "type", "xpcall", "rawequal", "rawget",
-    "rawlen", "setmetatable" }) do
-    env[k] = _G[k]
+  if not M.enabled() then
+    local env = setmetatable({ print = stderr_print }, { __index = _G })
+    env._G = env
+    return env
   end
+  local env = {}
+  for _, k in ipairs(BASE) do env[k] = _G[k] end
   env.math = util.copy(math)
   env.string = util.copy(string)
+  env.string.dump = nil
   env.table = util.copy(table)
   env.utf8 = util.copy(utf8)
+  env.coroutine = util.copy(coroutine)
   env.unpack = table.unpack
   env._VERSION = _VERSION
-  env.print = function(...)
-    local parts = table.pack(...)
-    for i = 1, parts.n do parts[i] = tostring(parts[i]) end
-    io.stderr:write(table.concat(parts, "\t", 1, parts.n), "\n")
-  end
+  env.print = stderr_print
+  env.setmetatable = safe_setmetatable
+  env.getmetatable = safe_getmetatable
+  env.xpcall = sandbox.xpcall
   env._G = env
   return env
 end
 
---- Validates a rule table and fills its defaults.
+-- Copies what a script returned as plain data: tables rebuilt with raw
+-- access (next, no __pairs/__index/__newindex of the script's ever runs
+-- outside the sandbox), metatables dropped except apsearch.util's array
+-- mark; functions kept (they are wrapped before they are called).
+local function plain(v, seen)
+  if type(v) ~= "table" then return v end
+  if seen[v] then return seen[v] end
+  local r = {}
+  seen[v] = r
+  local k, x = next(v)
+  while k ~= nil do
+    r[plain(k, seen)] = plain(x, seen)
+    k, x = next(v, k)
+  end
+  if getmetatable(v) == util.array_mt then setmetatable(r, util.array_mt) end
+  return r
+end
+M.plain = function(v) return plain(v, {}) end
+
+--- Loads a script file as text into `env` and runs it in the sandbox.
+-- @tparam string path the file
+-- @tparam[opt] table env environment (default: `sandbox()`)
+-- @tparam[opt] string label what it is, for reports (default `"file"`)
+-- @return the file's first return value, copied as plain data (see above)
+-- @raise `<path>:<line>: <syntax error>`, `<path>: attempt to load a binary
+--   chunk (mode is 't')`, `<path>: cannot open ...`, or the sandbox report
+--   of a runtime error or exceeded limit
+function M.run_file(path, env, label)
+  local chunk, err = loadfile(path, M.load_mode(), env or M.sandbox())
+  if not chunk then
+    err = tostring(err)
+    if not err:find(path, 1, true) then err = path .. ": " .. err end
+    error(err, 0)
+  end
+  -- the copy runs after the sandboxed call: raw accesses only (no
+  -- metamethod of the script's runs), bounded by what the script built
+  return plain((sandbox.wrap(chunk, string.format("%s %s", label or "file", path))()), {})
+end
+
+--- Loads Lua source text like `run_file` (name labels it: `<name>:<line>`).
+-- @tparam string text source
+-- @tparam string name chunk name
+-- @tparam[opt] table env environment
+-- @tparam[opt] string label
+-- @return the first return value, as plain data
+function M.run_string(text, name, env, label)
+  local chunk, err = load(text, "@" .. name, M.load_mode(), env or M.sandbox())
+  if not chunk then
+    err = tostring(err)
+    if not err:find(name, 1, true) then err = name .. ": " .. err end
+    error(err, 0)
+  end
+  return plain((sandbox.wrap(chunk, string.format("%s %s", label or "chunk", name))()), {})
+end
+
+-- "<file>:<line>" where a function is defined
+local function defined_at(fn)
+  local info = debug.getinfo(fn, "S")
+  if info.what == "C" then return "[C]" end
+  return info.short_src .. ":" .. info.linedefined
+end
+
+-- raises a bad-return report (counted as a script failure)
+local function bad_return(fn, label, what)
+  sandbox.raise(string.format("%s: %s %s", defined_at(fn), label, what))
+end
+
+------------------------------------------------------------------- context
+
+local Ctx = { __name = "apsearch.rule_context", __metatable = "apsearch.rule_context" }
+Ctx.__index = Ctx
+local contexts = setmetatable({}, { __mode = "k" })   -- core ctx -> Ctx
+local is_context = setmetatable({}, { __mode = "k" })
+
+--- ctx:check(name, strategy) -> true | false, code, message (a core check)
+function Ctx:check(name, s) return self.core:check(name, s) end
+--- ctx:evaluate(strategy) -> evaluation (feasible, step_time, mem_peak, ...)
+function Ctx:evaluate(s) return self.core:evaluate(s) end
+--- ctx:estimate(strategy) -> the full estimate with breakdowns
+function Ctx:estimate(s) return self.core:estimate(s) end
+--- ctx:flops(strategy) -> FLOPs per step
+function Ctx:flops(...) return self.core:flops(...) end
+--- ctx:inputs() -> {model, cluster, training}
+function Ctx:inputs() return self.core:inputs() end
+
+--- The context a rule or objective sees, for a core context
+-- (`apsearch.core.context`): `model`, `cluster`, `training` (the inputs
+-- with every default filled, from `ctx:inputs()`) and the methods check,
+-- evaluate, estimate, flops, inputs; `core` is the core context itself.
+-- One per core context (cached); a context or a non-userdata is returned
+-- as is (so tests may pass a plain table).
+-- @param ctx a core context
+-- @treturn table context
+function M.context(ctx)
+  if type(ctx) ~= "userdata" or is_context[ctx] then return ctx end
+  local c = contexts[ctx]
+  if c then return c end
+  local inputs = ctx:inputs()
+  c = setmetatable({ core = ctx, model = inputs.model, cluster = inputs.cluster,
+    training = inputs.training }, Ctx)
+  contexts[ctx] = c
+  is_context[c] = true
+  return c
+end
+
+--------------------------------------------------------------------- rules
+
+-- The check the search calls: the rule's function (in the sandbox unless
+-- trusted) with the context, its return values checked.
+local function rule_check(name, fn, code, description, trusted)
+  local label = string.format('rule "%s" (check)', name)
+  local call = trusted and fn or sandbox.wrap(fn, label)
+  local ok_codes = {}
+  local context = M.context
+  return function(candidate, ctx, evaluation)
+    local ok, c, msg = call(candidate, context(ctx), evaluation)
+    if ok == true then return true end
+    if ok ~= false then
+      bad_return(fn, label, "returned " .. util.describe(ok) ..
+        " (expected true, or false[, code[, message]])")
+    end
+    if c == nil then
+      c = code
+    elseif not ok_codes[c] then
+      if type(c) ~= "string" or not c:match(CODE_PATTERN) then
+        bad_return(fn, label, "returned the reason code " .. util.describe(c) ..
+          " (expected nil or an upper-case string like MY_RULE)")
+      end
+      ok_codes[c] = true
+    end
+    if msg == nil then
+      msg = description
+    elseif type(msg) ~= "string" then
+      bad_return(fn, label, "returned the message " .. util.describe(msg) ..
+        " (expected nil or a string)")
+    end
+    return false, c, msg
+  end
+end
+
+--- Validates a rule table, fills its defaults and wraps its check.
 -- @tparam table t the rule
 -- @tparam string source where it came from (file name), for errors
--- @treturn table a validated copy (`order` defaults to 1000, `cheap` to true,
---   `description` to the name)
+-- @tparam[opt] table opts `trusted = true`: the check is not run in the
+--   sandbox (built-in rules)
+-- @treturn table a validated copy: name, code, cheap (default true),
+--   description (default the name), order (default 1000), core_check,
+--   codes (default {code}), source, check (the wrapped function: calls the
+--   rule's check in the sandbox with `context(ctx)`, checks what it
+--   returned, fills code and message), check_raw (the rule's own function)
 -- @raise `<source>: <field>: <problem> (got <value>)`
-function M.normalize(t, source)
+function M.normalize(t, source, opts)
   if type(t) ~= "table" then
     util.fail(source, "(rule)", "a rule file must return a table", t)
   end
@@ -82,28 +327,34 @@ function M.normalize(t, source)
     util.fail(source, "check", "required field is missing", t.check)
   end
   local code = t.code or t.name:upper():gsub("[^%w]", "_")
-  if not code:match("^[A-Z][A-Z0-9_]*$") then
+  if not code:match(CODE_PATTERN) then
     util.fail(source, "code", "expected an upper-case code like MY_RULE", t.code)
   end
+  local codes = t.codes or { code }
+  for i, c in ipairs(codes) do
+    if type(c) ~= "string" or not c:match(CODE_PATTERN) then
+      util.fail(source, "codes[" .. i .. "]", "expected an upper-case code like MY_RULE", c)
+    end
+  end
+  local description = t.description or t.name
+  local trusted = opts and opts.trusted or false
   return {
     name = t.name, code = code, cheap = t.cheap ~= false,
-    description = t.description or t.name, check = t.check,
-    order = t.order or 1000, core_check = t.core_check, source = source,
-    codes = t.codes or { code },
+    description = description, order = t.order or 1000,
+    core_check = t.core_check, source = source, codes = codes,
+    check = rule_check(t.name, t.check, code, description, trusted),
+    check_raw = t.check,
   }
 end
 
---- Loads one rule file in a sandbox.
+--- Loads one rule file (text only, in the sandbox).
 -- @tparam string path the file
 -- @tparam[opt] table env environment (default: `sandbox()`)
+-- @tparam[opt] table opts as for `normalize`
 -- @treturn table the validated rule
 -- @raise the file's syntax or runtime error, or a validation error
-function M.load_file(path, env)
-  local chunk, err = loadfile(path, "t", env or M.sandbox())
-  if not chunk then error(err, 0) end
-  local ok, t = pcall(chunk)
-  if not ok then error(tostring(t), 0) end
-  return M.normalize(t, path)
+function M.load_file(path, env, opts)
+  return M.normalize(M.run_file(path, env, "rule file"), path, opts)
 end
 
 --- Wraps a bare function from a policy as a cheap rule.
@@ -111,11 +362,12 @@ end
 -- @tparam integer i its position in the policy's rule list
 -- @treturn table rule named `policy_rule_<i>` with code `POLICY_RULE`
 function M.from_function(fn, i)
-  return {
+  local r = M.normalize({
     name = "policy_rule_" .. i, code = "POLICY_RULE", cheap = true,
     description = "rule function " .. i .. " of the policy", check = fn,
-    order = 1000 + i, source = "policy",
-  }
+    order = 1000 + i,
+  }, "policy")
+  return r
 end
 
 local function by_order(a, b)
@@ -125,16 +377,18 @@ end
 
 --- Loads every `*.lua` file of a directory as a rule, sorted by order.
 -- @tparam string dir the rules directory (`<root>/rules`)
--- @treturn table array of rules (each marked `builtin = true`)
+-- @tparam[opt] table opts `trusted` (default true: the built-in rules)
+-- @treturn table array of rules (each marked `builtin = true` when trusted)
 -- @raise when the directory cannot be listed or a file is invalid
-function M.load_dir(dir)
+function M.load_dir(dir, opts)
+  local trusted = not (opts and opts.trusted == false)
   local names, err = util.listdir(dir)
   if not names then error(string.format("%s: cannot list rules directory: %s", dir, err), 0) end
   local list = {}
   for _, n in ipairs(names) do
     if n:match("%.lua$") then
-      local r = M.load_file(util.join_path(dir, n))
-      r.builtin = true
+      local r = M.load_file(util.join_path(dir, n), nil, { trusted = trusted })
+      r.builtin = trusted or nil
       list[#list + 1] = r
     end
   end
@@ -154,6 +408,135 @@ function M.merge(builtin, extra)
   for _, r in pairs(byname) do list[#list + 1] = r end
   table.sort(list, by_order)
   return list
+end
+
+---------------------------------------------------------------- objectives
+
+local OBJECTIVE_FIELDS = { name = "string", description = "string", better = "function",
+  score = "function", maximize = "boolean", unit = "string" }
+
+--- Validates an objective table.
+-- @tparam table t `{name, description, score | better, maximize, unit}`
+-- @tparam string source where it came from, for errors
+-- @treturn table validated copy with `source`
+-- @raise `<source>: <field>: <problem> (got <value>)`
+function M.normalize_objective(t, source)
+  if type(t) ~= "table" then
+    util.fail(source, "(objective)", "an objective file must return a table", t)
+  end
+  for k, v in pairs(t) do
+    local kind = OBJECTIVE_FIELDS[k]
+    if not kind then util.fail(source, tostring(k), "unknown field", v) end
+    if type(v) ~= kind then util.fail(source, k, "expected a " .. kind, v) end
+  end
+  if (t.score == nil) == (t.better == nil) then
+    util.fail(source, "score", "give score = function(entry, ctx) or better = function(a, b), exactly one", t.score)
+  end
+  if t.maximize ~= nil and t.score == nil then
+    util.fail(source, "maximize", "only with score", t.maximize)
+  end
+  local name = t.name or util.basename(source):gsub("%.lua$", "")
+  return { name = name, description = t.description or name, score = t.score,
+    better = t.better, maximize = t.maximize or false, unit = t.unit, source = source }
+end
+
+--- Loads an objective file (text only, in the sandbox).
+-- @tparam string path
+-- @treturn table validated objective (see `normalize_objective`)
+function M.load_objective(path)
+  return M.normalize_objective(M.run_file(path, nil, "objective file"), path)
+end
+
+--- The comparator of an objective for the search: calls the objective's
+-- function in the sandbox and checks what it returns.  A `score` is
+-- computed once per entry (kept as `entry.objective_value`); ties go to
+-- the lower step time, then the lower peak memory.
+-- @tparam table obj validated objective, or a bare comparator function
+-- @tparam[opt] function make_ctx returns a core context (for `score`'s ctx)
+-- @treturn function `better(a, b) -> boolean`
+function M.objective_comparator(obj, make_ctx)
+  if type(obj) == "function" then obj = { name = "custom", better = obj } end
+  local label = string.format('objective "%s"', obj.name)
+  if obj.better then
+    local fn = obj.better
+    local call = sandbox.wrap(fn, label .. " (better)")
+    return function(a, b)
+      local r = call(a, b)
+      if type(r) ~= "boolean" then
+        bad_return(fn, label .. " (better)", "returned " .. util.describe(r) .. " (expected true or false)")
+      end
+      return r
+    end
+  end
+  local fn, maximize = obj.score, obj.maximize
+  local call = sandbox.wrap(fn, label .. " (score)")
+  local ctx
+  local function score(e)
+    local s = e.objective_value
+    if s == nil then
+      if ctx == nil and make_ctx then ctx = M.context(make_ctx()) end
+      s = call(e, ctx)
+      if type(s) ~= "number" or s ~= s then
+        bad_return(fn, label .. " (score)", "returned " .. util.describe(s) .. " (expected a number)")
+      end
+      e.objective_value = s
+    end
+    return s
+  end
+  return function(a, b)
+    local x, y = score(a), score(b)
+    if x ~= y then
+      if maximize then return x > y end
+      return x < y
+    end
+    x, y = a.step_time, b.step_time
+    if x ~= y then return x < y end
+    return a.mem_peak < b.mem_peak
+  end
+end
+
+---------------------------------------------------------------- formatters
+
+local FORMATTER_FIELDS = { name = "string", description = "string", render = "function",
+  extension = "string" }
+
+--- Validates a formatter table and wraps its render function: the result
+-- is copied, render runs in the sandbox and must return a string.
+-- @tparam table t `{name, description, render, extension}`
+-- @tparam string source
+-- @treturn table `{name, description, extension, source, render}`
+function M.normalize_formatter(t, source)
+  if type(t) ~= "table" then
+    util.fail(source, "(formatter)", "a formatter file must return a table", t)
+  end
+  for k, v in pairs(t) do
+    local kind = FORMATTER_FIELDS[k]
+    if not kind then util.fail(source, tostring(k), "unknown field", v) end
+    if type(v) ~= kind then util.fail(source, k, "expected a " .. kind, v) end
+  end
+  if t.render == nil then util.fail(source, "render", "required field is missing", nil) end
+  local name = t.name or util.basename(source):gsub("%.lua$", "")
+  local fn = t.render
+  local label = string.format('formatter "%s" (render)', name)
+  local call = sandbox.wrap(fn, label)
+  return {
+    name = name, description = t.description or name, extension = t.extension,
+    source = source,
+    render = function(result)
+      local s = call(util.deepcopy(result))
+      if type(s) ~= "string" then
+        bad_return(fn, label, "returned " .. util.describe(s) .. " (expected a string)")
+      end
+      return s
+    end,
+  }
+end
+
+--- Loads a formatter file (text only, in the sandbox).
+-- @tparam string path
+-- @treturn table formatter (see `normalize_formatter`)
+function M.load_formatter(path)
+  return M.normalize_formatter(M.run_file(path, nil, "formatter file"), path)
 end
 
 return M

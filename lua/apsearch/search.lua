@@ -9,10 +9,16 @@
 -- 3. the other rules (memory_limit) read the evaluation; a failure, or an
 --    infeasible evaluation, is counted as infeasible under its code;
 -- 4. feasible candidates compete for the top-k under the objective
---    (a bounded heap: only the k best are kept, each copied once).
+--    (a bounded heap: only the k best are kept, each copied once); the
+--    Pareto front of (step time, peak memory) and the best candidate per
+--    dp/tp/pp/cp degree are kept on the way (charts 6 and 7), and every
+--    candidate leaves a compact record: its reason number, and step time
+--    and peak memory when estimated (candidates.csv, the pareto
+--    objective).
 --
--- Then `ctx:estimate()` runs for the top-k only and the result table of
--- shared/design/OUTPUTS.md is built.  The Lua side never computes a byte or
+-- Then `ctx:estimate()` runs for the top-k only, the top-k is re-estimated
+-- with the inter-node bandwidth scaled (chart 8, new core contexts), and
+-- the result table of shared/design/OUTPUTS.md is built.  The Lua side never computes a byte or
 -- a second: every number comes from the core.
 --
 -- Fast paths: when the seven built-in core-check rules (degrees, zero,
@@ -169,10 +175,15 @@ end
 --   core call -- ctx:evaluate itself when the policy has no other cheap
 --   rule; "check": always a separate ctx:check("all"); false: one rule at
 --   a time);
---   `progress` (function(done, total) called every 65,536 candidates)
--- @treturn table the result (shared/design/OUTPUTS.md): schema_version,
---   top_k_strategies, all_candidate_summary, infeasible_summary,
---   memory_breakdown, performance_breakdown, stage_summary, search_log, inputs
+--   `progress` (function(done, total, final) called every 65,536
+--   candidates, and once with final = true when the walk ends);
+--   `sensitivity` (default true: chart 8's re-estimates of the top-k)
+-- @treturn table the result (shared/design/OUTPUTS.md, docs/outputs.md):
+--   schema_version, status, top_k_strategies, all_candidate_summary,
+--   infeasible_summary, memory_breakdown, performance_breakdown,
+--   stage_summary, pareto_front, trends, bandwidth_sensitivity, search_log,
+--   inputs; and `candidates`, the compact per-candidate record (not JSON;
+--   see M.candidates_mt)
 -- @raise on a core refusal of the inputs (see `context`) or an error raised
 --   by a rule or objective function
 function M.run(policy, opts)
@@ -239,10 +250,17 @@ function M.run(policy, opts)
   local heap, hn = {}, 0
   local progress = opts.progress
   -- compact record of every candidate (the candidates CSV, chart 7, the
-  -- pareto objective): rcode[index] = 0 feasible, else the reason's number
-  -- in `reasons`; per estimated candidate its index, step time and peak
-  local rcode = {}
-  local e_idx, e_step, e_mem, ne = {}, {}, {}, 0
+  -- pareto objective): per candidate its reason number (0 feasible, else
+  -- the number in `reasons`), per estimated candidate its index, step
+  -- time and peak memory.  Buffered in small tables and packed into
+  -- strings every CHUNK records (string.pack), so that the garbage
+  -- collector, which runs often here (every evaluation is a new table),
+  -- never walks large arrays.
+  local spack, unpack = string.pack, table.unpack
+  local cbuf, cn, cchunks = {}, 0, {}
+  local ebuf, en, echunks, ne = {}, 0, {}, 0
+  local CFULL, EFULL = M.record_chunk, 3 * M.record_chunk
+  local CFMT, EFMT = M.code_format(M.record_chunk), M.estimate_format(M.record_chunk)
   -- Pareto front of (step time, peak memory), kept online: step time
   -- ascending, memory strictly descending
   local pf_step, pf_mem, pf_idx, pf_strat, pn = {}, {}, {}, {}, 0
@@ -283,12 +301,16 @@ function M.run(policy, opts)
       local e = summary[code]
       if e then e.count = e.count + 1
       else e = count_reason(summary, reasons, code, cand, msg, "early", failed_rule or code_rule[code]) end
-      rcode[index] = e.id
+      cn = cn + 1
+      cbuf[cn] = e.id
+      if cn == CFULL then cchunks[#cchunks + 1] = spack(CFMT, unpack(cbuf, 1, CFULL)) cn = 0 end
     else
       estimated = estimated + 1
       local st, mem = ev.step_time, ev.mem_peak
       ne = ne + 1
-      e_idx[ne], e_step[ne], e_mem[ne] = index, st, mem
+      ebuf[en + 1], ebuf[en + 2], ebuf[en + 3] = index, st, mem
+      en = en + 3
+      if en == EFULL then echunks[#echunks + 1] = spack(EFMT, unpack(ebuf, 1, EFULL)) en = 0 end
       local bad, bmsg, brule
       for i = 1, n_late do
         local lok, lcode, lmsg = late_checks[i](cand, ctx, ev)
@@ -307,10 +329,14 @@ function M.run(policy, opts)
         local e = summary[bad]
         if e then e.count = e.count + 1
         else e = count_reason(summary, reasons, bad, cand, bmsg, "estimate", brule or code_rule[bad]) end
-        rcode[index] = e.id
+        cn = cn + 1
+        cbuf[cn] = e.id
+        if cn == CFULL then cchunks[#cchunks + 1] = spack(CFMT, unpack(cbuf, 1, CFULL)) cn = 0 end
       else
         feasible = feasible + 1
-        rcode[index] = 0
+        cn = cn + 1
+        cbuf[cn] = 0
+        if cn == CFULL then cchunks[#cchunks + 1] = spack(CFMT, unpack(cbuf, 1, CFULL)) cn = 0 end
         -- Pareto front: the last front point with step <= st has the least
         -- memory among those; the candidate is dominated when it is <= mem
         local lo, hi = 1, pn
@@ -402,12 +428,18 @@ function M.run(policy, opts)
   end
   local loop_seconds = os.clock() - t_loop
   if progress then progress(generated, space_size, true) end
+  if cn > 0 then cchunks[#cchunks + 1] = spack(M.code_format(cn), unpack(cbuf, 1, cn)) end
+  if en > 0 then echunks[#echunks + 1] = spack(M.estimate_format(en // 3), unpack(ebuf, 1, en)) end
+  local record = setmetatable({
+    count = generated, estimated = ne, reasons = reasons,
+    code_chunks = cchunks, estimate_chunks = echunks, space = space,
+  }, M.candidates_mt)
 
   -- the pareto objective: non-dominated layers of every feasible candidate,
   -- each by step time, until k are found
   local layer_of = nil
   if objective_info.kind == "pareto" then
-    heap, layer_of = M.pareto_layers(space, rcode, e_idx, e_step, e_mem, ne, k)
+    heap, layer_of = M.pareto_layers(record, k)
   else
     table.sort(heap, better)
   end
@@ -441,6 +473,7 @@ function M.run(policy, opts)
   -- chart 7: the Pareto front; chart 6: trends (rank of a top-k member)
   local rank_of = {}
   for _, rec in ipairs(top) do rank_of[rec.index] = rec.rank end
+  record.rank_of = rank_of
   local front = util.array()
   for i = 1, pn do
     front[i] = { index = pf_idx[i], step_time = pf_step[i], mem_peak = pf_mem[i],
@@ -540,22 +573,66 @@ function M.run(policy, opts)
     trends = trends,
     bandwidth_sensitivity = sensitivity,
     visualization_report = nil,   -- set by the CLI when it writes the report
-    candidates = setmetatable({
-      count = generated, code = rcode, reasons = reasons,
-      est_index = e_idx, est_step = e_step, est_mem = e_mem, estimated = ne,
-      rank_of = rank_of, space = space,
-    }, M.candidates_mt),
+    candidates = record,
   }
+end
+
+--- Records per packed chunk of the per-candidate record.
+M.record_chunk = 1024
+
+local fmt_cache = {}
+--- string.pack format of n reason numbers (unsigned 16-bit).
+-- @tparam integer n
+-- @treturn string
+function M.code_format(n)
+  local k = "c" .. n
+  local f = fmt_cache[k]
+  if not f then f = "<" .. string.rep("I2", n) fmt_cache[k] = f end
+  return f
+end
+--- string.pack format of n (index, step time, peak memory) records.
+-- @tparam integer n
+-- @treturn string
+function M.estimate_format(n)
+  local k = "e" .. n
+  local f = fmt_cache[k]
+  if not f then f = "<" .. string.rep("jdd", n) fmt_cache[k] = f end
+  return f
+end
+
+local Record = {}
+
+--- Unpacks the record (once; cached): sets and returns `code[index]` (0 =
+-- feasible, else the number of its reason in `reasons`), `est_index[i]`,
+-- `est_step[i]` [s], `est_mem[i]` [bytes] for the i-th estimated candidate
+-- (i = 1..`estimated`, in enumeration order).
+-- @treturn table the record itself
+function Record:decode()
+  if self.code then return self end
+  local code, n = {}, 0
+  for _, chunk in ipairs(self.code_chunks) do
+    local vals = table.pack(string.unpack(M.code_format(#chunk // 2), chunk))
+    for i = 1, vals.n - 1 do n = n + 1 code[n] = vals[i] end
+  end
+  local idx, step, mem, m = {}, {}, {}, 0
+  for _, chunk in ipairs(self.estimate_chunks) do
+    local vals = table.pack(string.unpack(M.estimate_format(#chunk // 24), chunk))
+    for i = 1, vals.n - 1, 3 do
+      m = m + 1
+      idx[m], step[m], mem[m] = vals[i], vals[i + 1], vals[i + 2]
+    end
+  end
+  self.code, self.est_index, self.est_step, self.est_mem = code, idx, step, mem
+  return self
 end
 
 --- Metatable of `result.candidates`, the compact per-candidate record (not
 -- written to JSON: `__json = false`; see apsearch.format.csv.candidates).
--- Fields: `count` (candidates generated), `code[index]` (0 = feasible, else
--- the number of its reason in `reasons`), `reasons` (array of reason codes),
--- `est_index[i]`, `est_step[i]` [s], `est_mem[i]` [bytes] for the i-th
--- estimated candidate (i = 1..`estimated`), `rank_of[index]` (top-k rank),
--- `space` (the space object, to regenerate candidates in order).
-M.candidates_mt = { __name = "apsearch.candidates", __json = false }
+-- Fields: `count` (candidates generated), `estimated`, `reasons` (array of
+-- reason codes), `rank_of[index]` (top-k rank), `space` (the space object,
+-- to regenerate candidates in order), the packed chunks, and after
+-- `:decode()` the arrays `code`, `est_index`, `est_step`, `est_mem`.
+M.candidates_mt = { __name = "apsearch.candidates", __json = false, __index = Record }
 
 --- Fetches candidates by enumeration index (re-walks the space up to the
 -- largest index wanted).
@@ -579,10 +656,15 @@ end
 -- front of the rest; ...  Within a layer, by step time (ties: memory, then
 -- enumeration order); a candidate equal to an earlier one on both counts
 -- goes to the next layer.
+-- @tparam table record the per-candidate record (M.candidates_mt)
+-- @tparam integer k how many
 -- @treturn table entries `{index, step_time, mem_peak, strategy}` of the
 --   first k, in rank order
 -- @treturn table `{[index] = layer}` for those entries
-function M.pareto_layers(space, rcode, e_idx, e_step, e_mem, ne, k)
+function M.pareto_layers(record, k)
+  record:decode()
+  local space, rcode, e_idx, e_step, e_mem, ne = record.space, record.code,
+    record.est_index, record.est_step, record.est_mem, record.estimated
   local order = {}
   for i = 1, ne do
     if rcode[e_idx[i]] == 0 then order[#order + 1] = i end

@@ -258,13 +258,19 @@ end
 
 --- Root of the apsearch tree (holding lua/, rules/, examples/): the global
 -- APSEARCH_ROOT set by the host, else the environment variable APS_ROOT,
--- else ".".
+-- else the directory this module was loaded from (`<root>/lua/apsearch/
+-- util.lua` on package.path: a stock lua5.4 with LUA_PATH pointing into an
+-- install, docs/embedding.md), else ".".
 -- @treturn string
 function M.root()
   local r = rawget(_G, "APSEARCH_ROOT")
   if type(r) == "string" and r ~= "" then return r end
   r = os.getenv("APS_ROOT")
   if r and r ~= "" then return r end
+  local path = package.searchpath("apsearch.util", package.path)
+  r = path and (path:match("^(.*)/lua/apsearch/util%.lua$") or
+    (path:match("^lua/apsearch/util%.lua$") and "."))
+  if r and M.file_exists(r .. "/rules/memory_limit.lua") then return r end
   return "."
 end
 

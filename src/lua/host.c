@@ -5,8 +5,9 @@
  * with a message handler; the state is closed before exit.  User errors are
  * one line ("apsearch: <message>"); APSEARCH_DEBUG=1 adds the traceback.
  */
-#define _XOPEN_SOURCE 700 /* readlink, access, realpath */
+#define _GNU_SOURCE /* readlink, access, realpath, dladdr */
 
+#include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,9 @@
 #endif
 #ifndef APS_SOURCE_LUA_DIR
 #define APS_SOURCE_LUA_DIR "."
+#endif
+#ifndef APS_LIB_TO_SHARE
+#define APS_LIB_TO_SHARE "../share/apsearch"
 #endif
 
 #define CLI_MARKER "/lua/apsearch/cli.lua"
@@ -79,6 +83,38 @@ const char *aps_host_find_root(char *buf, size_t n)
     if (has_cli(APS_SOURCE_LUA_DIR))
         return copy_path(buf, n, APS_SOURCE_LUA_DIR);
     return copy_path(buf, n, APS_INSTALL_LUA_DIR);
+}
+
+int aps_host_has_sources(const char *dir)
+{
+    return dir != NULL && has_cli(dir);
+}
+
+const char *aps_host_find_root_from(char *buf, size_t n, const void *addr)
+{
+    const char *env = getenv("APSEARCH_ROOT");
+    Dl_info info;
+
+    if (env != NULL && env[0] != '\0')
+        return copy_path(buf, n, env);
+    /* The object holding addr: libapsearch.so, or the executable when the
+     * static library is linked in.  <its dir>/APS_LIB_TO_SHARE is the
+     * install layout (lib/ -> share/apsearch). */
+    if (addr != NULL && dladdr(addr, &info) != 0 && info.dli_fname != NULL &&
+        strchr(info.dli_fname, '/') != NULL) {
+        char cand[APS_HOST_PATH_MAX + 64];
+        const char *slash = strrchr(info.dli_fname, '/');
+        int w = snprintf(cand, sizeof cand, "%.*s/%s",
+                         (int)(slash - info.dli_fname), info.dli_fname,
+                         APS_LIB_TO_SHARE);
+        if (w > 0 && (size_t)w < sizeof cand && has_cli(cand)) {
+            char real[PATH_MAX];
+            if (realpath(cand, real) != NULL)
+                return copy_path(buf, n, real);
+            return copy_path(buf, n, cand);
+        }
+    }
+    return aps_host_find_root(buf, n);
 }
 
 /* Protected part of aps_host_setup: root string (or nil) at index 1. */

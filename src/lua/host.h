@@ -43,6 +43,18 @@ extern "C" {
 const char *aps_host_find_root(char *buf, size_t n);
 
 /**
+ * As aps_host_find_root, for a library: after APSEARCH_ROOT, tries
+ * <directory of the shared object holding addr>/APS_LIB_TO_SHARE (the
+ * configured lib -> share/apsearch path, e.g. "../share/apsearch"; found
+ * with dladdr), then the candidates of aps_host_find_root.  addr is the
+ * address of a function of the library (NULL: skip that step).
+ */
+const char *aps_host_find_root_from(char *buf, size_t n, const void *addr);
+
+/** 1 if dir holds the Lua sources (dir/lua/apsearch/cli.lua readable). */
+int aps_host_has_sources(const char *dir);
+
+/**
  * Prepares an opened state (luaL_openlibs done): package.preload
  * ["apsearch.core"] = luaopen_apsearch_core and ["apsearch.sandbox"] =
  * luaopen_apsearch_sandbox (src/lua/lsandbox.c); package.path gets

@@ -119,7 +119,9 @@ describe("apsearch binary", function()
       for n in p:lines() do if n ~= "." and n ~= ".." then names[#names + 1] = n end end
       p:close()
       table.sort(names)
-      assert.are.same({ "result.csv", "result.json" }, names)     -- no temp files left
+      -- no temp files left (report, candidates and launch configs:
+      -- tests/lua/report_spec.lua, launch_spec.lua)
+      assert.are.same({ "candidates.csv", "launch", "report.html", "result.csv", "result.json" }, names)
     end)
 
     it("estimates one strategy with its breakdown", function()

@@ -111,7 +111,8 @@ describe("policy validation", function()
         'policy.lua: training.precision: expected one of bf16, fp16, fp8 (got "fp7")' },
       { function(r) r.top_k = 0 end, "policy.lua: top_k: must be a positive integer (got 0)" },
       { function(r) r.objective = "fastest" end,
-        'policy.lua: objective: expected step_time, memory, throughput or a function(a, b) (got "fastest")' },
+        "policy.lua: objective: expected " .. table.concat(require("apsearch.objectives").names, ", ") ..
+        ', an objective file (.lua), an objective table or a function(a, b) (got "fastest")' },
       { function(r) r.model = "llama-9" end, nil },
       { function(r) r.cluster = nil end, "policy.lua: cluster: required field is missing (got nil)" },
       { function(r) r.search_space.tp_degree = { min = 8, max = 1 } end,

@@ -111,6 +111,7 @@ function M.candidates(result)
   local lines = { table.concat(M.candidate_columns(), ",") }
   local rec = result.candidates
   if not rec or not rec.space then return lines[1] .. "\n" end
+  rec:decode()
   local summary = result.infeasible_summary or {}
   local reason_cells, phase_cells, status_cells = {}, {}, {}
   for id, code in ipairs(rec.reasons) do

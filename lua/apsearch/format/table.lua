@@ -50,9 +50,49 @@ function M.rows(result)
   return HEADERS, rows, RIGHT
 end
 
+-- strategy columns (2 .. 14) that hold one value in every row move to a
+-- line above the table; `pareto_front` gets a column when present
+local FOLDABLE = { [2] = true, [3] = true, [4] = true, [5] = true, [6] = true, [7] = true,
+  [8] = true, [9] = true, [10] = true, [11] = true, [12] = true, [13] = true, [14] = true }
+
+--- The top-k table as text: constant strategy columns folded into a
+-- "same for every row" line (when there are two rows or more).
+-- @tparam table result search result
+-- @treturn string
+function M.table_text(result)
+  local headers, rows, right = M.rows(result)
+  local fronts = false
+  for _, r in ipairs(result.top_k_strategies or {}) do if r.pareto_front then fronts = true end end
+  local keep, same = {}, {}
+  for j = 1, #headers do
+    local constant = #rows >= 2 and FOLDABLE[j]
+    if constant then
+      for i = 2, #rows do if rows[i][j] ~= rows[1][j] then constant = false break end end
+    end
+    if constant and rows[1][j] ~= "-" then
+      same[#same + 1] = headers[j] .. "=" .. rows[1][j]
+    elseif not constant then
+      keep[#keep + 1] = j
+    end
+  end
+  local h, rr, rt = {}, {}, {}
+  for n, j in ipairs(keep) do h[n], rt[n] = headers[j], right[j] end
+  if fronts then table.insert(h, 2, "front") table.insert(rt, 2, true) end
+  for i, r in ipairs(rows) do
+    local row = {}
+    for n, j in ipairs(keep) do row[n] = r[j] end
+    if fronts then table.insert(row, 2, tostring(result.top_k_strategies[i].pareto_front or "-")) end
+    rr[i] = row
+  end
+  local out = common.align(h, rr, rt):gsub("\n$", "")
+  if #same > 0 then out = "same for every row: " .. table.concat(same, " ") .. "\n" .. out end
+  return out
+end
+
 --- Formats a search result as text.
 -- @tparam table result the result of apsearch.search.run
--- @treturn string the summary line, the table, and the filter reasons
+-- @treturn string the summary line, the table, the filter reasons, and
+--   the changes vs a baseline (`--baseline`)
 function M.format(result)
   local s = result.all_candidate_summary or {}
   local inp = result.inputs or {}
@@ -67,8 +107,7 @@ function M.format(result)
   if #(result.top_k_strategies or {}) == 0 then
     out[#out + 1] = "no feasible strategy"
   else
-    local headers, rows, right = M.rows(result)
-    out[#out + 1] = "\n" .. common.align(headers, rows, right):gsub("\n$", "")
+    out[#out + 1] = "\n" .. M.table_text(result)
   end
   local codes = {}
   for code, e in pairs(result.infeasible_summary or {}) do codes[#codes + 1] = { code, e } end
@@ -81,6 +120,12 @@ function M.format(result)
     for _, ce in ipairs(codes) do
       out[#out + 1] = string.format("  %-20s %8d  (%s) e.g. %s", ce[1], ce[2].count,
         ce[2].phase == "early" and "early" or "after estimate", tostring(ce[2].message))
+    end
+  end
+  if result.baseline_diff then
+    out[#out + 1] = ""
+    for _, line in ipairs(require("apsearch.report.baseline").lines(result.baseline_diff)) do
+      out[#out + 1] = line
     end
   end
   return table.concat(out, "\n") .. "\n"

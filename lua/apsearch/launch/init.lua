@@ -1,0 +1,120 @@
+--- Launch configs for the top-k strategies: what a user runs to train with
+-- a strategy apsearch found.
+--
+-- For each top-k record, one file per engine (`apsearch run --out DIR`
+-- writes them under `DIR/launch/`):
+--
+-- * `rank<N>_megatron.sh`     Megatron-LM flags in a torchrun script
+--                             (apsearch.launch.megatron);
+-- * `rank<N>_torchtitan.toml` TorchTitan job config: [parallelism],
+--                             [activation_checkpoint], [training]
+--                             (apsearch.launch.torchtitan);
+-- * `rank<N>_mindformers.yaml` MindSpore Transformers parallel_config,
+--                             recompute_config, offset
+--                             (apsearch.launch.mindspore).
+--
+-- Only option names listed in apsearch.launch.options (each list cites the
+-- engine source it was read from) are written.  A strategy an engine
+-- cannot express (HSDP in Megatron-LM, ZeRO-1 in TorchTitan, ...) gets a
+-- comment line starting `NOT EXPRESSIBLE` in that file, never a wrong
+-- option; a setting that is only close gets a line starting `APPROXIMATE`.
+-- Data, tokenizer, checkpoint and schedule settings are the user's.
+-- @module apsearch.launch
+local util = require "apsearch.util"
+
+local M = {}
+
+--- Engines, in file order: `{name, module, file suffix}`.
+M.engines = {
+  { name = "megatron", module = "apsearch.launch.megatron", suffix = "_megatron.sh" },
+  { name = "torchtitan", module = "apsearch.launch.torchtitan", suffix = "_torchtitan.toml" },
+  { name = "mindformers", module = "apsearch.launch.mindspore", suffix = "_mindformers.yaml" },
+}
+
+--- Everything a generator needs about one top-k strategy.
+-- @tparam table result search result
+-- @tparam table rec one of result.top_k_strategies
+-- @treturn table `{rec, model, cluster, training, stages, layers (per
+--   pipeline rank), recompute (per pipeline rank), devices_used, nodes,
+--   data_parallel (dp x fsdp), header (comment lines)}`
+function M.context(result, rec)
+  local inp = result.inputs or {}
+  local ss = result.stage_summary and result.stage_summary[rec.rank]
+  local stages = ss and ss.stages or {}
+  local layers, recompute = {}, {}
+  for i, st in ipairs(stages) do
+    layers[i] = st.num_layers
+    recompute[i] = st.recompute_layers or 0
+  end
+  local cl = inp.cluster or {}
+  local per_node = cl.devices_per_node or 8
+  local used = rec.devices_used or cl.num_devices or 1
+  local mc, pc = rec.memory_cost or {}, rec.performance_cost or {}
+  local dev = type(cl.device) == "table" and cl.device.name or tostring(cl.device)
+  local m, tr = inp.model or {}, inp.training or {}
+  local header = {
+    string.format("apsearch rank %d of the top-%d: %s", rec.rank, #(result.top_k_strategies or {}),
+      require("apsearch.search").describe_strategy(rec)),
+    string.format("model %s on %d x %s (%d per node); global batch %s x seq %s, %s",
+      tostring(m.name), used, dev, per_node, tostring(tr.global_batch_size),
+      tostring(tr.seq_length), tostring(tr.precision)),
+    string.format("estimate (framework %s overheads): step %.3f s, %.0f tokens/s/GPU, MFU %.1f%%, " ..
+      "peak %.2f GiB per GPU (limit %.2f GiB)", tostring(tr.framework), pc.step_time or 0,
+      pc.tokens_per_s_per_gpu or 0, 100 * (pc.mfu or 0), (mc.total or 0) / 2 ^ 30, (mc.limit or 0) / 2 ^ 30),
+  }
+  return {
+    rec = rec, model = m, cluster = cl, training = tr, stages = stages,
+    layers = layers, recompute = recompute, devices_used = used,
+    devices_per_node = per_node, nodes = math.max(1, math.ceil(used / per_node)),
+    data_parallel = (rec.dp_degree or 1) * (rec.fsdp_degree or 1), header = header,
+  }
+end
+
+--- True when every element of a list equals the first.
+-- @tparam table list
+-- @treturn boolean
+function M.all_equal(list)
+  for i = 2, #list do if list[i] ~= list[1] then return false end end
+  return true
+end
+
+--- Renders every launch config of a result.
+-- @tparam table result search result
+-- @treturn table array of `{rank, engine, name (file name), text,
+--   notes (NOT EXPRESSIBLE / APPROXIMATE lines)}`
+function M.render_all(result)
+  local out = {}
+  for _, rec in ipairs(result.top_k_strategies or {}) do
+    local c = M.context(result, rec)
+    for _, e in ipairs(M.engines) do
+      local text, notes = require(e.module).render(c)
+      out[#out + 1] = { rank = rec.rank, engine = e.name,
+        name = string.format("rank%d%s", rec.rank, e.suffix), text = text, notes = notes }
+    end
+  end
+  return out
+end
+
+--- Writes the launch configs of a result into `dir` (created), each
+-- atomically; shell scripts are made executable.
+-- @tparam string dir
+-- @tparam table result
+-- @treturn table the files (`render_all` entries with `path`)
+-- @raise `--out: dir: cannot write <path>: <error>`
+function M.write(dir, result)
+  local files = M.render_all(result)
+  if #files == 0 then return files end
+  local ok, err = util.mkdir_p(dir)
+  if not ok then util.fail("--out", "dir", "cannot create directory: " .. tostring(err), dir) end
+  local scripts = {}
+  for _, f in ipairs(files) do
+    f.path = util.join_path(dir, f.name)
+    local wok, werr = util.write_atomic(f.path, f.text)
+    if not wok then util.fail("--out", "dir", "cannot write " .. f.path .. ": " .. tostring(werr), dir) end
+    if f.name:match("%.sh$") then scripts[#scripts + 1] = "'" .. f.path:gsub("'", "'\\''") .. "'" end
+  end
+  if #scripts > 0 then os.execute("chmod +x " .. table.concat(scripts, " ") .. " 2>/dev/null") end
+  return files
+end
+
+return M

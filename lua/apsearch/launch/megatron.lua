@@ -1,0 +1,213 @@
+--- Megatron-LM launch script for one strategy: a bash script that runs
+-- `torchrun ... pretrain_gpt.py` with the parallelism, batch, recompute,
+-- precision and model-shape flags (names from apsearch.launch.options,
+-- read from megatron/training/arguments.py).  Data, tokenizer, checkpoint
+-- and schedule flags are appended by the user (`"$@"`).
+--
+-- Mapping (apsearch strategy field -> flag):
+--
+-- * tp_degree -> --tensor-model-parallel-size; sequence_parallel ->
+--   --sequence-parallel (tp > 1)
+-- * pp_degree -> --pipeline-model-parallel-size; an uneven split whose
+--   middle stages are equal -> --decoder-first/last-pipeline-num-layers;
+--   vpp_degree v > 1 -> --num-layers-per-virtual-pipeline-stage L/(p v)
+-- * cp_degree -> --context-parallel-size, cp_comm_type -> --cp-comm-type
+--   (p2p | allgather)
+-- * data parallel: zero_stage 1 -> --use-distributed-optimizer (with
+--   --overlap-grad-reduce --overlap-param-gather); fsdp_degree > 1 or
+--   zero_stage 3 -> --use-torch-fsdp2 (reshard_after_forward = false or
+--   zero_stage 2 -> --torch-fsdp2-no-reshard-after-forward, the flag's
+--   "FSDP ZeRO-2"); HSDP (dp > 1 and fsdp > 1) is NOT EXPRESSIBLE
+-- * layer_recompute: selective -> --recompute-granularity selective
+--   (Megatron's default module, core_attn, is apsearch's selective);
+--   full on every layer -> full/uniform/1; full on r layers per stage ->
+--   full/block/r
+-- * micro_batch_size, global batch, seq_length -> --micro-batch-size,
+--   --global-batch-size, --seq-length (Megatron derives the micro-batch
+--   count B / (b x data-parallel ranks))
+-- @module apsearch.launch.megatron
+local options = require "apsearch.launch.options"
+local launch_util = require "apsearch.launch"
+
+local M = {}
+
+--- Renders the script.
+-- @tparam table c context (apsearch.launch.context)
+-- @treturn string script text
+-- @treturn table notes (NOT EXPRESSIBLE / APPROXIMATE lines)
+function M.render(c)
+  local r, m, tr = c.rec, c.model, c.training
+  local args, notes = {}, {}
+  local function A(flag, value)
+    assert(options.megatron.options[flag], "megatron: option not in the list: " .. flag)
+    args[#args + 1] = value ~= nil and (flag .. " " .. tostring(value)) or flag
+  end
+  local function N(kind, text) notes[#notes + 1] = kind .. ": " .. text end
+
+  local tp, pp, cp, vpp = r.tp_degree or 1, r.pp_degree or 1, r.cp_degree or 1, r.vpp_degree or 1
+  local R, S, z = r.dp_degree or 1, r.fsdp_degree or 1, r.zero_stage or 0
+  local L = m.num_layers
+
+  -- model parallelism
+  A("--tensor-model-parallel-size", tp)
+  if tp > 1 and r.sequence_parallel then A("--sequence-parallel") end
+  A("--pipeline-model-parallel-size", pp)
+  local layers = c.layers
+  if pp > 1 and #layers == pp and not launch_util.all_equal(layers) then
+    local middle = {}
+    for i = 2, pp - 1 do middle[#middle + 1] = layers[i] end
+    if vpp > 1 then
+      N("NOT EXPRESSIBLE in Megatron-LM", string.format(
+        "an uneven stage split (%s layers) with interleaving (vpp_degree=%d); Megatron's " ..
+        "--pipeline-model-parallel-layout could describe it, apsearch does not write it",
+        table.concat(layers, ":"), vpp))
+    elseif launch_util.all_equal(middle) then
+      A("--decoder-first-pipeline-num-layers", layers[1])
+      A("--decoder-last-pipeline-num-layers", layers[pp])
+    else
+      N("NOT EXPRESSIBLE in Megatron-LM", string.format(
+        "stage split %s: the middle stages differ, and Megatron splits the layers between the " ..
+        "first and last stage evenly", table.concat(layers, ":")))
+    end
+  end
+  if vpp > 1 then
+    if L % (pp * vpp) == 0 then
+      A("--num-layers-per-virtual-pipeline-stage", L // (pp * vpp))
+    else
+      A("--num-virtual-stages-per-pipeline-rank", vpp)
+    end
+  end
+  A("--context-parallel-size", cp)
+  if cp > 1 then A("--cp-comm-type", r.cp_comm_type == "all_gather" and "allgather" or "p2p") end
+
+  -- data parallelism
+  if R > 1 and S > 1 then
+    N("NOT EXPRESSIBLE in Megatron-LM", string.format(
+      "HSDP (dp_degree=%d replicas x fsdp_degree=%d shards): no Megatron-LM flag shards over " ..
+      "part of the data-parallel group and replicates over the rest; no data-parallel sharding flag written", R, S))
+  elseif S > 1 or z == 3 then
+    A("--use-torch-fsdp2")
+    if (S > 1 and r.reshard_after_forward == false) then A("--torch-fsdp2-no-reshard-after-forward") end
+    if pp > 1 then N("NOTE", "Megatron-LM's help says FSDP2 has not been tested with pipeline parallelism") end
+  elseif z == 2 then
+    A("--use-torch-fsdp2")
+    A("--torch-fsdp2-no-reshard-after-forward")
+    N("APPROXIMATE", "ZeRO-2 as FSDP2 without resharding after forward (the flag's help: " ..
+      "\"Set to enable FSDP ZeRO-2\"); parameters are sharded between steps as well")
+  elseif z == 1 then
+    A("--use-distributed-optimizer")
+    if c.data_parallel > 1 then A("--overlap-grad-reduce") A("--overlap-param-gather") end
+  elseif c.data_parallel > 1 then
+    A("--overlap-grad-reduce")
+  end
+
+  -- recompute
+  if r.layer_recompute == "selective" then
+    A("--recompute-granularity", "selective")
+  elseif r.layer_recompute == "full" then
+    local rc, n = c.recompute, layers
+    local all, any = #rc > 0, false
+    for i = 1, #rc do
+      if rc[i] ~= n[i] then all = false end
+      if rc[i] > 0 then any = true end
+    end
+    if not any then
+      N("NOTE", "full recompute with no layer recomputed on any stage (recompute_num_layers " ..
+        "chose 0): no recompute flag")
+    else
+      A("--recompute-granularity", "full")
+    end
+    if not any then
+      -- nothing recomputed
+    elseif all then
+      A("--recompute-method", "uniform")
+      A("--recompute-num-layers", 1)
+    else
+      local per = {}
+      for i = 1, #rc do per[i] = rc[i] end
+      local mx = 0
+      for _, x in ipairs(per) do if x > mx then mx = x end end
+      local chunk = vpp > 1 and (mx % vpp == 0 and mx // vpp or nil) or mx
+      A("--recompute-method", "block")
+      if not launch_util.all_equal(per) or not chunk then
+        chunk = chunk or math.ceil(mx / vpp)
+        N("APPROXIMATE", string.format(
+          "recompute counts %s per stage: Megatron takes one --recompute-num-layers for every " ..
+          "stage%s; %d is written (at least as many layers recomputed as estimated: less memory, more time)",
+          table.concat(per, ":"), vpp > 1 and " and model chunk" or "", chunk))
+      end
+      A("--recompute-num-layers", chunk)
+    end
+  end
+
+  -- batch and sequence
+  A("--micro-batch-size", r.micro_batch_size or 1)
+  A("--global-batch-size", tr.global_batch_size)
+  A("--seq-length", tr.seq_length)
+  local mpe = math.max(m.max_position_embeddings or 0, tr.seq_length or 0)
+  A("--max-position-embeddings", mpe)
+  local derived = (tr.global_batch_size or 0) // math.max(1, (r.micro_batch_size or 1) * c.data_parallel)
+  if r.micro_batch_num and r.micro_batch_num ~= derived then
+    N("NOTE", string.format("Megatron derives %d micro-batches per step (global batch / (micro batch x " ..
+      "data-parallel ranks)); the strategy has micro_batch_num=%d", derived, r.micro_batch_num))
+  end
+
+  -- model shape
+  A("--num-layers", L)
+  A("--hidden-size", m.hidden_size)
+  A("--ffn-hidden-size", m.ffn_hidden_size)
+  A("--num-attention-heads", m.num_attention_heads)
+  if m.num_query_groups and m.num_query_groups ~= m.num_attention_heads then
+    A("--group-query-attention")
+    A("--num-query-groups", m.num_query_groups)
+  end
+  if m.head_dim and m.hidden_size and m.num_attention_heads and
+    m.head_dim ~= m.hidden_size // m.num_attention_heads then
+    A("--kv-channels", m.head_dim)
+  end
+  if m.mlp == "swiglu" then A("--swiglu") end
+  if m.norm == "rmsnorm" then A("--normalization", "RMSNorm") end
+  if m.position_embedding == "rope" then A("--position-embedding-type", "rope") end
+  if not m.tie_word_embeddings then A("--untie-embeddings-and-output-weights") end
+  if not (m.attn_out_bias or m.mlp_bias) then
+    A("--disable-bias-linear")
+    if m.qkv_bias then A("--add-qkv-bias") end
+  end
+  if tr.vocab_size_divisible_by then A("--make-vocab-size-divisible-by", tr.vocab_size_divisible_by) end
+
+  -- precision and optimizer
+  if tr.precision == "fp16" then
+    A("--fp16")
+  elseif tr.precision == "fp8" then
+    A("--bf16")
+    A("--fp8-format", "hybrid")
+  else
+    A("--bf16")
+  end
+  A("--optimizer", tr.optimizer == "sgd" and "sgd" or "adam")
+
+  local out = { "#!/usr/bin/env bash" }
+  for _, h in ipairs(c.header) do out[#out + 1] = "# " .. h end
+  out[#out + 1] = "# Megatron-LM flags checked against " .. options.cite(options.megatron)
+  out[#out + 1] = "# Add your data, tokenizer, checkpoint and schedule flags after the script name"
+  out[#out + 1] = "# (they are passed on), e.g. --data-path ... --tokenizer-type ... --train-iters ..."
+  for _, n in ipairs(notes) do out[#out + 1] = "# " .. n end
+  out[#out + 1] = "set -euo pipefail"
+  out[#out + 1] = "MEGATRON_LM=${MEGATRON_LM:-/path/to/Megatron-LM}"
+  out[#out + 1] = "NNODES=${NNODES:-" .. c.nodes .. "}"
+  out[#out + 1] = "GPUS_PER_NODE=${GPUS_PER_NODE:-" .. math.min(c.devices_per_node, c.devices_used) .. "}"
+  out[#out + 1] = "NODE_RANK=${NODE_RANK:-0}"
+  out[#out + 1] = "MASTER_ADDR=${MASTER_ADDR:-127.0.0.1}"
+  out[#out + 1] = "MASTER_PORT=${MASTER_PORT:-29500}"
+  out[#out + 1] = ""
+  out[#out + 1] = "MEGATRON_ARGS=("
+  for _, a in ipairs(args) do out[#out + 1] = "  " .. a end
+  out[#out + 1] = ")"
+  out[#out + 1] = ""
+  out[#out + 1] = "exec torchrun --nnodes \"$NNODES\" --nproc-per-node \"$GPUS_PER_NODE\" --node-rank \"$NODE_RANK\" \\"
+  out[#out + 1] = "  --master-addr \"$MASTER_ADDR\" --master-port \"$MASTER_PORT\" \\"
+  out[#out + 1] = "  \"$MEGATRON_LM/pretrain_gpt.py\" \"${MEGATRON_ARGS[@]}\" \"$@\""
+  return table.concat(out, "\n") .. "\n", notes
+end
+
+return M

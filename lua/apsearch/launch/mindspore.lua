@@ -1,0 +1,198 @@
+--- MindSpore Transformers (MindFormers) YAML fragment for one strategy:
+-- parallel_config, recompute_config, parallel (optimizer parallelism,
+-- pipeline interleave), runner_config (batch) and the model_config fields
+-- the strategy depends on (offset, pp_interleave_num, shape).  Key names
+-- from apsearch.launch.options (MindFormers source and docs, cited there).
+-- Merge it into a MindFormers training YAML of the model.
+--
+-- Mapping (apsearch strategy field -> MindFormers key):
+--
+-- * dp_degree x fsdp_degree -> parallel_config.data_parallel; fsdp_degree
+--   > 1 -> parallel.enable_parallel_optimizer (MindSpore's optimizer
+--   parallelism shards weights and optimizer states over the data-parallel
+--   group), HSDP -> parallel_optimizer_config.optimizer_weight_shard_size
+--   = fsdp_degree; ZeRO-1/2 without FSDP are NOT EXPRESSIBLE exactly
+-- * tp_degree -> model_parallel; sequence_parallel -> use_seq_parallel;
+--   vocab_emb_dp = false when tp > 1 (vocabulary sharded like Megatron)
+-- * pp_degree -> pipeline_stage; micro_batch_num -> micro_batch_num (PP)
+--   or runner_config.gradient_accumulation_steps (no PP); an uneven split
+--   -> model_config.offset[i] = layers_i - L // p (MindFormers:
+--   n_layer_i = L // p + offset[i]); vpp_degree -> pp_interleave_num with
+--   parallel.pipeline_config.pipeline_interleave
+-- * cp_degree -> context_parallel; cp_comm_type p2p (ring) ->
+--   context_parallel_algo colossalai_cp; all_gather NOT EXPRESSIBLE
+-- * layer_recompute: selective -> select_recompute (attention operators);
+--   full -> recompute: true (every layer) or a list of recomputed layers
+--   per stage
+-- * micro_batch_size -> runner_config.batch_size
+-- @module apsearch.launch.mindspore
+local options = require "apsearch.launch.options"
+local launch_util = require "apsearch.launch"
+
+local M = {}
+
+local function yaml_value(v)
+  if type(v) == "boolean" then return v and "True" or "False" end
+  if type(v) == "string" then return '"' .. v:gsub('"', '\\"') .. '"' end
+  if type(v) == "table" then
+    local parts = {}
+    for i, x in ipairs(v) do parts[i] = yaml_value(x) end
+    return "[" .. table.concat(parts, ", ") .. "]"
+  end
+  return tostring(v)
+end
+
+--- Renders the YAML.
+-- @tparam table c context (apsearch.launch.context)
+-- @treturn string
+-- @treturn table notes
+function M.render(c)
+  local r, m, tr = c.rec, c.model, c.training
+  local notes = {}
+  -- nested ordered tree of keys
+  local tree = { keys = {}, sub = {} }
+  local function node(path)
+    local n = tree
+    for seg in path:gmatch("[^%.]+") do
+      if not n.sub[seg] then
+        n.sub[seg] = { keys = {}, sub = {}, name = seg }
+        n.keys[#n.keys + 1] = { seg, nil, nil, true }
+      end
+      n = n.sub[seg]
+    end
+    return n
+  end
+  local function K(path, value, comment)
+    assert(options.mindformers.keys[path], "mindformers: key not in the list: " .. path)
+    local parent, key = path:match("^(.*)%.([^%.]+)$")
+    local n = parent and node(parent) or tree
+    n.keys[#n.keys + 1] = { key or path, value, comment }
+  end
+  local function N(kind, text) notes[#notes + 1] = kind .. ": " .. text end
+
+  local tp, pp, cp, vpp = r.tp_degree or 1, r.pp_degree or 1, r.cp_degree or 1, r.vpp_degree or 1
+  local R, Sd, z = r.dp_degree or 1, r.fsdp_degree or 1, r.zero_stage or 0
+  local L = m.num_layers
+  local mbn = r.micro_batch_num or 1
+
+  K("use_parallel", true)
+  K("parallel.parallel_mode", 1, "semi-auto parallel")
+  local shard = Sd > 1 or z == 3
+  K("parallel.enable_parallel_optimizer", shard)
+  if Sd > 1 and R > 1 then
+    K("parallel.parallel_optimizer_config.optimizer_weight_shard_size", Sd, "HSDP: shard over fsdp_degree ranks")
+  end
+  if Sd > 1 and r.reshard_after_forward == false then
+    N("NOT EXPRESSIBLE in MindFormers", "keeping gathered parameters from forward to backward " ..
+      "(reshard_after_forward = false) has no MindFormers key")
+  end
+  if Sd == 1 and (z == 1 or z == 2) then
+    N("NOT EXPRESSIBLE in MindFormers", string.format(
+      "ZeRO-%d with replicated parameters: parallel.enable_parallel_optimizer also shards the weights; " ..
+      "left off (set it to True to shard more than estimated)", z))
+  end
+  if vpp > 1 then
+    K("parallel.pipeline_config.pipeline_interleave", true)
+    K("parallel.pipeline_config.pipeline_scheduler", "1f1b")
+  end
+
+  K("parallel_config.data_parallel", R * Sd)
+  K("parallel_config.model_parallel", tp)
+  K("parallel_config.pipeline_stage", pp)
+  K("parallel_config.context_parallel", cp)
+  if cp > 1 then
+    if r.cp_comm_type == "all_gather" then
+      N("NOT EXPRESSIBLE in MindFormers", "context parallelism with all-gathered K/V (colossalai_cp is ring attention, ulysses_cp all-to-all)")
+    else
+      K("parallel_config.context_parallel_algo", "colossalai_cp", "ring attention")
+    end
+  end
+  K("parallel_config.use_seq_parallel", tp > 1 and r.sequence_parallel == true)
+  K("parallel_config.vocab_emb_dp", tp == 1, tp > 1 and "vocabulary sharded over model_parallel" or nil)
+  if pp > 1 then
+    K("parallel_config.micro_batch_num", mbn)
+  else
+    K("parallel_config.micro_batch_num", 1)
+  end
+  K("micro_batch_interleave_num", 1)
+
+  -- recompute
+  local rc, layers = c.recompute, c.layers
+  if r.layer_recompute == "full" then
+    local all = #rc > 0
+    for i = 1, #rc do if rc[i] ~= layers[i] then all = false end end
+    local any = false
+    for i = 1, #rc do if rc[i] > 0 then any = true end end
+    if all then K("recompute_config.recompute", true)
+    elseif not any then K("recompute_config.recompute", false, "full recompute chose 0 layers")
+    elseif pp > 1 then K("recompute_config.recompute", rc, "layers recomputed per stage")
+    else K("recompute_config.recompute", rc[1] or 0, "layers recomputed") end
+    K("recompute_config.select_recompute", false)
+  elseif r.layer_recompute == "selective" then
+    K("recompute_config.recompute", false)
+    K("recompute_config.select_recompute", true, "attention operators")
+  else
+    K("recompute_config.recompute", false)
+    K("recompute_config.select_recompute", false)
+  end
+  K("recompute_config.parallel_optimizer_comm_recompute", false)
+  K("recompute_config.mp_comm_recompute", false)
+  K("recompute_config.recompute_slice_activation", false)
+
+  K("runner_config.batch_size", r.micro_batch_size or 1)
+  if pp == 1 then K("runner_config.gradient_accumulation_steps", mbn) end
+
+  -- model_config
+  if pp > 1 and #layers == pp then
+    local base = L // pp
+    local off, uneven = {}, false
+    for i, n in ipairs(layers) do off[i] = n - base if off[i] ~= 0 then uneven = true end end
+    if vpp > 1 and uneven then
+      N("NOT EXPRESSIBLE in MindFormers", "an uneven split with interleaving needs a 2-D offset per chunk; " ..
+        "apsearch does not know the per-chunk split (" .. table.concat(layers, ":") .. " per rank)")
+      K("model.model_config.offset", 0)
+    else
+      K("model.model_config.offset", uneven and off or 0,
+        uneven and ("layers per stage " .. table.concat(layers, ":")) or nil)
+    end
+  else
+    K("model.model_config.offset", 0)
+  end
+  if vpp > 1 then K("model.model_config.pp_interleave_num", vpp) end
+  K("model.model_config.seq_length", tr.seq_length)
+  K("model.model_config.num_layers", L)
+  K("model.model_config.hidden_size", m.hidden_size)
+  K("model.model_config.num_heads", m.num_attention_heads)
+  if m.num_query_groups and m.num_query_groups ~= m.num_attention_heads then
+    K("model.model_config.n_kv_heads", m.num_query_groups)
+  end
+  K("model.model_config.vocab_size", m.vocab_size)
+  if tr.precision == "fp16" then
+    K("model.model_config.compute_dtype", "float16")
+  else
+    K("model.model_config.compute_dtype", "bfloat16")
+    if tr.precision == "fp8" then N("NOT EXPRESSIBLE in MindFormers", "fp8 matmuls (compute_dtype bfloat16 written)") end
+  end
+  K("model.model_config.use_flash_attention", tr.flash_attention ~= false)
+
+  local out = {}
+  for _, h in ipairs(c.header) do out[#out + 1] = "# " .. h end
+  out[#out + 1] = "# MindFormers keys checked against " .. options.cite(options.mindformers)
+  out[#out + 1] = "# Merge into the model's MindFormers training YAML (dataset, optimizer, callbacks are yours)."
+  for _, n in ipairs(notes) do out[#out + 1] = "# " .. n end
+  local function emit(n, indent)
+    for _, kv in ipairs(n.keys) do
+      if kv[4] then
+        out[#out + 1] = string.rep("  ", indent) .. kv[1] .. ":"
+        emit(n.sub[kv[1]], indent + 1)
+      else
+        out[#out + 1] = string.rep("  ", indent) .. kv[1] .. ": " .. yaml_value(kv[2]) ..
+          (kv[3] and ("  # " .. kv[3]) or "")
+      end
+    end
+  end
+  emit(tree, 0)
+  return table.concat(out, "\n") .. "\n", notes
+end
+
+return M

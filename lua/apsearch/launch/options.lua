@@ -1,0 +1,136 @@
+--- The option names each engine accepts, as far as apsearch emits them,
+-- with the file (and commit) they were read from.  Every option a launch
+-- config generator writes must be in these lists; tests/lua/launch_spec.lua
+-- checks every emitted name against them.  When an engine renames an
+-- option, update the list from the engine's source and the generator with
+-- it -- never add a name that is not in the cited file.
+-- @module apsearch.launch.options
+local M = {}
+
+local function set(list)
+  local s = {}
+  for _, k in ipairs(list) do s[k] = true end
+  return s
+end
+
+--- Megatron-LM command-line flags (argparse `add_argument` names).
+M.megatron = {
+  source = {
+    repo = "NVIDIA/Megatron-LM", path = "megatron/training/arguments.py",
+    commit = "000c4ac24f61159c138b0975def722c65245983c",
+    note = "_add_distributed_args, _add_training_args, _add_network_size_args, " ..
+      "_add_mixed_precision_args, _add_data_args, _add_transformer_engine_args",
+  },
+  options = set({
+    -- _add_distributed_args
+    "--tensor-model-parallel-size", "--pipeline-model-parallel-size",
+    "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
+    "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+    "--context-parallel-size", "--cp-comm-type", "--use-distributed-optimizer",
+    "--overlap-grad-reduce", "--overlap-param-gather", "--use-torch-fsdp2",
+    "--torch-fsdp2-no-reshard-after-forward",
+    -- _add_training_args
+    "--micro-batch-size", "--global-batch-size", "--recompute-granularity",
+    "--recompute-method", "--recompute-num-layers", "--sequence-parallel",
+    "--optimizer", "--disable-bias-linear", "--add-qkv-bias",
+    -- _add_network_size_args
+    "--num-layers", "--hidden-size", "--ffn-hidden-size", "--num-attention-heads",
+    "--group-query-attention", "--num-query-groups", "--kv-channels",
+    "--max-position-embeddings", "--position-embedding-type",
+    "--make-vocab-size-divisible-by", "--normalization", "--swiglu",
+    "--untie-embeddings-and-output-weights",
+    -- _add_data_args
+    "--seq-length",
+    -- _add_mixed_precision_args
+    "--bf16", "--fp16",
+    -- _add_transformer_engine_args (dest fp8)
+    "--fp8-format",
+  }),
+}
+
+--- torchrun (torch.distributed.run) options used in the Megatron script.
+M.torchrun = {
+  source = {
+    repo = "pytorch/pytorch", path = "torch/distributed/run.py",
+    commit = "010929fd3f401c3868310396e6a91ed95aa0305b",
+    note = "get_args_parser: --nnodes, --nproc-per-node, --node-rank, --master-addr, --master-port",
+  },
+  options = set({ "--nnodes", "--nproc-per-node", "--node-rank", "--master-addr", "--master-port" }),
+}
+
+--- TorchTitan job config TOML: `[section] key` (dataclass fields).
+M.torchtitan = {
+  source = {
+    repo = "pytorch/torchtitan", path = "torchtitan/config/job_config.py",
+    commit = "000204a4a8bf3d0f31adc44fc29855fbb6ea13d8",
+    note = "dataclasses Job, Model, Training, Parallelism, ActivationCheckpoint",
+  },
+  sections = {
+    job = set({ "description", "dump_folder" }),
+    model = set({ "name", "flavor", "converters" }),
+    training = set({ "local_batch_size", "global_batch_size", "seq_len",
+      "mixed_precision_param", "mixed_precision_reduce" }),
+    parallelism = set({ "data_parallel_replicate_degree", "data_parallel_shard_degree",
+      "fsdp_reshard_after_forward", "tensor_parallel_degree", "disable_loss_parallel",
+      "enable_async_tensor_parallel", "pipeline_parallel_degree",
+      "pipeline_parallel_split_points", "pipeline_parallel_layers_per_stage",
+      "pipeline_parallel_schedule", "pipeline_parallel_microbatch_size",
+      "context_parallel_degree", "context_parallel_rotate_method" }),
+    activation_checkpoint = set({ "mode", "selective_ac_option" }),
+  },
+  values = {
+    ["activation_checkpoint.mode"] = set({ "selective", "full", "none" }),
+    ["parallelism.fsdp_reshard_after_forward"] = set({ "default", "always", "never" }),
+    ["parallelism.context_parallel_rotate_method"] = set({ "allgather", "alltoall" }),
+    ["training.mixed_precision_param"] = set({ "bfloat16", "float32" }),
+  },
+}
+
+--- MindSpore Transformers (MindFormers) YAML keys, as dotted paths.
+M.mindformers = {
+  source = {
+    repo = "mindspore-lab/mindformers",
+    path = "mindformers/modules/transformer/transformer.py",
+    commit = "b91ec772cd24ab944205c0539def557e4ad2fa0a",
+    note = "TransformerOpParallelConfig.__init__ (parallel_config), TransformerRecomputeConfig " ..
+      "(recompute_config); configs/general/llm_pretrain_dense_template.yaml @ " ..
+      "10bbf6920956469f7f84d75b22ed1fea9bb4948f (model.model_config.offset, runner_config, " ..
+      "parallel.*, micro_batch_interleave_num); research/llama3_1/llama3_1_70b/" ..
+      "finetune_llama3_1_70b.yaml @ 0e67b43f701a07bc73c9af4321757f778b0e29d0 (model_config " ..
+      "fields); docs/feature_cards/Offset_Recompute.md (r1.5.0: offset list, recompute " ..
+      "list per stage, pp_interleave_num, parallel.pipeline_config); MindSpore " ..
+      "set_auto_parallel_context (parallel_optimizer_config.optimizer_weight_shard_size); " ..
+      "MindFormers configuration docs (runner_config.gradient_accumulation_steps)",
+  },
+  keys = set({
+    "use_parallel",
+    "parallel.parallel_mode", "parallel.enable_parallel_optimizer",
+    "parallel.parallel_optimizer_config.optimizer_weight_shard_size",
+    "parallel.pipeline_config.pipeline_interleave", "parallel.pipeline_config.pipeline_scheduler",
+    "parallel_config.data_parallel", "parallel_config.model_parallel",
+    "parallel_config.pipeline_stage", "parallel_config.context_parallel",
+    "parallel_config.context_parallel_algo", "parallel_config.micro_batch_num",
+    "parallel_config.use_seq_parallel", "parallel_config.vocab_emb_dp",
+    "parallel_config.gradient_aggregation_group",
+    "micro_batch_interleave_num",
+    "recompute_config.recompute", "recompute_config.select_recompute",
+    "recompute_config.parallel_optimizer_comm_recompute", "recompute_config.mp_comm_recompute",
+    "recompute_config.recompute_slice_activation",
+    "runner_config.batch_size", "runner_config.gradient_accumulation_steps",
+    "model.model_config.offset", "model.model_config.pp_interleave_num",
+    "model.model_config.seq_length", "model.model_config.num_layers",
+    "model.model_config.hidden_size", "model.model_config.num_heads",
+    "model.model_config.n_kv_heads", "model.model_config.vocab_size",
+    "model.model_config.compute_dtype", "model.model_config.use_flash_attention",
+  }),
+}
+
+--- One-line description of an option list's source, for file headers.
+-- @tparam table o one of M.megatron, M.torchtitan, M.mindformers, M.torchrun
+-- @treturn string
+function M.cite(o)
+  local s = o.source
+  return s.repo .. " " .. s.path .. (s.commit and (" @ " .. s.commit) or "")
+end
+
+return M

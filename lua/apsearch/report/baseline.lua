@@ -1,0 +1,302 @@
+--- Re-search against a baseline (AP-DENSE-09): what changed between a
+-- previous result (its result.json, `apsearch run --baseline FILE`) and
+-- this one, in the inputs and in the top-k.
+--
+-- `diff(baseline, result)` returns the `baseline_diff` field of the result:
+--
+--     {
+--       baseline = "<path>",
+--       inputs = { changed = { {path, before, after}, ... } },
+--           -- model, cluster, training, search_space, constraints,
+--           -- objective, top_k and overrides; dotted paths, arrays whole
+--       summary = { space_size = {before, after}, feasible = {before, after} },
+--       best = { before = {step_time, strategy}, after = {...}, delta_s, delta_pct },
+--       top_k = {
+--         entered = { {rank, strategy, step_time}, ... },     -- new in the top-k
+--         left    = { {rank, strategy, step_time}, ... },     -- rank in the baseline
+--         moved   = { {before, after, strategy, step_time_before, step_time_after,
+--                      delta_s, delta_pct}, ... },
+--         kept    = { ...same fields as moved, before == after... },
+--       },
+--     }
+--
+-- Strategies are matched on every strategy field (apsearch.space.fields but
+-- allow_idle_devices); `strategy` is their one-line description.  Step
+-- times are the core's estimates in both results (a strategy kept in the
+-- top-k can change step time when the inputs changed).  Numbers are
+-- compared after a JSON round trip of this result, with a relative
+-- tolerance of 1e-9 (JSON keeps 14 significant digits).
+-- @module apsearch.report.baseline
+local util = require "apsearch.util"
+
+local M = {}
+
+local FIELDS = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
+  "tp_degree", "sequence_parallel", "pp_degree", "vpp_degree", "cp_degree",
+  "cp_comm_type", "micro_batch_size", "micro_batch_num", "stage_partition",
+  "layer_offset", "layer_recompute", "recompute_num_layers" }
+
+local INPUT_SECTIONS = { "model", "cluster", "training", "search_space", "constraints",
+  "objective", "top_k", "overrides" }
+
+local function num_text(v)
+  if math.type(v) == "float" and v == math.floor(v) and math.abs(v) < 2 ^ 53 then
+    return string.format("%d", v)
+  end
+  return tostring(v)
+end
+
+local function value_key(v)
+  if type(v) == "table" then
+    local parts = {}
+    for i, x in ipairs(v) do parts[i] = value_key(x) end
+    return "[" .. table.concat(parts, ",") .. "]"
+  elseif type(v) == "number" then
+    return num_text(v)
+  end
+  return tostring(v)
+end
+
+--- Identity of a strategy: every strategy field's value.
+-- @tparam table s top-k record or strategy
+-- @treturn string
+function M.key(s)
+  local parts = {}
+  for i, f in ipairs(FIELDS) do parts[i] = f .. "=" .. value_key(s[f]) end
+  return table.concat(parts, " ")
+end
+
+-- integral floats (JSON numbers) back to integers, so 4.0 reads "4"
+local function integers(v)
+  if type(v) == "number" then
+    return math.tointeger(v) or v
+  elseif type(v) == "table" then
+    for k, x in pairs(v) do v[k] = integers(x) end
+  end
+  return v
+end
+
+local function describe(s)
+  return require("apsearch.search").describe_strategy(s)
+end
+
+--- Loads a baseline result.json.
+-- @tparam string path
+-- @treturn table the decoded result
+-- @raise `--baseline: <path>: <problem>` when it cannot be read or is not
+--   an apsearch result
+function M.load(path)
+  local text, err = util.read_file(path)
+  if not text then
+    error(string.format("--baseline: %s: cannot read the file (%s)", path,
+      tostring(err):gsub("^[^:]*: ", "")), 0)
+  end
+  local ok, r = pcall(require("apsearch.format.json").decode, text)
+  if not ok or type(r) ~= "table" then
+    error(string.format("--baseline: %s: not JSON (%s)", path, tostring(r):gsub("\n.*", "")), 0)
+  end
+  if r.schema_version == nil or type(r.top_k_strategies) ~= "table" or type(r.inputs) ~= "table" then
+    error(string.format("--baseline: %s: not an apsearch result.json (no schema_version, inputs or top_k_strategies)", path), 0)
+  end
+  return integers(r)
+end
+
+local function is_array(t)
+  if type(t) ~= "table" then return false end
+  local n = #t
+  if n == 0 then return next(t) == nil end
+  for k in pairs(t) do
+    if math.type(k) ~= "integer" or k < 1 or k > n then return false end
+  end
+  return true
+end
+
+local function same(a, b)
+  if type(a) == "number" and type(b) == "number" then
+    if a == b then return true end
+    return math.abs(a - b) <= 1e-9 * math.max(math.abs(a), math.abs(b))
+  end
+  if type(a) == "table" and type(b) == "table" then
+    for k, v in pairs(a) do if not same(v, b[k]) then return false end end
+    for k, v in pairs(b) do if a[k] == nil and v ~= nil then return false end end
+    return true
+  end
+  return a == b
+end
+
+local function walk(path, a, b, out)
+  if type(a) == "table" and type(b) == "table" and not is_array(a) and not is_array(b) then
+    local keys = {}
+    for k in pairs(a) do keys[#keys + 1] = k end
+    for k in pairs(b) do if a[k] == nil then keys[#keys + 1] = k end end
+    table.sort(keys, function(x, y) return tostring(x) < tostring(y) end)
+    for _, k in ipairs(keys) do
+      walk(path == "" and tostring(k) or (path .. "." .. tostring(k)), a[k], b[k], out)
+    end
+  elseif not same(a, b) then
+    out[#out + 1] = { path = path, before = a, after = b }
+  end
+end
+
+local function pct(a, b)
+  if type(a) ~= "number" or type(b) ~= "number" or a == 0 then return nil end
+  return 100 * (b - a) / a
+end
+
+--- Compares a result with a baseline.
+-- @tparam table baseline decoded baseline result.json
+-- @tparam table result this search's result
+-- @tparam[opt] string path the baseline's file name
+-- @treturn table the `baseline_diff` (see the module doc)
+function M.diff(baseline, result, path)
+  local json = require "apsearch.format.json"
+  -- compare like with like: this result's inputs through JSON as well
+  local now_inputs = integers(json.decode(json.encode(result.inputs or {})))
+  local before_inputs = baseline.inputs or {}
+  local changed = util.array()
+  for _, sec in ipairs(INPUT_SECTIONS) do
+    walk(sec, before_inputs[sec], now_inputs[sec], changed)
+  end
+
+  local bs, ns = baseline.all_candidate_summary or {}, result.all_candidate_summary or {}
+  local diff = {
+    baseline = path,
+    inputs = { changed = changed },
+    summary = {
+      space_size = { before = bs.space_size, after = ns.space_size },
+      feasible = { before = bs.feasible, after = ns.feasible },
+    },
+  }
+
+  local old, new = baseline.top_k_strategies or {}, result.top_k_strategies or {}
+  local old_by = {}
+  for _, r in ipairs(old) do old_by[M.key(r)] = r end
+  local new_by = {}
+  for _, r in ipairs(new) do new_by[M.key(r)] = r end
+  local entered, left, moved, kept = util.array(), util.array(), util.array(), util.array()
+  for _, r in ipairs(new) do
+    local o = old_by[M.key(r)]
+    local st = r.performance_cost and r.performance_cost.step_time
+    if not o then
+      entered[#entered + 1] = { rank = r.rank, strategy = describe(r), step_time = st }
+    else
+      local ost = o.performance_cost and o.performance_cost.step_time
+      local e = { before = o.rank, after = r.rank, strategy = describe(r),
+        step_time_before = ost, step_time_after = st,
+        delta_s = (st and ost) and (st - ost) or nil, delta_pct = pct(ost, st) }
+      if o.rank ~= r.rank then moved[#moved + 1] = e else kept[#kept + 1] = e end
+    end
+  end
+  for _, o in ipairs(old) do
+    if not new_by[M.key(o)] then
+      left[#left + 1] = { rank = o.rank, strategy = describe(o),
+        step_time = o.performance_cost and o.performance_cost.step_time }
+    end
+  end
+  diff.top_k = { entered = entered, left = left, moved = moved, kept = kept }
+
+  local ob, nb = old[1], new[1]
+  local bst = ob and ob.performance_cost and ob.performance_cost.step_time
+  local nst = nb and nb.performance_cost and nb.performance_cost.step_time
+  diff.best = {
+    before = ob and { step_time = bst, strategy = describe(ob) } or nil,
+    after = nb and { step_time = nst, strategy = describe(nb) } or nil,
+    delta_s = (bst and nst) and (nst - bst) or nil, delta_pct = pct(bst, nst),
+  }
+  return diff
+end
+
+local cjson_null = require("cjson").null
+
+local function show(v)
+  if v == cjson_null then return "null" end
+  if type(v) == "table" then
+    if is_array(v) then
+      local parts = {}
+      for i, x in ipairs(v) do
+        parts[i] = type(x) == "table" and (x.kind and ("--" .. x.kind .. " " .. tostring(x.key) .. "=" .. show(x.value)) or show(x)) or show(x)
+      end
+      return "[" .. table.concat(parts, ", ") .. "]"
+    end
+    return "{...}"
+  elseif v == nil then
+    return "(none)"
+  elseif type(v) == "number" then
+    return num_text(v)
+  elseif type(v) == "string" then
+    return v
+  end
+  return tostring(v)
+end
+
+local function secs(x) return x and string.format("%.3f s", x) or "-" end
+local function dp(x) return x and string.format("%+.1f%%", x) or "" end
+
+--- Lines per kind (entered, left, moved) in the text section.
+M.max_lines = 5
+
+--- The "changes vs baseline" section as text lines (table output, report).
+-- @tparam table diff a `baseline_diff`
+-- @treturn table array of lines
+function M.lines(diff)
+  local L = {}
+  local function P(fmt, ...) L[#L + 1] = string.format(fmt, ...) end
+  P("changes vs baseline %s:", tostring(diff.baseline))
+  local ch = diff.inputs and diff.inputs.changed or {}
+  if #ch == 0 then
+    P("  inputs: unchanged")
+  else
+    P("  inputs (%d changed):", #ch)
+    for _, c in ipairs(ch) do
+      local extra = ""
+      if c.path:match("_bytes$") and type(c.before) == "number" and type(c.after) == "number" then
+        extra = string.format(" (%.2f -> %.2f GiB)", c.before / 2 ^ 30, c.after / 2 ^ 30)
+      end
+      P("    %s: %s -> %s%s", c.path, show(c.before), show(c.after), extra)
+    end
+  end
+  local sm = diff.summary or {}
+  if sm.space_size then
+    P("  search space: %s -> %s candidates; feasible: %s -> %s", show(sm.space_size.before),
+      show(sm.space_size.after), show(sm.feasible.before), show(sm.feasible.after))
+  end
+  local b = diff.best or {}
+  if b.before or b.after then
+    P("  best step time: %s -> %s %s", secs(b.before and b.before.step_time),
+      secs(b.after and b.after.step_time), dp(b.delta_pct))
+  end
+  local t = diff.top_k or {}
+  -- at most `limit` lines per kind (the JSON has them all)
+  local function each(list, limit, f)
+    for i, e in ipairs(list or {}) do
+      if limit and i > limit then
+        P("  ... and %d more (baseline_diff in the JSON output)", #list - limit)
+        break
+      end
+      f(e)
+    end
+  end
+  local limit = M.max_lines
+  each(t.entered, limit, function(e)
+    P("  entered  #%d: %s (%s)", e.rank, e.strategy, secs(e.step_time))
+  end)
+  each(t.left, limit, function(e)
+    P("  left     was #%d: %s (%s)", e.rank, e.strategy, secs(e.step_time))
+  end)
+  each(t.moved, limit, function(e)
+    P("  moved    #%d -> #%d: %s (%s -> %s %s)", e.before, e.after, e.strategy,
+      secs(e.step_time_before), secs(e.step_time_after), dp(e.delta_pct))
+  end)
+  for _, e in ipairs(t.kept or {}) do
+    if e.delta_s and math.abs(e.delta_s) > 1e-9 * math.abs(e.step_time_before or 1) then
+      P("  same #%d, step %s -> %s %s: %s", e.after, secs(e.step_time_before),
+        secs(e.step_time_after), dp(e.delta_pct), e.strategy)
+    end
+  end
+  if #(t.entered or {}) == 0 and #(t.left or {}) == 0 and #(t.moved or {}) == 0 then
+    P("  top-k: same strategies in the same order")
+  end
+  return L
+end
+
+return M

@@ -1,0 +1,487 @@
+--- The HTML report of a search: one self-contained file that works
+-- offline (no network, no other file): the eight charts of
+-- shared/design/OUTPUTS.md drawn by Apache ECharts, whose script is
+-- inlined, the data they are drawn from (a JSON block), the top-k table,
+-- the filter reasons, the inputs and the search log.
+--
+-- The charts:
+--
+-- 1. top-k estimated step time, stacked by performance category (exposed s);
+-- 2. top-k peak memory per GPU, stacked by memory category, limit line;
+-- 3. per-stage memory and time of one top-k strategy (a selector picks the
+--    rank; the first pipelined one by default);
+-- 4. feasible vs infeasible (after the estimate) vs filtered early;
+-- 5. filter reasons, counted, with an example each;
+-- 6. trends: the best step time, and that strategy's memory, for each
+--    value of dp x fsdp, tp, pp and cp degree;
+-- 7. memory vs step time of every feasible candidate, the Pareto front
+--    and the top-k marked (sampled above `max_points`; the front and the
+--    top-k are always drawn);
+-- 8. the top-k's step time with the inter-node bandwidth scaled x0.25..x4
+--    (re-estimated by the core in the search driver).
+--
+-- Tooltips show the full strategy.  The tables are plain HTML, so the
+-- report stays readable without ECharts (it then says so) or JavaScript.
+-- Every number comes from the search result; the report converts units
+-- for display only (GiB = 2^30 bytes).
+-- @module apsearch.report.html
+local util = require "apsearch.util"
+local common = require "apsearch.format.common"
+
+local M = {}
+
+--- Largest number of points drawn in chart 7.
+M.max_points = 4000
+
+--- Relative path of the ECharts script in a build tree (next to the
+-- binary) and in an install tree (under the data root).
+M.echarts_relpath = "report/echarts.min.js"
+
+local function module_dir()
+  local path = package.searchpath and package.searchpath("apsearch.report.html", package.path)
+  if path then return util.dirname(path) end
+  return util.join_path(util.root(), "lua/apsearch/report")
+end
+
+local function read_asset(name)
+  local path = util.join_path(module_dir(), name)
+  local s, err = util.read_file(path)
+  if not s then error("report: cannot read " .. path .. ": " .. tostring(err), 0) end
+  return s
+end
+
+-- directories of the running program: the resolved /proc/self/exe (the
+-- apsearch binary, not a stock lua5.4) and argv[0] as typed
+local function exe_dirs()
+  local dirs = {}
+  local okl, lfs = pcall(require, "lfs")
+  if okl then
+    local a = lfs.symlinkattributes("/proc/self/exe")
+    local t = a and a.target
+    if type(t) == "string" and not t:match("/lua[%d%.]*$") then dirs[#dirs + 1] = util.dirname(t) end
+  end
+  local a = rawget(_G, "arg")
+  local p = type(a) == "table" and a[0]
+  if type(p) == "string" and p:find("/", 1, true) and not p:match("%.lua$") then
+    dirs[#dirs + 1] = util.dirname(p)
+  end
+  return dirs
+end
+
+--- Where the ECharts script is looked for, in order: `opts.echarts`
+-- (`--echarts FILE`), `$APSEARCH_ECHARTS`, `<root>/report/echarts.min.js`
+-- (`cmake --install` puts it there), `<directory of the apsearch binary>/
+-- report/echarts.min.js` (the build tree: CMake fetches it at configure
+-- time, see CMakeLists.txt).
+-- @tparam[opt] table opts `{echarts = path}`
+-- @treturn table array of candidate paths
+function M.echarts_candidates(opts)
+  local list = {}
+  if opts and opts.echarts then list[#list + 1] = opts.echarts end
+  local env = os.getenv("APSEARCH_ECHARTS")
+  if env and env ~= "" then list[#list + 1] = env end
+  list[#list + 1] = util.join_path(util.root(), M.echarts_relpath)
+  for _, d in ipairs(exe_dirs()) do list[#list + 1] = util.join_path(d, M.echarts_relpath) end
+  return list
+end
+
+--- Finds and reads the ECharts script.
+-- @tparam[opt] table opts as for `echarts_candidates`; `echarts = "none"`
+--   turns the charts off (a tables-only report)
+-- @treturn string|nil the script text
+-- @treturn string the path it was read from, or a message listing where
+--   it was looked for
+function M.find_echarts(opts)
+  if opts and opts.echarts == "none" then return nil, "--echarts none" end
+  local tried = M.echarts_candidates(opts)
+  for i, p in ipairs(tried) do
+    local s = util.read_file(p)
+    if s and #s > 1000 then return s, p end
+    if i == 1 and opts and opts.echarts then
+      error(string.format("--echarts: echarts: cannot read the ECharts script (got %q)", p), 0)
+    end
+  end
+  return nil, "looked for " .. table.concat(tried, ", ")
+end
+
+local ESC = { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;", ["'"] = "&#39;" }
+
+--- Escapes text for HTML.
+-- @param s any value (tostring'ed)
+-- @treturn string
+function M.escape(s)
+  return (tostring(s):gsub("[&<>\"']", ESC))
+end
+local esc = M.escape
+
+local STRATEGY_FIELDS = { "dp_degree", "fsdp_degree", "zero_stage",
+  "reshard_after_forward", "tp_degree", "sequence_parallel", "pp_degree",
+  "vpp_degree", "cp_degree", "cp_comm_type", "micro_batch_size",
+  "micro_batch_num", "stage_partition", "layer_offset", "layer_recompute",
+  "recompute_num_layers" }
+
+local function value_text(v)
+  if type(v) == "table" then
+    local parts = {}
+    for i, x in ipairs(v) do parts[i] = tostring(x) end
+    return table.concat(parts, ":")
+  end
+  return tostring(v)
+end
+
+--- Every strategy field as `name=value` (arrays joined with `:`), for
+-- tooltips.
+-- @tparam table s strategy (candidate or top-k record)
+-- @treturn string
+function M.strategy_text(s)
+  local parts = {}
+  for _, f in ipairs(STRATEGY_FIELDS) do
+    if s[f] ~= nil then parts[#parts + 1] = f .. "=" .. value_text(s[f]) end
+  end
+  return table.concat(parts, " ")
+end
+
+local function short_text(s)
+  return require("apsearch.search").describe_strategy(s)
+end
+
+-- chart 7's points: every feasible candidate, sampled to max_points
+-- (front and top-k kept); strategies re-generated from the space
+local function scatter_data(result, max_points)
+  local rec = result.candidates
+  local out = { points = util.array(), dims = util.array(), total = 0, shown = 0 }
+  if not rec or not rec.space then return out end
+  rec:decode()
+  local feas = {}
+  for i = 1, rec.estimated do
+    if rec.code[rec.est_index[i]] == 0 then feas[#feas + 1] = i end
+  end
+  out.total = #feas
+  local keep = {}
+  for _, p in ipairs(result.pareto_front or {}) do keep[p.index] = true end
+  for _, t in ipairs(result.top_k_strategies or {}) do if t.index then keep[t.index] = true end end
+  local stride = math.max(1, math.ceil(#feas / max_points))
+  local chosen = {}
+  for n, i in ipairs(feas) do
+    local idx = rec.est_index[i]
+    if keep[idx] or (n - 1) % stride == 0 then chosen[#chosen + 1] = i end
+  end
+  local wanted = {}
+  for _, i in ipairs(chosen) do wanted[rec.est_index[i]] = true end
+  local strat = require("apsearch.search").fetch(rec.space, wanted)
+  -- the fields that vary among the shown points; the others are fixed
+  local first, varies = nil, {}
+  for _, i in ipairs(chosen) do
+    local s = strat[rec.est_index[i]]
+    if not first then first = s
+    else
+      for _, f in ipairs(STRATEGY_FIELDS) do
+        if value_text(s[f]) ~= value_text(first[f]) then varies[f] = true end
+      end
+    end
+  end
+  local fixed = {}
+  for _, f in ipairs(STRATEGY_FIELDS) do
+    if varies[f] then out.dims[#out.dims + 1] = f
+    elseif first and first[f] ~= nil then fixed[#fixed + 1] = f .. "=" .. value_text(first[f]) end
+  end
+  out.fixed_text = table.concat(fixed, " ")
+  for n, i in ipairs(chosen) do
+    local idx = rec.est_index[i]
+    local s = strat[idx]
+    local p = { rec.est_mem[i] / 2 ^ 30, rec.est_step[i], idx }
+    for _, f in ipairs(out.dims) do
+      local v = s[f]
+      if type(v) == "table" then v = value_text(v) end
+      p[#p + 1] = v
+    end
+    out.points[n] = p
+  end
+  out.shown = #chosen
+  return out
+end
+
+--- The data the charts are drawn from (the JSON block of the report).
+-- @tparam table result search result
+-- @tparam[opt] table opts `max_points`
+-- @treturn table
+function M.chart_data(result, opts)
+  opts = opts or {}
+  local s = result.all_candidate_summary or {}
+  local d = {
+    categories = { memory = common.memory_categories, time = common.time_categories },
+    counts = {
+      space_size = s.space_size or 0, generated = s.generated or 0,
+      feasible = s.feasible or 0, infeasible = s.infeasible or 0,
+      filtered_early = s.filtered_early or 0,
+    },
+  }
+  local topk = util.array()
+  local stage_rank
+  for i, t in ipairs(result.top_k_strategies or {}) do
+    local mc, pc = t.memory_cost or {}, t.performance_cost or {}
+    local mem, time = {}, {}
+    for _, c in ipairs(common.memory_categories) do mem[c] = common.mem_value(mc.breakdown, c) end
+    for _, c in ipairs(common.time_categories) do time[c] = common.time_value(pc.breakdown, c) end
+    local stages = util.array()
+    local ss = result.stage_summary and result.stage_summary[i]
+    for j, st in ipairs(ss and ss.stages or {}) do
+      local smem = {}
+      for _, c in ipairs(common.memory_categories) do smem[c] = common.mem_value(st.memory_breakdown, c) end
+      local first = st.first_layer or 0
+      stages[j] = {
+        stage = st.stage, num_layers = st.num_layers, recompute_layers = st.recompute_layers,
+        layers = string.format("%d-%d", first, first + (st.num_layers or 0) - 1),
+        mem = smem, total = st.memory_breakdown and st.memory_breakdown.total,
+        time_fwd = st.time_fwd, time_bwd = st.time_bwd,
+      }
+    end
+    if not stage_rank and (t.pp_degree or 1) > 1 then stage_rank = t.rank end
+    d.memory_limit_bytes = d.memory_limit_bytes or mc.limit
+    topk[i] = {
+      rank = t.rank, index = t.index, step_time = pc.step_time, mem_peak = mc.total,
+      worst_stage = mc.worst_stage, mfu = pc.mfu, tokens_per_s_per_gpu = pc.tokens_per_s_per_gpu,
+      pp_degree = t.pp_degree, vpp_degree = t.vpp_degree,
+      mem = mem, time = time, stages = stages,
+      strategy_text = M.strategy_text(t), short_text = short_text(t),
+    }
+  end
+  d.topk = topk
+  d.stage_rank = stage_rank or (topk[1] and topk[1].rank)
+
+  local reasons = util.array()
+  for code, e in pairs(result.infeasible_summary or {}) do
+    reasons[#reasons + 1] = { code = code, count = e.count, phase = e.phase, rule = e.rule,
+      message = e.message, example_text = e.example and M.strategy_text(e.example) or "" }
+  end
+  table.sort(reasons, function(a, b)
+    if a.count ~= b.count then return a.count > b.count end
+    return a.code < b.code
+  end)
+  d.reasons = reasons
+
+  local trends = util.array()
+  for i, t in ipairs(result.trends or {}) do
+    local pts = util.array()
+    for j, p in ipairs(t.points or {}) do
+      pts[j] = { value = p.value, step_time = p.step_time, mem_peak = p.mem_peak,
+        strategy_text = p.strategy and M.strategy_text(p.strategy) or "" }
+    end
+    trends[i] = { dimension = t.dimension, label = t.label, points = pts }
+  end
+  d.trends = trends
+
+  local front = util.array()
+  for i, p in ipairs(result.pareto_front or {}) do
+    front[i] = { index = p.index, step_time = p.step_time, mem_peak = p.mem_peak, rank = p.rank,
+      strategy_text = p.strategy and M.strategy_text(p.strategy) or "" }
+  end
+  d.front = front
+  d.scatter = scatter_data(result, opts.max_points or M.max_points)
+  d.sensitivity = result.bandwidth_sensitivity
+  return d
+end
+
+local function fmt_num(x, f) return x and string.format(f, x) or "-" end
+
+local function fact(label, value)
+  return string.format("<div><b>%s</b>%s</div>", esc(label), esc(value))
+end
+
+local function table_html(headers, rows, right, row_class)
+  local out = { "<div class=\"scroll\"><table><thead><tr>" }
+  for _, h in ipairs(headers) do out[#out + 1] = "<th>" .. esc(h) .. "</th>" end
+  out[#out + 1] = "</tr></thead><tbody>"
+  for i, r in ipairs(rows) do
+    local cls = row_class and row_class(i) or nil
+    out[#out + 1] = cls and ("<tr class=\"" .. cls .. "\">") or "<tr>"
+    for j = 1, #headers do
+      local c = r[j] or ""
+      local raw = type(c) == "table" and c.html
+      out[#out + 1] = string.format("<td%s>%s</td>", right and right[j] and " class=\"num\"" or "",
+        raw or esc(c))
+    end
+    out[#out + 1] = "</tr>"
+  end
+  out[#out + 1] = "</tbody></table></div>"
+  return table.concat(out)
+end
+
+local function baseline_html(diff)
+  local out = { "<h2 id=\"baseline\">Changes vs baseline</h2>" }
+  out[#out + 1] = "<p class=\"sub\">" .. esc("baseline: " .. tostring(diff.baseline)) .. "</p>"
+  local lines = require("apsearch.report.baseline").lines(diff)
+  out[#out + 1] = "<pre>" .. esc(table.concat(lines, "\n")) .. "</pre>"
+  return table.concat(out)
+end
+
+--- Renders the report.
+-- @tparam table result search result (apsearch.search.run), optionally
+--   with `baseline_diff`
+-- @tparam[opt] table opts `echarts_js` (script text; nil: charts replaced
+--   by a notice), `echarts_source` (where it came from, shown in the
+--   footer), `echarts_missing` (message when not found), `launch` (array
+--   per rank of `{name = relative path}`), `max_points`, `title`
+-- @treturn string the HTML document
+function M.render(result, opts)
+  opts = opts or {}
+  local inp = result.inputs or {}
+  local m, cl, tr = inp.model or {}, inp.cluster or {}, inp.training or {}
+  local dev = type(cl.device) == "table" and cl.device.name or tostring(cl.device)
+  local s = result.all_candidate_summary or {}
+  local title = opts.title or string.format("apsearch: %s on %s x %s", tostring(m.name),
+    tostring(cl.num_devices), tostring(dev))
+  local data = M.chart_data(result, opts)
+  local json = require("apsearch.format.json").encode(data)
+  json = json:gsub("</", "<\\/"):gsub("<!%-%-", "<\\!--")
+
+  local H = {}
+  local function P(x) H[#H + 1] = x end
+  P("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
+  P("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
+  P("<meta name=\"generator\" content=\"apsearch\">\n")
+  P("<title>" .. esc(title) .. "</title>\n<style>\n" .. read_asset("report.css") .. "</style>\n</head>\n<body>\n")
+  P("<h1>" .. esc(title) .. "</h1>\n")
+  P("<p class=\"sub\">" .. esc(string.format(
+    "%s feasible of %s candidates (%s filtered early, %s over a limit after the estimate); objective %s; top-%s; searched in %.2f s",
+    common.commas(s.feasible or 0), common.commas(s.generated or 0), common.commas(s.filtered_early or 0),
+    common.commas(s.infeasible or 0), tostring(inp.objective), tostring(inp.top_k), s.seconds or 0)) .. "</p>\n")
+  P("<pre id=\"script-errors\" class=\"notice error\" hidden></pre>\n")
+  if not opts.echarts_js and opts.echarts_missing == "--echarts none" then
+    P("<div class=\"notice\" id=\"no-echarts\"><b>Charts need Apache ECharts; they were turned off " ..
+      "(<code>--echarts none</code>).</b> The tables below hold the data.</div>\n")
+  elseif not opts.echarts_js then
+    P("<div class=\"notice\" id=\"no-echarts\"><b>Charts need Apache ECharts, which was not available when this report was written.</b> " ..
+      "The tables below hold the same data. Build apsearch with npm available (CMake fetches ECharts at configure time), " ..
+      "or pass <code>--echarts path/to/echarts.min.js</code>" ..
+      (opts.echarts_missing and (" (" .. esc(opts.echarts_missing) .. ")") or "") .. ".</div>\n")
+  end
+
+  P("<div class=\"facts\">")
+  P(fact("model", string.format("%s (%s layers, hidden %s)", tostring(m.name), tostring(m.num_layers), tostring(m.hidden_size))))
+  P(fact("cluster", string.format("%s x %s, %s per node", tostring(cl.num_devices), dev, tostring(cl.devices_per_node))))
+  P(fact("training", string.format("global batch %s x seq %s, %s, %s", tostring(tr.global_batch_size),
+    tostring(tr.seq_length), tostring(tr.precision), tostring(tr.framework))))
+  P(fact("memory limit", data.memory_limit_bytes and string.format("%.2f GiB", data.memory_limit_bytes / 2 ^ 30) or "-"))
+  P(fact("objective", tostring(inp.objective)))
+  P(fact("policy", tostring(inp.policy)))
+  if #(inp.overrides or {}) > 0 then
+    local o = {}
+    for _, ov in ipairs(inp.overrides) do o[#o + 1] = "--" .. ov.kind .. " " .. ov.key .. "=" .. util.describe(ov.value) end
+    P(fact("overrides", table.concat(o, " ")))
+  end
+  P("</div>\n")
+
+  if result.baseline_diff then P(baseline_html(result.baseline_diff)) end
+
+  -- top-k table
+  P("<h2 id=\"top-k\">Top-" .. #(result.top_k_strategies or {}) .. " strategies</h2>\n")
+  if #(result.top_k_strategies or {}) == 0 then
+    P("<p><b>No feasible strategy.</b> See the filter reasons below.</p>\n")
+  else
+    local tbl = require "apsearch.format.table"
+    local headers, rows, right = tbl.rows(result)
+    headers = util.copy(headers)
+    if opts.launch then
+      headers[#headers + 1] = "launch configs"
+      for i, r in ipairs(rows) do
+        local links = {}
+        for _, kv in ipairs(opts.launch[i] or {}) do
+          links[#links + 1] = string.format("<a href=\"%s\">%s</a>", esc(kv[2]), esc(kv[1]))
+        end
+        r[#headers] = { html = table.concat(links, " ") }
+      end
+    end
+    P(table_html(headers, rows, right, function(i) return i == 1 and "best" or nil end))
+    P("<details><summary>full strategies</summary><pre>")
+    for _, t in ipairs(result.top_k_strategies) do
+      P(esc(string.format("rank %d: %s", t.rank, M.strategy_text(t))) .. "\n")
+    end
+    P("</pre></details>\n")
+  end
+
+  -- charts (only with ECharts: without it the tables are the report)
+  if opts.echarts_js then
+    P("<h2 id=\"charts\">Charts</h2>\n<div class=\"charts\">\n")
+    P("<div id=\"chart1\" class=\"chart\" data-empty=\"1. no feasible strategy: no step times to compare\"></div>\n")
+    P("<div id=\"chart2\" class=\"chart\" data-empty=\"2. no feasible strategy: no memory to compare\"></div>\n")
+    P("<div class=\"chart-box\"><div class=\"control\"><label>rank <select id=\"stage-rank\">")
+    for _, t in ipairs(data.topk) do
+      P(string.format("<option value=\"%d\">%d (pp=%s)</option>", t.rank, t.rank, tostring(t.pp_degree)))
+    end
+    P("</select></label></div><div id=\"chart3\" class=\"chart\" data-empty=\"3. no feasible strategy: no stages\"></div></div>\n")
+    P("<div id=\"chart4\" class=\"chart\" data-empty=\"4. no candidate generated\"></div>\n")
+    P("<div id=\"chart5\" class=\"chart\" data-empty=\"5. no candidate was filtered\"></div>\n")
+    P("<div id=\"chart8\" class=\"chart\" data-empty=\"8. no feasible strategy to re-estimate\"></div>\n")
+    P("<div id=\"chart6\" class=\"chart wide\" data-empty=\"6. no feasible strategy: no trends\"></div>\n")
+    P("<div id=\"chart7\" class=\"chart wide\" data-empty=\"7. no feasible candidate\"></div>\n")
+    P("</div>\n")
+  end
+
+  -- filter reasons
+  P("<h2 id=\"reasons\">Filter reasons</h2>\n")
+  if #data.reasons == 0 then
+    P("<p>No candidate was filtered.</p>\n")
+  else
+    local rows = {}
+    for _, r in ipairs(data.reasons) do
+      rows[#rows + 1] = { r.code, r.phase == "early" and "before the estimate" or "after the estimate",
+        common.commas(r.count), tostring(r.rule or "-"), tostring(r.message or ""), r.example_text }
+    end
+    P(table_html({ "reason", "phase", "candidates", "rule", "example message", "example strategy" }, rows,
+      { false, false, true, false, false, false }))
+  end
+
+  -- stage table of the charted PP strategy
+  local st_rank = data.stage_rank
+  if st_rank and data.topk[st_rank] then
+    local t = data.topk[st_rank]
+    P("<h2 id=\"stages\">Pipeline stages of rank " .. st_rank .. "</h2>\n")
+    local rows = {}
+    for _, st in ipairs(t.stages) do
+      rows[#rows + 1] = { tostring(st.stage), st.layers, tostring(st.num_layers), tostring(st.recompute_layers),
+        fmt_num(st.total and st.total / 2 ^ 30, "%.2f"), fmt_num(st.time_fwd, "%.4f"), fmt_num(st.time_bwd, "%.4f") }
+    end
+    P(table_html({ "stage", "layers", "n", "recomputed", "memory (GiB)", "fwd/mb (s)", "bwd/mb (s)" }, rows,
+      { true, false, true, true, true, true, true }))
+  end
+
+  -- bandwidth table
+  local bw = result.bandwidth_sensitivity
+  if bw and bw.series and #bw.series > 0 then
+    P("<h2 id=\"bandwidth\">Step time (s) with the inter-node bandwidth scaled</h2>\n")
+    local headers = { "rank" }
+    for _, f in ipairs(bw.factors) do headers[#headers + 1] = string.format("x%s (%.1f GB/s)", tostring(f), bw.base_value * f / 1e9) end
+    local rows, right = {}, { true }
+    for _, sr in ipairs(bw.series) do
+      local r = { tostring(sr.rank) }
+      for i = 1, #bw.factors do
+        r[#r + 1] = fmt_num(sr.step_time[i], "%.3f") .. (sr.feasible[i] == false and " (infeasible)" or "")
+        right[i + 1] = true
+      end
+      rows[#rows + 1] = r
+    end
+    P(table_html(headers, rows, right))
+  end
+
+  P("<h2 id=\"log\">Search log</h2>\n<details><summary>show</summary><pre>")
+  P(esc(table.concat(result.search_log or {}, "\n")))
+  P("</pre></details>\n")
+
+  P("<footer>Written by apsearch; estimates, not measurements. ")
+  if opts.echarts_js then
+    P("Charts drawn with Apache ECharts (Apache License 2.0), inlined" ..
+      (opts.echarts_version and (" (" .. esc(opts.echarts_version) .. ")") or "") .. ".")
+  end
+  P("</footer>\n")
+
+  P("<script type=\"application/json\" id=\"apsearch-data\">" .. json .. "</script>\n")
+  if opts.echarts_js then
+    P("<script>\n" .. opts.echarts_js:gsub("</script", "<\\/script") .. "\n</script>\n")
+  end
+  P("<script>\n" .. read_asset("report.js") .. "</script>\n")
+  P("</body>\n</html>\n")
+  return table.concat(H)
+end
+
+return M

@@ -1,0 +1,389 @@
+/* apsearch report: draws the eight charts of shared/design/OUTPUTS.md from
+ * the data block #apsearch-data (written by lua/apsearch/report/html.lua)
+ * with Apache ECharts, inlined above this script.  Every number here was
+ * computed by the apsearch core; this script only converts units for
+ * display (bytes -> GiB = 2^30 bytes).
+ *
+ * When rendering is done the <html> element carries
+ *   data-charts-ok       charts drawn with data (8 when all have data)
+ *   data-charts-rendered charts that finished rendering
+ *   data-charts-empty    ids of charts without data (space separated)
+ *   data-script-errors   script errors seen (0 expected)
+ *   data-charts-finished ids of the charts done so far (for diagnosis)
+ * which the headless-browser test (tests/browser/) reads.
+ */
+(function () {
+  'use strict';
+  var root = document.documentElement;
+  var errors = 0;
+  function noteError(msg) {
+    errors += 1;
+    root.setAttribute('data-script-errors', String(errors));
+    var box = document.getElementById('script-errors');
+    if (box) { box.hidden = false; box.textContent += msg + '\n'; }
+  }
+  root.setAttribute('data-script-errors', '0');
+  window.addEventListener('error', function (ev) {
+    noteError('error: ' + (ev.message || 'unknown') + (ev.lineno ? ' (line ' + ev.lineno + ')' : ''));
+  });
+
+  var D;
+  try {
+    D = JSON.parse(document.getElementById('apsearch-data').textContent);
+  } catch (e) {
+    noteError('cannot read the report data: ' + e);
+    return;
+  }
+  if (typeof echarts === 'undefined') {
+    root.setAttribute('data-echarts', 'missing');
+    root.setAttribute('data-charts-ok', '0');
+    return;
+  }
+  root.setAttribute('data-echarts', echarts.version || 'present');
+
+  var GiB = 1073741824;
+  function gib(b) { return (b || 0) / GiB; }
+  function f(x, d) { return (x === null || x === undefined) ? '-' : Number(x).toFixed(d); }
+  function esc(s) {
+    return String(s).replace(/[&<>"]/g, function (c) {
+      return { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c];
+    });
+  }
+  var topk = D.topk || [];
+  var byRank = {};
+  topk.forEach(function (t) { byRank[t.rank] = t; });
+  function rankLabel(r) { return '#' + r; }
+  function strategyBlock(text) {
+    return '<div class="tt-strategy">' + esc(text || '') + '</div>';
+  }
+  var animation = { animationDuration: 300, animationDurationUpdate: 200 };
+  // a round axis maximum above both the data and the memory limit
+  function memMax(v) {
+    var top = Math.max(v.max, gib(memLimit || 0)) * 1.04;
+    var step = top > 200 ? 50 : (top > 40 ? 10 : 5);
+    return Math.ceil(top / step) * step;
+  }
+
+  var expected = 0, finished = {}, withData = {}, emptyIds = [], charts = [];
+  function done() {
+    var n = 0, ok = 0;
+    Object.keys(finished).forEach(function (k) { if (finished[k]) n += 1; });
+    root.setAttribute('data-charts-finished', Object.keys(finished).sort().join(' '));
+    if (n < expected) return;
+    Object.keys(withData).forEach(function (k) { if (withData[k]) ok += 1; });
+    root.setAttribute('data-charts-rendered', String(n));
+    root.setAttribute('data-charts-empty', emptyIds.join(' '));
+    root.setAttribute('data-charts-ok', String(ok));
+  }
+  function chart(id, hasData, build) {
+    var el = document.getElementById(id);
+    if (!el) { noteError('missing chart element ' + id); return null; }
+    expected += 1;
+    withData[id] = !!hasData;
+    if (!hasData) {
+      emptyIds.push(id);
+      el.classList.add('empty');
+      el.textContent = el.getAttribute('data-empty') || 'no data for this chart';
+      finished[id] = true;
+      done();
+      return null;
+    }
+    var c;
+    try {
+      c = echarts.init(el, null, { renderer: 'canvas' });
+      c.on('finished', function () {
+        if (!finished[id]) { finished[id] = true; done(); }
+      });
+      c.setOption(build());
+      charts.push(c);
+    } catch (e) {
+      noteError(id + ': ' + e);
+      withData[id] = false;
+      finished[id] = true;
+      done();
+    }
+    return c;
+  }
+  window.addEventListener('resize', function () { charts.forEach(function (c) { c.resize(); }); });
+
+  var cats = D.categories || { memory: [], time: [] };
+  var memLimit = D.memory_limit_bytes;
+
+  // 1. step time of the top-k, stacked by performance category (exposed s)
+  chart('chart1', topk.length > 0, function () {
+    var used = cats.time.filter(function (c) {
+      return topk.some(function (t) { return (t.time[c] || 0) > 0; });
+    });
+    return Object.assign({
+      title: { text: '1. Estimated step time of the top-' + topk.length, subtext: 'exposed (critical-path) seconds per category; the sum is the step time' },
+      tooltip: {
+        trigger: 'axis', axisPointer: { type: 'shadow' }, confine: true,
+        formatter: function (ps) {
+          var t = topk[ps[0].dataIndex];
+          var s = '<b>rank ' + t.rank + '</b>: step ' + f(t.step_time, 3) + ' s, ' + f(t.tokens_per_s_per_gpu, 0) +
+            ' tokens/s/GPU, MFU ' + f(100 * t.mfu, 1) + '%' + strategyBlock(t.strategy_text);
+          ps.forEach(function (p) { if (p.value > 0) s += p.marker + esc(p.seriesName) + ': ' + f(p.value, 3) + ' s<br>'; });
+          return s;
+        }
+      },
+      legend: { type: 'scroll', bottom: 0 },
+      grid: { left: 60, right: 20, top: 70, bottom: 60 },
+      xAxis: { type: 'category', data: topk.map(function (t) { return rankLabel(t.rank); }), name: 'rank' },
+      yAxis: { type: 'value', name: 'step time (s)' },
+      series: used.map(function (c) {
+        return { name: c, type: 'bar', stack: 'time', emphasis: { focus: 'series' },
+          data: topk.map(function (t) { return t.time[c] || 0; }) };
+      })
+    }, animation);
+  });
+
+  // 2. per-GPU memory of the top-k, stacked by memory category, limit line
+  chart('chart2', topk.length > 0, function () {
+    var used = cats.memory.filter(function (c) {
+      return topk.some(function (t) { return (t.mem[c] || 0) > 0; });
+    });
+    var series = used.map(function (c) {
+      return { name: c, type: 'bar', stack: 'mem', emphasis: { focus: 'series' },
+        data: topk.map(function (t) { return gib(t.mem[c]); }) };
+    });
+    if (series.length && memLimit) {
+      series[0].markLine = {
+        symbol: 'none', silent: true, lineStyle: { color: '#d62728', type: 'dashed', width: 2 },
+        label: { formatter: 'limit ' + f(gib(memLimit), 1) + ' GiB', position: 'insideEndTop' },
+        data: [{ yAxis: gib(memLimit) }]
+      };
+    }
+    return Object.assign({
+      title: { text: '2. Peak memory per GPU of the top-' + topk.length, subtext: 'worst pipeline stage, GiB = 2^30 bytes; dashed: memory limit' },
+      tooltip: {
+        trigger: 'axis', axisPointer: { type: 'shadow' }, confine: true,
+        formatter: function (ps) {
+          var t = topk[ps[0].dataIndex];
+          var s = '<b>rank ' + t.rank + '</b>: peak ' + f(gib(t.mem_peak), 2) + ' GiB of ' + f(gib(memLimit), 2) +
+            ' GiB (stage ' + t.worst_stage + ')' + strategyBlock(t.strategy_text);
+          ps.forEach(function (p) { if (p.value > 0) s += p.marker + esc(p.seriesName) + ': ' + f(p.value, 2) + ' GiB<br>'; });
+          return s;
+        }
+      },
+      legend: { type: 'scroll', bottom: 0 },
+      grid: { left: 60, right: 20, top: 70, bottom: 60 },
+      xAxis: { type: 'category', data: topk.map(function (t) { return rankLabel(t.rank); }), name: 'rank' },
+      yAxis: { type: 'value', name: 'GiB', max: memMax },
+      series: series
+    }, animation);
+  });
+
+  // 3. per-stage memory and time of one top-k strategy (a PP one if any)
+  var stageSelect = document.getElementById('stage-rank');
+  var defaultStageRank = D.stage_rank || (topk[0] && topk[0].rank);
+  function stageOption(rank) {
+    var t = byRank[rank];
+    var stages = t.stages;
+    var used = cats.memory.filter(function (c) {
+      return stages.some(function (st) { return (st.mem[c] || 0) > 0; });
+    });
+    var labels = stages.map(function (st) { return 'stage ' + st.stage + ' (' + st.layers + ')'; });
+    var series = used.map(function (c) {
+      return { name: c, type: 'bar', stack: 'mem', yAxisIndex: 0,
+        data: stages.map(function (st) { return gib(st.mem[c]); }) };
+    });
+    series.push({ name: 'forward per micro-batch (s)', type: 'line', yAxisIndex: 1, symbolSize: 8,
+      data: stages.map(function (st) { return st.time_fwd; }) });
+    series.push({ name: 'backward per micro-batch (s)', type: 'line', yAxisIndex: 1, symbolSize: 8,
+      data: stages.map(function (st) { return st.time_bwd; }) });
+    if (series.length && memLimit) {
+      series[0].markLine = {
+        symbol: 'none', silent: true, lineStyle: { color: '#d62728', type: 'dashed', width: 2 },
+        label: { formatter: 'limit', position: 'insideEndTop' }, data: [{ yAxis: gib(memLimit) }]
+      };
+    }
+    return Object.assign({
+      title: { text: '3. Pipeline stages of rank ' + rank + ' (pp=' + t.pp_degree + (t.vpp_degree > 1 ? ', vpp=' + t.vpp_degree : '') + ')',
+        left: 12, subtext: 'bars: memory per GPU by category (GiB); lines: compute time per micro-batch (s)' },
+      tooltip: {
+        trigger: 'axis', confine: true,
+        formatter: function (ps) {
+          var st = stages[ps[0].dataIndex];
+          var s = '<b>rank ' + rank + ', stage ' + st.stage + '</b>: layers ' + esc(st.layers) + ' (' + st.num_layers +
+            ', ' + st.recompute_layers + ' recomputed), memory ' + f(gib(st.total), 2) + ' GiB' + strategyBlock(t.strategy_text);
+          ps.forEach(function (p) {
+            if (p.value > 0) s += p.marker + esc(p.seriesName) + ': ' + (p.seriesType === 'line' ? f(p.value, 4) + ' s' : f(p.value, 2) + ' GiB') + '<br>';
+          });
+          return s;
+        }
+      },
+      legend: { type: 'scroll', bottom: 0 },
+      grid: { left: 60, right: 70, top: 80, bottom: 60 },
+      xAxis: { type: 'category', data: labels },
+      yAxis: [{ type: 'value', name: 'GiB', max: memMax },
+        { type: 'value', name: 's / micro-batch', splitLine: { show: false } }],
+      series: series
+    }, animation);
+  }
+  var c3 = chart('chart3', topk.length > 0, function () { return stageOption(defaultStageRank); });
+  if (stageSelect && c3) {
+    stageSelect.value = String(defaultStageRank);
+    stageSelect.addEventListener('change', function () {
+      c3.setOption(stageOption(Number(stageSelect.value)), true);
+    });
+  }
+
+  // 4. feasible vs infeasible
+  var counts = D.counts;
+  chart('chart4', counts.generated > 0, function () {
+    var data = [
+      { name: 'feasible', value: counts.feasible, itemStyle: { color: '#2ca02c' } },
+      { name: 'over a limit (estimated)', value: counts.infeasible, itemStyle: { color: '#ff7f0e' } },
+      { name: 'filtered early', value: counts.filtered_early, itemStyle: { color: '#9e9e9e' } }
+    ];
+    return Object.assign({
+      title: { text: '4. Feasible vs infeasible candidates', subtext: counts.generated.toLocaleString('en-US') + ' candidates generated of a space of ' + counts.space_size.toLocaleString('en-US') },
+      tooltip: { trigger: 'item', formatter: function (p) { return esc(p.name) + ': ' + p.value.toLocaleString('en-US') + ' (' + f(p.percent, 1) + '%)'; } },
+      legend: { bottom: 0, data: data.map(function (x) { return x.name; }) },
+      series: [{ type: 'pie', radius: ['35%', '62%'], center: ['50%', '52%'],
+        label: { formatter: function (p) { return p.name + '\n' + p.value.toLocaleString('en-US'); } },
+        data: data.filter(function (x) { return x.value > 0; }) }]
+    }, animation);
+  });
+
+  // 5. filter reasons, counted
+  var reasons = D.reasons || [];
+  chart('chart5', reasons.length > 0, function () {
+    var codes = reasons.map(function (r) { return r.code; }).reverse();
+    function ser(name, phase, color) {
+      return { name: name, type: 'bar', stack: 'n', itemStyle: { color: color },
+        label: { show: true, position: 'right', formatter: function (p) { return p.value ? p.value.toLocaleString('en-US') : ''; } },
+        data: reasons.map(function (r) { return r.phase === phase ? r.count : 0; }).reverse() };
+    }
+    return Object.assign({
+      title: { text: '5. Filter reasons', subtext: 'candidates per reason code (grey: filtered before the estimate)' },
+      tooltip: {
+        trigger: 'axis', axisPointer: { type: 'shadow' }, confine: true,
+        formatter: function (ps) {
+          var r = reasons[reasons.length - 1 - ps[0].dataIndex];
+          return '<b>' + esc(r.code) + '</b>: ' + r.count.toLocaleString('en-US') + ' candidates (' + esc(r.phase === 'early' ? 'filtered early' : 'after the estimate') +
+            ', rule ' + esc(r.rule || '-') + ')<br>e.g. ' + esc(r.message || '') + strategyBlock('example: ' + r.example_text);
+        }
+      },
+      legend: { bottom: 0 },
+      grid: { left: 150, right: 70, top: 70, bottom: 50 },
+      xAxis: { type: 'value', name: 'candidates' },
+      yAxis: { type: 'category', data: codes },
+      series: [ser('filtered early', 'early', '#9e9e9e'), ser('over a limit (estimated)', 'estimate', '#ff7f0e')]
+    }, animation);
+  });
+
+  // 6. trends: best step time and its memory per dp / tp / pp / cp degree
+  var trends = D.trends || [];
+  chart('chart6', trends.some(function (t) { return t.points.length > 0; }), function () {
+    var n = trends.length, grids = [], xs = [], ys = [], series = [];
+    var w = 100 / n;
+    trends.forEach(function (t, i) {
+      grids.push({ left: (i * w + 4) + '%', width: (w - 9) + '%', top: 80, bottom: 72 });
+      xs.push({ type: 'category', gridIndex: i, name: t.label, nameLocation: 'middle', nameGap: 28,
+        data: t.points.map(function (p) { return String(p.value); }) });
+      ys.push({ type: 'value', gridIndex: i, name: i === 0 ? 'best step time (s)' : '', splitLine: { show: true } });
+      ys.push({ type: 'value', gridIndex: i, name: i === n - 1 ? 'its memory (GiB)' : '', position: 'right', splitLine: { show: false } });
+      series.push({ name: 'best step time (s)', type: 'bar', xAxisIndex: i, yAxisIndex: 2 * i, itemStyle: { color: '#5470c6' },
+        data: t.points.map(function (p) { return p.step_time; }) });
+      series.push({ name: 'its peak memory (GiB)', type: 'line', xAxisIndex: i, yAxisIndex: 2 * i + 1, itemStyle: { color: '#ee6666' }, symbolSize: 8,
+        data: t.points.map(function (p) { return gib(p.mem_peak); }) });
+    });
+    return Object.assign({
+      title: { text: '6. Trends: the best feasible strategy at each degree', subtext: 'bars: least step time among feasible candidates with that degree; line: that strategy\'s peak memory' },
+      tooltip: {
+        trigger: 'item', confine: true,
+        formatter: function (p) {
+          var t = trends[Math.floor(p.seriesIndex / 2)], pt = t.points[p.dataIndex];
+          return '<b>' + esc(t.label) + ' = ' + pt.value + '</b>: best step ' + f(pt.step_time, 3) + ' s, peak ' + f(gib(pt.mem_peak), 2) + ' GiB' +
+            (pt.rank ? ' (rank ' + pt.rank + ')' : '') + strategyBlock(pt.strategy_text);
+        }
+      },
+      legend: { bottom: 0, data: ['best step time (s)', 'its peak memory (GiB)'] },
+      grid: grids, xAxis: xs, yAxis: ys, series: series
+    }, animation);
+  });
+
+  // 7. memory vs step time of the feasible candidates, Pareto front marked
+  var sc = D.scatter || { points: [], dims: [] };
+  function pointText(p) {
+    var parts = [];
+    for (var i = 0; i < sc.dims.length; i++) parts.push(sc.dims[i] + '=' + p[3 + i]);
+    return parts.join(' ') + (sc.fixed_text ? ' ' + sc.fixed_text : '');
+  }
+  chart('chart7', sc.points.length > 0, function () {
+    var front = D.front || [];
+    var series = [
+      { name: 'feasible candidates', type: 'scatter', symbolSize: sc.points.length > 2000 ? 4 : 7,
+        large: sc.points.length > 2000, itemStyle: { color: 'rgba(84,112,198,0.55)' },
+        data: sc.points.map(function (p) { return [p[0], p[1], p[2]]; }) },
+      { name: 'Pareto front', type: 'line', step: false, symbolSize: 7, z: 3,
+        itemStyle: { color: '#fc8452' }, lineStyle: { width: 2 },
+        data: front.map(function (p) { return [gib(p.mem_peak), p.step_time, p.index]; }) },
+      { name: 'top-k', type: 'scatter', symbol: 'diamond', symbolSize: 12, z: 4,
+        itemStyle: { color: '#d62728' },
+        label: { show: true, position: 'right', formatter: function (p) { return '#' + p.data[3]; } },
+        labelLayout: { moveOverlap: 'shiftY' },
+        data: topk.map(function (t) { return [gib(t.mem_peak), t.step_time, t.index, t.rank]; }) }
+    ];
+    if (memLimit) {
+      series[0].markLine = {
+        symbol: 'none', silent: true, lineStyle: { color: '#d62728', type: 'dashed', width: 2 },
+        label: { formatter: 'limit ' + f(gib(memLimit), 1) + ' GiB', position: 'end' },
+        data: [{ xAxis: gib(memLimit) }]
+      };
+    }
+    var byIndex = {};
+    sc.points.forEach(function (p) { byIndex[p[2]] = p; });
+    var frontBy = {};
+    front.forEach(function (p) { frontBy[p.index] = p; });
+    return Object.assign({
+      title: { text: '7. Memory vs step time of every feasible candidate',
+        subtext: (sc.shown < sc.total ? 'showing ' + sc.shown.toLocaleString('en-US') + ' of ' + sc.total.toLocaleString('en-US') + ' (front and top-k always; all in candidates.csv)' : sc.total.toLocaleString('en-US') + ' feasible candidates') + '; orange: Pareto front' },
+      tooltip: {
+        trigger: 'item', confine: true,
+        formatter: function (p) {
+          var idx = p.data[2], text, head;
+          if (p.seriesName === 'top-k') { var t = byRank[p.data[3]]; head = '<b>rank ' + t.rank + '</b>'; text = t.strategy_text; }
+          else if (frontBy[idx]) { head = '<b>Pareto front</b>' + (frontBy[idx].rank ? ' (rank ' + frontBy[idx].rank + ')' : ''); text = frontBy[idx].strategy_text; }
+          else { head = 'candidate #' + idx; text = byIndex[idx] ? pointText(byIndex[idx]) : ''; }
+          return head + ': step ' + f(p.data[1], 3) + ' s, peak ' + f(p.data[0], 2) + ' GiB' + strategyBlock(text);
+        }
+      },
+      legend: { bottom: 0 },
+      grid: { left: 60, right: 30, top: 80, bottom: 60 },
+      xAxis: { type: 'value', name: 'peak memory per GPU (GiB)', nameLocation: 'middle', nameGap: 28, scale: true },
+      yAxis: { type: 'value', name: 'step time (s)', scale: true },
+      series: series
+    }, animation);
+  });
+
+  // 8. step time of the top-k as the inter-node bandwidth is scaled
+  var bw = D.sensitivity;
+  chart('chart8', !!(bw && bw.series && bw.series.length), function () {
+    return Object.assign({
+      title: { text: '8. Step time vs inter-node bandwidth',
+        subtext: 'top-k re-estimated with the bandwidth scaled (x1 = ' + f(bw.base_value / 1e9, 1) + ' GB/s per GPU)' + (bw.single_node ? '; one node: no inter-node traffic' : '') },
+      tooltip: {
+        trigger: 'axis', confine: true,
+        formatter: function (ps) {
+          var s = '<b>inter-node bandwidth x' + bw.factors[ps[0].dataIndex] + '</b> (' + f(bw.base_value * bw.factors[ps[0].dataIndex] / 1e9, 1) + ' GB/s)<br>';
+          ps.forEach(function (p) {
+            var t = byRank[bw.series[p.seriesIndex].rank];
+            s += p.marker + 'rank ' + t.rank + ': ' + f(p.value, 3) + ' s <span class="tt-small">' + esc(t.short_text) + '</span><br>';
+          });
+          return s;
+        }
+      },
+      legend: { type: 'scroll', bottom: 0 },
+      grid: { left: 60, right: 30, top: 80, bottom: 60 },
+      xAxis: { type: 'category', name: 'bandwidth', data: bw.factors.map(function (x) { return 'x' + x; }) },
+      yAxis: { type: 'value', name: 'step time (s)', scale: true },
+      series: bw.series.map(function (s) {
+        return { name: rankLabel(s.rank), type: 'line', symbolSize: 7, data: s.step_time };
+      })
+    }, animation);
+  });
+
+  if (expected === 0) root.setAttribute('data-charts-ok', '0');
+})();

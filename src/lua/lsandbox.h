@@ -1,0 +1,32 @@
+/*
+ * src/lua/lsandbox.h -- the `apsearch.sandbox` module: an instruction limit
+ * and a memory cap for untrusted Lua (policies, rules, objectives,
+ * formatters) that the script's own pcall cannot defeat.
+ *
+ * Internal to the bindings, the host and the engine; Lua code sees it as
+ * `require "apsearch.sandbox"` (lsandbox.c documents the functions).
+ */
+#ifndef APSEARCH_LSANDBOX_H
+#define APSEARCH_LSANDBOX_H
+
+#include <lua.h>
+
+/** Default instruction limit of one sandboxed call (Lua VM instructions;
+ *  about 0.2 to 1 s of Lua on a current CPU). */
+#define APSL_SANDBOX_DEFAULT_INSTRUCTIONS 100000000LL
+/** Default memory cap of one sandboxed call, MiB the state may grow by. */
+#define APSL_SANDBOX_DEFAULT_MEMORY_MIB 256LL
+
+/** Entry point: returns the module table.  The first call on a state
+ *  creates the sandbox state (kept in the registry, freed with the state)
+ *  and installs a counting allocator in front of the state's allocator
+ *  (lua_setallocf); it only counts until a sandboxed call arms it. */
+LUAMOD_API int luaopen_apsearch_sandbox(lua_State *L);
+
+/** Number of sandboxed calls that failed (error, limit, or a bad return
+ *  value reported through sandbox.raise) since the state was created; 0 if
+ *  the module was never opened.  The engine compares it before and after a
+ *  call to tell a script failure from bad input.  Never raises. */
+lua_Integer apsl_sandbox_failures(lua_State *L);
+
+#endif /* APSEARCH_LSANDBOX_H */

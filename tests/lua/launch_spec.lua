@@ -1,0 +1,310 @@
+-- tests/lua/launch_spec.lua -- launch configs (lua/apsearch/launch/*):
+-- every option name a Megatron-LM script, TorchTitan TOML or MindFormers
+-- YAML carries is one of the engine's own (apsearch.launch.options, which
+-- cites the engine source), over strategies with FSDP, HSDP, ZeRO, TP with
+-- and without SP, PP (even, uneven, interleaved), CP and every recompute
+-- mode; the values reproduce the strategy (degrees multiply to the device
+-- count, stage splits and recompute counts match the estimate); what an
+-- engine cannot express is a NOT EXPRESSIBLE comment, never a flag.
+
+local policy = require "apsearch.policy"
+local search = require "apsearch.search"
+local launch = require "apsearch.launch"
+local options = require "apsearch.launch.options"
+
+local ROOT = os.getenv("APS_ROOT") or "."
+
+local function run_example(name, opts)
+  return search.run(policy.load(ROOT .. "/examples/" .. name, opts))
+end
+
+-- Megatron script: flags inside MEGATRON_ARGS=( ... ), torchrun flags on
+-- the exec lines; every other non-comment line is a variable or bash
+local function parse_megatron(text)
+  local flags, values, torchrun, in_args, in_exec = {}, {}, {}, false, false
+  for line in text:gmatch("[^\n]*") do
+    if line:match("^#") or line == "" then
+      -- comment
+    elseif line == "MEGATRON_ARGS=(" then
+      in_args = true
+    elseif in_args and line == ")" then
+      in_args = false
+    elseif in_args then
+      local flag, value = line:match("^%s+(%-%-[%w%-]+)%s*(.*)$")
+      assert(flag, "not a flag line: " .. line)
+      flags[#flags + 1] = flag
+      values[flag] = value ~= "" and value or true
+    elseif line:match("^exec torchrun") or in_exec then
+      in_exec = true
+      for f in line:gmatch("(%-%-[%w%-]+)") do torchrun[#torchrun + 1] = f end
+    else
+      assert(line:match("^[%u_]+=") or line:match("^set %-euo pipefail$"), "unexpected line: " .. line)
+    end
+  end
+  return flags, values, torchrun
+end
+
+local function parse_toml(text)
+  local keys, section = {}, nil
+  for line in text:gmatch("[^\n]*") do
+    line = line:gsub("%s+#.*$", "")
+    if line:match("^#") or line:match("^%s*$") then
+      -- skip
+    elseif line:match("^%[") then
+      section = assert(line:match("^%[([%w_]+)%]$"), "bad section: " .. line)
+    else
+      local k, v = line:match("^([%w_]+) = (.+)$")
+      assert(k and section, "bad TOML line: " .. line)
+      keys[#keys + 1] = { section = section, key = k, value = v }
+    end
+  end
+  return keys
+end
+
+local function parse_yaml(text)
+  local leaves, stack = {}, {}
+  for line in text:gmatch("[^\n]*") do
+    local body = line:gsub("%s+#.*$", "")
+    if not (body:match("^%s*#") or body:match("^%s*$")) then
+      local indent, key, rest = body:match("^(%s*)([%w_]+):%s*(.*)$")
+      assert(key, "bad YAML line: " .. line)
+      local depth = #indent // 2
+      assert(#indent % 2 == 0, "odd indent: " .. line)
+      for i = #stack, depth + 1, -1 do stack[i] = nil end
+      stack[depth + 1] = key
+      if rest ~= "" then
+        leaves[#leaves + 1] = { path = table.concat(stack, ".", 1, depth + 1), value = rest }
+      end
+    end
+  end
+  return leaves
+end
+
+local function num(v) return tonumber((tostring(v):gsub('"', ""))) end
+
+local function yaml_list(v)
+  local out = {}
+  for x in tostring(v):gmatch("%-?%d+") do out[#out + 1] = tonumber(x) end
+  return out
+end
+
+-- checks every file of a result; returns them by rank and engine
+local function check_all(r)
+  local files = launch.render_all(r)
+  assert.are.equal(3 * #r.top_k_strategies, #files)
+  local by = {}
+  for _, f in ipairs(files) do
+    by[f.rank] = by[f.rank] or {}
+    by[f.rank][f.engine] = f
+    local rec = r.top_k_strategies[f.rank]
+    local used = rec.devices_used
+    if f.engine == "megatron" then
+      local flags, _, tr = parse_megatron(f.text)
+      assert.is_true(#flags > 10)
+      for _, fl in ipairs(flags) do
+        assert.is_true(options.megatron.options[fl] == true, "Megatron-LM has no option " .. fl)
+      end
+      assert.are.equal(5, #tr)
+      for _, fl in ipairs(tr) do
+        assert.is_true(options.torchrun.options[fl] == true, "torchrun has no option " .. fl)
+      end
+    elseif f.engine == "torchtitan" then
+      local prod = 1
+      for _, kv in ipairs(parse_toml(f.text)) do
+        local sec = options.torchtitan.sections[kv.section]
+        assert.is_truthy(sec, "TorchTitan has no section [" .. kv.section .. "]")
+        assert.is_true(sec[kv.key] == true, "TorchTitan has no key " .. kv.section .. "." .. kv.key)
+        local allowed = options.torchtitan.values[kv.section .. "." .. kv.key]
+        if allowed then
+          local v = kv.value:match('^"(.*)"$')
+          assert.is_true(allowed[v] == true, kv.key .. " = " .. kv.value)
+        end
+        if kv.key:match("_degree$") then prod = prod * num(kv.value) end
+      end
+      assert.are.equal(used, prod, "TorchTitan degrees multiply to the devices")
+    else
+      local prod = 1
+      for _, leaf in ipairs(parse_yaml(f.text)) do
+        assert.is_true(options.mindformers.keys[leaf.path] == true, "MindFormers has no key " .. leaf.path)
+        local degree = { ["parallel_config.data_parallel"] = true, ["parallel_config.model_parallel"] = true,
+          ["parallel_config.context_parallel"] = true, ["parallel_config.pipeline_stage"] = true }
+        if degree[leaf.path] then
+          prod = prod * num(leaf.value)
+        end
+      end
+      assert.are.equal(used, prod, "MindFormers degrees multiply to the devices")
+    end
+  end
+  return by
+end
+
+describe("launch configs", function()
+  it("cite the engine source of every option list", function()
+    for _, name in ipairs({ "megatron", "torchrun", "torchtitan", "mindformers" }) do
+      local s = options[name].source
+      assert.truthy(s.repo:match("^[%w%-]+/[%w%-]+$"), name)
+      assert.truthy(s.path, name)
+      assert.truthy(s.commit and s.commit:match("^%x+$") and #s.commit == 40, name)
+    end
+  end)
+
+  it("use only the engines' option names (70B: FSDP, HSDP, TP, recompute)", function()
+    local r = run_example("llama3_70b_h100.lua", { top_k = 10 })
+    local by = check_all(r)
+    local hsdp, fsdp = 0, 0
+    for _, rec in ipairs(r.top_k_strategies) do
+      local mg = by[rec.rank].megatron.text
+      local _, values = parse_megatron(mg)
+      assert.are.equal(tostring(rec.tp_degree), values["--tensor-model-parallel-size"])
+      assert.are.equal(rec.tp_degree > 1 and rec.sequence_parallel, values["--sequence-parallel"] == true)
+      assert.are.equal(tostring(rec.micro_batch_size), values["--micro-batch-size"])
+      assert.are.equal("512", values["--global-batch-size"])
+      if rec.dp_degree > 1 and rec.fsdp_degree > 1 then
+        hsdp = hsdp + 1
+        assert.truthy(mg:find("# NOT EXPRESSIBLE in Megatron-LM: HSDP", 1, true))
+        assert.is_nil(values["--use-torch-fsdp2"])
+        assert.is_nil(values["--use-distributed-optimizer"])
+        -- TorchTitan and MindFormers express it
+        local tt = by[rec.rank].torchtitan.text
+        assert.truthy(tt:find("data_parallel_replicate_degree = " .. rec.dp_degree, 1, true))
+        assert.truthy(tt:find("data_parallel_shard_degree = " .. rec.fsdp_degree, 1, true))
+        assert.truthy(by[rec.rank].mindformers.text:find("optimizer_weight_shard_size: " .. rec.fsdp_degree, 1, true))
+      elseif rec.fsdp_degree > 1 then
+        fsdp = fsdp + 1
+        assert.is_true(values["--use-torch-fsdp2"])
+        assert.are.equal(rec.reshard_after_forward == false, values["--torch-fsdp2-no-reshard-after-forward"] == true)
+      end
+      local mode = by[rec.rank].torchtitan.text:match('mode = "(%w+)"')
+      if rec.layer_recompute == "none" then assert.are.equal("none", mode)
+      elseif rec.layer_recompute == "selective" then
+        assert.are.equal("selective", values["--recompute-granularity"])
+        assert.are.equal("selective", mode)
+      else
+        assert.are.equal("full", values["--recompute-granularity"])
+        assert.are.equal("uniform", values["--recompute-method"])
+        assert.are.equal("full", mode)
+      end
+    end
+    assert.is_true(hsdp + fsdp > 0)
+  end)
+
+  it("express pipelines: interleaved, uneven (first/last stage), offsets, CP, ZeRO-1", function()
+    local r = run_example("llama3_405b_h100_16k.lua", { top_k = 6 })
+    local by = check_all(r)
+    for _, rec in ipairs(r.top_k_strategies) do
+      local layers = {}
+      for i, st in ipairs(r.stage_summary[rec.rank].stages) do layers[i] = st.num_layers end
+      local mg = by[rec.rank].megatron.text
+      local _, v = parse_megatron(mg)
+      assert.are.equal(tostring(rec.pp_degree), v["--pipeline-model-parallel-size"])
+      assert.is_true(v["--use-distributed-optimizer"])           -- zero_stage 1
+      if rec.vpp_degree > 1 then
+        local per = v["--num-layers-per-virtual-pipeline-stage"]
+        if per then assert.are.equal(126 // (rec.pp_degree * rec.vpp_degree), tonumber(per))
+        else assert.are.equal(tostring(rec.vpp_degree), v["--num-virtual-stages-per-pipeline-rank"]) end
+      end
+      if rec.cp_degree > 1 then
+        assert.are.equal(tostring(rec.cp_degree), v["--context-parallel-size"])
+        assert.are.equal("p2p", v["--cp-comm-type"])
+        assert.truthy(by[rec.rank].torchtitan.text:find('context_parallel_rotate_method = "alltoall"', 1, true))
+        assert.truthy(by[rec.rank].mindformers.text:find('context_parallel_algo: "colossalai_cp"', 1, true))
+      end
+      -- MindFormers offsets reproduce the split: L // p + offset[i]
+      local off
+      for _, leaf in ipairs(parse_yaml(by[rec.rank].mindformers.text)) do
+        if leaf.path == "model.model_config.offset" then off = leaf.value end
+      end
+      local uneven = false
+      for i = 2, #layers do if layers[i] ~= layers[1] then uneven = true end end
+      if uneven and rec.vpp_degree == 1 then
+        local o = yaml_list(off)
+        assert.are.equal(#layers, #o)
+        for i, n in ipairs(layers) do assert.are.equal(n, 126 // rec.pp_degree + o[i]) end
+      end
+      -- TorchTitan cannot shard only the optimizer (ZeRO-1)
+      assert.truthy(by[rec.rank].torchtitan.text:find("NOT EXPRESSIBLE in TorchTitan: ZeRO-1", 1, true))
+    end
+  end)
+
+  it("write first/last stage sizes for an uneven split Megatron can express", function()
+    local r = run_example("llama3_405b_h100_16k.lua", { top_k = 4,
+      fix = { "vpp_degree=1", "pp_degree=16", "cp_degree=1" } })
+    local by = check_all(r)
+    local seen = 0
+    for _, rec in ipairs(r.top_k_strategies) do
+      local layers = {}
+      for i, st in ipairs(r.stage_summary[rec.rank].stages) do layers[i] = st.num_layers end
+      local mg = by[rec.rank].megatron.text
+      local _, v = parse_megatron(mg)
+      local middle_equal = true
+      for i = 3, #layers - 1 do if layers[i] ~= layers[2] then middle_equal = false end end
+      local even = true
+      for i = 2, #layers do if layers[i] ~= layers[1] then even = false end end
+      if even then
+        assert.is_nil(v["--decoder-first-pipeline-num-layers"])
+      elseif middle_equal then
+        seen = seen + 1
+        assert.are.equal(tostring(layers[1]), v["--decoder-first-pipeline-num-layers"])
+        assert.are.equal(tostring(layers[#layers]), v["--decoder-last-pipeline-num-layers"])
+      else
+        assert.truthy(mg:find("NOT EXPRESSIBLE in Megatron-LM: stage split", 1, true))
+        assert.is_nil(v["--decoder-first-pipeline-num-layers"])
+      end
+      -- TorchTitan: split points at each stage's first layer
+      if not even then
+        local pts = by[rec.rank].torchtitan.text:match("pipeline_parallel_split_points = (%b[])")
+        assert.truthy(pts)
+        local i = 1
+        for first in pts:gmatch('"layers%.(%d+)"') do
+          i = i + 1
+          assert.are.equal(r.stage_summary[rec.rank].stages[i].first_layer, tonumber(first))
+        end
+        assert.are.equal(#layers, i)
+      end
+      -- recompute counts per stage in MindFormers when not every layer
+      if rec.layer_recompute == "full" then
+        local rc = {}
+        for i, st in ipairs(r.stage_summary[rec.rank].stages) do rc[i] = st.recompute_layers end
+        local y = by[rec.rank].mindformers.text:match("\n  recompute: ([^\n#]+)")
+        local all = true
+        for i = 1, #rc do if rc[i] ~= layers[i] then all = false end end
+        if all then assert.truthy(y:match("True")) else assert.are.same(rc, yaml_list(y)) end
+      end
+    end
+    assert.is_true(seen > 0, "an uneven split with equal middle stages (126 layers over 16)")
+  end)
+
+  it("flag TP without SP and ZeRO-1 where an engine cannot express them (Qwen2.5-7B, Megatron)", function()
+    local r = run_example("qwen25_7b_a100.lua", { top_k = 10,
+      fix = { "sequence_parallel=false", "tp_degree=2", "zero_stage=0,1" } })
+    local by = check_all(r)
+    for _, rec in ipairs(r.top_k_strategies) do
+      local _, v = parse_megatron(by[rec.rank].megatron.text)
+      assert.is_nil(v["--sequence-parallel"])
+      assert.is_true(v["--add-qkv-bias"])               -- Qwen2.5 has QKV biases only
+      assert.is_true(v["--disable-bias-linear"])
+      assert.are.equal(rec.zero_stage == 1, v["--use-distributed-optimizer"] == true)
+      assert.truthy(by[rec.rank].torchtitan.text:find(
+        "NOT EXPRESSIBLE in TorchTitan: tensor parallel without sequence parallel", 1, true))
+      assert.truthy(by[rec.rank].mindformers.text:find("use_seq_parallel: False", 1, true))
+    end
+  end)
+
+  it("are valid bash, written atomically and executable", function()
+    local r = run_example("llama3_70b_h100.lua", { top_k = 2 })
+    local dir = os.tmpname()
+    os.remove(dir)
+    local files = launch.write(dir .. "/launch", r)
+    assert.are.equal(6, #files)
+    for _, f in ipairs(files) do
+      local fh = assert(io.open(f.path, "rb"))
+      assert.are.equal(f.text, fh:read("a"))
+      fh:close()
+      if f.name:match("%.sh$") then
+        assert.is_true(os.execute("bash -n '" .. f.path .. "'") == true, f.name)
+        assert.is_true(os.execute("test -x '" .. f.path .. "'") == true, f.name)
+      end
+    end
+    os.execute("rm -rf '" .. dir .. "'")
+  end)
+end)

@@ -1,0 +1,448 @@
+-- tests/lua/report_spec.lua -- outputs and the HTML report
+-- (lua/apsearch/report/html.lua, format/csv.lua, format/json.lua, the
+-- search driver's chart data): AP-DENSE-06 (count, order and fields of the
+-- top-k under every built-in objective, the Pareto front) and AP-DENSE-08
+-- (the report is written with the charts' data consistent with the top-k,
+-- the breakdowns, the stages, the filter reasons and every candidate).
+--
+-- APS_ROOT is the repo root, APS_BIN the built binary (CTest sets both).
+
+local cjson = require "cjson"
+local policy = require "apsearch.policy"
+local search = require "apsearch.search"
+local space_mod = require "apsearch.space"
+local html = require "apsearch.report.html"
+local csv = require "apsearch.format.csv"
+local json = require "apsearch.format.json"
+local common = require "apsearch.format.common"
+
+local ROOT = os.getenv("APS_ROOT") or "."
+local BIN = os.getenv("APS_BIN")
+
+local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+local function read(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function tmpdir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. q(dir)))
+  return dir
+end
+
+local function apsearch(...)
+  local args = {}
+  for i, a in ipairs({ ... }) do args[i] = q(a) end
+  local dir = tmpdir()
+  local cmd = string.format("cd %s && APSEARCH_ROOT=%s %s %s > %s/out 2> %s/err",
+    q(ROOT), q(ROOT), q(BIN), table.concat(args, " "), dir, dir)
+  local _, _, code = os.execute(cmd)
+  return code, read(dir .. "/out") or "", read(dir .. "/err") or ""
+end
+
+local function near(a, b, rel)
+  rel = rel or 1e-9
+  return math.abs(a - b) <= rel * math.max(math.abs(a), math.abs(b), 1e-300)
+end
+
+-- Llama-3.1-8B on 2 nodes: DP/FSDP x TP x PP, two recompute modes; some
+-- candidates over the memory limit, some filtered early
+local RAW = {
+  model = "llama-3.1-8b",
+  cluster = { device = "h100-sxm-80gb", nodes = 2, devices_per_node = 8 },
+  training = { global_batch_size = 64, seq_length = 8192, framework = "megatron" },
+  search_space = { data_parallel = "auto", tp_degree = { 1, 2, 4, 8 }, pp_degree = { 1, 2, 4, 3 },
+    fsdp_degree = { 1, 2, 4 }, micro_batch_size = { 1, 2, 4 }, layer_recompute = { "none", "full" } },
+  constraints = { memory_limit_gib = 50 },
+  top_k = 6,
+}
+
+local function run(extra, opts)
+  local raw = {}
+  for k, v in pairs(RAW) do raw[k] = v end
+  for k, v in pairs(extra or {}) do raw[k] = v end
+  return search.run(policy.from_table(raw, "report_spec.lua", opts))
+end
+
+-- every candidate through the core again: feasible (step, mem, strategy)
+local function feasible_list(r)
+  local list = {}
+  local rec = r.candidates:decode()
+  for cand, index in rec.space:iter() do
+    if rec.code[index] == 0 then list[#list + 1] = { index = index, s = space_mod.copy(cand) } end
+  end
+  local n = 1
+  local by = {}
+  for i = 1, rec.estimated do by[rec.est_index[i]] = i end
+  for _, e in ipairs(list) do
+    local i = by[e.index]
+    e.step_time, e.mem_peak = rec.est_step[i], rec.est_mem[i]
+    n = n + 1
+  end
+  return list
+end
+
+describe("AP-DENSE-06: top-k count, order and fields under each objective", function()
+  local base
+  setup(function() base = run() end)
+
+  it("returns top_k records ranked by the objective, each with every field", function()
+    assert.are.equal(6, #base.top_k_strategies)
+    for i, rec in ipairs(base.top_k_strategies) do
+      assert.are.equal(i, rec.rank)
+      assert.is_true(rec.feasible)
+      for _, f in ipairs(space_mod.fields) do
+        if f ~= "allow_idle_devices" then assert.is_not_nil(rec[f], f) end
+      end
+      assert.is_number(rec.index)
+      assert.is_true(rec.memory_cost.total <= rec.memory_cost.limit)
+      if i > 1 then
+        local a = base.top_k_strategies[i - 1].performance_cost.step_time
+        assert.is_true(a <= rec.performance_cost.step_time)
+      end
+    end
+  end)
+
+  it("ranks by a weighted composite score (weights from the objective name)", function()
+    local r = run({ objective = "composite(step_time=1, memory=1)" })
+    assert.are.equal("composite(step_time=1, memory=1, throughput=0)", r.inputs.objective)
+    local function score(rec)
+      return math.log(rec.performance_cost.step_time) + math.log(rec.memory_cost.total)
+    end
+    for i = 2, #r.top_k_strategies do
+      assert.is_true(score(r.top_k_strategies[i - 1]) <= score(r.top_k_strategies[i]) + 1e-12)
+    end
+    -- the best composite score over every feasible candidate is rank 1
+    local best = math.huge
+    for _, e in ipairs(feasible_list(r)) do
+      best = math.min(best, math.log(e.step_time) + math.log(e.mem_peak))
+    end
+    assert.is_true(near(best, score(r.top_k_strategies[1]), 1e-12))
+    -- defaults, and weights given with ; on the command line
+    local d = run({ objective = "composite" })
+    assert.are.equal("composite(step_time=1, memory=0.25, throughput=0)", d.inputs.objective)
+    local s = run(nil, { set = { "objective=composite(step_time=2;memory=1)" } })
+    assert.are.equal("composite(step_time=2, memory=1, throughput=0)", s.inputs.objective)
+  end)
+
+  it("rejects malformed composite weights", function()
+    local objectives = require "apsearch.objectives"
+    for _, bad in ipairs({ "composite(speed=1)", "composite(memory=-1)", "composite(step_time=0)",
+      "composite(x)", "composite(" }) do
+      assert.has_error(function() objectives.parse_composite(bad) end)
+      assert.is_false(objectives.is_builtin(bad), bad)
+    end
+  end)
+
+  it("ranks the Pareto front of memory and step time, by step time, then the next front", function()
+    local r = run({ objective = "pareto", top_k = 8 })
+    assert.are.equal("pareto", r.inputs.objective)
+    local all = feasible_list(r)
+    local function dominated(e, pool)
+      for _, o in ipairs(pool) do
+        if o ~= e and o.step_time <= e.step_time and o.mem_peak <= e.mem_peak and
+          (o.step_time < e.step_time or o.mem_peak < e.mem_peak) then return true end
+      end
+      return false
+    end
+    local front = {}
+    for _, e in ipairs(all) do if not dominated(e, all) then front[#front + 1] = e end end
+    table.sort(front, function(a, b) return a.step_time < b.step_time end)
+    local n1 = 0
+    for _, rec in ipairs(r.top_k_strategies) do if rec.pareto_front == 1 then n1 = n1 + 1 end end
+    assert.are.equal(math.min(#front, 8), n1)
+    for i = 1, n1 do
+      assert.are.equal(front[i].step_time, r.top_k_strategies[i].performance_cost.step_time)
+    end
+    for i = 2, #r.top_k_strategies do
+      local a, b = r.top_k_strategies[i - 1], r.top_k_strategies[i]
+      assert.is_true(a.pareto_front < b.pareto_front or (a.pareto_front == b.pareto_front and
+        a.performance_cost.step_time <= b.performance_cost.step_time))
+    end
+    -- the result's pareto_front (chart 7) is that front, under any objective
+    assert.are.equal(#front, #base.pareto_front)
+    for i, p in ipairs(base.pareto_front) do
+      assert.are.equal(front[i].step_time, p.step_time)
+      assert.are.equal(front[i].mem_peak, p.mem_peak)
+      assert.are.equal(front[i].s.tp_degree, p.strategy.tp_degree)
+    end
+  end)
+end)
+
+describe("AP-DENSE-08: chart data consistent with the result", function()
+  local r, d
+  setup(function()
+    r = run()
+    d = html.chart_data(r)
+  end)
+
+  it("charts 1-2: step time and memory stacked by category sum to the top-k's", function()
+    assert.are.equal(#r.top_k_strategies, #d.topk)
+    for i, t in ipairs(d.topk) do
+      local rec = r.top_k_strategies[i]
+      assert.are.equal(rec.performance_cost.step_time, t.step_time)
+      assert.are.equal(rec.memory_cost.total, t.mem_peak)
+      local st, mem = 0, 0
+      for _, c in ipairs(common.time_categories) do
+        st = st + t.time[c]
+        assert.are.equal(r.performance_breakdown[i][c].exposed, t.time[c])
+      end
+      for _, c in ipairs(common.memory_categories) do mem = mem + t.mem[c] end
+      assert.is_true(near(st, t.step_time, 1e-9))
+      assert.is_true(near(mem, t.mem_peak, 1e-9))
+      assert.are.equal(r.memory_breakdown[i].comm_buffers.total, t.mem.comm_buffers)
+    end
+    assert.are.equal(r.top_k_strategies[1].memory_cost.limit, d.memory_limit_bytes)
+    assert.are.equal(50 * 2 ^ 30, d.memory_limit_bytes)
+  end)
+
+  it("chart 3: stages of the first pipelined top-k strategy, as stage_summary", function()
+    local rank = d.stage_rank
+    local first_pp
+    for _, rec in ipairs(r.top_k_strategies) do
+      if rec.pp_degree > 1 then first_pp = rec.rank break end
+    end
+    assert.are.equal(first_pp or 1, rank)
+    for i, t in ipairs(d.topk) do
+      local ss = r.stage_summary[i].stages
+      assert.are.equal(#ss, #t.stages)
+      for j, st in ipairs(t.stages) do
+        assert.are.equal(ss[j].time_fwd, st.time_fwd)
+        assert.are.equal(ss[j].time_bwd, st.time_bwd)
+        assert.are.equal(ss[j].memory_breakdown.total, st.total)
+        assert.are.equal(ss[j].num_layers, st.num_layers)
+      end
+    end
+  end)
+
+  it("charts 4-5: counts and reasons match the summaries", function()
+    local s = r.all_candidate_summary
+    assert.are.equal(s.generated, d.counts.feasible + d.counts.infeasible + d.counts.filtered_early)
+    assert.are.equal(s.feasible, d.counts.feasible)
+    assert.is_true(d.counts.infeasible > 0 and d.counts.filtered_early > 0)
+    local n = 0
+    for _, reason in ipairs(d.reasons) do
+      assert.are.equal(r.infeasible_summary[reason.code].count, reason.count)
+      assert.are.equal(r.infeasible_summary[reason.code].phase, reason.phase)
+      n = n + reason.count
+    end
+    assert.are.equal(s.filtered_early + s.infeasible, n)
+    assert.truthy(r.infeasible_summary.MEMORY_LIMIT)
+  end)
+
+  it("chart 6: the best step time per degree is the minimum over feasible candidates", function()
+    local best = { data_parallel = {}, tp_degree = {}, pp_degree = {}, cp_degree = {} }
+    for _, e in ipairs(feasible_list(r)) do
+      local vals = { data_parallel = e.s.dp_degree * e.s.fsdp_degree, tp_degree = e.s.tp_degree,
+        pp_degree = e.s.pp_degree, cp_degree = e.s.cp_degree }
+      for dim, v in pairs(vals) do
+        local b = best[dim][v]
+        if not b or e.step_time < b.step_time or (e.step_time == b.step_time and e.mem_peak < b.mem_peak) then
+          best[dim][v] = e
+        end
+      end
+    end
+    assert.are.equal(4, #r.trends)
+    for _, t in ipairs(r.trends) do
+      local n = 0
+      for _ in pairs(best[t.dimension]) do n = n + 1 end
+      assert.are.equal(n, #t.points, t.dimension)
+      for _, p in ipairs(t.points) do
+        local b = best[t.dimension][p.value]
+        assert.are.equal(b.step_time, p.step_time)
+        assert.are.equal(b.mem_peak, p.mem_peak)
+        assert.are.equal(b.s.tp_degree, p.strategy.tp_degree)
+      end
+    end
+    -- the overall best is some trend point's best
+    assert.are.equal(r.top_k_strategies[1].performance_cost.step_time, math.min(
+      table.unpack((function() local x = {} for _, p in ipairs(r.trends[2].points) do x[#x + 1] = p.step_time end return x end)())))
+  end)
+
+  it("chart 7: every feasible candidate (sampled when many), front and top-k kept", function()
+    assert.are.equal(r.all_candidate_summary.feasible, d.scatter.total)
+    assert.are.equal(d.scatter.total, d.scatter.shown)  -- few enough: all drawn
+    local idx = {}
+    for _, p in ipairs(d.scatter.points) do idx[p[3]] = p end
+    for _, t in ipairs(d.topk) do
+      local p = idx[t.index]
+      assert.truthy(p, "top-k rank " .. t.rank)
+      assert.is_true(near(p[1], t.mem_peak / 2 ^ 30, 1e-12))
+      assert.are.equal(t.step_time, p[2])
+    end
+    for _, f in ipairs(d.front) do assert.truthy(idx[f.index]) end
+    -- a sample keeps the front and the top-k
+    local small = html.chart_data(r, { max_points = 10 })
+    assert.is_true(small.scatter.shown < small.scatter.total)
+    local kept = {}
+    for _, p in ipairs(small.scatter.points) do kept[p[3]] = true end
+    for _, t in ipairs(d.topk) do assert.is_true(kept[t.index]) end
+    for _, f in ipairs(d.front) do assert.is_true(kept[f.index]) end
+    -- the point's strategy fields: varying ones per point, the rest fixed
+    for i, dim in ipairs(d.scatter.dims) do
+      local p = idx[r.top_k_strategies[1].index]
+      assert.are.equal(tostring(r.top_k_strategies[1][dim]), tostring(p[3 + i]))
+    end
+  end)
+
+  it("chart 8: the top-k re-estimated with scaled inter-node bandwidth", function()
+    local bw = r.bandwidth_sensitivity
+    assert.are.same({ 0.25, 0.5, 1, 2, 4 }, bw.factors)
+    assert.are.equal("cluster.device.inter_node_bandwidth", bw.parameter)
+    assert.are.equal(r.inputs.cluster.device.inter_node_bandwidth, bw.base_value)
+    assert.is_false(bw.single_node)
+    local slower = false
+    for i, s in ipairs(bw.series) do
+      local rec = r.top_k_strategies[i]
+      assert.are.equal(rec.rank, s.rank)
+      assert.are.equal(rec.performance_cost.step_time, s.step_time[3])
+      for f = 2, 5 do assert.is_true(s.step_time[f] <= s.step_time[f - 1] + 1e-12) end
+      if s.step_time[1] > s.step_time[3] then slower = true end
+    end
+    assert.is_true(slower, "a quarter of the bandwidth slows some strategy down")
+    -- an independent core context with the bandwidth scaled agrees
+    local core = require "apsearch.core"
+    local inp = json.decode(json.encode(r.inputs))
+    inp.cluster.device.inter_node_bandwidth = inp.cluster.device.inter_node_bandwidth * 0.25
+    local ctx = core.context(inp.model, inp.cluster, inp.training)
+    local ev = ctx:evaluate(search.strategy_of(r.top_k_strategies[1]))
+    assert.is_true(near(ev.step_time, bw.series[1].step_time[1], 1e-9))
+  end)
+end)
+
+describe("AP-DENSE-08: the report file", function()
+  local r
+  setup(function() r = run() end)
+
+  local function data_block(text)
+    local j = text:match('<script type="application/json" id="apsearch%-data">(.-)</script>')
+    assert.truthy(j, "data block")
+    return cjson.decode((j:gsub("<\\/", "</")))
+  end
+
+  it("holds the eight chart containers, the data, the tables and the inlined script", function()
+    local fake = "/* fake echarts */ window.echarts = undefined;" .. string.rep(" ", 2000)
+    local text = html.render(r, { echarts_js = fake, echarts_version = "6.1.0" })
+    for i = 1, 8 do assert.truthy(text:find('id="chart' .. i .. '"', 1, true), "chart" .. i) end
+    assert.truthy(text:find("/* fake echarts */", 1, true))
+    assert.is_nil(text:find('id="no-echarts"', 1, true))
+    assert.truthy(text:find("Top-6 strategies", 1, true))
+    assert.truthy(text:find("MEMORY_LIMIT", 1, true))
+    local d = data_block(text)
+    assert.are.equal(6, #d.topk)
+    -- JSON keeps 14 significant digits
+    assert.is_true(near(r.top_k_strategies[1].performance_cost.step_time, d.topk[1].step_time, 1e-13))
+    assert.truthy(d.topk[1].strategy_text:find("tp_degree=" .. r.top_k_strategies[1].tp_degree, 1, true))
+    -- one script block for data, one for ECharts, one for the drawing code; no external resource
+    assert.is_nil(text:find('src="http', 1, true))
+    assert.is_nil(text:find("<link", 1, true))
+  end)
+
+  it("says plainly that the charts need ECharts when the script is missing", function()
+    local text = html.render(r, { echarts_missing = "looked for /x" })
+    assert.truthy(text:find('id="no-echarts"', 1, true))
+    assert.truthy(text:find("Charts need Apache ECharts", 1, true))
+    assert.truthy(text:find("Top-6 strategies", 1, true))
+    assert.truthy(data_block(text).topk)
+  end)
+
+  it("escapes text and keeps </script> out of the data block", function()
+    local r2 = run()
+    r2.inputs.model.name = "</script><b>x</b>"
+    local text = html.render(r2, {})
+    assert.is_nil(text:find("<b>x</b>", 1, true))
+    assert.are.equal("</script><b>x</b>", r2.inputs.model.name)
+    data_block(text)
+  end)
+end)
+
+describe("every candidate", function()
+  local r
+  setup(function() r = run() end)
+
+  it("is a row of candidates.csv with its status, reason and estimate", function()
+    local text = csv.candidates(r)
+    local lines = {}
+    for l in text:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.are.equal(r.all_candidate_summary.generated + 1, #lines)
+    local cols = csv.candidate_columns()
+    assert.are.equal(table.concat(cols, ","), lines[1])
+    local count = { feasible = 0, infeasible = 0, filtered = 0 }
+    local ranks = {}
+    for i = 2, #lines do
+      local f = {}
+      for c in (lines[i] .. ","):gmatch("([^,]*),") do f[#f + 1] = c end
+      count[f[2]] = count[f[2]] + 1
+      assert.are.equal(tostring(i - 1), f[1])
+      if f[2] == "filtered" then
+        assert.are.equal("", f[6])
+        assert.are.equal("early", f[3])
+      else
+        assert.truthy(tonumber(f[6]))
+      end
+      if f[5] ~= "" then ranks[tonumber(f[5])] = tonumber(f[6]) end
+    end
+    local s = r.all_candidate_summary
+    assert.are.equal(s.feasible, count.feasible)
+    assert.are.equal(s.infeasible, count.infeasible)
+    assert.are.equal(s.filtered_early, count.filtered)
+    for _, rec in ipairs(r.top_k_strategies) do
+      assert.is_true(near(ranks[rec.rank], rec.performance_cost.step_time, 1e-8))
+    end
+  end)
+
+  it("is not written into result.json (the compact record is CSV only)", function()
+    local t = json.decode(json.encode(r))
+    assert.is_nil(t.candidates)
+    assert.truthy(t.pareto_front and t.trends and t.bandwidth_sensitivity)
+  end)
+end)
+
+describe("apsearch run --out", function()
+  setup(function()
+    assert.is_string(BIN, "APS_BIN must name the built apsearch binary")
+  end)
+
+  it("writes result.json, result.csv, candidates.csv, report.html and launch configs", function()
+    local dir = tmpdir() .. "/o"
+    local code, out, err = apsearch("run", "examples/llama3_70b_h100.lua", "--top-k", "3",
+      "--out", dir, "--format", "json")
+    assert.are.equal(0, code, err)
+    local r = cjson.decode(out)
+    local saved = cjson.decode(read(dir .. "/result.json"))
+    assert.are.equal(dir .. "/report.html", r.visualization_report)
+    assert.are.equal(dir .. "/report.html", saved.visualization_report)
+    assert.are.equal(4 + 3 * 3, #saved.output_files)
+    for _, f in ipairs(saved.output_files) do assert.truthy(read(f), f) end
+    local p = io.popen("ls -a " .. q(dir) .. " " .. q(dir .. "/launch"))
+    local names = {}
+    for n in p:lines() do if n:match("%.tmp%-") then names[#names + 1] = n end end
+    p:close()
+    assert.are.same({}, names)   -- no temporary files left
+    local report = read(dir .. "/report.html")
+    assert.truthy(report:find('id="chart8"', 1, true))
+    assert.truthy(report:find("launch/rank1_megatron.sh", 1, true))
+    assert.truthy(err:find("wrote 13 files", 1, true))
+  end)
+
+  it("writes a tables-only report with --echarts none", function()
+    local dir = tmpdir() .. "/o"
+    local code, _, err = apsearch("run", "--top-k", "2", "--out", dir, "--echarts", "none")
+    assert.are.equal(0, code, err)
+    assert.truthy(read(dir .. "/report.html"):find("Charts need Apache ECharts", 1, true))
+    assert.truthy(err:find("report.html has tables only", 1, true))
+  end)
+
+  it("draws a progress bar line", function()
+    local cli = require "apsearch.cli"
+    assert.are.equal("[###############...............]  50%  61,290 / 122,580 candidates  1.5 s",
+      cli.progress_line(61290, 122580, 1.5))
+    assert.truthy(cli.progress_line(10, 10, 0.2, 10):match("^%[##########%] 100%%"))
+  end)
+end)

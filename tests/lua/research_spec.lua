@@ -1,0 +1,180 @@
+-- tests/lua/research_spec.lua -- AP-DENSE-09: a user adjusts a constraint
+-- and searches again without editing code (--fix, --set), and
+-- `--baseline previous.json` reports what changed in the inputs and in
+-- the top-k (lua/apsearch/report/baseline.lua, the table's "changes vs
+-- baseline" section, the report's).  Through the apsearch binary.
+--
+-- APS_BIN is the built binary and APS_ROOT the repo root (CTest sets both).
+
+local cjson = require "cjson"
+local baseline = require "apsearch.report.baseline"
+
+local BIN = os.getenv("APS_BIN")
+local ROOT = os.getenv("APS_ROOT") or "."
+
+local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+local function read(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function tmpdir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. q(dir)))
+  return dir
+end
+
+local function apsearch(...)
+  local args = {}
+  for i, a in ipairs({ ... }) do args[i] = q(a) end
+  local dir = tmpdir()
+  local cmd = string.format("cd %s && APSEARCH_ROOT=%s %s %s > %s/out 2> %s/err",
+    q(ROOT), q(ROOT), q(BIN), table.concat(args, " "), dir, dir)
+  local _, _, code = os.execute(cmd)
+  return code, read(dir .. "/out") or "", read(dir .. "/err") or ""
+end
+
+local function changed_paths(diff)
+  local by = {}
+  for _, c in ipairs(diff.inputs.changed) do by[c.path] = c end
+  return by
+end
+
+-- the new top-k is entered + moved + kept; the old one left + moved + kept
+local function check_partition(diff, old, new)
+  local t = diff.top_k
+  assert.are.equal(#new.top_k_strategies, #t.entered + #t.moved + #t.kept)
+  assert.are.equal(#old.top_k_strategies, #t.left + #t.moved + #t.kept)
+  local now = {}
+  for _, e in ipairs(t.entered) do now[e.rank] = true end
+  for _, e in ipairs(t.moved) do now[e.after] = true assert.are_not.equal(e.before, e.after) end
+  for _, e in ipairs(t.kept) do now[e.after] = true assert.are.equal(e.before, e.after) end
+  for _, rec in ipairs(new.top_k_strategies) do assert.is_true(now[rec.rank], "rank " .. rec.rank) end
+  for _, e in ipairs(t.moved) do
+    local nr = new.top_k_strategies[e.after].performance_cost.step_time
+    local orr = old.top_k_strategies[e.before].performance_cost.step_time
+    assert.is_true(math.abs(nr - e.step_time_after) <= 1e-9 * nr)
+    assert.is_true(math.abs(e.delta_s - (nr - orr)) <= 1e-9 * nr)
+  end
+end
+
+describe("AP-DENSE-09: re-search with changed constraints, against a baseline", function()
+  local base_dir, base
+  setup(function()
+    assert.is_string(BIN, "APS_BIN must name the built apsearch binary")
+    base_dir = tmpdir()
+    local code, _, err = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--out", base_dir)
+    assert.are.equal(0, code, err)
+    base = cjson.decode(read(base_dir .. "/result.json"))
+  end)
+
+  it("fixes a dimension and lowers the memory limit: inputs and top-k changes recorded", function()
+    local code, out, err = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--format", "json",
+      "--fix", "tp_degree=2", "--set", "cluster.memory_limit_gib=40",
+      "--baseline", base_dir .. "/result.json")
+    assert.are.equal(0, code, err)
+    local r = cjson.decode(out)
+    local d = r.baseline_diff
+    assert.are.equal(base_dir .. "/result.json", d.baseline)
+    local ch = changed_paths(d)
+    assert.are.same({ 1, 2, 4, 8 }, ch["search_space.tp_degree"].before)
+    assert.are.same({ 2 }, ch["search_space.tp_degree"].after)
+    assert.are.equal(0, ch["training.memory_limit_bytes"].before)
+    assert.are.equal(40 * 2 ^ 30, ch["training.memory_limit_bytes"].after)
+    assert.truthy(ch["overrides"])
+    assert.is_nil(ch["model.num_layers"])
+    for _, rec in ipairs(r.top_k_strategies) do
+      assert.are.equal(2, rec.tp_degree)
+      assert.is_true(rec.memory_cost.total <= 40 * 2 ^ 30)
+    end
+    check_partition(d, base, r)
+    assert.is_true(#d.top_k.left > 0)                     -- tp != 2 strategies left
+    assert.are.equal(base.all_candidate_summary.space_size, d.summary.space_size.before)
+    assert.are.equal(r.all_candidate_summary.space_size, d.summary.space_size.after)
+    assert.are.equal(r.top_k_strategies[1].performance_cost.step_time, d.best.after.step_time)
+    assert.is_true(d.best.delta_s >= 0)                   -- a narrower space cannot do better
+  end)
+
+  it("prints a short 'changes vs baseline' section in the table", function()
+    local code, out = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet",
+      "--set", "training.global_batch_size=128", "--baseline", base_dir .. "/result.json")
+    assert.are.equal(0, code)
+    assert.truthy(out:find("\nchanges vs baseline " .. base_dir .. "/result.json:\n", 1, true))
+    assert.truthy(out:find("    training.global_batch_size: 64 -> 128", 1, true))
+    assert.truthy(out:find("  best step time: ", 1, true))
+  end)
+
+  it("reports no change for the same inputs", function()
+    local code, out = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet",
+      "--baseline", base_dir .. "/result.json")
+    assert.are.equal(0, code)
+    assert.truthy(out:find("  inputs: unchanged", 1, true))
+    assert.truthy(out:find("  top-k: same strategies in the same order", 1, true))
+  end)
+
+  it("re-searches micro_batch_num, CP, recompute ranges and offsets from the command line", function()
+    local dir = tmpdir()
+    local c0 = apsearch("run", "examples/llama3_70b_h100.lua", "--quiet", "--out", dir,
+      "--set", "search_space.pp_degree=1,2,4")
+    assert.are.equal(0, c0)
+    local b = dir .. "/result.json"
+    local code, out, err = apsearch("run", "examples/llama3_70b_h100.lua", "--quiet", "--format", "json",
+      "--set", "search_space.pp_degree=2,4", "--fix", "micro_batch_num=32,64",
+      "--set", "search_space.cp_degree=1,2", "--fix", "layer_recompute=full",
+      "--fix", "recompute_num_layers=-1,10", "--fix", "layer_offset=even",
+      "--baseline", b)
+    assert.are.equal(0, code, err)
+    local r = cjson.decode(out)
+    local ch = changed_paths(r.baseline_diff)
+    for _, p in ipairs({ "search_space.pp_degree", "search_space.micro_batch_num", "search_space.cp_degree",
+      "search_space.layer_recompute", "search_space.recompute_num_layers" }) do
+      assert.truthy(ch[p], p)
+    end
+    assert.is_true(#r.top_k_strategies > 0)
+    for _, rec in ipairs(r.top_k_strategies) do
+      assert.is_true(rec.pp_degree == 2 or rec.pp_degree == 4)
+      assert.is_true(rec.micro_batch_num == 32 or rec.micro_batch_num == 64)
+      assert.are.equal("full", rec.layer_recompute)
+    end
+    check_partition(r.baseline_diff, cjson.decode(read(b)), r)
+  end)
+
+  it("shows the changes in the report too", function()
+    local dir = tmpdir()
+    local code = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--out", dir,
+      "--fix", "layer_recompute=full", "--baseline", base_dir .. "/result.json")
+    assert.are.equal(0, code)
+    local html = read(dir .. "/report.html")
+    assert.truthy(html:find("Changes vs baseline", 1, true))
+    assert.truthy(html:find("search_space.layer_recompute", 1, true))
+    local saved = cjson.decode(read(dir .. "/result.json"))
+    assert.truthy(saved.baseline_diff.inputs.changed[1])
+  end)
+
+  it("refuses a baseline that is missing or not a result (exit 2, one line)", function()
+    local code, out, err = apsearch("run", "--quiet", "--baseline", "/nonexistent/result.json")
+    assert.are.equal(2, code)
+    assert.are.equal("", out)
+    assert.truthy(err:match("^apsearch: %-%-baseline: /nonexistent/result%.json: cannot read the file"), err)
+    local dir = tmpdir()
+    local f = assert(io.open(dir .. "/x.json", "w"))
+    f:write('{"a": 1}')
+    f:close()
+    code, _, err = apsearch("run", "--quiet", "--baseline", dir .. "/x.json")
+    assert.are.equal(2, code)
+    assert.truthy(err:find("not an apsearch result.json", 1, true), err)
+  end)
+
+  it("matches strategies on every strategy field", function()
+    local a = { dp_degree = 2, fsdp_degree = 4, tp_degree = 1, stage_partition = { 40, 40 } }
+    local b = { dp_degree = 2.0, fsdp_degree = 4, tp_degree = 1, stage_partition = { 40.0, 40 } }
+    assert.are.equal(baseline.key(a), baseline.key(b))
+    b.stage_partition = { 39, 41 }
+    assert.are_not.equal(baseline.key(a), baseline.key(b))
+  end)
+end)

@@ -1,0 +1,418 @@
+-- tests/lua/sandbox_spec.lua -- the sandbox of policies, rules, objectives
+-- and formatters (src/lua/lsandbox.c, lua/apsearch/rules.lua): the
+-- allowlisted environment, text-only loading, the instruction limit and
+-- the memory cap (both under the script's own pcall), the reports (file,
+-- line, traceback), bad return values, --unsafe; first through the
+-- modules, then end to end through the binary (APS_BIN): exit 2, never a
+-- crash.
+
+local sandbox = require "apsearch.sandbox"
+local rules = require "apsearch.rules"
+local policy = require "apsearch.policy"
+
+local BIN = os.getenv("APS_BIN")
+local ROOT = os.getenv("APS_ROOT") or "."
+
+local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+local function tmpdir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. q(dir)))
+  return dir
+end
+
+local function write(path, text, mode)
+  local f = assert(io.open(path, mode or "w"))
+  f:write(text)
+  f:close()
+  return path
+end
+
+local function read(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function err_of(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return tostring(e)
+end
+
+local DIR
+local saved
+
+-- small limits keep the runaway cases fast; each test restores them
+local function limits(instructions, memory_mib)
+  sandbox.configure({ enabled = true, instructions = instructions, memory_mib = memory_mib })
+end
+
+setup(function() DIR = tmpdir() end)
+before_each(function() saved = sandbox.limits() end)
+after_each(function()
+  sandbox.configure({ enabled = saved.enabled, instructions = saved.instructions,
+    memory_bytes = saved.memory_bytes })
+end)
+
+-- runs a script file through the loader the policies and rules use
+local function run_script(name, text)
+  return rules.run_file(write(DIR .. "/" .. name, text), nil, "script")
+end
+
+describe("sandbox environment", function()
+  it("has the allowlist and nothing of the forbidden globals", function()
+    local seen = run_script("env.lua", [[
+      local t = {}
+      for _, k in ipairs({ "os", "io", "debug", "package", "require", "load", "loadfile",
+          "dofile", "collectgarbage", "loadstring", "module", "warn" }) do
+        t[k] = type(_G[k])
+      end
+      t.dump = type(string.dump)
+      t.gsub = type(string.gsub)
+      t.pcall = type(pcall)
+      t.coroutine = type(coroutine.wrap)
+      return t
+    ]])
+    for _, k in ipairs(rules.forbidden) do assert.are.equal("nil", seen[k], k) end
+    assert.are.equal("nil", seen.dump)
+    assert.are.equal("function", seen.gsub)
+    assert.are.equal("function", seen.pcall)
+    assert.are.equal("function", seen.coroutine)
+    for _, k in ipairs(rules.allowed) do assert.is_not_nil(rules.sandbox()[k], k) end
+  end)
+
+  it("gives copies of the libraries and no access to the string metatable", function()
+    local r = run_script("libs.lua", [[
+      string.rep = nil; math.floor = nil; table.concat = nil
+      return { mt = getmetatable(""), str = getmetatable("x") == nil }
+    ]])
+    assert.is_nil(r.mt)
+    assert.is_function(string.rep)
+    assert.is_function(math.floor)
+    assert.is_function(table.concat)
+  end)
+
+  it("refuses __gc metamethods, which would run outside the limits", function()
+    local e = err_of(run_script, "gc.lua", "setmetatable({}, { __gc = function() end })\nreturn 1\n")
+    assert.truthy(e:find("__gc metamethods are not allowed", 1, true), e)
+  end)
+
+  it("loads text only: a precompiled chunk is refused", function()
+    local path = write(DIR .. "/bytecode.lua", string.dump(load("return { name = 'x' }")), "wb")
+    local e = err_of(rules.run_file, path)
+    assert.truthy(e:find(path, 1, true), e)
+    assert.truthy(e:find("attempt to load a binary chunk (mode is 't')", 1, true), e)
+    e = err_of(rules.load_file, path)
+    assert.truthy(e:find("binary chunk", 1, true), e)
+    e = err_of(policy.load, path)
+    assert.truthy(e:find("binary chunk", 1, true), e)
+  end)
+
+  it("prints to stderr, never to stdout (which carries results)", function()
+    assert.are_not.equal(print, rules.sandbox().print)
+  end)
+end)
+
+describe("instruction limit", function()
+  it("stops an infinite loop with the file, line and a traceback", function()
+    limits(1e5, 64)
+    local e = err_of(run_script, "loop.lua", "local n = 0\nwhile true do\n  n = n + 1\nend\n")
+    assert.truthy(e:match("^[^\n]*loop%.lua:%d: instruction limit exceeded"), e)
+    assert.truthy(e:find("more than 100000 Lua instructions", 1, true), e)
+    assert.truthy(e:find("--sandbox-instructions", 1, true), e)
+    assert.truthy(e:find("\n  in script " .. DIR .. "/loop.lua", 1, true), e)
+    assert.truthy(e:find("stack traceback:\n\t[^\n]*loop%.lua:%d: in main chunk"), e)
+  end)
+
+  it("is not defeated by pcall in a loop", function()
+    limits(1e5, 64)
+    local e = err_of(run_script, "pcall_loop.lua", [[
+      local function spin() while true do end end
+      while true do pcall(spin) end
+    ]])
+    assert.truthy(e:find("instruction limit exceeded", 1, true), e)
+  end)
+
+  it("is not defeated by nested pcalls, xpcall handlers, coroutines or a normal return", function()
+    limits(1e5, 64)
+    local cases = {
+      nested = [[
+        local function spin() while true do end end
+        while true do pcall(function() while true do pcall(spin) end end) end ]],
+      xpcall = [[
+        while true do xpcall(function() while true do end end, function() while true do end end) end ]],
+      coroutine = [[
+        while true do coroutine.resume(coroutine.create(function() while true do end end)) end ]],
+      wrap = [[
+        while true do pcall(coroutine.wrap(function() while true do end end)) end ]],
+      swallowed = [[
+        pcall(function() while true do end end)
+        return { fine = true } ]],
+      error_in_handler = [[
+        while true do xpcall(function() while true do end end, function(e) error(e) end) end ]],
+    }
+    for name, text in pairs(cases) do
+      local e = err_of(run_script, name .. ".lua", text)
+      assert.truthy(e:find("instruction limit exceeded", 1, true), name .. ": " .. e)
+    end
+  end)
+
+  it("counts per call: a rule that loops is stopped on its first candidate", function()
+    limits(1e5, 64)
+    local r = rules.load_file(write(DIR .. "/slow_rule.lua", [[
+      return { name = "slow", check = function(c)
+        while true do end
+      end }
+    ]]))
+    local e = err_of(r.check, { tp_degree = 1 })
+    assert.truthy(e:find("slow_rule.lua:2: instruction limit exceeded", 1, true), e)
+    assert.truthy(e:find('\n  in rule "slow" (check)', 1, true), e)
+    -- a fast rule is unaffected by the earlier trip
+    local ok = rules.load_file(write(DIR .. "/fast_rule.lua",
+      "return { name = 'fast', check = function(c) return c.tp_degree == 1 end }")).check({ tp_degree = 1 })
+    assert.is_true(ok)
+  end)
+
+  it("is settable and reports the count", function()
+    limits(1e6, 64)
+    assert.are.equal(1000000, sandbox.limits().instructions)
+    assert.are.equal(3, sandbox.run(function() for _ = 1, 5e5 do end return 3 end))
+    assert.are.equal(500000, sandbox.stats().instructions)
+    assert.has_error(function() sandbox.run(function() for _ = 1, 2e6 do end end) end)
+    assert.has_error(function() sandbox.configure({ instructions = -1 }) end)
+    assert.has_error(function() sandbox.configure({ enabled = "yes" }) end)
+  end)
+end)
+
+describe("memory cap", function()
+  it("stops a memory blow-up with the file and line", function()
+    limits(1e9, 16)
+    local e = err_of(run_script, "mem.lua", "local t = {}\nwhile true do\n  t[#t + 1] = { #t }\nend\n")
+    assert.truthy(e:match("^[^\n]*mem%.lua:%d: memory limit exceeded"), e)
+    assert.truthy(e:find("more than 16 MiB", 1, true), e)
+    assert.truthy(e:find("--sandbox-memory-mib", 1, true), e)
+    assert.truthy(e:find("stack traceback:", 1, true), e)
+  end)
+
+  it("is not defeated by pcall, in Lua code or in a C function", function()
+    limits(1e9, 16)
+    local cases = {
+      loop = [[
+        while true do pcall(function() local t = {} while true do t[#t + 1] = ("x"):rep(64) .. #t end end) end ]],
+      rep = [[
+        local ok = pcall(string.rep, "x", 1 << 30)
+        return { ok = ok } ]],
+      concat = [[
+        local s = "x"
+        while true do pcall(function() s = s .. s end) end ]],
+    }
+    for name, text in pairs(cases) do
+      local e = err_of(run_script, "mem_" .. name .. ".lua", text)
+      assert.truthy(e:find("memory limit exceeded", 1, true), name .. ": " .. e)
+    end
+  end)
+
+  it("counts live data, not garbage", function()
+    limits(1e9, 16)
+    local r = run_script("garbage.lua", [[
+      for i = 1, 100 do local s = ("x"):rep(1 << 20) .. i end
+      return { ok = true } ]])
+    assert.is_true(r.ok)
+  end)
+
+  it("is settable; 0 lifts it", function()
+    limits(1e9, 0)
+    assert.are.equal(0, sandbox.limits().memory_bytes)
+    local r = run_script("big.lua", "return { n = #(('x'):rep(64 << 20)) }")
+    assert.are.equal(64 << 20, r.n)
+  end)
+end)
+
+describe("reports", function()
+  it("name the file, line and frames of a runtime error", function()
+    local r = rules.load_file(write(DIR .. "/err_rule.lua", [[
+      local function helper(c)
+        return c.nested.field > 1
+      end
+      return { name = "err", check = function(c)
+        local v = helper(c)
+        return v
+      end }
+    ]]))
+    local e = err_of(r.check, { tp_degree = 1 })
+    assert.truthy(e:find("err_rule.lua:2: attempt to index a nil value (field 'nested')", 1, true), e)
+    assert.truthy(e:find('in rule "err" (check)', 1, true), e)
+    assert.truthy(e:find("err_rule.lua:2: in upvalue 'helper'", 1, true), e)
+    assert.truthy(e:find("err_rule.lua:5: in function <", 1, true), e)
+    -- only the script's frames, not the search driver's
+    assert.falsy(e:find("apsearch/rules.lua", 1, true), e)
+  end)
+
+  it("give a position to errors raised without one", function()
+    local e = err_of(run_script, "nopos.lua", "error('plain', 0)\n")
+    assert.truthy(e:find("nopos.lua:1: plain", 1, true), e)
+    e = err_of(run_script, "tbl.lua", "\nerror({ message = 'as a table' })\n")
+    assert.truthy(e:find("tbl.lua:2: as a table", 1, true), e)
+  end)
+
+  it("refuse a wrong return value with the function's file and line", function()
+    local function rule(name, body)
+      return rules.load_file(write(DIR .. "/" .. name .. ".lua",
+        "return { name = '" .. name .. "',\n  check = function(c)\n    " .. body .. "\n  end }\n"))
+    end
+    local cases = {
+      { "string", "return 'yes'", 'returned "yes" (expected true, or false[, code[, message]])' },
+      { "nothing", "", "returned nil" },
+      { "number", "return 1", "returned 1" },
+      { "badcode", "return false, 42", "returned the reason code 42" },
+      { "lowercode", "return false, 'too big'", 'returned the reason code "too big"' },
+      { "badmsg", "return false, 'X', {}", "returned the message {}" },
+    }
+    for _, c in ipairs(cases) do
+      local e = err_of(rule(c[1], c[2]).check, {})
+      assert.truthy(e:find(DIR .. "/" .. c[1] .. ".lua:2: rule \"" .. c[1] .. "\" (check) " .. c[3], 1, true), e)
+    end
+    local ok, code, msg = rule("good", "return false").check({})
+    assert.is_false(ok)
+    assert.are.equal("GOOD", code)
+    assert.are.equal("good", msg)
+  end)
+
+  it("check objectives and formatters too", function()
+    local obj = rules.load_objective(write(DIR .. "/obj.lua",
+      "return { name = 'o', score = function(e) return 'cheap' end }"))
+    local better = rules.objective_comparator(obj, function() return nil end)
+    local e = err_of(better, { step_time = 1, mem_peak = 1 }, { step_time = 2, mem_peak = 1 })
+    assert.truthy(e:find('obj.lua:1: objective "o" (score) returned "cheap" (expected a number)', 1, true), e)
+    local fmt = rules.load_formatter(write(DIR .. "/fmt.lua", "return { render = function(r) return 42 end }"))
+    e = err_of(fmt.render, {})
+    assert.truthy(e:find('fmt.lua:1: formatter "fmt" (render) returned 42 (expected a string)', 1, true), e)
+    e = err_of(rules.load_objective, write(DIR .. "/obj2.lua", "return { name = 'o' }"))
+    assert.truthy(e:find("give score = function(entry, ctx) or better = function(a, b)", 1, true), e)
+  end)
+
+  it("count as script failures (the engine's APS_ENGINE_ESCRIPT)", function()
+    local before = sandbox.stats().failures
+    pcall(run_script, "fail.lua", "error('x')")
+    assert.are.equal(before + 1, sandbox.stats().failures)
+  end)
+end)
+
+describe("--unsafe (sandbox.configure{enabled = false})", function()
+  it("gives the full library, loads bytecode and lifts the limits", function()
+    sandbox.configure({ enabled = false })
+    local r = run_script("unsafe.lua", "for _ = 1, 3e5 do end\nreturn { os = type(os), io = type(io) }")
+    assert.are.same({ os = "table", io = "table" }, r)
+    local path = write(DIR .. "/bytecode2.lua", string.dump(load("return { n = 7 }")), "wb")
+    assert.are.equal(7, rules.run_file(path).n)
+    -- reports keep their position and traceback
+    local e = err_of(run_script, "unsafe_err.lua", "local x\nreturn x.y\n")
+    assert.truthy(e:find("unsafe_err.lua:2: attempt to index a nil value", 1, true), e)
+  end)
+end)
+
+describe("docs", function()
+  it("docs/writing-rules.md shows tests/lua/example_rule_spec.lua verbatim", function()
+    local doc = read(ROOT .. "/docs/writing-rules.md")
+    local spec = read(ROOT .. "/tests/lua/example_rule_spec.lua")
+    assert.is_string(doc)
+    assert.truthy(doc:find(spec, 1, true), "the example spec in the docs differs from the file")
+  end)
+end)
+
+-- The binary, end to end: every misbehaving script ends the run with exit
+-- status 2 and a report on stderr, nothing on stdout, no crash.
+describe("apsearch binary with a misbehaving script", function()
+  local function apsearch(...)
+    local args = {}
+    for i, a in ipairs({ ... }) do args[i] = q(a) end
+    local out, err = DIR .. "/stdout", DIR .. "/stderr"
+    local cmd = string.format("cd %s && APSEARCH_ROOT=%s %s %s > %s 2> %s",
+      q(ROOT), q(ROOT), q(BIN), table.concat(args, " "), q(out), q(err))
+    local _, _, code = os.execute(cmd)
+    return code, read(out) or "", read(err) or ""
+  end
+
+  local POLICY = [[
+return {
+  model = "llama-3.1-8b",
+  cluster = { device = "h100-sxm-80gb", nodes = 1 },
+  training = { global_batch_size = 64, seq_length = 8192 },
+  search_space = { data_parallel = "auto", fsdp_degree = { 1, 4, 8 }, tp_degree = { 1, 2 }, micro_batch_size = { 1, 2 } },
+}
+]]
+
+  setup(function()
+    assert.is_string(BIN, "APS_BIN must name the built apsearch binary")
+  end)
+
+  local function failed(r, ...)
+    local code, out, err = r[1], r[2], r[3]
+    assert.are.equal(2, code, err)
+    assert.are.equal("", out)
+    assert.truthy(err:match("^apsearch: "), err)
+    for _, s in ipairs({ ... }) do assert.truthy(err:find(s, 1, true), s .. " not in: " .. err) end
+  end
+
+  it("an infinite loop in a policy (under pcall)", function()
+    local p = write(DIR .. "/loop_policy.lua", "local function f() while true do end end\nwhile true do pcall(f) end\n")
+    failed({ apsearch("run", p, "--sandbox-instructions", "200000") },
+      "loop_policy.lua:1: instruction limit exceeded: more than 200000",
+      "in policy file " .. p, "stack traceback:", "loop_policy.lua:2: in main chunk")
+  end)
+
+  it("a memory blow-up in a policy", function()
+    local p = write(DIR .. "/mem_policy.lua", "local t = {}\nwhile true do pcall(function() t[#t + 1] = {} end) end\n")
+    failed({ apsearch("run", p, "--sandbox-memory-mib", "24") },
+      "mem_policy.lua:2: memory limit exceeded: more than 24 MiB", "stack traceback:")
+  end)
+
+  it("a forbidden global", function()
+    local p = write(DIR .. "/os_policy.lua", "local home = os.getenv('HOME')\n" .. POLICY)
+    failed({ apsearch("run", p) }, "os_policy.lua:1: attempt to index a nil value (global 'os')")
+  end)
+
+  it("a runtime error, a loop and a wrong return value in a --rules file", function()
+    local p = write(DIR .. "/policy.lua", POLICY)
+    local r1 = write(DIR .. "/r_err.lua", "return { name = 'r_err', check = function(c)\n  return c.x.y\nend }\n")
+    failed({ apsearch("run", p, "--rules", r1) }, "r_err.lua:2: attempt to index a nil value (field 'x')",
+      'in rule "r_err" (check)', "stack traceback:")
+    local r2 = write(DIR .. "/r_loop.lua", "return { name = 'r_loop', check = function(c)\n  while true do end\nend }\n")
+    failed({ apsearch("run", p, "--rules", r2, "--sandbox-instructions", "100000") },
+      "r_loop.lua:2: instruction limit exceeded")
+    local r3 = write(DIR .. "/r_ret.lua", "return { name = 'r_ret', check = function(c)\n  return 'ok'\nend }\n")
+    failed({ apsearch("run", p, "--rules", r3) }, 'r_ret.lua:1: rule "r_ret" (check) returned "ok"')
+  end)
+
+  it("a failing objective or formatter", function()
+    local p = write(DIR .. "/policy.lua", POLICY)
+    local o = write(DIR .. "/o_err.lua", "return { score = function(e, ctx)\n  return e.step_time + ctx.nope.x\nend }\n")
+    failed({ apsearch("run", p, "--objective", o) }, "o_err.lua:2: attempt to index a nil value (field 'nope')",
+      'in objective "o_err" (score)')
+    local f = write(DIR .. "/f_err.lua", "return { render = function(r)\n  return r.top_k_strategies[1].x.y\nend }\n")
+    failed({ apsearch("run", p, "--formatter", f, "-q") }, "f_err.lua:2: attempt to index a nil value",
+      'in formatter "f_err" (render)')
+  end)
+
+  it("a bytecode rule file", function()
+    local p = write(DIR .. "/policy.lua", POLICY)
+    local b = write(DIR .. "/r_bin.lua", string.dump(load("return { name = 'b', check = function() return true end }")), "wb")
+    failed({ apsearch("run", p, "--rules", b) }, "attempt to load a binary chunk (mode is 't')")
+  end)
+
+  it("runs a trusted script with --unsafe", function()
+    local p = write(DIR .. "/env_policy.lua", "assert(os.getenv('HOME') ~= nil)\n" .. POLICY)
+    local code, out, err = apsearch("run", p, "--unsafe", "-q")
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("feasible of", 1, true))
+  end)
+
+  it("refuses bad limits", function()
+    local p = write(DIR .. "/policy.lua", POLICY)
+    failed({ apsearch("run", p, "--sandbox-memory-mib", "-1") }, "--sandbox-memory-mib: memory_mib: must be an integer >= 0")
+  end)
+end)

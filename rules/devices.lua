@@ -6,7 +6,7 @@ return {
   name = "devices",
   code = "DEVICE_COUNT",
   cheap = true,
-  order = 30,
+  order = 80,
   core_check = "devices",
   codes = { "DEVICE_COUNT", "IDLE_DEVICES", "HSDP_INVALID" },
   description = "dp x fsdp x tp x pp x cp <= num_devices (= unless allow_idle_devices); HSDP needs shard and replicate > 1",

@@ -6,7 +6,7 @@ return {
   name = "tp",
   code = "TP_DIVISIBILITY",
   cheap = true,
-  order = 50,
+  order = 30,
   core_check = "tp",
   description = "heads, query groups, hidden and FFN sizes divisible by tp_degree; seq_length / cp_degree by tp_degree with sequence_parallel",
   check = function(candidate, ctx)

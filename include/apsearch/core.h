@@ -99,15 +99,28 @@ aps_reason aps_check_tp(const aps_model *m, const aps_training *t,
                         const aps_strategy *s, char *msg, size_t n);
 aps_reason aps_check_cp(const aps_training *t, const aps_strategy *s,
                         char *msg, size_t n);
-aps_reason aps_check_pp(const aps_model *m, const aps_strategy *s,
-                        char *msg, size_t n);
+/** Stage partition (aps_stage_layers), vpp_degree > 1 only with
+ *  pp_degree > 1, and the interleaved schedule's micro_batch_num
+ *  divisible by pp_degree (megatron/core/pipeline_parallel/schedules.py). */
+aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
+                        const aps_strategy *s, char *msg, size_t n);
 aps_reason aps_check_batch(const aps_training *t, const aps_strategy *s,
                            char *msg, size_t n);
 aps_reason aps_check_devices(const aps_cluster *c, const aps_strategy *s,
                              char *msg, size_t n);
 aps_reason aps_check_zero(const aps_strategy *s, char *msg, size_t n);
+/** What the framework profile can run (FRAMEWORK_UNSUPPORTED), so that a
+ *  ranked strategy always has a launch config: megatron has no HSDP, no
+ *  ZeRO-2/3 over plain DDP and no uneven model chunks with interleaving;
+ *  fsdp2 (TorchTitan) no ZeRO-1/2 and no TP without SP; fsdp (FSDP1,
+ *  llm-foundry) no TP, PP or CP, no ZeRO-1/2; deepspeed no HSDP and no CP.
+ *  Sources in check.c. */
+aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
+                               char *msg, size_t n);
 /** All of the above; the first failure wins, in this order: degrees, zero,
- *  devices, cp, tp, batch, pp (then the interleaving micro-batch rule). */
+ *  framework, tp, cp, pp, batch, devices (the model-shape reasons before
+ *  the device count, so a tp_degree that cannot divide the heads says so
+ *  rather than that devices are left idle). */
 aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
                          const aps_training *t, const aps_strategy *s,
                          char *msg, size_t n);

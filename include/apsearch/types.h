@@ -125,6 +125,8 @@ typedef struct {
     aps_framework framework;
     bool flash_attention;          /**< default on */
     bool dropout;                  /**< default off (Llama style) */
+    bool fp8_params;               /**< fp8: weights kept in fp8 (Megatron
+                                        --fp8-param-gather), no bf16 copy */
     int64_t vocab_size_divisible_by; /**< Megatron make_vocab_size_divisible_by */
     double memory_limit_bytes;     /**< 0: device capacity - memory_margin */
     double memory_margin_bytes;    /**< kept free below capacity */
@@ -232,6 +234,7 @@ typedef enum {
     APS_REASON_HSDP_INVALID,
     APS_REASON_ZERO_STAGE_INVALID,
     APS_REASON_MEMORY_LIMIT,
+    APS_REASON_FRAMEWORK_UNSUPPORTED, /**< the framework cannot run it */
     APS_REASON_COUNT
 } aps_reason;
 

@@ -470,6 +470,19 @@ end
 
 ------------------------------------------------------------------- validate
 
+-- Rows that could not be estimated (unknown device, unsupported precision,
+-- impossible strategy) are reported with the others; the exit status then
+-- says the file was not fully checked.
+local function validate_status(result)
+  local failed = result.summary and result.summary.failed or 0
+  if failed > 0 then
+    util.log("apsearch: %s: %d of %d rows could not be estimated (see their errors)",
+      result.file, failed, result.summary.cases)
+    return 2
+  end
+  return 0
+end
+
 local function cmd_validate(args)
   local c = new_parser("validate", "Compare estimates with measured training runs (CSV).")
   c:argument("CASES", "CSV of measured runs (shared/validation/README.md schema)")
@@ -482,7 +495,7 @@ local function cmd_validate(args)
   local result = require("apsearch.validate").run(opts.CASES, calib)
   if fmt == "json" then
     out(require("apsearch.format.json").format(result))
-    return 0
+    return validate_status(result)
   end
   local common = require "apsearch.format.common"
   local function pct(v) return v and string.format("%+.1f", v) or "-" end
@@ -495,12 +508,13 @@ local function cmd_validate(args)
       local p, m, e = cs.predicted or {}, cs.measured or {}, cs.error_pct or {}
       rows[#rows + 1] = { tostring(cs.case_id), tostring(cs.model),
         num(p.tokens_per_s_per_gpu, "%.0f"), num(m.tokens_per_s_per_gpu, "%.0f"),
-        pct(e.tokens_per_s_per_gpu), num(p.mem_gib, "%.1f"), num(m.mem_gib, "%.1f"), pct(e.mem_gib) }
+        pct(e.tokens_per_s_per_gpu), num(p.mem_gib, "%.1f"), p.fits and "yes" or "NO",
+        num(m.mem_gib, "%.1f"), pct(e.mem_gib) }
     end
   end
   out(common.align({ "case", "model", "tokens/s/GPU est", "measured", "error (%)",
-    "memory est (GiB)", "measured (GiB)", "error (%)" }, rows,
-    { false, false, true, true, true, true, true, true }))
+    "memory est (GiB)", "fits", "measured (GiB)", "error (%)" }, rows,
+    { false, false, true, true, true, true, false, true, true }))
   local sm = result.summary or {}
   local thr, mem = sm.throughput or {}, sm.memory or {}
   out(string.format("\n%d cases, %d failed; throughput: %d compared, mean |error| %s%%, median %s%%, max %s%%\n",
@@ -508,7 +522,10 @@ local function cmd_validate(args)
     num(thr.median_abs_pct, "%.1f"), num(thr.max_abs_pct, "%.1f")))
   out(string.format("memory: %d compared, mean |error| %s%%, %d under-estimates beyond 5%%\n",
     mem.count or 0, num(mem.mape_pct, "%.1f"), mem.under_estimates_beyond_5pct or 0))
-  return 0
+  local oom = sm.predicted_not_to_fit or { count = 0, cases = {} }
+  out(string.format("runs that trained but are estimated over the memory limit: %d%s\n",
+    oom.count, oom.count > 0 and (" (" .. table.concat(oom.cases, ", ") .. ")") or ""))
+  return validate_status(result)
 end
 
 ------------------------------------------------------------------ calibrate

@@ -59,7 +59,7 @@ M.training = {
   precision = enum("bf16", "fp16", "fp8"),
   optimizer = enum("adam", "adamw", "sgd"),
   framework = enum("megatron", "fsdp2", "fsdp", "deepspeed"),
-  flash_attention = "bool", dropout = "bool",
+  flash_attention = "bool", dropout = "bool", fp8_params = "bool",
   vocab_size_divisible_by = "posint",
   memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
   allocator_fragmentation = "fraction", ddp_bucket_bytes = "nonneg",

@@ -213,10 +213,14 @@ end
 function M.summarize(cases)
   local thr, mem, by_source = {}, {}, {}
   local under, failed = 0, 0
+  local oom = {}
   for _, c in ipairs(cases) do
     if c.error then
       failed = failed + 1
     else
+      -- every row is a run that trained: an estimate over the memory limit
+      -- is a false "does not fit"
+      if not c.predicted.fits then oom[#oom + 1] = c.case_id end
       local e = c.error_pct.tokens_per_s_per_gpu
       if e then
         thr[#thr + 1] = e
@@ -236,7 +240,8 @@ function M.summarize(cases)
   local sources = {}
   for k, v in pairs(by_source) do sources[k] = stats(v) end
   return { cases = #cases, failed = failed, throughput = stats(thr),
-           memory = memory, throughput_by_source = sources }
+           memory = memory, throughput_by_source = sources,
+           predicted_not_to_fit = { count = #oom, cases = util.array(oom) } }
 end
 
 --- Reads a cases file; raises `<file>: missing required column <name>` or

@@ -191,8 +191,8 @@ aps_reason aps_check_zero(const aps_strategy *s, char *msg, size_t n)
     return APS_REASON_NONE;
 }
 
-aps_reason aps_check_pp(const aps_model *m, const aps_strategy *s,
-                        char *msg, size_t n)
+aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
+                        const aps_strategy *s, char *msg, size_t n)
 {
     aps_reason r0 = aps_check_degrees(s, msg, n);
     if (r0 != APS_REASON_NONE)
@@ -203,14 +203,9 @@ aps_reason aps_check_pp(const aps_model *m, const aps_strategy *s,
                 (long long)s->vpp_degree, (long long)s->pp_degree);
         return APS_REASON_VPP_INVALID;
     }
-    return aps_stage_layers(m, s, layers, msg, n);
-}
-
-/** PP checks that need the micro-batch count. */
-static aps_reason check_pp_microbatches(const aps_training *t,
-                                        const aps_strategy *s, char *msg,
-                                        size_t n)
-{
+    aps_reason r = aps_stage_layers(m, s, layers, msg, n);
+    if (r != APS_REASON_NONE)
+        return r;
     int64_t mb = microbatches(t, s);
     if (s->vpp_degree > 1 && mb % s->pp_degree != 0) {
         aps_fmt(msg, n, "interleaved schedule (vpp_degree = %lld) needs "
@@ -222,6 +217,102 @@ static aps_reason check_pp_microbatches(const aps_training *t,
     return APS_REASON_NONE;
 }
 
+/** True if the strategy gives an explicit partition whose ranks differ. */
+static bool uneven_partition(const aps_strategy *s)
+{
+    for (int64_t i = 1; i < s->pp_degree; i++)
+        if (s->stage_partition[i] != s->stage_partition[0])
+            return true;
+    return false;
+}
+
+aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
+                               char *msg, size_t n)
+{
+    aps_reason r0 = aps_check_degrees(s, msg, n);
+    if (r0 != APS_REASON_NONE)
+        return r0;
+    bool hsdp = s->fsdp_degree > 1 && s->dp_degree > 1;
+    switch (t->framework) {
+    case APS_FW_MEGATRON:
+        /* megatron/training/arguments.py: --use-torch-fsdp2 shards over the
+         * whole data-parallel group; --use-distributed-optimizer is ZeRO-1;
+         * interleaving splits every rank into equal model chunks
+         * (--num-layers-per-virtual-pipeline-stage). */
+        if (hsdp) {
+            aps_fmt(msg, n, "megatron: HSDP (fsdp_degree = %lld x dp_degree = "
+                    "%lld) cannot be expressed; Megatron-LM's FSDP shards over "
+                    "the whole data-parallel group",
+                    (long long)s->fsdp_degree, (long long)s->dp_degree);
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+        if (s->fsdp_degree == 1 && s->zero_stage >= 2) {
+            aps_fmt(msg, n, "megatron: zero_stage = %lld over DDP does not "
+                    "exist (distributed optimizer = ZeRO-1; use fsdp_degree "
+                    "for full sharding)", (long long)s->zero_stage);
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+        if (s->vpp_degree > 1 && (s->balance_stages || uneven_partition(s))) {
+            aps_fmt(msg, n, "megatron: interleaving (vpp_degree = %lld) needs "
+                    "the same layers on every pipeline rank; an uneven or "
+                    "balanced stage_partition cannot be expressed",
+                    (long long)s->vpp_degree);
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+        break;
+    case APS_FW_FSDP2:
+        /* torchtitan/config/job_config.py [parallelism]: the replicate
+         * dimension is DDP, the shard dimension FSDP2; tensor parallelism is
+         * always sequence-parallel (parallelize_llama). */
+        if (s->fsdp_degree == 1 && s->zero_stage >= 1) {
+            aps_fmt(msg, n, "fsdp2: zero_stage = %lld over DDP does not exist "
+                    "in TorchTitan (shard with data_parallel_shard_degree)",
+                    (long long)s->zero_stage);
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+        if (s->tp_degree > 1 && !s->sequence_parallel) {
+            aps_fmt(msg, n, "fsdp2: TorchTitan's tensor parallelism "
+                    "(tp_degree = %lld) is always sequence-parallel",
+                    (long long)s->tp_degree);
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+        break;
+    case APS_FW_FSDP:
+        /* llm-foundry trains with PyTorch FSDP (FULL_SHARD, SHARD_GRAD_OP,
+         * HYBRID_SHARD) or DDP only. */
+        if (s->tp_degree > 1 || s->pp_degree > 1 || s->cp_degree > 1) {
+            aps_fmt(msg, n, "fsdp: tp_degree = %lld, pp_degree = %lld, "
+                    "cp_degree = %lld; PyTorch FSDP1 (llm-foundry) shards data "
+                    "parallelism only", (long long)s->tp_degree,
+                    (long long)s->pp_degree, (long long)s->cp_degree);
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+        if (s->fsdp_degree == 1 && s->zero_stage >= 1) {
+            aps_fmt(msg, n, "fsdp: zero_stage = %lld over DDP does not exist "
+                    "in PyTorch FSDP1", (long long)s->zero_stage);
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+        break;
+    case APS_FW_DEEPSPEED:
+        /* DeepSpeed ZeRO shards over the data-parallel group; its sequence
+         * parallelism (Ulysses) is all-to-all, not ring attention. */
+        if (hsdp) {
+            aps_fmt(msg, n, "deepspeed: HSDP (fsdp_degree = %lld x dp_degree "
+                    "= %lld) is not ZeRO; use fsdp_degree or dp_degree",
+                    (long long)s->fsdp_degree, (long long)s->dp_degree);
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+        if (s->cp_degree > 1) {
+            aps_fmt(msg, n, "deepspeed: cp_degree = %lld; DeepSpeed has no "
+                    "ring or all-gather context parallelism",
+                    (long long)s->cp_degree);
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+        break;
+    }
+    return APS_REASON_NONE;
+}
+
 aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
                          const aps_training *t, const aps_strategy *s,
                          char *msg, size_t n)
@@ -229,11 +320,11 @@ aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
     aps_reason r;
     if ((r = aps_check_degrees(s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_zero(s, msg, n)) != APS_REASON_NONE) return r;
-    if ((r = aps_check_devices(c, s, msg, n)) != APS_REASON_NONE) return r;
-    if ((r = aps_check_cp(t, s, msg, n)) != APS_REASON_NONE) return r;
+    if ((r = aps_check_framework(t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_tp(m, t, s, msg, n)) != APS_REASON_NONE) return r;
+    if ((r = aps_check_cp(t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_batch(t, s, msg, n)) != APS_REASON_NONE) return r;
-    if ((r = aps_check_pp(m, s, msg, n)) != APS_REASON_NONE) return r;
-    if ((r = check_pp_microbatches(t, s, msg, n)) != APS_REASON_NONE) return r;
+    if ((r = aps_check_pp(m, t, s, msg, n)) != APS_REASON_NONE) return r;
+    if ((r = aps_check_devices(c, s, msg, n)) != APS_REASON_NONE) return r;
     return APS_REASON_NONE;
 }

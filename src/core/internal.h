@@ -96,6 +96,8 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
  *  selective checkpointing (memory.c). */
 double aps_op_sac_bytes(const aps_model *m, const aps_training *t,
                         const aps_strategy *s);
+/** Bytes per element of a saved linear-layer input (memory.c). */
+double aps_gemm_input_bytes(const aps_training *t);
 /** Bytes per logit held by the loss at its peak, by framework (memory.c). */
 double aps_logits_bytes_per_element(const aps_training *t);
 /** Matrix parameters of one layer that TorchTitan's op-level selective

@@ -9,7 +9,7 @@
  *
  *   tensor saved for backward          bytes                     split
  *   input of norm 1                    A s' b h                  rep
- *   input of QKV linear (norm 1 out)   A s' b h                  rep
+ *   input of QKV linear (norm 1 out)   Ain s' b h                rep
  *   Q (after RoPE)                     A s' b a d                /t
  *   K, V                               A s' b k d each           /t
  *   [qk_norm] Q, K before their norms  A s' b (a + k) d          /t
@@ -18,14 +18,16 @@
  *     dropout mask, dropout output     (1 + A) a s' s b          /t (dropout)
  *   attention core, flash:
  *     log-sum-exp (fp32)               4 a s' b                  /t
- *   context (input of out-proj)        A s' b a d                /t
+ *   context (input of out-proj)        Ain s' b a d              /t
  *   dropout mask after attention       1 s' b h                  rep (dropout)
  *   input of norm 2                    A s' b h                  rep
- *   input of MLP (norm 2 out)          A s' b h                  rep
- *   GELU MLP: fc1 out, fc2 in          2 A s' b f                /t
- *   SwiGLU MLP: gate, up, product      3 A s' b f                /t
+ *   input of MLP (norm 2 out)          Ain s' b h                rep
+ *   GELU MLP: fc1 out, fc2 in          (A + Ain) s' b f          /t
+ *   SwiGLU MLP: gate, up, product      (2 A + Ain) s' b f        /t
  *   dropout mask after MLP             1 s' b h                  rep (dropout)
  *
+ * Ain = A, except 1 with fp8 under TransformerEngine (megatron, deepspeed
+ * profiles), which saves the fp8 inputs of its GEMMs.
  * With GPT-3 shapes (k = a, a d = h, f = 4h, GELU, LayerNorm, dropout,
  * no flash) this sums to s b h (34 + 5 a s / h) without parallelism,
  * s b h (10 + 24/t + 5 a s/(h t)) with TP, s b h (34/t + 5 a s/(h t)) with
@@ -43,8 +45,17 @@
 #include "internal.h"
 
 /** Bytes per parameter of the fp8 weight caches TransformerEngine keeps
- *  for each linear on Hopper (the fp8 weight and its transpose). */
+ *  for each linear on Hopper (the fp8 weight and its transpose), across the
+ *  micro-batches of a step (is_first_microbatch caching).  With fp8_params
+ *  (Megatron --fp8-param-gather) the weights are fp8 themselves: 1 byte
+ *  per matrix parameter and no cache. */
 #define APS_FP8_WEIGHT_CACHE_BYTES 2.0
+/** DeepSpeed ZeRO-3 defaults: parameters alive at once, and the gradient
+ *  reduce bucket, in elements (deepspeed/runtime/zero/config.py). */
+#define APS_DS_MAX_LIVE_PARAMS 1e9
+#define APS_DS_REDUCE_BUCKET 5e8
+/** Bytes of an fp8 element. */
+#define APS_FP8_BYTES 1.0
 
 void aps_layer_activations(const aps_model *m, const aps_training *t,
                            const aps_strategy *s, aps_layer_cost *out)
@@ -61,13 +72,21 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
     double sbh_rep = sl * b * h / rep;
     double drop = t->dropout ? 1.0 : 0.0;
 
-    double replicated = 4.0 * A * sbh_rep              /* norm/linear inputs */
+    /* Inputs of the linear layers (QKV, out-proj, fc1, fc2): fp8 with
+     * TransformerEngine, which saves the fp8 cast it computed with for the
+     * weight-gradient GEMM (transformer_engine/pytorch/module/
+     * layernorm_linear.py, linear.py: saved inputmat); bf16 otherwise. */
+    double Ain = aps_gemm_input_bytes(t);
+    double replicated = 2.0 * A * sbh_rep        /* norm 1, norm 2 inputs */
+                        + 2.0 * Ain * sbh_rep    /* QKV and MLP inputs */
                         + 2.0 * drop * APS_MASK_BYTES * sbh_rep;
     double split = A * sl * b * (a * d + 2.0 * k * d) / tp   /* Q, K, V */
-                   + A * sl * b * a * d / tp;                /* context */
+                   + Ain * sl * b * a * d / tp;              /* context */
     if (m->qk_norm)
         split += A * sl * b * (a + k) * d / tp;
-    split += (m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0) * A * sl * b * f / tp;
+    /* fc1 outputs (gate and up, or the GELU input) in bf16, and the fc2
+     * input (their product, or the GELU output) */
+    split += ((m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0) * A + Ain) * sl * b * f / tp;
 
     double core;
     if (t->flash_attention)
@@ -117,6 +136,12 @@ double aps_op_sac_bytes(const aps_model *m, const aps_training *t,
     return T * (A * elems + APS_FP32_BYTES * a / tp);
 }
 
+double aps_gemm_input_bytes(const aps_training *t)
+{
+    bool te = t->framework == APS_FW_MEGATRON || t->framework == APS_FW_DEEPSPEED;
+    return (t->precision == APS_PREC_FP8 && te) ? APS_FP8_BYTES : APS_ACT_BYTES;
+}
+
 double aps_layer_activation_bytes(const aps_model *m, const aps_training *t,
                                   const aps_strategy *s, aps_recompute rc)
 {
@@ -135,14 +160,23 @@ double aps_layer_activation_bytes(const aps_model *m, const aps_training *t,
  *  Megatron's.  PyTorch eager F.cross_entropy(logits.float()) keeps the
  *  fp32 log-softmax output and, entering the backward, holds it together
  *  with its dense fp32 gradient and the fp32 input gradient: 4 + 4 + 4
- *  bytes (TorchTitan, llm-foundry). */
+ *  bytes (TorchTitan, the fsdp2 profile). */
 #define APS_LOGITS_BYTES_FUSED 6.0
 #define APS_LOGITS_BYTES_EAGER 12.0
+/** llm-foundry (the fsdp profile) defaults to loss_fn = fused_crossentropy,
+ *  flash-attn's CrossEntropyLoss (llmfoundry/models/mpt/modeling_mpt.py):
+ *  it saves the bf16 logits and one fp32 log-sum-exp per row, and writes a
+ *  bf16 gradient of the logits' shape: 2 + 2 bytes per logit. */
+#define APS_LOGITS_BYTES_FLASH 4.0
 
 double aps_logits_bytes_per_element(const aps_training *t)
 {
-    return (t->framework == APS_FW_MEGATRON || t->framework == APS_FW_DEEPSPEED)
-               ? APS_LOGITS_BYTES_FUSED : APS_LOGITS_BYTES_EAGER;
+    switch (t->framework) {
+    case APS_FW_MEGATRON:
+    case APS_FW_DEEPSPEED: return APS_LOGITS_BYTES_FUSED;
+    case APS_FW_FSDP: return APS_LOGITS_BYTES_FLASH;
+    default: return APS_LOGITS_BYTES_EAGER;
+    }
 }
 
 void aps_model_state_bytes(const aps_training *t, const aps_strategy *s,
@@ -208,8 +242,13 @@ static void model_states(const aps_training *t, const aps_dp_plan *plan,
     double G = (double)plan->shard_group;
     mem[APS_MEM_PARAMS] = psi * by->weight / (by->shard_weights ? G : 1.0);
     if (t->precision == APS_PREC_FP8 && t->framework != APS_FW_FSDP2 &&
-        t->framework != APS_FW_FSDP)
-        mem[APS_MEM_PARAMS] += matmul_psi * APS_FP8_WEIGHT_CACHE_BYTES;
+        t->framework != APS_FW_FSDP) {
+        if (t->fp8_params) /* matrices stored in fp8 instead of bf16 */
+            mem[APS_MEM_PARAMS] -= matmul_psi * (by->weight - APS_FP8_BYTES) /
+                                   (by->shard_weights ? G : 1.0);
+        else
+            mem[APS_MEM_PARAMS] += matmul_psi * APS_FP8_WEIGHT_CACHE_BYTES;
+    }
     mem[APS_MEM_GRADS] = psi * by->grad / (by->shard_grads ? G : 1.0);
     mem[APS_MEM_OPTIMIZER_STATES] =
         psi * by->optimizer / (by->shard_optimizer ? G : 1.0);
@@ -283,7 +322,18 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
         double unit = aps_largest_unit_params(m, lay, i);
         double layer_unit = aps_layer_params_tp(m, lay->t);
         double gathered = s->reshard_after_forward ? unit + layer_unit : psi;
-        mem[APS_MEM_COMM_FSDP] = A * gathered + plan->bytes.grad * unit;
+        double reducing = unit;
+        if (t->framework == APS_FW_DEEPSPEED) {
+            /* ZeRO-3 gathers sub-module parameters up to a live budget and
+             * reduces gradients in buckets, not whole layers (DeepSpeed
+             * defaults stage3_max_live_parameters = 1e9 and
+             * reduce_bucket_size = 5e8 elements; docs "ZeRO" config). */
+            gathered = gathered < APS_DS_MAX_LIVE_PARAMS ? gathered
+                                                         : APS_DS_MAX_LIVE_PARAMS;
+            reducing = reducing < APS_DS_REDUCE_BUCKET ? reducing
+                                                       : APS_DS_REDUCE_BUCKET;
+        }
+        mem[APS_MEM_COMM_FSDP] = A * gathered + plan->bytes.grad * reducing;
     } else if (plan->dp_group > 1 && t->framework != APS_FW_MEGATRON) {
         /* torch DDP / DeepSpeed gradient buckets; Megatron reduces in its
          * contiguous grad buffer, which is the grads themselves. */

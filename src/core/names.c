@@ -30,6 +30,7 @@ static const char *const reason_codes[APS_REASON_COUNT] = {
     [APS_REASON_HSDP_INVALID] = "HSDP_INVALID",
     [APS_REASON_ZERO_STAGE_INVALID] = "ZERO_STAGE_INVALID",
     [APS_REASON_MEMORY_LIMIT] = "MEMORY_LIMIT",
+    [APS_REASON_FRAMEWORK_UNSUPPORTED] = "FRAMEWORK_UNSUPPORTED",
 };
 
 const char *aps_reason_code(aps_reason r)

@@ -196,6 +196,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, framework, FT_ENUM, &enum_framework),
     FLD(aps_training, flash_attention, FT_BOOL, NULL),
     FLD(aps_training, dropout, FT_BOOL, NULL),
+    FLD(aps_training, fp8_params, FT_BOOL, NULL),
     FLD(aps_training, vocab_size_divisible_by, FT_INT, NULL),
     FLD(aps_training, memory_limit_bytes, FT_NUM, NULL),
     FLD(aps_training, memory_margin_bytes, FT_NUM, NULL),

@@ -309,14 +309,15 @@ static int ctx_estimate(lua_State *L)
 /**
  * ctx:check(name, strategy) -> true | false, code, message
  * One cheap constraint check of MODELING.md s.5 (aps_check_<name>): name is
- * "degrees", "tp", "cp", "pp", "batch", "devices", "zero" or "all".  code is
+ * "degrees", "tp", "cp", "pp", "batch", "devices", "zero", "framework" or "all".  code is
  * the reason code string ("TP_DIVISIBILITY"), message carries the numbers.
  * Raises on an unknown name or a bad strategy table.
  */
 static int ctx_check(lua_State *L)
 {
     static const char *const names[] = {"degrees", "tp", "cp", "pp", "batch",
-                                        "devices", "zero", "all", NULL};
+                                        "devices", "zero", "framework", "all",
+                                        NULL};
     apsl_context *ctx = check_context(L, 1);
     int which = luaL_checkoption(L, 2, NULL, names);
     aps_strategy s;
@@ -329,10 +330,12 @@ static int ctx_check(lua_State *L)
     case 1: r = aps_check_tp(&ctx->model, &ctx->training, &s, msg, sizeof msg);
             break;
     case 2: r = aps_check_cp(&ctx->training, &s, msg, sizeof msg); break;
-    case 3: r = aps_check_pp(&ctx->model, &s, msg, sizeof msg); break;
+    case 3: r = aps_check_pp(&ctx->model, &ctx->training, &s, msg, sizeof msg);
+            break;
     case 4: r = aps_check_batch(&ctx->training, &s, msg, sizeof msg); break;
     case 5: r = aps_check_devices(&ctx->cluster, &s, msg, sizeof msg); break;
     case 6: r = aps_check_zero(&s, msg, sizeof msg); break;
+    case 7: r = aps_check_framework(&ctx->training, &s, msg, sizeof msg); break;
     default:
         r = aps_check_all(&ctx->model, &ctx->cluster, &ctx->training, &s, msg,
                           sizeof msg);

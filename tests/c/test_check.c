@@ -277,12 +277,69 @@ static void test_zero_stage_invalid(void **state)
     x.s.zero_stage = 2;
     ASSERT_REASON(aps_check_zero(&x.s, x.msg, sizeof x.msg),
                   APS_REASON_ZERO_STAGE_INVALID, x.msg);
+    /* every ZeRO stage over DP exists in DeepSpeed */
+    x.t.framework = APS_FW_DEEPSPEED;
     for (int64_t z = 0; z <= 3; z++) {
         x.s.dp_degree = 8;
         x.s.fsdp_degree = 1;
         x.s.zero_stage = z;
         ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
     }
+}
+
+/* What each framework profile can run (aps_check_framework). */
+static void test_framework_unsupported(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 8, 64);
+    /* megatron: ZeRO-2 over DDP, HSDP, uneven chunks with interleaving */
+    x.s.dp_degree = 8;
+    x.s.zero_stage = 2;
+    ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
+    ASSERT_HAS(x.msg, "zero_stage = 2");
+    x.s.zero_stage = 0;
+    x.s.dp_degree = 2;
+    x.s.fsdp_degree = 4;
+    ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
+    ASSERT_HAS(x.msg, "HSDP");
+    /* fsdp2: HSDP is fine, ZeRO-1 over DDP and TP without SP are not */
+    x.t.framework = APS_FW_FSDP2;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    x.s.fsdp_degree = 1;
+    x.s.dp_degree = 8;
+    x.s.zero_stage = 1;
+    ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
+    x.s.zero_stage = 0;
+    x.s.dp_degree = 4;
+    x.s.tp_degree = 2;
+    x.s.sequence_parallel = false;
+    ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
+    ASSERT_HAS(x.msg, "sequence-parallel");
+    /* fsdp (FSDP1): data parallelism only */
+    x.t.framework = APS_FW_FSDP;
+    x.s.sequence_parallel = true;
+    ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
+    ASSERT_HAS(x.msg, "tp_degree = 2");
+    /* deepspeed: no CP */
+    x.t.framework = APS_FW_DEEPSPEED;
+    x.s.tp_degree = 1;
+    x.s.dp_degree = 4;
+    x.s.cp_degree = 2;
+    ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
+    ASSERT_HAS(x.msg, "cp_degree = 2");
+}
+
+/* The model-shape reasons come before the device count: tp 3 with 32
+ * heads on 8 GPUs is a TP reason, not idle devices. */
+static void test_check_order(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 8, 64);
+    x.s.tp_degree = 3;
+    x.s.dp_degree = 2;
+    ASSERT_REASON(all(&x), APS_REASON_TP_DIVISIBILITY, x.msg);
 }
 
 static void test_invalid_degree(void **state)
@@ -351,6 +408,8 @@ int main(void)
         cmocka_unit_test(test_zero_stage_invalid),
         cmocka_unit_test(test_invalid_degree),
         cmocka_unit_test(test_vpp_invalid),
+        cmocka_unit_test(test_framework_unsupported),
+        cmocka_unit_test(test_check_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -104,10 +104,12 @@ static void scenarios(scenario *x)
     x[8].s.tp_degree = 2;
     x[8].s.dp_degree = 4;
     x[8].s.zero_stage = 1;
-    /* 9: SGD, TP 4 without SP, DP 2, ZeRO-2 */
+    /* 9: SGD, TP 4 without SP, DP 2, ZeRO-2 (DeepSpeed: Megatron has no
+     * ZeRO-2 over DDP) */
     x[9].name = "8b sgd tp4 nosp dp2 zero2";
     fx_h100(&x[9].c, 8);
     fx_training(&x[9].t, 8, 4096);
+    x[9].t.framework = APS_FW_DEEPSPEED;
     x[9].t.optimizer = APS_OPT_SGD;
     x[9].s.tp_degree = 4;
     x[9].s.sequence_parallel = false;

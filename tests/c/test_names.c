@@ -18,7 +18,7 @@ static void test_reason_code_names(void **state)
         "NONE", "INVALID_DEGREE", "TP_DIVISIBILITY", "CP_DIVISIBILITY",
         "PP_DIVISIBILITY", "PP_PARTITION", "VPP_INVALID",
         "BATCH_DIVISIBILITY", "DEVICE_COUNT", "IDLE_DEVICES", "HSDP_INVALID",
-        "ZERO_STAGE_INVALID", "MEMORY_LIMIT"};
+        "ZERO_STAGE_INVALID", "MEMORY_LIMIT", "FRAMEWORK_UNSUPPORTED"};
     for (int r = 0; r < APS_REASON_COUNT; r++)
         assert_string_equal(aps_reason_code((aps_reason)r), want[r]);
     assert_string_equal(aps_reason_code(APS_REASON_COUNT), "UNKNOWN");

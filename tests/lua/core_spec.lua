@@ -451,9 +451,13 @@ describe("apsearch.core", function()
       assert.matches("conflicts with",
         err_of(ctx.evaluate, ctx, { dp_degree = 2, hsdp_replicate_degree = 4 }))
       -- the same value under both names is fine
-      assert.is_nil(ctx:evaluate { fsdp_degree = 4, hsdp_shard_degree = 4,
-                                   hsdp_replicate_degree = 2,
-                                   layer_recompute = "full" }.reason)
+      local hsdp = { fsdp_degree = 4, hsdp_shard_degree = 4,
+                     hsdp_replicate_degree = 2, layer_recompute = "full" }
+      -- Megatron-LM has no HSDP; TorchTitan (fsdp2) has
+      assert.are.equal("FRAMEWORK_UNSUPPORTED", ctx:evaluate(hsdp).reason)
+      local t2 = train()
+      t2.framework = "fsdp2"
+      assert.is_nil(core.context(llama8b(), node8(), t2):evaluate(hsdp).reason)
       -- given as HSDP, a replicate degree of 1 is not HSDP
       local r = ctx:evaluate { fsdp_degree = 8, hsdp_shard_degree = 8 }
       assert.are.equal("HSDP_INVALID", r.reason)

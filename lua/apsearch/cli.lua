@@ -344,18 +344,21 @@ end
 local function cmd_estimate(args)
   local c = new_parser("estimate", "Estimate memory and time of one strategy.")
   c:splat("POLICY", "policy file for model/cluster/training (default: examples/llama3_8b_h100.lua)", nil, 1)
-  c:option("--strategy=KEY=VALUE,...", "strategy fields, e.g. tp_degree=2,micro_batch_size=1 (repeatable)", {})
+  c:option("--strategy=KEY=VALUE,...", "strategy fields, e.g. tp_degree=2,micro_batch_size=1; arrays with colons, stage_partition=7:8:8:9; layer_offset=balanced, recompute_num_layers=auto (repeatable)", {})
   common_options(c, "table, json")
   local opts, helped = parse(c, args, "estimate")
   if helped then return 0 end
   local fmt = check_format("estimate", opts.format, { "table", "json" }) or "table"
   local path = opts.POLICY or default_policy()
   local p = load_policy(path, opts)
-  local s = M.parse_strategy(opts.strategy or {})
+  local given = M.parse_strategy(opts.strategy or {})
   -- single-valued policy dimensions are the defaults
   for dim, list in pairs(p.search_space.dims) do
-    if s[dim] == nil and #list == 1 and list[1] ~= "even" then s[dim] = list[1] end
+    if given[dim] == nil and #list == 1 then given[dim] = list[1] end
   end
+  local space = require "apsearch.space"
+  local s = {}
+  for dim, v in pairs(given) do space.set_dim(s, dim, v) end
   if p.constraints.allow_idle_devices and s.allow_idle_devices == nil then
     s.allow_idle_devices = true
   end

@@ -54,6 +54,26 @@ M.fields = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "layer_offset", "balance_stages", "layer_recompute", "recompute_num_layers",
   "auto_recompute", "allow_idle_devices" }
 
+--- Sets search dimension `dim` of candidate `c` to `v`, translating the
+-- values that exist only in a search space into strategy fields:
+-- layer_offset "balanced" sets balance_stages (the core balances stage
+-- time), recompute_num_layers "auto" sets auto_recompute (the core picks
+-- the fewest layers per stage that fit), "even" (or false) is the even split.
+-- @tparam table c candidate (mutated)
+-- @tparam string dim dimension name
+-- @param v value
+function M.set_dim(c, dim, v)
+  if dim == "layer_offset" then
+    c.balance_stages = v == "balanced" or nil
+    if v == "balanced" then v = nil end
+  elseif dim == "recompute_num_layers" then
+    c.auto_recompute = v == "auto" or nil
+    if v == "auto" then v = -1 end
+  end
+  if v == "even" or v == false then v = nil end
+  c[dim] = v
+end
+
 --- Shallow copy of a candidate (arrays are shared; they are never mutated).
 -- @tparam table cand
 -- @treturn table
@@ -141,13 +161,7 @@ function M.new(ss, info)
       local f = per_pp(dims[name])
       level { name = name, deps = { "pp_degree" },
         values = function(c) return f(c.pp_degree) end,
-        set = function(c, v)
-          if name == "layer_offset" then
-            c.balance_stages = v == "balanced" or nil
-            if v == "balanced" then v = nil end
-          end
-          c[name] = v or nil
-        end }
+        set = function(c, v) M.set_dim(c, name, v) end }
     end
   end
 
@@ -230,11 +244,7 @@ function M.new(ss, info)
   end)
   level { name = "recompute_num_layers",
     deps = { "layer_recompute", "pp_degree" },
-    set = function(c, v)
-      -- "auto": the core picks the fewest layers per stage that fit
-      c.auto_recompute = v == "auto" or nil
-      c.recompute_num_layers = v == "auto" and -1 or v
-    end,
+    set = function(c, v) M.set_dim(c, "recompute_num_layers", v) end,
     values = function(c)
       if c.layer_recompute ~= "full" then return rnl_all end
       return rnl_for(c.pp_degree)

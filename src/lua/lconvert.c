@@ -916,6 +916,17 @@ void apsl_push_estimate(lua_State *L, const aps_estimate *e,
                 if (s->auto_recompute)
                     used.recompute_num_layers[i] = e->stages[i].recompute_layers;
             }
+            /* auto recompute that recomputes nothing is no recompute */
+            int64_t total = 0;
+            for (int64_t i = 0; i < nst; i++)
+                total += e->stages[i].recompute_layers;
+            if (s->auto_recompute && total == 0 &&
+                s->layer_recompute == APS_RECOMPUTE_FULL) {
+                used.layer_recompute = APS_RECOMPUTE_NONE;
+                used.auto_recompute = false;
+                for (int64_t i = 0; i < nst; i++)
+                    used.recompute_num_layers[i] = -1;
+            }
         }
         apsl_push_strategy(L, &used);
     }

@@ -61,12 +61,17 @@ function M.format(est, inputs)
       tostring(t.optimizer), tostring(t.framework))
   end
   P("strategy  %s", M.strategy_line(est.strategy or {}))
-  P("devices   %s used; micro-batches per step %s", tostring(est.devices_used), tostring(est.micro_batch_num))
+  if (est.num_stages or 0) > 0 then
+    P("devices   %s used; micro-batches per step %s", tostring(est.devices_used), tostring(est.micro_batch_num))
+  end
   if est.feasible then
     P("feasible  yes")
   else
     P("feasible  NO: %s: %s", tostring(est.reason), tostring(est.message))
   end
+
+  -- rejected before estimation: there is no breakdown to show
+  if (est.num_stages or 0) == 0 then return table.concat(out, "\n") .. "\n" end
 
   local bd = est.memory_breakdown
   if bd then

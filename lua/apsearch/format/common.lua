@@ -54,15 +54,20 @@ function M.time_value(bd, cat, which)
   return tonumber(v) or 0
 end
 
---- Category with the largest exposed time.
+--- Category with the largest exposed time; with `overhead`, the largest
+-- beyond the forward and backward compute (what separates strategies:
+-- bubble, communication, recompute, optimizer), nil when all are zero.
 -- @tparam table bd performance_breakdown
+-- @tparam[opt] boolean overhead skip compute_fwd and compute_bwd
 -- @treturn string|nil category name
 -- @treturn number seconds
-function M.top_time(bd)
-  local best, bv = nil, -1
+function M.top_time(bd, overhead)
+  local best, bv = nil, overhead and 0 or -1
   for _, c in ipairs(M.time_categories) do
-    local v = M.time_value(bd, c)
-    if v > bv then best, bv = c, v end
+    if not (overhead and (c == "compute_fwd" or c == "compute_bwd")) then
+      local v = M.time_value(bd, c)
+      if v > bv then best, bv = c, v end
+    end
   end
   return best, bv
 end

@@ -9,7 +9,7 @@ local M = {}
 
 local HEADERS = { "rank", "dp", "fsdp", "zero", "reshard", "tp", "sp", "pp",
   "vpp", "cp", "cp comm", "mbs", "mbn", "recompute", "step time (s)",
-  "tokens/s/GPU", "MFU (%)", "peak (GiB)", "top memory (GiB)", "top time (s)" }
+  "tokens/s/GPU", "MFU (%)", "peak (GiB)", "top memory (GiB)", "top overhead (s)" }
 local RIGHT = { true, true, true, true, false, true, false, true, true, true,
   false, true, true, false, true, true, true, true, false, false }
 
@@ -25,11 +25,17 @@ function M.rows(result)
   for _, r in ipairs(result.top_k_strategies or {}) do
     local mc, pc = r.memory_cost or {}, r.performance_cost or {}
     local tm, tmv = common.top_memory(mc.breakdown)
-    local tt, ttv = common.top_time(pc.breakdown)
+    local tt, ttv = common.top_time(pc.breakdown, true)
+    -- "full(N)": N layers recomputed in all (per stage, or chosen by
+    -- recompute_num_layers = "auto"); plain "full": every layer
     local rc = tostring(r.layer_recompute)
-    if r.layer_recompute == "full" and type(r.recompute_num_layers) == "number"
-      and r.recompute_num_layers >= 0 then
-      rc = rc .. "(" .. r.recompute_num_layers .. ")"
+    local rnl = r.recompute_num_layers
+    if r.layer_recompute == "full" then
+      local n, all = 0, true
+      for _, v in ipairs(type(rnl) == "table" and rnl or { rnl }) do
+        if v >= 0 then all = false; n = n + v end
+      end
+      if not all then rc = rc .. "(" .. n .. ")" end
     end
     rows[#rows + 1] = {
       tostring(r.rank), tostring(r.dp_degree), tostring(r.fsdp_degree),

@@ -327,8 +327,17 @@ function M.run(policy, opts)
       if bad then
         infeasible = infeasible + 1
         local e = summary[bad]
-        if e then e.count = e.count + 1
-        else e = count_reason(summary, reasons, bad, cand, bmsg, "estimate", brule or code_rule[bad]) end
+        if e then
+          e.count = e.count + 1
+          -- over the memory limit: the example is the candidate closest to
+          -- fitting, the one a user would try to squeeze in
+          if bad == "MEMORY_LIMIT" and mem < e.mem_peak then
+            e.example, e.message, e.mem_peak = space_mod.copy(cand), bmsg, mem
+          end
+        else
+          e = count_reason(summary, reasons, bad, cand, bmsg, "estimate", brule or code_rule[bad])
+          e.mem_peak = mem
+        end
         cn = cn + 1
         cbuf[cn] = e.id
         if cn == CFULL then cchunks[#cchunks + 1] = spack(CFMT, unpack(cbuf, 1, CFULL)) cn = 0 end

@@ -5,6 +5,10 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends \
-  build-essential cmake pkg-config liblua5.4-dev lua5.4 lua-cjson \
-  lua-busted lua-filesystem lua-penlight libcmocka-dev >/dev/null
+pkgs="build-essential cmake pkg-config liblua5.4-dev lua5.4 lua-cjson
+  lua-busted lua-filesystem lua-penlight libcmocka-dev"
+# npm fetches Apache ECharts for the HTML report at configure time; a
+# NodeSource nodejs ships its own npm and conflicts with Debian's.
+command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $pkgs >/dev/null

@@ -488,7 +488,7 @@ end
 
 local function cmd_validate(args)
   local c = new_parser("validate", "Compare estimates with measured training runs (CSV).")
-  c:argument("CASES", "CSV of measured runs (shared/validation/README.md schema)")
+  c:argument("CASES", "CSV of measured runs (schema: docs/accuracy.md)")
   c:option("--format=FORMAT", "output format: table, json")
   c:option("--calibration=FILE", "kernel efficiencies fitted by `apsearch calibrate`")
   local opts, helped = parse(c, args, "validate")
@@ -535,7 +535,7 @@ end
 
 local function cmd_calibrate(args)
   local c = new_parser("calibrate", "Fit the device kernel efficiencies to measured runs (CSV).")
-  c:argument("CASES", "CSV of measured runs (shared/validation/README.md schema)")
+  c:argument("CASES", "CSV of measured runs (schema: docs/accuracy.md)")
   c:option("-o, --output=FILE", "calibration file to write (JSON)")
   c:flag("-q, --quiet", "no log lines on stderr")
   local opts, helped = parse(c, args, "calibrate")

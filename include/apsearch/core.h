@@ -194,6 +194,15 @@ double aps_reducescatter_time(int64_t n, double bytes, double bw,
 int aps_group_link(const aps_cluster *c, int64_t stride, int64_t size,
                    double *bw, double *alpha);
 
+/** Link of point-to-point sends inside a group (PP send/recv, the CP
+ *  ring's K/V passing): NVLink if the group sits in one node, else one
+ *  NIC per GPU, since a send between nodes leaves through the sender's NIC
+ *  and a ring of sends moves at its slowest hop (unlike NCCL collectives,
+ *  aps_group_link, whose channels spread over all of a node's NICs).
+ *  Returns 1 if intra-node. */
+int aps_p2p_link(const aps_cluster *c, int64_t stride, int64_t size,
+                 double *bw, double *alpha);
+
 /* ------------------------------------------------------------ flops */
 
 /** FLOPs of one training step of the whole model (all devices), unpadded

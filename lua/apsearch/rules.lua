@@ -174,7 +174,7 @@ local function plain(v, seen)
     r[plain(k, seen)] = plain(x, seen)
     k, x = next(v, k)
   end
-  if getmetatable(v) == util.array_mt then setmetatable(r, util.array_mt) end
+  if util.is_marked_array(v) then setmetatable(r, util.array_mt) end
   return r
 end
 M.plain = function(v) return plain(v, {}) end

@@ -13,13 +13,25 @@ local floor, huge = math.floor, math.huge
 
 --- Metatable that marks a table as a JSON array even when it is empty.
 -- Tables carrying it are written as `[]` by apsearch.format.json.
-M.array_mt = { __name = "apsearch.array" }
+-- `__metatable` hides and locks it: a sandboxed script that gets such a
+-- table (e.g. from `range()`) can neither read nor change the shared
+-- metatable (no `__gc` or `__newindex` planted in host tables).
+M.array_mt = { __name = "apsearch.array", __metatable = "apsearch.array" }
+
+--- True if t carries the array mark (looks past `__metatable`).
+-- @param t any value
+-- @treturn boolean
+function M.is_marked_array(t)
+  return type(t) == "table" and rawequal(debug.getmetatable(t), M.array_mt)
+end
 
 --- Makes (or marks) a table as an array for JSON output.
 -- @tparam[opt] table t the table to mark; a new one when nil
 -- @treturn table t, with metatable `array_mt`
 function M.array(t)
-  return setmetatable(t or {}, M.array_mt)
+  t = t or {}
+  if rawequal(debug.getmetatable(t), M.array_mt) then return t end
+  return setmetatable(t, M.array_mt)
 end
 
 --- Short printable description of a value for error messages.
@@ -93,7 +105,7 @@ end
 function M.copy(t)
   local r = {}
   for k, v in pairs(t) do r[k] = v end
-  return setmetatable(r, getmetatable(t))
+  return setmetatable(r, debug.getmetatable(t))
 end
 
 --- Deep copy of plain data tables (functions and userdata are shared).
@@ -103,7 +115,7 @@ function M.deepcopy(v)
   if type(v) ~= "table" then return v end
   local r = {}
   for k, x in pairs(v) do r[M.deepcopy(k)] = M.deepcopy(x) end
-  return setmetatable(r, getmetatable(v))
+  return setmetatable(r, debug.getmetatable(v))
 end
 
 --- Sorted array of the keys of a table (strings before numbers, each sorted).

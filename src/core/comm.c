@@ -67,3 +67,22 @@ int aps_group_link(const aps_cluster *c, int64_t stride, int64_t size,
     *alpha = d->inter_node_latency;
     return 0;
 }
+
+int aps_p2p_link(const aps_cluster *c, int64_t stride, int64_t size,
+                 double *bw, double *alpha)
+{
+    const aps_device *d = &c->device;
+    int64_t G = c->devices_per_node < c->num_devices ? c->devices_per_node
+                                                     : c->num_devices;
+    int64_t span = stride * size;
+    if (size <= 1 || (span <= G && G % span == 0)) {
+        *bw = d->intra_node_bandwidth * d->collective_efficiency;
+        *alpha = d->intra_node_latency;
+        return 1;
+    }
+    /* One GPU sends to one GPU: a hop between nodes goes through the
+     * sender's NIC alone, and a ring of sends moves at its slowest hop. */
+    *bw = d->inter_node_bandwidth * d->collective_efficiency;
+    *alpha = d->inter_node_latency;
+    return 0;
+}

@@ -126,7 +126,10 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
     out->cp_fwd = out->cp_bwd = 0.0;
     if (s->cp_degree > 1) {
         double bw, alpha;
-        aps_group_link(c, s->tp_degree, s->cp_degree, &bw, &alpha);
+        if (s->cp_comm_type == APS_CP_ALL_GATHER)
+            aps_group_link(c, s->tp_degree, s->cp_degree, &bw, &alpha);
+        else
+            aps_p2p_link(c, s->tp_degree, s->cp_degree, &bw, &alpha);
         double kv_chunk = 2.0 * A * b * sl * k * dh / tp;
         double steps = cp - 1.0;
         if (s->cp_comm_type == APS_CP_ALL_GATHER) {

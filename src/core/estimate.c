@@ -425,7 +425,7 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
         double bw, alpha;
         int64_t stride = s->tp_degree * s->cp_degree * s->fsdp_degree *
                          s->dp_degree;
-        aps_group_link(c, stride, lay.p, &bw, &alpha);
+        aps_p2p_link(c, stride, lay.p, &bw, &alpha);
         double rep = (lay.t > 1 && s->sequence_parallel) ? (double)lay.t : 1.0;
         double bytes = A * (double)lay.b * (double)lay.s_local *
                        (double)m->hidden_size / rep;

@@ -12,6 +12,10 @@
 void aps_fmt(char *msg, size_t n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/** True if the NUL-terminated string in a buffer of cap bytes is printable
+ *  UTF-8 (no control characters) (names.c). */
+bool aps_text_ok(const char *s, size_t cap);
+
 /** Bytes of one activation element in the training precision: 2 for bf16,
  *  fp16 and fp8 (TransformerEngine keeps activations between layers in bf16). */
 #define APS_ACT_BYTES 2.0

@@ -49,6 +49,11 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
         aps_fmt(err, n, "model: NULL");
         return APS_EINVAL;
     }
+    if (!aps_text_ok(m->name, sizeof m->name)) {
+        aps_fmt(err, n, "model.name: must be printable UTF-8 without control "
+                "characters");
+        return APS_EINVAL;
+    }
     struct { const char *f; int64_t v, max; } dims[] = {
         {"num_layers", m->num_layers, APS_MAX_LAYERS},
         {"hidden_size", m->hidden_size, APS_MAX_WIDTH},

@@ -93,3 +93,32 @@ const char *aps_status_name(aps_status s)
     }
     return "UNKNOWN";
 }
+
+bool aps_text_ok(const char *s, size_t cap)
+{
+    /* Printable UTF-8: no control characters (names end up in comment
+     * lines of generated shell, TOML and YAML files and in JSON). */
+    size_t i = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    while (i < cap && p[i] != 0) {
+        unsigned char c = p[i];
+        int extra;
+        if (c < 0x20 || c == 0x7f)
+            return false;
+        if (c < 0x80)
+            extra = 0;
+        else if ((c & 0xe0) == 0xc0 && c >= 0xc2)
+            extra = 1;
+        else if ((c & 0xf0) == 0xe0)
+            extra = 2;
+        else if ((c & 0xf8) == 0xf0 && c <= 0xf4)
+            extra = 3;
+        else
+            return false;
+        for (int k = 1; k <= extra; k++)
+            if (i + (size_t)k >= cap || (p[i + (size_t)k] & 0xc0) != 0x80)
+                return false;
+        i += (size_t)extra + 1;
+    }
+    return i < cap; /* NUL-terminated within the buffer */
+}

@@ -192,6 +192,11 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
         return APS_EINVAL;
     }
     const aps_device *d = &c->device;
+    if (!aps_text_ok(d->name, sizeof d->name)) {
+        aps_fmt(err, n, "cluster.device.name: must be printable UTF-8 "
+                "without control characters");
+        return APS_EINVAL;
+    }
     struct { const char *f; double v; } pos[] = {
         {"memory_bytes", d->memory_bytes},
         {"peak_flops_bf16", d->peak_flops_bf16},

@@ -309,6 +309,45 @@ static void test_ap_ft_07_dp_cross_node_through_estimate(void **state)
                0.1004802048 / 2.0 + 16e-6, REL);
 }
 
+/* Point-to-point sends (CP ring, PP) leave a node through one NIC: a
+ * 16-rank CP ring on two 8-GPU nodes runs at 50e9 * 0.8 = 40e9 B/s, and
+ * doubling the NIC bandwidth halves its bandwidth term. */
+static void test_p2p_link_cross_node(void **state)
+{
+    (void)state;
+    aps_cluster c;
+    fx_h100(&c, 16);
+    double bw, alpha;
+    assert_int_equal(aps_p2p_link(&c, 1, 8, &bw, &alpha), 1);
+    ASSERT_REL(bw, 360e9, REL);
+    assert_int_equal(aps_p2p_link(&c, 1, 16, &bw, &alpha), 0);
+    ASSERT_REL(bw, 40e9, REL);
+    ASSERT_REL(alpha, 8e-6, REL);
+
+    /* Through the estimate: Llama-3.1-8B, s = 32768, b = 1, CP 16, B = 16
+     * (m = 16 micro-batches), no recompute.  K/V chunk per ring step:
+     * 2 (K, V) x 2 B x 1 x 2048 tokens x 8 x 128 = 8,388,608 B; 15 steps
+     * forward, 30 backward per layer: 45 x (8388608 / 40e9 + 8e-6) s per
+     * layer per micro-batch, x 32 layers x 16 micro-batches. */
+    aps_model m;
+    fx_llama31_8b(&m);
+    aps_training t;
+    fx_training(&t, 16, 32768);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.cp_degree = 16;
+    aps_estimate *e = test_malloc(sizeof *e);
+    fx_run(&m, &c, &t, &s, e);
+    double step = 8388608.0 / 40e9 + 8e-6;
+    ASSERT_REL(e->perf_total[APS_PERF_CP_COMM], 45.0 * step * 32.0 * 16.0, REL);
+    c.device.inter_node_bandwidth *= 2.0;
+    c.device.inter_node_latency = 0.0;
+    fx_run(&m, &c, &t, &s, e);
+    ASSERT_REL(e->perf_total[APS_PERF_CP_COMM],
+               45.0 * (8388608.0 / 80e9) * 32.0 * 16.0, REL);
+    test_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -322,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_ap_ft_07_tp_comm_double_nvlink),
         cmocka_unit_test(test_ap_ft_07_dp_allreduce_through_estimate),
         cmocka_unit_test(test_ap_ft_07_dp_cross_node_through_estimate),
+        cmocka_unit_test(test_p2p_link_cross_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,10 +34,10 @@ local function sanitize(v, depth)
     return v
   elseif t == "table" then
     if depth > 64 then return cjson.null end
-    local mt = getmetatable(v)
-    if mt and mt.__json == false then return nil end
+    local mt = debug.getmetatable(v)
+    if type(mt) == "table" and mt.__json == false then return nil end
     if next(v) == nil then
-      if mt == util.array_mt then return EMPTY end
+      if util.is_marked_array(v) then return EMPTY end
       return {}
     end
     local r = {}

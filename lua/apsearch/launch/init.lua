@@ -50,13 +50,17 @@ function M.context(result, rec)
   local per_node = cl.devices_per_node or 8
   local used = rec.devices_used or cl.num_devices or 1
   local mc, pc = rec.memory_cost or {}, rec.performance_cost or {}
-  local dev = type(cl.device) == "table" and cl.device.name or tostring(cl.device)
+  -- names go into comment lines of shell, TOML and YAML files: anything
+  -- but printable text could end the comment (the core refuses control
+  -- characters in names; this keeps the files safe whatever the input)
+  local function safe(x) return (tostring(x):gsub("[%c\127]", "?")) end
+  local dev = safe(type(cl.device) == "table" and cl.device.name or tostring(cl.device))
   local m, tr = inp.model or {}, inp.training or {}
   local header = {
     string.format("apsearch rank %d of the top-%d: %s", rec.rank, #(result.top_k_strategies or {}),
       require("apsearch.search").describe_strategy(rec)),
     string.format("model %s on %d x %s (%d per node); global batch %s x seq %s, %s",
-      tostring(m.name), used, dev, per_node, tostring(tr.global_batch_size),
+      safe(m.name), used, dev, per_node, tostring(tr.global_batch_size),
       tostring(tr.seq_length), tostring(tr.precision)),
     string.format("estimate (framework %s overheads): step %.3f s, %.0f tokens/s/GPU, MFU %.1f%%, " ..
       "peak %.2f GiB per GPU (limit %.2f GiB)", tostring(tr.framework), pc.step_time or 0,

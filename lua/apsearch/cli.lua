@@ -160,41 +160,80 @@ function M.write_outputs(dir, result, opts)
   opts = opts or {}
   local ok, err = util.mkdir_p(dir)
   if not ok then util.fail("--out", "dir", "cannot create directory: " .. tostring(err), dir) end
-  local function put(name, text)
-    local path = util.join_path(dir, name)
-    local wok, werr = util.write_atomic(path, text)
-    if not wok then util.fail("--out", "dir", "cannot write " .. path .. ": " .. tostring(werr), dir) end
-    return path
-  end
   local json = require "apsearch.format.json"
   local csv = require "apsearch.format.csv"
   local html = require "apsearch.report.html"
   local launch = require "apsearch.launch"
 
-  local files = util.array()
-  local report_path = util.join_path(dir, "report.html")
-  result.visualization_report = report_path
-  -- launch configs first: the report links them
-  local lfiles = launch.write(util.join_path(dir, "launch"), result)
+  -- Render every file in memory first, then write them all into a staging
+  -- directory inside DIR, then rename each into place: a failure leaves
+  -- the previous outputs as they were, never a mix of old and new.
+  local texts = {}
+  result.visualization_report = util.join_path(dir, "report.html")
+  local lfiles = launch.render_all(result)
   local links = {}
   for _, f in ipairs(lfiles) do
     links[f.rank] = links[f.rank] or {}
     table.insert(links[f.rank], { f.engine, "launch/" .. f.name })
   end
-  files[#files + 1] = put("result.csv", csv.format(result))
-  files[#files + 1] = put("candidates.csv", csv.candidates(result))
   local js, where = html.find_echarts({ echarts = opts.echarts })
   local version = js and js:match("version%s*=%s*\"(%d+%.%d+%.%d+)\"")
     or (js and js:match('[%w_]+%s*=%s*"(%d+%.%d+%.%d+)"'))
-  files[#files + 1] = put("report.html", html.render(result, {
+  local files = util.array({ util.join_path(dir, "result.json"), util.join_path(dir, "result.csv"),
+    util.join_path(dir, "candidates.csv"), util.join_path(dir, "report.html") })
+  for _, f in ipairs(lfiles) do files[#files + 1] = util.join_path(dir, "launch/" .. f.name) end
+  result.output_files = files
+  texts[#texts + 1] = { "result.csv", csv.format(result) }
+  texts[#texts + 1] = { "candidates.csv", csv.candidates(result) }
+  texts[#texts + 1] = { "report.html", html.render(result, {
     echarts_js = js, echarts_missing = not js and where or nil, echarts_version = version,
     launch = links,
-  }))
-  for _, f in ipairs(lfiles) do files[#files + 1] = f.path end
-  local json_path = util.join_path(dir, "result.json")
-  table.insert(files, 1, json_path)
-  result.output_files = files
-  put("result.json", json.format(result))
+  }) }
+  for _, f in ipairs(lfiles) do texts[#texts + 1] = { "launch/" .. f.name, f.text } end
+  texts[#texts + 1] = { "result.json", json.format(result) }
+
+  local stage = util.join_path(dir, string.format(".apsearch-staging-%d-%d", os.time(), math.random(1, 1e9)))
+  local function cleanup()
+    for _, t in ipairs(texts) do os.remove(util.join_path(stage, t[1])) end
+    os.remove(util.join_path(stage, "launch"))
+    os.remove(stage)
+  end
+  local sok, serr = util.mkdir_p(util.join_path(stage, "launch"))
+  if not sok then util.fail("--out", "dir", "cannot write into directory: " .. tostring(serr), dir) end
+  for _, t in ipairs(texts) do
+    local wok, werr = util.write_atomic(util.join_path(stage, t[1]), t[2])
+    if not wok then
+      cleanup()
+      util.fail("--out", "dir", "cannot write " .. t[1] .. ": " .. tostring(werr), dir)
+    end
+  end
+  -- a target that is not a regular file would stop the renames halfway
+  local lfs = require "lfs"
+  for _, t in ipairs(texts) do
+    local mode = lfs.attributes(util.join_path(dir, t[1]), "mode")
+    if mode and mode ~= "file" then
+      cleanup()
+      util.fail("--out", "dir", "cannot write " .. t[1] .. ": a " .. mode .. " is in the way", dir)
+    end
+  end
+  -- launch configs of an earlier run that this one does not write again
+  local keep = {}
+  for _, f in ipairs(lfiles) do keep[f.name] = true end
+  local ldir = util.join_path(dir, "launch")
+  for _, name in ipairs(util.listdir(ldir) or {}) do
+    if name:match("^rank%d+_") and not keep[name] then os.remove(util.join_path(ldir, name)) end
+  end
+  local mok, merr = util.mkdir_p(ldir)
+  if not mok then cleanup() util.fail("--out", "dir", "cannot create " .. ldir .. ": " .. tostring(merr), dir) end
+  for _, t in ipairs(texts) do
+    local rok, rerr = os.rename(util.join_path(stage, t[1]), util.join_path(dir, t[1]))
+    if not rok then
+      cleanup()
+      util.fail("--out", "dir", "cannot write " .. t[1] .. ": " .. tostring(rerr), dir)
+    end
+  end
+  cleanup()
+  launch.make_executable(ldir, lfiles)
   return files, (not js) and ("report.html has tables only: Apache ECharts not found (" .. where .. ")") or nil
 end
 

@@ -110,15 +110,26 @@ function M.write(dir, result)
   if #files == 0 then return files end
   local ok, err = util.mkdir_p(dir)
   if not ok then util.fail("--out", "dir", "cannot create directory: " .. tostring(err), dir) end
-  local scripts = {}
   for _, f in ipairs(files) do
     f.path = util.join_path(dir, f.name)
     local wok, werr = util.write_atomic(f.path, f.text)
     if not wok then util.fail("--out", "dir", "cannot write " .. f.path .. ": " .. tostring(werr), dir) end
-    if f.name:match("%.sh$") then scripts[#scripts + 1] = "'" .. f.path:gsub("'", "'\\''") .. "'" end
+  end
+  M.make_executable(dir, files)
+  return files
+end
+
+--- Makes the shell scripts among written launch files executable.
+-- @tparam string dir their directory
+-- @tparam table files `render_all` entries
+function M.make_executable(dir, files)
+  local scripts = {}
+  for _, f in ipairs(files) do
+    if f.name:match("%.sh$") then
+      scripts[#scripts + 1] = "'" .. util.join_path(dir, f.name):gsub("'", "'\\''") .. "'"
+    end
   end
   if #scripts > 0 then os.execute("chmod +x " .. table.concat(scripts, " ") .. " 2>/dev/null") end
-  return files
 end
 
 return M

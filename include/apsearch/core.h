@@ -83,6 +83,13 @@ void aps_training_defaults(aps_training *t);
 aps_status aps_training_validate(const aps_training *t, char *err,
                                  size_t errlen);
 
+/** Checks that span inputs, after each passed its own validation: a memory
+ *  limit above the device capacity, fp8 on a device without fp8
+ *  (APS_ENOTIMPL), a sequence longer than learned positions.  Errors name
+ *  the field. */
+aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
+                               const aps_training *t, char *err, size_t n);
+
 /* --------------------------------------------------------------- strategy */
 
 /** All degrees 1, b = 1, m derived, SP on, zero_stage 0, no recompute,
@@ -222,7 +229,7 @@ double aps_flops_per_step(const aps_model *m, const aps_training *t,
 
 /** Evaluates one strategy: checks (aps_check_all), per-stage memory, time
  *  per step, derived throughput.  Inputs must have passed their
- *  aps_*_validate().  Returns APS_OK (feasible or not, see out->feasible)
+ *  aps_*_validate() and aps_inputs_validate().  Returns APS_OK (feasible or not, see out->feasible)
  *  or APS_EINVAL for a NULL argument.  Every field of out before
  *  `stages` is overwritten; stages[0 .. num_stages-1] are filled and later
  *  entries are left as they were (num_stages is 0 when a check failed). */

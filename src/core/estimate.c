@@ -438,16 +438,21 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
         double bw, alpha;
         aps_group_link(c, s->tp_degree, plan.dp_group, &bw, &alpha);
         double grads = by->grad * psi_max;
-        double sync, gather = 0.0;
+        double sync, gather = 0.0, times = 1.0;
         if (by->shard_optimizer) { /* ZeRO-1/2: reduce-scatter, gather */
             sync = aps_reducescatter_time(plan.dp_group, grads, bw, alpha);
             gather = aps_allgather_time(plan.dp_group, A * psi_max, bw, alpha);
+            /* ZeRO-2 keeps only its gradient shard, so it reduce-scatters
+             * after every micro-batch's backward, not once per step
+             * (Rajbhandari et al. 2020 s.5.2; deepspeedai/DeepSpeed#2252) */
+            if (by->shard_grads)
+                times = mb;
         } else {
             sync = aps_allreduce_time(plan.dp_group, grads, bw, alpha);
         }
-        double exposed = max0(sync - t->dp_overlap * slow_tb) +
+        double exposed = times * max0(sync - t->dp_overlap * slow_tb) +
                          max0(gather - t->dp_overlap * slow_tf);
-        set_perf(out, APS_PERF_DP_GRAD_SYNC, sync + gather, exposed);
+        set_perf(out, APS_PERF_DP_GRAD_SYNC, times * sync + gather, exposed);
     }
     if (plan.fsdp_like && plan.replicate > 1) {
         double bw, alpha;

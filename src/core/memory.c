@@ -54,6 +54,7 @@
  *  reduce bucket, in elements (deepspeed/runtime/zero/config.py). */
 #define APS_DS_MAX_LIVE_PARAMS 1e9
 #define APS_DS_REDUCE_BUCKET 5e8
+#define APS_DS_ALLGATHER_BUCKET 5e8
 /** Bytes of an fp8 element. */
 #define APS_FP8_BYTES 1.0
 
@@ -334,9 +335,16 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
                                                        : APS_DS_REDUCE_BUCKET;
         }
         mem[APS_MEM_COMM_FSDP] = A * gathered + plan->bytes.grad * reducing;
+    } else if (plan->dp_group > 1 && t->framework == APS_FW_DEEPSPEED) {
+        /* DeepSpeed ZeRO-0/1/2: a gradient reduce bucket and, with sharded
+         * optimizer states, a parameter all-gather bucket, each of 5e8
+         * elements by default (reduce_bucket_size, allgather_bucket_size). */
+        mem[APS_MEM_COMM_DP] = APS_DS_REDUCE_BUCKET * plan->bytes.grad;
+        if (plan->bytes.shard_optimizer)
+            mem[APS_MEM_COMM_DP] += APS_DS_ALLGATHER_BUCKET * A;
     } else if (plan->dp_group > 1 && t->framework != APS_FW_MEGATRON) {
-        /* torch DDP / DeepSpeed gradient buckets; Megatron reduces in its
-         * contiguous grad buffer, which is the grads themselves. */
+        /* torch DDP gradient buckets; Megatron reduces in its contiguous
+         * grad buffer, which is the grads themselves. */
         mem[APS_MEM_COMM_DP] =
             t->ddp_bucket_bytes * (double)t->ddp_buckets_in_flight;
     }

@@ -134,3 +134,30 @@ void aps_strategy_defaults(aps_strategy *s)
         s->recompute_num_layers[i] = -1;
     s->allow_idle_devices = false;
 }
+
+aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
+                               const aps_training *t, char *err, size_t n)
+{
+    const aps_device *d = &c->device;
+    if (t->memory_limit_bytes > d->memory_bytes) {
+        aps_fmt(err, n, "training.memory_limit_bytes: %.2f GiB exceeds the "
+                "device capacity %.2f GiB (cluster.device.memory_bytes)",
+                t->memory_limit_bytes / 1073741824.0,
+                d->memory_bytes / 1073741824.0);
+        return APS_EINVAL;
+    }
+    if (t->precision == APS_PREC_FP8 && !(d->peak_flops_fp8 > 0)) {
+        aps_fmt(err, n, "training.precision: fp8 on %s, which has no fp8 "
+                "tensor cores (cluster.device.peak_flops_fp8 = 0)", d->name);
+        return APS_ENOTIMPL;
+    }
+    if (m->position_embedding == APS_POS_LEARNED &&
+        t->seq_length > m->max_position_embeddings) {
+        aps_fmt(err, n, "training.seq_length: %lld is longer than the model's "
+                "learned positions (max_position_embeddings = %lld)",
+                (long long)t->seq_length,
+                (long long)m->max_position_embeddings);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}

@@ -199,6 +199,12 @@ static int l_context(lua_State *L)
     apsl_check_training(L, 3, &ctx->training);
     if (aps_training_validate(&ctx->training, err, sizeof err) != APS_OK)
         return raise_validation(L, "training", err);
+    aps_status st = aps_inputs_validate(&ctx->model, &ctx->cluster,
+                                        &ctx->training, err, sizeof err);
+    if (st == APS_ENOTIMPL)
+        return apsl_error(L, "NotImplemented: %s", err);
+    if (st != APS_OK)
+        return apsl_error(L, "%s", err);
     aps_strategy_defaults(&ctx->proto);
     return 1;
 }

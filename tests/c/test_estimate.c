@@ -675,6 +675,38 @@ static void test_cp_halves_activations(void **state)
     test_free(e);
 }
 
+/* ZeRO-2 shards gradients, so it reduce-scatters after every micro-batch
+ * (Rajbhandari et al. 2020 s.5.2): with m micro-batches its gradient sync
+ * is m reduce-scatters plus one parameter all-gather, where ZeRO-1 does one
+ * of each. */
+static void test_zero2_syncs_every_microbatch(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_llama31_8b(&m);
+    fx_h100(&c, 8);
+    fx_training(&t, 32, 4096);
+    t.framework = APS_FW_DEEPSPEED;
+    aps_strategy_defaults(&s);
+    s.dp_degree = 8;
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    aps_estimate *e = test_malloc(sizeof *e);
+    s.zero_stage = 1;
+    fx_run(&m, &c, &t, &s, e);
+    assert_int_equal(e->micro_batch_num, 4);
+    double bw = 360e9, alpha = 3e-6, psi = e->stages[0].params;
+    double rs = aps_reducescatter_time(8, 2.0 * psi, bw, alpha);
+    double ag = aps_allgather_time(8, 2.0 * psi, bw, alpha);
+    ASSERT_REL(e->perf_total[APS_PERF_DP_GRAD_SYNC], rs + ag, REL);
+    s.zero_stage = 2;
+    fx_run(&m, &c, &t, &s, e);
+    ASSERT_REL(e->perf_total[APS_PERF_DP_GRAD_SYNC], 4.0 * rs + ag, REL);
+    /* DeepSpeed buckets: 5e8-element reduce (fp16 grads, 2 B) and
+     * all-gather (2 B) buckets */
+    ASSERT_REL(e->mem[APS_MEM_COMM_DP], 5e8 * 2.0 + 5e8 * 2.0, REL);
+    test_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -692,6 +724,7 @@ int main(void)
         cmocka_unit_test(test_first_stage_holds_L_layers),
         cmocka_unit_test(test_interleaved_bubble),
         cmocka_unit_test(test_cp_halves_activations),
+        cmocka_unit_test(test_zero2_syncs_every_microbatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -116,12 +116,43 @@ static void test_strategy_defaults(void **state)
     }
 }
 
+/* aps_inputs_validate: the checks that span model, cluster and training. */
+static void test_inputs_validate(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    char err[256];
+    fx_llama31_8b(&m);
+    fx_h100(&c, 8);
+    fx_training(&t, 64, 8192);
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err), APS_OK);
+    /* a limit above the 81,559 MiB of the H100 */
+    t.memory_limit_bytes = 200.0 * 1073741824.0;
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "training.memory_limit_bytes: 200.00 GiB exceeds");
+    t.memory_limit_bytes = 0;
+    /* fp8 on an A100, which has no fp8 tensor cores */
+    aps_device_preset("a100-sxm4-80gb", &c.device);
+    t.precision = APS_PREC_FP8;
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err), APS_ENOTIMPL);
+    ASSERT_HAS(err, "training.precision: fp8 on a100-sxm4-80gb");
+    t.precision = APS_PREC_BF16;
+    /* GPT-2: 1,024 learned positions, a 2,048-token sequence */
+    fx_gpt2_124m(&m);
+    fx_training(&t, 8, 2048);
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "max_position_embeddings = 1024");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_training_defaults),
         cmocka_unit_test(test_training_validate),
         cmocka_unit_test(test_strategy_defaults),
+        cmocka_unit_test(test_inputs_validate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

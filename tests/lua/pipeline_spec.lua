@@ -73,7 +73,9 @@ describe("AP-DENSE-03: a space with CP", function()
       data_parallel = "auto", tp_degree = { 1 }, cp_degree = { 1, 2, 4, 8 },
       cp_comm_type = { "p2p", "all_gather" }, layer_recompute = { "selective" },
     }, { training = { global_batch_size = 8, seq_length = 32768, framework = "megatron" },
-         constraints = { memory_limit_gib = 1000 } }))
+         -- a device with room for every candidate: only the CP terms differ
+         cluster = { device = { base = "h100-sxm-80gb", memory_gib = 1000 },
+                     nodes = 1, devices_per_node = 8 } }))
     local act = {}
     for rank, rec in ipairs(r.top_k_strategies) do
       local pb = r.performance_breakdown[rank]

@@ -42,6 +42,11 @@ function M.load(path)
       end
     end
   end
+  -- preset names match case-insensitively: store them lower-case, as
+  -- apply() looks them up
+  local devices = {}
+  for dev, fields in pairs(c.devices) do devices[dev:lower()] = fields end
+  c.devices = devices
   c.training = c.training or {}
   c.name = c.name or path
   return c

@@ -519,7 +519,8 @@ function Norm:constraints(v, routed)
   if v == nil then v = {} end
   if type(v) ~= "table" then self:fail("constraints", "expected a table", v) end
   local c = self:fields(v, schema.constraints, "constraints", "constraints", routed)
-  local out = { allow_idle_devices = c.allow_idle_devices or false, rules = {} }
+  local out = { allow_idle_devices = c.allow_idle_devices or false, rules = {},
+                max_candidates = c.max_candidates or schema.default_max_candidates }
   local list = v.rules
   if list ~= nil then
     if type(list) ~= "table" or not is_seq(list) then

@@ -33,6 +33,7 @@
 -- (tests/lua/search_spec.lua checks this).
 -- @module apsearch.search
 local util = require "apsearch.util"
+local schema = require "apsearch.schema"
 local space_mod = require "apsearch.space"
 local rules_mod = require "apsearch.rules"
 local objectives = require "apsearch.objectives"
@@ -239,6 +240,13 @@ function M.run(policy, opts)
     allow_idle_devices = policy.constraints.allow_idle_devices,
   })
   local space_size = space:size()
+  local cap = policy.constraints.max_candidates or schema.default_max_candidates
+  if space_size > cap then
+    error(string.format("%s: search_space: %s candidates exceed constraints.max_candidates = %s " ..
+      "(narrow the space, fix a dimension with --fix, or raise the limit)",
+      policy.file or "policy", require("apsearch.format.common").commas(space_size),
+      require("apsearch.format.common").commas(cap)), 0)
+  end
   local better, objective_name, objective_info = objectives.get(policy.objective)
   local k = policy.top_k or 10
 
@@ -560,6 +568,7 @@ function M.run(policy, opts)
     constraints = { allow_idle_devices = policy.constraints.allow_idle_devices, rules = rule_names },
     objective = objective_name, top_k = k,
     overrides = policy.overrides or util.array(),
+    calibration = policy.calibration,   -- {name, file} when --calibration was given
   }
 
   return {

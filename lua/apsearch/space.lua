@@ -17,7 +17,8 @@
 -- candidates): sequence_parallel is off when tp_degree = 1; cp_comm_type
 -- takes its first value when cp_degree = 1; reshard_after_forward is true
 -- when fsdp_degree = 1; zero_stage takes one value (the first listed 0 or 3,
--- else 0) when fsdp_degree > 1, where FSDP does the sharding;
+-- else 0) when fsdp_degree > 1, where FSDP does the sharding, and its first
+-- value when dp x cp = 1, where there is nothing to shard;
 -- recompute_num_layers is -1 (all layers) unless layer_recompute is "full".
 -- Array values (stage_partition, layer_offset, per-stage
 -- recompute_num_layers) apply to the pp_degree equal to their length;
@@ -211,8 +212,15 @@ function M.new(ss, info)
   local zl = list_of(dims, "zero_stage")
   local z_fsdp = { 0 }
   for _, z in ipairs(zl) do if z == 0 or z == 3 then z_fsdp = { z } break end end
-  level { name = "zero_stage", field = "zero_stage", deps = { "fsdp_degree" },
-    values = function(c) if c.fsdp_degree > 1 then return z_fsdp end return zl end }
+  -- with one data-parallel rank (dp x fsdp x cp = 1) there is nothing to
+  -- shard: every ZeRO stage is the same strategy, enumerated once
+  local z_one = { zl[1] }
+  level { name = "zero_stage", field = "zero_stage", deps = { "fsdp_degree", "dp_degree", "cp_degree" },
+    values = function(c)
+      if c.fsdp_degree > 1 then return z_fsdp end
+      if c.dp_degree * c.cp_degree == 1 then return z_one end
+      return zl
+    end }
 
   local rl = list_of(dims, "reshard_after_forward")
   local r_true = { true }

@@ -60,17 +60,18 @@ describe("space sizes", function()
     end
   end)
 
-  it("fills dp x fsdp from N with data_parallel = auto (84 candidates by hand)", function()
+  it("fills dp x fsdp from N with data_parallel = auto (78 candidates by hand)", function()
     -- (tp, fsdp) pairs with fsdp | 8/tp: tp1: 4, tp2: 3, tp4: 2, tp8: 1 = 10;
-    -- 4 of them have fsdp = 1 (zero {0,1}), 6 have fsdp > 1 (zero collapses);
+    -- 3 have fsdp = 1 and dp > 1 (zero {0,1}), tp8 has dp = fsdp = 1 (one
+    -- data-parallel rank: zero collapses), 6 have fsdp > 1 (zero collapses);
     -- recompute none (1) + full (rnl {-1, 4}: 2) = 3; mbs 2.
-    -- 4 x 2 x 3 x 2 + 6 x 1 x 3 x 2 = 48 + 36 = 84
+    -- 3 x 2 x 3 x 2 + 1 x 1 x 3 x 2 + 6 x 1 x 3 x 2 = 36 + 6 + 36 = 78
     local s = make({ tp_degree = { 1, 2, 4, 8 }, fsdp_degree = { 1, 2, 4, 8 },
       micro_batch_size = { 1, 2 }, layer_recompute = { "none", "full" },
       recompute_num_layers = { -1, 4 }, zero_stage = { 0, 1 } }, 8, true)
-    assert.are.equal(84, s:size())
+    assert.are.equal(78, s:size())
     local n, list = collect(s)
-    assert.are.equal(84, n)
+    assert.are.equal(78, n)
     for _, c in ipairs(list) do
       assert.are.equal(8, c.dp_degree * c.fsdp_degree * c.tp_degree * c.pp_degree * c.cp_degree)
       if c.fsdp_degree > 1 then assert.are.equal(0, c.zero_stage) end
@@ -107,11 +108,13 @@ describe("space sizes", function()
     assert.are.equal(3, make({ cp_degree = { 1, 2 }, cp_comm_type = { "p2p", "all_gather" } }):size())
     -- reshard only with fsdp > 1: 1 + 2 = 3
     assert.are.equal(3, make({ fsdp_degree = { 1, 2 }, reshard_after_forward = { true, false } }):size())
-    -- zero with fsdp > 1: first of 0/3: fsdp1 3 + fsdp2 1 = 4
-    local s = make({ fsdp_degree = { 1, 2 }, zero_stage = { 1, 2, 3 } })
+    -- zero with fsdp > 1: first of 0/3: fsdp1 3 + fsdp2 1 = 4 (dp 2)
+    local s = make({ dp_degree = { 2 }, fsdp_degree = { 1, 2 }, zero_stage = { 1, 2, 3 } })
     local n, list = collect(s)
     assert.are.equal(4, n)
     assert.are.equal(3, list[4].zero_stage)
+    -- one data-parallel rank: nothing to shard, zero takes its first value
+    assert.are.equal(1, make({ zero_stage = { 1, 2, 3 } }):size())
   end)
 
   it("applies per-stage arrays to the pp_degree of their length", function()
@@ -157,9 +160,11 @@ describe("space sizes", function()
       recompute_num_layers = { -1, 1 }, micro_batch_size = { 1, 2 }, micro_batch_num = { 0, 4 } })
     local n = collect(s)
     assert.are.equal(s:size(), n)
-    -- by hand: tp/sp 1+2+2 = 5; cp/comm 1+2 = 3; pp 2 x vpp 2 = 4;
-    -- dp 2 x (fsdp1: zero 3 x reshard 1 + fsdp4: zero 1 x reshard 2) = 2 x 5 = 10;
-    -- recompute 1 + 1 + 2 = 4; mbs 2 x mbn 2 = 4  -> 5 x 3 x 4 x 10 x 4 x 4 = 9600
-    assert.are.equal(9600, n)
+    -- by hand: tp/sp 1+2+2 = 5; pp 2 x vpp 2 = 4; recompute 1 + 1 + 2 = 4;
+    -- mbs 2 x mbn 2 = 4; (cp, comm, dp, fsdp, zero, reshard): per dp, fsdp1
+    -- gives zero 3 (1 when dp x cp = 1) and fsdp4 reshard 2:
+    -- cp1: dp1 1 + 2, dp2 3 + 2 = 8; cp2 (2 comms): 2 x (5 + 5) = 20 -> 28
+    -- 28 x 5 x 4 x 4 x 4 = 8960
+    assert.are.equal(8960, n)
   end)
 end)

@@ -371,7 +371,8 @@ function M.parse_strategy(list)
         else
           value = util.parse_scalar(v)
         end
-        s[name] = schema.check_value(kind, value, function(problem, got)
+        -- an HSDP alias stays an alias: the core then requires both degrees > 1
+        s[schema.strategy_aliases[k] and k or name] = schema.check_value(kind, value, function(problem, got)
           util.fail("--strategy", k, problem, got)
         end)
       end
@@ -404,9 +405,10 @@ local function cmd_estimate(args)
   local search = require "apsearch.search"
   local ctx = search.context(p)
   local inputs = ctx:inputs()
-  if s.dp_degree == nil then
+  if s.dp_degree == nil and s.hsdp_replicate_degree == nil then
     -- fill the cluster: dp = N / (tp cp pp fsdp) when it divides
-    local used = (s.tp_degree or 1) * (s.cp_degree or 1) * (s.pp_degree or 1) * (s.fsdp_degree or 1)
+    local used = (s.tp_degree or 1) * (s.cp_degree or 1) * (s.pp_degree or 1) *
+      (s.fsdp_degree or s.hsdp_shard_degree or 1)
     local N = inputs.cluster.num_devices
     s.dp_degree = (N % used == 0) and (N // used) or 1
   end

@@ -383,6 +383,10 @@ function Norm:cluster(v, routed)
   c.device = self:device(v[dkey], "cluster.device")
   if c.nodes then
     local per = c.devices_per_node or 8
+    -- the core takes at most 2^24 devices; check before multiplying
+    if c.nodes > 2 ^ 24 or per > 2 ^ 24 or c.nodes * per > 2 ^ 24 then
+      self:fail("cluster.nodes", "nodes x devices_per_node must be at most 2^24", c.nodes)
+    end
     local n = c.nodes * per
     if c.num_devices and c.num_devices ~= n then
       self:fail("cluster.num_devices", string.format(

@@ -164,20 +164,30 @@ end
 -- access (next, no __pairs/__index/__newindex of the script's ever runs
 -- outside the sandbox), metatables dropped except apsearch.util's array
 -- mark; functions kept (they are wrapped before they are called).
-local function plain(v, seen)
+-- A table that contains itself, or nesting deeper than MAX_DEPTH, is
+-- refused with a message rather than a stack overflow later.
+local MAX_DEPTH = 100
+
+local function plain(v, seen, open, depth)
   if type(v) ~= "table" then return v end
+  if open[v] then error("a table contains itself (a cycle); policies are plain data", 0) end
   if seen[v] then return seen[v] end
+  if depth > MAX_DEPTH then
+    error("tables nested deeper than " .. MAX_DEPTH .. " levels", 0)
+  end
   local r = {}
-  seen[v] = r
+  open[v] = true
   local k, x = next(v)
   while k ~= nil do
-    r[plain(k, seen)] = plain(x, seen)
+    r[plain(k, seen, open, depth + 1)] = plain(x, seen, open, depth + 1)
     k, x = next(v, k)
   end
+  open[v] = nil
+  seen[v] = r
   if util.is_marked_array(v) then setmetatable(r, util.array_mt) end
   return r
 end
-M.plain = function(v) return plain(v, {}) end
+M.plain = function(v) return plain(v, {}, {}, 0) end
 
 --- Loads a script file as text into `env` and runs it in the sandbox.
 -- @tparam string path the file
@@ -196,7 +206,10 @@ function M.run_file(path, env, label)
   end
   -- the copy runs after the sandboxed call: raw accesses only (no
   -- metamethod of the script's runs), bounded by what the script built
-  return plain((sandbox.wrap(chunk, string.format("%s %s", label or "file", path))()), {})
+  local value = sandbox.wrap(chunk, string.format("%s %s", label or "file", path))()
+  local ok, r = pcall(plain, value, {}, {}, 0)
+  if not ok then error(path .. ": " .. tostring(r), 0) end
+  return r
 end
 
 --- Loads Lua source text like `run_file` (name labels it: `<name>:<line>`).
@@ -212,7 +225,10 @@ function M.run_string(text, name, env, label)
     if not err:find(name, 1, true) then err = name .. ": " .. err end
     error(err, 0)
   end
-  return plain((sandbox.wrap(chunk, string.format("%s %s", label or "chunk", name))()), {})
+  local value = sandbox.wrap(chunk, string.format("%s %s", label or "chunk", name))()
+  local ok, r = pcall(plain, value, {}, {}, 0)
+  if not ok then error(name .. ": " .. tostring(r), 0) end
+  return r
 end
 
 -- "<file>:<line>" where a function is defined

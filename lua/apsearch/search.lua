@@ -458,7 +458,11 @@ function M.run(policy, opts)
   if objective_info.kind == "pareto" then
     heap, layer_of = M.pareto_layers(record, k)
   else
-    table.sort(heap, better)
+    local sok, serr = pcall(table.sort, heap, better)
+    if not sok then
+      error(string.format("objective %s: its comparison is not a consistent order (%s)",
+        tostring(objective_name), tostring(serr):gsub("^.-:%d+: ", "")), 0)
+    end
   end
 
   -- top-k: full estimates ---------------------------------------------------

@@ -147,9 +147,15 @@ end
 -- @treturn[opt] string error message when the file cannot be read
 function M.read_file(path)
   local f, err = io.open(path, "rb")
-  if not f then return nil, err end
-  local s = f:read("a")
+  -- io.open's message repeats the path; callers name the file themselves
+  if not f then
+    local prefix = path .. ": "
+    if type(err) == "string" and err:sub(1, #prefix) == prefix then err = err:sub(#prefix + 1) end
+    return nil, err
+  end
+  local s, rerr = f:read("a")
   f:close()
+  if s == nil then return nil, rerr or "cannot read (a directory?)" end
   return s
 end
 

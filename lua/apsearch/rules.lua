@@ -250,14 +250,19 @@ Ctx.__index = Ctx
 local contexts = setmetatable({}, { __mode = "k" })   -- core ctx -> Ctx
 local is_context = setmetatable({}, { __mode = "k" })
 
+-- read-only candidate views (see rule_check) -> the candidate they show;
+-- the core reads tables raw, so a view is handed over as its candidate
+local views = setmetatable({}, { __mode = "k" })
+local function unview(s) return views[s] or s end
+
 --- ctx:check(name, strategy) -> true | false, code, message (a core check)
-function Ctx:check(name, s) return self.core:check(name, s) end
+function Ctx:check(name, s) return self.core:check(name, unview(s)) end
 --- ctx:evaluate(strategy) -> evaluation (feasible, step_time, mem_peak, ...)
-function Ctx:evaluate(s) return self.core:evaluate(s) end
+function Ctx:evaluate(s) return self.core:evaluate(unview(s)) end
 --- ctx:estimate(strategy) -> the full estimate with breakdowns
-function Ctx:estimate(s) return self.core:estimate(s) end
---- ctx:flops(strategy) -> FLOPs per step
-function Ctx:flops(...) return self.core:flops(...) end
+function Ctx:estimate(s) return self.core:estimate(unview(s)) end
+--- ctx:flops(strategy, convention) -> FLOPs per step
+function Ctx:flops(s, ...) return self.core:flops(unview(s), ...) end
 --- ctx:inputs() -> {model, cluster, training}
 function Ctx:inputs() return self.core:inputs() end
 
@@ -290,8 +295,25 @@ local function rule_check(name, fn, code, description, trusted)
   local call = trusted and fn or sandbox.wrap(fn, label)
   local ok_codes = {}
   local context = M.context
+  -- A user rule sees the candidate read-only: the search reuses one table
+  -- per candidate, and a rule that wrote into it would change what is
+  -- searched.
+  local view_mt = {
+    __metatable = "read-only candidate",   -- locked: no __gc planted here
+    __newindex = function(_, k)
+      error(string.format("%s: the candidate is read-only (tried to set %s)", label, tostring(k)), 2)
+    end,
+  }
+  local function view(candidate)
+    if trusted then return candidate end
+    view_mt.__index = candidate
+    view_mt.__pairs = function() return next, candidate, nil end
+    local v = setmetatable({}, view_mt)
+    views[v] = candidate
+    return v
+  end
   return function(candidate, ctx, evaluation)
-    local ok, c, msg = call(candidate, context(ctx), evaluation)
+    local ok, c, msg = call(view(candidate), context(ctx), evaluation)
     if ok == true then return true end
     if ok ~= false then
       bad_return(fn, label, "returned " .. util.describe(ok) ..

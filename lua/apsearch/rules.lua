@@ -189,6 +189,23 @@ local function plain(v, seen, open, depth)
 end
 M.plain = function(v) return plain(v, {}, {}, 0) end
 
+
+-- Runs a loaded chunk in the sandbox and copies what it returned as plain
+-- data; a load error or a cyclic / too-deep result names the file.  The
+-- copy runs after the sandboxed call: raw accesses only (no metamethod of
+-- the script's runs), bounded by what the script built.
+local function run_chunk(chunk, err, name, label)
+  if not chunk then
+    err = tostring(err)
+    if not err:find(name, 1, true) then err = name .. ": " .. err end
+    error(err, 0)
+  end
+  local value = sandbox.wrap(chunk, string.format("%s %s", label, name))()
+  local ok, r = pcall(plain, value, {}, {}, 0)
+  if not ok then error(name .. ": " .. tostring(r), 0) end
+  return r
+end
+
 --- Loads a script file as text into `env` and runs it in the sandbox.
 -- @tparam string path the file
 -- @tparam[opt] table env environment (default: `sandbox()`)
@@ -199,17 +216,7 @@ M.plain = function(v) return plain(v, {}, {}, 0) end
 --   of a runtime error or exceeded limit
 function M.run_file(path, env, label)
   local chunk, err = loadfile(path, M.load_mode(), env or M.sandbox())
-  if not chunk then
-    err = tostring(err)
-    if not err:find(path, 1, true) then err = path .. ": " .. err end
-    error(err, 0)
-  end
-  -- the copy runs after the sandboxed call: raw accesses only (no
-  -- metamethod of the script's runs), bounded by what the script built
-  local value = sandbox.wrap(chunk, string.format("%s %s", label or "file", path))()
-  local ok, r = pcall(plain, value, {}, {}, 0)
-  if not ok then error(path .. ": " .. tostring(r), 0) end
-  return r
+  return run_chunk(chunk, err, path, label or "file")
 end
 
 --- Loads Lua source text like `run_file` (name labels it: `<name>:<line>`).
@@ -220,15 +227,7 @@ end
 -- @return the first return value, as plain data
 function M.run_string(text, name, env, label)
   local chunk, err = load(text, "@" .. name, M.load_mode(), env or M.sandbox())
-  if not chunk then
-    err = tostring(err)
-    if not err:find(name, 1, true) then err = name .. ": " .. err end
-    error(err, 0)
-  end
-  local value = sandbox.wrap(chunk, string.format("%s %s", label or "chunk", name))()
-  local ok, r = pcall(plain, value, {}, {}, 0)
-  if not ok then error(name .. ": " .. tostring(r), 0) end
-  return r
+  return run_chunk(chunk, err, name, label or "chunk")
 end
 
 -- "<file>:<line>" where a function is defined

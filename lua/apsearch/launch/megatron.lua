@@ -167,7 +167,14 @@ function M.render(c)
   end
   if m.mlp == "swiglu" then A("--swiglu") end
   if m.norm == "rmsnorm" then A("--normalization", "RMSNorm") end
-  if m.position_embedding == "rope" then A("--position-embedding-type", "rope") end
+  if m.position_embedding == "rope" then
+    A("--position-embedding-type", "rope")
+    -- rope_theta, rope_scaling, activation variants (GELU-tanh gating),
+    -- extra norms and soft-capping do not change memory or time, so the
+    -- normalized model does not carry them
+    N("NOTE", "set --rotary-base (and any RoPE scaling) from the model's config.json; " ..
+      "apsearch does not model them")
+  end
   if not m.tie_word_embeddings then A("--untie-embeddings-and-output-weights") end
   if not (m.attn_out_bias or m.mlp_bias) then
     A("--disable-bias-linear")

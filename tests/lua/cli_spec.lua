@@ -7,42 +7,14 @@
 local cjson = require "cjson"
 
 local BIN = os.getenv("APS_BIN")
+local H = require "spec_helpers"
+local q, read, write, tmpdir, apsearch = H.q, H.read, H.write, H.tmpdir, H.apsearch
 local ROOT = os.getenv("APS_ROOT") or "."
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
-local function tmpdir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p " .. q(dir)))
-  return dir
-end
 
-local function write(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-  return path
-end
 
--- Runs the binary; returns exit code, stdout, stderr.
-local function apsearch(...)
-  local args = {}
-  for i, a in ipairs({ ... }) do args[i] = q(a) end
-  local dir = tmpdir()
-  local cmd = string.format("cd %s && APSEARCH_ROOT=%s %s %s > %s/out 2> %s/err",
-    q(ROOT), q(ROOT), q(BIN), table.concat(args, " "), dir, dir)
-  local _, _, code = os.execute(cmd)
-  return code, read(dir .. "/out") or "", read(dir .. "/err") or ""
-end
 
 local function one_line_error(code, out, err)
   assert.are.equal(2, code)

@@ -3,27 +3,12 @@
 
 local policy = require "apsearch.policy"
 
+local H = require "spec_helpers"
+local write, tmpdir, err_of = H.write, H.tmpdir, H.err_of
 local ROOT = os.getenv("APS_ROOT") or "."
 
-local function tmpdir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p '" .. dir .. "'"))
-  return dir
-end
 
-local function write(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-  return path
-end
 
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e)
-end
 
 local function base()
   return {

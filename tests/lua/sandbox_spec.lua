@@ -11,37 +11,14 @@ local rules = require "apsearch.rules"
 local policy = require "apsearch.policy"
 
 local BIN = os.getenv("APS_BIN")
+local H = require "spec_helpers"
+local q, read, write, tmpdir, apsearch, err_of = H.q, H.read, H.write, H.tmpdir, H.apsearch, H.err_of
 local ROOT = os.getenv("APS_ROOT") or "."
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
-local function tmpdir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p " .. q(dir)))
-  return dir
-end
 
-local function write(path, text, mode)
-  local f = assert(io.open(path, mode or "w"))
-  f:write(text)
-  f:close()
-  return path
-end
 
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e)
-end
 
 local DIR
 local saved

@@ -1,0 +1,57 @@
+--- Helpers shared by the busted specs: files, temporary directories, and
+-- running the built `apsearch` binary.  The specs find the repo root in
+-- APS_ROOT and the binary in APS_BIN (CTest sets both).
+local assert = require "luassert"
+
+local M = {}
+
+M.ROOT = os.getenv("APS_ROOT") or "."
+M.BIN = os.getenv("APS_BIN")
+
+--- Quotes a string for the shell.
+function M.q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+--- Contents of a file, or nil.
+function M.read(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+--- Writes text to path (mode "w" unless given) and returns the path.
+function M.write(path, text, mode)
+  local f = assert(io.open(path, mode or "w"))
+  f:write(text)
+  f:close()
+  return path
+end
+
+--- A fresh empty directory.
+function M.tmpdir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. M.q(dir)))
+  return dir
+end
+
+--- Runs the binary from the repo root; returns exit code, stdout, stderr.
+function M.apsearch(...)
+  local args = {}
+  for i, a in ipairs({ ... }) do args[i] = M.q(a) end
+  local dir = M.tmpdir()
+  local cmd = string.format("cd %s && APSEARCH_ROOT=%s %s %s > %s/out 2> %s/err",
+    M.q(M.ROOT), M.q(M.ROOT), M.q(M.BIN), table.concat(args, " "), dir, dir)
+  local _, _, code = os.execute(cmd)
+  return code, M.read(dir .. "/out") or "", M.read(dir .. "/err") or ""
+end
+
+--- The message of the error f(...) raises (fails the spec if none).
+function M.err_of(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return tostring(e)
+end
+
+return M

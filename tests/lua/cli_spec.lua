@@ -11,11 +11,6 @@ local H = require "spec_helpers"
 local q, read, write, tmpdir, apsearch = H.q, H.read, H.write, H.tmpdir, H.apsearch
 local ROOT = os.getenv("APS_ROOT") or "."
 
-
-
-
-
-
 local function one_line_error(code, out, err)
   assert.are.equal(2, code)
   assert.are.equal("", out)

@@ -7,9 +7,6 @@ local H = require "spec_helpers"
 local write, tmpdir, err_of = H.write, H.tmpdir, H.err_of
 local ROOT = os.getenv("APS_ROOT") or "."
 
-
-
-
 local function base()
   return {
     model = "llama-3.1-8b",

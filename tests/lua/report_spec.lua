@@ -21,10 +21,6 @@ local q, read, tmpdir, apsearch = H.q, H.read, H.tmpdir, H.apsearch
 local ROOT = os.getenv("APS_ROOT") or "."
 local BIN = os.getenv("APS_BIN")
 
-
-
-
-
 local function near(a, b, rel)
   rel = rel or 1e-9
   return math.abs(a - b) <= rel * math.max(math.abs(a), math.abs(b), 1e-300)

@@ -14,10 +14,6 @@ local H = require "spec_helpers"
 local q, read, tmpdir, apsearch = H.q, H.read, H.tmpdir, H.apsearch
 local ROOT = os.getenv("APS_ROOT") or "."
 
-
-
-
-
 local function changed_paths(diff)
   local by = {}
   for _, c in ipairs(diff.inputs.changed) do by[c.path] = c end

@@ -15,11 +15,6 @@ local H = require "spec_helpers"
 local q, read, write, tmpdir, apsearch, err_of = H.q, H.read, H.write, H.tmpdir, H.apsearch, H.err_of
 local ROOT = os.getenv("APS_ROOT") or "."
 
-
-
-
-
-
 local DIR
 local saved
 

@@ -127,7 +127,9 @@ typedef struct {
     bool dropout;                  /**< default off (Llama style) */
     bool fp8_params;               /**< fp8: weights kept in fp8 (Megatron
                                         --fp8-param-gather), no bf16 copy */
-    int64_t vocab_size_divisible_by; /**< Megatron make_vocab_size_divisible_by */
+    int64_t vocab_size_divisible_by; /**< Megatron make_vocab_size_divisible_by;
+                                        0 = framework default (128 for
+                                        megatron/deepspeed, 1 otherwise) */
     double memory_limit_bytes;     /**< 0: device capacity - memory_margin */
     double memory_margin_bytes;    /**< kept free below capacity */
     double allocator_fragmentation;/**< fraction of allocated bytes lost */

@@ -60,7 +60,7 @@ M.training = {
   optimizer = enum("adam", "adamw", "sgd"),
   framework = enum("megatron", "fsdp2", "fsdp", "deepspeed"),
   flash_attention = "bool", dropout = "bool", fp8_params = "bool",
-  vocab_size_divisible_by = "posint",
+  vocab_size_divisible_by = "nonnegint",
   memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
   allocator_fragmentation = "fraction", ddp_bucket_bytes = "nonneg",
   ddp_buckets_in_flight = "posint",

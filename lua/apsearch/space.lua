@@ -71,7 +71,11 @@ function M.set_dim(c, dim, v)
     c.auto_recompute = v == "auto" or nil
     if v == "auto" then v = -1 end
   end
-  if v == "even" or v == false then v = nil end
+  -- "even" (listed, or false from the per-pp expansion) is the even split;
+  -- false is a real value of every other (boolean) dimension
+  if (dim == "stage_partition" or dim == "layer_offset") and (v == "even" or v == false) then
+    v = nil
+  end
   c[dim] = v
 end
 

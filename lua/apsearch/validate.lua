@@ -39,9 +39,6 @@ M.MEASURES = {
 
 --- Learned positions of the GPT rows (the README: "GPT: max 2048 positions").
 local GPT_POSITIONS = 2048
---- Megatron pads the vocabulary (--make-vocab-size-divisible-by 128);
--- the PyTorch frameworks do not.
-local PAD = { megatron = 128, deepspeed = 128, fsdp2 = 1, fsdp = 1 }
 
 local function need_int(row, col)
   local v = math.tointeger(tonumber(row[col]))
@@ -115,7 +112,6 @@ function M.case_inputs(row)
     framework = framework,
     flash_attention = need_bool(row, "flash_attention"),
     dropout = gpt,
-    vocab_size_divisible_by = PAD[framework],
   }
   local strategy = {
     dp_degree = need_int(row, "dp_degree"),

@@ -264,10 +264,20 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
         /* torchtitan/config/job_config.py [parallelism]: the replicate
          * dimension is DDP, the shard dimension FSDP2; tensor parallelism is
          * always sequence-parallel (parallelize_llama). */
-        if (s->fsdp_degree == 1 && s->zero_stage >= 1) {
+        if (s->fsdp_degree == 1 && s->cp_degree == 1 && s->zero_stage >= 1) {
             aps_fmt(msg, n, "fsdp2: zero_stage = %lld over DDP does not exist "
                     "in TorchTitan (shard with data_parallel_shard_degree)",
                     (long long)s->zero_stage);
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+        /* torchtitan/distributed/parallel_dims.py: "DDP has not supported
+         * > 1D parallelism" (replicate without shard, with TP or PP). */
+        if (s->fsdp_degree == 1 && s->cp_degree == 1 && s->dp_degree > 1 &&
+            (s->tp_degree > 1 || s->pp_degree > 1)) {
+            aps_fmt(msg, n, "fsdp2: DDP (dp_degree = %lld, fsdp_degree = 1) "
+                    "with tp_degree = %lld, pp_degree = %lld; TorchTitan's DDP "
+                    "is data parallelism only", (long long)s->dp_degree,
+                    (long long)s->tp_degree, (long long)s->pp_degree);
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
         }
         if (s->tp_degree > 1 && !s->sequence_parallel) {
@@ -306,6 +316,16 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
             aps_fmt(msg, n, "deepspeed: cp_degree = %lld; DeepSpeed has no "
                     "ring or all-gather context parallelism",
                     (long long)s->cp_degree);
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+        /* deepspeed/runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are
+         * incompatible with pipeline parallelism". */
+        if (s->pp_degree > 1 && (s->fsdp_degree > 1 || s->zero_stage >= 2)) {
+            aps_fmt(msg, n, "deepspeed: pp_degree = %lld with ZeRO-2/3 "
+                    "(zero_stage = %lld, fsdp_degree = %lld); DeepSpeed's "
+                    "pipeline engine allows ZeRO-0/1 only",
+                    (long long)s->pp_degree, (long long)s->zero_stage,
+                    (long long)s->fsdp_degree);
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
         }
         break;

@@ -450,6 +450,10 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
         } else {
             sync = aps_allreduce_time(plan.dp_group, grads, bw, alpha);
         }
+        /* TorchTitan's DDP all-reduces after every micro-batch (train.py
+         * runs gradient accumulation without no_sync) */
+        if (t->framework == APS_FW_FSDP2)
+            times = mb;
         double exposed = times * max0(sync - t->dp_overlap * slow_tb) +
                          max0(gather - t->dp_overlap * slow_tf);
         set_perf(out, APS_PERF_DP_GRAD_SYNC, times * sync + gather, exposed);
@@ -460,8 +464,12 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
                        &bw, &alpha);
         double shard = by->grad * psi_max / (double)plan.shard_group;
         double ar = aps_allreduce_time(plan.replicate, shard, bw, alpha);
-        set_perf(out, APS_PERF_HSDP_REPLICATE_SYNC, ar,
-                 max0(ar - t->dp_overlap * slow_tb));
+        /* FSDP2 (TorchTitan) reduces across replicas after every
+         * micro-batch's backward: its gradient accumulation does not turn
+         * the replicate all-reduce off (train.py, no set_requires_all_reduce) */
+        double times = t->framework == APS_FW_FSDP2 ? mb : 1.0;
+        set_perf(out, APS_PERF_HSDP_REPLICATE_SYNC, times * ar,
+                 times * max0(ar - t->dp_overlap * slow_tb));
     }
     {
         double traffic = (t->optimizer == APS_OPT_ADAM ? APS_ADAM_STATE_TRAFFIC

@@ -16,6 +16,9 @@ void aps_fmt(char *msg, size_t n, const char *fmt, ...)
  *  UTF-8 (no control characters) (names.c). */
 bool aps_text_ok(const char *s, size_t cap);
 
+/** Megatron-LM --make-vocab-size-divisible-by default (arguments.py). */
+#define APS_VOCAB_DIVISOR 128
+
 /** Bytes of one activation element in the training precision: 2 for bf16,
  *  fp16 and fp8 (TransformerEngine keeps activations between layers in bf16). */
 #define APS_ACT_BYTES 2.0

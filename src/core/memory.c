@@ -214,7 +214,12 @@ void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
         break;
     }
     int64_t R = s->dp_degree, S = s->fsdp_degree, c = s->cp_degree;
-    if (S > 1) {
+    /* TorchTitan shards over dp_shard x cp whenever CP is on, even with
+     * dp_shard = 1 (torchtitan/distributed/parallel_dims.py: fsdp_enabled
+     * = dp_shard_enabled or cp_enabled; fully_shard on the dp_shard_cp
+     * mesh). */
+    bool fsdp2_cp = t->framework == APS_FW_FSDP2 && c > 1;
+    if (S > 1 || fsdp2_cp) {
         /* FSDP / HSDP: everything sharded over S (and the CP ranks, which
          * hold the same parameters: TorchTitan's dp_shard_cp mesh). */
         plan->shard_group = S * c;

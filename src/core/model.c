@@ -160,7 +160,13 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
 
 double aps_padded_vocab(const aps_model *m, const aps_training *t, int64_t tp)
 {
-    int64_t mult = t->vocab_size_divisible_by * tp;
+    /* 0: the framework's own default -- Megatron-LM (and Megatron-DeepSpeed)
+     * pad to 128 x t; PyTorch frameworks do not pad. */
+    int64_t div = t->vocab_size_divisible_by;
+    if (div == 0)
+        div = (t->framework == APS_FW_MEGATRON ||
+               t->framework == APS_FW_DEEPSPEED) ? APS_VOCAB_DIVISOR : 1;
+    int64_t mult = div * tp;
     if (mult < 1)
         mult = 1;
     int64_t padded = (m->vocab_size + mult - 1) / mult * mult;

@@ -6,8 +6,6 @@
 #include <math.h>
 #include "internal.h"
 
-/** Megatron-LM --make-vocab-size-divisible-by default (arguments.py). */
-#define APS_VOCAB_DIVISOR 128
 /** Headroom kept below capacity for allocations not modelled (cuBLAS
  *  workspaces, NCCL buffer growth, Python objects). Assumed: 1 GiB. */
 #define APS_MEMORY_MARGIN (1024.0 * 1024.0 * 1024.0)
@@ -40,7 +38,7 @@ void aps_training_defaults(aps_training *t)
     t->framework = APS_FW_MEGATRON;
     t->flash_attention = true;
     t->dropout = false;
-    t->vocab_size_divisible_by = APS_VOCAB_DIVISOR;
+    t->vocab_size_divisible_by = 0; /* the framework's default */
     t->memory_limit_bytes = 0;
     t->memory_margin_bytes = APS_MEMORY_MARGIN;
     t->allocator_fragmentation = APS_FRAGMENTATION;
@@ -68,9 +66,10 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
                 (long long)t->seq_length);
         return APS_EINVAL;
     }
-    if (t->vocab_size_divisible_by < 1 || t->vocab_size_divisible_by > 65536) {
+    if (t->vocab_size_divisible_by < 0 || t->vocab_size_divisible_by > 65536) {
         aps_fmt(err, n,
-                "training.vocab_size_divisible_by: must be in [1, 65536] (got %lld)",
+                "training.vocab_size_divisible_by: must be 0 (the framework's "
+                "default) or in [1, 65536] (got %lld)",
                 (long long)t->vocab_size_divisible_by);
         return APS_EINVAL;
     }
@@ -143,6 +142,12 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
         aps_fmt(err, n, "training.memory_limit_bytes: %.2f GiB exceeds the "
                 "device capacity %.2f GiB (cluster.device.memory_bytes)",
                 t->memory_limit_bytes / 1073741824.0,
+                d->memory_bytes / 1073741824.0);
+        return APS_EINVAL;
+    }
+    if (t->memory_limit_bytes == 0 && !(d->memory_bytes - t->memory_margin_bytes > 0)) {
+        aps_fmt(err, n, "training.memory_margin_bytes: %.2f GiB leaves no memory "
+                "of the device's %.2f GiB", t->memory_margin_bytes / 1073741824.0,
                 d->memory_bytes / 1073741824.0);
         return APS_EINVAL;
     }

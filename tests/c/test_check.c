@@ -313,9 +313,17 @@ static void test_framework_unsupported(void **state)
     x.s.zero_stage = 0;
     x.s.dp_degree = 4;
     x.s.tp_degree = 2;
+    /* DDP (replicate only) with TP: TorchTitan's DDP is 1D */
+    ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
+    ASSERT_HAS(x.msg, "DDP");
+    /* FSDP with TP but without SP */
+    x.s.dp_degree = 1;
+    x.s.fsdp_degree = 4;
     x.s.sequence_parallel = false;
     ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
     ASSERT_HAS(x.msg, "sequence-parallel");
+    x.s.fsdp_degree = 1;
+    x.s.dp_degree = 4;
     /* fsdp (FSDP1): data parallelism only */
     x.t.framework = APS_FW_FSDP;
     x.s.sequence_parallel = true;

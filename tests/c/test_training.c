@@ -11,7 +11,7 @@
 #include "fixtures.h"
 
 /* MODELING.md s.1 and training.c: bf16, Adam, Megatron profile, flash on,
- * dropout off; Megatron make_vocab_size_divisible_by 128; 1 GiB margin;
+ * dropout off; make_vocab_size_divisible_by 0 (the framework default); 1 GiB margin;
  * 5% fragmentation; torch DDP bucket_cap_mb 25 (MiB), 2 in flight;
  * overlaps dp 0.8, fsdp 0.9, tp 0, pp p2p 0. */
 static void test_training_defaults(void **state)
@@ -25,7 +25,7 @@ static void test_training_defaults(void **state)
     assert_int_equal(t.framework, APS_FW_MEGATRON);
     assert_true(t.flash_attention);
     assert_false(t.dropout);
-    assert_int_equal(t.vocab_size_divisible_by, 128);
+    assert_int_equal(t.vocab_size_divisible_by, 0); /* framework default */
     ASSERT_REL(t.memory_limit_bytes, 0.0, 0);
     ASSERT_REL(t.memory_margin_bytes, 1073741824.0, 0);
     ASSERT_REL(t.allocator_fragmentation, 0.05, REL);
@@ -59,7 +59,7 @@ static void test_training_validate(void **state)
     t.seq_length = 0;
     expect_training_einval(&t, "seq_length");
     fx_training(&t, 8, 4096);
-    t.vocab_size_divisible_by = 0;
+    t.vocab_size_divisible_by = -1;
     expect_training_einval(&t, "vocab_size_divisible_by");
     fx_training(&t, 8, 4096);
     t.memory_limit_bytes = -1.0;

@@ -45,7 +45,13 @@ function M.load(path)
   -- preset names match case-insensitively: store them lower-case, as
   -- apply() looks them up
   local devices = {}
-  for dev, fields in pairs(c.devices) do devices[dev:lower()] = fields end
+  for dev, fields in pairs(c.devices) do
+    local key = dev:lower()
+    if devices[key] then
+      error(("%s: devices: %q and another spelling name the same preset %s"):format(path, dev, key), 0)
+    end
+    devices[key] = fields
+  end
   c.devices = devices
   c.training = c.training or {}
   c.name = c.name or path

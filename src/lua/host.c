@@ -256,7 +256,21 @@ static void report(const char *msg)
         msg = "(no error message)";
     if (strncmp(msg, prefix, sizeof prefix - 1) == 0)
         msg += sizeof prefix - 1;
-    fprintf(stderr, "%s%s\n", prefix, msg);
+    fputs(prefix, stderr);
+    const char *debug = getenv("APSEARCH_DEBUG");
+    if (debug != NULL && debug[0] != '\0') {
+        fputs(msg, stderr); /* with its traceback, on several lines */
+    } else {
+        /* one line, whatever the message carries (a key or value with a
+         * newline in it): control characters are written as \ooo */
+        for (const unsigned char *c = (const unsigned char *)msg; *c; c++) {
+            if (*c < 0x20 || *c == 0x7f)
+                fprintf(stderr, "\\%03o", *c);
+            else
+                fputc(*c, stderr);
+        }
+    }
+    fputc('\n', stderr);
     fflush(stderr);
 }
 

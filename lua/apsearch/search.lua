@@ -239,13 +239,14 @@ function M.run(policy, opts)
     num_devices = inputs.cluster.num_devices,
     allow_idle_devices = policy.constraints.allow_idle_devices,
   })
-  local space_size = space:size()
   local cap = policy.constraints.max_candidates or schema.default_max_candidates
+  local space_size, stopped = space:size(cap)
   if space_size > cap then
-    error(string.format("%s: search_space: %s candidates exceed constraints.max_candidates = %s " ..
+    local commas = require("apsearch.format.common").commas
+    error(string.format("%s: search_space: %s%s candidates exceed constraints.max_candidates = %s " ..
       "(narrow the space, fix a dimension with --fix, or raise the limit)",
-      policy.file or "policy", require("apsearch.format.common").commas(space_size),
-      require("apsearch.format.common").commas(cap)), 0)
+      policy.file or "policy", stopped and "more than " or "",
+      commas(stopped and cap or space_size), commas(cap)), 0)
   end
   local better, objective_name, objective_info = objectives.get(policy.objective)
   local k = policy.top_k or 10

@@ -297,13 +297,22 @@ end
 
 --- Number of candidates the iterator yields, computed without enumerating
 -- the independent dimensions (a product over them).
--- @treturn integer
-function Space:size()
+-- @tparam[opt] integer limit stop counting once the count passes it
+-- @treturn integer the count (with a limit: a number above the limit when
+--   the count passed it)
+-- @treturn boolean true when counting stopped early
+function Space:size(limit)
   if self._size then return self._size end
   local levels, n = self.levels, #self.levels
   local c = self:base()
+  -- with a limit, counting stops once the total passes it (the result is
+  -- then only known to exceed the limit), and after WORK level visits
+  local WORK, work = 10000000, 0
+  local over = false
   local function count(k)
     if k > n then return 1 end
+    work = work + 1
+    if limit and work > WORK then over = true return 0 end
     local l = levels[k]
     local list = l.values(c)
     local m = #list
@@ -317,11 +326,14 @@ function Space:size()
     for i = 1, m do
       if set then set(c, list[i]) else c[field] = list[i] end
       total = total + count(k + 1)
+      if over or (limit and total > limit) then over = true break end
     end
     return total
   end
-  self._size = count(1)
-  return self._size
+  local total = count(1)
+  if over then return math.max(total, (limit or 0) + 1), true end
+  self._size = total
+  return total
 end
 
 --- Iterates over the candidates.

@@ -311,8 +311,21 @@ local function rule_check(name, fn, code, description, trusted)
     views[v] = candidate
     return v
   end
+  -- the evaluation, read-only too: the search ranks by it
+  local ev_mt = {
+    __metatable = "read-only evaluation",
+    __newindex = function(_, k)
+      error(string.format("%s: the evaluation is read-only (tried to set %s)", label, tostring(k)), 2)
+    end,
+  }
+  local function ev_view(evaluation)
+    if trusted or evaluation == nil then return evaluation end
+    ev_mt.__index = evaluation
+    ev_mt.__pairs = function() return next, evaluation, nil end
+    return setmetatable({}, ev_mt)
+  end
   return function(candidate, ctx, evaluation)
-    local ok, c, msg = call(view(candidate), context(ctx), evaluation)
+    local ok, c, msg = call(view(candidate), context(ctx), ev_view(evaluation))
     if ok == true then return true end
     if ok ~= false then
       bad_return(fn, label, "returned " .. util.describe(ok) ..

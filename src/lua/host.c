@@ -258,8 +258,11 @@ static void report(const char *msg)
         msg += sizeof prefix - 1;
     fputs(prefix, stderr);
     const char *debug = getenv("APSEARCH_DEBUG");
-    if (debug != NULL && debug[0] != '\0') {
-        fputs(msg, stderr); /* with its traceback, on several lines */
+    if ((debug != NULL && debug[0] != '\0') ||
+        strstr(msg, "\nstack traceback:") != NULL) {
+        /* a traceback (debug mode, or a failing policy or rule script
+         * reported by the sandbox): on several lines, as written */
+        fputs(msg, stderr);
     } else {
         /* one line, whatever the message carries (a key or value with a
          * newline in it): control characters are written as \ooo */

@@ -217,11 +217,23 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
     return APS_REASON_NONE;
 }
 
-/** True if the strategy gives an explicit partition whose ranks differ. */
+/** True if the strategy's explicit partition or offsets make ranks differ. */
 static bool uneven_partition(const aps_strategy *s)
 {
-    for (int64_t i = 1; i < s->pp_degree; i++)
-        if (s->stage_partition[i] != s->stage_partition[0])
+    for (int64_t i = 0; i < s->pp_degree; i++)
+        if ((i > 0 && s->stage_partition[i] != s->stage_partition[0]) ||
+            s->layer_offset[i] != 0)
+            return true;
+    return false;
+}
+
+/** True if the explicit partition or the offsets make middle stages (not
+ *  the first or last) differ from each other. */
+static bool middle_uneven(const aps_strategy *s)
+{
+    for (int64_t i = 2; i < s->pp_degree - 1; i++)
+        if (s->stage_partition[i] != s->stage_partition[1] ||
+            s->layer_offset[i] != s->layer_offset[1])
             return true;
     return false;
 }
@@ -252,11 +264,20 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
                     "for full sharding)", (long long)s->zero_stage);
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
         }
+        /* --decoder-first/last-pipeline-num-layers: only the first and
+         * last stage may differ from the others, and not with
+         * interleaving (apsearch.launch.megatron writes no layout). */
         if (s->vpp_degree > 1 && (s->balance_stages || uneven_partition(s))) {
             aps_fmt(msg, n, "megatron: interleaving (vpp_degree = %lld) needs "
                     "the same layers on every pipeline rank; an uneven or "
                     "balanced stage_partition cannot be expressed",
                     (long long)s->vpp_degree);
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+        if (middle_uneven(s)) {
+            aps_fmt(msg, n, "megatron: stage_partition / layer_offset give the "
+                    "middle stages different layer counts; Megatron-LM can "
+                    "only make the first and last stage differ");
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
         }
         break;

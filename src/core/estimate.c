@@ -192,93 +192,222 @@ static void stage_fwd_bwd(const stage_time *tm, double *tf, double *tb)
           tm->cp_exposed_bwd + tm->fsdp_exposed_bwd;
 }
 
+/** Recomputed layers of stage i holding k layers: its own count under
+ *  auto_recompute (the fewest that fit the memory limit), else the
+ *  strategy's recompute_num_layers. */
+static int64_t stage_recompute(const aps_model *m, const aps_cluster *c,
+                               const aps_training *t, const aps_strategy *s,
+                               aps_layout *lay, const aps_dp_plan *plan,
+                               const aps_layer_cost *lc, int64_t i,
+                               double limit)
+{
+    if (!(s->auto_recompute && s->layer_recompute == APS_RECOMPUTE_FULL))
+        return given_recompute(s, i, lay->layers[i]);
+    aps_stage_estimate st;
+    lay->recompute[i] = 0;
+    aps_stage_memory(m, c, t, s, lay, plan, lc, i, &st);
+    if (st.mem_total <= limit)
+        return 0;
+    int64_t lo = 1, hi = lay->layers[i];
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        lay->recompute[i] = mid;
+        aps_stage_memory(m, c, t, s, lay, plan, lc, i, &st);
+        if (st.mem_total <= limit)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/** Time per micro-batch of stage i as laid out (its recompute chosen by
+ *  stage_recompute), plus a penalty of 1e6 s per unit of memory overflow
+ *  so that a partition that fits always beats one that does not. */
+static double stage_cost(const aps_model *m, const aps_cluster *c,
+                         const aps_training *t, const aps_strategy *s,
+                         aps_layout *lay, const aps_dp_plan *plan,
+                         const aps_layer_cost *lc, int64_t i, double limit)
+{
+    lay->recompute[i] = stage_recompute(m, c, t, s, lay, plan, lc, i, limit);
+    stage_time tm;
+    double tf, tb;
+    stage_times(m, c, t, s, lay, plan, lc, i, &tm);
+    stage_fwd_bwd(&tm, &tf, &tb);
+    aps_stage_estimate st;
+    aps_stage_memory(m, c, t, s, lay, plan, lc, i, &st);
+    double over = st.mem_total > limit ? st.mem_total / limit : 0.0;
+    return tf + tb + 1e6 * over;
+}
+
+static void set_firsts(aps_layout *lay)
+{
+    int64_t first = 0;
+    for (int64_t i = 0; i < lay->p; i++) {
+        lay->first[i] = first;
+        first += lay->layers[i];
+    }
+}
+
 /**
  * balance_stages: the contiguous partition that minimises the slowest
- * stage's time per micro-batch (which sets the 1F1B pace and the bubble).
- * Every layer costs the same, so stage i costs e_i + k u_i for k layers,
- * e_i being its fixed work (embedding on the first, output layer and loss
- * on the last; sampled from the estimator at k = 1 and 2).  Bisection on
- * the bottleneck T: stage i takes floor((T - e_i) / u_i) layers; the
- * smallest T whose capacities sum to L wins, then the surplus is taken off
- * the costliest stages (the linear-partition bottleneck problem; Galvatron
- * and MindSpore's SAPP balance the same way, by cost per stage).
- * Memory is left to auto_recompute and the memory check.
+ * stage's time per micro-batch (which sets the 1F1B pace and the bubble),
+ * among those that fit the memory limit.  Layers move in units of v (a
+ * rank's model chunks stay equal).
+ *
+ * 1. Every layer costs the same, so stage i costs about e_i + k u_i for k
+ *    layers, e_i being its fixed work (embedding on the first, output layer
+ *    and loss on the last), sampled from the estimator for every stage.
+ *    Megatron-LM can only make the first and last stage differ
+ *    (--decoder-first/last-pipeline-num-layers): there the middle count is
+ *    searched and the rest split between first and last.  Otherwise a
+ *    bisection on the bottleneck T gives stage i floor((T - e_i) / u_i)
+ *    layers (the linear-partition bottleneck problem; Galvatron and
+ *    MindSpore's SAPP balance the same way, by cost per stage).
+ * 2. Then, except for Megatron's constrained split, a local search moves v
+ *    layers across one boundary at a time while that lowers the slowest
+ *    stage's real cost (stage_cost: exposed FSDP time, auto recompute and
+ *    memory overflow included), which the affine model leaves out.
  */
 static void balance_partition(const aps_model *m, const aps_cluster *c,
                               const aps_training *t, const aps_strategy *s,
                               aps_layout *lay, const aps_dp_plan *plan,
-                              const aps_layer_cost *lc)
+                              const aps_layer_cost *lc, double limit)
 {
-    int64_t p = lay->p, L = m->num_layers;
+    int64_t p = lay->p, L = m->num_layers, v = lay->v;
     double e[APS_MAX_STAGES], u[APS_MAX_STAGES];
+    int64_t keep[APS_MAX_STAGES];
+    memcpy(keep, lay->layers, sizeof keep);
     for (int64_t i = 0; i < p; i++) {
-        /* First, last and one middle stage; the other middles are alike. */
-        if (i > 1 && i < p - 1) {
-            e[i] = e[1];
-            u[i] = u[1];
-            continue;
-        }
-        int64_t keep = lay->layers[i], keep_rc = lay->recompute[i];
         double cost[2];
-        for (int64_t k = 1; k <= 2; k++) {
+        for (int64_t j = 1; j <= 2; j++) {
+            lay->layers[i] = j * v;
+            lay->recompute[i] = s->auto_recompute ? 0 : given_recompute(s, i, j * v);
             stage_time tm;
             double tf, tb;
-            lay->layers[i] = k;
-            lay->recompute[i] = given_recompute(s, i, k);
             stage_times(m, c, t, s, lay, plan, lc, i, &tm);
             stage_fwd_bwd(&tm, &tf, &tb);
-            cost[k - 1] = tf + tb;
+            cost[j - 1] = tf + tb;
         }
-        lay->layers[i] = keep;
-        lay->recompute[i] = keep_rc;
-        u[i] = cost[1] - cost[0];
-        e[i] = cost[0] - u[i];
-        if (!(u[i] > 0.0)) /* degenerate sample: fall back to even */
+        lay->layers[i] = keep[i];
+        u[i] = (cost[1] - cost[0]) / (double)v;
+        e[i] = cost[0] - (double)v * u[i];
+        if (!(u[i] > 0.0)) /* degenerate sample: keep the placeholder */
             return;
     }
-    double vmin = (double)lay->v; /* every model chunk >= 1 layer */
-    double lo = 0.0, hi = 0.0;
-    for (int64_t i = 0; i < p; i++) {
-        double one = e[i] + vmin * u[i], all = e[i] + (double)L * u[i];
-        lo = one > lo ? one : lo;
-        hi = all > hi ? all : hi;
-    }
     int64_t k[APS_MAX_STAGES];
-    for (int iter = 0; iter < 64; iter++) {
-        double mid = 0.5 * (lo + hi);
-        int64_t sum = 0;
-        for (int64_t i = 0; i < p && sum < L; i++) {
-            double cap = (mid - e[i]) / u[i];
-            sum += cap < vmin ? lay->v : (cap > (double)L ? L : (int64_t)cap);
+    bool megatron = t->framework == APS_FW_MEGATRON && p > 2;
+    if (megatron) {
+        double best = -1.0;
+        for (int64_t km = v; km * (p - 2) <= L - 2 * v; km += v) {
+            double cm = 0.0;
+            for (int64_t i = 1; i < p - 1; i++) {
+                double ci = e[i] + (double)km * u[i];
+                cm = ci > cm ? ci : cm;
+            }
+            int64_t R = L - (p - 2) * km;
+            for (int64_t k0 = v; k0 <= R - v; k0 += v) {
+                double c0 = e[0] + (double)k0 * u[0];
+                double cl = e[p - 1] + (double)(R - k0) * u[p - 1];
+                double cost = cm > c0 ? cm : c0;
+                cost = cl > cost ? cl : cost;
+                if (best < 0.0 || cost < best) {
+                    best = cost;
+                    k[0] = k0;
+                    k[p - 1] = R - k0;
+                    for (int64_t i = 1; i < p - 1; i++)
+                        k[i] = km;
+                }
+            }
         }
-        if (sum >= L)
-            hi = mid;
-        else
-            lo = mid;
+        if (best < 0.0)
+            return;
+    } else {
+        double lo = 0.0, hi = 0.0;
+        for (int64_t i = 0; i < p; i++) {
+            double one = e[i] + (double)v * u[i], all = e[i] + (double)L * u[i];
+            lo = one > lo ? one : lo;
+            hi = all > hi ? all : hi;
+        }
+        for (int iter = 0; iter < 64; iter++) {
+            double mid = 0.5 * (lo + hi);
+            int64_t sum = 0;
+            for (int64_t i = 0; i < p && sum < L; i++) {
+                double cap = (mid - e[i]) / u[i];
+                int64_t ki = cap > (double)L ? L : (int64_t)cap / v * v;
+                sum += ki < v ? v : ki;
+            }
+            if (sum >= L)
+                hi = mid;
+            else
+                lo = mid;
+        }
+        int64_t sum = 0;
+        for (int64_t i = 0; i < p; i++) {
+            double cap = (hi - e[i]) / u[i];
+            int64_t ki = cap > (double)L ? L : (int64_t)cap / v * v;
+            k[i] = ki < v ? v : ki;
+            sum += k[i];
+        }
+        while (sum > L) { /* take the surplus off the costliest stages */
+            int64_t worst = -1;
+            for (int64_t i = 0; i < p; i++)
+                if (k[i] > v && (worst < 0 || e[i] + (double)k[i] * u[i] >
+                                                  e[worst] + (double)k[worst] * u[worst]))
+                    worst = i;
+            if (worst < 0)
+                return; /* cannot happen: L >= p v was checked */
+            k[worst] -= v;
+            sum -= v;
+        }
     }
-    int64_t sum = 0;
-    for (int64_t i = 0; i < p; i++) {
-        double cap = (hi - e[i]) / u[i];
-        k[i] = cap < vmin ? lay->v : (cap > (double)L ? L : (int64_t)cap);
-        sum += k[i];
-    }
-    while (sum > L) { /* take the surplus off the costliest stages */
-        int64_t worst = -1;
-        for (int64_t i = 0; i < p; i++)
-            if (k[i] > lay->v && (worst < 0 || e[i] + (double)k[i] * u[i] >
-                                              e[worst] + (double)k[worst] * u[worst]))
-                worst = i;
-        if (worst < 0)
-            return; /* cannot happen: L >= p v was checked */
-        k[worst]--;
-        sum--;
-    }
-    int64_t first = 0;
-    for (int64_t i = 0; i < p; i++) {
-        lay->layers[i] = k[i];
-        lay->first[i] = first;
-        first += k[i];
-        lay->recompute[i] = given_recompute(s, i, k[i]);
+    memcpy(lay->layers, k, (size_t)p * sizeof k[0]);
+    set_firsts(lay);
+
+    double cost[APS_MAX_STAGES];
+    for (int64_t i = 0; i < p; i++)
+        cost[i] = stage_cost(m, c, t, s, lay, plan, lc, i, limit);
+    if (megatron)
+        return;
+    for (int64_t round = 0; round < 4 * L; round++) {
+        int64_t slow = 0;
+        for (int64_t i = 1; i < p; i++)
+            if (cost[i] > cost[slow])
+                slow = i;
+        /* move v layers off the slowest stage to a neighbour, whichever
+         * lowers the pair's larger cost most */
+        int64_t best_to = -1;
+        double best_pair = cost[slow], bc_slow = 0, bc_to = 0;
+        for (int64_t to = slow - 1; to <= slow + 1; to += 2) {
+            if (to < 0 || to >= p || lay->layers[slow] - v < v)
+                continue;
+            lay->layers[slow] -= v;
+            lay->layers[to] += v;
+            set_firsts(lay);
+            double cs = stage_cost(m, c, t, s, lay, plan, lc, slow, limit);
+            double ct = stage_cost(m, c, t, s, lay, plan, lc, to, limit);
+            double pair = cs > ct ? cs : ct;
+            if (pair < best_pair - 1e-12) {
+                best_pair = pair;
+                best_to = to;
+                bc_slow = cs;
+                bc_to = ct;
+            }
+            lay->layers[slow] += v;
+            lay->layers[to] -= v;
+            set_firsts(lay);
+            lay->recompute[slow] = stage_recompute(m, c, t, s, lay, plan, lc, slow, limit);
+            lay->recompute[to] = stage_recompute(m, c, t, s, lay, plan, lc, to, limit);
+        }
+        if (best_to < 0)
+            break;
+        lay->layers[slow] -= v;
+        lay->layers[best_to] += v;
+        set_firsts(lay);
+        cost[slow] = bc_slow;
+        cost[best_to] = bc_to;
+        lay->recompute[slow] = stage_recompute(m, c, t, s, lay, plan, lc, slow, limit);
+        lay->recompute[best_to] = stage_recompute(m, c, t, s, lay, plan, lc, best_to, limit);
     }
 }
 
@@ -365,7 +494,7 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
     aps_layer_activations(m, t, s, &lc);
     aps_layer_times(m, c, t, s, &lc);
     if (s->balance_stages && lay.p > 1 && !partition_given(s))
-        balance_partition(m, c, t, s, &lay, &plan, &lc);
+        balance_partition(m, c, t, s, &lay, &plan, &lc, out->mem_limit);
     if (s->auto_recompute && s->layer_recompute == APS_RECOMPUTE_FULL)
         assign_recompute(m, c, t, s, &lay, &plan, &lc, out->mem_limit);
 

@@ -18,19 +18,18 @@ aps_reason aps_stage_layers(const aps_model *m, const aps_strategy *s,
         partition |= s->stage_partition[i] != 0;
         offset |= s->layer_offset[i] != 0;
     }
-    bool uneven = partition;
     if (s->balance_stages && p > 1 && !partition) {
         /* Placeholder split for the checks; aps_estimate_run replaces it
          * with the time-balanced partition (estimate.c). */
-        if (L < p * v) {
-            aps_fmt(msg, n, "num_layers = %lld < pp_degree x vpp_degree = "
-                    "%lld: every model chunk needs >= 1 layer",
-                    (long long)L, (long long)(p * v));
+        if (L < p * v || L % v != 0) {
+            aps_fmt(msg, n, "num_layers = %lld cannot be balanced over "
+                    "pp_degree x vpp_degree = %lld x %lld equal model chunks "
+                    "per rank", (long long)L, (long long)p, (long long)v);
             return APS_REASON_PP_PARTITION;
         }
+        int64_t U = L / v; /* layers move in units of v */
         for (int64_t i = 0; i < p; i++)
-            layers[i] = L / p + (i < L % p ? 1 : 0);
-        uneven = true;
+            layers[i] = (U / p + (i < U % p ? 1 : 0)) * v;
     } else if (partition) {
         int64_t sum = 0;
         for (int64_t i = 0; i < p; i++) {
@@ -67,15 +66,12 @@ aps_reason aps_stage_layers(const aps_model *m, const aps_strategy *s,
                     ">= 1", (long long)i + 1, (long long)layers[i]);
             return APS_REASON_PP_PARTITION;
         }
-        /* An explicit or balanced partition may give a rank's v model
-         * chunks sizes that differ by one layer (Llama 3 trims the first
-         * and last stage, Dubey et al. 2024 s.3.3.2); the even split and
-         * offsets keep Megatron's equal chunks. */
-        if (uneven ? layers[i] < v : layers[i] % v != 0) {
-            aps_fmt(msg, n, "stage %lld has %lld layers, not %s vpp_degree "
-                    "= %lld model chunks", (long long)i + 1,
-                    (long long)layers[i],
-                    uneven ? "enough for" : "divisible into", (long long)v);
+        /* A rank's v model chunks are equal (Megatron-LM, TorchTitan);
+         * ranks may differ from each other. */
+        if (layers[i] % v != 0) {
+            aps_fmt(msg, n, "stage %lld has %lld layers, not divisible into "
+                    "vpp_degree = %lld equal model chunks", (long long)i + 1,
+                    (long long)layers[i], (long long)v);
             return APS_REASON_PP_PARTITION;
         }
     }

@@ -539,6 +539,9 @@ static void test_balanced_partition_is_optimal(void **state)
     (void)state;
     aps_model m; aps_cluster c; aps_training t; aps_strategy s;
     pp4_setup(&m, &c, &t, &s);
+    /* DeepSpeed's pipeline engine takes any partition (Megatron-LM only
+     * first/last-stage changes: test_balanced_megatron below) */
+    t.framework = APS_FW_DEEPSPEED;
     aps_estimate *e = test_malloc(sizeof *e);
     fx_run(&m, &c, &t, &s, e);
     double even = e->step_time;
@@ -707,6 +710,43 @@ static void test_zero2_syncs_every_microbatch(void **state)
     test_free(e);
 }
 
+/* Megatron-LM can only make the first and last stage differ: the balanced
+ * split keeps the middle stages equal and is the best such split. */
+static void test_balanced_megatron(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    pp4_setup(&m, &c, &t, &s);
+    s.balance_stages = true;
+    aps_estimate *e = test_malloc(sizeof *e);
+    fx_run(&m, &c, &t, &s, e);
+    assert_true(e->feasible);
+    assert_int_equal(e->stages[1].num_layers, e->stages[2].num_layers);
+    double balanced = e->step_time;
+    aps_strategy b = s;
+    b.balance_stages = false;
+    double best = 1e300;
+    for (int km = 1; 2 * km <= 30; km++)
+        for (int k0 = 1; k0 <= 32 - 2 * km - 1; k0++) {
+            b.stage_partition[0] = k0;
+            b.stage_partition[1] = km;
+            b.stage_partition[2] = km;
+            b.stage_partition[3] = 32 - 2 * km - k0;
+            fx_run(&m, &c, &t, &b, e);
+            assert_true(e->reason == APS_REASON_NONE ||
+                        e->reason == APS_REASON_MEMORY_LIMIT);
+            if (e->feasible && e->step_time < best)
+                best = e->step_time;
+        }
+    ASSERT_REL(balanced, best, 1e-3);
+    /* a middle stage differing from another: not expressible */
+    b.stage_partition[0] = 8; b.stage_partition[1] = 7;
+    b.stage_partition[2] = 9; b.stage_partition[3] = 8;
+    fx_run(&m, &c, &t, &b, e);
+    ASSERT_REASON(e->reason, APS_REASON_FRAMEWORK_UNSUPPORTED, e->reason_msg);
+    test_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -720,6 +760,7 @@ int main(void)
         cmocka_unit_test(test_ap_ft_08_flops_sc21_eq3),
         cmocka_unit_test(test_model_flops_in_estimate),
         cmocka_unit_test(test_balanced_partition_is_optimal),
+        cmocka_unit_test(test_balanced_megatron),
         cmocka_unit_test(test_auto_recompute_is_minimal),
         cmocka_unit_test(test_first_stage_holds_L_layers),
         cmocka_unit_test(test_interleaved_bubble),

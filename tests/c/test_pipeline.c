@@ -159,16 +159,15 @@ static void test_stage_layers_failures(void **state)
                   APS_REASON_PP_DIVISIBILITY, msg);
     ASSERT_REASON(layers_of(126, 16, 1, NULL, NULL, l, msg, sizeof msg),
                   APS_REASON_PP_DIVISIBILITY, msg);
-    /* interleaving: an explicit partition may split a rank of 7 layers
-     * into chunks of 4 and 3 (Llama 3), but a rank needs >= 1 layer per
-     * model chunk: 1 layer cannot make 2 chunks */
+    /* interleaving splits every rank into equal model chunks: 7 layers
+     * cannot make 2, 6 + 10 + 8 + 8 can */
     const int64_t part2[4] = {7, 9, 8, 8};
     ASSERT_REASON(layers_of(32, 4, 2, part2, NULL, l, msg, sizeof msg),
-                  APS_REASON_NONE, msg);
-    const int64_t part3[4] = {1, 15, 8, 8};
-    ASSERT_REASON(layers_of(32, 4, 2, part3, NULL, l, msg, sizeof msg),
                   APS_REASON_PP_PARTITION, msg);
-    ASSERT_HAS(msg, "stage 1 has 1 layers, not enough for vpp_degree = 2");
+    ASSERT_HAS(msg, "stage 1 has 7 layers, not divisible into vpp_degree = 2");
+    const int64_t part3[4] = {6, 10, 8, 8};
+    ASSERT_REASON(layers_of(32, 4, 2, part3, NULL, l, msg, sizeof msg),
+                  APS_REASON_NONE, msg);
 }
 
 /* ------------------------------- Llama-3.1-405B, TP 8, PP 16, per stage */

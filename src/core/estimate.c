@@ -91,6 +91,13 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
     double keep = 1.0 - t->tp_overlap;
     double tp_fwd = L * lc->tp_fwd + tp_edge_fwd;
     double tp_bwd = L * lc->tp_bwd + rc * lc->tp_fwd + tp_edge_bwd;
+    /* TorchTitan's op-level selective recompute re-runs wk and w3, whose
+     * sequence all-gathers are not among the saved ops: 2 all-gathers per
+     * layer, a quarter each of the forward's 2 x (all-gather +
+     * reduce-scatter) */
+    if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE &&
+        t->framework == APS_FW_FSDP2 && lay->t > 1 && s->sequence_parallel)
+        tp_bwd += (L - rc) * 0.5 * lc->tp_fwd;
     st->tp_total = tp_fwd + tp_bwd;
     st->tp_exposed_fwd = tp_fwd * keep;
     st->tp_exposed_bwd = tp_bwd * keep;

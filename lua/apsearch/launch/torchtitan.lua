@@ -169,7 +169,12 @@ function M.render(c)
   elseif r.layer_recompute == "selective" then
     K("activation_checkpoint", "mode", "selective")
     K("activation_checkpoint", "selective_ac_option", "op")
-    N("APPROXIMATE", "apsearch's selective recompute (core attention only) as TorchTitan's per-op selective AC")
+    -- with the fsdp2 profile apsearch models TorchTitan's per-op selective
+    -- checkpointing itself; other profiles estimated Megatron's
+    if tr.framework ~= "fsdp2" then
+      N("APPROXIMATE", "apsearch's selective recompute (core attention only, the " ..
+        tostring(tr.framework) .. " profile) as TorchTitan's per-op selective AC")
+    end
   else
     K("activation_checkpoint", "mode", "none")
   end

@@ -199,8 +199,10 @@ static void stage_fwd_bwd(const stage_time *tm, double *tf, double *tb)
           tm->cp_exposed_bwd + tm->fsdp_exposed_bwd;
 }
 
-/** Recomputed layers of stage i holding k layers: its own count under
- *  auto_recompute (the fewest that fit the memory limit), else the
+/** Recomputed layers of stage i as laid out: under auto_recompute the
+ *  fewest that fit the memory limit (memory falls as recomputed layers
+ *  grow, past the one-layer transient the first adds, so a bisection over
+ *  [1, layers] finds it; all layers when nothing fits), else the
  *  strategy's recompute_num_layers. */
 static int64_t stage_recompute(const aps_model *m, const aps_cluster *c,
                                const aps_training *t, const aps_strategy *s,
@@ -431,24 +433,8 @@ static void assign_recompute(const aps_model *m, const aps_cluster *c,
                              aps_layout *lay, const aps_dp_plan *plan,
                              const aps_layer_cost *lc, double limit)
 {
-    for (int64_t i = 0; i < lay->p; i++) {
-        aps_stage_estimate st;
-        lay->recompute[i] = 0;
-        aps_stage_memory(m, c, t, s, lay, plan, lc, i, &st);
-        if (st.mem_total <= limit)
-            continue;
-        int64_t lo = 1, hi = lay->layers[i];
-        while (lo < hi) {
-            int64_t mid = lo + (hi - lo) / 2;
-            lay->recompute[i] = mid;
-            aps_stage_memory(m, c, t, s, lay, plan, lc, i, &st);
-            if (st.mem_total <= limit)
-                hi = mid;
-            else
-                lo = mid + 1;
-        }
-        lay->recompute[i] = lo;
-    }
+    for (int64_t i = 0; i < lay->p; i++)
+        lay->recompute[i] = stage_recompute(m, c, t, s, lay, plan, lc, i, limit);
 }
 
 /** True if the strategy gives stage_partition explicitly. */

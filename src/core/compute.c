@@ -88,7 +88,7 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
     /* Selective recompute: Megatron recomputes the attention core; with the
      * fsdp2 profile TorchTitan's op-level checkpointing recomputes the
      * even-numbered matmuls (wk, wo, w3 or fc2) and every elementwise op. */
-    if (t->framework == APS_FW_FSDP2) {
+    if (aps_profile(t)->op_sac_selective) {
         double kd = k * dh / tp;
         out->selective_fwd = aps_gemm_time(d, prec, T, kd, h) +
                              aps_gemm_time(d, prec, T, h, a * dh / tp) +

@@ -96,7 +96,7 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
      * layer, a quarter each of the forward's 2 x (all-gather +
      * reduce-scatter) */
     if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE &&
-        t->framework == APS_FW_FSDP2 && lay->t > 1 && s->sequence_parallel)
+        aps_profile(t)->op_sac_selective && lay->t > 1 && s->sequence_parallel)
         tp_bwd += (L - rc) * 0.5 * lc->tp_fwd;
     st->tp_total = tp_fwd + tp_bwd;
     st->tp_exposed_fwd = tp_fwd * keep;
@@ -167,7 +167,7 @@ static double flops_step(const aps_model *m, const aps_training *t,
     double fwd = B * (L * (matmul + attn) + 2.0 * S * h * (double)m->vocab_size);
     double flops = 3.0 * fwd + B * recomputed * (matmul + attn);
     if (selective)
-        flops += B * L * (t->framework == APS_FW_FSDP2
+        flops += B * L * (aps_profile(t)->op_sac_selective
                               ? 2.0 * S * aps_op_sac_recompute_params(m)
                               : attn);
     return flops;
@@ -305,8 +305,8 @@ static void balance_partition(const aps_model *m, const aps_cluster *c,
             return;
     }
     int64_t k[APS_MAX_STAGES];
-    bool megatron = t->framework == APS_FW_MEGATRON && p > 2;
-    if (megatron) {
+    bool first_last = aps_profile(t)->first_last_partition_only && p > 2;
+    if (first_last) {
         double best = -1.0;
         for (int64_t km = v; km * (p - 2) <= L - 2 * v; km += v) {
             double cm = 0.0;
@@ -376,7 +376,7 @@ static void balance_partition(const aps_model *m, const aps_cluster *c,
     double cost[APS_MAX_STAGES];
     for (int64_t i = 0; i < p; i++)
         cost[i] = stage_cost(m, c, t, s, lay, plan, lc, i, limit);
-    if (megatron)
+    if (first_last)
         return;
     for (int64_t round = 0; round < 4 * L; round++) {
         int64_t slow = 0;
@@ -572,9 +572,8 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
         } else {
             sync = aps_allreduce_time(plan.dp_group, grads, bw, alpha);
         }
-        /* TorchTitan's DDP all-reduces after every micro-batch (train.py
-         * runs gradient accumulation without no_sync) */
-        if (t->framework == APS_FW_FSDP2)
+        /* TorchTitan's DDP all-reduces after every micro-batch */
+        if (aps_profile(t)->sync_every_microbatch)
             times = mb;
         double exposed = times * max0(sync - t->dp_overlap * slow_tb) +
                          max0(gather - t->dp_overlap * slow_tf);
@@ -587,9 +586,8 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
         double shard = by->grad * psi_max / (double)plan.shard_group;
         double ar = aps_allreduce_time(plan.replicate, shard, bw, alpha);
         /* FSDP2 (TorchTitan) reduces across replicas after every
-         * micro-batch's backward: its gradient accumulation does not turn
-         * the replicate all-reduce off (train.py, no set_requires_all_reduce) */
-        double times = t->framework == APS_FW_FSDP2 ? mb : 1.0;
+         * micro-batch's backward */
+        double times = aps_profile(t)->sync_every_microbatch ? mb : 1.0;
         set_perf(out, APS_PERF_HSDP_REPLICATE_SYNC, times * ar,
                  times * max0(ar - t->dp_overlap * slow_tb));
     }

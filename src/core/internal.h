@@ -19,6 +19,39 @@ bool aps_text_ok(const char *s, size_t cap);
 /** Megatron-LM --make-vocab-size-divisible-by default (arguments.py). */
 #define APS_VOCAB_DIVISOR 128
 
+/** Data-parallel gradient buffers a framework keeps besides the grads. */
+typedef enum {
+    APS_DP_BUFFERS_NONE = 0,  /**< reduces in place (Megatron's grad buffer) */
+    APS_DP_BUFFERS_DDP,       /**< torch DDP buckets (training ddp_bucket_*) */
+    APS_DP_BUFFERS_DEEPSPEED  /**< reduce and all-gather buckets */
+} aps_dp_buffers;
+
+/** What the framework profile decides about memory and time (profile.c,
+ *  one entry per aps_framework, each citing its source). */
+typedef struct {
+    double weight_bytes;         /**< per parameter, before sharding */
+    double grad_bytes;           /**< also the gradient reduce dtype */
+    double optimizer_bytes_adam; /**< master copy + Adam m, v */
+    double optimizer_bytes_sgd;  /**< master copy + momentum */
+    double logits_bytes;         /**< per logit, the loss at its peak */
+    int64_t vocab_divisor;       /**< default vocab_size_divisible_by */
+    bool transformer_engine;     /**< fp8 through TransformerEngine: fp8
+                                      weight caches, fp8 saved GEMM inputs */
+    bool op_sac_selective;       /**< "selective" = TorchTitan op-level AC */
+    bool shard_over_cp;          /**< FSDP over dp_shard x cp when cp > 1 */
+    bool sync_every_microbatch;  /**< DDP / HSDP reduce per micro-batch */
+    bool first_last_partition_only; /**< only first/last stage may differ */
+    aps_dp_buffers dp_buffers;
+    double dp_reduce_bucket;     /**< elements (DEEPSPEED buffers) */
+    double dp_allgather_bucket;  /**< elements (DEEPSPEED buffers) */
+    double gather_budget;        /**< ZeRO-3 parameters gathered at once,
+                                      elements; 0 = whole FSDP units */
+    double reduce_budget;        /**< ZeRO-3 gradients reduced at once */
+} aps_framework_profile;
+
+/** The profile of the training config's framework (profile.c). */
+const aps_framework_profile *aps_profile(const aps_training *t);
+
 /** Bytes of one activation element in the training precision: 2 for bf16,
  *  fp16 and fp8 (TransformerEngine keeps activations between layers in bf16). */
 #define APS_ACT_BYTES 2.0

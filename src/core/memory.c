@@ -50,11 +50,6 @@
  *  (Megatron --fp8-param-gather) the weights are fp8 themselves: 1 byte
  *  per matrix parameter and no cache. */
 #define APS_FP8_WEIGHT_CACHE_BYTES 2.0
-/** DeepSpeed ZeRO-3 defaults: parameters alive at once, and the gradient
- *  reduce bucket, in elements (deepspeed/runtime/zero/config.py). */
-#define APS_DS_MAX_LIVE_PARAMS 1e9
-#define APS_DS_REDUCE_BUCKET 5e8
-#define APS_DS_ALLGATHER_BUCKET 5e8
 /** Bytes of an fp8 element. */
 #define APS_FP8_BYTES 1.0
 
@@ -96,7 +91,7 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
         core = (A + drop * (APS_MASK_BYTES + A)) * a * sl * S * b / tp;
 
     out->act_full = replicated + split + core;
-    out->act_selective = t->framework == APS_FW_FSDP2
+    out->act_selective = aps_profile(t)->op_sac_selective
                              ? aps_op_sac_bytes(m, t, s)
                              : replicated + split;
     out->act_input = A * sbh_rep;
@@ -139,8 +134,8 @@ double aps_op_sac_bytes(const aps_model *m, const aps_training *t,
 
 double aps_gemm_input_bytes(const aps_training *t)
 {
-    bool te = t->framework == APS_FW_MEGATRON || t->framework == APS_FW_DEEPSPEED;
-    return (t->precision == APS_PREC_FP8 && te) ? APS_FP8_BYTES : APS_ACT_BYTES;
+    return (t->precision == APS_PREC_FP8 && aps_profile(t)->transformer_engine)
+               ? APS_FP8_BYTES : APS_ACT_BYTES;
 }
 
 double aps_layer_activation_bytes(const aps_model *m, const aps_training *t,
@@ -155,29 +150,9 @@ double aps_layer_activation_bytes(const aps_model *m, const aps_training *t,
     }
 }
 
-/** Megatron's fused vocab-parallel cross-entropy keeps the bf16 logits and
- *  one fp32 buffer it turns into the gradient in place (2 + 4 bytes per
- *  logit; megatron/core/tensor_parallel/cross_entropy.py); DeepSpeed runs
- *  Megatron's.  PyTorch eager F.cross_entropy(logits.float()) keeps the
- *  fp32 log-softmax output and, entering the backward, holds it together
- *  with its dense fp32 gradient and the fp32 input gradient: 4 + 4 + 4
- *  bytes (TorchTitan, the fsdp2 profile). */
-#define APS_LOGITS_BYTES_FUSED 6.0
-#define APS_LOGITS_BYTES_EAGER 12.0
-/** llm-foundry (the fsdp profile) defaults to loss_fn = fused_crossentropy,
- *  flash-attn's CrossEntropyLoss (llmfoundry/models/mpt/modeling_mpt.py):
- *  it saves the bf16 logits and one fp32 log-sum-exp per row, and writes a
- *  bf16 gradient of the logits' shape: 2 + 2 bytes per logit. */
-#define APS_LOGITS_BYTES_FLASH 4.0
-
 double aps_logits_bytes_per_element(const aps_training *t)
 {
-    switch (t->framework) {
-    case APS_FW_MEGATRON:
-    case APS_FW_DEEPSPEED: return APS_LOGITS_BYTES_FUSED;
-    case APS_FW_FSDP: return APS_LOGITS_BYTES_FLASH;
-    default: return APS_LOGITS_BYTES_EAGER;
-    }
+    return aps_profile(t)->logits_bytes;
 }
 
 void aps_model_state_bytes(const aps_training *t, const aps_strategy *s,
@@ -191,35 +166,16 @@ void aps_model_state_bytes(const aps_training *t, const aps_strategy *s,
 void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
                        aps_dp_plan *plan)
 {
-    bool adam = t->optimizer == APS_OPT_ADAM;
+    const aps_framework_profile *fw = aps_profile(t);
     aps_state_bytes *by = &plan->bytes;
-    switch (t->framework) {
-    case APS_FW_MEGATRON:
-        /* bf16 weights, fp32 main grads, fp32 master + Adam m, v:
-         * 2 + 4 + 12 = 18 B/param (Megatron-LM docs, distributed optimizer;
-         * NVIDIA/Megatron-LM issue 654). */
-        by->weight = 2.0; by->grad = 4.0; by->optimizer = adam ? 12.0 : 8.0;
-        break;
-    case APS_FW_DEEPSPEED:
-        /* fp16 weights and grads, fp32 master + Adam: 2 + 2 + 12 = 16
-         * (Rajbhandari et al. 2020, ZeRO, s.3.1, K = 12). */
-        by->weight = 2.0; by->grad = 2.0; by->optimizer = adam ? 12.0 : 8.0;
-        break;
-    case APS_FW_FSDP2:
-    case APS_FW_FSDP:
-    default:
-        /* Sharded fp32 parameters are the master copy, fp32 grads, Adam
-         * m, v (TorchTitan: mixed_precision_param bf16, reduce fp32). */
-        by->weight = 4.0; by->grad = 4.0; by->optimizer = adam ? 8.0 : 4.0;
-        break;
-    }
+    by->weight = fw->weight_bytes;
+    by->grad = fw->grad_bytes;
+    by->optimizer = t->optimizer == APS_OPT_ADAM ? fw->optimizer_bytes_adam
+                                                 : fw->optimizer_bytes_sgd;
     int64_t R = s->dp_degree, S = s->fsdp_degree, c = s->cp_degree;
     /* TorchTitan shards over dp_shard x cp whenever CP is on, even with
-     * dp_shard = 1 (torchtitan/distributed/parallel_dims.py: fsdp_enabled
-     * = dp_shard_enabled or cp_enabled; fully_shard on the dp_shard_cp
-     * mesh). */
-    bool fsdp2_cp = t->framework == APS_FW_FSDP2 && c > 1;
-    if (S > 1 || fsdp2_cp) {
+     * dp_shard = 1 (the profile's shard_over_cp) */
+    if (S > 1 || (aps_profile(t)->shard_over_cp && c > 1)) {
         /* FSDP / HSDP: everything sharded over S (and the CP ranks, which
          * hold the same parameters: TorchTitan's dp_shard_cp mesh). */
         plan->shard_group = S * c;
@@ -247,8 +203,7 @@ static void model_states(const aps_training *t, const aps_dp_plan *plan,
     const aps_state_bytes *by = &plan->bytes;
     double G = (double)plan->shard_group;
     mem[APS_MEM_PARAMS] = psi * by->weight / (by->shard_weights ? G : 1.0);
-    if (t->precision == APS_PREC_FP8 && t->framework != APS_FW_FSDP2 &&
-        t->framework != APS_FW_FSDP) {
+    if (t->precision == APS_PREC_FP8 && aps_profile(t)->transformer_engine) {
         if (t->fp8_params) /* matrices stored in fp8 instead of bf16 */
             mem[APS_MEM_PARAMS] -= matmul_psi * (by->weight - APS_FP8_BYTES) /
                                    (by->shard_weights ? G : 1.0);
@@ -329,29 +284,24 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
         double layer_unit = aps_layer_params_tp(m, lay->t);
         double gathered = s->reshard_after_forward ? unit + layer_unit : psi;
         double reducing = unit;
-        if (t->framework == APS_FW_DEEPSPEED) {
-            /* ZeRO-3 gathers sub-module parameters up to a live budget and
-             * reduces gradients in buckets, not whole layers (DeepSpeed
-             * defaults stage3_max_live_parameters = 1e9 and
-             * reduce_bucket_size = 5e8 elements; docs "ZeRO" config). */
-            gathered = gathered < APS_DS_MAX_LIVE_PARAMS ? gathered
-                                                         : APS_DS_MAX_LIVE_PARAMS;
-            reducing = reducing < APS_DS_REDUCE_BUCKET ? reducing
-                                                       : APS_DS_REDUCE_BUCKET;
-        }
+        const aps_framework_profile *fw = aps_profile(t);
+        if (fw->gather_budget > 0 && gathered > fw->gather_budget)
+            gathered = fw->gather_budget;
+        if (fw->reduce_budget > 0 && reducing > fw->reduce_budget)
+            reducing = fw->reduce_budget;
         mem[APS_MEM_COMM_FSDP] = A * gathered + plan->bytes.grad * reducing;
-    } else if (plan->dp_group > 1 && t->framework == APS_FW_DEEPSPEED) {
-        /* DeepSpeed ZeRO-0/1/2: a gradient reduce bucket and, with sharded
-         * optimizer states, a parameter all-gather bucket, each of 5e8
-         * elements by default (reduce_bucket_size, allgather_bucket_size). */
-        mem[APS_MEM_COMM_DP] = APS_DS_REDUCE_BUCKET * plan->bytes.grad;
-        if (plan->bytes.shard_optimizer)
-            mem[APS_MEM_COMM_DP] += APS_DS_ALLGATHER_BUCKET * A;
-    } else if (plan->dp_group > 1 && t->framework != APS_FW_MEGATRON) {
-        /* torch DDP gradient buckets; Megatron reduces in its contiguous
-         * grad buffer, which is the grads themselves. */
-        mem[APS_MEM_COMM_DP] =
-            t->ddp_bucket_bytes * (double)t->ddp_buckets_in_flight;
+    } else if (plan->dp_group > 1) {
+        const aps_framework_profile *fw = aps_profile(t);
+        if (fw->dp_buffers == APS_DP_BUFFERS_DEEPSPEED) {
+            /* a gradient reduce bucket and, with sharded optimizer states,
+             * a parameter all-gather bucket */
+            mem[APS_MEM_COMM_DP] = fw->dp_reduce_bucket * plan->bytes.grad;
+            if (plan->bytes.shard_optimizer)
+                mem[APS_MEM_COMM_DP] += fw->dp_allgather_bucket * A;
+        } else if (fw->dp_buffers == APS_DP_BUFFERS_DDP) {
+            mem[APS_MEM_COMM_DP] =
+                t->ddp_bucket_bytes * (double)t->ddp_buckets_in_flight;
+        }
     }
 
     if (lay->p > 1) {

@@ -164,8 +164,7 @@ double aps_padded_vocab(const aps_model *m, const aps_training *t, int64_t tp)
      * pad to 128 x t; PyTorch frameworks do not pad. */
     int64_t div = t->vocab_size_divisible_by;
     if (div == 0)
-        div = (t->framework == APS_FW_MEGATRON ||
-               t->framework == APS_FW_DEEPSPEED) ? APS_VOCAB_DIVISOR : 1;
+        div = aps_profile(t)->vocab_divisor;
     int64_t mult = div * tp;
     if (mult < 1)
         mult = 1;

@@ -1,0 +1,90 @@
+/*
+ * profile.c -- what the training framework decides about memory and time,
+ * in one table: the estimators ask the profile, never the framework name.
+ * (What each framework can run at all is check.c's aps_check_framework.)
+ * Every entry cites the framework file or paper it comes from.
+ */
+#include "internal.h"
+
+/** DeepSpeed ZeRO defaults, in elements (deepspeed/runtime/zero/config.py):
+ *  stage3_max_live_parameters, reduce_bucket_size, allgather_bucket_size. */
+#define APS_DS_MAX_LIVE_PARAMS 1e9
+#define APS_DS_REDUCE_BUCKET 5e8
+#define APS_DS_ALLGATHER_BUCKET 5e8
+
+static const aps_framework_profile profiles[] = {
+    [APS_FW_MEGATRON] = {
+        /* bf16 weights, fp32 main grads, fp32 master + Adam m, v:
+         * 2 + 4 + 12 = 18 B/param (Megatron-LM docs, distributed
+         * optimizer; NVIDIA/Megatron-LM issue 654); bf16 training forces
+         * fp32 gradient accumulation (arguments.py). */
+        .weight_bytes = 2.0, .grad_bytes = 4.0,
+        .optimizer_bytes_adam = 12.0, .optimizer_bytes_sgd = 8.0,
+        /* fused vocab-parallel cross-entropy: bf16 logits + one fp32
+         * buffer turned into the gradient in place
+         * (megatron/core/tensor_parallel/cross_entropy.py) */
+        .logits_bytes = 6.0,
+        .vocab_divisor = APS_VOCAB_DIVISOR,
+        .transformer_engine = true,
+        /* --decoder-first/last-pipeline-num-layers: only the first and
+         * last pipeline stage may differ */
+        .first_last_partition_only = true,
+        /* the contiguous grad buffer is the grads themselves */
+        .dp_buffers = APS_DP_BUFFERS_NONE,
+    },
+    [APS_FW_DEEPSPEED] = {
+        /* fp16 weights and grads, fp32 master + Adam: 2 + 2 + 12 = 16
+         * (Rajbhandari et al. 2020, ZeRO, s.3.1, K = 12) */
+        .weight_bytes = 2.0, .grad_bytes = 2.0,
+        .optimizer_bytes_adam = 12.0, .optimizer_bytes_sgd = 8.0,
+        .logits_bytes = 6.0,            /* Megatron-DeepSpeed's loss */
+        .vocab_divisor = APS_VOCAB_DIVISOR,
+        .transformer_engine = true,
+        .dp_buffers = APS_DP_BUFFERS_DEEPSPEED,
+        .dp_reduce_bucket = APS_DS_REDUCE_BUCKET,
+        .dp_allgather_bucket = APS_DS_ALLGATHER_BUCKET,
+        /* ZeRO-3 gathers sub-module parameters up to a live budget and
+         * reduces gradients in buckets, not whole layers */
+        .gather_budget = APS_DS_MAX_LIVE_PARAMS,
+        .reduce_budget = APS_DS_REDUCE_BUCKET,
+    },
+    [APS_FW_FSDP2] = {
+        /* sharded fp32 parameters are the master copy, fp32 grads, Adam
+         * m, v (TorchTitan: mixed_precision_param bf16, reduce fp32) */
+        .weight_bytes = 4.0, .grad_bytes = 4.0,
+        .optimizer_bytes_adam = 8.0, .optimizer_bytes_sgd = 4.0,
+        /* eager F.cross_entropy(logits.float()): fp32 log-softmax, its
+         * dense gradient and the input gradient alive entering the
+         * backward, 4 + 4 + 4 */
+        .logits_bytes = 12.0,
+        .vocab_divisor = 1,
+        /* "selective" = selective_ac_option "op"
+         * (torchtitan/distributed/activation_checkpoint.py) */
+        .op_sac_selective = true,
+        /* fsdp_enabled = dp_shard_enabled or cp_enabled
+         * (torchtitan/distributed/parallel_dims.py) */
+        .shard_over_cp = true,
+        /* gradient accumulation without no_sync / set_requires_all_reduce
+         * (torchtitan train.py) */
+        .sync_every_microbatch = true,
+        .dp_buffers = APS_DP_BUFFERS_DDP,
+    },
+    [APS_FW_FSDP] = {
+        .weight_bytes = 4.0, .grad_bytes = 4.0,
+        .optimizer_bytes_adam = 8.0, .optimizer_bytes_sgd = 4.0,
+        /* llm-foundry's default loss_fn = fused_crossentropy, flash-attn's
+         * CrossEntropyLoss: bf16 logits + a bf16 gradient
+         * (llmfoundry/models/mpt/modeling_mpt.py) */
+        .logits_bytes = 4.0,
+        .vocab_divisor = 1,
+        .dp_buffers = APS_DP_BUFFERS_DDP,
+    },
+};
+
+const aps_framework_profile *aps_profile(const aps_training *t)
+{
+    unsigned f = (unsigned)t->framework;
+    if (f >= sizeof profiles / sizeof profiles[0])
+        f = APS_FW_MEGATRON;
+    return &profiles[f];
+}

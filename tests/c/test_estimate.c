@@ -747,6 +747,137 @@ static void test_balanced_megatron(void **state)
     test_free(e);
 }
 
+/* ------------------------------------------------ framework profiles */
+
+/* Bytes per logit held by the loss (profile.c): Megatron's fused
+ * cross-entropy 6, TorchTitan's eager F.cross_entropy(logits.float()) 12,
+ * llm-foundry's flash-attn loss 4.  Llama-3.1-8B, t = 1, s = 8192, b = 1:
+ * 8192 x 128256 = 1,050,673,152 logits (128256 needs no padding). */
+static void test_logits_bytes_by_framework(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_llama31_8b(&m);
+    fx_h100(&c, 8);
+    fx_training(&t, 8, 8192);
+    aps_strategy_defaults(&s);
+    s.fsdp_degree = 8;
+    aps_estimate *e = test_malloc(sizeof *e);
+    const struct { aps_framework f; double bytes; } cases[] = {
+        {APS_FW_MEGATRON, 6.0}, {APS_FW_FSDP2, 12.0}, {APS_FW_FSDP, 4.0},
+        {APS_FW_DEEPSPEED, 6.0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        t.framework = cases[i].f;
+        fx_run(&m, &c, &t, &s, e);
+        ASSERT_REL(e->stages[0].mem[APS_MEM_LOGITS_LOSS],
+                   cases[i].bytes * 1050673152.0, REL);
+    }
+    test_free(e);
+}
+
+/* TorchTitan shards over dp_shard x cp when CP is on, even with
+ * fsdp_degree = 1: Llama-3.1-8B (8,030,261,248 parameters, no padding
+ * under fsdp2) with cp 8 holds 4 + 4 + 8 bytes per parameter / 8. */
+static void test_fsdp2_shards_over_cp(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_llama31_8b(&m);
+    fx_h100(&c, 8);
+    fx_training(&t, 8, 8192);
+    t.framework = APS_FW_FSDP2;
+    aps_strategy_defaults(&s);
+    s.cp_degree = 8;
+    aps_estimate *e = test_malloc(sizeof *e);
+    fx_run(&m, &c, &t, &s, e);
+    double P = 8030261248.0;
+    ASSERT_REL(e->mem[APS_MEM_PARAMS], 4.0 * P / 8.0, REL);
+    ASSERT_REL(e->mem[APS_MEM_GRADS], 4.0 * P / 8.0, REL);
+    ASSERT_REL(e->mem[APS_MEM_OPTIMIZER_STATES], 8.0 * P / 8.0, REL);
+    /* Megatron keeps DDP semantics: replicated states, sharded optimizer
+     * only with the distributed optimizer */
+    t.framework = APS_FW_MEGATRON;
+    fx_run(&m, &c, &t, &s, e);
+    assert_true(e->mem[APS_MEM_PARAMS] > 1.9 * P);
+    test_free(e);
+}
+
+/* FSDP2 all-reduces the gradient shard across replicas after every
+ * micro-batch: HSDP S 8 x R 2 on two 8-GPU nodes, B 32, b 1 -> m = 2.
+ * The replicate group (stride 8, one member per node) runs at one NIC,
+ * 50e9 x 0.8 = 40e9 B/s, alpha 8e-6; the shard is 4 B x P / 8. */
+static void test_fsdp2_replicate_sync_every_microbatch(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_llama31_8b(&m);
+    fx_h100(&c, 16);
+    fx_training(&t, 32, 4096);
+    t.framework = APS_FW_FSDP2;
+    aps_strategy_defaults(&s);
+    s.fsdp_degree = 8;
+    s.dp_degree = 2;
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    aps_estimate *e = test_malloc(sizeof *e);
+    fx_run(&m, &c, &t, &s, e);
+    assert_int_equal(e->micro_batch_num, 2);
+    double ar = aps_allreduce_time(2, 4.0 * 8030261248.0 / 8.0, 40e9, 8e-6);
+    ASSERT_REL(e->perf_total[APS_PERF_HSDP_REPLICATE_SYNC], 2.0 * ar, REL);
+    test_free(e);
+}
+
+/* TorchTitan's op-level selective recompute re-runs wk and w3, and with
+ * TP + SP their two sequence all-gathers: Llama-3.1-8B, fsdp 4 x tp 2 on
+ * one node, B 8, b 1 (m = 2), s 8192.  One all-gather of the 2 x 8192 x
+ * 4096 B activation over 2 NVLink ranks: 1/2 x 67,108,864 / 360e9 + 3e-6;
+ * selective adds 2 of them per layer and micro-batch: 32 x 2 x 2 x AG. */
+static void test_op_sac_regathers_under_sp(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_llama31_8b(&m);
+    fx_h100(&c, 8);
+    fx_training(&t, 8, 8192);
+    t.framework = APS_FW_FSDP2;
+    aps_strategy_defaults(&s);
+    s.fsdp_degree = 4;
+    s.tp_degree = 2;
+    aps_estimate *e = test_malloc(sizeof *e);
+    fx_run(&m, &c, &t, &s, e);
+    double none = e->perf_total[APS_PERF_TP_COMM];
+    s.layer_recompute = APS_RECOMPUTE_SELECTIVE;
+    fx_run(&m, &c, &t, &s, e);
+    double ag = aps_allgather_time(2, 67108864.0, 360e9, 3e-6);
+    ASSERT_REL(e->perf_total[APS_PERF_TP_COMM] - none, 32.0 * 2.0 * 2.0 * ag, 1e-9);
+    test_free(e);
+}
+
+/* DeepSpeed ZeRO-3 gathers up to stage3_max_live_parameters = 1e9 and
+ * reduces in reduce_bucket_size = 5e8 element buckets: GPT-3 175B layers
+ * (1.8e9 parameters) exceed both, so its FSDP buffers are
+ * 2 B x 1e9 + 2 B (fp16 grads) x 5e8 = 3e9 bytes. */
+static void test_deepspeed_zero3_buffers(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_gpt3_175b(&m);
+    aps_device_preset("a100-sxm4-80gb", &c.device);
+    c.num_devices = 64;
+    c.devices_per_node = 8;
+    fx_training(&t, 64, 2048);
+    t.framework = APS_FW_DEEPSPEED;
+    t.precision = APS_PREC_FP16;
+    t.dropout = true;
+    t.flash_attention = false;
+    aps_strategy_defaults(&s);
+    s.fsdp_degree = 64;
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    aps_estimate *e = test_malloc(sizeof *e);
+    fx_run(&m, &c, &t, &s, e);
+    ASSERT_REL(e->stages[0].mem[APS_MEM_COMM_FSDP], 3e9, REL);
+    test_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -766,6 +897,11 @@ int main(void)
         cmocka_unit_test(test_interleaved_bubble),
         cmocka_unit_test(test_cp_halves_activations),
         cmocka_unit_test(test_zero2_syncs_every_microbatch),
+        cmocka_unit_test(test_logits_bytes_by_framework),
+        cmocka_unit_test(test_fsdp2_shards_over_cp),
+        cmocka_unit_test(test_fsdp2_replicate_sync_every_microbatch),
+        cmocka_unit_test(test_op_sac_regathers_under_sp),
+        cmocka_unit_test(test_deepspeed_zero3_buffers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -123,4 +123,11 @@ int apsl_error(lua_State *L, const char *fmt, ...);
  *  `2.5`, `"fp7"`, `boolean true`, `table`.  Strings are cut at 40 bytes. */
 const char *apsl_push_describe(lua_State *L, int idx);
 
+/** t[k] = v for the table on top of the stack (a number). */
+static inline void apsl_set_number(lua_State *L, const char *k, double v)
+{
+    lua_pushnumber(L, (lua_Number)v);
+    lua_setfield(L, -2, k);
+}
+
 #endif /* APSEARCH_LCONVERT_H */

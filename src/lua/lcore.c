@@ -90,18 +90,12 @@ static int l_model_params(lua_State *L)
         return raise_validation(L, "model", err);
     aps_model_param_counts(&m, &pc);
     lua_createtable(L, 0, 6);
-    lua_pushnumber(L, (lua_Number)pc.embedding);
-    lua_setfield(L, -2, "embedding");
-    lua_pushnumber(L, (lua_Number)pc.per_layer);
-    lua_setfield(L, -2, "per_layer");
-    lua_pushnumber(L, (lua_Number)pc.layers);
-    lua_setfield(L, -2, "layers");
-    lua_pushnumber(L, (lua_Number)pc.final_norm);
-    lua_setfield(L, -2, "final_norm");
-    lua_pushnumber(L, (lua_Number)pc.output_layer);
-    lua_setfield(L, -2, "output_layer");
-    lua_pushnumber(L, (lua_Number)pc.total);
-    lua_setfield(L, -2, "total");
+    apsl_set_number(L, "embedding", pc.embedding);
+    apsl_set_number(L, "per_layer", pc.per_layer);
+    apsl_set_number(L, "layers", pc.layers);
+    apsl_set_number(L, "final_norm", pc.final_norm);
+    apsl_set_number(L, "output_layer", pc.output_layer);
+    apsl_set_number(L, "total", pc.total);
     return 1;
 }
 
@@ -265,14 +259,10 @@ static int ctx_evaluate(lua_State *L)
         lua_pushnil(L);
         lua_setfield(L, -2, "message");
     }
-    lua_pushnumber(L, (lua_Number)e.step_time);
-    lua_setfield(L, -2, "step_time");
-    lua_pushnumber(L, (lua_Number)e.mem_peak);
-    lua_setfield(L, -2, "mem_peak");
-    lua_pushnumber(L, (lua_Number)e.tokens_per_s_per_gpu);
-    lua_setfield(L, -2, "tokens_per_s_per_gpu");
-    lua_pushnumber(L, (lua_Number)e.mfu);
-    lua_setfield(L, -2, "mfu");
+    apsl_set_number(L, "step_time", e.step_time);
+    apsl_set_number(L, "mem_peak", e.mem_peak);
+    apsl_set_number(L, "tokens_per_s_per_gpu", e.tokens_per_s_per_gpu);
+    apsl_set_number(L, "mfu", e.mfu);
     lua_pushinteger(L, (lua_Integer)e.micro_batch_num);
     lua_setfield(L, -2, "micro_batch_num");
     if (e.worst_stage >= 0 && e.num_stages > 0)

@@ -262,14 +262,8 @@ static void test_ap_ft_07_tp_comm_double_nvlink(void **state)
 static void test_ap_ft_07_dp_allreduce_through_estimate(void **state)
 {
     (void)state;
-    aps_model m;
-    fx_llama31_8b(&m);
-    aps_cluster c;
-    fx_h100(&c, 8);
-    aps_training t;
-    fx_training(&t, 8, 4096);
-    aps_strategy s;
-    aps_strategy_defaults(&s);
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_setup_8b(&m, &c, &t, &s, 8, 8, 4096);
     s.dp_degree = 8;
     aps_estimate e;
     fx_run(&m, &c, &t, &s, &e);
@@ -288,14 +282,8 @@ static void test_ap_ft_07_dp_allreduce_through_estimate(void **state)
 static void test_ap_ft_07_dp_cross_node_through_estimate(void **state)
 {
     (void)state;
-    aps_model m;
-    fx_llama31_8b(&m);
-    aps_cluster c;
-    fx_h100(&c, 16);
-    aps_training t;
-    fx_training(&t, 8, 4096);
-    aps_strategy s;
-    aps_strategy_defaults(&s);
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_setup_8b(&m, &c, &t, &s, 16, 8, 4096);
     s.tp_degree = 8;
     s.dp_degree = 2;
     aps_estimate e;

@@ -658,10 +658,7 @@ static void test_cp_halves_activations(void **state)
 {
     (void)state;
     aps_model m; aps_cluster c; aps_training t; aps_strategy s;
-    fx_llama31_8b(&m);
-    fx_h100(&c, 64);
-    fx_training(&t, 64, 131072);
-    aps_strategy_defaults(&s);
+    fx_setup_8b(&m, &c, &t, &s, 64, 64, 131072);
     s.allow_idle_devices = true;
     s.tp_degree = 8;
     aps_estimate *e = test_malloc(sizeof *e);
@@ -686,11 +683,8 @@ static void test_zero2_syncs_every_microbatch(void **state)
 {
     (void)state;
     aps_model m; aps_cluster c; aps_training t; aps_strategy s;
-    fx_llama31_8b(&m);
-    fx_h100(&c, 8);
-    fx_training(&t, 32, 4096);
+    fx_setup_8b(&m, &c, &t, &s, 8, 32, 4096);
     t.framework = APS_FW_DEEPSPEED;
-    aps_strategy_defaults(&s);
     s.dp_degree = 8;
     s.layer_recompute = APS_RECOMPUTE_FULL;
     aps_estimate *e = test_malloc(sizeof *e);
@@ -757,10 +751,7 @@ static void test_logits_bytes_by_framework(void **state)
 {
     (void)state;
     aps_model m; aps_cluster c; aps_training t; aps_strategy s;
-    fx_llama31_8b(&m);
-    fx_h100(&c, 8);
-    fx_training(&t, 8, 8192);
-    aps_strategy_defaults(&s);
+    fx_setup_8b(&m, &c, &t, &s, 8, 8, 8192);
     s.fsdp_degree = 8;
     aps_estimate *e = test_malloc(sizeof *e);
     const struct { aps_framework f; double bytes; } cases[] = {
@@ -782,11 +773,8 @@ static void test_fsdp2_shards_over_cp(void **state)
 {
     (void)state;
     aps_model m; aps_cluster c; aps_training t; aps_strategy s;
-    fx_llama31_8b(&m);
-    fx_h100(&c, 8);
-    fx_training(&t, 8, 8192);
+    fx_setup_8b(&m, &c, &t, &s, 8, 8, 8192);
     t.framework = APS_FW_FSDP2;
-    aps_strategy_defaults(&s);
     s.cp_degree = 8;
     aps_estimate *e = test_malloc(sizeof *e);
     fx_run(&m, &c, &t, &s, e);
@@ -810,11 +798,8 @@ static void test_fsdp2_replicate_sync_every_microbatch(void **state)
 {
     (void)state;
     aps_model m; aps_cluster c; aps_training t; aps_strategy s;
-    fx_llama31_8b(&m);
-    fx_h100(&c, 16);
-    fx_training(&t, 32, 4096);
+    fx_setup_8b(&m, &c, &t, &s, 16, 32, 4096);
     t.framework = APS_FW_FSDP2;
-    aps_strategy_defaults(&s);
     s.fsdp_degree = 8;
     s.dp_degree = 2;
     s.layer_recompute = APS_RECOMPUTE_FULL;
@@ -835,11 +820,8 @@ static void test_op_sac_regathers_under_sp(void **state)
 {
     (void)state;
     aps_model m; aps_cluster c; aps_training t; aps_strategy s;
-    fx_llama31_8b(&m);
-    fx_h100(&c, 8);
-    fx_training(&t, 8, 8192);
+    fx_setup_8b(&m, &c, &t, &s, 8, 8, 8192);
     t.framework = APS_FW_FSDP2;
-    aps_strategy_defaults(&s);
     s.fsdp_degree = 4;
     s.tp_degree = 2;
     aps_estimate *e = test_malloc(sizeof *e);

@@ -386,14 +386,8 @@ static void test_ap_ft_02_hsdp(void **state)
 static void test_state_bytes_through_estimate(void **state)
 {
     (void)state;
-    aps_model m;
-    fx_llama31_8b(&m);
-    aps_cluster c;
-    fx_h100(&c, 8);
-    aps_training t;
-    fx_training(&t, 8, 4096);
-    aps_strategy s;
-    aps_strategy_defaults(&s);
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_setup_8b(&m, &c, &t, &s, 8, 8, 4096);
     s.dp_degree = 8;
     aps_estimate e;
 
@@ -419,14 +413,8 @@ static void test_state_bytes_through_estimate(void **state)
 static void test_logits_loss_bytes(void **state)
 {
     (void)state;
-    aps_model m;
-    fx_llama31_8b(&m);
-    aps_cluster c;
-    fx_h100(&c, 8);
-    aps_training t;
-    fx_training(&t, 8, 8192);
-    aps_strategy s;
-    aps_strategy_defaults(&s);
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_setup_8b(&m, &c, &t, &s, 8, 8, 8192);
     s.dp_degree = 8;
     aps_estimate e;
     fx_run(&m, &c, &t, &s, &e);

@@ -465,20 +465,26 @@ end
 local OBJECTIVE_FIELDS = { name = "string", description = "string", better = "function",
   score = "function", maximize = "boolean", unit = "string" }
 
+-- An extension file's table: a table, with only known fields of the
+-- right Lua types.
+local function check_fields(t, fields, source, what, a_what)
+  if type(t) ~= "table" then
+    util.fail(source, "(" .. what .. ")", a_what .. " file must return a table", t)
+  end
+  for k, v in pairs(t) do
+    local kind = fields[k]
+    if not kind then util.fail(source, tostring(k), "unknown field", v) end
+    if type(v) ~= kind then util.fail(source, k, "expected a " .. kind, v) end
+  end
+end
+
 --- Validates an objective table.
 -- @tparam table t `{name, description, score | better, maximize, unit}`
 -- @tparam string source where it came from, for errors
 -- @treturn table validated copy with `source`
 -- @raise `<source>: <field>: <problem> (got <value>)`
 function M.normalize_objective(t, source)
-  if type(t) ~= "table" then
-    util.fail(source, "(objective)", "an objective file must return a table", t)
-  end
-  for k, v in pairs(t) do
-    local kind = OBJECTIVE_FIELDS[k]
-    if not kind then util.fail(source, tostring(k), "unknown field", v) end
-    if type(v) ~= kind then util.fail(source, k, "expected a " .. kind, v) end
-  end
+  check_fields(t, OBJECTIVE_FIELDS, source, "objective", "an objective")
   if (t.score == nil) == (t.better == nil) then
     util.fail(source, "score", "give score = function(entry, ctx) or better = function(a, b), exactly one", t.score)
   end
@@ -556,14 +562,7 @@ local FORMATTER_FIELDS = { name = "string", description = "string", render = "fu
 -- @tparam string source
 -- @treturn table `{name, description, extension, source, render}`
 function M.normalize_formatter(t, source)
-  if type(t) ~= "table" then
-    util.fail(source, "(formatter)", "a formatter file must return a table", t)
-  end
-  for k, v in pairs(t) do
-    local kind = FORMATTER_FIELDS[k]
-    if not kind then util.fail(source, tostring(k), "unknown field", v) end
-    if type(v) ~= kind then util.fail(source, k, "expected a " .. kind, v) end
-  end
+  check_fields(t, FORMATTER_FIELDS, source, "formatter", "a formatter")
   if t.render == nil then util.fail(source, "render", "required field is missing", nil) end
   local name = t.name or util.basename(source):gsub("%.lua$", "")
   local fn = t.render

@@ -139,6 +139,10 @@ typedef struct {
     double fsdp_overlap;           /**< of each micro-batch's fwd / bwd */
     double tp_overlap;             /**< of the layer compute (0: exposed) */
     double pp_p2p_overlap;         /**< of the stage compute */
+    int64_t dp_collective_rails;   /**< NICs per node that data-parallel and
+                                        sharding collectives spread over;
+                                        0 = the framework's default (all of
+                                        them, except DeepSpeed ZeRO: 1) */
 } aps_training;
 
 /* ---------------------------------------------------------------- strategy */

@@ -65,7 +65,7 @@ M.training = {
   allocator_fragmentation = "fraction", ddp_bucket_bytes = "nonneg",
   ddp_buckets_in_flight = "posint",
   dp_overlap = "fraction", fsdp_overlap = "fraction", tp_overlap = "fraction",
-  pp_p2p_overlap = "fraction",
+  pp_p2p_overlap = "fraction", dp_collective_rails = "nonnegint",
 }
 
 --- Constraint fields of a policy.

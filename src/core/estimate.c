@@ -35,6 +35,24 @@ static double hbm_time(const aps_device *d, double bytes)
     return bytes / (d->hbm_bandwidth * d->hbm_efficiency);
 }
 
+/** Link of a data-parallel or sharding group (aps_group_link), with the
+ *  bandwidth across nodes capped at the framework's rails x NIC when it
+ *  does not spread its collectives over every NIC of a node
+ *  (training.dp_collective_rails, else the profile's dp_rails). */
+static void dp_group_link(const aps_cluster *c, const aps_training *t,
+                          int64_t stride, int64_t size, double *bw,
+                          double *alpha)
+{
+    if (aps_group_link(c, stride, size, bw, alpha))
+        return;
+    int64_t rails = t->dp_collective_rails > 0 ? t->dp_collective_rails
+                                               : aps_profile(t)->dp_rails;
+    double cap = (double)rails * c->device.inter_node_bandwidth *
+                 c->device.collective_efficiency;
+    if (rails > 0 && cap < *bw)
+        *bw = cap;
+}
+
 static void stage_times(const aps_model *m, const aps_cluster *c,
                         const aps_training *t, const aps_strategy *s,
                         const aps_layout *lay, const aps_dp_plan *plan,
@@ -119,10 +137,16 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
     if (plan->fsdp_like) {
         double bw, alpha;
         int64_t G = plan->shard_group;
-        aps_group_link(c, lay->t, G, &bw, &alpha);
+        dp_group_link(c, t, lay->t, G, &bw, &alpha);
         double psi = aps_stage_params(m, lay, i);
         double ag = aps_allgather_time(G, A * psi, bw, alpha);
         double ag_b = s->reshard_after_forward ? ag : 0.0;
+        /* ZeRO-3 recompute releases weights it will not reuse soon */
+        if (rc > 0 && s->reshard_after_forward)
+            ag_b += aps_allgather_time(
+                G, A * rc * aps_regathered_params(
+                                m, lay->t, aps_profile(t)->reuse_distance),
+                bw, alpha);
         double rs = aps_reducescatter_time(G, plan->bytes.grad * psi, bw,
                                            alpha);
         /* Prefetch hides a unit's gather behind the previous unit's
@@ -558,7 +582,7 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
     const aps_state_bytes *by = &plan.bytes;
     if (!plan.fsdp_like && plan.dp_group > 1) {
         double bw, alpha;
-        aps_group_link(c, s->tp_degree, plan.dp_group, &bw, &alpha);
+        dp_group_link(c, t, s->tp_degree, plan.dp_group, &bw, &alpha);
         double grads = by->grad * psi_max;
         double sync, gather = 0.0, times = 1.0;
         if (by->shard_optimizer) { /* ZeRO-1/2: reduce-scatter, gather */
@@ -581,8 +605,8 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
     }
     if (plan.fsdp_like && plan.replicate > 1) {
         double bw, alpha;
-        aps_group_link(c, s->tp_degree * plan.shard_group, plan.replicate,
-                       &bw, &alpha);
+        dp_group_link(c, t, s->tp_degree * plan.shard_group, plan.replicate,
+                      &bw, &alpha);
         double shard = by->grad * psi_max / (double)plan.shard_group;
         double ar = aps_allreduce_time(plan.replicate, shard, bw, alpha);
         /* FSDP2 (TorchTitan) reduces across replicas after every

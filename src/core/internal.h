@@ -47,6 +47,12 @@ typedef struct {
     double gather_budget;        /**< ZeRO-3 parameters gathered at once,
                                       elements; 0 = whole FSDP units */
     double reduce_budget;        /**< ZeRO-3 gradients reduced at once */
+    int64_t dp_rails;            /**< NICs per node its DP / sharding
+                                      collectives reach; 0 = all */
+    double reuse_distance;       /**< ZeRO-3: a parameter whose next use is
+                                      more than this many parameters away
+                                      is released and gathered again
+                                      (recompute); 0 = kept */
 } aps_framework_profile;
 
 /** The profile of the training config's framework (profile.c). */
@@ -82,6 +88,15 @@ double aps_padded_vocab(const aps_model *m, const aps_training *t, int64_t tp);
  *  parallel biases / t, row-parallel biases and norms replicated
  *  (Shoeybi et al. 2019, s.3; megatron/core/tensor_parallel/layers.py). */
 double aps_layer_params_tp(const aps_model *m, int64_t tp);
+/** Matrix parameters of one layer (split over tp ranks) that a ZeRO-3
+ *  recompute gathers a second time: walking the layer's weights in forward
+ *  order (QKV, output projection, MLP input, MLP output), the backward
+ *  reuses a weight after every weight that follows it has been fetched by
+ *  the recomputed forward, so a weight is released and fetched again when
+ *  the parameters after it exceed `distance` (DeepSpeed
+ *  stage3_max_reuse_distance, deepspeed/runtime/zero/
+ *  partitioned_param_coordinator.py).  distance <= 0: none. */
+double aps_regathered_params(const aps_model *m, int64_t tp, double distance);
 
 /** Parameters held by pipeline rank i under TP (embedding on rank 0, output
  *  layer and final norm on rank p-1; a tied output layer is a second copy

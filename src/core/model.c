@@ -124,6 +124,27 @@ double aps_layer_matmul_params(const aps_model *m)
     return attn + mlp;
 }
 
+double aps_regathered_params(const aps_model *m, int64_t tp, double distance)
+{
+    if (!(distance > 0))
+        return 0.0;
+    double t = (double)tp;
+    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
+    double k = (double)m->num_query_groups, d = (double)m->head_dim;
+    double f = (double)m->ffn_hidden_size;
+    double w[] = {h * (a * d + 2.0 * k * d) / t, a * d * h / t,
+                  (m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0) * h * f / t,
+                  f * h / t};
+    size_t nw = sizeof w / sizeof w[0];
+    double again = 0.0, after = 0.0;
+    for (size_t i = nw; i-- > 0;) {
+        if (after > distance)
+            again += w[i];
+        after += w[i];
+    }
+    return again;
+}
+
 /** Parameters of one layer split over tp ranks (tp = 1: the whole layer). */
 double aps_layer_params_tp(const aps_model *m, int64_t tp)
 {

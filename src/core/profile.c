@@ -11,6 +11,9 @@
 #define APS_DS_MAX_LIVE_PARAMS 1e9
 #define APS_DS_REDUCE_BUCKET 5e8
 #define APS_DS_ALLGATHER_BUCKET 5e8
+/** stage3_max_reuse_distance default, parameters (same file): a gathered
+ *  parameter whose next use is further than this is released. */
+#define APS_DS_MAX_REUSE_DISTANCE 1e9
 
 static const aps_framework_profile profiles[] = {
     [APS_FW_MEGATRON] = {
@@ -47,6 +50,18 @@ static const aps_framework_profile profiles[] = {
          * reduces gradients in buckets, not whole layers */
         .gather_budget = APS_DS_MAX_LIVE_PARAMS,
         .reduce_budget = APS_DS_REDUCE_BUCKET,
+        .reuse_distance = APS_DS_MAX_REUSE_DISTANCE,
+        /* One NIC per GPU for its data-parallel collectives: measured,
+         * not derived.  Narayanan et al. SC'21 Table 2 ran ZeRO-3 at a
+         * fixed global batch on 384-1,536 (175B) and 640-2,240 (530B)
+         * A100s; from 768 to 1,536 and from 1,120 to 2,240 GPUs the
+         * aggregate throughput stays flat (47.1k and 25.0-25.5k tokens/s),
+         * which is what gathers bound by a per-GPU link rate do (each GPU
+         * moves the same volume however many there are), and the rate is
+         * 16-21 GB/s per GPU: one 200 Gb/s NIC, where NCCL's rail-aligned
+         * rings over eight NICs give 8x that (PyTorch FSDP on the
+         * MosaicML runs).  Override: training.dp_collective_rails. */
+        .dp_rails = 1,
     },
     [APS_FW_FSDP2] = {
         /* sharded fp32 parameters are the master copy, fp32 grads, Adam

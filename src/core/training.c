@@ -104,6 +104,12 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
                 (long long)t->ddp_buckets_in_flight);
         return APS_EINVAL;
     }
+    if (t->dp_collective_rails < 0 || t->dp_collective_rails > 64) {
+        aps_fmt(err, n, "training.dp_collective_rails: must be 0 (the "
+                "framework's default) or in [1, 64] (got %lld)",
+                (long long)t->dp_collective_rails);
+        return APS_EINVAL;
+    }
     if ((unsigned)t->precision > APS_PREC_FP8 ||
         (unsigned)t->optimizer > APS_OPT_SGD ||
         (unsigned)t->framework > APS_FW_DEEPSPEED) {

@@ -139,6 +139,11 @@ typedef struct {
     double fsdp_overlap;           /**< of each micro-batch's fwd / bwd */
     double tp_overlap;             /**< of the layer compute (0: exposed) */
     double pp_p2p_overlap;         /**< of the stage compute */
+    bool overlap_p2p_comm;         /**< Megatron --overlap-p2p-communication
+                                        (default on): the interleaved
+                                        schedule hides its sends behind the
+                                        next chunk except in warmup and
+                                        flush; else pp_p2p_overlap */
     int64_t dp_collective_rails;   /**< NICs per node that data-parallel and
                                         sharding collectives spread over;
                                         0 = the framework's default (all of

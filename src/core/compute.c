@@ -83,6 +83,22 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
     if (!t->flash_attention) /* softmax (and dropout) over the scores */
         bytes += (2.0 * A + (t->dropout ? 2.0 * A + 1.0 : 0.0)) * a * sl *
                  S * b / tp;
+    /* fp8: every GEMM input (forward) and output gradient (backward) is
+     * cast to fp8 in both layouts; SwiGLU's gate and up share one input.
+     * The QKV and MLP inputs come from a norm, the MLP output's input from
+     * the activation, the MLP input's gradient from the activation's
+     * backward: fused casts where the framework fuses them. */
+    out->fp8_cast_bwd = 0.0;
+    if (prec == APS_PREC_FP8) {
+        const aps_framework_profile *fw = aps_profile(t);
+        double cast = fw->fp8_cast_bytes;
+        double fused = fw->fp8_fused_cast_bytes > 0 ? fw->fp8_fused_cast_bytes
+                                                     : cast;
+        bytes += fused * T * (2.0 * h + f / tp) + cast * T * a * dh / tp;
+        out->fp8_cast_bwd = (cast * T * ((a + 2.0 * k) * dh / tp + 2.0 * h) +
+                             fused * T * mlp_up) /
+                            (d->hbm_bandwidth * d->hbm_efficiency);
+    }
     out->membound_fwd = bytes / (d->hbm_bandwidth * d->hbm_efficiency);
 
     /* Selective recompute: Megatron recomputes the attention core; with the

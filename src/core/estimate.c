@@ -69,7 +69,7 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
 
     double layer_fwd = lc->gemm_fwd + lc->attn_fwd + lc->membound_fwd;
     double layer_bwd = 2.0 * lc->gemm_fwd + lc->attn_bwd +
-                       2.0 * lc->membound_fwd;
+                       2.0 * lc->membound_fwd + lc->fp8_cast_bwd;
     st->comp_fwd = L * layer_fwd;
     st->comp_bwd = L * layer_bwd;
     st->recompute = rc * layer_fwd;
@@ -575,8 +575,22 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
         double rep = (lay.t > 1 && s->sequence_parallel) ? (double)lay.t : 1.0;
         double bytes = A * (double)lay.b * (double)lay.s_local *
                        (double)m->hidden_size / rep;
-        double p2p = 2.0 * mb * (double)lay.v * (bytes / bw + alpha);
-        set_perf(out, APS_PERF_PP_P2P, p2p, p2p * (1.0 - t->pp_p2p_overlap));
+        double chunks = mb * (double)lay.v;
+        double p2p = 2.0 * chunks * (bytes / bw + alpha);
+        double hidden = t->pp_p2p_overlap;
+        if (lay.v > 1 && t->overlap_p2p_comm &&
+            aps_profile(t)->interleaved_p2p_overlap) {
+            /* Exposed: the warmup chunks of the first rank, (p-1) x 2 +
+             * (v-1) x p, and as many in the flush (Megatron's
+             * get_num_warmup_microbatches; --overlap-p2p-communication-
+             * warmup-flush is off by default) */
+            double p = (double)lay.p, v = (double)lay.v;
+            double warm = 2.0 * (p - 1.0) + (v - 1.0) * p;
+            double steady = 1.0 - 2.0 * warm / (2.0 * chunks);
+            if (steady > hidden)
+                hidden = steady;
+        }
+        set_perf(out, APS_PERF_PP_P2P, p2p, p2p * (1.0 - hidden));
     }
 
     const aps_state_bytes *by = &plan.bytes;

@@ -47,6 +47,12 @@ typedef struct {
     double gather_budget;        /**< ZeRO-3 parameters gathered at once,
                                       elements; 0 = whole FSDP units */
     double reduce_budget;        /**< ZeRO-3 gradients reduced at once */
+    double fp8_cast_bytes;       /**< HBM bytes per element cast to fp8
+                                      for a GEMM (both layouts) */
+    double fp8_fused_cast_bytes; /**< the same for a tensor whose producer
+                                      (norm, activation, its gradient)
+                                      writes fp8 itself; 0 = not fused */
+    bool interleaved_p2p_overlap;/**< honours training.overlap_p2p_comm */
     int64_t dp_rails;            /**< NICs per node its DP / sharding
                                       collectives reach; 0 = all */
     double reuse_distance;       /**< ZeRO-3: a parameter whose next use is
@@ -133,7 +139,9 @@ typedef struct {
     double attn_fwd;       /**< s, attention core (bf16) */
     double attn_bwd;       /**< s */
     double selective_fwd;  /**< s recomputed per layer under "selective" */
-    double membound_fwd;   /**< s, norms, residuals, activations, rope */
+    double membound_fwd;   /**< s, norms, residuals, activations, rope
+                                (and fp8 casts of the GEMM inputs) */
+    double fp8_cast_bwd;   /**< s, fp8 casts of the GEMM output gradients */
     double tp_fwd;         /**< s, TP collectives in the forward */
     double tp_bwd;         /**< s */
     double cp_fwd;         /**< s, CP communication total, forward */

@@ -14,6 +14,21 @@
 /** stage3_max_reuse_distance default, parameters (same file): a gathered
  *  parameter whose next use is further than this is released. */
 #define APS_DS_MAX_REUSE_DISTANCE 1e9
+/** fp8 casts, HBM bytes per element, both GEMM layouts of the tensor.
+ *  TransformerEngine, delayed scaling: a cast-transpose pass reads bf16
+ *  once and writes the fp8 tensor and its transpose, recording the amax for
+ *  the next step's scale (transformer_engine cast_transpose): 2 + 1 + 1.
+ *  Where TE fuses the cast into the kernel producing the tensor
+ *  (LayerNormLinear, LayerNormMLP's activation, the activation's gradient)
+ *  that kernel writes fp8 and a transpose pass follows: 1 + (1 + 1).
+ *  torchao float8, dynamic tensorwise scaling (TorchTitan): the scale needs
+ *  the amax first, a pass of its own (2), then a pass writing both layouts
+ *  (2 + 1 + 1) -- torch.compile fuses the two casts (torchao docs,
+ *  "Quantized Training": to_fp8 of the input and of its transpose, of the
+ *  output gradient for dgrad and wgrad). */
+#define APS_FP8_CAST_TE 4.0
+#define APS_FP8_FUSED_CAST_TE 3.0
+#define APS_FP8_CAST_DYNAMIC 6.0
 
 static const aps_framework_profile profiles[] = {
     [APS_FW_MEGATRON] = {
@@ -29,9 +44,15 @@ static const aps_framework_profile profiles[] = {
         .logits_bytes = 6.0,
         .vocab_divisor = APS_VOCAB_DIVISOR,
         .transformer_engine = true,
+        .fp8_cast_bytes = APS_FP8_CAST_TE,
+        .fp8_fused_cast_bytes = APS_FP8_FUSED_CAST_TE,
         /* --decoder-first/last-pipeline-num-layers: only the first and
          * last pipeline stage may differ */
         .first_last_partition_only = true,
+        /* overlap_p2p_comm: the interleaved schedule posts a chunk's sends
+         * and runs the next chunk (megatron/core/pipeline_parallel/
+         * schedules.py; arguments.py --no-overlap-p2p-communication) */
+        .interleaved_p2p_overlap = true,
         /* the contiguous grad buffer is the grads themselves */
         .dp_buffers = APS_DP_BUFFERS_NONE,
     },
@@ -43,6 +64,8 @@ static const aps_framework_profile profiles[] = {
         .logits_bytes = 6.0,            /* Megatron-DeepSpeed's loss */
         .vocab_divisor = APS_VOCAB_DIVISOR,
         .transformer_engine = true,
+        .fp8_cast_bytes = APS_FP8_CAST_TE,
+        .fp8_fused_cast_bytes = APS_FP8_FUSED_CAST_TE,
         .dp_buffers = APS_DP_BUFFERS_DEEPSPEED,
         .dp_reduce_bucket = APS_DS_REDUCE_BUCKET,
         .dp_allgather_bucket = APS_DS_ALLGATHER_BUCKET,
@@ -73,6 +96,9 @@ static const aps_framework_profile profiles[] = {
          * backward, 4 + 4 + 4 */
         .logits_bytes = 12.0,
         .vocab_divisor = 1,
+        /* float8 linears with dynamic tensorwise scaling
+         * (torchtitan/components/quantization/float8.py) */
+        .fp8_cast_bytes = APS_FP8_CAST_DYNAMIC,
         /* "selective" = selective_ac_option "op"
          * (torchtitan/distributed/activation_checkpoint.py) */
         .op_sac_selective = true,
@@ -92,6 +118,9 @@ static const aps_framework_profile profiles[] = {
          * (llmfoundry/models/mpt/modeling_mpt.py) */
         .logits_bytes = 4.0,
         .vocab_divisor = 1,
+        /* llm-foundry's fp8 is TransformerEngine's te.Linear */
+        .fp8_cast_bytes = APS_FP8_CAST_TE,
+        .fp8_fused_cast_bytes = APS_FP8_FUSED_CAST_TE,
         .dp_buffers = APS_DP_BUFFERS_DDP,
     },
 };

@@ -27,7 +27,8 @@
 /** TP collectives sit between dependent GEMMs: exposed unless the
  *  framework's comm-GEMM overlap (TE userbuffers) is on.  Default 0. */
 #define APS_TP_OVERLAP 0.0
-/** PP send/recv overlap with compute.  Default 0 (conservative). */
+/** PP send/recv overlap with compute where the schedule has no overlap of
+ *  its own (1F1B's sends block).  Default 0 (conservative). */
 #define APS_PP_P2P_OVERLAP 0.0
 
 void aps_training_defaults(aps_training *t)
@@ -48,6 +49,7 @@ void aps_training_defaults(aps_training *t)
     t->fsdp_overlap = APS_FSDP_OVERLAP;
     t->tp_overlap = APS_TP_OVERLAP;
     t->pp_p2p_overlap = APS_PP_P2P_OVERLAP;
+    t->overlap_p2p_comm = true; /* Megatron-LM's default */
 }
 
 aps_status aps_training_validate(const aps_training *t, char *err, size_t n)

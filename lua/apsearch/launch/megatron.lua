@@ -76,6 +76,7 @@ function M.render(c)
     else
       A("--num-virtual-stages-per-pipeline-rank", vpp)
     end
+    if tr.overlap_p2p_comm == false then A("--no-overlap-p2p-communication") end
   end
   A("--context-parallel-size", cp)
   if cp > 1 then A("--cp-comm-type", r.cp_comm_type == "all_gather" and "allgather" or "p2p") end

@@ -28,7 +28,7 @@ M.megatron = {
     "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
     "--context-parallel-size", "--cp-comm-type", "--use-distributed-optimizer",
     "--overlap-grad-reduce", "--overlap-param-gather", "--use-torch-fsdp2",
-    "--torch-fsdp2-no-reshard-after-forward",
+    "--torch-fsdp2-no-reshard-after-forward", "--no-overlap-p2p-communication",
     -- _add_training_args
     "--micro-batch-size", "--global-batch-size", "--recompute-granularity",
     "--recompute-method", "--recompute-num-layers", "--sequence-parallel",

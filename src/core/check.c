@@ -217,16 +217,6 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
     return APS_REASON_NONE;
 }
 
-/** True if the strategy's explicit partition or offsets make ranks differ. */
-static bool uneven_partition(const aps_strategy *s)
-{
-    for (int64_t i = 0; i < s->pp_degree; i++)
-        if ((i > 0 && s->stage_partition[i] != s->stage_partition[0]) ||
-            s->layer_offset[i] != 0)
-            return true;
-    return false;
-}
-
 /** True if the explicit partition or the offsets make middle stages (not
  *  the first or last) differ from each other. */
 static bool middle_uneven(const aps_strategy *s)
@@ -249,8 +239,7 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
     case APS_FW_MEGATRON:
         /* megatron/training/arguments.py: --use-torch-fsdp2 shards over the
          * whole data-parallel group; --use-distributed-optimizer is ZeRO-1;
-         * interleaving splits every rank into equal model chunks
-         * (--num-layers-per-virtual-pipeline-stage). */
+         * interleaving splits every rank into equal model chunks. */
         if (hsdp) {
             aps_fmt(msg, n, "megatron: HSDP (fsdp_degree = %lld x dp_degree = "
                     "%lld) cannot be expressed; Megatron-LM's FSDP shards over "
@@ -265,15 +254,11 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
         }
         /* --decoder-first/last-pipeline-num-layers: only the first and
-         * last stage may differ from the others, and not with
-         * interleaving (apsearch.launch.megatron writes no layout). */
-        if (s->vpp_degree > 1 && (s->balance_stages || uneven_partition(s))) {
-            aps_fmt(msg, n, "megatron: interleaving (vpp_degree = %lld) needs "
-                    "the same layers on every pipeline rank; an uneven or "
-                    "balanced stage_partition cannot be expressed",
-                    (long long)s->vpp_degree);
-            return APS_REASON_FRAMEWORK_UNSUPPORTED;
-        }
+         * last stage may differ from the others; with interleaving
+         * (--num-virtual-stages-per-pipeline-rank) each rank's layers split
+         * into vpp_degree equal chunks (megatron/core/transformer/
+         * transformer_layer.py get_transformer_layer_offset), which the
+         * layout already requires. */
         if (middle_uneven(s)) {
             aps_fmt(msg, n, "megatron: stage_partition / layer_offset give the "
                     "middle stages different layer counts; Megatron-LM can "

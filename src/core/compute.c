@@ -88,18 +88,19 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
      * The QKV and MLP inputs come from a norm, the MLP output's input from
      * the activation, the MLP input's gradient from the activation's
      * backward: fused casts where the framework fuses them. */
-    out->fp8_cast_bwd = 0.0;
+    double hbm = d->hbm_bandwidth * d->hbm_efficiency;
+    out->membound_fwd = bytes / hbm;
+    out->fp8_cast_fwd = out->fp8_cast_bwd = 0.0;
     if (prec == APS_PREC_FP8) {
         const aps_framework_profile *fw = aps_profile(t);
         double cast = fw->fp8_cast_bytes;
         double fused = fw->fp8_fused_cast_bytes > 0 ? fw->fp8_fused_cast_bytes
                                                      : cast;
-        bytes += fused * T * (2.0 * h + f / tp) + cast * T * a * dh / tp;
+        out->fp8_cast_fwd =
+            (fused * T * (2.0 * h + f / tp) + cast * T * a * dh / tp) / hbm;
         out->fp8_cast_bwd = (cast * T * ((a + 2.0 * k) * dh / tp + 2.0 * h) +
-                             fused * T * mlp_up) /
-                            (d->hbm_bandwidth * d->hbm_efficiency);
+                             fused * T * mlp_up) / hbm;
     }
-    out->membound_fwd = bytes / (d->hbm_bandwidth * d->hbm_efficiency);
 
     /* Selective recompute: Megatron recomputes the attention core; with the
      * fsdp2 profile TorchTitan's op-level checkpointing recomputes the

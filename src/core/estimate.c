@@ -67,7 +67,8 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
     bool first = i == 0, last = i == lay->p - 1;
     memset(st, 0, sizeof *st);
 
-    double layer_fwd = lc->gemm_fwd + lc->attn_fwd + lc->membound_fwd;
+    double layer_fwd = lc->gemm_fwd + lc->attn_fwd + lc->membound_fwd +
+                       lc->fp8_cast_fwd;
     double layer_bwd = 2.0 * lc->gemm_fwd + lc->attn_bwd +
                        2.0 * lc->membound_fwd + lc->fp8_cast_bwd;
     st->comp_fwd = L * layer_fwd;

@@ -139,8 +139,8 @@ typedef struct {
     double attn_fwd;       /**< s, attention core (bf16) */
     double attn_bwd;       /**< s */
     double selective_fwd;  /**< s recomputed per layer under "selective" */
-    double membound_fwd;   /**< s, norms, residuals, activations, rope
-                                (and fp8 casts of the GEMM inputs) */
+    double membound_fwd;   /**< s, norms, residuals, activations, rope */
+    double fp8_cast_fwd;   /**< s, fp8 casts of the GEMM inputs */
     double fp8_cast_bwd;   /**< s, fp8 casts of the GEMM output gradients */
     double tp_fwd;         /**< s, TP collectives in the forward */
     double tp_bwd;         /**< s */

@@ -36,33 +36,33 @@
  * of the validation set (Megatron-LM SC'21, MosaicML llm-foundry, NVIDIA
  * NeMo, TorchTitan) by `apsearch calibrate` (scripts/fit-defaults.sh
  * reproduces it; docs/accuracy.md has the errors before and after):
- * mean |log error| of tokens/s per GPU 0.079 over the 71 runs.  H200
+ * mean |log error| of tokens/s per GPU 0.080 over the 71 runs.  H200
  * shares the H100's compute die; Blackwell has no measured run here and
  * takes the Hopper values as an assumption.
  *
  * gemm_efficiency: large-GEMM fraction of the dense peak.  Hopper's
  *   sustained clock under load sits below the boost clock its peak assumes
- *   (A100 0.78, H100 0.665).
+ *   (A100 0.78, H100 0.66).
  * gemm_half_dim: smallest GEMM dimension at half that efficiency.  Hopper
- *   needs larger tiles to fill its 132 SMs (A100 55: almost no size effect
- *   at these shapes; H100 1,243: 0.77 of the maximum at 4,096, 0.87 at
+ *   needs larger tiles to fill its 132 SMs (A100 51: almost no size effect
+ *   at these shapes; H100 1,194: 0.77 of the maximum at 4,096, 0.87 at
  *   8,192).
  * fp8_gemm_efficiency: fp8 GEMMs, fraction of the fp8 peak, before the
- *   same size factor (H100 0.887: 0.68 of the peak at 4,096).
+ *   same size factor (H100 0.839: 0.65 of the peak at 4,096).
  * attention_efficiency: attention kernels, fraction of the bf16 peak
- *   (A100 0.357, H100 0.203).  The measured stacks ran FlashAttention-2 or
+ *   (A100 0.356, H100 0.201).  The measured stacks ran FlashAttention-2 or
  *   Triton ALiBi kernels (llm-foundry), below FlashAttention-2's best of
  *   50-73% on A100 (Dao 2023, arXiv:2307.08691) and near its ~35% on H100
  *   (Shah et al. 2024, arXiv:2407.08608); set 0.6-0.75 for
  *   FlashAttention-3 or cuDNN attention on Hopper, or calibrate.
  */
 #define APS_GEMM_EFF_AMPERE 0.782
-#define APS_GEMM_EFF_HOPPER 0.665
-#define APS_GEMM_HALF_DIM_AMPERE 55.0
-#define APS_GEMM_HALF_DIM_HOPPER 1243.0
-#define APS_FP8_GEMM_EFF 0.887
-#define APS_ATTN_EFF_AMPERE 0.357
-#define APS_ATTN_EFF_HOPPER 0.203
+#define APS_GEMM_EFF_HOPPER 0.660
+#define APS_GEMM_HALF_DIM_AMPERE 51.0
+#define APS_GEMM_HALF_DIM_HOPPER 1194.0
+#define APS_FP8_GEMM_EFF 0.839
+#define APS_ATTN_EFF_AMPERE 0.356
+#define APS_ATTN_EFF_HOPPER 0.201
 /** Achievable fraction of HBM bandwidth for streaming kernels. Assumed. */
 #define APS_HBM_EFF 0.80
 /** NCCL bus bandwidth / link bandwidth. Assumed. */

@@ -860,6 +860,109 @@ static void test_deepspeed_zero3_buffers(void **state)
     test_free(e);
 }
 
+/* DeepSpeed ZeRO-3 sends its gathers through one NIC per GPU (profile
+ * dp_rails = 1) and, with full recompute, gathers again every weight whose
+ * next use lies beyond stage3_max_reuse_distance = 1e9 parameters.  GPT-3
+ * 175B (h = 12288) in forward order: QKV 3h^2, proj h^2, fc1 4h^2, fc2
+ * 4h^2.  Parameters after each: fc2 0, fc1 4h^2 = 6.04e8, proj 8h^2 =
+ * 1.21e9, QKV 9h^2 = 1.36e9, so proj and QKV (4h^2 = 603,979,776 per
+ * layer) are gathered again.  64 A100s in 8 nodes, one micro-batch:
+ *   bw = 1 x 25e9 x 0.8 = 20e9 B/s, alpha 8e-6 s
+ *   gathers = ag(2 psi) [forward] + ag(2 psi) [recompute] +
+ *             ag(2 x 96 x 4h^2) [released weights]
+ * and training.dp_collective_rails = 8 gives min(8 x 20e9, 300e9 x 0.8)
+ * = 160e9 B/s. */
+static void test_deepspeed_rails_and_regather(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_gpt3_175b(&m);
+    aps_device_preset("a100-sxm4-80gb", &c.device);
+    c.device.collective_efficiency = 0.8;
+    c.device.inter_node_latency = 8e-6;
+    c.num_devices = 64;
+    c.devices_per_node = 8;
+    fx_training(&t, 64, 2048);
+    t.framework = APS_FW_DEEPSPEED;
+    t.precision = APS_PREC_FP16;
+    t.flash_attention = false;
+    aps_strategy_defaults(&s);
+    s.fsdp_degree = 64;
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    aps_estimate *e = test_malloc(sizeof *e);
+    fx_run(&m, &c, &t, &s, e);
+    assert_int_equal(e->micro_batch_num, 1);
+    double psi = e->stages[0].params, h = 12288.0;
+    double ag = aps_allgather_time(64, 2.0 * psi, 20e9, 8e-6);
+    double again = aps_allgather_time(64, 2.0 * 96.0 * 4.0 * h * h, 20e9,
+                                      8e-6);
+    ASSERT_REL(e->perf_total[APS_PERF_FSDP_ALLGATHER], 2.0 * ag + again, REL);
+    t.dp_collective_rails = 8;
+    fx_run(&m, &c, &t, &s, e);
+    ag = aps_allgather_time(64, 2.0 * psi, 160e9, 8e-6);
+    again = aps_allgather_time(64, 2.0 * 96.0 * 4.0 * h * h, 160e9, 8e-6);
+    ASSERT_REL(e->perf_total[APS_PERF_FSDP_ALLGATHER], 2.0 * ag + again, REL);
+    test_free(e);
+}
+
+/* fp8 casts move HBM bytes per element of every GEMM input (forward) and
+ * output gradient (backward).  Llama-3.1-8B (h 4096, a d 4096, k d 1024,
+ * f 14336), T = 8192 tokens, no recompute, GEMMs and everything else equal
+ * between frameworks, so fsdp2 (torchao dynamic: 6 B everywhere) minus
+ * megatron (TE: 3 B for norm/activation-produced tensors, 4 B otherwise)
+ * per layer is
+ *   forward  T [3 (2h + f) + 2 a d]                   = T x 75,776 B
+ *   backward T [2 ((a + 2k) d + 2h) + 3 (2f)]         = T x 114,688 B
+ * at 3350e9 x 0.8 B/s, times 32 layers and 1 micro-batch. */
+static void test_fp8_cast_bytes_by_framework(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_setup_8b(&m, &c, &t, &s, 8, 8, 8192);
+    t.precision = APS_PREC_FP8;
+    s.dp_degree = 8;
+    aps_estimate *e = test_malloc(sizeof *e);
+    t.framework = APS_FW_MEGATRON;
+    fx_run(&m, &c, &t, &s, e);
+    double te_f = e->perf_total[APS_PERF_COMPUTE_FWD];
+    double te_b = e->perf_total[APS_PERF_COMPUTE_BWD];
+    t.framework = APS_FW_FSDP2;
+    fx_run(&m, &c, &t, &s, e);
+    double hbm = 3350e9 * 0.8, T = 8192.0;
+    ASSERT_REL(e->perf_total[APS_PERF_COMPUTE_FWD] - te_f,
+               32.0 * T * 75776.0 / hbm, 1e-6);
+    ASSERT_REL(e->perf_total[APS_PERF_COMPUTE_BWD] - te_b,
+               32.0 * T * 114688.0 / hbm, 1e-6);
+    test_free(e);
+}
+
+/* Megatron's interleaved schedule with --overlap-p2p-communication hides
+ * the sends of every chunk but the warmup and flush ones: on the first
+ * rank 2 (p-1) + (v-1) p = 2 x 7 + 8 = 22 chunks of m v = 64 x 2 = 128,
+ * so 2 x 22 / (2 x 128) of the p2p time stays exposed.  Off (or a
+ * framework without it, or v = 1): all of it. */
+static void test_interleaved_p2p_overlap(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_llama31_70b(&m);
+    fx_h100(&c, 8);
+    fx_training(&t, 64, 4096);
+    aps_strategy_defaults(&s);
+    s.pp_degree = 8;
+    s.vpp_degree = 2;
+    aps_estimate *e = test_malloc(sizeof *e);
+    fx_run(&m, &c, &t, &s, e);
+    assert_int_equal(e->micro_batch_num, 64);
+    double total = e->perf_total[APS_PERF_PP_P2P];
+    ASSERT_REL(total, 2.0 * 128.0 * (67108864.0 / 360e9 + 3e-6), REL);
+    ASSERT_REL(e->perf_exposed[APS_PERF_PP_P2P], total * 22.0 / 128.0, REL);
+    t.overlap_p2p_comm = false;
+    fx_run(&m, &c, &t, &s, e);
+    ASSERT_REL(e->perf_exposed[APS_PERF_PP_P2P], total, REL);
+    test_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -884,6 +987,9 @@ int main(void)
         cmocka_unit_test(test_fsdp2_replicate_sync_every_microbatch),
         cmocka_unit_test(test_op_sac_regathers_under_sp),
         cmocka_unit_test(test_deepspeed_zero3_buffers),
+        cmocka_unit_test(test_deepspeed_rails_and_regather),
+        cmocka_unit_test(test_fp8_cast_bytes_by_framework),
+        cmocka_unit_test(test_interleaved_p2p_overlap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -274,6 +274,30 @@ describe("launch configs", function()
     assert.is_true(seen > 0, "an uneven split with equal middle stages (126 layers over 16)")
   end)
 
+  it("write an uneven split with interleaving as chunk counts (Megatron get_transformer_layer_offset)", function()
+    local r = run_example("llama3_405b_h100_16k.lua", { top_k = 3,
+      fix = { "vpp_degree=2", "pp_degree=16", "cp_degree=1" } })
+    local by = check_all(r)
+    local seen = 0
+    for _, rec in ipairs(r.top_k_strategies) do
+      local layers = {}
+      for i, st in ipairs(r.stage_summary[rec.rank].stages) do layers[i] = st.num_layers end
+      local _, v = parse_megatron(by[rec.rank].megatron.text)
+      assert.are.equal("2", v["--num-virtual-stages-per-pipeline-rank"])
+      assert.is_nil(v["--num-layers-per-virtual-pipeline-stage"])
+      if layers[1] ~= layers[2] or layers[16] ~= layers[2] then
+        seen = seen + 1
+        assert.are.equal(tostring(layers[1]), v["--decoder-first-pipeline-num-layers"])
+        assert.are.equal(tostring(layers[16]), v["--decoder-last-pipeline-num-layers"])
+        -- each rank's layers split into 2 equal chunks
+        for i = 1, 16 do assert.are.equal(0, layers[i] % 2) end
+      end
+      -- 0 = Megatron's own default (128); writing 0 would divide by zero
+      assert.is_nil(v["--make-vocab-size-divisible-by"])
+    end
+    assert.is_true(seen > 0, "126 layers over 16 ranks x 2 chunks cannot be even")
+  end)
+
   it("flag TP without SP and ZeRO-1 where an engine cannot express them (Qwen2.5-7B, Megatron)", function()
     local r = run_example("qwen25_7b_a100.lua", { top_k = 10,
       fix = { "sequence_parallel=false", "tp_degree=2", "zero_stage=0,1" } })

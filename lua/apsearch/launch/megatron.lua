@@ -53,15 +53,11 @@ function M.render(c)
   if tp > 1 and r.sequence_parallel then A("--sequence-parallel") end
   A("--pipeline-model-parallel-size", pp)
   local layers = c.layers
-  if pp > 1 and #layers == pp and not launch_util.all_equal(layers) then
+  local uneven = pp > 1 and #layers == pp and not launch_util.all_equal(layers)
+  if uneven then
     local middle = {}
     for i = 2, pp - 1 do middle[#middle + 1] = layers[i] end
-    if vpp > 1 then
-      N("NOT EXPRESSIBLE in Megatron-LM", string.format(
-        "an uneven stage split (%s layers) with interleaving (vpp_degree=%d); Megatron's " ..
-        "--pipeline-model-parallel-layout could describe it, apsearch does not write it",
-        table.concat(layers, ":"), vpp))
-    elseif launch_util.all_equal(middle) then
+    if launch_util.all_equal(middle) then
       A("--decoder-first-pipeline-num-layers", layers[1])
       A("--decoder-last-pipeline-num-layers", layers[pp])
     else
@@ -71,7 +67,8 @@ function M.render(c)
     end
   end
   if vpp > 1 then
-    if L % (pp * vpp) == 0 then
+    -- an uneven split needs the chunk count, not the chunk size (arguments.py)
+    if L % (pp * vpp) == 0 and not uneven then
       A("--num-layers-per-virtual-pipeline-stage", L // (pp * vpp))
     else
       A("--num-virtual-stages-per-pipeline-rank", vpp)
@@ -181,7 +178,7 @@ function M.render(c)
     A("--disable-bias-linear")
     if m.qkv_bias then A("--add-qkv-bias") end
   end
-  if tr.vocab_size_divisible_by then A("--make-vocab-size-divisible-by", tr.vocab_size_divisible_by) end
+  if (tr.vocab_size_divisible_by or 0) > 0 then A("--make-vocab-size-divisible-by", tr.vocab_size_divisible_by) end
 
   -- precision and optimizer
   if tr.precision == "fp16" then

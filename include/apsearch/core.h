@@ -125,9 +125,10 @@ aps_reason aps_check_zero(const aps_strategy *s, char *msg, size_t n);
 aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
                                char *msg, size_t n);
 /** All of the above; the first failure wins, in this order: degrees, zero,
- *  framework, tp, cp, pp, batch, devices (the model-shape reasons before
+ *  tp, cp, batch, pp, devices, framework (the model-shape reasons before
  *  the device count, so a tp_degree that cannot divide the heads says so
- *  rather than that devices are left idle). */
+ *  rather than that devices are left idle; what the strategy is before
+ *  whether an engine can run it). */
 aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
                          const aps_training *t, const aps_strategy *s,
                          char *msg, size_t n);

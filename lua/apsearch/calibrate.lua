@@ -115,7 +115,11 @@ function M.fit(path, opts)
   local devices, fp8 = {}, {}
   for _, row in ipairs(validate.load(path)) do
     local c = validate.run_case(row)
-    if not c.error and c.measured.tokens_per_s_per_gpu then
+    if c.error and c.error:match("^measured_") then
+      error(("%s: %s: %s"):format(path, row.case_id, c.error), 0)
+    elseif c.error then
+      log(("calibrate: skipping %s: %s"):format(row.case_id, c.error))
+    elseif c.measured.tokens_per_s_per_gpu then
       rows[#rows + 1] = row
       devices[row.device] = true
       if row.precision == "fp8" then fp8[row.device] = true end

@@ -73,7 +73,7 @@ local CODE_PATTERN = "^[A-Z][A-Z0-9_]*$"
 
 --- Names the core's `ctx:check("all")` covers, in the core's order
 -- (src/core/check.c, aps_check_all).
-M.core_checks = { "degrees", "zero", "framework", "tp", "cp", "batch", "pp", "devices" }
+M.core_checks = { "degrees", "zero", "tp", "cp", "batch", "pp", "devices", "framework" }
 
 ------------------------------------------------------------------- sandbox
 

@@ -8,6 +8,7 @@
 -- is reported with its reason; the other rows still run.
 local core = require "apsearch.core"
 local data = require "pl.data"
+local stringio = require "pl.stringio"
 local util = require "apsearch.util"
 local calibration = require "apsearch.calibration"
 
@@ -128,6 +129,19 @@ function M.case_inputs(row)
   return model, cluster, training, strategy, preset
 end
 
+--- A measured column of a row: nil when empty, else a positive finite
+-- number; raises `<column> = "<text>" is not a positive number` (a zero or
+-- negative throughput would make every error and the fit meaningless).
+function M.measured_value(row, column)
+  local text = row[column]
+  if text == nil or text == "" then return nil end
+  local v = tonumber(text)
+  if not v or v ~= v or v <= 0 or v == math.huge then
+    error(("%s = %q is not a positive number"):format(column, text), 0)
+  end
+  return v
+end
+
 local function pct(pred, meas) return (pred - meas) / meas * 100 end
 
 --- Largest terms of an estimate: exposed time categories and memory
@@ -156,6 +170,7 @@ function M.run_case(row, calib)
   local case = { case_id = row.case_id, source = row.source,
                  reliability = row.reliability, model = row.model }
   local ok, err = pcall(function()
+    for _, m in ipairs(M.MEASURES) do M.measured_value(row, m.column) end
     local model, cluster, training, strategy, preset = M.case_inputs(row)
     calibration.apply(cluster, calib)
     local ctx = core.context(model, cluster, training)
@@ -180,7 +195,7 @@ function M.run_case(row, calib)
     end
     local measured, errors = {}, {}
     for _, m in ipairs(M.MEASURES) do
-      local v = tonumber(row[m.column])
+      local v = M.measured_value(row, m.column)
       if v and predicted[m.key] then
         measured[m.key] = v
         errors[m.key] = pct(predicted[m.key], v)
@@ -247,7 +262,20 @@ function M.load(path)
   if not util.file_exists(path) then
     error(("%s: cannot open file"):format(path), 0)
   end
-  local d, err = data.read(path, { csv = true, no_convert = true })
+  local text = assert(util.read_file(path))
+  text = text:gsub("^\239\187\191", "") -- a UTF-8 byte-order mark (Excel)
+  -- pl.data splits quoted fields but knows neither RFC 4180's doubled
+  -- quotes nor line breaks inside quotes: refuse those rather than misread
+  local n = 0
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    n = n + 1
+    local _, quotes = line:gsub('"', "")
+    if quotes % 2 == 1 or line:find('[^,]""[^,\r]') or line:find('^""[^,\r]') then
+      error(("%s:%d: a quoted field with a doubled quote or a line break; "
+             .. "not supported (remove the quotes inside the field)"):format(path, n), 0)
+    end
+  end
+  local d, err = data.read(stringio.open(text), { csv = true, no_convert = true })
   if not d then error(("%s: %s"):format(path, tostring(err)), 0) end
   local index = {}
   for i, name in ipairs(d.fieldnames) do index[name] = i end
@@ -258,6 +286,10 @@ function M.load(path)
   end
   local rows = {}
   for r, fields in ipairs(d) do
+    if #fields ~= #d.fieldnames then
+      error(("%s: data row %d has %d fields, the header %d"):format(
+        path, r, #fields, #d.fieldnames), 0)
+    end
     local row = {}
     for name, i in pairs(index) do row[name] = fields[i] end
     row.case_id = row.case_id ~= "" and row.case_id or ("row " .. r)

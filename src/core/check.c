@@ -217,17 +217,6 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
     return APS_REASON_NONE;
 }
 
-/** True if the explicit partition or the offsets make middle stages (not
- *  the first or last) differ from each other. */
-static bool middle_uneven(const aps_strategy *s)
-{
-    for (int64_t i = 2; i < s->pp_degree - 1; i++)
-        if (s->stage_partition[i] != s->stage_partition[1] ||
-            s->layer_offset[i] != s->layer_offset[1])
-            return true;
-    return false;
-}
-
 aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
                                char *msg, size_t n)
 {
@@ -254,17 +243,12 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
         }
         /* --decoder-first/last-pipeline-num-layers: only the first and
-         * last stage may differ from the others; with interleaving
-         * (--num-virtual-stages-per-pipeline-rank) each rank's layers split
-         * into vpp_degree equal chunks (megatron/core/transformer/
-         * transformer_layer.py get_transformer_layer_offset), which the
-         * layout already requires. */
-        if (middle_uneven(s)) {
-            aps_fmt(msg, n, "megatron: stage_partition / layer_offset give the "
-                    "middle stages different layer counts; Megatron-LM can "
-                    "only make the first and last stage differ");
-            return APS_REASON_FRAMEWORK_UNSUPPORTED;
-        }
+         * last stage may differ (checked on the built layout, estimate.c,
+         * so an invalid partition is reported as such first); with
+         * interleaving (--num-virtual-stages-per-pipeline-rank) each
+         * rank's layers split into vpp_degree equal chunks
+         * (megatron/core/transformer/transformer_layer.py
+         * get_transformer_layer_offset), which the layout requires. */
         break;
     case APS_FW_FSDP2:
         /* torchtitan/config/job_config.py [parallelism]: the replicate
@@ -346,11 +330,12 @@ aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
     aps_reason r;
     if ((r = aps_check_degrees(s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_zero(s, msg, n)) != APS_REASON_NONE) return r;
-    if ((r = aps_check_framework(t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_tp(m, t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_cp(t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_batch(t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_pp(m, t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_devices(c, s, msg, n)) != APS_REASON_NONE) return r;
+    /* last: what the strategy is comes before whether an engine runs it */
+    if ((r = aps_check_framework(t, s, msg, n)) != APS_REASON_NONE) return r;
     return APS_REASON_NONE;
 }

@@ -963,6 +963,40 @@ static void test_interleaved_p2p_overlap(void **state)
     test_free(e);
 }
 
+/* What a strategy is comes before whether an engine runs it: an offset
+ * list that does not sum to zero is PP_PARTITION under megatron too, and
+ * only a valid split whose middle stages differ is FRAMEWORK_UNSUPPORTED;
+ * a tp_degree that divides neither the heads nor the devices is
+ * TP_DIVISIBILITY even where the framework could not run it either. */
+static void test_structure_before_framework(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_llama31_70b(&m);
+    fx_h100(&c, 32);
+    fx_training(&t, 64, 4096);
+    aps_strategy_defaults(&s);
+    s.tp_degree = 8;
+    s.pp_degree = 4;
+    aps_estimate *e = test_malloc(sizeof *e);
+    int64_t bad[4] = {1, 1, 0, 0}, middle[4] = {1, 1, -2, 0};
+    memcpy(s.layer_offset, bad, sizeof bad);
+    fx_run(&m, &c, &t, &s, e);
+    ASSERT_REASON(e->reason, APS_REASON_PP_PARTITION, e->reason_msg);
+    memcpy(s.layer_offset, middle, sizeof middle);
+    fx_run(&m, &c, &t, &s, e);
+    ASSERT_REASON(e->reason, APS_REASON_FRAMEWORK_UNSUPPORTED, e->reason_msg);
+    ASSERT_HAS(e->reason_msg, "stage 3 has 18 layers, stage 2 has 21");
+    aps_strategy_defaults(&s);
+    fx_setup_8b(&m, &c, &t, &s, 8, 8, 4096);
+    t.framework = APS_FW_FSDP2;
+    s.tp_degree = 3;
+    s.dp_degree = 2;
+    fx_run(&m, &c, &t, &s, e);
+    ASSERT_REASON(e->reason, APS_REASON_TP_DIVISIBILITY, e->reason_msg);
+    test_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -990,6 +1024,7 @@ int main(void)
         cmocka_unit_test(test_deepspeed_rails_and_regather),
         cmocka_unit_test(test_fp8_cast_bytes_by_framework),
         cmocka_unit_test(test_interleaved_p2p_overlap),
+        cmocka_unit_test(test_structure_before_framework),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

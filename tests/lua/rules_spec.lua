@@ -78,7 +78,7 @@ describe("rule loader", function()
   it("loads the directory sorted in the core's check order", function()
     local names = {}
     for _, r in ipairs(rules.load_dir(ROOT .. "/rules")) do names[#names + 1] = r.name end
-    assert.are.same({ "degrees", "zero", "framework", "tp", "cp", "batch", "pp", "devices", "memory_limit" }, names)
+    assert.are.same({ "degrees", "zero", "tp", "cp", "batch", "pp", "devices", "framework", "memory_limit" }, names)
     local core_order = {}
     for i, n in ipairs(rules.core_checks) do core_order[i] = n end
     table.remove(names)

@@ -439,6 +439,6 @@ describe("driver details", function()
       assert.is_function(r.check)
       assert.truthy(r.code:match("^[A-Z_]+$"))
     end
-    assert.are.same({ "degrees", "zero", "framework", "tp", "cp", "batch", "pp", "devices", "memory_limit" }, names)
+    assert.are.same({ "degrees", "zero", "tp", "cp", "batch", "pp", "devices", "framework", "memory_limit" }, names)
   end)
 end)

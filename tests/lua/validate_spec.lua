@@ -97,6 +97,65 @@ describe("validate on tests/fixtures/cases_small.csv", function()
     assert.is_false(ok)
     assert.matches(": missing required column num_layers", err)
   end)
+
+  -- the fixture's header and first row, edited
+  local function one_row(prefix, edit)
+    local text = assert(io.open(FIXTURE)):read("a")
+    local header, row = text:match("^([^\n]*)\n([^\n]*)")
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write(prefix or "", header, "\n", edit and edit(header, row) or row, "\n")
+    f:close()
+    return path
+  end
+  -- replaces one column of the row (the fixture's first row quotes no field)
+  local function set_column(name, value)
+    return function(header, row)
+      local cols, vals = {}, {}
+      for c in (header .. ","):gmatch("([^,]*),") do cols[#cols + 1] = c end
+      for v in (row .. ","):gmatch("([^,]*),") do vals[#vals + 1] = v end
+      for i, c in ipairs(cols) do if c == name then vals[i] = value end end
+      return table.concat(vals, ",")
+    end
+  end
+
+  it("reads a file with a UTF-8 byte-order mark", function()
+    local path = one_row("\239\187\191")
+    local rows = validate.load(path)
+    os.remove(path)
+    assert.are.equal("c016", rows[1].case_id)
+  end)
+
+  it("refuses a row whose field count differs from the header, naming it", function()
+    local path = one_row(nil, function(_, row) return row .. ",x" end)
+    local ok, err = pcall(validate.load, path)
+    os.remove(path)
+    assert.is_false(ok)
+    assert.truthy(err:find("data row 1 has 41 fields, the header 40", 1, true))
+  end)
+
+  it("refuses doubled quotes inside a field rather than misreading them", function()
+    local path = one_row(nil, set_column("model", '"MPT, ""7b"""'))
+    local ok, err = pcall(validate.load, path)
+    os.remove(path)
+    assert.is_false(ok)
+    assert.truthy(err:find(":2: a quoted field with a doubled quote", 1, true))
+  end)
+
+  for _, bad in ipairs({ "-5", "0", "nan", "1e999", "fast" }) do
+    it("reports a measured throughput of " .. bad .. " for its row, and calibrate refuses it", function()
+      local path = one_row(nil, set_column("measured_tokens_per_s_per_gpu", bad))
+      local r = validate.run(path)
+      local ok, err = pcall(calibrate.fit, path)
+      os.remove(path)
+      assert.are.equal(1, r.summary.failed)
+      assert.are.equal(0, r.summary.throughput.count)
+      assert.truthy(r.cases[1].error:find(
+        'measured_tokens_per_s_per_gpu = "' .. bad .. '" is not a positive number', 1, true))
+      assert.is_false(ok)
+      assert.truthy(err:find("c016: measured_tokens_per_s_per_gpu", 1, true))
+    end)
+  end
 end)
 
 describe("calibrate", function()

@@ -95,7 +95,12 @@ function M.case_inputs(row)
   end
   local device = { base = row.device }
   local ok, preset = pcall(core.device_preset, row.device)
-  if not ok then error(("device = %q: unknown device preset"):format(row.device or ""), 0) end
+  if not ok then
+    local known = {}
+    for _, d in ipairs(core.device_presets()) do known[#known + 1] = d.name or d end
+    error(("device = %q: unknown device preset (known: %s)"):format(
+      row.device or "", table.concat(known, ", ")), 0)
+  end
   if row.device_memory_gib and row.device_memory_gib ~= "" then
     local gib = tonumber(row.device_memory_gib)
     if not gib or gib <= 0 then error("device_memory_gib is not a positive number", 0) end

@@ -151,6 +151,34 @@ static const preset presets[] = {
      "NVIDIA DGX B200 / HGX B200 datasheet (2024): per GPU FP8 4.5 PFLOPS "
      "dense (9 sparse), BF16 2.25 PFLOPS dense, 180 GB HBM3e at 8 TB/s, "
      "NVLink 5 1.8 TB/s; one 400 Gb/s ConnectX-7 NIC per GPU"},
+    /* Grace-Blackwell racks: the NVLink domain is the rack (NVL72: give
+     * devices_per_node = 72); the B200 of GB200 runs at 1,200 W. */
+    {{.name = "gb200",
+      .memory_bytes = 186 * GB,
+      .peak_flops_bf16 = 2500 * TFLOPS,
+      .peak_flops_fp8 = 5000 * TFLOPS,
+      .peak_flops_fp32 = 80 * TFLOPS,
+      .hbm_bandwidth = 8000 * GB,
+      .intra_node_bandwidth = 900 * GB,
+      .inter_node_bandwidth = 50 * GB,
+      COMMON_FIELDS, HOPPER_ON},
+     "NVIDIA GB200 NVL72 datasheet (2024), per Blackwell GPU: FP8 10 PFLOPS "
+     "and BF16 5 PFLOPS with sparsity (5 and 2.5 dense), FP32 80 TFLOPS, "
+     "186 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s; one 400 Gb/s ConnectX-7 "
+     "NIC per GPU"},
+    {{.name = "gb300",
+      .memory_bytes = 279 * GB,
+      .peak_flops_bf16 = 2500 * TFLOPS,
+      .peak_flops_fp8 = 5000 * TFLOPS,
+      .peak_flops_fp32 = 80 * TFLOPS,
+      .hbm_bandwidth = 8000 * GB,
+      .intra_node_bandwidth = 900 * GB,
+      .inter_node_bandwidth = 100 * GB,
+      COMMON_FIELDS, HOPPER_ON},
+     "NVIDIA GB300 NVL72 datasheet (2025), per Blackwell Ultra GPU: FP8 5 "
+     "PFLOPS and BF16 2.5 PFLOPS dense, FP32 80 TFLOPS, 288 GB HBM3e "
+     "(279 GB usable) at 8 TB/s, NVLink 5 1.8 TB/s; one 800 Gb/s "
+     "ConnectX-8 NIC per GPU"},
 };
 
 #define NPRESETS (sizeof presets / sizeof presets[0])

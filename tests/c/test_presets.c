@@ -77,6 +77,24 @@ static void test_preset_h200_b200(void **state)
     ASSERT_REL(d.intra_node_bandwidth, 1800e9 / 2.0, REL);
 }
 
+/* GB200 / GB300 NVL72 datasheets: per GPU BF16 2.5 PFLOPS dense (5 with
+ * sparsity), FP8 5 dense, HBM3e 186 GB / 279 GB usable at 8 TB/s; NICs
+ * ConnectX-7 400 Gb/s (50e9 B/s) and ConnectX-8 800 Gb/s (100e9 B/s). */
+static void test_preset_gb200_gb300(void **state)
+{
+    (void)state;
+    aps_device d = preset("gb200");
+    ASSERT_REL(d.memory_bytes, 186e9, REL);
+    ASSERT_REL(d.peak_flops_bf16, 2500e12, REL);
+    ASSERT_REL(d.peak_flops_fp8, 5000e12, REL);
+    ASSERT_REL(d.inter_node_bandwidth, 50e9, REL);
+    d = preset("gb300");
+    ASSERT_REL(d.memory_bytes, 279e9, REL);
+    ASSERT_REL(d.peak_flops_bf16, 2500e12, REL);
+    ASSERT_REL(d.inter_node_bandwidth, 100e9, REL);
+    ASSERT_REL(d.intra_node_bandwidth, 900e9, REL);
+}
+
 /* Every preset has a name, a cited source and validates as an 8-GPU node;
  * the list ends with NULL. */
 static void test_preset_list(void **state)
@@ -166,6 +184,7 @@ int main(void)
         cmocka_unit_test(test_preset_h100),
         cmocka_unit_test(test_preset_a100),
         cmocka_unit_test(test_preset_h200_b200),
+        cmocka_unit_test(test_preset_gb200_gb300),
         cmocka_unit_test(test_preset_list),
         cmocka_unit_test(test_preset_lookup),
         cmocka_unit_test(test_cluster_validate),

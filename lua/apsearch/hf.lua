@@ -45,6 +45,16 @@ local M = {}
 M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "phi3", "gpt2", "gpt_neox", "mpt" }
 
+--- config.json key of each model field for error messages (Llama-family
+-- names; GPT-2 and MPT configs use their own, listed in the builders).
+M.CONFIG_KEY = {
+  num_layers = "num_hidden_layers", hidden_size = "hidden_size",
+  num_attention_heads = "num_attention_heads",
+  num_query_groups = "num_key_value_heads", ffn_hidden_size = "intermediate_size",
+  vocab_size = "vocab_size", head_dim = "head_dim",
+  max_position_embeddings = "max_position_embeddings",
+}
+
 local function is_null(v) return v == nil or v == cjson.null end
 
 -- Reader bound to one config and file, raising errors that name both.
@@ -60,7 +70,9 @@ local function reader(cfg, file)
     if not util.is_integer(v) or v < 1 then
       util.fail(file, key, "expected a positive integer", v)
     end
-    return math.tointeger(v)
+    local iv = math.tointeger(v)
+    if not iv then util.fail(file, key, "expected a positive integer below 2^63", v) end
+    return iv
   end
   function r.bool(key, default)
     local v = cfg[key]
@@ -274,6 +286,15 @@ function M.from_config(cfg, source, name)
     model.head_dim = model.hidden_size // model.num_attention_heads
   end
   model.name = name or name_from_path(source)
+  -- the core's checks (ranges, heads divisible by query groups, ...), with
+  -- the file and the config key named
+  local ok, err = pcall(require("apsearch.core").model_params, model)
+  if not ok then
+    local msg = tostring(err):gsub("^model%.([%w_]+)", function(f)
+      return M.CONFIG_KEY[f] and (M.CONFIG_KEY[f] .. " (model." .. f .. ")") or ("model." .. f)
+    end)
+    error(source .. ": " .. msg, 0)
+  end
   return model, { source = source, model_type = mt }
 end
 

@@ -625,7 +625,9 @@ function M.from_table(raw, file, opts)
     if not TOP[k] then n:fail(tostring(k), "unknown field", v) end
   end
   for _, k in ipairs({ "name", "description" }) do
-    if raw[k] ~= nil and type(raw[k]) ~= "string" then n:fail(k, "expected a string", raw[k]) end
+    if raw[k] ~= nil then
+      schema.check_value("string", raw[k], function(problem, got) n:fail(k, problem, got) end)
+    end
   end
 
   local routed = {}

@@ -162,6 +162,10 @@ function M.check_value(kind, v, fail)
     fail("expected one of " .. util.join(kind.enum), v)
   elseif kind == "string" then
     if type(v) ~= "string" then fail("expected a string", v) end
+    -- names reach JSON, HTML, CSV and terminals: printable UTF-8 only
+    if not utf8.len(v) or v:find("[%c\127]") then
+      fail("expected printable UTF-8 text (no control characters)", v)
+    end
   elseif kind == "bool" then
     if type(v) ~= "boolean" then fail("expected true or false", v) end
   elseif kind == "posint" then

@@ -42,7 +42,11 @@ function M.describe(v)
   local t = type(v)
   if t == "string" then
     if #v > 60 then v = v:sub(1, 57) .. "..." end
-    return format("%q", v):gsub("\\\n", "\\n")
+    local q = format("%q", v):gsub("\\\n", "\\n")
+    if not utf8.len(q) then -- bytes that are not UTF-8, as escapes
+      q = q:gsub("[\128-\255]", function(c) return format("\\%d", c:byte()) end)
+    end
+    return q
   elseif t == "number" then
     if math.type(v) == "float" and v == floor(v) and v > -2^53 and v < 2^53 then
       return format("%d", v)

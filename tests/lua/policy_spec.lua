@@ -43,6 +43,16 @@ describe("policy validation", function()
     assert.are.equal("policy.lua: serch_space: unknown field (got {})", err_of(norm, raw))
   end)
 
+  it("rejects a name with control characters or bytes that are not UTF-8", function()
+    local raw = base()
+    raw.name = "a\27[31m"
+    assert.are.equal('policy.lua: name: expected printable UTF-8 text (no control characters) (got "a\\27[31m")',
+      err_of(norm, raw))
+    raw.name = "\255\254"
+    assert.are.equal('policy.lua: name: expected printable UTF-8 text (no control characters) (got "\\255\\254")',
+      err_of(norm, raw))
+  end)
+
   it("rejects an unknown search dimension", function()
     local raw = base()
     raw.search_space.tp = { 1, 2 }

@@ -40,7 +40,9 @@ end
 -- @treturn string e.g. `"fp7"`, `2.5`, `true`, `nil`, `{...}`
 function M.describe(v)
   local t = type(v)
-  if t == "string" then
+  if t == "userdata" and package.loaded.cjson and v == package.loaded.cjson.null then
+    return "null"
+  elseif t == "string" then
     if #v > 60 then v = v:sub(1, 57) .. "..." end
     local q = format("%q", v):gsub("\\\n", "\\n")
     if not utf8.len(q) then -- bytes that are not UTF-8, as escapes

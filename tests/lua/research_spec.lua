@@ -145,6 +145,28 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
     assert.truthy(err:find("not an apsearch result.json", 1, true), err)
   end)
 
+  it("refuses a baseline whose top-k records are malformed, naming the field", function()
+    local function broken(edit)
+      local r = cjson.decode(read(base_dir .. "/result.json"))
+      edit(r)
+      local path = tmpdir() .. "/b.json"
+      local f = assert(io.open(path, "w"))
+      f:write(cjson.encode(r))
+      f:close()
+      local ok, err = pcall(baseline.load, path)
+      assert.is_false(ok)
+      return err
+    end
+    assert.truthy(broken(function(r) r.top_k_strategies[2].tp_degree = cjson.null end)
+      :find("top_k_strategies[2].tp_degree: expected a positive integer (got null)", 1, true))
+    assert.truthy(broken(function(r) r.top_k_strategies[1].performance_cost.step_time = "fast" end)
+      :find('top_k_strategies[1].performance_cost.step_time: expected a positive number (got "fast")', 1, true))
+    assert.truthy(broken(function(r) r.top_k_strategies = { a = 1 } end)
+      :find("top_k_strategies: expected an array", 1, true))
+    assert.truthy(broken(function(r) r.all_candidate_summary = cjson.null end)
+      :find("all_candidate_summary: expected an object (got null)", 1, true))
+  end)
+
   it("matches strategies on every strategy field", function()
     local a = { dp_degree = 2, fsdp_degree = 4, tp_degree = 1, stage_partition = { 40, 40 } }
     local b = { dp_degree = 2.0, fsdp_degree = 4, tp_degree = 1, stage_partition = { 40.0, 40 } }

@@ -80,6 +80,16 @@ local function describe(s)
   return require("apsearch.search").describe_strategy(s)
 end
 
+local function is_array(t)
+  if type(t) ~= "table" then return false end
+  local n = #t
+  if n == 0 then return next(t) == nil end
+  for k in pairs(t) do
+    if math.type(k) ~= "integer" or k < 1 or k > n then return false end
+  end
+  return true
+end
+
 --- Loads a baseline result.json.
 -- @tparam string path
 -- @treturn table the decoded result
@@ -98,17 +108,39 @@ function M.load(path)
   if r.schema_version == nil or type(r.top_k_strategies) ~= "table" or type(r.inputs) ~= "table" then
     error(string.format("--baseline: %s: not an apsearch result.json (no schema_version, inputs or top_k_strategies)", path), 0)
   end
-  return integers(r)
+  r = integers(r)
+  M.check(r, path)
+  return r
 end
 
-local function is_array(t)
-  if type(t) ~= "table" then return false end
-  local n = #t
-  if n == 0 then return next(t) == nil end
-  for k in pairs(t) do
-    if math.type(k) ~= "integer" or k < 1 or k > n then return false end
+local POSITIVE = { "dp_degree", "fsdp_degree", "tp_degree", "pp_degree", "vpp_degree",
+  "cp_degree", "micro_batch_size" }
+
+--- Checks the fields a diff reads: the top-k records (rank, degrees, step
+-- time) and the candidate summary.
+-- @raise `--baseline: <path>: <field>: <problem> (got <value>)`
+function M.check(r, path)
+  local function fail(field, problem, v)
+    util.fail("--baseline: " .. path, field, problem, v)
   end
-  return true
+  local function positive(field, v, int)
+    if type(v) ~= "number" or v ~= v or v <= 0 or v == math.huge or (int and math.type(v) ~= "integer") then
+      fail(field, int and "expected a positive integer" or "expected a positive number", v)
+    end
+  end
+  local top = r.top_k_strategies
+  if not is_array(top) then fail("top_k_strategies", "expected an array", top) end
+  for i, rec in ipairs(top) do
+    local at = "top_k_strategies[" .. i .. "]"
+    if type(rec) ~= "table" then fail(at, "expected an object", rec) end
+    positive(at .. ".rank", rec.rank, true)
+    for _, f in ipairs(POSITIVE) do positive(at .. "." .. f, rec[f], true) end
+    local pc = rec.performance_cost
+    if type(pc) ~= "table" then fail(at .. ".performance_cost", "expected an object", pc) end
+    positive(at .. ".performance_cost.step_time", pc.step_time, false)
+  end
+  local acs = r.all_candidate_summary
+  if acs ~= nil and type(acs) ~= "table" then fail("all_candidate_summary", "expected an object", acs) end
 end
 
 local function same(a, b)

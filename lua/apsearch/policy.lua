@@ -286,7 +286,10 @@ function Norm:fields(tbl, fields, path, section, routed, skip)
         else v = util.int(v) end
       end
       if kind ~= "device" and kind ~= "rules" then
-        v = schema.check_value(kind, v, self:checker(p))
+        local written = tbl[k]
+        v = schema.check_value(kind, v, function(problem, got)
+          self:fail(p, problem, factor and written or got)
+        end)
       end
       local route = section and schema.routes[section] and schema.routes[section][name]
       local dest = out
@@ -412,6 +415,7 @@ function Norm:training(v, routed)
       self:fail(r.path, name .. " is also set in training", r.value)
     end
     t[name] = r.value
+    self.aliases["training." .. name] = r.path
   end
   return t
 end
@@ -620,7 +624,8 @@ function M.from_table(raw, file, opts)
     overrides[#overrides + 1] = { kind = "set", key = "top_k", value = opts.top_k }
   end
 
-  local n = setmetatable({ file = file, base_dir = base_dir, overrides = overrides }, Norm)
+  local n = setmetatable({ file = file, base_dir = base_dir, overrides = overrides,
+                           aliases = {} }, Norm)
   for k, v in pairs(raw) do
     if not TOP[k] then n:fail(tostring(k), "unknown field", v) end
   end
@@ -641,6 +646,8 @@ function M.from_table(raw, file, opts)
   p.search_space = n:search_space(raw.search_space)
   p.constraints = n:constraints(raw.constraints, routed)
   p.training = n:training(raw.training, routed)
+  -- core field -> where the user wrote it (cluster.memory_limit_gib -> training.memory_limit_bytes)
+  p.aliases = n.aliases
   for _, r in ipairs(opts.rules or {}) do
     if type(r) == "string" then
       if not util.file_exists(r) then util.fail("--rules", "rules", "rule file not found", r) end

@@ -70,6 +70,8 @@ function M.context(policy)
     local msg = tostring(ctx)
     local label = policy.file or "policy"
     local path = msg:match("^([%w_%.%[%]]+):")
+    local alias = path and policy.aliases and policy.aliases[path]
+    if alias then msg, path = alias .. msg:sub(#path + 1), alias end
     for i = #(policy.overrides or {}), 1, -1 do
       local ov = policy.overrides[i]
       local top = ov.key:match("^[^%.]+")

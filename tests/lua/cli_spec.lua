@@ -174,6 +174,14 @@ describe("apsearch binary", function()
         one_line_error(apsearch("estimate", "--strategy", "pp_degree=0")))
     end)
 
+    it("for a memory limit, naming the field as written and its value", function()
+      assert.are.equal("--set: cluster.memory_limit_gib: must be a finite number >= 0 (got -5)",
+        one_line_error(apsearch("run", "--set", "cluster.memory_limit_gib=-5")))
+      assert.are.equal("--set: constraints.memory_limit_gib: 90.00 GiB exceeds the device capacity "
+        .. "79.65 GiB (cluster.device.memory_bytes)",
+        one_line_error(apsearch("run", "--set", "constraints.memory_limit_gib=90")))
+    end)
+
     it("for an unknown field", function()
       local path = write(dir .. "/unknown.lua", POLICY_HEAD .. "  search_space = { tp = { 1, 2 } },\n}\n")
       local msg = one_line_error(apsearch("run", path))

@@ -211,6 +211,14 @@ int aps_group_link(const aps_cluster *c, int64_t stride, int64_t size,
 int aps_p2p_link(const aps_cluster *c, int64_t stride, int64_t size,
                  double *bw, double *alpha);
 
+/** Keys one query attends to in the attention core, averaged over the
+ *  layers, for a sequence of S tokens: S without causal skipping, S/2 with
+ *  it, and with a sliding window w < S on sliding_window_layers of the
+ *  layers (S w - w^2/2) / S on those (Beltagy et al. 2020, Longformer s.3.1;
+ *  FlashAttention-2 window_size skips the blocks outside the band).
+ *  Attention FLOPs of a layer = 4 x tokens x keys x a x d. */
+double aps_attention_keys(const aps_model *m, double S, bool causal);
+
 /* ------------------------------------------------------------ flops */
 
 /** FLOPs of one training step of the whole model (all devices), unpadded

@@ -65,6 +65,10 @@ typedef struct {
     bool mlp_bias;                   /**< MLP biases */
     bool qk_norm;                    /**< per-head RMSNorm on Q and K (Qwen3) */
     bool tie_word_embeddings;
+    int64_t sliding_window;          /**< local attention window, tokens
+                                          (Mistral-7B-v0.1 4096); 0: none */
+    int64_t sliding_window_layers;   /**< layers that use it (Gemma-2: every
+                                          other); 0 with a window: all */
 } aps_model;
 
 /* ----------------------------------------------------------------- cluster */

@@ -133,6 +133,16 @@ local function llama_like(r, cfg, file, opts)
   return m
 end
 
+-- Sliding-window attention: `sliding_window` tokens on `layers` of the
+-- layers (nil: all); absent or null: none.
+local function window(m, r, layers)
+  if r.has("sliding_window") then
+    m.sliding_window = r.int("sliding_window")
+    m.sliding_window_layers = layers or m.num_layers
+  end
+  return m
+end
+
 local builders = {}
 
 function builders.llama(r, cfg, file)
@@ -143,22 +153,39 @@ function builders.llama(r, cfg, file)
   return m
 end
 
+-- Mistral-7B-v0.1 and Phi-3: the window on every layer
+-- (transformers MistralAttention / Phi3Attention pass it to flash attention)
 function builders.mistral(r, cfg, file)
-  return llama_like(r, cfg, file, {})
+  return window(llama_like(r, cfg, file, {}), r)
 end
 
 function builders.phi3(r, cfg, file)
-  return llama_like(r, cfg, file, {})
+  return window(llama_like(r, cfg, file, {}), r)
+end
+
+-- Qwen2/Qwen3: with use_sliding_window, layers from max_window_layers up
+-- (transformers Qwen2Attention: layer_idx >= max_window_layers)
+local function qwen_window(m, r, cfg, file)
+  if r.bool("use_sliding_window", false) then
+    local first = cfg.max_window_layers
+    if is_null(first) then first = m.num_layers end
+    if not util.is_integer(first) or first < 0 then
+      util.fail(file, "max_window_layers", "expected an integer >= 0", first)
+    end
+    first = math.min(math.tointeger(first), m.num_layers)
+    if first < m.num_layers then window(m, r, m.num_layers - first) end
+  end
+  return m
 end
 
 function builders.qwen2(r, cfg, file)
   local m = llama_like(r, cfg, file, {})
   m.qkv_bias = true -- Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False
-  return m
+  return qwen_window(m, r, cfg, file)
 end
 
 function builders.qwen3(r, cfg, file)
-  local m = llama_like(r, cfg, file, { head_dim = 128 })
+  local m = qwen_window(llama_like(r, cfg, file, { head_dim = 128 }), r, cfg, file)
   local ab = r.bool("attention_bias", false)
   m.qkv_bias, m.attn_out_bias = ab, ab
   m.qk_norm = true -- Qwen3Attention: q_norm, k_norm RMSNorm(head_dim)
@@ -170,8 +197,11 @@ function builders.gemma(r, cfg, file)
   return llama_like(r, cfg, file, { head_dim = 256, tied = true })
 end
 
+-- Gemma-2 alternates local and global attention, the even-numbered layers
+-- local (transformers Gemma2DecoderLayer: is_sliding = not layer_idx % 2)
 function builders.gemma2(r, cfg, file)
   local m = llama_like(r, cfg, file, { head_dim = 256, tied = true, norms_per_layer = 4 })
+  window(m, r, (m.num_layers + 1) // 2)
   m.qkv_bias = r.bool("attention_bias", false)
   m.attn_out_bias = m.qkv_bias
   return m

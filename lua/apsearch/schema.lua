@@ -30,6 +30,7 @@ M.model = {
   position_embedding = enum("rope", "learned", "alibi"),
   norm_bias = "bool", qkv_bias = "bool", attn_out_bias = "bool", mlp_bias = "bool",
   qk_norm = "bool", tie_word_embeddings = "bool",
+  sliding_window = "nonnegint", sliding_window_layers = "nonnegint",
 }
 
 --- Device fields (aps_device), SI units.

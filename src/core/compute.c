@@ -63,9 +63,10 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
                     aps_gemm_time(d, prec, T, h, f / tp);
 
     /* Attention core in bf16: QK^T and PV, 2 GEMMs of 2 b s' s a d each. */
-    double attn_flops = 4.0 * b * sl * S * a * dh / tp;
-    if (t->flash_attention)
-        attn_flops *= 0.5; /* causal blocks skipped; CP balances the halves */
+    /* flash attention skips the masked blocks (and those outside a sliding
+     * window); CP balances the halves.  Without it the scores are dense. */
+    double keys = aps_attention_keys(m, S, t->flash_attention);
+    double attn_flops = 4.0 * b * sl * keys * a * dh / tp;
     double attn_rate = d->peak_flops_bf16 * d->attention_efficiency;
     out->attn_fwd = attn_flops / attn_rate;
     out->attn_bwd = attn_flops *

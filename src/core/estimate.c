@@ -186,8 +186,8 @@ static double flops_step(const aps_model *m, const aps_training *t,
 {
     double B = (double)t->global_batch_size, S = (double)t->seq_length;
     double L = (double)m->num_layers, h = (double)m->hidden_size;
-    double attn = 4.0 * S * S * (double)m->num_attention_heads *
-                  (double)m->head_dim * (causal ? 0.5 : 1.0);
+    double attn = 4.0 * S * aps_attention_keys(m, S, causal) *
+                  (double)m->num_attention_heads * (double)m->head_dim;
     double matmul = 2.0 * S * aps_layer_matmul_params(m);
     double fwd = B * (L * (matmul + attn) + 2.0 * S * h * (double)m->vocab_size);
     double flops = 3.0 * fwd + B * recomputed * (matmul + attn);

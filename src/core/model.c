@@ -100,6 +100,17 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
                 (long long)m->max_position_embeddings);
         return APS_EINVAL;
     }
+    if (m->sliding_window < 0 || m->sliding_window > (INT64_C(1) << 26)) {
+        aps_fmt(err, n, "model.sliding_window: must be 0 (none) or in [1, 2^26] "
+                "(got %lld)", (long long)m->sliding_window);
+        return APS_EINVAL;
+    }
+    if (m->sliding_window_layers < 0 || m->sliding_window_layers > m->num_layers) {
+        aps_fmt(err, n, "model.sliding_window_layers: must be in [0, num_layers "
+                "= %lld] (got %lld)", (long long)m->num_layers,
+                (long long)m->sliding_window_layers);
+        return APS_EINVAL;
+    }
     if ((unsigned)m->mlp > APS_MLP_GELU || (unsigned)m->norm > APS_NORM_LAYERNORM ||
         (unsigned)m->position_embedding > APS_POS_ALIBI) {
         aps_fmt(err, n, "model: enum field out of range");
@@ -143,6 +154,22 @@ double aps_regathered_params(const aps_model *m, int64_t tp, double distance)
         after += w[i];
     }
     return again;
+}
+
+double aps_attention_keys(const aps_model *m, double S, bool causal)
+{
+    if (!causal)
+        return S;
+    double full = 0.5 * S;
+    double w = (double)m->sliding_window;
+    if (w <= 0 || w >= S)
+        return full;
+    double L = (double)m->num_layers;
+    double local = m->sliding_window_layers > 0
+                       ? (double)m->sliding_window_layers : L;
+    /* query i attends min(i, w) keys: (S w - w^2 / 2) / S on average */
+    double windowed = w - 0.5 * w * w / S;
+    return (local * windowed + (L - local) * full) / L;
 }
 
 /** Parameters of one layer split over tp ranks (tp = 1: the whole layer). */

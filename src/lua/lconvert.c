@@ -154,6 +154,8 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, attn_out_bias, FT_BOOL, NULL),
     FLD(aps_model, mlp_bias, FT_BOOL, NULL),
     FLD(aps_model, qk_norm, FT_BOOL, NULL),
+    FLD(aps_model, sliding_window, FT_INT, NULL),
+    FLD(aps_model, sliding_window_layers, FT_INT, NULL),
     FLD(aps_model, tie_word_embeddings, FT_BOOL, NULL),
 };
 

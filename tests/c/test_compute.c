@@ -262,6 +262,34 @@ static void test_compute_cp_allgather(void **state)
     ASSERT_REL(e.perf_exposed[APS_PERF_CP_COMM], 32.0 * 3.0 * ag, REL);
 }
 
+/* Sliding window (Longformer s.3.1; FlashAttention-2 window_size): with a
+ * window w = 1024 on all 32 layers at s = 4096 a query attends on average
+ * w - w^2 / (2 s) = 1024 - 128 = 896 keys instead of s/2 = 2048, so the
+ * attention core costs 896/2048 of the full causal one; on 16 of the 32
+ * layers the average is (896 + 2048)/2 = 1472 keys.  Without flash
+ * attention the scores are dense: no change. */
+static void test_compute_sliding_window(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    setup(&m, &c, &t, &s);
+    m.sliding_window = 1024;
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.perf_total[APS_PERF_COMPUTE_FWD],
+               GEMM_FWD / BF16_GEMM + ATTN_FWD * 896.0 / 2048.0 / ATTN_RATE,
+               REL);
+    ASSERT_REL(aps_attention_keys(&m, 4096.0, true), 896.0, REL);
+    m.sliding_window_layers = 16;
+    ASSERT_REL(aps_attention_keys(&m, 4096.0, true), 1472.0, REL);
+    ASSERT_REL(aps_attention_keys(&m, 4096.0, false), 4096.0, REL);
+    m.sliding_window = 8192; /* wider than the sequence: no effect */
+    ASSERT_REL(aps_attention_keys(&m, 4096.0, true), 2048.0, REL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -274,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_compute_memory_bound),
         cmocka_unit_test(test_compute_cp_ring_overlap),
         cmocka_unit_test(test_compute_cp_allgather),
+        cmocka_unit_test(test_compute_sliding_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

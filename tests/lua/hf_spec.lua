@@ -176,6 +176,27 @@ describe("model types", function()
     assert.are.equal(9241705984, core.model_params(m).total)
   end)
 
+  it("imports sliding windows: Mistral every layer, Gemma-2 every other, Qwen2 from max_window_layers", function()
+    local m = hf.load(ROOT .. "/examples/models/mistral-7b-v0.1.json")
+    assert.are.equal(4096, m.sliding_window)
+    assert.are.equal(32, m.sliding_window_layers)
+    local g = hf.from_config({ model_type = "gemma2", hidden_size = 3584, num_hidden_layers = 42,
+      num_attention_heads = 16, num_key_value_heads = 8, head_dim = 256,
+      intermediate_size = 14336, vocab_size = 256000, sliding_window = 4096 }, "g.json")
+    assert.are.equal(4096, g.sliding_window)
+    assert.are.equal(21, g.sliding_window_layers)
+    local base_q = { model_type = "qwen2", hidden_size = 3584, num_hidden_layers = 28,
+      num_attention_heads = 28, num_key_value_heads = 4, intermediate_size = 18944,
+      vocab_size = 152064, sliding_window = 131072, max_window_layers = 20 }
+    local q = hf.from_config(base_q, "q.json")             -- use_sliding_window absent: off
+    assert.is_nil(q.sliding_window)
+    base_q.use_sliding_window = true
+    q = hf.from_config(base_q, "q.json")
+    assert.are.equal(8, q.sliding_window_layers)            -- layers 20..27
+    local l = hf.load(ROOT .. "/examples/models/llama-3.1-8b.json")
+    assert.is_nil(l.sliding_window)
+  end)
+
   it("imports mpt (MPT-7B: 6,649,286,656; no biases, ALiBi, tied)", function()
     local cfg = { model_type = "mpt", d_model = 4096, n_heads = 32, n_layers = 32,
       expansion_ratio = 4, max_seq_len = 2048, vocab_size = 50432, no_bias = true,

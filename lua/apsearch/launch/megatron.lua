@@ -173,6 +173,11 @@ function M.render(c)
     N("NOTE", "set --rotary-base (and any RoPE scaling) from the model's config.json; " ..
       "apsearch does not model them")
   end
+  if (m.sliding_window or 0) > 0 then
+    N("NOTE", string.format("the estimate assumes a %d-token sliding window on %d of %d layers; " ..
+      "configure it in the model spec (TransformerConfig.window_size), no flag is written",
+      m.sliding_window, m.sliding_window_layers or m.num_layers, m.num_layers))
+  end
   if not m.tie_word_embeddings then A("--untie-embeddings-and-output-weights") end
   if not (m.attn_out_bias or m.mlp_bias) then
     A("--disable-bias-linear")

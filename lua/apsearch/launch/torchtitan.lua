@@ -86,6 +86,11 @@ function M.render(c)
     N("NOTE", "set [model] name and flavor for " .. tostring(m.name) ..
       " (TorchTitan ships llama3 8B / 70B / 405B flavors)")
   end
+  if (m.sliding_window or 0) > 0 then
+    N("NOTE", string.format("the estimate assumes a %d-token sliding window on %d of %d layers; " ..
+      "the model definition must implement it", m.sliding_window,
+      m.sliding_window_layers or m.num_layers, m.num_layers))
+  end
   if tr.precision == "fp8" then K("model", "converters", { "float8" }) end
 
   if pp > 1 then

@@ -183,13 +183,14 @@ function M.write_outputs(dir, result, opts)
     util.join_path(dir, "candidates.csv"), util.join_path(dir, "report.html") })
   for _, f in ipairs(lfiles) do files[#files + 1] = util.join_path(dir, "launch/" .. f.name) end
   result.output_files = files
+  -- launch/ first (its own directory, the likelier to refuse), result.json last
+  for _, f in ipairs(lfiles) do texts[#texts + 1] = { "launch/" .. f.name, f.text } end
   texts[#texts + 1] = { "result.csv", csv.format(result) }
   texts[#texts + 1] = { "candidates.csv", csv.candidates(result) }
   texts[#texts + 1] = { "report.html", html.render(result, {
     echarts_js = js, echarts_missing = not js and where or nil, echarts_version = version,
     launch = links,
   }) }
-  for _, f in ipairs(lfiles) do texts[#texts + 1] = { "launch/" .. f.name, f.text } end
   texts[#texts + 1] = { "result.json", json.format(result) }
 
   local stage = util.join_path(dir, string.format(".apsearch-staging-%d-%d", os.time(), math.random(1, 1e9)))
@@ -216,15 +217,20 @@ function M.write_outputs(dir, result, opts)
       util.fail("--out", "dir", "cannot write " .. t[1] .. ": a " .. mode .. " is in the way", dir)
     end
   end
-  -- launch configs of an earlier run that this one does not write again
-  local keep = {}
-  for _, f in ipairs(lfiles) do keep[f.name] = true end
   local ldir = util.join_path(dir, "launch")
-  for _, name in ipairs(util.listdir(ldir) or {}) do
-    if name:match("^rank%d+_") and not keep[name] then os.remove(util.join_path(ldir, name)) end
-  end
   local mok, merr = util.mkdir_p(ldir)
   if not mok then cleanup() util.fail("--out", "dir", "cannot create " .. ldir .. ": " .. tostring(merr), dir) end
+  -- both target directories must take a new entry before anything moves
+  -- (a read-only launch/ would otherwise stop the renames halfway)
+  for _, d in ipairs({ dir, ldir }) do
+    local probe = util.join_path(d, ".apsearch-probe-" .. tostring(math.random(1, 1e9)))
+    local pok, perr = util.write_atomic(probe, "")
+    os.remove(probe)
+    if not pok then
+      cleanup()
+      util.fail("--out", "dir", "cannot write into " .. d .. ": " .. tostring(perr), dir)
+    end
+  end
   for _, t in ipairs(texts) do
     local rok, rerr = os.rename(util.join_path(stage, t[1]), util.join_path(dir, t[1]))
     if not rok then
@@ -233,6 +239,12 @@ function M.write_outputs(dir, result, opts)
     end
   end
   cleanup()
+  -- launch configs of an earlier run that this one did not write again
+  local keep = {}
+  for _, f in ipairs(lfiles) do keep[f.name] = true end
+  for _, name in ipairs(util.listdir(ldir) or {}) do
+    if name:match("^rank%d+_") and not keep[name] then os.remove(util.join_path(ldir, name)) end
+  end
   launch.make_executable(ldir, lfiles)
   return files, (not js) and ("report.html has tables only: Apache ECharts not found (" .. where .. ")") or nil
 end

@@ -164,7 +164,7 @@ function M.fit(path, opts)
     log(string.format("calibrate: start %d, loss %.4f", r, best))
   end
   set(x)
-  calib.schema_version = 1
+  calib.schema_version = calibration.SCHEMA_VERSION
   calib.name = opts.name or ("calibrated on " .. path)
   calib.fitted_on = path
   calib.rows = #rows

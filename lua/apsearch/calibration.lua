@@ -9,6 +9,9 @@ local util = require "apsearch.util"
 
 local M = {}
 
+--- Version of the file format `apsearch calibrate` writes.
+M.SCHEMA_VERSION = 1
+
 --- Calibrated device fields with their physical bounds.
 M.FIELDS = {
   { field = "gemm_efficiency", lo = 0.30, hi = 0.95 },
@@ -25,7 +28,17 @@ function M.load(path)
   if not text then error(path .. ": " .. tostring(err), 0) end
   local c, jerr = cjson.decode(text)
   if type(c) ~= "table" then error(path .. ": not valid JSON (" .. tostring(jerr) .. ")", 0) end
+  -- absent in a hand-written file: the current version
+  if c.schema_version ~= nil and c.schema_version ~= M.SCHEMA_VERSION then
+    error(("%s: schema_version: expected %d (got %s)"):format(path, M.SCHEMA_VERSION,
+      util.describe(c.schema_version)), 0)
+  end
   if type(c.devices) ~= "table" then error(path .. ": devices: expected an object", 0) end
+  -- no training field is calibrated (yet): an empty object or nothing
+  if c.training ~= nil and (type(c.training) ~= "table" or next(c.training) ~= nil) then
+    error(("%s: training: expected an empty object, no training field is calibrated (got %s)"):format(
+      path, util.describe(c.training)), 0)
+  end
   for dev, fields in pairs(c.devices) do
     if type(fields) ~= "table" then error(path .. ": devices." .. tostring(dev) .. ": expected an object", 0) end
     local ok = pcall(core.device_preset, dev)
@@ -38,7 +51,7 @@ function M.load(path)
       for _, p in ipairs(M.FIELDS) do if p.field == k then b = p end end
       if type(v) ~= "number" or v ~= v or v < b.lo or v > b.hi then
         error(("%s: devices.%s.%s: expected a number in [%g, %g] (got %s)"):format(
-          path, dev, k, b.lo, b.hi, tostring(v)), 0)
+          path, dev, k, b.lo, b.hi, util.describe(v)), 0)
       end
     end
   end

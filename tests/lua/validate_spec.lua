@@ -220,11 +220,19 @@ describe("calibrate", function()
   end)
 
   it("rejects an out-of-range or unknown calibrated field, naming it", function()
-    for _, body in ipairs({
-      '{"devices": {"h100-sxm-80gb": {"gemm_efficiency": 7}}}',
-      '{"devices": {"h100-sxm-80gb": {"peak_flops_bf16": 1}}}',
-      '{"devices": {"z100": {"gemm_efficiency": 0.5}}}',
-      'not json',
+    for body, why in pairs({
+      ['{"schema_version": 1, "devices": {"h100-sxm-80gb": {"gemm_efficiency": 7}}}'] =
+        "devices.h100-sxm-80gb.gemm_efficiency: expected a number in [0.3, 0.95] (got 7)",
+      ['{"schema_version": 1, "devices": {"h100-sxm-80gb": {"gemm_efficiency": "0.5"}}}'] =
+        'gemm_efficiency: expected a number in [0.3, 0.95] (got "0.5")',
+      ['{"schema_version": 1, "devices": {"h100-sxm-80gb": {"peak_flops_bf16": 1}}}'] =
+        "peak_flops_bf16: not a calibrated field",
+      ['{"schema_version": 1, "devices": {"z100": {"gemm_efficiency": 0.5}}}'] =
+        "devices.z100: unknown device preset",
+      ['{"schema_version": 2, "devices": {}}'] = "schema_version: expected 1 (got 2)",
+      ['{"schema_version": 1, "devices": {}, "training": {"dp_overlap": 3}}'] =
+        "training: expected an empty object",
+      ['not json'] = "not valid JSON",
     }) do
       local path = os.tmpname()
       local f = assert(io.open(path, "w"))
@@ -233,7 +241,8 @@ describe("calibrate", function()
       local ok, err = pcall(calibration.load, path)
       os.remove(path)
       assert.is_false(ok)
-      assert.matches(path:gsub("%p", "%%%0"), err)
+      assert.truthy(err:find(path .. ": ", 1, true) == 1, err)
+      assert.truthy(err:find(why, 1, true), err)
     end
   end)
 end)

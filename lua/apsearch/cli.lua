@@ -384,7 +384,9 @@ function M.parse_strategy(list)
           value = util.parse_scalar(v)
         end
         -- an HSDP alias stays an alias: the core then requires both degrees > 1
-        s[schema.strategy_aliases[k] and k or name] = schema.check_value(kind, value, function(problem, got)
+        local key = schema.strategy_aliases[k] and k or name
+        if s[key] ~= nil then util.fail("--strategy", k, "given twice", v) end
+        s[key] = schema.check_value(kind, value, function(problem, got)
           util.fail("--strategy", k, problem, got)
         end)
       end

@@ -267,7 +267,8 @@ function M.load(path)
   if not util.file_exists(path) then
     error(("%s: cannot open file"):format(path), 0)
   end
-  local text = assert(util.read_file(path))
+  local text, rerr = util.read_file(path)
+  if not text then error(("%s: cannot read: %s"):format(path, tostring(rerr)), 0) end
   text = text:gsub("^\239\187\191", "") -- a UTF-8 byte-order mark (Excel)
   -- pl.data splits quoted fields but knows neither RFC 4180's doubled
   -- quotes nor line breaks inside quotes: refuse those rather than misread
@@ -284,11 +285,15 @@ function M.load(path)
   if not d then error(("%s: %s"):format(path, tostring(err)), 0) end
   local index = {}
   for i, name in ipairs(d.fieldnames) do index[name] = i end
+  local missing = {}
   for _, col in ipairs(M.REQUIRED) do
-    if not index[col] then
-      error(("%s: missing required column %s"):format(path, col), 0)
-    end
+    if not index[col] then missing[#missing + 1] = col end
   end
+  if #missing > 0 then
+    error(("%s: missing required column%s %s"):format(path, #missing > 1 and "s" or "",
+      table.concat(missing, ", ")), 0)
+  end
+  if #d == 0 then error(("%s: no data rows after the header"):format(path), 0) end
   local rows = {}
   for r, fields in ipairs(d) do
     if #fields ~= #d.fieldnames then

@@ -558,13 +558,13 @@ local function cmd_validate(args)
   local common = require "apsearch.format.common"
   local function pct(v) return v and string.format("%+.1f", v) or "-" end
   local function num(v, f) return v and string.format(f, v) or "-" end
-  local rows = {}
+  local rows, errors = {}, {}
   for _, cs in ipairs(result.cases or {}) do
     if cs.error then
-      rows[#rows + 1] = { tostring(cs.case_id), tostring(cs.model), "error: " .. tostring(cs.error) }
+      errors[#errors + 1] = util.printable(tostring(cs.case_id)) .. ": " .. util.printable(tostring(cs.error))
     else
       local p, m, e = cs.predicted or {}, cs.measured or {}, cs.error_pct or {}
-      rows[#rows + 1] = { tostring(cs.case_id), tostring(cs.model),
+      rows[#rows + 1] = { util.printable(tostring(cs.case_id)), util.printable(tostring(cs.model)),
         num(p.tokens_per_s_per_gpu, "%.0f"), num(m.tokens_per_s_per_gpu, "%.0f"),
         pct(e.tokens_per_s_per_gpu), num(p.mem_gib, "%.1f"), p.fits and "yes" or "NO",
         num(m.mem_gib, "%.1f"), pct(e.mem_gib) }
@@ -573,6 +573,7 @@ local function cmd_validate(args)
   out(common.align({ "case", "model", "tokens/s/GPU est", "measured", "error (%)",
     "memory est (GiB)", "fits", "measured (GiB)", "error (%)" }, rows,
     { false, false, true, true, true, true, false, true, true }))
+  if #errors > 0 then out("\nnot estimated:\n  " .. table.concat(errors, "\n  ") .. "\n") end
   local sm = result.summary or {}
   local thr, mem = sm.throughput or {}, sm.memory or {}
   out(string.format("\n%d cases, %d failed; throughput: %d compared, mean |error| %s%%, median %s%%, max %s%%\n",

@@ -147,6 +147,14 @@ function M.join(list)
   return table.concat(parts, ", ")
 end
 
+--- A string safe to print on a terminal: control characters (and DEL)
+-- as `\ddd` escapes.
+-- @tparam string s
+-- @treturn string
+function M.printable(s)
+  return (s:gsub("[%c\127]", function(c) return format("\\%d", c:byte()) end))
+end
+
 --- Reads a whole file.
 -- @tparam string path
 -- @treturn string|nil contents

@@ -108,7 +108,8 @@ typedef struct {
 /* ---------------------------------------------------------------- training */
 
 typedef enum { APS_PREC_BF16 = 0, APS_PREC_FP16, APS_PREC_FP8 } aps_precision;
-typedef enum { APS_OPT_ADAM = 0, APS_OPT_SGD } aps_optimizer;
+/** Adam and AdamW keep the same states (master copy, m, v). */
+typedef enum { APS_OPT_ADAM = 0, APS_OPT_SGD, APS_OPT_ADAMW } aps_optimizer;
 typedef enum {
     APS_FW_MEGATRON = 0, /**< Megatron-LM / NeMo */
     APS_FW_FSDP2,        /**< TorchTitan (FSDP2, DTensor) */

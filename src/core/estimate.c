@@ -646,8 +646,8 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
                  times * max0(ar - t->dp_overlap * slow_tb));
     }
     {
-        double traffic = (t->optimizer == APS_OPT_ADAM ? APS_ADAM_STATE_TRAFFIC
-                                                       : APS_SGD_STATE_TRAFFIC) +
+        double traffic = (t->optimizer == APS_OPT_SGD ? APS_SGD_STATE_TRAFFIC
+                                                      : APS_ADAM_STATE_TRAFFIC) +
                          by->grad + (by->weight < 4.0 ? by->weight : 0.0);
         double psi_opt = psi_max / (by->shard_optimizer
                                         ? (double)plan.shard_group : 1.0);

@@ -170,8 +170,8 @@ void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
     aps_state_bytes *by = &plan->bytes;
     by->weight = fw->weight_bytes;
     by->grad = fw->grad_bytes;
-    by->optimizer = t->optimizer == APS_OPT_ADAM ? fw->optimizer_bytes_adam
-                                                 : fw->optimizer_bytes_sgd;
+    by->optimizer = t->optimizer == APS_OPT_SGD ? fw->optimizer_bytes_sgd
+                                                : fw->optimizer_bytes_adam;
     int64_t R = s->dp_degree, S = s->fsdp_degree, c = s->cp_degree;
     /* TorchTitan shards over dp_shard x cp whenever CP is on, even with
      * dp_shard = 1 (the profile's shard_over_cp) */

@@ -113,7 +113,7 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
         return APS_EINVAL;
     }
     if ((unsigned)t->precision > APS_PREC_FP8 ||
-        (unsigned)t->optimizer > APS_OPT_SGD ||
+        (unsigned)t->optimizer > APS_OPT_ADAMW ||
         (unsigned)t->framework > APS_FW_DEEPSPEED) {
         aps_fmt(err, n, "training: enum field out of range");
         return APS_EINVAL;

@@ -66,7 +66,7 @@ APSL_ENUM(enum_precision, "bf16, fp16, fp8",
           {"bf16", APS_PREC_BF16}, {"fp16", APS_PREC_FP16},
           {"fp8", APS_PREC_FP8});
 APSL_ENUM(enum_optimizer, "adam, adamw, sgd",
-          {"adam", APS_OPT_ADAM}, {"adamw", APS_OPT_ADAM},
+          {"adam", APS_OPT_ADAM}, {"adamw", APS_OPT_ADAMW},
           {"sgd", APS_OPT_SGD});
 APSL_ENUM(enum_framework, "megatron, fsdp2, fsdp, deepspeed",
           {"megatron", APS_FW_MEGATRON}, {"fsdp2", APS_FW_FSDP2},

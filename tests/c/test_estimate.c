@@ -997,6 +997,26 @@ static void test_structure_before_framework(void **state)
     test_free(e);
 }
 
+/* AdamW keeps Adam's states: the same optimizer bytes and step time. */
+static void test_adamw_is_adam(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_setup_8b(&m, &c, &t, &s, 8, 8, 4096);
+    s.fsdp_degree = 8;
+    aps_estimate *a = test_malloc(sizeof *a), *w = test_malloc(sizeof *w);
+    fx_run(&m, &c, &t, &s, a);
+    t.optimizer = APS_OPT_ADAMW;
+    fx_run(&m, &c, &t, &s, w);
+    ASSERT_REL(w->mem[APS_MEM_OPTIMIZER_STATES], a->mem[APS_MEM_OPTIMIZER_STATES], 0);
+    ASSERT_REL(w->step_time, a->step_time, 0);
+    t.optimizer = APS_OPT_SGD;
+    fx_run(&m, &c, &t, &s, w);
+    assert_true(w->mem[APS_MEM_OPTIMIZER_STATES] < a->mem[APS_MEM_OPTIMIZER_STATES]);
+    test_free(a);
+    test_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1025,6 +1045,7 @@ int main(void)
         cmocka_unit_test(test_fp8_cast_bytes_by_framework),
         cmocka_unit_test(test_interleaved_p2p_overlap),
         cmocka_unit_test(test_structure_before_framework),
+        cmocka_unit_test(test_adamw_is_adam),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

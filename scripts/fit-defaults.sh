@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cases=${1:-../shared/validation/public_cases.csv}
+[ -f "$cases" ] || cases=tests/fixtures/public_cases.csv
 cmake -S . -B build >/dev/null && cmake --build build -j2 >/dev/null
 ./build/apsearch calibrate "$cases" -o build/calib-public.json
 ./build/apsearch validate "$cases" --calibration build/calib-public.json | tail -3

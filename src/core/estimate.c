@@ -9,6 +9,7 @@
  *          + exposed pp p2p + exposed DP / HSDP sync + optimizer.
  * Every category is reported as total and exposed; step = sum of exposed.
  */
+#include <math.h>
 #include <string.h>
 #include "internal.h"
 
@@ -684,12 +685,17 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
             if (w->mem[k] > w->mem[big])
                 big = k;
         out->reason = APS_REASON_MEMORY_LIMIT;
+        /* enough decimals that the two numbers differ as printed */
+        int dec = 2;
+        while (dec < 6 && (int64_t)(out->mem_peak / GIB * pow(10, dec) + 0.5) <=
+                              (int64_t)(out->mem_limit / GIB * pow(10, dec) + 0.5))
+            dec++;
         aps_fmt(out->reason_msg, sizeof out->reason_msg,
-                "stage %lld of %lld needs %.2f GiB > memory limit %.2f GiB "
+                "stage %lld of %lld needs %.*f GiB > memory limit %.*f GiB "
                 "(largest: %s %.2f GiB)",
-                (long long)worst + 1, (long long)lay.p, out->mem_peak / GIB,
-                out->mem_limit / GIB, aps_mem_category_name((aps_mem_category)big),
-                w->mem[big] / GIB);
+                (long long)worst + 1, (long long)lay.p, dec, out->mem_peak / GIB,
+                dec, out->mem_limit / GIB,
+                aps_mem_category_name((aps_mem_category)big), w->mem[big] / GIB);
         return APS_OK;
     }
     out->feasible = true;

@@ -262,7 +262,11 @@ local function show(v)
 end
 
 local function secs(x) return x and string.format("%.3f s", x) or "-" end
-local function dp(x) return x and string.format("%+.1f%%", x) or "" end
+local function dp(x)
+  if not x then return "" end
+  if math.abs(x) < 0.05 then x = 0.0 end -- no "-0.0%"
+  return string.format("%+.1f%%", x)
+end
 
 --- Lines per kind (entered, left, moved) in the text section.
 M.max_lines = 5

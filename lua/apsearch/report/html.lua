@@ -413,10 +413,11 @@ function M.render(result, opts)
     end
     P("</select></label></div><div id=\"chart3\" class=\"chart\" data-empty=\"3. no feasible strategy: no stages\"></div></div>\n")
     P("<div id=\"chart4\" class=\"chart\" data-empty=\"4. no candidate generated\"></div>\n")
-    P("<div id=\"chart5\" class=\"chart\" data-empty=\"5. no candidate was filtered\"></div>\n")
-    P("<div id=\"chart8\" class=\"chart\" data-empty=\"8. no feasible strategy to re-estimate\"></div>\n")
+    -- in number order: 1-4 two by two, then 5-8 one per row
+    P("<div id=\"chart5\" class=\"chart wide\" data-empty=\"5. no candidate was filtered\"></div>\n")
     P("<div id=\"chart6\" class=\"chart wide\" data-empty=\"6. no feasible strategy: no trends\"></div>\n")
     P("<div id=\"chart7\" class=\"chart wide\" data-empty=\"7. no feasible candidate\"></div>\n")
+    P("<div id=\"chart8\" class=\"chart wide\" data-empty=\"8. no feasible strategy to re-estimate\"></div>\n")
     P("</div>\n")
   end
 

@@ -126,8 +126,9 @@
           return s;
         }
       },
-      legend: { type: 'scroll', bottom: 0 },
-      grid: { left: 60, right: 20, top: 70, bottom: 60 },
+      // every category visible: a plain legend wraps onto a second row
+      legend: { bottom: 0 },
+      grid: { left: 60, right: 20, top: 70, bottom: 84 },
       xAxis: { type: 'category', data: topk.map(function (t) { return rankLabel(t.rank); }), name: 'rank' },
       yAxis: { type: 'value', name: 'step time (s)' },
       series: used.map(function (c) {
@@ -165,8 +166,9 @@
           return s;
         }
       },
-      legend: { type: 'scroll', bottom: 0 },
-      grid: { left: 60, right: 20, top: 70, bottom: 60 },
+      // every category visible: a plain legend wraps onto a second row
+      legend: { bottom: 0 },
+      grid: { left: 60, right: 20, top: 70, bottom: 84 },
       xAxis: { type: 'category', data: topk.map(function (t) { return rankLabel(t.rank); }), name: 'rank' },
       yAxis: { type: 'value', name: 'GiB', max: memMax },
       series: series
@@ -212,8 +214,8 @@
           return s;
         }
       },
-      legend: { type: 'scroll', bottom: 0 },
-      grid: { left: 60, right: 70, top: 80, bottom: 60 },
+      legend: { bottom: 0 },
+      grid: { left: 60, right: 70, top: 80, bottom: 84 },
       xAxis: { type: 'category', data: labels },
       yAxis: [{ type: 'value', name: 'GiB', max: memMax },
         { type: 'value', name: 's / micro-batch', splitLine: { show: false } }],

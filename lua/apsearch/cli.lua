@@ -426,7 +426,10 @@ local function cmd_estimate(args)
     local N = inputs.cluster.num_devices
     s.dp_degree = (N % used == 0) and (N // used) or 1
   end
-  local est = ctx:estimate(s)
+  local ok, est = pcall(ctx.estimate, ctx, s)
+  if not ok then -- the core's "strategy.<field>" is what --strategy gave
+    error((tostring(est):gsub("^strategy%.", "--strategy: ")), 0)
+  end
   if fmt == "json" then
     local json = require "apsearch.format.json"
     out(json.format({ schema_version = search.schema_version, estimate = est,

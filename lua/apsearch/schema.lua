@@ -125,6 +125,10 @@ local SUFFIXES = {
   { "_ms", 1e-3, { "", "_latency" }, "latency$" },
 }
 
+--- Integer fields stay below 2^31 (the core's limit, so products of
+-- degrees cannot overflow).
+M.INT_LIMIT = 2 ^ 31
+
 local NUMERIC = { nonneg = true, fraction = true, posint = true, nonnegint = true }
 
 --- Resolves a key of a field table, accepting the unit suffixes.
@@ -171,9 +175,11 @@ function M.check_value(kind, v, fail)
     if type(v) ~= "boolean" then fail("expected true or false", v) end
   elseif kind == "posint" then
     if not util.is_integer(v) or v < 1 then fail("must be a positive integer", v) end
+    if v >= M.INT_LIMIT then fail("must be below 2^31", v) end
     return util.int(v)
   elseif kind == "nonnegint" then
     if not util.is_integer(v) or v < 0 then fail("must be an integer >= 0", v) end
+    if v >= M.INT_LIMIT then fail("must be below 2^31", v) end
     return util.int(v)
   elseif kind == "zero" then
     if not util.is_integer(v) or v < 0 or v > 3 then fail("must be 0, 1, 2 or 3", v) end

@@ -256,6 +256,18 @@ static inline void fx_setup_8b(aps_model *m, aps_cluster *c, aps_training *t,
     aps_strategy_defaults(s);
 }
 
+/** Llama-3.1-70B on N H100s, B sequences of s tokens, the default
+ *  strategy. */
+static inline void fx_setup_70b(aps_model *m, aps_cluster *c,
+                                aps_training *t, aps_strategy *s, int64_t N,
+                                int64_t B, int64_t seq)
+{
+    fx_llama31_70b(m);
+    fx_h100(c, N);
+    fx_training(t, B, seq);
+    aps_strategy_defaults(s);
+}
+
 /** Bytes per parameter of model states: weight, grad and optimizer bytes,
  *  each divided by the sharding group when sharded. */
 static inline double fx_state_bytes_per_param(const aps_state_bytes *b)

@@ -945,10 +945,7 @@ static void test_interleaved_p2p_overlap(void **state)
 {
     (void)state;
     aps_model m; aps_cluster c; aps_training t; aps_strategy s;
-    fx_llama31_70b(&m);
-    fx_h100(&c, 8);
-    fx_training(&t, 64, 4096);
-    aps_strategy_defaults(&s);
+    fx_setup_70b(&m, &c, &t, &s, 8, 64, 4096);
     s.pp_degree = 8;
     s.vpp_degree = 2;
     aps_estimate *e = test_malloc(sizeof *e);
@@ -972,10 +969,7 @@ static void test_structure_before_framework(void **state)
 {
     (void)state;
     aps_model m; aps_cluster c; aps_training t; aps_strategy s;
-    fx_llama31_70b(&m);
-    fx_h100(&c, 32);
-    fx_training(&t, 64, 4096);
-    aps_strategy_defaults(&s);
+    fx_setup_70b(&m, &c, &t, &s, 32, 64, 4096);
     s.tp_degree = 8;
     s.pp_degree = 4;
     aps_estimate *e = test_malloc(sizeof *e);

@@ -603,7 +603,7 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
              * warmup-flush is off by default) */
             double p = (double)lay.p, v = (double)lay.v;
             double warm = 2.0 * (p - 1.0) + (v - 1.0) * p;
-            double steady = 1.0 - 2.0 * warm / (2.0 * chunks);
+            double steady = 1.0 - warm / chunks; /* 2 warm of 2 chunks */
             if (steady > hidden)
                 hidden = steady;
         }

@@ -88,7 +88,9 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
      * cast to fp8 in both layouts; SwiGLU's gate and up share one input.
      * The QKV and MLP inputs come from a norm, the MLP output's input from
      * the activation, the MLP input's gradient from the activation's
-     * backward: fused casts where the framework fuses them. */
+     * backward: fused casts where the framework fuses them.  With SP the
+     * norm outputs are cast on the local sequence shard, before the fp8
+     * all-gather (TE LayerNormLinear; torchao Float8ColwiseParallel). */
     double hbm = d->hbm_bandwidth * d->hbm_efficiency;
     out->membound_fwd = bytes / hbm;
     out->fp8_cast_fwd = out->fp8_cast_bwd = 0.0;
@@ -98,7 +100,8 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
         double fused = fw->fp8_fused_cast_bytes > 0 ? fw->fp8_fused_cast_bytes
                                                      : cast;
         out->fp8_cast_fwd =
-            (fused * T * (2.0 * h + f / tp) + cast * T * a * dh / tp) / hbm;
+            (fused * T * (2.0 * h / rep + f / tp) + cast * T * a * dh / tp) /
+            hbm;
         out->fp8_cast_bwd = (cast * T * ((a + 2.0 * k) * dh / tp + 2.0 * h) +
                              fused * T * mlp_up) / hbm;
     }

@@ -96,10 +96,11 @@ double aps_padded_vocab(const aps_model *m, const aps_training *t, int64_t tp);
 double aps_layer_params_tp(const aps_model *m, int64_t tp);
 /** Matrix parameters of one layer (split over tp ranks) that a ZeRO-3
  *  recompute gathers a second time: walking the layer's weights in forward
- *  order (QKV, output projection, MLP input, MLP output), the backward
- *  reuses a weight after every weight that follows it has been fetched by
- *  the recomputed forward, so a weight is released and fetched again when
- *  the parameters after it exceed `distance` (DeepSpeed
+ *  order (QKV, output projection, MLP input, MLP output), between a
+ *  weight's use in the recomputed forward and in the backward every weight
+ *  after it is fetched twice (the rest of the forward, then the backward in
+ *  reverse), so a weight is released and fetched again when twice the
+ *  parameters after it exceed `distance` (DeepSpeed
  *  stage3_max_reuse_distance, deepspeed/runtime/zero/
  *  partitioned_param_coordinator.py).  distance <= 0: none. */
 double aps_regathered_params(const aps_model *m, int64_t tp, double distance);

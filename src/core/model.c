@@ -105,6 +105,11 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
                 "(got %lld)", (long long)m->sliding_window);
         return APS_EINVAL;
     }
+    if (m->sliding_window == 0 && m->sliding_window_layers != 0) {
+        aps_fmt(err, n, "model.sliding_window_layers: %lld given without a "
+                "sliding_window", (long long)m->sliding_window_layers);
+        return APS_EINVAL;
+    }
     if (m->sliding_window_layers < 0 || m->sliding_window_layers > m->num_layers) {
         aps_fmt(err, n, "model.sliding_window_layers: must be in [0, num_layers "
                 "= %lld] (got %lld)", (long long)m->num_layers,
@@ -147,9 +152,12 @@ double aps_regathered_params(const aps_model *m, int64_t tp, double distance)
                   (m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0) * h * f / t,
                   f * h / t};
     size_t nw = sizeof w / sizeof w[0];
+    /* between a weight's use in the recomputed forward and in the
+     * backward, the weights after it are fetched twice: forward, then
+     * backward in reverse */
     double again = 0.0, after = 0.0;
     for (size_t i = nw; i-- > 0;) {
-        if (after > distance)
+        if (2.0 * after > distance)
             again += w[i];
         after += w[i];
     }

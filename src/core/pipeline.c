@@ -18,6 +18,11 @@ aps_reason aps_stage_layers(const aps_model *m, const aps_strategy *s,
         partition |= s->stage_partition[i] != 0;
         offset |= s->layer_offset[i] != 0;
     }
+    if (partition && (offset || s->balance_stages)) {
+        aps_fmt(msg, n, "stage_partition and layer_offset%s both given; "
+                "give one of them", s->balance_stages ? " = balanced" : "");
+        return APS_REASON_PP_PARTITION;
+    }
     if (s->balance_stages && p > 1 && !partition) {
         /* Placeholder split for the checks; aps_estimate_run replaces it
          * with the time-balanced partition (estimate.c). */

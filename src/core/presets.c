@@ -63,6 +63,11 @@
 #define APS_FP8_GEMM_EFF 0.839
 #define APS_ATTN_EFF_AMPERE 0.356
 #define APS_ATTN_EFF_HOPPER 0.201
+/** Smallest values a device field may take (see aps_cluster_validate). */
+#define APS_MIN_MEMORY MIB
+#define APS_MIN_FLOPS 1e9
+#define APS_MIN_BANDWIDTH 1e6
+#define APS_MIN_EFFICIENCY 1e-3
 /** Achievable fraction of HBM bandwidth for streaming kernels. Assumed. */
 #define APS_HBM_EFF 0.80
 /** NCCL bus bandwidth / link bandwidth. Assumed. */
@@ -227,24 +232,35 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
                 "without control characters");
         return APS_EINVAL;
     }
-    struct { const char *f; double v; } pos[] = {
-        {"memory_bytes", d->memory_bytes},
-        {"peak_flops_bf16", d->peak_flops_bf16},
-        {"peak_flops_fp32", d->peak_flops_fp32},
-        {"hbm_bandwidth", d->hbm_bandwidth},
-        {"intra_node_bandwidth", d->intra_node_bandwidth},
-        {"inter_node_bandwidth", d->inter_node_bandwidth},
-        {"gemm_half_dim", d->gemm_half_dim + 1.0}, /* >= 0 allowed */
+    /* Lower bounds far below any real accelerator, so that a typo (a value
+     * in the wrong unit) is refused rather than turned into inf or NaN
+     * seconds: 1 MiB, 1 GFLOP/s, 1 MB/s. */
+    struct { const char *f; double v, min; } pos[] = {
+        {"memory_bytes", d->memory_bytes, APS_MIN_MEMORY},
+        {"peak_flops_bf16", d->peak_flops_bf16, APS_MIN_FLOPS},
+        {"peak_flops_fp32", d->peak_flops_fp32, APS_MIN_FLOPS},
+        {"hbm_bandwidth", d->hbm_bandwidth, APS_MIN_BANDWIDTH},
+        {"intra_node_bandwidth", d->intra_node_bandwidth, APS_MIN_BANDWIDTH},
+        {"inter_node_bandwidth", d->inter_node_bandwidth, APS_MIN_BANDWIDTH},
     };
     for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++) {
-        if (!(pos[i].v > 0) || pos[i].v > 1e30) {
-            aps_fmt(err, n, "cluster.device.%s: must be > 0 and finite (got %g)",
-                    pos[i].f, pos[i].v);
+        if (!(pos[i].v >= pos[i].min) || pos[i].v > 1e30) {
+            aps_fmt(err, n, "cluster.device.%s: must be in [%g, 1e30] (got %g)",
+                    pos[i].f, pos[i].min, pos[i].v);
             return APS_EINVAL;
         }
     }
+    if (!(d->gemm_half_dim >= 0) || d->gemm_half_dim > 1e30) {
+        aps_fmt(err, n, "cluster.device.gemm_half_dim: must be >= 0 and "
+                "finite (got %g)", d->gemm_half_dim);
+        return APS_EINVAL;
+    }
+    if (d->peak_flops_fp8 != 0 && !(d->peak_flops_fp8 >= APS_MIN_FLOPS)) {
+        aps_fmt(err, n, "cluster.device.peak_flops_fp8: must be 0 (no fp8) "
+                "or >= %g (got %g)", APS_MIN_FLOPS, d->peak_flops_fp8);
+        return APS_EINVAL;
+    }
     struct { const char *f; double v; } nonneg[] = {
-        {"peak_flops_fp8", d->peak_flops_fp8},
         {"intra_node_latency", d->intra_node_latency},
         {"inter_node_latency", d->inter_node_latency},
         {"cuda_context_bytes", d->cuda_context_bytes},
@@ -265,9 +281,9 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
         {"collective_efficiency", d->collective_efficiency},
     };
     for (size_t i = 0; i < sizeof frac / sizeof frac[0]; i++) {
-        if (!(frac[i].v > 0 && frac[i].v <= 1)) {
-            aps_fmt(err, n, "cluster.device.%s: must be in (0, 1] (got %g)",
-                    frac[i].f, frac[i].v);
+        if (!(frac[i].v >= APS_MIN_EFFICIENCY && frac[i].v <= 1)) {
+            aps_fmt(err, n, "cluster.device.%s: must be in [%g, 1] (got %g)",
+                    frac[i].f, APS_MIN_EFFICIENCY, frac[i].v);
             return APS_EINVAL;
         }
     }

@@ -865,11 +865,12 @@ static void test_deepspeed_zero3_buffers(void **state)
  * next use lies beyond stage3_max_reuse_distance = 1e9 parameters.  GPT-3
  * 175B (h = 12288) in forward order: QKV 3h^2, proj h^2, fc1 4h^2, fc2
  * 4h^2.  Parameters after each: fc2 0, fc1 4h^2 = 6.04e8, proj 8h^2 =
- * 1.21e9, QKV 9h^2 = 1.36e9, so proj and QKV (4h^2 = 603,979,776 per
- * layer) are gathered again.  64 A100s in 8 nodes, one micro-batch:
+ * 1.21e9, QKV 9h^2 = 1.36e9; fetched twice before the backward reuses
+ * the weight, so fc1 (1.21e9), proj and QKV exceed 1e9: 8h^2 =
+ * 1,207,959,552 per layer are gathered again.  64 A100s in 8 nodes, one micro-batch:
  *   bw = 1 x 25e9 x 0.8 = 20e9 B/s, alpha 8e-6 s
  *   gathers = ag(2 psi) [forward] + ag(2 psi) [recompute] +
- *             ag(2 x 96 x 4h^2) [released weights]
+ *             ag(2 x 96 x 8h^2) [released weights]
  * and training.dp_collective_rails = 8 gives min(8 x 20e9, 300e9 x 0.8)
  * = 160e9 B/s. */
 static void test_deepspeed_rails_and_regather(void **state)
@@ -894,13 +895,13 @@ static void test_deepspeed_rails_and_regather(void **state)
     assert_int_equal(e->micro_batch_num, 1);
     double psi = e->stages[0].params, h = 12288.0;
     double ag = aps_allgather_time(64, 2.0 * psi, 20e9, 8e-6);
-    double again = aps_allgather_time(64, 2.0 * 96.0 * 4.0 * h * h, 20e9,
+    double again = aps_allgather_time(64, 2.0 * 96.0 * 8.0 * h * h, 20e9,
                                       8e-6);
     ASSERT_REL(e->perf_total[APS_PERF_FSDP_ALLGATHER], 2.0 * ag + again, REL);
     t.dp_collective_rails = 8;
     fx_run(&m, &c, &t, &s, e);
     ag = aps_allgather_time(64, 2.0 * psi, 160e9, 8e-6);
-    again = aps_allgather_time(64, 2.0 * 96.0 * 4.0 * h * h, 160e9, 8e-6);
+    again = aps_allgather_time(64, 2.0 * 96.0 * 8.0 * h * h, 160e9, 8e-6);
     ASSERT_REL(e->perf_total[APS_PERF_FSDP_ALLGATHER], 2.0 * ag + again, REL);
     test_free(e);
 }

@@ -57,7 +57,11 @@ function M.render(c)
   if uneven then
     local middle = {}
     for i = 2, pp - 1 do middle[#middle + 1] = layers[i] end
-    if launch_util.all_equal(middle) then
+    if pp == 2 then
+      -- the last stage takes the rest; setting both leaves no middle stage,
+      -- which Megatron's interleaved layer offset divides by
+      A("--decoder-first-pipeline-num-layers", layers[1])
+    elseif launch_util.all_equal(middle) then
       A("--decoder-first-pipeline-num-layers", layers[1])
       A("--decoder-last-pipeline-num-layers", layers[pp])
     else

@@ -288,6 +288,11 @@ static void test_compute_sliding_window(void **state)
     ASSERT_REL(aps_attention_keys(&m, 4096.0, false), 4096.0, REL);
     m.sliding_window = 8192; /* wider than the sequence: no effect */
     ASSERT_REL(aps_attention_keys(&m, 4096.0, true), 2048.0, REL);
+    /* layers without a window to use */
+    char err[256] = "";
+    m.sliding_window = 0;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "sliding_window_layers: 16 given without a sliding_window");
 }
 
 int main(void)

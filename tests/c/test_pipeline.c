@@ -146,6 +146,11 @@ static void test_stage_layers_failures(void **state)
     ASSERT_REASON(layers_of(32, 4, 1, part0, NULL, l, msg, sizeof msg),
                   APS_REASON_PP_PARTITION, msg);
     ASSERT_HAS(msg, "stage 3");
+    /* a partition and offsets together: one of them would be ignored */
+    const int64_t part8[4] = {8, 8, 8, 8}, off8[4] = {1, -1, 0, 0};
+    ASSERT_REASON(layers_of(32, 4, 1, part8, off8, l, msg, sizeof msg),
+                  APS_REASON_PP_PARTITION, msg);
+    ASSERT_HAS(msg, "stage_partition and layer_offset");
     /* a partition that does not sum to L: 8 + 8 + 8 + 7 = 31 != 32 */
     const int64_t part1[4] = {8, 8, 8, 7};
     ASSERT_REASON(layers_of(32, 4, 1, part1, NULL, l, msg, sizeof msg),

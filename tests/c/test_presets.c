@@ -162,6 +162,19 @@ static void test_cluster_validate(void **state)
     fx_h100(&c, 16);
     c.device.inter_node_latency = -1e-6;
     expect_cluster_einval(&c, "inter_node_latency");
+    /* values in the wrong unit: refused, never inf or NaN seconds */
+    fx_h100(&c, 16);
+    c.device.peak_flops_bf16 = 1e-310;
+    expect_cluster_einval(&c, "peak_flops_bf16: must be in [1e+09");
+    fx_h100(&c, 16);
+    c.device.hbm_bandwidth = 1e-320;
+    expect_cluster_einval(&c, "hbm_bandwidth");
+    fx_h100(&c, 16);
+    c.device.peak_flops_fp8 = 1.0;
+    expect_cluster_einval(&c, "peak_flops_fp8");
+    fx_h100(&c, 16);
+    c.device.attention_efficiency = 1e-300;
+    expect_cluster_einval(&c, "attention_efficiency");
     fx_h100(&c, 16);
     c.num_devices = 12; /* 1.5 nodes of 8 */
     expect_cluster_einval(&c, "num_devices");

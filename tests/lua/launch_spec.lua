@@ -274,6 +274,23 @@ describe("launch configs", function()
     assert.is_true(seen > 0, "an uneven split with equal middle stages (126 layers over 16)")
   end)
 
+  it("write only the first-stage count for two uneven stages (no middle stage to divide by)", function()
+    local p = policy.from_table({
+      model = "llama-3.1-8b",
+      cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+      training = { global_batch_size = 64, seq_length = 4096, framework = "megatron" },
+      search_space = { data_parallel = "auto", zero_stage = { 1 }, pp_degree = { 2 }, vpp_degree = { 2 },
+        stage_partition = { { 14, 18 } } },
+      top_k = 1,
+    }, ROOT .. "/examples/x.lua")
+    local r = search.run(p)
+    local by = check_all(r)
+    local _, v = parse_megatron(by[1].megatron.text)
+    assert.are.equal("14", v["--decoder-first-pipeline-num-layers"])
+    assert.is_nil(v["--decoder-last-pipeline-num-layers"])
+    assert.are.equal("2", v["--num-virtual-stages-per-pipeline-rank"])
+  end)
+
   it("write an uneven split with interleaving as chunk counts (Megatron get_transformer_layer_offset)", function()
     local r = run_example("llama3_405b_h100_16k.lua", { top_k = 3,
       fix = { "vpp_degree=2", "pp_degree=16", "cp_degree=1" } })

@@ -41,8 +41,14 @@ M.MEASURES = {
 --- Learned positions of the GPT rows (the README: "GPT: max 2048 positions").
 local GPT_POSITIONS = 2048
 
+-- decimal numbers only (Lua's tonumber also reads 0x10 and " 1e3 ")
+local function decimal(text)
+  if type(text) ~= "string" or not text:match("^[+-]?%d*%.?%d+[eE]?[+-]?%d*$") then return nil end
+  return tonumber(text)
+end
+
 local function need_int(row, col)
-  local v = math.tointeger(tonumber(row[col]))
+  local v = math.tointeger(decimal(row[col]))
   if not v then error(("%s = %q is not an integer"):format(col, row[col] or ""), 0) end
   return v
 end
@@ -102,7 +108,7 @@ function M.case_inputs(row)
       row.device or "", table.concat(known, ", ")), 0)
   end
   if row.device_memory_gib and row.device_memory_gib ~= "" then
-    local gib = tonumber(row.device_memory_gib)
+    local gib = decimal(row.device_memory_gib)
     if not gib or gib <= 0 then error("device_memory_gib is not a positive number", 0) end
     device.memory_bytes = gib * GIB
   end
@@ -140,7 +146,7 @@ end
 function M.measured_value(row, column)
   local text = row[column]
   if text == nil or text == "" then return nil end
-  local v = tonumber(text)
+  local v = decimal(text)
   if not v or v ~= v or v <= 0 or v == math.huge then
     error(("%s = %q is not a positive number"):format(column, text), 0)
   end

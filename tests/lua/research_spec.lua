@@ -158,13 +158,19 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
       return err
     end
     assert.truthy(broken(function(r) r.top_k_strategies[2].tp_degree = cjson.null end)
-      :find("top_k_strategies[2].tp_degree: expected a positive integer (got null)", 1, true))
+      :find("top_k_strategies[2].tp_degree: expected a positive integer below 2^31 (got null)", 1, true))
     assert.truthy(broken(function(r) r.top_k_strategies[1].performance_cost.step_time = "fast" end)
       :find('top_k_strategies[1].performance_cost.step_time: expected a positive number (got "fast")', 1, true))
     assert.truthy(broken(function(r) r.top_k_strategies = { a = 1 } end)
       :find("top_k_strategies: expected an array", 1, true))
     assert.truthy(broken(function(r) r.all_candidate_summary = cjson.null end)
       :find("all_candidate_summary: expected an object (got null)", 1, true))
+    assert.truthy(broken(function(r) r.all_candidate_summary.feasible = -3 end)
+      :find("all_candidate_summary.feasible: expected an integer >= 0 (got -3)", 1, true))
+    assert.truthy(broken(function(r) r.schema_version = 99 end)
+      :find("schema_version: expected 1", 1, true))
+    assert.truthy(broken(function(r) r.top_k_strategies[2].rank = 1 end)
+      :find("top_k_strategies[2].rank: repeated (got 1)", 1, true))
   end)
 
   it("matches strategies on every strategy field", function()

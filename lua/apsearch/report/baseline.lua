@@ -103,7 +103,9 @@ function M.load(path)
   end
   local ok, r = pcall(require("apsearch.format.json").decode, text)
   if not ok or type(r) ~= "table" then
-    error(string.format("--baseline: %s: not JSON (%s)", path, tostring(r):gsub("\n.*", "")), 0)
+    -- the decoder's message without its source location
+    local why = tostring(r):gsub("\n.*", ""):gsub("^[^:]*%.lua:%d+: ", "")
+    error(string.format("--baseline: %s: not JSON (%s)", path, why), 0)
   end
   if r.schema_version == nil or type(r.top_k_strategies) ~= "table" or type(r.inputs) ~= "table" then
     error(string.format("--baseline: %s: not an apsearch result.json (no schema_version, inputs or top_k_strategies)", path), 0)
@@ -124,16 +126,24 @@ function M.check(r, path)
     util.fail("--baseline: " .. path, field, problem, v)
   end
   local function positive(field, v, int)
-    if type(v) ~= "number" or v ~= v or v <= 0 or v == math.huge or (int and math.type(v) ~= "integer") then
-      fail(field, int and "expected a positive integer" or "expected a positive number", v)
+    if type(v) ~= "number" or v ~= v or v <= 0 or v == math.huge or
+       (int and (math.type(v) ~= "integer" or v >= 2 ^ 31)) then
+      fail(field, int and "expected a positive integer below 2^31" or "expected a positive number", v)
     end
+  end
+  local version = require("apsearch.search").schema_version
+  if r.schema_version ~= version then
+    fail("schema_version", "expected " .. version .. " (a result of this apsearch)", r.schema_version)
   end
   local top = r.top_k_strategies
   if not is_array(top) then fail("top_k_strategies", "expected an array", top) end
+  local ranks = {}
   for i, rec in ipairs(top) do
     local at = "top_k_strategies[" .. i .. "]"
     if type(rec) ~= "table" then fail(at, "expected an object", rec) end
     positive(at .. ".rank", rec.rank, true)
+    if ranks[rec.rank] then fail(at .. ".rank", "repeated", rec.rank) end
+    ranks[rec.rank] = true
     for _, f in ipairs(POSITIVE) do positive(at .. "." .. f, rec[f], true) end
     local pc = rec.performance_cost
     if type(pc) ~= "table" then fail(at .. ".performance_cost", "expected an object", pc) end
@@ -141,6 +151,12 @@ function M.check(r, path)
   end
   local acs = r.all_candidate_summary
   if acs ~= nil and type(acs) ~= "table" then fail("all_candidate_summary", "expected an object", acs) end
+  for _, k in ipairs({ "space_size", "feasible" }) do
+    local v = acs and acs[k]
+    if v ~= nil and (math.type(v) ~= "integer" or v < 0) then
+      fail("all_candidate_summary." .. k, "expected an integer >= 0", v)
+    end
+  end
 end
 
 local function same(a, b)

@@ -157,6 +157,10 @@ function M.fit(path, opts)
     local v = calib.devices[sl.dev][sl.p.field]
     x[i] = math.min(1, math.max(0, (v - sl.p.lo) / (sl.p.hi - sl.p.lo)))
   end
+  if #rows < 2 * #slots then
+    log(string.format("calibrate: warning: %d rows for %d parameters; the fit is "
+      .. "underdetermined, give runs that differ in sequence length and model size", #rows, #slots))
+  end
   local function objective(y) set(y) return loss(rows, calib) end
   for r = 1, M.RESTARTS do
     local y, fy = nelder_mead(objective, x, M.STEP, M.ITERATIONS)

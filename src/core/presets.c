@@ -36,7 +36,7 @@
  * of the validation set (Megatron-LM SC'21, MosaicML llm-foundry, NVIDIA
  * NeMo, TorchTitan) by `apsearch calibrate` (scripts/fit-defaults.sh
  * reproduces it; docs/accuracy.md has the errors before and after):
- * mean |log error| of tokens/s per GPU 0.080 over the 71 runs.  H200
+ * mean |log error| of tokens/s per GPU 0.076 over the 71 runs.  H200
  * shares the H100's compute die; Blackwell has no measured run here and
  * takes the Hopper values as an assumption.
  *

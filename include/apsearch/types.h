@@ -144,6 +144,11 @@ typedef struct {
     double fsdp_overlap;           /**< of each micro-batch's fwd / bwd */
     double tp_overlap;             /**< of the layer compute (0: exposed) */
     double pp_p2p_overlap;         /**< of the stage compute */
+    bool torch_compile;            /**< PyTorch frameworks (fsdp2, fsdp):
+                                        elementwise kernels fused by
+                                        torch.compile (TorchTitan
+                                        training.compile); default false,
+                                        eager, as the frameworks default */
     bool overlap_p2p_comm;         /**< Megatron --overlap-p2p-communication
                                         (default on): the interleaved
                                         schedule hides its sends behind the

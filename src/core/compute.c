@@ -15,6 +15,21 @@
 
 /** FlashAttention backward / forward FLOP ratio (5 matmuls vs 2). */
 #define APS_FLASH_BWD_RATIO 2.5
+/** HBM bytes per element of the memory-bound ops, forward, bf16 (2 B)
+ *  tensors.  Fused (one kernel: read the input, write the output): 2 + 2
+ *  for a norm and RoPE, 2 + 2 + 2 for SwiGLU's silu(gate) * up.  Eager
+ *  PyTorch, op by op as TorchTitan writes them
+ *  (torchtitan/models/llama3/model.py, norms.py): RMSNorm = x.float()
+ *  (2 + 4), pow(2) (4 + 4), mean (4), x * rsqrt (4 + 4), type_as (4 + 2),
+ *  * weight (2 + 2) = 36; RoPE = float() (2 + 4), complex multiply
+ *  (4 + 4), type_as (4 + 2) = 20; SwiGLU = silu (2 + 2), multiply
+ *  (2 + 2 + 2) = 10.  LayerNorm and GELU are single kernels either way. */
+#define APS_FUSED_ELEMENTWISE_BYTES 4.0
+#define APS_FUSED_SWIGLU_BYTES 6.0
+#define APS_EAGER_RMSNORM_BYTES 36.0
+#define APS_EAGER_ROPE_BYTES 20.0
+#define APS_EAGER_SWIGLU_BYTES 10.0
+
 /** Backward / forward FLOP ratio of a GEMM (dgrad + wgrad). */
 #define APS_GEMM_BWD_RATIO 2.0
 
@@ -74,11 +89,18 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
                                         : APS_GEMM_BWD_RATIO) / attn_rate;
 
     /* Memory-bound kernels, bytes read + written in the forward. */
+    bool eager = !t->torch_compile && aps_profile(t)->eager_elementwise;
+    double norm_b = (eager && m->norm == APS_NORM_RMSNORM)
+                        ? APS_EAGER_RMSNORM_BYTES : APS_FUSED_ELEMENTWISE_BYTES;
+    double rope_b = m->position_embedding != APS_POS_ROPE ? 0.0
+                    : eager ? APS_EAGER_ROPE_BYTES : APS_FUSED_ELEMENTWISE_BYTES;
+    double act_b = m->mlp != APS_MLP_SWIGLU ? APS_FUSED_ELEMENTWISE_BYTES
+                   : eager ? APS_EAGER_SWIGLU_BYTES : APS_FUSED_SWIGLU_BYTES;
     double hrep = T * h / rep;
-    double bytes = (double)m->norms_per_layer * 2.0 * A * hrep /* norms */
+    double bytes = (double)m->norms_per_layer * norm_b * hrep /* norms */
                    + 2.0 * 3.0 * A * hrep                    /* residuals */
-                   + 2.0 * A * T * (a + k) * dh / tp;        /* RoPE */
-    bytes += (m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0) * A * T * f / tp;
+                   + rope_b * T * (a + k) * dh / tp;         /* RoPE: q, k */
+    bytes += act_b * T * f / tp;                             /* activation */
     if (t->dropout)
         bytes += 3.0 * (2.0 * A + APS_MASK_BYTES) * hrep;
     if (!t->flash_attention) /* softmax (and dropout) over the scores */

@@ -53,6 +53,9 @@ typedef struct {
                                       (norm, activation, its gradient)
                                       writes fp8 itself; 0 = not fused */
     bool interleaved_p2p_overlap;/**< honours training.overlap_p2p_comm */
+    bool eager_elementwise;      /**< without training.torch_compile its
+                                      norms, RoPE and activation run as
+                                      one kernel per PyTorch op */
     int64_t dp_rails;            /**< NICs per node its DP / sharding
                                       collectives reach; 0 = all */
     double reuse_distance;       /**< ZeRO-3: a parameter whose next use is

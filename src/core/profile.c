@@ -99,6 +99,9 @@ static const aps_framework_profile profiles[] = {
         /* float8 linears with dynamic tensorwise scaling
          * (torchtitan/components/quantization/float8.py) */
         .fp8_cast_bytes = APS_FP8_CAST_DYNAMIC,
+        /* torchtitan/models/llama3/model.py: RMSNorm, apply_rotary_emb and
+         * silu(w1 x) * w3 x in PyTorch ops; fused only when compiled */
+        .eager_elementwise = true,
         /* "selective" = selective_ac_option "op"
          * (torchtitan/distributed/activation_checkpoint.py) */
         .op_sac_selective = true,
@@ -120,6 +123,7 @@ static const aps_framework_profile profiles[] = {
         .vocab_divisor = 1,
         /* llm-foundry's fp8 is TransformerEngine's te.Linear */
         .fp8_cast_bytes = APS_FP8_CAST_TE,
+        .eager_elementwise = true,
         .fp8_fused_cast_bytes = APS_FP8_FUSED_CAST_TE,
         .dp_buffers = APS_DP_BUFFERS_DDP,
     },

@@ -50,6 +50,10 @@ void aps_training_defaults(aps_training *t)
     t->tp_overlap = APS_TP_OVERLAP;
     t->pp_p2p_overlap = APS_PP_P2P_OVERLAP;
     t->overlap_p2p_comm = true; /* Megatron-LM's default */
+    /* TorchTitan's default (job_config.py: compile = False); llm-foundry
+     * does not compile either.  apsearch's TorchTitan launch config writes
+     * training.compile to match. */
+    t->torch_compile = false;
 }
 
 aps_status aps_training_validate(const aps_training *t, char *err, size_t n)

@@ -921,6 +921,7 @@ static void test_fp8_cast_bytes_by_framework(void **state)
     aps_model m; aps_cluster c; aps_training t; aps_strategy s;
     fx_setup_8b(&m, &c, &t, &s, 8, 8, 8192);
     t.precision = APS_PREC_FP8;
+    t.torch_compile = true; /* fused elementwise kernels in both */
     s.dp_degree = 8;
     aps_estimate *e = test_malloc(sizeof *e);
     t.framework = APS_FW_MEGATRON;
@@ -1012,6 +1013,41 @@ static void test_adamw_is_adam(void **state)
     test_free(w);
 }
 
+/* Eager PyTorch (TorchTitan without compile) runs RMSNorm, RoPE and SwiGLU
+ * op by op: 36, 20 and 10 B per element instead of 4, 4 and 6.  Llama-3.1-
+ * 8B per layer and micro-batch of T = 8192 tokens, forward:
+ *   2 norms (36 - 4) T h + RoPE (20 - 4) T (a + k) d + (10 - 6) T f
+ *   = T (2 x 32 x 4096 + 16 x 5120 + 4 x 14336) = T x 401,408 B
+ * at 3350e9 x 0.8 B/s, x 32 layers; the backward moves twice that.
+ * Megatron's fused kernels do not depend on the flag. */
+static void test_eager_elementwise(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_setup_8b(&m, &c, &t, &s, 8, 8, 8192);
+    t.framework = APS_FW_FSDP2;
+    s.fsdp_degree = 8;
+    aps_estimate *e = test_malloc(sizeof *e);
+    t.torch_compile = true;
+    fx_run(&m, &c, &t, &s, e);
+    double f = e->perf_total[APS_PERF_COMPUTE_FWD];
+    double b = e->perf_total[APS_PERF_COMPUTE_BWD];
+    t.torch_compile = false;
+    fx_run(&m, &c, &t, &s, e);
+    double extra = 32.0 * 8192.0 * 401408.0 / (3350e9 * 0.8);
+    ASSERT_REL(e->perf_total[APS_PERF_COMPUTE_FWD] - f, extra, 1e-6);
+    ASSERT_REL(e->perf_total[APS_PERF_COMPUTE_BWD] - b, 2.0 * extra, 1e-6);
+    t.framework = APS_FW_MEGATRON;
+    s.fsdp_degree = 1;
+    s.dp_degree = 8;
+    fx_run(&m, &c, &t, &s, e);
+    f = e->perf_total[APS_PERF_COMPUTE_FWD];
+    t.torch_compile = true;
+    fx_run(&m, &c, &t, &s, e);
+    ASSERT_REL(e->perf_total[APS_PERF_COMPUTE_FWD], f, 0);
+    test_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1041,6 +1077,7 @@ int main(void)
         cmocka_unit_test(test_interleaved_p2p_overlap),
         cmocka_unit_test(test_structure_before_framework),
         cmocka_unit_test(test_adamw_is_adam),
+        cmocka_unit_test(test_eager_elementwise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,7 +69,7 @@ M.torchtitan = {
     job = set({ "description", "dump_folder" }),
     model = set({ "name", "flavor", "converters" }),
     training = set({ "local_batch_size", "global_batch_size", "seq_len",
-      "mixed_precision_param", "mixed_precision_reduce" }),
+      "mixed_precision_param", "mixed_precision_reduce", "compile" }),
     parallelism = set({ "data_parallel_replicate_degree", "data_parallel_shard_degree",
       "fsdp_reshard_after_forward", "tensor_parallel_degree", "disable_loss_parallel",
       "enable_async_tensor_parallel", "pipeline_parallel_degree",

@@ -125,6 +125,10 @@ function M.case_inputs(row)
     flash_attention = need_bool(row, "flash_attention"),
     dropout = gpt,
   }
+  -- optional column (not in the shared schema): was the run compiled?
+  if row.torch_compile and row.torch_compile ~= "" then
+    training.torch_compile = need_bool(row, "torch_compile")
+  end
   local strategy = {
     dp_degree = need_int(row, "dp_degree"),
     fsdp_degree = need_int(row, "fsdp_degree"),
@@ -276,6 +280,7 @@ function M.load(path)
   local text, rerr = util.read_file(path)
   if not text then error(("%s: cannot read: %s"):format(path, tostring(rerr)), 0) end
   text = text:gsub("^\239\187\191", "") -- a UTF-8 byte-order mark (Excel)
+  text = text:gsub("\r\n", "\n")          -- CRLF line ends (Windows, Python csv)
   -- pl.data splits quoted fields but knows neither RFC 4180's doubled
   -- quotes nor line breaks inside quotes: refuse those rather than misread
   local n = 0

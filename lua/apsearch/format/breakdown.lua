@@ -18,7 +18,9 @@ function M.strategy_line(s)
   for _, f in ipairs({ "dp_degree", "fsdp_degree", "zero_stage", "tp_degree",
     "sequence_parallel", "pp_degree", "vpp_degree", "cp_degree",
     "micro_batch_size", "micro_batch_num", "layer_recompute" }) do
-    if s[f] ~= nil then parts[#parts + 1] = f .. "=" .. tostring(s[f]) end
+    -- sequence parallelism only exists with tensor parallelism
+    local moot = f == "sequence_parallel" and (s.tp_degree or 1) == 1
+    if s[f] ~= nil and not moot then parts[#parts + 1] = f .. "=" .. tostring(s[f]) end
   end
   if s.fsdp_degree and s.fsdp_degree > 1 then
     parts[#parts + 1] = "reshard_after_forward=" .. tostring(s.reshard_after_forward)

@@ -779,12 +779,17 @@ function M.bandwidth_sensitivity(ctx, inputs, top)
   }
 end
 
---- The strategy fields of a top-k record (the estimator's input).
+--- The strategy of a top-k record as it was chosen: the stage split and
+-- per-stage recompute the core resolved (`stage_partition`,
+-- `recompute_num_layers`) replace `balance_stages` / `auto_recompute`, so
+-- re-estimating it (chart 8) keeps the same strategy.
 -- @tparam table rec top-k record
 -- @treturn table strategy
 function M.strategy_of(rec)
   local s = {}
   for _, f in ipairs(space_mod.fields) do s[f] = rec[f] end
+  if s.balance_stages and type(s.stage_partition) == "table" then s.balance_stages = nil end
+  if s.auto_recompute and type(s.recompute_num_layers) == "table" then s.auto_recompute = nil end
   return s
 end
 

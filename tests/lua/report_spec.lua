@@ -289,6 +289,19 @@ describe("AP-DENSE-08: chart data consistent with the result", function()
     local ev = ctx:evaluate(search.strategy_of(r.top_k_strategies[1]))
     assert.is_true(near(ev.step_time, bw.series[1].step_time[1], 1e-9))
   end)
+
+  it("chart 8 keeps a balanced split and per-stage recompute as chosen (factor 1 = the step time)", function()
+    local r2 = run({ search_space = { data_parallel = "auto", tp_degree = { 2 }, pp_degree = { 4 },
+      layer_offset = { "balanced" }, layer_recompute = { "full" }, recompute_num_layers = { "auto" } },
+      top_k = 2 })
+    assert.is_true(#r2.top_k_strategies >= 1)
+    for i, s in ipairs(r2.bandwidth_sensitivity.series) do
+      local rec = r2.top_k_strategies[i]
+      assert.is_true(rec.balance_stages)
+      assert.is_true(s.feasible[3])
+      assert.is_true(near(rec.performance_cost.step_time, s.step_time[3], 1e-12))
+    end
+  end)
 end)
 
 describe("AP-DENSE-08: the report file", function()

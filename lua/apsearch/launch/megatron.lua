@@ -167,7 +167,12 @@ function M.render(c)
     m.head_dim ~= m.hidden_size // m.num_attention_heads then
     A("--kv-channels", m.head_dim)
   end
-  if m.mlp == "swiglu" then A("--swiglu") end
+  if m.mlp == "swiglu" then
+    A("--swiglu")
+    N("NOTE", "--swiglu gates with SiLU; a model gated with GELU (Gemma's GeGLU) needs its " ..
+      "activation set in the model spec; memory and time are the same")
+  end
+  if m.qk_norm then A("--qk-layernorm") end
   if m.norm == "rmsnorm" then A("--normalization", "RMSNorm") end
   if m.position_embedding == "rope" then
     A("--position-embedding-type", "rope")

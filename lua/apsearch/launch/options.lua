@@ -37,7 +37,7 @@ M.megatron = {
     "--num-layers", "--hidden-size", "--ffn-hidden-size", "--num-attention-heads",
     "--group-query-attention", "--num-query-groups", "--kv-channels",
     "--max-position-embeddings", "--position-embedding-type",
-    "--make-vocab-size-divisible-by", "--normalization", "--swiglu",
+    "--make-vocab-size-divisible-by", "--normalization", "--swiglu", "--qk-layernorm",
     "--untie-embeddings-and-output-weights",
     -- _add_data_args
     "--seq-length",

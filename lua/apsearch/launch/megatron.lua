@@ -167,11 +167,7 @@ function M.render(c)
     m.head_dim ~= m.hidden_size // m.num_attention_heads then
     A("--kv-channels", m.head_dim)
   end
-  if m.mlp == "swiglu" then
-    A("--swiglu")
-    N("NOTE", "--swiglu gates with SiLU; a model gated with GELU (Gemma's GeGLU) needs its " ..
-      "activation set in the model spec; memory and time are the same")
-  end
+  if m.mlp == "swiglu" then A("--swiglu") end
   if m.qk_norm then A("--qk-layernorm") end
   if m.norm == "rmsnorm" then A("--normalization", "RMSNorm") end
   if m.position_embedding == "rope" then
@@ -179,8 +175,8 @@ function M.render(c)
     -- rope_theta, rope_scaling, activation variants (GELU-tanh gating),
     -- extra norms and soft-capping do not change memory or time, so the
     -- normalized model does not carry them
-    N("NOTE", "set --rotary-base (and any RoPE scaling) from the model's config.json; " ..
-      "apsearch does not model them")
+    N("NOTE", "set --rotary-base (and any RoPE scaling) from the model's config.json, and a " ..
+      "gated MLP's activation if it is not SiLU (Gemma's GeGLU); apsearch does not model them")
   end
   if (m.sliding_window or 0) > 0 then
     N("NOTE", string.format("the estimate assumes a %d-token sliding window on %d of %d layers; " ..

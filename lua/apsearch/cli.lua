@@ -1,7 +1,7 @@
 --- The `apsearch` command line.
 --
 --     apsearch run [POLICY.lua] [--top-k N] [--set KEY=VALUE]... [--fix DIM=VALUE]...
---                  [--model NAME|CONFIG.json] [--cluster DEVICE[:NODESxGPUS]]
+--                  [--model NAME|CONFIG.json] [--cluster DEVICE[:NODES[xGPUS]]]
 --                  [--format table|json|csv] [--out DIR] [--quiet]
 --                  [--rules RULE.lua]... [--objective NAME|OBJ.lua] [--formatter FMT.lua]
 --                  [--unsafe] [--sandbox-instructions N] [--sandbox-memory-mib N]
@@ -58,7 +58,7 @@ end
 local function common_options(c, formats)
   c:option("--set=KEY=VALUE", "override a policy field, e.g. cluster.memory_limit_gib=60 (repeatable)", {})
   c:option("--model=MODEL", "model preset name or path to a Hugging Face config.json")
-  c:option("--cluster=SPEC", "cluster as DEVICE[:NODESxGPUS], e.g. h100-sxm-80gb:2x8")
+  c:option("--cluster=SPEC", "cluster as DEVICE[:NODES[xGPUS]], e.g. h100-sxm-80gb:2x8 (NODES alone: 8 GPUs each)")
   c:option("--format=FORMAT", "output format: " .. formats)
   c:option("--calibration=FILE", "kernel efficiencies fitted by `apsearch calibrate`")
   c:flag("-q, --quiet", "no log lines on stderr")
@@ -113,12 +113,12 @@ end
 -- --model / --cluster as --set overrides
 local function shortcut_sets(opts)
   local sets = {}
-  if opts.model then sets[#sets + 1] = "model=" .. opts.model end
+  if opts.model then sets[#sets + 1] = { flag = "--model", text = "model=" .. opts.model } end
   if opts.cluster then
     if not policy_mod.parse_cluster_spec(opts.cluster) then
-      util.fail("--cluster", "cluster", "expected DEVICE[:NODESxGPUS], e.g. h100-sxm-80gb:2x8", opts.cluster)
+      util.fail("--cluster", "cluster", "expected DEVICE[:NODES[xGPUS]], e.g. h100-sxm-80gb:2x8", opts.cluster)
     end
-    sets[#sets + 1] = "cluster=" .. opts.cluster
+    sets[#sets + 1] = { flag = "--cluster", text = "cluster=" .. opts.cluster }
   end
   for _, s in ipairs(opts.set or {}) do sets[#sets + 1] = s end
   return sets

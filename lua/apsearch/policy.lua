@@ -255,7 +255,7 @@ function Norm:origin(path)
     local k = ov.kind == "fix" and ("search_space." .. ov.key) or ov.key
     if path == k or path:sub(1, #k + 1) == k .. "." or path:sub(1, #k + 1) == k .. "["
       or k:sub(1, #path + 1) == path .. "." then
-      return "--" .. ov.kind
+      return ov.flag or ("--" .. ov.kind)
     end
   end
   return self.file
@@ -375,7 +375,7 @@ function Norm:cluster(v, routed)
   if v == nil then self:fail("cluster", "required field is missing", nil) end
   if type(v) == "string" then
     local c = M.parse_cluster_spec(v)
-    if not c then self:fail("cluster", "expected a table or DEVICE[:NODESxGPUS]", v) end
+    if not c then self:fail("cluster", "expected a table or DEVICE[:NODES[xGPUS]]", v) end
     v = c
   end
   if type(v) ~= "table" then self:fail("cluster", "expected a table", v) end
@@ -610,9 +610,12 @@ function M.from_table(raw, file, opts)
 
   local overrides = util.array()
   for _, s in ipairs(opts.set or {}) do
-    local key, value = M.parse_assignment(s, "--set")
+    -- {flag = "--model", text = "model=..."}: a shortcut option, named as given
+    local flag, text = nil, s
+    if type(s) == "table" then flag, text = s.flag, s.text end
+    local key, value = M.parse_assignment(text, flag or "--set")
     apply_set(raw, key, value)
-    overrides[#overrides + 1] = { kind = "set", key = key, value = value }
+    overrides[#overrides + 1] = { kind = "set", key = key, value = value, flag = flag }
   end
   for _, s in ipairs(opts.fix or {}) do
     local key, value = M.parse_assignment(s, "--fix")

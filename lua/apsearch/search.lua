@@ -76,7 +76,7 @@ function M.context(policy)
       local ov = policy.overrides[i]
       local top = ov.key:match("^[^%.]+")
       if path and (path == ov.key or path:match("^[^%.]+") == top and ov.kind == "set") then
-        label = "--" .. ov.kind
+        label = ov.flag or ("--" .. ov.kind)
         break
       end
     end

@@ -52,7 +52,7 @@ function M.model(m)
 end
 
 --- A cluster table.
--- @tparam string|table spec `"DEVICE[:NODESxGPUS]"` (e.g.
+-- @tparam string|table spec `"DEVICE[:NODES[xGPUS]]"` (e.g.
 --   `"h100-sxm-80gb:2x8"`), a device name with `nodes` and
 --   `devices_per_node`, or a cluster table (returned as is)
 -- @tparam[opt] integer nodes
@@ -62,7 +62,7 @@ function M.cluster(spec, nodes, devices_per_node)
   if type(spec) == "table" then return spec end
   if nodes then return presets.cluster(spec, nodes, devices_per_node or 8) end
   local c = policy.parse_cluster_spec(spec)
-  if not c then error("testing.cluster: expected DEVICE[:NODESxGPUS] (got " .. util.describe(spec) .. ")", 2) end
+  if not c then error("testing.cluster: expected DEVICE[:NODES[xGPUS]] (got " .. util.describe(spec) .. ")", 2) end
   return c
 end
 

@@ -139,6 +139,27 @@ function M.describe_strategy(s)
   return table.concat(parts, " ")
 end
 
+--- Identity of an estimated strategy as it runs: every strategy field but
+-- how the split and the recompute were asked for, plus the layers and
+-- recomputed layers of each stage.
+-- @tparam table est ctx:estimate() result
+-- @treturn string
+function M.effective_key(est)
+  local s = est.strategy or {}
+  local parts = {}
+  for _, f in ipairs(space_mod.fields) do
+    if f ~= "stage_partition" and f ~= "layer_offset" and f ~= "recompute_num_layers"
+      and f ~= "balance_stages" and f ~= "auto_recompute" then
+      parts[#parts + 1] = tostring(s[f])
+    end
+  end
+  parts[#parts + 1] = tostring(est.micro_batch_num)
+  for _, st in ipairs(est.stages or {}) do
+    parts[#parts + 1] = tostring(st.num_layers) .. "/" .. tostring(st.recompute_layers)
+  end
+  return table.concat(parts, " ")
+end
+
 -- builds one top-k record from ctx:estimate()
 local function topk_record(rank, est)
   local s = est.strategy or {}
@@ -252,6 +273,9 @@ function M.run(policy, opts)
   end
   local better, objective_name, objective_info = objectives.get(policy.objective)
   local k = policy.top_k or 10
+  -- twice as many kept as shown: two candidates can be one strategy (an
+  -- even split and a "balanced" one that comes out even), shown once
+  local keep = 2 * k
 
   -- hot loop --------------------------------------------------------------
   local check, evaluate = ctx.check, ctx.evaluate
@@ -415,7 +439,7 @@ function M.run(policy, opts)
         end
         ev.index = index
         ev.strategy = cand
-        if hn < k then
+        if hn < keep then
           ev.strategy = copy(cand)
           hn = hn + 1
           heap[hn] = ev
@@ -471,8 +495,14 @@ function M.run(policy, opts)
   -- top-k: full estimates ---------------------------------------------------
   local top = util.array()
   local mem_bd, perf_bd, stage_summary = util.array(), util.array(), util.array()
-  for rank, entry in ipairs(heap) do
+  local seen, rank = {}, 0
+  for _, entry in ipairs(heap) do
+    if rank == k then break end
     local est = ctx:estimate(entry.strategy)
+    local key = M.effective_key(est)
+    if seen[key] then goto next_entry end
+    seen[key] = true
+    rank = rank + 1
     local rec = topk_record(rank, est)
     top[rank] = rec
     local mb = util.copy(est.memory_breakdown or {})
@@ -488,6 +518,7 @@ function M.run(policy, opts)
     }
     if layer_of then rec.pareto_front = layer_of[entry.index] end
     rec.index = entry.index
+    ::next_entry::
   end
 
   -- chart 8: the top-k re-estimated with the inter-node bandwidth scaled

@@ -116,6 +116,29 @@ describe("AP-DENSE-01: small DP/TP space", function()
 end)
 
 describe("AP-DENSE-02/03: PP and CP dimensions", function()
+  it("shows a strategy once when an even and a balanced split come out the same", function()
+    -- a 2-token vocabulary: no embedding or output-layer weight to move, so
+    -- "balanced" over 2 stages is the even 16 + 16
+    local r = search.run(policy.from_table({
+      model = { num_layers = 32, hidden_size = 4096, num_attention_heads = 32, num_query_groups = 8,
+        ffn_hidden_size = 14336, vocab_size = 2, tie_word_embeddings = true },
+      cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+      training = { global_batch_size = 64, seq_length = 4096, framework = "megatron" },
+      search_space = { data_parallel = "auto", tp_degree = { 2 }, pp_degree = { 2 },
+        layer_offset = { "even", "balanced" }, micro_batch_size = { 1, 2 } },
+      top_k = 4,
+    }, "dedupe.lua"))
+    local seen = {}
+    for _, rec in ipairs(r.top_k_strategies) do
+      local layers = {}
+      for i, st in ipairs(r.stage_summary[rec.rank].stages) do layers[i] = st.num_layers end
+      local key = rec.micro_batch_size .. ":" .. table.concat(layers, ",")
+      assert.is_nil(seen[key], "shown twice: " .. key)
+      seen[key] = true
+    end
+    assert.are.equal(2, #r.top_k_strategies) -- mbs 1 and 2, each once
+  end)
+
   it("calls the PP model and reports every stage", function()
     local raw = {
       model = "llama-3.1-70b",

@@ -35,6 +35,18 @@
 local util = require "apsearch.util"
 local schema = require "apsearch.schema"
 local space_mod = require "apsearch.space"
+
+-- strategy fields that say how a candidate runs (M.run_key); the split,
+-- recompute counts and micro-batch count enter through the evaluation
+local RUN_FIELDS = {}
+do
+  local how = { stage_partition = true, layer_offset = true, recompute_num_layers = true,
+    micro_batch_num = true, balance_stages = true, auto_recompute = true,
+    allow_idle_devices = true, layer_recompute = true }
+  for _, f in ipairs(space_mod.fields) do
+    if not how[f] then RUN_FIELDS[#RUN_FIELDS + 1] = f end
+  end
+end
 local rules_mod = require "apsearch.rules"
 local objectives = require "apsearch.objectives"
 
@@ -139,23 +151,25 @@ function M.describe_strategy(s)
   return table.concat(parts, " ")
 end
 
---- Identity of an estimated strategy as it runs: every strategy field but
--- how the split and the recompute were asked for, plus the layers and
--- recomputed layers of each stage.
--- @tparam table est ctx:estimate() result
+--- Identity of a candidate as it runs: every strategy field but how the
+-- split, the recompute and the micro-batch count were written (and the
+-- settings of a dimension that is off), plus the evaluation's `layout`
+-- (the resolved recompute mode, micro-batch count and per-stage layers and
+-- recomputed layers).
+-- @tparam table cand candidate strategy
+-- @tparam table ev its ctx:evaluate() result
 -- @treturn string
-function M.effective_key(est)
-  local s = est.strategy or {}
-  local parts = {}
-  for _, f in ipairs(space_mod.fields) do
-    if f ~= "stage_partition" and f ~= "layer_offset" and f ~= "recompute_num_layers"
-      and f ~= "balance_stages" and f ~= "auto_recompute" then
-      parts[#parts + 1] = tostring(s[f])
+function M.run_key(cand, ev)
+  local parts = { tostring(ev.layout) }
+  for i, f in ipairs(RUN_FIELDS) do
+    local v = cand[f]
+    -- settings of a dimension that is off do not change the run
+    if (f == "sequence_parallel" and (cand.tp_degree or 1) == 1)
+      or (f == "cp_comm_type" and (cand.cp_degree or 1) == 1)
+      or (f == "reshard_after_forward" and (cand.fsdp_degree or 1) == 1) then
+      v = nil
     end
-  end
-  parts[#parts + 1] = tostring(est.micro_batch_num)
-  for _, st in ipairs(est.stages or {}) do
-    parts[#parts + 1] = tostring(st.num_layers) .. "/" .. tostring(st.recompute_layers)
+    parts[i + 1] = tostring(v)
   end
   return table.concat(parts, " ")
 end
@@ -273,9 +287,9 @@ function M.run(policy, opts)
   end
   local better, objective_name, objective_info = objectives.get(policy.objective)
   local k = policy.top_k or 10
-  -- twice as many kept as shown: two candidates can be one strategy (an
-  -- even split and a "balanced" one that comes out even), shown once
-  local keep = 2 * k
+  -- candidates written differently that run the same way are one strategy
+  -- in the top-k (M.run_key): the heap keeps one of each
+  local in_heap = {}
 
   -- hot loop --------------------------------------------------------------
   local check, evaluate = ctx.check, ctx.evaluate
@@ -439,7 +453,16 @@ function M.run(policy, opts)
         end
         ev.index = index
         ev.strategy = cand
-        if hn < keep then
+        local key
+        if hn < k or better(ev, heap[1]) then
+          key = M.run_key(cand, ev)
+          if in_heap[key] then key = false end -- a copy of one kept
+        end
+        if not key then
+          -- not better than the k kept, or the same strategy as one of them
+        elseif hn < k then
+          in_heap[key] = true
+          ev.key = key
           ev.strategy = copy(cand)
           hn = hn + 1
           heap[hn] = ev
@@ -453,7 +476,10 @@ function M.run(policy, opts)
               break
             end
           end
-        elseif better(ev, heap[1]) then
+        else
+          in_heap[heap[1].key] = nil
+          in_heap[key] = true
+          ev.key = key
           ev.strategy = copy(cand)
           heap[1] = ev
           local i = 1
@@ -495,14 +521,8 @@ function M.run(policy, opts)
   -- top-k: full estimates ---------------------------------------------------
   local top = util.array()
   local mem_bd, perf_bd, stage_summary = util.array(), util.array(), util.array()
-  local seen, rank = {}, 0
-  for _, entry in ipairs(heap) do
-    if rank == k then break end
+  for rank, entry in ipairs(heap) do
     local est = ctx:estimate(entry.strategy)
-    local key = M.effective_key(est)
-    if seen[key] then goto next_entry end
-    seen[key] = true
-    rank = rank + 1
     local rec = topk_record(rank, est)
     top[rank] = rec
     local mb = util.copy(est.memory_breakdown or {})
@@ -518,7 +538,6 @@ function M.run(policy, opts)
     }
     if layer_of then rec.pareto_front = layer_of[entry.index] end
     rec.index = entry.index
-    ::next_entry::
   end
 
   -- chart 8: the top-k re-estimated with the inter-node bandwidth scaled
@@ -736,14 +755,17 @@ function M.pareto_layers(record, k)
   local rest = order
   while #chosen < k and #rest > 0 do
     layer = layer + 1
-    local next_rest, best = {}, math.huge
+    local next_rest, best, best_step = {}, math.huge, nil
     for _, i in ipairs(rest) do
       if e_mem[i] < best then
-        best = e_mem[i]
+        best, best_step = e_mem[i], e_step[i]
         if #chosen < k then
           chosen[#chosen + 1] = i
           layer_of[e_idx[i]] = layer
         end
+      elseif e_mem[i] == best and e_step[i] == best_step then
+        -- the same point of the plane: a copy of the strategy just taken
+        -- (an even split and a "balanced" one that comes out even), once
       else
         next_rest[#next_rest + 1] = i
       end

@@ -21,6 +21,7 @@
  * runs, so a raised error (longjmp) never leaks C memory.
  */
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -220,7 +221,8 @@ static void run_estimate(lua_State *L, apsl_context *ctx, int sidx,
 
 /**
  * ctx:evaluate(strategy [, out]) -> {feasible, reason, message, step_time,
- *     mem_peak, tokens_per_s_per_gpu, mfu, micro_batch_num, worst_stage}
+ *     mem_peak, tokens_per_s_per_gpu, mfu, micro_batch_num, worst_stage,
+ *     layout}
  * The light result of the search hot loop.  strategy: a strategy table
  * (fields of aps_strategy, plus the aliases hsdp_shard_degree and
  * hsdp_replicate_degree); missing fields take the core defaults.
@@ -228,11 +230,44 @@ static void run_estimate(lua_State *L, apsl_context *ctx, int sidx,
  * message: the numbers, both nil when feasible; step_time [s]; mem_peak
  * [bytes, worst stage]; tokens_per_s_per_gpu [tokens/s]; mfu [fraction];
  * micro_batch_num [count]; worst_stage [1-based, nil when no stage was
- * estimated].  The numbers are 0 when a cheap check failed before the
+ * estimated]; layout [integer: a hash of the resolved micro-batch count and
+ * per-stage layers and recomputed layers, equal for candidates that run
+ * the same way].  The numbers are 0 when a cheap check failed before the
  * estimate.  If out (a table) is given it is filled and returned instead
  * of a new table (stale reason/message are cleared).  Raises on a bad
  * strategy table (unknown field, wrong type, array length != pp_degree).
  */
+/** FNV-1a (64-bit) over what a strategy resolved to: the recompute mode,
+ *  the micro-batch count and each stage's layers and recomputed layers.
+ *  Two candidates written differently (an even and a "balanced" split that
+ *  comes out even, a recompute count above the stage's layers, full
+ *  recompute of no layer and none, micro_batch_num 0 and its derived
+ *  value) resolve to the same layout. */
+static lua_Integer layout_signature(const aps_strategy *s,
+                                    const aps_estimate *e)
+{
+    uint64_t h = UINT64_C(14695981039346656037);
+    int64_t v[2 * APS_MAX_STAGES + 3];
+    size_t n = 0;
+    int64_t recomputed = 0;
+    for (int64_t i = 0; i < e->num_stages && i < APS_MAX_STAGES; i++)
+        recomputed += e->stages[i].recompute_layers;
+    v[n++] = (s->layer_recompute == APS_RECOMPUTE_FULL && recomputed == 0)
+                 ? APS_RECOMPUTE_NONE : (int64_t)s->layer_recompute;
+    v[n++] = e->micro_batch_num;
+    v[n++] = e->num_stages;
+    for (int64_t i = 0; i < e->num_stages && i < APS_MAX_STAGES; i++) {
+        v[n++] = e->stages[i].num_layers;
+        v[n++] = e->stages[i].recompute_layers;
+    }
+    const unsigned char *p = (const unsigned char *)v;
+    for (size_t i = 0; i < n * sizeof v[0]; i++) {
+        h ^= p[i];
+        h *= UINT64_C(1099511628211);
+    }
+    return (lua_Integer)h;
+}
+
 static int ctx_evaluate(lua_State *L)
 {
     apsl_context *ctx = check_context(L, 1);
@@ -270,6 +305,8 @@ static int ctx_evaluate(lua_State *L)
     else
         lua_pushnil(L);
     lua_setfield(L, -2, "worst_stage");
+    lua_pushinteger(L, layout_signature(&s, &e));
+    lua_setfield(L, -2, "layout");
     return 1;
 }
 

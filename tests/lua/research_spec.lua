@@ -173,11 +173,31 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
       :find("top_k_strategies[2].rank: repeated (got 1)", 1, true))
   end)
 
-  it("matches strategies on every strategy field", function()
-    local a = { dp_degree = 2, fsdp_degree = 4, tp_degree = 1, stage_partition = { 40, 40 } }
-    local b = { dp_degree = 2.0, fsdp_degree = 4, tp_degree = 1, stage_partition = { 40.0, 40 } }
+  it("matches strategies on every strategy field and on the split and recompute they resolved to", function()
+    local function rec(t, layers)
+      local per = {}
+      for i, n in ipairs(layers) do per[i] = { num_layers = n } end
+      t.memory_cost = { per_stage = per }
+      return t
+    end
+    local a = rec({ dp_degree = 2, fsdp_degree = 4, tp_degree = 1, pp_degree = 2,
+      stage_partition = { 40, 40 } }, { 40, 40 })
+    local b = rec({ dp_degree = 2.0, fsdp_degree = 4, tp_degree = 1, pp_degree = 2,
+      stage_partition = { 40.0, 40 } }, { 40, 40 })
     assert.are.equal(baseline.key(a), baseline.key(b))
-    b.stage_partition = { 39, 41 }
+    -- an even split written as zeros, or chosen by "balanced", is the same
+    b.stage_partition, b.balance_stages = { 0, 0 }, nil
+    assert.are.equal(baseline.key(a), baseline.key(b))
+    b = rec({ dp_degree = 2, fsdp_degree = 4, tp_degree = 1, pp_degree = 2,
+      stage_partition = { 39, 41 } }, { 39, 41 })
     assert.are_not.equal(baseline.key(a), baseline.key(b))
+    b.dp_degree = 4
+    assert.are_not.equal(baseline.key(rec({ dp_degree = 2, fsdp_degree = 4, tp_degree = 1,
+      pp_degree = 2 }, { 39, 41 })), baseline.key(b))
+    -- full recompute of every layer written as -1 or as the counts
+    a.layer_recompute, a.recompute_num_layers = "full", -1
+    b = rec({ dp_degree = 2, fsdp_degree = 4, tp_degree = 1, pp_degree = 2, layer_recompute = "full",
+      recompute_num_layers = { 40, 99 } }, { 40, 40 })
+    assert.are.equal(baseline.key(a), baseline.key(b))
   end)
 end)

@@ -139,6 +139,47 @@ describe("AP-DENSE-02/03: PP and CP dimensions", function()
     assert.are.equal(2, #r.top_k_strategies) -- mbs 1 and 2, each once
   end)
 
+  it("keeps k distinct strategies when many candidates are copies of one", function()
+    -- micro_batch_num 0 derives 8, so {0, 8} are one run; recompute counts
+    -- above a 16-layer stage all recompute 16; the even offsets {0, 0}
+    -- are the even split
+    local r = search.run(policy.from_table({
+      model = "llama-3.1-8b",
+      cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+      training = { global_batch_size = 64, seq_length = 4096, framework = "megatron" },
+      search_space = { data_parallel = "auto", zero_stage = { 1 }, tp_degree = { 1, 2, 4 },
+        pp_degree = { 2 }, layer_offset = { "even", { 0, 0 } }, micro_batch_num = { 0, 8, 16, 32 },
+        layer_recompute = { "full" }, recompute_num_layers = { -1, 16, 20, 30 } },
+      top_k = 3,
+    }, "copies.lua"))
+    assert.are.equal(3, #r.top_k_strategies)
+    local seen = {}
+    for _, rec in ipairs(r.top_k_strategies) do
+      local key = rec.tp_degree .. ":" .. rec.micro_batch_num
+      assert.is_nil(seen[key], "shown twice: " .. key)
+      seen[key] = true
+    end
+  end)
+
+  it("shows a copy once on the Pareto fronts too", function()
+    local raw = {
+      model = "llama-3.1-8b",
+      cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+      training = { global_batch_size = 64, seq_length = 4096, framework = "megatron" },
+      search_space = { data_parallel = "auto", zero_stage = { 1 }, tp_degree = { 1, 2, 4 },
+        pp_degree = { 2 }, layer_offset = { "even", "balanced", { 0, 0 } } },
+      objective = "pareto", top_k = 6,
+    }
+    local r = search.run(policy.from_table(raw, "pareto_copies.lua"))
+    local seen = {}
+    for _, rec in ipairs(r.top_k_strategies) do
+      local key = string.format("%.17g/%.17g", rec.performance_cost.step_time, rec.memory_cost.total)
+      assert.is_nil(seen[key], "shown twice: rank " .. rec.rank)
+      seen[key] = true
+    end
+    assert.are.equal(6, #r.top_k_strategies)
+  end)
+
   it("calls the PP model and reports every stage", function()
     local raw = {
       model = "llama-3.1-70b",

@@ -57,12 +57,39 @@ local function value_key(v)
   return tostring(v)
 end
 
---- Identity of a strategy: every strategy field's value.
--- @tparam table s top-k record or strategy
+-- fields that say how the split, the recompute and the micro-batch count
+-- were written: the key uses what they resolved to instead
+local AS_WRITTEN = { stage_partition = true, layer_offset = true,
+  recompute_num_layers = true, micro_batch_num = true, layer_recompute = true }
+
+--- Identity of a top-k strategy as it runs: every strategy field, with the
+-- stage split, the recompute and the micro-batch count as resolved (the
+-- layers of each stage, the layers recomputed on each, the micro-batch
+-- count), so an even split and a "balanced" one that comes out even match.
+-- @tparam table s top-k record
 -- @treturn string
 function M.key(s)
   local parts = {}
-  for i, f in ipairs(FIELDS) do parts[i] = f .. "=" .. value_key(s[f]) end
+  for _, f in ipairs(FIELDS) do
+    if not AS_WRITTEN[f] then parts[#parts + 1] = f .. "=" .. value_key(s[f]) end
+  end
+  local stages = (s.memory_cost and s.memory_cost.per_stage) or {}
+  local rc = s.recompute_num_layers
+  local layers, recomputed, total = {}, {}, 0
+  for i, st in ipairs(stages) do
+    local n = st.num_layers or 0
+    local r = 0
+    if s.layer_recompute == "full" then
+      r = type(rc) == "table" and (rc[i] or -1) or (rc or -1)
+      if r < 0 or r > n then r = n end
+    end
+    layers[i], recomputed[i], total = n, r, total + r
+  end
+  local mode = s.layer_recompute
+  if mode == "full" and total == 0 and #stages > 0 then mode = "none" end
+  parts[#parts + 1] = "layer_recompute=" .. tostring(mode)
+  parts[#parts + 1] = "micro_batch_num=" .. value_key(s.micro_batch_num)
+  parts[#parts + 1] = "stages=" .. value_key(layers) .. "/" .. value_key(recomputed)
   return table.concat(parts, " ")
 end
 

@@ -115,7 +115,9 @@ local function shortcut_sets(opts)
   local sets = {}
   if opts.model then sets[#sets + 1] = { flag = "--model", text = "model=" .. opts.model } end
   if opts.cluster then
-    if not policy_mod.parse_cluster_spec(opts.cluster) then
+    local ok, c = pcall(policy_mod.parse_cluster_spec, opts.cluster)
+    if not ok then error("--cluster: " .. tostring(c):gsub("^cluster: ", ""), 0) end
+    if not c then
       util.fail("--cluster", "cluster", "expected DEVICE[:NODES[xGPUS]], e.g. h100-sxm-80gb:2x8", opts.cluster)
     end
     sets[#sets + 1] = { flag = "--cluster", text = "cluster=" .. opts.cluster }

@@ -365,10 +365,13 @@ function M.parse_cluster_spec(s)
   if not dev then return nil end
   if rest == "" then return presets.cluster(dev, 1, 8) end
   local nodes, gpus = rest:match("^(%d+)x(%d+)$")
-  if nodes then return presets.cluster(dev, tonumber(nodes), tonumber(gpus)) end
-  nodes = rest:match("^(%d+)$")
-  if nodes then return presets.cluster(dev, tonumber(nodes), 8) end
-  return nil
+  if not nodes then nodes, gpus = rest:match("^(%d+)$"), "8" end
+  if not nodes then return nil end
+  nodes, gpus = math.tointeger(tonumber(nodes)), math.tointeger(tonumber(gpus))
+  if not nodes or not gpus or nodes * gpus >= 2 ^ 24 then
+    util.fail("cluster", "num_devices", "nodes x devices per node must be below 2^24", rest)
+  end
+  return presets.cluster(dev, nodes, gpus)
 end
 
 function Norm:cluster(v, routed)
@@ -614,7 +617,12 @@ function M.from_table(raw, file, opts)
     local flag, text = nil, s
     if type(s) == "table" then flag, text = s.flag, s.text end
     local key, value = M.parse_assignment(text, flag or "--set")
-    apply_set(raw, key, value)
+    -- --cluster's spec as a table, so that --set cluster.<field> can follow
+    local applied = value
+    if flag == "--cluster" and type(value) == "string" then
+      applied = M.parse_cluster_spec(value) or value
+    end
+    apply_set(raw, key, applied)
     overrides[#overrides + 1] = { kind = "set", key = key, value = value, flag = flag }
   end
   for _, s in ipairs(opts.fix or {}) do

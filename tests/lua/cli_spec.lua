@@ -174,6 +174,17 @@ describe("apsearch binary", function()
         one_line_error(apsearch("estimate", "--strategy", "pp_degree=0")))
     end)
 
+    it("for --model and --cluster, naming the option; --set cluster.* after --cluster works", function()
+      assert.truthy(one_line_error(apsearch("run", "--model", "nosuch"))
+        :find("--model: model: unknown model preset", 1, true) == 1)
+      assert.are.equal("--cluster: nodes: expected a positive integer (got 0)",
+        one_line_error(apsearch("run", "--cluster", "h100-sxm-80gb:0")))
+      local code, out = apsearch("run", "--quiet", "--cluster", "h100-sxm-80gb:1x8",
+        "--set", "cluster.memory_limit_gib=60")
+      assert.are.equal(0, code)
+      assert.truthy(out:find("on 8 x h100-sxm-80gb", 1, true))
+    end)
+
     it("for a memory limit, naming the field as written and its value", function()
       assert.are.equal("--set: cluster.memory_limit_gib: must be a finite number >= 0 (got -5)",
         one_line_error(apsearch("run", "--set", "cluster.memory_limit_gib=-5")))

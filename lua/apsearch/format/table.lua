@@ -8,10 +8,26 @@ local common = require "apsearch.format.common"
 local M = {}
 
 local HEADERS = { "rank", "dp", "fsdp", "zero", "reshard", "tp", "sp", "pp",
-  "vpp", "cp", "cp comm", "mbs", "mbn", "recompute", "step time (s)",
+  "vpp", "layers", "cp", "cp comm", "mbs", "mbn", "recompute", "step time (s)",
   "tokens/s/GPU", "MFU (%)", "peak (GiB)", "top memory (GiB)", "top overhead (s)" }
-local RIGHT = { true, true, true, true, false, true, false, true, true, true,
+local RIGHT = { true, true, true, true, false, true, false, true, true, false, true,
   false, true, true, false, true, true, true, true, false, false }
+
+--- Layers per pipeline stage, run-length encoded: "7+14x8+7", "4x31+2";
+-- "-" without pipeline parallelism.
+-- @tparam table per_stage memory_cost.per_stage of a top-k record
+-- @treturn string
+function M.split_text(per_stage)
+  if not per_stage or #per_stage < 2 then return "-" end
+  local parts, i = {}, 1
+  while i <= #per_stage do
+    local n, j = per_stage[i].num_layers, i
+    while j < #per_stage and per_stage[j + 1].num_layers == n do j = j + 1 end
+    parts[#parts + 1] = (j > i) and string.format("%dx%d", j - i + 1, n) or tostring(n)
+    i = j + 1
+  end
+  return table.concat(parts, "+")
+end
 
 local function yn(b) return b and "on" or "off" end
 
@@ -27,22 +43,31 @@ function M.rows(result)
     local tm, tmv = common.top_memory(mc.breakdown)
     local tt, ttv = common.top_time(pc.breakdown, true)
     -- "full(N)": N layers recomputed in all (per stage, or chosen by
-    -- recompute_num_layers = "auto"); plain "full": every layer
+    -- recompute_num_layers = "auto"), as the stages run them (a count above
+    -- a stage's layers recomputes that stage's layers); plain "full": every
+    -- layer; none recomputed: "none"
     local rc = tostring(r.layer_recompute)
     local rnl = r.recompute_num_layers
     if r.layer_recompute == "full" then
-      local n, all = 0, true
-      for _, v in ipairs(type(rnl) == "table" and rnl or { rnl }) do
-        if v >= 0 then all = false; n = n + v end
+      local per = mc.per_stage or {}
+      local list = type(rnl) == "table" and rnl or {}
+      local n, layers = 0, 0
+      for i, st in ipairs(per) do
+        local k = st.num_layers or 0
+        local v = list[i] or (type(rnl) == "number" and rnl or -1)
+        n, layers = n + ((v < 0 or v > k) and k or v), layers + k
       end
-      if not all then rc = rc .. "(" .. n .. ")" end
+      if #per == 0 then rc = "full"
+      elseif n == 0 then rc = "none"
+      elseif n < layers then rc = rc .. "(" .. n .. ")" end
     end
     rows[#rows + 1] = {
       tostring(r.rank), tostring(r.dp_degree), tostring(r.fsdp_degree),
       tostring(r.zero_stage),
       (r.fsdp_degree or 1) > 1 and yn(r.reshard_after_forward) or "-",
       tostring(r.tp_degree), r.tp_degree == 1 and "-" or yn(r.sequence_parallel),
-      tostring(r.pp_degree), tostring(r.vpp_degree), tostring(r.cp_degree),
+      tostring(r.pp_degree), tostring(r.vpp_degree), M.split_text(mc.per_stage),
+      tostring(r.cp_degree),
       (r.cp_degree or 1) > 1 and tostring(r.cp_comm_type) or "-",
       tostring(r.micro_batch_size), tostring(r.micro_batch_num), rc,
       string.format("%.3f", pc.step_time or 0),
@@ -56,10 +81,11 @@ function M.rows(result)
   return HEADERS, rows, RIGHT
 end
 
--- strategy columns (2 .. 14) that hold one value in every row move to a
+-- strategy columns (2 .. 15) that hold one value in every row move to a
 -- line above the table; `pareto_front` gets a column when present
 local FOLDABLE = { [2] = true, [3] = true, [4] = true, [5] = true, [6] = true, [7] = true,
-  [8] = true, [9] = true, [10] = true, [11] = true, [12] = true, [13] = true, [14] = true }
+  [8] = true, [9] = true, [10] = true, [11] = true, [12] = true, [13] = true, [14] = true,
+  [15] = true }
 
 --- The top-k table as text: constant strategy columns folded into a
 -- "same for every row" line (when there are two rows or more).

@@ -434,3 +434,33 @@ describe("apsearch run --out", function()
     assert.truthy(cli.progress_line(10, 10, 0.2, 10):match("^%[##########%] 100%%"))
   end)
 end)
+
+describe("the text table", function()
+  local tbl = require "apsearch.format.table"
+
+  it("writes each stage's layers run-length encoded", function()
+    local function per(...)
+      local t = {}
+      for i, n in ipairs({ ... }) do t[i] = { num_layers = n } end
+      return t
+    end
+    assert.are.equal("-", tbl.split_text(per(32)))
+    assert.are.equal("2x16", tbl.split_text(per(16, 16)))
+    assert.are.equal("7+14x8+7", tbl.split_text(per(7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7)))
+    assert.are.equal("17+15", tbl.split_text(per(17, 15)))
+  end)
+
+  it("labels recompute as the stages run it", function()
+    local function row(rnl, layers)
+      local per = {}
+      for i, n in ipairs(layers) do per[i] = { num_layers = n } end
+      local _, rows = tbl.rows({ top_k_strategies = { { rank = 1, layer_recompute = "full",
+        recompute_num_layers = rnl, memory_cost = { per_stage = per }, performance_cost = {} } } })
+      return rows[1][15]
+    end
+    assert.are.equal("full", row(-1, { 16, 16 }))
+    assert.are.equal("full", row({ 20, 30 }, { 16, 16 }))     -- above a stage's layers: all
+    assert.are.equal("full(31)", row({ 16, 16 }, { 17, 15 }))
+    assert.are.equal("none", row({ 0, 0 }, { 16, 16 }))
+  end)
+end)

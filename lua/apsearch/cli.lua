@@ -602,9 +602,13 @@ local function cmd_calibrate(args)
   local opts, helped = parse(c, args, "calibrate")
   if helped then return 0 end
   if not opts.output then util.fail("calibrate", "--output", "is required", nil, false) end
-  local mode = require("lfs").attributes(opts.output, "mode")
+  local lfs = require "lfs"
+  local mode = lfs.attributes(opts.output, "mode")
   if mode and mode ~= "file" then
     util.fail("--output", "file", "cannot write: a " .. mode .. " is in the way", opts.output)
+  end
+  if lfs.attributes(util.dirname(opts.output), "mode") ~= "directory" then
+    util.fail("--output", "file", "cannot write: no directory " .. util.dirname(opts.output), opts.output)
   end
   local calib = require("apsearch.calibrate").fit(opts.CASES, {
     log = (not opts.quiet) and function(line) util.log("%s", line) end or nil,

@@ -280,7 +280,7 @@ function M.load(path)
   local text, rerr = util.read_file(path)
   if not text then error(("%s: cannot read: %s"):format(path, tostring(rerr)), 0) end
   text = text:gsub("^\239\187\191", "") -- a UTF-8 byte-order mark (Excel)
-  text = text:gsub("\r\n", "\n")          -- CRLF line ends (Windows, Python csv)
+  text = text:gsub("\r\n?", "\n")         -- CRLF (Windows, Python csv) or CR line ends
   -- pl.data splits quoted fields but knows neither RFC 4180's doubled
   -- quotes nor line breaks inside quotes: refuse those rather than misread
   local n = 0

@@ -101,7 +101,9 @@ function M.render(c)
   K("training", "global_batch_size", tr.global_batch_size)
   K("training", "seq_len", tr.seq_length)
   -- the estimate's elementwise kernels: fused when compiled, eager otherwise
-  K("training", "compile", tr.torch_compile == true)
+  -- (Megatron and DeepSpeed estimates assume fused kernels: compile)
+  local pytorch = tr.framework == "fsdp2" or tr.framework == "fsdp"
+  K("training", "compile", tr.torch_compile == true or not pytorch)
   if tr.precision == "fp16" then
     N("NOT EXPRESSIBLE in TorchTitan", "fp16 mixed precision (mixed_precision_param takes bfloat16 or float32)")
   else

@@ -361,8 +361,8 @@ end
 -- @tparam string s the spec
 -- @treturn table|nil cluster table, or nil if s is not such a spec
 function M.parse_cluster_spec(s)
-  local dev, rest = s:match("^([^:]+):?(.*)$")
-  if not dev then return nil end
+  local dev, colon, rest = s:match("^([^:]+)(:?)(.*)$")
+  if not dev or (colon == ":" and rest == "") then return nil end
   if rest == "" then return presets.cluster(dev, 1, 8) end
   local nodes, gpus = rest:match("^(%d+)x(%d+)$")
   if not nodes then nodes, gpus = rest:match("^(%d+)$"), "8" end

@@ -162,14 +162,8 @@ end
 function M.run_key(cand, ev)
   local parts = { tostring(ev.layout) }
   for i, f in ipairs(RUN_FIELDS) do
-    local v = cand[f]
     -- settings of a dimension that is off do not change the run
-    if (f == "sequence_parallel" and (cand.tp_degree or 1) == 1)
-      or (f == "cp_comm_type" and (cand.cp_degree or 1) == 1)
-      or (f == "reshard_after_forward" and (cand.fsdp_degree or 1) == 1) then
-      v = nil
-    end
-    parts[i + 1] = tostring(v)
+    parts[i + 1] = space_mod.moot(cand, f) and "-" or tostring(cand[f])
   end
   return table.concat(parts, " ")
 end
@@ -509,7 +503,13 @@ function M.run(policy, opts)
   -- each by step time, until k are found
   local layer_of = nil
   if objective_info.kind == "pareto" then
-    heap, layer_of = M.pareto_layers(record, k)
+    heap, layer_of = M.pareto_layers(record, k, function(set)
+      local keys = {}
+      for index, cand in pairs(M.fetch(space, set)) do
+        keys[index] = M.run_key(cand, evaluate(ctx, cand))
+      end
+      return keys
+    end)
   else
     local sok, serr = pcall(table.sort, heap, better)
     if not sok then
@@ -729,14 +729,16 @@ end
 --- Non-dominated layers of the feasible candidates (the `pareto` objective).
 -- Layer 1 is the Pareto front of (step time, peak memory); layer 2 the
 -- front of the rest; ...  Within a layer, by step time (ties: memory, then
--- enumeration order); a candidate equal to an earlier one on both counts
--- goes to the next layer.
+-- enumeration order).  Candidates at exactly the same point are on the same
+-- layer, once per strategy: `keys_of` gives their run keys (M.run_key),
+-- and a copy of a strategy already taken is dropped.
 -- @tparam table record the per-candidate record (M.candidates_mt)
 -- @tparam integer k how many
+-- @tparam[opt] function keys_of `keys_of({[index] = true})` -> `{[index] = key}`
 -- @treturn table entries `{index, step_time, mem_peak, strategy}` of the
 --   first k, in rank order
 -- @treturn table `{[index] = layer}` for those entries
-function M.pareto_layers(record, k)
+function M.pareto_layers(record, k, keys_of)
   record:decode()
   local space, rcode, e_idx, e_step, e_mem, ne = record.space, record.code,
     record.est_index, record.est_step, record.est_mem, record.estimated
@@ -751,21 +753,38 @@ function M.pareto_layers(record, k)
     if x ~= y then return x < y end
     return e_idx[a] < e_idx[b]
   end)
+  -- candidates at exactly the same point: copies of one strategy, or
+  -- different strategies that happen to coincide
+  local tied = {}
+  for n = 2, #order do
+    local a, b = order[n - 1], order[n]
+    if e_step[a] == e_step[b] and e_mem[a] == e_mem[b] then
+      tied[e_idx[a]], tied[e_idx[b]] = true, true
+    end
+  end
+  local keys = (next(tied) and keys_of) and keys_of(tied) or {}
   local chosen, layer_of, layer = {}, {}, 0
   local rest = order
   while #chosen < k and #rest > 0 do
     layer = layer + 1
-    local next_rest, best, best_step = {}, math.huge, nil
+    local next_rest, best, best_step, here = {}, math.huge, nil, nil
+    local function take(i)
+      if #chosen < k then
+        chosen[#chosen + 1] = i
+        layer_of[e_idx[i]] = layer
+      end
+    end
     for _, i in ipairs(rest) do
+      local key = keys[e_idx[i]] or e_idx[i]
       if e_mem[i] < best then
-        best, best_step = e_mem[i], e_step[i]
-        if #chosen < k then
-          chosen[#chosen + 1] = i
-          layer_of[e_idx[i]] = layer
-        end
+        best, best_step, here = e_mem[i], e_step[i], { [key] = true }
+        take(i)
       elseif e_mem[i] == best and e_step[i] == best_step then
-        -- the same point of the plane: a copy of the strategy just taken
-        -- (an even split and a "balanced" one that comes out even), once
+        -- the same point: on this front too, unless a copy of one taken
+        if not here[key] then
+          here[key] = true
+          take(i)
+        end
       else
         next_rest[#next_rest + 1] = i
       end

@@ -410,4 +410,21 @@ function Space:describe()
   return out
 end
 
+--- True when strategy field `f` of `s` changes nothing because the
+-- dimension it tunes is off: sequence_parallel without TP, cp_comm_type
+-- without CP, reshard_after_forward without sharding, zero_stage without a
+-- data-parallel group to shard over.
+-- @tparam table s strategy
+-- @tparam string f field name
+-- @treturn boolean
+function M.moot(s, f)
+  if f == "sequence_parallel" then return (s.tp_degree or 1) == 1 end
+  if f == "cp_comm_type" then return (s.cp_degree or 1) == 1 end
+  if f == "reshard_after_forward" then return (s.fsdp_degree or 1) == 1 end
+  if f == "zero_stage" then
+    return (s.fsdp_degree or 1) == 1 and (s.dp_degree or 1) * (s.cp_degree or 1) == 1
+  end
+  return false
+end
+
 return M

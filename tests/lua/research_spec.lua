@@ -194,6 +194,14 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
     b.dp_degree = 4
     assert.are_not.equal(baseline.key(rec({ dp_degree = 2, fsdp_degree = 4, tp_degree = 1,
       pp_degree = 2 }, { 39, 41 })), baseline.key(b))
+    -- a setting of a dimension that is off: cp_comm_type without CP
+    local c1 = rec({ dp_degree = 2, fsdp_degree = 4, tp_degree = 1, pp_degree = 2, cp_degree = 1,
+      cp_comm_type = "p2p" }, { 40, 40 })
+    local c2 = rec({ dp_degree = 2, fsdp_degree = 4, tp_degree = 1, pp_degree = 2, cp_degree = 1,
+      cp_comm_type = "all_gather" }, { 40, 40 })
+    assert.are.equal(baseline.key(c1), baseline.key(c2))
+    c1.cp_degree, c2.cp_degree = 2, 2
+    assert.are_not.equal(baseline.key(c1), baseline.key(c2))
     -- full recompute of every layer written as -1 or as the counts
     a.layer_recompute, a.recompute_num_layers = "full", -1
     b = rec({ dp_degree = 2, fsdp_degree = 4, tp_degree = 1, pp_degree = 2, layer_recompute = "full",

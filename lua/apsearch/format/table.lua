@@ -13,7 +13,8 @@ local HEADERS = { "rank", "dp", "fsdp", "zero", "reshard", "tp", "sp", "pp",
 local RIGHT = { true, true, true, true, false, true, false, true, true, false, true,
   false, true, true, false, true, true, true, true, false, false }
 
---- Layers per pipeline stage, run-length encoded: "7+14x8+7", "4x31+2";
+--- Layers per pipeline stage, run-length encoded as count x layers:
+-- "7+14x8+7" (7, then 14 stages of 8, then 7), "31x4+2";
 -- "-" without pipeline parallelism.
 -- @tparam table per_stage memory_cost.per_stage of a top-k record
 -- @treturn string

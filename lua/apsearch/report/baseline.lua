@@ -20,8 +20,9 @@
 --       },
 --     }
 --
--- Strategies are matched on every strategy field (apsearch.space.fields but
--- allow_idle_devices); `strategy` is their one-line description.  Step
+-- Strategies are matched on how they run (M.key): every strategy field that
+-- has an effect, and the split, recompute and micro-batch count they
+-- resolved to; `strategy` is their one-line description.  Step
 -- times are the core's estimates in both results (a strategy kept in the
 -- top-k can change step time when the inputs changed).  Numbers are
 -- compared after a JSON round trip of this result, with a relative
@@ -69,19 +70,22 @@ local AS_WRITTEN = { stage_partition = true, layer_offset = true,
 -- @tparam table s top-k record
 -- @treturn string
 function M.key(s)
+  local space = require "apsearch.space"
   local parts = {}
   for _, f in ipairs(FIELDS) do
-    if not AS_WRITTEN[f] then parts[#parts + 1] = f .. "=" .. value_key(s[f]) end
+    if not AS_WRITTEN[f] then
+      parts[#parts + 1] = f .. "=" .. (space.moot(s, f) and "-" or value_key(s[f]))
+    end
   end
   local stages = (s.memory_cost and s.memory_cost.per_stage) or {}
   local rc = s.recompute_num_layers
   local layers, recomputed, total = {}, {}, 0
   for i, st in ipairs(stages) do
-    local n = st.num_layers or 0
+    local n = math.type(st.num_layers) and st.num_layers or 0
     local r = 0
     if s.layer_recompute == "full" then
-      r = type(rc) == "table" and (rc[i] or -1) or (rc or -1)
-      if r < 0 or r > n then r = n end
+      r = type(rc) == "table" and rc[i] or rc
+      if not math.type(r) or r < 0 or r > n then r = n end -- -1, "auto", above: all
     end
     layers[i], recomputed[i], total = n, r, total + r
   end

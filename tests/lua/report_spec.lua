@@ -464,3 +464,19 @@ describe("the text table", function()
     assert.are.equal("none", row({ 0, 0 }, { 16, 16 }))
   end)
 end)
+
+describe("memory near capacity", function()
+  it("flags a top-k strategy above 90 % of device memory, and the table says why", function()
+    local r = search.run(policy.load(ROOT .. "/examples/llama3_405b_h100_16k.lua", { top_k = 6 }))
+    local cap = r.inputs.cluster.device.memory_bytes
+    local flagged = 0
+    for _, rec in ipairs(r.top_k_strategies) do
+      local near = rec.memory_cost.total > 0.9 * cap
+      assert.are.equal(near, rec.memory_cost.near_capacity)
+      if near then flagged = flagged + 1 end
+    end
+    assert.is_true(flagged > 0 and flagged < #r.top_k_strategies)
+    local text = require("apsearch.format.table").table_text(r)
+    assert.truthy(text:find("! peak above 90% of device memory", 1, true))
+  end)
+end)

@@ -74,7 +74,7 @@ function M.rows(result)
       string.format("%.3f", pc.step_time or 0),
       string.format("%.0f", pc.tokens_per_s_per_gpu or 0),
       string.format("%.1f", 100 * (pc.mfu or 0)),
-      string.format("%.2f", common.gib(mc.total)),
+      string.format("%.2f", common.gib(mc.total)) .. (mc.near_capacity and "!" or ""),
       tm and string.format("%s %.2f", tm, common.gib(tmv)) or "-",
       tt and string.format("%s %.3f", tt, ttv) or "-",
     }
@@ -119,6 +119,14 @@ function M.table_text(result)
   end
   local out = common.align(h, rr, rt):gsub("\n$", "")
   if #same > 0 then out = "same for every row: " .. table.concat(same, " ") .. "\n" .. out end
+  for _, r in ipairs(result.top_k_strategies or {}) do
+    if r.memory_cost and r.memory_cost.near_capacity then
+      out = out .. string.format("\n! peak above %.0f%% of device memory: the caching allocator "
+        .. "may retry allocations and slow the step beyond the estimate (docs/accuracy.md)",
+        100 * require("apsearch.search").near_capacity_fraction)
+      break
+    end
+  end
   return out
 end
 

@@ -144,6 +144,9 @@ typedef struct {
     double fsdp_overlap;           /**< of each micro-batch's fwd / bwd */
     double tp_overlap;             /**< of the layer compute (0: exposed) */
     double pp_p2p_overlap;         /**< of the stage compute */
+    double overlap_interference;   /**< fraction of the communication time
+                                        hidden behind compute that still
+                                        lengthens it (SMs and HBM shared) */
     bool torch_compile;            /**< PyTorch frameworks (fsdp2, fsdp):
                                         elementwise kernels fused by
                                         torch.compile (TorchTitan

@@ -67,6 +67,7 @@ M.training = {
   ddp_buckets_in_flight = "posint",
   dp_overlap = "fraction", fsdp_overlap = "fraction", tp_overlap = "fraction",
   pp_p2p_overlap = "fraction", dp_collective_rails = "nonnegint",
+  overlap_interference = "fraction",
   overlap_p2p_comm = "bool", torch_compile = "bool",
 }
 

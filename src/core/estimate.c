@@ -54,6 +54,15 @@ static void dp_group_link(const aps_cluster *c, const aps_training *t,
         *bw = cap;
 }
 
+/** Exposed seconds of a communication of `total` seconds of which
+ *  `exposed` is on the critical path: the hidden rest still costs
+ *  training.overlap_interference of its time (shared SMs and HBM). */
+static double interfered(const aps_training *t, double total, double exposed)
+{
+    double hidden = total - exposed;
+    return exposed + (hidden > 0.0 ? t->overlap_interference * hidden : 0.0);
+}
+
 static void stage_times(const aps_model *m, const aps_cluster *c,
                         const aps_training *t, const aps_strategy *s,
                         const aps_layout *lay, const aps_dp_plan *plan,
@@ -119,8 +128,8 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
         aps_profile(t)->op_sac_selective && lay->t > 1 && s->sequence_parallel)
         tp_bwd += (L - rc) * 0.5 * lc->tp_fwd;
     st->tp_total = tp_fwd + tp_bwd;
-    st->tp_exposed_fwd = tp_fwd * keep;
-    st->tp_exposed_bwd = tp_bwd * keep;
+    st->tp_exposed_fwd = interfered(t, tp_fwd, tp_fwd * keep);
+    st->tp_exposed_bwd = interfered(t, tp_bwd, tp_bwd * keep);
 
     if (lay->c > 1) {
         double ef, eb;
@@ -131,6 +140,8 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
             ef = lc->cp_fwd;
             eb = lc->cp_bwd;
         }
+        ef = interfered(t, lc->cp_fwd, ef);
+        eb = interfered(t, lc->cp_bwd, eb);
         st->cp_total = L * (lc->cp_fwd + lc->cp_bwd) + rc * lc->cp_fwd;
         st->cp_exposed_fwd = L * ef;
         st->cp_exposed_bwd = L * eb + rc * ef;
@@ -156,9 +167,11 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
         double units = L + (first ? 1.0 : 0.0) + (last ? 1.0 : 0.0);
         double win_f = t->fsdp_overlap * st->comp_fwd;
         double win_b = t->fsdp_overlap * (st->comp_bwd + st->recompute);
-        double ef = ag - win_f > ag / units ? ag - win_f : ag / units;
+        double ef = interfered(t, ag, ag - win_f > ag / units ? ag - win_f
+                                                              : ag / units);
         double bwd = ag_b + rs;
-        double eb = bwd - win_b > bwd / units ? bwd - win_b : bwd / units;
+        double eb = interfered(t, bwd, bwd - win_b > bwd / units
+                                           ? bwd - win_b : bwd / units);
         st->ag_total = ag + ag_b;
         st->rs_total = rs;
         st->ag_exposed = ef + (bwd > 0 ? eb * ag_b / bwd : 0.0);
@@ -607,7 +620,8 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
             if (steady > hidden)
                 hidden = steady;
         }
-        set_perf(out, APS_PERF_PP_P2P, p2p, p2p * (1.0 - hidden));
+        set_perf(out, APS_PERF_PP_P2P, p2p,
+                 interfered(t, p2p, p2p * (1.0 - hidden)));
     }
 
     const aps_state_bytes *by = &plan.bytes;
@@ -630,8 +644,9 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
         /* TorchTitan's DDP all-reduces after every micro-batch */
         if (aps_profile(t)->sync_every_microbatch)
             times = mb;
-        double exposed = times * max0(sync - t->dp_overlap * slow_tb) +
-                         max0(gather - t->dp_overlap * slow_tf);
+        double exposed =
+            times * interfered(t, sync, max0(sync - t->dp_overlap * slow_tb)) +
+            interfered(t, gather, max0(gather - t->dp_overlap * slow_tf));
         set_perf(out, APS_PERF_DP_GRAD_SYNC, times * sync + gather, exposed);
     }
     if (plan.fsdp_like && plan.replicate > 1) {
@@ -644,7 +659,7 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
          * micro-batch's backward */
         double times = aps_profile(t)->sync_every_microbatch ? mb : 1.0;
         set_perf(out, APS_PERF_HSDP_REPLICATE_SYNC, times * ar,
-                 times * max0(ar - t->dp_overlap * slow_tb));
+                 times * interfered(t, ar, max0(ar - t->dp_overlap * slow_tb)));
     }
     {
         double traffic = (t->optimizer == APS_OPT_SGD ? APS_SGD_STATE_TRAFFIC

@@ -36,33 +36,33 @@
  * of the validation set (Megatron-LM SC'21, MosaicML llm-foundry, NVIDIA
  * NeMo, TorchTitan) by `apsearch calibrate` (scripts/fit-defaults.sh
  * reproduces it; docs/accuracy.md has the errors before and after):
- * mean |log error| of tokens/s per GPU 0.069 over the 71 runs.  H200
+ * mean |log error| of tokens/s per GPU 0.061 over the 71 runs.  H200
  * shares the H100's compute die; Blackwell has no measured run here and
  * takes the Hopper values as an assumption.
  *
  * gemm_efficiency: large-GEMM fraction of the dense peak.  Hopper's
  *   sustained clock under load sits below the boost clock its peak assumes
- *   (A100 0.775, H100 0.67).
+ *   (A100 0.81, H100 0.70).
  * gemm_half_dim: smallest GEMM dimension at half that efficiency.  Hopper
- *   needs larger tiles to fill its 132 SMs (A100 41: almost no size effect
- *   at these shapes; H100 1,230: 0.77 of the maximum at 4,096, 0.87 at
+ *   needs larger tiles to fill its 132 SMs (A100 122: a small size effect
+ *   at these shapes; H100 1,140: 0.78 of the maximum at 4,096, 0.88 at
  *   8,192).
  * fp8_gemm_efficiency: fp8 GEMMs, fraction of the fp8 peak, before the
- *   same size factor (H100 0.833: 0.64 of the peak at 4,096).
+ *   same size factor (H100 0.85: 0.66 of the peak at 4,096).
  * attention_efficiency: attention kernels, fraction of the bf16 peak
- *   (A100 0.354, H100 0.204).  The measured stacks ran FlashAttention-2 or
+ *   (A100 0.345, H100 0.199).  The measured stacks ran FlashAttention-2 or
  *   Triton ALiBi kernels (llm-foundry), below FlashAttention-2's best of
  *   50-73% on A100 (Dao 2023, arXiv:2307.08691) and near its ~35% on H100
  *   (Shah et al. 2024, arXiv:2407.08608); set 0.6-0.75 for
  *   FlashAttention-3 or cuDNN attention on Hopper, or calibrate.
  */
-#define APS_GEMM_EFF_AMPERE 0.775
-#define APS_GEMM_EFF_HOPPER 0.668
-#define APS_GEMM_HALF_DIM_AMPERE 41.0
-#define APS_GEMM_HALF_DIM_HOPPER 1230.0
-#define APS_FP8_GEMM_EFF 0.833
-#define APS_ATTN_EFF_AMPERE 0.354
-#define APS_ATTN_EFF_HOPPER 0.204
+#define APS_GEMM_EFF_AMPERE 0.809
+#define APS_GEMM_EFF_HOPPER 0.700
+#define APS_GEMM_HALF_DIM_AMPERE 122.0
+#define APS_GEMM_HALF_DIM_HOPPER 1140.0
+#define APS_FP8_GEMM_EFF 0.850
+#define APS_ATTN_EFF_AMPERE 0.345
+#define APS_ATTN_EFF_HOPPER 0.199
 /** Smallest values a device field may take (see aps_cluster_validate). */
 #define APS_MIN_MEMORY MIB
 #define APS_MIN_FLOPS 1e9

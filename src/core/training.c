@@ -27,6 +27,12 @@
 /** TP collectives sit between dependent GEMMs: exposed unless the
  *  framework's comm-GEMM overlap (TE userbuffers) is on.  Default 0. */
 #define APS_TP_OVERLAP 0.0
+/** Fraction of the communication hidden behind compute that still costs
+ *  time: NCCL's kernels hold SMs (one CTA per channel, 16-32 channels on
+ *  NVLink and IB rings: 15-30 % of an A100's 108 or an H100's 132 SMs) and
+ *  HBM bandwidth while the GEMMs they overlap run.  Assumed 0.2 from that
+ *  SM share, not fitted. */
+#define APS_OVERLAP_INTERFERENCE 0.2
 /** PP send/recv overlap with compute where the schedule has no overlap of
  *  its own (1F1B's sends block).  Default 0 (conservative). */
 #define APS_PP_P2P_OVERLAP 0.0
@@ -49,6 +55,7 @@ void aps_training_defaults(aps_training *t)
     t->fsdp_overlap = APS_FSDP_OVERLAP;
     t->tp_overlap = APS_TP_OVERLAP;
     t->pp_p2p_overlap = APS_PP_P2P_OVERLAP;
+    t->overlap_interference = APS_OVERLAP_INTERFERENCE;
     t->overlap_p2p_comm = true; /* Megatron-LM's default */
     /* TorchTitan's default (job_config.py: compile = False); llm-foundry
      * does not compile either.  apsearch's TorchTitan launch config writes
@@ -97,6 +104,7 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
         {"fsdp_overlap", t->fsdp_overlap},
         {"tp_overlap", t->tp_overlap},
         {"pp_p2p_overlap", t->pp_p2p_overlap},
+        {"overlap_interference", t->overlap_interference},
     };
     for (size_t i = 0; i < sizeof frac / sizeof frac[0]; i++) {
         if (!(frac[i].v >= 0 && frac[i].v <= 1)) {

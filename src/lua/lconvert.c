@@ -209,6 +209,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, fsdp_overlap, FT_NUM, NULL),
     FLD(aps_training, tp_overlap, FT_NUM, NULL),
     FLD(aps_training, pp_p2p_overlap, FT_NUM, NULL),
+    FLD(aps_training, overlap_interference, FT_NUM, NULL),
     FLD(aps_training, dp_collective_rails, FT_INT, NULL),
     FLD(aps_training, overlap_p2p_comm, FT_BOOL, NULL),
     FLD(aps_training, torch_compile, FT_BOOL, NULL),

@@ -172,8 +172,8 @@ end
 -- `near_capacity`: PyTorch's caching allocator then frees and retries
 -- allocations, which slows a step in a way apsearch does not model.  The
 -- published runs put the line here: MosaicML's MPT-30B at 8K, estimated at
--- 0.92-0.93 of device memory, ran 25-39 % slower than estimated, while
--- their runs estimated at 0.90 or less matched within 21 %
+-- 0.92-0.93 of device memory, ran 28-39 % slower than estimated, while
+-- their runs estimated at 0.90 or less matched within 17 %
 -- (docs/accuracy.md).  A warning only; the estimate is unchanged.
 M.near_capacity_fraction = 0.9
 

@@ -112,4 +112,19 @@ function M.commas(n)
   return (neg and "-" or "") .. s
 end
 
+--- The footnote of a top-k with a strategy flagged `near_capacity`
+-- (apsearch.search.near_capacity_fraction), or nil when none is.
+-- @tparam table result search result
+-- @treturn string|nil
+function M.near_capacity_note(result)
+  for _, r in ipairs(result.top_k_strategies or {}) do
+    if r.memory_cost and r.memory_cost.near_capacity then
+      return string.format("! peak above %.0f%% of device memory: the caching allocator may "
+        .. "retry allocations and slow the step beyond the estimate (docs/accuracy.md)",
+        100 * require("apsearch.search").near_capacity_fraction)
+    end
+  end
+  return nil
+end
+
 return M

@@ -119,14 +119,8 @@ function M.table_text(result)
   end
   local out = common.align(h, rr, rt):gsub("\n$", "")
   if #same > 0 then out = "same for every row: " .. table.concat(same, " ") .. "\n" .. out end
-  for _, r in ipairs(result.top_k_strategies or {}) do
-    if r.memory_cost and r.memory_cost.near_capacity then
-      out = out .. string.format("\n! peak above %.0f%% of device memory: the caching allocator "
-        .. "may retry allocations and slow the step beyond the estimate (docs/accuracy.md)",
-        100 * require("apsearch.search").near_capacity_fraction)
-      break
-    end
-  end
+  local note = common.near_capacity_note(result)
+  if note then out = out .. "\n" .. note end
   return out
 end
 

@@ -395,14 +395,8 @@ function M.render(result, opts)
       end
     end
     P(table_html(headers, rows, right, function(i) return i == 1 and "best" or nil end))
-    for _, t in ipairs(result.top_k_strategies) do
-      if t.memory_cost and t.memory_cost.near_capacity then
-        P(string.format("<p class=\"notice\">! peak above %.0f%% of device memory: the caching "
-          .. "allocator may retry allocations and slow the step beyond the estimate.</p>\n",
-          100 * require("apsearch.search").near_capacity_fraction))
-        break
-      end
-    end
+    local note = require("apsearch.format.common").near_capacity_note(result)
+    if note then P("<p class=\"notice\">" .. esc(note) .. "</p>\n") end
     P("<details><summary>full strategies</summary><pre>")
     for _, t in ipairs(result.top_k_strategies) do
       P(esc(string.format("rank %d: %s", t.rank, M.strategy_text(t))) .. "\n")

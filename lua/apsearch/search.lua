@@ -756,13 +756,15 @@ function M.pareto_layers(record, k, keys_of)
   for i = 1, ne do
     if rcode[e_idx[i]] == 0 then order[#order + 1] = i end
   end
-  table.sort(order, function(a, b)
+  -- by step time, then memory, then enumeration order
+  local function by_point(a, b)
     local x, y = e_step[a], e_step[b]
     if x ~= y then return x < y end
     x, y = e_mem[a], e_mem[b]
     if x ~= y then return x < y end
     return e_idx[a] < e_idx[b]
-  end)
+  end
+  table.sort(order, by_point)
   -- candidates at exactly the same point: copies of one strategy, or
   -- different strategies that happen to coincide
   local tied = {}
@@ -805,11 +807,7 @@ function M.pareto_layers(record, k, keys_of)
   table.sort(chosen, function(a, b)
     local la, lb = layer_of[e_idx[a]], layer_of[e_idx[b]]
     if la ~= lb then return la < lb end
-    local x, y = e_step[a], e_step[b]
-    if x ~= y then return x < y end
-    x, y = e_mem[a], e_mem[b]
-    if x ~= y then return x < y end
-    return e_idx[a] < e_idx[b]
+    return by_point(a, b)
   end)
   local wanted = {}
   for _, i in ipairs(chosen) do wanted[e_idx[i]] = true end

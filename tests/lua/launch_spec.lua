@@ -274,6 +274,33 @@ describe("launch configs", function()
     assert.is_true(seen > 0, "an uneven split with equal middle stages (126 layers over 16)")
   end)
 
+  it("write TorchTitan's compile as estimated, and --qk-layernorm for a qk_norm model", function()
+    local function first_files(framework, set)
+      local p = policy.from_table({
+        model = { num_layers = 8, hidden_size = 1024, num_attention_heads = 8, num_query_groups = 8,
+          ffn_hidden_size = 4096, vocab_size = 32000, qk_norm = true },
+        cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+        training = { global_batch_size = 16, seq_length = 2048, framework = framework },
+        search_space = { data_parallel = "auto" },
+        top_k = 1,
+      }, ROOT .. "/examples/x.lua", { set = set })
+      local by = {}
+      for _, f in ipairs(launch.render_all(search.run(p))) do by[f.engine] = f.text end
+      return by
+    end
+    local function compile_of(text)
+      for _, k in ipairs(parse_toml(text)) do
+        if k.section == "training" and k.key == "compile" then return k.value end
+      end
+    end
+    assert.are.equal("false", compile_of(first_files("fsdp2").torchtitan))   -- TorchTitan's default
+    assert.are.equal("true", compile_of(first_files("fsdp2", { "training.torch_compile=true" }).torchtitan))
+    local mg = first_files("megatron")                                        -- fused kernels assumed
+    assert.are.equal("true", compile_of(mg.torchtitan))
+    local _, v = parse_megatron(mg.megatron)
+    assert.is_true(v["--qk-layernorm"])
+  end)
+
   it("write only the first-stage count for two uneven stages (no middle stage to divide by)", function()
     local p = policy.from_table({
       model = "llama-3.1-8b",

@@ -30,6 +30,12 @@ const char *aps_mem_category_name(aps_mem_category c);
 const char *aps_perf_category_name(aps_perf_category c);
 /** Short status name, e.g. "EINVAL". */
 const char *aps_status_name(aps_status s);
+/** Precision name as policies spell it, e.g. "mxfp8"; "UNKNOWN" if out of
+ *  range. */
+const char *aps_precision_name(aps_precision p);
+/** Framework name as policies spell it, e.g. "fsdp2"; "UNKNOWN" if out of
+ *  range. */
+const char *aps_framework_name(aps_framework f);
 
 /* ------------------------------------------------------------------ model */
 
@@ -135,9 +141,22 @@ aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
 
 /* ---------------------------------------------------------- pipeline */
 
-/** Layers per pipeline rank into layers[0..p-1] from stage_partition, or
- *  the even split L/p plus layer_offset.  Returns APS_REASON_NONE or
- *  PP_DIVISIBILITY / PP_PARTITION with a message. */
+/** Entries of stage_partition given: 0 (none), pp_degree (per rank) or
+ *  pp_degree x vpp_degree (per model chunk, when any entry past the
+ *  first pp_degree is set). */
+int64_t aps_partition_entries(const aps_strategy *s);
+
+/** Layers per model chunk, p v entries in schedule order (chunk j on
+ *  pipeline rank j mod p), from stage_partition (per chunk, or per rank
+ *  split equally over its chunks), the pipeline_split rule (pipeline.c:
+ *  embedding_loss, deepspeed_type, with their sources), or the even split
+ *  plus layer_offset.  Returns APS_REASON_NONE or PP_DIVISIBILITY /
+ *  PP_PARTITION / VPP_INVALID with a message. */
+aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
+                            int64_t *chunks, char *msg, size_t n);
+
+/** Layers per pipeline rank into layers[0..p-1]: the sums of its model
+ *  chunks (aps_chunk_layers).  Returns as aps_chunk_layers. */
 aps_reason aps_stage_layers(const aps_model *m, const aps_strategy *s,
                             int64_t *layers, char *msg, size_t n);
 

@@ -22,6 +22,8 @@ extern "C" {
 #define APS_MAX_STAGES 256
 /** Capacity of name strings, including the NUL. */
 #define APS_NAME_LEN 64
+/** A tri-state option left to the framework's default. */
+#define APS_DEFAULT (-1)
 /** Capacity of a filter reason message, including the NUL. */
 #define APS_REASON_LEN 256
 
@@ -81,7 +83,16 @@ typedef struct {
     char name[APS_NAME_LEN];
     double memory_bytes;          /**< capacity visible to the process */
     double peak_flops_bf16;       /**< dense, also used for fp16 */
-    double peak_flops_fp8;        /**< dense; 0 if the device has no fp8 */
+    double peak_flops_fp8;        /**< dense; 0 if the device has no fp8;
+                                       also MXFP8 where the device has
+                                       block-scaled tensor cores */
+    double peak_flops_fp4;        /**< dense NVFP4; 0 if the device has no
+                                       block-scaled (MX / NVFP4) tensor
+                                       cores, which MXFP8 needs too */
+    double host_bandwidth;        /**< device <-> host memory, one
+                                       direction, bytes/s (PCIe Gen5 x16
+                                       on x86 hosts, NVLink-C2C on Grace):
+                                       activation offload */
     double peak_flops_fp32;       /**< dense, non-tensor-core */
     double hbm_bandwidth;         /**< bytes/s */
     double intra_node_bandwidth;  /**< NVLink per GPU, one direction, bytes/s */
@@ -107,7 +118,16 @@ typedef struct {
 
 /* ---------------------------------------------------------------- training */
 
-typedef enum { APS_PREC_BF16 = 0, APS_PREC_FP16, APS_PREC_FP8 } aps_precision;
+/** GEMM precision of the linear layers (activations between layers stay
+ *  bf16).  fp8: per-tensor scaling (TransformerEngine delayed/current
+ *  scaling, torchao float8 tensorwise); mxfp8: one power-of-two (E8M0)
+ *  scale per 32 elements (TransformerEngine MXFP8BlockScaling, Blackwell);
+ *  nvfp4: E2M1 4-bit values, an E4M3 scale per 16 elements and an fp32
+ *  scale per tensor (TransformerEngine NVFP4BlockScaling, Blackwell). */
+typedef enum {
+    APS_PREC_BF16 = 0, APS_PREC_FP16, APS_PREC_FP8, APS_PREC_MXFP8,
+    APS_PREC_NVFP4
+} aps_precision;
 /** Adam and AdamW keep the same states (master copy, m, v). */
 typedef enum { APS_OPT_ADAM = 0, APS_OPT_SGD, APS_OPT_ADAMW } aps_optimizer;
 typedef enum {
@@ -130,8 +150,31 @@ typedef struct {
     aps_framework framework;
     bool flash_attention;          /**< default on */
     bool dropout;                  /**< default off (Llama style) */
-    bool fp8_params;               /**< fp8: weights kept in fp8 (Megatron
-                                        --fp8-param-gather), no bf16 copy */
+    int fp8_param_gather;          /**< fp8 family: weights kept and
+                                        gathered in fp8 (Megatron
+                                        --fp8-param-gather, torchao float8
+                                        all-gather), no separate bf16 copy
+                                        for the GEMMs; APS_DEFAULT (-1) =
+                                        the framework's default (off) */
+    int grad_reduce_in_fp32;       /**< main gradients kept and reduced in
+                                        fp32 (1) or in the parameter dtype
+                                        (0); APS_DEFAULT (-1) = the
+                                        framework's default (recipe.c) */
+    int64_t activation_offload_layers; /**< layers per model chunk whose
+                                        saved activations go to host memory
+                                        (Megatron --cpu-offloading-num-
+                                        layers); 0 = none */
+    bool tp_comm_overlap;          /**< TP collectives pipelined with the
+                                        GEMMs (Megatron --tp-comm-overlap,
+                                        TE userbuffers; TorchTitan async
+                                        TP); default off */
+    bool cuda_graphs;              /**< CUDA graphs captured for the
+                                        layers (Megatron --cuda-graph-impl
+                                        transformer_engine); default off */
+    bool store_param_remainders;   /**< bf16 Adam: the fp32 master held
+                                        as the bf16 weight plus a 16-bit
+                                        remainder (apex DistributedFused-
+                                        Adam, NeMo 1.x); default off */
     int64_t vocab_size_divisible_by; /**< Megatron make_vocab_size_divisible_by;
                                         0 = framework default (128 for
                                         megatron/deepspeed, 1 otherwise) */
@@ -152,6 +195,10 @@ typedef struct {
                                         torch.compile (TorchTitan
                                         training.compile); default false,
                                         eager, as the frameworks default */
+    int compile_loss;              /**< with torch_compile, the loss
+                                        compiled too (TorchTitan
+                                        compile.components "loss", since
+                                        2025-04); APS_DEFAULT (-1) = yes */
     bool overlap_p2p_comm;         /**< Megatron --overlap-p2p-communication
                                         (default on): the interleaved
                                         schedule hides its sends behind the
@@ -168,8 +215,33 @@ typedef struct {
 typedef enum {
     APS_RECOMPUTE_NONE = 0,
     APS_RECOMPUTE_SELECTIVE,   /**< core attention only (Korthikanti s.5) */
-    APS_RECOMPUTE_FULL         /**< whole layers, Megatron "block" method */
+    APS_RECOMPUTE_FULL         /**< whole layers (recompute_method) */
 } aps_recompute;
+
+/** How full recompute picks its layers (Megatron --recompute-method,
+ *  megatron/core/transformer/transformer_block.py _checkpointed_forward). */
+typedef enum {
+    APS_RECOMPUTE_BLOCK = 0,   /**< the first recompute_num_layers layers of
+                                    each model chunk, each checkpointed on
+                                    its own; the rest keep everything */
+    APS_RECOMPUTE_UNIFORM      /**< every layer, in groups of
+                                    recompute_num_layers checkpointed
+                                    together: one input per group is kept,
+                                    a whole group is rebuilt at once */
+} aps_recompute_method;
+
+/** How layers are split over pipeline stages when stage_partition is not
+ *  given. */
+typedef enum {
+    APS_SPLIT_EVEN = 0,        /**< L / (p v) per model chunk */
+    APS_SPLIT_EMBEDDING_LOSS,  /**< embedding and loss count as one layer
+                                    each (Megatron --account-for-embedding-
+                                    in-pipeline-split and --account-for-
+                                    loss-in-pipeline-split; TorchTitan's
+                                    default split) */
+    APS_SPLIT_DEEPSPEED_TYPE   /**< Megatron-DeepSpeed --pp-partition-method
+                                    'type:transformer|embedding' */
+} aps_pipeline_split;
 
 typedef enum {
     APS_CP_P2P = 0,      /**< ring attention, K/V chunks passed round a ring */
@@ -193,11 +265,21 @@ typedef struct {
     aps_cp_comm cp_comm_type;
     int64_t micro_batch_size;    /**< b, sequences */
     int64_t micro_batch_num;     /**< m; 0 = derive B / (b * D) */
-    int64_t stage_partition[APS_MAX_STAGES]; /**< layers per pipeline rank;
-                                                 all 0 = even split + offset */
+    int64_t stage_partition[APS_MAX_STAGES]; /**< layers per pipeline rank
+                                                 (p entries) or per model
+                                                 chunk in schedule order
+                                                 (p v entries, chunk j on
+                                                 rank j mod p; Megatron
+                                                 --pipeline-model-parallel-
+                                                 layout); all 0 = split by
+                                                 pipeline_split + offset */
+    aps_pipeline_split pipeline_split;
     int64_t layer_offset[APS_MAX_STAGES];    /**< shift from even split */
     aps_recompute layer_recompute;
-    int64_t recompute_num_layers[APS_MAX_STAGES]; /**< per rank; -1 = all */
+    aps_recompute_method recompute_method;
+    int64_t recompute_num_layers[APS_MAX_STAGES]; /**< per rank; -1 = all.
+                                                      uniform: the group
+                                                      size (entry 0) */
     bool allow_idle_devices;     /**< devices used may be < N */
     bool balance_stages;         /**< p > 1: choose stage_partition to
                                       balance stage time (estimate.c) */
@@ -240,6 +322,7 @@ typedef enum {
     APS_PERF_DP_GRAD_SYNC,
     APS_PERF_HSDP_REPLICATE_SYNC,
     APS_PERF_OPTIMIZER,
+    APS_PERF_OFFLOAD,          /**< activation copies to and from host */
     APS_PERF_COUNT
 } aps_perf_category;
 

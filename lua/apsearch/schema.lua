@@ -38,6 +38,7 @@ M.device = {
   name = "string", base = "string",
   memory_bytes = "nonneg", peak_flops_bf16 = "nonneg", peak_flops_fp8 = "nonneg",
   peak_flops_fp32 = "nonneg", hbm_bandwidth = "nonneg",
+  peak_flops_fp4 = "nonneg", host_bandwidth = "nonneg",
   intra_node_bandwidth = "nonneg", inter_node_bandwidth = "nonneg",
   intra_node_latency = "nonneg", inter_node_latency = "nonneg",
   cuda_context_bytes = "nonneg", nccl_comm_bytes = "nonneg",
@@ -57,10 +58,15 @@ M.cluster = {
 --- Training fields (aps_training).
 M.training = {
   global_batch_size = "posint", seq_length = "posint",
-  precision = enum("bf16", "fp16", "fp8"),
+  precision = enum("bf16", "fp16", "fp8", "mxfp8", "nvfp4"),
   optimizer = enum("adam", "adamw", "sgd"),
   framework = enum("megatron", "fsdp2", "fsdp", "deepspeed"),
-  flash_attention = "bool", dropout = "bool", fp8_params = "bool",
+  flash_attention = "bool", dropout = "bool",
+  -- recipe settings (src/core/recipe.c; docs/modeling.md "Recipe settings")
+  fp8_param_gather = "bool", grad_reduce_in_fp32 = "bool",
+  activation_offload_layers = "nonnegint", tp_comm_overlap = "bool",
+  cuda_graphs = "bool", store_param_remainders = "bool",
+  compile_loss = "bool",
   vocab_size_divisible_by = "nonnegint",
   memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
   allocator_fragmentation = "fraction", ddp_bucket_bytes = "nonneg",
@@ -91,6 +97,8 @@ M.strategy = {
   allow_idle_devices = "bool", balance_stages = "bool", auto_recompute = "bool",
   layer_recompute = enum("none", "selective", "full"),
   cp_comm_type = enum("p2p", "all_gather"),
+  recompute_method = enum("block", "uniform"),
+  pipeline_split = enum("even", "embedding_loss", "deepspeed_type"),
   recompute_num_layers = "recompute_layers",
   stage_partition = "partition", layer_offset = "offsets",
 }

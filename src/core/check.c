@@ -206,6 +206,21 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
     aps_reason r = aps_stage_layers(m, s, layers, msg, n);
     if (r != APS_REASON_NONE)
         return r;
+    /* megatron/training/arguments.py (d98e8a64) asserts (num_layers + 2)
+     * divisible by pp x vpp with both --account-for-embedding-in-pipeline-
+     * split and --account-for-loss-in-pipeline-split */
+    int64_t S = s->pp_degree * s->vpp_degree;
+    if (t->framework == APS_FW_MEGATRON && s->pp_degree > 1 &&
+        s->pipeline_split == APS_SPLIT_EMBEDDING_LOSS &&
+        aps_partition_entries(s) == 0 && !s->balance_stages &&
+        (m->num_layers + 2) % S != 0) {
+        aps_fmt(msg, n, "megatron: pipeline_split = embedding_loss needs "
+                "num_layers + 2 = %lld divisible by pp_degree x vpp_degree = "
+                "%lld (megatron/training/arguments.py); give stage_partition "
+                "per model chunk (--pipeline-model-parallel-layout)",
+                (long long)(m->num_layers + 2), (long long)S);
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
     int64_t mb = microbatches(t, s);
     if (s->vpp_degree > 1 && mb % s->pp_degree != 0) {
         aps_fmt(msg, n, "interleaved schedule (vpp_degree = %lld) needs "
@@ -320,7 +335,7 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
         }
         break;
     }
-    return APS_REASON_NONE;
+    return aps_check_recipe(t, s, msg, n);
 }
 
 aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,

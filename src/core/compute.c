@@ -38,8 +38,7 @@ double aps_gemm_time(const aps_device *d, aps_precision p, double M,
 {
     double x = M < N ? M : N;
     x = x < K ? x : K;
-    double eta_max = (p == APS_PREC_FP8 && d->peak_flops_fp8 > 0)
-                         ? d->fp8_gemm_efficiency : d->gemm_efficiency;
+    double eta_max = aps_gemm_eta_max(d, p);
     /* Efficiency saturates with the smallest GEMM dimension: tiles on the
      * small side are partly empty and the kernel is memory-bound. */
     double eta = eta_max * x / (x + d->gemm_half_dim);
@@ -106,8 +105,8 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
     if (!t->flash_attention) /* softmax (and dropout) over the scores */
         bytes += (2.0 * A + (t->dropout ? 2.0 * A + 1.0 : 0.0)) * a * sl *
                  S * b / tp;
-    /* fp8: every GEMM input (forward) and output gradient (backward) is
-     * cast to fp8 in both layouts; SwiGLU's gate and up share one input.
+    /* fp8, mxfp8, nvfp4: every GEMM input (forward) and output gradient
+     * (backward) is quantized in both layouts (aps_cast_bytes); SwiGLU's gate and up share one input.
      * The QKV and MLP inputs come from a norm, the MLP output's input from
      * the activation, the MLP input's gradient from the activation's
      * backward: fused casts where the framework fuses them.  With SP the
@@ -116,11 +115,9 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
     double hbm = d->hbm_bandwidth * d->hbm_efficiency;
     out->membound_fwd = bytes / hbm;
     out->fp8_cast_fwd = out->fp8_cast_bwd = 0.0;
-    if (prec == APS_PREC_FP8) {
-        const aps_framework_profile *fw = aps_profile(t);
-        double cast = fw->fp8_cast_bytes;
-        double fused = fw->fp8_fused_cast_bytes > 0 ? fw->fp8_fused_cast_bytes
-                                                     : cast;
+    if (aps_prec_quantized(prec)) {
+        double cast, fused;
+        aps_cast_bytes(t, &cast, &fused);
         out->fp8_cast_fwd =
             (fused * T * (2.0 * h / rep + f / tp) + cast * T * a * dh / tp) /
             hbm;

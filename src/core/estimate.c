@@ -28,6 +28,7 @@ typedef struct {
     double cp_total, cp_exposed_fwd, cp_exposed_bwd;
     double ag_total, ag_exposed, rs_total, rs_exposed;
     double fsdp_exposed_fwd, fsdp_exposed_bwd;
+    double offload_total, offload_exposed_fwd, offload_exposed_bwd;
 } stage_time;
 
 /** Memory-bound seconds for `bytes` of HBM traffic. */
@@ -117,7 +118,6 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
         st->comp_bwd += 2.0 * g + 0.5 * ce;
     }
 
-    double keep = 1.0 - t->tp_overlap;
     double tp_fwd = L * lc->tp_fwd + tp_edge_fwd;
     double tp_bwd = L * lc->tp_bwd + rc * lc->tp_fwd + tp_edge_bwd;
     /* TorchTitan's op-level selective recompute re-runs wk and w3, whose
@@ -127,9 +127,26 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
     if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE &&
         aps_profile(t)->op_sac_selective && lay->t > 1 && s->sequence_parallel)
         tp_bwd += (L - rc) * 0.5 * lc->tp_fwd;
+    /* activation offload: each offloaded layer's saved set goes to host
+     * while the next layer's forward runs, and comes back while the
+     * layer after it runs its backward (TE get_cpu_offload_context) */
+    double off = (double)aps_recipe_offload_layers(t, lay->layers[i] -
+                                                          lay->recompute[i],
+                                                   lay->v);
+    if (off > 0) {
+        st->offload_total = 2.0 * off * lc->act_full / d->host_bandwidth;
+        st->offload_exposed_fwd =
+            off * aps_recipe_offload_exposed(d, lc->act_full, layer_fwd);
+        st->offload_exposed_bwd =
+            off * aps_recipe_offload_exposed(d, lc->act_full, layer_bwd);
+    }
     st->tp_total = tp_fwd + tp_bwd;
-    st->tp_exposed_fwd = interfered(t, tp_fwd, tp_fwd * keep);
-    st->tp_exposed_bwd = interfered(t, tp_bwd, tp_bwd * keep);
+    st->tp_exposed_fwd = interfered(
+        t, tp_fwd, aps_recipe_tp_exposed(t, lay->t, tp_fwd, L * lc->gemm_fwd));
+    st->tp_exposed_bwd = interfered(
+        t, tp_bwd,
+        aps_recipe_tp_exposed(t, lay->t, tp_bwd,
+                              (2.0 * L + rc) * lc->gemm_fwd));
 
     if (lay->c > 1) {
         double ef, eb;
@@ -152,16 +169,26 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
         int64_t G = plan->shard_group;
         dp_group_link(c, t, lay->t, G, &bw, &alpha);
         double psi = aps_stage_params(m, lay, i);
-        double ag = aps_allgather_time(G, A * psi, bw, alpha);
-        double ag_b = s->reshard_after_forward ? ag : 0.0;
+        double ag = aps_allgather_time(
+            G, aps_recipe_gather_bytes(t, psi, L * aps_layer_matmul_params(m) /
+                                                   tp),
+            bw, alpha);
+        /* FSDP under PP (profile pp_unsharded_grads): gathered in the
+         * first micro-batch, reduced after the last: once per step, here
+         * a 1/m share of each micro-batch */
+        bool once = lay->p > 1 && aps_profile(t)->pp_unsharded_grads;
+        double per_mb = once ? 1.0 / (double)lay->m : 1.0;
+        ag *= per_mb;
+        double ag_b = s->reshard_after_forward && !once ? ag : 0.0;
         /* ZeRO-3 recompute releases weights it will not reuse soon */
         if (rc > 0 && s->reshard_after_forward)
             ag_b += aps_allgather_time(
                 G, A * rc * aps_regathered_params(
                                 m, lay->t, aps_profile(t)->reuse_distance),
                 bw, alpha);
-        double rs = aps_reducescatter_time(G, plan->bytes.grad * psi, bw,
-                                           alpha);
+        double rs = per_mb * aps_reducescatter_time(
+                                 G, (once ? APS_FP32_BYTES : plan->grad_reduce) *
+                                        psi, bw, alpha);
         /* Prefetch hides a unit's gather behind the previous unit's
          * compute; the first unit of each pass is always exposed. */
         double units = L + (first ? 1.0 : 0.0) + (last ? 1.0 : 0.0);
@@ -179,16 +206,6 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
         st->fsdp_exposed_fwd = ef;
         st->fsdp_exposed_bwd = eb;
     }
-}
-
-/** Layers recomputed on a stage of k layers under the strategy's
- *  recompute_num_layers (before auto_recompute). */
-static int64_t given_recompute(const aps_strategy *s, int64_t i, int64_t k)
-{
-    if (s->layer_recompute != APS_RECOMPUTE_FULL)
-        return 0;
-    int64_t want = s->recompute_num_layers[i];
-    return (want < 0 || want > k) ? k : want;
 }
 
 /** FLOPs of one step with `recomputed` layers fully recomputed (summed
@@ -221,7 +238,7 @@ double aps_flops_per_step(const aps_model *m, const aps_training *t,
         int64_t layers[APS_MAX_STAGES];
         if (aps_stage_layers(m, s, layers, NULL, 0) == APS_REASON_NONE)
             for (int64_t i = 0; i < s->pp_degree; i++)
-                rc += (double)given_recompute(s, i, layers[i]);
+                rc += (double)aps_given_recompute(s, i, layers[i]);
     }
     return flops_step(m, t, causal, rc,
                       with_recompute &&
@@ -233,9 +250,9 @@ double aps_flops_per_step(const aps_model *m, const aps_training *t,
 static void stage_fwd_bwd(const stage_time *tm, double *tf, double *tb)
 {
     *tf = tm->comp_fwd + tm->tp_exposed_fwd + tm->cp_exposed_fwd +
-          tm->fsdp_exposed_fwd;
+          tm->fsdp_exposed_fwd + tm->offload_exposed_fwd;
     *tb = tm->comp_bwd + tm->recompute + tm->tp_exposed_bwd +
-          tm->cp_exposed_bwd + tm->fsdp_exposed_bwd;
+          tm->cp_exposed_bwd + tm->fsdp_exposed_bwd + tm->offload_exposed_bwd;
 }
 
 /** Recomputed layers of stage i as laid out: under auto_recompute the
@@ -250,7 +267,7 @@ static int64_t stage_recompute(const aps_model *m, const aps_cluster *c,
                                double limit)
 {
     if (!(s->auto_recompute && s->layer_recompute == APS_RECOMPUTE_FULL))
-        return given_recompute(s, i, lay->layers[i]);
+        return aps_given_recompute(s, i, lay->layers[i]);
     aps_stage_estimate st;
     lay->recompute[i] = 0;
     aps_stage_memory(m, c, t, s, lay, plan, lc, i, &st);
@@ -291,6 +308,7 @@ static double stage_cost(const aps_model *m, const aps_cluster *c,
 static void set_firsts(aps_layout *lay)
 {
     int64_t first = 0;
+    lay->chunks_valid = false; /* rebalanced: equal chunks per rank */
     for (int64_t i = 0; i < lay->p; i++) {
         lay->first[i] = first;
         first += lay->layers[i];
@@ -330,7 +348,7 @@ static void balance_partition(const aps_model *m, const aps_cluster *c,
         double cost[2];
         for (int64_t j = 1; j <= 2; j++) {
             lay->layers[i] = j * v;
-            lay->recompute[i] = s->auto_recompute ? 0 : given_recompute(s, i, j * v);
+            lay->recompute[i] = s->auto_recompute ? 0 : aps_given_recompute(s, i, j * v);
             stage_time tm;
             double tf, tb;
             stage_times(m, c, t, s, lay, plan, lc, i, &tm);
@@ -556,7 +574,7 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
 
     /* Per stage: memory and the per-micro-batch times; keep the worst. */
     stage_time slow = {0};
-    double slow_tf = 0, slow_tb = 0, psi_max = 0;
+    double slow_tf = 0, slow_tb = 0, psi_max = 0, matmul_max = 0;
     int64_t worst = 0;
     for (int64_t i = 0; i < lay.p; i++) {
         aps_stage_estimate *st = &out->stages[i];
@@ -572,8 +590,11 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
             slow_tf = st->time_fwd;
             slow_tb = st->time_bwd;
         }
-        if (st->params > psi_max)
+        if (st->params > psi_max) {
             psi_max = st->params;
+            matmul_max = (double)lay.layers[i] * aps_layer_matmul_params(m) /
+                         (double)lay.t;
+        }
         if (st->mem_total > out->stages[worst].mem_total)
             worst = i;
     }
@@ -593,6 +614,8 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
              mb * slow.ag_exposed);
     set_perf(out, APS_PERF_FSDP_REDUCESCATTER, mb * slow.rs_total,
              mb * slow.rs_exposed);
+    set_perf(out, APS_PERF_OFFLOAD, mb * slow.offload_total,
+             mb * (slow.offload_exposed_fwd + slow.offload_exposed_bwd));
 
     if (lay.p > 1) {
         double bubble = (double)(lay.p - 1) / (double)lay.v *
@@ -628,11 +651,13 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
     if (!plan.fsdp_like && plan.dp_group > 1) {
         double bw, alpha;
         dp_group_link(c, t, s->tp_degree, plan.dp_group, &bw, &alpha);
-        double grads = by->grad * psi_max;
+        double grads = plan.grad_reduce * psi_max;
         double sync, gather = 0.0, times = 1.0;
         if (by->shard_optimizer) { /* ZeRO-1/2: reduce-scatter, gather */
             sync = aps_reducescatter_time(plan.dp_group, grads, bw, alpha);
-            gather = aps_allgather_time(plan.dp_group, A * psi_max, bw, alpha);
+            gather = aps_allgather_time(
+                plan.dp_group,
+                aps_recipe_gather_bytes(t, psi_max, matmul_max), bw, alpha);
             /* ZeRO-2 keeps only its gradient shard, so it reduce-scatters
              * after every micro-batch's backward, not once per step
              * (Rajbhandari et al. 2020 s.5.2; deepspeedai/DeepSpeed#2252) */
@@ -653,7 +678,7 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
         double bw, alpha;
         dp_group_link(c, t, s->tp_degree * plan.shard_group, plan.replicate,
                       &bw, &alpha);
-        double shard = by->grad * psi_max / (double)plan.shard_group;
+        double shard = plan.grad_reduce * psi_max / (double)plan.shard_group;
         double ar = aps_allreduce_time(plan.replicate, shard, bw, alpha);
         /* FSDP2 (TorchTitan) reduces across replicas after every
          * micro-batch's backward */

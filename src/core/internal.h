@@ -30,16 +30,27 @@ typedef enum {
  *  one entry per aps_framework, each citing its source). */
 typedef struct {
     double weight_bytes;         /**< per parameter, before sharding */
-    double grad_bytes;           /**< also the gradient reduce dtype */
+    double grad_bytes;           /**< default main-gradient dtype, also
+                                      the reduce dtype (recipe.c) */
+    bool grads_follow_params;    /**< sharded grads take the sharded
+                                      (fp32) parameter's dtype whatever
+                                      the reduce dtype (PyTorch FSDP) */
     double optimizer_bytes_adam; /**< master copy + Adam m, v */
     double optimizer_bytes_sgd;  /**< master copy + momentum */
     double logits_bytes;         /**< per logit, the loss at its peak */
+    double logits_bytes_compiled;/**< the same with training.torch_compile
+                                      when the framework compiles the
+                                      loss; 0 = not compiled */
     int64_t vocab_divisor;       /**< default vocab_size_divisible_by */
     bool transformer_engine;     /**< fp8 through TransformerEngine: fp8
                                       weight caches, fp8 saved GEMM inputs */
     bool op_sac_selective;       /**< "selective" = TorchTitan op-level AC */
     bool shard_over_cp;          /**< FSDP over dp_shard x cp when cp > 1 */
     bool sync_every_microbatch;  /**< DDP / HSDP reduce per micro-batch */
+    bool pp_unsharded_grads;     /**< FSDP under pipeline parallelism keeps
+                                      parameters and gradients unsharded
+                                      across micro-batches, reducing once
+                                      per step */
     bool first_last_partition_only; /**< only first/last stage may differ */
     aps_dp_buffers dp_buffers;
     double dp_reduce_bucket;     /**< elements (DEEPSPEED buffers) */
@@ -81,8 +92,23 @@ typedef struct {
     int64_t layers[APS_MAX_STAGES];
     int64_t first[APS_MAX_STAGES];
     int64_t recompute[APS_MAX_STAGES]; /**< layers fully recomputed */
+    int64_t chunk[APS_MAX_STAGES];     /**< layers per model chunk, p v
+                                            entries in schedule order */
+    bool chunks_valid;                 /**< chunk[] sums to layers[] (false
+                                            once stages are rebalanced:
+                                            then equal chunks) */
     double vocab_padded;
 } aps_layout;
+
+/** Layers fully recomputed on pipeline rank i of k layers as the strategy
+ *  gives them (before auto_recompute): none unless layer_recompute is
+ *  full; recompute_num_layers[i] (-1: all) under the block method; all
+ *  of them under uniform, whose recompute_num_layers is the group size. */
+int64_t aps_given_recompute(const aps_strategy *s, int64_t i, int64_t k);
+
+/** Layers of model chunk k (0 .. v-1) of pipeline rank i: lay->chunk, or
+ *  the rank's layers split as evenly as they go (pipeline.c). */
+int64_t aps_layout_chunk(const aps_layout *lay, int64_t i, int64_t k);
 
 /** Fills the layout; returns a reason when the partition is invalid. */
 aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
@@ -118,8 +144,70 @@ double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i);
 double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
                                int64_t i);
 
-/** Peak dense FLOP/s of the GEMMs in this precision. */
+/* ---- precision.c: GEMM precisions ---- */
+
+/** fp8, mxfp8 or nvfp4: quantized GEMM inputs and weights. */
+bool aps_prec_quantized(aps_precision p);
+/** mxfp8 or nvfp4: block-scaled (Blackwell tensor cores). */
+bool aps_prec_block_scaled(aps_precision p);
+/** Bytes per element of a quantized tensor in one layout, scales
+ *  included: fp8 1, mxfp8 1 + 1/32, nvfp4 1/2 + 1/16; 2 (bf16) for the
+ *  unquantized precisions. */
+double aps_quantized_bytes(aps_precision p);
+/** Peak dense FLOP/s of the GEMMs in this precision: fp8 and mxfp8 at
+ *  peak_flops_fp8, nvfp4 at peak_flops_fp4, else bf16 (a missing peak
+ *  falls back to bf16; aps_inputs_validate refuses it first). */
 double aps_peak_flops(const aps_device *d, aps_precision p);
+/** Large-GEMM efficiency of the precision: fp8_gemm_efficiency for the
+ *  quantized formats, gemm_efficiency otherwise. */
+double aps_gemm_eta_max(const aps_device *d, aps_precision p);
+/** Bytes per element of a saved linear-layer input: the quantized copy
+ *  for the weight-gradient GEMM under TransformerEngine (megatron,
+ *  deepspeed profiles), bf16 otherwise. */
+double aps_gemm_input_bytes(const aps_training *t);
+/** Bytes per matrix parameter of the quantized weight copies the GEMMs
+ *  read (both layouts); 0 for bf16 / fp16. */
+double aps_weight_copy_bytes(const aps_training *t);
+/** HBM bytes per element of casting a GEMM operand to the precision in
+ *  both layouts: by an unfused pass, and by a producer that quantizes its
+ *  own output (fused). */
+void aps_cast_bytes(const aps_training *t, double *unfused, double *fused);
+
+/* ---- recipe.c: recipe settings ---- */
+
+/** training.grad_reduce_in_fp32 resolved against the framework default. */
+bool aps_recipe_grad_reduce_in_fp32(const aps_training *t);
+/** Bytes per parameter of the gradient kept on the device. */
+double aps_recipe_grad_bytes(const aps_training *t);
+/** Bytes per gradient element on the wire (the reduce dtype). */
+double aps_recipe_grad_reduce_bytes(const aps_training *t);
+/** fp8_param_gather in effect (on and a quantized precision). */
+bool aps_recipe_fp8_param_gather(const aps_training *t);
+/** Bytes of a parameter all-gather of psi parameters, matmul_psi of them
+ *  in linear layers: bf16, the linear weights in the quantized format
+ *  with fp8_param_gather (one layout, the other made after the gather). */
+double aps_recipe_gather_bytes(const aps_training *t, double psi,
+                               double matmul_psi);
+/** Bytes per logit held by the loss at its peak (compiled or eager). */
+double aps_recipe_logits_bytes(const aps_training *t);
+/** Exposed seconds of `comm` seconds of TP collectives next to `gemm`
+ *  seconds of the GEMMs they feed, with tp_comm_overlap (first of tp
+ *  chunks exposed, the rest where longer than the GEMMs) or else the
+ *  tp_overlap fraction hidden. */
+double aps_recipe_tp_exposed(const aps_training *t, int64_t tp, double comm,
+                             double gemm);
+/** Exposed seconds of copying `bytes` over the host link while `window`
+ *  seconds of compute run. */
+double aps_recipe_offload_exposed(const aps_device *d, double bytes,
+                                  double window);
+/** Layers of a rank (of `layers`, in v model chunks) whose activations
+ *  are offloaded: activation_offload_layers per chunk. */
+int64_t aps_recipe_offload_layers(const aps_training *t, int64_t layers,
+                                  int64_t v);
+/** What the framework cannot run of the recipe settings
+ *  (FRAMEWORK_UNSUPPORTED with the source), else APS_REASON_NONE. */
+aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
+                            char *msg, size_t n);
 
 /** Data-parallel sharding plan derived from (R, S, c, zero_stage). */
 typedef struct {
@@ -127,6 +215,7 @@ typedef struct {
     int64_t replicate;      /**< HSDP replicate degree R (1 otherwise) */
     int64_t dp_group;       /**< ranks gradients are synchronised over */
     bool fsdp_like;         /**< weights sharded: gathered every micro-batch */
+    double grad_reduce;     /**< bytes per gradient element reduced */
     aps_state_bytes bytes;  /**< per-parameter bytes and shard flags */
 } aps_dp_plan;
 
@@ -163,10 +252,6 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
  *  selective checkpointing (memory.c). */
 double aps_op_sac_bytes(const aps_model *m, const aps_training *t,
                         const aps_strategy *s);
-/** Bytes per element of a saved linear-layer input (memory.c). */
-double aps_gemm_input_bytes(const aps_training *t);
-/** Bytes per logit held by the loss at its peak, by framework (memory.c). */
-double aps_logits_bytes_per_element(const aps_training *t);
 /** Matrix parameters of one layer that TorchTitan's op-level selective
  *  checkpointing recomputes: the even-numbered matmuls (compute.c). */
 double aps_op_sac_recompute_params(const aps_model *m);

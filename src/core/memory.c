@@ -44,15 +44,6 @@
  */
 #include "internal.h"
 
-/** Bytes per parameter of the fp8 weight caches TransformerEngine keeps
- *  for each linear on Hopper (the fp8 weight and its transpose), across the
- *  micro-batches of a step (is_first_microbatch caching).  With fp8_params
- *  (Megatron --fp8-param-gather) the weights are fp8 themselves: 1 byte
- *  per matrix parameter and no cache. */
-#define APS_FP8_WEIGHT_CACHE_BYTES 2.0
-/** Bytes of an fp8 element. */
-#define APS_FP8_BYTES 1.0
-
 void aps_layer_activations(const aps_model *m, const aps_training *t,
                            const aps_strategy *s, aps_layer_cost *out)
 {
@@ -132,12 +123,6 @@ double aps_op_sac_bytes(const aps_model *m, const aps_training *t,
     return T * (A * elems + APS_FP32_BYTES * a / tp);
 }
 
-double aps_gemm_input_bytes(const aps_training *t)
-{
-    return (t->precision == APS_PREC_FP8 && aps_profile(t)->transformer_engine)
-               ? APS_FP8_BYTES : APS_ACT_BYTES;
-}
-
 double aps_layer_activation_bytes(const aps_model *m, const aps_training *t,
                                   const aps_strategy *s, aps_recompute rc)
 {
@@ -148,11 +133,6 @@ double aps_layer_activation_bytes(const aps_model *m, const aps_training *t,
     case APS_RECOMPUTE_FULL: return lc.act_input;
     default: return lc.act_full;
     }
-}
-
-double aps_logits_bytes_per_element(const aps_training *t)
-{
-    return aps_profile(t)->logits_bytes;
 }
 
 void aps_model_state_bytes(const aps_training *t, const aps_strategy *s,
@@ -169,9 +149,16 @@ void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
     const aps_framework_profile *fw = aps_profile(t);
     aps_state_bytes *by = &plan->bytes;
     by->weight = fw->weight_bytes;
-    by->grad = fw->grad_bytes;
+    by->grad = aps_recipe_grad_bytes(t);
+    plan->grad_reduce = aps_recipe_grad_reduce_bytes(t);
     by->optimizer = t->optimizer == APS_OPT_SGD ? fw->optimizer_bytes_sgd
                                                 : fw->optimizer_bytes_adam;
+    /* apex DistributedFusedAdam store_param_remainders (NeMo 1.x with
+     * megatron_amp_O2 and bf16, nemo/collections/nlp/models/
+     * language_modeling/megatron_base_model.py): the fp32 master is the
+     * bf16 weight plus a 16-bit remainder, 2 bytes less per parameter */
+    if (t->store_param_remainders && by->weight == APS_ACT_BYTES)
+        by->optimizer -= APS_ACT_BYTES;
     int64_t R = s->dp_degree, S = s->fsdp_degree, c = s->cp_degree;
     /* TorchTitan shards over dp_shard x cp whenever CP is on, even with
      * dp_shard = 1 (the profile's shard_over_cp) */
@@ -196,20 +183,36 @@ void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
     by->shard_group = (double)plan->shard_group;
 }
 
-/** Bytes of persistent model state for psi parameters under the plan. */
+/**
+ * Bytes of persistent model state for psi parameters (matmul_psi of them
+ * in linear layers) under the plan.
+ *
+ * Quantized GEMMs under TransformerEngine (megatron, deepspeed profiles)
+ * keep the quantized copies of each weight, both layouts
+ * (aps_weight_copy_bytes), across the micro-batches of a step
+ * (is_first_microbatch caching) -- only for weights the rank holds whole:
+ * FSDP-sharded weights are quantized per gathered unit, counted with the
+ * gather buffers (aps_stage_memory).  With fp8_param_gather a framework
+ * whose weights are a compute copy beside an fp32 master (weight bytes
+ * below 4: Megatron, DeepSpeed) holds the matrices in the quantized
+ * format instead (Megatron --fp8-param-gather: the parameters are TE
+ * Float8Tensors, the transpose made from them), sharded as the weights
+ * are; with an fp32 master as the weight (PyTorch FSDP) only the gather
+ * changes.
+ */
 static void model_states(const aps_training *t, const aps_dp_plan *plan,
                          double psi, double matmul_psi, double mem[])
 {
     const aps_state_bytes *by = &plan->bytes;
     double G = (double)plan->shard_group;
-    mem[APS_MEM_PARAMS] = psi * by->weight / (by->shard_weights ? G : 1.0);
-    if (t->precision == APS_PREC_FP8 && aps_profile(t)->transformer_engine) {
-        if (t->fp8_params) /* matrices stored in fp8 instead of bf16 */
-            mem[APS_MEM_PARAMS] -= matmul_psi * (by->weight - APS_FP8_BYTES) /
-                                   (by->shard_weights ? G : 1.0);
-        else
-            mem[APS_MEM_PARAMS] += matmul_psi * APS_FP8_WEIGHT_CACHE_BYTES;
-    }
+    double wshard = by->shard_weights ? G : 1.0;
+    double copy = aps_weight_copy_bytes(t);
+    mem[APS_MEM_PARAMS] = psi * by->weight / wshard;
+    if (aps_recipe_fp8_param_gather(t) && by->weight < APS_FP32_BYTES)
+        mem[APS_MEM_PARAMS] += matmul_psi * (copy - by->weight) / wshard;
+    else if (copy > 0 && aps_profile(t)->transformer_engine &&
+             !by->shard_weights)
+        mem[APS_MEM_PARAMS] += matmul_psi * copy;
     mem[APS_MEM_GRADS] = psi * by->grad / (by->shard_grads ? G : 1.0);
     mem[APS_MEM_OPTIMIZER_STATES] =
         psi * by->optimizer / (by->shard_optimizer ? G : 1.0);
@@ -251,7 +254,28 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
     /* Activations: in-flight micro-batches times this rank's layers. */
     double per_layer = s->layer_recompute == APS_RECOMPUTE_SELECTIVE
                            ? lc->act_selective : lc->act_full;
-    double per_mb = (layers - rc) * per_layer + rc * lc->act_input;
+    /* uniform: one input kept per group of recompute_num_layers layers of
+     * each model chunk, a whole group rebuilt at once in the backward */
+    double kept_inputs = rc, group = 1.0;
+    if (rc > 0 && s->recompute_method == APS_RECOMPUTE_UNIFORM) {
+        int64_t n = s->recompute_num_layers[i] > 0 ? s->recompute_num_layers[i]
+                                                   : 1;
+        kept_inputs = 0.0;
+        group = 0.0;
+        for (int64_t k = 0; k < lay->v; k++) {
+            int64_t ck = aps_layout_chunk(lay, i, k);
+            kept_inputs += (double)((ck + n - 1) / n);
+            double g = (double)(ck < n ? ck : n);
+            group = g > group ? g : group;
+        }
+    }
+    /* activation offload: the saved activations of the first offloaded
+     * layers leave the device; one layer's set stays as the staging buffer
+     * of the copy in flight (TE get_cpu_offload_context double-buffers) */
+    double off = (double)aps_recipe_offload_layers(t, lay->layers[i] - lay->recompute[i], lay->v);
+    double per_mb = (layers - rc - off) * per_layer + kept_inputs * lc->act_input;
+    if (off > 0)
+        per_mb += per_layer;
     if (i == 0 && t->dropout)
         per_mb += APS_MASK_BYTES * sbh_rep;        /* embedding dropout */
     if (i == lay->p - 1)
@@ -260,7 +284,7 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
     st->inflight_microbatches = inflight;
     /* Full recompute: while a layer is recomputed its whole activation set
      * is alive once more (the transient peak of the backward). */
-    double transient = rc > 0 ? lc->act_full : 0.0;
+    double transient = rc > 0 ? group * lc->act_full : 0.0;
     /* Selective recompute rebuilds what it dropped for one layer at a
      * time in the backward: that difference is alive once more. */
     if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE && layers > rc &&
@@ -269,7 +293,7 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
     mem[APS_MEM_ACTIVATIONS] = inflight * per_mb + transient;
 
     if (i == lay->p - 1)
-        mem[APS_MEM_LOGITS_LOSS] = aps_logits_bytes_per_element(t) * sl * b *
+        mem[APS_MEM_LOGITS_LOSS] = aps_recipe_logits_bytes(t) * sl * b *
                                    lay->vocab_padded / tp;
 
     /* TP with SP: the all-gathered full-sequence input of a linear. */
@@ -277,19 +301,35 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
         mem[APS_MEM_COMM_TP] = A * sl * b * h;
 
     if (plan->fsdp_like) {
-        /* Unsharded compute-dtype parameters of the current and the
-         * prefetched unit (or all units when not resharding after forward),
-         * plus one unit's unsharded gradients before reduce-scatter. */
+        /* Unsharded parameters of the current and the prefetched unit
+         * (or all units when not resharding after forward) in the gather
+         * dtype -- bf16, or the quantized format with fp8_param_gather --
+         * with, for quantized GEMMs, their quantized copies (both layouts;
+         * the gathered weight is one of them with fp8_param_gather), plus
+         * one unit's unsharded gradients before reduce-scatter. */
         double unit = aps_largest_unit_params(m, lay, i);
         double layer_unit = aps_layer_params_tp(m, lay->t);
-        double gathered = s->reshard_after_forward ? unit + layer_unit : psi;
-        double reducing = unit;
+        bool accumulate = lay->p > 1 && aps_profile(t)->pp_unsharded_grads;
+        double gathered = s->reshard_after_forward && !accumulate
+                              ? unit + layer_unit : psi;
+        double reducing = accumulate ? psi : unit;
         const aps_framework_profile *fw = aps_profile(t);
         if (fw->gather_budget > 0 && gathered > fw->gather_budget)
             gathered = fw->gather_budget;
         if (fw->reduce_budget > 0 && reducing > fw->reduce_budget)
             reducing = fw->reduce_budget;
-        mem[APS_MEM_COMM_FSDP] = A * gathered + plan->bytes.grad * reducing;
+        double layer_matmul = aps_layer_matmul_params(m) / tp;
+        double gm = (s->reshard_after_forward && !accumulate ? 2.0 : layers) *
+                    layer_matmul;
+        gm = gm < gathered ? gm : gathered; /* of which in linear layers */
+        double copy = aps_weight_copy_bytes(t);
+        double held = A * gathered;
+        if (aps_recipe_fp8_param_gather(t))
+            held += (copy - A) * gm;
+        else if (aps_profile(t)->transformer_engine)
+            held += copy * gm;
+        double unsharded_grad = accumulate ? APS_FP32_BYTES : plan->grad_reduce;
+        mem[APS_MEM_COMM_FSDP] = held + unsharded_grad * reducing;
     } else if (plan->dp_group > 1) {
         const aps_framework_profile *fw = aps_profile(t);
         if (fw->dp_buffers == APS_DP_BUFFERS_DEEPSPEED) {

@@ -74,6 +74,7 @@ static const char *const perf_names[APS_PERF_COUNT] = {
     [APS_PERF_DP_GRAD_SYNC] = "dp_grad_sync",
     [APS_PERF_HSDP_REPLICATE_SYNC] = "hsdp_replicate_sync",
     [APS_PERF_OPTIMIZER] = "optimizer",
+    [APS_PERF_OFFLOAD] = "activation_offload",
 };
 
 const char *aps_perf_category_name(aps_perf_category c)
@@ -121,4 +122,28 @@ bool aps_text_ok(const char *s, size_t cap)
         i += (size_t)extra + 1;
     }
     return i < cap; /* NUL-terminated within the buffer */
+}
+
+static const char *const precision_names[] = {
+    [APS_PREC_BF16] = "bf16", [APS_PREC_FP16] = "fp16", [APS_PREC_FP8] = "fp8",
+    [APS_PREC_MXFP8] = "mxfp8", [APS_PREC_NVFP4] = "nvfp4",
+};
+
+const char *aps_precision_name(aps_precision p)
+{
+    if ((unsigned)p >= sizeof precision_names / sizeof precision_names[0])
+        return "UNKNOWN";
+    return precision_names[p];
+}
+
+static const char *const framework_names[] = {
+    [APS_FW_MEGATRON] = "megatron", [APS_FW_FSDP2] = "fsdp2",
+    [APS_FW_FSDP] = "fsdp", [APS_FW_DEEPSPEED] = "deepspeed",
+};
+
+const char *aps_framework_name(aps_framework f)
+{
+    if ((unsigned)f >= sizeof framework_names / sizeof framework_names[0])
+        return "UNKNOWN";
+    return framework_names[f];
 }

@@ -9,21 +9,143 @@
  */
 #include "internal.h"
 
-aps_reason aps_stage_layers(const aps_model *m, const aps_strategy *s,
-                            int64_t *layers, char *msg, size_t n)
+int64_t aps_partition_entries(const aps_strategy *s)
+{
+    int64_t p = s->pp_degree, chunks = p * s->vpp_degree;
+    if (p < 1 || chunks > APS_MAX_STAGES)
+        chunks = p < APS_MAX_STAGES ? p : APS_MAX_STAGES;
+    for (int64_t j = chunks - 1; j >= 0; j--)
+        if (s->stage_partition[j] != 0)
+            return j >= p ? chunks : p;
+    return 0;
+}
+
+/*
+ * The split rules of the frameworks, over S = p v model chunks in schedule
+ * order (chunk j runs on pipeline rank j mod p).
+ *
+ * embedding_loss: the embedding and the loss each count as one layer, E =
+ * L + 2 units over S chunks, E / S each and the first E mod S chunks one
+ * more, then the first and the last chunk give up the unit the embedding
+ * and the loss take (torchtitan/distributed/pipeline_parallel.py
+ * generate_llm_fqn_per_model_part, first/last_stage_less_layers = 1;
+ * Megatron --account-for-embedding-in-pipeline-split and --account-for-
+ * loss-in-pipeline-split, megatron/core/transformer/transformer_block.py
+ * get_num_layers_to_build, which require E mod S = 0, checked in
+ * aps_check_pp, and allow a chunk of the embedding or the loss alone).
+ * 126 layers, p = 8, v = 2: 7, 8 x 14, 7.
+ *
+ * deepspeed_type: Megatron-DeepSpeed --pp-partition-method
+ * 'type:transformer|embedding' (bigscience-workshop/Megatron-DeepSpeed
+ * 8387ae17, megatron/arguments.py) weighs each transformer layer and each
+ * embedding (the input one, and the tied output one at the end) 1, the
+ * final norm 0, and splits them with deepspeed/runtime/utils.py
+ * partition_balanced (microsoft/DeepSpeed 38327e07), a dynamic program
+ * minimising the heaviest minus the lightest part whose ties put the
+ * larger parts first: (L + 2) / p units each, the first (L + 2) mod p
+ * parts one more (96 layers over 8: 13, 13, 12 x 6 units).  A part's
+ * layers are its units less the embeddings it holds.  No virtual stages
+ * (DeepSpeed's pipeline engine has no interleaving).
+ */
+static aps_reason split_rule(const aps_model *m, const aps_strategy *s,
+                             int64_t *chunks, char *msg, size_t n)
 {
     int64_t p = s->pp_degree, v = s->vpp_degree, L = m->num_layers;
-    bool partition = false, offset = false;
-    for (int64_t i = 0; i < p; i++) {
-        partition |= s->stage_partition[i] != 0;
-        offset |= s->layer_offset[i] != 0;
+    int64_t S = p * v;
+    if (s->pipeline_split == APS_SPLIT_EMBEDDING_LOSS) {
+        int64_t E = L + 2;
+        for (int64_t j = 0; j < S; j++)
+            chunks[j] = E / S + (j < E % S ? 1 : 0);
+        chunks[0] -= 1;
+        chunks[S - 1] -= 1;
+        return APS_REASON_NONE;
     }
-    if (partition && (offset || s->balance_stages)) {
+    /* APS_SPLIT_DEEPSPEED_TYPE */
+    if (v != 1) {
+        aps_fmt(msg, n, "pipeline_split = deepspeed_type with vpp_degree = "
+                "%lld: DeepSpeed's pipeline has no virtual stages",
+                (long long)v);
+        return APS_REASON_VPP_INVALID;
+    }
+    int64_t units = L + 2;
+    for (int64_t i = 0; i < p; i++)
+        chunks[i] = units / p + (i < units % p ? 1 : 0) - (i == 0 ? 1 : 0) -
+                    (i == p - 1 ? 1 : 0);
+    return APS_REASON_NONE;
+}
+
+aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
+                            int64_t *chunks, char *msg, size_t n)
+{
+    int64_t p = s->pp_degree, v = s->vpp_degree, L = m->num_layers;
+    if (p * v > APS_MAX_STAGES) {
+        aps_fmt(msg, n, "pp_degree x vpp_degree = %lld x %lld model chunks; "
+                "at most %d", (long long)p, (long long)v, APS_MAX_STAGES);
+        return APS_REASON_PP_PARTITION;
+    }
+    bool offset = false;
+    for (int64_t i = 0; i < p; i++)
+        offset |= s->layer_offset[i] != 0;
+    int64_t given = aps_partition_entries(s);
+    if (given > 0 && (offset || s->balance_stages)) {
         aps_fmt(msg, n, "stage_partition and layer_offset%s both given; "
                 "give one of them", s->balance_stages ? " = balanced" : "");
         return APS_REASON_PP_PARTITION;
     }
-    if (s->balance_stages && p > 1 && !partition) {
+    int64_t layers[APS_MAX_STAGES];
+    if (given == p * v && v > 1) {
+        /* per model chunk, as Megatron's --pipeline-model-parallel-layout
+         * writes them: chunks of one rank may differ */
+        int64_t sum = 0;
+        for (int64_t j = 0; j < p * v; j++) {
+            chunks[j] = s->stage_partition[j];
+            sum += chunks[j];
+            if (chunks[j] < 0) {
+                aps_fmt(msg, n, "stage_partition[%lld] = %lld: a model chunk "
+                        "needs >= 0 layers", (long long)j + 1,
+                        (long long)chunks[j]);
+                return APS_REASON_PP_PARTITION;
+            }
+        }
+        if (sum != L) {
+            aps_fmt(msg, n, "stage_partition sums to %lld layers, model has "
+                    "num_layers = %lld", (long long)sum, (long long)L);
+            return APS_REASON_PP_PARTITION;
+        }
+        for (int64_t i = 0; i < p; i++) {
+            int64_t r = 0;
+            for (int64_t k = 0; k < v; k++)
+                r += chunks[i + k * p];
+            if (r < 1) {
+                aps_fmt(msg, n, "stage %lld gets %lld layers, every stage "
+                        "needs >= 1", (long long)i + 1, (long long)r);
+                return APS_REASON_PP_PARTITION;
+            }
+        }
+        return APS_REASON_NONE;
+    }
+    if (given == 0 && !offset && !(s->balance_stages && p > 1) &&
+        s->pipeline_split != APS_SPLIT_EVEN && p > 1) {
+        aps_reason why = split_rule(m, s, chunks, msg, n);
+        if (why != APS_REASON_NONE)
+            return why;
+        for (int64_t i = 0; i < p; i++) {
+            int64_t r = 0;
+            for (int64_t k = 0; k < v; k++)
+                r += chunks[i + k * p] < 0 ? -L : chunks[i + k * p];
+            if (r < 1) {
+                aps_fmt(msg, n, "pipeline_split = %s leaves stage %lld "
+                        "without layers (num_layers = %lld over %lld model "
+                        "chunks)",
+                        s->pipeline_split == APS_SPLIT_EMBEDDING_LOSS
+                            ? "embedding_loss" : "deepspeed_type",
+                        (long long)i + 1, (long long)L, (long long)(p * v));
+                return APS_REASON_PP_PARTITION;
+            }
+        }
+        return APS_REASON_NONE;
+    }
+    if (s->balance_stages && p > 1 && given == 0) {
         /* Placeholder split for the checks; aps_estimate_run replaces it
          * with the time-balanced partition (estimate.c). */
         if (L < p * v || L % v != 0) {
@@ -35,7 +157,7 @@ aps_reason aps_stage_layers(const aps_model *m, const aps_strategy *s,
         int64_t U = L / v; /* layers move in units of v */
         for (int64_t i = 0; i < p; i++)
             layers[i] = (U / p + (i < U % p ? 1 : 0)) * v;
-    } else if (partition) {
+    } else if (given > 0) {
         int64_t sum = 0;
         for (int64_t i = 0; i < p; i++) {
             layers[i] = s->stage_partition[i];
@@ -49,8 +171,8 @@ aps_reason aps_stage_layers(const aps_model *m, const aps_strategy *s,
     } else {
         if (L % p != 0 || (!offset && L % (p * v) != 0)) {
             aps_fmt(msg, n, "num_layers = %lld is not divisible by pp_degree "
-                    "x vpp_degree = %lld x %lld (give stage_partition or "
-                    "layer_offset for an uneven split)",
+                    "x vpp_degree = %lld x %lld (give stage_partition, "
+                    "layer_offset or pipeline_split for an uneven split)",
                     (long long)L, (long long)p, (long long)v);
             return APS_REASON_PP_DIVISIBILITY;
         }
@@ -71,16 +193,46 @@ aps_reason aps_stage_layers(const aps_model *m, const aps_strategy *s,
                     ">= 1", (long long)i + 1, (long long)layers[i]);
             return APS_REASON_PP_PARTITION;
         }
-        /* A rank's v model chunks are equal (Megatron-LM, TorchTitan);
-         * ranks may differ from each other. */
+        /* Given per rank, a rank's v model chunks are equal (Megatron-LM's
+         * --num-layers-per-virtual-pipeline-stage, TorchTitan's
+         * layers_per_stage); unequal chunks are given per chunk. */
         if (layers[i] % v != 0) {
             aps_fmt(msg, n, "stage %lld has %lld layers, not divisible into "
-                    "vpp_degree = %lld equal model chunks", (long long)i + 1,
+                    "vpp_degree = %lld equal model chunks (give "
+                    "stage_partition per model chunk, pp_degree x "
+                    "vpp_degree entries)", (long long)i + 1,
                     (long long)layers[i], (long long)v);
             return APS_REASON_PP_PARTITION;
         }
+        for (int64_t k = 0; k < v; k++)
+            chunks[i + k * p] = layers[i] / v;
     }
     return APS_REASON_NONE;
+}
+
+aps_reason aps_stage_layers(const aps_model *m, const aps_strategy *s,
+                            int64_t *layers, char *msg, size_t n)
+{
+    int64_t chunks[APS_MAX_STAGES];
+    aps_reason r = aps_chunk_layers(m, s, chunks, msg, n);
+    if (r != APS_REASON_NONE)
+        return r;
+    for (int64_t i = 0; i < s->pp_degree; i++) {
+        layers[i] = 0;
+        for (int64_t k = 0; k < s->vpp_degree; k++)
+            layers[i] += chunks[i + k * s->pp_degree];
+    }
+    return APS_REASON_NONE;
+}
+
+int64_t aps_given_recompute(const aps_strategy *s, int64_t i, int64_t k)
+{
+    if (s->layer_recompute != APS_RECOMPUTE_FULL)
+        return 0;
+    int64_t want = s->recompute_num_layers[i];
+    /* uniform recomputes every layer, in groups of `want` */
+    return (want < 0 || want > k || s->recompute_method == APS_RECOMPUTE_UNIFORM)
+               ? k : want;
 }
 
 aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
@@ -98,21 +250,29 @@ aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
                  : t->global_batch_size /
                        (s->micro_batch_size * s->dp_degree * s->fsdp_degree);
     lay->vocab_padded = aps_padded_vocab(m, t, s->tp_degree);
-    aps_reason r = aps_stage_layers(m, s, lay->layers, msg, n);
+    aps_reason r = aps_chunk_layers(m, s, lay->chunk, msg, n);
     if (r != APS_REASON_NONE)
         return r;
+    for (int64_t i = 0; i < lay->p; i++) {
+        lay->layers[i] = 0;
+        for (int64_t k = 0; k < lay->v; k++)
+            lay->layers[i] += lay->chunk[i + k * lay->p];
+    }
+    lay->chunks_valid = true;
     int64_t first = 0;
     for (int64_t i = 0; i < lay->p; i++) {
         lay->first[i] = first;
         first += lay->layers[i];
-        int64_t rc = 0;
-        if (s->layer_recompute == APS_RECOMPUTE_FULL) {
-            int64_t want = s->recompute_num_layers[i];
-            rc = (want < 0 || want > lay->layers[i]) ? lay->layers[i] : want;
-        }
-        lay->recompute[i] = rc;
+        lay->recompute[i] = aps_given_recompute(s, i, lay->layers[i]);
     }
     return APS_REASON_NONE;
+}
+
+int64_t aps_layout_chunk(const aps_layout *lay, int64_t i, int64_t k)
+{
+    if (lay->chunks_valid)
+        return lay->chunk[i + k * lay->p];
+    return lay->layers[i] / lay->v + (k < lay->layers[i] % lay->v ? 1 : 0);
 }
 
 double aps_inflight_microbatches(int64_t p, int64_t v, int64_t m, int64_t i)

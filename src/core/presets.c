@@ -23,6 +23,15 @@
 /** Alpha of one ring step inside a node over NVLink (NCCL small-message
  *  latency, NCCL tests on DGX H100 report a few microseconds). Assumed. */
 #define APS_NVLINK_LATENCY (3.0 * US)
+/** Host link per GPU, one direction: PCIe Gen5 x16 is 32 GT/s x 16 lanes
+ *  with 128b/130b coding, 63 GB/s (PCI-SIG PCIe 5.0 base specification),
+ *  for the x86 HGX hosts (H100, H200, B200; A100: PCIe Gen4, half). */
+#define APS_PCIE_GEN5_X16 (63.0 * GB)
+#define APS_PCIE_GEN4_X16 (31.5 * GB)
+/** NVLink-C2C between a Grace CPU and its two Blackwell GPUs: 900 GB/s
+ *  both directions per superchip (NVIDIA GB200 NVL72 datasheet), taken
+ *  as shared by the two GPUs: 225 GB/s per GPU and direction. */
+#define APS_NVLINK_C2C_PER_GPU (225.0 * GB)
 /** Alpha of one ring step across nodes over InfiniBand. Assumed. */
 #define APS_IB_LATENCY (8.0 * US)
 /** CUDA context plus cuBLAS/NCCL kernels resident outside the caching
@@ -103,6 +112,7 @@ static const preset presets[] = {
       .hbm_bandwidth = 1555 * GB,
       .intra_node_bandwidth = 300 * GB,
       .inter_node_bandwidth = 25 * GB,
+      .host_bandwidth = APS_PCIE_GEN4_X16,
       COMMON_FIELDS, AMPERE},
      "NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 312 TFLOPS dense, "
      "FP32 19.5 TFLOPS, HBM2 1,555 GB/s, NVLink 600 GB/s; DGX A100: one "
@@ -115,6 +125,7 @@ static const preset presets[] = {
       .hbm_bandwidth = 2039 * GB,
       .intra_node_bandwidth = 300 * GB,
       .inter_node_bandwidth = 25 * GB,
+      .host_bandwidth = APS_PCIE_GEN4_X16,
       COMMON_FIELDS, AMPERE},
      "NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 312 TFLOPS dense, "
      "FP32 19.5 TFLOPS, HBM2e 2,039 GB/s, NVLink 600 GB/s; DGX A100: one "
@@ -127,6 +138,7 @@ static const preset presets[] = {
       .hbm_bandwidth = 3350 * GB,
       .intra_node_bandwidth = 450 * GB,
       .inter_node_bandwidth = 50 * GB,
+      .host_bandwidth = APS_PCIE_GEN5_X16,
       COMMON_FIELDS, HOPPER_ON},
      "NVIDIA H100 Tensor Core GPU datasheet (SXM5): BF16 989 TFLOPS dense, "
      "FP8 1,979 TFLOPS dense, FP32 67 TFLOPS, HBM3 3.35 TB/s, NVLink "
@@ -140,6 +152,7 @@ static const preset presets[] = {
       .hbm_bandwidth = 4800 * GB,
       .intra_node_bandwidth = 450 * GB,
       .inter_node_bandwidth = 50 * GB,
+      .host_bandwidth = APS_PCIE_GEN5_X16,
       COMMON_FIELDS, HOPPER_ON},
      "NVIDIA H200 Tensor Core GPU datasheet (SXM): BF16 989 TFLOPS dense, "
      "FP8 1,979 TFLOPS dense, 141 GB HBM3e at 4.8 TB/s, NVLink 900 GB/s; "
@@ -152,10 +165,13 @@ static const preset presets[] = {
       .hbm_bandwidth = 8000 * GB,
       .intra_node_bandwidth = 900 * GB,
       .inter_node_bandwidth = 50 * GB,
+      .peak_flops_fp4 = 9000 * TFLOPS,
+      .host_bandwidth = APS_PCIE_GEN5_X16,
       COMMON_FIELDS, HOPPER_ON},
      "NVIDIA DGX B200 / HGX B200 datasheet (2024): per GPU FP8 4.5 PFLOPS "
      "dense (9 sparse), BF16 2.25 PFLOPS dense, 180 GB HBM3e at 8 TB/s, "
-     "NVLink 5 1.8 TB/s; one 400 Gb/s ConnectX-7 NIC per GPU"},
+     "NVLink 5 1.8 TB/s, FP4 9 PFLOPS dense (MXFP8 at the FP8 rate); one "
+     "400 Gb/s ConnectX-7 NIC per GPU"},
     /* Grace-Blackwell racks: the NVLink domain is the rack (NVL72: give
      * devices_per_node = 72); the B200 of GB200 runs at 1,200 W. */
     {{.name = "gb200",
@@ -166,11 +182,14 @@ static const preset presets[] = {
       .hbm_bandwidth = 8000 * GB,
       .intra_node_bandwidth = 900 * GB,
       .inter_node_bandwidth = 50 * GB,
+      .peak_flops_fp4 = 10000 * TFLOPS,
+      .host_bandwidth = APS_NVLINK_C2C_PER_GPU,
       COMMON_FIELDS, HOPPER_ON},
      "NVIDIA GB200 NVL72 datasheet (2024), per Blackwell GPU: FP8 10 PFLOPS "
      "and BF16 5 PFLOPS with sparsity (5 and 2.5 dense), FP32 80 TFLOPS, "
-     "186 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s; one 400 Gb/s ConnectX-7 "
-     "NIC per GPU"},
+     "186 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s, FP4 10 PFLOPS dense; "
+     "NVLink-C2C 900 GB/s per Grace and its two GPUs; one 400 Gb/s "
+     "ConnectX-7 NIC per GPU"},
     {{.name = "gb300",
       .memory_bytes = 279 * GB,
       .peak_flops_bf16 = 2500 * TFLOPS,
@@ -179,10 +198,13 @@ static const preset presets[] = {
       .hbm_bandwidth = 8000 * GB,
       .intra_node_bandwidth = 900 * GB,
       .inter_node_bandwidth = 100 * GB,
+      .peak_flops_fp4 = 15000 * TFLOPS,
+      .host_bandwidth = APS_NVLINK_C2C_PER_GPU,
       COMMON_FIELDS, HOPPER_ON},
      "NVIDIA GB300 NVL72 datasheet (2025), per Blackwell Ultra GPU: FP8 5 "
      "PFLOPS and BF16 2.5 PFLOPS dense, FP32 80 TFLOPS, 288 GB HBM3e "
-     "(279 GB usable) at 8 TB/s, NVLink 5 1.8 TB/s; one 800 Gb/s "
+     "(279 GB usable) at 8 TB/s, NVLink 5 1.8 TB/s, FP4 15 PFLOPS dense; "
+     "NVLink-C2C 900 GB/s per Grace and its two GPUs; one 800 Gb/s "
      "ConnectX-8 NIC per GPU"},
 };
 
@@ -211,13 +233,6 @@ aps_status aps_device_preset(const char *name, aps_device *out)
         }
     }
     return APS_EINVAL;
-}
-
-double aps_peak_flops(const aps_device *d, aps_precision p)
-{
-    if (p == APS_PREC_FP8 && d->peak_flops_fp8 > 0)
-        return d->peak_flops_fp8;
-    return d->peak_flops_bf16;
 }
 
 aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
@@ -260,10 +275,17 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
                 "or >= %g (got %g)", APS_MIN_FLOPS, d->peak_flops_fp8);
         return APS_EINVAL;
     }
+    if (d->peak_flops_fp4 != 0 && !(d->peak_flops_fp4 >= APS_MIN_FLOPS)) {
+        aps_fmt(err, n, "cluster.device.peak_flops_fp4: must be 0 (no "
+                "block-scaled tensor cores) or >= %g (got %g)", APS_MIN_FLOPS,
+                d->peak_flops_fp4);
+        return APS_EINVAL;
+    }
     struct { const char *f; double v; } nonneg[] = {
         {"intra_node_latency", d->intra_node_latency},
         {"inter_node_latency", d->inter_node_latency},
         {"cuda_context_bytes", d->cuda_context_bytes},
+        {"host_bandwidth", d->host_bandwidth},
         {"nccl_comm_bytes", d->nccl_comm_bytes},
     };
     for (size_t i = 0; i < sizeof nonneg / sizeof nonneg[0]; i++) {

@@ -89,12 +89,17 @@ static const aps_framework_profile profiles[] = {
     [APS_FW_FSDP2] = {
         /* sharded fp32 parameters are the master copy, fp32 grads, Adam
          * m, v (TorchTitan: mixed_precision_param bf16, reduce fp32) */
-        .weight_bytes = 4.0, .grad_bytes = 4.0,
+        .weight_bytes = 4.0, .grad_bytes = 4.0, .grads_follow_params = true,
         .optimizer_bytes_adam = 8.0, .optimizer_bytes_sgd = 4.0,
         /* eager F.cross_entropy(logits.float()): fp32 log-softmax, its
          * dense gradient and the input gradient alive entering the
          * backward, 4 + 4 + 4 */
         .logits_bytes = 12.0,
+        /* compiled (training.compile, the loss among the compiled
+         * components since 2025-04): the upcast, log-softmax and its
+         * gradient fuse into kernels over the bf16 logits, which hold the
+         * logits and their gradient: 2 + 2 */
+        .logits_bytes_compiled = 4.0,
         .vocab_divisor = 1,
         /* float8 linears with dynamic tensorwise scaling
          * (torchtitan/components/quantization/float8.py) */
@@ -111,10 +116,17 @@ static const aps_framework_profile profiles[] = {
         /* gradient accumulation without no_sync / set_requires_all_reduce
          * (torchtitan train.py) */
         .sync_every_microbatch = true,
+        /* torch/distributed/pipelining/stage.py (PyTorch, as TorchTitan
+         * runs it): each micro-batch's backward sets
+         * set_reshard_after_backward(False) and
+         * set_requires_gradient_sync(False); the gradients, upcast to the
+         * fp32 reduce dtype, accumulate unsharded and are reduce-scattered
+         * once after the last micro-batch */
+        .pp_unsharded_grads = true,
         .dp_buffers = APS_DP_BUFFERS_DDP,
     },
     [APS_FW_FSDP] = {
-        .weight_bytes = 4.0, .grad_bytes = 4.0,
+        .weight_bytes = 4.0, .grad_bytes = 4.0, .grads_follow_params = true,
         .optimizer_bytes_adam = 8.0, .optimizer_bytes_sgd = 4.0,
         /* llm-foundry's default loss_fn = fused_crossentropy, flash-attn's
          * CrossEntropyLoss: bf16 logits + a bf16 gradient

@@ -61,6 +61,13 @@ void aps_training_defaults(aps_training *t)
      * does not compile either.  apsearch's TorchTitan launch config writes
      * training.compile to match. */
     t->torch_compile = false;
+    /* recipe settings (recipe.c): the framework's default unless set */
+    t->fp8_param_gather = APS_DEFAULT;
+    t->compile_loss = APS_DEFAULT;
+    t->grad_reduce_in_fp32 = APS_DEFAULT;
+    t->activation_offload_layers = 0;
+    t->tp_comm_overlap = false;
+    t->cuda_graphs = false;
 }
 
 aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
@@ -124,7 +131,29 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
                 (long long)t->dp_collective_rails);
         return APS_EINVAL;
     }
-    if ((unsigned)t->precision > APS_PREC_FP8 ||
+    struct { const char *f; int v; } tri[] = {
+        {"fp8_param_gather", t->fp8_param_gather},
+        {"grad_reduce_in_fp32", t->grad_reduce_in_fp32},
+        {"compile_loss", t->compile_loss},
+    };
+    for (size_t i = 0; i < sizeof tri / sizeof tri[0]; i++) {
+        if (tri[i].v < APS_DEFAULT || tri[i].v > 1) {
+            aps_fmt(err, n, "training.%s: must be true, false or the "
+                    "framework's default (got %d)", tri[i].f, tri[i].v);
+            return APS_EINVAL;
+        }
+    }
+    struct { const char *f; int64_t v; } layers[] = {
+        {"activation_offload_layers", t->activation_offload_layers},
+    };
+    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
+        if (layers[i].v < 0 || layers[i].v > (INT64_C(1) << 20)) {
+            aps_fmt(err, n, "training.%s: must be in [0, 2^20] (got %lld)",
+                    layers[i].f, (long long)layers[i].v);
+            return APS_EINVAL;
+        }
+    }
+    if ((unsigned)t->precision > APS_PREC_NVFP4 ||
         (unsigned)t->optimizer > APS_OPT_ADAMW ||
         (unsigned)t->framework > APS_FW_DEEPSPEED) {
         aps_fmt(err, n, "training: enum field out of range");
@@ -175,6 +204,22 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
         aps_fmt(err, n, "training.precision: fp8 on %s, which has no fp8 "
                 "tensor cores (cluster.device.peak_flops_fp8 = 0)", d->name);
         return APS_ENOTIMPL;
+    }
+    /* MXFP8 and NVFP4 GEMMs run on Blackwell's block-scaled tensor cores
+     * (TransformerEngine: MXFP8 and NVFP4 need compute capability 10.0+) */
+    if (aps_prec_block_scaled(t->precision) &&
+        !(d->peak_flops_fp4 > 0 && d->peak_flops_fp8 > 0)) {
+        aps_fmt(err, n, "training.precision: %s on %s, which has no "
+                "block-scaled (MX / NVFP4) tensor cores "
+                "(cluster.device.peak_flops_fp4 = 0)",
+                aps_precision_name(t->precision), d->name);
+        return APS_ENOTIMPL;
+    }
+    if (t->activation_offload_layers > 0 && !(d->host_bandwidth > 0)) {
+        aps_fmt(err, n, "training.activation_offload_layers: %lld with no "
+                "host link (cluster.device.host_bandwidth = 0)",
+                (long long)t->activation_offload_layers);
+        return APS_EINVAL;
     }
     if (m->position_embedding == APS_POS_LEARNED &&
         t->seq_length > m->max_position_embeddings) {

@@ -62,9 +62,10 @@ APSL_ENUM(enum_norm, "rmsnorm, layernorm",
 APSL_ENUM(enum_pos, "rope, learned, alibi",
           {"rope", APS_POS_ROPE}, {"learned", APS_POS_LEARNED},
           {"alibi", APS_POS_ALIBI});
-APSL_ENUM(enum_precision, "bf16, fp16, fp8",
+APSL_ENUM(enum_precision, "bf16, fp16, fp8, mxfp8, nvfp4",
           {"bf16", APS_PREC_BF16}, {"fp16", APS_PREC_FP16},
-          {"fp8", APS_PREC_FP8});
+          {"fp8", APS_PREC_FP8}, {"mxfp8", APS_PREC_MXFP8},
+          {"nvfp4", APS_PREC_NVFP4});
 APSL_ENUM(enum_optimizer, "adam, adamw, sgd",
           {"adam", APS_OPT_ADAM}, {"adamw", APS_OPT_ADAMW},
           {"sgd", APS_OPT_SGD});
@@ -74,6 +75,11 @@ APSL_ENUM(enum_framework, "megatron, fsdp2, fsdp, deepspeed",
 APSL_ENUM(enum_recompute, "none, selective, full",
           {"none", APS_RECOMPUTE_NONE}, {"selective", APS_RECOMPUTE_SELECTIVE},
           {"full", APS_RECOMPUTE_FULL});
+APSL_ENUM(enum_recompute_method, "block, uniform",
+          {"block", APS_RECOMPUTE_BLOCK}, {"uniform", APS_RECOMPUTE_UNIFORM});
+APSL_ENUM(enum_pipeline_split, "even, embedding_loss, deepspeed_type",
+          {"even", APS_SPLIT_EVEN}, {"embedding_loss", APS_SPLIT_EMBEDDING_LOSS},
+          {"deepspeed_type", APS_SPLIT_DEEPSPEED_TYPE});
 APSL_ENUM(enum_cp_comm, "p2p, all_gather",
           {"p2p", APS_CP_P2P}, {"all_gather", APS_CP_ALL_GATHER});
 
@@ -115,6 +121,7 @@ typedef enum {
     FT_INT,     /* int64_t */
     FT_NUM,     /* double, finite */
     FT_BOOL,    /* bool */
+    FT_TRI,     /* int: 1 true, 0 false, APS_DEFAULT (-1) absent */
     FT_ENUM,    /* int-sized enum, read from a string */
     FT_NAME,    /* char[APS_NAME_LEN] */
     FT_INTARR,  /* int64_t[APS_MAX_STAGES], array of pp_degree integers */
@@ -165,8 +172,10 @@ static const apsl_field device_fields[] = {
     FLD(aps_device, memory_bytes, FT_NUM, NULL),
     FLD(aps_device, peak_flops_bf16, FT_NUM, NULL),
     FLD(aps_device, peak_flops_fp8, FT_NUM, NULL),
+    FLD(aps_device, peak_flops_fp4, FT_NUM, NULL),
     FLD(aps_device, peak_flops_fp32, FT_NUM, NULL),
     FLD(aps_device, hbm_bandwidth, FT_NUM, NULL),
+    FLD(aps_device, host_bandwidth, FT_NUM, NULL),
     FLD(aps_device, intra_node_bandwidth, FT_NUM, NULL),
     FLD(aps_device, inter_node_bandwidth, FT_NUM, NULL),
     FLD(aps_device, intra_node_latency, FT_NUM, NULL),
@@ -198,7 +207,12 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, framework, FT_ENUM, &enum_framework),
     FLD(aps_training, flash_attention, FT_BOOL, NULL),
     FLD(aps_training, dropout, FT_BOOL, NULL),
-    FLD(aps_training, fp8_params, FT_BOOL, NULL),
+    FLD(aps_training, fp8_param_gather, FT_TRI, NULL),
+    FLD(aps_training, grad_reduce_in_fp32, FT_TRI, NULL),
+    FLD(aps_training, activation_offload_layers, FT_INT, NULL),
+    FLD(aps_training, tp_comm_overlap, FT_BOOL, NULL),
+    FLD(aps_training, cuda_graphs, FT_BOOL, NULL),
+    FLD(aps_training, store_param_remainders, FT_BOOL, NULL),
     FLD(aps_training, vocab_size_divisible_by, FT_INT, NULL),
     FLD(aps_training, memory_limit_bytes, FT_NUM, NULL),
     FLD(aps_training, memory_margin_bytes, FT_NUM, NULL),
@@ -213,13 +227,15 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, dp_collective_rails, FT_INT, NULL),
     FLD(aps_training, overlap_p2p_comm, FT_BOOL, NULL),
     FLD(aps_training, torch_compile, FT_BOOL, NULL),
+    FLD(aps_training, compile_loss, FT_TRI, NULL),
 };
 
 /* Strategy fields, in this index order (used for aliases and arrays). */
 enum {
     S_DP, S_FSDP, S_ZERO, S_RESHARD, S_TP, S_SP, S_PP, S_VPP, S_CP, S_CPCOMM,
     S_MBS, S_MBN, S_PART, S_OFFSET, S_RECOMP, S_RECOMPN, S_IDLE,
-    S_BALANCE, S_AUTORC, S_HSDP_SHARD, S_HSDP_REPL, S_NFIELDS
+    S_BALANCE, S_AUTORC, S_RMETHOD, S_SPLIT, S_HSDP_SHARD, S_HSDP_REPL,
+    S_NFIELDS
 };
 
 static const apsl_field strategy_fields[] = {
@@ -244,6 +260,8 @@ static const apsl_field strategy_fields[] = {
     FLD(aps_strategy, allow_idle_devices, FT_BOOL, NULL),
     FLD(aps_strategy, balance_stages, FT_BOOL, NULL),
     FLD(aps_strategy, auto_recompute, FT_BOOL, NULL),
+    FLD(aps_strategy, recompute_method, FT_ENUM, &enum_recompute_method),
+    FLD(aps_strategy, pipeline_split, FT_ENUM, &enum_pipeline_split),
     {"hsdp_shard_degree", 17, FT_INT, S_FSDP, 1,
      offsetof(aps_strategy, fsdp_degree), NULL},
     {"hsdp_replicate_degree", 21, FT_INT, S_DP, 1,
@@ -469,6 +487,13 @@ static void read_value(lua_State *L, apsl_reader *r, int fi, int vidx)
         memcpy(dst, &v, sizeof v);
         break;
     }
+    case FT_TRI: {
+        if (!lua_isboolean(L, vidx))
+            expected_error(L, vidx, r->path, f->name, "a boolean");
+        int v = lua_toboolean(L, vidx) ? 1 : 0;
+        memcpy(dst, &v, sizeof v);
+        break;
+    }
     case FT_ENUM: {
         int v = read_enum(L, vidx, r->path, f->name, f->en);
         memcpy(dst, &v, sizeof v);
@@ -664,12 +689,16 @@ void apsl_check_strategy(lua_State *L, int idx, const aps_strategy *proto,
         static const int arrays[] = {S_PART, S_OFFSET, S_RECOMPN};
         for (int i = 0; i < 3; i++) {
             int fi = arrays[i];
+            /* stage_partition: per rank, or per model chunk (p v) */
             if ((r.seen >> fi & 1u) && r.arrlen[fi] >= 0 &&
-                (int64_t)r.arrlen[fi] != s->pp_degree)
-                apsl_error(L, "strategy.%s: length must equal pp_degree "
+                (int64_t)r.arrlen[fi] != s->pp_degree &&
+                !(fi == S_PART &&
+                  (int64_t)r.arrlen[fi] == s->pp_degree * s->vpp_degree))
+                apsl_error(L, "strategy.%s: length must equal pp_degree%s "
                               "(got %d entries, pp_degree %I)",
-                           strategy_fields[fi].name, r.arrlen[fi],
-                           (LUAI_UACINT)s->pp_degree);
+                           strategy_fields[fi].name,
+                           fi == S_PART ? " or pp_degree x vpp_degree" : "",
+                           r.arrlen[fi], (LUAI_UACINT)s->pp_degree);
         }
     }
 }
@@ -716,6 +745,14 @@ static void push_fields(lua_State *L, const apsl_field *fs, int n,
             bool v;
             memcpy(&v, src, sizeof v);
             lua_pushboolean(L, v);
+            break;
+        }
+        case FT_TRI: {
+            int v;
+            memcpy(&v, src, sizeof v);
+            if (v == APS_DEFAULT)
+                continue; /* absent: the framework's default */
+            lua_pushboolean(L, v != 0);
             break;
         }
         case FT_ENUM: {
@@ -768,6 +805,12 @@ void apsl_push_training(lua_State *L, const aps_training *t)
 void apsl_push_strategy(lua_State *L, const aps_strategy *s)
 {
     push_fields(L, strategy_fields, S_NFIELDS, s, s->pp_degree);
+    /* a partition given per model chunk has p v entries */
+    int64_t chunks = aps_partition_entries(s);
+    if (chunks > s->pp_degree) {
+        push_int_array(L, s->stage_partition, chunks);
+        lua_setfield(L, -2, "stage_partition");
+    }
 }
 
 /* --------------------------------------------------------------- results */

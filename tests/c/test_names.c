@@ -43,14 +43,14 @@ static void test_mem_category_names(void **state)
 
 /* MODELING.md s.4: compute_fwd, compute_bwd, recompute, tp_comm, cp_comm,
  * pp_p2p, pp_bubble, fsdp_allgather, fsdp_reducescatter, dp_grad_sync,
- * hsdp_replicate_sync, optimizer. */
+ * hsdp_replicate_sync, optimizer; activation_offload (recipe.c). */
 static void test_perf_category_names(void **state)
 {
     (void)state;
     static const char *const want[APS_PERF_COUNT] = {
         "compute_fwd", "compute_bwd", "recompute", "tp_comm", "cp_comm",
         "pp_p2p", "pp_bubble", "fsdp_allgather", "fsdp_reducescatter",
-        "dp_grad_sync", "hsdp_replicate_sync", "optimizer"};
+        "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload"};
     for (int k = 0; k < APS_PERF_COUNT; k++)
         assert_string_equal(aps_perf_category_name((aps_perf_category)k),
                             want[k]);

@@ -363,7 +363,7 @@ describe("apsearch.core", function()
       end
       local cats = { "compute_fwd", "compute_bwd", "recompute", "tp_comm", "cp_comm",
         "pp_p2p", "pp_bubble", "fsdp_allgather", "fsdp_reducescatter",
-        "dp_grad_sync", "hsdp_replicate_sync", "optimizer" }
+        "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload" }
       local n, exposed = 0, 0
       for _ in pairs(e.performance_breakdown) do n = n + 1 end
       assert.are.equal(12, n)

@@ -13,7 +13,7 @@ M.comm_categories = { "tp", "fsdp", "dp", "pp", "cp" }
 --- performance_breakdown categories (MODELING.md section 4), display order.
 M.time_categories = { "compute_fwd", "compute_bwd", "recompute", "tp_comm",
   "cp_comm", "pp_p2p", "pp_bubble", "fsdp_allgather", "fsdp_reducescatter",
-  "dp_grad_sync", "hsdp_replicate_sync", "optimizer" }
+  "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload" }
 
 --- Bytes to GiB (2^30 bytes).
 -- @tparam number bytes

@@ -1,0 +1,106 @@
+/*
+ * precision.c -- what the GEMM precision of the linear layers costs: the
+ * peak and efficiency its GEMMs run at, the bytes of a quantized element
+ * (values plus block scales), of the saved GEMM inputs, of the weight
+ * copies the GEMMs read, and of the casts that make them.
+ *
+ * Formats (TransformerEngine transformer_engine/common/recipe/__init__.py:
+ * DelayedScaling / Float8CurrentScaling, MXFP8BlockScaling,
+ * NVFP4BlockScaling; OCP Microscaling Formats (MX) v1.0 spec):
+ *   fp8    1 byte per element, one fp32 scale per tensor (negligible)
+ *   mxfp8  1 byte per element + one E8M0 scale byte per 32 elements
+ *   nvfp4  1/2 byte per element (E2M1) + one E4M3 scale byte per 16
+ *          elements (+ one fp32 scale per tensor, negligible)
+ * A block-scaled tensor is quantized along the GEMM's reduction dimension,
+ * so the transposed use (dgrad of a weight, wgrad of an input) needs its
+ * own copy quantized along the other axis ("rowwise" and "columnwise"
+ * data in TE's MXFP8Tensor / NVFP4Tensor); per-tensor fp8 on Hopper keeps
+ * a transposed copy too (TE Float8Tensor._transpose), because Hopper's fp8
+ * GEMMs take only the TN layout.  Every format therefore holds two
+ * quantized layouts of a weight.
+ */
+#include "internal.h"
+
+/** Bytes of an fp8 (E4M3 / E5M2) element. */
+#define APS_FP8_BYTES 1.0
+/** Bytes of an E2M1 (fp4) element. */
+#define APS_FP4_BYTES 0.5
+/** MXFP8: one E8M0 scale byte per 32-element block (OCP MX v1.0 s.5). */
+#define APS_MXFP8_BLOCK 32.0
+/** NVFP4: one E4M3 scale byte per 16-element block (TE NVFP4BlockScaling). */
+#define APS_NVFP4_BLOCK 16.0
+/** Quantized layouts of a weight the GEMMs read: the forward's and the
+ *  transposed one of the input-gradient GEMM (see the header). */
+#define APS_WEIGHT_LAYOUTS 2.0
+
+bool aps_prec_quantized(aps_precision p)
+{
+    return p == APS_PREC_FP8 || p == APS_PREC_MXFP8 || p == APS_PREC_NVFP4;
+}
+
+bool aps_prec_block_scaled(aps_precision p)
+{
+    return p == APS_PREC_MXFP8 || p == APS_PREC_NVFP4;
+}
+
+double aps_quantized_bytes(aps_precision p)
+{
+    switch (p) {
+    case APS_PREC_FP8: return APS_FP8_BYTES;
+    case APS_PREC_MXFP8: return APS_FP8_BYTES + 1.0 / APS_MXFP8_BLOCK;
+    case APS_PREC_NVFP4: return APS_FP4_BYTES + 1.0 / APS_NVFP4_BLOCK;
+    default: return APS_ACT_BYTES;
+    }
+}
+
+double aps_peak_flops(const aps_device *d, aps_precision p)
+{
+    switch (p) {
+    case APS_PREC_FP8:
+    case APS_PREC_MXFP8:
+        return d->peak_flops_fp8 > 0 ? d->peak_flops_fp8 : d->peak_flops_bf16;
+    case APS_PREC_NVFP4:
+        return d->peak_flops_fp4 > 0 ? d->peak_flops_fp4 : d->peak_flops_bf16;
+    default:
+        return d->peak_flops_bf16;
+    }
+}
+
+double aps_gemm_eta_max(const aps_device *d, aps_precision p)
+{
+    return (aps_prec_quantized(p) && aps_peak_flops(d, p) > d->peak_flops_bf16)
+               ? d->fp8_gemm_efficiency : d->gemm_efficiency;
+}
+
+double aps_gemm_input_bytes(const aps_training *t)
+{
+    return (aps_prec_quantized(t->precision) &&
+            aps_profile(t)->transformer_engine)
+               ? aps_quantized_bytes(t->precision) : APS_ACT_BYTES;
+}
+
+double aps_weight_copy_bytes(const aps_training *t)
+{
+    if (!aps_prec_quantized(t->precision))
+        return 0.0;
+    return APS_WEIGHT_LAYOUTS * aps_quantized_bytes(t->precision);
+}
+
+void aps_cast_bytes(const aps_training *t, double *unfused, double *fused)
+{
+    const aps_framework_profile *fw = aps_profile(t);
+    aps_precision p = t->precision;
+    if (aps_prec_block_scaled(p)) {
+        /* one pass reads the bf16 tensor and writes both quantized
+         * layouts with their scales (TE quantize with rowwise and
+         * columnwise usage); a producer that quantizes its own output
+         * (TE LayerNormLinear, LayerNormMLP) writes both itself */
+        double e = aps_quantized_bytes(p);
+        *unfused = APS_ACT_BYTES + APS_WEIGHT_LAYOUTS * e;
+        *fused = APS_WEIGHT_LAYOUTS * e;
+        return;
+    }
+    *unfused = fw->fp8_cast_bytes;
+    *fused = fw->fp8_fused_cast_bytes > 0 ? fw->fp8_fused_cast_bytes
+                                          : fw->fp8_cast_bytes;
+}

@@ -1,0 +1,169 @@
+/*
+ * recipe.c -- the recipe settings frameworks' performance configurations
+ * turn on, resolved against each framework's default, and what each one
+ * changes: gradient dtype, fp8 parameter gather, activation offload to
+ * host memory, TP communication overlap, the compiled loss.  Which
+ * framework can run which setting is aps_check_recipe (FRAMEWORK_
+ * UNSUPPORTED, with its source).  Defaults and sources: docs/modeling.md
+ * "Recipe settings".
+ */
+#include "internal.h"
+
+bool aps_recipe_grad_reduce_in_fp32(const aps_training *t)
+{
+    if (t->grad_reduce_in_fp32 != APS_DEFAULT)
+        return t->grad_reduce_in_fp32 != 0;
+    return aps_profile(t)->grad_bytes >= APS_FP32_BYTES;
+}
+
+double aps_recipe_grad_bytes(const aps_training *t)
+{
+    const aps_framework_profile *fw = aps_profile(t);
+    /* PyTorch FSDP keeps the sharded gradient in the dtype of the sharded
+     * (fp32) parameter whatever it reduces in (FSDP2 MixedPrecisionPolicy
+     * reduce_dtype casts for the reduce-scatter only) */
+    if (fw->grads_follow_params)
+        return fw->grad_bytes;
+    return aps_recipe_grad_reduce_in_fp32(t) ? APS_FP32_BYTES : APS_ACT_BYTES;
+}
+
+double aps_recipe_grad_reduce_bytes(const aps_training *t)
+{
+    return aps_recipe_grad_reduce_in_fp32(t) ? APS_FP32_BYTES : APS_ACT_BYTES;
+}
+
+bool aps_recipe_fp8_param_gather(const aps_training *t)
+{
+    return t->fp8_param_gather > 0 && aps_prec_quantized(t->precision);
+}
+
+double aps_recipe_gather_bytes(const aps_training *t, double psi,
+                               double matmul_psi)
+{
+    double bytes = APS_ACT_BYTES * psi;
+    if (aps_recipe_fp8_param_gather(t))
+        bytes -= (APS_ACT_BYTES - aps_quantized_bytes(t->precision)) *
+                 matmul_psi;
+    return bytes;
+}
+
+double aps_recipe_logits_bytes(const aps_training *t)
+{
+    const aps_framework_profile *fw = aps_profile(t);
+    if (t->torch_compile && t->compile_loss != 0 &&
+        fw->logits_bytes_compiled > 0)
+        return fw->logits_bytes_compiled;
+    return fw->logits_bytes;
+}
+
+double aps_recipe_tp_exposed(const aps_training *t, int64_t tp, double comm,
+                             double gemm)
+{
+    if (comm <= 0.0)
+        return 0.0;
+    if (!t->tp_comm_overlap || tp < 2)
+        return comm * (1.0 - t->tp_overlap);
+    /* The collective is split into tp chunks, each chunk's GEMM running
+     * while the next chunk moves (TE userbuffers ring exchange,
+     * transformer_engine/pytorch/module/base.py initialize_ub; PyTorch
+     * async TP, torch/distributed/_symmetric_memory micro-pipelined
+     * all-gather matmul): the first chunk is always exposed, the rest
+     * wherever the GEMMs are shorter than the transfer. */
+    double first = comm / (double)tp;
+    double rest = comm - first - gemm * (double)(tp - 1) / (double)tp;
+    return first + (rest > 0.0 ? rest : 0.0);
+}
+
+double aps_recipe_offload_exposed(const aps_device *d, double bytes,
+                                  double window)
+{
+    if (bytes <= 0.0)
+        return 0.0;
+    double copy = bytes / d->host_bandwidth;
+    return copy > window ? copy - window : 0.0;
+}
+
+int64_t aps_recipe_offload_layers(const aps_training *t, int64_t layers,
+                                  int64_t v)
+{
+    int64_t n = t->activation_offload_layers * v;
+    return n < layers ? n : layers;
+}
+
+aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
+                            char *msg, size_t n)
+{
+    const char *fw = aps_framework_name(t->framework);
+    /* split rules: Megatron-LM and TorchTitan count the embedding and the
+     * loss (--account-for-*-in-pipeline-split; TorchTitan's default);
+     * Megatron-DeepSpeed partitions by layer type */
+    if (s->pp_degree > 1 &&
+        ((s->pipeline_split == APS_SPLIT_DEEPSPEED_TYPE &&
+          t->framework != APS_FW_DEEPSPEED) ||
+         (s->pipeline_split == APS_SPLIT_EMBEDDING_LOSS &&
+          t->framework == APS_FW_DEEPSPEED))) {
+        aps_fmt(msg, n, "%s: pipeline_split = %s is not offered (Megatron-LM "
+                "and TorchTitan: embedding_loss; Megatron-DeepSpeed: "
+                "deepspeed_type)", fw,
+                s->pipeline_split == APS_SPLIT_DEEPSPEED_TYPE
+                    ? "deepspeed_type" : "embedding_loss");
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    /* megatron/training/arguments.py (d98e8a64): CPU offloading asserts
+     * pipeline parallelism off and no recompute */
+    if (t->activation_offload_layers > 0 && t->framework == APS_FW_MEGATRON &&
+        (s->pp_degree > 1 || s->layer_recompute != APS_RECOMPUTE_NONE)) {
+        aps_fmt(msg, n, "megatron: activation_offload_layers = %lld with "
+                "pp_degree = %lld, layer_recompute = %s; Megatron-LM's "
+                "--cpu-offloading needs pipeline parallelism and recompute "
+                "off (megatron/training/arguments.py)",
+                (long long)t->activation_offload_layers,
+                (long long)s->pp_degree,
+                s->layer_recompute == APS_RECOMPUTE_NONE ? "none"
+                : s->layer_recompute == APS_RECOMPUTE_FULL ? "full"
+                                                             : "selective");
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    /* --tp-comm-overlap asserts --sequence-parallel (arguments.py) */
+    if (t->tp_comm_overlap && t->framework == APS_FW_MEGATRON &&
+        s->tp_degree > 1 && !s->sequence_parallel) {
+        aps_fmt(msg, n, "megatron: tp_comm_overlap needs sequence_parallel "
+                "(megatron/training/arguments.py)");
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    if (t->fp8_param_gather > 0 && !aps_prec_quantized(t->precision)) {
+        aps_fmt(msg, n, "fp8_param_gather needs an fp8, mxfp8 or nvfp4 "
+                "precision (got %s)", aps_precision_name(t->precision));
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    /* llm-foundry's FSDP1 has no fp8 all-gather (llmfoundry/utils/
+     * config_utils.py wraps te.Linear under FSDP FULL_SHARD) */
+    if (t->fp8_param_gather > 0 && t->framework == APS_FW_FSDP) {
+        aps_fmt(msg, n, "%s: fp8_param_gather does not exist in PyTorch "
+                "FSDP1 / llm-foundry (Megatron --fp8-param-gather, TorchTitan "
+                "enable_fsdp_float8_all_gather)", fw);
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    /* Megatron --cpu-offloading (megatron/core/transformer/
+     * transformer_config.py cpu_offloading_num_layers, TE
+     * get_cpu_offload_context); TorchTitan, llm-foundry and
+     * Megatron-DeepSpeed have no per-layer activation offload */
+    if (t->activation_offload_layers > 0 && t->framework != APS_FW_MEGATRON) {
+        aps_fmt(msg, n, "%s: activation_offload_layers = %lld; activation "
+                "offload to host is Megatron-LM's --cpu-offloading-num-layers",
+                fw, (long long)t->activation_offload_layers);
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    /* MXFP8 / NVFP4 recipes are TransformerEngine's (Megatron) and
+     * torchao's MX linears (TorchTitan); DeepSpeed and llm-foundry run
+     * TE's per-tensor fp8 only */
+    if (aps_prec_block_scaled(t->precision) &&
+        (t->framework == APS_FW_DEEPSPEED || t->framework == APS_FW_FSDP)) {
+        aps_fmt(msg, n, "%s: precision %s is not offered (block-scaled "
+                "recipes: Megatron-LM --fp8-recipe mxfp8 / --fp4-format "
+                "e2m1, TorchTitan mx converter)", fw,
+                aps_precision_name(t->precision));
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    return APS_REASON_NONE;
+}

@@ -78,7 +78,10 @@ const char *aps_device_preset_source(size_t i);
 aps_status aps_device_preset(const char *name, aps_device *out);
 
 /** Checks capacity, peaks, bandwidths > 0, latencies >= 0, efficiencies in
- *  (0, 1], N and G >= 1.  Errors: APS_EINVAL naming the field. */
+ *  (0, 1], N and G >= 1, N a whole number of hosts when above one host,
+ *  nvlink_domain_size 0 or a multiple of G in [G, 1024] (NVLink Switch
+ *  System: up to 576 GPUs per domain, GB200 NVL72 datasheet).  A job may
+ *  use part of a domain.  Errors: APS_EINVAL naming the field. */
 aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t errlen);
 
 /* --------------------------------------------------------------- training */
@@ -210,23 +213,31 @@ double aps_reducescatter_time(int64_t n, double bytes, double bw,
 
 /** Effective bandwidth and per-step latency of a process group of `size`
  *  ranks whose members are `stride` ranks apart in the tp-cp-fsdp-dp-pp
- *  order.  Inside one node: NVLink.  Across nodes with g members per node:
- *  every ring link carries (n-1)/n of the tensor and NCCL drives one ring
- *  per NIC, so bw = min(B_nvlink, g * B_nic); with g = 1 this is the
- *  per-GPU NIC.  (MODELING.md s.4 says "inter-node bandwidth per GPU" for
- *  every cross-node group; that holds for g = 1 but undercounts a group
- *  filling whole nodes g-fold: NVIDIA/nccl issues 412 and 687 on
- *  rail-aligned rings.)  Bandwidths include collective_efficiency.
- *  Returns 1 if the group is inside a node, 0 otherwise. */
+ *  order.  The NVLink domain D is max(devices_per_node,
+ *  nvlink_domain_size), capped by num_devices: one host, or a GB200/GB300
+ *  NVL72 rack of 4-GPU trays (NVIDIA GB200 NVL72 datasheet, 2024).  A
+ *  group whose span stride*size divides D sits in one domain: NVLink
+ *  (intra_node_bandwidth, intra_node_latency).  Across domains with g
+ *  members per domain (g = D/stride when stride divides D, else 1, at
+ *  most size): every ring link carries (n-1)/n of the tensor and NCCL
+ *  drives one ring per NIC, one NIC per GPU, so bw = min(B_nvlink,
+ *  g * B_nic); with g = 1 this is the per-GPU NIC.  (MODELING.md s.4 says
+ *  "inter-node bandwidth per GPU" for every cross-node group; that holds
+ *  for g = 1 but undercounts a group filling whole nodes g-fold:
+ *  NVIDIA/nccl issues 412 and 687 on rail-aligned rings.)  Bandwidths
+ *  include collective_efficiency, in bytes/s; alpha in s.
+ *  Returns 1 if the group is inside one NVLink domain, 0 otherwise. */
 int aps_group_link(const aps_cluster *c, int64_t stride, int64_t size,
                    double *bw, double *alpha);
 
 /** Link of point-to-point sends inside a group (PP send/recv, the CP
- *  ring's K/V passing): NVLink if the group sits in one node, else one
- *  NIC per GPU, since a send between nodes leaves through the sender's NIC
- *  and a ring of sends moves at its slowest hop (unlike NCCL collectives,
- *  aps_group_link, whose channels spread over all of a node's NICs).
- *  Returns 1 if intra-node. */
+ *  ring's K/V passing): NVLink if the group sits in one NVLink domain (D
+ *  as in aps_group_link: a host, or nvlink_domain_size GPUs of an NVL72
+ *  rack), else one NIC per GPU, since a send between domains leaves
+ *  through the sender's NIC and a ring of sends moves at its slowest hop
+ *  (unlike NCCL collectives, aps_group_link, whose channels spread over
+ *  all of a domain's NICs).  Bandwidth in bytes/s with
+ *  collective_efficiency, alpha in s.  Returns 1 if inside one domain. */
 int aps_p2p_link(const aps_cluster *c, int64_t stride, int64_t size,
                  double *bw, double *alpha);
 

@@ -113,7 +113,11 @@ typedef struct {
 typedef struct {
     aps_device device;
     int64_t num_devices;      /**< N */
-    int64_t devices_per_node; /**< G */
+    int64_t devices_per_node; /**< G: GPUs per host (compute tray) */
+    int64_t nvlink_domain_size; /**< GPUs of the job in one NVLink domain
+                                     (GB200/GB300 NVL72 rack: 4 per tray,
+                                     up to 72 per domain, jobs often use 64);
+                                     0 = one host (devices_per_node) */
 } aps_cluster;
 
 /* ---------------------------------------------------------------- training */

@@ -42,7 +42,7 @@ end
 --- Loads a policy file (sandboxed); validation happens in `run`.
 -- @tparam string path
 function Engine:load_file(path)
-  self.raw = policy.load_raw(path)
+  self.raw, self.hf_imports = policy.load_raw(path)
   self.file, self.base_dir = path, nil
 end
 
@@ -52,7 +52,9 @@ end
 -- @tparam[opt="policy"] string name
 function Engine:load_string(text, name)
   name = name or "policy"
-  self.raw = rules.run_string(text, name, policy.env("."), "policy")
+  local env
+  env, self.hf_imports = policy.env(".")
+  self.raw = rules.run_string(text, name, env, "policy")
   self.file, self.base_dir = name, "."
 end
 
@@ -102,7 +104,7 @@ function Engine:run()
   if self.raw == nil then error("no policy loaded", 0) end
   local p = policy.from_table(self.raw, self.file, {
     set = self.sets, fix = self.fixes, base_dir = self.base_dir,
-    rules = self.rules, objective = self.objective,
+    rules = self.rules, objective = self.objective, hf_imports = self.hf_imports,
   })
   local result = require("apsearch.search").run(p)
   self.result = result

@@ -31,6 +31,17 @@
 --   (no position parameters) when `attn_config.alibi`, else learned
 --   positions; GQA via `attn_config.kv_n_heads`; tied embeddings.
 --
+-- Dropout: the model table has no dropout field (dropout is a training
+-- option, `training.dropout`), so `from_config` returns it in its second
+-- value: `info.dropout` is true when any of `attn_pdrop`, `resid_pdrop`,
+-- `embd_pdrop` (GPT-2), `hidden_dropout`, `attention_dropout` (GPT-NeoX,
+-- Llama family), `hidden_dropout_prob`, `attention_probs_dropout_prob`
+-- (BERT-style) is a number > 0 (`info.dropout_key` names the first such
+-- key, `info.dropout_value` its value).  A policy whose model is such a
+-- config trains with `training.dropout = true` unless the policy sets
+-- `training.dropout` itself (apsearch.policy; the policy wins).  Each must
+-- be a probability in [0, 1) when it is a number; null or absent: none.
+--
 -- Mixture-of-experts configs (`num_local_experts`, `num_experts`,
 -- `n_routed_experts`, `moe_num_experts` > 1, or "moe" in model_type) are
 -- refused with a `NotImplemented:` error: apsearch estimates dense models
@@ -56,6 +67,35 @@ M.CONFIG_KEY = {
 }
 
 local function is_null(v) return v == nil or v == cjson.null end
+
+--- config.json keys of dropout probabilities, in the order they are
+-- checked: GPT-2 (transformers GPT2Config), GPT-NeoX and the Llama family
+-- (GPTNeoXConfig, LlamaConfig.attention_dropout), BERT-style configs
+-- (BertConfig).  Any of them > 0 means the model trains with dropout.
+M.DROPOUT_KEYS = { "attn_pdrop", "resid_pdrop", "embd_pdrop", "hidden_dropout",
+                   "attention_dropout", "hidden_dropout_prob",
+                   "attention_probs_dropout_prob" }
+
+--- Whether a config asks for dropout: the first of M.DROPOUT_KEYS that is
+-- a number > 0.
+-- @tparam table cfg decoded config.json
+-- @tparam string file its name, for errors
+-- @treturn boolean, string|nil key, number|nil value
+-- @raise `<file>: <key>: expected a dropout probability in [0, 1) (got v)`
+--   for a number outside [0, 1) or a non-number other than null
+local function dropout_of(cfg, file)
+  local found, key, value = false, nil, nil
+  for _, k in ipairs(M.DROPOUT_KEYS) do
+    local v = cfg[k]
+    if not is_null(v) then
+      if type(v) ~= "number" or not (v >= 0 and v < 1) then
+        util.fail(file, k, "expected a dropout probability in [0, 1)", v)
+      end
+      if v > 0 and not found then found, key, value = true, k, v end
+    end
+  end
+  return found, key, value
+end
 
 -- Reader bound to one config and file, raising errors that name both.
 local function reader(cfg, file)
@@ -282,7 +322,9 @@ end
 -- @tparam string source file name used in error messages (and for the name)
 -- @tparam[opt] string name model name (default: derived from `source`)
 -- @treturn table model table (fields of aps_model)
--- @treturn table info `{source=, model_type=}`
+-- @treturn table info `{source=, model_type=, dropout=, dropout_key=,
+--   dropout_value=}`: dropout is true when the config sets a dropout
+--   probability > 0 (M.DROPOUT_KEYS), with the first such key and value
 -- @raise `NotImplemented: <file>: MoE config (<key> = N) is not modelled; ...`
 --   for an MoE config; `<file>: model_type: unsupported model type ...` for an
 --   unknown type; `<file>: <key>: required key is missing (got nil)` or a type
@@ -312,6 +354,7 @@ function M.from_config(cfg, source, name)
       util.join(M.supported) .. ")", mt)
   end
   local model = build(reader(cfg, source), cfg, source)
+  local dropout, dropout_key, dropout_value = dropout_of(cfg, source)
   if model.head_dim == nil and model.hidden_size % model.num_attention_heads == 0 then
     model.head_dim = model.hidden_size // model.num_attention_heads
   end
@@ -325,7 +368,8 @@ function M.from_config(cfg, source, name)
     end)
     error(source .. ": " .. msg, 0)
   end
-  return model, { source = source, model_type = mt }
+  return model, { source = source, model_type = mt, dropout = dropout,
+                  dropout_key = dropout_key, dropout_value = dropout_value }
 end
 
 --- Reads and imports a Hugging Face config.json file.
@@ -333,7 +377,8 @@ end
 -- @tparam[opt] string name model name (default: the file name without .json,
 --   or the directory name for `config.json`)
 -- @treturn table model table
--- @treturn table info `{source=path, model_type=}`
+-- @treturn table info `{source=path, model_type=, dropout=, dropout_key=,
+--   dropout_value=}` (as `from_config`)
 -- @raise `<file>: cannot read (...)`, `<file>: invalid JSON (...)`, or any
 --   error of `from_config`
 function M.load(path, name)

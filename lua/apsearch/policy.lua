@@ -29,6 +29,11 @@
 -- instruction limit and a memory cap; functions it defines (rules, an
 -- objective) are called in the sandbox too.
 --
+-- A model read from a Hugging Face config.json whose dropout probabilities
+-- are not all 0 (apsearch.hf.DROPOUT_KEYS) sets `training.dropout = true`
+-- unless the policy's training table (or `--set training.dropout=`) gives
+-- it: the policy wins.
+--
 -- Field values are checked strictly: an unknown field anywhere, or a value
 -- of the wrong type or range, raises `<file>: <field>: <problem> (got <v>)`.
 -- Friendly unit suffixes (`_gib`, `_mib`, `_gbps`, `_tflops`, `_us`, `_ms`)
@@ -54,6 +59,7 @@ local rules = require "apsearch.rules"
 local objectives = require "apsearch.objectives"
 
 local M = {}
+
 
 local TOP = {
   name = true, description = true, model = true, cluster = true,
@@ -105,7 +111,8 @@ end
 -- `apsearch.<name>`:
 --
 -- * `hf(path[, name])` -> model table from a Hugging Face config.json
---   (path relative to the policy file)
+--   (path relative to the policy file); a config with dropout > 0 turns
+--   training.dropout on unless the policy sets it (apsearch.hf)
 -- * `preset(name)` -> model table of a model preset
 -- * `model(name_or_path)` -> either of the above
 -- * `cluster(device, nodes, gpus_per_node)` -> cluster table
@@ -115,12 +122,19 @@ end
 -- * `log(fmt, ...)` -> a line on stderr
 -- @tparam string base_dir directory of the policy file
 -- @treturn table environment
+-- @treturn table the configs `hf()` imported, model name -> the import's
+--   info (`apsearch.hf.from_config`), filled as the file runs; pass it to
+--   `from_table` as `opts.hf_imports` (the sandbox returns plain data, so
+--   the info cannot ride on the model table itself)
 function M.env(base_dir)
   local env = rules.sandbox()
   local api = {}
+  local imports = {}
   api.hf = function(path, name)
     if type(path) ~= "string" then error("hf(path): expected a path string", 2) end
-    return (hf.load(util.join_path(base_dir, path), name))
+    local m, info = hf.load(util.join_path(base_dir, path), name)
+    imports[m.name] = info
+    return m
   end
   api.preset = function(name) return (presets.model(name)) end
   api.model = function(x)
@@ -138,7 +152,7 @@ function M.env(base_dir)
   api.log = function(fmt, ...) util.log(fmt, ...) end
   for k, v in pairs(api) do env[k] = v end
   env.apsearch = api
-  return env
+  return env, imports
 end
 
 --- Splits `KEY=VALUE` and parses the value (see util.parse_scalar).
@@ -309,13 +323,15 @@ function Norm:fields(tbl, fields, path, section, routed, skip)
   return out
 end
 
+-- Returns the model table, its source, and the Hugging Face import's info
+-- (`dropout`, ...) when the model is a config.json, else nil.
 function Norm:model(v)
   if v == nil then self:fail("model", "required field is missing", nil) end
-  local model, source
+  local model, source, info
   local function load_ref(ref, path)
     if pathish(ref) then
-      local m = hf.load(ref)
-      return m, ref
+      local m, i = hf.load(ref)
+      return m, ref, i
     end
     if not presets.is_model(ref) then
       self:fail(path, "unknown model preset (known: " .. util.join(presets.model_names) ..
@@ -325,7 +341,7 @@ function Norm:model(v)
     return m, info.source
   end
   if type(v) == "string" then
-    model, source = load_ref(v, "model")
+    model, source, info = load_ref(v, "model")
   elseif type(v) == "table" then
     if v.preset ~= nil and v.config ~= nil then
       self:fail("model", "give preset or config, not both", v)
@@ -333,19 +349,22 @@ function Norm:model(v)
     if v.preset ~= nil then
       if type(v.preset) ~= "string" then self:fail("model.preset", "expected a preset name", v.preset) end
       if pathish(v.preset) then self:fail("model.preset", "expected a preset name (use model.config for a file)", v.preset) end
-      model, source = load_ref(v.preset, "model.preset")
+      model, source, info = load_ref(v.preset, "model.preset")
     elseif v.config ~= nil then
       if type(v.config) ~= "string" then self:fail("model.config", "expected a path to a config.json", v.config) end
-      model, source = hf.load(v.config), v.config
+      model, info = hf.load(v.config)
+      source = v.config
     else
       model, source = {}, "table"
+      -- a table hf() returned in the policy file: known by its name
+      if type(v.name) == "string" then info = self.hf_imports[v.name] end
     end
     local over = self:fields(v, schema.model, "model", nil, nil, { preset = true, config = true })
     for k, x in pairs(over) do model[k] = x end
   else
     self:fail("model", "expected a preset name, a path to a config.json, or a table", v)
   end
-  return model, source
+  return model, source, info
 end
 
 function Norm:device(v, path)
@@ -596,7 +615,9 @@ end
 --   rule files -- relative to the current directory -- or loaded rules,
 --   added to the policy's: `--rules`), `objective` (a built-in name, an
 --   objective file or a loaded objective; replaces the policy's:
---   `--objective`)
+--   `--objective`), `hf_imports` (the second value of `env`: configs the
+--   policy file imported with `hf()`, whose dropout applies to a model
+--   table of the same name)
 -- @treturn table the normalized policy: `file, name, description, model,
 --   model_source, cluster, training, search_space = {data_parallel, dims},
 --   constraints = {allow_idle_devices, rules}, objective, objective_name,
@@ -636,7 +657,7 @@ function M.from_table(raw, file, opts)
   end
 
   local n = setmetatable({ file = file, base_dir = base_dir, overrides = overrides,
-                           aliases = {} }, Norm)
+                           aliases = {}, hf_imports = opts.hf_imports or {} }, Norm)
   for k, v in pairs(raw) do
     if not TOP[k] then n:fail(tostring(k), "unknown field", v) end
   end
@@ -652,11 +673,17 @@ function M.from_table(raw, file, opts)
     name = raw.name or util.basename(file):gsub("%.lua$", ""),
     description = raw.description,
   }
-  p.model, p.model_source = n:model(raw.model)
+  local model_info
+  p.model, p.model_source, model_info = n:model(raw.model)
   p.cluster = n:cluster(raw.cluster, routed)
   p.search_space = n:search_space(raw.search_space)
   p.constraints = n:constraints(raw.constraints, routed)
   p.training = n:training(raw.training, routed)
+  -- a Hugging Face config with a dropout probability > 0 (apsearch.hf,
+  -- DROPOUT_KEYS) trains with dropout, unless the policy sets it itself
+  if model_info and model_info.dropout and p.training.dropout == nil then
+    p.training.dropout = true
+  end
   -- core field -> where the user wrote it (cluster.memory_limit_gib -> training.memory_limit_bytes)
   p.aliases = n.aliases
   for _, r in ipairs(opts.rules or {}) do
@@ -728,6 +755,7 @@ end
 -- returns the table it returned, as plain data (not yet validated).
 -- @tparam string path the policy file
 -- @treturn table|any what the file returned
+-- @treturn table the configs its `hf()` calls imported (see `env`)
 -- @raise `<file>: cannot open policy file (...)`, `<file>:<line>: <syntax
 --   error>`, or the sandbox report of a runtime error or exceeded limit
 --   (`<file>:<line>: <message>`, `in policy file <file>`, a traceback)
@@ -738,7 +766,8 @@ function M.load_raw(path)
       tostring(oerr):gsub("^[^:]*: ", "")), 0)
   end
   f:close()
-  return rules.run_file(path, M.env(util.dirname(path)), "policy file")
+  local env, imports = M.env(util.dirname(path))
+  return rules.run_file(path, env, "policy file"), imports
 end
 
 --- Loads a policy file in the sandbox and normalizes it.
@@ -747,7 +776,10 @@ end
 -- @treturn table the normalized policy
 -- @raise as `load_raw`, or a validation error
 function M.load(path, opts)
-  return M.from_table(M.load_raw(path), path, opts)
+  local raw, imports = M.load_raw(path)
+  opts = util.copy(opts or {})
+  opts.hf_imports = imports
+  return M.from_table(raw, path, opts)
 end
 
 --- Loads a policy from source text in the sandbox and normalizes it.
@@ -761,7 +793,9 @@ function M.load_string(text, name, opts)
   name = name or "policy"
   opts = util.copy(opts or {})
   opts.base_dir = opts.base_dir or "."
-  local raw = rules.run_string(text, name, M.env(opts.base_dir), "policy")
+  local env, imports = M.env(opts.base_dir)
+  local raw = rules.run_string(text, name, env, "policy")
+  opts.hf_imports = imports
   return M.from_table(raw, name, opts)
 end
 

@@ -48,9 +48,11 @@ M.device = {
 }
 
 --- Cluster fields; `nodes` is policy sugar for num_devices / devices_per_node.
+-- `nvlink_domain_size`: GPUs of the job in one NVLink domain (GB200/GB300
+-- NVL72: 4 per host, up to 72 per rack); 0 = one host.
 M.cluster = {
   device = "device", num_devices = "posint", devices_per_node = "posint",
-  nodes = "posint",
+  nvlink_domain_size = "nonnegint", nodes = "posint",
   -- routed to training (so `cluster.memory_limit_gib = 60` works)
   memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
 }

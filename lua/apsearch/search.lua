@@ -855,7 +855,10 @@ function M.bandwidth_sensitivity(ctx, inputs, top)
   return {
     parameter = "cluster.device.inter_node_bandwidth", base_value = base,
     factors = util.array(util.copy(M.bandwidth_factors)), series = series,
-    single_node = inputs.cluster.num_devices <= inputs.cluster.devices_per_node,
+    -- one NVLink domain (a host, or nvlink_domain_size GPUs of a rack):
+    -- no traffic crosses a NIC
+    single_node = inputs.cluster.num_devices <= math.max(inputs.cluster.devices_per_node,
+      inputs.cluster.nvlink_domain_size or 0),
   }
 end
 

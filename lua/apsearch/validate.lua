@@ -117,6 +117,12 @@ function M.case_inputs(row)
     num_devices = need_int(row, "num_devices"),
     devices_per_node = need_int(row, "devices_per_node"),
   }
+  -- optional column (not in the shared schema): GPUs of the run in one
+  -- NVLink domain (GB200 NVL72: 4 per host, up to 72 per rack); empty or
+  -- absent = not stated, one host
+  if row.nvlink_domain_size and row.nvlink_domain_size ~= "" then
+    cluster.nvlink_domain_size = need_int(row, "nvlink_domain_size")
+  end
   local training = {
     global_batch_size = need_int(row, "global_batch_size"),
     seq_length = need_int(row, "seq_length"),

@@ -36,29 +36,43 @@ double aps_reducescatter_time(int64_t n, double bytes, double bw,
     return aps_allgather_time(n, bytes, bw, alpha);
 }
 
+/** GPUs of the job that share one NVLink domain: the host
+ *  (devices_per_node) unless cluster.nvlink_domain_size is larger (GB200 /
+ *  GB300 NVL72: 4 GPUs per compute tray, up to 72 on the rack's NVLink
+ *  switches; NVIDIA GB200 NVL72 datasheet, 2024), capped by the job's
+ *  num_devices.  Ranks fill domains one after the other. */
+static int64_t nvlink_domain(const aps_cluster *c)
+{
+    int64_t D = c->devices_per_node;
+    if (c->nvlink_domain_size > D)
+        D = c->nvlink_domain_size;
+    return D < c->num_devices ? D : c->num_devices;
+}
+
 int aps_group_link(const aps_cluster *c, int64_t stride, int64_t size,
                    double *bw, double *alpha)
 {
     const aps_device *d = &c->device;
-    int64_t G = c->devices_per_node < c->num_devices ? c->devices_per_node
-                                                     : c->num_devices;
+    int64_t G = nvlink_domain(c);
     int64_t span = stride * size;
     double nvlink = d->intra_node_bandwidth * d->collective_efficiency;
     double nic = d->inter_node_bandwidth * d->collective_efficiency;
-    /* Ranks are placed node by node; a group of `size` ranks `stride`
-     * apart fills `span` consecutive ranks and stays inside every node
-     * when span divides the node size. */
+    /* Ranks are placed node by node, and nodes domain by domain; a group
+     * of `size` ranks `stride` apart fills `span` consecutive ranks and
+     * stays inside every NVLink domain (G: a host, or an NVL72 rack) when
+     * span divides the domain size. */
     if (size <= 1 || (span <= G && G % span == 0)) {
         *bw = nvlink;
         *alpha = d->intra_node_latency;
         return 1;
     }
-    /* Across nodes with g members per node: every link of a ring carries
-     * (n-1)/n of the tensor, including the one hop into each node.  NCCL
-     * runs one ring per NIC (rail-aligned channels), each carrying 1/g of
-     * the data, so the node's g NICs together give g x NIC, capped by
-     * NVLink inside the node (NVIDIA/nccl issues 412, 687).  g = 1 (one
-     * member per node, e.g. DP across nodes with TP inside): the NIC. */
+    /* Across domains with g members per domain: every link of a ring
+     * carries (n-1)/n of the tensor, including the one hop into each
+     * domain.  NCCL runs one ring per NIC (rail-aligned channels), each
+     * carrying 1/g of the data; every GPU has its own NIC, so the g
+     * members' NICs together give g x NIC, capped by NVLink inside the
+     * domain (NVIDIA/nccl issues 412, 687).  g = 1 (one member per
+     * domain, e.g. DP across nodes with TP inside): the NIC. */
     int64_t g = (stride < G && G % stride == 0) ? G / stride : 1;
     if (g > size)
         g = size;
@@ -72,16 +86,16 @@ int aps_p2p_link(const aps_cluster *c, int64_t stride, int64_t size,
                  double *bw, double *alpha)
 {
     const aps_device *d = &c->device;
-    int64_t G = c->devices_per_node < c->num_devices ? c->devices_per_node
-                                                     : c->num_devices;
+    int64_t G = nvlink_domain(c);
     int64_t span = stride * size;
     if (size <= 1 || (span <= G && G % span == 0)) {
         *bw = d->intra_node_bandwidth * d->collective_efficiency;
         *alpha = d->intra_node_latency;
         return 1;
     }
-    /* One GPU sends to one GPU: a hop between nodes goes through the
-     * sender's NIC alone, and a ring of sends moves at its slowest hop. */
+    /* One GPU sends to one GPU: a hop between NVLink domains goes through
+     * the sender's NIC alone, and a ring of sends moves at its slowest
+     * hop. */
     *bw = d->inter_node_bandwidth * d->collective_efficiency;
     *alpha = d->inter_node_latency;
     return 0;

@@ -20,6 +20,12 @@
 #define TFLOPS 1e12
 #define US 1e-6
 
+/** Largest NVLink domain accepted, GPUs: above the 576 GPUs the NVLink
+ *  Switch System connects into one domain (NVIDIA GB200 NVL72 datasheet,
+ *  2024: "up to 576 GPUs" per NVLink domain), rounded up to the power of
+ *  two that also bounds devices_per_node. */
+#define APS_MAX_NVLINK_DOMAIN 1024
+
 /** Alpha of one ring step inside a node over NVLink (NCCL small-message
  *  latency, NCCL tests on DGX H100 report a few microseconds). Assumed. */
 #define APS_NVLINK_LATENCY (3.0 * US)
@@ -172,8 +178,10 @@ static const preset presets[] = {
      "dense (9 sparse), BF16 2.25 PFLOPS dense, 180 GB HBM3e at 8 TB/s, "
      "NVLink 5 1.8 TB/s, FP4 9 PFLOPS dense (MXFP8 at the FP8 rate); one "
      "400 Gb/s ConnectX-7 NIC per GPU"},
-    /* Grace-Blackwell racks: the NVLink domain is the rack (NVL72: give
-     * devices_per_node = 72); the B200 of GB200 runs at 1,200 W. */
+    /* Grace-Blackwell racks: the NVLink domain is the rack, 4 GPUs per
+     * compute tray (NVL72: devices_per_node = 4, nvlink_domain_size = 72,
+     * or 64 for the usual 64-GPU job per rack); the B200 of GB200 runs at
+     * 1,200 W. */
     {{.name = "gb200",
       .memory_bytes = 186 * GB,
       .peak_flops_bf16 = 2500 * TFLOPS,
@@ -319,8 +327,20 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
                 (long long)c->devices_per_node);
         return APS_EINVAL;
     }
+    /* A domain is whole hosts: each host's GPUs sit on one NVLink switch
+     * tray set, and the job's ranks fill hosts one after the other. */
+    int64_t dom = c->nvlink_domain_size;
+    if (dom != 0 && (dom < c->devices_per_node || dom > APS_MAX_NVLINK_DOMAIN ||
+                     dom % c->devices_per_node != 0)) {
+        aps_fmt(err, n,
+                "cluster.nvlink_domain_size: must be 0 or a multiple of "
+                "devices_per_node=%lld in [%lld, %d] (got %lld)",
+                (long long)c->devices_per_node, (long long)c->devices_per_node,
+                APS_MAX_NVLINK_DOMAIN, (long long)dom);
+        return APS_EINVAL;
+    }
     /* Fewer devices than one node holds: part of one node.  More: whole
-     * nodes only. */
+     * nodes only (any number of them: a job may use part of a domain). */
     if (c->num_devices > c->devices_per_node &&
         c->num_devices % c->devices_per_node != 0) {
         aps_fmt(err, n,

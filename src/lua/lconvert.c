@@ -197,6 +197,7 @@ static const apsl_field cluster_fields[] = {
     FLD(aps_cluster, device, FT_DEVICE, NULL),
     FLD(aps_cluster, num_devices, FT_INT, NULL),
     FLD(aps_cluster, devices_per_node, FT_INT, NULL),
+    FLD(aps_cluster, nvlink_domain_size, FT_INT, NULL),
 };
 
 static const apsl_field training_fields[] = {

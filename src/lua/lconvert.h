@@ -45,7 +45,8 @@ void apsl_check_model(lua_State *L, int idx, aps_model *m);
 
 /** Reads the cluster table at idx into *c: {device = "<preset>" |
  *  {base = "<preset>", <device field overrides>} | {<every device field>},
- *  num_devices = N, devices_per_node = G}.  Does not validate ranges.
+ *  num_devices = N, devices_per_node = G, nvlink_domain_size = D (optional,
+ *  0 = one host)}.  Does not validate ranges.
  *  Raises like apsl_check_model; also on an unknown preset (listing the
  *  known ones) and on a base-less device table that misses a field. */
 void apsl_check_cluster(lua_State *L, int idx, aps_cluster *c);
@@ -75,7 +76,8 @@ void apsl_check_strategy(lua_State *L, int idx, const aps_strategy *proto,
 /** Push a table with every field of the struct, enums as strings. */
 void apsl_push_model(lua_State *L, const aps_model *m);
 void apsl_push_device(lua_State *L, const aps_device *d);
-/** {device = <device table>, num_devices, devices_per_node}. */
+/** {device = <device table>, num_devices, devices_per_node,
+ *  nvlink_domain_size}. */
 void apsl_push_cluster(lua_State *L, const aps_cluster *c);
 void apsl_push_training(lua_State *L, const aps_training *t);
 /** Every strategy field; stage_partition, layer_offset and

@@ -420,7 +420,7 @@ static int ctx_flops(lua_State *L)
 
 /**
  * ctx:inputs() -> {model = {...}, cluster = {device = {...}, num_devices,
- *                  devices_per_node}, training = {...}}
+ *                  devices_per_node, nvlink_domain_size}, training = {...}}
  * The normalized inputs after validation: every struct field, defaults and
  * derived values (head_dim) filled, enums as strings, the device as a full
  * table.  core.context(t.model, t.cluster, t.training) rebuilds an equal

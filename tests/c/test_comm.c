@@ -336,6 +336,102 @@ static void test_p2p_link_cross_node(void **state)
     test_free(e);
 }
 
+/* GB200 NVL72 (NVIDIA GB200 NVL72 datasheet, 2024): 4 GPUs per compute
+ * tray (devices_per_node = 4), the rack's NVLink switches join up to 72;
+ * the job uses 64 per rack (nvlink_domain_size = 64).  Preset links
+ * 900e9 B/s NVLink and 50e9 B/s NIC per GPU; collective_efficiency set to
+ * 0.8 and latencies to 3e-6 / 8e-6 s so that
+ *   NVLink bw = 900e9 * 0.8 = 720e9 B/s, NIC bw = 50e9 * 0.8 = 40e9 B/s. */
+static void fx_gb200(aps_cluster *c, int64_t N, int64_t domain)
+{
+    *c = (aps_cluster){0};
+    if (aps_device_preset("gb200", &c->device) != APS_OK)
+        fail_msg("no gb200 preset");
+    c->device.collective_efficiency = 0.8;
+    c->device.intra_node_latency = 3e-6;
+    c->device.inter_node_latency = 8e-6;
+    c->num_devices = N;
+    c->devices_per_node = 4;
+    c->nvlink_domain_size = domain;
+    char err[256] = "";
+    if (aps_cluster_validate(c, err, sizeof err) != APS_OK)
+        fail_msg("gb200 fixture does not validate: %s", err);
+}
+
+/* 64 GPUs in one NVLink domain of 64: TP 8 (stride 1, size 8) and DP 8
+ * outside it (stride 8, size 8, span 64 = D) both run at NVLink, 720e9,
+ * alpha 3e-6; so do PP sends between ranks 32 apart (stride 32, size 2).
+ * With nvlink_domain_size = 0 the domain is the 4-GPU tray, as before:
+ *   TP 8: span 8 > 4, g = 4 / 1 = 4 per tray: min(720e9, 4 * 40e9) = 160e9
+ *   DP 8: stride 8 > 4, g = 1:                the NIC, 40e9
+ *   PP p2p across trays:                       the NIC, 40e9 */
+static void test_group_link_nvl72_domain(void **state)
+{
+    (void)state;
+    aps_cluster c;
+    double bw = 0, alpha = 0;
+    fx_gb200(&c, 64, 64);
+    assert_int_equal(aps_group_link(&c, 1, 8, &bw, &alpha), 1);
+    ASSERT_REL(bw, 720e9, REL);
+    ASSERT_REL(alpha, 3e-6, REL);
+    assert_int_equal(aps_group_link(&c, 8, 8, &bw, &alpha), 1);
+    ASSERT_REL(bw, 720e9, REL);
+    ASSERT_REL(alpha, 3e-6, REL);
+    assert_int_equal(aps_group_link(&c, 1, 64, &bw, &alpha), 1);
+    ASSERT_REL(bw, 720e9, REL);
+    assert_int_equal(aps_p2p_link(&c, 32, 2, &bw, &alpha), 1);
+    ASSERT_REL(bw, 720e9, REL);
+
+    fx_gb200(&c, 64, 0);
+    assert_int_equal(aps_group_link(&c, 1, 8, &bw, &alpha), 0);
+    ASSERT_REL(bw, 160e9, REL);
+    ASSERT_REL(alpha, 8e-6, REL);
+    assert_int_equal(aps_group_link(&c, 8, 8, &bw, &alpha), 0);
+    ASSERT_REL(bw, 40e9, REL);
+    assert_int_equal(aps_group_link(&c, 1, 4, &bw, &alpha), 1);
+    ASSERT_REL(bw, 720e9, REL);
+    assert_int_equal(aps_p2p_link(&c, 32, 2, &bw, &alpha), 0);
+    ASSERT_REL(bw, 40e9, REL);
+
+    /* nvlink_domain_size = devices_per_node is the same as 0 */
+    fx_gb200(&c, 64, 4);
+    assert_int_equal(aps_group_link(&c, 1, 8, &bw, &alpha), 0);
+    ASSERT_REL(bw, 160e9, REL);
+}
+
+/* 128 GPUs in two domains of 64 (two racks, 64 of 72 GPUs each):
+ *   DP 16 outside TP 8 (stride 8, span 128): g = 64 / 8 = 8 members per
+ *     domain, each with its own NIC: min(720e9, 8 * 40e9) = 320e9, 8e-6
+ *   16 consecutive ranks (stride 1, size 16): span 16 divides 64, so
+ *     ranks 0..15, 16..31, ... each stay in one domain: 720e9
+ *   DP 2 across the racks (stride 64, size 2): g = 1, the NIC 40e9
+ *   PP sends between the racks (stride 64, size 2): one NIC, 40e9
+ * A job smaller than its domain (32 GPUs, domain 64): D = 32, so a group
+ * of all 32 is NVLink. */
+static void test_group_link_nvl72_two_domains(void **state)
+{
+    (void)state;
+    aps_cluster c;
+    double bw = 0, alpha = 0;
+    fx_gb200(&c, 128, 64);
+    assert_int_equal(aps_group_link(&c, 8, 16, &bw, &alpha), 0);
+    ASSERT_REL(bw, 320e9, REL);
+    ASSERT_REL(alpha, 8e-6, REL);
+    assert_int_equal(aps_group_link(&c, 1, 16, &bw, &alpha), 1);
+    ASSERT_REL(bw, 720e9, REL);
+    assert_int_equal(aps_group_link(&c, 64, 2, &bw, &alpha), 0);
+    ASSERT_REL(bw, 40e9, REL);
+    assert_int_equal(aps_p2p_link(&c, 64, 2, &bw, &alpha), 0);
+    ASSERT_REL(bw, 40e9, REL);
+    ASSERT_REL(alpha, 8e-6, REL);
+    assert_int_equal(aps_p2p_link(&c, 8, 8, &bw, &alpha), 1);
+    ASSERT_REL(bw, 720e9, REL);
+
+    fx_gb200(&c, 32, 64);
+    assert_int_equal(aps_group_link(&c, 1, 32, &bw, &alpha), 1);
+    ASSERT_REL(bw, 720e9, REL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +446,8 @@ int main(void)
         cmocka_unit_test(test_ap_ft_07_dp_allreduce_through_estimate),
         cmocka_unit_test(test_ap_ft_07_dp_cross_node_through_estimate),
         cmocka_unit_test(test_p2p_link_cross_node),
+        cmocka_unit_test(test_group_link_nvl72_domain),
+        cmocka_unit_test(test_group_link_nvl72_two_domains),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -188,6 +188,38 @@ static void test_cluster_validate(void **state)
     fx_h100(&c, 4);
     char err[256] = "";
     assert_int_equal(aps_cluster_validate(&c, err, sizeof err), APS_OK);
+
+    /* NVLink domains of GB200 NVL72 (4 GPUs per tray): whole trays only */
+    aps_cluster g = {0};
+    assert_int_equal(aps_device_preset("gb200", &g.device), APS_OK);
+    g.num_devices = 64;
+    g.devices_per_node = 4;
+    g.nvlink_domain_size = 6; /* 1.5 trays */
+    assert_int_equal(aps_cluster_validate(&g, err, sizeof err), APS_EINVAL);
+    assert_string_equal(err,
+        "cluster.nvlink_domain_size: must be 0 or a multiple of "
+        "devices_per_node=4 in [4, 1024] (got 6)");
+    g.nvlink_domain_size = 2; /* less than one tray */
+    expect_cluster_einval(&g, "cluster.nvlink_domain_size");
+    g.nvlink_domain_size = 2048;
+    expect_cluster_einval(&g, "(got 2048)");
+    g.nvlink_domain_size = -4;
+    expect_cluster_einval(&g, "cluster.nvlink_domain_size");
+    /* accepted: 0 (one tray), 64, 72, and jobs using part of a domain
+     * (64 of 72, 32 with a domain of 64, 96 = one domain and a half) */
+    int64_t ok[][2] = {{64, 0}, {64, 64}, {64, 72}, {32, 64}, {96, 64},
+                       {144, 72}, {4, 64}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        g.num_devices = ok[i][0];
+        g.nvlink_domain_size = ok[i][1];
+        if (aps_cluster_validate(&g, err, sizeof err) != APS_OK)
+            fail_msg("N=%lld domain=%lld refused: %s", (long long)ok[i][0],
+                     (long long)ok[i][1], err);
+    }
+    /* the host rule still holds: 66 GPUs are not whole trays of 4 */
+    g.num_devices = 66;
+    g.nvlink_domain_size = 64;
+    expect_cluster_einval(&g, "cluster.num_devices");
     assert_int_equal(aps_cluster_validate(NULL, err, sizeof err), APS_EINVAL);
 }
 

@@ -284,3 +284,107 @@ describe("refusals", function()
     assert.truthy(err_of(hf.load, path):find(path .. ": invalid JSON", 1, true))
   end)
 end)
+
+-- Dropout carried from the config into training (hf.lua header,
+-- docs/policy.md "model").  GPT-2 large (transformers gpt2-large
+-- config.json): 36 layers, n_embd 1280, 20 heads, vocab 50257, 1024
+-- positions, attn/resid/embd_pdrop 0.1.  NVIDIA/Megatron-LM issue 525:
+-- GPT-2 large under Megatron-LM without flash attention on 32 GB V100s
+-- runs out of memory ("31.74 GiB total capacity").
+describe("dropout from a Hugging Face config", function()
+  local policy = require "apsearch.policy"
+  local GPT2_LARGE = {
+    model_type = "gpt2", n_layer = 36, n_embd = 1280, n_head = 20,
+    vocab_size = 50257, n_positions = 1024,
+    attn_pdrop = 0.1, resid_pdrop = 0.1, embd_pdrop = 0.1,
+  }
+  local GIB = 2 ^ 30
+
+  -- Megatron, fp16, no flash attention, DP 8 on 8 GPUs of 32 GiB (an A100
+  -- with the V100's capacity), micro batch 8 of 1024 tokens, no recompute
+  local function gpt2_policy(path, set)
+    return policy.from_table({
+      model = path,
+      cluster = { device = { base = "a100-sxm4-40gb", memory_gib = 32 },
+                  num_devices = 8, devices_per_node = 8 },
+      training = { global_batch_size = 64, seq_length = 1024, precision = "fp16",
+                   framework = "megatron", flash_attention = false },
+      search_space = { dp_degree = 8, micro_batch_size = 8 },
+    }, "policy.lua", { base_dir = "/", set = set })
+  end
+  local STRATEGY = { dp_degree = 8, micro_batch_size = 8, layer_recompute = "none" }
+  local function estimate(p)
+    return core.context(p.model, p.cluster, p.training):estimate(STRATEGY)
+  end
+
+  it("reports the first dropout key > 0 in info; 0.0 (Llama) is no dropout", function()
+    local m, info = hf.from_config(GPT2_LARGE, "gpt2-large.json")
+    assert.are.equal(36, m.num_layers)
+    assert.is_true(info.dropout)
+    assert.are.equal("attn_pdrop", info.dropout_key)
+    assert.are.equal(0.1, info.dropout_value)
+    local _, linfo = hf.load(ROOT .. "/examples/models/llama-3.1-8b.json")
+    assert.is_false(linfo.dropout)
+    local cfg = cjson.decode(cjson.encode(GPT2_LARGE))
+    cfg.attn_pdrop, cfg.resid_pdrop, cfg.embd_pdrop = 0, 0, nil
+    cfg.hidden_dropout_prob = 0.2
+    local _, binfo = hf.from_config(cfg, "c.json")
+    assert.are.equal("hidden_dropout_prob", binfo.dropout_key)
+  end)
+
+  it("refuses a dropout probability outside [0, 1), naming the key", function()
+    local cfg = cjson.decode(cjson.encode(GPT2_LARGE))
+    cfg.resid_pdrop = 1.5
+    assert.are.equal("c.json: resid_pdrop: expected a dropout probability in [0, 1) (got 1.5)",
+      err_of(hf.from_config, cfg, "c.json"))
+  end)
+
+  it("turns training.dropout on unless the policy sets it (model path, config, hf())", function()
+    local path = tmpfile("gpt2-large.json", cjson.encode(GPT2_LARGE))
+    assert.is_true(gpt2_policy(path).training.dropout)
+    local p = policy.from_table({ model = { config = path }, cluster = "a100-sxm4-40gb",
+      training = { global_batch_size = 8, seq_length = 1024 } }, "policy.lua", { base_dir = "/" })
+    assert.is_true(p.training.dropout)
+    -- the policy wins, in the file or with --set
+    p = policy.from_table({ model = path, cluster = "a100-sxm4-40gb",
+      training = { global_batch_size = 8, seq_length = 1024, dropout = false } }, "policy.lua",
+      { base_dir = "/" })
+    assert.is_false(p.training.dropout)
+    assert.is_false(gpt2_policy(path, { "training.dropout=false" }).training.dropout)
+    -- hf() inside a policy file
+    local dir = path:match("^(.*)/[^/]+$")
+    local file = dir .. "/policy.lua"
+    local f = assert(io.open(file, "w"))
+    f:write('return { model = hf("gpt2-large.json"), cluster = "a100-sxm4-40gb",\n',
+      '  training = { global_batch_size = 8, seq_length = 1024 } }\n')
+    f:close()
+    assert.is_true(policy.load(file).training.dropout)
+    -- a preset (Llama: attention_dropout 0.0) keeps the default, off
+    p = policy.from_table({ model = "llama-3.1-8b", cluster = "a100-sxm4-40gb",
+      training = { global_batch_size = 8, seq_length = 1024 } }, "policy.lua")
+    assert.is_nil(p.training.dropout)
+  end)
+
+  it("GPT-2 large on 32 GiB without flash attention is out of memory (Megatron-LM issue 525)", function()
+    local path = tmpfile("gpt2-large.json", cjson.encode(GPT2_LARGE))
+    local on = gpt2_policy(path)
+    local off = gpt2_policy(path, { "training.dropout=false" })
+    assert.are.equal(32 * GIB, on.cluster.device.memory_bytes)
+    local e_on, e_off = estimate(on), estimate(off)
+    assert.are.equal("MEMORY_LIMIT", e_on.reason)
+    assert.is_false(e_on.feasible)
+    assert.is_true(e_off.memory_breakdown.total < e_on.memory_breakdown.total)
+    -- memory.c's dropout terms, per layer and micro-batch, t = 1, no SP,
+    -- s = 1024, b = 8, h = 1280, a = 20, one micro-batch in flight (p = 1):
+    --   masks after attention and after the MLP   2 x 1 s b h = 20,971,520
+    --   attention-core mask and dropout output    (1 + 2) a s s b = 503,316,480
+    --   x 36 layers = 18,874,368,000
+    --   + embedding dropout mask, 1 s b h = 10,485,760
+    local s, b, h, a, L = 1024, 8, 1280, 20, 36
+    local per_layer = 2 * 1 * s * b * h + (1 + 2) * a * s * s * b
+    assert.are.equal(524288000, per_layer)
+    local want = L * per_layer + 1 * s * b * h
+    assert.are.equal(18884853760, want)
+    assert.are.equal(want, e_on.memory_breakdown.activations - e_off.memory_breakdown.activations)
+  end)
+end)

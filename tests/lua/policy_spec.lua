@@ -253,6 +253,17 @@ describe("--set and --fix", function()
     assert.are.equal(28, p3.model.num_attention_heads)
   end)
 
+  it("sets cluster.nvlink_domain_size through the generic path (GB200 NVL72: 4 per host)", function()
+    local p = norm(base(), { set = { "cluster.device=gb200", "cluster.devices_per_node=4",
+      "cluster.nodes=16", "cluster.nvlink_domain_size=64" } })
+    assert.are.same({ device = "gb200", num_devices = 64, devices_per_node = 4,
+      nvlink_domain_size = 64 }, p.cluster)
+    -- (a value the core refuses, such as 6 on 4-GPU hosts, is refused when
+    -- the run builds its context; tests/c/test_presets.c)
+    assert.are.equal("--set: cluster.nvlink_domain_size: must be an integer >= 0 (got -1)",
+      err_of(norm, base(), { set = { "cluster.nvlink_domain_size=-1" } }))
+  end)
+
   it("names --set in errors it causes", function()
     assert.are.equal("--set: cluster.gpus: unknown field (got 8)",
       err_of(norm, base(), { set = { "cluster.gpus=8" } }))

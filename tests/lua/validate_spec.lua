@@ -146,6 +146,54 @@ describe("validate on tests/fixtures/cases_small.csv", function()
     assert.is_true(r.cases[1].inputs.training.torch_compile)
   end)
 
+  -- the fixture's header and first row (c016, GPT-3 175B on 384 A100s,
+  -- Megatron, t 8 x p 12 x d 4) with columns replaced and appended
+  local function gb200_row(domain)
+    local text = assert(io.open(FIXTURE)):read("a")
+    local header, row = text:match("^([^\r\n]*)\r?\n([^\r\n]*)")
+    for name, value in pairs({ device = "gb200", devices_per_node = "4" }) do
+      row = set_column(name, value)(header, row)
+    end
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write(header, ",nvlink_domain_size\n", row, ",", domain, "\n")
+    f:close()
+    return path
+  end
+
+  it("reads the optional nvlink_domain_size column: 4 per host, 64 per domain on gb200", function()
+    local path = gb200_row("64")
+    local r = validate.run(path)
+    os.remove(path)
+    local c = r.cases[1]
+    assert.is_nil(c.error)
+    assert.are.equal(64, c.inputs.cluster.nvlink_domain_size)
+    assert.are.equal(4, c.inputs.cluster.devices_per_node)
+    assert.is_true(c.predicted.tokens_per_s_per_gpu > 0)
+    -- TP 8 spans two 4-GPU hosts: inside the domain of 64 it runs at
+    -- NVLink, so the row is faster than with the domain left empty (TP 8
+    -- across hosts: min(NVLink, 4 x NIC))
+    path = gb200_row("")
+    local r0 = validate.run(path)
+    os.remove(path)
+    assert.is_nil(r0.cases[1].error)
+    assert.is_nil(r0.cases[1].inputs.cluster.nvlink_domain_size)
+    assert.is_true(c.predicted.tokens_per_s_per_gpu > r0.cases[1].predicted.tokens_per_s_per_gpu)
+  end)
+
+  it("reports a bad nvlink_domain_size for its row, naming the column and value", function()
+    local path = gb200_row("sixty")
+    local r = validate.run(path)
+    os.remove(path)
+    assert.truthy(r.cases[1].error:find('nvlink_domain_size = "sixty" is not an integer', 1, true),
+      r.cases[1].error)
+    path = gb200_row("6")
+    r = validate.run(path)
+    os.remove(path)
+    assert.truthy(r.cases[1].error:find("cluster.nvlink_domain_size: must be 0 or a multiple of "
+      .. "devices_per_node=4 in [4, 1024] (got 6)", 1, true), r.cases[1].error)
+  end)
+
   it("refuses a row whose field count differs from the header, naming it", function()
     local path = one_row(nil, function(_, row) return row .. ",x" end)
     local ok, err = pcall(validate.load, path)

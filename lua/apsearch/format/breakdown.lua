@@ -57,7 +57,8 @@ function M.format(est, inputs)
     local m, c, t = inputs.model or {}, inputs.cluster or {}, inputs.training or {}
     local dev = type(c.device) == "table" and c.device.name or tostring(c.device)
     P("model     %s (%s parameters)", tostring(m.name), common.commas(est.params_total or 0))
-    P("cluster   %s x %s, %s per node", tostring(c.num_devices), tostring(dev), tostring(c.devices_per_node))
+    P("cluster   %s x %s, %s per node%s", tostring(c.num_devices), tostring(dev), tostring(c.devices_per_node),
+      common.nvlink_domain_note(c))
     P("training  global batch %s sequences x %s tokens, %s, %s, %s",
       tostring(t.global_batch_size), tostring(t.seq_length), tostring(t.precision),
       tostring(t.optimizer), tostring(t.framework))

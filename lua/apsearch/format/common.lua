@@ -112,6 +112,19 @@ function M.commas(n)
   return (neg and "-" or "") .. s
 end
 
+--- The NVLink-domain suffix of a cluster line: ", NVLink domain D" when
+-- `cluster.nvlink_domain_size` spans more than one host (GB200 NVL72: 4
+-- per host, up to 72 per domain), else "".
+-- @tparam table cluster normalized cluster table
+-- @treturn string
+function M.nvlink_domain_note(cluster)
+  local d = cluster.nvlink_domain_size or 0
+  if d > (cluster.devices_per_node or 0) then
+    return string.format(", NVLink domain %d", d)
+  end
+  return ""
+end
+
 --- The footnote of a top-k with a strategy flagged `near_capacity`
 -- (apsearch.search.near_capacity_fraction), or nil when none is.
 -- @tparam table result search result

@@ -361,7 +361,8 @@ function M.render(result, opts)
 
   P("<div class=\"facts\">")
   P(fact("model", string.format("%s (%s layers, hidden %s)", tostring(m.name), tostring(m.num_layers), tostring(m.hidden_size))))
-  P(fact("cluster", string.format("%s x %s, %s per node", tostring(cl.num_devices), dev, tostring(cl.devices_per_node))))
+  P(fact("cluster", string.format("%s x %s, %s per node%s", tostring(cl.num_devices), dev,
+    tostring(cl.devices_per_node), common.nvlink_domain_note(cl))))
   P(fact("training", string.format("global batch %s x seq %s, %s, %s", tostring(tr.global_batch_size),
     tostring(tr.seq_length), tostring(tr.precision), tostring(tr.framework))))
   P(fact("memory limit", data.memory_limit_bytes and string.format("%.2f GiB", data.memory_limit_bytes / 2 ^ 30) or "-"))

@@ -11,6 +11,7 @@ local data = require "pl.data"
 local stringio = require "pl.stringio"
 local util = require "apsearch.util"
 local calibration = require "apsearch.calibration"
+local stacks = require "apsearch.stacks"
 
 local M = {}
 
@@ -65,6 +66,91 @@ local function need_enum(row, col, allowed)
   error(("%s = %q is not one of %s"):format(col, v or "", table.concat(allowed, ", ")), 0)
 end
 
+--- Optional boolean recipe columns, each the training field of the same
+-- name (docs/modeling.md "Recipe settings").
+M.RECIPE_BOOLS = { "torch_compile", "grad_reduce_in_fp32", "fp8_param_gather",
+  "tp_comm_overlap", "cuda_graphs" }
+
+local function given(row, col) return row[col] ~= nil and row[col] ~= "" end
+
+local function need_nonneg_int(row, col)
+  local v = need_int(row, col)
+  if v < 0 then error(("%s = %q is not a non-negative integer"):format(col, row[col]), 0) end
+  return v
+end
+
+--- recompute_num_layers and recompute_method (Megatron --recompute-num-layers,
+-- --recompute-method) for full recompute. Megatron counts per model chunk:
+-- block recomputes the first N layers of each chunk (per rank N x vpp;
+-- the core caps it at the rank's layers), uniform recomputes every layer
+-- in groups of N.
+local function recompute_columns(row, strategy)
+  local method = given(row, "recompute_method")
+    and need_enum(row, "recompute_method", { "uniform", "block" }) or nil
+  local n = given(row, "recompute_num_layers") and need_nonneg_int(row, "recompute_num_layers") or nil
+  if (method or n) and strategy.layer_recompute ~= "full" then
+    error(("recompute_method / recompute_num_layers = %q / %q need layer_recompute = full (got %q)"):format(
+      row.recompute_method or "", row.recompute_num_layers or "", strategy.layer_recompute), 0)
+  end
+  if method == "uniform" then
+    strategy.recompute_method = "uniform"
+    if n and n > 0 then strategy.recompute_num_layers = n end
+  elseif n then
+    strategy.recompute_num_layers = n * strategy.vpp_degree
+  end
+end
+
+--- The layers per pipeline stage: the `pipeline_layout` column (a split
+-- rule, or layers per stage as a comma-separated list: pp_degree entries,
+-- or pp_degree x vpp_degree in schedule order), else the framework's
+-- default split: TorchTitan counts the embedding and the loss as a layer
+-- each (pipeline_parallel.py first/last_stage_less_layers = 1); for
+-- Megatron-LM, whose layers must then divide evenly, a count that does
+-- not is split the way its flags can: counting the embedding and the loss
+-- where (L + 2) divides, else time-balanced, else per model chunk as
+-- TorchTitan would (recorded in `assumed`).
+local function pipeline_layout(row, strategy, framework, L, assumed)
+  local p, v = strategy.pp_degree, strategy.vpp_degree
+  local text = row.pipeline_layout
+  if given(row, "pipeline_layout") then
+    if text == "account-embedding-loss" then
+      strategy.pipeline_split = "embedding_loss"
+    elseif text == "deepspeed-type-transformer" then
+      strategy.pipeline_split = "deepspeed_type"
+    elseif text:match("^[%d%s,;:]+$") then
+      local list = {}
+      for n in text:gmatch("%d+") do list[#list + 1] = math.tointeger(tonumber(n)) end
+      if #list ~= p and #list ~= p * v then
+        error(("pipeline_layout = %q has %d entries, expected pp_degree = %d or pp_degree x vpp_degree = %d"):format(
+          text, #list, p, p * v), 0)
+      end
+      strategy.stage_partition = list
+    else
+      error(("pipeline_layout = %q is not account-embedding-loss, deepspeed-type-transformer or a list of layers per stage"):format(text), 0)
+    end
+    return
+  end
+  if p < 2 then return end
+  if framework == "fsdp2" then
+    strategy.pipeline_split = "embedding_loss"
+    return
+  end
+  if L % (p * v) == 0 then return end
+  local how
+  if framework == "megatron" and (L + 2) % (p * v) == 0 then
+    strategy.pipeline_split, how = "embedding_loss", "embedding_loss"
+  elseif L % v == 0 and L >= p * v then
+    strategy.balance_stages, how = true, "balanced stages"
+  else
+    local S, E, list = p * v, L + 2, {}
+    for j = 1, S do list[j] = E // S + ((j - 1) < E % S and 1 or 0) end
+    list[1], list[S] = list[1] - 1, list[S] - 1
+    strategy.stage_partition, how = list, "per model chunk " .. table.concat(list, ",")
+  end
+  assumed[#assumed + 1] = ("pipeline_layout = %s (num_layers %d over %d x %d stages, not stated)"):format(
+    how, L, p, v)
+end
+
 --- Builds the core inputs of one row.
 -- Architecture conventions the schema leaves implicit, by family:
 -- GPT (layernorm + learned positions): biases everywhere, dropout 0.1 as
@@ -95,10 +181,6 @@ function M.case_inputs(row)
     max_position_embeddings = gpt and GPT_POSITIONS or 0,
   }
   local framework = need_enum(row, "framework", { "megatron", "fsdp", "fsdp2", "deepspeed" })
-  local precision = row.precision
-  if precision == "fp4" then
-    error("precision = \"fp4\" is not modelled (bf16, fp16, fp8)", 0)
-  end
   local device = { base = row.device }
   local ok, preset = pcall(core.device_preset, row.device)
   if not ok then
@@ -126,14 +208,20 @@ function M.case_inputs(row)
   local training = {
     global_batch_size = need_int(row, "global_batch_size"),
     seq_length = need_int(row, "seq_length"),
-    precision = need_enum(row, "precision", { "bf16", "fp16", "fp8" }),
+    -- `fp4` is the schema's older spelling of nvfp4
+    precision = row.precision == "fp4" and "nvfp4"
+      or need_enum(row, "precision", { "bf16", "fp16", "fp8", "mxfp8", "nvfp4", "fp4" }),
     framework = framework,
     flash_attention = need_bool(row, "flash_attention"),
     dropout = gpt,
   }
-  -- optional column (not in the shared schema): was the run compiled?
-  if row.torch_compile and row.torch_compile ~= "" then
-    training.torch_compile = need_bool(row, "torch_compile")
+  -- recipe columns (validation README, optional): empty = not stated, the
+  -- release's recipe default (apsearch.stacks) or the framework's
+  for _, col in ipairs(M.RECIPE_BOOLS) do
+    if given(row, col) then training[col] = need_bool(row, col) end
+  end
+  if given(row, "activation_offload_layers") then
+    training.activation_offload_layers = need_nonneg_int(row, "activation_offload_layers")
   end
   local strategy = {
     dp_degree = need_int(row, "dp_degree"),
@@ -147,7 +235,22 @@ function M.case_inputs(row)
     micro_batch_size = need_int(row, "micro_batch_size"),
     layer_recompute = need_enum(row, "layer_recompute", { "none", "selective", "full" }),
   }
-  return model, cluster, training, strategy, preset
+  if given(row, "reshard_after_forward") then
+    strategy.reshard_after_forward = need_bool(row, "reshard_after_forward")
+  end
+  local assumed = {}
+  recompute_columns(row, strategy)
+  pipeline_layout(row, strategy, framework, model.num_layers, assumed)
+  local line = stacks.match(row.software, framework)
+  if line then
+    for k, v in pairs(line.training) do
+      if training[k] == nil then
+        training[k] = v
+        assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), line.name, line.source)
+      end
+    end
+  end
+  return model, cluster, training, strategy, preset, assumed
 end
 
 --- A measured column of a row: nil when empty, else a positive finite
@@ -192,7 +295,8 @@ function M.run_case(row, calib)
                  reliability = row.reliability, model = row.model }
   local ok, err = pcall(function()
     for _, m in ipairs(M.MEASURES) do M.measured_value(row, m.column) end
-    local model, cluster, training, strategy, preset = M.case_inputs(row)
+    local model, cluster, training, strategy, preset, assumed = M.case_inputs(row)
+    if #assumed > 0 then case.assumed = assumed end
     calibration.apply(cluster, calib)
     local ctx = core.context(model, cluster, training)
     local est = ctx:estimate(strategy)

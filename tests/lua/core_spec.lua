@@ -109,7 +109,7 @@ describe("apsearch.core", function()
         "inter_node_bandwidth", "intra_node_latency", "inter_node_latency",
         "cuda_context_bytes", "nccl_comm_bytes", "gemm_efficiency", "gemm_half_dim",
         "fp8_gemm_efficiency", "attention_efficiency", "hbm_efficiency",
-        "collective_efficiency" }
+        "collective_efficiency", "peak_flops_fp4", "host_bandwidth" }
       local n = 0
       for _ in pairs(d) do n = n + 1 end
       assert.are.equal(#fields, n)
@@ -229,7 +229,7 @@ describe("apsearch.core", function()
         err_of(ctx.evaluate, ctx, { tp_degree = 1 << 40 }))
       assert.are.equal("model.hidden_size: expected an integer (got 2.5)",
         err_of(core.context, with(llama8b(), "hidden_size", 2.5), node8(), train()))
-      assert.are.equal('training.precision: unknown value "fp7" (expected bf16, fp16, fp8)',
+      assert.are.equal('training.precision: unknown value "fp7" (expected bf16, fp16, fp8, mxfp8, nvfp4)',
         err_of(core.context, llama8b(), node8(), with(train(), "precision", "fp7")))
       assert.are.equal("training.dp_overlap: expected a finite number (got inf)",
         err_of(core.context, llama8b(), node8(), with(train(), "dp_overlap", math.huge)))
@@ -366,7 +366,7 @@ describe("apsearch.core", function()
         "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload" }
       local n, exposed = 0, 0
       for _ in pairs(e.performance_breakdown) do n = n + 1 end
-      assert.are.equal(12, n)
+      assert.are.equal(13, n)
       for _, k in ipairs(cats) do
         local c = e.performance_breakdown[k]
         assert.is_true(c.exposed <= c.total * (1 + 1e-12), k)
@@ -429,6 +429,7 @@ describe("apsearch.core", function()
         stage_partition = { 0 }, layer_offset = { 0 }, layer_recompute = "none",
         recompute_num_layers = { -1 }, allow_idle_devices = false,
         balance_stages = false, auto_recompute = false,
+        recompute_method = "block", pipeline_split = "even",
       }, s)
       assert.are.same(core.defaults("strategy"), with(with(s, "dp_degree", 1), "fsdp_degree", 1))
       local again = ctx:estimate(s)
@@ -438,7 +439,7 @@ describe("apsearch.core", function()
 
     it("checks the arrays against pp_degree and the aliases against their fields", function()
       assert.are.equal(
-        "strategy.stage_partition: length must equal pp_degree (got 3 entries, pp_degree 2)",
+        "strategy.stage_partition: length must equal pp_degree or pp_degree x vpp_degree (got 3 entries, pp_degree 2)",
         err_of(ctx.evaluate, ctx, { pp_degree = 2, stage_partition = { 10, 11, 11 } }))
       assert.matches("^strategy%.layer_offset: length must equal pp_degree",
         err_of(ctx.evaluate, ctx, { layer_offset = { 1, -1 } }))
@@ -514,7 +515,7 @@ describe("apsearch.core", function()
       assert.are.equal("NONE", core.reason_codes[1])
       assert.is_truthy(table.concat(core.reason_codes, ","):find("TP_DIVISIBILITY", 1, true))
       assert.are.equal("params", core.memory_categories[1])
-      assert.are.equal(12, #core.performance_categories)
+      assert.are.equal(13, #core.performance_categories)
       local m = core.defaults("model")
       assert.are.equal(0, m.hidden_size)
       assert.are.equal("rmsnorm", m.norm)

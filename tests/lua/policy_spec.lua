@@ -100,7 +100,7 @@ describe("policy validation", function()
       { function(r) r.search_space.data_parallel = "fill" end,
         'policy.lua: search_space.data_parallel: expected "auto" or "manual" (got "fill")' },
       { function(r) r.training.precision = "fp7" end,
-        'policy.lua: training.precision: expected one of bf16, fp16, fp8 (got "fp7")' },
+        'policy.lua: training.precision: expected one of bf16, fp16, fp8, mxfp8, nvfp4 (got "fp7")' },
       { function(r) r.top_k = 0 end, "policy.lua: top_k: must be a positive integer (got 0)" },
       { function(r) r.objective = "fastest" end,
         "policy.lua: objective: expected " .. table.concat(require("apsearch.objectives").names, ", ") ..

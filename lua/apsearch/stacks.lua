@@ -1,0 +1,102 @@
+--- What a framework release's recipes set where a measured run leaves a
+-- recipe setting unstated (`apsearch validate`, the `software` column).
+--
+-- A validation row's empty recipe column means "not stated": the estimate
+-- then follows what the release that produced the run does by default, not
+-- the bare framework's argument defaults. Each entry names the release
+-- line it matches (a Lua pattern on `software`), the training settings its
+-- performance recipes use, and the file they come from. A row's own
+-- columns always win.
+-- @module apsearch.stacks
+local M = {}
+
+--- Release lines, first match wins.
+-- `training`: settings applied to the row's training table when the row's
+-- column for it is empty; `frameworks`: the `framework` values it applies
+-- to; `source`: where the release sets them.
+M.LINES = {
+  {
+    -- NeMo 1.x (the NeMo-Framework-Launcher configs the 24.0x containers
+    -- ran): megatron_amp_O2 with apex distributed_fused_adam; its bf16
+    -- model keeps the fp32 master as the bf16 weight plus a 16-bit
+    -- remainder. Gradients stay fp32 (no grad_sync_dtype in the llama and
+    -- gpt3 configs).
+    name = "NeMo 1.x launcher",
+    pattern = "^NeMo 2[34]%.0[1-9]",
+    frameworks = { megatron = true },
+    training = { store_param_remainders = true },
+    source = "NVIDIA/NeMo 265bd739 nemo/collections/nlp/models/language_modeling/"
+      .. "megatron_base_model.py:785-790 (store_param_remainders); "
+      .. "NVIDIA/NeMo-Framework-Launcher 8325688d (24.07) launcher_scripts/conf/training/",
+  },
+  {
+    -- NeMo 2.x performance scripts and Megatron-Bridge performance
+    -- recipes reduce gradients in bf16 (the base recipes keep fp32).
+    name = "NeMo 2.x / Megatron-Bridge performance recipes",
+    pattern = "^NeMo 2[4-9]%.1[0-2]",
+    frameworks = { megatron = true },
+    training = { grad_reduce_in_fp32 = false },
+    source = "NVIDIA/NeMo 8cfedd72 scripts/performance/helpers.py:234 "
+      .. "(recipe.trainer.plugins.grad_reduce_in_fp32 = False)",
+  },
+  {
+    name = "NeMo 2.x / Megatron-Bridge performance recipes",
+    pattern = "^NeMo 2[5-9]%.",
+    frameworks = { megatron = true },
+    training = { grad_reduce_in_fp32 = false },
+    source = "NVIDIA/NeMo 8cfedd72 scripts/performance/helpers.py:234 "
+      .. "(recipe.trainer.plugins.grad_reduce_in_fp32 = False)",
+  },
+  {
+    name = "NeMo 2.x / Megatron-Bridge performance recipes",
+    pattern = "Megatron%-Bridge",
+    frameworks = { megatron = true },
+    training = { grad_reduce_in_fp32 = false },
+    source = "NVIDIA-NeMo/Megatron-Bridge b7b4e11b scripts/performance/configs/"
+      .. "llama/llama31_llm_pretrain.py:42-43 (mixed_precision and ddp "
+      .. "grad_reduce_in_fp32 = False; the base recipes, src/megatron/bridge/"
+      .. "recipes/common.py, keep True)",
+  },
+  {
+    name = "MLPerf NVIDIA (NeMo 2.x)",
+    pattern = "^MLPerf.*NeMo 2[5-9]",
+    frameworks = { megatron = true },
+    training = { grad_reduce_in_fp32 = false },
+    source = "NVIDIA/NeMo 8cfedd72 scripts/performance/helpers.py:234",
+  },
+  {
+    -- TorchTitan before 2025-04 compiled the model, not the loss
+    -- (pytorch/torchtitan bbb1b616, 2025-04-02: the loss joins the
+    -- compiled components).
+    name = "TorchTitan before 2025-04",
+    pattern = "^torchtitan",
+    before = "2025-04",
+    frameworks = { fsdp2 = true },
+    training = { compile_loss = false },
+    source = "pytorch/torchtitan bbb1b616 (2025-04-02, PR 1033: \"enable "
+      .. "compiling the loss function\")",
+  },
+}
+
+--- Release date of a `software` string, "YYYY-MM" from "(YYYY-MM)", or nil.
+local function release_month(software)
+  return software:match("%((%d%d%d%d%-%d%d)%)")
+end
+
+--- The release line of a run and the settings it implies.
+-- @tparam string software the row's `software` column (may be empty)
+-- @tparam string framework the row's `framework`
+-- @treturn table|nil the matching entry of `M.LINES` (fields name,
+--   training, source), or nil when none matches
+function M.match(software, framework)
+  if type(software) ~= "string" or software == "" then return nil end
+  for _, line in ipairs(M.LINES) do
+    if line.frameworks[framework] and software:match(line.pattern) then
+      local month = release_month(software)
+      if not line.before or (month and month < line.before) then return line end
+    end
+  end
+  return nil
+end
+
+return M

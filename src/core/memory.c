@@ -196,8 +196,8 @@ void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
  * whose weights are a compute copy beside an fp32 master (weight bytes
  * below 4: Megatron, DeepSpeed) holds the matrices in the quantized
  * format instead (Megatron --fp8-param-gather: the parameters are TE
- * Float8Tensors, the transpose made from them), sharded as the weights
- * are; with an fp32 master as the weight (PyTorch FSDP) only the gather
+ * Float8Tensors, the transpose made from them: both layouts for a whole
+ * weight, one for a shard), sharded as the weights are; with an fp32 master as the weight (PyTorch FSDP) only the gather
  * changes.
  */
 static void model_states(const aps_training *t, const aps_dp_plan *plan,
@@ -209,7 +209,11 @@ static void model_states(const aps_training *t, const aps_dp_plan *plan,
     double copy = aps_weight_copy_bytes(t);
     mem[APS_MEM_PARAMS] = psi * by->weight / wshard;
     if (aps_recipe_fp8_param_gather(t) && by->weight < APS_FP32_BYTES)
-        mem[APS_MEM_PARAMS] += matmul_psi * (copy - by->weight) / wshard;
+        /* a whole weight keeps both layouts (the transpose cached across
+         * micro-batches); a shard keeps the gathered layout only */
+        mem[APS_MEM_PARAMS] +=
+            matmul_psi * ((by->shard_weights ? aps_quantized_bytes(t->precision)
+                                             : copy) - by->weight) / wshard;
     else if (copy > 0 && aps_profile(t)->transformer_engine &&
              !by->shard_weights)
         mem[APS_MEM_PARAMS] += matmul_psi * copy;

@@ -274,12 +274,15 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
         }
     }
     /* activation offload: the saved activations of the first offloaded
-     * layers leave the device; one layer's set stays as the staging buffer
-     * of the copy in flight (TE get_cpu_offload_context double-buffers) */
-    double off = (double)aps_recipe_offload_layers(t, lay->layers[i] - lay->recompute[i], lay->v);
+     * layers leave the device (TE get_cpu_offload_context: layer i's copy
+     * runs during layer i + 1's forward and comes back during the
+     * backward of the layer after it).  The peak, at the end of the
+     * forward, holds the other layers only: the copies are done by then,
+     * and in the backward the offloaded layers return after the later
+     * layers' activations are freed. */
+    double off = (double)aps_recipe_offload_layers(
+        t, lay->layers[i] - lay->recompute[i], lay->v);
     double per_mb = (layers - rc - off) * per_layer + kept_inputs * lc->act_input;
-    if (off > 0)
-        per_mb += per_layer;
     if (i == 0 && t->dropout)
         per_mb += APS_MASK_BYTES * sbh_rep;        /* embedding dropout */
     if (i == lay->p - 1)

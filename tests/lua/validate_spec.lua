@@ -227,6 +227,95 @@ describe("validate on tests/fixtures/cases_small.csv", function()
   end
 end)
 
+describe("validate on NVIDIA recipe shapes (tests/fixtures/cases_recipes.csv)", function()
+  -- n01-n19: the Llama 3 / 3.1 performance presets of Megatron-Bridge
+  -- (scripts/performance/configs/llama/*_workload_base_configs.py @b7b4e11b),
+  -- configurations NVIDIA runs, with their recipe settings; r07-r11: the
+  -- other split rules and spellings. No measurements: what is checked is
+  -- that none is refused and that the ones that run are estimated to fit.
+  local r, cases
+  setup(function()
+    r = validate.run(ROOT .. "/tests/fixtures/cases_recipes.csv")
+    cases = by_id(r)
+  end)
+
+  it("estimates every row: 126-layer pipelines, NVL72 racks, MXFP8, NVFP4, offload", function()
+    assert.are.equal(24, r.summary.cases)
+    assert.are.equal(0, r.summary.failed)
+  end)
+
+  it("calls one recipe out of memory (n13, 3 % over GB200's 186 GB, docs/accuracy.md)", function()
+    assert.are.same({ "n13" }, r.summary.predicted_not_to_fit.cases)
+  end)
+
+  it("reads the recipe columns into the inputs", function()
+    local n03 = cases.n03.inputs
+    assert.are.equal("mxfp8", n03.training.precision)
+    assert.is_true(n03.training.fp8_param_gather)
+    assert.is_false(n03.training.grad_reduce_in_fp32)
+    assert.is_true(n03.training.tp_comm_overlap)
+    assert.are.equal("embedding_loss", n03.strategy.pipeline_split)
+    assert.are.equal(64, n03.cluster.nvlink_domain_size)
+    assert.are.equal(92, cases.n02.inputs.training.activation_offload_layers)
+    assert.are.equal("uniform", cases.n04.inputs.strategy.recompute_method)
+    assert.are.equal(1, cases.n04.inputs.strategy.recompute_num_layers)
+    assert.are.equal("nvfp4", cases.r11.inputs.training.precision) -- written fp4
+    assert.are.equal("deepspeed_type", cases.r08.inputs.strategy.pipeline_split)
+    assert.are.equal(64, #cases.r09.inputs.strategy.stage_partition)
+  end)
+
+  it("splits an unstated uneven layout the way the framework does, and says so", function()
+    -- TorchTitan: embedding and loss count as a layer each, by default
+    assert.are.equal("embedding_loss", cases.r07.inputs.strategy.pipeline_split)
+    assert.is_nil(cases.r07.assumed)
+    -- Megatron with 126 layers on 8 stages: (126 + 2) / 8 divides
+    assert.are.equal("embedding_loss", cases.r10.inputs.strategy.pipeline_split)
+    assert.matches("pipeline_layout = embedding_loss %(num_layers 126 over 8 x 1", cases.r10.assumed[1])
+  end)
+end)
+
+describe("validate: recipe columns and release defaults", function()
+  local header = "case_id,model,num_layers,hidden_size,ffn_hidden_size,num_attention_heads,"
+    .. "num_query_groups,vocab_size,seq_length,mlp,norm,position_embedding,tie_word_embeddings,"
+    .. "flash_attention,device,num_devices,devices_per_node,framework,precision,dp_degree,"
+    .. "fsdp_degree,zero_stage,tp_degree,sequence_parallel,pp_degree,vpp_degree,cp_degree,"
+    .. "micro_batch_size,global_batch_size,layer_recompute,flops_convention"
+  local base = "x1,Llama 3.1 8B,32,4096,14336,32,8,128256,8192,swiglu,rmsnorm,rope,false,true,"
+    .. "h100-sxm-80gb,8,8,megatron,bf16,8,1,1,1,false,1,1,1,1,64,none,unknown"
+  local function one(extra_cols, extra_vals)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write(header, extra_cols, "\n", base, extra_vals, "\n")
+    f:close()
+    local res = validate.run(path)
+    os.remove(path)
+    return res.cases[1]
+  end
+
+  it("refuses an unknown value naming the column and the value", function()
+    assert.matches('grad_reduce_in_fp32 = "maybe" is not true/false',
+      one(",grad_reduce_in_fp32", ",maybe").error)
+    assert.matches('pipeline_layout = "zigzag" is not account%-embedding%-loss',
+      one(",pipeline_layout", ",zigzag").error)
+    assert.matches('recompute_method = "random" is not one of uniform, block',
+      one(",recompute_method", ",random").error)
+  end)
+
+  it("takes bf16 gradient reduction from a NeMo 2 / Megatron-Bridge release, fp32 otherwise", function()
+    local nemo = one(",software", ",NeMo 25.04")
+    assert.is_false(nemo.inputs.training.grad_reduce_in_fp32)
+    assert.matches("grad_reduce_in_fp32 = false %(NeMo 2.x", nemo.assumed[1])
+    local plain = one(",software", ",Megatron-LM core_r0.12")
+    assert.is_nil(plain.inputs.training.grad_reduce_in_fp32)
+    -- the row's own column wins over the release
+    local own = one(",software,grad_reduce_in_fp32", ",NeMo 25.04,true")
+    assert.is_true(own.inputs.training.grad_reduce_in_fp32)
+    -- bf16 main grads: 2 bytes per parameter instead of 4
+    local g = 8030261248 * 2 / 2 ^ 30
+    assert.is_true(math.abs((plain.predicted.mem_gib - nemo.predicted.mem_gib) - g * 1.05) < 1e-6)
+  end)
+end)
+
 describe("calibrate", function()
   -- Synthetic cases: the estimator's own predictions under known device
   -- parameters become the "measured" throughput; the fit must recover them.

@@ -99,6 +99,21 @@ aps_status aps_training_validate(const aps_training *t, char *err,
 aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
                                const aps_training *t, char *err, size_t n);
 
+/** The recipe settings as the framework runs them: each training option
+ *  left to the framework's default resolved, and the bytes per parameter
+ *  they give (recipe.c; docs/modeling.md "Recipe settings"). */
+typedef struct {
+    bool grad_reduce_in_fp32;     /**< main grads kept / reduced in fp32 */
+    bool fp8_param_gather;        /**< weights held and gathered quantized */
+    bool compile_loss;            /**< the loss compiled (fused kernels) */
+    double grad_bytes;            /**< per parameter, on the device */
+    double grad_reduce_bytes;     /**< per gradient element on the wire */
+    double logits_bytes;          /**< per logit at the loss's peak */
+} aps_recipe;
+
+/** Resolves the recipe settings of a validated training config. */
+void aps_recipe_resolve(const aps_training *t, aps_recipe *out);
+
 /* --------------------------------------------------------------- strategy */
 
 /** All degrees 1, b = 1, m derived, SP on, zero_stage 0, no recompute,

@@ -90,6 +90,17 @@ int64_t aps_recipe_offload_layers(const aps_training *t, int64_t layers,
     return n < layers ? n : layers;
 }
 
+void aps_recipe_resolve(const aps_training *t, aps_recipe *out)
+{
+    out->grad_reduce_in_fp32 = aps_recipe_grad_reduce_in_fp32(t);
+    out->fp8_param_gather = aps_recipe_fp8_param_gather(t);
+    out->compile_loss = t->torch_compile && t->compile_loss != 0 &&
+                        aps_profile(t)->logits_bytes_compiled > 0;
+    out->grad_bytes = aps_recipe_grad_bytes(t);
+    out->grad_reduce_bytes = aps_recipe_grad_reduce_bytes(t);
+    out->logits_bytes = aps_recipe_logits_bytes(t);
+}
+
 aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
                             char *msg, size_t n)
 {

@@ -907,6 +907,25 @@ static void push_stage(lua_State *L, const aps_stage_estimate *st, int i)
 #define SETINT(name) \
     (lua_pushinteger(L, (lua_Integer)e->name), lua_setfield(L, -2, #name))
 
+void apsl_push_recipe(lua_State *L, const aps_training *t)
+{
+    aps_recipe r;
+    aps_recipe_resolve(t, &r);
+    lua_createtable(L, 0, 6);
+    lua_pushboolean(L, r.grad_reduce_in_fp32);
+    lua_setfield(L, -2, "grad_reduce_in_fp32");
+    lua_pushboolean(L, r.fp8_param_gather);
+    lua_setfield(L, -2, "fp8_param_gather");
+    lua_pushboolean(L, r.compile_loss);
+    lua_setfield(L, -2, "compile_loss");
+    lua_pushnumber(L, r.grad_bytes);
+    lua_setfield(L, -2, "grad_bytes");
+    lua_pushnumber(L, r.grad_reduce_bytes);
+    lua_setfield(L, -2, "grad_reduce_bytes");
+    lua_pushnumber(L, r.logits_bytes);
+    lua_setfield(L, -2, "logits_bytes");
+}
+
 void apsl_push_estimate(lua_State *L, const aps_estimate *e,
                         const aps_strategy *s)
 {

@@ -92,6 +92,10 @@ void apsl_push_strategy(lua_State *L, const aps_strategy *s);
 void apsl_push_mem_breakdown(lua_State *L, const double mem[APS_MEM_COUNT],
                              double total);
 
+/** The resolved recipe settings of a training config as a table
+ *  (aps_recipe_resolve field names). */
+void apsl_push_recipe(lua_State *L, const aps_training *t);
+
 /** The full estimate table of ctx:estimate() (see lcore.c). */
 void apsl_push_estimate(lua_State *L, const aps_estimate *e,
                         const aps_strategy *s);

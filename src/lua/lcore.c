@@ -322,7 +322,11 @@ static int ctx_evaluate(lua_State *L)
  *     comm_buffers = {tp, fsdp, dp, pp, cp, total}, logits_loss, reserved,
  *     total} [bytes, worst stage];
  *   performance_breakdown = {<category> = {total, exposed}, ...} [s per step]
- *     for the 12 categories of aps_perf_category_name();
+ *     for the 13 categories of aps_perf_category_name();
+ *   recipe = the recipe settings as the framework runs them
+ *     (aps_recipe_resolve): grad_reduce_in_fp32, fp8_param_gather,
+ *     compile_loss [booleans], grad_bytes, grad_reduce_bytes,
+ *     logits_bytes [bytes per parameter / element];
  *   stages = { {stage [1-based], first_layer [0-based], num_layers,
  *     recompute_layers, params, inflight_microbatches, memory_breakdown,
  *     time_fwd, time_bwd [s per micro-batch]}, ... };
@@ -336,6 +340,8 @@ static int ctx_estimate(lua_State *L)
     aps_estimate e;
     run_estimate(L, ctx, 2, &s, &e);
     apsl_push_estimate(L, &e, &s);
+    apsl_push_recipe(L, &ctx->training);
+    lua_setfield(L, -2, "recipe");
     return 1;
 }
 

@@ -26,6 +26,12 @@ function M.strategy_line(s)
     parts[#parts + 1] = "reshard_after_forward=" .. tostring(s.reshard_after_forward)
   end
   if s.cp_degree and s.cp_degree > 1 then parts[#parts + 1] = "cp_comm_type=" .. tostring(s.cp_comm_type) end
+  if s.recompute_method == "uniform" and s.layer_recompute == "full" then
+    parts[#parts + 1] = "recompute_method=uniform"
+  end
+  if s.pipeline_split and s.pipeline_split ~= "even" and (s.pp_degree or 1) > 1 then
+    parts[#parts + 1] = "pipeline_split=" .. s.pipeline_split
+  end
   -- arrays at their "nothing special" value (0 = even split, -1 = all) are omitted
   local neutral = { stage_partition = 0, layer_offset = 0, recompute_num_layers = -1 }
   for _, f in ipairs({ "stage_partition", "layer_offset", "recompute_num_layers" }) do
@@ -46,6 +52,27 @@ function M.strategy_line(s)
   return table.concat(parts, " ")
 end
 
+--- One-line recipe settings as the framework runs them (the estimate's
+-- resolved `recipe` and the training options it does not resolve).
+-- @tparam table r est.recipe
+-- @tparam table t training
+-- @treturn string
+function M.recipe_line(r, t)
+  local function on(b) return b and "on" or "off" end
+  local parts = {
+    ("main grads %s"):format(r.grad_reduce_in_fp32 and "fp32" or "bf16"),
+    "fp8_param_gather " .. on(r.fp8_param_gather),
+    "tp_comm_overlap " .. on(t.tp_comm_overlap),
+    "cuda_graphs " .. on(t.cuda_graphs),
+  }
+  if (t.activation_offload_layers or 0) > 0 then
+    parts[#parts + 1] = ("activation_offload_layers %d"):format(t.activation_offload_layers)
+  end
+  if t.store_param_remainders then parts[#parts + 1] = "store_param_remainders on" end
+  if t.torch_compile then parts[#parts + 1] = "loss compiled " .. (r.compile_loss and "yes" or "no") end
+  return table.concat(parts, ", ")
+end
+
 --- Formats an estimate as text.
 -- @tparam table est the table `ctx:estimate()` returned
 -- @tparam[opt] table inputs `ctx:inputs()` (model, cluster, training)
@@ -62,6 +89,7 @@ function M.format(est, inputs)
     P("training  global batch %s sequences x %s tokens, %s, %s, %s",
       tostring(t.global_batch_size), tostring(t.seq_length), tostring(t.precision),
       tostring(t.optimizer), tostring(t.framework))
+    if est.recipe then P("recipe    %s", M.recipe_line(est.recipe, t)) end
   end
   P("strategy  %s", M.strategy_line(est.strategy or {}))
   if (est.num_stages or 0) > 0 then

@@ -279,6 +279,7 @@ function M.run(policy, opts)
   local space = space_mod.new(policy.search_space, {
     num_devices = inputs.cluster.num_devices,
     allow_idle_devices = policy.constraints.allow_idle_devices,
+    num_layers = inputs.model.num_layers, framework = inputs.training.framework,
   })
   local cap = policy.constraints.max_candidates or schema.default_max_candidates
   local space_size, stopped = space:size(cap)

@@ -8,6 +8,9 @@
 -- materialized: the iterator mutates and returns one candidate table, so a
 -- caller that keeps a candidate must copy it (`space.copy`).
 --
+-- pipeline_split, when not searched, is the framework's own rule
+-- (default_split below: info.framework and info.num_layers).
+--
 -- Dimensions left out take their defaults: degrees 1, zero_stage 0,
 -- reshard_after_forward true, layer_recompute "none", micro_batch_size 1,
 -- micro_batch_num 0 (derived from the global batch), cp_comm_type "p2p",
@@ -48,11 +51,25 @@ local DEFAULTS = {
   recompute_num_layers = -1, micro_batch_size = 1, micro_batch_num = 0,
 }
 
+--- The split rule a framework applies when pipeline_split is not searched
+-- (src/core/pipeline.c): TorchTitan counts the embedding and the loss as a
+-- layer each whenever it pipelines (first/last_stage_less_layers = 1);
+-- Megatron-LM and Megatron-DeepSpeed split evenly, and where the layers do
+-- not divide, by their own rules (--account-for-embedding/loss-in-
+-- pipeline-split; --pp-partition-method 'type:transformer|embedding').
+local function default_split(framework, L, pp, vpp)
+  if pp == 1 then return "even" end
+  if framework == "fsdp2" then return "embedding_loss" end
+  if not L or L % (pp * vpp) == 0 then return "even" end
+  if framework == "deepspeed" then return vpp == 1 and "deepspeed_type" or "even" end
+  return "embedding_loss"
+end
+
 --- Every strategy field a candidate carries, in display order.
 M.fields = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "tp_degree", "sequence_parallel", "pp_degree", "vpp_degree", "cp_degree",
   "cp_comm_type", "micro_batch_size", "micro_batch_num", "stage_partition",
-  "layer_offset", "balance_stages", "layer_recompute", "recompute_num_layers",
+  "layer_offset", "balance_stages", "pipeline_split", "layer_recompute", "recompute_num_layers",
   "auto_recompute", "allow_idle_devices" }
 
 --- Sets search dimension `dim` of candidate `c` to `v`, translating the
@@ -161,6 +178,16 @@ function M.new(ss, info)
 
   level { name = "pp_degree", field = "pp_degree", static = list_of(dims, "pp_degree") }
   level { name = "vpp_degree", field = "vpp_degree", static = list_of(dims, "vpp_degree") }
+  local split_list = dims.pipeline_split
+  local split_one = memo(function(pp, vpp)
+    return { default_split(info.framework, info.num_layers, pp, vpp) }
+  end)
+  local split_first = split_list and { split_list[1] }
+  level { name = "pipeline_split", field = "pipeline_split", deps = { "pp_degree", "vpp_degree" },
+    values = function(c)
+      if c.pp_degree == 1 then return split_first or split_one(1, 1) end
+      return split_list or split_one(c.pp_degree, c.vpp_degree)
+    end }
   for _, name in ipairs({ "stage_partition", "layer_offset" }) do
     if dims[name] then
       local f = per_pp(dims[name])
@@ -420,6 +447,7 @@ end
 function M.moot(s, f)
   if f == "sequence_parallel" then return (s.tp_degree or 1) == 1 end
   if f == "cp_comm_type" then return (s.cp_degree or 1) == 1 end
+  if f == "pipeline_split" then return (s.pp_degree or 1) == 1 end
   if f == "reshard_after_forward" then return (s.fsdp_degree or 1) == 1 end
   if f == "zero_stage" then
     return (s.fsdp_degree or 1) == 1 and (s.dp_degree or 1) * (s.cp_degree or 1) == 1

@@ -45,6 +45,7 @@ describe("space sizes", function()
       tp_degree = 1, sequence_parallel = false, pp_degree = 1, vpp_degree = 1,
       cp_degree = 1, cp_comm_type = "p2p", micro_batch_size = 1, micro_batch_num = 0,
       layer_recompute = "none", recompute_num_layers = -1, allow_idle_devices = false,
+      pipeline_split = "even",
     }, list[1])
   end)
 
@@ -166,5 +167,29 @@ describe("space sizes", function()
     -- cp1: dp1 1 + 2, dp2 3 + 2 = 8; cp2 (2 comms): 2 x (5 + 5) = 20 -> 28
     -- 28 x 5 x 4 x 4 x 4 = 8960
     assert.are.equal(8960, n)
+  end)
+end)
+
+describe("space pipeline_split", function()
+  local function splits(framework, L, dims)
+    local s = space.new({ data_parallel = "manual", dims = dims },
+      { num_devices = 64, framework = framework, num_layers = L })
+    local out = {}
+    for c in s:iter() do out[#out + 1] = c.pp_degree .. ":" .. c.pipeline_split end
+    return out
+  end
+
+  it("is the framework's own rule when not searched", function()
+    -- TorchTitan counts embedding and loss whenever it pipelines
+    assert.are.same({ "1:even", "4:embedding_loss" }, splits("fsdp2", 32, { pp_degree = { 1, 4 } }))
+    -- Megatron: even where the layers divide; 126 over 8 stages counts them
+    assert.are.same({ "2:even", "8:embedding_loss" }, splits("megatron", 126, { pp_degree = { 2, 8 } }))
+    -- Megatron-DeepSpeed partitions by layer type
+    assert.are.same({ "4:deepspeed_type" }, splits("deepspeed", 126, { pp_degree = { 4 } }))
+  end)
+
+  it("takes the listed rules, the first one alone without pipelining", function()
+    assert.are.same({ "1:even", "2:even", "2:embedding_loss" },
+      splits("megatron", 32, { pp_degree = { 1, 2 }, pipeline_split = { "even", "embedding_loss" } }))
   end)
 end)

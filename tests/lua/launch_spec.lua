@@ -33,7 +33,7 @@ local function parse_megatron(text)
       local flag, value = line:match("^%s+(%-%-[%w%-]+)%s*(.*)$")
       assert(flag, "not a flag line: " .. line)
       flags[#flags + 1] = flag
-      values[flag] = value ~= "" and value or true
+      values[flag] = value ~= "" and (value:match("^'(.*)'$") or value) or true
     elseif line:match("^exec torchrun") or in_exec then
       in_exec = true
       for f in line:gmatch("(%-%-[%w%-]+)") do torchrun[#torchrun + 1] = f end
@@ -440,6 +440,14 @@ describe("launch configs", function()
     assert.are.equal("Et*7|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*7L",
       v["--pipeline-model-parallel-layout"])
     assert.are.equal("126", v["--num-layers"])
+    -- quoted: '|' and '*' are shell characters
+    local sh = os.tmpname()
+    local fh = assert(io.open(sh, "w"))
+    fh:write(by[1].megatron.text)
+    fh:close()
+    assert.is_true(os.execute("bash -n '" .. sh .. "'") == true)
+    os.remove(sh)
+    assert.truthy(by[1].megatron.text:find("--pipeline-model-parallel-layout 'Et*7|", 1, true))
     -- the layout sets vpp: no other virtual-pipeline flag, no first/last counts
     assert.is_nil(v["--num-virtual-stages-per-pipeline-rank"])
     assert.is_nil(v["--num-layers-per-virtual-pipeline-stage"])

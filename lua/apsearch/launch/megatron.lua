@@ -40,7 +40,10 @@ function M.render(c)
   local args, notes = {}, {}
   local function A(flag, value)
     assert(options.megatron.options[flag], "megatron: option not in the list: " .. flag)
-    args[#args + 1] = value ~= nil and (flag .. " " .. tostring(value)) or flag
+    local v = value ~= nil and tostring(value) or nil
+    -- a value with shell characters (the layout's '|' and '*') is quoted
+    if v and v:find("[^%w%.%-_/,:=+]") then v = "'" .. v:gsub("'", "'\\''") .. "'" end
+    args[#args + 1] = v and (flag .. " " .. v) or flag
   end
   local function N(kind, text) notes[#notes + 1] = kind .. ": " .. text end
 

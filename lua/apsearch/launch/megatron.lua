@@ -235,6 +235,13 @@ function M.render(c)
       "configure it in the model spec (TransformerConfig.window_size), no flag is written",
       m.sliding_window, m.sliding_window_layers or m.num_layers, m.num_layers))
   end
+  if tr.dropout == false then
+    -- estimated without dropout; Megatron's TransformerConfig defaults are
+    -- attention_dropout = hidden_dropout = 0.1 (and attention dropout
+    -- cannot be CUDA-graphed with recompute)
+    A("--attention-dropout", 0)
+    A("--hidden-dropout", 0)
+  end
   if not m.tie_word_embeddings then A("--untie-embeddings-and-output-weights") end
   if not (m.attn_out_bias or m.mlp_bias) then
     A("--disable-bias-linear")

@@ -61,6 +61,7 @@ M.megatron = {
     "--fp8-format", "--fp8-recipe", "--fp4-format", "--fp4-recipe",
     "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
     "--cuda-graph-impl", "--tp-comm-overlap", "--cpu-offloading-num-layers",
+    "--attention-dropout", "--hidden-dropout",
   }),
 }
 

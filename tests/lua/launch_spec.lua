@@ -33,7 +33,7 @@ local function parse_megatron(text)
       local flag, value = line:match("^%s+(%-%-[%w%-]+)%s*(.*)$")
       assert(flag, "not a flag line: " .. line)
       flags[#flags + 1] = flag
-      values[flag] = value ~= "" and value or true
+      values[flag] = value ~= "" and (value:match("^'(.*)'$") or value) or true
     elseif line:match("^exec torchrun") or in_exec then
       in_exec = true
       for f in line:gmatch("(%-%-[%w%-]+)") do torchrun[#torchrun + 1] = f end
@@ -136,6 +136,40 @@ local function check_all(r)
     end
   end
   return by
+end
+
+
+-- one strategy estimated (ctx:estimate) and shaped as a search result, for
+-- strategy fields the search space does not enumerate (recompute_method,
+-- pipeline_split, per-chunk stage_partition)
+local function estimated(tbl, strategy)
+  local p = policy.from_table(tbl, ROOT .. "/examples/x.lua")
+  local ctx = search.context(p)
+  local est = ctx:estimate(strategy)
+  local rec = { rank = 1, devices_used = est.devices_used,
+    memory_cost = { total = est.mem_peak, limit = est.mem_limit },
+    performance_cost = { step_time = est.step_time } }
+  for k, v in pairs(est.strategy) do rec[k] = v end
+  local stages = {}
+  for i, st in ipairs(est.stages) do
+    stages[i] = { stage = st.stage, first_layer = st.first_layer, num_layers = st.num_layers,
+      recompute_layers = st.recompute_layers }
+  end
+  return { inputs = ctx:inputs(), top_k_strategies = { rec }, stage_summary = { { stages = stages } } }, est
+end
+
+local function b200_405b(training)
+  local tr = { global_batch_size = 512, seq_length = 8192, framework = "megatron" }
+  for k, v in pairs(training or {}) do tr[k] = v end
+  return { model = "llama-3.1-405b", cluster = { device = "b200", nodes = 64, devices_per_node = 8 },
+    training = tr, top_k = 1 }
+end
+
+local function chunks_16()
+  local part = { 7 }
+  for i = 2, 15 do part[i] = 8 end
+  part[16] = 7
+  return part
 end
 
 describe("launch configs", function()
@@ -247,7 +281,10 @@ describe("launch configs", function()
         assert.are.equal(tostring(layers[1]), v["--decoder-first-pipeline-num-layers"])
         assert.are.equal(tostring(layers[#layers]), v["--decoder-last-pipeline-num-layers"])
       else
-        assert.truthy(mg:find("NOT EXPRESSIBLE in Megatron-LM: stage split", 1, true))
+        -- the middle stages differ: a layout, one stage per rank
+        local parts = {}
+        for i, n in ipairs(layers) do parts[i] = (i == 1 and "E" or "") .. "t*" .. n .. (i == #layers and "L" or "") end
+        assert.are.equal(table.concat(parts, "|"), v["--pipeline-model-parallel-layout"])
         assert.is_nil(v["--decoder-first-pipeline-num-layers"])
       end
       -- TorchTitan: split points at each stage's first layer
@@ -356,6 +393,124 @@ describe("launch configs", function()
         "NOT EXPRESSIBLE in TorchTitan: tensor parallel without sequence parallel", 1, true))
       assert.truthy(by[rec.rank].mindformers.text:find("use_seq_parallel: False", 1, true))
     end
+  end)
+
+  it("write the recipe: mxfp8, fp8 param gather, bf16 grad reduce, TP overlap, embedding/loss split", function()
+    local r, est = estimated(b200_405b({ precision = "mxfp8", fp8_param_gather = true,
+      grad_reduce_in_fp32 = false, tp_comm_overlap = true }),
+      { tp_degree = 8, sequence_parallel = true, pp_degree = 8, vpp_degree = 2, dp_degree = 8,
+        zero_stage = 1, pipeline_split = "embedding_loss", layer_recompute = "selective" })
+    assert.is_nil(est.reason, est.message)
+    local by = check_all(r)
+    local _, v = parse_megatron(by[1].megatron.text)
+    assert.are.equal("e4m3", v["--fp8-format"])
+    assert.are.equal("mxfp8", v["--fp8-recipe"])
+    assert.is_true(v["--fp8-param-gather"])
+    assert.is_true(v["--use-distributed-optimizer"])
+    assert.is_true(v["--grad-reduce-in-bf16"])
+    assert.is_true(v["--tp-comm-overlap"])
+    assert.is_true(v["--account-for-embedding-in-pipeline-split"])
+    assert.is_true(v["--account-for-loss-in-pipeline-split"])
+    -- (126 + 2) / 16 chunks: the chunk count, not a size; no first/last counts
+    assert.are.equal("2", v["--num-virtual-stages-per-pipeline-rank"])
+    assert.is_nil(v["--num-layers-per-virtual-pipeline-stage"])
+    assert.is_nil(v["--decoder-first-pipeline-num-layers"])
+    assert.is_nil(v["--pipeline-model-parallel-layout"])
+    assert.is_nil(v["--cuda-graph-impl"])
+    local tt = by[1].torchtitan.text
+    assert.truthy(tt:find('converters = ["mx"]', 1, true))
+    assert.truthy(tt:find("enable_async_tensor_parallel = true", 1, true))
+    assert.truthy(tt:find("NOT EXPRESSIBLE in TorchTitan: fp8_param_gather with mxfp8", 1, true))
+    local mf = by[1].mindformers.text
+    assert.truthy(mf:find("NOT EXPRESSIBLE in MindFormers: mxfp8 matmuls", 1, true))
+    assert.truthy(mf:find("NOT EXPRESSIBLE in MindFormers: fp8_param_gather", 1, true))
+  end)
+
+  it("write a per-chunk stage_partition as --pipeline-model-parallel-layout, uniform recompute as uniform", function()
+    local r, est = estimated(b200_405b({ precision = "bf16" }),
+      { tp_degree = 8, sequence_parallel = true, pp_degree = 8, vpp_degree = 2, dp_degree = 8,
+        zero_stage = 1, stage_partition = chunks_16(), layer_recompute = "full",
+        recompute_method = "uniform", recompute_num_layers = { 2, 2, 2, 2, 2, 2, 2, 2 } })
+    assert.is_nil(est.reason, est.message)
+    assert.are.equal(16, #r.top_k_strategies[1].stage_partition)
+    local by = check_all(r)
+    local _, v = parse_megatron(by[1].megatron.text)
+    -- by hand: chunk 1 (rank 0, virtual stage 0) holds the embedding and 7
+    -- layers, chunks 2-15 8 layers, chunk 16 (rank 7, virtual stage 1) 7 and the loss
+    assert.are.equal("Et*7|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*8|t*7L",
+      v["--pipeline-model-parallel-layout"])
+    assert.are.equal("126", v["--num-layers"])
+    -- quoted: '|' and '*' are shell characters
+    local sh = os.tmpname()
+    local fh = assert(io.open(sh, "w"))
+    fh:write(by[1].megatron.text)
+    fh:close()
+    assert.is_true(os.execute("bash -n '" .. sh .. "'") == true)
+    os.remove(sh)
+    assert.truthy(by[1].megatron.text:find("--pipeline-model-parallel-layout 'Et*7|", 1, true))
+    -- the layout sets vpp: no other virtual-pipeline flag, no first/last counts
+    assert.is_nil(v["--num-virtual-stages-per-pipeline-rank"])
+    assert.is_nil(v["--num-layers-per-virtual-pipeline-stage"])
+    assert.is_nil(v["--decoder-first-pipeline-num-layers"])
+    assert.is_nil(v["--account-for-embedding-in-pipeline-split"])
+    assert.are.equal("full", v["--recompute-granularity"])
+    assert.are.equal("uniform", v["--recompute-method"])
+    assert.are.equal("2", v["--recompute-num-layers"])
+    assert.is_nil(v["--grad-reduce-in-bf16"])          -- absent: Megatron's fp32 main grads
+  end)
+
+  it("write nvfp4, fp4 param gather, CPU offload and CUDA graphs; notes where an engine lacks them", function()
+    local tbl = b200_405b({ precision = "nvfp4", fp8_param_gather = true, activation_offload_layers = 4,
+      cuda_graphs = true, store_param_remainders = true, torch_compile = true, compile_loss = false })
+    tbl.model = "llama-3.1-8b"
+    tbl.cluster.nodes = 1
+    tbl.training.global_batch_size = 64
+    local r, est = estimated(tbl, { tp_degree = 1, dp_degree = 8, zero_stage = 1 })
+    assert.is_nil(est.reason, est.message)
+    local by = check_all(r)
+    local mg = by[1].megatron.text
+    local _, v = parse_megatron(mg)
+    assert.are.equal("e2m1", v["--fp4-format"])
+    assert.are.equal("nvfp4", v["--fp4-recipe"])
+    assert.is_nil(v["--fp8-format"])
+    assert.is_true(v["--fp4-param-gather"])
+    assert.are.equal("4", v["--cpu-offloading-num-layers"])
+    -- CPU offloading: only the full-iteration graph (transformer_config.py)
+    assert.are.equal("full_iteration", v["--cuda-graph-impl"])
+    assert.is_true(v["--no-check-for-nan-in-loss-and-grad"])
+    assert.truthy(mg:find("NOT EXPRESSIBLE in Megatron-LM: store_param_remainders", 1, true))
+    local tt = by[1].torchtitan.text
+    assert.truthy(tt:find("NOT EXPRESSIBLE in TorchTitan: nvfp4", 1, true))
+    assert.truthy(tt:find("NOT EXPRESSIBLE in TorchTitan: activation offload", 1, true))
+    assert.truthy(tt:find("NOT EXPRESSIBLE in TorchTitan: compiling the model but not the loss", 1, true))
+    assert.is_nil(tt:find("converters =", 1, true))
+    local mf = by[1].mindformers.text
+    for _, what in ipairs({ "nvfp4 matmuls", "fp8_param_gather", "activation offload", "CUDA graphs" }) do
+      assert.truthy(mf:find("NOT EXPRESSIBLE in MindFormers: " .. what, 1, true), what)
+    end
+  end)
+
+  it("write per-layer TE CUDA graphs without full recompute, fp8 param gather for TorchTitan FSDP", function()
+    local tbl = b200_405b({ precision = "fp8", cuda_graphs = true, fp8_param_gather = true,
+      torch_compile = true })
+    tbl.model = "llama-3.1-8b"
+    tbl.cluster.nodes = 1
+    tbl.training.global_batch_size = 64
+    tbl.training.framework = "fsdp2"
+    local r = estimated(tbl, { fsdp_degree = 8, layer_recompute = "selective" })
+    local by = check_all(r)
+    local _, v = parse_megatron(by[1].megatron.text)
+    assert.are.equal("transformer_engine", v["--cuda-graph-impl"])
+    -- estimated without dropout (Megatron's default is 0.1)
+    assert.are.equal("0", v["--attention-dropout"])
+    assert.are.equal("0", v["--hidden-dropout"])
+    assert.are.equal("hybrid", v["--fp8-format"])
+    assert.is_true(v["--fp8-param-gather"])
+    assert.is_true(v["--use-torch-fsdp2"])
+    local tt = by[1].torchtitan.text
+    assert.truthy(tt:find('converters = ["float8"]', 1, true))
+    assert.truthy(tt:find("enable_fsdp_float8_all_gather = true", 1, true))
+    assert.truthy(tt:find("compile = true", 1, true))
   end)
 
   it("are valid bash, written atomically and executable", function()

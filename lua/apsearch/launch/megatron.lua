@@ -40,7 +40,10 @@ function M.render(c)
   local args, notes = {}, {}
   local function A(flag, value)
     assert(options.megatron.options[flag], "megatron: option not in the list: " .. flag)
-    args[#args + 1] = value ~= nil and (flag .. " " .. tostring(value)) or flag
+    local v = value ~= nil and tostring(value) or nil
+    -- a value with shell characters (the layout's '|' and '*') is quoted
+    if v and v:find("[^%w%.%-_/,:=+]") then v = "'" .. v:gsub("'", "'\\''") .. "'" end
+    args[#args + 1] = v and (flag .. " " .. v) or flag
   end
   local function N(kind, text) notes[#notes + 1] = kind .. ": " .. text end
 
@@ -53,8 +56,50 @@ function M.render(c)
   if tp > 1 and r.sequence_parallel then A("--sequence-parallel") end
   A("--pipeline-model-parallel-size", pp)
   local layers = c.layers
+  -- model chunks in schedule order (chunk j on rank j mod p): given per
+  -- chunk, by the embedding_loss rule, or a rank's layers split evenly
+  -- (the core reports an unset partition as zeros)
+  local given = {}
+  for _, n in ipairs(r.stage_partition or {}) do
+    if n ~= 0 then given = r.stage_partition break end
+  end
+  local per_chunk = vpp > 1 and #given == pp * vpp
+  local split = r.pipeline_split or "even"
+  local chunks = {}
+  if per_chunk then
+    for j = 1, pp * vpp do chunks[j] = given[j] end
+  elseif split == "embedding_loss" and #given == 0 and pp > 1 then
+    chunks = M.embedding_loss_chunks(L, pp * vpp)
+  elseif #layers == pp then
+    for k = 0, vpp - 1 do
+      for i = 1, pp do chunks[k * pp + i] = layers[i] // vpp end
+    end
+  end
   local uneven = pp > 1 and #layers == pp and not launch_util.all_equal(layers)
-  if uneven then
+  local vpp_written = false
+  local function layout(why)
+    A("--pipeline-model-parallel-layout", M.layout(chunks))
+    vpp_written = true
+    if why then N("NOTE", why) end
+  end
+  if pp > 1 and per_chunk then
+    -- per model chunk: only the layout gives each chunk its own count
+    -- (pipeline_parallel_layer_layout.py; vpp = stages / pp)
+    layout()
+  elseif pp > 1 and split == "embedding_loss" and #given == 0 then
+    -- transformer_block.py get_num_layers_to_build: (L + 2) / (p v) per
+    -- chunk, the first and the last chunk one fewer; needs (L + 2) % (p v) == 0
+    if (L + 2) % (pp * vpp) == 0 then
+      A("--account-for-embedding-in-pipeline-split")
+      A("--account-for-loss-in-pipeline-split")
+      -- with the account flags the chunk size counts the embedding and
+      -- the loss: give the chunk count (arguments.py)
+      if vpp > 1 then A("--num-virtual-stages-per-pipeline-rank", vpp) vpp_written = true end
+    else
+      layout("the embedding-and-loss split of " .. L .. " layers over " .. pp * vpp ..
+        " model chunks is uneven ((L + 2) mod (p v) ~= 0); written as a layout")
+    end
+  elseif uneven then
     local middle = {}
     for i = 2, pp - 1 do middle[#middle + 1] = layers[i] end
     if pp == 2 then
@@ -65,17 +110,18 @@ function M.render(c)
       A("--decoder-first-pipeline-num-layers", layers[1])
       A("--decoder-last-pipeline-num-layers", layers[pp])
     else
-      N("NOT EXPRESSIBLE in Megatron-LM", string.format(
-        "stage split %s: the middle stages differ, and Megatron splits the layers between the " ..
-        "first and last stage evenly", table.concat(layers, ":")))
+      -- the middle stages differ: first/last counts split the rest evenly
+      layout()
     end
   end
   if vpp > 1 then
-    -- an uneven split needs the chunk count, not the chunk size (arguments.py)
-    if L % (pp * vpp) == 0 and not uneven then
-      A("--num-layers-per-virtual-pipeline-stage", L // (pp * vpp))
-    else
-      A("--num-virtual-stages-per-pipeline-rank", vpp)
+    if not vpp_written then
+      -- an uneven split needs the chunk count, not the chunk size (arguments.py)
+      if L % (pp * vpp) == 0 and not uneven then
+        A("--num-layers-per-virtual-pipeline-stage", L // (pp * vpp))
+      else
+        A("--num-virtual-stages-per-pipeline-rank", vpp)
+      end
     end
     if tr.overlap_p2p_comm == false then A("--no-overlap-p2p-communication") end
   end
@@ -121,6 +167,12 @@ function M.render(c)
     end
     if not any then
       -- nothing recomputed
+    elseif r.recompute_method == "uniform" then
+      -- every layer, in groups of recompute_num_layers checkpointed together
+      -- (megatron/core/recompute.py); the group size is entry 1
+      local g = type(r.recompute_num_layers) == "table" and r.recompute_num_layers[1] or nil
+      A("--recompute-method", "uniform")
+      A("--recompute-num-layers", (g and g > 0) and g or 1)
     elseif all then
       A("--recompute-method", "uniform")
       A("--recompute-num-layers", 1)
@@ -183,6 +235,13 @@ function M.render(c)
       "configure it in the model spec (TransformerConfig.window_size), no flag is written",
       m.sliding_window, m.sliding_window_layers or m.num_layers, m.num_layers))
   end
+  if tr.dropout == false then
+    -- estimated without dropout; Megatron's TransformerConfig defaults are
+    -- attention_dropout = hidden_dropout = 0.1 (and attention dropout
+    -- cannot be CUDA-graphed with recompute)
+    A("--attention-dropout", 0)
+    A("--hidden-dropout", 0)
+  end
   if not m.tie_word_embeddings then A("--untie-embeddings-and-output-weights") end
   if not (m.attn_out_bias or m.mlp_bias) then
     A("--disable-bias-linear")
@@ -190,14 +249,86 @@ function M.render(c)
   end
   if (tr.vocab_size_divisible_by or 0) > 0 then A("--make-vocab-size-divisible-by", tr.vocab_size_divisible_by) end
 
-  -- precision and optimizer
-  if tr.precision == "fp16" then
+  -- precision (TransformerConfig fp8 / fp8_recipe / fp4 / fp4_recipe,
+  -- megatron/core/transformer/transformer_config.py)
+  local p = tr.precision
+  if p == "fp16" then
     A("--fp16")
-  elseif tr.precision == "fp8" then
-    A("--bf16")
-    A("--fp8-format", "hybrid")
   else
     A("--bf16")
+    if p == "fp8" then
+      A("--fp8-format", "hybrid")
+    elseif p == "mxfp8" then
+      -- TE MXFP8BlockScaling takes E4M3 or HYBRID; E4M3 as Megatron-Bridge's
+      -- bf16_with_mxfp8_mixed
+      A("--fp8-format", "e4m3")
+      A("--fp8-recipe", "mxfp8")
+    elseif p == "nvfp4" then
+      A("--fp4-format", "e2m1")
+      A("--fp4-recipe", "nvfp4")
+    end
+  end
+  -- recipe settings (src/core/recipe.c)
+  local function has(flag)
+    for _, a in ipairs(args) do if a == flag then return true end end
+    return false
+  end
+  if tr.fp8_param_gather == true and (p == "fp8" or p == "mxfp8" or p == "nvfp4") then
+    if not (has("--use-distributed-optimizer") or has("--use-torch-fsdp2")) then
+      N("NOT EXPRESSIBLE in Megatron-LM", "fp8_param_gather without the distributed optimizer or " ..
+        "FSDP: validate_args asserts --use-distributed-optimizer (or FSDP) with --fp8-param-gather; " ..
+        "not written")
+    else
+      A(p == "nvfp4" and "--fp4-param-gather" or "--fp8-param-gather")
+      if has("--use-torch-fsdp2") then
+        N("NOTE", "with --use-torch-fsdp2 and TransformerEngine >= 2.0 Megatron-LM turns the " ..
+          "low-precision parameter gather off (validate_args): parameters are gathered in bf16")
+      end
+    end
+  end
+  if p == "fp16" then
+    if tr.grad_reduce_in_fp32 ~= false then A("--accumulate-allreduce-grads-in-fp32") end
+  elseif tr.grad_reduce_in_fp32 == false then
+    -- bf16 otherwise forces fp32 main grads (validate_args)
+    A("--grad-reduce-in-bf16")
+  end
+  if tr.store_param_remainders then
+    N("NOT EXPRESSIBLE in Megatron-LM", "store_param_remainders (fp32 master weights as bf16 " ..
+      "weight + 16-bit remainder, apex DistributedFusedAdam in NeMo 1.x): Megatron-LM keeps a full " ..
+      "fp32 master copy")
+  end
+  local offload = tr.activation_offload_layers or 0
+  if offload > 0 then
+    -- ModelParallelConfig.cpu_offloading_num_layers; validate_args turns
+    -- cpu_offloading on; TransformerConfig asserts 0 <= n < num_layers
+    local n = math.min(offload, L - 1)
+    A("--cpu-offloading-num-layers", n)
+    if n ~= offload then
+      N("APPROXIMATE", string.format("activation offload of %d layers: Megatron-LM takes fewer " ..
+        "than num_layers = %d; %d written", offload, L, n))
+    end
+  end
+  if tr.tp_comm_overlap then
+    if tp > 1 and r.sequence_parallel then
+      A("--tp-comm-overlap")
+    else
+      N("NOTE", "tp_comm_overlap without TP and sequence parallel: nothing to overlap, no flag " ..
+        "(Megatron asserts --sequence-parallel with --tp-comm-overlap)")
+    end
+  end
+  if tr.cuda_graphs then
+    -- per-layer TE graphs; full recompute and CPU offloading need the
+    -- full-iteration graph (transformer_config.py), which needs the NaN
+    -- check off (arguments.py)
+    if r.layer_recompute == "full" or offload > 0 then
+      A("--cuda-graph-impl", "full_iteration")
+      A("--no-check-for-nan-in-loss-and-grad")
+      N("APPROXIMATE", "CUDA graphs with " .. (offload > 0 and "CPU offloading" or "full recompute") ..
+        ": Megatron-LM only captures the full iteration then (--cuda-graph-impl full_iteration), " ..
+        "not per layer")
+    else
+      A("--cuda-graph-impl", "transformer_engine")
+    end
   end
   A("--optimizer", tr.optimizer == "sgd" and "sgd" or "adam")
 
@@ -223,6 +354,38 @@ function M.render(c)
   out[#out + 1] = "  --master-addr \"$MASTER_ADDR\" --master-port \"$MASTER_PORT\" \\"
   out[#out + 1] = "  \"$MEGATRON_LM/pretrain_gpt.py\" \"${MEGATRON_ARGS[@]}\" \"$@\""
   return table.concat(out, "\n") .. "\n", notes
+end
+
+--- Layers per model chunk under Megatron's embedding-and-loss split
+-- (--account-for-embedding/loss-in-pipeline-split, transformer_block.py
+-- get_num_layers_to_build): L + 2 units over S chunks, the first and last
+-- chunk giving one to the embedding and the loss.
+-- @tparam integer L transformer layers
+-- @tparam integer S model chunks (p v)
+-- @treturn table layers per chunk in schedule order
+function M.embedding_loss_chunks(L, S)
+  local E, out = L + 2, {}
+  for j = 1, S do out[j] = E // S + ((j - 1) < E % S and 1 or 0) end
+  out[1], out[S] = out[1] - 1, out[S] - 1
+  return out
+end
+
+--- `--pipeline-model-parallel-layout` for layers per model chunk in
+-- schedule order (megatron/core/transformer/pipeline_parallel_layer_layout.py:
+-- stages separated by '|', stage i is virtual stage i // p on rank i % p;
+-- 'E' the embedding in the first stage, 'L' the loss in the last, 't*n'
+-- n transformer layers).
+-- @tparam table chunks layers per chunk
+-- @treturn string e.g. "Et*7|t*8|...|t*7L"
+function M.layout(chunks)
+  local parts = {}
+  for j, n in ipairs(chunks) do
+    local t = n == 0 and "" or n == 1 and "t" or ("t*" .. n)
+    if j == 1 then t = "E" .. t end
+    if j == #chunks then t = t .. "L" end
+    parts[j] = t
+  end
+  return table.concat(parts, "|")
 end
 
 return M

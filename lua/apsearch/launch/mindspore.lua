@@ -171,7 +171,27 @@ function M.render(c)
     K("model.model_config.compute_dtype", "float16")
   else
     K("model.model_config.compute_dtype", "bfloat16")
-    if tr.precision == "fp8" then N("NOT EXPRESSIBLE in MindFormers", "fp8 matmuls (compute_dtype bfloat16 written)") end
+    if tr.precision == "fp8" or tr.precision == "mxfp8" or tr.precision == "nvfp4" then
+      N("NOT EXPRESSIBLE in MindFormers", tr.precision .. " matmuls (compute_dtype bfloat16 written)")
+    end
+  end
+  -- recipe settings MindFormers has no key for
+  if tr.fp8_param_gather == true then
+    N("NOT EXPRESSIBLE in MindFormers", "fp8_param_gather (weights gathered in a low-precision format)")
+  end
+  if (tr.activation_offload_layers or 0) > 0 then
+    N("NOT EXPRESSIBLE in MindFormers", "activation offload to host (activation_offload_layers = " ..
+      tr.activation_offload_layers .. ")")
+  end
+  if tr.grad_reduce_in_fp32 == false then
+    N("NOT EXPRESSIBLE in MindFormers", "gradients reduced in bf16 (grad_reduce_in_fp32 = false)")
+  end
+  if tr.tp_comm_overlap then
+    N("NOT EXPRESSIBLE in MindFormers", "TP communication overlapped with the matmuls (tp_comm_overlap)")
+  end
+  if tr.cuda_graphs then N("NOT EXPRESSIBLE in MindFormers", "CUDA graphs (cuda_graphs)") end
+  if tr.store_param_remainders then
+    N("NOT EXPRESSIBLE in MindFormers", "store_param_remainders (apex DistributedFusedAdam, NeMo 1.x)")
   end
   K("model.model_config.use_flash_attention", tr.flash_attention ~= false)
 

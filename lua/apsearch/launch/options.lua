@@ -17,9 +17,13 @@ end
 M.megatron = {
   source = {
     repo = "NVIDIA/Megatron-LM", path = "megatron/training/arguments.py",
-    commit = "000c4ac24f61159c138b0975def722c65245983c",
+    commit = "d98e8a64ddf34856e74b24714e3bedb2f5a39553",
     note = "_add_distributed_args, _add_training_args, _add_network_size_args, " ..
-      "_add_mixed_precision_args, _add_data_args, _add_transformer_engine_args",
+      "_add_mixed_precision_args, _add_data_args, _add_transformer_engine_args; the " ..
+      "TransformerConfig / ModelParallelConfig fields _add_network_size_args turns into " ..
+      "flags (ArgumentGroupFactory, megatron/training/argument_utils.py; fields in " ..
+      "megatron/core/transformer/transformer_config.py, megatron/core/model_parallel_config.py, " ..
+      "same commit); every name checked with the commit's own parser (docs/launch.md)",
   },
   options = set({
     -- _add_distributed_args
@@ -43,8 +47,21 @@ M.megatron = {
     "--seq-length",
     -- _add_mixed_precision_args
     "--bf16", "--fp16",
-    -- _add_transformer_engine_args (dest fp8)
-    "--fp8-format",
+    "--grad-reduce-in-bf16", "--accumulate-allreduce-grads-in-fp32",
+    -- _add_distributed_args
+    "--pipeline-model-parallel-layout",
+    -- _add_training_args
+    "--no-check-for-nan-in-loss-and-grad",
+    -- _add_transformer_engine_args
+    "--fp8-param-gather", "--fp4-param-gather",
+    -- TransformerConfig fields (_add_network_size_args, ArgumentGroupFactory):
+    -- fp8 (arg_names --fp8-format), fp8_recipe, fp4 (--fp4-format), fp4_recipe,
+    -- account_for_*_in_pipeline_split, cuda_graph_impl; ModelParallelConfig:
+    -- tp_comm_overlap, cpu_offloading_num_layers
+    "--fp8-format", "--fp8-recipe", "--fp4-format", "--fp4-recipe",
+    "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
+    "--cuda-graph-impl", "--tp-comm-overlap", "--cpu-offloading-num-layers",
+    "--attention-dropout", "--hidden-dropout",
   }),
 }
 
@@ -63,7 +80,9 @@ M.torchtitan = {
   source = {
     repo = "pytorch/torchtitan", path = "torchtitan/config/job_config.py",
     commit = "000204a4a8bf3d0f31adc44fc29855fbb6ea13d8",
-    note = "dataclasses Job, Model, Training, Parallelism, ActivationCheckpoint",
+    note = "dataclasses Job, Model, Training, Parallelism, ActivationCheckpoint, Float8; " ..
+      "converter names from torchtitan/components/quantization/float8.py and mx.py " ..
+      "register_model_converter (same commit)",
   },
   sections = {
     job = set({ "description", "dump_folder" }),
@@ -77,6 +96,7 @@ M.torchtitan = {
       "pipeline_parallel_schedule", "pipeline_parallel_microbatch_size",
       "context_parallel_degree", "context_parallel_rotate_method" }),
     activation_checkpoint = set({ "mode", "selective_ac_option" }),
+    float8 = set({ "enable_fsdp_float8_all_gather", "precompute_float8_dynamic_scale_for_fsdp" }),
   },
   values = {
     ["activation_checkpoint.mode"] = set({ "selective", "full", "none" }),

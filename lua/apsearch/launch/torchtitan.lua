@@ -24,6 +24,11 @@
 --   (every (n/r)-th layer; APPROXIMATE when the stages differ or n/r is
 --   not whole); selective -> "selective" with "op"
 --   (APPROXIMATE: per-op SAC, not core-attention only)
+-- * precision fp8 -> converter "float8", mxfp8 -> "mx"; nvfp4 NOT
+--   EXPRESSIBLE; fp8_param_gather (fp8, FSDP) -> [float8]
+--   enable_fsdp_float8_all_gather
+-- * training.compile compiles model and loss: compile_loss = false NOT
+--   EXPRESSIBLE; tp_comm_overlap -> enable_async_tensor_parallel
 -- * zero_stage 1/2 without FSDP: NOT EXPRESSIBLE (TorchTitan shards with
 --   FSDP or not at all)
 -- @module apsearch.launch.torchtitan
@@ -91,7 +96,32 @@ function M.render(c)
       "the model definition must implement it", m.sliding_window,
       m.sliding_window_layers or m.num_layers, m.num_layers))
   end
-  if tr.precision == "fp8" then K("model", "converters", { "float8" }) end
+  -- quantisation converters (torchtitan/components/quantization/*.py
+  -- register_model_converter names)
+  local prec = tr.precision
+  if prec == "fp8" then
+    K("model", "converters", { "float8" })
+  elseif prec == "mxfp8" then
+    -- torchao MX linears ([mx] recipe_name defaults to "mxfp8")
+    K("model", "converters", { "mx" })
+  elseif prec == "nvfp4" then
+    N("NOT EXPRESSIBLE in TorchTitan", "nvfp4 matmuls: this TorchTitan has only the float8 and " ..
+      "mx (mxfp8) converters; no converter written")
+  end
+  if tr.fp8_param_gather == true then
+    if prec == "fp8" and Sd > 1 then
+      -- tensorwise scaling (recipe_name unset) gathers float8 weights
+      K("float8", "enable_fsdp_float8_all_gather", true)
+      K("float8", "precompute_float8_dynamic_scale_for_fsdp", true)
+    else
+      N("NOT EXPRESSIBLE in TorchTitan", "fp8_param_gather with " .. tostring(prec) ..
+        (Sd > 1 and "" or " without FSDP") .. ": only the float8 converter gathers " ..
+        "FSDP parameters in fp8 (enable_fsdp_float8_all_gather)")
+    end
+  end
+  if tr.store_param_remainders then
+    N("NOT EXPRESSIBLE in TorchTitan", "store_param_remainders (apex DistributedFusedAdam, NeMo 1.x)")
+  end
 
   if pp > 1 then
     K("training", "local_batch_size", b * (r.micro_batch_num or 1))
@@ -103,7 +133,22 @@ function M.render(c)
   -- the estimate's elementwise kernels: fused when compiled, eager otherwise
   -- (Megatron and DeepSpeed estimates assume fused kernels: compile)
   local pytorch = tr.framework == "fsdp2" or tr.framework == "fsdp"
-  K("training", "compile", tr.torch_compile == true or not pytorch)
+  local compile = tr.torch_compile == true or not pytorch
+  K("training", "compile", compile)
+  -- the loss is compiled with the model (torchtitan/components/loss.py
+  -- build_cross_entropy_loss); separate components came later (compile.components)
+  if compile and tr.compile_loss == false then
+    N("NOT EXPRESSIBLE in TorchTitan", "compiling the model but not the loss (compile_loss = false): " ..
+      "training.compile compiles both")
+  end
+  if (tr.activation_offload_layers or 0) > 0 then
+    N("NOT EXPRESSIBLE in TorchTitan", "activation offload to host (activation_offload_layers = " ..
+      tr.activation_offload_layers .. "): TorchTitan's CPU offload moves parameters, gradients and " ..
+      "optimizer states (training.enable_cpu_offload), not activations")
+  end
+  if tr.cuda_graphs then
+    N("NOT EXPRESSIBLE in TorchTitan", "CUDA graphs (no TorchTitan key)")
+  end
   if tr.precision == "fp16" then
     N("NOT EXPRESSIBLE in TorchTitan", "fp16 mixed precision (mixed_precision_param takes bfloat16 or float32)")
   else
@@ -113,6 +158,8 @@ function M.render(c)
   K("parallelism", "data_parallel_replicate_degree", R)
   K("parallelism", "data_parallel_shard_degree", Sd)
   if Sd > 1 then
+    -- explicit: "default" keeps the gathered parameters under PP
+    -- (torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy)
     K("parallelism", "fsdp_reshard_after_forward", r.reshard_after_forward == false and "never" or "always")
   end
   if Sd == 1 and (z == 1 or z == 2) then
@@ -124,7 +171,12 @@ function M.render(c)
   end
   K("parallelism", "tensor_parallel_degree", tp)
   if tp > 1 then
-    K("parallelism", "enable_async_tensor_parallel", false)
+    -- async TP pipelines the TP collectives with the matmuls (tp_comm_overlap);
+    -- "currently only effective when compile is enabled" (job_config.py)
+    K("parallelism", "enable_async_tensor_parallel", tr.tp_comm_overlap == true)
+    if tr.tp_comm_overlap and not compile then
+      N("NOTE", "enable_async_tensor_parallel only takes effect with training.compile = true")
+    end
     if not r.sequence_parallel then
       N("NOT EXPRESSIBLE in TorchTitan", "tensor parallel without sequence parallel (TorchTitan shards the sequence with TP)")
     end

@@ -42,7 +42,7 @@ local RUN_FIELDS = {}
 do
   local how = { stage_partition = true, layer_offset = true, recompute_num_layers = true,
     micro_batch_num = true, balance_stages = true, auto_recompute = true,
-    allow_idle_devices = true, layer_recompute = true }
+    allow_idle_devices = true, layer_recompute = true, pipeline_split = true }
   for _, f in ipairs(space_mod.fields) do
     if not how[f] then RUN_FIELDS[#RUN_FIELDS + 1] = f end
   end

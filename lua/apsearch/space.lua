@@ -447,7 +447,10 @@ end
 function M.moot(s, f)
   if f == "sequence_parallel" then return (s.tp_degree or 1) == 1 end
   if f == "cp_comm_type" then return (s.cp_degree or 1) == 1 end
-  if f == "pipeline_split" then return (s.pp_degree or 1) == 1 end
+  if f == "pipeline_split" then
+    -- a balanced or given partition replaces the rule
+    return (s.pp_degree or 1) == 1 or s.balance_stages == true or type(s.stage_partition) == "table"
+  end
   if f == "reshard_after_forward" then return (s.fsdp_degree or 1) == 1 end
   if f == "zero_stage" then
     return (s.fsdp_degree or 1) == 1 and (s.dp_degree or 1) * (s.cp_degree or 1) == 1

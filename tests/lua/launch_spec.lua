@@ -274,7 +274,15 @@ describe("launch configs", function()
       for i = 3, #layers - 1 do if layers[i] ~= layers[2] then middle_equal = false end end
       local even = true
       for i = 2, #layers do if layers[i] ~= layers[1] then even = false end end
-      if even then
+      if rec.pipeline_split == "embedding_loss" and not rec.balance_stages then
+        -- Megatron's own rule (the search's default where 126 does not
+        -- divide): embedding and loss counted as a layer each
+        assert.is_true(v["--account-for-embedding-in-pipeline-split"])
+        assert.is_true(v["--account-for-loss-in-pipeline-split"])
+        assert.is_nil(v["--decoder-first-pipeline-num-layers"])
+        assert.are.equal(layers[2] - 1, layers[1])
+        seen = seen + 1
+      elseif even then
         assert.is_nil(v["--decoder-first-pipeline-num-layers"])
       elseif middle_equal then
         seen = seen + 1
@@ -366,7 +374,14 @@ describe("launch configs", function()
       local _, v = parse_megatron(by[rec.rank].megatron.text)
       assert.are.equal("2", v["--num-virtual-stages-per-pipeline-rank"])
       assert.is_nil(v["--num-layers-per-virtual-pipeline-stage"])
-      if layers[1] ~= layers[2] or layers[16] ~= layers[2] then
+      if rec.pipeline_split == "embedding_loss" and not rec.balance_stages then
+        -- (126 + 2) / 32 = 4 per chunk, the first and last chunk 3
+        seen = seen + 1
+        assert.is_true(v["--account-for-embedding-in-pipeline-split"])
+        assert.are.equal(7, layers[1])
+        assert.are.equal(7, layers[16])
+        for i = 2, 15 do assert.are.equal(8, layers[i]) end
+      elseif layers[1] ~= layers[2] or layers[16] ~= layers[2] then
         seen = seen + 1
         assert.are.equal(tostring(layers[1]), v["--decoder-first-pipeline-num-layers"])
         assert.are.equal(tostring(layers[16]), v["--decoder-last-pipeline-num-layers"])

@@ -53,7 +53,7 @@
  * reproduces it; docs/accuracy.md has the errors before and after):
  * mean |log error| of tokens/s per GPU 0.061 over the 71 runs.  H200
  * shares the H100's compute die; Blackwell has no measured run here and
- * takes the Hopper values as an assumption.
+ * takes the Hopper values as an assumption (GB300's attention: below).
  *
  * gemm_efficiency: large-GEMM fraction of the dense peak.  Hopper's
  *   sustained clock under load sits below the boost clock its peak assumes
@@ -78,6 +78,15 @@
 #define APS_FP8_GEMM_EFF 0.850
 #define APS_ATTN_EFF_AMPERE 0.345
 #define APS_ATTN_EFF_HOPPER 0.199
+/** Blackwell Ultra (GB300) doubles the special-function units' exponential
+ *  throughput (10.7 vs 5 tera-exponentials/s, NVIDIA "Inside NVIDIA
+ *  Blackwell Ultra", 2025): the softmax exponentials that stall the
+ *  attention loop between its two GEMMs on Blackwell run at twice the
+ *  rate, so the attention kernels of an exp-bound loop reach twice the
+ *  fraction of the (unchanged) bf16 peak.  An assumption on the Hopper
+ *  value Blackwell takes (no Blackwell run is measured here); GEMMs are
+ *  as on GB200. */
+#define APS_ATTN_SFU_SPEEDUP_BLACKWELL_ULTRA 2.0
 /** Smallest values a device field may take (see aps_cluster_validate). */
 #define APS_MIN_MEMORY MIB
 #define APS_MIN_FLOPS 1e9
@@ -108,6 +117,10 @@ typedef struct {
 #define HOPPER_ON .gemm_efficiency = APS_GEMM_EFF_HOPPER,               \
                .gemm_half_dim = APS_GEMM_HALF_DIM_HOPPER,             \
                .attention_efficiency = APS_ATTN_EFF_HOPPER
+#define BLACKWELL_ULTRA .gemm_efficiency = APS_GEMM_EFF_HOPPER,         \
+               .gemm_half_dim = APS_GEMM_HALF_DIM_HOPPER,             \
+               .attention_efficiency =                                \
+                   APS_ATTN_EFF_HOPPER * APS_ATTN_SFU_SPEEDUP_BLACKWELL_ULTRA
 
 static const preset presets[] = {
     {{.name = "a100-sxm4-40gb",
@@ -208,7 +221,7 @@ static const preset presets[] = {
       .inter_node_bandwidth = 100 * GB,
       .peak_flops_fp4 = 15000 * TFLOPS,
       .host_bandwidth = APS_NVLINK_C2C_PER_GPU,
-      COMMON_FIELDS, HOPPER_ON},
+      COMMON_FIELDS, BLACKWELL_ULTRA},
      "NVIDIA GB300 NVL72 datasheet (2025), per Blackwell Ultra GPU: FP8 5 "
      "PFLOPS and BF16 2.5 PFLOPS dense, FP32 80 TFLOPS, 288 GB HBM3e "
      "(279 GB usable) at 8 TB/s, NVLink 5 1.8 TB/s, FP4 15 PFLOPS dense; "

@@ -223,6 +223,30 @@ static void test_cluster_validate(void **state)
     assert_int_equal(aps_cluster_validate(NULL, err, sizeof err), APS_EINVAL);
 }
 
+/* Blackwell: dense FP4 9 (B200), 10 (GB200), 15 (GB300) PFLOPS; host
+ * links PCIe Gen5 x16 (63 GB/s) on HGX B200, NVLink-C2C 900 GB/s per
+ * Grace and two GPUs (225 GB/s per GPU and direction) on GB200 / GB300;
+ * GB300's attention at twice the SFU exponential rate of GB200 (10.7 vs
+ * 5 tera-exponentials/s). */
+static void test_preset_blackwell(void **state)
+{
+    (void)state;
+    aps_device b200, gb200, gb300, h100;
+    assert_int_equal(aps_device_preset("b200", &b200), APS_OK);
+    assert_int_equal(aps_device_preset("gb200", &gb200), APS_OK);
+    assert_int_equal(aps_device_preset("gb300", &gb300), APS_OK);
+    assert_int_equal(aps_device_preset("h100-sxm-80gb", &h100), APS_OK);
+    ASSERT_DBL_EXACT(b200.peak_flops_fp4, 9000e12);
+    ASSERT_DBL_EXACT(gb200.peak_flops_fp4, 10000e12);
+    ASSERT_DBL_EXACT(gb300.peak_flops_fp4, 15000e12);
+    ASSERT_DBL_EXACT(h100.peak_flops_fp4, 0.0);
+    ASSERT_DBL_EXACT(b200.host_bandwidth, 63e9);
+    ASSERT_DBL_EXACT(gb200.host_bandwidth, 225e9);
+    ASSERT_REL(gb300.attention_efficiency, 2.0 * gb200.attention_efficiency,
+               REL);
+    ASSERT_DBL_EXACT(gb300.gemm_efficiency, gb200.gemm_efficiency);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -233,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_preset_list),
         cmocka_unit_test(test_preset_lookup),
         cmocka_unit_test(test_cluster_validate),
+        cmocka_unit_test(test_preset_blackwell),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,8 @@
 local M = {}
 
 --- Release lines, first match wins.
--- `training`: settings applied to the row's training table when the row's
+-- `patterns`: Lua patterns on `software`; `before`: only releases dated
+-- "(YYYY-MM)" before it; `training`: settings applied to the row's training table when the row's
 -- column for it is empty; `frameworks`: the `framework` values it applies
 -- to; `source`: where the release sets them.
 M.LINES = {
@@ -22,7 +23,7 @@ M.LINES = {
     -- remainder. Gradients stay fp32 (no grad_sync_dtype in the llama and
     -- gpt3 configs).
     name = "NeMo 1.x launcher",
-    pattern = "^NeMo 2[34]%.0[1-9]",
+    patterns = { "^NeMo 2[34]%.0[1-9]" },
     frameworks = { megatron = true },
     training = { store_param_remainders = true },
     source = "NVIDIA/NeMo 265bd739 nemo/collections/nlp/models/language_modeling/"
@@ -30,46 +31,27 @@ M.LINES = {
       .. "NVIDIA/NeMo-Framework-Launcher 8325688d (24.07) launcher_scripts/conf/training/",
   },
   {
-    -- NeMo 2.x performance scripts and Megatron-Bridge performance
-    -- recipes reduce gradients in bf16 (the base recipes keep fp32).
+    -- NeMo 2.x performance scripts (the 24.12 container on), Megatron-
+    -- Bridge performance recipes and NVIDIA's MLPerf submissions built on
+    -- them reduce gradients in bf16 (the base recipes keep fp32).
     name = "NeMo 2.x / Megatron-Bridge performance recipes",
-    pattern = "^NeMo 2[4-9]%.1[0-2]",
+    patterns = { "^NeMo 2[4-9]%.1[0-2]", "^NeMo 2[5-9]%.", "Megatron%-Bridge",
+      "^MLPerf.*NeMo 2[5-9]" },
     frameworks = { megatron = true },
     training = { grad_reduce_in_fp32 = false },
     source = "NVIDIA/NeMo 8cfedd72 scripts/performance/helpers.py:234 "
-      .. "(recipe.trainer.plugins.grad_reduce_in_fp32 = False)",
-  },
-  {
-    name = "NeMo 2.x / Megatron-Bridge performance recipes",
-    pattern = "^NeMo 2[5-9]%.",
-    frameworks = { megatron = true },
-    training = { grad_reduce_in_fp32 = false },
-    source = "NVIDIA/NeMo 8cfedd72 scripts/performance/helpers.py:234 "
-      .. "(recipe.trainer.plugins.grad_reduce_in_fp32 = False)",
-  },
-  {
-    name = "NeMo 2.x / Megatron-Bridge performance recipes",
-    pattern = "Megatron%-Bridge",
-    frameworks = { megatron = true },
-    training = { grad_reduce_in_fp32 = false },
-    source = "NVIDIA-NeMo/Megatron-Bridge b7b4e11b scripts/performance/configs/"
+      .. "(recipe.trainer.plugins.grad_reduce_in_fp32 = False); "
+      .. "NVIDIA-NeMo/Megatron-Bridge b7b4e11b scripts/performance/configs/"
       .. "llama/llama31_llm_pretrain.py:42-43 (mixed_precision and ddp "
       .. "grad_reduce_in_fp32 = False; the base recipes, src/megatron/bridge/"
       .. "recipes/common.py, keep True)",
-  },
-  {
-    name = "MLPerf NVIDIA (NeMo 2.x)",
-    pattern = "^MLPerf.*NeMo 2[5-9]",
-    frameworks = { megatron = true },
-    training = { grad_reduce_in_fp32 = false },
-    source = "NVIDIA/NeMo 8cfedd72 scripts/performance/helpers.py:234",
   },
   {
     -- TorchTitan before 2025-04 compiled the model, not the loss
     -- (pytorch/torchtitan bbb1b616, 2025-04-02: the loss joins the
     -- compiled components).
     name = "TorchTitan before 2025-04",
-    pattern = "^torchtitan",
+    patterns = { "^torchtitan" },
     before = "2025-04",
     frameworks = { fsdp2 = true },
     training = { compile_loss = false },
@@ -90,10 +72,12 @@ end
 --   training, source), or nil when none matches
 function M.match(software, framework)
   if type(software) ~= "string" or software == "" then return nil end
+  local month = release_month(software)
   for _, line in ipairs(M.LINES) do
-    if line.frameworks[framework] and software:match(line.pattern) then
-      local month = release_month(software)
-      if not line.before or (month and month < line.before) then return line end
+    if line.frameworks[framework] and (not line.before or (month and month < line.before)) then
+      for _, pattern in ipairs(line.patterns) do
+        if software:match(pattern) then return line end
+      end
     end
   end
   return nil

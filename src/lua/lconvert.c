@@ -911,19 +911,25 @@ void apsl_push_recipe(lua_State *L, const aps_training *t)
 {
     aps_recipe r;
     aps_recipe_resolve(t, &r);
+    const struct { const char *k; bool v; } flags[] = {
+        {"grad_reduce_in_fp32", r.grad_reduce_in_fp32},
+        {"fp8_param_gather", r.fp8_param_gather},
+        {"compile_loss", r.compile_loss},
+    };
+    const struct { const char *k; double v; } bytes[] = {
+        {"grad_bytes", r.grad_bytes},
+        {"grad_reduce_bytes", r.grad_reduce_bytes},
+        {"logits_bytes", r.logits_bytes},
+    };
     lua_createtable(L, 0, 6);
-    lua_pushboolean(L, r.grad_reduce_in_fp32);
-    lua_setfield(L, -2, "grad_reduce_in_fp32");
-    lua_pushboolean(L, r.fp8_param_gather);
-    lua_setfield(L, -2, "fp8_param_gather");
-    lua_pushboolean(L, r.compile_loss);
-    lua_setfield(L, -2, "compile_loss");
-    lua_pushnumber(L, r.grad_bytes);
-    lua_setfield(L, -2, "grad_bytes");
-    lua_pushnumber(L, r.grad_reduce_bytes);
-    lua_setfield(L, -2, "grad_reduce_bytes");
-    lua_pushnumber(L, r.logits_bytes);
-    lua_setfield(L, -2, "logits_bytes");
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        lua_pushboolean(L, flags[i].v);
+        lua_setfield(L, -2, flags[i].k);
+    }
+    for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++) {
+        lua_pushnumber(L, bytes[i].v);
+        lua_setfield(L, -2, bytes[i].k);
+    }
 }
 
 void apsl_push_estimate(lua_State *L, const aps_estimate *e,

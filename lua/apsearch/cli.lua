@@ -566,7 +566,8 @@ local function cmd_validate(args)
   local rows, errors = {}, {}
   for _, cs in ipairs(result.cases or {}) do
     if cs.error then
-      errors[#errors + 1] = util.printable(tostring(cs.case_id)) .. ": " .. util.printable(tostring(cs.error))
+      errors[#errors + 1] = util.printable(tostring(result.file)) .. ": row " ..
+        util.printable(tostring(cs.case_id)) .. ": " .. util.printable(tostring(cs.error))
     else
       local p, m, e = cs.predicted or {}, cs.measured or {}, cs.error_pct or {}
       rows[#rows + 1] = { util.printable(tostring(cs.case_id)), util.printable(tostring(cs.model)),

@@ -116,7 +116,7 @@ M.dimensions = {
   "tp_degree", "sequence_parallel", "cp_degree", "cp_comm_type",
   "pp_degree", "vpp_degree", "pipeline_split", "stage_partition", "layer_offset",
   "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
-  "layer_recompute", "recompute_num_layers", "micro_batch_size",
+  "layer_recompute", "recompute_method", "recompute_num_layers", "micro_batch_size",
   "micro_batch_num",
 }
 

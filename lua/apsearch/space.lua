@@ -47,7 +47,7 @@ local M = {}
 local DEFAULTS = {
   tp_degree = 1, cp_degree = 1, cp_comm_type = "p2p", pp_degree = 1,
   vpp_degree = 1, dp_degree = 1, fsdp_degree = 1, zero_stage = 0,
-  reshard_after_forward = true, layer_recompute = "none",
+  reshard_after_forward = true, layer_recompute = "none", recompute_method = "block",
   recompute_num_layers = -1, micro_batch_size = 1, micro_batch_num = 0,
 }
 
@@ -69,7 +69,8 @@ end
 M.fields = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "tp_degree", "sequence_parallel", "pp_degree", "vpp_degree", "cp_degree",
   "cp_comm_type", "micro_batch_size", "micro_batch_num", "stage_partition",
-  "layer_offset", "balance_stages", "pipeline_split", "layer_recompute", "recompute_num_layers",
+  "layer_offset", "balance_stages", "pipeline_split", "layer_recompute", "recompute_method",
+  "recompute_num_layers",
   "auto_recompute", "allow_idle_devices" }
 
 --- Sets search dimension `dim` of candidate `c` to `v`, translating the
@@ -289,6 +290,12 @@ function M.new(ss, info)
       return rnl_for(c.pp_degree)
     end }
 
+  -- Megatron --recompute-method: only full recompute has one
+  local rm = list_of(dims, "recompute_method")
+  local rm_one = { rm[1] }
+  level { name = "recompute_method", field = "recompute_method", deps = { "layer_recompute" },
+    values = function(c) if c.layer_recompute ~= "full" then return rm_one end return rm end }
+
   level { name = "micro_batch_size", field = "micro_batch_size", static = list_of(dims, "micro_batch_size") }
   level { name = "micro_batch_num", field = "micro_batch_num", static = list_of(dims, "micro_batch_num") }
 
@@ -447,6 +454,7 @@ end
 function M.moot(s, f)
   if f == "sequence_parallel" then return (s.tp_degree or 1) == 1 end
   if f == "cp_comm_type" then return (s.cp_degree or 1) == 1 end
+  if f == "recompute_method" then return s.layer_recompute ~= "full" end
   if f == "pipeline_split" then
     -- a balanced or given partition replaces the rule
     return (s.pp_degree or 1) == 1 or s.balance_stages == true or type(s.stage_partition) == "table"

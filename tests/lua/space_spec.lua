@@ -45,7 +45,7 @@ describe("space sizes", function()
       tp_degree = 1, sequence_parallel = false, pp_degree = 1, vpp_degree = 1,
       cp_degree = 1, cp_comm_type = "p2p", micro_batch_size = 1, micro_batch_num = 0,
       layer_recompute = "none", recompute_num_layers = -1, allow_idle_devices = false,
-      pipeline_split = "even",
+      pipeline_split = "even", recompute_method = "block",
     }, list[1])
   end)
 
@@ -191,5 +191,17 @@ describe("space pipeline_split", function()
   it("takes the listed rules, the first one alone without pipelining", function()
     assert.are.same({ "1:even", "2:even", "2:embedding_loss" },
       splits("megatron", 32, { pp_degree = { 1, 2 }, pipeline_split = { "even", "embedding_loss" } }))
+  end)
+end)
+
+describe("space recompute_method", function()
+  it("is enumerated with full recompute only", function()
+    local s = make({ layer_recompute = { "none", "full" }, recompute_method = { "block", "uniform" } })
+    local n, list = collect(s)
+    assert.are.equal(3, n) -- none, full block, full uniform
+    assert.are.equal(3, s:size())
+    local seen = {}
+    for _, c in ipairs(list) do seen[c.layer_recompute .. ":" .. c.recompute_method] = true end
+    assert.is_true(seen["none:block"] and seen["full:block"] and seen["full:uniform"])
   end)
 end)

@@ -84,13 +84,15 @@ end
 -- block recomputes the first N layers of each chunk (per rank N x vpp;
 -- the core caps it at the rank's layers), uniform recomputes every layer
 -- in groups of N.
-local function recompute_columns(row, strategy)
+local function recompute_columns(row, strategy, assumed)
   local method = given(row, "recompute_method")
     and need_enum(row, "recompute_method", { "uniform", "block" }) or nil
   local n = given(row, "recompute_num_layers") and need_nonneg_int(row, "recompute_num_layers") or nil
   if (method or n) and strategy.layer_recompute ~= "full" then
-    error(("recompute_method / recompute_num_layers = %q / %q need layer_recompute = full (got %q)"):format(
-      row.recompute_method or "", row.recompute_num_layers or "", strategy.layer_recompute), 0)
+    -- Megatron reads them only with --recompute-granularity full
+    assumed[#assumed + 1] = ("recompute_method / recompute_num_layers (%s / %s) ignored: layer_recompute = %s"):format(
+      row.recompute_method or "", row.recompute_num_layers or "", strategy.layer_recompute)
+    return
   end
   if method == "uniform" then
     strategy.recompute_method = "uniform"
@@ -239,7 +241,7 @@ function M.case_inputs(row)
     strategy.reshard_after_forward = need_bool(row, "reshard_after_forward")
   end
   local assumed = {}
-  recompute_columns(row, strategy)
+  recompute_columns(row, strategy, assumed)
   pipeline_layout(row, strategy, framework, model.num_layers, assumed)
   local line = stacks.match(row.software, framework)
   if line then

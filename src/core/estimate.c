@@ -538,26 +538,6 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
                                    sizeof out->reason_msg);
     if (out->reason != APS_REASON_NONE)
         return APS_OK;
-    /* (a balanced split is made to the rule by balance_partition; a
-     * partition per model chunk is Megatron's --pipeline-model-parallel-
-     * layout, which places any layer count on any stage) */
-    if (aps_profile(t)->first_last_partition_only &&
-        !(s->balance_stages && !partition_given(s)) &&
-        aps_partition_entries(s) <= lay.p) {
-        for (int64_t i = 2; i < lay.p - 1; i++) {
-            if (lay.layers[i] != lay.layers[1]) {
-                aps_fmt(out->reason_msg, sizeof out->reason_msg,
-                        "megatron: stage %lld has %lld layers, stage 2 has "
-                        "%lld; Megatron-LM's per-stage flags only make the "
-                        "first and last stage differ (give stage_partition "
-                        "per model chunk for --pipeline-model-parallel-"
-                        "layout)", (long long)i + 1,
-                        (long long)lay.layers[i], (long long)lay.layers[1]);
-                out->reason = APS_REASON_FRAMEWORK_UNSUPPORTED;
-                return APS_OK;
-            }
-        }
-    }
     aps_dp_plan plan;
     aps_dp_plan_build(t, s, &plan);
     aps_layer_cost lc;

@@ -51,7 +51,10 @@ typedef struct {
                                       parameters and gradients unsharded
                                       across micro-batches, reducing once
                                       per step */
-    bool first_last_partition_only; /**< only first/last stage may differ */
+    bool first_last_partition_only; /**< balanced splits keep the middle
+                                         stages equal (what per-stage flags
+                                         express; any split runs as a
+                                         layout) */
     aps_dp_buffers dp_buffers;
     double dp_reduce_bucket;     /**< elements (DEEPSPEED buffers) */
     double dp_allgather_bucket;  /**< elements (DEEPSPEED buffers) */

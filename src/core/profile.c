@@ -46,8 +46,9 @@ static const aps_framework_profile profiles[] = {
         .transformer_engine = true,
         .fp8_cast_bytes = APS_FP8_CAST_TE,
         .fp8_fused_cast_bytes = APS_FP8_FUSED_CAST_TE,
-        /* --decoder-first/last-pipeline-num-layers: only the first and
-         * last pipeline stage may differ */
+        /* --decoder-first/last-pipeline-num-layers: the balanced split
+         * makes only the first and last pipeline stage differ (any other
+         * split is written as --pipeline-model-parallel-layout) */
         .first_last_partition_only = true,
         /* overlap_p2p_comm: the interleaved schedule posts a chunk's sends
          * and runs the next chunk (megatron/core/pipeline_parallel/

@@ -1,7 +1,7 @@
 -- Built-in rule "framework": the strategy is one the training framework can
--- run (megatron: no HSDP, no ZeRO-2/3 over DDP, only the first and last
--- pipeline stage may differ; fsdp2: no ZeRO-1/2, TP always with SP; fsdp:
--- data parallelism only; deepspeed: no HSDP, no CP), so every ranked
+-- run (megatron: no HSDP, no ZeRO-2/3 over DDP; fsdp2: no ZeRO-1/2, TP
+-- always with SP; fsdp: data parallelism only; deepspeed: no HSDP, no CP;
+-- and the recipe settings each one offers, src/core/recipe.c), so every ranked
 -- strategy has a launch config.  Runs after the structural rules, so a
 -- strategy that cannot exist is reported as such first.  Cheap; wraps
 -- ctx:check("framework") of src/core/check.c.

@@ -324,9 +324,9 @@ static void set_firsts(aps_layout *lay)
  * 1. Every layer costs the same, so stage i costs about e_i + k u_i for k
  *    layers, e_i being its fixed work (embedding on the first, output layer
  *    and loss on the last), sampled from the estimator for every stage.
- *    Megatron-LM can only make the first and last stage differ
- *    (--decoder-first/last-pipeline-num-layers): there the middle count is
- *    searched and the rest split between first and last.  Otherwise a
+ *    For Megatron-LM the split keeps the middle stages equal, what
+ *    --decoder-first/last-pipeline-num-layers express: there the middle
+ *    count is searched and the rest split between first and last.  Otherwise a
  *    bisection on the bottleneck T gives stage i floor((T - e_i) / u_i)
  *    layers (the linear-partition bottleneck problem; Galvatron and
  *    MindSpore's SAPP balance the same way, by cost per stage).

@@ -126,6 +126,19 @@ local function pipeline_layout(row, strategy, framework, L, assumed)
         error(("pipeline_layout = %q has %d entries, expected pp_degree = %d or pp_degree x vpp_degree = %d"):format(
           text, #list, p, p * v), 0)
       end
+      local unequal = false
+      for _, n in ipairs(list) do unequal = unequal or (v > 1 and #list == p and n % v ~= 0) end
+      if unequal then
+        -- a rank's layers that do not split into v equal chunks: spread
+        -- over its chunks as evenly as they go (a layout, per model chunk)
+        local chunks = {}
+        for i, n in ipairs(list) do
+          for k = 0, v - 1 do chunks[k * p + i] = n // v + (k < n % v and 1 or 0) end
+        end
+        list = chunks
+        assumed[#assumed + 1] = ("pipeline_layout per rank %s spread over %d model chunks each: %s"):format(
+          text, v, table.concat(list, ","))
+      end
       strategy.stage_partition = list
     else
       error(("pipeline_layout = %q is not account-embedding-loss, deepspeed-type-transformer or a list of layers per stage"):format(text), 0)

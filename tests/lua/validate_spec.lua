@@ -301,6 +301,21 @@ describe("validate: recipe columns and release defaults", function()
       one(",recompute_method", ",random").error)
   end)
 
+  it("spreads a per-rank layout that does not split into equal chunks over the chunks", function()
+    -- 32 layers, pp 2, vpp 2, 15 + 17 per rank: rank 1's chunks 8 and 7,
+    -- rank 2's 9 and 8; in schedule order (chunk j on rank j mod 2) 8, 9, 7, 8
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write(header, ",pipeline_layout\n", (base:gsub(",8,1,1,1,false,1,1,1,1,64,", ",4,1,1,1,false,2,2,1,1,64,")),
+      ',"15,17"\n')
+    f:close()
+    local c = validate.run(path).cases[1]
+    os.remove(path)
+    assert.is_nil(c.error)
+    assert.are.same({ 8, 9, 7, 8 }, c.inputs.strategy.stage_partition)
+    assert.matches("spread over 2 model chunks each: 8,9,7,8", c.assumed[1])
+  end)
+
   it("takes bf16 gradient reduction from a NeMo 2 / Megatron-Bridge release, fp32 otherwise", function()
     local nemo = one(",software", ",NeMo 25.04")
     assert.is_false(nemo.inputs.training.grad_reduce_in_fp32)

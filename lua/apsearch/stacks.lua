@@ -12,7 +12,8 @@ local M = {}
 
 --- Release lines, first match wins.
 -- `patterns`: Lua patterns on `software`; `before`: only releases dated
--- "(YYYY-MM)" before it; `training`: settings applied to the row's training table when the row's
+-- "(YYYY-MM)" before it; `quantized`: settings for fp8, mxfp8 and nvfp4
+-- runs only; `training`: settings applied to the row's training table when the row's
 -- column for it is empty; `frameworks`: the `framework` values it applies
 -- to; `source`: where the release sets them.
 M.LINES = {
@@ -31,20 +32,30 @@ M.LINES = {
       .. "NVIDIA/NeMo-Framework-Launcher 8325688d (24.07) launcher_scripts/conf/training/",
   },
   {
-    -- NeMo 2.x performance scripts (the 24.12 container on), Megatron-
-    -- Bridge performance recipes and NVIDIA's MLPerf submissions built on
-    -- them reduce gradients in bf16 (the base recipes keep fp32).
-    name = "NeMo 2.x / Megatron-Bridge performance recipes",
-    patterns = { "^NeMo 2[4-9]%.1[0-2]", "^NeMo 2[5-9]%.", "Megatron%-Bridge",
-      "^MLPerf.*NeMo 2[5-9]" },
+    -- Megatron-Bridge performance recipes reduce gradients in bf16 (the
+    -- base recipes keep fp32) and, in fp8, mxfp8 and nvfp4, keep and
+    -- gather the weights quantized (fp8_param_gather, fp4_param_gather).
+    name = "Megatron-Bridge performance recipes",
+    patterns = { "Megatron%-Bridge" },
+    frameworks = { megatron = true },
+    training = { grad_reduce_in_fp32 = false },
+    quantized = { fp8_param_gather = true },
+    source = "NVIDIA-NeMo/Megatron-Bridge b7b4e11b scripts/performance/configs/"
+      .. "llama/llama31_llm_pretrain.py:42-43 (mixed_precision and ddp "
+      .. "grad_reduce_in_fp32 = False; the base recipes, src/megatron/bridge/"
+      .. "recipes/common.py, keep True); src/megatron/bridge/training/"
+      .. "mixed_precision.py:264, 302, 416 (fp8_param_gather / "
+      .. "fp4_param_gather = True for mxfp8, fp8 current scaling, nvfp4)",
+  },
+  {
+    -- NeMo 2.x performance scripts (the 24.12 container on) and NVIDIA's
+    -- MLPerf submissions built on them reduce gradients in bf16.
+    name = "NeMo 2.x performance scripts",
+    patterns = { "^NeMo 2[4-9]%.1[0-2]", "^NeMo 2[5-9]%.", "^MLPerf.*NeMo 2[5-9]" },
     frameworks = { megatron = true },
     training = { grad_reduce_in_fp32 = false },
     source = "NVIDIA/NeMo 8cfedd72 scripts/performance/helpers.py:234 "
-      .. "(recipe.trainer.plugins.grad_reduce_in_fp32 = False); "
-      .. "NVIDIA-NeMo/Megatron-Bridge b7b4e11b scripts/performance/configs/"
-      .. "llama/llama31_llm_pretrain.py:42-43 (mixed_precision and ddp "
-      .. "grad_reduce_in_fp32 = False; the base recipes, src/megatron/bridge/"
-      .. "recipes/common.py, keep True)",
+      .. "(recipe.trainer.plugins.grad_reduce_in_fp32 = False)",
   },
   {
     -- TorchTitan before 2025-04 compiled the model, not the loss

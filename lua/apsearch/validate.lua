@@ -258,10 +258,13 @@ function M.case_inputs(row)
   pipeline_layout(row, strategy, framework, model.num_layers, assumed)
   local line = stacks.match(row.software, framework)
   if line then
-    for k, v in pairs(line.training) do
-      if training[k] == nil then
-        training[k] = v
-        assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), line.name, line.source)
+    local quantized = training.precision ~= "bf16" and training.precision ~= "fp16"
+    for _, set in ipairs({ line.training, quantized and line.quantized or {} }) do
+      for k, v in pairs(set) do
+        if training[k] == nil then
+          training[k] = v
+          assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), line.name, line.source)
+        end
       end
     end
   end

@@ -320,6 +320,17 @@ describe("validate: recipe columns and release defaults", function()
     local nemo = one(",software", ",NeMo 25.04")
     assert.is_false(nemo.inputs.training.grad_reduce_in_fp32)
     assert.matches("grad_reduce_in_fp32 = false %(NeMo 2.x", nemo.assumed[1])
+    -- Megatron-Bridge: in bf16 the gradients only; the fp8 row's weights
+    -- are gathered quantized too
+    assert.is_nil(one(",software", ",Megatron-Bridge 25.11").inputs.training.fp8_param_gather)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write(header, ",software\n", (base:gsub(",megatron,bf16,", ",megatron,fp8,")), ",Megatron-Bridge 25.11\n")
+    f:close()
+    local fp8 = validate.run(path).cases[1]
+    os.remove(path)
+    assert.is_true(fp8.inputs.training.fp8_param_gather)
+    assert.is_false(fp8.inputs.training.grad_reduce_in_fp32)
     local plain = one(",software", ",Megatron-LM core_r0.12")
     assert.is_nil(plain.inputs.training.grad_reduce_in_fp32)
     -- the row's own column wins over the release

@@ -127,19 +127,11 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
     if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE &&
         aps_profile(t)->op_sac_selective && lay->t > 1 && s->sequence_parallel)
         tp_bwd += (L - rc) * 0.5 * lc->tp_fwd;
-    /* activation offload: each offloaded layer's saved set goes to host
-     * while the next layer's forward runs, and comes back while the
-     * layer after it runs its backward (TE get_cpu_offload_context) */
-    double off = (double)aps_recipe_offload_layers(t, lay->layers[i] -
-                                                          lay->recompute[i],
-                                                   lay->v);
-    if (off > 0) {
-        st->offload_total = 2.0 * off * lc->act_full / d->host_bandwidth;
-        st->offload_exposed_fwd =
-            off * aps_recipe_offload_exposed(d, lc->act_full, layer_fwd);
-        st->offload_exposed_bwd =
-            off * aps_recipe_offload_exposed(d, lc->act_full, layer_bwd);
-    }
+    aps_recipe_offload_times(
+        d, aps_recipe_offload_layers(t, lay->layers[i] - lay->recompute[i],
+                                        lay->v),
+        lc->act_full, layer_fwd, layer_bwd, &st->offload_total,
+        &st->offload_exposed_fwd, &st->offload_exposed_bwd);
     st->tp_total = tp_fwd + tp_bwd;
     st->tp_exposed_fwd = interfered(
         t, tp_fwd, aps_recipe_tp_exposed(t, lay->t, tp_fwd, L * lc->gemm_fwd));

@@ -199,10 +199,14 @@ double aps_recipe_logits_bytes(const aps_training *t);
  *  tp_overlap fraction hidden. */
 double aps_recipe_tp_exposed(const aps_training *t, int64_t tp, double comm,
                              double gemm);
-/** Exposed seconds of copying `bytes` over the host link while `window`
- *  seconds of compute run. */
-double aps_recipe_offload_exposed(const aps_device *d, double bytes,
-                                  double window);
+/** Activation offload of `layers` layers of `bytes` saved per layer and
+ *  micro-batch, next to layers of `layer_fwd` / `layer_bwd` seconds:
+ *  seconds of host-link copies in total (out and back) and exposed in the
+ *  forward and the backward of one micro-batch. */
+void aps_recipe_offload_times(const aps_device *d, int64_t layers,
+                              double bytes, double layer_fwd,
+                              double layer_bwd, double *total,
+                              double *exposed_fwd, double *exposed_bwd);
 /** Layers of a rank (of `layers`, in v model chunks) whose activations
  *  are offloaded: activation_offload_layers per chunk. */
 int64_t aps_recipe_offload_layers(const aps_training *t, int64_t layers,

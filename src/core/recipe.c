@@ -74,13 +74,30 @@ double aps_recipe_tp_exposed(const aps_training *t, int64_t tp, double comm,
     return first + (rest > 0.0 ? rest : 0.0);
 }
 
-double aps_recipe_offload_exposed(const aps_device *d, double bytes,
-                                  double window)
+/** Seconds of copying `bytes` over the host link not hidden by `window`
+ *  seconds of compute. */
+static double offload_exposed(const aps_device *d, double bytes,
+                              double window)
 {
-    if (bytes <= 0.0)
-        return 0.0;
     double copy = bytes / d->host_bandwidth;
     return copy > window ? copy - window : 0.0;
+}
+
+void aps_recipe_offload_times(const aps_device *d, int64_t layers,
+                              double bytes, double layer_fwd,
+                              double layer_bwd, double *total,
+                              double *exposed_fwd, double *exposed_bwd)
+{
+    *total = *exposed_fwd = *exposed_bwd = 0.0;
+    if (layers <= 0 || bytes <= 0.0)
+        return;
+    double n = (double)layers;
+    /* each offloaded layer's saved set goes to host while the next
+     * layer's forward runs and comes back while the layer after it runs
+     * its backward (TE get_cpu_offload_context, double-buffered) */
+    *total = 2.0 * n * bytes / d->host_bandwidth;
+    *exposed_fwd = n * offload_exposed(d, bytes, layer_fwd);
+    *exposed_bwd = n * offload_exposed(d, bytes, layer_bwd);
 }
 
 int64_t aps_recipe_offload_layers(const aps_training *t, int64_t layers,

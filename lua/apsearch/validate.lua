@@ -94,7 +94,8 @@ local function recompute_columns(row, strategy)
   end
   if method == "uniform" then
     strategy.recompute_method = "uniform"
-    if n and n > 0 then strategy.recompute_num_layers = n end
+    -- 0 reaches the core, which refuses it (groups of 0 layers)
+    if n then strategy.recompute_num_layers = n end
   elseif n then
     strategy.recompute_num_layers = n * strategy.vpp_degree
   end

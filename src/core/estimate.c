@@ -258,8 +258,7 @@ static void stage_fwd_bwd(const stage_time *tm, double *tf, double *tb)
 /** Recomputed layers of stage i as laid out: under auto_recompute the
  *  fewest that fit the memory limit (memory falls as recomputed layers
  *  grow, past the one-layer transient the first adds, so a bisection over
- *  [1, layers] finds it; all layers when nothing fits; with uniform
- *  recompute none or all, as uniform recomputes every layer), else the
+ *  [1, layers] finds it; all layers when nothing fits), else the
  *  strategy's recompute_num_layers. */
 static int64_t stage_recompute(const aps_model *m, const aps_cluster *c,
                                const aps_training *t, const aps_strategy *s,
@@ -274,8 +273,6 @@ static int64_t stage_recompute(const aps_model *m, const aps_cluster *c,
     aps_stage_memory(m, c, t, s, lay, plan, lc, i, &st);
     if (st.mem_total <= limit)
         return 0;
-    if (s->recompute_method == APS_RECOMPUTE_UNIFORM)
-        return lay->layers[i];
     int64_t lo = 1, hi = lay->layers[i];
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;

@@ -297,35 +297,6 @@ static void test_recompute_uniform(void **state)
                block.perf_total[APS_PERF_RECOMPUTE], REL);
 }
 
-/* recompute_num_layers = "auto" with uniform recompute: uniform
- * recomputes every layer of a stage or none, so a stage over the limit
- * recomputes all of its layers (block: the fewest that fit). */
-static void test_recompute_uniform_auto(void **state)
-{
-    (void)state;
-    aps_model m;
-    aps_cluster c;
-    aps_training t;
-    aps_strategy s;
-    fx_setup_8b(&m, &c, &t, &s, 8, 64, 4096);
-    s.dp_degree = 8;
-    aps_estimate none, all, block, uni;
-    fx_run(&m, &c, &t, &s, &none);
-    s.layer_recompute = APS_RECOMPUTE_FULL;
-    fx_run(&m, &c, &t, &s, &all);
-    t.memory_limit_bytes = 0.5 * (none.mem_peak + all.mem_peak);
-    s.auto_recompute = true;
-    fx_run(&m, &c, &t, &s, &block);
-    assert_true(block.stages[0].recompute_layers > 0);
-    assert_true(block.stages[0].recompute_layers < 32);
-    s.recompute_method = APS_RECOMPUTE_UNIFORM;
-    for (int i = 0; i < APS_MAX_STAGES; i++)
-        s.recompute_num_layers[i] = 1;
-    fx_run(&m, &c, &t, &s, &uni);
-    assert_int_equal(uni.stages[0].recompute_layers, 32);
-    assert_true(uni.feasible);
-}
-
 /* Activation offload (Megatron --cpu-offloading-num-layers 10): ten
  * layers' saved activations leave the device: -10 full at the peak (the
  * end of the forward, every copy done).  Each goes out over the host link
@@ -473,7 +444,6 @@ int main(void)
         cmocka_unit_test(test_fp8_fsdp_weight_copies),
         cmocka_unit_test(test_mxfp8_weight_copies),
         cmocka_unit_test(test_recompute_uniform),
-        cmocka_unit_test(test_recompute_uniform_auto),
         cmocka_unit_test(test_activation_offload),
         cmocka_unit_test(test_tp_comm_overlap),
         cmocka_unit_test(test_fsdp2_pp_unsharded),

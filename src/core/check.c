@@ -44,6 +44,15 @@ aps_reason aps_check_degrees(const aps_strategy *s, char *msg, size_t n)
     }
     bool uniform = s->layer_recompute == APS_RECOMPUTE_FULL &&
                    s->recompute_method == APS_RECOMPUTE_UNIFORM;
+    /* auto picks a count of layers per stage (block); uniform recomputes
+     * every layer and recompute_num_layers is its group, one for all
+     * stages in Megatron: no launch config runs the mix */
+    if (uniform && s->auto_recompute) {
+        aps_fmt(msg, n, "recompute_num_layers = auto with recompute_method "
+                "= uniform: auto chooses per-stage layer counts (block); "
+                "give uniform a group size");
+        return APS_REASON_INVALID_DEGREE;
+    }
     for (int64_t i = 0; i < s->pp_degree; i++) {
         if (s->recompute_num_layers[i] < -1) {
             aps_fmt(msg, n, "recompute_num_layers[%lld] = %lld: must be >= 0 "

@@ -390,6 +390,13 @@ static void test_invalid_degree(void **state)
     ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
     x.s.recompute_num_layers[0] = -1;
     ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    /* auto (per-stage block counts) does not mix with uniform */
+    x.s.auto_recompute = true;
+    ASSERT_REASON(all(&x), APS_REASON_INVALID_DEGREE, x.msg);
+    ASSERT_HAS(x.msg, "recompute_num_layers = auto with recompute_method = uniform");
+    x.s.recompute_method = APS_RECOMPUTE_BLOCK;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    x.s.auto_recompute = false;
     /* block: 0 layers recomputed is a valid count */
     x.s.recompute_method = APS_RECOMPUTE_BLOCK;
     x.s.recompute_num_layers[0] = 0;

@@ -299,6 +299,9 @@ describe("validate: recipe columns and release defaults", function()
       one(",pipeline_layout", ",zigzag").error)
     assert.matches('recompute_method = "random" is not one of uniform, block',
       one(",recompute_method", ",random").error)
+    -- an entry past 2^63 is named, not dropped from the count
+    assert.matches('pipeline_layout = "99999999999999999999": entry 99999999999999999999 is out of range',
+      one(",pipeline_layout", ",99999999999999999999").error, 1, true)
   end)
 
   it("refuses uniform recompute in groups of 0 layers (Megatron's loop would not advance)", function()

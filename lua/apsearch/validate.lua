@@ -96,7 +96,8 @@ local function recompute_columns(row, strategy, assumed)
   end
   if method == "uniform" then
     strategy.recompute_method = "uniform"
-    if n and n > 0 then strategy.recompute_num_layers = n end
+    -- 0 reaches the core, which refuses it (groups of 0 layers)
+    if n then strategy.recompute_num_layers = n end
   elseif n then
     strategy.recompute_num_layers = n * strategy.vpp_degree
   end
@@ -121,7 +122,13 @@ local function pipeline_layout(row, strategy, framework, L, assumed)
       strategy.pipeline_split = "deepspeed_type"
     elseif text:match("^[%d%s,;:]+$") then
       local list = {}
-      for n in text:gmatch("%d+") do list[#list + 1] = math.tointeger(tonumber(n)) end
+      for n in text:gmatch("%d+") do
+        local k = math.tointeger(tonumber(n))
+        if not k then
+          error(("pipeline_layout = %q: entry %s is out of range"):format(text, n), 0)
+        end
+        list[#list + 1] = k
+      end
       if #list ~= p and #list ~= p * v then
         error(("pipeline_layout = %q has %d entries, expected pp_degree = %d or pp_degree x vpp_degree = %d"):format(
           text, #list, p, p * v), 0)

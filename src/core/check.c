@@ -35,8 +35,22 @@ aps_reason aps_check_degrees(const aps_strategy *s, char *msg, size_t n)
         return APS_REASON_INVALID_DEGREE;
     }
     if ((unsigned)s->layer_recompute > APS_RECOMPUTE_FULL ||
-        (unsigned)s->cp_comm_type > APS_CP_ALL_GATHER) {
-        aps_fmt(msg, n, "layer_recompute or cp_comm_type out of range");
+        (unsigned)s->cp_comm_type > APS_CP_ALL_GATHER ||
+        (unsigned)s->recompute_method > APS_RECOMPUTE_UNIFORM ||
+        (unsigned)s->pipeline_split > APS_SPLIT_DEEPSPEED_TYPE) {
+        aps_fmt(msg, n, "layer_recompute, cp_comm_type, recompute_method or "
+                "pipeline_split out of range");
+        return APS_REASON_INVALID_DEGREE;
+    }
+    bool uniform = s->layer_recompute == APS_RECOMPUTE_FULL &&
+                   s->recompute_method == APS_RECOMPUTE_UNIFORM;
+    /* auto picks a count of layers per stage (block); uniform recomputes
+     * every layer and recompute_num_layers is its group, one for all
+     * stages in Megatron: no launch config runs the mix */
+    if (uniform && s->auto_recompute) {
+        aps_fmt(msg, n, "recompute_num_layers = auto with recompute_method "
+                "= uniform: auto chooses per-stage layer counts (block); "
+                "give uniform a group size");
         return APS_REASON_INVALID_DEGREE;
     }
     for (int64_t i = 0; i < s->pp_degree; i++) {
@@ -44,6 +58,14 @@ aps_reason aps_check_degrees(const aps_strategy *s, char *msg, size_t n)
             aps_fmt(msg, n, "recompute_num_layers[%lld] = %lld: must be >= 0 "
                     "(or -1 for all layers)", (long long)i + 1,
                     (long long)s->recompute_num_layers[i]);
+            return APS_REASON_INVALID_DEGREE;
+        }
+        /* transformer_block.py _checkpointed_forward (uniform) steps
+         * through the layers by recompute_num_layers: 0 never advances */
+        if (uniform && s->recompute_num_layers[i] == 0) {
+            aps_fmt(msg, n, "recompute_num_layers[%lld] = 0 with "
+                    "recompute_method = uniform: a group needs >= 1 layer",
+                    (long long)i + 1);
             return APS_REASON_INVALID_DEGREE;
         }
     }

@@ -195,8 +195,8 @@ double aps_recipe_gather_bytes(const aps_training *t, double psi,
 double aps_recipe_logits_bytes(const aps_training *t);
 /** Exposed seconds of `comm` seconds of TP collectives next to `gemm`
  *  seconds of the GEMMs they feed, with tp_comm_overlap (first of tp
- *  chunks exposed, the rest where longer than the GEMMs) or else the
- *  tp_overlap fraction hidden. */
+ *  chunks exposed, the rest where longer than the GEMMs, and never more
+ *  than without it) or else the tp_overlap fraction hidden. */
 double aps_recipe_tp_exposed(const aps_training *t, int64_t tp, double comm,
                              double gemm);
 /** Activation offload of `layers` layers of `bytes` saved per layer and

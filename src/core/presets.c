@@ -302,11 +302,19 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
                 d->peak_flops_fp4);
         return APS_EINVAL;
     }
+    /* 0 = no host link (activation offload refused); else a real link,
+     * so that offload copies take finite seconds */
+    if (d->host_bandwidth != 0 && !(d->host_bandwidth >= APS_MIN_BANDWIDTH &&
+                                    d->host_bandwidth <= 1e30)) {
+        aps_fmt(err, n, "cluster.device.host_bandwidth: must be 0 (no host "
+                "link) or in [%g, 1e30] (got %g)", APS_MIN_BANDWIDTH,
+                d->host_bandwidth);
+        return APS_EINVAL;
+    }
     struct { const char *f; double v; } nonneg[] = {
         {"intra_node_latency", d->intra_node_latency},
         {"inter_node_latency", d->inter_node_latency},
         {"cuda_context_bytes", d->cuda_context_bytes},
-        {"host_bandwidth", d->host_bandwidth},
         {"nccl_comm_bytes", d->nccl_comm_bytes},
     };
     for (size_t i = 0; i < sizeof nonneg / sizeof nonneg[0]; i++) {

@@ -61,8 +61,9 @@ double aps_recipe_tp_exposed(const aps_training *t, int64_t tp, double comm,
 {
     if (comm <= 0.0)
         return 0.0;
+    double plain = comm * (1.0 - t->tp_overlap);
     if (!t->tp_comm_overlap || tp < 2)
-        return comm * (1.0 - t->tp_overlap);
+        return plain;
     /* The collective is split into tp chunks, each chunk's GEMM running
      * while the next chunk moves (TE userbuffers ring exchange,
      * transformer_engine/pytorch/module/base.py initialize_ub; PyTorch
@@ -71,7 +72,10 @@ double aps_recipe_tp_exposed(const aps_training *t, int64_t tp, double comm,
      * wherever the GEMMs are shorter than the transfer. */
     double first = comm / (double)tp;
     double rest = comm - first - gemm * (double)(tp - 1) / (double)tp;
-    return first + (rest > 0.0 ? rest : 0.0);
+    double chunked = first + (rest > 0.0 ? rest : 0.0);
+    /* never more exposed than without it (a tp_overlap above 1 - 1/tp
+     * already hides more than the first chunk) */
+    return chunked < plain ? chunked : plain;
 }
 
 /** Seconds of copying `bytes` over the host link not hidden by `window`

@@ -221,6 +221,16 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
                 (long long)t->activation_offload_layers);
         return APS_EINVAL;
     }
+    /* megatron/core/transformer/transformer_config.py: CPU offloading
+     * "can be done only for layers less than num_layers" */
+    if (t->activation_offload_layers >= m->num_layers) {
+        aps_fmt(err, n, "training.activation_offload_layers: %lld must be "
+                "below the model's num_layers = %lld (Megatron-LM "
+                "transformer_config.py cpu_offloading_num_layers)",
+                (long long)t->activation_offload_layers,
+                (long long)m->num_layers);
+        return APS_EINVAL;
+    }
     if (m->position_embedding == APS_POS_LEARNED &&
         t->seq_length > m->max_position_embeddings) {
         aps_fmt(err, n, "training.seq_length: %lld is longer than the model's "

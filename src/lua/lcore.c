@@ -238,7 +238,9 @@ static void run_estimate(lua_State *L, apsl_context *ctx, int sidx,
  * strategy table (unknown field, wrong type, array length != pp_degree).
  */
 /** FNV-1a (64-bit) over what a strategy resolved to: the recompute mode,
- *  the micro-batch count and each stage's layers and recomputed layers.
+ *  the micro-batch count and each stage's layers and recomputed layers,
+ *  and under uniform recompute each stage's group size (groups of 1 and 2
+ *  recompute the same layers but keep different inputs).
  *  Two candidates written differently (an even and a "balanced" split that
  *  comes out even, a recompute count above the stage's layers, full
  *  recompute of no layer and none, micro_batch_num 0 and its derived
@@ -247,7 +249,7 @@ static lua_Integer layout_signature(const aps_strategy *s,
                                     const aps_estimate *e)
 {
     uint64_t h = UINT64_C(14695981039346656037);
-    int64_t v[2 * APS_MAX_STAGES + 3];
+    int64_t v[3 * APS_MAX_STAGES + 3];
     size_t n = 0;
     int64_t recomputed = 0;
     for (int64_t i = 0; i < e->num_stages && i < APS_MAX_STAGES; i++)
@@ -256,9 +258,16 @@ static lua_Integer layout_signature(const aps_strategy *s,
                  ? APS_RECOMPUTE_NONE : (int64_t)s->layer_recompute;
     v[n++] = e->micro_batch_num;
     v[n++] = e->num_stages;
+    bool uniform = s->layer_recompute == APS_RECOMPUTE_FULL &&
+                   s->recompute_method == APS_RECOMPUTE_UNIFORM;
     for (int64_t i = 0; i < e->num_stages && i < APS_MAX_STAGES; i++) {
         v[n++] = e->stages[i].num_layers;
         v[n++] = e->stages[i].recompute_layers;
+        /* the group as memory.c takes it: recompute_num_layers, or 1 */
+        v[n++] = (uniform && e->stages[i].recompute_layers > 0)
+                     ? (s->recompute_num_layers[i] > 0
+                            ? s->recompute_num_layers[i] : 1)
+                     : 0;
     }
     const unsigned char *p = (const unsigned char *)v;
     for (size_t i = 0; i < n * sizeof v[0]; i++) {

@@ -375,6 +375,38 @@ static void test_invalid_degree(void **state)
     x.s.pp_degree = APS_MAX_STAGES + 1;
     ASSERT_REASON(all(&x), APS_REASON_INVALID_DEGREE, x.msg);
     ASSERT_HAS(x.msg, "pp_degree");
+    /* uniform recompute in groups of 0 layers: Megatron's loop never
+     * advances; groups of 1 (and the default, -1) are fine */
+    aps_strategy_defaults(&x.s);
+    x.s.dp_degree = 8;
+    x.s.layer_recompute = APS_RECOMPUTE_FULL;
+    x.s.recompute_method = APS_RECOMPUTE_UNIFORM;
+    x.s.recompute_num_layers[0] = 0;
+    ASSERT_REASON(all(&x), APS_REASON_INVALID_DEGREE, x.msg);
+    ASSERT_HAS(x.msg, "recompute_num_layers[1] = 0");
+    ASSERT_HAS(x.msg, "uniform");
+    expect_run_reason(&x, APS_REASON_INVALID_DEGREE);
+    x.s.recompute_num_layers[0] = 1;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    x.s.recompute_num_layers[0] = -1;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    /* auto (per-stage block counts) does not mix with uniform */
+    x.s.auto_recompute = true;
+    ASSERT_REASON(all(&x), APS_REASON_INVALID_DEGREE, x.msg);
+    ASSERT_HAS(x.msg, "recompute_num_layers = auto with recompute_method = uniform");
+    x.s.recompute_method = APS_RECOMPUTE_BLOCK;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    x.s.auto_recompute = false;
+    /* block: 0 layers recomputed is a valid count */
+    x.s.recompute_method = APS_RECOMPUTE_BLOCK;
+    x.s.recompute_num_layers[0] = 0;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    /* enums out of range from the C API */
+    x.s.recompute_method = (aps_recompute_method)7;
+    ASSERT_REASON(all(&x), APS_REASON_INVALID_DEGREE, x.msg);
+    x.s.recompute_method = APS_RECOMPUTE_BLOCK;
+    x.s.pipeline_split = (aps_pipeline_split)-1;
+    ASSERT_REASON(all(&x), APS_REASON_INVALID_DEGREE, x.msg);
 }
 
 static void test_vpp_invalid(void **state)

@@ -175,6 +175,18 @@ static void test_cluster_validate(void **state)
     fx_h100(&c, 16);
     c.device.attention_efficiency = 1e-300;
     expect_cluster_einval(&c, "attention_efficiency");
+    /* a host link of 1e-300 B/s would make activation offload take inf
+     * seconds: 0 (no link) or a real bandwidth only */
+    fx_h100(&c, 16);
+    c.device.host_bandwidth = 1e-300;
+    expect_cluster_einval(&c, "host_bandwidth: must be 0 (no host link)");
+    fx_h100(&c, 16);
+    c.device.host_bandwidth = -1.0;
+    expect_cluster_einval(&c, "host_bandwidth");
+    fx_h100(&c, 16);
+    c.device.host_bandwidth = 0.0;
+    char err0[256] = "";
+    assert_int_equal(aps_cluster_validate(&c, err0, sizeof err0), APS_OK);
     fx_h100(&c, 16);
     c.num_devices = 12; /* 1.5 nodes of 8 */
     expect_cluster_einval(&c, "num_devices");

@@ -353,6 +353,18 @@ static void test_tp_comm_overlap(void **state)
     fx_run(&m, &c, &t, &s, &e);
     ASSERT_REL(e.perf_exposed[APS_PERF_TP_COMM],
                e.perf_total[APS_PERF_TP_COMM] / 8.0, 1e-9);
+    /* with tp_overlap = 0.95 already hiding more than 7 chunks of 8,
+     * turning tp_comm_overlap on must not expose more */
+    t.tp_overlap = 0.95;
+    aps_estimate on, off;
+    fx_run(&m, &c, &t, &s, &on);
+    t.tp_comm_overlap = false;
+    fx_run(&m, &c, &t, &s, &off);
+    assert_true(on.perf_exposed[APS_PERF_TP_COMM] <=
+                off.perf_exposed[APS_PERF_TP_COMM]);
+    assert_true(on.step_time <= off.step_time);
+    t.tp_comm_overlap = true;
+    t.tp_overlap = 0.0;
     /* Megatron asserts sequence parallelism with it */
     s.sequence_parallel = false;
     fx_run(&m, &c, &t, &s, &e);

@@ -139,6 +139,19 @@ static void test_inputs_validate(void **state)
     assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err), APS_ENOTIMPL);
     ASSERT_HAS(err, "training.precision: fp8 on a100-sxm4-80gb");
     t.precision = APS_PREC_BF16;
+    /* activation offload of every layer (or more): Megatron offloads
+     * fewer layers than the model has */
+    aps_device_preset("h100-sxm-80gb", &c.device);
+    t.framework = APS_FW_MEGATRON;
+    t.activation_offload_layers = 31;
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err), APS_OK);
+    t.activation_offload_layers = 32;
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "training.activation_offload_layers: 32");
+    ASSERT_HAS(err, "num_layers = 32");
+    t.activation_offload_layers = 1000;
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err), APS_EINVAL);
+    t.activation_offload_layers = 0;
     /* GPT-2: 1,024 learned positions, a 2,048-token sequence */
     fx_gpt2_124m(&m);
     fx_training(&t, 8, 2048);

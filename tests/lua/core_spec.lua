@@ -242,6 +242,19 @@ describe("apsearch.core", function()
       assert.matches("^strategy: expected a table", err_of(ctx.evaluate, ctx, "tp=2"))
     end)
 
+    it("tells uniform recompute groups apart in the layout (they differ in memory)", function()
+      local function ev(n)
+        return ctx:evaluate { dp_degree = 8, layer_recompute = "full",
+          recompute_method = "uniform", recompute_num_layers = n }
+      end
+      local g1, g2 = ev(1), ev(2)
+      assert.are_not.equal(g1.mem_peak, g2.mem_peak)
+      assert.are_not.equal(g1.layout, g2.layout)
+      -- block recompute of every layer keeps one input per layer like groups of 1
+      local all = ctx:evaluate { dp_degree = 8, layer_recompute = "full" }
+      assert.are.equal(all.mem_peak, g1.mem_peak)
+    end)
+
     it("accepts integral floats for integers", function()
       local a = ctx:evaluate { tp_degree = 2.0, dp_degree = 4 }
       local b = ctx:evaluate { tp_degree = 2, dp_degree = 4 }

@@ -451,17 +451,37 @@ describe("the text table", function()
   end)
 
   it("labels recompute as the stages run it", function()
-    local function row(rnl, layers)
+    local function row(rnl, layers, method)
       local per = {}
       for i, n in ipairs(layers) do per[i] = { num_layers = n } end
       local _, rows = tbl.rows({ top_k_strategies = { { rank = 1, layer_recompute = "full",
-        recompute_num_layers = rnl, memory_cost = { per_stage = per }, performance_cost = {} } } })
+        recompute_method = method, recompute_num_layers = rnl,
+        memory_cost = { per_stage = per }, performance_cost = {} } } })
       return rows[1][15]
     end
     assert.are.equal("full", row(-1, { 16, 16 }))
     assert.are.equal("full", row({ 20, 30 }, { 16, 16 }))     -- above a stage's layers: all
     assert.are.equal("full(31)", row({ 16, 16 }, { 17, 15 }))
     assert.are.equal("none", row({ 0, 0 }, { 16, 16 }))
+    -- uniform recomputes every layer in groups of N: not "1 layer in all"
+    assert.are.equal("uniform(1)", row({ 1, 1 }, { 16, 16 }, "uniform"))
+    assert.are.equal("uniform(2)", row(2, { 16, 16 }, "uniform"))
+    assert.are.equal("uniform(1)", row(-1, { 16, 16 }, "uniform"))
+    assert.are.equal("full(2)", row(1, { 16, 16 }, "block"))
+  end)
+
+  it("keeps recompute_method and pipeline_split in result.csv", function()
+    local text = csv.format({ top_k_strategies = { { rank = 1, pp_degree = 2,
+      pipeline_split = "embedding_loss", layer_recompute = "full",
+      recompute_method = "uniform", recompute_num_layers = { 2, 2 },
+      memory_cost = {}, performance_cost = {} } } })
+    local header, first = text:match("^([^\n]*)\n([^\n]*)")
+    local cells, at = {}, {}
+    for c in (first .. ","):gmatch("([^,]*),") do cells[#cells + 1] = c end
+    for i, c in ipairs(csv.columns()) do at[c] = i end
+    assert.are.equal(table.concat(csv.columns(), ","), header)
+    assert.are.equal("embedding_loss", cells[at.pipeline_split])
+    assert.are.equal("uniform", cells[at.recompute_method])
   end)
 end)
 

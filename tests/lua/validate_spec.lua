@@ -282,10 +282,10 @@ describe("validate: recipe columns and release defaults", function()
     .. "micro_batch_size,global_batch_size,layer_recompute,flops_convention"
   local base = "x1,Llama 3.1 8B,32,4096,14336,32,8,128256,8192,swiglu,rmsnorm,rope,false,true,"
     .. "h100-sxm-80gb,8,8,megatron,bf16,8,1,1,1,false,1,1,1,1,64,none,unknown"
-  local function one(extra_cols, extra_vals)
+  local function one(extra_cols, extra_vals, row)
     local path = os.tmpname()
     local f = assert(io.open(path, "w"))
-    f:write(header, extra_cols, "\n", base, extra_vals, "\n")
+    f:write(header, extra_cols, "\n", row or base, extra_vals, "\n")
     f:close()
     local res = validate.run(path)
     os.remove(path)
@@ -299,6 +299,19 @@ describe("validate: recipe columns and release defaults", function()
       one(",pipeline_layout", ",zigzag").error)
     assert.matches('recompute_method = "random" is not one of uniform, block',
       one(",recompute_method", ",random").error)
+    -- an entry past 2^63 is named, not dropped from the count
+    assert.matches('pipeline_layout = "99999999999999999999": entry 99999999999999999999 is out of range',
+      one(",pipeline_layout", ",99999999999999999999").error, 1, true)
+  end)
+
+  it("refuses uniform recompute in groups of 0 layers (Megatron's loop would not advance)", function()
+    local full = base:gsub(",none,unknown$", ",full,unknown")
+    local bad = one(",recompute_method,recompute_num_layers", ",uniform,0", full)
+    assert.is_nil(bad.predicted)
+    assert.matches("recompute_num_layers%[1%] = 0 with recompute_method = uniform", bad.error)
+    local ok = one(",recompute_method,recompute_num_layers", ",uniform,1", full)
+    assert.is_nil(ok.error)
+    assert.are.equal(1, ok.inputs.strategy.recompute_num_layers)
   end)
 
   it("spreads a per-rank layout that does not split into equal chunks over the chunks", function()

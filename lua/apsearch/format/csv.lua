@@ -16,9 +16,10 @@ local M = {}
 
 local STRATEGY = { "dp_degree", "fsdp_degree", "zero_stage",
   "reshard_after_forward", "tp_degree", "sequence_parallel", "pp_degree",
-  "vpp_degree", "cp_degree", "cp_comm_type", "micro_batch_size",
-  "micro_batch_num", "layer_recompute", "recompute_num_layers",
-  "stage_partition", "layer_offset" }
+  "vpp_degree", "pipeline_split", "cp_degree", "cp_comm_type",
+  "micro_batch_size", "micro_batch_num", "layer_recompute",
+  "recompute_method", "recompute_num_layers", "stage_partition",
+  "layer_offset" }
 
 local function cell(v)
   if v == nil then return "" end

@@ -46,10 +46,20 @@ function M.rows(result)
     -- "full(N)": N layers recomputed in all (per stage, or chosen by
     -- recompute_num_layers = "auto"), as the stages run them (a count above
     -- a stage's layers recomputes that stage's layers); plain "full": every
-    -- layer; none recomputed: "none"
+    -- layer; none recomputed: "none"; "uniform(G)": every layer, in
+    -- groups of G (Megatron --recompute-method uniform; G per stage joined
+    -- by "/" where the stages differ)
     local rc = tostring(r.layer_recompute)
     local rnl = r.recompute_num_layers
-    if r.layer_recompute == "full" then
+    if r.layer_recompute == "full" and r.recompute_method == "uniform" then
+      local groups, seen = {}, {}
+      local list = type(rnl) == "table" and rnl or { rnl }
+      for _, v in ipairs(list) do
+        local g = (type(v) == "number" and v > 0) and v or 1 -- as the core takes it
+        if not seen[g] then seen[g] = true groups[#groups + 1] = tostring(g) end
+      end
+      rc = "uniform(" .. (#groups > 0 and table.concat(groups, "/") or "1") .. ")"
+    elseif r.layer_recompute == "full" then
       local per = mc.per_stage or {}
       local list = type(rnl) == "table" and rnl or {}
       local n, layers = 0, 0

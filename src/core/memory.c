@@ -332,7 +332,10 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
         double copy = aps_weight_copy_bytes(t);
         double held = A * gathered;
         if (aps_recipe_fp8_param_gather(t))
-            held += (copy - A) * gm;
+            /* TE keeps both layouts of the gathered weight; torchao's
+             * float8 all-gather delivers one, the transpose made per GEMM */
+            held += ((aps_profile(t)->transformer_engine
+                          ? copy : aps_quantized_bytes(t->precision)) - A) * gm;
         else if (aps_profile(t)->transformer_engine)
             held += copy * gm;
         double unsharded_grad = accumulate ? APS_FP32_BYTES : plan->grad_reduce;

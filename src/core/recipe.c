@@ -176,6 +176,17 @@ aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
                 "enable_fsdp_float8_all_gather)", fw);
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
+    /* TorchTitan's MX and NVFP4 linears keep bf16 weights and gather
+     * them in bf16 (torchtitan/components/quantization/mx.py; only the
+     * float8 tensorwise recipe had a float8 all-gather) */
+    if (t->fp8_param_gather > 0 && t->framework == APS_FW_FSDP2 &&
+        aps_prec_block_scaled(t->precision)) {
+        aps_fmt(msg, n, "%s: fp8_param_gather with %s does not exist in "
+                "TorchTitan (its MX / NVFP4 linears gather bf16 weights; "
+                "enable_fsdp_float8_all_gather is the float8 tensorwise "
+                "recipe's)", fw, aps_precision_name(t->precision));
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
     /* Megatron --cpu-offloading (megatron/core/transformer/
      * transformer_config.py cpu_offloading_num_layers, TE
      * get_cpu_offload_context); TorchTitan, llm-foundry and

@@ -230,6 +230,30 @@ static void test_fp8_fsdp_weight_copies(void **state)
                 f8.perf_total[APS_PERF_FSDP_ALLGATHER]);
 }
 
+/* torchao's float8 all-gather (TorchTitan, fsdp2): the gathered units of
+ * the current and the prefetched layer arrive in fp8, one layout (1 B per
+ * matrix parameter instead of bf16's 2), the transpose made per GEMM:
+ * comm_buffers_fsdp falls by 2 x 218,103,808 x (2 - 1) bytes. */
+static void test_fsdp2_float8_all_gather(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    fx_setup_8b(&m, &c, &t, &s, 8, 64, 4096);
+    t.framework = APS_FW_FSDP2;
+    t.precision = APS_PREC_FP8;
+    s.fsdp_degree = 8;
+    aps_estimate off, on;
+    fx_run(&m, &c, &t, &s, &off);
+    t.fp8_param_gather = 1;
+    fx_run(&m, &c, &t, &s, &on);
+    ASSERT_REL(off.mem[APS_MEM_COMM_FSDP] - on.mem[APS_MEM_COMM_FSDP],
+               2.0 * 218103808.0, REL);
+    ASSERT_REL(on.mem[APS_MEM_PARAMS], off.mem[APS_MEM_PARAMS], REL);
+}
+
 /* MXFP8 on B200 (TransformerEngine MXFP8BlockScaling), Megatron, DP 8
  * with the distributed optimizer: bf16 weights plus the cached MXFP8
  * copies in both layouts, 2 x (1 + 1/32) B per matrix parameter.
@@ -408,6 +432,12 @@ static void test_recipe_framework_support(void **state)
     ASSERT_REASON(aps_check_framework(&t, &s, msg, sizeof msg),
                   APS_REASON_FRAMEWORK_UNSUPPORTED, msg);
     ASSERT_HAS(msg, "fp8_param_gather");
+    t.framework = APS_FW_FSDP2;
+    t.precision = APS_PREC_MXFP8;
+    ASSERT_REASON(aps_check_framework(&t, &s, msg, sizeof msg),
+                  APS_REASON_FRAMEWORK_UNSUPPORTED, msg);
+    ASSERT_HAS(msg, "fp8_param_gather with mxfp8");
+    t.precision = APS_PREC_FP8;
     t.fp8_param_gather = APS_DEFAULT;
     t.framework = APS_FW_FSDP2;
     t.activation_offload_layers = 4;
@@ -442,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_grad_reduce_dtype),
         cmocka_unit_test(test_store_param_remainders),
         cmocka_unit_test(test_fp8_fsdp_weight_copies),
+        cmocka_unit_test(test_fsdp2_float8_all_gather),
         cmocka_unit_test(test_mxfp8_weight_copies),
         cmocka_unit_test(test_recompute_uniform),
         cmocka_unit_test(test_activation_offload),

@@ -176,6 +176,19 @@ aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
                 "enable_fsdp_float8_all_gather)", fw);
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
+    /* TorchTitan's full activation checkpointing and llm-foundry's wrap
+     * each block on its own (torchtitan/distributed/
+     * activation_checkpoint.py): groups of several layers are Megatron's
+     * (and Megatron-DeepSpeed's --checkpoint-num-layers) */
+    if (s->layer_recompute == APS_RECOMPUTE_FULL &&
+        s->recompute_method == APS_RECOMPUTE_UNIFORM &&
+        s->recompute_num_layers[0] > 1 &&
+        (t->framework == APS_FW_FSDP2 || t->framework == APS_FW_FSDP)) {
+        aps_fmt(msg, n, "%s: recompute_method = uniform in groups of %lld "
+                "layers; its activation checkpointing wraps each block on "
+                "its own", fw, (long long)s->recompute_num_layers[0]);
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
     /* TorchTitan's MX and NVFP4 linears keep bf16 weights and gather
      * them in bf16 (torchtitan/components/quantization/mx.py; only the
      * float8 tensorwise recipe had a float8 all-gather) */

@@ -455,6 +455,16 @@ static void test_recipe_framework_support(void **state)
     ASSERT_REASON(aps_check_framework(&t, &s, msg, sizeof msg),
                   APS_REASON_FRAMEWORK_UNSUPPORTED, msg);
     ASSERT_HAS(msg, "deepspeed_type");
+    /* uniform groups of 2 are Megatron's, not TorchTitan's */
+    t.framework = APS_FW_FSDP2;
+    s.pp_degree = 1;
+    s.pipeline_split = APS_SPLIT_EVEN;
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    s.recompute_method = APS_RECOMPUTE_UNIFORM;
+    s.recompute_num_layers[0] = 2;
+    ASSERT_REASON(aps_check_framework(&t, &s, msg, sizeof msg),
+                  APS_REASON_FRAMEWORK_UNSUPPORTED, msg);
+    ASSERT_HAS(msg, "uniform in groups of 2");
     /* a tri-state outside {-1, 0, 1} is bad input */
     fx_training(&t, 64, 4096);
     t.grad_reduce_in_fp32 = 2;

@@ -109,11 +109,21 @@ end
 -- @param opts {name = string, log = function(line)}
 -- @return calibration table
 function M.fit(path, opts)
+  return M.fit_rows(validate.load(path), path, opts)
+end
+
+--- Fits the parameters to rows already read (validate.load).
+-- @param all array of rows (column -> string)
+-- @param label what the rows are, for messages and `fitted_on`
+-- @param opts {name = string, log = function(line)}
+-- @return calibration table; raises when no row measured throughput
+function M.fit_rows(all, label, opts)
   opts = opts or {}
+  local path = label
   local log = opts.log or function() end
   local rows = {}
   local devices, fp8 = {}, {}
-  for _, row in ipairs(validate.load(path)) do
+  for _, row in ipairs(all) do
     local c = validate.run_case(row)
     if c.error and c.error:match("^measured_") then
       error(("%s: %s: %s"):format(path, row.case_id, c.error), 0)

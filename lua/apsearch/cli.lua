@@ -546,14 +546,57 @@ local function validate_status(result)
   return 0
 end
 
+-- `validate --cv source`: leave-one-source-out figures (apsearch.crossval).
+local function validate_cv(opts, fmt)
+  if opts.cv ~= "source" then util.fail("validate", "--cv", "must be source", opts.cv) end
+  if opts.calibration then
+    util.fail("validate", "--cv", "fits its own efficiencies per fold; give no --calibration", opts.cv, false)
+  end
+  local res = require("apsearch.crossval").run(opts.CASES, {
+    log = function(line) util.log("%s", line) end })
+  if fmt == "json" then
+    out(require("apsearch.format.json").format(res))
+    return 0
+  end
+  local common = require "apsearch.format.common"
+  local function num(v) return v and string.format("%.1f", v) or "-" end
+  local rows = {}
+  for _, f in ipairs(res.folds) do
+    rows[#rows + 1] = { util.printable(f.group), tostring(f.rows), tostring(f.out_of_sample.count or 0),
+      num(f.in_sample.mape_pct), num(f.out_of_sample.mape_pct), num(f.out_of_sample.max_abs_pct),
+      #f.unfitted_devices > 0 and table.concat(f.unfitted_devices, " ") or "-" }
+  end
+  out(common.align({ "held-out source", "rows", "compared", "in-sample MAPE (%)",
+    "out-of-sample MAPE (%)", "max (%)", "devices not fitted" }, rows,
+    { false, true, true, true, true, true, false }))
+  out(string.format("\nthroughput, %d rows: in-sample MAPE %s%% (defaults fitted on every row), "
+    .. "out-of-sample MAPE %s%% (median %s%%, max %s%%)\n", res.out_of_sample.count or 0,
+    num(res.in_sample.mape_pct), num(res.out_of_sample.mape_pct),
+    num(res.out_of_sample.median_abs_pct), num(res.out_of_sample.max_abs_pct)))
+  local prow = {}
+  for _, dev in ipairs(util.sorted_keys(res.parameter_spread)) do
+    for _, field in ipairs(util.sorted_keys(res.parameter_spread[dev])) do
+      local sp = res.parameter_spread[dev][field]
+      prow[#prow + 1] = { dev, field, string.format("%.3f", sp.min), string.format("%.3f", sp.max) }
+    end
+  end
+  if #prow > 0 then
+    out("\nfitted parameters across folds:\n" .. common.align({ "device", "parameter", "min", "max" },
+      prow, { false, false, true, true }))
+  end
+  return 0
+end
+
 local function cmd_validate(args)
   local c = new_parser("validate", "Compare estimates with measured training runs (CSV).")
   c:argument("CASES", "CSV of measured runs (schema: docs/accuracy.md)")
   c:option("--format=FORMAT", "output format: table, json")
   c:option("--calibration=FILE", "kernel efficiencies fitted by `apsearch calibrate`")
+  c:option("--cv=SPLIT", "out-of-sample accuracy: leave one group out, fit the efficiencies on the rest (SPLIT: source)")
   local opts, helped = parse(c, args, "validate")
   if helped then return 0 end
   local fmt = check_format("validate", opts.format, { "table", "json" }) or "table"
+  if opts.cv then return validate_cv(opts, fmt) end
   local calib = opts.calibration and require("apsearch.calibration").load(opts.calibration)
   local result = require("apsearch.validate").run(opts.CASES, calib)
   if fmt == "json" then

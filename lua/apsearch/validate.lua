@@ -358,6 +358,18 @@ function M.run_case(row, calib)
   return case
 end
 
+--- The group of a row's source for per-source figures: the `source`
+-- column's first word (a publication or benchmark suite), "?" if empty.
+-- @tparam string|nil source
+-- @treturn string
+function M.source_key(source)
+  return (source or ""):match("^[^%s(]+") or "?"
+end
+
+--- Error statistics of signed percentage errors: count, mean, median and
+-- maximum of their absolute values.
+-- @tparam table values array of numbers
+-- @treturn table {count, mape_pct, median_abs_pct, max_abs_pct} ({count = 0} when empty)
 local function stats(values)
   if #values == 0 then return { count = 0 } end
   local abs = {}
@@ -368,6 +380,7 @@ local function stats(values)
   local median = n % 2 == 1 and abs[(n + 1) // 2] or (abs[n // 2] + abs[n // 2 + 1]) / 2
   return { count = n, mape_pct = sum / n, median_abs_pct = median, max_abs_pct = abs[n] }
 end
+M.stats = stats
 
 --- Summary over cases: throughput (tokens/s per GPU) and memory error
 -- statistics, and the count of memory under-estimates beyond 5%.
@@ -385,7 +398,7 @@ function M.summarize(cases)
       local e = c.error_pct.tokens_per_s_per_gpu
       if e then
         thr[#thr + 1] = e
-        local key = (c.source or ""):match("^[^%s(]+") or "?"
+        local key = M.source_key(c.source)
         by_source[key] = by_source[key] or {}
         table.insert(by_source[key], e)
       end

@@ -1,0 +1,93 @@
+-- tests/lua/crossval_spec.lua -- leave-one-source-out cross-validation
+-- (lua/apsearch/crossval.lua, `apsearch validate --cv source`): the folds
+-- on hand-made rows, and the out-of-sample predictions on the small
+-- fixture recomputed from a fit that never saw the held-out source.
+
+local crossval = require "apsearch.crossval"
+local validate = require "apsearch.validate"
+local calibrate = require "apsearch.calibrate"
+
+local ROOT = os.getenv("APS_ROOT") or "."
+local FIXTURE = ROOT .. "/tests/fixtures/cases_small.csv"
+
+describe("crossval folds", function()
+  it("holds out each source once, the others train, in order of first appearance", function()
+    local rows = {
+      { case_id = "a1", source = "NVIDIA/NeMo docs (24.07)" },
+      { case_id = "b1", source = "mosaicml/llm-foundry README" },
+      { case_id = "a2", source = "NVIDIA/NeMo docs (25.04)" },
+      { case_id = "c1", source = "" },
+    }
+    local folds = crossval.folds(rows, "source")
+    assert.are.equal(3, #folds)
+    local function ids(list)
+      local out = {}
+      for i, r in ipairs(list) do out[i] = r.case_id end
+      return table.concat(out, ",")
+    end
+    assert.are.equal("NVIDIA/NeMo", folds[1].group)
+    assert.are.equal("a1,a2", ids(folds[1].test))
+    assert.are.equal("b1,c1", ids(folds[1].train))
+    assert.are.equal("mosaicml/llm-foundry", folds[2].group)
+    assert.are.equal("a1,a2,c1", ids(folds[2].train))
+    assert.are.equal("?", folds[3].group) -- no source
+    assert.are.equal("c1", ids(folds[3].test))
+  end)
+end)
+
+describe("crossval on tests/fixtures/cases_small.csv", function()
+  local res, rows
+  setup(function()
+    res = crossval.run(FIXTURE)
+    rows = validate.load(FIXTURE)
+  end)
+
+  it("predicts every row once, with its fold's group", function()
+    assert.are.equal(#rows, #res.cases)
+    assert.are.equal(3, #res.folds)
+    local by = {}
+    for _, c in ipairs(res.cases) do by[c.case_id] = c.group end
+    assert.are.equal("Narayanan", by.c016)
+    assert.are.equal("mosaicml/llm-foundry", by.c213)
+  end)
+
+  it("predicts a held-out row with a fit on the other sources only", function()
+    local others = {}
+    for _, r in ipairs(rows) do
+      if validate.source_key(r.source) ~= "Narayanan" then others[#others + 1] = r end
+    end
+    local calib = calibrate.fit_rows(others, "test")
+    local c016
+    for _, r in ipairs(rows) do if r.case_id == "c016" then c016 = r end end
+    local want = validate.run_case(c016, calib).predicted.tokens_per_s_per_gpu
+    local got
+    for _, c in ipairs(res.cases) do if c.case_id == "c016" then got = c.predicted.tokens_per_s_per_gpu end end
+    assert.are.equal(want, got)
+    -- and it differs from the in-sample prediction with the defaults
+    assert.are_not.equal(validate.run_case(c016).predicted.tokens_per_s_per_gpu, got)
+  end)
+
+  it("names a device no other source has runs of (predicted with the preset defaults)", function()
+    local foundry
+    for _, f in ipairs(res.folds) do if f.group == "mosaicml/llm-foundry" then foundry = f end end
+    -- the only other H100 row (c901, nvfp4) cannot be estimated
+    assert.are.same({ "h100-sxm-80gb", "tpu-v5p" }, foundry.unfitted_devices)
+    local c213
+    for _, c in ipairs(res.cases) do if c.case_id == "c213" then c213 = c end end
+    local row
+    for _, r in ipairs(rows) do if r.case_id == "c213" then row = r end end
+    assert.are.equal(validate.run_case(row).predicted.tokens_per_s_per_gpu,
+      c213.predicted.tokens_per_s_per_gpu)
+  end)
+
+  it("summarises in- and out-of-sample errors over the rows compared in both", function()
+    assert.are.equal(3, res.out_of_sample.count)
+    assert.are.equal(3, res.in_sample.count)
+    local sum = 0
+    for _, c in ipairs(res.cases) do
+      local e = c.error_pct and c.error_pct.tokens_per_s_per_gpu
+      if e then sum = sum + math.abs(e) end
+    end
+    assert.is_true(math.abs(res.out_of_sample.mape_pct - sum / 3) < 1e-12)
+  end)
+end)

@@ -35,6 +35,7 @@
 local util = require "apsearch.util"
 local schema = require "apsearch.schema"
 local space_mod = require "apsearch.space"
+local intervals = require "apsearch.intervals"
 
 -- strategy fields that say how a candidate runs (M.run_key); the split,
 -- recompute counts and micro-batch count enter through the evaluation
@@ -535,6 +536,11 @@ function M.run(policy, opts)
   for rank, entry in ipairs(heap) do
     local est = ctx:estimate(entry.strategy)
     local rec = topk_record(rank, est, inputs.cluster.device.memory_bytes)
+    local dev = inputs.cluster.device
+    local iv = intervals.of_estimate(est.step_time, est.mem_peak, inputs.training.framework,
+      dev.base or dev.name, inputs.training.precision)
+    rec.performance_cost.step_time_interval = iv.step_time
+    rec.memory_cost.total_interval = iv.mem_peak
     top[rank] = rec
     local mb = util.copy(est.memory_breakdown or {})
     mb.rank = rank

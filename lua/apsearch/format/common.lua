@@ -140,4 +140,35 @@ function M.near_capacity_note(result)
   return nil
 end
 
+--- One line on the prediction intervals of a result's top-k (the
+-- estimate times the factors; apsearch.intervals), or nil without them.
+-- Rows that share their factors are described once.
+-- @tparam table result search result
+-- @treturn string|nil
+function M.interval_note(result)
+  local seen, parts = {}, {}
+  for _, r in ipairs(result.top_k_strategies or {}) do
+    local si = r.performance_cost and r.performance_cost.step_time_interval
+    local mi = r.memory_cost and r.memory_cost.total_interval
+    if si and r.performance_cost.step_time > 0 then
+      local st = r.performance_cost.step_time
+      local text = string.format("step time x%.2f-%.2f", si.lo / st, si.hi / st)
+      if mi and r.memory_cost.total > 0 then
+        text = text .. string.format(", peak memory x%.2f-%.2f",
+          mi.lo / r.memory_cost.total, mi.hi / r.memory_cost.total)
+      end
+      text = text .. string.format(" (%s, %d published runs)",
+        si.pooled and "all classes" or tostring(si.class), si.rows or 0)
+      if not seen[text] then
+        seen[text] = true
+        parts[#parts + 1] = text
+      end
+    end
+  end
+  if #parts == 0 then return nil end
+  local level = result.top_k_strategies[1].performance_cost.step_time_interval.level
+  return string.format("%d %% of measured runs land within: %s; out-of-sample errors, docs/accuracy.md",
+    math.floor(level * 100 + 0.5), table.concat(parts, "; "))
+end
+
 return M

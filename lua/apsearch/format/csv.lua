@@ -43,9 +43,11 @@ end
 function M.columns()
   local cols = { "rank" }
   for _, f in ipairs(STRATEGY) do cols[#cols + 1] = f end
-  for _, c in ipairs({ "step_time_s", "tokens_per_s", "tokens_per_s_per_gpu",
-    "model_tflops_per_gpu", "mfu", "hfu", "mem_peak_bytes", "mem_peak_gib",
-    "mem_limit_bytes" }) do cols[#cols + 1] = c end
+  for _, c in ipairs({ "step_time_s", "step_time_lo_s", "step_time_hi_s", "tokens_per_s",
+    "tokens_per_s_per_gpu", "model_tflops_per_gpu", "mfu", "hfu", "mem_peak_bytes",
+    "mem_peak_gib", "mem_peak_lo_gib", "mem_peak_hi_gib", "mem_limit_bytes" }) do
+    cols[#cols + 1] = c
+  end
   for _, c in ipairs(common.memory_categories) do
     if c == "comm_buffers" then
       for _, s in ipairs(common.comm_categories) do cols[#cols + 1] = "mem_comm_" .. s .. "_bytes" end
@@ -66,9 +68,12 @@ function M.format(result)
     local mc, pc = r.memory_cost or {}, r.performance_cost or {}
     local row = { cell(r.rank) }
     for _, f in ipairs(STRATEGY) do row[#row + 1] = cell(r[f]) end
-    for _, v in ipairs({ pc.step_time, pc.tokens_per_s, pc.tokens_per_s_per_gpu,
+    local si, mi = pc.step_time_interval or {}, mc.total_interval or {}
+    -- (an interval may be absent: nil cells, so a counted loop)
+    local vals = { pc.step_time, si.lo, si.hi, pc.tokens_per_s, pc.tokens_per_s_per_gpu,
       pc.model_tflops_per_gpu, pc.mfu, pc.hfu, mc.total, common.gib(mc.total),
-      mc.limit }) do row[#row + 1] = cell(v) end
+      mi.lo and common.gib(mi.lo), mi.hi and common.gib(mi.hi), mc.limit }
+    for i = 1, 13 do row[#row + 1] = cell(vals[i]) end
     local bd = mc.breakdown or {}
     for _, c in ipairs(common.memory_categories) do
       if c == "comm_buffers" then

@@ -129,6 +129,8 @@ function M.table_text(result)
   end
   local out = common.align(h, rr, rt):gsub("\n$", "")
   if #same > 0 then out = "same for every row: " .. table.concat(same, " ") .. "\n" .. out end
+  local range = common.interval_note(result)
+  if range then out = out .. "\n" .. range end
   local note = common.near_capacity_note(result)
   if note then out = out .. "\n" .. note end
   return out

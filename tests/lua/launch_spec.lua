@@ -81,11 +81,124 @@ local function parse_yaml(text)
 end
 
 local function num(v) return tonumber((tostring(v):gsub('"', ""))) end
+local mf_value_ok
 
 local function yaml_list(v)
   local out = {}
   for x in tostring(v):gmatch("%-?%d+") do out[#out + 1] = tonumber(x) end
   return out
+end
+
+-- a YAML value against a MindFormers fact (apsearch.launch.options)
+mf_value_ok = function(spec, v)
+  local t = spec.type
+  if t == "bool" then return v == "True" or v == "False" end
+  if t == "int" then
+    local n = math.tointeger(tonumber(v))
+    return n ~= nil and v:match("^%-?%d+$") ~= nil and n >= (spec.min or -math.huge)
+  end
+  if t == "string" then
+    local s = v:match('^"(.*)"$')
+    return s ~= nil and spec.values[s] == true
+  end
+  if t == "offset" then
+    return v:match("^%-?%d+$") ~= nil or v:match("^%[[%d%s,%-%[%]]*%]$") ~= nil
+  end
+  if t == "layers" then
+    return v == "True" or v == "False" or v:match("^%[[%d%s,%[%]]*%]$") ~= nil
+  end
+  if t == "patterns" then
+    if v == "True" or v == "False" then return true end
+    local body = v:match("^%[(.*)%]$")
+    if not body then return false end
+    for item in body:gmatch("[^,]+") do
+      if not item:match("^%s*'[%w_\\%.]+'%s*$") then return false end
+    end
+    return true
+  end
+  return false
+end
+
+-- the YAML read back into a nested table (the subset the generator writes:
+-- scalars, flow lists of numbers or quoted strings)
+local function yaml_tree(text)
+  local root, stack = {}, {}
+  local function scalar(x)
+    x = x:match("^%s*(.-)%s*$")
+    if x == "True" then return true elseif x == "False" then return false end
+    if x:match("^'.*'$") then return (x:sub(2, -2):gsub("''", "'")) end
+    if x:match('^".*"$') then return x:sub(2, -2) end
+    return assert(tonumber(x), "not a scalar: " .. x)
+  end
+  local function value(x)
+    if x:sub(1, 1) ~= "[" then return scalar(x) end
+    local pos = 1
+    local function list()
+      assert(x:sub(pos, pos) == "[")
+      pos = pos + 1
+      local out = {}
+      while true do
+        local c = x:sub(pos, pos)
+        if c == "]" then pos = pos + 1 return out
+        elseif c == "," or c == " " then pos = pos + 1
+        elseif c == "[" then out[#out + 1] = list()
+        else
+          local item = x:match("^'[^']*'", pos) or x:match("^[^,%]]+", pos)
+          pos = pos + #item
+          out[#out + 1] = scalar(item)
+        end
+      end
+    end
+    return list()
+  end
+  for _, leaf in ipairs(parse_yaml(text)) do
+    local n = root
+    local segs = {}
+    for seg in leaf.path:gmatch("[^%.]+") do segs[#segs + 1] = seg end
+    for i = 1, #segs - 1 do
+      n[segs[i]] = n[segs[i]] or {}
+      n = n[segs[i]]
+    end
+    n[segs[#segs]] = value(leaf.value)
+  end
+  return root
+end
+
+-- MindFormers' LayerSetting (mindformers/models/utils.py @ fd4deebc) in
+-- Lua: layers per pipeline stage and recomputed layers per stage for the
+-- YAML's offset, pp_interleave_num and recompute
+local function layer_setting(y)
+  local mc, pc = y.model.model_config, y.parallel_config
+  local L, p = mc.num_layers, pc.pipeline_stage
+  local interleave = y.parallel and y.parallel.pipeline_config and y.parallel.pipeline_config.pipeline_interleave
+  local v = interleave and (mc.pp_interleave_num or 1) or 1
+  local off = mc.offset
+  local function o(k, i)
+    if type(off) == "number" then return off end
+    if type(off[1]) == "table" then return off[k][i] end
+    return off[i]
+  end
+  local chunk, sum = {}, 0
+  for k = 1, v do
+    chunk[k] = {}
+    for i = 1, p do chunk[k][i] = L // (p * v) + o(k, i) sum = sum + chunk[k][i] end
+  end
+  assert(sum == L, "offsets do not add up to num_layers mod (p v)")
+  local per_stage, rc = {}, {}
+  for i = 1, p do
+    per_stage[i] = 0
+    for k = 1, v do per_stage[i] = per_stage[i] + chunk[k][i] end
+  end
+  local r = y.recompute_config.recompute
+  for i = 1, p do
+    if r == true then rc[i] = per_stage[i]
+    elseif r == false then rc[i] = 0
+    elseif type(r[1]) == "table" then
+      rc[i] = 0
+      for k = 1, v do rc[i] = rc[i] + math.min(r[k][i], chunk[k][i]) end
+    else rc[i] = math.min(r[i], per_stage[i]) end   -- _alloc_recompute_layer
+  end
+  return per_stage, rc
 end
 
 -- checks every file of a result; returns them by rank and engine
@@ -125,7 +238,9 @@ local function check_all(r)
     else
       local prod = 1
       for _, leaf in ipairs(parse_yaml(f.text)) do
-        assert.is_true(options.mindformers.keys[leaf.path] == true, "MindFormers has no key " .. leaf.path)
+        local spec = options.mindformers.keys[leaf.path]
+        assert.is_truthy(spec, "MindFormers has no key " .. leaf.path)
+        assert.is_true(mf_value_ok(spec, leaf.value), leaf.path .. ": " .. leaf.value .. " is not a " .. spec.type)
         local degree = { ["parallel_config.data_parallel"] = true, ["parallel_config.model_parallel"] = true,
           ["parallel_config.context_parallel"] = true, ["parallel_config.pipeline_stage"] = true }
         if degree[leaf.path] then
@@ -133,6 +248,41 @@ local function check_all(r)
         end
       end
       assert.are.equal(used, prod, "MindFormers degrees multiply to the devices")
+      -- round trip: the YAML parsed back gives the strategy and training
+      local y = yaml_tree(f.text)
+      local pc, mc = y.parallel_config, y.model.model_config
+      local tr, m = r.inputs.training, r.inputs.model
+      assert.are.equal(rec.tp_degree, pc.model_parallel)
+      assert.are.equal(rec.pp_degree, pc.pipeline_stage)
+      assert.are.equal(rec.cp_degree, pc.context_parallel)
+      assert.are.equal(rec.dp_degree * rec.fsdp_degree, pc.data_parallel)
+      assert.are.equal(rec.tp_degree > 1 and rec.sequence_parallel == true, pc.use_seq_parallel)
+      assert.are.equal(rec.micro_batch_size, y.runner_config.batch_size)
+      local mbn = rec.pp_degree > 1 and pc.micro_batch_num or y.runner_config.gradient_accumulation_steps
+      if (rec.micro_batch_num or 0) > 0 then assert.are.equal(rec.micro_batch_num, mbn) end
+      assert.are.equal(tr.global_batch_size, pc.data_parallel * y.runner_config.batch_size * mbn)
+      assert.are.equal(rec.vpp_degree, mc.pp_interleave_num or 1)
+      assert.are.equal(tr.seq_length, mc.seq_length)
+      assert.are.equal(m.num_layers, mc.num_layers)
+      assert.are.equal(m.hidden_size, mc.hidden_size)
+      assert.are.equal(m.num_attention_heads, mc.num_heads)
+      assert.are.equal(m.num_query_groups, mc.n_kv_heads)
+      assert.are.equal(m.ffn_hidden_size, mc.intermediate_size)
+      assert.are.equal(m.vocab_size, mc.vocab_size)
+      assert.are.equal(tr.flash_attention ~= false, mc.use_flash_attention)
+      assert.are.equal(rec.layer_recompute == "selective", type(y.recompute_config.select_recompute) == "table")
+      if not f.text:find("NOT EXPRESSIBLE in MindFormers: [^\n]*model chunks") then
+        local per_stage, rc = layer_setting(y)
+        local ss = r.stage_summary[rec.rank].stages
+        for i = 1, rec.pp_degree do
+          assert.are.equal(ss[i].num_layers, per_stage[i], "layers of stage " .. i)
+          if rec.layer_recompute == "full" then
+            assert.are.equal(ss[i].recompute_layers or 0, rc[i], "recomputed layers of stage " .. i)
+          else
+            assert.are.equal(0, rc[i])
+          end
+        end
+      end
     end
   end
   return by

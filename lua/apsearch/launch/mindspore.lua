@@ -3,6 +3,8 @@
 -- pipeline interleave), runner_config (batch) and the model_config fields
 -- the strategy depends on (offset, pp_interleave_num, shape).  Key names
 -- from apsearch.launch.options (MindFormers source and docs, cited there).
+-- Targets mindspore-lab/mindformers fd4deebc1606a02fd24c3b359a889cd0c966e72b
+-- (LayerSetting, LlamaConfig, ConfigTemplate; docs/launch.md).
 -- Merge it into a MindFormers training YAML of the model.
 --
 -- Mapping (apsearch strategy field -> MindFormers key):
@@ -23,7 +25,8 @@
 --   context_parallel_algo colossalai_cp; all_gather NOT EXPRESSIBLE
 -- * layer_recompute: selective -> select_recompute (attention operators);
 --   full -> recompute: true (every layer) or a list of recomputed layers
---   per stage
+--   per stage ([n] without PP), with interleaving a count per stage spread
+--   over its chunks; selective -> select_recompute operator patterns
 -- * micro_batch_size -> runner_config.batch_size
 -- @module apsearch.launch.mindspore
 local options = require "apsearch.launch.options"
@@ -33,7 +36,12 @@ local M = {}
 
 local function yaml_value(v)
   if type(v) == "boolean" then return v and "True" or "False" end
-  if type(v) == "string" then return '"' .. v:gsub('"', '\\"') .. '"' end
+  if type(v) == "string" then
+    -- single-quoted when it holds a backslash (a regular expression):
+    -- no escapes there, '' is a quote
+    if v:find("\\", 1, true) then return "'" .. v:gsub("'", "''") .. "'" end
+    return '"' .. v:gsub('"', '\\"') .. '"'
+  end
   if type(v) == "table" then
     local parts = {}
     for i, x in ipairs(v) do parts[i] = yaml_value(x) end
@@ -73,8 +81,13 @@ function M.render(c)
   local tp, pp, cp, vpp = r.tp_degree or 1, r.pp_degree or 1, r.cp_degree or 1, r.vpp_degree or 1
   local R, Sd, z = r.dp_degree or 1, r.fsdp_degree or 1, r.zero_stage or 0
   local L = m.num_layers
-  local mbn = r.micro_batch_num or 1
+  -- micro-batches per step: the record's, or (a strategy estimated alone
+  -- reports 0) global batch / (data-parallel ranks x micro-batch size)
+  local mbn = r.micro_batch_num or 0
+  if mbn < 1 then mbn = math.max(1, (tr.global_batch_size or 1) // (R * Sd * (r.micro_batch_size or 1))) end
 
+  K("run_mode", "train")
+  K("use_legacy", true, "the LlamaConfig / LayerSetting code path checked")
   K("use_parallel", true)
   K("parallel.parallel_mode", 1, "semi-auto parallel")
   local shard = Sd > 1 or z == 3
@@ -116,8 +129,16 @@ function M.render(c)
   end
   K("micro_batch_interleave_num", 1)
 
-  -- recompute
+  -- recompute (LayerSetting, mindformers/models/utils.py): recompute and
+  -- select_recompute take a bool (every layer), a list of layer counts per
+  -- stage (the first n layers of each stage; with interleaving spread over
+  -- the stage's chunks), or, for select_recompute, operator name patterns
   local rc, layers = c.recompute, c.layers
+  -- the attention core Megatron's selective recompute re-runs, by the
+  -- operator names of LLamaAttention (mindformers/models/llama/llama_transformer.py)
+  local attn_core = tr.flash_attention ~= false and { "attention\\.flash_attention" }
+    or { "attention\\.batch_matmul_q_k", "attention\\.mul", "attention\\.add",
+      "attention\\.softmax", "attention\\.cast_attn" }
   if r.layer_recompute == "full" then
     local all = #rc > 0
     for i = 1, #rc do if rc[i] ~= layers[i] then all = false end end
@@ -125,12 +146,22 @@ function M.render(c)
     for i = 1, #rc do if rc[i] > 0 then any = true end end
     if all then K("recompute_config.recompute", true)
     elseif not any then K("recompute_config.recompute", false, "full recompute chose 0 layers")
-    elseif pp > 1 then K("recompute_config.recompute", rc, "layers recomputed per stage")
-    else K("recompute_config.recompute", rc[1] or 0, "layers recomputed") end
+    else
+      K("recompute_config.recompute", rc, pp > 1 and "layers recomputed per stage (first n of each)"
+        or "layers recomputed (the first n)")
+    end
+    if any and r.recompute_method == "uniform" then
+      local groups = false
+      for _, n in ipairs(r.recompute_num_layers or {}) do if n > 1 then groups = true end end
+      if groups then
+        N("APPROXIMATE", "uniform recompute in groups of several layers: MindFormers recomputes each " ..
+          "layer on its own (one more layer input kept per group member)")
+      end
+    end
     K("recompute_config.select_recompute", false)
   elseif r.layer_recompute == "selective" then
     K("recompute_config.recompute", false)
-    K("recompute_config.select_recompute", true, "attention operators")
+    K("recompute_config.select_recompute", attn_core, "attention core in every layer")
   else
     K("recompute_config.recompute", false)
     K("recompute_config.select_recompute", false)
@@ -142,31 +173,101 @@ function M.render(c)
   K("runner_config.batch_size", r.micro_batch_size or 1)
   if pp == 1 then K("runner_config.gradient_accumulation_steps", mbn) end
 
-  -- model_config
+  -- model_config: LayerSetting gives chunk (v, i) L // (p v) + offset[v][i]
+  -- layers (a 1-D offset is broadcast over the chunks), the sum of the
+  -- offsets being L mod (p v)
+  local off = 0
   if pp > 1 and #layers == pp then
-    local base = L // pp
-    local off, uneven = {}, false
-    for i, n in ipairs(layers) do off[i] = n - base if off[i] ~= 0 then uneven = true end end
-    if vpp > 1 and uneven then
-      N("NOT EXPRESSIBLE in MindFormers", "an uneven split with interleaving needs a 2-D offset per chunk; " ..
-        "apsearch does not know the per-chunk split (" .. table.concat(layers, ":") .. " per rank)")
-      K("model.model_config.offset", 0)
-    else
-      K("model.model_config.offset", uneven and off or 0,
-        uneven and ("layers per stage " .. table.concat(layers, ":")) or nil)
+    local base = L // (pp * vpp)
+    -- model chunks in schedule order (chunk j on rank j mod p; LayerSetting
+    -- fills interleave 0 of every stage first, as Megatron does): given per
+    -- chunk (stage_partition), Megatron's embedding-and-loss rule, or each
+    -- rank's layers split evenly (as the Megatron script writes them)
+    local given = {}
+    for _, n in ipairs(r.stage_partition or {}) do
+      if n ~= 0 then given = r.stage_partition break end
     end
+    local chunks = {}
+    if vpp > 1 and #given == pp * vpp then
+      for j = 1, pp * vpp do chunks[j] = given[j] end
+    elseif vpp > 1 and (r.pipeline_split or "even") == "embedding_loss" and #given == 0 then
+      chunks = require("apsearch.launch.megatron").embedding_loss_chunks(L, pp * vpp)
+    else
+      for k = 0, vpp - 1 do
+        for i = 1, pp do chunks[k * pp + i] = layers[i] // vpp end
+      end
+    end
+    local uneven, sum = false, 0
+    for _, n in ipairs(chunks) do
+      if n ~= base then uneven = true end
+      sum = sum + n
+    end
+    for i = 1, pp do      -- the chunks add up to each rank's layers
+      local t = 0
+      for k = 0, vpp - 1 do t = t + (chunks[k * pp + i] or 0) end
+      if t ~= layers[i] then sum = -1 end
+    end
+    if vpp > 1 and pp * vpp > L then
+      -- PreTrainedModel.check_pipeline_stage (mindformers/models/modeling_utils.py)
+      N("NOT EXPRESSIBLE in MindFormers", string.format("%d model chunks (pipeline_stage %d x pp_interleave_num %d) " ..
+        "for %d layers: MindFormers needs num_layers >= pipeline_stage x pp_interleave_num", pp * vpp, pp, vpp, L))
+    elseif sum ~= L then
+      N("NOT EXPRESSIBLE in MindFormers", "the split " .. table.concat(layers, ":") ..
+        " into " .. vpp .. " model chunks per rank is not known")
+    elseif uneven and vpp == 1 then
+      off = {}
+      for i = 1, pp do off[i] = chunks[i] - base end
+    elseif uneven then
+      off = {}
+      for k = 0, vpp - 1 do
+        local row = {}
+        for i = 1, pp do row[i] = chunks[k * pp + i] - base end
+        off[k + 1] = row
+      end
+    end
+    K("model.model_config.offset", off, uneven and ("layers per stage " .. table.concat(layers, ":")) or nil)
   else
     K("model.model_config.offset", 0)
   end
   if vpp > 1 then K("model.model_config.pp_interleave_num", vpp) end
+  -- the architecture, by LlamaConfig's names (mindformers/models/llama/llama_config.py)
+  K("model.model_config.type", "LlamaConfig")
+  K("model.arch.type", "LlamaForCausalLM")
   K("model.model_config.seq_length", tr.seq_length)
   K("model.model_config.num_layers", L)
   K("model.model_config.hidden_size", m.hidden_size)
   K("model.model_config.num_heads", m.num_attention_heads)
-  if m.num_query_groups and m.num_query_groups ~= m.num_attention_heads then
-    K("model.model_config.n_kv_heads", m.num_query_groups)
-  end
+  K("model.model_config.n_kv_heads", m.num_query_groups or m.num_attention_heads)
+  K("model.model_config.intermediate_size", m.ffn_hidden_size)
   K("model.model_config.vocab_size", m.vocab_size)
+  if m.max_position_embeddings and m.max_position_embeddings > 0 then
+    K("model.model_config.max_position_embedding", m.max_position_embeddings)
+  end
+  K("model.model_config.qkv_has_bias", m.qkv_bias == true)
+  K("model.model_config.attn_proj_has_bias", m.attn_out_bias == true)
+  K("model.model_config.tie_word_embeddings", m.tie_word_embeddings == true)
+  N("NOT WRITTEN", "theta, rms_norm_eps and the RoPE scaling (extend_method, scaling_factor) are not in " ..
+    "apsearch's model: set them from the checkpoint's config")
+  -- what LlamaConfig has no key for (LLamaAttention: head_dim = hidden_size // num_heads;
+  -- LlamaFeedForward: SwiGLU; LlamaRMSNorm; no MLP bias, no Q/K norm)
+  if m.head_dim and m.num_attention_heads and m.head_dim * m.num_attention_heads ~= m.hidden_size then
+    N("NOT EXPRESSIBLE in MindFormers", string.format("head_dim %d x %d heads ~= hidden_size %d (LlamaConfig " ..
+      "derives head_dim = hidden_size // num_heads)", m.head_dim, m.num_attention_heads, m.hidden_size))
+  end
+  if m.mlp and m.mlp ~= "swiglu" then
+    N("NOT EXPRESSIBLE in MindFormers", "a " .. tostring(m.mlp) .. " MLP (LlamaConfig's feed-forward is SwiGLU)")
+  end
+  if m.norm and m.norm ~= "rmsnorm" then
+    N("NOT EXPRESSIBLE in MindFormers", tostring(m.norm) .. " (LlamaConfig uses RMSNorm)")
+  end
+  if m.position_embedding and m.position_embedding ~= "rope" then
+    N("NOT EXPRESSIBLE in MindFormers", tostring(m.position_embedding) .. " positions (LlamaConfig uses RoPE)")
+  end
+  if m.mlp_bias then N("NOT EXPRESSIBLE in MindFormers", "MLP biases (LlamaConfig has none)") end
+  if m.qk_norm then N("NOT EXPRESSIBLE in MindFormers", "Q/K norms (LlamaConfig has none)") end
+  if (m.sliding_window or 0) > 0 then
+    N("NOT EXPRESSIBLE in MindFormers", "sliding-window attention (LlamaConfig attends to the whole sequence)")
+  end
   if tr.precision == "fp16" then
     K("model.model_config.compute_dtype", "float16")
   else

@@ -106,43 +106,86 @@ M.torchtitan = {
   },
 }
 
---- MindSpore Transformers (MindFormers) YAML keys, as dotted paths.
+--- MindSpore Transformers (MindFormers) YAML keys, as dotted paths, each
+-- with the type and values MindFormers accepts there.  Read at
+-- mindspore-lab/mindformers fd4deebc1606a02fd24c3b359a889cd0c966e72b:
+-- mindformers/tools/register/template.py (ConfigTemplate: the sections
+-- parallel_config, recompute_config and runner_config refuse unknown
+-- keys; GeneralConfig's top-level keys), mindformers/tools/register/config.py
+-- (MindFormerConfig, yaml.safe_load), mindformers/core/parallel_config.py
+-- (build_parallel_config: recompute_config -> TransformerRecomputeConfig,
+-- parallel_config -> TransformerOpParallelConfig), mindformers/models/utils.py
+-- (LayerSetting: offset int / [p] / [v][p], recompute and select_recompute
+-- bool / counts per stage / per chunk, select_recompute also operator-name
+-- patterns), mindformers/models/llama/llama_config.py (LlamaConfig),
+-- mindformers/modules/transformer/transformer.py (TransformerOpParallelConfig:
+-- context_parallel_algo colossalai_cp, ulysses_cp, hybrid_cp).
+-- Types: bool, int (>= min), string (one of values), offset (int, list of
+-- ints, list of lists of ints), layers (bool or list of layer counts, or of
+-- lists), patterns (bool or list of regular expressions over cell names).
 M.mindformers = {
   source = {
     repo = "mindspore-lab/mindformers",
-    path = "mindformers/modules/transformer/transformer.py",
-    commit = "b91ec772cd24ab944205c0539def557e4ad2fa0a",
-    note = "TransformerOpParallelConfig.__init__ (parallel_config), TransformerRecomputeConfig " ..
-      "(recompute_config); configs/general/llm_pretrain_dense_template.yaml @ " ..
-      "10bbf6920956469f7f84d75b22ed1fea9bb4948f (model.model_config.offset, runner_config, " ..
-      "parallel.*, micro_batch_interleave_num); research/llama3_1/llama3_1_70b/" ..
-      "finetune_llama3_1_70b.yaml @ 0e67b43f701a07bc73c9af4321757f778b0e29d0 (model_config " ..
-      "fields); docs/feature_cards/Offset_Recompute.md (r1.5.0: offset list, recompute " ..
-      "list per stage, pp_interleave_num, parallel.pipeline_config); MindSpore " ..
-      "set_auto_parallel_context (parallel_optimizer_config.optimizer_weight_shard_size); " ..
-      "MindFormers configuration docs (runner_config.gradient_accumulation_steps)",
+    path = "mindformers/tools/register/template.py",
+    commit = "fd4deebc1606a02fd24c3b359a889cd0c966e72b",
+    note = "ConfigTemplate sections; LayerSetting (mindformers/models/utils.py) for offset, " ..
+      "recompute, select_recompute and pp_interleave_num; LlamaConfig " ..
+      "(mindformers/models/llama/llama_config.py) for model.model_config; MindSpore " ..
+      "set_auto_parallel_context for parallel.* (MsParallelConfig passes them on); " ..
+      "every YAML written checked by loading it with MindFormerConfig and running " ..
+      "LayerSetting (docs/launch.md)",
   },
-  keys = set({
-    "use_parallel",
-    "parallel.parallel_mode", "parallel.enable_parallel_optimizer",
-    "parallel.parallel_optimizer_config.optimizer_weight_shard_size",
-    "parallel.pipeline_config.pipeline_interleave", "parallel.pipeline_config.pipeline_scheduler",
-    "parallel_config.data_parallel", "parallel_config.model_parallel",
-    "parallel_config.pipeline_stage", "parallel_config.context_parallel",
-    "parallel_config.context_parallel_algo", "parallel_config.micro_batch_num",
-    "parallel_config.use_seq_parallel", "parallel_config.vocab_emb_dp",
-    "parallel_config.gradient_aggregation_group",
-    "micro_batch_interleave_num",
-    "recompute_config.recompute", "recompute_config.select_recompute",
-    "recompute_config.parallel_optimizer_comm_recompute", "recompute_config.mp_comm_recompute",
-    "recompute_config.recompute_slice_activation",
-    "runner_config.batch_size", "runner_config.gradient_accumulation_steps",
-    "model.model_config.offset", "model.model_config.pp_interleave_num",
-    "model.model_config.seq_length", "model.model_config.num_layers",
-    "model.model_config.hidden_size", "model.model_config.num_heads",
-    "model.model_config.n_kv_heads", "model.model_config.vocab_size",
-    "model.model_config.compute_dtype", "model.model_config.use_flash_attention",
-  }),
+  keys = {
+    -- GeneralConfig (template.py)
+    ["run_mode"] = { type = "string", values = { train = true, finetune = true } },
+    ["use_legacy"] = { type = "bool" },
+    ["use_parallel"] = { type = "bool" },
+    ["micro_batch_interleave_num"] = { type = "int", min = 1 },
+    -- MsParallelConfig -> mindspore.set_auto_parallel_context
+    ["parallel.parallel_mode"] = { type = "int", min = 0 },
+    ["parallel.enable_parallel_optimizer"] = { type = "bool" },
+    ["parallel.parallel_optimizer_config.optimizer_weight_shard_size"] = { type = "int", min = 1 },
+    ["parallel.pipeline_config.pipeline_interleave"] = { type = "bool" },
+    ["parallel.pipeline_config.pipeline_scheduler"] = { type = "string", values = { ["1f1b"] = true } },
+    -- ParallelConfig (template.py), TransformerOpParallelConfig
+    ["parallel_config.data_parallel"] = { type = "int", min = 1 },
+    ["parallel_config.model_parallel"] = { type = "int", min = 1 },
+    ["parallel_config.pipeline_stage"] = { type = "int", min = 1 },
+    ["parallel_config.context_parallel"] = { type = "int", min = 1 },
+    ["parallel_config.context_parallel_algo"] = { type = "string",
+      values = { colossalai_cp = true, ulysses_cp = true, hybrid_cp = true } },
+    ["parallel_config.micro_batch_num"] = { type = "int", min = 1 },
+    ["parallel_config.use_seq_parallel"] = { type = "bool" },
+    ["parallel_config.vocab_emb_dp"] = { type = "bool" },
+    ["parallel_config.gradient_aggregation_group"] = { type = "int", min = 1 },
+    -- RecomputeConfig (template.py), TransformerRecomputeConfig, LayerSetting
+    ["recompute_config.recompute"] = { type = "layers" },
+    ["recompute_config.select_recompute"] = { type = "patterns" },
+    ["recompute_config.parallel_optimizer_comm_recompute"] = { type = "bool" },
+    ["recompute_config.mp_comm_recompute"] = { type = "bool" },
+    ["recompute_config.recompute_slice_activation"] = { type = "bool" },
+    -- RunnerConfig (template.py)
+    ["runner_config.batch_size"] = { type = "int", min = 1 },
+    ["runner_config.gradient_accumulation_steps"] = { type = "int", min = 1 },
+    -- model: ModelConfig requires model_config; LlamaConfig fields
+    ["model.arch.type"] = { type = "string", values = { LlamaForCausalLM = true } },
+    ["model.model_config.type"] = { type = "string", values = { LlamaConfig = true } },
+    ["model.model_config.offset"] = { type = "offset" },
+    ["model.model_config.pp_interleave_num"] = { type = "int", min = 1 },
+    ["model.model_config.seq_length"] = { type = "int", min = 1 },
+    ["model.model_config.num_layers"] = { type = "int", min = 1 },
+    ["model.model_config.hidden_size"] = { type = "int", min = 1 },
+    ["model.model_config.num_heads"] = { type = "int", min = 1 },
+    ["model.model_config.n_kv_heads"] = { type = "int", min = 1 },
+    ["model.model_config.intermediate_size"] = { type = "int", min = 1 },
+    ["model.model_config.vocab_size"] = { type = "int", min = 1 },
+    ["model.model_config.max_position_embedding"] = { type = "int", min = 1 },
+    ["model.model_config.qkv_has_bias"] = { type = "bool" },
+    ["model.model_config.attn_proj_has_bias"] = { type = "bool" },
+    ["model.model_config.tie_word_embeddings"] = { type = "bool" },
+    ["model.model_config.compute_dtype"] = { type = "string", values = { bfloat16 = true, float16 = true } },
+    ["model.model_config.use_flash_attention"] = { type = "bool" },
+  },
 }
 
 --- One-line description of an option list's source, for file headers.

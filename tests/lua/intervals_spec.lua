@@ -1,0 +1,67 @@
+-- tests/lua/intervals_spec.lua -- prediction intervals (lua/apsearch/
+-- intervals.lua) and their leave-one-source-out coverage
+-- (apsearch.crossval.coverage), on hand-made residuals.
+
+local intervals = require "apsearch.intervals"
+local crossval = require "apsearch.crossval"
+
+describe("intervals", function()
+  it("takes quantiles by linear interpolation between order statistics (type 7)", function()
+    local v = { 4, 1, 3, 2 }
+    -- h = (n - 1) p + 1: p = 0.1 -> 1.3 -> 1 + 0.3 (2 - 1); p = 0.9 -> 3.7
+    assert.is_true(math.abs(intervals.quantile(v, 0.1) - 1.3) < 1e-12)
+    assert.is_true(math.abs(intervals.quantile(v, 0.9) - 3.7) < 1e-12)
+    assert.are.equal(1, intervals.quantile(v, 0))
+    assert.are.equal(4, intervals.quantile(v, 1))
+    assert.are.same({ 4, 1, 3, 2 }, v) -- not sorted in place
+    assert.is_nil(intervals.quantile({}, 0.5))
+  end)
+
+  it("classes estimates by framework, hardware generation and precision family", function()
+    assert.are.equal("fsdp2/blackwell/quantized", intervals.class_of("fsdp2", "gb200", "mxfp8"))
+    assert.are.equal("megatron/hopper/16bit", intervals.class_of("megatron", "h200-sxm-141gb", "bf16"))
+    assert.are.equal("fsdp/ampere/16bit", intervals.class_of("fsdp", "a100-sxm4-40gb", "fp16"))
+    assert.are.equal("deepspeed/other/quantized", intervals.class_of("deepspeed", "mi300x", "fp8"))
+  end)
+
+  it("gives a class its own bounds only with enough runs from two sources", function()
+    local one = { -0.1, 0, 0.1, 0.2, 0.3, sources = 1 }
+    local two = { -0.4, -0.2, 0, 0.2, 0.4, sources = 2 }
+    local b = intervals.bounds({ a = one, b = two }, 0.8)
+    assert.is_nil(b.classes.a)
+    -- (5 - 1) 0.1 + 1 = 1.4: -0.4 + 0.4 x 0.2 = -0.32; 4.6: 0.2 + 0.6 x 0.2 = 0.32
+    assert.is_true(math.abs(b.classes.b.lo + 0.32) < 1e-12)
+    assert.is_true(math.abs(b.classes.b.hi - 0.32) < 1e-12)
+    assert.are.equal(10, b.pooled.rows)
+    local iv = intervals.interval(10, b, "a")
+    assert.is_true(iv.pooled)
+    assert.is_true(math.abs(iv.lo - 10 * math.exp(b.pooled.lo)) < 1e-12)
+    local ivb = intervals.interval(10, b, "b")
+    assert.is_false(ivb.pooled)
+    assert.is_true(math.abs(ivb.hi - 10 * math.exp(0.32)) < 1e-12)
+  end)
+end)
+
+describe("crossval coverage", function()
+  -- two sources of three runs each; residual log(pred / measured) r
+  local function case(group, r)
+    return { group = group, inputs = { training = { framework = "megatron", precision = "bf16" },
+      cluster = { device = { base = "h100-sxm-80gb" } } },
+      predicted = { tokens_per_s_per_gpu = 100 * math.exp(r) },
+      measured = { tokens_per_s_per_gpu = 100 } }
+  end
+  it("checks each source's runs against intervals from the other sources", function()
+    local res = { folds = { { group = "A" }, { group = "B" } }, cases = {
+      case("A", -0.1), case("A", 0.0), case("A", 0.1),
+      case("B", 0.05), case("B", 0.5), case("B", -0.01) } }
+    local cov = crossval.coverage(res)
+    -- A's runs against B's pooled residuals {-0.01, 0.05, 0.5}: 10-90 %
+    -- quantiles at h = 1.2 and 2.8: -0.01 + 0.2 x 0.06 = 0.002 and
+    -- 0.05 + 0.8 x 0.45 = 0.41: only 0.1 is inside
+    assert.are.equal(1, cov.by_group.A.covered)
+    -- B's against A's {-0.1, 0, 0.1}: -0.08 .. 0.08: 0.05 and -0.01 inside
+    assert.are.equal(2, cov.by_group.B.covered)
+    assert.are.equal(6, cov.step_time.rows)
+    assert.is_true(math.abs(cov.step_time.pct - 50) < 1e-12)
+  end)
+end)

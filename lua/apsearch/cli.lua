@@ -151,7 +151,7 @@ end
 -- * `candidates.csv`  every candidate generated: feasible, infeasible or
 --                     filtered, with its reason (apsearch.format.csv)
 -- * `report.html`     the report (apsearch.report.html), self-contained
--- * `launch/rank<N>_megatron.sh`, `rank<N>_torchtitan.toml`,
+-- * `launch/rank<N>_megatron.sh`, `rank<N>_torchtitan.py`,
 --   `rank<N>_mindformers.yaml` per top-k strategy (apsearch.launch)
 -- @tparam string dir output directory (created)
 -- @tparam table result search result (gains visualization_report, output_files)

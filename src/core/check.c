@@ -298,7 +298,11 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
         }
         /* torchtitan/distributed/parallel_dims.py: "DDP has not supported
-         * > 1D parallelism" (replicate without shard, with TP or PP). */
+         * > 1D parallelism" (replicate without shard, with TP or PP).
+         * Lifted at pytorch/torchtitan e1847f43 (2026-03-09): HEAD
+         * (b5bcd76c) replicates with fully_shard over dp_replicate and
+         * accepts TP/PP with it; still refused here until the estimate
+         * models that path. */
         if (s->fsdp_degree == 1 && s->cp_degree == 1 && s->dp_degree > 1 &&
             (s->tp_degree > 1 || s->pp_degree > 1)) {
             aps_fmt(msg, n, "fsdp2: DDP (dp_degree = %lld, fsdp_degree = 1) "

@@ -6,8 +6,8 @@
 --
 -- * `rank<N>_megatron.sh`     Megatron-LM flags in a torchrun script
 --                             (apsearch.launch.megatron);
--- * `rank<N>_torchtitan.toml` TorchTitan job config: [parallelism],
---                             [activation_checkpoint], [training]
+-- * `rank<N>_torchtitan.py`   TorchTitan config module (a function
+--                             returning Trainer.Config, --module / --config)
 --                             (apsearch.launch.torchtitan);
 -- * `rank<N>_mindformers.yaml` MindSpore Transformers parallel_config,
 --                             recompute_config, offset
@@ -27,7 +27,7 @@ local M = {}
 --- Engines, in file order: `{name, module, file suffix}`.
 M.engines = {
   { name = "megatron", module = "apsearch.launch.megatron", suffix = "_megatron.sh" },
-  { name = "torchtitan", module = "apsearch.launch.torchtitan", suffix = "_torchtitan.toml" },
+  { name = "torchtitan", module = "apsearch.launch.torchtitan", suffix = "_torchtitan.py" },
   { name = "mindformers", module = "apsearch.launch.mindspore", suffix = "_mindformers.yaml" },
 }
 

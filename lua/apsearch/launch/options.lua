@@ -75,36 +75,107 @@ M.torchrun = {
   options = set({ "--nnodes", "--nproc-per-node", "--node-rank", "--master-addr", "--master-port" }),
 }
 
---- TorchTitan job config TOML: `[section] key` (dataclass fields).
+--- TorchTitan config module fields (a Python function returning
+-- `Trainer.Config`, selected with `--module` / `--config`): each
+-- `config.<section>.<field>` the generator assigns, with its type and, for
+-- a Literal or an enumerated string, the values the commit accepts; the
+-- constructors it calls with their keyword fields; the names it imports.
 M.torchtitan = {
   source = {
-    repo = "pytorch/torchtitan", path = "torchtitan/config/job_config.py",
-    commit = "000204a4a8bf3d0f31adc44fc29855fbb6ea13d8",
-    note = "dataclasses Job, Model, Training, Parallelism, ActivationCheckpoint, Float8; " ..
-      "converter names from torchtitan/components/quantization/float8.py and mx.py " ..
-      "register_model_converter (same commit)",
+    repo = "pytorch/torchtitan", path = "torchtitan/config/configs.py",
+    commit = "b5bcd76c66d0acb1a08b176d9639425bc55e0b2a", date = "2026-08-21",
+    note = "TrainingConfig, ParallelismConfig, CompileConfig; Trainer.Config (torchtitan/trainer.py); " ..
+      "FullAC / SelectiveAC (torchtitan/distributed/activation_checkpoint.py); Float8LinearConverter, " ..
+      "MXFP8LinearConverter, NVFP4LinearConverter (torchtitan/components/quantization/float8.py, mx.py, " ..
+      "nvfp4.py); ChunkedLossWrapper, CrossEntropyLoss (torchtitan/components/loss.py); llama3_8b, " ..
+      "llama3_70b, llama3_405b (torchtitan/models/llama3/config_registry.py); model_registry flavors " ..
+      "(torchtitan/models/llama3/__init__.py); pipeline schedules (torch get_schedule_class names used " ..
+      "by torchtitan/distributed/pipeline_parallel.py); run_train.sh (same commit). Each generated " ..
+      "module loaded with TorchTitan's ConfigManager at that commit (docs/launch.md)",
   },
-  sections = {
-    job = set({ "description", "dump_folder" }),
-    model = set({ "name", "flavor", "converters" }),
-    training = set({ "local_batch_size", "global_batch_size", "seq_len",
-      "mixed_precision_param", "mixed_precision_reduce", "compile" }),
-    parallelism = set({ "data_parallel_replicate_degree", "data_parallel_shard_degree",
-      "fsdp_reshard_after_forward", "tensor_parallel_degree", "disable_loss_parallel",
-      "enable_async_tensor_parallel", "pipeline_parallel_degree",
-      "pipeline_parallel_split_points", "pipeline_parallel_layers_per_stage",
-      "pipeline_parallel_schedule", "pipeline_parallel_microbatch_size",
-      "context_parallel_degree", "context_parallel_rotate_method" }),
-    activation_checkpoint = set({ "mode", "selective_ac_option" }),
-    float8 = set({ "enable_fsdp_float8_all_gather", "precompute_float8_dynamic_scale_for_fsdp" }),
+  -- config.<path> = value
+  fields = {
+    ["training.num_tokens_per_microbatch_per_dp_rank"] = { type = "int", min = 1 },
+    ["training.num_tokens_per_train_step"] = { type = "int", min = 1 },
+    ["training.max_context_length"] = { type = "int", min = 1 },
+    ["training.mixed_precision_param"] = { type = "str", values = set({ "bfloat16", "float32" }) },
+    ["training.disable_cuda_graphs"] = { type = "bool" },
+    ["training.enable_cpu_offload"] = { type = "bool" },
+    ["parallelism.data_parallel_replicate_degree"] = { type = "int", min = 1 },
+    ["parallelism.data_parallel_shard_degree"] = { type = "int", min = 1 },
+    ["parallelism.fsdp_reshard_after_forward"] = { type = "str", values = set({ "default", "always", "never" }) },
+    ["parallelism.tensor_parallel_degree"] = { type = "int", min = 1 },
+    ["parallelism.enable_sequence_parallel"] = { type = "bool" },
+    ["parallelism.pipeline_parallel_degree"] = { type = "int", min = 1 },
+    ["parallelism.pipeline_parallel_schedule"] = { type = "str", values = set({ "1F1B", "Interleaved1F1B" }) },
+    ["parallelism.num_pp_microbatches"] = { type = "int", min = 1 },
+    ["parallelism.pipeline_parallel_first_stage_less_layers"] = { type = "int", min = 0 },
+    ["parallelism.pipeline_parallel_last_stage_less_layers"] = { type = "int", min = 0 },
+    ["parallelism.pipeline_parallel_layers_per_stage"] = { type = "int", min = 1 },
+    ["parallelism.module_fqns_per_model_part"] = { type = "list[list[str]]" },
+    ["parallelism.context_parallel_degree"] = { type = "int", min = 1 },
+    ["parallelism.context_parallel_load_balancer"] = { type = "str", values = set({ "headtail", "ptrr" }) },
+    -- whole sections, assigned a constructor (below) or None
+    ["compile"] = { type = "CompileConfig" },
+    ["activation_checkpoint"] = { type = "FullAC.Config | SelectiveAC.Config | None" },
+    ["model_spec"] = { type = "ModelSpec" },
+    ["loss"] = { type = "BaseLoss.Config" },
   },
-  values = {
-    ["activation_checkpoint.mode"] = set({ "selective", "full", "none" }),
-    ["parallelism.fsdp_reshard_after_forward"] = set({ "default", "always", "never" }),
-    ["parallelism.context_parallel_rotate_method"] = set({ "allgather", "alltoall" }),
-    ["training.mixed_precision_param"] = set({ "bfloat16", "float32" }),
+  -- Ctor(field=value, ...)
+  constructors = {
+    ["CompileConfig"] = {
+      enable = { type = "bool" }, enable_async_tensor_parallel = { type = "bool" },
+      components = { type = "list[str]", values = set({ "model", "loss" }) },
+    },
+    ["FullAC.Config"] = {},
+    ["SelectiveAC.Config"] = {},
+    ["Float8LinearConverter.Config"] = {
+      recipe_name = { type = "str", values = set({ "rowwise", "rowwise_with_gw_hp" }) },
+      filter_fqns = { type = "list[str]" }, model_compile_enabled = { type = "bool" },
+    },
+    ["MXFP8LinearConverter.Config"] = { fqns = { type = "list[str]" }, model_compile_enabled = { type = "bool" } },
+    ["NVFP4LinearConverter.Config"] = { fqns = { type = "list[str]" }, model_compile_enabled = { type = "bool" } },
   },
+  -- model_registry(flavor) and the config functions a module builds on
+  flavors = set({ "1B", "3B", "8B", "70B", "405B" }),
+  base_configs = set({ "llama3_8b", "llama3_70b", "llama3_405b" }),
+  imports = {
+    ["torchtitan.models.llama3.config_registry"] = set({ "llama3_8b", "llama3_70b", "llama3_405b" }),
+    ["torchtitan.models.llama3"] = set({ "model_registry" }),
+    ["torchtitan.trainer"] = set({ "Trainer" }),
+    ["torchtitan.config"] = set({ "CompileConfig" }),
+    ["torchtitan.components.loss"] = set({ "ChunkedLossWrapper", "CrossEntropyLoss" }),
+    ["torchtitan.components.quantization"] = set({ "Float8LinearConverter", "MXFP8LinearConverter",
+      "NVFP4LinearConverter" }),
+    ["torchtitan.models.common.config_utils"] = set({ "decoder_vocab_size" }),
+    ["torchtitan.distributed.activation_checkpoint"] = set({ "FullAC", "SelectiveAC" }),
+  },
+  -- the launch line: torchrun (M.torchrun) -m torchtitan.train plus these
+  train_options = set({ "--module", "--config" }),
 }
+
+--- True when a Lua value fits a TorchTitan fact (`{type, values, min}`).
+-- @tparam table fact
+-- @param v
+-- @treturn boolean
+function M.torchtitan_value_ok(fact, v)
+  local t = fact.type
+  if t == "int" then
+    return math.type(v) == "integer" and v >= (fact.min or -math.huge)
+  elseif t == "bool" then
+    return type(v) == "boolean"
+  elseif t == "str" then
+    return type(v) == "string" and (not fact.values or fact.values[v] == true)
+  elseif t == "list[str]" then
+    if type(v) ~= "table" then return false end
+    for _, x in ipairs(v) do
+      if type(x) ~= "string" or (fact.values and not fact.values[x]) then return false end
+    end
+    return true
+  end
+  return false
+end
+
 
 --- MindSpore Transformers (MindFormers) YAML keys, as dotted paths, each
 -- with the type and values MindFormers accepts there.  Read at

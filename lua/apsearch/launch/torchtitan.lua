@@ -1,166 +1,268 @@
---- TorchTitan job config (TOML) for one strategy: [job], [model],
--- [training], [parallelism] and [activation_checkpoint] (field names from
--- apsearch.launch.options, read from torchtitan/config/job_config.py).
+--- TorchTitan config module for one strategy: a Python file defining a
+-- function that returns `Trainer.Config`, the form TorchTitan loads since
+-- pytorch/torchtitan 9810191b (2026-02-23, TOML replaced by a Python
+-- dataclass registry).  The module builds on HEAD's llama3 config function
+-- for the model (llama3_8b, llama3_70b, llama3_405b) and overwrites every
+-- field the estimate depends on.  The fields, constructors and allowed
+-- values are apsearch.launch.options.torchtitan (read at the commit it
+-- cites); the launch command is `torchrun ... -m torchtitan.train --module
+-- rank<N>_torchtitan --config apsearch_rank<N>` as HEAD's run_train.sh.
 --
--- Mapping (apsearch strategy field -> TorchTitan key):
+-- Mapping (apsearch strategy / training field -> TorchTitan field):
 --
--- * dp_degree -> data_parallel_replicate_degree, fsdp_degree ->
+-- * dp_degree -> parallelism.data_parallel_replicate_degree, fsdp_degree ->
 --   data_parallel_shard_degree (both > 1: HSDP), reshard_after_forward ->
 --   fsdp_reshard_after_forward = "always" | "never"
--- * tp_degree -> tensor_parallel_degree (TorchTitan always shards the
---   sequence with TP: sequence_parallel = false is NOT EXPRESSIBLE)
+-- * tp_degree -> tensor_parallel_degree, sequence_parallel ->
+--   enable_sequence_parallel; tp_comm_overlap ->
+--   compile.enable_async_tensor_parallel (needs the model compiled)
 -- * pp_degree -> pipeline_parallel_degree, schedule "1F1B" (vpp = 1) or
---   "Interleaved1F1B" with pipeline_parallel_layers_per_stage = L/(p v);
---   an uneven split -> pipeline_parallel_split_points ("layers.<first>")
--- * cp_degree -> context_parallel_degree, cp_comm_type p2p (ring) ->
---   context_parallel_rotate_method "alltoall" (KV shards rotated),
---   all_gather -> "allgather"
--- * batch: local_batch_size = micro_batch_size (no PP; TorchTitan
---   accumulates gradients up to global_batch_size) or micro_batch_size x
---   micro_batch_num with pipeline_parallel_microbatch_size =
---   micro_batch_size (PP)
--- * layer_recompute: none -> mode "none"; full on every layer -> "full";
---   full on r of n layers -> "selective" with selective_ac_option = n/r
---   (every (n/r)-th layer; APPROXIMATE when the stages differ or n/r is
---   not whole); selective -> "selective" with "op"
---   (APPROXIMATE: per-op SAC, not core-attention only)
--- * precision fp8 -> converter "float8", mxfp8 -> "mx"; nvfp4 NOT
---   EXPRESSIBLE; fp8_param_gather (fp8, FSDP) -> [float8]
---   enable_fsdp_float8_all_gather
--- * training.compile compiles model and loss: compile_loss = false NOT
---   EXPRESSIBLE; tp_comm_overlap -> enable_async_tensor_parallel
--- * zero_stage 1/2 without FSDP: NOT EXPRESSIBLE (TorchTitan shards with
---   FSDP or not at all)
+--   "Interleaved1F1B", micro_batch_num -> num_pp_microbatches; the layers
+--   per model chunk: TorchTitan's own split (L + first + last less layers
+--   over the stages, pipeline_parallel.py _generate_llm_fqn_per_model_part)
+--   with first/last_stage_less_layers = 1 (pipeline_split embedding_loss)
+--   or 0 (even) when it gives the estimate's chunks, else the chunks
+--   spelled out in module_fqns_per_model_part
+-- * cp_degree -> context_parallel_degree (load balancer "headtail": the
+--   load-balanced causal split the estimate assumes)
+-- * batch: num_tokens_per_microbatch_per_dp_rank = micro_batch_size x
+--   seq_length, max_context_length = seq_length, num_tokens_per_train_step
+--   = global_batch_size x seq_length (TorchTitan derives the gradient
+--   accumulation steps from these, trainer.py)
+-- * layer_recompute: none -> activation_checkpoint None; full on every
+--   layer -> FullAC (each block); full on some layers -> FullAC,
+--   APPROXIMATE (HEAD has no per-layer choice); selective -> SelectiveAC
+--   (per-op SAC)
+-- * precision fp8 -> Float8LinearConverter rowwise, mxfp8 ->
+--   MXFP8LinearConverter, nvfp4 -> NVFP4LinearConverter; the transformer
+--   layers' linears only (lm_head stays bf16, as estimated)
+-- * torch_compile / compile_loss -> compile.enable, compile.components
+-- * cuda_graphs -> training.disable_cuda_graphs (HEAD graphs fwd + bwd by
+--   default since f84224af, 2026-08-13; never with PP)
 -- @module apsearch.launch.torchtitan
 local options = require "apsearch.launch.options"
-local launch_util = require "apsearch.launch"
 
 local M = {}
 
-local function toml_value(v)
-  if type(v) == "string" then
-    return '"' .. v:gsub('\\', '\\\\'):gsub('"', '\\"') .. '"'
-  elseif type(v) == "table" then
+local TT = options.torchtitan
+
+--- Python literal for a Lua value (strings, integers, booleans, lists).
+-- @param v
+-- @treturn string
+function M.py(v)
+  if v == nil then return "None" end
+  local t = type(v)
+  if t == "string" then
+    return '"' .. v:gsub('\\', '\\\\'):gsub('"', '\\"'):gsub("\n", "\\n") .. '"'
+  elseif t == "boolean" then
+    return v and "True" or "False"
+  elseif t == "table" then
     local parts = {}
-    for i, x in ipairs(v) do parts[i] = toml_value(x) end
+    for i, x in ipairs(v) do parts[i] = M.py(x) end
     return "[" .. table.concat(parts, ", ") .. "]"
+  elseif math.type(v) == "integer" then
+    return tostring(v)
   end
-  return tostring(v)
+  return string.format("%.17g", v)
 end
 
--- TorchTitan's llama3 flavors by parameter count
+-- TorchTitan's llama3 flavors (torchtitan/models/llama3/__init__.py
+-- llama3_configs) by the model name's size suffix
 local function llama3_flavor(name)
   local n = tostring(name or ""):lower()
   if not n:match("llama") then return nil end
-  for _, f in ipairs({ "405b", "70b", "8b" }) do
+  for _, f in ipairs({ "405b", "70b", "8b", "3b", "1b" }) do
     if n:match("%-" .. f .. "$") or n:match("%-" .. f .. "%-") then return f:upper() end
   end
   return nil
 end
 
---- Renders the TOML.
+--- TorchTitan's split of L layers over S stages with the embedding and
+-- the norm + lm_head weighing iw and ow layers
+-- (torchtitan/distributed/pipeline_parallel.py
+-- _generate_llm_fqn_per_model_part).
+-- @treturn table|nil layers per stage, nil where TorchTitan raises
+function M.titan_split(S, L, iw, ow)
+  if S == 1 then return { L } end
+  local E = L + iw + ow
+  if S > E then return nil end
+  local base, extra = E // S, E % S
+  if base == 0 or iw > base or ow > base then return nil end
+  local out, cur = {}, 0
+  for s = 0, S - 1 do
+    local e = base + (s < extra and 1 or 0)
+    if s == 0 then e = e - iw elseif s == S - 1 then e = e - ow end
+    local n = math.max(0, math.min(e, L - cur))
+    out[s + 1] = n
+    cur = cur + n
+  end
+  if cur ~= L then return nil end
+  return out
+end
+
+--- Layers per model chunk in schedule order (chunk j on rank (j-1) mod p),
+-- as the estimate built them (src/core/pipeline.c aps_chunk_layers).
+-- @treturn table chunks
+function M.estimate_chunks(c)
+  local r, L = c.rec, c.model.num_layers
+  local p, v = r.pp_degree or 1, r.vpp_degree or 1
+  local given = {}
+  for _, n in ipairs(r.stage_partition or {}) do
+    if n ~= 0 then given = r.stage_partition break end
+  end
+  if v > 1 and #given == p * v then
+    local out = {}
+    for j = 1, p * v do out[j] = given[j] end
+    return out
+  end
+  local split = r.pipeline_split or "even"
+  local offsets = false
+  for _, o in ipairs(r.layer_offset or {}) do offsets = offsets or o ~= 0 end
+  if split == "embedding_loss" and #given == 0 and not offsets and not r.balance_stages then
+    return M.titan_split(p * v, L, 1, 1)
+  end
+  local out = {}
+  for i = 1, p do
+    for k = 0, v - 1 do out[k * p + i] = (c.layers[i] or 0) // v end
+  end
+  return out
+end
+
+local function same(a, b)
+  if not a or not b or #a ~= #b then return false end
+  for i = 1, #a do if a[i] ~= b[i] then return false end end
+  return true
+end
+
+--- Renders the config module.
 -- @tparam table c context (apsearch.launch.context)
 -- @treturn string
 -- @treturn table notes
 function M.render(c)
   local r, m, tr = c.rec, c.model, c.training
-  local sections, order, notes = {}, {}, {}
-  local function S(name)
-    if not sections[name] then sections[name] = {} order[#order + 1] = name end
-    return sections[name]
-  end
-  local function K(sec, key, value, comment)
-    assert(options.torchtitan.sections[sec] and options.torchtitan.sections[sec][key],
-      "torchtitan: key not in the list: " .. sec .. "." .. key)
-    local t = S(sec)
-    t[#t + 1] = { key, value, comment }
-  end
+  local lines, notes, imports = {}, {}, {}
+  local fn = string.format("apsearch_rank%d", r.rank)
   local function N(kind, text) notes[#notes + 1] = kind .. ": " .. text end
+  local function import(mod, name)
+    assert(TT.imports[mod] and TT.imports[mod][name], "torchtitan: not an import at the commit: " .. mod .. "." .. name)
+    imports[mod] = imports[mod] or {}
+    imports[mod][name] = true
+  end
+  -- config.<path> = value: path and value checked against the fact table
+  local function F(path, value, comment)
+    local fact = assert(TT.fields[path], "torchtitan: field not in the list: " .. path)
+    assert(options.torchtitan_value_ok(fact, value), "torchtitan: " .. path .. " = " .. M.py(value))
+    lines[#lines + 1] = string.format("    config.%s = %s%s", path, M.py(value), comment and ("  # " .. comment) or "")
+  end
+  -- config.<path> = Ctor(args): constructor and keyword arguments checked
+  local function C(path, ctor, args, comment)
+    assert(TT.fields[path], "torchtitan: field not in the list: " .. path)
+    lines[#lines + 1] = string.format("    config.%s = %s%s", path, M.ctor(ctor, args), comment and ("  # " .. comment) or "")
+  end
 
   local tp, pp, cp, vpp = r.tp_degree or 1, r.pp_degree or 1, r.cp_degree or 1, r.vpp_degree or 1
   local R, Sd, z = r.dp_degree or 1, r.fsdp_degree or 1, r.zero_stage or 0
   local L = m.num_layers
   local b = r.micro_batch_size or 1
+  local seq = tr.seq_length
+  -- pipeline microbatches per step: the estimate's, else all of the
+  -- global batch a data-parallel rank gets
+  local nmb = r.micro_batch_num
+  if not nmb or nmb < 1 then nmb = math.max(1, tr.global_batch_size // math.max(1, b * R * Sd)) end
 
-  K("job", "description", c.header[1])
+  -- model: HEAD's llama3 flavour, else the 8B baseline with a NOTE
   local flavor = llama3_flavor(m.name)
-  if flavor then
-    K("model", "name", "llama3")
-    K("model", "flavor", flavor)
-  else
-    N("NOTE", "set [model] name and flavor for " .. tostring(m.name) ..
-      " (TorchTitan ships llama3 8B / 70B / 405B flavors)")
+  local base = flavor and TT.base_configs["llama3_" .. flavor:lower()] and ("llama3_" .. flavor:lower()) or "llama3_8b"
+  if not flavor then
+    N("NOTE", "TorchTitan's llama3 model_registry has no flavor for " .. tostring(m.name) ..
+      " (1B, 3B, 8B, 70B, 405B): the module writes model_registry(\"8B\"); replace model_spec with " ..
+      "a ModelSpec for this model")
   end
+  import("torchtitan.models.llama3.config_registry", base)
+  import("torchtitan.models.llama3", "model_registry")
+  import("torchtitan.trainer", "Trainer")
   if (m.sliding_window or 0) > 0 then
     N("NOTE", string.format("the estimate assumes a %d-token sliding window on %d of %d layers; " ..
       "the model definition must implement it", m.sliding_window,
       m.sliding_window_layers or m.num_layers, m.num_layers))
   end
-  -- quantisation converters (torchtitan/components/quantization/*.py
-  -- register_model_converter names)
+
+  -- the estimate's elementwise kernels: fused when compiled, eager otherwise
+  -- (Megatron and DeepSpeed estimates assume fused kernels: compile)
+  local pytorch = tr.framework == "fsdp2" or tr.framework == "fsdp"
+  local compile = tr.torch_compile == true or not pytorch
+
+  -- quantisation converters on the transformer layers' linears
   local prec = tr.precision
+  local conv
   if prec == "fp8" then
-    K("model", "converters", { "float8" })
+    import("torchtitan.components.quantization", "Float8LinearConverter")
+    conv = M.ctor("Float8LinearConverter.Config", {
+      { "recipe_name", "rowwise" }, { "filter_fqns", { "lm_head" } }, { "model_compile_enabled", compile } })
   elseif prec == "mxfp8" then
-    -- torchao MX linears ([mx] recipe_name defaults to "mxfp8")
-    K("model", "converters", { "mx" })
+    import("torchtitan.components.quantization", "MXFP8LinearConverter")
+    conv = M.ctor("MXFP8LinearConverter.Config", { { "fqns", { "layers" } }, { "model_compile_enabled", compile } })
+    N("NOTE", "MXFP8LinearConverter needs SM100 or later (B200, GB200, ...)")
   elseif prec == "nvfp4" then
-    N("NOT EXPRESSIBLE in TorchTitan", "nvfp4 matmuls: this TorchTitan has only the float8 and " ..
-      "mx (mxfp8) converters; no converter written")
+    import("torchtitan.components.quantization", "NVFP4LinearConverter")
+    conv = M.ctor("NVFP4LinearConverter.Config", { { "fqns", { "layers" } }, { "model_compile_enabled", compile } })
+    N("NOTE", "NVFP4LinearConverter needs SM100 or later and parallelism.spmd_backend = \"spmd_types\" (the default)")
   end
   if tr.fp8_param_gather == true then
-    if prec == "fp8" and Sd > 1 then
-      -- tensorwise scaling (recipe_name unset) gathers float8 weights
-      K("float8", "enable_fsdp_float8_all_gather", true)
-      K("float8", "precompute_float8_dynamic_scale_for_fsdp", true)
-    else
-      N("NOT EXPRESSIBLE in TorchTitan", "fp8_param_gather with " .. tostring(prec) ..
-        (Sd > 1 and "" or " without FSDP") .. ": only the float8 converter gathers " ..
-        "FSDP parameters in fp8 (enable_fsdp_float8_all_gather)")
-    end
+    N("NOT EXPRESSIBLE in TorchTitan", "fp8_param_gather with " .. tostring(prec) ..
+      ": TorchTitan's float8 rowwise, MX and NVFP4 linears gather bf16 parameters " ..
+      "(enable_fsdp_float8_all_gather went with the tensorwise recipe, 6348d93d)")
   end
   if tr.store_param_remainders then
     N("NOT EXPRESSIBLE in TorchTitan", "store_param_remainders (apex DistributedFusedAdam, NeMo 1.x)")
   end
 
-  if pp > 1 then
-    K("training", "local_batch_size", b * (r.micro_batch_num or 1))
+  lines[#lines + 1] = string.format("    config = %s()", base)
+  lines[#lines + 1] = string.format("    config.model_spec = model_registry(%s%s)", M.py(flavor or "8B"),
+    conv and (", converters=[" .. conv .. "]") or "")
+  -- HEAD's llama3 loss: cross entropy in 8 chunks
+  import("torchtitan.components.loss", "ChunkedLossWrapper")
+  import("torchtitan.components.loss", "CrossEntropyLoss")
+  import("torchtitan.models.common.config_utils", "decoder_vocab_size")
+  lines[#lines + 1] = "    config.loss = ChunkedLossWrapper.Config(loss_fn=CrossEntropyLoss.Config(" ..
+    "global_vocab_size=decoder_vocab_size(config.model_spec)))"
+  N("NOTE", "the loss is HEAD's llama3 default, ChunkedLossWrapper (8 chunks): the estimate holds the " ..
+    "whole sequence's logits at once (unchunked cross entropy), so its loss memory is an upper bound " ..
+    "(chunked: an eighth of the logits plus a float32 hidden-state gradient buffer)")
+
+  -- batch
+  F("training.num_tokens_per_microbatch_per_dp_rank", b * seq, string.format("%d x %d tokens", b, seq))
+  F("training.max_context_length", seq)
+  F("training.num_tokens_per_train_step", tr.global_batch_size * seq,
+    string.format("global batch %d x %d", tr.global_batch_size, seq))
+  local per_iter = b * (pp > 1 and nmb or 1) * R * Sd
+  if tr.global_batch_size % per_iter ~= 0 then
+    N("NOTE", string.format("global batch %d is not a multiple of %d sequences per accumulation step: " ..
+      "TorchTitan refuses num_tokens_per_train_step", tr.global_batch_size, per_iter))
+  end
+  if tr.precision == "fp16" then
+    N("NOT EXPRESSIBLE in TorchTitan", "fp16 mixed precision (mixed_precision_param takes bfloat16 or float32)")
   else
-    K("training", "local_batch_size", b)
+    F("training.mixed_precision_param", "bfloat16")
   end
-  K("training", "global_batch_size", tr.global_batch_size)
-  K("training", "seq_len", tr.seq_length)
-  -- the estimate's elementwise kernels: fused when compiled, eager otherwise
-  -- (Megatron and DeepSpeed estimates assume fused kernels: compile)
-  local pytorch = tr.framework == "fsdp2" or tr.framework == "fsdp"
-  local compile = tr.torch_compile == true or not pytorch
-  K("training", "compile", compile)
-  -- the loss is compiled with the model (torchtitan/components/loss.py
-  -- build_cross_entropy_loss); separate components came later (compile.components)
-  if compile and tr.compile_loss == false then
-    N("NOT EXPRESSIBLE in TorchTitan", "compiling the model but not the loss (compile_loss = false): " ..
-      "training.compile compiles both")
+  -- CUDA graphs: HEAD captures forward + backward unless disabled, never with PP
+  if tr.cuda_graphs and pp > 1 then
+    N("NOT EXPRESSIBLE in TorchTitan", "CUDA graphs with pipeline parallelism (Trainer.Config refuses them)")
   end
+  F("training.disable_cuda_graphs", not (tr.cuda_graphs and pp == 1) and true or false)
   if (tr.activation_offload_layers or 0) > 0 then
     N("NOT EXPRESSIBLE in TorchTitan", "activation offload to host (activation_offload_layers = " ..
       tr.activation_offload_layers .. "): TorchTitan's CPU offload moves parameters, gradients and " ..
       "optimizer states (training.enable_cpu_offload), not activations")
   end
-  if tr.cuda_graphs then
-    N("NOT EXPRESSIBLE in TorchTitan", "CUDA graphs (no TorchTitan key)")
-  end
-  if tr.precision == "fp16" then
-    N("NOT EXPRESSIBLE in TorchTitan", "fp16 mixed precision (mixed_precision_param takes bfloat16 or float32)")
-  else
-    K("training", "mixed_precision_param", "bfloat16")
-  end
 
-  K("parallelism", "data_parallel_replicate_degree", R)
-  K("parallelism", "data_parallel_shard_degree", Sd)
+  -- data parallel
+  F("parallelism.data_parallel_replicate_degree", R)
+  F("parallelism.data_parallel_shard_degree", Sd)
   if Sd > 1 then
     -- explicit: "default" keeps the gathered parameters under PP
     -- (torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy)
-    K("parallelism", "fsdp_reshard_after_forward", r.reshard_after_forward == false and "never" or "always")
+    F("parallelism.fsdp_reshard_after_forward", r.reshard_after_forward == false and "never" or "always")
   end
   if Sd == 1 and (z == 1 or z == 2) then
     N("NOT EXPRESSIBLE in TorchTitan", string.format(
@@ -169,67 +271,101 @@ function M.render(c)
   elseif Sd == 1 and z == 3 then
     N("NOT EXPRESSIBLE in TorchTitan", "zero_stage=3 over the replicate group: use data_parallel_shard_degree instead")
   end
-  K("parallelism", "tensor_parallel_degree", tp)
-  if tp > 1 then
-    -- async TP pipelines the TP collectives with the matmuls (tp_comm_overlap);
-    -- "currently only effective when compile is enabled" (job_config.py)
-    K("parallelism", "enable_async_tensor_parallel", tr.tp_comm_overlap == true)
-    if tr.tp_comm_overlap and not compile then
-      N("NOTE", "enable_async_tensor_parallel only takes effect with training.compile = true")
-    end
-    if not r.sequence_parallel then
-      N("NOT EXPRESSIBLE in TorchTitan", "tensor parallel without sequence parallel (TorchTitan shards the sequence with TP)")
-    end
-  end
-  K("parallelism", "pipeline_parallel_degree", pp)
-  if pp > 1 then
-    K("parallelism", "pipeline_parallel_schedule", vpp > 1 and "Interleaved1F1B" or "1F1B")
-    K("parallelism", "pipeline_parallel_microbatch_size", b)
-    local layers = c.layers
-    if vpp > 1 then
-      if L % (pp * vpp) == 0 and (#layers ~= pp or launch_util.all_equal(layers)) then
-        K("parallelism", "pipeline_parallel_layers_per_stage", L // (pp * vpp))
-      else
-        N("NOT EXPRESSIBLE in TorchTitan", string.format(
-          "%d layers over %d x %d virtual stages unevenly (%s per rank)", L, pp, vpp, table.concat(layers, ":")))
-      end
-    elseif #layers == pp and not launch_util.all_equal(layers) then
-      local pts = {}
-      for i = 2, pp do pts[#pts + 1] = "layers." .. tostring(c.stages[i].first_layer) end
-      K("parallelism", "pipeline_parallel_split_points", pts, "uneven split " .. table.concat(layers, ":"))
-    end
-  end
-  K("parallelism", "context_parallel_degree", cp)
-  if cp > 1 then
-    K("parallelism", "context_parallel_rotate_method", r.cp_comm_type == "all_gather" and "allgather" or "alltoall",
-      r.cp_comm_type == "all_gather" and "K/V all-gathered" or "ring: K/V shards rotated")
+
+  -- tensor parallel
+  F("parallelism.tensor_parallel_degree", tp)
+  if tp > 1 then F("parallelism.enable_sequence_parallel", r.sequence_parallel ~= false) end
+  local async_tp = tp > 1 and tr.tp_comm_overlap == true
+  if async_tp and not compile then
+    N("NOT EXPRESSIBLE in TorchTitan", "tp_comm_overlap without compile: async TP needs the model compiled " ..
+      "(CompileConfig refuses it otherwise)")
+    async_tp = false
   end
 
-  if r.layer_recompute == "full" then
-    local all = #c.recompute > 0
-    for i = 1, #c.recompute do if c.recompute[i] ~= c.layers[i] then all = false end end
-    if all then
-      K("activation_checkpoint", "mode", "full")
-    else
-      -- the overall fraction of layers recomputed, as every k-th layer
-      local n, rc = 0, 0
-      for i = 1, #c.layers do n, rc = n + c.layers[i], rc + (c.recompute[i] or 0) end
-      if rc == 0 then
-        K("activation_checkpoint", "mode", "none")
-        N("NOTE", "full recompute with no layer recomputed on any stage")
-      else
-        local every = math.max(1, math.floor(n / rc + 0.5))
-        K("activation_checkpoint", "mode", "selective")
-        K("activation_checkpoint", "selective_ac_option", tostring(every), "checkpoint every " .. every .. "-th layer")
-        if n % rc ~= 0 or not launch_util.all_equal(c.recompute) then
-          N("APPROXIMATE", string.format("recompute counts %s of %s layers per stage as every %d-th layer",
-            table.concat(c.recompute, ":"), table.concat(c.layers, ":"), every))
-        end
+  -- pipeline parallel
+  F("parallelism.pipeline_parallel_degree", pp)
+  if pp > 1 then
+    F("parallelism.pipeline_parallel_schedule", vpp > 1 and "Interleaved1F1B" or "1F1B")
+    F("parallelism.num_pp_microbatches", nmb)
+    local S = pp * vpp
+    local chunks = M.estimate_chunks(c)
+    local want = (r.pipeline_split == "embedding_loss") and { { 1, 1 }, { 0, 0 } } or { { 0, 0 }, { 1, 1 } }
+    local done = false
+    for _, w in ipairs(want) do
+      local split = M.titan_split(S, L, w[1], w[2])
+      -- the stage count HEAD derives: 1 or 2 per rank by default, else from layers_per_stage
+      local lps
+      if vpp > 2 then
+        lps = math.ceil((L + w[1] + w[2]) / S)
+        if math.ceil((L + w[1] + w[2]) / lps) ~= S then split = nil end
+      end
+      if same(split, chunks) then
+        F("parallelism.pipeline_parallel_first_stage_less_layers", w[1])
+        F("parallelism.pipeline_parallel_last_stage_less_layers", w[2])
+        if lps then F("parallelism.pipeline_parallel_layers_per_stage", lps) end
+        lines[#lines + 1] = "    # layers per model chunk: " .. table.concat(chunks, ", ")
+        done = true
+        break
       end
     end
+    if not done then
+      local parts, cur = {}, 0
+      for j = 1, S do
+        local part = {}
+        if j == 1 then part[#part + 1] = "tok_embeddings" end
+        for _ = 1, chunks[j] do part[#part + 1] = "layers." .. cur cur = cur + 1 end
+        if j == S then part[#part + 1] = "norm" part[#part + 1] = "lm_head" end
+        parts[j] = M.py(part)
+      end
+      assert(TT.fields["parallelism.module_fqns_per_model_part"])
+      lines[#lines + 1] = "    config.parallelism.module_fqns_per_model_part = [  # layers per model chunk: " ..
+        table.concat(chunks, ", ")
+      for j = 1, S do lines[#lines + 1] = "        " .. parts[j] .. "," end
+      lines[#lines + 1] = "    ]"
+    end
+  end
+
+  -- context parallel
+  F("parallelism.context_parallel_degree", cp)
+  if cp > 1 then
+    F("parallelism.context_parallel_load_balancer", "headtail", "chunks i and 2c-1-i per rank")
+    if r.cp_comm_type == "all_gather" or r.cp_comm_type == "a2a" then
+      N("NOTE", "cp_comm_type = " .. tostring(r.cp_comm_type) .. ": TorchTitan at this commit has no " ..
+        "option for how context parallel attention exchanges K/V (PyTorch's default)")
+    end
+  end
+
+  -- compile
+  local components = { "model" }
+  if tr.compile_loss ~= false then components[2] = "loss" end
+  import("torchtitan.config", "CompileConfig")
+  C("compile", "CompileConfig", { { "enable", compile }, { "components", components },
+    { "enable_async_tensor_parallel", async_tp } })
+
+  -- activation checkpointing
+  local function AC(name, comment)
+    import("torchtitan.distributed.activation_checkpoint", name)
+    C("activation_checkpoint", name .. ".Config", {}, comment)
+  end
+  if r.layer_recompute == "full" then
+    local all, rc = #c.recompute > 0, 0
+    for i = 1, #c.recompute do
+      if c.recompute[i] ~= c.layers[i] then all = false end
+      rc = rc + (c.recompute[i] or 0)
+    end
+    if all then
+      AC("FullAC", "every transformer block recomputed")
+    elseif rc == 0 then
+      lines[#lines + 1] = "    config.activation_checkpoint = None"
+      N("NOTE", "full recompute with no layer recomputed on any stage")
+    else
+      AC("FullAC", "every transformer block recomputed")
+      N("APPROXIMATE", string.format("recompute of %s of %s layers per stage as FullAC on every block " ..
+        "(TorchTitan at this commit checkpoints all blocks or none): more recompute, less activation memory " ..
+        "than estimated", table.concat(c.recompute, ":"), table.concat(c.layers, ":")))
+    end
   elseif r.layer_recompute == "selective" then
-    K("activation_checkpoint", "mode", "selective")
-    K("activation_checkpoint", "selective_ac_option", "op")
+    AC("SelectiveAC", "per-op SAC in every block")
     -- with the fsdp2 profile apsearch models TorchTitan's per-op selective
     -- checkpointing itself; other profiles estimated Megatron's
     if tr.framework ~= "fsdp2" then
@@ -237,22 +373,54 @@ function M.render(c)
         tostring(tr.framework) .. " profile) as TorchTitan's per-op selective AC")
     end
   else
-    K("activation_checkpoint", "mode", "none")
+    lines[#lines + 1] = "    config.activation_checkpoint = None"
   end
 
+  -- the file
+  local module = string.format("rank%d_torchtitan", r.rank)
+  local nproc = math.min(c.devices_used, c.devices_per_node)
   local out = {}
   for _, h in ipairs(c.header) do out[#out + 1] = "# " .. h end
-  out[#out + 1] = "# TorchTitan keys checked against " .. options.cite(options.torchtitan)
-  out[#out + 1] = "# Add your dataset, tokenizer, optimizer, checkpoint and step settings."
+  out[#out + 1] = "# TorchTitan config module for " .. options.cite(TT) .. " (" .. TT.source.date .. ")"
+  out[#out + 1] = "# fields checked against that commit's " .. TT.source.path .. "; add your dataset,"
+  out[#out + 1] = "# tokenizer (hf_assets_path), optimizer, checkpoint and step settings."
+  out[#out + 1] = "# Run from a TorchTitan checkout at that commit, on every node (as run_train.sh),\n# <launch-dir> the directory of this file:"
+  out[#out + 1] = string.format("#   PYTHONPATH=<launch-dir>:$PYTHONPATH torchrun --nnodes %d --nproc-per-node %d " ..
+    "--node-rank $NODE_RANK --master-addr $MASTER_ADDR --master-port 29500 -m torchtitan.train " ..
+    "--module %s --config %s", c.nodes, nproc, module, fn)
   for _, n in ipairs(notes) do out[#out + 1] = "# " .. n end
-  for _, name in ipairs(order) do
-    out[#out + 1] = ""
-    out[#out + 1] = "[" .. name .. "]"
-    for _, kv in ipairs(sections[name]) do
-      out[#out + 1] = kv[1] .. " = " .. toml_value(kv[2]) .. (kv[3] and ("  # " .. kv[3]) or "")
-    end
+  out[#out + 1] = ""
+  local mods = {}
+  for mod in pairs(imports) do mods[#mods + 1] = mod end
+  table.sort(mods)
+  for _, mod in ipairs(mods) do
+    local names = {}
+    for n in pairs(imports[mod]) do names[#names + 1] = n end
+    table.sort(names)
+    out[#out + 1] = "from " .. mod .. " import " .. table.concat(names, ", ")
   end
+  out[#out + 1] = ""
+  out[#out + 1] = ""
+  out[#out + 1] = "def " .. fn .. "() -> Trainer.Config:"
+  for _, l in ipairs(lines) do out[#out + 1] = l end
+  out[#out + 1] = "    return config"
   return table.concat(out, "\n") .. "\n", notes
+end
+
+--- `Ctor(k=v, ...)` with the constructor and its arguments checked
+-- against the fact table.
+-- @tparam string ctor e.g. "FullAC.Config"
+-- @tparam table args array of `{name, value}`
+-- @treturn string
+function M.ctor(ctor, args)
+  local spec = assert(TT.constructors[ctor], "torchtitan: constructor not in the list: " .. ctor)
+  local parts = {}
+  for _, a in ipairs(args) do
+    local fact = assert(spec[a[1]], "torchtitan: " .. ctor .. " has no field " .. a[1])
+    assert(options.torchtitan_value_ok(fact, a[2]), "torchtitan: " .. ctor .. "(" .. a[1] .. " = " .. M.py(a[2]) .. ")")
+    parts[#parts + 1] = a[1] .. "=" .. M.py(a[2])
+  end
+  return ctor .. "(" .. table.concat(parts, ", ") .. ")"
 end
 
 return M

@@ -38,7 +38,9 @@ local function parse_megatron(text)
       in_exec = true
       for f in line:gmatch("(%-%-[%w%-]+)") do torchrun[#torchrun + 1] = f end
     else
-      assert(line:match("^[%u_]+=") or line:match("^set %-euo pipefail$"), "unexpected line: " .. line)
+      assert(line:match("^[%u_]+=") or line:match("^set %-euo pipefail$") or
+        line:match("^export CUDA_DEVICE_MAX_CONNECTIONS=1  #") or
+        line:match("^unset CUDA_DEVICE_MAX_CONNECTIONS  #"), "unexpected line: " .. line)
     end
   end
   return flags, values, torchrun

@@ -33,6 +33,9 @@ M.megatron = {
     "--context-parallel-size", "--cp-comm-type", "--use-distributed-optimizer",
     "--overlap-grad-reduce", "--overlap-param-gather", "--use-torch-fsdp2",
     "--torch-fsdp2-no-reshard-after-forward", "--no-overlap-p2p-communication",
+    -- _add_training_args (--no-gradient-accumulation-fusion), TrainingConfig
+    -- ckpt_format (megatron/training/config/training_config.py); _add_network_size_args
+    "--no-gradient-accumulation-fusion", "--ckpt-format", "--window-size",
     -- _add_training_args
     "--micro-batch-size", "--global-batch-size", "--recompute-granularity",
     "--recompute-method", "--recompute-num-layers", "--sequence-parallel",

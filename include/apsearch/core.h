@@ -148,6 +148,11 @@ aps_reason aps_check_zero(const aps_strategy *s, char *msg, size_t n);
  *  Sources in check.c. */
 aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
                                char *msg, size_t n);
+/** aps_check_framework plus what a framework refuses for the model: with
+ * Megatron-LM's --use-torch-fsdp2, tied embeddings (and pipeline
+ * parallelism, fp16), validate_args @ d98e8a64.  aps_check_all's last step. */
+aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
+                                     const aps_strategy *s, char *msg, size_t n);
 /** All of the above; the first failure wins, in this order: degrees, zero,
  *  tp, cp, batch, pp, devices, framework (the model-shape reasons before
  *  the device count, so a tp_degree that cannot divide the heads says so

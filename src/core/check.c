@@ -364,6 +364,42 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
     return aps_check_recipe(t, s, msg, n);
 }
 
+/* Megatron-LM's --use-torch-fsdp2 (fsdp_degree > 1, or zero_stage 2 / 3,
+ * apsearch.launch.megatron): validate_args (megatron/training/arguments.py
+ * @ d98e8a64ddf34856e74b24714e3bedb2f5a39553) asserts
+ * pipeline_model_parallel_size == 1, untie_embeddings_and_output_weights
+ * and not fp16 with it. */
+static aps_reason check_megatron_fsdp2(const aps_model *m, const aps_training *t,
+                                       const aps_strategy *s, char *msg, size_t n)
+{
+    if (t->framework != APS_FW_MEGATRON ||
+        !(s->fsdp_degree > 1 || s->zero_stage >= 2))
+        return APS_REASON_NONE;
+    const char *why = NULL;
+    if (s->pp_degree > 1)
+        why = "is not supported with pipeline parallelism";
+    else if (m->tie_word_embeddings)
+        why = "requires --untie-embeddings-and-output-weights (the model ties them)";
+    else if (t->precision == APS_PREC_FP16)
+        why = "not supported with fp16 yet";
+    if (!why)
+        return APS_REASON_NONE;
+    aps_fmt(msg, n, "megatron: --use-torch-fsdp2 (fsdp_degree = %lld, zero_stage "
+            "= %lld, pp_degree = %lld) %s (validate_args, "
+            "megatron/training/arguments.py)", (long long)s->fsdp_degree,
+            (long long)s->zero_stage, (long long)s->pp_degree, why);
+    return APS_REASON_FRAMEWORK_UNSUPPORTED;
+}
+
+aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
+                                     const aps_strategy *s, char *msg, size_t n)
+{
+    aps_reason r = aps_check_framework(t, s, msg, n);
+    if (r != APS_REASON_NONE)
+        return r;
+    return check_megatron_fsdp2(m, t, s, msg, n);
+}
+
 aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
                          const aps_training *t, const aps_strategy *s,
                          char *msg, size_t n)
@@ -377,6 +413,6 @@ aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
     if ((r = aps_check_pp(m, t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_devices(c, s, msg, n)) != APS_REASON_NONE) return r;
     /* last: what the strategy is comes before whether an engine runs it */
-    if ((r = aps_check_framework(t, s, msg, n)) != APS_REASON_NONE) return r;
+    if ((r = aps_check_framework_model(m, t, s, msg, n)) != APS_REASON_NONE) return r;
     return APS_REASON_NONE;
 }

@@ -383,7 +383,7 @@ static int ctx_check(lua_State *L)
     case 4: r = aps_check_batch(&ctx->training, &s, msg, sizeof msg); break;
     case 5: r = aps_check_devices(&ctx->cluster, &s, msg, sizeof msg); break;
     case 6: r = aps_check_zero(&s, msg, sizeof msg); break;
-    case 7: r = aps_check_framework(&ctx->training, &s, msg, sizeof msg); break;
+    case 7: r = aps_check_framework_model(&ctx->model, &ctx->training, &s, msg, sizeof msg); break;
     default:
         r = aps_check_all(&ctx->model, &ctx->cluster, &ctx->training, &s, msg,
                           sizeof msg);

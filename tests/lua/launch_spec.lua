@@ -38,7 +38,9 @@ local function parse_megatron(text)
       in_exec = true
       for f in line:gmatch("(%-%-[%w%-]+)") do torchrun[#torchrun + 1] = f end
     else
-      assert(line:match("^[%u_]+=") or line:match("^set %-euo pipefail$"), "unexpected line: " .. line)
+      assert(line:match("^[%u_]+=") or line:match("^set %-euo pipefail$") or
+        line:match("^export CUDA_DEVICE_MAX_CONNECTIONS=1  #") or
+        line:match("^unset CUDA_DEVICE_MAX_CONNECTIONS  #"), "unexpected line: " .. line)
     end
   end
   return flags, values, torchrun
@@ -844,6 +846,128 @@ describe("launch configs", function()
     assert.truthy(tt:find("NOT EXPRESSIBLE in TorchTitan: fp8_param_gather with fp8", 1, true))
     assert.truthy(tt:find("config.training.disable_cuda_graphs = False", 1, true))
     assert.truthy(tt:find("CompileConfig(enable=True", 1, true))
+  end)
+
+  -- Megatron's per-chunk layer counts from the written flags (Lua copy of
+  -- transformer_block.py get_num_layers_to_build and the layout parser @
+  -- options.megatron.commit); chunks in schedule order (chunk j on rank j % p)
+  local function megatron_chunks(v, L, pp, vpp)
+    local out = {}
+    local lay = v["--pipeline-model-parallel-layout"]
+    if lay then
+      for part in (lay .. "|"):gmatch("([^|]*)|") do
+        local n = 0
+        for rep in part:gmatch("t%*(%d+)") do n = n + tonumber(rep) end
+        local bare = part:gsub("t%*%d+", ""):gsub("[^t]", "")
+        out[#out + 1] = n + #bare
+      end
+      return out
+    end
+    local first, last = tonumber(v["--decoder-first-pipeline-num-layers"]), tonumber(v["--decoder-last-pipeline-num-layers"])
+    local per = {}
+    if first or last then
+      local left, stages = L - (first or 0) - (last or 0), pp - (first and 1 or 0) - (last and 1 or 0)
+      for r = 1, pp do per[r] = stages > 0 and left // stages or 0 end
+      if first then per[1] = first end
+      if last then per[pp] = last end
+    else
+      local n = L + (v["--account-for-embedding-in-pipeline-split"] and 1 or 0) +
+        (v["--account-for-loss-in-pipeline-split"] and 1 or 0)
+      for r = 1, pp do per[r] = n // pp end
+    end
+    for k = 0, vpp - 1 do for r = 1, pp do out[k * pp + r] = per[r] // vpp end end
+    if v["--account-for-embedding-in-pipeline-split"] then out[1] = out[1] - 1 end
+    if v["--account-for-loss-in-pipeline-split"] then out[#out] = out[#out] - 1 end
+    return out
+  end
+
+  it("round trip: each Megatron script parses back into the estimated strategy, layers and model", function()
+    local cases = {}
+    for _, name in ipairs({ "llama3_70b_h100.lua", "llama3_8b_128k_cp.lua", "qwen25_7b_a100.lua" }) do
+      cases[#cases + 1] = run_example(name, { top_k = 3 })
+    end
+    cases[#cases + 1] = (estimated(b200_405b({ precision = "mxfp8" }), { tp_degree = 8, pp_degree = 8,
+      vpp_degree = 2, dp_degree = 8, zero_stage = 1, sequence_parallel = true, pipeline_split = "embedding_loss",
+      layer_recompute = "full", recompute_method = "uniform", recompute_num_layers = { 2, 2, 2, 2, 2, 2, 2, 2 } }))
+    cases[#cases + 1] = (estimated(b200_405b(), { tp_degree = 8, pp_degree = 8, vpp_degree = 2, dp_degree = 8,
+      zero_stage = 1, sequence_parallel = true, stage_partition = chunks_16(), layer_recompute = "selective" }))
+    local checked = 0
+    for _, r in ipairs(cases) do
+      local m, tr = r.inputs.model, r.inputs.training
+      for _, f in ipairs(launch.render_all(r)) do
+        if f.engine == "megatron" then
+          checked = checked + 1
+          local rec = r.top_k_strategies[f.rank]
+          local stages = r.stage_summary[f.rank].stages
+          assert.truthy(f.text:find(options.megatron.commit, 1, true), "names the Megatron-LM commit")
+          local _, v = parse_megatron(f.text)
+          for flag, val in pairs(v) do
+            local fact = options.megatron.facts[flag]
+            if val ~= true then
+              assert.truthy(fact, "no fact for " .. flag)
+              if fact.type == "int" then
+                assert.truthy(math.tointeger(tonumber(val)), flag .. " " .. val)
+                assert.is_true(tonumber(val) >= (fact.min or -math.huge), flag .. " " .. val)
+              elseif fact.type == "int_pair" then
+                assert.truthy(val:match("^%-?%d+,%-?%d+$"), flag .. " " .. val)
+              end
+              if fact.values then assert.is_true(fact.values[val] == true, flag .. " " .. val) end
+            end
+          end
+          local N = function(k) return tonumber(v[k]) end
+          local tp, pp, cp = N("--tensor-model-parallel-size"), N("--pipeline-model-parallel-size"), N("--context-parallel-size")
+          local L = N("--num-layers")
+          local chunks_written = v["--pipeline-model-parallel-layout"] and
+            #megatron_chunks(v, L, pp, 1) // pp or nil
+          local vpp = chunks_written or N("--num-virtual-stages-per-pipeline-rank") or
+            (N("--num-layers-per-virtual-pipeline-stage") and L // (pp * N("--num-layers-per-virtual-pipeline-stage"))) or 1
+          local dp = rec.devices_used // (tp * pp * cp)
+          assert.are.same({ rec.tp_degree, rec.pp_degree, rec.cp_degree, rec.vpp_degree or 1, rec.dp_degree * rec.fsdp_degree },
+            { tp, pp, cp, vpp, dp })
+          assert.are.equal(rec.tp_degree > 1 and rec.sequence_parallel, v["--sequence-parallel"] == true)
+          assert.are.equal(rec.micro_batch_size, N("--micro-batch-size"))
+          assert.are.equal(tr.global_batch_size, N("--global-batch-size"))
+          if (rec.micro_batch_num or 0) > 0 then -- 0: derived from the global batch, as Megatron does
+            assert.are.equal(rec.micro_batch_num, N("--global-batch-size") // (N("--micro-batch-size") * dp))
+          end
+          assert.are.equal(tr.seq_length, N("--seq-length"))
+          if tp > 1 or cp > 1 then
+            assert.are.equal(v["--use-torch-fsdp2"] == true, f.text:find("\nunset CUDA_DEVICE_MAX_CONNECTIONS") ~= nil)
+          end
+          -- layers per pipeline rank and recompute per rank (per model chunk)
+          local chunks = megatron_chunks(v, L, pp, vpp)
+          for i = 1, pp do
+            local n, rc = 0, 0
+            for k = 0, vpp - 1 do
+              local c = chunks[k * pp + i]
+              n = n + c
+              if v["--recompute-granularity"] == "full" then
+                rc = rc + (v["--recompute-method"] == "uniform" and c or math.min(c, N("--recompute-num-layers")))
+              end
+            end
+            assert.are.equal(stages[i].num_layers, n, "layers of pipeline rank " .. i)
+            if rec.layer_recompute == "full" and not f.text:find("APPROXIMATE: recompute", 1, true) then
+              assert.are.equal(stages[i].recompute_layers, rc, "recompute of pipeline rank " .. i)
+            end
+          end
+          local want_gran = rec.layer_recompute ~= "none" and rec.layer_recompute or nil
+          assert.are.equal(want_gran, v["--recompute-granularity"])
+          -- precision and architecture
+          local p = tr.precision
+          assert.are.equal(p == "fp16", v["--fp16"] == true)
+          assert.are.equal(p ~= "fp16", v["--bf16"] == true)
+          assert.are.equal(p == "mxfp8" and "mxfp8" or nil, v["--fp8-recipe"])
+          assert.are.same({ m.num_layers, m.hidden_size, m.ffn_hidden_size, m.num_attention_heads },
+            { L, N("--hidden-size"), N("--ffn-hidden-size"), N("--num-attention-heads") })
+          assert.are.equal(m.num_query_groups, N("--num-query-groups") or m.num_attention_heads)
+          assert.are.equal(not m.tie_word_embeddings, v["--untie-embeddings-and-output-weights"] == true)
+          assert.are.equal(m.qkv_bias and not m.attn_out_bias, v["--add-qkv-bias"] == true)
+          assert.are.equal(m.norm == "rmsnorm" and "RMSNorm" or nil, v["--normalization"])
+          assert.are.equal(m.mlp == "swiglu", v["--swiglu"] == true)
+        end
+      end
+    end
+    assert.is_true(checked >= 10)
   end)
 
   it("are valid bash, written atomically and executable", function()

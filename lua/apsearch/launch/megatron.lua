@@ -129,16 +129,26 @@ function M.render(c)
   if cp > 1 then A("--cp-comm-type", r.cp_comm_type == "all_gather" and "allgather" or "p2p") end
 
   -- data parallelism
+  -- --use-torch-fsdp2: validate_args asserts no gradient-accumulation
+  -- fusion, --ckpt-format torch_dist (or torch_dcp), untied embeddings, no
+  -- pipeline parallelism, no fp16 and CUDA_DEVICE_MAX_CONNECTIONS != 1 (the
+  -- last three are refused by the core, src/core/check.c)
+  local fsdp = false
+  local function fsdp2()
+    A("--use-torch-fsdp2")
+    A("--no-gradient-accumulation-fusion")
+    A("--ckpt-format", "torch_dist")
+    fsdp = true
+  end
   if R > 1 and S > 1 then
     N("NOT EXPRESSIBLE in Megatron-LM", string.format(
       "HSDP (dp_degree=%d replicas x fsdp_degree=%d shards): no Megatron-LM flag shards over " ..
       "part of the data-parallel group and replicates over the rest; no data-parallel sharding flag written", R, S))
   elseif S > 1 or z == 3 then
-    A("--use-torch-fsdp2")
+    fsdp2()
     if (S > 1 and r.reshard_after_forward == false) then A("--torch-fsdp2-no-reshard-after-forward") end
-    if pp > 1 then N("NOTE", "Megatron-LM's help says FSDP2 has not been tested with pipeline parallelism") end
   elseif z == 2 then
-    A("--use-torch-fsdp2")
+    fsdp2()
     A("--torch-fsdp2-no-reshard-after-forward")
     N("APPROXIMATE", "ZeRO-2 as FSDP2 without resharding after forward (the flag's help: " ..
       "\"Set to enable FSDP ZeRO-2\"); parameters are sharded between steps as well")
@@ -231,9 +241,17 @@ function M.render(c)
       "gated MLP's activation if it is not SiLU (Gemma's GeGLU); apsearch does not model them")
   end
   if (m.sliding_window or 0) > 0 then
-    N("NOTE", string.format("the estimate assumes a %d-token sliding window on %d of %d layers; " ..
-      "configure it in the model spec (TransformerConfig.window_size), no flag is written",
-      m.sliding_window, m.sliding_window_layers or m.num_layers, m.num_layers))
+    local wl = m.sliding_window_layers or L
+    if wl >= L then
+      -- TransformerConfig.window_size (left, right) as Megatron's GPT-OSS
+      -- example: a W-token window (HF sliding_window) is W - 1 tokens back
+      A("--window-size", string.format("%d,0", m.sliding_window - 1))
+    else
+      N("NOTE", string.format("the estimate assumes a %d-token sliding window on %d of %d layers; " ..
+        "which layers is model-specific: set --window-size %d,0 with --window-attn-skip-freq " ..
+        "(a per-layer list) for your model, no flag is written",
+        m.sliding_window, wl, L, m.sliding_window - 1))
+    end
   end
   if tr.dropout == false then
     -- estimated without dropout; Megatron's TransformerConfig defaults are
@@ -339,6 +357,13 @@ function M.render(c)
   out[#out + 1] = "# (they are passed on), e.g. --data-path ... --tokenizer-type ... --train-iters ..."
   for _, n in ipairs(notes) do out[#out + 1] = "# " .. n end
   out[#out + 1] = "set -euo pipefail"
+  if fsdp then
+    -- validate_args: "FSDP always requires CUDA_DEVICE_MAX_CONNECTIONS value large than one"
+    out[#out + 1] = "unset CUDA_DEVICE_MAX_CONNECTIONS  # FSDP2 asserts it is not 1 (validate_args)"
+  elseif tp > 1 or cp > 1 then
+    -- validate_args asserts it before Blackwell with TP or CP (and without FSDP)
+    out[#out + 1] = "export CUDA_DEVICE_MAX_CONNECTIONS=1  # TP / CP: asserted by validate_args before Blackwell"
+  end
   out[#out + 1] = "MEGATRON_LM=${MEGATRON_LM:-/path/to/Megatron-LM}"
   out[#out + 1] = "NNODES=${NNODES:-" .. c.nodes .. "}"
   out[#out + 1] = "GPUS_PER_NODE=${GPUS_PER_NODE:-" .. math.min(c.devices_per_node, c.devices_used) .. "}"

@@ -33,6 +33,9 @@ M.megatron = {
     "--context-parallel-size", "--cp-comm-type", "--use-distributed-optimizer",
     "--overlap-grad-reduce", "--overlap-param-gather", "--use-torch-fsdp2",
     "--torch-fsdp2-no-reshard-after-forward", "--no-overlap-p2p-communication",
+    -- _add_training_args (--no-gradient-accumulation-fusion), TrainingConfig
+    -- ckpt_format (megatron/training/config/training_config.py); _add_network_size_args
+    "--no-gradient-accumulation-fusion", "--ckpt-format", "--window-size",
     -- _add_training_args
     "--micro-batch-size", "--global-batch-size", "--recompute-granularity",
     "--recompute-method", "--recompute-num-layers", "--sequence-parallel",
@@ -63,6 +66,57 @@ M.megatron = {
     "--cuda-graph-impl", "--tp-comm-overlap", "--cpu-offloading-num-layers",
     "--attention-dropout", "--hidden-dropout",
   }),
+}
+
+--- Facts about the Megatron-LM flags apsearch writes with a value, read
+-- from the same commit as M.megatron.source: `type` ("int", "int_pair"
+-- for tuple_type "a,b", "string"), `values` (argparse choices or the
+-- TransformerConfig Literal), `min`, `constraint` (what validate_args /
+-- TransformerConfig.__post_init__ asserts).  tests/lua/launch_spec.lua
+-- checks every written value against them (no Megatron code needed).
+M.megatron.commit = M.megatron.source.commit
+M.megatron.facts = {
+  ["--tensor-model-parallel-size"] = { type = "int", min = 1 },
+  ["--pipeline-model-parallel-size"] = { type = "int", min = 1,
+    constraint = "--use-torch-fsdp2 needs 1 (validate_args)" },
+  ["--context-parallel-size"] = { type = "int", min = 1 },
+  ["--decoder-first-pipeline-num-layers"] = { type = "int", min = 1 },
+  ["--decoder-last-pipeline-num-layers"] = { type = "int", min = 1 },
+  ["--num-layers-per-virtual-pipeline-stage"] = { type = "int", min = 1 },
+  ["--num-virtual-stages-per-pipeline-rank"] = { type = "int", min = 2 },
+  -- TE's attention (transformer_engine.py TEDotProductAttention) takes each
+  ["--cp-comm-type"] = { type = "string", values = set({ "p2p", "a2a", "allgather", "a2a+p2p" }) },
+  ["--recompute-granularity"] = { type = "string", values = set({ "full", "selective" }) },
+  ["--recompute-method"] = { type = "string", values = set({ "uniform", "block" }),
+    constraint = "with --recompute-granularity full; --recompute-num-layers per model chunk" },
+  ["--recompute-num-layers"] = { type = "int", min = 1 },
+  ["--micro-batch-size"] = { type = "int", min = 1 },
+  ["--global-batch-size"] = { type = "int", min = 1,
+    constraint = "divisible by micro-batch-size x data-parallel size (validate_args)" },
+  ["--seq-length"] = { type = "int", min = 1 },
+  ["--max-position-embeddings"] = { type = "int", min = 1, constraint = ">= seq-length with rope" },
+  ["--num-layers"] = { type = "int", min = 1 },
+  ["--hidden-size"] = { type = "int", min = 1 },
+  ["--ffn-hidden-size"] = { type = "int", min = 1 },
+  ["--num-attention-heads"] = { type = "int", min = 1 },
+  ["--num-query-groups"] = { type = "int", min = 1 },
+  ["--kv-channels"] = { type = "int", min = 1 },
+  ["--make-vocab-size-divisible-by"] = { type = "int", min = 1 },
+  ["--normalization"] = { type = "string", values = set({ "LayerNorm", "RMSNorm" }) },
+  ["--position-embedding-type"] = { type = "string",
+    values = set({ "learned_absolute", "rope", "yarn", "mrope", "relative", "none" }) },
+  ["--window-size"] = { type = "int_pair", constraint = "(left, right) tokens; -1 infinite" },
+  ["--attention-dropout"] = { type = "number" }, ["--hidden-dropout"] = { type = "number" },
+  ["--fp8-format"] = { type = "string", values = set({ "e4m3", "hybrid" }) },
+  ["--fp8-recipe"] = { type = "string", values = set({ "tensorwise", "delayed", "mxfp8", "blockwise", "custom" }) },
+  ["--fp4-format"] = { type = "string", values = set({ "e2m1" }) },
+  ["--fp4-recipe"] = { type = "string", values = set({ "nvfp4", "custom" }) },
+  ["--ckpt-format"] = { type = "string", values = set({ "torch", "torch_dist", "torch_dcp", "fsdp_dtensor" }),
+    constraint = "--use-torch-fsdp2 needs torch_dist or torch_dcp" },
+  ["--cuda-graph-impl"] = { type = "string", values = set({ "none", "local", "transformer_engine", "full_iteration" }) },
+  ["--cpu-offloading-num-layers"] = { type = "int", min = 0, constraint = "< num-layers" },
+  ["--optimizer"] = { type = "string", values = set({ "adam", "sgd" }) },
+  ["--pipeline-model-parallel-layout"] = { type = "string" },
 }
 
 --- torchrun (torch.distributed.run) options used in the Megatron script.

@@ -432,6 +432,12 @@ local function cmd_estimate(args)
   if not ok then -- the core's "strategy.<field>" is what --strategy gave
     error((tostring(est):gsub("^strategy%.", "--strategy: ")), 0)
   end
+  if est.feasible then
+    local dev = inputs.cluster.device
+    local iv = require("apsearch.intervals").of_estimate(est.step_time, est.mem_peak,
+      inputs.training.framework, dev.base or dev.name, inputs.training.precision)
+    est.step_time_interval, est.mem_peak_interval = iv.step_time, iv.mem_peak
+  end
   if fmt == "json" then
     local json = require "apsearch.format.json"
     out(json.format({ schema_version = search.schema_version, estimate = est,
@@ -573,6 +579,11 @@ local function validate_cv(opts, fmt)
     .. "out-of-sample MAPE %s%% (median %s%%, max %s%%)\n", res.out_of_sample.count or 0,
     num(res.in_sample.mape_pct), num(res.out_of_sample.mape_pct),
     num(res.out_of_sample.median_abs_pct), num(res.out_of_sample.max_abs_pct)))
+  local cov = res.coverage
+  out(string.format("%d %% prediction intervals, each source against the others' residuals: "
+    .. "step time covers %d of %d runs (%s%%), peak memory %d of %d\n",
+    math.floor(cov.level * 100 + 0.5), cov.step_time.covered, cov.step_time.rows,
+    num(cov.step_time.pct), cov.mem_peak.covered, cov.mem_peak.rows))
   local prow = {}
   for _, dev in ipairs(util.sorted_keys(res.parameter_spread)) do
     for _, field in ipairs(util.sorted_keys(res.parameter_spread[dev])) do

@@ -65,3 +65,44 @@ describe("crossval coverage", function()
     assert.is_true(math.abs(cov.step_time.pct - 50) < 1e-12)
   end)
 end)
+
+describe("intervals in the outputs", function()
+  local search = require "apsearch.search"
+  local policy = require "apsearch.policy"
+  local csv = require "apsearch.format.csv"
+  local tbl = require "apsearch.format.table"
+  local data = require "apsearch.intervals_data"
+  local ROOT = os.getenv("APS_ROOT") or "."
+  local r
+  setup(function()
+    r = search.run(policy.load(ROOT .. "/examples/llama3_8b_h100.lua", { top_k = 2 }))
+  end)
+
+  it("puts the shipped interval on every top-k step time and peak memory", function()
+    for _, rec in ipairs(r.top_k_strategies) do
+      local st, si = rec.performance_cost.step_time, rec.performance_cost.step_time_interval
+      -- fsdp2 on Hopper in bf16 has no class of its own: the pooled bounds
+      local b = data.step_time.classes["fsdp2/hopper/16bit"] or data.step_time.pooled
+      assert.is_true(math.abs(si.lo - st * math.exp(b.lo)) < 1e-9 * st)
+      assert.is_true(math.abs(si.hi - st * math.exp(b.hi)) < 1e-9 * st)
+      assert.is_true(si.lo < st and st < si.hi)
+      local m, mi = rec.memory_cost.total, rec.memory_cost.total_interval
+      assert.is_true(math.abs(mi.hi - m * math.exp(data.mem_peak.pooled.hi)) < 1e-9 * m)
+    end
+  end)
+
+  it("writes the bounds as CSV columns and a line under the table", function()
+    local text = csv.format(r)
+    local header = text:match("^[^\n]*")
+    assert.truthy(header:find("step_time_lo_s,step_time_hi_s", 1, true))
+    assert.truthy(header:find("mem_peak_lo_gib,mem_peak_hi_gib", 1, true))
+    local cols, first = {}, {}
+    for c in header:gmatch("[^,]+") do cols[#cols + 1] = c end
+    for v in text:match("\n([^\n]*)"):gmatch("[^,]*") do first[#first + 1] = v end
+    local at = {}
+    for i, c in ipairs(cols) do at[c] = i end
+    local si = r.top_k_strategies[1].performance_cost.step_time_interval
+    assert.is_true(math.abs(tonumber(first[at.step_time_lo_s]) - si.lo) < 1e-9 * si.lo)
+    assert.truthy(tbl.table_text(r):find("80 %% of measured runs land within: step time x"))
+  end)
+end)

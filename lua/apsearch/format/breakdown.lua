@@ -121,7 +121,9 @@ function M.format(est, inputs)
         rows[#rows + 1] = { cat, g(bd[cat]), "" }
       end
     end
-    rows[#rows + 1] = { "total", g(est.mem_peak or bd.total), "" }
+    local mi = est.mem_peak_interval
+    rows[#rows + 1] = { "total", g(est.mem_peak or bd.total),
+      mi and string.format("%d %% interval %s-%s", math.floor(mi.level * 100 + 0.5), g(mi.lo), g(mi.hi)) or "" }
     rows[#rows + 1] = { "limit", g(est.mem_limit), "" }
     out[#out + 1] = (common.align({ "category", "GiB", "" }, rows, { false, true, false }):gsub("\n$", ""))
   end
@@ -136,6 +138,12 @@ function M.format(est, inputs)
     end
     rows[#rows + 1] = { "step time", "", f3(est.step_time) }
     out[#out + 1] = (common.align({ "category", "total (s)", "exposed (s)" }, rows, { false, true, true }):gsub("\n$", ""))
+    local si = est.step_time_interval
+    if si then
+      P("%d %% interval  %s-%s s (%s, %d published runs; out-of-sample errors, docs/accuracy.md)",
+        math.floor(si.level * 100 + 0.5), f3(si.lo), f3(si.hi),
+        si.pooled and "all classes" or tostring(si.class), si.rows or 0)
+    end
     P("")
     P("throughput  %.0f tokens/s, %.0f tokens/s per GPU", est.tokens_per_s or 0, est.tokens_per_s_per_gpu or 0)
     P("            %.1f model TFLOP/s per GPU, MFU %.1f%%, HFU %.1f%%",

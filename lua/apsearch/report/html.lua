@@ -396,8 +396,11 @@ function M.render(result, opts)
       end
     end
     P(table_html(headers, rows, right, function(i) return i == 1 and "best" or nil end))
-    local note = require("apsearch.format.common").near_capacity_note(result)
+    local common = require "apsearch.format.common"
+    local note = common.near_capacity_note(result)
     if note then P("<p class=\"notice\">" .. esc(note) .. "</p>\n") end
+    local range = common.interval_note(result)
+    if range then P("<p>" .. esc(range) .. "</p>\n") end
     P("<details><summary>full strategies</summary><pre>")
     for _, t in ipairs(result.top_k_strategies) do
       P(esc(string.format("rank %d: %s", t.rank, M.strategy_text(t))) .. "\n")

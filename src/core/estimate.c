@@ -473,7 +473,9 @@ static void balance_partition(const aps_model *m, const aps_cluster *c,
  * auto_recompute (full granularity): per stage, the fewest recomputed
  * layers that bring the stage under the memory limit; 0 where it already
  * fits, all of the stage's layers where nothing fits (the memory check
- * then reports it).  Memory falls as recomputed layers grow (each keeps
+ * then reports it).  A framework with one recompute count for every model
+ * chunk (Megatron's --recompute-num-layers) then takes the smallest count
+ * that gives every stage at least what it needs.  Memory falls as recomputed layers grow (each keeps
  * only its input), past the one-layer transient that the first adds, so a
  * bisection over r in [1, layers] finds the minimum.
  */
@@ -484,6 +486,8 @@ static void assign_recompute(const aps_model *m, const aps_cluster *c,
 {
     for (int64_t i = 0; i < lay->p; i++)
         lay->recompute[i] = stage_recompute(m, c, t, s, lay, plan, lc, i, limit);
+    if (aps_profile(t)->recompute_count_per_chunk)
+        aps_layout_one_recompute_count(lay);
 }
 
 /** True if the strategy gives stage_partition explicitly. */

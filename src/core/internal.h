@@ -47,6 +47,9 @@ typedef struct {
     bool op_sac_selective;       /**< "selective" = TorchTitan op-level AC */
     bool shard_over_cp;          /**< FSDP over dp_shard x cp when cp > 1 */
     bool sync_every_microbatch;  /**< DDP / HSDP reduce per micro-batch */
+    bool recompute_count_per_chunk; /**< one recompute count applies to
+                                      every model chunk (Megatron
+                                      --recompute-num-layers) */
     bool pp_unsharded_grads;     /**< FSDP under pipeline parallelism keeps
                                       parameters and gradients unsharded
                                       across micro-batches, reducing once
@@ -108,6 +111,13 @@ typedef struct {
  *  full; recompute_num_layers[i] (-1: all) under the block method; all
  *  of them under uniform, whose recompute_num_layers is the group size. */
 int64_t aps_given_recompute(const aps_strategy *s, int64_t i, int64_t k);
+
+/** One recompute count n for every model chunk (Megatron's
+ *  --recompute-num-layers, block method): the smallest n that gives each
+ *  rank at least its lay->recompute[i] layers, then each rank's
+ *  recompute set to what n gives it, the sum over its chunks of
+ *  min(n, chunk layers) (pipeline.c). */
+void aps_layout_one_recompute_count(aps_layout *lay);
 
 /** Layers of model chunk k (0 .. v-1) of pipeline rank i: lay->chunk, or
  *  the rank's layers split as evenly as they go (pipeline.c). */

@@ -268,6 +268,30 @@ aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
     return APS_REASON_NONE;
 }
 
+/** Layers rank i recomputes when each of its chunks recomputes its first
+ *  n layers (Megatron block method). */
+static int64_t chunk_recompute(const aps_layout *lay, int64_t i, int64_t n)
+{
+    int64_t r = 0;
+    for (int64_t k = 0; k < lay->v; k++) {
+        int64_t ck = aps_layout_chunk(lay, i, k);
+        r += ck < n ? ck : n;
+    }
+    return r;
+}
+
+void aps_layout_one_recompute_count(aps_layout *lay)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < lay->p; i++) {
+        int64_t need = lay->recompute[i];
+        while (chunk_recompute(lay, i, n) < need)
+            n++;
+    }
+    for (int64_t i = 0; i < lay->p; i++)
+        lay->recompute[i] = chunk_recompute(lay, i, n);
+}
+
 int64_t aps_layout_chunk(const aps_layout *lay, int64_t i, int64_t k)
 {
     if (lay->chunks_valid)

@@ -54,6 +54,10 @@ static const aps_framework_profile profiles[] = {
          * and runs the next chunk (megatron/core/pipeline_parallel/
          * schedules.py; arguments.py --no-overlap-p2p-communication) */
         .interleaved_p2p_overlap = true,
+        /* --recompute-num-layers: the first N layers of every model chunk
+         * (megatron/core/transformer/transformer_block.py
+         * _checkpointed_forward), one N for all */
+        .recompute_count_per_chunk = true,
         /* the contiguous grad buffer is the grads themselves */
         .dp_buffers = APS_DP_BUFFERS_NONE,
     },

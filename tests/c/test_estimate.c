@@ -590,15 +590,36 @@ static void test_auto_recompute_is_minimal(void **state)
     aps_estimate *x = test_malloc(sizeof *x);
     fx_run(&m, &c, &t, &s, e);
     assert_true(e->feasible);
-    /* the first stage holds the most micro-batches: it recomputes most */
-    assert_true(e->stages[0].recompute_layers > 0);
-    assert_true(e->stages[0].recompute_layers >= e->stages[3].recompute_layers);
+    /* Megatron: one --recompute-num-layers for every stage (the first N
+     * layers of each), the smallest N that fits them all */
+    int64_t n = e->stages[0].recompute_layers;
+    assert_true(n > 0);
+    for (int i = 1; i < 4; i++)
+        assert_int_equal(e->stages[i].recompute_layers,
+                         n < e->stages[i].num_layers ? n : e->stages[i].num_layers);
     aps_strategy fixed = s;
     fixed.auto_recompute = false;
     for (int i = 0; i < 4; i++)
-        fixed.recompute_num_layers[i] = e->stages[i].recompute_layers;
+        fixed.recompute_num_layers[i] = n;
     fx_run(&m, &c, &t, &fixed, x);
     ASSERT_REL(x->mem_peak, e->mem_peak, REL);
+    for (int i = 0; i < 4; i++)
+        fixed.recompute_num_layers[i] = n - 1;
+    fx_run(&m, &c, &t, &fixed, x);
+    assert_true(x->mem_peak > e->mem_limit);
+    /* a framework without the rule (DeepSpeed has per-stage pipeline
+     * modules) recomputes per stage the fewest layers that fit: the first
+     * stage holds the most micro-batches, it recomputes most, and one layer
+     * fewer on any recomputing stage overflows it */
+    t.framework = APS_FW_DEEPSPEED;
+    fx_run(&m, &c, &t, &s, e);
+    assert_true(e->feasible);
+    assert_true(e->stages[0].recompute_layers > 0);
+    assert_true(e->stages[0].recompute_layers >= e->stages[3].recompute_layers);
+    fixed = s;
+    fixed.auto_recompute = false;
+    for (int i = 0; i < 4; i++)
+        fixed.recompute_num_layers[i] = e->stages[i].recompute_layers;
     for (int i = 0; i < 4; i++) {
         if (e->stages[i].recompute_layers == 0)
             continue;

@@ -487,7 +487,7 @@ end)
 
 describe("memory near capacity", function()
   it("flags a top-k strategy above 90 % of device memory, and the table says why", function()
-    local r = search.run(policy.load(ROOT .. "/examples/llama3_405b_h100_16k.lua", { top_k = 6 }))
+    local r = search.run(policy.load(ROOT .. "/examples/llama3_70b_h100.lua", { top_k = 6 }))
     local cap = r.inputs.cluster.device.memory_bytes
     local flagged = 0
     for _, rec in ipairs(r.top_k_strategies) do

@@ -229,6 +229,33 @@ static const preset presets[] = {
      "ConnectX-8 NIC per GPU"},
 };
 
+/*
+ * Huawei Ascend: no preset.  Atlas 800T A2 (eight Ascend 910B NPUs) and the
+ * Ascend 910C were looked for (stored public pages, vendor docs and
+ * code); no Huawei datasheet, product page or peer-reviewed paper
+ * with the per-NPU dense bf16/fp16 peak, HBM bandwidth or HCCS bandwidth
+ * could be read, and the secondary figures disagree, so a preset would
+ * have to invent its peaks.  What was found, for whoever finds the vendor
+ * figures:
+ *   910B fp16 peak: 280 TFLOPS (ai.gitee.com compute docs), 320 (several
+ *     Chinese blogs), 376 (a roofline script), 353.8 / 294.9 / 245.7 for
+ *     910B2 / 910B3 / 910B4 (a hardware table in a public repository;
+ *     = 24 / 20 / 20 AI cores x 8,192 FLOP/cycle x 1.8 / 1.8 / 1.5 GHz, the
+ *     clocks unsourced); 910B HBM: 64 GB (SGLang Ascend docs, Atlas 800I
+ *     A2: 8 x 64 GB; HAMi device config, 910B2: 65,536 MiB), at 0.46, 1.2,
+ *     1.6 or 2.048 TB/s (blogs, scripts); HCCS 196 GB/s per NPU (the same
+ *     repository table); RoCE: a Huawei Cloud 8 x 910B host lists 8 x 200G
+ *     NICs (cnblogs.com/fengjian2016/p/18767859); host link: none found
+ *     (the 2019 Ascend 910 had PCIe 4.0 x16, Hot Chips 31).
+ *   910C: 752 TFLOPS per package, >392 GB/s UB and 400 Gb/s
+ *     RDMA per NPU, one direction (Huawei's CloudMatrix384 paper,
+ *     arXiv:2506.12708, known here only through summaries), 780 TFLOPS and
+ *     3.2 TB/s (TechPowerUp citing DigiTimes, 2025), ~800 TFLOPS / 128 GB
+ *     (press citing SemiAnalysis), 512 TFLOPS / 96 GB / 2.4 TB/s (2024
+ *     newsletter); frameworks see each of its two dies as a device of
+ *     64 GB (SGLang Ascend docs, Atlas 800I A3: 8 x 2 x 64 GB).
+ * docs/policy.md "cluster" shows how to describe an NPU from site figures.
+ */
 #define NPRESETS (sizeof presets / sizeof presets[0])
 
 size_t aps_device_preset_count(void) { return NPRESETS; }

@@ -199,6 +199,29 @@ function M.coverage(res)
   return cov
 end
 
+--- The highest measured MFU per hardware generation and precision family
+-- ("hopper/16bit"), in apsearch's convention: a run's estimated MFU scaled
+-- by its measured over its estimated throughput.
+-- @tparam table res M.run's result
+-- @treturn table {<generation/family> = {mfu, case, source}}
+function M.best_mfu(res)
+  local best = {}
+  for _, c in ipairs(res.cases) do
+    local meas = c.measured and c.measured.tokens_per_s_per_gpu
+    local p = c.predicted
+    if meas and p and p.tokens_per_s_per_gpu and p.tokens_per_s_per_gpu > 0 and p.mfu then
+      local tr, cl = c.inputs.training, c.inputs.cluster
+      local dev = type(cl.device) == "table" and (cl.device.base or cl.device.name) or cl.device
+      local key = intervals.mfu_key(dev, tr.precision)
+      local mfu = p.mfu * meas / p.tokens_per_s_per_gpu
+      if not best[key] or mfu > best[key].mfu then
+        best[key] = { mfu = mfu, case = tostring(c.case_id), source = tostring(c.source) }
+      end
+    end
+  end
+  return best
+end
+
 --- The shipped residual table as Lua source (lua/apsearch/intervals_data.lua):
 -- bounds from every out-of-sample residual of `res`.
 -- @tparam table res M.run's result on the public runs
@@ -222,6 +245,17 @@ function M.data_source(res)
   lines[#lines + 1] = "  } },"
   lines[#lines + 1] = ("  mem_peak = { level = %.2f, pooled = %s, classes = {} },"):format(
     mb.level, mb.pooled.lo and entry(mb.pooled) or "{ rows = 0 }")
+  lines[#lines + 1] = "  -- the highest MFU measured per hardware generation and precision"
+  lines[#lines + 1] = "  -- family, in apsearch's convention (causal model FLOPs / the"
+  lines[#lines + 1] = "  -- precision's peak): the estimate's MFU x measured / estimated tokens/s"
+  lines[#lines + 1] = "  best_mfu = {"
+  local best = M.best_mfu(res)
+  for _, k in ipairs(util.sorted_keys(best)) do
+    local b = best[k]
+    lines[#lines + 1] = ("    [%q] = { mfu = %.4f, case = %q, source = %q },"):format(
+      k, b.mfu, b.case, b.source)
+  end
+  lines[#lines + 1] = "  },"
   lines[#lines + 1] = "}"
   return table.concat(lines, "\n") .. "\n"
 end

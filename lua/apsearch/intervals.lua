@@ -27,6 +27,16 @@ M.MIN_ROWS = 5
 -- how far a run from elsewhere lands.
 M.MIN_SOURCES = 2
 
+-- the shipped table (apsearch.intervals_data), read once; nil without it
+local data
+local function table_data()
+  if data == nil then
+    local ok, d = pcall(require, "apsearch.intervals_data")
+    data = ok and d or false
+  end
+  return data or nil
+end
+
 --- Hardware generation of a device: "ampere", "hopper", "blackwell" or
 -- "other", from its preset name (a100, h100/h200, b200/gb200/gb300).
 -- @tparam string name device or preset name
@@ -47,6 +57,29 @@ end
 function M.class_of(framework, device, precision)
   local q = (precision == "bf16" or precision == "fp16") and "16bit" or "quantized"
   return ("%s/%s/%s"):format(tostring(framework), M.generation(device), q)
+end
+
+--- Key of the best-published-MFU table: "generation/16bit|quantized".
+-- @tparam string device
+-- @tparam string precision
+-- @treturn string
+function M.mfu_key(device, precision)
+  local q = (precision == "bf16" or precision == "fp16") and "16bit" or "quantized"
+  return M.generation(device) .. "/" .. q
+end
+
+--- The highest MFU published for the device's generation and the
+-- precision family, when `mfu` exceeds it (a sanity flag: no run of that
+-- hardware and precision was measured that high).
+-- @tparam number mfu the estimate's MFU (fraction, apsearch's convention)
+-- @tparam string device
+-- @tparam string precision
+-- @treturn table|nil {mfu, case, source} of the best published run
+function M.above_published(mfu, device, precision)
+  local d = table_data()
+  local best = d and d.best_mfu and d.best_mfu[M.mfu_key(device, precision)]
+  if best and mfu and mfu > best.mfu then return best end
+  return nil
 end
 
 --- Quantile p in [0, 1] of an array of numbers (type 7: linear between
@@ -86,15 +119,6 @@ function M.bounds(by_class, level)
   end
   return { level = level, classes = classes,
            pooled = { lo = M.quantile(all, a), hi = M.quantile(all, b), rows = #all } }
-end
-
-local data
-local function table_data()
-  if data == nil then
-    local ok, d = pcall(require, "apsearch.intervals_data")
-    data = ok and d or false
-  end
-  return data or nil
 end
 
 --- The interval of one estimate.

@@ -541,6 +541,8 @@ function M.run(policy, opts)
       dev.base or dev.name, inputs.training.precision)
     rec.performance_cost.step_time_interval = iv.step_time
     rec.memory_cost.total_interval = iv.mem_peak
+    rec.performance_cost.mfu_above_published = intervals.above_published(est.mfu,
+      dev.base or dev.name, inputs.training.precision)
     top[rank] = rec
     local mb = util.copy(est.memory_breakdown or {})
     mb.rank = rank

@@ -336,6 +336,9 @@ function M.run_case(row, calib)
       step_time_s = est.step_time,
       mem_gib = est.mem_peak / GIB,
       fits = est.feasible,
+      -- apsearch's own convention (causal model FLOPs over the peak of the
+      -- precision), whatever the row's
+      mfu = est.mfu,
     }
     if conv and conv ~= "unknown" and conv ~= "" then
       local flops = assert(ctx:flops(strategy, conv))

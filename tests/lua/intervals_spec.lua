@@ -106,3 +106,30 @@ describe("intervals in the outputs", function()
     assert.truthy(tbl.table_text(r):find("80 %% of measured runs land within: step time x"))
   end)
 end)
+
+describe("best published MFU", function()
+  it("is each run's estimated MFU scaled by measured over estimated throughput, the highest per class", function()
+    local function case(id, dev, prec, mfu, pred, meas)
+      return { case_id = id, source = "s " .. id,
+        inputs = { training = { framework = "megatron", precision = prec }, cluster = { device = { base = dev } } },
+        predicted = { tokens_per_s_per_gpu = pred, mfu = mfu }, measured = { tokens_per_s_per_gpu = meas } }
+    end
+    local best = crossval.best_mfu({ cases = {
+      case("x1", "h100-sxm-80gb", "bf16", 0.50, 100, 90),  -- 0.45
+      case("x2", "h100-sxm-80gb", "bf16", 0.40, 100, 120), -- 0.48
+      case("x3", "h100-sxm-80gb", "fp8", 0.30, 100, 100),
+      case("x4", "a100-sxm4-80gb", "fp16", 0.60, 100, 50) } })
+    assert.is_true(math.abs(best["hopper/16bit"].mfu - 0.48) < 1e-12)
+    assert.are.equal("x2", best["hopper/16bit"].case)
+    assert.are.equal(0.30, best["hopper/quantized"].mfu)
+    assert.is_true(math.abs(best["ampere/16bit"].mfu - 0.30) < 1e-12)
+  end)
+
+  it("flags an estimate above the shipped best of its class only", function()
+    local data = require "apsearch.intervals_data"
+    local b = data.best_mfu["hopper/16bit"]
+    assert.are.same(b, intervals.above_published(b.mfu + 0.01, "h200-sxm-141gb", "bf16"))
+    assert.is_nil(intervals.above_published(b.mfu - 0.01, "h100-sxm-80gb", "bf16"))
+    assert.is_nil(intervals.above_published(0.99, "gb200", "bf16")) -- no published Blackwell run
+  end)
+end)

@@ -171,4 +171,19 @@ function M.interval_note(result)
     math.floor(level * 100 + 0.5), table.concat(parts, "; "))
 end
 
+--- One line when a top-k MFU is above every published run of its
+-- hardware and precision (`performance_cost.mfu_above_published`), or nil.
+-- @tparam table result search result
+-- @treturn string|nil
+function M.mfu_note(result)
+  for _, r in ipairs(result.top_k_strategies or {}) do
+    local b = r.performance_cost and r.performance_cost.mfu_above_published
+    if b then
+      return string.format("^ MFU above the best published run of this hardware and precision "
+        .. "(%.1f %%, %s: %s): expect it slower than estimated", 100 * b.mfu, b.case, b.source)
+    end
+  end
+  return nil
+end
+
 return M

@@ -83,7 +83,7 @@ function M.rows(result)
       tostring(r.micro_batch_size), tostring(r.micro_batch_num), rc,
       string.format("%.3f", pc.step_time or 0),
       string.format("%.0f", pc.tokens_per_s_per_gpu or 0),
-      string.format("%.1f", 100 * (pc.mfu or 0)),
+      string.format("%.1f", 100 * (pc.mfu or 0)) .. (pc.mfu_above_published and "^" or ""),
       string.format("%.2f", common.gib(mc.total)) .. (mc.near_capacity and "!" or ""),
       tm and string.format("%s %.2f", tm, common.gib(tmv)) or "-",
       tt and string.format("%s %.3f", tt, ttv) or "-",
@@ -131,6 +131,8 @@ function M.table_text(result)
   if #same > 0 then out = "same for every row: " .. table.concat(same, " ") .. "\n" .. out end
   local range = common.interval_note(result)
   if range then out = out .. "\n" .. range end
+  local mfu = common.mfu_note(result)
+  if mfu then out = out .. "\n" .. mfu end
   local note = common.near_capacity_note(result)
   if note then out = out .. "\n" .. note end
   return out

@@ -401,6 +401,8 @@ function M.render(result, opts)
     if note then P("<p class=\"notice\">" .. esc(note) .. "</p>\n") end
     local range = common.interval_note(result)
     if range then P("<p>" .. esc(range) .. "</p>\n") end
+    local mfu = common.mfu_note(result)
+    if mfu then P("<p class=\"notice\">" .. esc(mfu) .. "</p>\n") end
     P("<details><summary>full strategies</summary><pre>")
     for _, t in ipairs(result.top_k_strategies) do
       P(esc(string.format("rank %d: %s", t.rank, M.strategy_text(t))) .. "\n")

@@ -42,6 +42,14 @@ typedef enum {
 typedef enum { APS_MLP_SWIGLU = 0, APS_MLP_GELU } aps_mlp;
 typedef enum { APS_NORM_RMSNORM = 0, APS_NORM_LAYERNORM } aps_norm;
 typedef enum { APS_POS_ROPE = 0, APS_POS_LEARNED, APS_POS_ALIBI } aps_pos;
+/** RoPE frequency scaling, Hugging Face `rope_scaling.rope_type` (or
+ *  `type`): none; llama3 (Llama 3.1/3.2/3.3: long wavelengths divided by
+ *  the factor, short kept, a smooth ramp between); linear (positions
+ *  divided by the factor); yarn.  Does not change memory or FLOPs. */
+typedef enum {
+    APS_ROPE_SCALING_NONE = 0, APS_ROPE_SCALING_LLAMA3,
+    APS_ROPE_SCALING_LINEAR, APS_ROPE_SCALING_YARN
+} aps_rope_scaling;
 
 /**
  * normalized_model_config: a dense decoder-only transformer.
@@ -71,6 +79,25 @@ typedef struct {
                                           (Mistral-7B-v0.1 4096); 0: none */
     int64_t sliding_window_layers;   /**< layers that use it (Gemma-2: every
                                           other); 0 with a window: all */
+    /* Numerics that change neither memory nor FLOPs, carried so that the
+     * launch configs describe the exact model.  0 = not given (the
+     * framework's default) or none; otherwise finite and > 0. */
+    double rope_theta;               /**< RoPE base (HF rope_theta: Llama 2
+                                          10000, Llama 3.1 500000); 0: not
+                                          given */
+    aps_rope_scaling rope_scaling_type; /**< none unless a factor is given */
+    double rope_scaling_factor;      /**< rope_scaling.factor (Llama 3.1: 8);
+                                          0: none; needs a scaling type */
+    double low_freq_factor;          /**< llama3 scaling: rope_scaling.
+                                          low_freq_factor (1); 0: not given */
+    double high_freq_factor;         /**< llama3 scaling: rope_scaling.
+                                          high_freq_factor (4); 0: not given */
+    int64_t original_max_position_embeddings; /**< rope_scaling.original_max_
+                                          position_embeddings, the pre-scaling
+                                          context (8192); 0: not given */
+    double norm_eps;                 /**< epsilon of every RMSNorm/LayerNorm
+                                          (HF rms_norm_eps, layer_norm_eps(ilon));
+                                          0: not given */
 } aps_model;
 
 /* ----------------------------------------------------------------- cluster */

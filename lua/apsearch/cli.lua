@@ -495,7 +495,9 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "num_query_groups", "head_dim", "ffn_hidden_size", "vocab_size",
   "max_position_embeddings", "norms_per_layer", "mlp", "norm",
   "position_embedding", "norm_bias", "qkv_bias", "attn_out_bias", "mlp_bias",
-  "qk_norm", "tie_word_embeddings", "sliding_window", "sliding_window_layers" }
+  "qk_norm", "tie_word_embeddings", "sliding_window", "sliding_window_layers",
+  "rope_theta", "rope_scaling_type", "rope_scaling_factor", "low_freq_factor",
+  "high_freq_factor", "original_max_position_embeddings", "norm_eps" }
 
 local function cmd_inspect(args)
   local c = new_parser("inspect", "Show a normalized model and its parameter counts.")

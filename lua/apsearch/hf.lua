@@ -4,8 +4,19 @@
 -- name, num_layers, hidden_size, num_attention_heads, num_query_groups,
 -- head_dim, ffn_hidden_size, vocab_size, max_position_embeddings,
 -- norms_per_layer, mlp, norm, position_embedding, norm_bias, qkv_bias,
--- attn_out_bias, mlp_bias, qk_norm, tie_word_embeddings.  It is plain data:
--- the parameter counts come from `core.model_params(model)`.
+-- attn_out_bias, mlp_bias, qk_norm, tie_word_embeddings, sliding_window,
+-- sliding_window_layers, and the numerics the launch configs write (they
+-- change neither memory nor FLOPs): rope_theta, rope_scaling_type,
+-- rope_scaling_factor, low_freq_factor, high_freq_factor,
+-- original_max_position_embeddings, norm_eps.  It is plain data: the
+-- parameter counts come from `core.model_params(model)`.
+--
+-- Numerics (every model type; absent or null: not set, i.e. 0 in the core):
+-- `rope_theta` (GPT-NeoX: `rotary_emb_base`); `rope_scaling` = {`rope_type`
+-- (or the older `type`), `factor`, `low_freq_factor`, `high_freq_factor`,
+-- `original_max_position_embeddings`} with rope_type one of M.ROPE_SCALING
+-- ("default" or a null `rope_scaling`: none); `rms_norm_eps`,
+-- `layer_norm_epsilon` (GPT-2) or `layer_norm_eps` (GPT-NeoX) -> norm_eps.
 --
 -- Supported `model_type`s and what they imply (transformers' modeling files):
 --
@@ -67,6 +78,59 @@ M.CONFIG_KEY = {
 }
 
 local function is_null(v) return v == nil or v == cjson.null end
+
+--- RoPE scaling types the model carries (`rope_scaling.rope_type`).
+M.ROPE_SCALING = { "llama3", "linear", "yarn" }
+
+--- config.json keys of the norm epsilon, first present wins.
+M.NORM_EPS_KEYS = { "rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps" }
+
+-- A positive finite number at cfg[key] (nil when absent or null).
+local function positive(cfg, key, file)
+  local v = cfg[key]
+  if is_null(v) then return nil end
+  if type(v) ~= "number" or not (v > 0 and v < math.huge) then
+    util.fail(file, key, "expected a finite number > 0", v)
+  end
+  return v + 0.0
+end
+
+-- rope_theta, rope_scaling and the norm epsilon into the model table.
+local function numerics(m, cfg, file)
+  m.rope_theta = positive(cfg, "rope_theta", file) or positive(cfg, "rotary_emb_base", file)
+  for _, k in ipairs(M.NORM_EPS_KEYS) do
+    local v = positive(cfg, k, file)
+    if v then m.norm_eps = v break end
+  end
+  local rs = cfg.rope_scaling
+  if is_null(rs) then return m end
+  local where = file .. ": rope_scaling"
+  if type(rs) ~= "table" then util.fail(file, "rope_scaling", "expected an object or null", rs) end
+  local kind = rs.rope_type
+  if is_null(kind) then kind = rs.type end
+  if is_null(kind) or kind == "default" then return m end
+  local known = false
+  for _, k in ipairs(M.ROPE_SCALING) do known = known or k == kind end
+  if not known then
+    util.fail(where, "rope_type", "unsupported RoPE scaling (supported: default, " ..
+      util.join(M.ROPE_SCALING) .. ")", kind)
+  end
+  m.rope_scaling_type = kind
+  m.rope_scaling_factor = positive(rs, "factor", where)
+  if not m.rope_scaling_factor then util.fail(where, "factor", "required key is missing", nil) end
+  if kind == "llama3" then
+    m.low_freq_factor = positive(rs, "low_freq_factor", where)
+    m.high_freq_factor = positive(rs, "high_freq_factor", where)
+  end
+  local omp = rs.original_max_position_embeddings
+  if not is_null(omp) then
+    if not util.is_integer(omp) or omp < 1 then
+      util.fail(where, "original_max_position_embeddings", "expected a positive integer", omp)
+    end
+    m.original_max_position_embeddings = math.tointeger(omp)
+  end
+  return m
+end
 
 --- config.json keys of dropout probabilities, in the order they are
 -- checked: GPT-2 (transformers GPT2Config), GPT-NeoX and the Llama family
@@ -353,7 +417,7 @@ function M.from_config(cfg, source, name)
     util.fail(source, "model_type", "unsupported model type (supported: " ..
       util.join(M.supported) .. ")", mt)
   end
-  local model = build(reader(cfg, source), cfg, source)
+  local model = numerics(build(reader(cfg, source), cfg, source), cfg, source)
   local dropout, dropout_key, dropout_value = dropout_of(cfg, source)
   if model.head_dim == nil and model.hidden_size % model.num_attention_heads == 0 then
     model.head_dim = model.hidden_size // model.num_attention_heads

@@ -31,6 +31,12 @@ M.model = {
   norm_bias = "bool", qkv_bias = "bool", attn_out_bias = "bool", mlp_bias = "bool",
   qk_norm = "bool", tie_word_embeddings = "bool",
   sliding_window = "nonnegint", sliding_window_layers = "nonnegint",
+  -- numerics that change neither memory nor FLOPs, written into the launch
+  -- configs; 0 = not given (the framework's default) or none
+  rope_theta = "nonneg", rope_scaling_factor = "nonneg",
+  rope_scaling_type = enum("none", "llama3", "linear", "yarn"),
+  low_freq_factor = "nonneg", high_freq_factor = "nonneg",
+  original_max_position_embeddings = "nonnegint", norm_eps = "nonneg",
 }
 
 --- Device fields (aps_device), SI units.

@@ -8,6 +8,7 @@
  * Q/K norms; embedding V*h, output layer V*h unless tied, final norm.
  * Checked against the published counts of shared/models (tests/c/test_model.c).
  */
+#include <math.h>
 #include <strings.h>
 #include "internal.h"
 
@@ -38,6 +39,77 @@ static aps_status check_range(const char *field, int64_t v, int64_t max,
     if (v > max) {
         aps_fmt(err, n, "model.%s: absurd size %lld (limit %lld)", field,
                 (long long)v, (long long)max);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
+/** A numeric model setting: finite and > 0, or 0 (not given / none). */
+static aps_status check_optional(const char *field, double v, char *err,
+                                 size_t n)
+{
+    if (!isfinite(v) || v < 0) {
+        aps_fmt(err, n, "model.%s: must be 0 (not given) or finite and > 0 "
+                "(got %g)", field, v);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
+/*
+ * RoPE base, RoPE scaling and norm epsilon.  They change neither memory nor
+ * FLOPs (no estimate reads them); they are checked so that a launch config
+ * never carries a NaN or a negative value, and so that scaling parameters
+ * are not given without a scaling to belong to.
+ */
+static aps_status validate_numerics(const aps_model *m, char *err, size_t n)
+{
+    struct { const char *f; double v; } nums[] = {
+        {"rope_theta", m->rope_theta},
+        {"rope_scaling_factor", m->rope_scaling_factor},
+        {"low_freq_factor", m->low_freq_factor},
+        {"high_freq_factor", m->high_freq_factor},
+        {"norm_eps", m->norm_eps},
+    };
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        aps_status st = check_optional(nums[i].f, nums[i].v, err, n);
+        if (st != APS_OK)
+            return st;
+    }
+    if (m->original_max_position_embeddings < 0 ||
+        m->original_max_position_embeddings > APS_MAX_WIDTH) {
+        aps_fmt(err, n, "model.original_max_position_embeddings: must be 0 "
+                "(not given) or in [1, 2^24] (got %lld)",
+                (long long)m->original_max_position_embeddings);
+        return APS_EINVAL;
+    }
+    bool scaled = m->rope_scaling_type != APS_ROPE_SCALING_NONE;
+    if (scaled && m->rope_scaling_factor == 0) {
+        aps_fmt(err, n, "model.rope_scaling_factor: a rope_scaling_type is "
+                "given without a factor");
+        return APS_EINVAL;
+    }
+    if (!scaled && m->rope_scaling_factor != 0) {
+        aps_fmt(err, n, "model.rope_scaling_factor: %g given without a "
+                "rope_scaling_type", m->rope_scaling_factor);
+        return APS_EINVAL;
+    }
+    if (!scaled && m->original_max_position_embeddings != 0) {
+        aps_fmt(err, n, "model.original_max_position_embeddings: given "
+                "without a rope_scaling_type");
+        return APS_EINVAL;
+    }
+    if (m->rope_scaling_type != APS_ROPE_SCALING_LLAMA3 &&
+        (m->low_freq_factor != 0 || m->high_freq_factor != 0)) {
+        aps_fmt(err, n, "model.%s: only llama3 RoPE scaling has it",
+                m->low_freq_factor != 0 ? "low_freq_factor"
+                                        : "high_freq_factor");
+        return APS_EINVAL;
+    }
+    if (m->low_freq_factor > 0 && m->high_freq_factor > 0 &&
+        !(m->high_freq_factor > m->low_freq_factor)) {
+        aps_fmt(err, n, "model.high_freq_factor: must be > low_freq_factor "
+                "%g (got %g)", m->low_freq_factor, m->high_freq_factor);
         return APS_EINVAL;
     }
     return APS_OK;
@@ -117,11 +189,12 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
         return APS_EINVAL;
     }
     if ((unsigned)m->mlp > APS_MLP_GELU || (unsigned)m->norm > APS_NORM_LAYERNORM ||
-        (unsigned)m->position_embedding > APS_POS_ALIBI) {
+        (unsigned)m->position_embedding > APS_POS_ALIBI ||
+        (unsigned)m->rope_scaling_type > APS_ROPE_SCALING_YARN) {
         aps_fmt(err, n, "model: enum field out of range");
         return APS_EINVAL;
     }
-    return APS_OK;
+    return validate_numerics(m, err, n);
 }
 
 /** Weights (+ biases) of one norm of width w. */

@@ -26,6 +26,7 @@
 _Static_assert(sizeof(aps_mlp) == sizeof(int), "enum size");
 _Static_assert(sizeof(aps_norm) == sizeof(int), "enum size");
 _Static_assert(sizeof(aps_pos) == sizeof(int), "enum size");
+_Static_assert(sizeof(aps_rope_scaling) == sizeof(int), "enum size");
 _Static_assert(sizeof(aps_precision) == sizeof(int), "enum size");
 _Static_assert(sizeof(aps_optimizer) == sizeof(int), "enum size");
 _Static_assert(sizeof(aps_framework) == sizeof(int), "enum size");
@@ -62,6 +63,9 @@ APSL_ENUM(enum_norm, "rmsnorm, layernorm",
 APSL_ENUM(enum_pos, "rope, learned, alibi",
           {"rope", APS_POS_ROPE}, {"learned", APS_POS_LEARNED},
           {"alibi", APS_POS_ALIBI});
+APSL_ENUM(enum_rope_scaling, "none, llama3, linear, yarn",
+          {"none", APS_ROPE_SCALING_NONE}, {"llama3", APS_ROPE_SCALING_LLAMA3},
+          {"linear", APS_ROPE_SCALING_LINEAR}, {"yarn", APS_ROPE_SCALING_YARN});
 APSL_ENUM(enum_precision, "bf16, fp16, fp8, mxfp8, nvfp4",
           {"bf16", APS_PREC_BF16}, {"fp16", APS_PREC_FP16},
           {"fp8", APS_PREC_FP8}, {"mxfp8", APS_PREC_MXFP8},
@@ -164,6 +168,13 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, sliding_window, FT_INT, NULL),
     FLD(aps_model, sliding_window_layers, FT_INT, NULL),
     FLD(aps_model, tie_word_embeddings, FT_BOOL, NULL),
+    FLD(aps_model, rope_theta, FT_NUM, NULL),
+    FLD(aps_model, rope_scaling_type, FT_ENUM, &enum_rope_scaling),
+    FLD(aps_model, rope_scaling_factor, FT_NUM, NULL),
+    FLD(aps_model, low_freq_factor, FT_NUM, NULL),
+    FLD(aps_model, high_freq_factor, FT_NUM, NULL),
+    FLD(aps_model, original_max_position_embeddings, FT_INT, NULL),
+    FLD(aps_model, norm_eps, FT_NUM, NULL),
 };
 
 /* The device "base" pseudo-field is last so that push skips it by count. */

@@ -7,6 +7,7 @@
  * V h*k*d each, O a*d*h, MLP 3*h*f (gated) or 2*h*f, norms; embedding V*h,
  * output V*h unless tied, final norm.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -280,6 +281,65 @@ static void test_model_validate_negative_and_null(void **state)
     assert_int_equal(aps_model_validate(NULL, NULL, 0), APS_EINVAL);
 }
 
+/* RoPE base, scaling and norm epsilon: 0 = not given, else finite and
+ * > 0; negative, NaN and infinite values are refused naming the field, and
+ * none of them changes a parameter count. */
+static void test_model_validate_rope_and_norm_eps(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_llama31_8b(&m);
+    double before = total_params(&m);
+    m.rope_theta = 500000.0;
+    m.rope_scaling_type = APS_ROPE_SCALING_LLAMA3;
+    m.rope_scaling_factor = 8.0;
+    m.low_freq_factor = 1.0;
+    m.high_freq_factor = 4.0;
+    m.original_max_position_embeddings = 8192;
+    m.norm_eps = 1e-5;
+    char err[256] = "";
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+    ASSERT_DBL_EXACT(total_params(&m), before);
+
+    struct { const char *f; double *v; } nums[] = {
+        {"rope_theta", &m.rope_theta},
+        {"rope_scaling_factor", &m.rope_scaling_factor},
+        {"low_freq_factor", &m.low_freq_factor},
+        {"high_freq_factor", &m.high_freq_factor},
+        {"norm_eps", &m.norm_eps},
+    };
+    double bad[] = {-1.0, NAN, INFINITY};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        for (size_t j = 0; j < sizeof bad / sizeof bad[0]; j++) {
+            double keep = *nums[i].v;
+            *nums[i].v = bad[j];
+            expect_einval(&m, nums[i].f);
+            *nums[i].v = keep;
+        }
+    }
+    m.original_max_position_embeddings = -8192;
+    expect_einval(&m, "original_max_position_embeddings");
+    m.original_max_position_embeddings = 8192;
+    m.high_freq_factor = 0.5; /* not above low_freq_factor 1 */
+    expect_einval(&m, "high_freq_factor");
+    m.high_freq_factor = 4.0;
+
+    /* scaling parameters need a scaling type, and a type needs a factor */
+    m.rope_scaling_type = APS_ROPE_SCALING_NONE;
+    expect_einval(&m, "rope_scaling_factor");
+    m.rope_scaling_type = APS_ROPE_SCALING_LINEAR;
+    expect_einval(&m, "low_freq_factor");
+    m.low_freq_factor = m.high_freq_factor = 0.0;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+    m.rope_scaling_factor = 0.0;
+    expect_einval(&m, "rope_scaling_factor");
+
+    /* all 0: not given, the framework's defaults */
+    fx_llama31_8b(&m);
+    assert_int_equal(m.rope_theta, 0);
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -299,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_model_validate_head_dim_needed),
         cmocka_unit_test(test_model_validate_learned_positions_need_length),
         cmocka_unit_test(test_model_validate_negative_and_null),
+        cmocka_unit_test(test_model_validate_rope_and_norm_eps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -63,7 +63,70 @@ describe("hf.load on the shipped configs", function()
       mlp = "swiglu", norm = "rmsnorm", position_embedding = "rope",
       norm_bias = false, qkv_bias = false, attn_out_bias = false,
       mlp_bias = false, qk_norm = false, tie_word_embeddings = false,
+      rope_theta = 500000.0, rope_scaling_type = "llama3", rope_scaling_factor = 8.0,
+      low_freq_factor = 1.0, high_freq_factor = 4.0,
+      original_max_position_embeddings = 8192, norm_eps = 1e-5,
     }, m)
+  end)
+
+  -- the real config.json of shared/models (the examples copy when the
+  -- shared directory is absent): RoPE base, llama3 scaling and epsilon
+  it("fills the RoPE and norm numerics of Llama-3.1-8B exactly", function()
+    local shared = ROOT .. "/../shared/models/llama-3.1-8b.json"
+    local f = io.open(shared)
+    if f then f:close() else shared = ROOT .. "/examples/models/llama-3.1-8b.json" end
+    local m = hf.load(shared)
+    assert.are.equal(500000, m.rope_theta)
+    assert.are.equal("llama3", m.rope_scaling_type)
+    assert.are.equal(8, m.rope_scaling_factor)
+    assert.are.equal(1, m.low_freq_factor)
+    assert.are.equal(4, m.high_freq_factor)
+    assert.are.equal(8192, m.original_max_position_embeddings)
+    assert.are.equal(1e-5, m.norm_eps)
+    -- the core accepts them (and they change no parameter count)
+    assert.are.equal(8030261248, core.model_params(m).total)
+  end)
+
+  it("fills rope_theta and norm_eps of the unscaled presets", function()
+    local want = { ["llama-2-7b"] = { 10000, 1e-5 }, ["mistral-7b-v0.1"] = { 10000, 1e-5 },
+                   ["qwen2.5-7b"] = { 1e6, 1e-6 }, ["llama-3.1-70b"] = { 500000, 1e-5 },
+                   ["llama-3.1-405b"] = { 500000, 1e-5 } }
+    for name, w in pairs(want) do
+      local m = presets.model(name)
+      assert.are.equal(w[1], m.rope_theta, name)
+      assert.are.equal(w[2], m.norm_eps, name)
+      if name:find("llama%-3") then
+        assert.are.equal("llama3", m.rope_scaling_type, name)
+      else
+        assert.is_nil(m.rope_scaling_type, name)
+        assert.is_nil(m.rope_scaling_factor, name)
+      end
+    end
+  end)
+
+  it("reads GPT-2 layer_norm_epsilon, the older rope_scaling.type and refuses bad values", function()
+    local base = { model_type = "llama", num_hidden_layers = 2, hidden_size = 64,
+      num_attention_heads = 4, intermediate_size = 128, vocab_size = 100 }
+    local function with(extra)
+      local c = {}
+      for k, v in pairs(base) do c[k] = v end
+      for k, v in pairs(extra) do c[k] = v end
+      return c
+    end
+    local m = hf.from_config(with({ rope_scaling = { type = "linear", factor = 2.0 } }), "x.json")
+    assert.are.equal("linear", m.rope_scaling_type)
+    assert.are.equal(2, m.rope_scaling_factor)
+    m = hf.from_config(with({ rope_scaling = { rope_type = "default" } }), "x.json")
+    assert.is_nil(m.rope_scaling_type)
+    m = hf.from_config({ model_type = "gpt2", n_embd = 64, n_layer = 2, n_head = 4,
+      vocab_size = 100, n_positions = 128, layer_norm_epsilon = 1e-5 }, "g.json")
+    assert.are.equal(1e-5, m.norm_eps)
+    assert.matches("rope_theta: expected a finite number > 0",
+      err_of(hf.from_config, with({ rope_theta = -1 }), "x.json"), 1, true)
+    assert.matches("rope_scaling: rope_type: unsupported RoPE scaling",
+      err_of(hf.from_config, with({ rope_scaling = { rope_type = "dynamic", factor = 2 } }), "x.json"), 1, true)
+    assert.matches("rope_scaling: factor: required key is missing",
+      err_of(hf.from_config, with({ rope_scaling = { rope_type = "llama3" } }), "x.json"), 1, true)
   end)
 
   it("gives qwen2 q/k/v biases but no o_proj bias", function()

@@ -253,6 +253,12 @@ mf_value_ok = function(spec, v)
     local n = math.tointeger(tonumber(v))
     return n ~= nil and v:match("^%-?%d+$") ~= nil and n >= (spec.min or -math.huge)
   end
+  if t == "float" then
+    -- PyYAML's float resolver: a dot is needed, an exponent is signed
+    local yaml11 = v:match("^[-+]?%d[%d_]*%.[%d_]*$") ~= nil or
+      v:match("^[-+]?%d[%d_]*%.[%d_]*[eE][-+]%d+$") ~= nil
+    return yaml11 and tonumber(v) > (spec.min or -math.huge)
+  end
   if t == "string" then
     local s = v:match('^"(.*)"$')
     return s ~= nil and spec.values[s] == true
@@ -678,6 +684,49 @@ describe("launch configs", function()
     assert.are.equal("2", v["--num-virtual-stages-per-pipeline-rank"])
   end)
 
+  it("write the exact model: RoPE base, llama3 scaling and norm epsilon (Llama-3.1-8B, Qwen2.5-7B)", function()
+    local function files(model)
+      local p = policy.from_table({
+        model = model,
+        cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+        training = { global_batch_size = 64, seq_length = 4096, framework = "megatron" },
+        search_space = { data_parallel = "auto", zero_stage = { 1 }, pp_degree = { 2 } },
+        top_k = 1,
+      }, ROOT .. "/examples/x.lua")
+      return check_all(search.run(p))[1]
+    end
+    local by = files("llama-3.1-8b")
+    local mg = by.megatron.text
+    -- as Megatron parses them: --rotary-base type=int, the others float
+    assert.truthy(mg:find("--rotary-base 500000\n  --use-rope-scaling\n  --rope-scaling-factor 8\n" ..
+      "  --norm-epsilon 1e-05\n", 1, true), mg)
+    local _, v = parse_megatron(mg)
+    assert.are.equal(500000, math.tointeger(tonumber(v["--rotary-base"])))
+    assert.are.equal(8, tonumber(v["--rope-scaling-factor"]))
+    assert.are.equal(1e-5, tonumber(v["--norm-epsilon"]))
+    assert.is_nil(mg:find("set --rotary-base", 1, true))
+    assert.is_nil(mg:find("NOT EXPRESSIBLE in Megatron-LM: llama3", 1, true))
+    local mc = yaml_tree(by.mindformers.text).model.model_config
+    assert.are.equal(500000, mc.theta)
+    assert.are.equal(1e-5, mc.rms_norm_eps)
+    assert.are.equal("LLAMA3", mc.extend_method)
+    assert.are.same({ factor = 8, low_freq_factor = 1, high_freq_factor = 4,
+      original_max_position_embeddings = 8192 }, mc.scaling_factor)
+    assert.truthy(by.mindformers.text:find(" factor: 8.0\n", 1, true))       -- a float for FreqsMgr
+    assert.truthy(by.mindformers.text:find(" rms_norm_eps: 1.0e-05\n", 1, true)) -- a float for yaml.safe_load
+    assert.is_nil(by.mindformers.text:find("NOT WRITTEN", 1, true))
+    -- Qwen2.5: base 1e6, no scaling, epsilon 1e-6
+    by = files("qwen2.5-7b")
+    _, v = parse_megatron(by.megatron.text)
+    assert.are.equal("1000000", v["--rotary-base"])
+    assert.is_nil(v["--use-rope-scaling"])
+    assert.are.equal("1e-06", v["--norm-epsilon"])
+    mc = yaml_tree(by.mindformers.text).model.model_config
+    assert.are.equal(1e6, mc.theta)
+    assert.are.equal(1e-6, mc.rms_norm_eps)
+    assert.is_nil(mc.extend_method)
+  end)
+
   it("write an uneven split with interleaving as chunk counts (Megatron get_transformer_layer_offset)", function()
     local r = run_example("llama3_405b_h100_16k.lua", { top_k = 3,
       fix = { "vpp_degree=2", "pp_degree=16", "cp_degree=1" } })
@@ -908,6 +957,8 @@ describe("launch configs", function()
               if fact.type == "int" then
                 assert.truthy(math.tointeger(tonumber(val)), flag .. " " .. val)
                 assert.is_true(tonumber(val) >= (fact.min or -math.huge), flag .. " " .. val)
+              elseif fact.type == "number" then
+                assert.truthy(tonumber(val), flag .. " " .. val)
               elseif fact.type == "int_pair" then
                 assert.truthy(val:match("^%-?%d+,%-?%d+$"), flag .. " " .. val)
               end

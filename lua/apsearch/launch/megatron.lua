@@ -35,6 +35,69 @@ local M = {}
 -- @tparam table c context (apsearch.launch.context)
 -- @treturn string script text
 -- @treturn table notes (NOT EXPRESSIBLE / APPROXIMATE lines)
+--- Shortest decimal that reads back as `v` (Python's int() / float()
+-- parse it to the same value): integral values without a fraction
+-- ("500000", "8"), others as %g ("1e-05").
+-- @tparam number v finite
+-- @treturn string
+function M.num(v)
+  if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return string.format("%d", v) end
+  for p = 15, 17 do
+    local s = string.format("%." .. p .. "g", v)
+    if tonumber(s) == v then return s end
+  end
+  return string.format("%.17g", v)
+end
+
+--- Megatron's llama3 RoPE scaling (RotaryEmbedding._apply_scaling,
+-- megatron/core/models/common/embeddings/rotary_pos_embedding.py @
+-- d98e8a64): low_freq_factor, high_freq_factor and
+-- original_max_position_embeddings are fixed at these values.
+M.LLAMA3_SCALING = { low_freq_factor = 1, high_freq_factor = 4,
+                     original_max_position_embeddings = 8192 }
+--- The factor pretrain_gpt.py uses: gpt_builders.py (d98e8a64) passes
+-- rope_scaling=args.use_rope_scaling but not args.rope_scaling_factor, so
+-- GPTModel's default rope_scaling_factor = 8.0 applies.
+M.LLAMA3_BUILDER_FACTOR = 8
+
+--- RoPE base and scaling flags of a model (rope positions).
+-- @tparam table m model table
+-- @tparam function A flag writer
+-- @tparam function N note writer
+function M.rope_args(m, A, N)
+  local theta = m.rope_theta or 0
+  if theta > 0 then
+    if theta == math.floor(theta) and theta < 2 ^ 53 then
+      A("--rotary-base", M.num(theta)) -- type=int
+    else
+      N("NOT EXPRESSIBLE in Megatron-LM", "rope_theta " .. M.num(theta) ..
+        ": --rotary-base takes an integer (type=int); not written")
+    end
+  else
+    N("NOTE", "the model gives no rope_theta: Megatron's default --rotary-base 10000 applies")
+  end
+  local kind, f = m.rope_scaling_type or "none", m.rope_scaling_factor or 0
+  if kind == "llama3" then
+    A("--use-rope-scaling")
+    A("--rope-scaling-factor", M.num(f))
+    if f ~= M.LLAMA3_BUILDER_FACTOR then
+      N("NOT EXPRESSIBLE in Megatron-LM", "llama3 RoPE scaling factor " .. M.num(f) .. ": pretrain_gpt.py " ..
+        "(gpt_builders.py) does not pass --rope-scaling-factor to GPTModel, whose default factor 8 applies")
+    end
+    for _, k in ipairs({ "low_freq_factor", "high_freq_factor", "original_max_position_embeddings" }) do
+      local v, fixed = m[k] or 0, M.LLAMA3_SCALING[k]
+      if v > 0 and v ~= fixed then
+        N("NOT EXPRESSIBLE in Megatron-LM", string.format("llama3 RoPE scaling %s %s: Megatron fixes it at %s " ..
+          "(RotaryEmbedding._apply_scaling has no flag for it)", k, M.num(v), M.num(fixed)))
+      end
+    end
+  elseif kind ~= "none" then
+    N("NOT WRITTEN", kind .. " RoPE scaling (factor " .. M.num(f) .. "): pretrain_gpt.py (gpt_builders.py) " ..
+      "passes neither --rotary-seq-len-interpolation-factor nor a YaRN scaling to GPTModel with rope positions; " ..
+      "positions are not scaled")
+  end
+end
+
 function M.render(c)
   local r, m, tr = c.rec, c.model, c.training
   local args, notes = {}, {}
@@ -234,12 +297,11 @@ function M.render(c)
   if m.norm == "rmsnorm" then A("--normalization", "RMSNorm") end
   if m.position_embedding == "rope" then
     A("--position-embedding-type", "rope")
-    -- rope_theta, rope_scaling, activation variants (GELU-tanh gating),
-    -- extra norms and soft-capping do not change memory or time, so the
-    -- normalized model does not carry them
-    N("NOTE", "set --rotary-base (and any RoPE scaling) from the model's config.json, and a " ..
-      "gated MLP's activation if it is not SiLU (Gemma's GeGLU); apsearch does not model them")
+    M.rope_args(m, A, N)
+    N("NOTE", "set a gated MLP's activation if it is not SiLU (Gemma's GeGLU); apsearch does not model it")
   end
+  -- TransformerConfig.layernorm_epsilon (arg_names --norm-epsilon, default 1e-5)
+  if (m.norm_eps or 0) > 0 then A("--norm-epsilon", M.num(m.norm_eps)) end
   if (m.sliding_window or 0) > 0 then
     local wl = m.sliding_window_layers or L
     if wl >= L then

@@ -34,8 +34,26 @@ local launch_util = require "apsearch.launch"
 
 local M = {}
 
+--- A float as PyYAML's (YAML 1.1) resolver reads it back as a float: the
+-- shortest decimal with a dot, also before an exponent ("1.0e-05";
+-- yaml.safe_load reads "1e-05" as a string).
+-- @tparam number v finite
+-- @treturn string
+function M.yaml_float(v)
+  local s
+  for p = 15, 17 do
+    s = string.format("%." .. p .. "g", v)
+    if tonumber(s) == v then break end
+  end
+  if s:find(".", 1, true) then return s end
+  local mant, exp = s:match("^([^eE]+)([eE].*)$")
+  if mant then return mant .. ".0" .. exp end
+  return s .. ".0"
+end
+
 local function yaml_value(v)
   if type(v) == "boolean" then return v and "True" or "False" end
+  if math.type(v) == "float" then return M.yaml_float(v) end
   if type(v) == "string" then
     -- single-quoted when it holds a backslash (a regular expression):
     -- no escapes there, '' is a quote
@@ -48,6 +66,44 @@ local function yaml_value(v)
     return "[" .. table.concat(parts, ", ") .. "]"
   end
   return tostring(v)
+end
+
+--- LlamaConfig's RoPE scaling keys (FreqsMgr, mindformers/modules/layers.py
+-- @ fd4deebc): llama3 -> extend_method "LLAMA3" with scaling_factor a
+-- mapping of exactly factor (a float >= 1), low_freq_factor,
+-- high_freq_factor and original_max_position_embeddings (an integer below
+-- max(max_position_embedding, seq_length)); linear -> extend_method "PI"
+-- with a number (positions divided by it, as transformers' linear: the
+-- "linear" method's own check refuses every numeric factor at this
+-- commit); yarn needs beta_fast, beta_slow, mscale and mscale_all_dim,
+-- which the model does not carry.
+function M.rope_scaling(m, tr, K, N)
+  local kind, f = m.rope_scaling_type or "none", m.rope_scaling_factor or 0
+  if kind == "llama3" then
+    local low, high, orig = m.low_freq_factor or 0, m.high_freq_factor or 0,
+      m.original_max_position_embeddings or 0
+    local ctx = math.max(m.max_position_embeddings or 0, tr.seq_length or 0)
+    if low <= 0 or high <= 0 or orig <= 0 then
+      N("NOT WRITTEN", "llama3 RoPE scaling: MindFormers' LLAMA3 extend_method needs low_freq_factor, " ..
+        "high_freq_factor and original_max_position_embeddings, which the model does not give")
+    elseif f < 1 or orig >= ctx then
+      N("NOT EXPRESSIBLE in MindFormers", string.format("llama3 RoPE scaling factor %s with original context %d: " ..
+        "FreqsMgr needs factor >= 1 and original_max_position_embeddings < max_position_embedding %d",
+        tostring(f), orig, ctx))
+    else
+      K("model.model_config.extend_method", "LLAMA3")
+      K("model.model_config.scaling_factor.factor", f + 0.0)
+      K("model.model_config.scaling_factor.low_freq_factor", low + 0.0)
+      K("model.model_config.scaling_factor.high_freq_factor", high + 0.0)
+      K("model.model_config.scaling_factor.original_max_position_embeddings", math.tointeger(orig))
+    end
+  elseif kind == "linear" then
+    K("model.model_config.extend_method", "PI", "linear position interpolation")
+    K("model.model_config.scaling_factor", f + 0.0)
+  elseif kind ~= "none" then
+    N("NOT WRITTEN", kind .. " RoPE scaling (factor " .. tostring(f) .. "): MindFormers' YARN extend_method " ..
+      "also needs beta_fast, beta_slow, mscale and mscale_all_dim, which apsearch's model does not carry")
+  end
 end
 
 --- Renders the YAML.
@@ -246,8 +302,11 @@ function M.render(c)
   K("model.model_config.qkv_has_bias", m.qkv_bias == true)
   K("model.model_config.attn_proj_has_bias", m.attn_out_bias == true)
   K("model.model_config.tie_word_embeddings", m.tie_word_embeddings == true)
-  N("NOT WRITTEN", "theta, rms_norm_eps and the RoPE scaling (extend_method, scaling_factor) are not in " ..
-    "apsearch's model: set them from the checkpoint's config")
+  -- RoPE base, scaling and norm epsilon (LlamaConfig theta, rms_norm_eps,
+  -- extend_method, scaling_factor; FreqsMgr in mindformers/modules/layers.py)
+  if (m.rope_theta or 0) > 0 then K("model.model_config.theta", m.rope_theta + 0.0) end
+  if (m.norm_eps or 0) > 0 then K("model.model_config.rms_norm_eps", m.norm_eps + 0.0) end
+  M.rope_scaling(m, tr, K, N)
   -- what LlamaConfig has no key for (LLamaAttention: head_dim = hidden_size // num_heads;
   -- LlamaFeedForward: SwiGLU; LlamaRMSNorm; no MLP bias, no Q/K norm)
   if m.head_dim and m.num_attention_heads and m.head_dim * m.num_attention_heads ~= m.hidden_size then

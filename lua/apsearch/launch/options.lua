@@ -46,6 +46,9 @@ M.megatron = {
     "--max-position-embeddings", "--position-embedding-type",
     "--make-vocab-size-divisible-by", "--normalization", "--swiglu", "--qk-layernorm",
     "--untie-embeddings-and-output-weights",
+    "--rotary-base", "--use-rope-scaling", "--rope-scaling-factor",
+    -- TransformerConfig.layernorm_epsilon (arg_names --norm-epsilon)
+    "--norm-epsilon",
     -- _add_data_args
     "--seq-length",
     -- _add_mixed_precision_args
@@ -105,6 +108,12 @@ M.megatron.facts = {
   ["--normalization"] = { type = "string", values = set({ "LayerNorm", "RMSNorm" }) },
   ["--position-embedding-type"] = { type = "string",
     values = set({ "learned_absolute", "rope", "yarn", "mrope", "relative", "none" }) },
+  ["--rotary-base"] = { type = "int", min = 1, constraint = "default 10000" },
+  ["--rope-scaling-factor"] = { type = "number",
+    constraint = "with --use-rope-scaling (llama3); default 8.0; gpt_builders.py does not pass it " ..
+      "to GPTModel, whose default 8.0 applies; low/high freq factors 1/4 and original context 8192 fixed " ..
+      "(rotary_pos_embedding.py)" },
+  ["--norm-epsilon"] = { type = "number", constraint = "TransformerConfig.layernorm_epsilon, default 1e-5" },
   ["--window-size"] = { type = "int_pair", constraint = "(left, right) tokens; -1 infinite" },
   ["--attention-dropout"] = { type = "number" }, ["--hidden-dropout"] = { type = "number" },
   ["--fp8-format"] = { type = "string", values = set({ "e4m3", "hybrid" }) },
@@ -245,7 +254,7 @@ end
 -- patterns), mindformers/models/llama/llama_config.py (LlamaConfig),
 -- mindformers/modules/transformer/transformer.py (TransformerOpParallelConfig:
 -- context_parallel_algo colossalai_cp, ulysses_cp, hybrid_cp).
--- Types: bool, int (>= min), string (one of values), offset (int, list of
+-- Types: bool, int (>= min), float (a YAML 1.1 float, with a dot, > min), string (one of values), offset (int, list of
 -- ints, list of lists of ints), layers (bool or list of layer counts, or of
 -- lists), patterns (bool or list of regular expressions over cell names).
 M.mindformers = {
@@ -308,6 +317,18 @@ M.mindformers = {
     ["model.model_config.qkv_has_bias"] = { type = "bool" },
     ["model.model_config.attn_proj_has_bias"] = { type = "bool" },
     ["model.model_config.tie_word_embeddings"] = { type = "bool" },
+    -- LlamaConfig theta (default 10000.0), rms_norm_eps (1e-5), extend_method
+    -- ("None"; FreqsMgr SeqExtendMethod in mindformers/modules/layers.py:
+    -- LLAMA3 takes a mapping, PI a number), scaling_factor (1.0)
+    ["model.model_config.theta"] = { type = "float", min = 0 },
+    ["model.model_config.rms_norm_eps"] = { type = "float", min = 0 },
+    ["model.model_config.extend_method"] = { type = "string", values = { LLAMA3 = true, PI = true } },
+    ["model.model_config.scaling_factor"] = { type = "float", min = 1 },
+    ["model.model_config.scaling_factor.factor"] = { type = "float", min = 1 },
+    ["model.model_config.scaling_factor.low_freq_factor"] = { type = "float", min = 0 },
+    ["model.model_config.scaling_factor.high_freq_factor"] = { type = "float", min = 0 },
+    ["model.model_config.scaling_factor.original_max_position_embeddings"] = { type = "int", min = 1,
+      constraint = "< max(max_position_embedding, seq_length)" },
     ["model.model_config.compute_dtype"] = { type = "string", values = { bfloat16 = true, float16 = true } },
     ["model.model_config.use_flash_attention"] = { type = "bool" },
   },

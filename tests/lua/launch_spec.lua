@@ -51,6 +51,10 @@ local function py_value(v)
   v = v:gsub("^%s+", ""):gsub("%s+$", "")
   if v == "True" then return true elseif v == "False" then return false elseif v == "None" then return nil end
   if v:match("^%-?%d+$") then return math.tointeger(tonumber(v)) end
+  -- a Python float literal: a dot or an exponent
+  if v:match("^%-?%d+%.%d*$") or v:match("^%-?%d+%.?%d*[eE][%-+]?%d+$") then
+    return assert(math.type(tonumber(v)) == "float" and tonumber(v))
+  end
   if v:match('^"') then return (v:match('^"(.*)"$')) end
   if v:match("^%[") then
     local out = {}
@@ -68,11 +72,14 @@ end
 
 -- TorchTitan config module: imports, one function assigning config.<path>;
 -- returns fields (path -> Lua value), imports, the base function, the
--- model_registry call, module_fqns_per_model_part, the run line
+-- model_registry call, module_fqns_per_model_part, the run line, and
+-- layer_fields: what the `for layer in config.model_spec.model.layers:`
+-- loop sets on every layer (path under the layer -> Lua value)
 local function parse_titan(text)
-  local t = { fields = {}, imports = {}, order = {} }
-  local in_fn, fqns = false, nil
+  local t = { fields = {}, imports = {}, order = {}, layer_fields = {} }
+  local in_fn, fqns, in_loop = false, nil, false
   for line in text:gmatch("[^\n]*") do
+    if in_loop and not line:match("^        ") then in_loop = false end
     if line:match("^#") then
       local run = line:match("^#%s+PYTHONPATH=%S+ (torchrun .*)$")
       if run then t.run = run end
@@ -107,6 +114,14 @@ local function parse_titan(text)
         t.loss = line:match("^    config%.loss = ([%w_%.]+)%(")
       elseif line == "    config.parallelism.module_fqns_per_model_part = [" then
         fqns = {}
+      elseif line == "    for layer in config.model_spec.model.layers:" then
+        assert(not t.loop, "one layer loop")
+        t.loop, in_loop = true, true
+      elseif in_loop then
+        local path, v = line:match("^        layer%.([%w_%.]+) = (.+)$")
+        assert(path, "bad layer line: " .. line)
+        assert(t.layer_fields[path] == nil, "set twice: layer." .. path)
+        t.layer_fields[path] = py_value(v)
       else
         local path, v = line:match("^    config%.([%w_%.]+) = (.+)$")
         assert(path, "bad line: " .. line)
@@ -145,6 +160,12 @@ local function check_titan_facts(t)
     elseif path ~= "parallelism.module_fqns_per_model_part" then
       assert.is_true(options.torchtitan_value_ok(fact, v), path .. " = " .. tostring(v))
     end
+  end
+  for path, v in pairs(t.layer_fields) do
+    local fact = TT.layer_fields[path]
+    assert.is_truthy(fact, "TorchTitan's layer config has no field " .. path)
+    assert.is_true(options.torchtitan_value_ok(fact, v), "layer." .. path .. " = " .. tostring(v))
+    if fact.type == "float" then assert.are.equal("float", math.type(v), "layer." .. path .. " a Python float") end
   end
   if t.converter then
     local spec = TT.constructors[t.converter.ctor]
@@ -725,6 +746,58 @@ describe("launch configs", function()
     assert.are.equal(1e6, mc.theta)
     assert.are.equal(1e-6, mc.rms_norm_eps)
     assert.is_nil(mc.extend_method)
+  end)
+
+  it("write the model's RoPE and norm epsilon on every TorchTitan layer (Llama-2-7B, Llama-3.1-8B)", function()
+    local function titan(model, set)
+      local p = policy.from_table({
+        model = model,
+        cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+        training = { global_batch_size = 64, seq_length = 4096, framework = "fsdp2" },
+        search_space = { data_parallel = "auto", tp_degree = { 1 }, fsdp_degree = { 8 } },
+        top_k = 1,
+      }, ROOT .. "/examples/x.lua", { set = set })
+      local r = search.run(p)
+      assert.are.equal(1, #r.top_k_strategies)
+      local by = check_all(r)[1]
+      return parse_titan(by.torchtitan.text), by.torchtitan.text
+    end
+    -- Llama-2-7B: base 10000, no scaling (HEAD's flavour has 500000 with llama scaling)
+    local t, text = titan("llama-2-7b")
+    local L = t.layer_fields
+    assert.are.equal(10000.0, L["attention.rope.theta"])
+    assert.are.equal("none", L["attention.rope.scaling"])
+    assert.is_nil(L["attention.rope.scaling_factor"])
+    assert.are.equal(1e-5, L["attention_norm.eps"])
+    assert.are.equal(1e-5, L["ffn_norm.eps"])
+    assert.are.equal(1e-5, t.fields["model_spec.model.norm.eps"])
+    assert.truthy(text:find("        layer.attention.rope.theta = 10000.0\n", 1, true), text)
+    assert.truthy(text:find("\n    for layer in config.model_spec.model.layers:\n", 1, true))
+    assert.is_nil(text:find("NOT EXPRESSIBLE in TorchTitan: llama3", 1, true))
+    -- Llama-3.1-8B: 500000 with llama scaling 8 (1, 4, 8192), as the flavour
+    t = titan("llama-3.1-8b")
+    L = t.layer_fields
+    assert.are.equal(500000.0, L["attention.rope.theta"])
+    assert.are.equal("llama", L["attention.rope.scaling"])
+    assert.are.equal(8.0, L["attention.rope.scaling_factor"])
+    assert.are.equal(1.0, L["attention.rope.low_freq_factor"])
+    assert.are.equal(4.0, L["attention.rope.high_freq_factor"])
+    assert.are.equal(8192, L["attention.rope.original_max_position_embeddings"])
+    assert.are.equal("8B", t.flavor)
+    -- Qwen2.5-7B: base 1e6, epsilon 1e-6
+    t = titan("qwen2.5-7b")
+    assert.are.equal(1e6, t.layer_fields["attention.rope.theta"])
+    assert.are.equal("none", t.layer_fields["attention.rope.scaling"])
+    assert.are.equal(1e-6, t.fields["model_spec.model.norm.eps"])
+    -- linear scaling: not expressible, written without scaling
+    t, text = titan("llama-2-7b", { "model.rope_scaling_type=linear", "model.rope_scaling_factor=2" })
+    assert.are.equal("none", t.layer_fields["attention.rope.scaling"])
+    assert.truthy(text:find("# NOT EXPRESSIBLE in TorchTitan: linear RoPE scaling (factor 2.0)", 1, true), text)
+    -- no rope_theta given: HEAD's flavour stays, with a NOTE
+    t, text = titan({ num_layers = 8, hidden_size = 1024, num_attention_heads = 8, num_query_groups = 8,
+      ffn_hidden_size = 4096, vocab_size = 32000 })
+    assert.is_nil(t.layer_fields["attention.rope.theta"])
+    assert.truthy(text:find("the model gives no rope_theta: HEAD's llama3 flavour's RoPE", 1, true))
   end)
 
   it("write an uneven split with interleaving as chunk counts (Megatron get_transformer_layer_offset)", function()

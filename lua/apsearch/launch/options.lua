@@ -152,7 +152,9 @@ M.torchtitan = {
       "MXFP8LinearConverter, NVFP4LinearConverter (torchtitan/components/quantization/float8.py, mx.py, " ..
       "nvfp4.py); ChunkedLossWrapper, CrossEntropyLoss (torchtitan/components/loss.py); llama3_8b, " ..
       "llama3_70b, llama3_405b (torchtitan/models/llama3/config_registry.py); model_registry flavors " ..
-      "(torchtitan/models/llama3/__init__.py); pipeline schedules (torch get_schedule_class names used " ..
+      "(torchtitan/models/llama3/__init__.py); per-layer RoPE.Config (torchtitan/models/common/rope.py, " ..
+      "copied per layer by make_gqa_config, models/common/config_utils.py) and RMSNorm.Config eps " ..
+      "(models/common/nn_modules.py); pipeline schedules (torch get_schedule_class names used " ..
       "by torchtitan/distributed/pipeline_parallel.py); run_train.sh (same commit). Each generated " ..
       "module loaded with TorchTitan's ConfigManager at that commit (docs/launch.md)",
   },
@@ -183,6 +185,29 @@ M.torchtitan = {
     ["activation_checkpoint"] = { type = "FullAC.Config | SelectiveAC.Config | None" },
     ["model_spec"] = { type = "ModelSpec" },
     ["loss"] = { type = "BaseLoss.Config" },
+    -- Decoder.Config.norm (torchtitan/models/common/decoder.py): the final
+    -- RMSNorm, RMSNorm.Config eps default 1e-5 (models/common/nn_modules.py)
+    ["model_spec.model.norm.eps"] = { type = "float", min = 0 },
+  },
+  -- `for layer in config.model_spec.model.layers: layer.<path> = value`:
+  -- every Llama3TransformerBlock.Config carries its own RoPE.Config
+  -- (make_gqa_config, models/common/config_utils.py, copies the flavour's
+  -- with dataclasses.replace) and its own attention_norm / ffn_norm
+  -- RMSNorm.Config (TransformerBlock.Config, models/common/decoder.py).
+  -- RoPE.Config (models/common/rope.py): theta (default 10000.0; HEAD's
+  -- llama3 flavours 500000), scaling "none" | "llama" | "yarn" (flavours
+  -- "llama"); llama scaling_factor (8.0), low_freq_factor (1.0),
+  -- high_freq_factor (4.0), original_max_position_embeddings (8192),
+  -- applied by ComplexRoPE._precompute_cache (the llama3 flavours' RoPE)
+  layer_fields = {
+    ["attention.rope.theta"] = { type = "float", min = 0 },
+    ["attention.rope.scaling"] = { type = "str", values = set({ "none", "llama", "yarn" }) },
+    ["attention.rope.scaling_factor"] = { type = "float", min = 0 },
+    ["attention.rope.low_freq_factor"] = { type = "float", min = 0 },
+    ["attention.rope.high_freq_factor"] = { type = "float", min = 0 },
+    ["attention.rope.original_max_position_embeddings"] = { type = "int", min = 1 },
+    ["attention_norm.eps"] = { type = "float", min = 0 },
+    ["ffn_norm.eps"] = { type = "float", min = 0 },
   },
   -- Ctor(field=value, ...)
   constructors = {
@@ -225,6 +250,9 @@ function M.torchtitan_value_ok(fact, v)
   local t = fact.type
   if t == "int" then
     return math.type(v) == "integer" and v >= (fact.min or -math.huge)
+  elseif t == "float" then
+    -- a finite number above min (written as a Python float)
+    return type(v) == "number" and v == v and v > -math.huge and v < math.huge and v > (fact.min or -math.huge)
   elseif t == "bool" then
     return type(v) == "boolean"
   elseif t == "str" then

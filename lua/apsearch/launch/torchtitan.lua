@@ -37,6 +37,14 @@
 --   MXFP8LinearConverter, nvfp4 -> NVFP4LinearConverter; the transformer
 --   layers' linears only (lm_head stays bf16, as estimated)
 -- * torch_compile / compile_loss -> compile.enable, compile.components
+-- * the model's RoPE and norm numerics, on every layer's own config
+--   (HEAD's flavours hard-code theta 500000 with llama scaling 8):
+--   rope_theta -> attention.rope.theta; llama3 scaling -> scaling "llama"
+--   with scaling_factor, low/high_freq_factor and
+--   original_max_position_embeddings; no scaling -> scaling "none";
+--   linear and yarn scaling NOT EXPRESSIBLE (HEAD's llama3 model has no
+--   linear interpolation and does not apply YaRN's attention scale);
+--   norm_eps -> attention_norm.eps, ffn_norm.eps and the final norm.eps
 -- * cuda_graphs -> training.disable_cuda_graphs (HEAD graphs fwd + bwd by
 --   default since f84224af, 2026-08-13; never with PP)
 -- @module apsearch.launch.torchtitan
@@ -64,6 +72,21 @@ function M.py(v)
     return tostring(v)
   end
   return string.format("%.17g", v)
+end
+
+--- Python float literal: the shortest repr that reads back exactly,
+-- always with a dot or an exponent ("500000.0", "1e-05", "0.5").
+-- @tparam number v finite
+-- @treturn string
+function M.pyfloat(v)
+  if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return string.format("%d.0", v) end
+  local s
+  for p = 1, 17 do
+    s = string.format("%." .. p .. "g", v)
+    if tonumber(s) == v then break end
+  end
+  if not s:find("[%.eEn]") then s = s .. ".0" end
+  return s
 end
 
 -- TorchTitan's llama3 flavors (torchtitan/models/llama3/__init__.py
@@ -132,6 +155,67 @@ local function same(a, b)
   if not a or not b or #a ~= #b then return false end
   for i = 1, #a do if a[i] ~= b[i] then return false end end
   return true
+end
+
+--- The model's RoPE base and scaling and its norm epsilon, written over
+-- HEAD's llama3 flavour (theta 500000, llama scaling 8, eps 1e-5) on every
+-- layer's own RoPE.Config and RMSNorm.Configs (make_gqa_config copies the
+-- flavour's RoPE.Config per layer, so the loop sets each).
+-- @tparam table m model
+-- @tparam table lines the function body (appended to)
+-- @tparam function N note writer
+function M.model_numerics(m, lines, N)
+  local LF = TT.layer_fields
+  local body = {}
+  local function S(path, value, comment)
+    local fact = assert(LF[path], "torchtitan: layer field not in the list: " .. path)
+    assert(options.torchtitan_value_ok(fact, value), "torchtitan: layer." .. path .. " = " .. tostring(value))
+    local lit = fact.type == "float" and M.pyfloat(value) or M.py(value)
+    body[#body + 1] = string.format("        layer.%s = %s%s", path, lit, comment and ("  # " .. comment) or "")
+  end
+  local theta = m.rope_theta or 0
+  local kind, f = m.rope_scaling_type or "none", m.rope_scaling_factor or 0
+  if m.position_embedding and m.position_embedding ~= "rope" then
+    N("NOT EXPRESSIBLE in TorchTitan", tostring(m.position_embedding) .. " positions: HEAD's llama3 model " ..
+      "applies RoPE in every attention layer")
+  elseif theta <= 0 then
+    N("NOTE", "the model gives no rope_theta: HEAD's llama3 flavour's RoPE (theta 500000, llama scaling " ..
+      "factor 8) remains")
+  else
+    S("attention.rope.theta", theta + 0.0)
+    if kind == "llama3" then
+      S("attention.rope.scaling", "llama")
+      S("attention.rope.scaling_factor", f + 0.0)
+      -- not given: RoPE.Config's defaults, which are Llama 3.1's
+      if (m.low_freq_factor or 0) > 0 then S("attention.rope.low_freq_factor", m.low_freq_factor + 0.0) end
+      if (m.high_freq_factor or 0) > 0 then S("attention.rope.high_freq_factor", m.high_freq_factor + 0.0) end
+      local orig = m.original_max_position_embeddings or 0
+      if orig > 0 then S("attention.rope.original_max_position_embeddings", math.tointeger(orig)) end
+    else
+      S("attention.rope.scaling", "none")
+      if kind ~= "none" then
+        N("NOT EXPRESSIBLE in TorchTitan", string.format("%s RoPE scaling (factor %s): HEAD's llama3 model " ..
+          "has %s; written without scaling (positions not scaled)", kind, M.pyfloat(f),
+          kind == "yarn" and "no YaRN attention scale (rope.py leaves mscale to the model) and apsearch's " ..
+          "model no beta_fast/beta_slow" or "no linear position interpolation (RoPE scaling none, llama, yarn)"))
+      end
+    end
+  end
+  local eps = m.norm_eps or 0
+  if eps > 0 then
+    S("attention_norm.eps", eps + 0.0)
+    S("ffn_norm.eps", eps + 0.0)
+  end
+  if #body > 0 then
+    lines[#lines + 1] = "    # the model's RoPE and norm epsilon on every layer's own config"
+    lines[#lines + 1] = "    for layer in config.model_spec.model.layers:"
+    for _, l in ipairs(body) do lines[#lines + 1] = l end
+  end
+  if eps > 0 then
+    local fact = TT.fields["model_spec.model.norm.eps"]
+    assert(options.torchtitan_value_ok(fact, eps + 0.0))
+    lines[#lines + 1] = "    config.model_spec.model.norm.eps = " .. M.pyfloat(eps + 0.0)
+  end
 end
 
 --- Renders the config module.
@@ -229,6 +313,8 @@ function M.render(c)
   N("NOTE", "the loss is HEAD's llama3 default, ChunkedLossWrapper (8 chunks): the estimate holds the " ..
     "whole sequence's logits at once (unchunked cross entropy), so its loss memory is an upper bound " ..
     "(chunked: an eighth of the logits plus a float32 hidden-state gradient buffer)")
+
+  M.model_numerics(m, lines, N)
 
   -- batch
   F("training.num_tokens_per_microbatch_per_dp_rank", b * seq, string.format("%d x %d tokens", b, seq))

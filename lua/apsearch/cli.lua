@@ -142,11 +142,12 @@ local function load_policy(path, opts, extra)
   return p
 end
 
---- The files `apsearch run --out DIR` writes, each atomically (a
--- temporary file renamed over the target):
+--- The files `apsearch run --out DIR` writes, as one result set that
+-- replaces the previous one atomically (apsearch.outdir: DIR is a link to
+-- a set directory, switched by rename(2); docs/outputs.md):
 --
 -- * `result.json`     the result (docs/outputs.md), with
---                     `visualization_report` and `output_files` set
+--                     `visualization_report`, `output_files` and `run_id` set
 -- * `result.csv`      one row per top-k strategy
 -- * `candidates.csv`  every candidate generated: feasible, infeasible or
 --                     filtered, with its reason (apsearch.format.csv)
@@ -154,24 +155,30 @@ end
 -- * `launch/rank<N>_megatron.sh`, `rank<N>_torchtitan.py`,
 --   `rank<N>_mindformers.yaml` per top-k strategy (apsearch.launch)
 -- @tparam string dir output directory (created)
--- @tparam table result search result (gains visualization_report, output_files)
--- @tparam[opt] table opts `echarts` (path of echarts.min.js)
+-- @tparam table result search result (gains visualization_report, output_files, run_id)
+-- @tparam[opt] table opts `echarts` (path of echarts.min.js); `set` (an
+--   apsearch.outdir set already opened on dir, e.g. before the search)
 -- @treturn table the paths written, in order
 -- @treturn string|nil a note when the report has no charts (no ECharts)
+-- @treturn table notes of the set (kept directories, a migration)
 function M.write_outputs(dir, result, opts)
   opts = opts or {}
-  local ok, err = util.mkdir_p(dir)
-  if not ok then util.fail("--out", "dir", "cannot create directory: " .. tostring(err), dir) end
+  local set = opts.set or require("apsearch.outdir").open(dir)
+  local ok, res = pcall(M.write_set, set, dir, result, opts)
+  if not ok then set:abort() error(res, 0) end
+  set:commit()
+  return res[1], res[2], set.notes
+end
+
+-- Renders every file and writes it into the set directory (not linked yet).
+function M.write_set(set, dir, result, opts)
   local json = require "apsearch.format.json"
   local csv = require "apsearch.format.csv"
   local html = require "apsearch.report.html"
   local launch = require "apsearch.launch"
 
-  -- Render every file in memory first, then write them all into a staging
-  -- directory inside DIR, then rename each into place: a failure leaves
-  -- the previous outputs as they were, never a mix of old and new.
-  local texts = {}
   result.visualization_report = util.join_path(dir, "report.html")
+  result.run_id = set.id
   local lfiles = launch.render_all(result)
   local links = {}
   for _, f in ipairs(lfiles) do
@@ -185,70 +192,20 @@ function M.write_outputs(dir, result, opts)
     util.join_path(dir, "candidates.csv"), util.join_path(dir, "report.html") })
   for _, f in ipairs(lfiles) do files[#files + 1] = util.join_path(dir, "launch/" .. f.name) end
   result.output_files = files
-  -- launch/ first (its own directory, the likelier to refuse), result.json last
-  for _, f in ipairs(lfiles) do texts[#texts + 1] = { "launch/" .. f.name, f.text } end
-  texts[#texts + 1] = { "result.csv", csv.format(result) }
-  texts[#texts + 1] = { "candidates.csv", csv.candidates(result) }
-  texts[#texts + 1] = { "report.html", html.render(result, {
+  local function put(rel, text)
+    local wok, werr = set:write(rel, text)
+    if not wok then util.fail("--out", "dir", "cannot write " .. rel .. ": " .. tostring(werr), dir) end
+  end
+  for _, f in ipairs(lfiles) do put("launch/" .. f.name, f.text) end
+  launch.make_executable(set:file("launch"), lfiles)
+  put("result.csv", csv.format(result))
+  put("candidates.csv", csv.candidates(result))
+  put("report.html", html.render(result, {
     echarts_js = js, echarts_missing = not js and where or nil, echarts_version = version,
-    launch = links,
-  }) }
-  texts[#texts + 1] = { "result.json", json.format(result) }
-
-  local stage = util.join_path(dir, string.format(".apsearch-staging-%d-%d", os.time(), math.random(1, 1e9)))
-  local function cleanup()
-    for _, t in ipairs(texts) do os.remove(util.join_path(stage, t[1])) end
-    os.remove(util.join_path(stage, "launch"))
-    os.remove(stage)
-  end
-  local sok, serr = util.mkdir_p(util.join_path(stage, "launch"))
-  if not sok then util.fail("--out", "dir", "cannot write into directory: " .. tostring(serr), dir) end
-  for _, t in ipairs(texts) do
-    local wok, werr = util.write_atomic(util.join_path(stage, t[1]), t[2])
-    if not wok then
-      cleanup()
-      util.fail("--out", "dir", "cannot write " .. t[1] .. ": " .. tostring(werr), dir)
-    end
-  end
-  -- a target that is not a regular file would stop the renames halfway
-  local lfs = require "lfs"
-  for _, t in ipairs(texts) do
-    local mode = lfs.attributes(util.join_path(dir, t[1]), "mode")
-    if mode and mode ~= "file" then
-      cleanup()
-      util.fail("--out", "dir", "cannot write " .. t[1] .. ": a " .. mode .. " is in the way", dir)
-    end
-  end
-  local ldir = util.join_path(dir, "launch")
-  local mok, merr = util.mkdir_p(ldir)
-  if not mok then cleanup() util.fail("--out", "dir", "cannot create " .. ldir .. ": " .. tostring(merr), dir) end
-  -- both target directories must take a new entry before anything moves
-  -- (a read-only launch/ would otherwise stop the renames halfway)
-  for _, d in ipairs({ dir, ldir }) do
-    local probe = util.join_path(d, ".apsearch-probe-" .. tostring(math.random(1, 1e9)))
-    local pok, perr = util.write_atomic(probe, "")
-    os.remove(probe)
-    if not pok then
-      cleanup()
-      util.fail("--out", "dir", "cannot write into " .. d .. ": " .. tostring(perr), dir)
-    end
-  end
-  for _, t in ipairs(texts) do
-    local rok, rerr = os.rename(util.join_path(stage, t[1]), util.join_path(dir, t[1]))
-    if not rok then
-      cleanup()
-      util.fail("--out", "dir", "cannot write " .. t[1] .. ": " .. tostring(rerr), dir)
-    end
-  end
-  cleanup()
-  -- launch configs of an earlier run that this one did not write again
-  local keep = {}
-  for _, f in ipairs(lfiles) do keep[f.name] = true end
-  for _, name in ipairs(util.listdir(ldir) or {}) do
-    if name:match("^rank%d+_") and not keep[name] then os.remove(util.join_path(ldir, name)) end
-  end
-  launch.make_executable(ldir, lfiles)
-  return files, (not js) and ("report.html has tables only: Apache ECharts not found (" .. where .. ")") or nil
+    launch = links, run_id = set.id,
+  }))
+  put("result.json", json.format(result))
+  return { files, (not js) and ("report.html has tables only: Apache ECharts not found (" .. where .. ")") or nil }
 end
 
 --- One line of the progress bar (stderr, TTY only).
@@ -332,20 +289,28 @@ local function cmd_run(args)
       end
     end
   end
-  local result = search.run(p, { progress = progress })
+  -- the --out lock before the search: a concurrent run into the same
+  -- directory stops at once (exit 2), not after its search
+  local dir = opts.out or p.outputs.dir
+  local set = dir and require("apsearch.outdir").open(dir)
+  local okr, result = pcall(search.run, p, { progress = progress })
+  if not okr then
+    if set then set:abort() end
+    error(result, 0)
+  end
   if baseline then
     result.baseline_diff = require("apsearch.report.baseline").diff(baseline, result, opts.baseline)
   end
   if not quiet then
     for _, line in ipairs(result.search_log) do util.log("%s", line) end
   end
-  local dir = opts.out or p.outputs.dir
   if dir then
-    local files, note = M.write_outputs(dir, result, { echarts = opts.echarts })
+    local files, note, notes = M.write_outputs(dir, result, { echarts = opts.echarts, set = set })
     if not quiet then
       util.log("wrote %d files to %s: result.json, result.csv, candidates.csv, report.html, launch/ (%d)",
         #files, dir, #files - 4)
       if note then util.log("apsearch: %s", note) end
+      for _, n in ipairs(notes) do util.log("apsearch: %s", n) end
     end
   end
   if user_formatter then

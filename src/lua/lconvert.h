@@ -34,6 +34,11 @@
  *  host (host.c). */
 LUAMOD_API int luaopen_apsearch_core(lua_State *L);
 
+/** core.fsync(path) and core.getpid() (lfsync.c): for the atomic result
+ *  sets of `apsearch run --out` (lua/apsearch/outdir.lua). */
+int apsl_fsync(lua_State *L);
+int apsl_getpid(lua_State *L);
+
 /* ------------------------------------------------------------ table -> C */
 
 /** Reads the model table at idx into *m (aps_model_defaults first, then every

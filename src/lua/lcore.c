@@ -478,6 +478,8 @@ static const luaL_Reg module_funcs[] = {
     {"device_preset", l_device_preset},
     {"defaults", l_defaults},
     {"context", l_context},
+    {"fsync", apsl_fsync},
+    {"getpid", apsl_getpid},
     {NULL, NULL}
 };
 
@@ -519,7 +521,7 @@ static const char *perf_name(int i)
 /**
  * require "apsearch.core" -> module table:
  *   model_params, device_presets, device_preset, defaults, context
- *   (functions above);
+ *   (functions above); fsync, getpid (lfsync.c);
  *   MAX_STAGES: largest pp_degree (APS_MAX_STAGES);
  *   reason_codes: array of every reason code, "NONE" first;
  *   memory_categories, performance_categories: arrays of the category names

@@ -87,8 +87,9 @@ describe("apsearch binary", function()
       p:close()
       table.sort(names)
       -- no temp files left (report, candidates and launch configs:
-      -- tests/lua/report_spec.lua, launch_spec.lua)
-      assert.are.same({ "candidates.csv", "launch", "report.html", "result.csv", "result.json" }, names)
+      -- tests/lua/report_spec.lua, launch_spec.lua; the set: outdir_spec.lua)
+      assert.are.same({ ".apsearch-set", "candidates.csv", "launch", "report.html", "result.csv",
+        "result.json" }, names)
     end)
 
     it("estimates one strategy with its breakdown", function()

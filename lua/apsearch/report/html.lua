@@ -321,7 +321,8 @@ end
 -- @tparam[opt] table opts `echarts_js` (script text; nil: charts replaced
 --   by a notice), `echarts_source` (where it came from, shown in the
 --   footer), `echarts_missing` (message when not found), `launch` (array
---   per rank of `{name = relative path}`), `max_points`, `title`
+--   per rank of `{name = relative path}`), `max_points`, `title`, `run_id` (the --out result set,
+--   in a meta tag `apsearch-run-id`)
 -- @treturn string the HTML document
 function M.render(result, opts)
   opts = opts or {}
@@ -342,6 +343,7 @@ function M.render(result, opts)
   P("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
   P("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
   P("<meta name=\"generator\" content=\"apsearch\">\n")
+  if opts.run_id then P("<meta name=\"apsearch-run-id\" content=\"" .. esc(opts.run_id) .. "\">\n") end
   P("<title>" .. esc(title) .. "</title>\n<style>\n" .. read_asset("report.css") .. "</style>\n</head>\n<body>\n")
   P("<h1>" .. esc(title) .. "</h1>\n")
   P("<p class=\"sub\">" .. esc(string.format(

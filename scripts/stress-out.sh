@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# scripts/stress-out.sh [KILLS] [PAIRS] -- stresses the atomic result sets
+# of `apsearch run --out DIR` (docs/outputs.md, "Atomic result sets"):
+#
+# 1. KILLS runs (default 300), each killed with SIGKILL after a random
+#    0.01-0.5 s (`timeout -s KILL`), top-k random 1..8; after each, DIR must
+#    be one complete set (scripts/check-out-set.lua) and either the previous
+#    set or a new one; a run that exited 0 must have switched;
+# 2. PAIRS pairs (default 60) of concurrent runs into DIR (every other pair
+#    with its second run killed at a random moment): each run ends 0, 2
+#    with "another apsearch run is writing this directory now" naming DIR,
+#    or by the kill; DIR is then one complete set, that of the run that
+#    finished last when both finished.
+#
+# User files next to DIR and in a look-alike set directory (with a marker,
+# a notes.txt and a launch/rank1_foo.sh symlink to a file outside) must
+# stay byte for byte; after a final clean run only the lock, DIR, its set
+# and the user's files may remain.  Prints the counts; exit 1 on any fault.
+set -u
+cd "$(dirname "$0")/.."
+BIN=${APS_BIN:-$PWD/build/apsearch}
+POLICY=${POLICY:-examples/llama3_70b_h100.lua}
+KILLS=${1:-300}
+PAIRS=${2:-60}
+CHECK="lua5.4 scripts/check-out-set.lua"
+W=$(mktemp -d)
+B=$W/base
+DIR=$B/out
+mkdir -p "$B/.out.apsearch-set-user/launch"
+echo "outside, mine" > "$W/outside.sh"
+echo "mine" > "$B/user.txt"
+printf 'apsearch result set\nrun_id user\n' > "$B/.out.apsearch-set-user/.apsearch-set"
+echo "mine" > "$B/.out.apsearch-set-user/notes.txt"
+ln -s "$W/outside.sh" "$B/.out.apsearch-set-user/launch/rank1_foo.sh"
+user_sum() {
+  { cat "$W/outside.sh" "$B/user.txt" "$B/.out.apsearch-set-user/notes.txt" \
+        "$B/.out.apsearch-set-user/.apsearch-set"
+    readlink "$B/.out.apsearch-set-user/launch/rank1_foo.sh"; } 2>&1 | md5sum
+}
+USER_SUM=$(user_sum)
+faults=0
+# faults on fd 3 (the terminal); the shell's own stderr, which carries its
+# "Killed" notice for each run timeout kills, is dropped
+exec 3>&2 2>/dev/null
+fault() { echo "FAULT: $*" >&3; faults=$((faults + 1)); }
+rand_time() { local ms=$((10 + RANDOM % 491)); printf '%d.%03d' $((ms / 1000)) $((ms % 1000)); }
+# set directories other than DIR's and the user's
+leftovers() {
+  local cur n c=0
+  cur=$(readlink "$DIR" 2>/dev/null)
+  for n in "$B"/.out.apsearch-set-* "$B"/.out.apsearch-link-*; do
+    [ -e "$n" ] || [ -L "$n" ] || continue
+    n=${n##*/}
+    [ "$n" = "$cur" ] || [ "$n" = ".out.apsearch-set-user" ] || c=$((c + 1))
+  done
+  echo $c
+}
+
+prev=""
+killed=0 completed=0 switched_killed=0 kept_killed=0 none=0 max_left=0
+for i in $(seq 1 "$KILLS"); do
+  k=$((1 + RANDOM % 8))
+  timeout -s KILL "$(rand_time)" "$BIN" run "$POLICY" --quiet --top-k "$k" --out "$DIR" \
+    >/dev/null 2>"$W/err"
+  rc=$?
+  id=$($CHECK "$DIR")
+  crc=$?
+  if [ $crc = 3 ] && [ -z "$prev" ]; then
+    none=$((none + 1))
+  elif [ $crc != 0 ]; then
+    fault "kill run $i (rc $rc): DIR is not one complete set"
+  fi
+  case $rc in
+    0) completed=$((completed + 1))
+       [ "$id" != "$prev" ] || fault "run $i exited 0 but DIR still holds $prev" ;;
+    137) killed=$((killed + 1))
+         if [ "$id" != "$prev" ]; then switched_killed=$((switched_killed + 1)); else kept_killed=$((kept_killed + 1)); fi ;;
+    *) fault "run $i exited $rc: $(cat "$W/err")" ;;
+  esac
+  [ "$(user_sum)" = "$USER_SUM" ] || fault "run $i: a user file changed"
+  l=$(leftovers); [ "$l" -gt "$max_left" ] && max_left=$l
+  prev=$id
+done
+echo "kills: $KILLS runs: $killed killed ($kept_killed left the previous set, $switched_killed had already switched), $completed completed, $none before any set existed; $faults faults; at most $max_left leftover set dirs between runs"
+
+pair_ok=0 pair_refused=0 pair_both=0 pair_killed=0 f0=$faults
+for j in $(seq 1 "$PAIRS"); do
+  k1=$((1 + RANDOM % 8)); k2=$((1 + RANDOM % 8))
+  "$BIN" run "$POLICY" --quiet --top-k "$k1" --format json --out "$DIR" >"$W/o1" 2>"$W/e1" &
+  p1=$!
+  if [ $((j % 2)) = 0 ]; then
+    timeout -s KILL "$(rand_time)" "$BIN" run "$POLICY" --quiet --top-k "$k2" --format json --out "$DIR" \
+      >"$W/o2" 2>"$W/e2" &
+  else
+    "$BIN" run "$POLICY" --quiet --top-k "$k2" --format json --out "$DIR" >"$W/o2" 2>"$W/e2" &
+  fi
+  p2=$!
+  wait $p1; r1=$?
+  wait $p2; r2=$?
+  id=$($CHECK "$DIR") || fault "pair $j ($r1, $r2): DIR is not one complete set"
+  ok_ids=""
+  for n in 1 2; do
+    eval "r=\$r$n"
+    case $r in
+      0) ok_ids="$ok_ids $(grep -o '"run_id":"[^"]*"' "$W/o$n" | cut -d'"' -f4)" ;;
+      2) grep -q "another apsearch run is writing this directory now" "$W/e$n" && grep -qF "$DIR" "$W/e$n" \
+           || fault "pair $j: run $n exit 2: $(cat "$W/e$n")"
+         pair_refused=$((pair_refused + 1)) ;;
+      137) pair_killed=$((pair_killed + 1)) ;;
+      *) fault "pair $j: run $n exited $r: $(cat "$W/e$n")" ;;
+    esac
+  done
+  [ "$r1" = 0 ] && [ "$r2" = 0 ] && pair_both=$((pair_both + 1))
+  case " $ok_ids " in
+    *" $id "*) pair_ok=$((pair_ok + 1)) ;;
+    *) [ -z "$ok_ids" ] || fault "pair $j: DIR holds $id, not a finished run's set ($ok_ids)" ;;
+  esac
+  [ "$(user_sum)" = "$USER_SUM" ] || fault "pair $j: a user file changed"
+done
+echo "pairs: $PAIRS ($((PAIRS / 2)) with the second run killed at random): DIR held a finished run's set after $pair_ok; $pair_refused runs refused (exit 2), $pair_killed killed, $pair_both pairs where both finished; $((faults - f0)) faults"
+
+"$BIN" run "$POLICY" --quiet --out "$DIR" >/dev/null 2>"$W/err" || fault "final run: $(cat "$W/err")"
+$CHECK "$DIR" >/dev/null || fault "final set"
+cur=$(readlink "$DIR")
+expect=$(printf '%s\n' .out.apsearch-lock "$cur" .out.apsearch-set-user out user.txt | sort)
+got=$(ls -A "$B" | sort)
+[ "$got" = "$expect" ] || fault "after a clean run: $(echo $got)"
+[ "$(user_sum)" = "$USER_SUM" ] || fault "a user file changed"
+echo "final: $(ls -A "$B" | wc -l) entries next to DIR (lock, link, set, the user's two); faults $faults"
+rm -rf "$W"
+[ $faults = 0 ]

@@ -10,3 +10,5 @@ cmake -S . -B build >/dev/null && cmake --build build -j2 >/dev/null
 ./build/apsearch calibrate "$cases" -o build/calib-public.json
 ./build/apsearch validate "$cases" --calibration build/calib-public.json | tail -3
 cat build/calib-public.json
+# the per-stack fit of docs/accuracy.md "Software stacks" (not shipped)
+./build/apsearch calibrate "$cases" --group software -q -o build/calib-public-stacks.json

@@ -187,4 +187,56 @@ function M.fit_rows(all, label, opts)
   return calib
 end
 
+--- Fits one calibration per software stack (`apsearch calibrate --group
+-- software`): the rows are grouped by the stack their `software` column
+-- names (apsearch.stacks.of_software; a row whose `software` matches no
+-- stack counts to its framework's newest), and each group is fitted alone.
+-- @param path CSV in the validation schema
+-- @param opts {name = string, log = function(line), by = "software"}
+-- @return {schema_version, name, fitted_on, stacks = {<stack id> = calibration}};
+--   raises when no group can be fitted
+function M.fit_grouped(path, opts)
+  opts = opts or {}
+  local by = opts.by or "software"
+  if by ~= "software" then
+    error(("--group: unknown grouping %q; known: software"):format(tostring(by)), 0)
+  end
+  local log = opts.log or function() end
+  local stacks = require "apsearch.stacks"
+  local groups, order = {}, {}
+  for _, row in ipairs(validate.load(path)) do
+    local id, matched = stacks.of_software(row.software, row.framework)
+    if not id then
+      log(("calibrate: skipping %s: framework %q has no stack"):format(row.case_id, tostring(row.framework)))
+    else
+      if not matched then
+        log(("calibrate: %s: software %q names no known stack; counted to %s"):format(
+          row.case_id, tostring(row.software or ""), id))
+      end
+      if not groups[id] then groups[id] = {} order[#order + 1] = id end
+      table.insert(groups[id], row)
+    end
+  end
+  local result = { schema_version = calibration.SCHEMA_VERSION,
+                   name = opts.name or ("calibrated per software stack on " .. path),
+                   fitted_on = path, stacks = {} }
+  local fitted = 0
+  table.sort(order)
+  for _, id in ipairs(order) do
+    log(("calibrate: stack %s: %d rows"):format(id, #groups[id]))
+    local ok, calib = pcall(M.fit_rows, groups[id], path .. " (stack " .. id .. ")",
+      { log = log, name = id .. " calibrated on " .. path })
+    if ok then
+      result.stacks[id] = calib
+      fitted = fitted + 1
+    else
+      log(("calibrate: stack %s not fitted: %s"):format(id, tostring(calib)))
+    end
+  end
+  if fitted == 0 then
+    error(path .. ": no stack has a row with measured_tokens_per_s_per_gpu that can be estimated", 0)
+  end
+  return result
+end
+
 return M

@@ -20,7 +20,9 @@ M.FIELDS = {
   { field = "fp8_gemm_efficiency", lo = 0.20, hi = 0.90, fp8_only = true },
 }
 
---- Reads and checks a calibration file.
+--- Reads and checks a calibration file: one calibration, or one per
+-- software stack ({stacks = {<stack id> = calibration}}, written by
+-- `apsearch calibrate --group software`).
 -- @raise `<file>: ...` on a malformed file or an unknown field
 function M.load(path)
   local cjson = require "cjson.safe"
@@ -33,6 +35,29 @@ function M.load(path)
     error(("%s: schema_version: expected %d (got %s)"):format(path, M.SCHEMA_VERSION,
       util.describe(c.schema_version)), 0)
   end
+  if c.stacks ~= nil then
+    local stacks = require "apsearch.stacks"
+    if type(c.stacks) ~= "table" or c.devices ~= nil then
+      error(path .. ": stacks: expected an object of calibrations, and no devices beside it", 0)
+    end
+    for id, sub in pairs(c.stacks) do
+      if not stacks.stack(id) then
+        error(("%s: stacks.%s: unknown stack; known stacks: %s"):format(
+          path, tostring(id), table.concat(stacks.ids(), ", ")), 0)
+      end
+      if type(sub) ~= "table" then error(path .. ": stacks." .. id .. ": expected an object", 0) end
+      c.stacks[id] = M.check(sub, path .. ": stacks." .. id)
+    end
+    c.name = c.name or path
+    return c
+  end
+  return M.check(c, path)
+end
+
+--- Checks one calibration table (devices, training); `where` prefixes
+-- the messages.
+function M.check(c, where)
+  local path = where
   if type(c.devices) ~= "table" then error(path .. ": devices: expected an object", 0) end
   -- no training field is calibrated (yet): an empty object or nothing
   if c.training ~= nil and (type(c.training) ~= "table" or next(c.training) ~= nil) then
@@ -71,11 +96,22 @@ function M.load(path)
   return c
 end
 
+--- The calibration of one stack in a calibration table: the table itself
+-- when it is not grouped, the stack's entry when it is (nil: none).
+function M.for_stack(calib, stack)
+  if not calib then return nil end
+  if calib.stacks then return stack and calib.stacks[stack] or nil end
+  return calib
+end
+
 --- Applies a calibration to a cluster table (in place): the device's
--- fields are overridden when its preset name has an entry.
+-- fields are overridden when its preset name has an entry. A grouped
+-- calibration applies the entry of `stack` (nothing when it has none).
 -- @param cluster normalized or policy cluster table
 -- @param calib calibration table (or nil)
-function M.apply(cluster, calib)
+-- @param stack stack identifier (apsearch.stacks.resolve), for a grouped one
+function M.apply(cluster, calib, stack)
+  calib = M.for_stack(calib, stack)
   if not calib then return cluster end
   local dev = cluster.device
   local name = type(dev) == "string" and dev or (type(dev) == "table" and (dev.base or dev.name))

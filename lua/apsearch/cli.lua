@@ -136,8 +136,18 @@ local function load_policy(path, opts, extra)
     -- device preset's; the result's inputs name the file
     local calibration = require "apsearch.calibration"
     local calib = calibration.load(opts.calibration)
-    calibration.apply(p.cluster, calib)
+    calibration.apply(p.cluster, calib, p.stack)
     p.calibration = { name = calib.name, file = opts.calibration }
+    if calib.stacks then
+      -- a grouped file (calibrate --group software): the run's stack's entry
+      p.calibration.stack = p.stack
+      p.calibration.applied = calib.stacks[p.stack] ~= nil
+      if not p.calibration.applied then
+        io.stderr:write(("apsearch: note: %s has no calibration for stack %s (has %s); "
+          .. "the stack's defaults apply\n"):format(opts.calibration, p.stack,
+          table.concat(util.sorted_keys(calib.stacks), ", ")))
+      end
+    end
   end
   return p
 end
@@ -407,7 +417,8 @@ local function cmd_estimate(args)
     local json = require "apsearch.format.json"
     out(json.format({ schema_version = search.schema_version, estimate = est,
       inputs = { policy = p.file, model = inputs.model, cluster = inputs.cluster,
-        training = inputs.training, overrides = p.overrides } }))
+        training = inputs.training, overrides = p.overrides,
+        stack = p.stack, calibration = p.calibration } }))
   else
     out(require("apsearch.format.breakdown").format(est, inputs))
   end
@@ -620,6 +631,7 @@ local function cmd_calibrate(args)
   local c = new_parser("calibrate", "Fit the device kernel efficiencies to measured runs (CSV).")
   c:argument("CASES", "CSV of measured runs (schema: docs/accuracy.md)")
   c:option("-o, --output=FILE", "calibration file to write (JSON)")
+  c:option("--group=KEY", "fit one calibration per group: software (the stack of each row's `software`)")
   c:flag("-q, --quiet", "no log lines on stderr")
   local opts, helped = parse(c, args, "calibrate")
   if helped then return 0 end
@@ -632,14 +644,27 @@ local function cmd_calibrate(args)
   if lfs.attributes(util.dirname(opts.output), "mode") ~= "directory" then
     util.fail("--output", "file", "cannot write: no directory " .. util.dirname(opts.output), opts.output)
   end
-  local calib = require("apsearch.calibrate").fit(opts.CASES, {
-    log = (not opts.quiet) and function(line) util.log("%s", line) end or nil,
-  })
+  if opts.group ~= nil and opts.group ~= "software" then
+    util.fail("calibrate", "--group", "unknown grouping; known: software", opts.group)
+  end
+  local log = (not opts.quiet) and function(line) util.log("%s", line) end or nil
+  local calibrate = require "apsearch.calibrate"
+  local calib = opts.group and calibrate.fit_grouped(opts.CASES, { log = log, by = opts.group })
+    or calibrate.fit(opts.CASES, { log = log })
   local text = require("apsearch.format.json").format(calib)
   local ok, err = util.write_atomic(opts.output, text)
   if not ok then util.fail("--output", "file", "cannot write: " .. tostring(err), opts.output) end
-  out(string.format("calibrated %d rows: mean |log error| of tokens/s per GPU %.4f -> %.4f; wrote %s\n",
-    calib.rows, calib.loss_before, calib.loss_after, opts.output))
+  if calib.stacks then
+    for _, id in ipairs(util.sorted_keys(calib.stacks)) do
+      local sc = calib.stacks[id]
+      out(string.format("stack %s: calibrated %d rows: mean |log error| of tokens/s per GPU %.4f -> %.4f\n",
+        id, sc.rows, sc.loss_before, sc.loss_after))
+    end
+    out(string.format("wrote %s\n", opts.output))
+  else
+    out(string.format("calibrated %d rows: mean |log error| of tokens/s per GPU %.4f -> %.4f; wrote %s\n",
+      calib.rows, calib.loss_before, calib.loss_after, opts.output))
+  end
   return 0
 end
 

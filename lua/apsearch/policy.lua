@@ -53,6 +53,7 @@
 -- @module apsearch.policy
 local util = require "apsearch.util"
 local schema = require "apsearch.schema"
+local stacks = require "apsearch.stacks"
 local hf = require "apsearch.hf"
 local presets = require "apsearch.presets"
 local rules = require "apsearch.rules"
@@ -439,6 +440,8 @@ function Norm:training(v, routed)
     t[name] = r.value
     self.aliases["training." .. name] = r.path
   end
+  local problem = stacks.check(t)
+  if problem then self:fail("training.stack", problem, t.stack) end
   return t
 end
 
@@ -679,6 +682,10 @@ function M.from_table(raw, file, opts)
   p.search_space = n:search_space(raw.search_space)
   p.constraints = n:constraints(raw.constraints, routed)
   p.training = n:training(raw.training, routed)
+  -- the stack's efficiency profile (training.stack, else the framework's
+  -- newest) on the device; a calibration file applies over it
+  p.stack = stacks.resolve(p.training)
+  stacks.apply(p.cluster, p.stack)
   -- a Hugging Face config with a dropout probability > 0 (apsearch.hf,
   -- DROPOUT_KEYS) trains with dropout, unless the policy sets it itself
   if model_info and model_info.dropout and p.training.dropout == nil then

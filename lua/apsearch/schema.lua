@@ -83,6 +83,8 @@ M.training = {
   pp_p2p_overlap = "fraction", dp_collective_rails = "nonnegint",
   overlap_interference = "fraction",
   overlap_p2p_comm = "bool", torch_compile = "bool",
+  -- software stack (apsearch.stacks): its efficiency profile; not a core field
+  stack = "stack",
 }
 
 --- Constraint fields of a policy.
@@ -187,6 +189,11 @@ function M.check_value(kind, v, fail)
     -- names reach JSON, HTML, CSV and terminals: printable UTF-8 only
     if not utf8.len(v) or v:find("[%c\127]") then
       fail("expected printable UTF-8 text (no control characters)", v)
+    end
+  elseif kind == "stack" then
+    local stacks = require "apsearch.stacks"
+    if type(v) ~= "string" or not stacks.stack(v) then
+      fail("unknown stack; known stacks: " .. util.join(stacks.ids()), v)
     end
   elseif kind == "bool" then
     if type(v) ~= "boolean" then fail("expected true or false", v) end

@@ -645,6 +645,7 @@ function M.run(policy, opts)
     objective = objective_name, top_k = k,
     overrides = policy.overrides or util.array(),
     calibration = policy.calibration,   -- {name, file} when --calibration was given
+    stack = policy.stack,               -- training.stack, or the framework's newest
   }
 
   return {

@@ -71,6 +71,144 @@ M.LINES = {
   },
 }
 
+--- Software stacks: framework release lines, selectable as
+-- `training.stack`, each with an efficiency profile.
+--
+-- The kernels a release ships (attention, fused casts, GEMM heuristics)
+-- move the achieved fraction of the peak between releases of one
+-- framework. A stack's `devices` table holds efficiency fields per device
+-- preset (the fields of apsearch.calibration.FIELDS) that replace the
+-- preset's where the stack runs; a stack without an entry for the device
+-- takes the preset's values. `patterns` (Lua patterns on a validation row's
+-- `software`), with `before` / `from` ("YYYY-MM", against the "(YYYY-MM)"
+-- in the string), say which measured runs belong to it (`apsearch
+-- calibrate --group software`, `apsearch validate`).
+--
+-- No shipped profile carries efficiencies: each stack of the public
+-- validation set is one publication, so a per-stack value fitted on it
+-- cannot be checked out of sample (leave-one-source-out holds exactly that
+-- stack out), and the newest stacks, the defaults, have no published run
+-- in the set (docs/accuracy.md "Software stacks"). `apsearch calibrate
+-- --group software` fits them from a team's own runs.
+M.STACKS = {
+  { id = "megatron-bridge-25", framework = "megatron", newest = true,
+    name = "Megatron-Bridge 25.x (NeMo 25.x containers)",
+    patterns = { "Megatron%-Bridge", "^NeMo 2[5-9]%.", "^MLPerf.*NeMo 2[5-9]" }, devices = {} },
+  { id = "nemo-2", framework = "megatron",
+    name = "NeMo 2.x performance scripts (24.12 container)",
+    patterns = { "^NeMo 2[4-9]%.1[0-2]" }, devices = {} },
+  { id = "nemo-1", framework = "megatron",
+    name = "NeMo 1.x launcher (24.0x containers)",
+    patterns = { "^NeMo 2[34]%.0[1-9]" }, devices = {} },
+  { id = "megatron-lm", framework = "megatron",
+    name = "Megatron-LM (NVIDIA/Megatron-LM)",
+    patterns = { "^Megatron%-LM" }, devices = {} },
+  { id = "torchtitan-2025", framework = "fsdp2", newest = true,
+    name = "TorchTitan from 2025-04 (loss compiled)",
+    patterns = { "^torchtitan" }, from = "2025-04", devices = {} },
+  { id = "torchtitan-2024", framework = "fsdp2",
+    name = "TorchTitan before 2025-04",
+    patterns = { "^torchtitan" }, before = "2025-04", devices = {} },
+  { id = "llm-foundry", framework = "fsdp", newest = true,
+    name = "MosaicML llm-foundry (PyTorch FSDP)",
+    patterns = { "^llm%-foundry" }, devices = {} },
+  { id = "deepspeed", framework = "deepspeed", newest = true,
+    name = "DeepSpeed",
+    patterns = { "^DeepSpeed" }, devices = {} },
+}
+
+local by_id = {}
+for _, st in ipairs(M.STACKS) do by_id[st.id] = st end
+
+--- Identifiers of the stacks, in table order.
+-- @treturn table array of strings
+function M.ids()
+  local ids = {}
+  for _, st in ipairs(M.STACKS) do ids[#ids + 1] = st.id end
+  return ids
+end
+
+--- A stack by identifier, or nil.
+function M.stack(id) return by_id[id] end
+
+--- The default stack of a framework: its newest release line.
+-- @tparam string framework training.framework (nil: megatron, the core's default)
+-- @treturn string identifier
+function M.default(framework)
+  framework = framework or "megatron"
+  for _, st in ipairs(M.STACKS) do
+    if st.framework == framework and st.newest then return st.id end
+  end
+  return nil
+end
+
+--- The stack a training table runs: `training.stack`, else the
+-- framework's default.
+function M.resolve(training)
+  training = training or {}
+  return training.stack or M.default(training.framework)
+end
+
+--- Checks `training.stack` against the framework; nil when it is fine,
+-- else the problem as text.
+function M.check(training)
+  local id = training and training.stack
+  if id == nil then return nil end
+  local st = by_id[id]
+  if not st then
+    return ("unknown stack %q; known stacks: %s"):format(tostring(id), table.concat(M.ids(), ", "))
+  end
+  local fw = training.framework or "megatron"
+  if st.framework ~= fw then
+    return ("stack %q is a %s stack, training.framework is %s"):format(id, st.framework, fw)
+  end
+  return nil
+end
+
+local function month_of(software) return software:match("%((%d%d%d%d%-%d%d)%)") end
+
+--- The stack of a measured run, from its `software` and `framework`
+-- columns: the first stack of that framework whose pattern matches (and
+-- whose date bounds hold), else the framework's default.
+-- @treturn string identifier
+-- @treturn boolean true when `software` matched a stack
+function M.of_software(software, framework)
+  if type(software) == "string" and software ~= "" then
+    local month = month_of(software)
+    for _, st in ipairs(M.STACKS) do
+      if st.framework == framework
+        and (not st.before or (month and month < st.before))
+        and (not st.from or not month or month >= st.from) then
+        for _, pattern in ipairs(st.patterns) do
+          if software:match(pattern) then return st.id, true end
+        end
+      end
+    end
+  end
+  return M.default(framework), false
+end
+
+--- Applies a stack's efficiency profile to a cluster (in place): the
+-- profile's fields for the cluster's device replace the preset's, except
+-- the fields a device table sets itself.
+-- @tparam table cluster normalized or policy cluster table
+-- @tparam string id stack identifier (nil: nothing to apply)
+-- @treturn table cluster
+function M.apply(cluster, id)
+  local st = id and by_id[id]
+  if not st then return cluster end
+  local dev = cluster.device
+  local name = type(dev) == "string" and dev or (type(dev) == "table" and (dev.base or dev.name))
+  local fields = name and st.devices[name:lower()]
+  if not fields or next(fields) == nil then return cluster end
+  if type(dev) == "string" then dev = { base = dev } end
+  for k, v in pairs(fields) do
+    if dev[k] == nil then dev[k] = v end
+  end
+  cluster.device = dev
+  return cluster
+end
+
 --- Release date of a `software` string, "YYYY-MM" from "(YYYY-MM)", or nil.
 local function release_month(software)
   return software:match("%((%d%d%d%d%-%d%d)%)")

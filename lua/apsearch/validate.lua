@@ -322,7 +322,12 @@ function M.run_case(row, calib)
     for _, m in ipairs(M.MEASURES) do M.measured_value(row, m.column) end
     local model, cluster, training, strategy, preset, assumed = M.case_inputs(row)
     if #assumed > 0 then case.assumed = assumed end
-    calibration.apply(cluster, calib)
+    -- the run's stack (its `software`, else the framework's newest): its
+    -- efficiency profile, then the calibration (a grouped one: that stack's)
+    local stack = stacks.of_software(row.software, training.framework)
+    case.stack = stack
+    stacks.apply(cluster, stack)
+    calibration.apply(cluster, calib, stack)
     local ctx = core.context(model, cluster, training)
     local est = ctx:estimate(strategy)
     case.inputs = { model = model, cluster = cluster, training = training, strategy = strategy }

@@ -87,6 +87,11 @@
  *  value Blackwell takes (no Blackwell run is measured here); GEMMs are
  *  as on GB200. */
 #define APS_ATTN_SFU_SPEEDUP_BLACKWELL_ULTRA 2.0
+/** Dense tensor peaks of an H100 (132 SMs) held at 500 W, TFLOPS: linear
+ *  in TDP between the H100 NVL (400 W) and H100 SXM5 (700 W) datasheet
+ *  points; see the h100-96gb-500w preset. */
+#define APS_H100_500W_BF16 (835.0 + (989.4 - 835.0) * (500.0 - 400.0) / 300.0)
+#define APS_H100_500W_FP8 (1670.5 + (1978.9 - 1670.5) * (500.0 - 400.0) / 300.0)
 /** Smallest values a device field may take (see aps_cluster_validate). */
 #define APS_MIN_MEMORY MIB
 #define APS_MIN_FLOPS 1e9
@@ -163,6 +168,33 @@ static const preset presets[] = {
      "FP8 1,979 TFLOPS dense, FP32 67 TFLOPS, HBM3 3.35 TB/s, NVLink "
      "900 GB/s; DGX H100: one 400 Gb/s NDR NIC per GPU; 81,559 MiB "
      "reported by nvidia-smi"},
+    /* Power-limited variant: the H100 of Meta's Grand Teton hosts that
+     * TorchTitan's 2024-12 benchmarks ran on (pytorch/torchtitan
+     * benchmarks/llama3_h100_202412_torchtitan.md at 820504e2: 96 GB
+     * HBM2e at 2.4 TB/s, "the default 500W power limit", NVLink inside
+     * the 8-GPU host, 400 Gb/s RDMA per GPU).  No datasheet gives the
+     * tensor peak at 500 W; it is interpolated linearly in TDP between two
+     * NVIDIA datasheet points of the same 132-SM die: H100 NVL at 400 W
+     * (BF16 835 / FP8 1,671 TFLOPS dense, FP32 60) and H100 SXM5 at 700 W
+     * (989 / 1,979, FP32 67): 400 + 100 of the 300 W span gives
+     * 835 + (989.4 - 835) / 3 = 886.5 and 1,670.5 + (1,978.9 - 1,670.5) / 3
+     * = 1,773.3 TFLOPS.  An interpolation between cited points, not a
+     * measurement; the kernel efficiencies are the Hopper ones. */
+    {{.name = "h100-96gb-500w",
+      .memory_bytes = 96 * GIB,
+      .peak_flops_bf16 = APS_H100_500W_BF16 * TFLOPS,
+      .peak_flops_fp8 = APS_H100_500W_FP8 * TFLOPS,
+      .peak_flops_fp32 = 62.3 * TFLOPS,
+      .hbm_bandwidth = 2400 * GB,
+      .intra_node_bandwidth = 450 * GB,
+      .inter_node_bandwidth = 50 * GB,
+      .host_bandwidth = APS_PCIE_GEN5_X16,
+      COMMON_FIELDS, HOPPER_ON},
+     "pytorch/torchtitan 820504e2 benchmarks/llama3_h100_202412_torchtitan.md"
+     " (96 GB HBM2e, 2.4 TB/s, 500 W default power limit, 400 Gb/s per "
+     "GPU); peaks interpolated in TDP between the NVIDIA H100 datasheet's "
+     "NVL (400 W: BF16 835, FP8 1,671 TFLOPS dense) and SXM5 (700 W: 989, "
+     "1,979) parts: BF16 886.5, FP8 1,773 TFLOPS dense"},
     {{.name = "h200-sxm-141gb",
       .memory_bytes = 143771 * MIB,
       .peak_flops_bf16 = 989.4 * TFLOPS,

@@ -95,6 +95,22 @@ static void test_preset_gb200_gb300(void **state)
     ASSERT_REL(d.intra_node_bandwidth, 900e9, REL);
 }
 
+/* The 500 W H100 of TorchTitan's benchmarks: 96 GiB, 2.4 TB/s, peaks
+ * between the 400 W NVL and 700 W SXM5 points, Hopper efficiencies. */
+static void test_preset_h100_500w(void **state)
+{
+    (void)state;
+    aps_device d = preset("h100-96gb-500w");
+    aps_device sxm = preset("h100-sxm-80gb");
+    ASSERT_REL(d.memory_bytes, 96.0 * 1024 * 1024 * 1024, REL);
+    ASSERT_REL(d.hbm_bandwidth, 2400e9, REL);
+    ASSERT_REL(d.peak_flops_bf16, 886.47e12, 1e-4);
+    ASSERT_REL(d.peak_flops_fp8, 1773.3e12, 1e-4);
+    assert_true(d.peak_flops_bf16 > 835e12 && d.peak_flops_bf16 < sxm.peak_flops_bf16);
+    ASSERT_DBL_EXACT(d.gemm_efficiency, sxm.gemm_efficiency);
+    ASSERT_DBL_EXACT(d.attention_efficiency, sxm.attention_efficiency);
+}
+
 /* Every preset has a name, a cited source and validates as an 8-GPU node;
  * the list ends with NULL. */
 static void test_preset_list(void **state)
@@ -266,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_preset_a100),
         cmocka_unit_test(test_preset_h200_b200),
         cmocka_unit_test(test_preset_gb200_gb300),
+        cmocka_unit_test(test_preset_h100_500w),
         cmocka_unit_test(test_preset_list),
         cmocka_unit_test(test_preset_lookup),
         cmocka_unit_test(test_cluster_validate),

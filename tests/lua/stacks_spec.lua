@@ -1,0 +1,201 @@
+-- tests/lua/stacks_spec.lua -- software stacks (issue 12 item 2):
+-- `training.stack` selection and validation, the efficiency profile a stack
+-- applies, the stack of a measured run's `software`, and `apsearch
+-- calibrate --group software` on hand-made synthetic runs.
+
+local stacks = require "apsearch.stacks"
+local policy = require "apsearch.policy"
+local validate = require "apsearch.validate"
+local calibrate = require "apsearch.calibrate"
+local calibration = require "apsearch.calibration"
+local H = require "spec_helpers"
+
+local ROOT = os.getenv("APS_ROOT") or "."
+
+local function base_policy(training)
+  local t = { global_batch_size = 8, seq_length = 1024, precision = "bf16" }
+  for k, v in pairs(training or {}) do t[k] = v end
+  return {
+    model = { num_layers = 2, hidden_size = 256, num_attention_heads = 4, num_query_groups = 4,
+              ffn_hidden_size = 512, vocab_size = 1000 },
+    cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+    training = t,
+  }
+end
+
+-- runs f with a profile injected into a shipped stack, restoring it after
+local function with_profile(id, devices, f)
+  local st = stacks.stack(id)
+  local saved = st.devices
+  st.devices = devices
+  local ok, err = pcall(f)
+  st.devices = saved
+  if not ok then error(err, 0) end
+end
+
+describe("software stacks", function()
+  it("map a run's software to its release line, else the framework's newest", function()
+    assert.are.equal("nemo-1", (stacks.of_software("NeMo 24.07", "megatron")))
+    assert.are.equal("nemo-2", (stacks.of_software("NeMo 24.12", "megatron")))
+    assert.are.equal("megatron-bridge-25", (stacks.of_software("Megatron-Bridge 25.09", "megatron")))
+    assert.are.equal("torchtitan-2024", (stacks.of_software("torchtitan 9dec370 (2024-12)", "fsdp2")))
+    assert.are.equal("torchtitan-2025", (stacks.of_software("torchtitan abc (2025-06)", "fsdp2")))
+    assert.are.equal("llm-foundry", (stacks.of_software("llm-foundry (MPT benchmarks, 2023)", "fsdp")))
+    local id, matched = stacks.of_software("my fork", "megatron")
+    assert.are.equal("megatron-bridge-25", id)
+    assert.is_false(matched)
+    -- a NeMo string under another framework is not a NeMo run
+    assert.are.equal("torchtitan-2025", (stacks.of_software("NeMo 24.07", "fsdp2")))
+  end)
+
+  it("default to the newest line of the framework", function()
+    assert.are.equal("megatron-bridge-25", stacks.default("megatron"))
+    assert.are.equal("torchtitan-2025", stacks.default("fsdp2"))
+    assert.are.equal("llm-foundry", stacks.default("fsdp"))
+    assert.are.equal("deepspeed", stacks.default("deepspeed"))
+    assert.are.equal("megatron-bridge-25", stacks.resolve({}))
+    assert.are.equal("nemo-1", stacks.resolve({ framework = "megatron", stack = "nemo-1" }))
+  end)
+
+  it("refuse an unknown stack naming it and listing the known ones", function()
+    local err = H.err_of(policy.from_table, base_policy({ stack = "nemo-99" }), "p.lua")
+    assert.truthy(err:find("training.stack", 1, true), err)
+    assert.truthy(err:find('"nemo-99"', 1, true), err)
+    for _, id in ipairs(stacks.ids()) do assert.truthy(err:find(id, 1, true), err) end
+    err = H.err_of(policy.from_table, base_policy({ stack = 3 }), "p.lua")
+    assert.truthy(err:find("unknown stack", 1, true), err)
+  end)
+
+  it("refuse a stack of another framework", function()
+    local err = H.err_of(policy.from_table,
+      base_policy({ framework = "fsdp2", stack = "nemo-1" }), "p.lua")
+    assert.truthy(err:find('stack "nemo-1" is a megatron stack, training.framework is fsdp2', 1, true), err)
+  end)
+
+  it("apply the selected stack's efficiency profile, not another's", function()
+    with_profile("nemo-1", { ["h100-sxm-80gb"] = { gemm_efficiency = 0.42, attention_efficiency = 0.5 } },
+      function()
+        local p = policy.from_table(base_policy({ framework = "megatron", stack = "nemo-1" }), "p.lua")
+        assert.are.equal("nemo-1", p.stack)
+        assert.are.equal(0.42, p.cluster.device.gemm_efficiency)
+        assert.are.equal(0.5, p.cluster.device.attention_efficiency)
+        -- the default (newest) stack has no profile: the preset's values
+        local q = policy.from_table(base_policy({ framework = "megatron" }), "p.lua")
+        assert.are.equal("megatron-bridge-25", q.stack)
+        assert.are.equal("h100-sxm-80gb", q.cluster.device)
+        -- a field the device table sets itself wins over the profile
+        local raw = base_policy({ framework = "megatron", stack = "nemo-1" })
+        raw.cluster.device = { base = "h100-sxm-80gb", gemm_efficiency = 0.6 }
+        local r = policy.from_table(raw, "p.lua")
+        assert.are.equal(0.6, r.cluster.device.gemm_efficiency)
+        assert.are.equal(0.5, r.cluster.device.attention_efficiency)
+        -- and reaches the estimate
+        local ctx = require("apsearch.core").context(p.model, p.cluster, p.training)
+        assert.are.equal(0.42, ctx:inputs().cluster.device.gemm_efficiency)
+      end)
+  end)
+
+  it("apply in validate by the row's software", function()
+    local rows = validate.load(ROOT .. "/tests/fixtures/cases_mpt_h100.csv")
+    local row
+    for _, r in ipairs(rows) do if r.device == "h100-sxm-80gb" and r.framework == "fsdp" then row = r break end end
+    row.software = "llm-foundry (2023)"
+    local plain = validate.run_case(row)
+    with_profile("llm-foundry", { ["h100-sxm-80gb"] = { gemm_efficiency = 0.35 } }, function()
+      local c = validate.run_case(row)
+      assert.are.equal("llm-foundry", c.stack)
+      assert.are.equal(0.35, c.inputs.cluster.device.gemm_efficiency)
+      assert.is_true(c.predicted.tokens_per_s_per_gpu < plain.predicted.tokens_per_s_per_gpu)
+    end)
+  end)
+
+  it("ship no per-stack efficiencies (docs/accuracy.md: not supported by the public runs)", function()
+    for _, st in ipairs(stacks.STACKS) do assert.are.same({}, st.devices, st.id) end
+  end)
+end)
+
+describe("calibrate --group software", function()
+  -- Synthetic runs: the H100 MPT rows of the fixture, estimated under known
+  -- parameters, once as TorchTitan 2024 runs and once as TorchTitan 2025
+  -- runs with different parameters; a third copy names software no stack
+  -- matches and counts to the newest (2025).
+  local A = { gemm_efficiency = 0.55, gemm_half_dim = 800, attention_efficiency = 0.30 }
+  local B = { gemm_efficiency = 0.75, gemm_half_dim = 800, attention_efficiency = 0.30 }
+
+  local function synthetic_csv()
+    local src = validate.load(ROOT .. "/tests/fixtures/cases_mpt_h100.csv")
+    local header = {}
+    for _, col in ipairs(validate.REQUIRED) do header[#header + 1] = col end
+    header[#header + 1] = "software"
+    header[#header + 1] = "measured_tokens_per_s_per_gpu"
+    local lines = { table.concat(header, ",") }
+    local n = 0
+    for _, row in ipairs(src) do
+      if row.device == "h100-sxm-80gb" and row.framework == "fsdp" then
+        for _, g in ipairs({ { "torchtitan a (2024-12)", A }, { "torchtitan b (2025-06)", B },
+                             { "in-house fork", B } }) do
+          local r = {}
+          for k, v in pairs(row) do r[k] = v end
+          r.framework, r.software = "fsdp2", g[1]
+          local c = validate.run_case(r, { devices = { ["h100-sxm-80gb"] = g[2] } })
+          assert(not c.error, c.error)
+          local vals = {}
+          for i, col in ipairs(validate.REQUIRED) do vals[i] = r[col] end
+          vals[#vals + 1] = r.software
+          vals[#vals + 1] = string.format("%.17g", c.predicted.tokens_per_s_per_gpu)
+          lines[#lines + 1] = table.concat(vals, ",")
+          n = n + 1
+        end
+      end
+    end
+    local path = os.tmpname()
+    H.write(path, table.concat(lines, "\n") .. "\n")
+    return path, n
+  end
+
+  it("fits one calibration per stack and applies the matching one", function()
+    local path, n = synthetic_csv()
+    local logs = {}
+    local calib = calibrate.fit_grouped(path, { log = function(l) logs[#logs + 1] = l end })
+    assert.is_true(n >= 15)
+    assert.are.same({ "torchtitan-2024", "torchtitan-2025" }, require("apsearch.util").sorted_keys(calib.stacks))
+    local a = calib.stacks["torchtitan-2024"].devices["h100-sxm-80gb"]
+    local b = calib.stacks["torchtitan-2025"].devices["h100-sxm-80gb"]
+    assert.is_true(math.abs(a.gemm_efficiency - 0.55) < 0.02, tostring(a.gemm_efficiency))
+    assert.is_true(math.abs(b.gemm_efficiency - 0.75) < 0.02, tostring(b.gemm_efficiency))
+    assert.are.equal(2 * n / 3, calib.stacks["torchtitan-2025"].rows)
+    assert.truthy(table.concat(logs, "\n"):find("names no known stack; counted to torchtitan-2025", 1, true))
+    -- written and read back: each run gets its own stack's values
+    local out = os.tmpname()
+    H.write(out, require("apsearch.format.json").format(calib))
+    local loaded = calibration.load(out)
+    local cl = calibration.apply({ device = "h100-sxm-80gb" }, loaded, "torchtitan-2024")
+    assert.is_true(math.abs(a.gemm_efficiency - cl.device.gemm_efficiency) < 1e-9)
+    cl = calibration.apply({ device = "h100-sxm-80gb" }, loaded, "torchtitan-2025")
+    assert.is_true(math.abs(b.gemm_efficiency - cl.device.gemm_efficiency) < 1e-9)
+    cl = calibration.apply({ device = "h100-sxm-80gb" }, loaded, "nemo-1")
+    assert.are.equal("h100-sxm-80gb", cl.device)
+    -- validate with the file: the synthetic runs come back (nearly) exact
+    local res = validate.run(path, loaded)
+    assert.is_true(res.summary.throughput.mape_pct < 1.0, tostring(res.summary.throughput.mape_pct))
+    os.remove(path)
+    os.remove(out)
+  end)
+
+  it("refuses an unknown grouping and an unknown stack in a file", function()
+    local err = H.err_of(calibrate.fit_grouped, "x.csv", { by = "device" })
+    assert.truthy(err:find('unknown grouping "device"', 1, true), err)
+    local p = os.tmpname()
+    H.write(p, '{"stacks": {"nemo-9": {"devices": {}}}}')
+    err = H.err_of(calibration.load, p)
+    os.remove(p)
+    assert.truthy(err:find("stacks.nemo-9: unknown stack; known stacks: megatron-bridge-25", 1, true), err)
+  end)
+
+  it("is reachable from the command line", function()
+    local code, _, out = H.apsearch("calibrate", ROOT .. "/tests/fixtures/cases_small.csv",
+      "--group", "bogus", "-o", os.tmpname())
+    assert.are_not.equal(0, code)
+    assert.truthy(out:find("--group: unknown grouping; known: software", 1, true), out)
+  end)
+end)

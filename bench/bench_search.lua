@@ -1,19 +1,28 @@
 --- End-to-end search throughput: prints figures, asserts nothing.
 -- Usage: lua5.4 bench/bench_search.lua  (from the repo root, after a build;
--- bench/run.sh sets the paths). Space: Llama-3.1-70B on 1,024 H100s,
--- examples/llama3_70b_h100_1024_sweep.lua (122,580 candidates).
+-- bench/run.sh sets the paths). Spaces: Llama-3.1-70B on 1,024 H100s,
+-- examples/llama3_70b_h100_1024_sweep.lua (122,580 candidates, best of 3),
+-- and Llama-3.1-405B on 16,384 H100s with every dimension wide,
+-- bench/llama3_405b_16k_wide.lua (2,430,560 candidates, once); each with
+-- the fast path (search.block_pruner) and the full walk.
 local policy = require "apsearch.policy"
 local search = require "apsearch.search"
 local root = os.getenv("APS_ROOT") or "."
-local p = policy.load(root .. "/examples/llama3_70b_h100_1024_sweep.lua")
-local best, r = math.huge, nil
-for _ = 1, 3 do
-  local t0 = os.clock()
-  r = search.run(p)
-  local dt = os.clock() - t0
-  if dt < best then best = dt end
+local function bench(file, reps, label, opts)
+  local p = policy.load(root .. "/" .. file)
+  local best, r = math.huge, nil
+  for _ = 1, reps do
+    local t0 = os.clock()
+    r = search.run(p, opts)
+    local dt = os.clock() - t0
+    if dt < best then best = dt end
+  end
+  local s = r.all_candidate_summary
+  print(string.format("search %s: %d candidates (%d filtered early, %d estimated, %d feasible) " ..
+    "in %.3f s CPU = %.0f candidates/s end to end (best of %d)",
+    label, s.generated, s.filtered_early, s.estimated, s.feasible, best, s.generated / best, reps))
 end
-local s = r.all_candidate_summary
-print(string.format("search: %d candidates (%d filtered early, %d estimated, %d feasible) " ..
-  "in %.3f s CPU = %.0f candidates/s end to end (best of 3)",
-  s.generated, s.filtered_early, s.estimated, s.feasible, best, s.generated / best))
+bench("examples/llama3_70b_h100_1024_sweep.lua", 3, "122,580 sweep")
+bench("examples/llama3_70b_h100_1024_sweep.lua", 3, "122,580 sweep, full walk", { enumerate = "full" })
+bench("bench/llama3_405b_16k_wide.lua", 1, "2.4 M 405B space")
+bench("bench/llama3_405b_16k_wide.lua", 1, "2.4 M 405B space, full walk", { enumerate = "full" })

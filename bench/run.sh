@@ -12,3 +12,9 @@ APS_ROOT=$PWD LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;;" \
   ./build/apsearch run examples/llama3_70b_h100.lua --quiet >/dev/null
 /usr/bin/time -f "apsearch run (1,024-GPU sweep): %e s wall, %M KiB peak RSS" \
   ./build/apsearch run examples/llama3_70b_h100_1024_sweep.lua --quiet >/dev/null
+/usr/bin/time -f "apsearch run bench/llama3_405b_16k_wide.lua (2.4 M): %e s wall, %M KiB peak RSS" \
+  ./build/apsearch run bench/llama3_405b_16k_wide.lua --quiet >/dev/null
+OUT=$(mktemp -d)
+/usr/bin/time -f "apsearch run bench/llama3_405b_16k_wide.lua --out (2.4 M): %e s wall, %M KiB peak RSS" \
+  ./build/apsearch run bench/llama3_405b_16k_wide.lua --quiet --out "$OUT" >/dev/null
+rm -rf "$OUT"

@@ -102,6 +102,7 @@ local function pow2_list(lo, hi)
   local v = 1
   while v <= hi do
     if v >= lo then list[#list + 1] = v end
+    if v > hi // 2 then break end   -- no overflow past math.maxinteger
     v = v * 2
   end
   return list
@@ -465,7 +466,9 @@ function Norm:range(x, path, kind)
   end
   if x.pow2 and x.step ~= nil then self:fail(path, "give step or pow2, not both", x) end
   if x.max < x.min then self:fail(path .. ".max", "must be >= min = " .. util.describe(x.min), x.max) end
-  if (x.max - x.min) / (x.step or 1) >= M.max_range_values then
+  -- the limit is on the values produced: a power-of-two range has at most
+  -- 63 (pow2 = true up to 131,072 GPUs or more is fine)
+  if not x.pow2 and (x.max - x.min) / (x.step or 1) >= M.max_range_values then
     self:fail(path, "range has more than " .. M.max_range_values .. " values", x)
   end
   local list

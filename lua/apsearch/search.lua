@@ -325,9 +325,48 @@ function M.run(policy, opts)
   local tr_tp_s, tr_tp_m, tr_tp_c = {}, {}, {}
   local tr_pp_s, tr_pp_m, tr_pp_c = {}, {}, {}
   local tr_cp_s, tr_cp_m, tr_cp_c = {}, {}, {}
+  -- fast path (M.block_pruner): blocks of candidates that a core check
+  -- rejects whatever their inner levels are counted at once, not walked
+  local hook = nil
+  if fast and opts.enumerate ~= "full" then
+    hook = M.block_pruner(space, ctx, inputs, function(pat, first, fcode, fmsg, g, gcode, gmsg)
+      -- entries in order of first occurrence in the block
+      local bad_e, good_e
+      if pat.n_bad > 0 then
+        bad_e = summary[fcode]
+        if not bad_e and not first then return nil end
+      end
+      if first then
+        if bad_e then bad_e.count = bad_e.count + pat.n_bad
+        else
+          bad_e = count_reason(summary, reasons, fcode, first, fmsg, "early", code_rule[fcode])
+          bad_e.count = pat.n_bad
+        end
+      end
+      if g then
+        good_e = summary[gcode]
+        local ng = pat.n - pat.n_bad
+        if good_e then good_e.count = good_e.count + ng
+        else
+          good_e = count_reason(summary, reasons, gcode, g, gmsg, "early", code_rule[gcode])
+          good_e.count = ng
+        end
+      end
+      if bad_e and not first then bad_e.count = bad_e.count + pat.n_bad end
+      filtered = filtered + pat.n
+      local bad, bid, gid = pat.bad, bad_e and bad_e.id, good_e and good_e.id
+      for i = 1, pat.n do
+        cn = cn + 1
+        cbuf[cn] = bad[i] and bid or gid
+        if cn == CFULL then cchunks[#cchunks + 1] = spack(CFMT, unpack(cbuf, 1, CFULL)) cn = 0 end
+      end
+      return true
+    end)
+  end
+  local next_progress = 0x10000
   local t_loop = os.clock()
 
-  for cand, index in space:iter() do
+  for cand, index in space:iter(hook) do
     generated = index
     local ok, code, msg, failed_rule, ev = true, nil, nil, nil, nil
     if by_evaluate then
@@ -500,8 +539,13 @@ function M.run(policy, opts)
         end
       end
     end
-    if progress and index & 0xFFFF == 0 then progress(index, space_size) end
+    if progress and index >= next_progress then
+      progress(index, space_size)
+      next_progress = (index // 0x10000 + 1) * 0x10000
+    end
   end
+  -- a pruned block at the end of the walk is not returned by the iterator
+  generated = space_size
   local loop_seconds = os.clock() - t_loop
   if progress then progress(generated, space_size, true) end
   if cn > 0 then cchunks[#cchunks + 1] = spack(M.code_format(cn), unpack(cbuf, 1, cn)) end
@@ -670,6 +714,188 @@ function M.run(policy, opts)
     visualization_report = nil,   -- set by the CLI when it writes the report
     candidates = record,
   }
+end
+
+local function all_of(list, pred)
+  for _, v in ipairs(list) do if not pred(v) then return false end end
+  return true
+end
+
+--- The fast path of the walk: a hook for `Space:iter` that decides, at the
+-- first candidate of each block sharing the outer levels (degrees, split,
+-- data-parallel pair), whether every candidate of the block fails the same
+-- core check with the same reason code -- then the block is counted under
+-- that code with its first candidate as the example (the one a full walk
+-- would keep) and not walked.  The decision is conservative: it mirrors the
+-- order of aps_check_all (src/core/check.c) and prunes only where the
+-- inner levels (ZeRO stage, recompute, micro-batch size and count) cannot
+-- change the first failing check:
+--
+-- * degrees, zero, tp, cp: when every inner value passes their inner
+--   parts (micro-batch ranges, recompute values, ZeRO stages), they depend
+--   on the outer levels only;
+-- * batch: when it fails for every micro-batch size and count listed;
+-- * pp: when batch passes for all of them, and the failure is in the
+--   outer part (partition, split, vpp without pp) or the interleaved
+--   micro-batch rule fails for all of them;
+-- * devices: when batch and the interleaved rule pass for all of them;
+-- * framework: never (it reads the ZeRO stage and recompute).
+-- tests/lua/space_spec.lua compares this path with the full walk.
+-- @tparam table space
+-- @tparam userdata ctx
+-- @tparam table inputs ctx:inputs()
+-- @tparam function on_block `on_block(probe, code, msg, n)` accounts a
+--   pruned block of n candidates
+-- @treturn function|nil the hook (nil when the inner values are unsafe)
+function M.block_pruner(space, ctx, inputs, on_block)
+  local inner = space.inner
+  if not inner or space.boundary == 0 then return nil end
+  local MAXD = 1 << 24
+  local int = function(v) return math.type(v) == "integer" end
+  local mbs_l, mbn_l = inner.micro_batch_size, inner.micro_batch_num
+  local ok_inner =
+    all_of(mbs_l, function(v) return int(v) and v >= 1 and v <= MAXD end)
+    and all_of(mbn_l, function(v) return int(v) and v >= 0 and v <= MAXD end)
+    and all_of(inner.zero_stage, function(v) return int(v) and v >= 0 and v <= 3 end)
+    and all_of(inner.layer_recompute, function(v) return v == "none" or v == "selective" or v == "full" end)
+    and all_of(inner.recompute_method, function(v) return v == "block" or v == "uniform" end)
+  if not ok_inner then return nil end
+  local B = inputs.training.global_batch_size
+  if not int(B) then return nil end
+  local check = ctx.check
+  local names = { "degrees", "zero", "tp", "cp", "batch", "pp", "devices", "framework" }
+  local levels, n, boundary = space.levels, #space.levels, space.boundary
+  -- The inner part of the degrees check (recompute_num_layers "auto" or 0
+  -- with the uniform method, counts below -1) fails for some inner
+  -- settings: per key of the outer fields the inner levels read, the
+  -- pattern of the block (true where degrees fails: INVALID_DEGREE), its
+  -- size and the inner settings of its first candidate that passes.  TP
+  -- and VPP are set to 1 there (the inner part does not read them).
+  local kf, pat_cache = space.key_fields, {}
+  local function pattern(c)
+    local parts = {}
+    for i = 1, #kf do parts[i] = tostring(c[kf[i]]) end
+    local key = table.concat(parts, " ")
+    local pat = pat_cache[key]
+    if pat then return pat end
+    local sc = space_mod.copy(c)
+    sc.tp_degree, sc.vpp_degree, sc.sequence_parallel = 1, 1, false
+    local bad, m, good, good_at = {}, 0, nil, nil
+    local function walk(k)
+      if k > n then
+        m = m + 1
+        local ok = check(ctx, "degrees", sc)
+        bad[m] = not ok
+        if ok and not good then
+          good, good_at = {}, m
+          for i = boundary + 1, n do
+            for _, f in ipairs(levels[i].fields or { levels[i].field or levels[i].name }) do good[f] = sc[f] end
+          end
+          good.auto_recompute, good.balance_stages = sc.auto_recompute, nil
+        end
+        return
+      end
+      local l = levels[k]
+      for _, v in ipairs(l.values(sc)) do
+        if l.set then l.set(sc, v) else sc[l.field] = v end
+        walk(k + 1)
+      end
+    end
+    walk(boundary + 1)
+    pat = { bad = bad, n = m, good = good, good_at = good_at }
+    local nb = 0
+    for i = 1, m do if bad[i] then nb = nb + 1 end end
+    pat.n_bad = nb
+    pat_cache[key] = pat
+    return pat
+  end
+  local function batch_state(D)
+    local pass, fail = true, true
+    for _, b in ipairs(mbs_l) do
+      for _, mn in ipairs(mbn_l) do
+        local per = b * D
+        local bad = B % per ~= 0 or (mn > 0 and mn ~= B // per)
+        if bad then pass = false else fail = false end
+      end
+    end
+    return pass, fail
+  end
+  local function vpp_all(D, pp, want_fail)
+    for _, b in ipairs(mbs_l) do
+      for _, mn in ipairs(mbn_l) do
+        local mb = mn > 0 and mn or B // (b * D)
+        if (mb % pp ~= 0) ~= want_fail then return false end
+      end
+    end
+    return true
+  end
+  -- true when every candidate of the block that passes degrees fails
+  -- first the check `probe` (one of them) fails first
+  local function uniform_failure(g)
+    local ok, code, msg = check(ctx, "all", g)
+    if ok then return nil end
+    local j = 0
+    for i, name in ipairs(names) do
+      if not check(ctx, name, g) then j = i break end
+    end
+    if j == 0 or j == 8 then return nil end
+    if j >= 5 then
+      local D = g.dp_degree * g.fsdp_degree
+      if not int(D) or D < 1 then return nil end
+      local pass, fail = batch_state(D)
+      if j == 5 then
+        if not fail then return nil end
+      else
+        if not pass then return nil end
+        local pp, vpp = g.pp_degree, g.vpp_degree
+        if j == 6 then
+          if code == "VPP_INVALID" and vpp > 1 and pp >= 2 and not vpp_all(D, pp, true) then
+            return nil
+          end
+        elseif vpp > 1 and not vpp_all(D, pp, false) then
+          return nil
+        end
+      end
+    end
+    return code, msg
+  end
+  return function(c, _)
+    local pat = pattern(c)
+    if not pat.good then
+      -- degrees fails everywhere in the block
+      local ok, code, msg = check(ctx, "all", c)
+      if ok or code ~= "INVALID_DEGREE" then return nil end
+      if not on_block(pat, c, code, msg, nil, nil, nil) then return nil end
+      return pat.n, true
+    end
+    local g = c
+    if pat.good_at ~= 1 then
+      g = space_mod.copy(c)
+      for f, v in pairs(pat.good) do g[f] = v end
+      g.auto_recompute = pat.good.auto_recompute
+    end
+    local code, msg = uniform_failure(g)
+    if not code then return nil end
+    if pat.n_bad == 0 then
+      if not on_block(pat, nil, nil, nil, g, code, msg) then return nil end
+      return pat.n, true
+    end
+    -- the first candidate (position 1) is the first INVALID_DEGREE one
+    -- when it fails degrees; its own message
+    local first, fcode, fmsg = nil, nil, nil
+    if pat.bad[1] then
+      local ok
+      ok, fcode, fmsg = check(ctx, "all", c)
+      if ok or fcode ~= "INVALID_DEGREE" then return nil end
+      first = c
+    else
+      -- the first bad candidate is later in the block: walk the block
+      -- (its example would be missed otherwise) unless already counted
+      fcode = "INVALID_DEGREE"
+    end
+    if not on_block(pat, first, fcode, fmsg, g, code, msg) then return nil end
+    return pat.n, true
+  end
 end
 
 --- Records per packed chunk of the per-candidate record.

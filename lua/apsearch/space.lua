@@ -312,11 +312,65 @@ function M.new(ss, info)
     end
   end
 
+  -- the last "outer" level (the degrees, the pipeline split, the data
+  -- parallel pair): the levels after it (ZeRO, recompute, micro-batch) are
+  -- the inner levels that the fast path of the search (Space:iter's hook)
+  -- skips as a block when a check rejects the whole block
+  local boundary = 0
+  for i, l in ipairs(levels) do
+    if l.name == "data_parallel" or l.name == "fsdp_degree" then boundary = i end
+  end
+  -- the fields of outer levels that inner levels read (the subtree-size key)
+  local key_fields = {}
+  for i = boundary + 1, #levels do
+    for _, d in ipairs(levels[i].deps or {}) do
+      local src = provides[d]
+      if src and src <= boundary then key_fields[#key_fields + 1] = d end
+    end
+  end
+
   local self = setmetatable({
     levels = levels, dims = dims, data_parallel = ss.data_parallel,
     allow_idle_devices = info.allow_idle_devices or false,
+    boundary = boundary, key_fields = key_fields, subtree_cache = {},
+    -- every value an inner level can take (the fast path's safety test)
+    inner = {
+      zero_stage = util.copy(zl), layer_recompute = lr, recompute_num_layers = rnl,
+      recompute_method = rm, micro_batch_size = list_of(dims, "micro_batch_size"),
+      micro_batch_num = list_of(dims, "micro_batch_num"),
+    },
   }, Space)
   return self
+end
+
+--- Number of candidates that share the outer levels of `c` (the inner
+-- levels' product; memoized on the outer fields they read).
+-- @tparam table c candidate with its outer levels set
+-- @treturn integer
+function Space:subtree_size(c)
+  local kf, parts = self.key_fields, {}
+  for i = 1, #kf do parts[i] = tostring(c[kf[i]]) end
+  local key = table.concat(parts, " ")
+  local v = self.subtree_cache[key]
+  if v then return v end
+  local levels, n = self.levels, #self.levels
+  local s = {}
+  for f, x in pairs(c) do s[f] = x end
+  local function count(k)
+    if k > n then return 1 end
+    local l = levels[k]
+    local list = l.values(s)
+    local total = 0
+    for i = 1, #list do
+      if l.set then l.set(s, list[i]) else s[l.field] = list[i] end
+      if not l.influences then return #list * count(k + 1) end
+      total = total + count(k + 1)
+    end
+    return total
+  end
+  v = count(self.boundary + 1)
+  self.subtree_cache[key] = v
+  return v
 end
 
 --- A fresh candidate with every field at its default.
@@ -373,14 +427,25 @@ end
 --- Iterates over the candidates.
 -- The same table is returned each step, mutated in place: copy it
 -- (`space.copy`) to keep it.
+--
+-- With `hook`, the fast path: at the first candidate of each block of
+-- candidates sharing the outer levels (see `boundary`), `hook(cand, index)`
+-- is called; when it returns a number (the block's size) and a tag, the
+-- block is skipped and the index advances past it, or with `yield_pruned`
+-- every candidate of the block is returned with the tag as a third value.
+-- @tparam[opt] function hook
+-- @tparam[opt] boolean yield_pruned
 -- @treturn function iterator returning `candidate, index` (1-based), then nil
-function Space:iter()
+function Space:iter(hook, yield_pruned)
   local levels, n = self.levels, #self.levels
   local cand = self:base()
   local lists, idx = {}, {}
   local fields, setters = {}, {}
   for i, l in ipairs(levels) do fields[i] = l.field or false setters[i] = l.set end
   local started, count = false, 0
+  local B = hook and self.boundary or 0
+  if B == 0 then hook = nil end
+  local fresh, adv, tag = false, n, nil
 
   local function next_at(j)
     while j >= 1 do
@@ -399,30 +464,48 @@ function Space:iter()
   end
 
   return function()
-    local k
-    if started then
-      k = next_at(n)
-      if k == 0 then return nil end
-    else
-      started = true
-      k = 1
-    end
-    while k <= n do
-      local list = levels[k].values(cand)
-      lists[k] = list
-      local v = list[1]
-      if v == nil then
-        k = next_at(k - 1)
+    while true do
+      local k
+      if started then
+        k = next_at(adv)
+        adv = n
         if k == 0 then return nil end
       else
-        idx[k] = 1
-        local f = fields[k]
-        if f then cand[f] = v else setters[k](cand, v) end
-        k = k + 1
+        started = true
+        k = 1
+      end
+      if k <= B + 1 then fresh = true end
+      while k <= n do
+        local list = levels[k].values(cand)
+        lists[k] = list
+        local v = list[1]
+        if v == nil then
+          k = next_at(k - 1)
+          if k == 0 then return nil end
+          if k <= B + 1 then fresh = true end
+        else
+          idx[k] = 1
+          local f = fields[k]
+          if f then cand[f] = v else setters[k](cand, v) end
+          k = k + 1
+        end
+      end
+      count = count + 1
+      if fresh and hook then
+        fresh = false
+        local skip
+        skip, tag = hook(cand, count)
+        if skip and not yield_pruned then
+          count = count + skip - 1
+          adv = B
+          tag = nil
+        else
+          return cand, count, tag
+        end
+      else
+        return cand, count, tag
       end
     end
-    count = count + 1
-    return cand, count
   end
 end
 

@@ -521,3 +521,73 @@ describe("driver details", function()
     assert.are.same({ "degrees", "zero", "tp", "cp", "batch", "pp", "devices", "framework", "memory_limit" }, names)
   end)
 end)
+
+-- issue 14 item 5: the fast path (search.block_pruner: blocks that a core
+-- check rejects whatever their inner levels are counted, not walked)
+-- against the full walk (opts.enumerate = "full")
+describe("fast path vs full enumeration", function()
+  local util = require "apsearch.util"
+  local function same(p)
+    local a = search.run(p, { enumerate = "full", sensitivity = false })
+    local b = search.run(p, { sensitivity = false })
+    for _, f in ipairs({ "space_size", "generated", "filtered_early", "estimated", "feasible", "infeasible" }) do
+      assert.are.equal(a.all_candidate_summary[f], b.all_candidate_summary[f], f)
+    end
+    assert.are.equal(util.describe(a.infeasible_summary), util.describe(b.infeasible_summary))
+    assert.are.equal(#a.top_k_strategies, #b.top_k_strategies)
+    for i, t in ipairs(a.top_k_strategies) do
+      assert.are.equal(t.index, b.top_k_strategies[i].index)
+      assert.are.equal(search.describe_strategy(t), search.describe_strategy(b.top_k_strategies[i]))
+      assert.are.equal(t.performance_cost.step_time, b.top_k_strategies[i].performance_cost.step_time)
+    end
+    assert.are.same(a.search_log[#a.search_log - 1], b.search_log[#b.search_log - 1])
+    local ra, rb = a.candidates:decode(), b.candidates:decode()
+    assert.are.equal(#ra.code, #rb.code)
+    for i = 1, #ra.code do
+      local ca, cb = ra.reasons[ra.code[i]] or 0, rb.reasons[rb.code[i]] or 0
+      if ca ~= cb then assert.are.equal(ca, cb, "candidate " .. i) end
+    end
+    return a
+  end
+  for _, f in ipairs({ "llama3_405b_h100_16k.lua", "llama3_70b_h100.lua", "llama3_8b_128k_cp.lua",
+    "llama3_8b_h100.lua", "qwen25_7b_a100.lua", "llama3_70b_h100_1024_sweep.lua" }) do
+    it("gives the same counts, reasons, examples and top-k on examples/" .. f, function()
+      same(policy.load(ROOT .. "/examples/" .. f))
+    end)
+  end
+  it("is the same on a wide space with uniform/auto recompute, ranges and idle devices", function()
+    local p
+    local raw = policy.load_raw(ROOT .. "/examples/llama3_405b_h100_16k.lua")
+    raw.cluster = { device = "h100-sxm-80gb", nodes = 16, devices_per_node = 8 }
+    raw.training.global_batch_size = 96
+    raw.search_space = {
+      data_parallel = "auto", fsdp_degree = { 1, 2, 4 }, zero_stage = { 0, 1, 3 },
+      tp_degree = { min = 1, max = 8, pow2 = true }, sequence_parallel = { true, false },
+      cp_degree = { min = 1, max = 6 }, cp_comm_type = { "p2p", "all_gather" },
+      pp_degree = { min = 1, max = 12 }, vpp_degree = { 1, 2, 3 },
+      micro_batch_size = { 1, 2, 3 }, micro_batch_num = { 0, 4 },
+      layer_recompute = { "none", "selective", "full" },
+      recompute_num_layers = { -1, 0, "auto" }, recompute_method = { "block", "uniform" },
+    }
+    p = policy.from_table(raw, "wide.lua")
+    local a = same(p)
+    assert.is_true(a.all_candidate_summary.space_size > 10000)
+    raw.constraints = { allow_idle_devices = true }
+    raw.training.framework = "fsdp2"
+    same(policy.from_table(raw, "wide_idle.lua"))
+  end)
+end)
+
+describe("power-of-two ranges", function()
+  it("are limited by the values they produce, not their span (131,072 GPUs)", function()
+    local p = policy.from_table(llama8b({ data_parallel = "auto",
+      fsdp_degree = { min = 1, max = 131072, pow2 = true } }), "pow2.lua")
+    assert.are.equal(18, #p.search_space.dims.fsdp_degree)
+    local q = policy.from_table(llama8b({ data_parallel = "auto",
+      fsdp_degree = { min = 1, max = 1 << 30, pow2 = true } }), "pow2.lua")
+    assert.are.equal(31, #q.search_space.dims.fsdp_degree)
+    -- no endless doubling past math.maxinteger
+    local env = policy.env(".")
+    assert.are.equal(63, #env.pow2(1, math.maxinteger))
+  end)
+end)

@@ -2,8 +2,8 @@
 -- function that returns `Trainer.Config`, the form TorchTitan loads since
 -- pytorch/torchtitan 9810191b (2026-02-23, TOML replaced by a Python
 -- dataclass registry).  The module builds on HEAD's llama3 config function
--- for the model (llama3_8b, llama3_70b, llama3_405b) and overwrites every
--- field the estimate depends on.  The fields, constructors and allowed
+-- (llama3_8b, llama3_70b, llama3_405b), builds the estimated model and
+-- overwrites every field the estimate depends on.  The fields, constructors and allowed
 -- values are apsearch.launch.options.torchtitan (read at the commit it
 -- cites); the launch command is `torchrun ... -m torchtitan.train --module
 -- rank<N>_torchtitan --config apsearch_rank<N>` as HEAD's run_train.sh.
@@ -45,6 +45,17 @@
 --   linear and yarn scaling NOT EXPRESSIBLE (HEAD's llama3 model has no
 --   linear interpolation and does not apply YaRN's attention scale);
 --   norm_eps -> attention_norm.eps, ffn_norm.eps and the final norm.eps
+-- * the model's shape: HEAD's flavour (model_registry) when the model has
+--   exactly its shape (options flavor_shapes), else
+--   config.model_spec.model = Llama3Model.Config(...) on the flavours'
+--   _build_llama3_layers and inits with the model's hidden size, layers,
+--   heads, KV heads, ffn_hidden_size (the builder takes the final SwiGLU
+--   width), vocab_size (unpadded), tie_word_embeddings and RoPE
+--   max_context_length (max_position_embeddings, at least seq_length); the
+--   ModelSpec stays model_registry's; converters applied to it as
+--   model_registry does; q/k/v, wo and MLP biases -> Linear.Config bias;
+--   GELU, LayerNorm, norm bias, sliding window NOT EXPRESSIBLE; head_dim
+--   other than dim // heads and qk-norm NOT WRITTEN (the builder has none)
 -- * cuda_graphs -> training.disable_cuda_graphs (HEAD graphs fwd + bwd by
 --   default since f84224af, 2026-08-13; never with PP)
 -- @module apsearch.launch.torchtitan
@@ -192,8 +203,8 @@ function M.model_shape(m, seq, pp)
   end
   if shape.enable_weight_tying and pp > 1 then
     N("NOT EXPRESSIBLE in TorchTitan", "tied input and output embeddings with pipeline parallelism " ..
-      "(Decoder.Config.update_from_config refuses them): written untied, one more vocabulary x hidden " ..
-      "matrix on the last stage than estimated")
+      "(Decoder.Config.update_from_config refuses them): written untied, lm_head its own vocabulary x " ..
+      "hidden matrix, trained apart from the embedding")
     shape.enable_weight_tying = false
   end
   if m.mlp and m.mlp ~= "swiglu" then

@@ -75,12 +75,54 @@ end
 -- model_registry call, module_fqns_per_model_part, the run line, and
 -- layer_fields: what the `for layer in config.model_spec.model.layers:`
 -- loop sets on every layer (path under the layer -> Lua value)
+-- one argument of the model block: int, bool, string, a name, name(int)
+-- or Ctor.Config(k=v, ...) (one level)
+local function model_arg(v)
+  local ctor, args = v:match("^([%w_]+%.Config)%((.*)%)$")
+  if ctor then
+    local out = { ctor = ctor, args = {} }
+    for k, x in (args .. ", "):gmatch("([%w_]+)=(.-), ") do out.args[k] = model_arg(x) end
+    return out
+  end
+  if v:match("^[%w_]+%(%d+%)$") or (v:match("^[%a_][%w_]*$") and v ~= "True" and v ~= "False") then
+    return { name = v }
+  end
+  return py_value(v)
+end
+
+-- `config.model_spec.model = Llama3Model.Config(` ... `    )`: the
+-- arguments, layers=_build_llama3_layers( ... ) as t.model.layers
+local function parse_model_block(lines)
+  local model, layers = { ctor = "Llama3Model.Config", args = {} }, nil
+  for _, line in ipairs(lines) do
+    line = line:gsub("%s+#.*$", "")
+    if line == "        layers=_build_llama3_layers(" then
+      layers = { ctor = "_build_llama3_layers", args = {} }
+    elseif line == "        )," then
+      model.args.layers = assert(layers, "layers closed twice")
+      layers = nil
+    else
+      local indent, k, v = line:match("^(%s+)([%w_]+)=(.-),$")
+      assert(k, "bad model line: " .. line)
+      assert(#indent == (layers and 12 or 8), "bad indent: " .. line)
+      local into = layers or model
+      assert(into.args[k] == nil, "argument twice: " .. k)
+      into.args[k] = model_arg(v)
+    end
+  end
+  assert(model.args.layers, "no layers")
+  return model
+end
+
 local function parse_titan(text)
   local t = { fields = {}, imports = {}, order = {}, layer_fields = {} }
-  local in_fn, fqns, in_loop = false, nil, false
+  local in_fn, fqns, in_loop, mblock = false, nil, false, nil
   for line in text:gmatch("[^\n]*") do
     if in_loop and not line:match("^        ") then in_loop = false end
-    if line:match("^#") then
+    if mblock then
+      if line == "    )" then t.model = parse_model_block(mblock) mblock = nil
+      else mblock[#mblock + 1] = line end
+    elseif line:match("^#") then
       local run = line:match("^#%s+PYTHONPATH=%S+ (torchrun .*)$")
       if run then t.run = run end
     elseif line == "" then
@@ -110,6 +152,12 @@ local function parse_titan(text)
         t.flavor = flavor
         local conv = rest:match("^, converters=%[(.*)%]$")
         if conv then t.converter = py_value(conv) end
+      elseif line == "    config.model_spec.model = Llama3Model.Config(" then
+        assert(not t.model, "one model config")
+        mblock = {}
+      elseif line:match("^    config%.model_spec%.model = .*%.build%(%)%.convert%(config%.model_spec%.model%)$") then
+        assert(t.model and not t.converter, "a converter after the model config")
+        t.converter = py_value(line:match("^    config%.model_spec%.model = (.*)%.build%(%)%.convert%("))
       elseif line:match("^    config%.loss = ") then
         t.loss = line:match("^    config%.loss = ([%w_%.]+)%(")
       elseif line == "    config.parallelism.module_fqns_per_model_part = [" then
@@ -167,6 +215,25 @@ local function check_titan_facts(t)
     assert.is_true(options.torchtitan_value_ok(fact, v), "layer." .. path .. " = " .. tostring(v))
     if fact.type == "float" then assert.are.equal("float", math.type(v), "layer." .. path .. " a Python float") end
   end
+  if t.model then
+    -- every argument of the model block and its constructors in the fact table
+    local function check(call)
+      local spec = assert(TT.model[call.ctor], "TorchTitan has no " .. call.ctor)
+      for k, x in pairs(call.args) do
+        local fact = spec[k]
+        assert.is_truthy(fact, call.ctor .. " has no argument " .. k)
+        if fact.type == "init" then
+          assert.is_true(TT.model.inits[x.name:match("^[%w_]+")] == true, call.ctor .. "." .. k .. " = " .. x.name)
+        elseif type(x) == "table" and x.ctor then
+          assert.are.equal(fact.type == "list" and "_build_llama3_layers" or fact.type, x.ctor)
+          check(x)
+        else
+          assert.is_true(options.torchtitan_value_ok(fact, x), call.ctor .. "." .. k .. " = " .. tostring(x))
+        end
+      end
+    end
+    check(t.model)
+  end
   if t.converter then
     local spec = TT.constructors[t.converter.ctor]
     assert.is_truthy(spec, "TorchTitan has no " .. t.converter.ctor)
@@ -185,6 +252,44 @@ local function check_titan_facts(t)
     assert.is_true(TT.train_options[fl] == true, "torchtitan.train has no option " .. fl)
   end
   assert.are.equal(t.fn, train:match("%-%-config ([%w_]+)"))
+end
+
+-- the model shape a parsed module builds: its Llama3Model.Config, else
+-- the flavour's (options.torchtitan.flavor_shapes); the biases from the
+-- layer loop
+local function titan_shape(t)
+  local s = {}
+  if t.model then
+    local a, b = t.model.args, t.model.args.layers.args
+    s = { dim = a.dim, vocab_size = a.vocab_size, enable_weight_tying = a.enable_weight_tying,
+      n_layers = b.n_layers, n_heads = b.n_heads, n_kv_heads = b.n_kv_heads, hidden_dim = b.hidden_dim,
+      head_dim = b.rope.args.dim, max_context_length = b.rope.args.max_context_length }
+    -- the builder derives the head dim (make_gqa_config: dim // n_heads)
+    assert.are.equal(a.dim // b.n_heads, s.head_dim, "RoPE dim is the builder's head dim")
+    assert.are.same({ a.vocab_size, a.dim }, { a.tok_embeddings.args.num_embeddings, a.tok_embeddings.args.embedding_dim })
+    assert.are.same({ a.dim, a.vocab_size }, { a.lm_head.args.in_features, a.lm_head.args.out_features })
+    assert.are.equal(a.dim, a.norm.args.normalized_shape)
+    assert.are.equal(a.enable_weight_tying and "_EMBEDDING_SKIP_INIT" or "_EMBEDDING_INIT",
+      a.tok_embeddings.args.param_init.name, "the flavours' embedding init")
+  else
+    for k, v in pairs(options.torchtitan.flavor_shapes[t.flavor]) do s[k] = v end
+  end
+  local L = t.layer_fields
+  s.qkv_bias = L["attention.qkv_linear.wqkv.bias"] == true
+  s.attn_out_bias = L["attention.wo.bias"] == true
+  s.mlp_bias = L["feed_forward.w1.bias"] == true and L["feed_forward.w2.bias"] == true and L["feed_forward.w3.bias"] == true
+  return s
+end
+
+-- what the estimate's model should give (r.inputs.model, seq_length, pp)
+local function expected_shape(m, seq, pp)
+  local mp = m.max_position_embeddings or 0
+  return { dim = m.hidden_size, n_layers = m.num_layers, n_heads = m.num_attention_heads,
+    n_kv_heads = m.num_query_groups or m.num_attention_heads, head_dim = m.head_dim or m.hidden_size // m.num_attention_heads,
+    hidden_dim = m.ffn_hidden_size, vocab_size = m.vocab_size,
+    enable_weight_tying = m.tie_word_embeddings == true and pp == 1,
+    max_context_length = mp >= seq and mp or seq,
+    qkv_bias = m.qkv_bias == true, attn_out_bias = m.attn_out_bias == true, mlp_bias = m.mlp_bias == true }
 end
 
 -- the strategy and training a parsed module describes: degrees, batch,
@@ -411,6 +516,8 @@ local function check_all(r)
       assert.are.equal(string.format("rank%d_torchtitan.py", f.rank), f.name)
       assert.truthy(f.text:find(options.torchtitan.source.commit, 1, true), "names the commit")
       local s, tr = titan_roundtrip(t)
+      -- the module builds the estimate's model
+      assert.are.same(expected_shape(r.inputs.model, r.inputs.training.seq_length, rec.pp_degree or 1), titan_shape(t))
       local prod = s.dp_degree * s.fsdp_degree * s.tp_degree * s.pp_degree * s.cp_degree
       -- the round trip reproduces the strategy and the training
       assert.are.equal(rec.dp_degree or 1, s.dp_degree)
@@ -793,11 +900,86 @@ describe("launch configs", function()
     t, text = titan("llama-2-7b", { "model.rope_scaling_type=linear", "model.rope_scaling_factor=2" })
     assert.are.equal("none", t.layer_fields["attention.rope.scaling"])
     assert.truthy(text:find("# NOT EXPRESSIBLE in TorchTitan: linear RoPE scaling (factor 2.0)", 1, true), text)
-    -- no rope_theta given: HEAD's flavour stays, with a NOTE
+    -- no rope_theta given: the model's own config keeps RoPE.Config's default, with a NOTE
     t, text = titan({ num_layers = 8, hidden_size = 1024, num_attention_heads = 8, num_query_groups = 8,
       ffn_hidden_size = 4096, vocab_size = 32000 })
     assert.is_nil(t.layer_fields["attention.rope.theta"])
-    assert.truthy(text:find("the model gives no rope_theta: HEAD's llama3 flavour's RoPE", 1, true))
+    assert.truthy(text:find("the model gives no rope_theta: RoPE.Config's default (theta 10000, no scaling)", 1, true))
+  end)
+
+  it("build the estimated model's shape in TorchTitan: the flavour when it is one, else Llama3Model.Config", function()
+    local function titan(model, search_space)
+      local p = policy.from_table({
+        model = model,
+        cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+        training = { global_batch_size = 64, seq_length = 4096, framework = "fsdp2" },
+        search_space = search_space or { data_parallel = "auto", tp_degree = { 1 }, fsdp_degree = { 8 } },
+        top_k = 1,
+      }, ROOT .. "/examples/x.lua")
+      local r = search.run(p)
+      assert.are.equal(1, #r.top_k_strategies)
+      local by = check_all(r)[1]   -- compares titan_shape with the model
+      local t = parse_titan(by.torchtitan.text)
+      return t, titan_shape(t), by.torchtitan.text
+    end
+    -- Llama-2-7B: none of the flavours; MHA, SwiGLU 11008 (no multiple_of
+    -- and multiplier needed: the builder takes the final width), vocab 32000
+    local t, s, text = titan("llama-2-7b")
+    assert.truthy(t.model, "an explicit model config")
+    assert.are.equal("8B", t.flavor)   -- the ModelSpec's parallelize / pipelining functions
+    assert.are.equal("llama-2-7b", t.fields["model_spec.flavor"])
+    assert.are.same({ dim = 4096, n_layers = 32, n_heads = 32, n_kv_heads = 32, head_dim = 128, hidden_dim = 11008,
+      vocab_size = 32000, enable_weight_tying = false, max_context_length = 4096, qkv_bias = false,
+      attn_out_bias = false, mlp_bias = false }, s)
+    assert.are.equal(true, t.model.args.layers.args.fuse_qkv)
+    assert.are.equal("flex", t.model.args.layers.args.attn_backend)
+    assert.is_nil(text:find("replace model_spec", 1, true))
+    assert.is_nil(text:find("NOT EXPRESSIBLE", 1, true))
+    -- Qwen2.5-7B: 28 layers, GQA 28/4, SwiGLU 18944, vocab 152064; the q, k, v
+    -- biases on the fused wqkv (Linear.Config bias)
+    t, s, text = titan("qwen2.5-7b")
+    assert.are.same({ dim = 3584, n_layers = 28, n_heads = 28, n_kv_heads = 4, head_dim = 128, hidden_dim = 18944,
+      vocab_size = 152064, enable_weight_tying = false, max_context_length = 131072, qkv_bias = true,
+      attn_out_bias = false, mlp_bias = false }, s)
+    assert.truthy(text:find("        layer.attention.qkv_linear.wqkv.bias = True", 1, true))
+    assert.is_nil(text:find("NOT EXPRESSIBLE", 1, true))
+    -- Mistral-7B: the shape is written, the sliding window is not expressible
+    t, s, text = titan("mistral-7b-v0.1")
+    assert.are.equal(14336, s.hidden_dim)
+    assert.are.equal(8, s.n_kv_heads)
+    assert.are.equal(32768, s.max_context_length)
+    assert.truthy(text:find("# NOT EXPRESSIBLE in TorchTitan: the 4096-token sliding window on 32 of 32 layers", 1, true))
+    -- Llama-3.1-8B: exactly HEAD's 8B flavour, so model_registry("8B") as is
+    t, s = titan("llama-3.1-8b")
+    assert.is_nil(t.model)
+    assert.are.equal("8B", t.flavor)
+    assert.are.equal(14336, s.hidden_dim)
+    -- Llama-3.2-1B (its Hugging Face config): HEAD's 1B flavour, tied embeddings
+    local hf = require "apsearch.hf"
+    local cfg = { architectures = { "LlamaForCausalLM" }, model_type = "llama", hidden_size = 2048,
+      intermediate_size = 8192, num_hidden_layers = 16, num_attention_heads = 32, num_key_value_heads = 8,
+      head_dim = 64, vocab_size = 128256, max_position_embeddings = 131072, tie_word_embeddings = true,
+      rms_norm_eps = 1e-5, rope_theta = 500000.0, hidden_act = "silu",
+      rope_scaling = { rope_type = "llama3", factor = 32.0, low_freq_factor = 1.0, high_freq_factor = 4.0,
+        original_max_position_embeddings = 8192 } }
+    local m1 = hf.from_config(cfg, "Llama-3.2-1B/config.json")
+    t, s = titan(m1)
+    assert.is_nil(t.model)
+    assert.are.equal("1B", t.flavor)
+    assert.is_true(s.enable_weight_tying)
+    assert.are.equal(32.0, t.layer_fields["attention.rope.scaling_factor"])
+    -- the same shape under another name and 20 layers: an explicit tied config
+    cfg.num_hidden_layers = 20
+    t, s = titan((hf.from_config(cfg, "my-model/config.json")))
+    assert.truthy(t.model)
+    assert.are.equal(20, s.n_layers)
+    assert.is_true(t.model.args.enable_weight_tying)
+    assert.are.equal("_EMBEDDING_SKIP_INIT", t.model.args.tok_embeddings.args.param_init.name)
+    -- tied embeddings with PP: TorchTitan refuses, written untied
+    local _, _, ptext = titan((hf.from_config(cfg, "my-model/config.json")),
+      { data_parallel = "auto", tp_degree = { 1 }, pp_degree = { 2 }, fsdp_degree = { 4 } })
+    assert.truthy(ptext:find("NOT EXPRESSIBLE in TorchTitan: tied input and output embeddings with pipeline", 1, true))
+    assert.truthy(ptext:find("enable_weight_tying=False", 1, true))
   end)
 
   it("write an uneven split with interleaving as chunk counts (Megatron get_transformer_layer_offset)", function()

@@ -154,7 +154,9 @@ M.torchtitan = {
       "llama3_70b, llama3_405b (torchtitan/models/llama3/config_registry.py); model_registry flavors " ..
       "(torchtitan/models/llama3/__init__.py); per-layer RoPE.Config (torchtitan/models/common/rope.py, " ..
       "copied per layer by make_gqa_config, models/common/config_utils.py) and RMSNorm.Config eps " ..
-      "(models/common/nn_modules.py); pipeline schedules (torch get_schedule_class names used " ..
+      "(models/common/nn_modules.py); Llama3Model.Config, _build_llama3_layers and the flavours' shapes " ..
+      "and inits (torchtitan/models/llama3/__init__.py, model.py; models/common/decoder.py, " ..
+      "feed_forward.py, linear.py); pipeline schedules (torch get_schedule_class names used " ..
       "by torchtitan/distributed/pipeline_parallel.py); run_train.sh (same commit). Each generated " ..
       "module loaded with TorchTitan's ConfigManager at that commit (docs/launch.md)",
   },
@@ -188,6 +190,54 @@ M.torchtitan = {
     -- Decoder.Config.norm (torchtitan/models/common/decoder.py): the final
     -- RMSNorm, RMSNorm.Config eps default 1e-5 (models/common/nn_modules.py)
     ["model_spec.model.norm.eps"] = { type = "float", min = 0 },
+    -- ModelSpec (torchtitan/protocols/model_spec.py) is a plain dataclass;
+    -- flavor only names the model in the trainer's log (trainer.py)
+    ["model_spec.flavor"] = { type = "str" },
+  },
+  -- the model config a module builds when the model is none of the
+  -- flavours (torchtitan/models/llama3/__init__.py): Llama3Model.Config
+  -- (model.py; Decoder.Config dim, vocab_size, enable_weight_tying,
+  -- tok_embeddings, norm, lm_head, layers, models/common/decoder.py) with
+  -- the flavours' own layer builder _build_llama3_layers (n_layers, dim,
+  -- n_heads, n_kv_heads, hidden_dim: the final SwiGLU width, no rounding;
+  -- head_dim = dim // n_heads, make_gqa_config) and the flavours' inits.
+  -- TorchTitan pads no vocabulary.  RoPE.Config dim (the head dim) and
+  -- max_context_length (the bound Decoder.Config.update_from_config checks
+  -- training.max_context_length against, then resizes the cache to)
+  model = {
+    ["Llama3Model.Config"] = { dim = { type = "int", min = 1 }, vocab_size = { type = "int", min = 1 },
+      enable_weight_tying = { type = "bool" }, tok_embeddings = { type = "Embedding.Config" },
+      norm = { type = "RMSNorm.Config" }, lm_head = { type = "Linear.Config" }, layers = { type = "list" } },
+    ["_build_llama3_layers"] = { n_layers = { type = "int", min = 1 }, dim = { type = "int", min = 1 },
+      n_heads = { type = "int", min = 1 }, n_kv_heads = { type = "int", min = 1 },
+      hidden_dim = { type = "int", min = 1 }, rope = { type = "ComplexRoPE.Config" },
+      fuse_qkv = { type = "bool" }, attn_backend = { type = "str", values = set({ "flex", "flex_flash", "varlen" }) } },
+    ["Embedding.Config"] = { num_embeddings = { type = "int", min = 1 }, embedding_dim = { type = "int", min = 1 },
+      param_init = { type = "init" } },
+    ["RMSNorm.Config"] = { normalized_shape = { type = "int", min = 1 }, param_init = { type = "init" } },
+    ["Linear.Config"] = { in_features = { type = "int", min = 1 }, out_features = { type = "int", min = 1 },
+      param_init = { type = "init" } },
+    ["ComplexRoPE.Config"] = { dim = { type = "int", min = 1 }, max_context_length = { type = "int", min = 1 } },
+    -- the inits the flavours use (private names of torchtitan.models.llama3)
+    inits = set({ "_EMBEDDING_INIT", "_EMBEDDING_SKIP_INIT", "_NORM_INIT", "_output_linear_init" }),
+  },
+  -- the flavours' shapes (llama3_configs, torchtitan/models/llama3/__init__.py):
+  -- hidden_dim = compute_ffn_hidden_dim(dim, multiple_of, ffn_dim_multiplier)
+  -- (models/common/feed_forward.py: int(8 dim / 3), times the multiplier,
+  -- rounded up to multiple_of): 1B (1024, 1.5), 3B (1024, 1.0), 8B (1024,
+  -- 1.3), 70B (4096, 1.3), 405B (4096, 1.2); RoPE max_context_length 131072;
+  -- 1B and 3B tie the embeddings
+  flavor_shapes = {
+    ["1B"] = { dim = 2048, n_layers = 16, n_heads = 32, n_kv_heads = 8, head_dim = 64, hidden_dim = 8192,
+      vocab_size = 128256, enable_weight_tying = true, max_context_length = 131072 },
+    ["3B"] = { dim = 3072, n_layers = 28, n_heads = 24, n_kv_heads = 8, head_dim = 128, hidden_dim = 8192,
+      vocab_size = 128256, enable_weight_tying = true, max_context_length = 131072 },
+    ["8B"] = { dim = 4096, n_layers = 32, n_heads = 32, n_kv_heads = 8, head_dim = 128, hidden_dim = 14336,
+      vocab_size = 128256, enable_weight_tying = false, max_context_length = 131072 },
+    ["70B"] = { dim = 8192, n_layers = 80, n_heads = 64, n_kv_heads = 8, head_dim = 128, hidden_dim = 28672,
+      vocab_size = 128256, enable_weight_tying = false, max_context_length = 131072 },
+    ["405B"] = { dim = 16384, n_layers = 126, n_heads = 128, n_kv_heads = 8, head_dim = 128, hidden_dim = 53248,
+      vocab_size = 128256, enable_weight_tying = false, max_context_length = 131072 },
   },
   -- `for layer in config.model_spec.model.layers: layer.<path> = value`:
   -- every Llama3TransformerBlock.Config carries its own RoPE.Config
@@ -208,6 +258,16 @@ M.torchtitan = {
     ["attention.rope.original_max_position_embeddings"] = { type = "int", min = 1 },
     ["attention_norm.eps"] = { type = "float", min = 0 },
     ["ffn_norm.eps"] = { type = "float", min = 0 },
+    -- Linear.Config bias (models/common/linear.py, default False): the fused
+    -- wqkv (the flavours' fuse_qkv=True; FusedQKVLinear splits and merges
+    -- the bias with the weight, models/common/attention.py), wo, and the
+    -- SwiGLU w1, w2, w3 (FeedForward, models/common/feed_forward.py);
+    -- column/rowwise TP shards or replicates a bias (decoder_sharding.py)
+    ["attention.qkv_linear.wqkv.bias"] = { type = "bool" },
+    ["attention.wo.bias"] = { type = "bool" },
+    ["feed_forward.w1.bias"] = { type = "bool" },
+    ["feed_forward.w2.bias"] = { type = "bool" },
+    ["feed_forward.w3.bias"] = { type = "bool" },
   },
   -- Ctor(field=value, ...)
   constructors = {
@@ -229,7 +289,9 @@ M.torchtitan = {
   base_configs = set({ "llama3_8b", "llama3_70b", "llama3_405b" }),
   imports = {
     ["torchtitan.models.llama3.config_registry"] = set({ "llama3_8b", "llama3_70b", "llama3_405b" }),
-    ["torchtitan.models.llama3"] = set({ "model_registry" }),
+    ["torchtitan.models.llama3"] = set({ "model_registry", "Llama3Model", "_build_llama3_layers",
+      "_EMBEDDING_INIT", "_EMBEDDING_SKIP_INIT", "_NORM_INIT", "_output_linear_init" }),
+    ["torchtitan.models.common"] = set({ "ComplexRoPE", "Embedding", "Linear", "RMSNorm" }),
     ["torchtitan.trainer"] = set({ "Trainer" }),
     ["torchtitan.config"] = set({ "CompileConfig" }),
     ["torchtitan.components.loss"] = set({ "ChunkedLossWrapper", "CrossEntropyLoss" }),

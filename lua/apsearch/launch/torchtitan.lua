@@ -2,8 +2,8 @@
 -- function that returns `Trainer.Config`, the form TorchTitan loads since
 -- pytorch/torchtitan 9810191b (2026-02-23, TOML replaced by a Python
 -- dataclass registry).  The module builds on HEAD's llama3 config function
--- for the model (llama3_8b, llama3_70b, llama3_405b) and overwrites every
--- field the estimate depends on.  The fields, constructors and allowed
+-- (llama3_8b, llama3_70b, llama3_405b), builds the estimated model and
+-- overwrites every field the estimate depends on.  The fields, constructors and allowed
 -- values are apsearch.launch.options.torchtitan (read at the commit it
 -- cites); the launch command is `torchrun ... -m torchtitan.train --module
 -- rank<N>_torchtitan --config apsearch_rank<N>` as HEAD's run_train.sh.
@@ -45,6 +45,17 @@
 --   linear and yarn scaling NOT EXPRESSIBLE (HEAD's llama3 model has no
 --   linear interpolation and does not apply YaRN's attention scale);
 --   norm_eps -> attention_norm.eps, ffn_norm.eps and the final norm.eps
+-- * the model's shape: HEAD's flavour (model_registry) when the model has
+--   exactly its shape (options flavor_shapes), else
+--   config.model_spec.model = Llama3Model.Config(...) on the flavours'
+--   _build_llama3_layers and inits with the model's hidden size, layers,
+--   heads, KV heads, ffn_hidden_size (the builder takes the final SwiGLU
+--   width), vocab_size (unpadded), tie_word_embeddings and RoPE
+--   max_context_length (max_position_embeddings, at least seq_length); the
+--   ModelSpec stays model_registry's; converters applied to it as
+--   model_registry does; q/k/v, wo and MLP biases -> Linear.Config bias;
+--   GELU, LayerNorm, norm bias, sliding window NOT EXPRESSIBLE; head_dim
+--   other than dim // heads and qk-norm NOT WRITTEN (the builder has none)
 -- * cuda_graphs -> training.disable_cuda_graphs (HEAD graphs fwd + bwd by
 --   default since f84224af, 2026-08-13; never with PP)
 -- @module apsearch.launch.torchtitan
@@ -157,6 +168,140 @@ local function same(a, b)
   return true
 end
 
+--- The model's shape in TorchTitan's terms, the flavour that has exactly
+-- that shape (by the model's name first, else any), and the notes for
+-- what HEAD's llama3 model cannot build.
+-- @tparam table m model
+-- @tparam integer seq training seq_length
+-- @tparam integer pp pipeline degree
+-- @treturn table shape (dim, n_layers, n_heads, n_kv_heads, head_dim,
+--   hidden_dim, vocab_size, enable_weight_tying, max_context_length)
+-- @treturn string|nil flavor
+-- @treturn table notes `{kind, text}`
+function M.model_shape(m, seq, pp)
+  local notes = {}
+  local function N(kind, text) notes[#notes + 1] = { kind, text } end
+  local H, nh = m.hidden_size, m.num_attention_heads
+  local shape = {
+    dim = H, n_layers = m.num_layers, n_heads = nh, n_kv_heads = m.num_query_groups or nh,
+    head_dim = H // nh, hidden_dim = m.ffn_hidden_size, vocab_size = m.vocab_size,
+    enable_weight_tying = m.tie_word_embeddings == true,
+    max_context_length = m.max_position_embeddings or 0,
+  }
+  if (m.head_dim or shape.head_dim) ~= shape.head_dim or H % nh ~= 0 then
+    N("NOT WRITTEN", string.format("head_dim %d with hidden size %d and %d heads: HEAD's llama3 builder " ..
+      "(_build_llama3_layers) derives dim // n_heads = %d; make_gqa_config(head_dim=...) takes it, the " ..
+      "module does not build it", m.head_dim or H // nh, H, nh, shape.head_dim))
+  end
+  if shape.max_context_length < seq then
+    if shape.max_context_length > 0 then
+      N("NOTE", string.format("seq_length %d is beyond the model's max_position_embeddings %d: RoPE " ..
+        "max_context_length written as %d (TorchTitan refuses a longer training context)", seq,
+        shape.max_context_length, seq))
+    end
+    shape.max_context_length = seq
+  end
+  if shape.enable_weight_tying and pp > 1 then
+    N("NOT EXPRESSIBLE in TorchTitan", "tied input and output embeddings with pipeline parallelism " ..
+      "(Decoder.Config.update_from_config refuses them): written untied, lm_head its own vocabulary x " ..
+      "hidden matrix, trained apart from the embedding")
+    shape.enable_weight_tying = false
+  end
+  if m.mlp and m.mlp ~= "swiglu" then
+    N("NOT EXPRESSIBLE in TorchTitan", tostring(m.mlp) .. " MLP: HEAD's llama3 block is SwiGLU " ..
+      "(FeedForward w1, w2, w3); written as SwiGLU of width " .. tostring(m.ffn_hidden_size))
+  end
+  if m.norm and m.norm ~= "rmsnorm" then
+    N("NOT EXPRESSIBLE in TorchTitan", tostring(m.norm) .. ": HEAD's llama3 model normalises with RMSNorm")
+  end
+  if m.norm_bias then
+    N("NOT EXPRESSIBLE in TorchTitan", "norm biases: RMSNorm.Config has none")
+  end
+  if m.qk_norm then
+    N("NOT WRITTEN", "qk-norm: HEAD's llama3 builder (_build_llama3_layers) passes no qk_norm " ..
+      "(GQAttention.Config.qk_norm exists, the llama3 sharding is not written for it)")
+  end
+  if (m.sliding_window or 0) > 0 then
+    N("NOT EXPRESSIBLE in TorchTitan", string.format("the %d-token sliding window on %d of %d layers: " ..
+      "HEAD's llama3 model masks block-causal over the whole context (FlexAttention.Config has no window)",
+      m.sliding_window, m.sliding_window_layers or m.num_layers, m.num_layers))
+  end
+  local function fits(f)
+    local fs = TT.flavor_shapes[f]
+    if not fs then return false end
+    for k, v in pairs(fs) do if shape[k] ~= v then return false end end
+    return true
+  end
+  local named = llama3_flavor(m.name)
+  if named and fits(named) then return shape, named, notes end
+  local names = {}
+  for f in pairs(TT.flavor_shapes) do names[#names + 1] = f end
+  table.sort(names)
+  for _, f in ipairs(names) do if fits(f) then return shape, f, notes end end
+  return shape, nil, notes
+end
+
+--- One-line summary of a shape, for comments.
+function M.shape_comment(s)
+  return string.format("%d layers, dim %d, %d heads (%d kv, head dim %d), SwiGLU %d, vocab %d%s, RoPE to %d",
+    s.n_layers, s.dim, s.n_heads, s.n_kv_heads, s.head_dim, s.hidden_dim, s.vocab_size,
+    s.enable_weight_tying and ", tied embeddings" or "", s.max_context_length)
+end
+
+--- `config.model_spec.model = Llama3Model.Config(...)`: the shape on the
+-- flavours' builder and inits, every argument checked against the fact
+-- table (options.torchtitan.model).
+-- @tparam table s shape (M.model_shape)
+-- @tparam table lines (appended to)
+-- @tparam function import
+function M.model_config(s, lines, import)
+  local MF = TT.model
+  local function arg(ctor, name, v)
+    local fact = assert(MF[ctor] and MF[ctor][name], "torchtitan: " .. ctor .. " has no " .. name)
+    if fact.type == "init" then
+      local init = v:match("^([%w_]+)")
+      assert(MF.inits[init], "torchtitan: not a flavour init: " .. v)
+      import("torchtitan.models.llama3", init)
+      return name .. "=" .. v
+    elseif fact.type:match("Config$") or fact.type == "list" then
+      return name .. "=" .. v
+    end
+    assert(options.torchtitan_value_ok(fact, v), "torchtitan: " .. ctor .. "." .. name .. " = " .. M.py(v))
+    return name .. "=" .. M.py(v)
+  end
+  local function call(ctor, args)
+    local parts = {}
+    for i, a in ipairs(args) do parts[i] = arg(ctor, a[1], a[2]) end
+    return ctor .. "(" .. table.concat(parts, ", ") .. ")"
+  end
+  for _, n in ipairs({ "Llama3Model", "_build_llama3_layers" }) do import("torchtitan.models.llama3", n) end
+  for _, n in ipairs({ "ComplexRoPE", "Embedding", "Linear", "RMSNorm" }) do import("torchtitan.models.common", n) end
+  local L = lines
+  local M3 = "Llama3Model.Config"
+  L[#L + 1] = "    config.model_spec.model = Llama3Model.Config("
+  L[#L + 1] = "        " .. arg(M3, "dim", s.dim) .. ","
+  L[#L + 1] = "        " .. arg(M3, "vocab_size", s.vocab_size) .. ",  # TorchTitan pads no vocabulary"
+  L[#L + 1] = "        " .. arg(M3, "enable_weight_tying", s.enable_weight_tying) .. ","
+  L[#L + 1] = "        tok_embeddings=" .. call("Embedding.Config", { { "num_embeddings", s.vocab_size },
+    { "embedding_dim", s.dim }, { "param_init", s.enable_weight_tying and "_EMBEDDING_SKIP_INIT" or "_EMBEDDING_INIT" } }) .. ","
+  L[#L + 1] = "        norm=" .. call("RMSNorm.Config", { { "normalized_shape", s.dim }, { "param_init", "_NORM_INIT" } }) .. ","
+  L[#L + 1] = "        lm_head=" .. call("Linear.Config", { { "in_features", s.dim }, { "out_features", s.vocab_size },
+    { "param_init", "_output_linear_init(" .. s.dim .. ")" } }) .. ","
+  L[#L + 1] = "        layers=_build_llama3_layers("
+  local B = "_build_llama3_layers"
+  L[#L + 1] = "            " .. arg(B, "fuse_qkv", true) .. ","
+  L[#L + 1] = "            " .. arg(B, "n_layers", s.n_layers) .. ","
+  L[#L + 1] = "            " .. arg(B, "dim", s.dim) .. ","
+  L[#L + 1] = "            " .. arg(B, "n_heads", s.n_heads) .. ","
+  L[#L + 1] = "            " .. arg(B, "n_kv_heads", s.n_kv_heads) .. ","
+  L[#L + 1] = "            " .. arg(B, "hidden_dim", s.hidden_dim) .. ",  # the model's ffn_hidden_size"
+  L[#L + 1] = "            rope=" .. call("ComplexRoPE.Config", { { "dim", s.head_dim },
+    { "max_context_length", s.max_context_length } }) .. ",  # theta and scaling: the layer loop"
+  L[#L + 1] = "            " .. arg(B, "attn_backend", "flex") .. ","
+  L[#L + 1] = "        ),"
+  L[#L + 1] = "    )"
+end
+
 --- The model's RoPE base and scaling and its norm epsilon, written over
 -- HEAD's llama3 flavour (theta 500000, llama scaling 8, eps 1e-5) on every
 -- layer's own RoPE.Config and RMSNorm.Configs (make_gqa_config copies the
@@ -164,7 +309,7 @@ end
 -- @tparam table m model
 -- @tparam table lines the function body (appended to)
 -- @tparam function N note writer
-function M.model_numerics(m, lines, N)
+function M.model_numerics(m, lines, N, flavored)
   local LF = TT.layer_fields
   local body = {}
   local function S(path, value, comment)
@@ -179,8 +324,9 @@ function M.model_numerics(m, lines, N)
     N("NOT EXPRESSIBLE in TorchTitan", tostring(m.position_embedding) .. " positions: HEAD's llama3 model " ..
       "applies RoPE in every attention layer")
   elseif theta <= 0 then
-    N("NOTE", "the model gives no rope_theta: HEAD's llama3 flavour's RoPE (theta 500000, llama scaling " ..
-      "factor 8) remains")
+    N("NOTE", flavored and "the model gives no rope_theta: HEAD's llama3 flavour's RoPE (theta 500000, " ..
+      "llama scaling factor 8) remains" or "the model gives no rope_theta: RoPE.Config's default " ..
+      "(theta 10000, no scaling) is written")
   else
     S("attention.rope.theta", theta + 0.0)
     if kind == "llama3" then
@@ -206,8 +352,16 @@ function M.model_numerics(m, lines, N)
     S("attention_norm.eps", eps + 0.0)
     S("ffn_norm.eps", eps + 0.0)
   end
+  -- the model's linear biases (the flavours have none)
+  if m.qkv_bias then S("attention.qkv_linear.wqkv.bias", true, "the model's q, k, v biases") end
+  if m.attn_out_bias then S("attention.wo.bias", true) end
+  if m.mlp_bias then
+    S("feed_forward.w1.bias", true)
+    S("feed_forward.w2.bias", true)
+    S("feed_forward.w3.bias", true)
+  end
   if #body > 0 then
-    lines[#lines + 1] = "    # the model's RoPE and norm epsilon on every layer's own config"
+    lines[#lines + 1] = "    # the model's RoPE, norm epsilon and biases on every layer's own config"
     lines[#lines + 1] = "    for layer in config.model_spec.model.layers:"
     for _, l in ipairs(body) do lines[#lines + 1] = l end
   end
@@ -254,23 +408,15 @@ function M.render(c)
   local nmb = r.micro_batch_num
   if not nmb or nmb < 1 then nmb = math.max(1, tr.global_batch_size // math.max(1, b * R * Sd)) end
 
-  -- model: HEAD's llama3 flavour, else the 8B baseline with a NOTE
-  local flavor = llama3_flavor(m.name)
-  local base = flavor and TT.base_configs["llama3_" .. flavor:lower()] and ("llama3_" .. flavor:lower()) or "llama3_8b"
-  if not flavor then
-    N("NOTE", "TorchTitan's llama3 model_registry has no flavor for " .. tostring(m.name) ..
-      " (1B, 3B, 8B, 70B, 405B): the module writes model_registry(\"8B\"); replace model_spec with " ..
-      "a ModelSpec for this model")
-  end
+  -- model: HEAD's llama3 flavour when its shape is the model's, else the
+  -- model's own shape on the flavours' builder (M.model_shape)
+  local shape, flavor, mnotes = M.model_shape(m, seq, pp)
+  for _, n in ipairs(mnotes) do N(n[1], n[2]) end
+  local named = llama3_flavor(m.name)
+  local base = named and TT.base_configs["llama3_" .. named:lower()] and ("llama3_" .. named:lower()) or "llama3_8b"
   import("torchtitan.models.llama3.config_registry", base)
   import("torchtitan.models.llama3", "model_registry")
   import("torchtitan.trainer", "Trainer")
-  if (m.sliding_window or 0) > 0 then
-    N("NOTE", string.format("the estimate assumes a %d-token sliding window on %d of %d layers; " ..
-      "the model definition must implement it", m.sliding_window,
-      m.sliding_window_layers or m.num_layers, m.num_layers))
-  end
-
   -- the estimate's elementwise kernels: fused when compiled, eager otherwise
   -- (Megatron and DeepSpeed estimates assume fused kernels: compile)
   local pytorch = tr.framework == "fsdp2" or tr.framework == "fsdp"
@@ -302,8 +448,22 @@ function M.render(c)
   end
 
   lines[#lines + 1] = string.format("    config = %s()", base)
-  lines[#lines + 1] = string.format("    config.model_spec = model_registry(%s%s)", M.py(flavor or "8B"),
-    conv and (", converters=[" .. conv .. "]") or "")
+  if flavor then
+    lines[#lines + 1] = string.format("    config.model_spec = model_registry(%s%s)  # %s", M.py(flavor),
+      conv and (", converters=[" .. conv .. "]") or "", M.shape_comment(shape))
+  else
+    local reg = named or "8B"
+    lines[#lines + 1] = string.format("    # %s: %s, on HEAD's llama3 builder (the flavours' " ..
+      "_build_llama3_layers and inits); the ModelSpec (parallelize, pipelining, state dict adapter) is " ..
+      "model_registry's", tostring(m.name), M.shape_comment(shape))
+    lines[#lines + 1] = string.format("    config.model_spec = model_registry(%s)", M.py(reg))
+    F("model_spec.flavor", tostring(m.name))
+    M.model_config(shape, lines, import)
+    if conv then
+      lines[#lines + 1] = "    config.model_spec.model = " .. conv ..
+        ".build().convert(config.model_spec.model)  # as model_registry applies converters"
+    end
+  end
   -- HEAD's llama3 loss: cross entropy in 8 chunks
   import("torchtitan.components.loss", "ChunkedLossWrapper")
   import("torchtitan.components.loss", "CrossEntropyLoss")
@@ -314,7 +474,7 @@ function M.render(c)
     "whole sequence's logits at once (unchunked cross entropy), so its loss memory is an upper bound " ..
     "(chunked: an eighth of the logits plus a float32 hidden-state gradient buffer)")
 
-  M.model_numerics(m, lines, N)
+  M.model_numerics(m, lines, N, flavor ~= nil)
 
   -- batch
   F("training.num_tokens_per_microbatch_per_dp_rank", b * seq, string.format("%d x %d tokens", b, seq))

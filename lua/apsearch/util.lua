@@ -55,10 +55,11 @@ function M.describe(v)
     end
     return tostring(v)
   elseif t == "table" then
-    local n = #v
+    -- raw access only: v may be a script's table with __len / __index
+    local n = rawlen(v)
     if n > 0 then
       local parts = {}
-      for i = 1, math.min(n, 6) do parts[i] = M.describe(v[i]) end
+      for i = 1, math.min(n, 6) do parts[i] = M.describe(rawget(v, i)) end
       if n > 6 then parts[#parts + 1] = "..." end
       return "{" .. table.concat(parts, ", ") .. "}"
     end

@@ -519,6 +519,20 @@ return {
     failed({ apsearch("run", p, "--rules", b) }, "attempt to load a binary chunk (mode is 't')")
   end)
 
+  it("model paths that are not regular files, or too big, are refused at once (issue 14)", function()
+    local fifo = DIR .. "/fifo.json"
+    os.execute("mkfifo " .. q(fifo))
+    local huge = DIR .. "/huge.json"
+    os.execute("truncate -s 100M " .. q(huge))
+    local p = write(DIR .. "/policy.lua", POLICY)
+    failed({ apsearch("run", p, "--set", "model=/dev/zero") }, "/dev/zero: cannot read config: not a regular file (a char device)")
+    failed({ apsearch("run", p, "--set", "model=" .. fifo) }, "not a regular file (a named pipe)")
+    failed({ apsearch("run", p, "--set", "model=" .. DIR) }, "not a regular file (a directory)")
+    failed({ apsearch("run", p, "--set", "model=" .. huge) }, "larger than the 64 MiB limit")
+    local hp = write(DIR .. "/hf_zero.lua", 'local m = hf("/dev/zero")\nreturn {}\n')
+    failed({ apsearch("run", hp) }, "hf_zero.lua:1: /dev/zero: cannot read config: not a regular file")
+  end)
+
   it("runs a trusted script with --unsafe", function()
     local p = write(DIR .. "/env_policy.lua", "assert(os.getenv('HOME') ~= nil)\n" .. POLICY)
     local code, out, err = apsearch("run", p, "--unsafe", "-q")

@@ -58,6 +58,7 @@ local hf = require "apsearch.hf"
 local presets = require "apsearch.presets"
 local rules = require "apsearch.rules"
 local objectives = require "apsearch.objectives"
+local sandbox = require "apsearch.sandbox"
 
 local M = {}
 
@@ -132,16 +133,17 @@ function M.env(base_dir)
   local env = rules.sandbox()
   local api = {}
   local imports = {}
-  api.hf = function(path, name)
-    if type(path) ~= "string" then error("hf(path): expected a path string", 2) end
+  local function import(path, name)
+    if type(path) ~= "string" then error("hf(path): expected a path string", 0) end
     local m, info = hf.load(util.join_path(base_dir, path), name)
     imports[m.name] = info
     return m
   end
+  api.hf = import
   api.preset = function(name) return (presets.model(name)) end
   api.model = function(x)
-    if pathish(x) then return api.hf(x) end
-    return api.preset(x)
+    if pathish(x) then return import(x) end
+    return (presets.model(x))
   end
   api.cluster = presets.cluster
   api.device = function(name)
@@ -152,6 +154,9 @@ function M.env(base_dir)
   api.pow2 = pow2_list
   api.gib = function(x) return x * 2 ^ 30 end
   api.log = function(fmt, ...) util.log(fmt, ...) end
+  -- through sandbox.helper: an error names the policy's line that called
+  -- the helper, never apsearch's own sources
+  for k, v in pairs(api) do api[k] = sandbox.helper(v) end
   for k, v in pairs(api) do env[k] = v end
   env.apsearch = api
   return env, imports

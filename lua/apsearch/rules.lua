@@ -145,11 +145,18 @@ function M.sandbox()
   local env = {}
   for _, k in ipairs(BASE) do env[k] = _G[k] end
   env.math = util.copy(math)
-  env.string = util.copy(string)
-  env.string.dump = nil
+  -- string: without dump, and find/match/gmatch/gsub metered (the stock
+  -- matcher runs in C, out of the count hook's reach); the string
+  -- metatable's __index is the same table, so ("").dump is nil too
+  env.string = util.copy(sandbox.string)
   env.table = util.copy(table)
+  env.table.move = sandbox.table_move
   env.utf8 = util.copy(utf8)
+  -- coroutines charged for what they run after their last hook tick
   env.coroutine = util.copy(coroutine)
+  env.coroutine.create = sandbox.co_create
+  env.coroutine.resume = sandbox.co_resume
+  env.coroutine.wrap = sandbox.co_wrap
   env.unpack = table.unpack
   env._VERSION = _VERSION
   env.print = stderr_print
@@ -254,16 +261,18 @@ local is_context = setmetatable({}, { __mode = "k" })
 local views = setmetatable({}, { __mode = "k" })
 local function unview(s) return views[s] or s end
 
+-- (each through sandbox.helper: an error names the script's line that
+-- called the method, not this file)
 --- ctx:check(name, strategy) -> true | false, code, message (a core check)
-function Ctx:check(name, s) return self.core:check(name, unview(s)) end
+Ctx.check = sandbox.helper(function(self, name, s) return self.core:check(name, unview(s)) end)
 --- ctx:evaluate(strategy) -> evaluation (feasible, step_time, mem_peak, ...)
-function Ctx:evaluate(s) return self.core:evaluate(unview(s)) end
+Ctx.evaluate = sandbox.helper(function(self, s) return self.core:evaluate(unview(s)) end)
 --- ctx:estimate(strategy) -> the full estimate with breakdowns
-function Ctx:estimate(s) return self.core:estimate(unview(s)) end
+Ctx.estimate = sandbox.helper(function(self, s) return self.core:estimate(unview(s)) end)
 --- ctx:flops(strategy, convention) -> FLOPs per step
-function Ctx:flops(s, ...) return self.core:flops(unview(s), ...) end
+Ctx.flops = sandbox.helper(function(self, s, ...) return self.core:flops(unview(s), ...) end)
 --- ctx:inputs() -> {model, cluster, training}
-function Ctx:inputs() return self.core:inputs() end
+Ctx.inputs = sandbox.helper(function(self) return self.core:inputs() end)
 
 --- The context a rule or objective sees, for a core context
 -- (`apsearch.core.context`): `model`, `cluster`, `training` (the inputs

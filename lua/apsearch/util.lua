@@ -55,10 +55,11 @@ function M.describe(v)
     end
     return tostring(v)
   elseif t == "table" then
-    local n = #v
+    -- raw access only: v may be a script's table with __len / __index
+    local n = rawlen(v)
     if n > 0 then
       local parts = {}
-      for i = 1, math.min(n, 6) do parts[i] = M.describe(v[i]) end
+      for i = 1, math.min(n, 6) do parts[i] = M.describe(rawget(v, i)) end
       if n > 6 then parts[#parts + 1] = "..." end
       return "{" .. table.concat(parts, ", ") .. "}"
     end
@@ -155,11 +156,26 @@ function M.printable(s)
   return (s:gsub("[%c\127]", function(c) return format("\\%d", c:byte()) end))
 end
 
---- Reads a whole file.
+--- Largest input file `read_file` reads (bytes): model configs, cluster
+-- files, measurements.
+M.max_input_bytes = 64 << 20
+
+--- Reads a whole regular file of at most `max_bytes` (default
+-- `M.max_input_bytes`); anything else (a directory, /dev/zero, a FIFO, a
+-- huge file) is refused at once, before it is opened.
 -- @tparam string path
+-- @tparam[opt] integer max_bytes
 -- @treturn string|nil contents
 -- @treturn[opt] string error message when the file cannot be read
-function M.read_file(path)
+function M.read_file(path, max_bytes)
+  max_bytes = max_bytes or M.max_input_bytes
+  local attr = lfs.attributes(path)
+  if attr and attr.mode ~= "file" then
+    return nil, "not a regular file (a " .. tostring(attr.mode) .. ")"
+  end
+  if attr and attr.size > max_bytes then
+    return nil, format("larger than the %d MiB limit (%d bytes)", max_bytes >> 20, attr.size)
+  end
   local f, err = io.open(path, "rb")
   -- io.open's message repeats the path; callers name the file themselves
   if not f then

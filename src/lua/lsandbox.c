@@ -45,10 +45,14 @@
  * (finalizers run before any object is freed, and before the package
  * library's __gc unloads C modules, which were opened earlier).
  *
- * Known limit: the instruction count covers Lua code, not time spent
- * inside one C library call; a pathological string pattern can run long
- * inside string.find without executing an instruction (as in Redis).
+ * Work in C that the count hook cannot see is charged explicitly (see
+ * charge()): the pattern functions of sandbox.string (a metered matcher,
+ * also the string metatable's __index, without dump), table.move
+ * (sandbox.table_move), and the tail of every coroutine resume
+ * (sandbox.co_create/co_resume/co_wrap).  Tracebacks show the first and
+ * last frames only and look up nothing else: linear in the depth.
  */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -60,11 +64,14 @@
 #include "lsandbox.h"
 
 #define SB_REGISTRY_KEY "apsearch.sandbox.state"
+#define SB_STRING_KEY "apsearch.sandbox.string"
 #define SB_GRAIN 1000                 /* instructions per hook tick */
+#define SB_CO_GRAIN 100               /* the same in coroutines (see co_resume) */
 #define SB_SLACK ((size_t)1 << 20)    /* bytes allowed after a trip, for the report */
 #define SB_WHERE_LEN 512
 #define SB_TRACE_LEN 4096
-#define SB_MAX_FRAMES 22              /* frames shown in a traceback */
+#define SB_HEAD_FRAMES 12             /* first frames shown in a traceback */
+#define SB_TAIL_FRAMES 10             /* last frames shown */
 
 enum { TRIP_NONE = 0, TRIP_INSTRUCTIONS, TRIP_MEMORY };
 
@@ -93,7 +100,7 @@ typedef struct {
     lua_State *L;              /* the thread that entered it */
     int base_level;            /* stack levels of L at entry (level 0 = run) */
     int grain;                 /* instructions per tick of this call */
-    long long ticks, max_ticks;
+    long long count;           /* instructions charged to this call */
     int tripped;
     lua_Hook saved_hook;
     int saved_mask, saved_count;
@@ -167,47 +174,67 @@ static size_t append(char *buf, size_t cap, size_t len, const char *fmt, ...)
     return len < cap ? len : cap - 1;
 }
 
-/* Appends the frames [from, to) of L to sb->trace and fills sb->where with
- * the first one that has a line.  Only reads the stack (no allocation), so
- * it is safe inside the allocator. */
+/* Appends one frame of L to sb->trace and fills sb->where with the first
+ * frame that has a line.  Only reads the stack (no allocation), so it is
+ * safe inside the allocator. */
+static size_t trace_frame(sb_state *sb, lua_State *L, lua_Debug *ar, size_t len)
+{
+    if (!lua_getinfo(L, "Sln", ar))
+        return len;
+    if (sb->where[0] == '\0' && ar->currentline > 0)
+        snprintf(sb->where, sizeof sb->where, "%s:%d", ar->short_src,
+                 ar->currentline);
+    if (ar->currentline > 0)
+        len = append(sb->trace, sizeof sb->trace, len, "\n\t%s:%d: in ",
+                     ar->short_src, ar->currentline);
+    else
+        len = append(sb->trace, sizeof sb->trace, len, "\n\t%s: in ",
+                     ar->short_src);
+    if (ar->namewhat != NULL && *ar->namewhat != '\0' && ar->name != NULL) {
+        const char *kind = strcmp(ar->namewhat, "global") == 0 ||
+                                   strcmp(ar->namewhat, "metamethod") == 0
+                               ? "function"
+                               : ar->namewhat;
+        len = append(sb->trace, sizeof sb->trace, len, "%s ", kind);
+        len = append(sb->trace, sizeof sb->trace, len, "'%s'", ar->name);
+    } else if (*ar->what == 'm') {
+        len = append(sb->trace, sizeof sb->trace, len, "%s", "main chunk");
+    } else if (*ar->what != 'C') {
+        len = append(sb->trace, sizeof sb->trace, len, "function <%s:%d>",
+                     ar->short_src, ar->linedefined);
+    } else {
+        len = append(sb->trace, sizeof sb->trace, len, "%s", "?");
+    }
+    return len;
+}
+
+/* Appends the frames [from, to) of L (to < 0: all of them): the first
+ * SB_HEAD_FRAMES and the last SB_TAIL_FRAMES, "..." between.  Time linear
+ * in the stack depth: lua_getstack(L, n) walks n frames, so only the
+ * frames shown are looked up (a runaway recursion of 200,000 frames is
+ * reported in milliseconds, not minutes). */
 static size_t trace_frames(sb_state *sb, lua_State *L, int from, int to,
                            size_t len, int *shown)
 {
     lua_Debug ar;
-    for (int level = from; level < to && lua_getstack(L, level, &ar); level++) {
-        if (!lua_getinfo(L, "Sln", &ar))
-            break;
-        if (sb->where[0] == '\0' && ar.currentline > 0)
-            snprintf(sb->where, sizeof sb->where, "%s:%d", ar.short_src,
-                     ar.currentline);
-        if (*shown == SB_MAX_FRAMES) {
-            len = append(sb->trace, sizeof sb->trace, len, "%s", "\n\t...");
-            (*shown)++;
-        }
-        if (*shown > SB_MAX_FRAMES)
-            continue;
+    int level, tail_from;
+    if (to < 0)
+        to = count_levels(L);
+    for (level = from; level < to && *shown < SB_HEAD_FRAMES; level++) {
+        if (!lua_getstack(L, level, &ar))
+            return len;
+        len = trace_frame(sb, L, &ar, len);
         (*shown)++;
-        if (ar.currentline > 0)
-            len = append(sb->trace, sizeof sb->trace, len, "\n\t%s:%d: in ",
-                         ar.short_src, ar.currentline);
-        else
-            len = append(sb->trace, sizeof sb->trace, len, "\n\t%s: in ",
-                         ar.short_src);
-        if (ar.namewhat != NULL && *ar.namewhat != '\0' && ar.name != NULL) {
-            const char *kind = strcmp(ar.namewhat, "global") == 0 ||
-                                       strcmp(ar.namewhat, "metamethod") == 0
-                                   ? "function"
-                                   : ar.namewhat;
-            len = append(sb->trace, sizeof sb->trace, len, "%s ", kind);
-            len = append(sb->trace, sizeof sb->trace, len, "'%s'", ar.name);
-        } else if (*ar.what == 'm') {
-            len = append(sb->trace, sizeof sb->trace, len, "%s", "main chunk");
-        } else if (*ar.what != 'C') {
-            len = append(sb->trace, sizeof sb->trace, len, "function <%s:%d>",
-                         ar.short_src, ar.linedefined);
-        } else {
-            len = append(sb->trace, sizeof sb->trace, len, "%s", "?");
-        }
+    }
+    tail_from = to - SB_TAIL_FRAMES;
+    if (tail_from > level) {
+        len = append(sb->trace, sizeof sb->trace, len, "\n\t...\t(skipping %d levels)",
+                     tail_from - level);
+        level = tail_from;
+    }
+    for (; level < to && lua_getstack(L, level, &ar); level++) {
+        len = trace_frame(sb, L, &ar, len);
+        (*shown)++;
     }
     return len;
 }
@@ -222,7 +249,7 @@ static void record(sb_state *sb, lua_State *L, int skip)
     sb->where[0] = '\0';
     len = append(sb->trace, sizeof sb->trace, 0, "%s", "stack traceback:");
     if (L != sb->L) /* a coroutine: all of it, then the entering thread */
-        len = trace_frames(sb, L, skip, 1 << 30, len, &shown), skip = 0;
+        len = trace_frames(sb, L, skip, -1, len, &shown), skip = 0;
     if (sb->L != NULL) {
         int top = count_levels(sb->L) - sb->base_level; /* level of run */
         len = trace_frames(sb, sb->L, skip, top, len, &shown);
@@ -296,6 +323,53 @@ static void *sb_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 
 /* ------------------------------------------------------------------- hook */
 
+/* Instructions per hook tick of thread L: coroutines have a finer grain,
+ * because what a coroutine runs after its last tick is charged as a whole
+ * tick when its resume returns (co_resume). */
+static int grain_of(const sb_state *sb, lua_State *L)
+{
+    return L == sb->L || sb->grain < SB_CO_GRAIN ? sb->grain : SB_CO_GRAIN;
+}
+
+/* Trips the instruction limit now: records where, makes the hook raise
+ * before every further instruction of L and of the entering thread, and
+ * raises. */
+static int trip_instructions(lua_State *L, sb_state *sb)
+{
+    sb->tripped = TRIP_INSTRUCTIONS;
+    if (sb->mem_armed)
+        sb->hard = sat_add(sb->used > sb->hard ? sb->used : sb->hard, SB_SLACK);
+    record(sb, L, 0);
+    if (sb->L != NULL && sb->L != L)
+        lua_sethook(sb->L, sb_hook, LUA_MASKCOUNT, 1);
+    lua_sethook(L, sb_hook, LUA_MASKCOUNT, 1);
+    lua_pushliteral(L, "apsearch sandbox: limit exceeded");
+    return lua_error(L);
+}
+
+/* 1 while a metered sandboxed call runs. */
+static int metering(const sb_state *sb)
+{
+    return sb != NULL && sb->depth > 0 && sb->enabled;
+}
+
+/* Charges n instructions (work done in C on the script's behalf: pattern
+ * matching, table.move, the tail of a coroutine) to the running call;
+ * raises past the limit, or if the call has already tripped. */
+static void charge(lua_State *L, sb_state *sb, long long n)
+{
+    if (!metering(sb))
+        return;
+    if (sb->tripped != TRIP_NONE) {
+        lua_sethook(L, sb_hook, LUA_MASKCOUNT, 1);
+        lua_pushliteral(L, "apsearch sandbox: limit exceeded");
+        lua_error(L);
+    }
+    sb->count = n > (long long)9e18 - sb->count ? (long long)9e18 : sb->count + n;
+    if (sb->max_instructions > 0 && sb->count > sb->max_instructions)
+        trip_instructions(L, sb);
+}
+
 static void sb_hook(lua_State *L, lua_Debug *ar)
 {
     sb_state *sb = state_of(L);
@@ -312,20 +386,18 @@ static void sb_hook(lua_State *L, lua_Debug *ar)
                                SB_SLACK);
             record(sb, L, 0);
         } else {
-            lua_sethook(L, sb_hook, LUA_MASKCOUNT, sb->grain);
+            lua_sethook(L, sb_hook, LUA_MASKCOUNT, grain_of(sb, L));
             return;
         }
     }
     if (sb->tripped == TRIP_NONE) {
-        if (lua_gethookcount(L) != sb->grain) /* a thread left at 1 by an */
-            lua_sethook(L, sb_hook, LUA_MASKCOUNT, sb->grain); /* old trip */
-        if (sb->max_ticks <= 0 || ++sb->ticks <= sb->max_ticks)
+        int want = grain_of(sb, L), n = lua_gethookcount(L);
+        if (n != want) /* a thread left at 1 by an old trip or the cap */
+            lua_sethook(L, sb_hook, LUA_MASKCOUNT, want);
+        sb->count += n;
+        if (sb->max_instructions <= 0 || sb->count <= sb->max_instructions)
             return;
-        sb->tripped = TRIP_INSTRUCTIONS;
-        if (sb->mem_armed)
-            sb->hard = sat_add(sb->used > sb->hard ? sb->used : sb->hard,
-                               SB_SLACK);
-        record(sb, L, 0);
+        trip_instructions(L, sb);
     }
     /* Tripped: raise now and before every further instruction. */
     lua_sethook(L, sb_hook, LUA_MASKCOUNT, 1);
@@ -434,7 +506,7 @@ static void arm(lua_State *L, sb_state *sb)
     sb->tripped = TRIP_NONE;
     sb->tentative = 0;
     sb->over = 0;
-    sb->ticks = 0;
+    sb->count = 0;
     sb->where[0] = sb->trace[0] = '\0';
     sb->entry_used = sb->peak_used = sb->used;
     sb->base_level = count_levels(L);
@@ -446,9 +518,6 @@ static void arm(lua_State *L, sb_state *sb)
     sb->grain = SB_GRAIN;
     if (sb->max_instructions > 0 && sb->max_instructions < SB_GRAIN)
         sb->grain = (int)sb->max_instructions;
-    sb->max_ticks = sb->max_instructions > 0
-                        ? (sb->max_instructions + sb->grain - 1) / sb->grain
-                        : 0;
     lua_sethook(L, sb_hook, LUA_MASKCOUNT, sb->grain);
     if (sb->max_memory > 0) {
         sb->soft = sat_add(sb->used, sb->max_memory);
@@ -461,7 +530,7 @@ static void disarm(lua_State *L, sb_state *sb)
 {
     sb->mem_armed = 0;
     sb->depth = 0;
-    sb->last_instructions = sb->enabled ? sb->ticks * (long long)sb->grain : 0;
+    sb->last_instructions = sb->enabled ? sb->count : 0;
     lua_sethook(L, sb->saved_hook, sb->saved_mask, sb->saved_count);
 }
 
@@ -731,6 +800,814 @@ static sb_state *push_state(lua_State *L)
     return sb;
 }
 
+/* ------------------------------------------------------------- coroutines */
+
+/* A coroutine's count hook fires every SB_CO_GRAIN instructions of its
+ * own; what it ran after its last tick would be lost when it yields or
+ * dies (a loop of short-lived coroutine.wrap calls used to run ~100x the
+ * budget).  So the sandbox's coroutine.create/wrap give the new thread
+ * the hook, and every resume is charged SB_CO_GRAIN instructions on
+ * return: an over-count of at most SB_CO_GRAIN per resume, never an
+ * under-count. */
+
+static lua_State *new_coroutine(lua_State *L)
+{
+    sb_state *sb = state_of(L);
+    lua_State *co;
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    co = lua_newthread(L);
+    lua_pushvalue(L, 1);
+    lua_xmove(L, co, 1);
+    if (metering(sb))
+        lua_sethook(co, sb_hook, LUA_MASKCOUNT,
+                    sb->tripped != TRIP_NONE ? 1 : grain_of(sb, co));
+    return co;
+}
+
+/* Resumes co with the narg values on top of L; moves its results (>= 0)
+ * or its error value (-1) to L. */
+static int resume_metered(lua_State *L, lua_State *co, int narg)
+{
+    sb_state *sb = state_of(L);
+    int status, nres = 0;
+    if (!lua_checkstack(co, narg)) {
+        lua_pushliteral(L, "too many arguments to resume");
+        return -1;
+    }
+    lua_xmove(L, co, narg);
+    status = lua_resume(co, L, narg, &nres);
+    if (metering(sb))
+        charge(L, sb, SB_CO_GRAIN); /* raises if tripped or past the limit */
+    if (status == LUA_OK || status == LUA_YIELD) {
+        if (!lua_checkstack(L, nres + 1)) {
+            lua_pop(co, nres);
+            lua_pushliteral(L, "too many results to resume");
+            return -1;
+        }
+        lua_xmove(co, L, nres);
+        return nres;
+    }
+    lua_xmove(co, L, 1);
+    return -1;
+}
+
+/** sandbox.co_create(f): coroutine.create for sandbox environments. */
+static int l_co_create(lua_State *L)
+{
+    new_coroutine(L);
+    return 1;
+}
+
+/** sandbox.co_resume(co, ...): coroutine.resume, metered (see above). */
+static int l_co_resume(lua_State *L)
+{
+    lua_State *co = lua_tothread(L, 1);
+    int r;
+    luaL_argexpected(L, co != NULL, 1, "coroutine");
+    r = resume_metered(L, co, lua_gettop(L) - 1);
+    if (r < 0) {
+        lua_pushboolean(L, 0);
+        lua_insert(L, -2);
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    lua_insert(L, -(r + 1));
+    return r + 1;
+}
+
+static int co_wrapped(lua_State *L)
+{
+    lua_State *co = lua_tothread(L, lua_upvalueindex(1));
+    int r = resume_metered(L, co, lua_gettop(L));
+    if (r >= 0)
+        return r;
+    if (lua_status(co) != LUA_OK && lua_status(co) != LUA_YIELD) {
+#if LUA_VERSION_RELEASE_NUM >= 50406
+        lua_closethread(co, L);
+#else
+        lua_resetthread(co);
+#endif
+    }
+    if (lua_type(L, -1) == LUA_TSTRING) { /* the error's position */
+        luaL_where(L, 1);
+        lua_insert(L, -2);
+        lua_concat(L, 2);
+    }
+    return lua_error(L);
+}
+
+/** sandbox.co_wrap(f): coroutine.wrap, metered (see above). */
+static int l_co_wrap(lua_State *L)
+{
+    new_coroutine(L);
+    lua_pushcclosure(L, co_wrapped, 1);
+    return 1;
+}
+
+/* ----------------------------------------------------------------- helpers */
+
+/* Skips a "<source>:<line>: " prefix at the start of msg. */
+static const char *skip_position(const char *msg)
+{
+    for (const char *p = msg; *p != '\0' && *p != '\n'; p++) {
+        if (*p == ':' && p[1] >= '0' && p[1] <= '9') {
+            const char *q = p + 1;
+            while (*q >= '0' && *q <= '9')
+                q++;
+            if (q[0] == ':' && q[1] == ' ')
+                return q + 2;
+            return msg;
+        }
+    }
+    return msg;
+}
+
+static int helper_call(lua_State *L)
+{
+    sb_state *sb = state_of(L);
+    int status;
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    status = lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0);
+    if (status == LUA_OK)
+        return lua_gettop(L);
+    if ((sb != NULL && sb->tripped != TRIP_NONE) || status == LUA_ERRMEM ||
+        lua_type(L, -1) != LUA_TSTRING)
+        return lua_error(L);
+    {
+        const char *msg = lua_tostring(L, -1);
+        luaL_where(L, 1);
+        lua_pushstring(L, skip_position(msg));
+        lua_concat(L, 2);
+    }
+    return lua_error(L);
+}
+
+/**
+ * sandbox.helper(fn) -> function
+ * fn for scripts (the policy helpers hf, model, device, ...; ctx methods):
+ * the same results, but an error names the script's line that called it,
+ * "<file>:<line>: <message>", never apsearch's own sources (a position at
+ * the start of the message is replaced).  A limit's error passes as is.
+ */
+static int l_helper(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_settop(L, 1);
+    lua_pushcclosure(L, helper_call, 1);
+    return 1;
+}
+
+/** sandbox.table_move(a1, f, e, t[, a2]): table.move, charged e - f + 1
+ *  instructions first (it loops in C, out of the count hook's reach). */
+static int l_table_move(lua_State *L)
+{
+    sb_state *sb = state_of(L);
+    lua_Integer f = luaL_checkinteger(L, 2), e = luaL_checkinteger(L, 3);
+    if (e >= f && metering(sb)) {
+        lua_Unsigned n = (lua_Unsigned)e - (lua_Unsigned)f;
+        charge(L, sb, n >= (lua_Unsigned)9e18 ? (long long)9e18 : (long long)n + 1);
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+/** sandbox.string.rep: string.rep, but an empty result is returned at once
+ *  (the stock one loops n times even when the pieces are empty). */
+static int l_str_rep(lua_State *L)
+{
+    size_t l, lsep;
+    luaL_checklstring(L, 1, &l);
+    luaL_optlstring(L, 3, "", &lsep);
+    if (luaL_checkinteger(L, 2) <= 0 || l + lsep == 0) {
+        lua_pushliteral(L, "");
+        return 1;
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+/* --------------------------------------------------------- pattern matching */
+
+/* string.find, match, gmatch and gsub for the sandbox (also behind the
+ * string metatable, so ("x"):find(p) is the same function).  The stock
+ * matcher runs in C, where the count hook never fires: twelve "a-" items
+ * backtrack for minutes.  This one implements the same Lua 5.4 pattern
+ * language (written for apsearch, following the reference manual, §6.4.1)
+ * and counts its steps: every MS_CHUNK steps they are charged to the
+ * sandboxed call as instructions, so the instruction limit stops it.
+ * Outside a sandboxed call nothing is charged. */
+
+#define MS_MAXCAPTURES 32
+#define MS_MAXDEPTH 200
+#define MS_CHUNK 4096
+#define CAP_OPEN (-1)
+#define CAP_POSITION (-2)
+
+typedef struct {
+    const char *src, *src_end;  /* the subject */
+    const char *pat_end;        /* the pattern's end (a '\0' follows it) */
+    lua_State *L;
+    sb_state *sb;
+    long long steps;            /* steps not yet charged */
+    int depth;                  /* C recursion left */
+    int level;                  /* captures open or closed */
+    struct {
+        const char *at;
+        ptrdiff_t len;          /* length, CAP_OPEN or CAP_POSITION */
+    } cap[MS_MAXCAPTURES];
+} mstate;
+
+static void ms_charge(mstate *ms)
+{
+    long long n = ms->steps;
+    ms->steps = 0;
+    if (metering(ms->sb))
+        charge(ms->L, ms->sb, n);
+}
+
+#define MS_STEP(ms) \
+    do { if (++(ms)->steps >= MS_CHUNK) ms_charge(ms); } while (0)
+
+static void ms_init(mstate *ms, lua_State *L, const char *s, size_t ls,
+                    const char *p, size_t lp)
+{
+    ms->L = L;
+    ms->sb = state_of(L);
+    ms->src = s;
+    ms->src_end = s + ls;
+    ms->pat_end = p + lp;
+    ms->steps = 0;
+}
+
+static int class_has(int c, int cl)
+{
+    int r;
+    switch (cl | 0x20) {
+    case 'a': r = isalpha(c); break;
+    case 'c': r = iscntrl(c); break;
+    case 'd': r = isdigit(c); break;
+    case 'g': r = isgraph(c); break;
+    case 'l': r = islower(c); break;
+    case 'p': r = ispunct(c); break;
+    case 's': r = isspace(c); break;
+    case 'u': r = isupper(c); break;
+    case 'w': r = isalnum(c); break;
+    case 'x': r = isxdigit(c); break;
+    default: return cl == c;
+    }
+    if (isupper(cl))
+        r = !r;
+    return r != 0;
+}
+
+/* Is c in the set [...] from p (at '[') to close (at its ']')? */
+static int set_has(int c, const char *p, const char *close)
+{
+    int found = 0, neg = 0;
+    p++;
+    if (*p == '^') {
+        neg = 1;
+        p++;
+    }
+    while (p < close && !found) {
+        if (*p == '%' && p + 1 < close) {
+            found = class_has(c, (unsigned char)p[1]);
+            p += 2;
+        } else if (p[1] == '-' && p + 2 < close) {
+            found = (unsigned char)p[0] <= c && c <= (unsigned char)p[2];
+            p += 3;
+        } else {
+            found = (unsigned char)*p == c;
+            p++;
+        }
+    }
+    return found != neg;
+}
+
+/* The end of the single-character class at p. */
+static const char *item_end(mstate *ms, const char *p)
+{
+    if (*p == '%') {
+        if (p + 1 >= ms->pat_end)
+            luaL_error(ms->L, "malformed pattern (ends with '%%')");
+        return p + 2;
+    }
+    if (*p == '[') {
+        p++;
+        if (*p == '^')
+            p++;
+        do {
+            if (p >= ms->pat_end)
+                luaL_error(ms->L, "malformed pattern (missing ']')");
+            if (*p++ == '%' && p < ms->pat_end)
+                p++;
+        } while (*p != ']');
+        return p + 1;
+    }
+    return p + 1;
+}
+
+/* Does the character at s match the class [p, ep)? */
+static int item_has(mstate *ms, const char *s, const char *p, const char *ep)
+{
+    int c;
+    if (s >= ms->src_end)
+        return 0;
+    c = (unsigned char)*s;
+    switch (*p) {
+    case '.': return 1;
+    case '%': return class_has(c, (unsigned char)p[1]);
+    case '[': return set_has(c, p, ep - 1);
+    default: return (unsigned char)*p == c;
+    }
+}
+
+static const char *do_match(mstate *ms, const char *s, const char *p);
+
+static const char *greedy(mstate *ms, const char *s, const char *p, const char *ep)
+{
+    ptrdiff_t n = 0;
+    while (item_has(ms, s + n, p, ep)) {
+        n++;
+        MS_STEP(ms);
+    }
+    for (; n >= 0; n--) {
+        const char *r = do_match(ms, s + n, ep + 1);
+        if (r != NULL)
+            return r;
+    }
+    return NULL;
+}
+
+static const char *lazy(mstate *ms, const char *s, const char *p, const char *ep)
+{
+    for (;;) {
+        const char *r = do_match(ms, s, ep + 1);
+        if (r != NULL)
+            return r;
+        if (!item_has(ms, s, p, ep))
+            return NULL;
+        s++;
+    }
+}
+
+static const char *open_cap(mstate *ms, const char *s, const char *p, ptrdiff_t what)
+{
+    const char *r;
+    if (ms->level >= MS_MAXCAPTURES)
+        luaL_error(ms->L, "too many captures");
+    ms->cap[ms->level].at = s;
+    ms->cap[ms->level].len = what;
+    ms->level++;
+    if ((r = do_match(ms, s, p)) == NULL)
+        ms->level--;
+    return r;
+}
+
+static const char *close_cap(mstate *ms, const char *s, const char *p)
+{
+    int l = ms->level - 1;
+    const char *r;
+    while (l >= 0 && ms->cap[l].len != CAP_OPEN)
+        l--;
+    if (l < 0)
+        luaL_error(ms->L, "invalid pattern capture");
+    ms->cap[l].len = s - ms->cap[l].at;
+    if ((r = do_match(ms, s, p)) == NULL)
+        ms->cap[l].len = CAP_OPEN;
+    return r;
+}
+
+static const char *back_ref(mstate *ms, const char *s, int d)
+{
+    int l = d - '1';
+    size_t len;
+    if (l < 0 || l >= ms->level || ms->cap[l].len == CAP_OPEN)
+        luaL_error(ms->L, "invalid capture index %%%d", l + 1);
+    if (ms->cap[l].len == CAP_POSITION)
+        return NULL;
+    len = (size_t)ms->cap[l].len;
+    if ((size_t)(ms->src_end - s) >= len && memcmp(ms->cap[l].at, s, len) == 0)
+        return s + len;
+    return NULL;
+}
+
+static const char *balanced(mstate *ms, const char *s, const char *p)
+{
+    int open, close, n = 1;
+    if (p + 1 >= ms->pat_end)
+        luaL_error(ms->L, "malformed pattern (missing arguments to '%%b')");
+    open = (unsigned char)p[0];
+    close = (unsigned char)p[1];
+    if (s >= ms->src_end || (unsigned char)*s != open)
+        return NULL;
+    while (++s < ms->src_end) {
+        int c = (unsigned char)*s;
+        MS_STEP(ms);
+        if (c == close) {
+            if (--n == 0)
+                return s + 1;
+        } else if (c == open) {
+            n++;
+        }
+    }
+    return NULL;
+}
+
+/* Matches the pattern at p against the subject at s: the end of the
+ * match, or NULL. */
+static const char *do_match(mstate *ms, const char *s, const char *p)
+{
+    if (ms->depth-- == 0)
+        luaL_error(ms->L, "pattern too complex");
+    for (;;) {
+        const char *ep;
+        int has;
+        MS_STEP(ms);
+        if (p == ms->pat_end)
+            break;
+        if (*p == '(') {
+            s = p[1] == ')' ? open_cap(ms, s, p + 2, CAP_POSITION)
+                            : open_cap(ms, s, p + 1, CAP_OPEN);
+            break;
+        }
+        if (*p == ')') {
+            s = close_cap(ms, s, p + 1);
+            break;
+        }
+        if (*p == '$' && p + 1 == ms->pat_end) {
+            if (s != ms->src_end)
+                s = NULL;
+            break;
+        }
+        if (*p == '%' && p[1] == 'b') {
+            s = balanced(ms, s, p + 2);
+            if (s == NULL)
+                break;
+            p += 4;
+            continue;
+        }
+        if (*p == '%' && p[1] == 'f') {
+            int before, here;
+            p += 2;
+            if (*p != '[')
+                luaL_error(ms->L, "missing '[' after '%%f' in pattern");
+            ep = item_end(ms, p);
+            before = s == ms->src ? 0 : (unsigned char)s[-1];
+            here = s < ms->src_end ? (unsigned char)*s : 0;
+            if (set_has(before, p, ep - 1) || !set_has(here, p, ep - 1)) {
+                s = NULL;
+                break;
+            }
+            p = ep;
+            continue;
+        }
+        if (*p == '%' && p[1] >= '0' && p[1] <= '9') {
+            s = back_ref(ms, s, (unsigned char)p[1]);
+            if (s == NULL)
+                break;
+            p += 2;
+            continue;
+        }
+        ep = item_end(ms, p);
+        has = item_has(ms, s, p, ep);
+        if (*ep == '?') {
+            const char *r;
+            if (has && (r = do_match(ms, s + 1, ep + 1)) != NULL) {
+                s = r;
+                break;
+            }
+            p = ep + 1;
+            continue;
+        }
+        if (*ep == '+') {
+            s = has ? greedy(ms, s + 1, p, ep) : NULL;
+            break;
+        }
+        if (*ep == '*') {
+            s = greedy(ms, s, p, ep);
+            break;
+        }
+        if (*ep == '-') {
+            s = lazy(ms, s, p, ep);
+            break;
+        }
+        if (!has) {
+            s = NULL;
+            break;
+        }
+        s++;
+        p = ep;
+    }
+    ms->depth++;
+    return s;
+}
+
+/* Pushes capture i (the whole match [s, e) when there are none and i is
+ * 0). */
+static void push_cap(mstate *ms, int i, const char *s, const char *e)
+{
+    if (i >= ms->level) {
+        if (i != 0)
+            luaL_error(ms->L, "invalid capture index %%%d", i + 1);
+        lua_pushlstring(ms->L, s, (size_t)(e - s));
+    } else if (ms->cap[i].len == CAP_OPEN) {
+        luaL_error(ms->L, "unfinished capture");
+    } else if (ms->cap[i].len == CAP_POSITION) {
+        lua_pushinteger(ms->L, (lua_Integer)(ms->cap[i].at - ms->src) + 1);
+    } else {
+        lua_pushlstring(ms->L, ms->cap[i].at, (size_t)ms->cap[i].len);
+    }
+}
+
+/* Pushes all captures (or the whole match if s != NULL and there are
+ * none); returns how many. */
+static int push_caps(mstate *ms, const char *s, const char *e)
+{
+    int n = ms->level == 0 && s != NULL ? 1 : ms->level;
+    luaL_checkstack(ms->L, n, "too many captures");
+    for (int i = 0; i < n; i++)
+        push_cap(ms, i, s, e);
+    return n;
+}
+
+/* A 1-based start position from init (negative: from the end). */
+static size_t start_pos(lua_Integer init, size_t len)
+{
+    if (init > 0)
+        return (size_t)init;
+    if (init == 0 || init < -(lua_Integer)len)
+        return 1;
+    return len + (size_t)init + 1;
+}
+
+static int has_specials(const char *p, size_t lp)
+{
+    for (size_t i = 0; i < lp; i++)
+        if (strchr("^$*+?.([%-", p[i]) != NULL && p[i] != '\0')
+            return 1;
+    return 0;
+}
+
+/* Plain search for p in s, metered (the naive search is len(s) x len(p)
+ * in the worst case). */
+static const char *plain_find(mstate *ms, const char *s, size_t ls,
+                              const char *p, size_t lp)
+{
+    const char *end;
+    if (lp == 0)
+        return s;
+    if (lp > ls)
+        return NULL;
+    end = s + (ls - lp) + 1;
+    while (s < end) {
+        const char *hit = memchr(s, *p, (size_t)(end - s));
+        if (hit == NULL)
+            return NULL;
+        ms->steps += 1 + (long long)(lp >> 6);
+        if (ms->steps >= MS_CHUNK)
+            ms_charge(ms);
+        if (memcmp(hit + 1, p + 1, lp - 1) == 0)
+            return hit;
+        s = hit + 1;
+    }
+    return NULL;
+}
+
+static int find_or_match(lua_State *L, int find)
+{
+    size_t ls, lp, init;
+    const char *s = luaL_checklstring(L, 1, &ls);
+    const char *p = luaL_checklstring(L, 2, &lp);
+    mstate ms;
+    init = start_pos(luaL_optinteger(L, 3, 1), ls);
+    if (init > ls + 1) {
+        luaL_pushfail(L);
+        return 1;
+    }
+    ms_init(&ms, L, s, ls, p, lp);
+    if (find && (lua_toboolean(L, 4) || !has_specials(p, lp))) {
+        const char *hit = plain_find(&ms, s + init - 1, ls - init + 1, p, lp);
+        ms_charge(&ms);
+        if (hit == NULL) {
+            luaL_pushfail(L);
+            return 1;
+        }
+        lua_pushinteger(L, (lua_Integer)(hit - s) + 1);
+        lua_pushinteger(L, (lua_Integer)(hit - s) + (lua_Integer)lp);
+        return 2;
+    } else {
+        const char *at = s + init - 1;
+        int anchor = *p == '^';
+        if (anchor)
+            p++;
+        do {
+            const char *e;
+            ms.level = 0;
+            ms.depth = MS_MAXDEPTH;
+            if ((e = do_match(&ms, at, p)) != NULL) {
+                ms_charge(&ms);
+                if (!find)
+                    return push_caps(&ms, at, e);
+                lua_pushinteger(L, (lua_Integer)(at - s) + 1);
+                lua_pushinteger(L, (lua_Integer)(e - s));
+                return push_caps(&ms, NULL, NULL) + 2;
+            }
+        } while (at++ < ms.src_end && !anchor);
+        ms_charge(&ms);
+    }
+    luaL_pushfail(L);
+    return 1;
+}
+
+static int l_str_find(lua_State *L) { return find_or_match(L, 1); }
+static int l_str_match(lua_State *L) { return find_or_match(L, 0); }
+
+/* gmatch state: the next position and the end of the last match (-1:
+ * none), in a full userdata upvalue. */
+typedef struct {
+    size_t pos;
+    ptrdiff_t last;
+} gm_state;
+
+static int gmatch_next(lua_State *L)
+{
+    size_t ls, lp;
+    const char *s = lua_tolstring(L, lua_upvalueindex(1), &ls);
+    const char *p = lua_tolstring(L, lua_upvalueindex(2), &lp);
+    gm_state *g = (gm_state *)lua_touserdata(L, lua_upvalueindex(3));
+    mstate ms;
+    ms_init(&ms, L, s, ls, p, lp);
+    for (const char *at = s + g->pos; at <= ms.src_end; at++) {
+        const char *e;
+        ms.level = 0;
+        ms.depth = MS_MAXDEPTH;
+        if ((e = do_match(&ms, at, p)) != NULL && (e - s) != g->last) {
+            g->pos = (size_t)(e - s);
+            g->last = e - s;
+            ms_charge(&ms);
+            return push_caps(&ms, at, e);
+        }
+    }
+    g->pos = ls + 1;
+    ms_charge(&ms);
+    return 0;
+}
+
+static int l_str_gmatch(lua_State *L)
+{
+    size_t ls, init;
+    gm_state *g;
+    luaL_checklstring(L, 1, &ls);
+    luaL_checkstring(L, 2);
+    init = start_pos(luaL_optinteger(L, 3, 1), ls);
+    if (init > ls + 1)
+        init = ls + 1;
+    lua_settop(L, 2);
+    g = (gm_state *)lua_newuserdatauv(L, sizeof *g, 0);
+    g->pos = init - 1;
+    g->last = -1;
+    lua_pushcclosure(L, gmatch_next, 3);
+    return 1;
+}
+
+/* Adds the replacement of the match [s, e) to b. */
+static void add_repl(mstate *ms, luaL_Buffer *b, const char *s, const char *e, int tr)
+{
+    lua_State *L = ms->L;
+    if (tr == LUA_TSTRING || tr == LUA_TNUMBER) {
+        size_t lr;
+        const char *r = lua_tolstring(L, 3, &lr), *end = r + lr;
+        for (; r < end; r++) {
+            if (*r != '%') {
+                luaL_addchar(b, *r);
+                continue;
+            }
+            r++;
+            if (r < end && *r == '%') {
+                luaL_addchar(b, '%');
+            } else if (r < end && *r == '0') {
+                luaL_addlstring(b, s, (size_t)(e - s));
+            } else if (r < end && *r >= '1' && *r <= '9') {
+                push_cap(ms, *r - '1', s, e);
+                luaL_tolstring(L, -1, NULL);
+                lua_remove(L, -2);
+                luaL_addvalue(b);
+            } else {
+                luaL_error(L, "invalid use of '%c' in replacement string", '%');
+            }
+        }
+        return;
+    }
+    if (tr == LUA_TFUNCTION) {
+        int n;
+        lua_pushvalue(L, 3);
+        n = push_caps(ms, s, e);
+        lua_call(L, n, 1);
+    } else {
+        push_cap(ms, 0, s, e);
+        lua_gettable(L, 3);
+    }
+    if (!lua_toboolean(L, -1)) {
+        lua_pop(L, 1);
+        luaL_addlstring(b, s, (size_t)(e - s));
+    } else if (!lua_isstring(L, -1)) {
+        luaL_error(L, "invalid replacement value (a %s)", luaL_typename(L, -1));
+    } else {
+        luaL_addvalue(b);
+    }
+}
+
+static int l_str_gsub(lua_State *L)
+{
+    size_t ls, lp;
+    const char *s = luaL_checklstring(L, 1, &ls);
+    const char *p = luaL_checklstring(L, 2, &lp);
+    const char *at = s, *last = NULL;
+    int tr = lua_type(L, 3), anchor;
+    lua_Integer max_n = luaL_optinteger(L, 4, (lua_Integer)ls + 1), n = 0;
+    mstate ms;
+    luaL_Buffer b;
+    luaL_argexpected(L, tr == LUA_TNUMBER || tr == LUA_TSTRING ||
+                            tr == LUA_TFUNCTION || tr == LUA_TTABLE,
+                     3, "string/function/table");
+    luaL_buffinit(L, &b);
+    anchor = *p == '^';
+    if (anchor) {
+        p++;
+        lp--;
+    }
+    ms_init(&ms, L, s, ls, p, lp);
+    while (n < max_n) {
+        const char *e;
+        ms.level = 0;
+        ms.depth = MS_MAXDEPTH;
+        if ((e = do_match(&ms, at, p)) != NULL && e != last) {
+            n++;
+            add_repl(&ms, &b, at, e, tr);
+            at = last = e;
+        } else if (at < ms.src_end) {
+            luaL_addchar(&b, *at++);
+        } else {
+            break;
+        }
+        if (anchor)
+            break;
+    }
+    ms_charge(&ms);
+    luaL_addlstring(&b, at, (size_t)(ms.src_end - at));
+    luaL_pushresult(&b);
+    lua_pushinteger(L, n);
+    return 2;
+}
+
+/* The string table of sandbox environments, also the string metatable's
+ * __index: the string library without dump, with the metered functions
+ * above (the stock ones stay in the global `string` of trusted code).
+ * Built once per state (kept in the registry). */
+static void push_safe_string(lua_State *L)
+{
+    static const luaL_Reg fns[] = {
+        {"find", l_str_find},     {"match", l_str_match},
+        {"gmatch", l_str_gmatch}, {"gsub", l_str_gsub},
+        {NULL, NULL},
+    };
+    int safe;
+    if (lua_getfield(L, LUA_REGISTRYINDEX, SB_STRING_KEY) == LUA_TTABLE)
+        return;
+    lua_pop(L, 1);
+    lua_newtable(L);
+    safe = lua_gettop(L);
+    lua_pushliteral(L, "");
+    if (lua_getmetatable(L, -1)) {
+        int mt = lua_gettop(L), lib = mt + 1;
+        if (lua_getfield(L, mt, "__index") == LUA_TTABLE) {
+            lua_pushnil(L);
+            while (lua_next(L, lib)) {
+                lua_pushvalue(L, -2);
+                lua_insert(L, -2);
+                lua_rawset(L, safe);
+            }
+            lua_getfield(L, lib, "rep");
+            lua_pushcclosure(L, l_str_rep, 1);
+            lua_setfield(L, safe, "rep");
+            lua_pushnil(L);
+            lua_setfield(L, safe, "dump");
+            lua_pushvalue(L, safe);
+            lua_setfield(L, mt, "__index"); /* ("").dump is gone */
+        }
+    }
+    lua_settop(L, safe);
+    luaL_setfuncs(L, fns, 0);
+    lua_pushvalue(L, safe);
+    lua_setfield(L, LUA_REGISTRYINDEX, SB_STRING_KEY);
+}
+
 lua_Integer apsl_sandbox_failures(lua_State *L)
 {
     void *ud = NULL;
@@ -746,8 +1623,11 @@ LUAMOD_API int luaopen_apsearch_sandbox(lua_State *L)
         {"xpcall", l_xpcall},     {"raise", l_raise},
         {"limits", l_limits},     {"configure", l_configure},
         {"stats", l_stats},       {"active", l_active},
+        {"co_create", l_co_create}, {"co_resume", l_co_resume},
+        {"co_wrap", l_co_wrap},   {"helper", l_helper},
         {NULL, NULL},
     };
+    int top;
     push_state(L);
     luaL_newlibtable(L, funcs);
     lua_pushvalue(L, -2);
@@ -758,5 +1638,14 @@ LUAMOD_API int luaopen_apsearch_sandbox(lua_State *L)
     lua_setfield(L, -2, "DEFAULT_MEMORY_MIB");
     lua_pushinteger(L, SB_GRAIN);
     lua_setfield(L, -2, "GRAIN");
+    push_safe_string(L);
+    lua_setfield(L, -2, "string");
+    top = lua_gettop(L);
+    if (lua_getglobal(L, "table") == LUA_TTABLE &&
+        lua_getfield(L, -1, "move") == LUA_TFUNCTION) {
+        lua_pushcclosure(L, l_table_move, 1);
+        lua_setfield(L, -3, "table_move");
+    }
+    lua_settop(L, top);
     return 1;
 }

@@ -160,6 +160,149 @@ describe("instruction limit", function()
   end)
 end)
 
+describe("work the count hook does not see (issue 14)", function()
+  it("charges short-lived coroutines: coroutine.wrap/create/resume in a loop", function()
+    limits(1e6, 64)
+    local cases = {
+      wrap = "local n = 0\nfor j = 1, 100000 do coroutine.wrap(function() for i = 1, 200 do n = n + 1 end end)() end\nerror('survived ' .. n)\n",
+      resume = "local n = 0\nfor j = 1, 100000 do coroutine.resume(coroutine.create(function() for i = 1, 200 do n = n + 1 end end)) end\nerror('survived ' .. n)\n",
+      yield = "local co = coroutine.wrap(function() while true do for i = 1, 200 do end coroutine.yield() end end)\nfor j = 1, 100000 do co() end\nerror('survived')\n",
+    }
+    for name, text in pairs(cases) do
+      local e = err_of(run_script, "co_" .. name .. ".lua", text)
+      assert.truthy(e:find("co_" .. name .. ".lua:%d: instruction limit exceeded"), name .. ": " .. e)
+    end
+  end)
+
+  it("coroutines still work", function()
+    local r = run_script("co_ok.lua", [[
+      local gen = coroutine.wrap(function() for i = 1, 3 do coroutine.yield(i) end end)
+      local co = coroutine.create(function(a) local b = coroutine.yield(a + 1) return b * 2 end)
+      local _, x = coroutine.resume(co, 1)
+      local _, y = coroutine.resume(co, 5)
+      local ok, err = pcall(coroutine.wrap(function() error("inner") end))
+      return { gen(), gen(), gen(), x, y, ok, err, coroutine.status(co) }
+    ]])
+    assert.truthy(r[7]:find("co_ok.lua:5: inner", 1, true), r[7])
+    r[7] = nil
+    assert.are.same({ 1, 2, 3, 2, 10, false, nil, "dead" }, r)
+  end)
+
+  it("stops pattern matching that backtracks without bound", function()
+    limits(1e6, 64)
+    local pat = [[local s, p = string.rep("a", 40), string.rep("a-", 12) .. "b"
+]]
+    local cases = {
+      find = pat .. "return { string.find(s, p) }",
+      method = pat .. "return { s:find(p) }",
+      match = pat .. "return { s:match(p) }",
+      gsub = pat .. "return { s:gsub(p, 'x') }",
+      gmatch = pat .. "for x in s:gmatch(p) do end\nreturn {}",
+      pcall = pat .. "while true do pcall(string.find, s, p) end",
+      plain = "local s = string.rep('a', 1 << 20)\nlocal p = string.rep('a', 1 << 16) .. 'b'\nwhile true do s:find(p, 1, true) end",
+    }
+    for name, text in pairs(cases) do
+      local e = err_of(run_script, "pat_" .. name .. ".lua", text)
+      assert.truthy(e:find("pat_" .. name .. ".lua:%d: instruction limit exceeded"), name .. ": " .. e)
+    end
+  end)
+
+  it("matches like the stock string library", function()
+    local S = sandbox.string
+    local cases = {
+      { "find", "hello world", "o w" }, { "find", "hello", "l+" }, { "find", "a.b", ".", 1, true },
+      { "find", "hello", "()ll()" }, { "match", "key = value", "(%w+)%s*=%s*(%w+)" },
+      { "match", "f(a(b)c)d", "%b()" }, { "match", "THE (quick) fox", "%f[%a]%a+" },
+      { "match", "abcabc", "(abc)%1" }, { "find", "abc", "b", -2 }, { "match", "  x", "^%s*(.-)%s*$" },
+      { "gsub", "hello world", "o", "0" }, { "gsub", "abc", "%w", "%0%0" }, { "gsub", "abc", "", "-" },
+      { "gsub", "$name is $age", "%$(%w+)", { name = "ann", age = 3 } },
+      { "gsub", "abc", "(b)", function(b) return b:upper() end }, { "gsub", "aaa", "a", "b", 2 },
+    }
+    for _, c in ipairs(cases) do
+      assert.are.same({ string[c[1]](table.unpack(c, 2)) }, { S[c[1]](table.unpack(c, 2)) }, c[1] .. " " .. c[3])
+    end
+    local a, b = {}, {}
+    for k, v in string.gmatch("a=1, b=2", "(%w+)=(%w+)") do a[#a + 1] = k .. v end
+    for k, v in S.gmatch("a=1, b=2", "(%w+)=(%w+)") do b[#b + 1] = k .. v end
+    assert.are.same(a, b)
+    assert.has_error(function() S.find("a", "%") end, "malformed pattern (ends with '%')")
+    assert.has_error(function() S.find("a", "[a") end, "malformed pattern (missing ']')")
+  end)
+
+  it("charges table.move and returns string.rep of empty pieces at once", function()
+    limits(1e6, 64)
+    local e = err_of(run_script, "move.lua", "local t = {}\ntable.move(t, 1, 1 << 50, 2)\nreturn {}")
+    assert.truthy(e:find("move.lua:2: instruction limit exceeded", 1, true), e)
+    local r = run_script("rep.lua", "return { s = string.rep('', math.maxinteger), t = ('x'):rep(3, ',') }")
+    assert.are.same({ s = "", t = "x,x,x" }, r)
+  end)
+
+  it("has no string.dump, not even through the string metatable", function()
+    local r = run_script("dump_mt.lua", "return { a = type(('').dump), b = type(string.dump), c = type(('x').rep) }")
+    assert.are.same({ a = "nil", b = "nil", c = "function" }, r)
+  end)
+
+  it("reports unbounded recursion at once, with a short traceback", function()
+    local t0 = os.time()
+    local e = err_of(run_script, "recurse.lua", "local function f(n) return 1 + f(n + 1) end\nreturn { f(1) }\n")
+    assert.truthy(e:find("recurse.lua:1: stack overflow", 1, true), e)
+    assert.truthy(e:find("(skipping %d+ levels)"), e)
+    assert.truthy(#e < 4000, #e)
+    assert.truthy(os.time() - t0 < 60, "took minutes")
+  end)
+end)
+
+describe("values a script returns (issue 14)", function()
+  it("are described with raw access: no __len, __index or __tostring runs", function()
+    local spin = "function() while true do end end"
+    local r = rules.load_file(write(DIR .. "/mt_rule.lua", ([[
+      local mt = { __len = SPIN, __index = SPIN, __tostring = SPIN, __eq = SPIN, __name = "x" }
+      return { name = "mt", check = function(c) return setmetatable({ 1, 2 }, mt) end }
+    ]]):gsub("SPIN", spin), nil))
+    local e = err_of(r.check, {})
+    assert.truthy(e:find('rule "mt" (check) returned {1, 2}', 1, true), e)
+    r = rules.load_file(write(DIR .. "/mt_code.lua", ([[
+      local mt = { __len = SPIN, __index = SPIN }
+      return { name = "mt2", check = function(c) return false, setmetatable({}, mt) end }
+    ]]):gsub("SPIN", spin), nil))
+    e = err_of(r.check, {})
+    assert.truthy(e:find("returned the reason code {}", 1, true), e)
+    local obj = rules.load_objective(write(DIR .. "/mt_obj.lua", ([[
+      return { score = function(e) return setmetatable({}, { __len = SPIN, __index = SPIN }) end }
+    ]]):gsub("SPIN", spin), nil))
+    local better = rules.objective_comparator(obj)
+    e = err_of(better, { step_time = 1, mem_peak = 1 }, { step_time = 2, mem_peak = 1 })
+    assert.truthy(e:find("returned {} (expected a number)", 1, true), e)
+  end)
+end)
+
+describe("helper errors name the script's line (issue 14)", function()
+  it("hf(), model(), device(), range() in a policy", function()
+    local cases = {
+      hf = 'local m = hf("nope/config.json")',
+      model = 'local m = model("no-such-model")',
+      device = 'local d = device("no-such-device")',
+      range = 'local r = range(1, "x")',
+    }
+    for name, line in pairs(cases) do
+      local e = err_of(policy.load, write(DIR .. "/h_" .. name .. ".lua", "\n" .. line .. "\nreturn {}\n"))
+      assert.truthy(e:find("^[^\n]*h_" .. name .. "%.lua:2: "), name .. ": " .. e)
+      assert.falsy(e:find("apsearch/", 1, true), name .. ": " .. e)
+    end
+  end)
+
+  it("ctx:estimate in a rule", function()
+    local core = require "apsearch.core"
+    local T = require "apsearch.testing"
+    local r = rules.load_file(write(DIR .. "/est_rule.lua",
+      "return { name = 'est', check = function(c, ctx)\n  local e = ctx:estimate({ tp_degree = 'x' })\n  return true\nend }\n"))
+    local e = err_of(T.check, r, { tp_degree = 1 }, T.context())
+    assert.truthy(e:find("^[^\n]*est_rule%.lua:2: "), e)
+    assert.falsy(e:find("apsearch/rules.lua", 1, true), e)
+    local _ = core
+  end)
+end)
+
 describe("memory cap", function()
   it("stops a memory blow-up with the file and line", function()
     limits(1e9, 16)
@@ -374,6 +517,20 @@ return {
     local p = write(DIR .. "/policy.lua", POLICY)
     local b = write(DIR .. "/r_bin.lua", string.dump(load("return { name = 'b', check = function() return true end }")), "wb")
     failed({ apsearch("run", p, "--rules", b) }, "attempt to load a binary chunk (mode is 't')")
+  end)
+
+  it("model paths that are not regular files, or too big, are refused at once (issue 14)", function()
+    local fifo = DIR .. "/fifo.json"
+    os.execute("mkfifo " .. q(fifo))
+    local huge = DIR .. "/huge.json"
+    os.execute("truncate -s 100M " .. q(huge))
+    local p = write(DIR .. "/policy.lua", POLICY)
+    failed({ apsearch("run", p, "--set", "model=/dev/zero") }, "/dev/zero: cannot read config: not a regular file (a char device)")
+    failed({ apsearch("run", p, "--set", "model=" .. fifo) }, "not a regular file (a named pipe)")
+    failed({ apsearch("run", p, "--set", "model=" .. DIR) }, "not a regular file (a directory)")
+    failed({ apsearch("run", p, "--set", "model=" .. huge) }, "larger than the 64 MiB limit")
+    local hp = write(DIR .. "/hf_zero.lua", 'local m = hf("/dev/zero")\nreturn {}\n')
+    failed({ apsearch("run", hp) }, "hf_zero.lua:1: /dev/zero: cannot read config: not a regular file")
   end)
 
   it("runs a trusted script with --unsafe", function()

@@ -10,10 +10,10 @@ local core = require "apsearch.core"
 local hf = require "apsearch.hf"
 local presets = require "apsearch.presets"
 
+local H = require "spec_helpers"
+
 local function tmpfile(name, text)
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p '" .. dir .. "'"))
+  local dir = H.tmpdir()
   local path = dir .. "/" .. name
   local f = assert(io.open(path, "w"))
   f:write(text)

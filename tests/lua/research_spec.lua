@@ -42,7 +42,7 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
   local base_dir, base
   setup(function()
     assert.is_string(BIN, "APS_BIN must name the built apsearch binary")
-    base_dir = tmpdir()
+    base_dir = tmpdir() .. "/base"
     local code, _, err = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--out", base_dir)
     assert.are.equal(0, code, err)
     base = cjson.decode(read(base_dir .. "/result.json"))
@@ -93,7 +93,7 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
   end)
 
   it("re-searches micro_batch_num, CP, recompute ranges and offsets from the command line", function()
-    local dir = tmpdir()
+    local dir = tmpdir() .. "/out"
     local c0 = apsearch("run", "examples/llama3_70b_h100.lua", "--quiet", "--out", dir,
       "--set", "search_space.pp_degree=1,2,4")
     assert.are.equal(0, c0)
@@ -120,7 +120,7 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
   end)
 
   it("shows the changes in the report too", function()
-    local dir = tmpdir()
+    local dir = tmpdir() .. "/out"
     local code = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--out", dir,
       "--fix", "layer_recompute=full", "--baseline", base_dir .. "/result.json")
     assert.are.equal(0, code)

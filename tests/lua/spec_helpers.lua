@@ -28,11 +28,19 @@ function M.write(path, text, mode)
   return path
 end
 
---- A fresh empty directory.
+-- directories made by M.tmpdir, removed when the Lua state closes (busted
+-- exits with os.exit(code, true)), so test runs leave nothing in /tmp
+local made = {}
+M._cleanup = setmetatable({}, { __gc = function()
+  for _, d in ipairs(made) do os.execute("rm -rf " .. M.q(d)) end
+end })
+
+--- A fresh empty directory, removed when the test process ends.
 function M.tmpdir()
   local dir = os.tmpname()
   os.remove(dir)
   assert(os.execute("mkdir -p " .. M.q(dir)))
+  made[#made + 1] = dir
   return dir
 end
 
@@ -44,7 +52,9 @@ function M.apsearch(...)
   local cmd = string.format("cd %s && APSEARCH_ROOT=%s %s %s > %s/out 2> %s/err",
     M.q(M.ROOT), M.q(M.ROOT), M.q(M.BIN), table.concat(args, " "), dir, dir)
   local _, _, code = os.execute(cmd)
-  return code, M.read(dir .. "/out") or "", M.read(dir .. "/err") or ""
+  local out, err = M.read(dir .. "/out") or "", M.read(dir .. "/err") or ""
+  os.execute("rm -rf " .. M.q(dir))
+  return code, out, err
 end
 
 --- The message of the error f(...) raises (fails the spec if none).

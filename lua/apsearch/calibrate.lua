@@ -125,8 +125,10 @@ function M.fit_rows(all, label, opts)
   local devices, fp8 = {}, {}
   for _, row in ipairs(all) do
     local c = validate.run_case(row)
-    if c.error and c.error:match("^measured_") then
-      error(("%s: %s: %s"):format(path, row.case_id, c.error), 0)
+    -- a measured value or convention the row cannot have is a broken
+    -- file, not a row to skip: the fit would be meaningless
+    if c.error and (c.error:match("^measured_") or c.error:match("^flops_convention ")) then
+      error(("%s: row %s: %s"):format(path, row.case_id, c.error), 0)
     elseif c.error then
       log(("calibrate: skipping %s: %s"):format(row.case_id, c.error))
     elseif c.measured.tokens_per_s_per_gpu then

@@ -55,6 +55,7 @@ local util = require "apsearch.util"
 local schema = require "apsearch.schema"
 local stacks = require "apsearch.stacks"
 local hf = require "apsearch.hf"
+local lfs = require "lfs"
 local presets = require "apsearch.presets"
 local rules = require "apsearch.rules"
 local objectives = require "apsearch.objectives"
@@ -129,13 +130,23 @@ end
 --   info (`apsearch.hf.from_config`), filled as the file runs; pass it to
 --   `from_table` as `opts.hf_imports` (the sandbox returns plain data, so
 --   the info cannot ride on the model table itself)
-function M.env(base_dir)
+function M.env(base_dir, allow)
   local env = rules.sandbox()
   local api = {}
   local imports = {}
+  local roots
   local function import(path, name)
     if type(path) ~= "string" then error("hf(path): expected a path string", 0) end
-    local m, info = hf.load(util.join_path(base_dir, path), name)
+    local full = util.join_path(base_dir, path)
+    roots = roots or M.hf_roots(base_dir, allow)
+    local ok, real = M.hf_allowed(full, roots)
+    if not ok then
+      error(("hf: %s%s: outside the directories a policy may read (its own directory, apsearch's "
+        .. "examples/models, the directories of model paths given on the command line); "
+        .. "give it with --model or put it next to the policy"):format(path,
+        real ~= full and (" (" .. real .. ")") or ""), 0)
+    end
+    local m, info = hf.load(full, name)
     imports[m.name] = info
     return m
   end
@@ -160,6 +171,44 @@ function M.env(base_dir)
   for k, v in pairs(api) do env[k] = v end
   env.apsearch = api
   return env, imports
+end
+
+--- The directories whose files a policy's `hf()` and `model(path)` may
+-- read, as real paths (symbolic links, `.` and `..` resolved): the policy
+-- file's directory, apsearch's shipped `<root>/examples/models`, and the
+-- directories in `allow` (those of the model paths given on the command
+-- line).  A directory that does not exist is left out.
+-- @tparam string base_dir the policy file's directory
+-- @tparam[opt] table allow more directories
+-- @treturn table array of real paths
+function M.hf_roots(base_dir, allow)
+  local core = require "apsearch.core"
+  local roots = {}
+  local dirs = { base_dir, util.join_path(util.root(), "examples/models") }
+  for _, d in ipairs(allow or {}) do dirs[#dirs + 1] = d end
+  for _, d in ipairs(dirs) do
+    local real = core.realpath(d)
+    if real then roots[#roots + 1] = real end
+  end
+  return roots
+end
+
+--- Whether a policy may read `path` with `hf()`: a regular file whose real
+-- path lies under one of `roots` (M.hf_roots).  A path that does not
+-- exist or is not a regular file is let through: apsearch.hf refuses it
+-- with its own message (cannot open, not a regular file).
+-- @tparam string path
+-- @tparam table roots
+-- @treturn boolean allowed
+-- @treturn string the real path (or path itself when it has none)
+function M.hf_allowed(path, roots)
+  local core = require "apsearch.core"
+  local real = core.realpath(path)
+  if not real or lfs.attributes(real, "mode") ~= "file" then return true, path end
+  for _, r in ipairs(roots) do
+    if r == "/" or real:sub(1, #r + 1) == r .. "/" then return true, real end
+  end
+  return false, real
 end
 
 --- Splits `KEY=VALUE` and parses the value (see util.parse_scalar).
@@ -263,6 +312,66 @@ local function apply_fix(raw, key, value)
     util.fail("--fix", "search_space", "expected a table", raw.search_space)
   end
   apply_set(raw, "search_space." .. key, value)
+end
+
+-- canonical key of an override: "section.field" with suffixes and routes
+-- resolved (cluster.memory_limit_gib -> training.memory_limit_bytes)
+local function canon_key(key)
+  local segs = split_dots(key)
+  if #segs == 2 then return canon(segs[1], segs[2]) end
+  if #segs == 3 and segs[1] == "cluster" and segs[2] == "device" then
+    return "cluster.device." .. (schema.resolve(schema.device, segs[3]) or segs[3])
+  end
+  return key
+end
+
+-- true when override `b` (applied later) replaces some or all of what
+-- override `a` set: the same field, a field inside it, or a table holding it
+local function shadows(b, a)
+  local ka, kb = canon_key(a), canon_key(b)
+  return ka == kb or ka:sub(1, #kb + 1) == kb .. "." or kb:sub(1, #ka + 1) == ka .. "."
+    or a == b or a:sub(1, #b + 1) == b .. "." or b:sub(1, #a + 1) == a .. "."
+end
+
+-- Every override given on the command line is validated, also when a
+-- later one replaces the same field (`--set cluster.num_devices=-1
+-- --set cluster.num_devices=8`, `--set top_k=-1 --top-k 3`, `--set
+-- search_space.tp_degree=-3 --fix tp_degree=2`): for each override that a
+-- later one shadows, the policy is normalized once more without the later
+-- ones that shadow it, so its value is checked where it would apply and
+-- an error names it (`--set: cluster.num_devices: must be a positive
+-- integer (got -1)`).  Precedence is unchanged: the last one wins.
+local function check_shadowed(raw, file, opts)
+  local list = {}
+  for i, s in ipairs(opts.set or {}) do
+    local text = type(s) == "table" and s.text or s
+    local key = tostring(text):match("^%s*([%w_%.]+)%s*=")
+    list[#list + 1] = { kind = "set", index = i, key = key }
+  end
+  for i, s in ipairs(opts.fix or {}) do
+    local key = tostring(s):match("^%s*([%w_%.]+)%s*=")
+    list[#list + 1] = { kind = "fix", index = i, key = key and ("search_space." .. (schema.strategy_aliases[key] or key)) }
+  end
+  if opts.top_k ~= nil then list[#list + 1] = { kind = "top_k", key = "top_k" } end
+  for i, a in ipairs(list) do
+    if a.key then
+      local drop = {}
+      for j = i + 1, #list do
+        local b = list[j]
+        if b.key and shadows(b.key, a.key) then drop[b.kind .. (b.index or "")] = true end
+      end
+      if next(drop) then
+        local o = {}
+        for k, v in pairs(opts) do o[k] = v end
+        o.set, o.fix = {}, {}
+        for k, v in ipairs(opts.set or {}) do if not drop["set" .. k] then o.set[#o.set + 1] = v end end
+        for k, v in ipairs(opts.fix or {}) do if not drop["fix" .. k] then o.fix[#o.fix + 1] = v end end
+        if drop.top_k then o.top_k = nil end
+        o.shadow_check = false
+        M.from_table(raw, file, o)
+      end
+    end
+  end
 end
 
 ------------------------------------------------------------- normalization
@@ -639,6 +748,7 @@ function M.from_table(raw, file, opts)
   if type(raw) ~= "table" then
     util.fail(file, "(return value)", "a policy must return a table", raw)
   end
+  local original = raw
   raw = util.deepcopy(raw)
   local base_dir = opts.base_dir or util.dirname(file)
   resolve_paths(raw, base_dir)
@@ -761,6 +871,7 @@ function M.from_table(raw, file, opts)
       end
     end
   end
+  if opts.shadow_check ~= false then check_shadowed(original, file, opts) end
   p.overrides = overrides
   return p
 end
@@ -774,14 +885,14 @@ end
 -- @raise `<file>: cannot open policy file (...)`, `<file>:<line>: <syntax
 --   error>`, or the sandbox report of a runtime error or exceeded limit
 --   (`<file>:<line>: <message>`, `in policy file <file>`, a traceback)
-function M.load_raw(path)
+function M.load_raw(path, allow)
   local f, oerr = io.open(path, "rb")
   if not f then
     error(string.format("%s: cannot open policy file (%s)", path,
       tostring(oerr):gsub("^[^:]*: ", "")), 0)
   end
   f:close()
-  local env, imports = M.env(util.dirname(path))
+  local env, imports = M.env(util.dirname(path), allow)
   return rules.run_file(path, env, "policy file"), imports
 end
 
@@ -791,7 +902,17 @@ end
 -- @treturn table the normalized policy
 -- @raise as `load_raw`, or a validation error
 function M.load(path, opts)
-  local raw, imports = M.load_raw(path)
+  -- the directories of model paths given on the command line (--model
+  -- PATH, --set model=PATH, --set model.config=PATH): hf() may read there
+  local allow = {}
+  for _, st in ipairs(opts and opts.set or {}) do
+    local text = type(st) == "table" and st.text or st
+    local key, value = tostring(text):match("^%s*([%w_%.]+)%s*=%s*(.-)%s*$")
+    if (key == "model" or key == "model.config") and value and pathish(value) then
+      allow[#allow + 1] = util.dirname(value)
+    end
+  end
+  local raw, imports = M.load_raw(path, allow)
   opts = util.copy(opts or {})
   opts.hf_imports = imports
   return M.from_table(raw, path, opts)
@@ -808,7 +929,7 @@ function M.load_string(text, name, opts)
   name = name or "policy"
   opts = util.copy(opts or {})
   opts.base_dir = opts.base_dir or "."
-  local env, imports = M.env(opts.base_dir)
+  local env, imports = M.env(opts.base_dir, opts.hf_allow)
   local raw = rules.run_string(text, name, env, "policy")
   opts.hf_imports = imports
   return M.from_table(raw, name, opts)

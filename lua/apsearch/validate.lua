@@ -260,6 +260,7 @@ function M.case_inputs(row)
   if given(row, "reshard_after_forward") then
     strategy.reshard_after_forward = need_bool(row, "reshard_after_forward")
   end
+  if given(row, "flops_convention") then need_enum(row, "flops_convention", M.FLOPS_CONVENTIONS) end
   local assumed = {}
   recompute_columns(row, strategy, assumed)
   pipeline_layout(row, strategy, framework, model.num_layers, assumed)
@@ -292,6 +293,80 @@ function M.measured_value(row, column)
 end
 
 local function pct(pred, meas) return (pred - meas) / meas * 100 end
+
+--- The FLOPs conventions of the `flops_convention` column (ctx:flops);
+-- `unknown` or empty: the source does not say (no TFLOP/s or MFU compared).
+M.FLOPS_CONVENTIONS = { "model-causal", "model-noncausal", "hardware-causal",
+  "hardware-noncausal", "unknown" }
+
+--- Physical ceiling of a measured speed, as a fraction of the device's
+-- highest dense peak over all its precisions (peak_flops_*): no GPU runs
+-- its causal model FLOPs (the smallest count of any convention) faster
+-- than its peak, so a measured tokens/s per GPU, step time, TFLOP/s per
+-- GPU or MFU that implies more is a wrong unit or a typo (a per-node or
+-- per-cluster figure, a step time in ms read as s).
+M.MAX_UTILIZATION = 1.0
+--- Physical floor of a measured speed, the same fraction: 0.1 % of the
+-- peak.  The published runs of tests/fixtures sit between 9 % and 62 %;
+-- a training run 100 x slower than the slowest of them is not a
+-- measurement apsearch can be compared with (1e-308 tokens/s is a typo).
+M.MIN_UTILIZATION = 1e-3
+--- Ceiling of `measured_mem_gib` as a fraction of the device's memory:
+-- a run cannot hold more than the device has; 1.1 leaves room for GB
+-- written as GiB (x 1.074).
+M.MAX_MEM_FRACTION = 1.1
+--- Floor of `measured_mem_gib`: 0.1 GiB; a CUDA context alone takes more.
+M.MIN_MEM_GIB = 0.1
+
+--- Checks the measured columns of a row against the physical bounds of
+-- its device and model (MIN_/MAX_UTILIZATION, MAX_MEM_FRACTION,
+-- MIN_MEM_GIB); raises `<column> = "<text>" is outside [lo, hi] ...`.
+-- @param row the row (column -> string)
+-- @param ctx the row's core context, strategy its strategy
+-- @param est its estimate, preset its device preset, cluster its cluster
+function M.check_bounds(row, ctx, strategy, est, preset, cluster, training)
+  local peak, peak_name = 0, "?"
+  for k, v in pairs(preset) do
+    if type(k) == "string" and k:match("^peak_flops_") and type(v) == "number" and v > peak then
+      peak, peak_name = v, k
+    end
+  end
+  local n = est.devices_used
+  local flops = ctx:flops(strategy, "model-causal")
+  local tokens = training.global_batch_size * training.seq_length
+  local per_token = flops / tokens
+  local mem = (cluster.device and cluster.device.memory_bytes) or preset.memory_bytes
+  -- each column's bounds in its own unit: speed = utilisation x peak
+  local bounds = {
+    measured_tokens_per_s_per_gpu = { peak / per_token, false },
+    measured_step_time_s = { flops / n / peak, true },  -- inverse: slow = long
+    measured_tflops_per_gpu = { peak / 1e12, false },
+    measured_mfu_pct = { 100, false },
+  }
+  local function fail(column, text, lo, hi, why)
+    error(("%s = %q is outside [%.4g, %.4g], the physical bounds for this row (%s)"):format(
+      column, text, lo, hi, why), 0)
+  end
+  local why = ("%g %% to %g %% of %s's highest dense peak, %s = %.4g TFLOP/s; "
+    .. "validate.MIN_UTILIZATION / MAX_UTILIZATION"):format(M.MIN_UTILIZATION * 100,
+    M.MAX_UTILIZATION * 100, tostring(row.device), peak_name, peak / 1e12)
+  for _, m in ipairs(M.MEASURES) do
+    local v = M.measured_value(row, m.column)
+    local b = bounds[m.column]
+    if v and b and peak > 0 then
+      local lo, hi
+      if b[2] then lo, hi = b[1] / M.MAX_UTILIZATION, b[1] / M.MIN_UTILIZATION
+      else lo, hi = b[1] * M.MIN_UTILIZATION, b[1] * M.MAX_UTILIZATION end
+      if v < lo or v > hi then fail(m.column, row[m.column], lo, hi, why) end
+    elseif v and m.column == "measured_mem_gib" and mem and mem > 0 then
+      local hi = mem * M.MAX_MEM_FRACTION / GIB
+      if v < M.MIN_MEM_GIB or v > hi then
+        fail(m.column, row[m.column], M.MIN_MEM_GIB, hi, ("the device's %.4g GiB x %g; "
+          .. "validate.MIN_MEM_GIB / MAX_MEM_FRACTION"):format(mem / GIB, M.MAX_MEM_FRACTION))
+      end
+    end
+  end
+end
 
 --- Largest terms of an estimate: exposed time categories and memory
 -- categories, each sorted descending, three of each.
@@ -334,6 +409,7 @@ function M.run_case(row, calib)
     if est.reason and est.reason ~= "MEMORY_LIMIT" then
       error(("strategy infeasible: %s: %s"):format(est.reason, est.message), 0)
     end
+    M.check_bounds(row, ctx, strategy, est, preset, cluster, training)
     local conv = row.flops_convention
     local n = est.devices_used
     local predicted = {

@@ -480,6 +480,7 @@ static const luaL_Reg module_funcs[] = {
     {"context", l_context},
     {"fsync", apsl_fsync},
     {"getpid", apsl_getpid},
+    {"realpath", apsl_realpath},
     {NULL, NULL}
 };
 

@@ -1,12 +1,16 @@
 /*
  * src/lua/lfsync.c -- the two file-system calls stock Lua and LuaFileSystem
  * lack, for the atomic result sets of `apsearch run --out` (lua/apsearch/
- * outdir.lua): fsync of a file or directory by path, and the process id.
- * Registered in the `apsearch.core` module (lcore.c) as fsync and getpid.
+ * outdir.lua): fsync of a file or directory by path, and the process id;
+ * and realpath, for the files a policy's hf() may open (lua/apsearch/
+ * policy.lua, docs/policy.md).  Registered in the `apsearch.core` module
+ * (lcore.c) as fsync, getpid and realpath.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* realpath */
 
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -38,5 +42,18 @@ int apsl_fsync(lua_State *L)
 int apsl_getpid(lua_State *L)
 {
     lua_pushinteger(L, (lua_Integer)getpid());
+    return 1;
+}
+
+/* core.realpath(path) -> absolute path with every symbolic link, `.` and
+ * `..` resolved | nil, message, errno (the path does not exist, ...). */
+int apsl_realpath(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    char *real = realpath(path, NULL);
+    if (real == NULL)
+        return luaL_fileresult(L, 0, path);
+    lua_pushstring(L, real);
+    free(real);
     return 1;
 }

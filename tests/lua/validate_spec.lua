@@ -225,6 +225,68 @@ describe("validate on tests/fixtures/cases_small.csv", function()
       assert.truthy(err:find("c016: measured_tokens_per_s_per_gpu", 1, true))
     end)
   end
+
+  -- issue 14: values that parse as positive numbers but no run can have
+  -- (outside the row's physical bounds: validate.MIN_UTILIZATION,
+  -- MAX_UTILIZATION, MIN_MEM_GIB, MAX_MEM_FRACTION), and conventions
+  -- ctx:flops does not know, are refused for their row, naming the column
+  for _, bad in ipairs({
+    { "measured_tokens_per_s_per_gpu", "1e-308" }, { "measured_tokens_per_s_per_gpu", "1e308" },
+    { "measured_tokens_per_s_per_gpu", "1e6" }, { "measured_tokens_per_s_per_gpu", "0.01" },
+    { "measured_step_time_s", "1e-308" }, { "measured_step_time_s", "1e9" },
+    { "measured_tflops_per_gpu", "5000" }, { "measured_mfu_pct", "150" },
+    { "measured_mem_gib", "1e308" }, { "measured_mem_gib", "1e-308" },
+  }) do
+    it(("refuses %s = %s as outside the row's physical bounds (validate and calibrate)"):format(bad[1], bad[2]), function()
+      local path = one_row(nil, set_column(bad[1], bad[2]))
+      local r = validate.run(path)
+      local ok, err = pcall(calibrate.fit, path)
+      os.remove(path)
+      assert.are.equal(1, r.summary.failed)
+      assert.truthy(r.cases[1].error:find(('%s = "%s" is outside ['):format(bad[1], bad[2]), 1, true),
+        r.cases[1].error)
+      assert.is_nil(r.cases[1].error:find("inf"))
+      assert.is_false(ok)
+      assert.truthy(err:find(("row c016: %s = "):format(bad[1]), 1, true), err)
+    end)
+  end
+
+  it("accepts values inside the bounds (the fixture's own, and a plausible memory)", function()
+    local path = one_row(nil, set_column("measured_mem_gib", "71.5"))
+    local r = validate.run(path)
+    os.remove(path)
+    assert.is_nil(r.cases[1].error)
+    assert.are.equal(71.5, r.cases[1].measured.mem_gib)
+  end)
+
+  it("refuses an unknown flops_convention naming row and column; calibrate refuses the file", function()
+    local path = one_row(nil, set_column("flops_convention", "bogus"))
+    local r = validate.run(path)
+    local ok, err = pcall(calibrate.fit, path)
+    os.remove(path)
+    assert.truthy(r.cases[1].error:find('flops_convention = "bogus" is not one of model-causal', 1, true),
+      r.cases[1].error)
+    assert.is_false(ok)
+    assert.truthy(err:find('row c016: flops_convention = "bogus"', 1, true), err)
+  end)
+
+  it("never prints inf or nan for an absurd measurement (table and JSON)", function()
+    local H = require "spec_helpers"
+    local path = one_row(nil, set_column("measured_tokens_per_s_per_gpu", "1e-308"))
+    local code, out = H.apsearch("validate", path)
+    local jcode, jout = H.apsearch("validate", path, "--format", "json")
+    local ccode, cout, cerr = H.apsearch("calibrate", "-q", path, "-o", path .. ".json")
+    os.remove(path)
+    os.remove(path .. ".json")
+    assert.are.equal(2, code)
+    assert.are.equal(2, jcode)
+    assert.are.equal(2, ccode)
+    for _, text in ipairs({ out, jout, cout, cerr }) do
+      assert.is_nil(text:lower():find("%f[%a]inf%f[%A]"), text)
+      assert.is_nil(text:lower():find("%f[%a]nan%f[%A]"), text)
+    end
+    assert.truthy(cerr:find("row c016: measured_tokens_per_s_per_gpu", 1, true), cerr)
+  end)
 end)
 
 describe("validate on NVIDIA recipe shapes (tests/fixtures/cases_recipes.csv)", function()

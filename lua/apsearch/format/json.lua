@@ -11,6 +11,12 @@
 -- * Functions and userdata are dropped, and so are tables whose metatable
 --   has `__json = false` (the compact per-candidate record
 --   `result.candidates`; it is written as candidates.csv instead).
+-- * Strings (values and keys) that are not valid UTF-8 (a CSV cell, a
+--   model name, a policy string in Latin-1 or cut mid-character) have each
+--   byte that is not part of a valid UTF-8 sequence replaced by U+FFFD,
+--   the replacement character, so that the output is always valid UTF-8
+--   and valid JSON (cjson passes such bytes through as they are); valid
+--   text, including non-ASCII, is written unchanged.
 -- Numbers keep 14 significant digits (cjson's maximum), so integer byte and
 -- parameter counts below 10^14 are exact.
 -- @module apsearch.format.json
@@ -26,6 +32,24 @@ cjson.encode_invalid_numbers(false)
 
 local EMPTY = "\0apsearch-empty-array\0"
 local EMPTY_JSON = cjson.encode(EMPTY)
+
+--- A string as valid UTF-8: each byte that does not start or continue a
+-- valid sequence (utf8.len's strict rules: no surrogates, nothing above
+-- U+10FFFF, no overlong forms) becomes U+FFFD.
+-- @tparam string s
+-- @treturn string
+function M.valid_utf8(s)
+  if utf8.len(s) then return s end
+  local out, i, n = {}, 1, #s
+  while i <= n do
+    local ok, bad = utf8.len(s, i)
+    if ok then out[#out + 1] = s:sub(i) break end
+    out[#out + 1] = s:sub(i, bad - 1)
+    out[#out + 1] = "\u{FFFD}"
+    i = bad + 1
+  end
+  return table.concat(out)
+end
 
 local function sanitize(v, depth)
   local t = type(v)
@@ -45,11 +69,13 @@ local function sanitize(v, depth)
       local kt = type(k)
       if kt == "string" or kt == "number" then
         local s = sanitize(x, depth + 1)
-        if s ~= nil then r[k] = s end
+        if s ~= nil then r[kt == "string" and M.valid_utf8(k) or k] = s end
       end
     end
     return r
-  elseif t == "string" or t == "boolean" then
+  elseif t == "string" then
+    return M.valid_utf8(v)
+  elseif t == "boolean" then
     return v
   elseif v == cjson_mod.null or v == cjson.null then
     return cjson.null

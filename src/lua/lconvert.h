@@ -38,6 +38,8 @@ LUAMOD_API int luaopen_apsearch_core(lua_State *L);
  *  sets of `apsearch run --out` (lua/apsearch/outdir.lua). */
 int apsl_fsync(lua_State *L);
 int apsl_getpid(lua_State *L);
+int apsl_monotime(lua_State *L);
+int apsl_isatty(lua_State *L);
 
 /* ------------------------------------------------------------ table -> C */
 

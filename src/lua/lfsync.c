@@ -1,13 +1,16 @@
 /*
  * src/lua/lfsync.c -- the two file-system calls stock Lua and LuaFileSystem
  * lack, for the atomic result sets of `apsearch run --out` (lua/apsearch/
- * outdir.lua): fsync of a file or directory by path, and the process id.
- * Registered in the `apsearch.core` module (lcore.c) as fsync and getpid.
+ * outdir.lua): fsync of a file or directory by path, and the process id;
+ * and, for the CLI's progress line and reported search times, a monotonic
+ * wall clock and isatty.  Registered in the `apsearch.core` module
+ * (lcore.c) as fsync, getpid, monotime and isatty.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <lauxlib.h>
@@ -38,5 +41,24 @@ int apsl_fsync(lua_State *L)
 int apsl_getpid(lua_State *L)
 {
     lua_pushinteger(L, (lua_Integer)getpid());
+    return 1;
+}
+
+/* core.monotime() -> seconds (float) of CLOCK_MONOTONIC: wall time, for
+ * elapsed times (os.clock is the process's CPU time). */
+int apsl_monotime(lua_State *L)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+    return 1;
+}
+
+/* core.isatty(fd) -> boolean: fd (0 stdin, 1 stdout, 2 stderr) is a
+ * terminal. */
+int apsl_isatty(lua_State *L)
+{
+    lua_Integer fd = luaL_checkinteger(L, 1);
+    lua_pushboolean(L, fd >= 0 && fd <= 1024 && isatty((int)fd) == 1);
     return 1;
 }

@@ -24,8 +24,12 @@ local schema = require "apsearch.schema"
 
 local M = {}
 
---- Program version.
-M.version = "0.1.0"
+--- Program version: the CMake project version, compiled into the core
+-- module (APS_VERSION); "0.1.0" for a core built without it.
+M.version = (function()
+  local ok, core = pcall(require, "apsearch.core")
+  return ok and core.version or "0.1.0"
+end)()
 
 local USAGE = [[
 usage: apsearch <command> [options]
@@ -41,18 +45,56 @@ commands:
   validate CASES.csv   estimates against measured runs
   calibrate CASES.csv -o CALIB.json
                        fit the device kernel efficiencies to measured runs
-  help                 this text; `apsearch <command> --help` for options
+  help [COMMAND]       this text, or the options of COMMAND (same as
+                       `apsearch COMMAND --help`)
+
+options: -h, --help (this text), -V, --version (print the version)
 
 exit status: 0 success, 1 no feasible strategy, 2 bad input or a failing script
 ]]
 
 local function out(s) io.stdout:write(s) end
 
+--- The option table of each subcommand, as its parser is built:
+-- `M.specs[name] = {name=, description=, options={{key=, desc=, flag=}},
+-- arguments={{key=, desc=, optional=}}}`.  `M.option_table()` fills it
+-- for every subcommand; the bash completion and the man page
+-- (scripts/gen-cli-docs.lua) and the "did you mean" of options read it.
+M.specs = {}
+
 local function new_parser(name, desc)
   local c = require("cliargs.core")()
   c:set_name("apsearch " .. name)
   c:set_description(desc)
+  local spec = { name = name, description = desc, options = {}, arguments = {} }
+  M.specs[name] = spec
+  for _, m in ipairs({ "option", "flag" }) do
+    local orig = c[m]
+    c[m] = function(self, key, d, ...)
+      spec.options[#spec.options + 1] = { key = key, desc = d, flag = m == "flag" or not key:find("=", 1, true) }
+      return orig(self, key, d, ...)
+    end
+  end
+  for _, m in ipairs({ "argument", "splat" }) do
+    local orig = c[m]
+    c[m] = function(self, key, d, ...)
+      spec.arguments[#spec.arguments + 1] = { key = key, desc = d, optional = m == "splat" }
+      return orig(self, key, d, ...)
+    end
+  end
   return c
+end
+
+--- The option names of a spec: `{"--top-k", "-q", "--quiet", ...}`.
+-- @tparam table spec an entry of M.specs
+-- @treturn table
+function M.option_names(spec)
+  local names = { "-h", "--help" }
+  for _, o in ipairs(spec.options) do
+    local head = o.key:match("^([^=]+)")
+    for n in head:gmatch("%-%-?[%w%-]+") do names[#names + 1] = n end
+  end
+  return names
 end
 
 local function common_options(c, formats)
@@ -86,7 +128,10 @@ function M.configure_sandbox(opts)
   require("apsearch.sandbox").configure(cfg)
 end
 
+local collecting = false
+
 local function parse(c, args, name)
+  if collecting then return nil, true end
   for _, a in ipairs(args) do
     if a == "-h" or a == "--help" then
       out(c.printer.generate_help_and_usage() .. "\n")
@@ -95,7 +140,10 @@ local function parse(c, args, name)
   end
   local opts, err = c:parse(args)
   if not opts then
-    error(string.format("%s: %s (see apsearch %s --help)", name, tostring(err), name), 0)
+    err = tostring(err)
+    local bad = err:match("^unknown/bad %a+: (%-%-?[^=%s]+)")
+    local hint = bad and require("apsearch.suggest").did_you_mean(bad, M.option_names(M.specs[name]))
+    error(string.format("%s: %s%s (see apsearch %s --help)", name, err, hint and ("; " .. hint) or "", name), 0)
   end
   return opts
 end
@@ -103,7 +151,8 @@ end
 local function check_format(name, fmt, allowed)
   if fmt == nil then return nil end
   for _, a in ipairs(allowed) do if fmt == a then return fmt end end
-  util.fail(name, "--format", "expected " .. table.concat(allowed, ", "), fmt)
+  util.fail(name, "--format", require("apsearch.suggest").problem("expected " .. table.concat(allowed, ", "),
+    tostring(fmt), allowed), fmt)
 end
 
 local function default_policy()
@@ -223,20 +272,48 @@ end
 -- @tparam integer total space size
 -- @tparam number elapsed seconds
 -- @tparam[opt=30] integer width bar width in characters
--- @treturn string e.g. `[#########.........]  45%  55,296 / 122,580 candidates  1.2 s`
+-- @treturn string e.g. `[#########.........]  45%  55,296 / 122,580 candidates  1.2 s, 1.5 s left`
+--   (the time left assumes the rest walks at the rate so far)
 function M.progress_line(done, total, elapsed, width)
   width = width or 30
   local frac = total > 0 and math.min(1, done / total) or 1
   local fill = math.floor(frac * width + 0.5)
   local common = require "apsearch.format.common"
-  return string.format("[%s%s] %3d%%  %s / %s candidates  %.1f s", string.rep("#", fill),
-    string.rep(".", width - fill), math.floor(100 * frac), common.commas(done), common.commas(total), elapsed)
+  local left = ""
+  if done > 0 and done < total then
+    left = string.format(", %.1f s left", elapsed * (total - done) / done)
+  end
+  return string.format("[%s%s] %3d%%  %s / %s candidates  %.1f s%s", string.rep("#", fill),
+    string.rep(".", width - fill), math.floor(100 * frac), common.commas(done), common.commas(total),
+    elapsed, left)
 end
 
--- true when stderr is a terminal (the shell's test -t 2 on our stderr)
+-- true when stderr is a terminal (isatty(2), apsearch.core.isatty)
 local function stderr_is_tty()
-  local ok = os.execute("test -t 2")
-  return ok == true or ok == 0
+  local ok, core = pcall(require, "apsearch.core")
+  if ok and core.isatty then return core.isatty(2) end
+  local r = os.execute("test -t 2")
+  return r == true or r == 0
+end
+
+-- wall clock in seconds (apsearch.core.monotime)
+local function wall_clock()
+  return require("apsearch.core").monotime()
+end
+
+--- The search log lines to print on stderr: on a terminal, when the table
+-- follows on stdout, the per-strategy `top-N:` lines are left out (the
+-- table shows them); they stay in result.json's search_log.
+-- @tparam table log result.search_log
+-- @tparam boolean tty stderr is a terminal
+-- @tparam boolean table_out the table format goes to stdout
+-- @treturn table lines
+function M.log_lines(log, tty, table_out)
+  local lines = {}
+  for _, line in ipairs(log) do
+    if not (tty and table_out and line:match("^top%-%d+: ")) then lines[#lines + 1] = line end
+  end
+  return lines
 end
 
 ------------------------------------------------------------------------ run
@@ -252,6 +329,7 @@ local function cmd_run(args)
   c:option("--rules=FILE", "add a constraint rule file (docs/writing-rules.md; repeatable)", {})
   c:option("--objective=NAME|FILE", "rank by a built-in objective or an objective file (replaces the policy's)")
   c:option("--formatter=FILE", "print the result with a formatter file instead of --format")
+  c:flag("--wide", "table: no width limit (default: fit 120 columns, leaving out the top memory/overhead columns)")
   common_options(c, "table, json, csv")
   local opts, helped = parse(c, args, "run")
   if helped then return 0 end
@@ -277,14 +355,14 @@ local function cmd_run(args)
   if opts.baseline then baseline = require("apsearch.report.baseline").load(opts.baseline) end
   local quiet = opts.quiet
   local search = require "apsearch.search"
-  local t0 = os.clock()
+  local t0 = wall_clock()
   local last = t0
   local tty = not quiet and stderr_is_tty()
   local drawn = false
   local progress
   if not quiet then
     progress = function(done, total, final)
-      local now = os.clock()
+      local now = wall_clock()
       if tty then
         if final then
           if drawn then io.stderr:write("\r\27[K") end
@@ -312,7 +390,8 @@ local function cmd_run(args)
     result.baseline_diff = require("apsearch.report.baseline").diff(baseline, result, opts.baseline)
   end
   if not quiet then
-    for _, line in ipairs(result.search_log) do util.log("%s", line) end
+    local table_out = not user_formatter and (fmt or p.outputs.format or "table") == "table"
+    for _, line in ipairs(M.log_lines(result.search_log, tty, table_out)) do util.log("%s", line) end
   end
   if dir then
     local files, note, notes = M.write_outputs(dir, result, { echarts = opts.echarts, set = set })
@@ -328,7 +407,7 @@ local function cmd_run(args)
   else
     fmt = fmt or p.outputs.format or "table"
     local formatter = require("apsearch.format." .. fmt)
-    out(formatter.format(result))
+    out(formatter.format(result, { wide = opts.wide }))
   end
   return #result.top_k_strategies > 0 and 0 or 1
 end
@@ -681,25 +760,59 @@ local COMMANDS = {
 --   the host's status for a raised error)
 -- @raise a one-line message on bad input (the host prints `apsearch: <msg>`
 --   and exits 2)
+local function command_names()
+  local names = {}
+  for k in pairs(COMMANDS) do names[#names + 1] = k end
+  table.sort(names)
+  return names
+end
+
+local function unknown_command(cmd)
+  local names = command_names()
+  local hint = require("apsearch.suggest").did_you_mean(cmd, names)
+  error(string.format("unknown command %q%s (commands: %s; see apsearch help)", cmd,
+    hint and ("; " .. hint) or "", table.concat(names, ", ")), 0)
+end
+
+--- The usage text printed by `apsearch help` (and, on stderr, by a bare
+-- `apsearch`).
+M.usage = USAGE
+
+--- Builds every subcommand's parser without running it and returns
+-- M.specs, the option table of each (see `M.specs`).
+-- @treturn table `{name = spec}`, and the sorted command names
+function M.option_table()
+  collecting = true
+  local ok, err = pcall(function()
+    for _, name in ipairs(command_names()) do COMMANDS[name]({ "--help" }) end
+  end)
+  collecting = false
+  if not ok then error(err, 0) end
+  return M.specs, command_names()
+end
+
 function M.main(args)
   args = args or {}
   local cmd = args[1]
-  if cmd == nil or cmd == "help" or cmd == "-h" or cmd == "--help" then
+  if cmd == nil then
+    -- no command: the usage on stderr, exit 2 (as a usage error)
+    io.stderr:write(USAGE)
+    return 2
+  end
+  if cmd == "help" or cmd == "-h" or cmd == "--help" then
+    if args[2] ~= nil then
+      if not COMMANDS[args[2]] then unknown_command(args[2]) end
+      return COMMANDS[args[2]]({ "--help" })
+    end
     out(USAGE)
     return 0
   end
-  if cmd == "--version" or cmd == "version" then
+  if cmd == "--version" or cmd == "-V" or cmd == "version" then
     out("apsearch " .. M.version .. "\n")
     return 0
   end
   local f = COMMANDS[cmd]
-  if not f then
-    local names = {}
-    for k in pairs(COMMANDS) do names[#names + 1] = k end
-    table.sort(names)
-    error(string.format("unknown command %q (commands: %s; see apsearch help)", cmd,
-      table.concat(names, ", ")), 0)
-  end
+  if not f then unknown_command(cmd) end
   local rest = {}
   for i = 2, #args do rest[#rest + 1] = args[i] end
   return f(rest)

@@ -53,6 +53,7 @@
 -- @module apsearch.policy
 local util = require "apsearch.util"
 local schema = require "apsearch.schema"
+local suggest = require "apsearch.suggest"
 local stacks = require "apsearch.stacks"
 local hf = require "apsearch.hf"
 local lfs = require "lfs"
@@ -305,7 +306,8 @@ end
 local function apply_fix(raw, key, value)
   local dim = schema.strategy_aliases[key] or key
   if not schema.strategy[dim] or dim == "allow_idle_devices" then
-    util.fail("--fix", key, "unknown search dimension (known: " .. util.join(schema.dimensions) .. ")", value)
+    util.fail("--fix", key, suggest.problem("unknown search dimension", key, schema.dimensions) ..
+      " (known: " .. util.join(schema.dimensions) .. ")", value)
   end
   if raw.search_space == nil then raw.search_space = {} end
   if type(raw.search_space) ~= "table" then
@@ -407,7 +409,7 @@ function Norm:fields(tbl, fields, path, section, routed, skip)
     local p = path .. "." .. tostring(k)
     if not (skip and skip[k]) then
       local name, factor = schema.resolve(fields, k)
-      if not name then self:fail(p, "unknown field", v) end
+      if not name then self:fail(p, suggest.unknown("unknown field", k, suggest.keys(fields)), v) end
       local kind = fields[name]
       if factor then
         if not util.is_finite(v) then self:fail(p, "expected a number", v) end
@@ -450,8 +452,8 @@ function Norm:model(v)
       return m, ref, i
     end
     if not presets.is_model(ref) then
-      self:fail(path, "unknown model preset (known: " .. util.join(presets.model_names) ..
-        "; or a path to a config.json)", ref)
+      self:fail(path, suggest.problem("unknown model preset", ref, presets.model_names) ..
+        " (known: " .. util.join(presets.model_names) .. "; or a path to a config.json)", ref)
     end
     local m, info = presets.model(ref)
     return m, info.source
@@ -484,7 +486,16 @@ function Norm:model(v)
 end
 
 function Norm:device(v, path)
-  if type(v) == "string" then return v end
+  if type(v) == "string" then
+    local core = require "apsearch.core"
+    if not pcall(core.device_preset, v) then
+      local names = {}
+      for i, d in ipairs(core.device_presets()) do names[i] = d.name end
+      self:fail(path, suggest.problem("unknown device preset", v, names) ..
+        " (known: " .. table.concat(names, ", ") .. ")", v)
+    end
+    return v
+  end
   if type(v) ~= "table" then
     self:fail(path, "expected a device preset name or a table", v)
   end
@@ -564,7 +575,9 @@ local RANGE_KEYS = { min = true, max = true, step = true, pow2 = true }
 
 function Norm:range(x, path, kind)
   for k, v in pairs(x) do
-    if not RANGE_KEYS[k] then self:fail(path .. "." .. tostring(k), "unknown field", v) end
+    if not RANGE_KEYS[k] then
+      self:fail(path .. "." .. tostring(k), suggest.unknown("unknown field", k, { "max", "min", "pow2", "step" }), v)
+    end
   end
   if kind ~= "posint" and kind ~= "nonnegint" and kind ~= "zero" then
     self:fail(path, "a range {min=, max=} needs an integer dimension", x)
@@ -656,7 +669,8 @@ function Norm:search_space(v)
     else
       local dim = schema.strategy_aliases[k] or k
       if type(dim) ~= "string" or not schema.strategy[dim] or dim == "allow_idle_devices" then
-        self:fail(path, "unknown field (search dimensions: " .. util.join(schema.dimensions) .. ")", x)
+        self:fail(path, suggest.problem("unknown field", k, schema.dimensions) ..
+          " (search dimensions: " .. util.join(schema.dimensions) .. ")", x)
       end
       if space.dims[dim] then self:fail(path, "given twice (alias of " .. dim .. ")", x) end
       space.dims[dim] = self:dimension(dim, x, path)
@@ -780,7 +794,7 @@ function M.from_table(raw, file, opts)
   local n = setmetatable({ file = file, base_dir = base_dir, overrides = overrides,
                            aliases = {}, hf_imports = opts.hf_imports or {} }, Norm)
   for k, v in pairs(raw) do
-    if not TOP[k] then n:fail(tostring(k), "unknown field", v) end
+    if not TOP[k] then n:fail(tostring(k), suggest.unknown("unknown field", k, suggest.keys(TOP)), v) end
   end
   for _, k in ipairs({ "name", "description" }) do
     if raw[k] ~= nil then
@@ -848,8 +862,10 @@ function M.from_table(raw, file, opts)
   elseif type(obj) == "string" and objectives.is_builtin(obj) then
     p.objective, p.objective_name = obj, obj
   else
-    obj_fail("expected " .. util.join(objectives.names) ..
-      ", an objective file (.lua), an objective table or a function(a, b)", obj)
+    local problem = "expected " .. util.join(objectives.names) ..
+      ", an objective file (.lua), an objective table or a function(a, b)"
+    if type(obj) == "string" then problem = suggest.problem(problem, obj, objectives.names) end
+    obj_fail(problem, obj)
   end
 
   p.top_k = 10
@@ -867,7 +883,7 @@ function M.from_table(raw, file, opts)
       elseif k == "dir" then
         p.outputs.dir = schema.check_value("string", v, n:checker(path))
       else
-        n:fail(path, "unknown field", v)
+        n:fail(path, suggest.unknown("unknown field", k, { "dir", "format" }), v)
       end
     end
   end

@@ -48,7 +48,7 @@ function M.model(name)
   end
   local lname = name:lower()
   if not M.is_model(lname) then
-    util.fail("model", "preset", "unknown model preset (known: " ..
+    util.fail("model", "preset", require("apsearch.suggest").problem("unknown model preset", name, M.model_names) .. " (known: " ..
       util.join(M.model_names) .. ")", name)
   end
   local model, info = hf.load(M.model_path(lname), lname)

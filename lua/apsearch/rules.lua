@@ -376,7 +376,7 @@ function M.normalize(t, source, opts)
   end
   for k, v in pairs(t) do
     local kind = FIELDS[k]
-    if not kind then util.fail(source, tostring(k), "unknown field", v) end
+    if not kind then util.fail(source, tostring(k), require("apsearch.suggest").unknown("unknown field", k, FIELDS), v) end
     if type(v) ~= kind then util.fail(source, k, "expected a " .. kind, v) end
   end
   if type(t.name) ~= "string" or t.name == "" then
@@ -482,7 +482,7 @@ local function check_fields(t, fields, source, what, a_what)
   end
   for k, v in pairs(t) do
     local kind = fields[k]
-    if not kind then util.fail(source, tostring(k), "unknown field", v) end
+    if not kind then util.fail(source, tostring(k), require("apsearch.suggest").unknown("unknown field", k, fields), v) end
     if type(v) ~= kind then util.fail(source, k, "expected a " .. kind, v) end
   end
 end

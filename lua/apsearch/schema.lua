@@ -183,7 +183,9 @@ end
 function M.check_value(kind, v, fail)
   if type(kind) == "table" then
     for _, e in ipairs(kind.enum) do if v == e then return v end end
-    fail("expected one of " .. util.join(kind.enum), v)
+    local problem = "expected one of " .. util.join(kind.enum)
+    if type(v) == "string" then problem = require("apsearch.suggest").problem(problem, v, kind.enum) end
+    fail(problem, v)
   elseif kind == "string" then
     if type(v) ~= "string" then fail("expected a string", v) end
     -- names reach JSON, HTML, CSV and terminals: printable UTF-8 only
@@ -193,7 +195,8 @@ function M.check_value(kind, v, fail)
   elseif kind == "stack" then
     local stacks = require "apsearch.stacks"
     if type(v) ~= "string" or not stacks.stack(v) then
-      fail("unknown stack; known stacks: " .. util.join(stacks.ids()), v)
+      fail((type(v) == "string" and require("apsearch.suggest").problem("unknown stack", v, stacks.ids())
+        or "unknown stack") .. "; known stacks: " .. util.join(stacks.ids()), v)
     end
   elseif kind == "bool" then
     if type(v) ~= "boolean" then fail("expected true or false", v) end

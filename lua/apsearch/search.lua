@@ -51,6 +51,10 @@ end
 local rules_mod = require "apsearch.rules"
 local objectives = require "apsearch.objectives"
 
+-- elapsed times are wall time (CLOCK_MONOTONIC, apsearch.core.monotime):
+-- os.clock counts the process's CPU time, which is not what a user waits
+local function wall_clock() return require("apsearch.core").monotime() end
+
 local M = {}
 
 --- Result schema version (bumped on incompatible changes).
@@ -210,6 +214,27 @@ local function topk_record(rank, est, capacity)
   return rec
 end
 
+--- The score of the ranking objective for one top-k entry (the record's
+-- `objective_value`, docs/outputs.md): step_time in seconds, memory in
+-- bytes of peak, throughput in tokens/s per GPU, the composite's score
+-- (sum of weight x log of each term, lower is better), the Pareto front
+-- number (1 = on the front) for pareto, and a user objective's `score`;
+-- nil for a user objective with `better` only (it has no score).
+-- @tparam table info objectives.get's info
+-- @tparam string name the objective's name
+-- @tparam table entry the heap entry (an evaluation)
+-- @tparam[opt] table layer_of index -> Pareto front number
+-- @treturn number|nil
+function M.objective_value(info, name, entry, layer_of)
+  if info.kind == "composite" then return objectives.composite_score(info.weights, entry) end
+  if info.kind == "pareto" then return layer_of and layer_of[entry.index] end
+  if entry.objective_value ~= nil then return entry.objective_value end
+  if name == "step_time" then return entry.step_time end
+  if name == "memory" then return entry.mem_peak end
+  if name == "throughput" then return entry.tokens_per_s_per_gpu end
+  return nil
+end
+
 --- Runs a search.
 -- @tparam table policy normalized policy (apsearch.policy.from_table/load)
 -- @tparam[opt] table opts
@@ -231,7 +256,7 @@ end
 --   by a rule or objective function
 function M.run(policy, opts)
   opts = opts or {}
-  local t0 = os.clock()
+  local t0 = wall_clock()
   local ctx = M.context(policy)
   local inputs = ctx:inputs()
 
@@ -364,7 +389,7 @@ function M.run(policy, opts)
     end)
   end
   local next_progress = 0x10000
-  local t_loop = os.clock()
+  local t_loop = wall_clock()
 
   for cand, index in space:iter(hook) do
     generated = index
@@ -546,7 +571,7 @@ function M.run(policy, opts)
   end
   -- a pruned block at the end of the walk is not returned by the iterator
   generated = space_size
-  local loop_seconds = os.clock() - t_loop
+  local loop_seconds = wall_clock() - t_loop
   if progress then progress(generated, space_size, true) end
   if cn > 0 then cchunks[#cchunks + 1] = spack(M.code_format(cn), unpack(cbuf, 1, cn)) end
   if en > 0 then echunks[#echunks + 1] = spack(M.estimate_format(en // 3), unpack(ebuf, 1, en)) end
@@ -600,6 +625,7 @@ function M.run(policy, opts)
       worst_stage = est.worst_stage, stages = util.array(est.stages or {}),
     }
     if layer_of then rec.pareto_front = layer_of[entry.index] end
+    rec.objective_value = M.objective_value(objective_info, objective_name, entry, layer_of)
     rec.index = entry.index
   end
 
@@ -632,7 +658,7 @@ function M.run(policy, opts)
     trend("pp_degree", "pp_degree", tr_pp_s, tr_pp_m, tr_pp_c),
     trend("cp_degree", "cp_degree", tr_cp_s, tr_cp_m, tr_cp_c),
   })
-  local seconds = os.clock() - t0
+  local seconds = wall_clock() - t0
 
   -- summaries -----------------------------------------------------------------
   local infeasible_summary = {}

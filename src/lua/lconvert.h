@@ -39,6 +39,8 @@ LUAMOD_API int luaopen_apsearch_core(lua_State *L);
 int apsl_fsync(lua_State *L);
 int apsl_getpid(lua_State *L);
 int apsl_realpath(lua_State *L);
+int apsl_monotime(lua_State *L);
+int apsl_isatty(lua_State *L);
 
 /* ------------------------------------------------------------ table -> C */
 

@@ -472,6 +472,10 @@ static int ctx_tostring(lua_State *L)
 
 /* ------------------------------------------------------------ registration */
 
+#ifndef APS_VERSION
+#define APS_VERSION "0.1.0"
+#endif
+
 static const luaL_Reg module_funcs[] = {
     {"model_params", l_model_params},
     {"device_presets", l_device_presets},
@@ -481,6 +485,8 @@ static const luaL_Reg module_funcs[] = {
     {"fsync", apsl_fsync},
     {"getpid", apsl_getpid},
     {"realpath", apsl_realpath},
+    {"monotime", apsl_monotime},
+    {"isatty", apsl_isatty},
     {NULL, NULL}
 };
 
@@ -522,7 +528,8 @@ static const char *perf_name(int i)
 /**
  * require "apsearch.core" -> module table:
  *   model_params, device_presets, device_preset, defaults, context
- *   (functions above); fsync, getpid (lfsync.c);
+ *   (functions above); fsync, getpid, monotime, isatty (lfsync.c);
+ *   version: the CMake project version (APS_VERSION);
  *   MAX_STAGES: largest pp_degree (APS_MAX_STAGES);
  *   reason_codes: array of every reason code, "NONE" first;
  *   memory_categories, performance_categories: arrays of the category names
@@ -542,6 +549,8 @@ LUAMOD_API int luaopen_apsearch_core(lua_State *L)
     luaL_newlib(L, module_funcs);
     lua_pushinteger(L, APS_MAX_STAGES);
     lua_setfield(L, -2, "MAX_STAGES");
+    lua_pushstring(L, APS_VERSION);
+    lua_setfield(L, -2, "version");
     push_names(L, APS_REASON_COUNT, reason_name);
     lua_setfield(L, -2, "reason_codes");
     push_names(L, APS_MEM_COUNT, mem_name);

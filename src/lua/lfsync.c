@@ -3,8 +3,10 @@
  * lack, for the atomic result sets of `apsearch run --out` (lua/apsearch/
  * outdir.lua): fsync of a file or directory by path, and the process id;
  * and realpath, for the files a policy's hf() may open (lua/apsearch/
- * policy.lua, docs/policy.md).  Registered in the `apsearch.core` module
- * (lcore.c) as fsync, getpid and realpath.
+ * policy.lua, docs/policy.md), and, for the CLI's progress line and
+ * reported search times, a monotonic wall clock and isatty.  Registered
+ * in the `apsearch.core` module (lcore.c) as fsync, getpid, realpath,
+ * monotime and isatty.
  */
 #define _XOPEN_SOURCE 700 /* realpath */
 
@@ -12,6 +14,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <lauxlib.h>
@@ -55,5 +58,24 @@ int apsl_realpath(lua_State *L)
         return luaL_fileresult(L, 0, path);
     lua_pushstring(L, real);
     free(real);
+    return 1;
+}
+
+/* core.monotime() -> seconds (float) of CLOCK_MONOTONIC: wall time, for
+ * elapsed times (os.clock is the process's CPU time). */
+int apsl_monotime(lua_State *L)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+    return 1;
+}
+
+/* core.isatty(fd) -> boolean: fd (0 stdin, 1 stdout, 2 stderr) is a
+ * terminal. */
+int apsl_isatty(lua_State *L)
+{
+    lua_Integer fd = luaL_checkinteger(L, 1);
+    lua_pushboolean(L, fd >= 0 && fd <= 1024 && isatty((int)fd) == 1);
     return 1;
 }

@@ -40,7 +40,8 @@ describe("policy validation", function()
   it("rejects an unknown top-level field, naming file, field and value", function()
     local raw = base()
     raw.serch_space = {}
-    assert.are.equal("policy.lua: serch_space: unknown field (got {})", err_of(norm, raw))
+    assert.are.equal("policy.lua: serch_space: unknown field (got {})", H.plain(err_of(norm, raw)))
+    assert.truthy(err_of(norm, raw):find('did you mean "search_space"? (known: cluster, constraints,', 1, true))
   end)
 
   it("rejects a name with control characters or bytes that are not UTF-8", function()
@@ -79,7 +80,7 @@ describe("policy validation", function()
     for _, c in ipairs(cases) do
       local raw = base()
       c[1](raw)
-      assert.are.equal(c[2], err_of(norm, raw))
+      assert.are.equal(c[2], H.plain(err_of(norm, raw)))
     end
   end)
 
@@ -117,7 +118,7 @@ describe("policy validation", function()
       c[1](raw)
       local e = err_of(norm, raw)
       if c[2] then
-        assert.are.equal(c[2], e)
+        assert.are.equal(c[2], H.plain(e))
       else
         assert.truthy(e:match('^policy%.lua: model: unknown model preset'))
         assert.truthy(e:match('%(got "llama%-9"%)$'))
@@ -212,7 +213,7 @@ describe("unit suffixes", function()
   it("rejects a suffix on a field of another unit", function()
     local raw = base()
     raw.training.seq_length_gib = 1
-    assert.are.equal("policy.lua: training.seq_length_gib: unknown field (got 1)", err_of(norm, raw))
+    assert.are.equal("policy.lua: training.seq_length_gib: unknown field (got 1)", H.plain(err_of(norm, raw)))
   end)
 end)
 
@@ -266,7 +267,7 @@ describe("--set and --fix", function()
 
   it("names --set in errors it causes", function()
     assert.are.equal("--set: cluster.gpus: unknown field (got 8)",
-      err_of(norm, base(), { set = { "cluster.gpus=8" } }))
+      H.plain(err_of(norm, base(), { set = { "cluster.gpus=8" } })))
     assert.are.equal("--set: training.seq_length: must be a positive integer (got 0)",
       err_of(norm, base(), { set = { "training.seq_length=0" } }))
     assert.are.equal('--set: expected KEY=VALUE (got "top_k")', err_of(norm, base(), { set = { "top_k" } }))

@@ -429,7 +429,7 @@ describe("apsearch run --out", function()
 
   it("draws a progress bar line", function()
     local cli = require "apsearch.cli"
-    assert.are.equal("[###############...............]  50%  61,290 / 122,580 candidates  1.5 s",
+    assert.are.equal("[###############...............]  50%  61,290 / 122,580 candidates  1.5 s, 1.5 s left",
       cli.progress_line(61290, 122580, 1.5))
     assert.truthy(cli.progress_line(10, 10, 0.2, 10):match("^%[##########%] 100%%"))
   end)

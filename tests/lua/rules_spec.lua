@@ -5,6 +5,7 @@
 local core = require "apsearch.core"
 local rules = require "apsearch.rules"
 local presets = require "apsearch.presets"
+local H = require "spec_helpers"
 
 local ROOT = os.getenv("APS_ROOT") or "."
 
@@ -92,7 +93,8 @@ describe("rule loader", function()
       return e
     end
     assert.are.equal("my_rule.lua: check: required field is missing (got nil)", err({ name = "x" }))
-    assert.are.equal("my_rule.lua: chek: unknown field (got 1)", err({ name = "x", check = print, chek = 1 }))
+    assert.are.equal("my_rule.lua: chek: unknown field (got 1)", H.plain(err({ name = "x", check = print, chek = 1 })))
+    assert.truthy(err({ name = "x", check = print, chek = 1 }):find('did you mean "check"?', 1, true))
     assert.are.equal('my_rule.lua: code: expected an upper-case code like MY_RULE (got "bad code")',
       err({ name = "x", check = print, code = "bad code" }))
     local r = rules.normalize({ name = "max-tp", check = print }, "f.lua")

@@ -64,4 +64,11 @@ function M.err_of(f, ...)
   return tostring(e)
 end
 
+--- An error message without its suggestion parts (apsearch.suggest):
+-- `; did you mean "x"?` and ` (known: ...)` removed, for specs that check
+-- the rest of a message exactly.
+function M.plain(msg)
+  return (tostring(msg):gsub('; did you mean [^?]*%?', ''):gsub(' %(known: [^)]*%)', ''))
+end
+
 return M

@@ -13,14 +13,18 @@ local function g(x) return string.format("%.2f", common.gib(x)) end
 --- One-line strategy description.
 -- @tparam table s strategy
 -- @treturn string
-function M.strategy_line(s)
+function M.strategy_line(s, derived_mbn)
   local parts = {}
+  -- micro_batch_num 0 is "derived": the count the estimate derived, or left out
+  if s.micro_batch_num == 0 then
+    s = setmetatable({ micro_batch_num = derived_mbn or false }, { __index = s })
+  end
   for _, f in ipairs({ "dp_degree", "fsdp_degree", "zero_stage", "tp_degree",
     "sequence_parallel", "pp_degree", "vpp_degree", "cp_degree",
     "micro_batch_size", "micro_batch_num", "layer_recompute" }) do
     -- sequence parallelism only exists with tensor parallelism
     local moot = f == "sequence_parallel" and (s.tp_degree or 1) == 1
-    if s[f] ~= nil and not moot then parts[#parts + 1] = f .. "=" .. tostring(s[f]) end
+    if s[f] ~= nil and s[f] ~= false and not moot then parts[#parts + 1] = f .. "=" .. tostring(s[f]) end
   end
   if s.fsdp_degree and s.fsdp_degree > 1 then
     parts[#parts + 1] = "reshard_after_forward=" .. tostring(s.reshard_after_forward)
@@ -91,7 +95,12 @@ function M.format(est, inputs)
       tostring(t.optimizer), tostring(t.framework))
     if est.recipe then P("recipe    %s", M.recipe_line(est.recipe, t)) end
   end
-  P("strategy  %s", M.strategy_line(est.strategy or {}))
+  local st = est.strategy or {}
+  local mbn = (est.micro_batch_num or 0) > 0 and est.micro_batch_num or nil
+  local gbs = inputs and inputs.training and inputs.training.global_batch_size
+  local ranks = (st.micro_batch_size or 1) * (st.dp_degree or 1) * (st.fsdp_degree or 1)
+  if not mbn and gbs and ranks > 0 and gbs % ranks == 0 then mbn = gbs // ranks end
+  P("strategy  %s", M.strategy_line(st, mbn))
   if (est.num_stages or 0) > 0 then
     P("devices   %s used; micro-batches per step %s", tostring(est.devices_used), tostring(est.micro_batch_num))
   end

@@ -38,12 +38,32 @@ local function cell(v)
   return v
 end
 
+-- the cell of a strategy field, placeholders spelt out: recompute_num_layers
+-- -1 ("every layer of the stage") as "all", micro_batch_num 0 ("derived
+-- from the global batch") as the derived count, gbs / (mbs x dp x fsdp)
+local function strategy_cell(s, f, gbs)
+  local v = s[f]
+  if f == "recompute_num_layers" then
+    if v == -1 then return "all" end
+    if type(v) == "table" then
+      local parts = {}
+      for i, x in ipairs(v) do parts[i] = x == -1 and "all" or tostring(x) end
+      return cell(table.concat(parts, ";"))
+    end
+  elseif f == "micro_batch_num" and v == 0 then
+    local ranks = (s.micro_batch_size or 1) * (s.dp_degree or 1) * (s.fsdp_degree or 1)
+    if gbs and ranks > 0 and gbs % ranks == 0 then return cell(gbs // ranks) end
+    return "derived"
+  end
+  return cell(v)
+end
+
 --- Column names, in order.
 -- @treturn table array of strings
 function M.columns()
   local cols = { "rank" }
   for _, f in ipairs(STRATEGY) do cols[#cols + 1] = f end
-  for _, c in ipairs({ "step_time_s", "step_time_lo_s", "step_time_hi_s", "tokens_per_s",
+  for _, c in ipairs({ "objective_value", "step_time_s", "step_time_lo_s", "step_time_hi_s", "tokens_per_s",
     "tokens_per_s_per_gpu", "model_tflops_per_gpu", "mfu", "hfu", "mem_peak_bytes",
     "mem_peak_gib", "mem_peak_lo_gib", "mem_peak_hi_gib", "mem_limit_bytes" }) do
     cols[#cols + 1] = c
@@ -67,7 +87,8 @@ function M.format(result)
   for _, r in ipairs(result.top_k_strategies or {}) do
     local mc, pc = r.memory_cost or {}, r.performance_cost or {}
     local row = { cell(r.rank) }
-    for _, f in ipairs(STRATEGY) do row[#row + 1] = cell(r[f]) end
+    for _, f in ipairs(STRATEGY) do row[#row + 1] = strategy_cell(r, f, nil) end
+    row[#row + 1] = cell(r.objective_value)
     local si, mi = pc.step_time_interval or {}, mc.total_interval or {}
     -- (an interval may be absent: nil cells, so a counted loop)
     local vals = { pc.step_time, si.lo, si.hi, pc.tokens_per_s, pc.tokens_per_s_per_gpu,
@@ -97,8 +118,10 @@ end
 -- check, never estimated); `phase` is `early` or `estimate` (empty when
 -- feasible); `reason` the filter reason code; `rank` the top-k rank (empty
 -- outside the top-k); `step_time_s` and `mem_peak_bytes` are the core's
--- estimate (empty when filtered); `micro_batch_num` 0 means derived from
--- the global batch.
+-- estimate (empty when filtered); `micro_batch_num` is the count derived
+-- from the global batch (gbs / (mbs x dp x fsdp)) where the candidate left
+-- it to the search, `recompute_num_layers` "all" where every layer of a
+-- stage is recomputed.
 -- @treturn table array of strings
 function M.candidate_columns()
   local cols = { "index", "status", "phase", "reason", "rank", "step_time_s",
@@ -132,6 +155,7 @@ function M.candidates(result)
   local n, last = 1, rec.count
   local tostr = tostring
   local nf = #STRATEGY
+  local gbs = ((result.inputs or {}).training or {}).global_batch_size
   local row = {}
   for cand, index in rec.space:iter() do
     local c = code[index]
@@ -151,7 +175,7 @@ function M.candidates(result)
     else
       row[6], row[7], row[8] = "", "", ""
     end
-    for i = 1, nf do row[8 + i] = cell(cand[STRATEGY[i]]) end
+    for i = 1, nf do row[8 + i] = strategy_cell(cand, STRATEGY[i], gbs) end
     lines[#lines + 1] = table.concat(row, ",")
     if index >= last then break end
   end

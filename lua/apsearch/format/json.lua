@@ -92,6 +92,7 @@ function M.encode(value)
   if type(value) == "table" and type(s) == "table" and type(s.top_k_strategies) == "table" then
     for _, rec in ipairs(s.top_k_strategies) do
       if type(rec) == "table" and rec.filter_reason == nil then rec.filter_reason = cjson.null end
+      if type(rec) == "table" and rec.objective_value == nil then rec.objective_value = cjson.null end
     end
   end
   -- cjson escapes "/" as "\/"; both are valid JSON, "/" reads better in paths

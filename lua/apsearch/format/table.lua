@@ -9,9 +9,51 @@ local M = {}
 
 local HEADERS = { "rank", "dp", "fsdp", "zero", "reshard", "tp", "sp", "pp",
   "vpp", "layers", "cp", "cp comm", "mbs", "mbn", "recompute", "step time (s)",
-  "tokens/s/GPU", "MFU (%)", "peak (GiB)", "top memory (GiB)", "top overhead (s)" }
+  "tokens/s/GPU", "MFU (%)", "peak (GiB)", "top memory (GiB)", "top overhead (s)", "objective" }
 local RIGHT = { true, true, true, true, false, true, false, true, true, false, true,
-  false, true, true, false, true, true, true, true, false, false }
+  false, true, true, false, true, true, true, true, false, false, true }
+
+-- column of the objective's score (last of M.rows; the text table moves
+-- it next to rank)
+local OBJECTIVE_COL = #HEADERS
+
+--- Width the text table fits by default (`--wide`: no limit).
+M.max_width = 120
+
+--- The objective's score as a cell: step_time in s, memory in GiB of
+-- peak, throughput in tokens/s per GPU, the composite's score, the Pareto
+-- front number, a user score with 4 significant digits; "-" without one.
+-- @tparam string|nil name the objective's name (result.inputs.objective)
+-- @param v the record's objective_value
+-- @treturn string
+function M.objective_cell(name, v)
+  if type(v) ~= "number" then return "-" end
+  if name == "step_time" then return string.format("%.3f", v) end
+  if name == "memory" then return string.format("%.2f", common.gib(v)) end
+  if name == "throughput" then return string.format("%.0f", v) end
+  if name == "pareto" then return string.format("%d", v) end
+  if type(name) == "string" and name:match("^composite") then return string.format("%.4f", v) end
+  return string.format("%.4g", v)
+end
+
+--- One line naming the objective of the `objective` column and its unit.
+-- @tparam table result
+-- @treturn string|nil
+function M.objective_note(result)
+  local name = (result.inputs or {}).objective
+  if name == nil then return nil end
+  local what = {
+    step_time = "step time in s, lower is better",
+    memory = "peak memory in GiB, lower is better",
+    throughput = "tokens/s per GPU, higher is better",
+    pareto = "Pareto front number, 1 = on the step time / memory front",
+  }
+  local text = what[name]
+  if not text and tostring(name):match("^composite") then
+    text = "sum of weight x log(term), lower is better"
+  end
+  return string.format("objective: %s (%s)", tostring(name), text or "the objective's score")
+end
 
 --- Layers per pipeline stage, run-length encoded as count x layers:
 -- "7+14x8+7" (7, then 14 stages of 8, then 7), "31x4+2";
@@ -87,23 +129,45 @@ function M.rows(result)
       string.format("%.2f", common.gib(mc.total)) .. (mc.near_capacity and "!" or ""),
       tm and string.format("%s %.2f", tm, common.gib(tmv)) or "-",
       tt and string.format("%s %.3f", tt, ttv) or "-",
+      M.objective_cell((result.inputs or {}).objective, r.objective_value),
     }
   end
   return HEADERS, rows, RIGHT
 end
 
--- strategy columns (2 .. 15) that hold one value in every row move to a
--- line above the table; `pareto_front` gets a column when present
-local FOLDABLE = { [2] = true, [3] = true, [4] = true, [5] = true, [6] = true, [7] = true,
-  [8] = true, [9] = true, [10] = true, [11] = true, [12] = true, [13] = true, [14] = true,
-  [15] = true }
+-- strategy columns (2 .. 15 of M.rows) that hold one value in every row
+-- move to a line above the table; `pareto_front` gets a column when present
+
+-- columns fitted to M.max_width, in this order, until the table fits:
+-- headers abbreviated, then the "top ..." columns left out (--wide shows
+-- them)
+local ABBREV = { ["step time (s)"] = "step (s)", ["tokens/s/GPU"] = "tok/s/GPU",
+  ["recompute"] = "recomp", ["peak (GiB)"] = "peak GiB" }
+local DROP = { "top overhead (s)", "top memory (GiB)" }
+
+local function width_of(text)
+  local w = 0
+  for line in text:gmatch("[^\n]+") do if #line > w then w = #line end end
+  return w
+end
 
 --- The top-k table as text: constant strategy columns folded into a
--- "same for every row" line (when there are two rows or more).
+-- "same for every row" line (when there are two rows or more); the
+-- objective's score next to rank; at most M.max_width columns wide unless
+-- `opts.wide` (abbreviated headers, then the "top memory" and "top
+-- overhead" columns left out, with a line saying so).
 -- @tparam table result search result
+-- @tparam[opt] table opts `wide` (no width limit)
 -- @treturn string
-function M.table_text(result)
+function M.table_text(result, opts)
+  opts = opts or {}
   local headers, rows, right = M.rows(result)
+  -- the objective's score after rank
+  table.insert(headers, 2, table.remove(headers, OBJECTIVE_COL))
+  table.insert(right, 2, table.remove(right, OBJECTIVE_COL))
+  for _, r in ipairs(rows) do table.insert(r, 2, table.remove(r, OBJECTIVE_COL)) end
+  local FOLDABLE = {}
+  for j = 3, 16 do FOLDABLE[j] = true end
   local fronts = false
   for _, r in ipairs(result.top_k_strategies or {}) do if r.pareto_front then fronts = true end end
   local keep, same = {}, {}
@@ -128,6 +192,28 @@ function M.table_text(result)
     rr[i] = row
   end
   local out = common.align(h, rr, rt):gsub("\n$", "")
+  local hidden = {}
+  if not opts.wide and width_of(out) > M.max_width then
+    for n, name in ipairs(h) do h[n] = ABBREV[name] or name end
+    out = common.align(h, rr, rt):gsub("\n$", "")
+    for _, name in ipairs(DROP) do
+      if width_of(out) <= M.max_width then break end
+      for n = #h, 1, -1 do
+        if h[n] == name then
+          table.remove(h, n) table.remove(rt, n)
+          for _, row in ipairs(rr) do table.remove(row, n) end
+          hidden[#hidden + 1] = name
+        end
+      end
+      out = common.align(h, rr, rt):gsub("\n$", "")
+    end
+  end
+  if #hidden > 0 then
+    out = out .. "\n(" .. table.concat(hidden, ", ") .. ": left out to fit " .. M.max_width ..
+      " columns; --wide shows them)"
+  end
+  local onote = M.objective_note(result)
+  if onote then out = out .. "\n" .. onote end
   if #same > 0 then out = "same for every row: " .. table.concat(same, " ") .. "\n" .. out end
   local range = common.interval_note(result)
   if range then out = out .. "\n" .. range end
@@ -140,9 +226,10 @@ end
 
 --- Formats a search result as text.
 -- @tparam table result the result of apsearch.search.run
+-- @tparam[opt] table opts `wide` (see `table_text`)
 -- @treturn string the summary line, the table, the filter reasons, and
 --   the changes vs a baseline (`--baseline`)
-function M.format(result)
+function M.format(result, opts)
   local s = result.all_candidate_summary or {}
   local inp = result.inputs or {}
   local cl = inp.cluster or {}
@@ -156,7 +243,7 @@ function M.format(result)
   if #(result.top_k_strategies or {}) == 0 then
     out[#out + 1] = "no feasible strategy"
   else
-    out[#out + 1] = "\n" .. M.table_text(result)
+    out[#out + 1] = "\n" .. M.table_text(result, opts)
   end
   local codes = {}
   for code, e in pairs(result.infeasible_summary or {}) do codes[#codes + 1] = { code, e } end

@@ -1,0 +1,135 @@
+--- "Did you mean": the closest known names to a misspelt one, for the
+-- messages of unknown options, subcommands, policy fields, presets and
+-- enum values.
+--
+-- The distance is the optimal-string-alignment Damerau-Levenshtein
+-- distance (insertions, deletions, substitutions and transpositions of two
+-- adjacent characters each cost 1), compared without case.  A known name
+-- is suggested when its distance is at most
+-- `max(2, floor(#word / 3))` (`M.threshold`), or when one of the two is a
+-- prefix of the other and the shorter has at least 3 characters
+-- (`h100-sxm` -> `h100-sxm-80gb`).  The closest ones are returned (ties
+-- kept, up to 3), prefixes after exact distance matches.
+-- @module apsearch.suggest
+local M = {}
+
+--- Optimal-string-alignment distance between two strings (case-insensitive).
+-- @tparam string a
+-- @tparam string b
+-- @treturn integer
+function M.distance(a, b)
+  a, b = a:lower(), b:lower()
+  local la, lb = #a, #b
+  if la == 0 then return lb end
+  if lb == 0 then return la end
+  local d = {}
+  for i = 0, la do d[i] = { [0] = i } end
+  for j = 0, lb do d[0][j] = j end
+  for i = 1, la do
+    local ai = a:byte(i)
+    for j = 1, lb do
+      local bj = b:byte(j)
+      local cost = ai == bj and 0 or 1
+      local v = math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+      if i > 1 and j > 1 and ai == b:byte(j - 1) and a:byte(i - 1) == bj then
+        v = math.min(v, d[i - 2][j - 2] + 1)
+      end
+      d[i][j] = v
+    end
+  end
+  return d[la][lb]
+end
+
+--- Largest distance at which a name is suggested for `word`.
+-- @tparam string word
+-- @treturn integer `max(2, floor(#word / 3))`
+function M.threshold(word)
+  return math.max(2, #word // 3)
+end
+
+local function prefix_of(a, b)
+  a, b = a:lower(), b:lower()
+  if #a > #b then a, b = b, a end
+  return #a >= 3 and b:sub(1, #a) == a
+end
+
+--- The known names closest to `word`.
+-- @tparam string word what was given
+-- @tparam table candidates array of known names (or a set: name -> true)
+-- @treturn table array of up to 3 names, closest first (empty when none is close)
+function M.closest(word, candidates)
+  word = tostring(word)
+  local list = {}
+  if #candidates > 0 then list = candidates
+  else for k in pairs(candidates) do list[#list + 1] = tostring(k) end table.sort(list) end
+  local scored = {}
+  local limit = M.threshold(word)
+  for _, c in ipairs(list) do
+    c = tostring(c)
+    if c ~= word then
+      local d = M.distance(word, c)
+      if d <= limit then
+        scored[#scored + 1] = { c, d }
+      elseif prefix_of(word, c) then
+        scored[#scored + 1] = { c, limit + 1 + math.abs(#c - #word) / 1000 }
+      end
+    end
+  end
+  table.sort(scored, function(x, y)
+    if x[2] ~= y[2] then return x[2] < y[2] end
+    return x[1] < y[1]
+  end)
+  local out = {}
+  for i = 1, #scored do
+    if #out >= 3 or scored[i][2] > scored[1][2] then break end
+    out[#out + 1] = scored[i][1]
+  end
+  return out
+end
+
+--- `did you mean "x"?` (or `"x" or "y"?`), or nil when nothing is close.
+-- @tparam string word
+-- @tparam table candidates
+-- @treturn string|nil
+function M.did_you_mean(word, candidates)
+  local c = M.closest(word, candidates)
+  if #c == 0 then return nil end
+  local q = {}
+  for i, s in ipairs(c) do q[i] = string.format("%q", s) end
+  return "did you mean " .. table.concat(q, " or ") .. "?"
+end
+
+--- A problem text with the suggestion inserted: `<problem>; did you mean
+-- "x"?` when a name is close, else `<problem>` unchanged.
+-- @tparam string problem e.g. "unknown field"
+-- @tparam string word
+-- @tparam table candidates
+-- @treturn string
+function M.problem(problem, word, candidates)
+  local s = M.did_you_mean(word, candidates)
+  return s and (problem .. "; " .. s) or problem
+end
+
+--- An "unknown" problem text with the suggestion and the valid names:
+-- `unknown field; did you mean "x"? (known: a, b, c)`.
+-- @tparam string problem e.g. "unknown field"
+-- @tparam string word what was given
+-- @tparam table candidates array of known names, or a set
+-- @treturn string
+function M.unknown(problem, word, candidates)
+  local list = candidates
+  if #candidates == 0 then list = M.keys(candidates) end
+  return M.problem(problem, tostring(word), list) .. " (known: " .. table.concat(list, ", ") .. ")"
+end
+
+--- Sorted names of a table's keys (for "known: ..." lists).
+-- @tparam table t
+-- @treturn table
+function M.keys(t)
+  local out = {}
+  for k in pairs(t) do out[#out + 1] = tostring(k) end
+  table.sort(out)
+  return out
+end
+
+return M

@@ -1,0 +1,191 @@
+-- tests/lua/cli_habits_spec.lua -- what users expect of the command line
+-- (issue 16): "did you mean", usage and exit codes, --version, help of a
+-- subcommand, the generated completion and man page, the objective's
+-- score in every output, tables within 120 columns, placeholders spelt out.
+-- Through the built binary (APS_BIN, APS_ROOT set by CTest).
+
+local cjson = require "cjson"
+local H = require "spec_helpers"
+local apsearch, tmpdir, read, q = H.apsearch, H.tmpdir, H.read, H.q
+
+local function err_line(code, out, err)
+  assert.are.equal(2, code)
+  assert.are.equal("", out)
+  assert.truthy(err:match("^apsearch: [^\n]+\n$"), "not one line: " .. err)
+  return err
+end
+
+describe("suggest", function()
+  local suggest = require "apsearch.suggest"
+  it("measures Damerau-Levenshtein distance (a transposition costs 1)", function()
+    assert.are.equal(0, suggest.distance("run", "run"))
+    assert.are.equal(1, suggest.distance("rnu", "run"))
+    assert.are.equal(1, suggest.distance("serch_space", "search_space"))
+    assert.are.equal(3, suggest.distance("kitten", "sitting"))
+  end)
+  it("suggests within max(2, #word // 3) or by prefix, nothing when far", function()
+    assert.are.same({ "search_space" }, suggest.closest("serch_space", { "search_space", "model" }))
+    assert.are.same({ "h100-sxm-80gb" }, suggest.closest("h100-sxm", { "h100-sxm-80gb", "b200" }))
+    assert.are.same({}, suggest.closest("zzzzzz", { "run", "estimate" }))
+    assert.is_nil(suggest.did_you_mean("qqq", { "run" }))
+  end)
+end)
+
+describe("apsearch command line habits", function()
+  it("prints usage on stderr and exits 2 without arguments", function()
+    local code, out, err = apsearch()
+    assert.are.equal(2, code)
+    assert.are.equal("", out)
+    assert.truthy(err:find("^usage: apsearch <command>"))
+  end)
+
+  it("prints the version with -V and --version", function()
+    for _, flag in ipairs({ "-V", "--version" }) do
+      local code, out = apsearch(flag)
+      assert.are.equal(0, code)
+      assert.truthy(out:match("^apsearch %d+%.%d+%.%d+\n$"), out)
+    end
+    local cmake = read(H.ROOT .. "/CMakeLists.txt")
+    local v = cmake:match("project%(apsearch VERSION ([%d%.]+)")
+    assert.are.equal("apsearch " .. v .. "\n", select(2, apsearch("--version")))
+  end)
+
+  it("prints the help of a subcommand with `help run`", function()
+    local code, out = apsearch("help", "run")
+    assert.are.equal(0, code)
+    assert.truthy(out:find("Usage: apsearch run", 1, true))
+    assert.truthy(out:find("--top-k", 1, true))
+    assert.are.equal(out, select(2, apsearch("run", "--help")))
+  end)
+
+  it("suggests subcommands and options", function()
+    assert.truthy(err_line(apsearch("rnu")):find('unknown command "rnu"; did you mean "run"?', 1, true))
+    assert.truthy(err_line(apsearch("help", "estimat")):find('did you mean "estimate"?', 1, true))
+    assert.truthy(err_line(apsearch("run", "--top", "3")):find('--top; did you mean "--top-k"?', 1, true))
+    assert.truthy(err_line(apsearch("run", "--qiet")):find('did you mean "--quiet"?', 1, true))
+    assert.truthy(err_line(apsearch("estimate", "--stratgy", "tp_degree=2"))
+      :find('did you mean "--strategy"?', 1, true))
+  end)
+
+  it("suggests policy fields, listing the valid ones", function()
+    local err = err_line(apsearch("run", "--set", "training.global_bach_size=8"))
+    assert.truthy(err:find('training.global_bach_size: unknown field; did you mean "global_batch_size"? (known: ', 1, true), err)
+    assert.truthy(err:find("seq_length", 1, true))
+    err = err_line(apsearch("run", "--set", "traning.seq_length=8"))
+    assert.truthy(err:find('did you mean "training"?', 1, true), err)
+    err = err_line(apsearch("run", "--fix", "tp_degre=2"))
+    assert.truthy(err:find('did you mean "tp_degree"?', 1, true), err)
+  end)
+
+  it("suggests presets and enum values", function()
+    assert.truthy(err_line(apsearch("run", "--model", "llama-3.1-8"))
+      :find('unknown model preset; did you mean "llama-3.1-8b"?', 1, true))
+    assert.truthy(err_line(apsearch("run", "--cluster", "h100-sxm:2"))
+      :find('unknown device preset; did you mean "h100-sxm-80gb"?', 1, true))
+    assert.truthy(err_line(apsearch("run", "--set", "training.framework=megatorn"))
+      :find('did you mean "megatron"?', 1, true))
+    assert.truthy(err_line(apsearch("run", "--format", "jsn")):find('did you mean "json"?', 1, true))
+    assert.truthy(err_line(apsearch("run", "--objective", "step_tim")):find('did you mean "step_time"?', 1, true))
+  end)
+
+  it("generates a completion that lists every option of every subcommand, and a man page", function()
+    local dir = tmpdir()
+    local cmd = string.format("cd %s && LUA_PATH=%s LUA_CPATH=%s lua5.4 scripts/gen-cli-docs.lua %s",
+      q(H.ROOT), q(H.ROOT .. "/lua/?.lua;" .. H.ROOT .. "/lua/?/init.lua;;"),
+      q(package.cpath), q(dir))
+    assert.is_true(os.execute(cmd))
+    local bash, man = read(dir .. "/apsearch.bash"), read(dir .. "/apsearch.1")
+    local cli = require "apsearch.cli"
+    local specs, names = cli.option_table()
+    assert.is_true(#names >= 6)
+    for _, name in ipairs(names) do
+      local block = bash:match("\n    " .. name:gsub("%p", "%%%0") .. "%)\n(.-);;")
+      assert.is_string(block, "no completion for " .. name)
+      local opts = cli.option_names(specs[name])
+      assert.is_true(#opts > 2)
+      for _, o in ipairs(opts) do
+        assert.truthy(block:find(" " .. o .. " ", 1, true) or block:find(" " .. o .. "\"", 1, true)
+          or block:find("\"" .. o .. " ", 1, true), name .. ": " .. o)
+        if o:match("^%-%-") and o ~= "--help" then
+          assert.truthy(man:find(o:gsub("%-", "\\-"), 1, true), "man page lacks " .. o)
+        end
+      end
+    end
+    assert.truthy(bash:find("complete %-o filenames %-F _apsearch apsearch"))
+    assert.truthy(man:find("^%.TH APSEARCH 1"))
+    assert.truthy(bash:find("--wide", 1, true))
+  end)
+end)
+
+describe("outputs", function()
+  it("shows the objective's score in the table, JSON and CSV", function()
+    local code, out = apsearch("run", "--quiet", "--top-k", "3", "--objective", "memory")
+    assert.are.equal(0, code)
+    assert.truthy(out:find("rank  objective", 1, true))
+    assert.truthy(out:find("objective: memory (peak memory in GiB, lower is better)", 1, true))
+    local _, js = apsearch("run", "--quiet", "--top-k", "3", "--format", "json", "--objective", "composite")
+    local r = cjson.decode(js)
+    for _, t in ipairs(r.top_k_strategies) do assert.is_number(t.objective_value) end
+    assert.is_true(r.top_k_strategies[1].objective_value <= r.top_k_strategies[2].objective_value)
+    _, js = apsearch("run", "--quiet", "--top-k", "2", "--format", "json")
+    r = cjson.decode(js)
+    assert.are.equal(r.top_k_strategies[1].performance_cost.step_time, r.top_k_strategies[1].objective_value)
+    local _, csv = apsearch("run", "--quiet", "--top-k", "2", "--format", "csv", "--objective", "pareto")
+    local header = csv:match("^[^\n]+")
+    local col
+    local i = 0
+    for name in header:gmatch("[^,]+") do i = i + 1 if name == "objective_value" then col = i end end
+    assert.is_number(col)
+    local first = csv:match("\n([^\n]+)")
+    local cells = {}
+    for c in (first .. ","):gmatch("([^,]*),") do cells[#cells + 1] = c end
+    assert.are.equal("1", cells[col])
+  end)
+
+  it("fits the table in 120 columns, with the wide columns behind --wide", function()
+    local function table_width(out)
+      local w = 0
+      local body = out:match("\n\n(.-)\n\n") or out
+      for line in body:gmatch("[^\n]+") do
+        if line:match("^ *rank ") or line:match("^ *%-%-%-%-") or line:match("^ +%d+  ") then
+          w = math.max(w, #line)
+        end
+      end
+      return w
+    end
+    for _, p in ipairs({ "examples/qwen25_7b_a100.lua", "examples/llama3_8b_h100.lua" }) do
+      local _, out = apsearch("run", p, "--quiet")
+      assert.is_true(table_width(out) <= 120, p .. ": " .. table_width(out))
+      local _, wide = apsearch("run", p, "--quiet", "--wide")
+      assert.truthy(wide:find("top overhead (s)", 1, true))
+      assert.truthy(wide:find("step time (s)", 1, true))
+    end
+  end)
+
+  it("spells out placeholders in the CSVs", function()
+    local dir = tmpdir() .. "/out"
+    local code = apsearch("run", "--quiet", "--top-k", "2", "--out", dir)
+    assert.are.equal(0, code)
+    local cands = read(dir .. "/candidates.csv")
+    local header = cands:match("^[^\n]+")
+    local cols, i = {}, 0
+    for name in header:gmatch("[^,]+") do i = i + 1 cols[name] = i end
+    for line in cands:gmatch("\n([^\n]+)") do
+      local cells = {}
+      for c in (line .. ","):gmatch("([^,]*),") do cells[#cells + 1] = c end
+      assert.are_not.equal("0", cells[cols.micro_batch_num], line)
+      assert.are_not.equal("-1", cells[cols.recompute_num_layers], line)
+    end
+  end)
+end)
+
+describe("estimate", function()
+  it("prints the derived micro-batch count, never micro_batch_num=0", function()
+    local code, out = H.apsearch("estimate", "--strategy", "tp_degree=2")
+    assert.is_true(code == 0 or code == 1)   -- 1: this strategy is infeasible under fsdp2
+    local line = out:match("\nstrategy  ([^\n]+)") or out:match("^strategy  ([^\n]+)")
+    assert.is_string(line)
+    assert.falsy(line:find("micro_batch_num=0", 1, true))
+    assert.truthy(line:find("micro_batch_num=%d+"))
+  end)
+end)

@@ -12,9 +12,22 @@ APS_ROOT=$PWD LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;;" \
   ./build/apsearch run examples/llama3_70b_h100.lua --quiet >/dev/null
 /usr/bin/time -f "apsearch run (1,024-GPU sweep): %e s wall, %M KiB peak RSS" \
   ./build/apsearch run examples/llama3_70b_h100_1024_sweep.lua --quiet >/dev/null
-/usr/bin/time -f "apsearch run bench/llama3_405b_16k_wide.lua (2.4 M): %e s wall, %M KiB peak RSS" \
-  ./build/apsearch run bench/llama3_405b_16k_wide.lua --quiet >/dev/null
+# the 2.4 M-candidate space: the search alone, then with --out in each
+# --candidates mode (issue 14: within 1.5x of the search, under 200 MB)
+W=bench/llama3_405b_16k_wide.lua
 OUT=$(mktemp -d)
-/usr/bin/time -f "apsearch run bench/llama3_405b_16k_wide.lua --out (2.4 M): %e s wall, %M KiB peak RSS" \
-  ./build/apsearch run bench/llama3_405b_16k_wide.lua --quiet --out "$OUT" >/dev/null
+fig() { # label, then the command: prints its wall time and peak RSS
+  local label=$1; shift
+  /usr/bin/time -f "%e %M" -o "$OUT/time" "$@" >/dev/null
+  read -r wall kib <"$OUT/time"
+  printf '%-62s %6.2f s wall, %7d KiB peak RSS' "$label" "$wall" "$kib"
+}
+fig "apsearch run $W (2.4 M, no --out):" ./build/apsearch run $W --quiet
+base=$wall
+echo
+for mode in feasible all none; do
+  fig "apsearch run $W --out --candidates $mode:" \
+    ./build/apsearch run $W --quiet --out "$OUT/$mode" --candidates $mode
+  awk -v a="$wall" -v b="$base" 'BEGIN { printf ", %.2fx the search alone\n", a / b }'
+done
 rm -rf "$OUT"

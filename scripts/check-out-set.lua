@@ -3,7 +3,8 @@
 -- the marker's run id = result.json's run_id = report.html's
 -- apsearch-run-id; the files present = output_files (no more, no fewer);
 -- each launch file says "of the top-K" with K = the top-k in result.json;
--- result.csv has K rows, candidates.csv one row per generated candidate.
+-- result.csv has K rows, candidates.csv one row per generated candidate
+-- (--candidates all) or per feasible one (feasible), none without it.
 -- Prints the run id; exit 1 with the reason when the set is not whole,
 -- 3 when DIR does not exist.  Used by scripts/stress-out.sh.
 local lfs = require "lfs"
@@ -62,8 +63,16 @@ for n in lfs.dir(dir .. "/launch") do if n ~= "." and n ~= ".." then nl = nl + 1
 if nl ~= nlaunch or nl ~= 3 * k then bad("%d launch files, %d listed, top-%d", nl, nlaunch, k) end
 local csv = read(dir .. "/result.csv") or bad("no result.csv")
 if lines(csv) ~= k + 1 then bad("result.csv has %d lines for top-%d", lines(csv), k) end
-local cand = read(dir .. "/candidates.csv") or bad("no candidates.csv")
-if lines(cand) ~= r.all_candidate_summary.generated + 1 then
-  bad("candidates.csv has %d lines for %d candidates", lines(cand), r.all_candidate_summary.generated)
+-- candidates.csv: as --candidates chose (result.json candidates_csv)
+local cc = r.candidates_csv
+local cand = read(dir .. "/candidates.csv")
+if cc == nil or cc == cjson.null then
+  if cand then bad("candidates.csv without candidates_csv in result.json") end
+else
+  if not cand then bad("no candidates.csv") end
+  local want = cc.mode == "all" and r.all_candidate_summary.generated or r.all_candidate_summary.feasible
+  if cc.rows ~= want or lines(cand) ~= want + 1 then
+    bad("candidates.csv (%s) has %d lines for %d rows", tostring(cc.mode), lines(cand), want)
+  end
 end
 print(id)

@@ -208,8 +208,10 @@ end
 -- * `result.json`     the result (docs/outputs.md), with
 --                     `visualization_report`, `output_files` and `run_id` set
 -- * `result.csv`      one row per top-k strategy
--- * `candidates.csv`  every candidate generated: feasible, infeasible or
---                     filtered, with its reason (apsearch.format.csv)
+-- * `candidates.csv`  streamed by the search before this (`--candidates`:
+--                     every candidate, the feasible ones, or none;
+--                     apsearch.format.csv.candidate_writer); listed only
+--                     when `result.candidates_csv` says it was written
 -- * `report.html`     the report (apsearch.report.html), self-contained
 -- * `launch/rank<N>_megatron.sh`, `rank<N>_torchtitan.py`,
 --   `rank<N>_mindformers.yaml` per top-k strategy (apsearch.launch)
@@ -247,8 +249,9 @@ function M.write_set(set, dir, result, opts)
   local js, where = html.find_echarts({ echarts = opts.echarts })
   local version = js and js:match("version%s*=%s*\"(%d+%.%d+%.%d+)\"")
     or (js and js:match('[%w_]+%s*=%s*"(%d+%.%d+%.%d+)"'))
-  local files = util.array({ util.join_path(dir, "result.json"), util.join_path(dir, "result.csv"),
-    util.join_path(dir, "candidates.csv"), util.join_path(dir, "report.html") })
+  local files = util.array({ util.join_path(dir, "result.json"), util.join_path(dir, "result.csv") })
+  if result.candidates_csv then files[#files + 1] = util.join_path(dir, "candidates.csv") end
+  files[#files + 1] = util.join_path(dir, "report.html")
   for _, f in ipairs(lfiles) do files[#files + 1] = util.join_path(dir, "launch/" .. f.name) end
   result.output_files = files
   local function put(rel, text)
@@ -258,7 +261,6 @@ function M.write_set(set, dir, result, opts)
   for _, f in ipairs(lfiles) do put("launch/" .. f.name, f.text) end
   launch.make_executable(set:file("launch"), lfiles)
   put("result.csv", csv.format(result))
-  put("candidates.csv", csv.candidates(result))
   put("report.html", html.render(result, {
     echarts_js = js, echarts_missing = not js and where or nil, echarts_version = version,
     launch = links, run_id = set.id,
@@ -324,6 +326,7 @@ local function cmd_run(args)
   c:option("--top-k=N", "number of strategies to report")
   c:option("--fix=DIM=VALUE", "pin a search dimension, e.g. tp_degree=8 or tp_degree=4,8 (repeatable)", {})
   c:option("--out=DIR", "write result.json, result.csv, candidates.csv, report.html and launch/ into DIR")
+  c:option("--candidates=MODE", "rows of DIR/candidates.csv: all, feasible (default) or none (no file)")
   c:option("--baseline=FILE", "a previous result.json: report what changed in the inputs and the top-k")
   c:option("--echarts=FILE", "echarts.min.js to inline in report.html (default: the one the build fetched; 'none': tables only)")
   c:option("--rules=FILE", "add a constraint rule file (docs/writing-rules.md; repeatable)", {})
@@ -379,9 +382,38 @@ local function cmd_run(args)
   end
   -- the --out lock before the search: a concurrent run into the same
   -- directory stops at once (exit 2), not after its search
+  local cand_mode = opts.candidates or require("apsearch.format.csv").default_candidate_mode
+  if cand_mode ~= "all" and cand_mode ~= "feasible" and cand_mode ~= "none" then
+    util.fail("--candidates", "candidates", "must be all, feasible or none", cand_mode)
+  end
   local dir = opts.out or p.outputs.dir
   local set = dir and require("apsearch.outdir").open(dir)
-  local okr, result = pcall(search.run, p, { progress = progress })
+  -- candidates.csv is streamed into the set while the search runs
+  local stream, writer
+  if set and cand_mode ~= "none" then
+    local serr
+    stream, serr = set:stream("candidates.csv")
+    if not stream then
+      set:abort()
+      util.fail("--out", "dir", "cannot write candidates.csv: " .. tostring(serr), dir)
+    end
+    writer = require("apsearch.format.csv").candidate_writer(stream.write, cand_mode,
+      p.training and p.training.global_batch_size)
+  end
+  local okr, result = pcall(search.run, p, { progress = progress, candidates = writer })
+  if okr and writer then
+    local rows
+    okr, rows = pcall(writer.finish)
+    local cok, cerr = stream.close()
+    if not okr then result = rows
+    elseif not cok then
+      okr, result = pcall(util.fail, "--out", "dir", "cannot write candidates.csv: " .. tostring(cerr), dir)
+    else
+      result.candidates_csv = { mode = cand_mode, rows = rows }
+    end
+  elseif writer then
+    stream.close()
+  end
   if not okr then
     if set then set:abort() end
     error(result, 0)
@@ -396,8 +428,9 @@ local function cmd_run(args)
   if dir then
     local files, note, notes = M.write_outputs(dir, result, { echarts = opts.echarts, set = set })
     if not quiet then
-      util.log("wrote %d files to %s: result.json, result.csv, candidates.csv, report.html, launch/ (%d)",
-        #files, dir, #files - 4)
+      util.log("wrote %d files to %s: result.json, result.csv, %sreport.html, launch/ (%d)",
+        #files, dir, result.candidates_csv and "candidates.csv, " or "",
+        #files - (result.candidates_csv and 4 or 3))
       if note then util.log("apsearch: %s", note) end
       for _, n in ipairs(notes) do util.log("apsearch: %s", n) end
     end

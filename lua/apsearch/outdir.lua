@@ -302,6 +302,30 @@ end
 -- @treturn string
 function Set:file(rel) return util.join_path(self.path, rel) end
 
+--- Opens one file of the set for writing in pieces (a file streamed while
+-- the search runs, e.g. candidates.csv).
+-- @tparam string rel path inside the set
+-- @treturn table|nil `{write = function(text), close = function() -> ok,
+--   err}`: `write` raises on an error; `close` closes and fsyncs
+-- @treturn string|nil the error
+function Set:stream(rel)
+  local p = util.join_path(self.path, rel)
+  local f, err = io.open(p, "wb")
+  if not f then return nil, err end
+  f:setvbuf("full", 1 << 20)
+  local s = {}
+  function s.write(text)
+    local ok, werr = f:write(text)
+    if not ok then fail("cannot write " .. rel .. ": " .. tostring(werr), self.dir) end
+  end
+  function s.close()
+    local ok, cerr = f:close()
+    if not ok then return nil, cerr end
+    return sync(p)
+  end
+  return s
+end
+
 --- Makes the set DIR's result set: fsync, link, remove the previous set.
 function Set:commit()
   local ok, err = sync(util.join_path(self.path, "launch"))

@@ -11,10 +11,11 @@
 -- 4. feasible candidates compete for the top-k under the objective
 --    (a bounded heap: only the k best are kept, each copied once); the
 --    Pareto front of (step time, peak memory) and the best candidate per
---    dp/tp/pp/cp degree are kept on the way (charts 6 and 7), and every
---    candidate leaves a compact record: its reason number, and step time
---    and peak memory when estimated (candidates.csv, the pareto
---    objective).
+--    dp/tp/pp/cp degree are kept on the way (charts 6 and 7), with a
+--    bounded sample of the feasible points (chart 7) and, for the pareto
+--    objective, the candidates that can be in its first k layers; every
+--    candidate is handed to the sink `opts.candidates` as it is decided
+--    (candidates.csv, streamed): no table of all candidates is kept.
 --
 -- Then `ctx:estimate()` runs for the top-k only, the top-k is re-estimated
 -- with the inter-node bandwidth scaled (chart 8, new core contexts), and
@@ -110,7 +111,7 @@ local function count_reason(summary, reasons, code, cand, msg, phase, rule)
   reasons[id] = code
   local e = {
     count = 1, phase = phase, rule = rule,
-    example = space_mod.copy(cand), message = msg, id = id,
+    example = space_mod.copy(cand), message = msg, id = id, code = code,
   }
   summary[code] = e
   return e
@@ -245,13 +246,19 @@ end
 --   a time);
 --   `progress` (function(done, total, final) called every 65,536
 --   candidates, and once with final = true when the walk ends);
---   `sensitivity` (default true: chart 8's re-estimates of the top-k)
+--   `sensitivity` (default true: chart 8's re-estimates of the top-k);
+--   `candidates` (a sink `{mode = "all" | "feasible", row = function(index,
+--   entry, step_time, mem_peak, cand)}`: `row` is called for every
+--   candidate (`all`, in enumeration order, the fast path's pruned blocks
+--   walked) or every feasible one, as it is decided; `entry` is its reason
+--   (`{code, phase, ...}`, nil when feasible), step time and peak memory
+--   nil when filtered early; `cand` is reused: copy it to keep it);
+--   `scatter_points` (default M.scatter_points)
 -- @treturn table the result (shared/design/OUTPUTS.md, docs/outputs.md):
 --   schema_version, status, top_k_strategies, all_candidate_summary,
 --   infeasible_summary, memory_breakdown, performance_breakdown,
 --   stage_summary, pareto_front, trends, bandwidth_sensitivity, search_log,
---   inputs; and `candidates`, the compact per-candidate record (not JSON;
---   see M.candidates_mt)
+--   inputs; and `scatter`, chart 7's points (not JSON; see M.scatter_mt)
 -- @raise on a core refusal of the inputs (see `context`) or an error raised
 --   by a rule or objective function
 function M.run(policy, opts)
@@ -329,18 +336,26 @@ function M.run(policy, opts)
   local generated, filtered, estimated, feasible, infeasible = 0, 0, 0, 0, 0
   local heap, hn = {}, 0
   local progress = opts.progress
-  -- compact record of every candidate (the candidates CSV, chart 7, the
-  -- pareto objective): per candidate its reason number (0 feasible, else
-  -- the number in `reasons`), per estimated candidate its index, step
-  -- time and peak memory.  Buffered in small tables and packed into
-  -- strings every CHUNK records (string.pack), so that the garbage
-  -- collector, which runs often here (every evaluation is a new table),
-  -- never walks large arrays.
-  local spack, unpack = string.pack, table.unpack
-  local cbuf, cn, cchunks = {}, 0, {}
-  local ebuf, en, echunks, ne = {}, 0, {}, 0
-  local CFULL, EFULL = M.record_chunk, 3 * M.record_chunk
-  local CFMT, EFMT = M.code_format(M.record_chunk), M.estimate_format(M.record_chunk)
+  -- No per-candidate table is kept: every candidate is handed to the
+  -- sink `opts.candidates` as it is decided (candidates.csv, streamed),
+  -- and the search keeps only what the result shows -- the top-k heap,
+  -- the Pareto front, the trends, a bounded sample of the feasible points
+  -- for chart 7 (M.scatter_points) and, for the pareto objective, the
+  -- candidates that may still be in its first k layers (M.pareto_keeper).
+  local sink = opts.candidates
+  local sink_row = sink and sink.row
+  local sink_all = sink and sink.mode == "all"
+  if sink and sink.mode ~= "all" and sink.mode ~= "feasible" then
+    error("search: candidates.mode must be \"all\" or \"feasible\" (got " .. tostring(sink.mode) .. ")", 0)
+  end
+  local keeper = objective_info.kind == "pareto" and M.pareto_keeper(k) or nil
+  -- chart 7's sample of the feasible points: feasible candidate number j
+  -- (1-based, in enumeration order) is kept when (j - 1) % stride == 0;
+  -- the stride starts at 1 and doubles whenever more than `sc_cap` points
+  -- are kept (the kept ones thinned by the same rule)
+  local sc_cap = opts.scatter_points or M.scatter_points
+  local sc_stride, sc_n = 1, 0
+  local sc_ord, sc_idx, sc_step, sc_mem, sc_strat = {}, {}, {}, {}, {}
   -- Pareto front of (step time, peak memory), kept online: step time
   -- ascending, memory strictly descending
   local pf_step, pf_mem, pf_idx, pf_strat, pn = {}, {}, {}, {}, 0
@@ -379,21 +394,29 @@ function M.run(policy, opts)
       end
       if bad_e and not first then bad_e.count = bad_e.count + pat.n_bad end
       filtered = filtered + pat.n
-      local bad, bid, gid = pat.bad, bad_e and bad_e.id, good_e and good_e.id
-      for i = 1, pat.n do
-        cn = cn + 1
-        cbuf[cn] = bad[i] and bid or gid
-        if cn == CFULL then cchunks[#cchunks + 1] = spack(CFMT, unpack(cbuf, 1, CFULL)) cn = 0 end
-      end
-      return true
+      -- the block's candidates (yielded with this tag when every
+      -- candidate is streamed): position i has bad_e when pat.bad[i]
+      return { bad = pat.bad, bad_e = bad_e, good_e = good_e }
     end)
   end
   local next_progress = 0x10000
   local t_loop = wall_clock()
 
-  for cand, index in space:iter(hook) do
+  for cand, index, tag in space:iter(hook, sink_all) do
     generated = index
     local ok, code, msg, failed_rule, ev = true, nil, nil, nil, nil
+    if tag then
+      -- a candidate of a block counted at once by the fast path (only
+      -- walked when every candidate is streamed)
+      local start = tag.start
+      if not start then start = index tag.start = index end
+      sink_row(index, tag.bad[index - start + 1] and tag.bad_e or tag.good_e, nil, nil, cand)
+      if progress and index >= next_progress then
+        progress(index, space_size)
+        next_progress = (index // 0x10000 + 1) * 0x10000
+      end
+      goto continue
+    end
     if by_evaluate then
       -- the core's evaluate runs aps_check_all first: a check code is an
       -- early filter, found at the cost of the check alone
@@ -420,16 +443,10 @@ function M.run(policy, opts)
       local e = summary[code]
       if e then e.count = e.count + 1
       else e = count_reason(summary, reasons, code, cand, msg, "early", failed_rule or code_rule[code]) end
-      cn = cn + 1
-      cbuf[cn] = e.id
-      if cn == CFULL then cchunks[#cchunks + 1] = spack(CFMT, unpack(cbuf, 1, CFULL)) cn = 0 end
+      if sink_all then sink_row(index, e, nil, nil, cand) end
     else
       estimated = estimated + 1
       local st, mem = ev.step_time, ev.mem_peak
-      ne = ne + 1
-      ebuf[en + 1], ebuf[en + 2], ebuf[en + 3] = index, st, mem
-      en = en + 3
-      if en == EFULL then echunks[#echunks + 1] = spack(EFMT, unpack(ebuf, 1, EFULL)) en = 0 end
       local bad, bmsg, brule
       for i = 1, n_late do
         local lok, lcode, lmsg = late_checks[i](cand, ctx, ev)
@@ -457,14 +474,32 @@ function M.run(policy, opts)
           e = count_reason(summary, reasons, bad, cand, bmsg, "estimate", brule or code_rule[bad])
           e.mem_peak = mem
         end
-        cn = cn + 1
-        cbuf[cn] = e.id
-        if cn == CFULL then cchunks[#cchunks + 1] = spack(CFMT, unpack(cbuf, 1, CFULL)) cn = 0 end
+        if sink_all then sink_row(index, e, st, mem, cand) end
       else
         feasible = feasible + 1
-        cn = cn + 1
-        cbuf[cn] = 0
-        if cn == CFULL then cchunks[#cchunks + 1] = spack(CFMT, unpack(cbuf, 1, CFULL)) cn = 0 end
+        if sink_row then sink_row(index, nil, st, mem, cand) end
+        if keeper then keeper:add(index, st, mem, cand) end
+        -- chart 7's sample
+        if (feasible - 1) % sc_stride == 0 then
+          sc_n = sc_n + 1
+          sc_ord[sc_n], sc_idx[sc_n], sc_step[sc_n], sc_mem[sc_n], sc_strat[sc_n] =
+            feasible, index, st, mem, copy(cand)
+          if sc_n > sc_cap then
+            sc_stride = 2 * sc_stride
+            local m = 0
+            for q = 1, sc_n do
+              if (sc_ord[q] - 1) % sc_stride == 0 then
+                m = m + 1
+                sc_ord[m], sc_idx[m], sc_step[m], sc_mem[m], sc_strat[m] =
+                  sc_ord[q], sc_idx[q], sc_step[q], sc_mem[q], sc_strat[q]
+              end
+            end
+            for q = m + 1, sc_n do
+              sc_ord[q], sc_idx[q], sc_step[q], sc_mem[q], sc_strat[q] = nil, nil, nil, nil, nil
+            end
+            sc_n = m
+          end
+        end
         -- Pareto front: the last front point with step <= st has the least
         -- memory among those; the candidate is dominated when it is <= mem
         local lo, hi = 1, pn
@@ -568,28 +603,20 @@ function M.run(policy, opts)
       progress(index, space_size)
       next_progress = (index // 0x10000 + 1) * 0x10000
     end
+    ::continue::
   end
   -- a pruned block at the end of the walk is not returned by the iterator
   generated = space_size
   local loop_seconds = wall_clock() - t_loop
   if progress then progress(generated, space_size, true) end
-  if cn > 0 then cchunks[#cchunks + 1] = spack(M.code_format(cn), unpack(cbuf, 1, cn)) end
-  if en > 0 then echunks[#echunks + 1] = spack(M.estimate_format(en // 3), unpack(ebuf, 1, en)) end
-  local record = setmetatable({
-    count = generated, estimated = ne, reasons = reasons,
-    code_chunks = cchunks, estimate_chunks = echunks, space = space,
-  }, M.candidates_mt)
 
   -- the pareto objective: non-dominated layers of every feasible candidate,
-  -- each by step time, until k are found
+  -- each by step time, until k are found (from the candidates that can be
+  -- in the first k layers, kept while searching)
   local layer_of = nil
-  if objective_info.kind == "pareto" then
-    heap, layer_of = M.pareto_layers(record, k, function(set)
-      local keys = {}
-      for index, cand in pairs(M.fetch(space, set)) do
-        keys[index] = M.run_key(cand, evaluate(ctx, cand))
-      end
-      return keys
+  if keeper then
+    heap, layer_of = M.pareto_layers(keeper:points(), k, function(cand)
+      return M.run_key(cand, evaluate(ctx, cand))
     end)
   else
     local sok, serr = pcall(table.sort, heap, better)
@@ -636,7 +663,15 @@ function M.run(policy, opts)
   -- chart 7: the Pareto front; chart 6: trends (rank of a top-k member)
   local rank_of = {}
   for _, rec in ipairs(top) do rank_of[rec.index] = rec.rank end
-  record.rank_of = rank_of
+  -- chart 7: the sample, and the top-k as enumerated (always drawn)
+  local scatter = setmetatable({
+    total = feasible, stride = sc_stride, ord = sc_ord, index = sc_idx, step_time = sc_step,
+    mem_peak = sc_mem, strategy = sc_strat, top = {},
+  }, M.scatter_mt)
+  for rank, entry in ipairs(heap) do
+    scatter.top[rank] = { index = entry.index, step_time = entry.step_time, mem_peak = entry.mem_peak,
+      strategy = entry.strategy }
+  end
   local front = util.array()
   for i = 1, pn do
     front[i] = { index = pf_idx[i], step_time = pf_step[i], mem_peak = pf_mem[i],
@@ -738,7 +773,7 @@ function M.run(policy, opts)
     trends = trends,
     bandwidth_sensitivity = sensitivity,
     visualization_report = nil,   -- set by the CLI when it writes the report
-    candidates = record,
+    scatter = scatter,
   }
 end
 
@@ -891,8 +926,9 @@ function M.block_pruner(space, ctx, inputs, on_block)
       -- degrees fails everywhere in the block
       local ok, code, msg = check(ctx, "all", c)
       if ok or code ~= "INVALID_DEGREE" then return nil end
-      if not on_block(pat, c, code, msg, nil, nil, nil) then return nil end
-      return pat.n, true
+      local tag = on_block(pat, c, code, msg, nil, nil, nil)
+      if not tag then return nil end
+      return pat.n, tag
     end
     local g = c
     if pat.good_at ~= 1 then
@@ -903,8 +939,9 @@ function M.block_pruner(space, ctx, inputs, on_block)
     local code, msg = uniform_failure(g)
     if not code then return nil end
     if pat.n_bad == 0 then
-      if not on_block(pat, nil, nil, nil, g, code, msg) then return nil end
-      return pat.n, true
+      local tag = on_block(pat, nil, nil, nil, g, code, msg)
+      if not tag then return nil end
+      return pat.n, tag
     end
     -- the first candidate (position 1) is the first INVALID_DEGREE one
     -- when it fails degrees; its own message
@@ -919,67 +956,114 @@ function M.block_pruner(space, ctx, inputs, on_block)
       -- (its example would be missed otherwise) unless already counted
       fcode = "INVALID_DEGREE"
     end
-    if not on_block(pat, first, fcode, fmsg, g, code, msg) then return nil end
-    return pat.n, true
+    local tag = on_block(pat, first, fcode, fmsg, g, code, msg)
+    if not tag then return nil end
+    return pat.n, tag
   end
 end
 
---- Records per packed chunk of the per-candidate record.
-M.record_chunk = 1024
+--- Most feasible points search.run keeps for chart 7 (the sample; see
+-- `scatter_mt`).
+M.scatter_points = 4000
 
-local fmt_cache = {}
---- string.pack format of n reason numbers (unsigned 16-bit).
--- @tparam integer n
--- @treturn string
-function M.code_format(n)
-  local k = "c" .. n
-  local f = fmt_cache[k]
-  if not f then f = "<" .. string.rep("I2", n) fmt_cache[k] = f end
-  return f
+--- Metatable of `result.scatter`, chart 7's points (not written to JSON:
+-- `__json = false`): `total` feasible candidates; the sample `ord[i]`
+-- (the point's number among the feasible candidates, 1-based, in
+-- enumeration order), `index[i]`, `step_time[i]` [s], `mem_peak[i]`
+-- [bytes], `strategy[i]` (as enumerated) for the feasible candidates j
+-- with (j - 1) % `stride` == 0, `stride` the least power of two that
+-- keeps at most M.scatter_points of them; `top[rank]` = {index,
+-- step_time, mem_peak, strategy} of the top-k (always drawn, with the
+-- Pareto front).
+M.scatter_mt = { __name = "apsearch.scatter", __json = false }
+
+local Keeper = {}
+Keeper.__index = Keeper
+
+--- The candidates that can be in the first k non-dominated layers of the
+-- feasible points (the `pareto` objective), kept while searching: a point
+-- whose layer (1 + the longest chain of points that dominate it) is above
+-- k is dropped at once, or at the next pruning once later points push it
+-- there.  Layers are only ever under-estimated between prunings (a new
+-- point raises the layers of those it dominates), so nothing of the first
+-- k layers is lost; a pruning recomputes them (quadratic in the points
+-- kept) whenever the points kept double.
+-- @tparam integer k layers (the top-k)
+-- @treturn table keeper with `:add(index, step, mem, cand)` and `:points()`
+function M.pareto_keeper(k)
+  return setmetatable({ k = k, n = 0, limit = 64, idx = {}, step = {}, mem = {}, strat = {}, layer = {} }, Keeper)
 end
---- string.pack format of n (index, step time, peak memory) records.
--- @tparam integer n
--- @treturn string
-function M.estimate_format(n)
-  local k = "e" .. n
-  local f = fmt_cache[k]
-  if not f then f = "<" .. string.rep("jdd", n) fmt_cache[k] = f end
-  return f
-end
 
-local Record = {}
-
---- Unpacks the record (once; cached): sets and returns `code[index]` (0 =
--- feasible, else the number of its reason in `reasons`), `est_index[i]`,
--- `est_step[i]` [s], `est_mem[i]` [bytes] for the i-th estimated candidate
--- (i = 1..`estimated`, in enumeration order).
--- @treturn table the record itself
-function Record:decode()
-  if self.code then return self end
-  local code, n = {}, 0
-  for _, chunk in ipairs(self.code_chunks) do
-    local vals = table.pack(string.unpack(M.code_format(#chunk // 2), chunk))
-    for i = 1, vals.n - 1 do n = n + 1 code[n] = vals[i] end
+function Keeper:add(index, st, mem, cand)
+  local step_, mem_, layer_, n = self.step, self.mem, self.layer, self.n
+  local d = 1
+  for q = 1, n do
+    local qs, qm = step_[q], mem_[q]
+    if qs <= st and qm <= mem and (qs < st or qm < mem) and layer_[q] >= d then d = layer_[q] + 1 end
   end
-  local idx, step, mem, m = {}, {}, {}, 0
-  for _, chunk in ipairs(self.estimate_chunks) do
-    local vals = table.pack(string.unpack(M.estimate_format(#chunk // 24), chunk))
-    for i = 1, vals.n - 1, 3 do
+  if d > self.k then return end
+  n = n + 1
+  self.n = n
+  self.idx[n], step_[n], mem_[n], self.strat[n], layer_[n] = index, st, mem, space_mod.copy(cand), d
+  if n > self.limit then
+    self:prune()
+    self.limit = math.max(64, 2 * self.n)
+  end
+end
+
+-- points by step time, then memory, then enumeration order
+function Keeper:order()
+  local o = {}
+  for i = 1, self.n do o[i] = i end
+  local step_, mem_, idx = self.step, self.mem, self.idx
+  table.sort(o, function(a, b)
+    local x, y = step_[a], step_[b]
+    if x ~= y then return x < y end
+    x, y = mem_[a], mem_[b]
+    if x ~= y then return x < y end
+    return idx[a] < idx[b]
+  end)
+  return o
+end
+
+function Keeper:prune()
+  local o = self:order()
+  local step_, mem_ = self.step, self.mem
+  local lay = {}
+  for a = 1, #o do
+    local p = o[a]
+    local ps, pm, d = step_[p], mem_[p], 1
+    for b = 1, a - 1 do
+      local q = o[b]
+      local qs, qm = step_[q], mem_[q]
+      if qm <= pm and (qs < ps or qm < pm) and lay[q] >= d then d = lay[q] + 1 end
+    end
+    lay[p] = d
+  end
+  local m = 0
+  local idx, strat = {}, {}
+  local ns, nm, nl = {}, {}, {}
+  for i = 1, self.n do
+    if lay[i] <= self.k then
       m = m + 1
-      idx[m], step[m], mem[m] = vals[i], vals[i + 1], vals[i + 2]
+      idx[m], ns[m], nm[m], strat[m], nl[m] = self.idx[i], step_[i], mem_[i], self.strat[i], lay[i]
     end
   end
-  self.code, self.est_index, self.est_step, self.est_mem = code, idx, step, mem
-  return self
+  self.idx, self.step, self.mem, self.strat, self.layer, self.n = idx, ns, nm, strat, nl, m
 end
 
---- Metatable of `result.candidates`, the compact per-candidate record (not
--- written to JSON: `__json = false`; see apsearch.format.csv.candidates).
--- Fields: `count` (candidates generated), `estimated`, `reasons` (array of
--- reason codes), `rank_of[index]` (top-k rank), `space` (the space object,
--- to regenerate candidates in order), the packed chunks, and after
--- `:decode()` the arrays `code`, `est_index`, `est_step`, `est_mem`.
-M.candidates_mt = { __name = "apsearch.candidates", __json = false, __index = Record }
+--- The points kept, by step time, then memory, then enumeration order.
+-- @treturn table `{index = {...}, step_time = {...}, mem_peak = {...},
+--   strategy = {...}}` (arrays)
+function Keeper:points()
+  self:prune()
+  local o = self:order()
+  local r = { index = {}, step_time = {}, mem_peak = {}, strategy = {} }
+  for i, p in ipairs(o) do
+    r.index[i], r.step_time[i], r.mem_peak[i], r.strategy[i] = self.idx[p], self.step[p], self.mem[p], self.strat[p]
+  end
+  return r
+end
 
 --- Fetches candidates by enumeration index (re-walks the space up to the
 -- largest index wanted).
@@ -1002,22 +1086,20 @@ end
 -- Layer 1 is the Pareto front of (step time, peak memory); layer 2 the
 -- front of the rest; ...  Within a layer, by step time (ties: memory, then
 -- enumeration order).  Candidates at exactly the same point are on the same
--- layer, once per strategy: `keys_of` gives their run keys (M.run_key),
+-- layer, once per strategy: `key_of` gives their run keys (M.run_key),
 -- and a copy of a strategy already taken is dropped.
--- @tparam table record the per-candidate record (M.candidates_mt)
+-- @tparam table pts the feasible points (every one of the first k layers
+--   at least; M.pareto_keeper): arrays `index`, `step_time`, `mem_peak`,
+--   `strategy`
 -- @tparam integer k how many
--- @tparam[opt] function keys_of `keys_of({[index] = true})` -> `{[index] = key}`
+-- @tparam[opt] function key_of `key_of(strategy)` -> run key
 -- @treturn table entries `{index, step_time, mem_peak, strategy}` of the
 --   first k, in rank order
 -- @treturn table `{[index] = layer}` for those entries
-function M.pareto_layers(record, k, keys_of)
-  record:decode()
-  local space, rcode, e_idx, e_step, e_mem, ne = record.space, record.code,
-    record.est_index, record.est_step, record.est_mem, record.estimated
+function M.pareto_layers(pts, k, key_of)
+  local e_idx, e_step, e_mem, e_strat = pts.index, pts.step_time, pts.mem_peak, pts.strategy
   local order = {}
-  for i = 1, ne do
-    if rcode[e_idx[i]] == 0 then order[#order + 1] = i end
-  end
+  for i = 1, #e_idx do order[i] = i end
   -- by step time, then memory, then enumeration order
   local function by_point(a, b)
     local x, y = e_step[a], e_step[b]
@@ -1029,14 +1111,16 @@ function M.pareto_layers(record, k, keys_of)
   table.sort(order, by_point)
   -- candidates at exactly the same point: copies of one strategy, or
   -- different strategies that happen to coincide
-  local tied = {}
-  for n = 2, #order do
-    local a, b = order[n - 1], order[n]
-    if e_step[a] == e_step[b] and e_mem[a] == e_mem[b] then
-      tied[e_idx[a]], tied[e_idx[b]] = true, true
+  local keys = {}
+  if key_of then
+    for n = 2, #order do
+      local a, b = order[n - 1], order[n]
+      if e_step[a] == e_step[b] and e_mem[a] == e_mem[b] then
+        keys[e_idx[a]] = keys[e_idx[a]] or key_of(e_strat[a])
+        keys[e_idx[b]] = keys[e_idx[b]] or key_of(e_strat[b])
+      end
     end
   end
-  local keys = (next(tied) and keys_of) and keys_of(tied) or {}
   local chosen, layer_of, layer = {}, {}, 0
   local rest = order
   while #chosen < k and #rest > 0 do
@@ -1071,13 +1155,10 @@ function M.pareto_layers(record, k, keys_of)
     if la ~= lb then return la < lb end
     return by_point(a, b)
   end)
-  local wanted = {}
-  for _, i in ipairs(chosen) do wanted[e_idx[i]] = true end
-  local strat = M.fetch(space, wanted)
   local entries = {}
   for r, i in ipairs(chosen) do
     entries[r] = { index = e_idx[i], step_time = e_step[i], mem_peak = e_mem[i],
-      strategy = strat[e_idx[i]] }
+      strategy = e_strat[i] }
   end
   return entries, layer_of
 end

@@ -38,28 +38,28 @@ local RAW = {
   top_k = 6,
 }
 
+-- the policy of each result (feasible_list runs it again)
+local policy_of = setmetatable({}, { __mode = "k" })
+
 local function run(extra, opts)
   local raw = {}
   for k, v in pairs(RAW) do raw[k] = v end
   for k, v in pairs(extra or {}) do raw[k] = v end
-  return search.run(policy.from_table(raw, "report_spec.lua", opts))
+  local p = policy.from_table(raw, "report_spec.lua", opts)
+  local r = search.run(p)
+  policy_of[r] = p
+  return r
 end
 
--- every candidate through the core again: feasible (step, mem, strategy)
+-- every feasible candidate (step, mem, strategy), as the search streams
+-- them to its sink (the candidates.csv of --candidates feasible)
 local function feasible_list(r)
   local list = {}
-  local rec = r.candidates:decode()
-  for cand, index in rec.space:iter() do
-    if rec.code[index] == 0 then list[#list + 1] = { index = index, s = space_mod.copy(cand) } end
-  end
-  local n = 1
-  local by = {}
-  for i = 1, rec.estimated do by[rec.est_index[i]] = i end
-  for _, e in ipairs(list) do
-    local i = by[e.index]
-    e.step_time, e.mem_peak = rec.est_step[i], rec.est_mem[i]
-    n = n + 1
-  end
+  search.run(policy_of[r], { sensitivity = false, candidates = { mode = "feasible",
+    row = function(index, e, st, mem, cand)
+      assert(e == nil)
+      list[#list + 1] = { index = index, s = space_mod.copy(cand), step_time = st, mem_peak = mem }
+    end } })
   return list
 end
 
@@ -355,34 +355,68 @@ describe("every candidate", function()
   setup(function() r = run() end)
 
   it("is a row of candidates.csv with its status, reason and estimate", function()
-    local text = csv.candidates(r)
+    local text, r2 = csv.candidates_of(policy_of[r], "all")
     local lines = {}
     for l in text:gmatch("[^\n]+") do lines[#lines + 1] = l end
     assert.are.equal(r.all_candidate_summary.generated + 1, #lines)
     local cols = csv.candidate_columns()
     assert.are.equal(table.concat(cols, ","), lines[1])
+    assert.is_nil(table.concat(cols, ","):find("rank", 1, true))
     local count = { feasible = 0, infeasible = 0, filtered = 0 }
-    local ranks = {}
+    local step_of = {}
     for i = 2, #lines do
       local f = {}
       for c in (lines[i] .. ","):gmatch("([^,]*),") do f[#f + 1] = c end
       count[f[2]] = count[f[2]] + 1
       assert.are.equal(tostring(i - 1), f[1])
       if f[2] == "filtered" then
-        assert.are.equal("", f[6])
+        assert.are.equal("", f[5])
         assert.are.equal("early", f[3])
       else
-        assert.truthy(tonumber(f[6]))
+        assert.truthy(tonumber(f[5]))
       end
-      if f[5] ~= "" then ranks[tonumber(f[5])] = tonumber(f[6]) end
+      step_of[i - 1] = tonumber(f[5])
     end
     local s = r.all_candidate_summary
     assert.are.equal(s.feasible, count.feasible)
     assert.are.equal(s.infeasible, count.infeasible)
     assert.are.equal(s.filtered_early, count.filtered)
-    for _, rec in ipairs(r.top_k_strategies) do
-      assert.is_true(near(ranks[rec.rank], rec.performance_cost.step_time, 1e-8))
+    -- the rank of a row: top_k_strategies[].index
+    for _, rec in ipairs(r2.top_k_strategies) do
+      assert.is_true(near(step_of[rec.index], rec.performance_cost.step_time, 1e-8))
     end
+    -- feasible: the feasible rows of all, and nothing else
+    local ftext = csv.candidates_of(policy_of[r], "feasible")
+    local want = { lines[1] }
+    for i = 2, #lines do if lines[i]:match("^%d+,feasible,") then want[#want + 1] = lines[i] end end
+    assert.are.equal(table.concat(want, "\n") .. "\n", ftext)
+    assert.are.equal(s.feasible + 1, #want)
+  end)
+
+  it("streams rows in pieces: the search result keeps no per-candidate array", function()
+    local writes, rows = 0, 0
+    local w = csv.candidate_writer(function(t)
+      writes = writes + 1
+      for _ in t:gmatch("\n") do rows = rows + 1 end
+    end, "all")
+    local saved = csv.stream_rows
+    local r3 = search.run(policy_of[r], { candidates = w, sensitivity = false })
+    assert.are.equal(r3.all_candidate_summary.generated, w.finish())
+    assert.are.equal(r3.all_candidate_summary.generated + 1, rows)
+    assert.is_true(writes >= 2)
+    assert.are.equal(saved, csv.stream_rows)
+    -- nothing in the result grows with the space: no array longer than
+    -- the chart 7 sample
+    local function longest(t, seen)
+      seen = seen or {}
+      if type(t) ~= "table" or seen[t] then return 0 end
+      seen[t] = true
+      local m = #t
+      for _, v in pairs(t) do m = math.max(m, longest(v, seen)) end
+      return m
+    end
+    assert.is_nil(r3.candidates)
+    assert.is_true(longest(r3) <= math.max(search.scatter_points, r3.all_candidate_summary.feasible))
   end)
 
   it("is not written into result.json (the compact record is CSV only)", function()
@@ -417,6 +451,42 @@ describe("apsearch run --out", function()
     assert.truthy(report:find('id="chart8"', 1, true))
     assert.truthy(report:find("launch/rank1_megatron.sh", 1, true))
     assert.truthy(err:find("wrote 13 files", 1, true))
+  end)
+
+  it("streams candidates.csv: --candidates all, feasible (the default) or none", function()
+    local function rows(path)
+      local t = read(path)
+      return t and select(2, t:gsub("\n", "")) - 1
+    end
+    local base = tmpdir()
+    local saved = {}
+    for _, mode in ipairs({ "all", "feasible", "none", "" }) do
+      local dir = base .. "/" .. (mode == "" and "default" or mode)
+      local args = { "run", "examples/llama3_70b_h100.lua", "--top-k", "2", "--out", dir, "--echarts", "none" }
+      if mode ~= "" then args[#args + 1] = "--candidates" args[#args + 1] = mode end
+      local code, _, err = apsearch(table.unpack(args))
+      assert.are.equal(0, code, err)
+      local r = cjson.decode(read(dir .. "/result.json"))
+      local s = r.all_candidate_summary
+      saved[mode] = read(dir .. "/candidates.csv")
+      if mode == "none" then
+        assert.is_nil(saved[mode])
+        assert.is_nil(r.candidates_csv)
+        for _, f in ipairs(r.output_files) do assert.is_nil(f:find("candidates.csv", 1, true)) end
+        assert.truthy(err:find("wrote 9 files to " .. dir .. ": result.json, result.csv, report.html, launch/ (6)", 1, true), err)
+      else
+        local want = mode == "all" and s.generated or s.feasible
+        assert.are.equal(want, rows(dir .. "/candidates.csv"))
+        assert.are.same({ mode = mode == "" and "feasible" or mode, rows = want }, r.candidates_csv)
+        assert.truthy(err:find("wrote 10 files", 1, true), err)
+      end
+    end
+    assert.are.equal(saved.feasible, saved[""])
+    assert.are_not.equal(saved.all, saved.feasible)
+    local code, _, err = apsearch("run", "examples/llama3_70b_h100.lua", "--out", base .. "/bad",
+      "--candidates", "some")
+    assert.are.equal(2, code)
+    assert.truthy(err:find("--candidates: candidates: must be all, feasible or none", 1, true), err)
   end)
 
   it("writes a tables-only report with --echarts none", function()

@@ -15,7 +15,9 @@
 -- 6. trends: the best step time, and that strategy's memory, for each
 --    value of dp x fsdp, tp, pp and cp degree;
 -- 7. memory vs step time of every feasible candidate, the Pareto front
---    and the top-k marked (sampled above `max_points`; the front and the
+--    and the top-k marked (above `max_points`, every 2^j-th feasible
+--    candidate in enumeration order, 2^j the least power of two that keeps
+--    at most `max_points`, sampled while searching; the front and the
 --    top-k are always drawn);
 -- 8. the top-k's step time with the inter-node bandwidth scaled x0.25..x4
 --    (re-estimated by the core in the search driver).
@@ -145,34 +147,38 @@ local function short_text(s)
   return require("apsearch.search").describe_strategy(s)
 end
 
--- chart 7's points: every feasible candidate, sampled to max_points
--- (front and top-k kept); strategies re-generated from the space
+-- chart 7's points: the search's sample of the feasible candidates
+-- (result.scatter: feasible candidate j, in enumeration order, when
+-- (j - 1) % stride == 0, stride the least power of two that keeps at most
+-- max_points), thinned by the same rule when max_points is smaller, with
+-- the Pareto front and the top-k always drawn; by enumeration index
 local function scatter_data(result, max_points)
-  local rec = result.candidates
+  local sc = result.scatter
   local out = { points = util.array(), dims = util.array(), total = 0, shown = 0 }
-  if not rec or not rec.space then return out end
-  rec:decode()
-  local feas = {}
-  for i = 1, rec.estimated do
-    if rec.code[rec.est_index[i]] == 0 then feas[#feas + 1] = i end
+  if not sc then return out end
+  out.total = sc.total
+  local stride = sc.stride or 1
+  while math.ceil(sc.total / stride) > max_points do stride = 2 * stride end
+  out.stride = stride
+  local by = {}
+  for i = 1, #sc.index do
+    if (sc.ord[i] - 1) % stride == 0 then
+      by[sc.index[i]] = { sc.mem_peak[i], sc.step_time[i], sc.strategy[i] }
+    end
   end
-  out.total = #feas
-  local keep = {}
-  for _, p in ipairs(result.pareto_front or {}) do keep[p.index] = true end
-  for _, t in ipairs(result.top_k_strategies or {}) do if t.index then keep[t.index] = true end end
-  local stride = math.max(1, math.ceil(#feas / max_points))
+  for _, p in ipairs(result.pareto_front or {}) do
+    if not by[p.index] and p.strategy then by[p.index] = { p.mem_peak, p.step_time, p.strategy } end
+  end
+  for _, t in ipairs(sc.top or {}) do
+    if not by[t.index] and t.strategy then by[t.index] = { t.mem_peak, t.step_time, t.strategy } end
+  end
   local chosen = {}
-  for n, i in ipairs(feas) do
-    local idx = rec.est_index[i]
-    if keep[idx] or (n - 1) % stride == 0 then chosen[#chosen + 1] = i end
-  end
-  local wanted = {}
-  for _, i in ipairs(chosen) do wanted[rec.est_index[i]] = true end
-  local strat = require("apsearch.search").fetch(rec.space, wanted)
+  for idx in pairs(by) do chosen[#chosen + 1] = idx end
+  table.sort(chosen)
   -- the fields that vary among the shown points; the others are fixed
   local first, varies = nil, {}
-  for _, i in ipairs(chosen) do
-    local s = strat[rec.est_index[i]]
+  for _, idx in ipairs(chosen) do
+    local s = by[idx][3]
     if not first then first = s
     else
       for _, f in ipairs(STRATEGY_FIELDS) do
@@ -186,10 +192,10 @@ local function scatter_data(result, max_points)
     elseif first and first[f] ~= nil then fixed[#fixed + 1] = f .. "=" .. value_text(first[f]) end
   end
   out.fixed_text = table.concat(fixed, " ")
-  for n, i in ipairs(chosen) do
-    local idx = rec.est_index[i]
-    local s = strat[idx]
-    local p = { rec.est_mem[i] / 2 ^ 30, rec.est_step[i], idx }
+  for n, idx in ipairs(chosen) do
+    local e = by[idx]
+    local s = e[3]
+    local p = { e[1] / 2 ^ 30, e[2], idx }
     for _, f in ipairs(out.dims) do
       local v = s[f]
       if type(v) == "table" then v = value_text(v) end

@@ -341,7 +341,7 @@
     front.forEach(function (p) { frontBy[p.index] = p; });
     return Object.assign({
       title: { text: '7. Memory vs step time of every feasible candidate',
-        subtext: (sc.shown < sc.total ? 'showing ' + sc.shown.toLocaleString('en-US') + ' of ' + sc.total.toLocaleString('en-US') + ' (front and top-k always; all in candidates.csv)' : sc.total.toLocaleString('en-US') + ' feasible candidates') + '; orange: Pareto front' },
+        subtext: (sc.shown < sc.total ? 'showing ' + sc.shown.toLocaleString('en-US') + ' of ' + sc.total.toLocaleString('en-US') + ' (every ' + sc.stride + 'th feasible candidate in enumeration order; front and top-k always)' : sc.total.toLocaleString('en-US') + ' feasible candidates') + '; orange: Pareto front' },
       tooltip: {
         trigger: 'item', confine: true,
         formatter: function (p) {

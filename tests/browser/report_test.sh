@@ -152,13 +152,16 @@ BUDGET=8000 chrome --screenshot="$ART/report-baseline.png" --window-size=1280,16
 
 # 2. without ECharts: tables and a plain notice, no script error
 OUT2="$WORK/out2"
-APSEARCH_ROOT="$ROOT" "$BIN" run "$ROOT/examples/llama3_70b_h100.lua" --top-k 3 --echarts none \
+# (top-1: no column folds, the table still fits 1280 px and sorts)
+APSEARCH_ROOT="$ROOT" "$BIN" run "$ROOT/examples/llama3_70b_h100.lua" --top-k 1 --echarts none \
   --out "$OUT2" --quiet >/dev/null 2>&1 || bad "apsearch run --echarts none failed"
-dump "file://$OUT2/report.html" "$WORK/dom2.html"
+dump "file://$OUT2/report.html?selftest" "$WORK/dom2.html"
 [ "$(attr data-echarts "$WORK/dom2.html")" = "missing" ] || bad "tables-only report: data-echarts is '$(attr data-echarts "$WORK/dom2.html")'"
 [ "$(attr data-script-errors "$WORK/dom2.html")" = "0" ] || bad "tables-only report: script errors"
 grep -q 'Charts need Apache ECharts' "$WORK/dom2.html" || bad "tables-only report: no notice"
 grep -q '<table>' "$WORK/dom2.html" || bad "tables-only report: no table"
+[ "$(attr data-sort-test "$WORK/dom2.html")" = "ok" ] || bad "tables-only report: sort '$(attr data-sort-test "$WORK/dom2.html")' (sorting needs no ECharts)"
+[ "$(attr data-topk-overflow "$WORK/dom2.html")" = "0" ] || bad "tables-only top-1 table wider than 1280 px by $(attr data-topk-overflow "$WORK/dom2.html") px"
 
 if [ "$fail" -ne 0 ]; then
   say "chromium log (tail):"; tail -n 20 "$WORK/chromium.log"

@@ -445,6 +445,7 @@ function M.chart_data(result, opts)
   local d = {
     categories = { memory = common.memory_categories, time = common.time_categories },
     colors = M.category_colors,
+    objective = result.inputs and result.inputs.objective,
     counts = {
       space_size = s.space_size or 0, generated = s.generated or 0,
       feasible = s.feasible or 0, infeasible = s.infeasible or 0,

@@ -419,7 +419,7 @@ local function cmd_run(args)
     error(result, 0)
   end
   if baseline then
-    result.baseline_diff = require("apsearch.report.baseline").diff(baseline, result, opts.baseline)
+    result.baseline_diff = require("apsearch.report.baseline").diff(baseline, result, opts.baseline, p)
   end
   if not quiet then
     local table_out = not user_formatter and (fmt or p.outputs.format or "table") == "table"

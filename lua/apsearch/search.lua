@@ -183,6 +183,12 @@ end
 -- (docs/accuracy.md).  A warning only; the estimate is unchanged.
 M.near_capacity_fraction = 0.9
 
+--- Estimated but infeasible candidates kept, the least memory first
+-- (`result.closest_infeasible`: `{index, mem_peak, step_time, reason,
+-- strategy}`), for the report's diagnosis of a search with no feasible
+-- strategy; bounded so the search state stays small.
+M.closest_keep = 20
+
 -- builds one top-k record from ctx:estimate()
 local function topk_record(rank, est, capacity)
   local s = est.strategy or {}
@@ -334,6 +340,12 @@ function M.run(policy, opts)
   local copy = space_mod.copy
   local summary, reasons = {}, {}
   local generated, filtered, estimated, feasible, infeasible = 0, 0, 0, 0, 0
+  local closest, cl_n, cl_worst = {}, 0, math.huge
+  local function closest_order(a, b)
+    if a.mem_peak ~= b.mem_peak then return a.mem_peak < b.mem_peak end
+    if a.step_time ~= b.step_time then return a.step_time < b.step_time end
+    return a.index < b.index
+  end
   local heap, hn = {}, 0
   local progress = opts.progress
   -- No per-candidate table is kept: every candidate is handed to the
@@ -475,6 +487,15 @@ function M.run(policy, opts)
           e.mem_peak = mem
         end
         if sink_all then sink_row(index, e, st, mem, cand) end
+        -- the estimated candidates closest to fitting (least memory, then
+        -- time), bounded: the report's diagnosis when nothing is feasible
+        if cl_n < M.closest_keep or mem < cl_worst then
+          if cl_n < M.closest_keep then cl_n = cl_n + 1 end
+          closest[cl_n] = { index = index, mem_peak = mem, step_time = st, reason = bad,
+                            strategy = copy(cand) }
+          table.sort(closest, closest_order)
+          cl_worst = closest[cl_n].mem_peak
+        end
       else
         feasible = feasible + 1
         if sink_row then sink_row(index, nil, st, mem, cand) end
@@ -764,6 +785,7 @@ function M.run(policy, opts)
       candidates_per_s = generated / math.max(loop_seconds, 1e-9),
     },
     infeasible_summary = infeasible_summary,
+    closest_infeasible = util.array(closest),
     memory_breakdown = mem_bd,
     performance_breakdown = perf_bd,
     stage_summary = stage_summary,

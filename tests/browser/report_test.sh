@@ -11,6 +11,13 @@
 # a virtual-time budget, once with ECharts inlined (all eight charts) and
 # once with `--echarts none` (tables only, a plain notice, no script error).
 #
+# At 1280 px (issue 16): every memory and time category is drawn in the
+# colour of the one map in lua/apsearch/report/html.lua
+# (M.category_colors), the same in two reports (405B and 70B); the top-k
+# table sorts on a header click and needs no horizontal scrolling; the
+# scatter's log-scale box switches both axes; a search with no feasible
+# strategy and a --baseline report render their tables without scrolling.
+#
 # Exit 0 pass, 1 fail, 77 skipped (chromium not installed; CTest
 # SKIP_RETURN_CODE).
 set -u
@@ -46,7 +53,7 @@ chrome() {  # chrome OUT_ARGS... URL
 
 dump() {  # dump URL OUT: the DOM once drawing is done (a longer budget on a slow first start)
   for BUDGET in 5000 15000 30000; do
-    chrome --dump-dom "$1" >"$2"
+    chrome --window-size=1280,2400 --dump-dom "$1" >"$2"
     grep -q '<html[^>]*data-charts-rendered=' "$2" && return 0
     grep -q '<html[^>]*data-echarts="missing"' "$2" && return 0
   done
@@ -78,23 +85,87 @@ for i in 1 2 3 4 5 6 7 8; do
   grep -q "id=\"chart$i\"[^>]*_echarts_instance_" "$WORK/dom.html" || bad "chart$i has no ECharts instance"
 done
 grep -q '<canvas' "$WORK/dom.html" || bad "no canvas drawn"
-BUDGET=8000 chrome --screenshot="$ART/report.png" --window-size=1400,4000 "file://$OUT/report.html" >/dev/null
+BUDGET=8000 chrome --screenshot="$ART/report.png" --window-size=1280,4200 "file://$OUT/report.html" >/dev/null
 [ -s "$ART/report.png" ] && say "screenshot: $ART/report.png" || bad "no screenshot written"
 cp "$OUT/report.html" "$ART/report.html"
 
+# 1b. at 1280 px: colours from the one map, the sortable top-k table, the
+# scatter's log toggle (report.js runs these checks with ?selftest)
+dump "file://$OUT/report.html?selftest" "$WORK/dom1b.html"
+[ "$(attr data-script-errors "$WORK/dom1b.html")" = "0" ] || bad "selftest: script errors"
+[ "$(attr data-sort-test "$WORK/dom1b.html")" = "ok" ] || bad "top-k table sort: '$(attr data-sort-test "$WORK/dom1b.html")'"
+[ "$(attr data-topk-overflow "$WORK/dom1b.html")" = "0" ] || bad "top-k table wider than the page at 1280 px by $(attr data-topk-overflow "$WORK/dom1b.html") px"
+[ -z "$(attr data-overflowing-tables "$WORK/dom1b.html")" ] || bad "tables that scroll at 1280 px: $(attr data-overflowing-tables "$WORK/dom1b.html")"
+[ "$(attr data-log-test "$WORK/dom1b.html")" = "ok" ] || bad "scatter log toggle: '$(attr data-log-test "$WORK/dom1b.html")'"
+[ -z "$(attr data-color-mismatch "$WORK/dom1b.html")" ] || bad "categories not in their map colour: $(attr data-color-mismatch "$WORK/dom1b.html")"
+# the map, read from its one definition
+MAP="$WORK/colors.txt"
+sed -n '/^M.category_colors = {/,/^}/p' "$ROOT/lua/apsearch/report/html.lua" |
+  grep -o '[a-z0-9_]* = "#[0-9a-fA-F]\{6\}"' | sed 's/ = "/=/; s/"$//' | tr 'A-F' 'a-f' | sort >"$MAP"
+[ "$(wc -l <"$MAP")" -ge 20 ] || bad "colour map: $(wc -l <"$MAP") entries read from html.lua"
+drawn_colors() { attr data-category-colors "$1" | tr ' ' '\n' | sed '/^$/d' | sort; }
+drawn_colors "$WORK/dom1b.html" >"$WORK/drawn1.txt"
+[ "$(wc -l <"$WORK/drawn1.txt")" -ge 10 ] || bad "categories drawn: $(wc -l <"$WORK/drawn1.txt")"
+while IFS= read -r kv; do
+  grep -qx "$kv" "$MAP" || bad "drawn $kv is not the map's (${kv%%=*}=$(grep "^${kv%%=*}=" "$MAP" | cut -d= -f2))"
+done <"$WORK/drawn1.txt"
+
+# 1c. a second report (another model and cluster): the same colours
+OUT3="$WORK/out3"
+APSEARCH_ROOT="$ROOT" "$BIN" run "$ROOT/examples/llama3_70b_h100.lua" --top-k 5 --out "$OUT3" --quiet >/dev/null 2>&1 ||
+  bad "apsearch run (70B) failed"
+dump "file://$OUT3/report.html?selftest" "$WORK/dom3.html"
+[ "$(attr data-script-errors "$WORK/dom3.html")" = "0" ] || bad "70B report: script errors"
+[ -z "$(attr data-color-mismatch "$WORK/dom3.html")" ] || bad "70B report: categories not in their map colour: $(attr data-color-mismatch "$WORK/dom3.html")"
+drawn_colors "$WORK/dom3.html" >"$WORK/drawn3.txt"
+shared=$(join -t= "$WORK/drawn1.txt" "$WORK/drawn3.txt" 2>/dev/null | wc -l)
+while IFS= read -r kv; do
+  c=${kv%%=*}
+  other=$(grep "^$c=" "$WORK/drawn1.txt" || true)
+  [ -z "$other" ] || [ "$other" = "$kv" ] || bad "$c: $kv in the 70B report, $other in the 405B report"
+done <"$WORK/drawn3.txt"
+[ "$(attr data-sort-test "$WORK/dom3.html")" = "ok" ] || bad "70B top-k table sort: '$(attr data-sort-test "$WORK/dom3.html")'"
+[ -z "$(attr data-overflowing-tables "$WORK/dom3.html")" ] || bad "70B tables that scroll at 1280 px: $(attr data-overflowing-tables "$WORK/dom3.html")"
+
+# 1d. no feasible strategy: the report says why and lists the closest
+OUT4="$WORK/out4"
+APSEARCH_ROOT="$ROOT" "$BIN" run "$ROOT/examples/llama3_405b_h100_16k.lua" --set cluster.memory_limit_gib=12 \
+  --out "$OUT4" --quiet >/dev/null 2>&1
+dump "file://$OUT4/report.html" "$WORK/dom4.html"
+[ "$(attr data-script-errors "$WORK/dom4.html")" = "0" ] || bad "no-feasible report: script errors"
+grep -q 'id="no-feasible"' "$WORK/dom4.html" || bad "no-feasible report: no explanation"
+grep -q 'id="closest-table"' "$WORK/dom4.html" || bad "no-feasible report: no closest strategies"
+grep -q 'memory_limit_gib=' "$WORK/dom4.html" || bad "no-feasible report: no constraint to relax"
+[ -z "$(attr data-overflowing-tables "$WORK/dom4.html")" ] || bad "no-feasible tables that scroll: $(attr data-overflowing-tables "$WORK/dom4.html")"
+BUDGET=8000 chrome --screenshot="$ART/report-no-feasible.png" --window-size=1280,1400 "file://$OUT4/report.html" >/dev/null
+
+# 1e. --baseline: every change, with why a strategy left, no scrolling
+OUT5="$WORK/out5"
+APSEARCH_ROOT="$ROOT" "$BIN" run "$ROOT/examples/llama3_405b_h100_16k.lua" --top-k 8 --set cluster.memory_limit_gib=60 \
+  --baseline "$OUT/result.json" --out "$OUT5" --quiet >/dev/null 2>&1 || bad "apsearch run --baseline failed"
+dump "file://$OUT5/report.html" "$WORK/dom5.html"
+[ "$(attr data-script-errors "$WORK/dom5.html")" = "0" ] || bad "baseline report: script errors"
+grep -q 'id="baseline-table"' "$WORK/dom5.html" || bad "baseline report: no table of changes"
+grep -q 'filtered: MEMORY_LIMIT' "$WORK/dom5.html" || bad "baseline report: no reason a strategy left"
+[ -z "$(attr data-overflowing-tables "$WORK/dom5.html")" ] || bad "baseline tables that scroll: $(attr data-overflowing-tables "$WORK/dom5.html")"
+BUDGET=8000 chrome --screenshot="$ART/report-baseline.png" --window-size=1280,1600 "file://$OUT5/report.html" >/dev/null
+
 # 2. without ECharts: tables and a plain notice, no script error
 OUT2="$WORK/out2"
-APSEARCH_ROOT="$ROOT" "$BIN" run "$ROOT/examples/llama3_70b_h100.lua" --top-k 3 --echarts none \
+# (top-1: no column folds, the table still fits 1280 px and sorts)
+APSEARCH_ROOT="$ROOT" "$BIN" run "$ROOT/examples/llama3_70b_h100.lua" --top-k 1 --echarts none \
   --out "$OUT2" --quiet >/dev/null 2>&1 || bad "apsearch run --echarts none failed"
-dump "file://$OUT2/report.html" "$WORK/dom2.html"
+dump "file://$OUT2/report.html?selftest" "$WORK/dom2.html"
 [ "$(attr data-echarts "$WORK/dom2.html")" = "missing" ] || bad "tables-only report: data-echarts is '$(attr data-echarts "$WORK/dom2.html")'"
 [ "$(attr data-script-errors "$WORK/dom2.html")" = "0" ] || bad "tables-only report: script errors"
 grep -q 'Charts need Apache ECharts' "$WORK/dom2.html" || bad "tables-only report: no notice"
 grep -q '<table>' "$WORK/dom2.html" || bad "tables-only report: no table"
+[ "$(attr data-sort-test "$WORK/dom2.html")" = "ok" ] || bad "tables-only report: sort '$(attr data-sort-test "$WORK/dom2.html")' (sorting needs no ECharts)"
+[ "$(attr data-topk-overflow "$WORK/dom2.html")" = "0" ] || bad "tables-only top-1 table wider than 1280 px by $(attr data-topk-overflow "$WORK/dom2.html") px"
 
 if [ "$fail" -ne 0 ]; then
   say "chromium log (tail):"; tail -n 20 "$WORK/chromium.log"
   exit 1
 fi
-say "PASS: 8 charts rendered with data, no script errors; tables-only report readable"
+say "PASS: 8 charts rendered with data, no script errors; colours from the one map in two reports ($shared categories shared); sortable top-k table, no scrolling at 1280 px; log toggle; no-feasible and baseline reports; tables-only report readable"
 exit 0

@@ -570,3 +570,149 @@ describe("memory near capacity", function()
     assert.truthy(text:find("! peak above 90% of device memory", 1, true))
   end)
 end)
+
+-- issue 16 item 2: a report every chart of which reads at 1280 px
+describe("issue 16: report colours, stage labels, top-k table, no feasible strategy", function()
+  it("one colour per memory and time category, defined once, all distinct", function()
+    local seen = {}
+    for _, list in ipairs({ common.memory_categories, common.time_categories }) do
+      for _, c in ipairs(list) do
+        local col = html.category_colors[c]
+        assert.is_string(col, c)
+        assert.truthy(col:match("^#%x%x%x%x%x%x$"), c .. " " .. tostring(col))
+        assert.is_nil(seen[col:lower()], c .. " shares " .. col .. " with " .. tostring(seen[col:lower()]))
+        seen[col:lower()] = c
+      end
+    end
+    -- the same map in every report's data block (report.js draws from it)
+    local d = html.chart_data(run())
+    assert.are.same(html.category_colors, d.colors)
+  end)
+
+  local function check_chunks(out, counts, L)
+    local hit = {}
+    for i, ch in ipairs(out) do
+      local n = 0
+      for _, c in ipairs(ch) do
+        for l = c[2], c[3] do
+          assert.is_nil(hit[l], "layer " .. l .. " twice")
+          hit[l] = i
+          n = n + 1
+        end
+      end
+      assert.are.equal(counts[i], n, "rank " .. i)
+    end
+    for l = 0, L - 1 do assert.truthy(hit[l], "layer " .. l .. " on no rank") end
+  end
+
+  it("chunk layers: with vpp > 1 a rank holds virtual stages i, i + p, ... (aps_chunk_layers)", function()
+    -- even: 8 layers, pp 2 x vpp 2: rank 1 holds 0-1 and 4-5
+    local out = html.chunk_layers({ pp_degree = 2, vpp_degree = 2, pipeline_split = "even" }, { 4, 4 })
+    assert.are.same({ { 1, 0, 1 }, { 3, 4, 5 } }, out[1])
+    assert.are.same({ { 2, 2, 3 }, { 4, 6, 7 } }, out[2])
+    assert.are.equal("0-1, 4-5", html.chunks_text(out[1]))
+    -- vpp 1: contiguous
+    out = html.chunk_layers({ pp_degree = 3, vpp_degree = 1 }, { 3, 4, 5 })
+    assert.are.equal("3-6", html.chunks_text(out[2]))
+    -- embedding_loss, 126 layers over 32 x 4 chunks: 128 units, one per
+    -- chunk; the first and the last give theirs to embedding and loss
+    local counts = { 3 }
+    for i = 2, 31 do counts[i] = 4 end
+    counts[32] = 3
+    out = html.chunk_layers({ pp_degree = 32, vpp_degree = 4, pipeline_split = "embedding_loss" }, counts)
+    assert.are.equal("31, 63, 95", html.chunks_text(out[1]))
+    assert.are.equal("0, 32, 64, 96", html.chunks_text(out[2]))
+    assert.are.equal("30, 62, 94", html.chunks_text(out[32]))
+    check_chunks(out, counts, 126)
+    -- per chunk stage_partition (Megatron's layout): chunks of a rank differ
+    out = html.chunk_layers({ pp_degree = 2, vpp_degree = 2, stage_partition = { 1, 3, 3, 1 } }, { 4, 4 })
+    assert.are.equal("0, 4-6", html.chunks_text(out[1]))
+    assert.are.equal("1-3, 7", html.chunks_text(out[2]))
+    -- a balanced split (per rank counts): each rank's layers split equally
+    out = html.chunk_layers({ pp_degree = 2, vpp_degree = 2, balance_stages = true,
+      stage_partition = { 6, 4 } }, { 6, 4 })
+    assert.are.equal("0-2, 5-7", html.chunks_text(out[1]))
+    check_chunks(out, { 6, 4 }, 10)
+  end)
+
+  it("stage labels of the report's interleaved strategies agree with the launch configs' chunks", function()
+    local r = run({ search_space = { data_parallel = "auto", tp_degree = { 8 }, pp_degree = { 2, 4 },
+      vpp_degree = { 1, 2 }, micro_batch_size = { 1 }, layer_recompute = { "full" } }, top_k = 6 })
+    local titan = require "apsearch.launch.torchtitan"
+    local d, n = html.chart_data(r), 0
+    for i, t in ipairs(r.top_k_strategies) do
+      local counts = {}
+      for j, st in ipairs(r.stage_summary[i].stages) do counts[j] = st.num_layers end
+      local out = html.chunk_layers(t, counts)
+      check_chunks(out, counts, r.inputs.model.num_layers)
+      if t.vpp_degree > 1 then
+        n = n + 1
+        local sizes = titan.estimate_chunks({ rec = t, model = r.inputs.model, layers = counts })
+        for rank, ch in ipairs(out) do
+          for k, c in ipairs(ch) do assert.are.equal(sizes[rank + (k - 1) * t.pp_degree], c[3] - c[2] + 1) end
+        end
+      end
+      for j, st in ipairs(d.topk[i].stages) do
+        assert.are.equal(html.chunks_text(out[j]), st.layers)
+        assert.are.equal(t.vpp_degree, #st.chunks)
+      end
+    end
+    assert.is_true(n > 0, "an interleaved strategy in the top-k")
+  end)
+
+  it("the top-k table is sortable and folds columns with one value", function()
+    local r = run()
+    local text = html.render(r, {})
+    assert.truthy(text:find('<table id="topk-table" class="sortable">', 1, true))
+    assert.truthy(text:find('<p class="same"><b>same for every row:</b>', 1, true))
+    -- the script that sorts it runs without ECharts too (before the check)
+    local js = read(ROOT .. "/lua/apsearch/report/report.js")
+    assert.is_true(js:find("table.sortable", 1, true) < js:find("typeof echarts === 'undefined'", 1, true))
+  end)
+
+  it("a search with no feasible strategy says why, lists the closest and what to relax", function()
+    local r = run({ constraints = { memory_limit_gib = 3 } })
+    assert.are.equal(0, r.all_candidate_summary.feasible)
+    local dg = html.diagnose(r)
+    assert.is_true(#dg.reasons > 0)
+    assert.are.equal("estimate", dg.reasons[1].phase)
+    assert.are.equal("MEMORY_LIMIT", dg.reasons[1].code)
+    -- the closest: the least memory among the estimated candidates, from
+    -- every row of candidates.csv
+    local csv_text = require("apsearch.format.csv").candidates_of(policy_of[r], "all")
+    local least, cols = math.huge, nil
+    for line in csv_text:gmatch("[^\n]+") do
+      local f = {}
+      for v in line:gmatch("[^,]*") do f[#f + 1] = v end
+      if not cols then
+        cols = {}
+        for i, c in ipairs(f) do cols[c] = i end
+      elseif f[cols.status] == "infeasible" then
+        least = math.min(least, tonumber(f[cols.mem_peak_bytes]))
+      end
+    end
+    assert.is_true(#r.closest_infeasible <= require("apsearch.search").closest_keep)
+    -- (the CSV writes whole bytes)
+    assert.is_true(math.abs(least - dg.closest[1].mem_peak) < 1, least .. " vs " .. dg.closest[1].mem_peak)
+    for i = 2, #dg.closest do assert.is_true(dg.closest[i].mem_peak >= dg.closest[i - 1].mem_peak) end
+    assert.are.equal(3 * 2 ^ 30, dg.limit_bytes)
+    assert.is_true(dg.closest[1].over_bytes > 0)
+    assert.truthy(dg.suggestions[1]:find("cluster.memory_limit_gib=" .. math.ceil(least / 2 ^ 30), 1, true),
+      dg.suggestions[1])
+    local text = html.render(r, {})
+    assert.truthy(text:find('id="no-feasible"', 1, true))
+    assert.truthy(text:find('id="closest-table"', 1, true))
+    assert.truthy(text:find('What to relax', 1, true))
+    assert.truthy(text:find('3.00 GiB', 1, true))      -- the memory limit fact
+  end)
+
+  it("the memory limit of a result without top-k is the core's (device less margin)", function()
+    local r = run()
+    local limit = r.top_k_strategies[1].memory_cost.limit
+    r.top_k_strategies = {}
+    assert.are.equal(limit, html.memory_limit(r))
+    r.inputs.training.memory_limit_bytes = 0
+    local dev = r.inputs.cluster.device
+    assert.are.equal(dev.memory_bytes - r.inputs.training.memory_margin_bytes, html.memory_limit(r))
+  end)
+end)

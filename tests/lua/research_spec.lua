@@ -131,6 +131,61 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
     assert.truthy(saved.baseline_diff.inputs.changed[1])
   end)
 
+  it("says why each strategy left: not in the space, outranked, or filtered by which reason", function()
+    -- a narrower space: the strategies with another tp_degree are not in it
+    local code, out, err = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--format", "json",
+      "--fix", "tp_degree=2", "--baseline", base_dir .. "/result.json")
+    assert.are.equal(0, code, err)
+    local d = cjson.decode(out).baseline_diff
+    assert.is_true(#d.top_k.left > 0)
+    local by_rank = {}
+    for _, rec in ipairs(base.top_k_strategies) do by_rank[rec.rank] = rec end
+    for _, e in ipairs(d.top_k.left) do
+      assert.is_table(e.why, "why for #" .. e.rank)
+      if by_rank[e.rank].tp_degree ~= 2 then assert.are.equal("not_in_space", e.why.kind) end
+    end
+    -- a shorter top-k: the ones that left are still feasible, outranked
+    code, out, err = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--format", "json",
+      "--set", "top_k=3", "--baseline", base_dir .. "/result.json")
+    assert.are.equal(0, code, err)
+    local r = cjson.decode(out)
+    d = r.baseline_diff
+    assert.are.equal(#base.top_k_strategies - 3, #d.top_k.left)
+    local last = r.top_k_strategies[3].performance_cost.step_time
+    for _, e in ipairs(d.top_k.left) do
+      assert.are.equal("outranked", e.why.kind)
+      assert.is_true(e.why.step_time >= last)
+      assert.is_true(math.abs(e.why.step_time - e.step_time) <= 1e-9 * e.step_time) -- the same run
+    end
+    -- a lower memory limit: those over it are filtered by MEMORY_LIMIT
+    local limit = base.top_k_strategies[1].memory_cost.total * 0.999
+    code, out, err = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--format", "json",
+      "--set", string.format("cluster.memory_limit_gib=%.6f", limit / 2 ^ 30), "--baseline", base_dir .. "/result.json")
+    assert.are.equal(0, code, err)
+    d = cjson.decode(out).baseline_diff
+    local seen = false
+    for _, e in ipairs(d.top_k.left) do
+      if by_rank[e.rank].memory_cost.total > limit then
+        seen = true
+        assert.are.equal("filtered", e.why.kind)
+        assert.are.equal("MEMORY_LIMIT", e.why.reason)
+        assert.truthy(e.why.text:find("MEMORY_LIMIT", 1, true))
+      end
+    end
+    assert.is_true(seen, "a strategy over the new limit left")
+    -- the text section and the report say it; the report lists every change
+    local dir = tmpdir()
+    code, out = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--out", dir,
+      "--set", "top_k=3", "--baseline", base_dir .. "/result.json")
+    assert.are.equal(0, code)
+    assert.truthy(out:find(": outranked: still feasible", 1, true))
+    local page = read(dir .. "/report.html")
+    assert.truthy(page:find('id="baseline-table"', 1, true))
+    local rows = select(2, page:gsub('<tr class="change%-left">', ""))
+    assert.are.equal(#base.top_k_strategies - 3, rows)
+    assert.truthy(page:find("outranked: still feasible", 1, true))
+  end)
+
   it("refuses a baseline that is missing or not a result (exit 2, one line)", function()
     local code, out, err = apsearch("run", "--quiet", "--baseline", "/nonexistent/result.json")
     assert.are.equal(2, code)

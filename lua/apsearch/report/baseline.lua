@@ -13,7 +13,8 @@
 --       best = { before = {step_time, strategy}, after = {...}, delta_s, delta_pct },
 --       top_k = {
 --         entered = { {rank, strategy, step_time}, ... },     -- new in the top-k
---         left    = { {rank, strategy, step_time}, ... },     -- rank in the baseline
+--         left    = { {rank, strategy, step_time, why}, ... },  -- rank in the baseline;
+--                   -- why: outranked, filtered (reason) or not_in_space (M.why_left)
 --         moved   = { {before, after, strategy, step_time_before, step_time_after,
 --                      delta_s, delta_pct}, ... },
 --         kept    = { ...same fields as moved, before == after... },
@@ -222,12 +223,173 @@ local function pct(a, b)
   return 100 * (b - a) / a
 end
 
+-- the fields a left strategy is looked up by in this search's space: how
+-- it runs, without the ones written differently from how they resolve
+-- (split, recompute counts, micro-batch count: AS_WRITTEN); the recompute
+-- mode is compared apart (why_left)
+local MATCH = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
+  "tp_degree", "sequence_parallel", "pp_degree", "vpp_degree", "cp_degree",
+  "cp_comm_type", "micro_batch_size" }
+
+local function close(a, b)
+  return type(a) == "number" and type(b) == "number" and math.abs(a - b) <= 1e-6 * math.max(math.abs(a), math.abs(b))
+end
+
+--- Why each strategy that left the top-k left: looks it up in this
+-- search's candidates (the same degrees, ZeRO stage, SP, CP exchange,
+-- micro-batch size and recompute mode; any split or recompute count) and
+-- sets `why` on each entry of `left`:
+-- `{kind = "outranked", step_time, mem_peak, last_step_time, text}` (still
+-- feasible, ranked below the top-k); `{kind = "filtered", reason, phase,
+-- count, step_time, mem_peak, text}`: as it ran its peak memory is over
+-- the new limit (MEMORY_LIMIT; its degrees may still fit with more
+-- recompute or another split, said in the text), or every such candidate
+-- was filtered (the most common reason); `{kind = "changed", ...}` (its
+-- degrees are in the top-k, resolved to another split or recompute); or
+-- `{kind = "not_in_space", text}` (the space has no such candidate any
+-- more: a --fix, --set search_space or a changed input).  The search
+-- keeps no per-candidate record: the policy's space is walked again and
+-- only the matching candidates are checked and estimated by the core (a
+-- policy's own rules are not re-run).  Without the policy, `why` stays nil.
+-- @tparam table left entries with `record` (the baseline's top-k record)
+-- @tparam table result this search's result
+-- @tparam table policy the normalized policy the search ran
+function M.why_left(left, result, policy)
+  if #left == 0 or not policy then return end
+  local space = require "apsearch.space"
+  local search = require "apsearch.search"
+  local want = {}
+  for n, e in ipairs(left) do
+    local o = e.record
+    local k = {}
+    for _, f in ipairs(MATCH) do
+      k[#k + 1] = space.moot(o, f) and "-" or value_key(o[f])
+    end
+    want[n] = table.concat(k, " ")
+    e.matches = {}
+  end
+  local by_key = {}
+  for n, key in ipairs(want) do
+    by_key[key] = by_key[key] or {}
+    table.insert(by_key[key], n)
+  end
+  -- walk this search's space again (no per-candidate record is kept) and
+  -- evaluate only the candidates with a left strategy's degrees: the
+  -- core's checks and estimate (a policy's own rules are not re-run)
+  local ctx = search.context(policy)
+  local inputs = ctx:inputs()
+  local sp = space.new(policy.search_space, {
+    num_devices = inputs.cluster.num_devices,
+    allow_idle_devices = policy.constraints.allow_idle_devices,
+    num_layers = inputs.model.num_layers, framework = inputs.training.framework })
+  local k = {}
+  for cand in sp:iter() do
+    for i, f in ipairs(MATCH) do
+      k[i] = space.moot(cand, f) and "-" or value_key(cand[f])
+    end
+    local hit = by_key[table.concat(k, " ")]
+    if hit then
+      -- the recompute mode as resolved: "full" with nothing to recompute
+      -- (recompute_num_layers = "auto" on a stage that fits) reads "none"
+      local mode = cand.layer_recompute
+      local m
+      for _, n in ipairs(hit) do
+        local was = left[n].record.layer_recompute
+        if was == mode or (was == "none" and mode == "full") then
+          if not m then
+            local ok, code = ctx:check("all", cand)
+            if ok then
+              local ev = ctx:evaluate(cand)
+              m = { code = ev.feasible and 0 or (ev.reason or "INFEASIBLE"),
+                    step = ev.step_time, mem = ev.mem_peak, estimated = true }
+            else
+              m = { code = code or "?", estimated = false }
+            end
+          end
+          table.insert(left[n].matches, m)
+        end
+      end
+    end
+  end
+  local top = result.top_k_strategies or {}
+  local last = top[#top]
+  local last_st = last and last.performance_cost and last.performance_cost.step_time
+  for _, e in ipairs(left) do
+    local best, counts, first_est = nil, {}, {}
+    local o = e.record
+    local old_mem = o.memory_cost and o.memory_cost.total
+    local old_st = o.performance_cost and o.performance_cost.step_time
+    local same_i
+    for _, m in ipairs(e.matches) do
+      if m.code == 0 then
+        if not best or m.step < best.step then best = m end
+        if not same_i and close(m.step, old_st) and close(m.mem, old_mem) then same_i = m end
+      else
+        counts[m.code] = (counts[m.code] or 0) + 1
+        if m.estimated and (not first_est[m.code] or m.mem < first_est[m.code].mem) then
+          first_est[m.code] = m
+        end
+      end
+    end
+    local lim = require("apsearch.report.html").memory_limit(result)
+    local cmp = result.inputs and result.inputs.objective == "step_time"
+    local in_top = best and last_st and cmp and best.step < last_st * (1 - 1e-9)
+    -- the same run (same estimate) among its variants, when it is there
+    local same_run = same_i ~= nil
+    if same_i then best = same_i end
+    if type(old_mem) == "number" and lim and old_mem > lim * (1 + 1e-9) and not same_run then
+      -- as it ran it no longer fits; its degrees may with more recompute
+      e.why = { kind = "filtered", reason = "MEMORY_LIMIT", phase = "estimate", mem_peak = old_mem,
+        text = string.format("filtered: MEMORY_LIMIT: as it ran it needs %.2f GiB > limit %.2f GiB%s",
+          old_mem / 2 ^ 30, lim / 2 ^ 30, best and string.format(
+            " (its degrees fit with another recompute or split: %.3f s, %.2f GiB%s)",
+            best.step, best.mem / 2 ^ 30, in_top and ", in the top-k" or "") or "") }
+    elseif best and in_top and not same_run then
+      e.why = { kind = "changed", step_time = best.step, mem_peak = best.mem,
+        text = string.format("runs differently now: its degrees are in the top-k with another split or recompute (%.3f s, %.2f GiB)",
+          best.step, best.mem / 2 ^ 30) }
+    elseif best then
+      local st, mem = best.step, best.mem
+      e.why = { kind = "outranked", step_time = st, mem_peak = mem, last_step_time = last_st,
+        text = string.format("outranked: still feasible (%.3f s, %.2f GiB), below the top-%d under objective %s%s",
+          st, mem / 2 ^ 30, #top, tostring(result.inputs and result.inputs.objective),
+          last_st and string.format(" (#%d: %.3f s)", #top, last_st) or "") }
+    elseif #e.matches > 0 then
+      local code, n = nil, 0
+      for c, m in pairs(counts) do
+        if m > n or (m == n and c < code) then code, n = c, m end
+      end
+      local sum = (result.infeasible_summary or {})[code] or {}
+      local i = first_est[code]
+      e.why = { kind = "filtered", reason = code, phase = sum.phase, rule = sum.rule, count = n,
+        step_time = i and i.step or nil, mem_peak = i and i.mem or nil }
+      local detail = ""
+      if i and code == "MEMORY_LIMIT" then
+        local lim = require("apsearch.report.html").memory_limit(result)
+        detail = string.format(": needs %.2f GiB%s", i.mem / 2 ^ 30,
+          lim and string.format(" > limit %.2f GiB", lim / 2 ^ 30) or "")
+      elseif i then
+        detail = string.format(": estimated %.3f s, %.2f GiB", i.step, i.mem / 2 ^ 30)
+      end
+      e.why.text = string.format("filtered: %s (%s%s)%s", tostring(code),
+        sum.phase == "early" and "before the estimate" or "after the estimate",
+        sum.rule and (", rule " .. tostring(sum.rule)) or "", detail)
+    else
+      e.why = { kind = "not_in_space",
+        text = "not in the search space any more (a --fix, --set search_space or changed input removed it)" }
+    end
+    e.matches = nil
+  end
+end
+
 --- Compares a result with a baseline.
 -- @tparam table baseline decoded baseline result.json
 -- @tparam table result this search's result
 -- @tparam[opt] string path the baseline's file name
+-- @tparam[opt] table policy the normalized policy of this search (to say
+--   why a strategy left, M.why_left)
 -- @treturn table the `baseline_diff` (see the module doc)
-function M.diff(baseline, result, path)
+function M.diff(baseline, result, path, policy)
   local json = require "apsearch.format.json"
   -- compare like with like: this result's inputs through JSON as well
   local now_inputs = integers(json.decode(json.encode(result.inputs or {})))
@@ -269,9 +431,11 @@ function M.diff(baseline, result, path)
   for _, o in ipairs(old) do
     if not new_by[M.key(o)] then
       left[#left + 1] = { rank = o.rank, strategy = describe(o),
-        step_time = o.performance_cost and o.performance_cost.step_time }
+        step_time = o.performance_cost and o.performance_cost.step_time, record = o }
     end
   end
+  M.why_left(left, result, policy)
+  for _, e in ipairs(left) do e.record = nil end
   diff.top_k = { entered = entered, left = left, moved = moved, kept = kept }
 
   local ob, nb = old[1], new[1]
@@ -288,6 +452,7 @@ end
 local cjson_null = require("cjson").null
 
 local function show(v)
+  if v == nil then return "(none)" end
   if v == cjson_null then return "null" end
   if type(v) == "table" then
     if is_array(v) then
@@ -307,6 +472,11 @@ local function show(v)
   end
   return tostring(v)
 end
+
+--- A value of an input as text (arrays in brackets, overrides as typed).
+-- @param v
+-- @treturn string
+M.show = show
 
 local function secs(x) return x and string.format("%.3f s", x) or "-" end
 local function dp(x)
@@ -364,7 +534,8 @@ function M.lines(diff)
     P("  entered  #%d: %s (%s)", e.rank, e.strategy, secs(e.step_time))
   end)
   each(t.left, limit, function(e)
-    P("  left     was #%d: %s (%s)", e.rank, e.strategy, secs(e.step_time))
+    P("  left     was #%d: %s (%s)%s", e.rank, e.strategy, secs(e.step_time),
+      e.why and (": " .. e.why.text) or "")
   end)
   each(t.moved, limit, function(e)
     P("  moved    #%d -> #%d: %s (%s -> %s %s)", e.before, e.after, e.strategy,

@@ -32,6 +32,23 @@ local common = require "apsearch.format.common"
 
 local M = {}
 
+--- The colour of every memory and time category, the same in every chart
+-- (1, 2 and 3; chart 3's forward and backward lines take compute_fwd and
+-- compute_bwd) and in every report: the one place they are defined
+-- (report.js reads them from the data block).  Twenty distinct colours,
+-- so a memory category never looks like a time category either.
+M.category_colors = {
+  -- memory (apsearch.format.common.memory_categories)
+  params = "#3b5b92", grads = "#edc948", optimizer_states = "#6f4e7c",
+  activations = "#d37295", comm_buffers = "#17becf", logits_loss = "#8c564b",
+  reserved = "#bab0ac",
+  -- time (apsearch.format.common.time_categories)
+  compute_fwd = "#4e79a7", compute_bwd = "#a0cbe8", recompute = "#f28e2b",
+  tp_comm = "#ffbe7d", cp_comm = "#59a14f", pp_p2p = "#8cd17d", pp_bubble = "#e15759",
+  fsdp_allgather = "#b07aa1", fsdp_reducescatter = "#d4a6c8", dp_grad_sync = "#9d7660",
+  hsdp_replicate_sync = "#d7b5a6", optimizer = "#499894", activation_offload = "#86bcb6",
+}
+
 --- Largest number of points drawn in chart 7.
 M.max_points = 4000
 
@@ -138,9 +155,100 @@ end
 function M.strategy_text(s)
   local parts = {}
   for _, f in ipairs(STRATEGY_FIELDS) do
-    if s[f] ~= nil then parts[#parts + 1] = f .. "=" .. value_text(s[f]) end
+    local v = s[f]
+    -- the space's placeholders read as what they mean
+    if f == "micro_batch_num" and v == 0 then v = "auto"
+    elseif f == "recompute_num_layers" and s.layer_recompute ~= "full" then v = nil
+    elseif f == "recompute_num_layers" and v == -1 then v = "all" end
+    if v ~= nil then parts[#parts + 1] = f .. "=" .. value_text(v) end
   end
   return table.concat(parts, " ")
+end
+
+local function nonzero(list)
+  for _, x in ipairs(type(list) == "table" and list or {}) do
+    if x ~= 0 then return true end
+  end
+  return false
+end
+
+--- Layers of each model chunk of a pipeline rank, as the core lays them
+-- out (src/core/pipeline.c aps_chunk_layers): p x v model chunks in
+-- schedule order, virtual stage j = i + k p (0-based) being chunk k of
+-- rank i; layers are numbered 0.. in that order, so with vpp > 1 a rank
+-- holds non-contiguous layers.  Chunk sizes: `stage_partition` given per
+-- chunk (p v entries); else `pipeline_split = "embedding_loss"` (no
+-- partition, offset or balancing) splits L + 2 units evenly over the p v
+-- chunks, the first and last giving one unit to the embedding and the
+-- loss; else a rank's layers (stage_summary's count, which includes a
+-- balanced split) are split equally over its v chunks (the first ones one
+-- more when they do not divide, aps_layout_chunk).  Whatever the rule,
+-- the chunk sizes must add up to each rank's count in `counts`; where
+-- they do not, the equal split is used.
+-- @tparam table t top-k record (pp_degree, vpp_degree, stage_partition,
+--   layer_offset, pipeline_split, balance_stages)
+-- @tparam table counts layers per rank (stage_summary num_layers), p entries
+-- @treturn table per rank (1-based) an array of chunks
+--   `{virtual_stage (1-based), first, last}` (`first > last`: no layers)
+function M.chunk_layers(t, counts)
+  local p, v = t.pp_degree or 1, t.vpp_degree or 1
+  local S = p * v
+  local sizes
+  local sp = t.stage_partition
+  local given = nonzero(sp)
+  if v > 1 and given and #sp == S then
+    sizes = {}
+    for j = 1, S do sizes[j] = sp[j] end
+  elseif p > 1 and v > 1 and not given and not nonzero(t.layer_offset) and not t.balance_stages
+      and t.pipeline_split == "embedding_loss" then
+    local L = 0
+    for i = 1, p do L = L + (counts[i] or 0) end
+    local E = L + 2
+    sizes = {}
+    for j = 1, S do sizes[j] = E // S + ((j - 1) < E % S and 1 or 0) end
+    sizes[1], sizes[S] = sizes[1] - 1, sizes[S] - 1
+  end
+  local function fits(sz)
+    if not sz then return false end
+    for i = 1, p do
+      local n = 0
+      for k = 0, v - 1 do
+        local c = sz[i + k * p]
+        if not c or c < 0 then return false end
+        n = n + c
+      end
+      if n ~= (counts[i] or 0) then return false end
+    end
+    return true
+  end
+  if not fits(sizes) then
+    sizes = {}
+    for i = 1, p do
+      local n = counts[i] or 0
+      for k = 0, v - 1 do sizes[i + k * p] = n // v + (k < n % v and 1 or 0) end
+    end
+  end
+  local out, first = {}, 0
+  for i = 1, p do out[i] = {} end
+  for j = 1, S do
+    local i, k = (j - 1) % p + 1, (j - 1) // p
+    out[i][k + 1] = { j, first, first + sizes[j] - 1 }
+    first = first + sizes[j]
+  end
+  return out
+end
+
+--- A rank's chunks as text: `31, 63-64, 95` (layer ranges, 0-based).
+-- @tparam table chunks one rank's entry of `chunk_layers`
+-- @treturn string
+function M.chunks_text(chunks)
+  local parts = {}
+  for _, c in ipairs(chunks) do
+    if c[3] >= c[2] then
+      parts[#parts + 1] = c[3] == c[2] and tostring(c[2]) or (c[2] .. "-" .. c[3])
+    end
+  end
+  return #parts > 0 and table.concat(parts, ", ") or "none"
 end
 
 local function short_text(s)
@@ -207,6 +315,113 @@ local function scatter_data(result, max_points)
   return out
 end
 
+--- The memory limit the estimate applied [bytes]: `memory_limit_bytes`
+-- when set, else the device's memory less the margin (as the core does).
+-- @tparam table result
+-- @treturn number|nil
+function M.memory_limit(result)
+  local top = result.top_k_strategies and result.top_k_strategies[1]
+  if top and top.memory_cost and top.memory_cost.limit then return top.memory_cost.limit end
+  local inp = result.inputs or {}
+  local tr, cl = inp.training or {}, inp.cluster or {}
+  if type(tr.memory_limit_bytes) == "number" and tr.memory_limit_bytes > 0 then return tr.memory_limit_bytes end
+  local cap = type(cl.device) == "table" and cl.device.memory_bytes
+  if type(cap) == "number" then return cap - (tonumber(tr.memory_margin_bytes) or 0) end
+  return nil
+end
+
+-- what to relax, per reason code (the early ones: a cheap rule)
+local RELAX = {
+  MEMORY_LIMIT = "memory: let the space shard or recompute more (wider tp_degree, pp_degree, cp_degree or fsdp_degree, zero_stage, layer_recompute = full, a smaller micro_batch_size), or raise the limit (--set cluster.memory_limit_gib=N, up to the device's memory)",
+  BATCH_DIVISIBILITY = "batch: global_batch_size must divide by the data-parallel ranks x micro_batch_size; change training.global_batch_size or widen micro_batch_size / the data-parallel degrees",
+  DEVICE_COUNT = "device count: the degrees must multiply to the devices; widen the degree ranges (data_parallel = \"auto\") or allow idle devices (--set constraints.allow_idle_devices=true)",
+  IDLE_DEVICES = "idle devices: the degrees leave devices unused; allow it (--set constraints.allow_idle_devices=true) or widen the degree ranges",
+  PP_DIVISIBILITY = "pipeline split: num_layers does not divide by pp_degree x vpp_degree; allow pipeline_split = embedding_loss, layer_offset = balanced or a stage_partition, or other pp_degree values",
+  PP_PARTITION = "pipeline split: the stage partition is not valid for these degrees; widen pp_degree / vpp_degree or change stage_partition / layer_offset",
+  VPP_INVALID = "interleaving: vpp_degree > 1 needs micro_batch_num divisible by pp_degree (Megatron-LM); allow vpp_degree = 1 or other micro_batch_num values",
+  TP_DIVISIBILITY = "tensor parallel: tp_degree must divide the attention heads, query groups and FFN width; allow smaller tp_degree values",
+  CP_DIVISIBILITY = "context parallel: seq_length must divide by 2 x cp_degree (x tp_degree with sequence parallelism); allow smaller cp_degree values",
+  HSDP_INVALID = "HSDP: the replicate x shard layout is not valid; allow fsdp_degree = 1 or other data-parallel splits",
+  ZERO_STAGE_INVALID = "ZeRO: this zero_stage does not apply to the strategy; allow other zero_stage values",
+  FRAMEWORK_UNSUPPORTED = "framework: training.framework cannot run these strategies; allow other degrees or choose another framework",
+  INVALID_DEGREE = "degrees: a degree is out of range; check the search_space",
+}
+
+--- Why a search found no feasible strategy: the binding reasons (every
+-- filter reason with its count, the ones after the estimate first: they
+-- stopped the candidates that came closest), the closest strategies (the
+-- estimated candidates with the least peak memory, i.e. the smallest
+-- overflow of the memory limit) and what to relax.
+-- @tparam table result a result with no feasible strategy
+-- @tparam[opt] integer n closest strategies to list (default 5)
+-- @treturn table `{reasons = {{code, count, phase, rule, message}},
+--   closest = {{index, step_time, mem_peak, over_bytes, reason, strategy_text}},
+--   limit_bytes, capacity_bytes, suggestions = {text}}`
+function M.diagnose(result, n)
+  n = n or 5
+  local out = { reasons = util.array(), closest = util.array(), suggestions = util.array() }
+  for code, e in pairs(result.infeasible_summary or {}) do
+    out.reasons[#out.reasons + 1] = { code = code, count = e.count, phase = e.phase,
+      rule = e.rule, message = e.message }
+  end
+  table.sort(out.reasons, function(a, b)
+    if (a.phase == "early") ~= (b.phase == "early") then return b.phase == "early" end
+    if a.count ~= b.count then return a.count > b.count end
+    return a.code < b.code
+  end)
+  local limit = M.memory_limit(result)
+  out.limit_bytes = limit
+  local cl = (result.inputs or {}).cluster or {}
+  out.capacity_bytes = type(cl.device) == "table" and cl.device.memory_bytes or nil
+  -- the search keeps the estimated candidates closest to fitting
+  -- (apsearch.search closest_infeasible); written differently, several run
+  -- the same way (same description, memory and time): listed once
+  local seen_run = {}
+  for _, c in ipairs(result.closest_infeasible or {}) do
+    if #out.closest >= n then break end
+    local s = c.strategy
+    local key = (s and short_text(s) or c.index) .. string.format(" %.17g %.17g", c.mem_peak, c.step_time)
+    if not seen_run[key] then
+      seen_run[key] = true
+      out.closest[#out.closest + 1] = { index = c.index, step_time = c.step_time, mem_peak = c.mem_peak,
+        over_bytes = limit and (c.mem_peak - limit) or nil, reason = c.reason,
+        strategy_text = s and M.strategy_text(s) or "", short_text = s and short_text(s) or "" }
+    end
+  end
+  local seen = {}
+  local c1 = out.closest[1]
+  if c1 and c1.reason == "MEMORY_LIMIT" and limit then
+    local need = c1.mem_peak
+    local cap = out.capacity_bytes
+    if cap and need <= cap then
+      out.suggestions[#out.suggestions + 1] = string.format(
+        "The closest strategy needs %.2f GiB, %.2f GiB over the %.2f GiB limit and within the device's %.2f GiB: " ..
+        "--set cluster.memory_limit_gib=%d would admit it (less headroom for the allocator).",
+        need / 2 ^ 30, (need - limit) / 2 ^ 30, limit / 2 ^ 30, cap / 2 ^ 30, math.ceil(need / 2 ^ 30))
+    else
+      out.suggestions[#out.suggestions + 1] = string.format(
+        "The closest strategy needs %.2f GiB, %.2f GiB over the %.2f GiB limit%s: raising the limit cannot help; " ..
+        "shard or recompute more (wider tp_degree, pp_degree, cp_degree or fsdp_degree, zero_stage, " ..
+        "layer_recompute = full, a smaller micro_batch_size), or use more devices.",
+        need / 2 ^ 30, (need - limit) / 2 ^ 30, limit / 2 ^ 30,
+        cap and string.format(" and beyond the device's %.2f GiB", cap / 2 ^ 30) or "")
+    end
+    seen.MEMORY_LIMIT = true
+  end
+  for _, r in ipairs(out.reasons) do
+    if not seen[r.code] then
+      seen[r.code] = true
+      local text = RELAX[r.code] or (r.rule and string.format(
+        "policy rule %s: relax or remove it (constraints.rules)", tostring(r.rule))) or nil
+      if text then
+        out.suggestions[#out.suggestions + 1] = string.format("%s (%s candidates, %s)", text,
+          common.commas(r.count), r.phase == "early" and "before the estimate" or "after the estimate")
+      end
+    end
+  end
+  return out
+end
+
 --- The data the charts are drawn from (the JSON block of the report).
 -- @tparam table result search result
 -- @tparam[opt] table opts `max_points`
@@ -216,6 +431,8 @@ function M.chart_data(result, opts)
   local s = result.all_candidate_summary or {}
   local d = {
     categories = { memory = common.memory_categories, time = common.time_categories },
+    colors = M.category_colors,
+    objective = result.inputs and result.inputs.objective,
     counts = {
       space_size = s.space_size or 0, generated = s.generated or 0,
       feasible = s.feasible or 0, infeasible = s.infeasible or 0,
@@ -231,13 +448,17 @@ function M.chart_data(result, opts)
     for _, c in ipairs(common.time_categories) do time[c] = common.time_value(pc.breakdown, c) end
     local stages = util.array()
     local ss = result.stage_summary and result.stage_summary[i]
+    local counts = {}
+    for j, st in ipairs(ss and ss.stages or {}) do counts[j] = st.num_layers or 0 end
+    local chunks = M.chunk_layers(t, counts)
     for j, st in ipairs(ss and ss.stages or {}) do
       local smem = {}
       for _, c in ipairs(common.memory_categories) do smem[c] = common.mem_value(st.memory_breakdown, c) end
-      local first = st.first_layer or 0
+      local ch = util.array()
+      for k, c in ipairs(chunks[j] or {}) do ch[k] = { virtual_stage = c[1], first = c[2], last = c[3] } end
       stages[j] = {
         stage = st.stage, num_layers = st.num_layers, recompute_layers = st.recompute_layers,
-        layers = string.format("%d-%d", first, first + (st.num_layers or 0) - 1),
+        layers = M.chunks_text(chunks[j] or {}), chunks = ch,
         mem = smem, total = st.memory_breakdown and st.memory_breakdown.total,
         time_fwd = st.time_fwd, time_bwd = st.time_bwd,
       }
@@ -294,8 +515,8 @@ local function fact(label, value)
   return string.format("<div><b>%s</b>%s</div>", esc(label), esc(value))
 end
 
-local function table_html(headers, rows, right, row_class)
-  local out = { "<div class=\"scroll\"><table><thead><tr>" }
+local function table_html(headers, rows, right, row_class, attrs)
+  local out = { "<div class=\"scroll\"><table" .. (attrs or "") .. "><thead><tr>" }
   for _, h in ipairs(headers) do out[#out + 1] = "<th>" .. esc(h) .. "</th>" end
   out[#out + 1] = "</tr></thead><tbody>"
   for i, r in ipairs(rows) do
@@ -313,11 +534,144 @@ local function table_html(headers, rows, right, row_class)
   return table.concat(out)
 end
 
+local function secs(x) return type(x) == "number" and string.format("%.3f", x) or "-" end
+local function pct(x)
+  if type(x) ~= "number" then return "" end
+  if math.abs(x) < 0.05 then x = 0.0 end
+  return string.format("%+.1f%%", x)
+end
+
+-- the --baseline section: every change, in tables (the text output keeps
+-- a few lines per kind; the report has them all)
 local function baseline_html(diff)
+  local B = require "apsearch.report.baseline"
   local out = { "<h2 id=\"baseline\">Changes vs baseline</h2>" }
   out[#out + 1] = "<p class=\"sub\">" .. esc("baseline: " .. tostring(diff.baseline)) .. "</p>"
-  local lines = require("apsearch.report.baseline").lines(diff)
-  out[#out + 1] = "<pre>" .. esc(table.concat(lines, "\n")) .. "</pre>"
+  local ch = diff.inputs and diff.inputs.changed or {}
+  if #ch == 0 then
+    out[#out + 1] = "<p>Inputs unchanged.</p>"
+  else
+    local rows = {}
+    local function v(x, path)
+      local t = B.show(x)
+      if path:match("_bytes$") and type(x) == "number" then t = t .. string.format(" (%.2f GiB)", x / 2 ^ 30) end
+      return t
+    end
+    for _, c in ipairs(ch) do rows[#rows + 1] = { c.path, v(c.before, c.path), v(c.after, c.path) } end
+    out[#out + 1] = table_html({ "input", "baseline", "now" }, rows, nil, nil, " class=\"wrap\"")
+  end
+  local sm, b = diff.summary or {}, diff.best or {}
+  local facts = {}
+  if sm.space_size then
+    facts[#facts + 1] = string.format("search space %s &rarr; %s candidates; feasible %s &rarr; %s",
+      esc(B.show(sm.space_size.before)), esc(B.show(sm.space_size.after)),
+      esc(B.show(sm.feasible and sm.feasible.before)), esc(B.show(sm.feasible and sm.feasible.after)))
+  end
+  if b.before or b.after then
+    facts[#facts + 1] = string.format("best step time %s s &rarr; %s s %s", secs(b.before and b.before.step_time),
+      secs(b.after and b.after.step_time), esc(pct(b.delta_pct)))
+  end
+  if #facts > 0 then out[#out + 1] = "<p>" .. table.concat(facts, "; ") .. "</p>" end
+  local t = diff.top_k or {}
+  local rows = {}
+  for _, e in ipairs(t.entered or {}) do
+    rows[#rows + 1] = { "entered", "-", tostring(e.rank), e.strategy, "-", secs(e.step_time), "", "new in the top-k" }
+  end
+  for _, e in ipairs(t.left or {}) do
+    rows[#rows + 1] = { "left", tostring(e.rank), "-", e.strategy, secs(e.step_time),
+      e.why and secs(e.why.step_time) or "-", "", e.why and e.why.text or "" }
+  end
+  for _, e in ipairs(t.moved or {}) do
+    rows[#rows + 1] = { "moved", tostring(e.before), tostring(e.after), e.strategy, secs(e.step_time_before),
+      secs(e.step_time_after), pct(e.delta_pct), "" }
+  end
+  for _, e in ipairs(t.kept or {}) do
+    rows[#rows + 1] = { "kept", tostring(e.before), tostring(e.after), e.strategy, secs(e.step_time_before),
+      secs(e.step_time_after), pct(e.delta_pct), "" }
+  end
+  if #rows == 0 then
+    out[#out + 1] = "<p>Top-k: none in either result.</p>"
+  else
+    out[#out + 1] = table_html({ "change", "rank before", "rank now", "strategy", "step before (s)",
+      "step now (s)", "delta", "why" }, rows, { false, true, true, false, true, true, true, false },
+      function(i) return "change-" .. rows[i][1] end, " id=\"baseline-table\" class=\"wrap\"")
+  end
+  return table.concat(out)
+end
+
+-- the top-k table: strategy columns with one value in every row fold into
+-- a line above it (as in the text table), so it fits 1280 px; sortable
+-- by a click on a header (report.js)
+local function topk_html(result, launch)
+  local tbl = require "apsearch.format.table"
+  local headers, rows, right = tbl.rows(result)
+  headers, right = util.copy(headers), util.copy(right or {})
+  local keep, same = {}, {}
+  for j, h in ipairs(headers) do
+    local one = #rows > 1 and j > 1
+    for i = 2, #rows do
+      if tostring(rows[i][j]) ~= tostring(rows[1][j]) then one = false break end
+    end
+    if one then same[#same + 1] = h .. " " .. tostring(rows[1][j]) else keep[#keep + 1] = j end
+  end
+  local H, R, RT = {}, {}, {}
+  for n, j in ipairs(keep) do H[n], RT[n] = headers[j], right[j] end
+  for i, r in ipairs(rows) do
+    local row = {}
+    for n, j in ipairs(keep) do row[n] = r[j] end
+    R[i] = row
+  end
+  if launch then
+    H[#H + 1] = "launch configs"
+    for i, r in ipairs(R) do
+      local links = {}
+      for _, kv in ipairs(launch[i] or {}) do
+        links[#links + 1] = string.format("<a href=\"%s\" title=\"%s\">%s</a>", esc(kv[2]), esc(kv[2]), esc(kv[1]))
+      end
+      r[#H] = { html = "<span class=\"links\">" .. table.concat(links, " ") .. "</span>" }
+    end
+  end
+  local out = {}
+  if #same > 0 then
+    out[#out + 1] = "<p class=\"same\"><b>same for every row:</b> " .. esc(table.concat(same, ", ")) .. "</p>\n"
+  end
+  out[#out + 1] = table_html(H, R, RT, function(i) return i == 1 and "best" or nil end,
+    " id=\"topk-table\" class=\"sortable\"")
+  return table.concat(out)
+end
+
+-- the "no feasible strategy" section: why, the closest, what to relax
+local function infeasible_html(result)
+  local d = M.diagnose(result)
+  local out = { "<div class=\"notice\" id=\"no-feasible\"><p><b>No feasible strategy.</b> " }
+  local s = result.all_candidate_summary or {}
+  out[#out + 1] = esc(string.format("Of %s candidates, %s were filtered before the estimate and %s were estimated and over a limit.",
+    common.commas(s.generated or 0), common.commas(s.filtered_early or 0), common.commas(s.infeasible or 0))) .. "</p>"
+  if #d.reasons > 0 then
+    out[#out + 1] = "<p><b>Binding reasons</b> (after the estimate first: they stopped the candidates that came closest):</p><ul>"
+    for _, r in ipairs(d.reasons) do
+      out[#out + 1] = string.format("<li><code>%s</code>: %s candidates, %s%s; e.g. %s</li>", esc(r.code),
+        esc(common.commas(r.count)), r.phase == "early" and "before the estimate" or "after the estimate",
+        r.rule and (", rule " .. esc(r.rule)) or "", esc(r.message or ""))
+    end
+    out[#out + 1] = "</ul>"
+  end
+  if #d.suggestions > 0 then
+    out[#out + 1] = "<p><b>What to relax</b>:</p><ol id=\"relax\">"
+    for _, t in ipairs(d.suggestions) do out[#out + 1] = "<li>" .. esc(t) .. "</li>" end
+    out[#out + 1] = "</ol>"
+  end
+  out[#out + 1] = "</div>\n"
+  if #d.closest > 0 then
+    out[#out + 1] = "<h3 id=\"closest\">Closest strategies (least estimated memory)</h3>\n"
+    local rows = {}
+    for _, c in ipairs(d.closest) do
+      rows[#rows + 1] = { tostring(c.index), c.short_text, fmt_num(c.mem_peak and c.mem_peak / 2 ^ 30, "%.2f"),
+        fmt_num(c.over_bytes and c.over_bytes / 2 ^ 30, "%+.2f"), fmt_num(c.step_time, "%.3f"), tostring(c.reason or "-") }
+    end
+    out[#out + 1] = table_html({ "candidate", "strategy", "peak (GiB)", "over the limit (GiB)", "step time (s)", "reason" },
+      rows, { true, false, true, true, true, false }, nil, " id=\"closest-table\" class=\"wrap\"")
+  end
   return table.concat(out)
 end
 
@@ -373,7 +727,8 @@ function M.render(result, opts)
     tostring(cl.devices_per_node), common.nvlink_domain_note(cl))))
   P(fact("training", string.format("global batch %s x seq %s, %s, %s", tostring(tr.global_batch_size),
     tostring(tr.seq_length), tostring(tr.precision), tostring(tr.framework))))
-  P(fact("memory limit", data.memory_limit_bytes and string.format("%.2f GiB", data.memory_limit_bytes / 2 ^ 30) or "-"))
+  local limit = data.memory_limit_bytes or M.memory_limit(result)
+  P(fact("memory limit", limit and string.format("%.2f GiB", limit / 2 ^ 30) or "-"))
   P(fact("objective", tostring(inp.objective)))
   P(fact("policy", tostring(inp.policy)))
   if #(inp.overrides or {}) > 0 then
@@ -386,25 +741,12 @@ function M.render(result, opts)
   if result.baseline_diff then P(baseline_html(result.baseline_diff)) end
 
   -- top-k table
-  P("<h2 id=\"top-k\">Top-" .. #(result.top_k_strategies or {}) .. " strategies</h2>\n")
+  P("<h2 id=\"top-k\">" .. (#(result.top_k_strategies or {}) == 0 and "No feasible strategy" or
+    ("Top-" .. #result.top_k_strategies .. " strategies")) .. "</h2>\n")
   if #(result.top_k_strategies or {}) == 0 then
-    P("<p><b>No feasible strategy.</b> See the filter reasons below.</p>\n")
+    P(infeasible_html(result))
   else
-    local tbl = require "apsearch.format.table"
-    local headers, rows, right = tbl.rows(result)
-    headers = util.copy(headers)
-    if opts.launch then
-      headers[#headers + 1] = "launch configs"
-      for i, r in ipairs(rows) do
-        local links = {}
-        for _, kv in ipairs(opts.launch[i] or {}) do
-          links[#links + 1] = string.format("<a href=\"%s\">%s</a>", esc(kv[2]), esc(kv[1]))
-        end
-        r[#headers] = { html = table.concat(links, " ") }
-      end
-    end
-    P(table_html(headers, rows, right, function(i) return i == 1 and "best" or nil end))
-    local common = require "apsearch.format.common"
+    P(topk_html(result, opts.launch))
     local note = common.near_capacity_note(result)
     if note then P("<p class=\"notice\">" .. esc(note) .. "</p>\n") end
     local range = common.interval_note(result)
@@ -432,7 +774,8 @@ function M.render(result, opts)
     -- in number order: 1-4 two by two, then 5-8 one per row
     P("<div id=\"chart5\" class=\"chart wide\" data-empty=\"5. no candidate was filtered\"></div>\n")
     P("<div id=\"chart6\" class=\"chart wide\" data-empty=\"6. no feasible strategy: no trends\"></div>\n")
-    P("<div id=\"chart7\" class=\"chart wide\" data-empty=\"7. no feasible candidate\"></div>\n")
+    P("<div class=\"chart-box wide\"><div class=\"control\"><label><input type=\"checkbox\" id=\"scatter-log\"> log scale</label></div>" ..
+      "<div id=\"chart7\" class=\"chart tall\" data-empty=\"7. no feasible candidate\"></div></div>\n")
     P("<div id=\"chart8\" class=\"chart wide\" data-empty=\"8. no feasible strategy to re-estimate\"></div>\n")
     P("</div>\n")
   end
@@ -461,7 +804,7 @@ function M.render(result, opts)
       rows[#rows + 1] = { tostring(st.stage), st.layers, tostring(st.num_layers), tostring(st.recompute_layers),
         fmt_num(st.total and st.total / 2 ^ 30, "%.2f"), fmt_num(st.time_fwd, "%.4f"), fmt_num(st.time_bwd, "%.4f") }
     end
-    P(table_html({ "stage", "layers", "n", "recomputed", "memory (GiB)", "fwd/mb (s)", "bwd/mb (s)" }, rows,
+    P(table_html({ "stage", (t.vpp_degree or 1) > 1 and "layers (one range per model chunk)" or "layers", "n", "recomputed", "memory (GiB)", "fwd/mb (s)", "bwd/mb (s)" }, rows,
       { true, false, true, true, true, true, true }))
   end
 

@@ -10,7 +10,18 @@
  *   data-charts-empty    ids of charts without data (space separated)
  *   data-script-errors   script errors seen (0 expected)
  *   data-charts-finished ids of the charts done so far (for diagnosis)
- * which the headless-browser test (tests/browser/) reads.
+ *   data-category-colors the colour each category was drawn in, as
+ *                        "name=#rrggbb" separated by spaces (charts 1-3)
+ *   data-color-mismatch  categories drawn in a colour not in the map (or
+ *                        in two colours); empty when all agree
+ *   data-topk-overflow   pixels the top-k table is wider than its box
+ *                        (0: no horizontal scrolling)
+ *   data-overflowing-tables ids of the top-k, baseline and closest-strategy
+ *                        tables that need horizontal scrolling (none: empty)
+ * which the headless-browser test (tests/browser/) reads.  With
+ * "?selftest" in the URL the page also clicks the top-k table's headers
+ * and sets data-sort-test to "ok" or to what went wrong, and ticks chart
+ * 7's log-scale box and sets data-log-test (both axes log, then back).
  */
 (function () {
   'use strict';
@@ -27,12 +38,83 @@
     noteError('error: ' + (ev.message || 'unknown') + (ev.lineno ? ' (line ' + ev.lineno + ')' : ''));
   });
 
+  // the top-k table: a click on a header sorts by that column (numbers
+  // as numbers), a second click reverses; works without ECharts
+  function cellKey(td) {
+    var t = (td.textContent || '').trim();
+    var m = /^[-+]?\d+(\.\d+)?/.exec(t);
+    return m ? { n: parseFloat(m[0]), t: t } : { n: null, t: t };
+  }
+  function sortTable(table, col, dir) {
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      var x = cellKey(a.cells[col]), y = cellKey(b.cells[col]), r;
+      if (x.n !== null && y.n !== null) r = x.n - y.n;
+      else if (x.n !== null) r = -1;
+      else if (y.n !== null) r = 1;
+      else r = x.t.localeCompare(y.t);
+      if (r === 0) r = Number(a.getAttribute('data-order')) - Number(b.getAttribute('data-order'));
+      else r = dir * r;
+      return r;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, j) {
+      th.setAttribute('aria-sort', j === col ? (dir > 0 ? 'ascending' : 'descending') : 'none');
+    });
+  }
+  Array.prototype.forEach.call(document.querySelectorAll('table.sortable'), function (table) {
+    if (!table.tHead || !table.tBodies[0]) return;
+    Array.prototype.forEach.call(table.tBodies[0].rows, function (r, i) { r.setAttribute('data-order', String(i)); });
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, j) {
+      th.setAttribute('aria-sort', 'none');
+      th.title = 'sort by ' + th.textContent + ' (click again to reverse)';
+      th.addEventListener('click', function () {
+        var dir = th.getAttribute('aria-sort') === 'ascending' ? -1 : 1;
+        sortTable(table, j, dir);
+      });
+    });
+  });
+  function measureTopk() {
+    var t = document.getElementById('topk-table');
+    if (t) root.setAttribute('data-topk-overflow', String(Math.max(0, t.parentNode.scrollWidth - t.parentNode.clientWidth)));
+    var wide = [];
+    ['topk-table', 'baseline-table', 'closest-table'].forEach(function (id) {
+      var x = document.getElementById(id);
+      if (x && x.parentNode.scrollWidth > x.parentNode.clientWidth) wide.push(id);
+    });
+    root.setAttribute('data-overflowing-tables', wide.join(' '));
+  }
+  measureTopk();
+  window.addEventListener('resize', measureTopk);
+  function sortSelftest(objective) {
+    var t = document.getElementById('topk-table');
+    if (!t) return 'no top-k table';
+    var heads = Array.prototype.slice.call(t.tHead.rows[0].cells);
+    function col(name) { for (var j = 0; j < heads.length; j++) if (heads[j].textContent.indexOf(name) === 0) return j; return -1; }
+    function values(j) { return Array.prototype.map.call(t.tBodies[0].rows, function (r) { return cellKey(r.cells[j]).n; }); }
+    function sorted(v, dir) { for (var i = 1; i < v.length; i++) if (dir * (v[i] - v[i - 1]) < 0) return false; return true; }
+    var st = col('step time'), rk = col('rank'), mem = col('peak');
+    if (st < 0 || rk < 0 || mem < 0) return 'columns not found';
+    heads[mem].click();
+    if (!sorted(values(mem), 1) || heads[mem].getAttribute('aria-sort') !== 'ascending') return 'peak not ascending after one click';
+    heads[mem].click();
+    if (!sorted(values(mem), -1) || heads[mem].getAttribute('aria-sort') !== 'descending') return 'peak not descending after two clicks';
+    if (t.tBodies[0].rows.length > 1 && values(rk)[0] === 1 && sorted(values(rk), 1)) return 'rank order unchanged by sorting on peak';
+    heads[rk].click();
+    if (!sorted(values(rk), 1)) return 'rank not ascending';
+    if (objective === 'step_time' && !sorted(values(st), 1)) return 'step time not ascending in rank order (objective step_time)';
+    return 'ok';
+  }
   var D;
   try {
     D = JSON.parse(document.getElementById('apsearch-data').textContent);
   } catch (e) {
     noteError('cannot read the report data: ' + e);
     return;
+  }
+  if (/selftest/.test(location.search)) {
+    try { root.setAttribute('data-sort-test', sortSelftest(D.objective)); } catch (e) { root.setAttribute('data-sort-test', 'error: ' + e); }
   }
   if (typeof echarts === 'undefined') {
     root.setAttribute('data-echarts', 'missing');
@@ -108,14 +190,53 @@
 
   var cats = D.categories || { memory: [], time: [] };
   var memLimit = D.memory_limit_bytes;
+  // one colour per category, from the map in html.lua (M.category_colors);
+  // what each chart drew is read back from ECharts and reported on <html>
+  var COLORS = D.colors || {};
+  var drawn = {}, mismatch = {};
+  function color(c) { return COLORS[c] || '#888888'; }
+  function noteColors(c) {
+    var opt = c.getOption();
+    (opt.series || []).forEach(function (sr, i) {
+      var k = sr.name;
+      if (sr.type !== 'bar' || !Object.prototype.hasOwnProperty.call(COLORS, k)) return;
+      var got = typeof c.getVisual === 'function' ? c.getVisual({ seriesIndex: i }, 'color') : (sr.itemStyle || {}).color;
+      got = String(got || '').toLowerCase();
+      if (drawn[k] && drawn[k] !== got) mismatch[k] = true;
+      drawn[k] = got;
+      if (got !== String(COLORS[k]).toLowerCase()) mismatch[k] = true;
+    });
+    root.setAttribute('data-category-colors', Object.keys(drawn).sort().map(function (k) { return k + '=' + drawn[k]; }).join(' '));
+    root.setAttribute('data-color-mismatch', Object.keys(mismatch).sort().join(' '));
+  }
+  // an axis maximum with room for the labels above the bars
+  function roomy(v) {
+    var m = v.max * 1.15, p = Math.pow(10, Math.floor(Math.log(m) / Math.LN10));
+    return Math.ceil(m / p) * p;
+  }
+  // the total of a stacked bar above it, and its difference to rank 1 (so
+  // that a 1 % difference reads even where the bars look equal)
+  function totalLabel(get, digits, unit) {
+    var base = topk.length ? get(topk[0]) : 0;
+    return {
+      show: true, position: 'top', fontSize: 10, color: '#1f2328', lineHeight: 12,
+      backgroundColor: 'rgba(255,255,255,0.85)', padding: [1, 2],
+      formatter: function (p) {
+        var v = get(topk[p.dataIndex]);
+        var s = f(v, digits);
+        if (p.dataIndex > 0 && base) s += '\n' + (v >= base ? '+' : '') + f(100 * (v - base) / base, 1) + '%';
+        return s;
+      }
+    };
+  }
 
   // 1. step time of the top-k, stacked by performance category (exposed s)
-  chart('chart1', topk.length > 0, function () {
+  var c1 = chart('chart1', topk.length > 0, function () {
     var used = cats.time.filter(function (c) {
       return topk.some(function (t) { return (t.time[c] || 0) > 0; });
     });
     return Object.assign({
-      title: { text: '1. Estimated step time of the top-' + topk.length, subtext: 'exposed (critical-path) seconds per category; the sum is the step time' },
+      title: { text: '1. Estimated step time of the top-' + topk.length, subtext: 'exposed (critical-path) seconds per category; above a bar: step time, vs rank 1' },
       tooltip: {
         trigger: 'axis', axisPointer: { type: 'shadow' }, confine: true,
         formatter: function (ps) {
@@ -128,34 +249,43 @@
       },
       // every category visible: a plain legend wraps onto a second row
       legend: { bottom: 0 },
-      grid: { left: 60, right: 20, top: 70, bottom: 84 },
+      grid: { left: 60, right: 20, top: 88, bottom: 84 },
       xAxis: { type: 'category', data: topk.map(function (t) { return rankLabel(t.rank); }), name: 'rank' },
-      yAxis: { type: 'value', name: 'step time (s)' },
-      series: used.map(function (c) {
-        return { name: c, type: 'bar', stack: 'time', emphasis: { focus: 'series' },
+      yAxis: { type: 'value', name: 'step time (s)', max: roomy,
+        axisLabel: { formatter: function (v) { return +v.toFixed(3); } } },
+      labelLayout: { hideOverlap: true },
+      series: used.map(function (c, i) {
+        var sr = { name: c, type: 'bar', stack: 'time', emphasis: { focus: 'series' },
+          itemStyle: { color: color(c) },
           data: topk.map(function (t) { return t.time[c] || 0; }) };
+        if (i === used.length - 1) sr.label = totalLabel(function (t) { return t.step_time; }, 3);
+        return sr;
       })
     }, animation);
   });
+  if (c1) noteColors(c1);
 
   // 2. per-GPU memory of the top-k, stacked by memory category, limit line
-  chart('chart2', topk.length > 0, function () {
+  var c2 = chart('chart2', topk.length > 0, function () {
     var used = cats.memory.filter(function (c) {
       return topk.some(function (t) { return (t.mem[c] || 0) > 0; });
     });
-    var series = used.map(function (c) {
-      return { name: c, type: 'bar', stack: 'mem', emphasis: { focus: 'series' },
+    var series = used.map(function (c, i) {
+      var sr = { name: c, type: 'bar', stack: 'mem', emphasis: { focus: 'series' },
+        itemStyle: { color: color(c) },
         data: topk.map(function (t) { return gib(t.mem[c]); }) };
+      if (i === used.length - 1) sr.label = totalLabel(function (t) { return gib(t.mem_peak); }, 2);
+      return sr;
     });
     if (series.length && memLimit) {
       series[0].markLine = {
         symbol: 'none', silent: true, lineStyle: { color: '#d62728', type: 'dashed', width: 2 },
-        label: { formatter: 'limit ' + f(gib(memLimit), 1) + ' GiB', position: 'insideEndTop' },
+        label: { formatter: 'limit ' + f(gib(memLimit), 1) + ' GiB', position: 'insideStartTop' },
         data: [{ yAxis: gib(memLimit) }]
       };
     }
     return Object.assign({
-      title: { text: '2. Peak memory per GPU of the top-' + topk.length, subtext: 'worst pipeline stage, GiB = 2^30 bytes; dashed: memory limit' },
+      title: { text: '2. Peak memory per GPU of the top-' + topk.length, subtext: 'worst pipeline stage, GiB = 2^30 bytes; above a bar: peak, vs rank 1; dashed: limit' },
       tooltip: {
         trigger: 'axis', axisPointer: { type: 'shadow' }, confine: true,
         formatter: function (ps) {
@@ -168,12 +298,14 @@
       },
       // every category visible: a plain legend wraps onto a second row
       legend: { bottom: 0 },
-      grid: { left: 60, right: 20, top: 70, bottom: 84 },
+      grid: { left: 60, right: 20, top: 88, bottom: 84 },
       xAxis: { type: 'category', data: topk.map(function (t) { return rankLabel(t.rank); }), name: 'rank' },
       yAxis: { type: 'value', name: 'GiB', max: memMax },
+      labelLayout: { hideOverlap: true },
       series: series
     }, animation);
   });
+  if (c2) noteColors(c2);
 
   // 3. per-stage memory and time of one top-k strategy (a PP one if any)
   var stageSelect = document.getElementById('stage-rank');
@@ -184,14 +316,18 @@
     var used = cats.memory.filter(function (c) {
       return stages.some(function (st) { return (st.mem[c] || 0) > 0; });
     });
-    var labels = stages.map(function (st) { return 'stage ' + st.stage + ' (' + st.layers + ')'; });
+    // the layers each rank really holds: with vpp > 1 its model chunks
+    // are virtual stages i, i + p, i + 2p, ... (html.lua chunk_layers)
+    var labels = stages.map(function (st) { return 'stage ' + st.stage + '\n' + st.layers; });
     var series = used.map(function (c) {
-      return { name: c, type: 'bar', stack: 'mem', yAxisIndex: 0,
+      return { name: c, type: 'bar', stack: 'mem', yAxisIndex: 0, itemStyle: { color: color(c) },
         data: stages.map(function (st) { return gib(st.mem[c]); }) };
     });
     series.push({ name: 'forward per micro-batch (s)', type: 'line', yAxisIndex: 1, symbolSize: 8,
+      itemStyle: { color: color('compute_fwd') }, lineStyle: { color: color('compute_fwd') },
       data: stages.map(function (st) { return st.time_fwd; }) });
     series.push({ name: 'backward per micro-batch (s)', type: 'line', yAxisIndex: 1, symbolSize: 8,
+      itemStyle: { color: color('compute_bwd') }, lineStyle: { color: color('compute_bwd') },
       data: stages.map(function (st) { return st.time_bwd; }) });
     if (series.length && memLimit) {
       series[0].markLine = {
@@ -207,7 +343,13 @@
         formatter: function (ps) {
           var st = stages[ps[0].dataIndex];
           var s = '<b>rank ' + rank + ', stage ' + st.stage + '</b>: layers ' + esc(st.layers) + ' (' + st.num_layers +
-            ', ' + st.recompute_layers + ' recomputed), memory ' + f(gib(st.total), 2) + ' GiB' + strategyBlock(t.strategy_text);
+            ', ' + st.recompute_layers + ' recomputed), memory ' + f(gib(st.total), 2) + ' GiB';
+          if ((st.chunks || []).length > 1) {
+            s += '<br>model chunks (virtual stage: layers): ' + st.chunks.map(function (c) {
+              return c.virtual_stage + ': ' + (c.last < c.first ? 'none' : (c.first === c.last ? c.first : c.first + '-' + c.last));
+            }).join('; ');
+          }
+          s += strategyBlock(t.strategy_text);
           ps.forEach(function (p) {
             if (p.value > 0) s += p.marker + esc(p.seriesName) + ': ' + (p.seriesType === 'line' ? f(p.value, 4) + ' s' : f(p.value, 2) + ' GiB') + '<br>';
           });
@@ -215,18 +357,22 @@
         }
       },
       legend: { bottom: 0 },
-      grid: { left: 60, right: 70, top: 80, bottom: 84 },
-      xAxis: { type: 'category', data: labels },
+      grid: { left: 60, right: 70, top: 80, bottom: 104 },
+      // about six labels across (every stage in the tooltip and the table)
+      xAxis: { type: 'category', data: labels,
+        axisLabel: { fontSize: 10, lineHeight: 13, margin: 10, interval: Math.max(0, Math.ceil(stages.length / (t.vpp_degree > 1 ? 6 : 10)) - 1) } },
       yAxis: [{ type: 'value', name: 'GiB', max: memMax },
         { type: 'value', name: 's / micro-batch', splitLine: { show: false } }],
       series: series
     }, animation);
   }
   var c3 = chart('chart3', topk.length > 0, function () { return stageOption(defaultStageRank); });
+  if (c3) noteColors(c3);
   if (stageSelect && c3) {
     stageSelect.value = String(defaultStageRank);
     stageSelect.addEventListener('change', function () {
       c3.setOption(stageOption(Number(stageSelect.value)), true);
+      noteColors(c3);
     });
   }
 
@@ -313,7 +459,10 @@
     for (var i = 0; i < sc.dims.length; i++) parts.push(sc.dims[i] + '=' + p[3 + i]);
     return parts.join(' ') + (sc.fixed_text ? ' ' + sc.fixed_text : '');
   }
-  chart('chart7', sc.points.length > 0, function () {
+  // zoom: the mouse wheel and the sliders on both axes; the checkbox above
+  // the chart switches both axes to a log scale
+  var logBox = document.getElementById('scatter-log');
+  function scatterOption(log) {
     var front = D.front || [];
     var series = [
       { name: 'feasible candidates', type: 'scatter', symbolSize: sc.points.length > 2000 ? 4 : 7,
@@ -324,8 +473,11 @@
         data: front.map(function (p) { return [gib(p.mem_peak), p.step_time, p.index]; }) },
       { name: 'top-k', type: 'scatter', symbol: 'diamond', symbolSize: 12, z: 4,
         itemStyle: { color: '#d62728' },
-        label: { show: true, position: 'right', formatter: function (p) { return '#' + p.data[3]; } },
-        labelLayout: { moveOverlap: 'shiftY' },
+        label: { show: true, position: 'right', fontSize: 11, formatter: function (p) { return '#' + p.data[3]; } },
+        // rank labels never overlap: moved apart vertically, hidden when
+        // still in the way (zoom in to read them)
+        labelLayout: { moveOverlap: 'shiftY', hideOverlap: true },
+        labelLine: { show: true, length2: 4, lineStyle: { color: '#999' } },
         data: topk.map(function (t) { return [gib(t.mem_peak), t.step_time, t.index, t.rank]; }) }
     ];
     if (memLimit) {
@@ -339,9 +491,16 @@
     sc.points.forEach(function (p) { byIndex[p[2]] = p; });
     var frontBy = {};
     front.forEach(function (p) { frontBy[p.index] = p; });
+    function axis(name, extra) {
+      var a = { type: log ? 'log' : 'value', name: name, scale: true,
+        axisLabel: { formatter: function (v) { return +Number(v).toPrecision(4); } } };
+      if (log) a.logBase = 10;
+      return Object.assign(a, extra);
+    }
     return Object.assign({
       title: { text: '7. Memory vs step time of every feasible candidate',
-        subtext: (sc.shown < sc.total ? 'showing ' + sc.shown.toLocaleString('en-US') + ' of ' + sc.total.toLocaleString('en-US') + ' (every ' + sc.stride + 'th feasible candidate in enumeration order; front and top-k always)' : sc.total.toLocaleString('en-US') + ' feasible candidates') + '; orange: Pareto front' },
+        subtext: (sc.shown < sc.total ? 'showing ' + sc.shown.toLocaleString('en-US') + ' of ' + sc.total.toLocaleString('en-US') + ' (every ' + sc.stride + 'th feasible candidate in enumeration order; front and top-k always)' : sc.total.toLocaleString('en-US') + ' feasible candidates') +
+          '; orange: Pareto front; wheel or sliders: zoom' + (log ? '; log scales' : '') },
       tooltip: {
         trigger: 'item', confine: true,
         formatter: function (p) {
@@ -352,13 +511,40 @@
           return head + ': step ' + f(p.data[1], 3) + ' s, peak ' + f(p.data[0], 2) + ' GiB' + strategyBlock(text);
         }
       },
+      toolbox: { right: 150, top: 4, feature: { dataZoom: { title: { zoom: 'zoom a box', back: 'undo zoom' } }, restore: { title: 'reset' } } },
+      dataZoom: [
+        { type: 'inside', xAxisIndex: 0, filterMode: 'none' },
+        { type: 'inside', yAxisIndex: 0, filterMode: 'none' },
+        { type: 'slider', xAxisIndex: 0, filterMode: 'none', height: 18, bottom: 34 },
+        { type: 'slider', yAxisIndex: 0, filterMode: 'none', width: 18, right: 8 }
+      ],
       legend: { bottom: 0 },
-      grid: { left: 60, right: 30, top: 80, bottom: 60 },
-      xAxis: { type: 'value', name: 'peak memory per GPU (GiB)', nameLocation: 'middle', nameGap: 28, scale: true },
-      yAxis: { type: 'value', name: 'step time (s)', scale: true },
+      grid: { left: 64, right: 70, top: 80, bottom: 96 },
+      xAxis: axis('peak memory per GPU (GiB)', { nameLocation: 'middle', nameGap: 26 }),
+      yAxis: axis('step time (s)', {}),
       series: series
     }, animation);
-  });
+  }
+  var c7 = chart('chart7', sc.points.length > 0, function () { return scatterOption(false); });
+  if (logBox && c7) {
+    logBox.addEventListener('change', function () {
+      c7.setOption(scatterOption(logBox.checked), true);
+      root.setAttribute('data-scatter-log', logBox.checked ? '1' : '0');
+    });
+  }
+  if (logBox && !c7) logBox.disabled = true;
+  if (c7 && logBox && /selftest/.test(location.search)) {
+    try {
+      var axType = function () { var o = c7.getOption(); return o.xAxis[0].type + ',' + o.yAxis[0].type; };
+      logBox.checked = true; logBox.dispatchEvent(new Event('change'));
+      var on = axType();
+      logBox.checked = false; logBox.dispatchEvent(new Event('change'));
+      var off = axType();
+      var zoom = (c7.getOption().dataZoom || []).length;
+      root.setAttribute('data-log-test', on === 'log,log' && off === 'value,value' && zoom === 4 ? 'ok' :
+        'log ' + on + ', off ' + off + ', ' + zoom + ' dataZoom');
+    } catch (e) { root.setAttribute('data-log-test', 'error: ' + e); }
+  }
 
   // 8. step time of the top-k as the inter-node bandwidth is scaled
   var bw = D.sensitivity;

@@ -192,6 +192,45 @@ aps_reason aps_stage_layers(const aps_model *m, const aps_strategy *s,
  *  schedules.py, forward_backward_pipelining_with_interleaving). */
 double aps_inflight_microbatches(int64_t p, int64_t v, int64_t m, int64_t i);
 
+/* --------------------------------------------------------- schedule */
+
+/** Inputs of a pipeline schedule simulation (schedule.c).  Stage j = i +
+ *  k p (0 .. p v - 1, schedule order) is model chunk k of rank i. */
+typedef struct {
+    int64_t p, v, m;       /**< ranks, model chunks per rank, micro-batches */
+    const double *t_fwd;   /**< p v: seconds of one micro-batch's forward
+                                of stage j */
+    const double *t_bwd;   /**< p v: the same for the backward */
+    const double *p2p;     /**< p v - 1: seconds of one transfer between
+                                stage j and j + 1 (either way); NULL = 0 */
+    const double *weight;  /**< p v: stage j's share of its rank's
+                                activation set; NULL = 1/v each */
+} aps_schedule_in;
+
+/** What the simulation gives. */
+typedef struct {
+    double step;        /**< pipeline time: start to the last backward */
+    double busy_max;    /**< largest compute time of one rank */
+    double bubble;      /**< step - busy_max: idle time of that rank */
+    int64_t slowest_rank; /**< the rank of busy_max */
+    double inflight[APS_MAX_STAGES]; /**< peak activation sets per rank */
+} aps_schedule_out;
+
+/** Warm-up chunk forwards of rank i (Megatron schedules.py): v = 1,
+ *  min(p - i - 1, m); v > 1, min(2(p - i - 1) + (v - 1) p, m v). */
+int64_t aps_schedule_warmup(int64_t p, int64_t v, int64_t m, int64_t i);
+
+/** Peak activation sets on rank i under (interleaved) 1F1B, chunk k
+ *  weighing w[k] of the rank's set (NULL: 1/v each, which gives
+ *  min(warm-up + 1, m v) / v). */
+double aps_schedule_inflight(int64_t p, int64_t v, int64_t m, int64_t i,
+                             const double *w);
+
+/** Simulates the schedule event by event (a list scheduler over each
+ *  rank's op order); O(p v m) ops. */
+aps_status aps_schedule_simulate(const aps_schedule_in *in,
+                                 aps_schedule_out *out);
+
 /** Pipeline bubble as a fraction of the ideal compute time: (p-1)/(v m)
  *  (Narayanan et al. SC'21, s.2.2.1 and s.2.2.2). */
 double aps_bubble_fraction(int64_t p, int64_t v, int64_t m);
@@ -260,6 +299,13 @@ int aps_group_link(const aps_cluster *c, int64_t stride, int64_t size,
  *  collective_efficiency, alpha in s.  Returns 1 if inside one domain. */
 int aps_p2p_link(const aps_cluster *c, int64_t stride, int64_t size,
                  double *bw, double *alpha);
+
+/** Link between ranks a and b (0-based) of a pipeline group whose ranks
+ *  are `stride` apart: NVLink when both sit in one NVLink domain (ranks
+ *  fill domains one after the other), else one NIC.  Returns 1 if
+ *  inside one domain. */
+int aps_p2p_pair_link(const aps_cluster *c, int64_t stride, int64_t a,
+                      int64_t b, double *bw, double *alpha);
 
 /** Keys one query attends to in the attention core, averaged over the
  *  layers, for a sequence of S tokens: S without causal skipping, S/2 with

@@ -100,3 +100,18 @@ int aps_p2p_link(const aps_cluster *c, int64_t stride, int64_t size,
     *alpha = d->inter_node_latency;
     return 0;
 }
+
+int aps_p2p_pair_link(const aps_cluster *c, int64_t stride, int64_t a,
+                      int64_t b, double *bw, double *alpha)
+{
+    const aps_device *d = &c->device;
+    int64_t G = nvlink_domain(c);
+    if (G > 0 && (a * stride) / G == (b * stride) / G) {
+        *bw = d->intra_node_bandwidth * d->collective_efficiency;
+        *alpha = d->intra_node_latency;
+        return 1;
+    }
+    *bw = d->inter_node_bandwidth * d->collective_efficiency;
+    *alpha = d->inter_node_latency;
+    return 0;
+}

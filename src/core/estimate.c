@@ -2,11 +2,14 @@
  * estimate.c -- one strategy end to end: checks, per-stage memory, time per
  * step and derived throughput (MODELING.md s.3, s.4).
  *
- * Step time (1F1B, Narayanan et al. SC'21 s.2.2): with t_f, t_b the forward
- * and backward time of one micro-batch on the slowest stage (compute plus
- * the exposed TP, CP and FSDP communication inside it),
- *   step = m (t_f + t_b) + (p-1)/v (t_f + t_b)        [pp_bubble]
- *          + exposed pp p2p + exposed DP / HSDP sync + optimizer.
+ * Step time: with t_f, t_b the forward and backward time of one
+ * micro-batch on the slowest stage (compute plus the exposed TP, CP and
+ * FSDP communication inside it),
+ *   step = m (t_f + t_b) + bubble
+ *          + exposed pp p2p + exposed DP / HSDP sync + optimizer,
+ * the bubble being that stage's idle time in the simulated schedule
+ * (schedule.c; (p-1)/v (t_f + t_b) for equal stages, Narayanan et al.
+ * SC'21 s.2.2, which it keeps for strategies over the memory limit).
  * Every category is reported as total and exposed; step = sum of exposed.
  */
 #include <math.h>
@@ -67,7 +70,8 @@ static double interfered(const aps_training *t, double total, double exposed)
 static void stage_times(const aps_model *m, const aps_cluster *c,
                         const aps_training *t, const aps_strategy *s,
                         const aps_layout *lay, const aps_dp_plan *plan,
-                        const aps_layer_cost *lc, int64_t i, stage_time *st)
+                        const aps_layer_cost *lc, int64_t i, bool edges,
+                        stage_time *st)
 {
     const aps_device *d = &c->device;
     double A = APS_ACT_BYTES;
@@ -75,7 +79,7 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
     double T = (double)lay->b * (double)lay->s_local;
     double rep = (lay->t > 1 && s->sequence_parallel) ? tp : 1.0;
     double L = (double)lay->layers[i], rc = (double)lay->recompute[i];
-    bool first = i == 0, last = i == lay->p - 1;
+    bool first = edges && i == 0, last = edges && i == lay->p - 1;
     memset(st, 0, sizeof *st);
 
     double layer_fwd = lc->gemm_fwd + lc->attn_fwd + lc->membound_fwd +
@@ -289,7 +293,7 @@ static double stage_cost(const aps_model *m, const aps_cluster *c,
     lay->recompute[i] = stage_recompute(m, c, t, s, lay, plan, lc, i, limit);
     stage_time tm;
     double tf, tb;
-    stage_times(m, c, t, s, lay, plan, lc, i, &tm);
+    stage_times(m, c, t, s, lay, plan, lc, i, true, &tm);
     stage_fwd_bwd(&tm, &tf, &tb);
     aps_stage_estimate st;
     aps_stage_memory(m, c, t, s, lay, plan, lc, i, &st);
@@ -343,7 +347,7 @@ static void balance_partition(const aps_model *m, const aps_cluster *c,
             lay->recompute[i] = s->auto_recompute ? 0 : aps_given_recompute(s, i, j * v);
             stage_time tm;
             double tf, tb;
-            stage_times(m, c, t, s, lay, plan, lc, i, &tm);
+            stage_times(m, c, t, s, lay, plan, lc, i, true, &tm);
             stage_fwd_bwd(&tm, &tf, &tb);
             cost[j - 1] = tf + tb;
         }
@@ -556,6 +560,8 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
     /* Per stage: memory and the per-micro-batch times; keep the worst. */
     stage_time slow = {0};
     double slow_tf = 0, slow_tb = 0, psi_max = 0, matmul_max = 0;
+    double edge_f[APS_MAX_STAGES], edge_b[APS_MAX_STAGES];
+    double tf[APS_MAX_STAGES], tb[APS_MAX_STAGES];
     int64_t worst = 0;
     for (int64_t i = 0; i < lay.p; i++) {
         aps_stage_estimate *st = &out->stages[i];
@@ -564,8 +570,19 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
         st->recompute_layers = lay.recompute[i];
         aps_stage_memory(m, c, t, s, &lay, &plan, &lc, i, st);
         stage_time tm;
-        stage_times(m, c, t, s, &lay, &plan, &lc, i, &tm);
+        stage_times(m, c, t, s, &lay, &plan, &lc, i, true, &tm);
         stage_fwd_bwd(&tm, &st->time_fwd, &st->time_bwd);
+        tf[i] = st->time_fwd;
+        tb[i] = st->time_bwd;
+        edge_f[i] = edge_b[i] = 0.0;
+        if (lay.p > 1 && (i == 0 || i == lay.p - 1)) {
+            stage_time mid; /* the same rank without embedding / output */
+            double mf, mb_;
+            stage_times(m, c, t, s, &lay, &plan, &lc, i, false, &mid);
+            stage_fwd_bwd(&mid, &mf, &mb_);
+            edge_f[i] = tf[i] - mf;
+            edge_b[i] = tb[i] - mb_;
+        }
         if (st->time_fwd + st->time_bwd > slow_tf + slow_tb || i == 0) {
             slow = tm;
             slow_tf = st->time_fwd;
@@ -599,8 +616,21 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
              mb * (slow.offload_exposed_fwd + slow.offload_exposed_bwd));
 
     if (lay.p > 1) {
+        /* the schedule simulated, the slowest rank's idle time; a
+         * strategy over the memory limit keeps the closed form on the
+         * slowest stage (SC'21 s.2.2), which costs nothing to compute */
         double bubble = (double)(lay.p - 1) / (double)lay.v *
                         (slow_tf + slow_tb);
+        bool simulated = out->mem_peak <= out->mem_limit;
+        if (simulated) {
+            double hop[APS_MAX_STAGES];
+            aps_schedule_out sched;
+            aps_pipeline_p2p(m, c, s, &lay, hop);
+            if (aps_pipeline_schedule(&lay, tf, tb, edge_f, edge_b, hop,
+                                      &sched) != APS_OK)
+                return APS_ERANGE;
+            bubble = max0(sched.step - mb * (slow_tf + slow_tb));
+        }
         set_perf(out, APS_PERF_PP_BUBBLE, bubble, bubble);
         double bw, alpha;
         int64_t stride = s->tp_degree * s->cp_degree * s->fsdp_degree *
@@ -621,6 +651,11 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
             double p = (double)lay.p, v = (double)lay.v;
             double warm = 2.0 * (p - 1.0) + (v - 1.0) * p;
             double steady = 1.0 - warm / chunks; /* 2 warm of 2 chunks */
+            /* simulated, the warm-up and flush transfers delay the next
+             * stage on the schedule's critical path (in the bubble) and
+             * the rank runs on: none left exposed here */
+            if (simulated)
+                steady = 1.0;
             if (steady > hidden)
                 hidden = steady;
         }

@@ -128,6 +128,32 @@ aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
                             const aps_strategy *s, aps_layout *out,
                             char *msg, size_t n);
 
+/** Pipeline time of one step (schedule.c): builds the forward and
+ *  backward time of every model chunk from its rank's, tf[i] / tb[i],
+ *  scaled by the chunk's share of the rank's layers (the layer part,
+ *  tf[i] - ef[i]) and with the rank's fixed work ef[i] / eb[i] on its
+ *  first chunk for rank 0 (embedding) and its last for rank p - 1
+ *  (output layer and loss), the p2p transfer times between consecutive
+ *  stages p2p[j] (p v - 1 entries, NULL = none), and simulates the
+ *  schedule. */
+aps_status aps_pipeline_schedule(const aps_layout *lay, const double *tf,
+                                 const double *tb, const double *ef,
+                                 const double *eb, const double *p2p,
+                                 aps_schedule_out *out);
+
+/** Seconds of one activation (or gradient) transfer between stage j and
+ *  j + 1 into d[0 .. p v - 2], each on the link its two ranks use
+ *  (aps_p2p_pair_link; the last rank passes to the first between model
+ *  chunks) (schedule.c). */
+void aps_pipeline_p2p(const aps_model *m, const aps_cluster *c,
+                      const aps_strategy *s, const aps_layout *lay,
+                      double *d);
+
+/** Activation sets held on rank i at its peak, in units of the rank's
+ *  whole set: each model chunk weighs its share of the rank's layers
+ *  (schedule.c). */
+double aps_layout_inflight(const aps_layout *lay, int64_t i);
+
 /** Vocabulary padded to a multiple of vocab_size_divisible_by * t
  *  (Megatron megatron/training/tokenizer: _vocab_size_with_padding). */
 double aps_padded_vocab(const aps_model *m, const aps_training *t, int64_t tp);

@@ -287,7 +287,7 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
         per_mb += APS_MASK_BYTES * sbh_rep;        /* embedding dropout */
     if (i == lay->p - 1)
         per_mb += 2.0 * A * sbh_rep;   /* final-norm and output-layer inputs */
-    double inflight = aps_inflight_microbatches(lay->p, lay->v, lay->m, i);
+    double inflight = aps_layout_inflight(lay, i);
     st->inflight_microbatches = inflight;
     /* Full recompute: while a layer is recomputed its whole activation set
      * is alive once more (the transient peak of the backward). */

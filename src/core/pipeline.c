@@ -301,18 +301,8 @@ int64_t aps_layout_chunk(const aps_layout *lay, int64_t i, int64_t k)
 
 double aps_inflight_microbatches(int64_t p, int64_t v, int64_t m, int64_t i)
 {
-    if (p <= 1)
-        return m > 0 ? 1.0 : 0.0;
-    if (v <= 1) {
-        int64_t k = p - i;
-        return (double)(k < m ? k : m);
-    }
-    /* Interleaved 1F1B: rank i runs 2(p-i-1) + (v-1)p warm-up chunk
-     * forwards, then holds one more before its first backward. */
-    int64_t chunks = 2 * (p - i - 1) + (v - 1) * p + 1;
-    if (chunks > m * v)
-        chunks = m * v;
-    return (double)chunks / (double)v;
+    /* the order of schedule.c: warm-up chunk forwards plus one */
+    return aps_schedule_inflight(p, v, m, i, NULL);
 }
 
 double aps_bubble_fraction(int64_t p, int64_t v, int64_t m)

@@ -576,6 +576,42 @@ static void test_balanced_partition_is_optimal(void **state)
     test_free(e);
 }
 
+/** With few micro-batches (m = 4 = p) the fill and drain weigh as much as
+ *  the slowest stage: balance_stages, which minimises the slowest stage,
+ *  still matches the best simulated step of all 4,495 partitions (the
+ *  fill and drain pass every stage once, whatever the split, so the
+ *  bottleneck decides; a local search on the simulated time was tried and
+ *  changed nothing here). */
+static void test_balanced_few_microbatches(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    pp4_setup(&m, &c, &t, &s);
+    t.framework = APS_FW_DEEPSPEED;
+    t.global_batch_size = 8;
+    s.balance_stages = true;
+    aps_estimate *e = test_malloc(sizeof *e);
+    fx_run(&m, &c, &t, &s, e);
+    assert_int_equal(e->micro_batch_num, 4);
+    double balanced = e->step_time;
+    aps_strategy b = s;
+    b.balance_stages = false;
+    double best = 1e300;
+    for (int a = 1; a <= 29; a++)
+        for (int x = 1; a + x <= 30; x++)
+            for (int y = 1; a + x + y <= 31; y++) {
+                b.stage_partition[0] = a;
+                b.stage_partition[1] = x;
+                b.stage_partition[2] = y;
+                b.stage_partition[3] = 32 - a - x - y;
+                fx_run(&m, &c, &t, &b, e);
+                if (e->feasible && e->step_time < best)
+                    best = e->step_time;
+            }
+    ASSERT_REL(balanced, best, 1e-3);
+    test_free(e);
+}
+
 /** auto_recompute recomputes the fewest layers per stage that fit: with
  *  one layer fewer on any stage that recomputes, that stage overflows. */
 static void test_auto_recompute_is_minimal(void **state)
@@ -649,8 +685,19 @@ static void test_first_stage_holds_L_layers(void **state)
     test_free(e);
 }
 
-/** SC'21 s.2.2.2: interleaving v chunks divides the bubble by v when the
- *  per-micro-batch stage time is unchanged. */
+/** The bubble is simulated (schedule.c).  8B, PP 4: the last stage
+ *  carries the 128K-vocabulary output layer and is the slowest, so it runs
+ *  its m micro-batches back to back once the first forward reaches it and
+ *  the pipeline ends when the last backward has come back down:
+ *    bubble = sum over stages 0..2 of (t_f + t_b) + 2 (p - 1) d,
+ *  d = one transfer of 2 b s h = 2 * 8192 * 4096 = 67,108,864 bytes over
+ *  NVLink (DP 2: ranks 0, 2, 4, 6 of one node), 67,108,864 / 360e9 + 3e-6
+ *  = 1.894136e-4 s.  The closed form (p - 1)(t_f + t_b) of the slowest
+ *  stage would charge the output layer's time in the fill and drain too.
+ *  Interleaving (v = 2, every chunk 4 layers, the output layer on the last
+ *  chunk of rank 3) shortens it, but not to half: the slowest chunk is
+ *  the one with the output layer (SC'21 s.2.2.2 halves it for equal
+ *  chunks only, test_schedule.c). */
 static void test_interleaved_bubble(void **state)
 {
     (void)state;
@@ -658,18 +705,20 @@ static void test_interleaved_bubble(void **state)
     pp4_setup(&m, &c, &t, &s);
     aps_estimate *e = test_malloc(sizeof *e);
     fx_run(&m, &c, &t, &s, e);
-    double tf = 0, tb = 0;
-    for (int i = 0; i < 4; i++)
-        if (e->stages[i].time_fwd + e->stages[i].time_bwd > tf + tb) {
-            tf = e->stages[i].time_fwd;
-            tb = e->stages[i].time_bwd;
-        }
-    /* (p - 1) (t_f + t_b), the bubble of (p - 1)/m of m (t_f + t_b) */
-    ASSERT_REL(e->perf_exposed[APS_PERF_PP_BUBBLE], 3.0 * (tf + tb), REL);
+    assert_true(e->feasible);
+    double fill = 0;
+    for (int i = 0; i < 3; i++) {
+        fill += e->stages[i].time_fwd + e->stages[i].time_bwd;
+        assert_true(e->stages[i].time_fwd + e->stages[i].time_bwd <
+                    e->stages[3].time_fwd + e->stages[3].time_bwd);
+    }
+    double d = 67108864.0 / 360e9 + 3e-6;
+    ASSERT_REL(e->perf_exposed[APS_PERF_PP_BUBBLE], fill + 6.0 * d, REL);
     double v1 = e->perf_exposed[APS_PERF_PP_BUBBLE];
     s.vpp_degree = 2;
     fx_run(&m, &c, &t, &s, e);
-    ASSERT_REL(e->perf_exposed[APS_PERF_PP_BUBBLE], v1 / 2.0, REL);
+    assert_true(e->perf_exposed[APS_PERF_PP_BUBBLE] < v1);
+    assert_true(e->perf_exposed[APS_PERF_PP_BUBBLE] > v1 / 2.0);
     test_free(e);
 }
 
@@ -1122,6 +1171,7 @@ int main(void)
         cmocka_unit_test(test_ap_ft_08_flops_sc21_eq3),
         cmocka_unit_test(test_model_flops_in_estimate),
         cmocka_unit_test(test_balanced_partition_is_optimal),
+        cmocka_unit_test(test_balanced_few_microbatches),
         cmocka_unit_test(test_balanced_megatron),
         cmocka_unit_test(test_auto_recompute_is_minimal),
         cmocka_unit_test(test_first_stage_holds_L_layers),

@@ -1,0 +1,321 @@
+/*
+ * schedule.c -- the order of forward and backward work of every pipeline
+ * rank and model chunk, simulated event by event.
+ *
+ * Order (megatron/core/pipeline_parallel/schedules.py):
+ *   v = 1, forward_backward_pipelining_without_interleaving: rank i runs
+ *     min(p - i - 1, m) warm-up forwards, then one forward and one
+ *     backward at a time (1F1B), then the remaining backwards.
+ *   v > 1, forward_backward_pipelining_with_interleaving: the m v chunk
+ *     forwards of a rank follow get_schedule_table -- groups of p
+ *     micro-batches (microbatch_group_size_per_vp_stage = p), within a
+ *     group model chunk 0 for every micro-batch, then chunk 1, ...; the
+ *     backwards follow the same table with the chunk order reversed
+ *     (get_model_chunk_id(forward=False)).  Warm-up: 2(p - i - 1) +
+ *     (v - 1) p chunk forwards (all m v when that is not fewer), then
+ *     1F1B, then the remaining backwards.
+ * Model chunk k of rank i is stage j = i + k p of the p v in schedule
+ * order; a forward of stage j > 0 waits for the forward of stage j - 1 of
+ * the same micro-batch plus one p2p transfer, a backward of stage j <
+ * p v - 1 for the backward of stage j + 1 plus one transfer; a rank runs
+ * its list in order, each op as soon as the rank is free and its input
+ * has arrived (a list scheduler; transfers occupy the link, not the rank).
+ *
+ * With equal stage times t_f, t_b per chunk and no transfer time this
+ * reproduces the closed forms: v = 1, (m + p - 1)(t_f + t_b) (Narayanan
+ * et al. SC'21 s.2.2.1); v > 1 and m a multiple of p, (m v + p - 1)
+ * (t_f + t_b) per chunk, i.e. (m + (p-1)/v) times the rank's (s.2.2.2).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+int64_t aps_schedule_warmup(int64_t p, int64_t v, int64_t m, int64_t i)
+{
+    int64_t total = m * v;
+    int64_t w = v > 1 ? 2 * (p - i - 1) + (v - 1) * p : p - i - 1;
+    if (w > total)
+        w = total;
+    return w < 0 ? 0 : w;
+}
+
+typedef struct {
+    int64_t mb, k; /* micro-batch, model chunk of the rank */
+    bool fwd;
+} sched_op;
+
+/** Micro-batch and model chunk of the n-th chunk forward (or backward) of
+ *  a rank: Megatron's get_schedule_table with groups of p micro-batches,
+ *  the last group the remainder. */
+static void table_entry(int64_t p, int64_t v, int64_t m, int64_t n, bool fwd,
+                        sched_op *op)
+{
+    int64_t full = m / p, g, in, size;
+    if (n < full * p * v) {
+        g = n / (p * v) * p;
+        in = n % (p * v);
+        size = p;
+    } else {
+        g = full * p;
+        in = n - full * p * v;
+        size = m - g;
+    }
+    op->k = in / size;
+    op->mb = g + in % size;
+    if (!fwd)
+        op->k = v - 1 - op->k;
+    op->fwd = fwd;
+}
+
+/** The q-th op (0 .. 2 m v - 1) of a rank with `warm` warm-up forwards. */
+static void op_at(int64_t p, int64_t v, int64_t m, int64_t warm, int64_t q,
+                  sched_op *op)
+{
+    int64_t total = m * v, steady = total - warm;
+    if (q < warm) {
+        table_entry(p, v, m, q, true, op);
+        return;
+    }
+    q -= warm;
+    if (q < 2 * steady) {
+        if (q % 2 == 0)
+            table_entry(p, v, m, warm + q / 2, true, op);
+        else
+            table_entry(p, v, m, q / 2, false, op);
+        return;
+    }
+    table_entry(p, v, m, steady + (q - 2 * steady), false, op);
+}
+
+/** Peak of the activation sets held on rank i, each model chunk k's set
+ *  weighing w[k] (NULL: 1/v each) of the rank's whole set: held from the
+ *  chunk's forward to its backward. */
+double aps_schedule_inflight(int64_t p, int64_t v, int64_t m, int64_t i,
+                             const double *w)
+{
+    if (p <= 1 || v < 1 || m < 1)
+        return m > 0 ? 1.0 : 0.0;
+    int64_t warm = aps_schedule_warmup(p, v, m, i);
+    if (w == NULL) { /* the count only: the warm-up plus one */
+        int64_t n = warm + 1 < m * v ? warm + 1 : m * v;
+        return (double)n / (double)v;
+    }
+    double held = 0.0, peak = 0.0;
+    for (int64_t q = 0; q < 2 * m * v; q++) {
+        sched_op op;
+        op_at(p, v, m, warm, q, &op);
+        held += op.fwd ? w[op.k] : -w[op.k];
+        if (held > peak)
+            peak = held;
+    }
+    return peak;
+}
+
+/** Walks Megatron's schedule table (table_entry) one entry at a time,
+ *  without divisions. */
+typedef struct {
+    int64_t mb, k, g, size; /* micro-batch, chunk, group start and size */
+} table_iter;
+
+static void iter_init(table_iter *it, int64_t p, int64_t m)
+{
+    it->mb = it->k = it->g = 0;
+    it->size = p < m ? p : m;
+}
+
+static void iter_next(table_iter *it, int64_t p, int64_t v, int64_t m)
+{
+    if (++it->mb < it->g + it->size)
+        return;
+    it->mb = it->g;
+    if (++it->k < v)
+        return;
+    it->k = 0;
+    it->g += it->size;
+    it->mb = it->g;
+    it->size = m - it->g < p ? m - it->g : p;
+}
+
+/** One rank's progress through its order. */
+typedef struct {
+    int64_t warm, nf, nb;   /* warm-up forwards, forwards and backwards run */
+    table_iter f, b;        /* next forward, next backward */
+    double free_at, busy;
+} rank_state;
+
+/** Runs rank i's ops in order while their inputs are there; returns the
+ *  number run. */
+static int64_t advance(const aps_schedule_in *in, int64_t i, rank_state *r,
+                       double *fdone, double *bdone)
+{
+    int64_t p = in->p, v = in->v, m = in->m, S = p * v, total = m * v;
+    int64_t ran = 0;
+    for (;;) {
+        bool fwd = r->nf < r->warm ||
+                   (r->nf < total && r->nf - r->warm == r->nb);
+        if (!fwd && r->nb >= total)
+            break;
+        double ready, t;
+        int64_t cell;
+        if (fwd) {
+            int64_t j = i + r->f.k * p;
+            cell = r->f.mb * S + j;
+            ready = 0.0;
+            if (j > 0) {
+                double up = fdone[cell - 1];
+                if (up < 0.0)
+                    break;
+                ready = up + (in->p2p ? in->p2p[j - 1] : 0.0);
+            }
+            t = in->t_fwd[j];
+        } else {
+            int64_t j = i + (v - 1 - r->b.k) * p;
+            cell = r->b.mb * S + j;
+            double down = j == S - 1 ? fdone[cell] : bdone[cell + 1];
+            if (down < 0.0)
+                break;
+            ready = down + (j < S - 1 && in->p2p ? in->p2p[j] : 0.0);
+            t = in->t_bwd[j];
+        }
+        double start = ready > r->free_at ? ready : r->free_at;
+        r->free_at = start + t;
+        r->busy += t;
+        if (fwd) {
+            fdone[cell] = r->free_at;
+            r->nf++;
+            iter_next(&r->f, p, v, m);
+        } else {
+            bdone[cell] = r->free_at;
+            r->nb++;
+            iter_next(&r->b, p, v, m);
+        }
+        ran++;
+    }
+    return ran;
+}
+
+aps_status aps_schedule_simulate(const aps_schedule_in *in,
+                                 aps_schedule_out *out)
+{
+    if (in == NULL || out == NULL || in->p < 1 || in->v < 1 || in->m < 1 ||
+        in->p * in->v > APS_MAX_STAGES || in->t_fwd == NULL ||
+        in->t_bwd == NULL)
+        return APS_EINVAL;
+    int64_t p = in->p, v = in->v, m = in->m, S = p * v;
+    memset(out, 0, sizeof *out);
+    size_t cells = (size_t)m * (size_t)S;
+    double *fdone = malloc(2 * cells * sizeof *fdone);
+    if (fdone == NULL)
+        return APS_ERANGE; /* no memory for m x p v finish times */
+    double *bdone = fdone + cells;
+    for (size_t c = 0; c < 2 * cells; c++)
+        fdone[c] = -1.0;
+    rank_state rs[APS_MAX_STAGES];
+    for (int64_t i = 0; i < p; i++) {
+        memset(&rs[i], 0, sizeof rs[i]);
+        rs[i].warm = aps_schedule_warmup(p, v, m, i);
+        iter_init(&rs[i].f, p, m);
+        iter_init(&rs[i].b, p, m);
+    }
+    int64_t left = 2 * m * v * p;
+    while (left > 0) {
+        int64_t ran = 0;
+        /* forwards flow up the ranks, backwards down: sweep both ways so
+         * a pass moves a wave as far as it goes */
+        for (int64_t i = 0; i < p; i++)
+            ran += advance(in, i, &rs[i], fdone, bdone);
+        for (int64_t i = p - 1; i >= 0; i--)
+            ran += advance(in, i, &rs[i], fdone, bdone);
+        if (ran == 0) { /* cannot happen for the orders above */
+            free(fdone);
+            return APS_EINVAL;
+        }
+        left -= ran;
+    }
+    free(fdone);
+    for (int64_t i = 0; i < p; i++) {
+        if (rs[i].free_at > out->step)
+            out->step = rs[i].free_at;
+        if (rs[i].busy > out->busy_max) {
+            out->busy_max = rs[i].busy;
+            out->slowest_rank = i;
+        }
+    }
+    out->bubble = out->step - out->busy_max;
+    for (int64_t i = 0; i < p; i++) {
+        double w[APS_MAX_STAGES];
+        bool even = true;
+        for (int64_t k = 0; k < v; k++) {
+            w[k] = in->weight ? in->weight[i + k * p] : 1.0 / (double)v;
+            even &= w[k] == w[0];
+        }
+        out->inflight[i] = aps_schedule_inflight(p, v, m, i, even ? NULL : w);
+    }
+    return APS_OK;
+}
+
+/** Chunk k's share of rank i's layers, NULL-equivalent (false) when the
+ *  rank's chunks are equal. */
+static bool chunk_weights(const aps_layout *lay, int64_t i, double *w)
+{
+    int64_t L = lay->layers[i], c0 = aps_layout_chunk(lay, i, 0);
+    bool even = true;
+    for (int64_t k = 0; k < lay->v; k++) {
+        int64_t ck = aps_layout_chunk(lay, i, k);
+        even &= ck == c0;
+        w[k] = L > 0 ? (double)ck / (double)L : 1.0 / (double)lay->v;
+    }
+    return !even;
+}
+
+double aps_layout_inflight(const aps_layout *lay, int64_t i)
+{
+    double w[APS_MAX_STAGES];
+    bool uneven = lay->v > 1 && chunk_weights(lay, i, w);
+    return aps_schedule_inflight(lay->p, lay->v, lay->m, i,
+                                 uneven ? w : NULL);
+}
+
+aps_status aps_pipeline_schedule(const aps_layout *lay, const double *tf,
+                                 const double *tb, const double *ef,
+                                 const double *eb, const double *p2p,
+                                 aps_schedule_out *out)
+{
+    int64_t p = lay->p, v = lay->v, S = p * v;
+    double cf[APS_MAX_STAGES], cb[APS_MAX_STAGES], cw[APS_MAX_STAGES];
+    for (int64_t i = 0; i < p; i++) {
+        double w[APS_MAX_STAGES];
+        chunk_weights(lay, i, w);
+        for (int64_t k = 0; k < v; k++) {
+            int64_t j = i + k * p;
+            cw[j] = w[k];
+            cf[j] = (tf[i] - ef[i]) * w[k];
+            cb[j] = (tb[i] - eb[i]) * w[k];
+        }
+    }
+    cf[0] += ef[0];
+    cb[0] += eb[0];
+    if (p > 1) {
+        cf[S - 1] += ef[p - 1];
+        cb[S - 1] += eb[p - 1];
+    }
+    aps_schedule_in in = {p, v, lay->m, cf, cb, p2p, cw};
+    return aps_schedule_simulate(&in, out);
+}
+
+void aps_pipeline_p2p(const aps_model *m, const aps_cluster *c,
+                      const aps_strategy *s, const aps_layout *lay,
+                      double *d)
+{
+    int64_t p = lay->p, S = p * lay->v;
+    int64_t stride = s->tp_degree * s->cp_degree * s->fsdp_degree *
+                     s->dp_degree;
+    double rep = (lay->t > 1 && s->sequence_parallel) ? (double)lay->t : 1.0;
+    double bytes = APS_ACT_BYTES * (double)lay->b * (double)lay->s_local *
+                   (double)m->hidden_size / rep;
+    for (int64_t j = 0; j + 1 < S; j++) {
+        double bw, alpha;
+        aps_p2p_pair_link(c, stride, j % p, (j + 1) % p, &bw, &alpha);
+        d[j] = bytes / bw + alpha;
+    }
+}

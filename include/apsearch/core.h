@@ -50,7 +50,9 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t errlen);
 
 /** Parameter counts of the whole model (no TP/PP), with vocab V as given.
  *  Source: Llama / GPT architecture (MODELING.md s.2); matches the
- *  published counts of shared/models exactly. */
+ *  published counts of shared/models exactly, and the total and active
+ *  counts of shared/models/moe/param_counts.csv (Mixtral, Qwen-MoE,
+ *  DeepSeek-V2/V3 with MLA). */
 typedef struct {
     double embedding;      /**< V*h (+ positions if learned) */
     double per_layer;      /**< one transformer layer */
@@ -58,9 +60,28 @@ typedef struct {
     double final_norm;
     double output_layer;   /**< V*h, 0 when tied */
     double total;
+    /* mixture of experts (dense model: active = total, the rest 0) */
+    double active;         /**< weights one token uses: embedding, output
+                                layer, attention, norms, router, shared
+                                experts and top-k routed experts */
+    double moe_layers;     /**< number of layers with routed experts;
+                                per_layer is then a dense-FFN layer */
+    double per_moe_layer;  /**< one MoE layer, all experts */
+    double per_moe_layer_active; /**< one MoE layer, top-k experts */
+    double mtp;            /**< multi-token-prediction modules, not in
+                                total (DeepSeek-V3: 13,463,426,304) */
+    double mtp_active;     /**< their weights one token uses, without the
+                                embedding and output copies */
 } aps_param_counts;
 
 void aps_model_param_counts(const aps_model *m, aps_param_counts *out);
+
+/** Whether layer i (0-based) of a validated model has routed experts. */
+bool aps_model_is_moe_layer(const aps_model *m, int64_t i);
+
+/** A model the estimator does not model yet: mixture of experts or
+ *  multi-head latent attention (issue 13). */
+bool aps_model_is_moe(const aps_model *m);
 
 /** Matrix parameters of one layer (Q, K, V, O, MLP), the ones that cost
  *  2 FLOPs per token in a forward pass (Kaplan et al. 2020, C_fwd = 2N). */
@@ -94,7 +115,8 @@ aps_status aps_training_validate(const aps_training *t, char *err,
 
 /** Checks that span inputs, after each passed its own validation: a memory
  *  limit above the device capacity, fp8 on a device without fp8
- *  (APS_ENOTIMPL), a sequence longer than learned positions.  Errors name
+ *  (APS_ENOTIMPL), a mixture-of-experts or MLA model (APS_ENOTIMPL, issue
+ *  13), a sequence longer than learned positions.  Errors name
  *  the field. */
 aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
                                const aps_training *t, char *err, size_t n);
@@ -335,7 +357,9 @@ double aps_flops_per_step(const aps_model *m, const aps_training *t,
 /** Evaluates one strategy: checks (aps_check_all), per-stage memory, time
  *  per step, derived throughput.  Inputs must have passed their
  *  aps_*_validate() and aps_inputs_validate().  Returns APS_OK (feasible or not, see out->feasible)
- *  or APS_EINVAL for a NULL argument.  Every field of out before
+ *  or APS_EINVAL for a NULL argument, APS_ENOTIMPL for a mixture-of-
+ *  experts or MLA model (aps_model_is_moe; reason_msg says so: "mixture-of-
+ *  experts estimation is not implemented yet (issue 13): <name>").  Every field of out before
  *  `stages` is overwritten; stages[0 .. num_stages-1] are filled and later
  *  entries are left as they were (num_stages is 0 when a check failed). */
 aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,

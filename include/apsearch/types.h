@@ -20,6 +20,9 @@ extern "C" {
 
 /** Largest pipeline degree the fixed-size per-stage arrays hold. */
 #define APS_MAX_STAGES 256
+/** Capacity of aps_model.moe_dense_layers (explicit dense layers of an
+ *  MoE model, Qwen's mlp_only_layers). */
+#define APS_MAX_DENSE_LAYER_LIST 64
 /** Capacity of name strings, including the NUL. */
 #define APS_NAME_LEN 64
 /** A tri-state option left to the framework's default. */
@@ -98,6 +101,61 @@ typedef struct {
     double norm_eps;                 /**< epsilon of every RMSNorm/LayerNorm
                                           (HF rms_norm_eps, layer_norm_eps(ilon));
                                           0: not given */
+    /* Mixture of experts (issue 13).  num_experts = 0: a dense model, and
+     * every field below down to moe_dense_layers must be 0 / false / empty.
+     * Layer i (0-based) has routed experts when i >= moe_first_dense_layers,
+     * i % moe_layer_freq == moe_layer_phase and i is not listed in
+     * moe_dense_layers; the other layers have a dense FFN of width
+     * ffn_hidden_size.  Only parameter counts read these fields today:
+     * aps_inputs_validate and aps_estimate_run refuse a MoE model with
+     * APS_ENOTIMPL, so no MoE is ever estimated as dense. */
+    int64_t num_experts;             /**< E: routed experts per MoE layer
+                                          (HF num_local_experts, num_experts,
+                                          n_routed_experts); 0: dense */
+    int64_t experts_per_token;       /**< top-k (HF num_experts_per_tok),
+                                          in [1, E] */
+    int64_t moe_ffn_hidden_size;     /**< width of one routed expert (HF
+                                          moe_intermediate_size; Mixtral:
+                                          intermediate_size) */
+    int64_t shared_expert_ffn_hidden_size; /**< total width of the always-
+                                          active shared expert(s) (DeepSeek
+                                          n_shared_experts x moe_intermediate_
+                                          size; Qwen2-MoE shared_expert_
+                                          intermediate_size); 0: none */
+    bool shared_expert_gate;         /**< Qwen2-MoE: a sigmoid gate h -> 1
+                                          on the shared expert (h weights) */
+    bool moe_router_bias;            /**< a per-expert router score bias (E
+                                          weights; DeepSeek-V3 e_score_
+                                          correction_bias, Megatron --moe-
+                                          router-enable-expert-bias) */
+    int64_t moe_first_dense_layers;  /**< leading layers with a dense FFN
+                                          (DeepSeek first_k_dense_replace) */
+    int64_t moe_layer_freq;          /**< k >= 1: every k-th layer is MoE
+                                          (DeepSeek moe_layer_freq, Qwen
+                                          decoder_sparse_step); 0 with
+                                          num_experts > 0 is read as 1 */
+    int64_t moe_layer_phase;         /**< which of each k layers: i % k ==
+                                          phase, in [0, k) (DeepSeek 0, Qwen
+                                          (i + 1) % k == 0: k - 1) */
+    int64_t moe_dense_layer_count;   /**< entries of moe_dense_layers */
+    int64_t moe_dense_layers[APS_MAX_DENSE_LAYER_LIST]; /**< explicit dense
+                                          layers, 0-based, ascending (Qwen
+                                          mlp_only_layers) */
+    /* Multi-head latent attention (DeepSeek-V2/V3).  kv_lora_rank = 0:
+     * ordinary attention and the other four must be 0; kv_lora_rank > 0:
+     * Q/K/V/O come from these instead of a, k and d (head_dim then holds
+     * qk_nope_head_dim + qk_rope_head_dim). */
+    int64_t q_lora_rank;             /**< query compression rank; 0: none
+                                          (a plain q_proj, DeepSeek-V2-Lite) */
+    int64_t kv_lora_rank;            /**< joint K/V compression rank */
+    int64_t qk_nope_head_dim;        /**< per-head Q/K width without RoPE */
+    int64_t qk_rope_head_dim;        /**< per-head Q/K width with RoPE (the K
+                                          part shared by every head) */
+    int64_t v_head_dim;              /**< per-head V width */
+    int64_t mtp_layers;              /**< multi-token-prediction modules (HF
+                                          num_nextn_predict_layers); counted
+                                          apart (aps_param_counts.mtp), not in
+                                          total */
 } aps_model;
 
 /* ----------------------------------------------------------------- cluster */

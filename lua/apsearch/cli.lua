@@ -585,7 +585,13 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "position_embedding", "norm_bias", "qkv_bias", "attn_out_bias", "mlp_bias",
   "qk_norm", "tie_word_embeddings", "sliding_window", "sliding_window_layers",
   "rope_theta", "rope_scaling_type", "rope_scaling_factor", "low_freq_factor",
-  "high_freq_factor", "original_max_position_embeddings", "norm_eps" }
+  "high_freq_factor", "original_max_position_embeddings", "norm_eps",
+  -- mixture of experts and multi-head latent attention (absent when dense)
+  "num_experts", "experts_per_token", "moe_ffn_hidden_size",
+  "shared_expert_ffn_hidden_size", "shared_expert_gate", "moe_router_bias",
+  "moe_first_dense_layers", "moe_layer_freq", "moe_layer_phase",
+  "moe_dense_layers", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+  "qk_rope_head_dim", "v_head_dim", "mtp_layers" }
 
 local function cmd_inspect(args)
   local c = new_parser("inspect", "Show a normalized model and its parameter counts.")
@@ -616,11 +622,24 @@ local function cmd_inspect(args)
   local common = require "apsearch.format.common"
   local rows = { { "source", tostring(source) } }
   for _, f in ipairs(MODEL_FIELDS) do
-    if model[f] ~= nil then rows[#rows + 1] = { f, tostring(model[f]) } end
+    local v = model[f]
+    if type(v) == "table" then v = "{" .. table.concat(v, ", ") .. "}" end
+    if v ~= nil then rows[#rows + 1] = { f, tostring(v) } end
   end
   out(common.align({ "field", "value" }, rows))
   rows = {}
-  for _, k in ipairs({ "embedding", "per_layer", "layers", "final_norm", "output_layer", "total" }) do
+  -- MoE: per_layer is a dense-FFN layer; moe_layers of per_moe_layer; the
+  -- MTP modules are not in total (shared/validation/moe/README.md)
+  local keys = { "embedding", "per_layer", "layers", "final_norm", "output_layer", "total", "active" }
+  if counts.moe_layers then
+    keys = { "embedding", "per_layer", "moe_layers", "per_moe_layer", "per_moe_layer_active",
+      "layers", "final_norm", "output_layer", "total", "active" }
+  end
+  if counts.mtp then
+    keys[#keys + 1] = "mtp"
+    keys[#keys + 1] = "mtp_active"
+  end
+  for _, k in ipairs(keys) do
     rows[#rows + 1] = { k, common.commas(counts[k] or 0) }
   end
   out("\n" .. common.align({ "parameters", "count" }, rows, { false, true }))

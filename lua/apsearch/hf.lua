@@ -8,7 +8,12 @@
 -- sliding_window_layers, and the numerics the launch configs write (they
 -- change neither memory nor FLOPs): rope_theta, rope_scaling_type,
 -- rope_scaling_factor, low_freq_factor, high_freq_factor,
--- original_max_position_embeddings, norm_eps.  It is plain data: the
+-- original_max_position_embeddings, norm_eps; for MoE and MLA models
+-- num_experts, experts_per_token, moe_ffn_hidden_size,
+-- shared_expert_ffn_hidden_size, shared_expert_gate, moe_router_bias,
+-- moe_first_dense_layers, moe_layer_freq, moe_layer_phase, moe_dense_layers,
+-- q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
+-- v_head_dim, mtp_layers.  It is plain data: the
 -- parameter counts come from `core.model_params(model)`.
 --
 -- Numerics (every model type; absent or null: not set, i.e. 0 in the core):
@@ -53,10 +58,32 @@
 -- `training.dropout` itself (apsearch.policy; the policy wins).  Each must
 -- be a probability in [0, 1) when it is a number; null or absent: none.
 --
--- Mixture-of-experts configs (`num_local_experts`, `num_experts`,
--- `n_routed_experts`, `moe_num_experts` > 1, or "moe" in model_type) are
--- refused with a `NotImplemented:` error: apsearch estimates dense models
--- only and never estimates an MoE as dense.
+-- Mixture-of-experts types (issue 13; M.moe_supported) import with their
+-- experts, so that `core.model_params` counts total and active parameters
+-- exactly (shared/models/moe/param_counts.csv); estimating them is refused
+-- by the core (NotImplemented), never done as dense:
+--
+-- * `mixtral`: llama plus `num_local_experts` experts of `intermediate_size`
+--   on every layer, top-k `num_experts_per_tok`.
+-- * `qwen2_moe` (Qwen1.5-MoE, Qwen2-MoE): qwen2 plus `num_experts` experts
+--   of `moe_intermediate_size`, a shared expert of
+--   `shared_expert_intermediate_size` with its sigmoid gate; layer i has
+--   experts when (i + 1) % `decoder_sparse_step` == 0 and i is not in
+--   `mlp_only_layers` (the others: dense `intermediate_size`).
+-- * `qwen3_moe`: qwen3 (q/k norms) plus the experts as qwen2_moe, no
+--   shared expert.
+-- * `deepseek_v2`, `deepseek_v3`: multi-head latent attention
+--   (`q_lora_rank` (null: none), `kv_lora_rank`, `qk_nope_head_dim`,
+--   `qk_rope_head_dim`, `v_head_dim`), `n_routed_experts` of
+--   `moe_intermediate_size`, `n_shared_experts` of the same width, the first
+--   `first_k_dense_replace` layers dense and then every `moe_layer_freq`-th
+--   layer MoE, the router's score bias with `topk_method = "noaux_tc"`
+--   (always in V3), `num_nextn_predict_layers` MTP modules (counted apart).
+--
+-- Other configs with experts (`num_local_experts`, `num_experts`,
+-- `n_routed_experts`, `moe_num_experts` > 1, or "moe" in model_type: OLMoE,
+-- DBRX, gpt-oss, ...) are refused with a `NotImplemented:` error naming the
+-- key.
 -- @module apsearch.hf
 local cjson = require "cjson"
 local util = require "apsearch.util"
@@ -381,6 +408,133 @@ function builders.mpt(r, cfg, file)
   }
 end
 
+---------------------------------------------------------------- mixture of experts
+
+-- Integer >= 0 at cfg[key] (default when absent or null).
+local function count(cfg, key, default, file)
+  local v = cfg[key]
+  if is_null(v) then return default end
+  if not util.is_integer(v) or v < 0 then
+    util.fail(file, key, "expected an integer >= 0", v)
+  end
+  return math.tointeger(v)
+end
+
+-- Qwen's mlp_only_layers: 0-based layers with a dense MLP.
+local function layer_list(cfg, key, L, file)
+  local v = cfg[key]
+  if is_null(v) then return nil end
+  if type(v) ~= "table" then util.fail(file, key, "expected an array of layer indices", v) end
+  local out, seen = {}, {}
+  for i = 1, #v do
+    local x = v[i]
+    if not util.is_integer(x) or x < 0 or x >= L then
+      util.fail(file, key .. "[" .. i .. "]", "expected a layer index in [0, " .. L .. ")", x)
+    end
+    x = math.tointeger(x)
+    if not seen[x] then seen[x] = true out[#out + 1] = x end
+  end
+  table.sort(out)
+  if #out == 0 then return nil end
+  return out
+end
+
+-- Mixtral (transformers MixtralSparseMoeBlock): every layer's FFN is
+-- num_local_experts experts of width intermediate_size, router h*E.
+function builders.mixtral(r, cfg, file)
+  local m = window(llama_like(r, cfg, file, {}), r)
+  m.num_experts = r.int("num_local_experts")
+  m.experts_per_token = r.int("num_experts_per_tok", 2) -- MixtralConfig default
+  m.moe_ffn_hidden_size = m.ffn_hidden_size
+  return m
+end
+
+-- Qwen2-MoE / Qwen3-MoE (transformers Qwen2MoeDecoderLayer): layer i has
+-- experts unless listed in mlp_only_layers and when (i + 1) is a multiple
+-- of decoder_sparse_step; the others a dense MLP of intermediate_size.
+local function qwen_moe(m, r, cfg, file)
+  m.num_experts = r.int("num_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  local step = r.int("decoder_sparse_step", 1)
+  if step > m.num_layers then
+    util.fail(file, "decoder_sparse_step", "no layer would have experts (num_hidden_layers = " ..
+      m.num_layers .. ")", step)
+  end
+  m.moe_layer_freq = step
+  m.moe_layer_phase = step - 1
+  m.moe_dense_layers = layer_list(cfg, "mlp_only_layers", m.num_layers, file)
+  return m
+end
+
+-- Qwen1.5-MoE / Qwen2-MoE: q, k, v biases; a shared expert of
+-- shared_expert_intermediate_size with a sigmoid gate h -> 1.
+builders.qwen2_moe = function(r, cfg, file)
+  local m = llama_like(r, cfg, file, {})
+  m.qkv_bias = true
+  qwen_moe(qwen_window(m, r, cfg, file), r, cfg, file)
+  local fs = count(cfg, "shared_expert_intermediate_size", nil, file)
+  if fs == nil then util.fail(file, "shared_expert_intermediate_size", "required key is missing", nil) end
+  if fs > 0 then
+    m.shared_expert_ffn_hidden_size = fs
+    m.shared_expert_gate = true
+  end
+  return m
+end
+
+-- Qwen3-MoE: as qwen3 (q/k norms, head_dim), no shared expert.
+builders.qwen3_moe = function(r, cfg, file)
+  local m = builders.qwen3(r, cfg, file)
+  return qwen_moe(m, r, cfg, file)
+end
+
+-- DeepSeek-V2/V3 (modeling_deepseek.py): multi-head latent attention;
+-- n_shared_experts experts of moe_intermediate_size always active; the
+-- first first_k_dense_replace layers and those with i % moe_layer_freq ~= 0
+-- dense (intermediate_size); topk_method "noaux_tc" (always for V3) adds
+-- the router's e_score_correction_bias (E); num_nextn_predict_layers MTP
+-- modules (counted apart).
+local function deepseek(r, cfg, file, v3)
+  local m = llama_like(r, cfg, file, {})
+  if r.bool("attention_bias", false) then
+    error(string.format("NotImplemented: %s: attention_bias = true with multi-head latent " ..
+      "attention is not modelled", file), 0)
+  end
+  m.num_query_groups = m.num_attention_heads -- MLA: every head its own K/V
+  local qr = count(cfg, "q_lora_rank", 0, file)
+  if qr > 0 then m.q_lora_rank = qr end -- null: no query compression
+  m.kv_lora_rank = r.int("kv_lora_rank")
+  m.qk_nope_head_dim = r.int("qk_nope_head_dim")
+  m.qk_rope_head_dim = r.int("qk_rope_head_dim")
+  m.v_head_dim = r.int("v_head_dim")
+  m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim
+  local mtp = count(cfg, "num_nextn_predict_layers", 0, file)
+  if mtp > 0 then m.mtp_layers = mtp end
+  local E = count(cfg, "n_routed_experts", 0, file)
+  if E == 0 then return m end
+  m.num_experts = E
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  local shared = count(cfg, "n_shared_experts", 0, file)
+  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
+  local first = count(cfg, "first_k_dense_replace", 0, file)
+  if first >= m.num_layers then
+    util.fail(file, "first_k_dense_replace", "no layer would have experts (num_hidden_layers = " ..
+      m.num_layers .. ")", first)
+  end
+  if first > 0 then m.moe_first_dense_layers = first end
+  m.moe_layer_freq = r.int("moe_layer_freq", 1)
+  local method = cfg.topk_method
+  if v3 or method == "noaux_tc" then m.moe_router_bias = true end
+  return m
+end
+
+builders.deepseek_v2 = function(r, cfg, file) return deepseek(r, cfg, file, false) end
+builders.deepseek_v3 = function(r, cfg, file) return deepseek(r, cfg, file, true) end
+
+--- Mixture-of-experts model types imported with their experts.
+M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3" }
+
 --- Converts a decoded Hugging Face config table into a model table.
 -- @tparam table cfg the decoded config.json
 -- @tparam string source file name used in error messages (and for the name)
@@ -399,23 +553,29 @@ function M.from_config(cfg, source, name)
     util.fail(source, "(top level)", "expected a JSON object", cfg)
   end
   local mt = cfg.model_type
+  local moe_ok = false
+  for _, t in ipairs(M.moe_supported) do moe_ok = moe_ok or t == mt end
   local key, n = moe_key(cfg)
-  if key then
-    error(string.format("NotImplemented: %s: MoE config (%s = %s) is not modelled; " ..
-      "apsearch estimates dense models only", source, key, util.describe(n)), 0)
+  if key and not moe_ok then
+    error(string.format("NotImplemented: %s: MoE config (%s = %s) of model_type %s is not " ..
+      "modelled (supported MoE types: %s)", source, key, util.describe(n), util.describe(mt),
+      util.join(M.moe_supported)), 0)
   end
-  if type(mt) == "string" and mt:lower():find("moe", 1, true) then
-    error(string.format("NotImplemented: %s: MoE config (model_type = %q) is not modelled; " ..
-      "apsearch estimates dense models only", source, mt), 0)
+  if not moe_ok and type(mt) == "string" and mt:lower():find("moe", 1, true) then
+    error(string.format("NotImplemented: %s: MoE config (model_type = %q) is not modelled " ..
+      "(supported MoE types: %s)", source, mt, util.join(M.moe_supported)), 0)
   end
+  local all = {}
+  for _, t in ipairs(M.supported) do all[#all + 1] = t end
+  for _, t in ipairs(M.moe_supported) do all[#all + 1] = t end
   if is_null(mt) then
     util.fail(source, "model_type", "required key is missing (supported: " ..
-      util.join(M.supported) .. ")", nil)
+      util.join(all) .. ")", nil)
   end
   local build = builders[mt]
   if not build then
     util.fail(source, "model_type", "unsupported model type (supported: " ..
-      util.join(M.supported) .. ")", mt)
+      util.join(all) .. ")", mt)
   end
   local model = numerics(build(reader(cfg, source), cfg, source), cfg, source)
   local dropout, dropout_key, dropout_value = dropout_of(cfg, source)

@@ -520,6 +520,12 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
         return APS_EINVAL;
     memset(out, 0, offsetof(aps_estimate, stages));
     out->worst_stage = -1;
+    if (aps_model_is_moe(m)) { /* issue 13: not estimated as dense */
+        aps_fmt(out->reason_msg, sizeof out->reason_msg,
+                "mixture-of-experts estimation is not implemented yet "
+                "(issue 13): %s", m->name);
+        return APS_ENOTIMPL;
+    }
 
     aps_param_counts pc;
     aps_model_param_counts(m, &pc);

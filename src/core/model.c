@@ -115,6 +115,173 @@ static aps_status validate_numerics(const aps_model *m, char *err, size_t n)
     return APS_OK;
 }
 
+/* Multi-head latent attention: all four widths with kv_lora_rank, none
+ * without it. */
+static aps_status validate_mla(aps_model *m, char *err, size_t n)
+{
+    struct { const char *f; int64_t v; } mla[] = {
+        {"q_lora_rank", m->q_lora_rank},
+        {"qk_nope_head_dim", m->qk_nope_head_dim},
+        {"qk_rope_head_dim", m->qk_rope_head_dim},
+        {"v_head_dim", m->v_head_dim},
+    };
+    if (m->kv_lora_rank == 0) {
+        for (size_t i = 0; i < sizeof mla / sizeof mla[0]; i++)
+            if (mla[i].v != 0) {
+                aps_fmt(err, n, "model.%s: %lld given without kv_lora_rank "
+                        "(multi-head latent attention)", mla[i].f,
+                        (long long)mla[i].v);
+                return APS_EINVAL;
+            }
+        return APS_OK;
+    }
+    aps_status st = check_range("kv_lora_rank", m->kv_lora_rank,
+                                APS_MAX_WIDTH, err, n);
+    for (size_t i = 1; st == APS_OK && i < sizeof mla / sizeof mla[0]; i++)
+        st = check_range(mla[i].f, mla[i].v, APS_MAX_WIDTH, err, n);
+    if (st != APS_OK)
+        return st;
+    if (m->q_lora_rank < 0 || m->q_lora_rank > APS_MAX_WIDTH) {
+        aps_fmt(err, n, "model.q_lora_rank: must be 0 (no query compression) "
+                "or in [1, 2^24] (got %lld)", (long long)m->q_lora_rank);
+        return APS_EINVAL;
+    }
+    /* what the MLA count below does not have: these would be extra terms */
+    if (m->qkv_bias || m->attn_out_bias || m->qk_norm) {
+        aps_fmt(err, n, "model.%s: not modelled with multi-head latent "
+                "attention (kv_lora_rank)",
+                m->qkv_bias ? "qkv_bias"
+                            : m->attn_out_bias ? "attn_out_bias" : "qk_norm");
+        return APS_ENOTIMPL;
+    }
+    return APS_OK;
+}
+
+/* Mixture of experts: every field 0 for a dense model; sizes, top-k within
+ * the experts, a layer pattern that leaves at least one MoE layer. */
+static aps_status validate_moe(aps_model *m, char *err, size_t n)
+{
+    if (m->mtp_layers < 0 || m->mtp_layers > 64) {
+        aps_fmt(err, n, "model.mtp_layers: must be in [0, 64] (got %lld)",
+                (long long)m->mtp_layers);
+        return APS_EINVAL;
+    }
+    if (m->num_experts == 0) {
+        struct { const char *f; int64_t v; } moe[] = {
+            {"experts_per_token", m->experts_per_token},
+            {"moe_ffn_hidden_size", m->moe_ffn_hidden_size},
+            {"shared_expert_ffn_hidden_size", m->shared_expert_ffn_hidden_size},
+            {"shared_expert_gate", m->shared_expert_gate},
+            {"moe_router_bias", m->moe_router_bias},
+            {"moe_first_dense_layers", m->moe_first_dense_layers},
+            {"moe_layer_freq", m->moe_layer_freq},
+            {"moe_layer_phase", m->moe_layer_phase},
+            {"moe_dense_layers", m->moe_dense_layer_count},
+        };
+        for (size_t i = 0; i < sizeof moe / sizeof moe[0]; i++)
+            if (moe[i].v != 0) {
+                aps_fmt(err, n, "model.%s: given without num_experts "
+                        "(a dense model)", moe[i].f);
+                return APS_EINVAL;
+            }
+        return APS_OK;
+    }
+    aps_status st = check_range("num_experts", m->num_experts,
+                                INT64_C(1) << 16, err, n);
+    if (st == APS_OK)
+        st = check_range("experts_per_token", m->experts_per_token,
+                         m->num_experts, err, n);
+    if (st == APS_OK)
+        st = check_range("moe_ffn_hidden_size", m->moe_ffn_hidden_size,
+                         APS_MAX_WIDTH, err, n);
+    if (st != APS_OK)
+        return st;
+    if (m->shared_expert_ffn_hidden_size < 0 ||
+        m->shared_expert_ffn_hidden_size > APS_MAX_WIDTH) {
+        aps_fmt(err, n, "model.shared_expert_ffn_hidden_size: must be 0 "
+                "(none) or in [1, 2^24] (got %lld)",
+                (long long)m->shared_expert_ffn_hidden_size);
+        return APS_EINVAL;
+    }
+    if (m->shared_expert_gate && m->shared_expert_ffn_hidden_size == 0) {
+        aps_fmt(err, n, "model.shared_expert_gate: given without a shared "
+                "expert (shared_expert_ffn_hidden_size = 0)");
+        return APS_EINVAL;
+    }
+    if (m->moe_layer_freq == 0)
+        m->moe_layer_freq = 1;
+    if (m->moe_layer_freq < 1 || m->moe_layer_freq > m->num_layers) {
+        aps_fmt(err, n, "model.moe_layer_freq: must be in [1, num_layers = "
+                "%lld] (got %lld)", (long long)m->num_layers,
+                (long long)m->moe_layer_freq);
+        return APS_EINVAL;
+    }
+    if (m->moe_layer_phase < 0 || m->moe_layer_phase >= m->moe_layer_freq) {
+        aps_fmt(err, n, "model.moe_layer_phase: must be in [0, moe_layer_freq "
+                "= %lld) (got %lld)", (long long)m->moe_layer_freq,
+                (long long)m->moe_layer_phase);
+        return APS_EINVAL;
+    }
+    if (m->moe_first_dense_layers < 0 ||
+        m->moe_first_dense_layers >= m->num_layers) {
+        aps_fmt(err, n, "model.moe_first_dense_layers: must be in [0, "
+                "num_layers = %lld) (got %lld)", (long long)m->num_layers,
+                (long long)m->moe_first_dense_layers);
+        return APS_EINVAL;
+    }
+    if (m->moe_dense_layer_count < 0 ||
+        m->moe_dense_layer_count > APS_MAX_DENSE_LAYER_LIST) {
+        aps_fmt(err, n, "model.moe_dense_layers: at most %d entries (got %lld)",
+                APS_MAX_DENSE_LAYER_LIST, (long long)m->moe_dense_layer_count);
+        return APS_EINVAL;
+    }
+    for (int64_t i = 0; i < m->moe_dense_layer_count; i++) {
+        int64_t v = m->moe_dense_layers[i];
+        if (v < 0 || v >= m->num_layers ||
+            (i > 0 && v <= m->moe_dense_layers[i - 1])) {
+            aps_fmt(err, n, "model.moe_dense_layers[%lld]: must be a layer "
+                    "index in [0, %lld), ascending (got %lld)",
+                    (long long)(i + 1), (long long)m->num_layers,
+                    (long long)v);
+            return APS_EINVAL;
+        }
+    }
+    int64_t moe_layers = 0;
+    for (int64_t i = 0; i < m->num_layers; i++)
+        moe_layers += aps_model_is_moe_layer(m, i);
+    if (moe_layers == 0) {
+        aps_fmt(err, n, "model.num_experts: %lld experts but no layer has "
+                "them (moe_first_dense_layers, moe_layer_freq, "
+                "moe_dense_layers)", (long long)m->num_experts);
+        return APS_EINVAL;
+    }
+    /* expert biases (gpt-oss) are not in the count below */
+    if (m->mlp_bias) {
+        aps_fmt(err, n, "model.mlp_bias: MLP biases are not modelled with "
+                "mixture of experts");
+        return APS_ENOTIMPL;
+    }
+    return APS_OK;
+}
+
+bool aps_model_is_moe(const aps_model *m)
+{
+    return m->num_experts > 0 || m->kv_lora_rank > 0;
+}
+
+bool aps_model_is_moe_layer(const aps_model *m, int64_t i)
+{
+    if (m->num_experts <= 0 || i < m->moe_first_dense_layers)
+        return false;
+    int64_t k = m->moe_layer_freq > 0 ? m->moe_layer_freq : 1;
+    if (i % k != m->moe_layer_phase)
+        return false;
+    for (int64_t j = 0; j < m->moe_dense_layer_count; j++)
+        if (m->moe_dense_layers[j] == i)
+            return false;
+    return true;
+}
+
 aps_status aps_model_validate(aps_model *m, char *err, size_t n)
 {
     if (m == NULL) {
@@ -194,7 +361,13 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
         aps_fmt(err, n, "model: enum field out of range");
         return APS_EINVAL;
     }
-    return validate_numerics(m, err, n);
+    st = validate_numerics(m, err, n);
+    if (st != APS_OK)
+        return st;
+    st = validate_mla(m, err, n);
+    if (st != APS_OK)
+        return st;
+    return validate_moe(m, err, n);
 }
 
 /** Weights (+ biases) of one norm of width w. */
@@ -273,18 +446,105 @@ double aps_layer_params_tp(const aps_model *m, int64_t tp)
     return p;
 }
 
+/* Attention of one whole layer as aps_layer_params_tp counts it (tp = 1):
+ * Q, K, V, O, their biases, per-head Q/K norms. */
+static double gqa_attention_params(const aps_model *m)
+{
+    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
+    double k = (double)m->num_query_groups, d = (double)m->head_dim;
+    double p = h * a * d + 2.0 * h * k * d + a * d * h;
+    if (m->qkv_bias)
+        p += a * d + 2.0 * k * d;
+    if (m->attn_out_bias)
+        p += h;
+    if (m->qk_norm)
+        p += 2.0 * d;
+    return p;
+}
+
+/* Multi-head latent attention (DeepSeek-V2 arXiv:2405.04434 s.2.1;
+ * modeling_deepseek.py DeepseekV2Attention): q_a h*qr + q_a_layernorm qr +
+ * q_b qr*a*(dn+dr) (no query compression: q_proj h*a*(dn+dr));
+ * kv_a_proj_with_mqa h*(kr+dr) + kv_a_layernorm kr + kv_b kr*a*(dn+dv);
+ * o_proj a*dv*h.  The RMSNorms have weights only. */
+static double mla_attention_params(const aps_model *m)
+{
+    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
+    double qr = (double)m->q_lora_rank, kr = (double)m->kv_lora_rank;
+    double dn = (double)m->qk_nope_head_dim, dr = (double)m->qk_rope_head_dim;
+    double dv = (double)m->v_head_dim;
+    double q = qr > 0 ? h * qr + qr + qr * a * (dn + dr) : h * a * (dn + dr);
+    return q + h * (kr + dr) + kr + kr * a * (dn + dv) + a * dv * h;
+}
+
+/* The dense FFN of one layer (gated 3 h f or 2 h f, biases). */
+static double dense_mlp_params(const aps_model *m)
+{
+    double h = (double)m->hidden_size, f = (double)m->ffn_hidden_size;
+    double p = (m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0) * h * f;
+    if (m->mlp_bias)
+        p += (m->mlp == APS_MLP_SWIGLU ? 2.0 * f : f) + h;
+    return p;
+}
+
+/* The FFN of one MoE layer with `experts` routed experts: router h*E
+ * (+ E score biases), the experts, the shared expert (+ its gate h).
+ * transformers MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock, DeepseekV3MoE. */
+static double moe_mlp_params(const aps_model *m, double experts)
+{
+    double h = (double)m->hidden_size, E = (double)m->num_experts;
+    double mats = m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0;
+    double p = h * E + (m->moe_router_bias ? E : 0.0);
+    p += experts * mats * h * (double)m->moe_ffn_hidden_size;
+    p += mats * h * (double)m->shared_expert_ffn_hidden_size;
+    if (m->shared_expert_gate)
+        p += h;
+    return p;
+}
+
 void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
 {
     double h = (double)m->hidden_size, V = (double)m->vocab_size;
+    *out = (aps_param_counts){0};
     out->embedding = V * h;
     if (m->position_embedding == APS_POS_LEARNED)
         out->embedding += (double)m->max_position_embeddings * h;
     out->per_layer = aps_layer_params_tp(m, 1);
-    out->layers = (double)m->num_layers * out->per_layer;
+    if (m->kv_lora_rank > 0)
+        out->per_layer += mla_attention_params(m) - gqa_attention_params(m);
+    double L = (double)m->num_layers, moe = 0.0;
+    for (int64_t i = 0; i < m->num_layers && m->num_experts > 0; i++)
+        moe += aps_model_is_moe_layer(m, i);
+    double dense_ffn = dense_mlp_params(m);
+    if (moe > 0) {
+        double rest = out->per_layer - dense_ffn;
+        out->per_moe_layer =
+            rest + moe_mlp_params(m, (double)m->num_experts);
+        out->per_moe_layer_active =
+            rest + moe_mlp_params(m, (double)m->experts_per_token);
+    }
+    out->moe_layers = moe;
+    out->layers = (L - moe) * out->per_layer + moe * out->per_moe_layer;
     out->final_norm = norm_params(m, h);
     out->output_layer = m->tie_word_embeddings ? 0.0 : V * h;
     out->total = out->embedding + out->layers + out->final_norm +
                  out->output_layer;
+    out->active = out->total - moe * (out->per_moe_layer -
+                                      out->per_moe_layer_active);
+    /* DeepSeek-V3 MTP module (modeling in its checkpoint, model.layers.61):
+     * enorm, hnorm, eh_proj 2h*h, one transformer layer (MoE when the
+     * model has experts), shared_head.norm, and its own copies of the
+     * embedding and output layer; a token uses all of it but the copies. */
+    if (m->mtp_layers > 0) {
+        bool moe_mtp = m->num_experts > 0;
+        double layer = moe_mtp ? out->per_moe_layer : out->per_layer;
+        double layer_active = moe_mtp ? out->per_moe_layer_active
+                                      : out->per_layer;
+        double extra = 3.0 * norm_params(m, h) + 2.0 * h * h;
+        double D = (double)m->mtp_layers;
+        out->mtp_active = D * (layer_active + extra);
+        out->mtp = D * (layer + extra + 2.0 * V * h);
+    }
 }
 
 double aps_padded_vocab(const aps_model *m, const aps_training *t, int64_t tp)

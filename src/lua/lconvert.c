@@ -131,7 +131,13 @@ typedef enum {
     FT_INTARR,  /* int64_t[APS_MAX_STAGES], array of pp_degree integers */
     FT_RECOMP,  /* int64_t[APS_MAX_STAGES], integer or array */
     FT_DEVICE,  /* aps_device (cluster.device) */
-    FT_SKIP     /* accepted key handled elsewhere (device "base") */
+    FT_SKIP,    /* accepted key handled elsewhere (device "base") */
+    FT_OINT,    /* int64_t, not pushed when 0 (MoE/MLA fields of a dense
+                   model: its table stays as before issue 13) */
+    FT_OBOOL,   /* bool, not pushed when false */
+    FT_LAYERS   /* aps_model.moe_dense_layers (models only): array of layer
+                   indices, its count in moe_dense_layer_count; not pushed
+                   when empty */
 } apsl_ftype;
 
 typedef struct {
@@ -175,7 +181,26 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, high_freq_factor, FT_NUM, NULL),
     FLD(aps_model, original_max_position_embeddings, FT_INT, NULL),
     FLD(aps_model, norm_eps, FT_NUM, NULL),
+    /* mixture of experts, multi-head latent attention (issue 13) */
+    FLD(aps_model, num_experts, FT_OINT, NULL),
+    FLD(aps_model, experts_per_token, FT_OINT, NULL),
+    FLD(aps_model, moe_ffn_hidden_size, FT_OINT, NULL),
+    FLD(aps_model, shared_expert_ffn_hidden_size, FT_OINT, NULL),
+    FLD(aps_model, shared_expert_gate, FT_OBOOL, NULL),
+    FLD(aps_model, moe_router_bias, FT_OBOOL, NULL),
+    FLD(aps_model, moe_first_dense_layers, FT_OINT, NULL),
+    FLD(aps_model, moe_layer_freq, FT_OINT, NULL),
+    FLD(aps_model, moe_layer_phase, FT_OINT, NULL),
+    FLD(aps_model, moe_dense_layers, FT_LAYERS, NULL),
+    FLD(aps_model, q_lora_rank, FT_OINT, NULL),
+    FLD(aps_model, kv_lora_rank, FT_OINT, NULL),
+    FLD(aps_model, qk_nope_head_dim, FT_OINT, NULL),
+    FLD(aps_model, qk_rope_head_dim, FT_OINT, NULL),
+    FLD(aps_model, v_head_dim, FT_OINT, NULL),
+    FLD(aps_model, mtp_layers, FT_OINT, NULL),
 };
+_Static_assert(sizeof(model_fields) / sizeof(model_fields[0]) <= 64,
+               "apsl_reader.seen has 64 bits");
 
 /* The device "base" pseudo-field is last so that push skips it by count. */
 static const apsl_field device_fields[] = {
@@ -475,6 +500,29 @@ static void read_value(lua_State *L, apsl_reader *r, int fi, int vidx)
     const apsl_field *f = &r->fields[fi];
     char *dst = r->base + f->off;
     switch ((apsl_ftype)f->type) {
+    case FT_LAYERS: {
+        int64_t *a = (int64_t *)(void *)dst;
+        vidx = lua_absindex(L, vidx);
+        if (lua_type(L, vidx) != LUA_TTABLE)
+            expected_error(L, vidx, r->path, f->name, "an array of integers");
+        lua_Unsigned len = lua_rawlen(L, vidx);
+        if (len > APS_MAX_DENSE_LAYER_LIST)
+            apsl_error(L, "%s.%s: at most %d entries (got %I)", r->path,
+                       f->name, APS_MAX_DENSE_LAYER_LIST, (LUAI_UACINT)len);
+        for (lua_Integer i = 1; i <= (lua_Integer)len; i++) {
+            char idxname[96];
+            lua_rawgeti(L, vidx, i);
+            snprintf(idxname, sizeof idxname, "%s[%lld]", f->name,
+                     (long long)i);
+            a[i - 1] = (int64_t)read_integer(L, -1, r->path, idxname);
+            lua_pop(L, 1);
+        }
+        int64_t cnt = (int64_t)len;
+        memcpy(r->base + offsetof(aps_model, moe_dense_layer_count), &cnt,
+               sizeof cnt);
+        break;
+    }
+    case FT_OINT:
     case FT_INT: {
         int64_t v = (int64_t)(r->fields == strategy_fields
                         ? read_strategy_integer(L, vidx, r->path, f->name)
@@ -495,6 +543,7 @@ static void read_value(lua_State *L, apsl_reader *r, int fi, int vidx)
         memcpy(dst, &v, sizeof v);
         break;
     }
+    case FT_OBOOL:
     case FT_BOOL: {
         if (!lua_isboolean(L, vidx))
             expected_error(L, vidx, r->path, f->name, "a boolean");
@@ -580,8 +629,7 @@ static void read_table(lua_State *L, int idx, apsl_reader *r)
 static void model_unknown(lua_State *L, int kidx, int vidx, const char *path)
 {
     static const char *const moe_keys[] = {
-        "num_experts", "num_local_experts", "n_routed_experts",
-        "moe_num_experts", NULL};
+        "num_local_experts", "n_routed_experts", "moe_num_experts", NULL};
     if (lua_type(L, kidx) != LUA_TSTRING)
         return;
     const char *k = lua_tostring(L, kidx);
@@ -589,9 +637,8 @@ static void model_unknown(lua_State *L, int kidx, int vidx, const char *path)
         if (strcmp(k, moe_keys[i]) == 0 && lua_type(L, vidx) == LUA_TNUMBER &&
             lua_tonumber(L, vidx) > 1) {
             const char *got = apsl_push_describe(L, vidx);
-            apsl_error(L, "%s.%s: mixture-of-experts models are not "
-                          "implemented (got %s experts; apsearch models "
-                          "dense transformers only)", path, k, got);
+            apsl_error(L, "%s.%s: a Hugging Face key; the model field is "
+                          "num_experts (got %s experts)", path, k, got);
         }
     }
 }
@@ -760,6 +807,33 @@ static void push_fields(lua_State *L, const apsl_field *fs, int n,
             bool v;
             memcpy(&v, src, sizeof v);
             lua_pushboolean(L, v);
+            break;
+        }
+        case FT_OINT: {
+            int64_t v;
+            memcpy(&v, src, sizeof v);
+            if (v == 0)
+                continue;
+            lua_pushinteger(L, (lua_Integer)v);
+            break;
+        }
+        case FT_OBOOL: {
+            bool v;
+            memcpy(&v, src, sizeof v);
+            if (!v)
+                continue;
+            lua_pushboolean(L, v);
+            break;
+        }
+        case FT_LAYERS: {
+            int64_t cnt;
+            memcpy(&cnt, base + offsetof(aps_model, moe_dense_layer_count),
+                   sizeof cnt);
+            if (cnt <= 0)
+                continue;
+            if (cnt > APS_MAX_DENSE_LAYER_LIST)
+                cnt = APS_MAX_DENSE_LAYER_LIST;
+            push_int_array(L, (const int64_t *)(const void *)src, cnt);
             break;
         }
         case FT_TRI: {

@@ -48,7 +48,9 @@ int apsl_isatty(lua_State *L);
  *  field the table sets).  Does not validate ranges (aps_model_validate does).
  *  Raises on a non-table, an unknown field, a wrong type, a non-integer for
  *  an integer field, a non-finite number, an unknown enum string, a name
- *  longer than APS_NAME_LEN-1 bytes, or an MoE field (experts > 1). */
+ *  longer than APS_NAME_LEN-1 bytes, or a Hugging Face expert key
+ *  (num_local_experts, n_routed_experts, moe_num_experts > 1; the field is
+ *  num_experts). */
 void apsl_check_model(lua_State *L, int idx, aps_model *m);
 
 /** Reads the cluster table at idx into *c: {device = "<preset>" |

@@ -75,7 +75,9 @@ static apsl_context *check_context(lua_State *L, int idx)
 
 /**
  * core.model_params(model) -> {embedding, per_layer, layers, final_norm,
- *                              output_layer, total}
+ *                              output_layer, total, active; MoE: moe_layers,
+ *                              per_moe_layer, per_moe_layer_active; MTP:
+ *                              mtp, mtp_active}
  * Parameter counts (numbers of parameters, not bytes) of the whole model,
  * no TP/PP, unpadded vocabulary (aps_model_param_counts).  model is a model
  * table (fields of aps_model).  Raises on a bad table or a model that fails
@@ -90,13 +92,23 @@ static int l_model_params(lua_State *L)
     if (aps_model_validate(&m, err, sizeof err) != APS_OK)
         return raise_validation(L, "model", err);
     aps_model_param_counts(&m, &pc);
-    lua_createtable(L, 0, 6);
+    lua_createtable(L, 0, 12);
     apsl_set_number(L, "embedding", pc.embedding);
     apsl_set_number(L, "per_layer", pc.per_layer);
     apsl_set_number(L, "layers", pc.layers);
     apsl_set_number(L, "final_norm", pc.final_norm);
     apsl_set_number(L, "output_layer", pc.output_layer);
     apsl_set_number(L, "total", pc.total);
+    apsl_set_number(L, "active", pc.active);
+    if (pc.moe_layers > 0) {
+        apsl_set_number(L, "moe_layers", pc.moe_layers);
+        apsl_set_number(L, "per_moe_layer", pc.per_moe_layer);
+        apsl_set_number(L, "per_moe_layer_active", pc.per_moe_layer_active);
+    }
+    if (pc.mtp > 0) {
+        apsl_set_number(L, "mtp", pc.mtp);
+        apsl_set_number(L, "mtp_active", pc.mtp_active);
+    }
     return 1;
 }
 

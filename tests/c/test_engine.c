@@ -286,7 +286,9 @@ static void test_not_implemented(void **state)
              " training = { global_batch_size = 64, seq_length = 4096 } }",
              json);
     assert_int_equal(aps_engine_load_policy_string(e, policy, "moe"), APS_ENGINE_OK);
-    expect_error(e, aps_engine_run(e), APS_ENGINE_ENOTIMPL, "NotImplemented", "MoE", NULL);
+    expect_error(e, aps_engine_run(e), APS_ENGINE_ENOTIMPL, "NotImplemented",
+                 "mixture-of-experts estimation is not implemented yet (issue 13)",
+                 NULL);
     assert_usable(e);
     aps_engine_close(e);
     remove_temp(json);

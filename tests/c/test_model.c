@@ -340,6 +340,273 @@ static void test_model_validate_rope_and_norm_eps(void **state)
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
 }
 
+
+/* ------------------------------------------------ mixture of experts (13)
+ * Hand-derived from the `how` column of shared/models/moe/param_counts.csv;
+ * the results are that file's total and active columns. */
+
+/* A Llama-shaped MoE: attention and norms as the dense model. */
+static void moe_model(aps_model *m, const char *name, int64_t L, int64_t h,
+                      int64_t a, int64_t kv, int64_t f, int64_t V)
+{
+    aps_model_defaults(m);
+    snprintf(m->name, sizeof m->name, "%s", name);
+    m->num_layers = L;
+    m->hidden_size = h;
+    m->num_attention_heads = a;
+    m->num_query_groups = kv;
+    m->ffn_hidden_size = f;
+    m->vocab_size = V;
+}
+
+static void counts_of(aps_model *m, aps_param_counts *pc)
+{
+    char err[APS_REASON_LEN];
+    assert_int_equal(aps_model_validate(m, err, sizeof err), APS_OK);
+    aps_model_param_counts(m, pc);
+}
+
+/* Mixtral-8x7B: L=32, h=4096, a=32, kv=8, d=128, f=14336, E=8, top-2,
+ * V=32000.  Attention q,o 2*4096*4096 + k,v 2*4096*1024 = 41,943,040;
+ * + 2 RMSNorm 8,192 + router 4096*8 = 32,768 + experts 8*3*4096*14336 =
+ * 1,409,286,144 -> 1,451,270,144 per layer (top-2: 352,321,536 of experts,
+ * 394,305,536 per layer); x32 + embed, lm_head 2*32000*4096 = 262,144,000
+ * + norm 4,096 -> total 46,702,792,704, active 12,879,925,248. */
+static void test_moe_params_mixtral_8x7b(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_param_counts pc;
+    moe_model(&m, "mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000);
+    m.num_experts = 8;
+    m.experts_per_token = 2;
+    m.moe_ffn_hidden_size = 14336;
+    counts_of(&m, &pc);
+    ASSERT_DBL_EXACT(pc.moe_layers, 32.0);
+    ASSERT_DBL_EXACT(pc.per_moe_layer, 1451270144.0);
+    ASSERT_DBL_EXACT(pc.per_moe_layer_active, 394305536.0);
+    ASSERT_DBL_EXACT(pc.total, 46702792704.0);
+    ASSERT_DBL_EXACT(pc.active, 12879925248.0);
+    ASSERT_DBL_EXACT(pc.mtp, 0.0);
+    assert_true(aps_model_is_moe(&m));
+}
+
+/* Qwen3-30B-A3B: L=48, h=2048, a=32, kv=4, d=128, f=768, E=128, top-8,
+ * V=151936.  Attention 2*2048*4096 + 2*2048*512 + q_norm,k_norm 2*128 =
+ * 18,874,624; + 4,096 norms + router 262,144 + 128*3*2048*768 =
+ * 603,979,776 -> 623,120,640 per layer (top-8 experts 37,748,736:
+ * 56,889,600); x48 + 2*151936*2048 = 622,329,856 + 2,048 ->
+ * total 30,532,122,624, active 3,353,032,704. */
+static void test_moe_params_qwen3_30b_a3b(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_param_counts pc;
+    moe_model(&m, "qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936);
+    m.head_dim = 128;
+    m.qk_norm = true;
+    m.num_experts = 128;
+    m.experts_per_token = 8;
+    m.moe_ffn_hidden_size = 768;
+    counts_of(&m, &pc);
+    ASSERT_DBL_EXACT(pc.per_moe_layer, 623120640.0);
+    ASSERT_DBL_EXACT(pc.per_moe_layer_active, 56889600.0);
+    ASSERT_DBL_EXACT(pc.total, 30532122624.0);
+    ASSERT_DBL_EXACT(pc.active, 3353032704.0);
+}
+
+/* Qwen1.5-MoE-A2.7B: L=24, h=2048, a=kv=16, d=128, f=1408, fs=5632, E=60,
+ * top-4, V=151936.  Attention 4*2048*2048 + qkv bias 48*128 = 16,783,360;
+ * shared expert 3*2048*5632 + its gate 2048 = 34,605,056; router 122,880;
+ * experts 60*3*2048*1408 = 519,045,120 (top-4: 34,603,008); norms 4,096
+ * -> 570,560,512 per layer (86,118,400 active); x24 + 622,329,856 + 2,048
+ * -> total 14,315,784,192, active 2,689,173,504. */
+static void test_moe_params_qwen15_moe_shared_expert(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_param_counts pc;
+    moe_model(&m, "qwen1.5-moe-a2.7b", 24, 2048, 16, 16, 5632, 151936);
+    m.qkv_bias = true;
+    m.num_experts = 60;
+    m.experts_per_token = 4;
+    m.moe_ffn_hidden_size = 1408;
+    m.shared_expert_ffn_hidden_size = 5632;
+    m.shared_expert_gate = true;
+    counts_of(&m, &pc);
+    ASSERT_DBL_EXACT(pc.per_moe_layer, 570560512.0);
+    ASSERT_DBL_EXACT(pc.per_moe_layer_active, 86118400.0);
+    ASSERT_DBL_EXACT(pc.total, 14315784192.0);
+    ASSERT_DBL_EXACT(pc.active, 2689173504.0);
+
+    /* decoder_sparse_step 2 (layers 1, 3, ...) and mlp_only_layers {1}:
+     * 11 MoE layers, 13 dense ones of 3 h f = 3*2048*5632 */
+    m.moe_layer_freq = 2;
+    m.moe_layer_phase = 1;
+    m.moe_dense_layer_count = 1;
+    m.moe_dense_layers[0] = 1;
+    counts_of(&m, &pc);
+    ASSERT_DBL_EXACT(pc.moe_layers, 11.0);
+    assert_false(aps_model_is_moe_layer(&m, 0));
+    assert_false(aps_model_is_moe_layer(&m, 1));
+    assert_true(aps_model_is_moe_layer(&m, 3));
+    ASSERT_DBL_EXACT(pc.per_layer, 16783360.0 + 4096.0 + 3.0 * 2048 * 5632);
+    ASSERT_DBL_EXACT(pc.layers, 11.0 * 570560512.0 +
+                                    13.0 * (16783360.0 + 4096.0 + 34603008.0));
+}
+
+/* DeepSeek-V3: MLA attention q_a 7168*1536 + q_a_norm 1536 + q_b
+ * 1536*128*192 + kv_a 7168*576 + kv_a_norm 512 + kv_b 512*128*256 + o
+ * 128*128*7168 = 187,107,328; dense layer + 2 norms 14,336 + 3*7168*18432
+ * = 583,483,392; MoE layer + router 7168*256 + e_score_correction_bias 256
+ * + shared 3*7168*2048 + 256 experts of 3*7168*2048 = 11,507,286,272
+ * (top-8: 585,318,656); 3 dense + 58 MoE + embed, lm_head 2*129280*7168 +
+ * 7168 -> total 671,026,419,200, active 37,552,297,472.  MTP: one MoE
+ * layer + enorm, hnorm, shared_head.norm 3*7168 + eh_proj 2*7168^2 + own
+ * embed and head 2*129280*7168 = 13,463,426,304 (active 688,100,608). */
+static void test_moe_params_deepseek_v3_mla_mtp(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_param_counts pc;
+    moe_model(&m, "deepseek-v3", 61, 7168, 128, 128, 18432, 129280);
+    m.head_dim = 192;
+    m.q_lora_rank = 1536;
+    m.kv_lora_rank = 512;
+    m.qk_nope_head_dim = 128;
+    m.qk_rope_head_dim = 64;
+    m.v_head_dim = 128;
+    m.num_experts = 256;
+    m.experts_per_token = 8;
+    m.moe_ffn_hidden_size = 2048;
+    m.shared_expert_ffn_hidden_size = 2048;
+    m.moe_router_bias = true;
+    m.moe_first_dense_layers = 3;
+    m.mtp_layers = 1;
+    counts_of(&m, &pc);
+    ASSERT_DBL_EXACT(pc.moe_layers, 58.0);
+    ASSERT_DBL_EXACT(pc.per_layer, 583483392.0);
+    ASSERT_DBL_EXACT(pc.per_moe_layer, 11507286272.0);
+    ASSERT_DBL_EXACT(pc.per_moe_layer_active, 585318656.0);
+    ASSERT_DBL_EXACT(pc.total, 671026419200.0);
+    ASSERT_DBL_EXACT(pc.active, 37552297472.0);
+    ASSERT_DBL_EXACT(pc.mtp, 13463426304.0);
+    ASSERT_DBL_EXACT(pc.mtp_active, 688100608.0);
+    ASSERT_DBL_EXACT(pc.total + pc.mtp, 684489845504.0);
+}
+
+/* DeepSeek-V2-Lite: no query compression, q_proj 2048*16*192; kv_a
+ * 2048*576 + 512 + kv_b 512*16*256 + o 16*128*2048 -> 13,763,072; dense
+ * layer 81,007,104; MoE layer with 2 shared experts 2*3*2048*1408 and 64
+ * routed 584,847,872 (top-6: 83,104,256); 1 dense + 26 MoE + 2*102400*2048
+ * + 2048 -> total 15,706,484,224, active 2,661,150,208. */
+static void test_moe_params_deepseek_v2_lite(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_param_counts pc;
+    moe_model(&m, "deepseek-v2-lite", 27, 2048, 16, 16, 10944, 102400);
+    m.head_dim = 192;
+    m.kv_lora_rank = 512;
+    m.qk_nope_head_dim = 128;
+    m.qk_rope_head_dim = 64;
+    m.v_head_dim = 128;
+    m.num_experts = 64;
+    m.experts_per_token = 6;
+    m.moe_ffn_hidden_size = 1408;
+    m.shared_expert_ffn_hidden_size = 2 * 1408;
+    m.moe_first_dense_layers = 1;
+    counts_of(&m, &pc);
+    ASSERT_DBL_EXACT(pc.per_layer, 81007104.0);
+    ASSERT_DBL_EXACT(pc.per_moe_layer, 584847872.0);
+    ASSERT_DBL_EXACT(pc.per_moe_layer_active, 83104256.0);
+    ASSERT_DBL_EXACT(pc.total, 15706484224.0);
+    ASSERT_DBL_EXACT(pc.active, 2661150208.0);
+}
+
+/* A dense model: active = total, no MoE terms. */
+static void test_moe_params_dense_active_is_total(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_param_counts pc;
+    fx_llama31_8b(&m);
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.active, pc.total);
+    ASSERT_DBL_EXACT(pc.moe_layers, 0.0);
+    ASSERT_DBL_EXACT(pc.mtp, 0.0);
+    assert_false(aps_model_is_moe(&m));
+}
+
+static void test_moe_validate_names_the_field(void **state)
+{
+    (void)state;
+    aps_model m;
+    char err[APS_REASON_LEN];
+    fx_llama31_8b(&m);
+    m.experts_per_token = 2;
+    expect_einval(&m, "experts_per_token: given without num_experts");
+    fx_llama31_8b(&m);
+    m.v_head_dim = 128;
+    expect_einval(&m, "v_head_dim: 128 given without kv_lora_rank");
+    moe_model(&m, "moe", 4, 256, 4, 4, 512, 1000);
+    m.num_experts = 8;
+    m.moe_ffn_hidden_size = 128;
+    m.experts_per_token = 9;
+    expect_einval(&m, "experts_per_token: absurd size 9 (limit 8)");
+    m.experts_per_token = 2;
+    m.moe_first_dense_layers = 4;
+    expect_einval(&m, "moe_first_dense_layers");
+    m.moe_first_dense_layers = 0;
+    m.moe_layer_freq = 2;
+    m.moe_layer_phase = 2;
+    expect_einval(&m, "moe_layer_phase");
+    m.moe_layer_phase = 1;
+    m.moe_dense_layer_count = 2;
+    m.moe_dense_layers[0] = 3;
+    m.moe_dense_layers[1] = 1;
+    expect_einval(&m, "moe_dense_layers[2]");
+    m.moe_dense_layers[0] = 1;
+    m.moe_dense_layers[1] = 3;
+    expect_einval(&m, "no layer has them");
+    m.moe_dense_layer_count = 0;
+    m.shared_expert_gate = true;
+    expect_einval(&m, "shared_expert_gate");
+    m.shared_expert_gate = false;
+    m.mlp_bias = true;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_ENOTIMPL);
+    assert_non_null(strstr(err, "model.mlp_bias"));
+    m.mlp_bias = false;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+}
+
+/* The estimator refuses a MoE (and an MLA) model: never estimated as dense. */
+static void test_moe_estimate_refused(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    static aps_estimate out;
+    char err[APS_REASON_LEN];
+    fx_setup_8b(&m, &c, &t, &s, 8, 64, 4096);
+    snprintf(m.name, sizeof m.name, "moe-8b");
+    m.num_experts = 8;
+    m.experts_per_token = 2;
+    m.moe_ffn_hidden_size = 14336;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err),
+                     APS_ENOTIMPL);
+    assert_string_equal(err, "mixture-of-experts estimation is not "
+                             "implemented yet (issue 13): moe-8b");
+    s.dp_degree = 8;
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_ENOTIMPL);
+    assert_string_equal(out.reason_msg, "mixture-of-experts estimation is "
+                                        "not implemented yet (issue 13): "
+                                        "moe-8b");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -360,6 +627,14 @@ int main(void)
         cmocka_unit_test(test_model_validate_learned_positions_need_length),
         cmocka_unit_test(test_model_validate_negative_and_null),
         cmocka_unit_test(test_model_validate_rope_and_norm_eps),
+        cmocka_unit_test(test_moe_params_mixtral_8x7b),
+        cmocka_unit_test(test_moe_params_qwen3_30b_a3b),
+        cmocka_unit_test(test_moe_params_qwen15_moe_shared_expert),
+        cmocka_unit_test(test_moe_params_deepseek_v3_mla_mtp),
+        cmocka_unit_test(test_moe_params_deepseek_v2_lite),
+        cmocka_unit_test(test_moe_params_dense_active_is_total),
+        cmocka_unit_test(test_moe_validate_names_the_field),
+        cmocka_unit_test(test_moe_estimate_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,10 @@ local function err_of(f, ...)
   return tostring(e)
 end
 
+local function util_read(path)
+  return (require("apsearch.util").read_file(path))
+end
+
 local function params(cfg, name)
   return core.model_params((hf.from_config(cfg, name or "config.json")))
 end
@@ -294,21 +298,18 @@ describe("refusals", function()
     return r
   end
 
-  it("refuses Mixtral (num_local_experts) with NotImplemented", function()
-    local path = tmpfile("mixtral.json", cjson.encode(with(base,
-      { model_type = "mixtral", num_local_experts = 8, num_experts_per_tok = 2 })))
-    local e = err_of(hf.load, path)
-    assert.are.equal("NotImplemented: " .. path .. ": MoE config (num_local_experts = 8) " ..
-      "is not modelled; apsearch estimates dense models only", e)
-  end)
-
-  it("refuses num_experts, n_routed_experts and an moe model_type", function()
-    local e1 = err_of(hf.from_config, with(base, { model_type = "qwen2_moe", num_experts = 60 }), "q.json")
-    assert.truthy(e1:match("^NotImplemented: q%.json: MoE config %(num_experts = 60%)"))
-    local e2 = err_of(hf.from_config, with(base, { model_type = "deepseek_v3", n_routed_experts = 256 }), "d.json")
-    assert.truthy(e2:match("^NotImplemented: d%.json: MoE config %(n_routed_experts = 256%)"))
-    local e3 = err_of(hf.from_config, with(base, { model_type = "olmoe" }), "o.json")
-    assert.truthy(e3:match("^NotImplemented: o%.json: MoE config %(model_type = \"olmoe\"%)"))
+  it("refuses an MoE of a type it cannot model, naming the key", function()
+    local path = tmpfile("olmoe.json", cjson.encode(with(base,
+      { model_type = "olmoe", num_experts = 64, num_experts_per_tok = 8 })))
+    assert.are.equal("NotImplemented: " .. path .. ": MoE config (num_experts = 64) of model_type " ..
+      "\"olmoe\" is not modelled (supported MoE types: mixtral, qwen2_moe, qwen3_moe, " ..
+      "deepseek_v2, deepseek_v3)", err_of(hf.load, path))
+    local e1 = err_of(hf.from_config, with(base, { model_type = "llama", num_local_experts = 8 }), "l.json")
+    assert.truthy(e1:match("^NotImplemented: l%.json: MoE config %(num_local_experts = 8%) of model_type \"llama\""), e1)
+    local e2 = err_of(hf.from_config, with(base, { model_type = "dbrx", ffn_config = { moe_num_experts = 16 } }), "d.json")
+    assert.truthy(e2:match("^NotImplemented: d%.json: MoE config %(moe_num_experts = 16%)"), e2)
+    local e3 = err_of(hf.from_config, with(base, { model_type = "granitemoe" }), "g.json")
+    assert.truthy(e3:match("^NotImplemented: g%.json: MoE config %(model_type = \"granitemoe\"%)"), e3)
   end)
 
   it("names the file and the key when a required key is missing", function()
@@ -449,5 +450,149 @@ describe("dropout from a Hugging Face config", function()
     local want = L * per_layer + 1 * s * b * h
     assert.are.equal(18884853760, want)
     assert.are.equal(want, e_on.memory_breakdown.activations - e_off.memory_breakdown.activations)
+  end)
+end)
+
+-- Mixture of experts (issue 13): shared/models/moe/param_counts.csv gives
+-- the total and active counts every config must reproduce
+-- (shared/validation/moe/README.md: total without DeepSeek's MTP module;
+-- active with the input embedding and the output layer).
+local function moe_dir()
+  local shared = ROOT .. "/../shared/models/moe"
+  local f = io.open(shared .. "/param_counts.csv")
+  if f then f:close() return shared end
+  return ROOT .. "/tests/fixtures/moe" -- the same files, copied
+end
+
+local function read_counts(dir)
+  local rows, n = {}, 0
+  for line in io.lines(dir .. "/param_counts.csv") do
+    local file, total, active, rest = line:match("^([^,]+),(%d+),(%d+),(.*)$")
+    if file then
+      rows[file] = { total = math.tointeger(tonumber(total)), active = math.tointeger(tonumber(active)),
+                     how = rest }
+      n = n + 1
+    end
+  end
+  return rows, n
+end
+
+describe("mixture-of-experts import", function()
+  local dir = moe_dir()
+  local rows, n = read_counts(dir)
+
+  it("has the shared folder's files (or their copy)", function()
+    assert.is_true(n >= 7, dir)
+    local fixture = read_counts(ROOT .. "/tests/fixtures/moe")
+    assert.are.same(fixture, (read_counts(dir))) -- the copy is current
+  end)
+
+  for _, file in ipairs({ "mixtral-8x7b.json", "mixtral-8x22b.json", "qwen3-30b-a3b.json",
+      "qwen3-235b-a22b.json", "qwen1.5-moe-a2.7b.json", "deepseek-v3.json", "deepseek-v2-lite.json" }) do
+    it(file .. " reproduces param_counts.csv total and active", function()
+      local want = rows[file]
+      assert.is_not_nil(want, file)
+      local c = core.model_params((hf.load(dir .. "/" .. file)))
+      assert.are.equal(want.total, c.total)
+      assert.are.equal(want.active, c.active)
+      assert.are.equal(c.embedding + c.layers + c.final_norm + c.output_layer, c.total)
+    end)
+  end
+
+  it("imports every JSON of the folder, each listed in param_counts.csv", function()
+    local seen = 0
+    local p = assert(io.popen('ls "' .. dir .. '"'))
+    for name in p:lines() do
+      if name:match("%.json$") then
+        local want = rows[name]
+        assert.is_not_nil(want, name .. " has no row in param_counts.csv")
+        local c = core.model_params((hf.load(dir .. "/" .. name)))
+        assert.are.same({ want.total, want.active }, { c.total, c.active }, name)
+        seen = seen + 1
+      end
+    end
+    p:close()
+    assert.are.equal(n, seen)
+  end)
+
+  it("counts DeepSeek-V3's MTP module apart, as the how column does", function()
+    local c = core.model_params((hf.load(dir .. "/deepseek-v3.json")))
+    assert.are.equal(13463426304, c.mtp)
+    assert.are.equal(684489845504, c.total + c.mtp) -- total incl. MTP
+    assert.are.equal(38240398080, c.active + c.mtp_active) -- active incl. MTP layer
+    assert.are.equal(58, c.moe_layers)
+  end)
+
+  it("maps the Mixtral, Qwen and DeepSeek fields", function()
+    local m = hf.load(dir .. "/mixtral-8x7b.json")
+    assert.are.same({ 8, 2, 14336, 14336 },
+      { m.num_experts, m.experts_per_token, m.moe_ffn_hidden_size, m.ffn_hidden_size })
+    assert.is_nil(m.shared_expert_ffn_hidden_size)
+    local q = hf.load(dir .. "/qwen1.5-moe-a2.7b.json")
+    assert.are.same({ 60, 4, 1408, 5632, true, true, 1, 0 },
+      { q.num_experts, q.experts_per_token, q.moe_ffn_hidden_size,
+        q.shared_expert_ffn_hidden_size, q.shared_expert_gate, q.qkv_bias,
+        q.moe_layer_freq, q.moe_layer_phase })
+    local q3 = hf.load(dir .. "/qwen3-30b-a3b.json")
+    assert.is_true(q3.qk_norm)
+    assert.is_nil(q3.moe_dense_layers) -- mlp_only_layers = []
+    local d = hf.load(dir .. "/deepseek-v3.json")
+    assert.are.same({ 1536, 512, 128, 64, 128, 192, 128, 1 },
+      { d.q_lora_rank, d.kv_lora_rank, d.qk_nope_head_dim, d.qk_rope_head_dim,
+        d.v_head_dim, d.head_dim, d.num_query_groups, d.mtp_layers })
+    assert.are.same({ 256, 8, 2048, 2048, 3, 1, true, 18432 },
+      { d.num_experts, d.experts_per_token, d.moe_ffn_hidden_size,
+        d.shared_expert_ffn_hidden_size, d.moe_first_dense_layers, d.moe_layer_freq,
+        d.moe_router_bias, d.ffn_hidden_size })
+    local lite = hf.load(dir .. "/deepseek-v2-lite.json")
+    assert.is_nil(lite.q_lora_rank) -- null: a plain q_proj
+    assert.is_nil(lite.moe_router_bias) -- no topk_method = "noaux_tc"
+    assert.are.equal(2 * 1408, lite.shared_expert_ffn_hidden_size)
+  end)
+
+  it("follows decoder_sparse_step and mlp_only_layers (Qwen2MoeDecoderLayer)", function()
+    local cfg = cjson.decode(util_read(dir .. "/qwen3-30b-a3b.json"))
+    local one = core.model_params((hf.from_config(cfg, "q.json")))
+    cfg.mlp_only_layers = { 5, 0 }
+    local m = hf.from_config(cfg, "q.json")
+    assert.are.same({ 0, 5 }, m.moe_dense_layers)
+    local two = core.model_params(m)
+    assert.are.equal(46, two.moe_layers)
+    -- a dense layer swaps the experts and router for a 3 h f MLP (f = 6144)
+    local h, E, fm, f = 2048, 128, 768, 6144
+    assert.are.equal(one.total - 2 * (h * E + E * 3 * h * fm) + 2 * 3 * h * f, two.total)
+    cfg.mlp_only_layers = {}
+    cfg.decoder_sparse_step = 2 -- layers 1, 3, 5, ... ((i + 1) % 2 == 0)
+    local m2 = hf.from_config(cfg, "q.json")
+    assert.are.same({ 2, 1 }, { m2.moe_layer_freq, m2.moe_layer_phase })
+    assert.are.equal(24, core.model_params(m2).moe_layers)
+  end)
+
+  it("refuses what it cannot model, naming the key", function()
+    local cfg = cjson.decode(util_read(dir .. "/deepseek-v3.json"))
+    cfg.attention_bias = true
+    assert.are.equal("NotImplemented: d.json: attention_bias = true with multi-head latent " ..
+      "attention is not modelled", err_of(hf.from_config, cfg, "d.json"))
+    cfg.attention_bias, cfg.first_k_dense_replace = false, 61
+    assert.truthy(err_of(hf.from_config, cfg, "d.json"):match("^d%.json: first_k_dense_replace: no layer"))
+    cfg.first_k_dense_replace, cfg.num_experts_per_tok = 3, 300
+    assert.truthy(err_of(hf.from_config, cfg, "d.json"):match("^d%.json: model%.experts_per_token: absurd size 300"))
+    local q = cjson.decode(util_read(dir .. "/qwen1.5-moe-a2.7b.json"))
+    q.shared_expert_intermediate_size = nil
+    assert.are.equal("q.json: shared_expert_intermediate_size: required key is missing (got nil)",
+      err_of(hf.from_config, q, "q.json"))
+    q.shared_expert_intermediate_size, q.mlp_only_layers = 5632, { 24 }
+    assert.are.equal("q.json: mlp_only_layers[1]: expected a layer index in [0, 24) (got 24)",
+      err_of(hf.from_config, q, "q.json"))
+  end)
+
+  it("keeps the model table of a dense config as before", function()
+    local m = hf.load(ROOT .. "/examples/models/llama-3.1-8b.json")
+    for _, k in ipairs({ "num_experts", "moe_layer_freq", "kv_lora_rank", "mtp_layers", "moe_dense_layers" }) do
+      assert.is_nil(m[k], k)
+    end
+    local c = core.model_params(m)
+    assert.are.equal(c.total, c.active)
+    assert.is_nil(c.moe_layers)
   end)
 end)

@@ -55,7 +55,8 @@ end
 
 --- An estimator context from model, cluster and training given as in a
 -- policy (preset names, "DEVICE:NODESxGPUS", tables; defaults: Llama-3.1-8B
--- on 8 H100, see apsearch.testing.defaults).  It has `model`, `cluster`,
+-- on 8 H100 with TorchTitan/FSDP2, bf16, AdamW: the CLI's default policy
+-- examples/llama3_8b_h100.lua, see apsearch.testing.defaults).  It has `model`, `cluster`,
 -- `training` (every field filled) and the core's methods `check`,
 -- `evaluate`, `estimate`, `flops`, `inputs`.
 -- @tparam[opt] table o `{model =, cluster =, training =}`

@@ -99,7 +99,7 @@ end
 
 local function common_options(c, formats)
   c:option("--set=KEY=VALUE", "override a policy field, e.g. cluster.memory_limit_gib=60 (repeatable)", {})
-  c:option("--model=MODEL", "model preset name or path to a Hugging Face config.json")
+  c:option("--model=MODEL", "model preset name, path to a Hugging Face config.json, or a snapshot directory holding one")
   c:option("--cluster=SPEC", "cluster as DEVICE[:NODES[xGPUS]], e.g. h100-sxm-80gb:2x8 (NODES alone: 8 GPUs each)")
   c:option("--format=FORMAT", "output format: " .. formats)
   c:option("--calibration=FILE", "kernel efficiencies fitted by `apsearch calibrate`")
@@ -180,6 +180,12 @@ local function load_policy(path, opts, extra)
   local o = { set = shortcut_sets(opts), fix = opts.fix or {} }
   for k, v in pairs(extra or {}) do o[k] = v end
   local p = policy_mod.load(path, o)
+  -- notes and warnings of the policy (default search space, a sequence
+  -- past max_position_embeddings)
+  -- (--quiet drops the notes, never the warnings)
+  for _, w in ipairs(p.warnings or {}) do
+    if not (opts.quiet and w:match("^note:")) then io.stderr:write("apsearch: ", w, "\n") end
+  end
   if opts.calibration then
     -- kernel efficiencies fitted by `apsearch calibrate` replace the
     -- device preset's; the result's inputs name the file
@@ -327,7 +333,7 @@ local function cmd_run(args)
   c:option("--fix=DIM=VALUE", "pin a search dimension, e.g. tp_degree=8 or tp_degree=4,8 (repeatable)", {})
   c:option("--out=DIR", "write result.json, result.csv, candidates.csv, report.html and launch/ into DIR")
   c:option("--candidates=MODE", "rows of DIR/candidates.csv: all, feasible (default) or none (no file)")
-  c:option("--baseline=FILE", "a previous result.json: report what changed in the inputs and the top-k")
+  c:option("--baseline=FILE", "a previous result.json, or a result-set directory holding one (an --out DIR): report what changed in the inputs and the top-k")
   c:option("--echarts=FILE", "echarts.min.js to inline in report.html (default: the one the build fetched; 'none': tables only)")
   c:option("--rules=FILE", "add a constraint rule file (docs/writing-rules.md; repeatable)", {})
   c:option("--objective=NAME|FILE", "rank by a built-in objective or an objective file (replaces the policy's)")
@@ -354,8 +360,8 @@ local function cmd_run(args)
     end
     user_formatter = require("apsearch.rules").load_formatter(opts.formatter)
   end
-  local baseline
-  if opts.baseline then baseline = require("apsearch.report.baseline").load(opts.baseline) end
+  local baseline, baseline_file
+  if opts.baseline then baseline, baseline_file = require("apsearch.report.baseline").load(opts.baseline) end
   local quiet = opts.quiet
   local search = require "apsearch.search"
   local t0 = wall_clock()
@@ -419,7 +425,7 @@ local function cmd_run(args)
     error(result, 0)
   end
   if baseline then
-    result.baseline_diff = require("apsearch.report.baseline").diff(baseline, result, opts.baseline, p)
+    result.baseline_diff = require("apsearch.report.baseline").diff(baseline, result, baseline_file, p)
   end
   if not quiet then
     local table_out = not user_formatter and (fmt or p.outputs.format or "table") == "table"
@@ -595,7 +601,7 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
 
 local function cmd_inspect(args)
   local c = new_parser("inspect", "Show a normalized model and its parameter counts.")
-  c:argument("MODEL", "path to a Hugging Face config.json, or a model preset name")
+  c:argument("MODEL", "path to a Hugging Face config.json or a snapshot directory, or a model preset name")
   c:option("--format=FORMAT", "output format: table, json")
   local opts, helped = parse(c, args, "inspect")
   if helped then return 0 end
@@ -603,14 +609,15 @@ local function cmd_inspect(args)
   local presets = require "apsearch.presets"
   local hf = require "apsearch.hf"
   local ref, model, source = opts.MODEL, nil, nil
-  if ref:find("/", 1, true) or ref:match("%.json$") then
-    model, source = hf.load(ref), ref
+  local is_dir = select(2, hf.config_path(ref))
+  if ref:find("/", 1, true) or ref:match("%.json$") or (is_dir and not presets.is_model(ref)) then
+    model, source = hf.load(ref), hf.config_path(ref)
   elseif presets.is_model(ref) then
     local info
     model, info = presets.model(ref)
     source = info.source
   else
-    util.fail("inspect", "MODEL", "not a config.json path or a model preset (known: " ..
+    util.fail("inspect", "MODEL", "not a config.json path, a snapshot directory or a model preset (known: " ..
       util.join(presets.model_names) .. ")", ref)
   end
   local core = require "apsearch.core"

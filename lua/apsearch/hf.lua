@@ -87,6 +87,7 @@
 -- @module apsearch.hf
 local cjson = require "cjson"
 local util = require "apsearch.util"
+local lfs = require "lfs"
 
 local M = {}
 
@@ -596,7 +597,21 @@ function M.from_config(cfg, source, name)
                   dropout_key = dropout_key, dropout_value = dropout_value }
 end
 
---- Reads and imports a Hugging Face config.json file.
+--- The config file a model path names: `<path>/config.json` when `path`
+-- is a directory (a Hugging Face snapshot, as `huggingface-cli download`
+-- leaves it), else `path` itself.
+-- @tparam string path a config file or a snapshot directory
+-- @treturn string the config file's path
+-- @treturn boolean true when path was a directory
+function M.config_path(path)
+  if type(path) == "string" and lfs.attributes(path, "mode") == "directory" then
+    return (path:gsub("/+$", "")) .. "/config.json", true
+  end
+  return path, false
+end
+
+--- Reads and imports a Hugging Face config.json file, or the config.json
+-- of a snapshot directory (the model is then named after the directory).
 -- @tparam string path path of the config file
 -- @tparam[opt] string name model name (default: the file name without .json,
 --   or the directory name for `config.json`)
@@ -606,6 +621,13 @@ end
 -- @raise `<file>: cannot read (...)`, `<file>: invalid JSON (...)`, or any
 --   error of `from_config`
 function M.load(path, name)
+  local dir = path
+  local is_dir
+  path, is_dir = M.config_path(path)
+  if is_dir and lfs.attributes(path, "mode") == nil then
+    error(string.format("%s: cannot read config: a directory without a config.json " ..
+      "(give a Hugging Face config.json or a snapshot directory holding one)", dir), 0)
+  end
   local text, err = util.read_file(path)
   if not text then
     error(string.format("%s: cannot read config: %s", path, tostring(err)), 0)

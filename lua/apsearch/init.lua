@@ -19,9 +19,12 @@
 --     local est = ctx:estimate{ dp_degree = 1, fsdp_degree = 16, tp_degree = 4 }
 --     print(est.step_time, est.mem_peak)
 --
--- From a stock lua5.4 after `cmake --install --prefix P` (docs/embedding.md):
+-- After `cmake --install` the modules are in Lua's standard paths under the
+-- prefix (P/share/lua/5.4/apsearch, P/lib/lua/5.4/apsearch): for
+-- /usr/local a stock lua5.4 finds them with no LUA_PATH; for another
+-- prefix P (docs/embedding.md):
 --
---     LUA_PATH="P/share/apsearch/lua/?.lua;P/share/apsearch/lua/?/init.lua;;"
+--     LUA_PATH="P/share/lua/5.4/?.lua;P/share/lua/5.4/?/init.lua;;"
 --     LUA_CPATH="P/lib/lua/5.4/?.so;;"
 -- @module apsearch
 local M = { version = "0.1.0" }
@@ -55,7 +58,8 @@ end
 
 --- An estimator context from model, cluster and training given as in a
 -- policy (preset names, "DEVICE:NODESxGPUS", tables; defaults: Llama-3.1-8B
--- on 8 H100, see apsearch.testing.defaults).  It has `model`, `cluster`,
+-- on 8 H100 with TorchTitan/FSDP2, bf16, AdamW: the CLI's default policy
+-- examples/llama3_8b_h100.lua, see apsearch.testing.defaults).  It has `model`, `cluster`,
 -- `training` (every field filled) and the core's methods `check`,
 -- `evaluate`, `estimate`, `flops`, `inputs`.
 -- @tparam[opt] table o `{model =, cluster =, training =}`

@@ -77,7 +77,8 @@ local OUTPUT_FORMATS = { "table", "json", "csv" }
 M.max_range_values = 100000
 
 local function pathish(s)
-  return type(s) == "string" and (s:find("/", 1, true) ~= nil or s:match("%.json$") ~= nil)
+  return type(s) == "string" and (s:find("/", 1, true) ~= nil or s:match("%.json$") ~= nil
+    or (lfs.attributes(s, "mode") == "directory" and not presets.is_model(s)))
 end
 
 --------------------------------------------------------------------- helpers
@@ -138,7 +139,8 @@ function M.env(base_dir, allow)
   local roots
   local function import(path, name)
     if type(path) ~= "string" then error("hf(path): expected a path string", 0) end
-    local full = util.join_path(base_dir, path)
+    -- a snapshot directory: its config.json, checked as any other file
+    local full = hf.config_path(util.join_path(base_dir, path))
     roots = roots or M.hf_roots(base_dir, allow)
     local ok, real = M.hf_allowed(full, roots)
     if not ok then
@@ -449,7 +451,7 @@ function Norm:model(v)
   local function load_ref(ref, path)
     if pathish(ref) then
       local m, i = hf.load(ref)
-      return m, ref, i
+      return m, (hf.config_path(ref)), i
     end
     if not presets.is_model(ref) then
       self:fail(path, suggest.problem("unknown model preset", ref, presets.model_names) ..
@@ -579,7 +581,7 @@ function Norm:range(x, path, kind)
       self:fail(path .. "." .. tostring(k), suggest.unknown("unknown field", k, { "max", "min", "pow2", "step" }), v)
     end
   end
-  if kind ~= "posint" and kind ~= "nonnegint" and kind ~= "zero" then
+  if kind ~= "posint" and kind ~= "nonnegint" and kind ~= "zero" and kind ~= "recompute_layers" then
     self:fail(path, "a range {min=, max=} needs an integer dimension", x)
   end
   for _, k in ipairs({ "min", "max" }) do
@@ -630,6 +632,10 @@ function Norm:dimension(dim, x, path)
     end
   elseif type(x) == "table" and (x.min ~= nil or x.max ~= nil or x.step ~= nil or x.pow2 ~= nil) then
     values = self:range(x, path, kind)
+  elseif type(x) == "string" and x:match("^%s*%-?%d+%s*%.%.%s*%-?%d+%s*$") then
+    -- "lo..hi": the range {min = lo, max = hi} (as --fix tp_degree=1..4)
+    local lo, hi = x:match("^%s*(%-?%d+)%s*%.%.%s*(%-?%d+)%s*$")
+    values = self:range({ min = math.tointeger(tonumber(lo)), max = math.tointeger(tonumber(hi)) }, path, kind)
   elseif type(x) == "table" then
     if not is_seq(x) then
       for k, v in pairs(x) do
@@ -653,6 +659,39 @@ function Norm:dimension(dim, x, path)
     end
   end
   return out
+end
+
+--- The search space of a policy that gives none (`search_space` left
+-- out): data_parallel "auto" (dp x fsdp fill the devices), tp_degree the
+-- powers of two up to 8 that divide devices_per_node (TP inside a node),
+-- pp_degree 1, layer_recompute none/selective/full, micro_batch_size 1
+-- and 2.  `--fix` values replace these dimensions.
+-- @tparam table cluster the normalized cluster (`devices_per_node`)
+-- @treturn table a raw search_space table
+function M.default_search_space(cluster)
+  local per = cluster and cluster.devices_per_node or 8
+  local tp = util.array()
+  for _, t in ipairs({ 1, 2, 4, 8 }) do
+    if per % t == 0 then tp[#tp + 1] = t end
+  end
+  return { data_parallel = "auto", tp_degree = tp, pp_degree = { 1 },
+           layer_recompute = { "none", "selective", "full" }, micro_batch_size = { 1, 2 } }
+end
+
+--- One line describing the default search space (for the note on stderr).
+-- @tparam table space the normalized search space
+-- @treturn string
+function M.describe_space(space)
+  local parts = { "data_parallel = " .. space.data_parallel }
+  for _, d in ipairs(schema.dimensions) do
+    local vals = space.dims[d]
+    if vals then
+      local t = {}
+      for i, v in ipairs(vals) do t[i] = tostring(v) end
+      parts[#parts + 1] = d .. " = {" .. table.concat(t, ", ") .. "}"
+    end
+  end
+  return table.concat(parts, ", ")
 end
 
 function Norm:search_space(v)
@@ -764,6 +803,8 @@ function M.from_table(raw, file, opts)
   end
   local original = raw
   raw = util.deepcopy(raw)
+  -- no search_space in the policy: the default space (M.default_search_space)
+  local default_space = raw.search_space == nil
   local base_dir = opts.base_dir or util.dirname(file)
   resolve_paths(raw, base_dir)
 
@@ -811,7 +852,22 @@ function M.from_table(raw, file, opts)
   local model_info
   p.model, p.model_source, model_info = n:model(raw.model)
   p.cluster = n:cluster(raw.cluster, routed)
-  p.search_space = n:search_space(raw.search_space)
+  p.warnings = util.array()
+  if default_space then
+    -- --fix / --set search_space.* values replace the default's dimensions
+    local space = M.default_search_space(p.cluster)
+    for k, v in pairs(raw.search_space or {}) do
+      local dim = schema.strategy_aliases[k] or k
+      space[dim] = nil
+      space[k] = v
+    end
+    p.search_space = n:search_space(space)
+    p.search_space.default = true
+    p.warnings[#p.warnings + 1] = "note: " .. file .. " has no search_space; searching the default space: " ..
+      M.describe_space(p.search_space)
+  else
+    p.search_space = n:search_space(raw.search_space)
+  end
   p.constraints = n:constraints(raw.constraints, routed)
   p.training = n:training(raw.training, routed)
   -- the stack's efficiency profile (training.stack, else the framework's
@@ -822,6 +878,17 @@ function M.from_table(raw, file, opts)
   -- DROPOUT_KEYS) trains with dropout, unless the policy sets it itself
   if model_info and model_info.dropout and p.training.dropout == nil then
     p.training.dropout = true
+  end
+  -- a sequence past the positions the model was trained for: RoPE
+  -- extrapolates (the estimate holds, the quality may not); learned
+  -- positions are refused by the core
+  local mpe = p.model.max_position_embeddings
+  if (p.model.position_embedding == nil or p.model.position_embedding == "rope") and
+      util.is_integer(mpe) and mpe > 0 and util.is_integer(p.training.seq_length) and
+      p.training.seq_length > mpe then
+    p.warnings[#p.warnings + 1] = string.format("warning: training.seq_length = %d is longer than " ..
+      "the model's max_position_embeddings = %d (%s); RoPE positions past it are extrapolated",
+      p.training.seq_length, mpe, tostring(p.model.name))
   end
   -- core field -> where the user wrote it (cluster.memory_limit_gib -> training.memory_limit_bytes)
   p.aliases = n.aliases
@@ -925,7 +992,9 @@ function M.load(path, opts)
     local text = type(st) == "table" and st.text or st
     local key, value = tostring(text):match("^%s*([%w_%.]+)%s*=%s*(.-)%s*$")
     if (key == "model" or key == "model.config") and value and pathish(value) then
-      allow[#allow + 1] = util.dirname(value)
+      -- a snapshot directory is allowed itself; a config file, its directory
+      local _, is_dir = hf.config_path(value)
+      allow[#allow + 1] = is_dir and value or util.dirname(value)
     end
   end
   local raw, imports = M.load_raw(path, allow)

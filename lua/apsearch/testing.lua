@@ -27,14 +27,19 @@ local rules = require "apsearch.rules"
 
 local M = {}
 
---- Default inputs of `context` and `search`: Llama-3.1-8B on one node of
--- 8 H100-SXM 80GB, 64 sequences of 8192 tokens per step, bf16, AdamW; the
--- search space (for `search`) fills the devices with dp x fsdp and tries
--- TP 1-8 and micro-batches of 1 and 2.
+--- Default inputs of `context` and `search`: those of the CLI's default
+-- policy, examples/llama3_8b_h100.lua (Llama-3.1-8B on one node of 8
+-- H100-SXM 80GB, 64 sequences of 8192 tokens per step, bf16, AdamW,
+-- TorchTitan/FSDP2), so that `aps.context{...}` and `apsearch estimate
+-- --model ... --cluster ...` estimate the same thing (tests/lua/
+-- inputs_spec.lua checks they agree); the search space (for `search`)
+-- fills the devices with dp x fsdp and tries TP 1-8 and micro-batches of
+-- 1 and 2.  A `training` table given to `context` is merged over these.
 M.defaults = {
   model = "llama-3.1-8b",
   cluster = "h100-sxm-80gb:1x8",
-  training = { global_batch_size = 64, seq_length = 8192 },
+  training = { global_batch_size = 64, seq_length = 8192, precision = "bf16",
+               optimizer = "adamw", framework = "fsdp2" },
   search_space = { data_parallel = "auto", fsdp_degree = { 1, 2, 4, 8 },
     tp_degree = { 1, 2, 4, 8 }, micro_batch_size = { 1, 2 } },
 }

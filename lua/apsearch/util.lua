@@ -308,7 +308,8 @@ end
 -- APSEARCH_ROOT set by the host, else the environment variable APS_ROOT,
 -- else the directory this module was loaded from (`<root>/lua/apsearch/
 -- util.lua` on package.path: a stock lua5.4 with LUA_PATH pointing into an
--- install, docs/embedding.md), else ".".
+-- install, docs/embedding.md; `<prefix>/share/apsearch` for modules found
+-- in `<prefix>/share/lua/5.4/apsearch`, Lua's standard path), else ".".
 -- @treturn string
 function M.root()
   local r = rawget(_G, "APSEARCH_ROOT")
@@ -316,6 +317,12 @@ function M.root()
   r = os.getenv("APS_ROOT")
   if r and r ~= "" then return r end
   local path = package.searchpath("apsearch.util", package.path)
+  -- Lua's standard path under an install prefix (share/lua/5.4/apsearch,
+  -- `cmake --install`, luarocks): the data are in <prefix>/share/apsearch
+  local prefix = path and path:match("^(.*)/share/lua/5%.%d/apsearch/util%.lua$")
+  if prefix and M.file_exists(prefix .. "/share/apsearch/rules/memory_limit.lua") then
+    return prefix .. "/share/apsearch"
+  end
   r = path and (path:match("^(.*)/lua/apsearch/util%.lua$") or
     (path:match("^lua/apsearch/util%.lua$") and "."))
   if r and M.file_exists(r .. "/rules/memory_limit.lua") then return r end

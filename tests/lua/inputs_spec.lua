@@ -132,3 +132,167 @@ describe("the files a policy's hf() may open", function()
     assert.is_true(code == 0 or code == 1, err)
   end)
 end)
+
+-- issue 16 item 4: inputs a new user tries
+describe("a Hugging Face snapshot directory for --model", function()
+  local DIR
+  local CONFIG = H.read(ROOT .. "/examples/models/llama-3.1-8b.json")
+  setup(function()
+    DIR = H.tmpdir()
+    os.execute("mkdir -p " .. H.q(DIR .. "/Meta-Llama-3.1-8B") .. " " .. H.q(DIR .. "/empty"))
+    H.write(DIR .. "/Meta-Llama-3.1-8B/config.json", CONFIG)
+    H.write(DIR .. "/Meta-Llama-3.1-8B/generation_config.json", "{}")
+  end)
+  teardown(function() os.execute("rm -rf " .. H.q(DIR)) end)
+
+  it("reads its config.json and names the model after the directory", function()
+    local code, out, err = H.apsearch("run", "-q", "examples/llama3_8b_h100.lua", "--model",
+      DIR .. "/Meta-Llama-3.1-8B", "--format", "json", "--top-k", "1")
+    assert.are.equal(0, code, err)
+    local r = json.decode(out)
+    assert.are.equal("Meta-Llama-3.1-8B", r.inputs.model.name)
+    assert.are.equal(DIR .. "/Meta-Llama-3.1-8B/config.json", r.inputs.model_source)
+    -- the same estimate as the preset it copies
+    local code2, out2 = H.apsearch("run", "-q", "examples/llama3_8b_h100.lua", "--format", "json", "--top-k", "1")
+    assert.are.equal(0, code2)
+    assert.are.equal(json.decode(out2).top_k_strategies[1].performance_cost.step_time,
+      r.top_k_strategies[1].performance_cost.step_time)
+  end)
+
+  it("inspect takes it too; a directory without config.json is refused", function()
+    local code, out, err = H.apsearch("inspect", DIR .. "/Meta-Llama-3.1-8B")
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("config.json", 1, true), out)
+    code, out, err = H.apsearch("run", "-q", "examples/llama3_8b_h100.lua", "--model", DIR .. "/empty")
+    assert.are.equal(2, code)
+    assert.truthy(err:find("a directory without a config.json", 1, true), err)
+  end)
+
+  it("makes the directory one a policy's hf() may read", function()
+    local p = H.write(DIR .. "/elsewhere.lua", ('return { model = hf(%q), cluster = "h100-sxm-80gb:1x8", '
+      .. 'training = { global_batch_size = 64, seq_length = 4096 }, search_space = { data_parallel = "auto" } }\n')
+      :format(DIR .. "/Meta-Llama-3.1-8B"))
+    os.execute("mkdir -p " .. H.q(DIR .. "/pol"))
+    os.rename(p, DIR .. "/pol/elsewhere.lua")
+    p = DIR .. "/pol/elsewhere.lua"
+    local code, _, err = H.apsearch("run", "-q", p)
+    assert.are.equal(2, code)
+    assert.truthy(err:find("outside the directories a policy may read", 1, true), err)
+    code, _, err = H.apsearch("run", "-q", p, "--model", DIR .. "/Meta-Llama-3.1-8B")
+    assert.is_true(code == 0 or code == 1, err)
+  end)
+end)
+
+describe("a sequence longer than max_position_embeddings", function()
+  it("warns on stderr naming both (RoPE)", function()
+    local code, _, err = H.apsearch("run", "-q", "examples/llama3_8b_h100.lua",
+      "--set", "training.seq_length=262144", "--set", "training.global_batch_size=8", "--top-k", "1")
+    assert.is_true(code == 0 or code == 1, err)
+    assert.truthy(err:find("warning: training.seq_length = 262144 is longer than the model's " ..
+      "max_position_embeddings = 131072", 1, true), err)
+    code, _, err = H.apsearch("run", "-q", "examples/llama3_8b_h100.lua", "--top-k", "1")
+    assert.are.equal(0, code, err)
+    assert.falsy(err:find("max_position_embeddings", 1, true), err)
+  end)
+end)
+
+describe("recompute_num_layers as a range", function()
+  local policy = require "apsearch.policy"
+  local function space(v)
+    return policy.from_table({ model = "llama-3.1-8b", cluster = "h100-sxm-80gb:1x8",
+      training = { global_batch_size = 64, seq_length = 8192 },
+      search_space = { layer_recompute = "full", recompute_num_layers = v } }, "p.lua").search_space.dims
+      .recompute_num_layers
+  end
+  it("{min=, max=} and \"lo..hi\" expand like other dimensions", function()
+    assert.are.same({ 1, 2, 3, 4 }, space({ min = 1, max = 4 }))
+    assert.are.same({ 2, 4, 6 }, space({ min = 2, max = 6, step = 2 }))
+    assert.are.same({ 1, 2, 3, 4 }, space("1..4"))
+    assert.are.same({ 1, 2, 4, 8 }, policy.from_table({ model = "llama-3.1-8b", cluster = "h100-sxm-80gb:1x8",
+      training = { global_batch_size = 64, seq_length = 8192 },
+      search_space = { tp_degree = { min = 1, max = 8, pow2 = true } } }, "p.lua").search_space.dims.tp_degree)
+  end)
+  it("--fix recompute_num_layers=LO..HI searches each", function()
+    local code, out, err = H.apsearch("run", "-q", "examples/llama3_8b_h100.lua", "--fix", "layer_recompute=full",
+      "--fix", "recompute_num_layers=1..3", "--fix", "tp_degree=1", "--fix", "fsdp_degree=8",
+      "--fix", "micro_batch_size=1", "--format", "json", "--top-k", "5")
+    assert.are.equal(0, code, err)
+    local seen = {}
+    for _, rec in ipairs(json.decode(out).top_k_strategies) do
+      local v = rec.recompute_num_layers
+      seen[type(v) == "table" and v[1] or v] = true
+    end
+    assert.are.same({ [1] = true, [2] = true, [3] = true }, seen)
+  end)
+end)
+
+describe("--baseline DIR", function()
+  it("reads DIR/result.json (an --out result set's link)", function()
+    local dir = H.tmpdir()
+    local code, _, err = H.apsearch("run", "-q", "examples/llama3_8b_h100.lua", "--top-k", "2", "--out", dir .. "/res")
+    assert.are.equal(0, code, err)
+    local out
+    code, out, err = H.apsearch("run", "-q", "examples/llama3_8b_h100.lua", "--top-k", "2",
+      "--fix", "tp_degree=1..2", "--baseline", dir .. "/res")
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("changes vs baseline " .. dir .. "/res/result.json", 1, true), out)
+    os.execute("rm -rf " .. H.q(dir))
+  end)
+end)
+
+describe("a policy without a search space", function()
+  local POLICY = 'return { model = "llama-3.1-8b", cluster = "h100-sxm-80gb:1x4", ' ..
+    'training = { global_batch_size = 64, seq_length = 4096 } }\n'
+  it("searches the default space and says so on stderr", function()
+    local dir = H.tmpdir()
+    local p = H.write(dir .. "/min.lua", POLICY)
+    local code, out, err = H.apsearch("run", p, "--format", "json")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("apsearch: note: " .. p .. " has no search_space; searching the default space: " ..
+      "data_parallel = auto, tp_degree = {1, 2, 4}, pp_degree = {1}, layer_recompute = {none, selective, full}, " ..
+      "micro_batch_size = {1, 2}", 1, true), err)
+    local r = json.decode(out)
+    assert.are.equal(3 * 3 * 2, r.all_candidate_summary.space_size)
+    -- --fix replaces a default dimension; --quiet drops the note
+    code, out, err = H.apsearch("run", "-q", p, "--fix", "tp_degree=2", "--format", "json")
+    assert.are.equal(0, code, err)
+    assert.are.equal(3 * 2, json.decode(out).all_candidate_summary.space_size)
+    assert.falsy(err:find("default space", 1, true), err)
+    os.execute("rm -rf " .. H.q(dir))
+  end)
+  it("tp stays inside a node: powers of two up to 8 dividing devices_per_node", function()
+    local policy = require "apsearch.policy"
+    assert.are.same({ 1, 2, 4, 8 }, policy.default_search_space({ devices_per_node = 8 }).tp_degree)
+    assert.are.same({ 1, 2 }, policy.default_search_space({ devices_per_node = 2 }).tp_degree)
+    assert.are.same({ 1, 2, 4, 8 }, policy.default_search_space({ devices_per_node = 16 }).tp_degree)
+  end)
+end)
+
+-- issue 16 item 5: the embedding API and the CLI estimate the same thing
+describe("aps.context and the CLI use the same defaults", function()
+  it("the 70B example of docs/embedding.md gives the CLI's step time", function()
+    local aps = require "apsearch"
+    local ctx = aps.context{ model = "llama-3.1-70b", cluster = "h100-sxm-80gb:8x8",
+                             training = { global_batch_size = 512, seq_length = 8192 } }
+    local est = ctx:estimate{ dp_degree = 1, fsdp_degree = 16, tp_degree = 4 }
+    local code, out, err = H.apsearch("estimate", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:8x8",
+      "--set", "training.global_batch_size=512", "--strategy", "dp_degree=1,fsdp_degree=16,tp_degree=4",
+      "--format", "json")
+    assert.are.equal(0, code, err)
+    local cli = json.decode(out)
+    local step = cli.step_time or (cli.performance_cost and cli.performance_cost.step_time)
+      or (cli.estimate and cli.estimate.step_time)
+    assert.is_number(step, out:sub(1, 400))
+    assert.is_true(math.abs(step - est.step_time) < 1e-9 * step, ("%s vs %s"):format(step, est.step_time))
+  end)
+  it("testing.defaults are the CLI default policy's inputs", function()
+    local testing = require "apsearch.testing"
+    local policy = require "apsearch.policy"
+    local p = policy.load(ROOT .. "/examples/llama3_8b_h100.lua")
+    local d = policy.from_table({ model = testing.defaults.model, cluster = testing.defaults.cluster,
+      training = testing.defaults.training }, "d.lua")
+    assert.are.same(p.training, d.training)
+    assert.are.same(p.cluster, d.cluster)
+    assert.are.same(p.model, d.model)
+  end)
+end)

@@ -377,10 +377,11 @@ describe("AP-DENSE-07: only some dimensions", function()
       assert.are.equal(8, rec.dp_degree)
       assert.are.equal(1, rec.tp_degree)
     end
-    local r3 = run(llama8b(nil))                             -- every default: 1 device of 8
+    local r3 = run(llama8b({}))                              -- every default: 1 device of 8
+    -- (no search_space at all is the default space of issue 16: inputs_spec.lua)
     assert.are.equal(1, r3.all_candidate_summary.space_size)
     assert.are.equal(1, r3.infeasible_summary.IDLE_DEVICES.count)
-    local r4 = run(llama8b(nil, { constraints = { allow_idle_devices = true } }))
+    local r4 = run(llama8b({}, { constraints = { allow_idle_devices = true } }))
     assert.are.equal(0, r4.all_candidate_summary.filtered_early)
   end)
 end)

@@ -122,12 +122,26 @@ local function is_array(t)
   return true
 end
 
---- Loads a baseline result.json.
+--- The file a `--baseline` argument names: `DIR/result.json` for a
+-- directory (an `--out` result set, or the symbolic link to the latest
+-- one), else the argument itself.
+-- @tparam string path
+-- @treturn string
+function M.path(path)
+  if type(path) == "string" and require("lfs").attributes(path, "mode") == "directory" then
+    return (path:gsub("/+$", "")) .. "/result.json"
+  end
+  return path
+end
+
+--- Loads a baseline result.json, or DIR/result.json for a directory.
 -- @tparam string path
 -- @treturn table the decoded result
+-- @treturn string the file read
 -- @raise `--baseline: <path>: <problem>` when it cannot be read or is not
 --   an apsearch result
 function M.load(path)
+  path = M.path(path)
   local text, err = util.read_file(path)
   if not text then
     error(string.format("--baseline: %s: cannot read the file (%s)", path,
@@ -144,7 +158,7 @@ function M.load(path)
   end
   r = integers(r)
   M.check(r, path)
-  return r
+  return r, path
 end
 
 local POSITIVE = { "dp_degree", "fsdp_degree", "tp_degree", "pp_degree", "vpp_degree",

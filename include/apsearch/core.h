@@ -227,6 +227,10 @@ typedef struct {
                                 stage j and j + 1 (either way); NULL = 0 */
     const double *weight;  /**< p v: stage j's share of its rank's
                                 activation set; NULL = 1/v each */
+    int schedule;          /**< aps_pp_schedule (0 = 1F1B) */
+    const double *t_wgt;   /**< p v: the weight-gradient part of t_bwd
+                                (zero-bubble schedules run it apart as
+                                W); NULL = none */
 } aps_schedule_in;
 
 /** What the simulation gives. */
@@ -247,6 +251,12 @@ int64_t aps_schedule_warmup(int64_t p, int64_t v, int64_t m, int64_t i);
  *  min(warm-up + 1, m v) / v). */
 double aps_schedule_inflight(int64_t p, int64_t v, int64_t m, int64_t i,
                              const double *w);
+
+/** The same under any schedule (aps_pp_schedule): zero-bubble schedules
+ *  hold a chunk's activations from its forward to its weight-gradient
+ *  op W (schedule.c). */
+double aps_schedule_inflight_of(int schedule, int64_t p, int64_t v,
+                                int64_t m, int64_t i, const double *w);
 
 /** Simulates the schedule event by event (a list scheduler over each
  *  rank's op order); O(p v m) ops. */

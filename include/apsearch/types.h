@@ -332,6 +332,18 @@ typedef enum {
                                     'type:transformer|embedding' */
 } aps_pipeline_split;
 
+/** Pipeline schedule (strategy pp_schedule), named as PyTorch pipelining's
+ *  classes (torch/distributed/pipelining/schedules.py, pytorch 1fd7abc2). */
+typedef enum {
+    APS_PP_1F1B = 0,           /**< 1F1B; interleaved 1F1B when v > 1
+                                    (Megatron's order, schedule.c) */
+    APS_PP_INTERLEAVED_ZB,     /**< ScheduleInterleavedZeroBubble (ZB1P):
+                                    backward split into input (I) and
+                                    weight (W) gradients, W deferred */
+    APS_PP_ZBV                 /**< ScheduleZBVZeroBubble: v = 2, stages
+                                    i and 2p - 1 - i on rank i */
+} aps_pp_schedule;
+
 typedef enum {
     APS_CP_P2P = 0,      /**< ring attention, K/V chunks passed round a ring */
     APS_CP_ALL_GATHER    /**< K/V all-gathered (Llama 3) */
@@ -377,6 +389,7 @@ typedef struct {
                                       limit (recompute_num_layers chosen) */
     bool hsdp;                   /**< given as HSDP (hsdp_*_degree): both
                                       S > 1 and R > 1 are then required */
+    aps_pp_schedule pp_schedule; /**< p > 1: the pipeline schedule */
 } aps_strategy;
 
 /* ---------------------------------------------------------------- results */

@@ -109,6 +109,7 @@ M.strategy = {
   cp_comm_type = enum("p2p", "all_gather"),
   recompute_method = enum("block", "uniform"),
   pipeline_split = enum("even", "embedding_loss", "deepspeed_type"),
+  pp_schedule = enum("1f1b", "interleaved_zero_bubble", "zbv_zero_bubble"),
   recompute_num_layers = "recompute_layers",
   stage_partition = "partition", layer_offset = "offsets",
 }
@@ -122,7 +123,7 @@ M.strategy_aliases = {
 --- Search dimensions, in enumeration order (outermost first).
 M.dimensions = {
   "tp_degree", "sequence_parallel", "cp_degree", "cp_comm_type",
-  "pp_degree", "vpp_degree", "pipeline_split", "stage_partition", "layer_offset",
+  "pp_degree", "vpp_degree", "pipeline_split", "pp_schedule", "stage_partition", "layer_offset",
   "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "layer_recompute", "recompute_method", "recompute_num_layers", "micro_batch_size",
   "micro_batch_num",

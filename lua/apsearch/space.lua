@@ -9,7 +9,9 @@
 -- caller that keeps a candidate must copy it (`space.copy`).
 --
 -- pipeline_split, when not searched, is the framework's own rule
--- (default_split below: info.framework and info.num_layers).
+-- (default_split below: info.framework and info.num_layers).  pp_schedule
+-- is "1f1b" (interleaved when vpp > 1) unless listed; listed values are
+-- searched when pp > 1 ("zbv_zero_bubble" only with vpp = 2).
 --
 -- Dimensions left out take their defaults: degrees 1, zero_stage 0,
 -- reshard_after_forward true, layer_recompute "none", micro_batch_size 1,
@@ -71,7 +73,7 @@ M.fields = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "cp_comm_type", "micro_batch_size", "micro_batch_num", "stage_partition",
   "layer_offset", "balance_stages", "pipeline_split", "layer_recompute", "recompute_method",
   "recompute_num_layers",
-  "auto_recompute", "allow_idle_devices" }
+  "auto_recompute", "allow_idle_devices", "pp_schedule" }
 
 --- Sets search dimension `dim` of candidate `c` to `v`, translating the
 -- values that exist only in a search space into strategy fields:
@@ -188,6 +190,21 @@ function M.new(ss, info)
     values = function(c)
       if c.pp_degree == 1 then return split_first or split_one(1, 1) end
       return split_list or split_one(c.pp_degree, c.vpp_degree)
+    end }
+  -- pp_schedule: "1f1b" (interleaved when vpp > 1) unless listed; ZB-V
+  -- only with vpp = 2 (its V of two stages per rank); one value when
+  -- pp = 1
+  local sched_list = dims.pp_schedule or { "1f1b" }
+  local sched_first = { sched_list[1] }
+  local sched_v = {}
+  for _, name in ipairs(sched_list) do
+    if name ~= "zbv_zero_bubble" then sched_v[#sched_v + 1] = name end
+  end
+  if #sched_v == 0 then sched_v = sched_first end
+  level { name = "pp_schedule", field = "pp_schedule", deps = { "pp_degree", "vpp_degree" },
+    values = function(c)
+      if c.pp_degree == 1 then return sched_first end
+      return c.vpp_degree == 2 and sched_list or sched_v
     end }
   for _, name in ipairs({ "stage_partition", "layer_offset" }) do
     if dims[name] then
@@ -542,6 +559,7 @@ function M.moot(s, f)
     -- a balanced or given partition replaces the rule
     return (s.pp_degree or 1) == 1 or s.balance_stages == true or type(s.stage_partition) == "table"
   end
+  if f == "pp_schedule" then return (s.pp_degree or 1) == 1 end
   if f == "reshard_after_forward" then return (s.fsdp_degree or 1) == 1 end
   if f == "zero_stage" then
     return (s.fsdp_degree or 1) == 1 and (s.dp_degree or 1) * (s.cp_degree or 1) == 1

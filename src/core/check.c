@@ -37,9 +37,10 @@ aps_reason aps_check_degrees(const aps_strategy *s, char *msg, size_t n)
     if ((unsigned)s->layer_recompute > APS_RECOMPUTE_FULL ||
         (unsigned)s->cp_comm_type > APS_CP_ALL_GATHER ||
         (unsigned)s->recompute_method > APS_RECOMPUTE_UNIFORM ||
-        (unsigned)s->pipeline_split > APS_SPLIT_DEEPSPEED_TYPE) {
-        aps_fmt(msg, n, "layer_recompute, cp_comm_type, recompute_method or "
-                "pipeline_split out of range");
+        (unsigned)s->pipeline_split > APS_SPLIT_DEEPSPEED_TYPE ||
+        (unsigned)s->pp_schedule > APS_PP_ZBV) {
+        aps_fmt(msg, n, "layer_recompute, cp_comm_type, recompute_method, "
+                "pipeline_split or pp_schedule out of range");
         return APS_REASON_INVALID_DEGREE;
     }
     bool uniform = s->layer_recompute == APS_RECOMPUTE_FULL &&
@@ -244,6 +245,26 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
     int64_t mb = microbatches(t, s);
+    /* torch/distributed/pipelining/schedules.py (pytorch 1fd7abc2):
+     * ScheduleZBVZeroBubble "requires exactly 2 stages per rank";
+     * ScheduleInterleavedZeroBubble needs the micro-batches a multiple of
+     * its rounds, max(1, m / p) */
+    if (s->pp_degree > 1 && s->pp_schedule == APS_PP_ZBV &&
+        s->vpp_degree != 2) {
+        aps_fmt(msg, n, "pp_schedule = zbv_zero_bubble needs vpp_degree = 2 "
+                "(two stages per rank, the V; got %lld)",
+                (long long)s->vpp_degree);
+        return APS_REASON_VPP_INVALID;
+    }
+    int64_t rounds = mb / s->pp_degree > 1 ? mb / s->pp_degree : 1;
+    if (s->pp_degree > 1 && s->pp_schedule == APS_PP_INTERLEAVED_ZB &&
+        mb % rounds != 0) {
+        aps_fmt(msg, n, "pp_schedule = interleaved_zero_bubble needs "
+                "micro_batch_num = %lld a multiple of max(1, m / pp_degree) "
+                "= %lld (PyTorch ScheduleInterleavedZeroBubble)",
+                (long long)mb, (long long)rounds);
+        return APS_REASON_VPP_INVALID;
+    }
     if (s->vpp_degree > 1 && mb % s->pp_degree != 0) {
         aps_fmt(msg, n, "interleaved schedule (vpp_degree = %lld) needs "
                 "micro_batch_num = %lld divisible by pp_degree = %lld",

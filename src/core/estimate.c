@@ -32,6 +32,7 @@ typedef struct {
     double ag_total, ag_exposed, rs_total, rs_exposed;
     double fsdp_exposed_fwd, fsdp_exposed_bwd;
     double offload_total, offload_exposed_fwd, offload_exposed_bwd;
+    double wgrad; /**< the weight-gradient GEMMs within comp_bwd */
 } stage_time;
 
 /** Memory-bound seconds for `bytes` of HBM traffic. */
@@ -88,6 +89,11 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
                        2.0 * lc->membound_fwd + lc->fp8_cast_bwd;
     st->comp_fwd = L * layer_fwd;
     st->comp_bwd = L * layer_bwd;
+    /* of a GEMM's backward (twice its forward) the weight gradient is
+     * half, as many FLOPs as the forward (dW = X^T dY beside dX = dY W^T);
+     * attention and elementwise backwards produce input gradients only
+     * (Qi et al. 2024 s.2, the B / W split of zero-bubble schedules) */
+    st->wgrad = L * lc->gemm_fwd;
     st->recompute = rc * layer_fwd;
     if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
         st->recompute += L * lc->selective_fwd;
@@ -120,6 +126,7 @@ static void stage_times(const aps_model *m, const aps_cluster *c,
         double ce = hbm_time(d, (2.0 * A + 3.0 * APS_FP32_BYTES) * T * V);
         st->comp_fwd += g + 0.5 * ce;
         st->comp_bwd += 2.0 * g + 0.5 * ce;
+        st->wgrad += g;
     }
 
     double tp_fwd = L * lc->tp_fwd + tp_edge_fwd;
@@ -566,8 +573,7 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
     /* Per stage: memory and the per-micro-batch times; keep the worst. */
     stage_time slow = {0};
     double slow_tf = 0, slow_tb = 0, psi_max = 0, matmul_max = 0;
-    double edge_f[APS_MAX_STAGES], edge_b[APS_MAX_STAGES];
-    double tf[APS_MAX_STAGES], tb[APS_MAX_STAGES];
+    aps_stage_times rt;
     int64_t worst = 0;
     for (int64_t i = 0; i < lay.p; i++) {
         aps_stage_estimate *st = &out->stages[i];
@@ -578,16 +584,18 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
         stage_time tm;
         stage_times(m, c, t, s, &lay, &plan, &lc, i, true, &tm);
         stage_fwd_bwd(&tm, &st->time_fwd, &st->time_bwd);
-        tf[i] = st->time_fwd;
-        tb[i] = st->time_bwd;
-        edge_f[i] = edge_b[i] = 0.0;
+        rt.tf[i] = st->time_fwd;
+        rt.tb[i] = st->time_bwd;
+        rt.tw[i] = tm.wgrad;
+        rt.ef[i] = rt.eb[i] = rt.ew[i] = 0.0;
         if (lay.p > 1 && (i == 0 || i == lay.p - 1)) {
             stage_time mid; /* the same rank without embedding / output */
             double mf, mb_;
             stage_times(m, c, t, s, &lay, &plan, &lc, i, false, &mid);
             stage_fwd_bwd(&mid, &mf, &mb_);
-            edge_f[i] = tf[i] - mf;
-            edge_b[i] = tb[i] - mb_;
+            rt.ef[i] = rt.tf[i] - mf;
+            rt.eb[i] = rt.tb[i] - mb_;
+            rt.ew[i] = tm.wgrad - mid.wgrad;
         }
         if (st->time_fwd + st->time_bwd > slow_tf + slow_tb || i == 0) {
             slow = tm;
@@ -632,8 +640,7 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
             double hop[APS_MAX_STAGES];
             aps_schedule_out sched;
             aps_pipeline_p2p(m, c, s, &lay, hop);
-            if (aps_pipeline_schedule(&lay, tf, tb, edge_f, edge_b, hop,
-                                      &sched) != APS_OK)
+            if (aps_pipeline_schedule(&lay, &rt, hop, &sched) != APS_OK)
                 return APS_ERANGE;
             bubble = max0(sched.step - mb * (slow_tf + slow_tb));
         }

@@ -104,6 +104,7 @@ typedef struct {
                                             once stages are rebalanced:
                                             then equal chunks) */
     double vocab_padded;
+    int sched;                         /**< aps_pp_schedule */
 } aps_layout;
 
 /** Layers fully recomputed on pipeline rank i of k layers as the strategy
@@ -128,18 +129,30 @@ aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
                             const aps_strategy *s, aps_layout *out,
                             char *msg, size_t n);
 
-/** Pipeline time of one step (schedule.c): builds the forward and
- *  backward time of every model chunk from its rank's, tf[i] / tb[i],
- *  scaled by the chunk's share of the rank's layers (the layer part,
- *  tf[i] - ef[i]) and with the rank's fixed work ef[i] / eb[i] on its
- *  first chunk for rank 0 (embedding) and its last for rank p - 1
- *  (output layer and loss), the p2p transfer times between consecutive
- *  stages p2p[j] (p v - 1 entries, NULL = none), and simulates the
- *  schedule. */
-aps_status aps_pipeline_schedule(const aps_layout *lay, const double *tf,
-                                 const double *tb, const double *ef,
-                                 const double *eb, const double *p2p,
-                                 aps_schedule_out *out);
+/** Per-micro-batch times of every pipeline rank: forward, backward and
+ *  the backward's weight-gradient part (tf, tb, tw), and the rank's fixed
+ *  work within each (ef, eb, ew: the embedding on rank 0, the output
+ *  layer and loss on rank p - 1). */
+typedef struct {
+    double tf[APS_MAX_STAGES], tb[APS_MAX_STAGES], tw[APS_MAX_STAGES];
+    double ef[APS_MAX_STAGES], eb[APS_MAX_STAGES], ew[APS_MAX_STAGES];
+} aps_stage_times;
+
+/** Pipeline time of one step (schedule.c): builds the forward, backward
+ *  and weight-gradient time of every model chunk from its rank's, scaled
+ *  by the chunk's share of the rank's layers (the layer part, tf[i] -
+ *  ef[i]) and with the rank's fixed work on the first stage (embedding)
+ *  and the last (output layer and loss), the p2p transfer times between
+ *  consecutive stages p2p[j] (p v - 1 entries, NULL = none), and
+ *  simulates lay->sched. */
+aps_status aps_pipeline_schedule(const aps_layout *lay,
+                                 const aps_stage_times *r,
+                                 const double *p2p, aps_schedule_out *out);
+
+/** aps_schedule_simulate for the zero-bubble schedules (in->schedule !=
+ *  APS_PP_1F1B, p > 1), arguments checked (schedule_zb.c). */
+aps_status aps_schedule_simulate_zb(const aps_schedule_in *in,
+                                    aps_schedule_out *out);
 
 /** Seconds of one activation (or gradient) transfer between stage j and
  *  j + 1 into d[0 .. p v - 2], each on the link its two ranks use

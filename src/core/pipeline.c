@@ -250,6 +250,7 @@ aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
                  : t->global_batch_size /
                        (s->micro_batch_size * s->dp_degree * s->fsdp_degree);
     lay->vocab_padded = aps_padded_vocab(m, t, s->tp_degree);
+    lay->sched = s->pp_degree > 1 ? (int)s->pp_schedule : APS_PP_1F1B;
     aps_reason r = aps_chunk_layers(m, s, lay->chunk, msg, n);
     if (r != APS_REASON_NONE)
         return r;

@@ -203,6 +203,10 @@ aps_status aps_schedule_simulate(const aps_schedule_in *in,
         return APS_EINVAL;
     int64_t p = in->p, v = in->v, m = in->m, S = p * v;
     memset(out, 0, sizeof *out);
+    if (in->schedule == APS_PP_ZBV && v != 2)
+        return APS_EINVAL;
+    if (in->schedule != APS_PP_1F1B && p > 1)
+        return aps_schedule_simulate_zb(in, out); /* schedule_zb.c */
     size_t cells = (size_t)m * (size_t)S;
     double *fdone = malloc(2 * cells * sizeof *fdone);
     if (fdone == NULL)
@@ -272,34 +276,55 @@ double aps_layout_inflight(const aps_layout *lay, int64_t i)
 {
     double w[APS_MAX_STAGES];
     bool uneven = lay->v > 1 && chunk_weights(lay, i, w);
+    if (lay->sched != APS_PP_1F1B && lay->p > 1) {
+        if (!uneven)
+            for (int64_t k = 0; k < lay->v; k++)
+                w[k] = 1.0 / (double)lay->v;
+        return aps_schedule_inflight_of(lay->sched, lay->p, lay->v, lay->m,
+                                        i, w);
+    }
     return aps_schedule_inflight(lay->p, lay->v, lay->m, i,
                                  uneven ? w : NULL);
 }
 
-aps_status aps_pipeline_schedule(const aps_layout *lay, const double *tf,
-                                 const double *tb, const double *ef,
-                                 const double *eb, const double *p2p,
-                                 aps_schedule_out *out)
+/** Stage of model chunk k of rank i: i + k p, or on ZBV's "V" i and
+ *  2p - 1 - i. */
+static int64_t chunk_stage(int sched, int64_t p, int64_t i, int64_t k)
+{
+    if (sched == APS_PP_ZBV)
+        return k == 0 ? i : 2 * p - 1 - i;
+    return i + k * p;
+}
+
+aps_status aps_pipeline_schedule(const aps_layout *lay,
+                                 const aps_stage_times *r,
+                                 const double *p2p, aps_schedule_out *out)
 {
     int64_t p = lay->p, v = lay->v, S = p * v;
     double cf[APS_MAX_STAGES], cb[APS_MAX_STAGES], cw[APS_MAX_STAGES];
+    double cg[APS_MAX_STAGES];
     for (int64_t i = 0; i < p; i++) {
         double w[APS_MAX_STAGES];
         chunk_weights(lay, i, w);
         for (int64_t k = 0; k < v; k++) {
-            int64_t j = i + k * p;
+            int64_t j = chunk_stage(lay->sched, p, i, k);
             cw[j] = w[k];
-            cf[j] = (tf[i] - ef[i]) * w[k];
-            cb[j] = (tb[i] - eb[i]) * w[k];
+            cf[j] = (r->tf[i] - r->ef[i]) * w[k];
+            cb[j] = (r->tb[i] - r->eb[i]) * w[k];
+            cg[j] = (r->tw[i] - r->ew[i]) * w[k];
         }
     }
-    cf[0] += ef[0];
-    cb[0] += eb[0];
+    /* the embedding on stage 0, the output layer and loss on the last
+     * (on rank 0 under ZBV) */
+    cf[0] += r->ef[0];
+    cb[0] += r->eb[0];
+    cg[0] += r->ew[0];
     if (p > 1) {
-        cf[S - 1] += ef[p - 1];
-        cb[S - 1] += eb[p - 1];
+        cf[S - 1] += r->ef[p - 1];
+        cb[S - 1] += r->eb[p - 1];
+        cg[S - 1] += r->ew[p - 1];
     }
-    aps_schedule_in in = {p, v, lay->m, cf, cb, p2p, cw};
+    aps_schedule_in in = {p, v, lay->m, cf, cb, p2p, cw, lay->sched, cg};
     return aps_schedule_simulate(&in, out);
 }
 
@@ -315,7 +340,12 @@ void aps_pipeline_p2p(const aps_model *m, const aps_cluster *c,
                    (double)m->hidden_size / rep;
     for (int64_t j = 0; j + 1 < S; j++) {
         double bw, alpha;
-        aps_p2p_pair_link(c, stride, j % p, (j + 1) % p, &bw, &alpha);
+        int64_t a = j % p, b = (j + 1) % p;
+        if (lay->sched == APS_PP_ZBV) { /* the V: down, then back up */
+            a = j < p ? j : S - 1 - j;
+            b = j + 1 < p ? j + 1 : S - 2 - j;
+        }
+        aps_p2p_pair_link(c, stride, a, b, &bw, &alpha);
         d[j] = bytes / bw + alpha;
     }
 }

@@ -84,6 +84,10 @@ APSL_ENUM(enum_recompute_method, "block, uniform",
 APSL_ENUM(enum_pipeline_split, "even, embedding_loss, deepspeed_type",
           {"even", APS_SPLIT_EVEN}, {"embedding_loss", APS_SPLIT_EMBEDDING_LOSS},
           {"deepspeed_type", APS_SPLIT_DEEPSPEED_TYPE});
+APSL_ENUM(enum_pp_schedule, "1f1b, interleaved_zero_bubble, zbv_zero_bubble",
+          {"1f1b", APS_PP_1F1B},
+          {"interleaved_zero_bubble", APS_PP_INTERLEAVED_ZB},
+          {"zbv_zero_bubble", APS_PP_ZBV});
 APSL_ENUM(enum_cp_comm, "p2p, all_gather",
           {"p2p", APS_CP_P2P}, {"all_gather", APS_CP_ALL_GATHER});
 
@@ -275,7 +279,7 @@ enum {
     S_DP, S_FSDP, S_ZERO, S_RESHARD, S_TP, S_SP, S_PP, S_VPP, S_CP, S_CPCOMM,
     S_MBS, S_MBN, S_PART, S_OFFSET, S_RECOMP, S_RECOMPN, S_IDLE,
     S_BALANCE, S_AUTORC, S_RMETHOD, S_SPLIT, S_HSDP_SHARD, S_HSDP_REPL,
-    S_NFIELDS
+    S_PPSCHED, S_NFIELDS
 };
 
 static const apsl_field strategy_fields[] = {
@@ -306,6 +310,7 @@ static const apsl_field strategy_fields[] = {
      offsetof(aps_strategy, fsdp_degree), NULL},
     {"hsdp_replicate_degree", 21, FT_INT, S_DP, 1,
      offsetof(aps_strategy, dp_degree), NULL},
+    FLD(aps_strategy, pp_schedule, FT_ENUM, &enum_pp_schedule),
 };
 _Static_assert(sizeof(strategy_fields) / sizeof(strategy_fields[0]) ==
                S_NFIELDS, "strategy field table");

@@ -15,7 +15,7 @@ static void run(int64_t p, int64_t v, int64_t m, const double *tf,
                 const double *tb, const double *p2p, const double *w,
                 aps_schedule_out *out)
 {
-    aps_schedule_in in = {p, v, m, tf, tb, p2p, w};
+    aps_schedule_in in = {p, v, m, tf, tb, p2p, w, 0, NULL};
     assert_int_equal(aps_schedule_simulate(&in, out), APS_OK);
 }
 
@@ -143,6 +143,134 @@ static void test_unequal_chunk_weights(void **state)
     ASSERT_REL(aps_schedule_inflight(4, 2, 8, 3, w3), 1.75, 0);
 }
 
+static void run_zb(int schedule, int64_t p, int64_t v, int64_t m,
+                   const double *tf, const double *tb, const double *tw,
+                   aps_schedule_out *out)
+{
+    aps_schedule_in in = {p, v, m, tf, tb, NULL, NULL, schedule, tw};
+    assert_int_equal(aps_schedule_simulate(&in, out), APS_OK);
+}
+
+/* InterleavedZeroBubble (PyTorch ZB1P order, schedule_zb.c), v = 1, p = 2,
+ * F = I = W = 1 (so the full backward B = I + W = 2).
+ * m = 2: rank 0 warm = p - 1 - 0 = 1: F0 F1 I0 W0 I1 W1; rank 1 warm 0,
+ * its W start after r = 1 pairs: F0 I0 F1 I1 W0 W1.
+ *   rank 0: F0 [0,1] F1 [1,2]          I0 [3,4] W0 [4,5] I1 [5,6] W1 [6,7]
+ *   rank 1:   F0 [1,2] I0 [2,3] F1 [3,4] I1 [4,5] W0 [5,6] W1 [6,7]
+ * step 7; 1F1B with B = 2: (m + p - 1)(F + B) = 3 * 3 = 9.
+ * Memory (held from F to W): rank 0 2 (F0 F1), rank 1 2 (W0 after F1),
+ * where 1F1B holds 2 and 1.
+ * m = 4 (rounds 2, two micro-batches a round): rank 0 F0 F1 I0 W0 F2 I1 W1
+ * F3 I2 W2 I3 W3; rank 1 F0 I0 F1 I1 W0 F2 I2 W1 F3 I3 W2 W3.
+ *   rank 0: F0 0-1 F1 1-2 I0 3-4 W0 4-5 F2 5-6 I1 6-7 W1 7-8 F3 8-9
+ *           I2 9-10 W2 10-11 I3 11-12 W3 12-13
+ *   rank 1: F0 1-2 I0 2-3 F1 3-4 I1 4-5 W0 5-6 F2 6-7 I2 7-8 W1 8-9
+ *           F3 9-10 I3 10-11 W2 11-12 W3 12-13
+ * step 13 against 1F1B's (4 + 1) * 3 = 15; busy 12, bubble 1.  Peaks
+ * 2 and 2 (1F1B: 2 and 1). */
+static void test_interleaved_zero_bubble(void **state)
+{
+    (void)state;
+    double tf[2] = {1, 1}, tb[2] = {2, 2}, tw[2] = {1, 1};
+    aps_schedule_out o, o1;
+    run_zb(APS_PP_INTERLEAVED_ZB, 2, 1, 2, tf, tb, tw, &o);
+    ASSERT_REL(o.step, 7.0, 1e-12);
+    ASSERT_REL(o.inflight[0], 2.0, 0);
+    ASSERT_REL(o.inflight[1], 2.0, 0);
+    run(2, 1, 2, tf, tb, NULL, NULL, &o1);
+    ASSERT_REL(o1.step, 9.0, 1e-12);
+    ASSERT_REL(o1.inflight[1], 1.0, 0);
+    run_zb(APS_PP_INTERLEAVED_ZB, 2, 1, 4, tf, tb, tw, &o);
+    ASSERT_REL(o.step, 13.0, 1e-12);
+    ASSERT_REL(o.busy_max, 12.0, 1e-12);
+    ASSERT_REL(o.bubble, 1.0, 1e-12);
+    ASSERT_REL(o.inflight[0], 2.0, 0);
+    ASSERT_REL(o.inflight[1], 2.0, 0);
+    run(2, 1, 4, tf, tb, NULL, NULL, &o1);
+    ASSERT_REL(o1.step, 15.0, 1e-12);
+    /* W = 0: the same order with nothing to defer is 1F1B's time */
+    double tw0[2] = {0, 0};
+    run_zb(APS_PP_INTERLEAVED_ZB, 2, 1, 4, tf, tb, tw0, &o);
+    ASSERT_REL(o.step, 15.0, 1e-12);
+}
+
+/* ZBV, p = 2, m = 4, every op 1 (per chunk F = I = W = 1): rank 0 holds
+ * stages 0 and 3, rank 1 stages 1 and 2 (written s_mb below).  Orders
+ * (ScheduleZBVZeroBubble):
+ *   rank 0: F0_0 F0_1 F0_2 | F3_0 I3_0 W3_0 F3_1 I3_1 W3_1 | F0_3 I0_0
+ *           W0_0 F3_2 I3_2 W3_2 | I0_1 W0_1 F3_3 I3_3 W3_3 | I0_2 W0_2
+ *           I0_3 W0_3
+ *   rank 1: F1_0 | F2_0 F1_1 | F2_1 I2_0 W2_0 | F1_2 I1_0 W1_0 F2_2 I2_1
+ *           W2_1 | F1_3 I1_1 W1_1 F2_3 I2_2 W2_2 | I1_2 I2_3 | I1_3 W1_2
+ *           | W2_3 W1_3
+ * Timeline:
+ *   rank 0: F0_0 0-1 F0_1 1-2 F0_2 2-3 F3_0 3-4 I3_0 4-5 W3_0 5-6
+ *           F3_1 6-7 I3_1 7-8 W3_1 8-9 F0_3 9-10 I0_0 10-11 W0_0 11-12
+ *           F3_2 12-13 I3_2 13-14 W3_2 14-15 I0_1 15-16 W0_1 16-17
+ *           F3_3 17-18 I3_3 18-19 W3_3 19-20 I0_2 20-21 W0_2 21-22
+ *           I0_3 22-23 W0_3 23-24
+ *   rank 1: F1_0 1-2 F2_0 2-3 F1_1 3-4 F2_1 4-5 I2_0 5-6 W2_0 6-7
+ *           F1_2 7-8 I1_0 8-9 W1_0 9-10 F2_2 10-11 I2_1 11-12 W2_1 12-13
+ *           F1_3 13-14 I1_1 14-15 W1_1 15-16 F2_3 16-17 I2_2 17-18
+ *           W2_2 18-19 I1_2 19-20 I2_3 20-21 I1_3 21-22 W1_2 22-23
+ *           W2_3 23-24 W1_3 24-25
+ * step 25, busy 24 per rank.  Non-interleaved 1F1B over the same work
+ * (per rank F = 2, B = 4): (4 + 1) * 6 = 30.  Held chunks (F to W) peak
+ * at 4 on both ranks, 4 / v = 2 activation sets. */
+static void test_zbv(void **state)
+{
+    (void)state;
+    double tf[4], tb[4], tw[4];
+    fill(tf, 4, 1.0);
+    fill(tb, 4, 2.0);
+    fill(tw, 4, 1.0);
+    aps_schedule_out o;
+    run_zb(APS_PP_ZBV, 2, 2, 4, tf, tb, tw, &o);
+    ASSERT_REL(o.step, 25.0, 1e-12);
+    ASSERT_REL(o.busy_max, 24.0, 1e-12);
+    ASSERT_REL(o.inflight[0], 2.0, 0);
+    ASSERT_REL(o.inflight[1], 2.0, 0);
+    double rf[2] = {2, 2}, rb[2] = {4, 4};
+    run(2, 1, 4, rf, rb, NULL, NULL, &o);
+    ASSERT_REL(o.step, 30.0, 1e-12);
+}
+
+/* With the same op times, InterleavedZeroBubble is never slower than
+ * (interleaved) 1F1B, and equal to it when there is no W to defer;
+ * checked over p, v, m and W shares.  ZB-V's order is built for F = I = W
+ * (PyTorch's docstring): with W of at least half of F it is not slower
+ * than Megatron's interleaved 1F1B either, but with W = 0 its V (the
+ * first chunk's warm-up of 2(p - r) - 1 forwards) costs (p - 1) F more
+ * (p = 2, 4, 8: 16 against 15, 36 / 33, 76 / 69 at m = p). */
+static void test_zero_bubble_not_slower(void **state)
+{
+    (void)state;
+    double tf[32], tb[32], tw[32];
+    for (int64_t p = 2; p <= 8; p *= 2)
+        for (int64_t v = 1; v <= 2; v++)
+            for (int64_t m = p; m <= 4 * p; m += p)
+                for (int q = 0; q <= 2; q++) {
+                    int64_t S = p * v;
+                    fill(tf, S, 1.0);
+                    fill(tb, S, 2.0);
+                    fill(tw, S, 0.5 * q);
+                    aps_schedule_out a, z;
+                    run(p, v, m, tf, tb, NULL, NULL, &a);
+                    run_zb(APS_PP_INTERLEAVED_ZB, p, v, m, tf, tb, tw, &z);
+                    assert_true(z.step <= a.step + 1e-9);
+                    if (q == 0)
+                        ASSERT_REL(z.step, a.step, 1e-12);
+                    if (v == 2) {
+                        run_zb(APS_PP_ZBV, p, v, m, tf, tb, tw, &z);
+                        if (q > 0)
+                            assert_true(z.step <= a.step + 1e-9);
+                        else
+                            ASSERT_REL(z.step, a.step + (double)(p - 1),
+                                       1e-12);
+                    }
+                }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -151,6 +279,9 @@ int main(void)
         cmocka_unit_test(test_p2p_delay),
         cmocka_unit_test(test_uneven_stages),
         cmocka_unit_test(test_unequal_chunk_weights),
+        cmocka_unit_test(test_interleaved_zero_bubble),
+        cmocka_unit_test(test_zbv),
+        cmocka_unit_test(test_zero_bubble_not_slower),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -447,7 +447,7 @@ describe("apsearch.core", function()
         stage_partition = { 0 }, layer_offset = { 0 }, layer_recompute = "none",
         recompute_num_layers = { -1 }, allow_idle_devices = false,
         balance_stages = false, auto_recompute = false,
-        recompute_method = "block", pipeline_split = "even",
+        recompute_method = "block", pipeline_split = "even", pp_schedule = "1f1b",
       }, s)
       assert.are.same(core.defaults("strategy"), with(with(s, "dp_degree", 1), "fsdp_degree", 1))
       local again = ctx:estimate(s)
@@ -480,6 +480,24 @@ describe("apsearch.core", function()
       -- given as HSDP, a replicate degree of 1 is not HSDP
       local r = ctx:evaluate { fsdp_degree = 8, hsdp_shard_degree = 8 }
       assert.are.equal("HSDP_INVALID", r.reason)
+    end)
+
+    it("runs pp_schedule on TorchTitan only, zero bubble no slower than 1F1B", function()
+      local zb = { pp_degree = 2, fsdp_degree = 4, layer_recompute = "full",
+                   pp_schedule = "interleaved_zero_bubble" }
+      -- Megatron-LM runs (interleaved) 1F1B only
+      assert.are.equal("FRAMEWORK_UNSUPPORTED", ctx:evaluate(zb).reason)
+      local t2 = train()
+      t2.framework = "fsdp2"
+      local tt = core.context(llama8b(), node8(), t2)
+      local one = tt:estimate { pp_degree = 2, fsdp_degree = 4, layer_recompute = "full" }
+      local z = tt:estimate(zb)
+      assert.are.equal("interleaved_zero_bubble", z.strategy.pp_schedule)
+      assert.is_true(z.step_time < one.step_time)
+      -- W keeps activations to its own time: more in flight on the last rank
+      assert.is_true(z.stages[2].inflight_microbatches > one.stages[2].inflight_microbatches)
+      local v = tt:evaluate { pp_degree = 2, fsdp_degree = 4, pp_schedule = "zbv_zero_bubble" }
+      assert.are.equal("VPP_INVALID", v.reason)
     end)
 
     it("turns a bad layer_offset into a PP_PARTITION reason", function()

@@ -174,7 +174,10 @@ M.torchtitan = {
     ["parallelism.tensor_parallel_degree"] = { type = "int", min = 1 },
     ["parallelism.enable_sequence_parallel"] = { type = "bool" },
     ["parallelism.pipeline_parallel_degree"] = { type = "int", min = 1 },
-    ["parallelism.pipeline_parallel_schedule"] = { type = "str", values = set({ "1F1B", "Interleaved1F1B" }) },
+    -- a name get_schedule_class maps (torch/distributed/pipelining/
+    -- schedules.py, pytorch 1fd7abc2); DualPipeV in later PyTorch
+    ["parallelism.pipeline_parallel_schedule"] = { type = "str",
+      values = set({ "1F1B", "Interleaved1F1B", "InterleavedZeroBubble", "ZBVZeroBubble" }) },
     ["parallelism.num_pp_microbatches"] = { type = "int", min = 1 },
     ["parallelism.pipeline_parallel_first_stage_less_layers"] = { type = "int", min = 0 },
     ["parallelism.pipeline_parallel_last_stage_less_layers"] = { type = "int", min = 0 },

@@ -175,16 +175,26 @@ local function shortcut_sets(opts)
   return sets
 end
 
+-- The notes of a policy (the default search space) on stderr, after the
+-- estimator accepted its inputs (--quiet drops them).
+local function print_notes(p, opts)
+  if opts.quiet then return end
+  require("apsearch.search").context(p) -- raises the inputs' one-line error first
+  for _, w in ipairs(p.warnings or {}) do
+    if w:match("^note:") then io.stderr:write("apsearch: ", w, "\n") end
+  end
+end
+
 local function load_policy(path, opts, extra)
   M.configure_sandbox(opts)
   local o = { set = shortcut_sets(opts), fix = opts.fix or {} }
   for k, v in pairs(extra or {}) do o[k] = v end
   local p = policy_mod.load(path, o)
-  -- notes and warnings of the policy (default search space, a sequence
-  -- past max_position_embeddings)
-  -- (--quiet drops the notes, never the warnings)
+  -- warnings of the policy (a sequence past max_position_embeddings) now;
+  -- its notes (the default search space) once the inputs are known good
+  -- (print_notes), so that bad input stays a one-line error
   for _, w in ipairs(p.warnings or {}) do
-    if not (opts.quiet and w:match("^note:")) then io.stderr:write("apsearch: ", w, "\n") end
+    if not w:match("^note:") then io.stderr:write("apsearch: ", w, "\n") end
   end
   if opts.calibration then
     -- kernel efficiencies fitted by `apsearch calibrate` replace the
@@ -353,6 +363,7 @@ local function cmd_run(args)
   end
   local path = opts.POLICY or default_policy()
   local p = load_policy(path, opts, { top_k = top_k, rules = opts.rules, objective = opts.objective })
+  print_notes(p, opts)
   local user_formatter
   if opts.formatter then
     if not util.file_exists(opts.formatter) then
@@ -500,6 +511,7 @@ local function cmd_estimate(args)
   local fmt = check_format("estimate", opts.format, { "table", "json" }) or "table"
   local path = opts.POLICY or default_policy()
   local p = load_policy(path, opts)
+  print_notes(p, opts)
   local given = M.parse_strategy(opts.strategy or {})
   -- single-valued policy dimensions are the defaults
   for dim, list in pairs(p.search_space.dims) do

@@ -480,7 +480,8 @@ function M.parse_strategy(list)
         local name = schema.strategy_aliases[k] or k
         local kind = schema.strategy[name]
         if not kind then
-          util.fail("--strategy", k, "unknown strategy field (known: " .. util.join(schema.dimensions) .. ")", v)
+          util.fail("--strategy", k, require("apsearch.suggest").unknown("unknown strategy field", k,
+            schema.dimensions), v)
         end
         local value
         if v:find(":", 1, true) then
@@ -795,7 +796,8 @@ local function cmd_calibrate(args)
     util.fail("--output", "file", "cannot write: no directory " .. util.dirname(opts.output), opts.output)
   end
   if opts.group ~= nil and opts.group ~= "software" then
-    util.fail("calibrate", "--group", "unknown grouping; known: software", opts.group)
+    util.fail("calibrate", "--group", require("apsearch.suggest").unknown("unknown grouping",
+      opts.group, { "software" }), opts.group)
   end
   local log = (not opts.quiet) and function(line) util.log("%s", line) end or nil
   local calibrate = require "apsearch.calibrate"

@@ -109,7 +109,8 @@ function M.parse_composite(spec)
     local k, v = item:match("^([%w_]+)=(.+)$")
     if not k then weight_error(spec, "expected NAME=WEIGHT, not " .. string.format("%q", item)) end
     if w[k] == nil then
-      weight_error(spec, "unknown weight " .. string.format("%q", k) .. " (known: step_time, memory, throughput)")
+      weight_error(spec, require("apsearch.suggest").unknown("unknown weight " .. string.format("%q", k), k,
+        { "step_time", "memory", "throughput" }))
     end
     local n = tonumber(v)
     if not n or n ~= n or n < 0 or n == huge then

@@ -189,3 +189,12 @@ describe("estimate", function()
     assert.truthy(line:find("micro_batch_num=%d+"))
   end)
 end)
+
+describe("did you mean, in the remaining places", function()
+  local H = require "spec_helpers"
+  it("suggests --strategy field names", function()
+    local code, _, err = H.apsearch("estimate", "--strategy", "tp_degre=2")
+    assert.are.equal(2, code)
+    assert.truthy(err:find('unknown strategy field; did you mean "tp_degree"?', 1, true), err)
+  end)
+end)

@@ -196,6 +196,9 @@ describe("calibrate --group software", function()
     local code, _, out = H.apsearch("calibrate", ROOT .. "/tests/fixtures/cases_small.csv",
       "--group", "bogus", "-o", os.tmpname())
     assert.are_not.equal(0, code)
-    assert.truthy(out:find("--group: unknown grouping; known: software", 1, true), out)
+    assert.truthy(out:find("--group: unknown grouping (known: software)", 1, true), out)
+    code, _, out = H.apsearch("calibrate", ROOT .. "/tests/fixtures/cases_small.csv",
+      "--group", "sofware", "-o", os.tmpname())
+    assert.truthy(out:find('did you mean "software"?', 1, true), out)
   end)
 end)

@@ -527,12 +527,23 @@ local function cmd_estimate(args)
   local search = require "apsearch.search"
   local ctx = search.context(p)
   local inputs = ctx:inputs()
+  local shard_fill = (inputs.training.framework == "fsdp2" or inputs.training.framework == "fsdp")
+    and s.fsdp_degree == nil and s.hsdp_shard_degree == nil
   if s.dp_degree == nil and s.hsdp_replicate_degree == nil then
-    -- fill the cluster: dp = N / (tp cp pp fsdp) when it divides
+    -- fill the cluster with the devices the strategy leaves: under PyTorch
+    -- FSDP (TorchTitan data_parallel_shard_degree = -1, llm-foundry) they
+    -- shard, fsdp = N / (tp cp pp); otherwise they replicate, dp = N /
+    -- (tp cp pp fsdp) (Megatron DDP / distributed optimizer, DeepSpeed)
     local used = (s.tp_degree or 1) * (s.cp_degree or 1) * (s.pp_degree or 1) *
       (s.fsdp_degree or s.hsdp_shard_degree or 1)
     local N = inputs.cluster.num_devices
-    s.dp_degree = (N % used == 0) and (N // used) or 1
+    local rest = (N % used == 0) and (N // used) or 1
+    if shard_fill then
+      s.fsdp_degree, s.dp_degree = rest, 1
+      if rest > 1 and s.zero_stage == nil then s.zero_stage = 3 end
+    else
+      s.dp_degree = rest
+    end
   end
   local ok, est = pcall(ctx.estimate, ctx, s)
   if not ok then -- the core's "strategy.<field>" is what --strategy gave

@@ -215,7 +215,7 @@ function M.best_mfu(res)
       local key = intervals.mfu_key(dev, tr.precision)
       local mfu = p.mfu * meas / p.tokens_per_s_per_gpu
       if not best[key] or mfu > best[key].mfu then
-        best[key] = { mfu = mfu, case = tostring(c.case_id), source = tostring(c.source) }
+        best[key] = { mfu = mfu, case = tostring(c.case_id), source = validate.source_key(c.source) }
       end
     end
   end

@@ -9,8 +9,8 @@ return {
   -- family, in apsearch's convention (causal model FLOPs / the
   -- precision's peak): the estimate's MFU x measured / estimated tokens/s
   best_mfu = {
-    ["ampere/16bit"] = { mfu = 0.6174, case = "c233", source = "mosaicml/llm-foundry scripts/train/benchmarking/README.md (MPT training benchmarks" },
-    ["hopper/16bit"] = { mfu = 0.4465, case = "c213", source = "mosaicml/llm-foundry scripts/train/benchmarking/README.md (MPT training benchmarks" },
-    ["hopper/quantized"] = { mfu = 0.4196, case = "c068", source = "NVIDIA/NeMo docs/source/performance/performance_summary.md (NeMo 24.07 container, DGX-H100)" },
+    ["ampere/16bit"] = { mfu = 0.6174, case = "c233", source = "mosaicml/llm-foundry" },
+    ["hopper/16bit"] = { mfu = 0.4465, case = "c213", source = "mosaicml/llm-foundry" },
+    ["hopper/quantized"] = { mfu = 0.4196, case = "c068", source = "NVIDIA/NeMo" },
   },
 }

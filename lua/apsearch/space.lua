@@ -273,8 +273,19 @@ function M.new(ss, info)
 
   local rl = list_of(dims, "reshard_after_forward")
   local r_true = { true }
-  level { name = "reshard_after_forward", field = "reshard_after_forward", deps = { "fsdp_degree" },
-    values = function(c) if c.fsdp_degree == 1 then return r_true end return rl end }
+  -- TorchTitan under pipeline parallelism: PyTorch's pipelining keeps the
+  -- parameters unsharded across the micro-batches whatever the policy
+  -- (the estimate is the same either way), and TorchTitan's "default"
+  -- policy does not reshard then: one candidate, false (the launch config
+  -- writes "never")
+  local r_false = { false }
+  local titan_pp = info.framework == "fsdp2"
+  level { name = "reshard_after_forward", field = "reshard_after_forward", deps = { "fsdp_degree", "pp_degree" },
+    values = function(c)
+      if c.fsdp_degree == 1 then return r_true end
+      if titan_pp and c.pp_degree > 1 then return r_false end
+      return rl
+    end }
 
   local rnl = list_of(dims, "recompute_num_layers")
   local lr = list_of(dims, "layer_recompute")

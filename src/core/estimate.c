@@ -528,9 +528,7 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
     memset(out, 0, offsetof(aps_estimate, stages));
     out->worst_stage = -1;
     if (aps_model_is_moe(m)) { /* issue 13: not estimated as dense */
-        aps_fmt(out->reason_msg, sizeof out->reason_msg,
-                "mixture-of-experts estimation is not implemented yet "
-                "(issue 13): %s", m->name);
+        aps_moe_refusal(m, out->reason_msg, sizeof out->reason_msg);
         return APS_ENOTIMPL;
     }
 

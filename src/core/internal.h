@@ -16,6 +16,11 @@ void aps_fmt(char *msg, size_t n, const char *fmt, ...)
  *  UTF-8 (no control characters) (names.c). */
 bool aps_text_ok(const char *s, size_t cap);
 
+/** The one-line refusal of a model apsearch cannot estimate yet (experts
+ *  or multi-head latent attention), naming the field and its value
+ *  (model.c). */
+void aps_moe_refusal(const aps_model *m, char *msg, size_t n);
+
 /** Megatron-LM --make-vocab-size-divisible-by default (arguments.py). */
 #define APS_VOCAB_DIVISOR 128
 

@@ -190,8 +190,7 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
     /* issue 13: the memory and time terms of experts and MLA are not
      * modelled yet; never estimate such a model as dense */
     if (aps_model_is_moe(m)) {
-        aps_fmt(err, n, "mixture-of-experts estimation is not implemented "
-                "yet (issue 13): %s", m->name);
+        aps_moe_refusal(m, err, n);
         return APS_ENOTIMPL;
     }
     if (t->memory_limit_bytes > d->memory_bytes) {

@@ -287,7 +287,7 @@ static void test_not_implemented(void **state)
              json);
     assert_int_equal(aps_engine_load_policy_string(e, policy, "moe"), APS_ENGINE_OK);
     expect_error(e, aps_engine_run(e), APS_ENGINE_ENOTIMPL, "NotImplemented",
-                 "mixture-of-experts estimation is not implemented yet (issue 13)",
+                 "mixture-of-experts estimation is not implemented yet",
                  NULL);
     assert_usable(e);
     aps_engine_close(e);

@@ -598,13 +598,16 @@ static void test_moe_estimate_refused(void **state)
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
     assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err),
                      APS_ENOTIMPL);
-    assert_string_equal(err, "mixture-of-experts estimation is not "
-                             "implemented yet (issue 13): moe-8b");
+    assert_string_equal(err, "model.num_experts = 8 (moe-8b): "
+                             "mixture-of-experts estimation is not "
+                             "implemented yet; `apsearch inspect` counts "
+                             "its parameters");
     s.dp_degree = 8;
     assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_ENOTIMPL);
-    assert_string_equal(out.reason_msg, "mixture-of-experts estimation is "
-                                        "not implemented yet (issue 13): "
-                                        "moe-8b");
+    assert_string_equal(out.reason_msg, "model.num_experts = 8 (moe-8b): "
+                                        "mixture-of-experts estimation is "
+                                        "not implemented yet; `apsearch "
+                                        "inspect` counts its parameters");
 }
 
 int main(void)

@@ -146,9 +146,18 @@ describe("apsearch binary", function()
     end)
 
     it("when the estimated strategy is infeasible", function()
-      local code, out = apsearch("estimate", "--strategy", "tp_degree=1")   -- pure DP, Megatron states
+      -- pure DP of Llama-3.1-8B over 8 GPUs: every rank holds the model states
+      local code, out = apsearch("estimate", "--strategy", "dp_degree=8")
       assert.are.equal(1, code)
       assert.truthy(out:find("feasible  NO: MEMORY_LIMIT", 1, true))
+    end)
+
+    it("fills the devices a strategy leaves the way the framework would", function()
+      -- TorchTitan (the default policy's fsdp2) shards them:
+      -- data_parallel_shard_degree = -1, so tp 2 on 8 GPUs is fsdp 4
+      local code, out = apsearch("estimate", "--strategy", "tp_degree=2")
+      assert.are.equal(0, code, out)
+      assert.truthy(out:find("dp_degree=1 fsdp_degree=4 zero_stage=3 tp_degree=2", 1, true), out)
     end)
   end)
 
@@ -213,8 +222,9 @@ return { model = "mixtral.json", cluster = { device = "h100-sxm-80gb", nodes = 1
   training = { global_batch_size = 64, seq_length = 4096 } }
 ]])
       -- imported and counted, never estimated as dense
-      assert.are.equal("NotImplemented: mixture-of-experts estimation is not implemented yet " ..
-        "(issue 13): mixtral", one_line_error(apsearch("run", path)))
+      assert.are.equal("NotImplemented: model.num_experts = 8 (mixtral): mixture-of-experts " ..
+        "estimation is not implemented yet; `apsearch inspect` counts its parameters",
+        one_line_error(apsearch("run", path)))
       local olmoe = write(dir .. "/olmoe.json", cjson.encode({ model_type = "olmoe",
         hidden_size = 2048, num_hidden_layers = 16, num_attention_heads = 16,
         intermediate_size = 1024, vocab_size = 50304, num_experts = 64, num_experts_per_tok = 8 }))

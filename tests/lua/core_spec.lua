@@ -279,8 +279,9 @@ describe("apsearch.core", function()
     it("refuses a mixture-of-experts model as not implemented", function()
       local moe = llama8b()
       moe.name, moe.num_experts, moe.experts_per_token, moe.moe_ffn_hidden_size = "moe8", 8, 2, 14336
-      assert.are.equal("NotImplemented: mixture-of-experts estimation is not implemented yet " ..
-        "(issue 13): moe8", err_of(core.context, moe, node8(), train()))
+      assert.are.equal("NotImplemented: model.num_experts = 8 (moe8): mixture-of-experts " ..
+        "estimation is not implemented yet; `apsearch inspect` counts its parameters",
+        err_of(core.context, moe, node8(), train()))
       -- a Hugging Face key in a model table names the model field
       local e = err_of(core.context, with(llama8b(), "num_local_experts", 8), node8(), train())
       assert.matches("^model%.num_local_experts: a Hugging Face key; the model field is num_experts", e)

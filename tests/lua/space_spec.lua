@@ -220,3 +220,13 @@ describe("space recompute_method", function()
     assert.is_true(seen["none:block"] and seen["full:block"] and seen["full:uniform"])
   end)
 end)
+
+describe("space reshard_after_forward under TorchTitan pipelining", function()
+  it("takes false alone with pp > 1 (one candidate, as TorchTitan's default policy runs)", function()
+    local s = space.new({ data_parallel = "manual", dims = { pp_degree = { 1, 2 }, fsdp_degree = { 4 },
+      reshard_after_forward = { true, false } } }, { num_devices = 8, framework = "fsdp2", num_layers = 32 })
+    local got = {}
+    for c in s:iter() do got[#got + 1] = c.pp_degree .. ":" .. tostring(c.reshard_after_forward) end
+    assert.are.same({ "1:true", "1:false", "2:false" }, got)
+  end)
+end)

@@ -152,13 +152,12 @@ function M.interval_note(result)
     local mi = r.memory_cost and r.memory_cost.total_interval
     if si and r.performance_cost.step_time > 0 then
       local st = r.performance_cost.step_time
-      local text = string.format("step time x%.2f-%.2f", si.lo / st, si.hi / st)
-      if mi and r.memory_cost.total > 0 then
-        text = text .. string.format(", peak memory x%.2f-%.2f",
-          mi.lo / r.memory_cost.total, mi.hi / r.memory_cost.total)
-      end
-      text = text .. string.format(" (%s, %d published runs)",
+      local text = string.format("step time x%.2f-%.2f (%s, %d published runs)", si.lo / st, si.hi / st,
         si.pooled and "all classes" or tostring(si.class), si.rows or 0)
+      if mi and r.memory_cost.total > 0 then
+        text = text .. string.format(", peak memory x%.2f-%.2f (%d runs)",
+          mi.lo / r.memory_cost.total, mi.hi / r.memory_cost.total, mi.rows or 0)
+      end
       if not seen[text] then
         seen[text] = true
         parts[#parts + 1] = text
@@ -167,6 +166,12 @@ function M.interval_note(result)
   end
   if #parts == 0 then return nil end
   local level = result.top_k_strategies[1].performance_cost.step_time_interval.level
+  local cl = (result.inputs or {}).cluster or {}
+  local dev = type(cl.device) == "table" and (cl.device.base or cl.device.name) or cl.device
+  local gen = require("apsearch.intervals").generation(dev)
+  if gen ~= "ampere" and gen ~= "hopper" then
+    parts[#parts] = parts[#parts] .. "; no published run of this hardware generation is behind it"
+  end
   return string.format("%d %% of measured runs land within: %s; out-of-sample errors, docs/accuracy.md",
     math.floor(level * 100 + 0.5), table.concat(parts, "; "))
 end

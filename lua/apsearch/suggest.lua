@@ -9,7 +9,8 @@
 -- `max(2, floor(#word / 3))` (`M.threshold`), or when one of the two is a
 -- prefix of the other and the shorter has at least 3 characters
 -- (`h100-sxm` -> `h100-sxm-80gb`).  The closest ones are returned (ties
--- kept, up to 3), prefixes after exact distance matches.
+-- kept, up to 3); a prefix match ranks before any edit-distance match
+-- (`h100` means an H100, not `b200` two edits away).
 -- @module apsearch.suggest
 local M = {}
 
@@ -67,11 +68,13 @@ function M.closest(word, candidates)
   for _, c in ipairs(list) do
     c = tostring(c)
     if c ~= word then
-      local d = M.distance(word, c)
-      if d <= limit then
-        scored[#scored + 1] = { c, d }
-      elseif prefix_of(word, c) then
-        scored[#scored + 1] = { c, limit + 1 + math.abs(#c - #word) / 1000 }
+      -- a name the word is the start of ("h100" of "h100-sxm-80gb") is
+      -- what was meant before any name a few edits away ("b200")
+      if prefix_of(word, c) then
+        scored[#scored + 1] = { c, 0.5 }
+      else
+        local d = M.distance(word, c)
+        if d <= limit then scored[#scored + 1] = { c, d } end
       end
     end
   end

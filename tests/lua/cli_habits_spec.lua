@@ -198,3 +198,12 @@ describe("did you mean, in the remaining places", function()
     assert.truthy(err:find('unknown strategy field; did you mean "tp_degree"?', 1, true), err)
   end)
 end)
+
+describe("did you mean, a prefix first", function()
+  it("suggests the names a typo is the start of before names a few edits away", function()
+    local suggest = require "apsearch.suggest"
+    assert.are.same({ "h100-96gb-500w", "h100-sxm-80gb" },
+      suggest.closest("h100", { "a100-sxm4-80gb", "h100-sxm-80gb", "h100-96gb-500w", "b200" }))
+    assert.are.same({ "tp_degree" }, suggest.closest("tp_degre", { "tp_degree", "pp_degree", "cp_degree" }))
+  end)
+end)

@@ -164,9 +164,10 @@ local function pipeline_layout(row, strategy, framework, L, assumed)
   elseif L % v == 0 and L >= p * v then
     strategy.balance_stages, how = true, "balanced stages"
   else
-    local S, E, list = p * v, L + 2, {}
-    for j = 1, S do list[j] = E // S + ((j - 1) < E % S and 1 or 0) end
-    list[1], list[S] = list[1] - 1, list[S] - 1
+    -- TorchTitan's rule, which spreads the remainder (src/core/pipeline.c)
+    local list, code, msg = core.chunk_layers(L,
+      { pp_degree = p, vpp_degree = v, pipeline_split = "embedding_loss" })
+    if not list then error(("pipeline_layout not stated and %s: %s"):format(code, msg), 0) end
     strategy.stage_partition, how = list, "per model chunk " .. table.concat(list, ",")
   end
   assumed[#assumed + 1] = ("pipeline_layout = %s (num_layers %d over %d x %d stages, not stated)"):format(

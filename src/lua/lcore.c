@@ -83,6 +83,45 @@ static apsl_context *check_context(lua_State *L, int idx)
  * table (fields of aps_model).  Raises on a bad table or a model that fails
  * aps_model_validate ("model.<field>: ...").
  */
+/*
+ * core.chunk_layers(num_layers, strategy) -> array of layers per model
+ * chunk in schedule order (chunk j on pipeline rank (j - 1) mod p), as the
+ * estimator splits them (aps_chunk_layers: stage_partition, the
+ * pipeline_split rule, the even split plus layer_offset) | nil, reason
+ * code, message.  strategy: a strategy table (pp_degree, vpp_degree,
+ * pipeline_split, stage_partition, layer_offset, ...).  The one place the
+ * split rules live for the launch configs, validate and the report.
+ */
+static int l_chunk_layers(lua_State *L)
+{
+    lua_Integer layers = luaL_checkinteger(L, 1);
+    if (layers < 1 || layers > (INT64_C(1) << 20))
+        return luaL_error(L, "chunk_layers: num_layers must be in [1, 2^20] (got %I)",
+                          (LUAI_UACINT)layers);
+    aps_model m;
+    aps_model_defaults(&m);
+    m.num_layers = (int64_t)layers; /* the split reads the layer count only */
+    aps_strategy proto, s;
+    aps_strategy_defaults(&proto);
+    apsl_check_strategy(L, 2, &proto, &s);
+    int64_t chunks[APS_MAX_STAGES];
+    char msg[APS_REASON_LEN] = "";
+    aps_reason r = aps_chunk_layers(&m, &s, chunks, msg, sizeof msg);
+    if (r != APS_REASON_NONE) {
+        lua_pushnil(L);
+        lua_pushstring(L, aps_reason_code(r));
+        lua_pushstring(L, msg);
+        return 3;
+    }
+    int64_t n = s.pp_degree * s.vpp_degree;
+    lua_createtable(L, (int)n, 0);
+    for (int64_t j = 0; j < n; j++) {
+        lua_pushinteger(L, (lua_Integer)chunks[j]);
+        lua_rawseti(L, -2, (lua_Integer)j + 1);
+    }
+    return 1;
+}
+
 static int l_model_params(lua_State *L)
 {
     aps_model m;
@@ -490,6 +529,7 @@ static int ctx_tostring(lua_State *L)
 
 static const luaL_Reg module_funcs[] = {
     {"model_params", l_model_params},
+    {"chunk_layers", l_chunk_layers},
     {"device_presets", l_device_presets},
     {"device_preset", l_device_preset},
     {"defaults", l_defaults},

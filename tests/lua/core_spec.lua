@@ -658,3 +658,23 @@ return M
                      .. "is missing (set APSEARCH_ROOT to the directory that holds lua/apsearch)\n", err)
   end)
 end)
+
+describe("core.chunk_layers", function()
+  local core = require "apsearch.core"
+  it("splits as the estimator does (src/core/pipeline.c), for the launchers, validate and the report", function()
+    -- (126 + 2) / 16 = 8 per chunk, the first and last one layer short
+    local c = core.chunk_layers(126, { pp_degree = 8, vpp_degree = 2, pipeline_split = "embedding_loss" })
+    assert.are.equal(16, #c)
+    assert.are.equal(7, c[1]) assert.are.equal(7, c[16])
+    for j = 2, 15 do assert.are.equal(8, c[j]) end
+    -- 29 + 2 = 31 over 4: 8, 8, 8, 7 less one at each end
+    assert.are.same({ 7, 8, 8, 6 }, core.chunk_layers(29, { pp_degree = 4, pipeline_split = "embedding_loss" }))
+    -- DeepSpeed partition_balanced: 98 units over 8, the first two one more
+    assert.are.same({ 12, 13, 12, 12, 12, 12, 12, 11 },
+      core.chunk_layers(96, { pp_degree = 8, pipeline_split = "deepspeed_type" }))
+    local none, code, msg = core.chunk_layers(126, { pp_degree = 8, vpp_degree = 2 })
+    assert.is_nil(none)
+    assert.are.equal("PP_DIVISIBILITY", code)
+    assert.truthy(msg:find("num_layers = 126 is not divisible", 1, true))
+  end)
+end)

@@ -132,7 +132,7 @@ function M.render(c)
   if per_chunk then
     for j = 1, pp * vpp do chunks[j] = given[j] end
   elseif split == "embedding_loss" and #given == 0 and pp > 1 then
-    chunks = M.embedding_loss_chunks(L, pp * vpp)
+    chunks = M.embedding_loss_chunks(L, pp, vpp) or {}
   elseif #layers == pp then
     for k = 0, vpp - 1 do
       for i = 1, pp do chunks[k * pp + i] = layers[i] // vpp end
@@ -448,13 +448,14 @@ end
 -- get_num_layers_to_build): L + 2 units over S chunks, the first and last
 -- chunk giving one to the embedding and the loss.
 -- @tparam integer L transformer layers
--- @tparam integer S model chunks (p v)
--- @treturn table layers per chunk in schedule order
-function M.embedding_loss_chunks(L, S)
-  local E, out = L + 2, {}
-  for j = 1, S do out[j] = E // S + ((j - 1) < E % S and 1 or 0) end
-  out[1], out[S] = out[1] - 1, out[S] - 1
-  return out
+-- @tparam integer pp pipeline ranks
+-- @tparam integer vpp model chunks per rank
+-- @treturn table layers per chunk in schedule order (nil when the rule
+--   leaves a rank without layers)
+function M.embedding_loss_chunks(L, pp, vpp)
+  -- the estimator's own rule (src/core/pipeline.c), not a copy of it
+  return require("apsearch.core").chunk_layers(L,
+    { pp_degree = pp, vpp_degree = vpp, pipeline_split = "embedding_loss" })
 end
 
 --- `--pipeline-model-parallel-layout` for layers per model chunk in

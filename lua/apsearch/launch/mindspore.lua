@@ -247,7 +247,7 @@ function M.render(c)
     if vpp > 1 and #given == pp * vpp then
       for j = 1, pp * vpp do chunks[j] = given[j] end
     elseif vpp > 1 and (r.pipeline_split or "even") == "embedding_loss" and #given == 0 then
-      chunks = require("apsearch.launch.megatron").embedding_loss_chunks(L, pp * vpp)
+      chunks = require("apsearch.launch.megatron").embedding_loss_chunks(L, pp, vpp) or {}
     else
       for k = 0, vpp - 1 do
         for i = 1, pp do chunks[k * pp + i] = layers[i] // vpp end

@@ -153,7 +153,10 @@ function M.estimate_chunks(c)
   local offsets = false
   for _, o in ipairs(r.layer_offset or {}) do offsets = offsets or o ~= 0 end
   if split == "embedding_loss" and #given == 0 and not offsets and not r.balance_stages then
-    return M.titan_split(p * v, L, 1, 1)
+    -- the estimator's own rule (src/core/pipeline.c)
+    local chunks = require("apsearch.core").chunk_layers(L,
+      { pp_degree = p, vpp_degree = v, pipeline_split = "embedding_loss" })
+    if chunks then return chunks end
   end
   local out = {}
   for i = 1, p do

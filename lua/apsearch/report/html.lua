@@ -203,10 +203,9 @@ function M.chunk_layers(t, counts)
       and t.pipeline_split == "embedding_loss" then
     local L = 0
     for i = 1, p do L = L + (counts[i] or 0) end
-    local E = L + 2
-    sizes = {}
-    for j = 1, S do sizes[j] = E // S + ((j - 1) < E % S and 1 or 0) end
-    sizes[1], sizes[S] = sizes[1] - 1, sizes[S] - 1
+    -- the estimator's own rule (src/core/pipeline.c)
+    sizes = require("apsearch.core").chunk_layers(L,
+      { pp_degree = p, vpp_degree = v, pipeline_split = "embedding_loss" })
   end
   local function fits(sz)
     if not sz then return false end

@@ -177,6 +177,80 @@ describe("outputs", function()
       assert.are_not.equal("-1", cells[cols.recompute_num_layers], line)
     end
   end)
+
+  it("never writes the placeholders into result.json; top-k splits are the layers each stage ran", function()
+    local dir = tmpdir() .. "/out"
+    -- pp 4 x vpp 2 of 80 layers with full recompute and a balanced split
+    local code = apsearch("run", "examples/llama3_70b_h100.lua", "--quiet", "--top-k", "3", "--out", dir,
+      "--set", "search_space.pp_degree=4", "--set", "search_space.vpp_degree=2",
+      "--set", "search_space.layer_recompute=full")
+    assert.are.equal(0, code)
+    local text = read(dir .. "/result.json")
+    local r = cjson.decode(text)
+    -- every strategy anywhere in the file (top-k, Pareto, examples, trends)
+    local seen = 0
+    local function walk(v)
+      if type(v) ~= "table" then return end
+      if v.dp_degree ~= nil and v.layer_recompute ~= nil then
+        seen = seen + 1
+        assert.are_not.equal(0, v.micro_batch_num)
+        local rc = v.recompute_num_layers
+        for _, x in ipairs(type(rc) == "table" and rc or { rc }) do assert.are_not.equal(-1, x) end
+      end
+      for _, x in pairs(v) do walk(x) end
+    end
+    walk(r)
+    assert.is_true(seen > 3)
+    assert.are.same({ "derived" }, r.inputs.search_space.micro_batch_num)
+    for _, t in ipairs(r.top_k_strategies) do
+      -- p x v chunks adding up to the 80 layers; per rank, the stage's layers
+      local sum = 0
+      for _, n in ipairs(t.stage_partition) do sum = sum + n end
+      assert.are.equal(8, #t.stage_partition)
+      assert.are.equal(80, sum)
+      for i, st in ipairs(t.memory_cost.per_stage) do
+        assert.are.equal(st.num_layers, t.stage_partition[i] + t.stage_partition[i + 4])
+        -- block recompute: the layers the stage recomputes (at most its layers)
+        assert.are.equal(st.recompute_layers, t.recompute_num_layers[i])
+        assert.is_true(t.recompute_num_layers[i] <= st.num_layers)
+      end
+      assert.are.equal(cjson.null, t.layer_offset)
+    end
+  end)
+end)
+
+describe("format.common placeholders", function()
+  local common = require "apsearch.format.common"
+  it("spells micro_batch_num 0 as B / (b x dp x fsdp), -1 as all, moot fields as nil", function()
+    local s = { dp_degree = 2, fsdp_degree = 4, micro_batch_size = 2, micro_batch_num = 0,
+      layer_recompute = "full", recompute_num_layers = -1, stage_partition = { 0, 0 }, layer_offset = { 0, 0 } }
+    assert.are.equal(8, common.field_value(s, "micro_batch_num", 128)) -- 128 / (2 x 2 x 4)
+    assert.are.equal("derived", common.field_value(s, "micro_batch_num", 100)) -- 100 / 16: not whole
+    assert.are.equal("derived", common.field_value(s, "micro_batch_num", nil))
+    assert.are.equal("all", common.field_value(s, "recompute_num_layers"))
+    assert.is_nil(common.field_value(s, "stage_partition"))
+    assert.is_nil(common.field_value(s, "layer_offset"))
+    s.recompute_num_layers = { -1, 3 }
+    assert.are.same({ "all", 3 }, common.field_value(s, "recompute_num_layers"))
+    s.layer_recompute = "selective"
+    assert.is_nil(common.field_value(s, "recompute_num_layers"))
+  end)
+
+  it("resolves a top-k record's split per chunk and its recompute per stage", function()
+    local rec = { pp_degree = 2, vpp_degree = 2, pipeline_split = "even", stage_partition = { 0, 0 },
+      layer_offset = { 0, 0 }, layer_recompute = "full", recompute_method = "block",
+      recompute_num_layers = { -1, 2 },
+      memory_cost = { per_stage = { { num_layers = 5, recompute_layers = 5 }, { num_layers = 4, recompute_layers = 2 } } } }
+    local lay = common.resolved_layout(rec)
+    -- rank 1 holds chunks 1 and 3 (5 layers: 3 + 2), rank 2 chunks 2 and 4 (2 + 2)
+    assert.are.same({ 3, 2, 2, 2 }, lay.stage_partition)
+    assert.are.same({ 5, 2 }, lay.recompute_num_layers)
+    assert.is_nil(common.output_value(rec, "layer_offset", nil, lay))
+    rec.recompute_method = "uniform"
+    assert.are.same({ 1, 2 }, common.resolved_layout(rec).recompute_num_layers) -- -1 -> groups of 1
+    rec.vpp_degree = 1
+    assert.are.same({ 5, 4 }, common.resolved_layout(rec).stage_partition)
+  end)
 end)
 
 describe("estimate", function()

@@ -15,6 +15,193 @@ M.time_categories = { "compute_fwd", "compute_bwd", "recompute", "tp_comm",
   "cp_comm", "pp_p2p", "pp_bubble", "fsdp_allgather", "fsdp_reducescatter",
   "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload" }
 
+--- The micro-batch count a strategy runs when it leaves `micro_batch_num`
+-- at the search space's placeholder 0 ("derive from the global batch"):
+-- B / (b x dp x fsdp), Megatron's num_microbatches =
+-- global_batch_size / (micro_batch_size x data_parallel_size)
+-- (megatron/core/num_microbatches_calculator.py).
+-- @tparam table s strategy (micro_batch_size, dp_degree, fsdp_degree)
+-- @tparam[opt] number gbs global batch size B, sequences
+-- @treturn integer|nil the count, nil when B is unknown or not divisible
+function M.derived_micro_batch_num(s, gbs)
+  local ranks = (s.micro_batch_size or 1) * (s.dp_degree or 1) * (s.fsdp_degree or 1)
+  if math.type(gbs) == "float" then gbs = math.tointeger(gbs) end
+  if math.type(gbs) == "integer" and math.type(ranks) == "integer" and ranks > 0
+      and gbs % ranks == 0 then
+    return gbs // ranks
+  end
+  return nil
+end
+
+-- a split or offset at its neutral value: absent, 0, or every entry 0
+local function all_zero(v)
+  if v == nil then return true end
+  if type(v) ~= "table" then return v == 0 end
+  for _, x in ipairs(v) do if x ~= 0 then return false end end
+  return true
+end
+
+--- A strategy field as outputs show it: the search space's internal
+-- placeholders (space.lua) spelt as what they mean, so no output holds
+-- `micro_batch_num = 0` or `recompute_num_layers = -1` (issue 16):
+-- * micro_batch_num 0: the derived count (derived_micro_batch_num), or
+--   the string "derived" when the global batch is not known;
+-- * recompute_num_layers: nil when layer_recompute is not "full" (the
+--   field is moot); -1 ("every layer of the stage") as "all", alone or
+--   per stage;
+-- * stage_partition and layer_offset all 0 (split by `pipeline_split`,
+--   no shift): nil.
+-- Other fields and values are returned as they are.
+-- @tparam table s strategy (candidate or top-k record)
+-- @tparam string f field name
+-- @tparam[opt] number gbs global batch size, sequences
+-- @return the value to show, or nil for "not set / moot"
+function M.field_value(s, f, gbs)
+  local v = s[f]
+  if f == "micro_batch_num" and v == 0 then
+    return M.derived_micro_batch_num(s, gbs) or "derived"
+  elseif f == "recompute_num_layers" then
+    if s.layer_recompute ~= "full" then return nil end
+    if v == -1 then return "all" end
+    if type(v) == "table" then
+      local out = {}
+      for i, x in ipairs(v) do out[i] = x == -1 and "all" or x end
+      return out
+    end
+  elseif (f == "stage_partition" or f == "layer_offset") and all_zero(v) then
+    return nil
+  end
+  return v
+end
+
+--- The pipeline layout a top-k strategy ran, resolved from its estimate:
+-- `stage_partition` as layers per pipeline rank (vpp = 1) or per model
+-- chunk in schedule order (vpp > 1, src/core/pipeline.c aps_chunk_layers,
+-- the same form `--strategy stage_partition=` takes), so a strategy
+-- written with an even split, a split rule or a balanced search reads as
+-- the layers each stage holds; `recompute_num_layers` per rank as the
+-- stages recompute them (block: layers recomputed, from the estimate's
+-- per-stage `recompute_layers`; uniform: the group size, 1 where not
+-- given, as memory.c takes it), nil when layer_recompute is not "full".
+-- layer_offset is then moot (nil).
+-- @tparam table rec top-k record (strategy fields and
+--   memory_cost.per_stage {num_layers, recompute_layers})
+-- @treturn table {stage_partition=, recompute_num_layers=} (either nil
+--   when it cannot be resolved: no per-stage record)
+function M.resolved_layout(rec)
+  local per = rec.memory_cost and rec.memory_cost.per_stage or {}
+  local out = {}
+  if #per == 0 then return out end
+  local counts = {}
+  for i, st in ipairs(per) do counts[i] = math.tointeger(st.num_layers) or 0 end
+  if not all_zero(rec.stage_partition) then
+    out.stage_partition = rec.stage_partition
+  elseif (rec.vpp_degree or 1) > 1 then
+    local p, sizes = rec.pp_degree or 1, {}
+    for i, chunks in ipairs(M.chunk_layers(rec, counts)) do
+      for k, ch in ipairs(chunks) do sizes[i + (k - 1) * p] = ch[3] - ch[2] + 1 end
+    end
+    out.stage_partition = sizes
+  else
+    out.stage_partition = counts
+  end
+  if rec.layer_recompute == "full" then
+    local rc, list = rec.recompute_num_layers, {}
+    for i, st in ipairs(per) do
+      local given = type(rc) == "table" and rc[i] or rc
+      if rec.recompute_method == "uniform" then
+        list[i] = (math.type(given) and given > 0) and given or 1
+      else
+        list[i] = math.tointeger(st.recompute_layers) or counts[i]
+      end
+    end
+    out.recompute_num_layers = list
+  end
+  return out
+end
+
+--- Layers of each model chunk of a pipeline rank, as the core lays them
+-- out (src/core/pipeline.c aps_chunk_layers): p x v model chunks in
+-- schedule order, virtual stage j = i + k p (0-based) being chunk k of
+-- rank i; layers are numbered 0.. in that order, so with vpp > 1 a rank
+-- holds non-contiguous layers.  Chunk sizes: `stage_partition` given per
+-- chunk (p v entries); else `pipeline_split = "embedding_loss"` (no
+-- partition, offset or balancing) splits L + 2 units evenly over the p v
+-- chunks, the first and last giving one unit to the embedding and the
+-- loss; else a rank's layers (stage_summary's count, which includes a
+-- balanced split) are split equally over its v chunks (the first ones one
+-- more when they do not divide, aps_layout_chunk).  Whatever the rule,
+-- the chunk sizes must add up to each rank's count in `counts`; where
+-- they do not, the equal split is used.
+-- @tparam table t top-k record (pp_degree, vpp_degree, stage_partition,
+--   layer_offset, pipeline_split, balance_stages)
+-- @tparam table counts layers per rank (stage_summary num_layers), p entries
+-- @treturn table per rank (1-based) an array of chunks
+--   `{virtual_stage (1-based), first, last}` (`first > last`: no layers)
+function M.chunk_layers(t, counts)
+  local p, v = t.pp_degree or 1, t.vpp_degree or 1
+  local S = p * v
+  local sizes
+  local sp = t.stage_partition
+  local given = not all_zero(sp)
+  if v > 1 and given and #sp == S then
+    sizes = {}
+    for j = 1, S do sizes[j] = sp[j] end
+  elseif p > 1 and v > 1 and not given and all_zero(t.layer_offset) and not t.balance_stages
+      and t.pipeline_split == "embedding_loss" then
+    local L = 0
+    for i = 1, p do L = L + (counts[i] or 0) end
+    -- the estimator's own rule (src/core/pipeline.c)
+    sizes = require("apsearch.core").chunk_layers(L,
+      { pp_degree = p, vpp_degree = v, pipeline_split = "embedding_loss" })
+  end
+  local function fits(sz)
+    if not sz then return false end
+    for i = 1, p do
+      local n = 0
+      for k = 0, v - 1 do
+        local c = sz[i + k * p]
+        if not c or c < 0 then return false end
+        n = n + c
+      end
+      if n ~= (counts[i] or 0) then return false end
+    end
+    return true
+  end
+  if not fits(sizes) then
+    sizes = {}
+    for i = 1, p do
+      local n = counts[i] or 0
+      for k = 0, v - 1 do sizes[i + k * p] = n // v + (k < n % v and 1 or 0) end
+    end
+  end
+  local out, first = {}, 0
+  for i = 1, p do out[i] = {} end
+  for j = 1, S do
+    local i, k = (j - 1) % p + 1, (j - 1) // p
+    out[i][k + 1] = { j, first, first + sizes[j] - 1 }
+    first = first + sizes[j]
+  end
+  return out
+end
+
+--- A strategy field as every output shows it: for a top-k record (one
+-- with `memory_cost.per_stage`) the resolved split and recompute
+-- (resolved_layout; layer_offset then moot), otherwise field_value.
+-- @tparam table s strategy (candidate or top-k record)
+-- @tparam string f field name
+-- @tparam[opt] number gbs global batch size, sequences
+-- @tparam[opt] table lay resolved_layout(s), when the caller has it
+-- @return the value to show, or nil for "not set / moot"
+function M.output_value(s, f, gbs, lay)
+  lay = lay or ((s.memory_cost and s.memory_cost.per_stage) and M.resolved_layout(s) or {})
+  if lay.stage_partition then
+    if f == "stage_partition" or f == "recompute_num_layers" then return lay[f] end
+    if f == "layer_offset" then return nil end
+  end
+  return M.field_value(s, f, gbs)
+end
+
 --- Bytes to GiB (2^30 bytes).
 -- @tparam number bytes
 -- @treturn number GiB

@@ -37,24 +37,10 @@ local function cell(v)
   return v
 end
 
--- the cell of a strategy field, placeholders spelt out: recompute_num_layers
--- -1 ("every layer of the stage") as "all", micro_batch_num 0 ("derived
--- from the global batch") as the derived count, gbs / (mbs x dp x fsdp)
+-- the cell of a strategy field, the space's placeholders spelt out
+-- (common.field_value; per-stage lists joined by ";", a moot field empty)
 local function strategy_cell(s, f, gbs)
-  local v = s[f]
-  if f == "recompute_num_layers" then
-    if v == -1 then return "all" end
-    if type(v) == "table" then
-      local parts = {}
-      for i, x in ipairs(v) do parts[i] = x == -1 and "all" or tostring(x) end
-      return cell(table.concat(parts, ";"))
-    end
-  elseif f == "micro_batch_num" and v == 0 then
-    local ranks = (s.micro_batch_size or 1) * (s.dp_degree or 1) * (s.fsdp_degree or 1)
-    if gbs and ranks > 0 and gbs % ranks == 0 then return cell(gbs // ranks) end
-    return "derived"
-  end
-  return cell(v)
+  return cell(common.field_value(s, f, gbs))
 end
 
 --- Column names, in order.
@@ -83,10 +69,13 @@ end
 -- @treturn string CSV text, lines ending in "\n"
 function M.format(result)
   local lines = { table.concat(M.columns(), ",") }
+  local tr = type(result.inputs) == "table" and result.inputs.training or {}
+  local gbs = tr.global_batch_size
   for _, r in ipairs(result.top_k_strategies or {}) do
     local mc, pc = r.memory_cost or {}, r.performance_cost or {}
     local row = { cell(r.rank) }
-    for _, f in ipairs(STRATEGY) do row[#row + 1] = strategy_cell(r, f, nil) end
+    local lay = common.resolved_layout(r)
+    for _, f in ipairs(STRATEGY) do row[#row + 1] = cell(common.output_value(r, f, gbs, lay)) end
     row[#row + 1] = cell(r.objective_value)
     local si, mi = pc.step_time_interval or {}, mc.total_interval or {}
     -- (an interval may be absent: nil cells, so a counted loop)
@@ -178,6 +167,8 @@ function M.candidate_writer(write, mode, gbs)
         cells[i] = ""
       elseif f == "micro_batch_num" and v == 0 then
         cells[i] = strategy_cell(cand, f, gbs) -- depends on the degrees
+      elseif f == "recompute_num_layers" and cand.layer_recompute ~= "full" then
+        cells[i] = "" -- moot (common.field_value)
       else
         local cache = caches[i]
         local c = cache[v]

@@ -6,6 +6,13 @@
 --   (`[]`, where cjson would write `{}`); other empty tables are objects.
 -- * Sparse arrays are written as objects instead of raising
 --   (`encode_sparse_array(true)`).
+-- * Every strategy (top-k records, Pareto points, examples, closest
+--   infeasible, trends) has the search space's placeholders spelt out
+--   (format.common.field_value: `micro_batch_num` 0 as the derived count,
+--   `recompute_num_layers` -1 as "all", moot fields `null`); a top-k
+--   record's `stage_partition` and `recompute_num_layers` are the layers
+--   each stage ran and recomputed (format.common.resolved_layout).  The
+--   `inputs.search_space` lists read "derived" and "all" for them.
 -- * `filter_reason` of each top-k strategy, nil in Lua, is written `null`
 --   so that the field is present.
 -- * Functions and userdata are dropped, and so are tables whose metatable
@@ -22,6 +29,7 @@
 -- @module apsearch.format.json
 local cjson_mod = require "cjson"
 local util = require "apsearch.util"
+local common = require "apsearch.format.common"
 
 local M = {}
 
@@ -83,12 +91,58 @@ local function sanitize(v, depth)
   return nil
 end
 
+local STRATEGY_PLACEHOLDERS = { "micro_batch_num", "recompute_num_layers",
+  "stage_partition", "layer_offset" }
+
+-- a table that is a strategy (a candidate or a top-k record)
+local function is_strategy(t)
+  return math.type(t.dp_degree) ~= nil and type(t.layer_recompute) == "string"
+    and math.type(t.micro_batch_size) ~= nil
+end
+
+-- Spells the search space's placeholders in every strategy of an encoded
+-- copy `s` (common.field_value; a moot field is `null`), using the
+-- original `v` where the value needs the estimate (a top-k record's
+-- resolved layout, common.resolved_layout).
+local function spell(s, v, gbs, depth)
+  if type(s) ~= "table" or type(v) ~= "table" or depth > 64 then return end
+  if is_strategy(v) then
+    local lay = (v.memory_cost and v.memory_cost.per_stage) and common.resolved_layout(v) or {}
+    for _, f in ipairs(STRATEGY_PLACEHOLDERS) do
+      local x = common.output_value(v, f, gbs, lay)
+      if s[f] ~= nil or v[f] ~= nil then s[f] = x == nil and cjson.null or sanitize(x, 0) end
+    end
+  end
+  for k, x in pairs(v) do
+    if type(x) == "table" and type(s[k]) == "table" then spell(s[k], x, gbs, depth + 1) end
+  end
+end
+
+-- The search space as the policy gave it, placeholders spelt: a
+-- micro_batch_num of 0 as "derived", a recompute_num_layers of -1 as "all".
+local function spell_space(s)
+  if type(s) ~= "table" then return end
+  local function map(list, from, to)
+    if type(list) ~= "table" then return list == from and to or list end
+    for i, x in ipairs(list) do list[i] = map(x, from, to) end
+    return list
+  end
+  if s.micro_batch_num ~= nil then s.micro_batch_num = map(s.micro_batch_num, 0, "derived") end
+  if s.recompute_num_layers ~= nil then s.recompute_num_layers = map(s.recompute_num_layers, -1, "all") end
+end
+
 --- Encodes a value as JSON text (one line).
 -- @param value a table of plain data (a search or estimate result)
 -- @treturn string JSON
 -- @raise if cjson cannot encode it (e.g. nesting deeper than 1000)
 function M.encode(value)
   local s = sanitize(value, 0)
+  if type(value) == "table" and type(s) == "table" then
+    local inputs = type(value.inputs) == "table" and value.inputs or {}
+    local gbs = type(inputs.training) == "table" and inputs.training.global_batch_size or nil
+    spell(s, value, gbs, 0)
+    if type(s.inputs) == "table" then spell_space(s.inputs.search_space) end
+  end
   if type(value) == "table" and type(s) == "table" and type(s.top_k_strategies) == "table" then
     for _, rec in ipairs(s.top_k_strategies) do
       if type(rec) == "table" and rec.filter_reason == nil then rec.filter_reason = cjson.null end

@@ -406,7 +406,8 @@ end
 function M.diff(baseline, result, path, policy)
   local json = require "apsearch.format.json"
   -- compare like with like: this result's inputs through JSON as well
-  local now_inputs = integers(json.decode(json.encode(result.inputs or {})))
+  -- (as a result's `inputs`, so its placeholders are spelt as result.json's)
+  local now_inputs = integers(json.decode(json.encode({ inputs = result.inputs or {} })).inputs)
   local before_inputs = baseline.inputs or {}
   local changed = util.array()
   for _, sec in ipairs(INPUT_SECTIONS) do

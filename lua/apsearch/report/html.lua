@@ -149,93 +149,31 @@ local function value_text(v)
 end
 
 --- Every strategy field as `name=value` (arrays joined with `:`), for
--- tooltips.
+-- tooltips; the search space's placeholders spelt as what they mean
+-- (format.common.field_value), a top-k record's split and recompute as
+-- the stages ran them (format.common.resolved_layout).
 -- @tparam table s strategy (candidate or top-k record)
+-- @tparam[opt] number gbs global batch size, sequences (spells a derived
+--   micro-batch count)
 -- @treturn string
-function M.strategy_text(s)
+function M.strategy_text(s, gbs)
+  local lay = (s.memory_cost and s.memory_cost.per_stage) and common.resolved_layout(s) or {}
   local parts = {}
   for _, f in ipairs(STRATEGY_FIELDS) do
-    local v = s[f]
-    -- the space's placeholders read as what they mean
-    if f == "micro_batch_num" and v == 0 then v = "auto"
-    elseif f == "recompute_num_layers" and s.layer_recompute ~= "full" then v = nil
-    elseif f == "recompute_num_layers" and v == -1 then v = "all" end
+    local v = common.output_value(s, f, gbs, lay)
     if v ~= nil then parts[#parts + 1] = f .. "=" .. value_text(v) end
   end
   return table.concat(parts, " ")
 end
 
-local function nonzero(list)
-  for _, x in ipairs(type(list) == "table" and list or {}) do
-    if x ~= 0 then return true end
-  end
-  return false
+-- the global batch size of a result (spells derived micro-batch counts)
+local function batch_of(result)
+  local tr = type(result.inputs) == "table" and result.inputs.training
+  return type(tr) == "table" and tr.global_batch_size or nil
 end
 
---- Layers of each model chunk of a pipeline rank, as the core lays them
--- out (src/core/pipeline.c aps_chunk_layers): p x v model chunks in
--- schedule order, virtual stage j = i + k p (0-based) being chunk k of
--- rank i; layers are numbered 0.. in that order, so with vpp > 1 a rank
--- holds non-contiguous layers.  Chunk sizes: `stage_partition` given per
--- chunk (p v entries); else `pipeline_split = "embedding_loss"` (no
--- partition, offset or balancing) splits L + 2 units evenly over the p v
--- chunks, the first and last giving one unit to the embedding and the
--- loss; else a rank's layers (stage_summary's count, which includes a
--- balanced split) are split equally over its v chunks (the first ones one
--- more when they do not divide, aps_layout_chunk).  Whatever the rule,
--- the chunk sizes must add up to each rank's count in `counts`; where
--- they do not, the equal split is used.
--- @tparam table t top-k record (pp_degree, vpp_degree, stage_partition,
---   layer_offset, pipeline_split, balance_stages)
--- @tparam table counts layers per rank (stage_summary num_layers), p entries
--- @treturn table per rank (1-based) an array of chunks
---   `{virtual_stage (1-based), first, last}` (`first > last`: no layers)
-function M.chunk_layers(t, counts)
-  local p, v = t.pp_degree or 1, t.vpp_degree or 1
-  local S = p * v
-  local sizes
-  local sp = t.stage_partition
-  local given = nonzero(sp)
-  if v > 1 and given and #sp == S then
-    sizes = {}
-    for j = 1, S do sizes[j] = sp[j] end
-  elseif p > 1 and v > 1 and not given and not nonzero(t.layer_offset) and not t.balance_stages
-      and t.pipeline_split == "embedding_loss" then
-    local L = 0
-    for i = 1, p do L = L + (counts[i] or 0) end
-    -- the estimator's own rule (src/core/pipeline.c)
-    sizes = require("apsearch.core").chunk_layers(L,
-      { pp_degree = p, vpp_degree = v, pipeline_split = "embedding_loss" })
-  end
-  local function fits(sz)
-    if not sz then return false end
-    for i = 1, p do
-      local n = 0
-      for k = 0, v - 1 do
-        local c = sz[i + k * p]
-        if not c or c < 0 then return false end
-        n = n + c
-      end
-      if n ~= (counts[i] or 0) then return false end
-    end
-    return true
-  end
-  if not fits(sizes) then
-    sizes = {}
-    for i = 1, p do
-      local n = counts[i] or 0
-      for k = 0, v - 1 do sizes[i + k * p] = n // v + (k < n % v and 1 or 0) end
-    end
-  end
-  local out, first = {}, 0
-  for i = 1, p do out[i] = {} end
-  for j = 1, S do
-    local i, k = (j - 1) % p + 1, (j - 1) // p
-    out[i][k + 1] = { j, first, first + sizes[j] - 1 }
-    first = first + sizes[j]
-  end
-  return out
-end
+--- Layers of each model chunk of a pipeline rank (format.common.chunk_layers).
+M.chunk_layers = common.chunk_layers
 
 --- A rank's chunks as text: `31, 63-64, 95` (layer ranges, 0-based).
 -- @tparam table chunks one rank's entry of `chunk_layers`
@@ -384,7 +322,7 @@ function M.diagnose(result, n)
       seen_run[key] = true
       out.closest[#out.closest + 1] = { index = c.index, step_time = c.step_time, mem_peak = c.mem_peak,
         over_bytes = limit and (c.mem_peak - limit) or nil, reason = c.reason,
-        strategy_text = s and M.strategy_text(s) or "", short_text = s and short_text(s) or "" }
+        strategy_text = s and M.strategy_text(s, batch_of(result)) or "", short_text = s and short_text(s) or "" }
     end
   end
   local seen = {}
@@ -469,7 +407,7 @@ function M.chart_data(result, opts)
       worst_stage = mc.worst_stage, mfu = pc.mfu, tokens_per_s_per_gpu = pc.tokens_per_s_per_gpu,
       pp_degree = t.pp_degree, vpp_degree = t.vpp_degree,
       mem = mem, time = time, stages = stages,
-      strategy_text = M.strategy_text(t), short_text = short_text(t),
+      strategy_text = M.strategy_text(t, batch_of(result)), short_text = short_text(t),
     }
   end
   d.topk = topk
@@ -478,7 +416,7 @@ function M.chart_data(result, opts)
   local reasons = util.array()
   for code, e in pairs(result.infeasible_summary or {}) do
     reasons[#reasons + 1] = { code = code, count = e.count, phase = e.phase, rule = e.rule,
-      message = e.message, example_text = e.example and M.strategy_text(e.example) or "" }
+      message = e.message, example_text = e.example and M.strategy_text(e.example, batch_of(result)) or "" }
   end
   table.sort(reasons, function(a, b)
     if a.count ~= b.count then return a.count > b.count end
@@ -491,7 +429,7 @@ function M.chart_data(result, opts)
     local pts = util.array()
     for j, p in ipairs(t.points or {}) do
       pts[j] = { value = p.value, step_time = p.step_time, mem_peak = p.mem_peak,
-        strategy_text = p.strategy and M.strategy_text(p.strategy) or "" }
+        strategy_text = p.strategy and M.strategy_text(p.strategy, batch_of(result)) or "" }
     end
     trends[i] = { dimension = t.dimension, label = t.label, points = pts }
   end
@@ -500,7 +438,7 @@ function M.chart_data(result, opts)
   local front = util.array()
   for i, p in ipairs(result.pareto_front or {}) do
     front[i] = { index = p.index, step_time = p.step_time, mem_peak = p.mem_peak, rank = p.rank,
-      strategy_text = p.strategy and M.strategy_text(p.strategy) or "" }
+      strategy_text = p.strategy and M.strategy_text(p.strategy, batch_of(result)) or "" }
   end
   d.front = front
   d.scatter = scatter_data(result, opts.max_points or M.max_points)
@@ -754,7 +692,7 @@ function M.render(result, opts)
     if mfu then P("<p class=\"notice\">" .. esc(mfu) .. "</p>\n") end
     P("<details><summary>full strategies</summary><pre>")
     for _, t in ipairs(result.top_k_strategies) do
-      P(esc(string.format("rank %d: %s", t.rank, M.strategy_text(t))) .. "\n")
+      P(esc(string.format("rank %d: %s", t.rank, M.strategy_text(t, batch_of(result)))) .. "\n")
     end
     P("</pre></details>\n")
   end

@@ -1,7 +1,7 @@
--- luarocks rockspec (issue 16 item 5).  UNTESTED: luarocks is not
--- installable on the machines this was written on (no Debian package in
--- reach); `luarocks make apsearch-dev-1.rockspec` from the repository root
--- is the intended use.
+-- luarocks rockspec (issue 16 item 5): from the repository root,
+-- `luarocks make apsearch-dev-1.rockspec`.  scripts/check-rockspec.sh (run
+-- by CI) builds it into a fresh tree with luarocks 3.8 and runs a search
+-- through a stock lua5.4 and through the rock's CLI.
 --
 -- The cmake backend builds with the project's CMakeLists.txt: the C
 -- modules (apsearch.core, apsearch.sandbox) go to the rock tree's LIBDIR,
@@ -9,9 +9,10 @@
 -- CLI, rules and examples under the rock's own prefix
 -- (<rock dir>/share/apsearch).  Needs cmake, a C11 compiler, pkg-config
 -- with lua5.4's .pc, npm is optional (the report's ECharts), and the Lua
--- libraries below.  The rules and examples are found from
--- APS_ROOT=$(luarocks show --rock-dir apsearch)/share/apsearch when the
--- Lua modules are not in <prefix>/share/lua/5.4 next to them.
+-- libraries below.  apsearch.util.root() finds the rules and examples in
+-- the rock's <rock dir>/share/apsearch (APS_ROOT overrides).  The
+-- embedding library (libapsearch, headers, pkg-config) is not part of the
+-- rock (APS_INSTALL_LIBRARY=OFF): `cmake --install` provides it.
 rockspec_format = "3.0"
 package = "apsearch"
 version = "dev-1"
@@ -39,6 +40,7 @@ build = {
     CMAKE_BUILD_TYPE = "Release",
     CMAKE_INSTALL_PREFIX = "$(PREFIX)",
     APS_BUILD_TESTS = "OFF",
+    APS_INSTALL_LIBRARY = "OFF",
     APS_LUA_LDIR = "$(LUADIR)",
     APS_LUA_CDIR = "$(LIBDIR)",
   },

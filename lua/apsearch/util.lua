@@ -309,7 +309,9 @@ end
 -- else the directory this module was loaded from (`<root>/lua/apsearch/
 -- util.lua` on package.path: a stock lua5.4 with LUA_PATH pointing into an
 -- install, docs/embedding.md; `<prefix>/share/apsearch` for modules found
--- in `<prefix>/share/lua/5.4/apsearch`, Lua's standard path), else ".".
+-- in `<prefix>/share/lua/5.4/apsearch`, Lua's standard path; the newest
+-- `<tree>/lib/luarocks/rocks-5.4/apsearch/<version>/share/apsearch` in a
+-- luarocks tree), else ".".
 -- @treturn string
 function M.root()
   local r = rawget(_G, "APSEARCH_ROOT")
@@ -322,6 +324,19 @@ function M.root()
   local prefix = path and path:match("^(.*)/share/lua/5%.%d/apsearch/util%.lua$")
   if prefix and M.file_exists(prefix .. "/share/apsearch/rules/memory_limit.lua") then
     return prefix .. "/share/apsearch"
+  end
+  -- a luarocks tree (apsearch-dev-1.rockspec): the rock's own files are in
+  -- <tree>/lib/luarocks/rocks-5.4/apsearch/<version>/share/apsearch
+  local ok, lfs = pcall(require, "lfs")
+  local rocks = prefix and (prefix .. "/lib/luarocks/rocks-5.4/apsearch")
+  if ok and rocks and lfs.attributes(rocks, "mode") == "directory" then
+    local versions = {}
+    for v in lfs.dir(rocks) do if v ~= "." and v ~= ".." then versions[#versions + 1] = v end end
+    table.sort(versions)
+    for i = #versions, 1, -1 do
+      local d = rocks .. "/" .. versions[i] .. "/share/apsearch"
+      if M.file_exists(d .. "/rules/memory_limit.lua") then return d end
+    end
   end
   r = path and (path:match("^(.*)/lua/apsearch/util%.lua$") or
     (path:match("^lua/apsearch/util%.lua$") and "."))

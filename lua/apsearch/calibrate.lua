@@ -1,8 +1,11 @@
 --- Fits the efficiency parameters of the device presets to measured runs
 -- (`apsearch calibrate CASES.csv -o calib.json`).
 --
--- What is fitted, per device that appears in the cases (each a physical
--- property of the device and its kernels, documented in docs/modeling.md):
+-- What is fitted, per efficiency family of the devices that appear in the
+-- cases (calibration.family: an H100 SXM and its 500 W variant share one
+-- value; each is a physical property of the tensor cores and their
+-- kernels, documented in docs/modeling.md; the file lists it under every
+-- device of the family that appears):
 --   gemm_efficiency       large-GEMM fraction of the dense peak
 --   gemm_half_dim         smallest GEMM dimension at half that efficiency
 --   attention_efficiency  attention-kernel fraction of the bf16 peak
@@ -134,7 +137,7 @@ function M.fit_rows(all, label, opts)
     elseif c.measured.tokens_per_s_per_gpu then
       rows[#rows + 1] = row
       devices[row.device] = true
-      if row.precision == "fp8" then fp8[row.device] = true end
+      if row.precision == "fp8" then fp8[calibration.family(row.device)] = true end
     end
   end
   if #rows == 0 then
@@ -146,27 +149,42 @@ function M.fit_rows(all, label, opts)
     local preset = core.device_preset(dev)
     calib.devices[dev] = {}
     for _, p in ipairs(M.PARAMETERS) do
-      if not p.fp8_only or fp8[dev] then calib.devices[dev][p.field] = preset[p.field] end
+      if not p.fp8_only or fp8[calibration.family(dev)] then calib.devices[dev][p.field] = preset[p.field] end
     end
   end
   local before = loss(rows, calib)
   local best = before
   log(string.format("calibrate: %d rows, %d devices, loss before %.4f", #rows, #names, before))
-  -- one vector of every (device, field) pair, normalised by its bounds
-  local slots = {}
+  -- one vector of every (family, field) pair, normalised by its bounds:
+  -- the devices of one efficiency family (calibration.family: the same
+  -- tensor cores and kernels, e.g. an H100 SXM and its 500 W variant)
+  -- share their efficiencies; each keeps its own peaks
+  local gen_of = calibration.family
+  local slots, slot_of = {}, {}
   for _, dev in ipairs(names) do
     for _, p in ipairs(M.PARAMETERS) do
-      if calib.devices[dev][p.field] ~= nil then slots[#slots + 1] = { dev = dev, p = p } end
+      if calib.devices[dev][p.field] ~= nil then
+        local key = gen_of(dev) .. "/" .. p.field
+        local sl = slot_of[key]
+        if not sl then
+          sl = { devs = {}, p = p }
+          slot_of[key] = sl
+          slots[#slots + 1] = sl
+        end
+        sl.devs[#sl.devs + 1] = dev
+      end
     end
   end
   local function set(x)
     for i, sl in ipairs(slots) do
-      calib.devices[sl.dev][sl.p.field] = sl.p.lo + x[i] * (sl.p.hi - sl.p.lo)
+      for _, dev in ipairs(sl.devs) do
+        calib.devices[dev][sl.p.field] = sl.p.lo + x[i] * (sl.p.hi - sl.p.lo)
+      end
     end
   end
   local x = {}
   for i, sl in ipairs(slots) do
-    local v = calib.devices[sl.dev][sl.p.field]
+    local v = calib.devices[sl.devs[1]][sl.p.field]
     x[i] = math.min(1, math.max(0, (v - sl.p.lo) / (sl.p.hi - sl.p.lo)))
   end
   if #rows < 2 * #slots then

@@ -96,6 +96,48 @@ function M.check(c, where)
   return c
 end
 
+--- Efficiency families: device presets with the same tensor cores and
+-- kernel libraries (an H100 SXM, its 500 W variant and the H200; B200 and
+-- GB200), whose fitted efficiencies are shared (`apsearch calibrate` fits
+-- one value per family and field; each device keeps its own peaks,
+-- bandwidths and memory).  Blackwell Ultra (B300/GB300) is its own
+-- family: its attention (softmax) throughput differs from Blackwell's
+-- (NVIDIA Blackwell Ultra datasheet, 2025).  A name matching no pattern is
+-- a family of its own.  Order matters: the first match wins.
+M.FAMILIES = {
+  { pattern = "^a100", family = "ampere" },
+  { pattern = "^h[12]00", family = "hopper" },
+  { pattern = "^g?b300", family = "blackwell-ultra" },
+  { pattern = "^g?b200", family = "blackwell" },
+}
+
+--- The efficiency family of a device preset name (M.FAMILIES).
+-- @tparam string name preset name (case-insensitive)
+-- @treturn string family, or the lower-cased name itself
+function M.family(name)
+  name = tostring(name):lower()
+  for _, f in ipairs(M.FAMILIES) do
+    if name:match(f.pattern) then return f.family end
+  end
+  return name
+end
+
+--- The calibrated fields for a device: its own entry, else the entry of
+-- a device of its family (the first by name), else nil.
+-- @tparam table calib one calibration ({devices = {...}})
+-- @tparam string name device preset name
+-- @treturn table|nil field -> value
+function M.fields_for(calib, name)
+  if not (calib and calib.devices and name) then return nil end
+  name = name:lower()
+  if calib.devices[name] then return calib.devices[name] end
+  local fam = M.family(name)
+  for _, dev in ipairs(util.sorted_keys(calib.devices)) do
+    if M.family(dev) == fam then return calib.devices[dev] end
+  end
+  return nil
+end
+
 --- The calibration of one stack in a calibration table: the table itself
 -- when it is not grouped, the stack's entry when it is (nil: none).
 function M.for_stack(calib, stack)
@@ -105,7 +147,8 @@ function M.for_stack(calib, stack)
 end
 
 --- Applies a calibration to a cluster table (in place): the device's
--- fields are overridden when its preset name has an entry. A grouped
+-- fields are overridden when its preset name, or a device of its family
+-- (fields_for), has an entry. A grouped
 -- calibration applies the entry of `stack` (nothing when it has none).
 -- @param cluster normalized or policy cluster table
 -- @param calib calibration table (or nil)
@@ -115,7 +158,7 @@ function M.apply(cluster, calib, stack)
   if not calib then return cluster end
   local dev = cluster.device
   local name = type(dev) == "string" and dev or (type(dev) == "table" and (dev.base or dev.name))
-  local fields = name and calib.devices[name:lower()]
+  local fields = M.fields_for(calib, name)
   if not fields then return cluster end
   if type(dev) == "string" then dev = { base = dev } end
   for k, v in pairs(fields) do dev[k] = v end

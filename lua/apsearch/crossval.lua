@@ -8,13 +8,16 @@
 -- predicted with that fit: its errors are out of sample. The in-sample
 -- figure is validate's with the shipped defaults, which were fitted on all
 -- rows. A group whose device appears in no other group is predicted with
--- the preset defaults for that device (nothing to fit it on), which the
--- result names.
+-- the efficiencies fitted for its family (calibration.family: e.g. the
+-- 500 W H100 takes the fitted Hopper values), or, when no device of its
+-- family is in the other groups, with the preset defaults for that device
+-- (nothing to fit it on), which the result names.
 -- @module apsearch.crossval
 local validate = require "apsearch.validate"
 local calibrate = require "apsearch.calibrate"
 local util = require "apsearch.util"
 local intervals = require "apsearch.intervals"
+local calibration = require "apsearch.calibration"
 
 local M = {}
 
@@ -79,7 +82,7 @@ function M.run(path, opts)
     if not ok then calib = nil end
     local out_err, in_err, unfitted = {}, {}, {}
     for _, row in ipairs(fold.test) do
-      if not (calib and calib.devices and calib.devices[row.device]) then unfitted[row.device] = true end
+      if not calibration.fields_for(calib, row.device) then unfitted[row.device] = true end
       local c = validate.run_case(row, calib)
       c.group = fold.group
       result.cases[#result.cases + 1] = c

@@ -2,7 +2,7 @@
 -- source-out residuals, apsearch.crossval); do not edit. Bounds are
 -- log(measured / estimated) quantiles at the interval level.
 return {
-  step_time = { level = 0.80, pooled = { lo = -0.333584, hi = 0.076902, rows = 71 }, classes = {
+  step_time = { level = 0.80, pooled = { lo = -0.236123, hi = 0.098322, rows = 71 }, classes = {
   } },
   mem_peak = { level = 0.80, pooled = { lo = -0.040156, hi = 0.039158, rows = 7 }, classes = {} },
   -- the highest MFU measured per hardware generation and precision

@@ -174,6 +174,36 @@ local function pipeline_layout(row, strategy, framework, L, assumed)
     how, L, p, v)
 end
 
+--- Relative tolerance within which a row's `device_memory_gib` names a
+-- preset's capacity (the presets give capacities to 0.5 %: nvidia-smi's
+-- MiB or the datasheet's GB).
+M.VARIANT_TOLERANCE = 0.02
+
+--- The preset a row means when its capacity override contradicts its
+-- device: a preset of the same efficiency family (calibration.family),
+-- other than `name`, whose capacity is within VARIANT_TOLERANCE of
+-- `bytes` while `name`'s is not.  E.g. `h100-sxm-80gb` with
+-- `device_memory_gib` 96 is the `h100-96gb-500w` part (TorchTitan's
+-- benchmark H100s: 96 GB HBM2e at 500 W), whose peaks are lower; a
+-- capacity that matches no other preset stays an override of `name`.
+-- @tparam string name the row's device preset
+-- @tparam number bytes the row's device capacity, bytes
+-- @treturn string|nil the variant's preset name
+function M.variant_of(name, bytes)
+  local calibration = require "apsearch.calibration"
+  local function near(cap) return math.abs(cap - bytes) <= M.VARIANT_TOLERANCE * bytes end
+  local ok, own = pcall(core.device_preset, name)
+  if not ok or near(own.memory_bytes) then return nil end
+  local fam = calibration.family(name)
+  for _, d in ipairs(core.device_presets()) do
+    local other = (d.name or d):lower()
+    if other ~= name:lower() and calibration.family(other) == fam and near(core.device_preset(other).memory_bytes) then
+      return other
+    end
+  end
+  return nil
+end
+
 --- Builds the core inputs of one row.
 -- Architecture conventions the schema leaves implicit, by family:
 -- GPT (layernorm + learned positions): biases everywhere, dropout 0.1 as
@@ -212,10 +242,17 @@ function M.case_inputs(row)
     error(("device = %q: unknown device preset (known: %s)"):format(
       row.device or "", table.concat(known, ", ")), 0)
   end
+  local assumed = {}
   if row.device_memory_gib and row.device_memory_gib ~= "" then
     local gib = decimal(row.device_memory_gib)
     if not gib or gib <= 0 then error("device_memory_gib is not a positive number", 0) end
     device.memory_bytes = gib * GIB
+    local variant = M.variant_of(row.device, gib * GIB)
+    if variant then
+      assumed[#assumed + 1] = ("device = %s (device_memory_gib = %s is its capacity, not %s's %.1f GiB)"):format(
+        variant, row.device_memory_gib, row.device, preset.memory_bytes / GIB)
+      device.base, preset = variant, core.device_preset(variant)
+    end
   end
   local cluster = {
     device = device,
@@ -262,7 +299,6 @@ function M.case_inputs(row)
     strategy.reshard_after_forward = need_bool(row, "reshard_after_forward")
   end
   if given(row, "flops_convention") then need_enum(row, "flops_convention", M.FLOPS_CONVENTIONS) end
-  local assumed = {}
   recompute_columns(row, strategy, assumed)
   pipeline_layout(row, strategy, framework, model.num_layers, assumed)
   local line = stacks.match(row.software, framework)

@@ -51,35 +51,37 @@
  * of the validation set (Megatron-LM SC'21, MosaicML llm-foundry, NVIDIA
  * NeMo, TorchTitan) by `apsearch calibrate` (scripts/fit-defaults.sh
  * reproduces it; docs/accuracy.md has the errors before and after):
- * mean |log error| of tokens/s per GPU 0.064 over the 71 runs (refitted
+ * mean |log error| of tokens/s per GPU 0.062 over the 71 runs (refitted
  * when the pipeline schedule became an event simulation, src/core/
- * schedule.c).  H200
+ * schedule.c, and again when calibrate tied the efficiencies per family
+ * and validate read TorchTitan's 96 GB H100 rows as the 500 W part,
+ * lua/apsearch/calibration.lua family, validate.lua variant_of).  H200
  * shares the H100's compute die; Blackwell has no measured run here and
  * takes the Hopper values as an assumption (GB300's attention: below).
  *
  * gemm_efficiency: large-GEMM fraction of the dense peak.  Hopper's
  *   sustained clock under load sits below the boost clock its peak assumes
- *   (A100 0.81, H100 0.70).
+ *   (A100 0.81, H100 0.66).
  * gemm_half_dim: smallest GEMM dimension at half that efficiency.  Hopper
- *   needs larger tiles to fill its 132 SMs (A100 111: a small size effect
- *   at these shapes; H100 1,252: 0.77 of the maximum at 4,096, 0.87 at
+ *   needs larger tiles to fill its 132 SMs (A100 110: a small size effect
+ *   at these shapes; H100 502: 0.89 of the maximum at 4,096, 0.94 at
  *   8,192).
  * fp8_gemm_efficiency: fp8 GEMMs, fraction of the fp8 peak, before the
- *   same size factor (H100 0.86: 0.66 of the peak at 4,096).
+ *   same size factor (H100 0.749: 0.67 of the peak at 4,096).
  * attention_efficiency: attention kernels, fraction of the bf16 peak
- *   (A100 0.345, H100 0.198).  The measured stacks ran FlashAttention-2 or
+ *   (A100 0.345, H100 0.194).  The measured stacks ran FlashAttention-2 or
  *   Triton ALiBi kernels (llm-foundry), below FlashAttention-2's best of
  *   50-73% on A100 (Dao 2023, arXiv:2307.08691) and near its ~35% on H100
  *   (Shah et al. 2024, arXiv:2407.08608); set 0.6-0.75 for
  *   FlashAttention-3 or cuDNN attention on Hopper, or calibrate.
  */
 #define APS_GEMM_EFF_AMPERE 0.807
-#define APS_GEMM_EFF_HOPPER 0.695
-#define APS_GEMM_HALF_DIM_AMPERE 111.0
-#define APS_GEMM_HALF_DIM_HOPPER 1252.0
-#define APS_FP8_GEMM_EFF 0.860
+#define APS_GEMM_EFF_HOPPER 0.659
+#define APS_GEMM_HALF_DIM_AMPERE 110.0
+#define APS_GEMM_HALF_DIM_HOPPER 502.0
+#define APS_FP8_GEMM_EFF 0.749
 #define APS_ATTN_EFF_AMPERE 0.345
-#define APS_ATTN_EFF_HOPPER 0.198
+#define APS_ATTN_EFF_HOPPER 0.194
 /** Blackwell Ultra (GB300) doubles the special-function units' exponential
  *  throughput (10.7 vs 5 tera-exponentials/s, NVIDIA "Inside NVIDIA
  *  Blackwell Ultra", 2025): the softmax exponentials that stall the

@@ -91,3 +91,51 @@ describe("crossval on tests/fixtures/cases_small.csv", function()
     assert.is_true(math.abs(res.out_of_sample.mape_pct - sum / 3) < 1e-12)
   end)
 end)
+
+describe("calibration families", function()
+  local calibration = require "apsearch.calibration"
+  it("groups devices by tensor cores: Hopper parts together, Blackwell Ultra apart", function()
+    assert.are.equal("hopper", calibration.family("h100-sxm-80gb"))
+    assert.are.equal("hopper", calibration.family("H100-96GB-500W"))
+    assert.are.equal("hopper", calibration.family("h200-sxm-141gb"))
+    assert.are.equal("blackwell", calibration.family("gb200"))
+    assert.are.equal("blackwell", calibration.family("b200"))
+    assert.are.equal("blackwell-ultra", calibration.family("gb300"))
+    assert.are.equal("my-gpu", calibration.family("My-GPU")) -- its own family
+  end)
+  it("gives a device without an entry its family's fitted fields, and nothing across families", function()
+    local calib = { devices = { ["h100-sxm-80gb"] = { gemm_efficiency = 0.66 } } }
+    assert.are.equal(0.66, calibration.fields_for(calib, "h100-96gb-500w").gemm_efficiency)
+    assert.are.equal(0.66, calibration.fields_for(calib, "h100-sxm-80gb").gemm_efficiency)
+    assert.is_nil(calibration.fields_for(calib, "a100-sxm4-80gb"))
+    assert.is_nil(calibration.fields_for(calib, "gb200"))
+    local cluster = calibration.apply({ device = "h100-96gb-500w" }, calib)
+    assert.are.equal(0.66, cluster.device.gemm_efficiency)
+    assert.are.equal("h100-96gb-500w", cluster.device.base)
+  end)
+end)
+
+describe("calibrate ties efficiencies per family", function()
+  it("fits one value per (family, field): an H100 and an H200 row share theirs", function()
+    local validate = require "apsearch.validate"
+    local calibrate = require "apsearch.calibrate"
+    local rows = validate.load(FIXTURE)
+    local h100
+    for _, r in ipairs(rows) do if r.case_id == "c213" then h100 = r end end
+    local h200 = {}
+    for k, v in pairs(h100) do h200[k] = v end
+    h200.case_id, h200.device = "c213-h200", "h200-sxm-141gb"
+    h200.measured_tokens_per_s_per_gpu = tostring(tonumber(h100.measured_tokens_per_s_per_gpu) * 1.1)
+    local old = calibrate.RESTARTS
+    calibrate.RESTARTS = 1
+    local calib = calibrate.fit_rows({ h100, h200 }, "two rows")
+    calibrate.RESTARTS = old
+    local a, b = calib.devices["h100-sxm-80gb"], calib.devices["h200-sxm-141gb"]
+    assert.is_table(a)
+    for _, f in ipairs({ "gemm_efficiency", "gemm_half_dim", "attention_efficiency" }) do
+      assert.are.equal(a[f], b[f])
+    end
+    -- and the fit moved them: the two rows disagree by 10 %, the defaults fit neither exactly
+    assert.is_true(calib.loss_after <= calib.loss_before)
+  end)
+end)

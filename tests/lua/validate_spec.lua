@@ -68,8 +68,9 @@ describe("validate on tests/fixtures/cases_small.csv", function()
 
   it("reports a row it cannot estimate and still runs the others", function()
     assert.matches('device = "tpu%-v5p": unknown device preset %(known: a100', cases.c900.error)
-    -- fp4 is read as nvfp4, which needs Blackwell's block-scaled tensor cores
-    assert.matches("nvfp4 on h100%-sxm%-80gb, which has no block%-scaled", cases.c901.error)
+    -- fp4 is read as nvfp4, which needs Blackwell's block-scaled tensor
+    -- cores; the row's 96 GiB H100 is the 500 W variant (variant_of)
+    assert.matches("nvfp4 on h100%-96gb%-500w, which has no block%-scaled", cases.c901.error)
     assert.is_nil(cases.c016.error)
     assert.are.equal(5, r.summary.cases)
     assert.are.equal(2, r.summary.failed)
@@ -503,5 +504,23 @@ describe("calibrate", function()
       assert.truthy(err:find(path .. ": ", 1, true) == 1, err)
       assert.truthy(err:find(why, 1, true), err)
     end
+  end)
+end)
+
+describe("validate.variant_of: a capacity override that names another preset of the family", function()
+  local validate = require "apsearch.validate"
+  local GIB = 2 ^ 30
+  it("reads a 96 GiB h100-sxm-80gb as the 96 GB 500 W part", function()
+    assert.are.equal("h100-96gb-500w", validate.variant_of("h100-sxm-80gb", 96 * GIB))
+  end)
+  it("keeps the named preset when the capacity is its own (within 2 %)", function()
+    assert.is_nil(validate.variant_of("h100-sxm-80gb", 79.6 * GIB))
+    assert.is_nil(validate.variant_of("h100-sxm-80gb", 80 * GIB))
+  end)
+  it("finds the other capacity of an A100, and nothing for a capacity no preset has", function()
+    assert.are.equal("a100-sxm4-40gb", validate.variant_of("a100-sxm4-80gb", 40 * GIB))
+    assert.is_nil(validate.variant_of("a100-sxm4-80gb", 60 * GIB))
+    -- another family's capacity is not a variant (H200's 140 GiB on an A100)
+    assert.is_nil(validate.variant_of("a100-sxm4-80gb", 140.4 * GIB))
   end)
 end)

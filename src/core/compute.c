@@ -45,6 +45,11 @@ double aps_gemm_time(const aps_device *d, aps_precision p, double M,
     return 2.0 * M * N * K / (aps_peak_flops(d, p) * eta);
 }
 
+double aps_hbm_time(const aps_device *d, double bytes)
+{
+    return bytes / (d->hbm_bandwidth * d->hbm_efficiency);
+}
+
 double aps_op_sac_recompute_params(const aps_model *m)
 {
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
@@ -112,17 +117,16 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
      * backward: fused casts where the framework fuses them.  With SP the
      * norm outputs are cast on the local sequence shard, before the fp8
      * all-gather (TE LayerNormLinear; torchao Float8ColwiseParallel). */
-    double hbm = d->hbm_bandwidth * d->hbm_efficiency;
-    out->membound_fwd = bytes / hbm;
+    out->membound_fwd = aps_hbm_time(d, bytes);
     out->fp8_cast_fwd = out->fp8_cast_bwd = 0.0;
     if (aps_prec_quantized(prec)) {
         double cast, fused;
         aps_cast_bytes(t, &cast, &fused);
-        out->fp8_cast_fwd =
-            (fused * T * (2.0 * h / rep + f / tp) + cast * T * a * dh / tp) /
-            hbm;
-        out->fp8_cast_bwd = (cast * T * ((a + 2.0 * k) * dh / tp + 2.0 * h) +
-                             fused * T * mlp_up) / hbm;
+        out->fp8_cast_fwd = aps_hbm_time(
+            d, fused * T * (2.0 * h / rep + f / tp) + cast * T * a * dh / tp);
+        out->fp8_cast_bwd = aps_hbm_time(
+            d, cast * T * ((a + 2.0 * k) * dh / tp + 2.0 * h) +
+                   fused * T * mlp_up);
     }
 
     /* Selective recompute: Megatron recomputes the attention core; with the

@@ -376,3 +376,10 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
                             t->allocator_fragmentation * allocated;
     st->mem_total = allocated + mem[APS_MEM_RESERVED];
 }
+
+double aps_memory_limit(const aps_cluster *c, const aps_training *t)
+{
+    return t->memory_limit_bytes > 0
+               ? t->memory_limit_bytes
+               : c->device.memory_bytes - t->memory_margin_bytes;
+}

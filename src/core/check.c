@@ -309,9 +309,10 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
                     "for full sharding)", (long long)s->zero_stage);
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
         }
-        /* --decoder-first/last-pipeline-num-layers: only the first and
-         * last stage may differ (checked on the built layout, estimate.c,
-         * so an invalid partition is reported as such first); with
+        /* --decoder-first/last-pipeline-num-layers make only the first
+         * and last stage differ, the split balance.c gives; any other
+         * per-rank split runs as --pipeline-model-parallel-layout (the
+         * launch writes it; f62dda4 removed the middle-stage check); with
          * interleaving (--num-virtual-stages-per-pipeline-rank) each
          * rank's layers split into vpp_degree equal chunks
          * (megatron/core/transformer/transformer_layer.py

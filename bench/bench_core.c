@@ -24,7 +24,7 @@ int main(void)
     aps_model_defaults(&m);
     m.num_layers = 80; m.hidden_size = 8192; m.num_attention_heads = 64;
     m.num_query_groups = 8; m.ffn_hidden_size = 28672; m.vocab_size = 128256;
-    aps_cluster c;
+    aps_cluster c = {0}; /* nvlink_domain_size 0: one host per NVLink domain */
     aps_device_preset("h100-sxm-80gb", &c.device);
     c.num_devices = 1024; c.devices_per_node = 8;
     aps_training t;

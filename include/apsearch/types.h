@@ -383,7 +383,7 @@ typedef struct {
                                                       size (entry 0) */
     bool allow_idle_devices;     /**< devices used may be < N */
     bool balance_stages;         /**< p > 1: choose stage_partition to
-                                      balance stage time (estimate.c) */
+                                      balance stage time (balance.c) */
     bool auto_recompute;         /**< full recompute: per stage, the fewest
                                       layers that bring it under the memory
                                       limit (recompute_num_layers chosen) */

@@ -1,9 +1,18 @@
 /*
  * check.c -- the cheap constraint checks of MODELING.md s.5, run before any
- * estimate (the requirement's early filtering).  Each check names the field
- * and the numbers in its message.
+ * estimate (the requirement's early filtering), and the memory limit, checked
+ * on the estimate.  Each check names the field and the numbers in its
+ * message.
  */
+#include <math.h>
 #include "internal.h"
+
+/** Bytes per GiB, the unit of the memory-limit message. */
+#define APS_GIB (1024.0 * 1024.0 * 1024.0)
+/** Decimals of the memory-limit message: at least this many, more (up to
+ *  APS_MEM_MSG_MAX_DECIMALS) until the two numbers differ as printed. */
+#define APS_MEM_MSG_MIN_DECIMALS 2
+#define APS_MEM_MSG_MAX_DECIMALS 6
 
 /** Largest accepted parallel degree or batch dimension. */
 #define APS_MAX_DEGREE (INT64_C(1) << 24)
@@ -300,9 +309,10 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
                     "for full sharding)", (long long)s->zero_stage);
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
         }
-        /* --decoder-first/last-pipeline-num-layers: only the first and
-         * last stage may differ (checked on the built layout, estimate.c,
-         * so an invalid partition is reported as such first); with
+        /* --decoder-first/last-pipeline-num-layers make only the first
+         * and last stage differ, the split balance.c gives; any other
+         * per-rank split runs as --pipeline-model-parallel-layout (the
+         * launch writes it; f62dda4 removed the middle-stage check); with
          * interleaving (--num-virtual-stages-per-pipeline-rank) each
          * rank's layers split into vpp_degree equal chunks
          * (megatron/core/transformer/transformer_layer.py
@@ -436,4 +446,33 @@ aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
     /* last: what the strategy is comes before whether an engine runs it */
     if ((r = aps_check_framework_model(m, t, s, msg, n)) != APS_REASON_NONE) return r;
     return APS_REASON_NONE;
+}
+
+/** GiB of `bytes` rounded to `dec` decimals, as an integer of 10^-dec GiB. */
+static int64_t gib_rounded(double bytes, int dec)
+{
+    return (int64_t)(bytes / APS_GIB * pow(10, dec) + 0.5);
+}
+
+aps_reason aps_check_memory_limit(aps_estimate *out, int64_t p)
+{
+    if (!(out->mem_peak > out->mem_limit))
+        return APS_REASON_NONE;
+    int64_t worst = out->worst_stage;
+    const aps_stage_estimate *w = &out->stages[worst];
+    int big = 0;
+    for (int k = 1; k < APS_MEM_COUNT; k++)
+        if (w->mem[k] > w->mem[big])
+            big = k;
+    int dec = APS_MEM_MSG_MIN_DECIMALS;
+    while (dec < APS_MEM_MSG_MAX_DECIMALS &&
+           gib_rounded(out->mem_peak, dec) <= gib_rounded(out->mem_limit, dec))
+        dec++;
+    aps_fmt(out->reason_msg, sizeof out->reason_msg,
+            "stage %lld of %lld needs %.*f GiB > memory limit %.*f GiB "
+            "(largest: %s %.2f GiB)",
+            (long long)worst + 1, (long long)p, dec, out->mem_peak / APS_GIB,
+            dec, out->mem_limit / APS_GIB,
+            aps_mem_category_name((aps_mem_category)big), w->mem[big] / APS_GIB);
+    return APS_REASON_MEMORY_LIMIT;
 }

@@ -115,3 +115,9 @@ int aps_p2p_pair_link(const aps_cluster *c, int64_t stride, int64_t a,
     *alpha = d->inter_node_latency;
     return 0;
 }
+
+double aps_interfered(const aps_training *t, double total, double exposed)
+{
+    double hidden = total - exposed;
+    return exposed + (hidden > 0.0 ? t->overlap_interference * hidden : 0.0);
+}

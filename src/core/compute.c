@@ -45,6 +45,11 @@ double aps_gemm_time(const aps_device *d, aps_precision p, double M,
     return 2.0 * M * N * K / (aps_peak_flops(d, p) * eta);
 }
 
+double aps_hbm_time(const aps_device *d, double bytes)
+{
+    return bytes / (d->hbm_bandwidth * d->hbm_efficiency);
+}
+
 double aps_op_sac_recompute_params(const aps_model *m)
 {
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
@@ -53,41 +58,66 @@ double aps_op_sac_recompute_params(const aps_model *m)
     return h * k * d + a * d * h + h * f; /* wk, wo, and w3 or fc2 */
 }
 
-void aps_layer_times(const aps_model *m, const aps_cluster *c,
-                     const aps_training *t, const aps_strategy *s,
-                     aps_layer_cost *out)
+/** Shapes of one layer on one device for one micro-batch. */
+typedef struct {
+    double tp, cp, S, sl, b, h, a, k, dh, f;
+    double T;      /**< tokens of one micro-batch on this device, b s/c */
+    double rep;    /**< t under SP (sequence-split tensors), else 1 */
+    double mlp_up; /**< columns of the MLP input GEMM on one TP rank */
+} layer_shape;
+
+static void shape_of(const aps_model *m, const aps_training *t,
+                     const aps_strategy *s, layer_shape *x)
 {
-    const aps_device *d = &c->device;
-    double A = APS_ACT_BYTES;
-    double tp = (double)s->tp_degree, cp = (double)s->cp_degree;
-    double S = (double)t->seq_length, sl = S / cp;
-    double b = (double)s->micro_batch_size;
-    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
-    double k = (double)m->num_query_groups, dh = (double)m->head_dim;
-    double f = (double)m->ffn_hidden_size;
-    double T = b * sl; /* tokens of one micro-batch on this device */
-    double rep = (s->tp_degree > 1 && s->sequence_parallel) ? tp : 1.0;
-    aps_precision prec = t->precision;
+    x->tp = (double)s->tp_degree;
+    x->cp = (double)s->cp_degree;
+    x->S = (double)t->seq_length;
+    x->sl = x->S / x->cp;
+    x->b = (double)s->micro_batch_size;
+    x->h = (double)m->hidden_size;
+    x->a = (double)m->num_attention_heads;
+    x->k = (double)m->num_query_groups;
+    x->dh = (double)m->head_dim;
+    x->f = (double)m->ffn_hidden_size;
+    x->T = x->b * x->sl;
+    x->rep = (s->tp_degree > 1 && s->sequence_parallel) ? x->tp : 1.0;
+    x->mlp_up = (m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0) * x->f / x->tp;
+}
 
-    /* GEMMs of one layer, forward. */
-    double mlp_up = (m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0) * f / tp;
-    out->gemm_fwd = aps_gemm_time(d, prec, T, (a + 2.0 * k) * dh / tp, h) +
-                    aps_gemm_time(d, prec, T, h, a * dh / tp) +
-                    aps_gemm_time(d, prec, T, mlp_up, h) +
-                    aps_gemm_time(d, prec, T, h, f / tp);
+/** GEMMs of one layer, forward: QKV, output projection, MLP in and out. */
+static double layer_gemms(const aps_device *d, aps_precision prec,
+                          const layer_shape *x)
+{
+    return aps_gemm_time(d, prec, x->T, (x->a + 2.0 * x->k) * x->dh / x->tp,
+                         x->h) +
+           aps_gemm_time(d, prec, x->T, x->h, x->a * x->dh / x->tp) +
+           aps_gemm_time(d, prec, x->T, x->mlp_up, x->h) +
+           aps_gemm_time(d, prec, x->T, x->h, x->f / x->tp);
+}
 
-    /* Attention core in bf16: QK^T and PV, 2 GEMMs of 2 b s' s a d each. */
-    /* flash attention skips the masked blocks (and those outside a sliding
-     * window); CP balances the halves.  Without it the scores are dense. */
-    double keys = aps_attention_keys(m, S, t->flash_attention);
-    double attn_flops = 4.0 * b * sl * keys * a * dh / tp;
+/** Attention core in bf16: QK^T and PV, 2 GEMMs of 2 b s' keys a d each;
+ *  flash attention skips the masked blocks (and those outside a sliding
+ *  window), CP balances the halves; without it the scores are dense. */
+static void layer_attention(const aps_model *m, const aps_device *d,
+                            const aps_training *t, const layer_shape *x,
+                            aps_layer_cost *out)
+{
+    double keys = aps_attention_keys(m, x->S, t->flash_attention);
+    double attn_flops = 4.0 * x->b * x->sl * keys * x->a * x->dh / x->tp;
     double attn_rate = d->peak_flops_bf16 * d->attention_efficiency;
     out->attn_fwd = attn_flops / attn_rate;
     out->attn_bwd = attn_flops *
                     (t->flash_attention ? APS_FLASH_BWD_RATIO
                                         : APS_GEMM_BWD_RATIO) / attn_rate;
+}
 
-    /* Memory-bound kernels, bytes read + written in the forward. */
+/** HBM bytes of the memory-bound kernels of one layer's forward: norms,
+ *  residuals, RoPE on q and k, the activation function, dropout, and the
+ *  softmax over the scores without flash attention. */
+static double layer_membound_bytes(const aps_model *m, const aps_training *t,
+                                   const layer_shape *x)
+{
+    double A = APS_ACT_BYTES;
     bool eager = !t->torch_compile && aps_profile(t)->eager_elementwise;
     double norm_b = (eager && m->norm == APS_NORM_RMSNORM)
                         ? APS_EAGER_RMSNORM_BYTES : APS_FUSED_ELEMENTWISE_BYTES;
@@ -95,91 +125,130 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
                     : eager ? APS_EAGER_ROPE_BYTES : APS_FUSED_ELEMENTWISE_BYTES;
     double act_b = m->mlp != APS_MLP_SWIGLU ? APS_FUSED_ELEMENTWISE_BYTES
                    : eager ? APS_EAGER_SWIGLU_BYTES : APS_FUSED_SWIGLU_BYTES;
-    double hrep = T * h / rep;
+    double hrep = x->T * x->h / x->rep;
     double bytes = (double)m->norms_per_layer * norm_b * hrep /* norms */
                    + 2.0 * 3.0 * A * hrep                    /* residuals */
-                   + rope_b * T * (a + k) * dh / tp;         /* RoPE: q, k */
-    bytes += act_b * T * f / tp;                             /* activation */
+                   + rope_b * x->T * (x->a + x->k) * x->dh / x->tp; /* RoPE */
+    bytes += act_b * x->T * x->f / x->tp;                    /* activation */
     if (t->dropout)
         bytes += 3.0 * (2.0 * A + APS_MASK_BYTES) * hrep;
     if (!t->flash_attention) /* softmax (and dropout) over the scores */
-        bytes += (2.0 * A + (t->dropout ? 2.0 * A + 1.0 : 0.0)) * a * sl *
-                 S * b / tp;
-    /* fp8, mxfp8, nvfp4: every GEMM input (forward) and output gradient
-     * (backward) is quantized in both layouts (aps_cast_bytes); SwiGLU's gate and up share one input.
-     * The QKV and MLP inputs come from a norm, the MLP output's input from
-     * the activation, the MLP input's gradient from the activation's
-     * backward: fused casts where the framework fuses them.  With SP the
-     * norm outputs are cast on the local sequence shard, before the fp8
-     * all-gather (TE LayerNormLinear; torchao Float8ColwiseParallel). */
-    double hbm = d->hbm_bandwidth * d->hbm_efficiency;
-    out->membound_fwd = bytes / hbm;
+        bytes += (2.0 * A + (t->dropout ? 2.0 * A + 1.0 : 0.0)) * x->a *
+                 x->sl * x->S * x->b / x->tp;
+    return bytes;
+}
+
+/** fp8, mxfp8, nvfp4: every GEMM input (forward) and output gradient
+ *  (backward) is quantized in both layouts (aps_cast_bytes); SwiGLU's
+ *  gate and up share one input.  The QKV and MLP inputs come from a norm,
+ *  the MLP output's input from the activation, the MLP input's gradient
+ *  from the activation's backward: fused casts where the framework fuses
+ *  them.  With SP the norm outputs are cast on the local sequence shard,
+ *  before the fp8 all-gather (TE LayerNormLinear; torchao
+ *  Float8ColwiseParallel). */
+static void layer_casts(const aps_device *d, const aps_training *t,
+                        const layer_shape *x, aps_layer_cost *out)
+{
     out->fp8_cast_fwd = out->fp8_cast_bwd = 0.0;
-    if (aps_prec_quantized(prec)) {
-        double cast, fused;
-        aps_cast_bytes(t, &cast, &fused);
-        out->fp8_cast_fwd =
-            (fused * T * (2.0 * h / rep + f / tp) + cast * T * a * dh / tp) /
-            hbm;
-        out->fp8_cast_bwd = (cast * T * ((a + 2.0 * k) * dh / tp + 2.0 * h) +
-                             fused * T * mlp_up) / hbm;
-    }
+    if (!aps_prec_quantized(t->precision))
+        return;
+    double cast, fused, T = x->T, dh = x->dh, tp = x->tp;
+    aps_cast_bytes(t, &cast, &fused);
+    out->fp8_cast_fwd = aps_hbm_time(
+        d, fused * T * (2.0 * x->h / x->rep + x->f / tp) +
+               cast * T * x->a * dh / tp);
+    out->fp8_cast_bwd = aps_hbm_time(
+        d, cast * T * ((x->a + 2.0 * x->k) * dh / tp + 2.0 * x->h) +
+               fused * T * x->mlp_up);
+}
 
-    /* Selective recompute: Megatron recomputes the attention core; with the
-     * fsdp2 profile TorchTitan's op-level checkpointing recomputes the
-     * even-numbered matmuls (wk, wo, w3 or fc2) and every elementwise op. */
-    if (aps_profile(t)->op_sac_selective) {
-        double kd = k * dh / tp;
-        out->selective_fwd = aps_gemm_time(d, prec, T, kd, h) +
-                             aps_gemm_time(d, prec, T, h, a * dh / tp) +
-                             (m->mlp == APS_MLP_SWIGLU
-                                  ? aps_gemm_time(d, prec, T, f / tp, h)
-                                  : aps_gemm_time(d, prec, T, h, f / tp)) +
-                             out->membound_fwd;
-    } else {
+/** Selective recompute: Megatron recomputes the attention core; with the
+ *  fsdp2 profile TorchTitan's op-level checkpointing recomputes the
+ *  even-numbered matmuls (wk, wo, w3 or fc2) and every elementwise op.
+ *  Needs out's attn_fwd and membound_fwd. */
+static void layer_selective(const aps_model *m, const aps_device *d,
+                            const aps_training *t, const layer_shape *x,
+                            aps_layer_cost *out)
+{
+    if (!aps_profile(t)->op_sac_selective) {
         out->selective_fwd = out->attn_fwd;
+        return;
     }
+    aps_precision prec = t->precision;
+    double T = x->T, h = x->h, tp = x->tp;
+    double kd = x->k * x->dh / tp;
+    out->selective_fwd = aps_gemm_time(d, prec, T, kd, h) +
+                         aps_gemm_time(d, prec, T, h, x->a * x->dh / tp) +
+                         (m->mlp == APS_MLP_SWIGLU
+                              ? aps_gemm_time(d, prec, T, x->f / tp, h)
+                              : aps_gemm_time(d, prec, T, h, x->f / tp)) +
+                         out->membound_fwd;
+}
 
-    /* TP: per layer two collectives each way on the full activation
-     * (Shoeybi et al. 2019 fig. 4: f and g operators; with SP each
-     * all-reduce becomes an all-gather + reduce-scatter pair,
-     * Korthikanti et al. 2022 s.4.2.2). */
+/** TP: per layer two collectives each way on the full activation
+ *  (Shoeybi et al. 2019 fig. 4: f and g operators; with SP each
+ *  all-reduce becomes an all-gather + reduce-scatter pair, Korthikanti et
+ *  al. 2022 s.4.2.2). */
+static void layer_tp(const aps_cluster *c, const aps_strategy *s,
+                     const layer_shape *x, aps_layer_cost *out)
+{
     out->tp_fwd = out->tp_bwd = 0.0;
-    if (s->tp_degree > 1) {
-        double bw, alpha;
-        aps_group_link(c, 1, s->tp_degree, &bw, &alpha);
-        double act = A * T * h;
-        double one = s->sequence_parallel
-                         ? aps_allgather_time(s->tp_degree, act, bw, alpha) +
-                               aps_reducescatter_time(s->tp_degree, act, bw,
-                                                      alpha)
-                         : aps_allreduce_time(s->tp_degree, act, bw, alpha);
-        out->tp_fwd = 2.0 * one;
-        out->tp_bwd = 2.0 * one;
-    }
+    if (s->tp_degree <= 1)
+        return;
+    double bw, alpha;
+    aps_group_link(c, 1, s->tp_degree, &bw, &alpha);
+    double act = APS_ACT_BYTES * x->T * x->h;
+    double one = s->sequence_parallel
+                     ? aps_allgather_time(s->tp_degree, act, bw, alpha) +
+                           aps_reducescatter_time(s->tp_degree, act, bw,
+                                                  alpha)
+                     : aps_allreduce_time(s->tp_degree, act, bw, alpha);
+    out->tp_fwd = 2.0 * one;
+    out->tp_bwd = 2.0 * one;
+}
 
-    /* CP: ring attention passes each rank's K,V chunk round the ring, c-1
-     * steps forward and twice that (K,V and dK,dV) backward (Liu et al.
-     * 2023, Ring Attention; Megatron context_parallel).  All-gather
-     * variant: gather K,V forward, reduce-scatter dK,dV backward (Llama 3,
-     * Dubey et al. 2024 s.3.3.2). */
+/** CP: ring attention passes each rank's K,V chunk round the ring, c-1
+ *  steps forward and twice that (K,V and dK,dV) backward (Liu et al.
+ *  2023, Ring Attention; Megatron context_parallel).  All-gather variant:
+ *  gather K,V forward, reduce-scatter dK,dV backward (Llama 3, Dubey et
+ *  al. 2024 s.3.3.2). */
+static void layer_cp(const aps_cluster *c, const aps_strategy *s,
+                     const layer_shape *x, aps_layer_cost *out)
+{
     out->cp_fwd = out->cp_bwd = 0.0;
-    if (s->cp_degree > 1) {
-        double bw, alpha;
-        if (s->cp_comm_type == APS_CP_ALL_GATHER)
-            aps_group_link(c, s->tp_degree, s->cp_degree, &bw, &alpha);
-        else
-            aps_p2p_link(c, s->tp_degree, s->cp_degree, &bw, &alpha);
-        double kv_chunk = 2.0 * A * b * sl * k * dh / tp;
-        double steps = cp - 1.0;
-        if (s->cp_comm_type == APS_CP_ALL_GATHER) {
-            out->cp_fwd = aps_allgather_time(s->cp_degree, kv_chunk * cp, bw,
-                                             alpha);
-            out->cp_bwd = out->cp_fwd + aps_reducescatter_time(
-                              s->cp_degree, kv_chunk * cp, bw, alpha);
-        } else {
-            out->cp_fwd = steps * (kv_chunk / bw + alpha);
-            out->cp_bwd = 2.0 * out->cp_fwd;
-        }
+    if (s->cp_degree <= 1)
+        return;
+    double bw, alpha;
+    bool gather = s->cp_comm_type == APS_CP_ALL_GATHER;
+    if (gather)
+        aps_group_link(c, s->tp_degree, s->cp_degree, &bw, &alpha);
+    else
+        aps_p2p_link(c, s->tp_degree, s->cp_degree, &bw, &alpha);
+    double kv_chunk = 2.0 * APS_ACT_BYTES * x->b * x->sl * x->k * x->dh /
+                      x->tp;
+    if (gather) {
+        out->cp_fwd = aps_allgather_time(s->cp_degree, kv_chunk * x->cp, bw,
+                                         alpha);
+        out->cp_bwd = out->cp_fwd + aps_reducescatter_time(
+                          s->cp_degree, kv_chunk * x->cp, bw, alpha);
+    } else {
+        out->cp_fwd = (x->cp - 1.0) * (kv_chunk / bw + alpha);
+        out->cp_bwd = 2.0 * out->cp_fwd;
     }
+}
+
+void aps_layer_times(const aps_model *m, const aps_cluster *c,
+                     const aps_training *t, const aps_strategy *s,
+                     aps_layer_cost *out)
+{
+    const aps_device *d = &c->device;
+    layer_shape x;
+    shape_of(m, t, s, &x);
+    out->gemm_fwd = layer_gemms(d, t->precision, &x);
+    layer_attention(m, d, t, &x, out);
+    out->membound_fwd = aps_hbm_time(d, layer_membound_bytes(m, t, &x));
+    layer_casts(d, t, &x, out);
+    layer_selective(m, d, t, &x, out);
+    layer_tp(c, s, &x, out);
+    layer_cp(c, s, &x, out);
 }

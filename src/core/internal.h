@@ -330,4 +330,144 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
 double aps_gemm_time(const aps_device *d, aps_precision p, double M,
                      double N, double K);
 
+/** Memory-bound seconds for `bytes` of HBM traffic: bytes /
+ *  (hbm_bandwidth x hbm_efficiency) (compute.c). */
+double aps_hbm_time(const aps_device *d, double bytes);
+
+/** Usable bytes per device: training.memory_limit_bytes when set, else
+ *  the device's memory_bytes less training.memory_margin_bytes
+ *  (memory.c). */
+double aps_memory_limit(const aps_cluster *c, const aps_training *t);
+
+/** Devices a strategy occupies: dp x fsdp x tp x pp x cp (training.c). */
+int64_t aps_strategy_devices(const aps_strategy *s);
+
+/** Seconds a communication of `total` seconds costs the critical path when
+ *  `exposed` of it is not hidden: the exposed part plus
+ *  training.overlap_interference of the hidden rest (NCCL kernels share
+ *  SMs and HBM with the compute they overlap; training.c,
+ *  APS_OVERLAP_INTERFERENCE) (comm.c). */
+double aps_interfered(const aps_training *t, double total, double exposed);
+
+/** Sets performance category k of out: seconds per step in total and on
+ *  the critical path. */
+static inline void aps_set_perf(aps_estimate *out, aps_perf_category k,
+                                double total, double exposed)
+{
+    out->perf_total[k] = total;
+    out->perf_exposed[k] = exposed;
+}
+
+/* ---- stagetime.c: one micro-batch on one pipeline rank ---- */
+
+/** Seconds of one micro-batch on one pipeline rank by category: compute,
+ *  and each communication in total and on the critical path of the
+ *  forward (_fwd) and the backward (_bwd). */
+typedef struct {
+    double comp_fwd, comp_bwd, recompute;
+    double tp_total, tp_exposed_fwd, tp_exposed_bwd;
+    double cp_total, cp_exposed_fwd, cp_exposed_bwd;
+    double ag_total, ag_exposed, rs_total, rs_exposed; /**< FSDP gathers
+                                            and gradient reduce-scatters */
+    double fsdp_exposed_fwd, fsdp_exposed_bwd;
+    double offload_total, offload_exposed_fwd, offload_exposed_bwd;
+    double wgrad; /**< the weight-gradient GEMMs within comp_bwd */
+} aps_stage_time;
+
+/** Times of one micro-batch on pipeline rank i as laid out into st; with
+ *  edges, the embedding on rank 0 and the output layer and loss on rank
+ *  p - 1 are included (without, the same rank's layers alone). */
+void aps_stage_time_build(const aps_model *m, const aps_cluster *c,
+                          const aps_training *t, const aps_strategy *s,
+                          const aps_layout *lay, const aps_dp_plan *plan,
+                          const aps_layer_cost *lc, int64_t i, bool edges,
+                          aps_stage_time *st);
+
+/** Forward and backward seconds of one micro-batch on a rank: compute
+ *  plus the exposed TP, CP, FSDP and offload time inside it (the backward
+ *  with its recompute). */
+void aps_stage_fwd_bwd(const aps_stage_time *st, double *tf, double *tb);
+
+/** Rank i's times into tm (edges included) and its entries of r: tf, tb,
+ *  tw, and on the first and last rank of a pipeline (p > 1) the fixed
+ *  work ef, eb, ew that the embedding or the output layer and loss add
+ *  (0 elsewhere). */
+void aps_stage_time_rank(const aps_model *m, const aps_cluster *c,
+                         const aps_training *t, const aps_strategy *s,
+                         const aps_layout *lay, const aps_dp_plan *plan,
+                         const aps_layer_cost *lc, int64_t i,
+                         aps_stage_time *tm, aps_stage_times *r);
+
+/** The per-step categories inside the stages: m micro-batches of the
+ *  slowest stage's compute, recompute, TP, CP, FSDP and offload time. */
+void aps_stage_time_perf(const aps_stage_time *slow, int64_t m,
+                         aps_estimate *out);
+
+/* ---- schedule.c: the pipeline's per-step terms ---- */
+
+/** PP_BUBBLE and PP_P2P of a pipeline (lay->p > 1) into out.  Bubble: the
+ *  slowest rank's idle time in the simulated schedule of the ranks' times
+ *  r (aps_pipeline_schedule) beyond m (tf + tb), tf and tb the slowest
+ *  stage's forward and backward per micro-batch; a strategy over the
+ *  memory limit (out->mem_peak > out->mem_limit) keeps the closed form
+ *  (p - 1)/v (tf + tb) (Narayanan et al. SC'21 s.2.2).  P2P: 2 m v
+ *  activation transfers, hidden by training.pp_p2p_overlap, or by
+ *  Megatron's --overlap-p2p-communication under the interleaved schedule.
+ *  Returns APS_OK, or what the simulation returns. */
+aps_status aps_pipeline_perf(const aps_model *m, const aps_cluster *c,
+                             const aps_training *t, const aps_strategy *s,
+                             const aps_layout *lay, const aps_stage_times *r,
+                             double tf, double tb, aps_estimate *out);
+
+/* ---- balance.c: layers and recompute per pipeline rank ---- */
+
+/** The layout's layers per rank balanced by time when the strategy asks
+ *  (balance_stages, p > 1, no stage_partition given), then, under
+ *  auto_recompute with full recompute, the fewest recomputed layers per
+ *  rank that fit `limit` bytes. */
+void aps_balance_layout(const aps_model *m, const aps_cluster *c,
+                        const aps_training *t, const aps_strategy *s,
+                        aps_layout *lay, const aps_dp_plan *plan,
+                        const aps_layer_cost *lc, double limit);
+
+/* ---- sync.c: data-parallel and sharding communication, optimizer ---- */
+
+/** FSDP / ZeRO-3 parameter all-gathers and gradient reduce-scatters of
+ *  one micro-batch on rank i into st (ag_*, rs_*, fsdp_exposed_*), hidden
+ *  behind training.fsdp_overlap of st's compute; first / last: the rank
+ *  holds the embedding / the output layer as FSDP units of their own.
+ *  Needs st's comp_fwd, comp_bwd and recompute; nothing when the plan
+ *  does not shard weights. */
+void aps_fsdp_stage_times(const aps_model *m, const aps_cluster *c,
+                          const aps_training *t, const aps_strategy *s,
+                          const aps_layout *lay, const aps_dp_plan *plan,
+                          int64_t i, bool first, bool last,
+                          aps_stage_time *st);
+
+/** The once-per-step terms of data parallelism and the optimizer on the
+ *  rank holding the most parameters (out->stages[0 .. p-1]): DP gradient
+ *  sync (all-reduce, or ZeRO-1/2 reduce-scatter + parameter all-gather),
+ *  HSDP replicate all-reduce, optimizer step; tf, tb: the slowest stage's
+ *  forward and backward per micro-batch, which hide them. */
+void aps_sync_perf(const aps_model *m, const aps_cluster *c,
+                   const aps_training *t, const aps_strategy *s,
+                   const aps_layout *lay, const aps_dp_plan *plan,
+                   double tf, double tb, aps_estimate *out);
+
+/* ---- throughput.c: FLOPs per step and what derives from the step ---- */
+
+/** Model and hardware FLOPs per step, tokens/s (total and per GPU), model
+ *  TFLOP/s per GPU, MFU and HFU of out->step_time on
+ *  out->devices_used devices, recompute as laid out. */
+void aps_throughput(const aps_model *m, const aps_cluster *c,
+                    const aps_training *t, const aps_strategy *s,
+                    const aps_layout *lay, aps_estimate *out);
+
+/* ---- check.c: the memory limit ---- */
+
+/** MEMORY_LIMIT with a message naming the stage, its bytes against the
+ *  limit and its largest category when out->mem_peak exceeds
+ *  out->mem_limit (p pipeline ranks), else APS_REASON_NONE. */
+aps_reason aps_check_memory_limit(aps_estimate *out, int64_t p);
+
 #endif

@@ -234,45 +234,55 @@ static double communicators(const aps_strategy *s, const aps_dp_plan *plan)
     return n;
 }
 
-void aps_stage_memory(const aps_model *m, const aps_cluster *c,
-                      const aps_training *t, const aps_strategy *s,
-                      const aps_layout *lay, const aps_dp_plan *plan,
-                      const aps_layer_cost *lc, int64_t i,
-                      aps_stage_estimate *st)
+/** Bytes of one micro-batch's hidden states on one device: s' b h, split
+ *  over the TP ranks under SP. */
+static double hidden_bytes_rep(const aps_model *m, const aps_strategy *s,
+                               const aps_layout *lay)
 {
-    double A = APS_ACT_BYTES;
     double tp = (double)lay->t, h = (double)m->hidden_size;
     double sl = (double)lay->s_local, b = (double)lay->b;
     double rep = (lay->t > 1 && s->sequence_parallel) ? tp : 1.0;
-    double sbh_rep = sl * b * h / rep;
-    double *mem = st->mem;
-    for (int j = 0; j < APS_MEM_COUNT; j++)
-        mem[j] = 0.0;
+    return sl * b * h / rep;
+}
 
-    double psi = aps_stage_params(m, lay, i);
+/** Full recompute of rc layers on rank i: layer inputs kept (one per
+ *  layer; uniform: one per group of recompute_num_layers layers of each
+ *  model chunk) and the layers of the largest group rebuilt at once in
+ *  the backward. */
+static void recompute_groups(const aps_strategy *s, const aps_layout *lay,
+                             int64_t i, double rc, double *kept_inputs,
+                             double *group)
+{
+    *kept_inputs = rc;
+    *group = 1.0;
+    if (!(rc > 0 && s->recompute_method == APS_RECOMPUTE_UNIFORM))
+        return;
+    int64_t n = s->recompute_num_layers[i] > 0 ? s->recompute_num_layers[i]
+                                               : 1;
+    *kept_inputs = 0.0;
+    *group = 0.0;
+    for (int64_t k = 0; k < lay->v; k++) {
+        int64_t ck = aps_layout_chunk(lay, i, k);
+        *kept_inputs += (double)((ck + n - 1) / n);
+        double g = (double)(ck < n ? ck : n);
+        *group = g > *group ? g : *group;
+    }
+}
+
+/** Activations held by rank i at its peak: in-flight micro-batches times
+ *  the rank's saved activations per micro-batch, plus the transient of
+ *  recompute; sets st->inflight_microbatches. */
+static double stage_activations(const aps_model *m, const aps_training *t,
+                                const aps_strategy *s, const aps_layout *lay,
+                                const aps_layer_cost *lc, int64_t i,
+                                aps_stage_estimate *st)
+{
+    double sbh_rep = hidden_bytes_rep(m, s, lay);
     double layers = (double)lay->layers[i], rc = (double)lay->recompute[i];
-    double matmul_psi = layers * aps_layer_matmul_params(m) / tp;
-    st->params = psi;
-    model_states(t, plan, psi, matmul_psi, mem);
-
-    /* Activations: in-flight micro-batches times this rank's layers. */
     double per_layer = s->layer_recompute == APS_RECOMPUTE_SELECTIVE
                            ? lc->act_selective : lc->act_full;
-    /* uniform: one input kept per group of recompute_num_layers layers of
-     * each model chunk, a whole group rebuilt at once in the backward */
-    double kept_inputs = rc, group = 1.0;
-    if (rc > 0 && s->recompute_method == APS_RECOMPUTE_UNIFORM) {
-        int64_t n = s->recompute_num_layers[i] > 0 ? s->recompute_num_layers[i]
-                                                   : 1;
-        kept_inputs = 0.0;
-        group = 0.0;
-        for (int64_t k = 0; k < lay->v; k++) {
-            int64_t ck = aps_layout_chunk(lay, i, k);
-            kept_inputs += (double)((ck + n - 1) / n);
-            double g = (double)(ck < n ? ck : n);
-            group = g > group ? g : group;
-        }
-    }
+    double kept_inputs, group;
+    recompute_groups(s, lay, i, rc, &kept_inputs, &group);
     /* activation offload: the saved activations of the first offloaded
      * layers leave the device (TE get_cpu_offload_context: layer i's copy
      * runs during layer i + 1's forward and comes back during the
@@ -286,7 +296,7 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
     if (i == 0 && t->dropout)
         per_mb += APS_MASK_BYTES * sbh_rep;        /* embedding dropout */
     if (i == lay->p - 1)
-        per_mb += 2.0 * A * sbh_rep;   /* final-norm and output-layer inputs */
+        per_mb += 2.0 * APS_ACT_BYTES * sbh_rep; /* final-norm, output inputs */
     double inflight = aps_layout_inflight(lay, i);
     st->inflight_microbatches = inflight;
     /* Full recompute: while a layer is recomputed its whole activation set
@@ -297,68 +307,90 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
     if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE && layers > rc &&
         lc->act_full - lc->act_selective > transient)
         transient = lc->act_full - lc->act_selective;
-    mem[APS_MEM_ACTIVATIONS] = inflight * per_mb + transient;
+    return inflight * per_mb + transient;
+}
 
-    if (i == lay->p - 1)
-        mem[APS_MEM_LOGITS_LOSS] = aps_recipe_logits_bytes(t) * sl * b *
-                                   lay->vocab_padded / tp;
+/** FSDP buffers of rank i (psi parameters): the unsharded parameters of
+ *  the current and the prefetched unit (or all units when not resharding
+ *  after forward) in the gather dtype -- bf16, or the quantized format
+ *  with fp8_param_gather -- with, for quantized GEMMs, their quantized
+ *  copies (both layouts; the gathered weight is one of them with
+ *  fp8_param_gather), plus one unit's unsharded gradients before
+ *  reduce-scatter; each capped by the profile's gather / reduce budget
+ *  (DeepSpeed ZeRO-3). */
+static double fsdp_buffers(const aps_model *m, const aps_training *t,
+                           const aps_strategy *s, const aps_layout *lay,
+                           const aps_dp_plan *plan, int64_t i, double psi)
+{
+    double A = APS_ACT_BYTES, layers = (double)lay->layers[i];
+    double unit = aps_largest_unit_params(m, lay, i);
+    double layer_unit = aps_layer_params_tp(m, lay->t);
+    bool accumulate = lay->p > 1 && aps_profile(t)->pp_unsharded_grads;
+    double gathered = s->reshard_after_forward && !accumulate
+                          ? unit + layer_unit : psi;
+    double reducing = accumulate ? psi : unit;
+    const aps_framework_profile *fw = aps_profile(t);
+    if (fw->gather_budget > 0 && gathered > fw->gather_budget)
+        gathered = fw->gather_budget;
+    if (fw->reduce_budget > 0 && reducing > fw->reduce_budget)
+        reducing = fw->reduce_budget;
+    double layer_matmul = aps_layer_matmul_params(m) / (double)lay->t;
+    double gm = (s->reshard_after_forward && !accumulate ? 2.0 : layers) *
+                layer_matmul;
+    gm = gm < gathered ? gm : gathered; /* of which in linear layers */
+    double copy = aps_weight_copy_bytes(t);
+    double held = A * gathered;
+    if (aps_recipe_fp8_param_gather(t))
+        /* TE keeps both layouts of the gathered weight; torchao's
+         * float8 all-gather delivers one, the transpose made per GEMM */
+        held += ((aps_profile(t)->transformer_engine
+                      ? copy : aps_quantized_bytes(t->precision)) - A) * gm;
+    else if (aps_profile(t)->transformer_engine)
+        held += copy * gm;
+    double unsharded_grad = accumulate ? APS_FP32_BYTES : plan->grad_reduce;
+    return held + unsharded_grad * reducing;
+}
 
-    /* TP with SP: the all-gathered full-sequence input of a linear. */
-    if (lay->t > 1 && s->sequence_parallel)
-        mem[APS_MEM_COMM_TP] = A * sl * b * h;
-
-    if (plan->fsdp_like) {
-        /* Unsharded parameters of the current and the prefetched unit
-         * (or all units when not resharding after forward) in the gather
-         * dtype -- bf16, or the quantized format with fp8_param_gather --
-         * with, for quantized GEMMs, their quantized copies (both layouts;
-         * the gathered weight is one of them with fp8_param_gather), plus
-         * one unit's unsharded gradients before reduce-scatter. */
-        double unit = aps_largest_unit_params(m, lay, i);
-        double layer_unit = aps_layer_params_tp(m, lay->t);
-        bool accumulate = lay->p > 1 && aps_profile(t)->pp_unsharded_grads;
-        double gathered = s->reshard_after_forward && !accumulate
-                              ? unit + layer_unit : psi;
-        double reducing = accumulate ? psi : unit;
-        const aps_framework_profile *fw = aps_profile(t);
-        if (fw->gather_budget > 0 && gathered > fw->gather_budget)
-            gathered = fw->gather_budget;
-        if (fw->reduce_budget > 0 && reducing > fw->reduce_budget)
-            reducing = fw->reduce_budget;
-        double layer_matmul = aps_layer_matmul_params(m) / tp;
-        double gm = (s->reshard_after_forward && !accumulate ? 2.0 : layers) *
-                    layer_matmul;
-        gm = gm < gathered ? gm : gathered; /* of which in linear layers */
-        double copy = aps_weight_copy_bytes(t);
-        double held = A * gathered;
-        if (aps_recipe_fp8_param_gather(t))
-            /* TE keeps both layouts of the gathered weight; torchao's
-             * float8 all-gather delivers one, the transpose made per GEMM */
-            held += ((aps_profile(t)->transformer_engine
-                          ? copy : aps_quantized_bytes(t->precision)) - A) * gm;
-        else if (aps_profile(t)->transformer_engine)
-            held += copy * gm;
-        double unsharded_grad = accumulate ? APS_FP32_BYTES : plan->grad_reduce;
-        mem[APS_MEM_COMM_FSDP] = held + unsharded_grad * reducing;
-    } else if (plan->dp_group > 1) {
-        const aps_framework_profile *fw = aps_profile(t);
-        if (fw->dp_buffers == APS_DP_BUFFERS_DEEPSPEED) {
-            /* a gradient reduce bucket and, with sharded optimizer states,
-             * a parameter all-gather bucket */
-            mem[APS_MEM_COMM_DP] = fw->dp_reduce_bucket * plan->bytes.grad;
-            if (plan->bytes.shard_optimizer)
-                mem[APS_MEM_COMM_DP] += fw->dp_allgather_bucket * A;
-        } else if (fw->dp_buffers == APS_DP_BUFFERS_DDP) {
-            mem[APS_MEM_COMM_DP] =
-                t->ddp_bucket_bytes * (double)t->ddp_buckets_in_flight;
-        }
+/** Data-parallel buffers without weight sharding: DeepSpeed's gradient
+ *  reduce bucket and, with sharded optimizer states, its parameter
+ *  all-gather bucket; torch DDP's buckets in flight; none for Megatron's
+ *  contiguous grad buffer. */
+static double dp_buffers(const aps_training *t, const aps_dp_plan *plan)
+{
+    const aps_framework_profile *fw = aps_profile(t);
+    double bytes = 0.0;
+    if (fw->dp_buffers == APS_DP_BUFFERS_DEEPSPEED) {
+        bytes = fw->dp_reduce_bucket * plan->bytes.grad;
+        if (plan->bytes.shard_optimizer)
+            bytes += fw->dp_allgather_bucket * APS_ACT_BYTES;
+    } else if (fw->dp_buffers == APS_DP_BUFFERS_DDP) {
+        bytes = t->ddp_bucket_bytes * (double)t->ddp_buckets_in_flight;
     }
+    return bytes;
+}
 
+/** Communication buffers of rank i into mem: TP with SP, the gathered
+ *  full-sequence input of a linear; FSDP or DP buffers; PP, send and
+ *  receive buffers per neighbour; CP, the K/V chunks in flight (ring: 2;
+ *  all-gather: the whole sequence) and their gradients. */
+static void comm_buffers(const aps_model *m, const aps_training *t,
+                         const aps_strategy *s, const aps_layout *lay,
+                         const aps_dp_plan *plan, int64_t i, double psi,
+                         double *mem)
+{
+    double A = APS_ACT_BYTES, tp = (double)lay->t;
+    double sl = (double)lay->s_local, b = (double)lay->b;
+    if (lay->t > 1 && s->sequence_parallel)
+        mem[APS_MEM_COMM_TP] = A * sl * b * (double)m->hidden_size;
+    if (plan->fsdp_like)
+        mem[APS_MEM_COMM_FSDP] = fsdp_buffers(m, t, s, lay, plan, i, psi);
+    else if (plan->dp_group > 1)
+        mem[APS_MEM_COMM_DP] = dp_buffers(t, plan);
     if (lay->p > 1) {
         double neighbours = (lay->v > 1 || (i > 0 && i < lay->p - 1)) ? 2 : 1;
-        mem[APS_MEM_COMM_PP] = neighbours * 2.0 * A * sbh_rep;
+        mem[APS_MEM_COMM_PP] =
+            neighbours * 2.0 * A * hidden_bytes_rep(m, s, lay);
     }
-
     if (lay->c > 1) {
         double kv = 2.0 * A * b * (double)m->num_query_groups *
                     (double)m->head_dim / tp;      /* K and V per token */
@@ -367,7 +399,29 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
                            : 2.0 * kv * sl;                   /* 2 in flight */
         mem[APS_MEM_COMM_CP] = 2.0 * chunk; /* + dK, dV in backward */
     }
+}
 
+void aps_stage_memory(const aps_model *m, const aps_cluster *c,
+                      const aps_training *t, const aps_strategy *s,
+                      const aps_layout *lay, const aps_dp_plan *plan,
+                      const aps_layer_cost *lc, int64_t i,
+                      aps_stage_estimate *st)
+{
+    double tp = (double)lay->t;
+    double *mem = st->mem;
+    for (int j = 0; j < APS_MEM_COUNT; j++)
+        mem[j] = 0.0;
+    double psi = aps_stage_params(m, lay, i);
+    double matmul_psi = (double)lay->layers[i] * aps_layer_matmul_params(m) /
+                        tp;
+    st->params = psi;
+    model_states(t, plan, psi, matmul_psi, mem);
+    mem[APS_MEM_ACTIVATIONS] = stage_activations(m, t, s, lay, lc, i, st);
+    if (i == lay->p - 1)
+        mem[APS_MEM_LOGITS_LOSS] = aps_recipe_logits_bytes(t) *
+                                   (double)lay->s_local * (double)lay->b *
+                                   lay->vocab_padded / tp;
+    comm_buffers(m, t, s, lay, plan, i, psi, mem);
     double allocated = 0.0;
     for (int j = 0; j < APS_MEM_COUNT; j++)
         allocated += mem[j];
@@ -375,4 +429,11 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
                             c->device.nccl_comm_bytes * communicators(s, plan) +
                             t->allocator_fragmentation * allocated;
     st->mem_total = allocated + mem[APS_MEM_RESERVED];
+}
+
+double aps_memory_limit(const aps_cluster *c, const aps_training *t)
+{
+    return t->memory_limit_bytes > 0
+               ? t->memory_limit_bytes
+               : c->device.memory_bytes - t->memory_margin_bytes;
 }

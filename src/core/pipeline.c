@@ -147,7 +147,7 @@ aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
     }
     if (s->balance_stages && p > 1 && given == 0) {
         /* Placeholder split for the checks; aps_estimate_run replaces it
-         * with the time-balanced partition (estimate.c). */
+         * with the time-balanced partition (balance.c). */
         if (L < p * v || L % v != 0) {
             aps_fmt(msg, n, "num_layers = %lld cannot be balanced over "
                     "pp_degree x vpp_degree = %lld x %lld equal model chunks "

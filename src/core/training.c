@@ -162,6 +162,12 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
     return APS_OK;
 }
 
+int64_t aps_strategy_devices(const aps_strategy *s)
+{
+    return s->dp_degree * s->fsdp_degree * s->tp_degree * s->pp_degree *
+           s->cp_degree;
+}
+
 void aps_strategy_defaults(aps_strategy *s)
 {
     *s = (aps_strategy){0};

@@ -173,7 +173,7 @@ static void test_ap_ft_07_group_link_cross_node_ring(void **state)
  * Per layer per micro-batch (compute.c): 2 all-gathers + 2 reduce-scatters
  * forward and again backward = 8 collectives over 8 ranks of the activation
  * 2 b s h = 2 * 8192 * 4096 = 67,108,864 bytes.  The stage is first and
- * last (p = 1), so estimate.c adds the embedding's and the output layer's
+ * last (p = 1), so stagetime.c adds the embedding's and the output layer's
  * all-gathers, 2 forward and 2 backward.  Per micro-batch:
  *   (32 * 8 + 4) = 260 collectives of 7/8 * act/bw + 7 alpha;
  *   x m = 4: 1040 * 7/8 = 910 act/bw + 1040 * 7 = 7280 alpha.

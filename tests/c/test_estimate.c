@@ -1,6 +1,8 @@
 /*
- * test_estimate.c -- src/core/estimate.c: one strategy end to end
- * (AP-FT-08): the memory-limit reason, the invariants of the result
+ * test_estimate.c -- src/core/estimate.c and the modules it runs
+ * (stagetime.c, balance.c, sync.c, throughput.c; docs/modeling.md "Where
+ * each term is computed"), through aps_estimate_run: one strategy end to
+ * end (AP-FT-08): the memory-limit reason, the invariants of the result
  * (categories sum to totals, step time = sum of exposed terms, exposed <=
  * total, tokens/s = B s / step), FLOPs per step against Narayanan et al.
  * SC'21 eq. 3, finiteness of infeasible results, the memory_limit

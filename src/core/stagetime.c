@@ -1,0 +1,246 @@
+/*
+ * stagetime.c -- seconds of one micro-batch on one pipeline rank: its
+ * layers' compute (per layer from compute.c), the embedding on the first
+ * rank and the output layer and loss on the last, recompute, and the TP,
+ * CP, activation-offload and FSDP communication inside it, in total and
+ * exposed (MODELING.md s.4, "Time per step").
+ *
+ * Per layer, backward = 2 x forward for the GEMMs (dX = dY W^T and
+ * dW = X^T dY) and the memory-bound kernels, the attention core's own
+ * ratio (compute.c).  Of a GEMM's backward the weight gradient is half,
+ * as many FLOPs as the forward; attention and elementwise backwards
+ * produce input gradients only (Qi et al. 2024, arXiv:2401.10241 s.2: the
+ * B / W split of zero-bubble schedules).
+ *
+ * TP on the edges (Shoeybi et al. 2019 s.3; Korthikanti et al. 2022
+ * s.4.2.2 with SP): the vocab-parallel embedding's output is all-reduced
+ * (SP: reduce-scattered, an all-gather's time) in the forward; before the
+ * output layer SP all-gathers the sequence, and its input gradient is
+ * all-reduced (SP: reduce-scattered) in the backward.
+ */
+#include <string.h>
+#include "internal.h"
+
+/** Backward / forward ratio of a GEMM (dgrad + wgrad). */
+#define APS_GEMM_BWD_RATIO 2.0
+/** Backward / forward HBM traffic of the memory-bound kernels (norms,
+ *  residuals, RoPE, activation): taken as the GEMMs' ratio, as counted
+ *  since the first estimator (59a3125); not measured. */
+#define APS_MEMBOUND_BWD_RATIO 2.0
+/** HBM bytes per logit of the softmax cross-entropy, forward and backward
+ *  together: the bf16 logits read and written (2 x APS_ACT_BYTES) plus
+ *  three fp32 accesses, as counted since 59a3125; not measured. */
+#define APS_CE_BYTES_PER_LOGIT (2.0 * APS_ACT_BYTES + 3.0 * APS_FP32_BYTES)
+/** Share of the cross-entropy traffic in the forward; the rest is in the
+ *  backward. */
+#define APS_CE_FWD_SHARE 0.5
+/** Backward / forward HBM traffic of the embedding lookup (the forward
+ *  writes the activations; the backward reads their gradient and
+ *  accumulates it into the table's rows), as counted since 59a3125. */
+#define APS_EMBEDDING_BWD_RATIO 2.0
+
+/** One layer's forward and backward compute seconds. */
+static void layer_seconds(const aps_layer_cost *lc, double *fwd, double *bwd)
+{
+    *fwd = lc->gemm_fwd + lc->attn_fwd + lc->membound_fwd + lc->fp8_cast_fwd;
+    *bwd = APS_GEMM_BWD_RATIO * lc->gemm_fwd + lc->attn_bwd +
+           APS_MEMBOUND_BWD_RATIO * lc->membound_fwd + lc->fp8_cast_bwd;
+}
+
+/** Compute of rank i's layers: forward, backward, its weight-gradient
+ *  part, and the recomputed forwards (full layers, or what selective
+ *  recompute repeats in every layer). */
+static void layers_compute(const aps_strategy *s, const aps_layout *lay,
+                           const aps_layer_cost *lc, int64_t i,
+                           aps_stage_time *st)
+{
+    double L = (double)lay->layers[i], rc = (double)lay->recompute[i];
+    double layer_fwd, layer_bwd;
+    layer_seconds(lc, &layer_fwd, &layer_bwd);
+    st->comp_fwd = L * layer_fwd;
+    st->comp_bwd = L * layer_bwd;
+    st->wgrad = L * lc->gemm_fwd;
+    st->recompute = rc * layer_fwd;
+    if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
+        st->recompute += L * lc->selective_fwd;
+}
+
+/** Compute of the embedding lookup (first: write the activations) and of
+ *  the output layer GEMM and softmax cross-entropy (last). */
+static void edges_compute(const aps_model *m, const aps_cluster *c,
+                          const aps_training *t, const aps_strategy *s,
+                          const aps_layout *lay, bool first, bool last,
+                          aps_stage_time *st)
+{
+    const aps_device *d = &c->device;
+    double A = APS_ACT_BYTES;
+    double tp = (double)lay->t, h = (double)m->hidden_size;
+    double T = (double)lay->b * (double)lay->s_local;
+    double rep = (lay->t > 1 && s->sequence_parallel) ? tp : 1.0;
+    if (first) {
+        st->comp_fwd += aps_hbm_time(d, A * T * h / rep);
+        st->comp_bwd += aps_hbm_time(d, APS_EMBEDDING_BWD_RATIO * A * T * h /
+                                            rep);
+    }
+    if (last) {
+        double V = lay->vocab_padded / tp;
+        double g = aps_gemm_time(d, t->precision, T, V, h);
+        double ce = aps_hbm_time(d, APS_CE_BYTES_PER_LOGIT * T * V);
+        st->comp_fwd += g + APS_CE_FWD_SHARE * ce;
+        st->comp_bwd += APS_GEMM_BWD_RATIO * g + APS_CE_FWD_SHARE * ce;
+        st->wgrad += g;
+    }
+}
+
+/** TP collectives of the embedding (first) and the output layer (last),
+ *  forward and backward (see the file comment). */
+static void tp_edges(const aps_model *m, const aps_cluster *c,
+                     const aps_strategy *s, const aps_layout *lay,
+                     bool first, bool last, double *fwd, double *bwd)
+{
+    *fwd = *bwd = 0.0;
+    if (lay->t <= 1)
+        return;
+    double bw, alpha;
+    aps_group_link(c, 1, lay->t, &bw, &alpha);
+    double T = (double)lay->b * (double)lay->s_local;
+    double act = APS_ACT_BYTES * T * (double)m->hidden_size;
+    double ag = aps_allgather_time(lay->t, act, bw, alpha);
+    double ar = aps_allreduce_time(lay->t, act, bw, alpha);
+    if (first) {
+        *fwd += s->sequence_parallel ? ag : ar;
+        *bwd += s->sequence_parallel ? ag : 0.0;
+    }
+    if (last) {
+        *fwd += s->sequence_parallel ? ag : 0.0;
+        *bwd += s->sequence_parallel ? ag : ar;
+    }
+}
+
+/** TP collectives of rank i: per layer (compute.c) plus the edges, the
+ *  recomputed layers' forward ones again in the backward; exposed as
+ *  aps_recipe_tp_exposed gives next to the GEMMs they feed. */
+static void stage_tp(const aps_model *m, const aps_cluster *c,
+                     const aps_training *t, const aps_strategy *s,
+                     const aps_layout *lay, const aps_layer_cost *lc,
+                     int64_t i, bool first, bool last, aps_stage_time *st)
+{
+    double L = (double)lay->layers[i], rc = (double)lay->recompute[i];
+    double edge_fwd, edge_bwd;
+    tp_edges(m, c, s, lay, first, last, &edge_fwd, &edge_bwd);
+    double tp_fwd = L * lc->tp_fwd + edge_fwd;
+    double tp_bwd = L * lc->tp_bwd + rc * lc->tp_fwd + edge_bwd;
+    /* TorchTitan's op-level selective recompute re-runs wk and w3, whose
+     * sequence all-gathers are not among the saved ops: 2 all-gathers per
+     * layer, a quarter each of the forward's 2 x (all-gather +
+     * reduce-scatter) */
+    if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE &&
+        aps_profile(t)->op_sac_selective && lay->t > 1 && s->sequence_parallel)
+        tp_bwd += (L - rc) * 0.5 * lc->tp_fwd;
+    st->tp_total = tp_fwd + tp_bwd;
+    st->tp_exposed_fwd = aps_interfered(
+        t, tp_fwd, aps_recipe_tp_exposed(t, lay->t, tp_fwd, L * lc->gemm_fwd));
+    st->tp_exposed_bwd = aps_interfered(
+        t, tp_bwd,
+        aps_recipe_tp_exposed(t, lay->t, tp_bwd,
+                              (2.0 * L + rc) * lc->gemm_fwd));
+}
+
+/** CP communication of rank i: the ring's K/V passing hidden behind each
+ *  chunk's attention (exposed where longer), the all-gather variant
+ *  exposed in full; recomputed layers repeat the forward's. */
+static void stage_cp(const aps_training *t, const aps_strategy *s,
+                     const aps_layout *lay, const aps_layer_cost *lc,
+                     int64_t i, aps_stage_time *st)
+{
+    if (lay->c <= 1)
+        return;
+    double L = (double)lay->layers[i], rc = (double)lay->recompute[i];
+    double ef, eb;
+    if (s->cp_comm_type == APS_CP_P2P) { /* hidden behind the chunks */
+        ef = lc->cp_fwd > lc->attn_fwd ? lc->cp_fwd - lc->attn_fwd : 0;
+        eb = lc->cp_bwd > lc->attn_bwd ? lc->cp_bwd - lc->attn_bwd : 0;
+    } else {
+        ef = lc->cp_fwd;
+        eb = lc->cp_bwd;
+    }
+    ef = aps_interfered(t, lc->cp_fwd, ef);
+    eb = aps_interfered(t, lc->cp_bwd, eb);
+    st->cp_total = L * (lc->cp_fwd + lc->cp_bwd) + rc * lc->cp_fwd;
+    st->cp_exposed_fwd = L * ef;
+    st->cp_exposed_bwd = L * eb + rc * ef;
+}
+
+void aps_stage_time_build(const aps_model *m, const aps_cluster *c,
+                          const aps_training *t, const aps_strategy *s,
+                          const aps_layout *lay, const aps_dp_plan *plan,
+                          const aps_layer_cost *lc, int64_t i, bool edges,
+                          aps_stage_time *st)
+{
+    bool first = edges && i == 0, last = edges && i == lay->p - 1;
+    memset(st, 0, sizeof *st);
+    layers_compute(s, lay, lc, i, st);
+    edges_compute(m, c, t, s, lay, first, last, st);
+    stage_tp(m, c, t, s, lay, lc, i, first, last, st);
+    double layer_fwd, layer_bwd;
+    layer_seconds(lc, &layer_fwd, &layer_bwd);
+    aps_recipe_offload_times(
+        &c->device,
+        aps_recipe_offload_layers(t, lay->layers[i] - lay->recompute[i],
+                                  lay->v),
+        lc->act_full, layer_fwd, layer_bwd, &st->offload_total,
+        &st->offload_exposed_fwd, &st->offload_exposed_bwd);
+    stage_cp(t, s, lay, lc, i, st);
+    aps_fsdp_stage_times(m, c, t, s, lay, plan, i, first, last, st);
+}
+
+void aps_stage_fwd_bwd(const aps_stage_time *st, double *tf, double *tb)
+{
+    *tf = st->comp_fwd + st->tp_exposed_fwd + st->cp_exposed_fwd +
+          st->fsdp_exposed_fwd + st->offload_exposed_fwd;
+    *tb = st->comp_bwd + st->recompute + st->tp_exposed_bwd +
+          st->cp_exposed_bwd + st->fsdp_exposed_bwd + st->offload_exposed_bwd;
+}
+
+void aps_stage_time_rank(const aps_model *m, const aps_cluster *c,
+                         const aps_training *t, const aps_strategy *s,
+                         const aps_layout *lay, const aps_dp_plan *plan,
+                         const aps_layer_cost *lc, int64_t i,
+                         aps_stage_time *tm, aps_stage_times *r)
+{
+    aps_stage_time_build(m, c, t, s, lay, plan, lc, i, true, tm);
+    aps_stage_fwd_bwd(tm, &r->tf[i], &r->tb[i]);
+    r->tw[i] = tm->wgrad;
+    r->ef[i] = r->eb[i] = r->ew[i] = 0.0;
+    if (lay->p > 1 && (i == 0 || i == lay->p - 1)) {
+        aps_stage_time mid; /* the same rank without embedding / output */
+        double mf, mb;
+        aps_stage_time_build(m, c, t, s, lay, plan, lc, i, false, &mid);
+        aps_stage_fwd_bwd(&mid, &mf, &mb);
+        r->ef[i] = r->tf[i] - mf;
+        r->eb[i] = r->tb[i] - mb;
+        r->ew[i] = tm->wgrad - mid.wgrad;
+    }
+}
+
+void aps_stage_time_perf(const aps_stage_time *slow, int64_t m,
+                         aps_estimate *out)
+{
+    double mb = (double)m;
+    aps_set_perf(out, APS_PERF_COMPUTE_FWD, mb * slow->comp_fwd,
+                 mb * slow->comp_fwd);
+    aps_set_perf(out, APS_PERF_COMPUTE_BWD, mb * slow->comp_bwd,
+                 mb * slow->comp_bwd);
+    aps_set_perf(out, APS_PERF_RECOMPUTE, mb * slow->recompute,
+                 mb * slow->recompute);
+    aps_set_perf(out, APS_PERF_TP_COMM, mb * slow->tp_total,
+                 mb * (slow->tp_exposed_fwd + slow->tp_exposed_bwd));
+    aps_set_perf(out, APS_PERF_CP_COMM, mb * slow->cp_total,
+                 mb * (slow->cp_exposed_fwd + slow->cp_exposed_bwd));
+    aps_set_perf(out, APS_PERF_FSDP_ALLGATHER, mb * slow->ag_total,
+                 mb * slow->ag_exposed);
+    aps_set_perf(out, APS_PERF_FSDP_REDUCESCATTER, mb * slow->rs_total,
+                 mb * slow->rs_exposed);
+    aps_set_perf(out, APS_PERF_OFFLOAD, mb * slow->offload_total,
+                 mb * (slow->offload_exposed_fwd + slow->offload_exposed_bwd));
+}

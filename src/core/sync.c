@@ -1,0 +1,209 @@
+/*
+ * sync.c -- data-parallel and sharding communication and the optimizer
+ * step (MODELING.md s.4, "Time per step"):
+ *   - FSDP / ZeRO-3, per micro-batch: parameter all-gathers (forward, and
+ *     again in the backward when resharding) and gradient reduce-scatters
+ *     over the sharding group, hidden behind training.fsdp_overlap of the
+ *     compute by prefetch except the first unit's (FSDP2 implicit
+ *     prefetch, one unit ahead); under PP with TorchTitan once per step
+ *     (torch/distributed/pipelining/stage.py);
+ *   - once per step: the DP gradient all-reduce, or with ZeRO-1/2 a
+ *     reduce-scatter and a parameter all-gather (Rajbhandari et al. 2020,
+ *     ZeRO, s.5), hidden behind training.dp_overlap of the last backward;
+ *     HSDP's all-reduce of the gradient shard across replicas;
+ *   - the optimizer step: its state traffic through HBM.
+ * Collective times are comm.c's ring formulas on the group's link.
+ */
+#include "internal.h"
+
+/** Adam step bytes per parameter moved through HBM: read+write fp32
+ *  master, m and v (3 x 8) and read the gradient; plus writing the bf16
+ *  working copy where one exists (torch.optim.AdamW foreach / Apex
+ *  FusedAdam streaming kernels). */
+#define APS_ADAM_STATE_TRAFFIC 24.0
+/** SGD with momentum: read+write master and momentum (2 x 8). */
+#define APS_SGD_STATE_TRAFFIC 16.0
+
+static double max0(double x) { return x > 0.0 ? x : 0.0; }
+
+/** Link of a data-parallel or sharding group (aps_group_link), with the
+ *  bandwidth across nodes capped at the framework's rails x NIC when it
+ *  does not spread its collectives over every NIC of a node
+ *  (training.dp_collective_rails, else the profile's dp_rails). */
+static void dp_group_link(const aps_cluster *c, const aps_training *t,
+                          int64_t stride, int64_t size, double *bw,
+                          double *alpha)
+{
+    if (aps_group_link(c, stride, size, bw, alpha))
+        return;
+    int64_t rails = t->dp_collective_rails > 0 ? t->dp_collective_rails
+                                               : aps_profile(t)->dp_rails;
+    double cap = (double)rails * c->device.inter_node_bandwidth *
+                 c->device.collective_efficiency;
+    if (rails > 0 && cap < *bw)
+        *bw = cap;
+}
+
+/** Exposed FSDP time of one micro-batch into st: the forward gathers
+ *  (ag) and the backward's gathers (ag_b) and reduce-scatters (rs) hidden
+ *  behind training.fsdp_overlap of the pass's compute, the first of
+ *  `units` FSDP units of each pass always exposed (prefetch hides a
+ *  unit's gather behind the previous unit's compute). */
+static void fsdp_exposed(const aps_training *t, double units, double ag,
+                         double ag_b, double rs, aps_stage_time *st)
+{
+    double win_f = t->fsdp_overlap * st->comp_fwd;
+    double win_b = t->fsdp_overlap * (st->comp_bwd + st->recompute);
+    double ef = aps_interfered(t, ag, ag - win_f > ag / units ? ag - win_f
+                                                              : ag / units);
+    double bwd = ag_b + rs;
+    double eb = aps_interfered(t, bwd, bwd - win_b > bwd / units
+                                           ? bwd - win_b : bwd / units);
+    st->ag_total = ag + ag_b;
+    st->rs_total = rs;
+    st->ag_exposed = ef + (bwd > 0 ? eb * ag_b / bwd : 0.0);
+    st->rs_exposed = bwd > 0 ? eb * rs / bwd : 0.0;
+    st->fsdp_exposed_fwd = ef;
+    st->fsdp_exposed_bwd = eb;
+}
+
+void aps_fsdp_stage_times(const aps_model *m, const aps_cluster *c,
+                          const aps_training *t, const aps_strategy *s,
+                          const aps_layout *lay, const aps_dp_plan *plan,
+                          int64_t i, bool first, bool last,
+                          aps_stage_time *st)
+{
+    if (!plan->fsdp_like)
+        return;
+    double bw, alpha;
+    int64_t G = plan->shard_group;
+    double L = (double)lay->layers[i], rc = (double)lay->recompute[i];
+    dp_group_link(c, t, lay->t, G, &bw, &alpha);
+    double psi = aps_stage_params(m, lay, i);
+    double ag = aps_allgather_time(
+        G, aps_recipe_gather_bytes(t, psi, L * aps_layer_matmul_params(m) /
+                                               (double)lay->t),
+        bw, alpha);
+    /* FSDP under PP (profile pp_unsharded_grads): gathered in the first
+     * micro-batch, reduced after the last: once per step, here a 1/m share
+     * of each micro-batch */
+    bool once = lay->p > 1 && aps_profile(t)->pp_unsharded_grads;
+    double per_mb = once ? 1.0 / (double)lay->m : 1.0;
+    ag *= per_mb;
+    double ag_b = s->reshard_after_forward && !once ? ag : 0.0;
+    /* ZeRO-3 recompute releases weights it will not reuse soon */
+    if (rc > 0 && s->reshard_after_forward)
+        ag_b += aps_allgather_time(
+            G, APS_ACT_BYTES * rc * aps_regathered_params(
+                                        m, lay->t,
+                                        aps_profile(t)->reuse_distance),
+            bw, alpha);
+    double rs = per_mb * aps_reducescatter_time(
+                             G, (once ? APS_FP32_BYTES : plan->grad_reduce) *
+                                    psi, bw, alpha);
+    double units = L + (first ? 1.0 : 0.0) + (last ? 1.0 : 0.0);
+    fsdp_exposed(t, units, ag, ag_b, rs, st);
+}
+
+/** Parameters of the rank holding the most (the first such rank), and the
+ *  matrix parameters of its layers on one TP rank. */
+static void largest_stage(const aps_model *m, const aps_layout *lay,
+                          const aps_estimate *out, double *psi,
+                          double *matmul)
+{
+    *psi = *matmul = 0.0;
+    for (int64_t i = 0; i < lay->p; i++)
+        if (out->stages[i].params > *psi) {
+            *psi = out->stages[i].params;
+            *matmul = (double)lay->layers[i] * aps_layer_matmul_params(m) /
+                      (double)lay->t;
+        }
+}
+
+/** DP_GRAD_SYNC without weight sharding over plan->dp_group ranks: an
+ *  all-reduce of the gradients of psi parameters, or with ZeRO-1/2 a
+ *  reduce-scatter and an all-gather of the updated parameters (matmul of
+ *  them in linear layers); tf, tb hide them. */
+static void dp_sync(const aps_cluster *c, const aps_training *t,
+                    const aps_strategy *s, const aps_dp_plan *plan,
+                    int64_t m, double psi, double matmul, double tf,
+                    double tb, aps_estimate *out)
+{
+    const aps_state_bytes *by = &plan->bytes;
+    double mb = (double)m;
+    double bw, alpha;
+    dp_group_link(c, t, s->tp_degree, plan->dp_group, &bw, &alpha);
+    double grads = plan->grad_reduce * psi;
+    double sync, gather = 0.0, times = 1.0;
+    if (by->shard_optimizer) { /* ZeRO-1/2: reduce-scatter, gather */
+        sync = aps_reducescatter_time(plan->dp_group, grads, bw, alpha);
+        gather = aps_allgather_time(
+            plan->dp_group, aps_recipe_gather_bytes(t, psi, matmul), bw,
+            alpha);
+        /* ZeRO-2 keeps only its gradient shard, so it reduce-scatters
+         * after every micro-batch's backward, not once per step
+         * (Rajbhandari et al. 2020 s.5.2; deepspeedai/DeepSpeed#2252) */
+        if (by->shard_grads)
+            times = mb;
+    } else {
+        sync = aps_allreduce_time(plan->dp_group, grads, bw, alpha);
+    }
+    /* TorchTitan's DDP all-reduces after every micro-batch */
+    if (aps_profile(t)->sync_every_microbatch)
+        times = mb;
+    double exposed =
+        times * aps_interfered(t, sync, max0(sync - t->dp_overlap * tb)) +
+        aps_interfered(t, gather, max0(gather - t->dp_overlap * tf));
+    aps_set_perf(out, APS_PERF_DP_GRAD_SYNC, times * sync + gather, exposed);
+}
+
+/** HSDP_REPLICATE_SYNC: the all-reduce of the gradient shard (psi
+ *  parameters over the sharding group) across plan->replicate replicas,
+ *  hidden behind dp_overlap of tb. */
+static void hsdp_sync(const aps_cluster *c, const aps_training *t,
+                      const aps_strategy *s, const aps_dp_plan *plan,
+                      int64_t m, double psi, double tb, aps_estimate *out)
+{
+    double bw, alpha;
+    dp_group_link(c, t, s->tp_degree * plan->shard_group, plan->replicate,
+                  &bw, &alpha);
+    double shard = plan->grad_reduce * psi / (double)plan->shard_group;
+    double ar = aps_allreduce_time(plan->replicate, shard, bw, alpha);
+    /* FSDP2 (TorchTitan) reduces across replicas after every micro-batch's
+     * backward */
+    double times = aps_profile(t)->sync_every_microbatch ? (double)m : 1.0;
+    aps_set_perf(out, APS_PERF_HSDP_REPLICATE_SYNC, times * ar,
+                 times * aps_interfered(t, ar, max0(ar - t->dp_overlap * tb)));
+}
+
+/** OPTIMIZER: the state traffic of the optimizer step of psi parameters
+ *  (its shard under ZeRO-1 and up) through HBM, plus reading the gradient
+ *  and writing the working copy where the weights are held in fewer
+ *  bytes than fp32. */
+static void optimizer_step(const aps_cluster *c, const aps_training *t,
+                           const aps_dp_plan *plan, double psi,
+                           aps_estimate *out)
+{
+    const aps_state_bytes *by = &plan->bytes;
+    double traffic = (t->optimizer == APS_OPT_SGD ? APS_SGD_STATE_TRAFFIC
+                                                  : APS_ADAM_STATE_TRAFFIC) +
+                     by->grad + (by->weight < APS_FP32_BYTES ? by->weight : 0.0);
+    double psi_opt = psi / (by->shard_optimizer ? (double)plan->shard_group
+                                                : 1.0);
+    double opt = aps_hbm_time(&c->device, psi_opt * traffic);
+    aps_set_perf(out, APS_PERF_OPTIMIZER, opt, opt);
+}
+
+void aps_sync_perf(const aps_model *m, const aps_cluster *c,
+                   const aps_training *t, const aps_strategy *s,
+                   const aps_layout *lay, const aps_dp_plan *plan,
+                   double tf, double tb, aps_estimate *out)
+{
+    double psi, matmul;
+    largest_stage(m, lay, out, &psi, &matmul);
+    if (!plan->fsdp_like && plan->dp_group > 1)
+        dp_sync(c, t, s, plan, lay->m, psi, matmul, tf, tb, out);
+    if (plan->fsdp_like && plan->replicate > 1)
+        hsdp_sync(c, t, s, plan, lay->m, psi, tb, out);
+    optimizer_step(c, t, plan, psi, out);
+}

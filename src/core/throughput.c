@@ -1,0 +1,77 @@
+/*
+ * throughput.c -- FLOPs of one training step and what derives from the
+ * step time (MODELING.md s.4, "Derived"): tokens/s, tokens/s per GPU,
+ * model TFLOP/s per GPU, MFU and HFU.
+ *
+ * FLOPs (Narayanan et al. SC'21 eq. 3 counts the same terms; compute.c for
+ * the per-layer derivation): per sequence and layer, forward 2 s (matmul
+ * parameters) + attention core 4 s keys a d (keys per query: s, s/2 when
+ * causal, less under a sliding window, aps_attention_keys), logits
+ * 2 s h V; backward 2 x forward, so a step is 3 x forward plus the
+ * recomputed forwards.  MFU counts model FLOPs (causal attention, no
+ * recompute, unpadded V) against the devices' peak in the training
+ * precision (PaLM, Chowdhery et al. 2022 appendix B); HFU adds the
+ * recomputed forwards.
+ */
+#include "internal.h"
+
+/** Tera: model TFLOP/s = FLOP/s / 1e12. */
+#define APS_TERA 1e12
+
+/** FLOPs of one step with `recomputed` layers fully recomputed (summed
+ *  over stages) and, if selective, what selective recompute repeats in
+ *  every layer: the attention core (Megatron) or, with the fsdp2 profile,
+ *  the even-numbered matmuls of TorchTitan's op-level checkpointing. */
+static double flops_step(const aps_model *m, const aps_training *t,
+                         bool causal, double recomputed, bool selective)
+{
+    double B = (double)t->global_batch_size, S = (double)t->seq_length;
+    double L = (double)m->num_layers, h = (double)m->hidden_size;
+    double attn = 4.0 * S * aps_attention_keys(m, S, causal) *
+                  (double)m->num_attention_heads * (double)m->head_dim;
+    double matmul = 2.0 * S * aps_layer_matmul_params(m);
+    double fwd = B * (L * (matmul + attn) + 2.0 * S * h * (double)m->vocab_size);
+    double flops = 3.0 * fwd + B * recomputed * (matmul + attn);
+    if (selective)
+        flops += B * L * (aps_profile(t)->op_sac_selective
+                              ? 2.0 * S * aps_op_sac_recompute_params(m)
+                              : attn);
+    return flops;
+}
+
+double aps_flops_per_step(const aps_model *m, const aps_training *t,
+                          const aps_strategy *s, bool causal,
+                          bool with_recompute)
+{
+    double rc = 0.0;
+    if (with_recompute && s->layer_recompute == APS_RECOMPUTE_FULL) {
+        int64_t layers[APS_MAX_STAGES];
+        if (aps_stage_layers(m, s, layers, NULL, 0) == APS_REASON_NONE)
+            for (int64_t i = 0; i < s->pp_degree; i++)
+                rc += (double)aps_given_recompute(s, i, layers[i]);
+    }
+    return flops_step(m, t, causal, rc,
+                      with_recompute &&
+                          s->layer_recompute == APS_RECOMPUTE_SELECTIVE);
+}
+
+void aps_throughput(const aps_model *m, const aps_cluster *c,
+                    const aps_training *t, const aps_strategy *s,
+                    const aps_layout *lay, aps_estimate *out)
+{
+    double recomputed = 0.0;
+    for (int64_t i = 0; i < lay->p; i++)
+        recomputed += (double)lay->recompute[i];
+    out->model_flops_per_step = flops_step(m, t, true, 0.0, false);
+    out->hardware_flops_per_step = flops_step(
+        m, t, true, recomputed, s->layer_recompute == APS_RECOMPUTE_SELECTIVE);
+    double B = (double)t->global_batch_size, S = (double)t->seq_length;
+    double n = (double)out->devices_used;
+    double peak = aps_peak_flops(&c->device, t->precision);
+    out->tokens_per_s = B * S / out->step_time;
+    out->tokens_per_s_per_gpu = out->tokens_per_s / n;
+    out->model_tflops_per_gpu =
+        out->model_flops_per_step / out->step_time / n / APS_TERA;
+    out->mfu = out->model_flops_per_step / (out->step_time * n * peak);
+    out->hfu = out->hardware_flops_per_step / (out->step_time * n * peak);
+}

@@ -15,7 +15,7 @@ static void run(int64_t p, int64_t v, int64_t m, const double *tf,
                 const double *tb, const double *p2p, const double *w,
                 aps_schedule_out *out)
 {
-    aps_schedule_in in = {p, v, m, tf, tb, p2p, w, 0, NULL};
+    aps_schedule_in in = {p, v, m, tf, tb, p2p, w, 0, NULL, NULL};
     assert_int_equal(aps_schedule_simulate(&in, out), APS_OK);
 }
 
@@ -147,7 +147,7 @@ static void run_zb(int schedule, int64_t p, int64_t v, int64_t m,
                    const double *tf, const double *tb, const double *tw,
                    aps_schedule_out *out)
 {
-    aps_schedule_in in = {p, v, m, tf, tb, NULL, NULL, schedule, tw};
+    aps_schedule_in in = {p, v, m, tf, tb, NULL, NULL, schedule, tw, NULL};
     assert_int_equal(aps_schedule_simulate(&in, out), APS_OK);
 }
 

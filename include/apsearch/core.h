@@ -245,6 +245,15 @@ typedef struct {
     double start, end;
 } aps_schedule_event;
 
+/** What the simulation gives. */
+typedef struct {
+    double step;        /**< pipeline time: start to the last backward */
+    double busy_max;    /**< largest compute time of one rank */
+    double bubble;      /**< step - busy_max: idle time of that rank */
+    int64_t slowest_rank; /**< the rank of busy_max */
+    double inflight[APS_MAX_STAGES]; /**< peak activation sets per rank */
+} aps_schedule_out;
+
 /** Where a simulation records its timeline (aps_schedule_in.timeline).
  *  The caller sets keep and events; the simulation fills the rest.  Per
  *  rank it keeps the first `keep` ops and the last `keep` (a rank runs
@@ -260,6 +269,7 @@ typedef struct {
     bool recorded;               /**< a simulation ran into it */
     int64_t count[APS_MAX_STAGES]; /**< ops rank i ran */
     double busy[APS_MAX_STAGES];   /**< s of compute of rank i */
+    aps_schedule_out result;       /**< the simulation's summary */
 } aps_timeline;
 
 /** Inputs of a pipeline schedule simulation (schedule.c).  Stage j = i +
@@ -279,15 +289,6 @@ typedef struct {
                                 W); NULL = none */
     aps_timeline *timeline; /**< NULL, or where to record every op */
 } aps_schedule_in;
-
-/** What the simulation gives. */
-typedef struct {
-    double step;        /**< pipeline time: start to the last backward */
-    double busy_max;    /**< largest compute time of one rank */
-    double bubble;      /**< step - busy_max: idle time of that rank */
-    int64_t slowest_rank; /**< the rank of busy_max */
-    double inflight[APS_MAX_STAGES]; /**< peak activation sets per rank */
-} aps_schedule_out;
 
 /** Warm-up chunk forwards of rank i (Megatron schedules.py): v = 1,
  *  min(p - i - 1, m); v > 1, min(2(p - i - 1) + (v - 1) p, m v). */

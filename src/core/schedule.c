@@ -201,27 +201,11 @@ static int64_t advance(const aps_schedule_in *in, int64_t i, rank_state *r,
     return ran;
 }
 
-aps_status aps_schedule_simulate(const aps_schedule_in *in,
-                                 aps_schedule_out *out)
+/** Megatron's (interleaved) 1F1B, arguments checked. */
+static aps_status simulate_1f1b(const aps_schedule_in *in,
+                                aps_schedule_out *out)
 {
-    if (in == NULL || out == NULL || in->p < 1 || in->v < 1 || in->m < 1 ||
-        in->p * in->v > APS_MAX_STAGES || in->t_fwd == NULL ||
-        in->t_bwd == NULL)
-        return APS_EINVAL;
     int64_t p = in->p, v = in->v, m = in->m, S = p * v;
-    memset(out, 0, sizeof *out);
-    if (aps_schedule_v_shaped(in->schedule) && v != 2)
-        return APS_EINVAL;
-    if (in->schedule == APS_PP_DUALPIPEV && m < 2 * p)
-        return APS_EINVAL; /* ScheduleDualPipeV: m >= its 2p stages */
-    if (in->timeline != NULL) {
-        if (in->timeline->events == NULL || in->timeline->keep < 1 ||
-            in->timeline->ranks_cap < p)
-            return APS_EINVAL;
-        aps_timeline_begin(in->timeline, in);
-    }
-    if (in->schedule != APS_PP_1F1B && p > 1)
-        return aps_schedule_simulate_zb(in, out); /* schedule_zb.c */
     size_t cells = (size_t)m * (size_t)S;
     double *fdone = malloc(2 * cells * sizeof *fdone);
     if (fdone == NULL)
@@ -271,6 +255,34 @@ aps_status aps_schedule_simulate(const aps_schedule_in *in,
         out->inflight[i] = aps_schedule_inflight(p, v, m, i, even ? NULL : w);
     }
     return APS_OK;
+}
+
+aps_status aps_schedule_simulate(const aps_schedule_in *in,
+                                 aps_schedule_out *out)
+{
+    if (in == NULL || out == NULL || in->p < 1 || in->v < 1 || in->m < 1 ||
+        in->p * in->v > APS_MAX_STAGES || in->t_fwd == NULL ||
+        in->t_bwd == NULL)
+        return APS_EINVAL;
+    memset(out, 0, sizeof *out);
+    if (aps_schedule_v_shaped(in->schedule) && in->v != 2)
+        return APS_EINVAL;
+    if (in->schedule == APS_PP_DUALPIPEV && in->m < 2 * in->p)
+        return APS_EINVAL; /* ScheduleDualPipeV: m >= its 2p stages */
+    aps_timeline *tl = in->timeline;
+    if (tl != NULL) {
+        if (tl->events == NULL || tl->keep < 1 || tl->ranks_cap < in->p)
+            return APS_EINVAL;
+        aps_timeline_begin(tl, in);
+    }
+    aps_status st = in->schedule != APS_PP_1F1B && in->p > 1
+                        ? aps_schedule_simulate_zb(in, out) /* schedule_zb.c */
+                        : simulate_1f1b(in, out);
+    if (tl != NULL) {
+        tl->recorded = st == APS_OK;
+        tl->result = *out;
+    }
+    return st;
 }
 
 /** Chunk k's share of rank i's layers, NULL-equivalent (false) when the

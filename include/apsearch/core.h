@@ -330,6 +330,16 @@ const aps_schedule_event *aps_timeline_event(const aps_timeline *tl,
 bool aps_timeline_windows(const aps_timeline *tl, double step,
                           double *head_end, double *tail_start);
 
+/** Windows [0, *head_end] and [*tail_start, step] of the stored ops that
+ *  hold at most max_ops / 2 ops each (an op counts where it overlaps:
+ *  start < *head_end, end > *tail_start), within the stored ones
+ *  (aps_timeline_windows); the latest head end and the earliest tail start
+ *  that do, to a relative 2^-50 of step.  Returns false (both = step) when
+ *  every op is stored and there are at most max_ops: one window, the
+ *  whole step (timeline.c). */
+bool aps_timeline_select(const aps_timeline *tl, double step, int64_t max_ops,
+                         double *head_end, double *tail_start);
+
 /** aps_estimate_run that also records the pipeline schedule it simulates
  *  into tl (tl->keep, events and ranks_cap set by the caller; ranks_cap
  *  >= pp_degree, else APS_EINVAL).  tl->recorded is false when nothing

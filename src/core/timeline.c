@@ -97,6 +97,112 @@ bool aps_timeline_windows(const aps_timeline *tl, double step,
     return true;
 }
 
+/** Stored ops that start before t (head) or end after t (tail). */
+static int64_t count_ops(const aps_timeline *tl, double t, bool head)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < tl->p; i++)
+        for (int64_t q = 0; q < aps_timeline_kept(tl, i); q++) {
+            const aps_schedule_event *e = aps_timeline_event(tl, i, q);
+            n += head ? e->start < t : e->end > t;
+        }
+    return n;
+}
+
+/** Bisection steps of aps_timeline_select: the window edges to 2^-50 of
+ *  the interval searched. */
+#define TIMELINE_BISECT_STEPS 50
+
+/** Ops of the steady state shown next to the fill and the drain: past a
+ *  rank's first backward, before its last forward (one F and one B of
+ *  1F1B). */
+#define TIMELINE_STEADY_OPS 2
+
+/** The fill and the drain: *fill_end, when every rank has run its first
+ *  backward and TIMELINE_STEADY_OPS more ops; *drain_start, when the
+ *  first rank is TIMELINE_STEADY_OPS ops before its last forward; within
+ *  the stored windows [0, h] and [t, step]. */
+static void fill_drain(const aps_timeline *tl, double h, double t,
+                       double *fill_end, double *drain_start)
+{
+    double fe = 0.0, dmin = -1.0;
+    for (int64_t i = 0; i < tl->p; i++) {
+        int64_t n = aps_timeline_kept(tl, i), q0 = -1, q1 = -1;
+        bool whole = tl->count[i] <= 2 * tl->keep;
+        for (int64_t q = 0; q < n && q0 < 0; q++)
+            if (aps_timeline_event(tl, i, q)->kind != APS_OP_F)
+                q0 = q;
+        for (int64_t q = n - 1; q >= 0 && q1 < 0; q--)
+            if (aps_timeline_event(tl, i, q)->kind == APS_OP_F)
+                q1 = q;
+        double e = h, s = t;
+        if (q0 >= 0 && (whole || q0 < tl->keep)) {
+            int64_t q = q0 + TIMELINE_STEADY_OPS < n ? q0 + TIMELINE_STEADY_OPS
+                                                     : n - 1;
+            e = aps_timeline_event(tl, i, q)->end;
+        }
+        if (q1 >= 0 && (whole || q1 >= tl->keep)) {
+            int64_t q = q1 >= TIMELINE_STEADY_OPS ? q1 - TIMELINE_STEADY_OPS
+                                                  : 0;
+            s = aps_timeline_event(tl, i, q)->start;
+        }
+        if (e > fe)
+            fe = e;
+        if (dmin < 0.0 || s < dmin)
+            dmin = s;
+    }
+    *fill_end = fe < h ? fe : h;
+    *drain_start = dmin > t ? dmin : t;
+}
+
+/** The latest t in [lo, hi] with at most `most` ops starting before it
+ *  (head) or the earliest with at most `most` ending after it (tail). */
+static double bisect(const aps_timeline *tl, double lo, double hi,
+                     int64_t most, bool head)
+{
+    if (count_ops(tl, head ? hi : lo, head) <= most)
+        return head ? hi : lo;
+    for (int k = 0; k < TIMELINE_BISECT_STEPS; k++) {
+        double mid = 0.5 * (lo + hi);
+        bool ok = count_ops(tl, mid, head) <= most;
+        if (ok == head)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return head ? lo : hi;
+}
+
+bool aps_timeline_select(const aps_timeline *tl, double step, int64_t max_ops,
+                         double *head_end, double *tail_start)
+{
+    double h, t;
+    bool cut = aps_timeline_windows(tl, step, &h, &t);
+    int64_t kept = 0, half = max_ops / 2;
+    for (int64_t i = 0; tl != NULL && tl->recorded && i < tl->p; i++)
+        kept += aps_timeline_kept(tl, i);
+    *head_end = *tail_start = step;
+    if (!cut && kept <= max_ops)
+        return false;
+    if (!cut) { /* all stored: the windows may reach anywhere */
+        h = step;
+        t = 0.0;
+    }
+    double fe, ds;
+    fill_drain(tl, h, t, &fe, &ds);
+    if (fe >= ds) { /* fill and drain meet: halves of the whole step */
+        fe = h;
+        ds = t;
+    }
+    double he = bisect(tl, 0.0, fe, half, true);
+    double ts = bisect(tl, ds, step, half, false);
+    if (he >= ts) /* they meet: everything fits */
+        return false;
+    *head_end = he;
+    *tail_start = ts;
+    return true;
+}
+
 aps_status aps_estimate_timeline(const aps_model *m, const aps_cluster *c,
                                  const aps_training *t,
                                  const aps_strategy *s, aps_timeline *tl,

@@ -405,19 +405,26 @@ static int ctx_estimate(lua_State *L)
     return 1;
 }
 
-/** Most ops ctx:timeline stores (pp_degree x 2 keep), so a call's buffer
- *  stays under 2^20 x 40 bytes. */
-#define APSL_TIMELINE_MAX_OPS (INT64_C(1) << 20)
+/** Most ops ctx:timeline stores while simulating (2^18 x 40 bytes = 10
+ *  MiB): each rank's first and last 2^17 / pp_degree; a rank that runs
+ *  more has its middle left out (aps_timeline). */
+#define APSL_TIMELINE_STORE (INT64_C(1) << 18)
+/** Most ops ctx:timeline returns (max_ops). */
+#define APSL_TIMELINE_MAX_OPS (INT64_C(1) << 16)
 
-/* Pushes the ops rank i stored as an array of {kind, mb, stage, chunk,
- * start, end, overlap}. */
-static void push_rank_ops(lua_State *L, const aps_timeline *tl, int64_t i)
+/* Pushes the ops of rank i that overlap [0, head] or [tail, step] as an
+ * array of {kind, mb, stage, chunk, start, end, overlap}; adds their
+ * number to *n. */
+static void push_rank_ops(lua_State *L, const aps_timeline *tl, int64_t i,
+                          bool cut, double head, double tail, int64_t *n)
 {
     static const char *const kinds[] = {"F", "B", "I", "W"};
-    int64_t n = aps_timeline_kept(tl, i);
-    lua_createtable(L, (int)n, 0);
-    for (int64_t q = 0; q < n; q++) {
+    int64_t k = 0;
+    lua_createtable(L, 0, 0);
+    for (int64_t q = 0; q < aps_timeline_kept(tl, i); q++) {
         const aps_schedule_event *e = aps_timeline_event(tl, i, q);
+        if (cut && !(e->start < head || e->end > tail))
+            continue;
         lua_createtable(L, 0, 7);
         lua_pushstring(L, kinds[e->kind & 3]);
         lua_setfield(L, -2, "kind");
@@ -433,22 +440,27 @@ static void push_rank_ops(lua_State *L, const aps_timeline *tl, int64_t i)
             lua_pushboolean(L, 1);
             lua_setfield(L, -2, "overlap");
         }
-        lua_rawseti(L, -2, (lua_Integer)q + 1);
+        lua_rawseti(L, -2, (lua_Integer)++k);
     }
+    *n += k;
 }
 
 /**
- * ctx:timeline(strategy, keep) -> table | nil, code, message
+ * ctx:timeline(strategy, max_ops) -> table | nil, code, message
  * The pipeline schedule the estimate of strategy simulates, op by op
- * (aps_estimate_timeline): per rank its first `keep` and last `keep` ops
- * (keep >= 1, pp_degree x 2 keep <= 2^20), the middle of a longer rank
- * counted, not stored.  Fields: pp_schedule (name), pp_degree, vpp_degree,
- * micro_batch_num [counts]; step [s, the pipeline: first forward to last
- * backward], busy_max [s, the busiest rank's compute], bubble [s, step -
- * busy_max], slowest_rank [1-based]; windows = array of {from, to} [s]:
- * every op overlapping them is stored ({0, step} alone when all are);
- * ops, ops_kept [counts, all ranks]; ranks = array per rank of {rank
- * [1-based], busy [s], ops [count run], events = array of {kind = "F"
+ * (aps_estimate_timeline), with at most about max_ops ops (2 <= max_ops
+ * <= 2^16): all of them when they fit, else those of a window at the start
+ * and one at the end of the step, each holding max_ops / 2
+ * (aps_timeline_select; while simulating each rank stores its first and
+ * last 2^17 / pp_degree ops, and the windows stay within those).
+ * Fields: pp_schedule (name), pp_degree, vpp_degree, micro_batch_num
+ * [counts]; step [s, the pipeline: first forward to last backward],
+ * busy_max [s, the busiest rank's compute], bubble [s, step - busy_max],
+ * slowest_rank [1-based]; windows = array of {from, to} [s], one ({0,
+ * step}) or two; ops [count, all ranks], ops_kept [count returned];
+ * ranks = array per rank of {rank
+ * [1-based], busy [s], ops [count run], events = array of the ops
+ * overlapping a window in time order, {kind = "F"
  * forward | "B" full backward | "I" input-gradient backward | "W" weight
  * gradient, mb, stage (virtual stage, model order), chunk (of the rank)
  * [1-based], start, end [s], overlap = true on the two halves of a
@@ -456,20 +468,29 @@ static void push_rank_ops(lua_State *L, const aps_timeline *tl, int64_t i)
  * nil, code, message when nothing was simulated: the reason code and
  * message of a refused strategy (a check, MEMORY_LIMIT: the closed form
  * prices its bubble), or "NO_PIPELINE" for pp_degree 1.  Raises on a bad
- * strategy table or keep.
+ * strategy table or max_ops.
  */
 static int ctx_timeline(lua_State *L)
 {
     apsl_context *ctx = check_context(L, 1);
     aps_strategy s;
     apsl_check_strategy(L, 2, &ctx->proto, &s);
-    lua_Integer keep = luaL_checkinteger(L, 3);
-    int64_t p = s.pp_degree > 0 ? s.pp_degree : 1;
-    if (keep < 1 || keep > APSL_TIMELINE_MAX_OPS / (2 * p))
-        return apsl_error(L, "timeline: keep must be in [1, %d] for "
-                          "pp_degree = %d (got %d)",
-                          (int)(APSL_TIMELINE_MAX_OPS / (2 * p)), (int)p,
-                          (int)keep);
+    lua_Integer max_ops = luaL_checkinteger(L, 3);
+    if (max_ops < 2 || max_ops > APSL_TIMELINE_MAX_OPS)
+        return apsl_error(L, "timeline: max_ops must be in [2, %d] (got %I)",
+                          (int)APSL_TIMELINE_MAX_OPS, (LUAI_UACINT)max_ops);
+    int64_t p = s.pp_degree > 0 && s.pp_degree <= APS_MAX_STAGES
+                    ? s.pp_degree : 1;
+    /* a rank runs at most 3 ops per model chunk and micro-batch (F, I, W):
+     * store them all when that fits */
+    int64_t m = s.micro_batch_num, d = s.micro_batch_size * s.dp_degree *
+                                       s.fsdp_degree;
+    if (m <= 0)
+        m = d > 0 ? ctx->training.global_batch_size / d : 1;
+    int64_t keep = APSL_TIMELINE_STORE / (2 * p);
+    if (m > 0 && s.vpp_degree > 0 && s.vpp_degree <= APS_MAX_STAGES &&
+        (3 * m * s.vpp_degree + 1) / 2 < keep)
+        keep = (3 * m * s.vpp_degree + 1) / 2;
     aps_timeline tl;
     memset(&tl, 0, sizeof tl);
     tl.keep = keep;
@@ -508,7 +529,8 @@ static int ctx_timeline(lua_State *L)
     lua_pushinteger(L, (lua_Integer)tl.result.slowest_rank + 1);
     lua_setfield(L, -2, "slowest_rank");
     double head, tail;
-    bool cut = aps_timeline_windows(&tl, tl.result.step, &head, &tail);
+    bool cut = aps_timeline_select(&tl, tl.result.step, max_ops, &head,
+                                   &tail);
     lua_createtable(L, cut ? 2 : 1, 0);
     double win[2][2] = {{0.0, cut ? head : tl.result.step},
                         {tail, tl.result.step}};
@@ -525,14 +547,13 @@ static int ctx_timeline(lua_State *L)
     lua_createtable(L, (int)tl.p, 0);
     for (int64_t i = 0; i < tl.p; i++) {
         ops += tl.count[i];
-        kept += aps_timeline_kept(&tl, i);
         lua_createtable(L, 0, 4);
         lua_pushinteger(L, (lua_Integer)i + 1);
         lua_setfield(L, -2, "rank");
         apsl_set_number(L, "busy", tl.busy[i]);
         lua_pushinteger(L, (lua_Integer)tl.count[i]);
         lua_setfield(L, -2, "ops");
-        push_rank_ops(L, &tl, i);
+        push_rank_ops(L, &tl, i, cut, head, tail, &kept);
         lua_setfield(L, -2, "events");
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }

@@ -480,9 +480,49 @@ static void test_timeline_keep(void **state)
     ASSERT_REL(h, 15.0, 0);
     assert_string_equal(rank_text(&tl, 0, false),
                         "F0_0 F0_1 B0_0 F0_2 B0_1 F0_3 B0_2 B0_3");
+    /* aps_timeline_select over these 16 ops (all stored):
+     *   starts 0 1 1 2 4 4 5 6 7 7 8 9 10 10 11 13,
+     *   ends   1 2 2 4 5 6 7 7 8 9 10 10 11 12 13 15.
+     * max_ops 16: one window.  max_ops 8 (4 a window): the fill, until
+     * each rank ran its first backward and 2 more ops (rank 0: B1 ends
+     * at 9; rank 1: B1 at 7), reaches past the drain, from 2 ops before
+     * each rank's last forward (rank 0: F2 at 6; rank 1: F2 at 7), so the
+     * halves take the whole step: 4 ops start before 4 (0 1 1 2) and 4
+     * end after 10 (11 12 13 15). */
+    assert_false(aps_timeline_select(&tl, o.step, 16, &h, &t));
+    ASSERT_REL(h, 15.0, 0);
+    assert_true(aps_timeline_select(&tl, o.step, 8, &h, &t));
+    ASSERT_REL(h, 4.0, 1e-12);
+    ASSERT_REL(t, 10.0, 1e-12);
     /* too few ranks in the buffer */
     tl.ranks_cap = 1;
     assert_int_equal(aps_schedule_simulate(&in, &o), APS_EINVAL);
+}
+
+/* The fill and the drain of a longer step.  1F1B, p = 2, m = 16, t_f = 1,
+ * t_b = 2, step (m + 1) 3 = 51.  Rank 0: F0 0-1 F1 1-2, then B_k at 4+3k
+ * and F_(k+2) at 6+3k (k = 0..13), B14 46-48, B15 49-51; rank 1: F0 1-2
+ * B0 2-4, then F_k at 1+3k, B_k at 2+3k.  Fill: rank 0's first backward
+ * B0 and 2 more (B1 ends at 9), rank 1's B0 and 2 more (B1 at 7): 9.
+ * Drain: 2 ops before each rank's last forward, F14 (rank 0 at 42, rank 1
+ * at 43): 42.  max_ops 40: the fill holds 11 ops, the drain 10, both
+ * within 20: [0, 9] and [42, 51].  max_ops 12: 6 start before 5 (0 1 1 2 4
+ * 4) and 6 end after 45 (46 46 47 48 49 51): [0, 5], [45, 51]. */
+static void test_timeline_fill_drain(void **state)
+{
+    (void)state;
+    double tf[2] = {1, 1}, tb[2] = {2, 2}, h, t;
+    aps_timeline tl;
+    aps_schedule_out o;
+    run_tl(APS_PP_1F1B, 2, 1, 16, tf, tb, NULL, NULL, &tl, &o);
+    ASSERT_REL(o.step, 51.0, 0);
+    assert_false(aps_timeline_select(&tl, o.step, 64, &h, &t));
+    assert_true(aps_timeline_select(&tl, o.step, 40, &h, &t));
+    ASSERT_REL(h, 9.0, 0);
+    ASSERT_REL(t, 42.0, 0);
+    assert_true(aps_timeline_select(&tl, o.step, 12, &h, &t));
+    ASSERT_REL(h, 5.0, 1e-12);
+    ASSERT_REL(t, 45.0, 1e-12);
 }
 
 /* DualPipeV's constraints (ScheduleDualPipeV.__init__): two stages per
@@ -517,6 +557,7 @@ int main(void)
         cmocka_unit_test(test_dualpipev_p2),
         cmocka_unit_test(test_dualpipev_p4),
         cmocka_unit_test(test_timeline_keep),
+        cmocka_unit_test(test_timeline_fill_drain),
         cmocka_unit_test(test_dualpipev_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

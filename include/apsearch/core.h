@@ -323,7 +323,8 @@ const aps_schedule_event *aps_timeline_event(const aps_timeline *tl,
 
 /** The time windows whose ops are all stored: [0, *head_end] and
  *  [*tail_start, step].  Returns false (and *head_end = *tail_start =
- *  step) when every op of every rank is stored; else *head_end is the
+ *  step) when every op of every rank is stored (or the ops left out take
+ *  no time); else *head_end is the
  *  least end of the keep-th op over the ranks with ops left out and
  *  *tail_start the largest start of their (count - keep)-th op, so every
  *  op that overlaps a window is stored (timeline.c). */
@@ -342,7 +343,8 @@ bool aps_timeline_select(const aps_timeline *tl, double step, int64_t max_ops,
 
 /** aps_estimate_run that also records the pipeline schedule it simulates
  *  into tl (tl->keep, events and ranks_cap set by the caller; ranks_cap
- *  >= pp_degree, else APS_EINVAL).  tl->recorded is false when nothing
+ *  >= pp_degree, else APS_EINVAL); the recorder is installed for the
+ *  calling thread only, so estimates on other threads are unaffected.  tl->recorded is false when nothing
  *  was simulated: pp_degree 1, a strategy refused by a check, or one over
  *  the memory limit (whose bubble takes the closed form) (timeline.c). */
 aps_status aps_estimate_timeline(const aps_model *m, const aps_cluster *c,

@@ -36,6 +36,9 @@ const char *aps_precision_name(aps_precision p);
 /** Framework name as policies spell it, e.g. "fsdp2"; "UNKNOWN" if out of
  *  range. */
 const char *aps_framework_name(aps_framework f);
+/** pp_schedule value as policies spell it, e.g. "dualpipev"; "UNKNOWN" if
+ *  out of range. */
+const char *aps_pp_schedule_name(aps_pp_schedule s);
 
 /* ------------------------------------------------------------------ model */
 
@@ -191,8 +194,9 @@ aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
  *  first pp_degree is set). */
 int64_t aps_partition_entries(const aps_strategy *s);
 
-/** Layers per model chunk, p v entries in schedule order (chunk j on
- *  pipeline rank j mod p), from stage_partition (per chunk, or per rank
+/** Layers per model chunk, p v entries in model order (chunk j on
+ *  pipeline rank j mod p; under pp_schedule zbv_zero_bubble and dualpipev
+ *  on the V, rank j for j < p, 2p - 1 - j after), from stage_partition (per chunk, or per rank
  *  split equally over its chunks), the pipeline_split rule (pipeline.c:
  *  embedding_loss, deepspeed_type, with their sources), or the even split
  *  plus layer_offset.  Returns APS_REASON_NONE or PP_DIVISIBILITY /
@@ -216,6 +220,58 @@ double aps_inflight_microbatches(int64_t p, int64_t v, int64_t m, int64_t i);
 
 /* --------------------------------------------------------- schedule */
 
+/** Kind of one op of a pipeline schedule, named as PyTorch pipelining's
+ *  _ComputationType prints them (torch/distributed/pipelining/
+ *  schedules.py, pytorch 00722e64): F forward; B full backward (input and
+ *  weight gradients together); I backward for the input gradient only;
+ *  W the weight gradient of an earlier I. */
+typedef enum {
+    APS_OP_F = 0,
+    APS_OP_B,
+    APS_OP_I,
+    APS_OP_W
+} aps_op_kind;
+
+/** One op of a simulated timeline: times in s from the start of the
+ *  step's pipeline (the first forward of stage 0). */
+typedef struct {
+    int32_t kind;    /**< aps_op_kind */
+    int32_t mb;      /**< micro-batch, 0-based */
+    int32_t stage;   /**< virtual stage j, 0 .. p v - 1 */
+    int32_t chunk;   /**< model chunk of the rank, 0 .. v - 1 */
+    int32_t overlap; /**< 1: half of a DualPipeV OVERLAP_F_B pair (the F
+                          and the B of two micro-batches issued as one
+                          action) */
+    double start, end;
+} aps_schedule_event;
+
+/** What the simulation gives. */
+typedef struct {
+    double step;        /**< pipeline time: start to the last backward */
+    double busy_max;    /**< largest compute time of one rank */
+    double bubble;      /**< step - busy_max: idle time of that rank */
+    int64_t slowest_rank; /**< the rank of busy_max */
+    double inflight[APS_MAX_STAGES]; /**< peak activation sets per rank */
+} aps_schedule_out;
+
+/** Where a simulation records its timeline (aps_schedule_in.timeline).
+ *  The caller sets keep and events; the simulation fills the rest.  Per
+ *  rank it keeps the first `keep` ops and the last `keep` (a rank runs
+ *  its ops one after another, so that is its start and its end in time);
+ *  a rank that ran more than 2 keep ops has the middle ones counted, not
+ *  stored.  Read it with aps_timeline_kept / aps_timeline_event. */
+typedef struct {
+    int64_t keep;                /**< ops stored at each end per rank, >= 1 */
+    aps_schedule_event *events;  /**< ranks_cap x 2 keep entries */
+    int64_t ranks_cap;           /**< ranks the buffer holds (>= p) */
+    int64_t p, v, m;             /**< of the simulation recorded */
+    int schedule;                /**< aps_pp_schedule simulated */
+    bool recorded;               /**< a simulation ran into it */
+    int64_t count[APS_MAX_STAGES]; /**< ops rank i ran */
+    double busy[APS_MAX_STAGES];   /**< s of compute of rank i */
+    aps_schedule_out result;       /**< the simulation's summary */
+} aps_timeline;
+
 /** Inputs of a pipeline schedule simulation (schedule.c).  Stage j = i +
  *  k p (0 .. p v - 1, schedule order) is model chunk k of rank i. */
 typedef struct {
@@ -231,16 +287,8 @@ typedef struct {
     const double *t_wgt;   /**< p v: the weight-gradient part of t_bwd
                                 (zero-bubble schedules run it apart as
                                 W); NULL = none */
+    aps_timeline *timeline; /**< NULL, or where to record every op */
 } aps_schedule_in;
-
-/** What the simulation gives. */
-typedef struct {
-    double step;        /**< pipeline time: start to the last backward */
-    double busy_max;    /**< largest compute time of one rank */
-    double bubble;      /**< step - busy_max: idle time of that rank */
-    int64_t slowest_rank; /**< the rank of busy_max */
-    double inflight[APS_MAX_STAGES]; /**< peak activation sets per rank */
-} aps_schedule_out;
 
 /** Warm-up chunk forwards of rank i (Megatron schedules.py): v = 1,
  *  min(p - i - 1, m); v > 1, min(2(p - i - 1) + (v - 1) p, m v). */
@@ -262,6 +310,47 @@ double aps_schedule_inflight_of(int schedule, int64_t p, int64_t v,
  *  rank's op order); O(p v m) ops. */
 aps_status aps_schedule_simulate(const aps_schedule_in *in,
                                  aps_schedule_out *out);
+
+/** Ops of rank i stored in tl: min(count, 2 keep); 0 for a rank out of
+ *  range or before a simulation recorded (timeline.c). */
+int64_t aps_timeline_kept(const aps_timeline *tl, int64_t i);
+
+/** The q-th stored op of rank i in time order (q < aps_timeline_kept);
+ *  ops q < keep are the rank's first, the rest its last; NULL out of
+ *  range (timeline.c). */
+const aps_schedule_event *aps_timeline_event(const aps_timeline *tl,
+                                             int64_t i, int64_t q);
+
+/** The time windows whose ops are all stored: [0, *head_end] and
+ *  [*tail_start, step].  Returns false (and *head_end = *tail_start =
+ *  step) when every op of every rank is stored (or the ops left out take
+ *  no time); else *head_end is the
+ *  least end of the keep-th op over the ranks with ops left out and
+ *  *tail_start the largest start of their (count - keep)-th op, so every
+ *  op that overlaps a window is stored (timeline.c). */
+bool aps_timeline_windows(const aps_timeline *tl, double step,
+                          double *head_end, double *tail_start);
+
+/** Windows [0, *head_end] and [*tail_start, step] of the stored ops that
+ *  hold at most max_ops / 2 ops each (an op counts where it overlaps:
+ *  start < *head_end, end > *tail_start), within the stored ones
+ *  (aps_timeline_windows); the latest head end and the earliest tail start
+ *  that do, to a relative 2^-50 of step.  Returns false (both = step) when
+ *  every op is stored and there are at most max_ops: one window, the
+ *  whole step (timeline.c). */
+bool aps_timeline_select(const aps_timeline *tl, double step, int64_t max_ops,
+                         double *head_end, double *tail_start);
+
+/** aps_estimate_run that also records the pipeline schedule it simulates
+ *  into tl (tl->keep, events and ranks_cap set by the caller; ranks_cap
+ *  >= pp_degree, else APS_EINVAL); the recorder is installed for the
+ *  calling thread only, so estimates on other threads are unaffected.  tl->recorded is false when nothing
+ *  was simulated: pp_degree 1, a strategy refused by a check, or one over
+ *  the memory limit (whose bubble takes the closed form) (timeline.c). */
+aps_status aps_estimate_timeline(const aps_model *m, const aps_cluster *c,
+                                 const aps_training *t,
+                                 const aps_strategy *s, aps_timeline *tl,
+                                 aps_estimate *out);
 
 /** Pipeline bubble as a fraction of the ideal compute time: (p-1)/(v m)
  *  (Narayanan et al. SC'21, s.2.2.1 and s.2.2.2). */

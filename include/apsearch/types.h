@@ -340,8 +340,11 @@ typedef enum {
     APS_PP_INTERLEAVED_ZB,     /**< ScheduleInterleavedZeroBubble (ZB1P):
                                     backward split into input (I) and
                                     weight (W) gradients, W deferred */
-    APS_PP_ZBV                 /**< ScheduleZBVZeroBubble: v = 2, stages
+    APS_PP_ZBV,                /**< ScheduleZBVZeroBubble: v = 2, stages
                                     i and 2p - 1 - i on rank i */
+    APS_PP_DUALPIPEV           /**< ScheduleDualPipeV (pytorch 00722e64):
+                                    the same V, forward and backward of
+                                    two micro-batches paired, m >= 2p */
 } aps_pp_schedule;
 
 typedef enum {

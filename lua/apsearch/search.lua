@@ -189,6 +189,21 @@ M.near_capacity_fraction = 0.9
 -- strategy; bounded so the search state stays small.
 M.closest_keep = 20
 
+--- Most pipeline ops kept of the timeline the report draws
+-- (`stage_summary[r].timeline`, ctx:timeline): all of them when they fit,
+-- else those of a window at the start of the step and one at its end
+-- (the fill and the drain), half each.  2000 holds every op of a p = 8,
+-- v = 2, m = 32 1F1B step (8 x 128 ops) and keeps result.json and the
+-- report within a few hundred kB whatever p v m.
+M.timeline_max_ops = 2000
+
+--- Most ops per pipeline rank the timeline keeps (times p, capped by
+-- `timeline_max_ops`): a row of chart 9 is about 1000 px wide, so 240 ops
+-- leave about 4 px each, two panels of 120 when the step is cut.  Past
+-- that the chart shows the fill (until every rank runs its steady state)
+-- and the drain, each within half the budget.
+M.timeline_ops_per_rank = 240
+
 -- builds one top-k record from ctx:estimate()
 local function topk_record(rank, est, capacity)
   local s = est.strategy or {}
@@ -260,7 +275,9 @@ end
 --   walked) or every feasible one, as it is decided; `entry` is its reason
 --   (`{code, phase, ...}`, nil when feasible), step time and peak memory
 --   nil when filtered early; `cand` is reused: copy it to keep it);
---   `scatter_points` (default M.scatter_points)
+--   `scatter_points` (default M.scatter_points); `timeline_max_ops`
+--   (default M.timeline_max_ops; 0: no timeline), `timeline_ops_per_rank`
+--   (default M.timeline_ops_per_rank)
 -- @treturn table the result (shared/design/OUTPUTS.md, docs/outputs.md):
 --   schema_version, status, top_k_strategies, all_candidate_summary,
 --   infeasible_summary, memory_breakdown, performance_breakdown,
@@ -676,6 +693,18 @@ function M.run(policy, opts)
     if layer_of then rec.pareto_front = layer_of[entry.index] end
     rec.objective_value = M.objective_value(objective_info, objective_name, entry, layer_of)
     rec.index = entry.index
+  end
+
+  -- the Gantt chart: the simulated pipeline of the first pipelined top-k
+  -- strategy (the top-1 when it is), the one whose stages the report shows
+  local max_ops = opts.timeline_max_ops or M.timeline_max_ops
+  for rank, rec in ipairs(top) do
+    local p = rec.pp_degree or 1
+    if p > 1 and max_ops > 0 then
+      local n = math.min(max_ops, p * (opts.timeline_ops_per_rank or M.timeline_ops_per_rank))
+      stage_summary[rank].timeline = ctx:timeline(heap[rank].strategy, math.max(2, n))
+      break
+    end
   end
 
   -- chart 8: the top-k re-estimated with the inter-node bandwidth scaled

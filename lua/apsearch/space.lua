@@ -192,13 +192,14 @@ function M.new(ss, info)
       return split_list or split_one(c.pp_degree, c.vpp_degree)
     end }
   -- pp_schedule: "1f1b" (interleaved when vpp > 1) unless listed; ZB-V
-  -- only with vpp = 2 (its V of two stages per rank); one value when
-  -- pp = 1
+  -- and DualPipeV only with vpp = 2 (their V of two stages per rank);
+  -- one value when pp = 1
   local sched_list = dims.pp_schedule or { "1f1b" }
   local sched_first = { sched_list[1] }
+  local v_shaped = { zbv_zero_bubble = true, dualpipev = true }
   local sched_v = {}
   for _, name in ipairs(sched_list) do
-    if name ~= "zbv_zero_bubble" then sched_v[#sched_v + 1] = name end
+    if not v_shaped[name] then sched_v[#sched_v + 1] = name end
   end
   if #sched_v == 0 then sched_v = sched_first end
   level { name = "pp_schedule", field = "pp_schedule", deps = { "pp_degree", "vpp_degree" },

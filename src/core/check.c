@@ -47,7 +47,7 @@ aps_reason aps_check_degrees(const aps_strategy *s, char *msg, size_t n)
         (unsigned)s->cp_comm_type > APS_CP_ALL_GATHER ||
         (unsigned)s->recompute_method > APS_RECOMPUTE_UNIFORM ||
         (unsigned)s->pipeline_split > APS_SPLIT_DEEPSPEED_TYPE ||
-        (unsigned)s->pp_schedule > APS_PP_ZBV) {
+        (unsigned)s->pp_schedule > APS_PP_DUALPIPEV) {
         aps_fmt(msg, n, "layer_recompute, cp_comm_type, recompute_method, "
                 "pipeline_split or pp_schedule out of range");
         return APS_REASON_INVALID_DEGREE;
@@ -254,15 +254,25 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
     int64_t mb = microbatches(t, s);
-    /* torch/distributed/pipelining/schedules.py (pytorch 1fd7abc2):
-     * ScheduleZBVZeroBubble "requires exactly 2 stages per rank";
-     * ScheduleInterleavedZeroBubble needs the micro-batches a multiple of
-     * its rounds, max(1, m / p) */
-    if (s->pp_degree > 1 && s->pp_schedule == APS_PP_ZBV &&
+    /* torch/distributed/pipelining/schedules.py (pytorch 1fd7abc2,
+     * 00722e64): ScheduleZBVZeroBubble and ScheduleDualPipeV require
+     * "exactly 2 stages per rank"; DualPipeV "at least as many
+     * microbatches as stages" (2p); ScheduleInterleavedZeroBubble needs
+     * the micro-batches a multiple of its rounds, max(1, m / p) */
+    if (s->pp_degree > 1 && aps_schedule_v_shaped(s->pp_schedule) &&
         s->vpp_degree != 2) {
-        aps_fmt(msg, n, "pp_schedule = zbv_zero_bubble needs vpp_degree = 2 "
-                "(two stages per rank, the V; got %lld)",
+        aps_fmt(msg, n, "pp_schedule = %s needs vpp_degree = 2 (two stages "
+                "per rank, the V; got %lld)",
+                aps_pp_schedule_name(s->pp_schedule),
                 (long long)s->vpp_degree);
+        return APS_REASON_VPP_INVALID;
+    }
+    if (s->pp_degree > 1 && s->pp_schedule == APS_PP_DUALPIPEV &&
+        mb < 2 * s->pp_degree) {
+        aps_fmt(msg, n, "pp_schedule = dualpipev needs micro_batch_num = "
+                "%lld >= its 2 x pp_degree = %lld stages (PyTorch "
+                "ScheduleDualPipeV)", (long long)mb,
+                (long long)(2 * s->pp_degree));
         return APS_REASON_VPP_INVALID;
     }
     int64_t rounds = mb / s->pp_degree > 1 ? mb / s->pp_degree : 1;
@@ -274,7 +284,10 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
                 (long long)mb, (long long)rounds);
         return APS_REASON_VPP_INVALID;
     }
-    if (s->vpp_degree > 1 && mb % s->pp_degree != 0) {
+    /* Megatron's interleaved schedule; PyTorch's DualPipeV builds its
+     * order for any m >= 2p */
+    if (s->vpp_degree > 1 && mb % s->pp_degree != 0 &&
+        !(s->pp_degree > 1 && s->pp_schedule == APS_PP_DUALPIPEV)) {
         aps_fmt(msg, n, "interleaved schedule (vpp_degree = %lld) needs "
                 "micro_batch_num = %lld divisible by pp_degree = %lld",
                 (long long)s->vpp_degree, (long long)mb,

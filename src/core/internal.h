@@ -104,7 +104,8 @@ typedef struct {
     int64_t first[APS_MAX_STAGES];
     int64_t recompute[APS_MAX_STAGES]; /**< layers fully recomputed */
     int64_t chunk[APS_MAX_STAGES];     /**< layers per model chunk, p v
-                                            entries in schedule order */
+                                            entries in model order (rank
+                                            of each: aps_chunk_stage) */
     bool chunks_valid;                 /**< chunk[] sums to layers[] (false
                                             once stages are rebalanced:
                                             then equal chunks) */
@@ -153,6 +154,44 @@ typedef struct {
 aps_status aps_pipeline_schedule(const aps_layout *lay,
                                  const aps_stage_times *r,
                                  const double *p2p, aps_schedule_out *out);
+
+/** True for the schedules that place a rank's two model chunks in a V
+ *  (stages i and 2p - 1 - i: ZBVZeroBubble, DualPipeV; PyTorch
+ *  generate_stage_to_rank_mapping style "v"). */
+static inline bool aps_schedule_v_shaped(int sched)
+{
+    return sched == APS_PP_ZBV || sched == APS_PP_DUALPIPEV;
+}
+
+/** The stage (the model's j-th chunk, 0 .. p v - 1) that model chunk k of
+ *  pipeline rank i runs: i + k p (Megatron's interleaving, PyTorch style
+ *  "loop"), or on the V (v = 2) i for k = 0 and 2p - 1 - i for k = 1
+ *  (torch/distributed/pipelining/schedules.py
+ *  generate_stage_to_rank_mapping, style "v"). */
+static inline int64_t aps_chunk_stage(int sched, int64_t p, int64_t i,
+                                      int64_t k)
+{
+    if (aps_schedule_v_shaped(sched) && k < 2) /* v = 2 (aps_check_pp) */
+        return k == 0 ? i : 2 * p - 1 - i;
+    return i + k * p;
+}
+
+/** The schedule a strategy runs: its pp_schedule when pipelined, else
+ *  1F1B (one stage has no order to choose). */
+static inline int aps_strategy_sched(const aps_strategy *s)
+{
+    return s->pp_degree > 1 ? (int)s->pp_schedule : APS_PP_1F1B;
+}
+
+/** The timeline the running aps_estimate_timeline records into on this
+ *  thread, NULL otherwise (timeline.c). */
+aps_timeline *aps_timeline_capture(void);
+/** Marks tl recorded for the simulation of in, every rank's count and
+ *  busy time 0 (timeline.c). */
+void aps_timeline_begin(aps_timeline *tl, const aps_schedule_in *in);
+/** Appends op ev to rank i's timeline (timeline.c). */
+void aps_timeline_add(aps_timeline *tl, int64_t i,
+                      const aps_schedule_event *ev);
 
 /** aps_schedule_simulate for the zero-bubble schedules (in->schedule !=
  *  APS_PP_1F1B, p > 1), arguments checked (schedule_zb.c). */

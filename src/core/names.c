@@ -147,3 +147,17 @@ const char *aps_framework_name(aps_framework f)
         return "UNKNOWN";
     return framework_names[f];
 }
+
+static const char *const pp_schedule_names[] = {
+    [APS_PP_1F1B] = "1f1b",
+    [APS_PP_INTERLEAVED_ZB] = "interleaved_zero_bubble",
+    [APS_PP_ZBV] = "zbv_zero_bubble",
+    [APS_PP_DUALPIPEV] = "dualpipev",
+};
+
+const char *aps_pp_schedule_name(aps_pp_schedule s)
+{
+    if ((unsigned)s >= sizeof pp_schedule_names / sizeof pp_schedule_names[0])
+        return "UNKNOWN";
+    return pp_schedule_names[s];
+}

@@ -21,8 +21,9 @@ int64_t aps_partition_entries(const aps_strategy *s)
 }
 
 /*
- * The split rules of the frameworks, over S = p v model chunks in schedule
- * order (chunk j runs on pipeline rank j mod p).
+ * The split rules of the frameworks, over S = p v model chunks in model
+ * order (chunk j runs on pipeline rank j mod p, or on the V of ZBV and
+ * DualPipeV on rank j for j < p and 2p - 1 - j after: aps_chunk_stage).
  *
  * embedding_loss: the embedding and the loss each count as one layer, E =
  * L + 2 units over S chunks, E / S each and the first E mod S chunks one
@@ -78,6 +79,7 @@ aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
                             int64_t *chunks, char *msg, size_t n)
 {
     int64_t p = s->pp_degree, v = s->vpp_degree, L = m->num_layers;
+    int sched = aps_strategy_sched(s); /* which rank runs each chunk */
     if (p * v > APS_MAX_STAGES) {
         aps_fmt(msg, n, "pp_degree x vpp_degree = %lld x %lld model chunks; "
                 "at most %d", (long long)p, (long long)v, APS_MAX_STAGES);
@@ -115,7 +117,7 @@ aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
         for (int64_t i = 0; i < p; i++) {
             int64_t r = 0;
             for (int64_t k = 0; k < v; k++)
-                r += chunks[i + k * p];
+                r += chunks[aps_chunk_stage(sched, p, i, k)];
             if (r < 1) {
                 aps_fmt(msg, n, "stage %lld gets %lld layers, every stage "
                         "needs >= 1", (long long)i + 1, (long long)r);
@@ -131,8 +133,10 @@ aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
             return why;
         for (int64_t i = 0; i < p; i++) {
             int64_t r = 0;
-            for (int64_t k = 0; k < v; k++)
-                r += chunks[i + k * p] < 0 ? -L : chunks[i + k * p];
+            for (int64_t k = 0; k < v; k++) {
+                int64_t c = chunks[aps_chunk_stage(sched, p, i, k)];
+                r += c < 0 ? -L : c;
+            }
             if (r < 1) {
                 aps_fmt(msg, n, "pipeline_split = %s leaves stage %lld "
                         "without layers (num_layers = %lld over %lld model "
@@ -205,7 +209,7 @@ aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
             return APS_REASON_PP_PARTITION;
         }
         for (int64_t k = 0; k < v; k++)
-            chunks[i + k * p] = layers[i] / v;
+            chunks[aps_chunk_stage(sched, p, i, k)] = layers[i] / v;
     }
     return APS_REASON_NONE;
 }
@@ -220,7 +224,8 @@ aps_reason aps_stage_layers(const aps_model *m, const aps_strategy *s,
     for (int64_t i = 0; i < s->pp_degree; i++) {
         layers[i] = 0;
         for (int64_t k = 0; k < s->vpp_degree; k++)
-            layers[i] += chunks[i + k * s->pp_degree];
+            layers[i] += chunks[aps_chunk_stage(aps_strategy_sched(s),
+                                                s->pp_degree, i, k)];
     }
     return APS_REASON_NONE;
 }
@@ -250,14 +255,15 @@ aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
                  : t->global_batch_size /
                        (s->micro_batch_size * s->dp_degree * s->fsdp_degree);
     lay->vocab_padded = aps_padded_vocab(m, t, s->tp_degree);
-    lay->sched = s->pp_degree > 1 ? (int)s->pp_schedule : APS_PP_1F1B;
+    lay->sched = aps_strategy_sched(s);
     aps_reason r = aps_chunk_layers(m, s, lay->chunk, msg, n);
     if (r != APS_REASON_NONE)
         return r;
     for (int64_t i = 0; i < lay->p; i++) {
         lay->layers[i] = 0;
         for (int64_t k = 0; k < lay->v; k++)
-            lay->layers[i] += lay->chunk[i + k * lay->p];
+            lay->layers[i] += lay->chunk[aps_chunk_stage(lay->sched, lay->p,
+                                                         i, k)];
     }
     lay->chunks_valid = true;
     int64_t first = 0;
@@ -296,7 +302,7 @@ void aps_layout_one_recompute_count(aps_layout *lay)
 int64_t aps_layout_chunk(const aps_layout *lay, int64_t i, int64_t k)
 {
     if (lay->chunks_valid)
-        return lay->chunk[i + k * lay->p];
+        return lay->chunk[aps_chunk_stage(lay->sched, lay->p, i, k)];
     return lay->layers[i] / lay->v + (k < lay->layers[i] % lay->v ? 1 : 0);
 }
 

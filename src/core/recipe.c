@@ -147,15 +147,15 @@ aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
      * PipeSchedule TrainSchedule (1F1B, deepspeed/runtime/pipe/
      * schedule.py); TorchTitan takes any PyTorch pipelining class
      * (parallelism.pipeline_parallel_schedule -> get_schedule_class,
-     * torchtitan b5bcd76c); llm-foundry's FSDP has no pipeline (check.c) */
+     * torchtitan b5bcd76c, which imports ScheduleDualPipeV and places its
+     * stages in a V); llm-foundry's FSDP has no pipeline (check.c) */
     if (s->pp_degree > 1 && s->pp_schedule != APS_PP_1F1B &&
         (t->framework == APS_FW_MEGATRON ||
          t->framework == APS_FW_DEEPSPEED)) {
         aps_fmt(msg, n, "%s: pp_schedule = %s is not offered (Megatron-LM "
                 "and DeepSpeed run 1F1B, interleaved with vpp; zero-bubble "
-                "schedules: TorchTitan, fsdp2)", fw,
-                s->pp_schedule == APS_PP_ZBV ? "zbv_zero_bubble"
-                                             : "interleaved_zero_bubble");
+                "and DualPipeV schedules: TorchTitan, fsdp2)", fw,
+                aps_pp_schedule_name(s->pp_schedule));
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
     /* megatron/training/arguments.py (d98e8a64): CPU offloading asserts

@@ -180,6 +180,13 @@ static int64_t advance(const aps_schedule_in *in, int64_t i, rank_state *r,
         double start = ready > r->free_at ? ready : r->free_at;
         r->free_at = start + t;
         r->busy += t;
+        if (in->timeline) {
+            aps_schedule_event ev = {
+                fwd ? APS_OP_F : APS_OP_B, (int32_t)(cell / S),
+                (int32_t)(cell % S), (int32_t)(cell % S / p), 0, start,
+                r->free_at};
+            aps_timeline_add(in->timeline, i, &ev);
+        }
         if (fwd) {
             fdone[cell] = r->free_at;
             r->nf++;
@@ -194,19 +201,11 @@ static int64_t advance(const aps_schedule_in *in, int64_t i, rank_state *r,
     return ran;
 }
 
-aps_status aps_schedule_simulate(const aps_schedule_in *in,
-                                 aps_schedule_out *out)
+/** Megatron's (interleaved) 1F1B, arguments checked. */
+static aps_status simulate_1f1b(const aps_schedule_in *in,
+                                aps_schedule_out *out)
 {
-    if (in == NULL || out == NULL || in->p < 1 || in->v < 1 || in->m < 1 ||
-        in->p * in->v > APS_MAX_STAGES || in->t_fwd == NULL ||
-        in->t_bwd == NULL)
-        return APS_EINVAL;
     int64_t p = in->p, v = in->v, m = in->m, S = p * v;
-    memset(out, 0, sizeof *out);
-    if (in->schedule == APS_PP_ZBV && v != 2)
-        return APS_EINVAL;
-    if (in->schedule != APS_PP_1F1B && p > 1)
-        return aps_schedule_simulate_zb(in, out); /* schedule_zb.c */
     size_t cells = (size_t)m * (size_t)S;
     double *fdone = malloc(2 * cells * sizeof *fdone);
     if (fdone == NULL)
@@ -258,6 +257,34 @@ aps_status aps_schedule_simulate(const aps_schedule_in *in,
     return APS_OK;
 }
 
+aps_status aps_schedule_simulate(const aps_schedule_in *in,
+                                 aps_schedule_out *out)
+{
+    if (in == NULL || out == NULL || in->p < 1 || in->v < 1 || in->m < 1 ||
+        in->p * in->v > APS_MAX_STAGES || in->t_fwd == NULL ||
+        in->t_bwd == NULL)
+        return APS_EINVAL;
+    memset(out, 0, sizeof *out);
+    if (aps_schedule_v_shaped(in->schedule) && in->v != 2)
+        return APS_EINVAL;
+    if (in->schedule == APS_PP_DUALPIPEV && in->m < 2 * in->p)
+        return APS_EINVAL; /* ScheduleDualPipeV: m >= its 2p stages */
+    aps_timeline *tl = in->timeline;
+    if (tl != NULL) {
+        if (tl->events == NULL || tl->keep < 1 || tl->ranks_cap < in->p)
+            return APS_EINVAL;
+        aps_timeline_begin(tl, in);
+    }
+    aps_status st = in->schedule != APS_PP_1F1B && in->p > 1
+                        ? aps_schedule_simulate_zb(in, out) /* schedule_zb.c */
+                        : simulate_1f1b(in, out);
+    if (tl != NULL) {
+        tl->recorded = st == APS_OK;
+        tl->result = *out;
+    }
+    return st;
+}
+
 /** Chunk k's share of rank i's layers, NULL-equivalent (false) when the
  *  rank's chunks are equal. */
 static bool chunk_weights(const aps_layout *lay, int64_t i, double *w)
@@ -287,15 +314,6 @@ double aps_layout_inflight(const aps_layout *lay, int64_t i)
                                  uneven ? w : NULL);
 }
 
-/** Stage of model chunk k of rank i: i + k p, or on ZBV's "V" i and
- *  2p - 1 - i. */
-static int64_t chunk_stage(int sched, int64_t p, int64_t i, int64_t k)
-{
-    if (sched == APS_PP_ZBV)
-        return k == 0 ? i : 2 * p - 1 - i;
-    return i + k * p;
-}
-
 aps_status aps_pipeline_schedule(const aps_layout *lay,
                                  const aps_stage_times *r,
                                  const double *p2p, aps_schedule_out *out)
@@ -307,7 +325,7 @@ aps_status aps_pipeline_schedule(const aps_layout *lay,
         double w[APS_MAX_STAGES];
         chunk_weights(lay, i, w);
         for (int64_t k = 0; k < v; k++) {
-            int64_t j = chunk_stage(lay->sched, p, i, k);
+            int64_t j = aps_chunk_stage(lay->sched, p, i, k);
             cw[j] = w[k];
             cf[j] = (r->tf[i] - r->ef[i]) * w[k];
             cb[j] = (r->tb[i] - r->eb[i]) * w[k];
@@ -315,7 +333,7 @@ aps_status aps_pipeline_schedule(const aps_layout *lay,
         }
     }
     /* the embedding on stage 0, the output layer and loss on the last
-     * (on rank 0 under ZBV) */
+     * (on rank 0 under the V schedules) */
     cf[0] += r->ef[0];
     cb[0] += r->eb[0];
     cg[0] += r->ew[0];
@@ -324,7 +342,8 @@ aps_status aps_pipeline_schedule(const aps_layout *lay,
         cb[S - 1] += r->eb[p - 1];
         cg[S - 1] += r->ew[p - 1];
     }
-    aps_schedule_in in = {p, v, lay->m, cf, cb, p2p, cw, lay->sched, cg};
+    aps_schedule_in in = {p,  v,  lay->m,     cf, cb,
+                          p2p, cw, lay->sched, cg, aps_timeline_capture()};
     return aps_schedule_simulate(&in, out);
 }
 
@@ -355,7 +374,7 @@ void aps_pipeline_p2p(const aps_model *m, const aps_cluster *c,
     for (int64_t j = 0; j + 1 < S; j++) {
         double bw, alpha;
         int64_t a = j % p, b = (j + 1) % p;
-        if (lay->sched == APS_PP_ZBV) { /* the V: down, then back up */
+        if (aps_schedule_v_shaped(lay->sched)) { /* the V: down, back up */
             a = j < p ? j : S - 1 - j;
             b = j + 1 < p ? j + 1 : S - 2 - j;
         }

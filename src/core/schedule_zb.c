@@ -1,7 +1,8 @@
 /*
  * schedule_zb.c -- zero-bubble pipeline schedules, as PyTorch pipelining
  * orders them (torch/distributed/pipelining/schedules.py, pytorch/pytorch
- * 1fd7abc2f521e4429a29c3088e39ebaca20f4698), simulated event by event.
+ * 1fd7abc2f521e4429a29c3088e39ebaca20f4698; DualPipeV from 00722e648b74
+ * 0f91d0e71494baa17891749fd291), simulated event by event.
  *
  * The backward of a chunk is split in two ops (Qi et al. 2024, "Zero
  * Bubble Pipeline Parallelism", arXiv 2401.10241 s.2): I, the input
@@ -28,6 +29,30 @@
  * pairs I r, W r; the W left of 2p-1-r, then of r), built for
  * max(2p - 1, m) micro-batches with the ops of micro-batches >= m dropped.
  *
+ * ScheduleDualPipeV (DeepSeek-V3 technical report, arXiv 2412.19437 s.3.2,
+ * its "V" variant): the V of ZBV, m >= 2p; _calculate_single_rank_
+ * operations gives rank r, chunk 0 = stage r, chunk 1 = stage 2p-1-r:
+ *   1. 2(p - r - 1) forwards of chunk 0;
+ *   2. r + 1 pairs F chunk 0, F chunk 1;
+ *   3. p - r - 1 triples I chunk 1, W (the oldest pending), F chunk 1;
+ *   4. m - 2p + r + 1 times: (F chunk 0, B chunk 1), (F chunk 1,
+ *      B chunk 0), each pair one OVERLAP_F_B action (on the last rank the
+ *      first (F 0, B 1) two plain actions);
+ *   5. p - r - 1 times: B chunk 1, then the pair (F chunk 1, B chunk 0);
+ *   6. r + 1 times a backward of chunk 1 then of chunk 0, full backwards
+ *      (B) until the half-way iteration (r + 1) / 2, input-only (I) from
+ *      there -- on an odd rank from that iteration's chunk-1 backward, on
+ *      an even one from its chunk-0 backward;
+ *   7. p - r - 1 times: W (the oldest pending), a backward of chunk 0 (I);
+ *   8. r + 1 W, the ones left.
+ * B is the full backward (input and weight gradient, t_bwd); I queues its
+ * W, whose micro-batch and stage come from that FIFO.  PyTorch's runtime
+ * runs an OVERLAP_F_B pair's two actions one after the other
+ * (_PipelineScheduleRuntime._step_microbatches, unless a custom function
+ * is registered for OVERLAP_F_B; TorchTitan b5bcd76c registers none
+ * outside experiments/graph_trainer), and so does the simulation: the
+ * pair shares no time, its ops are marked in the timeline.
+ *
  * Dependencies as in schedule.c: F of stage j waits for F of j - 1, I (or
  * B) of j for I of j + 1 (the last stage for its own F), each one p2p
  * transfer later when the two stages are on different ranks; W waits only
@@ -37,17 +62,18 @@
 #include <string.h>
 #include "internal.h"
 
-enum { OP_F, OP_I, OP_W };
+enum { OP_F = APS_OP_F, OP_B = APS_OP_B, OP_I = APS_OP_I, OP_W = APS_OP_W };
 
 typedef struct {
     int32_t j, mb;
-    int32_t kind;
+    int16_t kind;    /* aps_op_kind */
+    int16_t overlap; /* 1: half of an OVERLAP_F_B pair */
 } zb_op;
 
 /** Rank of stage j and its model chunk on that rank. */
 static int64_t stage_rank(int schedule, int64_t p, int64_t j, int64_t *k)
 {
-    if (schedule == APS_PP_ZBV) {
+    if (aps_schedule_v_shaped(schedule)) {
         *k = j < p ? 0 : 1;
         return j < p ? j : 2 * p - 1 - j;
     }
@@ -62,7 +88,8 @@ static void push(zb_op *ops, int64_t *n, int64_t j, int64_t mb, int kind,
         return;
     ops[*n].j = (int32_t)j;
     ops[*n].mb = (int32_t)mb;
-    ops[*n].kind = kind;
+    ops[*n].kind = (int16_t)kind;
+    ops[*n].overlap = 0;
     (*n)++;
 }
 
@@ -145,17 +172,99 @@ static int64_t order_zbv(int64_t p, int64_t m, int64_t r, zb_op *ops)
     return n;
 }
 
-/** Rank r's order; ops holds 3 m v entries plus m v of scratch (the I
- *  list of order_izb), cnt 2 p v. */
+/** Rank r's order under ScheduleDualPipeV (v = 2, m >= 2p); ops holds
+ *  6 m entries plus 2 m of scratch (the FIFO of pending W). */
+typedef struct {
+    zb_op *ops, *wq;   /* the order, the pending W (stage, micro-batch) */
+    int64_t n, wh, wt; /* ops written, FIFO head and tail */
+    int64_t st[2];     /* stage of chunk 0 and chunk 1 */
+    int64_t f[2], b[2]; /* next forward / backward micro-batch per chunk */
+} dpv_order;
+
+static void dpv_f(dpv_order *o, int c, int overlap)
+{
+    zb_op *op = &o->ops[o->n++];
+    *op = (zb_op){(int32_t)o->st[c], (int32_t)o->f[c]++, OP_F,
+                  (int16_t)overlap};
+}
+
+/** A backward of chunk c, full (OP_B) or input-only (OP_I, its W
+ *  queued). */
+static void dpv_b(dpv_order *o, int c, int kind, int overlap)
+{
+    zb_op *op = &o->ops[o->n++];
+    *op = (zb_op){(int32_t)o->st[c], (int32_t)o->b[c]++, (int16_t)kind,
+                  (int16_t)overlap};
+    if (kind == OP_I)
+        o->wq[o->wt++] = (zb_op){op->j, op->mb, OP_W, 0};
+}
+
+/** The oldest pending W, if any (add_weight_action_if_pending). */
+static void dpv_w(dpv_order *o)
+{
+    if (o->wh < o->wt)
+        o->ops[o->n++] = o->wq[o->wh++];
+}
+
+static int64_t order_dualpipev(int64_t p, int64_t m, int64_t r, zb_op *ops)
+{
+    dpv_order o = {ops, ops + 6 * m, 0, 0, 0, {r, 2 * p - 1 - r},
+                   {0, 0}, {0, 0}};
+    for (int64_t q = 0; q < 2 * (p - r - 1); q++) /* 1: F0 */
+        dpv_f(&o, 0, 0);
+    for (int64_t q = 0; q < r + 1; q++) { /* 2: F0 F1 */
+        dpv_f(&o, 0, 0);
+        dpv_f(&o, 1, 0);
+    }
+    for (int64_t q = 0; q < p - r - 1; q++) { /* 3: I1 W F1 */
+        dpv_b(&o, 1, OP_I, 0);
+        dpv_w(&o);
+        dpv_f(&o, 1, 0);
+    }
+    for (int64_t q = 0; q < m - 2 * p + r + 1; q++) { /* 4: F0B1 F1B0 */
+        int pair = !(q == 0 && r == p - 1);
+        dpv_f(&o, 0, pair);
+        dpv_b(&o, 1, OP_B, pair);
+        dpv_f(&o, 1, 1);
+        dpv_b(&o, 0, OP_B, 1);
+    }
+    for (int64_t q = 0; q < p - r - 1; q++) { /* 5: B1, F1B0 */
+        dpv_b(&o, 1, OP_B, 0);
+        dpv_f(&o, 1, 1);
+        dpv_b(&o, 0, OP_B, 1);
+    }
+    int kind = OP_B; /* 6: B1 B0, input-only from half-way */
+    for (int64_t q = 0; q < r + 1; q++) {
+        if (q == (r + 1) / 2 && r % 2 == 1)
+            kind = OP_I;
+        dpv_b(&o, 1, kind, 0);
+        if (q == (r + 1) / 2 && r % 2 == 0)
+            kind = OP_I;
+        dpv_b(&o, 0, kind, 0);
+    }
+    for (int64_t q = 0; q < p - r - 1; q++) { /* 7: W, I0 */
+        dpv_w(&o);
+        dpv_b(&o, 0, kind, 0);
+    }
+    for (int64_t q = 0; q < r + 1; q++) /* 8: W */
+        dpv_w(&o);
+    return o.n;
+}
+
+/** Rank r's order; ops holds order_slots(v, m) entries (the orders plus
+ *  the scratch of order_izb and order_dualpipev), cnt 2 p v. */
 static int64_t order_of(int schedule, int64_t p, int64_t v, int64_t m,
                         int64_t r, zb_op *ops, int64_t *cnt)
 {
     if (schedule == APS_PP_ZBV)
         return order_zbv(p, m, r, ops);
+    if (schedule == APS_PP_DUALPIPEV)
+        return order_dualpipev(p, m, r, ops);
     return order_izb(p, v, m, r, ops, cnt);
 }
 
-/** Slots an order of a rank needs (see order_of); ZBV's padded
+/** Slots an order of a rank needs (see order_of): at most 3 ops per
+ *  chunk and micro-batch (F, I, W) and m v of scratch; ZBV's padded
  *  micro-batches are dropped, so 3 m v entries hold its ops. */
 static size_t order_slots(int64_t v, int64_t m)
 {
@@ -167,10 +276,15 @@ double aps_schedule_inflight_of(int schedule, int64_t p, int64_t v,
 {
     if (schedule == APS_PP_1F1B || p <= 1)
         return aps_schedule_inflight(p, v, m, i, w);
+    /* the orders exist for two chunks per rank on the V, and DualPipeV's
+     * for m >= 2p only (aps_check_pp refuses the rest first) */
+    if ((aps_schedule_v_shaped(schedule) && v != 2) ||
+        (schedule == APS_PP_DUALPIPEV && m < 2 * p))
+        return (double)m; /* every micro-batch: the most it can be */
     zb_op *ops = malloc(order_slots(v, m) * sizeof *ops);
     int64_t cnt[2 * APS_MAX_STAGES];
     if (ops == NULL)
-        return (double)m; /* every micro-batch: the most it can be */
+        return (double)m;
     int64_t n = order_of(schedule, p, v, m, i, ops, cnt);
     double held = 0.0, peak = 0.0;
     for (int64_t q = 0; q < n; q++) {
@@ -179,7 +293,7 @@ double aps_schedule_inflight_of(int schedule, int64_t p, int64_t v,
         double wk = w ? w[k] : 1.0 / (double)v;
         if (ops[q].kind == OP_F)
             held += wk;
-        else if (ops[q].kind == OP_W)
+        else if (ops[q].kind == OP_W || ops[q].kind == OP_B)
             held -= wk;
         if (held > peak)
             peak = held;
@@ -194,8 +308,8 @@ typedef struct {
     double free_at, busy;
 } zb_rank;
 
-/** Runs rank r's ops in order while their inputs are there. */
-static int64_t zb_advance(const aps_schedule_in *in, zb_rank *r,
+/** Runs rank i's ops in order while their inputs are there. */
+static int64_t zb_advance(const aps_schedule_in *in, int64_t i, zb_rank *r,
                           double *fdone, double *bdone)
 {
     int64_t p = in->p, S = p * in->v, ran = 0;
@@ -213,7 +327,7 @@ static int64_t zb_advance(const aps_schedule_in *in, zb_rank *r,
                     ready += in->p2p[j - 1];
             }
             t = in->t_fwd[j];
-        } else if (op->kind == OP_I) {
+        } else if (op->kind == OP_I || op->kind == OP_B) {
             double down = j == S - 1 ? fdone[cell] : bdone[cell + 1];
             if (down < 0.0)
                 break;
@@ -222,16 +336,23 @@ static int64_t zb_advance(const aps_schedule_in *in, zb_rank *r,
                 stage_rank(in->schedule, p, j + 1, &k) !=
                     stage_rank(in->schedule, p, j, &k))
                 ready += in->p2p[j];
-            t = in->t_bwd[j] - wgt;
+            t = op->kind == OP_B ? in->t_bwd[j] : in->t_bwd[j] - wgt;
         } else {
             t = wgt;
         }
         double start = ready > r->free_at ? ready : r->free_at;
         r->free_at = start + t;
         r->busy += t;
+        if (in->timeline) {
+            stage_rank(in->schedule, p, j, &k);
+            aps_schedule_event ev = {op->kind, op->mb,      (int32_t)j,
+                                     (int32_t)k, op->overlap, start,
+                                     r->free_at};
+            aps_timeline_add(in->timeline, i, &ev);
+        }
         if (op->kind == OP_F)
             fdone[cell] = r->free_at;
-        else if (op->kind == OP_I)
+        else if (op->kind != OP_W)
             bdone[cell] = r->free_at;
         r->pos++;
         ran++;
@@ -266,9 +387,9 @@ aps_status aps_schedule_simulate_zb(const aps_schedule_in *in,
     while (left > 0) {
         int64_t ran = 0;
         for (int64_t i = 0; i < p; i++)
-            ran += zb_advance(in, &rs[i], fdone, bdone);
+            ran += zb_advance(in, i, &rs[i], fdone, bdone);
         for (int64_t i = p - 1; i >= 0; i--)
-            ran += zb_advance(in, &rs[i], fdone, bdone);
+            ran += zb_advance(in, i, &rs[i], fdone, bdone);
         if (ran == 0) { /* cannot happen for the orders above */
             st = APS_EINVAL;
             break;

@@ -84,10 +84,10 @@ APSL_ENUM(enum_recompute_method, "block, uniform",
 APSL_ENUM(enum_pipeline_split, "even, embedding_loss, deepspeed_type",
           {"even", APS_SPLIT_EVEN}, {"embedding_loss", APS_SPLIT_EMBEDDING_LOSS},
           {"deepspeed_type", APS_SPLIT_DEEPSPEED_TYPE});
-APSL_ENUM(enum_pp_schedule, "1f1b, interleaved_zero_bubble, zbv_zero_bubble",
+APSL_ENUM(enum_pp_schedule, "1f1b, interleaved_zero_bubble, zbv_zero_bubble, dualpipev",
           {"1f1b", APS_PP_1F1B},
           {"interleaved_zero_bubble", APS_PP_INTERLEAVED_ZB},
-          {"zbv_zero_bubble", APS_PP_ZBV});
+          {"zbv_zero_bubble", APS_PP_ZBV}, {"dualpipev", APS_PP_DUALPIPEV});
 APSL_ENUM(enum_cp_comm, "p2p, all_gather",
           {"p2p", APS_CP_P2P}, {"all_gather", APS_CP_ALL_GATHER});
 

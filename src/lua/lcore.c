@@ -405,6 +405,166 @@ static int ctx_estimate(lua_State *L)
     return 1;
 }
 
+/** Most ops ctx:timeline stores while simulating (2^18 x 40 bytes = 10
+ *  MiB): each rank's first and last 2^17 / pp_degree; a rank that runs
+ *  more has its middle left out (aps_timeline). */
+#define APSL_TIMELINE_STORE (INT64_C(1) << 18)
+/** Most ops ctx:timeline returns (max_ops). */
+#define APSL_TIMELINE_MAX_OPS (INT64_C(1) << 16)
+
+/* Pushes the ops of rank i that overlap [0, head] or [tail, step] as an
+ * array of {kind, mb, stage, chunk, start, end, overlap}; adds their
+ * number to *n. */
+static void push_rank_ops(lua_State *L, const aps_timeline *tl, int64_t i,
+                          bool cut, double head, double tail, int64_t *n)
+{
+    static const char *const kinds[] = {"F", "B", "I", "W"};
+    int64_t k = 0;
+    lua_createtable(L, 0, 0);
+    for (int64_t q = 0; q < aps_timeline_kept(tl, i); q++) {
+        const aps_schedule_event *e = aps_timeline_event(tl, i, q);
+        if (cut && !(e->start < head || e->end > tail))
+            continue;
+        lua_createtable(L, 0, 7);
+        lua_pushstring(L, kinds[e->kind & 3]);
+        lua_setfield(L, -2, "kind");
+        lua_pushinteger(L, (lua_Integer)e->mb + 1);
+        lua_setfield(L, -2, "mb");
+        lua_pushinteger(L, (lua_Integer)e->stage + 1);
+        lua_setfield(L, -2, "stage");
+        lua_pushinteger(L, (lua_Integer)e->chunk + 1);
+        lua_setfield(L, -2, "chunk");
+        apsl_set_number(L, "start", e->start);
+        apsl_set_number(L, "end", e->end);
+        if (e->overlap) {
+            lua_pushboolean(L, 1);
+            lua_setfield(L, -2, "overlap");
+        }
+        lua_rawseti(L, -2, (lua_Integer)++k);
+    }
+    *n += k;
+}
+
+/**
+ * ctx:timeline(strategy, max_ops) -> table | nil, code, message
+ * The pipeline schedule the estimate of strategy simulates, op by op
+ * (aps_estimate_timeline), with at most about max_ops ops (2 <= max_ops
+ * <= 2^16): all of them when they fit, else those of a window at the start
+ * and one at the end of the step, each holding max_ops / 2
+ * (aps_timeline_select; while simulating each rank stores its first and
+ * last 2^17 / pp_degree ops, and the windows stay within those).
+ * Fields: pp_schedule (name), pp_degree, vpp_degree, micro_batch_num
+ * [counts]; step [s, the pipeline: first forward to last backward],
+ * busy_max [s, the busiest rank's compute], bubble [s, step - busy_max],
+ * slowest_rank [1-based]; windows = array of {from, to} [s], one ({0,
+ * step}) or two; ops [count, all ranks], ops_kept [count returned];
+ * ranks = array per rank of {rank
+ * [1-based], busy [s], ops [count run], events = array of the ops
+ * overlapping a window in time order, {kind = "F"
+ * forward | "B" full backward | "I" input-gradient backward | "W" weight
+ * gradient, mb, stage (virtual stage, model order), chunk (of the rank)
+ * [1-based], start, end [s], overlap = true on the two halves of a
+ * DualPipeV OVERLAP_F_B pair}}.
+ * nil, code, message when nothing was simulated: the reason code and
+ * message of a refused strategy (a check, MEMORY_LIMIT: the closed form
+ * prices its bubble), or "NO_PIPELINE" for pp_degree 1.  Raises on a bad
+ * strategy table or max_ops.
+ */
+static int ctx_timeline(lua_State *L)
+{
+    apsl_context *ctx = check_context(L, 1);
+    aps_strategy s;
+    apsl_check_strategy(L, 2, &ctx->proto, &s);
+    lua_Integer max_ops = luaL_checkinteger(L, 3);
+    if (max_ops < 2 || max_ops > APSL_TIMELINE_MAX_OPS)
+        return apsl_error(L, "timeline: max_ops must be in [2, %d] (got %I)",
+                          (int)APSL_TIMELINE_MAX_OPS, (LUAI_UACINT)max_ops);
+    int64_t p = s.pp_degree > 0 && s.pp_degree <= APS_MAX_STAGES
+                    ? s.pp_degree : 1;
+    /* a rank runs at most 3 ops per model chunk and micro-batch (F, I, W):
+     * store them all when that fits */
+    int64_t m = s.micro_batch_num, d = s.micro_batch_size * s.dp_degree *
+                                       s.fsdp_degree;
+    if (m <= 0)
+        m = d > 0 ? ctx->training.global_batch_size / d : 1;
+    int64_t keep = APSL_TIMELINE_STORE / (2 * p);
+    if (m > 0 && s.vpp_degree > 0 && s.vpp_degree <= APS_MAX_STAGES &&
+        (3 * m * s.vpp_degree + 1) / 2 < keep)
+        keep = (3 * m * s.vpp_degree + 1) / 2;
+    aps_timeline tl;
+    memset(&tl, 0, sizeof tl);
+    tl.keep = keep;
+    tl.ranks_cap = p;
+    tl.events = lua_newuserdatauv(L, (size_t)(2 * p * keep) *
+                                         sizeof(aps_schedule_event), 0);
+    aps_estimate e;
+    aps_status st = aps_estimate_timeline(&ctx->model, &ctx->cluster,
+                                          &ctx->training, &s, &tl, &e);
+    if (st != APS_OK)
+        return apsl_error(L, "strategy: the estimator failed (%s)",
+                          aps_status_name(st));
+    if (!tl.recorded) {
+        lua_pushnil(L);
+        if (e.reason != APS_REASON_NONE) {
+            lua_pushstring(L, aps_reason_code(e.reason));
+            lua_pushstring(L, e.reason_msg);
+        } else {
+            lua_pushstring(L, "NO_PIPELINE");
+            lua_pushstring(L, "pp_degree = 1: no pipeline schedule");
+        }
+        return 3;
+    }
+    lua_createtable(L, 0, 13);
+    lua_pushstring(L, aps_pp_schedule_name((aps_pp_schedule)tl.schedule));
+    lua_setfield(L, -2, "pp_schedule");
+    lua_pushinteger(L, (lua_Integer)tl.p);
+    lua_setfield(L, -2, "pp_degree");
+    lua_pushinteger(L, (lua_Integer)tl.v);
+    lua_setfield(L, -2, "vpp_degree");
+    lua_pushinteger(L, (lua_Integer)tl.m);
+    lua_setfield(L, -2, "micro_batch_num");
+    apsl_set_number(L, "step", tl.result.step);
+    apsl_set_number(L, "busy_max", tl.result.busy_max);
+    apsl_set_number(L, "bubble", tl.result.bubble);
+    lua_pushinteger(L, (lua_Integer)tl.result.slowest_rank + 1);
+    lua_setfield(L, -2, "slowest_rank");
+    double head, tail;
+    bool cut = aps_timeline_select(&tl, tl.result.step, max_ops, &head,
+                                   &tail);
+    lua_createtable(L, cut ? 2 : 1, 0);
+    double win[2][2] = {{0.0, cut ? head : tl.result.step},
+                        {tail, tl.result.step}};
+    for (int w = 0; w < (cut ? 2 : 1); w++) {
+        lua_createtable(L, 2, 0);
+        lua_pushnumber(L, win[w][0]);
+        lua_rawseti(L, -2, 1);
+        lua_pushnumber(L, win[w][1]);
+        lua_rawseti(L, -2, 2);
+        lua_rawseti(L, -2, w + 1);
+    }
+    lua_setfield(L, -2, "windows");
+    int64_t ops = 0, kept = 0;
+    lua_createtable(L, (int)tl.p, 0);
+    for (int64_t i = 0; i < tl.p; i++) {
+        ops += tl.count[i];
+        lua_createtable(L, 0, 4);
+        lua_pushinteger(L, (lua_Integer)i + 1);
+        lua_setfield(L, -2, "rank");
+        apsl_set_number(L, "busy", tl.busy[i]);
+        lua_pushinteger(L, (lua_Integer)tl.count[i]);
+        lua_setfield(L, -2, "ops");
+        push_rank_ops(L, &tl, i, cut, head, tail, &kept);
+        lua_setfield(L, -2, "events");
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "ranks");
+    lua_pushinteger(L, (lua_Integer)ops);
+    lua_setfield(L, -2, "ops");
+    lua_pushinteger(L, (lua_Integer)kept);
+    lua_setfield(L, -2, "ops_kept");
+    return 1;
+}
+
 /**
  * ctx:check(name, strategy) -> true | false, code, message
  * One cheap constraint check of MODELING.md s.5 (aps_check_<name>): name is
@@ -545,6 +705,7 @@ static const luaL_Reg module_funcs[] = {
 static const luaL_Reg context_methods[] = {
     {"evaluate", ctx_evaluate},
     {"estimate", ctx_estimate},
+    {"timeline", ctx_timeline},
     {"check", ctx_check},
     {"flops", ctx_flops},
     {"inputs", ctx_inputs},

@@ -6,8 +6,9 @@
 #   report_test.sh APSEARCH_BIN REPO_ROOT ARTIFACT_DIR
 #
 # The report marks itself when drawing is done (lua/apsearch/report/
-# report.js): <html data-charts-ok="8" data-charts-rendered="8"
-# data-script-errors="0" ...>.  The test reads the DOM chromium dumps after
+# report.js): <html data-charts-ok="9" data-charts-rendered="9"
+# data-script-errors="0" data-gantt="ops=N ranks=P windows=W" ...>; the
+# ninth chart is the Gantt chart of the pipelined strategy's schedule.  The test reads the DOM chromium dumps after
 # a virtual-time budget, once with ECharts inlined (all eight charts) and
 # once with `--echarts none` (tables only, a plain notice, no script error).
 #
@@ -79,11 +80,20 @@ fi
 dump "file://$OUT/report.html" "$WORK/dom.html"
 say "rendered: $(grep -o '<html[^>]*>' "$WORK/dom.html" | head -n 1)"
 [ "$(attr data-script-errors "$WORK/dom.html")" = "0" ] || bad "script errors: $(attr data-script-errors "$WORK/dom.html") ($(sed -n 's/.*<pre id="script-errors"[^>]*>\([^<]*\).*/\1/p' "$WORK/dom.html"))"
-[ "$(attr data-charts-rendered "$WORK/dom.html")" = "8" ] || bad "charts rendered: '$(attr data-charts-rendered "$WORK/dom.html")', expected 8"
-[ "$(attr data-charts-ok "$WORK/dom.html")" = "8" ] || bad "charts with data: '$(attr data-charts-ok "$WORK/dom.html")', expected 8 (empty: $(attr data-charts-empty "$WORK/dom.html"))"
-for i in 1 2 3 4 5 6 7 8; do
+[ "$(attr data-charts-rendered "$WORK/dom.html")" = "9" ] || bad "charts rendered: '$(attr data-charts-rendered "$WORK/dom.html")', expected 9"
+[ "$(attr data-charts-ok "$WORK/dom.html")" = "9" ] || bad "charts with data: '$(attr data-charts-ok "$WORK/dom.html")', expected 9 (empty: $(attr data-charts-empty "$WORK/dom.html"))"
+for i in 1 2 3 4 5 6 7 8 9; do
   grep -q "id=\"chart$i\"[^>]*_echarts_instance_" "$WORK/dom.html" || bad "chart$i has no ECharts instance"
 done
+# chart 9, the pipeline Gantt chart of the top-1 (pp 32 x vpp 4, 64
+# micro-batches: 16,384 ops, cut to the fill and the drain within 2,000)
+gantt=$(attr data-gantt "$WORK/dom.html")
+case "$gantt" in
+  "ops="*" ranks=32 windows=2") n=${gantt#ops=}; n=${n%% *}
+    { [ "$n" -gt 0 ] && [ "$n" -le 2000 ]; } || bad "Gantt chart drew $n ops (expected 1..2000)";;
+  *) bad "Gantt chart: data-gantt='$gantt' (expected ops=N ranks=32 windows=2)";;
+esac
+grep -q 'id="timeline-summary"[^>]*>[^<]*bubble [0-9.]* s = [0-9.]* % of it' "$WORK/dom.html" || bad "no bubble fraction in the schedule summary"
 grep -q '<canvas' "$WORK/dom.html" || bad "no canvas drawn"
 BUDGET=8000 chrome --screenshot="$ART/report.png" --window-size=1280,4200 "file://$OUT/report.html" >/dev/null
 [ -s "$ART/report.png" ] && say "screenshot: $ART/report.png" || bad "no screenshot written"
@@ -167,5 +177,5 @@ if [ "$fail" -ne 0 ]; then
   say "chromium log (tail):"; tail -n 20 "$WORK/chromium.log"
   exit 1
 fi
-say "PASS: 8 charts rendered with data, no script errors; colours from the one map in two reports ($shared categories shared); sortable top-k table, no scrolling at 1280 px; log toggle; no-feasible and baseline reports; tables-only report readable"
+say "PASS: 9 charts rendered with data (the pipeline Gantt chart: $gantt), no script errors; colours from the one map in two reports ($shared categories shared); sortable top-k table, no scrolling at 1280 px; log toggle; no-feasible and baseline reports; tables-only report readable"
 exit 0

@@ -15,7 +15,7 @@ static void run(int64_t p, int64_t v, int64_t m, const double *tf,
                 const double *tb, const double *p2p, const double *w,
                 aps_schedule_out *out)
 {
-    aps_schedule_in in = {p, v, m, tf, tb, p2p, w, 0, NULL};
+    aps_schedule_in in = {p, v, m, tf, tb, p2p, w, 0, NULL, NULL};
     assert_int_equal(aps_schedule_simulate(&in, out), APS_OK);
 }
 
@@ -147,7 +147,7 @@ static void run_zb(int schedule, int64_t p, int64_t v, int64_t m,
                    const double *tf, const double *tb, const double *tw,
                    aps_schedule_out *out)
 {
-    aps_schedule_in in = {p, v, m, tf, tb, NULL, NULL, schedule, tw};
+    aps_schedule_in in = {p, v, m, tf, tb, NULL, NULL, schedule, tw, NULL};
     assert_int_equal(aps_schedule_simulate(&in, out), APS_OK);
 }
 
@@ -271,6 +271,278 @@ static void test_zero_bubble_not_slower(void **state)
                 }
 }
 
+/* Records every op of a simulation: keep = 64 per end holds all of the
+ * small timelines below. */
+enum { KEEP = 64, RANKS = 8 };
+static aps_schedule_event ev_buf[RANKS * 2 * KEEP];
+
+static void run_tl(int schedule, int64_t p, int64_t v, int64_t m,
+                   const double *tf, const double *tb, const double *tw,
+                   const double *p2p, aps_timeline *tl, aps_schedule_out *out)
+{
+    memset(tl, 0, sizeof *tl);
+    tl->keep = KEEP;
+    tl->events = ev_buf;
+    tl->ranks_cap = RANKS;
+    aps_schedule_in in = {p, v, m, tf, tb, p2p, NULL, schedule, tw, tl};
+    assert_int_equal(aps_schedule_simulate(&in, out), APS_OK);
+    assert_true(tl->recorded);
+}
+
+/* Rank i's ops as text, "F0_0 I3_0 ..." (kind, stage _ micro-batch), with
+ * the times when `times`, "F0_0@0-1", and a '*' on OVERLAP_F_B halves. */
+static const char *rank_text(const aps_timeline *tl, int64_t i, bool times)
+{
+    static char buf[4096];
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int64_t q = 0; q < aps_timeline_kept(tl, i); q++) {
+        const aps_schedule_event *e = aps_timeline_event(tl, i, q);
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%c%d_%d%s",
+                              q ? " " : "", "FBIW"[e->kind], e->stage, e->mb,
+                              e->overlap ? "*" : "");
+        if (times)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "@%g-%g",
+                                  e->start, e->end);
+    }
+    return buf;
+}
+
+/* DualPipeV, p = 2, m = 4, every op 1 (F = I = W = 1, B = I + W = 2);
+ * rank 0 holds stages 0 and 3, rank 1 stages 1 and 2.  ScheduleDualPipeV.
+ * _calculate_single_rank_operations (pytorch 00722e64), rank 0:
+ *   1. 2(p-r-1) = 2 F0: F0_0 F0_1;  2. r+1 = 1 (F0, F3): F0_2 F3_0;
+ *   3. p-r-1 = 1 (I3, W, F3): I3_0 W3_0 F3_1;
+ *   4. m-2p+r+1 = 1 (F0 B3)(F3 B0) overlapped: F0_3* B3_1* F3_2* B0_0*;
+ *   5. p-r-1 = 1 B3, (F3 B0): B3_2 F3_3* B0_1*;
+ *   6. r+1 = 1: B3_3, then (half-way, even rank) I0_2;
+ *   7. p-r-1 = 1 (W, I0): W0_2 I0_3;  8. r+1 = 1 W: W0_3.
+ * Rank 1: 2. (F1, F2) x 2: F1_0 F2_0 F1_1 F2_1; 4. m-2p+r+1 = 2, the
+ * last rank's first (F1, B2) not paired: F1_2 B2_0 F2_2* B1_0* F1_3* B2_1*
+ * F2_3* B1_1*; 6. r+1 = 2: B2_2 B1_2, then (odd rank, from the half-way
+ * iteration's chunk 1) I2_3 I1_3; 8. W2_3 W1_3.
+ * Timeline (each op as soon as its rank is free and its input is there):
+ *   rank 0: F0_0 0-1 F0_1 1-2 F0_2 2-3 F3_0 3-4 I3_0 4-5 W3_0 5-6 F3_1 6-7
+ *           F0_3 7-8 B3_1 8-10 F3_2 10-11 B0_0 11-13 B3_2 13-15 F3_3 15-16
+ *           [idle 16-17: B1_1 ends at 17] B0_1 17-19 B3_3 19-21 I0_2 21-22
+ *           W0_2 22-23 I0_3 23-24 W0_3 24-25
+ *   rank 1: F1_0 1-2 F2_0 2-3 F1_1 3-4 F2_1 4-5 F1_2 5-6 B2_0 6-8 F2_2 8-9
+ *           B1_0 9-11 F1_3 11-12 B2_1 12-14 F2_3 14-15 B1_1 15-17
+ *           B2_2 17-19 B1_2 19-21 I2_3 21-22 I1_3 22-23 W2_3 23-24
+ *           W1_3 24-25
+ * step 25, busy 24 per rank (4 x (2 F + 2 B) chunk-ops of 1 + 2 per chunk
+ * and micro-batch: 2 m (F + I + W) = 24).  In flight (F adds a chunk's
+ * set, B or W frees it): rank 0 peaks at F0_3 with 5 chunks (F0_0..2,
+ * F3_1, F0_3), 5 / v = 2.5 activation sets; rank 1 at F1_2 with 5.
+ * A transfer of 0.5 between the ranks: 27 (the fill's two hops and the
+ * drain's two). */
+static void test_dualpipev_p2(void **state)
+{
+    (void)state;
+    double tf[4], tb[4], tw[4], d[3];
+    fill(tf, 4, 1.0);
+    fill(tb, 4, 2.0);
+    fill(tw, 4, 1.0);
+    fill(d, 3, 0.5);
+    aps_timeline tl;
+    aps_schedule_out o;
+    run_tl(APS_PP_DUALPIPEV, 2, 2, 4, tf, tb, tw, NULL, &tl, &o);
+    assert_string_equal(rank_text(&tl, 0, false),
+                        "F0_0 F0_1 F0_2 F3_0 I3_0 W3_0 F3_1 F0_3* B3_1* "
+                        "F3_2* B0_0* B3_2 F3_3* B0_1* B3_3 I0_2 W0_2 I0_3 "
+                        "W0_3");
+    assert_string_equal(rank_text(&tl, 1, false),
+                        "F1_0 F2_0 F1_1 F2_1 F1_2 B2_0 F2_2* B1_0* F1_3* "
+                        "B2_1* F2_3* B1_1* B2_2 B1_2 I2_3 I1_3 W2_3 W1_3");
+    assert_string_equal(rank_text(&tl, 0, true),
+                        "F0_0@0-1 F0_1@1-2 F0_2@2-3 F3_0@3-4 I3_0@4-5 "
+                        "W3_0@5-6 F3_1@6-7 F0_3*@7-8 B3_1*@8-10 F3_2*@10-11 "
+                        "B0_0*@11-13 B3_2@13-15 F3_3*@15-16 B0_1*@17-19 "
+                        "B3_3@19-21 I0_2@21-22 W0_2@22-23 I0_3@23-24 "
+                        "W0_3@24-25");
+    assert_string_equal(rank_text(&tl, 1, true),
+                        "F1_0@1-2 F2_0@2-3 F1_1@3-4 F2_1@4-5 F1_2@5-6 "
+                        "B2_0@6-8 F2_2*@8-9 B1_0*@9-11 F1_3*@11-12 "
+                        "B2_1*@12-14 F2_3*@14-15 B1_1*@15-17 B2_2@17-19 "
+                        "B1_2@19-21 I2_3@21-22 I1_3@22-23 W2_3@23-24 "
+                        "W1_3@24-25");
+    ASSERT_REL(o.step, 25.0, 0);
+    ASSERT_REL(o.busy_max, 24.0, 0);
+    ASSERT_REL(tl.busy[0], 24.0, 0);
+    ASSERT_REL(tl.busy[1], 24.0, 0);
+    ASSERT_REL(o.bubble, 1.0, 0);
+    ASSERT_REL(o.inflight[0], 2.5, 0);
+    ASSERT_REL(o.inflight[1], 2.5, 0);
+    run_tl(APS_PP_DUALPIPEV, 2, 2, 4, tf, tb, tw, d, &tl, &o);
+    ASSERT_REL(o.step, 27.0, 1e-12);
+}
+
+/* DualPipeV, p = 4, m = 8, F = I = W = 1 (B = 2).  Orders by the same
+ * eight steps (rank r: 2(3-r) F0; r+1 (F0 F1); 3-r (I1 W F1); 8-8+r+1
+ * pairs of pairs; 3-r (B1, F1B0); r+1 (B1 B0) with I from half-way; 3-r
+ * (W I0); r+1 W) -- rank 0 (stages 0, 7) and rank 3 (stages 3, 4):
+ *   rank 0: F0_0..F0_6, F7_0 I7_0 W7_0 F7_1 I7_1 W7_1 F7_2 I7_2 W7_2 F7_3,
+ *           (F0_7 B7_3)(F7_4 B0_0), B7_4 (F7_5 B0_1), B7_5 (F7_6 B0_2),
+ *           B7_6 (F7_7 B0_3), B7_7 I0_4, W0_4 I0_5, W0_5 I0_6, W0_6 I0_7,
+ *           W0_7
+ *   rank 3: (F3 F4) x 4, F3_4 B4_0 (unpaired, the last rank), (F4_4 B3_0)
+ *           (F3_5 B4_1)(F4_5 B3_1) (F3_6 B4_2)(F4_6 B3_2) (F3_7 B4_3)
+ *           (F4_7 B3_3), B4_4 B3_4 B4_5 B3_5, I4_6 I3_6 I4_7 I3_7,
+ *           W4_6 W3_6 W4_7 W3_7
+ * Every rank is busy 2 m (F + I + W) = 48; rank 0 waits three times
+ * (B0_1, B0_2, B0_3 wait for rank 1's B1_1 .. B1_3, one unit each: 26-27,
+ * 32-33, 38-39) and ends at 51 = the step; the others end with it (their
+ * last W at 50-51).  ZB-V over the same ops also takes 51 (PyTorch runs a
+ * pair's two actions one after the other, so pairing gains no time here)
+ * but holds 8 chunks at its peak where DualPipeV holds 2p + 1 = 9 (4.5
+ * activation sets). */
+static void test_dualpipev_p4(void **state)
+{
+    (void)state;
+    double tf[8], tb[8], tw[8];
+    fill(tf, 8, 1.0);
+    fill(tb, 8, 2.0);
+    fill(tw, 8, 1.0);
+    aps_timeline tl;
+    aps_schedule_out o, z;
+    run_tl(APS_PP_DUALPIPEV, 4, 2, 8, tf, tb, tw, NULL, &tl, &o);
+    assert_string_equal(rank_text(&tl, 0, false),
+                        "F0_0 F0_1 F0_2 F0_3 F0_4 F0_5 F0_6 F7_0 I7_0 W7_0 "
+                        "F7_1 I7_1 W7_1 F7_2 I7_2 W7_2 F7_3 F0_7* B7_3* "
+                        "F7_4* B0_0* B7_4 F7_5* B0_1* B7_5 F7_6* B0_2* B7_6 "
+                        "F7_7* B0_3* B7_7 I0_4 W0_4 I0_5 W0_5 I0_6 W0_6 I0_7 "
+                        "W0_7");
+    assert_string_equal(rank_text(&tl, 3, false),
+                        "F3_0 F4_0 F3_1 F4_1 F3_2 F4_2 F3_3 F4_3 F3_4 B4_0 "
+                        "F4_4* B3_0* F3_5* B4_1* F4_5* B3_1* F3_6* B4_2* "
+                        "F4_6* B3_2* F3_7* B4_3* F4_7* B3_3* B4_4 B3_4 B4_5 "
+                        "B3_5 I4_6 I3_6 I4_7 I3_7 W4_6 W3_6 W4_7 W3_7");
+    ASSERT_REL(o.step, 51.0, 0);
+    ASSERT_REL(o.busy_max, 48.0, 0);
+    for (int64_t i = 0; i < 4; i++) {
+        ASSERT_REL(tl.busy[i], 48.0, 0);
+        ASSERT_REL(o.inflight[i], 4.5, 0);
+    }
+    /* rank 0's three waits */
+    const aps_schedule_event *e = aps_timeline_event(&tl, 0, 23);
+    assert_int_equal(e->stage, 0);
+    assert_int_equal(e->mb, 1);
+    ASSERT_REL(e->start, 27.0, 0);
+    ASSERT_REL(aps_timeline_event(&tl, 0, 22)->end, 26.0, 0);
+    run_zb(APS_PP_ZBV, 4, 2, 8, tf, tb, tw, &z);
+    ASSERT_REL(z.step, 51.0, 0);
+    ASSERT_REL(z.inflight[0], 4.0, 0);
+}
+
+/* The timeline keeps each rank's first and last `keep` ops.  1F1B, p = 2,
+ * m = 4, t_f = 1, t_b = 2: rank 0 runs F0 F1 B0 F2 B1 F3 B2 B3
+ *   F0 0-1 F1 1-2 B0 4-6 F2 6-7 B1 7-9 F3 9-10 B2 10-12 B3 13-15,
+ * rank 1 F0 1-2 B0 2-4 F1 4-5 B1 5-7 F2 7-8 B2 8-10 F3 10-11 B3 11-13
+ * (step (m + p - 1)(t_f + t_b) = 15).  keep = 2: rank 0 stores F0 F1 and
+ * B2 B3, rank 1 F0 B0 and F3 B3.  Every op before the least end of a
+ * rank's second op (rank 1's B0, 4; rank 0's F1 ends at 2) and after the
+ * largest start of a rank's second-to-last (rank 0's B2 at 10; rank 1's
+ * F3 at 10) is stored: windows [0, 2] and [10, 15]. */
+static void test_timeline_keep(void **state)
+{
+    (void)state;
+    double tf[2] = {1, 1}, tb[2] = {2, 2};
+    aps_schedule_event small[2 * 2 * 2];
+    aps_timeline tl;
+    memset(&tl, 0, sizeof tl);
+    tl.keep = 2;
+    tl.events = small;
+    tl.ranks_cap = 2;
+    aps_schedule_in in = {2, 1, 4, tf, tb, NULL, NULL, APS_PP_1F1B, NULL,
+                          &tl};
+    aps_schedule_out o;
+    assert_int_equal(aps_schedule_simulate(&in, &o), APS_OK);
+    ASSERT_REL(o.step, 15.0, 0);
+    assert_int_equal(tl.count[0], 8);
+    assert_int_equal(aps_timeline_kept(&tl, 0), 4);
+    assert_string_equal(rank_text(&tl, 0, true),
+                        "F0_0@0-1 F0_1@1-2 B0_2@10-12 B0_3@13-15");
+    assert_string_equal(rank_text(&tl, 1, true),
+                        "F1_0@1-2 B1_0@2-4 F1_3@10-11 B1_3@11-13");
+    ASSERT_REL(tl.busy[0], 12.0, 0);
+    double h, t;
+    assert_true(aps_timeline_windows(&tl, o.step, &h, &t));
+    ASSERT_REL(h, 2.0, 0);
+    ASSERT_REL(t, 10.0, 0);
+    assert_null(aps_timeline_event(&tl, 0, 4));
+    assert_int_equal(aps_timeline_kept(&tl, 2), 0);
+    /* keep = 4 holds all 8: one window, the whole step */
+    aps_schedule_event all[2 * 2 * 4];
+    tl.keep = 4;
+    tl.events = all;
+    assert_int_equal(aps_schedule_simulate(&in, &o), APS_OK);
+    assert_false(aps_timeline_windows(&tl, o.step, &h, &t));
+    ASSERT_REL(h, 15.0, 0);
+    assert_string_equal(rank_text(&tl, 0, false),
+                        "F0_0 F0_1 B0_0 F0_2 B0_1 F0_3 B0_2 B0_3");
+    /* aps_timeline_select over these 16 ops (all stored):
+     *   starts 0 1 1 2 4 4 5 6 7 7 8 9 10 10 11 13,
+     *   ends   1 2 2 4 5 6 7 7 8 9 10 10 11 12 13 15.
+     * max_ops 16: one window.  max_ops 8 (4 a window): the fill, until
+     * each rank ran its first backward and 2 more ops (rank 0: B1 ends
+     * at 9; rank 1: B1 at 7), reaches past the drain, from 2 ops before
+     * each rank's last forward (rank 0: F2 at 6; rank 1: F2 at 7), so the
+     * halves take the whole step: 4 ops start before 4 (0 1 1 2) and 4
+     * end after 10 (11 12 13 15). */
+    assert_false(aps_timeline_select(&tl, o.step, 16, &h, &t));
+    ASSERT_REL(h, 15.0, 0);
+    assert_true(aps_timeline_select(&tl, o.step, 8, &h, &t));
+    ASSERT_REL(h, 4.0, 1e-12);
+    ASSERT_REL(t, 10.0, 1e-12);
+    /* too few ranks in the buffer */
+    tl.ranks_cap = 1;
+    assert_int_equal(aps_schedule_simulate(&in, &o), APS_EINVAL);
+}
+
+/* The fill and the drain of a longer step.  1F1B, p = 2, m = 16, t_f = 1,
+ * t_b = 2, step (m + 1) 3 = 51.  Rank 0: F0 0-1 F1 1-2, then B_k at 4+3k
+ * and F_(k+2) at 6+3k (k = 0..13), B14 46-48, B15 49-51; rank 1: F0 1-2
+ * B0 2-4, then F_k at 1+3k, B_k at 2+3k.  Fill: rank 0's first backward
+ * B0 and 2 more (B1 ends at 9), rank 1's B0 and 2 more (B1 at 7): 9.
+ * Drain: 2 ops before each rank's last forward, F14 (rank 0 at 42, rank 1
+ * at 43): 42.  max_ops 40: the fill holds 11 ops, the drain 10, both
+ * within 20: [0, 9] and [42, 51].  max_ops 12: 6 start before 5 (0 1 1 2 4
+ * 4) and 6 end after 45 (46 46 47 48 49 51): [0, 5], [45, 51]. */
+static void test_timeline_fill_drain(void **state)
+{
+    (void)state;
+    double tf[2] = {1, 1}, tb[2] = {2, 2}, h, t;
+    aps_timeline tl;
+    aps_schedule_out o;
+    run_tl(APS_PP_1F1B, 2, 1, 16, tf, tb, NULL, NULL, &tl, &o);
+    ASSERT_REL(o.step, 51.0, 0);
+    assert_false(aps_timeline_select(&tl, o.step, 64, &h, &t));
+    assert_true(aps_timeline_select(&tl, o.step, 40, &h, &t));
+    ASSERT_REL(h, 9.0, 0);
+    ASSERT_REL(t, 42.0, 0);
+    assert_true(aps_timeline_select(&tl, o.step, 12, &h, &t));
+    ASSERT_REL(h, 5.0, 1e-12);
+    ASSERT_REL(t, 45.0, 1e-12);
+}
+
+/* DualPipeV's constraints (ScheduleDualPipeV.__init__): two stages per
+ * rank, at least as many micro-batches as stages (2p). */
+static void test_dualpipev_refused(void **state)
+{
+    (void)state;
+    double tf[8], tb[8];
+    fill(tf, 8, 1.0);
+    fill(tb, 8, 2.0);
+    aps_schedule_out o;
+    aps_schedule_in in = {4, 2, 7, tf, tb, NULL, NULL, APS_PP_DUALPIPEV,
+                          NULL, NULL};
+    assert_int_equal(aps_schedule_simulate(&in, &o), APS_EINVAL);
+    in.m = 8;
+    assert_int_equal(aps_schedule_simulate(&in, &o), APS_OK);
+    in.v = 1;
+    assert_int_equal(aps_schedule_simulate(&in, &o), APS_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +554,11 @@ int main(void)
         cmocka_unit_test(test_interleaved_zero_bubble),
         cmocka_unit_test(test_zbv),
         cmocka_unit_test(test_zero_bubble_not_slower),
+        cmocka_unit_test(test_dualpipev_p2),
+        cmocka_unit_test(test_dualpipev_p4),
+        cmocka_unit_test(test_timeline_keep),
+        cmocka_unit_test(test_timeline_fill_drain),
+        cmocka_unit_test(test_dualpipev_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -501,6 +501,98 @@ describe("apsearch.core", function()
       assert.are.equal("VPP_INVALID", v.reason)
     end)
 
+    it("runs DualPipeV on TorchTitan: the V, two chunks a rank, m >= 2p, p + 1/2 sets in flight", function()
+      local dv = { pp_degree = 2, vpp_degree = 2, fsdp_degree = 4, layer_recompute = "full",
+                   pp_schedule = "dualpipev" }
+      local r = ctx:evaluate(dv)
+      assert.are.equal("FRAMEWORK_UNSUPPORTED", r.reason)
+      assert.matches("pp_schedule = dualpipev is not offered", r.message, 1, true)
+      local t2 = train()
+      t2.framework = "fsdp2"
+      local tt = core.context(llama8b(), node8(), t2)
+      local one = tt:evaluate(with(dv, "vpp_degree", 1))
+      assert.are.equal("VPP_INVALID", one.reason)
+      assert.matches("needs vpp_degree = 2", one.message, 1, true)
+      -- 64 sequences over fsdp 4 with micro-batches of 16: m = 1 < 2p = 4
+      local few = tt:evaluate(with(dv, "micro_batch_size", 16))
+      assert.are.equal("VPP_INVALID", few.reason)
+      assert.are.equal("pp_schedule = dualpipev needs micro_batch_num = 1 >= its 2 x pp_degree = 4 stages " ..
+        "(PyTorch ScheduleDualPipeV)", few.message)
+      local e = tt:estimate(dv)
+      assert.is_true(e.feasible)
+      assert.are.equal("dualpipev", e.strategy.pp_schedule)
+      -- 2p + 1 = 5 chunk sets of the 2 a rank holds at the peak, every rank
+      -- (tests/c/test_schedule.c test_dualpipev_p2; the even split: equal chunks)
+      assert.are.equal(2.5, e.stages[1].inflight_microbatches)
+      assert.are.equal(2.5, e.stages[2].inflight_microbatches)
+    end)
+
+    it("places the chunks of ZB-V and DualPipeV on the V", function()
+      -- embedding_loss: L + 2 = 34 units over 4 chunks, 9 9 8 8, the first
+      -- and the last one fewer: 8 9 8 7.  Looped (1F1B), rank 0 holds
+      -- chunks 0 and 2 (16), rank 1 chunks 1 and 3 (16); on the V rank 0
+      -- holds 0 and 3 (15), rank 1 holds 1 and 2 (17).
+      local t2 = train()
+      t2.framework = "fsdp2"
+      local tt = core.context(llama8b(), node8(), t2)
+      local s = { pp_degree = 2, vpp_degree = 2, fsdp_degree = 4, layer_recompute = "full",
+                  pipeline_split = "embedding_loss" }
+      local function layers(e) return { e.stages[1].num_layers, e.stages[2].num_layers } end
+      assert.are.same({ 16, 16 }, layers(tt:estimate(s)))
+      assert.are.same({ 15, 17 }, layers(tt:estimate(with(s, "pp_schedule", "zbv_zero_bubble"))))
+      assert.are.same({ 15, 17 }, layers(tt:estimate(with(s, "pp_schedule", "dualpipev"))))
+      assert.are.same({ 8, 9, 8, 7 }, core.chunk_layers(32, with(s, "pp_schedule", "dualpipev")))
+    end)
+
+    it("returns the simulated timeline: every op in order, the bubble the estimate prices", function()
+      local t2 = train()
+      t2.framework = "fsdp2"
+      local tt = core.context(llama8b(), node8(), t2)
+      local s = { pp_degree = 2, fsdp_degree = 4, layer_recompute = "full" }
+      local e = tt:estimate(s)
+      local tl = tt:timeline(s, 1000)
+      -- m = 64 / 4 = 16 micro-batches, 1F1B: 2 m ops a rank, all kept
+      assert.are.equal(16, tl.micro_batch_num)
+      assert.are.equal(64, tl.ops)
+      assert.are.equal(64, tl.ops_kept)
+      assert.are.same({ { 0, tl.step } }, tl.windows)
+      -- the pipeline bubble of the estimate is the step less m (t_f + t_b)
+      -- of its slowest stage (estimate.c)
+      local slow = 0
+      for _, st in ipairs(e.stages) do slow = math.max(slow, st.time_fwd + st.time_bwd) end
+      assert.is_true(close(e.performance_breakdown.pp_bubble.exposed, tl.step - 16 * slow, 1e-12))
+      for i, r in ipairs(tl.ranks) do
+        assert.are.equal(i, r.rank)
+        assert.are.equal(32, #r.events)
+        local busy, last = 0, 0
+        for q, ev in ipairs(r.events) do
+          assert.is_true(ev.start >= last - 1e-12)   -- one op at a time, in order
+          busy = busy + (ev["end"] - ev.start)
+          last = ev["end"]
+          assert.are.equal(i, ev.stage)
+          if q == 1 then assert.are.same({ "F", 1, 1 }, { ev.kind, ev.mb, ev.chunk }) end
+        end
+        assert.is_true(close(r.busy, busy, 1e-12))
+        -- 1F1B: rank i runs p - i - 1 warm-up forwards, then one F and one B
+        assert.are.equal(i == 1 and "F" or "B", r.events[2].kind)
+        assert.are.equal("B", r.events[32].kind)
+      end
+      assert.is_true(close(tl.bubble, tl.step - tl.busy_max, 1e-12))
+      -- a small budget: the fill and the drain, at most half each
+      local cut = tt:timeline(s, 20)
+      assert.are.equal(2, #cut.windows)
+      assert.is_true(cut.ops_kept <= 20)
+      assert.are.equal(64, cut.ops)
+      -- nothing simulated
+      local none, code, msg = tt:timeline({ fsdp_degree = 8 }, 100)
+      assert.is_nil(none)
+      assert.are.equal("NO_PIPELINE", code)
+      assert.are.equal("pp_degree = 1: no pipeline schedule", msg)
+      local _, code2 = tt:timeline({ pp_degree = 2, fsdp_degree = 4, tp_degree = 3 }, 100)
+      assert.are.equal("TP_DIVISIBILITY", code2)
+      assert.are.equal("timeline: max_ops must be in [2, 65536] (got 1)", err_of(tt.timeline, tt, s, 1))
+    end)
+
     it("turns a bad layer_offset into a PP_PARTITION reason", function()
       local r = ctx:evaluate { pp_degree = 2, dp_degree = 4, layer_offset = { 2, 0 } }
       assert.is_false(r.feasible)

@@ -293,8 +293,9 @@ local function expected_shape(m, seq, pp)
 end
 
 -- the strategy and training a parsed module describes: degrees, batch,
--- layers per pipeline rank (TorchTitan's split, loop-style stage to rank),
--- recompute, compile, precision
+-- layers per pipeline rank (TorchTitan's split; stage to rank loop-style,
+-- or on the V for ZBVZeroBubble and DualPipeV: pipeline_parallel.py
+-- generate_stage_to_rank_mapping), recompute, compile, precision
 local function titan_roundtrip(t)
   local f = t.fields
   local s = {
@@ -338,7 +339,12 @@ local function titan_roundtrip(t)
     end
     s.vpp_degree = #chunks // p
     s.layers = {}
-    for j, n in ipairs(chunks) do s.layers[(j - 1) % p + 1] = (s.layers[(j - 1) % p + 1] or 0) + n end
+    local sched = f["parallelism.pipeline_parallel_schedule"]
+    local v_shaped = sched == "ZBVZeroBubble" or sched == "DualPipeV"
+    for j, n in ipairs(chunks) do
+      local i = v_shaped and (j <= p and j or 2 * p + 1 - j) or (j - 1) % p + 1
+      s.layers[i] = (s.layers[i] or 0) + n
+    end
   end
   return s, tr
 end
@@ -718,6 +724,25 @@ describe("launch configs", function()
       end
       -- TorchTitan cannot shard only the optimizer (ZeRO-1)
       assert.truthy(by[rec.rank].torchtitan.text:find("NOT EXPRESSIBLE in TorchTitan: ZeRO-1", 1, true))
+    end
+  end)
+
+  it("write DualPipeV for TorchTitan, its stages on the V; Megatron and MindFormers refuse it", function()
+    -- 70B: 80 layers + embedding + loss over 8 chunks (11 11 10 x 6, the
+    -- first and last one fewer): rank 1 holds chunks 1 and 8 (10 + 9)
+    local r = run_example("llama3_70b_h100.lua", { top_k = 2, set = { "search_space.pp_degree=4",
+      "search_space.vpp_degree=2", "search_space.pp_schedule=dualpipev", "search_space.pipeline_split=embedding_loss" } })
+    assert.is_true(#r.top_k_strategies > 0)
+    local by = check_all(r)
+    for _, rec in ipairs(r.top_k_strategies) do
+      assert.are.equal("dualpipev", rec.pp_schedule)
+      local t = parse_titan(by[rec.rank].torchtitan.text)
+      assert.are.equal("DualPipeV", t.fields["parallelism.pipeline_parallel_schedule"])
+      local layers = {}
+      for i, st in ipairs(r.stage_summary[rec.rank].stages) do layers[i] = st.num_layers end
+      assert.are.same({ 19, 21, 20, 20 }, layers)
+      assert.truthy(by[rec.rank].megatron.text:find("NOT EXPRESSIBLE in Megatron-LM: pp_schedule = dualpipev", 1, true))
+      assert.truthy(by[rec.rank].mindformers.text:find("NOT EXPRESSIBLE in MindFormers: pp_schedule = dualpipev", 1, true))
     end
   end)
 

@@ -304,6 +304,78 @@ describe("AP-DENSE-08: chart data consistent with the result", function()
   end)
 end)
 
+describe("chart 9: the pipeline schedule of the charted strategy", function()
+  local r, d, pol
+  setup(function()
+    -- every op kept: 2 ranks x 260 ops within 2 x 1000
+    r = run({ training = { global_batch_size = 64, seq_length = 8192, framework = "fsdp2" },
+      search_space = { data_parallel = "auto", tp_degree = { 8 }, pp_degree = { 2 }, vpp_degree = { 2 },
+        micro_batch_size = { 1 }, layer_recompute = { "full" }, pp_schedule = { "dualpipev" } }, top_k = 2 })
+    pol = policy_of[r]
+    r = search.run(pol, { timeline_ops_per_rank = 1000 })
+    d = html.chart_data(r)
+  end)
+
+  it("is search.run's timeline of the first pipelined top-k strategy, every op kept", function()
+    local tl = r.stage_summary[d.stage_rank].timeline
+    assert.truthy(tl)
+    assert.are.equal("dualpipev", tl.pp_schedule)
+    -- 16 GPUs, tp 8 x pp 2: dp 1, m = 64 micro-batches; DualPipeV runs
+    -- 2 m F and 2 m backwards a rank, plus a W per input-only backward:
+    -- rank 1 (r = 0) 3 (p - r - 1 + r + 1 + p - r - 1), rank 2 (r = 1) 2
+    assert.are.equal(64, tl.micro_batch_num)
+    assert.are.equal(4 * 64 + 3, tl.ranks[1].ops)
+    assert.are.equal(4 * 64 + 2, tl.ranks[2].ops)
+    assert.are.equal(tl.ops, tl.ops_kept)
+    local t = d.timeline
+    assert.are.equal("DualPipeV", t.schedule)
+    assert.are.equal(d.stage_rank, t.rank)
+    assert.is_true(near(t.bubble_fraction, tl.bubble / tl.step, 1e-12))
+    for i, rk in ipairs(t.ranks) do
+      assert.is_true(near(rk.idle_fraction, (tl.step - tl.ranks[i].busy) / tl.step, 1e-12))
+      assert.are.equal(#tl.ranks[i].events, #rk.events)
+      local e, c = rk.events[1], tl.ranks[i].events[1]
+      assert.are.same({ c.kind, c.mb, c.stage, c.chunk }, { e[1], e[2], e[3], e[4] })
+      -- times to M.timeline_digits significant digits
+      assert.is_true(near(e[6], c["end"], 1e-5))
+    end
+    -- overlapped F+B pairs are marked
+    local pairs_ = 0
+    for _, e in ipairs(t.ranks[1].events) do pairs_ = pairs_ + e[7] end
+    assert.is_true(pairs_ > 0)
+  end)
+
+  it("is drawn in the stages section with the bubble named, and summarised without ECharts", function()
+    local text = html.render(r, { echarts_js = "/* fake */", echarts_version = "6.1.0" })
+    local height = html.gantt_height(2)
+    assert.truthy(text:find('<div id="chart9" class="chart wide" style="height: ' .. height .. 'px"', 1, true))
+    assert.is_true(text:find('id="chart9"', 1, true) > text:find('id="stages"', 1, true))
+    local t = d.timeline
+    local want = string.format("bubble %.4g s = %.1f %% of it", t.bubble, 100 * t.bubble_fraction)
+    assert.truthy(text:find(want, 1, true), want)
+    local plain = html.render(r, {})
+    assert.is_nil(plain:find('id="chart9"', 1, true))
+    assert.truthy(plain:find('id="timeline-summary"', 1, true))
+    assert.truthy(plain:find("DualPipeV over 2 pipeline ranks x 2 model chunks, 64 micro-batches", 1, true))
+  end)
+
+  it("keeps the fill and the drain when the ops exceed the budget, and says so", function()
+    -- the default: 240 ops a rank, 480 < 517 + 516
+    local small = search.run(pol)
+    local tl = small.stage_summary[1].timeline
+    assert.are.equal(2, #tl.windows)
+    assert.is_true(tl.ops_kept <= 480)
+    assert.is_true(tl.windows[1][2] < tl.windows[2][1])
+    small = search.run(pol, { timeline_max_ops = 40 })
+    tl = small.stage_summary[1].timeline
+    assert.are.equal(2, #tl.windows)
+    assert.is_true(tl.ops_kept <= 40)
+    local text = html.render(small, {})
+    assert.truthy(text:find(string.format("%s of %s ops, the middle left out",
+      common.commas(tl.ops_kept), common.commas(tl.ops)), 1, true))
+  end)
+end)
+
 describe("AP-DENSE-08: the report file", function()
   local r
   setup(function() r = run() end)
@@ -633,6 +705,15 @@ describe("issue 16: report colours, stage labels, top-k table, no feasible strat
       stage_partition = { 6, 4 } }, { 6, 4 })
     assert.are.equal("0-2, 5-7", html.chunks_text(out[1]))
     check_chunks(out, { 6, 4 }, 10)
+    -- the V of ZB-V and DualPipeV: rank 1 holds the first and the last
+    -- chunk (embedding_loss, 32 layers: 8 9 8 7 over the 4 chunks)
+    for _, sched in ipairs({ "zbv_zero_bubble", "dualpipev" }) do
+      out = html.chunk_layers({ pp_degree = 2, vpp_degree = 2, pipeline_split = "embedding_loss",
+        pp_schedule = sched }, { 15, 17 })
+      assert.are.same({ { 1, 0, 7 }, { 4, 25, 31 } }, out[1])
+      assert.are.same({ { 2, 8, 16 }, { 3, 17, 24 } }, out[2])
+      check_chunks(out, { 15, 17 }, 32)
+    end
   end)
 
   it("stage labels of the report's interleaved strategies agree with the launch configs' chunks", function()

@@ -49,19 +49,20 @@ describe("space sizes", function()
     }, list[1])
   end)
 
-  it("searches the listed pp_schedule values when pp > 1, ZB-V only with vpp = 2", function()
+  it("searches the listed pp_schedule values when pp > 1, ZB-V and DualPipeV only with vpp = 2", function()
     local s = make({ pp_degree = { 1, 2 }, vpp_degree = { 1, 2 },
-      pp_schedule = { "1f1b", "interleaved_zero_bubble", "zbv_zero_bubble" } })
+      pp_schedule = { "1f1b", "interleaved_zero_bubble", "zbv_zero_bubble", "dualpipev" } })
     local _, list = collect(s)
     local seen = {}
     for _, c in ipairs(list) do
       local k = c.pp_degree .. "/" .. c.vpp_degree .. "/" .. c.pp_schedule
       seen[k] = (seen[k] or 0) + 1
     end
-    -- pp = 1: one value (moot); pp = 2, vpp = 1: two; vpp = 2: all three
+    -- pp = 1: one value (moot); pp = 2, vpp = 1: two; vpp = 2: all four
     assert.are.same({ ["1/1/1f1b"] = 1, ["1/2/1f1b"] = 1, ["2/1/1f1b"] = 1,
       ["2/1/interleaved_zero_bubble"] = 1, ["2/2/1f1b"] = 1,
-      ["2/2/interleaved_zero_bubble"] = 1, ["2/2/zbv_zero_bubble"] = 1 }, seen)
+      ["2/2/interleaved_zero_bubble"] = 1, ["2/2/zbv_zero_bubble"] = 1,
+      ["2/2/dualpipev"] = 1 }, seen)
   end)
 
   it("is the plain product of independent dimensions", function()

@@ -97,9 +97,9 @@ function M.resolved_layout(rec)
   if not all_zero(rec.stage_partition) then
     out.stage_partition = rec.stage_partition
   elseif (rec.vpp_degree or 1) > 1 then
-    local p, sizes = rec.pp_degree or 1, {}
-    for i, chunks in ipairs(M.chunk_layers(rec, counts)) do
-      for k, ch in ipairs(chunks) do sizes[i + (k - 1) * p] = ch[3] - ch[2] + 1 end
+    local sizes = {}
+    for _, chunks in ipairs(M.chunk_layers(rec, counts)) do
+      for _, ch in ipairs(chunks) do sizes[ch[1]] = ch[3] - ch[2] + 1 end   -- model order
     end
     out.stage_partition = sizes
   else
@@ -122,9 +122,11 @@ end
 
 --- Layers of each model chunk of a pipeline rank, as the core lays them
 -- out (src/core/pipeline.c aps_chunk_layers): p x v model chunks in
--- schedule order, virtual stage j = i + k p (0-based) being chunk k of
--- rank i; layers are numbered 0.. in that order, so with vpp > 1 a rank
--- holds non-contiguous layers.  Chunk sizes: `stage_partition` given per
+-- model order, virtual stage j = i + k p (0-based) being chunk k of
+-- rank i -- under pp_schedule zbv_zero_bubble and dualpipev the V, stage
+-- i (k = 0) and 2p - 1 - i (k = 1) (aps_chunk_stage); layers are
+-- numbered 0.. in that order, so with vpp > 1 a rank holds
+-- non-contiguous layers.  Chunk sizes: `stage_partition` given per
 -- chunk (p v entries); else `pipeline_split = "embedding_loss"` (no
 -- partition, offset or balancing) splits L + 2 units evenly over the p v
 -- chunks, the first and last giving one unit to the embedding and the
@@ -134,13 +136,19 @@ end
 -- the chunk sizes must add up to each rank's count in `counts`; where
 -- they do not, the equal split is used.
 -- @tparam table t top-k record (pp_degree, vpp_degree, stage_partition,
---   layer_offset, pipeline_split, balance_stages)
+--   layer_offset, pipeline_split, balance_stages, pp_schedule)
 -- @tparam table counts layers per rank (stage_summary num_layers), p entries
 -- @treturn table per rank (1-based) an array of chunks
 --   `{virtual_stage (1-based), first, last}` (`first > last`: no layers)
 function M.chunk_layers(t, counts)
   local p, v = t.pp_degree or 1, t.vpp_degree or 1
   local S = p * v
+  local V = p > 1 and v == 2 and (t.pp_schedule == "zbv_zero_bubble" or t.pp_schedule == "dualpipev")
+  -- the stage (1-based) chunk k (0-based) of rank i (1-based) runs
+  local function stage(i, k)
+    if V then return k == 0 and i or 2 * p + 1 - i end
+    return i + k * p
+  end
   local sizes
   local sp = t.stage_partition
   local given = not all_zero(sp)
@@ -160,7 +168,7 @@ function M.chunk_layers(t, counts)
     for i = 1, p do
       local n = 0
       for k = 0, v - 1 do
-        local c = sz[i + k * p]
+        local c = sz[stage(i, k)]
         if not c or c < 0 then return false end
         n = n + c
       end
@@ -172,13 +180,14 @@ function M.chunk_layers(t, counts)
     sizes = {}
     for i = 1, p do
       local n = counts[i] or 0
-      for k = 0, v - 1 do sizes[i + k * p] = n // v + (k < n % v and 1 or 0) end
+      for k = 0, v - 1 do sizes[stage(i, k)] = n // v + (k < n % v and 1 or 0) end
     end
   end
   local out, first = {}, 0
   for i = 1, p do out[i] = {} end
   for j = 1, S do
     local i, k = (j - 1) % p + 1, (j - 1) // p
+    if V then i, k = j <= p and j or 2 * p + 1 - j, j <= p and 0 or 1 end
     out[i][k + 1] = { j, first, first + sizes[j] - 1 }
     first = first + sizes[j]
   end

@@ -118,6 +118,11 @@ function M.render(c)
   A("--tensor-model-parallel-size", tp)
   if tp > 1 and r.sequence_parallel then A("--sequence-parallel") end
   A("--pipeline-model-parallel-size", pp)
+  if pp > 1 and (r.pp_schedule or "1f1b") ~= "1f1b" then
+    -- megatron/core/pipeline_parallel/schedules.py get_forward_backward_func
+    N("NOT EXPRESSIBLE in Megatron-LM", "pp_schedule = " .. r.pp_schedule .. ": Megatron-LM runs " ..
+      "(interleaved) 1F1B only; the script runs that, with the chunks in its own order")
+  end
   local layers = c.layers
   -- model chunks in schedule order (chunk j on rank j mod p): given per
   -- chunk, by the embedding_loss rule, or a rank's layers split evenly

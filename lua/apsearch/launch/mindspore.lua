@@ -164,6 +164,10 @@ function M.render(c)
     K("parallel.pipeline_config.pipeline_interleave", true)
     K("parallel.pipeline_config.pipeline_scheduler", "1f1b")
   end
+  if pp > 1 and (r.pp_schedule or "1f1b") ~= "1f1b" then
+    N("NOT EXPRESSIBLE in MindFormers", "pp_schedule = " .. r.pp_schedule .. ": the config runs " ..
+      "pipeline_scheduler 1f1b (interleaved with vpp), chunks in their loop order")
+  end
 
   K("parallel_config.data_parallel", R * Sd)
   K("parallel_config.model_parallel", tp)

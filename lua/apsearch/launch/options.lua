@@ -175,9 +175,9 @@ M.torchtitan = {
     ["parallelism.enable_sequence_parallel"] = { type = "bool" },
     ["parallelism.pipeline_parallel_degree"] = { type = "int", min = 1 },
     -- a name get_schedule_class maps (torch/distributed/pipelining/
-    -- schedules.py, pytorch 1fd7abc2); DualPipeV in later PyTorch
+    -- schedules.py, pytorch 1fd7abc2; DualPipeV from 00722e64)
     ["parallelism.pipeline_parallel_schedule"] = { type = "str",
-      values = set({ "1F1B", "Interleaved1F1B", "InterleavedZeroBubble", "ZBVZeroBubble" }) },
+      values = set({ "1F1B", "Interleaved1F1B", "InterleavedZeroBubble", "ZBVZeroBubble", "DualPipeV" }) },
     ["parallelism.num_pp_microbatches"] = { type = "int", min = 1 },
     ["parallelism.pipeline_parallel_first_stage_less_layers"] = { type = "int", min = 0 },
     ["parallelism.pipeline_parallel_last_stage_less_layers"] = { type = "int", min = 0 },

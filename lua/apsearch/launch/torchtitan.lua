@@ -535,9 +535,10 @@ function M.render(c)
   F("parallelism.pipeline_parallel_degree", pp)
   if pp > 1 then
     -- get_schedule_class names (torch/distributed/pipelining/schedules.py,
-    -- pytorch 1fd7abc2), as torchtitan b5bcd76c passes them on
+    -- pytorch 1fd7abc2; DualPipeV 00722e64), as torchtitan b5bcd76c passes
+    -- them on
     local zb = { interleaved_zero_bubble = "InterleavedZeroBubble",
-                 zbv_zero_bubble = "ZBVZeroBubble" }
+                 zbv_zero_bubble = "ZBVZeroBubble", dualpipev = "DualPipeV" }
     F("parallelism.pipeline_parallel_schedule",
       zb[r.pp_schedule or "1f1b"] or (vpp > 1 and "Interleaved1F1B" or "1F1B"))
     F("parallelism.num_pp_microbatches", nmb)

@@ -20,7 +20,14 @@
 --    at most `max_points`, sampled while searching; the front and the
 --    top-k are always drawn);
 -- 8. the top-k's step time with the inter-node bandwidth scaled x0.25..x4
---    (re-estimated by the core in the search driver).
+--    (re-estimated by the core in the search driver);
+-- 9. in the pipeline-stages section, the Gantt chart of the charted
+--    pipelined strategy's simulated schedule: one row per pipeline rank,
+--    a bar per op (forward, backward, input-gradient backward, weight
+--    gradient) coloured by kind, idle time as gaps, the bubble labelled
+--    (`stage_summary[r].timeline`, search.run; when a rank ran more ops
+--    than were kept, its start and its end are drawn side by side and the
+--    chart says what was left out).
 --
 -- Tooltips show the full strategy.  The tables are plain HTML, so the
 -- report stays readable without ECharts (it then says so) or JavaScript.
@@ -51,6 +58,24 @@ M.category_colors = {
 
 --- Largest number of points drawn in chart 7.
 M.max_points = 4000
+
+--- The colour of each op kind in chart 9 (PyTorch pipelining's letters:
+-- F forward, B full backward, I backward for the input gradient only, W
+-- weight gradient), distinct from one another on white.
+M.op_colors = { F = "#4e79a7", B = "#f28e2b", I = "#b07aa1", W = "#59a14f" }
+
+--- What chart 9's legend calls each op kind.
+M.op_names = { F = "forward (F)", B = "backward (B)", I = "backward, input gradient (I)",
+  W = "weight gradient (W)" }
+
+--- How each pp_schedule is named in the report: PyTorch pipelining's class
+-- names, Megatron-LM's (interleaved) 1F1B for "1f1b".
+M.schedule_names = { ["1f1b"] = "1F1B", interleaved_zero_bubble = "InterleavedZeroBubble",
+  zbv_zero_bubble = "ZBVZeroBubble", dualpipev = "DualPipeV" }
+
+--- Significant digits of the op times in the report's data block (the
+-- report draws them; result.json keeps the full ones).
+M.timeline_digits = 6
 
 --- Relative path of the ECharts script in a build tree (next to the
 -- binary) and in an install tree (under the data root).
@@ -359,6 +384,62 @@ function M.diagnose(result, n)
   return out
 end
 
+--- A schedule's name as the report shows it.
+-- @tparam string name pp_schedule value
+-- @tparam number v vpp_degree
+-- @treturn string
+function M.schedule_name(name, v)
+  if name == "1f1b" and (v or 1) > 1 then return "interleaved 1F1B" end
+  return M.schedule_names[name] or tostring(name)
+end
+
+local function round(x)
+  return tonumber(string.format("%." .. M.timeline_digits .. "g", x))
+end
+
+--- Chart 9's data from a timeline (ctx:timeline, search.run's
+-- `stage_summary[r].timeline`): the summary, the bubble as a fraction of
+-- the pipeline time, each rank's idle fraction, and its ops as compact
+-- arrays `{kind, mb, stage, chunk, start, end, overlap (0/1)}` (times
+-- rounded to M.timeline_digits significant digits).
+-- @tparam table tl the timeline
+-- @tparam number rank the top-k rank it belongs to
+-- @treturn table
+function M.timeline_data(tl, rank)
+  local step = tl.step or 0
+  local out = {
+    rank = rank, schedule = M.schedule_name(tl.pp_schedule, tl.vpp_degree),
+    pp_degree = tl.pp_degree, vpp_degree = tl.vpp_degree, micro_batch_num = tl.micro_batch_num,
+    step = step, busy_max = tl.busy_max, bubble = tl.bubble, slowest_rank = tl.slowest_rank,
+    bubble_fraction = step > 0 and tl.bubble / step or 0,
+    ops = tl.ops, ops_kept = tl.ops_kept, windows = tl.windows,
+    colors = M.op_colors, names = M.op_names,
+  }
+  local ranks = util.array()
+  for i, r in ipairs(tl.ranks or {}) do
+    local ev = util.array()
+    for q, e in ipairs(r.events or {}) do
+      ev[q] = { e.kind, e.mb, e.stage, e.chunk, round(e.start), round(e["end"]), e.overlap and 1 or 0 }
+    end
+    ranks[i] = { rank = r.rank, busy = r.busy, ops = r.ops,
+      idle_fraction = step > 0 and (step - r.busy) / step or 0, events = ev }
+  end
+  out.ranks = ranks
+  return out
+end
+
+local function timeline_summary(tl)
+  local s = string.format("%s over %d pipeline ranks%s, %d micro-batches: pipeline %.4g s, bubble %.4g s = %.1f %% of it " ..
+    "(the idle time of the busiest rank, %d)", tl.schedule, tl.pp_degree,
+    tl.vpp_degree > 1 and string.format(" x %d model chunks", tl.vpp_degree) or "", tl.micro_batch_num,
+    tl.step, tl.bubble, 100 * tl.bubble_fraction, tl.slowest_rank)
+  if tl.ops_kept < tl.ops then
+    s = s .. string.format("; the chart shows the start of the step (to %.4g s) and its end (from %.4g s), %s of %s ops, " ..
+      "the middle left out", tl.windows[1][2], tl.windows[2][1], common.commas(tl.ops_kept), common.commas(tl.ops))
+  end
+  return s .. "."
+end
+
 --- The data the charts are drawn from (the JSON block of the report).
 -- @tparam table result search result
 -- @tparam[opt] table opts `max_points`
@@ -412,6 +493,8 @@ function M.chart_data(result, opts)
   end
   d.topk = topk
   d.stage_rank = stage_rank or (topk[1] and topk[1].rank)
+  local ss = d.stage_rank and result.stage_summary and result.stage_summary[d.stage_rank]
+  d.timeline = ss and ss.timeline and M.timeline_data(ss.timeline, d.stage_rank) or nil
 
   local reasons = util.array()
   for code, e in pairs(result.infeasible_summary or {}) do
@@ -447,6 +530,15 @@ function M.chart_data(result, opts)
 end
 
 local function fmt_num(x, f) return x and string.format(f, x) or "-" end
+
+--- Height in pixels of chart 9 for p pipeline ranks: a row of
+-- M.gantt_row_px per rank plus M.gantt_frame_px for the title, legend and
+-- axis.
+M.gantt_row_px = 26
+M.gantt_frame_px = 150
+function M.gantt_height(p)
+  return M.gantt_frame_px + M.gantt_row_px * math.max(1, p or 1)
+end
 
 local function fact(label, value)
   return string.format("<div><b>%s</b>%s</div>", esc(label), esc(value))
@@ -743,6 +835,24 @@ function M.render(result, opts)
     end
     P(table_html({ "stage", (t.vpp_degree or 1) > 1 and "layers (one range per model chunk)" or "layers", "n", "recomputed", "memory (GiB)", "fwd/mb (s)", "bwd/mb (s)" }, rows,
       { true, false, true, true, true, true, true }))
+    local tl = data.timeline
+    if tl then
+      P("<h3 id=\"timeline\">Pipeline schedule of rank " .. st_rank .. "</h3>\n")
+      P("<p id=\"timeline-summary\">" .. esc(timeline_summary(tl)) .. "</p>\n")
+      if opts.echarts_js then
+        -- one row per pipeline rank, room for the title, legend and axes
+        P(string.format("<div id=\"chart9\" class=\"chart wide\" style=\"height: %dpx\" " ..
+          "data-empty=\"9. no pipeline schedule\"></div>\n", M.gantt_height(tl.pp_degree)))
+      end
+      local trows = {}
+      for _, r in ipairs(tl.ranks) do
+        trows[#trows + 1] = { tostring(r.rank), common.commas(r.ops), fmt_num(r.busy, "%.4f"),
+          fmt_num(tl.step - r.busy, "%.4f"), fmt_num(100 * r.idle_fraction, "%.1f") }
+      end
+      P("<details><summary>busy and idle time per pipeline rank</summary>")
+      P(table_html({ "pipeline rank", "ops", "busy (s)", "idle (s)", "idle (%)" }, trows, { true, true, true, true, true }))
+      P("</details>\n")
+    end
   end
 
   -- bandwidth table

@@ -5,7 +5,10 @@
  * display (bytes -> GiB = 2^30 bytes).
  *
  * When rendering is done the <html> element carries
- *   data-charts-ok       charts drawn with data (8 when all have data)
+ *   data-charts-ok       charts drawn with data (8, or 9 with the pipeline
+ *                        Gantt chart, when all have data)
+ *   data-gantt           chart 9: "ops=N ranks=P windows=W" drawn (absent
+ *                        without a pipelined strategy)
  *   data-charts-rendered charts that finished rendering
  *   data-charts-empty    ids of charts without data (space separated)
  *   data-script-errors   script errors seen (0 expected)
@@ -572,6 +575,102 @@
       })
     }, animation);
   });
+
+  // 9. the Gantt chart of the simulated pipeline schedule: a row per
+  // pipeline rank, a bar per op coloured by kind, idle time as gaps; when
+  // ranks ran more ops than were kept, two panels: the start and the end
+  var TL = D.timeline;
+  if (TL && document.getElementById('chart9')) {
+    var kinds = ['F', 'B', 'I', 'W'];
+    var wins = TL.windows || [[0, TL.step]];
+    var nr = TL.ranks.length;
+    // one line per row (rows are 26 px): the rank and its idle share
+    var rowNames = TL.ranks.map(function (r) {
+      return 'rank ' + r.rank + ' \u00b7 idle ' + f(100 * r.idle_fraction, 1) + '%';
+    });
+    var drawnOps = 0;
+    chart('chart9', nr > 0, function () {
+      var grids = [], xs = [], ys = [], series = [];
+      // the rank labels take LEFT px; the panels share the rest
+      var LEFT = 128, RIGHT = 24, GAP = 28;
+      var width = (document.getElementById('chart9').clientWidth || 1200) - LEFT - RIGHT;
+      var w = (width - GAP * (wins.length - 1)) / wins.length;
+      wins.forEach(function (win, g) {
+        grids.push({ left: LEFT + g * (w + GAP), width: w, top: wins.length > 1 ? 100 : 84, bottom: 58 });
+        var name = wins.length > 1 ? (g === 0 ? 'time from the start (s)' : 'time to the end (s)') : 'time (s)';
+        xs.push({ type: 'value', gridIndex: g, min: win[0], max: win[1], name: name,
+          nameLocation: 'middle', nameGap: 26,
+          axisLabel: { formatter: function (v) { return +Number(v).toPrecision(4); } } });
+        ys.push({ type: 'category', gridIndex: g, inverse: true, data: rowNames,
+          axisLabel: { show: g === 0, fontSize: 11, interval: 0 }, axisTick: { show: false },
+          splitLine: { show: true, lineStyle: { color: '#eef1f4' } } });
+      });
+      // the bars of one kind in one panel; ops crossing a panel's edge are
+      // clipped to it (every op overlapping a window is in the data)
+      function renderItem(params, api) {
+        var y = api.value(0), s = api.value(1), e = api.value(2);
+        var a = api.coord([s, y]), b = api.coord([e, y]);
+        var h = api.size([0, 1])[1] * 0.64;
+        var cs = params.coordSys;
+        var rect = echarts.graphic.clipRectByRect(
+          { x: a[0], y: a[1] - h / 2, width: Math.max(b[0] - a[0], 0.5), height: h },
+          { x: cs.x, y: cs.y, width: cs.width, height: cs.height });
+        if (!rect) return null;
+        var ov = api.value(6) === 1;
+        var item = { type: 'rect', shape: rect, style: api.style({ stroke: ov ? '#1f2328' : 'rgba(255,255,255,0.8)', lineWidth: ov ? 1 : 0.5 }) };
+        var label = String(api.value(3));
+        if (rect.width > 7 * label.length + 4) {
+          return { type: 'group', children: [item, { type: 'text', silent: true,
+            style: { text: label, x: rect.x + rect.width / 2, y: rect.y + rect.height / 2, align: 'center', verticalAlign: 'middle',
+              fill: '#fff', fontSize: 10 } }] };
+        }
+        return item;
+      }
+      wins.forEach(function (win, g) {
+        kinds.forEach(function (k) {
+          var data = [];
+          TL.ranks.forEach(function (r, i) {
+            r.events.forEach(function (ev) {
+              if (ev[0] !== k || ev[5] < win[0] || ev[4] > win[1]) return;
+              // [row, start, end, micro-batch, stage, chunk, overlap]
+              data.push([i, ev[4], ev[5], ev[1], ev[2], ev[3], ev[6]]);
+            });
+          });
+          drawnOps += data.length;
+          if (!data.length && g > 0) return;
+          series.push({ name: TL.names[k] || k, type: 'custom', xAxisIndex: g, yAxisIndex: g,
+            renderItem: renderItem, itemStyle: { color: TL.colors[k] || '#888888' },
+            encode: { x: [1, 2], y: 0 }, data: data });
+        });
+      });
+      var sub = 'pipeline ' + f(TL.step, 4) + ' s; bubble ' + f(TL.bubble, 4) + ' s = ' + f(100 * TL.bubble_fraction, 1) +
+        '% (idle time of the busiest rank, ' + TL.slowest_rank + '); gaps: a rank idle; bar label: micro-batch' +
+        (TL.schedule === 'DualPipeV' ? '; outlined: an overlapped F+B pair' : '');
+      if (wins.length > 1) {
+        sub += '\nleft: the start of the step, right: its end (' + TL.ops_kept.toLocaleString('en-US') + ' of ' +
+          TL.ops.toLocaleString('en-US') + ' ops); the middle, ' + f(wins[0][1], 3) + ' s to ' + f(wins[1][0], 3) + ' s, is left out';
+      }
+      return Object.assign({
+        title: { text: '9. Pipeline schedule of rank ' + TL.rank + ': ' + TL.schedule + ' (pp=' + TL.pp_degree +
+          (TL.vpp_degree > 1 ? ', vpp=' + TL.vpp_degree : '') + ', ' + TL.micro_batch_num + ' micro-batches)', subtext: sub, left: 12,
+          subtextStyle: { lineHeight: 16 } },
+        tooltip: {
+          trigger: 'item', confine: true,
+          formatter: function (p) {
+            var v = p.value, r = TL.ranks[v[0]];
+            return p.marker + '<b>' + esc(p.seriesName) + '</b>, micro-batch ' + v[3] + '<br>pipeline rank ' + r.rank +
+              ', model chunk ' + v[5] + ' (virtual stage ' + v[4] + ')' + (v[6] === 1 ? ', overlapped F+B pair' : '') +
+              '<br>' + f(v[1], 4) + ' - ' + f(v[2], 4) + ' s (' + f(v[2] - v[1], 4) + ' s)';
+          }
+        },
+        legend: { bottom: 0, data: kinds.filter(function (k) {
+          return TL.ranks.some(function (r) { return r.events.some(function (ev) { return ev[0] === k; }); });
+        }).map(function (k) { return TL.names[k] || k; }) },
+        grid: grids, xAxis: xs, yAxis: ys, series: series
+      }, animation);
+    });
+    root.setAttribute('data-gantt', 'ops=' + drawnOps + ' ranks=' + nr + ' windows=' + wins.length);
+  }
 
   if (expected === 0) root.setAttribute('data-charts-ok', '0');
 })();

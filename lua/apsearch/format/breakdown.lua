@@ -36,21 +36,21 @@ function M.strategy_line(s, derived_mbn)
   if s.pipeline_split and s.pipeline_split ~= "even" and (s.pp_degree or 1) > 1 then
     parts[#parts + 1] = "pipeline_split=" .. s.pipeline_split
   end
-  -- arrays at their "nothing special" value (0 = even split, -1 = all) are omitted
-  local neutral = { stage_partition = 0, layer_offset = 0, recompute_num_layers = -1 }
+  -- the split and recompute arrays as every output shows them
+  -- (common.field_value: omitted at their neutral or moot value)
   for _, f in ipairs({ "stage_partition", "layer_offset", "recompute_num_layers" }) do
-    local v = s[f]
-    local plain = true
+    local v = common.field_value(s, f)
     if type(v) == "table" then
-      for _, n in ipairs(v) do if n ~= neutral[f] then plain = false end end
-    elseif type(v) == "number" then
-      plain = v == neutral[f]
-      if not plain then parts[#parts + 1] = f .. "=" .. tostring(v) end
+      local every_all = true
+      for _, n in ipairs(v) do every_all = every_all and n == "all" end
+      if every_all then v = "all" end
     end
-    if type(v) == "table" and not plain then
+    if type(v) == "table" then
       local x = {}
       for i, n in ipairs(v) do x[i] = tostring(n) end
       parts[#parts + 1] = f .. "=" .. table.concat(x, ":")
+    elseif v ~= nil and not (f == "recompute_num_layers" and v == "all") then
+      parts[#parts + 1] = f .. "=" .. tostring(v)
     end
   end
   return table.concat(parts, " ")

@@ -31,6 +31,7 @@
  * transient that the first adds, so a bisection over r in [1, layers]
  * finds the minimum.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "internal.h"
 
@@ -45,6 +46,11 @@
 #define APS_BALANCE_ROUNDS_PER_LAYER 4
 /** Seconds a move must gain to be taken (ends ties). */
 #define APS_BALANCE_MIN_GAIN 1e-12
+/** Layouts one balanced search scores by the simulated step at most (the
+ *  affine split, the bottleneck search's path, then the hill-climb's
+ *  neighbours; a layout met twice is scored once): bounds the extra
+ *  simulations per strategy, each O(p v m) (issue 15 item 3). */
+#define APS_BALANCE_SIM_LAYOUTS 48
 
 /** Forward plus backward seconds of one micro-batch on stage i as laid
  *  out (aps_stage_time_build with the embedding and output layer). */
@@ -60,6 +66,12 @@ static double stage_seconds(const aps_model *m, const aps_cluster *c,
     return tf + tb;
 }
 
+/** True under auto_recompute with full recompute (see the file comment). */
+static bool auto_full(const aps_strategy *s)
+{
+    return s->auto_recompute && s->layer_recompute == APS_RECOMPUTE_FULL;
+}
+
 /** Recomputed layers of stage i as laid out: under auto_recompute the
  *  fewest that fit the memory limit (memory falls as recomputed layers
  *  grow, past the one-layer transient the first adds, so a bisection over
@@ -71,7 +83,7 @@ static int64_t stage_recompute(const aps_model *m, const aps_cluster *c,
                                const aps_layer_cost *lc, int64_t i,
                                double limit)
 {
-    if (!(s->auto_recompute && s->layer_recompute == APS_RECOMPUTE_FULL))
+    if (!auto_full(s))
         return aps_given_recompute(s, i, lay->layers[i]);
     aps_stage_estimate st;
     lay->recompute[i] = 0;
@@ -89,6 +101,20 @@ static int64_t stage_recompute(const aps_model *m, const aps_cluster *c,
             lo = mid + 1;
     }
     return lo;
+}
+
+/** Every stage's recompute as the estimate runs it: stage_recompute, then
+ *  under auto_recompute Megatron's one count for every model chunk (see
+ *  the file comment). */
+static void assign_recompute(const aps_model *m, const aps_cluster *c,
+                             const aps_training *t, const aps_strategy *s,
+                             aps_layout *lay, const aps_dp_plan *plan,
+                             const aps_layer_cost *lc, double limit)
+{
+    for (int64_t i = 0; i < lay->p; i++)
+        lay->recompute[i] = stage_recompute(m, c, t, s, lay, plan, lc, i, limit);
+    if (auto_full(s) && aps_profile(t)->recompute_count_per_chunk)
+        aps_layout_one_recompute_count(lay);
 }
 
 /** Time per micro-batch of stage i as laid out (its recompute chosen by
@@ -146,32 +172,49 @@ static bool affine_costs(const aps_model *m, const aps_cluster *c,
     return true;
 }
 
+/** Megatron's split (p > 2) with km layers on each middle stage: the
+ *  rest, R = L - (p - 2) km, split between the first and the last stage
+ *  as the pair (k0, R - k0) that minimises the largest affine cost, into
+ *  k; returns that cost, or -1 when no pair exists (R < 2 v). */
+static double split_first_last_at(int64_t p, int64_t L, int64_t v,
+                                  const double *e, const double *u,
+                                  int64_t km, int64_t *k)
+{
+    double best = -1.0, cm = 0.0;
+    for (int64_t i = 1; i < p - 1; i++) {
+        double ci = e[i] + (double)km * u[i];
+        cm = ci > cm ? ci : cm;
+    }
+    int64_t R = L - (p - 2) * km;
+    for (int64_t k0 = v; k0 <= R - v; k0 += v) {
+        double c0 = e[0] + (double)k0 * u[0];
+        double cl = e[p - 1] + (double)(R - k0) * u[p - 1];
+        double cost = cm > c0 ? cm : c0;
+        cost = cl > cost ? cl : cost;
+        if (best < 0.0 || cost < best) {
+            best = cost;
+            k[0] = k0;
+            k[p - 1] = R - k0;
+            for (int64_t i = 1; i < p - 1; i++)
+                k[i] = km;
+        }
+    }
+    return best;
+}
+
 /** Megatron's split (p > 2): km layers on each middle stage, the rest
- *  split between the first and the last, the pair that minimises the
+ *  split between the first and the last, the (km, k0) that minimises the
  *  largest affine cost, into k; false if none exists. */
 static bool split_first_last(int64_t p, int64_t L, int64_t v,
                              const double *e, const double *u, int64_t *k)
 {
     double best = -1.0;
     for (int64_t km = v; km * (p - 2) <= L - 2 * v; km += v) {
-        double cm = 0.0;
-        for (int64_t i = 1; i < p - 1; i++) {
-            double ci = e[i] + (double)km * u[i];
-            cm = ci > cm ? ci : cm;
-        }
-        int64_t R = L - (p - 2) * km;
-        for (int64_t k0 = v; k0 <= R - v; k0 += v) {
-            double c0 = e[0] + (double)k0 * u[0];
-            double cl = e[p - 1] + (double)(R - k0) * u[p - 1];
-            double cost = cm > c0 ? cm : c0;
-            cost = cl > cost ? cl : cost;
-            if (best < 0.0 || cost < best) {
-                best = cost;
-                k[0] = k0;
-                k[p - 1] = R - k0;
-                for (int64_t i = 1; i < p - 1; i++)
-                    k[i] = km;
-            }
+        int64_t kk[APS_MAX_STAGES];
+        double cost = split_first_last_at(p, L, v, e, u, km, kk);
+        if (cost >= 0.0 && (best < 0.0 || cost < best)) {
+            best = cost;
+            memcpy(k, kk, (size_t)p * sizeof kk[0]);
         }
     }
     return best >= 0.0;
@@ -268,13 +311,178 @@ static int64_t best_move(const aps_model *m, const aps_cluster *c,
     return best_to;
 }
 
+/** A layout the balanced search scored: layers per rank, whether every
+ *  stage fits the memory limit (recompute as the estimate assigns it),
+ *  and then its step, else its overflow. */
+typedef struct {
+    int64_t layers[APS_MAX_STAGES];
+    bool fits;
+    double step; /**< s, layout_step; only when fits */
+    double over; /**< the largest stage's mem_total / limit; only when
+                      it does not fit */
+} scored_layout;
+
+/** True if layout a is better than b (b NULL: any is): one that fits
+ *  beats one that does not; of two that fit, the shorter step by more
+ *  than APS_BALANCE_MIN_GAIN; of two that do not, the smaller overflow
+ *  by more than that. */
+static bool better(const scored_layout *a, const scored_layout *b)
+{
+    if (b == NULL)
+        return true;
+    if (a->fits != b->fits)
+        return a->fits;
+    return a->fits ? a->step < b->step - APS_BALANCE_MIN_GAIN
+                   : a->over < b->over - APS_BALANCE_MIN_GAIN;
+}
+
+/** The layouts one balanced search has scored (at most
+ *  APS_BALANCE_SIM_LAYOUTS) and the best of them (better); est is
+ *  scratch for the per-step terms. */
+typedef struct {
+    scored_layout seen[APS_BALANCE_SIM_LAYOUTS];
+    int n;
+    const scored_layout *best;
+    aps_estimate est;
+} layout_scores;
+
+/** Step of a layout that fits (lay's recompute assigned), seconds: the
+ *  simulated pipeline of every rank's times (aps_stage_time_rank), as
+ *  estimate.c simulates it (aps_pipeline_schedule: the same p2p and
+ *  schedule), but never less than m micro-batches of the slowest rank
+ *  (estimate.c's compute plus bubble), plus the exposed data-parallel sync
+ *  and optimizer step (aps_sync_perf), which follow the rank with the
+ *  most parameters and the slowest rank's times.  That is the step the
+ *  estimate reports less its PP p2p term, the same for every split.
+ *  est->stages[i].params must hold every rank's parameters; false when
+ *  the simulation fails. */
+static bool layout_step(const aps_model *m, const aps_cluster *c,
+                        const aps_training *t, const aps_strategy *s,
+                        const aps_layout *lay, const aps_dp_plan *plan,
+                        const aps_layer_cost *lc, aps_estimate *est,
+                        double *step)
+{
+    aps_stage_times r;
+    double tf = 0.0, tb = 0.0;
+    for (int64_t i = 0; i < lay->p; i++) {
+        aps_stage_time tm;
+        aps_stage_time_rank(m, c, t, s, lay, plan, lc, i, &tm, &r);
+        if (i == 0 || r.tf[i] + r.tb[i] > tf + tb) {
+            tf = r.tf[i];
+            tb = r.tb[i];
+        }
+    }
+    aps_schedule_out sched;
+    if (aps_pipeline_schedule(m, c, s, lay, &r, NULL, &sched) != APS_OK)
+        return false;
+    double pace = (double)lay->m * (tf + tb);
+    *step = sched.step > pace ? sched.step : pace;
+    memset(est->perf_exposed, 0, sizeof est->perf_exposed);
+    aps_sync_perf(m, c, t, s, lay, plan, tf, tb, est);
+    for (int k = 0; k < APS_PERF_COUNT; k++)
+        *step += est->perf_exposed[k];
+    return true;
+}
+
+/** Scores lay's layers (a scratch copy: lay is unchanged): the memory of
+ *  every stage with recompute assigned as the estimate assigns it
+ *  (assign_recompute), and for a layout that fits, layout_step.  A layout
+ *  met before returns its earlier score; NULL when the table is full or
+ *  absent (sc NULL: no memory for it).  Makes it the best unless the best
+ *  is better (ties go to the later layout). */
+static const scored_layout *
+score_layout(const aps_model *m, const aps_cluster *c, const aps_training *t,
+             const aps_strategy *s, const aps_layout *lay,
+             const aps_dp_plan *plan, const aps_layer_cost *lc, double limit,
+             layout_scores *sc)
+{
+    if (sc == NULL)
+        return NULL;
+    size_t bytes = (size_t)lay->p * sizeof lay->layers[0];
+    for (int j = 0; j < sc->n; j++)
+        if (memcmp(sc->seen[j].layers, lay->layers, bytes) == 0)
+            return &sc->seen[j];
+    if (sc->n == APS_BALANCE_SIM_LAYOUTS)
+        return NULL;
+    scored_layout *out = &sc->seen[sc->n++];
+    memcpy(out->layers, lay->layers, bytes);
+    aps_layout trial = *lay;
+    assign_recompute(m, c, t, s, &trial, plan, lc, limit);
+    double peak = 0.0;
+    for (int64_t i = 0; i < trial.p; i++) {
+        aps_stage_estimate *st = &sc->est.stages[i];
+        aps_stage_memory(m, c, t, s, &trial, plan, lc, i, st);
+        peak = st->mem_total > peak ? st->mem_total : peak;
+    }
+    out->fits = peak <= limit;
+    out->over = peak / limit;
+    out->step = 0.0;
+    if (out->fits) /* a failed simulation is judged as not fitting */
+        out->fits = layout_step(m, c, t, s, &trial, plan, lc, &sc->est,
+                                &out->step);
+    if (sc->best == NULL || !better(sc->best, out))
+        sc->best = out;
+    return out;
+}
+
+/** Hill-climb from the best scored layout (better: on the step, or on the
+ *  overflow while none fits): scores every neighbour (v layers across one
+ *  boundary, either way; under Megatron's split (first_last), v layers
+ *  between the first and the last stage, or v more or fewer on every
+ *  middle stage with the rest split by split_first_last_at), moves to the
+ *  best while it gains, and stops when none gains or the table is full.
+ *  The best is left in sc->best. */
+static void simulated_climb(const aps_model *m, const aps_cluster *c,
+                            const aps_training *t, const aps_strategy *s,
+                            aps_layout *lay, const aps_dp_plan *plan,
+                            const aps_layer_cost *lc, double limit,
+                            bool first_last, const double *e, const double *u,
+                            layout_scores *sc)
+{
+    int64_t p = lay->p, v = lay->v, L = m->num_layers;
+    const scored_layout *from = NULL;
+    while (sc != NULL && sc->best != NULL && sc->best != from &&
+           sc->n < APS_BALANCE_SIM_LAYOUTS) {
+        from = sc->best;
+        int64_t base[APS_MAX_STAGES];
+        memcpy(base, from->layers, sizeof base);
+        /* neighbours: a move of v from stage a to stage b, or (first_last)
+         * the middle count one step of v either way */
+        int64_t moves = first_last ? 4 : 2 * (p - 1);
+        for (int64_t n = 0; n < moves; n++) {
+            memcpy(lay->layers, base, sizeof base);
+            if (first_last && n >= 2) {
+                int64_t km = base[1] + (n == 2 ? v : -v);
+                if (km < v || split_first_last_at(p, L, v, e, u, km,
+                                                  lay->layers) < 0.0)
+                    continue;
+            } else {
+                /* boundary n / 2: odd n moves up, even n down */
+                int64_t a = first_last ? (n == 0 ? 0 : p - 1)
+                                       : n / 2 + (n % 2 ? 0 : 1);
+                int64_t b = first_last ? p - 1 - a : n / 2 + (n % 2 ? 1 : 0);
+                if (lay->layers[a] - v < v)
+                    continue;
+                lay->layers[a] -= v;
+                lay->layers[b] += v;
+            }
+            set_firsts(lay);
+            score_layout(m, c, t, s, lay, plan, lc, limit, sc);
+        }
+        if (!better(sc->best, from))
+            sc->best = from; /* a tie: no gain, stop here */
+    }
+}
+
 /** Local search from the layout: v layers at a time off the slowest stage
  *  to a neighbour while that lowers the pair's larger real cost; cost[i]
- *  holds stage_cost of every stage and is kept up to date. */
+ *  holds stage_cost of every stage and is kept up to date.  Every layout
+ *  it reaches is scored into sc. */
 static void local_search(const aps_model *m, const aps_cluster *c,
                          const aps_training *t, const aps_strategy *s,
                          aps_layout *lay, const aps_dp_plan *plan,
-                         const aps_layer_cost *lc, double limit, double *cost)
+                         const aps_layer_cost *lc, double limit, double *cost,
+                         layout_scores *sc)
 {
     int64_t rounds = APS_BALANCE_ROUNDS_PER_LAYER * m->num_layers;
     for (int64_t round = 0; round < rounds; round++) {
@@ -292,12 +500,15 @@ static void local_search(const aps_model *m, const aps_cluster *c,
         cost[to] = bc_to;
         lay->recompute[slow] = stage_recompute(m, c, t, s, lay, plan, lc, slow, limit);
         lay->recompute[to] = stage_recompute(m, c, t, s, lay, plan, lc, to, limit);
+        score_layout(m, c, t, s, lay, plan, lc, limit, sc);
     }
 }
 
-/** balance_stages (see the file comment): the affine split, then the
- *  local search on the real costs; the layout is left as it was when the
- *  affine samples are degenerate or no split exists. */
+/** balance_stages (see the file comment): the affine split, the local
+ *  search on the real costs, each layout scored by the simulated step,
+ *  then the hill-climb on it; the fitting layout with the smallest step
+ *  wins, the bottleneck search's own when none fits.  The layout is left
+ *  as it was when the affine samples are degenerate or no split exists. */
 static void balance_partition(const aps_model *m, const aps_cluster *c,
                               const aps_training *t, const aps_strategy *s,
                               aps_layout *lay, const aps_dp_plan *plan,
@@ -314,23 +525,24 @@ static void balance_partition(const aps_model *m, const aps_cluster *c,
         return;
     memcpy(lay->layers, k, (size_t)p * sizeof k[0]);
     set_firsts(lay);
-    double cost[APS_MAX_STAGES];
-    for (int64_t i = 0; i < p; i++)
-        cost[i] = stage_cost(m, c, t, s, lay, plan, lc, i, limit);
-    if (!first_last)
-        local_search(m, c, t, s, lay, plan, lc, limit, cost);
-}
-
-/** auto_recompute (see the file comment). */
-static void assign_recompute(const aps_model *m, const aps_cluster *c,
-                             const aps_training *t, const aps_strategy *s,
-                             aps_layout *lay, const aps_dp_plan *plan,
-                             const aps_layer_cost *lc, double limit)
-{
-    for (int64_t i = 0; i < lay->p; i++)
-        lay->recompute[i] = stage_recompute(m, c, t, s, lay, plan, lc, i, limit);
-    if (aps_profile(t)->recompute_count_per_chunk)
-        aps_layout_one_recompute_count(lay);
+    layout_scores *sc = malloc(sizeof *sc);
+    if (sc != NULL) {
+        sc->n = 0;
+        sc->best = NULL;
+        score_layout(m, c, t, s, lay, plan, lc, limit, sc);
+    }
+    if (!first_last) {
+        double cost[APS_MAX_STAGES];
+        for (int64_t i = 0; i < p; i++)
+            cost[i] = stage_cost(m, c, t, s, lay, plan, lc, i, limit);
+        local_search(m, c, t, s, lay, plan, lc, limit, cost, sc);
+    }
+    memcpy(k, lay->layers, (size_t)p * sizeof k[0]); /* the bottleneck's */
+    simulated_climb(m, c, t, s, lay, plan, lc, limit, first_last, e, u, sc);
+    bool fits = sc != NULL && sc->best != NULL && sc->best->fits;
+    memcpy(lay->layers, fits ? sc->best->layers : k, (size_t)p * sizeof k[0]);
+    set_firsts(lay);
+    free(sc);
 }
 
 /** True if the strategy gives stage_partition explicitly. */
@@ -347,8 +559,9 @@ void aps_balance_layout(const aps_model *m, const aps_cluster *c,
                         aps_layout *lay, const aps_dp_plan *plan,
                         const aps_layer_cost *lc, double limit)
 {
-    if (s->balance_stages && lay->p > 1 && !partition_given(s))
+    bool balanced = s->balance_stages && lay->p > 1 && !partition_given(s);
+    if (balanced)
         balance_partition(m, c, t, s, lay, plan, lc, limit);
-    if (s->auto_recompute && s->layer_recompute == APS_RECOMPUTE_FULL)
+    if (balanced || auto_full(s)) /* the recompute of the layers chosen */
         assign_recompute(m, c, t, s, lay, plan, lc, limit);
 }

@@ -149,11 +149,13 @@ typedef struct {
  *  by the chunk's share of the rank's layers (the layer part, tf[i] -
  *  ef[i]) and with the rank's fixed work on the first stage (embedding)
  *  and the last (output layer and loss), the p2p transfer times between
- *  consecutive stages p2p[j] (p v - 1 entries, NULL = none), and
- *  simulates lay->sched. */
-aps_status aps_pipeline_schedule(const aps_layout *lay,
-                                 const aps_stage_times *r,
-                                 const double *p2p, aps_schedule_out *out);
+ *  consecutive stages (aps_pipeline_p2p), and simulates lay->sched,
+ *  recording into tl (NULL = no timeline).  Returns what
+ *  aps_schedule_simulate returns. */
+aps_status aps_pipeline_schedule(const aps_model *m, const aps_cluster *c,
+                                 const aps_strategy *s, const aps_layout *lay,
+                                 const aps_stage_times *r, aps_timeline *tl,
+                                 aps_schedule_out *out);
 
 /** True for the schedules that place a rank's two model chunks in a V
  *  (stages i and 2p - 1 - i: ZBVZeroBubble, DualPipeV; PyTorch

@@ -314,39 +314,6 @@ double aps_layout_inflight(const aps_layout *lay, int64_t i)
                                  uneven ? w : NULL);
 }
 
-aps_status aps_pipeline_schedule(const aps_layout *lay,
-                                 const aps_stage_times *r,
-                                 const double *p2p, aps_schedule_out *out)
-{
-    int64_t p = lay->p, v = lay->v, S = p * v;
-    double cf[APS_MAX_STAGES], cb[APS_MAX_STAGES], cw[APS_MAX_STAGES];
-    double cg[APS_MAX_STAGES];
-    for (int64_t i = 0; i < p; i++) {
-        double w[APS_MAX_STAGES];
-        chunk_weights(lay, i, w);
-        for (int64_t k = 0; k < v; k++) {
-            int64_t j = aps_chunk_stage(lay->sched, p, i, k);
-            cw[j] = w[k];
-            cf[j] = (r->tf[i] - r->ef[i]) * w[k];
-            cb[j] = (r->tb[i] - r->eb[i]) * w[k];
-            cg[j] = (r->tw[i] - r->ew[i]) * w[k];
-        }
-    }
-    /* the embedding on stage 0, the output layer and loss on the last
-     * (on rank 0 under the V schedules) */
-    cf[0] += r->ef[0];
-    cb[0] += r->eb[0];
-    cg[0] += r->ew[0];
-    if (p > 1) {
-        cf[S - 1] += r->ef[p - 1];
-        cb[S - 1] += r->eb[p - 1];
-        cg[S - 1] += r->ew[p - 1];
-    }
-    aps_schedule_in in = {p,  v,  lay->m,     cf, cb,
-                          p2p, cw, lay->sched, cg, aps_timeline_capture()};
-    return aps_schedule_simulate(&in, out);
-}
-
 /** Ranks between consecutive pipeline ranks: tp x cp x fsdp x dp (the
  *  tp-cp-fsdp-dp-pp order, pp outermost). */
 static int64_t pp_stride(const aps_strategy *s)
@@ -383,6 +350,41 @@ void aps_pipeline_p2p(const aps_model *m, const aps_cluster *c,
     }
 }
 
+aps_status aps_pipeline_schedule(const aps_model *m, const aps_cluster *c,
+                                 const aps_strategy *s, const aps_layout *lay,
+                                 const aps_stage_times *r, aps_timeline *tl,
+                                 aps_schedule_out *out)
+{
+    int64_t p = lay->p, v = lay->v, S = p * v;
+    double p2p[APS_MAX_STAGES];
+    aps_pipeline_p2p(m, c, s, lay, p2p);
+    double cf[APS_MAX_STAGES], cb[APS_MAX_STAGES], cw[APS_MAX_STAGES];
+    double cg[APS_MAX_STAGES];
+    for (int64_t i = 0; i < p; i++) {
+        double w[APS_MAX_STAGES];
+        chunk_weights(lay, i, w);
+        for (int64_t k = 0; k < v; k++) {
+            int64_t j = aps_chunk_stage(lay->sched, p, i, k);
+            cw[j] = w[k];
+            cf[j] = (r->tf[i] - r->ef[i]) * w[k];
+            cb[j] = (r->tb[i] - r->eb[i]) * w[k];
+            cg[j] = (r->tw[i] - r->ew[i]) * w[k];
+        }
+    }
+    /* the embedding on stage 0, the output layer and loss on the last
+     * (on rank 0 under the V schedules) */
+    cf[0] += r->ef[0];
+    cb[0] += r->eb[0];
+    cg[0] += r->ew[0];
+    if (p > 1) {
+        cf[S - 1] += r->ef[p - 1];
+        cb[S - 1] += r->eb[p - 1];
+        cg[S - 1] += r->ew[p - 1];
+    }
+    aps_schedule_in in = {p, v, lay->m, cf, cb, p2p, cw, lay->sched, cg, tl};
+    return aps_schedule_simulate(&in, out);
+}
+
 static double max0(double x) { return x > 0.0 ? x : 0.0; }
 
 /** PP_BUBBLE: the slowest rank's idle time in the simulated schedule, or
@@ -395,10 +397,9 @@ static aps_status pipeline_bubble(const aps_model *m, const aps_cluster *c,
 {
     double bubble = (double)(lay->p - 1) / (double)lay->v * (tf + tb);
     if (simulated) {
-        double hop[APS_MAX_STAGES];
         aps_schedule_out sched;
-        aps_pipeline_p2p(m, c, s, lay, hop);
-        if (aps_pipeline_schedule(lay, r, hop, &sched) != APS_OK)
+        if (aps_pipeline_schedule(m, c, s, lay, r, aps_timeline_capture(),
+                                  &sched) != APS_OK)
             return APS_ERANGE;
         bubble = max0(sched.step - (double)lay->m * (tf + tb));
     }

@@ -2,10 +2,10 @@
  * balance.c -- layers and recomputed layers per pipeline rank (MODELING.md
  * "Pipeline balancing").
  *
- * balance_stages: the contiguous partition that minimises the slowest
- * stage's time per micro-batch (which sets the 1F1B pace and the bubble),
- * among those that fit the memory limit.  Layers move in units of v (a
- * rank's model chunks stay equal).
+ * balance_stages: the contiguous partition with the shortest step among
+ * the layouts the search visits, a layout that fits the memory limit
+ * beating one that does not.  Layers move in units of v (a rank's model
+ * chunks stay equal).
  *
  * 1. Every layer costs the same, so stage i costs about e_i + k u_i for k
  *    layers, e_i being its fixed work (embedding on the first, output layer
@@ -20,6 +20,27 @@
  *    layers across one boundary at a time while that lowers the slowest
  *    stage's real cost (stage_cost: exposed FSDP time, auto recompute and
  *    memory overflow included), which the affine model leaves out.
+ * 3. The slowest stage sets the steady 1F1B pace, but not the warm-up and
+ *    cool-down: which stage is slow, the output layer on the last stage,
+ *    interleaving and the zero-bubble orders change the step (with m = 2
+ *    micro-batches 1F1B's step is sum_i T_i + T_last + 2 (p - 1) hops,
+ *    whatever the slowest stage; tests/c/test_estimate.c
+ *    test_balanced_by_simulated_step).  So every layout of steps 1 and 2
+ *    is scored (score_layout) by the step estimate.c reports: memory with
+ *    recompute assigned as below, then for a layout that fits the same
+ *    event simulation (schedule.c, schedule_zb.c) of every rank's times
+ *    with the same p2p and schedule, plus the data-parallel sync and
+ *    optimizer step, which follow the largest stage (the PP p2p term is
+ *    the same for every split and left out).  From the best, a hill-climb
+ *    scores every neighbour -- v layers across one boundary either way;
+ *    for Megatron's split, v between first and last, or v more or fewer
+ *    on every middle stage with the rest split as in step 1 -- and moves
+ *    while the step falls.  While nothing fits it climbs on the largest
+ *    stage's overflow instead; when nothing it met fits, the layout of
+ *    step 2 stands (the estimate then reports the memory limit).  At most
+ *    APS_BALANCE_SIM_LAYOUTS layouts are scored per strategy, a layout
+ *    met twice once: each simulation is O(p v m) events, and only
+ *    strategies with balance_stages pay (bench/run.sh, docs/modeling.md).
  *
  * auto_recompute (full granularity): per stage, the fewest recomputed
  * layers that bring the stage under the memory limit; 0 where it already
@@ -29,7 +50,10 @@
  * that gives every stage at least what it needs.  Memory falls as
  * recomputed layers grow (each keeps only its input), past the one-layer
  * transient that the first adds, so a bisection over r in [1, layers]
- * finds the minimum.
+ * finds the minimum.  Under balance_stages the recompute is chosen this
+ * way for every layout scored, so the step judges a layout with the
+ * recompute it will run (a split that moves layers off a stage that must
+ * recompute saves its recompute time in the simulation).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -462,10 +462,13 @@ aps_status aps_pipeline_perf(const aps_model *m, const aps_cluster *c,
 
 /* ---- balance.c: layers and recompute per pipeline rank ---- */
 
-/** The layout's layers per rank balanced by time when the strategy asks
- *  (balance_stages, p > 1, no stage_partition given), then, under
- *  auto_recompute with full recompute, the fewest recomputed layers per
- *  rank that fit `limit` bytes. */
+/** The layout's layers per rank balanced when the strategy asks
+ *  (balance_stages, p > 1, no stage_partition given): of the layouts the
+ *  bottleneck search and a hill-climb visit, the one that fits `limit`
+ *  bytes with the shortest step (the simulated pipeline as estimate.c
+ *  runs it, plus DP sync and optimizer); then, under auto_recompute with
+ *  full recompute, the fewest recomputed layers per rank that fit `limit`
+ *  (balance.c's header comment). */
 void aps_balance_layout(const aps_model *m, const aps_cluster *c,
                         const aps_training *t, const aps_strategy *s,
                         aps_layout *lay, const aps_dp_plan *plan,

@@ -614,6 +614,91 @@ static void test_balanced_few_microbatches(void **state)
     test_free(e);
 }
 
+/** Rank i's forward plus backward seconds per micro-batch, and the largest
+ *  of them (the slowest stage, which the bottleneck rule minimises). */
+static double stage_fb(const aps_estimate *e, int i)
+{
+    return e->stages[i].time_fwd + e->stages[i].time_bwd;
+}
+
+static double slowest_stage(const aps_estimate *e)
+{
+    double x = 0.0;
+    for (int i = 0; i < e->num_stages; i++)
+        x = stage_fb(e, i) > x ? stage_fb(e, i) : x;
+    return x;
+}
+
+/** The bottleneck rule and the simulated step disagree (issue 15 item 2):
+ *  DeepSpeed, p = 4, v = 1, m = 2 (B = 4, dp = 2).  With m = 2 the 1F1B
+ *  schedule's critical path is micro-batch 0's forward through every
+ *  stage, then the last stage's B0, F1, B1, then micro-batch 1's backward
+ *  through every stage, with one p2p hop d per stage boundary each way:
+ *    step_pipe = sum_i T_i + T_3 + 6 d,    T_i = t_f,i + t_b,i,
+ *  (schedule.c's list scheduler, as long as F1 reaches the last stage
+ *  before its B0 ends and T_3 >= the other stages' backward).  sum_i T_i
+ *  = W is the same for every split (32 equal layers, the embedding, the
+ *  output layer), so the step falls with the last stage's time, not the
+ *  slowest stage's.  Per-stage times from the estimator (s):
+ *    8/9/9/6 (the bottleneck split: slowest 9 layers, 0.188530):
+ *      T = 0.167657, 0.188530, 0.188530, 0.167844; W = 0.712560;
+ *      d = 0.000189414; step_pipe = 0.712560 + 0.167844 + 0.001136
+ *      = 0.881541; + PP p2p 0.000758 + optimizer 0.023719 = 0.906017.
+ *    7/10/10/5 (the new search's: slowest 10 layers, 0.209477):
+ *      T = 0.146709, 0.209477, 0.209477, 0.146896; W = 0.712560;
+ *      step_pipe = 0.712560 + 0.146896 + 0.001136 = 0.860593;
+ *      + 0.000758 + optimizer 0.022788 (fewer parameters on the largest
+ *      stage) = 0.884138, 2.4 % shorter although its slowest stage is
+ *      11 % slower.  The bottleneck rule alone returned 8/9/9/6. */
+static void test_balanced_by_simulated_step(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    pp4_setup(&m, &c, &t, &s);
+    t.framework = APS_FW_DEEPSPEED;
+    t.global_batch_size = 4;
+    s.balance_stages = true;
+    aps_estimate *e = test_malloc(sizeof *e);
+    aps_estimate *x = test_malloc(sizeof *x);
+    fx_run(&m, &c, &t, &s, e);
+    assert_true(e->feasible);
+    assert_int_equal(e->micro_batch_num, 2);
+    const int64_t want[4] = {7, 10, 10, 5};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(e->stages[i].num_layers, want[i]);
+
+    aps_strategy b = s; /* the bottleneck rule's split */
+    b.balance_stages = false;
+    const int64_t neck[4] = {8, 9, 9, 6};
+    memcpy(b.stage_partition, neck, sizeof neck);
+    fx_run(&m, &c, &t, &b, x);
+    assert_true(x->feasible);
+    assert_true(slowest_stage(x) < slowest_stage(e));
+    assert_true(e->step_time < x->step_time);
+
+    const aps_estimate *both[2] = {x, e};
+    const double step[2] = {0.906017, 0.884138}; /* hand sums above */
+    double W = 0.0;
+    for (int k = 0; k < 2; k++) {
+        const aps_estimate *y = both[k];
+        double w = 0.0;
+        for (int i = 0; i < 4; i++)
+            w += stage_fb(y, i);
+        if (k == 0)
+            W = w;
+        ASSERT_REL(w, W, 1e-9); /* the same work, split differently */
+        double d = y->perf_total[APS_PERF_PP_P2P] / (2.0 * 2.0); /* 2 m hops */
+        double pipe = 2.0 * slowest_stage(y) + y->perf_exposed[APS_PERF_PP_BUBBLE];
+        ASSERT_REL(pipe, w + stage_fb(y, 3) + 6.0 * d, 1e-9);
+        ASSERT_REL(y->step_time, pipe + y->perf_exposed[APS_PERF_PP_P2P] +
+                                     y->perf_exposed[APS_PERF_OPTIMIZER], 1e-9);
+        ASSERT_REL(y->step_time, step[k], 1e-6);
+    }
+    ASSERT_REL(W, 0.712560, 1e-6);
+    test_free(x);
+    test_free(e);
+}
+
 /** auto_recompute recomputes the fewest layers per stage that fit: with
  *  one layer fewer on any stage that recomputes, that stage overflows. */
 static void test_auto_recompute_is_minimal(void **state)
@@ -1174,6 +1259,7 @@ int main(void)
         cmocka_unit_test(test_model_flops_in_estimate),
         cmocka_unit_test(test_balanced_partition_is_optimal),
         cmocka_unit_test(test_balanced_few_microbatches),
+        cmocka_unit_test(test_balanced_by_simulated_step),
         cmocka_unit_test(test_balanced_megatron),
         cmocka_unit_test(test_auto_recompute_is_minimal),
         cmocka_unit_test(test_first_stage_holds_L_layers),

@@ -311,6 +311,22 @@ double aps_schedule_inflight_of(int schedule, int64_t p, int64_t v,
 aps_status aps_schedule_simulate(const aps_schedule_in *in,
                                  aps_schedule_out *out);
 
+/** A lower bound on the step aps_schedule_simulate returns for in, in
+ *  seconds, in O(p v): the largest over ranks i of fill_i + m busy_i
+ *  (+ drain_i under (interleaved) 1F1B), where busy_i is the forward plus
+ *  backward of rank i's stages (each rank runs its ops one at a time),
+ *  fill_i = sum_{j<i} (t_fwd[j] + p2p[j]) the earliest its first op can
+ *  start (micro-batch 0's forward through stages 0 .. i-1, which are the
+ *  chunk 0 of ranks 0 .. i-1 in both the loop and the V placement), and
+ *  drain_i = sum_{j<i} (t_bwd[j] + p2p[j]) what must follow its last op,
+ *  the chunk-0 backward of the last micro-batch (Megatron's order,
+ *  schedule.c; zero-bubble orders may end on a W, so no drain there).
+ *  With m = 2, v = 1 and a last stage no faster than any other's backward
+ *  it is the simulated step: sum_i (t_f + t_b) + t_f,p-1 + t_b,p-1 + 2
+ *  sum_j p2p[j] (tests/c/test_schedule.c).  0 for inputs the simulation
+ *  refuses. */
+double aps_schedule_lower_bound(const aps_schedule_in *in);
+
 /** Ops of rank i stored in tl: min(count, 2 keep); 0 for a rank out of
  *  range or before a simulation recorded (timeline.c). */
 int64_t aps_timeline_kept(const aps_timeline *tl, int64_t i);

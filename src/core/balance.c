@@ -36,7 +36,8 @@
  *    for Megatron's split, v between first and last, or v more or fewer
  *    on every middle stage with the rest split as in step 1 -- and moves
  *    while the step falls.  While nothing fits it climbs on the largest
- *    stage's overflow instead; when nothing it met fits, the layout of
+ *    stage's overflow instead (from at most APS_BALANCE_OVERFLOW_REACH
+ *    times the limit); when nothing it met fits, the layout of
  *    step 2 stands (the estimate then reports the memory limit).  At most
  *    APS_BALANCE_SIM_LAYOUTS layouts are scored per strategy, a layout
  *    met twice once: each simulation is O(p v m) events, and only
@@ -55,6 +56,7 @@
  * recompute it will run (a split that moves layers off a stage that must
  * recompute saves its recompute time in the simulation).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -70,6 +72,12 @@
 #define APS_BALANCE_ROUNDS_PER_LAYER 4
 /** Seconds a move must gain to be taken (ends ties). */
 #define APS_BALANCE_MIN_GAIN 1e-12
+/** Largest overflow (the fullest stage's memory / limit) from which the
+ *  hill-climb still looks for a split that fits when none of the
+ *  bottleneck search's does: on bench/llama3_70b_1024_balanced.lua no
+ *  split further over (the affine split's overflow up to 1.55) reached
+ *  one that fits, and those climbs were half of all layouts scored. */
+#define APS_BALANCE_OVERFLOW_REACH 1.5
 /** Layouts one balanced search scores by the simulated step at most (the
  *  affine split, the bottleneck search's path, then the hill-climb's
  *  neighbours; a layout met twice is scored once): bounds the extra
@@ -372,19 +380,21 @@ typedef struct {
 
 /** Step of a layout that fits (lay's recompute assigned), seconds: the
  *  simulated pipeline of every rank's times (aps_stage_time_rank), as
- *  estimate.c simulates it (aps_pipeline_schedule: the same p2p and
- *  schedule), but never less than m micro-batches of the slowest rank
- *  (estimate.c's compute plus bubble), plus the exposed data-parallel sync
- *  and optimizer step (aps_sync_perf), which follow the rank with the
- *  most parameters and the slowest rank's times.  That is the step the
- *  estimate reports less its PP p2p term, the same for every split.
+ *  estimate.c simulates it (the same p2p and schedule), but never less
+ *  than m micro-batches of the slowest rank (estimate.c's compute plus
+ *  bubble), plus the exposed data-parallel sync and optimizer step
+ *  (aps_sync_perf), which follow the rank with the most parameters and
+ *  the slowest rank's times.  That is the step the estimate reports less
+ *  its PP p2p term, the same for every split.  A layout whose step
+ *  exceeds `cutoff` seconds by its schedule's lower bound alone is not
+ *  simulated (aps_pipeline_step): its step is then that bound, > cutoff.
  *  est->stages[i].params must hold every rank's parameters; false when
  *  the simulation fails. */
 static bool layout_step(const aps_model *m, const aps_cluster *c,
                         const aps_training *t, const aps_strategy *s,
                         const aps_layout *lay, const aps_dp_plan *plan,
-                        const aps_layer_cost *lc, aps_estimate *est,
-                        double *step)
+                        const aps_layer_cost *lc, double cutoff,
+                        aps_estimate *est, double *step)
 {
     aps_stage_times r;
     double tf = 0.0, tb = 0.0;
@@ -396,15 +406,16 @@ static bool layout_step(const aps_model *m, const aps_cluster *c,
             tb = r.tb[i];
         }
     }
-    aps_schedule_out sched;
-    if (aps_pipeline_schedule(m, c, s, lay, &r, NULL, &sched) != APS_OK)
-        return false;
-    double pace = (double)lay->m * (tf + tb);
-    *step = sched.step > pace ? sched.step : pace;
     memset(est->perf_exposed, 0, sizeof est->perf_exposed);
     aps_sync_perf(m, c, t, s, lay, plan, tf, tb, est);
+    double per_step = 0.0;
     for (int k = 0; k < APS_PERF_COUNT; k++)
-        *step += est->perf_exposed[k];
+        per_step += est->perf_exposed[k];
+    double pace = (double)lay->m * (tf + tb), pipe;
+    if (aps_pipeline_step(m, c, s, lay, &r, NULL, cutoff - per_step,
+                          &pipe) != APS_OK)
+        return false;
+    *step = (pipe > pace ? pipe : pace) + per_step;
     return true;
 }
 
@@ -441,9 +452,14 @@ score_layout(const aps_model *m, const aps_cluster *c, const aps_training *t,
     out->fits = peak <= limit;
     out->over = peak / limit;
     out->step = 0.0;
-    if (out->fits) /* a failed simulation is judged as not fitting */
-        out->fits = layout_step(m, c, t, s, &trial, plan, lc, &sc->est,
-                                &out->step);
+    /* not simulated unless it may beat the best by APS_BALANCE_MIN_GAIN;
+     * a failed simulation is judged as not fitting */
+    double cutoff = sc->best != NULL && sc->best->fits
+                        ? sc->best->step + APS_BALANCE_MIN_GAIN
+                        : HUGE_VAL;
+    if (out->fits)
+        out->fits = layout_step(m, c, t, s, &trial, plan, lc, cutoff,
+                                &sc->est, &out->step);
     if (sc->best == NULL || !better(sc->best, out))
         sc->best = out;
     return out;
@@ -454,8 +470,9 @@ score_layout(const aps_model *m, const aps_cluster *c, const aps_training *t,
  *  boundary, either way; under Megatron's split (first_last), v layers
  *  between the first and the last stage, or v more or fewer on every
  *  middle stage with the rest split by split_first_last_at), moves to the
- *  best while it gains, and stops when none gains or the table is full.
- *  The best is left in sc->best. */
+ *  best while it gains, and stops when none gains, the table is full, or
+ *  nothing fits and the best overflows by more than
+ *  APS_BALANCE_OVERFLOW_REACH.  The best is left in sc->best. */
 static void simulated_climb(const aps_model *m, const aps_cluster *c,
                             const aps_training *t, const aps_strategy *s,
                             aps_layout *lay, const aps_dp_plan *plan,
@@ -466,15 +483,17 @@ static void simulated_climb(const aps_model *m, const aps_cluster *c,
     int64_t p = lay->p, v = lay->v, L = m->num_layers;
     const scored_layout *from = NULL;
     while (sc != NULL && sc->best != NULL && sc->best != from &&
-           sc->n < APS_BALANCE_SIM_LAYOUTS) {
+           sc->n < APS_BALANCE_SIM_LAYOUTS &&
+           (sc->best->fits || sc->best->over <= APS_BALANCE_OVERFLOW_REACH)) {
         from = sc->best;
         int64_t base[APS_MAX_STAGES];
-        memcpy(base, from->layers, sizeof base);
+        size_t bytes = (size_t)p * sizeof base[0];
+        memcpy(base, from->layers, bytes);
         /* neighbours: a move of v from stage a to stage b, or (first_last)
          * the middle count one step of v either way */
         int64_t moves = first_last ? 4 : 2 * (p - 1);
         for (int64_t n = 0; n < moves; n++) {
-            memcpy(lay->layers, base, sizeof base);
+            memcpy(lay->layers, base, bytes);
             if (first_last && n >= 2) {
                 int64_t km = base[1] + (n == 2 ? v : -v);
                 if (km < v || split_first_last_at(p, L, v, e, u, km,

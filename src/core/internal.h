@@ -144,18 +144,23 @@ typedef struct {
     double ef[APS_MAX_STAGES], eb[APS_MAX_STAGES], ew[APS_MAX_STAGES];
 } aps_stage_times;
 
-/** Pipeline time of one step (schedule.c): builds the forward, backward
- *  and weight-gradient time of every model chunk from its rank's, scaled
- *  by the chunk's share of the rank's layers (the layer part, tf[i] -
- *  ef[i]) and with the rank's fixed work on the first stage (embedding)
- *  and the last (output layer and loss), the p2p transfer times between
- *  consecutive stages (aps_pipeline_p2p), and simulates lay->sched,
- *  recording into tl (NULL = no timeline).  Returns what
- *  aps_schedule_simulate returns. */
-aps_status aps_pipeline_schedule(const aps_model *m, const aps_cluster *c,
-                                 const aps_strategy *s, const aps_layout *lay,
-                                 const aps_stage_times *r, aps_timeline *tl,
-                                 aps_schedule_out *out);
+/** Pipeline time of one step (schedule.c), seconds, into *step: builds
+ *  the forward, backward and weight-gradient time of every model chunk
+ *  from its rank's, scaled by the chunk's share of the rank's layers (the
+ *  layer part, tf[i] - ef[i]) and with the rank's fixed work on the first
+ *  stage (embedding) and the last (output layer and loss), the p2p
+ *  transfer times between consecutive stages (aps_pipeline_p2p), and
+ *  simulates lay->sched (aps_schedule_simulate), recording into tl.
+ *  Without a timeline (tl NULL): when aps_schedule_lower_bound already
+ *  exceeds `cutoff` seconds, *step is that bound (> cutoff) and nothing
+ *  is simulated, O(p v) instead of O(p v m); and a simulation of the same
+ *  inputs among the thread's last APS_SCHEDULE_CACHE_ENTRIES returns its
+ *  step.  Returns what aps_schedule_simulate returns (APS_OK when not
+ *  simulated). */
+aps_status aps_pipeline_step(const aps_model *m, const aps_cluster *c,
+                             const aps_strategy *s, const aps_layout *lay,
+                             const aps_stage_times *r, aps_timeline *tl,
+                             double cutoff, double *step);
 
 /** True for the schedules that place a rank's two model chunks in a V
  *  (stages i and 2p - 1 - i: ZBVZeroBubble, DualPipeV; PyTorch
@@ -448,7 +453,7 @@ void aps_stage_time_perf(const aps_stage_time *slow, int64_t m,
 
 /** PP_BUBBLE and PP_P2P of a pipeline (lay->p > 1) into out.  Bubble: the
  *  slowest rank's idle time in the simulated schedule of the ranks' times
- *  r (aps_pipeline_schedule) beyond m (tf + tb), tf and tb the slowest
+ *  r (aps_pipeline_step) beyond m (tf + tb), tf and tb the slowest
  *  stage's forward and backward per micro-batch; a strategy over the
  *  memory limit (out->mem_peak > out->mem_limit) keeps the closed form
  *  (p - 1)/v (tf + tb) (Narayanan et al. SC'21 s.2.2).  P2P: 2 m v

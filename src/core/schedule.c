@@ -26,6 +26,7 @@
  * et al. SC'21 s.2.2.1); v > 1 and m a multiple of p, (m v + p - 1)
  * (t_f + t_b) per chunk, i.e. (m + (p-1)/v) times the rank's (s.2.2.2).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -285,6 +286,33 @@ aps_status aps_schedule_simulate(const aps_schedule_in *in,
     return st;
 }
 
+double aps_schedule_lower_bound(const aps_schedule_in *in)
+{
+    if (in == NULL || in->p < 1 || in->v < 1 || in->m < 1 ||
+        in->p * in->v > APS_MAX_STAGES || in->t_fwd == NULL ||
+        in->t_bwd == NULL ||
+        (aps_schedule_v_shaped(in->schedule) && in->v != 2))
+        return 0.0;
+    int64_t p = in->p, S = p * in->v;
+    double busy[APS_MAX_STAGES] = {0.0};
+    for (int64_t j = 0; j < S; j++) {
+        int64_t rank = j % p;
+        if (aps_schedule_v_shaped(in->schedule) && j >= p)
+            rank = S - 1 - j; /* the V: back up the ranks */
+        busy[rank] += in->t_fwd[j] + in->t_bwd[j];
+    }
+    bool drains = in->schedule == APS_PP_1F1B || p == 1;
+    double fill = 0.0, drain = 0.0, bound = 0.0;
+    for (int64_t i = 0; i < p; i++) {
+        double b = fill + (double)in->m * busy[i] + (drains ? drain : 0.0);
+        bound = b > bound ? b : bound;
+        double hop = in->p2p != NULL && i + 1 < S ? in->p2p[i] : 0.0;
+        fill += in->t_fwd[i] + hop;
+        drain += in->t_bwd[i] + hop;
+    }
+    return bound;
+}
+
 /** Chunk k's share of rank i's layers, NULL-equivalent (false) when the
  *  rank's chunks are equal. */
 static bool chunk_weights(const aps_layout *lay, int64_t i, double *w)
@@ -350,39 +378,126 @@ void aps_pipeline_p2p(const aps_model *m, const aps_cluster *c,
     }
 }
 
-aps_status aps_pipeline_schedule(const aps_model *m, const aps_cluster *c,
-                                 const aps_strategy *s, const aps_layout *lay,
-                                 const aps_stage_times *r, aps_timeline *tl,
-                                 aps_schedule_out *out)
+/** Per-stage inputs of a simulation of the layout (aps_pipeline_step),
+ *  the storage in's pointers point into. */
+typedef struct {
+    double cf[APS_MAX_STAGES], cb[APS_MAX_STAGES], cw[APS_MAX_STAGES];
+    double cg[APS_MAX_STAGES], p2p[APS_MAX_STAGES];
+} pipeline_stages;
+
+/** The simulation inputs of the layout's ranks r into in (see
+ *  aps_pipeline_step), recording into tl. */
+static void pipeline_in(const aps_model *m, const aps_cluster *c,
+                        const aps_strategy *s, const aps_layout *lay,
+                        const aps_stage_times *r, aps_timeline *tl,
+                        pipeline_stages *st, aps_schedule_in *in)
 {
     int64_t p = lay->p, v = lay->v, S = p * v;
-    double p2p[APS_MAX_STAGES];
-    aps_pipeline_p2p(m, c, s, lay, p2p);
-    double cf[APS_MAX_STAGES], cb[APS_MAX_STAGES], cw[APS_MAX_STAGES];
-    double cg[APS_MAX_STAGES];
+    aps_pipeline_p2p(m, c, s, lay, st->p2p);
     for (int64_t i = 0; i < p; i++) {
         double w[APS_MAX_STAGES];
         chunk_weights(lay, i, w);
         for (int64_t k = 0; k < v; k++) {
             int64_t j = aps_chunk_stage(lay->sched, p, i, k);
-            cw[j] = w[k];
-            cf[j] = (r->tf[i] - r->ef[i]) * w[k];
-            cb[j] = (r->tb[i] - r->eb[i]) * w[k];
-            cg[j] = (r->tw[i] - r->ew[i]) * w[k];
+            st->cw[j] = w[k];
+            st->cf[j] = (r->tf[i] - r->ef[i]) * w[k];
+            st->cb[j] = (r->tb[i] - r->eb[i]) * w[k];
+            st->cg[j] = (r->tw[i] - r->ew[i]) * w[k];
         }
     }
     /* the embedding on stage 0, the output layer and loss on the last
      * (on rank 0 under the V schedules) */
-    cf[0] += r->ef[0];
-    cb[0] += r->eb[0];
-    cg[0] += r->ew[0];
+    st->cf[0] += r->ef[0];
+    st->cb[0] += r->eb[0];
+    st->cg[0] += r->ew[0];
     if (p > 1) {
-        cf[S - 1] += r->ef[p - 1];
-        cb[S - 1] += r->eb[p - 1];
-        cg[S - 1] += r->ew[p - 1];
+        st->cf[S - 1] += r->ef[p - 1];
+        st->cb[S - 1] += r->eb[p - 1];
+        st->cg[S - 1] += r->ew[p - 1];
     }
-    aps_schedule_in in = {p, v, lay->m, cf, cb, p2p, cw, lay->sched, cg, tl};
-    return aps_schedule_simulate(&in, out);
+    *in = (aps_schedule_in){p,       v,      lay->m,     st->cf, st->cb,
+                            st->p2p, st->cw, lay->sched, st->cg, tl};
+}
+
+/** Steps the simulations of this thread remember (a ring): a search
+ *  meets the same stage times again -- the split balance.c chose, which
+ *  the estimate then runs, and strategies that differ only where the
+ *  stage times do not (issue 15 item 3). */
+#define APS_SCHEDULE_CACHE_ENTRIES 4
+
+/** One remembered simulation: its inputs and its step. */
+typedef struct {
+    bool valid;
+    int64_t p, v, m;
+    int sched;
+    pipeline_stages st;
+    double step;
+} schedule_memo;
+
+static _Thread_local schedule_memo memo[APS_SCHEDULE_CACHE_ENTRIES];
+static _Thread_local int memo_next;
+
+/** True if e holds the simulation of in (st its storage): the same p, v,
+ *  m and schedule, and the same times of the p v stages. */
+static bool memo_matches(const schedule_memo *e, const aps_schedule_in *in,
+                         const pipeline_stages *st)
+{
+    if (!e->valid || e->p != in->p || e->v != in->v || e->m != in->m ||
+        e->sched != in->schedule)
+        return false;
+    size_t n = (size_t)(in->p * in->v) * sizeof(double);
+    return memcmp(e->st.cf, st->cf, n) == 0 &&
+           memcmp(e->st.cb, st->cb, n) == 0 &&
+           memcmp(e->st.cg, st->cg, n) == 0 &&
+           memcmp(e->st.cw, st->cw, n) == 0 &&
+           memcmp(e->st.p2p, st->p2p, n - sizeof(double)) == 0;
+}
+
+/** Remembers the step of the simulation of in (st its storage) in place
+ *  of the oldest entry. */
+static void memo_store(const aps_schedule_in *in, const pipeline_stages *st,
+                       double step)
+{
+    schedule_memo *e = &memo[memo_next];
+    memo_next = (memo_next + 1) % APS_SCHEDULE_CACHE_ENTRIES;
+    size_t n = (size_t)(in->p * in->v) * sizeof(double);
+    e->valid = true;
+    e->p = in->p;
+    e->v = in->v;
+    e->m = in->m;
+    e->sched = in->schedule;
+    memcpy(e->st.cf, st->cf, n);
+    memcpy(e->st.cb, st->cb, n);
+    memcpy(e->st.cg, st->cg, n);
+    memcpy(e->st.cw, st->cw, n);
+    memcpy(e->st.p2p, st->p2p, n - sizeof(double));
+    e->step = step;
+}
+
+aps_status aps_pipeline_step(const aps_model *m, const aps_cluster *c,
+                             const aps_strategy *s, const aps_layout *lay,
+                             const aps_stage_times *r, aps_timeline *tl,
+                             double cutoff, double *step)
+{
+    pipeline_stages st;
+    aps_schedule_in in;
+    pipeline_in(m, c, s, lay, r, tl, &st, &in);
+    if (tl == NULL) {
+        *step = aps_schedule_lower_bound(&in);
+        if (*step > cutoff)
+            return APS_OK;
+        for (int k = 0; k < APS_SCHEDULE_CACHE_ENTRIES; k++)
+            if (memo_matches(&memo[k], &in, &st)) {
+                *step = memo[k].step;
+                return APS_OK;
+            }
+    }
+    aps_schedule_out out;
+    aps_status status = aps_schedule_simulate(&in, &out);
+    *step = out.step;
+    if (status == APS_OK)
+        memo_store(&in, &st, out.step);
+    return status;
 }
 
 static double max0(double x) { return x > 0.0 ? x : 0.0; }
@@ -397,11 +512,11 @@ static aps_status pipeline_bubble(const aps_model *m, const aps_cluster *c,
 {
     double bubble = (double)(lay->p - 1) / (double)lay->v * (tf + tb);
     if (simulated) {
-        aps_schedule_out sched;
-        if (aps_pipeline_schedule(m, c, s, lay, r, aps_timeline_capture(),
-                                  &sched) != APS_OK)
+        double step;
+        if (aps_pipeline_step(m, c, s, lay, r, aps_timeline_capture(),
+                              HUGE_VAL, &step) != APS_OK)
             return APS_ERANGE;
-        bubble = max0(sched.step - (double)lay->m * (tf + tb));
+        bubble = max0(step - (double)lay->m * (tf + tb));
     }
     aps_set_perf(out, APS_PERF_PP_BUBBLE, bubble, bubble);
     return APS_OK;

@@ -11,7 +11,7 @@
  * rank a ring of keep entries.
  *
  * aps_estimate_timeline runs the estimate with the timeline installed for
- * the calling thread; aps_pipeline_schedule (schedule.c) hands it to the
+ * the calling thread; aps_pipeline_step (schedule.c) hands it to the
  * simulation, so the estimate itself is unchanged.
  */
 #include <string.h>

@@ -695,6 +695,17 @@ static void test_balanced_by_simulated_step(void **state)
         ASSERT_REL(y->step_time, step[k], 1e-6);
     }
     ASSERT_REL(W, 0.712560, 1e-6);
+    /* the timeline of the same estimate records the chosen split's
+     * schedule, though balance.c and the estimate above simulated it
+     * already (the simulations remember their steps, schedule.c) */
+    aps_schedule_event ev[4 * 2 * 8];
+    aps_timeline tl = {.keep = 8, .events = ev, .ranks_cap = 4};
+    assert_int_equal(aps_estimate_timeline(&m, &c, &t, &s, &tl, x), APS_OK);
+    assert_true(tl.recorded);
+    ASSERT_REL(x->step_time, e->step_time, 0);
+    ASSERT_REL(tl.result.step,
+               2.0 * slowest_stage(e) + e->perf_exposed[APS_PERF_PP_BUBBLE],
+               1e-12);
     test_free(x);
     test_free(e);
 }

@@ -543,6 +543,62 @@ static void test_dualpipev_refused(void **state)
     assert_int_equal(aps_schedule_simulate(&in, &o), APS_EINVAL);
 }
 
+/* aps_schedule_lower_bound, 1F1B, p = 4, m = 2, a heavy last stage:
+ * t_f = 1, 1, 1, 2, t_b = 2, 2, 2, 4, one hop 0.1.  Rank 3: its first
+ * forward waits for micro-batch 0 through stages 0-2, fill = 3 (1 + 0.1)
+ * = 3.3, then it runs 2 (2 + 4) = 12, then micro-batch 1's backward goes
+ * down stages 2-0, drain = 3 (2 + 0.1) = 6.3: 21.6, which is the step,
+ * sum (t_f + t_b) + t_f,3 + t_b,3 + 2 x 3 hops = 15 + 6 + 0.6 (the last
+ * stage is the critical path twice).  Ranks 0-2 bound less (rank 0: 2 x 3
+ * = 6). */
+static void test_lower_bound_hand(void **state)
+{
+    (void)state;
+    double tf[4] = {1, 1, 1, 2}, tb[4] = {2, 2, 2, 4}, p2p[3];
+    fill(p2p, 3, 0.1);
+    aps_schedule_in in = {4, 1, 2, tf, tb, p2p, NULL, APS_PP_1F1B, NULL,
+                          NULL};
+    ASSERT_REL(aps_schedule_lower_bound(&in), 21.6, 1e-12);
+    aps_schedule_out o;
+    assert_int_equal(aps_schedule_simulate(&in, &o), APS_OK);
+    ASSERT_REL(o.step, 21.6, 1e-12);
+    in.m = 8; /* steady state: rank 3 paces, 3.3 + 8 x 6 + 6.3 = 57.6 */
+    ASSERT_REL(aps_schedule_lower_bound(&in), 57.6, 1e-12);
+    assert_int_equal(aps_schedule_simulate(&in, &o), APS_OK);
+    assert_true(o.step >= 57.6 - 1e-12);
+    in.schedule = APS_PP_ZBV; /* the V needs v = 2: no bound */
+    ASSERT_REL(aps_schedule_lower_bound(&in), 0.0, 0);
+}
+
+/* The bound never exceeds the simulated step, for every schedule, with
+ * uneven stage times (stage j: t_f = 1 + (j mod 3) / 2, t_b = 2 t_f +
+ * (j mod 2), W a third of t_b, hop 0.05): what balance.c relies on to
+ * skip simulations that cannot win. */
+static void test_lower_bound_below_step(void **state)
+{
+    (void)state;
+    double tf[8], tb[8], tw[8], p2p[7];
+    for (int j = 0; j < 8; j++) {
+        tf[j] = 1.0 + (double)(j % 3) / 2.0;
+        tb[j] = 2.0 * tf[j] + (double)(j % 2);
+        tw[j] = tb[j] / 3.0;
+    }
+    fill(p2p, 7, 0.05);
+    const int sched[5] = {APS_PP_1F1B, APS_PP_1F1B, APS_PP_INTERLEAVED_ZB,
+                          APS_PP_ZBV, APS_PP_DUALPIPEV};
+    const int64_t v[5] = {1, 2, 2, 2, 2};
+    for (int k = 0; k < 5; k++)
+        for (int64_t m = 8; m <= 16; m += 8) {
+            aps_schedule_in in = {4, v[k], m, tf, tb, p2p, NULL, sched[k],
+                                  tw, NULL};
+            aps_schedule_out o;
+            assert_int_equal(aps_schedule_simulate(&in, &o), APS_OK);
+            double lb = aps_schedule_lower_bound(&in);
+            assert_true(lb > 0.0);
+            assert_true(lb <= o.step + 1e-12);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -559,6 +615,8 @@ int main(void)
         cmocka_unit_test(test_timeline_keep),
         cmocka_unit_test(test_timeline_fill_drain),
         cmocka_unit_test(test_dualpipev_refused),
+        cmocka_unit_test(test_lower_bound_hand),
+        cmocka_unit_test(test_lower_bound_below_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

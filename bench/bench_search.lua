@@ -2,7 +2,9 @@
 -- Usage: lua5.4 bench/bench_search.lua  (from the repo root, after a build;
 -- bench/run.sh sets the paths). Spaces: Llama-3.1-70B on 1,024 H100s,
 -- examples/llama3_70b_h100_1024_sweep.lua (122,580 candidates, best of 3),
--- and Llama-3.1-405B on 16,384 H100s with every dimension wide,
+-- the same with balanced stages and auto recompute,
+-- bench/llama3_70b_1024_balanced.lua (where balance.c simulates its
+-- splits), and Llama-3.1-405B on 16,384 H100s with every dimension wide,
 -- bench/llama3_405b_16k_wide.lua (2,430,560 candidates, once); each with
 -- the fast path (search.block_pruner) and the full walk.
 local policy = require "apsearch.policy"
@@ -24,5 +26,6 @@ local function bench(file, reps, label, opts)
 end
 bench("examples/llama3_70b_h100_1024_sweep.lua", 3, "122,580 sweep")
 bench("examples/llama3_70b_h100_1024_sweep.lua", 3, "122,580 sweep, full walk", { enumerate = "full" })
+bench("bench/llama3_70b_1024_balanced.lua", 3, "122,580 sweep, balanced stages")
 bench("bench/llama3_405b_16k_wide.lua", 1, "2.4 M 405B space")
 bench("bench/llama3_405b_16k_wide.lua", 1, "2.4 M 405B space, full walk", { enumerate = "full" })

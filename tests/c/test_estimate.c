@@ -579,11 +579,10 @@ static void test_balanced_partition_is_optimal(void **state)
 }
 
 /** With few micro-batches (m = 4 = p) the fill and drain weigh as much as
- *  the slowest stage: balance_stages, which minimises the slowest stage,
- *  still matches the best simulated step of all 4,495 partitions (the
- *  fill and drain pass every stage once, whatever the split, so the
- *  bottleneck decides; a local search on the simulated time was tried and
- *  changed nothing here). */
+ *  the slowest stage: balance_stages matches the best simulated step of
+ *  all 4,495 partitions (the fill and drain pass every stage once,
+ *  whatever the split, so the bottleneck decides here; with m = 2 it does
+ *  not: test_balanced_by_simulated_step). */
 static void test_balanced_few_microbatches(void **state)
 {
     (void)state;

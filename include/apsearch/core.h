@@ -82,8 +82,8 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out);
 /** Whether layer i (0-based) of a validated model has routed experts. */
 bool aps_model_is_moe_layer(const aps_model *m, int64_t i);
 
-/** A model the estimator does not model yet: mixture of experts or
- *  multi-head latent attention (issue 13). */
+/** A model with routed experts or multi-head latent attention (issue 13),
+ *  whose MoE and MLA terms moe.c adds to the dense estimate. */
 bool aps_model_is_moe(const aps_model *m);
 
 /** Matrix parameters of one layer (Q, K, V, O, MLP), the ones that cost
@@ -390,6 +390,11 @@ double aps_allreduce_time(int64_t n, double bytes, double bw, double alpha);
 double aps_allgather_time(int64_t n, double bytes, double bw, double alpha);
 double aps_reducescatter_time(int64_t n, double bytes, double bw,
                               double alpha);
+/** All-to-all over n ranks, each sending `bytes` in total split evenly
+ *  over the n ranks (its own share stays): (n-1)/n * bytes/bw + (n-1) *
+ *  alpha, pairwise exchange (Thakur et al. 2005 s.4.6; NCCL's all-to-all
+ *  is n - 1 send/recv pairs).  0 for n <= 1. */
+double aps_alltoall_time(int64_t n, double bytes, double bw, double alpha);
 
 /** Effective bandwidth and per-step latency of a process group of `size`
  *  ranks whose members are `stride` ranks apart in the tp-cp-fsdp-dp-pp

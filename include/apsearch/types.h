@@ -293,6 +293,11 @@ typedef struct {
                                         schedule hides its sends behind the
                                         next chunk except in warmup and
                                         flush; else pp_p2p_overlap */
+    double moe_load_imbalance;     /**< MoE: tokens the busiest expert-
+                                        parallel rank receives over the
+                                        balanced share, >= 1; 0 = APS_MOE_
+                                        LOAD_IMBALANCE (moe.c).  Capped by
+                                        strategy moe_capacity_factor */
     int64_t dp_collective_rails;   /**< NICs per node that data-parallel and
                                         sharding collectives spread over;
                                         0 = the framework's default (all of
@@ -347,6 +352,20 @@ typedef enum {
                                     two micro-batches paired, m >= 2p */
 } aps_pp_schedule;
 
+/** How a MoE layer moves tokens to the experts (Megatron-Core
+ *  --moe-token-dispatcher-type, megatron/core/transformer/moe/
+ *  token_dispatcher.py @ d98e8a64): alltoall (MoEAlltoAllTokenDispatcher:
+ *  each token's hidden state sent to the EP ranks of its top-k experts and
+ *  back), allgather (MoEAllGatherTokenDispatcher: every token gathered on
+ *  every EP x ETP rank, outputs reduce-scattered back), flex
+ *  (MoEFlexTokenDispatcher, DeepEP / HybridEP kernels: all-to-all volume
+ *  with one copy of a token per destination rank, Megatron-LM only).
+ *  The value 0 (alltoall) is apsearch's default, as NeMo's MoE recipes
+ *  set it; Megatron-LM's own default, allgather, is chosen explicitly. */
+typedef enum {
+    APS_MOE_ALLTOALL = 0, APS_MOE_ALLGATHER, APS_MOE_FLEX
+} aps_moe_dispatcher;
+
 typedef enum {
     APS_CP_P2P = 0,      /**< ring attention, K/V chunks passed round a ring */
     APS_CP_ALL_GATHER    /**< K/V all-gathered (Llama 3) */
@@ -393,6 +412,29 @@ typedef struct {
     bool hsdp;                   /**< given as HSDP (hsdp_*_degree): both
                                       S > 1 and R > 1 are then required */
     aps_pp_schedule pp_schedule; /**< p > 1: the pipeline schedule */
+    /* Mixture of experts (issue 13); ignored for a dense model, where
+     * ep_degree and etp_degree must stay 0 or 1.  The expert layers fold
+     * the same GPUs as etp (innermost), ep, expert-dp, pp (Megatron-Core
+     * parallel_state.py initialize_model_parallel @ d98e8a64: expert
+     * rank generator tp-ep-dp-pp, expert_data_parallel_size = world /
+     * (etp x ep x pp)). */
+    int64_t ep_degree;           /**< expert parallelism (Megatron
+                                      --expert-model-parallel-size,
+                                      TorchTitan expert_parallel_degree):
+                                      each rank holds E / ep experts;
+                                      0 = 1 */
+    int64_t etp_degree;          /**< tensor parallelism inside each expert
+                                      (--expert-tensor-parallel-size);
+                                      0 = tp_degree (Megatron's default) */
+    aps_moe_dispatcher moe_token_dispatcher;
+    double moe_capacity_factor;  /**< per-expert capacity as a multiple of
+                                      the balanced load, tokens over it
+                                      dropped (--moe-expert-capacity-
+                                      factor); 0 = dropless */
+    int moe_grouped_gemm;        /**< one grouped GEMM for the local
+                                      experts (--moe-grouped-gemm) or one
+                                      GEMM per expert (0); APS_DEFAULT (-1)
+                                      = on (NeMo's MoE recipes) */
 } aps_strategy;
 
 /* ---------------------------------------------------------------- results */
@@ -410,6 +452,7 @@ typedef enum {
     APS_MEM_COMM_CP,
     APS_MEM_LOGITS_LOSS,
     APS_MEM_RESERVED,
+    APS_MEM_COMM_EP,    /**< MoE token dispatch buffers (moe.c) */
     APS_MEM_COUNT
 } aps_mem_category;
 
@@ -428,6 +471,7 @@ typedef enum {
     APS_PERF_HSDP_REPLICATE_SYNC,
     APS_PERF_OPTIMIZER,
     APS_PERF_OFFLOAD,          /**< activation copies to and from host */
+    APS_PERF_EP_COMM,          /**< MoE token dispatch and combine (moe.c) */
     APS_PERF_COUNT
 } aps_perf_category;
 
@@ -447,6 +491,9 @@ typedef enum {
     APS_REASON_ZERO_STAGE_INVALID,
     APS_REASON_MEMORY_LIMIT,
     APS_REASON_FRAMEWORK_UNSUPPORTED, /**< the framework cannot run it */
+    APS_REASON_EP_DIVISIBILITY,    /**< MoE: experts / ep, ep x etp x pp
+                                        and the GPUs, etp and the expert
+                                        width (moe.c) */
     APS_REASON_COUNT
 } aps_reason;
 
@@ -455,7 +502,10 @@ typedef struct {
     int64_t first_layer;          /**< 0-based index of its first layer */
     int64_t num_layers;
     int64_t recompute_layers;     /**< layers fully recomputed */
-    double params;                /**< parameters held (after TP), count */
+    double params;                /**< parameters held (after TP), count;
+                                       MoE: all but the routed experts */
+    double expert_params;         /**< routed-expert parameters held (E /
+                                       ep experts / etp per MoE layer) */
     double inflight_microbatches; /**< activation sets alive at the peak */
     double mem[APS_MEM_COUNT];    /**< bytes */
     double mem_total;             /**< bytes */

@@ -337,6 +337,7 @@ function M.run(policy, opts)
     num_devices = inputs.cluster.num_devices,
     allow_idle_devices = policy.constraints.allow_idle_devices,
     num_layers = inputs.model.num_layers, framework = inputs.training.framework,
+    num_experts = inputs.model.num_experts,
   })
   local cap = policy.constraints.max_candidates or schema.default_max_candidates
   local space_size, stopped = space:size(cap)

@@ -51,6 +51,7 @@ local DEFAULTS = {
   vpp_degree = 1, dp_degree = 1, fsdp_degree = 1, zero_stage = 0,
   reshard_after_forward = true, layer_recompute = "none", recompute_method = "block",
   recompute_num_layers = -1, micro_batch_size = 1, micro_batch_num = 0,
+  moe_token_dispatcher = "alltoall", moe_capacity_factor = 0,
 }
 
 --- The split rule a framework applies when pipeline_split is not searched
@@ -73,7 +74,8 @@ M.fields = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "cp_comm_type", "micro_batch_size", "micro_batch_num", "stage_partition",
   "layer_offset", "balance_stages", "pipeline_split", "layer_recompute", "recompute_method",
   "recompute_num_layers",
-  "auto_recompute", "allow_idle_devices", "pp_schedule" }
+  "auto_recompute", "allow_idle_devices", "pp_schedule", "ep_degree", "etp_degree",
+  "moe_token_dispatcher", "moe_capacity_factor", "moe_grouped_gemm" }
 
 --- Sets search dimension `dim` of candidate `c` to `v`, translating the
 -- values that exist only in a search space into strategy fields:
@@ -328,6 +330,40 @@ function M.new(ss, info)
   level { name = "micro_batch_size", field = "micro_batch_size", static = list_of(dims, "micro_batch_size") }
   level { name = "micro_batch_num", field = "micro_batch_num", static = list_of(dims, "micro_batch_num") }
 
+  -- Mixture of experts (info.num_experts > 0 only: a dense model gets no
+  -- new candidate).  ep_degree: the divisors of the expert count (or the
+  -- listed values) whose etp x ep grid fits the ranks of a pipeline stage,
+  -- tp x cp x dp (Megatron-Core parallel_state folds the expert layers'
+  -- etp-ep-edp over them); etp_degree 1 unless listed (NeMo's MoE
+  -- recipes); moe_token_dispatcher "alltoall", moe_capacity_factor 0
+  -- (dropless) unless listed.
+  local E = info.num_experts or 0
+  if E > 0 then
+    local ep_given = dims.ep_degree
+    local ep_all = {}
+    for d = 1, E do if E % d == 0 then ep_all[#ep_all + 1] = d end end
+    local etl = dims.etp_degree or { 1 }
+    level { name = "etp_degree", field = "etp_degree", static = etl }
+    local ep_for = memo(function(ranks, etp)
+      local out = {}
+      for _, d in ipairs(ep_given or ep_all) do
+        if E % d == 0 and ranks % (etp * d) == 0 then out[#out + 1] = d end
+      end
+      -- nothing fits: the first value, which the checks report
+      if #out == 0 then out[1] = (ep_given or ep_all)[1] end
+      return out
+    end)
+    level { name = "ep_degree", field = "ep_degree",
+      deps = { "tp_degree", "cp_degree", "dp_degree", "fsdp_degree", "etp_degree" },
+      values = function(c)
+        return ep_for(c.tp_degree * c.cp_degree * c.dp_degree * c.fsdp_degree, c.etp_degree)
+      end }
+    level { name = "moe_token_dispatcher", field = "moe_token_dispatcher",
+      static = list_of(dims, "moe_token_dispatcher") }
+    level { name = "moe_capacity_factor", field = "moe_capacity_factor",
+      static = list_of(dims, "moe_capacity_factor") }
+  end
+
   -- which levels influence a later level's values
   local provides = {}
   for i, l in ipairs(levels) do
@@ -367,6 +403,9 @@ function M.new(ss, info)
       zero_stage = util.copy(zl), layer_recompute = lr, recompute_num_layers = rnl,
       recompute_method = rm, micro_batch_size = list_of(dims, "micro_batch_size"),
       micro_batch_num = list_of(dims, "micro_batch_num"),
+      etp_degree = dims.etp_degree or { 1 }, ep_degree = dims.ep_degree,
+      moe_token_dispatcher = list_of(dims, "moe_token_dispatcher"),
+      moe_capacity_factor = list_of(dims, "moe_capacity_factor"),
     },
   }, Space)
   return self

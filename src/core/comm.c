@@ -36,6 +36,11 @@ double aps_reducescatter_time(int64_t n, double bytes, double bw,
     return aps_allgather_time(n, bytes, bw, alpha);
 }
 
+double aps_alltoall_time(int64_t n, double bytes, double bw, double alpha)
+{
+    return aps_allgather_time(n, bytes, bw, alpha);
+}
+
 /** GPUs of the job that share one NVLink domain: the host
  *  (devices_per_node) unless cluster.nvlink_domain_size is larger (GB200 /
  *  GB300 NVL72: 4 GPUs per compute tray, up to 72 on the rack's NVLink

@@ -13,8 +13,6 @@
  */
 #include "internal.h"
 
-/** FlashAttention backward / forward FLOP ratio (5 matmuls vs 2). */
-#define APS_FLASH_BWD_RATIO 2.5
 /** HBM bytes per element of the memory-bound ops, forward, bf16 (2 B)
  *  tensors.  Fused (one kernel: read the input, write the output): 2 + 2
  *  for a norm and RoPE, 2 + 2 + 2 for SwiGLU's silu(gate) * up.  Eager
@@ -30,8 +28,6 @@
 #define APS_EAGER_ROPE_BYTES 20.0
 #define APS_EAGER_SWIGLU_BYTES 10.0
 
-/** Backward / forward FLOP ratio of a GEMM (dgrad + wgrad). */
-#define APS_GEMM_BWD_RATIO 2.0
 
 double aps_gemm_time(const aps_device *d, aps_precision p, double M,
                      double N, double K)
@@ -48,6 +44,13 @@ double aps_gemm_time(const aps_device *d, aps_precision p, double M,
 double aps_hbm_time(const aps_device *d, double bytes)
 {
     return bytes / (d->hbm_bandwidth * d->hbm_efficiency);
+}
+
+double aps_act_fn_bytes(const aps_model *m, const aps_training *t)
+{
+    bool eager = !t->torch_compile && aps_profile(t)->eager_elementwise;
+    return m->mlp != APS_MLP_SWIGLU ? APS_FUSED_ELEMENTWISE_BYTES
+           : eager ? APS_EAGER_SWIGLU_BYTES : APS_FUSED_SWIGLU_BYTES;
 }
 
 double aps_op_sac_recompute_params(const aps_model *m)
@@ -123,8 +126,7 @@ static double layer_membound_bytes(const aps_model *m, const aps_training *t,
                         ? APS_EAGER_RMSNORM_BYTES : APS_FUSED_ELEMENTWISE_BYTES;
     double rope_b = m->position_embedding != APS_POS_ROPE ? 0.0
                     : eager ? APS_EAGER_ROPE_BYTES : APS_FUSED_ELEMENTWISE_BYTES;
-    double act_b = m->mlp != APS_MLP_SWIGLU ? APS_FUSED_ELEMENTWISE_BYTES
-                   : eager ? APS_EAGER_SWIGLU_BYTES : APS_FUSED_SWIGLU_BYTES;
+    double act_b = aps_act_fn_bytes(m, t);
     double hrep = x->T * x->h / x->rep;
     double bytes = (double)m->norms_per_layer * norm_b * hrep /* norms */
                    + 2.0 * 3.0 * A * hrep                    /* residuals */

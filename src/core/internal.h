@@ -16,11 +16,6 @@ void aps_fmt(char *msg, size_t n, const char *fmt, ...)
  *  UTF-8 (no control characters) (names.c). */
 bool aps_text_ok(const char *s, size_t cap);
 
-/** The one-line refusal of a model apsearch cannot estimate yet (experts
- *  or multi-head latent attention), naming the field and its value
- *  (model.c). */
-void aps_moe_refusal(const aps_model *m, char *msg, size_t n);
-
 /** Megatron-LM --make-vocab-size-divisible-by default (arguments.py). */
 #define APS_VOCAB_DIVISOR 128
 
@@ -240,6 +235,44 @@ double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i);
 double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
                                int64_t i);
 
+/* ---- moe.c: mixture of experts and multi-head latent attention ---- */
+
+/** Default training.moe_load_imbalance: tokens the busiest expert-parallel
+ *  rank receives over its balanced share.  See moe.c for the source. */
+#define APS_MOE_LOAD_IMBALANCE 1.2
+
+/** What one MoE layer (against the dense-FFN layer of aps_layer_cost) and
+ *  one MLA layer (against its GQA attention) add, per micro-batch on one
+ *  rank; differences may be negative.  Seconds, bytes, parameters. */
+typedef struct {
+    double gemm_fwd;        /**< s: router, shared expert, experts minus
+                                 the dense FFN's GEMMs */
+    double membound_fwd;    /**< s: activation functions, permute,
+                                 unpermute, router scores */
+    double cast_fwd, cast_bwd; /**< s: quantized-GEMM casts */
+    double drop_mlp_tp;     /**< 1: the dense FFN's TP collectives go */
+    double act;             /**< bytes saved for backward */
+    double ep_fwd, ep_bwd;  /**< s: dispatch + combine, each pass */
+    double ep_buffer;       /**< bytes of one layer's dispatch buffers */
+    double dense_params;    /**< non-expert parameters minus the dense FFN */
+    double dense_matmul_params; /**< of which in linear layers */
+    double expert_params;   /**< routed-expert parameters on the rank */
+    double mla_gemm_fwd;    /**< s: MLA projections minus Q/K/V/O */
+    double mla_attn_fwd, mla_attn_bwd; /**< s: core attention difference */
+    double mla_act;         /**< bytes saved, MLA minus GQA */
+    double mla_params;      /**< parameters per rank, MLA minus GQA */
+    double mla_matmul_params; /**< of which in linear layers */
+} aps_moe_cost;
+
+/** The sums over pipeline rank i's layers of aps_moe_cost (seconds). */
+typedef struct {
+    double moe_layers;      /**< MoE layers on the rank */
+    double comp_fwd, comp_bwd, wgrad, recompute;
+    double ep_fwd, ep_bwd;  /**< dispatch + combine, one micro-batch */
+    double drop_tp_layers;  /**< layers whose FFN TP collectives go */
+    double drop_tp_recompute; /**< of them recomputed */
+} aps_moe_stage_cost;
+
 /* ---- precision.c: GEMM precisions ---- */
 
 /** fp8, mxfp8 or nvfp4: quantized GEMM inputs and weights. */
@@ -339,6 +372,7 @@ typedef struct {
     double tp_bwd;         /**< s */
     double cp_fwd;         /**< s, CP communication total, forward */
     double cp_bwd;         /**< s */
+    aps_moe_cost moe;      /**< MoE / MLA differences (moe.c) */
 } aps_layer_cost;
 
 /** Memory of pipeline rank i by category into st (memory.c). */
@@ -363,6 +397,22 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
 void aps_layer_times(const aps_model *m, const aps_cluster *c,
                      const aps_training *t, const aps_strategy *s,
                      aps_layer_cost *out);
+
+/** Backward / forward FLOP ratios: a GEMM (dgrad + wgrad), and
+ *  FlashAttention (5 matmuls of the forward's 2, Dao 2023, arXiv:
+ *  2307.08691 s.3.1). */
+#define APS_GEMM_BWD_RATIO 2.0
+#define APS_FLASH_BWD_RATIO 2.5
+
+/** HBM bytes per element of the MLP activation function in the forward
+ *  (fused or eager, compute.c). */
+double aps_act_fn_bytes(const aps_model *m, const aps_training *t);
+
+/** Persistent model-state bytes (params, grads, optimizer states into
+ *  mem[]) of psi parameters, matmul_psi of them in linear layers, under
+ *  the plan (memory.c). */
+void aps_model_states(const aps_training *t, const aps_dp_plan *plan,
+                      double psi, double matmul_psi, double mem[]);
 
 /** Seconds of a GEMM of M x K by K x N at the device's efficiency for its
  *  size (compute.c). */
@@ -411,6 +461,8 @@ typedef struct {
     double fsdp_exposed_fwd, fsdp_exposed_bwd;
     double offload_total, offload_exposed_fwd, offload_exposed_bwd;
     double wgrad; /**< the weight-gradient GEMMs within comp_bwd */
+    double ep_total, ep_exposed_fwd, ep_exposed_bwd; /**< MoE dispatch and
+                                            combine (all-to-all) */
 } aps_stage_time;
 
 /** Times of one micro-batch on pipeline rank i as laid out into st; with
@@ -508,5 +560,42 @@ void aps_throughput(const aps_model *m, const aps_cluster *c,
  *  limit and its largest category when out->mem_peak exceeds
  *  out->mem_limit (p pipeline ranks), else APS_REASON_NONE. */
 aps_reason aps_check_memory_limit(aps_estimate *out, int64_t p);
+
+/* ---- moe.c ---- */
+
+/** Resolved expert degrees: ep (0 -> 1), etp (0 -> tp_degree), and the
+ *  expert-data-parallel size world / (etp ep pp). */
+int64_t aps_moe_ep(const aps_strategy *s);
+int64_t aps_moe_etp(const aps_strategy *s);
+int64_t aps_moe_edp(const aps_strategy *s);
+/** Busiest rank's load over the balanced share: training.moe_load_
+ *  imbalance (0: APS_MOE_LOAD_IMBALANCE) capped by the capacity factor. */
+double aps_moe_load_factor(const aps_training *t, const aps_strategy *s);
+/** MoE layers among pipeline rank i's layers as laid out. */
+int64_t aps_moe_stage_moe_layers(const aps_model *m, const aps_layout *lay,
+                                 int64_t i);
+/** Expert-parallel constraints (EP_DIVISIBILITY, TP_DIVISIBILITY,
+ *  INVALID_DEGREE, FRAMEWORK_UNSUPPORTED), message naming the field. */
+aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
+                         const aps_strategy *s, char *msg, size_t n);
+/** Per-layer MoE and MLA differences (zero for a dense model). */
+void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
+                        const aps_training *t, const aps_strategy *s,
+                        aps_moe_cost *out);
+/** Rank i's sums of the differences. */
+void aps_moe_stage(const aps_model *m, const aps_layout *lay,
+                   const aps_moe_cost *mc, int64_t i, aps_moe_stage_cost *out);
+/** Adds rank i's MoE / MLA model states (expert states over the expert-
+ *  data-parallel group), activations (per_layer_kept: in-flight micro-
+ *  batches) and dispatch buffers to st. */
+void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
+                          const aps_strategy *s, const aps_layout *lay,
+                          const aps_dp_plan *plan, const aps_moe_cost *mc,
+                          int64_t i, double per_layer_kept,
+                          aps_stage_estimate *st);
+/** Model FLOPs of one sequence's forward pass over all layers as Megatron-
+ *  Core's num_floating_point_operations counts them minus the dense
+ *  count of flops_step (2 S matmul params + 4 S keys a d per layer). */
+double aps_moe_flops_delta(const aps_model *m, double S, bool causal);
 
 #endif

@@ -200,8 +200,8 @@ void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
  * weight, one for a shard), sharded as the weights are; with an fp32 master as the weight (PyTorch FSDP) only the gather
  * changes.
  */
-static void model_states(const aps_training *t, const aps_dp_plan *plan,
-                         double psi, double matmul_psi, double mem[])
+void aps_model_states(const aps_training *t, const aps_dp_plan *plan,
+                      double psi, double matmul_psi, double mem[])
 {
     const aps_state_bytes *by = &plan->bytes;
     double G = (double)plan->shard_group;
@@ -231,6 +231,8 @@ static double communicators(const aps_strategy *s, const aps_dp_plan *plan)
     n += s->pp_degree > 1;
     n += plan->dp_group > 1;
     n += plan->fsdp_like && plan->replicate > 1;
+    n += aps_moe_ep(s) > 1;                          /* expert parallel */
+    n += aps_moe_ep(s) > 1 && aps_moe_edp(s) > 1;    /* expert data parallel */
     return n;
 }
 
@@ -415,13 +417,17 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
     double matmul_psi = (double)lay->layers[i] * aps_layer_matmul_params(m) /
                         tp;
     st->params = psi;
-    model_states(t, plan, psi, matmul_psi, mem);
+    st->expert_params = 0.0; /* aps_moe_stage_memory */
+    aps_model_states(t, plan, psi, matmul_psi, mem);
     mem[APS_MEM_ACTIVATIONS] = stage_activations(m, t, s, lay, lc, i, st);
     if (i == lay->p - 1)
         mem[APS_MEM_LOGITS_LOSS] = aps_recipe_logits_bytes(t) *
                                    (double)lay->s_local * (double)lay->b *
                                    lay->vocab_padded / tp;
     comm_buffers(m, t, s, lay, plan, i, psi, mem);
+    aps_moe_stage_memory(m, t, s, lay, plan, &lc->moe, i,
+                         st->inflight_microbatches, st);
+
     double allocated = 0.0;
     for (int j = 0; j < APS_MEM_COUNT; j++)
         allocated += mem[j];

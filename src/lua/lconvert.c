@@ -88,6 +88,9 @@ APSL_ENUM(enum_pp_schedule, "1f1b, interleaved_zero_bubble, zbv_zero_bubble, dua
           {"1f1b", APS_PP_1F1B},
           {"interleaved_zero_bubble", APS_PP_INTERLEAVED_ZB},
           {"zbv_zero_bubble", APS_PP_ZBV}, {"dualpipev", APS_PP_DUALPIPEV});
+APSL_ENUM(enum_dispatcher, "alltoall, allgather, flex",
+          {"alltoall", APS_MOE_ALLTOALL}, {"allgather", APS_MOE_ALLGATHER},
+          {"flex", APS_MOE_FLEX});
 APSL_ENUM(enum_cp_comm, "p2p, all_gather",
           {"p2p", APS_CP_P2P}, {"all_gather", APS_CP_ALL_GATHER});
 
@@ -139,6 +142,9 @@ typedef enum {
     FT_OINT,    /* int64_t, not pushed when 0 (MoE/MLA fields of a dense
                    model: its table stays as before issue 13) */
     FT_OBOOL,   /* bool, not pushed when false */
+    FT_ONUM,    /* double, not pushed when 0 (MoE fields: a dense
+                   strategy's table stays as before issue 13) */
+    FT_OENUM,   /* enum, not pushed when 0 (its default) */
     FT_LAYERS   /* aps_model.moe_dense_layers (models only): array of layer
                    indices, its count in moe_dense_layer_count; not pushed
                    when empty */
@@ -266,6 +272,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, pp_p2p_overlap, FT_NUM, NULL),
     FLD(aps_training, overlap_interference, FT_NUM, NULL),
     FLD(aps_training, dp_collective_rails, FT_INT, NULL),
+    FLD(aps_training, moe_load_imbalance, FT_ONUM, NULL),
     FLD(aps_training, overlap_p2p_comm, FT_BOOL, NULL),
     FLD(aps_training, torch_compile, FT_BOOL, NULL),
     FLD(aps_training, compile_loss, FT_TRI, NULL),
@@ -279,7 +286,7 @@ enum {
     S_DP, S_FSDP, S_ZERO, S_RESHARD, S_TP, S_SP, S_PP, S_VPP, S_CP, S_CPCOMM,
     S_MBS, S_MBN, S_PART, S_OFFSET, S_RECOMP, S_RECOMPN, S_IDLE,
     S_BALANCE, S_AUTORC, S_RMETHOD, S_SPLIT, S_HSDP_SHARD, S_HSDP_REPL,
-    S_PPSCHED, S_NFIELDS
+    S_PPSCHED, S_EP, S_ETP, S_DISPATCH, S_CAPACITY, S_GROUPED, S_NFIELDS
 };
 
 static const apsl_field strategy_fields[] = {
@@ -311,6 +318,11 @@ static const apsl_field strategy_fields[] = {
     {"hsdp_replicate_degree", 21, FT_INT, S_DP, 1,
      offsetof(aps_strategy, dp_degree), NULL},
     FLD(aps_strategy, pp_schedule, FT_ENUM, &enum_pp_schedule),
+    FLD(aps_strategy, ep_degree, FT_OINT, NULL),
+    FLD(aps_strategy, etp_degree, FT_OINT, NULL),
+    FLD(aps_strategy, moe_token_dispatcher, FT_OENUM, &enum_dispatcher),
+    FLD(aps_strategy, moe_capacity_factor, FT_ONUM, NULL),
+    FLD(aps_strategy, moe_grouped_gemm, FT_TRI, NULL),
 };
 _Static_assert(sizeof(strategy_fields) / sizeof(strategy_fields[0]) ==
                S_NFIELDS, "strategy field table");
@@ -543,6 +555,7 @@ static void read_value(lua_State *L, apsl_reader *r, int fi, int vidx)
         memcpy(dst, &v, sizeof v);
         break;
     }
+    case FT_ONUM:
     case FT_NUM: {
         double v = read_number(L, vidx, r->path, f->name);
         memcpy(dst, &v, sizeof v);
@@ -563,6 +576,7 @@ static void read_value(lua_State *L, apsl_reader *r, int fi, int vidx)
         memcpy(dst, &v, sizeof v);
         break;
     }
+    case FT_OENUM:
     case FT_ENUM: {
         int v = read_enum(L, vidx, r->path, f->name, f->en);
         memcpy(dst, &v, sizeof v);
@@ -830,6 +844,22 @@ static void push_fields(lua_State *L, const apsl_field *fs, int n,
             lua_pushboolean(L, v);
             break;
         }
+        case FT_ONUM: {
+            double v;
+            memcpy(&v, src, sizeof v);
+            if (v == 0)
+                continue;
+            lua_pushnumber(L, (lua_Number)v);
+            break;
+        }
+        case FT_OENUM: {
+            int v;
+            memcpy(&v, src, sizeof v);
+            if (v == 0)
+                continue;
+            lua_pushstring(L, enum_name(f->en, v));
+            break;
+        }
         case FT_LAYERS: {
             int64_t cnt;
             memcpy(&cnt, base + offsetof(aps_model, moe_dense_layer_count),
@@ -916,7 +946,8 @@ int apsl_is_device_field(const char *name, size_t len)
 
 static int is_comm_category(int c)
 {
-    return c >= APS_MEM_COMM_TP && c <= APS_MEM_COMM_CP;
+    return (c >= APS_MEM_COMM_TP && c <= APS_MEM_COMM_CP) ||
+           c == APS_MEM_COMM_EP;
 }
 
 const char *apsl_mem_key(aps_mem_category c)
@@ -940,8 +971,8 @@ void apsl_push_mem_breakdown(lua_State *L, const double mem[APS_MEM_COUNT],
                              double total)
 {
     double comm_total = 0.0;
-    lua_createtable(L, 0, APS_MEM_COUNT - 5 + 2);
-    lua_createtable(L, 0, 6); /* comm_buffers */
+    lua_createtable(L, 0, APS_MEM_COUNT - 6 + 2);
+    lua_createtable(L, 0, 7); /* comm_buffers */
     for (int c = 0; c < APS_MEM_COUNT; c++) {
         lua_pushnumber(L, (lua_Number)mem[c]);
         if (is_comm_category(c)) {

@@ -293,12 +293,18 @@ function M.case_inputs(row)
     vpp_degree = need_int(row, "vpp_degree"),
     cp_degree = need_int(row, "cp_degree"),
     micro_batch_size = need_int(row, "micro_batch_size"),
-    layer_recompute = need_enum(row, "layer_recompute", { "none", "selective", "full" }),
+    -- empty: not stated (MoE rows), the framework's default, none
+    layer_recompute = given(row, "layer_recompute")
+      and need_enum(row, "layer_recompute", { "none", "selective", "full" }) or "none",
   }
   if given(row, "reshard_after_forward") then
     strategy.reshard_after_forward = need_bool(row, "reshard_after_forward")
   end
   if given(row, "flops_convention") then need_enum(row, "flops_convention", M.FLOPS_CONVENTIONS) end
+  if not given(row, "layer_recompute") then
+    assumed[#assumed + 1] = "layer_recompute = none (not stated; the framework's default)"
+  end
+  M.moe_columns(row, model, strategy, assumed)
   recompute_columns(row, strategy, assumed)
   pipeline_layout(row, strategy, framework, model.num_layers, assumed)
   local line = stacks.match(row.software, framework)
@@ -314,6 +320,62 @@ function M.case_inputs(row)
     end
   end
   return model, cluster, training, strategy, preset, assumed
+end
+
+--- The MoE columns of a row (shared/validation/moe/README.md), empty =
+-- not stated: a row without num_experts (or 0) stays dense.  The model
+-- gets num_experts, experts_per_token, moe_ffn_hidden_size, the shared
+-- expert width, num_dense_layers leading dense layers of
+-- dense_ffn_hidden_size (else ffn_hidden_size) and moe_layer_freq k (layer
+-- i is MoE when i % k == 0, Megatron's --moe-layer-freq k); attention
+-- "mla" the five MLA widths (head_dim = qk_nope + qk_rope).  The strategy
+-- gets ep_degree, etp_degree (empty: tp_degree, Megatron's default),
+-- moe_token_dispatcher (empty: alltoall, NeMo's MoE recipes; noted as
+-- assumed) and moe_capacity_factor (empty: dropless).  mtp_layers > 0 is
+-- refused: the MTP modules' training is not modelled.
+-- @tparam table row CSV row
+-- @tparam table model (mutated)
+-- @tparam table strategy (mutated)
+-- @tparam table assumed notes (appended)
+function M.moe_columns(row, model, strategy, assumed)
+  local att = given(row, "attention") and need_enum(row, "attention", { "mha", "gqa", "mla" })
+  if att == "mla" then
+    model.q_lora_rank = given(row, "q_lora_rank") and need_nonneg_int(row, "q_lora_rank") or 0
+    model.kv_lora_rank = need_int(row, "kv_lora_rank")
+    model.qk_nope_head_dim = need_int(row, "qk_nope_head_dim")
+    model.qk_rope_head_dim = need_int(row, "qk_rope_head_dim")
+    model.v_head_dim = need_int(row, "v_head_dim")
+    model.head_dim = model.qk_nope_head_dim + model.qk_rope_head_dim
+  end
+  if given(row, "mtp_layers") and need_nonneg_int(row, "mtp_layers") > 0 then
+    error(("mtp_layers = %s: training multi-token-prediction modules is not modelled"):format(row.mtp_layers), 0)
+  end
+  if not given(row, "num_experts") or need_nonneg_int(row, "num_experts") == 0 then return end
+  model.num_experts = need_int(row, "num_experts")
+  model.experts_per_token = need_int(row, "experts_per_token")
+  model.moe_ffn_hidden_size = need_int(row, "moe_ffn_hidden_size")
+  if given(row, "shared_expert_ffn_hidden_size") then
+    model.shared_expert_ffn_hidden_size = need_nonneg_int(row, "shared_expert_ffn_hidden_size")
+  end
+  if given(row, "num_dense_layers") then
+    model.moe_first_dense_layers = need_nonneg_int(row, "num_dense_layers")
+  end
+  if given(row, "dense_ffn_hidden_size") then
+    model.ffn_hidden_size = need_int(row, "dense_ffn_hidden_size")
+  end
+  if given(row, "moe_layer_freq") then model.moe_layer_freq = need_int(row, "moe_layer_freq") end
+  if given(row, "ep_degree") then strategy.ep_degree = need_int(row, "ep_degree") end
+  if given(row, "etp_degree") then strategy.etp_degree = need_int(row, "etp_degree") end
+  if given(row, "moe_token_dispatcher") then
+    strategy.moe_token_dispatcher = need_enum(row, "moe_token_dispatcher", { "alltoall", "allgather", "flex" })
+  else
+    assumed[#assumed + 1] = "moe_token_dispatcher = alltoall (not stated; NeMo's MoE recipes)"
+  end
+  if given(row, "moe_capacity_factor") then
+    local v = decimal(row.moe_capacity_factor)
+    if not v or v < 0 then error("moe_capacity_factor is not a number >= 0", 0) end
+    strategy.moe_capacity_factor = v
+  end
 end
 
 --- A measured column of a row: nil when empty, else a positive finite

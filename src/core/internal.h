@@ -238,8 +238,15 @@ double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
 /* ---- moe.c: mixture of experts and multi-head latent attention ---- */
 
 /** Default training.moe_load_imbalance: tokens the busiest expert-parallel
- *  rank receives over its balanced share.  See moe.c for the source. */
-#define APS_MOE_LOAD_IMBALANCE 1.2
+ *  rank receives over its balanced share.  Switch Transformer (Fedus et
+ *  al. 2021, arXiv:2101.03961, s.2.2 and Table 1) measured that a
+ *  capacity factor of 1.25 -- room for 1.25 x the balanced load per
+ *  expert -- drops under 1 % of the tokens with its auxiliary balancing
+ *  loss: the busiest expert's load is then about 1.25 x the mean.
+ *  Overridable per run (training.moe_load_imbalance); 1 = balanced
+ *  (forced balance, or capacity 1 padded, as NVIDIA's benchmark recipes
+ *  run). */
+#define APS_MOE_LOAD_IMBALANCE 1.25
 
 /** What one MoE layer (against the dense-FFN layer of aps_layer_cost) and
  *  one MLA layer (against its GQA attention) add, per micro-batch on one

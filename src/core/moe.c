@@ -347,11 +347,13 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
 
     /* saved activations: minus the dense FFN's (memory.c), plus the
      * router scores and routing probabilities (fp32), the permuted input,
-     * the experts' fc1 outputs and fc2 input, the expert outputs that
-     * unpermute scales, the shared expert's */
+     * the experts' fc1 outputs and fc2 input (the probabilities multiply
+     * the activation's output inside the experts, experts.py
+     * activation_func_with_probs: nothing more saved), the shared
+     * expert's */
     out->act = -(up * A + Ain) * T * f / tp +
                APS_FP32_BYTES * Tin * (E + K) +
-               Ain * Te * h + (up * A + Ain) * Te * fe / etp + A * Te * h +
+               Ain * Te * h + (up * A + Ain) * Te * fe / etp +
                (up * A + Ain) * T * fs / tp;
 
     /* token dispatch and combine, each way, forward (backward the same:

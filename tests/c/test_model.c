@@ -580,8 +580,64 @@ static void test_moe_validate_names_the_field(void **state)
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
 }
 
-/* The estimator refuses a MoE (and an MLA) model: never estimated as dense. */
-static void test_moe_estimate_refused(void **state)
+/* A Mixtral-shaped MoE on the Llama-3.1-8B body (8 experts of 14336,
+ * top-2, every layer) on 8 H100, megatron, tp 1, dp 8. */
+static void moe_8b(aps_model *m, aps_cluster *c, aps_training *t,
+                   aps_strategy *s)
+{
+    fx_setup_8b(m, c, t, s, 8, 64, 4096);
+    snprintf(m->name, sizeof m->name, "moe-8b");
+    m->num_experts = 8;
+    m->experts_per_token = 2;
+    m->moe_ffn_hidden_size = 14336;
+    t->framework = APS_FW_MEGATRON;
+    s->dp_degree = 8;
+    s->zero_stage = 1;
+}
+
+/* Expert-parallel constraints (moe.c, megatron parallel_state.py and
+ * arguments.py @ d98e8a64): experts / ep, etp x ep within the ranks of a
+ * stage, etp divides the expert width, a dense model takes no ep. */
+static void test_moe_constraints(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    char msg[APS_REASON_LEN];
+    moe_8b(&m, &c, &t, &s);
+    char err[APS_REASON_LEN];
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+    s.ep_degree = 8;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+    s.ep_degree = 3; /* 8 experts */
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_EP_DIVISIBILITY);
+    assert_non_null(strstr(msg, "num_experts = 8 is not divisible by ep_degree = 3"));
+    s.ep_degree = 8;
+    s.etp_degree = 2; /* 2 x 8 > the 8 ranks of the stage */
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_EP_DIVISIBILITY);
+    assert_non_null(strstr(msg, "etp_degree x ep_degree = 2 x 8"));
+    s.ep_degree = 4; /* 2 x 4 = 8 */
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+    s.etp_degree = 0;
+    m.num_experts = 0; /* dense */
+    m.experts_per_token = m.moe_ffn_hidden_size = 0;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_EP_DIVISIBILITY);
+    assert_non_null(strstr(msg, "for a dense model"));
+}
+
+/* The estimate of an MoE model: the routed experts held per rank (E / ep
+ * experts of 3 h f_e, every layer), their optimizer states over the
+ * expert-data-parallel group, model FLOPs as Megatron-Core's
+ * num_floating_point_operations counts them, and the load imbalance
+ * scaling the all-to-all. */
+static void test_moe_estimate(void **state)
 {
     (void)state;
     aps_model m;
@@ -590,24 +646,46 @@ static void test_moe_estimate_refused(void **state)
     aps_strategy s;
     static aps_estimate out;
     char err[APS_REASON_LEN];
-    fx_setup_8b(&m, &c, &t, &s, 8, 64, 4096);
-    snprintf(m.name, sizeof m.name, "moe-8b");
-    m.num_experts = 8;
-    m.experts_per_token = 2;
-    m.moe_ffn_hidden_size = 14336;
+    moe_8b(&m, &c, &t, &s);
+    m.num_layers = 8; /* fits 80 GB */
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
-    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err),
-                     APS_ENOTIMPL);
-    assert_string_equal(err, "model.num_experts = 8 (moe-8b): "
-                             "mixture-of-experts estimation is not "
-                             "implemented yet; `apsearch inspect` counts "
-                             "its parameters");
-    s.dp_degree = 8;
-    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_ENOTIMPL);
-    assert_string_equal(out.reason_msg, "model.num_experts = 8 (moe-8b): "
-                                        "mixture-of-experts estimation is "
-                                        "not implemented yet; `apsearch "
-                                        "inspect` counts its parameters");
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err), APS_OK);
+    s.ep_degree = 8;
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    assert_int_equal(out.reason, APS_REASON_NONE);
+    /* 8 layers x 1 expert x 3 x 4096 x 14336 */
+    assert_true(out.stages[0].expert_params == 8.0 * 3.0 * 4096.0 * 14336.0);
+    /* Megatron-Core FLOPs, B = 64, S = 4096: per layer 2 S (attention
+     * 2 x 4096 (4096 + 1024) (Q, O, K, V) + top-2 x 3 x 4096 x 14336) + causal
+     * core 2 S^2 x 4096, logits 2 S h V; x 3 */
+    double S = 4096.0, h = 4096.0;
+    double per_layer = 2.0 * S * (2.0 * h * (h + 1024.0) + 2.0 * 3.0 * h * 14336.0) +
+                       2.0 * S * S * h;
+    double want = 3.0 * 64.0 * (8.0 * per_layer + 2.0 * S * h * 128256.0);
+    assert_true(fabs(out.model_flops_per_step / want - 1.0) < 1e-12);
+    assert_true(out.perf_total[APS_PERF_EP_COMM] > 0.0);
+    /* dispatch and combine move load x the balanced share: twice the load,
+     * twice the bytes (latency terms aside) */
+    double ep1, ep2;
+    t.moe_load_imbalance = 1.0;
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    ep1 = out.perf_total[APS_PERF_EP_COMM];
+    t.moe_load_imbalance = 2.0;
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    ep2 = out.perf_total[APS_PERF_EP_COMM];
+    assert_true(fabs(ep2 / ep1 - 2.0) < 1e-3);
+    /* a capacity factor caps the busiest rank's load */
+    s.moe_capacity_factor = 1.0;
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    assert_true(fabs(out.perf_total[APS_PERF_EP_COMM] / ep1 - 1.0) < 1e-12);
+}
+
+/* all-to-all, pairwise: (n - 1) / n x bytes / bw + (n - 1) alpha. */
+static void test_alltoall_time(void **state)
+{
+    (void)state;
+    assert_true(fabs(aps_alltoall_time(8, 8e6, 1e9, 1e-6) - 0.007007) < 1e-12);
+    assert_true(aps_alltoall_time(1, 8e6, 1e9, 1e-6) == 0.0);
 }
 
 int main(void)
@@ -637,7 +715,9 @@ int main(void)
         cmocka_unit_test(test_moe_params_deepseek_v2_lite),
         cmocka_unit_test(test_moe_params_dense_active_is_total),
         cmocka_unit_test(test_moe_validate_names_the_field),
-        cmocka_unit_test(test_moe_estimate_refused),
+        cmocka_unit_test(test_moe_constraints),
+        cmocka_unit_test(test_moe_estimate),
+        cmocka_unit_test(test_alltoall_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

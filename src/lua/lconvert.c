@@ -1016,6 +1016,10 @@ static void push_stage(lua_State *L, const aps_stage_estimate *st, int i)
     lua_setfield(L, -2, "recompute_layers");
     lua_pushnumber(L, (lua_Number)st->params);
     lua_setfield(L, -2, "params");
+    if (st->expert_params > 0) { /* MoE only: dense tables unchanged */
+        lua_pushnumber(L, (lua_Number)st->expert_params);
+        lua_setfield(L, -2, "expert_params");
+    }
     lua_pushnumber(L, (lua_Number)st->inflight_microbatches);
     lua_setfield(L, -2, "inflight_microbatches");
     apsl_push_mem_breakdown(L, st->mem, st->mem_total);

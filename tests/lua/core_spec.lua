@@ -276,12 +276,17 @@ describe("apsearch.core", function()
         err_of(core.context, llama8b(), { num_devices = 8, devices_per_node = 8 }, train()))
     end)
 
-    it("refuses a mixture-of-experts model as not implemented", function()
+    it("estimates a mixture-of-experts model and checks its expert degrees", function()
       local moe = llama8b()
       moe.name, moe.num_experts, moe.experts_per_token, moe.moe_ffn_hidden_size = "moe8", 8, 2, 14336
-      assert.are.equal("NotImplemented: model.num_experts = 8 (moe8): mixture-of-experts " ..
-        "estimation is not implemented yet; `apsearch inspect` counts its parameters",
-        err_of(core.context, moe, node8(), train()))
+      moe.num_layers = 8
+      local ctx = core.context(moe, node8(), with(train(), "framework", "megatron"))
+      local est = ctx:estimate({ dp_degree = 8, zero_stage = 1, ep_degree = 8 })
+      -- 8 layers x 8 / 8 experts x 3 x 4096 x 14336 routed-expert weights per rank
+      assert.are.equal(8 * 3 * 4096 * 14336, est.stages[1].expert_params)
+      assert.is_true(est.performance_breakdown.ep_comm.total > 0)
+      local bad = ctx:estimate({ dp_degree = 8, zero_stage = 1, ep_degree = 3 })
+      assert.are.equal("EP_DIVISIBILITY", bad.reason)
       -- a Hugging Face key in a model table names the model field
       local e = err_of(core.context, with(llama8b(), "num_local_experts", 8), node8(), train())
       assert.matches("^model%.num_local_experts: a Hugging Face key; the model field is num_experts", e)

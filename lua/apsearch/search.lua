@@ -145,6 +145,9 @@ function M.describe_strategy(s)
   parts[#parts + 1] = string.format("cp=%s", s.cp_degree)
   if s.cp_degree and s.cp_degree > 1 then parts[#parts + 1] = "cp_comm=" .. tostring(s.cp_comm_type) end
   if s.zero_stage and s.zero_stage > 0 then parts[#parts + 1] = "zero=" .. s.zero_stage end
+  -- mixture of experts (set for MoE models only)
+  if s.ep_degree then parts[#parts + 1] = "ep=" .. s.ep_degree end
+  if s.etp_degree then parts[#parts + 1] = "etp=" .. s.etp_degree end
   if s.fsdp_degree and s.fsdp_degree > 1 and s.reshard_after_forward == false then
     parts[#parts + 1] = "reshard=false"
   end

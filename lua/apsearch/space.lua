@@ -51,8 +51,10 @@ local DEFAULTS = {
   vpp_degree = 1, dp_degree = 1, fsdp_degree = 1, zero_stage = 0,
   reshard_after_forward = true, layer_recompute = "none", recompute_method = "block",
   recompute_num_layers = -1, micro_batch_size = 1, micro_batch_num = 0,
-  moe_token_dispatcher = "alltoall", moe_capacity_factor = 0,
 }
+
+-- defaults of the MoE dimensions (levels of MoE models only)
+local MOE_DEFAULTS = { moe_token_dispatcher = "alltoall", moe_capacity_factor = 0 }
 
 --- The split rule a framework applies when pipeline_split is not searched
 -- (src/core/pipeline.c): TorchTitan counts the embedding and the loss as a
@@ -74,8 +76,11 @@ M.fields = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "cp_comm_type", "micro_batch_size", "micro_batch_num", "stage_partition",
   "layer_offset", "balance_stages", "pipeline_split", "layer_recompute", "recompute_method",
   "recompute_num_layers",
-  "auto_recompute", "allow_idle_devices", "pp_schedule", "ep_degree", "etp_degree",
-  "moe_token_dispatcher", "moe_capacity_factor", "moe_grouped_gemm" }
+  "auto_recompute", "allow_idle_devices", "pp_schedule" }
+
+--- The MoE strategy fields, carried by the candidates of MoE models only.
+M.moe_fields = { "ep_degree", "etp_degree", "moe_token_dispatcher", "moe_capacity_factor",
+  "moe_grouped_gemm" }
 
 --- Sets search dimension `dim` of candidate `c` to `v`, translating the
 -- values that exist only in a search space into strategy fields:
@@ -359,9 +364,9 @@ function M.new(ss, info)
         return ep_for(c.tp_degree * c.cp_degree * c.dp_degree * c.fsdp_degree, c.etp_degree)
       end }
     level { name = "moe_token_dispatcher", field = "moe_token_dispatcher",
-      static = list_of(dims, "moe_token_dispatcher") }
+      static = dims.moe_token_dispatcher or { MOE_DEFAULTS.moe_token_dispatcher } }
     level { name = "moe_capacity_factor", field = "moe_capacity_factor",
-      static = list_of(dims, "moe_capacity_factor") }
+      static = dims.moe_capacity_factor or { MOE_DEFAULTS.moe_capacity_factor } }
   end
 
   -- which levels influence a later level's values
@@ -403,9 +408,6 @@ function M.new(ss, info)
       zero_stage = util.copy(zl), layer_recompute = lr, recompute_num_layers = rnl,
       recompute_method = rm, micro_batch_size = list_of(dims, "micro_batch_size"),
       micro_batch_num = list_of(dims, "micro_batch_num"),
-      etp_degree = dims.etp_degree or { 1 }, ep_degree = dims.ep_degree,
-      moe_token_dispatcher = list_of(dims, "moe_token_dispatcher"),
-      moe_capacity_factor = list_of(dims, "moe_capacity_factor"),
     },
   }, Space)
   return self

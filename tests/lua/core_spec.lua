@@ -382,15 +382,15 @@ describe("apsearch.core", function()
                            "logits_loss", "reserved", "total" } do
         assert.are.equal("number", type(e.memory_breakdown[k]), k)
       end
-      for _, k in ipairs { "tp", "fsdp", "dp", "pp", "cp", "total" } do
+      for _, k in ipairs { "tp", "fsdp", "dp", "pp", "cp", "ep", "total" } do
         assert.are.equal("number", type(e.memory_breakdown.comm_buffers[k]), k)
       end
       local cats = { "compute_fwd", "compute_bwd", "recompute", "tp_comm", "cp_comm",
         "pp_p2p", "pp_bubble", "fsdp_allgather", "fsdp_reducescatter",
-        "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload" }
+        "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload", "ep_comm" }
       local n, exposed = 0, 0
       for _ in pairs(e.performance_breakdown) do n = n + 1 end
-      assert.are.equal(13, n)
+      assert.are.equal(14, n)
       for _, k in ipairs(cats) do
         local c = e.performance_breakdown[k]
         assert.is_true(c.exposed <= c.total * (1 + 1e-12), k)
@@ -649,7 +649,7 @@ describe("apsearch.core", function()
       assert.are.equal("NONE", core.reason_codes[1])
       assert.is_truthy(table.concat(core.reason_codes, ","):find("TP_DIVISIBILITY", 1, true))
       assert.are.equal("params", core.memory_categories[1])
-      assert.are.equal(13, #core.performance_categories)
+      assert.are.equal(14, #core.performance_categories)
       local m = core.defaults("model")
       assert.are.equal(0, m.hidden_size)
       assert.are.equal("rmsnorm", m.norm)

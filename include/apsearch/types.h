@@ -106,9 +106,8 @@ typedef struct {
      * Layer i (0-based) has routed experts when i >= moe_first_dense_layers,
      * i % moe_layer_freq == moe_layer_phase and i is not listed in
      * moe_dense_layers; the other layers have a dense FFN of width
-     * ffn_hidden_size.  Only parameter counts read these fields today:
-     * aps_inputs_validate and aps_estimate_run refuse a MoE model with
-     * APS_ENOTIMPL, so no MoE is ever estimated as dense. */
+     * ffn_hidden_size.  Estimated by src/core/moe.c (the strategy's
+     * ep_degree, etp_degree, dispatcher, capacity, grouped GEMM). */
     int64_t num_experts;             /**< E: routed experts per MoE layer
                                           (HF num_local_experts, num_experts,
                                           n_routed_experts); 0: dense */

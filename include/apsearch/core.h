@@ -39,6 +39,10 @@ const char *aps_framework_name(aps_framework f);
 /** pp_schedule value as policies spell it, e.g. "dualpipev"; "UNKNOWN" if
  *  out of range. */
 const char *aps_pp_schedule_name(aps_pp_schedule s);
+/** Megatron's name of recompute module bit b (0 <= b < APS_RCM_COUNT:
+ *  "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
+ *  "shared_experts", as --recompute-modules spells them); NULL beyond. */
+const char *aps_recompute_module_name(int b);
 
 /* ------------------------------------------------------------------ model */
 
@@ -432,6 +436,27 @@ int aps_p2p_link(const aps_cluster *c, int64_t stride, int64_t size,
  *  inside one domain. */
 int aps_p2p_pair_link(const aps_cluster *c, int64_t stride, int64_t a,
                       int64_t b, double *bw, double *alpha);
+
+/** Members of a group of ranks `stride` apart in one NVLink domain (a
+ *  host, or nvlink_domain_size GPUs of an NVL72 rack): the group's size
+ *  when it sits inside one domain, else G / stride (1 when stride does
+ *  not divide the domain size G). */
+int64_t aps_group_domain_members(const aps_cluster *c, int64_t stride,
+                                 int64_t size);
+
+/** All-to-all on a group of `size` ranks `stride` apart whose members
+ *  send `intra` bytes each to members in their own NVLink domain and
+ *  `inter` bytes to members in other domains.  Inside one domain: NVLink,
+ *  aps_alltoall_time on intra + inter.  Across domains every rank's
+ *  remote share leaves through its own NIC -- unlike a ring collective
+ *  there is no rail to share it with, each GPU's data is its own -- while
+ *  its local share moves on NVLink at the same time: max(inter / NIC,
+ *  intra / NVLink) + (size - 1) inter-node latencies (DeepEP's measured
+ *  internode dispatch runs at about one NIC per GPU, 40-58 GB/s on 50 GB/s
+ *  CX7 NICs: deepseek-ai/DeepEP README, "Normal kernels with NVLink and
+ *  RDMA forwarding").  Bandwidths with collective_efficiency; s. */
+double aps_group_alltoall_time(const aps_cluster *c, int64_t stride,
+                               int64_t size, double intra, double inter);
 
 /** Keys one query attends to in the attention core, averaged over the
  *  layers, for a sequence of S tokens: S without causal skipping, S/2 with

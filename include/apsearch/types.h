@@ -259,6 +259,13 @@ typedef struct {
     bool cuda_graphs;              /**< CUDA graphs captured for the
                                         layers (Megatron --cuda-graph-impl
                                         transformer_engine); default off */
+    bool exp_avg_bf16;             /**< Adam's moments (exp_avg and
+                                        exp_avg_sq) held in bf16 (Megatron
+                                        --use-precision-aware-optimizer
+                                        --exp-avg-dtype bf16
+                                        --exp-avg-sq-dtype bf16; NeMo's
+                                        DeepSeek-V3 recipe): 2 x 2 bytes
+                                        less per parameter; default off */
     bool store_param_remainders;   /**< bf16 Adam: the fp32 master held
                                         as the bf16 weight plus a 16-bit
                                         remainder (apex DistributedFused-
@@ -351,6 +358,30 @@ typedef enum {
                                     two micro-batches paired, m >= 2p */
 } aps_pp_schedule;
 
+/** What Megatron-Core's selective recompute re-runs in the backward
+ *  (--recompute-granularity selective --recompute-modules ...,
+ *  TransformerConfig.recompute_modules, megatron/core/transformer/
+ *  transformer_config.py @ d98e8a64): the module's forward is
+ *  checkpointed, its inner activations freed and rebuilt in the backward
+ *  from its saved input.  core_attn: the attention core; layernorm: the
+ *  input and pre-MLP norms (their outputs, the QKV and MLP GEMM inputs);
+ *  mla_up_proj: MLA's up projections and RoPE (Q, K, V); mlp: a dense
+ *  MLP; moe: a whole MoE layer (router, dispatch, experts, combine);
+ *  moe_act: the experts' activation function (needs grouped GEMM);
+ *  shared_experts: the shared expert.  Bits of
+ *  aps_strategy.recompute_modules. */
+typedef enum {
+    APS_RCM_CORE_ATTN = 1u << 0,
+    APS_RCM_MOE_ACT = 1u << 1,
+    APS_RCM_LAYERNORM = 1u << 2,
+    APS_RCM_MLA_UP_PROJ = 1u << 3,
+    APS_RCM_MLP = 1u << 4,
+    APS_RCM_MOE = 1u << 5,
+    APS_RCM_SHARED_EXPERTS = 1u << 6
+} aps_recompute_module;
+/** Number of aps_recompute_module bits. */
+#define APS_RCM_COUNT 7
+
 /** How a MoE layer moves tokens to the experts (Megatron-Core
  *  --moe-token-dispatcher-type, megatron/core/transformer/moe/
  *  token_dispatcher.py @ d98e8a64): alltoall (MoEAlltoAllTokenDispatcher:
@@ -398,6 +429,12 @@ typedef struct {
     aps_pipeline_split pipeline_split;
     int64_t layer_offset[APS_MAX_STAGES];    /**< shift from even split */
     aps_recompute layer_recompute;
+    unsigned recompute_modules;  /**< layer_recompute = selective with the
+                                      megatron profile: the modules
+                                      re-run in the backward, bits of
+                                      aps_recompute_module (Megatron
+                                      --recompute-modules); 0 = core_attn,
+                                      Megatron's default */
     aps_recompute_method recompute_method;
     int64_t recompute_num_layers[APS_MAX_STAGES]; /**< per rank; -1 = all.
                                                       uniform: the group

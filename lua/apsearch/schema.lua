@@ -73,7 +73,7 @@ M.training = {
   -- recipe settings (src/core/recipe.c; docs/modeling.md "Recipe settings")
   fp8_param_gather = "bool", grad_reduce_in_fp32 = "bool",
   activation_offload_layers = "nonnegint", tp_comm_overlap = "bool",
-  cuda_graphs = "bool", store_param_remainders = "bool",
+  cuda_graphs = "bool", store_param_remainders = "bool", exp_avg_bf16 = "bool",
   compile_loss = "bool",
   vocab_size_divisible_by = "nonnegint",
   memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
@@ -116,6 +116,9 @@ M.strategy = {
   ep_degree = "posint", etp_degree = "posint",
   moe_token_dispatcher = enum("alltoall", "allgather", "flex"),
   moe_capacity_factor = "nonneg", moe_grouped_gemm = "bool",
+  -- Megatron --recompute-modules, "mla_up_proj/mlp/moe" (the core checks
+  -- the names)
+  recompute_modules = "string",
 }
 
 --- Aliases of strategy fields (HSDP spelling).

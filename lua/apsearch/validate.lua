@@ -152,7 +152,7 @@ local function pipeline_layout(row, strategy, framework, L, assumed)
     end
     return
   end
-  if p < 2 then return end
+  if p < 2 or strategy.stage_partition then return end -- a recipe's layout
   if framework == "fsdp2" then
     strategy.pipeline_split = "embedding_loss"
     return
@@ -293,18 +293,28 @@ function M.case_inputs(row)
     vpp_degree = need_int(row, "vpp_degree"),
     cp_degree = need_int(row, "cp_degree"),
     micro_batch_size = need_int(row, "micro_batch_size"),
-    -- empty: not stated (MoE rows), the framework's default, none
+    -- empty: not stated (MoE rows): the MoE recipe's (M.moe_recipes),
+    -- else the framework's default, none
     layer_recompute = given(row, "layer_recompute")
-      and need_enum(row, "layer_recompute", { "none", "selective", "full" }) or "none",
+      and need_enum(row, "layer_recompute", { "none", "selective", "full" }) or nil,
   }
   if given(row, "reshard_after_forward") then
     strategy.reshard_after_forward = need_bool(row, "reshard_after_forward")
   end
   if given(row, "flops_convention") then need_enum(row, "flops_convention", M.FLOPS_CONVENTIONS) end
-  if not given(row, "layer_recompute") then
+  M.moe_columns(row, model, strategy, assumed)
+  M.moe_recipes(row, model, training, strategy, assumed)
+  if not strategy.layer_recompute then
+    strategy.layer_recompute = "none"
     assumed[#assumed + 1] = "layer_recompute = none (not stated; the framework's default)"
   end
-  M.moe_columns(row, model, strategy, assumed)
+  if strategy.pp_degree == 1 and strategy.vpp_degree > 1 and framework == "megatron" then
+    -- megatron/training/arguments.py @ d98e8a64 validate_args: without
+    -- pipeline parallelism virtual_pipeline_model_parallel_size = None
+    assumed[#assumed + 1] = ("vpp_degree = %d ignored: pp_degree = 1 (Megatron-LM sets no virtual " ..
+      "pipeline without pipeline parallelism, arguments.py)"):format(strategy.vpp_degree)
+    strategy.vpp_degree = 1
+  end
   recompute_columns(row, strategy, assumed)
   pipeline_layout(row, strategy, framework, model.num_layers, assumed)
   local line = stacks.match(row.software, framework)
@@ -368,13 +378,51 @@ function M.moe_columns(row, model, strategy, assumed)
   if given(row, "etp_degree") then strategy.etp_degree = need_int(row, "etp_degree") end
   if given(row, "moe_token_dispatcher") then
     strategy.moe_token_dispatcher = need_enum(row, "moe_token_dispatcher", { "alltoall", "allgather", "flex" })
-  else
-    assumed[#assumed + 1] = "moe_token_dispatcher = alltoall (not stated; NeMo's MoE recipes)"
   end
   if given(row, "moe_capacity_factor") then
     local v = decimal(row.moe_capacity_factor)
     if not v or v < 0 then error("moe_capacity_factor is not a number >= 0", 0) end
     strategy.moe_capacity_factor = v
+  end
+end
+
+--- The MoE recipe settings of a row's release, model and device
+-- (apsearch.stacks.moe_recipes) where the row leaves them unstated: the
+-- strategy's token dispatcher, capacity factor, layer_recompute with its
+-- recompute_modules, and training settings the row's columns do not set;
+-- each noted as assumed with its source.  A dispatcher still unstated is
+-- alltoall (noted).  Dense rows are left alone.
+-- @tparam table row CSV row
+-- @tparam table model
+-- @tparam table training (mutated)
+-- @tparam table strategy (mutated)
+-- @tparam table assumed notes (appended)
+function M.moe_recipes(row, model, training, strategy, assumed)
+  if (model.num_experts or 0) == 0 then return end
+  local stated = { moe_token_dispatcher = given(row, "moe_token_dispatcher"),
+    moe_capacity_factor = given(row, "moe_capacity_factor"), layer_recompute = given(row, "layer_recompute"),
+    recompute_modules = given(row, "layer_recompute") }
+  for _, e in ipairs(stacks.moe_recipes(row.software, row.model, row.device)) do
+    local layout = e.layouts and e.layouts[strategy.pp_degree .. "x" .. strategy.vpp_degree]
+    if layout and not given(row, "pipeline_layout") then
+      strategy.stage_partition = { table.unpack(layout) }
+      assumed[#assumed + 1] = ("pipeline_layout = %s (%s: %s)"):format(table.concat(layout, ","), e.name, e.source)
+    end
+    for k, v in pairs(e.strategy or {}) do
+      if not stated[k] then
+        strategy[k] = v
+        assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), e.name, e.source)
+      end
+    end
+    for k, v in pairs(e.training or {}) do
+      if training[k] == nil then
+        training[k] = v
+        assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), e.name, e.source)
+      end
+    end
+  end
+  if not strategy.moe_token_dispatcher then
+    assumed[#assumed + 1] = "moe_token_dispatcher = alltoall (not stated; NeMo's MoE recipes)"
   end
 end
 

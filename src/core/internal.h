@@ -89,6 +89,9 @@ const aps_framework_profile *aps_profile(const aps_training *t);
 #define APS_ACT_BYTES 2.0
 /** Bytes of an fp32 element (softmax statistics, fp32 logits, main grads). */
 #define APS_FP32_BYTES 4.0
+/** Adam's state tensors besides the master weight: exp_avg and exp_avg_sq
+ *  (Kingma & Ba 2015, Algorithm 1: m_t and v_t). */
+#define APS_ADAM_MOMENTS 2.0
 /** Bytes of a dropout mask element (torch.bool / uint8). */
 #define APS_MASK_BYTES 1.0
 
@@ -269,6 +272,15 @@ typedef struct {
     double mla_act;         /**< bytes saved, MLA minus GQA */
     double mla_params;      /**< parameters per rank, MLA minus GQA */
     double mla_matmul_params; /**< of which in linear layers */
+    /* what Megatron's recompute modules re-run and free (per layer, one
+     * micro-batch): forward seconds and saved bytes */
+    double dense_mlp_fwd, dense_mlp_act; /**< the dense FFN an MoE layer
+                                              replaces (mlp) */
+    double moe_fwd, moe_int_act; /**< the whole MoE layer (moe), its
+                                      dispatch and combine in ep_fwd */
+    double shared_fwd, shared_act; /**< the shared expert (shared_experts) */
+    double actfn_fwd, actfn_act;   /**< the experts' activation (moe_act) */
+    double mla_up_fwd, mla_up_act; /**< MLA up projections (mla_up_proj) */
 } aps_moe_cost;
 
 /** The sums over pipeline rank i's layers of aps_moe_cost (seconds). */
@@ -410,6 +422,24 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
  *  2307.08691 s.3.1). */
 #define APS_GEMM_BWD_RATIO 2.0
 #define APS_FLASH_BWD_RATIO 2.5
+
+/** The recompute modules of Megatron's selective recompute for this
+ *  strategy (bits of aps_recompute_module): strategy.recompute_modules, 0
+ *  read as core_attn (Megatron's default); 0 under a profile whose
+ *  selective recompute is TorchTitan's op-level checkpointing.  Whether
+ *  selective recompute is on is layer_recompute's (compute.c). */
+unsigned aps_recompute_modules(const aps_training *t, const aps_strategy *s);
+
+/** Forward seconds of one dense MLP (ffn_hidden_size) on one TP rank for
+ *  one micro-batch: its GEMMs and activation function (compute.c). */
+double aps_mlp_fwd_time(const aps_model *m, const aps_device *d,
+                        const aps_training *t, const aps_strategy *s);
+
+/** Bytes a dense MLP saves inside itself per micro-batch on one TP rank:
+ *  the fc1 outputs (gate and up with SwiGLU) in bf16 and the fc2 input as
+ *  the GEMM input dtype (Korthikanti et al. 2022 s.4.1, memory.c). */
+double aps_mlp_saved_bytes(const aps_model *m, const aps_training *t,
+                           const aps_strategy *s);
 
 /** HBM bytes per element of the MLP activation function in the forward
  *  (fused or eager, compute.c). */
@@ -581,6 +611,13 @@ double aps_moe_load_factor(const aps_training *t, const aps_strategy *s);
 /** MoE layers among pipeline rank i's layers as laid out. */
 int64_t aps_moe_stage_moe_layers(const aps_model *m, const aps_layout *lay,
                                  int64_t i);
+/** Megatron's --recompute-modules: known bits, selective recompute only,
+ *  Megatron only, mla_up_proj with MLA, moe_act with grouped GEMM
+ *  (INVALID_DEGREE / FRAMEWORK_UNSUPPORTED with a message; check.c). */
+aps_reason aps_check_recompute_modules(const aps_model *m,
+                                      const aps_training *t,
+                                      const aps_strategy *s, char *msg,
+                                      size_t n);
 /** Expert-parallel constraints (EP_DIVISIBILITY, TP_DIVISIBILITY,
  *  INVALID_DEGREE, FRAMEWORK_UNSUPPORTED), message naming the field. */
 aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
@@ -591,7 +628,8 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
                         aps_moe_cost *out);
 /** Rank i's sums of the differences. */
 void aps_moe_stage(const aps_model *m, const aps_layout *lay,
-                   const aps_moe_cost *mc, int64_t i, aps_moe_stage_cost *out);
+                   const aps_moe_cost *mc, int64_t i, unsigned mods,
+                   aps_moe_stage_cost *out);
 /** Adds rank i's MoE / MLA model states (expert states over the expert-
  *  data-parallel group), activations (per_layer_kept: in-flight micro-
  *  batches) and dispatch buffers to st. */

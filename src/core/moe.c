@@ -236,6 +236,17 @@ static double mla_delta_params(const aps_model *m, double tp, double *matmul)
     return *matmul + (qr > 0 ? qr : 0.0) + kr; /* + q/kv norms */
 }
 
+/** Probability that none of a token's K experts (distinct, uniformly
+ *  routed among E) is among `held` given experts: C(E - held, K) /
+ *  C(E, K). */
+static double experts_miss(double E, double K, double held)
+{
+    double miss = 1.0;
+    for (double j = 0.0; j < K; j += 1.0)
+        miss *= (E - held - j) / (E - j);
+    return miss > 0.0 ? miss : 0.0;
+}
+
 /* ------------------------------------------------------------ costs */
 
 void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
@@ -294,6 +305,11 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
                        tp;
         double gqa = T * (A * (a * dh + 2.0 * k * dh) + Ain * a * dh) / tp;
         out->mla_act = keep + split - gqa;
+        /* mla_up_proj: the up projections re-run, Q, K, V freed */
+        out->mla_up_fwd = (qr > 0 ? aps_gemm_time(d, prec, T, a * (dn + dr) / tp,
+                                                  qr) : 0.0) +
+                          aps_gemm_time(d, prec, T, a * (dn + dv) / tp, kr);
+        out->mla_up_act = A * T * (2.0 * a * (dn + dr) + a * dv) / tp;
         out->mla_params = mla_delta_params(m, tp, &out->mla_matmul_params);
     }
     if (m->num_experts <= 0)
@@ -369,18 +385,24 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
         buf = 2.0 * all;
     } else {
         /* copies each token sends: one per routed expert (alltoall), one
-         * per distinct destination rank (flex): ep (1 - C(E - E/ep, k) /
-         * C(E, k)) ranks expected among ep holding E / ep experts each */
-        double copies = K;
+         * per distinct destination rank (flex); spread evenly over the ep
+         * ranks, of which g share the sender's NVLink domain.  Across
+         * domains flex (DeepEP) sends one copy per destination domain over
+         * RDMA and forwards it on NVLink (deepseek-ai/DeepEP README) */
+        int64_t gd = aps_group_domain_members(c, aps_moe_etp(s), aps_moe_ep(s));
+        double copies = K, remote = K * (ep - (double)gd) / ep;
         if (s->moe_token_dispatcher == APS_MOE_FLEX && ep > 1) {
-            double miss = 1.0;
-            for (int64_t j = 0; j < m->experts_per_token; j++)
-                miss *= (E - local - (double)j) / (E - (double)j);
-            copies = ep * (1.0 - (miss > 0 ? miss : 0.0));
+            copies = ep * (1.0 - experts_miss(E, K, local));
+            double domains = ep / (double)gd;
+            remote = (domains - 1.0) *
+                     (1.0 - experts_miss(E, K, E / domains));
         }
         double send = row * Tin * copies * load;
-        aps_group_link(c, aps_moe_etp(s), aps_moe_ep(s), &bw, &alpha);
-        comm = 2.0 * aps_alltoall_time(aps_moe_ep(s), send, bw, alpha);
+        double inter = row * Tin * remote * load;
+        double intra = send * ((double)gd - 1.0) / ep;
+        comm = 2.0 * aps_group_alltoall_time(c, aps_moe_etp(s), aps_moe_ep(s),
+                                             gd >= aps_moe_ep(s) ? send : intra,
+                                             gd >= aps_moe_ep(s) ? 0.0 : inter);
         buf = 2.0 * send;
         if (etp > 1) {
             double bw2, alpha2, gathered = row * Te;
@@ -394,6 +416,23 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     out->ep_fwd = comm;
     out->ep_bwd = comm;
     out->ep_buffer = buf;
+
+    /* recompute modules: moe re-runs the whole layer (router, dispatch,
+     * experts, combine: megatron/core/transformer/moe/moe_layer.py
+     * checkpoints its forward) and frees everything inside it; mlp on an
+     * MoE layer has no dense FFN to re-run */
+    out->dense_mlp_fwd = aps_mlp_fwd_time(m, d, t, s);
+    out->dense_mlp_act = aps_mlp_saved_bytes(m, t, s);
+    out->moe_fwd = out->gemm_fwd + out->membound_fwd + out->cast_fwd +
+                   out->dense_mlp_fwd;
+    out->moe_int_act = out->act + out->dense_mlp_act;
+    out->shared_act = (up * A + Ain) * T * fs / tp;
+    out->shared_fwd = fs > 0 ? aps_gemm_time(d, prec, T, up * fs / tp, h) +
+                                   aps_gemm_time(d, prec, T, h, fs / tp) +
+                                   act_b * T * fs / tp / hbm
+                             : 0.0;
+    out->actfn_act = Ain * Te * fe / etp;
+    out->actfn_fwd = act_b * Te * fe / etp / hbm;
     out->dense_params = moe_dense_part(m, tp) - dense_ffn_tp(m, tp);
     out->dense_matmul_params = out->dense_params -
                                (m->moe_router_bias ? E : 0.0);
@@ -401,7 +440,8 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
 }
 
 void aps_moe_stage(const aps_model *m, const aps_layout *lay,
-                   const aps_moe_cost *mc, int64_t i, aps_moe_stage_cost *out)
+                   const aps_moe_cost *mc, int64_t i, unsigned mods,
+                   aps_moe_stage_cost *out)
 {
     memset(out, 0, sizeof *out);
     if (!aps_model_is_moe(m))
@@ -424,6 +464,43 @@ void aps_moe_stage(const aps_model *m, const aps_layout *lay,
     out->ep_bwd = nm * mc->ep_bwd + rm * mc->ep_fwd;
     out->drop_tp_layers = nm * mc->drop_mlp_tp;
     out->drop_tp_recompute = rm * mc->drop_mlp_tp;
+    /* selective recompute modules on the layers not fully recomputed */
+    double km = nm - rm, kl = nl - rl;
+    if (mods & APS_RCM_MOE) {
+        out->recompute += km * mc->moe_fwd;
+        out->ep_bwd += km * mc->ep_fwd; /* dispatched and combined again */
+    } else {
+        if (mods & APS_RCM_SHARED_EXPERTS)
+            out->recompute += km * mc->shared_fwd;
+        if (mods & APS_RCM_MOE_ACT)
+            out->recompute += km * mc->actfn_fwd;
+    }
+    if (mods & APS_RCM_MLP) /* compute.c's selective_fwd counted every layer */
+        out->recompute -= km * mc->dense_mlp_fwd;
+    if (mods & APS_RCM_MLA_UP_PROJ)
+        out->recompute += kl * mc->mla_up_fwd;
+}
+
+/** Per MoE layer and per MLA layer, the saved bytes that selective
+ *  recompute with modules mods keeps beyond the dense layer's
+ *  (memory.c's act_selective, which the mlp module already relieved of
+ *  the dense FFN): *moe and *mla; *rebuilt the largest one-layer set the
+ *  modules free, alive again while that layer is recomputed. */
+static void moe_kept_bytes(const aps_model *m, const aps_moe_cost *mc,
+                           unsigned mods, double *moe, double *mla,
+                           double *rebuilt)
+{
+    double inner = mc->moe_int_act;
+    if (mods & APS_RCM_MOE)
+        inner = 0.0;
+    else
+        inner -= ((mods & APS_RCM_SHARED_EXPERTS) ? mc->shared_act : 0.0) +
+                 ((mods & APS_RCM_MOE_ACT) ? mc->actfn_act : 0.0);
+    *moe = inner - ((mods & APS_RCM_MLP) ? 0.0 : mc->dense_mlp_act);
+    double up = (m->kv_lora_rank > 0 && (mods & APS_RCM_MLA_UP_PROJ))
+                    ? mc->mla_up_act : 0.0;
+    *mla = mc->mla_act - up;
+    *rebuilt = (m->num_experts > 0 ? mc->moe_int_act - inner : 0.0) + up;
 }
 
 void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
@@ -466,8 +543,14 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
      * MoE and MLA differences, per_layer_kept = in-flight micro-batches
      * x the fraction of the rank's layers not recomputed */
     double kept = L > 0 ? (L - rc) / L : 0.0;
+    unsigned mods = s->layer_recompute == APS_RECOMPUTE_SELECTIVE
+                        ? aps_recompute_modules(t, s) : 0u;
+    double moe_b, mla_b, rebuilt;
+    moe_kept_bytes(m, mc, mods, &moe_b, &mla_b, &rebuilt);
     st->mem[APS_MEM_ACTIVATIONS] +=
-        per_layer_kept * kept * (nm * mc->act + nl * mc->mla_act);
+        per_layer_kept * kept * (nm * moe_b + nl * mla_b);
+    if (L > rc)
+        st->mem[APS_MEM_ACTIVATIONS] += rebuilt;
     if (nm > 0)
         st->mem[APS_MEM_COMM_EP] = mc->ep_buffer;
 }

@@ -34,6 +34,16 @@ static const char *const reason_codes[APS_REASON_COUNT] = {
     [APS_REASON_EP_DIVISIBILITY] = "EP_DIVISIBILITY",
 };
 
+static const char *const recompute_modules[APS_RCM_COUNT] = {
+    "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
+    "shared_experts",
+};
+
+const char *aps_recompute_module_name(int b)
+{
+    return b >= 0 && b < APS_RCM_COUNT ? recompute_modules[b] : NULL;
+}
+
 const char *aps_reason_code(aps_reason r)
 {
     if ((int)r < 0 || r >= APS_REASON_COUNT)

@@ -199,7 +199,10 @@ void aps_stage_time_build(const aps_model *m, const aps_cluster *c,
     memset(st, 0, sizeof *st);
     layers_compute(s, lay, lc, i, st);
     aps_moe_stage_cost mo;
-    aps_moe_stage(m, lay, &lc->moe, i, &mo);
+    aps_moe_stage(m, lay, &lc->moe, i,
+                  s->layer_recompute == APS_RECOMPUTE_SELECTIVE
+                      ? aps_recompute_modules(t, s) : 0u,
+                  &mo);
     stage_moe(&mo, st);
     edges_compute(m, c, t, s, lay, first, last, st);
     stage_tp(m, c, t, s, lay, lc, &mo, i, first, last, st);

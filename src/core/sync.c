@@ -222,6 +222,9 @@ static void optimizer_step(const aps_cluster *c, const aps_training *t,
     double traffic = (t->optimizer == APS_OPT_SGD ? APS_SGD_STATE_TRAFFIC
                                                   : APS_ADAM_STATE_TRAFFIC) +
                      by->grad + (by->weight < APS_FP32_BYTES ? by->weight : 0.0);
+    /* bf16 moments (exp_avg_bf16): each read and written in 2 bytes */
+    if (t->exp_avg_bf16 && t->optimizer != APS_OPT_SGD)
+        traffic -= 2.0 * APS_ADAM_MOMENTS * (APS_FP32_BYTES - APS_ACT_BYTES);
     double psi_opt = psi / (by->shard_optimizer ? (double)plan->shard_group
                                                 : 1.0);
     psi_opt += expert_params / (by->shard_optimizer /* over expert-dp */

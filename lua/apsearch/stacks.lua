@@ -51,7 +51,10 @@ M.LINES = {
     -- NeMo 2.x performance scripts (the 24.12 container on) and NVIDIA's
     -- MLPerf submissions built on them reduce gradients in bf16.
     name = "NeMo 2.x performance scripts",
-    patterns = { "^NeMo 2[4-9]%.1[0-2]", "^NeMo 2[5-9]%.", "^MLPerf.*NeMo 2[5-9]" },
+    -- DGX Cloud benchmarking releases run these scripts ("NeMo 2.0
+    -- recipe" in their software column)
+    patterns = { "^NeMo 2[4-9]%.1[0-2]", "^NeMo 2[5-9]%.", "^MLPerf.*NeMo 2[5-9]",
+      "^dgxc%-benchmarking 2[5-9]" },
     frameworks = { megatron = true },
     training = { grad_reduce_in_fp32 = false },
     source = "NVIDIA/NeMo 8cfedd72 scripts/performance/helpers.py:234 "
@@ -249,6 +252,18 @@ end
 -- layers per pipeline stage by "<pp>x<vpp>" (Megatron's
 -- --pipeline-model-parallel-layout as the script sets it).
 M.MOE_RECIPES = {
+  {
+    -- the low-precision plugins of the performance scripts keep and gather
+    -- the weights quantized (applied to MoE rows only: the dense rows of
+    -- the same line keep their calibrated settings, docs/accuracy.md)
+    name = "NeMo performance scripts' fp8 / mxfp8 precision plugins",
+    models = { "." }, since = "2025-01", quantized_only = true,
+    software = { "^NeMo 2[5-9]%.", "^dgxc%-benchmarking" },
+    training = { fp8_param_gather = true },
+    source = "NVIDIA/NeMo 8cfedd72 nemo/collections/llm/recipes/precision/mixed_precision.py:70, 101, " ..
+      "137 (bf16_with_fp8_mixed, bf16_with_mxfp8_mixed, bf16_with_fp8_current_scaling_mixed: " ..
+      "fp8_param_gather = True), set by scripts/performance/helpers.py set_precision_configs",
+  },
   {
     name = "NeMo DeepSeek-V3 recipe (bf16 moments and main grads)",
     models = { "^DeepSeek%-V3" }, since = "2025-08",

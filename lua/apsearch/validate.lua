@@ -402,7 +402,9 @@ function M.moe_recipes(row, model, training, strategy, assumed)
   local stated = { moe_token_dispatcher = given(row, "moe_token_dispatcher"),
     moe_capacity_factor = given(row, "moe_capacity_factor"), layer_recompute = given(row, "layer_recompute"),
     recompute_modules = given(row, "layer_recompute") }
+  local quantized = training.precision ~= "bf16" and training.precision ~= "fp16"
   for _, e in ipairs(stacks.moe_recipes(row.software, row.model, row.device)) do
+    if e.quantized_only and not quantized then goto continue end
     local layout = e.layouts and e.layouts[strategy.pp_degree .. "x" .. strategy.vpp_degree]
     if layout and not given(row, "pipeline_layout") then
       strategy.stage_partition = { table.unpack(layout) }
@@ -420,6 +422,7 @@ function M.moe_recipes(row, model, training, strategy, assumed)
         assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), e.name, e.source)
       end
     end
+    ::continue::
   end
   if not strategy.moe_token_dispatcher then
     assumed[#assumed + 1] = "moe_token_dispatcher = alltoall (not stated; NeMo's MoE recipes)"

@@ -134,6 +134,7 @@ M.dimensions = {
   "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "layer_recompute", "recompute_method", "recompute_num_layers", "micro_batch_size",
   "micro_batch_num", "ep_degree", "etp_degree", "moe_token_dispatcher", "moe_capacity_factor",
+  "recompute_modules",
 }
 
 --- Where fields given in another section really go.

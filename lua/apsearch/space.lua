@@ -335,6 +335,14 @@ function M.new(ss, info)
   level { name = "micro_batch_size", field = "micro_batch_size", static = list_of(dims, "micro_batch_size") }
   level { name = "micro_batch_num", field = "micro_batch_num", static = list_of(dims, "micro_batch_num") }
 
+  -- Megatron's selective recompute modules, when listed: each value on the
+  -- selective candidates, none ("") on the others
+  if dims.recompute_modules then
+    local rm = dims.recompute_modules
+    level { name = "recompute_modules", field = "recompute_modules", deps = { "layer_recompute" },
+      values = function(c) return c.layer_recompute == "selective" and rm or { "" } end }
+  end
+
   -- Mixture of experts (info.num_experts > 0 only: a dense model gets no
   -- new candidate).  ep_degree: the divisors of the expert count (or the
   -- listed values) whose etp x ep grid fits the ranks of a pipeline stage,

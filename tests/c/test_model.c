@@ -690,6 +690,117 @@ static void test_alltoall_time(void **state)
     assert_true(aps_alltoall_time(1, 8e6, 1e9, 1e-6) == 0.0);
 }
 
+/* All-to-all on a group across NVLink domains (comm.c): every rank's
+ * remote share leaves through its own NIC while its local share moves on
+ * NVLink: max(inter / (NIC x eff), intra / (NVLink x eff)) + (n - 1)
+ * inter-node latencies; inside one domain the pairwise formula on NVLink. */
+static void test_group_alltoall_time(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    moe_8b(&m, &c, &t, &s);
+    c.num_devices = 64; /* 8 hosts of 8 */
+    const aps_device *d = &c.device;
+    double nic = d->inter_node_bandwidth * d->collective_efficiency;
+    double nvl = d->intra_node_bandwidth * d->collective_efficiency;
+    /* 64 ranks 1 apart: 8 per host; 56/64 of 64 MB remote, 7/64 local */
+    assert_int_equal(aps_group_domain_members(&c, 1, 64), 8);
+    double inter = 64e6 * 56.0 / 64.0, intra = 64e6 * 7.0 / 64.0;
+    double want = inter / nic + 63.0 * d->inter_node_latency;
+    assert_true(fabs(aps_group_alltoall_time(&c, 1, 64, intra, inter) / want -
+                     1.0) < 1e-12);
+    /* NVLink-bound when the local share dominates */
+    want = 1e9 / nvl + 63.0 * d->inter_node_latency;
+    assert_true(fabs(aps_group_alltoall_time(&c, 1, 64, 1e9, 1.0) / want -
+                     1.0) < 1e-12);
+    /* 8 ranks in one host: (n - 1) / n x bytes / NVLink + 7 alpha */
+    assert_int_equal(aps_group_domain_members(&c, 1, 8), 8);
+    want = 7.0 / 8.0 * 8e6 / nvl + 7.0 * d->intra_node_latency;
+    assert_true(fabs(aps_group_alltoall_time(&c, 1, 8, 8e6, 0.0) / want -
+                     1.0) < 1e-12);
+    /* stride 4: 2 members per host */
+    assert_int_equal(aps_group_domain_members(&c, 4, 16), 2);
+}
+
+/* Megatron's --recompute-modules (memory.c, moe.c, check.c): mlp frees the
+ * dense MLP's inner activations, (2 x 2 + 2) T f / tp bytes in bf16 with
+ * SwiGLU; moe re-runs each MoE layer's dispatch and combine once more in
+ * the backward: EP time (fwd + bwd + fwd) / (fwd + bwd) = 1.5 x; the
+ * checks follow TransformerConfig. */
+static void test_recompute_modules(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    static aps_estimate out;
+    char msg[APS_REASON_LEN];
+    moe_8b(&m, &c, &t, &s);
+    m.num_layers = 8;
+    s.ep_degree = 8;
+    s.layer_recompute = APS_RECOMPUTE_SELECTIVE;
+    /* dense layer bytes, core_attn (default) vs core_attn + mlp */
+    aps_model dense = m;
+    dense.num_experts = dense.experts_per_token = dense.moe_ffn_hidden_size = 0;
+    double base = aps_layer_activation_bytes(&dense, &t, &s,
+                                             APS_RECOMPUTE_SELECTIVE);
+    s.recompute_modules = APS_RCM_CORE_ATTN | APS_RCM_MLP;
+    double less = aps_layer_activation_bytes(&dense, &t, &s,
+                                             APS_RECOMPUTE_SELECTIVE);
+    double T = 4096.0; /* mbs 1, no CP */
+    assert_true(fabs((base - less) / (6.0 * T * 14336.0) - 1.0) < 1e-12);
+    /* moe: one more dispatch and combine per MoE layer */
+    s.recompute_modules = APS_RCM_CORE_ATTN;
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    double ep0 = out.perf_total[APS_PERF_EP_COMM];
+    double act0 = out.stages[0].mem[APS_MEM_ACTIVATIONS];
+    double rc0 = out.perf_total[APS_PERF_RECOMPUTE];
+    s.recompute_modules = APS_RCM_CORE_ATTN | APS_RCM_MOE;
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    assert_true(fabs(out.perf_total[APS_PERF_EP_COMM] / ep0 - 1.5) < 1e-12);
+    assert_true(out.stages[0].mem[APS_MEM_ACTIVATIONS] < act0);
+    assert_true(out.perf_total[APS_PERF_RECOMPUTE] > rc0);
+    /* checks */
+    s.recompute_modules = APS_RCM_MLA_UP_PROJ;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    assert_non_null(strstr(msg, "mla_up_proj needs multi-latent attention"));
+    s.recompute_modules = APS_RCM_MOE_ACT;
+    s.moe_grouped_gemm = 0;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    s.moe_grouped_gemm = APS_DEFAULT;
+    s.layer_recompute = APS_RECOMPUTE_NONE;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_INVALID_DEGREE);
+    assert_non_null(strstr(msg, "layer_recompute = none"));
+    assert_string_equal(aps_recompute_module_name(3), "mla_up_proj");
+    assert_null(aps_recompute_module_name(APS_RCM_COUNT));
+}
+
+/* exp_avg_bf16: Adam's two moments in bf16, 2 x (4 - 2) = 4 bytes less
+ * per parameter (megatron: 4 + 4 + 4 -> 4 + 2 + 2). */
+static void test_exp_avg_bf16(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    aps_state_bytes by;
+    moe_8b(&m, &c, &t, &s);
+    aps_model_state_bytes(&t, &s, &by);
+    double full = by.optimizer;
+    t.exp_avg_bf16 = true;
+    aps_model_state_bytes(&t, &s, &by);
+    assert_true(full == 12.0);
+    assert_true(by.optimizer == 8.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -720,6 +831,9 @@ int main(void)
         cmocka_unit_test(test_moe_constraints),
         cmocka_unit_test(test_moe_estimate),
         cmocka_unit_test(test_alltoall_time),
+        cmocka_unit_test(test_group_alltoall_time),
+        cmocka_unit_test(test_recompute_modules),
+        cmocka_unit_test(test_exp_avg_bf16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,7 +19,8 @@
 --   zero_stage 2 -> --torch-fsdp2-no-reshard-after-forward, the flag's
 --   "FSDP ZeRO-2"); HSDP (dp > 1 and fsdp > 1) is NOT EXPRESSIBLE
 -- * layer_recompute: selective -> --recompute-granularity selective
---   (Megatron's default module, core_attn, is apsearch's selective);
+--   (Megatron's default module, core_attn, is apsearch's selective), with
+--   recompute_modules -> --recompute-modules (mla_up_proj mlp moe ...);
 --   full on every layer -> full/uniform/1; full on r layers per stage ->
 --   full/block/r
 -- * MoE models (M.moe_args): ep_degree -> --expert-model-parallel-size,
@@ -110,6 +111,13 @@ function M.render(c)
   local args, notes = {}, {}
   local function A(flag, value)
     assert(options.megatron.options[flag], "megatron: option not in the list: " .. flag)
+    -- a list: several words (argparse nargs='+'), each a plain name
+    if type(value) == "table" then
+      for _, w in ipairs(value) do assert(not w:find("[^%w_]"), "megatron: not a plain word: " .. w) end
+      value = table.concat(value, " ")
+      args[#args + 1] = flag .. " " .. value
+      return
+    end
     local v = value ~= nil and tostring(value) or nil
     -- a value with shell characters (the layout's '|' and '*') is quoted
     if v and v:find("[^%w%.%-_/,:=+]") then v = "'" .. v:gsub("'", "'\\''") .. "'" end
@@ -237,6 +245,13 @@ function M.render(c)
   -- recompute
   if r.layer_recompute == "selective" then
     A("--recompute-granularity", "selective")
+    -- the modules re-run (TransformerConfig.recompute_modules, nargs '+';
+    -- unset: core_attn)
+    if r.recompute_modules and r.recompute_modules ~= "" then
+      local mods = {}
+      for w in tostring(r.recompute_modules):gmatch("[^/,%s]+") do mods[#mods + 1] = w end
+      A("--recompute-modules", mods)
+    end
   elseif r.layer_recompute == "full" then
     local rc, n = c.recompute, layers
     local all, any = #rc > 0, false

@@ -259,6 +259,12 @@ typedef struct {
     bool cuda_graphs;              /**< CUDA graphs captured for the
                                         layers (Megatron --cuda-graph-impl
                                         transformer_engine); default off */
+    bool moe_shared_expert_overlap; /**< MoE: the shared expert runs on
+                                        its own stream beside the token
+                                        dispatch and combine, hiding them
+                                        (Megatron --moe-shared-expert-
+                                        overlap, alltoall and flex
+                                        dispatchers); default off */
     bool exp_avg_bf16;             /**< Adam's moments (exp_avg and
                                         exp_avg_sq) held in bf16 (Megatron
                                         --use-precision-aware-optimizer

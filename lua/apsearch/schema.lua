@@ -74,6 +74,7 @@ M.training = {
   fp8_param_gather = "bool", grad_reduce_in_fp32 = "bool",
   activation_offload_layers = "nonnegint", tp_comm_overlap = "bool",
   cuda_graphs = "bool", store_param_remainders = "bool", exp_avg_bf16 = "bool",
+  moe_shared_expert_overlap = "bool",
   compile_loss = "bool",
   vocab_size_divisible_by = "nonnegint",
   memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",

@@ -248,7 +248,9 @@ end
 -- share); moe_capacity_factor 1 (MegatronTokenDropCallback: capacity 1.0,
 -- inputs padded to it, so every expert runs its balanced share);
 -- layer_recompute selective with Megatron's recompute_modules;
--- exp_avg_bf16 (the precision-aware optimizer's bf16 moments); `layouts`:
+-- exp_avg_bf16 (the precision-aware optimizer's bf16 moments);
+-- moe_shared_expert_overlap (the shared expert beside dispatch and
+-- combine); `layouts`:
 -- layers per pipeline stage by "<pp>x<vpp>" (Megatron's
 -- --pipeline-model-parallel-layout as the script sets it).
 M.MOE_RECIPES = {
@@ -306,8 +308,10 @@ M.MOE_RECIPES = {
     models = { "^DeepSeek%-V3" }, devices = { "^gb", "^b[23]00" }, since = "2025-04",
     software = { "^NeMo 2[5-9]%.", "^dgxc%-benchmarking" },
     strategy = { moe_token_dispatcher = "alltoall", moe_capacity_factor = 1.0 },
+    training = { moe_shared_expert_overlap = true },
     source = "NVIDIA/NeMo e1335c83 (2025-04-22) scripts/performance/llm/pretrain_deepseek_v3.py:86-91 " ..
-      "(alltoall, MegatronTokenDropCallback), nemo/lightning/pytorch/callbacks/moe_token_drop.py " ..
+      "(alltoall, moe_shared_expert_overlap, MegatronTokenDropCallback), " ..
+      "nemo/lightning/pytorch/callbacks/moe_token_drop.py " ..
       "(moe_expert_capacity_factor 1.0, moe_pad_expert_input_to_capacity), read at 8cfedd72",
   },
   {
@@ -315,10 +319,11 @@ M.MOE_RECIPES = {
     models = { "^Llama%-4" }, since = "2025-05",
     software = { "^NeMo 2[5-9]%.", "^dgxc%-benchmarking" },
     strategy = { moe_capacity_factor = 1.0 },
-    training = { tp_comm_overlap = true },
+    training = { tp_comm_overlap = true, moe_shared_expert_overlap = true },
     source = "NVIDIA/NeMo 305d1a8e (2025-05-01) nemo/collections/llm/recipes/llama4_e16.py, " ..
       "llama4_e128.py pretrain_performance_optimizations (MegatronTokenDropCallback, " ..
-      "tp_comm_overlap=True), read at 8cfedd72",
+      "tp_comm_overlap=True); nemo/collections/llm/gpt/model/llama.py:407 (Llama4Config " ..
+      "moe_shared_expert_overlap = True), read at 8cfedd72",
   },
   {
     name = "NeMo Mixtral performance recipe (token drop)",

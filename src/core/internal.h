@@ -290,6 +290,8 @@ typedef struct {
     double ep_fwd, ep_bwd;  /**< dispatch + combine, one micro-batch */
     double drop_tp_layers;  /**< layers whose FFN TP collectives go */
     double drop_tp_recompute; /**< of them recomputed */
+    double ep_hidden_fwd, ep_hidden_bwd; /**< of ep_fwd, ep_bwd: hidden
+                                              behind the shared expert */
 } aps_moe_stage_cost;
 
 /* ---- precision.c: GEMM precisions ---- */
@@ -627,9 +629,9 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
                         const aps_training *t, const aps_strategy *s,
                         aps_moe_cost *out);
 /** Rank i's sums of the differences. */
-void aps_moe_stage(const aps_model *m, const aps_layout *lay,
-                   const aps_moe_cost *mc, int64_t i, unsigned mods,
-                   aps_moe_stage_cost *out);
+void aps_moe_stage(const aps_model *m, const aps_training *t,
+                   const aps_strategy *s, const aps_layout *lay,
+                   const aps_moe_cost *mc, int64_t i, aps_moe_stage_cost *out);
 /** Adds rank i's MoE / MLA model states (expert states over the expert-
  *  data-parallel group), activations (per_layer_kept: in-flight micro-
  *  batches) and dispatch buffers to st. */

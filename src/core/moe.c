@@ -439,13 +439,15 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     out->expert_params = moe_expert_part(m, s);
 }
 
-void aps_moe_stage(const aps_model *m, const aps_layout *lay,
-                   const aps_moe_cost *mc, int64_t i, unsigned mods,
-                   aps_moe_stage_cost *out)
+void aps_moe_stage(const aps_model *m, const aps_training *t,
+                   const aps_strategy *s, const aps_layout *lay,
+                   const aps_moe_cost *mc, int64_t i, aps_moe_stage_cost *out)
 {
     memset(out, 0, sizeof *out);
     if (!aps_model_is_moe(m))
         return;
+    unsigned mods = s->layer_recompute == APS_RECOMPUTE_SELECTIVE
+                        ? aps_recompute_modules(t, s) : 0u;
     double L = (double)lay->layers[i], rc = (double)lay->recompute[i];
     double nm = (double)aps_moe_stage_moe_layers(m, lay, i);
     double nl = m->kv_lora_rank > 0 ? L : 0.0;
@@ -479,6 +481,18 @@ void aps_moe_stage(const aps_model *m, const aps_layout *lay,
         out->recompute -= km * mc->dense_mlp_fwd;
     if (mods & APS_RCM_MLA_UP_PROJ)
         out->recompute += kl * mc->mla_up_fwd;
+    /* --moe-shared-expert-overlap (SharedExpertMLP on its own stream,
+     * megatron/core/transformer/moe/shared_experts.py): the shared
+     * expert's forward beside dispatch + combine, its backward (2 x)
+     * beside theirs; the all-gather dispatcher does not overlap it */
+    if (t->moe_shared_expert_overlap && mc->shared_fwd > 0 &&
+        s->moe_token_dispatcher != APS_MOE_ALLGATHER) {
+        double hf = mc->shared_fwd < mc->ep_fwd ? mc->shared_fwd : mc->ep_fwd;
+        double sb = APS_GEMM_BWD_RATIO * mc->shared_fwd;
+        double hb = sb < mc->ep_bwd ? sb : mc->ep_bwd;
+        out->ep_hidden_fwd = nm * hf;
+        out->ep_hidden_bwd = nm * hb;
+    }
 }
 
 /** Per MoE layer and per MLA layer, the saved bytes that selective

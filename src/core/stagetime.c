@@ -151,17 +151,21 @@ static void stage_tp(const aps_model *m, const aps_cluster *c,
 
 /** MoE and MLA layers of rank i (moe.c): their compute differences from
  *  the dense layer added to st, and the expert dispatch and combine,
- *  exposed in full (Megatron-Core does not overlap them by default:
- *  --overlap-moe-expert-parallel-comm off). */
-static void stage_moe(const aps_moe_stage_cost *mo, aps_stage_time *st)
+ *  exposed but for what the shared expert hides (interfered, as every
+ *  overlapped communication); Megatron-Core overlaps nothing else by
+ *  default (--overlap-moe-expert-parallel-comm off). */
+static void stage_moe(const aps_training *t, const aps_moe_stage_cost *mo,
+                      aps_stage_time *st)
 {
     st->comp_fwd += mo->comp_fwd;
     st->comp_bwd += mo->comp_bwd;
     st->wgrad += mo->wgrad;
     st->recompute += mo->recompute;
     st->ep_total = mo->ep_fwd + mo->ep_bwd;
-    st->ep_exposed_fwd = mo->ep_fwd;
-    st->ep_exposed_bwd = mo->ep_bwd;
+    st->ep_exposed_fwd = aps_interfered(t, mo->ep_fwd,
+                                        mo->ep_fwd - mo->ep_hidden_fwd);
+    st->ep_exposed_bwd = aps_interfered(t, mo->ep_bwd,
+                                        mo->ep_bwd - mo->ep_hidden_bwd);
 }
 
 /** CP communication of rank i: the ring's K/V passing hidden behind each
@@ -199,11 +203,8 @@ void aps_stage_time_build(const aps_model *m, const aps_cluster *c,
     memset(st, 0, sizeof *st);
     layers_compute(s, lay, lc, i, st);
     aps_moe_stage_cost mo;
-    aps_moe_stage(m, lay, &lc->moe, i,
-                  s->layer_recompute == APS_RECOMPUTE_SELECTIVE
-                      ? aps_recompute_modules(t, s) : 0u,
-                  &mo);
-    stage_moe(&mo, st);
+    aps_moe_stage(m, t, s, lay, &lc->moe, i, &mo);
+    stage_moe(t, &mo, st);
     edges_compute(m, c, t, s, lay, first, last, st);
     stage_tp(m, c, t, s, lay, lc, &mo, i, first, last, st);
     double layer_fwd, layer_bwd;

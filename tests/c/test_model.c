@@ -782,6 +782,39 @@ static void test_recompute_modules(void **state)
     assert_null(aps_recompute_module_name(APS_RCM_COUNT));
 }
 
+/* --moe-shared-expert-overlap (moe.c, stagetime.c): per MoE layer the
+ * shared expert's forward hides min(shared fwd, dispatch + combine fwd),
+ * its backward (2 x) min(2 shared fwd, ep bwd); the hidden part still
+ * costs training.overlap_interference of its time.  A shared expert far
+ * longer than the in-host all-to-all hides all of it: exposed =
+ * interference x total; the all-gather dispatcher hides nothing. */
+static void test_shared_expert_overlap(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    static aps_estimate out;
+    moe_8b(&m, &c, &t, &s);
+    m.num_layers = 8;
+    m.shared_expert_ffn_hidden_size = 4 * 14336;
+    s.ep_degree = 8;
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    double total = out.perf_total[APS_PERF_EP_COMM];
+    assert_true(fabs(out.perf_exposed[APS_PERF_EP_COMM] / total - 1.0) < 1e-12);
+    t.moe_shared_expert_overlap = true;
+    t.overlap_interference = 0.2; /* training.c's default */
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    assert_true(fabs(out.perf_total[APS_PERF_EP_COMM] / total - 1.0) < 1e-12);
+    assert_true(fabs(out.perf_exposed[APS_PERF_EP_COMM] /
+                     (t.overlap_interference * total) - 1.0) < 1e-9);
+    s.moe_token_dispatcher = APS_MOE_ALLGATHER;
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    assert_true(fabs(out.perf_exposed[APS_PERF_EP_COMM] /
+                     out.perf_total[APS_PERF_EP_COMM] - 1.0) < 1e-12);
+}
+
 /* exp_avg_bf16: Adam's two moments in bf16, 2 x (4 - 2) = 4 bytes less
  * per parameter (megatron: 4 + 4 + 4 -> 4 + 2 + 2). */
 static void test_exp_avg_bf16(void **state)
@@ -834,6 +867,7 @@ int main(void)
         cmocka_unit_test(test_group_alltoall_time),
         cmocka_unit_test(test_recompute_modules),
         cmocka_unit_test(test_exp_avg_bf16),
+        cmocka_unit_test(test_shared_expert_overlap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

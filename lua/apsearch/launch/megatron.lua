@@ -564,6 +564,14 @@ function M.moe_args(c, A, N)
   A("--moe-token-dispatcher-type", d)
   if d == "flex" then A("--moe-flex-dispatcher-backend", "deepep") end
   if r.moe_grouped_gemm ~= false then A("--moe-grouped-gemm") end
+  if c.training.moe_shared_expert_overlap and (m.shared_expert_ffn_hidden_size or 0) > 0 then
+    if d == "allgather" then
+      N("NOT EXPRESSIBLE in Megatron-LM", "moe_shared_expert_overlap with the allgather dispatcher " ..
+        "(TransformerConfig: alltoall or flex only); not written")
+    else
+      A("--moe-shared-expert-overlap")
+    end
+  end
   if (r.moe_capacity_factor or 0) > 0 then
     A("--moe-expert-capacity-factor", M.num(r.moe_capacity_factor))
   end

@@ -5,6 +5,9 @@
 -- s.3.2); compare: apsearch estimate examples/deepseek_v3_h100_1024.lua
 --   --strategy tp_degree=1,pp_degree=16,dp_degree=64,ep_degree=64,zero_stage=1,layer_offset=balanced,layer_recompute=full
 -- (the multi-token-prediction module is not trained in the estimate).
+-- With the all-to-all across hosts at one NIC per GPU the search keeps
+-- expert parallelism inside a host (EP 8); DeepSeek's EP 64 relies on
+-- node-limited routing and DualPipe's overlap, neither modelled here.
 return {
   name = "deepseek-v3-h100-1024",
   description = "DeepSeek-V3, 128 x 8 H100-SXM 80GB, seq 4096, global batch 8192",
@@ -21,7 +24,10 @@ return {
     pp_degree = { 8, 16 },
     layer_offset = { "balanced" },
     micro_batch_size = { 1 },
-    layer_recompute = { "full" },
+    -- full recompute, or NeMo's selective modules for DeepSeek-V3 on H100
+    -- (scripts/performance/recommended_model_configs/model_configs_h100.csv)
+    layer_recompute = { "full", "selective" },
+    recompute_modules = { "mla_up_proj/mlp/moe" },
     recompute_num_layers = { "auto" },
     ep_degree = { 8, 16, 32, 64 },
   },

@@ -447,13 +447,10 @@ aps_reason aps_check_recompute_modules(const aps_model *m,
         aps_fmt(msg, n, "recompute_modules = 0x%x: unknown module bits", mods);
         return APS_REASON_INVALID_DEGREE;
     }
-    if (s->layer_recompute != APS_RECOMPUTE_SELECTIVE) {
-        aps_fmt(msg, n, "recompute_modules given with layer_recompute = %s: "
-                "the modules are selective recompute's "
-                "(--recompute-granularity selective)",
-                s->layer_recompute == APS_RECOMPUTE_FULL ? "full" : "none");
-        return APS_REASON_INVALID_DEGREE;
-    }
+    /* Megatron reads the modules under selective granularity only
+     * (TransformerConfig.__post_init__): elsewhere they are ignored */
+    if (s->layer_recompute != APS_RECOMPUTE_SELECTIVE)
+        return APS_REASON_NONE;
     if (t->framework != APS_FW_MEGATRON) {
         aps_fmt(msg, n, "recompute_modules: Megatron-Core's "
                 "--recompute-modules; %s recomputes its own way",

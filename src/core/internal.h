@@ -613,8 +613,9 @@ double aps_moe_load_factor(const aps_training *t, const aps_strategy *s);
 /** MoE layers among pipeline rank i's layers as laid out. */
 int64_t aps_moe_stage_moe_layers(const aps_model *m, const aps_layout *lay,
                                  int64_t i);
-/** Megatron's --recompute-modules: known bits, selective recompute only,
- *  Megatron only, mla_up_proj with MLA, moe_act with grouped GEMM
+/** Megatron's --recompute-modules: known bits; under selective recompute
+ *  (ignored otherwise, as Megatron does) Megatron only, mla_up_proj with
+ *  MLA, moe_act with grouped GEMM
  *  (INVALID_DEGREE / FRAMEWORK_UNSUPPORTED with a message; check.c). */
 aps_reason aps_check_recompute_modules(const aps_model *m,
                                       const aps_training *t,

@@ -294,6 +294,10 @@ function M.render(c)
   elseif r.layer_recompute == "selective" then
     K("recompute_config.recompute", false)
     K("recompute_config.select_recompute", attn_core, "attention core in every layer")
+    if r.recompute_modules and r.recompute_modules ~= "" and r.recompute_modules ~= "core_attn" then
+      N("NOT EXPRESSIBLE in MindFormers", "Megatron's recompute modules " .. r.recompute_modules ..
+        ": select_recompute is written for the attention core only")
+    end
   else
     K("recompute_config.recompute", false)
     K("recompute_config.select_recompute", false)

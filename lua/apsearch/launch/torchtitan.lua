@@ -629,8 +629,9 @@ function M.render(c)
     -- with the fsdp2 profile apsearch models TorchTitan's per-op selective
     -- checkpointing itself; other profiles estimated Megatron's
     if tr.framework ~= "fsdp2" then
-      N("APPROXIMATE", "apsearch's selective recompute (core attention only, the " ..
-        tostring(tr.framework) .. " profile) as TorchTitan's per-op selective AC")
+      local mods = (r.recompute_modules and r.recompute_modules ~= "") and r.recompute_modules or "core_attn"
+      N("APPROXIMATE", "apsearch's selective recompute (Megatron's recompute modules " .. mods ..
+        ", the " .. tostring(tr.framework) .. " profile) as TorchTitan's per-op selective AC")
     end
   else
     lines[#lines + 1] = "    config.activation_checkpoint = None"

@@ -1360,6 +1360,23 @@ describe("launch configs", function()
       assert.truthy(mf:find("NOT EXPRESSIBLE in MindFormers: the flex (DeepEP) token dispatcher", 1, true))
       assert.truthy(mf:find("NOT EXPRESSIBLE in MindFormers: multi-head latent attention", 1, true))
     end
+    -- recipe settings: bf16 moments (with the distributed optimizer), the
+    -- shared expert overlapped, NeMo's recompute modules
+    r = run_example("deepseek_v3_h100_1024.lua", { top_k = 3, set = { "training.exp_avg_bf16=true",
+      "training.moe_shared_expert_overlap=true" }, fix = { "layer_recompute=selective" } })
+    by = check_all(r)
+    for _, rec in ipairs(r.top_k_strategies) do
+      local _, v = parse_megatron(by[rec.rank].megatron.text)
+      assert.is_true(v["--use-distributed-optimizer"])
+      assert.is_true(v["--use-precision-aware-optimizer"])
+      assert.are.equal("bf16", v["--exp-avg-dtype"])
+      assert.are.equal("bf16", v["--exp-avg-sq-dtype"])
+      assert.is_true(v["--moe-shared-expert-overlap"])
+      assert.are.equal("selective", v["--recompute-granularity"])
+      assert.are.equal("mla_up_proj mlp moe", v["--recompute-modules"])
+      assert.truthy(by[rec.rank].mindformers.text:find(
+        "NOT EXPRESSIBLE in MindFormers: Megatron's recompute modules mla_up_proj/mlp/moe", 1, true))
+    end
     r = run_example("mixtral_8x7b_h100.lua", { top_k = 3 })
     by = check_all(r)
     for _, rec in ipairs(r.top_k_strategies) do

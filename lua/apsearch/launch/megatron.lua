@@ -408,6 +408,18 @@ function M.render(c)
     -- bf16 otherwise forces fp32 main grads (validate_args)
     A("--grad-reduce-in-bf16")
   end
+  if tr.exp_avg_bf16 then
+    -- megatron/core/optimizer/__init__.py: the precision-aware optimizer
+    -- runs with the distributed optimizer only
+    if has("--use-distributed-optimizer") then
+      A("--use-precision-aware-optimizer")
+      A("--exp-avg-dtype", "bf16")
+      A("--exp-avg-sq-dtype", "bf16")
+    else
+      N("NOT EXPRESSIBLE in Megatron-LM", "exp_avg_bf16 without the distributed optimizer " ..
+        "(--use-precision-aware-optimizer needs it, megatron/core/optimizer/__init__.py); not written")
+    end
+  end
   if tr.store_param_remainders then
     N("NOT EXPRESSIBLE in Megatron-LM", "store_param_remainders (fp32 master weights as bf16 " ..
       "weight + 16-bit remainder, apex DistributedFusedAdam in NeMo 1.x): Megatron-LM keeps a full " ..

@@ -67,6 +67,8 @@ M.megatron = {
     "--moe-expert-capacity-factor", "--moe-router-score-function",
     "--moe-router-enable-expert-bias", "--moe-router-force-load-balancing",
     "--moe-shared-expert-overlap",
+    -- _add_training_args / OptimizerConfig (precision-aware optimizer)
+    "--use-precision-aware-optimizer", "--exp-avg-dtype", "--exp-avg-sq-dtype",
     "--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",
     "--qk-pos-emb-head-dim", "--v-head-dim", "--recompute-modules",
     -- _add_transformer_engine_args

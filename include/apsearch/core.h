@@ -39,6 +39,10 @@ const char *aps_framework_name(aps_framework f);
 /** pp_schedule value as policies spell it, e.g. "dualpipev"; "UNKNOWN" if
  *  out of range. */
 const char *aps_pp_schedule_name(aps_pp_schedule s);
+/** Megatron's name of recompute module bit b (0 <= b < APS_RCM_COUNT:
+ *  "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
+ *  "shared_experts", as --recompute-modules spells them); NULL beyond. */
+const char *aps_recompute_module_name(int b);
 
 /* ------------------------------------------------------------------ model */
 
@@ -82,8 +86,8 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out);
 /** Whether layer i (0-based) of a validated model has routed experts. */
 bool aps_model_is_moe_layer(const aps_model *m, int64_t i);
 
-/** A model the estimator does not model yet: mixture of experts or
- *  multi-head latent attention (issue 13). */
+/** A model with routed experts or multi-head latent attention (issue 13),
+ *  whose MoE and MLA terms moe.c adds to the dense estimate. */
 bool aps_model_is_moe(const aps_model *m);
 
 /** Matrix parameters of one layer (Q, K, V, O, MLP), the ones that cost
@@ -406,6 +410,11 @@ double aps_allreduce_time(int64_t n, double bytes, double bw, double alpha);
 double aps_allgather_time(int64_t n, double bytes, double bw, double alpha);
 double aps_reducescatter_time(int64_t n, double bytes, double bw,
                               double alpha);
+/** All-to-all over n ranks, each sending `bytes` in total split evenly
+ *  over the n ranks (its own share stays): (n-1)/n * bytes/bw + (n-1) *
+ *  alpha, pairwise exchange (Thakur et al. 2005 s.4.6; NCCL's all-to-all
+ *  is n - 1 send/recv pairs).  0 for n <= 1. */
+double aps_alltoall_time(int64_t n, double bytes, double bw, double alpha);
 
 /** Effective bandwidth and per-step latency of a process group of `size`
  *  ranks whose members are `stride` ranks apart in the tp-cp-fsdp-dp-pp
@@ -443,6 +452,27 @@ int aps_p2p_link(const aps_cluster *c, int64_t stride, int64_t size,
  *  inside one domain. */
 int aps_p2p_pair_link(const aps_cluster *c, int64_t stride, int64_t a,
                       int64_t b, double *bw, double *alpha);
+
+/** Members of a group of ranks `stride` apart in one NVLink domain (a
+ *  host, or nvlink_domain_size GPUs of an NVL72 rack): the group's size
+ *  when it sits inside one domain, else G / stride (1 when stride does
+ *  not divide the domain size G). */
+int64_t aps_group_domain_members(const aps_cluster *c, int64_t stride,
+                                 int64_t size);
+
+/** All-to-all on a group of `size` ranks `stride` apart whose members
+ *  send `intra` bytes each to members in their own NVLink domain and
+ *  `inter` bytes to members in other domains.  Inside one domain: NVLink,
+ *  aps_alltoall_time on intra + inter.  Across domains every rank's
+ *  remote share leaves through its own NIC -- unlike a ring collective
+ *  there is no rail to share it with, each GPU's data is its own -- while
+ *  its local share moves on NVLink at the same time: max(inter / NIC,
+ *  intra / NVLink) + (size - 1) inter-node latencies (DeepEP's measured
+ *  internode dispatch runs at about one NIC per GPU, 40-58 GB/s on 50 GB/s
+ *  CX7 NICs: deepseek-ai/DeepEP README, "Normal kernels with NVLink and
+ *  RDMA forwarding").  Bandwidths with collective_efficiency; s. */
+double aps_group_alltoall_time(const aps_cluster *c, int64_t stride,
+                               int64_t size, double intra, double inter);
 
 /** Keys one query attends to in the attention core, averaged over the
  *  layers, for a sequence of S tokens: S without causal skipping, S/2 with

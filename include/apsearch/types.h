@@ -106,9 +106,8 @@ typedef struct {
      * Layer i (0-based) has routed experts when i >= moe_first_dense_layers,
      * i % moe_layer_freq == moe_layer_phase and i is not listed in
      * moe_dense_layers; the other layers have a dense FFN of width
-     * ffn_hidden_size.  Only parameter counts read these fields today:
-     * aps_inputs_validate and aps_estimate_run refuse a MoE model with
-     * APS_ENOTIMPL, so no MoE is ever estimated as dense. */
+     * ffn_hidden_size.  Estimated by src/core/moe.c (the strategy's
+     * ep_degree, etp_degree, dispatcher, capacity, grouped GEMM). */
     int64_t num_experts;             /**< E: routed experts per MoE layer
                                           (HF num_local_experts, num_experts,
                                           n_routed_experts); 0: dense */
@@ -260,6 +259,19 @@ typedef struct {
     bool cuda_graphs;              /**< CUDA graphs captured for the
                                         layers (Megatron --cuda-graph-impl
                                         transformer_engine); default off */
+    bool moe_shared_expert_overlap; /**< MoE: the shared expert runs on
+                                        its own stream beside the token
+                                        dispatch and combine, hiding them
+                                        (Megatron --moe-shared-expert-
+                                        overlap, alltoall and flex
+                                        dispatchers); default off */
+    bool exp_avg_bf16;             /**< Adam's moments (exp_avg and
+                                        exp_avg_sq) held in bf16 (Megatron
+                                        --use-precision-aware-optimizer
+                                        --exp-avg-dtype bf16
+                                        --exp-avg-sq-dtype bf16; NeMo's
+                                        DeepSeek-V3 recipe): 2 x 2 bytes
+                                        less per parameter; default off */
     bool store_param_remainders;   /**< bf16 Adam: the fp32 master held
                                         as the bf16 weight plus a 16-bit
                                         remainder (apex DistributedFused-
@@ -293,6 +305,11 @@ typedef struct {
                                         schedule hides its sends behind the
                                         next chunk except in warmup and
                                         flush; else pp_p2p_overlap */
+    double moe_load_imbalance;     /**< MoE: tokens the busiest expert-
+                                        parallel rank receives over the
+                                        balanced share, >= 1; 0 = APS_MOE_
+                                        LOAD_IMBALANCE (moe.c).  Capped by
+                                        strategy moe_capacity_factor */
     int64_t dp_collective_rails;   /**< NICs per node that data-parallel and
                                         sharding collectives spread over;
                                         0 = the framework's default (all of
@@ -347,6 +364,44 @@ typedef enum {
                                     two micro-batches paired, m >= 2p */
 } aps_pp_schedule;
 
+/** What Megatron-Core's selective recompute re-runs in the backward
+ *  (--recompute-granularity selective --recompute-modules ...,
+ *  TransformerConfig.recompute_modules, megatron/core/transformer/
+ *  transformer_config.py @ d98e8a64): the module's forward is
+ *  checkpointed, its inner activations freed and rebuilt in the backward
+ *  from its saved input.  core_attn: the attention core; layernorm: the
+ *  input and pre-MLP norms (their outputs, the QKV and MLP GEMM inputs);
+ *  mla_up_proj: MLA's up projections and RoPE (Q, K, V); mlp: a dense
+ *  MLP; moe: a whole MoE layer (router, dispatch, experts, combine);
+ *  moe_act: the experts' activation function (needs grouped GEMM);
+ *  shared_experts: the shared expert.  Bits of
+ *  aps_strategy.recompute_modules. */
+typedef enum {
+    APS_RCM_CORE_ATTN = 1u << 0,
+    APS_RCM_MOE_ACT = 1u << 1,
+    APS_RCM_LAYERNORM = 1u << 2,
+    APS_RCM_MLA_UP_PROJ = 1u << 3,
+    APS_RCM_MLP = 1u << 4,
+    APS_RCM_MOE = 1u << 5,
+    APS_RCM_SHARED_EXPERTS = 1u << 6
+} aps_recompute_module;
+/** Number of aps_recompute_module bits. */
+#define APS_RCM_COUNT 7
+
+/** How a MoE layer moves tokens to the experts (Megatron-Core
+ *  --moe-token-dispatcher-type, megatron/core/transformer/moe/
+ *  token_dispatcher.py @ d98e8a64): alltoall (MoEAlltoAllTokenDispatcher:
+ *  each token's hidden state sent to the EP ranks of its top-k experts and
+ *  back), allgather (MoEAllGatherTokenDispatcher: every token gathered on
+ *  every EP x ETP rank, outputs reduce-scattered back), flex
+ *  (MoEFlexTokenDispatcher, DeepEP / HybridEP kernels: all-to-all volume
+ *  with one copy of a token per destination rank, Megatron-LM only).
+ *  The value 0 (alltoall) is apsearch's default, as NeMo's MoE recipes
+ *  set it; Megatron-LM's own default, allgather, is chosen explicitly. */
+typedef enum {
+    APS_MOE_ALLTOALL = 0, APS_MOE_ALLGATHER, APS_MOE_FLEX
+} aps_moe_dispatcher;
+
 typedef enum {
     APS_CP_P2P = 0,      /**< ring attention, K/V chunks passed round a ring */
     APS_CP_ALL_GATHER    /**< K/V all-gathered (Llama 3) */
@@ -380,6 +435,12 @@ typedef struct {
     aps_pipeline_split pipeline_split;
     int64_t layer_offset[APS_MAX_STAGES];    /**< shift from even split */
     aps_recompute layer_recompute;
+    unsigned recompute_modules;  /**< layer_recompute = selective with the
+                                      megatron profile: the modules
+                                      re-run in the backward, bits of
+                                      aps_recompute_module (Megatron
+                                      --recompute-modules); 0 = core_attn,
+                                      Megatron's default */
     aps_recompute_method recompute_method;
     int64_t recompute_num_layers[APS_MAX_STAGES]; /**< per rank; -1 = all.
                                                       uniform: the group
@@ -393,6 +454,29 @@ typedef struct {
     bool hsdp;                   /**< given as HSDP (hsdp_*_degree): both
                                       S > 1 and R > 1 are then required */
     aps_pp_schedule pp_schedule; /**< p > 1: the pipeline schedule */
+    /* Mixture of experts (issue 13); ignored for a dense model, where
+     * ep_degree and etp_degree must stay 0 or 1.  The expert layers fold
+     * the same GPUs as etp (innermost), ep, expert-dp, pp (Megatron-Core
+     * parallel_state.py initialize_model_parallel @ d98e8a64: expert
+     * rank generator tp-ep-dp-pp, expert_data_parallel_size = world /
+     * (etp x ep x pp)). */
+    int64_t ep_degree;           /**< expert parallelism (Megatron
+                                      --expert-model-parallel-size,
+                                      TorchTitan expert_parallel_degree):
+                                      each rank holds E / ep experts;
+                                      0 = 1 */
+    int64_t etp_degree;          /**< tensor parallelism inside each expert
+                                      (--expert-tensor-parallel-size);
+                                      0 = tp_degree (Megatron's default) */
+    aps_moe_dispatcher moe_token_dispatcher;
+    double moe_capacity_factor;  /**< per-expert capacity as a multiple of
+                                      the balanced load, tokens over it
+                                      dropped (--moe-expert-capacity-
+                                      factor); 0 = dropless */
+    int moe_grouped_gemm;        /**< one grouped GEMM for the local
+                                      experts (--moe-grouped-gemm) or one
+                                      GEMM per expert (0); APS_DEFAULT (-1)
+                                      = on (NeMo's MoE recipes) */
 } aps_strategy;
 
 /* ---------------------------------------------------------------- results */
@@ -410,6 +494,7 @@ typedef enum {
     APS_MEM_COMM_CP,
     APS_MEM_LOGITS_LOSS,
     APS_MEM_RESERVED,
+    APS_MEM_COMM_EP,    /**< MoE token dispatch buffers (moe.c) */
     APS_MEM_COUNT
 } aps_mem_category;
 
@@ -428,6 +513,7 @@ typedef enum {
     APS_PERF_HSDP_REPLICATE_SYNC,
     APS_PERF_OPTIMIZER,
     APS_PERF_OFFLOAD,          /**< activation copies to and from host */
+    APS_PERF_EP_COMM,          /**< MoE token dispatch and combine (moe.c) */
     APS_PERF_COUNT
 } aps_perf_category;
 
@@ -447,6 +533,9 @@ typedef enum {
     APS_REASON_ZERO_STAGE_INVALID,
     APS_REASON_MEMORY_LIMIT,
     APS_REASON_FRAMEWORK_UNSUPPORTED, /**< the framework cannot run it */
+    APS_REASON_EP_DIVISIBILITY,    /**< MoE: experts / ep, ep x etp x pp
+                                        and the GPUs, etp and the expert
+                                        width (moe.c) */
     APS_REASON_COUNT
 } aps_reason;
 
@@ -455,7 +544,10 @@ typedef struct {
     int64_t first_layer;          /**< 0-based index of its first layer */
     int64_t num_layers;
     int64_t recompute_layers;     /**< layers fully recomputed */
-    double params;                /**< parameters held (after TP), count */
+    double params;                /**< parameters held (after TP), count;
+                                       MoE: all but the routed experts */
+    double expert_params;         /**< routed-expert parameters held (E /
+                                       ep experts / etp per MoE layer) */
     double inflight_microbatches; /**< activation sets alive at the peak */
     double mem[APS_MEM_COUNT];    /**< bytes */
     double mem_total;             /**< bytes */

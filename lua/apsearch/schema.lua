@@ -73,7 +73,8 @@ M.training = {
   -- recipe settings (src/core/recipe.c; docs/modeling.md "Recipe settings")
   fp8_param_gather = "bool", grad_reduce_in_fp32 = "bool",
   activation_offload_layers = "nonnegint", tp_comm_overlap = "bool",
-  cuda_graphs = "bool", store_param_remainders = "bool",
+  cuda_graphs = "bool", store_param_remainders = "bool", exp_avg_bf16 = "bool",
+  moe_shared_expert_overlap = "bool",
   compile_loss = "bool",
   vocab_size_divisible_by = "nonnegint",
   memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
@@ -81,7 +82,7 @@ M.training = {
   ddp_buckets_in_flight = "posint",
   dp_overlap = "fraction", fsdp_overlap = "fraction", tp_overlap = "fraction",
   pp_p2p_overlap = "fraction", dp_collective_rails = "nonnegint",
-  overlap_interference = "fraction",
+  overlap_interference = "fraction", moe_load_imbalance = "nonneg",
   overlap_p2p_comm = "bool", torch_compile = "bool",
   -- software stack (apsearch.stacks): its efficiency profile; not a core field
   stack = "stack",
@@ -112,6 +113,13 @@ M.strategy = {
   pp_schedule = enum("1f1b", "interleaved_zero_bubble", "zbv_zero_bubble", "dualpipev"),
   recompute_num_layers = "recompute_layers",
   stage_partition = "partition", layer_offset = "offsets",
+  -- mixture of experts (issue 13): ignored for dense models
+  ep_degree = "posint", etp_degree = "posint",
+  moe_token_dispatcher = enum("alltoall", "allgather", "flex"),
+  moe_capacity_factor = "nonneg", moe_grouped_gemm = "bool",
+  -- Megatron --recompute-modules, "mla_up_proj/mlp/moe" (the core checks
+  -- the names)
+  recompute_modules = "string",
 }
 
 --- Aliases of strategy fields (HSDP spelling).
@@ -126,7 +134,8 @@ M.dimensions = {
   "pp_degree", "vpp_degree", "pipeline_split", "pp_schedule", "stage_partition", "layer_offset",
   "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "layer_recompute", "recompute_method", "recompute_num_layers", "micro_batch_size",
-  "micro_batch_num",
+  "micro_batch_num", "ep_degree", "etp_degree", "moe_token_dispatcher", "moe_capacity_factor",
+  "recompute_modules",
 }
 
 --- Where fields given in another section really go.

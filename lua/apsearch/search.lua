@@ -145,6 +145,9 @@ function M.describe_strategy(s)
   parts[#parts + 1] = string.format("cp=%s", s.cp_degree)
   if s.cp_degree and s.cp_degree > 1 then parts[#parts + 1] = "cp_comm=" .. tostring(s.cp_comm_type) end
   if s.zero_stage and s.zero_stage > 0 then parts[#parts + 1] = "zero=" .. s.zero_stage end
+  -- mixture of experts (set for MoE models only)
+  if s.ep_degree then parts[#parts + 1] = "ep=" .. s.ep_degree end
+  if s.etp_degree then parts[#parts + 1] = "etp=" .. s.etp_degree end
   if s.fsdp_degree and s.fsdp_degree > 1 and s.reshard_after_forward == false then
     parts[#parts + 1] = "reshard=false"
   end
@@ -337,6 +340,7 @@ function M.run(policy, opts)
     num_devices = inputs.cluster.num_devices,
     allow_idle_devices = policy.constraints.allow_idle_devices,
     num_layers = inputs.model.num_layers, framework = inputs.training.framework,
+    num_experts = inputs.model.num_experts,
   })
   local cap = policy.constraints.max_candidates or schema.default_max_candidates
   local space_size, stopped = space:size(cap)

@@ -53,6 +53,9 @@ local DEFAULTS = {
   recompute_num_layers = -1, micro_batch_size = 1, micro_batch_num = 0,
 }
 
+-- defaults of the MoE dimensions (levels of MoE models only)
+local MOE_DEFAULTS = { moe_token_dispatcher = "alltoall", moe_capacity_factor = 0 }
+
 --- The split rule a framework applies when pipeline_split is not searched
 -- (src/core/pipeline.c): TorchTitan counts the embedding and the loss as a
 -- layer each whenever it pipelines (first/last_stage_less_layers = 1);
@@ -74,6 +77,10 @@ M.fields = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "layer_offset", "balance_stages", "pipeline_split", "layer_recompute", "recompute_method",
   "recompute_num_layers",
   "auto_recompute", "allow_idle_devices", "pp_schedule" }
+
+--- The MoE strategy fields, carried by the candidates of MoE models only.
+M.moe_fields = { "ep_degree", "etp_degree", "moe_token_dispatcher", "moe_capacity_factor",
+  "moe_grouped_gemm" }
 
 --- Sets search dimension `dim` of candidate `c` to `v`, translating the
 -- values that exist only in a search space into strategy fields:
@@ -327,6 +334,48 @@ function M.new(ss, info)
 
   level { name = "micro_batch_size", field = "micro_batch_size", static = list_of(dims, "micro_batch_size") }
   level { name = "micro_batch_num", field = "micro_batch_num", static = list_of(dims, "micro_batch_num") }
+
+  -- Megatron's selective recompute modules, when listed: each value on the
+  -- selective candidates, none ("") on the others
+  if dims.recompute_modules then
+    local rm = dims.recompute_modules
+    level { name = "recompute_modules", field = "recompute_modules", deps = { "layer_recompute" },
+      values = function(c) return c.layer_recompute == "selective" and rm or { "" } end }
+  end
+
+  -- Mixture of experts (info.num_experts > 0 only: a dense model gets no
+  -- new candidate).  ep_degree: the divisors of the expert count (or the
+  -- listed values) whose etp x ep grid fits the ranks of a pipeline stage,
+  -- tp x cp x dp (Megatron-Core parallel_state folds the expert layers'
+  -- etp-ep-edp over them); etp_degree 1 unless listed (NeMo's MoE
+  -- recipes); moe_token_dispatcher "alltoall", moe_capacity_factor 0
+  -- (dropless) unless listed.
+  local E = info.num_experts or 0
+  if E > 0 then
+    local ep_given = dims.ep_degree
+    local ep_all = {}
+    for d = 1, E do if E % d == 0 then ep_all[#ep_all + 1] = d end end
+    local etl = dims.etp_degree or { 1 }
+    level { name = "etp_degree", field = "etp_degree", static = etl }
+    local ep_for = memo(function(ranks, etp)
+      local out = {}
+      for _, d in ipairs(ep_given or ep_all) do
+        if E % d == 0 and ranks % (etp * d) == 0 then out[#out + 1] = d end
+      end
+      -- nothing fits: the first value, which the checks report
+      if #out == 0 then out[1] = (ep_given or ep_all)[1] end
+      return out
+    end)
+    level { name = "ep_degree", field = "ep_degree",
+      deps = { "tp_degree", "cp_degree", "dp_degree", "fsdp_degree", "etp_degree" },
+      values = function(c)
+        return ep_for(c.tp_degree * c.cp_degree * c.dp_degree * c.fsdp_degree, c.etp_degree)
+      end }
+    level { name = "moe_token_dispatcher", field = "moe_token_dispatcher",
+      static = dims.moe_token_dispatcher or { MOE_DEFAULTS.moe_token_dispatcher } }
+    level { name = "moe_capacity_factor", field = "moe_capacity_factor",
+      static = dims.moe_capacity_factor or { MOE_DEFAULTS.moe_capacity_factor } }
+  end
 
   -- which levels influence a later level's values
   local provides = {}

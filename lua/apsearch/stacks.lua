@@ -51,7 +51,10 @@ M.LINES = {
     -- NeMo 2.x performance scripts (the 24.12 container on) and NVIDIA's
     -- MLPerf submissions built on them reduce gradients in bf16.
     name = "NeMo 2.x performance scripts",
-    patterns = { "^NeMo 2[4-9]%.1[0-2]", "^NeMo 2[5-9]%.", "^MLPerf.*NeMo 2[5-9]" },
+    -- DGX Cloud benchmarking releases run these scripts ("NeMo 2.0
+    -- recipe" in their software column)
+    patterns = { "^NeMo 2[4-9]%.1[0-2]", "^NeMo 2[5-9]%.", "^MLPerf.*NeMo 2[5-9]",
+      "^dgxc%-benchmarking 2[5-9]" },
     frameworks = { megatron = true },
     training = { grad_reduce_in_fp32 = false },
     source = "NVIDIA/NeMo 8cfedd72 scripts/performance/helpers.py:234 "
@@ -230,6 +233,135 @@ function M.match(software, framework)
     end
   end
   return nil
+end
+
+--- What NeMo's mixture-of-experts performance recipes set beyond the
+-- release line (`M.LINES`), per model family and device, for measured MoE
+-- runs whose columns leave it unstated (`apsearch validate`).  Each entry:
+-- `models` (Lua patterns on the row's `model`), `devices` (patterns on the
+-- device preset; nil: every device), `software` (patterns on `software`),
+-- `since` ("YYYY-MM", the month the setting entered the recipe; a release
+-- "YY.MM" in `software` before it does not get it), `strategy` and
+-- `training` settings, `source` (file and commit).  Settings:
+-- moe_token_dispatcher "flex" with moe_load_imbalance 1 (DeepEP with
+-- --moe-router-force-load-balancing: every expert gets its balanced
+-- share); moe_capacity_factor 1 (MegatronTokenDropCallback: capacity 1.0,
+-- inputs padded to it, so every expert runs its balanced share);
+-- layer_recompute selective with Megatron's recompute_modules;
+-- exp_avg_bf16 (the precision-aware optimizer's bf16 moments);
+-- moe_shared_expert_overlap (the shared expert beside dispatch and
+-- combine); `layouts`:
+-- layers per pipeline stage by "<pp>x<vpp>" (Megatron's
+-- --pipeline-model-parallel-layout as the script sets it).
+M.MOE_RECIPES = {
+  {
+    -- the low-precision plugins of the performance scripts keep and gather
+    -- the weights quantized (applied to MoE rows only: the dense rows of
+    -- the same line keep their calibrated settings, docs/accuracy.md)
+    name = "NeMo performance scripts' fp8 / mxfp8 precision plugins",
+    models = { "." }, since = "2025-01", quantized_only = true,
+    software = { "^NeMo 2[5-9]%.", "^dgxc%-benchmarking" },
+    training = { fp8_param_gather = true },
+    source = "NVIDIA/NeMo 8cfedd72 nemo/collections/llm/recipes/precision/mixed_precision.py:70, 101, " ..
+      "137 (bf16_with_fp8_mixed, bf16_with_mxfp8_mixed, bf16_with_fp8_current_scaling_mixed: " ..
+      "fp8_param_gather = True), set by scripts/performance/helpers.py set_precision_configs",
+  },
+  {
+    name = "NeMo DeepSeek-V3 recipe (bf16 moments and main grads)",
+    models = { "^DeepSeek%-V3" }, since = "2025-08",
+    software = { "^NeMo 2[5-9]%.", "^dgxc%-benchmarking" },
+    training = { exp_avg_bf16 = true, grad_reduce_in_fp32 = false },
+    source = "NVIDIA/NeMo 024a7e65 (2025-08-11) nemo/collections/llm/recipes/deepseek_v3.py:133-137 " ..
+      "(use_precision_aware_optimizer, main_grads_dtype, exp_avg_dtype, exp_avg_sq_dtype = bf16)",
+  },
+  {
+    -- transformer layers per pipeline stage, keyed "<pp>x<vpp>" (stages in
+    -- schedule order; the script's embedding and loss entries dropped)
+    name = "NeMo DeepSeek-V3 performance script (pipeline layout)",
+    models = { "^DeepSeek%-V3" }, since = "2025-07",
+    software = { "^NeMo 2[5-9]%.", "^dgxc%-benchmarking" },
+    layouts = {
+      ["4x1"] = { 16, 16, 16, 13 },
+      ["8x1"] = { 8, 8, 8, 8, 8, 8, 8, 5 },
+      ["16x1"] = { 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1 },
+      ["4x2"] = { 8, 8, 8, 8, 8, 8, 8, 5 },
+      ["8x2"] = { 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1 },
+      ["4x4"] = { 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1 },
+    },
+    source = "NVIDIA/NeMo ba1ff161 (2025-07-10) scripts/performance/llm/pretrain_deepseek_v3.py:97-105 " ..
+      "(map_pp_vp_to_layout, pipeline_model_parallel_layout), read at 8cfedd72",
+  },
+  {
+    name = "NeMo DeepSeek-V3 performance script on H100 (DeepEP, forced balance, recompute modules)",
+    models = { "^DeepSeek%-V3" }, devices = { "^h100" }, since = "2025-07",
+    software = { "^NeMo 2[5-9]%.", "^dgxc%-benchmarking" },
+    strategy = { moe_token_dispatcher = "flex", layer_recompute = "selective",
+                 recompute_modules = "mla_up_proj/mlp/moe" },
+    training = { moe_load_imbalance = 1.0 },
+    source = "NVIDIA/NeMo 99e5dac6 (2025-07-31) scripts/performance/llm/pretrain_deepseek_v3.py:78-85 " ..
+      "(moe_token_dispatcher_type flex, moe_enable_deepep, moe_router_force_load_balancing on h100); " ..
+      "scripts/performance/recommended_model_configs/model_configs_h100.csv (recompute_modules " ..
+      "mla_up_proj/mlp/moe), read at 8cfedd72",
+  },
+  {
+    name = "NeMo DeepSeek-V3 performance script on Blackwell (all-to-all with token drop)",
+    models = { "^DeepSeek%-V3" }, devices = { "^gb", "^b[23]00" }, since = "2025-04",
+    software = { "^NeMo 2[5-9]%.", "^dgxc%-benchmarking" },
+    strategy = { moe_token_dispatcher = "alltoall", moe_capacity_factor = 1.0 },
+    training = { moe_shared_expert_overlap = true },
+    source = "NVIDIA/NeMo e1335c83 (2025-04-22) scripts/performance/llm/pretrain_deepseek_v3.py:86-91 " ..
+      "(alltoall, moe_shared_expert_overlap, MegatronTokenDropCallback), " ..
+      "nemo/lightning/pytorch/callbacks/moe_token_drop.py " ..
+      "(moe_expert_capacity_factor 1.0, moe_pad_expert_input_to_capacity), read at 8cfedd72",
+  },
+  {
+    name = "NeMo Llama 4 performance recipe (token drop, TP overlap)",
+    models = { "^Llama%-4" }, since = "2025-05",
+    software = { "^NeMo 2[5-9]%.", "^dgxc%-benchmarking" },
+    strategy = { moe_capacity_factor = 1.0 },
+    training = { tp_comm_overlap = true, moe_shared_expert_overlap = true },
+    source = "NVIDIA/NeMo 305d1a8e (2025-05-01) nemo/collections/llm/recipes/llama4_e16.py, " ..
+      "llama4_e128.py pretrain_performance_optimizations (MegatronTokenDropCallback, " ..
+      "tp_comm_overlap=True); nemo/collections/llm/gpt/model/llama.py:407 (Llama4Config " ..
+      "moe_shared_expert_overlap = True), read at 8cfedd72",
+  },
+  {
+    name = "NeMo Mixtral performance recipe (token drop)",
+    models = { "^Mixtral" }, since = "2024-09",
+    software = { "^NeMo 2[4-9]%.", "^dgxc%-benchmarking" },
+    strategy = { moe_capacity_factor = 1.0 },
+    source = "NVIDIA/NeMo cc494c9d (2024-09-16) nemo/collections/llm/recipes/mixtral_8x7b.py " ..
+      "pretrain_performance_optimizations (MegatronTokenDropCallback), read at 8cfedd72",
+  },
+}
+
+--- Release month of a NeMo or dgxc-benchmarking release "YY.MM" in a
+-- `software` string ("NeMo 25.07" -> "2025-07"), or nil.
+local function release_yymm(software)
+  local yy, mm = software:match("(%d%d)%.(%d%d)")
+  return yy and ("20" .. yy .. "-" .. mm) or nil
+end
+
+--- The MoE recipe entries (`M.MOE_RECIPES`) a measured run gets.
+-- @tparam string software the row's `software`
+-- @tparam string model the row's `model`
+-- @tparam string device the row's device preset name
+-- @treturn table array of entries, in table order
+function M.moe_recipes(software, model, device)
+  local out = {}
+  if type(software) ~= "string" or software == "" then return out end
+  local month = release_yymm(software)
+  local function any(patterns, s)
+    for _, p in ipairs(patterns) do if tostring(s or ""):lower():match(p:lower()) then return true end end
+    return false
+  end
+  for _, e in ipairs(M.MOE_RECIPES) do
+    if any(e.software, software) and any(e.models, model) and (not e.devices or any(e.devices, device))
+      and (not month or month >= e.since) then
+      out[#out + 1] = e
+    end
+  end
+  return out
 end
 
 return M

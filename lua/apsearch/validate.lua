@@ -152,7 +152,7 @@ local function pipeline_layout(row, strategy, framework, L, assumed)
     end
     return
   end
-  if p < 2 then return end
+  if p < 2 or strategy.stage_partition then return end -- a recipe's layout
   if framework == "fsdp2" then
     strategy.pipeline_split = "embedding_loss"
     return
@@ -293,12 +293,28 @@ function M.case_inputs(row)
     vpp_degree = need_int(row, "vpp_degree"),
     cp_degree = need_int(row, "cp_degree"),
     micro_batch_size = need_int(row, "micro_batch_size"),
-    layer_recompute = need_enum(row, "layer_recompute", { "none", "selective", "full" }),
+    -- empty: not stated (MoE rows): the MoE recipe's (M.moe_recipes),
+    -- else the framework's default, none
+    layer_recompute = given(row, "layer_recompute")
+      and need_enum(row, "layer_recompute", { "none", "selective", "full" }) or nil,
   }
   if given(row, "reshard_after_forward") then
     strategy.reshard_after_forward = need_bool(row, "reshard_after_forward")
   end
   if given(row, "flops_convention") then need_enum(row, "flops_convention", M.FLOPS_CONVENTIONS) end
+  M.moe_columns(row, model, strategy, assumed)
+  M.moe_recipes(row, model, training, strategy, assumed)
+  if not strategy.layer_recompute then
+    strategy.layer_recompute = "none"
+    assumed[#assumed + 1] = "layer_recompute = none (not stated; the framework's default)"
+  end
+  if strategy.pp_degree == 1 and strategy.vpp_degree > 1 and framework == "megatron" then
+    -- megatron/training/arguments.py @ d98e8a64 validate_args: without
+    -- pipeline parallelism virtual_pipeline_model_parallel_size = None
+    assumed[#assumed + 1] = ("vpp_degree = %d ignored: pp_degree = 1 (Megatron-LM sets no virtual " ..
+      "pipeline without pipeline parallelism, arguments.py)"):format(strategy.vpp_degree)
+    strategy.vpp_degree = 1
+  end
   recompute_columns(row, strategy, assumed)
   pipeline_layout(row, strategy, framework, model.num_layers, assumed)
   local line = stacks.match(row.software, framework)
@@ -314,6 +330,103 @@ function M.case_inputs(row)
     end
   end
   return model, cluster, training, strategy, preset, assumed
+end
+
+--- The MoE columns of a row (shared/validation/moe/README.md), empty =
+-- not stated: a row without num_experts (or 0) stays dense.  The model
+-- gets num_experts, experts_per_token, moe_ffn_hidden_size, the shared
+-- expert width, num_dense_layers leading dense layers of
+-- dense_ffn_hidden_size (else ffn_hidden_size) and moe_layer_freq k (layer
+-- i is MoE when i % k == 0, Megatron's --moe-layer-freq k); attention
+-- "mla" the five MLA widths (head_dim = qk_nope + qk_rope).  The strategy
+-- gets ep_degree, etp_degree (empty: tp_degree, Megatron's default),
+-- moe_token_dispatcher (empty: alltoall, NeMo's MoE recipes; noted as
+-- assumed) and moe_capacity_factor (empty: dropless).  mtp_layers > 0 is
+-- refused: the MTP modules' training is not modelled.
+-- @tparam table row CSV row
+-- @tparam table model (mutated)
+-- @tparam table strategy (mutated)
+-- @tparam table assumed notes (appended)
+function M.moe_columns(row, model, strategy, assumed)
+  local att = given(row, "attention") and need_enum(row, "attention", { "mha", "gqa", "mla" })
+  if att == "mla" then
+    model.q_lora_rank = given(row, "q_lora_rank") and need_nonneg_int(row, "q_lora_rank") or 0
+    model.kv_lora_rank = need_int(row, "kv_lora_rank")
+    model.qk_nope_head_dim = need_int(row, "qk_nope_head_dim")
+    model.qk_rope_head_dim = need_int(row, "qk_rope_head_dim")
+    model.v_head_dim = need_int(row, "v_head_dim")
+    model.head_dim = model.qk_nope_head_dim + model.qk_rope_head_dim
+  end
+  if given(row, "mtp_layers") and need_nonneg_int(row, "mtp_layers") > 0 then
+    error(("mtp_layers = %s: training multi-token-prediction modules is not modelled"):format(row.mtp_layers), 0)
+  end
+  if not given(row, "num_experts") or need_nonneg_int(row, "num_experts") == 0 then return end
+  model.num_experts = need_int(row, "num_experts")
+  model.experts_per_token = need_int(row, "experts_per_token")
+  model.moe_ffn_hidden_size = need_int(row, "moe_ffn_hidden_size")
+  if given(row, "shared_expert_ffn_hidden_size") then
+    model.shared_expert_ffn_hidden_size = need_nonneg_int(row, "shared_expert_ffn_hidden_size")
+  end
+  if given(row, "num_dense_layers") then
+    model.moe_first_dense_layers = need_nonneg_int(row, "num_dense_layers")
+  end
+  if given(row, "dense_ffn_hidden_size") then
+    model.ffn_hidden_size = need_int(row, "dense_ffn_hidden_size")
+  end
+  if given(row, "moe_layer_freq") then model.moe_layer_freq = need_int(row, "moe_layer_freq") end
+  if given(row, "ep_degree") then strategy.ep_degree = need_int(row, "ep_degree") end
+  if given(row, "etp_degree") then strategy.etp_degree = need_int(row, "etp_degree") end
+  if given(row, "moe_token_dispatcher") then
+    strategy.moe_token_dispatcher = need_enum(row, "moe_token_dispatcher", { "alltoall", "allgather", "flex" })
+  end
+  if given(row, "moe_capacity_factor") then
+    local v = decimal(row.moe_capacity_factor)
+    if not v or v < 0 then error("moe_capacity_factor is not a number >= 0", 0) end
+    strategy.moe_capacity_factor = v
+  end
+end
+
+--- The MoE recipe settings of a row's release, model and device
+-- (apsearch.stacks.moe_recipes) where the row leaves them unstated: the
+-- strategy's token dispatcher, capacity factor, layer_recompute with its
+-- recompute_modules, and training settings the row's columns do not set;
+-- each noted as assumed with its source.  A dispatcher still unstated is
+-- alltoall (noted).  Dense rows are left alone.
+-- @tparam table row CSV row
+-- @tparam table model
+-- @tparam table training (mutated)
+-- @tparam table strategy (mutated)
+-- @tparam table assumed notes (appended)
+function M.moe_recipes(row, model, training, strategy, assumed)
+  if (model.num_experts or 0) == 0 then return end
+  local stated = { moe_token_dispatcher = given(row, "moe_token_dispatcher"),
+    moe_capacity_factor = given(row, "moe_capacity_factor"), layer_recompute = given(row, "layer_recompute"),
+    recompute_modules = given(row, "layer_recompute") }
+  local quantized = training.precision ~= "bf16" and training.precision ~= "fp16"
+  for _, e in ipairs(stacks.moe_recipes(row.software, row.model, row.device)) do
+    if e.quantized_only and not quantized then goto continue end
+    local layout = e.layouts and e.layouts[strategy.pp_degree .. "x" .. strategy.vpp_degree]
+    if layout and not given(row, "pipeline_layout") then
+      strategy.stage_partition = { table.unpack(layout) }
+      assumed[#assumed + 1] = ("pipeline_layout = %s (%s: %s)"):format(table.concat(layout, ","), e.name, e.source)
+    end
+    for k, v in pairs(e.strategy or {}) do
+      if not stated[k] then
+        strategy[k] = v
+        assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), e.name, e.source)
+      end
+    end
+    for k, v in pairs(e.training or {}) do
+      if training[k] == nil then
+        training[k] = v
+        assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), e.name, e.source)
+      end
+    end
+    ::continue::
+  end
+  if not strategy.moe_token_dispatcher then
+    assumed[#assumed + 1] = "moe_token_dispatcher = alltoall (not stated; NeMo's MoE recipes)"
+  end
 end
 
 --- A measured column of a row: nil when empty, else a positive finite

@@ -435,6 +435,41 @@ static aps_reason check_megatron_fsdp2(const aps_model *m, const aps_training *t
     return APS_REASON_FRAMEWORK_UNSUPPORTED;
 }
 
+aps_reason aps_check_recompute_modules(const aps_model *m,
+                                      const aps_training *t,
+                                      const aps_strategy *s, char *msg,
+                                      size_t n)
+{
+    unsigned mods = s->recompute_modules;
+    if (mods == 0u)
+        return APS_REASON_NONE;
+    if (mods >> APS_RCM_COUNT) {
+        aps_fmt(msg, n, "recompute_modules = 0x%x: unknown module bits", mods);
+        return APS_REASON_INVALID_DEGREE;
+    }
+    /* Megatron reads the modules under selective granularity only
+     * (TransformerConfig.__post_init__): elsewhere they are ignored */
+    if (s->layer_recompute != APS_RECOMPUTE_SELECTIVE)
+        return APS_REASON_NONE;
+    if (t->framework != APS_FW_MEGATRON) {
+        aps_fmt(msg, n, "recompute_modules: Megatron-Core's "
+                "--recompute-modules; %s recomputes its own way",
+                aps_framework_name(t->framework));
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    /* TransformerConfig.__post_init__ (transformer_config.py @ d98e8a64) */
+    if ((mods & APS_RCM_MLA_UP_PROJ) && m->kv_lora_rank == 0) {
+        aps_fmt(msg, n, "recompute_modules mla_up_proj needs multi-latent "
+                "attention (%s has none)", m->name);
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    if ((mods & APS_RCM_MOE_ACT) && s->moe_grouped_gemm == 0) {
+        aps_fmt(msg, n, "recompute_modules moe_act needs moe_grouped_gemm");
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    return APS_REASON_NONE;
+}
+
 aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
                                      const aps_strategy *s, char *msg, size_t n)
 {
@@ -456,6 +491,9 @@ aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
     if ((r = aps_check_batch(t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_pp(m, t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_devices(c, s, msg, n)) != APS_REASON_NONE) return r;
+    if ((r = aps_check_moe(m, t, s, msg, n)) != APS_REASON_NONE) return r;
+    if ((r = aps_check_recompute_modules(m, t, s, msg, n)) != APS_REASON_NONE)
+        return r;
     /* last: what the strategy is comes before whether an engine runs it */
     if ((r = aps_check_framework_model(m, t, s, msg, n)) != APS_REASON_NONE) return r;
     return APS_REASON_NONE;

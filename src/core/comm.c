@@ -36,6 +36,11 @@ double aps_reducescatter_time(int64_t n, double bytes, double bw,
     return aps_allgather_time(n, bytes, bw, alpha);
 }
 
+double aps_alltoall_time(int64_t n, double bytes, double bw, double alpha)
+{
+    return aps_allgather_time(n, bytes, bw, alpha);
+}
+
 /** GPUs of the job that share one NVLink domain: the host
  *  (devices_per_node) unless cluster.nvlink_domain_size is larger (GB200 /
  *  GB300 NVL72: 4 GPUs per compute tray, up to 72 on the rack's NVLink
@@ -80,6 +85,32 @@ int aps_group_link(const aps_cluster *c, int64_t stride, int64_t size,
     *bw = rails < nvlink ? rails : nvlink;
     *alpha = d->inter_node_latency;
     return 0;
+}
+
+int64_t aps_group_domain_members(const aps_cluster *c, int64_t stride,
+                                 int64_t size)
+{
+    int64_t G = nvlink_domain(c);
+    if (size <= 1 || (stride * size <= G && G % (stride * size) == 0))
+        return size;
+    int64_t g = (stride < G && G % stride == 0) ? G / stride : 1;
+    return g < size ? g : size;
+}
+
+double aps_group_alltoall_time(const aps_cluster *c, int64_t stride,
+                               int64_t size, double intra, double inter)
+{
+    if (size <= 1)
+        return 0.0;
+    double bw, alpha;
+    if (aps_group_link(c, stride, size, &bw, &alpha))
+        return aps_alltoall_time(size, intra + inter, bw, alpha);
+    const aps_device *d = &c->device;
+    double nvlink = d->intra_node_bandwidth * d->collective_efficiency;
+    double nic = d->inter_node_bandwidth * d->collective_efficiency;
+    double t_nic = inter / nic, t_nvl = intra / nvlink;
+    return (t_nic > t_nvl ? t_nic : t_nvl) +
+           (double)(size - 1) * d->inter_node_latency;
 }
 
 int aps_p2p_link(const aps_cluster *c, int64_t stride, int64_t size,

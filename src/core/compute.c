@@ -13,8 +13,6 @@
  */
 #include "internal.h"
 
-/** FlashAttention backward / forward FLOP ratio (5 matmuls vs 2). */
-#define APS_FLASH_BWD_RATIO 2.5
 /** HBM bytes per element of the memory-bound ops, forward, bf16 (2 B)
  *  tensors.  Fused (one kernel: read the input, write the output): 2 + 2
  *  for a norm and RoPE, 2 + 2 + 2 for SwiGLU's silu(gate) * up.  Eager
@@ -30,8 +28,6 @@
 #define APS_EAGER_ROPE_BYTES 20.0
 #define APS_EAGER_SWIGLU_BYTES 10.0
 
-/** Backward / forward FLOP ratio of a GEMM (dgrad + wgrad). */
-#define APS_GEMM_BWD_RATIO 2.0
 
 double aps_gemm_time(const aps_device *d, aps_precision p, double M,
                      double N, double K)
@@ -48,6 +44,13 @@ double aps_gemm_time(const aps_device *d, aps_precision p, double M,
 double aps_hbm_time(const aps_device *d, double bytes)
 {
     return bytes / (d->hbm_bandwidth * d->hbm_efficiency);
+}
+
+double aps_act_fn_bytes(const aps_model *m, const aps_training *t)
+{
+    bool eager = !t->torch_compile && aps_profile(t)->eager_elementwise;
+    return m->mlp != APS_MLP_SWIGLU ? APS_FUSED_ELEMENTWISE_BYTES
+           : eager ? APS_EAGER_SWIGLU_BYTES : APS_FUSED_SWIGLU_BYTES;
 }
 
 double aps_op_sac_recompute_params(const aps_model *m)
@@ -111,6 +114,17 @@ static void layer_attention(const aps_model *m, const aps_device *d,
                                         : APS_GEMM_BWD_RATIO) / attn_rate;
 }
 
+/** HBM bytes of one layer's norms in the forward (norms_per_layer of
+ *  them over the hidden states, fused or eager). */
+static double layer_norm_bytes(const aps_model *m, const aps_training *t,
+                               const layer_shape *x)
+{
+    bool eager = !t->torch_compile && aps_profile(t)->eager_elementwise;
+    double norm_b = (eager && m->norm == APS_NORM_RMSNORM)
+                        ? APS_EAGER_RMSNORM_BYTES : APS_FUSED_ELEMENTWISE_BYTES;
+    return (double)m->norms_per_layer * norm_b * x->T * x->h / x->rep;
+}
+
 /** HBM bytes of the memory-bound kernels of one layer's forward: norms,
  *  residuals, RoPE on q and k, the activation function, dropout, and the
  *  softmax over the scores without flash attention. */
@@ -119,14 +133,11 @@ static double layer_membound_bytes(const aps_model *m, const aps_training *t,
 {
     double A = APS_ACT_BYTES;
     bool eager = !t->torch_compile && aps_profile(t)->eager_elementwise;
-    double norm_b = (eager && m->norm == APS_NORM_RMSNORM)
-                        ? APS_EAGER_RMSNORM_BYTES : APS_FUSED_ELEMENTWISE_BYTES;
     double rope_b = m->position_embedding != APS_POS_ROPE ? 0.0
                     : eager ? APS_EAGER_ROPE_BYTES : APS_FUSED_ELEMENTWISE_BYTES;
-    double act_b = m->mlp != APS_MLP_SWIGLU ? APS_FUSED_ELEMENTWISE_BYTES
-                   : eager ? APS_EAGER_SWIGLU_BYTES : APS_FUSED_SWIGLU_BYTES;
+    double act_b = aps_act_fn_bytes(m, t);
     double hrep = x->T * x->h / x->rep;
-    double bytes = (double)m->norms_per_layer * norm_b * hrep /* norms */
+    double bytes = layer_norm_bytes(m, t, x)                 /* norms */
                    + 2.0 * 3.0 * A * hrep                    /* residuals */
                    + rope_b * x->T * (x->a + x->k) * x->dh / x->tp; /* RoPE */
     bytes += act_b * x->T * x->f / x->tp;                    /* activation */
@@ -162,16 +173,50 @@ static void layer_casts(const aps_device *d, const aps_training *t,
                fused * T * x->mlp_up);
 }
 
-/** Selective recompute: Megatron recomputes the attention core; with the
- *  fsdp2 profile TorchTitan's op-level checkpointing recomputes the
- *  even-numbered matmuls (wk, wo, w3 or fc2) and every elementwise op.
- *  Needs out's attn_fwd and membound_fwd. */
+unsigned aps_recompute_modules(const aps_training *t, const aps_strategy *s)
+{
+    if (aps_profile(t)->op_sac_selective)
+        return 0u;
+    return s->recompute_modules != 0u ? s->recompute_modules
+                                      : (unsigned)APS_RCM_CORE_ATTN;
+}
+
+/** Forward seconds of a dense MLP on one TP rank: its two GEMMs (three
+ *  matrices with SwiGLU's gate and up in one) and the activation
+ *  function's HBM traffic. */
+static double layer_mlp_fwd(const aps_model *m, const aps_device *d,
+                            const aps_training *t, const layer_shape *x)
+{
+    return aps_gemm_time(d, t->precision, x->T, x->mlp_up, x->h) +
+           aps_gemm_time(d, t->precision, x->T, x->h, x->f / x->tp) +
+           aps_hbm_time(d, aps_act_fn_bytes(m, t) * x->T * x->f / x->tp);
+}
+
+double aps_mlp_fwd_time(const aps_model *m, const aps_device *d,
+                        const aps_training *t, const aps_strategy *s)
+{
+    layer_shape x;
+    shape_of(m, t, s, &x);
+    return layer_mlp_fwd(m, d, t, &x);
+}
+
+/** Selective recompute: Megatron recomputes its recompute modules
+ *  (aps_recompute_modules) -- of a layer the attention core (core_attn),
+ *  the norms (layernorm) and a dense MLP (mlp; moe.c takes it off the MoE
+ *  layers); with the fsdp2 profile TorchTitan's op-level checkpointing
+ *  recomputes the even-numbered matmuls (wk, wo, w3 or fc2) and every
+ *  elementwise op.  Needs out's attn_fwd and membound_fwd. */
 static void layer_selective(const aps_model *m, const aps_device *d,
-                            const aps_training *t, const layer_shape *x,
-                            aps_layer_cost *out)
+                            const aps_training *t, const aps_strategy *s,
+                            const layer_shape *x, aps_layer_cost *out)
 {
     if (!aps_profile(t)->op_sac_selective) {
-        out->selective_fwd = out->attn_fwd;
+        unsigned mods = aps_recompute_modules(t, s);
+        out->selective_fwd =
+            ((mods & APS_RCM_CORE_ATTN) ? out->attn_fwd : 0.0) +
+            ((mods & APS_RCM_LAYERNORM)
+                 ? aps_hbm_time(d, layer_norm_bytes(m, t, x)) : 0.0) +
+            ((mods & APS_RCM_MLP) ? layer_mlp_fwd(m, d, t, x) : 0.0);
         return;
     }
     aps_precision prec = t->precision;
@@ -248,7 +293,7 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
     layer_attention(m, d, t, &x, out);
     out->membound_fwd = aps_hbm_time(d, layer_membound_bytes(m, t, &x));
     layer_casts(d, t, &x, out);
-    layer_selective(m, d, t, &x, out);
+    layer_selective(m, d, t, s, &x, out);
     layer_tp(c, s, &x, out);
     layer_cp(c, s, &x, out);
 }

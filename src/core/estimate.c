@@ -95,10 +95,6 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
         return APS_EINVAL;
     memset(out, 0, offsetof(aps_estimate, stages));
     out->worst_stage = -1;
-    if (aps_model_is_moe(m)) { /* issue 13: not estimated as dense */
-        aps_moe_refusal(m, out->reason_msg, sizeof out->reason_msg);
-        return APS_ENOTIMPL;
-    }
     aps_param_counts pc;
     aps_model_param_counts(m, &pc);
     out->params_total = pc.total;
@@ -118,6 +114,7 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
     aps_layer_cost lc;
     aps_layer_activations(m, t, s, &lc);
     aps_layer_times(m, c, t, s, &lc);
+    aps_moe_layer_cost(m, c, t, s, &lc.moe);
     aps_balance_layout(m, c, t, s, &lay, &plan, &lc, out->mem_limit);
     out->micro_batch_num = lay.m;
     out->vocab_padded = lay.vocab_padded;

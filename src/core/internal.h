@@ -16,11 +16,6 @@ void aps_fmt(char *msg, size_t n, const char *fmt, ...)
  *  UTF-8 (no control characters) (names.c). */
 bool aps_text_ok(const char *s, size_t cap);
 
-/** The one-line refusal of a model apsearch cannot estimate yet (experts
- *  or multi-head latent attention), naming the field and its value
- *  (model.c). */
-void aps_moe_refusal(const aps_model *m, char *msg, size_t n);
-
 /** Megatron-LM --make-vocab-size-divisible-by default (arguments.py). */
 #define APS_VOCAB_DIVISOR 128
 
@@ -94,6 +89,9 @@ const aps_framework_profile *aps_profile(const aps_training *t);
 #define APS_ACT_BYTES 2.0
 /** Bytes of an fp32 element (softmax statistics, fp32 logits, main grads). */
 #define APS_FP32_BYTES 4.0
+/** Adam's state tensors besides the master weight: exp_avg and exp_avg_sq
+ *  (Kingma & Ba 2015, Algorithm 1: m_t and v_t). */
+#define APS_ADAM_MOMENTS 2.0
 /** Bytes of a dropout mask element (torch.bool / uint8). */
 #define APS_MASK_BYTES 1.0
 
@@ -247,6 +245,62 @@ double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i);
 double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
                                int64_t i);
 
+/* ---- moe.c: mixture of experts and multi-head latent attention ---- */
+
+/** Default training.moe_load_imbalance: tokens the busiest expert-parallel
+ *  rank receives over its balanced share.  Switch Transformer (Fedus et
+ *  al. 2021, arXiv:2101.03961, s.2.2 and Table 1) measured that a
+ *  capacity factor of 1.25 -- room for 1.25 x the balanced load per
+ *  expert -- drops under 1 % of the tokens with its auxiliary balancing
+ *  loss: the busiest expert's load is then about 1.25 x the mean.
+ *  Overridable per run (training.moe_load_imbalance); 1 = balanced
+ *  (forced balance, or capacity 1 padded, as NVIDIA's benchmark recipes
+ *  run). */
+#define APS_MOE_LOAD_IMBALANCE 1.25
+
+/** What one MoE layer (against the dense-FFN layer of aps_layer_cost) and
+ *  one MLA layer (against its GQA attention) add, per micro-batch on one
+ *  rank; differences may be negative.  Seconds, bytes, parameters. */
+typedef struct {
+    double gemm_fwd;        /**< s: router, shared expert, experts minus
+                                 the dense FFN's GEMMs */
+    double membound_fwd;    /**< s: activation functions, permute,
+                                 unpermute, router scores */
+    double cast_fwd, cast_bwd; /**< s: quantized-GEMM casts */
+    double drop_mlp_tp;     /**< 1: the dense FFN's TP collectives go */
+    double act;             /**< bytes saved for backward */
+    double ep_fwd, ep_bwd;  /**< s: dispatch + combine, each pass */
+    double ep_buffer;       /**< bytes of one layer's dispatch buffers */
+    double dense_params;    /**< non-expert parameters minus the dense FFN */
+    double dense_matmul_params; /**< of which in linear layers */
+    double expert_params;   /**< routed-expert parameters on the rank */
+    double mla_gemm_fwd;    /**< s: MLA projections minus Q/K/V/O */
+    double mla_attn_fwd, mla_attn_bwd; /**< s: core attention difference */
+    double mla_act;         /**< bytes saved, MLA minus GQA */
+    double mla_params;      /**< parameters per rank, MLA minus GQA */
+    double mla_matmul_params; /**< of which in linear layers */
+    /* what Megatron's recompute modules re-run and free (per layer, one
+     * micro-batch): forward seconds and saved bytes */
+    double dense_mlp_fwd, dense_mlp_act; /**< the dense FFN an MoE layer
+                                              replaces (mlp) */
+    double moe_fwd, moe_int_act; /**< the whole MoE layer (moe), its
+                                      dispatch and combine in ep_fwd */
+    double shared_fwd, shared_act; /**< the shared expert (shared_experts) */
+    double actfn_fwd, actfn_act;   /**< the experts' activation (moe_act) */
+    double mla_up_fwd, mla_up_act; /**< MLA up projections (mla_up_proj) */
+} aps_moe_cost;
+
+/** The sums over pipeline rank i's layers of aps_moe_cost (seconds). */
+typedef struct {
+    double moe_layers;      /**< MoE layers on the rank */
+    double comp_fwd, comp_bwd, wgrad, recompute;
+    double ep_fwd, ep_bwd;  /**< dispatch + combine, one micro-batch */
+    double drop_tp_layers;  /**< layers whose FFN TP collectives go */
+    double drop_tp_recompute; /**< of them recomputed */
+    double ep_hidden_fwd, ep_hidden_bwd; /**< of ep_fwd, ep_bwd: hidden
+                                              behind the shared expert */
+} aps_moe_stage_cost;
+
 /* ---- precision.c: GEMM precisions ---- */
 
 /** fp8, mxfp8 or nvfp4: quantized GEMM inputs and weights. */
@@ -346,6 +400,7 @@ typedef struct {
     double tp_bwd;         /**< s */
     double cp_fwd;         /**< s, CP communication total, forward */
     double cp_bwd;         /**< s */
+    aps_moe_cost moe;      /**< MoE / MLA differences (moe.c) */
 } aps_layer_cost;
 
 /** Memory of pipeline rank i by category into st (memory.c). */
@@ -370,6 +425,40 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
 void aps_layer_times(const aps_model *m, const aps_cluster *c,
                      const aps_training *t, const aps_strategy *s,
                      aps_layer_cost *out);
+
+/** Backward / forward FLOP ratios: a GEMM (dgrad + wgrad), and
+ *  FlashAttention (5 matmuls of the forward's 2, Dao 2023, arXiv:
+ *  2307.08691 s.3.1). */
+#define APS_GEMM_BWD_RATIO 2.0
+#define APS_FLASH_BWD_RATIO 2.5
+
+/** The recompute modules of Megatron's selective recompute for this
+ *  strategy (bits of aps_recompute_module): strategy.recompute_modules, 0
+ *  read as core_attn (Megatron's default); 0 under a profile whose
+ *  selective recompute is TorchTitan's op-level checkpointing.  Whether
+ *  selective recompute is on is layer_recompute's (compute.c). */
+unsigned aps_recompute_modules(const aps_training *t, const aps_strategy *s);
+
+/** Forward seconds of one dense MLP (ffn_hidden_size) on one TP rank for
+ *  one micro-batch: its GEMMs and activation function (compute.c). */
+double aps_mlp_fwd_time(const aps_model *m, const aps_device *d,
+                        const aps_training *t, const aps_strategy *s);
+
+/** Bytes a dense MLP saves inside itself per micro-batch on one TP rank:
+ *  the fc1 outputs (gate and up with SwiGLU) in bf16 and the fc2 input as
+ *  the GEMM input dtype (Korthikanti et al. 2022 s.4.1, memory.c). */
+double aps_mlp_saved_bytes(const aps_model *m, const aps_training *t,
+                           const aps_strategy *s);
+
+/** HBM bytes per element of the MLP activation function in the forward
+ *  (fused or eager, compute.c). */
+double aps_act_fn_bytes(const aps_model *m, const aps_training *t);
+
+/** Persistent model-state bytes (params, grads, optimizer states into
+ *  mem[]) of psi parameters, matmul_psi of them in linear layers, under
+ *  the plan (memory.c). */
+void aps_model_states(const aps_training *t, const aps_dp_plan *plan,
+                      double psi, double matmul_psi, double mem[]);
 
 /** Seconds of a GEMM of M x K by K x N at the device's efficiency for its
  *  size (compute.c). */
@@ -418,6 +507,8 @@ typedef struct {
     double fsdp_exposed_fwd, fsdp_exposed_bwd;
     double offload_total, offload_exposed_fwd, offload_exposed_bwd;
     double wgrad; /**< the weight-gradient GEMMs within comp_bwd */
+    double ep_total, ep_exposed_fwd, ep_exposed_bwd; /**< MoE dispatch and
+                                            combine (all-to-all) */
 } aps_stage_time;
 
 /** Times of one micro-batch on pipeline rank i as laid out into st; with
@@ -518,5 +609,51 @@ void aps_throughput(const aps_model *m, const aps_cluster *c,
  *  limit and its largest category when out->mem_peak exceeds
  *  out->mem_limit (p pipeline ranks), else APS_REASON_NONE. */
 aps_reason aps_check_memory_limit(aps_estimate *out, int64_t p);
+
+/* ---- moe.c ---- */
+
+/** Resolved expert degrees: ep (0 -> 1), etp (0 -> tp_degree), and the
+ *  expert-data-parallel size world / (etp ep pp). */
+int64_t aps_moe_ep(const aps_strategy *s);
+int64_t aps_moe_etp(const aps_strategy *s);
+int64_t aps_moe_edp(const aps_strategy *s);
+/** Busiest rank's load over the balanced share: training.moe_load_
+ *  imbalance (0: APS_MOE_LOAD_IMBALANCE) capped by the capacity factor. */
+double aps_moe_load_factor(const aps_training *t, const aps_strategy *s);
+/** MoE layers among pipeline rank i's layers as laid out. */
+int64_t aps_moe_stage_moe_layers(const aps_model *m, const aps_layout *lay,
+                                 int64_t i);
+/** Megatron's --recompute-modules: known bits; under selective recompute
+ *  (ignored otherwise, as Megatron does) Megatron only, mla_up_proj with
+ *  MLA, moe_act with grouped GEMM
+ *  (INVALID_DEGREE / FRAMEWORK_UNSUPPORTED with a message; check.c). */
+aps_reason aps_check_recompute_modules(const aps_model *m,
+                                      const aps_training *t,
+                                      const aps_strategy *s, char *msg,
+                                      size_t n);
+/** Expert-parallel constraints (EP_DIVISIBILITY, TP_DIVISIBILITY,
+ *  INVALID_DEGREE, FRAMEWORK_UNSUPPORTED), message naming the field. */
+aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
+                         const aps_strategy *s, char *msg, size_t n);
+/** Per-layer MoE and MLA differences (zero for a dense model). */
+void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
+                        const aps_training *t, const aps_strategy *s,
+                        aps_moe_cost *out);
+/** Rank i's sums of the differences. */
+void aps_moe_stage(const aps_model *m, const aps_training *t,
+                   const aps_strategy *s, const aps_layout *lay,
+                   const aps_moe_cost *mc, int64_t i, aps_moe_stage_cost *out);
+/** Adds rank i's MoE / MLA model states (expert states over the expert-
+ *  data-parallel group), activations (per_layer_kept: in-flight micro-
+ *  batches) and dispatch buffers to st. */
+void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
+                          const aps_strategy *s, const aps_layout *lay,
+                          const aps_dp_plan *plan, const aps_moe_cost *mc,
+                          int64_t i, double per_layer_kept,
+                          aps_stage_estimate *st);
+/** Model FLOPs of one sequence's forward pass over all layers as Megatron-
+ *  Core's num_floating_point_operations counts them minus the dense
+ *  count of flops_step (2 S matmul params + 4 S keys a d per layer). */
+double aps_moe_flops_delta(const aps_model *m, double S, bool causal);
 
 #endif

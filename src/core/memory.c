@@ -44,6 +44,18 @@
  */
 #include "internal.h"
 
+double aps_mlp_saved_bytes(const aps_model *m, const aps_training *t,
+                           const aps_strategy *s)
+{
+    /* fc1 outputs (gate and up, or the GELU input) in bf16, and the fc2
+     * input (their product, or the GELU output) */
+    double T = (double)t->seq_length / (double)s->cp_degree *
+               (double)s->micro_batch_size;
+    return ((m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0) * APS_ACT_BYTES +
+            aps_gemm_input_bytes(t)) *
+           T * (double)m->ffn_hidden_size / (double)s->tp_degree;
+}
+
 void aps_layer_activations(const aps_model *m, const aps_training *t,
                            const aps_strategy *s, aps_layer_cost *out)
 {
@@ -54,7 +66,6 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
     double b = (double)s->micro_batch_size;
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
     double k = (double)m->num_query_groups, d = (double)m->head_dim;
-    double f = (double)m->ffn_hidden_size;
     double rep = (s->tp_degree > 1 && s->sequence_parallel) ? tp : 1.0;
     double sbh_rep = sl * b * h / rep;
     double drop = t->dropout ? 1.0 : 0.0;
@@ -71,9 +82,7 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
                    + Ain * sl * b * a * d / tp;              /* context */
     if (m->qk_norm)
         split += A * sl * b * (a + k) * d / tp;
-    /* fc1 outputs (gate and up, or the GELU input) in bf16, and the fc2
-     * input (their product, or the GELU output) */
-    split += ((m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0) * A + Ain) * sl * b * f / tp;
+    split += aps_mlp_saved_bytes(m, t, s);
 
     double core;
     if (t->flash_attention)
@@ -82,9 +91,17 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
         core = (A + drop * (APS_MASK_BYTES + A)) * a * sl * S * b / tp;
 
     out->act_full = replicated + split + core;
-    out->act_selective = aps_profile(t)->op_sac_selective
-                             ? aps_op_sac_bytes(m, t, s)
-                             : replicated + split;
+    /* selective: what the recompute modules keep (aps_recompute_modules):
+     * core_attn drops the core's, mlp the MLP's inner activations (fc1
+     * outputs, fc2 input), layernorm the norms' outputs (the QKV and MLP
+     * GEMM inputs); each module's input stays saved */
+    unsigned mods = aps_recompute_modules(t, s);
+    out->act_selective =
+        aps_profile(t)->op_sac_selective
+            ? aps_op_sac_bytes(m, t, s)
+            : out->act_full - ((mods & APS_RCM_CORE_ATTN) ? core : 0.0) -
+                  ((mods & APS_RCM_MLP) ? aps_mlp_saved_bytes(m, t, s) : 0.0) -
+                  ((mods & APS_RCM_LAYERNORM) ? 2.0 * Ain * sbh_rep : 0.0);
     out->act_input = A * sbh_rep;
 }
 
@@ -159,6 +176,12 @@ void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
      * bf16 weight plus a 16-bit remainder, 2 bytes less per parameter */
     if (t->store_param_remainders && by->weight == APS_ACT_BYTES)
         by->optimizer -= APS_ACT_BYTES;
+    /* Megatron's precision-aware optimizer with --exp-avg-dtype and
+     * --exp-avg-sq-dtype bf16 (NeMo's DeepSeek-V3 recipe,
+     * nemo/collections/llm/recipes/deepseek_v3.py @ 8cfedd72): Adam's two
+     * moments in bf16, the fp32 master kept */
+    if (t->exp_avg_bf16 && t->optimizer != APS_OPT_SGD)
+        by->optimizer -= APS_ADAM_MOMENTS * (APS_FP32_BYTES - APS_ACT_BYTES);
     int64_t R = s->dp_degree, S = s->fsdp_degree, c = s->cp_degree;
     /* TorchTitan shards over dp_shard x cp whenever CP is on, even with
      * dp_shard = 1 (the profile's shard_over_cp) */
@@ -200,8 +223,8 @@ void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
  * weight, one for a shard), sharded as the weights are; with an fp32 master as the weight (PyTorch FSDP) only the gather
  * changes.
  */
-static void model_states(const aps_training *t, const aps_dp_plan *plan,
-                         double psi, double matmul_psi, double mem[])
+void aps_model_states(const aps_training *t, const aps_dp_plan *plan,
+                      double psi, double matmul_psi, double mem[])
 {
     const aps_state_bytes *by = &plan->bytes;
     double G = (double)plan->shard_group;
@@ -231,6 +254,8 @@ static double communicators(const aps_strategy *s, const aps_dp_plan *plan)
     n += s->pp_degree > 1;
     n += plan->dp_group > 1;
     n += plan->fsdp_like && plan->replicate > 1;
+    n += aps_moe_ep(s) > 1;                          /* expert parallel */
+    n += aps_moe_ep(s) > 1 && aps_moe_edp(s) > 1;    /* expert data parallel */
     return n;
 }
 
@@ -415,13 +440,17 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
     double matmul_psi = (double)lay->layers[i] * aps_layer_matmul_params(m) /
                         tp;
     st->params = psi;
-    model_states(t, plan, psi, matmul_psi, mem);
+    st->expert_params = 0.0; /* aps_moe_stage_memory */
+    aps_model_states(t, plan, psi, matmul_psi, mem);
     mem[APS_MEM_ACTIVATIONS] = stage_activations(m, t, s, lay, lc, i, st);
     if (i == lay->p - 1)
         mem[APS_MEM_LOGITS_LOSS] = aps_recipe_logits_bytes(t) *
                                    (double)lay->s_local * (double)lay->b *
                                    lay->vocab_padded / tp;
     comm_buffers(m, t, s, lay, plan, i, psi, mem);
+    aps_moe_stage_memory(m, t, s, lay, plan, &lc->moe, i,
+                         st->inflight_microbatches, st);
+
     double allocated = 0.0;
     for (int j = 0; j < APS_MEM_COUNT; j++)
         allocated += mem[j];

@@ -594,15 +594,3 @@ double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
         unit = vocab + norm_params(m, h);
     return unit;
 }
-
-void aps_moe_refusal(const aps_model *m, char *msg, size_t n)
-{
-    if (m->num_experts > 0)
-        aps_fmt(msg, n, "model.num_experts = %lld (%s): mixture-of-experts "
-                "estimation is not implemented yet; `apsearch inspect` counts "
-                "its parameters", (long long)m->num_experts, m->name);
-    else
-        aps_fmt(msg, n, "model.kv_lora_rank = %lld (%s): multi-head latent "
-                "attention is not estimated yet; `apsearch inspect` counts "
-                "its parameters", (long long)m->kv_lora_rank, m->name);
-}

@@ -31,7 +31,18 @@ static const char *const reason_codes[APS_REASON_COUNT] = {
     [APS_REASON_ZERO_STAGE_INVALID] = "ZERO_STAGE_INVALID",
     [APS_REASON_MEMORY_LIMIT] = "MEMORY_LIMIT",
     [APS_REASON_FRAMEWORK_UNSUPPORTED] = "FRAMEWORK_UNSUPPORTED",
+    [APS_REASON_EP_DIVISIBILITY] = "EP_DIVISIBILITY",
 };
+
+static const char *const recompute_modules[APS_RCM_COUNT] = {
+    "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
+    "shared_experts",
+};
+
+const char *aps_recompute_module_name(int b)
+{
+    return b >= 0 && b < APS_RCM_COUNT ? recompute_modules[b] : NULL;
+}
 
 const char *aps_reason_code(aps_reason r)
 {
@@ -52,6 +63,7 @@ static const char *const mem_names[APS_MEM_COUNT] = {
     [APS_MEM_COMM_CP] = "comm_buffers_cp",
     [APS_MEM_LOGITS_LOSS] = "logits_loss",
     [APS_MEM_RESERVED] = "reserved",
+    [APS_MEM_COMM_EP] = "comm_buffers_ep",
 };
 
 const char *aps_mem_category_name(aps_mem_category c)
@@ -75,6 +87,7 @@ static const char *const perf_names[APS_PERF_COUNT] = {
     [APS_PERF_HSDP_REPLICATE_SYNC] = "hsdp_replicate_sync",
     [APS_PERF_OPTIMIZER] = "optimizer",
     [APS_PERF_OFFLOAD] = "activation_offload",
+    [APS_PERF_EP_COMM] = "ep_comm",
 };
 
 const char *aps_perf_category_name(aps_perf_category c)

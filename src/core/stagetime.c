@@ -21,8 +21,6 @@
 #include <string.h>
 #include "internal.h"
 
-/** Backward / forward ratio of a GEMM (dgrad + wgrad). */
-#define APS_GEMM_BWD_RATIO 2.0
 /** Backward / forward HBM traffic of the memory-bound kernels (norms,
  *  residuals, RoPE, activation): taken as the GEMMs' ratio, as counted
  *  since the first estimator (59a3125); not measured. */
@@ -123,13 +121,18 @@ static void tp_edges(const aps_model *m, const aps_cluster *c,
 static void stage_tp(const aps_model *m, const aps_cluster *c,
                      const aps_training *t, const aps_strategy *s,
                      const aps_layout *lay, const aps_layer_cost *lc,
-                     int64_t i, bool first, bool last, aps_stage_time *st)
+                     const aps_moe_stage_cost *mo, int64_t i, bool first,
+                     bool last, aps_stage_time *st)
 {
     double L = (double)lay->layers[i], rc = (double)lay->recompute[i];
     double edge_fwd, edge_bwd;
     tp_edges(m, c, s, lay, first, last, &edge_fwd, &edge_bwd);
-    double tp_fwd = L * lc->tp_fwd + edge_fwd;
-    double tp_bwd = L * lc->tp_bwd + rc * lc->tp_fwd + edge_bwd;
+    /* an MoE layer without shared expert drops the FFN's half of them
+     * (its experts' own collectives are in mo's times) */
+    double tp_fwd = (L - 0.5 * mo->drop_tp_layers) * lc->tp_fwd + edge_fwd;
+    double tp_bwd = (L - 0.5 * mo->drop_tp_layers) * lc->tp_bwd +
+                    (rc - 0.5 * mo->drop_tp_recompute) * lc->tp_fwd +
+                    edge_bwd;
     /* TorchTitan's op-level selective recompute re-runs wk and w3, whose
      * sequence all-gathers are not among the saved ops: 2 all-gathers per
      * layer, a quarter each of the forward's 2 x (all-gather +
@@ -144,6 +147,25 @@ static void stage_tp(const aps_model *m, const aps_cluster *c,
         t, tp_bwd,
         aps_recipe_tp_exposed(t, lay->t, tp_bwd,
                               (2.0 * L + rc) * lc->gemm_fwd));
+}
+
+/** MoE and MLA layers of rank i (moe.c): their compute differences from
+ *  the dense layer added to st, and the expert dispatch and combine,
+ *  exposed but for what the shared expert hides (interfered, as every
+ *  overlapped communication); Megatron-Core overlaps nothing else by
+ *  default (--overlap-moe-expert-parallel-comm off). */
+static void stage_moe(const aps_training *t, const aps_moe_stage_cost *mo,
+                      aps_stage_time *st)
+{
+    st->comp_fwd += mo->comp_fwd;
+    st->comp_bwd += mo->comp_bwd;
+    st->wgrad += mo->wgrad;
+    st->recompute += mo->recompute;
+    st->ep_total = mo->ep_fwd + mo->ep_bwd;
+    st->ep_exposed_fwd = aps_interfered(t, mo->ep_fwd,
+                                        mo->ep_fwd - mo->ep_hidden_fwd);
+    st->ep_exposed_bwd = aps_interfered(t, mo->ep_bwd,
+                                        mo->ep_bwd - mo->ep_hidden_bwd);
 }
 
 /** CP communication of rank i: the ring's K/V passing hidden behind each
@@ -180,8 +202,11 @@ void aps_stage_time_build(const aps_model *m, const aps_cluster *c,
     bool first = edges && i == 0, last = edges && i == lay->p - 1;
     memset(st, 0, sizeof *st);
     layers_compute(s, lay, lc, i, st);
+    aps_moe_stage_cost mo;
+    aps_moe_stage(m, t, s, lay, &lc->moe, i, &mo);
+    stage_moe(t, &mo, st);
     edges_compute(m, c, t, s, lay, first, last, st);
-    stage_tp(m, c, t, s, lay, lc, i, first, last, st);
+    stage_tp(m, c, t, s, lay, lc, &mo, i, first, last, st);
     double layer_fwd, layer_bwd;
     layer_seconds(lc, &layer_fwd, &layer_bwd);
     aps_recipe_offload_times(
@@ -197,9 +222,10 @@ void aps_stage_time_build(const aps_model *m, const aps_cluster *c,
 void aps_stage_fwd_bwd(const aps_stage_time *st, double *tf, double *tb)
 {
     *tf = st->comp_fwd + st->tp_exposed_fwd + st->cp_exposed_fwd +
-          st->fsdp_exposed_fwd + st->offload_exposed_fwd;
+          st->fsdp_exposed_fwd + st->offload_exposed_fwd + st->ep_exposed_fwd;
     *tb = st->comp_bwd + st->recompute + st->tp_exposed_bwd +
-          st->cp_exposed_bwd + st->fsdp_exposed_bwd + st->offload_exposed_bwd;
+          st->cp_exposed_bwd + st->fsdp_exposed_bwd + st->offload_exposed_bwd +
+          st->ep_exposed_bwd;
 }
 
 void aps_stage_time_rank(const aps_model *m, const aps_cluster *c,
@@ -243,4 +269,6 @@ void aps_stage_time_perf(const aps_stage_time *slow, int64_t m,
                  mb * slow->rs_exposed);
     aps_set_perf(out, APS_PERF_OFFLOAD, mb * slow->offload_total,
                  mb * (slow->offload_exposed_fwd + slow->offload_exposed_bwd));
+    aps_set_perf(out, APS_PERF_EP_COMM, mb * slow->ep_total,
+                 mb * (slow->ep_exposed_fwd + slow->ep_exposed_bwd));
 }

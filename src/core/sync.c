@@ -176,20 +176,59 @@ static void hsdp_sync(const aps_cluster *c, const aps_training *t,
                  times * aps_interfered(t, ar, max0(ar - t->dp_overlap * tb)));
 }
 
+/** The routed experts' gradient reduction over the expert-data-parallel
+ *  group (aps_moe_edp ranks, etp x ep apart: Megatron-Core's
+ *  expert_data_parallel group, parallel_state.py) for expert_params on
+ *  the busiest rank, added to DP_GRAD_SYNC: a reduce-scatter and an
+ *  all-gather of the updated parameters under a sharded optimizer, else
+ *  an all-reduce; hidden behind dp_overlap of tb (tf for the gather). */
+static void expert_sync(const aps_cluster *c, const aps_training *t,
+                        const aps_strategy *s, const aps_dp_plan *plan,
+                        double expert_params, double tf, double tb,
+                        aps_estimate *out)
+{
+    int64_t edp = aps_moe_edp(s);
+    if (edp <= 1 || expert_params <= 0)
+        return;
+    double bw, alpha, sync, gather = 0.0;
+    aps_group_link(c, aps_moe_etp(s) * aps_moe_ep(s), edp, &bw, &alpha);
+    double grads = plan->grad_reduce * expert_params;
+    if (plan->bytes.shard_optimizer) {
+        sync = aps_reducescatter_time(edp, grads, bw, alpha);
+        gather = aps_allgather_time(
+            edp, aps_recipe_gather_bytes(t, expert_params, expert_params), bw,
+            alpha);
+    } else {
+        sync = aps_allreduce_time(edp, grads, bw, alpha);
+    }
+    aps_set_perf(out, APS_PERF_DP_GRAD_SYNC,
+                 out->perf_total[APS_PERF_DP_GRAD_SYNC] + sync + gather,
+                 out->perf_exposed[APS_PERF_DP_GRAD_SYNC] +
+                     aps_interfered(t, sync, max0(sync - t->dp_overlap * tb)) +
+                     aps_interfered(t, gather,
+                                    max0(gather - t->dp_overlap * tf)));
+}
+
 /** OPTIMIZER: the state traffic of the optimizer step of psi parameters
  *  (its shard under ZeRO-1 and up) through HBM, plus reading the gradient
  *  and writing the working copy where the weights are held in fewer
  *  bytes than fp32. */
 static void optimizer_step(const aps_cluster *c, const aps_training *t,
-                           const aps_dp_plan *plan, double psi,
+                           const aps_strategy *s, const aps_dp_plan *plan,
+                           double psi, double expert_params,
                            aps_estimate *out)
 {
     const aps_state_bytes *by = &plan->bytes;
     double traffic = (t->optimizer == APS_OPT_SGD ? APS_SGD_STATE_TRAFFIC
                                                   : APS_ADAM_STATE_TRAFFIC) +
                      by->grad + (by->weight < APS_FP32_BYTES ? by->weight : 0.0);
+    /* bf16 moments (exp_avg_bf16): each read and written in 2 bytes */
+    if (t->exp_avg_bf16 && t->optimizer != APS_OPT_SGD)
+        traffic -= 2.0 * APS_ADAM_MOMENTS * (APS_FP32_BYTES - APS_ACT_BYTES);
     double psi_opt = psi / (by->shard_optimizer ? (double)plan->shard_group
                                                 : 1.0);
+    psi_opt += expert_params / (by->shard_optimizer /* over expert-dp */
+                                    ? (double)aps_moe_edp(s) : 1.0);
     double opt = aps_hbm_time(&c->device, psi_opt * traffic);
     aps_set_perf(out, APS_PERF_OPTIMIZER, opt, opt);
 }
@@ -205,5 +244,10 @@ void aps_sync_perf(const aps_model *m, const aps_cluster *c,
         dp_sync(c, t, s, plan, lay->m, psi, matmul, tf, tb, out);
     if (plan->fsdp_like && plan->replicate > 1)
         hsdp_sync(c, t, s, plan, lay->m, psi, tb, out);
-    optimizer_step(c, t, plan, psi, out);
+    double experts = 0.0; /* routed experts' parameters, busiest rank */
+    for (int64_t i = 0; i < lay->p; i++)
+        if (out->stages[i].expert_params > experts)
+            experts = out->stages[i].expert_params;
+    expert_sync(c, t, s, plan, experts, tf, tb, out);
+    optimizer_step(c, t, s, plan, psi, experts, out);
 }

@@ -30,7 +30,8 @@ static double flops_step(const aps_model *m, const aps_training *t,
     double attn = 4.0 * S * aps_attention_keys(m, S, causal) *
                   (double)m->num_attention_heads * (double)m->head_dim;
     double matmul = 2.0 * S * aps_layer_matmul_params(m);
-    double fwd = B * (L * (matmul + attn) + 2.0 * S * h * (double)m->vocab_size);
+    double fwd = B * (L * (matmul + attn) + 2.0 * S * h * (double)m->vocab_size +
+                      aps_moe_flops_delta(m, S, causal));
     double flops = 3.0 * fwd + B * recomputed * (matmul + attn);
     if (selective)
         flops += B * L * (aps_profile(t)->op_sac_selective

@@ -120,6 +120,14 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
             return APS_EINVAL;
         }
     }
+    /* a load over the balanced share: 1 = perfectly balanced */
+    if (t->moe_load_imbalance != 0 &&
+        !(t->moe_load_imbalance >= 1 && t->moe_load_imbalance <= 1e3)) {
+        aps_fmt(err, n, "training.moe_load_imbalance: must be 0 (the default "
+                "%g) or in [1, 1000] (got %g)", APS_MOE_LOAD_IMBALANCE,
+                t->moe_load_imbalance);
+        return APS_EINVAL;
+    }
     if (t->ddp_buckets_in_flight < 0 || t->ddp_buckets_in_flight > 64) {
         aps_fmt(err, n, "training.ddp_buckets_in_flight: must be in [0, 64] (got %lld)",
                 (long long)t->ddp_buckets_in_flight);
@@ -187,18 +195,13 @@ void aps_strategy_defaults(aps_strategy *s)
     for (int i = 0; i < APS_MAX_STAGES; i++)
         s->recompute_num_layers[i] = -1;
     s->allow_idle_devices = false;
+    s->moe_grouped_gemm = APS_DEFAULT;
 }
 
 aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
                                const aps_training *t, char *err, size_t n)
 {
     const aps_device *d = &c->device;
-    /* issue 13: the memory and time terms of experts and MLA are not
-     * modelled yet; never estimate such a model as dense */
-    if (aps_model_is_moe(m)) {
-        aps_moe_refusal(m, err, n);
-        return APS_ENOTIMPL;
-    }
     if (t->memory_limit_bytes > d->memory_bytes) {
         aps_fmt(err, n, "training.memory_limit_bytes: %.2f GiB exceeds the "
                 "device capacity %.2f GiB (cluster.device.memory_bytes)",

@@ -88,6 +88,9 @@ APSL_ENUM(enum_pp_schedule, "1f1b, interleaved_zero_bubble, zbv_zero_bubble, dua
           {"1f1b", APS_PP_1F1B},
           {"interleaved_zero_bubble", APS_PP_INTERLEAVED_ZB},
           {"zbv_zero_bubble", APS_PP_ZBV}, {"dualpipev", APS_PP_DUALPIPEV});
+APSL_ENUM(enum_dispatcher, "alltoall, allgather, flex",
+          {"alltoall", APS_MOE_ALLTOALL}, {"allgather", APS_MOE_ALLGATHER},
+          {"flex", APS_MOE_FLEX});
 APSL_ENUM(enum_cp_comm, "p2p, all_gather",
           {"p2p", APS_CP_P2P}, {"all_gather", APS_CP_ALL_GATHER});
 
@@ -139,9 +142,16 @@ typedef enum {
     FT_OINT,    /* int64_t, not pushed when 0 (MoE/MLA fields of a dense
                    model: its table stays as before issue 13) */
     FT_OBOOL,   /* bool, not pushed when false */
-    FT_LAYERS   /* aps_model.moe_dense_layers (models only): array of layer
+    FT_ONUM,    /* double, not pushed when 0 (MoE fields: a dense
+                   strategy's table stays as before issue 13) */
+    FT_OENUM,   /* enum, not pushed when 0 (its default) */
+    FT_LAYERS,  /* aps_model.moe_dense_layers (models only): array of layer
                    indices, its count in moe_dense_layer_count; not pushed
                    when empty */
+    FT_MODULES  /* unsigned bits of aps_recompute_module: Megatron's module
+                   names separated by '/' or ',' (NeMo's "mla_up_proj/mlp/
+                   moe") or an array of them; pushed back as the '/' string,
+                   not pushed when 0 */
 } apsl_ftype;
 
 typedef struct {
@@ -254,6 +264,8 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, tp_comm_overlap, FT_BOOL, NULL),
     FLD(aps_training, cuda_graphs, FT_BOOL, NULL),
     FLD(aps_training, store_param_remainders, FT_BOOL, NULL),
+    FLD(aps_training, exp_avg_bf16, FT_OBOOL, NULL),
+    FLD(aps_training, moe_shared_expert_overlap, FT_OBOOL, NULL),
     FLD(aps_training, vocab_size_divisible_by, FT_INT, NULL),
     FLD(aps_training, memory_limit_bytes, FT_NUM, NULL),
     FLD(aps_training, memory_margin_bytes, FT_NUM, NULL),
@@ -266,6 +278,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, pp_p2p_overlap, FT_NUM, NULL),
     FLD(aps_training, overlap_interference, FT_NUM, NULL),
     FLD(aps_training, dp_collective_rails, FT_INT, NULL),
+    FLD(aps_training, moe_load_imbalance, FT_ONUM, NULL),
     FLD(aps_training, overlap_p2p_comm, FT_BOOL, NULL),
     FLD(aps_training, torch_compile, FT_BOOL, NULL),
     FLD(aps_training, compile_loss, FT_TRI, NULL),
@@ -279,7 +292,7 @@ enum {
     S_DP, S_FSDP, S_ZERO, S_RESHARD, S_TP, S_SP, S_PP, S_VPP, S_CP, S_CPCOMM,
     S_MBS, S_MBN, S_PART, S_OFFSET, S_RECOMP, S_RECOMPN, S_IDLE,
     S_BALANCE, S_AUTORC, S_RMETHOD, S_SPLIT, S_HSDP_SHARD, S_HSDP_REPL,
-    S_PPSCHED, S_NFIELDS
+    S_PPSCHED, S_EP, S_ETP, S_DISPATCH, S_CAPACITY, S_GROUPED, S_RCMODS, S_NFIELDS
 };
 
 static const apsl_field strategy_fields[] = {
@@ -311,6 +324,12 @@ static const apsl_field strategy_fields[] = {
     {"hsdp_replicate_degree", 21, FT_INT, S_DP, 1,
      offsetof(aps_strategy, dp_degree), NULL},
     FLD(aps_strategy, pp_schedule, FT_ENUM, &enum_pp_schedule),
+    FLD(aps_strategy, ep_degree, FT_OINT, NULL),
+    FLD(aps_strategy, etp_degree, FT_OINT, NULL),
+    FLD(aps_strategy, moe_token_dispatcher, FT_OENUM, &enum_dispatcher),
+    FLD(aps_strategy, moe_capacity_factor, FT_ONUM, NULL),
+    FLD(aps_strategy, moe_grouped_gemm, FT_TRI, NULL),
+    FLD(aps_strategy, recompute_modules, FT_MODULES, NULL),
 };
 _Static_assert(sizeof(strategy_fields) / sizeof(strategy_fields[0]) ==
                S_NFIELDS, "strategy field table");
@@ -500,6 +519,59 @@ typedef struct {
     int arrlen[S_NFIELDS];/* FT_INTARR / FT_RECOMP lengths (-1: scalar) */
 } apsl_reader;
 
+/* One recompute module name (len bytes at name) as its bit; raises naming
+ * the field and the name when Megatron has no such module. */
+static unsigned module_bit(lua_State *L, const char *path, const char *field,
+                           const char *name, size_t len)
+{
+    for (int k = 0; k < APS_RCM_COUNT; k++) {
+        const char *m = aps_recompute_module_name(k);
+        if (strlen(m) == len && strncmp(m, name, len) == 0)
+            return 1u << k;
+    }
+    apsl_error(L, "%s.%s: unknown recompute module \"%.*s\" (Megatron "
+               "--recompute-modules: core_attn, moe_act, layernorm, "
+               "mla_up_proj, mlp, moe, shared_experts)", path, field,
+               (int)len, name);
+    return 0;
+}
+
+/* FT_MODULES: "a/b,c" or {"a", "b"} -> bits. */
+static unsigned read_modules(lua_State *L, int vidx, const char *path,
+                             const char *field)
+{
+    unsigned bits = 0;
+    vidx = lua_absindex(L, vidx);
+    if (lua_type(L, vidx) == LUA_TSTRING) {
+        size_t n;
+        const char *s = lua_tolstring(L, vidx, &n);
+        size_t i = 0;
+        while (i < n) {
+            size_t j = i;
+            while (j < n && s[j] != '/' && s[j] != ',')
+                j++;
+            if (j > i)
+                bits |= module_bit(L, path, field, s + i, j - i);
+            i = j + 1;
+        }
+        return bits;
+    }
+    if (lua_type(L, vidx) != LUA_TTABLE)
+        expected_error(L, vidx, path, field,
+                       "module names (\"mla_up_proj/mlp/moe\" or an array)");
+    lua_Unsigned len = lua_rawlen(L, vidx);
+    for (lua_Integer i = 1; i <= (lua_Integer)len; i++) {
+        lua_rawgeti(L, vidx, i);
+        if (lua_type(L, -1) != LUA_TSTRING)
+            expected_error(L, -1, path, field, "an array of module names");
+        size_t n;
+        const char *s = lua_tolstring(L, -1, &n);
+        bits |= module_bit(L, path, field, s, n);
+        lua_pop(L, 1);
+    }
+    return bits;
+}
+
 static void read_value(lua_State *L, apsl_reader *r, int fi, int vidx)
 {
     const apsl_field *f = &r->fields[fi];
@@ -543,6 +615,7 @@ static void read_value(lua_State *L, apsl_reader *r, int fi, int vidx)
         memcpy(dst, &v, sizeof v);
         break;
     }
+    case FT_ONUM:
     case FT_NUM: {
         double v = read_number(L, vidx, r->path, f->name);
         memcpy(dst, &v, sizeof v);
@@ -563,6 +636,7 @@ static void read_value(lua_State *L, apsl_reader *r, int fi, int vidx)
         memcpy(dst, &v, sizeof v);
         break;
     }
+    case FT_OENUM:
     case FT_ENUM: {
         int v = read_enum(L, vidx, r->path, f->name, f->en);
         memcpy(dst, &v, sizeof v);
@@ -571,6 +645,11 @@ static void read_value(lua_State *L, apsl_reader *r, int fi, int vidx)
     case FT_NAME:
         read_name(L, vidx, r->path, f->name, dst);
         break;
+    case FT_MODULES: {
+        unsigned bits = read_modules(L, vidx, r->path, f->name);
+        memcpy(dst, &bits, sizeof bits);
+        break;
+    }
     case FT_INTARR:
         r->arrlen[fi] = read_int_array(L, vidx, r->path, f->name,
                                        (int64_t *)(void *)dst);
@@ -830,6 +909,40 @@ static void push_fields(lua_State *L, const apsl_field *fs, int n,
             lua_pushboolean(L, v);
             break;
         }
+        case FT_ONUM: {
+            double v;
+            memcpy(&v, src, sizeof v);
+            if (v == 0)
+                continue;
+            lua_pushnumber(L, (lua_Number)v);
+            break;
+        }
+        case FT_OENUM: {
+            int v;
+            memcpy(&v, src, sizeof v);
+            if (v == 0)
+                continue;
+            lua_pushstring(L, enum_name(f->en, v));
+            break;
+        }
+        case FT_MODULES: {
+            unsigned bits;
+            memcpy(&bits, src, sizeof bits);
+            if (bits == 0)
+                continue;
+            luaL_Buffer b;
+            luaL_buffinit(L, &b);
+            bool first = true;
+            for (int k = 0; k < APS_RCM_COUNT; k++)
+                if (bits >> k & 1u) {
+                    if (!first)
+                        luaL_addchar(&b, '/');
+                    luaL_addstring(&b, aps_recompute_module_name(k));
+                    first = false;
+                }
+            luaL_pushresult(&b);
+            break;
+        }
         case FT_LAYERS: {
             int64_t cnt;
             memcpy(&cnt, base + offsetof(aps_model, moe_dense_layer_count),
@@ -916,7 +1029,8 @@ int apsl_is_device_field(const char *name, size_t len)
 
 static int is_comm_category(int c)
 {
-    return c >= APS_MEM_COMM_TP && c <= APS_MEM_COMM_CP;
+    return (c >= APS_MEM_COMM_TP && c <= APS_MEM_COMM_CP) ||
+           c == APS_MEM_COMM_EP;
 }
 
 const char *apsl_mem_key(aps_mem_category c)
@@ -940,8 +1054,8 @@ void apsl_push_mem_breakdown(lua_State *L, const double mem[APS_MEM_COUNT],
                              double total)
 {
     double comm_total = 0.0;
-    lua_createtable(L, 0, APS_MEM_COUNT - 5 + 2);
-    lua_createtable(L, 0, 6); /* comm_buffers */
+    lua_createtable(L, 0, APS_MEM_COUNT - 6 + 2);
+    lua_createtable(L, 0, 7); /* comm_buffers */
     for (int c = 0; c < APS_MEM_COUNT; c++) {
         lua_pushnumber(L, (lua_Number)mem[c]);
         if (is_comm_category(c)) {
@@ -985,6 +1099,10 @@ static void push_stage(lua_State *L, const aps_stage_estimate *st, int i)
     lua_setfield(L, -2, "recompute_layers");
     lua_pushnumber(L, (lua_Number)st->params);
     lua_setfield(L, -2, "params");
+    if (st->expert_params > 0) { /* MoE only: dense tables unchanged */
+        lua_pushnumber(L, (lua_Number)st->expert_params);
+        lua_setfield(L, -2, "expert_params");
+    }
     lua_pushnumber(L, (lua_Number)st->inflight_microbatches);
     lua_setfield(L, -2, "inflight_microbatches");
     apsl_push_mem_breakdown(L, st->mem, st->mem_total);

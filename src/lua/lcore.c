@@ -76,7 +76,9 @@ static apsl_context *check_context(lua_State *L, int idx)
 /**
  * core.model_params(model) -> {embedding, per_layer, layers, final_norm,
  *                              output_layer, total, active; MoE: moe_layers,
- *                              per_moe_layer, per_moe_layer_active; MTP:
+ *                              per_moe_layer, per_moe_layer_active,
+ *                              moe_pattern (per layer 1: routed experts,
+ *                              0: dense FFN; aps_model_is_moe_layer); MTP:
  *                              mtp, mtp_active}
  * Parameter counts (numbers of parameters, not bytes) of the whole model,
  * no TP/PP, unpadded vocabulary (aps_model_param_counts).  model is a model
@@ -143,6 +145,12 @@ static int l_model_params(lua_State *L)
         apsl_set_number(L, "moe_layers", pc.moe_layers);
         apsl_set_number(L, "per_moe_layer", pc.per_moe_layer);
         apsl_set_number(L, "per_moe_layer_active", pc.per_moe_layer_active);
+        lua_createtable(L, (int)m.num_layers, 0); /* moe_pattern */
+        for (int64_t i = 0; i < m.num_layers; i++) {
+            lua_pushinteger(L, aps_model_is_moe_layer(&m, i) ? 1 : 0);
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        }
+        lua_setfield(L, -2, "moe_pattern");
     }
     if (pc.mtp > 0) {
         apsl_set_number(L, "mtp", pc.mtp);

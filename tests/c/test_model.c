@@ -580,8 +580,64 @@ static void test_moe_validate_names_the_field(void **state)
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
 }
 
-/* The estimator refuses a MoE (and an MLA) model: never estimated as dense. */
-static void test_moe_estimate_refused(void **state)
+/* A Mixtral-shaped MoE on the Llama-3.1-8B body (8 experts of 14336,
+ * top-2, every layer) on 8 H100, megatron, tp 1, dp 8. */
+static void moe_8b(aps_model *m, aps_cluster *c, aps_training *t,
+                   aps_strategy *s)
+{
+    fx_setup_8b(m, c, t, s, 8, 64, 4096);
+    snprintf(m->name, sizeof m->name, "moe-8b");
+    m->num_experts = 8;
+    m->experts_per_token = 2;
+    m->moe_ffn_hidden_size = 14336;
+    t->framework = APS_FW_MEGATRON;
+    s->dp_degree = 8;
+    s->zero_stage = 1;
+}
+
+/* Expert-parallel constraints (moe.c, megatron parallel_state.py and
+ * arguments.py @ d98e8a64): experts / ep, etp x ep within the ranks of a
+ * stage, etp divides the expert width, a dense model takes no ep. */
+static void test_moe_constraints(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    char msg[APS_REASON_LEN];
+    moe_8b(&m, &c, &t, &s);
+    char err[APS_REASON_LEN];
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+    s.ep_degree = 8;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+    s.ep_degree = 3; /* 8 experts */
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_EP_DIVISIBILITY);
+    assert_non_null(strstr(msg, "num_experts = 8 is not divisible by ep_degree = 3"));
+    s.ep_degree = 8;
+    s.etp_degree = 2; /* 2 x 8 > the 8 ranks of the stage */
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_EP_DIVISIBILITY);
+    assert_non_null(strstr(msg, "etp_degree x ep_degree = 2 x 8"));
+    s.ep_degree = 4; /* 2 x 4 = 8 */
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+    s.etp_degree = 0;
+    m.num_experts = 0; /* dense */
+    m.experts_per_token = m.moe_ffn_hidden_size = 0;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_EP_DIVISIBILITY);
+    assert_non_null(strstr(msg, "for a dense model"));
+}
+
+/* The estimate of an MoE model: the routed experts held per rank (E / ep
+ * experts of 3 h f_e, every layer), their optimizer states over the
+ * expert-data-parallel group, model FLOPs as Megatron-Core's
+ * num_floating_point_operations counts them, and the load imbalance
+ * scaling the all-to-all. */
+static void test_moe_estimate(void **state)
 {
     (void)state;
     aps_model m;
@@ -590,24 +646,195 @@ static void test_moe_estimate_refused(void **state)
     aps_strategy s;
     static aps_estimate out;
     char err[APS_REASON_LEN];
-    fx_setup_8b(&m, &c, &t, &s, 8, 64, 4096);
-    snprintf(m.name, sizeof m.name, "moe-8b");
-    m.num_experts = 8;
-    m.experts_per_token = 2;
-    m.moe_ffn_hidden_size = 14336;
+    moe_8b(&m, &c, &t, &s);
+    m.num_layers = 8; /* fits 80 GB */
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
-    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err),
-                     APS_ENOTIMPL);
-    assert_string_equal(err, "model.num_experts = 8 (moe-8b): "
-                             "mixture-of-experts estimation is not "
-                             "implemented yet; `apsearch inspect` counts "
-                             "its parameters");
-    s.dp_degree = 8;
-    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_ENOTIMPL);
-    assert_string_equal(out.reason_msg, "model.num_experts = 8 (moe-8b): "
-                                        "mixture-of-experts estimation is "
-                                        "not implemented yet; `apsearch "
-                                        "inspect` counts its parameters");
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err), APS_OK);
+    s.ep_degree = 8;
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    assert_int_equal(out.reason, APS_REASON_NONE);
+    /* 8 layers x 1 expert x 3 x 4096 x 14336 */
+    assert_true(out.stages[0].expert_params == 8.0 * 3.0 * 4096.0 * 14336.0);
+    /* Megatron-Core FLOPs, B = 64, S = 4096: per layer 2 S (attention
+     * 2 x 4096 (4096 + 1024) (Q, O, K, V) + top-2 x 3 x 4096 x 14336) + causal
+     * core 2 S^2 x 4096, logits 2 S h V; x 3 */
+    double S = 4096.0, h = 4096.0;
+    double per_layer = 2.0 * S * (2.0 * h * (h + 1024.0) + 2.0 * 3.0 * h * 14336.0) +
+                       2.0 * S * S * h;
+    double want = 3.0 * 64.0 * (8.0 * per_layer + 2.0 * S * h * 128256.0);
+    assert_true(fabs(out.model_flops_per_step / want - 1.0) < 1e-12);
+    assert_true(out.perf_total[APS_PERF_EP_COMM] > 0.0);
+    /* dispatch and combine move load x the balanced share: the bytes
+     * term grows linearly with the load, the latency term stays */
+    double ep[3];
+    for (int k = 0; k < 3; k++) {
+        t.moe_load_imbalance = 1.0 + k;
+        assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+        ep[k] = out.perf_total[APS_PERF_EP_COMM];
+    }
+    assert_true(ep[1] > ep[0]);
+    assert_true(fabs((ep[2] - ep[1]) / (ep[1] - ep[0]) - 1.0) < 1e-9);
+    double ep1 = ep[0];
+    t.moe_load_imbalance = 2.0;
+    /* a capacity factor caps the busiest rank's load */
+    s.moe_capacity_factor = 1.0;
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    assert_true(fabs(out.perf_total[APS_PERF_EP_COMM] / ep1 - 1.0) < 1e-12);
+}
+
+/* all-to-all, pairwise: (n - 1) / n x bytes / bw + (n - 1) alpha. */
+static void test_alltoall_time(void **state)
+{
+    (void)state;
+    assert_true(fabs(aps_alltoall_time(8, 8e6, 1e9, 1e-6) - 0.007007) < 1e-12);
+    assert_true(aps_alltoall_time(1, 8e6, 1e9, 1e-6) == 0.0);
+}
+
+/* All-to-all on a group across NVLink domains (comm.c): every rank's
+ * remote share leaves through its own NIC while its local share moves on
+ * NVLink: max(inter / (NIC x eff), intra / (NVLink x eff)) + (n - 1)
+ * inter-node latencies; inside one domain the pairwise formula on NVLink. */
+static void test_group_alltoall_time(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    moe_8b(&m, &c, &t, &s);
+    c.num_devices = 64; /* 8 hosts of 8 */
+    const aps_device *d = &c.device;
+    double nic = d->inter_node_bandwidth * d->collective_efficiency;
+    double nvl = d->intra_node_bandwidth * d->collective_efficiency;
+    /* 64 ranks 1 apart: 8 per host; 56/64 of 64 MB remote, 7/64 local */
+    assert_int_equal(aps_group_domain_members(&c, 1, 64), 8);
+    double inter = 64e6 * 56.0 / 64.0, intra = 64e6 * 7.0 / 64.0;
+    double want = inter / nic + 63.0 * d->inter_node_latency;
+    assert_true(fabs(aps_group_alltoall_time(&c, 1, 64, intra, inter) / want -
+                     1.0) < 1e-12);
+    /* NVLink-bound when the local share dominates */
+    want = 1e9 / nvl + 63.0 * d->inter_node_latency;
+    assert_true(fabs(aps_group_alltoall_time(&c, 1, 64, 1e9, 1.0) / want -
+                     1.0) < 1e-12);
+    /* 8 ranks in one host: (n - 1) / n x bytes / NVLink + 7 alpha */
+    assert_int_equal(aps_group_domain_members(&c, 1, 8), 8);
+    want = 7.0 / 8.0 * 8e6 / nvl + 7.0 * d->intra_node_latency;
+    assert_true(fabs(aps_group_alltoall_time(&c, 1, 8, 8e6, 0.0) / want -
+                     1.0) < 1e-12);
+    /* stride 4: 2 members per host */
+    assert_int_equal(aps_group_domain_members(&c, 4, 16), 2);
+}
+
+/* Megatron's --recompute-modules (memory.c, moe.c, check.c): mlp frees the
+ * dense MLP's inner activations, (2 x 2 + 2) T f / tp bytes in bf16 with
+ * SwiGLU; moe re-runs each MoE layer's dispatch and combine once more in
+ * the backward: EP time (fwd + bwd + fwd) / (fwd + bwd) = 1.5 x; the
+ * checks follow TransformerConfig. */
+static void test_recompute_modules(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    static aps_estimate out;
+    char msg[APS_REASON_LEN];
+    moe_8b(&m, &c, &t, &s);
+    m.num_layers = 8;
+    s.ep_degree = 8;
+    s.layer_recompute = APS_RECOMPUTE_SELECTIVE;
+    /* dense layer bytes, core_attn (default) vs core_attn + mlp */
+    aps_model dense = m;
+    dense.num_experts = dense.experts_per_token = dense.moe_ffn_hidden_size = 0;
+    double base = aps_layer_activation_bytes(&dense, &t, &s,
+                                             APS_RECOMPUTE_SELECTIVE);
+    s.recompute_modules = APS_RCM_CORE_ATTN | APS_RCM_MLP;
+    double less = aps_layer_activation_bytes(&dense, &t, &s,
+                                             APS_RECOMPUTE_SELECTIVE);
+    double T = 4096.0; /* mbs 1, no CP */
+    assert_true(fabs((base - less) / (6.0 * T * 14336.0) - 1.0) < 1e-12);
+    /* moe: one more dispatch and combine per MoE layer */
+    s.recompute_modules = APS_RCM_CORE_ATTN;
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    double ep0 = out.perf_total[APS_PERF_EP_COMM];
+    double act0 = out.stages[0].mem[APS_MEM_ACTIVATIONS];
+    double rc0 = out.perf_total[APS_PERF_RECOMPUTE];
+    s.recompute_modules = APS_RCM_CORE_ATTN | APS_RCM_MOE;
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    assert_true(fabs(out.perf_total[APS_PERF_EP_COMM] / ep0 - 1.5) < 1e-12);
+    assert_true(out.stages[0].mem[APS_MEM_ACTIVATIONS] < act0);
+    assert_true(out.perf_total[APS_PERF_RECOMPUTE] > rc0);
+    /* checks */
+    s.recompute_modules = APS_RCM_MLA_UP_PROJ;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    assert_non_null(strstr(msg, "mla_up_proj needs multi-latent attention"));
+    s.recompute_modules = APS_RCM_MOE_ACT;
+    s.moe_grouped_gemm = 0;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    s.moe_grouped_gemm = APS_DEFAULT;
+    /* ignored without selective recompute, as Megatron ignores them */
+    s.layer_recompute = APS_RECOMPUTE_NONE;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+    s.recompute_modules = 1u << APS_RCM_COUNT;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_INVALID_DEGREE);
+    assert_string_equal(aps_recompute_module_name(3), "mla_up_proj");
+    assert_null(aps_recompute_module_name(APS_RCM_COUNT));
+}
+
+/* --moe-shared-expert-overlap (moe.c, stagetime.c): per MoE layer the
+ * shared expert's forward hides min(shared fwd, dispatch + combine fwd),
+ * its backward (2 x) min(2 shared fwd, ep bwd); the hidden part still
+ * costs training.overlap_interference of its time.  A shared expert far
+ * longer than the in-host all-to-all hides all of it: exposed =
+ * interference x total; the all-gather dispatcher hides nothing. */
+static void test_shared_expert_overlap(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    static aps_estimate out;
+    moe_8b(&m, &c, &t, &s);
+    m.num_layers = 8;
+    m.shared_expert_ffn_hidden_size = 4 * 14336;
+    s.ep_degree = 8;
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    double total = out.perf_total[APS_PERF_EP_COMM];
+    assert_true(fabs(out.perf_exposed[APS_PERF_EP_COMM] / total - 1.0) < 1e-12);
+    t.moe_shared_expert_overlap = true;
+    t.overlap_interference = 0.2; /* training.c's default */
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    assert_true(fabs(out.perf_total[APS_PERF_EP_COMM] / total - 1.0) < 1e-12);
+    assert_true(fabs(out.perf_exposed[APS_PERF_EP_COMM] /
+                     (t.overlap_interference * total) - 1.0) < 1e-9);
+    s.moe_token_dispatcher = APS_MOE_ALLGATHER;
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    assert_true(fabs(out.perf_exposed[APS_PERF_EP_COMM] /
+                     out.perf_total[APS_PERF_EP_COMM] - 1.0) < 1e-12);
+}
+
+/* exp_avg_bf16: Adam's two moments in bf16, 2 x (4 - 2) = 4 bytes less
+ * per parameter (megatron: 4 + 4 + 4 -> 4 + 2 + 2). */
+static void test_exp_avg_bf16(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    aps_state_bytes by;
+    moe_8b(&m, &c, &t, &s);
+    aps_model_state_bytes(&t, &s, &by);
+    double full = by.optimizer;
+    t.exp_avg_bf16 = true;
+    aps_model_state_bytes(&t, &s, &by);
+    assert_true(full == 12.0);
+    assert_true(by.optimizer == 8.0);
 }
 
 int main(void)
@@ -637,7 +864,13 @@ int main(void)
         cmocka_unit_test(test_moe_params_deepseek_v2_lite),
         cmocka_unit_test(test_moe_params_dense_active_is_total),
         cmocka_unit_test(test_moe_validate_names_the_field),
-        cmocka_unit_test(test_moe_estimate_refused),
+        cmocka_unit_test(test_moe_constraints),
+        cmocka_unit_test(test_moe_estimate),
+        cmocka_unit_test(test_alltoall_time),
+        cmocka_unit_test(test_group_alltoall_time),
+        cmocka_unit_test(test_recompute_modules),
+        cmocka_unit_test(test_exp_avg_bf16),
+        cmocka_unit_test(test_shared_expert_overlap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

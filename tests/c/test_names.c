@@ -18,7 +18,8 @@ static void test_reason_code_names(void **state)
         "NONE", "INVALID_DEGREE", "TP_DIVISIBILITY", "CP_DIVISIBILITY",
         "PP_DIVISIBILITY", "PP_PARTITION", "VPP_INVALID",
         "BATCH_DIVISIBILITY", "DEVICE_COUNT", "IDLE_DEVICES", "HSDP_INVALID",
-        "ZERO_STAGE_INVALID", "MEMORY_LIMIT", "FRAMEWORK_UNSUPPORTED"};
+        "ZERO_STAGE_INVALID", "MEMORY_LIMIT", "FRAMEWORK_UNSUPPORTED",
+        "EP_DIVISIBILITY"};
     for (int r = 0; r < APS_REASON_COUNT; r++)
         assert_string_equal(aps_reason_code((aps_reason)r), want[r]);
     assert_string_equal(aps_reason_code(APS_REASON_COUNT), "UNKNOWN");
@@ -33,7 +34,8 @@ static void test_mem_category_names(void **state)
     static const char *const want[APS_MEM_COUNT] = {
         "params", "grads", "optimizer_states", "activations",
         "comm_buffers_tp", "comm_buffers_fsdp", "comm_buffers_dp",
-        "comm_buffers_pp", "comm_buffers_cp", "logits_loss", "reserved"};
+        "comm_buffers_pp", "comm_buffers_cp", "logits_loss", "reserved",
+        "comm_buffers_ep"};
     for (int k = 0; k < APS_MEM_COUNT; k++)
         assert_string_equal(aps_mem_category_name((aps_mem_category)k),
                             want[k]);
@@ -50,7 +52,8 @@ static void test_perf_category_names(void **state)
     static const char *const want[APS_PERF_COUNT] = {
         "compute_fwd", "compute_bwd", "recompute", "tp_comm", "cp_comm",
         "pp_p2p", "pp_bubble", "fsdp_allgather", "fsdp_reducescatter",
-        "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload"};
+        "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload",
+        "ep_comm"};
     for (int k = 0; k < APS_PERF_COUNT; k++)
         assert_string_equal(aps_perf_category_name((aps_perf_category)k),
                             want[k]);

@@ -276,12 +276,17 @@ describe("apsearch.core", function()
         err_of(core.context, llama8b(), { num_devices = 8, devices_per_node = 8 }, train()))
     end)
 
-    it("refuses a mixture-of-experts model as not implemented", function()
+    it("estimates a mixture-of-experts model and checks its expert degrees", function()
       local moe = llama8b()
       moe.name, moe.num_experts, moe.experts_per_token, moe.moe_ffn_hidden_size = "moe8", 8, 2, 14336
-      assert.are.equal("NotImplemented: model.num_experts = 8 (moe8): mixture-of-experts " ..
-        "estimation is not implemented yet; `apsearch inspect` counts its parameters",
-        err_of(core.context, moe, node8(), train()))
+      moe.num_layers = 8
+      local ctx = core.context(moe, node8(), with(train(), "framework", "megatron"))
+      local est = ctx:estimate({ dp_degree = 8, zero_stage = 1, ep_degree = 8 })
+      -- 8 layers x 8 / 8 experts x 3 x 4096 x 14336 routed-expert weights per rank
+      assert.are.equal(8 * 3 * 4096 * 14336, est.stages[1].expert_params)
+      assert.is_true(est.performance_breakdown.ep_comm.total > 0)
+      local bad = ctx:estimate({ dp_degree = 8, zero_stage = 1, ep_degree = 3 })
+      assert.are.equal("EP_DIVISIBILITY", bad.reason)
       -- a Hugging Face key in a model table names the model field
       local e = err_of(core.context, with(llama8b(), "num_local_experts", 8), node8(), train())
       assert.matches("^model%.num_local_experts: a Hugging Face key; the model field is num_experts", e)
@@ -377,15 +382,15 @@ describe("apsearch.core", function()
                            "logits_loss", "reserved", "total" } do
         assert.are.equal("number", type(e.memory_breakdown[k]), k)
       end
-      for _, k in ipairs { "tp", "fsdp", "dp", "pp", "cp", "total" } do
+      for _, k in ipairs { "tp", "fsdp", "dp", "pp", "cp", "ep", "total" } do
         assert.are.equal("number", type(e.memory_breakdown.comm_buffers[k]), k)
       end
       local cats = { "compute_fwd", "compute_bwd", "recompute", "tp_comm", "cp_comm",
         "pp_p2p", "pp_bubble", "fsdp_allgather", "fsdp_reducescatter",
-        "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload" }
+        "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload", "ep_comm" }
       local n, exposed = 0, 0
       for _ in pairs(e.performance_breakdown) do n = n + 1 end
-      assert.are.equal(13, n)
+      assert.are.equal(14, n)
       for _, k in ipairs(cats) do
         local c = e.performance_breakdown[k]
         assert.is_true(c.exposed <= c.total * (1 + 1e-12), k)
@@ -644,7 +649,7 @@ describe("apsearch.core", function()
       assert.are.equal("NONE", core.reason_codes[1])
       assert.is_truthy(table.concat(core.reason_codes, ","):find("TP_DIVISIBILITY", 1, true))
       assert.are.equal("params", core.memory_categories[1])
-      assert.are.equal(13, #core.performance_categories)
+      assert.are.equal(14, #core.performance_categories)
       local m = core.defaults("model")
       assert.are.equal(0, m.hidden_size)
       assert.are.equal("rmsnorm", m.norm)

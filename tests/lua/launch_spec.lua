@@ -523,7 +523,11 @@ local function check_all(r)
       assert.truthy(f.text:find(options.torchtitan.source.commit, 1, true), "names the commit")
       local s, tr = titan_roundtrip(t)
       -- the module builds the estimate's model
-      assert.are.same(expected_shape(r.inputs.model, r.inputs.training.seq_length, rec.pp_degree or 1), titan_shape(t))
+      local want = expected_shape(r.inputs.model, r.inputs.training.seq_length, rec.pp_degree or 1)
+      if f.text:find("# NOT WRITTEN: head_dim", 1, true) then -- noted: the builder's dim // heads
+        want.head_dim = want.dim // want.n_heads
+      end
+      assert.are.same(want, titan_shape(t))
       local prod = s.dp_degree * s.fsdp_degree * s.tp_degree * s.pp_degree * s.cp_degree
       -- the round trip reproduces the strategy and the training
       assert.are.equal(rec.dp_degree or 1, s.dp_degree)
@@ -1299,6 +1303,104 @@ describe("launch configs", function()
       end
     end
     assert.is_true(checked >= 10)
+  end)
+
+  it("write Megatron's --moe-layer-freq as an integer or moe_freq_type's list expression", function()
+    local meg = require "apsearch.launch.megatron"
+    -- every layer MoE: Megatron's default 1, nothing written
+    assert.is_nil(meg.moe_layer_freq({ 1, 1, 1, 1 }))
+    -- layer i MoE when i % 2 == 0 (get_gpt_decoder_block_spec)
+    assert.are.equal("2", meg.moe_layer_freq({ 1, 0, 1, 0, 1 }))
+    -- DeepSeek-V3: 3 dense layers, then experts
+    assert.are.equal("[0]*3+[1]*58", meg.moe_layer_freq(
+      { 0, 0, 0, table.unpack((function() local t = {} for i = 1, 58 do t[i] = 1 end return t end)()) }))
+    -- Llama 4 Maverick (interleave_moe_layer_step 2: odd layers MoE) over 48 layers
+    local mav = {}
+    for i = 1, 48 do mav[i] = i % 2 == 0 and 1 or 0 end
+    assert.are.equal("([0]+[1])*24", meg.moe_layer_freq(mav))
+  end)
+
+  it("write MoE and MLA: experts, EP, ETP, dispatcher, grouped GEMM, capacity (DeepSeek-V3, Mixtral)", function()
+    local r = run_example("deepseek_v3_h100_1024.lua", { top_k = 3,
+      fix = { "moe_token_dispatcher=flex", "moe_capacity_factor=1.25" } })
+    local by = check_all(r)
+    local m = r.inputs.model
+    for _, rec in ipairs(r.top_k_strategies) do
+      local _, v = parse_megatron(by[rec.rank].megatron.text)
+      assert.are.equal("256", v["--num-experts"])
+      assert.are.equal("8", v["--moe-router-topk"])
+      assert.are.equal("2048", v["--moe-ffn-hidden-size"])
+      assert.are.equal("2048", v["--moe-shared-expert-intermediate-size"])  -- 1 shared expert x 2048
+      assert.are.equal("[0]*3+[1]*58", v["--moe-layer-freq"])                -- first_k_dense_replace 3
+      assert.are.equal(tostring(rec.ep_degree), v["--expert-model-parallel-size"])
+      assert.are.equal(tostring(rec.etp_degree or rec.tp_degree), v["--expert-tensor-parallel-size"])
+      assert.are.equal("flex", v["--moe-token-dispatcher-type"])
+      assert.are.equal("deepep", v["--moe-flex-dispatcher-backend"])
+      assert.is_true(v["--moe-grouped-gemm"])
+      assert.are.equal("1.25", v["--moe-expert-capacity-factor"])
+      -- aux-loss-free bias needs the sigmoid score (TransformerConfig)
+      assert.are.equal("sigmoid", v["--moe-router-score-function"])
+      assert.is_true(v["--moe-router-enable-expert-bias"])
+      assert.is_true(v["--multi-latent-attention"])
+      assert.are.equal("1536", v["--q-lora-rank"])
+      assert.are.equal("512", v["--kv-lora-rank"])
+      assert.are.equal("128", v["--qk-head-dim"])
+      assert.are.equal("64", v["--qk-pos-emb-head-dim"])
+      assert.are.equal("128", v["--v-head-dim"])
+      assert.is_nil(v["--group-query-attention"])
+      assert.is_nil(v["--kv-channels"])
+      assert.is_true(v["--qk-layernorm"])                 -- the latents' norms
+      assert.truthy(by[rec.rank].megatron.text:find("--mtp-num-layers 1", 1, true))  -- noted, not written
+      local tt, mf = by[rec.rank].torchtitan.text, by[rec.rank].mindformers.text
+      assert.truthy(tt:find("NOT WRITTEN: the 256-expert MoE model", 1, true))
+      assert.truthy(tt:find("NOT EXPRESSIBLE in TorchTitan: moe_capacity_factor = 1.25", 1, true))
+      assert.truthy(mf:find("expert_num: 256", 1, true))
+      assert.truthy(mf:find("num_experts_chosen: 8", 1, true))
+      assert.truthy(mf:find("capacity_factor: 1.25", 1, true))
+      assert.truthy(mf:find("NOT EXPRESSIBLE in MindFormers: the flex (DeepEP) token dispatcher", 1, true))
+      assert.truthy(mf:find("NOT EXPRESSIBLE in MindFormers: multi-head latent attention", 1, true))
+    end
+    -- recipe settings: bf16 moments (with the distributed optimizer), the
+    -- shared expert overlapped, NeMo's recompute modules
+    r = run_example("deepseek_v3_h100_1024.lua", { top_k = 3, set = { "training.exp_avg_bf16=true",
+      "training.moe_shared_expert_overlap=true" }, fix = { "layer_recompute=selective" } })
+    by = check_all(r)
+    for _, rec in ipairs(r.top_k_strategies) do
+      local _, v = parse_megatron(by[rec.rank].megatron.text)
+      assert.is_true(v["--use-distributed-optimizer"])
+      assert.is_true(v["--use-precision-aware-optimizer"])
+      assert.are.equal("bf16", v["--exp-avg-dtype"])
+      assert.are.equal("bf16", v["--exp-avg-sq-dtype"])
+      assert.is_true(v["--moe-shared-expert-overlap"])
+      assert.are.equal("selective", v["--recompute-granularity"])
+      assert.are.equal("mla_up_proj mlp moe", v["--recompute-modules"])
+      assert.truthy(by[rec.rank].mindformers.text:find(
+        "NOT EXPRESSIBLE in MindFormers: Megatron's recompute modules mla_up_proj/mlp/moe", 1, true))
+    end
+    r = run_example("mixtral_8x7b_h100.lua", { top_k = 3 })
+    by = check_all(r)
+    for _, rec in ipairs(r.top_k_strategies) do
+      local flags, v = parse_megatron(by[rec.rank].megatron.text)
+      assert.are.equal("8", v["--num-experts"])
+      assert.are.equal("2", v["--moe-router-topk"])
+      assert.are.equal("14336", v["--moe-ffn-hidden-size"])
+      assert.is_nil(v["--moe-layer-freq"])               -- every layer MoE
+      assert.is_nil(v["--moe-shared-expert-intermediate-size"])
+      assert.is_nil(v["--moe-expert-capacity-factor"])   -- dropless
+      assert.are.equal("alltoall", v["--moe-token-dispatcher-type"])
+      assert.are.equal("true", tostring(v["--group-query-attention"]))
+      for _, f in ipairs(flags) do assert.is_nil(f:match("lora")) end
+      local ep, dense = rec.ep_degree or 1, (rec.fsdp_degree or 1) * (rec.cp_degree or 1) * (rec.tp_degree or 1)
+      local tt = by[rec.rank].torchtitan.text
+      if dense % ep == 0 then
+        assert.truthy(tt:find("config.parallelism.expert_parallel_degree = " .. ep, 1, true))
+      else
+        assert.truthy(tt:find("NOT EXPRESSIBLE in TorchTitan: ep_degree = " .. ep, 1, true))
+      end
+      local mf = by[rec.rank].mindformers.text
+      assert.truthy(mf:find("expert_parallel: " .. ep, 1, true))  -- ep divides dp x cp here
+      assert.truthy(mf:find("expert_num: 8", 1, true))
+    end
   end)
 
   it("are valid bash, written atomically and executable", function()

@@ -33,6 +33,40 @@ local function with_profile(id, devices, f)
   if not ok then error(err, 0) end
 end
 
+describe("MoE recipe settings by model, device and release (stacks.MOE_RECIPES)", function()
+  local function names(list)
+    local out = {}
+    for _, e in ipairs(list) do out[#out + 1] = e.name end
+    return out
+  end
+  it("gate each setting on the release month it entered NeMo", function()
+    -- Llama 4's token drop entered the recipe 2025-05 (305d1a8e)
+    local before = names(stacks.moe_recipes("NeMo 25.04", "Llama-4-Scout-17B-16E", "gb200"))
+    local after = names(stacks.moe_recipes("NeMo 25.07", "Llama-4-Scout-17B-16E", "gb200"))
+    local function has(list, pat)
+      for _, n in ipairs(list) do if n:find(pat, 1, true) then return true end end
+      return false
+    end
+    assert.is_false(has(before, "Llama 4"))
+    assert.is_true(has(after, "Llama 4"))
+    -- Mixtral's since 2024-09
+    assert.is_true(has(names(stacks.moe_recipes("NeMo 25.04", "Mixtral-8x7B", "gb200")), "Mixtral"))
+  end)
+  it("pick DeepSeek-V3's H100 or Blackwell settings by device; nothing for another release line", function()
+    local h = stacks.moe_recipes("dgxc-benchmarking 25.08 (NeMo 2.0 recipe)", "DeepSeek-V3", "h100-sxm-80gb")
+    local g = stacks.moe_recipes("dgxc-benchmarking 25.08 (NeMo 2.0 recipe)", "DeepSeek-V3", "gb200")
+    local function find(list, key)
+      for _, e in ipairs(list) do if e.strategy and e.strategy[key] then return e.strategy[key] end end
+    end
+    assert.are.equal("flex", find(h, "moe_token_dispatcher"))
+    assert.are.equal("mla_up_proj/mlp/moe", find(h, "recompute_modules"))
+    assert.are.equal("alltoall", find(g, "moe_token_dispatcher"))
+    assert.are.equal(1.0, find(g, "moe_capacity_factor"))
+    assert.are.same({}, stacks.moe_recipes("Megatron-LM core_r0.12", "DeepSeek-V3", "h100-sxm-80gb"))
+    assert.are.same({}, stacks.moe_recipes("", "DeepSeek-V3", "h100-sxm-80gb"))
+  end)
+end)
+
 describe("software stacks", function()
   it("map a run's software to its release line, else the framework's newest", function()
     assert.are.equal("nemo-1", (stacks.of_software("NeMo 24.07", "megatron")))

@@ -524,3 +524,63 @@ describe("validate.variant_of: a capacity override that names another preset of 
     assert.is_nil(validate.variant_of("a100-sxm4-80gb", 140.4 * GIB))
   end)
 end)
+
+describe("validate: MoE rows take their release's MoE recipe (tests/fixtures/moe/cases_moe.csv)", function()
+  -- rows mp002, mp003, mp012, mp014 of shared/validation/moe/public_moe_cases.csv
+  local res = validate.run(ROOT .. "/tests/fixtures/moe/cases_moe.csv")
+  local by = {}
+  for _, c in ipairs(res.cases) do by[c.case_id] = c end
+
+  it("DeepSeek-V3 on H100: DeepEP flex with forced balance, mla_up_proj/mlp/moe, bf16 moments, the layout", function()
+    local c = by.mp002
+    assert.is_nil(c.error)
+    local s, t = c.inputs.strategy, c.inputs.training
+    assert.are.equal("flex", s.moe_token_dispatcher)
+    assert.are.equal("selective", s.layer_recompute)
+    assert.are.equal("mla_up_proj/mlp/moe", s.recompute_modules)
+    assert.are.equal(1, t.moe_load_imbalance)
+    assert.is_true(t.exp_avg_bf16)
+    assert.is_false(t.grad_reduce_in_fp32)
+    -- pp 16: [embedding + 4] + 14 x [4] + [1 + loss]
+    assert.are.same({ 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1 }, s.stage_partition)
+    assert.truthy(c.predicted.fits)
+  end)
+
+  it("DeepSeek-V3 on GB200: all-to-all with token drop at capacity 1, no recompute", function()
+    local s = by.mp003.inputs.strategy
+    assert.are.equal("alltoall", s.moe_token_dispatcher)
+    assert.are.equal(1, s.moe_capacity_factor)
+    assert.are.equal("none", s.layer_recompute)
+    assert.are.same({ 16, 16, 16, 13 }, s.stage_partition)
+  end)
+
+  it("Llama 4 without pipeline parallelism: vpp ignored as Megatron does; token drop; fp8 weights", function()
+    local c = by.mp012
+    assert.is_nil(c.error)
+    assert.are.equal(1, c.inputs.strategy.vpp_degree)
+    local noted = false
+    for _, a in ipairs(c.assumed) do noted = noted or a:find("vpp_degree = 12 ignored", 1, true) ~= nil end
+    assert.is_true(noted)
+    assert.are.equal(1, c.inputs.strategy.moe_capacity_factor)
+    assert.is_nil(c.inputs.training.fp8_param_gather)           -- bf16 row
+    assert.is_true(by.mp014.inputs.training.fp8_param_gather)   -- fp8 Mixtral row
+  end)
+
+  it("keeps a row's own column over the recipe", function()
+    local src = assert(io.open(ROOT .. "/tests/fixtures/moe/cases_moe.csv")):read("a")
+    local header, row = src:match("^([^\n]*)\n(mp002[^\n]*)")
+    -- ep 64, etp 1, then moe_token_dispatcher and moe_capacity_factor
+    local own, n = row:gsub(",64,1,,,mla,", ",64,1,alltoall,,mla,")
+    assert.are.equal(1, n)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write(header, "\n", own, "\n")
+    f:close()
+    local c = validate.run(path).cases[1]
+    os.remove(path)
+    assert.are.equal("alltoall", c.inputs.strategy.moe_token_dispatcher)
+    assert.are.equal("mla_up_proj/mlp/moe", c.inputs.strategy.recompute_modules)
+  end)
+
+end)
+

@@ -30,6 +30,10 @@ function M.strategy_line(s, derived_mbn)
     parts[#parts + 1] = "reshard_after_forward=" .. tostring(s.reshard_after_forward)
   end
   if s.cp_degree and s.cp_degree > 1 then parts[#parts + 1] = "cp_comm_type=" .. tostring(s.cp_comm_type) end
+  -- mixture of experts: only set for MoE strategies
+  for _, f in ipairs({ "ep_degree", "etp_degree", "moe_token_dispatcher", "moe_capacity_factor" }) do
+    if s[f] ~= nil and s[f] ~= 0 then parts[#parts + 1] = f .. "=" .. tostring(s[f]) end
+  end
   if s.recompute_method == "uniform" and s.layer_recompute == "full" then
     parts[#parts + 1] = "recompute_method=uniform"
   end

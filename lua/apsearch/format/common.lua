@@ -8,12 +8,12 @@ M.memory_categories = { "params", "grads", "optimizer_states", "activations",
   "comm_buffers", "logits_loss", "reserved" }
 
 --- comm_buffers sub-categories.
-M.comm_categories = { "tp", "fsdp", "dp", "pp", "cp" }
+M.comm_categories = { "tp", "fsdp", "dp", "pp", "cp", "ep" }
 
 --- performance_breakdown categories (MODELING.md section 4), display order.
 M.time_categories = { "compute_fwd", "compute_bwd", "recompute", "tp_comm",
   "cp_comm", "pp_p2p", "pp_bubble", "fsdp_allgather", "fsdp_reducescatter",
-  "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload" }
+  "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload", "ep_comm" }
 
 --- The micro-batch count a strategy runs when it leaves `micro_batch_num`
 -- at the search space's placeholder 0 ("derive from the global batch"):

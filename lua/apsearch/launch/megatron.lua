@@ -19,9 +19,17 @@
 --   zero_stage 2 -> --torch-fsdp2-no-reshard-after-forward, the flag's
 --   "FSDP ZeRO-2"); HSDP (dp > 1 and fsdp > 1) is NOT EXPRESSIBLE
 -- * layer_recompute: selective -> --recompute-granularity selective
---   (Megatron's default module, core_attn, is apsearch's selective);
+--   (Megatron's default module, core_attn, is apsearch's selective), with
+--   recompute_modules -> --recompute-modules (mla_up_proj mlp moe ...);
 --   full on every layer -> full/uniform/1; full on r layers per stage ->
 --   full/block/r
+-- * MoE models (M.moe_args): ep_degree -> --expert-model-parallel-size,
+--   etp_degree -> --expert-tensor-parallel-size, moe_token_dispatcher ->
+--   --moe-token-dispatcher-type, moe_grouped_gemm -> --moe-grouped-gemm,
+--   moe_capacity_factor -> --moe-expert-capacity-factor; the model's
+--   experts as --num-experts, --moe-router-topk, --moe-ffn-hidden-size,
+--   --moe-shared-expert-intermediate-size, --moe-layer-freq; MLA
+--   (M.mla_args) as --multi-latent-attention and its ranks and head dims
 -- * micro_batch_size, global batch, seq_length -> --micro-batch-size,
 --   --global-batch-size, --seq-length (Megatron derives the micro-batch
 --   count B / (b x data-parallel ranks))
@@ -103,6 +111,13 @@ function M.render(c)
   local args, notes = {}, {}
   local function A(flag, value)
     assert(options.megatron.options[flag], "megatron: option not in the list: " .. flag)
+    -- a list: several words (argparse nargs='+'), each a plain name
+    if type(value) == "table" then
+      for _, w in ipairs(value) do assert(not w:find("[^%w_]"), "megatron: not a plain word: " .. w) end
+      value = table.concat(value, " ")
+      args[#args + 1] = flag .. " " .. value
+      return
+    end
     local v = value ~= nil and tostring(value) or nil
     -- a value with shell characters (the layout's '|' and '*') is quoted
     if v and v:find("[^%w%.%-_/,:=+]") then v = "'" .. v:gsub("'", "'\\''") .. "'" end
@@ -230,6 +245,13 @@ function M.render(c)
   -- recompute
   if r.layer_recompute == "selective" then
     A("--recompute-granularity", "selective")
+    -- the modules re-run (TransformerConfig.recompute_modules, nargs '+';
+    -- unset: core_attn)
+    if r.recompute_modules and r.recompute_modules ~= "" then
+      local mods = {}
+      for w in tostring(r.recompute_modules):gmatch("[^/,%s]+") do mods[#mods + 1] = w end
+      A("--recompute-modules", mods)
+    end
   elseif r.layer_recompute == "full" then
     local rc, n = c.recompute, layers
     local all, any = #rc > 0, false
@@ -289,16 +311,25 @@ function M.render(c)
   A("--hidden-size", m.hidden_size)
   A("--ffn-hidden-size", m.ffn_hidden_size)
   A("--num-attention-heads", m.num_attention_heads)
-  if m.num_query_groups and m.num_query_groups ~= m.num_attention_heads then
-    A("--group-query-attention")
-    A("--num-query-groups", m.num_query_groups)
+  local mla = (m.kv_lora_rank or 0) > 0
+  if mla then
+    M.mla_args(m, A)
+  else
+    if m.num_query_groups and m.num_query_groups ~= m.num_attention_heads then
+      A("--group-query-attention")
+      A("--num-query-groups", m.num_query_groups)
+    end
+    if m.head_dim and m.hidden_size and m.num_attention_heads and
+      m.head_dim ~= m.hidden_size // m.num_attention_heads then
+      A("--kv-channels", m.head_dim)
+    end
   end
-  if m.head_dim and m.hidden_size and m.num_attention_heads and
-    m.head_dim ~= m.hidden_size // m.num_attention_heads then
-    A("--kv-channels", m.head_dim)
-  end
+  if (m.num_experts or 0) > 0 then M.moe_args(c, A, N) end
   if m.mlp == "swiglu" then A("--swiglu") end
-  if m.qk_norm then A("--qk-layernorm") end
+  -- MLA: the norms of the query and KV latents (DeepSeek q_a_layernorm,
+  -- kv_a_layernorm) are MLASelfAttention's q_layernorm / kv_layernorm,
+  -- built when qk_layernorm is set (multi_latent_attention.py)
+  if m.qk_norm or mla then A("--qk-layernorm") end
   if m.norm == "rmsnorm" then A("--normalization", "RMSNorm") end
   if m.position_embedding == "rope" then
     A("--position-embedding-type", "rope")
@@ -377,6 +408,18 @@ function M.render(c)
     -- bf16 otherwise forces fp32 main grads (validate_args)
     A("--grad-reduce-in-bf16")
   end
+  if tr.exp_avg_bf16 then
+    -- megatron/core/optimizer/__init__.py: the precision-aware optimizer
+    -- runs with the distributed optimizer only
+    if has("--use-distributed-optimizer") then
+      A("--use-precision-aware-optimizer")
+      A("--exp-avg-dtype", "bf16")
+      A("--exp-avg-sq-dtype", "bf16")
+    else
+      N("NOT EXPRESSIBLE in Megatron-LM", "exp_avg_bf16 without the distributed optimizer " ..
+        "(--use-precision-aware-optimizer needs it, megatron/core/optimizer/__init__.py); not written")
+    end
+  end
   if tr.store_param_remainders then
     N("NOT EXPRESSIBLE in Megatron-LM", "store_param_remainders (fp32 master weights as bf16 " ..
       "weight + 16-bit remainder, apex DistributedFusedAdam in NeMo 1.x): Megatron-LM keeps a full " ..
@@ -446,6 +489,117 @@ function M.render(c)
   out[#out + 1] = "  --master-addr \"$MASTER_ADDR\" --master-port \"$MASTER_PORT\" \\"
   out[#out + 1] = "  \"$MEGATRON_LM/pretrain_gpt.py\" \"${MEGATRON_ARGS[@]}\" \"$@\""
   return table.concat(out, "\n") .. "\n", notes
+end
+
+--- Multi-head latent attention flags (DeepSeek-V2/V3; MLATransformerConfig,
+-- megatron/core/transformer/transformer_config.py @ d98e8a64): the HF
+-- config's names map one to one, q_lora_rank 0 (no query compression)
+-- leaves --q-lora-rank unset (None).
+-- @tparam table m model table (kv_lora_rank > 0)
+-- @tparam function A flag writer
+function M.mla_args(m, A)
+  A("--multi-latent-attention")
+  if (m.q_lora_rank or 0) > 0 then A("--q-lora-rank", m.q_lora_rank) end
+  A("--kv-lora-rank", m.kv_lora_rank)
+  A("--qk-head-dim", m.qk_nope_head_dim)
+  A("--qk-pos-emb-head-dim", m.qk_rope_head_dim)
+  A("--v-head-dim", m.v_head_dim)
+end
+
+--- `--moe-layer-freq` for a per-layer pattern (1: routed experts, 0:
+-- dense FFN): nothing when every layer is MoE (the default 1), k when
+-- layer i is MoE exactly for i mod k = 0, else the Python list expression
+-- moe_freq_type evaluates (megatron/training/arguments.py @ d98e8a64),
+-- run-length coded over its shortest period, e.g. "[0]*3+[1]*58",
+-- "([0]+[1])*24".
+-- @tparam table pattern 0/1 per layer (core.model_params(m).moe_pattern)
+-- @treturn string|nil
+function M.moe_layer_freq(pattern)
+  local L = #pattern
+  local function periodic(p)
+    for i = p + 1, L do if pattern[i] ~= pattern[i - p] then return false end end
+    return true
+  end
+  -- an integer k: layer i (0-based) is MoE when i % k == 0
+  -- (get_gpt_decoder_block_spec's moe_layer_pattern)
+  for k = 1, L do
+    local every = true
+    for i = 1, L do
+      if pattern[i] ~= ((i - 1) % k == 0 and 1 or 0) then every = false break end
+    end
+    if every then return k > 1 and tostring(k) or nil end
+  end
+  local period = L
+  for p = 1, L - 1 do
+    if L % p == 0 and periodic(p) then period = p break end
+  end
+  local runs, i = {}, 1
+  while i <= period do
+    local j = i
+    while j < period and pattern[j + 1] == pattern[i] do j = j + 1 end
+    local n = j - i + 1
+    runs[#runs + 1] = "[" .. pattern[i] .. "]" .. (n > 1 and ("*" .. n) or "")
+    i = j + 1
+  end
+  local body = table.concat(runs, "+")
+  if period < L then return "(" .. body .. ")*" .. (L // period) end
+  return body
+end
+
+--- Mixture-of-experts flags (megatron/core/transformer/transformer_config.py
+-- and megatron/training/arguments.py @ d98e8a64): experts, top-k, expert
+-- and shared-expert widths, which layers are MoE, expert parallel and
+-- expert tensor parallel sizes, token dispatcher (flex: the DeepEP
+-- backend, Megatron's default), grouped GEMM, capacity factor
+-- (token-dropping; empty = dropless), the aux-loss-free expert bias
+-- (with the sigmoid score it needs).  Routing details the estimate does
+-- not model (load-balancing loss, group-limited routing, score scaling)
+-- are left at Megatron's defaults with a NOTE; MTP modules are not
+-- trained in the estimate (a NOTE).
+-- @tparam table c context (apsearch.launch.context)
+-- @tparam function A flag writer
+-- @tparam function N note writer
+function M.moe_args(c, A, N)
+  local r, m = c.rec, c.model
+  A("--num-experts", m.num_experts)
+  A("--moe-router-topk", m.experts_per_token)
+  A("--moe-ffn-hidden-size", m.moe_ffn_hidden_size)
+  if (m.shared_expert_ffn_hidden_size or 0) > 0 then
+    A("--moe-shared-expert-intermediate-size", m.shared_expert_ffn_hidden_size)
+    if m.shared_expert_gate then A("--moe-shared-expert-gate") end
+  end
+  local freq = M.moe_layer_freq(require("apsearch.core").model_params(m).moe_pattern or {})
+  if freq then A("--moe-layer-freq", freq) end
+  A("--expert-model-parallel-size", r.ep_degree or 1)
+  A("--expert-tensor-parallel-size", r.etp_degree or r.tp_degree or 1)
+  local d = r.moe_token_dispatcher or "alltoall"
+  A("--moe-token-dispatcher-type", d)
+  if d == "flex" then A("--moe-flex-dispatcher-backend", "deepep") end
+  if r.moe_grouped_gemm ~= false then A("--moe-grouped-gemm") end
+  if c.training.moe_shared_expert_overlap and (m.shared_expert_ffn_hidden_size or 0) > 0 then
+    if d == "allgather" then
+      N("NOT EXPRESSIBLE in Megatron-LM", "moe_shared_expert_overlap with the allgather dispatcher " ..
+        "(TransformerConfig: alltoall or flex only); not written")
+    else
+      A("--moe-shared-expert-overlap")
+    end
+  end
+  if (r.moe_capacity_factor or 0) > 0 then
+    A("--moe-expert-capacity-factor", M.num(r.moe_capacity_factor))
+  end
+  if m.moe_router_bias then
+    -- TransformerConfig: the expert bias needs a sigmoid (or sqrtsoftplus)
+    -- score; DeepSeek-V3's scoring_func is sigmoid
+    A("--moe-router-score-function", "sigmoid")
+    A("--moe-router-enable-expert-bias")
+  end
+  N("NOTE", "router settings the estimate does not model are Megatron's defaults: set the " ..
+    "load-balancing loss (--moe-router-load-balancing-type, --moe-aux-loss-coeff), group-limited " ..
+    "routing and score scaling as your model needs")
+  if (m.mtp_layers or 0) > 0 then
+    N("NOTE", string.format("the model has %d multi-token-prediction module(s), not trained in the " ..
+      "estimate: add --mtp-num-layers %d to train them (more time and memory)", m.mtp_layers, m.mtp_layers))
+  end
 end
 
 --- Layers per model chunk under Megatron's embedding-and-loss split

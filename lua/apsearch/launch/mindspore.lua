@@ -28,6 +28,10 @@
 --   per stage ([n] without PP), with interleaving a count per stage spread
 --   over its chunks; selective -> select_recompute operator patterns
 -- * micro_batch_size -> runner_config.batch_size
+-- * MoE (M.moe_keys): ep_degree -> parallel_config.expert_parallel; the
+--   experts as moe_config (expert_num, num_experts_chosen, capacity_factor,
+--   use_gmm, use_allgather_dispatcher); what LlamaConfig's MoE cannot hold
+--   NOT EXPRESSIBLE
 -- @module apsearch.launch.mindspore
 local options = require "apsearch.launch.options"
 local launch_util = require "apsearch.launch"
@@ -110,6 +114,74 @@ end
 -- @tparam table c context (apsearch.launch.context)
 -- @treturn string
 -- @treturn table notes
+--- Mixture-of-experts keys (legacy path, use_legacy: MoEConfig and
+-- ParallelConfig.expert_parallel in mindformers/tools/register/template.py,
+-- _check_moe_config in mindformers/modules/transformer/moe.py @ the
+-- options' commit): ep_degree -> parallel_config.expert_parallel (it must
+-- divide data_parallel x context_parallel), experts and top-k ->
+-- moe_config.expert_num, num_experts_chosen; capacity factor ->
+-- capacity_factor; grouped GEMM -> use_gmm; the allgather dispatcher ->
+-- use_allgather_dispatcher.  NOT EXPRESSIBLE: an expert width other than
+-- intermediate_size, shared experts, dense layers between MoE layers and
+-- MLA (LlamaConfig's MoE FFN is intermediate_size wide on every layer;
+-- DeepSeek's are research/deepseek3's model), the flex dispatcher, an
+-- expert TP size of its own, dropless routing (MoEConfig always has a
+-- capacity, default 1.1).
+-- @tparam table c context (apsearch.launch.context)
+-- @tparam function K key writer
+-- @tparam function N note writer
+function M.moe_keys(c, K, N)
+  local r, m = c.rec, c.model
+  local ep, tp, cp = r.ep_degree or 1, r.tp_degree or 1, r.cp_degree or 1
+  local dp = (r.dp_degree or 1) * (r.fsdp_degree or 1)
+  if (dp * cp) % ep == 0 then
+    K("parallel_config.expert_parallel", ep)
+  else
+    N("NOT EXPRESSIBLE in MindFormers", string.format("ep_degree = %d: expert_parallel must divide " ..
+      "data_parallel x context_parallel = %d (_check_moe_config); not written", ep, dp * cp))
+  end
+  K("moe_config.expert_num", m.num_experts)
+  K("moe_config.num_experts_chosen", m.experts_per_token)
+  if (r.moe_capacity_factor or 0) > 0 then
+    K("moe_config.capacity_factor", r.moe_capacity_factor + 0.0)
+  else
+    N("NOT EXPRESSIBLE in MindFormers", "dropless routing: MoEConfig always has a capacity " ..
+      "(capacity_factor, default 1.1); tokens over it are dropped")
+  end
+  K("moe_config.use_gmm", r.moe_grouped_gemm ~= false)
+  local d = r.moe_token_dispatcher or "alltoall"
+  if d == "allgather" then
+    K("moe_config.use_allgather_dispatcher", true)
+  elseif d == "flex" then
+    N("NOT EXPRESSIBLE in MindFormers", "the flex (DeepEP) token dispatcher: all-to-all is written")
+  end
+  local etp = r.etp_degree or tp
+  if etp ~= tp then
+    N("NOT EXPRESSIBLE in MindFormers", string.format("etp_degree = %d with tp_degree = %d: no key sets " ..
+      "the experts' tensor-parallel size apart from model_parallel", etp, tp))
+  end
+  if m.moe_ffn_hidden_size ~= m.ffn_hidden_size then
+    N("NOT EXPRESSIBLE in MindFormers", string.format("expert width %d beside the dense FFN width %d: " ..
+      "LlamaConfig's experts are intermediate_size wide", m.moe_ffn_hidden_size, m.ffn_hidden_size))
+  end
+  if (m.shared_expert_ffn_hidden_size or 0) > 0 then
+    N("NOT EXPRESSIBLE in MindFormers", "shared experts (" .. m.shared_expert_ffn_hidden_size ..
+      " wide) in LlamaConfig's MoE layer")
+  end
+  local p = require("apsearch.core").model_params(m).moe_pattern or {}
+  for _, x in ipairs(p) do
+    if x == 0 then
+      N("NOT EXPRESSIBLE in MindFormers", "dense-FFN layers among the MoE layers: LlamaConfig puts " ..
+        "experts on every layer")
+      break
+    end
+  end
+  if (m.kv_lora_rank or 0) > 0 then
+    N("NOT EXPRESSIBLE in MindFormers", "multi-head latent attention: LlamaConfig has none (MindFormers' " ..
+      "DeepSeek-V3 is research/deepseek3's model, not written here)")
+  end
+end
+
 function M.render(c)
   local r, m, tr = c.rec, c.model, c.training
   local notes = {}
@@ -222,6 +294,10 @@ function M.render(c)
   elseif r.layer_recompute == "selective" then
     K("recompute_config.recompute", false)
     K("recompute_config.select_recompute", attn_core, "attention core in every layer")
+    if r.recompute_modules and r.recompute_modules ~= "" and r.recompute_modules ~= "core_attn" then
+      N("NOT EXPRESSIBLE in MindFormers", "Megatron's recompute modules " .. r.recompute_modules ..
+        ": select_recompute is written for the attention core only")
+    end
   else
     K("recompute_config.recompute", false)
     K("recompute_config.select_recompute", false)
@@ -311,6 +387,7 @@ function M.render(c)
   if (m.rope_theta or 0) > 0 then K("model.model_config.theta", m.rope_theta + 0.0) end
   if (m.norm_eps or 0) > 0 then K("model.model_config.rms_norm_eps", m.norm_eps + 0.0) end
   M.rope_scaling(m, tr, K, N)
+  if (m.num_experts or 0) > 0 then M.moe_keys(c, K, N) end
   -- what LlamaConfig has no key for (LLamaAttention: head_dim = hidden_size // num_heads;
   -- LlamaFeedForward: SwiGLU; LlamaRMSNorm; no MLP bias, no Q/K norm)
   if m.head_dim and m.num_attention_heads and m.head_dim * m.num_attention_heads ~= m.hidden_size then

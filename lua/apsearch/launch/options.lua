@@ -58,6 +58,19 @@ M.megatron = {
     "--pipeline-model-parallel-layout",
     -- _add_training_args
     "--no-check-for-nan-in-loss-and-grad",
+    -- _add_moe_args and the TransformerConfig MoE / MLA fields
+    -- (transformer_config.py, MLATransformerConfig)
+    "--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
+    "--moe-shared-expert-intermediate-size", "--moe-shared-expert-gate", "--moe-layer-freq",
+    "--expert-model-parallel-size", "--expert-tensor-parallel-size",
+    "--moe-token-dispatcher-type", "--moe-flex-dispatcher-backend", "--moe-grouped-gemm",
+    "--moe-expert-capacity-factor", "--moe-router-score-function",
+    "--moe-router-enable-expert-bias", "--moe-router-force-load-balancing",
+    "--moe-shared-expert-overlap",
+    -- _add_training_args / OptimizerConfig (precision-aware optimizer)
+    "--use-precision-aware-optimizer", "--exp-avg-dtype", "--exp-avg-sq-dtype",
+    "--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",
+    "--qk-pos-emb-head-dim", "--v-head-dim", "--recompute-modules",
     -- _add_transformer_engine_args
     "--fp8-param-gather", "--fp4-param-gather",
     -- TransformerConfig fields (_add_network_size_args, ArgumentGroupFactory):
@@ -172,6 +185,9 @@ M.torchtitan = {
     ["parallelism.data_parallel_shard_degree"] = { type = "int", min = 1 },
     ["parallelism.fsdp_reshard_after_forward"] = { type = "str", values = set({ "default", "always", "never" }) },
     ["parallelism.tensor_parallel_degree"] = { type = "int", min = 1 },
+    -- ParallelismConfig.expert_parallel_degree (EP borrows ranks from
+    -- dp_shard x cp x tp, torchtitan/distributed/parallel_dims.py)
+    ["parallelism.expert_parallel_degree"] = { type = "int", min = 1 },
     ["parallelism.enable_sequence_parallel"] = { type = "bool" },
     ["parallelism.pipeline_parallel_degree"] = { type = "int", min = 1 },
     -- a name get_schedule_class maps (torch/distributed/pipelining/
@@ -424,6 +440,16 @@ M.mindformers = {
       constraint = "< max(max_position_embedding, seq_length)" },
     ["model.model_config.compute_dtype"] = { type = "string", values = { bfloat16 = true, float16 = true } },
     ["model.model_config.use_flash_attention"] = { type = "bool" },
+    -- ParallelConfig.expert_parallel, MoEConfig (template.py; applied with
+    -- use_legacy, checked by _check_moe_config in
+    -- mindformers/modules/transformer/moe.py)
+    ["parallel_config.expert_parallel"] = { type = "int", min = 1 },
+    ["moe_config.expert_num"] = { type = "int", min = 1 },
+    ["moe_config.num_experts_chosen"] = { type = "int", min = 1 },
+    ["moe_config.capacity_factor"] = { type = "float", min = 0 },
+    ["moe_config.shared_expert_num"] = { type = "int", min = 0 },
+    ["moe_config.use_gmm"] = { type = "bool" },
+    ["moe_config.use_allgather_dispatcher"] = { type = "bool" },
   },
 }
 

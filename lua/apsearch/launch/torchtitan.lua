@@ -56,6 +56,9 @@
 --   model_registry does; q/k/v, wo and MLP biases -> Linear.Config bias;
 --   GELU, LayerNorm, norm bias, sliding window NOT EXPRESSIBLE; head_dim
 --   other than dim // heads and qk-norm NOT WRITTEN (the builder has none)
+-- * MoE (M.moe_fields): ep_degree -> parallelism.expert_parallel_degree;
+--   etp_degree > 1, a capacity factor NOT EXPRESSIBLE; the MoE model
+--   itself NOT WRITTEN (HEAD's MoE config functions build it)
 -- * cuda_graphs -> training.disable_cuda_graphs (HEAD graphs fwd + bwd by
 --   default since f84224af, 2026-08-13; never with PP)
 -- @module apsearch.launch.torchtitan
@@ -590,6 +593,8 @@ function M.render(c)
     end
   end
 
+  if (m.num_experts or 0) > 0 then M.moe_fields(c, F, N) end
+
   -- compile
   local components = { "model" }
   if tr.compile_loss ~= false then components[2] = "loss" end
@@ -624,8 +629,9 @@ function M.render(c)
     -- with the fsdp2 profile apsearch models TorchTitan's per-op selective
     -- checkpointing itself; other profiles estimated Megatron's
     if tr.framework ~= "fsdp2" then
-      N("APPROXIMATE", "apsearch's selective recompute (core attention only, the " ..
-        tostring(tr.framework) .. " profile) as TorchTitan's per-op selective AC")
+      local mods = (r.recompute_modules and r.recompute_modules ~= "") and r.recompute_modules or "core_attn"
+      N("APPROXIMATE", "apsearch's selective recompute (Megatron's recompute modules " .. mods ..
+        ", the " .. tostring(tr.framework) .. " profile) as TorchTitan's per-op selective AC")
     end
   else
     lines[#lines + 1] = "    config.activation_checkpoint = None"
@@ -660,6 +666,48 @@ function M.render(c)
   for _, l in ipairs(lines) do out[#out + 1] = l end
   out[#out + 1] = "    return config"
   return table.concat(out, "\n") .. "\n", notes
+end
+
+--- Mixture-of-experts settings (TorchTitan at options.torchtitan's
+-- commit): ep_degree -> parallelism.expert_parallel_degree, which must
+-- divide dp_shard x cp x tp (ParallelDims, torchtitan/distributed/
+-- parallel_dims.py: the sparse mesh pp x dp_replicate x efsdp x ep).  Not
+-- expressible there: experts split by tensor parallelism (etp_degree > 1;
+-- the sparse mesh has no tp dimension), a capacity factor (HEAD's
+-- standard all-to-all is dropless), grouped GEMM off; the model itself:
+-- this module builds HEAD's llama3 (dense) model, so a MoE model is a
+-- NOT EXPRESSIBLE note pointing at HEAD's MoE config functions.
+-- @tparam table c context (apsearch.launch.context)
+-- @tparam function F field writer
+-- @tparam function N note writer
+function M.moe_fields(c, F, N)
+  local r, m = c.rec, c.model
+  local ep, tp, cp = r.ep_degree or 1, r.tp_degree or 1, r.cp_degree or 1
+  local etp = r.etp_degree or tp
+  local shard = (r.fsdp_degree or 1) * cp * tp
+  N("NOT WRITTEN", string.format("the %d-expert MoE model: this module builds HEAD's " ..
+    "llama3 (dense) model; start from HEAD's MoE config functions (torchtitan/models/deepseek_v3, qwen3, " ..
+    "gpt_oss config_registry.py; their model_registry flavours carry the experts) and copy the " ..
+    "parallelism fields below", m.num_experts))
+  if shard % ep == 0 then
+    F("parallelism.expert_parallel_degree", ep)
+  else
+    N("NOT EXPRESSIBLE in TorchTitan", string.format("ep_degree = %d over data-parallel replicas: " ..
+      "expert_parallel_degree must divide data_parallel_shard_degree x cp x tp = %d (ParallelDims); " ..
+      "not written", ep, shard))
+  end
+  if etp > 1 then
+    N("NOT EXPRESSIBLE in TorchTitan", string.format("etp_degree = %d: experts are sharded over ep and " ..
+      "efsdp only (the sparse mesh pp x dp_replicate x efsdp x ep has no tensor-parallel dimension)", etp))
+  end
+  if (r.moe_capacity_factor or 0) > 0 then
+    N("NOT EXPRESSIBLE in TorchTitan", "moe_capacity_factor = " .. tostring(r.moe_capacity_factor) ..
+      ": HEAD's standard all-to-all expert parallelism is dropless")
+  end
+  if r.moe_grouped_gemm == false then
+    N("NOT EXPRESSIBLE in TorchTitan", "moe_grouped_gemm = false: HEAD's GroupedExperts always run " ..
+      "grouped GEMMs")
+  end
 end
 
 --- `Ctor(k=v, ...)` with the constructor and its arguments checked

@@ -1,0 +1,608 @@
+/*
+ * moe.c -- mixture of experts and multi-head latent attention (issue 13):
+ * the expert-parallel constraints, and what an MoE layer and an MLA layer
+ * change against the dense layer that compute.c and memory.c price.
+ *
+ * The dense estimators price every layer as attention (a, k, d) plus a
+ * dense FFN of width f (aps_layer_cost).  Here one MoE layer is priced as
+ * that layer minus its dense FFN plus the MoE block, and one MLA layer as
+ * that layer minus its Q/K/V/O plus MLA's projections; estimate.c and
+ * memory.c add, per pipeline rank, (MoE layers on the rank) x the MoE
+ * difference and (layers) x the MLA difference.  Sources, Megatron-LM @
+ * d98e8a64ddf34856e74b24714e3bedb2f5a39553:
+ *
+ *   parallel_state.py initialize_model_parallel: the expert layers fold
+ *     the same world as etp (innermost), ep, expert-dp, pp; expert_data_
+ *     parallel_size = world / (etp ep pp), and world % (etp ep pp) == 0.
+ *   training/arguments.py validate_args: num_experts % ep == 0.
+ *   transformer/moe/router.py TopKRouter: a replicated h x E linear on the
+ *     rank's (sequence-parallel) tokens, scores in fp32.
+ *   transformer/moe/token_dispatcher.py: MoEAlltoAllTokenDispatcher
+ *     (permute, all-to-all over EP, all-gather over ETP; combine:
+ *     reduce-scatter over ETP, all-to-all, unpermute), MoEAllGather-
+ *     TokenDispatcher (all-gather every token over ETP x EP, reduce-scatter
+ *     after), MoEFlexTokenDispatcher (DeepEP / HybridEP: one copy of a
+ *     token per destination rank).
+ *   transformer/moe/experts.py TEGroupedMLP: the rank's E / ep experts,
+ *     each fc1 h x (2) f_e / etp and fc2 f_e / etp x h.
+ *   transformer/moe/shared_experts.py SharedExpertMLP: a dense MLP of
+ *     width f_s, tensor-parallel like the dense MLP.
+ *   transformer/moe/moe_utils.py permute / unpermute: token copies
+ *     gathered by index; unpermute scales by the routing probabilities
+ *     (saving the expert outputs) and scatter-adds.
+ *   transformer/multi_latent_attention.py: linear_q_down_proj and
+ *     linear_kv_down_proj duplicated over TP ('duplicated'), the up
+ *     projections column-parallel, linear_proj row-parallel.
+ *   training/training.py num_floating_point_operations: model FLOPs with
+ *     the routed experts at top-k, the shared expert, the dense layers,
+ *     MLA's projections and core attention; the router is not counted.
+ */
+#include <math.h>
+#include <string.h>
+#include "internal.h"
+
+/** Passes over a token copy's hidden state in permute + unpermute, each
+ *  element A bytes: permute reads the token and writes its k copies
+ *  (A + A k, rounded to 2 A k: the index_select reads each copy's row),
+ *  unpermute reads each copy, scales it and scatter-adds it (A k + A k)
+ *  (moe_utils.py permute / unpermute): 4 A k h per token. */
+#define APS_MOE_PERMUTE_PASSES 4.0
+
+int64_t aps_moe_ep(const aps_strategy *s)
+{
+    return s->ep_degree > 1 ? s->ep_degree : 1;
+}
+
+int64_t aps_moe_etp(const aps_strategy *s)
+{
+    return s->etp_degree > 0 ? s->etp_degree : s->tp_degree;
+}
+
+int64_t aps_moe_edp(const aps_strategy *s)
+{
+    int64_t world = s->dp_degree * s->fsdp_degree * s->tp_degree *
+                    s->pp_degree * s->cp_degree;
+    int64_t fold = aps_moe_etp(s) * aps_moe_ep(s) * s->pp_degree;
+    return fold > 0 && world % fold == 0 ? world / fold : 1;
+}
+
+double aps_moe_load_factor(const aps_training *t, const aps_strategy *s)
+{
+    double f = t->moe_load_imbalance > 0 ? t->moe_load_imbalance
+                                         : APS_MOE_LOAD_IMBALANCE;
+    /* tokens over capacity are dropped (dropless: no cap) */
+    if (s->moe_capacity_factor > 0 && s->moe_capacity_factor < f)
+        f = s->moe_capacity_factor;
+    return f;
+}
+
+aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
+                         const aps_strategy *s, char *msg, size_t n)
+{
+    if (s->ep_degree < 0 || s->etp_degree < 0 ||
+        (unsigned)s->moe_token_dispatcher > APS_MOE_FLEX ||
+        !(s->moe_capacity_factor >= 0) || isinf(s->moe_capacity_factor)) {
+        aps_fmt(msg, n, "ep_degree = %lld, etp_degree = %lld, "
+                "moe_capacity_factor = %g: degrees must be >= 1 (0: default) "
+                "and the capacity factor finite and >= 0 (0: dropless)",
+                (long long)s->ep_degree, (long long)s->etp_degree,
+                s->moe_capacity_factor);
+        return APS_REASON_INVALID_DEGREE;
+    }
+    int64_t ep = aps_moe_ep(s), etp = aps_moe_etp(s);
+    if (m->num_experts == 0) {
+        if (ep > 1 || etp != s->tp_degree) {
+            aps_fmt(msg, n, "ep_degree = %lld, etp_degree = %lld for a dense "
+                    "model (%s has no experts)", (long long)s->ep_degree,
+                    (long long)s->etp_degree, m->name);
+            return APS_REASON_EP_DIVISIBILITY;
+        }
+        return APS_REASON_NONE;
+    }
+    if (m->num_experts % ep != 0) {
+        aps_fmt(msg, n, "num_experts = %lld is not divisible by ep_degree = "
+                "%lld (megatron/training/arguments.py)",
+                (long long)m->num_experts, (long long)ep);
+        return APS_REASON_EP_DIVISIBILITY;
+    }
+    /* parallel_state.py: world % (etp ep pp) == 0; the dense ranks of a
+     * pipeline stage, tp cp dp, hold the etp x ep x expert-dp grid */
+    int64_t dense = s->dp_degree * s->fsdp_degree * s->tp_degree *
+                    s->cp_degree;
+    if (dense % (etp * ep) != 0) {
+        aps_fmt(msg, n, "etp_degree x ep_degree = %lld x %lld does not divide "
+                "the %lld ranks of a pipeline stage (tp x cp x dp; "
+                "megatron/core/parallel_state.py)", (long long)etp,
+                (long long)ep, (long long)dense);
+        return APS_REASON_EP_DIVISIBILITY;
+    }
+    if (m->moe_ffn_hidden_size % etp != 0) {
+        aps_fmt(msg, n, "moe_ffn_hidden_size = %lld is not divisible by "
+                "etp_degree = %lld", (long long)m->moe_ffn_hidden_size,
+                (long long)etp);
+        return APS_REASON_EP_DIVISIBILITY;
+    }
+    if (m->shared_expert_ffn_hidden_size % s->tp_degree != 0) {
+        aps_fmt(msg, n, "shared_expert_ffn_hidden_size = %lld is not "
+                "divisible by tp_degree = %lld",
+                (long long)m->shared_expert_ffn_hidden_size,
+                (long long)s->tp_degree);
+        return APS_REASON_TP_DIVISIBILITY;
+    }
+    /* the MoE layer takes sequence-parallel input under TP (the
+     * dispatchers gather over the expert TP group from the sequence
+     * shard); without SP apsearch does not model it */
+    if (s->tp_degree > 1 && !s->sequence_parallel) {
+        aps_fmt(msg, n, "tp_degree = %lld without sequence_parallel: "
+                "mixture-of-experts layers are modelled with sequence-"
+                "parallel input only", (long long)s->tp_degree);
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    if (t->framework != APS_FW_MEGATRON && t->framework != APS_FW_FSDP2) {
+        aps_fmt(msg, n, "%s: mixture-of-experts training is modelled for "
+                "megatron and fsdp2 (TorchTitan) only",
+                aps_framework_name(t->framework));
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    /* flex (DeepEP / HybridEP) and allgather are Megatron-Core
+     * dispatchers; TorchTitan's expert parallelism is all-to-all
+     * (torchtitan/distributed/expert_parallel.py) */
+    if (t->framework != APS_FW_MEGATRON &&
+        s->moe_token_dispatcher != APS_MOE_ALLTOALL) {
+        aps_fmt(msg, n, "%s: moe_token_dispatcher = %s is Megatron-Core's "
+                "(TorchTitan dispatches all-to-all)",
+                aps_framework_name(t->framework),
+                s->moe_token_dispatcher == APS_MOE_FLEX ? "flex"
+                                                        : "allgather");
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    return APS_REASON_NONE;
+}
+
+/* ------------------------------------------------------------ layers */
+
+/** Layers of pipeline rank i as laid out, and how many of them are MoE:
+ *  the rank's model chunks sit at their places in the schedule order
+ *  (chunk k of rank i is global chunk k p + i). */
+int64_t aps_moe_stage_moe_layers(const aps_model *m, const aps_layout *lay,
+                                 int64_t i)
+{
+    if (m->num_experts <= 0)
+        return 0;
+    int64_t count = 0;
+    if (lay->v <= 1) {
+        for (int64_t l = lay->first[i]; l < lay->first[i] + lay->layers[i];
+             l++)
+            count += aps_model_is_moe_layer(m, l);
+        return count;
+    }
+    int64_t start = 0;
+    for (int64_t k = 0; k < lay->v; k++)
+        for (int64_t r = 0; r < lay->p; r++) {
+            int64_t len = aps_layout_chunk(lay, r, k);
+            if (r == i)
+                for (int64_t l = start; l < start + len; l++)
+                    count += aps_model_is_moe_layer(m, l);
+            start += len;
+        }
+    return count;
+}
+
+/** Parameters of one dense FFN on one TP rank (compute.c's MLP). */
+static double dense_ffn_tp(const aps_model *m, double tp)
+{
+    double mats = m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0;
+    return mats * (double)m->hidden_size * (double)m->ffn_hidden_size / tp;
+}
+
+/** Non-expert parameters of one MoE block on one rank: the router
+ *  (replicated, E score biases with it), the shared expert / tp, its
+ *  gate (replicated). */
+static double moe_dense_part(const aps_model *m, double tp)
+{
+    double h = (double)m->hidden_size, E = (double)m->num_experts;
+    double mats = m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0;
+    double p = h * E + (m->moe_router_bias ? E : 0.0);
+    p += mats * h * (double)m->shared_expert_ffn_hidden_size / tp;
+    if (m->shared_expert_gate)
+        p += h;
+    return p;
+}
+
+/** Expert parameters of one MoE layer on one rank: E / ep experts of
+ *  mats h f_e / etp. */
+static double moe_expert_part(const aps_model *m, const aps_strategy *s)
+{
+    double mats = m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0;
+    return (double)(m->num_experts / aps_moe_ep(s)) * mats *
+           (double)m->hidden_size * (double)m->moe_ffn_hidden_size /
+           (double)aps_moe_etp(s);
+}
+
+/** MLA minus GQA parameters of one layer on one TP rank: the down
+ *  projections and their norms duplicated, the rest / tp. */
+static double mla_delta_params(const aps_model *m, double tp, double *matmul)
+{
+    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
+    double k = (double)m->num_query_groups, d = (double)m->head_dim;
+    double qr = (double)m->q_lora_rank, kr = (double)m->kv_lora_rank;
+    double dn = (double)m->qk_nope_head_dim, dr = (double)m->qk_rope_head_dim;
+    double dv = (double)m->v_head_dim;
+    double dup = (qr > 0 ? h * qr : 0.0) + h * (kr + dr);
+    double split = (qr > 0 ? qr : h) * a * (dn + dr) + kr * a * (dn + dv) +
+                   a * dv * h;
+    double gqa = (h * a * d + 2.0 * h * k * d + a * d * h) / tp;
+    *matmul = dup + split / tp - gqa;
+    return *matmul + (qr > 0 ? qr : 0.0) + kr; /* + q/kv norms */
+}
+
+/** Probability that none of a token's K experts (distinct, uniformly
+ *  routed among E) is among `held` given experts: C(E - held, K) /
+ *  C(E, K). */
+static double experts_miss(double E, double K, double held)
+{
+    double miss = 1.0;
+    for (double j = 0.0; j < K; j += 1.0)
+        miss *= (E - held - j) / (E - j);
+    return miss > 0.0 ? miss : 0.0;
+}
+
+/* ------------------------------------------------------------ costs */
+
+void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
+                        const aps_training *t, const aps_strategy *s,
+                        aps_moe_cost *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!aps_model_is_moe(m))
+        return;
+    const aps_device *d = &c->device;
+    aps_precision prec = t->precision;
+    double A = APS_ACT_BYTES, Ain = aps_gemm_input_bytes(t);
+    double tp = (double)s->tp_degree;
+    double S = (double)t->seq_length, sl = S / (double)s->cp_degree;
+    double b = (double)s->micro_batch_size;
+    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
+    double T = b * sl;
+    double rep = (s->tp_degree > 1 && s->sequence_parallel) ? tp : 1.0;
+    double hbm = d->hbm_bandwidth * d->hbm_efficiency;
+    double cast = 0.0, fused = 0.0;
+    if (aps_prec_quantized(prec))
+        aps_cast_bytes(t, &cast, &fused);
+    double up = m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0;
+    double act_b = aps_act_fn_bytes(m, t);
+
+    if (m->kv_lora_rank > 0) {
+        /* MLA: its projections instead of Q/K/V/O; core attention with
+         * (dn + dr)-wide scores and dv-wide values */
+        double k = (double)m->num_query_groups, dh = (double)m->head_dim;
+        double qr = (double)m->q_lora_rank, kr = (double)m->kv_lora_rank;
+        double dn = (double)m->qk_nope_head_dim;
+        double dr = (double)m->qk_rope_head_dim, dv = (double)m->v_head_dim;
+        double g = -aps_gemm_time(d, prec, T, (a + 2.0 * k) * dh / tp, h) -
+                   aps_gemm_time(d, prec, T, h, a * dh / tp);
+        if (qr > 0)
+            g += aps_gemm_time(d, prec, T, qr, h) +
+                 aps_gemm_time(d, prec, T, a * (dn + dr) / tp, qr);
+        else
+            g += aps_gemm_time(d, prec, T, a * (dn + dr) / tp, h);
+        g += aps_gemm_time(d, prec, T, kr + dr, h) +
+             aps_gemm_time(d, prec, T, a * (dn + dv) / tp, kr) +
+             aps_gemm_time(d, prec, T, h, a * dv / tp);
+        out->mla_gemm_fwd = g;
+        double keys = aps_attention_keys(m, S, t->flash_attention);
+        double core = 2.0 * b * sl * keys * a * ((dn + dr + dv) - 2.0 * dh) / tp;
+        double rate = d->peak_flops_bf16 * d->attention_efficiency;
+        out->mla_attn_fwd = core / rate;
+        out->mla_attn_bwd = core * (t->flash_attention ? APS_FLASH_BWD_RATIO
+                                                       : APS_GEMM_BWD_RATIO) /
+                            rate;
+        /* saved: the compressed q and kv (norm inputs, up-projection
+         * inputs) on every TP rank; Q, K (a (dn + dr) each), V and the
+         * context (a dv) split, against GQA's Q, K, V and context */
+        double keep = T * ((A + Ain) * (qr + kr) + A * dr);
+        double split = T * (A * (2.0 * a * (dn + dr) + a * dv) + Ain * a * dv) /
+                       tp;
+        double gqa = T * (A * (a * dh + 2.0 * k * dh) + Ain * a * dh) / tp;
+        out->mla_act = keep + split - gqa;
+        /* mla_up_proj: the up projections re-run, Q, K, V freed */
+        out->mla_up_fwd = (qr > 0 ? aps_gemm_time(d, prec, T, a * (dn + dr) / tp,
+                                                  qr) : 0.0) +
+                          aps_gemm_time(d, prec, T, a * (dn + dv) / tp, kr);
+        out->mla_up_act = A * T * (2.0 * a * (dn + dr) + a * dv) / tp;
+        out->mla_params = mla_delta_params(m, tp, &out->mla_matmul_params);
+    }
+    if (m->num_experts <= 0)
+        return;
+
+    double E = (double)m->num_experts, K = (double)m->experts_per_token;
+    double ep = (double)aps_moe_ep(s), etp = (double)aps_moe_etp(s);
+    double fe = (double)m->moe_ffn_hidden_size;
+    double fs = (double)m->shared_expert_ffn_hidden_size;
+    double f = (double)m->ffn_hidden_size;
+    double local = E / ep;
+    double load = aps_moe_load_factor(t, s);
+    double Tin = T / rep;                 /* tokens entering the block */
+    double Te = Tin * K * etp * load;     /* rows the busiest rank runs */
+    double Mexp = Te / local;             /* rows of each local expert */
+
+    /* GEMMs: minus the dense FFN, plus router, shared expert, experts */
+    double g = -aps_gemm_time(d, prec, T, up * f / tp, h) -
+               aps_gemm_time(d, prec, T, h, f / tp);
+    g += aps_gemm_time(d, APS_PREC_BF16, Tin, E, h); /* router, bf16 */
+    if (fs > 0)
+        g += aps_gemm_time(d, prec, T, up * fs / tp, h) +
+             aps_gemm_time(d, prec, T, h, fs / tp);
+    g += local * (aps_gemm_time(d, prec, Mexp, up * fe / etp, h) +
+                  aps_gemm_time(d, prec, Mexp, h, fe / etp));
+    out->gemm_fwd = g;
+    /* memory-bound: activation functions, permute and unpermute, the
+     * router's softmax / sigmoid and top-k over fp32 scores */
+    double bytes = act_b * (Te * fe / etp + T * fs / tp - T * f / tp) +
+                   APS_MOE_PERMUTE_PASSES * A * Tin * K * load * h +
+                   2.0 * APS_FP32_BYTES * Tin * E;
+    out->membound_fwd = bytes / hbm;
+    if (aps_prec_quantized(prec)) {
+        /* experts: the permuted input (unfused), fc2's input from the
+         * activation (fused); backward the output gradient and fc1's
+         * output gradient; minus the dense FFN's (compute.c) */
+        double fw = cast * Te * h + fused * Te * fe / etp -
+                    fused * T * (h / rep + f / tp);
+        double bw = cast * Te * h + fused * Te * up * fe / etp -
+                    cast * T * h - fused * T * up * f / tp;
+        if (fs > 0) {
+            fw += fused * T * (h / rep + fs / tp);
+            bw += cast * T * h + fused * T * up * fs / tp;
+        }
+        out->cast_fwd = fw / hbm;
+        out->cast_bwd = bw / hbm;
+    }
+    /* the dense FFN's TP collectives go unless a shared expert keeps
+     * them (SharedExpertMLP gathers and reduce-scatters its sequence) */
+    out->drop_mlp_tp = fs > 0 ? 0.0 : 1.0;
+
+    /* saved activations: minus the dense FFN's (memory.c), plus the
+     * router scores and routing probabilities (fp32), the permuted input,
+     * the experts' fc1 outputs and fc2 input (the probabilities multiply
+     * the activation's output inside the experts, experts.py
+     * activation_func_with_probs: nothing more saved), the shared
+     * expert's */
+    out->act = -(up * A + Ain) * T * f / tp +
+               APS_FP32_BYTES * Tin * (E + K) +
+               Ain * Te * h + (up * A + Ain) * Te * fe / etp +
+               (up * A + Ain) * T * fs / tp;
+
+    /* token dispatch and combine, each way, forward (backward the same:
+     * the gradients travel back the way the tokens came) */
+    double bw, alpha, comm = 0.0, buf = 0.0;
+    double row = A * h;
+    if (s->moe_token_dispatcher == APS_MOE_ALLGATHER) {
+        int64_t g2 = aps_moe_ep(s) * aps_moe_etp(s);
+        aps_group_link(c, 1, g2, &bw, &alpha);
+        double all = row * Tin * (double)g2;
+        comm = aps_allgather_time(g2, all, bw, alpha) +
+               aps_reducescatter_time(g2, all, bw, alpha);
+        buf = 2.0 * all;
+    } else {
+        /* copies each token sends: one per routed expert (alltoall), one
+         * per distinct destination rank (flex); spread evenly over the ep
+         * ranks, of which g share the sender's NVLink domain.  Across
+         * domains flex (DeepEP) sends one copy per destination domain over
+         * RDMA and forwards it on NVLink (deepseek-ai/DeepEP README) */
+        int64_t gd = aps_group_domain_members(c, aps_moe_etp(s), aps_moe_ep(s));
+        double copies = K, remote = K * (ep - (double)gd) / ep;
+        if (s->moe_token_dispatcher == APS_MOE_FLEX && ep > 1) {
+            copies = ep * (1.0 - experts_miss(E, K, local));
+            double domains = ep / (double)gd;
+            remote = (domains - 1.0) *
+                     (1.0 - experts_miss(E, K, E / domains));
+        }
+        double send = row * Tin * copies * load;
+        double inter = row * Tin * remote * load;
+        double intra = send * ((double)gd - 1.0) / ep;
+        comm = 2.0 * aps_group_alltoall_time(c, aps_moe_etp(s), aps_moe_ep(s),
+                                             gd >= aps_moe_ep(s) ? send : intra,
+                                             gd >= aps_moe_ep(s) ? 0.0 : inter);
+        buf = 2.0 * send;
+        if (etp > 1) {
+            double bw2, alpha2, gathered = row * Te;
+            aps_group_link(c, 1, aps_moe_etp(s), &bw2, &alpha2);
+            comm += aps_allgather_time(aps_moe_etp(s), gathered, bw2, alpha2) +
+                    aps_reducescatter_time(aps_moe_etp(s), gathered, bw2,
+                                           alpha2);
+            buf += gathered;
+        }
+    }
+    out->ep_fwd = comm;
+    out->ep_bwd = comm;
+    out->ep_buffer = buf;
+
+    /* recompute modules: moe re-runs the whole layer (router, dispatch,
+     * experts, combine: megatron/core/transformer/moe/moe_layer.py
+     * checkpoints its forward) and frees everything inside it; mlp on an
+     * MoE layer has no dense FFN to re-run */
+    out->dense_mlp_fwd = aps_mlp_fwd_time(m, d, t, s);
+    out->dense_mlp_act = aps_mlp_saved_bytes(m, t, s);
+    out->moe_fwd = out->gemm_fwd + out->membound_fwd + out->cast_fwd +
+                   out->dense_mlp_fwd;
+    out->moe_int_act = out->act + out->dense_mlp_act;
+    out->shared_act = (up * A + Ain) * T * fs / tp;
+    out->shared_fwd = fs > 0 ? aps_gemm_time(d, prec, T, up * fs / tp, h) +
+                                   aps_gemm_time(d, prec, T, h, fs / tp) +
+                                   act_b * T * fs / tp / hbm
+                             : 0.0;
+    out->actfn_act = Ain * Te * fe / etp;
+    out->actfn_fwd = act_b * Te * fe / etp / hbm;
+    out->dense_params = moe_dense_part(m, tp) - dense_ffn_tp(m, tp);
+    out->dense_matmul_params = out->dense_params -
+                               (m->moe_router_bias ? E : 0.0);
+    out->expert_params = moe_expert_part(m, s);
+}
+
+void aps_moe_stage(const aps_model *m, const aps_training *t,
+                   const aps_strategy *s, const aps_layout *lay,
+                   const aps_moe_cost *mc, int64_t i, aps_moe_stage_cost *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!aps_model_is_moe(m))
+        return;
+    unsigned mods = s->layer_recompute == APS_RECOMPUTE_SELECTIVE
+                        ? aps_recompute_modules(t, s) : 0u;
+    double L = (double)lay->layers[i], rc = (double)lay->recompute[i];
+    double nm = (double)aps_moe_stage_moe_layers(m, lay, i);
+    double nl = m->kv_lora_rank > 0 ? L : 0.0;
+    /* recomputed layers: the rank's MoE share of them */
+    double rm = L > 0 ? rc * nm / L : 0.0, rl = m->kv_lora_rank > 0 ? rc : 0.0;
+    double gm = mc->gemm_fwd, gl = mc->mla_gemm_fwd;
+    double fm = gm + mc->membound_fwd + mc->cast_fwd;
+    double fl = gl + mc->mla_attn_fwd;
+    out->moe_layers = nm;
+    out->comp_fwd = nm * fm + nl * fl;
+    out->comp_bwd = nm * (2.0 * gm + 2.0 * mc->membound_fwd + mc->cast_bwd) +
+                    nl * (2.0 * gl + mc->mla_attn_bwd);
+    out->wgrad = nm * gm + nl * gl;
+    out->recompute = rm * fm + rl * fl;
+    out->ep_fwd = nm * mc->ep_fwd;
+    out->ep_bwd = nm * mc->ep_bwd + rm * mc->ep_fwd;
+    out->drop_tp_layers = nm * mc->drop_mlp_tp;
+    out->drop_tp_recompute = rm * mc->drop_mlp_tp;
+    /* selective recompute modules on the layers not fully recomputed */
+    double km = nm - rm, kl = nl - rl;
+    if (mods & APS_RCM_MOE) {
+        out->recompute += km * mc->moe_fwd;
+        out->ep_bwd += km * mc->ep_fwd; /* dispatched and combined again */
+    } else {
+        if (mods & APS_RCM_SHARED_EXPERTS)
+            out->recompute += km * mc->shared_fwd;
+        if (mods & APS_RCM_MOE_ACT)
+            out->recompute += km * mc->actfn_fwd;
+    }
+    if (mods & APS_RCM_MLP) /* compute.c's selective_fwd counted every layer */
+        out->recompute -= km * mc->dense_mlp_fwd;
+    if (mods & APS_RCM_MLA_UP_PROJ)
+        out->recompute += kl * mc->mla_up_fwd;
+    /* --moe-shared-expert-overlap (SharedExpertMLP on its own stream,
+     * megatron/core/transformer/moe/shared_experts.py): the shared
+     * expert's forward beside dispatch + combine, its backward (2 x)
+     * beside theirs; the all-gather dispatcher does not overlap it */
+    if (t->moe_shared_expert_overlap && mc->shared_fwd > 0 &&
+        s->moe_token_dispatcher != APS_MOE_ALLGATHER) {
+        double hf = mc->shared_fwd < mc->ep_fwd ? mc->shared_fwd : mc->ep_fwd;
+        double sb = APS_GEMM_BWD_RATIO * mc->shared_fwd;
+        double hb = sb < mc->ep_bwd ? sb : mc->ep_bwd;
+        out->ep_hidden_fwd = nm * hf;
+        out->ep_hidden_bwd = nm * hb;
+    }
+}
+
+/** Per MoE layer and per MLA layer, the saved bytes that selective
+ *  recompute with modules mods keeps beyond the dense layer's
+ *  (memory.c's act_selective, which the mlp module already relieved of
+ *  the dense FFN): *moe and *mla; *rebuilt the largest one-layer set the
+ *  modules free, alive again while that layer is recomputed. */
+static void moe_kept_bytes(const aps_model *m, const aps_moe_cost *mc,
+                           unsigned mods, double *moe, double *mla,
+                           double *rebuilt)
+{
+    double inner = mc->moe_int_act;
+    if (mods & APS_RCM_MOE)
+        inner = 0.0;
+    else
+        inner -= ((mods & APS_RCM_SHARED_EXPERTS) ? mc->shared_act : 0.0) +
+                 ((mods & APS_RCM_MOE_ACT) ? mc->actfn_act : 0.0);
+    *moe = inner - ((mods & APS_RCM_MLP) ? 0.0 : mc->dense_mlp_act);
+    double up = (m->kv_lora_rank > 0 && (mods & APS_RCM_MLA_UP_PROJ))
+                    ? mc->mla_up_act : 0.0;
+    *mla = mc->mla_act - up;
+    *rebuilt = (m->num_experts > 0 ? mc->moe_int_act - inner : 0.0) + up;
+}
+
+void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
+                          const aps_strategy *s, const aps_layout *lay,
+                          const aps_dp_plan *plan, const aps_moe_cost *mc,
+                          int64_t i, double per_layer_kept,
+                          aps_stage_estimate *st)
+{
+    if (!aps_model_is_moe(m))
+        return;
+    double L = (double)lay->layers[i], rc = (double)lay->recompute[i];
+    double nm = (double)aps_moe_stage_moe_layers(m, lay, i);
+    double nl = m->kv_lora_rank > 0 ? L : 0.0;
+    /* non-expert parameters: sharded as the dense ones */
+    double psi = nm * mc->dense_params + nl * mc->mla_params;
+    double matmul = nm * mc->dense_matmul_params + nl * mc->mla_matmul_params;
+    double dm[APS_MEM_COUNT] = {0};
+    aps_model_states(t, plan, psi, matmul, dm);
+    for (int k = APS_MEM_PARAMS; k <= APS_MEM_OPTIMIZER_STATES; k++)
+        st->mem[k] += dm[k];
+    st->params += psi;
+    /* expert parameters: their gradients and optimizer states sharded
+     * over the expert-data-parallel group (distributed optimizer per
+     * expert-dp group, megatron/core/distributed; TorchTitan shards the
+     * experts over dp_shard x cp / ep: the same size) */
+    double pe = nm * mc->expert_params;
+    aps_dp_plan eplan = *plan;
+    int64_t edp = aps_moe_edp(s);
+    eplan.shard_group = edp;
+    eplan.bytes.shard_group = (double)edp;
+    if (edp <= 1)
+        eplan.bytes.shard_weights = eplan.bytes.shard_grads =
+            eplan.bytes.shard_optimizer = 0;
+    double em[APS_MEM_COUNT] = {0};
+    aps_model_states(t, &eplan, pe, pe, em);
+    for (int k = APS_MEM_PARAMS; k <= APS_MEM_OPTIMIZER_STATES; k++)
+        st->mem[k] += em[k];
+    st->expert_params = pe;
+    /* activations of the layers that keep theirs (not recomputed): the
+     * MoE and MLA differences, per_layer_kept = in-flight micro-batches
+     * x the fraction of the rank's layers not recomputed */
+    double kept = L > 0 ? (L - rc) / L : 0.0;
+    unsigned mods = s->layer_recompute == APS_RECOMPUTE_SELECTIVE
+                        ? aps_recompute_modules(t, s) : 0u;
+    double moe_b, mla_b, rebuilt;
+    moe_kept_bytes(m, mc, mods, &moe_b, &mla_b, &rebuilt);
+    st->mem[APS_MEM_ACTIVATIONS] +=
+        per_layer_kept * kept * (nm * moe_b + nl * mla_b);
+    if (L > rc)
+        st->mem[APS_MEM_ACTIVATIONS] += rebuilt;
+    if (nm > 0)
+        st->mem[APS_MEM_COMM_EP] = mc->ep_buffer;
+}
+
+double aps_moe_flops_delta(const aps_model *m, double S, bool causal)
+{
+    if (!aps_model_is_moe(m))
+        return 0.0;
+    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
+    double L = (double)m->num_layers, up = m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0;
+    double delta = 0.0;
+    if (m->kv_lora_rank > 0) {
+        /* num_floating_point_operations, multi_latent_attention branch:
+         * q_lora_rank (h + a (dn + dr) + 1) (or h a (dn + dr)), kv_lora_rank
+         * (h + a (dn + dv) + 1), h dr, a dv h per token, 2 FLOPs each;
+         * core 2 S keys a ((dn + dr) + dv) per sequence */
+        double k = (double)m->num_query_groups, d = (double)m->head_dim;
+        double qr = (double)m->q_lora_rank, kr = (double)m->kv_lora_rank;
+        double dn = (double)m->qk_nope_head_dim;
+        double dr = (double)m->qk_rope_head_dim, dv = (double)m->v_head_dim;
+        double q = qr > 0 ? qr * (h + a * (dn + dr) + 1.0) : h * a * (dn + dr);
+        double mla = q + kr * (h + a * (dn + dv) + 1.0) + h * dr + a * dv * h;
+        double gqa = h * a * d + 2.0 * h * k * d + a * d * h;
+        double keys = aps_attention_keys(m, S, causal);
+        delta += L * (2.0 * S * (mla - gqa) +
+                      2.0 * S * keys * a * (dn + dr + dv - 2.0 * d));
+    }
+    if (m->num_experts > 0) {
+        /* MoE layers: routed experts at top-k and the shared expert in
+         * place of the dense FFN; the router is not counted */
+        double moe = 0.0;
+        for (int64_t i = 0; i < m->num_layers; i++)
+            moe += aps_model_is_moe_layer(m, i);
+        double ffn = up * h * ((double)m->experts_per_token *
+                                   (double)m->moe_ffn_hidden_size +
+                               (double)m->shared_expert_ffn_hidden_size -
+                               (double)m->ffn_hidden_size);
+        delta += moe * 2.0 * S * ffn;
+    }
+    return delta;
+}

@@ -284,10 +284,14 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
                 (long long)mb, (long long)rounds);
         return APS_REASON_VPP_INVALID;
     }
-    /* Megatron's interleaved schedule; PyTorch's DualPipeV builds its
-     * order for any m >= 2p */
+    /* Megatron's interleaved schedule (pp_schedule 1f1b, the order
+     * schedule.c simulates) needs m a multiple of p; PyTorch's zero-bubble
+     * orders do not: ScheduleInterleavedZeroBubble needs m a multiple of
+     * its rounds (checked above), ScheduleZBVZeroBubble builds its order
+     * for max(2p - 1, m) micro-batches and drops the ops of those >= m,
+     * ScheduleDualPipeV takes any m >= 2p */
     if (s->vpp_degree > 1 && mb % s->pp_degree != 0 &&
-        !(s->pp_degree > 1 && s->pp_schedule == APS_PP_DUALPIPEV)) {
+        !(s->pp_degree > 1 && s->pp_schedule != APS_PP_1F1B)) {
         aps_fmt(msg, n, "interleaved schedule (vpp_degree = %lld) needs "
                 "micro_batch_num = %lld divisible by pp_degree = %lld",
                 (long long)s->vpp_degree, (long long)mb,

@@ -431,6 +431,41 @@ static void test_vpp_invalid(void **state)
     ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
 }
 
+/* PyTorch's zero-bubble orders do not need m a multiple of p (pytorch
+ * 1fd7abc2 torch/distributed/pipelining/schedules.py):
+ * ScheduleInterleavedZeroBubble needs m a multiple of its rounds, max(1,
+ * m / p) -- p = 4, m = 6: one round, accepted; m = 9: 2 rounds, 9 % 2 =
+ * 1, refused; ScheduleZBVZeroBubble builds its order for max(2p - 1, m)
+ * micro-batches, any m (6, 9).  Megatron's interleaved 1F1B keeps its m %
+ * p = 0 (6 % 4 = 2: refused). */
+static void test_vpp_zero_bubble_microbatches(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 4, 6);
+    x.t.framework = APS_FW_FSDP2;
+    x.s.pp_degree = 4;
+    x.s.vpp_degree = 2;
+    x.s.pp_schedule = APS_PP_INTERLEAVED_ZB;
+    ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_NONE, x.msg);
+    x.s.pp_schedule = APS_PP_ZBV;
+    ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_NONE, x.msg);
+    x.t.global_batch_size = 9;
+    ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_NONE, x.msg);
+    x.s.pp_schedule = APS_PP_INTERLEAVED_ZB;
+    ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_VPP_INVALID, x.msg);
+    ASSERT_HAS(x.msg, "max(1, m / pp_degree) = 2");
+    x.t.global_batch_size = 6;
+    x.s.pp_schedule = APS_PP_1F1B;
+    ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_VPP_INVALID, x.msg);
+    ASSERT_HAS(x.msg, "micro_batch_num = 6 divisible by pp_degree = 4");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -448,6 +483,7 @@ int main(void)
         cmocka_unit_test(test_zero_stage_invalid),
         cmocka_unit_test(test_invalid_degree),
         cmocka_unit_test(test_vpp_invalid),
+        cmocka_unit_test(test_vpp_zero_bubble_microbatches),
         cmocka_unit_test(test_framework_unsupported),
         cmocka_unit_test(test_check_order),
     };

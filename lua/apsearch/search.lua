@@ -132,7 +132,9 @@ end
 
 local function gib(bytes) return bytes / 2 ^ 30 end
 
---- One-line description of a strategy for logs.
+--- One-line description of a strategy for logs.  The pipeline schedule
+-- is named (`schedule=dualpipev`) when the strategy pipelines with another
+-- than the default 1F1B, so strategies that differ only in it read apart.
 -- @tparam table s strategy (candidate or normalized)
 -- @treturn string e.g. `dp=2 fsdp=4 tp=1 pp=1 cp=1 mbs=1 recompute=none`
 function M.describe_strategy(s)
@@ -142,6 +144,9 @@ function M.describe_strategy(s)
   if s.tp_degree and s.tp_degree > 1 then parts[#parts + 1] = "sp=" .. tostring(s.sequence_parallel) end
   parts[#parts + 1] = string.format("pp=%s", s.pp_degree)
   if s.vpp_degree and s.vpp_degree > 1 then parts[#parts + 1] = "vpp=" .. s.vpp_degree end
+  if (s.pp_degree or 1) > 1 and s.pp_schedule and s.pp_schedule ~= "1f1b" then
+    parts[#parts + 1] = "schedule=" .. tostring(s.pp_schedule)
+  end
   parts[#parts + 1] = string.format("cp=%s", s.cp_degree)
   if s.cp_degree and s.cp_degree > 1 then parts[#parts + 1] = "cp_comm=" .. tostring(s.cp_comm_type) end
   if s.zero_stage and s.zero_stage > 0 then parts[#parts + 1] = "zero=" .. s.zero_stage end

@@ -599,7 +599,7 @@ describe("the text table", function()
       local _, rows = tbl.rows({ top_k_strategies = { { rank = 1, layer_recompute = "full",
         recompute_method = method, recompute_num_layers = rnl,
         memory_cost = { per_stage = per }, performance_cost = {} } } })
-      return rows[1][15]
+      return rows[1][16] -- the recompute column
     end
     assert.are.equal("full", row(-1, { 16, 16 }))
     assert.are.equal("full", row({ 20, 30 }, { 16, 16 }))     -- above a stage's layers: all
@@ -610,6 +610,48 @@ describe("the text table", function()
     assert.are.equal("uniform(2)", row(2, { 16, 16 }, "uniform"))
     assert.are.equal("uniform(1)", row(-1, { 16, 16 }, "uniform"))
     assert.are.equal("full(2)", row(1, { 16, 16 }, "block"))
+  end)
+
+  it("names the pipeline schedule in the table, result.csv and candidates.csv (moot without pp)", function()
+    local function rec(pp, sched)
+      return { rank = 1, dp_degree = 1, fsdp_degree = 1, tp_degree = 1, pp_degree = pp,
+        vpp_degree = 2, pp_schedule = sched, layer_recompute = "none", micro_batch_size = 1,
+        memory_cost = {}, performance_cost = {} }
+    end
+    local headers, rows = require("apsearch.format.table").rows({ top_k_strategies = {
+      rec(4, "dualpipev"), rec(1, "1f1b") } })
+    assert.are.equal("schedule", headers[10])
+    assert.are.equal("dualpipev", rows[1][10])
+    assert.are.equal("-", rows[2][10])
+    local text = csv.format({ top_k_strategies = { rec(4, "zbv_zero_bubble"), rec(1, "1f1b") } })
+    local at = {}
+    for i, c in ipairs(csv.columns()) do at[c] = i end
+    local lines = {}
+    for l in text:gmatch("[^\n]+") do
+      local cells = {}
+      for c in (l .. ","):gmatch("([^,]*),") do cells[#cells + 1] = c end
+      lines[#lines + 1] = cells
+    end
+    assert.are.equal("zbv_zero_bubble", lines[2][at.pp_schedule])
+    assert.are.equal("", lines[3][at.pp_schedule])
+    -- candidates.csv: the cell follows each candidate's pp_degree, not a
+    -- cache of the value
+    local parts = {}
+    local w = csv.candidate_writer(function(t) parts[#parts + 1] = t end, "all", 8)
+    w.row(1, nil, 1.0, 2 ^ 30, rec(1, "1f1b"))
+    w.row(2, nil, 1.0, 2 ^ 30, rec(4, "1f1b"))
+    w.finish()
+    local ccols, cat = csv.candidate_columns(), {}
+    for i, c in ipairs(ccols) do cat[c] = i end
+    local crows = {}
+    for l in table.concat(parts):gmatch("[^\n]+") do
+      local cells = {}
+      for c in (l .. ","):gmatch("([^,]*),") do cells[#cells + 1] = c end
+      crows[#crows + 1] = cells
+    end
+    assert.are.equal("pp_schedule", crows[1][cat.pp_schedule])
+    assert.are.equal("", crows[2][cat.pp_schedule])
+    assert.are.equal("1f1b", crows[3][cat.pp_schedule])
   end)
 
   it("keeps recompute_method and pipeline_split in result.csv", function()

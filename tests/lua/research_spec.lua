@@ -262,5 +262,70 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
     b = rec({ dp_degree = 2, fsdp_degree = 4, tp_degree = 1, pp_degree = 2, layer_recompute = "full",
       recompute_num_layers = { 40, 99 } }, { 40, 40 })
     assert.are.equal(baseline.key(a), baseline.key(b))
+    -- the pipeline schedule is part of how a strategy runs (left out: 1f1b)
+    local s1 = rec({ dp_degree = 2, fsdp_degree = 4, tp_degree = 1, pp_degree = 2, vpp_degree = 2,
+      pp_schedule = "1f1b" }, { 40, 40 })
+    local s2 = rec({ dp_degree = 2, fsdp_degree = 4, tp_degree = 1, pp_degree = 2, vpp_degree = 2,
+      pp_schedule = "zbv_zero_bubble" }, { 40, 40 })
+    assert.are_not.equal(baseline.key(s1), baseline.key(s2))
+    s2.pp_schedule = nil
+    assert.are.equal(baseline.key(s1), baseline.key(s2))
+  end)
+
+  it("matches a uniform-recompute record with its own result.json copy", function()
+    -- as the search holds it: recompute_num_layers -1 (groups of 1, every
+    -- layer); result.json writes the resolved group size per stage, {1, 1}
+    local live = { dp_degree = 1, fsdp_degree = 8, tp_degree = 1, pp_degree = 2, micro_batch_size = 1,
+      layer_recompute = "full", recompute_method = "uniform", recompute_num_layers = -1,
+      memory_cost = { per_stage = { { num_layers = 16, recompute_layers = 16 },
+        { num_layers = 16, recompute_layers = 16 } } } }
+    local json = require "apsearch.format.json"
+    local saved = json.decode(json.encode({ top_k_strategies = { live } })).top_k_strategies[1]
+    assert.are.same({ 1, 1 }, saved.recompute_num_layers)
+    assert.are.equal(baseline.key(live), baseline.key(saved))
+    -- another group size is another strategy
+    saved.recompute_num_layers = { 2, 2 }
+    assert.are_not.equal(baseline.key(live), baseline.key(saved))
+  end)
+
+  it("keeps every schedule of a search apart, and says which left when the space drops them", function()
+    local dir = tmpdir()
+    local base = { "examples/llama3_8b_h100.lua", "--quiet", "--top-k", "5",
+      "--set", "search_space.pp_degree=2", "--set", "search_space.vpp_degree=2",
+      "--set", "search_space.tp_degree=2", "--set", "search_space.layer_recompute=none",
+      "--set", "search_space.micro_batch_size=1" }
+    local function run_with(sched, ...)
+      local args = { "run" }
+      for _, a in ipairs(base) do args[#args + 1] = a end
+      args[#args + 1] = "--set"
+      args[#args + 1] = "search_space.pp_schedule=" .. sched
+      for _, a in ipairs({ ... }) do args[#args + 1] = a end
+      return apsearch(table.unpack(args))
+    end
+    local all = "1f1b,zbv_zero_bubble,dualpipev,interleaved_zero_bubble"
+    local code, _, err = run_with(all, "--out", dir .. "/res")
+    assert.are.equal(0, code, err)
+    local old = cjson.decode(read(dir .. "/res/result.json"))
+    local scheds = {}
+    for _, r in ipairs(old.top_k_strategies) do scheds[r.pp_schedule] = true end
+    assert.is_true(scheds["1f1b"] and scheds["dualpipev"] and scheds["zbv_zero_bubble"] or false)
+    -- the same search against itself: every record kept at its rank
+    local out
+    code, out, err = run_with(all, "--format", "json", "--baseline", dir .. "/res")
+    assert.are.equal(0, code, err)
+    local t = cjson.decode(out).baseline_diff.top_k
+    assert.are.equal(#old.top_k_strategies, #t.kept)
+    assert.are.equal(0, #t.entered + #t.left + #t.moved)
+    -- 1F1B only: the other schedules left the space, and say so
+    code, out, err = run_with("1f1b", "--format", "json", "--baseline", dir .. "/res")
+    assert.are.equal(0, code, err)
+    local new = cjson.decode(out)
+    t = new.baseline_diff.top_k
+    check_partition(new.baseline_diff, old, new)
+    assert.are.equal(#old.top_k_strategies - 1, #t.left)
+    for _, e in ipairs(t.left) do
+      assert.truthy(e.strategy:find(" schedule=", 1, true), e.strategy)
+      assert.are.equal("not_in_space", e.why.kind, e.strategy)
+    end
   end)
 end)

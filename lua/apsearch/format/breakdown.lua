@@ -10,8 +10,11 @@ local M = {}
 local function f3(x) return string.format("%.3f", x or 0) end
 local function g(x) return string.format("%.2f", common.gib(x)) end
 
---- One-line strategy description.
+--- One-line strategy description: the degrees, and each setting that is
+-- not its default (a pipeline schedule other than 1F1B, a split rule, ...).
 -- @tparam table s strategy
+-- @tparam[opt] integer derived_mbn the micro-batch count a
+--   micro_batch_num of 0 stands for
 -- @treturn string
 function M.strategy_line(s, derived_mbn)
   local parts = {}
@@ -39,6 +42,9 @@ function M.strategy_line(s, derived_mbn)
   end
   if s.pipeline_split and s.pipeline_split ~= "even" and (s.pp_degree or 1) > 1 then
     parts[#parts + 1] = "pipeline_split=" .. s.pipeline_split
+  end
+  if s.pp_schedule and s.pp_schedule ~= "1f1b" and (s.pp_degree or 1) > 1 then
+    parts[#parts + 1] = "pp_schedule=" .. s.pp_schedule
   end
   -- the split and recompute arrays as every output shows them
   -- (common.field_value: omitted at their neutral or moot value)

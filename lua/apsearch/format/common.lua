@@ -50,7 +50,8 @@ end
 --   field is moot); -1 ("every layer of the stage") as "all", alone or
 --   per stage;
 -- * stage_partition and layer_offset all 0 (split by `pipeline_split`,
---   no shift): nil.
+--   no shift): nil;
+-- * pp_schedule without pipelining (pp_degree 1): nil (moot).
 -- Other fields and values are returned as they are.
 -- @tparam table s strategy (candidate or top-k record)
 -- @tparam string f field name
@@ -69,6 +70,8 @@ function M.field_value(s, f, gbs)
       return out
     end
   elseif (f == "stage_partition" or f == "layer_offset") and all_zero(v) then
+    return nil
+  elseif f == "pp_schedule" and (s.pp_degree or 1) == 1 then
     return nil
   end
   return v

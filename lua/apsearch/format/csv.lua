@@ -15,7 +15,7 @@ local M = {}
 
 local STRATEGY = { "dp_degree", "fsdp_degree", "zero_stage",
   "reshard_after_forward", "tp_degree", "sequence_parallel", "pp_degree",
-  "vpp_degree", "pipeline_split", "cp_degree", "cp_comm_type",
+  "vpp_degree", "pipeline_split", "pp_schedule", "cp_degree", "cp_comm_type",
   "micro_batch_size", "micro_batch_num", "layer_recompute",
   "recompute_method", "recompute_num_layers", "stage_partition",
   "layer_offset" }
@@ -165,7 +165,7 @@ function M.candidate_writer(write, mode, gbs)
       local v = cand[f]
       if v == nil then
         cells[i] = ""
-      elseif f == "micro_batch_num" and v == 0 then
+      elseif (f == "micro_batch_num" and v == 0) or f == "pp_schedule" then
         cells[i] = strategy_cell(cand, f, gbs) -- depends on the degrees
       elseif f == "recompute_num_layers" and cand.layer_recompute ~= "full" then
         cells[i] = "" -- moot (common.field_value)

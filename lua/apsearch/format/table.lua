@@ -8,9 +8,9 @@ local common = require "apsearch.format.common"
 local M = {}
 
 local HEADERS = { "rank", "dp", "fsdp", "zero", "reshard", "tp", "sp", "pp",
-  "vpp", "layers", "cp", "cp comm", "mbs", "mbn", "recompute", "step time (s)",
+  "vpp", "schedule", "layers", "cp", "cp comm", "mbs", "mbn", "recompute", "step time (s)",
   "tokens/s/GPU", "MFU (%)", "peak (GiB)", "top memory (GiB)", "top overhead (s)", "objective" }
-local RIGHT = { true, true, true, true, false, true, false, true, true, false, true,
+local RIGHT = { true, true, true, true, false, true, false, true, true, false, false, true,
   false, true, true, false, true, true, true, true, false, false, true }
 
 -- column of the objective's score (last of M.rows; the text table moves
@@ -119,7 +119,9 @@ function M.rows(result)
       tostring(r.zero_stage),
       (r.fsdp_degree or 1) > 1 and yn(r.reshard_after_forward) or "-",
       tostring(r.tp_degree), r.tp_degree == 1 and "-" or yn(r.sequence_parallel),
-      tostring(r.pp_degree), tostring(r.vpp_degree), M.split_text(mc.per_stage),
+      tostring(r.pp_degree), tostring(r.vpp_degree),
+      (r.pp_degree or 1) > 1 and tostring(r.pp_schedule or "1f1b") or "-",
+      M.split_text(mc.per_stage),
       tostring(r.cp_degree),
       (r.cp_degree or 1) > 1 and tostring(r.cp_comm_type) or "-",
       tostring(r.micro_batch_size), tostring(r.micro_batch_num), rc,
@@ -135,7 +137,7 @@ function M.rows(result)
   return HEADERS, rows, RIGHT
 end
 
--- strategy columns (2 .. 15 of M.rows) that hold one value in every row
+-- strategy columns (2 .. 16 of M.rows) that hold one value in every row
 -- move to a line above the table; `pareto_front` gets a column when present
 
 -- columns fitted to M.max_width, in this order, until the table fits:
@@ -167,7 +169,7 @@ function M.table_text(result, opts)
   table.insert(right, 2, table.remove(right, OBJECTIVE_COL))
   for _, r in ipairs(rows) do table.insert(r, 2, table.remove(r, OBJECTIVE_COL)) end
   local FOLDABLE = {}
-  for j = 3, 16 do FOLDABLE[j] = true end
+  for j = 3, 17 do FOLDABLE[j] = true end
   local fronts = false
   for _, r in ipairs(result.top_k_strategies or {}) do if r.pareto_front then fronts = true end end
   local keep, same = {}, {}

@@ -34,9 +34,13 @@ local util = require "apsearch.util"
 local M = {}
 
 local FIELDS = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
-  "tp_degree", "sequence_parallel", "pp_degree", "vpp_degree", "cp_degree",
+  "tp_degree", "sequence_parallel", "pp_degree", "vpp_degree", "pp_schedule", "cp_degree",
   "cp_comm_type", "micro_batch_size", "micro_batch_num", "stage_partition",
-  "layer_offset", "layer_recompute", "recompute_num_layers" }
+  "layer_offset", "layer_recompute", "recompute_method", "recompute_num_layers" }
+
+-- the value a field has when a record leaves it out (a result written
+-- before the field existed): the space's default (space.lua)
+local DEFAULT = { pp_schedule = "1f1b", recompute_method = "block" }
 
 local INPUT_SECTIONS = { "model", "cluster", "training", "search_space", "constraints",
   "objective", "top_k", "overrides" }
@@ -64,30 +68,36 @@ end
 local AS_WRITTEN = { stage_partition = true, layer_offset = true,
   recompute_num_layers = true, micro_batch_num = true, layer_recompute = true }
 
---- Identity of a top-k strategy as it runs: every strategy field, with the
--- stage split, the recompute and the micro-batch count as resolved (the
--- layers of each stage, the layers recomputed on each, the micro-batch
--- count), so an even split and a "balanced" one that comes out even match.
+-- a field's value in a key: "-" when moot, else the value or its default
+local function field_key(s, f)
+  local space = require "apsearch.space"
+  if space.moot(s, f) then return "-" end
+  local v = s[f]
+  if v == nil then v = DEFAULT[f] end
+  return value_key(v)
+end
+
+--- Identity of a top-k strategy as it runs: every strategy field
+-- (pp_schedule and recompute_method included), with the stage split, the
+-- recompute and the micro-batch count as resolved (the layers of each
+-- stage; per stage the layers recomputed, block, or the group size,
+-- uniform: format.common.resolved_layout, the form result.json holds; the
+-- micro-batch count), so an even split and a "balanced" one that comes
+-- out even match, and a record matches its own result.json copy.
 -- @tparam table s top-k record
 -- @treturn string
 function M.key(s)
-  local space = require "apsearch.space"
   local parts = {}
   for _, f in ipairs(FIELDS) do
-    if not AS_WRITTEN[f] then
-      parts[#parts + 1] = f .. "=" .. (space.moot(s, f) and "-" or value_key(s[f]))
-    end
+    if not AS_WRITTEN[f] then parts[#parts + 1] = f .. "=" .. field_key(s, f) end
   end
   local stages = (s.memory_cost and s.memory_cost.per_stage) or {}
-  local rc = s.recompute_num_layers
+  local rc = s.layer_recompute == "full"
+    and require("apsearch.format.common").resolved_layout(s).recompute_num_layers or {}
   local layers, recomputed, total = {}, {}, 0
   for i, st in ipairs(stages) do
     local n = math.type(st.num_layers) and st.num_layers or 0
-    local r = 0
-    if s.layer_recompute == "full" then
-      r = type(rc) == "table" and rc[i] or rc
-      if not math.type(r) or r < 0 or r > n then r = n end -- -1, "auto", above: all
-    end
+    local r = math.tointeger(rc[i]) or 0
     layers[i], recomputed[i], total = n, r, total + r
   end
   local mode = s.layer_recompute
@@ -242,7 +252,7 @@ end
 -- (split, recompute counts, micro-batch count: AS_WRITTEN); the recompute
 -- mode is compared apart (why_left)
 local MATCH = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
-  "tp_degree", "sequence_parallel", "pp_degree", "vpp_degree", "cp_degree",
+  "tp_degree", "sequence_parallel", "pp_degree", "vpp_degree", "pp_schedule", "cp_degree",
   "cp_comm_type", "micro_batch_size" }
 
 local function close(a, b)
@@ -250,7 +260,7 @@ local function close(a, b)
 end
 
 --- Why each strategy that left the top-k left: looks it up in this
--- search's candidates (the same degrees, ZeRO stage, SP, CP exchange,
+-- search's candidates (the same degrees, pipeline schedule, ZeRO stage, SP, CP exchange,
 -- micro-batch size and recompute mode; any split or recompute count) and
 -- sets `why` on each entry of `left`:
 -- `{kind = "outranked", step_time, mem_peak, last_step_time, text}` (still
@@ -276,9 +286,7 @@ function M.why_left(left, result, policy)
   for n, e in ipairs(left) do
     local o = e.record
     local k = {}
-    for _, f in ipairs(MATCH) do
-      k[#k + 1] = space.moot(o, f) and "-" or value_key(o[f])
-    end
+    for _, f in ipairs(MATCH) do k[#k + 1] = field_key(o, f) end
     want[n] = table.concat(k, " ")
     e.matches = {}
   end
@@ -298,9 +306,7 @@ function M.why_left(left, result, policy)
     num_layers = inputs.model.num_layers, framework = inputs.training.framework })
   local k = {}
   for cand in sp:iter() do
-    for i, f in ipairs(MATCH) do
-      k[i] = space.moot(cand, f) and "-" or value_key(cand[f])
-    end
+    for i, f in ipairs(MATCH) do k[i] = field_key(cand, f) end
     local hit = by_key[table.concat(k, " ")]
     if hit then
       -- the recompute mode as resolved: "full" with nothing to recompute

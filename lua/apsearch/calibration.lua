@@ -153,17 +153,28 @@ end
 -- @param cluster normalized or policy cluster table
 -- @param calib calibration table (or nil)
 -- @param stack stack identifier (apsearch.stacks.resolve), for a grouped one
+-- @treturn table the cluster
+-- @treturn boolean whether an entry applied (false: the calibration, or
+--   its stack's, has none for the device or its family)
 function M.apply(cluster, calib, stack)
   calib = M.for_stack(calib, stack)
-  if not calib then return cluster end
+  if not calib then return cluster, false end
   local dev = cluster.device
-  local name = type(dev) == "string" and dev or (type(dev) == "table" and (dev.base or dev.name))
-  local fields = M.fields_for(calib, name)
-  if not fields then return cluster end
+  local fields = M.fields_for(calib, M.device_name(cluster))
+  if not fields then return cluster, false end
   if type(dev) == "string" then dev = { base = dev } end
   for k, v in pairs(fields) do dev[k] = v end
   cluster.device = dev
-  return cluster
+  return cluster, true
+end
+
+--- The device name a cluster table runs (its preset, or the base of a
+-- device table).
+-- @param cluster policy cluster table
+-- @treturn string|nil
+function M.device_name(cluster)
+  local dev = cluster and cluster.device
+  return type(dev) == "string" and dev or (type(dev) == "table" and (dev.base or dev.name)) or nil
 end
 
 return M

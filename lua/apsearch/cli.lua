@@ -201,13 +201,20 @@ local function load_policy(path, opts, extra)
     -- device preset's; the result's inputs name the file
     local calibration = require "apsearch.calibration"
     local calib = calibration.load(opts.calibration)
-    calibration.apply(p.cluster, calib, p.stack)
-    p.calibration = { name = calib.name, file = opts.calibration }
+    local _, applied = calibration.apply(p.cluster, calib, p.stack)
+    p.calibration = { name = calib.name, file = opts.calibration, applied = applied }
+    local own = calibration.for_stack(calib, p.stack)
+    if own and not applied then
+      -- a file fitted on other hardware: say so rather than change nothing
+      local dev = tostring(calibration.device_name(p.cluster))
+      io.stderr:write(("apsearch: note: %s has no calibration for device %s (family %s; has %s); "
+        .. "the device's own efficiencies apply\n"):format(opts.calibration, dev,
+        calibration.family(dev), table.concat(util.sorted_keys(own.devices), ", ")))
+    end
     if calib.stacks then
       -- a grouped file (calibrate --group software): the run's stack's entry
       p.calibration.stack = p.stack
-      p.calibration.applied = calib.stacks[p.stack] ~= nil
-      if not p.calibration.applied then
+      if calib.stacks[p.stack] == nil then
         io.stderr:write(("apsearch: note: %s has no calibration for stack %s (has %s); "
           .. "the stack's defaults apply\n"):format(opts.calibration, p.stack,
           table.concat(util.sorted_keys(calib.stacks), ", ")))

@@ -479,6 +479,29 @@ describe("calibrate", function()
     assert.are.equal(0.5, ctx:inputs().cluster.device.gemm_efficiency)
   end)
 
+  it("says when a calibration has no entry for the run's device family, and applies nothing", function()
+    local c = { name = "t", devices = { ["a100-sxm4-80gb"] = { gemm_efficiency = 0.5 } }, training = {} }
+    local cluster, applied = calibration.apply({ device = "h100-sxm-80gb" }, c)
+    assert.is_false(applied)
+    assert.are.equal("h100-sxm-80gb", cluster.device)
+    -- a device of the family: applied (the H200's entry to an H100)
+    c.devices = { ["h200-sxm-141gb"] = { gemm_efficiency = 0.5 } }
+    cluster, applied = calibration.apply({ device = "h100-sxm-80gb" }, c)
+    assert.is_true(applied)
+    assert.are.equal(0.5, cluster.device.gemm_efficiency)
+    -- through the CLI: a note naming the device and its family, and
+    -- inputs.calibration.applied = false
+    local H = require "spec_helpers"
+    local path = H.write(H.tmpdir() .. "/a100.json",
+      '{"schema_version": 1, "devices": {"a100-sxm4-80gb": {"gemm_efficiency": 0.5}}}')
+    local code, out, err = H.apsearch("estimate", "examples/llama3_8b_h100.lua", "--strategy",
+      "tp_degree=2", "--calibration", path, "--format", "json")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("has no calibration for device h100-sxm-80gb (family hopper; has a100-sxm4-80gb)",
+      1, true), err)
+    assert.is_false(require("cjson").decode(out).inputs.calibration.applied)
+  end)
+
   it("rejects an out-of-range or unknown calibrated field, naming it", function()
     for body, why in pairs({
       ['{"schema_version": 1, "devices": {"h100-sxm-80gb": {"gemm_efficiency": 7}}}'] =

@@ -245,7 +245,9 @@ function M.case_inputs(row)
   local assumed = {}
   if row.device_memory_gib and row.device_memory_gib ~= "" then
     local gib = decimal(row.device_memory_gib)
-    if not gib or gib <= 0 then error("device_memory_gib is not a positive number", 0) end
+    if not gib or gib <= 0 then
+      error(("device_memory_gib = %q is not a positive number"):format(row.device_memory_gib), 0)
+    end
     device.memory_bytes = gib * GIB
     local variant = M.variant_of(row.device, gib * GIB)
     if variant then

@@ -227,6 +227,17 @@ describe("validate on tests/fixtures/cases_small.csv", function()
     end)
   end
 
+  for _, bad in ipairs({ "0", "-96", "nan", "inf", "96GB" }) do
+    it("reports a device_memory_gib of " .. bad .. " for its row, naming the value", function()
+      local path = one_row(nil, set_column("device_memory_gib", bad))
+      local r = validate.run(path)
+      os.remove(path)
+      assert.are.equal(1, r.summary.failed)
+      assert.truthy(r.cases[1].error:find('device_memory_gib = "' .. bad .. '" is not a positive number',
+        1, true), r.cases[1].error)
+    end)
+  end
+
   -- issue 14: values that parse as positive numbers but no run can have
   -- (outside the row's physical bounds: validate.MIN_UTILIZATION,
   -- MAX_UTILIZATION, MIN_MEM_GIB, MAX_MEM_FRACTION), and conventions

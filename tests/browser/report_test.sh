@@ -16,7 +16,8 @@
 # colour of the one map in lua/apsearch/report/html.lua
 # (M.category_colors), the same in two reports (405B and 70B); the top-k
 # table sorts on a header click and needs no horizontal scrolling; the
-# scatter's log-scale box switches both axes; a search with no feasible
+# scatter's log-scale box switches both axes; the Gantt chart's time-axis
+# labels do not overlap; a search with no feasible
 # strategy and a --baseline report render their tables without scrolling.
 #
 # Exit 0 pass, 1 fail, 77 skipped (chromium not installed; CTest
@@ -107,6 +108,9 @@ dump "file://$OUT/report.html?selftest" "$WORK/dom1b.html"
 [ "$(attr data-topk-overflow "$WORK/dom1b.html")" = "0" ] || bad "top-k table wider than the page at 1280 px by $(attr data-topk-overflow "$WORK/dom1b.html") px"
 [ -z "$(attr data-overflowing-tables "$WORK/dom1b.html")" ] || bad "tables that scroll at 1280 px: $(attr data-overflowing-tables "$WORK/dom1b.html")"
 [ "$(attr data-log-test "$WORK/dom1b.html")" = "ok" ] || bad "scatter log toggle: '$(attr data-log-test "$WORK/dom1b.html")'"
+# chart 9's time axes: no label drawn over (or touching) another, the
+# cut between the fill and the drain panels included
+[ "$(attr data-gantt-label-overlaps "$WORK/dom1b.html")" = "0" ] || bad "Gantt chart: time-axis labels overlapping: '$(attr data-gantt-label-overlaps "$WORK/dom1b.html")'"
 [ -z "$(attr data-color-mismatch "$WORK/dom1b.html")" ] || bad "categories not in their map colour: $(attr data-color-mismatch "$WORK/dom1b.html")"
 # the map, read from its one definition
 MAP="$WORK/colors.txt"

@@ -23,8 +23,10 @@
  *                        tables that need horizontal scrolling (none: empty)
  * which the headless-browser test (tests/browser/) reads.  With
  * "?selftest" in the URL the page also clicks the top-k table's headers
- * and sets data-sort-test to "ok" or to what went wrong, and ticks chart
- * 7's log-scale box and sets data-log-test (both axes log, then back).
+ * and sets data-sort-test to "ok" or to what went wrong, ticks chart
+ * 7's log-scale box and sets data-log-test (both axes log, then back), and
+ * sets data-gantt-label-overlaps to the pairs of chart 9's time-axis
+ * labels drawn over each other (0 expected).
  */
 (function () {
   'use strict';
@@ -576,6 +578,36 @@
     }, animation);
   });
 
+  // pairs of x-axis labels of a chart that overlap or touch on the canvas
+  // (closer than LABEL_GAP px): the texts drawn in the band under the
+  // lowest grid, by their drawn boxes (the selftest of chart 9:
+  // data-gantt-label-overlaps, 0 expected)
+  var LABEL_GAP = 4;
+  function axisLabelOverlaps(c) {
+    var bottom = 0;
+    c.getModel().eachComponent('grid', function (g) {
+      var r = g.coordinateSystem && g.coordinateSystem.getRect();
+      if (r) bottom = Math.max(bottom, r.y + r.height);
+    });
+    var boxes = [];
+    c.getZr().storage.getDisplayList(true).forEach(function (el) {
+      // zrender draws a text as 'tspan' pieces
+      if ((el.type !== 'tspan' && el.type !== 'text') || el.invisible || !el.style || !el.style.text) return;
+      var r = el.getBoundingRect().clone();
+      if (el.transform) r.applyTransform(el.transform);
+      if (r.y >= bottom - 1 && r.y < bottom + 16 && r.width > 0) boxes.push(r);
+    });
+    var n = 0;
+    for (var i = 0; i < boxes.length; i++) {
+      for (var j = i + 1; j < boxes.length; j++) {
+        var a = boxes[i], b = boxes[j];
+        if (a.x < b.x + b.width + LABEL_GAP && b.x < a.x + a.width + LABEL_GAP &&
+            a.y < b.y + b.height && b.y < a.y + a.height) n += 1;
+      }
+    }
+    return n;
+  }
+
   // 9. the Gantt chart of the simulated pipeline schedule: a row per
   // pipeline rank, a bar per op coloured by kind, idle time as gaps; when
   // ranks ran more ops than were kept, two panels: the start and the end
@@ -589,7 +621,7 @@
       return 'rank ' + r.rank + ' \u00b7 idle ' + f(100 * r.idle_fraction, 1) + '%';
     });
     var drawnOps = 0;
-    chart('chart9', nr > 0, function () {
+    var c9 = chart('chart9', nr > 0, function () {
       var grids = [], xs = [], ys = [], series = [];
       // the rank labels take LEFT px; the panels share the rest
       var LEFT = 128, RIGHT = 24, GAP = 28;
@@ -598,9 +630,13 @@
       wins.forEach(function (win, g) {
         grids.push({ left: LEFT + g * (w + GAP), width: w, top: wins.length > 1 ? 100 : 84, bottom: 58 });
         var name = wins.length > 1 ? (g === 0 ? 'time from the start (s)' : 'time to the end (s)') : 'time (s)';
+        // the panels' inner edges (where the middle is cut, said in the
+        // subtitle) carry no label, which would run into the next panel's;
+        // a label that would touch its neighbour is hidden
         xs.push({ type: 'value', gridIndex: g, min: win[0], max: win[1], name: name,
           nameLocation: 'middle', nameGap: 26,
-          axisLabel: { formatter: function (v) { return +Number(v).toPrecision(4); } } });
+          axisLabel: { formatter: function (v) { return +Number(v).toPrecision(4); }, hideOverlap: true,
+            showMinLabel: g > 0 ? false : null, showMaxLabel: g < wins.length - 1 ? false : null } });
         ys.push({ type: 'category', gridIndex: g, inverse: true, data: rowNames,
           axisLabel: { show: g === 0, fontSize: 11, interval: 0 }, axisTick: { show: false },
           splitLine: { show: true, lineStyle: { color: '#eef1f4' } } });
@@ -670,6 +706,13 @@
       }, animation);
     });
     root.setAttribute('data-gantt', 'ops=' + drawnOps + ' ranks=' + nr + ' windows=' + wins.length);
+    if (c9 && /selftest/.test(location.search)) {
+      c9.on('finished', function () {
+        try { root.setAttribute('data-gantt-label-overlaps', String(axisLabelOverlaps(c9))); } catch (e) {
+          root.setAttribute('data-gantt-label-overlaps', 'error: ' + e);
+        }
+      });
+    }
   }
 
   if (expected === 0) root.setAttribute('data-charts-ok', '0');

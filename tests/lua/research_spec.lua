@@ -61,6 +61,14 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
     assert.are.same({ 2 }, ch["search_space.tp_degree"].after)
     assert.are.equal(0, ch["training.memory_limit_bytes"].before)
     assert.are.equal(40 * 2 ^ 30, ch["training.memory_limit_bytes"].after)
+    -- 0 is the default, the device's memory less the margin: the H100
+    -- preset's 79.65 GiB - 1 GiB = 78.65 GiB, the limit the baseline's
+    -- estimates applied
+    local lim = ch["training.memory_limit_bytes"]
+    assert.are.equal(base.top_k_strategies[1].memory_cost.limit, lim.effective_before)
+    assert.are.equal(40 * 2 ^ 30, lim.effective_after)
+    assert.are.equal("0 (default: 78.65 GiB)", baseline.show_input(lim, "before"))
+    assert.are.equal("42949672960 (40.00 GiB)", baseline.show_input(lim, "after"))
     assert.truthy(ch["overrides"])
     assert.is_nil(ch["model.num_layers"])
     for _, rec in ipairs(r.top_k_strategies) do

@@ -8,7 +8,10 @@
 --       baseline = "<path>",
 --       inputs = { changed = { {path, before, after}, ... } },
 --           -- model, cluster, training, search_space, constraints,
---           -- objective, top_k and overrides; dotted paths, arrays whole
+--           -- objective, top_k and overrides; dotted paths, arrays whole;
+--           -- training.memory_limit_bytes also effective_before/_after,
+--           -- the limit applied (bytes; 0 is the device's memory less
+--           -- the margin)
 --       summary = { space_size = {before, after}, feasible = {before, after} },
 --       best = { before = {step_time, strategy}, after = {...}, delta_s, delta_pct },
 --       top_k = {
@@ -419,6 +422,14 @@ function M.diff(baseline, result, path, policy)
   for _, sec in ipairs(INPUT_SECTIONS) do
     walk(sec, before_inputs[sec], now_inputs[sec], changed)
   end
+  -- a memory limit of 0 is the space's "device memory less the margin":
+  -- each side carries the limit its estimates applied
+  local html = require "apsearch.report.html"
+  for _, c in ipairs(changed) do
+    if c.path == "training.memory_limit_bytes" then
+      c.effective_before, c.effective_after = html.memory_limit(baseline), html.memory_limit(result)
+    end
+  end
 
   local bs, ns = baseline.all_candidate_summary or {}, result.all_candidate_summary or {}
   local diff = {
@@ -499,6 +510,27 @@ end
 -- @treturn string
 M.show = show
 
+--- One side of a changed input as text: the value (M.show), a byte count
+-- also in GiB, and a memory limit of 0 as the default it stands for (the
+-- device's memory less the margin, `effective_before` / `effective_after`
+-- of the change: the limit that side's estimates applied).
+-- @tparam table c an entry of `inputs.changed`
+-- @tparam string side "before" or "after"
+-- @treturn string e.g. `0 (default: 78.65 GiB)`, `64424509440 (60.00 GiB)`
+function M.show_input(c, side)
+  local v = c[side]
+  local t = show(v)
+  if type(v) == "number" and c.path:match("_bytes$") then
+    local eff = c["effective_" .. side]
+    if v == 0 and type(eff) == "number" then
+      t = t .. string.format(" (default: %.2f GiB)", eff / 2 ^ 30)
+    else
+      t = t .. string.format(" (%.2f GiB)", v / 2 ^ 30)
+    end
+  end
+  return t
+end
+
 local function secs(x) return x and string.format("%.3f s", x) or "-" end
 local function dp(x)
   if not x then return "" end
@@ -522,11 +554,7 @@ function M.lines(diff)
   else
     P("  inputs (%d changed):", #ch)
     for _, c in ipairs(ch) do
-      local extra = ""
-      if c.path:match("_bytes$") and type(c.before) == "number" and type(c.after) == "number" then
-        extra = string.format(" (%.2f -> %.2f GiB)", c.before / 2 ^ 30, c.after / 2 ^ 30)
-      end
-      P("    %s: %s -> %s%s", c.path, show(c.before), show(c.after), extra)
+      P("    %s: %s -> %s", c.path, M.show_input(c, "before"), M.show_input(c, "after"))
     end
   end
   local sm = diff.summary or {}

@@ -582,12 +582,7 @@ local function baseline_html(diff)
     out[#out + 1] = "<p>Inputs unchanged.</p>"
   else
     local rows = {}
-    local function v(x, path)
-      local t = B.show(x)
-      if path:match("_bytes$") and type(x) == "number" then t = t .. string.format(" (%.2f GiB)", x / 2 ^ 30) end
-      return t
-    end
-    for _, c in ipairs(ch) do rows[#rows + 1] = { c.path, v(c.before, c.path), v(c.after, c.path) } end
+    for _, c in ipairs(ch) do rows[#rows + 1] = { c.path, B.show_input(c, "before"), B.show_input(c, "after") } end
     out[#out + 1] = table_html({ "input", "baseline", "now" }, rows, nil, nil, " class=\"wrap\"")
   end
   local sm, b = diff.summary or {}, diff.best or {}

@@ -534,6 +534,12 @@ local function cmd_estimate(args)
   local search = require "apsearch.search"
   local ctx = search.context(p)
   local inputs = ctx:inputs()
+  if s.pipeline_split == nil then
+    -- the framework's own split, as the search enumerates it (TorchTitan
+    -- counts the embedding and the loss; Megatron where layers do not divide)
+    s.pipeline_split = space.default_split(inputs.training.framework, inputs.model.num_layers,
+      s.pp_degree or 1, s.vpp_degree or 1)
+  end
   local shard_fill = (inputs.training.framework == "fsdp2" or inputs.training.framework == "fsdp")
     and s.fsdp_degree == nil and s.hsdp_shard_degree == nil
   if s.dp_degree == nil and s.hsdp_replicate_degree == nil then

@@ -62,6 +62,11 @@ local MOE_DEFAULTS = { moe_token_dispatcher = "alltoall", moe_capacity_factor = 
 -- Megatron-LM and Megatron-DeepSpeed split evenly, and where the layers do
 -- not divide, by their own rules (--account-for-embedding/loss-in-
 -- pipeline-split; --pp-partition-method 'type:transformer|embedding').
+-- @tparam string framework training.framework
+-- @tparam[opt] integer L the model's layers
+-- @tparam integer pp pipeline degree
+-- @tparam integer vpp model chunks per rank
+-- @treturn string the pipeline_split value
 local function default_split(framework, L, pp, vpp)
   if pp == 1 then return "even" end
   if framework == "fsdp2" then return "embedding_loss" end
@@ -69,6 +74,10 @@ local function default_split(framework, L, pp, vpp)
   if framework == "deepspeed" then return vpp == 1 and "deepspeed_type" or "even" end
   return "embedding_loss"
 end
+--- The split rule a framework applies when pipeline_split is not given
+-- (the function above; `apsearch estimate` uses it too, so that a
+-- strategy estimates as the search ranked it).
+M.default_split = default_split
 
 --- Every strategy field a candidate carries, in display order.
 M.fields = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",

@@ -262,6 +262,29 @@ describe("estimate", function()
     assert.falsy(line:find("micro_batch_num=0", 1, true))
     assert.truthy(line:find("micro_batch_num=%d+"))
   end)
+
+  it("estimates a pipelined strategy with the framework's split, as the search ranked it", function()
+    -- TorchTitan (fsdp2) counts the embedding and the loss as a layer each:
+    -- Llama-3.1-8B's 32 layers + 2 over pp 4: 34 / 4 = 8 r 2 -> 9, 9, 8,
+    -- 8, less one on the first and the last: 8, 9, 8, 7 (space.default_split)
+    local cjson = require "cjson"
+    local code, out, err = H.apsearch("run", "--quiet", "--format", "json", "--top-k", "1",
+      "--set", "search_space.pp_degree=4", "--set", "search_space.tp_degree=2",
+      "--set", "search_space.layer_recompute=none", "--set", "search_space.micro_batch_size=1")
+    assert.are.equal(0, code, err)
+    local top = cjson.decode(out).top_k_strategies[1]
+    assert.are.same({ 8, 9, 8, 7 }, top.stage_partition)
+    code, out, err = H.apsearch("estimate", "--format", "json", "--strategy",
+      "pp_degree=4,tp_degree=2,layer_recompute=none,micro_batch_size=1")
+    assert.are.equal(0, code, err)
+    local est = cjson.decode(out).estimate
+    assert.are.equal("embedding_loss", est.strategy.pipeline_split)
+    local layers = {}
+    for i, st in ipairs(est.stages) do layers[i] = st.num_layers end
+    assert.are.same({ 8, 9, 8, 7 }, layers)
+    assert.is_true(math.abs(est.step_time - top.performance_cost.step_time) <= 1e-9 * est.step_time,
+      est.step_time .. " vs " .. top.performance_cost.step_time)
+  end)
 end)
 
 describe("did you mean, in the remaining places", function()

@@ -177,8 +177,9 @@ end
 local POSITIVE = { "dp_degree", "fsdp_degree", "tp_degree", "pp_degree", "vpp_degree",
   "cp_degree", "micro_batch_size" }
 
---- Checks the fields a diff reads: the top-k records (rank, degrees, step
--- time) and the candidate summary.
+--- Checks the fields a diff reads: the top-k records (rank, degrees,
+-- micro-batch count, ZeRO stage, step time, the per-stage records the
+-- split is read from) and the candidate summary.
 -- @raise `--baseline: <path>: <field>: <problem> (got <value>)`
 function M.check(r, path)
   local function fail(field, problem, v)
@@ -204,6 +205,23 @@ function M.check(r, path)
     if ranks[rec.rank] then fail(at .. ".rank", "repeated", rec.rank) end
     ranks[rec.rank] = true
     for _, f in ipairs(POSITIVE) do positive(at .. "." .. f, rec[f], true) end
+    -- optional fields the strategy text and the match read: absent, or
+    -- of their type
+    if rec.micro_batch_num ~= nil then positive(at .. ".micro_batch_num", rec.micro_batch_num, true) end
+    local z = rec.zero_stage
+    if z ~= nil and not (math.type(z) == "integer" and z >= 0 and z <= 3) then
+      fail(at .. ".zero_stage", "expected 0, 1, 2 or 3", z)
+    end
+    local mc = rec.memory_cost
+    if mc ~= nil then
+      if type(mc) ~= "table" then fail(at .. ".memory_cost", "expected an object", mc) end
+      if mc.per_stage ~= nil then
+        if not is_array(mc.per_stage) then fail(at .. ".memory_cost.per_stage", "expected an array", mc.per_stage) end
+        for j, st in ipairs(mc.per_stage) do
+          if type(st) ~= "table" then fail(at .. ".memory_cost.per_stage[" .. j .. "]", "expected an object", st) end
+        end
+      end
+    end
     local pc = rec.performance_cost
     if type(pc) ~= "table" then fail(at .. ".performance_cost", "expected an object", pc) end
     positive(at .. ".performance_cost.step_time", pc.step_time, false)

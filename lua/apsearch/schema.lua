@@ -245,12 +245,22 @@ function M.check_value(kind, v, fail)
         (kind == "offsets" and " or \"balanced\"" or ""), v)
     end
     local r = util.array()
+    local layers = 0
     for i, x in ipairs(v) do
-      local okx = util.is_integer(x) and (kind == "offsets" or x >= 1)
+      -- a partition entry may be 0: given per model chunk (pp x vpp
+      -- entries), a chunk may hold only the embedding or the loss, as the
+      -- embedding_loss split of the outputs writes it (405 B, pp 16 x vpp
+      -- 8: 0, 1, ..., 1, 0); a pipeline rank with no layer at all is the
+      -- core's PP_PARTITION
+      local okx = util.is_integer(x) and (kind == "offsets" or x >= 0)
       if not okx then
-        fail("element " .. i .. (kind == "offsets" and " must be an integer" or " must be a positive integer"), x)
+        fail("element " .. i .. (kind == "offsets" and " must be an integer" or " must be an integer >= 0"), x)
       end
       r[i] = util.int(x)
+      layers = layers + (kind == "partition" and r[i] or 0)
+    end
+    if kind == "partition" and layers == 0 then
+      fail("expected at least one layer (give \"even\" for the even split)", v)
     end
     for k in pairs(v) do
       if not util.is_integer(k) or k < 1 or k > #v then fail("expected an array", v) end

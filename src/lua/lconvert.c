@@ -846,6 +846,20 @@ void apsl_check_strategy(lua_State *L, int idx, const aps_strategy *proto,
                            fi == S_PART ? " or pp_degree x vpp_degree" : "",
                            r.arrlen[fi], (LUAI_UACINT)s->pp_degree);
         }
+        /* Given per model chunk (p v entries, v > 1), the core tells the
+         * form by its entries (aps_partition_entries: per chunk when one
+         * past the first p is not 0); a split with every chunk past the
+         * first p empty would read as per rank, equal chunks: refused. */
+        int64_t p = s->pp_degree, S = p * s->vpp_degree;
+        if ((r.seen >> S_PART & 1u) && s->vpp_degree > 1 && p >= 1 &&
+            S <= APS_MAX_STAGES && (int64_t)r.arrlen[S_PART] == S &&
+            aps_partition_entries(s) != S)
+            apsl_error(L, "strategy.stage_partition: given per model chunk "
+                          "(%I = pp_degree x vpp_degree entries), every "
+                          "chunk after the first pp_degree = %I has 0 "
+                          "layers; give a layer to one of them, or "
+                          "pp_degree entries for equal chunks per rank",
+                       (LUAI_UACINT)S, (LUAI_UACINT)p);
     }
 }
 

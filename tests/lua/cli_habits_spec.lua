@@ -285,6 +285,47 @@ describe("estimate", function()
     assert.is_true(math.abs(est.step_time - top.performance_cost.step_time) <= 1e-9 * est.step_time,
       est.step_time .. " vs " .. top.performance_cost.step_time)
   end)
+
+  it("takes a top-k stage_partition back as --strategy, empty model chunks included", function()
+    -- Llama-3.1-405B's 126 layers over pp 16 x vpp 8 = 128 chunks by
+    -- Megatron's embedding_loss split: 128 units, one each, the first and
+    -- the last chunk giving theirs to the embedding and the loss: 0, 1 x
+    -- 126, 0 (src/core/pipeline.c split_rule)
+    local cjson = require "cjson"
+    local code, out, err = H.apsearch("run", "examples/llama3_405b_h100_16k.lua", "--quiet",
+      "--format", "json", "--top-k", "1", "--fix", "pp_degree=16", "--fix", "vpp_degree=8")
+    assert.are.equal(0, code, err)
+    local top = cjson.decode(out).top_k_strategies[1]
+    local sp = top.stage_partition
+    assert.are.equal(128, #sp)
+    assert.are.equal(0, sp[1])
+    assert.are.equal(0, sp[128])
+    assert.are.equal(1, sp[64])
+    local parts = {}
+    for _, f in ipairs({ "dp_degree", "fsdp_degree", "zero_stage", "tp_degree", "sequence_parallel",
+      "pp_degree", "vpp_degree", "cp_degree", "cp_comm_type", "micro_batch_size", "micro_batch_num",
+      "layer_recompute" }) do
+      parts[#parts + 1] = f .. "=" .. tostring(top[f])
+    end
+    local list = {}
+    for i, n in ipairs(sp) do list[i] = tostring(n) end
+    parts[#parts + 1] = "stage_partition=" .. table.concat(list, ":")
+    code, out, err = H.apsearch("estimate", "examples/llama3_405b_h100_16k.lua", "--format", "json",
+      "--strategy", table.concat(parts, ","))
+    assert.are.equal(0, code, err)
+    local est = cjson.decode(out).estimate
+    assert.is_true(math.abs(est.step_time - top.performance_cost.step_time) <= 1e-9 * est.step_time,
+      est.step_time .. " vs " .. top.performance_cost.step_time)
+    -- a per-chunk split whose chunks past the first pp_degree are all empty
+    -- would read as per rank (equal chunks): refused, as is no layer at all
+    code, _, err = H.apsearch("estimate", "--strategy",
+      "pp_degree=2,vpp_degree=2,tp_degree=4,stage_partition=16:16:0:0")
+    assert.are.equal(2, code)
+    assert.truthy(err:find("every chunk after the first pp_degree = 2 has 0 layers", 1, true), err)
+    code, _, err = H.apsearch("estimate", "--strategy", "pp_degree=2,tp_degree=4,stage_partition=0:0")
+    assert.are.equal(2, code)
+    assert.truthy(err:find("stage_partition: expected at least one layer", 1, true), err)
+  end)
 end)
 
 describe("did you mean, in the remaining places", function()

@@ -750,6 +750,25 @@ describe("launch configs", function()
     end
   end)
 
+  it("write one stage per rank for InterleavedZeroBubble at vpp 1 (HEAD's default for it is two)", function()
+    -- a looped schedule gets 2 stages per rank from TorchTitan unless told
+    -- (pipeline_parallel.py _get_pipeline_metadata), and layers_per_stage
+    -- cannot give it 1 ("Multi-stage schedule requires at least 2 stages
+    -- per rank"): the pp stages are spelled out; 8B, pp 2: 32 + 2 units,
+    -- 17 each, less the embedding and the loss: 16, 16
+    local r = run_example("llama3_8b_h100.lua", { top_k = 3, set = { "search_space.pp_degree=2",
+      "search_space.vpp_degree=1", "search_space.tp_degree=2", "search_space.pp_schedule=interleaved_zero_bubble" } })
+    assert.is_true(#r.top_k_strategies > 0)
+    local by = check_all(r)
+    for _, rec in ipairs(r.top_k_strategies) do
+      assert.are.equal("interleaved_zero_bubble", rec.pp_schedule)
+      assert.are.equal(1, rec.vpp_degree)
+      local t = parse_titan(by[rec.rank].torchtitan.text)
+      assert.are.equal("InterleavedZeroBubble", t.fields["parallelism.pipeline_parallel_schedule"])
+      assert.are.equal(2, #t.fields["parallelism.module_fqns_per_model_part"])
+    end
+  end)
+
   it("write first/last stage sizes for an uneven split Megatron can express", function()
     local r = run_example("llama3_405b_h100_16k.lua", { top_k = 4,
       fix = { "vpp_degree=1", "pp_degree=16", "cp_degree=1" } })

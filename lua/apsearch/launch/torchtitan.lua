@@ -22,7 +22,9 @@
 --   over the stages, pipeline_parallel.py _generate_llm_fqn_per_model_part)
 --   with first/last_stage_less_layers = 1 (pipeline_split embedding_loss)
 --   or 0 (even) when it gives the estimate's chunks, else the chunks
---   spelled out in module_fqns_per_model_part
+--   spelled out in module_fqns_per_model_part (always for one stage per
+--   rank under a looped schedule, InterleavedZeroBubble at vpp 1, to
+--   which TorchTitan would give two)
 -- * cp_degree -> context_parallel_degree (load balancer "headtail": the
 --   load-balanced causal split the estimate assumes)
 -- * batch: num_tokens_per_microbatch_per_dp_rank = micro_batch_size x
@@ -542,8 +544,8 @@ function M.render(c)
     -- them on
     local zb = { interleaved_zero_bubble = "InterleavedZeroBubble",
                  zbv_zero_bubble = "ZBVZeroBubble", dualpipev = "DualPipeV" }
-    F("parallelism.pipeline_parallel_schedule",
-      zb[r.pp_schedule or "1f1b"] or (vpp > 1 and "Interleaved1F1B" or "1F1B"))
+    local sched = zb[r.pp_schedule or "1f1b"] or (vpp > 1 and "Interleaved1F1B" or "1F1B")
+    F("parallelism.pipeline_parallel_schedule", sched)
     F("parallelism.num_pp_microbatches", nmb)
     local S = pp * vpp
     local chunks = M.estimate_chunks(c)
@@ -551,11 +553,18 @@ function M.render(c)
     local done = false
     for _, w in ipairs(want) do
       local split = M.titan_split(S, L, w[1], w[2])
-      -- the stage count HEAD derives: 1 or 2 per rank by default, else from layers_per_stage
+      -- the stage count HEAD derives (pipeline_parallel.py
+      -- _get_pipeline_metadata): by default 1 per rank for a single-stage
+      -- schedule (1F1B), 2 for a looped one, else from layers_per_stage,
+      -- which cannot give a looped schedule 1 ("Multi-stage schedule
+      -- requires at least 2 stages per rank"): one stage per rank under a
+      -- looped schedule (InterleavedZeroBubble at vpp 1) is spelled out
       local lps
       if vpp > 2 then
         lps = math.ceil((L + w[1] + w[2]) / S)
         if math.ceil((L + w[1] + w[2]) / lps) ~= S then split = nil end
+      elseif vpp == 1 and sched ~= "1F1B" then
+        split = nil
       end
       if same(split, chunks) then
         F("parallelism.pipeline_parallel_first_stage_less_layers", w[1])

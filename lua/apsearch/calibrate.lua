@@ -136,7 +136,9 @@ function M.fit_rows(all, label, opts)
       log(("calibrate: skipping %s: %s"):format(row.case_id, c.error))
     elseif c.measured.tokens_per_s_per_gpu then
       rows[#rows + 1] = row
-      devices[row.device] = true
+      -- preset names match case-insensitively: one entry per preset, as
+      -- calibration.check requires of the file
+      devices[row.device:lower()] = true
       if row.precision == "fp8" then fp8[calibration.family(row.device)] = true end
     end
   end

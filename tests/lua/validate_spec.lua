@@ -475,6 +475,34 @@ describe("calibrate", function()
     assert.is_true(calib.loss_after < 1e-3)
   end)
 
+  it("writes one entry per preset however the rows spell the device, and the file loads", function()
+    -- preset names match case-insensitively (calibration.check refuses two
+    -- spellings of one preset): rows spelling H100-SXM-80GB and
+    -- h100-sxm-80gb are one device
+    local src = validate.load(ROOT .. "/tests/fixtures/cases_mpt_h100.csv")
+    local rows = {}
+    for _, row in ipairs(src) do
+      if row.device == "h100-sxm-80gb" and row.framework == "fsdp" and row.measured_tokens_per_s_per_gpu ~= "" then
+        rows[#rows + 1] = row
+      end
+    end
+    assert.is_true(#rows >= 2)
+    rows[1].device = "H100-SXM-80GB"
+    local M0 = calibrate.RESTARTS
+    calibrate.RESTARTS = 1
+    local ok, calib = pcall(calibrate.fit_rows, rows, "mixed-case rows")
+    calibrate.RESTARTS = M0
+    assert.is_true(ok, calib)
+    assert.are.same({ "h100-sxm-80gb" }, require("apsearch.util").sorted_keys(calib.devices))
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write(require("cjson").encode(calib))
+    f:close()
+    local lok, err = pcall(calibration.load, path)
+    os.remove(path)
+    assert.is_true(lok, err)
+  end)
+
   it("round-trips through a calibration file applied to a cluster", function()
     local path = os.tmpname()
     local f = assert(io.open(path, "w"))

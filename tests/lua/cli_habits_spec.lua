@@ -286,6 +286,27 @@ describe("estimate", function()
       est.step_time .. " vs " .. top.performance_cost.step_time)
   end)
 
+  it("lists each stage's layers one range per model chunk, as the report does", function()
+    -- Llama-3.1-8B, pp 4 x vpp 2, TorchTitan's split: 32 + 2 units over 8
+    -- chunks, 5 5 4 4 4 4 4 4 less the embedding and the loss: 4 5 4 4 4 4
+    -- 4 3 in model order.  Interleaved, rank 1 runs chunks 1 and 5
+    -- (layers 0-3, 17-20); on DualPipeV's V chunks 1 and 8 (0-3, 29-31)
+    local function stage_lines(sched)
+      local code, out, err = H.apsearch("estimate", "--strategy",
+        "pp_degree=4,vpp_degree=2,tp_degree=2,pp_schedule=" .. sched)
+      assert.are.equal(0, code, err)
+      local lines = {}
+      for l in out:match("pipeline stages\n(.*)$"):gmatch("[^\n]+") do lines[#lines + 1] = l end
+      return lines
+    end
+    local il = stage_lines("1f1b")
+    assert.truthy(il[3]:match("^%s+1%s+0%-3, 17%-20%s+8%s"), il[3])
+    assert.truthy(il[6]:match("^%s+4%s+13%-16, 29%-31%s+7%s"), il[6])
+    local v = stage_lines("dualpipev")
+    assert.truthy(v[3]:match("^%s+1%s+0%-3, 29%-31%s+7%s"), v[3])
+    assert.truthy(v[6]:match("^%s+4%s+13%-16, 17%-20%s+8%s"), v[6])
+  end)
+
   it("takes a top-k stage_partition back as --strategy, empty model chunks included", function()
     -- Llama-3.1-405B's 126 layers over pp 16 x vpp 8 = 128 chunks by
     -- Megatron's embedding_loss split: 128 units, one each, the first and

@@ -173,12 +173,16 @@ function M.format(est, inputs)
     P("")
     P("pipeline stages")
     local rows = {}
-    for _, st in ipairs(est.stages) do
+    -- a rank's layers, one range per model chunk: with vpp > 1 a rank
+    -- holds chunks i, i + p, ... (or the V of ZB-V and DualPipeV)
+    local counts = {}
+    for i, st in ipairs(est.stages) do counts[i] = st.num_layers or 0 end
+    local chunks = common.chunk_layers(est.strategy or {}, counts)
+    for i, st in ipairs(est.stages) do
       local mb = st.memory_breakdown or {}
-      local last = (st.first_layer or 0) + (st.num_layers or 0) - 1
       local top = common.top_memory(mb)
       rows[#rows + 1] = {
-        tostring(st.stage), string.format("%s-%s", tostring(st.first_layer), tostring(last)),
+        tostring(st.stage), common.chunks_text(chunks[i] or {}),
         tostring(st.num_layers), tostring(st.recompute_layers),
         string.format("%.1f", (st.params or 0) / 1e6),
         string.format("%.2f", st.inflight_microbatches or 0),

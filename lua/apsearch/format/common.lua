@@ -197,6 +197,21 @@ function M.chunk_layers(t, counts)
   return out
 end
 
+--- A rank's chunks as text: `31, 63-64, 95` (layer ranges, 0-based; a
+-- chunk without layers left out), the `layers` of the estimate's and the
+-- report's stage tables.
+-- @tparam table chunks one rank's entry of `chunk_layers`
+-- @treturn string
+function M.chunks_text(chunks)
+  local parts = {}
+  for _, c in ipairs(chunks) do
+    if c[3] >= c[2] then
+      parts[#parts + 1] = c[3] == c[2] and tostring(c[2]) or (c[2] .. "-" .. c[3])
+    end
+  end
+  return #parts > 0 and table.concat(parts, ", ") or "none"
+end
+
 --- A strategy field as every output shows it: for a top-k record (one
 -- with `memory_cost.per_stage`) the resolved split and recompute
 -- (resolved_layout; layer_offset then moot), otherwise field_value.

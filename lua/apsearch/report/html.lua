@@ -201,18 +201,8 @@ end
 --- Layers of each model chunk of a pipeline rank (format.common.chunk_layers).
 M.chunk_layers = common.chunk_layers
 
---- A rank's chunks as text: `31, 63-64, 95` (layer ranges, 0-based).
--- @tparam table chunks one rank's entry of `chunk_layers`
--- @treturn string
-function M.chunks_text(chunks)
-  local parts = {}
-  for _, c in ipairs(chunks) do
-    if c[3] >= c[2] then
-      parts[#parts + 1] = c[3] == c[2] and tostring(c[2]) or (c[2] .. "-" .. c[3])
-    end
-  end
-  return #parts > 0 and table.concat(parts, ", ") or "none"
-end
+--- A rank's chunks as text (format.common.chunks_text).
+M.chunks_text = common.chunks_text
 
 local function short_text(s)
   return require("apsearch.search").describe_strategy(s)

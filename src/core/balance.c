@@ -85,7 +85,8 @@
 #define APS_BALANCE_SIM_LAYOUTS 48
 
 /** Forward plus backward seconds of one micro-batch on stage i as laid
- *  out (aps_stage_time_build with the embedding and output layer). */
+ *  out, the embedding and the output layer where the schedule runs them
+ *  (aps_stage_time_placed: both on rank 0 under the V). */
 static double stage_seconds(const aps_model *m, const aps_cluster *c,
                             const aps_training *t, const aps_strategy *s,
                             const aps_layout *lay, const aps_dp_plan *plan,
@@ -93,7 +94,7 @@ static double stage_seconds(const aps_model *m, const aps_cluster *c,
 {
     aps_stage_time tm;
     double tf, tb;
-    aps_stage_time_build(m, c, t, s, lay, plan, lc, i, true, &tm);
+    aps_stage_time_placed(m, c, t, s, lay, plan, lc, i, &tm);
     aps_stage_fwd_bwd(&tm, &tf, &tb);
     return tf + tb;
 }

@@ -51,10 +51,9 @@ static void run_stages(const aps_model *m, const aps_cluster *c,
         st->num_layers = lay->layers[i];
         st->recompute_layers = lay->recompute[i];
         aps_stage_memory(m, c, t, s, lay, plan, lc, i, st);
-        aps_stage_time tm;
+        aps_stage_time tm; /* the rank as the schedule runs it */
         aps_stage_time_rank(m, c, t, s, lay, plan, lc, i, &tm, &sp->ranks);
-        st->time_fwd = sp->ranks.tf[i];
-        st->time_bwd = sp->ranks.tb[i];
+        aps_stage_fwd_bwd(&tm, &st->time_fwd, &st->time_bwd);
         if (st->time_fwd + st->time_bwd > sp->tf + sp->tb || i == 0) {
             sp->slow = tm;
             sp->tf = st->time_fwd;

@@ -525,10 +525,24 @@ void aps_stage_time_build(const aps_model *m, const aps_cluster *c,
  *  with its recompute). */
 void aps_stage_fwd_bwd(const aps_stage_time *st, double *tf, double *tb);
 
-/** Rank i's times into tm (edges included) and its entries of r: tf, tb,
- *  tw, and on the first and last rank of a pipeline (p > 1) the fixed
- *  work ef, eb, ew that the embedding or the output layer and loss add
- *  (0 elsewhere). */
+/** Times of one micro-batch on pipeline rank i with the fixed work where
+ *  the schedule runs it: the embedding on rank 0, the output layer and
+ *  loss on rank p - 1, or on rank 0 under the V of ZB-V and DualPipeV
+ *  (their last stage, 2p - 1, is rank 0's second chunk). */
+void aps_stage_time_placed(const aps_model *m, const aps_cluster *c,
+                           const aps_training *t, const aps_strategy *s,
+                           const aps_layout *lay, const aps_dp_plan *plan,
+                           const aps_layer_cost *lc, int64_t i,
+                           aps_stage_time *tm);
+
+/** Rank i's times into tm, its fixed work where the schedule runs it
+ *  (the embedding on rank 0; the output layer and loss on rank p - 1, or
+ *  on rank 0 under the V of ZB-V and DualPipeV, whose last stage is rank
+ *  0's second chunk), and its entries of r: tf, tb, tw with the rank's
+ *  own edges, and on the first and last rank of a pipeline (p > 1) the
+ *  fixed work ef, eb, ew that the embedding or the output layer and loss
+ *  add (0 elsewhere), which aps_pipeline_schedule places on stage 0 and
+ *  stage p v - 1. */
 void aps_stage_time_rank(const aps_model *m, const aps_cluster *c,
                          const aps_training *t, const aps_strategy *s,
                          const aps_layout *lay, const aps_dp_plan *plan,

@@ -228,15 +228,65 @@ void aps_stage_fwd_bwd(const aps_stage_time *st, double *tf, double *tb)
           st->ep_exposed_bwd;
 }
 
+/** tm += sign x (a - b), every category. */
+static void stage_time_add_diff(aps_stage_time *tm, const aps_stage_time *a,
+                                const aps_stage_time *b, double sign)
+{
+#define APS_ADD_DIFF(f) tm->f += sign * (a->f - b->f)
+    APS_ADD_DIFF(comp_fwd);
+    APS_ADD_DIFF(comp_bwd);
+    APS_ADD_DIFF(recompute);
+    APS_ADD_DIFF(tp_total);
+    APS_ADD_DIFF(tp_exposed_fwd);
+    APS_ADD_DIFF(tp_exposed_bwd);
+    APS_ADD_DIFF(cp_total);
+    APS_ADD_DIFF(cp_exposed_fwd);
+    APS_ADD_DIFF(cp_exposed_bwd);
+    APS_ADD_DIFF(ag_total);
+    APS_ADD_DIFF(ag_exposed);
+    APS_ADD_DIFF(rs_total);
+    APS_ADD_DIFF(rs_exposed);
+    APS_ADD_DIFF(fsdp_exposed_fwd);
+    APS_ADD_DIFF(fsdp_exposed_bwd);
+    APS_ADD_DIFF(offload_total);
+    APS_ADD_DIFF(offload_exposed_fwd);
+    APS_ADD_DIFF(offload_exposed_bwd);
+    APS_ADD_DIFF(wgrad);
+#undef APS_ADD_DIFF
+}
+
+void aps_stage_time_placed(const aps_model *m, const aps_cluster *c,
+                           const aps_training *t, const aps_strategy *s,
+                           const aps_layout *lay, const aps_dp_plan *plan,
+                           const aps_layer_cost *lc, int64_t i,
+                           aps_stage_time *tm)
+{
+    aps_stage_time_build(m, c, t, s, lay, plan, lc, i, true, tm);
+    /* On the V (ZB-V, DualPipeV) the last stage, 2p - 1, is rank 0's
+     * second chunk: the output layer and loss run there (schedule.c puts
+     * rank p - 1's fixed work on it), so rank 0's time gains and rank
+     * p - 1's loses them. */
+    if (lay->p > 1 && aps_schedule_v_shaped(lay->sched) &&
+        (i == 0 || i == lay->p - 1)) {
+        aps_stage_time with, without;
+        aps_stage_time_build(m, c, t, s, lay, plan, lc, lay->p - 1, true,
+                             &with);
+        aps_stage_time_build(m, c, t, s, lay, plan, lc, lay->p - 1, false,
+                             &without);
+        stage_time_add_diff(tm, &with, &without, i == 0 ? 1.0 : -1.0);
+    }
+}
+
 void aps_stage_time_rank(const aps_model *m, const aps_cluster *c,
                          const aps_training *t, const aps_strategy *s,
                          const aps_layout *lay, const aps_dp_plan *plan,
                          const aps_layer_cost *lc, int64_t i,
                          aps_stage_time *tm, aps_stage_times *r)
 {
-    aps_stage_time_build(m, c, t, s, lay, plan, lc, i, true, tm);
-    aps_stage_fwd_bwd(tm, &r->tf[i], &r->tb[i]);
-    r->tw[i] = tm->wgrad;
+    aps_stage_time own; /* the rank with its own edges */
+    aps_stage_time_build(m, c, t, s, lay, plan, lc, i, true, &own);
+    aps_stage_fwd_bwd(&own, &r->tf[i], &r->tb[i]);
+    r->tw[i] = own.wgrad;
     r->ef[i] = r->eb[i] = r->ew[i] = 0.0;
     if (lay->p > 1 && (i == 0 || i == lay->p - 1)) {
         aps_stage_time mid; /* the same rank without embedding / output */
@@ -245,8 +295,9 @@ void aps_stage_time_rank(const aps_model *m, const aps_cluster *c,
         aps_stage_fwd_bwd(&mid, &mf, &mb);
         r->ef[i] = r->tf[i] - mf;
         r->eb[i] = r->tb[i] - mb;
-        r->ew[i] = tm->wgrad - mid.wgrad;
+        r->ew[i] = own.wgrad - mid.wgrad;
     }
+    aps_stage_time_placed(m, c, t, s, lay, plan, lc, i, tm);
 }
 
 void aps_stage_time_perf(const aps_stage_time *slow, int64_t m,

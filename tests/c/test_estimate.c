@@ -1255,6 +1255,78 @@ static void test_overlap_interference(void **state)
     test_free(b);
 }
 
+/** On the V of DualPipeV and ZB-V the last stage, 2p - 1, is rank 0's
+ *  second chunk: the output layer and loss run on rank 0
+ *  (aps_chunk_stage; schedule.c moves their time there), so the step is
+ *  the simulated pipeline, not m x the per-stage time of rank p - 1 with
+ *  the output layer.  Llama-3.1-8B on 16 H100, pp 4 x vpp 2 even (4
+ *  layers a chunk, 8 a rank), TP 2 with SP, FSDP 2, m = 32: rank 3 holds
+ *  8 layers and no edge, as rank
+ *  1 does; rank 0 holds the embedding and the output layer, the edges
+ *  1F1B splits between ranks 0 and 3; the compute, TP, FSDP and bubble
+ *  terms add up to the simulated pipeline, and the bubble is its slowest
+ *  rank's idle time (before: rank 3 kept the output layer, m (t_f + t_b)
+ *  exceeded the pipeline and the bubble read 0). */
+static void test_v_schedule_places_output_layer(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_llama31_8b(&m);
+    fx_h100(&c, 16);
+    fx_training(&t, 64, 8192);
+    t.framework = APS_FW_FSDP2;
+    aps_strategy_defaults(&s);
+    s.pp_degree = 4;
+    s.vpp_degree = 2;
+    s.tp_degree = 2;
+    s.sequence_parallel = true;
+    s.fsdp_degree = 2;
+    s.reshard_after_forward = false;
+    aps_estimate *loop = test_malloc(sizeof *loop);
+    aps_estimate *e = test_malloc(sizeof *e);
+    fx_run(&m, &c, &t, &s, loop);
+    ASSERT_REASON(loop->reason, APS_REASON_NONE, loop->reason_msg);
+    enum { KEEP = 8 };
+    static aps_schedule_event ev[4 * 2 * KEEP];
+    const aps_pp_schedule v_scheds[] = {APS_PP_DUALPIPEV, APS_PP_ZBV};
+    for (int k = 0; k < 2; k++) {
+        s.pp_schedule = v_scheds[k];
+        aps_timeline tl;
+        memset(&tl, 0, sizeof tl);
+        tl.keep = KEEP;
+        tl.events = ev;
+        tl.ranks_cap = 4;
+        assert_int_equal(aps_estimate_timeline(&m, &c, &t, &s, &tl, e), APS_OK);
+        assert_true(e->feasible);
+        assert_true(tl.recorded);
+        double f0 = e->stages[0].time_fwd + e->stages[0].time_bwd;
+        double f3 = e->stages[3].time_fwd + e->stages[3].time_bwd;
+        double l0 = loop->stages[0].time_fwd + loop->stages[0].time_bwd;
+        double l1 = loop->stages[1].time_fwd + loop->stages[1].time_bwd;
+        double l3 = loop->stages[3].time_fwd + loop->stages[3].time_bwd;
+        /* the work moves whole; rank 3 is left with 8 layers and no edge
+         * but the output layer's FSDP gather, whose weights stay on it
+         * (docs/modeling.md: their memory stays on rank p - 1; 8.6e-6 s
+         * of 0.1049 here), as rank 1 under 1F1B */
+        ASSERT_REL(f0 + f3, l0 + l3, 1e-9);
+        ASSERT_REL(f3, l1, 1e-4);
+        assert_true(f0 > l0 && f3 < l3);
+        double inside = e->perf_exposed[APS_PERF_PP_BUBBLE];
+        const aps_perf_category stage_terms[] = {
+            APS_PERF_COMPUTE_FWD, APS_PERF_COMPUTE_BWD, APS_PERF_RECOMPUTE,
+            APS_PERF_TP_COMM, APS_PERF_CP_COMM, APS_PERF_FSDP_ALLGATHER,
+            APS_PERF_FSDP_REDUCESCATTER, APS_PERF_OFFLOAD};
+        for (int q = 0; q < 8; q++)
+            inside += e->perf_exposed[stage_terms[q]];
+        ASSERT_REL(inside, tl.result.step, 1e-9);
+        ASSERT_REL(e->perf_exposed[APS_PERF_PP_BUBBLE], tl.result.bubble,
+                   1e-9);
+        assert_true(e->perf_exposed[APS_PERF_PP_BUBBLE] > 0.0);
+    }
+    test_free(e);
+    test_free(loop);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1274,6 +1346,7 @@ int main(void)
         cmocka_unit_test(test_auto_recompute_is_minimal),
         cmocka_unit_test(test_first_stage_holds_L_layers),
         cmocka_unit_test(test_interleaved_bubble),
+        cmocka_unit_test(test_v_schedule_places_output_layer),
         cmocka_unit_test(test_cp_halves_activations),
         cmocka_unit_test(test_zero2_syncs_every_microbatch),
         cmocka_unit_test(test_logits_bytes_by_framework),

@@ -286,6 +286,25 @@ describe("estimate", function()
       est.step_time .. " vs " .. top.performance_cost.step_time)
   end)
 
+  it("writes the estimate's split and recompute as its stages ran them, numbers only", function()
+    -- recompute_num_layers -1:2 on pp 2 (16 layers a stage): all 16 of
+    -- stage 1, 2 of stage 2 -- not {"all", 2}; the split TorchTitan's
+    -- rule gave, not null
+    local cjson = require "cjson"
+    local code, out, err = H.apsearch("estimate", "--format", "json", "--strategy",
+      "pp_degree=2,tp_degree=4,layer_recompute=full,recompute_num_layers=-1:2")
+    assert.are.equal(0, code, err)
+    local st = cjson.decode(out).estimate.strategy
+    assert.are.same({ 16, 2 }, st.recompute_num_layers)
+    assert.are.same({ 16, 16 }, st.stage_partition)
+    assert.are.equal(cjson.null, st.layer_offset)
+    code, out, err = H.apsearch("estimate", "--format", "json", "--strategy", "pp_degree=4,tp_degree=2")
+    assert.are.equal(0, code, err)
+    st = cjson.decode(out).estimate.strategy
+    assert.are.same({ 8, 9, 8, 7 }, st.stage_partition)
+    assert.are.equal(cjson.null, st.recompute_num_layers)
+  end)
+
   it("lists each stage's layers one range per model chunk, as the report does", function()
     -- Llama-3.1-8B, pp 4 x vpp 2, TorchTitan's split: 32 + 2 units over 8
     -- chunks, 5 5 4 4 4 4 4 4 less the embedding and the loss: 4 5 4 4 4 4

@@ -11,7 +11,8 @@
 --   (format.common.field_value: `micro_batch_num` 0 as the derived count,
 --   `recompute_num_layers` -1 as "all", moot fields `null`); a top-k
 --   record's `stage_partition` and `recompute_num_layers` are the layers
---   each stage ran and recomputed (format.common.resolved_layout).  The
+--   each stage ran and recomputed (format.common.resolved_layout), and so
+--   are an estimate's (`estimate.strategy`, from `estimate.stages`).  The
 --   `inputs.search_space` lists read "derived" and "all" for them.
 -- * `filter_reason` of each top-k strategy, nil in Lua, is written `null`
 --   so that the field is present.
@@ -104,17 +105,31 @@ end
 -- copy `s` (common.field_value; a moot field is `null`), using the
 -- original `v` where the value needs the estimate (a top-k record's
 -- resolved layout, common.resolved_layout).
+local function spell_fields(s, v, gbs, lay)
+  for _, f in ipairs(STRATEGY_PLACEHOLDERS) do
+    local x = common.output_value(v, f, gbs, lay)
+    if s[f] ~= nil or v[f] ~= nil then s[f] = x == nil and cjson.null or sanitize(x, 0) end
+  end
+end
+
 local function spell(s, v, gbs, depth)
   if type(s) ~= "table" or type(v) ~= "table" or depth > 64 then return end
   if is_strategy(v) then
-    local lay = (v.memory_cost and v.memory_cost.per_stage) and common.resolved_layout(v) or {}
-    for _, f in ipairs(STRATEGY_PLACEHOLDERS) do
-      local x = common.output_value(v, f, gbs, lay)
-      if s[f] ~= nil or v[f] ~= nil then s[f] = x == nil and cjson.null or sanitize(x, 0) end
-    end
+    spell_fields(s, v, gbs, (v.memory_cost and v.memory_cost.per_stage) and common.resolved_layout(v) or {})
+  end
+  -- an estimate (`apsearch estimate --format json`): its strategy as its
+  -- stages ran it, the layers and recomputed layers of each, as a top-k
+  -- record's (no "all" beside counts in one array)
+  local est = type(v.strategy) == "table" and is_strategy(v.strategy) and type(v.stages) == "table"
+    and #v.stages > 0 and type(s.strategy) == "table"
+  if est then
+    local rec = setmetatable({ memory_cost = { per_stage = v.stages } }, { __index = v.strategy })
+    spell_fields(s.strategy, rec, gbs, common.resolved_layout(rec))
   end
   for k, x in pairs(v) do
-    if type(x) == "table" and type(s[k]) == "table" then spell(s[k], x, gbs, depth + 1) end
+    if type(x) == "table" and type(s[k]) == "table" and not (est and k == "strategy") then
+      spell(s[k], x, gbs, depth + 1)
+    end
   end
 end
 

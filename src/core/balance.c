@@ -382,8 +382,8 @@ typedef struct {
 /** Step of a layout that fits (lay's recompute assigned), seconds: the
  *  simulated pipeline of every rank's times (aps_stage_time_rank), as
  *  estimate.c simulates it (the same p2p and schedule), but never less
- *  than m micro-batches of the slowest rank (estimate.c's compute plus
- *  bubble), plus the exposed data-parallel sync and optimizer step
+ *  than m micro-batches of the slowest rank as the schedule runs it
+ *  (estimate.c's compute plus bubble), plus the exposed data-parallel sync and optimizer step
  *  (aps_sync_perf), which follow the rank with the most parameters and
  *  the slowest rank's times.  That is the step the estimate reports less
  *  its PP p2p term, the same for every split.  A layout whose step
@@ -400,11 +400,13 @@ static bool layout_step(const aps_model *m, const aps_cluster *c,
     aps_stage_times r;
     double tf = 0.0, tb = 0.0;
     for (int64_t i = 0; i < lay->p; i++) {
-        aps_stage_time tm;
+        aps_stage_time tm; /* the rank as the schedule runs it */
+        double f, b;
         aps_stage_time_rank(m, c, t, s, lay, plan, lc, i, &tm, &r);
-        if (i == 0 || r.tf[i] + r.tb[i] > tf + tb) {
-            tf = r.tf[i];
-            tb = r.tb[i];
+        aps_stage_fwd_bwd(&tm, &f, &b);
+        if (i == 0 || f + b > tf + tb) {
+            tf = f;
+            tb = b;
         }
     }
     memset(est->perf_exposed, 0, sizeof est->perf_exposed);

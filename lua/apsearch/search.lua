@@ -902,6 +902,11 @@ function M.block_pruner(space, ctx, inputs, on_block)
     if pat then return pat end
     local sc = space_mod.copy(c)
     sc.tp_degree, sc.vpp_degree, sc.sequence_parallel = 1, 1, false
+    -- a split given per model chunk (p x v entries) is not one at vpp 1;
+    -- the inner part does not read the split either
+    if type(sc.stage_partition) == "table" and #sc.stage_partition ~= sc.pp_degree then
+      sc.stage_partition = nil
+    end
     local bad, m, good, good_at = {}, 0, nil, nil
     local function walk(k)
       if k > n then

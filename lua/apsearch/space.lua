@@ -146,9 +146,12 @@ local function memo(f)
   end
 end
 
--- arrays of matching length (or the even split, as false) for pp
-local function per_pp(values)
-  return memo(function(pp)
+-- arrays of matching length (or the even split, as false) for pp: p
+-- entries (per pipeline rank), or, for stage_partition with vpp > 1, p x v
+-- entries (per model chunk in schedule order, as the core reads them,
+-- types.h aps_strategy.stage_partition)
+local function per_pp(values, per_chunk)
+  return memo(function(pp, vpp)
     local out, even = {}, false
     for _, v in ipairs(values) do
       if v == "even" then even = true
@@ -156,7 +159,9 @@ local function per_pp(values)
         -- the core balances stage time (balance_stages); nothing to balance
         -- with one stage
         if pp > 1 then out[#out + 1] = v else even = true end
-      elseif #v == pp then out[#out + 1] = v end
+      elseif #v == pp or (per_chunk and vpp > 1 and #v == pp * vpp) then
+        out[#out + 1] = v
+      end
     end
     if even or #out == 0 then table.insert(out, 1, false) end
     return out
@@ -225,9 +230,9 @@ function M.new(ss, info)
     end }
   for _, name in ipairs({ "stage_partition", "layer_offset" }) do
     if dims[name] then
-      local f = per_pp(dims[name])
-      level { name = name, deps = { "pp_degree" },
-        values = function(c) return f(c.pp_degree) end,
+      local f = per_pp(dims[name], name == "stage_partition")
+      level { name = name, deps = { "pp_degree", "vpp_degree" },
+        values = function(c) return f(c.pp_degree, c.vpp_degree or 1) end,
         set = function(c, v) M.set_dim(c, name, v) end }
     end
   end

@@ -134,6 +134,30 @@ describe("space sizes", function()
     assert.are.equal(1, make({ zero_stage = { 1, 2, 3 } }):size())
   end)
 
+  it("applies a stage_partition of p x v entries to pp p with vpp v (per model chunk)", function()
+    -- {4,4,4,4}: per rank at pp 4 (vpp 1 and 2), per chunk at pp 2 vpp 2;
+    -- layer_offset stays per rank only
+    local s = make({ pp_degree = { 2, 4 }, vpp_degree = { 1, 2 },
+      stage_partition = { { 4, 4, 4, 4 } } })
+    local n, list = collect(s)
+    assert.are.equal(4, n)
+    local got = {}
+    for _, c in ipairs(list) do
+      got[#got + 1] = ("%d/%d:%s"):format(c.pp_degree, c.vpp_degree,
+        c.stage_partition and table.concat(c.stage_partition, ",") or "even")
+    end
+    table.sort(got)
+    assert.are.same({ "2/1:even", "2/2:4,4,4,4", "4/1:4,4,4,4", "4/2:4,4,4,4" }, got)
+    -- a 4-entry layer_offset: pp 4 (both vpp) takes it, pp 2 is even: 4
+    -- candidates, none of them pp 2 with the offset
+    local o_n, o_list = collect(make({ pp_degree = { 2, 4 }, vpp_degree = { 1, 2 },
+      layer_offset = { { 1, 0, 0, -1 } } }))
+    assert.are.equal(4, o_n)
+    for _, c in ipairs(o_list) do
+      assert.are.equal(c.pp_degree == 4, c.layer_offset ~= nil)
+    end
+  end)
+
   it("applies per-stage arrays to the pp_degree of their length", function()
     -- pp1: no array fits -> even; pp2 -> {16,16}; pp4 -> {8,8,8,8}
     local s = make({ pp_degree = { 1, 2, 4 }, stage_partition = { { 16, 16 }, { 8, 8, 8, 8 } } })

@@ -1,0 +1,308 @@
+--- The Lua side of the apsearch fuzz targets (fuzz/harness.c runs it;
+-- docs/fuzzing.md).  `setup(name, tmp)` returns the function the harness
+-- calls with each input (a string); it returns nil, or a finding (a
+-- string: what went wrong and the error, with its traceback), on which the
+-- harness aborts so that libFuzzer keeps the input.
+--
+-- Every target goes through the entry point a user reaches: the CLI's
+-- `main` with the arguments of `apsearch ...`, with the input written to a
+-- file in the target's temporary directory `tmp` (the harness's own), run
+-- from that directory.  Outputs (`run --out`) go to `tmp/out` only:
+-- `apsearch.outdir.open` is redirected there, so no input can make a
+-- target write anywhere else.
+--
+-- A finding is a Lua error that is not a clean message (`M.finding`): an
+-- error object that is not a string; one whose first line names a
+-- position in a Lua file that is not the input's own (apsearch's sources,
+-- a library's: `.../lua/apsearch/hf.lua:120: attempt to index ...`); or a
+-- Lua runtime error (M.RUNTIME_ERRORS) that no position of the input's own
+-- code explains.  A rejection -- `fuzz_config.json: hidden_size: must be a
+-- positive integer (got -1)` -- is fine: that is apsearch doing its job.
+-- The validation rows that `apsearch validate` reports as "not estimated"
+-- are held to the same test, and so are errors raised inside the policy
+-- helpers (`hf()`, `range()`, ...), which the sandbox otherwise reports at
+-- the policy's line (`helper_probe`).
+local lfs = require "lfs"
+local util = require "apsearch.util"
+
+local M = {}
+
+--- Instruction limit of one sandboxed call in the fuzz targets (Lua VM
+-- instructions; the CLI's default is 100,000,000, about half a second: an
+-- input that loops would cost that much on every execution).
+M.SANDBOX_INSTRUCTIONS = 1000000
+--- Memory cap of one sandboxed call, MiB (the CLI's default is 256).
+M.SANDBOX_MEMORY_MIB = 64
+--- Largest search space a fuzz target searches (constraints.max_candidates
+-- is lowered to it; a larger space is refused, as the CLI refuses one
+-- above its limit): keeps one execution in the milliseconds.
+M.MAX_CANDIDATES = 256
+--- Most arguments the args target passes (one per input line).
+M.MAX_ARGS = 64
+--- Subcommands the args target runs: all but `calibrate` (it writes its
+-- output file where the arguments say, and fits for seconds).
+M.ARGS_COMMANDS = { estimate = true, run = true, inspect = true, presets = true,
+  validate = true, help = true }
+--- The policy the baseline target's result comes from (searched once, at
+-- setup; each input is a baseline compared with it).
+M.BASELINE_POLICY = "examples/llama3_8b_h100.lua"
+
+--- Messages of the Lua VM and standard library: from apsearch's code, a
+-- fault (it let bad input reach an operation that cannot take it).
+M.RUNTIME_ERRORS = { "attempt to ", "bad argument #", "stack overflow",
+  "table index is ", "number has no integer representation", "invalid value (at index",
+  "error in error handling", "string length overflow", "'for' initial value",
+  "'for' limit", "'for' step", "(error object is a", "wrong number of arguments",
+  "not enough memory", "invalid key to 'next'", "module '" }
+
+-- "file.lua" of each "file.lua:<line>:" in a line of text
+local function positions(line)
+  local list = {}
+  for file in line:gmatch("([^%s\"'()%[%]<>,;=]+%.lua):%d+:") do list[#list + 1] = file end
+  return list
+end
+
+-- whether a position's file (as Lua shortens it: "...tail.lua" when long)
+-- is one of the input's own files
+local function is_user(file, user)
+  file = file:gsub("^%.%.%.", "")
+  for _, u in ipairs(user) do
+    if #file <= #u and u:sub(-#file) == file then return true end
+  end
+  return false
+end
+
+--- Whether an error is a finding.
+-- @param msg the error (with a traceback after its first line, if any)
+-- @tparam table user the input's own files (a position there is the
+--   input's code failing: a policy's own `x.y.z` on nil)
+-- @treturn string|nil why it is a finding, or nil for a clean message
+function M.finding(msg, user)
+  if type(msg) ~= "string" then return "the error is a " .. type(msg) .. ", not a message" end
+  local first = msg:match("^[^\n]*")
+  if first:match("^%s*$") then return "an empty error message" end
+  local own = false
+  for _, f in ipairs(positions(first)) do
+    if not is_user(f, user) then return "the message names a position in " .. f .. ", not in the input" end
+    own = true
+  end
+  if not own then
+    for _, p in ipairs(M.RUNTIME_ERRORS) do
+      if first:find(p, 1, true) then return "a Lua runtime error (" .. p .. "), not a message" end
+    end
+  end
+  return nil
+end
+
+------------------------------------------------------------------ plumbing
+
+local tmp            -- the target's temporary directory
+local probe_findings -- findings of helper_probe during the current input
+
+local function write(name, data)
+  local path = tmp .. "/" .. name
+  local f = assert(io.open(path, "wb"))
+  assert(f:write(data))
+  assert(f:close())
+  return path
+end
+
+local function traceback(e)
+  if type(e) ~= "string" then return e end
+  return debug.traceback(e, 2)
+end
+
+-- runs fn(...) in tmp and returns a finding or nil (the process's own
+-- directory is libFuzzer's: corpus and crash files are relative to it)
+local function check(user, fn, ...)
+  local cwd = assert(lfs.currentdir())
+  assert(lfs.chdir(tmp))
+  local ok, err = xpcall(fn, traceback, ...)
+  assert(lfs.chdir(cwd))
+  if ok then return nil, err end
+  local why = M.finding(err, user)
+  if why then return why .. ":\n" .. tostring(err) end
+  return nil
+end
+
+-- `apsearch <args>`: a finding, or nil and main's exit status
+local function apsearch(user, args)
+  -- the limits every input starts from (an args input may change them)
+  require("apsearch.sandbox").configure({ enabled = true,
+    instructions = M.SANDBOX_INSTRUCTIONS, memory_mib = M.SANDBOX_MEMORY_MIB })
+  probe_findings = {}
+  local why, status = check(user, require("apsearch.cli").main, args)
+  if why then return why end
+  if #probe_findings > 0 then return probe_findings[1] end
+  return nil, status
+end
+
+-- The policy helpers (hf, range, ... and the rule context's methods) are
+-- wrapped by sandbox.helper, which reports an error at the script's line:
+-- a fault inside a helper would look like the script's own error.  The
+-- probe checks the helper's error before that.
+local function helper_probe(sandbox)
+  local helper = sandbox.helper
+  sandbox.helper = function(fn)
+    return helper(function(...)
+      local r = table.pack(xpcall(fn, traceback, ...))
+      if r[1] then return table.unpack(r, 2, r.n) end
+      local err = r[2]
+      if type(err) ~= "string" then error(err, 0) end
+      local why = M.finding(err, {})
+      -- a sandbox limit reached inside the helper (the sandbox reports it)
+      if why and not err:find("limit exceeded", 1, true) and not err:find("^not enough memory") then
+        probe_findings[#probe_findings + 1] = "in a policy helper: " .. why .. ":\n" .. err
+      end
+      error((err:gsub("\nstack traceback:.*", "")), 0)
+    end)
+  end
+end
+
+-- tmp holds links to the entries of examples/ (models/, rules/, ...; so a
+-- policy written there finds what the examples find next to them), to
+-- examples/ itself and to the test fixtures
+local function link_tree(root)
+  local function link(target, name)
+    if lfs.symlinkattributes(tmp .. "/" .. name, "mode") == nil then
+      assert(lfs.link(target, tmp .. "/" .. name, true))
+    end
+  end
+  for name in lfs.dir(root .. "/examples") do
+    if name ~= "." and name ~= ".." then link(root .. "/examples/" .. name, name) end
+  end
+  link(root .. "/examples", "examples")
+  link(root .. "/tests/fixtures", "fixtures")
+end
+
+-------------------------------------------------------------------- targets
+
+local targets = {}
+
+--- config.json import: `apsearch inspect FILE` (apsearch.hf, the core's
+-- model checks and parameter counts), then, for a config it accepts,
+-- `apsearch estimate --model FILE` (the model in a search context: the
+-- core's estimate of one strategy).
+function targets.config_json()
+  return function(data)
+    local path = write("fuzz_config.json", data)
+    local fmt = #data % 2 == 0 and "table" or "json"
+    local why, status = apsearch({}, { "inspect", path, "--format=" .. fmt })
+    if why or status ~= 0 then return why end
+    return (apsearch({}, { "estimate", "--model=" .. path, "--format=" .. fmt, "--quiet" }))
+  end
+end
+
+--- The CSV reader: `apsearch validate FILE` (apsearch.validate: the
+-- reader, each row's inputs, the core's estimate and checks); each row
+-- it reports as not estimated must carry a clean message too.
+function targets.csv()
+  local validate = require "apsearch.validate"
+  local run, last = validate.run, nil
+  validate.run = function(...)
+    last = run(...)
+    return last
+  end
+  return function(data)
+    local path = write("fuzz_cases.csv", data)
+    last = nil
+    local why = apsearch({}, { "validate", path, "--format=" .. (#data % 2 == 0 and "table" or "json") })
+    if why then return why end
+    for _, case in ipairs(last and last.cases or {}) do
+      if case.error then
+        local w = M.finding(case.error, {})
+        if w then return "row " .. tostring(case.case_id) .. ": " .. w .. ":\n" .. case.error end
+      end
+    end
+    return nil
+  end
+end
+
+--- The baseline reader: `apsearch run --baseline FILE` without its search
+-- (searched once, at setup): apsearch.report.baseline's reader and diff,
+-- and the result with the diff in every output (table, JSON, CSV, the
+-- HTML report).
+function targets.baseline()
+  local policy = require("apsearch.policy").load(M.BASELINE_POLICY)
+  local result = require("apsearch.search").run(policy)
+  local baseline = require "apsearch.report.baseline"
+  return function(data)
+    local path = write("fuzz_result.json", data)
+    return (check({}, function()
+      local b, file = baseline.load(path)
+      result.baseline_diff = baseline.diff(b, result, file, policy)
+      for _, fmt in ipairs({ "table", "json", "csv" }) do
+        require("apsearch.format." .. fmt).format(result)
+      end
+      require("apsearch.report.html").render(result, { echarts_missing = "fuzzing" })
+      result.baseline_diff = nil
+    end))
+  end
+end
+
+--- The argument-string parsers: the input's lines are the arguments of
+-- `apsearch <command> ...` (the first line is the command: estimate, run,
+-- inspect, presets, validate or help; others are skipped, and so is
+-- --unsafe, which would run the scripts a path names outside the
+-- sandbox): the option parser, --set/--fix KEY=VALUE, ranges "lo..hi",
+-- lists, --cluster DEVICE:NxG, --strategy k=v,...; `run` searches (spaces
+-- up to M.MAX_CANDIDATES) and writes its outputs into tmp/out.
+function targets.args()
+  return function(data)
+    local args = {}
+    for line in (data .. "\n"):gmatch("([^\n]*)\n") do
+      if #args >= M.MAX_ARGS then break end
+      args[#args + 1] = line
+    end
+    if not M.ARGS_COMMANDS[args[1]] then return nil end
+    local user = {}
+    for _, a in ipairs(args) do
+      if a:find("^%-%-unsafe") then return nil end
+      user[#user + 1] = a
+      user[#user + 1] = a:match("=(.*)$")
+    end
+    return (apsearch(user, args))
+  end
+end
+
+--- Policy loading: the input is a policy file, run as `apsearch run
+-- FILE --out tmp/out` (the sandbox with M.SANDBOX_* limits, the fields'
+-- validation, the search with its rules and objective, every output).
+function targets.policy()
+  return function(data)
+    local path = write("fuzz_policy.lua", data)
+    return (apsearch({ path }, { "run", path, "--out=" .. tmp .. "/out", "--quiet",
+      "--sandbox-instructions=" .. M.SANDBOX_INSTRUCTIONS,
+      "--sandbox-memory-mib=" .. M.SANDBOX_MEMORY_MIB }))
+  end
+end
+
+--- Prepares the target `name` and returns the function to run per input.
+-- @tparam string name a target: config_json, csv, baseline, args, policy
+-- @tparam string dir the harness's temporary directory
+-- @treturn function(data) -> nil | finding
+function M.setup(name, dir)
+  if not targets[name] then error("no fuzz target " .. tostring(name), 0) end
+  tmp = dir
+  -- first: apsearch.rules wraps the rule context's methods when it loads
+  helper_probe(require "apsearch.sandbox")
+  local root = util.root()
+  link_tree(root)
+  M.BASELINE_POLICY = util.join_path(root, M.BASELINE_POLICY)
+  -- warnings and logs go to stderr, which is libFuzzer's
+  if not os.getenv("APS_FUZZ_VERBOSE") then io.stderr = assert(io.open("/dev/null", "w")) end
+  require("apsearch.schema").default_max_candidates = M.MAX_CANDIDATES
+  local search = require "apsearch.search"
+  local search_run = search.run
+  search.run = function(policy, opts)
+    local c = policy.constraints
+    if c and (c.max_candidates or math.huge) > M.MAX_CANDIDATES then c.max_candidates = M.MAX_CANDIDATES end
+    return search_run(policy, opts)
+  end
+  local outdir = require "apsearch.outdir"
+  local open = outdir.open
+  outdir.open = function() return open(tmp .. "/out") end
+  return targets[name]()
+end
+
+return M

@@ -11,17 +11,22 @@
 -- `apsearch.outdir.open` is redirected there, so no input can make a
 -- target write anywhere else.
 --
--- A finding is a Lua error that is not a clean message (`M.finding`): an
--- error object that is not a string; one whose first line names a
--- position in a Lua file that is not the input's own (apsearch's sources,
--- a library's: `.../lua/apsearch/hf.lua:120: attempt to index ...`); or a
--- Lua runtime error (M.RUNTIME_ERRORS) that no position of the input's own
--- code explains.  A rejection -- `fuzz_config.json: hidden_size: must be a
--- positive integer (got -1)` -- is fine: that is apsearch doing its job.
--- The validation rows that `apsearch validate` reports as "not estimated"
--- are held to the same test, and so are errors raised inside the policy
--- helpers (`hf()`, `range()`, ...), which the sandbox otherwise reports at
--- the policy's line (`helper_probe`).
+-- A finding is a Lua error that is not a clean message (`M.finding`): one
+-- raised by the Lua VM itself (`attempt to index a nil value` in
+-- apsearch's code) or by a function of the Lua libraries (`bad argument
+-- #1 to 'format'`, a failed `assert`) rather than by apsearch's `error` or
+-- its C modules; an error object that is not a string, or an empty one;
+-- a message whose first line names a position in a Lua file that is not
+-- the input's own (an internal error passed on: `.../lua/apsearch/hf.lua:
+-- 120: ...`), or that begins as the VM's messages begin
+-- (M.RUNTIME_ERRORS) with no position of the input's own code.  Quoted
+-- parts of a message are left out of the last two tests: they are the
+-- input's own text, quoted back.  A rejection -- `fuzz_config.json:
+-- hidden_size: must be a positive integer (got -1)` -- is fine: that is
+-- apsearch doing its job.  The validation rows that `apsearch validate`
+-- reports as "not estimated" are held to the message tests, and errors
+-- raised inside the policy helpers (`hf()`, `range()`, ...), which the
+-- sandbox reports at the policy's line, to all of them (`helper_probe`).
 local lfs = require "lfs"
 local util = require "apsearch.util"
 
@@ -47,13 +52,34 @@ M.ARGS_COMMANDS = { estimate = true, run = true, inspect = true, presets = true,
 -- setup; each input is a baseline compared with it).
 M.BASELINE_POLICY = "examples/llama3_8b_h100.lua"
 
---- Messages of the Lua VM and standard library: from apsearch's code, a
--- fault (it let bad input reach an operation that cannot take it).
-M.RUNTIME_ERRORS = { "attempt to ", "bad argument #", "stack overflow",
+--- How messages of the Lua VM and its libraries begin.  A message that
+-- begins so (and has no position of the input's own code) is such an
+-- error passed through apsearch as it was: a fault.
+M.RUNTIME_ERRORS = { "attempt to ", "bad argument #", "stack overflow", "C stack overflow",
   "table index is ", "number has no integer representation", "invalid value (at index",
   "error in error handling", "string length overflow", "'for' initial value",
   "'for' limit", "'for' step", "(error object is a", "wrong number of arguments",
-  "not enough memory", "invalid key to 'next'", "module '" }
+  "not enough memory", "invalid key to 'next'", "module '", "assertion failed!" }
+
+-- The C functions of the Lua libraries and of the C modules apsearch's
+-- Lua code calls (lfs, cjson), by name: one of them raising means
+-- apsearch passed it what it cannot take (`bad argument #1 to 'format'`).
+-- `error` is apsearch raising on purpose and is not in the list; `assert`
+-- is (a failed assertion is not a message for a user).  apsearch's own C
+-- modules (apsearch.core, apsearch.sandbox) raise their own messages.
+local LIBRARY = {}
+local function collect_library()
+  local libs = { _G = _G, string = string, table = table, math = math, io = io, os = os,
+    utf8 = utf8, coroutine = coroutine, debug = debug, lfs = require "lfs",
+    cjson = require "cjson", file = getmetatable(io.stdout).__index }
+  for lib, t in pairs(libs) do
+    for k, v in pairs(t) do
+      if type(v) == "function" and v ~= error and debug.getinfo(v, "S").what == "C" then
+        LIBRARY[v] = (lib == "_G" and "" or (lib .. ".")) .. tostring(k)
+      end
+    end
+  end
+end
 
 -- "file.lua" of each "file.lua:<line>:" in a line of text
 local function positions(line)
@@ -72,26 +98,78 @@ local function is_user(file, user)
   return false
 end
 
+-- the line without its quoted parts ("..." and '...', backslash escapes
+-- inside): the values apsearch quotes back are the input's text, which
+-- may say anything ("stack overflow" in a CSV cell)
+local function unquoted(line)
+  local out, q, i = {}, nil, 1
+  while i <= #line do
+    local c = line:sub(i, i)
+    if q then
+      if c == "\\" then i = i + 1 elseif c == q then q = nil end
+    elseif c == '"' or c == "'" then
+      q = c
+    else
+      out[#out + 1] = c
+    end
+    i = i + 1
+  end
+  return table.concat(out)
+end
+
+--- The error handler of the targets: the error as a record, with what
+-- raised it (level 2 of the stack: level 1 is this handler).
+-- @param e the error object
+-- @treturn table `{msg = e, raiser = nil | what (a Lua function: a
+--   runtime error of the VM; a library function), trace = traceback}`
+function M.on_error(e)
+  local info = debug.getinfo(2, "Sf")
+  local raiser
+  if info and info.what ~= "C" then
+    raiser = "a runtime error of the Lua VM in " .. info.short_src
+  elseif info and LIBRARY[info.func] then
+    raiser = "the library function " .. LIBRARY[info.func]
+  end
+  return { msg = e, raiser = raiser, trace = debug.traceback("", 2) }
+end
+
 --- Whether an error is a finding.
--- @param msg the error (with a traceback after its first line, if any)
--- @tparam table user the input's own files (a position there is the
---   input's code failing: a policy's own `x.y.z` on nil)
+-- @param err an error record of `M.on_error`, or an error message
+-- @tparam table user the input's own texts: its files (a position there
+--   is the input's own code failing: a policy's own `x.y.z` on nil), the
+--   arguments of the args target
 -- @treturn string|nil why it is a finding, or nil for a clean message
-function M.finding(msg, user)
+function M.finding(err, user)
+  local msg = err
+  if type(err) == "table" and err.trace then
+    if err.raiser then return "raised by " .. err.raiser end
+    msg = err.msg
+  end
   if type(msg) ~= "string" then return "the error is a " .. type(msg) .. ", not a message" end
   local first = msg:match("^[^\n]*")
   if first:match("^%s*$") then return "an empty error message" end
+  -- a message that begins with the input's own text (a path it gave)
   local own = false
+  for _, u in ipairs(user) do
+    if #u > 0 and first:sub(1, #u) == u then own = true end
+  end
+  first = unquoted(first)
   for _, f in ipairs(positions(first)) do
     if not is_user(f, user) then return "the message names a position in " .. f .. ", not in the input" end
     own = true
   end
   if not own then
     for _, p in ipairs(M.RUNTIME_ERRORS) do
-      if first:find(p, 1, true) then return "a Lua runtime error (" .. p .. "), not a message" end
+      if first:sub(1, #p) == p then return "a Lua runtime error (" .. p .. "), not a message" end
     end
   end
   return nil
+end
+
+-- an error record or message as text
+local function describe(err)
+  if type(err) == "table" and err.trace then return tostring(err.msg) .. err.trace end
+  return tostring(err)
 end
 
 ------------------------------------------------------------------ plumbing
@@ -107,21 +185,16 @@ local function write(name, data)
   return path
 end
 
-local function traceback(e)
-  if type(e) ~= "string" then return e end
-  return debug.traceback(e, 2)
-end
-
 -- runs fn(...) in tmp and returns a finding or nil (the process's own
 -- directory is libFuzzer's: corpus and crash files are relative to it)
 local function check(user, fn, ...)
   local cwd = assert(lfs.currentdir())
   assert(lfs.chdir(tmp))
-  local ok, err = xpcall(fn, traceback, ...)
+  local ok, err = xpcall(fn, M.on_error, ...)
   assert(lfs.chdir(cwd))
   if ok then return nil, err end
   local why = M.finding(err, user)
-  if why then return why .. ":\n" .. tostring(err) end
+  if why then return why .. ":\n" .. describe(err) end
   return nil
 end
 
@@ -145,16 +218,17 @@ local function helper_probe(sandbox)
   local helper = sandbox.helper
   sandbox.helper = function(fn)
     return helper(function(...)
-      local r = table.pack(xpcall(fn, traceback, ...))
+      local r = table.pack(xpcall(fn, M.on_error, ...))
       if r[1] then return table.unpack(r, 2, r.n) end
-      local err = r[2]
-      if type(err) ~= "string" then error(err, 0) end
-      local why = M.finding(err, {})
-      -- a sandbox limit reached inside the helper (the sandbox reports it)
-      if why and not err:find("limit exceeded", 1, true) and not err:find("^not enough memory") then
-        probe_findings[#probe_findings + 1] = "in a policy helper: " .. why .. ":\n" .. err
+      local msg = r[2].msg
+      -- a sandbox limit reached inside the helper: the sandbox reports it
+      local limit = type(msg) == "string" and
+        (msg:find("limit exceeded", 1, true) or msg:find("^not enough memory"))
+      local why = not limit and M.finding(r[2], {})
+      if why then
+        probe_findings[#probe_findings + 1] = "in a policy helper: " .. why .. ":\n" .. describe(r[2])
       end
-      error((err:gsub("\nstack traceback:.*", "")), 0)
+      error(msg, 0)
     end)
   end
 end
@@ -242,8 +316,9 @@ end
 
 --- The argument-string parsers: the input's lines are the arguments of
 -- `apsearch <command> ...` (the first line is the command: estimate, run,
--- inspect, presets, validate or help; others are skipped, and so is
--- --unsafe, which would run the scripts a path names outside the
+-- inspect, presets, validate or help; others are skipped; each line is
+-- cut at its first NUL byte, as a C argv string ends there; and --unsafe is
+-- skipped, since it would run the scripts a path names outside the
 -- sandbox): the option parser, --set/--fix KEY=VALUE, ranges "lo..hi",
 -- lists, --cluster DEVICE:NxG, --strategy k=v,...; `run` searches (spaces
 -- up to M.MAX_CANDIDATES) and writes its outputs into tmp/out.
@@ -252,7 +327,7 @@ function targets.args()
     local args = {}
     for line in (data .. "\n"):gmatch("([^\n]*)\n") do
       if #args >= M.MAX_ARGS then break end
-      args[#args + 1] = line
+      args[#args + 1] = line:match("^[^%z]*") -- a C argv string ends at NUL
     end
     if not M.ARGS_COMMANDS[args[1]] then return nil end
     local user = {}
@@ -284,6 +359,7 @@ end
 function M.setup(name, dir)
   if not targets[name] then error("no fuzz target " .. tostring(name), 0) end
   tmp = dir
+  collect_library()
   -- first: apsearch.rules wraps the rule context's methods when it loads
   helper_probe(require "apsearch.sandbox")
   local root = util.root()

@@ -174,8 +174,39 @@ end
 
 ------------------------------------------------------------------ plumbing
 
-local tmp            -- the target's temporary directory
-local probe_findings -- findings of helper_probe during the current input
+local tmp     -- the target's temporary directory
+local pending -- findings made along the way during the current input (by
+              -- helper_probe and the JSON check), reported after it
+
+-- the path of the first NaN or infinite number in v, or nil
+local function nonfinite(v, path, seen)
+  if type(v) == "number" then
+    if v ~= v or v == math.huge or v == -math.huge then return path end
+  elseif type(v) == "table" and not seen[v] then
+    seen[v] = true
+    for k, x in pairs(v) do
+      local p = nonfinite(x, path .. "." .. tostring(k), seen)
+      if p then return p end
+    end
+  end
+  return nil
+end
+
+-- Every JSON output (result.json, --format json) is checked for NaN and
+-- infinite numbers before it is written: apsearch.format.json writes them
+-- as null, which would hide them, and no input may produce one.
+local function json_probe()
+  local json = require "apsearch.format.json"
+  local format = json.format
+  json.format = function(v, ...)
+    local p = nonfinite(v, "", {})
+    if p then
+      pending[#pending + 1] = "a NaN or infinite number in the JSON output, at " .. p ..
+        ":\n" .. debug.traceback("", 2)
+    end
+    return format(v, ...)
+  end
+end
 
 local function write(name, data)
   local path = tmp .. "/" .. name
@@ -203,10 +234,8 @@ local function apsearch(user, args)
   -- the limits every input starts from (an args input may change them)
   require("apsearch.sandbox").configure({ enabled = true,
     instructions = M.SANDBOX_INSTRUCTIONS, memory_mib = M.SANDBOX_MEMORY_MIB })
-  probe_findings = {}
   local why, status = check(user, require("apsearch.cli").main, args)
   if why then return why end
-  if #probe_findings > 0 then return probe_findings[1] end
   return nil, status
 end
 
@@ -226,7 +255,7 @@ local function helper_probe(sandbox)
         (msg:find("limit exceeded", 1, true) or msg:find("^not enough memory"))
       local why = not limit and M.finding(r[2], {})
       if why then
-        probe_findings[#probe_findings + 1] = "in a policy helper: " .. why .. ":\n" .. describe(r[2])
+        pending[#pending + 1] = "in a policy helper: " .. why .. ":\n" .. describe(r[2])
       end
       error(msg, 0)
     end)
@@ -362,6 +391,7 @@ function M.setup(name, dir)
   collect_library()
   -- first: apsearch.rules wraps the rule context's methods when it loads
   helper_probe(require "apsearch.sandbox")
+  json_probe()
   local root = util.root()
   link_tree(root)
   M.BASELINE_POLICY = util.join_path(root, M.BASELINE_POLICY)
@@ -378,7 +408,11 @@ function M.setup(name, dir)
   local outdir = require "apsearch.outdir"
   local open = outdir.open
   outdir.open = function() return open(tmp .. "/out") end
-  return targets[name]()
+  local run = targets[name]()
+  return function(data)
+    pending = {}
+    return run(data) or pending[1]
+  end
 end
 
 return M

@@ -7,6 +7,9 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 pkgs="build-essential cmake pkg-config liblua5.4-dev lua5.4 lua-cjson
   lua-busted lua-filesystem lua-penlight libcmocka-dev"
+# the fuzz harnesses (scripts/fuzz.sh, docs/fuzzing.md): clang, and its
+# libFuzzer and sanitizer runtimes, which clang only recommends
+pkgs="$pkgs clang libclang-rt-dev"
 # npm fetches Apache ECharts for the HTML report at configure time; a
 # NodeSource nodejs ships its own npm and conflicts with Debian's.
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"

@@ -130,6 +130,11 @@ end
 
 local collecting = false
 
+-- What lua-cliargs (cliargs/parser.lua) stores for `--opt=` with nothing
+-- after the `=`: "nullify the option's default".  It turns a single-value
+-- option into nil itself, but leaves the marker in a repeatable one's list.
+local CLIARGS_NULL = "__CLIARGS_NULL__"
+
 local function parse(c, args, name)
   if collecting then return nil, true end
   for _, a in ipairs(args) do
@@ -144,6 +149,14 @@ local function parse(c, args, name)
     local bad = err:match("^unknown/bad %a+: (%-%-?[^=%s]+)")
     local hint = bad and require("apsearch.suggest").did_you_mean(bad, M.option_names(M.specs[name]))
     error(string.format("%s: %s%s (see apsearch %s --help)", name, err, hint and ("; " .. hint) or "", name), 0)
+  end
+  -- `--set=` adds nothing to the list, as `--model=` sets nothing
+  for _, v in pairs(opts) do
+    if type(v) == "table" then
+      for i = #v, 1, -1 do
+        if v[i] == CLIARGS_NULL then table.remove(v, i) end
+      end
+    end
   end
   return opts
 end

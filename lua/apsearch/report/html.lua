@@ -421,7 +421,7 @@ end
 
 local function timeline_summary(tl)
   local s = string.format("%s over %d pipeline ranks%s, %d micro-batches: pipeline %.4g s, bubble %.4g s = %.1f %% of it " ..
-    "(the idle time of the busiest rank, %d)", tl.schedule, tl.pp_degree,
+    "(the idle time of the busiest stage, %d)", tl.schedule, tl.pp_degree,
     tl.vpp_degree > 1 and string.format(" x %d model chunks", tl.vpp_degree) or "", tl.micro_batch_num,
     tl.step, tl.bubble, 100 * tl.bubble_fraction, tl.slowest_rank)
   if tl.ops_kept < tl.ops then
@@ -823,7 +823,7 @@ function M.render(result, opts)
       { true, false, true, true, true, true, true }))
     local tl = data.timeline
     if tl then
-      P("<h3 id=\"timeline\">Pipeline schedule of rank " .. st_rank .. "</h3>\n")
+      P("<h3 id=\"timeline\">Pipeline schedule of the top-k rank " .. st_rank .. " (one row per pipeline stage)</h3>\n")
       P("<p id=\"timeline-summary\">" .. esc(timeline_summary(tl)) .. "</p>\n")
       if opts.echarts_js then
         -- one row per pipeline rank, room for the title, legend and axes

@@ -618,7 +618,7 @@
     var nr = TL.ranks.length;
     // one line per row (rows are 26 px): the rank and its idle share
     var rowNames = TL.ranks.map(function (r) {
-      return 'rank ' + r.rank + ' \u00b7 idle ' + f(100 * r.idle_fraction, 1) + '%';
+      return 'stage ' + r.rank + ' \u00b7 idle ' + f(100 * r.idle_fraction, 1) + '%';
     });
     var drawnOps = 0;
     var c9 = chart('chart9', nr > 0, function () {
@@ -680,14 +680,14 @@
         });
       });
       var sub = 'pipeline ' + f(TL.step, 4) + ' s; bubble ' + f(TL.bubble, 4) + ' s = ' + f(100 * TL.bubble_fraction, 1) +
-        '% (idle time of the busiest rank, ' + TL.slowest_rank + '); gaps: a rank idle; bar label: micro-batch' +
+        '% (idle time of the busiest stage, ' + TL.slowest_rank + '); gaps: a stage idle; bar label: micro-batch' +
         (TL.schedule === 'DualPipeV' ? '; outlined: an overlapped F+B pair' : '');
       if (wins.length > 1) {
         sub += '\nleft: the start of the step, right: its end (' + TL.ops_kept.toLocaleString('en-US') + ' of ' +
           TL.ops.toLocaleString('en-US') + ' ops); the middle, ' + f(wins[0][1], 3) + ' s to ' + f(wins[1][0], 3) + ' s, is left out';
       }
       return Object.assign({
-        title: { text: '9. Pipeline schedule of rank ' + TL.rank + ': ' + TL.schedule + ' (pp=' + TL.pp_degree +
+        title: { text: '9. Pipeline schedule of the top-k rank ' + TL.rank + ': ' + TL.schedule + ' (pp=' + TL.pp_degree +
           (TL.vpp_degree > 1 ? ', vpp=' + TL.vpp_degree : '') + ', ' + TL.micro_batch_num + ' micro-batches)', subtext: sub, left: 12,
           subtextStyle: { lineHeight: 16 } },
         tooltip: {

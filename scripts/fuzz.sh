@@ -57,7 +57,7 @@ if ! command -v "$CC_FUZZ" >/dev/null 2>&1 ||
 fi
 
 build_log="$probe/build.log"
-if ! { cmake -S . -B "$BUILD" -DCMAKE_C_COMPILER="$CC_FUZZ" -DAPS_FUZZ=ON -DAPS_BUILD_TESTS=OFF \
+if ! { cmake -S . -B "$BUILD" -DCMAKE_C_COMPILER="$CC_FUZZ" -DAPS_FUZZ=ON \
          -DAPS_FETCH_ECHARTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
        cmake --build "$BUILD" -j2 --target aps_fuzzers; } >"$build_log" 2>&1; then
   cat "$build_log" >&2

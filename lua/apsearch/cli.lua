@@ -571,6 +571,11 @@ local function cmd_estimate(args)
       s.dp_degree = rest
     end
   end
+  if s.reshard_after_forward == nil then
+    -- what the framework runs, as the search enumerates it
+    s.reshard_after_forward = space.default_reshard(inputs.training.framework,
+      s.fsdp_degree or 1, s.pp_degree or 1)
+  end
   local ok, est = pcall(ctx.estimate, ctx, s)
   if not ok then -- the core's "strategy.<field>" is what --strategy gave
     error((tostring(est):gsub("^strategy%.", "--strategy: ")), 0)

@@ -79,6 +79,20 @@ end
 -- strategy estimates as the search ranked it).
 M.default_split = default_split
 
+--- The reshard_after_forward a framework runs when the strategy does not
+-- say: TorchTitan under pipeline parallelism keeps the parameters
+-- unsharded across the micro-batches (PyTorch's pipelining; TorchTitan's
+-- `reshard_after_forward_policy = "default"` does not reshard then, and the
+-- launch config writes "never"), so false; true elsewhere (FSDP's
+-- default, and moot without FSDP).
+-- @tparam string framework training.framework
+-- @tparam integer fsdp fsdp_degree
+-- @tparam integer pp pp_degree
+-- @treturn boolean
+function M.default_reshard(framework, fsdp, pp)
+  return not (framework == "fsdp2" and fsdp > 1 and pp > 1)
+end
+
 --- Every strategy field a candidate carries, in display order.
 M.fields = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "tp_degree", "sequence_parallel", "pp_degree", "vpp_degree", "cp_degree",
@@ -295,17 +309,16 @@ function M.new(ss, info)
 
   local rl = list_of(dims, "reshard_after_forward")
   local r_true = { true }
-  -- TorchTitan under pipeline parallelism: PyTorch's pipelining keeps the
-  -- parameters unsharded across the micro-batches whatever the policy
-  -- (the estimate is the same either way), and TorchTitan's "default"
-  -- policy does not reshard then: one candidate, false (the launch config
-  -- writes "never")
+  -- TorchTitan under pipeline parallelism (M.default_reshard): PyTorch's
+  -- pipelining keeps the parameters unsharded across the micro-batches
+  -- whatever the policy (the estimate is the same either way): one
+  -- candidate, false
   local r_false = { false }
-  local titan_pp = info.framework == "fsdp2"
+  local fw = info.framework
   level { name = "reshard_after_forward", field = "reshard_after_forward", deps = { "fsdp_degree", "pp_degree" },
     values = function(c)
       if c.fsdp_degree == 1 then return r_true end
-      if titan_pp and c.pp_degree > 1 then return r_false end
+      if not M.default_reshard(fw, c.fsdp_degree, c.pp_degree) then return r_false end
       return rl
     end }
 

@@ -286,6 +286,32 @@ describe("estimate", function()
       est.step_time .. " vs " .. top.performance_cost.step_time)
   end)
 
+  it("runs TorchTitan's reshard_after_forward under PP, as the search ranked it", function()
+    -- fsdp2 with pp 4 x tp 2 on 16 GPUs: fsdp 2; PyTorch's pipelining
+    -- keeps the parameters unsharded across micro-batches, TorchTitan's
+    -- default policy does not reshard (space.default_reshard): false in
+    -- both the search's top-1 and the estimate of the same strategy
+    local code, out, err = H.apsearch("run", "--quiet", "--format", "json", "--top-k", "1",
+      "--cluster", "h100-sxm-80gb:2x8",
+      "--set", "search_space.pp_degree=4", "--set", "search_space.tp_degree=2",
+      "--set", "search_space.layer_recompute=none", "--set", "search_space.micro_batch_size=1")
+    assert.are.equal(0, code, err)
+    local top = cjson.decode(out).top_k_strategies[1]
+    assert.are.equal(2, top.fsdp_degree)
+    assert.are.equal(false, top.reshard_after_forward)
+    code, out, err = H.apsearch("estimate", "--format", "json", "--cluster", "h100-sxm-80gb:2x8",
+      "--strategy", "pp_degree=4,tp_degree=2,layer_recompute=none,micro_batch_size=1")
+    assert.are.equal(0, code, err)
+    local st = cjson.decode(out).estimate.strategy
+    assert.are.equal(2, st.fsdp_degree)
+    assert.are.equal(false, st.reshard_after_forward)
+    -- without pipelining FSDP's default, true
+    code, out, err = H.apsearch("estimate", "--format", "json", "--cluster", "h100-sxm-80gb:2x8",
+      "--strategy", "pp_degree=1,tp_degree=2,layer_recompute=full,micro_batch_size=1")
+    assert.is_true(code == 0 or code == 1, err)
+    assert.are.equal(true, cjson.decode(out).estimate.strategy.reshard_after_forward)
+  end)
+
   it("writes the estimate's split and recompute as its stages ran them, numbers only", function()
     -- recompute_num_layers -1:2 on pp 2 (16 layers a stage): all 16 of
     -- stage 1, 2 of stage 2 -- not {"all", 2}; the split TorchTitan's

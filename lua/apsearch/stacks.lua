@@ -21,15 +21,23 @@ M.LINES = {
     -- NeMo 1.x (the NeMo-Framework-Launcher configs the 24.0x containers
     -- ran): megatron_amp_O2 with apex distributed_fused_adam; its bf16
     -- model keeps the fp32 master as the bf16 weight plus a 16-bit
-    -- remainder. Gradients stay fp32 (no grad_sync_dtype in the llama and
-    -- gpt3 configs).
+    -- remainder. Gradients are kept and reduced in bf16: every GPT-3 and
+    -- Llama example script for H100 of the launcher (the layouts of NeMo's
+    -- performance summary) adds +training.model.optim.grad_sync_dtype=bf16,
+    -- as gpt3/175b_fp8.yaml and the Mixtral configs do, and apex's
+    -- contiguous gradient buffer takes that dtype (the yaml configs of
+    -- Llama alone leave it fp32; the Nemotron scripts do too).
     name = "NeMo 1.x launcher",
     patterns = { "^NeMo 2[34]%.0[1-9]" },
     frameworks = { megatron = true },
-    training = { store_param_remainders = true },
+    training = { store_param_remainders = true, grad_reduce_in_fp32 = false },
     source = "NVIDIA/NeMo 265bd739 nemo/collections/nlp/models/language_modeling/"
       .. "megatron_base_model.py:785-790 (store_param_remainders); "
-      .. "NVIDIA/NeMo-Framework-Launcher 8325688d (24.07) launcher_scripts/conf/training/",
+      .. "NVIDIA/NeMo-Framework-Launcher 8325688d (24.07) examples/training/"
+      .. "{gpt,llama}/h100/*.sh (grad_sync_dtype=bf16), launcher_scripts/conf/"
+      .. "training/gpt3/175b_fp8.yaml:177; NVIDIA/apex 6424da3b apex/contrib/"
+      .. "optimizers/distributed_fused_adam.py:1172-1177 (the gradient buffer "
+      .. "is allocated in grad_sync_dtype)",
   },
   {
     -- Megatron-Bridge performance recipes reduce gradients in bf16 (the

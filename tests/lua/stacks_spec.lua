@@ -67,6 +67,16 @@ describe("MoE recipe settings by model, device and release (stacks.MOE_RECIPES)"
   end)
 end)
 
+describe("release lines' recipe settings (stacks.match)", function()
+  it("give NeMo 24.07 bf16 gradients and param remainders, the launcher's example scripts", function()
+    local line = stacks.match("NeMo 24.07", "megatron")
+    assert.are.equal("NeMo 1.x launcher", line.name)
+    assert.are.equal(false, line.training.grad_reduce_in_fp32)
+    assert.are.equal(true, line.training.store_param_remainders)
+    assert.is_nil(stacks.match("NeMo 24.07", "fsdp2"))
+  end)
+end)
+
 describe("software stacks", function()
   it("map a run's software to its release line, else the framework's newest", function()
     assert.are.equal("nemo-1", (stacks.of_software("NeMo 24.07", "megatron")))

@@ -750,6 +750,13 @@ local function validate_cv(opts, fmt)
     .. "out-of-sample MAPE %s%% (median %s%%, max %s%%)\n", res.out_of_sample.count or 0,
     num(res.in_sample.mape_pct), num(res.out_of_sample.mape_pct),
     num(res.out_of_sample.median_abs_pct), num(res.out_of_sample.max_abs_pct)))
+  if res.release_gap_cases then
+    local wi, wo = res.in_sample_without_release_gaps, res.out_of_sample_without_release_gaps
+    out(string.format("without the %d runs of a release far below its successors (%s; no fold fits on them): "
+      .. "in-sample MAPE %s%%, out-of-sample MAPE %s%% (median %s%%, max %s%%)\n", #res.release_gap_cases,
+      table.concat(res.release_gap_cases, ", "), num(wi.mape_pct), num(wo.mape_pct),
+      num(wo.median_abs_pct), num(wo.max_abs_pct)))
+  end
   local cov = res.coverage
   out(string.format("%d %% prediction intervals, each source against the others' residuals: "
     .. "step time covers %d of %d runs (%s%%), peak memory %d of %d\n",
@@ -810,6 +817,20 @@ local function cmd_validate(args)
   out(string.format("\n%d cases, %d failed; throughput: %d compared, mean |error| %s%%, median %s%%, max %s%%\n",
     sm.cases or 0, sm.failed or 0, thr.count or 0, num(thr.mape_pct, "%.1f"),
     num(thr.median_abs_pct, "%.1f"), num(thr.max_abs_pct, "%.1f")))
+  if sm.release_gap_cases then
+    local wo = sm.throughput_without_release_gaps
+    local names = {}
+    for _, cs in ipairs(result.cases) do
+      if cs.release_gap and not names[cs.release_gap.name] then
+        names[cs.release_gap.name] = true
+        names[#names + 1] = util.printable(cs.release_gap.name)
+      end
+    end
+    out(string.format("throughput without the %d runs of a release far below its successors (%s: %s): "
+      .. "%d compared, mean |error| %s%%, median %s%%, max %s%%\n", #sm.release_gap_cases,
+      table.concat(sm.release_gap_cases, ", "), table.concat(names, "; "), wo.count or 0,
+      num(wo.mape_pct, "%.1f"), num(wo.median_abs_pct, "%.1f"), num(wo.max_abs_pct, "%.1f")))
+  end
   out(string.format("memory: %d compared, mean |error| %s%%, %d under-estimates beyond 5%%\n",
     mem.count or 0, num(mem.mape_pct, "%.1f"), mem.under_estimates_beyond_5pct or 0))
   local oom = sm.predicted_not_to_fit or { count = 0, cases = {} }

@@ -18,6 +18,7 @@ local calibrate = require "apsearch.calibrate"
 local util = require "apsearch.util"
 local intervals = require "apsearch.intervals"
 local calibration = require "apsearch.calibration"
+local stacks = require "apsearch.stacks"
 
 local M = {}
 
@@ -58,7 +59,9 @@ end
 --   returning a calibration (tests replace the fit)}
 -- @treturn table {file, by, folds = {{group, rows, in_sample = stats,
 --   out_of_sample = stats, unfitted_devices, parameters}}, in_sample = stats,
---   out_of_sample = stats, parameter_spread = {<device> = {<field> = {min, max, default}}},
+--   out_of_sample = stats, and when runs are marked as release gaps
+--   (apsearch.stacks.release_gap: fitted on by no fold) release_gap_cases,
+--   in_sample_without_release_gaps, out_of_sample_without_release_gaps, parameter_spread = {<device> = {<field> = {min, max, default}}},
 --   cases = out-of-sample cases (validate.run_case, with `group`)}
 function M.run(path, opts)
   opts = opts or {}
@@ -74,11 +77,18 @@ function M.run(path, opts)
   local result = { schema_version = 1, file = path, by = by, folds = util.array(),
                    cases = util.array() }
   local all_out, all_in = {}, {}
+  local kept_out, kept_in, gaps = {}, {}, {}
   local spread = {}
   for _, fold in ipairs(M.folds(rows, by)) do
     log(("crossval: fold %q: fitting on %d rows, predicting %d"):format(
       fold.group, #fold.train, #fold.test))
-    local ok, calib = pcall(fit, fold.train, path .. " without " .. fold.group)
+    -- a run marked as a release gap measures its release, not the device:
+    -- no efficiency is fitted on it (it is still predicted)
+    local train = {}
+    for _, row in ipairs(fold.train) do
+      if not stacks.release_gap(row.software, row.model, row.device) then train[#train + 1] = row end
+    end
+    local ok, calib = pcall(fit, train, path .. " without " .. fold.group)
     if not ok then calib = nil end
     local out_err, in_err, unfitted = {}, {}, {}
     for _, row in ipairs(fold.test) do
@@ -92,6 +102,11 @@ function M.run(path, opts)
       if e and ei then
         out_err[#out_err + 1], in_err[#in_err + 1] = e, ei
         all_out[#all_out + 1], all_in[#all_in + 1] = e, ei
+        if c.release_gap then
+          gaps[#gaps + 1] = c.case_id
+        else
+          kept_out[#kept_out + 1], kept_in[#kept_in + 1] = e, ei
+        end
       end
     end
     for dev, fields in pairs(calib and calib.devices or {}) do
@@ -111,6 +126,11 @@ function M.run(path, opts)
   end
   result.in_sample = validate.stats(all_in)
   result.out_of_sample = validate.stats(all_out)
+  if #gaps > 0 then
+    result.release_gap_cases = util.array(gaps)
+    result.in_sample_without_release_gaps = validate.stats(kept_in)
+    result.out_of_sample_without_release_gaps = validate.stats(kept_out)
+  end
   result.parameter_spread = spread
   result.coverage = M.coverage(result)
   return result

@@ -350,6 +350,58 @@ local function release_yymm(software)
   return yy and ("20" .. yy .. "-" .. mm) or nil
 end
 
+-- whether any of the Lua patterns matches s (case-insensitive)
+local function any(patterns, s)
+  for _, p in ipairs(patterns) do if tostring(s or ""):lower():match(p:lower()) then return true end end
+  return false
+end
+
+--- Releases whose published throughput for a model on a device is far
+-- below what the same model reached on the same device a few releases
+-- later, with no setting in the release's recipe files that explains the
+-- gap (docs/accuracy.md, "Mixture of experts").  A matching measured run is
+-- still estimated and reported, but marked: `apsearch validate` gives the
+-- error statistics with and without the marked runs, and `--cv source`
+-- fits no efficiency on them (they measure the release, not the device).
+-- Each entry: `models`, `devices`, `software` (Lua patterns, any matches),
+-- `releases` (release months "YYYY-MM" of the `software` string, exact),
+-- `evidence` (the later published number and apsearch's estimate of it)
+-- and `source`.
+M.RELEASE_GAPS = {
+  {
+    name = "DeepSeek-V3 on GB200 in dgxc-benchmarking 25.08 (immature release)",
+    models = { "^DeepSeek%-V3" }, devices = { "^gb200" },
+    software = { "^dgxc%-benchmarking" }, releases = { "2025-08" },
+    evidence = "25.08 measured 956-959 tokens/s/GPU (10 % bf16 MFU) on 128-512 GB200; NeMo 25.11 " ..
+      "published 3,139 tokens/s/GPU for DeepSeek-V3 bf16 on 256 GB200 (GBS 4096, TP 1, PP 4, VP 4, " ..
+      "EP 64), which apsearch estimates at 3,146 (+0.2 %), and NeMo 25.09 3,454 (fp8, GBS 2048), " ..
+      "estimated 4,105 (+18.9 %); the 25.08 recipe (all-to-all with token drop, no recompute, CUDA " ..
+      "graphs) sets nothing that costs 3x",
+    source = "NVIDIA-NeMo/Megatron-Bridge 067f987d docs/performance-summary-archive.md (25.11 and 25.09 " ..
+      "NeMo containers, DGX-GB200 tables); NVIDIA/NeMo 024a7e65 scripts/performance/llm/" ..
+      "pretrain_deepseek_v3.py, recommended_model_configs/model_configs_gb200.csv",
+  },
+}
+
+--- The release-gap entry (`M.RELEASE_GAPS`) a measured run falls under,
+-- or nil.
+-- @tparam string software the row's `software`
+-- @tparam string model the row's `model`
+-- @tparam string device the row's device preset name
+-- @treturn table|nil entry
+function M.release_gap(software, model, device)
+  if type(software) ~= "string" or software == "" then return nil end
+  local month = release_yymm(software)
+  for _, e in ipairs(M.RELEASE_GAPS) do
+    if month and any(e.software, software) and any(e.models, model) and any(e.devices, device) then
+      for _, r in ipairs(e.releases) do
+        if r == month then return e end
+      end
+    end
+  end
+  return nil
+end
+
 --- The MoE recipe entries (`M.MOE_RECIPES`) a measured run gets.
 -- @tparam string software the row's `software`
 -- @tparam string model the row's `model`
@@ -359,10 +411,6 @@ function M.moe_recipes(software, model, device)
   local out = {}
   if type(software) ~= "string" or software == "" then return out end
   local month = release_yymm(software)
-  local function any(patterns, s)
-    for _, p in ipairs(patterns) do if tostring(s or ""):lower():match(p:lower()) then return true end end
-    return false
-  end
   for _, e in ipairs(M.MOE_RECIPES) do
     if any(e.software, software) and any(e.models, model) and (not e.devices or any(e.devices, device))
       and (not month or month >= e.since) then

@@ -549,6 +549,8 @@ function M.run_case(row, calib)
     for _, m in ipairs(M.MEASURES) do M.measured_value(row, m.column) end
     local model, cluster, training, strategy, preset, assumed = M.case_inputs(row)
     if #assumed > 0 then case.assumed = assumed end
+    local gap = stacks.release_gap(row.software, row.model, row.device)
+    if gap then case.release_gap = { name = gap.name, evidence = gap.evidence, source = gap.source } end
     -- the run's stack (its `software`, else the framework's newest): its
     -- efficiency profile, then the calibration (a grouped one: that stack's)
     local stack = stacks.of_software(row.software, training.framework)
@@ -619,9 +621,13 @@ end
 M.stats = stats
 
 --- Summary over cases: throughput (tokens/s per GPU) and memory error
--- statistics, and the count of memory under-estimates beyond 5%.
+-- statistics, and the count of memory under-estimates beyond 5%.  Cases
+-- marked with a release gap (apsearch.stacks.RELEASE_GAPS) count in every
+-- figure; `throughput_without_release_gaps` repeats the throughput
+-- statistics without them and `release_gap_cases` names them (both only
+-- when some case is marked).
 function M.summarize(cases)
-  local thr, mem, by_source = {}, {}, {}
+  local thr, mem, by_source, kept, gaps = {}, {}, {}, {}, {}
   local under, failed = 0, 0
   local oom = {}
   for _, c in ipairs(cases) do
@@ -634,6 +640,7 @@ function M.summarize(cases)
       local e = c.error_pct.tokens_per_s_per_gpu
       if e then
         thr[#thr + 1] = e
+        if c.release_gap then gaps[#gaps + 1] = c.case_id else kept[#kept + 1] = e end
         local key = M.source_key(c.source)
         by_source[key] = by_source[key] or {}
         table.insert(by_source[key], e)
@@ -649,9 +656,14 @@ function M.summarize(cases)
   memory.under_estimates_beyond_5pct = under
   local sources = {}
   for k, v in pairs(by_source) do sources[k] = stats(v) end
-  return { cases = #cases, failed = failed, throughput = stats(thr),
-           memory = memory, throughput_by_source = sources,
-           predicted_not_to_fit = { count = #oom, cases = util.array(oom) } }
+  local out = { cases = #cases, failed = failed, throughput = stats(thr),
+                memory = memory, throughput_by_source = sources,
+                predicted_not_to_fit = { count = #oom, cases = util.array(oom) } }
+  if #gaps > 0 then
+    out.throughput_without_release_gaps = stats(kept)
+    out.release_gap_cases = util.array(gaps)
+  end
+  return out
 end
 
 --- Reads a cases file; raises `<file>: missing required column <name>` or

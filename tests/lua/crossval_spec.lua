@@ -139,3 +139,21 @@ describe("calibrate ties efficiencies per family", function()
     assert.is_true(calib.loss_after <= calib.loss_before)
   end)
 end)
+
+describe("crossval with a release-gap run (tests/fixtures/moe/cases_moe.csv)", function()
+  it("fits no fold on the marked run, still predicts it, and reports the figures without it", function()
+    local seen = {}
+    local res = crossval.run(ROOT .. "/tests/fixtures/moe/cases_moe.csv", {
+      fit = function(rows)
+        for _, r in ipairs(rows) do seen[r.case_id] = true end
+        return nil
+      end })
+    assert.is_nil(seen.mp003)          -- dgxc 25.08 DeepSeek-V3 on GB200
+    assert.is_true(seen.mp002 and seen.mp014)
+    local predicted = false
+    for _, c in ipairs(res.cases) do predicted = predicted or (c.case_id == "mp003" and c.predicted ~= nil) end
+    assert.is_true(predicted)
+    assert.are.same({ "mp003" }, res.release_gap_cases)
+    assert.are.equal(res.out_of_sample.count - 1, res.out_of_sample_without_release_gaps.count)
+  end)
+end)

@@ -628,6 +628,26 @@ describe("validate: MoE rows take their release's MoE recipe (tests/fixtures/moe
     assert.is_true(by.mp014.inputs.training.fp8_param_gather)   -- fp8 Mixtral row
   end)
 
+  it("marks DeepSeek-V3 on GB200 of dgxc 25.08 as a release gap; the summary repeats without it", function()
+    assert.is_nil(by.mp002.release_gap)  -- the same release on H100
+    assert.is_nil(by.mp012.release_gap)  -- Llama 4 of the same release
+    assert.truthy(by.mp003.release_gap)
+    assert.truthy(by.mp003.release_gap.evidence:find("3,139", 1, true))
+    local sm = res.summary
+    assert.are.same({ "mp003" }, sm.release_gap_cases)
+    -- every row still counts in the headline figure
+    assert.are.equal(4, sm.throughput.count)
+    -- without mp003: the mean |error| of the other three
+    local sum = 0
+    for _, id in ipairs({ "mp002", "mp012", "mp014" }) do
+      sum = sum + math.abs(by[id].error_pct.tokens_per_s_per_gpu)
+    end
+    assert.are.equal(3, sm.throughput_without_release_gaps.count)
+    assert.is_near(sum / 3, sm.throughput_without_release_gaps.mape_pct, 1e-9)
+    -- dense files print and return nothing of it
+    assert.is_nil(validate.summarize({}).release_gap_cases)
+  end)
+
   it("keeps a row's own column over the recipe", function()
     local src = assert(io.open(ROOT .. "/tests/fixtures/moe/cases_moe.csv")):read("a")
     local header, row = src:match("^([^\n]*)\n(mp002[^\n]*)")

@@ -374,11 +374,13 @@ M.RELEASE_GAPS = {
     software = { "^dgxc%-benchmarking" }, releases = { "2025-08" },
     evidence = "25.08 measured 956-959 tokens/s/GPU (10 % bf16 MFU) on 128-512 GB200; NeMo 25.11 " ..
       "published 3,139 tokens/s/GPU for DeepSeek-V3 bf16 on 256 GB200 (GBS 4096, TP 1, PP 4, VP 4, " ..
-      "EP 64), which apsearch estimates at 3,146 (+0.2 %), and NeMo 25.09 3,454 (fp8, GBS 2048), " ..
-      "estimated 4,105 (+18.9 %); the 25.08 recipe (all-to-all with token drop, no recompute, CUDA " ..
+      "EP 64), which apsearch estimates at 3,096 (-1.4 %) with the recipe's mla_up_proj recompute, " ..
+      "and NeMo 25.09 3,454 (fp8, GBS 2048), estimated 4,105 (+18.9 %) (tests/fixtures/" ..
+      "gb200_later_checks.csv); the 25.08 recipe (all-to-all with token drop, no recompute, CUDA " ..
       "graphs) sets nothing that costs 3x",
     source = "NVIDIA-NeMo/Megatron-Bridge 067f987d docs/performance-summary-archive.md (25.11 and 25.09 " ..
-      "NeMo containers, DGX-GB200 tables); NVIDIA/NeMo 024a7e65 scripts/performance/llm/" ..
+      "NeMo containers, DGX-GB200 tables), src/megatron/bridge/perf_recipes/deepseek/gb200/" ..
+      "deepseek_v3.py (recompute_modules mla_up_proj); NVIDIA/NeMo 024a7e65 scripts/performance/llm/" ..
       "pretrain_deepseek_v3.py, recommended_model_configs/model_configs_gb200.csv",
   },
 }

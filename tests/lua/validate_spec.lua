@@ -666,3 +666,41 @@ describe("validate: MoE rows take their release's MoE recipe (tests/fixtures/moe
 
 end)
 
+
+describe("published GB200 runs of later releases (tests/fixtures/gb200_later_checks.csv)", function()
+  -- not validation rows: the checks behind apsearch.stacks.RELEASE_GAPS
+  -- and the Blackwell efficiencies (docs/accuracy.md, Mixture of experts)
+  local stacks = require "apsearch.stacks"
+  local path = ROOT .. "/tests/fixtures/gb200_later_checks.csv"
+  local rows = {}
+  for _, r in ipairs(validate.load(path)) do rows[r.case_id] = r end
+
+  it("DeepSeek-V3 bf16 on 256 GB200 (NeMo 25.11, 3,139 tokens/s/GPU): within 5 % with the recipe's mla_up_proj recompute", function()
+    local row = rows.lr01
+    local model, cluster, training, strategy = validate.case_inputs(row)
+    -- NVIDIA-NeMo/Megatron-Bridge 067f987d src/megatron/bridge/perf_recipes/
+    -- deepseek/gb200/deepseek_v3.py: recompute_modules = ["mla_up_proj"]
+    strategy.layer_recompute, strategy.recompute_modules = "selective", "mla_up_proj"
+    stacks.apply(cluster, stacks.of_software(row.software, training.framework))
+    local est = core.context(model, cluster, training):estimate(strategy)
+    assert.is_true(est.feasible)
+    assert.is_true(math.abs(est.tokens_per_s_per_gpu / 3139 - 1) < 0.05, tostring(est.tokens_per_s_per_gpu))
+    -- and the release gap entry cites it
+    local gap = stacks.release_gap("dgxc-benchmarking 25.08 (NeMo 2.0 recipe)", "DeepSeek-V3", "gb200")
+    assert.truthy(gap.evidence:find("3,139", 1, true))
+  end)
+
+  it("dense Llama 3 on GB200 at Hopper's efficiencies: within 10 % of each release's figure", function()
+    local res = validate.run(path)
+    local n = 0
+    for _, c in ipairs(res.cases) do
+      if c.case_id:match("^gd") then
+        n = n + 1
+        assert.is_nil(c.error)
+        assert.is_true(math.abs(c.error_pct.tokens_per_s_per_gpu) < 10,
+          c.case_id .. " " .. c.error_pct.tokens_per_s_per_gpu)
+      end
+    end
+    assert.are.equal(6, n)
+  end)
+end)

@@ -541,7 +541,9 @@ end
 -- @param row table column -> string
 -- @param calib optional calibration {device = {...}, training = {...}}
 -- @return case table: case_id, source, reliability, inputs, predicted,
---   measured, error_pct (per measure), top_terms; or with `error` set
+--   measured, error_pct (per measure), top_terms, and release_gap
+--   {name, evidence, source} when apsearch.stacks.release_gap marks the
+--   row; or with `error` set
 function M.run_case(row, calib)
   local case = { case_id = row.case_id, source = row.source,
                  reliability = row.reliability, model = row.model }

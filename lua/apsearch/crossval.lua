@@ -59,9 +59,10 @@ end
 --   returning a calibration (tests replace the fit)}
 -- @treturn table {file, by, folds = {{group, rows, in_sample = stats,
 --   out_of_sample = stats, unfitted_devices, parameters}}, in_sample = stats,
---   out_of_sample = stats, and when runs are marked as release gaps
---   (apsearch.stacks.release_gap: fitted on by no fold) release_gap_cases,
---   in_sample_without_release_gaps, out_of_sample_without_release_gaps, parameter_spread = {<device> = {<field> = {min, max, default}}},
+--   out_of_sample = stats, parameter_spread = {<device> = {<field> = {min, max, default}}},
+--   when runs are marked as release gaps (apsearch.stacks.release_gap; no
+--   fold fits on them) release_gap_cases, in_sample_without_release_gaps,
+--   out_of_sample_without_release_gaps,
 --   cases = out-of-sample cases (validate.run_case, with `group`)}
 function M.run(path, opts)
   opts = opts or {}

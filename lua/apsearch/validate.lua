@@ -233,6 +233,10 @@ function M.case_inputs(row)
     norm_bias = not mpt,
     max_position_embeddings = gpt and GPT_POSITIONS or 0,
   }
+  -- optional `head_dim`: the attention head width where it is not
+  -- hidden_size / num_attention_heads (HF config `head_dim`, Megatron
+  -- --kv-channels; Qwen3: 128 at hidden 2048 and 32 heads)
+  if given(row, "head_dim") then model.head_dim = need_int(row, "head_dim") end
   local framework = need_enum(row, "framework", { "megatron", "fsdp", "fsdp2", "deepspeed" })
   local device = { base = row.device }
   local ok, preset = pcall(core.device_preset, row.device)

@@ -1,0 +1,521 @@
+#!/usr/bin/env lua5.4
+--- Converts NVIDIA's Megatron-Bridge performance summaries into cases files
+-- of the validation schema (shared/validation/README.md, docs/accuracy.md
+-- "The cases file"): the held-out set of docs/accuracy.md "Held out:
+-- Megatron-Bridge performance summaries".
+--
+-- Usage:
+--   lua5.4 scripts/heldout-megatron-bridge.lua GIT_DIR [COMMIT] > /dev/null
+--     writes tests/fixtures/heldout/megatron_bridge_perf.csv (dense) and
+--     tests/fixtures/heldout/megatron_bridge_perf_moe.csv (MoE) and prints
+--     the rows it left out, with the reason, on stderr.
+-- GIT_DIR: a clone of NVIDIA-NeMo/Megatron-Bridge (a bare mirror will do);
+-- COMMIT: the commit whose docs/performance-summary.md and
+-- docs/performance-summary-archive.md are read (default 067f987df).
+--
+-- What a table row gives (release, system, precision, GPUs, GBS, MBS,
+-- sequence, FSDP, TP, PP, CP, VP, EP, tokens/s/GPU, model TFLOP/s/GPU) is
+-- copied; what it does not (recompute, activation offload, CUDA graphs, TP
+-- overlap, token dispatcher, gradient-reduction dtype) is read from the
+-- performance recipe of the row's release (scripts/performance/configs/
+-- <family>/*workload_base_configs.py at the release's tag: the entry for
+-- the model, GPU and precision whose parallel layout equals the table's),
+-- and each row's `notes` name the entry and the tag.  The parser below reads
+-- the recipe files as text (assignments `NAME = replace(BASE, k=v, ...)`,
+-- `NAME = WorkloadBaseConfig(...)`, `NAME = OTHER`); it does not run them.
+
+local GIT_DIR = arg[1] or error("usage: heldout-megatron-bridge.lua GIT_DIR [COMMIT]")
+local COMMIT = arg[2] or "067f987df"
+local OUT_DENSE = "tests/fixtures/heldout/megatron_bridge_perf.csv"
+local OUT_MOE = "tests/fixtures/heldout/megatron_bridge_perf_moe.csv"
+
+--- NeMo container release -> Megatron-Bridge git ref whose performance
+-- recipes produced it.  26.02.01 = r0.3.1 is stated by docs/releases/
+-- known-issues.md ("Fixed in 26.02.01 (r0.3.1)"); the others pair each
+-- container with the release tag of the same month (ASSUMED, noted per
+-- row).  26.08's recipes moved out of scripts/performance/configs at
+-- v0.6.0; its rows read v0.5.1's (noted).
+local RELEASES = {
+  ["25.09"] = { ref = "r0.1.0", yaml = true },
+  ["25.11"] = { ref = "v0.2.0", layout = "v0.2" },
+  ["26.02"] = { ref = "v0.3.0" },
+  ["26.02.01"] = { ref = "v0.3.1", stated = true },
+  ["26.04"] = { ref = "v0.4.0" },
+  ["26.04.01"] = { ref = "v0.4.1" },
+  ["26.06"] = { ref = "v0.5.0" },
+  ["26.06.01"] = { ref = "v0.5.1" },
+  ["26.08"] = { ref = "v0.5.1", moved = true },
+}
+
+--- Systems of the tables -> apsearch device presets.  GB200 / GB300 jobs
+-- use whole NVL72 racks, 64 GPUs each (16 compute trays of 4).
+local SYSTEMS = {
+  ["DGX-GB300"] = { device = "gb300", per_node = 4, rack = 64, gpu = "GB300" },
+  ["DGX-GB200"] = { device = "gb200", per_node = 4, rack = 64, gpu = "GB200" },
+  ["DGX-B200"] = { device = "b200", per_node = 8, gpu = "B200" },
+  ["DGX-H100"] = { device = "h100-sxm-80gb", per_node = 8, gpu = "H100" },
+}
+
+--- Architectures (Hugging Face config.json of each model; the MoE ones in
+-- shared/models/moe).  `cfg`: the recipe files' name of the model;
+-- `file`: the workload config file per recipe layout.
+local MODELS = {
+  LLAMA3_8B = { name = "Llama 3 8B", cfg = "LLAMA3_8B", family = "llama3",
+    arch = { 32, 4096, 14336, 32, 8, 128256 } },
+  LLAMA3_70B = { name = "Llama 3 70B", cfg = "LLAMA3_70B", family = "llama3",
+    arch = { 80, 8192, 28672, 64, 8, 128256 } },
+  ["LLAMA3.1_405B"] = { name = "Llama 3.1 405B", cfg = "LLAMA31_405B", family = "llama31",
+    arch = { 126, 16384, 53248, 128, 8, 128256 } },
+  Qwen3_30B_a3B = { name = "Qwen3-30B-A3B", cfg = "QWEN3_30B_A3B", family = "qwen3",
+    arch = { 48, 2048, 6144, 32, 4, 151936 },
+    moe = { num_experts = 128, experts_per_token = 8, moe_ffn_hidden_size = 768,
+      shared_expert_ffn_hidden_size = 0, num_dense_layers = 0, moe_layer_freq = 1,
+      attention = "gqa", head_dim = 128 } },
+  Qwen3_235B_a22B = { name = "Qwen3-235B-A22B", cfg = "QWEN3_235B_A22B", family = "qwen3",
+    arch = { 94, 4096, 12288, 64, 4, 151936 },
+    moe = { num_experts = 128, experts_per_token = 8, moe_ffn_hidden_size = 1536,
+      shared_expert_ffn_hidden_size = 0, num_dense_layers = 0, moe_layer_freq = 1,
+      attention = "gqa", head_dim = 128 } },
+  DeepSeekV3 = { name = "DeepSeek-V3", cfg = "DEEPSEEK_V3", family = "deepseek",
+    arch = { 61, 7168, 18432, 128, 128, 129280 },
+    moe = { num_experts = 256, experts_per_token = 8, moe_ffn_hidden_size = 2048,
+      shared_expert_ffn_hidden_size = 2048, num_dense_layers = 3, dense_ffn_hidden_size = 18432,
+      moe_layer_freq = 1, attention = "mla", q_lora_rank = 1536, kv_lora_rank = 512,
+      qk_nope_head_dim = 128, qk_rope_head_dim = 64, v_head_dim = 128 } },
+}
+
+local RECIPE_FILES = {
+  ["v0.2"] = { llama3 = "llama3/workload_base_configs.py", llama31 = "llama31/workload_base_configs.py",
+    qwen3 = "qwen3/workload_base_configs.py", deepseek = "deepseek/workload_base_configs.py" },
+  default = { llama3 = "llama/llama3_workload_base_configs.py", llama31 = "llama/llama31_workload_base_configs.py",
+    qwen3 = "qwen/qwen3_workload_base_configs.py", deepseek = "deepseek/deepseek_workload_base_configs.py" },
+}
+
+--- 25.09's recipes are yaml perf matrices (scripts/performance/configs/
+-- llama3/llama3_{8b,70b}_llm_pretrain.yaml, llama31/llama31_405b_llm_
+-- pretrain.yaml at r0.1.0), transcribed here per model, GPU and precision
+-- for the settings the table does not give.
+local YAML_2509 = {
+  LLAMA3_8B = {
+    H100 = { FP8_CS = { use_megatron_fsdp = true, cuda_graph_impl = "none" } },
+    B200 = { FP8_CS = { cuda_graph_impl = "local" }, FP8_MX = { cuda_graph_impl = "local" } },
+    GB200 = { FP8_CS = { cuda_graph_impl = "none" }, FP8_MX = { cuda_graph_impl = "local" } },
+  },
+  LLAMA3_70B = {
+    H100 = { FP8_CS = { cuda_graph_impl = "none" } },
+    GB200 = { FP8_CS = { use_megatron_fsdp = true, cpu_offloading_num_layers = 40, cuda_graph_impl = "none" },
+      FP8_MX = { cuda_graph_impl = "none" } },
+  },
+  ["LLAMA3.1_405B"] = {
+    H100 = { FP8_CS = { cuda_graph_impl = "none" } },
+    B200 = { FP8_CS = { cuda_graph_impl = "none" }, FP8_MX = { cuda_graph_impl = "none" } },
+    GB200 = { FP8_CS = { use_megatron_fsdp = true, cpu_offloading_num_layers = 95, cuda_graph_impl = "none" },
+      FP8_MX = { cuda_graph_impl = "none" } },
+  },
+}
+
+local function git_show(ref, path)
+  local p = assert(io.popen(("git --git-dir=%q show %q 2>/dev/null"):format(GIT_DIR, ref .. ":" .. path)))
+  local s = p:read("a")
+  p:close()
+  return s ~= "" and s or nil
+end
+
+local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
+
+--- "3986 (3546)" -> "3986", "3546"; "64" -> "64", nil.
+local function split_alt(cell)
+  local a, b = cell:match("^(.-)%s*%((.-)%)%s*$")
+  if a then return trim(a), trim(b) end
+  return trim(cell), nil
+end
+
+--- Table rows of the pre-training sections of one summary page.
+local function parse_summary(text, page)
+  local rows, release, pretrain, heading, header = {}, nil, false, nil, nil
+  for line in text:gmatch("[^\n]*") do
+    local rel = line:match("^## (%S+) NeMo Container")
+    if rel then release, pretrain, header = rel, false, nil end
+    if line:match("^### ") then pretrain = line:match("^### Pre%-Training") ~= nil; header = nil end
+    local h = line:match("^#### (.+)$")
+    if h then heading, header = trim(h), nil end
+    if line:match("^|") and release and pretrain then
+      local cells = {}
+      for c in line:sub(2):gmatch("([^|]*)|") do cells[#cells + 1] = trim(c) end
+      if not header then
+        header = cells
+      elseif not cells[1]:match("^%-") then
+        local r = { release = release, heading = heading, page = page }
+        for i, name in ipairs(header) do r[name] = cells[i] end
+        rows[#rows + 1] = r
+      end
+    elseif not line:match("^|") then
+      header = nil
+    end
+  end
+  return rows
+end
+
+-- ---------------------------------------------------------------- recipes
+
+--- Splits "a, b=(c, d), [e, f]" at its top-level commas.
+local function split_args(s)
+  local out, depth, cur = {}, 0, {}
+  for ch in s:gmatch(".") do
+    if ch == "(" or ch == "[" or ch == "{" then depth = depth + 1 end
+    if ch == ")" or ch == "]" or ch == "}" then depth = depth - 1 end
+    if ch == "," and depth == 0 then
+      out[#out + 1] = trim(table.concat(cur)); cur = {}
+    else
+      cur[#cur + 1] = ch
+    end
+  end
+  if trim(table.concat(cur)) ~= "" then out[#out + 1] = trim(table.concat(cur)) end
+  return out
+end
+
+local function py_value(v)
+  if v:match("^%-?%d+$") then return tonumber(v) end
+  if v == "True" then return true end
+  if v == "False" then return false end
+  if v == "None" then return nil end
+  local str = v:match('^"(.*)"$') or v:match("^'(.*)'$")
+  if str then return str end
+  local list = v:match("^%[(.*)%]$")
+  if list then
+    local t = {}
+    for _, e in ipairs(split_args(list)) do t[#t + 1] = py_value(e) end
+    return t
+  end
+  return v -- an expression: kept as text
+end
+
+--- The WorkloadBaseConfig defaults (scripts/performance/utils/utils.py).
+local BASE_DEFAULTS = { tensor_model_parallel_size = 1, pipeline_model_parallel_size = 1,
+  context_parallel_size = 1, expert_model_parallel_size = 1, micro_batch_size = 1, global_batch_size = 1 }
+
+--- Assignments of a workload config file, inheritance resolved: name ->
+-- table of fields.
+local function parse_configs(text)
+  local raw = {}
+  -- strip comments
+  text = text:gsub("#[^\n]*", "")
+  local pos = 1
+  while true do
+    local s, e, name = text:find("\n([A-Z][A-Z0-9_]*)%s*=%s*", pos)
+    if not s then break end
+    local rest = text:sub(e + 1)
+    local fn = rest:match("^([%w_]+)%(")
+    if fn then
+      -- balanced parentheses
+      local depth, i = 0, #fn + 1
+      repeat
+        local ch = rest:sub(i, i)
+        if ch == "(" then depth = depth + 1 elseif ch == ")" then depth = depth - 1 end
+        i = i + 1
+      until depth == 0 or i > #rest
+      local args = split_args(rest:sub(#fn + 2, i - 2))
+      local entry = { fields = {} }
+      for k, a in ipairs(args) do
+        local key, val = a:match("^([%w_]+)%s*=%s*(.+)$")
+        if key then
+          entry.fields[key] = { py_value(val) }
+        elseif k == 1 and fn == "replace" then
+          entry.base = a
+        end
+      end
+      raw[name] = entry
+      pos = e + i
+    else
+      local other = rest:match("^([A-Z][A-Z0-9_]*)%s*\n")
+      if other then raw[name] = { base = other, fields = {} } end
+      pos = e + 1
+    end
+  end
+  local resolved = {}
+  local function resolve(name, depth)
+    if resolved[name] then return resolved[name] end
+    local entry = raw[name]
+    if not entry or depth > 20 then return nil end
+    local t = {}
+    if entry.base then
+      for k, v in pairs(resolve(entry.base, depth + 1) or BASE_DEFAULTS) do t[k] = v end
+    else
+      for k, v in pairs(BASE_DEFAULTS) do t[k] = v end
+    end
+    for k, v in pairs(entry.fields) do t[k] = v[1] end
+    resolved[name] = t
+    return t
+  end
+  for name in pairs(raw) do resolve(name, 0) end
+  return resolved
+end
+
+local recipe_cache = {}
+local function recipes(ref, family, layout)
+  local key = ref .. "/" .. family
+  if recipe_cache[key] == nil then
+    local path = "scripts/performance/configs/" .. RECIPE_FILES[layout or "default"][family]
+    local text = git_show(ref, path)
+    recipe_cache[key] = text and { path = path, configs = parse_configs("\n" .. text) } or false
+  end
+  return recipe_cache[key] or nil
+end
+
+-- ------------------------------------------------------------------- rows
+
+local function num(s)
+  if s == nil or s == "" or s == "n/a" then return nil end
+  return tonumber((s:gsub(",", "")))
+end
+
+--- Precision of the table -> (schema precision, recipe token).
+local PRECISIONS = {
+  BF16 = { "bf16", "BF16" }, FP8 = { "fp8", "FP8_CS" }, ["FP8-CS"] = { "fp8", "FP8_CS" },
+  MXFP8 = { "mxfp8", "FP8_MX" }, ["FP8-MX"] = { "mxfp8", "FP8_MX" }, NVFP4 = { "nvfp4", "NVFP4" },
+}
+
+--- The recipe entry whose layout equals the row's: name, fields.
+local function match_recipe(rel, mdl, sys, prec_tok, row)
+  local info = RELEASES[rel]
+  local set = recipes(info.ref, mdl.family, info.layout)
+  if not set then return nil end
+  local names = {}
+  if info.layout == "v0.2" then
+    names[1] = ("%s_%s_%s_BASE_CONFIG"):format(mdl.cfg, sys.gpu, prec_tok)
+  else
+    for v = 1, 9 do names[#names + 1] = ("%s_PRETRAIN_CONFIG_%s_%s_V%d"):format(mdl.cfg, sys.gpu, prec_tok, v) end
+  end
+  local function same(c)
+    local vp = c.virtual_pipeline_model_parallel_size
+    return c.tensor_model_parallel_size == row.tp and c.pipeline_model_parallel_size == row.pp
+      and c.context_parallel_size == row.cp and (type(vp) == "number" and vp or 1) == row.vp
+      and c.micro_batch_size == row.mbs and c.expert_model_parallel_size == (row.ep or 1)
+      and (c.use_megatron_fsdp == true) == row.fsdp
+  end
+  for _, n in ipairs(names) do
+    local c = set.configs[n]
+    if c and same(c) then return n, c, set.path end
+  end
+  return nil
+end
+
+local DENSE_COLS = { "case_id", "source", "reliability", "model", "num_layers", "hidden_size",
+  "ffn_hidden_size", "num_attention_heads", "num_query_groups", "vocab_size", "seq_length", "mlp", "norm",
+  "position_embedding", "tie_word_embeddings", "flash_attention", "device", "device_memory_gib",
+  "num_devices", "devices_per_node", "framework", "precision", "dp_degree", "fsdp_degree", "zero_stage",
+  "tp_degree", "sequence_parallel", "pp_degree", "vpp_degree", "cp_degree", "micro_batch_size",
+  "global_batch_size", "layer_recompute", "flops_convention", "measured_tokens_per_s_per_gpu",
+  "measured_step_time_s", "measured_tflops_per_gpu", "measured_mfu_pct", "measured_mem_gib",
+  "torch_compile", "reshard_after_forward", "nvlink_domain_size", "pipeline_layout", "grad_reduce_in_fp32",
+  "fp8_param_gather", "activation_offload_layers", "recompute_num_layers", "recompute_method",
+  "tp_comm_overlap", "cuda_graphs", "software" }
+local MOE_COLS = { "num_experts", "experts_per_token", "moe_ffn_hidden_size", "shared_expert_ffn_hidden_size",
+  "num_dense_layers", "dense_ffn_hidden_size", "moe_layer_freq", "ep_degree", "etp_degree",
+  "moe_token_dispatcher", "moe_capacity_factor", "attention", "q_lora_rank", "kv_lora_rank",
+  "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "mtp_layers", "head_dim" }
+
+local function csv_cell(v)
+  if v == nil then return "" end
+  v = tostring(v)
+  if v:find('[,"\n]') then return '"' .. v:gsub('"', '""') .. '"' end
+  return v
+end
+
+local skipped, dense, moe = {}, {}, {}
+
+local function skip(r, why)
+  skipped[#skipped + 1] = ("%s %s %s %s: %s"):format(r.release, r.Model or r.heading,
+    r.System or r.heading, r.Precision or "", why)
+end
+
+--- One case from a table row (and its alternative-precision value).
+local function convert(r, alt)
+  local model_key = (r.Model or r.heading:match("^Model: (.+)$")):gsub("%s*%(.-%)%s*$", "")
+  local model_note = (r.Model or r.heading):match("%((.-)%)") or ""
+  local system = r.System or r.heading:match("^System: (.+)$")
+  local mdl, sys = MODELS[model_key], SYSTEMS[system]
+  if not mdl then return skip(r, "model not loadable (no config apsearch can read)") end
+  if not sys then return skip(r, "system has no apsearch preset") end
+  local prec_text = r.Precision
+  local assumed = {}
+  if not prec_text then
+    prec_text = "FP8-CS (FP8-MX)"
+    assumed[#assumed + 1] = ("precision ASSUMED %s (the 25.09 table has no precision column; 25.11 labels " ..
+      "the same rows FP8-CS, parenthesised FP8-MX)"):format(alt and "MXFP8" or "FP8 current scaling")
+  end
+  local p1, p2 = split_alt(prec_text)
+  local ptext = alt and p2 or p1
+  if alt and not p2 then
+    if sys.gpu == "H100" then return skip(r, "parenthesised value: FP8 blockwise (128x128 weights) on H100, not modelled") end
+    ptext = "FP8-MX"
+  end
+  local prec = PRECISIONS[ptext]
+  if not prec then return skip(r, "precision " .. tostring(ptext) .. " not read") end
+  if model_key == "DeepSeekV3" and not model_note:find("w/o MTP") then
+    return skip(r, "DeepSeek-V3 trained with its MTP module (recipe mtp_num_layers = 1; not modelled)")
+  end
+  local function cell(name)
+    local a, b = split_alt(r[name] or "")
+    if alt and b then return b end
+    return a
+  end
+  local row = { n = num(cell("#-GPUs")), gbs = num(cell("GBS")), mbs = num(cell("MBS")),
+    seq = num(cell("Sequence Length")), tp = num(cell("TP")) or 1, pp = num(cell("PP")) or 1,
+    cp = num(cell("CP")) or 1, vp = num(cell("VP")) or 1, ep = num(cell("EP")),
+    tok = num(cell("Tokens / sec / GPU")), tflops = num(cell("Model TFLOP / sec / GPU")) }
+  row.fsdp = (num(cell("FSDP")) or 0) > 0
+  -- the GA column fixes the micro-batch where the MBS column has no
+  -- parenthesised value of its own (25.09: "MBS 2, GA 1 (16)")
+  local ga = num(cell("GA"))
+  if ga and row.n and row.gbs then
+    local dp = row.n // (row.tp * row.pp * row.cp)
+    local mbs = row.gbs // (dp * ga)
+    if mbs >= 1 and mbs * dp * ga == row.gbs and mbs ~= row.mbs then
+      assumed[#assumed + 1] = ("micro_batch_size %d from GBS / (DP x GA) = %d / (%d x %d); the MBS column says %d")
+        :format(mbs, row.gbs, dp, ga, row.mbs)
+      row.mbs = mbs
+    end
+  end
+  if not mdl.moe then row.ep = 1 end
+  if not row.tok then return skip(r, "no tokens/s") end
+  local info = RELEASES[r.release]
+  local fields, recipe_note = {}, nil
+  if info.yaml then
+    fields = ((YAML_2509[model_key] or {})[sys.gpu] or {})[prec[2]]
+    if fields then
+      recipe_note = ("recipe: scripts/performance/configs/%s perf_matrix %s %s at r0.1.0 (%s)"):format(
+        mdl.family == "llama31" and "llama31/llama31_405b_llm_pretrain.yaml"
+        or ("llama3/" .. mdl.cfg:lower() .. "_llm_pretrain.yaml"), sys.gpu:lower(), prec[2]:lower(),
+        "684a68616")
+    else
+      fields = {}
+      recipe_note = "recipe settings not read (25.09 yaml perf matrix of this model not transcribed)"
+    end
+  else
+    local name, c, path = match_recipe(r.release, mdl, sys, prec[2], row)
+    if name then
+      fields = c
+      recipe_note = ("recipe: %s %s at %s%s"):format(path, name, info.ref,
+        info.moved and " (26.08's recipes moved out of scripts/performance/configs; v0.5.1's read)" or "")
+    else
+      recipe_note = ("no recipe entry of %s at %s has the table's layout: recipe settings not stated"):format(
+        mdl.cfg .. "_*_" .. sys.gpu .. "_" .. prec[2], info.ref)
+    end
+  end
+  local model_par = row.tp * row.pp * row.cp
+  if row.n % model_par ~= 0 then return skip(r, "GPUs not divisible by TP*PP*CP") end
+  local target = mdl.moe and moe or dense
+  local c = {}
+  c.case_id = ("%s%03d"):format(mdl.moe and "mbm" or "mbd", #target + 1)
+  c.source = ("NVIDIA-NeMo/Megatron-Bridge %s %s, %s NeMo Container, %s"):format(COMMIT, r.page, r.release,
+    r.heading)
+  c.reliability = "B"
+  local a = mdl.arch
+  c.model, c.num_layers, c.hidden_size, c.ffn_hidden_size = mdl.name, a[1], a[2], a[3]
+  c.num_attention_heads, c.num_query_groups, c.vocab_size = a[4], a[5], a[6]
+  c.seq_length, c.mlp, c.norm, c.position_embedding = row.seq, "swiglu", "rmsnorm", "rope"
+  c.tie_word_embeddings, c.flash_attention = "false", "true"
+  c.device, c.num_devices, c.devices_per_node = sys.device, row.n, sys.per_node
+  if sys.rack then c.nvlink_domain_size = math.min(row.n, sys.rack) end
+  c.framework, c.precision = "megatron", prec[1]
+  if row.fsdp then
+    c.dp_degree, c.fsdp_degree, c.zero_stage = 1, row.n // model_par, 3
+    assumed[#assumed + 1] = "Megatron FSDP (table FSDP > 0): optim_grads_params (utils/overrides.py " ..
+      "_set_megatron_fsdp_overrides)"
+  else
+    c.dp_degree, c.fsdp_degree, c.zero_stage = row.n // model_par, 1, 1
+  end
+  c.tp_degree, c.sequence_parallel = row.tp, row.tp > 1 and "true" or "false"
+  c.pp_degree, c.vpp_degree, c.cp_degree = row.pp, row.vp, row.cp
+  c.micro_batch_size, c.global_batch_size = row.mbs, row.gbs
+  c.flops_convention = "unknown"
+  c.measured_tokens_per_s_per_gpu, c.measured_tflops_per_gpu = row.tok, row.tflops
+  c.grad_reduce_in_fp32 = "false"
+  -- recipe settings
+  if fields.recompute_num_layers then
+    c.layer_recompute, c.recompute_num_layers, c.recompute_method = "full", fields.recompute_num_layers, "block"
+  elseif type(fields.recompute_modules) == "table" and #fields.recompute_modules > 0 then
+    c.layer_recompute = "selective"
+    assumed[#assumed + 1] = "recompute_modules " .. table.concat(fields.recompute_modules, "/") ..
+      " (read as selective)"
+  elseif model_key == "DeepSeekV3" then
+    c.layer_recompute = "selective"
+  else
+    c.layer_recompute = "none"
+  end
+  if fields.cpu_offloading_num_layers then c.activation_offload_layers = fields.cpu_offloading_num_layers end
+  local cg = fields.cuda_graph_impl
+  if cg ~= nil then c.cuda_graphs = (cg ~= "none") and "true" or "false"
+  elseif recipe_note:find("^recipe") then c.cuda_graphs = "false" end
+  if row.tp > 1 then
+    c.tp_comm_overlap = prec[1] == "nvfp4" and "false" or "true"
+  end
+  if prec[1] == "nvfp4" then
+    c.fp8_param_gather = "false"
+    assumed[#assumed + 1] = "fp8_param_gather false: no NVFP4 parameter gather in these releases (26.04.01 " ..
+      "table footnote: 'when NVFP4 param gather is supported')"
+  end
+  c.software = ("Megatron-Bridge %s (NeMo container)"):format(r.release)
+  if mdl.moe then
+    for k, v in pairs(mdl.moe) do c[k] = v end
+    c.ep_degree = row.ep or 1
+    c.etp_degree = 1
+    local backend = fields.moe_flex_dispatcher_backend
+    c.moe_token_dispatcher = (type(backend) == "string") and "flex" or "alltoall"
+    if model_note:find("tokendrop") then c.moe_capacity_factor = 1.0 end
+    if fields.moe_a2a_overlap == true then
+      assumed[#assumed + 1] = "moe_a2a_overlap (overlap_moe_expert_parallel_comm) on: not modelled"
+    end
+  end
+  if not info.stated then
+    assumed[#assumed + 1] = ("release %s read as Megatron-Bridge %s (ASSUMED: the tag of the same month)"):format(
+      r.release, info.ref)
+  end
+  if alt then assumed[#assumed + 1] = "the table's parenthesised values (FP8-MX)" end
+  c.notes = recipe_note .. "; " .. table.concat(assumed, "; ")
+  if info.yaml or not recipe_note:find("^recipe:") then c.reliability = "C" end
+  target[#target + 1] = c
+end
+
+local pages = {
+  { path = "docs/performance-summary-archive.md" },
+  { path = "docs/performance-summary.md" },
+}
+local all = {}
+for _, pg in ipairs(pages) do
+  local text = git_show(COMMIT, pg.path) or error("cannot read " .. pg.path .. " at " .. COMMIT)
+  for _, r in ipairs(parse_summary(text, pg.path)) do all[#all + 1] = r end
+end
+-- oldest release first
+local order = { "25.09", "25.11", "26.02", "26.02.01", "26.04", "26.04.01", "26.06", "26.06.01", "26.08" }
+for _, rel in ipairs(order) do
+  for _, r in ipairs(all) do
+    if r.release == rel then
+      convert(r, false)
+      local tok = r["Tokens / sec / GPU"] or ""
+      if tok:find("%(") then convert(r, true) end
+    end
+  end
+end
+
+local function write(path, rows, cols)
+  local f = assert(io.open(path, "w"))
+  local header = {}
+  for _, k in ipairs(cols) do header[#header + 1] = k end
+  header[#header + 1] = "notes"
+  f:write(table.concat(header, ","), "\n")
+  for _, c in ipairs(rows) do
+    local cells = {}
+    for _, k in ipairs(header) do cells[#cells + 1] = csv_cell(c[k]) end
+    f:write(table.concat(cells, ","), "\n")
+  end
+  f:close()
+end
+local moe_cols = {}
+for _, k in ipairs(DENSE_COLS) do moe_cols[#moe_cols + 1] = k end
+for _, k in ipairs(MOE_COLS) do moe_cols[#moe_cols + 1] = k end
+write(OUT_DENSE, dense, DENSE_COLS)
+write(OUT_MOE, moe, moe_cols)
+io.stderr:write(("%d dense, %d MoE rows; left out %d table rows:\n"):format(#dense, #moe, #skipped))
+for _, s in ipairs(skipped) do io.stderr:write("  ", s, "\n") end

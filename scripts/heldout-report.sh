@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Held-out accuracy on NVIDIA's Megatron-Bridge performance summaries
+# (docs/accuracy.md "Held out: Megatron-Bridge performance summaries").
+# Usage: scripts/heldout-report.sh [CASES.csv] [--calibration FILE]
+# Prints mean |error| of tokens/s per GPU per release x system x precision,
+# then per system x precision and per release, and the runs estimated over
+# the memory limit with their three largest memory terms.  Needs jq.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cases=${1:-tests/fixtures/heldout/megatron_bridge_perf.csv}
+shift || true
+json=$(./build/apsearch validate "$cases" --format json "$@" || true)
+rows=$(jq -r '.cases[] | select(.error_pct.tokens_per_s_per_gpu != null) |
+  [(.source | capture(", (?<r>[0-9.]+) NeMo").r), .inputs.cluster.device.base,
+   .inputs.training.precision, .error_pct.tokens_per_s_per_gpu] | @tsv' <<<"$json")
+group() { # $1: awk key expression over release ($1), device ($2), precision ($3)
+  awk -F'\t' -v OFS='\t' "{ k = $1; e = \$4 < 0 ? -\$4 : \$4; n[k]++; s[k] += e; b[k] += \$4;
+    if (e > m[k]) m[k] = e } END { for (k in n) printf \"%s\t%d\t%.1f\t%+.1f\t%.1f\n\", k, n[k], s[k] / n[k],
+    b[k] / n[k], m[k] }" <<<"$rows" | sort -V
+}
+echo "# release/device/precision  runs  mean|err|%  mean err%  max|err|%"
+group '$1 "/" $2 "/" $3'
+echo "# device/precision"
+group '$2 "/" $3'
+echo "# release"
+group '$1'
+echo "# all"
+group '"all"'
+echo "# estimated over the memory limit (case, model, device, precision, GiB, top memory terms)"
+jq -r '.cases[] | select(.predicted.fits == false) |
+  [.case_id, .model, .inputs.cluster.device.base, .inputs.training.precision,
+   (.predicted.mem_gib * 10 | round / 10),
+   ([.top_terms.memory[] | "\(.name) \(.gib * 10 | round / 10)"] | join(", "))] | @tsv' <<<"$json"

@@ -213,7 +213,7 @@ static const preset presets[] = {
      "FP8 1,979 TFLOPS dense, 141 GB HBM3e at 4.8 TB/s, NVLink 900 GB/s; "
      "one 400 Gb/s NIC per GPU; 143,771 MiB reported by nvidia-smi"},
     {{.name = "b200",
-      .memory_bytes = 180 * GB,
+      .memory_bytes = 183359 * MIB,
       .peak_flops_bf16 = 2250 * TFLOPS,
       .peak_flops_fp8 = 4500 * TFLOPS,
       .peak_flops_fp32 = 75 * TFLOPS,
@@ -226,13 +226,14 @@ static const preset presets[] = {
      "NVIDIA DGX B200 / HGX B200 datasheet (2024): per GPU FP8 4.5 PFLOPS "
      "dense (9 sparse), BF16 2.25 PFLOPS dense, 180 GB HBM3e at 8 TB/s, "
      "NVLink 5 1.8 TB/s, FP4 9 PFLOPS dense (MXFP8 at the FP8 rate); one "
-     "400 Gb/s ConnectX-7 NIC per GPU"},
+     "400 Gb/s ConnectX-7 NIC per GPU; 183,359 MiB reported by nvidia-smi "
+     "(DGX / HGX B200, driver 570)"},
     /* Grace-Blackwell racks: the NVLink domain is the rack, 4 GPUs per
      * compute tray (NVL72: devices_per_node = 4, nvlink_domain_size = 72,
      * or 64 for the usual 64-GPU job per rack); the B200 of GB200 runs at
      * 1,200 W. */
     {{.name = "gb200",
-      .memory_bytes = 186 * GB,
+      .memory_bytes = 189471 * MIB,
       .peak_flops_bf16 = 2500 * TFLOPS,
       .peak_flops_fp8 = 5000 * TFLOPS,
       .peak_flops_fp32 = 80 * TFLOPS,
@@ -246,7 +247,8 @@ static const preset presets[] = {
      "and BF16 5 PFLOPS with sparsity (5 and 2.5 dense), FP32 80 TFLOPS, "
      "186 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s, FP4 10 PFLOPS dense; "
      "NVLink-C2C 900 GB/s per Grace and its two GPUs; one 400 Gb/s "
-     "ConnectX-7 NIC per GPU"},
+     "ConnectX-7 NIC per GPU; 189,471 MiB reported by nvidia-smi (GB200 "
+     "NVL72 compute tray, driver 580)"},
     {{.name = "gb300",
       .memory_bytes = 279 * GB,
       .peak_flops_bf16 = 2500 * TFLOPS,

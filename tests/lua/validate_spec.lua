@@ -318,9 +318,16 @@ describe("validate on NVIDIA recipe shapes (tests/fixtures/cases_recipes.csv)", 
     assert.are.equal(0, r.summary.failed)
   end)
 
-  it("calls one recipe out of memory (n13, 3 % over GB200's 186 GB, docs/accuracy.md)", function()
-    assert.are.same({ "n13" }, r.summary.predicted_not_to_fit.cases)
-  end)
+  it("estimates every recipe to fit (n13 fits GB200's 189,471 MiB; it was 3 % over the 186 GB of the datasheet)",
+    function()
+      assert.are.same({}, r.summary.predicted_not_to_fit.cases)
+      -- n13 is the GB200 fp8 Llama 3 70B recipe (FSDP, micro-batch 2, 40 layers
+      -- offloaded) that NVIDIA's performance summaries measured (docs/accuracy.md
+      -- "Held out: Megatron-Bridge performance summaries"): under the capacity
+      -- nvidia-smi reports, above the datasheet's 186e9 bytes
+      assert.is_true(cases.n13.predicted.mem_gib > 186e9 / 2 ^ 30)
+      assert.is_true(cases.n13.predicted.mem_gib < 189471 / 1024)
+    end)
 
   it("reads the recipe columns into the inputs", function()
     local n03 = cases.n03.inputs

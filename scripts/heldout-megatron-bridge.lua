@@ -365,10 +365,12 @@ local function convert(r, alt)
     cp = num(cell("CP")) or 1, vp = num(cell("VP")) or 1, ep = num(cell("EP")),
     tok = num(cell("Tokens / sec / GPU")), tflops = num(cell("Model TFLOP / sec / GPU")) }
   row.fsdp = (num(cell("FSDP")) or 0) > 0
-  -- the GA column fixes the micro-batch where the MBS column has no
-  -- parenthesised value of its own (25.09: "MBS 2, GA 1 (16)")
+  -- the GA column fixes the micro-batch of a parenthesised variant whose
+  -- MBS cell has no value of its own (25.09: "MBS 2, GA 1 (16)"); the
+  -- primary values keep the MBS column (25.11's Qwen3-235B GB300 row says
+  -- MBS 2 with a GA that implies 4: the MBS column is taken)
   local ga = num(cell("GA"))
-  if ga and row.n and row.gbs then
+  if alt and ga and row.n and row.gbs and not (r.MBS or ""):find("%(") then
     local dp = row.n // (row.tp * row.pp * row.cp)
     local mbs = row.gbs // (dp * ga)
     if mbs >= 1 and mbs * dp * ga == row.gbs and mbs ~= row.mbs then

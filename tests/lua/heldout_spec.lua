@@ -1,0 +1,64 @@
+-- tests/lua/heldout_spec.lua -- the held-out set of NVIDIA's Megatron-Bridge
+-- performance summaries (tests/fixtures/heldout/, written by
+-- scripts/heldout-megatron-bridge.lua; docs/accuracy.md "Held out:
+-- Megatron-Bridge performance summaries").  What is checked is that every
+-- row is read and estimated with finite numbers, not how close the
+-- estimates are: the errors are the measurement this set exists for.
+
+local core = require "apsearch.core"
+local validate = require "apsearch.validate"
+
+local ROOT = os.getenv("APS_ROOT") or "."
+local DENSE = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf.csv"
+local MOE = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf_moe.csv"
+
+local function finite(x) return type(x) == "number" and x == x and x > -math.huge and x < math.huge end
+
+local function check_finite(r)
+  for _, c in ipairs(r.cases) do
+    assert.is_nil(c.error, c.case_id)
+    assert.is_true(finite(c.predicted.tokens_per_s_per_gpu) and c.predicted.tokens_per_s_per_gpu > 0, c.case_id)
+    assert.is_true(finite(c.predicted.step_time_s) and c.predicted.step_time_s > 0, c.case_id)
+    assert.is_true(finite(c.predicted.mem_gib) and c.predicted.mem_gib > 0, c.case_id)
+    assert.is_true(finite(c.error_pct.tokens_per_s_per_gpu), c.case_id)
+    assert.is_true(finite(c.measured.tokens_per_s_per_gpu) and c.measured.tokens_per_s_per_gpu > 0, c.case_id)
+  end
+end
+
+describe("held out: Megatron-Bridge performance summaries", function()
+  it("estimates all 89 dense rows (Llama 3 8B / 70B, 3.1 405B) with finite numbers", function()
+    local r = validate.run(DENSE)
+    assert.are.equal(89, r.summary.cases)
+    assert.are.equal(0, r.summary.failed)
+    assert.are.equal(89, #r.cases)
+    check_finite(r)
+  end)
+
+  it("estimates all 64 MoE rows (Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3 without MTP)", function()
+    local r = validate.run(MOE)
+    assert.are.equal(64, r.summary.cases)
+    assert.are.equal(0, r.summary.failed)
+    check_finite(r)
+  end)
+
+  it("reads head_dim: Qwen3-30B-A3B counts to its published size less the q/k norms", function()
+    -- shared/models/moe/param_counts.csv: 30,532,122,624 parameters, of which
+    -- q_norm and k_norm are 2 * head_dim * L = 2 * 128 * 48 = 12,288 (not
+    -- modelled); with hidden_size / heads = 64 instead of head_dim 128 the
+    -- attention would lose L * (2*h*a*64 + 2*h*kv*64) = 48 * (2*2048*32*64 +
+    -- 2*2048*4*64) = 452,984,832
+    local r = validate.run(MOE)
+    local qwen
+    for _, c in ipairs(r.cases) do
+      if c.model == "Qwen3-30B-A3B" then qwen = c break end
+    end
+    assert.are.equal(128, qwen.inputs.model.head_dim)
+    local p = core.model_params(qwen.inputs.model)
+    assert.are.equal(30532122624 - 2 * 128 * 48, p.total)
+    assert.are.equal(3353032704 - 2 * 128 * 48, p.active)
+    local m = {}
+    for k, v in pairs(qwen.inputs.model) do m[k] = v end
+    m.head_dim = nil
+    assert.are.equal(p.total - 48 * (2 * 2048 * 32 * 64 + 2 * 2048 * 4 * 64), core.model_params(m).total)
+  end)
+end)

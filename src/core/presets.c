@@ -56,8 +56,15 @@
  * schedule.c, and again when calibrate tied the efficiencies per family
  * and validate read TorchTitan's 96 GB H100 rows as the 500 W part,
  * lua/apsearch/calibration.lua family, validate.lua variant_of).  H200
- * shares the H100's compute die; Blackwell has no measured run here and
- * takes the Hopper values as an assumption (GB300's attention: below).
+ * shares the H100's compute die; Blackwell has no measured run in that set
+ * and takes the Hopper values as an assumption (GB300's attention: below).
+ * NVIDIA's Megatron-Bridge performance summaries (25.09-26.08) measure
+ * B200, GB200 and GB300 (tests/fixtures/heldout/, docs/accuracy.md "Held
+ * out: Megatron-Bridge performance summaries": 12.7 % over 89 dense runs
+ * with these values); a Blackwell family fit on their earlier releases
+ * (scripts/heldout-fit-blackwell.sh) improves the later releases but not
+ * other model sizes or the MoE runs, and its values are not physical, so
+ * it is not shipped.
  *
  * gemm_efficiency: large-GEMM fraction of the dense peak.  Hopper's
  *   sustained clock under load sits below the boost clock its peak assumes

@@ -151,10 +151,10 @@ static double layer_membound_bytes(const aps_model *m, const aps_training *t,
 
 /** fp8, mxfp8, nvfp4: every GEMM input (forward) and output gradient
  *  (backward) is quantized in both layouts (aps_cast_bytes); SwiGLU's
- *  gate and up share one input.  The QKV and MLP inputs come from a norm,
- *  the MLP output's input from the activation, the MLP input's gradient
- *  from the activation's backward: fused casts where the framework fuses
- *  them.  With SP the norm outputs are cast on the local sequence shard,
+ *  gate and up share one input.  The QKV and MLP inputs come from a norm
+ *  (aps_norm_cast_bytes), the MLP output's input from the activation, the
+ *  MLP input's gradient from the activation's backward: fused casts where
+ *  the framework fuses them.  With SP the norm outputs are cast on the local sequence shard,
  *  before the fp8 all-gather (TE LayerNormLinear; torchao
  *  Float8ColwiseParallel). */
 static void layer_casts(const aps_device *d, const aps_training *t,
@@ -165,8 +165,9 @@ static void layer_casts(const aps_device *d, const aps_training *t,
         return;
     double cast, fused, T = x->T, dh = x->dh, tp = x->tp;
     aps_cast_bytes(t, &cast, &fused);
+    double norm = aps_norm_cast_bytes(t);
     out->fp8_cast_fwd = aps_hbm_time(
-        d, fused * T * (2.0 * x->h / x->rep + x->f / tp) +
+        d, norm * T * 2.0 * x->h / x->rep + fused * T * x->f / tp +
                cast * T * x->a * dh / tp);
     out->fp8_cast_bwd = aps_hbm_time(
         d, cast * T * ((x->a + 2.0 * x->k) * dh / tp + 2.0 * x->h) +

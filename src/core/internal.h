@@ -329,6 +329,11 @@ double aps_weight_copy_bytes(const aps_training *t);
  *  both layouts: by an unfused pass, and by a producer that quantizes its
  *  own output (fused). */
 void aps_cast_bytes(const aps_training *t, double *unfused, double *fused);
+/** HBM bytes per element of casting a norm's output (the QKV and MLP
+ *  inputs): the fused figure of aps_cast_bytes where the framework fuses
+ *  the cast into the norm (TransformerEngine: per-tensor fp8), the
+ *  unfused one for the block-scaled formats (precision.c). */
+double aps_norm_cast_bytes(const aps_training *t);
 
 /* ---- recipe.c: recipe settings ---- */
 

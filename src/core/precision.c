@@ -32,6 +32,14 @@
 /** Quantized layouts of a weight the GEMMs read: the forward's and the
  *  transposed one of the input-gradient GEMM (see the header). */
 #define APS_WEIGHT_LAYOUTS 2.0
+/** NVFP4's two-level scaling needs the tensor's amax (TE NVFP4Quantizer:
+ *  with the random Hadamard transform of the default recipe, the post-RHT
+ *  amax) before any block is cast, so every NVFP4 cast starts with one
+ *  more read of the bf16 tensor: TransformerEngine d0067d0da
+ *  transformer_engine/pytorch/csrc/quantizer.cpp NVFP4Quantizer::
+ *  quantize_impl (nvte_hadamard_transform_amax, then
+ *  nvte_quantize_with_hadamard_transform).  Passes over the bf16 tensor. */
+#define APS_NVFP4_AMAX_PASSES 1.0
 
 bool aps_prec_quantized(aps_precision p)
 {
@@ -93,14 +101,36 @@ void aps_cast_bytes(const aps_training *t, double *unfused, double *fused)
     if (aps_prec_block_scaled(p)) {
         /* one pass reads the bf16 tensor and writes both quantized
          * layouts with their scales (TE quantize with rowwise and
-         * columnwise usage); a producer that quantizes its own output
-         * (TE LayerNormLinear, LayerNormMLP) writes both itself */
+         * columnwise usage); an activation kernel that quantizes its own
+         * output writes both itself (TE activation.cpp FULLY_FUSED for
+         * MXFP8).  NVFP4 first reads the tensor for its amax, and its
+         * activation kernels write bf16 for the quantizer to cast
+         * (activation.cpp: UNFUSED for the RHT quantizers of the default
+         * recipe), so nothing is fused. */
         double e = aps_quantized_bytes(p);
         *unfused = APS_ACT_BYTES + APS_WEIGHT_LAYOUTS * e;
         *fused = APS_WEIGHT_LAYOUTS * e;
+        if (p == APS_PREC_NVFP4) {
+            *unfused += APS_NVFP4_AMAX_PASSES * APS_ACT_BYTES;
+            *fused = *unfused;
+        }
         return;
     }
     *unfused = fw->fp8_cast_bytes;
     *fused = fw->fp8_fused_cast_bytes > 0 ? fw->fp8_fused_cast_bytes
                                           : fw->fp8_cast_bytes;
+}
+
+double aps_norm_cast_bytes(const aps_training *t)
+{
+    double unfused, fused;
+    aps_cast_bytes(t, &unfused, &fused);
+    /* TransformerEngine fuses the cast into the norm kernel for per-tensor
+     * fp8 only; MXFP8 (without NVTE_NORM_FWD_USE_CUDNN) and NVFP4 with the
+     * RHT write the norm's bf16 output and quantize it in a separate pass:
+     * d0067d0da transformer_engine/pytorch/csrc/extensions/
+     * normalization.cpp, the Impl choice (FULLY_FUSED for Float8 and no
+     * quantizer, FUSED_NORM_AMAX_FP8 for current scaling, UNFUSED for
+     * MXFP8 and for NVFP4 with post-RHT amax) */
+    return aps_prec_block_scaled(t->precision) ? unfused : fused;
 }

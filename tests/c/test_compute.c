@@ -295,6 +295,45 @@ static void test_compute_sliding_window(void **state)
     ASSERT_HAS(err, "sliding_window_layers: 16 given without a sliding_window");
 }
 
+/* Casts of the block-scaled formats on B200 (hbm 8000e9 x 0.8), the 8B
+ * layer at T = 4096 tokens, h = a d = 4096, f = 14336, 32 layers.  The
+ * forward's memory-bound time with finite HBM minus with 1e30 B/s is the
+ * bf16 kernels' 28,932,308,992 B (test_compute_memory_bound) plus the
+ * casts (TransformerEngine d0067d0da: normalization.cpp runs MXFP8 and
+ * NVFP4 norms unfused, activation.cpp fuses the MXFP8 cast into SwiGLU
+ * but not NVFP4's; NVFP4 reads the tensor once more for its amax):
+ *   MXFP8, e = 1 + 1/32: norm outputs (2h) and proj input (a d) unfused
+ *     2 + 2e = 4.0625 B, SwiGLU output (f) fused 2e = 2.0625 B:
+ *     32 x 4096 x (4.0625 x 12288 + 2.0625 x 14336) = 10,418,651,136 B
+ *   NVFP4, e = 1/2 + 1/16: every cast 2 + 2 + 2e = 5.125 B:
+ *     32 x 4096 x 5.125 x 26624 = 17,884,512,256 B */
+static void test_compute_block_scaled_casts(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    setup(&m, &c, &t, &s);
+    assert_int_equal(aps_device_preset("b200", &c.device), APS_OK);
+    double hbm = c.device.hbm_bandwidth * c.device.hbm_efficiency;
+    ASSERT_REL(hbm, 8000e9 * 0.8, REL);
+    const aps_precision precs[] = {APS_PREC_BF16, APS_PREC_MXFP8,
+                                   APS_PREC_NVFP4};
+    const double cast_bytes[] = {0.0, 10418651136.0, 17884512256.0};
+    for (size_t i = 0; i < 3; i++) {
+        t.precision = precs[i];
+        aps_estimate finite, unlimited;
+        c.device.hbm_bandwidth = 8000e9;
+        fx_run(&m, &c, &t, &s, &finite);
+        c.device.hbm_bandwidth = 1e30;
+        fx_run(&m, &c, &t, &s, &unlimited);
+        ASSERT_REL(finite.perf_total[APS_PERF_COMPUTE_FWD] -
+                       unlimited.perf_total[APS_PERF_COMPUTE_FWD],
+                   (28932308992.0 + cast_bytes[i]) / hbm, 1e-6);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -308,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_compute_cp_ring_overlap),
         cmocka_unit_test(test_compute_cp_allgather),
         cmocka_unit_test(test_compute_sliding_window),
+        cmocka_unit_test(test_compute_block_scaled_casts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,7 +60,7 @@
  * and takes the Hopper values as an assumption (GB300's attention: below).
  * NVIDIA's Megatron-Bridge performance summaries (25.09-26.08) measure
  * B200, GB200 and GB300 (tests/fixtures/heldout/, docs/accuracy.md "Held
- * out: Megatron-Bridge performance summaries": 12.7 % over 89 dense runs
+ * out: Megatron-Bridge performance summaries": 11.9 % over 89 dense runs
  * with these values); a Blackwell family fit on their earlier releases
  * (scripts/heldout-fit-blackwell.sh) improves the later releases but not
  * other model sizes or the MoE runs, and its values are not physical, so

@@ -188,7 +188,14 @@ typedef struct {
     double gemm_efficiency;       /**< eta_max: large-GEMM fraction of peak */
     double gemm_half_dim;         /**< min GEMM dim at which eta = eta_max/2 */
     double fp8_gemm_efficiency;   /**< eta_max of fp8 GEMMs */
-    double attention_efficiency;  /**< flash/core attention fraction of peak */
+    double attention_efficiency;  /**< fused (flash) attention kernels,
+                                       fraction of the bf16 peak */
+    double unfused_attention_efficiency; /**< attention without flash
+                                       attention (Megatron's
+                                       --attention-backend unfused): the
+                                       QK^T and PV batched GEMMs, fraction
+                                       of the bf16 peak; the softmax
+                                       traffic is counted apart */
     double hbm_efficiency;        /**< achievable fraction of HBM bandwidth */
     double collective_efficiency; /**< bus bandwidth / link bandwidth (NCCL) */
 } aps_device;

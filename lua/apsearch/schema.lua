@@ -50,6 +50,7 @@ M.device = {
   cuda_context_bytes = "nonneg", nccl_comm_bytes = "nonneg",
   gemm_efficiency = "nonneg", gemm_half_dim = "nonneg",
   fp8_gemm_efficiency = "nonneg", attention_efficiency = "nonneg",
+  unfused_attention_efficiency = "nonneg",
   hbm_efficiency = "nonneg", collective_efficiency = "nonneg",
 }
 

@@ -98,16 +98,24 @@ static double layer_gemms(const aps_device *d, aps_precision prec,
            aps_gemm_time(d, prec, x->T, x->h, x->f / x->tp);
 }
 
+double aps_attention_efficiency(const aps_device *d, const aps_training *t)
+{
+    return t->flash_attention ? d->attention_efficiency
+                              : d->unfused_attention_efficiency;
+}
+
 /** Attention core in bf16: QK^T and PV, 2 GEMMs of 2 b s' keys a d each;
  *  flash attention skips the masked blocks (and those outside a sliding
- *  window), CP balances the halves; without it the scores are dense. */
+ *  window), CP balances the halves; without it the scores are dense and
+ *  the two products run as batched GEMMs at the device's
+ *  unfused_attention_efficiency (aps_attention_efficiency). */
 static void layer_attention(const aps_model *m, const aps_device *d,
                             const aps_training *t, const layer_shape *x,
                             aps_layer_cost *out)
 {
     double keys = aps_attention_keys(m, x->S, t->flash_attention);
     double attn_flops = 4.0 * x->b * x->sl * keys * x->a * x->dh / x->tp;
-    double attn_rate = d->peak_flops_bf16 * d->attention_efficiency;
+    double attn_rate = d->peak_flops_bf16 * aps_attention_efficiency(d, t);
     out->attn_fwd = attn_flops / attn_rate;
     out->attn_bwd = attn_flops *
                     (t->flash_attention ? APS_FLASH_BWD_RATIO

@@ -470,6 +470,13 @@ void aps_model_states(const aps_training *t, const aps_dp_plan *plan,
 double aps_gemm_time(const aps_device *d, aps_precision p, double M,
                      double N, double K);
 
+/** Fraction of the bf16 peak the attention core runs at: the device's
+ *  attention_efficiency with flash attention (fused kernels), its
+ *  unfused_attention_efficiency without (batched QK^T and PV GEMMs;
+ *  Megatron-LM's --attention-backend flash / unfused).  Dimensionless
+ *  (compute.c). */
+double aps_attention_efficiency(const aps_device *d, const aps_training *t);
+
 /** Memory-bound seconds for `bytes` of HBM traffic: bytes /
  *  (hbm_bandwidth x hbm_efficiency) (compute.c). */
 double aps_hbm_time(const aps_device *d, double bytes);

@@ -292,7 +292,7 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
         out->mla_gemm_fwd = g;
         double keys = aps_attention_keys(m, S, t->flash_attention);
         double core = 2.0 * b * sl * keys * a * ((dn + dr + dv) - 2.0 * dh) / tp;
-        double rate = d->peak_flops_bf16 * d->attention_efficiency;
+        double rate = d->peak_flops_bf16 * aps_attention_efficiency(d, t);
         out->mla_attn_fwd = core / rate;
         out->mla_attn_bwd = core * (t->flash_attention ? APS_FLASH_BWD_RATIO
                                                        : APS_GEMM_BWD_RATIO) /

@@ -81,6 +81,14 @@
  *   50-73% on A100 (Dao 2023, arXiv:2307.08691) and near its ~35% on H100
  *   (Shah et al. 2024, arXiv:2407.08608); set 0.6-0.75 for
  *   FlashAttention-3 or cuDNN attention on Hopper, or calibrate.
+ * unfused_attention_efficiency: attention without flash attention (the
+ *   QK^T and PV batched GEMMs; the softmax, mask and dropout traffic is
+ *   counted apart as HBM bytes), fraction of the bf16 peak.  A100: fitted
+ *   on the runs without flash attention (Narayanan et al. SC'21, Megatron-
+ *   LM and DeepSpeed, fp16).  No Hopper or Blackwell run without flash
+ *   attention is in the public set: there the unfused path is priced at
+ *   the family's flash value (APS_ATTN_EFF_HOPPER), the same rule a
+ *   calibration without such runs follows (docs/accuracy.md).
  */
 #define APS_GEMM_EFF_AMPERE 0.807
 #define APS_GEMM_EFF_HOPPER 0.659
@@ -89,6 +97,7 @@
 #define APS_FP8_GEMM_EFF 0.749
 #define APS_ATTN_EFF_AMPERE 0.345
 #define APS_ATTN_EFF_HOPPER 0.194
+#define APS_UNFUSED_ATTN_EFF_AMPERE 0.345
 /** Blackwell Ultra (GB300) doubles the special-function units' exponential
  *  throughput (10.7 vs 5 tera-exponentials/s, NVIDIA "Inside NVIDIA
  *  Blackwell Ultra", 2025): the softmax exponentials that stall the
@@ -128,15 +137,20 @@ typedef struct {
     .collective_efficiency = APS_COLL_EFF
 #define AMPERE .gemm_efficiency = APS_GEMM_EFF_AMPERE,                  \
                .gemm_half_dim = APS_GEMM_HALF_DIM_AMPERE,                \
-               .attention_efficiency = APS_ATTN_EFF_AMPERE
+               .attention_efficiency = APS_ATTN_EFF_AMPERE,              \
+               .unfused_attention_efficiency = APS_UNFUSED_ATTN_EFF_AMPERE
 /* Hopper and Blackwell defaults. */
 #define HOPPER_ON .gemm_efficiency = APS_GEMM_EFF_HOPPER,               \
                .gemm_half_dim = APS_GEMM_HALF_DIM_HOPPER,             \
-               .attention_efficiency = APS_ATTN_EFF_HOPPER
+               .attention_efficiency = APS_ATTN_EFF_HOPPER,           \
+               .unfused_attention_efficiency = APS_ATTN_EFF_HOPPER
+/* Blackwell Ultra: the exponentials run in the fused attention loop only;
+ * unfused attention's batched GEMMs are priced as on Blackwell. */
 #define BLACKWELL_ULTRA .gemm_efficiency = APS_GEMM_EFF_HOPPER,         \
                .gemm_half_dim = APS_GEMM_HALF_DIM_HOPPER,             \
                .attention_efficiency =                                \
-                   APS_ATTN_EFF_HOPPER * APS_ATTN_SFU_SPEEDUP_BLACKWELL_ULTRA
+                   APS_ATTN_EFF_HOPPER * APS_ATTN_SFU_SPEEDUP_BLACKWELL_ULTRA, \
+               .unfused_attention_efficiency = APS_ATTN_EFF_HOPPER
 
 static const preset presets[] = {
     {{.name = "a100-sxm4-40gb",
@@ -400,6 +414,7 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
         {"gemm_efficiency", d->gemm_efficiency},
         {"fp8_gemm_efficiency", d->fp8_gemm_efficiency},
         {"attention_efficiency", d->attention_efficiency},
+        {"unfused_attention_efficiency", d->unfused_attention_efficiency},
         {"hbm_efficiency", d->hbm_efficiency},
         {"collective_efficiency", d->collective_efficiency},
     };

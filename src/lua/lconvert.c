@@ -236,6 +236,7 @@ static const apsl_field device_fields[] = {
     FLD(aps_device, gemm_half_dim, FT_NUM, NULL),
     FLD(aps_device, fp8_gemm_efficiency, FT_NUM, NULL),
     FLD(aps_device, attention_efficiency, FT_NUM, NULL),
+    FLD(aps_device, unfused_attention_efficiency, FT_NUM, NULL),
     FLD(aps_device, hbm_efficiency, FT_NUM, NULL),
     FLD(aps_device, collective_efficiency, FT_NUM, NULL),
     {"base", 4, FT_SKIP, -1, 1, 0, NULL},

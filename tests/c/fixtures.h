@@ -194,7 +194,7 @@ static inline void fx_gpt2_124m(aps_model *m)
  *  The calibratable assumptions are pinned here so that re-tuning the
  *  preset defaults does not move the hand calculations of the tests:
  *  gemm_efficiency 0.75, gemm_half_dim 128, fp8_gemm_efficiency 0.60,
- *  attention_efficiency 0.45, hbm_efficiency 0.80, collective_efficiency
+ *  attention_efficiency 0.45 (flash and unfused), hbm_efficiency 0.80, collective_efficiency
  *  0.80, latencies 3e-6 s (NVLink) and 8e-6 s (IB), CUDA context 0.75 GiB,
  *  0.5e9 B per NCCL communicator.
  *  Hence NVLink bw = 450e9 * 0.8 = 360e9 B/s, NIC bw = 50e9 * 0.8 = 40e9. */
@@ -208,6 +208,7 @@ static inline void fx_h100(aps_cluster *c, int64_t N)
     d->gemm_half_dim = 128.0;
     d->fp8_gemm_efficiency = 0.60;
     d->attention_efficiency = 0.45;
+    d->unfused_attention_efficiency = 0.45;
     d->hbm_efficiency = 0.80;
     d->collective_efficiency = 0.80;
     d->intra_node_latency = 3e-6;

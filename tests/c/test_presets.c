@@ -112,6 +112,8 @@ static void test_preset_h100_500w(void **state)
     assert_true(d.peak_flops_bf16 > 835e12 && d.peak_flops_bf16 < sxm.peak_flops_bf16);
     ASSERT_DBL_EXACT(d.gemm_efficiency, sxm.gemm_efficiency);
     ASSERT_DBL_EXACT(d.attention_efficiency, sxm.attention_efficiency);
+    ASSERT_DBL_EXACT(d.unfused_attention_efficiency,
+                     sxm.unfused_attention_efficiency);
 }
 
 /* Every preset has a name, a cited source and validates as an 8-GPU node;
@@ -194,6 +196,9 @@ static void test_cluster_validate(void **state)
     fx_h100(&c, 16);
     c.device.attention_efficiency = 1e-300;
     expect_cluster_einval(&c, "attention_efficiency");
+    fx_h100(&c, 16);
+    c.device.unfused_attention_efficiency = 1.5;
+    expect_cluster_einval(&c, "unfused_attention_efficiency");
     /* a host link of 1e-300 B/s would make activation offload take inf
      * seconds: 0 (no link) or a real bandwidth only */
     fx_h100(&c, 16);

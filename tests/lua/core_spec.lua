@@ -108,7 +108,8 @@ describe("apsearch.core", function()
         "peak_flops_fp32", "hbm_bandwidth", "intra_node_bandwidth",
         "inter_node_bandwidth", "intra_node_latency", "inter_node_latency",
         "cuda_context_bytes", "nccl_comm_bytes", "gemm_efficiency", "gemm_half_dim",
-        "fp8_gemm_efficiency", "attention_efficiency", "hbm_efficiency",
+        "fp8_gemm_efficiency", "attention_efficiency", "unfused_attention_efficiency",
+        "hbm_efficiency",
         "collective_efficiency", "peak_flops_fp4", "host_bandwidth" }
       local n = 0
       for _ in pairs(d) do n = n + 1 end

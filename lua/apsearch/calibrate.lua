@@ -8,8 +8,13 @@
 -- device of the family that appears):
 --   gemm_efficiency       large-GEMM fraction of the dense peak
 --   gemm_half_dim         smallest GEMM dimension at half that efficiency
---   attention_efficiency  attention-kernel fraction of the bf16 peak
+--   attention_efficiency  flash-attention kernels, fraction of the bf16
+--                         peak (rows with flash attention only)
+--   unfused_attention_efficiency  attention without flash attention, the
+--                         batched QK^T / PV GEMMs (rows without it only)
 --   fp8_gemm_efficiency   fp8 GEMM fraction of the fp8 peak (fp8 rows only)
+-- A field no row informs (calibration.FIELDS `needs`) is left out of the
+-- file: the device keeps its preset value.
 -- The loss is the mean absolute log error of tokens/s per GPU over the rows
 -- that measured it (symmetric in over- and under-estimates, and robust to
 -- one wild row); the optimiser is Nelder-Mead over the parameters scaled
@@ -125,7 +130,7 @@ function M.fit_rows(all, label, opts)
   local path = label
   local log = opts.log or function() end
   local rows = {}
-  local devices, fp8 = {}, {}
+  local devices, evidence = {}, {}
   for _, row in ipairs(all) do
     local c = validate.run_case(row)
     -- a measured value or convention the row cannot have is a broken
@@ -139,7 +144,9 @@ function M.fit_rows(all, label, opts)
       -- preset names match case-insensitively: one entry per preset, as
       -- calibration.check requires of the file
       devices[row.device:lower()] = true
-      if row.precision == "fp8" then fp8[calibration.family(row.device)] = true end
+      local fam = calibration.family(row.device)
+      evidence[fam] = evidence[fam] or {}
+      for kind in pairs(calibration.evidence_of(row)) do evidence[fam][kind] = true end
     end
   end
   if #rows == 0 then
@@ -151,7 +158,9 @@ function M.fit_rows(all, label, opts)
     local preset = core.device_preset(dev)
     calib.devices[dev] = {}
     for _, p in ipairs(M.PARAMETERS) do
-      if not p.fp8_only or fp8[calibration.family(dev)] then calib.devices[dev][p.field] = preset[p.field] end
+      if not p.needs or evidence[calibration.family(dev)][p.needs] then
+        calib.devices[dev][p.field] = preset[p.field]
+      end
     end
   end
   local before = loss(rows, calib)

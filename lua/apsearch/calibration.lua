@@ -12,13 +12,27 @@ local M = {}
 --- Version of the file format `apsearch calibrate` writes.
 M.SCHEMA_VERSION = 1
 
---- Calibrated device fields with their physical bounds.
+--- Calibrated device fields with their physical bounds. `needs` names the
+-- runs that inform a field (M.evidence_of): a field is fitted for a
+-- family only when the cases hold such a run of it -- fp8 GEMMs from fp8
+-- runs, flash attention from runs with flash attention, unfused attention
+-- from runs without.
 M.FIELDS = {
   { field = "gemm_efficiency", lo = 0.30, hi = 0.95 },
   { field = "gemm_half_dim", lo = 0.0, hi = 4096.0 },
-  { field = "attention_efficiency", lo = 0.10, hi = 0.90 },
-  { field = "fp8_gemm_efficiency", lo = 0.20, hi = 0.90, fp8_only = true },
+  { field = "attention_efficiency", lo = 0.10, hi = 0.90, needs = "flash" },
+  { field = "unfused_attention_efficiency", lo = 0.10, hi = 0.90, needs = "unfused" },
+  { field = "fp8_gemm_efficiency", lo = 0.20, hi = 0.90, needs = "fp8" },
 }
+
+--- The kinds of evidence a cases row gives (the `needs` of M.FIELDS).
+-- @tparam table row column -> string (validation schema)
+-- @treturn table {fp8 = true|nil, flash = true|nil, unfused = true|nil}
+function M.evidence_of(row)
+  local flash = tostring(row.flash_attention or ""):lower() == "true"
+  return { fp8 = row.precision == "fp8" or nil, flash = flash or nil,
+           unfused = (not flash) or nil }
+end
 
 --- Reads and checks a calibration file: one calibration, or one per
 -- software stack ({stacks = {<stack id> = calibration}}, written by

@@ -9,9 +9,17 @@
 -- figure is validate's with the shipped defaults, which were fitted on all
 -- rows. A group whose device appears in no other group is predicted with
 -- the efficiencies fitted for its family (calibration.family: e.g. the
--- 500 W H100 takes the fitted Hopper values), or, when no device of its
--- family is in the other groups, with the preset defaults for that device
--- (nothing to fit it on), which the result names.
+-- 500 W H100 takes the fitted Hopper values).
+--
+-- A field the other groups cannot fit (no run of the family informs it,
+-- calibration.FIELDS `needs`) must not fall back to the preset default:
+-- the defaults were fitted on every row, the held-out group's included,
+-- and would leak it. Such a field takes a prior (M.priors): flash
+-- attention from another family's fitted value scaled by the published
+-- FlashAttention-2 utilisation of the two generations
+-- (M.FLASH_UTILIZATION), unfused attention from the family's flash value.
+-- What is still left at a preset default (a family absent from the other
+-- groups) is named in the result.
 -- @module apsearch.crossval
 local validate = require "apsearch.validate"
 local calibrate = require "apsearch.calibrate"
@@ -53,12 +61,105 @@ function M.folds(rows, by)
   return folds
 end
 
+--- Published FlashAttention-2 utilisation, fraction of the dense bf16
+-- peak, per efficiency family (calibration.family): the kernel
+-- benchmarks' level, from which a fold that has no run with flash
+-- attention on a family takes that family's prior. Overridable.
+-- ampere: Dao 2023 (arXiv:2307.08691), abstract: "50-73% of the
+--   theoretical maximum FLOPs/s on A100"; the midpoint of the range.
+-- hopper: Shah et al. 2024 (FlashAttention-3, arXiv:2407.08608),
+--   abstract: FlashAttention-2 "achieving only 35% utilization" on H100.
+M.FLASH_UTILIZATION = {
+  ampere = (0.50 + 0.73) / 2,
+  hopper = 0.35,
+}
+
+local function copy(t)
+  local c = {}
+  for k, v in pairs(t or {}) do c[k] = v end
+  return c
+end
+
+--- Priors for the fields a fold's fit could not inform, on the devices it
+-- predicts. The calibration is returned extended (a new table; `calib` is
+-- not modified), each predicted device with an entry of its own:
+--   attention_efficiency (flash), when no run of the family used flash
+--     attention: the flash value fitted on another family F (the first by
+--     name with one) x FLASH_UTILIZATION[family] / FLASH_UTILIZATION[F].
+--     The published kernel benchmarks give each generation's ceiling; the
+--     fitted value carries how much of its ceiling a training stack
+--     realises (layouts, masking, the kernel version), which the other
+--     generation's runs measure. Without any fitted family: the
+--     published utilisation itself. Without a published figure for the
+--     family: none (the preset default stays, named in `unfitted`).
+--   unfused_attention_efficiency, when no run of the family ran without
+--     flash attention: the family's flash value (fitted or prior), the
+--     rule the presets follow for families without such runs.
+-- @tparam table|nil calib the fold's calibration (calibrate.fit_rows)
+-- @tparam table rows the rows the fold predicts (column -> string)
+-- @treturn table calibration with the priors
+-- @treturn table {<device> = {<field> = {value, rule}}} the priors used
+-- @treturn table array of "device.field" a predicted row needs (its
+--   evidence, calibration.evidence_of) that is left at the preset default
+function M.priors(calib, rows)
+  local out = { devices = {} }
+  for k, v in pairs(calib or {}) do if k ~= "devices" then out[k] = v end end
+  for dev, f in pairs(calib and calib.devices or {}) do out.devices[dev] = copy(f) end
+  local used, unfitted = {}, {}
+  local U = M.FLASH_UTILIZATION
+  local function flash_prior(fam)
+    if not U[fam] then return nil end
+    for _, other in ipairs(util.sorted_keys(calib and calib.devices or {})) do
+      local ofam = calibration.family(other)
+      local v = calib.devices[other].attention_efficiency
+      if ofam ~= fam and v and U[ofam] then
+        return v * U[fam] / U[ofam], ("%s flash fit x %.3f / %.3f (published FlashAttention-2 "
+          .. "utilisation)"):format(ofam, U[fam], U[ofam])
+      end
+    end
+    return U[fam], "published FlashAttention-2 utilisation"
+  end
+  local needs, order = {}, {}
+  for _, row in ipairs(rows) do
+    local dev = tostring(row.device):lower()
+    if not needs[dev] then needs[dev] = {} order[#order + 1] = dev end
+    for kind in pairs(calibration.evidence_of(row)) do needs[dev][kind] = true end
+  end
+  for _, dev in ipairs(order) do
+    local entry = copy(calibration.fields_for(calib, dev))
+    local fam = calibration.family(dev)
+    if entry.attention_efficiency == nil then
+      local v, rule = flash_prior(fam)
+      if v then
+        entry.attention_efficiency = v
+        used[dev] = used[dev] or {}
+        used[dev].attention_efficiency = { value = v, rule = rule }
+      end
+    end
+    if entry.unfused_attention_efficiency == nil and entry.attention_efficiency then
+      entry.unfused_attention_efficiency = entry.attention_efficiency
+      used[dev] = used[dev] or {}
+      used[dev].unfused_attention_efficiency = { value = entry.attention_efficiency,
+        rule = "the family's flash-attention value" }
+    end
+    for _, p in ipairs(calibration.FIELDS) do
+      if entry[p.field] == nil and (not p.needs or needs[dev][p.needs]) then
+        unfitted[#unfitted + 1] = dev .. "." .. p.field
+      end
+    end
+    out.devices[dev] = entry
+  end
+  return out, used, unfitted
+end
+
 --- Runs the cross-validation.
 -- @tparam string path CSV in the validation schema
 -- @tparam[opt] table opts {by = "source", log = function(line), fit = function(rows, label)
 --   returning a calibration (tests replace the fit)}
 -- @treturn table {file, by, folds = {{group, rows, in_sample = stats,
---   out_of_sample = stats, unfitted_devices, parameters}}, in_sample = stats,
+--   out_of_sample = stats, unfitted_devices (no device of their family in
+--   the fit), unfitted_fields ("device.field" left at the preset default),
+--   parameters (fitted), priors (M.priors)}}, in_sample = stats,
 --   out_of_sample = stats, parameter_spread = {<device> = {<field> = {min, max, default}}},
 --   when runs are marked as release gaps (apsearch.stacks.release_gap; no
 --   fold fits on them) release_gap_cases, in_sample_without_release_gaps,
@@ -91,9 +192,12 @@ function M.run(path, opts)
     end
     local ok, calib = pcall(fit, train, path .. " without " .. fold.group)
     if not ok then calib = nil end
+    local fitted = calib
+    local priors, unfitted_fields
+    calib, priors, unfitted_fields = M.priors(fitted, fold.test)
     local out_err, in_err, unfitted = {}, {}, {}
     for _, row in ipairs(fold.test) do
-      if not calibration.fields_for(calib, row.device) then unfitted[row.device] = true end
+      if not calibration.fields_for(fitted, row.device) then unfitted[row.device] = true end
       local c = validate.run_case(row, calib)
       c.group = fold.group
       result.cases[#result.cases + 1] = c
@@ -110,7 +214,7 @@ function M.run(path, opts)
         end
       end
     end
-    for dev, fields in pairs(calib and calib.devices or {}) do
+    for dev, fields in pairs(fitted and fitted.devices or {}) do
       spread[dev] = spread[dev] or {}
       for f, v in pairs(fields) do
         local s = spread[dev][f] or { min = v, max = v }
@@ -122,7 +226,9 @@ function M.run(path, opts)
       group = fold.group, rows = #fold.test, train_rows = #fold.train,
       in_sample = validate.stats(in_err), out_of_sample = validate.stats(out_err),
       unfitted_devices = util.array(util.sorted_keys(unfitted)),
-      parameters = calib and calib.devices or {},
+      unfitted_fields = util.array(unfitted_fields),
+      parameters = fitted and fitted.devices or {},
+      priors = priors,
     }
   end
   result.in_sample = validate.stats(all_in)

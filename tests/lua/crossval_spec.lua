@@ -51,33 +51,50 @@ describe("crossval on tests/fixtures/cases_small.csv", function()
     assert.are.equal("mosaicml/llm-foundry", by.c213)
   end)
 
-  it("predicts a held-out row with a fit on the other sources only", function()
+  it("predicts a held-out row with a fit on the other sources only, and priors for what it cannot fit", function()
     local others = {}
     for _, r in ipairs(rows) do
       if validate.source_key(r.source) ~= "Narayanan" then others[#others + 1] = r end
     end
     local calib = calibrate.fit_rows(others, "test")
+    -- the other sources ran flash attention only: c016's unfused attention
+    -- takes the fold's A100 flash value, not the preset's (fitted on all rows)
+    local a100 = calib.devices["a100-sxm4-80gb"]
+    assert.is_nil(a100.unfused_attention_efficiency)
+    a100.unfused_attention_efficiency = a100.attention_efficiency
     local c016
     for _, r in ipairs(rows) do if r.case_id == "c016" then c016 = r end end
     local want = validate.run_case(c016, calib).predicted.tokens_per_s_per_gpu
     local got
     for _, c in ipairs(res.cases) do if c.case_id == "c016" then got = c.predicted.tokens_per_s_per_gpu end end
     assert.are.equal(want, got)
+    assert.are.equal(a100.attention_efficiency,
+      res.folds[1].priors["a100-sxm4-80gb"].unfused_attention_efficiency.value)
     -- and it differs from the in-sample prediction with the defaults
     assert.are_not.equal(validate.run_case(c016).predicted.tokens_per_s_per_gpu, got)
   end)
 
-  it("names a device no other source has runs of (predicted with the preset defaults)", function()
+  it("names a device no other source has runs of, and the fields left at the preset", function()
     local foundry
     for _, f in ipairs(res.folds) do if f.group == "mosaicml/llm-foundry" then foundry = f end end
     -- the only other H100 row (c901, nvfp4) cannot be estimated
     assert.are.same({ "h100-sxm-80gb", "tpu-v5p" }, foundry.unfitted_devices)
+    -- no run of the fold used flash attention: H100's is the published
+    -- FlashAttention-2 utilisation; its GEMM fields stay at the preset
     local c213
     for _, c in ipairs(res.cases) do if c.case_id == "c213" then c213 = c end end
     local row
     for _, r in ipairs(rows) do if r.case_id == "c213" then row = r end end
-    assert.are.equal(validate.run_case(row).predicted.tokens_per_s_per_gpu,
+    local prior = { devices = { ["h100-sxm-80gb"] = { attention_efficiency = 0.35,
+      unfused_attention_efficiency = 0.35 } } }
+    assert.are.equal(validate.run_case(row, prior).predicted.tokens_per_s_per_gpu,
       c213.predicted.tokens_per_s_per_gpu)
+    local left = {}
+    for _, f in ipairs(foundry.unfitted_fields) do left[f] = true end
+    assert.is_true(left["h100-sxm-80gb.gemm_efficiency"])
+    assert.is_true(left["tpu-v5p.attention_efficiency"]) -- no published figure for it
+    assert.is_nil(left["h100-sxm-80gb.attention_efficiency"])
+    assert.is_nil(left["a100-sxm4-80gb.gemm_efficiency"]) -- fitted on c016
   end)
 
   it("summarises in- and out-of-sample errors over the rows compared in both", function()
@@ -89,6 +106,45 @@ describe("crossval on tests/fixtures/cases_small.csv", function()
       if e then sum = sum + math.abs(e) end
     end
     assert.is_true(math.abs(res.out_of_sample.mape_pct - sum / 3) < 1e-12)
+  end)
+end)
+
+describe("crossval priors", function()
+  local U = crossval.FLASH_UTILIZATION
+  it("transfers another generation's flash fit by the published FlashAttention-2 ratio", function()
+    local calib = { devices = { ["h100-sxm-80gb"] = { attention_efficiency = 0.2, gemm_efficiency = 0.6 } } }
+    local rows = { { device = "A100-SXM4-80GB", flash_attention = "true", precision = "bf16" } }
+    local out, used, unfitted = crossval.priors(calib, rows)
+    -- 0.2 x 0.615 / 0.35 = 0.35143
+    local want = 0.2 * ((0.50 + 0.73) / 2) / 0.35
+    assert.is_true(math.abs(out.devices["a100-sxm4-80gb"].attention_efficiency - want) < 1e-12)
+    assert.are.equal(out.devices["a100-sxm4-80gb"].attention_efficiency,
+      out.devices["a100-sxm4-80gb"].unfused_attention_efficiency)
+    assert.truthy(used["a100-sxm4-80gb"].attention_efficiency.rule:find("hopper", 1, true))
+    -- the A100's GEMMs have no fit and no prior: named
+    assert.are.same({ "a100-sxm4-80gb.gemm_efficiency", "a100-sxm4-80gb.gemm_half_dim" }, unfitted)
+    -- the fold's calibration is not modified
+    assert.is_nil(calib.devices["a100-sxm4-80gb"])
+    assert.are.equal(0.615, U.ampere)
+  end)
+
+  it("keeps what the fold fitted, and prices unfused attention at the family's flash value", function()
+    local calib = { devices = { ["a100-sxm4-80gb"] = { attention_efficiency = 0.3, gemm_efficiency = 0.8,
+      gemm_half_dim = 100 } } }
+    local rows = { { device = "a100-sxm4-80gb", flash_attention = "false", precision = "fp16" } }
+    local out, used, unfitted = crossval.priors(calib, rows)
+    assert.are.equal(0.3, out.devices["a100-sxm4-80gb"].attention_efficiency)
+    assert.are.equal(0.3, out.devices["a100-sxm4-80gb"].unfused_attention_efficiency)
+    assert.is_nil(used["a100-sxm4-80gb"].attention_efficiency)
+    assert.are.same({}, unfitted)
+  end)
+
+  it("names an fp8 field a held-out fp8 run needs and the fold could not fit", function()
+    local calib = { devices = { ["h100-sxm-80gb"] = { attention_efficiency = 0.2, gemm_efficiency = 0.6,
+      gemm_half_dim = 500 } } }
+    local _, _, unfitted = crossval.priors(calib,
+      { { device = "h100-96gb-500w", flash_attention = "true", precision = "fp8" } })
+    assert.are.same({ "h100-96gb-500w.fp8_gemm_efficiency" }, unfitted)
   end)
 end)
 
@@ -155,5 +211,25 @@ describe("crossval with a release-gap run (tests/fixtures/moe/cases_moe.csv)", f
     assert.is_true(predicted)
     assert.are.same({ "mp003" }, res.release_gap_cases)
     assert.are.equal(res.out_of_sample.count - 1, res.out_of_sample_without_release_gaps.count)
+  end)
+end)
+
+describe("calibrate fits each attention path from the runs that use it", function()
+  it("fits unfused attention from a run without flash attention, and no flash value", function()
+    local rows = validate.load(FIXTURE)
+    local c016
+    for _, r in ipairs(rows) do if r.case_id == "c016" then c016 = r end end
+    local old, oldi = calibrate.RESTARTS, calibrate.ITERATIONS
+    calibrate.RESTARTS, calibrate.ITERATIONS = 1, 20
+    local calib = calibrate.fit_rows({ c016 }, "one unfused run")
+    calibrate.RESTARTS, calibrate.ITERATIONS = old, oldi
+    local a100 = calib.devices["a100-sxm4-80gb"]
+    assert.is_number(a100.unfused_attention_efficiency)
+    assert.is_nil(a100.attention_efficiency)
+    assert.is_nil(a100.fp8_gemm_efficiency)
+    local calibration = require "apsearch.calibration"
+    assert.are.same({ unfused = true }, calibration.evidence_of(c016))
+    assert.are.same({ flash = true, fp8 = true },
+      calibration.evidence_of({ flash_attention = "TRUE", precision = "fp8" }))
   end)
 end)

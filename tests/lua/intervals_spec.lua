@@ -6,15 +6,18 @@ local intervals = require "apsearch.intervals"
 local crossval = require "apsearch.crossval"
 
 describe("intervals", function()
-  it("takes quantiles by linear interpolation between order statistics (type 7)", function()
-    local v = { 4, 1, 3, 2 }
-    -- h = (n - 1) p + 1: p = 0.1 -> 1.3 -> 1 + 0.3 (2 - 1); p = 0.9 -> 3.7
-    assert.is_true(math.abs(intervals.quantile(v, 0.1) - 1.3) < 1e-12)
-    assert.is_true(math.abs(intervals.quantile(v, 0.9) - 3.7) < 1e-12)
-    assert.are.equal(1, intervals.quantile(v, 0))
-    assert.are.equal(4, intervals.quantile(v, 1))
-    assert.are.same({ 4, 1, 3, 2 }, v) -- not sorted in place
-    assert.is_nil(intervals.quantile({}, 0.5))
+  it("takes the split-conformal radius: the ceil((n + 1) level)-th smallest |r|", function()
+    local v = { 0.3, -0.1, 0.2, -0.4, 0.05 }
+    -- |r| sorted: 0.05 0.1 0.2 0.3 0.4; level 0.8: k = ceil(4.8) = 5
+    assert.are.equal(0.4, intervals.conformal_radius(v, 0.8))
+    -- level 0.5: k = ceil(3) = 3
+    assert.are.equal(0.2, intervals.conformal_radius(v, 0.5))
+    -- four residuals at 0.8: k = ceil(4) = 4, the largest
+    assert.are.equal(0.4, intervals.conformal_radius({ 0.1, -0.4, 0.2, 0.3 }, 0.8))
+    -- three are too few for 0.8 (k = ceil(3.2) = 4 > 3): no interval
+    assert.is_nil(intervals.conformal_radius({ 0.1, 0.2, 0.3 }, 0.8))
+    assert.is_nil(intervals.conformal_radius({}, 0.8))
+    assert.are.same({ 0.3, -0.1, 0.2, -0.4, 0.05 }, v) -- not modified
   end)
 
   it("classes estimates by framework, hardware generation and precision family", function()
@@ -27,18 +30,24 @@ describe("intervals", function()
   it("gives a class its own bounds only with enough runs from two sources", function()
     local one = { -0.1, 0, 0.1, 0.2, 0.3, sources = 1 }
     local two = { -0.4, -0.2, 0, 0.2, 0.4, sources = 2 }
-    local b = intervals.bounds({ a = one, b = two }, 0.8)
+    local b = intervals.bounds({ a = one, b = two }, 0.6)
     assert.is_nil(b.classes.a)
-    -- (5 - 1) 0.1 + 1 = 1.4: -0.4 + 0.4 x 0.2 = -0.32; 4.6: 0.2 + 0.6 x 0.2 = 0.32
-    assert.is_true(math.abs(b.classes.b.lo + 0.32) < 1e-12)
-    assert.is_true(math.abs(b.classes.b.hi - 0.32) < 1e-12)
+    -- b: |r| 0 0.2 0.2 0.4 0.4, level 0.6: k = ceil(3.6) = 4 -> 0.4, symmetric
+    assert.are.equal(-0.4, b.classes.b.lo)
+    assert.are.equal(0.4, b.classes.b.hi)
+    -- pooled: |r| 0 0 0.1 0.1 0.2 0.2 0.2 0.3 0.4 0.4, k = ceil(6.6) = 7 -> 0.2
     assert.are.equal(10, b.pooled.rows)
+    assert.are.equal(0.2, b.pooled.hi)
     local iv = intervals.interval(10, b, "a")
     assert.is_true(iv.pooled)
-    assert.is_true(math.abs(iv.lo - 10 * math.exp(b.pooled.lo)) < 1e-12)
+    assert.is_true(math.abs(iv.lo - 10 * math.exp(-0.2)) < 1e-12)
     local ivb = intervals.interval(10, b, "b")
     assert.is_false(ivb.pooled)
-    assert.is_true(math.abs(ivb.hi - 10 * math.exp(0.32)) < 1e-12)
+    assert.is_true(math.abs(ivb.hi - 10 * math.exp(0.4)) < 1e-12)
+    -- too few residuals for the level: no bounds, no interval
+    local few = intervals.bounds({ a = { 0.1, 0.2, sources = 2 } }, 0.8)
+    assert.is_nil(few.pooled.hi)
+    assert.is_nil(intervals.interval(10, few, "a"))
   end)
 end)
 
@@ -52,17 +61,16 @@ describe("crossval coverage", function()
   end
   it("checks each source's runs against intervals from the other sources", function()
     local res = { folds = { { group = "A" }, { group = "B" } }, cases = {
-      case("A", -0.1), case("A", 0.0), case("A", 0.1),
-      case("B", 0.05), case("B", 0.5), case("B", -0.01) } }
+      case("A", -0.1), case("A", 0.0), case("A", 0.1), case("A", 0.3), case("A", -0.35),
+      case("B", 0.05), case("B", 0.5), case("B", -0.01), case("B", 0.2), case("B", -0.15) } }
     local cov = crossval.coverage(res)
-    -- A's runs against B's pooled residuals {-0.01, 0.05, 0.5}: 10-90 %
-    -- quantiles at h = 1.2 and 2.8: -0.01 + 0.2 x 0.06 = 0.002 and
-    -- 0.05 + 0.8 x 0.45 = 0.41: only 0.1 is inside
-    assert.are.equal(1, cov.by_group.A.covered)
-    -- B's against A's {-0.1, 0, 0.1}: -0.08 .. 0.08: 0.05 and -0.01 inside
-    assert.are.equal(2, cov.by_group.B.covered)
-    assert.are.equal(6, cov.step_time.rows)
-    assert.is_true(math.abs(cov.step_time.pct - 50) < 1e-12)
+    -- A's runs against B's residuals: |r| 0.01 0.05 0.15 0.2 0.5, k =
+    -- ceil(6 x 0.8) = 5 -> q = 0.5: all five of A inside
+    assert.are.equal(5, cov.by_group.A.covered)
+    -- B's against A's: |r| 0 0.1 0.1 0.3 0.35 -> q = 0.35: 0.5 outside
+    assert.are.equal(4, cov.by_group.B.covered)
+    assert.are.equal(10, cov.step_time.rows)
+    assert.is_true(math.abs(cov.step_time.pct - 90) < 1e-12)
   end)
 end)
 

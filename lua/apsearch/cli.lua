@@ -762,6 +762,25 @@ local function validate_cv(opts, fmt)
     .. "step time covers %d of %d runs (%s%%), peak memory %d of %d\n",
     math.floor(cov.level * 100 + 0.5), cov.step_time.covered, cov.step_time.rows,
     num(cov.step_time.pct), cov.mem_peak.covered, cov.mem_peak.rows))
+  -- what no run of the other sources informs: a cited prior, or (named)
+  -- the preset default, which was fitted on every row
+  local lines = {}
+  for _, f in ipairs(res.folds) do
+    for _, dev in ipairs(util.sorted_keys(f.priors or {})) do
+      for _, field in ipairs(util.sorted_keys(f.priors[dev])) do
+        local p = f.priors[dev][field]
+        lines[#lines + 1] = string.format("  %s held out: %s %s = %.3f (%s)", util.printable(f.group),
+          dev, field, p.value, p.rule)
+      end
+    end
+    for _, df in ipairs(f.unfitted_fields or {}) do
+      lines[#lines + 1] = string.format("  %s held out: %s left at the preset default (no fit, no prior)",
+        util.printable(f.group), (df:gsub("%.", " ", 1)))
+    end
+  end
+  if #lines > 0 then
+    out("\nfields the other sources cannot fit:\n" .. table.concat(lines, "\n") .. "\n")
+  end
   local prow = {}
   for _, dev in ipairs(util.sorted_keys(res.parameter_spread)) do
     for _, field in ipairs(util.sorted_keys(res.parameter_spread[dev])) do

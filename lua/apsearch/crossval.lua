@@ -80,9 +80,10 @@ local function copy(t)
   return c
 end
 
---- Priors for the fields a fold's fit could not inform, on the devices it
--- predicts. The calibration is returned extended (a new table; `calib` is
--- not modified), each predicted device with an entry of its own:
+--- Priors for the fields a fold's fit could not inform and its predicted
+-- rows need (their evidence, calibration.evidence_of). The calibration is
+-- returned extended (a new table; `calib` is not modified), each
+-- predicted device with an entry of its own:
 --   attention_efficiency (flash), when no run of the family used flash
 --     attention: the flash value fitted on another family F (the first by
 --     name with one) x FLASH_UTILIZATION[family] / FLASH_UTILIZATION[F].
@@ -93,14 +94,14 @@ end
 --     published utilisation itself. Without a published figure for the
 --     family: none (the preset default stays, named in `unfitted`).
 --   unfused_attention_efficiency, when no run of the family ran without
---     flash attention: the family's flash value (fitted or prior), the
---     rule the presets follow for families without such runs.
+--     flash attention: the family's flash value (fitted, else the prior
+--     above), the rule the presets follow for families without such runs.
 -- @tparam table|nil calib the fold's calibration (calibrate.fit_rows)
 -- @tparam table rows the rows the fold predicts (column -> string)
 -- @treturn table calibration with the priors
 -- @treturn table {<device> = {<field> = {value, rule}}} the priors used
--- @treturn table array of "device.field" a predicted row needs (its
---   evidence, calibration.evidence_of) that is left at the preset default
+-- @treturn table array of "device.field" a predicted row needs that is
+--   left at the preset default (no fit, no prior)
 function M.priors(calib, rows)
   local out = { devices = {} }
   for k, v in pairs(calib or {}) do if k ~= "devices" then out[k] = v end end
@@ -127,23 +128,22 @@ function M.priors(calib, rows)
   end
   for _, dev in ipairs(order) do
     local entry = copy(calibration.fields_for(calib, dev))
-    local fam = calibration.family(dev)
-    if entry.attention_efficiency == nil then
-      local v, rule = flash_prior(fam)
-      if v then
-        entry.attention_efficiency = v
-        used[dev] = used[dev] or {}
-        used[dev].attention_efficiency = { value = v, rule = rule }
-      end
-    end
-    if entry.unfused_attention_efficiency == nil and entry.attention_efficiency then
-      entry.unfused_attention_efficiency = entry.attention_efficiency
+    local need = needs[dev]
+    local function set(field, v, rule)
+      entry[field] = v
       used[dev] = used[dev] or {}
-      used[dev].unfused_attention_efficiency = { value = entry.attention_efficiency,
-        rule = "the family's flash-attention value" }
+      used[dev][field] = { value = v, rule = rule }
+    end
+    if entry.attention_efficiency == nil and (need.flash or need.unfused) then
+      local v, rule = flash_prior(calibration.family(dev))
+      if v then set("attention_efficiency", v, rule) end
+    end
+    if entry.unfused_attention_efficiency == nil and need.unfused and entry.attention_efficiency then
+      set("unfused_attention_efficiency", entry.attention_efficiency,
+        "the family's flash-attention value")
     end
     for _, p in ipairs(calibration.FIELDS) do
-      if entry[p.field] == nil and (not p.needs or needs[dev][p.needs]) then
+      if entry[p.field] == nil and (not p.needs or need[p.needs]) then
         unfitted[#unfitted + 1] = dev .. "." .. p.field
       end
     end

@@ -85,8 +85,7 @@ describe("crossval on tests/fixtures/cases_small.csv", function()
     for _, c in ipairs(res.cases) do if c.case_id == "c213" then c213 = c end end
     local row
     for _, r in ipairs(rows) do if r.case_id == "c213" then row = r end end
-    local prior = { devices = { ["h100-sxm-80gb"] = { attention_efficiency = 0.35,
-      unfused_attention_efficiency = 0.35 } } }
+    local prior = { devices = { ["h100-sxm-80gb"] = { attention_efficiency = 0.35 } } }
     assert.are.equal(validate.run_case(row, prior).predicted.tokens_per_s_per_gpu,
       c213.predicted.tokens_per_s_per_gpu)
     local left = {}
@@ -118,8 +117,8 @@ describe("crossval priors", function()
     -- 0.2 x 0.615 / 0.35 = 0.35143
     local want = 0.2 * ((0.50 + 0.73) / 2) / 0.35
     assert.is_true(math.abs(out.devices["a100-sxm4-80gb"].attention_efficiency - want) < 1e-12)
-    assert.are.equal(out.devices["a100-sxm4-80gb"].attention_efficiency,
-      out.devices["a100-sxm4-80gb"].unfused_attention_efficiency)
+    -- no held-out run without flash attention: no unfused prior
+    assert.is_nil(out.devices["a100-sxm4-80gb"].unfused_attention_efficiency)
     assert.truthy(used["a100-sxm4-80gb"].attention_efficiency.rule:find("hopper", 1, true))
     -- the A100's GEMMs have no fit and no prior: named
     assert.are.same({ "a100-sxm4-80gb.gemm_efficiency", "a100-sxm4-80gb.gemm_half_dim" }, unfitted)
@@ -231,5 +230,20 @@ describe("calibrate fits each attention path from the runs that use it", functio
     assert.are.same({ unfused = true }, calibration.evidence_of(c016))
     assert.are.same({ flash = true, fp8 = true },
       calibration.evidence_of({ flash_attention = "TRUE", precision = "fp8" }))
+  end)
+end)
+
+describe("apsearch validate --cv source", function()
+  it("prints the priors and the fields left at the preset, per held-out source", function()
+    local H = require "spec_helpers"
+    local code, out = H.apsearch("validate", "tests/fixtures/cases_small.csv", "--cv", "source")
+    assert.are.equal(0, code)
+    -- llm-foundry held out: no other source ran flash attention, so the
+    -- A100's and H100's flash values are the published utilisations
+    assert.truthy(out:find("mosaicml/llm-foundry held out: a100-sxm4-80gb attention_efficiency = 0.615 "
+      .. "(published FlashAttention-2 utilisation)", 1, true), out)
+    assert.truthy(out:find("mosaicml/llm-foundry held out: h100-sxm-80gb gemm_efficiency left at the "
+      .. "preset default", 1, true), out)
+    assert.truthy(out:find("Narayanan held out: a100-sxm4-80gb unfused_attention_efficiency = ", 1, true), out)
   end)
 end)

@@ -124,6 +124,28 @@ static void test_compute_no_flash(void **state)
                2.0 * GEMM_FWD / BF16_GEMM + 4.0 * ATTN_FWD / ATTN_RATE, REL);
 }
 
+/* Non-flash attention runs at unfused_attention_efficiency: at 0.15 the
+ * attention core takes 0.45 / 0.15 = 3 x the time of the 0.45 fixture,
+ * the flash path's efficiency does not enter. */
+static void test_compute_unfused_efficiency(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    setup(&m, &c, &t, &s);
+    t.flash_attention = false;
+    c.device.unfused_attention_efficiency = 0.15;
+    c.device.attention_efficiency = 0.9; /* not used without flash */
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.perf_total[APS_PERF_COMPUTE_FWD],
+               GEMM_FWD / BF16_GEMM + 3.0 * 2.0 * ATTN_FWD / ATTN_RATE, REL);
+    ASSERT_REL(e.perf_total[APS_PERF_COMPUTE_BWD],
+               2.0 * GEMM_FWD / BF16_GEMM + 3.0 * 4.0 * ATTN_FWD / ATTN_RATE, REL);
+}
+
 /* TP 2 (SP on) on 2 GPUs: every GEMM and the attention split in two,
  * including the vocab-parallel output layer (128256 is a multiple of
  * 128 * 2, no padding). */
@@ -341,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_compute_gemm_efficiency_curve),
         cmocka_unit_test(test_compute_fp8),
         cmocka_unit_test(test_compute_no_flash),
+        cmocka_unit_test(test_compute_unfused_efficiency),
         cmocka_unit_test(test_compute_tp_splits),
         cmocka_unit_test(test_compute_recompute),
         cmocka_unit_test(test_compute_memory_bound),

@@ -758,10 +758,15 @@ local function validate_cv(opts, fmt)
       num(wo.median_abs_pct), num(wo.max_abs_pct)))
   end
   local cov = res.coverage
+  local function none(t)
+    return (t.no_interval or 0) > 0 and string.format(" (%d without an interval: too few residuals "
+      .. "from the other sources)", t.no_interval) or ""
+  end
   out(string.format("%d %% prediction intervals, each source against the others' residuals: "
-    .. "step time covers %d of %d runs (%s%%), peak memory %d of %d\n",
+    .. "step time covers %d of %d runs (%s%%)%s, peak memory %d of %d%s\n",
     math.floor(cov.level * 100 + 0.5), cov.step_time.covered, cov.step_time.rows,
-    num(cov.step_time.pct), cov.mem_peak.covered, cov.mem_peak.rows))
+    num(cov.step_time.pct), none(cov.step_time), cov.mem_peak.covered, cov.mem_peak.rows,
+    none(cov.mem_peak)))
   -- what no run of the other sources informs: a cited prior, or (named)
   -- the preset default, which was fitted on every row
   local lines = {}

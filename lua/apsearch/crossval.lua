@@ -289,17 +289,21 @@ function M.residuals(res, except)
 end
 
 --- Coverage of the intervals, leave-one-source-out: each group's runs
--- against intervals built from the other groups' residuals.
+-- against intervals built from the other groups' residuals. A run whose
+-- interval cannot be built (the other groups' residuals are too few for
+-- the level, intervals.conformal_radius) is counted in `no_interval`, not
+-- in `rows`.
 -- @tparam table res M.run's result
--- @treturn table {level, step_time = {rows, covered, pct}, mem_peak = {rows, covered, pct},
---   by_group = {<group> = {rows, covered}}}
+-- @treturn table {level, step_time = {rows, covered, pct, no_interval},
+--   mem_peak = {rows, covered, pct, no_interval},
+--   by_group = {<group> = {rows, covered, no_interval}}}
 function M.coverage(res)
-  local cov = { level = intervals.LEVEL, step_time = { rows = 0, covered = 0 },
-                mem_peak = { rows = 0, covered = 0 }, by_group = {} }
+  local cov = { level = intervals.LEVEL, step_time = { rows = 0, covered = 0, no_interval = 0 },
+                mem_peak = { rows = 0, covered = 0, no_interval = 0 }, by_group = {} }
   for _, f in ipairs(res.folds) do
     local rest = M.residuals(res, f.group)
     local sb, mb = intervals.bounds(rest.step), intervals.bounds(rest.mem)
-    local g = { rows = 0, covered = 0 }
+    local g = { rows = 0, covered = 0, no_interval = 0 }
     for _, c in ipairs(res.cases) do
       if c.group == f.group and not c.error then
         local r, class = step_residual(c)
@@ -307,6 +311,8 @@ function M.coverage(res)
         if iv then
           local hit = math.exp(r) >= iv.lo and math.exp(r) <= iv.hi
           g.rows, g.covered = g.rows + 1, g.covered + (hit and 1 or 0)
+        elseif r then
+          g.no_interval = g.no_interval + 1
         end
         local m = mem_residual(c)
         local ivm = m and intervals.interval(1, mb)
@@ -315,12 +321,15 @@ function M.coverage(res)
           if math.exp(m) >= ivm.lo and math.exp(m) <= ivm.hi then
             cov.mem_peak.covered = cov.mem_peak.covered + 1
           end
+        elseif m then
+          cov.mem_peak.no_interval = cov.mem_peak.no_interval + 1
         end
       end
     end
     cov.by_group[f.group] = g
     cov.step_time.rows = cov.step_time.rows + g.rows
     cov.step_time.covered = cov.step_time.covered + g.covered
+    cov.step_time.no_interval = cov.step_time.no_interval + g.no_interval
   end
   for _, k in ipairs({ "step_time", "mem_peak" }) do
     local t = cov[k]

@@ -3,7 +3,7 @@
 -- -q .. q of log(measured / estimated), q the split-conformal radius
 -- of the residuals at the interval level (apsearch.intervals).
 return {
-  step_time = { level = 0.80, pooled = { lo = -0.141355, hi = 0.141355, rows = 71 }, classes = {
+  step_time = { level = 0.80, pooled = { lo = -0.133888, hi = 0.133888, rows = 71 }, classes = {
   } },
   mem_peak = { level = 0.80, pooled = { lo = -0.042094, hi = 0.042094, rows = 7 }, classes = {} },
   -- the highest MFU measured per hardware generation and precision

@@ -70,7 +70,20 @@ describe("crossval coverage", function()
     -- B's against A's: |r| 0 0.1 0.1 0.3 0.35 -> q = 0.35: 0.5 outside
     assert.are.equal(4, cov.by_group.B.covered)
     assert.are.equal(10, cov.step_time.rows)
+    assert.are.equal(0, cov.step_time.no_interval)
     assert.is_true(math.abs(cov.step_time.pct - 90) < 1e-12)
+  end)
+
+  it("counts runs whose interval cannot be built apart, not as covered", function()
+    -- A against B's two residuals, B against A's three: both too few for
+    -- 80 % (k = ceil(3 x 0.8) = 3 > 2, ceil(4 x 0.8) = 4 > 3)
+    local res = { folds = { { group = "A" }, { group = "B" } }, cases = {
+      case("A", -0.1), case("A", 0.0), case("A", 0.1), case("B", 0.05), case("B", 0.5) } }
+    local cov = crossval.coverage(res)
+    assert.are.equal(0, cov.step_time.rows)
+    assert.are.equal(5, cov.step_time.no_interval)
+    assert.are.equal(3, cov.by_group.A.no_interval)
+    assert.is_nil(cov.step_time.pct)
   end)
 end)
 

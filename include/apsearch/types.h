@@ -20,6 +20,9 @@ extern "C" {
 
 /** Largest pipeline degree the fixed-size per-stage arrays hold. */
 #define APS_MAX_STAGES 256
+/** Largest accepted parallel degree or batch dimension (aps_check_degrees:
+ *  tp, pp, vpp, cp, dp, fsdp, micro_batch_size, micro_batch_num): 2^24. */
+#define APS_MAX_DEGREE (INT64_C(1) << 24)
 /** Capacity of aps_model.moe_dense_layers (explicit dense layers of an
  *  MoE model, Qwen's mlp_only_layers). */
 #define APS_MAX_DENSE_LAYER_LIST 64

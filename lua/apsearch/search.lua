@@ -408,34 +408,38 @@ function M.run(policy, opts)
   -- rejects whatever their inner levels are counted at once, not walked
   local hook = nil
   if fast and opts.enumerate ~= "full" then
-    hook = M.block_pruner(space, ctx, inputs, function(pat, first, fcode, fmsg, g, gcode, gmsg)
-      -- entries in order of first occurrence in the block
-      local bad_e, good_e
-      if pat.n_bad > 0 then
-        bad_e = summary[fcode]
-        if not bad_e and not first then return nil end
-      end
-      if first then
-        if bad_e then bad_e.count = bad_e.count + pat.n_bad
-        else
-          bad_e = count_reason(summary, reasons, fcode, first, fmsg, "early", code_rule[fcode])
-          bad_e.count = pat.n_bad
+    hook = M.block_pruner(space, ctx, inputs, function(groups, build, cls, class_code)
+      -- a reason met for the first time: its example is the first
+      -- candidate of the block with it, its message the check's on it
+      local ex, ex_msg
+      for i = 1, #groups do
+        local g = groups[i]
+        if not summary[g.code] then
+          local cand = build(g.pos)
+          local ok, code, msg = check(ctx, "all", cand)
+          if ok or code ~= g.code then return nil end
+          ex, ex_msg = ex or {}, ex_msg or {}
+          ex[i], ex_msg[i] = cand, msg
         end
       end
-      if g then
-        good_e = summary[gcode]
-        local ng = pat.n - pat.n_bad
-        if good_e then good_e.count = good_e.count + ng
+      local by_code = sink_all and {} or nil
+      for i = 1, #groups do
+        local g = groups[i]
+        local e = summary[g.code]
+        if e then e.count = e.count + g.count
         else
-          good_e = count_reason(summary, reasons, gcode, g, gmsg, "early", code_rule[gcode])
-          good_e.count = ng
+          e = count_reason(summary, reasons, g.code, ex[i], ex_msg[i], "early", code_rule[g.code])
+          e.count = g.count
         end
+        filtered = filtered + g.count
+        if by_code then by_code[g.code] = e end
       end
-      if bad_e and not first then bad_e.count = bad_e.count + pat.n_bad end
-      filtered = filtered + pat.n
-      -- the block's candidates (yielded with this tag when every
-      -- candidate is streamed): position i has bad_e when pat.bad[i]
-      return { bad = pat.bad, bad_e = bad_e, good_e = good_e }
+      if not by_code then return true end
+      -- the block's candidates are yielded with this tag when every
+      -- candidate is streamed: position i has the entry of class cls[i]
+      local ent = {}
+      for cl, code in pairs(class_code) do ent[cl] = by_code[code] end
+      return { cls = cls, ent = ent }
     end)
   end
   local next_progress = 0x10000
@@ -449,7 +453,7 @@ function M.run(policy, opts)
       -- walked when every candidate is streamed)
       local start = tag.start
       if not start then start = index tag.start = index end
-      sink_row(index, tag.bad[index - start + 1] and tag.bad_e or tag.good_e, nil, nil, cand)
+      sink_row(index, tag.ent[tag.cls[index - start + 1]], nil, nil, cand)
       if progress and index >= next_progress then
         progress(index, space_size)
         next_progress = (index // 0x10000 + 1) * 0x10000
@@ -843,186 +847,249 @@ local function all_of(list, pred)
   return true
 end
 
+-- stands for nil in the keys of the nested caches below
+local NIL = {}
+
+-- the slot of a nested cache (`root[c[f1]][c[f2]]...`) for the values of
+-- `fields` in candidate c: returns the innermost table and its key
+local function slot(root, c, fields)
+  local t, nf = root, #fields
+  for i = 1, nf - 1 do
+    local v = c[fields[i]]
+    if v == nil then v = NIL end
+    local u = t[v]
+    if not u then u = {} t[v] = u end
+    t = u
+  end
+  local v = c[fields[nf]]
+  if v == nil then v = NIL end
+  return t, v
+end
+
+-- the fields each core check reads from the strategy (besides the model,
+-- cluster and training constants), src/core/check.c and
+-- src/core/pipeline.c aps_stage_layers: the keys of the caches of the
+-- fast path
+local TPCP_FIELDS = { "tp_degree", "sequence_parallel", "cp_degree" }
+local PP_FIELDS = { "vpp_degree", "pipeline_split", "pp_schedule", "stage_partition",
+  "layer_offset", "balance_stages" }
+local DEVICES_FIELDS = { "tp_degree", "dp_degree", "fsdp_degree", "pp_degree", "cp_degree" }
+
 --- The fast path of the walk: a hook for `Space:iter` that decides, at the
 -- first candidate of each block sharing the outer levels (degrees, split,
--- data-parallel pair), whether every candidate of the block fails the same
--- core check with the same reason code -- then the block is counted under
--- that code with its first candidate as the example (the one a full walk
--- would keep) and not walked.  The decision is conservative: it mirrors the
--- order of aps_check_all (src/core/check.c) and prunes only where the
--- inner levels (ZeRO stage, recompute, micro-batch size and count) cannot
--- change the first failing check:
+-- data-parallel pair), which core check each candidate of the block fails
+-- first -- and when every candidate fails one of the checks up to
+-- `devices`, counts the block per reason code without walking it.  It
+-- mirrors the order of aps_check_all (src/core/check.c: degrees, zero, tp,
+-- cp, batch, pp, devices, moe, recompute_modules, framework) and which
+-- strategy fields each check reads:
 --
--- * degrees, zero, tp, cp: when every inner value passes their inner
---   parts (micro-batch ranges, recompute values, ZeRO stages), they depend
---   on the outer levels only;
--- * batch: when it fails for every micro-batch size and count listed;
--- * pp: when batch passes for all of them, and the failure is in the
---   outer part (partition, split, vpp without pp) or the interleaved
---   micro-batch rule fails for all of them;
--- * devices: when batch and the interleaved rule pass for all of them;
--- * framework: never (it reads the ZeRO stage and recompute).
--- tests/lua/space_spec.lua compares this path with the full walk.
+-- * degrees: its outer part (the ranges of tp, cp, pp, vpp, dp, fsdp) is
+--   known from the space (Space:degree_bounds) and must pass; its inner
+--   part (recompute values, micro-batch ranges) is a pattern over the
+--   block's positions, computed once per key of the outer fields the inner
+--   levels read (`space.key_fields`) -- INVALID_DEGREE where it fails;
+-- * zero: passes for every generated candidate (the space lists ZeRO
+--   stages in 0..3 and only 0 or 3 with FSDP);
+-- * tp, cp: read tp, sequence_parallel and cp only (cached on them);
+-- * batch: reads dp x fsdp and the micro-batch size and count (part of
+--   the pattern);
+-- * pp: reads the pipeline fields (PP_FIELDS) and the micro-batch count,
+--   so it is checked once per distinct micro-batch size and count of the
+--   pattern (cached per pattern and pipeline fields);
+-- * devices: reads the degrees only (cached on them);
+-- * moe, recompute_modules, framework read inner levels: a block where
+--   any candidate passes devices is walked.
+--
+-- A reason whose summary entry does not exist yet gets as example the
+-- first candidate of the block with it (the one a full walk would keep),
+-- rebuilt from the pattern, and its message from ctx:check("all") on it.
+-- The counts, examples, messages and ids are those of the full walk
+-- (tests/lua/search_spec.lua compares them).
 -- @tparam table space
 -- @tparam userdata ctx
--- @tparam table inputs ctx:inputs()
--- @tparam function on_block `on_block(probe, code, msg, n)` accounts a
---   pruned block of n candidates
--- @treturn function|nil the hook (nil when the inner values are unsafe)
+-- @tparam table inputs ctx:inputs() (unused: the checks carry the
+--   model, cluster and training)
+-- @tparam function on_block `on_block(groups, build, cls, class_code)`
+--   accounts a pruned block: `groups` the reasons of the block `{code,
+--   count, pos}` in order of first position, `build(pos)` the candidate at
+--   position pos (a copy), `cls[pos]` the class of each position and
+--   `class_code[class]` its reason code; returns the tag of the block (or
+--   nil to walk it after all)
+-- @treturn function|nil the hook, `hook(cand) -> n, tag` (n the block's
+--   size) or nil to walk the block; nil when the space's values are outside
+--   what the fast path can decide
 function M.block_pruner(space, ctx, inputs, on_block)
+  local _ = inputs
   local inner = space.inner
   if not inner or space.boundary == 0 then return nil end
-  local MAXD = 1 << 24
+  local core = require "apsearch.core"
+  local MAXD = core.MAX_DEGREE
   local int = function(v) return math.type(v) == "integer" end
-  local mbs_l, mbn_l = inner.micro_batch_size, inner.micro_batch_num
   local ok_inner =
-    all_of(mbs_l, function(v) return int(v) and v >= 1 and v <= MAXD end)
-    and all_of(mbn_l, function(v) return int(v) and v >= 0 and v <= MAXD end)
+    all_of(inner.micro_batch_size, function(v) return int(v) and v >= 1 and v <= MAXD end)
+    and all_of(inner.micro_batch_num, function(v) return int(v) and v >= 0 and v <= MAXD end)
     and all_of(inner.zero_stage, function(v) return int(v) and v >= 0 and v <= 3 end)
     and all_of(inner.layer_recompute, function(v) return v == "none" or v == "selective" or v == "full" end)
     and all_of(inner.recompute_method, function(v) return v == "block" or v == "uniform" end)
   if not ok_inner then return nil end
-  local B = inputs.training.global_batch_size
-  if not int(B) then return nil end
+  local lo, hi, pp_hi = space:degree_bounds()
+  if not lo or lo < 1 or hi > MAXD or pp_hi > core.MAX_STAGES then return nil end
   local check = ctx.check
-  local names = { "degrees", "zero", "tp", "cp", "batch", "pp", "devices", "framework" }
   local levels, n, boundary = space.levels, #space.levels, space.boundary
-  -- The inner part of the degrees check (recompute_num_layers "auto" or 0
-  -- with the uniform method, counts below -1) fails for some inner
-  -- settings: per key of the outer fields the inner levels read, the
-  -- pattern of the block (true where degrees fails: INVALID_DEGREE), its
-  -- size and the inner settings of its first candidate that passes.  TP
-  -- and VPP are set to 1 there (the inner part does not read them).
-  local kf, pat_cache = space.key_fields, {}
+  local kf = {}
+  do
+    local seen = {}
+    for _, f in ipairs(space.key_fields) do
+      if not seen[f] then seen[f] = true kf[#kf + 1] = f end
+    end
+  end
+
+  -- the pattern of a block, per key of the outer fields the inner levels
+  -- read: n positions; vals[pos] the inner levels' values there; cls[pos]
+  -- 1 where degrees fails, 2 where batch fails first, 2 + t where both
+  -- pass, t numbering the distinct micro-batch (size, count) pairs;
+  -- first[class] and count[class]
+  local pat_root = {}
   local function pattern(c)
-    local parts = {}
-    for i = 1, #kf do parts[i] = tostring(c[kf[i]]) end
-    local key = table.concat(parts, " ")
-    local pat = pat_cache[key]
+    local t, key
+    if #kf > 0 then t, key = slot(pat_root, c, kf) else t, key = pat_root, 1 end
+    local pat = t[key]
     if pat then return pat end
     local sc = space_mod.copy(c)
-    sc.tp_degree, sc.vpp_degree, sc.sequence_parallel = 1, 1, false
-    -- a split given per model chunk (p x v entries) is not one at vpp 1;
-    -- the inner part does not read the split either
-    if type(sc.stage_partition) == "table" and #sc.stage_partition ~= sc.pp_degree then
-      sc.stage_partition = nil
-    end
-    local bad, m, good, good_at = {}, 0, nil, nil
+    local vals, cls, first, count, tuples = {}, {}, {}, {}, {}
+    local m, nt, cur = 0, 0, {}
     local function walk(k)
       if k > n then
         m = m + 1
-        local ok = check(ctx, "degrees", sc)
-        bad[m] = not ok
-        if ok and not good then
-          good, good_at = {}, m
-          for i = boundary + 1, n do
-            for _, f in ipairs(levels[i].fields or { levels[i].field or levels[i].name }) do good[f] = sc[f] end
-          end
-          good.auto_recompute, good.balance_stages = sc.auto_recompute, nil
+        vals[m] = table.move(cur, 1, n - boundary, 1, {})
+        local cl
+        if not check(ctx, "degrees", sc) then cl = 1
+        elseif not check(ctx, "batch", sc) then cl = 2
+        else
+          local b, mn = sc.micro_batch_size, sc.micro_batch_num
+          local tb = tuples[b]
+          if not tb then tb = {} tuples[b] = tb end
+          cl = tb[mn]
+          if not cl then nt = nt + 1 cl = 2 + nt tb[mn] = cl end
         end
+        cls[m] = cl
+        if not first[cl] then first[cl], count[cl] = m, 0 end
+        count[cl] = count[cl] + 1
         return
       end
       local l = levels[k]
       for _, v in ipairs(l.values(sc)) do
+        cur[k - boundary] = v
         if l.set then l.set(sc, v) else sc[l.field] = v end
         walk(k + 1)
       end
     end
     walk(boundary + 1)
-    pat = { bad = bad, n = m, good = good, good_at = good_at }
-    local nb = 0
-    for i = 1, m do if bad[i] then nb = nb + 1 end end
-    pat.n_bad = nb
-    pat_cache[key] = pat
+    pat = { n = m, vals = vals, cls = cls, first = first, count = count, nt = nt, pp = {} }
+    t[key] = pat
     return pat
   end
-  local function batch_state(D)
-    local pass, fail = true, true
-    for _, b in ipairs(mbs_l) do
-      for _, mn in ipairs(mbn_l) do
-        local per = b * D
-        local bad = B % per ~= 0 or (mn > 0 and mn ~= B // per)
-        if bad then pass = false else fail = false end
-      end
+
+  -- the candidate at position pos of the block whose first candidate is c
+  local block, block_pat
+  local function build(pos)
+    local g = space_mod.copy(block)
+    local v = block_pat.vals[pos]
+    for k = boundary + 1, n do
+      local l = levels[k]
+      if l.set then l.set(g, v[k - boundary]) else g[l.field] = v[k - boundary] end
     end
-    return pass, fail
+    return g
   end
-  local function vpp_all(D, pp, want_fail)
-    for _, b in ipairs(mbs_l) do
-      for _, mn in ipairs(mbn_l) do
-        local mb = mn > 0 and mn or B // (b * D)
-        if (mb % pp ~= 0) ~= want_fail then return false end
-      end
+
+  -- tp and cp: their code (false when both pass), on a probe with every
+  -- other field at its default
+  local tpcp_root = {}
+  local function tpcp(c)
+    local t, key = slot(tpcp_root, c, TPCP_FIELDS)
+    local code = t[key]
+    if code == nil then
+      local probe = space:base()
+      for _, f in ipairs(TPCP_FIELDS) do probe[f] = c[f] end
+      local ok, cd = check(ctx, "tp", probe)
+      if ok then ok, cd = check(ctx, "cp", probe) end
+      code = not ok and cd
+      t[key] = code
     end
-    return true
+    return code
   end
-  -- true when every candidate of the block that passes degrees fails
-  -- first the check `probe` (one of them) fails first
-  local function uniform_failure(g)
-    local ok, code, msg = check(ctx, "all", g)
-    if ok then return nil end
-    local j = 0
-    for i, name in ipairs(names) do
-      if not check(ctx, name, g) then j = i break end
-    end
-    if j == 0 or j == 8 then return nil end
-    if j >= 5 then
-      local D = g.dp_degree * g.fsdp_degree
-      if not int(D) or D < 1 then return nil end
-      local pass, fail = batch_state(D)
-      if j == 5 then
-        if not fail then return nil end
+  local dev_root = {}
+
+  local class_code, groups = {}, {}
+  return function(c)
+    local pat = pattern(c)
+    block, block_pat = c, pat
+    local ncls = 2 + pat.nt
+    for cl = 1, ncls do class_code[cl] = nil end
+    local first, count = pat.first, pat.count
+    if first[1] then class_code[1] = "INVALID_DEGREE" end
+    if first[2] or pat.nt > 0 then
+      local tc = tpcp(c)
+      if tc then
+        for cl = 2, ncls do if first[cl] then class_code[cl] = tc end end
       else
-        if not pass then return nil end
-        local pp, vpp = g.pp_degree, g.vpp_degree
-        if j == 6 then
-          if code == "VPP_INVALID" and vpp > 1 and pp >= 2 and not vpp_all(D, pp, true) then
-            return nil
+        if first[2] then class_code[2] = "BATCH_DIVISIBILITY" end
+        if pat.nt > 0 then
+          -- pp per micro-batch (size, count) pair, then devices
+          local t, key = slot(pat.pp, c, PP_FIELDS)
+          local codes = t[key]
+          if not codes then
+            codes = {}
+            for cl = 3, ncls do
+              local ok, cd = check(ctx, "pp", build(first[cl]))
+              codes[cl] = not ok and cd
+            end
+            t[key] = codes
           end
-        elseif vpp > 1 and not vpp_all(D, pp, false) then
-          return nil
+          local dev
+          for cl = 3, ncls do
+            local cd = codes[cl]
+            if not cd then
+              if dev == nil then
+                local dt, dk = slot(dev_root, c, DEVICES_FIELDS)
+                dev = dt[dk]
+                if dev == nil then
+                  local ok, dc = check(ctx, "devices", build(first[cl]))
+                  dev = not ok and dc
+                  dt[dk] = dev
+                end
+              end
+              -- passes devices: a later check reads the inner levels
+              if not dev then return nil end
+              cd = dev
+            end
+            class_code[cl] = cd
+          end
         end
       end
     end
-    return code, msg
-  end
-  return function(c, _)
-    local pat = pattern(c)
-    if not pat.good then
-      -- degrees fails everywhere in the block
-      local ok, code, msg = check(ctx, "all", c)
-      if ok or code ~= "INVALID_DEGREE" then return nil end
-      local tag = on_block(pat, c, code, msg, nil, nil, nil)
-      if not tag then return nil end
-      return pat.n, tag
+    -- the reasons of the block, in order of first position
+    local ng = 0
+    for cl = 1, ncls do
+      local code = class_code[cl]
+      if code then
+        local g
+        for i = 1, ng do if groups[i].code == code then g = groups[i] break end end
+        if g then
+          g.count = g.count + count[cl]
+          if first[cl] < g.pos then g.pos = first[cl] end
+        else
+          ng = ng + 1
+          g = groups[ng]
+          if not g then g = {} groups[ng] = g end
+          g.code, g.count, g.pos = code, count[cl], first[cl]
+        end
+      end
     end
-    local g = c
-    if pat.good_at ~= 1 then
-      g = space_mod.copy(c)
-      for f, v in pairs(pat.good) do g[f] = v end
-      g.auto_recompute = pat.good.auto_recompute
-    end
-    local code, msg = uniform_failure(g)
-    if not code then return nil end
-    if pat.n_bad == 0 then
-      local tag = on_block(pat, nil, nil, nil, g, code, msg)
-      if not tag then return nil end
-      return pat.n, tag
-    end
-    -- the first candidate (position 1) is the first INVALID_DEGREE one
-    -- when it fails degrees; its own message
-    local first, fcode, fmsg = nil, nil, nil
-    if pat.bad[1] then
-      local ok
-      ok, fcode, fmsg = check(ctx, "all", c)
-      if ok or fcode ~= "INVALID_DEGREE" then return nil end
-      first = c
-    else
-      -- the first bad candidate is later in the block: walk the block
-      -- (its example would be missed otherwise) unless already counted
-      fcode = "INVALID_DEGREE"
-    end
-    local tag = on_block(pat, first, fcode, fmsg, g, code, msg)
+    for i = ng + 1, #groups do groups[i] = nil end
+    if ng > 1 then table.sort(groups, function(a, b) return a.pos < b.pos end) end
+    local tag = on_block(groups, build, pat.cls, class_code)
     if not tag then return nil end
     return pat.n, tag
   end

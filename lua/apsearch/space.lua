@@ -436,7 +436,7 @@ function M.new(ss, info)
 
   local self = setmetatable({
     levels = levels, dims = dims, data_parallel = ss.data_parallel,
-    allow_idle_devices = info.allow_idle_devices or false,
+    allow_idle_devices = info.allow_idle_devices or false, num_devices = N,
     boundary = boundary, key_fields = key_fields, subtree_cache = {},
     -- every value an inner level can take (the fast path's safety test)
     inner = {
@@ -476,6 +476,40 @@ function Space:subtree_size(c)
   v = count(self.boundary + 1)
   self.subtree_cache[key] = v
   return v
+end
+
+--- Bounds of the parallel degrees the outer levels can produce (tp, cp,
+-- pp, vpp, dp, fsdp; with data_parallel "auto", dp and fsdp are at most
+-- num_devices or a listed value): the fast path of the search
+-- (search.block_pruner) needs every one inside the core's range.
+-- @treturn integer|nil the least degree (nil when a value is not an integer)
+-- @treturn integer the largest degree
+-- @treturn integer the largest pp_degree
+function Space:degree_bounds()
+  local lo, hi, pp_hi, ok = math.maxinteger, math.mininteger, math.mininteger, true
+  local function see(list, pp)
+    for _, v in ipairs(list) do
+      if math.type(v) ~= "integer" then ok = false
+      else
+        if v < lo then lo = v end
+        if v > hi then hi = v end
+        if pp and v > pp_hi then pp_hi = v end
+      end
+    end
+  end
+  local dims = self.dims
+  for _, name in ipairs({ "tp_degree", "cp_degree", "vpp_degree" }) do see(list_of(dims, name)) end
+  see(list_of(dims, "pp_degree"), true)
+  if self.data_parallel == "auto" then
+    see({ 1, self.num_devices })
+    see(dims.dp_degree or {})
+    see(dims.fsdp_degree or {})
+  else
+    see(list_of(dims, "dp_degree"))
+    see(list_of(dims, "fsdp_degree"))
+  end
+  if not ok then return nil end
+  return lo, hi, pp_hi
 end
 
 --- A fresh candidate with every field at its default.

@@ -14,9 +14,6 @@
 #define APS_MEM_MSG_MIN_DECIMALS 2
 #define APS_MEM_MSG_MAX_DECIMALS 6
 
-/** Largest accepted parallel degree or batch dimension. */
-#define APS_MAX_DEGREE (INT64_C(1) << 24)
-
 aps_reason aps_check_degrees(const aps_strategy *s, char *msg, size_t n)
 {
     struct { const char *f; int64_t v; } deg[] = {

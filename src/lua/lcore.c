@@ -752,6 +752,7 @@ static const char *perf_name(int i)
  *   (functions above); fsync, getpid, monotime, isatty (lfsync.c);
  *   version: the CMake project version (APS_VERSION);
  *   MAX_STAGES: largest pp_degree (APS_MAX_STAGES);
+ *   MAX_DEGREE: largest parallel degree or batch dimension (APS_MAX_DEGREE);
  *   reason_codes: array of every reason code, "NONE" first;
  *   memory_categories, performance_categories: arrays of the category names
  *   in core order (memory names as aps_mem_category_name gives them).
@@ -770,6 +771,8 @@ LUAMOD_API int luaopen_apsearch_core(lua_State *L)
     luaL_newlib(L, module_funcs);
     lua_pushinteger(L, APS_MAX_STAGES);
     lua_setfield(L, -2, "MAX_STAGES");
+    lua_pushinteger(L, (lua_Integer)APS_MAX_DEGREE);
+    lua_setfield(L, -2, "MAX_DEGREE");
     lua_pushstring(L, APS_VERSION);
     lua_setfield(L, -2, "version");
     push_names(L, APS_REASON_COUNT, reason_name);

@@ -406,15 +406,16 @@ function M.run(policy, opts)
   local tr_cp_s, tr_cp_m, tr_cp_c = {}, {}, {}
   -- fast path (M.block_pruner): blocks of candidates that a core check
   -- rejects whatever their inner levels are counted at once, not walked
-  local hook = nil
+  local hooks = nil
   if fast and opts.enumerate ~= "full" then
-    hook = M.block_pruner(space, ctx, inputs, function(groups, build, cls, class_code)
+    hooks = M.block_pruner(space, ctx, inputs, function(groups, build, cls, class_code)
       -- a reason met for the first time: its example is the first
       -- candidate of the block with it, its message the check's on it
       local ex, ex_msg
       for i = 1, #groups do
         local g = groups[i]
         if not summary[g.code] then
+          if not build then return nil end
           local cand = build(g.pos)
           local ok, code, msg = check(ctx, "all", cand)
           if ok or code ~= g.code then return nil end
@@ -440,12 +441,12 @@ function M.run(policy, opts)
       local ent = {}
       for cl, code in pairs(class_code) do ent[cl] = by_code[code] end
       return { cls = cls, ent = ent }
-    end)
+    end, not sink_all)
   end
   local next_progress = 0x10000
   local t_loop = wall_clock()
 
-  for cand, index, tag in space:iter(hook, sink_all) do
+  for cand, index, tag in space:iter(hooks, sink_all) do
     generated = index
     local ok, code, msg, failed_rule, ev = true, nil, nil, nil, nil
     if tag then
@@ -847,24 +848,9 @@ local function all_of(list, pred)
   return true
 end
 
--- stands for nil in the keys of the nested caches below
+local slot = space_mod.slot
+-- stands for nil in the keys of the structure cache (as in space_mod.slot)
 local NIL = {}
-
--- the slot of a nested cache (`root[c[f1]][c[f2]]...`) for the values of
--- `fields` in candidate c: returns the innermost table and its key
-local function slot(root, c, fields)
-  local t, nf = root, #fields
-  for i = 1, nf - 1 do
-    local v = c[fields[i]]
-    if v == nil then v = NIL end
-    local u = t[v]
-    if not u then u = {} t[v] = u end
-    t = u
-  end
-  local v = c[fields[nf]]
-  if v == nil then v = NIL end
-  return t, v
-end
 
 -- the fields each core check reads from the strategy (besides the model,
 -- cluster and training constants), src/core/check.c and
@@ -874,6 +860,10 @@ local TPCP_FIELDS = { "tp_degree", "sequence_parallel", "cp_degree" }
 local PP_FIELDS = { "vpp_degree", "pipeline_split", "pp_schedule", "stage_partition",
   "layer_offset", "balance_stages" }
 local DEVICES_FIELDS = { "tp_degree", "dp_degree", "fsdp_degree", "pp_degree", "cp_degree" }
+-- the inner part of degrees: the outer ranges pass (Space:degree_bounds)
+-- and so do the micro-batch ranges (the hook is not made otherwise)
+local DEGREES_INNER_FIELDS = { "pp_degree", "layer_recompute", "recompute_method",
+  "recompute_num_layers", "auto_recompute" }
 
 --- The fast path of the walk: a hook for `Space:iter` that decides, at the
 -- first candidate of each block sharing the outer levels (degrees, split,
@@ -910,16 +900,24 @@ local DEVICES_FIELDS = { "tp_degree", "dp_degree", "fsdp_degree", "pp_degree", "
 -- @tparam userdata ctx
 -- @tparam table inputs ctx:inputs() (unused: the checks carry the
 --   model, cluster and training)
+-- With `outer`, subtrees above the blocks are skipped too: at each level
+-- below the one that sets the last of tp, sequence_parallel and cp, when
+-- tp or cp fails, or when every candidate below fails degrees or batch,
+-- the subtree is counted (memoized on the fields its levels read from
+-- above) and skipped once its reasons have their example.
 -- @tparam function on_block `on_block(groups, build, cls, class_code)`
---   accounts a pruned block: `groups` the reasons of the block `{code,
---   count, pos}` in order of first position, `build(pos)` the candidate at
---   position pos (a copy), `cls[pos]` the class of each position and
---   `class_code[class]` its reason code; returns the tag of the block (or
---   nil to walk it after all)
--- @treturn function|nil the hook, `hook(cand) -> n, tag` (n the block's
---   size) or nil to walk the block; nil when the space's values are outside
---   what the fast path can decide
-function M.block_pruner(space, ctx, inputs, on_block)
+--   accounts a pruned block or subtree: `groups` its reasons `{code,
+--   count, pos}` in order of first position, `build(pos)` the candidate
+--   at position pos of a block (a copy; nil for a subtree, whose reasons
+--   must then have their summary entry), `cls[pos]` the class of each
+--   position of a block and `class_code[class]` its reason code; returns
+--   a tag (or nil to walk it after all)
+-- @tparam[opt] boolean outer skip subtrees above the blocks (not when
+--   every candidate is yielded: the tags are per block)
+-- @treturn table|nil hooks for `Space:iter` (`{[level] = hook}`, `hook(cand)
+--   -> n, tag` with n the subtree's size, or nil to walk it); nil when the
+--   space's values are outside what the fast path can decide
+function M.block_pruner(space, ctx, inputs, on_block, outer)
   local _ = inputs
   local inner = space.inner
   if not inner or space.boundary == 0 then return nil end
@@ -937,56 +935,131 @@ function M.block_pruner(space, ctx, inputs, on_block)
   if not lo or lo < 1 or hi > MAXD or pp_hi > core.MAX_STAGES then return nil end
   local check = ctx.check
   local levels, n, boundary = space.levels, #space.levels, space.boundary
-  local kf = {}
-  do
-    local seen = {}
-    for _, f in ipairs(space.key_fields) do
-      if not seen[f] then seen[f] = true kf[#kf + 1] = f end
+  local kf = space.key_fields
+
+  local provides = {}
+  for i, l in ipairs(levels) do
+    for _, f in ipairs(l.fields or { l.field or l.name }) do provides[f] = i end
+  end
+  local function outer_field(f) return provides[f] ~= nil and provides[f] <= boundary end
+
+  -- sets the inner levels of c to the values `vals` (a position's)
+  local function replay(c, vals)
+    for k = boundary + 1, n do
+      local l = levels[k]
+      if l.set then l.set(c, vals[k - boundary]) else c[l.field] = vals[k - boundary] end
     end
   end
 
-  -- the pattern of a block, per key of the outer fields the inner levels
-  -- read: n positions; vals[pos] the inner levels' values there; cls[pos]
-  -- 1 where degrees fails, 2 where batch fails first, 2 + t where both
-  -- pass, t numbering the distinct micro-batch (size, count) pairs;
-  -- first[class] and count[class]
-  local pat_root = {}
-  local function pattern(c)
-    local t, key
-    if #kf > 0 then t, key = slot(pat_root, c, kf) else t, key = pat_root, 1 end
-    local pat = t[key]
-    if pat then return pat end
-    local sc = space_mod.copy(c)
-    local vals, cls, first, count, tuples = {}, {}, {}, {}, {}
-    local m, nt, cur = 0, 0, {}
+  -- The structure of a block: its positions (the inner levels' values,
+  -- vals[pos]), where the inner part of degrees fails (deg[pos] false)
+  -- and the micro-batch size and count (mbs[pos], mbn[pos]).  It depends
+  -- on the lists the inner levels give and on the outer fields degrees
+  -- reads (pp_degree): keyed on, per inner level, the list itself when it
+  -- reads outer fields only, else the outer fields it reads; then the
+  -- outer fields of DEGREES_INNER_FIELDS.
+  local skey = {}
+  for k = boundary + 1, n do
+    local l, out, inner_dep = levels[k], {}, false
+    for _, d in ipairs(l.deps or {}) do
+      if outer_field(d) then out[#out + 1] = d elseif provides[d] then inner_dep = true end
+    end
+    if inner_dep then
+      for _, d in ipairs(out) do skey[#skey + 1] = { field = d } end
+    else
+      skey[#skey + 1] = { level = l }
+    end
+  end
+  for _, f in ipairs(DEGREES_INNER_FIELDS) do
+    if outer_field(f) then skey[#skey + 1] = { field = f } end
+  end
+  local struct_root, deg_root = {}, {}
+  local function structure(c)
+    local t = struct_root
+    for i = 1, #skey do
+      local part = skey[i]
+      local v
+      if part.level then v = part.level.values(c) else v = c[part.field] end
+      if v == nil then v = NIL end
+      local u = t[v]
+      if not u then u = {} t[v] = u end
+      t = u
+    end
+    local st = t[1]
+    if st then return st end
+    -- the walk sets the inner levels of c (stale when a hook is called)
+    local vals, deg, mbs, mbn = {}, {}, {}, {}
+    local m, cur = 0, {}
     local function walk(k)
       if k > n then
         m = m + 1
         vals[m] = table.move(cur, 1, n - boundary, 1, {})
-        local cl
-        if not check(ctx, "degrees", sc) then cl = 1
-        elseif not check(ctx, "batch", sc) then cl = 2
+        local dt, dk = slot(deg_root, c, DEGREES_INNER_FIELDS)
+        local ok = dt[dk]
+        if ok == nil then ok = check(ctx, "degrees", c) dt[dk] = ok end
+        deg[m], mbs[m], mbn[m] = ok, c.micro_batch_size, c.micro_batch_num
+        return
+      end
+      local l = levels[k]
+      for _, v in ipairs(l.values(c)) do
+        cur[k - boundary] = v
+        if l.set then l.set(c, v) else c[l.field] = v end
+        walk(k + 1)
+      end
+    end
+    walk(boundary + 1)
+    st = { n = m, vals = vals, deg = deg, mbs = mbs, mbn = mbn }
+    t[1] = st
+    return st
+  end
+
+  -- The pattern of a block, per key of the outer fields the inner levels
+  -- read (kf): its structure with, per position, its class cls[pos]: 1
+  -- where degrees fails, 2 where batch fails first, 2 + t where both
+  -- pass, t numbering the distinct micro-batch (size, count) pairs;
+  -- first[class] and count[class]; d and b the counts of classes 1 and 2.
+  -- Batch reads dp_degree x fsdp_degree and the micro-batch size and
+  -- count (cached on them).
+  local pat_root, batch_root = {}, {}
+  local BATCH_OUTER = { "dp_degree", "fsdp_degree" }
+  local function pattern(c)
+    local t, key = slot(pat_root, c, kf)
+    local pat = t[key]
+    if pat then return pat end
+    local st = structure(c)
+    local bt, bk = slot(batch_root, c, BATCH_OUTER)
+    local brow = bt[bk]
+    if not brow then brow = {} bt[bk] = brow end
+    local cls, first, count, tuples = {}, {}, {}, {}
+    local nt = 0
+    local deg, mbs, mbn, vals = st.deg, st.mbs, st.mbn, st.vals
+    for pos = 1, st.n do
+      local cl
+      if not deg[pos] then cl = 1
+      else
+        local b, mn = mbs[pos], mbn[pos]
+        local row = brow[b]
+        if not row then row = {} brow[b] = row end
+        local ok = row[mn]
+        if ok == nil then
+          replay(c, vals[pos])
+          ok = check(ctx, "batch", c)
+          row[mn] = ok
+        end
+        if not ok then cl = 2
         else
-          local b, mn = sc.micro_batch_size, sc.micro_batch_num
           local tb = tuples[b]
           if not tb then tb = {} tuples[b] = tb end
           cl = tb[mn]
           if not cl then nt = nt + 1 cl = 2 + nt tb[mn] = cl end
         end
-        cls[m] = cl
-        if not first[cl] then first[cl], count[cl] = m, 0 end
-        count[cl] = count[cl] + 1
-        return
       end
-      local l = levels[k]
-      for _, v in ipairs(l.values(sc)) do
-        cur[k - boundary] = v
-        if l.set then l.set(sc, v) else sc[l.field] = v end
-        walk(k + 1)
-      end
+      cls[pos] = cl
+      if not first[cl] then first[cl], count[cl] = pos, 0 end
+      count[cl] = count[cl] + 1
     end
-    walk(boundary + 1)
-    pat = { n = m, vals = vals, cls = cls, first = first, count = count, nt = nt, pp = {} }
+    pat = { n = st.n, vals = vals, cls = cls, first = first, count = count, nt = nt, pp = {},
+      d = count[1] or 0, b = count[2] or 0 }
     t[key] = pat
     return pat
   end
@@ -995,11 +1068,7 @@ function M.block_pruner(space, ctx, inputs, on_block)
   local block, block_pat
   local function build(pos)
     local g = space_mod.copy(block)
-    local v = block_pat.vals[pos]
-    for k = boundary + 1, n do
-      local l = levels[k]
-      if l.set then l.set(g, v[k - boundary]) else g[l.field] = v[k - boundary] end
-    end
+    replay(g, block_pat.vals[pos])
     return g
   end
 
@@ -1022,8 +1091,9 @@ function M.block_pruner(space, ctx, inputs, on_block)
   local dev_root = {}
 
   local class_code, groups = {}, {}
-  return function(c)
+  local function block_hook(c)
     local pat = pattern(c)
+    if pat.n == 0 then return nil end
     block, block_pat = c, pat
     local ncls = 2 + pat.nt
     for cl = 1, ncls do class_code[cl] = nil end
@@ -1093,6 +1163,67 @@ function M.block_pruner(space, ctx, inputs, on_block)
     if not tag then return nil end
     return pat.n, tag
   end
+  local hooks = { [boundary + 1] = block_hook }
+  if not outer then return hooks end
+
+  -- Subtrees above the blocks: at each level j from the one after tp,
+  -- sequence_parallel and cp are set down to the boundary, the subtree
+  -- below levels 1..j-1 is counted (memoized on the fields the levels
+  -- from j on read from above, R[j]: its size n, d where degrees fails,
+  -- b where batch fails first) and skipped when tp or cp fails (every
+  -- candidate that passes degrees fails it) or when every candidate fails
+  -- degrees or batch -- provided the reasons already have their example.
+  local K = 0
+  for _, f in ipairs(TPCP_FIELDS) do K = math.max(K, provides[f] or 0) end
+  if K >= boundary then return hooks end
+  local R, memo = {}, {}
+  for j = K + 1, boundary do
+    local r, seen = {}, {}
+    local function add(f)
+      local src = provides[f]
+      if src and src < j and not seen[f] then seen[f] = true r[#r + 1] = f end
+    end
+    for i = j, boundary do
+      for _, d in ipairs(levels[i].deps or {}) do add(d) end
+    end
+    for _, f in ipairs(kf) do add(f) end
+    R[j], memo[j] = r, {}
+  end
+  local function count_sub(j, c)
+    if j > boundary then return pattern(c) end
+    local mt, mk = slot(memo[j], c, R[j])
+    local r = mt[mk]
+    if r then return r end
+    -- the count sets the levels from j on of c (stale when the hook is
+    -- called)
+    local sc = c
+    r = { n = 0, d = 0, b = 0 }
+    local l = levels[j]
+    for _, v in ipairs(l.values(sc)) do
+      if l.set then l.set(sc, v) else sc[l.field] = v end
+      local q = count_sub(j + 1, sc)
+      r.n, r.d, r.b = r.n + q.n, r.d + q.d, r.b + q.b
+    end
+    mt[mk] = r
+    return r
+  end
+  local function outer_hook(j)
+    return function(c)
+      local r = count_sub(j, c)
+      if r.n == 0 then return nil end
+      local tc = tpcp(c)
+      local other = tc or "BATCH_DIVISIBILITY"
+      local n_other = tc and r.n - r.d or r.b
+      if not tc and r.n - r.d - r.b > 0 then return nil end
+      local gs = {}
+      if r.d > 0 then gs[1] = { code = "INVALID_DEGREE", count = r.d } end
+      if n_other > 0 then gs[#gs + 1] = { code = other, count = n_other } end
+      if not on_block(gs, nil) then return nil end
+      return r.n, true
+    end
+  end
+  for j = K + 1, boundary do hooks[j] = outer_hook(j) end
+  return hooks
 end
 
 --- Most feasible points search.run keeps for chart 7 (the sample; see

@@ -138,6 +138,33 @@ function M.copy(cand)
   return r
 end
 
+-- stands for nil in the keys of M.slot's caches
+local NIL = {}
+
+--- The slot of a nested cache for the values of `fields` in candidate
+-- `c`: `root[c[f1]][c[f2]]...` (nil values stand for one key), the tables
+-- on the way created.  The caches of the fast path (Space:size,
+-- search.block_pruner) are keyed so.
+-- @tparam table root the cache
+-- @tparam table c candidate
+-- @tparam table fields array of field names (none: the slot is `root[1]`)
+-- @treturn table the innermost table
+-- @return the key of the slot in it
+function M.slot(root, c, fields)
+  local t, nf = root, #fields
+  if nf == 0 then return root, 1 end
+  for i = 1, nf - 1 do
+    local v = c[fields[i]]
+    if v == nil then v = NIL end
+    local u = t[v]
+    if not u then u = {} t[v] = u end
+    t = u
+  end
+  local v = c[fields[nf]]
+  if v == nil then v = NIL end
+  return t, v
+end
+
 local Space = {}
 Space.__index = Space
 
@@ -426,18 +453,21 @@ function M.new(ss, info)
     if l.name == "data_parallel" or l.name == "fsdp_degree" then boundary = i end
   end
   -- the fields of outer levels that inner levels read (the subtree-size key)
-  local key_fields = {}
+  local key_fields, seen = {}, {}
   for i = boundary + 1, #levels do
     for _, d in ipairs(levels[i].deps or {}) do
       local src = provides[d]
-      if src and src <= boundary then key_fields[#key_fields + 1] = d end
+      if src and src <= boundary and not seen[d] then
+        seen[d] = true
+        key_fields[#key_fields + 1] = d
+      end
     end
   end
 
   local self = setmetatable({
     levels = levels, dims = dims, data_parallel = ss.data_parallel,
     allow_idle_devices = info.allow_idle_devices or false, num_devices = N,
-    boundary = boundary, key_fields = key_fields, subtree_cache = {},
+    boundary = boundary, key_fields = key_fields,
     -- every value an inner level can take (the fast path's safety test)
     inner = {
       zero_stage = util.copy(zl), layer_recompute = lr, recompute_num_layers = rnl,
@@ -446,36 +476,6 @@ function M.new(ss, info)
     },
   }, Space)
   return self
-end
-
---- Number of candidates that share the outer levels of `c` (the inner
--- levels' product; memoized on the outer fields they read).
--- @tparam table c candidate with its outer levels set
--- @treturn integer
-function Space:subtree_size(c)
-  local kf, parts = self.key_fields, {}
-  for i = 1, #kf do parts[i] = tostring(c[kf[i]]) end
-  local key = table.concat(parts, " ")
-  local v = self.subtree_cache[key]
-  if v then return v end
-  local levels, n = self.levels, #self.levels
-  local s = {}
-  for f, x in pairs(c) do s[f] = x end
-  local function count(k)
-    if k > n then return 1 end
-    local l = levels[k]
-    local list = l.values(s)
-    local total = 0
-    for i = 1, #list do
-      if l.set then l.set(s, list[i]) else s[l.field] = list[i] end
-      if not l.influences then return #list * count(k + 1) end
-      total = total + count(k + 1)
-    end
-    return total
-  end
-  v = count(self.boundary + 1)
-  self.subtree_cache[key] = v
-  return v
 end
 
 --- Bounds of the parallel degrees the outer levels can produce (tp, cp,
@@ -536,8 +536,18 @@ function Space:size(limit)
   -- then only known to exceed the limit), and after WORK level visits
   local WORK, work = 10000000, 0
   local over = false
+  -- the inner levels' product depends only on the outer fields they read
+  -- (key_fields): memoized on them
+  local B, kf, memo = self.boundary, self.key_fields, {}
+  local slot = M.slot
   local function count(k)
     if k > n then return 1 end
+    local mt, mk
+    if k == B + 1 then
+      mt, mk = slot(memo, c, kf)
+      local v = mt[mk]
+      if v then return v end
+    end
     work = work + 1
     if limit and work > WORK then over = true return 0 end
     local l = levels[k]
@@ -545,16 +555,18 @@ function Space:size(limit)
     local m = #list
     if m == 0 then return 0 end
     local set, field = l.set, l.field
+    local total = 0
     if not l.influences then
       if set then set(c, list[1]) else c[field] = list[1] end
-      return m * count(k + 1)
+      total = m * count(k + 1)
+    else
+      for i = 1, m do
+        if set then set(c, list[i]) else c[field] = list[i] end
+        total = total + count(k + 1)
+        if over or (limit and total > limit) then over = true break end
+      end
     end
-    local total = 0
-    for i = 1, m do
-      if set then set(c, list[i]) else c[field] = list[i] end
-      total = total + count(k + 1)
-      if over or (limit and total > limit) then over = true break end
-    end
+    if mt and not over then mt[mk] = total end
     return total
   end
   local total = count(1)
@@ -567,24 +579,29 @@ end
 -- The same table is returned each step, mutated in place: copy it
 -- (`space.copy`) to keep it.
 --
--- With `hook`, the fast path: at the first candidate of each block of
--- candidates sharing the outer levels (see `boundary`), `hook(cand, index)`
--- is called; when it returns a number (the block's size) and a tag, the
--- block is skipped and the index advances past it, or with `yield_pruned`
--- every candidate of the block is returned with the tag as a third value.
--- @tparam[opt] function hook
+-- With `hooks`, the fast path: `hooks[k](cand, index)`, when given, is
+-- called each time the walk is about to set level k (levels 1..k-1 are
+-- set, the others are stale: the hook may change them), with the index of
+-- the first candidate of
+-- the subtree below; when it returns a number (the subtree's size) and a
+-- tag, the subtree is skipped and the index advances past it, or with
+-- `yield_pruned` every candidate of the subtree is returned with the tag
+-- as a third value (until the next hook call: use one hook level then).
+-- @tparam[opt] table hooks `{[level index] = function}`
 -- @tparam[opt] boolean yield_pruned
 -- @treturn function iterator returning `candidate, index` (1-based), then nil
-function Space:iter(hook, yield_pruned)
+function Space:iter(hooks, yield_pruned)
   local levels, n = self.levels, #self.levels
   local cand = self:base()
   local lists, idx = {}, {}
-  local fields, setters = {}, {}
-  for i, l in ipairs(levels) do fields[i] = l.field or false setters[i] = l.set end
-  local started, count = false, 0
-  local B = hook and self.boundary or 0
-  if B == 0 then hook = nil end
-  local fresh, adv, tag = false, n, nil
+  local fields, setters, values = {}, {}, {}
+  for i, l in ipairs(levels) do
+    fields[i] = l.field or false
+    setters[i] = l.set
+    values[i] = l.values
+  end
+  hooks = hooks or {}
+  local started, count, tag = false, 0, nil
 
   local function next_at(j)
     while j >= 1 do
@@ -603,25 +620,35 @@ function Space:iter(hook, yield_pruned)
   end
 
   return function()
-    while true do
-      local k
-      if started then
-        k = next_at(adv)
-        adv = n
-        if k == 0 then return nil end
-      else
-        started = true
-        k = 1
+    local k
+    if started then
+      k = next_at(n)
+      if k == 0 then return nil end
+    else
+      started = true
+      k = 1
+    end
+    while k <= n do
+      local h = hooks[k]
+      if h then
+        local skip
+        skip, tag = h(cand, count + 1)
+        if skip and not yield_pruned then
+          -- the subtree below levels 1..k-1 is skipped
+          count = count + skip
+          tag = nil
+          k = next_at(k - 1)
+          if k == 0 then return nil end
+          goto next_level
+        end
       end
-      if k <= B + 1 then fresh = true end
-      while k <= n do
-        local list = levels[k].values(cand)
+      do
+        local list = values[k](cand)
         lists[k] = list
         local v = list[1]
         if v == nil then
           k = next_at(k - 1)
           if k == 0 then return nil end
-          if k <= B + 1 then fresh = true end
         else
           idx[k] = 1
           local f = fields[k]
@@ -629,22 +656,10 @@ function Space:iter(hook, yield_pruned)
           k = k + 1
         end
       end
-      count = count + 1
-      if fresh and hook then
-        fresh = false
-        local skip
-        skip, tag = hook(cand, count)
-        if skip and not yield_pruned then
-          count = count + skip - 1
-          adv = B
-          tag = nil
-        else
-          return cand, count, tag
-        end
-      else
-        return cand, count, tag
-      end
+      ::next_level::
     end
+    count = count + 1
+    return cand, count, tag
   end
 end
 

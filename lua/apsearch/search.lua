@@ -450,16 +450,31 @@ function M.run(policy, opts)
     generated = index
     local ok, code, msg, failed_rule, ev = true, nil, nil, nil, nil
     if tag then
-      -- a candidate of a block counted at once by the fast path (only
-      -- walked when every candidate is streamed)
       local start = tag.start
       if not start then start = index tag.start = index end
-      sink_row(index, tag.ent[tag.cls[index - start + 1]], nil, nil, cand)
-      if progress and index >= next_progress then
-        progress(index, space_size)
-        next_progress = (index // 0x10000 + 1) * 0x10000
+      local e
+      if tag.partial then
+        -- a block walked by the fast path: the candidate's reason is
+        -- known (a check up to devices) or it is decided as usual below
+        local c = tag.code[tag.cls[index - start + 1]]
+        e = c and summary[c]
+        if e then
+          e.count = e.count + 1
+          filtered = filtered + 1
+        end
+      else
+        -- a candidate of a block counted at once by the fast path (only
+        -- walked when every candidate is streamed)
+        e = tag.ent[tag.cls[index - start + 1]]
       end
-      goto continue
+      if e then
+        if sink_all then sink_row(index, e, nil, nil, cand) end
+        if progress and index >= next_progress then
+          progress(index, space_size)
+          next_progress = (index // 0x10000 + 1) * 0x10000
+        end
+        goto continue
+      end
     end
     if by_evaluate then
       -- the core's evaluate runs aps_check_all first: a check code is an
@@ -1098,6 +1113,7 @@ function M.block_pruner(space, ctx, inputs, on_block, outer)
     local ncls = 2 + pat.nt
     for cl = 1, ncls do class_code[cl] = nil end
     local first, count = pat.first, pat.count
+    local undecided = false
     if first[1] then class_code[1] = "INVALID_DEGREE" end
     if first[2] or pat.nt > 0 then
       local tc = tpcp(c)
@@ -1130,14 +1146,23 @@ function M.block_pruner(space, ctx, inputs, on_block, outer)
                   dt[dk] = dev
                 end
               end
-              -- passes devices: a later check reads the inner levels
-              if not dev then return nil end
+              -- passes devices: a later check reads the inner levels,
+              -- the class stays undecided
               cd = dev
             end
             class_code[cl] = cd
+            if not cd then undecided = true end
           end
         end
       end
+    end
+    if undecided then
+      -- walked: the candidates of the decided classes are counted as
+      -- they come (once their reason has its example), the others
+      -- evaluated
+      local code = {}
+      for cl = 1, ncls do code[cl] = class_code[cl] end
+      return nil, { partial = true, cls = pat.cls, code = code }
     end
     -- the reasons of the block, in order of first position
     local ng = 0

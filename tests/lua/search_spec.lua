@@ -583,6 +583,152 @@ describe("fast path vs full enumeration", function()
     raw.training.framework = "fsdp2"
     same(policy.from_table(raw, "wide_idle.lua"))
   end)
+  -- a 70B space on 64 GPUs with every pipeline dimension: splits given
+  -- per pipeline rank and per model chunk, offsets, schedules, split
+  -- rules, micro-batch counts, recompute auto and uniform
+  local function pipeline_space(framework)
+    local raw = policy.load_raw(ROOT .. "/examples/llama3_70b_h100.lua")
+    raw.cluster = { device = "h100-sxm-80gb", nodes = 8, devices_per_node = 8 }
+    raw.training.global_batch_size = 128
+    raw.training.framework = framework
+    raw.search_space = {
+      data_parallel = "auto", fsdp_degree = { 1, 2 }, zero_stage = { 0, 1, 2 },
+      tp_degree = { 1, 2, 4, 8 }, cp_degree = { 1, 2, 3 }, pp_degree = { 1, 2, 4, 5 },
+      vpp_degree = { 1, 2, 4 },
+      stage_partition = { "even", { 40, 40 }, { 20, 20, 20, 20 }, { 10, 10, 10, 10, 10, 10, 10, 10 } },
+      pp_schedule = { "1f1b", "interleaved_zero_bubble", "zbv_zero_bubble", "dualpipev" },
+      micro_batch_size = { 1, 2, 3 }, micro_batch_num = { 0, 8, 16 },
+      layer_recompute = { "none", "selective", "full" },
+      recompute_num_layers = { -1, 2, "auto" }, recompute_method = { "block", "uniform" },
+    }
+    return raw
+  end
+  it("is the same with splits per rank and per chunk, schedules and micro-batch counts", function()
+    local a = same(policy.from_table(pipeline_space("megatron"), "pipe.lua"))
+    assert.is_true(a.all_candidate_summary.space_size > 20000)
+    assert.is_true(a.all_candidate_summary.feasible > 0)
+  end)
+  it("is the same under fsdp2 and deepspeed", function()
+    for _, fw in ipairs({ "fsdp2", "deepspeed" }) do
+      local raw = pipeline_space(fw)
+      raw.search_space.stage_partition = nil
+      raw.search_space.pp_schedule = nil
+      raw.search_space.layer_offset = { "even", "balanced" }
+      same(policy.from_table(raw, fw .. ".lua"))
+    end
+  end)
+  it("is the same with data_parallel manual and idle devices allowed", function()
+    local raw = pipeline_space("megatron")
+    raw.search_space.data_parallel = "manual"
+    raw.search_space.dp_degree = { 1, 2, 4, 8, 16 }
+    raw.search_space.stage_partition = nil
+    raw.search_space.micro_batch_num = nil
+    same(policy.from_table(raw, "manual.lua"))
+    raw.constraints = { allow_idle_devices = true }
+    same(policy.from_table(raw, "manual_idle.lua"))
+  end)
+  it("is the same on mixture-of-experts spaces (ep, etp, dispatchers)", function()
+    local raw = policy.load_raw(ROOT .. "/examples/mixtral_8x7b_h100.lua")
+    raw.search_space = {
+      data_parallel = "auto", fsdp_degree = { 1, 2 }, zero_stage = { 1 },
+      tp_degree = { 1, 2, 4, 8 }, cp_degree = { 1, 2, 3 }, pp_degree = { 1, 2, 3, 4 },
+      vpp_degree = { 1, 2 }, micro_batch_size = { 1, 2, 3 },
+      layer_recompute = { "none", "selective", "full" }, recompute_num_layers = { -1, "auto" },
+      ep_degree = { 1, 2, 4, 8 }, etp_degree = { 1, 2 },
+      moe_token_dispatcher = { "alltoall", "allgather" },
+    }
+    local a = same(policy.from_table(raw, "moe.lua"))
+    assert.is_true(a.all_candidate_summary.space_size > 10000)
+    local q = policy.load_raw(ROOT .. "/examples/qwen3_30b_a3b_h100.lua")
+    q.search_space.cp_degree = { 1, 2, 3 }
+    q.search_space.pp_degree = { 1, 2, 3, 4 }
+    q.search_space.micro_batch_size = { 1, 2, 3 }
+    same(policy.from_table(q, "qwen_moe.lua"))
+  end)
+  it("skips whole subtrees and blocks on the 2.4 M-candidate bench space", function()
+    -- the iterator calls the hooks far fewer times than there are blocks
+    local p = policy.load(ROOT .. "/bench/llama3_405b_16k_wide.lua")
+    local ctx = search.context(p)
+    local inputs = ctx:inputs()
+    local sp = space.new(p.search_space, { num_devices = inputs.cluster.num_devices,
+      num_layers = inputs.model.num_layers, framework = inputs.training.framework })
+    local summary = {}
+    local hooks = search.block_pruner(sp, ctx, inputs, function(groups)
+      for _, g in ipairs(groups) do summary[g.code] = (summary[g.code] or 0) + g.count end
+      return true
+    end, true)
+    local calls, walked = 0, 0
+    local counted = {}
+    for lvl, h in pairs(hooks) do
+      counted[lvl] = function(c, i)
+        calls = calls + 1
+        return h(c, i)
+      end
+    end
+    for _ in sp:iter(counted) do walked = walked + 1 end
+    -- 20 candidates per block (selective 4 micro-batch sizes; full: 2
+    -- counts x 2 methods x 4)
+    local blocks = sp:size() // 20
+    assert.are.equal(2430560, sp:size())
+    assert.is_true(calls < blocks / 2, calls .. " hook calls for " .. blocks .. " blocks")
+    assert.is_true(walked < sp:size() / 10, walked .. " candidates walked")
+    -- the subtrees where cp does not divide the sequence (cp 3, 5, 6, 7,
+    -- 9..15) are counted, never walked: the full walk's count (its
+    -- search_log line "filtered early: ... CP_DIVISIBILITY 884736")
+    assert.are.equal(884736, summary.CP_DIVISIBILITY)
+  end)
+end)
+
+describe("Space:iter hooks", function()
+  local function make(dims, info)
+    return space.new({ data_parallel = "manual", dims = dims }, info or { num_devices = 8 })
+  end
+  it("skip the subtree below a level and advance the index past it", function()
+    local s = make({ tp_degree = { 1, 2 }, pp_degree = { 1, 2, 4 }, micro_batch_size = { 1, 2 } })
+    local pp_level
+    for i, l in ipairs(s.levels) do if l.name == "pp_degree" then pp_level = i end end
+    -- after tp is set, the hook at pp's level skips tp = 2 (3 x 2 candidates
+    -- below it; sequence_parallel has one value per tp)
+    local seen = {}
+    local hooks = { [pp_level] = function(c, index)
+      if c.tp_degree == 2 then
+        assert.are.equal(7, index)
+        return 6
+      end
+    end }
+    for c, index in s:iter(hooks) do seen[#seen + 1] = index .. ":" .. c.tp_degree end
+    assert.are.same({ "1:1", "2:1", "3:1", "4:1", "5:1", "6:1" }, seen)
+    assert.are.equal(12, s:size())
+  end)
+  it("yield the skipped subtree with its tag when asked", function()
+    local s = make({ tp_degree = { 1, 2 }, micro_batch_size = { 1, 2 } })
+    local tags = {}
+    for _, index, tag in s:iter({ [s.boundary + 1] = function(c)
+      return c.tp_degree == 2 and 2 or nil, c.tp_degree == 2 and "skipped" or nil
+    end }, true) do
+      tags[index] = tag or "-"
+    end
+    assert.are.same({ "-", "-", "skipped", "skipped" }, tags)
+  end)
+end)
+
+describe("Space:degree_bounds", function()
+  it("bounds every outer degree, dp up to num_devices with data_parallel auto", function()
+    local s = space.new({ data_parallel = "auto", dims = { tp_degree = { 2, 8 }, pp_degree = { 3, 300 } } },
+      { num_devices = 64 })
+    local lo, hi, pp_hi = s:degree_bounds()
+    assert.are.same({ 1, 300, 300 }, { lo, hi, pp_hi })
+    local m = space.new({ data_parallel = "manual", dims = { dp_degree = { 0, 4 } } }, {})
+    assert.are.same({ 0, 4, 1 }, { m:degree_bounds() })
+    local f = space.new({ data_parallel = "manual", dims = { dp_degree = { 1.5 } } }, {})
+    assert.is_nil(f:degree_bounds())
+  end)
+  it("turns the fast path off when a degree is out of the core's range (the full walk then)", function()
+    local s = space.new({ data_parallel = "manual", dims = { pp_degree = { 1, 512 } } }, { num_devices = 8 })
+    local p = policy.from_table(llama8b({ data_parallel = "auto", tp_degree = { 1, 2 } }), "x.lua")
+    local ctx = search.context(p)
+    assert.is_nil(search.block_pruner(s, ctx, ctx:inputs(), function() return true end, true))
+  end)
 end)
 
 describe("power-of-two ranges", function()

@@ -1201,19 +1201,11 @@ function M.block_pruner(space, ctx, inputs, on_block, outer)
   local K = 0
   for _, f in ipairs(TPCP_FIELDS) do K = math.max(K, provides[f] or 0) end
   if K >= boundary then return hooks end
-  local R, memo = {}, {}
-  for j = K + 1, boundary do
-    local r, seen = {}, {}
-    local function add(f)
-      local src = provides[f]
-      if src and src < j and not seen[f] then seen[f] = true r[#r + 1] = f end
-    end
-    for i = j, boundary do
-      for _, d in ipairs(levels[i].deps or {}) do add(d) end
-    end
-    for _, f in ipairs(kf) do add(f) end
-    R[j], memo[j] = r, {}
-  end
+  -- the counts of the subtree below levels 1..j-1 depend on the fields
+  -- they set that levels j and below read (the inner levels' among them:
+  -- the pattern's key)
+  local R, memo = space.read_above, {}
+  for j = K + 1, boundary do memo[j] = {} end
   local function count_sub(j, c)
     if j > boundary then return pattern(c) end
     local mt, mk = slot(memo[j], c, R[j])

@@ -452,22 +452,28 @@ function M.new(ss, info)
   for i, l in ipairs(levels) do
     if l.name == "data_parallel" or l.name == "fsdp_degree" then boundary = i end
   end
-  -- the fields of outer levels that inner levels read (the subtree-size key)
-  local key_fields, seen = {}, {}
-  for i = boundary + 1, #levels do
-    for _, d in ipairs(levels[i].deps or {}) do
-      local src = provides[d]
-      if src and src <= boundary and not seen[d] then
-        seen[d] = true
-        key_fields[#key_fields + 1] = d
+  -- per level j, the fields set above it (by levels < j) that levels j
+  -- and below read: what the subtree below levels 1..j-1 depends on
+  local read_above = {}
+  for j = 1, #levels + 1 do
+    local r, seen = {}, {}
+    for i = j, #levels do
+      for _, d in ipairs(levels[i].deps or {}) do
+        local src = provides[d]
+        if src and src < j and not seen[d] then
+          seen[d] = true
+          r[#r + 1] = d
+        end
       end
     end
+    read_above[j] = r
   end
+  local key_fields = read_above[boundary + 1]
 
   local self = setmetatable({
     levels = levels, dims = dims, data_parallel = ss.data_parallel,
     allow_idle_devices = info.allow_idle_devices or false, num_devices = N,
-    boundary = boundary, key_fields = key_fields,
+    boundary = boundary, key_fields = key_fields, read_above = read_above,
     -- every value an inner level can take (the fast path's safety test)
     inner = {
       zero_stage = util.copy(zl), layer_recompute = lr, recompute_num_layers = rnl,
@@ -536,18 +542,17 @@ function Space:size(limit)
   -- then only known to exceed the limit), and after WORK level visits
   local WORK, work = 10000000, 0
   local over = false
-  -- the inner levels' product depends only on the outer fields they read
-  -- (key_fields): memoized on them
-  local B, kf, memo = self.boundary, self.key_fields, {}
+  -- the size of the subtree below levels 1..k-1 depends only on the
+  -- fields they set that levels k and below read (read_above[k]):
+  -- memoized on them
+  local ra, memo = self.read_above, {}
+  for k = 1, n do memo[k] = {} end
   local slot = M.slot
   local function count(k)
     if k > n then return 1 end
-    local mt, mk
-    if k == B + 1 then
-      mt, mk = slot(memo, c, kf)
-      local v = mt[mk]
-      if v then return v end
-    end
+    local mt, mk = slot(memo[k], c, ra[k])
+    local v = mt[mk]
+    if v then return v end
     work = work + 1
     if limit and work > WORK then over = true return 0 end
     local l = levels[k]
@@ -566,7 +571,7 @@ function Space:size(limit)
         if over or (limit and total > limit) then over = true break end
       end
     end
-    if mt and not over then mt[mk] = total end
+    if not over then mt[mk] = total end
     return total
   end
   local total = count(1)

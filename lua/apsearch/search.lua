@@ -875,6 +875,13 @@ local TPCP_FIELDS = { "tp_degree", "sequence_parallel", "cp_degree" }
 local PP_FIELDS = { "vpp_degree", "pipeline_split", "pp_schedule", "stage_partition",
   "layer_offset", "balance_stages" }
 local DEVICES_FIELDS = { "tp_degree", "dp_degree", "fsdp_degree", "pp_degree", "cp_degree" }
+-- the late checks, after devices: moe (src/core/moe.c aps_check_moe,
+-- aps_moe_ep, aps_moe_etp), recompute_modules and framework (with
+-- src/core/recipe.c aps_check_recipe)
+local LATE_FIELDS = { "tp_degree", "sequence_parallel", "cp_degree", "dp_degree", "fsdp_degree",
+  "pp_degree", "ep_degree", "etp_degree", "moe_capacity_factor", "moe_token_dispatcher",
+  "moe_grouped_gemm", "recompute_modules", "layer_recompute", "zero_stage", "pipeline_split",
+  "pp_schedule" }
 -- the inner part of degrees: the outer ranges pass (Space:degree_bounds)
 -- and so do the micro-batch ranges (the hook is not made otherwise)
 local DEGREES_INNER_FIELDS = { "pp_degree", "layer_recompute", "recompute_method",
@@ -958,6 +965,13 @@ function M.block_pruner(space, ctx, inputs, on_block, outer)
   end
   local function outer_field(f) return provides[f] ~= nil and provides[f] <= boundary end
 
+  -- the fields of LATE_FIELDS the inner levels set: a block's positions
+  -- with the same values of them pass or fail the late checks alike
+  local LATE_INNER = {}
+  for _, f in ipairs(LATE_FIELDS) do
+    if provides[f] and not outer_field(f) then LATE_INNER[#LATE_INNER + 1] = f end
+  end
+
   -- sets the inner levels of c to the values `vals` (a position's)
   local function replay(c, vals)
     for k = boundary + 1, n do
@@ -1003,8 +1017,8 @@ function M.block_pruner(space, ctx, inputs, on_block, outer)
     local st = t[1]
     if st then return st end
     -- the walk sets the inner levels of c (stale when a hook is called)
-    local vals, deg, mbs, mbn = {}, {}, {}, {}
-    local m, cur = 0, {}
+    local vals, deg, mbs, mbn, late = {}, {}, {}, {}, {}
+    local m, cur, nl, late_root = 0, {}, 0, {}
     local function walk(k)
       if k > n then
         m = m + 1
@@ -1013,6 +1027,10 @@ function M.block_pruner(space, ctx, inputs, on_block, outer)
         local ok = dt[dk]
         if ok == nil then ok = check(ctx, "degrees", c) dt[dk] = ok end
         deg[m], mbs[m], mbn[m] = ok, c.micro_batch_size, c.micro_batch_num
+        local lt, lk = slot(late_root, c, LATE_INNER)
+        local L = lt[lk]
+        if not L then nl = nl + 1 L = nl lt[lk] = L end
+        late[m] = L
         return
       end
       local l = levels[k]
@@ -1023,7 +1041,7 @@ function M.block_pruner(space, ctx, inputs, on_block, outer)
       end
     end
     walk(boundary + 1)
-    st = { n = m, vals = vals, deg = deg, mbs = mbs, mbn = mbn }
+    st = { n = m, vals = vals, deg = deg, mbs = mbs, mbn = mbn, late = late }
     t[1] = st
     return st
   end
@@ -1073,7 +1091,7 @@ function M.block_pruner(space, ctx, inputs, on_block, outer)
       if not first[cl] then first[cl], count[cl] = pos, 0 end
       count[cl] = count[cl] + 1
     end
-    pat = { n = st.n, vals = vals, cls = cls, first = first, count = count, nt = nt, pp = {},
+    pat = { n = st.n, st = st, vals = vals, cls = cls, first = first, count = count, nt = nt, pp = {},
       d = count[1] or 0, b = count[2] or 0 }
     t[key] = pat
     return pat
@@ -1106,6 +1124,18 @@ function M.block_pruner(space, ctx, inputs, on_block, outer)
   local dev_root = {}
 
   local class_code, groups = {}, {}
+  -- 1..n and n ones (per-position classes), shared
+  local ident, one = {}, {}
+  local function identity(m)
+    local a = ident[m]
+    if not a then a = {} for i = 1, m do a[i] = i end ident[m] = a end
+    return a
+  end
+  local function ones(m)
+    local a = one[m]
+    if not a then a = {} for i = 1, m do a[i] = 1 end one[m] = a end
+    return a
+  end
   local function block_hook(c)
     local pat = pattern(c)
     if pat.n == 0 then return nil end
@@ -1156,18 +1186,41 @@ function M.block_pruner(space, ctx, inputs, on_block, outer)
         end
       end
     end
+    local cls, codes = pat.cls, class_code
     if undecided then
-      -- walked: the candidates of the decided classes are counted as
-      -- they come (once their reason has its example), the others
-      -- evaluated
-      local code = {}
-      for cl = 1, ncls do code[cl] = class_code[cl] end
-      return nil, { partial = true, cls = pat.cls, code = code }
+      -- The late checks (moe, recompute_modules, framework) read the
+      -- inner levels: they are run once per block and inner signature
+      -- (the structure's late[pos]), on a candidate of the block with it;
+      -- the block's reasons are then per position.
+      local late, vals = pat.st.late, pat.vals
+      local pos_code, by_late, walk = {}, {}, false
+      for pos = 1, pat.n do
+        local code = class_code[cls[pos]]
+        if not code then
+          local L = late[pos]
+          code = by_late[L]
+          if code == nil then
+            replay(c, vals[pos])
+            local ok, cd = check(ctx, "all", c)
+            code = not ok and cd
+            by_late[L] = code
+          end
+          -- passes every check: estimated
+          if not code then walk = true end
+        end
+        pos_code[pos] = code
+      end
+      local id = identity(pat.n)
+      -- walked: the candidates whose reason is known are counted as they
+      -- come (once their reason has its example), the others evaluated
+      if walk then return nil, { partial = true, cls = id, code = pos_code } end
+      cls, codes, first, ncls = id, pos_code, id, pat.n
+      count = ones(pat.n)
     end
     -- the reasons of the block, in order of first position
     local ng = 0
     for cl = 1, ncls do
-      local code = class_code[cl]
+      local code = codes[cl]
       if code then
         local g
         for i = 1, ng do if groups[i].code == code then g = groups[i] break end end
@@ -1184,7 +1237,7 @@ function M.block_pruner(space, ctx, inputs, on_block, outer)
     end
     for i = ng + 1, #groups do groups[i] = nil end
     if ng > 1 then table.sort(groups, function(a, b) return a.pos < b.pos end) end
-    local tag = on_block(groups, build, pat.cls, class_code)
+    local tag = on_block(groups, build, cls, codes)
     if not tag then return nil end
     return pat.n, tag
   end

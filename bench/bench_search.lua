@@ -6,7 +6,9 @@
 -- bench/llama3_70b_1024_balanced.lua (where balance.c simulates its
 -- splits), and Llama-3.1-405B on 16,384 H100s with every dimension wide,
 -- bench/llama3_405b_16k_wide.lua (2,430,560 candidates, once); each with
--- the fast path (search.block_pruner) and the full walk.
+-- the fast path (search.block_pruner) and the full walk; then
+-- bench/llama3_405b_16k_18m.lua (18,411,200 candidates, the fast path
+-- only: its full walk takes minutes).
 local policy = require "apsearch.policy"
 local search = require "apsearch.search"
 local root = os.getenv("APS_ROOT") or "."
@@ -29,3 +31,4 @@ bench("examples/llama3_70b_h100_1024_sweep.lua", 3, "122,580 sweep, full walk", 
 bench("bench/llama3_70b_1024_balanced.lua", 3, "122,580 sweep, balanced stages")
 bench("bench/llama3_405b_16k_wide.lua", 1, "2.4 M 405B space")
 bench("bench/llama3_405b_16k_wide.lua", 1, "2.4 M 405B space, full walk", { enumerate = "full" })
+bench("bench/llama3_405b_16k_18m.lua", 1, "18 M 405B space")

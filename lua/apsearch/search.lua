@@ -1055,8 +1055,9 @@ function M.block_pruner(space, ctx, inputs, on_block, outer)
   -- count (cached on them).
   local pat_root, batch_root = {}, {}
   local BATCH_OUTER = { "dp_degree", "fsdp_degree" }
+  local kf_slot = space_mod.slotter(kf)
   local function pattern(c)
-    local t, key = slot(pat_root, c, kf)
+    local t, key = kf_slot(pat_root, c)
     local pat = t[key]
     if pat then return pat end
     local st = structure(c)
@@ -1108,8 +1109,9 @@ function M.block_pruner(space, ctx, inputs, on_block, outer)
   -- tp and cp: their code (false when both pass), on a probe with every
   -- other field at its default
   local tpcp_root = {}
+  local tpcp_slot = space_mod.slotter(TPCP_FIELDS)
   local function tpcp(c)
-    local t, key = slot(tpcp_root, c, TPCP_FIELDS)
+    local t, key = tpcp_slot(tpcp_root, c)
     local code = t[key]
     if code == nil then
       local probe = space:base()
@@ -1259,9 +1261,11 @@ function M.block_pruner(space, ctx, inputs, on_block, outer)
   -- the pattern's key)
   local R, memo = space.read_above, {}
   for j = K + 1, boundary do memo[j] = {} end
+  local slots = {}
+  for j = K + 1, boundary do slots[j] = space_mod.slotter(R[j]) end
   local function count_sub(j, c)
     if j > boundary then return pattern(c) end
-    local mt, mk = slot(memo[j], c, R[j])
+    local mt, mk = slots[j](memo[j], c)
     local r = mt[mk]
     if r then return r end
     -- the count sets the levels from j on of c (stale when the hook is
@@ -1277,8 +1281,14 @@ function M.block_pruner(space, ctx, inputs, on_block, outer)
     mt[mk] = r
     return r
   end
+  -- a level whose subtrees are seldom skipped stops being asked (it
+  -- changes the time only: a subtree not skipped is walked)
+  local probe, min_ratio = M.prune_probe_calls, M.prune_min_ratio
   local function outer_hook(j)
+    local calls, skips = 0, 0
     return function(c)
+      calls = calls + 1
+      if calls == probe and skips < min_ratio * calls then hooks[j] = nil end
       local r = count_sub(j, c)
       if r.n == 0 then return nil end
       local tc = tpcp(c)
@@ -1289,12 +1299,21 @@ function M.block_pruner(space, ctx, inputs, on_block, outer)
       if r.d > 0 then gs[1] = { code = "INVALID_DEGREE", count = r.d } end
       if n_other > 0 then gs[#gs + 1] = { code = other, count = n_other } end
       if not on_block(gs, nil) then return nil end
+      skips = skips + 1
       return r.n, true
     end
   end
   for j = K + 1, boundary do hooks[j] = outer_hook(j) end
   return hooks
 end
+
+--- The fast path (M.block_pruner) asks the hook of a level above the
+-- blocks this many times, then stops asking it when it skipped fewer than
+-- `prune_min_ratio` of them: the subtrees of such a level are walked
+-- (what is counted is the same either way; only the time changes).
+M.prune_probe_calls = 256
+--- See `prune_probe_calls`.
+M.prune_min_ratio = 1 / 64
 
 --- Most feasible points search.run keeps for chart 7 (the sample; see
 -- `scatter_mt`).

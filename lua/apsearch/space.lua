@@ -165,6 +165,33 @@ function M.slot(root, c, fields)
   return t, v
 end
 
+--- M.slot for a fixed list of fields: `slotter(fields)(root, c)` is
+-- `M.slot(root, c, fields)`, unrolled for up to four fields (the caches'
+-- lookups are the fast path's most frequent operation).
+-- @tparam table fields array of field names
+-- @treturn function `function(root, c) -> table, key`
+function M.slotter(fields)
+  local nf = #fields
+  local f1, f2, f3, f4 = fields[1], fields[2], fields[3], fields[4]
+  local function step(t, v)
+    if v == nil then v = NIL end
+    local u = t[v]
+    if not u then u = {} t[v] = u end
+    return u
+  end
+  local function last(v) if v == nil then return NIL end return v end
+  if nf == 0 then return function(root) return root, 1 end end
+  if nf == 1 then return function(root, c) return root, last(c[f1]) end end
+  if nf == 2 then return function(root, c) return step(root, c[f1]), last(c[f2]) end end
+  if nf == 3 then
+    return function(root, c) return step(step(root, c[f1]), c[f2]), last(c[f3]) end
+  end
+  if nf == 4 then
+    return function(root, c) return step(step(step(root, c[f1]), c[f2]), c[f3]), last(c[f4]) end
+  end
+  return function(root, c) return M.slot(root, c, fields) end
+end
+
 local Space = {}
 Space.__index = Space
 
@@ -545,12 +572,11 @@ function Space:size(limit)
   -- the size of the subtree below levels 1..k-1 depends only on the
   -- fields they set that levels k and below read (read_above[k]):
   -- memoized on them
-  local ra, memo = self.read_above, {}
-  for k = 1, n do memo[k] = {} end
-  local slot = M.slot
+  local memo, slots = {}, {}
+  for k = 1, n do memo[k], slots[k] = {}, M.slotter(self.read_above[k]) end
   local function count(k)
     if k > n then return 1 end
-    local mt, mk = slot(memo[k], c, ra[k])
+    local mt, mk = slots[k](memo[k], c)
     local v = mt[mk]
     if v then return v end
     work = work + 1

@@ -29,9 +29,11 @@
 -- addition, the policy adds no cheap rule of its own, even that call is
 -- folded into `ctx:evaluate`, which runs aps_check_all before estimating
 -- and returns at the check's cost with its reason code and message: such a
--- result counts as filtered early, exactly as the check would have.  The
--- counts, examples and messages are identical in every mode
--- (tests/lua/search_spec.lua checks this).
+-- result counts as filtered early, exactly as the check would have.  With
+-- the fast checks, the walk does not enumerate the candidates a check
+-- rejects whatever their inner levels (M.block_pruner): whole blocks and
+-- subtrees are counted per reason.  The counts, examples and messages are
+-- identical in every mode (tests/lua/search_spec.lua checks this).
 -- @module apsearch.search
 local util = require "apsearch.util"
 local schema = require "apsearch.schema"
@@ -274,6 +276,8 @@ end
 --   core call -- ctx:evaluate itself when the policy has no other cheap
 --   rule; "check": always a separate ctx:check("all"); false: one rule at
 --   a time);
+--   `enumerate` ("full": every candidate walked, no block or subtree
+--   counted at once -- the reference the fast path is tested against);
 --   `progress` (function(done, total, final) called every 65,536
 --   candidates, and once with final = true when the walk ends);
 --   `sensitivity` (default true: chart 8's re-estimates of the top-k);
@@ -408,7 +412,7 @@ function M.run(policy, opts)
   -- rejects whatever their inner levels are counted at once, not walked
   local hooks = nil
   if fast and opts.enumerate ~= "full" then
-    hooks = M.block_pruner(space, ctx, inputs, function(groups, build, cls, class_code)
+    hooks = M.block_pruner(space, ctx, function(groups, build, cls, class_code)
       -- a reason met for the first time: its example is the first
       -- candidate of the block with it, its message the check's on it
       local ex, ex_msg
@@ -887,46 +891,50 @@ local LATE_FIELDS = { "tp_degree", "sequence_parallel", "cp_degree", "dp_degree"
 local DEGREES_INNER_FIELDS = { "pp_degree", "layer_recompute", "recompute_method",
   "recompute_num_layers", "auto_recompute" }
 
---- The fast path of the walk: a hook for `Space:iter` that decides, at the
--- first candidate of each block sharing the outer levels (degrees, split,
--- data-parallel pair), which core check each candidate of the block fails
--- first -- and when every candidate fails one of the checks up to
--- `devices`, counts the block per reason code without walking it.  It
--- mirrors the order of aps_check_all (src/core/check.c: degrees, zero, tp,
--- cp, batch, pp, devices, moe, recompute_modules, framework) and which
--- strategy fields each check reads:
+--- The fast path of the walk (issue 14 item 5): hooks for `Space:iter`
+-- that count, without enumerating them, the candidates a core check
+-- rejects.  At the first candidate of each block sharing the outer levels
+-- (degrees, split, data-parallel pair) the block hook decides which check
+-- each candidate of the block fails first; with `outer`, hooks above the
+-- blocks skip whole subtrees.  It mirrors the order of aps_check_all
+-- (src/core/check.c: degrees, zero, tp, cp, batch, pp, devices, moe,
+-- recompute_modules, framework) and the strategy fields each check reads:
 --
 -- * degrees: its outer part (the ranges of tp, cp, pp, vpp, dp, fsdp) is
 --   known from the space (Space:degree_bounds) and must pass; its inner
---   part (recompute values, micro-batch ranges) is a pattern over the
---   block's positions, computed once per key of the outer fields the inner
---   levels read (`space.key_fields`) -- INVALID_DEGREE where it fails;
+--   part (recompute values; the micro-batch ranges are checked here once)
+--   is a pattern over the block's positions (the block's structure,
+--   cached on the lists the inner levels give) -- INVALID_DEGREE where it
+--   fails;
 -- * zero: passes for every generated candidate (the space lists ZeRO
 --   stages in 0..3 and only 0 or 3 with FSDP);
 -- * tp, cp: read tp, sequence_parallel and cp only (cached on them);
--- * batch: reads dp x fsdp and the micro-batch size and count (part of
---   the pattern);
--- * pp: reads the pipeline fields (PP_FIELDS) and the micro-batch count,
---   so it is checked once per distinct micro-batch size and count of the
---   pattern (cached per pattern and pipeline fields);
+-- * batch: reads dp x fsdp and the micro-batch size and count (the
+--   pattern, per key of the outer fields the inner levels read);
+-- * pp: reads the pipeline fields (PP_FIELDS) and the micro-batch count:
+--   checked once per distinct micro-batch size and count of the pattern
+--   (cached per pattern and pipeline fields);
 -- * devices: reads the degrees only (cached on them);
--- * moe, recompute_modules, framework read inner levels: a block where
---   any candidate passes devices is walked.
+-- * moe, recompute_modules, framework (LATE_FIELDS): checked once per
+--   block and inner signature (the values of the inner levels they read).
+--
+-- A block where every candidate fails a check is counted per reason; one
+-- with candidates that pass every check is walked with a partial tag
+-- (the reason of each other candidate, counted as it comes) and those
+-- candidates evaluated.  Above the blocks, at each level below the one
+-- that sets the last of tp, sequence_parallel and cp, a subtree is counted
+-- (memoized on the fields its levels read from above,
+-- `space.read_above`) and skipped when tp or cp fails (every candidate
+-- that passes degrees fails it) or when every candidate fails degrees or
+-- batch, provided its reasons have their example already.
 --
 -- A reason whose summary entry does not exist yet gets as example the
 -- first candidate of the block with it (the one a full walk would keep),
 -- rebuilt from the pattern, and its message from ctx:check("all") on it.
 -- The counts, examples, messages and ids are those of the full walk
--- (tests/lua/search_spec.lua compares them).
+-- (tests/lua/search_spec.lua compares them on many spaces).
 -- @tparam table space
 -- @tparam userdata ctx
--- @tparam table inputs ctx:inputs() (unused: the checks carry the
---   model, cluster and training)
--- With `outer`, subtrees above the blocks are skipped too: at each level
--- below the one that sets the last of tp, sequence_parallel and cp, when
--- tp or cp fails, or when every candidate below fails degrees or batch,
--- the subtree is counted (memoized on the fields its levels read from
--- above) and skipped once its reasons have their example.
 -- @tparam function on_block `on_block(groups, build, cls, class_code)`
 --   accounts a pruned block or subtree: `groups` its reasons `{code,
 --   count, pos}` in order of first position, `build(pos)` the candidate
@@ -934,13 +942,13 @@ local DEGREES_INNER_FIELDS = { "pp_degree", "layer_recompute", "recompute_method
 --   must then have their summary entry), `cls[pos]` the class of each
 --   position of a block and `class_code[class]` its reason code; returns
 --   a tag (or nil to walk it after all)
--- @tparam[opt] boolean outer skip subtrees above the blocks (not when
+-- @tparam[opt] boolean outer skip subtrees above the blocks too (not when
 --   every candidate is yielded: the tags are per block)
 -- @treturn table|nil hooks for `Space:iter` (`{[level] = hook}`, `hook(cand)
---   -> n, tag` with n the subtree's size, or nil to walk it); nil when the
---   space's values are outside what the fast path can decide
-function M.block_pruner(space, ctx, inputs, on_block, outer)
-  local _ = inputs
+--   -> n, tag` with n the subtree's size, or nil and an optional partial
+--   tag to walk it); nil when the space's values are outside what the fast
+--   path can decide (then the full walk)
+function M.block_pruner(space, ctx, on_block, outer)
   local inner = space.inner
   if not inner or space.boundary == 0 then return nil end
   local core = require "apsearch.core"

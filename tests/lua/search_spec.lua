@@ -653,7 +653,7 @@ describe("fast path vs full enumeration", function()
     local sp = space.new(p.search_space, { num_devices = inputs.cluster.num_devices,
       num_layers = inputs.model.num_layers, framework = inputs.training.framework })
     local summary = {}
-    local hooks = search.block_pruner(sp, ctx, inputs, function(groups)
+    local hooks = search.block_pruner(sp, ctx, function(groups)
       for _, g in ipairs(groups) do summary[g.code] = (summary[g.code] or 0) + g.count end
       return true
     end, true)
@@ -727,7 +727,7 @@ describe("Space:degree_bounds", function()
     local s = space.new({ data_parallel = "manual", dims = { pp_degree = { 1, 512 } } }, { num_devices = 8 })
     local p = policy.from_table(llama8b({ data_parallel = "auto", tp_degree = { 1, 2 } }), "x.lua")
     local ctx = search.context(p)
-    assert.is_nil(search.block_pruner(s, ctx, ctx:inputs(), function() return true end, true))
+    assert.is_nil(search.block_pruner(s, ctx, function() return true end, true))
   end)
 end)
 

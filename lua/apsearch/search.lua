@@ -966,6 +966,11 @@ function M.block_pruner(space, ctx, on_block, outer)
   local check = ctx.check
   local levels, n, boundary = space.levels, #space.levels, space.boundary
   local kf = space.key_fields
+  -- the pattern (batch) and its pp cache read dp, fsdp and pp: they must
+  -- be in its key (the ZeRO and recompute levels read them)
+  local in_kf = {}
+  for _, f in ipairs(kf) do in_kf[f] = true end
+  if not (in_kf.dp_degree and in_kf.fsdp_degree and in_kf.pp_degree) then return nil end
 
   local provides = {}
   for i, l in ipairs(levels) do
@@ -1168,7 +1173,8 @@ function M.block_pruner(space, ctx, on_block, outer)
           if not codes then
             codes = {}
             for cl = 3, ncls do
-              local ok, cd = check(ctx, "pp", build(first[cl]))
+              replay(c, pat.vals[first[cl]])
+              local ok, cd = check(ctx, "pp", c)
               codes[cl] = not ok and cd
             end
             t[key] = codes
@@ -1181,7 +1187,8 @@ function M.block_pruner(space, ctx, on_block, outer)
                 local dt, dk = slot(dev_root, c, DEVICES_FIELDS)
                 dev = dt[dk]
                 if dev == nil then
-                  local ok, dc = check(ctx, "devices", build(first[cl]))
+                  replay(c, pat.vals[first[cl]])
+                  local ok, dc = check(ctx, "devices", c)
                   dev = not ok and dc
                   dt[dk] = dev
                 end

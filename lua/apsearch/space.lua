@@ -613,11 +613,12 @@ end
 -- With `hooks`, the fast path: `hooks[k](cand, index)`, when given, is
 -- called each time the walk is about to set level k (levels 1..k-1 are
 -- set, the others are stale: the hook may change them), with the index of
--- the first candidate of
--- the subtree below; when it returns a number (the subtree's size) and a
--- tag, the subtree is skipped and the index advances past it, or with
--- `yield_pruned` every candidate of the subtree is returned with the tag
--- as a third value (until the next hook call: use one hook level then).
+-- the first candidate of the subtree below; when it returns a number (the
+-- subtree's size) and a tag, the subtree is skipped and the index advances
+-- past it, or with `yield_pruned` every candidate of the subtree is
+-- returned with the tag as a third value; when it returns nil and a tag,
+-- the subtree is walked and its candidates returned with the tag (a tag
+-- holds until the next hook call: use one hook level with tags).
 -- @tparam[opt] table hooks `{[level index] = function}`
 -- @tparam[opt] boolean yield_pruned
 -- @treturn function iterator returning `candidate, index` (1-based), then nil

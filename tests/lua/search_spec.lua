@@ -608,6 +608,19 @@ describe("fast path vs full enumeration", function()
     assert.is_true(a.all_candidate_summary.space_size > 20000)
     assert.is_true(a.all_candidate_summary.feasible > 0)
   end)
+  it("is the same with split rules, offsets per rank and recompute modules", function()
+    -- recompute_modules "mla_up_proj" fails the late checks on a model
+    -- without MLA, "moe_act" without grouped GEMM: per inner signature
+    local raw = pipeline_space("megatron")
+    raw.search_space.stage_partition = nil
+    raw.search_space.pp_schedule = nil
+    raw.search_space.pipeline_split = { "even", "embedding_loss" }
+    raw.search_space.layer_offset = { "even", { 1, -1 }, { 1, 0, 0, -1 } }
+    raw.search_space.recompute_modules = { "core_attn", "mlp/layernorm", "mla_up_proj" }
+    raw.search_space.micro_batch_num = { 0, 16 }
+    local a = same(policy.from_table(raw, "modules.lua"))
+    assert.is_true(a.infeasible_summary.FRAMEWORK_UNSUPPORTED.count > 0)
+  end)
   it("is the same under fsdp2 and deepspeed", function()
     for _, fw in ipairs({ "fsdp2", "deepspeed" }) do
       local raw = pipeline_space(fw)

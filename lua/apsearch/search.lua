@@ -928,8 +928,9 @@ local DEGREES_INNER_FIELDS = { "pp_degree", "layer_recompute", "recompute_method
 -- that passes degrees fails it) or when every candidate fails degrees or
 -- batch, provided its reasons have their example already.
 --
--- A reason whose summary entry does not exist yet gets as example the
--- first candidate of the block with it (the one a full walk would keep),
+-- The probes' checks format no message (ctx:check(..., false)); a reason
+-- whose summary entry does not exist yet gets as example the first
+-- candidate of the block with it (the one a full walk would keep),
 -- rebuilt from the pattern, and its message from ctx:check("all") on it.
 -- The counts, examples, messages and ids are those of the full walk
 -- (tests/lua/search_spec.lua compares them on many spaces).
@@ -1038,7 +1039,7 @@ function M.block_pruner(space, ctx, on_block, outer)
         vals[m] = table.move(cur, 1, n - boundary, 1, {})
         local dt, dk = slot(deg_root, c, DEGREES_INNER_FIELDS)
         local ok = dt[dk]
-        if ok == nil then ok = check(ctx, "degrees", c) dt[dk] = ok end
+        if ok == nil then ok = check(ctx, "degrees", c, false) dt[dk] = ok end
         deg[m], mbs[m], mbn[m] = ok, c.micro_batch_size, c.micro_batch_num
         local lt, lk = slot(late_root, c, LATE_INNER)
         local L = lt[lk]
@@ -1090,7 +1091,7 @@ function M.block_pruner(space, ctx, on_block, outer)
         local ok = row[mn]
         if ok == nil then
           replay(c, vals[pos])
-          ok = check(ctx, "batch", c)
+          ok = check(ctx, "batch", c, false)
           row[mn] = ok
         end
         if not ok then cl = 2
@@ -1129,8 +1130,8 @@ function M.block_pruner(space, ctx, on_block, outer)
     if code == nil then
       local probe = space:base()
       for _, f in ipairs(TPCP_FIELDS) do probe[f] = c[f] end
-      local ok, cd = check(ctx, "tp", probe)
-      if ok then ok, cd = check(ctx, "cp", probe) end
+      local ok, cd = check(ctx, "tp", probe, false)
+      if ok then ok, cd = check(ctx, "cp", probe, false) end
       code = not ok and cd
       t[key] = code
     end
@@ -1174,7 +1175,7 @@ function M.block_pruner(space, ctx, on_block, outer)
             codes = {}
             for cl = 3, ncls do
               replay(c, pat.vals[first[cl]])
-              local ok, cd = check(ctx, "pp", c)
+              local ok, cd = check(ctx, "pp", c, false)
               codes[cl] = not ok and cd
             end
             t[key] = codes
@@ -1188,7 +1189,7 @@ function M.block_pruner(space, ctx, on_block, outer)
                 dev = dt[dk]
                 if dev == nil then
                   replay(c, pat.vals[first[cl]])
-                  local ok, dc = check(ctx, "devices", c)
+                  local ok, dc = check(ctx, "devices", c, false)
                   dev = not ok and dc
                   dt[dk] = dev
                 end
@@ -1218,7 +1219,7 @@ function M.block_pruner(space, ctx, on_block, outer)
           code = by_late[L]
           if code == nil then
             replay(c, vals[pos])
-            local ok, cd = check(ctx, "all", c)
+            local ok, cd = check(ctx, "all", c, false)
             code = not ok and cd
             by_late[L] = code
           end

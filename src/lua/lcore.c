@@ -574,10 +574,12 @@ static int ctx_timeline(lua_State *L)
 }
 
 /**
- * ctx:check(name, strategy) -> true | false, code, message
+ * ctx:check(name, strategy [, with_message]) -> true | false, code, message
  * One cheap constraint check of MODELING.md s.5 (aps_check_<name>): name is
  * "degrees", "tp", "cp", "pp", "batch", "devices", "zero", "framework" or "all".  code is
  * the reason code string ("TP_DIVISIBILITY"), message carries the numbers.
+ * with_message false: the message is not formatted (issue 14: only the
+ * messages kept as examples are) and false, code are returned.
  * Raises on an unknown name or a bad strategy table.
  */
 static int ctx_check(lua_State *L)
@@ -591,21 +593,21 @@ static int ctx_check(lua_State *L)
     char msg[APS_REASON_LEN];
     aps_reason r = APS_REASON_NONE;
     apsl_check_strategy(L, 3, &ctx->proto, &s);
+    bool with_message = lua_isnoneornil(L, 4) || lua_toboolean(L, 4);
+    size_t n = with_message ? sizeof msg : 0; /* 0: aps_fmt writes nothing */
     msg[0] = '\0';
     switch (which) {
-    case 0: r = aps_check_degrees(&s, msg, sizeof msg); break;
-    case 1: r = aps_check_tp(&ctx->model, &ctx->training, &s, msg, sizeof msg);
-            break;
-    case 2: r = aps_check_cp(&ctx->training, &s, msg, sizeof msg); break;
-    case 3: r = aps_check_pp(&ctx->model, &ctx->training, &s, msg, sizeof msg);
-            break;
-    case 4: r = aps_check_batch(&ctx->training, &s, msg, sizeof msg); break;
-    case 5: r = aps_check_devices(&ctx->cluster, &s, msg, sizeof msg); break;
-    case 6: r = aps_check_zero(&s, msg, sizeof msg); break;
-    case 7: r = aps_check_framework_model(&ctx->model, &ctx->training, &s, msg, sizeof msg); break;
+    case 0: r = aps_check_degrees(&s, msg, n); break;
+    case 1: r = aps_check_tp(&ctx->model, &ctx->training, &s, msg, n); break;
+    case 2: r = aps_check_cp(&ctx->training, &s, msg, n); break;
+    case 3: r = aps_check_pp(&ctx->model, &ctx->training, &s, msg, n); break;
+    case 4: r = aps_check_batch(&ctx->training, &s, msg, n); break;
+    case 5: r = aps_check_devices(&ctx->cluster, &s, msg, n); break;
+    case 6: r = aps_check_zero(&s, msg, n); break;
+    case 7: r = aps_check_framework_model(&ctx->model, &ctx->training, &s, msg, n); break;
     default:
         r = aps_check_all(&ctx->model, &ctx->cluster, &ctx->training, &s, msg,
-                          sizeof msg);
+                          n);
         break;
     }
     if (r == APS_REASON_NONE) {
@@ -614,6 +616,8 @@ static int ctx_check(lua_State *L)
     }
     lua_pushboolean(L, 0);
     lua_pushstring(L, aps_reason_code(r));
+    if (!with_message)
+        return 2;
     lua_pushstring(L, msg);
     return 3;
 }

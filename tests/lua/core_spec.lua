@@ -622,6 +622,15 @@ describe("apsearch.core", function()
         select(2, ctx:check("all", { tp_degree = 3, allow_idle_devices = true })))
     end)
 
+    it("formats no message when asked not to (with_message false)", function()
+      assert.are.same({ false, "TP_DIVISIBILITY" }, { ctx:check("tp", { tp_degree = 3 }, false) })
+      assert.are.same({ false, "CP_DIVISIBILITY" },
+        { ctx:check("all", { cp_degree = 3, allow_idle_devices = true }, false) })
+      assert.are.same({ true }, { ctx:check("tp", { tp_degree = 8 }, false) })
+      -- true (or nil) keeps the message
+      assert.are.equal(3, select("#", ctx:check("tp", { tp_degree = 3 }, true)))
+    end)
+
     it("returns true alone for a passing check", function()
       assert.are.same({ true }, { ctx:check("tp", { tp_degree = 8 }) })
       assert.are.same({ true }, { ctx:check("all", { tp_degree = 2, pp_degree = 2, dp_degree = 2 }) })

@@ -1279,23 +1279,34 @@ function M.block_pruner(space, ctx, on_block, outer)
   for j = K + 1, boundary do memo[j] = {} end
   local slots = {}
   for j = K + 1, boundary do slots[j] = space_mod.slotter(R[j]) end
+  -- n, d, b of the subtree below levels 1..j-1 of c; the count sets the
+  -- levels from j on of c (stale when a hook is called).  A level no later
+  -- level reads (not `influences`) multiplies its subtree's counts.
   local function count_sub(j, c)
-    if j > boundary then return pattern(c) end
+    if j > boundary then
+      local pat = pattern(c)
+      return pat.n, pat.d, pat.b
+    end
+    local l = levels[j]
+    local list = l.values(c)
+    if not l.influences then
+      local m = #list
+      if m == 0 then return 0, 0, 0 end
+      if l.set then l.set(c, list[1]) else c[l.field] = list[1] end
+      local n, d, b = count_sub(j + 1, c)
+      return m * n, m * d, m * b
+    end
     local mt, mk = slots[j](memo[j], c)
     local r = mt[mk]
-    if r then return r end
-    -- the count sets the levels from j on of c (stale when the hook is
-    -- called)
-    local sc = c
-    r = { n = 0, d = 0, b = 0 }
-    local l = levels[j]
-    for _, v in ipairs(l.values(sc)) do
-      if l.set then l.set(sc, v) else sc[l.field] = v end
-      local q = count_sub(j + 1, sc)
-      r.n, r.d, r.b = r.n + q.n, r.d + q.d, r.b + q.b
+    if r then return r[1], r[2], r[3] end
+    local n, d, b = 0, 0, 0
+    for i = 1, #list do
+      if l.set then l.set(c, list[i]) else c[l.field] = list[i] end
+      local qn, qd, qb = count_sub(j + 1, c)
+      n, d, b = n + qn, d + qd, b + qb
     end
-    mt[mk] = r
-    return r
+    mt[mk] = { n, d, b }
+    return n, d, b
   end
   -- a level whose subtrees are seldom skipped stops being asked (it
   -- changes the time only: a subtree not skipped is walked)
@@ -1305,18 +1316,18 @@ function M.block_pruner(space, ctx, on_block, outer)
     return function(c)
       calls = calls + 1
       if calls == probe and skips < min_ratio * calls then hooks[j] = nil end
-      local r = count_sub(j, c)
-      if r.n == 0 then return nil end
+      local n, d, b = count_sub(j, c)
+      if n == 0 then return nil end
       local tc = tpcp(c)
       local other = tc or "BATCH_DIVISIBILITY"
-      local n_other = tc and r.n - r.d or r.b
-      if not tc and r.n - r.d - r.b > 0 then return nil end
+      local n_other = tc and n - d or b
+      if not tc and n - d - b > 0 then return nil end
       local gs = {}
-      if r.d > 0 then gs[1] = { code = "INVALID_DEGREE", count = r.d } end
+      if d > 0 then gs[1] = { code = "INVALID_DEGREE", count = d } end
       if n_other > 0 then gs[#gs + 1] = { code = other, count = n_other } end
       if not on_block(gs, nil) then return nil end
       skips = skips + 1
-      return r.n, true
+      return n, true
     end
   end
   for j = K + 1, boundary do hooks[j] = outer_hook(j) end

@@ -576,26 +576,29 @@ function Space:size(limit)
   for k = 1, n do memo[k], slots[k] = {}, M.slotter(self.read_above[k]) end
   local function count(k)
     if k > n then return 1 end
-    local mt, mk = slots[k](memo[k], c)
-    local v = mt[mk]
-    if v then return v end
+    local l = levels[k]
+    local mt, mk
+    if l.influences then
+      mt, mk = slots[k](memo[k], c)
+      local v = mt[mk]
+      if v then return v end
+    end
     work = work + 1
     if limit and work > WORK then over = true return 0 end
-    local l = levels[k]
     local list = l.values(c)
     local m = #list
     if m == 0 then return 0 end
     local set, field = l.set, l.field
-    local total = 0
     if not l.influences then
+      -- no later level reads it: every value has the same subtree
       if set then set(c, list[1]) else c[field] = list[1] end
-      total = m * count(k + 1)
-    else
-      for i = 1, m do
-        if set then set(c, list[i]) else c[field] = list[i] end
-        total = total + count(k + 1)
-        if over or (limit and total > limit) then over = true break end
-      end
+      return m * count(k + 1)
+    end
+    local total = 0
+    for i = 1, m do
+      if set then set(c, list[i]) else c[field] = list[i] end
+      total = total + count(k + 1)
+      if over or (limit and total > limit) then over = true break end
     end
     if not over then mt[mk] = total end
     return total

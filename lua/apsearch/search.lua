@@ -867,7 +867,6 @@ local function all_of(list, pred)
   return true
 end
 
-local slot = space_mod.slot
 -- stands for nil in the keys of the structure cache (as in space_mod.slot)
 local NIL = {}
 
@@ -1017,6 +1016,7 @@ function M.block_pruner(space, ctx, on_block, outer)
     if outer_field(f) then skey[#skey + 1] = { field = f } end
   end
   local struct_root, deg_root = {}, {}
+  local deg_slot, late_slot = space_mod.slotter(DEGREES_INNER_FIELDS), space_mod.slotter(LATE_INNER)
   local function structure(c)
     local t = struct_root
     for i = 1, #skey do
@@ -1037,11 +1037,11 @@ function M.block_pruner(space, ctx, on_block, outer)
       if k > n then
         m = m + 1
         vals[m] = table.move(cur, 1, n - boundary, 1, {})
-        local dt, dk = slot(deg_root, c, DEGREES_INNER_FIELDS)
+        local dt, dk = deg_slot(deg_root, c)
         local ok = dt[dk]
         if ok == nil then ok = check(ctx, "degrees", c, false) dt[dk] = ok end
         deg[m], mbs[m], mbn[m] = ok, c.micro_batch_size, c.micro_batch_num
-        local lt, lk = slot(late_root, c, LATE_INNER)
+        local lt, lk = late_slot(late_root, c)
         local L = lt[lk]
         if not L then nl = nl + 1 L = nl lt[lk] = L end
         late[m] = L
@@ -1068,14 +1068,14 @@ function M.block_pruner(space, ctx, on_block, outer)
   -- Batch reads dp_degree x fsdp_degree and the micro-batch size and
   -- count (cached on them).
   local pat_root, batch_root = {}, {}
-  local BATCH_OUTER = { "dp_degree", "fsdp_degree" }
+  local batch_slot = space_mod.slotter({ "dp_degree", "fsdp_degree" })
   local kf_slot = space_mod.slotter(kf)
   local function pattern(c)
     local t, key = kf_slot(pat_root, c)
     local pat = t[key]
     if pat then return pat end
     local st = structure(c)
-    local bt, bk = slot(batch_root, c, BATCH_OUTER)
+    local bt, bk = batch_slot(batch_root, c)
     local brow = bt[bk]
     if not brow then brow = {} bt[bk] = brow end
     local cls, first, count, tuples = {}, {}, {}, {}
@@ -1138,6 +1138,7 @@ function M.block_pruner(space, ctx, on_block, outer)
     return code
   end
   local dev_root = {}
+  local pp_slot, dev_slot = space_mod.slotter(PP_FIELDS), space_mod.slotter(DEVICES_FIELDS)
 
   local class_code, groups = {}, {}
   -- 1..n and n ones (per-position classes), shared
@@ -1169,7 +1170,7 @@ function M.block_pruner(space, ctx, on_block, outer)
         if first[2] then class_code[2] = "BATCH_DIVISIBILITY" end
         if pat.nt > 0 then
           -- pp per micro-batch (size, count) pair, then devices
-          local t, key = slot(pat.pp, c, PP_FIELDS)
+          local t, key = pp_slot(pat.pp, c)
           local codes = t[key]
           if not codes then
             codes = {}
@@ -1185,7 +1186,7 @@ function M.block_pruner(space, ctx, on_block, outer)
             local cd = codes[cl]
             if not cd then
               if dev == nil then
-                local dt, dk = slot(dev_root, c, DEVICES_FIELDS)
+                local dt, dk = dev_slot(dev_root, c)
                 dev = dt[dk]
                 if dev == nil then
                   replay(c, pat.vals[first[cl]])

@@ -166,7 +166,7 @@ function M.slot(root, c, fields)
 end
 
 --- M.slot for a fixed list of fields: `slotter(fields)(root, c)` is
--- `M.slot(root, c, fields)`, unrolled for up to four fields (the caches'
+-- `M.slot(root, c, fields)`, unrolled for up to six fields (the caches'
 -- lookups are the fast path's most frequent operation).
 -- @tparam table fields array of field names
 -- @treturn function `function(root, c) -> table, key`
@@ -188,6 +188,17 @@ function M.slotter(fields)
   end
   if nf == 4 then
     return function(root, c) return step(step(step(root, c[f1]), c[f2]), c[f3]), last(c[f4]) end
+  end
+  local f5, f6 = fields[5], fields[6]
+  if nf == 5 then
+    return function(root, c)
+      return step(step(step(step(root, c[f1]), c[f2]), c[f3]), c[f4]), last(c[f5])
+    end
+  end
+  if nf == 6 then
+    return function(root, c)
+      return step(step(step(step(step(root, c[f1]), c[f2]), c[f3]), c[f4]), c[f5]), last(c[f6])
+    end
   end
   return function(root, c) return M.slot(root, c, fields) end
 end

@@ -255,3 +255,37 @@ describe("space reshard_after_forward under TorchTitan pipelining", function()
     assert.are.same({ "1:true", "1:false", "2:false" }, got)
   end)
 end)
+
+describe("space.slot and space.slotter", function()
+  it("key nested caches on the fields' values, nil standing for one key, unrolled or not", function()
+    local fields = { "a", "b", "c", "d", "e", "f", "g" }
+    local c = { a = 1, b = "x", c = true, e = 2.5, f = false, g = 7 }
+    for nf = 0, #fields do
+      local fs = table.move(fields, 1, nf, 1, {})
+      local root1, root2 = {}, {}
+      local t1, k1 = space.slot(root1, c, fs)
+      t1[k1] = "here"
+      local t2, k2 = space.slotter(fs)(root2, c)
+      t2[k2] = "here"
+      -- the same nesting: walk root2 along root1's path
+      local a, b = root1, root2
+      for i = 1, nf - 1 do
+        local key
+        for k in pairs(a) do key = k end
+        local key2
+        for k in pairs(b) do key2 = k end
+        if c[fs[i]] ~= nil then
+          assert.are.equal(c[fs[i]], key)
+          assert.are.equal(c[fs[i]], key2)
+        end
+        a, b = a[key], b[key2]
+      end
+      assert.are.equal(nf == 0 and 1 or (c[fs[nf]] == nil and k1 or c[fs[nf]]), k1)
+      assert.are.equal(k1, k2)
+      assert.are.equal("here", t2[k2])
+      -- a second lookup finds the same slot
+      local t3, k3 = space.slotter(fs)(root2, c)
+      assert.are.equal("here", t3[k3])
+    end
+  end)
+end)

@@ -1446,23 +1446,6 @@ function Keeper:points()
   return r
 end
 
---- Fetches candidates by enumeration index (re-walks the space up to the
--- largest index wanted).
--- @tparam table space a space object (apsearch.space)
--- @tparam table wanted set `{[index] = true}`
--- @treturn table `{[index] = candidate copy}`
-function M.fetch(space, wanted)
-  local last = 0
-  for i in pairs(wanted) do if i > last then last = i end end
-  local out = {}
-  if last == 0 then return out end
-  for cand, index in space:iter() do
-    if wanted[index] then out[index] = space_mod.copy(cand) end
-    if index >= last then break end
-  end
-  return out
-end
-
 --- Non-dominated layers of the feasible candidates (the `pareto` objective).
 -- Layer 1 is the Pareto front of (step time, peak memory); layer 2 the
 -- front of the rest; ...  Within a layer, by step time (ties: memory, then

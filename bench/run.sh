@@ -3,6 +3,16 @@
 #   core estimator evaluations/s, end-to-end search candidates/s, the
 #   examples' wall and CPU (user + sys) time, and peak RSS of the large
 #   search.  The machine may be shared: compare CPU time, not wall.
+#
+# Issue 14 item 5 (search speed), CPU s and candidates/s end to end, before
+# (main at 8ec692b / b178cbc) -> after the fast path that counts, without
+# enumerating them, the candidates a check rejects (search.block_pruner):
+#   122,580 sweep        0.39-0.44 s, 0.28-0.32 M/s  ->  0.21-0.25 s, 0.49-0.57 M/s
+#   2.4 M 405B space     3.39-3.71 s, 0.65-0.72 M/s  ->  0.72-0.81 s, 3.0-3.4 M/s
+#   18 M 405B space      10.4-11.5 s, 1.6-1.8 M/s    ->  2.3-2.9 s, 6.2-7.6 M/s
+#   run 2.4 M --out (feasible) 1.03-1.18x the search alone -> 1.22-1.34x (the
+#   search is 4-5x faster; writing costs the same); --candidates all walks
+#   and writes every row: 14-16 s either way
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build >/dev/null && cmake --build build -j2 >/dev/null

@@ -50,6 +50,11 @@ do
   for _, f in ipairs(space_mod.fields) do
     if not how[f] then RUN_FIELDS[#RUN_FIELDS + 1] = f end
   end
+  -- the fields only some candidates carry (MoE models; recompute_modules
+  -- when searched) change how a candidate runs as much as the others: two
+  -- candidates that differ in ep_degree are two strategies
+  for _, f in ipairs(space_mod.moe_fields) do RUN_FIELDS[#RUN_FIELDS + 1] = f end
+  RUN_FIELDS[#RUN_FIELDS + 1] = "recompute_modules"
 end
 local rules_mod = require "apsearch.rules"
 local objectives = require "apsearch.objectives"

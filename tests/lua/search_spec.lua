@@ -640,6 +640,32 @@ describe("fast path vs full enumeration", function()
     raw.constraints = { allow_idle_devices = true }
     same(policy.from_table(raw, "manual_idle.lua"))
   end)
+  it("ranks MoE candidates that differ only in ep_degree as different strategies", function()
+    -- run_key once left out ep_degree: a faster candidate differing from a
+    -- kept one only in EP was dropped as a copy, and the top-1 moved with
+    -- top_k. The top-1 must be the fastest feasible candidate the sink saw,
+    -- whatever k.
+    local raw = policy.load_raw(ROOT .. "/examples/mixtral_8x7b_h100.lua")
+    local best = math.huge
+    local sink = { mode = "feasible", row = function(_, e, st)
+      if e == nil and st < best then best = st end
+    end }
+    local r10 = search.run(policy.from_table(raw, "mixtral.lua"), { candidates = sink })
+    local top = r10.top_k_strategies
+    assert.are.equal(best, top[1].performance_cost.step_time)
+    raw.top_k = 1
+    local r1 = search.run(policy.from_table(raw, "mixtral.lua"))
+    assert.are.equal(best, r1.top_k_strategies[1].performance_cost.step_time)
+    -- the top-k holds one strategy per run: no two records alike in every field
+    local seen = {}
+    for _, rec in ipairs(top) do
+      local key = table.concat({ rec.dp_degree, rec.fsdp_degree, rec.tp_degree, rec.pp_degree,
+        rec.micro_batch_size, rec.layer_recompute, rec.ep_degree }, " ")
+      assert.is_nil(seen[key], key)
+      seen[key] = true
+    end
+  end)
+
   it("is the same on mixture-of-experts spaces (ep, etp, dispatchers)", function()
     local raw = policy.load_raw(ROOT .. "/examples/mixtral_8x7b_h100.lua")
     raw.search_space = {

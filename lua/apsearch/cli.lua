@@ -571,6 +571,13 @@ local function cmd_estimate(args)
       s.dp_degree = rest
     end
   end
+  if (inputs.model.num_experts or 0) > 0 then
+    -- the expert dimensions the strategy leaves out, as a space without
+    -- them runs (so the strategy line and JSON say what was estimated)
+    for f, v in pairs(space.moe_defaults()) do
+      if s[f] == nil then s[f] = v end
+    end
+  end
   if s.reshard_after_forward == nil then
     -- what the framework runs, as the search enumerates it
     s.reshard_after_forward = space.default_reshard(inputs.training.framework,

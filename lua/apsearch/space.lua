@@ -56,6 +56,18 @@ local DEFAULTS = {
 -- defaults of the MoE dimensions (levels of MoE models only)
 local MOE_DEFAULTS = { moe_token_dispatcher = "alltoall", moe_capacity_factor = 0 }
 
+--- The MoE strategy fields a candidate of an MoE model takes when its
+-- space (or `apsearch estimate --strategy`) leaves them out: Megatron-LM's
+-- defaults, --expert-model-parallel-size 1, --expert-tensor-parallel-size
+-- 1 (as the space's etp level), --moe-token-dispatcher-type alltoall,
+-- dropless (capacity factor 0: none).
+-- @treturn table field -> value (a fresh table)
+function M.moe_defaults()
+  return { ep_degree = 1, etp_degree = 1,
+    moe_token_dispatcher = MOE_DEFAULTS.moe_token_dispatcher,
+    moe_capacity_factor = MOE_DEFAULTS.moe_capacity_factor }
+end
+
 --- The split rule a framework applies when pipeline_split is not searched
 -- (src/core/pipeline.c): TorchTitan counts the embedding and the loss as a
 -- layer each whenever it pipelines (first/last_stage_less_layers = 1);

@@ -7,6 +7,7 @@
 local cjson = require "cjson"
 local H = require "spec_helpers"
 local apsearch, tmpdir, read, q = H.apsearch, H.tmpdir, H.read, H.q
+local ROOT = os.getenv("APS_ROOT") or "."
 
 local function err_line(code, out, err)
   assert.are.equal(2, code)
@@ -284,6 +285,19 @@ describe("estimate", function()
     assert.are.same({ 8, 9, 8, 7 }, layers)
     assert.is_true(math.abs(est.step_time - top.performance_cost.step_time) <= 1e-9 * est.step_time,
       est.step_time .. " vs " .. top.performance_cost.step_time)
+  end)
+
+  it("says which expert parallelism an MoE estimate ran when --strategy leaves it out", function()
+    -- Megatron's defaults (space.moe_defaults): EP 1, ETP 1
+    local code, out, err = H.apsearch("estimate", ROOT .. "/examples/mixtral_8x7b_h100.lua",
+      "--strategy", "tp_degree=2", "--quiet")
+    assert.is_true(code == 0 or code == 1, err)
+    local line = out:match("strategy  ([^\n]+)")
+    assert.truthy(line:find("ep_degree=1 etp_degree=1", 1, true), line)
+    code, out, err = H.apsearch("estimate", ROOT .. "/examples/mixtral_8x7b_h100.lua",
+      "--strategy", "tp_degree=2,ep_degree=4", "--quiet")
+    assert.is_true(code == 0 or code == 1, err)
+    assert.truthy(out:match("strategy  ([^\n]+)"):find("ep_degree=4", 1, true))
   end)
 
   it("runs TorchTitan's reshard_after_forward under PP, as the search ranked it", function()

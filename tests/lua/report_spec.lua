@@ -592,6 +592,18 @@ describe("the text table", function()
     assert.are.equal("17+15", tbl.split_text(per(17, 15)))
   end)
 
+  it("shows the expert parallelism of an MoE strategy, '-' for a dense one", function()
+    local function ep(rec)
+      rec.rank, rec.memory_cost, rec.performance_cost = 1, {}, {}
+      local headers, rows = tbl.rows({ top_k_strategies = { rec } })
+      assert.are.equal("ep", headers[14])
+      return rows[1][14]
+    end
+    assert.are.equal("-", ep({}))
+    assert.are.equal("8", ep({ ep_degree = 8, etp_degree = 1 }))
+    assert.are.equal("4 x etp 2", ep({ ep_degree = 4, etp_degree = 2 }))
+  end)
+
   it("labels recompute as the stages run it", function()
     local function row(rnl, layers, method)
       local per = {}
@@ -599,7 +611,7 @@ describe("the text table", function()
       local _, rows = tbl.rows({ top_k_strategies = { { rank = 1, layer_recompute = "full",
         recompute_method = method, recompute_num_layers = rnl,
         memory_cost = { per_stage = per }, performance_cost = {} } } })
-      return rows[1][16] -- the recompute column
+      return rows[1][17] -- the recompute column
     end
     assert.are.equal("full", row(-1, { 16, 16 }))
     assert.are.equal("full", row({ 20, 30 }, { 16, 16 }))     -- above a stage's layers: all
@@ -610,6 +622,38 @@ describe("the text table", function()
     assert.are.equal("uniform(2)", row(2, { 16, 16 }, "uniform"))
     assert.are.equal("uniform(1)", row(-1, { 16, 16 }, "uniform"))
     assert.are.equal("full(2)", row(1, { 16, 16 }, "block"))
+  end)
+
+  it("writes the expert dimensions to result.csv and candidates.csv, empty for a dense model", function()
+    local moe = { rank = 1, dp_degree = 8, fsdp_degree = 1, tp_degree = 1, pp_degree = 1,
+      layer_recompute = "none", micro_batch_size = 1, ep_degree = 8, etp_degree = 1,
+      moe_token_dispatcher = "alltoall", memory_cost = {}, performance_cost = {} }
+    local dense = { rank = 2, dp_degree = 8, fsdp_degree = 1, tp_degree = 1, pp_degree = 1,
+      layer_recompute = "none", micro_batch_size = 1, memory_cost = {}, performance_cost = {} }
+    local at = {}
+    for i, c in ipairs(csv.columns()) do at[c] = i end
+    local lines = {}
+    for l in csv.format({ top_k_strategies = { moe, dense } }):gmatch("[^\n]+") do
+      local cells = {}
+      for c in (l .. ","):gmatch("([^,]*),") do cells[#cells + 1] = c end
+      lines[#lines + 1] = cells
+    end
+    assert.are.equal("8", lines[2][at.ep_degree])
+    assert.are.equal("alltoall", lines[2][at.moe_token_dispatcher])
+    assert.are.equal("", lines[3][at.ep_degree])
+    local parts = {}
+    local w = csv.candidate_writer(function(t) parts[#parts + 1] = t end, "all", 64)
+    w.row(1, nil, 1.0, 2 ^ 30, moe)
+    w.finish()
+    local cat = {}
+    for i, c in ipairs(csv.candidate_columns()) do cat[c] = i end
+    local crows = {}
+    for l in table.concat(parts):gmatch("[^\n]+") do
+      local cells = {}
+      for c in (l .. ","):gmatch("([^,]*),") do cells[#cells + 1] = c end
+      crows[#crows + 1] = cells
+    end
+    assert.are.equal("8", crows[2][cat.ep_degree])
   end)
 
   it("names the pipeline schedule in the table, result.csv and candidates.csv (moot without pp)", function()

@@ -18,7 +18,8 @@ local STRATEGY = { "dp_degree", "fsdp_degree", "zero_stage",
   "vpp_degree", "pipeline_split", "pp_schedule", "cp_degree", "cp_comm_type",
   "micro_batch_size", "micro_batch_num", "layer_recompute",
   "recompute_method", "recompute_num_layers", "stage_partition",
-  "layer_offset" }
+  "layer_offset", "ep_degree", "etp_degree", "moe_token_dispatcher",
+  "moe_capacity_factor" }
 
 local function cell(v)
   if v == nil then return "" end

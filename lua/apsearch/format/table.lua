@@ -8,10 +8,18 @@ local common = require "apsearch.format.common"
 local M = {}
 
 local HEADERS = { "rank", "dp", "fsdp", "zero", "reshard", "tp", "sp", "pp",
-  "vpp", "schedule", "layers", "cp", "cp comm", "mbs", "mbn", "recompute", "step time (s)",
+  "vpp", "schedule", "layers", "cp", "cp comm", "ep", "mbs", "mbn", "recompute", "step time (s)",
   "tokens/s/GPU", "MFU (%)", "peak (GiB)", "top memory (GiB)", "top overhead (s)", "objective" }
 local RIGHT = { true, true, true, true, false, true, false, true, true, false, false, true,
-  false, true, true, false, true, true, true, true, false, false, true }
+  false, true, true, true, false, true, true, true, true, false, false, true }
+
+-- the "ep" cell: expert parallelism of an MoE strategy, "8" or with expert
+-- tensor parallelism "8 x etp 2"; "-" for a dense model
+local function ep_text(r)
+  if r.ep_degree == nil then return "-" end
+  local etp = r.etp_degree or 1
+  return tostring(r.ep_degree) .. (etp > 1 and (" x etp " .. tostring(etp)) or "")
+end
 
 -- column of the objective's score (last of M.rows; the text table moves
 -- it next to rank)
@@ -124,6 +132,7 @@ function M.rows(result)
       M.split_text(mc.per_stage),
       tostring(r.cp_degree),
       (r.cp_degree or 1) > 1 and tostring(r.cp_comm_type) or "-",
+      ep_text(r),
       tostring(r.micro_batch_size), tostring(r.micro_batch_num), rc,
       string.format("%.3f", pc.step_time or 0),
       string.format("%.0f", pc.tokens_per_s_per_gpu or 0),
@@ -137,7 +146,7 @@ function M.rows(result)
   return HEADERS, rows, RIGHT
 end
 
--- strategy columns (2 .. 16 of M.rows) that hold one value in every row
+-- strategy columns (2 .. 17 of M.rows) that hold one value in every row
 -- move to a line above the table; `pareto_front` gets a column when present
 
 -- columns fitted to M.max_width, in this order, until the table fits:
@@ -169,7 +178,7 @@ function M.table_text(result, opts)
   table.insert(right, 2, table.remove(right, OBJECTIVE_COL))
   for _, r in ipairs(rows) do table.insert(r, 2, table.remove(r, OBJECTIVE_COL)) end
   local FOLDABLE = {}
-  for j = 3, 17 do FOLDABLE[j] = true end
+  for j = 3, 18 do FOLDABLE[j] = true end
   local fronts = false
   for _, r in ipairs(result.top_k_strategies or {}) do if r.pareto_front then fronts = true end end
   local keep, same = {}, {}

@@ -60,8 +60,8 @@
 --
 -- Mixture-of-experts types (issue 13; M.moe_supported) import with their
 -- experts, so that `core.model_params` counts total and active parameters
--- exactly (shared/models/moe/param_counts.csv); estimating them is refused
--- by the core (NotImplemented), never done as dense:
+-- exactly (shared/models/moe/param_counts.csv), and the core estimates
+-- them with their expert terms (src/core/moe.c):
 --
 -- * `mixtral`: llama plus `num_local_experts` experts of `intermediate_size`
 --   on every layer, top-k `num_experts_per_tok`.

@@ -590,7 +590,8 @@ local function cmd_estimate(args)
   if est.feasible then
     local dev = inputs.cluster.device
     local iv = require("apsearch.intervals").of_estimate(est.step_time, est.mem_peak,
-      inputs.training.framework, dev.base or dev.name, inputs.training.precision)
+      inputs.training.framework, dev.base or dev.name, inputs.training.precision,
+      (inputs.model.num_experts or 0) > 0)
     est.step_time_interval, est.mem_peak_interval = iv.step_time, iv.mem_peak
   end
   if fmt == "json" then

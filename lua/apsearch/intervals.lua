@@ -150,6 +150,13 @@ function M.interval(value, b, class)
            class = class, rows = c.rows, pooled = pooled }
 end
 
+--- Class of the step-time interval of a mixture-of-experts model: the
+-- out-of-sample residuals of the published MoE runs
+-- (shared/validation/moe/public_moe_cases.csv, scripts/fit-intervals.sh),
+-- apart from the dense runs' classes, whose spread is several times
+-- narrower (docs/accuracy.md).
+M.MOE_CLASS = "moe"
+
 --- Step-time and peak-memory intervals of an estimate from the shipped
 -- residual table (nil fields when no table is installed).
 -- @tparam number step_time s
@@ -157,11 +164,14 @@ end
 -- @tparam string framework
 -- @tparam string device
 -- @tparam string precision
+-- @tparam[opt] boolean moe the model has experts: the step time takes the
+--   MoE runs' interval (M.MOE_CLASS; the pooled dense one only when the
+--   table has none)
 -- @treturn table {step_time = interval|nil, mem_peak = interval|nil}
-function M.of_estimate(step_time, mem_peak, framework, device, precision)
+function M.of_estimate(step_time, mem_peak, framework, device, precision, moe)
   local d = table_data()
   if not d then return {} end
-  local class = M.class_of(framework, device, precision)
+  local class = moe and M.MOE_CLASS or M.class_of(framework, device, precision)
   return { step_time = M.interval(step_time, d.step_time, class),
            mem_peak = M.interval(mem_peak, d.mem_peak) }
 end

@@ -27,6 +27,21 @@ describe("intervals", function()
     assert.are.equal("deepspeed/other/quantized", intervals.class_of("deepspeed", "mi300x", "fp8"))
   end)
 
+  it("gives MoE models the MoE runs' class, not the dense runs'", function()
+    local data = require "apsearch.intervals_data"
+    local moe = data.step_time.classes[intervals.MOE_CLASS]
+    assert.is_table(moe)   -- scripts/fit-intervals.sh with the MoE cases
+    local iv = intervals.of_estimate(10.0, 2 ^ 30, "megatron", "h100-sxm-80gb", "bf16", true)
+    assert.are.equal("moe", iv.step_time.class)
+    assert.is_false(iv.step_time.pooled)
+    assert.is_true(math.abs(iv.step_time.lo - 10.0 * math.exp(moe.lo)) < 1e-12)
+    assert.is_true(math.abs(iv.step_time.hi - 10.0 * math.exp(moe.hi)) < 1e-12)
+    -- a dense model of the same framework, device and precision: not the MoE band
+    local dense = intervals.of_estimate(10.0, 2 ^ 30, "megatron", "h100-sxm-80gb", "bf16")
+    assert.are_not.equal("moe", dense.step_time.class)
+    assert.is_true(dense.step_time.hi < iv.step_time.hi)
+  end)
+
   it("gives a class its own bounds only with enough runs from two sources", function()
     local one = { -0.1, 0, 0.1, 0.2, 0.3, sources = 1 }
     local two = { -0.4, -0.2, 0, 0.2, 0.4, sources = 2 }
@@ -48,6 +63,27 @@ describe("intervals", function()
     local few = intervals.bounds({ a = { 0.1, 0.2, sources = 2 } }, 0.8)
     assert.is_nil(few.pooled.hi)
     assert.is_nil(intervals.interval(10, few, "a"))
+  end)
+end)
+
+describe("crossval.data_source", function()
+  it("writes the MoE runs' class from their residuals, release gaps left out", function()
+    local function case(pred, meas, gap)
+      return { group = "g", predicted = { tokens_per_s_per_gpu = pred }, measured = { tokens_per_s_per_gpu = meas },
+        release_gap = gap, inputs = { training = { framework = "megatron", precision = "bf16" },
+        cluster = { device = "h100-sxm-80gb" } } }
+    end
+    local dense = { file = "dense.csv", cases = {} }
+    for i = 1, 5 do dense.cases[i] = case(100, 100 + i) end
+    -- |log(pred / meas)|: log 1.1, log 1.2, log 1.3, log 1.4, log 2; n = 5,
+    -- k = ceil(6 x 0.8) = 5: the radius is log 2; the gap's log 3 is not in
+    local moe = { file = "moe.csv", cases = { case(110, 100), case(120, 100), case(130, 100),
+      case(140, 100), case(200, 100), case(300, 100, true) } }
+    local chunk = assert(load(crossval.data_source(dense, moe)))
+    local m = chunk().step_time.classes.moe
+    assert.are.equal(5, m.rows)
+    assert.is_true(math.abs(m.hi - math.log(2)) < 1e-6)
+    assert.is_true(math.abs(m.lo + math.log(2)) < 1e-6)
   end)
 end)
 

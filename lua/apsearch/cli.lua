@@ -280,7 +280,13 @@ function M.write_set(set, dir, result, opts)
   local links = {}
   for _, f in ipairs(lfiles) do
     links[f.rank] = links[f.rank] or {}
-    table.insert(links[f.rank], { f.engine, "launch/" .. f.name })
+    -- a file that leaves part of the job unwritten (its NOT WRITTEN
+    -- notes, e.g. TorchTitan's MoE model) is labelled so in the report
+    local partial = false
+    for _, n in ipairs(f.notes or {}) do
+      if tostring(n):match("^NOT WRITTEN") then partial = true end
+    end
+    table.insert(links[f.rank], { f.engine .. (partial and " (partial)" or ""), "launch/" .. f.name })
   end
   local js, where = html.find_echarts({ echarts = opts.echarts })
   local version = js and js:match("version%s*=%s*\"(%d+%.%d+%.%d+)\"")

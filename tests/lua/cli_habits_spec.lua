@@ -163,6 +163,19 @@ describe("outputs", function()
     end
   end)
 
+  it("labels a launch config that leaves part of the job unwritten as partial in the report", function()
+    -- TorchTitan's file for an MoE model builds HEAD's dense llama3
+    -- (NOT WRITTEN: the MoE model); Megatron's is whole
+    local dir = tmpdir() .. "/moe"
+    local code = apsearch("run", ROOT .. "/examples/mixtral_8x7b_h100.lua", "--quiet", "--top-k", "1",
+      "--out", dir)
+    assert.are.equal(0, code)
+    local html = read(dir .. "/report.html")
+    assert.truthy(html:find(">torchtitan (partial)<", 1, true))
+    assert.truthy(html:find(">megatron<", 1, true))
+    assert.falsy(html:find(">megatron (partial)<", 1, true))
+  end)
+
   it("spells out placeholders in the CSVs", function()
     local dir = tmpdir() .. "/out"
     local code = apsearch("run", "--quiet", "--top-k", "2", "--out", dir)

@@ -92,6 +92,24 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
     assert.truthy(out:find("  best step time: ", 1, true))
   end)
 
+  it("matches a strategy whose derived micro-batch count only followed the global batch", function()
+    -- llama3_70b_h100: 512 -> 1024 sequences doubles every derived count
+    -- (mbn 32 -> 64); the strategies are the same ones, each twice as long
+    local dir = tmpdir() .. "/gbs"
+    assert.are.equal(0, (apsearch("run", "examples/llama3_70b_h100.lua", "--quiet", "--top-k", "3",
+      "--out", dir)))
+    local code, out, err = apsearch("run", "examples/llama3_70b_h100.lua", "--quiet", "--top-k", "3",
+      "--format", "json", "--set", "training.global_batch_size=1024", "--baseline", dir .. "/result.json")
+    assert.are.equal(0, code, err)
+    local t = cjson.decode(out).baseline_diff.top_k
+    assert.are.equal(0, #t.left)
+    assert.are.equal(0, #t.entered)
+    assert.are.equal(3, #t.kept)
+    for _, e in ipairs(t.kept) do
+      assert.is_true(math.abs(e.delta_pct - 100) < 1, tostring(e.delta_pct))
+    end
+  end)
+
   it("reports no change for the same inputs", function()
     local code, out = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet",
       "--baseline", base_dir .. "/result.json")

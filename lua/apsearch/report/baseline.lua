@@ -39,7 +39,8 @@ local M = {}
 local FIELDS = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "tp_degree", "sequence_parallel", "pp_degree", "vpp_degree", "pp_schedule", "cp_degree",
   "cp_comm_type", "micro_batch_size", "micro_batch_num", "stage_partition",
-  "layer_offset", "layer_recompute", "recompute_method", "recompute_num_layers" }
+  "layer_offset", "layer_recompute", "recompute_method", "recompute_num_layers",
+  "ep_degree", "etp_degree", "moe_token_dispatcher", "moe_capacity_factor", "recompute_modules" }
 
 -- the value a field has when a record leaves it out (a result written
 -- before the field existed): the space's default (space.lua)
@@ -88,8 +89,12 @@ end
 -- micro-batch count), so an even split and a "balanced" one that comes
 -- out even match, and a record matches its own result.json copy.
 -- @tparam table s top-k record
+-- @tparam[opt] boolean derived_mbn both results derive the micro-batch
+--   count from the global batch (their search spaces list none): the count
+--   is then left out, so a strategy is the same one when only the global
+--   batch changed its count
 -- @treturn string
-function M.key(s)
+function M.key(s, derived_mbn)
   local parts = {}
   for _, f in ipairs(FIELDS) do
     if not AS_WRITTEN[f] then parts[#parts + 1] = f .. "=" .. field_key(s, f) end
@@ -106,7 +111,7 @@ function M.key(s)
   local mode = s.layer_recompute
   if mode == "full" and total == 0 and #stages > 0 then mode = "none" end
   parts[#parts + 1] = "layer_recompute=" .. tostring(mode)
-  parts[#parts + 1] = "micro_batch_num=" .. value_key(s.micro_batch_num)
+  parts[#parts + 1] = "micro_batch_num=" .. (derived_mbn and "derived" or value_key(s.micro_batch_num))
   parts[#parts + 1] = "stages=" .. value_key(layers) .. "/" .. value_key(recomputed)
   return table.concat(parts, " ")
 end
@@ -274,7 +279,8 @@ end
 -- mode is compared apart (why_left)
 local MATCH = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "tp_degree", "sequence_parallel", "pp_degree", "vpp_degree", "pp_schedule", "cp_degree",
-  "cp_comm_type", "micro_batch_size" }
+  "cp_comm_type", "micro_batch_size", "ep_degree", "etp_degree", "moe_token_dispatcher",
+  "moe_capacity_factor" }
 
 local function close(a, b)
   return type(a) == "number" and type(b) == "number" and math.abs(a - b) <= 1e-6 * math.max(math.abs(a), math.abs(b))
@@ -460,13 +466,20 @@ function M.diff(baseline, result, path, policy)
   }
 
   local old, new = baseline.top_k_strategies or {}, result.top_k_strategies or {}
+  -- the micro-batch count is derived in both (no micro_batch_num listed):
+  -- a changed global batch changes it without changing the strategy
+  local function derived(r)
+    local l = r.inputs and r.inputs.search_space and r.inputs.search_space.micro_batch_num
+    return type(l) == "table" and #l == 1 and (l[1] == "derived" or l[1] == 0)
+  end
+  local dm = derived(baseline) and derived(result)
   local old_by = {}
-  for _, r in ipairs(old) do old_by[M.key(r)] = r end
+  for _, r in ipairs(old) do old_by[M.key(r, dm)] = r end
   local new_by = {}
-  for _, r in ipairs(new) do new_by[M.key(r)] = r end
+  for _, r in ipairs(new) do new_by[M.key(r, dm)] = r end
   local entered, left, moved, kept = util.array(), util.array(), util.array(), util.array()
   for _, r in ipairs(new) do
-    local o = old_by[M.key(r)]
+    local o = old_by[M.key(r, dm)]
     local st = r.performance_cost and r.performance_cost.step_time
     if not o then
       entered[#entered + 1] = { rank = r.rank, strategy = describe(r), step_time = st }
@@ -479,7 +492,7 @@ function M.diff(baseline, result, path, policy)
     end
   end
   for _, o in ipairs(old) do
-    if not new_by[M.key(o)] then
+    if not new_by[M.key(o, dm)] then
       left[#left + 1] = { rank = o.rank, strategy = describe(o),
         step_time = o.performance_cost and o.performance_cost.step_time, record = o }
     end

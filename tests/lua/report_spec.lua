@@ -832,6 +832,12 @@ describe("issue 16: report colours, stage labels, top-k table, no feasible strat
     local text = html.render(r, {})
     assert.truthy(text:find('<table id="topk-table" class="sortable">', 1, true))
     assert.truthy(text:find('<p class="same"><b>same for every row:</b>', 1, true))
+    -- a setting off in every row ('-') is left out, as in the text table:
+    -- this dense model has no "ep" column nor an "ep -" in the line
+    local line = text:match('<p class="same">(.-)</p>')
+    assert.falsy(line:find("ep -", 1, true), line)
+    local at = text:find("<th[^>]*>ep</th>")
+    assert.falsy(at, at and text:sub(at - 200, at + 20))
     -- the script that sorts it runs without ECharts too (before the check)
     local js = read(ROOT .. "/lua/apsearch/report/report.js")
     assert.is_true(js:find("table.sortable", 1, true) < js:find("typeof echarts === 'undefined'", 1, true))

@@ -143,7 +143,8 @@ function M.rows(result)
       M.objective_cell((result.inputs or {}).objective, r.objective_value),
     }
   end
-  return HEADERS, rows, RIGHT
+  -- copies: callers reorder them (table_text moves the objective column)
+  return table.move(HEADERS, 1, #HEADERS, 1, {}), rows, table.move(RIGHT, 1, #RIGHT, 1, {})
 end
 
 -- strategy columns (2 .. 17 of M.rows) that hold one value in every row

@@ -627,7 +627,13 @@ local function topk_html(result, launch)
     for i = 2, #rows do
       if tostring(rows[i][j]) ~= tostring(rows[1][j]) then one = false break end
     end
-    if one then same[#same + 1] = h .. " " .. tostring(rows[1][j]) else keep[#keep + 1] = j end
+    -- a setting that is off in every row ("-": no FSDP to reshard, no
+    -- experts) says nothing; as in the text table it is left out
+    if one then
+      if tostring(rows[1][j]) ~= "-" then same[#same + 1] = h .. " " .. tostring(rows[1][j]) end
+    else
+      keep[#keep + 1] = j
+    end
   end
   local H, R, RT = {}, {}, {}
   for n, j in ipairs(keep) do H[n], RT[n] = headers[j], right[j] end

@@ -386,10 +386,10 @@ function M.new(ss, info)
 
   local rl = list_of(dims, "reshard_after_forward")
   local r_true = { true }
-  -- TorchTitan under pipeline parallelism (M.default_reshard): PyTorch's
-  -- pipelining keeps the parameters unsharded across the micro-batches
-  -- whatever the policy (the estimate is the same either way): one
-  -- candidate, false
+  -- TorchTitan under pipeline parallelism (M.default_reshard): its
+  -- "default" policy does not reshard after forward; "always" would gather
+  -- the stage again in every micro-batch's backward (src/core/sync.c), for
+  -- the same memory: one candidate, false
   local r_false = { false }
   local fw = info.framework
   level { name = "reshard_after_forward", field = "reshard_after_forward", deps = { "fsdp_degree", "pp_degree" },

@@ -6,7 +6,8 @@
  *     over the sharding group, hidden behind training.fsdp_overlap of the
  *     compute by prefetch except the first unit's (FSDP2 implicit
  *     prefetch, one unit ahead); under PP with TorchTitan once per step
- *     (torch/distributed/pipelining/stage.py);
+ *     (torch/distributed/pipelining/stage.py), the backward's gathers
+ *     still per micro-batch when resharding after forward;
  *   - once per step: the DP gradient all-reduce, or with ZeRO-1/2 a
  *     reduce-scatter and a parameter all-gather (Rajbhandari et al. 2020,
  *     ZeRO, s.5), hidden behind training.dp_overlap of the last backward;
@@ -86,11 +87,16 @@ void aps_fsdp_stage_times(const aps_model *m, const aps_cluster *c,
         bw, alpha);
     /* FSDP under PP (profile pp_unsharded_grads): gathered in the first
      * micro-batch, reduced after the last: once per step, here a 1/m share
-     * of each micro-batch */
+     * of each micro-batch.  The pipeline turns off only the reshard after
+     * backward (set_reshard_after_backward(False)); with
+     * reshard_after_forward (TorchTitan fsdp_reshard_after_forward =
+     * "always") each forward still frees the stage's parameters, so every
+     * micro-batch's backward gathers them again (the warm-up forwards'
+     * gathers, fewer than p per step, are not counted). */
     bool once = lay->p > 1 && aps_profile(t)->pp_unsharded_grads;
     double per_mb = once ? 1.0 / (double)lay->m : 1.0;
+    double ag_b = s->reshard_after_forward ? ag : 0.0;
     ag *= per_mb;
-    double ag_b = s->reshard_after_forward && !once ? ag : 0.0;
     /* ZeRO-3 recompute releases weights it will not reuse soon */
     if (rc > 0 && s->reshard_after_forward)
         ag_b += aps_allgather_time(

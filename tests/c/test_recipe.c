@@ -422,6 +422,42 @@ static void test_fsdp2_pp_unsharded(void **state)
                    6.0 * e.stages[i].params, REL);
 }
 
+/* TorchTitan with PP and fsdp_reshard_after_forward = "always": PyTorch's
+ * pipelining turns off only the reshard after backward
+ * (torch/distributed/pipelining/stage.py backward_maybe_with_nosync), so
+ * each forward frees the stage's parameters and each micro-batch's
+ * backward gathers them again.  Without resharding the stage is gathered
+ * once per step (G); with it, once more per micro-batch: G (1 + m).  The
+ * memory (parameters and gradients held unsharded) does not change. */
+static void test_fsdp2_pp_reshard_after_forward(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    fx_setup_8b(&m, &c, &t, &s, 8, 64, 4096);
+    t.framework = APS_FW_FSDP2;
+    s.pp_degree = 2;
+    s.fsdp_degree = 4;
+    s.layer_recompute = APS_RECOMPUTE_NONE;
+    s.reshard_after_forward = false;
+    aps_estimate off, on;
+    fx_run(&m, &c, &t, &s, &off);
+    s.reshard_after_forward = true;
+    fx_run(&m, &c, &t, &s, &on);
+    double mb = (double)off.micro_batch_num;
+    assert_true(mb > 1.0);
+    /* the two stages' parameters differ by the final norm only (4,096 of
+     * ~4e9), whichever is the slowest */
+    ASSERT_REL(on.perf_total[APS_PERF_FSDP_ALLGATHER],
+               (1.0 + mb) * off.perf_total[APS_PERF_FSDP_ALLGATHER], 1e-5);
+    for (int i = 0; i < 2; i++)
+        ASSERT_REL(on.stages[i].mem[APS_MEM_COMM_FSDP],
+                   off.stages[i].mem[APS_MEM_COMM_FSDP], REL);
+    assert_true(on.step_time > off.step_time);
+}
+
 /* What a framework cannot run of the recipe settings. */
 static void test_recipe_framework_support(void **state)
 {
@@ -493,6 +529,7 @@ int main(void)
         cmocka_unit_test(test_activation_offload),
         cmocka_unit_test(test_tp_comm_overlap),
         cmocka_unit_test(test_fsdp2_pp_unsharded),
+        cmocka_unit_test(test_fsdp2_pp_reshard_after_forward),
         cmocka_unit_test(test_recipe_framework_support),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -73,6 +73,12 @@ M.RECIPE_BOOLS = { "torch_compile", "grad_reduce_in_fp32", "fp8_param_gather",
 
 local function given(row, col) return row[col] ~= nil and row[col] ~= "" end
 
+local function need_posint(row, col)
+  local v = need_int(row, col)
+  if v < 1 then error(("%s = %q is not a positive integer"):format(col, row[col]), 0) end
+  return v
+end
+
 local function need_nonneg_int(row, col)
   local v = need_int(row, col)
   if v < 0 then error(("%s = %q is not a non-negative integer"):format(col, row[col]), 0) end
@@ -235,8 +241,10 @@ function M.case_inputs(row)
   }
   -- optional `head_dim`: the attention head width where it is not
   -- hidden_size / num_attention_heads (HF config `head_dim`, Megatron
-  -- --kv-channels; Qwen3: 128 at hidden 2048 and 32 heads)
-  if given(row, "head_dim") then model.head_dim = need_int(row, "head_dim") end
+  -- --kv-channels; Qwen3: 128 at hidden 2048 and 32 heads); empty: that
+  -- quotient.  0 is refused, not read as empty (the core takes 0 for
+  -- "derive", the policy schema refuses it).
+  if given(row, "head_dim") then model.head_dim = need_posint(row, "head_dim") end
   local framework = need_enum(row, "framework", { "megatron", "fsdp", "fsdp2", "deepspeed" })
   local device = { base = row.device }
   local ok, preset = pcall(core.device_preset, row.device)
@@ -306,6 +314,11 @@ function M.case_inputs(row)
   }
   if given(row, "reshard_after_forward") then
     strategy.reshard_after_forward = need_bool(row, "reshard_after_forward")
+  else
+    -- not stated: what the framework runs, as `apsearch estimate` and the
+    -- search take it (TorchTitan under PP: false, its "default" policy)
+    strategy.reshard_after_forward = require("apsearch.space").default_reshard(framework,
+      strategy.fsdp_degree, strategy.pp_degree)
   end
   if given(row, "flops_convention") then need_enum(row, "flops_convention", M.FLOPS_CONVENTIONS) end
   M.moe_columns(row, model, strategy, assumed)

@@ -61,4 +61,18 @@ describe("held out: Megatron-Bridge performance summaries", function()
     m.head_dim = nil
     assert.are.equal(p.total - 48 * (2 * 2048 * 32 * 64 + 2 * 2048 * 4 * 64), core.model_params(m).total)
   end)
+
+  it("refuses head_dim 0 (not read as empty, which derives hidden_size / heads = 64)", function()
+    local row
+    for _, r in ipairs(validate.load(MOE)) do
+      if r.model == "Qwen3-30B-A3B" then row = r break end
+    end
+    row.head_dim = "0"
+    local ok, err = pcall(validate.case_inputs, row)
+    assert.is_false(ok)
+    assert.are.equal('head_dim = "0" is not a positive integer', err)
+    row.head_dim = ""
+    local model = validate.case_inputs(row)
+    assert.is_nil(model.head_dim)
+  end)
 end)

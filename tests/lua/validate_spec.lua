@@ -318,6 +318,25 @@ describe("validate on NVIDIA recipe shapes (tests/fixtures/cases_recipes.csv)", 
     assert.are.equal(0, r.summary.failed)
   end)
 
+  it("r07 (TorchTitan, PP 2, FSDP 8) without its reshard_after_forward column runs TorchTitan's default, false", function()
+    -- torchtitan b5bcd76c torchtitan/distributed/fsdp.py
+    -- get_fsdp_reshard_after_forward_policy: "default" -> not pp_enabled
+    local row
+    for _, x in ipairs(validate.load(ROOT .. "/tests/fixtures/cases_recipes.csv")) do
+      if x.case_id == "r07" then row = x end
+    end
+    assert.are.equal("false", row.reshard_after_forward)
+    local stated = validate.run_case(row)
+    row.reshard_after_forward = ""
+    local _, _, _, strategy = validate.case_inputs(row)
+    assert.is_false(strategy.reshard_after_forward)
+    local unstated = validate.run_case(row)
+    assert.are.equal(stated.predicted.step_time_s, unstated.predicted.step_time_s)
+    -- "always" costs a gather per micro-batch's backward (src/core/sync.c)
+    row.reshard_after_forward = "true"
+    assert.is_true(validate.run_case(row).predicted.step_time_s > stated.predicted.step_time_s)
+  end)
+
   it("estimates every recipe to fit (n13 fits GB200's 189,471 MiB; it was 3 % over the 186 GB of the datasheet)",
     function()
       assert.are.same({}, r.summary.predicted_not_to_fit.cases)

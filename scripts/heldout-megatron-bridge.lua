@@ -24,10 +24,17 @@
 -- the recipe files as text (assignments `NAME = replace(BASE, k=v, ...)`,
 -- `NAME = WorkloadBaseConfig(...)`, `NAME = OTHER`); it does not run them.
 
-local GIT_DIR = arg[1] or error("usage: heldout-megatron-bridge.lua GIT_DIR [COMMIT]")
+-- a one-line message on stderr and exit status 2 (the CLI's bad input)
+local function die(msg)
+  io.stderr:write("heldout-megatron-bridge.lua: ", msg, "\n")
+  os.exit(2)
+end
+local GIT_DIR = arg[1] or die("usage: heldout-megatron-bridge.lua GIT_DIR [COMMIT]")
 local COMMIT = arg[2] or "067f987df"
-local OUT_DENSE = "tests/fixtures/heldout/megatron_bridge_perf.csv"
-local OUT_MOE = "tests/fixtures/heldout/megatron_bridge_perf_moe.csv"
+-- the fixtures of the tree the script is in, wherever it is run from
+local ROOT = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/.."
+local OUT_DENSE = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf.csv"
+local OUT_MOE = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf_moe.csv"
 
 --- NeMo container release -> Megatron-Bridge git ref whose performance
 -- recipes produced it.  26.02.01 = r0.3.1 is stated by docs/releases/
@@ -486,7 +493,7 @@ local pages = {
 }
 local all = {}
 for _, pg in ipairs(pages) do
-  local text = git_show(COMMIT, pg.path) or error("cannot read " .. pg.path .. " at " .. COMMIT)
+  local text = git_show(COMMIT, pg.path) or die(("%s: cannot read %s at %s"):format(GIT_DIR, pg.path, COMMIT))
   for _, r in ipairs(parse_summary(text, pg.path)) do all[#all + 1] = r end
 end
 -- oldest release first
@@ -502,7 +509,8 @@ for _, rel in ipairs(order) do
 end
 
 local function write(path, rows, cols)
-  local f = assert(io.open(path, "w"))
+  local f, err = io.open(path, "w")
+  if not f then die(err) end
   local header = {}
   for _, k in ipairs(cols) do header[#header + 1] = k end
   header[#header + 1] = "notes"

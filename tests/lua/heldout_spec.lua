@@ -76,3 +76,37 @@ describe("held out: Megatron-Bridge performance summaries", function()
     assert.is_nil(model.head_dim)
   end)
 end)
+
+describe("scripts/heldout-report.sh", function()
+  local h = require "spec_helpers"
+  local function run(dir, ...)
+    local args = {}
+    for i, a in ipairs({ ... }) do args[i] = h.q(a) end
+    local cmd = ("cd %s && APS_BIN=%s %s %s > out 2> err"):format(h.q(dir), h.q(h.BIN),
+      h.q(h.ROOT .. "/scripts/heldout-report.sh"), table.concat(args, " "))
+    local _, _, code = os.execute(cmd)
+    return code, h.read(dir .. "/out") or "", h.read(dir .. "/err") or ""
+  end
+
+  it("reads a CASES path relative to where it is run", function()
+    local dir = h.tmpdir()
+    local lines = {}
+    for line in io.lines(DENSE) do
+      lines[#lines + 1] = line
+      if #lines == 3 then break end
+    end
+    h.write(dir .. "/two.csv", table.concat(lines, "\n") .. "\n")
+    local code, out, err = run(dir, "two.csv")
+    assert.are.equal(0, code, err)
+    -- the header and mbd001, mbd002: two runs of one release
+    assert.truthy(out:find("\nall\t2\t", 1), out)
+  end)
+
+  it("exits 2 with one line when there is nothing to report", function()
+    local dir = h.tmpdir()
+    local code, out, err = run(dir, "missing.csv")
+    assert.are.equal(2, code)
+    assert.are.equal("", out)
+    assert.truthy(err:find("heldout-report.sh: " .. dir .. "/missing.csv: apsearch validate gave no report", 1, true), err)
+  end)
+end)

@@ -176,7 +176,18 @@ function M.check(training)
   return nil
 end
 
+--- Release date of a `software` string, "YYYY-MM" from "(YYYY-MM)", or nil.
 local function month_of(software) return software:match("%((%d%d%d%d%-%d%d)%)") end
+
+--- Whether any of the Lua patterns matches s, case-insensitively (the
+-- patterns are lowered too: they use lower-case classes only, %d not %D).
+-- Every `software` pattern of this module is matched through it, so a
+-- spelling ("DGXC-Benchmarking 25.08") gets all of a release's settings
+-- or none.
+local function any(patterns, s)
+  for _, p in ipairs(patterns) do if tostring(s or ""):lower():match(p:lower()) then return true end end
+  return false
+end
 
 --- The stack of a measured run, from its `software` and `framework`
 -- columns: the first stack of that framework whose pattern matches (and
@@ -189,10 +200,9 @@ function M.of_software(software, framework)
     for _, st in ipairs(M.STACKS) do
       if st.framework == framework
         and (not st.before or (month and month < st.before))
-        and (not st.from or not month or month >= st.from) then
-        for _, pattern in ipairs(st.patterns) do
-          if software:match(pattern) then return st.id, true end
-        end
+        and (not st.from or not month or month >= st.from)
+        and any(st.patterns, software) then
+        return st.id, true
       end
     end
   end
@@ -220,11 +230,6 @@ function M.apply(cluster, id)
   return cluster
 end
 
---- Release date of a `software` string, "YYYY-MM" from "(YYYY-MM)", or nil.
-local function release_month(software)
-  return software:match("%((%d%d%d%d%-%d%d)%)")
-end
-
 --- The release line of a run and the settings it implies.
 -- @tparam string software the row's `software` column (may be empty)
 -- @tparam string framework the row's `framework`
@@ -232,12 +237,11 @@ end
 --   training, source), or nil when none matches
 function M.match(software, framework)
   if type(software) ~= "string" or software == "" then return nil end
-  local month = release_month(software)
+  local month = month_of(software)
   for _, line in ipairs(M.LINES) do
-    if line.frameworks[framework] and (not line.before or (month and month < line.before)) then
-      for _, pattern in ipairs(line.patterns) do
-        if software:match(pattern) then return line end
-      end
+    if line.frameworks[framework] and (not line.before or (month and month < line.before))
+      and any(line.patterns, software) then
+      return line
     end
   end
   return nil
@@ -343,17 +347,16 @@ M.MOE_RECIPES = {
   },
 }
 
---- Release month of a NeMo or dgxc-benchmarking release "YY.MM" in a
--- `software` string ("NeMo 25.07" -> "2025-07"), or nil.
+--- Release month of a NeMo or dgxc-benchmarking release "YY.MM" (or
+-- "YYYY.MM") in a `software` string ("NeMo 25.07" -> "2025-07"), the
+-- first such number standing alone ("25.08.1" is 25.08; "125.08" and
+-- "25.081" are no release), or nil.
 local function release_yymm(software)
-  local yy, mm = software:match("(%d%d)%.(%d%d)")
-  return yy and ("20" .. yy .. "-" .. mm) or nil
-end
-
--- whether any of the Lua patterns matches s (case-insensitive)
-local function any(patterns, s)
-  for _, p in ipairs(patterns) do if tostring(s or ""):lower():match(p:lower()) then return true end end
-  return false
+  for yy, mm in software:gmatch("%f[%d](%d+)%.(%d%d)%f[%D]") do
+    if #yy == 2 then return "20" .. yy .. "-" .. mm end
+    if #yy == 4 then return yy .. "-" .. mm end
+  end
+  return nil
 end
 
 --- Releases whose published throughput for a model on a device is far

@@ -90,6 +90,22 @@ describe("release gaps (stacks.RELEASE_GAPS)", function()
     assert.is_nil(stacks.release_gap("", "DeepSeek-V3", "gb200"))
     assert.is_nil(stacks.release_gap(nil, "DeepSeek-V3", "gb200"))
   end)
+
+  it("read the release as a number standing alone, and every setting of a release with any spelling", function()
+    for _, sw in ipairs({ "dgxc-benchmarking 25.08.1", "dgxc-benchmarking 2025.08", "dgxc-benchmarking v25.08" }) do
+      assert.truthy(stacks.release_gap(sw, "DeepSeek-V3", "gb200"), sw)
+    end
+    -- 125.08 and 25.081 are no release 25.08
+    assert.is_nil(stacks.release_gap("dgxc-benchmarking 125.08", "DeepSeek-V3", "gb200"))
+    assert.is_nil(stacks.release_gap("dgxc-benchmarking 25.081", "DeepSeek-V3", "gb200"))
+    -- the gap matched case-insensitively while the release line (bf16
+    -- gradients) and the stack did not: a run of the release is all or nothing
+    local upper = "DGXC-Benchmarking 25.08 (NeMo 2.0 recipe)"
+    assert.truthy(stacks.release_gap(upper, "DeepSeek-V3", "gb200"))
+    assert.are.equal("NeMo 2.x performance scripts", stacks.match(upper, "megatron").name)
+    assert.are.equal("NeMo 1.x launcher", stacks.match("nemo 24.07", "megatron").name)
+    assert.are.same({ stacks.of_software("NeMo 24.07", "megatron") }, { stacks.of_software("NEMO 24.07", "megatron") })
+  end)
 end)
 
 describe("software stacks", function()

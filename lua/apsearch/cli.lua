@@ -747,11 +747,18 @@ local function validate_cv(opts, fmt)
     log = function(line) util.log("%s", line) end })
   if fmt == "json" then
     out(require("apsearch.format.json").format(res))
-    return 0
+    return validate_status(res)
   end
   local common = require "apsearch.format.common"
   local function num(v) return v and string.format("%.1f", v) or "-" end
   local rows = {}
+  local errors = {}
+  for _, cs in ipairs(res.cases) do
+    if cs.error then
+      errors[#errors + 1] = util.printable(tostring(res.file)) .. ": row " ..
+        util.printable(tostring(cs.case_id)) .. ": " .. util.printable(tostring(cs.error))
+    end
+  end
   for _, f in ipairs(res.folds) do
     rows[#rows + 1] = { util.printable(f.group), tostring(f.rows), tostring(f.out_of_sample.count or 0),
       num(f.in_sample.mape_pct), num(f.out_of_sample.mape_pct), num(f.out_of_sample.max_abs_pct),
@@ -811,7 +818,8 @@ local function validate_cv(opts, fmt)
     out("\nfitted parameters across folds:\n" .. common.align({ "device", "parameter", "min", "max" },
       prow, { false, false, true, true }))
   end
-  return 0
+  if #errors > 0 then out("\nnot estimated:\n  " .. table.concat(errors, "\n  ") .. "\n") end
+  return validate_status(res)
 end
 
 local function cmd_validate(args)

@@ -164,7 +164,8 @@ end
 --   when runs are marked as release gaps (apsearch.stacks.release_gap; no
 --   fold fits on them) release_gap_cases, in_sample_without_release_gaps,
 --   out_of_sample_without_release_gaps,
---   cases = out-of-sample cases (validate.run_case, with `group`)}
+--   cases = out-of-sample cases (validate.run_case, with `group`),
+--   summary = {cases, failed} (failed: cases with an `error`)}
 function M.run(path, opts)
   opts = opts or {}
   local by = opts.by or "source"
@@ -233,6 +234,11 @@ function M.run(path, opts)
   end
   result.in_sample = validate.stats(all_in)
   result.out_of_sample = validate.stats(all_out)
+  -- rows no fold could estimate (their `error` is in `cases`), as
+  -- validate.run counts them
+  local failed = 0
+  for _, c in ipairs(result.cases) do if c.error then failed = failed + 1 end end
+  result.summary = { cases = #result.cases, failed = failed }
   if #gaps > 0 then
     result.release_gap_cases = util.array(gaps)
     result.in_sample_without_release_gaps = validate.stats(kept_in)

@@ -237,7 +237,7 @@ describe("apsearch validate --cv source", function()
   it("prints the priors and the fields left at the preset, per held-out source", function()
     local H = require "spec_helpers"
     local code, out = H.apsearch("validate", "tests/fixtures/cases_small.csv", "--cv", "source")
-    assert.are.equal(0, code)
+    assert.are.equal(2, code) -- c900 (tpu-v5p) is not estimated, below
     -- llm-foundry held out: no other source ran flash attention, so the
     -- A100's and H100's flash values are the published utilisations
     assert.truthy(out:find("mosaicml/llm-foundry held out: a100-sxm4-80gb attention_efficiency = 0.615 "
@@ -245,5 +245,21 @@ describe("apsearch validate --cv source", function()
     assert.truthy(out:find("mosaicml/llm-foundry held out: h100-sxm-80gb gemm_efficiency left at the "
       .. "preset default", 1, true), out)
     assert.truthy(out:find("Narayanan held out: a100-sxm4-80gb unfused_attention_efficiency = ", 1, true), out)
+  end)
+
+  it("names the rows no fold could estimate and exits 2, as validate does", function()
+    local H = require "spec_helpers"
+    -- c900's device (tpu-v5p) is no preset and c901 runs nvfp4 on an H100:
+    -- every fold fails them (was: exit 0, the rows only missing from the
+    -- counts)
+    local code, out, err = H.apsearch("validate", "tests/fixtures/cases_small.csv", "--cv", "source")
+    assert.are.equal(2, code)
+    assert.truthy(out:find('not estimated:\n  tests/fixtures/cases_small.csv: row c900: device = "tpu-v5p": '
+      .. "unknown device preset", 1, true), out)
+    assert.truthy(out:find("\n  tests/fixtures/cases_small.csv: row c901: NotImplemented: training.precision: nvfp4",
+      1, true), out)
+    assert.truthy(err:find("tests/fixtures/cases_small.csv: 2 of 5 rows could not be estimated", 1, true), err)
+    code = H.apsearch("validate", "tests/fixtures/cases_small.csv", "--cv", "source", "--format", "json")
+    assert.are.equal(2, code)
   end)
 end)

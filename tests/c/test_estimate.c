@@ -1015,6 +1015,7 @@ static void test_deepspeed_zero3_buffers(void **state)
     (void)state;
     aps_model m; aps_cluster c; aps_training t; aps_strategy s;
     fx_gpt3_175b(&m);
+    c = (aps_cluster){0}; /* nvlink_domain_size 0: one host */
     aps_device_preset("a100-sxm4-80gb", &c.device);
     c.num_devices = 64;
     c.devices_per_node = 8;
@@ -1050,6 +1051,7 @@ static void test_deepspeed_rails_and_regather(void **state)
     (void)state;
     aps_model m; aps_cluster c; aps_training t; aps_strategy s;
     fx_gpt3_175b(&m);
+    c = (aps_cluster){0}; /* nvlink_domain_size 0: one host */
     aps_device_preset("a100-sxm4-80gb", &c.device);
     c.device.collective_efficiency = 0.8;
     c.device.inter_node_latency = 8e-6;

@@ -6,11 +6,28 @@
 # give MoE models their own step-time class.  Usage:
 #   scripts/fit-intervals.sh [CASES.csv [MOE_CASES.csv]]
 set -euo pipefail
+# CASES and MOE_CASES paths are the caller's, relative to where it was
+# run; given and missing is an error (it used to fall back silently)
+given() { # $1: argument, $2: its name; prints the absolute path
+  local p=$1
+  [ "${p#/}" = "$p" ] && p="$PWD/$p"
+  if [ ! -f "$p" ]; then
+    echo "fit-intervals.sh: $2 $1: no such file" >&2
+    exit 2
+  fi
+  echo "$p"
+}
+cases=${1:+$(given "$1" CASES)}
+moe_cases=${2:+$(given "$2" MOE_CASES)}
 cd "$(dirname "$0")/.."
-cases=${1:-../shared/validation/public_cases.csv}
-[ -f "$cases" ] || cases=tests/fixtures/public_cases.csv
-moe_cases=${2:-../shared/validation/moe/public_moe_cases.csv}
-[ -f "$moe_cases" ] || moe_cases=""
+if [ -z "$cases" ]; then
+  cases=../shared/validation/public_cases.csv
+  [ -f "$cases" ] || cases=tests/fixtures/public_cases.csv
+fi
+if [ -z "${2:-}" ]; then
+  moe_cases=../shared/validation/moe/public_moe_cases.csv
+  [ -f "$moe_cases" ] || moe_cases=""
+fi
 cmake -S . -B build >/dev/null && cmake --build build -j2 >/dev/null
 APS_ROOT=$PWD LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;;" \
   LUA_CPATH="$PWD/build/lua/?.so;;" lua5.4 - "$cases" $moe_cases > lua/apsearch/intervals_data.lua.tmp <<'LUA'

@@ -371,6 +371,8 @@ end
 -- bounds from every out-of-sample residual of `res`, and with `moe_res`
 -- the step-time class of mixture-of-experts models (intervals.MOE_CLASS)
 -- from its residuals, those of release-gap runs left out.
+-- A pooled entry whose residuals are too few for the level keeps only
+-- its `rows` (no interval is then given).
 -- @tparam table res M.run's result on the public runs
 -- @tparam[opt] table moe_res M.run's result on the public MoE runs
 -- @treturn string
@@ -390,7 +392,10 @@ function M.data_source(res, moe_res)
     local q = intervals.conformal_radius(r, sb.level)
     if q then sb.classes[intervals.MOE_CLASS] = { lo = -q, hi = q, rows = #r } end
   end
+  -- residuals too few for the level (intervals.conformal_radius): the
+  -- count alone, and apsearch.intervals gives no interval
   local function entry(b)
+    if not b.lo then return ("{ rows = %d }"):format(b.rows) end
     return ("{ lo = %.6f, hi = %.6f, rows = %d }"):format(b.lo, b.hi, b.rows)
   end
   local lines = {
@@ -407,7 +412,7 @@ function M.data_source(res, moe_res)
   end
   lines[#lines + 1] = "  } },"
   lines[#lines + 1] = ("  mem_peak = { level = %.2f, pooled = %s, classes = {} },"):format(
-    mb.level, mb.pooled.lo and entry(mb.pooled) or "{ rows = 0 }")
+    mb.level, entry(mb.pooled))
   lines[#lines + 1] = "  -- the highest MFU measured per hardware generation and precision"
   lines[#lines + 1] = "  -- family, in apsearch's convention (causal model FLOPs / the"
   lines[#lines + 1] = "  -- precision's peak): the estimate's MFU x measured / estimated tokens/s"

@@ -233,6 +233,23 @@ describe("calibrate fits each attention path from the runs that use it", functio
   end)
 end)
 
+describe("crossval.data_source on too few residuals", function()
+  it("writes the count alone (no interval), not a format error", function()
+    local H = require "spec_helpers"
+    -- c016 alone: one step-time residual, fewer than LEVEL / (1 - LEVEL) = 4
+    local text = H.read(FIXTURE)
+    local header, c016 = text:match("^([^\n]*)\n"), text:match("\n(c016,[^\n]*)")
+    local path = H.write(H.tmpdir() .. "/one.csv", header .. "\n" .. c016 .. "\n")
+    local res = crossval.run(path, { fit = function() return nil end })
+    local src = crossval.data_source(res)
+    local data = assert(load(src))()
+    assert.are.same({ rows = 1 }, data.step_time.pooled)
+    assert.are.same({ rows = 0 }, data.mem_peak.pooled)
+    local intervals = require "apsearch.intervals"
+    assert.is_nil(intervals.interval(10.0, data.step_time, "megatron/ampere/16bit"))
+  end)
+end)
+
 describe("apsearch validate --cv source", function()
   it("prints the priors and the fields left at the preset, per held-out source", function()
     local H = require "spec_helpers"

@@ -124,6 +124,8 @@ end
 -- @param all array of rows (column -> string)
 -- @param label what the rows are, for messages and `fitted_on`
 -- @param opts {name = string, log = function(line)}
+-- Rows that cannot be estimated, and runs marked as release gaps
+-- (apsearch.stacks.release_gap), are skipped with a log line.
 -- @return calibration table; raises when no row measured throughput
 function M.fit_rows(all, label, opts)
   opts = opts or {}
@@ -139,6 +141,10 @@ function M.fit_rows(all, label, opts)
       error(("%s: row %s: %s"):format(path, row.case_id, c.error), 0)
     elseif c.error then
       log(("calibrate: skipping %s: %s"):format(row.case_id, c.error))
+    elseif c.release_gap then
+      -- it measures its release, not the device (apsearch.stacks.RELEASE_GAPS;
+      -- `validate --cv` fits no fold on it either)
+      log(("calibrate: skipping %s: release gap, %s"):format(row.case_id, c.release_gap.name))
     elseif c.measured.tokens_per_s_per_gpu then
       rows[#rows + 1] = row
       -- preset names match case-insensitively: one entry per preset, as

@@ -213,6 +213,18 @@ describe("crossval with a release-gap run (tests/fixtures/moe/cases_moe.csv)", f
   end)
 end)
 
+describe("calibrate with a release-gap run (tests/fixtures/moe/cases_moe.csv)", function()
+  it("skips it, as the cross-validation folds do, and says so", function()
+    local lines = {}
+    local calib = calibrate.fit(ROOT .. "/tests/fixtures/moe/cases_moe.csv",
+      { log = function(line) lines[#lines + 1] = line end })
+    -- mp003 (dgxc 25.08 DeepSeek-V3 on GB200) is a release gap: 3 of 4 rows
+    assert.are.equal(3, calib.rows)
+    assert.truthy(table.concat(lines, "\n"):find("calibrate: skipping mp003: release gap, DeepSeek-V3 on GB200 "
+      .. "in dgxc-benchmarking 25.08", 1, true), table.concat(lines, "\n"))
+  end)
+end)
+
 describe("calibrate fits each attention path from the runs that use it", function()
   it("fits unfused attention from a run without flash attention, and no flash value", function()
     local rows = validate.load(FIXTURE)

@@ -162,7 +162,11 @@ end
 
 --- Applies a calibration to a cluster table (in place): the device's
 -- fields are overridden when its preset name, or a device of its family
--- (fields_for), has an entry. A grouped
+-- (fields_for), has an entry. An entry with attention_efficiency and no
+-- unfused_attention_efficiency (fitted on flash runs only, or written
+-- before the field existed) gives unfused attention that flash value,
+-- unless the device table sets it: the rule the presets follow and
+-- apsearch.crossval.priors applies to a fold. A grouped
 -- calibration applies the entry of `stack` (nothing when it has none).
 -- @param cluster normalized or policy cluster table
 -- @param calib calibration table (or nil)
@@ -178,6 +182,9 @@ function M.apply(cluster, calib, stack)
   if not fields then return cluster, false end
   if type(dev) == "string" then dev = { base = dev } end
   for k, v in pairs(fields) do dev[k] = v end
+  if fields.unfused_attention_efficiency == nil and dev.unfused_attention_efficiency == nil then
+    dev.unfused_attention_efficiency = fields.attention_efficiency
+  end
   cluster.device = dev
   return cluster, true
 end

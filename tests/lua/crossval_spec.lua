@@ -168,6 +168,23 @@ describe("calibration families", function()
     assert.are.equal(0.66, cluster.device.gemm_efficiency)
     assert.are.equal("h100-96gb-500w", cluster.device.base)
   end)
+
+  it("gives unfused attention the file's flash value when the file has none, as a fold's prior does", function()
+    -- fitted on flash runs only: the H100 preset's unfused value (0.194,
+    -- src/core/presets.c APS_ATTN_EFF_HOPPER) would stay beside a fitted
+    -- flash 0.278, which the --cv folds (crossval.priors) do not do
+    local calib = { devices = { ["h100-sxm-80gb"] = { attention_efficiency = 0.278 } } }
+    local cluster = calibration.apply({ device = "h100-sxm-80gb" }, calib)
+    assert.are.equal(0.278, cluster.device.unfused_attention_efficiency)
+    local fold = crossval.priors(calib, { { device = "h100-sxm-80gb", flash_attention = "false" } })
+    assert.are.equal(fold.devices["h100-sxm-80gb"].unfused_attention_efficiency,
+      cluster.device.unfused_attention_efficiency)
+    -- the device table's own value and a fitted one are kept
+    cluster = calibration.apply({ device = { base = "h100-sxm-80gb", unfused_attention_efficiency = 0.2 } }, calib)
+    assert.are.equal(0.2, cluster.device.unfused_attention_efficiency)
+    calib.devices["h100-sxm-80gb"].unfused_attention_efficiency = 0.15
+    assert.are.equal(0.15, calibration.apply({ device = "h100-sxm-80gb" }, calib).device.unfused_attention_efficiency)
+  end)
 end)
 
 describe("calibrate ties efficiencies per family", function()

@@ -2,7 +2,8 @@
 # Held-out accuracy on NVIDIA's Megatron-Bridge performance summaries
 # (docs/accuracy.md "Held out: Megatron-Bridge performance summaries").
 # Usage: scripts/heldout-report.sh [CASES.csv] [--calibration FILE]
-# Prints mean |error| of tokens/s per GPU per release x system x precision,
+# Prints mean |error| of tokens/s per GPU per release x system x precision
+# (release "?" when the row's source names no NeMo container release),
 # then per system x precision and per release, and the runs estimated over
 # the memory limit with their three largest memory terms.  Needs jq.
 # APS_BIN: the apsearch binary (default build/apsearch of this tree).
@@ -22,7 +23,7 @@ if [ -z "$json" ] || ! jq -e '.cases | type == "array"' >/dev/null 2>&1 <<<"$jso
   exit 2
 fi
 rows=$(jq -r '.cases[] | select(.error_pct.tokens_per_s_per_gpu != null) |
-  [(.source | capture(", (?<r>[0-9.]+) NeMo").r), .inputs.cluster.device.base,
+  [((.source | capture(", (?<r>[0-9.]+) NeMo").r) // "?"), .inputs.cluster.device.base,
    .inputs.training.precision, .error_pct.tokens_per_s_per_gpu] | @tsv' <<<"$json")
 if [ -z "$rows" ]; then
   echo "heldout-report.sh: $cases: no run compared (every row failed or has no measured throughput)" >&2

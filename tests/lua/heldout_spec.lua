@@ -102,6 +102,19 @@ describe("scripts/heldout-report.sh", function()
     assert.truthy(out:find("\nall\t2\t", 1), out)
   end)
 
+  it("groups rows whose source names no release under \"?\" (was: columns shifted, one group per error)", function()
+    local dir = h.tmpdir()
+    local lines = {}
+    for line in io.lines(h.ROOT .. "/tests/fixtures/public_cases.csv") do
+      if #lines == 0 or line:match("^c067,") or line:match("^c069,") then lines[#lines + 1] = line end
+    end
+    assert.are.equal(3, #lines)
+    h.write(dir .. "/nemo.csv", table.concat(lines, "\n") .. "\n")
+    local code, out, err = run(dir, "nemo.csv")
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("\n%?/h100%-sxm%-80gb/fp8\t2\t"), out)
+  end)
+
   it("exits 2 with one line when there is nothing to report", function()
     local dir = h.tmpdir()
     local code, out, err = run(dir, "missing.csv")

@@ -624,36 +624,44 @@ describe("the text table", function()
     assert.are.equal("full(2)", row(1, { 16, 16 }, "block"))
   end)
 
+  -- the cells of a CSV text (no quoted commas in these rows) and the
+  -- column positions of a header list
+  local function csv_cells(text)
+    local out = {}
+    for l in text:gmatch("[^\n]+") do
+      local cells = {}
+      for c in (l .. ","):gmatch("([^,]*),") do cells[#cells + 1] = c end
+      out[#out + 1] = cells
+    end
+    return out
+  end
+  local function positions(cols)
+    local at = {}
+    for i, c in ipairs(cols) do at[c] = i end
+    return at
+  end
+  -- the candidates.csv text of records written by the streaming writer
+  local function candidates_text(gbs, recs)
+    local parts = {}
+    local w = csv.candidate_writer(function(t) parts[#parts + 1] = t end, "all", gbs)
+    for i, r in ipairs(recs) do w.row(i, nil, 1.0, 2 ^ 30, r) end
+    w.finish()
+    return table.concat(parts)
+  end
+
   it("writes the expert dimensions to result.csv and candidates.csv, empty for a dense model", function()
     local moe = { rank = 1, dp_degree = 8, fsdp_degree = 1, tp_degree = 1, pp_degree = 1,
       layer_recompute = "none", micro_batch_size = 1, ep_degree = 8, etp_degree = 1,
       moe_token_dispatcher = "alltoall", memory_cost = {}, performance_cost = {} }
     local dense = { rank = 2, dp_degree = 8, fsdp_degree = 1, tp_degree = 1, pp_degree = 1,
       layer_recompute = "none", micro_batch_size = 1, memory_cost = {}, performance_cost = {} }
-    local at = {}
-    for i, c in ipairs(csv.columns()) do at[c] = i end
-    local lines = {}
-    for l in csv.format({ top_k_strategies = { moe, dense } }):gmatch("[^\n]+") do
-      local cells = {}
-      for c in (l .. ","):gmatch("([^,]*),") do cells[#cells + 1] = c end
-      lines[#lines + 1] = cells
-    end
+    local at = positions(csv.columns())
+    local lines = csv_cells(csv.format({ top_k_strategies = { moe, dense } }))
     assert.are.equal("8", lines[2][at.ep_degree])
     assert.are.equal("alltoall", lines[2][at.moe_token_dispatcher])
     assert.are.equal("", lines[3][at.ep_degree])
-    local parts = {}
-    local w = csv.candidate_writer(function(t) parts[#parts + 1] = t end, "all", 64)
-    w.row(1, nil, 1.0, 2 ^ 30, moe)
-    w.finish()
-    local cat = {}
-    for i, c in ipairs(csv.candidate_columns()) do cat[c] = i end
-    local crows = {}
-    for l in table.concat(parts):gmatch("[^\n]+") do
-      local cells = {}
-      for c in (l .. ","):gmatch("([^,]*),") do cells[#cells + 1] = c end
-      crows[#crows + 1] = cells
-    end
-    assert.are.equal("8", crows[2][cat.ep_degree])
+    local crows = csv_cells(candidates_text(64, { moe }))
+    assert.are.equal("8", crows[2][positions(csv.candidate_columns()).ep_degree])
   end)
 
   it("names the pipeline schedule in the table, result.csv and candidates.csv (moot without pp)", function()
@@ -668,31 +676,14 @@ describe("the text table", function()
     assert.are.equal("dualpipev", rows[1][10])
     assert.are.equal("-", rows[2][10])
     local text = csv.format({ top_k_strategies = { rec(4, "zbv_zero_bubble"), rec(1, "1f1b") } })
-    local at = {}
-    for i, c in ipairs(csv.columns()) do at[c] = i end
-    local lines = {}
-    for l in text:gmatch("[^\n]+") do
-      local cells = {}
-      for c in (l .. ","):gmatch("([^,]*),") do cells[#cells + 1] = c end
-      lines[#lines + 1] = cells
-    end
+    local at = positions(csv.columns())
+    local lines = csv_cells(text)
     assert.are.equal("zbv_zero_bubble", lines[2][at.pp_schedule])
     assert.are.equal("", lines[3][at.pp_schedule])
     -- candidates.csv: the cell follows each candidate's pp_degree, not a
     -- cache of the value
-    local parts = {}
-    local w = csv.candidate_writer(function(t) parts[#parts + 1] = t end, "all", 8)
-    w.row(1, nil, 1.0, 2 ^ 30, rec(1, "1f1b"))
-    w.row(2, nil, 1.0, 2 ^ 30, rec(4, "1f1b"))
-    w.finish()
-    local ccols, cat = csv.candidate_columns(), {}
-    for i, c in ipairs(ccols) do cat[c] = i end
-    local crows = {}
-    for l in table.concat(parts):gmatch("[^\n]+") do
-      local cells = {}
-      for c in (l .. ","):gmatch("([^,]*),") do cells[#cells + 1] = c end
-      crows[#crows + 1] = cells
-    end
+    local cat = positions(csv.candidate_columns())
+    local crows = csv_cells(candidates_text(8, { rec(1, "1f1b"), rec(4, "1f1b") }))
     assert.are.equal("pp_schedule", crows[1][cat.pp_schedule])
     assert.are.equal("", crows[2][cat.pp_schedule])
     assert.are.equal("1f1b", crows[3][cat.pp_schedule])

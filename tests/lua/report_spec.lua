@@ -602,6 +602,13 @@ describe("the text table", function()
     assert.are.equal("-", ep({}))
     assert.are.equal("8", ep({ ep_degree = 8, etp_degree = 1 }))
     assert.are.equal("4 x etp 2", ep({ ep_degree = 4, etp_degree = 2 }))
+    -- a one-row table drops a column that is off ("-"), keeps the others
+    local text = tbl.table_text({ top_k_strategies = { { rank = 1, dp_degree = 8, fsdp_degree = 1,
+      tp_degree = 1, pp_degree = 1, cp_degree = 1, micro_batch_size = 1,
+      layer_recompute = "none", memory_cost = {}, performance_cost = { step_time = 1 } } } })
+    local header = text:match("(rank[^\n]+)")
+    assert.falsy(header:find(" ep ", 1, true), header)
+    assert.truthy(header:find(" dp ", 1, true), header)
   end)
 
   it("labels recompute as the stages run it", function()

@@ -184,10 +184,12 @@ function M.table_text(result, opts)
   for _, r in ipairs(result.top_k_strategies or {}) do if r.pareto_front then fronts = true end end
   local keep, same = {}, {}
   for j = 1, #headers do
-    local constant = #rows >= 2 and FOLDABLE[j]
+    local constant = #rows >= 1 and FOLDABLE[j]
     if constant then
       for i = 2, #rows do if rows[i][j] ~= rows[1][j] then constant = false break end end
     end
+    -- one row: only a setting that is off ("-") leaves the table
+    if constant and #rows < 2 and rows[1][j] ~= "-" then constant = false end
     if constant and rows[1][j] ~= "-" then
       same[#same + 1] = headers[j] .. "=" .. rows[1][j]
     elseif not constant then

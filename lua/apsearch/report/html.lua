@@ -623,10 +623,12 @@ local function topk_html(result, launch)
   headers, right = util.copy(headers), util.copy(right or {})
   local keep, same = {}, {}
   for j, h in ipairs(headers) do
-    local one = #rows > 1 and j > 1
+    local one = j > 1
     for i = 2, #rows do
       if tostring(rows[i][j]) ~= tostring(rows[1][j]) then one = false break end
     end
+    -- one row: only a setting that is off ("-") leaves the table
+    if one and #rows < 2 and tostring(rows[1][j]) ~= "-" then one = false end
     -- a setting that is off in every row ("-": no FSDP to reshard, no
     -- experts) says nothing; as in the text table it is left out
     if one then

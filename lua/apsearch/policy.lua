@@ -890,6 +890,17 @@ function M.from_table(raw, file, opts)
       "the model's max_position_embeddings = %d (%s); RoPE positions past it are extrapolated",
       p.training.seq_length, mpe, tostring(p.model.name))
   end
+  -- expert dimensions on a model without experts: the space has no such
+  -- level (space.lua), so they would be dropped without a word
+  if (p.model.num_experts or 0) == 0 then
+    local dims = p.search_space.dims or {}
+    for _, f in ipairs(require("apsearch.space").moe_fields) do
+      if dims[f] then
+        p.warnings[#p.warnings + 1] = string.format("warning: search_space.%s: %s has no experts; " ..
+          "the dimension is ignored", f, tostring(p.model.name))
+      end
+    end
+  end
   -- core field -> where the user wrote it (cluster.memory_limit_gib -> training.memory_limit_bytes)
   p.aliases = n.aliases
   for _, r in ipairs(opts.rules or {}) do

@@ -300,6 +300,18 @@ describe("estimate", function()
       est.step_time .. " vs " .. top.performance_cost.step_time)
   end)
 
+  it("warns when a dense model's space lists expert dimensions, which it cannot use", function()
+    local code, _, err = H.apsearch("run", ROOT .. "/examples/llama3_8b_h100.lua", "--top-k", "1",
+      "--set", "search_space.ep_degree=1,2")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("warning: search_space.ep_degree: llama-3.1-8b has no experts; " ..
+      "the dimension is ignored", 1, true), err)
+    code, _, err = H.apsearch("run", ROOT .. "/examples/mixtral_8x7b_h100.lua", "--top-k", "1",
+      "--set", "search_space.ep_degree=1,2")
+    assert.are.equal(0, code, err)
+    assert.falsy(err:find("has no experts", 1, true), err)
+  end)
+
   it("says which expert parallelism an MoE estimate ran when --strategy leaves it out", function()
     -- Megatron's defaults (space.moe_defaults): EP 1, ETP 1
     local code, out, err = H.apsearch("estimate", ROOT .. "/examples/mixtral_8x7b_h100.lua",

@@ -8,7 +8,8 @@
 -- is suggested when its distance is at most
 -- `max(2, floor(#word / 3))` (`M.threshold`), or when one of the two is a
 -- prefix of the other and the shorter has at least 3 characters
--- (`h100-sxm` -> `h100-sxm-80gb`).  The closest ones are returned (ties
+-- (`h100-sxm` -> `h100-sxm-80gb`), or when the word is the whole first
+-- part of the name before a `_` or `-` (`tp` -> `tp_degree`).  The closest ones are returned (ties
 -- kept, up to 3); a prefix match ranks before any edit-distance match
 -- (`h100` means an H100, not `b200` two edits away).
 -- @module apsearch.suggest
@@ -51,7 +52,9 @@ end
 local function prefix_of(a, b)
   a, b = a:lower(), b:lower()
   if #a > #b then a, b = b, a end
-  return #a >= 3 and b:sub(1, #a) == a
+  if #a >= 3 and b:sub(1, #a) == a then return true end
+  -- a short word that is a name's whole first part ("tp" of "tp_degree")
+  return #a >= 2 and b:match("^([^_%-]+)[_%-]") == a
 end
 
 --- The known names closest to `word`.

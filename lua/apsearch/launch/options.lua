@@ -303,14 +303,87 @@ M.torchtitan = {
     ["MXFP8LinearConverter.Config"] = { fqns = { type = "list[str]" }, model_compile_enabled = { type = "bool" } },
     ["NVFP4LinearConverter.Config"] = { fqns = { type = "list[str]" }, model_compile_enabled = { type = "bool" } },
   },
+  -- HEAD's MoE model families, the ones a module builds an MoE model on:
+  -- model_registry(flavor) gives the ModelSpec (parallelize_fn, the MoE
+  -- load-balancing hook, state dict adapter) and the embeddings, final
+  -- norm and lm_head of the flavour with the model's dim and vocab_size;
+  -- the layers are rebuilt with the model's numbers on the flavours' own
+  -- builder.  qwen3: torchtitan/models/qwen3/__init__.py
+  -- _build_qwen3_moe_layers (every layer MoE, no shared expert, qk-norm
+  -- RMSNorm eps _EPS = 1e-6, softmax router with route_norm, CosSinRoPE),
+  -- flavours 30B-A3B (dim 2048) and 235B-A22B (dim 4096), vocab 151936,
+  -- config function qwen3_30b_a3b (config_registry.py).  deepseek_v3:
+  -- torchtitan/models/deepseek_v3/__init__.py _build_dsv3_layers
+  -- (build_mla_moe_layers with DeepSeek-V3's inits: MLA, the first
+  -- n_dense_layers dense, num_shared_experts x moe_hidden_dim shared
+  -- FFN, ComplexRoPE on qk_rope_head_dim), flavours 16B (dim 2048, vocab
+  -- 102400), 236B (5120, 102400), 671B (7168, 129280); config function
+  -- deepseek_v3_671b (config_registry.py).  `routing`: what apsearch's
+  -- model does not give, as the flavour sets it (group-limited routing,
+  -- route scale and norm, the MLA softmax mscale, YaRN beta_fast/slow)
+  moe_families = {
+    qwen3 = {
+      module = "torchtitan.models.qwen3", config_module = "torchtitan.models.qwen3.config_registry",
+      base = "qwen3_30b_a3b", builder = "_build_qwen3_moe_layers", rope = "CosSinRoPE.Config",
+      norm_eps = 1e-6,
+      flavors = { ["30B-A3B"] = { dim = 2048, vocab_size = 151936 },
+                  ["235B-A22B"] = { dim = 4096, vocab_size = 151936 } },
+      args = { n_layers = { type = "int", min = 1 }, dim = { type = "int", min = 1 },
+        n_heads = { type = "int", min = 1 }, n_kv_heads = { type = "int", min = 1 },
+        head_dim = { type = "int", min = 1 }, moe_hidden_dim = { type = "int", min = 1 },
+        num_experts = { type = "int", min = 1 }, top_k = { type = "int", min = 1 },
+        fuse_qkv = { type = "bool" }, attn_backend = { type = "str", values = set({ "flex", "flex_flash", "varlen" }) },
+        moe_comm_backend = { type = "str", values = set({ "standard", "deepep", "hybridep" }) },
+        rope = { type = "CosSinRoPE.Config" } },
+      rope_args = { dim = { type = "int", min = 1 }, max_context_length = { type = "int", min = 1 },
+        theta = { type = "float", min = 0 } },
+    },
+    deepseek_v3 = {
+      module = "torchtitan.models.deepseek_v3", config_module = "torchtitan.models.deepseek_v3.config_registry",
+      base = "deepseek_v3_671b", builder = "_build_dsv3_layers", rope = "ComplexRoPE.Config",
+      flavors = {
+        ["16B"] = { dim = 2048, vocab_size = 102400, routing = { router_route_scale = 1.0,
+          router_route_norm = false, mscale = 0.70, beta_fast = 32.0, beta_slow = 1.0 } },
+        ["236B"] = { dim = 5120, vocab_size = 102400, routing = { router_num_expert_groups = 8,
+          router_num_limited_groups = 3, router_route_scale = 16.0, router_route_norm = false, mscale = 1.0,
+          beta_fast = 32.0, beta_slow = 1.0 } },
+        ["671B"] = { dim = 7168, vocab_size = 129280, routing = { router_num_expert_groups = 8,
+          router_num_limited_groups = 4, router_route_scale = 2.5, router_route_norm = true, mscale = 1.0,
+          beta_fast = 32.0, beta_slow = 1.0 } },
+      },
+      args = { n_layers = { type = "int", min = 1 }, n_dense_layers = { type = "int", min = 0 },
+        dim = { type = "int", min = 1 }, n_heads = { type = "int", min = 1 },
+        q_lora_rank = { type = "int", min = 0 }, kv_lora_rank = { type = "int", min = 1 },
+        qk_nope_head_dim = { type = "int", min = 1 }, qk_rope_head_dim = { type = "int", min = 1 },
+        v_head_dim = { type = "int", min = 1 }, mscale = { type = "float", min = 0 },
+        dense_hidden_dim = { type = "int", min = 1 }, moe_hidden_dim = { type = "int", min = 1 },
+        num_experts = { type = "int", min = 1 }, num_shared_experts = { type = "int", min = 0 },
+        router_top_k = { type = "int", min = 1 },
+        router_score_func = { type = "str", values = set({ "sigmoid", "softmax" }) },
+        router_num_expert_groups = { type = "int", min = 1 }, router_num_limited_groups = { type = "int", min = 1 },
+        router_route_scale = { type = "float", min = 0 }, router_route_norm = { type = "bool" },
+        attn_backend = { type = "str", values = set({ "flex", "flex_flash", "varlen" }) },
+        moe_comm_backend = { type = "str", values = set({ "standard", "deepep", "hybridep" }) },
+        non_blocking_capacity_factor = { type = "float", min = 0 },
+        rope = { type = "ComplexRoPE.Config" } },
+      rope_args = { dim = { type = "int", min = 1 }, max_context_length = { type = "int", min = 1 },
+        theta = { type = "float", min = 0 }, scaling = { type = "str", values = set({ "none", "yarn" }) },
+        rope_factor = { type = "float", min = 0 }, beta_fast = { type = "float", min = 0 },
+        beta_slow = { type = "float", min = 0 }, original_seq_len = { type = "int", min = 1 } },
+    },
+  },
   -- model_registry(flavor) and the config functions a module builds on
   flavors = set({ "1B", "3B", "8B", "70B", "405B" }),
-  base_configs = set({ "llama3_8b", "llama3_70b", "llama3_405b" }),
+  base_configs = set({ "llama3_8b", "llama3_70b", "llama3_405b", "qwen3_30b_a3b", "deepseek_v3_671b" }),
   imports = {
+    ["torchtitan.models.qwen3.config_registry"] = set({ "qwen3_30b_a3b" }),
+    ["torchtitan.models.qwen3"] = set({ "model_registry", "_build_qwen3_moe_layers" }),
+    ["torchtitan.models.deepseek_v3.config_registry"] = set({ "deepseek_v3_671b" }),
+    ["torchtitan.models.deepseek_v3"] = set({ "model_registry", "_build_dsv3_layers" }),
     ["torchtitan.models.llama3.config_registry"] = set({ "llama3_8b", "llama3_70b", "llama3_405b" }),
     ["torchtitan.models.llama3"] = set({ "model_registry", "Llama3Model", "_build_llama3_layers",
       "_EMBEDDING_INIT", "_EMBEDDING_SKIP_INIT", "_NORM_INIT", "_output_linear_init" }),
-    ["torchtitan.models.common"] = set({ "ComplexRoPE", "Embedding", "Linear", "RMSNorm" }),
+    ["torchtitan.models.common"] = set({ "ComplexRoPE", "CosSinRoPE", "Embedding", "Linear", "RMSNorm" }),
     ["torchtitan.trainer"] = set({ "Trainer" }),
     ["torchtitan.config"] = set({ "CompileConfig" }),
     ["torchtitan.components.loss"] = set({ "ChunkedLossWrapper", "CrossEntropyLoss" }),

@@ -60,7 +60,12 @@
 --   other than dim // heads and qk-norm NOT WRITTEN (the builder has none)
 -- * MoE (M.moe_fields): ep_degree -> parallelism.expert_parallel_degree;
 --   etp_degree > 1, a capacity factor NOT EXPRESSIBLE; the MoE model
---   itself NOT WRITTEN (HEAD's MoE config functions build it)
+--   (M.moe_model): HEAD's qwen3 or deepseek_v3 family (base config
+--   qwen3_30b_a3b / deepseek_v3_671b, model_registry flavour with the
+--   model's dim and vocab, layers rebuilt by _build_qwen3_moe_layers /
+--   _build_dsv3_layers with num_experts, top_k, moe_hidden_dim,
+--   num_shared_experts, n_dense_layers and the MLA ranks), else (e.g.
+--   Mixtral: HEAD has no family for it) NOT WRITTEN, llama3 built
 -- * cuda_graphs -> training.disable_cuda_graphs (HEAD graphs fwd + bwd by
 --   default since f84224af, 2026-08-13; never with PP)
 -- @module apsearch.launch.torchtitan
@@ -310,6 +315,150 @@ function M.model_config(s, lines, import)
   L[#L + 1] = "    )"
 end
 
+--- HEAD's MoE model for an MoE model, when HEAD has its family
+-- (options.torchtitan.moe_families, torchtitan b5bcd76c): qwen3 for
+-- grouped-query attention with qk-norm and routed experts only on every
+-- layer (torchtitan/models/qwen3/__init__.py _build_qwen3_moe_layers),
+-- deepseek_v3 for multi-head latent attention (kv_lora_rank > 0) with the
+-- first layers dense and shared experts a multiple of the expert width
+-- (torchtitan/models/deepseek_v3/__init__.py _build_dsv3_layers ->
+-- build_mla_moe_layers).  The flavour is the family's with the model's
+-- dim and vocab_size (model_registry builds the embeddings, final norm and
+-- lm_head from them); the layers are the builder's with the model's
+-- numbers.  Router settings apsearch's model lacks (group-limited
+-- routing, route scale and norm, MLA mscale, YaRN betas) are the
+-- flavour's; the router score is sigmoid with an expert bias
+-- (moe_router_bias, DeepSeek-V3's aux-loss-free balancing), else softmax.
+-- @tparam table m model (num_experts > 0)
+-- @tparam integer ctx RoPE max_context_length (M.model_shape)
+-- @treturn table|nil `{family, fam, flavor, args = {{name, value}...},
+--   rope = {{name, value}...}, notes = {{kind, text}...}}`
+-- @treturn string|nil why HEAD cannot build it (nil: no family matches)
+function M.moe_model(m, ctx)
+  local FAM = TT.moe_families
+  local family
+  if (m.kv_lora_rank or 0) > 0 then family = "deepseek_v3"
+  elseif m.qk_norm and (m.kv_lora_rank or 0) == 0 then family = "qwen3" end
+  if not family then return nil end
+  local fam = FAM[family]
+  local why = {}
+  local function W(t) why[#why + 1] = t end
+  local flavor
+  local names = {}
+  for f in pairs(fam.flavors) do names[#names + 1] = f end
+  table.sort(names)
+  for _, f in ipairs(names) do
+    local fs = fam.flavors[f]
+    if fs.dim == m.hidden_size and fs.vocab_size == m.vocab_size then flavor = f break end
+  end
+  if not flavor then
+    W(string.format("no %s flavour has dim %d and vocab %d (model_registry builds the embeddings and lm_head)",
+      family, m.hidden_size, m.vocab_size))
+  end
+  if m.tie_word_embeddings then W("tied embeddings (HEAD's MoE flavours are untied)") end
+  if m.qkv_bias or m.attn_out_bias or m.mlp_bias then W("linear biases (HEAD's MoE builders have none)") end
+  if m.mlp and m.mlp ~= "swiglu" then W(tostring(m.mlp) .. " experts (HEAD's GroupedExperts are SwiGLU)") end
+  if m.norm and m.norm ~= "rmsnorm" then W(tostring(m.norm) .. " (HEAD's MoE models use RMSNorm)") end
+  if (m.sliding_window or 0) > 0 then W("a sliding window") end
+  local pattern = require("apsearch.core").model_params(m).moe_pattern or {}
+  local dense = 0
+  while pattern[dense + 1] == 0 do dense = dense + 1 end
+  for i = dense + 1, #pattern do
+    if pattern[i] ~= 1 then W("MoE layers interleaved with dense ones (the builders make the first " ..
+      "n_dense_layers dense, the rest MoE)") break end
+  end
+  local shared, moe_h = m.shared_expert_ffn_hidden_size or 0, m.moe_ffn_hidden_size
+  local notes = {}
+  local function N(kind, text) notes[#notes + 1] = { kind, text } end
+  local args, rope = {}, {}
+  local function A(k, v) args[#args + 1] = { k, v } end
+  local function R(k, v) rope[#rope + 1] = { k, v } end
+  local kind = m.rope_scaling_type or "none"
+  local theta = (m.rope_theta or 0) > 0 and m.rope_theta + 0.0 or 10000.0
+  if family == "qwen3" then
+    local hd = m.head_dim or m.hidden_size // m.num_attention_heads
+    if dense > 0 then W(dense .. " dense first layers (_build_qwen3_moe_layers makes every layer MoE)") end
+    if shared > 0 then W("shared experts (_build_qwen3_moe_layers has none)") end
+    if kind ~= "none" then W(kind .. " RoPE scaling (HEAD's Qwen3 RoPE is unscaled CosSinRoPE)") end
+    if #why > 0 then return nil, table.concat(why, "; ") end
+    A("fuse_qkv", true) A("n_layers", m.num_layers) A("dim", m.hidden_size)
+    A("n_heads", m.num_attention_heads) A("n_kv_heads", m.num_query_groups or m.num_attention_heads)
+    A("head_dim", hd) A("moe_hidden_dim", moe_h) A("num_experts", m.num_experts)
+    A("top_k", m.experts_per_token) A("attn_backend", "flex") A("moe_comm_backend", "standard")
+    R("dim", hd) R("max_context_length", ctx) R("theta", theta)
+    if m.moe_router_bias then
+      N("NOT EXPRESSIBLE in TorchTitan", "the router's expert bias: _build_qwen3_moe_layers routes by " ..
+        "softmax without one")
+    end
+  else
+    local routing = flavor and fam.flavors[flavor].routing or {}
+    if shared > 0 and shared % moe_h ~= 0 then
+      W(string.format("a shared-expert width %d not a multiple of the expert width %d (num_shared_experts " ..
+        "x moe_hidden_dim)", shared, moe_h))
+    end
+    if kind ~= "none" and kind ~= "yarn" then W(kind .. " RoPE scaling (ComplexRoPE: none or yarn)") end
+    if #why > 0 then return nil, table.concat(why, "; ") end
+    A("n_layers", m.num_layers) A("n_dense_layers", dense) A("dim", m.hidden_size)
+    A("n_heads", m.num_attention_heads) A("q_lora_rank", m.q_lora_rank or 0) A("kv_lora_rank", m.kv_lora_rank)
+    A("qk_nope_head_dim", m.qk_nope_head_dim) A("qk_rope_head_dim", m.qk_rope_head_dim)
+    A("v_head_dim", m.v_head_dim) A("mscale", routing.mscale)
+    A("dense_hidden_dim", m.ffn_hidden_size) A("moe_hidden_dim", moe_h) A("num_experts", m.num_experts)
+    A("num_shared_experts", shared // moe_h) A("router_top_k", m.experts_per_token)
+    A("router_score_func", m.moe_router_bias and "sigmoid" or "softmax")
+    for _, k in ipairs({ "router_num_expert_groups", "router_num_limited_groups", "router_route_scale",
+      "router_route_norm" }) do
+      if routing[k] ~= nil then A(k, routing[k]) end
+    end
+    A("attn_backend", "flex") A("moe_comm_backend", "standard") A("non_blocking_capacity_factor", nil)
+    R("dim", m.qk_rope_head_dim) R("max_context_length", ctx) R("theta", theta)
+    if kind == "yarn" then
+      R("scaling", "yarn") R("rope_factor", (m.rope_scaling_factor or 1) + 0.0)
+      R("beta_fast", routing.beta_fast) R("beta_slow", routing.beta_slow)
+      R("original_seq_len", math.tointeger(m.original_max_position_embeddings or 4096))
+    end
+    N("NOTE", string.format("router groups, route scale and norm, the MLA mscale and the YaRN betas are " ..
+      "HEAD's %s flavour's (apsearch's model does not give them)", flavor))
+    if m.shared_expert_gate then
+      N("NOT EXPRESSIBLE in TorchTitan", "the shared experts' sigmoid gate (build_mla_moe_layers has none)")
+    end
+    if (m.mtp_layers or 0) > 0 then
+      N("NOTE", string.format("the model's %d multi-token-prediction module(s) are not trained in the " ..
+        "estimate: model_registry's num_mtp_layers stays 0", m.mtp_layers))
+    end
+    if m.qk_norm == false and (m.norm_eps or 0) > 0 then
+      N("NOTE", "the MLA latents' q_norm / kv_norm keep RMSNorm.Config's default eps")
+    end
+  end
+  if m.moe_router_bias and family == "deepseek_v3" then
+    N("NOTE", "the router's expert bias: HEAD updates it with the MoE load-balancing hook " ..
+      "(register_moe_load_balancing_hook, model_registry's post_optimizer_build_fn)")
+  end
+  return { family = family, fam = fam, flavor = flavor, args = args, rope = rope, notes = notes }
+end
+
+--- `config.model_spec.model.layers = <builder>(...)`: HEAD's MoE layers
+-- with the model's numbers (M.moe_model), every argument checked against
+-- options.torchtitan.moe_families.
+-- @tparam table mm M.moe_model's table
+-- @tparam table lines (appended to)
+function M.moe_layers_config(mm, lines)
+  local fam = mm.fam
+  local function lit(fact, name, v)
+    if v == nil then return "None" end
+    assert(fact, "torchtitan: " .. fam.builder .. " has no " .. name)
+    assert(options.torchtitan_value_ok(fact, v), "torchtitan: " .. fam.builder .. "." .. name .. " = " .. M.py(v))
+    return fact.type == "float" and M.pyfloat(v) or M.py(v)
+  end
+  local rp = {}
+  for i, a in ipairs(mm.rope) do rp[i] = a[1] .. "=" .. lit(fam.rope_args[a[1]], a[1], a[2]) end
+  lines[#lines + 1] = "    config.model_spec.model.layers = " .. fam.builder .. "("
+  for _, a in ipairs(mm.args) do
+    lines[#lines + 1] = "        " .. a[1] .. "=" .. lit(fam.args[a[1]], a[1], a[2]) .. ","
+  end
+  lines[#lines + 1] = "        rope=" .. fam.rope .. "(" .. table.concat(rp, ", ") .. "),"
+  lines[#lines + 1] = "    )"
+end
+
 --- The model's RoPE base and scaling and its norm epsilon, written over
 -- HEAD's llama3 flavour (theta 500000, llama scaling 8, eps 1e-5) on every
 -- layer's own RoPE.Config and RMSNorm.Configs (make_gqa_config copies the
@@ -317,7 +466,10 @@ end
 -- @tparam table m model
 -- @tparam table lines the function body (appended to)
 -- @tparam function N note writer
-function M.model_numerics(m, lines, N, flavored)
+-- @tparam boolean flavored HEAD's llama3 flavour built as is
+-- @tparam boolean eps_only the norm epsilon only (an MoE family's model,
+--   M.moe_model, whose builder took the RoPE; its layers have no biases)
+function M.model_numerics(m, lines, N, flavored, eps_only)
   local LF = TT.layer_fields
   local body = {}
   local function S(path, value, comment)
@@ -328,7 +480,9 @@ function M.model_numerics(m, lines, N, flavored)
   end
   local theta = m.rope_theta or 0
   local kind, f = m.rope_scaling_type or "none", m.rope_scaling_factor or 0
-  if m.position_embedding and m.position_embedding ~= "rope" then
+  if eps_only then
+    -- nothing of the RoPE here
+  elseif m.position_embedding and m.position_embedding ~= "rope" then
     N("NOT EXPRESSIBLE in TorchTitan", tostring(m.position_embedding) .. " positions: HEAD's llama3 model " ..
       "applies RoPE in every attention layer")
   elseif theta <= 0 then
@@ -419,11 +573,24 @@ function M.render(c)
   -- model: HEAD's llama3 flavour when its shape is the model's, else the
   -- model's own shape on the flavours' builder (M.model_shape)
   local shape, flavor, mnotes = M.model_shape(m, seq, pp)
-  for _, n in ipairs(mnotes) do N(n[1], n[2]) end
+  -- an MoE model of a family HEAD has: that family's model (M.moe_model)
+  local mm, mm_why
+  if (m.num_experts or 0) > 0 then mm, mm_why = M.moe_model(m, shape.max_context_length) end
+  for _, n in ipairs(mm and mm.notes or mnotes) do N(n[1], n[2]) end
+  if mm then
+    -- model_shape's notes are about HEAD's llama3 builder; keep its context one
+    for _, n in ipairs(mnotes) do if n[1] == "NOTE" then N(n[1], n[2]) end end
+  end
   local named = llama3_flavor(m.name)
   local base = named and TT.base_configs["llama3_" .. named:lower()] and ("llama3_" .. named:lower()) or "llama3_8b"
-  import("torchtitan.models.llama3.config_registry", base)
-  import("torchtitan.models.llama3", "model_registry")
+  if mm then
+    base = mm.fam.base
+    import(mm.fam.config_module, base)
+    import(mm.fam.module, "model_registry")
+  else
+    import("torchtitan.models.llama3.config_registry", base)
+    import("torchtitan.models.llama3", "model_registry")
+  end
   import("torchtitan.trainer", "Trainer")
   -- the estimate's elementwise kernels: fused when compiled, eager otherwise
   -- (Megatron and DeepSpeed estimates assume fused kernels: compile)
@@ -456,7 +623,20 @@ function M.render(c)
   end
 
   lines[#lines + 1] = string.format("    config = %s()", base)
-  if flavor then
+  if mm then
+    lines[#lines + 1] = string.format("    # %s: HEAD's %s MoE model; flavour %s gives the ModelSpec, embeddings, " ..
+      "final norm and lm_head (dim %d, vocab %d), the layers are the model's", tostring(m.name), mm.family,
+      mm.flavor, m.hidden_size, m.vocab_size)
+    lines[#lines + 1] = string.format("    config.model_spec = model_registry(%s)", M.py(mm.flavor))
+    F("model_spec.flavor", tostring(m.name))
+    import(mm.fam.module, mm.fam.builder)
+    import("torchtitan.models.common", mm.fam.rope:match("^(%w+)"))
+    M.moe_layers_config(mm, lines)
+    if conv then
+      lines[#lines + 1] = "    config.model_spec.model = " .. conv ..
+        ".build().convert(config.model_spec.model)  # as model_registry applies converters"
+    end
+  elseif flavor then
     lines[#lines + 1] = string.format("    config.model_spec = model_registry(%s%s)  # %s", M.py(flavor),
       conv and (", converters=[" .. conv .. "]") or "", M.shape_comment(shape))
   else
@@ -482,7 +662,7 @@ function M.render(c)
     "whole sequence's logits at once (unchunked cross entropy), so its loss memory is an upper bound " ..
     "(chunked: an eighth of the logits plus a float32 hidden-state gradient buffer)")
 
-  M.model_numerics(m, lines, N, flavor ~= nil)
+  M.model_numerics(m, lines, N, flavor ~= nil, mm ~= nil)
 
   -- batch
   F("training.num_tokens_per_microbatch_per_dp_rank", b * seq, string.format("%d x %d tokens", b, seq))
@@ -602,7 +782,7 @@ function M.render(c)
     end
   end
 
-  if (m.num_experts or 0) > 0 then M.moe_fields(c, F, N) end
+  if (m.num_experts or 0) > 0 then M.moe_fields(c, F, N, mm, mm_why) end
 
   -- compile
   local components = { "model" }
@@ -684,20 +864,25 @@ end
 -- expressible there: experts split by tensor parallelism (etp_degree > 1;
 -- the sparse mesh has no tp dimension), a capacity factor (HEAD's
 -- standard all-to-all is dropless), grouped GEMM off; the model itself:
--- this module builds HEAD's llama3 (dense) model, so a MoE model is a
--- NOT EXPRESSIBLE note pointing at HEAD's MoE config functions.
+-- HEAD's family model when M.moe_model built it, else this module builds
+-- HEAD's llama3 (dense) model and a NOT WRITTEN note points at HEAD's MoE
+-- config functions.
 -- @tparam table c context (apsearch.launch.context)
 -- @tparam function F field writer
 -- @tparam function N note writer
-function M.moe_fields(c, F, N)
+-- @tparam table|nil mm M.moe_model's table (the MoE model written)
+-- @tparam string|nil why why HEAD's family cannot build it
+function M.moe_fields(c, F, N, mm, why)
   local r, m = c.rec, c.model
   local ep, tp, cp = r.ep_degree or 1, r.tp_degree or 1, r.cp_degree or 1
   local etp = r.etp_degree or tp
   local shard = (r.fsdp_degree or 1) * cp * tp
-  N("NOT WRITTEN", string.format("the %d-expert MoE model: this module builds HEAD's " ..
-    "llama3 (dense) model; start from HEAD's MoE config functions (torchtitan/models/deepseek_v3, qwen3, " ..
-    "gpt_oss config_registry.py; their model_registry flavours carry the experts) and copy the " ..
-    "parallelism fields below", m.num_experts))
+  if not mm then
+    N("NOT WRITTEN", string.format("the %d-expert MoE model: this module builds HEAD's " ..
+      "llama3 (dense) model%s; start from HEAD's MoE config functions (torchtitan/models/deepseek_v3, " ..
+      "qwen3, gpt_oss config_registry.py; their model_registry flavours carry the experts) and copy the " ..
+      "parallelism fields below", m.num_experts, why and (" (" .. why .. ")") or ""))
+  end
   if shard % ep == 0 then
     F("parallelism.expert_parallel_degree", ep)
   else

@@ -114,12 +114,29 @@ local function parse_model_block(lines)
   return model
 end
 
+-- `config.model_spec.model.layers = <builder>(` ... `    )`: an MoE
+-- family's layer builder, one `name=value,` argument a line
+local function parse_moe_layers(builder, lines)
+  local out = { ctor = builder, args = {}, names = {} }
+  for _, line in ipairs(lines) do
+    local k, v = line:match("^        ([%w_]+)=(.-),$")
+    assert(k, "bad layers line: " .. line)
+    assert(not out.names[k], "argument twice: " .. k)
+    out.names[k] = true
+    if v ~= "None" then out.args[k] = model_arg(v) end
+  end
+  return out
+end
+
 local function parse_titan(text)
   local t = { fields = {}, imports = {}, order = {}, layer_fields = {} }
-  local in_fn, fqns, in_loop, mblock = false, nil, false, nil
+  local in_fn, fqns, in_loop, mblock, lblock = false, nil, false, nil, nil
   for line in text:gmatch("[^\n]*") do
     if in_loop and not line:match("^        ") then in_loop = false end
-    if mblock then
+    if lblock then
+      if line == "    )" then t.moe_layers = parse_moe_layers(lblock.builder, lblock) lblock = nil
+      else lblock[#lblock + 1] = line end
+    elseif mblock then
       if line == "    )" then t.model = parse_model_block(mblock) mblock = nil
       else mblock[#mblock + 1] = line end
     elseif line:match("^#") then
@@ -147,7 +164,7 @@ local function parse_titan(text)
       elseif line:match("^    config = ") then
         t.base = assert(line:match("^    config = ([%w_]+)%(%)$"), "bad base: " .. line)
       elseif line:match("^    config%.model_spec = ") then
-        local flavor, rest = line:match('^    config%.model_spec = model_registry%("(%w+)"(.*)%)$')
+        local flavor, rest = line:match('^    config%.model_spec = model_registry%("([%w%-]+)"(.*)%)$')
         assert(flavor, "bad model_spec: " .. line)
         t.flavor = flavor
         local conv = rest:match("^, converters=%[(.*)%]$")
@@ -155,8 +172,11 @@ local function parse_titan(text)
       elseif line == "    config.model_spec.model = Llama3Model.Config(" then
         assert(not t.model, "one model config")
         mblock = {}
+      elseif line:match("^    config%.model_spec%.model%.layers = [%w_]+%($") then
+        assert(not t.model and not t.moe_layers, "one model config")
+        lblock = { builder = line:match("= ([%w_]+)%($") }
       elseif line:match("^    config%.model_spec%.model = .*%.build%(%)%.convert%(config%.model_spec%.model%)$") then
-        assert(t.model and not t.converter, "a converter after the model config")
+        assert((t.model or t.moe_layers) and not t.converter, "a converter after the model config")
         t.converter = py_value(line:match("^    config%.model_spec%.model = (.*)%.build%(%)%.convert%("))
       elseif line:match("^    config%.loss = ") then
         t.loss = line:match("^    config%.loss = ([%w_%.]+)%(")
@@ -191,7 +211,29 @@ local function check_titan_facts(t)
       "TorchTitan has no " .. im[1] .. "." .. im[2])
   end
   assert.is_true(TT.base_configs[t.base] == true, t.base)
-  assert.is_true(TT.flavors[t.flavor] == true, t.flavor)
+  if t.moe_layers then
+    -- an MoE family's model: its flavour, base config and builder arguments
+    local fam
+    for _, f in pairs(TT.moe_families) do if f.builder == t.moe_layers.ctor then fam = f end end
+    assert.is_truthy(fam, "TorchTitan has no MoE builder " .. t.moe_layers.ctor)
+    assert.is_truthy(fam.flavors[t.flavor], t.flavor)
+    assert.are.equal(fam.base, t.base)
+    for k, x in pairs(t.moe_layers.args) do
+      local fact = fam.args[k]
+      assert.is_truthy(fact, t.moe_layers.ctor .. " has no argument " .. k)
+      if k == "rope" then
+        assert.are.equal(fam.rope, x.ctor)
+        for rk, rx in pairs(x.args) do
+          assert.is_true(fam.rope_args[rk] ~= nil and options.torchtitan_value_ok(fam.rope_args[rk], rx),
+            x.ctor .. "." .. rk .. " = " .. tostring(rx))
+        end
+      else
+        assert.is_true(options.torchtitan_value_ok(fact, x), t.moe_layers.ctor .. "." .. k .. " = " .. tostring(x))
+      end
+    end
+  else
+    assert.is_true(TT.flavors[t.flavor] == true, t.flavor)
+  end
   for path, v in pairs(t.fields) do
     local fact = TT.fields[path]
     assert.is_truthy(fact, "TorchTitan has no field " .. path)
@@ -259,7 +301,18 @@ end
 -- layer loop
 local function titan_shape(t)
   local s = {}
-  if t.model then
+  if t.moe_layers then
+    -- an MoE family's layers; the embeddings and lm_head are the flavour's
+    local a = t.moe_layers.args
+    local fam
+    for _, f in pairs(options.torchtitan.moe_families) do if f.builder == t.moe_layers.ctor then fam = f end end
+    local fl = fam.flavors[t.flavor]
+    assert.are.equal(fl.dim, a.dim, "the flavour's dim is the layers'")
+    s = { dim = a.dim, vocab_size = fl.vocab_size, enable_weight_tying = false, n_layers = a.n_layers,
+      n_heads = a.n_heads, n_kv_heads = a.n_kv_heads or a.n_heads, hidden_dim = a.dense_hidden_dim,
+      head_dim = a.head_dim or (a.qk_nope_head_dim + a.qk_rope_head_dim),
+      max_context_length = a.rope.args.max_context_length }
+  elseif t.model then
     local a, b = t.model.args, t.model.args.layers.args
     s = { dim = a.dim, vocab_size = a.vocab_size, enable_weight_tying = a.enable_weight_tying,
       n_layers = b.n_layers, n_heads = b.n_heads, n_kv_heads = b.n_kv_heads, hidden_dim = b.hidden_dim,
@@ -526,6 +579,9 @@ local function check_all(r)
       local want = expected_shape(r.inputs.model, r.inputs.training.seq_length, rec.pp_degree or 1)
       if f.text:find("# NOT WRITTEN: head_dim", 1, true) then -- noted: the builder's dim // heads
         want.head_dim = want.dim // want.n_heads
+      end
+      if t.moe_layers and not t.moe_layers.args.n_dense_layers then
+        want.hidden_dim = nil   -- every layer MoE (_build_qwen3_moe_layers): no dense FFN width
       end
       assert.are.same(want, titan_shape(t))
       local prod = s.dp_degree * s.fsdp_degree * s.tp_degree * s.pp_degree * s.cp_degree
@@ -1371,7 +1427,30 @@ describe("launch configs", function()
       assert.is_true(v["--qk-layernorm"])                 -- the latents' norms
       assert.truthy(by[rec.rank].megatron.text:find("--mtp-num-layers 1", 1, true))  -- noted, not written
       local tt, mf = by[rec.rank].torchtitan.text, by[rec.rank].mindformers.text
-      assert.truthy(tt:find("NOT WRITTEN: the 256-expert MoE model", 1, true))
+      -- HEAD's deepseek_v3 model with DeepSeek-V3's numbers (HF config.json;
+      -- TorchTitan b5bcd76c deepseek_v3/__init__.py _671b has the same)
+      assert.is_nil(tt:find("NOT WRITTEN", 1, true))
+      local t = parse_titan(tt)
+      assert.are.equal("deepseek_v3_671b", t.base)
+      assert.are.equal("671B", t.flavor)
+      assert.are.equal("_build_dsv3_layers", t.moe_layers.ctor)
+      local a = t.moe_layers.args
+      assert.are.same({ 61, 3, 7168, 128 }, { a.n_layers, a.n_dense_layers, a.dim, a.n_heads })
+      assert.are.same({ 256, 8, 1, 2048, 18432 },
+        { a.num_experts, a.router_top_k, a.num_shared_experts, a.moe_hidden_dim, a.dense_hidden_dim })
+      assert.are.same({ 1536, 512, 128, 64, 128 },
+        { a.q_lora_rank, a.kv_lora_rank, a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim })
+      assert.are.equal("sigmoid", a.router_score_func)      -- moe_router_bias (noaux_tc)
+      -- the 671B flavour's routing, which apsearch's model does not carry
+      assert.are.same({ 8, 4, 2.5, true }, { a.router_num_expert_groups, a.router_num_limited_groups,
+        a.router_route_scale, a.router_route_norm })
+      assert.truthy(tt:find("non_blocking_capacity_factor=None,", 1, true))  -- required, no default
+      -- YaRN on the rope dims: factor 40 from 4096 positions, theta 10000
+      local rp = a.rope.args
+      assert.are.same({ 64, "yarn", 40.0, 4096, 10000.0 },
+        { rp.dim, rp.scaling, rp.rope_factor, rp.original_seq_len, rp.theta })
+      assert.are.equal(1e-6, t.layer_fields["attention_norm.eps"])
+      assert.truthy(tt:find("from torchtitan.models.deepseek_v3 import _build_dsv3_layers, model_registry", 1, true))
       assert.truthy(tt:find("NOT EXPRESSIBLE in TorchTitan: moe_capacity_factor = 1.25", 1, true))
       assert.truthy(mf:find("expert_num: 256", 1, true))
       assert.truthy(mf:find("num_experts_chosen: 8", 1, true))
@@ -1416,10 +1495,55 @@ describe("launch configs", function()
       else
         assert.truthy(tt:find("NOT EXPRESSIBLE in TorchTitan: ep_degree = " .. ep, 1, true))
       end
+      -- HEAD has no Mixtral family: the dense llama3 model, the MoE model noted
+      assert.truthy(tt:find("NOT WRITTEN: the 8-expert MoE model", 1, true))
+      assert.truthy(tt:find("config.model_spec.model = Llama3Model.Config(", 1, true))
       local mf = by[rec.rank].mindformers.text
       assert.truthy(mf:find("expert_parallel: " .. ep, 1, true))  -- ep divides dp x cp here
       assert.truthy(mf:find("expert_num: 8", 1, true))
     end
+  end)
+
+  it("build HEAD's qwen3 MoE model for Qwen3-30B-A3B (128 experts, top-8, width 768)", function()
+    local r = run_example("qwen3_30b_a3b_h100.lua", { top_k = 2 })
+    local by = check_all(r)
+    for _, rec in ipairs(r.top_k_strategies) do
+      local tt = by[rec.rank].torchtitan.text
+      assert.is_nil(tt:find("NOT WRITTEN", 1, true))
+      local t = parse_titan(tt)
+      -- Qwen3-30B-A3B config.json; torchtitan b5bcd76c qwen3/__init__.py _30b_a3b
+      assert.are.equal("qwen3_30b_a3b", t.base)
+      assert.are.equal("30B-A3B", t.flavor)
+      assert.are.equal("_build_qwen3_moe_layers", t.moe_layers.ctor)
+      local a = t.moe_layers.args
+      assert.are.same({ 48, 2048, 32, 4, 128 }, { a.n_layers, a.dim, a.n_heads, a.n_kv_heads, a.head_dim })
+      assert.are.same({ 128, 8, 768 }, { a.num_experts, a.top_k, a.moe_hidden_dim })
+      assert.are.equal("CosSinRoPE.Config", a.rope.ctor)
+      assert.are.same({ 128, 40960, 1000000.0 }, { a.rope.args.dim, a.rope.args.max_context_length, a.rope.args.theta })
+      assert.is_nil(t.model)                                   -- no llama3 model
+      assert.truthy(tt:find("from torchtitan.models.qwen3 import _build_qwen3_moe_layers, model_registry", 1, true))
+    end
+  end)
+
+  it("keep the MoE model NOT WRITTEN when HEAD's family cannot build it", function()
+    local tt = require "apsearch.launch.torchtitan"
+    -- Qwen3-30B-A3B with a width no qwen3 flavour has
+    local m = { num_experts = 128, experts_per_token = 8, moe_ffn_hidden_size = 768, qk_norm = true,
+      hidden_size = 3072, vocab_size = 151936, num_layers = 4, num_attention_heads = 32, head_dim = 128,
+      num_query_groups = 4, ffn_hidden_size = 6144, moe_layer_freq = 1 }
+    local mm, why = tt.moe_model(m, 4096)
+    assert.is_nil(mm)
+    assert.are.equal("no qwen3 flavour has dim 3072 and vocab 151936 (model_registry builds the embeddings " ..
+      "and lm_head)", why)
+    -- shared experts on a qwen3-like model (Qwen1.5-MoE style)
+    m.hidden_size, m.shared_expert_ffn_hidden_size = 2048, 5632
+    mm, why = tt.moe_model(m, 4096)
+    assert.is_nil(mm)
+    assert.are.equal("shared experts (_build_qwen3_moe_layers has none)", why)
+    -- no qk-norm, no MLA (Mixtral): no family
+    mm, why = tt.moe_model({ num_experts = 8, qk_norm = false, hidden_size = 4096, vocab_size = 32000 }, 4096)
+    assert.is_nil(mm)
+    assert.is_nil(why)
   end)
 
   it("are valid bash, written atomically and executable", function()

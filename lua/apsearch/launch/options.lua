@@ -169,6 +169,9 @@ M.torchtitan = {
       "copied per layer by make_gqa_config, models/common/config_utils.py) and RMSNorm.Config eps " ..
       "(models/common/nn_modules.py); Llama3Model.Config, _build_llama3_layers and the flavours' shapes " ..
       "and inits (torchtitan/models/llama3/__init__.py, model.py; models/common/decoder.py, " ..
+      "MoE families: qwen3 _build_qwen3_moe_layers and deepseek_v3 _build_dsv3_layers / " ..
+      "build_mla_moe_layers, their flavours and config functions qwen3_30b_a3b, deepseek_v3_671b " ..
+      "(torchtitan/models/qwen3, deepseek_v3: __init__.py, config_registry.py); " ..
       "feed_forward.py, linear.py); pipeline schedules (torch get_schedule_class names used " ..
       "by torchtitan/distributed/pipeline_parallel.py); run_train.sh (same commit). Each generated " ..
       "module loaded with TorchTitan's ConfigManager at that commit (docs/launch.md)",

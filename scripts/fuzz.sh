@@ -16,7 +16,9 @@
 #   APS_FUZZ_FLAGS    more libFuzzer flags, e.g. "-seed=1 -max_len=8192"
 #
 # The corpus each target grows is kept in build-fuzz/fuzz-work/corpus/
-# <target> and read again next time, with the seeds of fuzz/corpus/<target>.
+# <target> and read again next time, with the seeds of fuzz/corpus/<target>
+# and, not copied into fuzz/corpus, the repository's own inputs of that
+# kind (seeds_of below: the example policies, the shipped model configs).
 # Reproduce a finding with
 #   build-fuzz/fuzz/fuzz_<target> build-fuzz/fuzz-work/artifacts/<target>/crash-...
 set -euo pipefail
@@ -72,8 +74,17 @@ BIN="$(cd "$BUILD/fuzz" && pwd)"
 status=0
 total=0
 printf '%-12s %12s %8s %8s  %s\n' target executions exec/s corpus result
+# the repository's files that are seeds of a target as they are
+seeds_of() {
+  case "$1" in
+    policy) ls "$ROOT"/examples/*.lua ;;
+    config_json) ls "$ROOT"/examples/models/*.json "$ROOT"/tests/fixtures/moe/*.json ;;
+  esac
+}
 for t in $TARGETS; do
   mkdir -p "$WORK/corpus/$t" "$WORK/artifacts/$t"
+  rm -rf "$WORK/seeds/$t" && mkdir -p "$WORK/seeds/$t"
+  for f in $(seeds_of "$t"); do cp "$f" "$WORK/seeds/$t/"; done
   lua5.4 fuzz/dict.lua "$t" "$ROOT" > "$WORK/$t.dict"
   log="$WORK/$t.log"
   rc=0
@@ -86,7 +97,7 @@ for t in $TARGETS; do
     UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
     "$BIN/fuzz_$t" -max_total_time="$TIME" -timeout="$TIMEOUT" -rss_limit_mb="$RSS" \
       -dict="$t.dict" -artifact_prefix="artifacts/$t/" -print_final_stats=1 -detect_leaks=0 \
-      ${APS_FUZZ_FLAGS:-} "corpus/$t" "$ROOT/fuzz/corpus/$t") >"$log" 2>&1 || rc=$?
+      ${APS_FUZZ_FLAGS:-} "corpus/$t" "$ROOT/fuzz/corpus/$t" "seeds/$t") >"$log" 2>&1 || rc=$?
   execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)"
   rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)"
   corpus="$(find "$WORK/corpus/$t" -type f | wc -l)"

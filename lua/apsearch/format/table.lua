@@ -150,6 +150,33 @@ end
 -- strategy columns (2 .. 17 of M.rows) that hold one value in every row
 -- move to a line above the table; `pareto_front` gets a column when present
 
+--- The columns of a top-k table to keep and those that fold into a "same
+-- for every row" line: a foldable column with one value in every row folds
+-- (with two rows or more); a setting that is off in every row ("-": no TP
+-- for sp, no experts for ep) leaves the table, one row or many. The text
+-- table and the report's share it.
+-- @tparam table headers column names
+-- @tparam table rows arrays of cells (strings)
+-- @tparam function foldable `foldable(j)`: column j may fold
+-- @treturn table keep: the column numbers shown, in order
+-- @treturn table same: `{header, value}` of each folded column
+function M.fold_columns(headers, rows, foldable)
+  local keep, same = {}, {}
+  for j = 1, #headers do
+    local constant = #rows >= 1 and foldable(j)
+    if constant then
+      for i = 2, #rows do
+        if tostring(rows[i][j]) ~= tostring(rows[1][j]) then constant = false break end
+      end
+    end
+    local v = constant and tostring(rows[1][j])
+    if constant and v == "-" then -- off everywhere: left out
+    elseif constant and #rows >= 2 then same[#same + 1] = { headers[j], v }
+    else keep[#keep + 1] = j end
+  end
+  return keep, same
+end
+
 -- columns fitted to M.max_width, in this order, until the table fits:
 -- headers abbreviated, then the "top ..." columns left out (--wide shows
 -- them)
@@ -182,20 +209,9 @@ function M.table_text(result, opts)
   for j = 3, 18 do FOLDABLE[j] = true end
   local fronts = false
   for _, r in ipairs(result.top_k_strategies or {}) do if r.pareto_front then fronts = true end end
-  local keep, same = {}, {}
-  for j = 1, #headers do
-    local constant = #rows >= 1 and FOLDABLE[j]
-    if constant then
-      for i = 2, #rows do if rows[i][j] ~= rows[1][j] then constant = false break end end
-    end
-    -- one row: only a setting that is off ("-") leaves the table
-    if constant and #rows < 2 and rows[1][j] ~= "-" then constant = false end
-    if constant and rows[1][j] ~= "-" then
-      same[#same + 1] = headers[j] .. "=" .. rows[1][j]
-    elseif not constant then
-      keep[#keep + 1] = j
-    end
-  end
+  local keep, folded = M.fold_columns(headers, rows, function(j) return FOLDABLE[j] end)
+  local same = {}
+  for n, hv in ipairs(folded) do same[n] = hv[1] .. "=" .. hv[2] end
   local h, rr, rt = {}, {}, {}
   for n, j in ipairs(keep) do h[n], rt[n] = headers[j], right[j] end
   if fronts then table.insert(h, 2, "front") table.insert(rt, 2, true) end

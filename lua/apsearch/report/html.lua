@@ -621,22 +621,9 @@ local function topk_html(result, launch)
   local tbl = require "apsearch.format.table"
   local headers, rows, right = tbl.rows(result)
   headers, right = util.copy(headers), util.copy(right or {})
-  local keep, same = {}, {}
-  for j, h in ipairs(headers) do
-    local one = j > 1
-    for i = 2, #rows do
-      if tostring(rows[i][j]) ~= tostring(rows[1][j]) then one = false break end
-    end
-    -- one row: only a setting that is off ("-") leaves the table
-    if one and #rows < 2 and tostring(rows[1][j]) ~= "-" then one = false end
-    -- a setting that is off in every row ("-": no FSDP to reshard, no
-    -- experts) says nothing; as in the text table it is left out
-    if one then
-      if tostring(rows[1][j]) ~= "-" then same[#same + 1] = h .. " " .. tostring(rows[1][j]) end
-    else
-      keep[#keep + 1] = j
-    end
-  end
+  local keep, folded = tbl.fold_columns(headers, rows, function(j) return j > 1 end)
+  local same = {}
+  for n, hv in ipairs(folded) do same[n] = hv[1] .. " " .. hv[2] end
   local H, R, RT = {}, {}, {}
   for n, j in ipairs(keep) do H[n], RT[n] = headers[j], right[j] end
   for i, r in ipairs(rows) do

@@ -18,7 +18,7 @@ M.SCHEMA_VERSION = 1
 -- runs, flash attention from runs with flash attention, unfused attention
 -- from runs without.
 M.FIELDS = {
-  { field = "gemm_efficiency", lo = 0.30, hi = 0.95 },
+  { field = "gemm_efficiency", lo = 0.30, hi = 0.95, needs = "bf16" },
   { field = "gemm_half_dim", lo = 0.0, hi = 4096.0 },
   { field = "attention_efficiency", lo = 0.10, hi = 0.90, needs = "flash" },
   { field = "unfused_attention_efficiency", lo = 0.10, hi = 0.90, needs = "unfused" },
@@ -29,9 +29,12 @@ M.FIELDS = {
 -- @tparam table row column -> string (validation schema)
 -- @treturn table {fp8 = true|nil, flash = true|nil, unfused = true|nil}
 function M.evidence_of(row)
-  local flash = tostring(row.flash_attention or ""):lower() == "true"
-  return { fp8 = row.precision == "fp8" or nil, flash = flash or nil,
-           unfused = (not flash) or nil }
+  -- the kernel the run got, not the one it asked for (apsearch.te_attention)
+  local flash = require("apsearch.te_attention").of_row(row, M.family(row.device))
+  local p = row.precision
+  return { fp8 = p == "fp8" or nil, flash = flash or nil,
+           unfused = (not flash) or nil,
+           bf16 = (p == "bf16" or p == "fp16" or p == "fp32") or nil }
 end
 
 --- Reads and checks a calibration file: one calibration, or one per

@@ -12,6 +12,7 @@ local stringio = require "pl.stringio"
 local util = require "apsearch.util"
 local calibration = require "apsearch.calibration"
 local stacks = require "apsearch.stacks"
+local te_attention = require "apsearch.te_attention"
 
 local M = {}
 
@@ -322,6 +323,19 @@ function M.case_inputs(row)
   end
   if given(row, "flops_convention") then need_enum(row, "flops_convention", M.FLOPS_CONVENTIONS) end
   M.moe_columns(row, model, strategy, assumed)
+  -- a benchmark suite's release is read as the framework release it ran
+  -- (apsearch.stacks.BENCHMARK_RELEASES; every stacks matcher does so)
+  local runs, bench = stacks.framework_software(row.software)
+  if bench then
+    assumed[#assumed + 1] = ("software read as %s (%s: %s)"):format(runs, bench.name, bench.source)
+  end
+  if training.flash_attention then
+    local flash, why = te_attention.of_row(row, calibration.family(row.device))
+    if not flash then
+      training.flash_attention = false
+      assumed[#assumed + 1] = "flash_attention = false (" .. why .. ")"
+    end
+  end
   M.moe_recipes(row, model, training, strategy, assumed)
   if not strategy.layer_recompute then
     strategy.layer_recompute = "none"

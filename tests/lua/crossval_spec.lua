@@ -235,10 +235,11 @@ describe("calibrate with a release-gap run (tests/fixtures/moe/cases_moe.csv)", 
     local lines = {}
     local calib = calibrate.fit(ROOT .. "/tests/fixtures/moe/cases_moe.csv",
       { log = function(line) lines[#lines + 1] = line end })
-    -- mp003 (dgxc 25.08 DeepSeek-V3 on GB200) is a release gap: 3 of 4 rows
+    -- mp003 (dgxc 25.08, i.e. NeMo 25.04, DeepSeek-V3 on GB200) is a
+    -- release gap: 3 of 4 rows
     assert.are.equal(3, calib.rows)
     assert.truthy(table.concat(lines, "\n"):find("calibrate: skipping mp003: release gap, DeepSeek-V3 on GB200 "
-      .. "in dgxc-benchmarking 25.08", 1, true), table.concat(lines, "\n"))
+      .. "in NeMo 25.04 (dgxc-benchmarking 25.08)", 1, true), table.concat(lines, "\n"))
   end)
 end)
 
@@ -256,9 +257,35 @@ describe("calibrate fits each attention path from the runs that use it", functio
     assert.is_nil(a100.attention_efficiency)
     assert.is_nil(a100.fp8_gemm_efficiency)
     local calibration = require "apsearch.calibration"
-    assert.are.same({ unfused = true }, calibration.evidence_of(c016))
+    assert.are.equal("fp16", c016.precision)
+    assert.are.same({ unfused = true, bf16 = true }, calibration.evidence_of(c016))
     assert.are.same({ flash = true, fp8 = true },
       calibration.evidence_of({ flash_attention = "TRUE", precision = "fp8" }))
+    -- the kernel the run got: MLA on GB200 with NeMo 25.04's
+    -- TransformerEngine 2.2 ran unfused (apsearch.te_attention)
+    local mla = { flash_attention = "true", precision = "bf16", device = "gb200", attention = "mla",
+                  qk_nope_head_dim = "128", qk_rope_head_dim = "64", v_head_dim = "128",
+                  software = "dgxc-benchmarking 25.08 (NeMo 2.0 recipe)" }
+    assert.are.same({ unfused = true, bf16 = true }, calibration.evidence_of(mla))
+    mla.software = "NeMo 25.11"
+    assert.are.same({ flash = true, bf16 = true }, calibration.evidence_of(mla))
+  end)
+
+  it("fits gemm_efficiency only from runs whose GEMMs run in 16 bits", function()
+    -- an fp8 run's bf16 GEMMs (the output layer) cannot pin the bf16
+    -- efficiency: it stays at the preset (was fitted to 0.35 on GB200)
+    local fp8
+    for _, r in ipairs(validate.load(ROOT .. "/tests/fixtures/moe/cases_moe.csv")) do
+      if r.case_id == "mp014" then fp8 = r end -- Mixtral-8x7B, fp8, GB200
+    end
+    assert.are.equal("fp8", fp8.precision)
+    local old, oldi = calibrate.RESTARTS, calibrate.ITERATIONS
+    calibrate.RESTARTS, calibrate.ITERATIONS = 1, 10
+    local calib = calibrate.fit_rows({ fp8 }, "one fp8 run")
+    calibrate.RESTARTS, calibrate.ITERATIONS = old, oldi
+    local dev = calib.devices[fp8.device:lower()]
+    assert.is_nil(dev.gemm_efficiency)
+    assert.is_number(dev.fp8_gemm_efficiency)
   end)
 end)
 

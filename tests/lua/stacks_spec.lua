@@ -40,9 +40,9 @@ describe("MoE recipe settings by model, device and release (stacks.MOE_RECIPES)"
     return out
   end
   it("gate each setting on the release month it entered NeMo", function()
-    -- Llama 4's token drop entered the recipe 2025-05 (305d1a8e)
-    local before = names(stacks.moe_recipes("NeMo 25.04", "Llama-4-Scout-17B-16E", "gb200"))
-    local after = names(stacks.moe_recipes("NeMo 25.07", "Llama-4-Scout-17B-16E", "gb200"))
+    -- Llama 4's token drop is in NeMo 25.04's recipe (v2.3.0), not before
+    local before = names(stacks.moe_recipes("NeMo 25.02", "Llama-4-Scout-17B-16E", "gb200"))
+    local after = names(stacks.moe_recipes("NeMo 25.04", "Llama-4-Scout-17B-16E", "gb200"))
     local function has(list, pat)
       for _, n in ipairs(list) do if n:find(pat, 1, true) then return true end end
       return false
@@ -52,16 +52,26 @@ describe("MoE recipe settings by model, device and release (stacks.MOE_RECIPES)"
     -- Mixtral's since 2024-09
     assert.is_true(has(names(stacks.moe_recipes("NeMo 25.04", "Mixtral-8x7B", "gb200")), "Mixtral"))
   end)
-  it("pick DeepSeek-V3's H100 or Blackwell settings by device; nothing for another release line", function()
+  it("pick DeepSeek-V3's H100 or Blackwell settings by device and release; nothing for another line", function()
+    -- dgxc-benchmarking 25.08 ran NeMo 25.04.01 (r2.3): token drop and
+    -- all-to-all on every device, recompute modules per device
     local h = stacks.moe_recipes("dgxc-benchmarking 25.08 (NeMo 2.0 recipe)", "DeepSeek-V3", "h100-sxm-80gb")
     local g = stacks.moe_recipes("dgxc-benchmarking 25.08 (NeMo 2.0 recipe)", "DeepSeek-V3", "gb200")
     local function find(list, key)
-      for _, e in ipairs(list) do if e.strategy and e.strategy[key] then return e.strategy[key] end end
+      local v
+      for _, e in ipairs(list) do if e.strategy and e.strategy[key] then v = e.strategy[key] end end
+      return v -- the last entry's, as validate applies them
     end
-    assert.are.equal("flex", find(h, "moe_token_dispatcher"))
-    assert.are.equal("mla_up_proj/mlp/moe", find(h, "recompute_modules"))
+    assert.are.equal("alltoall", find(h, "moe_token_dispatcher"))
+    assert.are.equal(1.0, find(h, "moe_capacity_factor"))
+    assert.are.equal("mla_up_proj", find(h, "recompute_modules"))
     assert.are.equal("alltoall", find(g, "moe_token_dispatcher"))
     assert.are.equal(1.0, find(g, "moe_capacity_factor"))
+    assert.are.equal("core_attn", find(g, "recompute_modules"))
+    -- from 2025-07 (99e5dac6): DeepEP with forced balance on H100
+    local h9 = stacks.moe_recipes("NeMo 25.09", "DeepSeek-V3", "h100-sxm-80gb")
+    assert.are.equal("flex", find(h9, "moe_token_dispatcher"))
+    assert.are.equal("mla_up_proj/mlp/moe", find(h9, "recompute_modules"))
     assert.are.same({}, stacks.moe_recipes("Megatron-LM core_r0.12", "DeepSeek-V3", "h100-sxm-80gb"))
     assert.are.same({}, stacks.moe_recipes("", "DeepSeek-V3", "h100-sxm-80gb"))
   end)
@@ -77,12 +87,31 @@ describe("release lines' recipe settings (stacks.match)", function()
   end)
 end)
 
+describe("benchmark suite releases (stacks.BENCHMARK_RELEASES)", function()
+  it("read dgxc-benchmarking 25.08 as the NeMo 25.04.01 its launch scripts pin, nothing else", function()
+    local sw, e = stacks.framework_software("dgxc-benchmarking 25.08 (NeMo 2.0 recipe)")
+    assert.are.equal("NeMo 25.04.01 (dgxc-benchmarking 25.08 (NeMo 2.0 recipe))", sw)
+    assert.truthy(e.source:find("FW_VERSION=25.04.01", 1, true))
+    assert.are.equal("dgxc-benchmarking 25.11", (stacks.framework_software("dgxc-benchmarking 25.11")))
+    assert.are.equal("NeMo 25.04", (stacks.framework_software("NeMo 25.04")))
+    assert.is_nil(stacks.framework_software(nil))
+    -- its release line, TransformerEngine and MoE recipes are NeMo 25.04's
+    assert.are.equal("NeMo 25.04 performance scripts (r2.3)",
+      stacks.match("dgxc-benchmarking 25.08 (NeMo 2.0 recipe)", "megatron").name)
+    assert.are.equal("2.2", stacks.transformer_engine("dgxc-benchmarking 25.08"))
+    assert.are.equal("2.2", stacks.transformer_engine("NeMo 25.04.01"))
+    assert.is_nil(stacks.transformer_engine("NeMo 25.11"))
+    assert.is_nil(stacks.transformer_engine(""))
+  end)
+end)
+
 describe("release gaps (stacks.RELEASE_GAPS)", function()
   it("match the model, device and exact release month only", function()
     local dgxc = "dgxc-benchmarking 25.08 (NeMo 2.0 recipe)"
     local e = stacks.release_gap(dgxc, "DeepSeek-V3", "gb200")
     assert.truthy(e)
     assert.truthy(e.source:find("Megatron-Bridge", 1, true))
+    assert.truthy(stacks.release_gap("NeMo 25.04.01", "DeepSeek-V3", "gb200"))
     assert.is_nil(stacks.release_gap(dgxc, "DeepSeek-V3", "h100-sxm-80gb"))
     assert.is_nil(stacks.release_gap(dgxc, "Llama-4-Maverick-17B-128E", "gb200"))
     assert.is_nil(stacks.release_gap("dgxc-benchmarking 25.11", "DeepSeek-V3", "gb200"))
@@ -92,7 +121,8 @@ describe("release gaps (stacks.RELEASE_GAPS)", function()
   end)
 
   it("read the release as a number standing alone, and every setting of a release with any spelling", function()
-    for _, sw in ipairs({ "dgxc-benchmarking 25.08.1", "dgxc-benchmarking 2025.08", "dgxc-benchmarking v25.08" }) do
+    for _, sw in ipairs({ "dgxc-benchmarking 25.08.1", "dgxc-benchmarking 2025.08", "dgxc-benchmarking v25.08",
+                          "NeMo 2025.04", "NeMo v25.04.01" }) do
       assert.truthy(stacks.release_gap(sw, "DeepSeek-V3", "gb200"), sw)
     end
     -- 125.08 and 25.081 are no release 25.08
@@ -102,7 +132,7 @@ describe("release gaps (stacks.RELEASE_GAPS)", function()
     -- gradients) and the stack did not: a run of the release is all or nothing
     local upper = "DGXC-Benchmarking 25.08 (NeMo 2.0 recipe)"
     assert.truthy(stacks.release_gap(upper, "DeepSeek-V3", "gb200"))
-    assert.are.equal("NeMo 2.x performance scripts", stacks.match(upper, "megatron").name)
+    assert.are.equal("NeMo 25.04 performance scripts (r2.3)", stacks.match(upper, "megatron").name)
     assert.are.equal("NeMo 1.x launcher", stacks.match("nemo 24.07", "megatron").name)
     assert.are.same({ stacks.of_software("NeMo 24.07", "megatron") }, { stacks.of_software("NEMO 24.07", "megatron") })
   end)

@@ -430,9 +430,19 @@ describe("validate: recipe columns and release defaults", function()
   end)
 
   it("takes bf16 gradient reduction from a NeMo 2 / Megatron-Bridge release, fp32 otherwise", function()
-    local nemo = one(",software", ",NeMo 25.04")
+    local nemo = one(",software", ",NeMo 25.07")
     assert.is_false(nemo.inputs.training.grad_reduce_in_fp32)
     assert.matches("grad_reduce_in_fp32 = false %(NeMo 2.x", nemo.assumed[1])
+    -- NeMo 25.04 (r2.3): bf16 runs keep their recipe's fp32 reduction,
+    -- fp8 runs reduce in bf16
+    assert.is_nil(one(",software", ",NeMo 25.04").inputs.training.grad_reduce_in_fp32)
+    local path8 = os.tmpname()
+    local f8 = assert(io.open(path8, "w"))
+    f8:write(header, ",software\n", (base:gsub(",megatron,bf16,", ",megatron,fp8,")), ",NeMo 25.04\n")
+    f8:close()
+    local r8 = validate.run(path8).cases[1]
+    os.remove(path8)
+    assert.is_false(r8.inputs.training.grad_reduce_in_fp32)
     -- Megatron-Bridge: in bf16 the gradients only; the fp8 row's weights
     -- are gathered quantized too
     assert.is_nil(one(",software", ",Megatron-Bridge 25.11").inputs.training.fp8_param_gather)
@@ -619,27 +629,44 @@ describe("validate: MoE rows take their release's MoE recipe (tests/fixtures/moe
   local by = {}
   for _, c in ipairs(res.cases) do by[c.case_id] = c end
 
-  it("DeepSeek-V3 on H100: DeepEP flex with forced balance, mla_up_proj/mlp/moe, bf16 moments, the layout", function()
+  -- dgxc-benchmarking 25.08 ran the nemo:25.04.01 container and NeMo's
+  -- r2.3 recipe scripts (apsearch.stacks.BENCHMARK_RELEASES)
+  it("DeepSeek-V3 on H100 (NeMo r2.3): all-to-all with token drop, mla_up_proj, fp32 reduction, 64/pp split", function()
     local c = by.mp002
     assert.is_nil(c.error)
     local s, t = c.inputs.strategy, c.inputs.training
-    assert.are.equal("flex", s.moe_token_dispatcher)
+    assert.are.equal("alltoall", s.moe_token_dispatcher)
+    assert.are.equal(1, s.moe_capacity_factor)
     assert.are.equal("selective", s.layer_recompute)
-    assert.are.equal("mla_up_proj/mlp/moe", s.recompute_modules)
-    assert.are.equal(1, t.moe_load_imbalance)
-    assert.is_true(t.exp_avg_bf16)
-    assert.is_false(t.grad_reduce_in_fp32)
-    -- pp 16: [embedding + 4] + 14 x [4] + [1 + loss]
-    assert.are.same({ 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1 }, s.stage_partition)
+    assert.are.equal("mla_up_proj", s.recompute_modules)
+    assert.is_nil(t.moe_load_imbalance)
+    assert.is_nil(t.exp_avg_bf16)
+    assert.is_nil(t.grad_reduce_in_fp32)
+    assert.is_true(t.moe_shared_expert_overlap)
+    -- pp 16: first stage 64/16 - 1, last 64/16 - 2
+    assert.are.same({ 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 2 }, s.stage_partition)
+    -- Hopper runs the 192/128 heads fused
+    assert.is_true(t.flash_attention)
+    assert.truthy(c.assumed[1]:find("software read as NeMo 25.04.01", 1, true))
     assert.truthy(c.predicted.fits)
   end)
 
-  it("DeepSeek-V3 on GB200: all-to-all with token drop at capacity 1, no recompute", function()
-    local s = by.mp003.inputs.strategy
+  it("DeepSeek-V3 on GB200 (NeMo r2.3): token drop, core_attn recompute, unfused MLA attention", function()
+    local c = by.mp003
+    local s, t = c.inputs.strategy, c.inputs.training
     assert.are.equal("alltoall", s.moe_token_dispatcher)
     assert.are.equal(1, s.moe_capacity_factor)
-    assert.are.equal("none", s.layer_recompute)
-    assert.are.same({ 16, 16, 16, 13 }, s.stage_partition)
+    assert.are.equal("selective", s.layer_recompute)
+    assert.are.equal("core_attn", s.recompute_modules)
+    assert.are.same({ 15, 16, 16, 14 }, s.stage_partition)
+    -- TransformerEngine 2.2 has no fused 192/128 attention on sm100
+    assert.is_false(t.flash_attention)
+    local noted = false
+    for _, a in ipairs(c.assumed) do
+      noted = noted or a:find("flash_attention = false (TransformerEngine 2.2", 1, true) ~= nil
+    end
+    assert.is_true(noted)
+    assert.truthy(c.predicted.fits)
   end)
 
   it("Llama 4 without pipeline parallelism: vpp ignored as Megatron does; token drop; fp8 weights", function()
@@ -654,7 +681,7 @@ describe("validate: MoE rows take their release's MoE recipe (tests/fixtures/moe
     assert.is_true(by.mp014.inputs.training.fp8_param_gather)   -- fp8 Mixtral row
   end)
 
-  it("marks DeepSeek-V3 on GB200 of dgxc 25.08 as a release gap; the summary repeats without it", function()
+  it("marks DeepSeek-V3 on GB200 of NeMo 25.04 (dgxc 25.08) as a release gap; the summary repeats without it", function()
     assert.is_nil(by.mp002.release_gap)  -- the same release on H100
     assert.is_nil(by.mp012.release_gap)  -- Llama 4 of the same release
     assert.truthy(by.mp003.release_gap)
@@ -687,7 +714,7 @@ describe("validate: MoE rows take their release's MoE recipe (tests/fixtures/moe
     local c = validate.run(path).cases[1]
     os.remove(path)
     assert.are.equal("alltoall", c.inputs.strategy.moe_token_dispatcher)
-    assert.are.equal("mla_up_proj/mlp/moe", c.inputs.strategy.recompute_modules)
+    assert.are.equal("mla_up_proj", c.inputs.strategy.recompute_modules)
   end)
 
 end)

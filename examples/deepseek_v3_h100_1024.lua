@@ -4,7 +4,8 @@
 -- ZeRO-1 and no TP (DeepSeek-V3 technical report, arXiv:2412.19437
 -- s.3.2); compare: apsearch estimate examples/deepseek_v3_h100_1024.lua
 --   --strategy tp_degree=1,pp_degree=16,dp_degree=64,ep_degree=64,zero_stage=1,layer_offset=balanced,layer_recompute=full
--- (the multi-token-prediction module is not trained in the estimate).
+-- DeepSeek trained one multi-token-prediction module with the model
+-- (s.2.2, D = 1): training.mtp_num_layers = 1 (Megatron --mtp-num-layers).
 -- With the all-to-all across hosts at one NIC per GPU the search keeps
 -- expert parallelism inside a host (EP 8); DeepSeek's EP 64 relies on
 -- node-limited routing and DualPipe's overlap, neither modelled here.
@@ -16,6 +17,7 @@ return {
   training = {
     global_batch_size = 8192, seq_length = 4096,
     precision = "bf16", optimizer = "adamw", framework = "megatron",
+    mtp_num_layers = 1,
   },
   search_space = {
     data_parallel = "auto",

@@ -26,6 +26,10 @@ extern "C" {
 /** Capacity of aps_model.moe_dense_layers (explicit dense layers of an
  *  MoE model, Qwen's mlp_only_layers). */
 #define APS_MAX_DENSE_LAYER_LIST 64
+/** Largest accepted count of multi-token-prediction modules
+ *  (aps_model.mtp_layers, aps_training.mtp_num_layers); DeepSeek-V3
+ *  publishes one. */
+#define APS_MAX_MTP_LAYERS 64
 /** Capacity of name strings, including the NUL. */
 #define APS_NAME_LEN 64
 /** A tri-state option left to the framework's default. */
@@ -320,6 +324,16 @@ typedef struct {
                                         balanced share, >= 1; 0 = APS_MOE_
                                         LOAD_IMBALANCE (moe.c).  Capped by
                                         strategy moe_capacity_factor */
+    int64_t mtp_num_layers;        /**< multi-token-prediction depths
+                                        trained with the model (Megatron
+                                        --mtp-num-layers; megatron/core/
+                                        transformer/multi_token_prediction
+                                        .py): each an extra layer of the
+                                        last decoder layer's type, an
+                                        eh_proj (2h -> h), three norms and
+                                        the output layer and loss again, on
+                                        the stage of the loss; 0 = none
+                                        (the default); Megatron-LM only */
     int64_t dp_collective_rails;   /**< NICs per node that data-parallel and
                                         sharding collectives spread over;
                                         0 = the framework's default (all of
@@ -552,7 +566,10 @@ typedef enum {
 /** Per pipeline rank (one "stage" per pipeline rank, all its chunks). */
 typedef struct {
     int64_t first_layer;          /**< 0-based index of its first layer */
-    int64_t num_layers;
+    int64_t num_layers;           /**< decoder layers */
+    int64_t mtp_layers;           /**< multi-token-prediction layers after
+                                       them (training.mtp_num_layers, on
+                                       the rank of the last model chunk) */
     int64_t recompute_layers;     /**< layers fully recomputed */
     double params;                /**< parameters held (after TP), count;
                                        MoE: all but the routed experts */

@@ -84,6 +84,7 @@ M.training = {
   dp_overlap = "fraction", fsdp_overlap = "fraction", tp_overlap = "fraction",
   pp_p2p_overlap = "fraction", dp_collective_rails = "nonnegint",
   overlap_interference = "fraction", moe_load_imbalance = "nonneg",
+  mtp_num_layers = "nonnegint",
   overlap_p2p_comm = "bool", torch_compile = "bool",
   -- software stack (apsearch.stacks): its efficiency profile; not a core field
   stack = "stack",

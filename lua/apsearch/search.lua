@@ -230,6 +230,7 @@ local function topk_record(rank, est, capacity)
   for i, st in ipairs(est.stages or {}) do
     per_stage[i] = {
       stage = st.stage, first_layer = st.first_layer, num_layers = st.num_layers,
+      mtp_layers = st.mtp_layers,
       recompute_layers = st.recompute_layers,
       total = st.memory_breakdown and st.memory_breakdown.total,
     }

@@ -323,6 +323,9 @@ function M.case_inputs(row)
   end
   if given(row, "flops_convention") then need_enum(row, "flops_convention", M.FLOPS_CONVENTIONS) end
   M.moe_columns(row, model, strategy, assumed)
+  -- multi-token-prediction modules trained with the model (Megatron
+  -- --mtp-num-layers); empty: the release's recipe (apsearch.stacks), else none
+  if given(row, "mtp_layers") then training.mtp_num_layers = need_nonneg_int(row, "mtp_layers") end
   -- a benchmark suite's release is read as the framework release it ran
   -- (apsearch.stacks.BENCHMARK_RELEASES; every stacks matcher does so)
   local runs, bench = stacks.framework_software(row.software)
@@ -374,8 +377,7 @@ end
 -- "mla" the five MLA widths (head_dim = qk_nope + qk_rope).  The strategy
 -- gets ep_degree, etp_degree (empty: tp_degree, Megatron's default),
 -- moe_token_dispatcher (empty: alltoall, NeMo's MoE recipes; noted as
--- assumed) and moe_capacity_factor (empty: dropless).  mtp_layers > 0 is
--- refused: the MTP modules' training is not modelled.
+-- assumed) and moe_capacity_factor (empty: dropless).
 -- @tparam table row CSV row
 -- @tparam table model (mutated)
 -- @tparam table strategy (mutated)
@@ -389,9 +391,6 @@ function M.moe_columns(row, model, strategy, assumed)
     model.qk_rope_head_dim = need_int(row, "qk_rope_head_dim")
     model.v_head_dim = need_int(row, "v_head_dim")
     model.head_dim = model.qk_nope_head_dim + model.qk_rope_head_dim
-  end
-  if given(row, "mtp_layers") and need_nonneg_int(row, "mtp_layers") > 0 then
-    error(("mtp_layers = %s: training multi-token-prediction modules is not modelled"):format(row.mtp_layers), 0)
   end
   if not given(row, "num_experts") or need_nonneg_int(row, "num_experts") == 0 then return end
   model.num_experts = need_int(row, "num_experts")

@@ -48,6 +48,7 @@ static void run_stages(const aps_model *m, const aps_cluster *c,
     for (int64_t i = 0; i < lay->p; i++) {
         aps_stage_estimate *st = &out->stages[i];
         st->first_layer = lay->first[i];
+        st->mtp_layers = aps_layout_mtp_layers(lay, i);
         st->num_layers = lay->layers[i];
         st->recompute_layers = lay->recompute[i];
         aps_stage_memory(m, c, t, s, lay, plan, lc, i, st);

@@ -109,6 +109,14 @@ typedef struct {
                                             then equal chunks) */
     double vocab_padded;
     int sched;                         /**< aps_pp_schedule */
+    int64_t mtp;                       /**< multi-token-prediction layers
+                                            (training.mtp_num_layers), after
+                                            the last model chunk's decoder
+                                            layers (not in layers[] or
+                                            chunk[]: aps_layout_run_layers);
+                                            their eh_proj, norms, output
+                                            layer and loss are the loss
+                                            stage's */
 } aps_layout;
 
 /** Layers fully recomputed on pipeline rank i of k layers as the strategy
@@ -127,6 +135,14 @@ void aps_layout_one_recompute_count(aps_layout *lay);
 /** Layers of model chunk k (0 .. v-1) of pipeline rank i: lay->chunk, or
  *  the rank's layers split as evenly as they go (pipeline.c). */
 int64_t aps_layout_chunk(const aps_layout *lay, int64_t i, int64_t k);
+/** Multi-token-prediction layers rank i runs: aps_layout.mtp on the rank
+ *  holding the last model chunk, 0 elsewhere. */
+int64_t aps_layout_mtp_layers(const aps_layout *lay, int64_t i);
+/** Transformer layers rank i runs: its decoder layers (layers[i]) and its
+ *  multi-token-prediction layers, each a layer of the last decoder
+ *  layer's type.  What a layer costs in time and memory is counted over
+ *  these; the split and recompute are over the decoder layers. */
+int64_t aps_layout_run_layers(const aps_layout *lay, int64_t i);
 
 /** Fills the layout; returns a reason when the partition is invalid. */
 aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
@@ -681,5 +697,10 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
  *  Core's num_floating_point_operations counts them minus the dense
  *  count of flops_step (2 S matmul params + 4 S keys a d per layer). */
 double aps_moe_flops_delta(const aps_model *m, double S, bool causal);
+/** The same for layer i alone (MLA and, on an MoE layer, the experts);
+ *  i past the decoder is a multi-token-prediction layer, of the last
+ *  decoder layer's type (aps_model_is_moe_layer). */
+double aps_moe_flops_layer_delta(const aps_model *m, double S, bool causal,
+                                 int64_t i);
 
 #endif

@@ -294,6 +294,13 @@ static void recompute_groups(const aps_strategy *s, const aps_layout *lay,
     }
 }
 
+/** Hidden-state-sized tensors one multi-token-prediction depth saves for
+ *  its backward besides its transformer layer's (multi_token_prediction
+ *  .py @ d98e8a64): the enorm and hnorm inputs (1 each), the
+ *  concatenated 2h-wide eh_proj input (2), the final-norm and output-layer
+ *  inputs (1 each). */
+#define APS_MTP_SAVED_HIDDEN 6.0
+
 /** Activations held by rank i at its peak: in-flight micro-batches times
  *  the rank's saved activations per micro-batch, plus the transient of
  *  recompute; sets st->inflight_microbatches. */
@@ -303,7 +310,7 @@ static double stage_activations(const aps_model *m, const aps_training *t,
                                 aps_stage_estimate *st)
 {
     double sbh_rep = hidden_bytes_rep(m, s, lay);
-    double layers = (double)lay->layers[i], rc = (double)lay->recompute[i];
+    double layers = (double)aps_layout_run_layers(lay, i), rc = (double)lay->recompute[i];
     double per_layer = s->layer_recompute == APS_RECOMPUTE_SELECTIVE
                            ? lc->act_selective : lc->act_full;
     double kept_inputs, group;
@@ -320,8 +327,9 @@ static double stage_activations(const aps_model *m, const aps_training *t,
     double per_mb = (layers - rc - off) * per_layer + kept_inputs * lc->act_input;
     if (i == 0 && t->dropout)
         per_mb += APS_MASK_BYTES * sbh_rep;        /* embedding dropout */
-    if (i == lay->p - 1)
-        per_mb += 2.0 * APS_ACT_BYTES * sbh_rep; /* final-norm, output inputs */
+    if (i == lay->p - 1)   /* final-norm, output inputs; MTP's per depth */
+        per_mb += (2.0 + APS_MTP_SAVED_HIDDEN * (double)lay->mtp) *
+                  APS_ACT_BYTES * sbh_rep;
     double inflight = aps_layout_inflight(lay, i);
     st->inflight_microbatches = inflight;
     /* Full recompute: while a layer is recomputed its whole activation set
@@ -347,7 +355,7 @@ static double fsdp_buffers(const aps_model *m, const aps_training *t,
                            const aps_strategy *s, const aps_layout *lay,
                            const aps_dp_plan *plan, int64_t i, double psi)
 {
-    double A = APS_ACT_BYTES, layers = (double)lay->layers[i];
+    double A = APS_ACT_BYTES, layers = (double)aps_layout_run_layers(lay, i);
     double unit = aps_largest_unit_params(m, lay, i);
     double layer_unit = aps_layer_params_tp(m, lay->t);
     bool accumulate = lay->p > 1 && aps_profile(t)->pp_unsharded_grads;
@@ -437,14 +445,15 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
     for (int j = 0; j < APS_MEM_COUNT; j++)
         mem[j] = 0.0;
     double psi = aps_stage_params(m, lay, i);
-    double matmul_psi = (double)lay->layers[i] * aps_layer_matmul_params(m) /
+    double matmul_psi = (double)aps_layout_run_layers(lay, i) * aps_layer_matmul_params(m) /
                         tp;
     st->params = psi;
     st->expert_params = 0.0; /* aps_moe_stage_memory */
     aps_model_states(t, plan, psi, matmul_psi, mem);
     mem[APS_MEM_ACTIVATIONS] = stage_activations(m, t, s, lay, lc, i, st);
-    if (i == lay->p - 1)
-        mem[APS_MEM_LOGITS_LOSS] = aps_recipe_logits_bytes(t) *
+    if (i == lay->p - 1) /* one set per output head: 1 + MTP depths */
+        mem[APS_MEM_LOGITS_LOSS] = (1.0 + (double)lay->mtp) *
+                                   aps_recipe_logits_bytes(t) *
                                    (double)lay->s_local * (double)lay->b *
                                    lay->vocab_padded / tp;
     comm_buffers(m, t, s, lay, plan, i, psi, mem);

@@ -161,9 +161,9 @@ static aps_status validate_mla(aps_model *m, char *err, size_t n)
  * the experts, a layer pattern that leaves at least one MoE layer. */
 static aps_status validate_moe(aps_model *m, char *err, size_t n)
 {
-    if (m->mtp_layers < 0 || m->mtp_layers > 64) {
-        aps_fmt(err, n, "model.mtp_layers: must be in [0, 64] (got %lld)",
-                (long long)m->mtp_layers);
+    if (m->mtp_layers < 0 || m->mtp_layers > APS_MAX_MTP_LAYERS) {
+        aps_fmt(err, n, "model.mtp_layers: must be in [0, %d] (got %lld)",
+                APS_MAX_MTP_LAYERS, (long long)m->mtp_layers);
         return APS_EINVAL;
     }
     if (m->num_experts == 0) {
@@ -271,6 +271,11 @@ bool aps_model_is_moe(const aps_model *m)
 
 bool aps_model_is_moe_layer(const aps_model *m, int64_t i)
 {
+    /* past the decoder: the multi-token-prediction layers, each of the
+     * last decoder layer's type (Megatron-LM d98e8a64 megatron/training/
+     * training.py:1044-1045, last_layer_is_moe) */
+    if (i >= m->num_layers && m->num_layers > 0)
+        i = m->num_layers - 1;
     if (m->num_experts <= 0 || i < m->moe_first_dense_layers)
         return false;
     int64_t k = m->moe_layer_freq > 0 ? m->moe_layer_freq : 1;
@@ -564,7 +569,7 @@ double aps_padded_vocab(const aps_model *m, const aps_training *t, int64_t tp)
 double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i)
 {
     double h = (double)m->hidden_size, t = (double)lay->t;
-    double p = (double)lay->layers[i] * aps_layer_params_tp(m, lay->t);
+    double p = (double)aps_layout_run_layers(lay, i) * aps_layer_params_tp(m, lay->t);
     if (i == 0) {
         p += lay->vocab_padded * h / t; /* vocab-parallel embedding */
         if (m->position_embedding == APS_POS_LEARNED)
@@ -577,6 +582,14 @@ double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i)
          * their gradients with the first); tied with p = 1: shared. */
         if (!m->tie_word_embeddings || lay->p > 1)
             p += lay->vocab_padded * h / t;
+        /* MTP (multi_token_prediction.py @ d98e8a64): per depth enorm,
+         * hnorm, the final norm and eh_proj (column-parallel 2h -> h;
+         * its transformer layer is in layers[]); an untied model's input
+         * embedding is built on this stage too (gpt_model.py:173) */
+        double D = (double)lay->mtp;
+        p += D * (3.0 * norm_params(m, h) + 2.0 * h * h / t);
+        if (lay->mtp > 0 && lay->p > 1 && !m->tie_word_embeddings)
+            p += lay->vocab_padded * h / t;
     }
     return p;
 }
@@ -585,7 +598,7 @@ double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
                                int64_t i)
 {
     double h = (double)m->hidden_size, t = (double)lay->t;
-    double unit = lay->layers[i] > 0 ? aps_layer_params_tp(m, lay->t) : 0.0;
+    double unit = aps_layout_run_layers(lay, i) > 0 ? aps_layer_params_tp(m, lay->t) : 0.0;
     double vocab = lay->vocab_padded * h / t;
     if (i == 0 && vocab > unit)
         unit = vocab;

@@ -169,7 +169,9 @@ int64_t aps_moe_stage_moe_layers(const aps_model *m, const aps_layout *lay,
 {
     if (m->num_experts <= 0)
         return 0;
-    int64_t count = 0;
+    /* the MTP layers: the last decoder layer's type */
+    int64_t count = aps_layout_mtp_layers(lay, i) *
+                    (int64_t)aps_model_is_moe_layer(m, m->num_layers);
     if (lay->v <= 1) {
         for (int64_t l = lay->first[i]; l < lay->first[i] + lay->layers[i];
              l++)
@@ -448,7 +450,7 @@ void aps_moe_stage(const aps_model *m, const aps_training *t,
         return;
     unsigned mods = s->layer_recompute == APS_RECOMPUTE_SELECTIVE
                         ? aps_recompute_modules(t, s) : 0u;
-    double L = (double)lay->layers[i], rc = (double)lay->recompute[i];
+    double L = (double)aps_layout_run_layers(lay, i), rc = (double)lay->recompute[i];
     double nm = (double)aps_moe_stage_moe_layers(m, lay, i);
     double nl = m->kv_lora_rank > 0 ? L : 0.0;
     /* recomputed layers: the rank's MoE share of them */
@@ -525,7 +527,7 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
 {
     if (!aps_model_is_moe(m))
         return;
-    double L = (double)lay->layers[i], rc = (double)lay->recompute[i];
+    double L = (double)aps_layout_run_layers(lay, i), rc = (double)lay->recompute[i];
     double nm = (double)aps_moe_stage_moe_layers(m, lay, i);
     double nl = m->kv_lora_rank > 0 ? L : 0.0;
     /* non-expert parameters: sharded as the dense ones */
@@ -569,40 +571,54 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
         st->mem[APS_MEM_COMM_EP] = mc->ep_buffer;
 }
 
-double aps_moe_flops_delta(const aps_model *m, double S, bool causal)
+/** Forward FLOPs per sequence of one MLA layer over the GQA layer of the
+ *  same widths (0 without MLA). */
+static double mla_flops_delta(const aps_model *m, double S, bool causal)
+{
+    if (m->kv_lora_rank <= 0)
+        return 0.0;
+    /* num_floating_point_operations, multi_latent_attention branch:
+     * q_lora_rank (h + a (dn + dr) + 1) (or h a (dn + dr)), kv_lora_rank
+     * (h + a (dn + dv) + 1), h dr, a dv h per token, 2 FLOPs each;
+     * core 2 S keys a ((dn + dr) + dv) per sequence */
+    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
+    double k = (double)m->num_query_groups, d = (double)m->head_dim;
+    double qr = (double)m->q_lora_rank, kr = (double)m->kv_lora_rank;
+    double dn = (double)m->qk_nope_head_dim;
+    double dr = (double)m->qk_rope_head_dim, dv = (double)m->v_head_dim;
+    double q = qr > 0 ? qr * (h + a * (dn + dr) + 1.0) : h * a * (dn + dr);
+    double mla = q + kr * (h + a * (dn + dv) + 1.0) + h * dr + a * dv * h;
+    double gqa = h * a * d + 2.0 * h * k * d + a * d * h;
+    double keys = aps_attention_keys(m, S, causal);
+    return 2.0 * S * (mla - gqa) + 2.0 * S * keys * a * (dn + dr + dv - 2.0 * d);
+}
+
+/** Forward FLOPs per sequence of one MoE layer's FFN over the dense FFN:
+ *  routed experts at top-k and the shared expert in place of the dense
+ *  FFN; the router is not counted. */
+static double moe_ffn_flops_delta(const aps_model *m, double S)
+{
+    double h = (double)m->hidden_size, up = m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0;
+    double ffn = up * h * ((double)m->experts_per_token *
+                               (double)m->moe_ffn_hidden_size +
+                           (double)m->shared_expert_ffn_hidden_size -
+                           (double)m->ffn_hidden_size);
+    return 2.0 * S * ffn;
+}
+
+double aps_moe_flops_layer_delta(const aps_model *m, double S, bool causal,
+                                 int64_t i)
 {
     if (!aps_model_is_moe(m))
         return 0.0;
-    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
-    double L = (double)m->num_layers, up = m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0;
+    return mla_flops_delta(m, S, causal) +
+           (aps_model_is_moe_layer(m, i) ? moe_ffn_flops_delta(m, S) : 0.0);
+}
+
+double aps_moe_flops_delta(const aps_model *m, double S, bool causal)
+{
     double delta = 0.0;
-    if (m->kv_lora_rank > 0) {
-        /* num_floating_point_operations, multi_latent_attention branch:
-         * q_lora_rank (h + a (dn + dr) + 1) (or h a (dn + dr)), kv_lora_rank
-         * (h + a (dn + dv) + 1), h dr, a dv h per token, 2 FLOPs each;
-         * core 2 S keys a ((dn + dr) + dv) per sequence */
-        double k = (double)m->num_query_groups, d = (double)m->head_dim;
-        double qr = (double)m->q_lora_rank, kr = (double)m->kv_lora_rank;
-        double dn = (double)m->qk_nope_head_dim;
-        double dr = (double)m->qk_rope_head_dim, dv = (double)m->v_head_dim;
-        double q = qr > 0 ? qr * (h + a * (dn + dr) + 1.0) : h * a * (dn + dr);
-        double mla = q + kr * (h + a * (dn + dv) + 1.0) + h * dr + a * dv * h;
-        double gqa = h * a * d + 2.0 * h * k * d + a * d * h;
-        double keys = aps_attention_keys(m, S, causal);
-        delta += L * (2.0 * S * (mla - gqa) +
-                      2.0 * S * keys * a * (dn + dr + dv - 2.0 * d));
-    }
-    if (m->num_experts > 0) {
-        /* MoE layers: routed experts at top-k and the shared expert in
-         * place of the dense FFN; the router is not counted */
-        double moe = 0.0;
-        for (int64_t i = 0; i < m->num_layers; i++)
-            moe += aps_model_is_moe_layer(m, i);
-        double ffn = up * h * ((double)m->experts_per_token *
-                                   (double)m->moe_ffn_hidden_size +
-                               (double)m->shared_expert_ffn_hidden_size -
-                               (double)m->ffn_hidden_size);
-        delta += moe * 2.0 * S * ffn;
-    }
+    for (int64_t i = 0; i < m->num_layers; i++)
+        delta += aps_moe_flops_layer_delta(m, S, causal, i);
     return delta;
 }

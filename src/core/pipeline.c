@@ -259,6 +259,10 @@ aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
     aps_reason r = aps_chunk_layers(m, s, lay->chunk, msg, n);
     if (r != APS_REASON_NONE)
         return r;
+    /* Megatron-LM d98e8a64 megatron/core/models/gpt/gpt_model.py:166
+     * (mtp_on_this_rank: the post-process stage) builds the MTP block
+     * after the decoder, in the last model chunk (aps_layout_run_layers) */
+    lay->mtp = t->mtp_num_layers;
     for (int64_t i = 0; i < lay->p; i++) {
         lay->layers[i] = 0;
         for (int64_t k = 0; k < lay->v; k++)
@@ -297,6 +301,19 @@ void aps_layout_one_recompute_count(aps_layout *lay)
     }
     for (int64_t i = 0; i < lay->p; i++)
         lay->recompute[i] = chunk_recompute(lay, i, n);
+}
+
+int64_t aps_layout_mtp_layers(const aps_layout *lay, int64_t i)
+{
+    for (int64_t k = 0; k < lay->v; k++)
+        if (aps_chunk_stage(lay->sched, lay->p, i, k) == lay->p * lay->v - 1)
+            return lay->mtp;
+    return 0;
+}
+
+int64_t aps_layout_run_layers(const aps_layout *lay, int64_t i)
+{
+    return lay->layers[i] + aps_layout_mtp_layers(lay, i);
 }
 
 int64_t aps_layout_chunk(const aps_layout *lay, int64_t i, int64_t k)

@@ -52,7 +52,7 @@ static void layers_compute(const aps_strategy *s, const aps_layout *lay,
                            const aps_layer_cost *lc, int64_t i,
                            aps_stage_time *st)
 {
-    double L = (double)lay->layers[i], rc = (double)lay->recompute[i];
+    double L = (double)aps_layout_run_layers(lay, i), rc = (double)lay->recompute[i];
     double layer_fwd, layer_bwd;
     layer_seconds(lc, &layer_fwd, &layer_bwd);
     st->comp_fwd = L * layer_fwd;
@@ -63,8 +63,16 @@ static void layers_compute(const aps_strategy *s, const aps_layout *lay,
         st->recompute += L * lc->selective_fwd;
 }
 
+/** HBM traffic of the norms of one multi-token-prediction depth: enorm,
+ *  hnorm and the final norm, each reading and writing the hidden states
+ *  (multi_token_prediction.py @ d98e8a64). */
+#define APS_MTP_NORMS 3.0
+
 /** Compute of the embedding lookup (first: write the activations) and of
- *  the output layer GEMM and softmax cross-entropy (last). */
+ *  the output layer GEMM and softmax cross-entropy (last); with
+ *  multi-token prediction the last stage repeats the lookup, the output
+ *  layer and the loss per depth and adds its norms and eh_proj (its
+ *  transformer layer is among the stage's layers, aps_layout.mtp). */
 static void edges_compute(const aps_model *m, const aps_cluster *c,
                           const aps_training *t, const aps_strategy *s,
                           const aps_layout *lay, bool first, bool last,
@@ -81,12 +89,19 @@ static void edges_compute(const aps_model *m, const aps_cluster *c,
                                             rep);
     }
     if (last) {
+        double heads = 1.0 + (double)lay->mtp, D = (double)lay->mtp;
         double V = lay->vocab_padded / tp;
         double g = aps_gemm_time(d, t->precision, T, V, h);
         double ce = aps_hbm_time(d, APS_CE_BYTES_PER_LOGIT * T * V);
-        st->comp_fwd += g + APS_CE_FWD_SHARE * ce;
-        st->comp_bwd += APS_GEMM_BWD_RATIO * g + APS_CE_FWD_SHARE * ce;
-        st->wgrad += g;
+        /* eh_proj: column-parallel [T, 2h] x [2h, h / tp] */
+        double eh = aps_gemm_time(d, t->precision, T, h / tp, 2.0 * h);
+        double side = aps_hbm_time(d, (APS_MTP_NORMS * 2.0 + 1.0) * A * T *
+                                          h / rep); /* norms, lookup */
+        st->comp_fwd += heads * (g + APS_CE_FWD_SHARE * ce) + D * (eh + side);
+        st->comp_bwd += heads * (APS_GEMM_BWD_RATIO * g + APS_CE_FWD_SHARE * ce) +
+                        D * (APS_GEMM_BWD_RATIO * eh +
+                             APS_MEMBOUND_BWD_RATIO * side);
+        st->wgrad += heads * g + D * eh;
     }
 }
 
@@ -110,8 +125,16 @@ static void tp_edges(const aps_model *m, const aps_cluster *c,
         *bwd += s->sequence_parallel ? ag : 0.0;
     }
     if (last) {
-        *fwd += s->sequence_parallel ? ag : 0.0;
-        *bwd += s->sequence_parallel ? ag : ar;
+        /* the output layer per head (1 + MTP depths); each depth's
+         * eh_proj gathers its 2h-wide input with SP (its input gradient
+         * reduce-scattered), else all-reduces that gradient */
+        double heads = 1.0 + (double)lay->mtp, D = (double)lay->mtp;
+        double ag2 = aps_allgather_time(lay->t, 2.0 * act, bw, alpha);
+        double ar2 = aps_allreduce_time(lay->t, 2.0 * act, bw, alpha);
+        *fwd += heads * (s->sequence_parallel ? ag : 0.0) +
+                D * (s->sequence_parallel ? ag2 : 0.0);
+        *bwd += heads * (s->sequence_parallel ? ag : ar) +
+                D * (s->sequence_parallel ? ag2 : ar2);
     }
 }
 
@@ -124,7 +147,7 @@ static void stage_tp(const aps_model *m, const aps_cluster *c,
                      const aps_moe_stage_cost *mo, int64_t i, bool first,
                      bool last, aps_stage_time *st)
 {
-    double L = (double)lay->layers[i], rc = (double)lay->recompute[i];
+    double L = (double)aps_layout_run_layers(lay, i), rc = (double)lay->recompute[i];
     double edge_fwd, edge_bwd;
     tp_edges(m, c, s, lay, first, last, &edge_fwd, &edge_bwd);
     /* an MoE layer without shared expert drops the FFN's half of them
@@ -177,7 +200,7 @@ static void stage_cp(const aps_training *t, const aps_strategy *s,
 {
     if (lay->c <= 1)
         return;
-    double L = (double)lay->layers[i], rc = (double)lay->recompute[i];
+    double L = (double)aps_layout_run_layers(lay, i), rc = (double)lay->recompute[i];
     double ef, eb;
     if (s->cp_comm_type == APS_CP_P2P) { /* hidden behind the chunks */
         ef = lc->cp_fwd > lc->attn_fwd ? lc->cp_fwd - lc->attn_fwd : 0;

@@ -78,7 +78,7 @@ void aps_fsdp_stage_times(const aps_model *m, const aps_cluster *c,
         return;
     double bw, alpha;
     int64_t G = plan->shard_group;
-    double L = (double)lay->layers[i], rc = (double)lay->recompute[i];
+    double L = (double)aps_layout_run_layers(lay, i), rc = (double)lay->recompute[i];
     dp_group_link(c, t, lay->t, G, &bw, &alpha);
     double psi = aps_stage_params(m, lay, i);
     double ag = aps_allgather_time(
@@ -121,7 +121,7 @@ static void largest_stage(const aps_model *m, const aps_layout *lay,
     for (int64_t i = 0; i < lay->p; i++)
         if (out->stages[i].params > *psi) {
             *psi = out->stages[i].params;
-            *matmul = (double)lay->layers[i] * aps_layer_matmul_params(m) /
+            *matmul = (double)aps_layout_run_layers(lay, i) * aps_layer_matmul_params(m) /
                       (double)lay->t;
         }
 }

@@ -32,6 +32,16 @@ static double flops_step(const aps_model *m, const aps_training *t,
     double matmul = 2.0 * S * aps_layer_matmul_params(m);
     double fwd = B * (L * (matmul + attn) + 2.0 * S * h * (double)m->vocab_size +
                       aps_moe_flops_delta(m, S, causal));
+    /* multi-token prediction, per depth (Megatron-LM d98e8a64 megatron/
+     * training/training.py:1042-1046, 1285-1303): one more layer of the
+     * last decoder layer's type, the norms (3 h per token) and eh_proj
+     * (2 h^2) and one more output layer */
+    double D = (double)t->mtp_num_layers;
+    if (D > 0)
+        fwd += B * D * (matmul + attn +
+                        aps_moe_flops_layer_delta(m, S, causal, m->num_layers) +
+                        2.0 * S * (3.0 * h + 2.0 * h * h) +
+                        2.0 * S * h * (double)m->vocab_size);
     double flops = 3.0 * fwd + B * recomputed * (matmul + attn);
     if (selective)
         flops += B * L * (aps_profile(t)->op_sac_selective

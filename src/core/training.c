@@ -133,6 +133,18 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
                 (long long)t->ddp_buckets_in_flight);
         return APS_EINVAL;
     }
+    if (t->mtp_num_layers < 0 || t->mtp_num_layers > APS_MAX_MTP_LAYERS) {
+        aps_fmt(err, n, "training.mtp_num_layers: must be in [0, %d] (got %lld)",
+                APS_MAX_MTP_LAYERS, (long long)t->mtp_num_layers);
+        return APS_EINVAL;
+    }
+    if (t->mtp_num_layers > 0 && t->framework != APS_FW_MEGATRON) {
+        aps_fmt(err, n, "training.mtp_num_layers: multi-token prediction is "
+                "modelled for Megatron-LM (--mtp-num-layers) only (got %lld "
+                "with framework %s)", (long long)t->mtp_num_layers,
+                aps_framework_name(t->framework));
+        return APS_EINVAL;
+    }
     if (t->dp_collective_rails < 0 || t->dp_collective_rails > 64) {
         aps_fmt(err, n, "training.dp_collective_rails: must be 0 (the "
                 "framework's default) or in [1, 64] (got %lld)",

@@ -280,6 +280,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, overlap_interference, FT_NUM, NULL),
     FLD(aps_training, dp_collective_rails, FT_INT, NULL),
     FLD(aps_training, moe_load_imbalance, FT_ONUM, NULL),
+    FLD(aps_training, mtp_num_layers, FT_INT, NULL),
     FLD(aps_training, overlap_p2p_comm, FT_BOOL, NULL),
     FLD(aps_training, torch_compile, FT_BOOL, NULL),
     FLD(aps_training, compile_loss, FT_TRI, NULL),
@@ -1110,6 +1111,10 @@ static void push_stage(lua_State *L, const aps_stage_estimate *st, int i)
     lua_setfield(L, -2, "first_layer");
     lua_pushinteger(L, (lua_Integer)st->num_layers);
     lua_setfield(L, -2, "num_layers");
+    if (st->mtp_layers > 0) { /* with MTP only: other tables unchanged */
+        lua_pushinteger(L, (lua_Integer)st->mtp_layers);
+        lua_setfield(L, -2, "mtp_layers");
+    }
     lua_pushinteger(L, (lua_Integer)st->recompute_layers);
     lua_setfield(L, -2, "recompute_layers");
     lua_pushnumber(L, (lua_Number)st->params);

@@ -340,6 +340,77 @@ static void test_pp_p2p_time(void **state)
                16.0 * (67108864.0 / 360e9 + 3e-6), REL);
 }
 
+/* ------------------------------------------ multi-token prediction */
+
+/* Llama-3.1-8B, PP 2 on 2 H100, B = 2, s = 4096, with and without one MTP
+ * depth (Megatron --mtp-num-layers 1; multi_token_prediction.py and
+ * gpt_model.py @ d98e8a64).  The last stage gains one layer of the last
+ * decoder layer's type and, per depth, enorm, hnorm and a final norm
+ * (3 x 4,096), eh_proj (2 x 4,096^2 = 33,554,432) and, the model being
+ * untied, the input embedding (128,256 x 4,096 = 525,336,576):
+ *   one layer: attention 4,096 (4,096 + 2 x 1,024) + 4,096^2 = 41,943,040,
+ *   SwiGLU 3 x 4,096 x 14,336 = 176,160,768, norms 2 x 4,096 = 8,192:
+ *   218,112,000; in all 218,112,000 + 12,288 + 33,554,432 + 525,336,576
+ *   = 777,015,296 parameters more on stage 2.
+ * Model FLOPs (training.py:1042-1046, 1285-1303), per sequence forward
+ * one more layer: 2 s 218,103,808 (its matmul weights) + 4 s (s / 2) 32
+ * 128 (causal attention core) = 1,786,706,395,136 + 137,438,953,472;
+ * norms and eh_proj 2 s (3 x 4,096 + 2 x 4,096^2) = 274,978,570,240; one
+ * more output layer 2 s 4,096 x 128,256 = 4,303,557,230,592; their sum
+ * 6,502,681,149,440, and a step 3 x 2 sequences x it =
+ * 39,016,086,896,640 FLOPs more. */
+static void test_mtp_last_stage(void **state)
+{
+    (void)state;
+    scenario x;
+    aps_strategy_defaults(&x.s);
+    fx_llama31_8b(&x.m);
+    fx_h100(&x.c, 2);
+    fx_training(&x.t, 2, 4096);
+    x.t.memory_limit_bytes = 1e12; /* the breakdown, not the fit, is tested */
+    x.s.pp_degree = 2;
+    aps_estimate e0, e1;
+    fx_run(&x.m, &x.c, &x.t, &x.s, &e0);
+    x.t.mtp_num_layers = 1;
+    fx_run(&x.m, &x.c, &x.t, &x.s, &e1);
+    if (!e1.feasible)
+        fail_msg("%s: %s", aps_reason_code(e1.reason), e1.reason_msg);
+    assert_int_equal(e1.stages[0].num_layers, e0.stages[0].num_layers);
+    /* the decoder layers stay as they were; the MTP layer is reported apart */
+    assert_int_equal(e1.stages[1].num_layers, e0.stages[1].num_layers);
+    assert_int_equal(e1.stages[1].mtp_layers, 1);
+    assert_int_equal(e1.stages[0].mtp_layers, 0);
+    ASSERT_DBL_EXACT(e1.stages[0].params, e0.stages[0].params);
+    ASSERT_DBL_EXACT(e1.stages[1].params - e0.stages[1].params, 777015296.0);
+    ASSERT_REL(e1.model_flops_per_step - e0.model_flops_per_step,
+               39016086896640.0, REL);
+    /* the last stage takes longer, forward and backward; the first not */
+    ASSERT_REL(e1.stages[0].time_fwd, e0.stages[0].time_fwd, REL);
+    assert_true(e1.stages[1].time_fwd > e0.stages[1].time_fwd);
+    assert_true(e1.stages[1].time_bwd > e0.stages[1].time_bwd);
+    /* two output heads' logits */
+    ASSERT_REL(e1.stages[1].mem[APS_MEM_LOGITS_LOSS],
+               2.0 * e0.stages[1].mem[APS_MEM_LOGITS_LOSS], REL);
+}
+
+/* training.mtp_num_layers: [0, APS_MAX_MTP_LAYERS], Megatron-LM only. */
+static void test_mtp_validation(void **state)
+{
+    (void)state;
+    aps_training t;
+    char err[256] = "";
+    fx_training(&t, 8, 4096);
+    t.mtp_num_layers = APS_MAX_MTP_LAYERS + 1;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "training.mtp_num_layers: must be in [0, 64] (got 65)");
+    t.mtp_num_layers = 1;
+    t.framework = APS_FW_FSDP2;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "Megatron-LM (--mtp-num-layers) only");
+    t.framework = APS_FW_MEGATRON;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_OK);
+}
+
 /* ------------------------------------------ memory limit override */
 
 static void test_memory_limit_override(void **state)
@@ -1333,6 +1404,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ap_ft_08_memory_limit_reason),
+        cmocka_unit_test(test_mtp_last_stage),
+        cmocka_unit_test(test_mtp_validation),
         cmocka_unit_test(test_ap_ft_08_worst_stage_is_max),
         cmocka_unit_test(test_ap_ft_08_invariants),
         cmocka_unit_test(test_pp_p2p_time),

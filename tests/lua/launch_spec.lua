@@ -1198,6 +1198,27 @@ describe("launch configs", function()
     assert.is_nil(v["--grad-reduce-in-bf16"])          -- absent: Megatron's fp32 main grads
   end)
 
+  it("write training.mtp_num_layers as --mtp-num-layers, and an 'm' before the loss in a layout", function()
+    -- examples/deepseek_v3_h100_1024.lua trains DeepSeek-V3's one MTP module
+    local r = run_example("deepseek_v3_h100_1024.lua")
+    local by = check_all(r)
+    local _, v = parse_megatron(by[1].megatron.text)
+    assert.are.equal("1", v["--mtp-num-layers"])
+    assert.are.equal("61", v["--num-layers"])
+    -- decoder layers per stage sum to the model's; the MTP layer is apart
+    local rec = r.top_k_strategies[1]
+    local sum, mtp = 0, 0
+    for _, st in ipairs(rec.memory_cost.per_stage) do sum = sum + st.num_layers end
+    assert.are.equal(61, sum)
+    assert.truthy(by[1].torchtitan.text:find("NOT EXPRESSIBLE in TorchTitan: training.mtp_num_layers = 1", 1, true))
+    -- the layout writer: validate_layer_layout (pipeline_parallel_layer_layout.py
+    -- @ d98e8a64) wants MTP after the decoder layers, in the loss's stage
+    local megatron = require "apsearch.launch.megatron"
+    assert.are.equal("Et*3|t*4|t*2mL", megatron.layout({ 3, 4, 2 }, 1))
+    assert.are.equal("Et*3|t*4|mmL", megatron.layout({ 3, 4, 0 }, 2))
+    assert.are.equal("Et*3|t*4|t*2L", megatron.layout({ 3, 4, 2 }))
+  end)
+
   it("write nvfp4, fp4 param gather, CPU offload and CUDA graphs; notes where an engine lacks them", function()
     local tbl = b200_405b({ precision = "nvfp4", fp8_param_gather = true, activation_offload_layers = 4,
       cuda_graphs = true, store_param_remainders = true, torch_compile = true, compile_loss = false })

@@ -643,7 +643,9 @@ describe("validate: MoE rows take their release's MoE recipe (tests/fixtures/moe
     assert.is_nil(t.exp_avg_bf16)
     assert.is_nil(t.grad_reduce_in_fp32)
     assert.is_true(t.moe_shared_expert_overlap)
-    -- pp 16: first stage 64/16 - 1, last 64/16 - 2
+    -- one MTP module: NeMo's pretrain_recipe(use_mtp=True)
+    assert.are.equal(1, t.mtp_num_layers)
+    -- pp 16: first stage 64/16 - 1, last 64/16 - 2 (the loss and MTP)
     assert.are.same({ 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 2 }, s.stage_partition)
     -- Hopper runs the 192/128 heads fused
     assert.is_true(t.flash_attention)

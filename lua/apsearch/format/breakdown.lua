@@ -182,7 +182,8 @@ function M.format(est, inputs)
       local mb = st.memory_breakdown or {}
       local top = common.top_memory(mb)
       rows[#rows + 1] = {
-        tostring(st.stage), common.chunks_text(chunks[i] or {}),
+        tostring(st.stage), common.chunks_text(chunks[i] or {}) ..
+          ((st.mtp_layers or 0) > 0 and (" +" .. st.mtp_layers .. " MTP") or ""),
         tostring(st.num_layers), tostring(st.recompute_layers),
         string.format("%.1f", (st.params or 0) / 1e6),
         string.format("%.2f", st.inflight_microbatches or 0),

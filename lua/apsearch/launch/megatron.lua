@@ -30,6 +30,8 @@
 --   experts as --num-experts, --moe-router-topk, --moe-ffn-hidden-size,
 --   --moe-shared-expert-intermediate-size, --moe-layer-freq; MLA
 --   (M.mla_args) as --multi-latent-attention and its ranks and head dims
+-- * training.mtp_num_layers -> --mtp-num-layers, with 'm' per MTP layer
+--   before the loss when the layout is written
 -- * micro_batch_size, global batch, seq_length -> --micro-batch-size,
 --   --global-batch-size, --seq-length (Megatron derives the micro-batch
 --   count B / (b x data-parallel ranks))
@@ -161,7 +163,7 @@ function M.render(c)
   local uneven = pp > 1 and #layers == pp and not launch_util.all_equal(layers)
   local vpp_written = false
   local function layout(why)
-    A("--pipeline-model-parallel-layout", M.layout(chunks))
+    A("--pipeline-model-parallel-layout", M.layout(chunks, c.training.mtp_num_layers))
     vpp_written = true
     if why then N("NOTE", why) end
   end
@@ -325,6 +327,8 @@ function M.render(c)
     end
   end
   if (m.num_experts or 0) > 0 then M.moe_args(c, A, N) end
+  -- TransformerConfig.mtp_num_layers (transformer_config.py:68 @ d98e8a64)
+  if (tr.mtp_num_layers or 0) > 0 then A("--mtp-num-layers", tr.mtp_num_layers) end
   if m.mlp == "swiglu" then A("--swiglu") end
   -- MLA: the norms of the query and KV latents (DeepSeek q_a_layernorm,
   -- kv_a_layernorm) are MLASelfAttention's q_layernorm / kv_layernorm,
@@ -554,8 +558,8 @@ end
 -- (token-dropping; empty = dropless), the aux-loss-free expert bias
 -- (with the sigmoid score it needs).  Routing details the estimate does
 -- not model (load-balancing loss, group-limited routing, score scaling)
--- are left at Megatron's defaults with a NOTE; MTP modules are not
--- trained in the estimate (a NOTE).
+-- are left at Megatron's defaults with a NOTE; a model's MTP modules the
+-- estimate does not train (training.mtp_num_layers 0) get a NOTE.
 -- @tparam table c context (apsearch.launch.context)
 -- @tparam function A flag writer
 -- @tparam function N note writer
@@ -596,9 +600,10 @@ function M.moe_args(c, A, N)
   N("NOTE", "router settings the estimate does not model are Megatron's defaults: set the " ..
     "load-balancing loss (--moe-router-load-balancing-type, --moe-aux-loss-coeff), group-limited " ..
     "routing and score scaling as your model needs")
-  if (m.mtp_layers or 0) > 0 then
+  if (m.mtp_layers or 0) > 0 and (c.training.mtp_num_layers or 0) == 0 then
     N("NOTE", string.format("the model has %d multi-token-prediction module(s), not trained in the " ..
-      "estimate: add --mtp-num-layers %d to train them (more time and memory)", m.mtp_layers, m.mtp_layers))
+      "estimate: set training.mtp_num_layers = %d to estimate and write --mtp-num-layers",
+      m.mtp_layers, m.mtp_layers))
   end
 end
 
@@ -621,15 +626,18 @@ end
 -- schedule order (megatron/core/transformer/pipeline_parallel_layer_layout.py:
 -- stages separated by '|', stage i is virtual stage i // p on rank i % p;
 -- 'E' the embedding in the first stage, 'L' the loss in the last, 't*n'
--- n transformer layers).
--- @tparam table chunks layers per chunk
--- @treturn string e.g. "Et*7|t*8|...|t*7L"
-function M.layout(chunks)
+-- n transformer layers, 'm' a multi-token-prediction layer: after the
+-- decoder layers, before the loss, all in the last stage,
+-- validate_layer_layout).
+-- @tparam table chunks decoder layers per chunk
+-- @tparam[opt] integer mtp multi-token-prediction layers (0 or nil: none)
+-- @treturn string e.g. "Et*7|t*8|...|t*7L", with one MTP layer "...|t*6mL"
+function M.layout(chunks, mtp)
   local parts = {}
   for j, n in ipairs(chunks) do
     local t = n == 0 and "" or n == 1 and "t" or ("t*" .. n)
     if j == 1 then t = "E" .. t end
-    if j == #chunks then t = t .. "L" end
+    if j == #chunks then t = t .. string.rep("m", mtp or 0) .. "L" end
     parts[j] = t
   end
   return table.concat(parts, "|")

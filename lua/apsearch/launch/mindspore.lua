@@ -205,6 +205,10 @@ function M.render(c)
     n.keys[#n.keys + 1] = { key or path, value, comment }
   end
   local function N(kind, text) notes[#notes + 1] = kind .. ": " .. text end
+  if (c.training.mtp_num_layers or 0) > 0 then
+    N("NOT WRITTEN", string.format("training.mtp_num_layers = %d: the config trains without multi-token " ..
+      "prediction (less time and memory than estimated)", c.training.mtp_num_layers))
+  end
 
   local tp, pp, cp, vpp = r.tp_degree or 1, r.pp_degree or 1, r.cp_degree or 1, r.vpp_degree or 1
   local R, Sd, z = r.dp_degree or 1, r.fsdp_degree or 1, r.zero_stage or 0

@@ -66,7 +66,7 @@ M.megatron = {
     "--moe-token-dispatcher-type", "--moe-flex-dispatcher-backend", "--moe-grouped-gemm",
     "--moe-expert-capacity-factor", "--moe-router-score-function",
     "--moe-router-enable-expert-bias", "--moe-router-force-load-balancing",
-    "--moe-shared-expert-overlap",
+    "--moe-shared-expert-overlap", "--mtp-num-layers",
     -- _add_training_args / OptimizerConfig (precision-aware optimizer)
     "--use-precision-aware-optimizer", "--exp-avg-dtype", "--exp-avg-sq-dtype",
     "--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",

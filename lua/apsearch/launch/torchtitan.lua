@@ -543,6 +543,11 @@ function M.render(c)
   local lines, notes, imports = {}, {}, {}
   local fn = string.format("apsearch_rank%d", r.rank)
   local function N(kind, text) notes[#notes + 1] = kind .. ": " .. text end
+  if (tr.mtp_num_layers or 0) > 0 then
+    N("NOT EXPRESSIBLE in TorchTitan", string.format("training.mtp_num_layers = %d: no multi-token " ..
+      "prediction in HEAD's models; the config trains without it (less time and memory than estimated)",
+      tr.mtp_num_layers))
+  end
   local function import(mod, name)
     assert(TT.imports[mod] and TT.imports[mod][name], "torchtitan: not an import at the commit: " .. mod .. "." .. name)
     imports[mod] = imports[mod] or {}

@@ -370,7 +370,8 @@ end
 --- The shipped residual table as Lua source (lua/apsearch/intervals_data.lua):
 -- bounds from every out-of-sample residual of `res`, and with `moe_res`
 -- the step-time class of mixture-of-experts models (intervals.MOE_CLASS)
--- from its residuals, those of release-gap runs left out.
+-- from its residuals, those of release-gap runs left out, and never
+-- narrower than the pooled bounds.
 -- A pooled entry whose residuals are too few for the level keeps only
 -- its `rows` (no interval is then given).
 -- @tparam table res M.run's result on the public runs
@@ -390,6 +391,11 @@ function M.data_source(res, moe_res)
       end
     end
     local q = intervals.conformal_radius(r, sb.level)
+    -- never narrower than the pooled interval: a dozen MoE runs of three
+    -- publications cannot show the MoE estimate more certain than the
+    -- dense one (the never-fitted Megatron-Bridge MoE runs spread wider,
+    -- docs/accuracy.md)
+    if q and sb.pooled.hi and q < sb.pooled.hi then q = sb.pooled.hi end
     if q then sb.classes[intervals.MOE_CLASS] = { lo = -q, hi = q, rows = #r } end
   end
   -- residuals too few for the level (intervals.conformal_radius): the

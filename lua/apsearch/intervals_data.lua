@@ -4,7 +4,7 @@
 -- of the residuals at the interval level (apsearch.intervals).
 return {
   step_time = { level = 0.80, pooled = { lo = -0.133888, hi = 0.133888, rows = 71 }, classes = {
-    ["moe"] = { lo = -0.531081, hi = 0.531081, rows = 13 },
+    ["moe"] = { lo = -0.133888, hi = 0.133888, rows = 13 },
   } },
   mem_peak = { level = 0.80, pooled = { lo = -0.042094, hi = 0.042094, rows = 7 }, classes = {} },
   -- the highest MFU measured per hardware generation and precision

@@ -39,7 +39,8 @@ describe("intervals", function()
     -- a dense model of the same framework, device and precision: not the MoE band
     local dense = intervals.of_estimate(10.0, 2 ^ 30, "megatron", "h100-sxm-80gb", "bf16")
     assert.are_not.equal("moe", dense.step_time.class)
-    assert.is_true(dense.step_time.hi < iv.step_time.hi)
+    -- the MoE class is never narrower than the dense pool (crossval.data_source)
+    assert.is_true(dense.step_time.hi <= iv.step_time.hi)
   end)
 
   it("gives a class its own bounds only with enough runs from two sources", function()
@@ -84,6 +85,24 @@ describe("crossval.data_source", function()
     assert.are.equal(5, m.rows)
     assert.is_true(math.abs(m.hi - math.log(2)) < 1e-6)
     assert.is_true(math.abs(m.lo + math.log(2)) < 1e-6)
+  end)
+
+  it("never writes the MoE class narrower than the pooled bounds", function()
+    local function case(pred, meas)
+      return { group = "g", predicted = { tokens_per_s_per_gpu = pred }, measured = { tokens_per_s_per_gpu = meas },
+        inputs = { training = { framework = "megatron", precision = "bf16" },
+        cluster = { device = "h100-sxm-80gb" } } }
+    end
+    -- dense |log(pred / meas)|: log(100/101) .. log(100/105) in size, n = 5,
+    -- k = 5: the pooled radius is log 1.05; every MoE residual log 1.01
+    local dense = { file = "dense.csv", cases = {} }
+    for i = 1, 5 do dense.cases[i] = case(100, 100 + i) end
+    local moe = { file = "moe.csv", cases = {} }
+    for i = 1, 5 do moe.cases[i] = case(101, 100) end
+    local d = assert(load(crossval.data_source(dense, moe)))().step_time
+    assert.is_true(math.abs(d.pooled.hi - math.log(1.05)) < 1e-6)
+    assert.are.equal(d.pooled.hi, d.classes.moe.hi)
+    assert.are.equal(5, d.classes.moe.rows)
   end)
 end)
 

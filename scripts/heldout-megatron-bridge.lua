@@ -316,7 +316,7 @@ local DENSE_COLS = { "case_id", "source", "reliability", "model", "num_layers", 
   "measured_step_time_s", "measured_tflops_per_gpu", "measured_mfu_pct", "measured_mem_gib",
   "torch_compile", "reshard_after_forward", "nvlink_domain_size", "pipeline_layout", "grad_reduce_in_fp32",
   "fp8_param_gather", "activation_offload_layers", "recompute_num_layers", "recompute_method",
-  "tp_comm_overlap", "cuda_graphs", "software" }
+  "recompute_modules", "tp_comm_overlap", "cuda_graphs", "software" }
 local MOE_COLS = { "num_experts", "experts_per_token", "moe_ffn_hidden_size", "shared_expert_ffn_hidden_size",
   "num_dense_layers", "dense_ffn_hidden_size", "moe_layer_freq", "ep_degree", "etp_degree",
   "moe_token_dispatcher", "moe_capacity_factor", "attention", "q_lora_rank", "kv_lora_rank",
@@ -446,8 +446,7 @@ local function convert(r, alt)
     c.layer_recompute, c.recompute_num_layers, c.recompute_method = "full", fields.recompute_num_layers, "block"
   elseif type(fields.recompute_modules) == "table" and #fields.recompute_modules > 0 then
     c.layer_recompute = "selective"
-    assumed[#assumed + 1] = "recompute_modules " .. table.concat(fields.recompute_modules, "/") ..
-      " (read as selective)"
+    c.recompute_modules = table.concat(fields.recompute_modules, "/")
   elseif model_key == "DeepSeekV3" then
     c.layer_recompute = "selective"
   else

@@ -404,19 +404,17 @@ M.MOE_RECIPES = {
   },
   {
     -- NeMo's DeepSeek-V3 pretrain_recipe trains one MTP layer unless told
-    -- not to (use_mtp=True), and the performance scripts call it so;
-    -- Megatron-Bridge's pretrain_config defaults to mtp_num_layers=1 and
-    -- its performance configs pass none
-    name = "NeMo / Megatron-Bridge DeepSeek-V3 recipe (one MTP layer)",
+    -- not to (use_mtp=True), and the performance scripts call it so.
+    -- (Megatron-Bridge's pretrain_config defaults to mtp_num_layers = 1
+    -- too, v0.2.0 recipes/deepseek/deepseek_v3.py:174, but its published
+    -- 25.11 table names the run "DeepSeekV3 (w/o MTP)": not assumed there.)
+    name = "NeMo DeepSeek-V3 recipe (one MTP layer)",
     models = { "^DeepSeek%-V3" }, since = "2025-04",
-    software = { "^NeMo 2[5-9]%.", "Megatron%-Bridge" },
+    software = { "^NeMo 2[5-9]%." },
     training = { mtp_num_layers = 1 },
     source = "NVIDIA/NeMo v2.3.0 and 7a8f1cc7 nemo/collections/llm/recipes/deepseek_v3.py:62, 93 " ..
       "(pretrain_recipe use_mtp=True -> mtp_num_layers=1), scripts/performance/llm/" ..
-      "pretrain_deepseek_v3.py (pretrain_recipe() without use_mtp; the same at 8cfedd72); " ..
-      "NVIDIA-NeMo/Megatron-Bridge v0.2.0 (25.11) src/megatron/bridge/recipes/deepseek/" ..
-      "deepseek_v3.py:174 (mtp_num_layers = 1), scripts/performance/configs/deepseek/" ..
-      "deepseek_llm_pretrain.py:57 (pretrain_config without it)",
+      "pretrain_deepseek_v3.py (pretrain_recipe() without use_mtp; the same at 8cfedd72)",
   },
   {
     -- the r2.3 branch (25.04 containers): token drop on every device, the

@@ -352,6 +352,16 @@ function M.case_inputs(row)
     strategy.vpp_degree = 1
   end
   recompute_columns(row, strategy, assumed)
+  -- optional `recompute_modules` (Megatron --recompute-modules, '/' or
+  -- spaces between): the modules of selective recompute; the core checks
+  -- the names and what each needs
+  if given(row, "recompute_modules") then
+    if strategy.layer_recompute ~= "selective" then
+      error(("recompute_modules = %q needs layer_recompute = selective (got %s)"):format(
+        row.recompute_modules, tostring(strategy.layer_recompute)), 0)
+    end
+    strategy.recompute_modules = (row.recompute_modules:gsub("^%s+", ""):gsub("%s+$", ""):gsub("%s+", "/"))
+  end
   pipeline_layout(row, strategy, framework, model.num_layers, assumed)
   local line = stacks.match(row.software, framework)
   if line then
@@ -433,7 +443,7 @@ function M.moe_recipes(row, model, training, strategy, assumed)
   if (model.num_experts or 0) == 0 then return end
   local stated = { moe_token_dispatcher = given(row, "moe_token_dispatcher"),
     moe_capacity_factor = given(row, "moe_capacity_factor"), layer_recompute = given(row, "layer_recompute"),
-    recompute_modules = given(row, "layer_recompute") }
+    recompute_modules = given(row, "layer_recompute") or given(row, "recompute_modules") }
   local quantized = training.precision ~= "bf16" and training.precision ~= "fp16"
   for _, e in ipairs(stacks.moe_recipes(row.software, row.model, row.device)) do
     if e.quantized_only and not quantized then goto continue end

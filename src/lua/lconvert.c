@@ -349,6 +349,9 @@ int apsl_error(lua_State *L, const char *fmt, ...)
     return lua_error(L);
 }
 
+/** Characters of a string value a message quotes before "...". */
+#define APSL_DESCRIBE_CHARS 40
+
 const char *apsl_push_describe(lua_State *L, int idx)
 {
     switch (lua_type(L, idx)) {
@@ -359,8 +362,13 @@ const char *apsl_push_describe(lua_State *L, int idx)
     case LUA_TSTRING: {
         size_t len;
         const char *s = lua_tolstring(L, idx, &len);
-        if (len > 40)
-            return lua_pushfstring(L, "\"%.40s...\"", s);
+        if (len > APSL_DESCRIBE_CHARS) {
+            /* lua_pushfstring takes no precision: cut the copy here */
+            char cut[APSL_DESCRIBE_CHARS + 1];
+            memcpy(cut, s, APSL_DESCRIBE_CHARS);
+            cut[APSL_DESCRIBE_CHARS] = '\0';
+            return lua_pushfstring(L, "\"%s...\"", cut);
+        }
         return lua_pushfstring(L, "\"%s\"", s);
     }
     case LUA_TBOOLEAN:
@@ -531,10 +539,15 @@ static unsigned module_bit(lua_State *L, const char *path, const char *field,
         if (strlen(m) == len && strncmp(m, name, len) == 0)
             return 1u << k;
     }
-    apsl_error(L, "%s.%s: unknown recompute module \"%.*s\" (Megatron "
+    /* lua_pushvfstring takes no "%.*s": the name is copied and cut */
+    char cut[APSL_DESCRIBE_CHARS + 1];
+    size_t k = len < APSL_DESCRIBE_CHARS ? len : APSL_DESCRIBE_CHARS;
+    memcpy(cut, name, k);
+    cut[k] = '\0';
+    apsl_error(L, "%s.%s: unknown recompute module \"%s%s\" (Megatron "
                "--recompute-modules: core_attn, moe_act, layernorm, "
-               "mla_up_proj, mlp, moe, shared_experts)", path, field,
-               (int)len, name);
+               "mla_up_proj, mlp, moe, shared_experts)", path, field, cut,
+               len > k ? "..." : "");
     return 0;
 }
 

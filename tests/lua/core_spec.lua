@@ -118,6 +118,16 @@ describe("apsearch.core", function()
       assert.are.equal(3.35e12, d.hbm_bandwidth)
     end)
 
+    it("quotes a long bad string cut at 40 characters (lua_pushfstring takes no precision)", function()
+      local long = string.rep("x", 50)
+      local e = err_of(core.context, llama8b(), node8(), with(train(), "framework", long))
+      assert.truthy(e:find('"' .. string.rep("x", 40) .. '..."', 1, true), e)
+      -- an unknown recompute module name, cut the same way
+      local ctx = core.context(llama8b(), node8(), train())
+      local e2 = err_of(ctx.estimate, ctx, { layer_recompute = "selective", recompute_modules = "mlp/" .. long })
+      assert.truthy(e2:find('unknown recompute module "' .. string.rep("x", 40) .. '..."', 1, true), e2)
+    end)
+
     it("names the known presets when the name is unknown", function()
       local e = err_of(core.device_preset, "V100")
       assert.matches('unknown device preset "V100"', e, 1, true)

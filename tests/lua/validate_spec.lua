@@ -392,6 +392,18 @@ describe("validate: recipe columns and release defaults", function()
     return res.cases[1]
   end
 
+  it("reads recompute_modules (Megatron --recompute-modules) with selective recompute only", function()
+    local sel = base:gsub(",none,unknown$", ",selective,unknown")
+    local c = one(",recompute_modules", ",layernorm  mlp", sel)
+    assert.is_nil(c.error)
+    assert.are.equal("selective", c.inputs.strategy.layer_recompute)
+    assert.are.equal("layernorm/mlp", c.inputs.strategy.recompute_modules)
+    assert.matches('recompute_modules = "mlp" needs layer_recompute = selective %(got none%)',
+      one(",recompute_modules", ",mlp").error)
+    -- a name Megatron does not know: the core's message
+    assert.matches("recompute_modules", one(",recompute_modules", ",attn_everything", sel).error)
+  end)
+
   it("refuses an unknown value naming the column and the value", function()
     assert.matches('grad_reduce_in_fp32 = "maybe" is not true/false',
       one(",grad_reduce_in_fp32", ",maybe").error)

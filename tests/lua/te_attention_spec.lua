@@ -6,36 +6,35 @@
 local te = require "apsearch.te_attention"
 
 describe("te_attention.flash", function()
-  local mla = { flash = true, head_dim_qk = 128 + 64, head_dim_v = 128 }
-  local function with(t, extra)
-    local c = {}
-    for k, v in pairs(t) do c[k] = v end
+  -- MLA's heads (128 + 64 for queries and keys, 128 for values) with what a case sets
+  local function mla(extra)
+    local c = { flash = true, head_dim_qk = 128 + 64, head_dim_v = 128 }
     for k, v in pairs(extra) do c[k] = v end
     return c
   end
 
   it("falls back to unfused attention for MLA on Blackwell with TransformerEngine 2.2 to 2.4", function()
     for _, v in ipairs({ "2.2", "2.3", "2.4" }) do
-      local flash, why = te.flash(with(mla, { family = "blackwell", te = v }))
+      local flash, why = te.flash(mla({ family = "blackwell", te = v }))
       assert.is_false(flash, v)
       assert.truthy(why:find("192/128", 1, true))
       assert.truthy(why:find("fused_attn.cpp:221", 1, true))
     end
-    assert.is_false((te.flash(with(mla, { family = "blackwell-ultra", te = "2.2" }))))
+    assert.is_false((te.flash(mla({ family = "blackwell-ultra", te = "2.2" }))))
   end)
 
   it("keeps fused attention from 2.5, on Hopper, without a pinned release, or with equal heads", function()
-    assert.is_true((te.flash(with(mla, { family = "blackwell", te = "2.5" }))))
-    assert.is_true((te.flash(with(mla, { family = "blackwell", te = "2.10" }))))
-    assert.is_true((te.flash(with(mla, { family = "hopper", te = "2.2" }))))
-    assert.is_true((te.flash(with(mla, { family = "blackwell", te = nil }))))
+    assert.is_true((te.flash(mla({ family = "blackwell", te = "2.5" }))))
+    assert.is_true((te.flash(mla({ family = "blackwell", te = "2.10" }))))
+    assert.is_true((te.flash(mla({ family = "hopper", te = "2.2" }))))
+    assert.is_true((te.flash(mla({ family = "blackwell", te = nil }))))
     assert.is_true((te.flash({ flash = true, head_dim_qk = 128, head_dim_v = 128, family = "blackwell", te = "2.2" })))
     -- heads of 256 on both sides: FlashAttention-2 takes them (utils.py), not refused here
     assert.is_true((te.flash({ flash = true, head_dim_qk = 256, head_dim_v = 256, family = "blackwell", te = "2.2" })))
   end)
 
   it("runs unfused what asks for no flash attention, with no reason", function()
-    local flash, why = te.flash(with(mla, { flash = false, family = "hopper" }))
+    local flash, why = te.flash(mla({ flash = false, family = "hopper" }))
     assert.is_false(flash)
     assert.is_nil(why)
   end)

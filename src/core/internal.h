@@ -117,6 +117,12 @@ typedef struct {
                                             their eh_proj, norms, output
                                             layer and loss are the loss
                                             stage's */
+    bool mtp_recompute;                /**< full recompute also rebuilds the
+                                            MTP layers: the uniform method
+                                            (multi_token_prediction.py
+                                            _checkpointed_forward @ d98e8a64;
+                                            block skips them, with a
+                                            warning) */
 } aps_layout;
 
 /** Layers fully recomputed on pipeline rank i of k layers as the strategy
@@ -143,6 +149,10 @@ int64_t aps_layout_mtp_layers(const aps_layout *lay, int64_t i);
  *  layer's type.  What a layer costs in time and memory is counted over
  *  these; the split and recompute are over the decoder layers. */
 int64_t aps_layout_run_layers(const aps_layout *lay, int64_t i);
+/** Transformer layers rank i fully recomputes: its decoder layers'
+ *  lay->recompute[i] and, under the uniform method
+ *  (aps_layout.mtp_recompute), its multi-token-prediction layers. */
+int64_t aps_layout_run_recompute(const aps_layout *lay, int64_t i);
 
 /** Fills the layout; returns a reason when the partition is invalid. */
 aps_reason aps_layout_build(const aps_model *m, const aps_training *t,

@@ -292,6 +292,9 @@ static void recompute_groups(const aps_strategy *s, const aps_layout *lay,
         double g = (double)(ck < n ? ck : n);
         *group = g > *group ? g : *group;
     }
+    /* each MTP layer checkpoints its own input (one layer per group) */
+    *kept_inputs +=
+        (double)(aps_layout_run_recompute(lay, i) - lay->recompute[i]);
 }
 
 /** Hidden-state-sized tensors one multi-token-prediction depth saves for
@@ -310,7 +313,8 @@ static double stage_activations(const aps_model *m, const aps_training *t,
                                 aps_stage_estimate *st)
 {
     double sbh_rep = hidden_bytes_rep(m, s, lay);
-    double layers = (double)aps_layout_run_layers(lay, i), rc = (double)lay->recompute[i];
+    double layers = (double)aps_layout_run_layers(lay, i);
+    double rc = (double)aps_layout_run_recompute(lay, i);
     double per_layer = s->layer_recompute == APS_RECOMPUTE_SELECTIVE
                            ? lc->act_selective : lc->act_full;
     double kept_inputs, group;

@@ -450,7 +450,8 @@ void aps_moe_stage(const aps_model *m, const aps_training *t,
         return;
     unsigned mods = s->layer_recompute == APS_RECOMPUTE_SELECTIVE
                         ? aps_recompute_modules(t, s) : 0u;
-    double L = (double)aps_layout_run_layers(lay, i), rc = (double)lay->recompute[i];
+    double L = (double)aps_layout_run_layers(lay, i);
+    double rc = (double)aps_layout_run_recompute(lay, i);
     double nm = (double)aps_moe_stage_moe_layers(m, lay, i);
     double nl = m->kv_lora_rank > 0 ? L : 0.0;
     /* recomputed layers: the rank's MoE share of them */
@@ -527,7 +528,8 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
 {
     if (!aps_model_is_moe(m))
         return;
-    double L = (double)aps_layout_run_layers(lay, i), rc = (double)lay->recompute[i];
+    double L = (double)aps_layout_run_layers(lay, i);
+    double rc = (double)aps_layout_run_recompute(lay, i);
     double nm = (double)aps_moe_stage_moe_layers(m, lay, i);
     double nl = m->kv_lora_rank > 0 ? L : 0.0;
     /* non-expert parameters: sharded as the dense ones */

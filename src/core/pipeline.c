@@ -263,6 +263,8 @@ aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
      * (mtp_on_this_rank: the post-process stage) builds the MTP block
      * after the decoder, in the last model chunk (aps_layout_run_layers) */
     lay->mtp = t->mtp_num_layers;
+    lay->mtp_recompute = s->layer_recompute == APS_RECOMPUTE_FULL &&
+                         s->recompute_method == APS_RECOMPUTE_UNIFORM;
     for (int64_t i = 0; i < lay->p; i++) {
         lay->layers[i] = 0;
         for (int64_t k = 0; k < lay->v; k++)
@@ -314,6 +316,12 @@ int64_t aps_layout_mtp_layers(const aps_layout *lay, int64_t i)
 int64_t aps_layout_run_layers(const aps_layout *lay, int64_t i)
 {
     return lay->layers[i] + aps_layout_mtp_layers(lay, i);
+}
+
+int64_t aps_layout_run_recompute(const aps_layout *lay, int64_t i)
+{
+    return lay->recompute[i] +
+           (lay->mtp_recompute ? aps_layout_mtp_layers(lay, i) : 0);
 }
 
 int64_t aps_layout_chunk(const aps_layout *lay, int64_t i, int64_t k)

@@ -206,6 +206,23 @@ aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
                 "its own", fw, (long long)s->recompute_num_layers[0]);
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
+    /* Megatron checkpoints a multi-token-prediction layer under uniform
+     * full recompute only one layer per group: Megatron-LM d98e8a64
+     * megatron/core/transformer/multi_token_prediction.py:1621-1627
+     * asserts recompute_num_layers == 1 in the first forward (after
+     * validate_args has passed) */
+    if (s->layer_recompute == APS_RECOMPUTE_FULL &&
+        s->recompute_method == APS_RECOMPUTE_UNIFORM &&
+        s->recompute_num_layers[0] > 1 && t->mtp_num_layers > 0 &&
+        t->framework == APS_FW_MEGATRON) {
+        aps_fmt(msg, n, "%s: recompute_method = uniform in groups of %lld "
+                "layers with mtp_num_layers = %lld; Megatron-LM asserts "
+                "recompute_num_layers == 1 for MTP recompute "
+                "(multi_token_prediction.py)", fw,
+                (long long)s->recompute_num_layers[0],
+                (long long)t->mtp_num_layers);
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
     /* TorchTitan's MX and NVFP4 linears keep bf16 weights and gather
      * them in bf16 (torchtitan/components/quantization/mx.py; only the
      * float8 tensorwise recipe had a float8 all-gather) */

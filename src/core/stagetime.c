@@ -52,7 +52,8 @@ static void layers_compute(const aps_strategy *s, const aps_layout *lay,
                            const aps_layer_cost *lc, int64_t i,
                            aps_stage_time *st)
 {
-    double L = (double)aps_layout_run_layers(lay, i), rc = (double)lay->recompute[i];
+    double L = (double)aps_layout_run_layers(lay, i);
+    double rc = (double)aps_layout_run_recompute(lay, i);
     double layer_fwd, layer_bwd;
     layer_seconds(lc, &layer_fwd, &layer_bwd);
     st->comp_fwd = L * layer_fwd;
@@ -147,7 +148,8 @@ static void stage_tp(const aps_model *m, const aps_cluster *c,
                      const aps_moe_stage_cost *mo, int64_t i, bool first,
                      bool last, aps_stage_time *st)
 {
-    double L = (double)aps_layout_run_layers(lay, i), rc = (double)lay->recompute[i];
+    double L = (double)aps_layout_run_layers(lay, i);
+    double rc = (double)aps_layout_run_recompute(lay, i);
     double edge_fwd, edge_bwd;
     tp_edges(m, c, s, lay, first, last, &edge_fwd, &edge_bwd);
     /* an MoE layer without shared expert drops the FFN's half of them
@@ -200,7 +202,8 @@ static void stage_cp(const aps_training *t, const aps_strategy *s,
 {
     if (lay->c <= 1)
         return;
-    double L = (double)aps_layout_run_layers(lay, i), rc = (double)lay->recompute[i];
+    double L = (double)aps_layout_run_layers(lay, i);
+    double rc = (double)aps_layout_run_recompute(lay, i);
     double ef, eb;
     if (s->cp_comm_type == APS_CP_P2P) { /* hidden behind the chunks */
         ef = lc->cp_fwd > lc->attn_fwd ? lc->cp_fwd - lc->attn_fwd : 0;

@@ -78,7 +78,8 @@ void aps_fsdp_stage_times(const aps_model *m, const aps_cluster *c,
         return;
     double bw, alpha;
     int64_t G = plan->shard_group;
-    double L = (double)aps_layout_run_layers(lay, i), rc = (double)lay->recompute[i];
+    double L = (double)aps_layout_run_layers(lay, i);
+    double rc = (double)aps_layout_run_recompute(lay, i);
     dp_group_link(c, t, lay->t, G, &bw, &alpha);
     double psi = aps_stage_params(m, lay, i);
     double ag = aps_allgather_time(

@@ -72,7 +72,7 @@ void aps_throughput(const aps_model *m, const aps_cluster *c,
 {
     double recomputed = 0.0;
     for (int64_t i = 0; i < lay->p; i++)
-        recomputed += (double)lay->recompute[i];
+        recomputed += (double)aps_layout_run_recompute(lay, i);
     out->model_flops_per_step = flops_step(m, t, true, 0.0, false);
     out->hardware_flops_per_step = flops_step(
         m, t, true, recomputed, s->layer_recompute == APS_RECOMPUTE_SELECTIVE);

@@ -393,6 +393,71 @@ static void test_mtp_last_stage(void **state)
                2.0 * e0.stages[1].mem[APS_MEM_LOGITS_LOSS], REL);
 }
 
+/* Full recompute with MTP (multi_token_prediction.py:1621-1634 @
+ * d98e8a64): uniform checkpoints the MTP layer too (recompute_num_layers
+ * must be 1: Megatron asserts it in the first forward, so groups of 2 are
+ * refused), block skips it.  Llama-3.1-8B, PP 2, TP 1, 16 + 16 layers:
+ * recomputing a rank's 16 decoder layers adds 16 layer forwards to its
+ * backward (rank 1, no recompute vs block), so uniform adds one more
+ * forward, 1/16 of that, on the MTP rank and nothing on rank 0; the
+ * MTP layer's activations are then its input alone, the saving of one
+ * more recomputed decoder layer. */
+static void test_mtp_uniform_recompute(void **state)
+{
+    (void)state;
+    scenario x;
+    aps_strategy_defaults(&x.s);
+    fx_llama31_8b(&x.m);
+    fx_h100(&x.c, 2);
+    fx_training(&x.t, 2, 4096);
+    x.t.memory_limit_bytes = 1e12;
+    x.t.mtp_num_layers = 1;
+    x.s.pp_degree = 2;
+    aps_estimate none, block, uni;
+    fx_run(&x.m, &x.c, &x.t, &x.s, &none);
+    x.s.layer_recompute = APS_RECOMPUTE_FULL;
+    for (int i = 0; i < 2; i++)
+        x.s.recompute_num_layers[i] = -1;
+    fx_run(&x.m, &x.c, &x.t, &x.s, &block);
+    x.s.recompute_method = APS_RECOMPUTE_UNIFORM;
+    for (int i = 0; i < 2; i++)
+        x.s.recompute_num_layers[i] = 1;
+    fx_run(&x.m, &x.c, &x.t, &x.s, &uni);
+    if (!uni.feasible)
+        fail_msg("%s: %s", aps_reason_code(uni.reason), uni.reason_msg);
+    double sixteen = block.stages[1].time_bwd - none.stages[1].time_bwd;
+    assert_true(sixteen > 0.0);
+    ASSERT_REL(uni.stages[1].time_bwd - block.stages[1].time_bwd,
+               sixteen / 16.0, REL);
+    ASSERT_REL(uni.stages[0].time_bwd, block.stages[0].time_bwd, REL);
+    /* memory: the MTP layer keeps its input only, what one more recomputed
+     * decoder layer saves (block 15 -> 16 on rank 1) */
+    aps_strategy s15 = x.s;
+    s15.recompute_method = APS_RECOMPUTE_BLOCK;
+    s15.recompute_num_layers[0] = -1;
+    s15.recompute_num_layers[1] = 15;
+    aps_estimate b15;
+    fx_run(&x.m, &x.c, &x.t, &s15, &b15);
+    double one = b15.stages[1].mem[APS_MEM_ACTIVATIONS] -
+                 block.stages[1].mem[APS_MEM_ACTIVATIONS];
+    assert_true(one > 0.0);
+    ASSERT_REL(block.stages[1].mem[APS_MEM_ACTIVATIONS] -
+                   uni.stages[1].mem[APS_MEM_ACTIVATIONS], one, REL);
+    /* the decoder layers recomputed, as the stage table shows them */
+    assert_int_equal(uni.stages[1].recompute_layers, 16);
+    /* groups of two with MTP: refused */
+    for (int i = 0; i < 2; i++)
+        x.s.recompute_num_layers[i] = 2;
+    fx_run(&x.m, &x.c, &x.t, &x.s, &uni);
+    assert_false(uni.feasible);
+    assert_int_equal(uni.reason, APS_REASON_FRAMEWORK_UNSUPPORTED);
+    ASSERT_HAS(uni.reason_msg, "asserts recompute_num_layers == 1 for MTP");
+    x.t.mtp_num_layers = 0;
+    fx_run(&x.m, &x.c, &x.t, &x.s, &uni);
+    if (!uni.feasible)
+        fail_msg("%s: %s", aps_reason_code(uni.reason), uni.reason_msg);
+}
+
 /* training.mtp_num_layers: [0, APS_MAX_MTP_LAYERS], Megatron-LM only. */
 static void test_mtp_validation(void **state)
 {
@@ -1406,6 +1471,7 @@ int main(void)
         cmocka_unit_test(test_ap_ft_08_memory_limit_reason),
         cmocka_unit_test(test_mtp_last_stage),
         cmocka_unit_test(test_mtp_validation),
+        cmocka_unit_test(test_mtp_uniform_recompute),
         cmocka_unit_test(test_ap_ft_08_worst_stage_is_max),
         cmocka_unit_test(test_ap_ft_08_invariants),
         cmocka_unit_test(test_pp_p2p_time),

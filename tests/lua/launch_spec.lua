@@ -1219,6 +1219,35 @@ describe("launch configs", function()
     assert.are.equal("Et*3|t*4|t*2L", megatron.layout({ 3, 4, 2 }))
   end)
 
+  it("write full recompute of every layer with MTP as block, as estimated (uniform would recompute the MTP layer)", function()
+    -- multi_token_prediction.py:1621-1634 @ d98e8a64: uniform checkpoints
+    -- the MTP layer (groups of 1 only), block skips it
+    local tbl = dofile(ROOT .. "/examples/deepseek_v3_h100_1024.lua")
+    tbl.search_space = nil
+    local part = {}
+    for i = 1, 15 do part[i] = 4 end
+    part[16] = 1
+    local function written(mtp)
+      tbl.training.mtp_num_layers = mtp
+      local r = estimated(tbl, { tp_degree = 1, pp_degree = 16, dp_degree = 64, ep_degree = 64, zero_stage = 1,
+        micro_batch_size = 1, stage_partition = part, layer_recompute = "full" })
+      local _, v = parse_megatron(check_all(r)[1].megatron.text)
+      return v, r
+    end
+    local v, r = written(1)
+    local most = 0
+    for _, st in ipairs(r.stage_summary[1].stages) do
+      assert.are.equal(st.num_layers, st.recompute_layers)  -- every decoder layer recomputed
+      most = math.max(most, st.num_layers)
+    end
+    assert.are.equal(4, most)
+    assert.are.equal("block", v["--recompute-method"])
+    assert.are.equal("4", v["--recompute-num-layers"])
+    v = written(0)
+    assert.are.equal("uniform", v["--recompute-method"])
+    assert.are.equal("1", v["--recompute-num-layers"])
+  end)
+
   it("write nvfp4, fp4 param gather, CPU offload and CUDA graphs; notes where an engine lacks them", function()
     local tbl = b200_405b({ precision = "nvfp4", fp8_param_gather = true, activation_offload_layers = 4,
       cuda_graphs = true, store_param_remainders = true, torch_compile = true, compile_loss = false })

@@ -21,8 +21,9 @@
 -- * layer_recompute: selective -> --recompute-granularity selective
 --   (Megatron's default module, core_attn, is apsearch's selective), with
 --   recompute_modules -> --recompute-modules (mla_up_proj mlp moe ...);
---   full on every layer -> full/uniform/1; full on r layers per stage ->
---   full/block/r
+--   full on every layer -> full/uniform/1 (with MTP full/block/the most
+--   layers of a stage: uniform would recompute the MTP layers too); full
+--   on r layers per stage -> full/block/r
 -- * MoE models (M.moe_args): ep_degree -> --expert-model-parallel-size,
 --   etp_degree -> --expert-tensor-parallel-size, moe_token_dispatcher ->
 --   --moe-token-dispatcher-type, moe_grouped_gemm -> --moe-grouped-gemm,
@@ -275,6 +276,15 @@ function M.render(c)
       local g = type(r.recompute_num_layers) == "table" and r.recompute_num_layers[1] or nil
       A("--recompute-method", "uniform")
       A("--recompute-num-layers", (g and g > 0) and g or 1)
+    elseif all and (tr.mtp_num_layers or 0) > 0 then
+      -- every layer as block, not uniform: uniform also recomputes the MTP
+      -- layers, block skips them, as the estimate's block recompute does
+      -- (multi_token_prediction.py:1621-1634 @ d98e8a64); a count of at
+      -- least each chunk's layers recomputes them all
+      local mx = 0
+      for i = 1, #n do if n[i] > mx then mx = n[i] end end
+      A("--recompute-method", "block")
+      A("--recompute-num-layers", mx)
     elseif all then
       A("--recompute-method", "uniform")
       A("--recompute-num-layers", 1)

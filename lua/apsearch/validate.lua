@@ -355,10 +355,12 @@ function M.case_inputs(row)
   -- optional `recompute_modules` (Megatron --recompute-modules, '/' or
   -- spaces between): the modules of selective recompute; the core checks
   -- the names and what each needs
-  if given(row, "recompute_modules") then
+  -- (blanks alone: not stated)
+  if given(row, "recompute_modules") and row.recompute_modules:find("%S") then
     if strategy.layer_recompute ~= "selective" then
-      error(("recompute_modules = %q needs layer_recompute = selective (got %s)"):format(
-        row.recompute_modules, tostring(strategy.layer_recompute)), 0)
+      error(("recompute_modules = %q needs layer_recompute = selective (got %s%s)"):format(
+        row.recompute_modules, tostring(strategy.layer_recompute),
+        given(row, "layer_recompute") and "" or ": layer_recompute not stated"), 0)
     end
     strategy.recompute_modules = (row.recompute_modules:gsub("^%s+", ""):gsub("%s+$", ""):gsub("%s+", "/"))
   end

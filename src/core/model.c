@@ -584,7 +584,8 @@ double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i)
             p += lay->vocab_padded * h / t;
         /* MTP (multi_token_prediction.py @ d98e8a64): per depth enorm,
          * hnorm, the final norm and eh_proj (column-parallel 2h -> h;
-         * its transformer layer is in layers[]); an untied model's input
+         * its transformer layer is counted with the decoder layers',
+         * aps_layout_run_layers); an untied model's input
          * embedding is built on this stage too (gpt_model.py:173) */
         double D = (double)lay->mtp;
         p += D * (3.0 * norm_params(m, h) + 2.0 * h * h / t);

@@ -400,6 +400,14 @@ describe("validate: recipe columns and release defaults", function()
     assert.are.equal("layernorm/mlp", c.inputs.strategy.recompute_modules)
     assert.matches('recompute_modules = "mlp" needs layer_recompute = selective %(got none%)',
       one(",recompute_modules", ",mlp").error)
+    -- left empty: said so, not "none" as if the row stated it
+    local unstated = base:gsub(",none,unknown$", ",,unknown")
+    assert.matches('needs layer_recompute = selective %(got none: layer_recompute not stated%)',
+      one(",recompute_modules", ",mlp", unstated).error)
+    -- blanks alone are an empty column: no modules, no error
+    c = one(",recompute_modules", ",   ")
+    assert.is_nil(c.error)
+    assert.is_nil(c.inputs.strategy.recompute_modules)
     -- a name Megatron does not know: the core's message
     assert.matches("recompute_modules", one(",recompute_modules", ",attn_everything", sel).error)
   end)

@@ -585,11 +585,15 @@ double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i)
         /* MTP (multi_token_prediction.py @ d98e8a64): per depth enorm,
          * hnorm, the final norm and eh_proj (column-parallel 2h -> h;
          * its transformer layer is counted with the decoder layers',
-         * aps_layout_run_layers); an untied model's input
-         * embedding is built on this stage too (gpt_model.py:173) */
+         * aps_layout_run_layers); the input embedding is built on this
+         * stage too (gpt_model.py:173), beside the output layer, tied or
+         * not: the output layer allocates its weight on every stage but
+         * the first (gpt_model.py:289-290, skip_weight_param_allocation =
+         * pre_process and tied), and a tied model's head then uses the
+         * embedding's (language_module.py:352-360) */
         double D = (double)lay->mtp;
         p += D * (3.0 * norm_params(m, h) + 2.0 * h * h / t);
-        if (lay->mtp > 0 && lay->p > 1 && !m->tie_word_embeddings)
+        if (lay->mtp > 0 && lay->p > 1)
             p += lay->vocab_padded * h / t;
     }
     return p;

@@ -391,6 +391,17 @@ static void test_mtp_last_stage(void **state)
     /* two output heads' logits */
     ASSERT_REL(e1.stages[1].mem[APS_MEM_LOGITS_LOSS],
                2.0 * e0.stages[1].mem[APS_MEM_LOGITS_LOSS], REL);
+    /* tied: the same 777,015,296 more.  Without MTP the last stage's
+     * output layer is the embedding's copy; with it the stage builds the
+     * embedding (gpt_model.py:173) and the output layer still allocates
+     * its own weight, unused (gpt_model.py:289-290: only the first stage
+     * skips it; language_module.py:352-360 hands the head the embedding) */
+    x.m.tie_word_embeddings = true;
+    x.t.mtp_num_layers = 0;
+    fx_run(&x.m, &x.c, &x.t, &x.s, &e0);
+    x.t.mtp_num_layers = 1;
+    fx_run(&x.m, &x.c, &x.t, &x.s, &e1);
+    ASSERT_DBL_EXACT(e1.stages[1].params - e0.stages[1].params, 777015296.0);
 }
 
 /* Full recompute with MTP (multi_token_prediction.py:1621-1634 @

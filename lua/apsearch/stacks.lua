@@ -144,12 +144,15 @@ M.BENCHMARK_RELEASES = {
 --- The `software` a measured run's recipe settings are read from: the
 -- framework release a benchmark suite's release ran (M.BENCHMARK_RELEASES),
 -- written first, the stated string after it in parentheses; else the
--- stated string.
+-- stated string.  Blanks are trimmed and runs of them read as one space
+-- (" NeMo  25.04.01" is "NeMo 25.04.01": every matcher anchors at "^").
 -- @tparam string|nil software the row's `software` column
 -- @treturn string|nil the string to match recipes and releases on
 -- @treturn table|nil the M.BENCHMARK_RELEASES entry that rewrote it
 function M.framework_software(software)
-  if type(software) ~= "string" or software == "" then return software, nil end
+  if type(software) ~= "string" then return software, nil end
+  software = software:gsub("%s+", " "):gsub("^ ", ""):gsub(" $", "")
+  if software == "" then return software, nil end
   local month = release_yymm(software)
   for _, e in ipairs(M.BENCHMARK_RELEASES) do
     if month and any(e.software, software) then

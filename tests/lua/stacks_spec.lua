@@ -95,6 +95,14 @@ describe("benchmark suite releases (stacks.BENCHMARK_RELEASES)", function()
     assert.are.equal("dgxc-benchmarking 25.11", (stacks.framework_software("dgxc-benchmarking 25.11")))
     assert.are.equal("NeMo 25.04", (stacks.framework_software("NeMo 25.04")))
     assert.is_nil(stacks.framework_software(nil))
+    -- blanks around or doubled: the same release, for every matcher
+    assert.are.equal("NeMo 25.04.01 (dgxc-benchmarking 25.08)",
+      (stacks.framework_software(" dgxc-benchmarking  25.08 ")))
+    assert.are.equal("2.2", stacks.transformer_engine(" NeMo  25.04.01"))
+    assert.are.equal("NeMo 25.04 performance scripts (r2.3)", stacks.match("\tNeMo 25.04.01", "megatron").name)
+    assert.are.equal(4, #stacks.moe_recipes(" NeMo 25.04.01", "DeepSeek-V3", "gb200"))
+    assert.are.equal(4, #stacks.moe_recipes("NeMo 25.04.01", "DeepSeek-V3", "gb200"))
+    assert.are.equal("", (stacks.framework_software("  ")))
     -- its release line, TransformerEngine and MoE recipes are NeMo 25.04's
     assert.are.equal("NeMo 25.04 performance scripts (r2.3)",
       stacks.match("dgxc-benchmarking 25.08 (NeMo 2.0 recipe)", "megatron").name)

@@ -292,9 +292,6 @@ static void recompute_groups(const aps_strategy *s, const aps_layout *lay,
         double g = (double)(ck < n ? ck : n);
         *group = g > *group ? g : *group;
     }
-    /* each MTP layer checkpoints its own input (one layer per group) */
-    *kept_inputs +=
-        (double)(aps_layout_run_recompute(lay, i) - lay->recompute[i]);
 }
 
 /** Hidden-state-sized tensors one multi-token-prediction depth saves for
@@ -303,6 +300,14 @@ static void recompute_groups(const aps_strategy *s, const aps_layout *lay,
  *  concatenated 2h-wide eh_proj input (2), the final-norm and output-layer
  *  inputs (1 each). */
 #define APS_MTP_SAVED_HIDDEN 6.0
+
+/** Of APS_MTP_SAVED_HIDDEN, the hidden-state-sized tensors a depth rebuilds
+ *  under uniform full recompute: its checkpoint (_checkpointed_forward of
+ *  _proj_and_transformer_layer, multi_token_prediction.py:1361-1424,
+ *  1621-1629 @ d98e8a64) keeps its inputs, the enorm and hnorm inputs
+ *  already counted, and rebuilds the concatenated 2h-wide eh_proj input
+ *  (2) with the transformer layer, whose own input is then not kept. */
+#define APS_MTP_RECOMPUTED_HIDDEN 2.0
 
 /** Activations held by rank i at its peak: in-flight micro-batches times
  *  the rank's saved activations per micro-batch, plus the transient of
@@ -331,9 +336,11 @@ static double stage_activations(const aps_model *m, const aps_training *t,
     double per_mb = (layers - rc - off) * per_layer + kept_inputs * lc->act_input;
     if (i == 0 && t->dropout)
         per_mb += APS_MASK_BYTES * sbh_rep;        /* embedding dropout */
-    if (i == lay->p - 1)   /* final-norm, output inputs; MTP's per depth */
-        per_mb += (2.0 + APS_MTP_SAVED_HIDDEN * (double)lay->mtp) *
-                  APS_ACT_BYTES * sbh_rep;
+    if (i == lay->p - 1) { /* final-norm, output inputs; MTP's per depth */
+        double mtp_saved = APS_MTP_SAVED_HIDDEN -
+                           (lay->mtp_recompute ? APS_MTP_RECOMPUTED_HIDDEN : 0.0);
+        per_mb += (2.0 + mtp_saved * (double)lay->mtp) * APS_ACT_BYTES * sbh_rep;
+    }
     double inflight = aps_layout_inflight(lay, i);
     st->inflight_microbatches = inflight;
     /* Full recompute: while a layer is recomputed its whole activation set

@@ -23,6 +23,10 @@
 --     on Blackwell (fused_attn.cpp:250-251, with cuDNN 9.11).
 -- On Hopper the same layer runs fused (head dimensions up to 256 with
 -- cuDNN 9, fused_attn.cpp:235 at v2.2).
+-- Not modelled: the cuDNN the container ships.  v2.5's kernel needs
+-- cuDNN 9.11 at run time; no container's cuDNN is pinned here, so a
+-- release with TransformerEngine 2.5 or later (NeMo v2.4.0's manifest,
+-- 25.07: f05f12c9) is taken to have it.
 -- @module apsearch.te_attention
 local M = {}
 

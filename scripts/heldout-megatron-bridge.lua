@@ -269,6 +269,31 @@ local function recipes(ref, family, layout)
   return recipe_cache[key] or nil
 end
 
+--- The performance script's per-GPU function files (the layouts from
+-- v0.3.0 on; v0.2's scripts hand the backend to the model recipe).
+local SCRIPT_FILES = { qwen3 = "qwen/qwen3_llm_pretrain.py", deepseek = "deepseek/deepseek_llm_pretrain.py" }
+
+--- The token dispatcher the script's function for the model and GPU sets
+-- itself (`cfg.model.moe_token_dispatcher_type = "..."`, from v0.3.1 on:
+-- "fix: Set flex and alltoall for perf jobs", #2393), or nil when it sets
+-- none.  It wins over the workload config's moe_flex_dispatcher_backend:
+-- Megatron-LM picks the dispatcher by moe_token_dispatcher_type alone
+-- (the backend is read by the flex dispatcher only).
+-- @return type, path (the file read)
+local function script_dispatcher(ref, family, cfg_name, gpu)
+  local file = SCRIPT_FILES[family]
+  if not file then return nil end
+  local path = "scripts/performance/configs/" .. file
+  local text = git_show(ref, path)
+  if not text then return nil end
+  local fn = ("def %s_pretrain_config_%s("):format(cfg_name:lower(), gpu:lower())
+  local s = text:find(fn, 1, true)
+  if not s then return nil end
+  local e = text:find("\ndef ", s + 1, true) or #text
+  local body = text:sub(s, e)
+  return body:match('moe_token_dispatcher_type%s*=%s*"(%w+)"'), path
+end
+
 -- ------------------------------------------------------------------- rows
 
 local function num(s)
@@ -471,6 +496,18 @@ local function convert(r, alt)
     c.etp_degree = 1
     local backend = fields.moe_flex_dispatcher_backend
     c.moe_token_dispatcher = (type(backend) == "string") and "flex" or "alltoall"
+    local set, spath = nil, nil
+    if recipe_note:find("^recipe:") and info.layout ~= "v0.2" then
+      set, spath = script_dispatcher(info.ref, mdl.family, mdl.cfg, sys.gpu)
+    end
+    if set == "flex" or set == "alltoall" then
+      if set ~= c.moe_token_dispatcher then
+        assumed[#assumed + 1] = ("moe_token_dispatcher_type = %s set by %s %s_pretrain_config_%s (over the " ..
+          "workload config's moe_flex_dispatcher_backend = %s)"):format(set, spath, mdl.cfg:lower(),
+          sys.gpu:lower(), tostring(backend))
+      end
+      c.moe_token_dispatcher = set
+    end
     if model_note:find("tokendrop") then c.moe_capacity_factor = 1.0 end
     if fields.moe_a2a_overlap == true then
       assumed[#assumed + 1] = "moe_a2a_overlap (overlap_moe_expert_parallel_comm) on: not modelled"

@@ -345,7 +345,8 @@ local DENSE_COLS = { "case_id", "source", "reliability", "model", "num_layers", 
 local MOE_COLS = { "num_experts", "experts_per_token", "moe_ffn_hidden_size", "shared_expert_ffn_hidden_size",
   "num_dense_layers", "dense_ffn_hidden_size", "moe_layer_freq", "ep_degree", "etp_degree",
   "moe_token_dispatcher", "moe_capacity_factor", "attention", "q_lora_rank", "kv_lora_rank",
-  "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "mtp_layers", "head_dim" }
+  "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "mtp_layers", "head_dim",
+  "overlap_moe_expert_parallel_comm" }
 
 local function csv_cell(v)
   if v == nil then return "" end
@@ -509,9 +510,10 @@ local function convert(r, alt)
       c.moe_token_dispatcher = set
     end
     if model_note:find("tokendrop") then c.moe_capacity_factor = 1.0 end
-    if fields.moe_a2a_overlap == true then
-      assumed[#assumed + 1] = "moe_a2a_overlap (overlap_moe_expert_parallel_comm) on: not modelled"
-    end
+    -- utils/overrides.py (v0.3.0 on; helpers.py at v0.2.0)
+    -- _set_moe_a2a_overlap_overrides: comm_overlap.overlap_moe_expert_
+    -- parallel_comm and delay_wgrad_compute on, the shared-expert overlap off
+    if fields.moe_a2a_overlap == true then c.overlap_moe_expert_parallel_comm = "true" end
   end
   if not info.stated then
     assumed[#assumed + 1] = ("release %s read as Megatron-Bridge %s (ASSUMED: the tag of the same month)"):format(

@@ -115,6 +115,34 @@ describe("held out: Megatron-Bridge performance summaries", function()
     assert.are.equal("gb200", by.mbm035.device)
     assert.are.equal("flex", by.mbm035.moe_token_dispatcher)
   end)
+
+  it("writes the recipe's moe_a2a_overlap as overlap_moe_expert_parallel_comm, and validate prices it", function()
+    -- v0.5.0 QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1: moe_a2a_overlap=True
+    -- (26.06, mbm053); v0.4.1's entry (26.04.01, mbm045, same layout) has none
+    local rows = {}
+    for _, x in ipairs(validate.load(MOE)) do rows[x.case_id] = x end
+    assert.are.equal("true", rows.mbm053.overlap_moe_expert_parallel_comm)
+    assert.are.equal("", rows.mbm045.overlap_moe_expert_parallel_comm)
+    local r = validate.run(MOE)
+    local by = {}
+    for _, c in ipairs(r.cases) do by[c.case_id] = c end
+    assert.is_true(by.mbm053.inputs.training.overlap_moe_expert_parallel_comm)
+    assert.is_nil(by.mbm045.inputs.training.overlap_moe_expert_parallel_comm)
+    -- the same layout (8 GB200, EP 8, MBS 4, flex): the overlap hides the
+    -- all-to-all, so the estimate of mbm053 is faster by what it hid (less
+    -- the interference the hidden part still costs)
+    local function est(c)
+      return core.context(c.inputs.model, c.inputs.cluster, c.inputs.training):estimate(c.inputs.strategy)
+    end
+    local a, b = est(by.mbm045), est(by.mbm053)
+    local ea, eb = a.performance_breakdown.ep_comm, b.performance_breakdown.ep_comm
+    assert.are.equal(ea.total, eb.total)
+    assert.are.equal(ea.total, ea.exposed)
+    -- compute (6.7 s a step) far exceeds the all-to-all (1.4 s): all of it
+    -- hides, exposed = APS_OVERLAP_INTERFERENCE (0.2, training.c) x total
+    assert.is_true(math.abs(eb.exposed - 0.2 * eb.total) < 1e-9 * eb.total)
+    assert.is_true(math.abs((a.step_time - b.step_time) - (ea.exposed - eb.exposed)) < 1e-6 * a.step_time)
+  end)
 end)
 
 describe("scripts/heldout-report.sh", function()

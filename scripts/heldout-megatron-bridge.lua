@@ -514,6 +514,21 @@ local function convert(r, alt)
     -- _set_moe_a2a_overlap_overrides: comm_overlap.overlap_moe_expert_
     -- parallel_comm and delay_wgrad_compute on, the shared-expert overlap off
     if fields.moe_a2a_overlap == true then c.overlap_moe_expert_parallel_comm = "true" end
+    -- recipe settings the estimate does not price, named per row
+    if c.moe_token_dispatcher == "alltoall" and not c.moe_capacity_factor and c.ep_degree > 1 then
+      assumed[#assumed + 1] = "dropless all-to-all with EP > 1: a device-to-host sync per MoE layer's forward " ..
+        "before the EP all-to-all (Megatron-LM token_dispatcher.py MoEAlltoAllTokenDispatcher.preprocess, " ..
+        "'before_ep_alltoall'; padded token drop has static splits): not modelled"
+    end
+  end
+  if fields.cuda_graph_impl == "full_iteration" then
+    assumed[#assumed + 1] = "cuda_graph_impl full_iteration (the whole step captured): not modelled"
+  end
+  if fields.fp8_dot_product_attention == true then
+    assumed[#assumed + 1] = "fp8_dot_product_attention (attention in fp8): not modelled, attention priced in bf16"
+  end
+  if fields.cutedsl_fused_grouped_mlp == true then
+    assumed[#assumed + 1] = "cutedsl_fused_grouped_mlp (fused grouped expert MLP kernel): not modelled"
   end
   if not info.stated then
     assumed[#assumed + 1] = ("release %s read as Megatron-Bridge %s (ASSUMED: the tag of the same month)"):format(

@@ -269,6 +269,31 @@ local function recipes(ref, family, layout)
   return recipe_cache[key] or nil
 end
 
+--- The performance script's per-GPU function files (the layouts from
+-- v0.3.0 on; v0.2's scripts hand the backend to the model recipe).
+local SCRIPT_FILES = { qwen3 = "qwen/qwen3_llm_pretrain.py", deepseek = "deepseek/deepseek_llm_pretrain.py" }
+
+--- The token dispatcher the script's function for the model and GPU sets
+-- itself (`cfg.model.moe_token_dispatcher_type = "..."`, from v0.3.1 on:
+-- "fix: Set flex and alltoall for perf jobs", #2393), or nil when it sets
+-- none.  It wins over the workload config's moe_flex_dispatcher_backend:
+-- Megatron-LM picks the dispatcher by moe_token_dispatcher_type alone
+-- (the backend is read by the flex dispatcher only).
+-- @return type, path (the file read)
+local function script_dispatcher(ref, family, cfg_name, gpu)
+  local file = SCRIPT_FILES[family]
+  if not file then return nil end
+  local path = "scripts/performance/configs/" .. file
+  local text = git_show(ref, path)
+  if not text then return nil end
+  local fn = ("def %s_pretrain_config_%s("):format(cfg_name:lower(), gpu:lower())
+  local s = text:find(fn, 1, true)
+  if not s then return nil end
+  local e = text:find("\ndef ", s + 1, true) or #text
+  local body = text:sub(s, e)
+  return body:match('moe_token_dispatcher_type%s*=%s*"(%w+)"'), path
+end
+
 -- ------------------------------------------------------------------- rows
 
 local function num(s)
@@ -320,7 +345,8 @@ local DENSE_COLS = { "case_id", "source", "reliability", "model", "num_layers", 
 local MOE_COLS = { "num_experts", "experts_per_token", "moe_ffn_hidden_size", "shared_expert_ffn_hidden_size",
   "num_dense_layers", "dense_ffn_hidden_size", "moe_layer_freq", "ep_degree", "etp_degree",
   "moe_token_dispatcher", "moe_capacity_factor", "attention", "q_lora_rank", "kv_lora_rank",
-  "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "mtp_layers", "head_dim" }
+  "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "mtp_layers", "head_dim",
+  "overlap_moe_expert_parallel_comm" }
 
 local function csv_cell(v)
   if v == nil then return "" end
@@ -471,10 +497,38 @@ local function convert(r, alt)
     c.etp_degree = 1
     local backend = fields.moe_flex_dispatcher_backend
     c.moe_token_dispatcher = (type(backend) == "string") and "flex" or "alltoall"
-    if model_note:find("tokendrop") then c.moe_capacity_factor = 1.0 end
-    if fields.moe_a2a_overlap == true then
-      assumed[#assumed + 1] = "moe_a2a_overlap (overlap_moe_expert_parallel_comm) on: not modelled"
+    local set, spath = nil, nil
+    if recipe_note:find("^recipe:") and info.layout ~= "v0.2" then
+      set, spath = script_dispatcher(info.ref, mdl.family, mdl.cfg, sys.gpu)
     end
+    if set == "flex" or set == "alltoall" then
+      if set ~= c.moe_token_dispatcher then
+        assumed[#assumed + 1] = ("moe_token_dispatcher_type = %s set by %s %s_pretrain_config_%s (over the " ..
+          "workload config's moe_flex_dispatcher_backend = %s)"):format(set, spath, mdl.cfg:lower(),
+          sys.gpu:lower(), tostring(backend))
+      end
+      c.moe_token_dispatcher = set
+    end
+    if model_note:find("tokendrop") then c.moe_capacity_factor = 1.0 end
+    -- utils/overrides.py (v0.3.0 on; helpers.py at v0.2.0)
+    -- _set_moe_a2a_overlap_overrides: comm_overlap.overlap_moe_expert_
+    -- parallel_comm and delay_wgrad_compute on, the shared-expert overlap off
+    if fields.moe_a2a_overlap == true then c.overlap_moe_expert_parallel_comm = "true" end
+    -- recipe settings the estimate does not price, named per row
+    if c.moe_token_dispatcher == "alltoall" and not c.moe_capacity_factor and c.ep_degree > 1 then
+      assumed[#assumed + 1] = "dropless all-to-all with EP > 1: a device-to-host sync per MoE layer's forward " ..
+        "before the EP all-to-all (Megatron-LM token_dispatcher.py MoEAlltoAllTokenDispatcher.preprocess, " ..
+        "'before_ep_alltoall'; padded token drop has static splits): not modelled"
+    end
+  end
+  if fields.cuda_graph_impl == "full_iteration" then
+    assumed[#assumed + 1] = "cuda_graph_impl full_iteration (the whole step captured): not modelled"
+  end
+  if fields.fp8_dot_product_attention == true then
+    assumed[#assumed + 1] = "fp8_dot_product_attention (attention in fp8): not modelled, attention priced in bf16"
+  end
+  if fields.cutedsl_fused_grouped_mlp == true then
+    assumed[#assumed + 1] = "cutedsl_fused_grouped_mlp (fused grouped expert MLP kernel): not modelled"
   end
   if not info.stated then
     assumed[#assumed + 1] = ("release %s read as Megatron-Bridge %s (ASSUMED: the tag of the same month)"):format(

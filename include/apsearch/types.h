@@ -279,6 +279,17 @@ typedef struct {
                                         (Megatron --moe-shared-expert-
                                         overlap, alltoall and flex
                                         dispatchers); default off */
+    bool overlap_moe_expert_parallel_comm; /**< MoE: the combined 1F1B
+                                        schedule runs one micro-batch's
+                                        forward beside another's backward,
+                                        each one's dispatch and combine
+                                        hidden behind the other's compute
+                                        (Megatron --overlap-moe-expert-
+                                        parallel-comm: EP > 1, alltoall or
+                                        flex, virtual pipeline under PP, no
+                                        full recompute, not with the
+                                        shared-expert overlap); default
+                                        off */
     bool exp_avg_bf16;             /**< Adam's moments (exp_avg and
                                         exp_avg_sq) held in bf16 (Megatron
                                         --use-precision-aware-optimizer

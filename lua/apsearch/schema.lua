@@ -76,6 +76,7 @@ M.training = {
   activation_offload_layers = "nonnegint", tp_comm_overlap = "bool",
   cuda_graphs = "bool", store_param_remainders = "bool", exp_avg_bf16 = "bool",
   moe_shared_expert_overlap = "bool",
+  overlap_moe_expert_parallel_comm = "bool",
   compile_loss = "bool",
   vocab_size_divisible_by = "nonnegint",
   memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",

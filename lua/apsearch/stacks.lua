@@ -494,6 +494,22 @@ M.MOE_RECIPES = {
       "the same at 8cfedd72",
   },
   {
+    -- Megatron-Bridge's performance scripts (the NeMo containers from
+    -- 25.11 on) replace the Qwen3 and DeepSeek-V3 router's logits by
+    -- random ones (Megatron-LM router.py apply_random_logits): every
+    -- expert gets its balanced share.  With --use_tokendrop the scripts
+    -- turn it off, but capacity 1.0 caps the load at 1 anyway.  25.09
+    -- (r0.1.0) ran Qwen3 with token drop (the table's "(tokendrop)").
+    name = "Megatron-Bridge performance scripts (forced load balance)",
+    models = { "^Qwen3%-", "^DeepSeek%-V3" }, since = "2025-11",
+    software = { "^Megatron%-Bridge 2[5-9]%." },
+    training = { moe_load_imbalance = 1.0 },
+    source = "NVIDIA-NeMo/Megatron-Bridge v0.2.0 scripts/performance/configs/qwen3/qwen3_llm_pretrain.py:47, " ..
+      "deepseek/deepseek_llm_pretrain.py:43 (moe_router_force_load_balancing = True, \"required for token " ..
+      "dropless\"); the same at v0.3.0-v0.5.1 (configs/qwen/qwen3_llm_pretrain.py:44-45, " ..
+      "deepseek/deepseek_llm_pretrain.py:40-50); utils/helpers.py:229 (False with --use_tokendrop)",
+  },
+  {
     name = "NeMo Mixtral performance recipe (token drop)",
     models = { "^Mixtral" }, since = "2024-09",
     software = { "^NeMo 2[4-9]%." },

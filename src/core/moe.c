@@ -90,6 +90,29 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
         return APS_REASON_INVALID_DEGREE;
     }
     int64_t ep = aps_moe_ep(s), etp = aps_moe_etp(s);
+    /* --overlap-moe-expert-parallel-comm: what TransformerConfig
+     * __post_init__ asserts (Megatron-LM b0cc2706, the core of
+     * Megatron-Bridge v0.3.0, transformer_config.py:1852-1888) */
+    if (t->overlap_moe_expert_parallel_comm) {
+        const char *why = NULL;
+        if (t->framework != APS_FW_MEGATRON)
+            why = "is Megatron-Core's combined 1F1B schedule";
+        else if (ep <= 1)
+            why = "needs expert parallelism (ep_degree > 1)";
+        else if (s->moe_token_dispatcher == APS_MOE_ALLGATHER)
+            why = "needs the alltoall or flex dispatcher";
+        else if (s->pp_degree > 1 && s->vpp_degree <= 1)
+            why = "needs a virtual pipeline (vpp_degree > 1) when pp_degree > 1";
+        else if (s->layer_recompute == APS_RECOMPUTE_FULL)
+            why = "does not run with full recompute";
+        else if (t->moe_shared_expert_overlap)
+            why = "excludes moe_shared_expert_overlap";
+        if (why) {
+            aps_fmt(msg, n, "training.overlap_moe_expert_parallel_comm %s "
+                    "(megatron/core/transformer/transformer_config.py)", why);
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+    }
     if (m->num_experts == 0) {
         if (ep > 1 || etp != s->tp_degree) {
             aps_fmt(msg, n, "ep_degree = %lld, etp_degree = %lld for a dense "

@@ -175,10 +175,18 @@ static void stage_tp(const aps_model *m, const aps_cluster *c,
 }
 
 /** MoE and MLA layers of rank i (moe.c): their compute differences from
- *  the dense layer added to st, and the expert dispatch and combine,
- *  exposed but for what the shared expert hides (interfered, as every
- *  overlapped communication); Megatron-Core overlaps nothing else by
- *  default (--overlap-moe-expert-parallel-comm off). */
+ *  the dense layer added to st (whose layers_compute already holds the
+ *  rank's layers), and the expert dispatch and combine, exposed but for
+ *  what the shared expert hides, or with --overlap-moe-expert-parallel-
+ *  comm what the other micro-batch's compute hides: the combined 1F1B
+ *  schedule (Megatron-LM b0cc2706 pipeline_parallel/combined_1f1b.py,
+ *  schedules.py:598, 775-779) runs micro-batch i+1's forward beside i's
+ *  backward, so the forward's dispatch and combine hide behind the
+ *  rank's backward compute and the backward's behind its forward
+ *  compute, each up to that compute.  The schedule's one extra warm-up
+ *  forward and the last backward run alone: not counted, one of the
+ *  run's micro-batches.  Hidden parts are interfered, as every
+ *  overlapped communication. */
 static void stage_moe(const aps_training *t, const aps_moe_stage_cost *mo,
                       aps_stage_time *st)
 {
@@ -187,10 +195,13 @@ static void stage_moe(const aps_training *t, const aps_moe_stage_cost *mo,
     st->wgrad += mo->wgrad;
     st->recompute += mo->recompute;
     st->ep_total = mo->ep_fwd + mo->ep_bwd;
-    st->ep_exposed_fwd = aps_interfered(t, mo->ep_fwd,
-                                        mo->ep_fwd - mo->ep_hidden_fwd);
-    st->ep_exposed_bwd = aps_interfered(t, mo->ep_bwd,
-                                        mo->ep_bwd - mo->ep_hidden_bwd);
+    double hf = mo->ep_hidden_fwd, hb = mo->ep_hidden_bwd;
+    if (t->overlap_moe_expert_parallel_comm) {
+        hf = mo->ep_fwd < st->comp_bwd ? mo->ep_fwd : st->comp_bwd;
+        hb = mo->ep_bwd < st->comp_fwd ? mo->ep_bwd : st->comp_fwd;
+    }
+    st->ep_exposed_fwd = aps_interfered(t, mo->ep_fwd, mo->ep_fwd - hf);
+    st->ep_exposed_bwd = aps_interfered(t, mo->ep_bwd, mo->ep_bwd - hb);
 }
 
 /** CP communication of rank i: the ring's K/V passing hidden behind each

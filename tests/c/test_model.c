@@ -818,6 +818,80 @@ static void test_shared_expert_overlap(void **state)
                      out.perf_total[APS_PERF_EP_COMM] - 1.0) < 1e-12);
 }
 
+/* --overlap-moe-expert-parallel-comm (stagetime.c stage_moe, Megatron-LM
+ * b0cc2706 combined_1f1b.py): the forward's dispatch and combine hide
+ * behind the rank's backward compute, the backward's behind its forward
+ * compute.  Experts 14336 wide on one host: compute far exceeds the
+ * all-to-all, all of it hides and costs training.overlap_interference of
+ * its time (exposed = 0.2 x total).  A link 10^4 x slower: the comm far
+ * exceeds compute, hidden = the compute, so total - (compute fwd + bwd)
+ * <= exposed <= total.  What TransformerConfig asserts is refused. */
+static void test_ep_comm_overlap(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    char msg[APS_REASON_LEN];
+    static aps_estimate out;
+    moe_8b(&m, &c, &t, &s);
+    m.num_layers = 8;
+    s.ep_degree = 8;
+    t.overlap_interference = 0.2; /* training.c's default */
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    double total = out.perf_total[APS_PERF_EP_COMM];
+    double step = out.step_time;
+    assert_true(fabs(out.perf_exposed[APS_PERF_EP_COMM] / total - 1.0) < 1e-12);
+    t.overlap_moe_expert_parallel_comm = true;
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    assert_true(fabs(out.perf_total[APS_PERF_EP_COMM] / total - 1.0) < 1e-12);
+    assert_true(fabs(out.perf_exposed[APS_PERF_EP_COMM] /
+                     (t.overlap_interference * total) - 1.0) < 1e-9);
+    assert_true(out.step_time < step);
+    /* comm-bound: hidden up to the compute */
+    c.device.intra_node_bandwidth /= 1e4;
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &out), APS_OK);
+    double tot = out.perf_total[APS_PERF_EP_COMM];
+    double comp = out.perf_total[APS_PERF_COMPUTE_FWD] +
+                  out.perf_total[APS_PERF_COMPUTE_BWD];
+    double ex = out.perf_exposed[APS_PERF_EP_COMM];
+    assert_true(tot > 10.0 * comp);
+    assert_true(ex >= tot - comp - 1e-9 * tot);
+    assert_true(ex < tot);
+    c.device.intra_node_bandwidth *= 1e4;
+    /* refused as Megatron refuses it */
+    s.ep_degree = 1;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    assert_non_null(strstr(msg, "overlap_moe_expert_parallel_comm needs expert parallelism"));
+    s.ep_degree = 8;
+    s.moe_token_dispatcher = APS_MOE_ALLGATHER;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    assert_non_null(strstr(msg, "alltoall or flex"));
+    s.moe_token_dispatcher = APS_MOE_ALLTOALL;
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    assert_non_null(strstr(msg, "full recompute"));
+    s.layer_recompute = APS_RECOMPUTE_NONE;
+    t.moe_shared_expert_overlap = true;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    assert_non_null(strstr(msg, "excludes moe_shared_expert_overlap"));
+    t.moe_shared_expert_overlap = false;
+    s.dp_degree = 4;
+    s.pp_degree = 2;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    assert_non_null(strstr(msg, "virtual pipeline"));
+    s.vpp_degree = 2;
+    s.ep_degree = 4;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+}
+
 /* exp_avg_bf16: Adam's two moments in bf16, 2 x (4 - 2) = 4 bytes less
  * per parameter (megatron: 4 + 4 + 4 -> 4 + 2 + 2). */
 static void test_exp_avg_bf16(void **state)
@@ -858,6 +932,7 @@ int main(void)
         cmocka_unit_test(test_model_validate_negative_and_null),
         cmocka_unit_test(test_model_validate_rope_and_norm_eps),
         cmocka_unit_test(test_moe_params_mixtral_8x7b),
+        cmocka_unit_test(test_ep_comm_overlap),
         cmocka_unit_test(test_moe_params_qwen3_30b_a3b),
         cmocka_unit_test(test_moe_params_qwen15_moe_shared_expert),
         cmocka_unit_test(test_moe_params_deepseek_v3_mla_mtp),

@@ -75,6 +75,74 @@ describe("held out: Megatron-Bridge performance summaries", function()
     local model = validate.case_inputs(row)
     assert.is_nil(model.head_dim)
   end)
+
+  it("prices the forced-balance routing of Megatron-Bridge's scripts from 25.11 on (load 1, not 1.25)", function()
+    local r = validate.run(MOE)
+    local by = {}
+    for _, c in ipairs(r.cases) do by[c.case_id] = c end
+    -- mbm018: Qwen3-30B-A3B, 25.11, 8 B200, EP 8, MBS 1, dropless all-to-all;
+    -- qwen3_llm_pretrain.py:47 at v0.2.0 forces the balance
+    local c = by.mbm018
+    assert.are.equal(1.0, c.inputs.training.moe_load_imbalance)
+    assert.is_nil(c.inputs.strategy.moe_capacity_factor)
+    local note
+    for _, a in ipairs(c.assumed) do if a:find("moe_load_imbalance", 1, true) then note = a end end
+    assert.truthy(note and note:find("qwen3_llm_pretrain.py:47", 1, true))
+    -- the dispatch buffers of one layer (moe.c: 2 x bf16 row x tokens x
+    -- top-k x load): 2 x (2 B x 2048) x 4096 x 8 x 1.0 = 268,435,456 B
+    -- (the Switch Transformer default 1.25 gave 335,544,320)
+    local est = core.context(c.inputs.model, c.inputs.cluster, c.inputs.training):estimate(c.inputs.strategy)
+    assert.are.equal(2 * (2 * 2048) * 4096 * 8 * 1.0, est.memory_breakdown.comm_buffers.ep)
+    -- 25.09 (r0.1.0) ran Qwen3 with token drop: capacity 1 caps the load,
+    -- the forced-balance entry (from 2025-11) does not apply
+    local t = by.mbm005
+    assert.are.equal(1.0, t.inputs.strategy.moe_capacity_factor)
+    assert.is_nil(t.inputs.training.moe_load_imbalance)
+    -- DeepSeek-V3 (25.11, deepseek_llm_pretrain.py:43) too
+    assert.are.equal(1.0, by.mbm010.inputs.training.moe_load_imbalance)
+  end)
+
+  it("takes the dispatcher the script's per-GPU function sets over the workload config's backend", function()
+    -- mbm036: Qwen3-235B-A22B, 26.02.01 (v0.3.1), 256 H100: the base config
+    -- names moe_flex_dispatcher_backend = deepep, qwen3_235b_a22b_pretrain_
+    -- config_h100 sets moe_token_dispatcher_type = "alltoall"
+    local by = {}
+    for _, x in ipairs(validate.load(MOE)) do by[x.case_id] = x end
+    assert.are.equal("h100-sxm-80gb", by.mbm036.device)
+    assert.are.equal("alltoall", by.mbm036.moe_token_dispatcher)
+    assert.truthy(by.mbm036.notes:find("qwen3_235b_a22b_pretrain_config_h100", 1, true))
+    -- the same model and release on GB200: the function sets flex
+    assert.are.equal("gb200", by.mbm035.device)
+    assert.are.equal("flex", by.mbm035.moe_token_dispatcher)
+  end)
+
+  it("writes the recipe's moe_a2a_overlap as overlap_moe_expert_parallel_comm, and validate prices it", function()
+    -- v0.5.0 QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1: moe_a2a_overlap=True
+    -- (26.06, mbm053); v0.4.1's entry (26.04.01, mbm045, same layout) has none
+    local rows = {}
+    for _, x in ipairs(validate.load(MOE)) do rows[x.case_id] = x end
+    assert.are.equal("true", rows.mbm053.overlap_moe_expert_parallel_comm)
+    assert.are.equal("", rows.mbm045.overlap_moe_expert_parallel_comm)
+    local r = validate.run(MOE)
+    local by = {}
+    for _, c in ipairs(r.cases) do by[c.case_id] = c end
+    assert.is_true(by.mbm053.inputs.training.overlap_moe_expert_parallel_comm)
+    assert.is_nil(by.mbm045.inputs.training.overlap_moe_expert_parallel_comm)
+    -- the same layout (8 GB200, EP 8, MBS 4, flex): the overlap hides the
+    -- all-to-all, so the estimate of mbm053 is faster by what it hid (less
+    -- the interference the hidden part still costs)
+    local function est(c)
+      return core.context(c.inputs.model, c.inputs.cluster, c.inputs.training):estimate(c.inputs.strategy)
+    end
+    local a, b = est(by.mbm045), est(by.mbm053)
+    local ea, eb = a.performance_breakdown.ep_comm, b.performance_breakdown.ep_comm
+    assert.are.equal(ea.total, eb.total)
+    assert.are.equal(ea.total, ea.exposed)
+    -- compute (6.7 s a step) far exceeds the all-to-all (1.4 s): all of it
+    -- hides, exposed = APS_OVERLAP_INTERFERENCE (0.2, training.c) x total
+    assert.is_true(math.abs(eb.exposed - 0.2 * eb.total) < 1e-9 * eb.total)
+    assert.is_true(math.abs((a.step_time - b.step_time) - (ea.exposed - eb.exposed)) < 1e-6 * a.step_time)
+  end)
 end)
 
 describe("scripts/heldout-report.sh", function()

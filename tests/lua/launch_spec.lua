@@ -1575,6 +1575,20 @@ describe("launch configs", function()
     end
   end)
 
+  it("write --overlap-moe-expert-parallel-comm, and search only layouts Megatron accepts with it", function()
+    local r = run_example("qwen3_30b_a3b_h100.lua", { top_k = 2,
+      set = { "training.overlap_moe_expert_parallel_comm=true" } })
+    local by = check_all(r)
+    assert.is_true(#r.top_k_strategies > 0)
+    for _, rec in ipairs(r.top_k_strategies) do
+      local _, v = parse_megatron(by[rec.rank].megatron.text)
+      assert.is_true(v["--overlap-moe-expert-parallel-comm"])
+      -- transformer_config.py: EP > 1, a virtual pipeline under PP
+      assert.is_true((rec.ep_degree or 1) > 1)
+      assert.is_true((rec.pp_degree or 1) == 1 or (rec.vpp_degree or 1) > 1)
+    end
+  end)
+
   it("keep the MoE model NOT WRITTEN when HEAD's family cannot build it", function()
     local tt = require "apsearch.launch.torchtitan"
     -- Qwen3-30B-A3B with a width no qwen3 flavour has

@@ -598,6 +598,10 @@ function M.moe_args(c, A, N)
       A("--moe-shared-expert-overlap")
     end
   end
+  -- the combined 1F1B schedule (ModelParallelConfig.overlap_moe_expert_
+  -- parallel_comm @ d98e8a64; the estimate checks what TransformerConfig
+  -- asserts about it)
+  if c.training.overlap_moe_expert_parallel_comm then A("--overlap-moe-expert-parallel-comm") end
   if (r.moe_capacity_factor or 0) > 0 then
     A("--moe-expert-capacity-factor", M.num(r.moe_capacity_factor))
   end

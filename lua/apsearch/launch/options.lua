@@ -67,6 +67,8 @@ M.megatron = {
     "--moe-expert-capacity-factor", "--moe-router-score-function",
     "--moe-router-enable-expert-bias", "--moe-router-force-load-balancing",
     "--moe-shared-expert-overlap", "--mtp-num-layers",
+    -- ModelParallelConfig.overlap_moe_expert_parallel_comm (ArgumentGroupFactory)
+    "--overlap-moe-expert-parallel-comm",
     -- _add_training_args / OptimizerConfig (precision-aware optimizer)
     "--use-precision-aware-optimizer", "--exp-avg-dtype", "--exp-avg-sq-dtype",
     "--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",

@@ -798,10 +798,10 @@ function M.run(policy, opts)
   local function L(fmt, ...) log[#log + 1] = string.format(fmt, ...) end
   local m, cl, tr = inputs.model, inputs.cluster, inputs.training
   local device_name = type(cl.device) == "table" and cl.device.name or tostring(cl.device)
-  L("policy %s: model %s, %d x %s (%d per node), global batch %s x seq %s, %s, %s",
+  L("policy %s: model %s, %d x %s (%d per node), global batch %s x seq %s, %s, %s%s",
     tostring(policy.file), tostring(m.name), cl.num_devices, device_name,
     cl.devices_per_node, tostring(tr.global_batch_size), tostring(tr.seq_length),
-    tostring(tr.precision), tostring(tr.framework))
+    tostring(tr.precision), tostring(tr.framework), require("apsearch.format.common").mtp_note(tr))
   for _, ov in ipairs(policy.overrides or {}) do
     L("override: --%s %s=%s", ov.kind, ov.key, util.describe(ov.value))
   end

@@ -473,6 +473,42 @@ function M.moe_recipes(row, model, training, strategy, assumed)
   end
 end
 
+--- The short form of one `assumed` note for the text table: the setting
+-- and the name of what set it, without the file references.  A note ends
+-- in a parenthesised "NAME: SOURCE" (the release recipe's name, then its
+-- files and lines, apsearch.stacks); the SOURCE part (after the first
+-- ": " outside nested parentheses) is cut.  A note without one is kept
+-- whole.  `--format json` keeps every note whole.
+-- @tparam string note one entry of a case's `assumed`
+-- @treturn string
+-- @usage M.assumed_short("moe_capacity_factor = 1.0 (NeMo recipe: a.py:40)")
+--   --> "moe_capacity_factor = 1.0 (NeMo recipe)"
+function M.assumed_short(note)
+  note = tostring(note)
+  if note:sub(-1) ~= ")" then return note end
+  -- the opening parenthesis of the last top-level group
+  local depth, open = 0, nil
+  for i = #note, 1, -1 do
+    local ch = note:sub(i, i)
+    if ch == ")" then depth = depth + 1
+    elseif ch == "(" then
+      depth = depth - 1
+      if depth == 0 then open = i break end
+    end
+  end
+  if not open then return note end
+  depth = 0
+  for i = open + 1, #note - 1 do
+    local ch = note:sub(i, i)
+    if ch == "(" then depth = depth + 1
+    elseif ch == ")" then depth = depth - 1
+    elseif depth == 0 and ch == ":" and note:sub(i + 1, i + 1) == " " then
+      return note:sub(1, i - 1) .. ")"
+    end
+  end
+  return note
+end
+
 --- A measured column of a row: nil when empty, else a positive finite
 -- number; raises `<column> = "<text>" is not a positive number` (a zero or
 -- negative throughput would make every error and the fit meaningless).

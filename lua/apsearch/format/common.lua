@@ -339,6 +339,30 @@ function M.nvlink_domain_note(cluster)
   return ""
 end
 
+--- ", MTP D" for a training that trains D multi-token-prediction depths
+-- with the model (`training.mtp_num_layers`, Megatron --mtp-num-layers;
+-- docs/modeling.md "Multi-token prediction"), else "": the run, estimate
+-- and report lines that describe the training name it.
+-- @tparam table training normalized training table
+-- @treturn string
+function M.mtp_note(training)
+  local d = training and training.mtp_num_layers or 0
+  if type(d) == "number" and d > 0 then return string.format(", MTP %d", d) end
+  return ""
+end
+
+--- ", E experts top-k" for a mixture-of-experts model (`num_experts` > 0,
+-- `experts_per_token`), else "".
+-- @tparam table model normalized model table
+-- @treturn string
+function M.experts_note(model)
+  local e = model and model.num_experts or 0
+  if type(e) == "number" and e > 0 then
+    return string.format(", %d experts top-%d", e, model.experts_per_token or 0)
+  end
+  return ""
+end
+
 --- The footnote of a top-k with a strategy flagged `near_capacity`
 -- (apsearch.search.near_capacity_fraction), or nil when none is.
 -- @tparam table result search result

@@ -1,0 +1,136 @@
+-- tests/lua/moe_outputs_spec.lua -- what a mixture-of-experts user reads
+-- (newuser5, 2026-12-02): the multi-token-prediction depths and the
+-- experts named in the run log, the estimate and the report; the
+-- selective recompute modules in the estimate's strategy line; the
+-- settings `apsearch validate` assumed for empty columns, in its text
+-- output.
+--
+-- APS_ROOT is the repo root, APS_BIN the built binary (CTest sets both).
+
+local policy = require "apsearch.policy"
+local search = require "apsearch.search"
+local html = require "apsearch.report.html"
+local common = require "apsearch.format.common"
+local breakdown = require "apsearch.format.breakdown"
+local validate = require "apsearch.validate"
+
+local H = require "spec_helpers"
+local ROOT = os.getenv("APS_ROOT") or "."
+
+-- DeepSeek-V3 with one MTP depth on 64 H100 hosts: PP 16 over 61 layers,
+-- balanced (the last stage runs the MTP layer after its decoder layers)
+local RAW = {
+  model = "deepseek-v3",
+  cluster = { device = "h100-sxm-80gb", nodes = 64, devices_per_node = 8 },
+  training = { global_batch_size = 4096, seq_length = 4096, precision = "bf16",
+               framework = "megatron", mtp_num_layers = 1 },
+  search_space = { data_parallel = "auto", zero_stage = { 1 }, tp_degree = { 1 },
+    pp_degree = { 16 }, layer_offset = { "balanced" }, micro_batch_size = { 1 },
+    layer_recompute = { "selective" }, recompute_modules = { "mla_up_proj/mlp/moe" },
+    ep_degree = { 16 } },
+  top_k = 1,
+}
+
+describe("multi-token prediction and experts in the outputs", function()
+  local result
+  setup(function()
+    result = search.run(policy.from_table(RAW, "dsv3.lua", { quiet = true }))
+  end)
+
+  it("names the MTP depths and the experts where the training and model are described", function()
+    assert.are.equal(", MTP 1", common.mtp_note({ mtp_num_layers = 1 }))
+    assert.are.equal("", common.mtp_note({ mtp_num_layers = 0 }))
+    assert.are.equal("", common.mtp_note({}))
+    assert.are.equal(", 256 experts top-8", common.experts_note({ num_experts = 256, experts_per_token = 8 }))
+    assert.are.equal("", common.experts_note({ num_experts = 0 }))
+    -- the search log's first line
+    assert.truthy(result.search_log[1]:find("megatron, MTP 1", 1, true), result.search_log[1])
+  end)
+
+  it("shows the MTP layer on the last pipeline stage of the report, and MTP and experts in its header", function()
+    local rec = result.top_k_strategies[1]
+    assert.are.equal(16, rec.pp_degree)
+    local ss = result.stage_summary[1].stages
+    assert.are.equal(1, ss[16].mtp_layers)
+    assert.is_nil(ss[15].mtp_layers)
+    local d = html.chart_data(result)
+    local last = d.topk[1].stages[16]
+    -- 61 layers balanced over 16 stages: 15 x 4, then 1 (layer 60) + MTP
+    assert.are.equal("60 +1 MTP", last.layers)
+    assert.are.equal("56-59", d.topk[1].stages[15].layers)
+    local page = html.render(result)
+    assert.truthy(page:find("bf16, megatron, MTP 1", 1, true))
+    assert.truthy(page:find("hidden 7168, 256 experts top-8", 1, true))
+    assert.truthy(page:find("<td>60 +1 MTP</td>", 1, true))
+  end)
+
+  it("prints the selective recompute modules and MTP in `apsearch estimate`", function()
+    local s = { dp_degree = 32, tp_degree = 1, pp_degree = 16, layer_recompute = "selective",
+      recompute_modules = "mla_up_proj/mlp/moe" }
+    assert.truthy(breakdown.strategy_line(s):find("layer_recompute=selective recompute_modules=mla_up_proj/mlp/moe", 1, true))
+    s.layer_recompute = "full" -- Megatron reads the modules with selective only
+    assert.falsy(breakdown.strategy_line(s):find("recompute_modules", 1, true))
+    local code, out = H.apsearch("estimate", ROOT .. "/examples/deepseek_v3_h100_1024.lua", "--quiet",
+      "--strategy", "tp_degree=1,pp_degree=16,ep_degree=8,zero_stage=1,layer_offset=balanced,"
+      .. "layer_recompute=selective,recompute_modules=mla_up_proj/mlp/moe")
+    assert.are.equal(0, code, out)
+    assert.truthy(out:find("training  global batch 8192 sequences x 4096 tokens, bf16, adamw, megatron, MTP 1\n", 1, true), out)
+    assert.truthy(out:find("recompute_modules=mla_up_proj/mlp/moe", 1, true), out)
+    assert.truthy(out:find("+1 MTP", 1, true), out)
+  end)
+end)
+
+describe("validate: the assumed settings in the text output", function()
+  it("cuts a note to the setting and the name of what set it", function()
+    assert.are.equal("moe_capacity_factor = 1.0 (NeMo recipe, r2.3 (token drop))",
+      validate.assumed_short("moe_capacity_factor = 1.0 (NeMo recipe, r2.3 (token drop): a.py:40, 67-81 (USE_TOKEN_DROP))"))
+    -- a colon inside a nested group, or without a space after it, is not the cut
+    assert.are.equal("software read as NeMo 25.04.01 (dgxc 25.08) (DGX Cloud 25.08 (nemo:25.04.01 container))",
+      validate.assumed_short("software read as NeMo 25.04.01 (dgxc 25.08) (DGX Cloud 25.08 (nemo:25.04.01 container): launch.sh:33)"))
+    -- no source to cut: whole
+    assert.are.equal("layer_recompute = none (not stated; the framework's default)",
+      validate.assumed_short("layer_recompute = none (not stated; the framework's default)"))
+    assert.are.equal("vpp_degree = 4 ignored", validate.assumed_short("vpp_degree = 4 ignored"))
+  end)
+
+  it("lists each row's assumed settings between the table and the summary", function()
+    -- mp001 of the MoE fixture with one MTP depth and the recompute modules
+    -- stated, software "dgxc-benchmarking 25.08": the r2.3 recipe fills the
+    -- dispatcher, the capacity factor, the layout and the shared-expert overlap
+    -- (the fixture has CRLF line ends)
+    local src = H.read(ROOT .. "/tests/fixtures/moe/public_moe_cases.csv"):gsub("\r", "")
+    local header, row = src:match("^([^\n]+)\n(mp001[^\n]+)")
+    local cols = {}
+    for c in (header .. ","):gmatch("([^,]*),") do cols[#cols + 1] = c end
+    local cells = {}
+    -- split the row; its last field (notes) is quoted and holds commas
+    local rest = row
+    while #cells < #cols - 1 do
+      local cell, tail = rest:match("^([^,]*),(.*)$")
+      cells[#cells + 1], rest = cell, tail
+    end
+    cells[#cells + 1] = rest
+    local at = {}
+    for k, c in ipairs(cols) do at[c] = k end
+    cells[at.mtp_layers] = "1"
+    cells[at.layer_recompute] = "selective"
+    cells[at.software] = "dgxc-benchmarking 25.08"
+    cols[#cols + 1], cells[#cells + 1] = "recompute_modules", "mla_up_proj mlp moe"
+    local path = H.write(H.tmpdir() .. "/mine.csv",
+      table.concat(cols, ",") .. "\n" .. table.concat(cells, ",") .. "\n")
+    local code, out, err = H.apsearch("validate", path)
+    assert.are.equal(0, code, out .. tostring(err))
+    local s = out:find("\nassumed where a column is empty or implies it", 1, true)
+    assert.truthy(s, out)
+    assert.truthy(out:find("\n  mp001: software read as NeMo 25.04.01", s, true), out)
+    assert.truthy(out:find("\n         moe_token_dispatcher = alltoall (NeMo DeepSeek-V3 performance script, r2.3 (all-to-all with token drop))\n", s, true), out)
+    assert.truthy(out:find("\n         pipeline_layout = 7,8,8,8,8,8,8,6 (", s, true), out)
+    -- stated columns are not assumed; the file references stay in the JSON
+    assert.falsy(out:find("mtp_num_layers =", s, true), out)
+    assert.falsy(out:find("recompute_modules =", s, true), out)
+    assert.falsy(out:find("pretrain_deepseek_v3.py", 1, true), out)
+    -- the summary lines stay last (scripts/fit-defaults.sh reads them with tail)
+    assert.truthy(out:find("runs that trained but are estimated over the memory limit: %d+[^\n]*\n$"), out)
+    assert.truthy(s < out:find("\n1 cases, 0 failed", 1, true))
+  end)
+end)

@@ -134,3 +134,14 @@ describe("validate: the assumed settings in the text output", function()
     assert.truthy(s < out:find("\n1 cases, 0 failed", 1, true))
   end)
 end)
+
+describe("estimate --strategy: an array written with another separator", function()
+  it("says arrays take colons on the command line (exit 2, one line)", function()
+    local code, out, err = H.apsearch("estimate", ROOT .. "/examples/deepseek_v3_h100_1024.lua", "--quiet",
+      "--strategy", "pp_degree=4,vpp_degree=4,stage_partition=4/4/4/4/4/4/4/4/4/4/4/4/4/4/4/1")
+    assert.are.equal(2, code, out)
+    assert.truthy(err:find("stage_partition: expected a non-empty array of integers (one per pipeline stage; "
+      .. "on the command line separated by colons, 7:8:8:9)", 1, true), err)
+    assert.falsy(err:find("\n.", 1, false), err)
+  end)
+end)

@@ -42,7 +42,7 @@ local M = {}
 --- The colour of every memory and time category, the same in every chart
 -- (1, 2 and 3; chart 3's forward and backward lines take compute_fwd and
 -- compute_bwd) and in every report: the one place they are defined
--- (report.js reads them from the data block).  Twenty distinct colours,
+-- (report.js reads them from the data block).  Twenty-one distinct colours,
 -- so a memory category never looks like a time category either.
 M.category_colors = {
   -- memory (apsearch.format.common.memory_categories)

@@ -540,9 +540,14 @@ local function cmd_estimate(args)
   local p = load_policy(path, opts)
   print_notes(p, opts)
   local given = M.parse_strategy(opts.strategy or {})
-  -- single-valued policy dimensions are the defaults
+  -- single-valued policy dimensions are the defaults, except where
+  -- --strategy gives the other way of setting the same thing: the split
+  -- as stage_partition or as layer_offset (the core refuses both at once)
+  local instead = { layer_offset = "stage_partition", stage_partition = "layer_offset" }
   for dim, list in pairs(p.search_space.dims) do
-    if given[dim] == nil and #list == 1 then given[dim] = list[1] end
+    if given[dim] == nil and #list == 1 and not (instead[dim] and given[instead[dim]] ~= nil) then
+      given[dim] = list[1]
+    end
   end
   local space = require "apsearch.space"
   local s = {}

@@ -245,7 +245,7 @@ function M.check_value(kind, v, fail)
     if v == "even" or (v == "balanced" and kind == "offsets") then return v end
     if type(v) ~= "table" or #v == 0 then
       fail("expected a non-empty array of integers (one per pipeline stage; " ..
-        "on the command line separated by colons, 7:8:8:9) or \"even\"" ..
+        "--strategy writes one with colons, 7:8:8:9) or \"even\"" ..
         (kind == "offsets" and " or \"balanced\"" or ""), v)
     end
     local r = util.array()

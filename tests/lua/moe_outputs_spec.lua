@@ -141,7 +141,22 @@ describe("estimate --strategy: an array written with another separator", functio
       "--strategy", "pp_degree=4,vpp_degree=4,stage_partition=4/4/4/4/4/4/4/4/4/4/4/4/4/4/4/1")
     assert.are.equal(2, code, out)
     assert.truthy(err:find("stage_partition: expected a non-empty array of integers (one per pipeline stage; "
-      .. "on the command line separated by colons, 7:8:8:9)", 1, true), err)
+      .. "--strategy writes one with colons, 7:8:8:9)", 1, true), err)
     assert.falsy(err:find("\n.", 1, false), err)
+  end)
+end)
+
+describe("estimate --strategy stage_partition with a policy that searches layer_offset", function()
+  -- examples/deepseek_v3_h100_1024.lua searches layer_offset = {"balanced"};
+  -- a layout given with --strategy used to be refused as "stage_partition
+  -- and layer_offset = balanced both given" (the user gave one)
+  it("takes the given split instead of the policy's single layer_offset", function()
+    local code, out, err = H.apsearch("estimate", ROOT .. "/examples/deepseek_v3_h100_1024.lua", "--quiet",
+      "--strategy", "tp_degree=2,pp_degree=16,ep_degree=64,layer_recompute=selective,stage_partition=3:4:4:4:4:4:4:4:4:4:4:4:4:4:4:2")
+    assert.are.equal(0, code, out .. err)
+    assert.truthy(out:find("stage_partition=3:4:4:4:4:4:4:4:4:4:4:4:4:4:4:2", 1, true), out)
+    assert.falsy(out:find("layer_offset", 1, true), out)
+    -- the last stage: layers 59-60 and the MTP layer
+    assert.truthy(out:find("\n%s+16%s+59%-60 %+1 MTP%s"), out)
   end)
 end)

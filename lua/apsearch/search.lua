@@ -414,6 +414,9 @@ function M.run(policy, opts)
   local tr_tp_s, tr_tp_m, tr_tp_c = {}, {}, {}
   local tr_pp_s, tr_pp_m, tr_pp_c = {}, {}, {}
   local tr_cp_s, tr_cp_m, tr_cp_c = {}, {}, {}
+  -- and per expert-parallel degree (MoE models only: a dense candidate
+  -- has no ep_degree, and the chart then keeps its four panels)
+  local tr_ep_s, tr_ep_m, tr_ep_c = {}, {}, {}
   -- fast path (M.block_pruner): blocks of candidates that a core check
   -- rejects whatever their inner levels are counted at once, not walked
   local hooks = nil
@@ -634,6 +637,13 @@ function M.run(policy, opts)
         if b == nil or st < b or (st == b and mem < tr_cp_m[v]) then
           tr_cp_s[v], tr_cp_m[v], tr_cp_c[v] = st, mem, copy(cand)
         end
+        v = cand.ep_degree
+        if v ~= nil then
+          b = tr_ep_s[v]
+          if b == nil or st < b or (st == b and mem < tr_ep_m[v]) then
+            tr_ep_s[v], tr_ep_m[v], tr_ep_c[v] = st, mem, copy(cand)
+          end
+        end
         ev.index = index
         ev.strategy = cand
         local key
@@ -783,6 +793,9 @@ function M.run(policy, opts)
     trend("pp_degree", "pp_degree", tr_pp_s, tr_pp_m, tr_pp_c),
     trend("cp_degree", "cp_degree", tr_cp_s, tr_cp_m, tr_cp_c),
   })
+  if next(tr_ep_s) ~= nil then
+    trends[#trends + 1] = trend("ep_degree", "ep_degree", tr_ep_s, tr_ep_m, tr_ep_c)
+  end
   local seconds = wall_clock() - t0
 
   -- summaries -----------------------------------------------------------------

@@ -64,6 +64,27 @@ describe("multi-token prediction and experts in the outputs", function()
     assert.truthy(page:find("<td>60 +1 MTP</td>", 1, true))
   end)
 
+  it("charts the best step time per expert-parallel degree (chart 6)", function()
+    local policy_raw = {}
+    for k, v in pairs(RAW) do policy_raw[k] = v end
+    policy_raw.search_space = {}
+    for k, v in pairs(RAW.search_space) do policy_raw.search_space[k] = v end
+    policy_raw.search_space.ep_degree = { 16, 32 }
+    local r = search.run(policy.from_table(policy_raw, "dsv3.lua", { quiet = true }))
+    local ep = r.trends[5]
+    assert.are.equal(5, #r.trends)
+    assert.are.equal("ep_degree", ep.dimension)
+    assert.are.equal(2, #ep.points)
+    -- each point is the best feasible candidate of its degree: the top-1's
+    -- degree has the top-1's step time
+    local top = r.top_k_strategies[1]
+    for _, p in ipairs(ep.points) do
+      assert.are.equal(p.value, p.strategy.ep_degree)
+      if p.value == top.ep_degree then assert.are.equal(top.performance_cost.step_time, p.step_time) end
+      assert.truthy(p.step_time >= top.performance_cost.step_time)
+    end
+  end)
+
   it("prints the selective recompute modules and MTP in `apsearch estimate`", function()
     local s = { dp_degree = 32, tp_degree = 1, pp_degree = 16, layer_recompute = "selective",
       recompute_modules = "mla_up_proj/mlp/moe" }

@@ -64,6 +64,14 @@ describe("multi-token prediction and experts in the outputs", function()
     assert.truthy(page:find("<td>60 +1 MTP</td>", 1, true))
   end)
 
+  it("says under the table that the MoE interval's runs are few and never-fitted runs spread wider", function()
+    local note = common.interval_note(result)
+    assert.truthy(note:find("(moe, ", 1, true), note)
+    assert.truthy(note:find("MoE runs never fitted spread wider (docs/accuracy.md, Prediction intervals)", 1, true), note)
+    local dense = search.run(policy.load(ROOT .. "/examples/llama3_8b_h100.lua", { quiet = true, top_k = 2 }))
+    assert.falsy(common.interval_note(dense):find("MoE", 1, true))
+  end)
+
   it("charts the best step time per expert-parallel degree (chart 6)", function()
     local policy_raw = {}
     for k, v in pairs(RAW) do policy_raw[k] = v end

@@ -109,6 +109,27 @@ describe("multi-token prediction and experts in the outputs", function()
   end)
 end)
 
+-- mp001 of the MoE fixture (DeepSeek-V3, 512 H100, TP 2, PP 8, EP 64):
+-- its column names, its cells, and the position of each column
+local function mp001()
+  -- (the fixture has CRLF line ends)
+  local src = H.read(ROOT .. "/tests/fixtures/moe/public_moe_cases.csv"):gsub("\r", "")
+  local header, row = src:match("^([^\n]+)\n(mp001[^\n]+)")
+  local cols = {}
+  for c in (header .. ","):gmatch("([^,]*),") do cols[#cols + 1] = c end
+  local cells = {}
+  -- split the row; its last field (notes) is quoted and holds commas
+  local rest = row
+  while #cells < #cols - 1 do
+    local cell, tail = rest:match("^([^,]*),(.*)$")
+    cells[#cells + 1], rest = cell, tail
+  end
+  cells[#cells + 1] = rest
+  local at = {}
+  for k, c in ipairs(cols) do at[c] = k end
+  return cols, cells, at
+end
+
 describe("validate: the assumed settings in the text output", function()
   it("cuts a note to the setting and the name of what set it", function()
     assert.are.equal("moe_capacity_factor = 1.0 (NeMo recipe, r2.3 (token drop))",
@@ -126,21 +147,7 @@ describe("validate: the assumed settings in the text output", function()
     -- mp001 of the MoE fixture with one MTP depth and the recompute modules
     -- stated, software "dgxc-benchmarking 25.08": the r2.3 recipe fills the
     -- dispatcher, the capacity factor, the layout and the shared-expert overlap
-    -- (the fixture has CRLF line ends)
-    local src = H.read(ROOT .. "/tests/fixtures/moe/public_moe_cases.csv"):gsub("\r", "")
-    local header, row = src:match("^([^\n]+)\n(mp001[^\n]+)")
-    local cols = {}
-    for c in (header .. ","):gmatch("([^,]*),") do cols[#cols + 1] = c end
-    local cells = {}
-    -- split the row; its last field (notes) is quoted and holds commas
-    local rest = row
-    while #cells < #cols - 1 do
-      local cell, tail = rest:match("^([^,]*),(.*)$")
-      cells[#cells + 1], rest = cell, tail
-    end
-    cells[#cells + 1] = rest
-    local at = {}
-    for k, c in ipairs(cols) do at[c] = k end
+    local cols, cells, at = mp001()
     cells[at.mtp_layers] = "1"
     cells[at.layer_recompute] = "selective"
     cells[at.software] = "dgxc-benchmarking 25.08"
@@ -187,5 +194,48 @@ describe("estimate --strategy stage_partition with a policy that searches layer_
     assert.falsy(out:find("layer_offset", 1, true), out)
     -- the last stage: layers 59-60 and the MTP layer
     assert.truthy(out:find("\n%s+16%s+59%-60 %+1 MTP%s"), out)
+  end)
+end)
+
+describe("validate: a recipe setting the row's own columns exclude is not assumed", function()
+  local function inputs(set)
+    local cols, cells = mp001()
+    local row = {}
+    for k, c in ipairs(cols) do row[c] = cells[k] end
+    row.software = "dgxc-benchmarking 25.08"
+    for k, v in pairs(set) do row[k] = v end
+    local _, _, training, strategy, _, assumed = validate.case_inputs(row)
+    return training, strategy, table.concat(assumed, "\n")
+  end
+
+  it("keeps the shared-expert overlap off when the row overlaps the all-to-all (1F1B)", function()
+    -- Megatron asserts the two exclude each other; the r2.3 recipe turns the
+    -- shared-expert overlap on, so the row used to be refused for an
+    -- assumption (FRAMEWORK_UNSUPPORTED "excludes moe_shared_expert_overlap")
+    local t, _, notes = inputs({ overlap_moe_expert_parallel_comm = "true", vpp_degree = "2" })
+    assert.is_true(t.overlap_moe_expert_parallel_comm)
+    assert.is_nil(t.moe_shared_expert_overlap)
+    assert.truthy(notes:find("moe_shared_expert_overlap = true not assumed, overlap_moe_expert_parallel_comm = true excludes it", 1, true), notes)
+    local c = validate.run_case((function()
+      local cols, cells = mp001()
+      local row = {}
+      for k, col in ipairs(cols) do row[col] = cells[k] end
+      row.software, row.overlap_moe_expert_parallel_comm, row.vpp_degree = "dgxc-benchmarking 25.08", "true", "2"
+      return row
+    end)())
+    assert.is_nil(c.error, c.error)
+    -- without the overlap column the recipe's setting stands
+    t = inputs({})
+    assert.is_true(t.moe_shared_expert_overlap)
+  end)
+
+  it("does not drop tokens at the recipe's capacity when the row runs the flex dispatcher", function()
+    local _, s, notes = inputs({ moe_token_dispatcher = "flex" })
+    assert.are.equal("flex", s.moe_token_dispatcher)
+    assert.is_nil(s.moe_capacity_factor)
+    assert.truthy(notes:find("moe_capacity_factor = 1.0 not assumed, moe_token_dispatcher = flex does not pad to capacity", 1, true), notes)
+    _, s = inputs({})
+    assert.are.equal("alltoall", s.moe_token_dispatcher)
+    assert.are.equal(1.0, s.moe_capacity_factor)
   end)
 end)

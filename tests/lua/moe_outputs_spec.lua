@@ -72,6 +72,34 @@ describe("multi-token prediction and experts in the outputs", function()
     assert.falsy(common.interval_note(dense):find("MoE", 1, true))
   end)
 
+  it("writes the selective recompute modules to result.csv and candidates.csv", function()
+    local csv = require "apsearch.format.csv"
+    local header, first = csv.format(result):match("^([^\n]*)\n([^\n]*)")
+    local at, cells = {}, {}
+    for i, c in ipairs(csv.columns()) do at[c] = i end
+    for c in (first .. ","):gmatch("([^,]*),") do cells[#cells + 1] = c end
+    assert.are.equal(table.concat(csv.columns(), ","), header)
+    assert.are.equal("selective", cells[at.layer_recompute])
+    assert.are.equal("mla_up_proj/mlp/moe", cells[at.recompute_modules])
+    -- moot without selective recompute: empty
+    local parts = {}
+    local w = csv.candidate_writer(function(t) parts[#parts + 1] = t end, "all", 4096)
+    w.row(1, nil, 1.0, 2 ^ 30, { dp_degree = 32, layer_recompute = "full", recompute_modules = "moe" })
+    w.row(2, nil, 1.0, 2 ^ 30, { dp_degree = 32, layer_recompute = "selective", recompute_modules = "moe" })
+    w.finish()
+    local lines = {}
+    for l in table.concat(parts):gmatch("[^\n]+") do lines[#lines + 1] = l end
+    local cat = {}
+    for i, c in ipairs(csv.candidate_columns()) do cat[c] = i end
+    local function cell(line, col)
+      local c = {}
+      for x in (line .. ","):gmatch("([^,]*),") do c[#c + 1] = x end
+      return c[cat[col]]
+    end
+    assert.are.equal("", cell(lines[2], "recompute_modules"))
+    assert.are.equal("moe", cell(lines[3], "recompute_modules"))
+  end)
+
   it("charts the best step time per expert-parallel degree (chart 6)", function()
     local policy_raw = {}
     for k, v in pairs(RAW) do policy_raw[k] = v end

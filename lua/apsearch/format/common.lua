@@ -73,6 +73,8 @@ function M.field_value(s, f, gbs)
     return nil
   elseif f == "pp_schedule" and (s.pp_degree or 1) == 1 then
     return nil
+  elseif f == "recompute_modules" and s.layer_recompute ~= "selective" then
+    return nil -- Megatron reads --recompute-modules with selective only
   end
   return v
 end

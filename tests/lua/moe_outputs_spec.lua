@@ -267,3 +267,36 @@ describe("validate: a recipe setting the row's own columns exclude is not assume
     assert.are.equal(1.0, s.moe_capacity_factor)
   end)
 end)
+
+describe("the Megatron launch of an MLA model with YaRN (DeepSeek-V3)", function()
+  local megatron = require "apsearch.launch.megatron"
+  local function rope(m)
+    local args, notes = {}, {}
+    megatron.rope_args(m, function(flag, v) args[flag] = v == nil and true or tostring(v) end,
+      function(kind, text) notes[#notes + 1] = kind .. ": " .. text end)
+    return args, table.concat(notes, "\n")
+  end
+
+  it("writes the YaRN factor MLA reads (--rotary-scaling-factor), and says which YaRN values it leaves", function()
+    -- examples/models/deepseek-v3.json: rope_scaling yarn, factor 40,
+    -- original_max_position_embeddings 4096, mscale 1.0, mscale_all_dim 1.0
+    local dsv3 = { rope_theta = 10000, rope_scaling_type = "yarn", rope_scaling_factor = 40,
+      original_max_position_embeddings = 4096, kv_lora_rank = 512 }
+    local args, notes = rope(dsv3)
+    assert.are.equal("40", args["--rotary-scaling-factor"])
+    assert.are.equal("10000", args["--rotary-base"])
+    -- not "positions are not scaled": MLA scales them (multi_latent_attention.py)
+    assert.falsy(notes:find("positions are not scaled", 1, true), notes)
+    assert.truthy(notes:find("NOT WRITTEN: yarn mscale and mscale_all_dim", 1, true), notes)
+    assert.falsy(notes:find("original_max_position_embeddings", 1, true), notes)
+    -- another original context has no flag
+    dsv3.original_max_position_embeddings = 8192
+    _, notes = rope(dsv3)
+    assert.truthy(notes:find("NOT EXPRESSIBLE in Megatron-LM: yarn original_max_position_embeddings 8192: " ..
+      "MLATransformerConfig fixes it at 4096", 1, true), notes)
+    -- without MLA, pretrain_gpt.py does not scale rope positions: unchanged
+    args, notes = rope({ rope_theta = 10000, rope_scaling_type = "yarn", rope_scaling_factor = 4 })
+    assert.is_nil(args["--rotary-scaling-factor"])
+    assert.truthy(notes:find("positions are not scaled", 1, true), notes)
+  end)
+end)

@@ -300,3 +300,26 @@ describe("the Megatron launch of an MLA model with YaRN (DeepSeek-V3)", function
     assert.truthy(notes:find("positions are not scaled", 1, true), notes)
   end)
 end)
+
+describe("a GB200 / GB300 cluster whose NVLink domain is one host", function()
+  it("gets a note: --cluster gb200:64x4 drops the rack's domain", function()
+    local note = policy.rack_note({ device = "gb200", devices_per_node = 4, num_devices = 256 })
+    assert.truthy(note:find("^note: cluster.device gb200 with an NVLink domain of one 4%-GPU host"), note)
+    assert.truthy(note:find("--set cluster.nvlink_domain_size=64", 1, true), note)
+    -- a table device, by its base preset
+    assert.truthy(policy.rack_note({ device = { base = "gb300" }, devices_per_node = 4, num_devices = 8 }))
+    -- no note: the domain given, one host, or not a rack-scale part
+    assert.is_nil(policy.rack_note({ device = "gb200", devices_per_node = 4, num_devices = 256, nvlink_domain_size = 64 }))
+    assert.is_nil(policy.rack_note({ device = "gb200", devices_per_node = 4, num_devices = 4 }))
+    assert.is_nil(policy.rack_note({ device = "b200", devices_per_node = 8, num_devices = 64 }))
+    -- on stderr, from the command line; --quiet drops it
+    local code, _, err = H.apsearch("run", ROOT .. "/examples/deepseek_v3_h100_1024.lua", "--cluster", "gb200:64x4",
+      "--fix", "tp_degree=1", "--fix", "pp_degree=16", "--fix", "ep_degree=8", "--fix", "layer_recompute=full", "--top-k", "1")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("apsearch: note: cluster.device gb200 with an NVLink domain of one 4-GPU host", 1, true), err)
+    local _, _, qerr = H.apsearch("run", ROOT .. "/examples/deepseek_v3_h100_1024.lua", "--cluster", "gb200:64x4",
+      "--fix", "tp_degree=1", "--fix", "pp_degree=16", "--fix", "ep_degree=8", "--fix", "layer_recompute=full",
+      "--top-k", "1", "--quiet")
+    assert.falsy(qerr:find("note:", 1, true), qerr)
+  end)
+end)

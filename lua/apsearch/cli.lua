@@ -540,9 +540,14 @@ local function cmd_estimate(args)
   local p = load_policy(path, opts)
   print_notes(p, opts)
   local given = M.parse_strategy(opts.strategy or {})
-  -- single-valued policy dimensions are the defaults
+  -- single-valued policy dimensions are the defaults, except where
+  -- --strategy gives the other way of setting the same thing: the split
+  -- as stage_partition or as layer_offset (the core refuses both at once)
+  local instead = { layer_offset = "stage_partition", stage_partition = "layer_offset" }
   for dim, list in pairs(p.search_space.dims) do
-    if given[dim] == nil and #list == 1 then given[dim] = list[1] end
+    if given[dim] == nil and #list == 1 and not (instead[dim] and given[instead[dim]] ~= nil) then
+      given[dim] = list[1]
+    end
   end
   local space = require "apsearch.space"
   local s = {}
@@ -857,6 +862,22 @@ local function cmd_validate(args)
   out(common.align({ "case", "model", "tokens/s/GPU est", "measured", "error (%)",
     "memory est (GiB)", "fits", "measured (GiB)", "error (%)" }, rows,
     { false, false, true, true, true, true, false, true, true }))
+  -- what each estimate took for the columns its row leaves empty (the
+  -- release's recipe, the framework's default), so that an error can be
+  -- read against it; the summary lines stay last (scripts read them)
+  local alines = {}
+  local V = require "apsearch.validate"
+  for _, cs in ipairs(result.cases or {}) do
+    for i, a in ipairs(cs.assumed or {}) do
+      local id = util.printable(tostring(cs.case_id))
+      alines[#alines + 1] = (i == 1 and ("  " .. id .. ": ") or ("  " .. (" "):rep(#id + 2))) ..
+        util.printable(V.assumed_short(a))
+    end
+  end
+  if #alines > 0 then
+    out("\nassumed where a column is empty or implies it (--format json: each with its source files):\n" ..
+      table.concat(alines, "\n") .. "\n")
+  end
   if #errors > 0 then out("\nnot estimated:\n  " .. table.concat(errors, "\n  ") .. "\n") end
   local sm = result.summary or {}
   local thr, mem = sm.throughput or {}, sm.memory or {}

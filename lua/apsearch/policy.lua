@@ -661,6 +661,34 @@ function Norm:dimension(dim, x, path)
   return out
 end
 
+--- Devices sold as rack-scale NVLink systems, and the GPUs of one rack's
+-- NVLink domain: GB200 NVL72 and GB300 NVL72 (NVIDIA GB200 NVL72
+-- datasheet, 2024; GB300 NVL72 datasheet, 2025: 72 GPUs joined by the
+-- rack's NVLink Switch trays).  A policy on them that leaves
+-- cluster.nvlink_domain_size at one host gets a note (M.rack_note).
+M.RACK_NVLINK_DOMAIN = { gb200 = 72, gb300 = 72 }
+
+--- The note for a multi-host cluster of a rack-scale device
+-- (M.RACK_NVLINK_DOMAIN) whose NVLink domain is left at one host: every
+-- collective and all-to-all between its compute trays is then priced on
+-- the NICs, which is not how an NVL72 rack runs (docs/modeling.md "Rank
+-- placement and links").  nil otherwise.
+-- @tparam table cluster normalized cluster (`device` a preset name or a
+--   table with `base` / `name`, `devices_per_node`, `num_devices`,
+--   `nvlink_domain_size`)
+-- @treturn string|nil the note, "note: ..."
+function M.rack_note(cluster)
+  local d = cluster.device
+  local name = type(d) == "table" and (d.base or d.name) or d
+  local rack = M.RACK_NVLINK_DOMAIN[tostring(name or ""):lower()]
+  local per_node, n = cluster.devices_per_node or 0, cluster.num_devices or 0
+  if not rack or n <= per_node or (cluster.nvlink_domain_size or 0) > per_node then return nil end
+  return string.format("note: cluster.device %s with an NVLink domain of one %d-GPU host: its %d GPUs talk " ..
+    "over the NICs between hosts; an NVL72 rack is one NVLink domain of %d GPUs: set " ..
+    "cluster.nvlink_domain_size (--set cluster.nvlink_domain_size=64 for 64 GPUs a rack; docs/policy.md \"cluster\")",
+    tostring(name), per_node, n, rack)
+end
+
 --- The search space of a policy that gives none (`search_space` left
 -- out): data_parallel "auto" (dp x fsdp fill the devices), tp_degree the
 -- powers of two up to 8 that divide devices_per_node (TP inside a node),
@@ -868,6 +896,8 @@ function M.from_table(raw, file, opts)
   else
     p.search_space = n:search_space(raw.search_space)
   end
+  local rack = M.rack_note(p.cluster)
+  if rack then p.warnings[#p.warnings + 1] = rack end
   p.constraints = n:constraints(raw.constraints, routed)
   p.training = n:training(raw.training, routed)
   -- the stack's efficiency profile (training.stack, else the framework's

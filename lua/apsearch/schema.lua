@@ -244,7 +244,8 @@ function M.check_value(kind, v, fail)
   elseif kind == "partition" or kind == "offsets" then
     if v == "even" or (v == "balanced" and kind == "offsets") then return v end
     if type(v) ~= "table" or #v == 0 then
-      fail("expected a non-empty array of integers (one per pipeline stage) or \"even\"" ..
+      fail("expected a non-empty array of integers (one per pipeline stage; " ..
+        "--strategy writes one with colons, 7:8:8:9) or \"even\"" ..
         (kind == "offsets" and " or \"balanced\"" or ""), v)
     end
     local r = util.array()

@@ -414,6 +414,9 @@ function M.run(policy, opts)
   local tr_tp_s, tr_tp_m, tr_tp_c = {}, {}, {}
   local tr_pp_s, tr_pp_m, tr_pp_c = {}, {}, {}
   local tr_cp_s, tr_cp_m, tr_cp_c = {}, {}, {}
+  -- and per expert-parallel degree (MoE models only: a dense candidate
+  -- has no ep_degree, and the chart then keeps its four panels)
+  local tr_ep_s, tr_ep_m, tr_ep_c = {}, {}, {}
   -- fast path (M.block_pruner): blocks of candidates that a core check
   -- rejects whatever their inner levels are counted at once, not walked
   local hooks = nil
@@ -634,6 +637,13 @@ function M.run(policy, opts)
         if b == nil or st < b or (st == b and mem < tr_cp_m[v]) then
           tr_cp_s[v], tr_cp_m[v], tr_cp_c[v] = st, mem, copy(cand)
         end
+        v = cand.ep_degree
+        if v ~= nil then
+          b = tr_ep_s[v]
+          if b == nil or st < b or (st == b and mem < tr_ep_m[v]) then
+            tr_ep_s[v], tr_ep_m[v], tr_ep_c[v] = st, mem, copy(cand)
+          end
+        end
         ev.index = index
         ev.strategy = cand
         local key
@@ -783,6 +793,9 @@ function M.run(policy, opts)
     trend("pp_degree", "pp_degree", tr_pp_s, tr_pp_m, tr_pp_c),
     trend("cp_degree", "cp_degree", tr_cp_s, tr_cp_m, tr_cp_c),
   })
+  if next(tr_ep_s) ~= nil then
+    trends[#trends + 1] = trend("ep_degree", "ep_degree", tr_ep_s, tr_ep_m, tr_ep_c)
+  end
   local seconds = wall_clock() - t0
 
   -- summaries -----------------------------------------------------------------
@@ -798,10 +811,10 @@ function M.run(policy, opts)
   local function L(fmt, ...) log[#log + 1] = string.format(fmt, ...) end
   local m, cl, tr = inputs.model, inputs.cluster, inputs.training
   local device_name = type(cl.device) == "table" and cl.device.name or tostring(cl.device)
-  L("policy %s: model %s, %d x %s (%d per node), global batch %s x seq %s, %s, %s",
+  L("policy %s: model %s, %d x %s (%d per node), global batch %s x seq %s, %s, %s%s",
     tostring(policy.file), tostring(m.name), cl.num_devices, device_name,
     cl.devices_per_node, tostring(tr.global_batch_size), tostring(tr.seq_length),
-    tostring(tr.precision), tostring(tr.framework))
+    tostring(tr.precision), tostring(tr.framework), require("apsearch.format.common").mtp_note(tr))
   for _, ov in ipairs(policy.overrides or {}) do
     L("override: --%s %s=%s", ov.kind, ov.key, util.describe(ov.value))
   end

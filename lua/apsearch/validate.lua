@@ -447,6 +447,24 @@ function M.moe_recipes(row, model, training, strategy, assumed)
     moe_capacity_factor = given(row, "moe_capacity_factor"), layer_recompute = given(row, "layer_recompute"),
     recompute_modules = given(row, "layer_recompute") or given(row, "recompute_modules") }
   local quantized = training.precision ~= "bf16" and training.precision ~= "fp16"
+  -- a recipe setting the row's own columns exclude is not assumed: the run
+  -- could not have had it (Megatron-LM d98e8a64
+  -- megatron/core/transformer/transformer_config.py __post_init__)
+  local function excluded(k)
+    if k == "moe_shared_expert_overlap" and training.overlap_moe_expert_parallel_comm then
+      return "overlap_moe_expert_parallel_comm = true excludes it"
+    end
+    if k == "moe_capacity_factor" and stated.moe_token_dispatcher and strategy.moe_token_dispatcher == "flex" then
+      -- the recipes' token drop pads to capacity, which the flex
+      -- dispatcher's DeepEP backend refuses (moe_pad_expert_input_to_capacity)
+      return "moe_token_dispatcher = flex does not pad to capacity"
+    end
+    return nil
+  end
+  local function skip(k, v, e, why)
+    assumed[#assumed + 1] = ("%s = %s not assumed, %s (%s: %s)"):format(k, tostring(v), why, e.name,
+      "megatron/core/transformer/transformer_config.py")
+  end
   for _, e in ipairs(stacks.moe_recipes(row.software, row.model, row.device)) do
     if e.quantized_only and not quantized then goto continue end
     local layout = e.layouts and e.layouts[strategy.pp_degree .. "x" .. strategy.vpp_degree]
@@ -456,14 +474,22 @@ function M.moe_recipes(row, model, training, strategy, assumed)
     end
     for k, v in pairs(e.strategy or {}) do
       if not stated[k] then
-        strategy[k] = v
-        assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), e.name, e.source)
+        local why = excluded(k)
+        if why then skip(k, v, e, why)
+        else
+          strategy[k] = v
+          assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), e.name, e.source)
+        end
       end
     end
     for k, v in pairs(e.training or {}) do
       if training[k] == nil then
-        training[k] = v
-        assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), e.name, e.source)
+        local why = excluded(k)
+        if why then skip(k, v, e, why)
+        else
+          training[k] = v
+          assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), e.name, e.source)
+        end
       end
     end
     ::continue::
@@ -471,6 +497,42 @@ function M.moe_recipes(row, model, training, strategy, assumed)
   if not strategy.moe_token_dispatcher then
     assumed[#assumed + 1] = "moe_token_dispatcher = alltoall (not stated; NeMo's MoE recipes)"
   end
+end
+
+--- The short form of one `assumed` note for the text table: the setting
+-- and the name of what set it, without the file references.  A note ends
+-- in a parenthesised "NAME: SOURCE" (the release recipe's name, then its
+-- files and lines, apsearch.stacks); the SOURCE part (after the first
+-- ": " outside nested parentheses) is cut.  A note without one is kept
+-- whole.  `--format json` keeps every note whole.
+-- @tparam string note one entry of a case's `assumed`
+-- @treturn string
+-- @usage M.assumed_short("moe_capacity_factor = 1.0 (NeMo recipe: a.py:40)")
+--   --> "moe_capacity_factor = 1.0 (NeMo recipe)"
+function M.assumed_short(note)
+  note = tostring(note)
+  if note:sub(-1) ~= ")" then return note end
+  -- the opening parenthesis of the last top-level group
+  local depth, open = 0, nil
+  for i = #note, 1, -1 do
+    local ch = note:sub(i, i)
+    if ch == ")" then depth = depth + 1
+    elseif ch == "(" then
+      depth = depth - 1
+      if depth == 0 then open = i break end
+    end
+  end
+  if not open then return note end
+  depth = 0
+  for i = open + 1, #note - 1 do
+    local ch = note:sub(i, i)
+    if ch == "(" then depth = depth + 1
+    elseif ch == ")" then depth = depth - 1
+    elseif depth == 0 and ch == ":" and note:sub(i + 1, i + 1) == " " then
+      return note:sub(1, i - 1) .. ")"
+    end
+  end
+  return note
 end
 
 --- A measured column of a row: nil when empty, else a positive finite

@@ -246,7 +246,8 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
         aps_fmt(msg, n, "megatron: pipeline_split = embedding_loss needs "
                 "num_layers + 2 = %lld divisible by pp_degree x vpp_degree = "
                 "%lld (megatron/training/arguments.py); give stage_partition "
-                "per model chunk (--pipeline-model-parallel-layout)",
+                "per model chunk (--pipeline-model-parallel-layout) or "
+                "layer_offset = \"balanced\"",
                 (long long)(m->num_layers + 2), (long long)S);
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }

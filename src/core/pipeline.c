@@ -155,7 +155,9 @@ aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
         if (L < p * v || L % v != 0) {
             aps_fmt(msg, n, "num_layers = %lld cannot be balanced over "
                     "pp_degree x vpp_degree = %lld x %lld equal model chunks "
-                    "per rank", (long long)L, (long long)p, (long long)v);
+                    "per rank (give stage_partition per model chunk, "
+                    "%lld entries)", (long long)L, (long long)p,
+                    (long long)v, (long long)(p * v));
             return APS_REASON_PP_PARTITION;
         }
         int64_t U = L / v; /* layers move in units of v */

@@ -173,6 +173,22 @@ static void test_stage_layers_failures(void **state)
     const int64_t part3[4] = {6, 10, 8, 8};
     ASSERT_REASON(layers_of(32, 4, 2, part3, NULL, l, msg, sizeof msg),
                   APS_REASON_NONE, msg);
+    /* a balanced split with interleaving needs L % v == 0: DeepSeek-V3's
+     * 61 layers over 4 x 4 cannot, and the message says what can (its
+     * published layout is 16 per-chunk entries, 4 x 15 + 1) */
+    aps_model m;
+    fx_llama(&m, "layers", 61, 4096, 32, 8, 14336, 32000);
+    fx_validate(&m);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.pp_degree = 4;
+    s.vpp_degree = 4;
+    s.balance_stages = true;
+    ASSERT_REASON(aps_stage_layers(&m, &s, l, msg, sizeof msg),
+                  APS_REASON_PP_PARTITION, msg);
+    ASSERT_HAS(msg, "num_layers = 61 cannot be balanced over pp_degree x "
+                    "vpp_degree = 4 x 4 equal model chunks per rank (give "
+                    "stage_partition per model chunk, 16 entries)");
 }
 
 /* ------------------------------- Llama-3.1-405B, TP 8, PP 16, per stage */

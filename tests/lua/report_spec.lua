@@ -618,7 +618,7 @@ describe("the text table", function()
       local _, rows = tbl.rows({ top_k_strategies = { { rank = 1, layer_recompute = "full",
         recompute_method = method, recompute_num_layers = rnl,
         memory_cost = { per_stage = per }, performance_cost = {} } } })
-      return rows[1][17] -- the recompute column
+      return rows[1][18] -- the recompute column
     end
     assert.are.equal("full", row(-1, { 16, 16 }))
     assert.are.equal("full", row({ 20, 30 }, { 16, 16 }))     -- above a stage's layers: all
@@ -629,6 +629,44 @@ describe("the text table", function()
     assert.are.equal("uniform(2)", row(2, { 16, 16 }, "uniform"))
     assert.are.equal("uniform(1)", row(-1, { 16, 16 }, "uniform"))
     assert.are.equal("full(2)", row(1, { 16, 16 }, "block"))
+  end)
+
+  -- newuser5: two DeepSeek-V3 candidates that differed only in the token
+  -- dispatcher (flex vs alltoall) or the selective modules printed as
+  -- identical rows
+  it("names an MoE strategy's dispatcher and the selective recompute modules", function()
+    local function rec(over)
+      local r = { rank = 1, dp_degree = 32, fsdp_degree = 1, tp_degree = 1, pp_degree = 1,
+        cp_degree = 1, micro_batch_size = 1, layer_recompute = "selective", memory_cost = {},
+        performance_cost = { step_time = 1 } }
+      for k, v in pairs(over) do r[k] = v end
+      return r
+    end
+    local headers, rows = tbl.rows({ top_k_strategies = {
+      rec({ ep_degree = 16, etp_degree = 1, moe_token_dispatcher = "flex",
+            recompute_modules = "mla_up_proj/mlp/moe" }),
+      rec({ ep_degree = 16, etp_degree = 1, moe_capacity_factor = 1 }),
+      rec({}) } })
+    assert.are.equal("dispatcher", headers[15])
+    assert.are.equal("recompute", headers[18])
+    assert.are.equal("flex", rows[1][15])
+    assert.are.equal("alltoall cap 1", rows[2][15]) -- the default, dropping at capacity 1
+    assert.are.equal("-", rows[3][15])              -- dense: no experts
+    assert.are.equal("selective(mla_up_proj/mlp/moe)", rows[1][18])
+    assert.are.equal("selective", rows[2][18])      -- no modules given: the framework's
+    -- the text table keeps them apart
+    local text = tbl.table_text({ top_k_strategies = {
+      rec({ rank = 1, ep_degree = 16, etp_degree = 1, moe_token_dispatcher = "flex" }),
+      rec({ rank = 2, ep_degree = 16, etp_degree = 1, moe_token_dispatcher = "alltoall" }) } })
+    local header = text:match("(rank[^\n]+)")
+    assert.truthy(header:find("dispatcher", 1, true), text)
+    assert.truthy(text:find("\n%s+1 .- flex "), text)
+    assert.truthy(text:find("\n%s+2 .- alltoall "), text)
+    -- one dispatcher for every row folds into the line above the table
+    text = tbl.table_text({ top_k_strategies = {
+      rec({ rank = 1, dp_degree = 16, ep_degree = 16, etp_degree = 1, moe_token_dispatcher = "flex" }),
+      rec({ rank = 2, ep_degree = 16, etp_degree = 1, moe_token_dispatcher = "flex" }) } })
+    assert.truthy(text:find("same for every row:[^\n]* dispatcher=flex"), text)
   end)
 
   -- the cells of a CSV text (no quoted commas in these rows) and the

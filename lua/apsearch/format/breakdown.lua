@@ -24,9 +24,11 @@ function M.strategy_line(s, derived_mbn)
   end
   for _, f in ipairs({ "dp_degree", "fsdp_degree", "zero_stage", "tp_degree",
     "sequence_parallel", "pp_degree", "vpp_degree", "cp_degree",
-    "micro_batch_size", "micro_batch_num", "layer_recompute" }) do
-    -- sequence parallelism only exists with tensor parallelism
-    local moot = f == "sequence_parallel" and (s.tp_degree or 1) == 1
+    "micro_batch_size", "micro_batch_num", "layer_recompute", "recompute_modules" }) do
+    -- sequence parallelism only exists with tensor parallelism; the
+    -- selective modules only with selective recompute
+    local moot = (f == "sequence_parallel" and (s.tp_degree or 1) == 1)
+      or (f == "recompute_modules" and (s.layer_recompute ~= "selective" or s[f] == ""))
     if s[f] ~= nil and s[f] ~= false and not moot then parts[#parts + 1] = f .. "=" .. tostring(s[f]) end
   end
   if s.fsdp_degree and s.fsdp_degree > 1 then
@@ -100,9 +102,9 @@ function M.format(est, inputs)
     P("model     %s (%s parameters)", tostring(m.name), common.commas(est.params_total or 0))
     P("cluster   %s x %s, %s per node%s", tostring(c.num_devices), tostring(dev), tostring(c.devices_per_node),
       common.nvlink_domain_note(c))
-    P("training  global batch %s sequences x %s tokens, %s, %s, %s",
+    P("training  global batch %s sequences x %s tokens, %s, %s, %s%s",
       tostring(t.global_batch_size), tostring(t.seq_length), tostring(t.precision),
-      tostring(t.optimizer), tostring(t.framework))
+      tostring(t.optimizer), tostring(t.framework), common.mtp_note(t))
     if est.recipe then P("recipe    %s", M.recipe_line(est.recipe, t)) end
   end
   local st = est.strategy or {}

@@ -73,6 +73,8 @@ function M.field_value(s, f, gbs)
     return nil
   elseif f == "pp_schedule" and (s.pp_degree or 1) == 1 then
     return nil
+  elseif f == "recompute_modules" and s.layer_recompute ~= "selective" then
+    return nil -- Megatron reads --recompute-modules with selective only
   end
   return v
 end
@@ -339,6 +341,30 @@ function M.nvlink_domain_note(cluster)
   return ""
 end
 
+--- ", MTP D" for a training that trains D multi-token-prediction depths
+-- with the model (`training.mtp_num_layers`, Megatron --mtp-num-layers;
+-- docs/modeling.md "Multi-token prediction"), else "": the run, estimate
+-- and report lines that describe the training name it.
+-- @tparam table training normalized training table
+-- @treturn string
+function M.mtp_note(training)
+  local d = training and training.mtp_num_layers or 0
+  if type(d) == "number" and d > 0 then return string.format(", MTP %d", d) end
+  return ""
+end
+
+--- ", E experts top-k" for a mixture-of-experts model (`num_experts` > 0,
+-- `experts_per_token`), else "".
+-- @tparam table model normalized model table
+-- @treturn string
+function M.experts_note(model)
+  local e = model and model.num_experts or 0
+  if type(e) == "number" and e > 0 then
+    return string.format(", %d experts top-%d", e, model.experts_per_token or 0)
+  end
+  return ""
+end
+
 --- The footnote of a top-k with a strategy flagged `near_capacity`
 -- (apsearch.search.near_capacity_fraction), or nil when none is.
 -- @tparam table result search result
@@ -385,6 +411,14 @@ function M.interval_note(result)
   local gen = require("apsearch.intervals").generation(dev)
   if gen ~= "ampere" and gen ~= "hopper" then
     parts[#parts] = parts[#parts] .. "; no published run of this hardware generation is behind it"
+  end
+  -- the MoE interval rests on a dozen runs of three publications (and is
+  -- floored at the dense one); runs apsearch was never fitted to land
+  -- inside it far less often (docs/accuracy.md "Prediction intervals":
+  -- the held-out Megatron-Bridge MoE runs), which the line must not hide
+  local si1 = result.top_k_strategies[1].performance_cost.step_time_interval
+  if si1.class == require("apsearch.intervals").MOE_CLASS and not si1.pooled then
+    parts[#parts] = parts[#parts] .. "; MoE runs never fitted spread wider (docs/accuracy.md, Prediction intervals)"
   end
   return string.format("%d %% of measured runs land within: %s; out-of-sample errors, docs/accuracy.md",
     math.floor(level * 100 + 0.5), table.concat(parts, "; "))

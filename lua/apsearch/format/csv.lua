@@ -16,7 +16,7 @@ local M = {}
 local STRATEGY = { "dp_degree", "fsdp_degree", "zero_stage",
   "reshard_after_forward", "tp_degree", "sequence_parallel", "pp_degree",
   "vpp_degree", "pipeline_split", "pp_schedule", "cp_degree", "cp_comm_type",
-  "micro_batch_size", "micro_batch_num", "layer_recompute",
+  "micro_batch_size", "micro_batch_num", "layer_recompute", "recompute_modules",
   "recompute_method", "recompute_num_layers", "stage_partition",
   "layer_offset", "ep_degree", "etp_degree", "moe_token_dispatcher",
   "moe_capacity_factor" }
@@ -169,6 +169,8 @@ function M.candidate_writer(write, mode, gbs)
       elseif (f == "micro_batch_num" and v == 0) or f == "pp_schedule" then
         cells[i] = strategy_cell(cand, f, gbs) -- depends on the degrees
       elseif f == "recompute_num_layers" and cand.layer_recompute ~= "full" then
+        cells[i] = "" -- moot (common.field_value)
+      elseif f == "recompute_modules" and cand.layer_recompute ~= "selective" then
         cells[i] = "" -- moot (common.field_value)
       else
         local cache = caches[i]

@@ -8,10 +8,11 @@ local common = require "apsearch.format.common"
 local M = {}
 
 local HEADERS = { "rank", "dp", "fsdp", "zero", "reshard", "tp", "sp", "pp",
-  "vpp", "schedule", "layers", "cp", "cp comm", "ep", "mbs", "mbn", "recompute", "step time (s)",
-  "tokens/s/GPU", "MFU (%)", "peak (GiB)", "top memory (GiB)", "top overhead (s)", "objective" }
+  "vpp", "schedule", "layers", "cp", "cp comm", "ep", "dispatcher", "mbs", "mbn", "recompute",
+  "step time (s)", "tokens/s/GPU", "MFU (%)", "peak (GiB)", "top memory (GiB)", "top overhead (s)",
+  "objective" }
 local RIGHT = { true, true, true, true, false, true, false, true, true, false, false, true,
-  false, true, true, true, false, true, true, true, true, false, false, true }
+  false, true, false, true, true, false, true, true, true, true, false, false, true }
 
 -- the "ep" cell: expert parallelism of an MoE strategy, "8" or with expert
 -- tensor parallelism "8 x etp 2"; "-" for a dense model
@@ -19,6 +20,18 @@ local function ep_text(r)
   if r.ep_degree == nil then return "-" end
   local etp = r.etp_degree or 1
   return tostring(r.ep_degree) .. (etp > 1 and (" x etp " .. tostring(etp)) or "")
+end
+
+-- the "dispatcher" cell: an MoE strategy's token dispatcher (Megatron
+-- --moe-token-dispatcher-type; the search's default alltoall when the
+-- record leaves it out), with " cap F" when tokens are dropped at
+-- capacity factor F (--moe-expert-capacity-factor; 0 = dropless, not
+-- shown); "-" for a dense model
+local function dispatcher_text(r)
+  if r.ep_degree == nil then return "-" end
+  local cf = r.moe_capacity_factor
+  return tostring(r.moe_token_dispatcher or "alltoall") ..
+    ((type(cf) == "number" and cf > 0) and string.format(" cap %g", cf) or "")
 end
 
 -- column of the objective's score (last of M.rows; the text table moves
@@ -98,8 +111,14 @@ function M.rows(result)
     -- a stage's layers recomputes that stage's layers); plain "full": every
     -- layer; none recomputed: "none"; "uniform(G)": every layer, in
     -- groups of G (Megatron --recompute-method uniform; G per stage joined
-    -- by "/" where the stages differ)
+    -- by "/" where the stages differ); "selective(M)": selective recompute
+    -- of the modules M (Megatron --recompute-modules, "/" between), plain
+    -- "selective" when none are given (the framework's own set)
     local rc = tostring(r.layer_recompute)
+    local mods = r.recompute_modules
+    if r.layer_recompute == "selective" and type(mods) == "string" and mods ~= "" then
+      rc = "selective(" .. mods .. ")"
+    end
     local rnl = r.recompute_num_layers
     if r.layer_recompute == "full" and r.recompute_method == "uniform" then
       local groups, seen = {}, {}
@@ -132,7 +151,7 @@ function M.rows(result)
       M.split_text(mc.per_stage),
       tostring(r.cp_degree),
       (r.cp_degree or 1) > 1 and tostring(r.cp_comm_type) or "-",
-      ep_text(r),
+      ep_text(r), dispatcher_text(r),
       tostring(r.micro_batch_size), tostring(r.micro_batch_num), rc,
       string.format("%.3f", pc.step_time or 0),
       string.format("%.0f", pc.tokens_per_s_per_gpu or 0),
@@ -147,7 +166,7 @@ function M.rows(result)
   return table.move(HEADERS, 1, #HEADERS, 1, {}), rows, table.move(RIGHT, 1, #RIGHT, 1, {})
 end
 
--- strategy columns (2 .. 17 of M.rows) that hold one value in every row
+-- strategy columns (2 .. 18 of M.rows) that hold one value in every row
 -- move to a line above the table; `pareto_front` gets a column when present
 
 --- The columns of a top-k table to keep and those that fold into a "same
@@ -206,7 +225,7 @@ function M.table_text(result, opts)
   table.insert(right, 2, table.remove(right, OBJECTIVE_COL))
   for _, r in ipairs(rows) do table.insert(r, 2, table.remove(r, OBJECTIVE_COL)) end
   local FOLDABLE = {}
-  for j = 3, 18 do FOLDABLE[j] = true end
+  for j = 3, 19 do FOLDABLE[j] = true end
   local fronts = false
   for _, r in ipairs(result.top_k_strategies or {}) do if r.pareto_front then fronts = true end end
   local keep, folded = M.fold_columns(headers, rows, function(j) return FOLDABLE[j] end)

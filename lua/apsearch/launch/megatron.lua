@@ -71,6 +71,17 @@ M.LLAMA3_SCALING = { low_freq_factor = 1, high_freq_factor = 4,
 -- GPTModel's default rope_scaling_factor = 8.0 applies.
 M.LLAMA3_BUILDER_FACTOR = 8
 
+--- Multi-latent attention's YaRN (MLATransformerConfig, megatron/core/
+-- transformer/transformer_config.py @ d98e8a64): with
+-- --multi-latent-attention, pretrain_gpt.py builds MLATransformerConfig,
+-- whose rope_type defaults to "yarn" (argument_utils.py
+-- core_transformer_config_from_args pops an unset --rope-type), and
+-- multi_latent_attention.py builds YarnRotaryEmbedding from
+-- --rotary-scaling-factor, --mscale and --mscale-all-dim (arguments.py
+-- defaults 1.0, 1.0, 0.0) and from fields no flag sets:
+-- original_max_position_embeddings and the betas, fixed at these values.
+M.MLA_YARN_FIXED = { original_max_position_embeddings = 4096, beta_fast = 32, beta_slow = 1 }
+
 --- RoPE base and scaling flags of a model (rope positions).
 -- @tparam table m model table
 -- @tparam function A flag writer
@@ -102,6 +113,18 @@ function M.rope_args(m, A, N)
           "(RotaryEmbedding._apply_scaling has no flag for it)", k, M.num(v), M.num(fixed)))
       end
     end
+  elseif kind == "yarn" and (m.kv_lora_rank or 0) > 0 then
+    -- MLA runs YaRN itself (M.MLA_YARN_FIXED): the factor is a flag
+    A("--rotary-scaling-factor", M.num(f))
+    local orig, fixed = m.original_max_position_embeddings or 0, M.MLA_YARN_FIXED.original_max_position_embeddings
+    if orig > 0 and orig ~= fixed then
+      N("NOT EXPRESSIBLE in Megatron-LM", string.format("yarn original_max_position_embeddings %s: " ..
+        "MLATransformerConfig fixes it at %s (no flag)", M.num(orig), M.num(fixed)))
+    end
+    N("NOT WRITTEN", "yarn mscale and mscale_all_dim of the config's rope_scaling: apsearch does not read them, " ..
+      "so Megatron's --mscale 1.0 --mscale-all-dim 0.0 apply (DeepSeek-V3's config.json sets 1.0 and 1.0: " ..
+      "add --mscale and --mscale-all-dim with the config's values); beta_fast 32, beta_slow 1 are fixed " ..
+      "(MLATransformerConfig)")
   elseif kind ~= "none" then
     N("NOT WRITTEN", kind .. " RoPE scaling (factor " .. M.num(f) .. "): pretrain_gpt.py (gpt_builders.py) " ..
       "passes neither --rotary-seq-len-interpolation-factor nor a YaRN scaling to GPTModel with rope positions; " ..

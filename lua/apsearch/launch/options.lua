@@ -72,6 +72,7 @@ M.megatron = {
     -- _add_training_args / OptimizerConfig (precision-aware optimizer)
     "--use-precision-aware-optimizer", "--exp-avg-dtype", "--exp-avg-sq-dtype",
     "--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",
+    "--rotary-scaling-factor",
     "--qk-pos-emb-head-dim", "--v-head-dim", "--recompute-modules",
     -- _add_transformer_engine_args
     "--fp8-param-gather", "--fp4-param-gather",
@@ -128,6 +129,8 @@ M.megatron.facts = {
     constraint = "with --use-rope-scaling (llama3); default 8.0; gpt_builders.py does not pass it " ..
       "to GPTModel, whose default 8.0 applies; low/high freq factors 1/4 and original context 8192 fixed " ..
       "(rotary_pos_embedding.py)" },
+  ["--rotary-scaling-factor"] = { type = "number",
+    constraint = "MLA's YaRN factor (MLATransformerConfig.rotary_scaling_factor); default 1.0" },
   ["--norm-epsilon"] = { type = "number", constraint = "TransformerConfig.layernorm_epsilon, default 1e-5" },
   ["--window-size"] = { type = "int_pair", constraint = "(left, right) tokens; -1 infinite" },
   ["--attention-dropout"] = { type = "number" }, ["--hidden-dropout"] = { type = "number" },

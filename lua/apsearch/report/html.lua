@@ -42,7 +42,7 @@ local M = {}
 --- The colour of every memory and time category, the same in every chart
 -- (1, 2 and 3; chart 3's forward and backward lines take compute_fwd and
 -- compute_bwd) and in every report: the one place they are defined
--- (report.js reads them from the data block).  Twenty distinct colours,
+-- (report.js reads them from the data block).  Twenty-one distinct colours,
 -- so a memory category never looks like a time category either.
 M.category_colors = {
   -- memory (apsearch.format.common.memory_categories)
@@ -467,7 +467,11 @@ function M.chart_data(result, opts)
       for k, c in ipairs(chunks[j] or {}) do ch[k] = { virtual_stage = c[1], first = c[2], last = c[3] } end
       stages[j] = {
         stage = st.stage, num_layers = st.num_layers, recompute_layers = st.recompute_layers,
-        layers = M.chunks_text(chunks[j] or {}), chunks = ch,
+        -- the multi-token-prediction layers the stage runs after its
+        -- decoder layers ("+1 MTP", as `apsearch estimate` prints them)
+        layers = M.chunks_text(chunks[j] or {}) ..
+          ((st.mtp_layers or 0) > 0 and (" +" .. st.mtp_layers .. " MTP") or ""),
+        mtp_layers = st.mtp_layers, chunks = ch,
         mem = smem, total = st.memory_breakdown and st.memory_breakdown.total,
         time_fwd = st.time_fwd, time_bwd = st.time_bwd,
       }
@@ -732,11 +736,12 @@ function M.render(result, opts)
   end
 
   P("<div class=\"facts\">")
-  P(fact("model", string.format("%s (%s layers, hidden %s)", tostring(m.name), tostring(m.num_layers), tostring(m.hidden_size))))
+  P(fact("model", string.format("%s (%s layers, hidden %s%s)", tostring(m.name), tostring(m.num_layers),
+    tostring(m.hidden_size), common.experts_note(m))))
   P(fact("cluster", string.format("%s x %s, %s per node%s", tostring(cl.num_devices), dev,
     tostring(cl.devices_per_node), common.nvlink_domain_note(cl))))
-  P(fact("training", string.format("global batch %s x seq %s, %s, %s", tostring(tr.global_batch_size),
-    tostring(tr.seq_length), tostring(tr.precision), tostring(tr.framework))))
+  P(fact("training", string.format("global batch %s x seq %s, %s, %s%s", tostring(tr.global_batch_size),
+    tostring(tr.seq_length), tostring(tr.precision), tostring(tr.framework), common.mtp_note(tr))))
   local limit = data.memory_limit_bytes or M.memory_limit(result)
   P(fact("memory limit", limit and string.format("%.2f GiB", limit / 2 ^ 30) or "-"))
   P(fact("objective", tostring(inp.objective)))

@@ -426,7 +426,7 @@
     }, animation);
   });
 
-  // 6. trends: best step time and its memory per dp / tp / pp / cp degree
+  // 6. trends: best step time and its memory per dp / tp / pp / cp (/ ep) degree
   var trends = D.trends || [];
   chart('chart6', trends.some(function (t) { return t.points.length > 0; }), function () {
     var n = trends.length, grids = [], xs = [], ys = [], series = [];

@@ -1,0 +1,325 @@
+-- tests/lua/moe_outputs_spec.lua -- what a mixture-of-experts user reads
+-- (newuser5, 2026-12-02): the multi-token-prediction depths and the
+-- experts named in the run log, the estimate and the report; the
+-- selective recompute modules in the estimate's strategy line; the
+-- settings `apsearch validate` assumed for empty columns, in its text
+-- output.
+--
+-- APS_ROOT is the repo root, APS_BIN the built binary (CTest sets both).
+
+local policy = require "apsearch.policy"
+local search = require "apsearch.search"
+local html = require "apsearch.report.html"
+local common = require "apsearch.format.common"
+local breakdown = require "apsearch.format.breakdown"
+local validate = require "apsearch.validate"
+
+local H = require "spec_helpers"
+local ROOT = os.getenv("APS_ROOT") or "."
+
+-- DeepSeek-V3 with one MTP depth on 64 H100 hosts: PP 16 over 61 layers,
+-- balanced (the last stage runs the MTP layer after its decoder layers)
+local RAW = {
+  model = "deepseek-v3",
+  cluster = { device = "h100-sxm-80gb", nodes = 64, devices_per_node = 8 },
+  training = { global_batch_size = 4096, seq_length = 4096, precision = "bf16",
+               framework = "megatron", mtp_num_layers = 1 },
+  search_space = { data_parallel = "auto", zero_stage = { 1 }, tp_degree = { 1 },
+    pp_degree = { 16 }, layer_offset = { "balanced" }, micro_batch_size = { 1 },
+    layer_recompute = { "selective" }, recompute_modules = { "mla_up_proj/mlp/moe" },
+    ep_degree = { 16 } },
+  top_k = 1,
+}
+
+describe("multi-token prediction and experts in the outputs", function()
+  local result
+  setup(function()
+    result = search.run(policy.from_table(RAW, "dsv3.lua", { quiet = true }))
+  end)
+
+  it("names the MTP depths and the experts where the training and model are described", function()
+    assert.are.equal(", MTP 1", common.mtp_note({ mtp_num_layers = 1 }))
+    assert.are.equal("", common.mtp_note({ mtp_num_layers = 0 }))
+    assert.are.equal("", common.mtp_note({}))
+    assert.are.equal(", 256 experts top-8", common.experts_note({ num_experts = 256, experts_per_token = 8 }))
+    assert.are.equal("", common.experts_note({ num_experts = 0 }))
+    -- the search log's first line
+    assert.truthy(result.search_log[1]:find("megatron, MTP 1", 1, true), result.search_log[1])
+  end)
+
+  it("shows the MTP layer on the last pipeline stage of the report, and MTP and experts in its header", function()
+    local rec = result.top_k_strategies[1]
+    assert.are.equal(16, rec.pp_degree)
+    local ss = result.stage_summary[1].stages
+    assert.are.equal(1, ss[16].mtp_layers)
+    assert.is_nil(ss[15].mtp_layers)
+    local d = html.chart_data(result)
+    local last = d.topk[1].stages[16]
+    -- 61 layers balanced over 16 stages: 15 x 4, then 1 (layer 60) + MTP
+    assert.are.equal("60 +1 MTP", last.layers)
+    assert.are.equal("56-59", d.topk[1].stages[15].layers)
+    local page = html.render(result)
+    assert.truthy(page:find("bf16, megatron, MTP 1", 1, true))
+    assert.truthy(page:find("hidden 7168, 256 experts top-8", 1, true))
+    assert.truthy(page:find("<td>60 +1 MTP</td>", 1, true))
+  end)
+
+  it("says under the table that the MoE interval's runs are few and never-fitted runs spread wider", function()
+    local note = common.interval_note(result)
+    assert.truthy(note:find("(moe, ", 1, true), note)
+    assert.truthy(note:find("MoE runs never fitted spread wider (docs/accuracy.md, Prediction intervals)", 1, true), note)
+    local dense = search.run(policy.load(ROOT .. "/examples/llama3_8b_h100.lua", { quiet = true, top_k = 2 }))
+    assert.falsy(common.interval_note(dense):find("MoE", 1, true))
+  end)
+
+  it("writes the selective recompute modules to result.csv and candidates.csv", function()
+    local csv = require "apsearch.format.csv"
+    local header, first = csv.format(result):match("^([^\n]*)\n([^\n]*)")
+    local at, cells = {}, {}
+    for i, c in ipairs(csv.columns()) do at[c] = i end
+    for c in (first .. ","):gmatch("([^,]*),") do cells[#cells + 1] = c end
+    assert.are.equal(table.concat(csv.columns(), ","), header)
+    assert.are.equal("selective", cells[at.layer_recompute])
+    assert.are.equal("mla_up_proj/mlp/moe", cells[at.recompute_modules])
+    -- moot without selective recompute: empty
+    local parts = {}
+    local w = csv.candidate_writer(function(t) parts[#parts + 1] = t end, "all", 4096)
+    w.row(1, nil, 1.0, 2 ^ 30, { dp_degree = 32, layer_recompute = "full", recompute_modules = "moe" })
+    w.row(2, nil, 1.0, 2 ^ 30, { dp_degree = 32, layer_recompute = "selective", recompute_modules = "moe" })
+    w.finish()
+    local lines = {}
+    for l in table.concat(parts):gmatch("[^\n]+") do lines[#lines + 1] = l end
+    local cat = {}
+    for i, c in ipairs(csv.candidate_columns()) do cat[c] = i end
+    local function cell(line, col)
+      local c = {}
+      for x in (line .. ","):gmatch("([^,]*),") do c[#c + 1] = x end
+      return c[cat[col]]
+    end
+    assert.are.equal("", cell(lines[2], "recompute_modules"))
+    assert.are.equal("moe", cell(lines[3], "recompute_modules"))
+  end)
+
+  it("charts the best step time per expert-parallel degree (chart 6)", function()
+    local policy_raw = {}
+    for k, v in pairs(RAW) do policy_raw[k] = v end
+    policy_raw.search_space = {}
+    for k, v in pairs(RAW.search_space) do policy_raw.search_space[k] = v end
+    policy_raw.search_space.ep_degree = { 16, 32 }
+    local r = search.run(policy.from_table(policy_raw, "dsv3.lua", { quiet = true }))
+    local ep = r.trends[5]
+    assert.are.equal(5, #r.trends)
+    assert.are.equal("ep_degree", ep.dimension)
+    assert.are.equal(2, #ep.points)
+    -- each point is the best feasible candidate of its degree: the top-1's
+    -- degree has the top-1's step time
+    local top = r.top_k_strategies[1]
+    for _, p in ipairs(ep.points) do
+      assert.are.equal(p.value, p.strategy.ep_degree)
+      if p.value == top.ep_degree then assert.are.equal(top.performance_cost.step_time, p.step_time) end
+      assert.truthy(p.step_time >= top.performance_cost.step_time)
+    end
+  end)
+
+  it("prints the selective recompute modules and MTP in `apsearch estimate`", function()
+    local s = { dp_degree = 32, tp_degree = 1, pp_degree = 16, layer_recompute = "selective",
+      recompute_modules = "mla_up_proj/mlp/moe" }
+    assert.truthy(breakdown.strategy_line(s):find("layer_recompute=selective recompute_modules=mla_up_proj/mlp/moe", 1, true))
+    s.layer_recompute = "full" -- Megatron reads the modules with selective only
+    assert.falsy(breakdown.strategy_line(s):find("recompute_modules", 1, true))
+    local code, out = H.apsearch("estimate", ROOT .. "/examples/deepseek_v3_h100_1024.lua", "--quiet",
+      "--strategy", "tp_degree=1,pp_degree=16,ep_degree=8,zero_stage=1,layer_offset=balanced,"
+      .. "layer_recompute=selective,recompute_modules=mla_up_proj/mlp/moe")
+    assert.are.equal(0, code, out)
+    assert.truthy(out:find("training  global batch 8192 sequences x 4096 tokens, bf16, adamw, megatron, MTP 1\n", 1, true), out)
+    assert.truthy(out:find("recompute_modules=mla_up_proj/mlp/moe", 1, true), out)
+    assert.truthy(out:find("+1 MTP", 1, true), out)
+  end)
+end)
+
+-- mp001 of the MoE fixture (DeepSeek-V3, 512 H100, TP 2, PP 8, EP 64):
+-- its column names, its cells, and the position of each column
+local function mp001()
+  -- (the fixture has CRLF line ends)
+  local src = H.read(ROOT .. "/tests/fixtures/moe/public_moe_cases.csv"):gsub("\r", "")
+  local header, row = src:match("^([^\n]+)\n(mp001[^\n]+)")
+  local cols = {}
+  for c in (header .. ","):gmatch("([^,]*),") do cols[#cols + 1] = c end
+  local cells = {}
+  -- split the row; its last field (notes) is quoted and holds commas
+  local rest = row
+  while #cells < #cols - 1 do
+    local cell, tail = rest:match("^([^,]*),(.*)$")
+    cells[#cells + 1], rest = cell, tail
+  end
+  cells[#cells + 1] = rest
+  local at = {}
+  for k, c in ipairs(cols) do at[c] = k end
+  return cols, cells, at
+end
+
+describe("validate: the assumed settings in the text output", function()
+  it("cuts a note to the setting and the name of what set it", function()
+    assert.are.equal("moe_capacity_factor = 1.0 (NeMo recipe, r2.3 (token drop))",
+      validate.assumed_short("moe_capacity_factor = 1.0 (NeMo recipe, r2.3 (token drop): a.py:40, 67-81 (USE_TOKEN_DROP))"))
+    -- a colon inside a nested group, or without a space after it, is not the cut
+    assert.are.equal("software read as NeMo 25.04.01 (dgxc 25.08) (DGX Cloud 25.08 (nemo:25.04.01 container))",
+      validate.assumed_short("software read as NeMo 25.04.01 (dgxc 25.08) (DGX Cloud 25.08 (nemo:25.04.01 container): launch.sh:33)"))
+    -- no source to cut: whole
+    assert.are.equal("layer_recompute = none (not stated; the framework's default)",
+      validate.assumed_short("layer_recompute = none (not stated; the framework's default)"))
+    assert.are.equal("vpp_degree = 4 ignored", validate.assumed_short("vpp_degree = 4 ignored"))
+  end)
+
+  it("lists each row's assumed settings between the table and the summary", function()
+    -- mp001 of the MoE fixture with one MTP depth and the recompute modules
+    -- stated, software "dgxc-benchmarking 25.08": the r2.3 recipe fills the
+    -- dispatcher, the capacity factor, the layout and the shared-expert overlap
+    local cols, cells, at = mp001()
+    cells[at.mtp_layers] = "1"
+    cells[at.layer_recompute] = "selective"
+    cells[at.software] = "dgxc-benchmarking 25.08"
+    cols[#cols + 1], cells[#cells + 1] = "recompute_modules", "mla_up_proj mlp moe"
+    local path = H.write(H.tmpdir() .. "/mine.csv",
+      table.concat(cols, ",") .. "\n" .. table.concat(cells, ",") .. "\n")
+    local code, out, err = H.apsearch("validate", path)
+    assert.are.equal(0, code, out .. tostring(err))
+    local s = out:find("\nassumed where a column is empty or implies it", 1, true)
+    assert.truthy(s, out)
+    assert.truthy(out:find("\n  mp001: software read as NeMo 25.04.01", s, true), out)
+    assert.truthy(out:find("\n         moe_token_dispatcher = alltoall (NeMo DeepSeek-V3 performance script, r2.3 (all-to-all with token drop))\n", s, true), out)
+    assert.truthy(out:find("\n         pipeline_layout = 7,8,8,8,8,8,8,6 (", s, true), out)
+    -- stated columns are not assumed; the file references stay in the JSON
+    assert.falsy(out:find("mtp_num_layers =", s, true), out)
+    assert.falsy(out:find("recompute_modules =", s, true), out)
+    assert.falsy(out:find("pretrain_deepseek_v3.py", 1, true), out)
+    -- the summary lines stay last (scripts/fit-defaults.sh reads them with tail)
+    assert.truthy(out:find("runs that trained but are estimated over the memory limit: %d+[^\n]*\n$"), out)
+    assert.truthy(s < out:find("\n1 cases, 0 failed", 1, true))
+  end)
+end)
+
+describe("estimate --strategy: an array written with another separator", function()
+  it("says arrays take colons on the command line (exit 2, one line)", function()
+    local code, out, err = H.apsearch("estimate", ROOT .. "/examples/deepseek_v3_h100_1024.lua", "--quiet",
+      "--strategy", "pp_degree=4,vpp_degree=4,stage_partition=4/4/4/4/4/4/4/4/4/4/4/4/4/4/4/1")
+    assert.are.equal(2, code, out)
+    assert.truthy(err:find("stage_partition: expected a non-empty array of integers (one per pipeline stage; "
+      .. "--strategy writes one with colons, 7:8:8:9)", 1, true), err)
+    assert.falsy(err:find("\n.", 1, false), err)
+  end)
+end)
+
+describe("estimate --strategy stage_partition with a policy that searches layer_offset", function()
+  -- examples/deepseek_v3_h100_1024.lua searches layer_offset = {"balanced"};
+  -- a layout given with --strategy used to be refused as "stage_partition
+  -- and layer_offset = balanced both given" (the user gave one)
+  it("takes the given split instead of the policy's single layer_offset", function()
+    local code, out, err = H.apsearch("estimate", ROOT .. "/examples/deepseek_v3_h100_1024.lua", "--quiet",
+      "--strategy", "tp_degree=2,pp_degree=16,ep_degree=64,layer_recompute=selective,stage_partition=3:4:4:4:4:4:4:4:4:4:4:4:4:4:4:2")
+    assert.are.equal(0, code, out .. err)
+    assert.truthy(out:find("stage_partition=3:4:4:4:4:4:4:4:4:4:4:4:4:4:4:2", 1, true), out)
+    assert.falsy(out:find("layer_offset", 1, true), out)
+    -- the last stage: layers 59-60 and the MTP layer
+    assert.truthy(out:find("\n%s+16%s+59%-60 %+1 MTP%s"), out)
+  end)
+end)
+
+describe("validate: a recipe setting the row's own columns exclude is not assumed", function()
+  local function inputs(set)
+    local cols, cells = mp001()
+    local row = {}
+    for k, c in ipairs(cols) do row[c] = cells[k] end
+    row.software = "dgxc-benchmarking 25.08"
+    for k, v in pairs(set) do row[k] = v end
+    local _, _, training, strategy, _, assumed = validate.case_inputs(row)
+    return training, strategy, table.concat(assumed, "\n")
+  end
+
+  it("keeps the shared-expert overlap off when the row overlaps the all-to-all (1F1B)", function()
+    -- Megatron asserts the two exclude each other; the r2.3 recipe turns the
+    -- shared-expert overlap on, so the row used to be refused for an
+    -- assumption (FRAMEWORK_UNSUPPORTED "excludes moe_shared_expert_overlap")
+    local t, _, notes = inputs({ overlap_moe_expert_parallel_comm = "true", vpp_degree = "2" })
+    assert.is_true(t.overlap_moe_expert_parallel_comm)
+    assert.is_nil(t.moe_shared_expert_overlap)
+    assert.truthy(notes:find("moe_shared_expert_overlap = true not assumed, overlap_moe_expert_parallel_comm = true excludes it", 1, true), notes)
+    local c = validate.run_case((function()
+      local cols, cells = mp001()
+      local row = {}
+      for k, col in ipairs(cols) do row[col] = cells[k] end
+      row.software, row.overlap_moe_expert_parallel_comm, row.vpp_degree = "dgxc-benchmarking 25.08", "true", "2"
+      return row
+    end)())
+    assert.is_nil(c.error, c.error)
+    -- without the overlap column the recipe's setting stands
+    t = inputs({})
+    assert.is_true(t.moe_shared_expert_overlap)
+  end)
+
+  it("does not drop tokens at the recipe's capacity when the row runs the flex dispatcher", function()
+    local _, s, notes = inputs({ moe_token_dispatcher = "flex" })
+    assert.are.equal("flex", s.moe_token_dispatcher)
+    assert.is_nil(s.moe_capacity_factor)
+    assert.truthy(notes:find("moe_capacity_factor = 1.0 not assumed, moe_token_dispatcher = flex does not pad to capacity", 1, true), notes)
+    _, s = inputs({})
+    assert.are.equal("alltoall", s.moe_token_dispatcher)
+    assert.are.equal(1.0, s.moe_capacity_factor)
+  end)
+end)
+
+describe("the Megatron launch of an MLA model with YaRN (DeepSeek-V3)", function()
+  local megatron = require "apsearch.launch.megatron"
+  local function rope(m)
+    local args, notes = {}, {}
+    megatron.rope_args(m, function(flag, v) args[flag] = v == nil and true or tostring(v) end,
+      function(kind, text) notes[#notes + 1] = kind .. ": " .. text end)
+    return args, table.concat(notes, "\n")
+  end
+
+  it("writes the YaRN factor MLA reads (--rotary-scaling-factor), and says which YaRN values it leaves", function()
+    -- examples/models/deepseek-v3.json: rope_scaling yarn, factor 40,
+    -- original_max_position_embeddings 4096, mscale 1.0, mscale_all_dim 1.0
+    local dsv3 = { rope_theta = 10000, rope_scaling_type = "yarn", rope_scaling_factor = 40,
+      original_max_position_embeddings = 4096, kv_lora_rank = 512 }
+    local args, notes = rope(dsv3)
+    assert.are.equal("40", args["--rotary-scaling-factor"])
+    assert.are.equal("10000", args["--rotary-base"])
+    -- not "positions are not scaled": MLA scales them (multi_latent_attention.py)
+    assert.falsy(notes:find("positions are not scaled", 1, true), notes)
+    assert.truthy(notes:find("NOT WRITTEN: yarn mscale and mscale_all_dim", 1, true), notes)
+    assert.falsy(notes:find("original_max_position_embeddings", 1, true), notes)
+    -- another original context has no flag
+    dsv3.original_max_position_embeddings = 8192
+    _, notes = rope(dsv3)
+    assert.truthy(notes:find("NOT EXPRESSIBLE in Megatron-LM: yarn original_max_position_embeddings 8192: " ..
+      "MLATransformerConfig fixes it at 4096", 1, true), notes)
+    -- without MLA, pretrain_gpt.py does not scale rope positions: unchanged
+    args, notes = rope({ rope_theta = 10000, rope_scaling_type = "yarn", rope_scaling_factor = 4 })
+    assert.is_nil(args["--rotary-scaling-factor"])
+    assert.truthy(notes:find("positions are not scaled", 1, true), notes)
+  end)
+end)
+
+describe("a GB200 / GB300 cluster whose NVLink domain is one host", function()
+  it("gets a note: --cluster gb200:64x4 drops the rack's domain", function()
+    local note = policy.rack_note({ device = "gb200", devices_per_node = 4, num_devices = 256 })
+    assert.truthy(note:find("^note: cluster.device gb200 with an NVLink domain of one 4%-GPU host"), note)
+    assert.truthy(note:find("--set cluster.nvlink_domain_size=64", 1, true), note)
+    -- a table device, by its base preset
+    assert.truthy(policy.rack_note({ device = { base = "gb300" }, devices_per_node = 4, num_devices = 8 }))
+    -- no note: the domain given, one host, or not a rack-scale part
+    assert.is_nil(policy.rack_note({ device = "gb200", devices_per_node = 4, num_devices = 256, nvlink_domain_size = 64 }))
+    assert.is_nil(policy.rack_note({ device = "gb200", devices_per_node = 4, num_devices = 4 }))
+    assert.is_nil(policy.rack_note({ device = "b200", devices_per_node = 8, num_devices = 64 }))
+    -- on stderr, from the command line; --quiet drops it
+    local code, _, err = H.apsearch("run", ROOT .. "/examples/deepseek_v3_h100_1024.lua", "--cluster", "gb200:64x4",
+      "--fix", "tp_degree=1", "--fix", "pp_degree=16", "--fix", "ep_degree=8", "--fix", "layer_recompute=full", "--top-k", "1")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("apsearch: note: cluster.device gb200 with an NVLink domain of one 4-GPU host", 1, true), err)
+    local _, _, qerr = H.apsearch("run", ROOT .. "/examples/deepseek_v3_h100_1024.lua", "--cluster", "gb200:64x4",
+      "--fix", "tp_degree=1", "--fix", "pp_degree=16", "--fix", "ep_degree=8", "--fix", "layer_recompute=full",
+      "--top-k", "1", "--quiet")
+    assert.falsy(qerr:find("note:", 1, true), qerr)
+  end)
+end)

@@ -465,6 +465,13 @@ function M.moe_recipes(row, model, training, strategy, assumed)
     assumed[#assumed + 1] = ("%s = %s not assumed, %s (%s: %s)"):format(k, tostring(v), why, e.name,
       "megatron/core/transformer/transformer_config.py")
   end
+  -- entry e's value v for key k into target, unless the row excludes it
+  local function assume(target, k, v, e)
+    local why = excluded(k)
+    if why then skip(k, v, e, why) return end
+    target[k] = v
+    assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), e.name, e.source)
+  end
   for _, e in ipairs(stacks.moe_recipes(row.software, row.model, row.device)) do
     if e.quantized_only and not quantized then goto continue end
     local layout = e.layouts and e.layouts[strategy.pp_degree .. "x" .. strategy.vpp_degree]
@@ -473,24 +480,10 @@ function M.moe_recipes(row, model, training, strategy, assumed)
       assumed[#assumed + 1] = ("pipeline_layout = %s (%s: %s)"):format(table.concat(layout, ","), e.name, e.source)
     end
     for k, v in pairs(e.strategy or {}) do
-      if not stated[k] then
-        local why = excluded(k)
-        if why then skip(k, v, e, why)
-        else
-          strategy[k] = v
-          assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), e.name, e.source)
-        end
-      end
+      if not stated[k] then assume(strategy, k, v, e) end
     end
     for k, v in pairs(e.training or {}) do
-      if training[k] == nil then
-        local why = excluded(k)
-        if why then skip(k, v, e, why)
-        else
-          training[k] = v
-          assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), e.name, e.source)
-        end
-      end
+      if training[k] == nil then assume(training, k, v, e) end
     end
     ::continue::
   end

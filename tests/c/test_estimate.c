@@ -359,16 +359,23 @@ static void test_pp_p2p_time(void **state)
  * more output layer 2 s 4,096 x 128,256 = 4,303,557,230,592; their sum
  * 6,502,681,149,440, and a step 3 x 2 sequences x it =
  * 39,016,086,896,640 FLOPs more. */
+/* The MTP scenarios: Llama-3.1-8B, PP 2 on 2 H100, B = 2, s = 4096, no
+ * memory limit (the breakdown, not the fit, is tested). */
+static void mtp_scenario(scenario *x)
+{
+    aps_strategy_defaults(&x->s);
+    fx_llama31_8b(&x->m);
+    fx_h100(&x->c, 2);
+    fx_training(&x->t, 2, 4096);
+    x->t.memory_limit_bytes = 1e12;
+    x->s.pp_degree = 2;
+}
+
 static void test_mtp_last_stage(void **state)
 {
     (void)state;
     scenario x;
-    aps_strategy_defaults(&x.s);
-    fx_llama31_8b(&x.m);
-    fx_h100(&x.c, 2);
-    fx_training(&x.t, 2, 4096);
-    x.t.memory_limit_bytes = 1e12; /* the breakdown, not the fit, is tested */
-    x.s.pp_degree = 2;
+    mtp_scenario(&x);
     aps_estimate e0, e1;
     fx_run(&x.m, &x.c, &x.t, &x.s, &e0);
     x.t.mtp_num_layers = 1;
@@ -416,13 +423,8 @@ static void test_mtp_uniform_recompute(void **state)
 {
     (void)state;
     scenario x;
-    aps_strategy_defaults(&x.s);
-    fx_llama31_8b(&x.m);
-    fx_h100(&x.c, 2);
-    fx_training(&x.t, 2, 4096);
-    x.t.memory_limit_bytes = 1e12;
+    mtp_scenario(&x);
     x.t.mtp_num_layers = 1;
-    x.s.pp_degree = 2;
     aps_estimate none, block, uni;
     fx_run(&x.m, &x.c, &x.t, &x.s, &none);
     x.s.layer_recompute = APS_RECOMPUTE_FULL;

@@ -39,6 +39,10 @@ const char *aps_framework_name(aps_framework f);
 /** pp_schedule value as policies spell it, e.g. "dualpipev"; "UNKNOWN" if
  *  out of range. */
 const char *aps_pp_schedule_name(aps_pp_schedule s);
+/** pipeline_split value as policies spell it ("even", "embedding_loss",
+ *  "deepspeed_type", "fill_last"; the rules are in pipeline.c
+ *  split_rule); "UNKNOWN" if out of range. */
+const char *aps_pipeline_split_name(aps_pipeline_split s);
 /** Megatron's name of recompute module bit b (0 <= b < APS_RCM_COUNT:
  *  "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
  *  "shared_experts", as --recompute-modules spells them); NULL beyond. */
@@ -200,11 +204,12 @@ int64_t aps_partition_entries(const aps_strategy *s);
 
 /** Layers per model chunk, p v entries in model order (chunk j on
  *  pipeline rank j mod p; under pp_schedule zbv_zero_bubble and dualpipev
- *  on the V, rank j for j < p, 2p - 1 - j after), from stage_partition (per chunk, or per rank
- *  split equally over its chunks), the pipeline_split rule (pipeline.c:
- *  embedding_loss, deepspeed_type, with their sources), or the even split
- *  plus layer_offset.  Returns APS_REASON_NONE or PP_DIVISIBILITY /
- *  PP_PARTITION / VPP_INVALID with a message. */
+ *  on the V, rank j for j < p, 2p - 1 - j after), from stage_partition
+ *  (per chunk, or per rank split equally over its chunks), the
+ *  pipeline_split rule (pipeline.c: embedding_loss, deepspeed_type,
+ *  fill_last, with their sources), or the even split plus layer_offset.
+ *  Returns APS_REASON_NONE or PP_DIVISIBILITY / PP_PARTITION /
+ *  VPP_INVALID with a message. */
 aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
                             int64_t *chunks, char *msg, size_t n);
 

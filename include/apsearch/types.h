@@ -372,7 +372,8 @@ typedef enum {
 } aps_recompute_method;
 
 /** How layers are split over pipeline stages when stage_partition is not
- *  given. */
+ *  given (the rules and their sources: pipeline.c split_rule; names:
+ *  aps_pipeline_split_name). */
 typedef enum {
     APS_SPLIT_EVEN = 0,        /**< L / (p v) per model chunk */
     APS_SPLIT_EMBEDDING_LOSS,  /**< embedding and loss count as one layer
@@ -380,8 +381,12 @@ typedef enum {
                                     in-pipeline-split and --account-for-
                                     loss-in-pipeline-split; TorchTitan's
                                     default split) */
-    APS_SPLIT_DEEPSPEED_TYPE   /**< Megatron-DeepSpeed --pp-partition-method
+    APS_SPLIT_DEEPSPEED_TYPE,  /**< Megatron-DeepSpeed --pp-partition-method
                                     'type:transformer|embedding' */
+    APS_SPLIT_FILL_LAST        /**< ceil(L / (p v)) per model chunk, the
+                                    last chunk the rest (NVIDIA's
+                                    DeepSeek-V3 layouts, Megatron
+                                    --pipeline-model-parallel-layout) */
 } aps_pipeline_split;
 
 /** Pipeline schedule (strategy pp_schedule), named as PyTorch pipelining's

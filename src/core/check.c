@@ -43,7 +43,7 @@ aps_reason aps_check_degrees(const aps_strategy *s, char *msg, size_t n)
     if ((unsigned)s->layer_recompute > APS_RECOMPUTE_FULL ||
         (unsigned)s->cp_comm_type > APS_CP_ALL_GATHER ||
         (unsigned)s->recompute_method > APS_RECOMPUTE_UNIFORM ||
-        (unsigned)s->pipeline_split > APS_SPLIT_DEEPSPEED_TYPE ||
+        (unsigned)s->pipeline_split > APS_SPLIT_FILL_LAST ||
         (unsigned)s->pp_schedule > APS_PP_DUALPIPEV) {
         aps_fmt(msg, n, "layer_recompute, cp_comm_type, recompute_method, "
                 "pipeline_split or pp_schedule out of range");

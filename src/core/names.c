@@ -174,3 +174,18 @@ const char *aps_pp_schedule_name(aps_pp_schedule s)
         return "UNKNOWN";
     return pp_schedule_names[s];
 }
+
+static const char *const pipeline_split_names[] = {
+    [APS_SPLIT_EVEN] = "even",
+    [APS_SPLIT_EMBEDDING_LOSS] = "embedding_loss",
+    [APS_SPLIT_DEEPSPEED_TYPE] = "deepspeed_type",
+    [APS_SPLIT_FILL_LAST] = "fill_last",
+};
+
+const char *aps_pipeline_split_name(aps_pipeline_split s)
+{
+    if ((unsigned)s >= sizeof pipeline_split_names /
+                           sizeof pipeline_split_names[0])
+        return "UNKNOWN";
+    return pipeline_split_names[s];
+}

@@ -47,6 +47,17 @@ int64_t aps_partition_entries(const aps_strategy *s)
  * parts one more (96 layers over 8: 13, 13, 12 x 6 units).  A part's
  * layers are its units less the embeddings it holds.  No virtual stages
  * (DeepSpeed's pipeline engine has no interleaving).
+ *
+ * fill_last: every chunk ceil(L / S) layers, the last chunk the rest,
+ * L - (S - 1) ceil(L / S), as NVIDIA writes DeepSeek-V3's 61 layers in
+ * --pipeline-model-parallel-layout (NVIDIA/NeMo 8cfedd72 scripts/
+ * performance/llm/pretrain_deepseek_v3.py map_pp_vp_to_layout; NVIDIA-
+ * NeMo/Megatron-Bridge 067f987d src/megatron/bridge/recipes/deepseek/h100/
+ * deepseek_v3.py _get_deepseek_v3_pipeline_layout): 61 over 4 x 1 chunks
+ * 16, 16, 16, 13; over 8: 8 x 7, 5; over 16 (4 x 4, 8 x 2, 16 x 1):
+ * 4 x 15, 1.  Refused (PP_PARTITION) when the last chunk is left with
+ * fewer than one layer (61 over 32: 2 x 31 = 62 > 61); every other chunk
+ * holds ceil(L / S) >= 1, so no stage is then without layers.
  */
 static aps_reason split_rule(const aps_model *m, const aps_strategy *s,
                              int64_t *chunks, char *msg, size_t n)
@@ -59,6 +70,21 @@ static aps_reason split_rule(const aps_model *m, const aps_strategy *s,
             chunks[j] = E / S + (j < E % S ? 1 : 0);
         chunks[0] -= 1;
         chunks[S - 1] -= 1;
+        return APS_REASON_NONE;
+    }
+    if (s->pipeline_split == APS_SPLIT_FILL_LAST) {
+        int64_t fill = (L + S - 1) / S, last = L - (S - 1) * fill;
+        if (last < 1) {
+            aps_fmt(msg, n, "pipeline_split = fill_last: num_layers = %lld "
+                    "over %lld model chunks of ceil(%lld / %lld) = %lld "
+                    "leaves the last chunk %lld layers (needs >= 1)",
+                    (long long)L, (long long)S, (long long)L, (long long)S,
+                    (long long)fill, (long long)last);
+            return APS_REASON_PP_PARTITION;
+        }
+        for (int64_t j = 0; j < S - 1; j++)
+            chunks[j] = fill;
+        chunks[S - 1] = last;
         return APS_REASON_NONE;
     }
     /* APS_SPLIT_DEEPSPEED_TYPE */
@@ -141,8 +167,7 @@ aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
                 aps_fmt(msg, n, "pipeline_split = %s leaves stage %lld "
                         "without layers (num_layers = %lld over %lld model "
                         "chunks)",
-                        s->pipeline_split == APS_SPLIT_EMBEDDING_LOSS
-                            ? "embedding_loss" : "deepspeed_type",
+                        aps_pipeline_split_name(s->pipeline_split),
                         (long long)i + 1, (long long)L, (long long)(p * v));
                 return APS_REASON_PP_PARTITION;
             }

@@ -127,18 +127,19 @@ aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
 {
     const char *fw = aps_framework_name(t->framework);
     /* split rules: Megatron-LM and TorchTitan count the embedding and the
-     * loss (--account-for-*-in-pipeline-split; TorchTitan's default);
-     * Megatron-DeepSpeed partitions by layer type */
-    if (s->pp_degree > 1 &&
-        ((s->pipeline_split == APS_SPLIT_DEEPSPEED_TYPE &&
-          t->framework != APS_FW_DEEPSPEED) ||
-         (s->pipeline_split == APS_SPLIT_EMBEDDING_LOSS &&
-          t->framework == APS_FW_DEEPSPEED))) {
+     * loss (--account-for-*-in-pipeline-split; TorchTitan's default) and
+     * take any per-chunk split, fill_last's too (--pipeline-model-
+     * parallel-layout; module_fqns_per_model_part); Megatron-DeepSpeed
+     * partitions by layer type and has no per-part list (PipelineModule
+     * partition_method uniform | parameters | type:, deepspeed/runtime/
+     * pipe/module.py _partition_layers, microsoft/DeepSpeed 38327e07) */
+    bool ds = t->framework == APS_FW_DEEPSPEED;
+    if (s->pp_degree > 1 && s->pipeline_split != APS_SPLIT_EVEN &&
+        ds != (s->pipeline_split == APS_SPLIT_DEEPSPEED_TYPE)) {
         aps_fmt(msg, n, "%s: pipeline_split = %s is not offered (Megatron-LM "
-                "and TorchTitan: embedding_loss; Megatron-DeepSpeed: "
-                "deepspeed_type)", fw,
-                s->pipeline_split == APS_SPLIT_DEEPSPEED_TYPE
-                    ? "deepspeed_type" : "embedding_loss");
+                "and TorchTitan: embedding_loss, fill_last; Megatron-"
+                "DeepSpeed: deepspeed_type)", fw,
+                aps_pipeline_split_name(s->pipeline_split));
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
     /* pipeline schedules: Megatron-LM runs its own (interleaved) 1F1B

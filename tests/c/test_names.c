@@ -70,6 +70,23 @@ static void test_status_names(void **state)
     assert_string_equal(aps_status_name((aps_status)99), "UNKNOWN");
 }
 
+/* the pipeline_split values as policies spell them (schema.lua) */
+static void test_pipeline_split_names(void **state)
+{
+    (void)state;
+    assert_string_equal(aps_pipeline_split_name(APS_SPLIT_EVEN), "even");
+    assert_string_equal(aps_pipeline_split_name(APS_SPLIT_EMBEDDING_LOSS),
+                        "embedding_loss");
+    assert_string_equal(aps_pipeline_split_name(APS_SPLIT_DEEPSPEED_TYPE),
+                        "deepspeed_type");
+    assert_string_equal(aps_pipeline_split_name(APS_SPLIT_FILL_LAST),
+                        "fill_last");
+    assert_string_equal(aps_pipeline_split_name((aps_pipeline_split)4),
+                        "UNKNOWN");
+    assert_string_equal(aps_pipeline_split_name((aps_pipeline_split)-1),
+                        "UNKNOWN");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -77,6 +94,7 @@ int main(void)
         cmocka_unit_test(test_mem_category_names),
         cmocka_unit_test(test_perf_category_names),
         cmocka_unit_test(test_status_names),
+        cmocka_unit_test(test_pipeline_split_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -126,6 +126,77 @@ static void test_split_deepspeed_type(void **state)
                             sizeof msg), APS_REASON_VPP_INVALID, msg);
 }
 
+/* fill_last, NVIDIA's DeepSeek-V3 layouts (NeMo 8cfedd72
+ * pretrain_deepseek_v3.py map_pp_vp_to_layout): 61 layers over S chunks,
+ * ceil(61 / S) each, the last the rest.
+ *   4 x 4 = 16 chunks: ceil(61 / 16) = 4; 15 x 4 = 60, last 1.  Rank 0
+ *     runs chunks 1, 5, 9, 13 = 16 layers; rank 3 chunks 4, 8, 12, 16 =
+ *     4 + 4 + 4 + 1 = 13.
+ *   8 x 1: ceil(61 / 8) = 8; 7 x 8 = 56, last 5.
+ *   4 x 1: ceil(61 / 4) = 16; 3 x 16 = 48, last 13.
+ *   16 x 1: as 4 x 4, 15 x 4 and 1.
+ *   8 x 4 = 32 chunks: ceil(61 / 32) = 2; 31 x 2 = 62 > 61: last -1,
+ *     refused.  10 layers over 6: 2 each, 5 x 2 = 10, last 0, refused.
+ *   64 over 4 x 4: 4 each, the even split. */
+static void test_split_fill_last(void **state)
+{
+    (void)state;
+    int64_t c[APS_MAX_STAGES];
+    char msg[APS_REASON_LEN] = "";
+    ASSERT_REASON(chunks_of(61, 4, 4, APS_SPLIT_FILL_LAST, c, msg,
+                            sizeof msg), APS_REASON_NONE, msg);
+    for (int j = 0; j < 15; j++)
+        assert_int_equal(c[j], 4);
+    assert_int_equal(c[15], 1);
+    aps_model m;
+    fx_llama(&m, "x", 61, 1024, 8, 8, 4096, 32000);
+    fx_validate(&m);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.pp_degree = 4;
+    s.vpp_degree = 4;
+    s.pipeline_split = APS_SPLIT_FILL_LAST;
+    int64_t r[APS_MAX_STAGES];
+    ASSERT_REASON(aps_stage_layers(&m, &s, r, msg, sizeof msg),
+                  APS_REASON_NONE, msg);
+    assert_int_equal(r[0], 16);
+    assert_int_equal(r[1], 16);
+    assert_int_equal(r[2], 16);
+    assert_int_equal(r[3], 13);
+
+    ASSERT_REASON(chunks_of(61, 8, 1, APS_SPLIT_FILL_LAST, c, msg,
+                            sizeof msg), APS_REASON_NONE, msg);
+    for (int j = 0; j < 7; j++)
+        assert_int_equal(c[j], 8);
+    assert_int_equal(c[7], 5);
+
+    ASSERT_REASON(chunks_of(61, 4, 1, APS_SPLIT_FILL_LAST, c, msg,
+                            sizeof msg), APS_REASON_NONE, msg);
+    assert_int_equal(c[0], 16);
+    assert_int_equal(c[1], 16);
+    assert_int_equal(c[2], 16);
+    assert_int_equal(c[3], 13);
+
+    ASSERT_REASON(chunks_of(61, 16, 1, APS_SPLIT_FILL_LAST, c, msg,
+                            sizeof msg), APS_REASON_NONE, msg);
+    for (int j = 0; j < 15; j++)
+        assert_int_equal(c[j], 4);
+    assert_int_equal(c[15], 1);
+
+    ASSERT_REASON(chunks_of(64, 4, 4, APS_SPLIT_FILL_LAST, c, msg,
+                            sizeof msg), APS_REASON_NONE, msg);
+    for (int j = 0; j < 16; j++)
+        assert_int_equal(c[j], 4);
+
+    ASSERT_REASON(chunks_of(61, 8, 4, APS_SPLIT_FILL_LAST, c, msg,
+                            sizeof msg), APS_REASON_PP_PARTITION, msg);
+    ASSERT_HAS(msg, "pipeline_split = fill_last");
+    ASSERT_HAS(msg, "ceil(61 / 32) = 2 leaves the last chunk -1 layers");
+    ASSERT_REASON(chunks_of(10, 6, 1, APS_SPLIT_FILL_LAST, c, msg,
+                            sizeof msg), APS_REASON_PP_PARTITION, msg);
+    ASSERT_HAS(msg, "leaves the last chunk 0 layers");
+}
+
 /* stage_partition per model chunk (p v entries, Megatron's
  * --pipeline-model-parallel-layout): 16 layers, p 2, v 2, chunks
  * 3, 5, 5, 3 in schedule order: rank 0 runs chunks 1 and 3 (3 + 5),
@@ -498,6 +569,18 @@ static void test_recipe_framework_support(void **state)
     ASSERT_REASON(aps_check_framework(&t, &s, msg, sizeof msg),
                   APS_REASON_FRAMEWORK_UNSUPPORTED, msg);
     ASSERT_HAS(msg, "deepspeed_type");
+    /* fill_last is a per-chunk list: Megatron's layout, TorchTitan's
+     * module_fqns_per_model_part; DeepSpeed's PipelineModule has none */
+    s.pipeline_split = APS_SPLIT_FILL_LAST;
+    ASSERT_REASON(aps_check_framework(&t, &s, msg, sizeof msg),
+                  APS_REASON_FRAMEWORK_UNSUPPORTED, msg);
+    ASSERT_HAS(msg, "deepspeed: pipeline_split = fill_last is not offered");
+    t.framework = APS_FW_MEGATRON;
+    ASSERT_REASON(aps_check_framework(&t, &s, msg, sizeof msg),
+                  APS_REASON_NONE, msg);
+    t.framework = APS_FW_FSDP2;
+    ASSERT_REASON(aps_check_framework(&t, &s, msg, sizeof msg),
+                  APS_REASON_NONE, msg);
     /* uniform groups of 2 are Megatron's, not TorchTitan's */
     t.framework = APS_FW_FSDP2;
     s.pp_degree = 1;
@@ -521,6 +604,7 @@ int main(void)
         cmocka_unit_test(test_split_embedding_loss),
         cmocka_unit_test(test_split_embedding_loss_megatron_divisibility),
         cmocka_unit_test(test_split_deepspeed_type),
+        cmocka_unit_test(test_split_fill_last),
         cmocka_unit_test(test_partition_per_chunk),
         cmocka_unit_test(test_grad_reduce_dtype),
         cmocka_unit_test(test_store_param_remainders),

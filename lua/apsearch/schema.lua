@@ -112,7 +112,7 @@ M.strategy = {
   layer_recompute = enum("none", "selective", "full"),
   cp_comm_type = enum("p2p", "all_gather"),
   recompute_method = enum("block", "uniform"),
-  pipeline_split = enum("even", "embedding_loss", "deepspeed_type"),
+  pipeline_split = enum("even", "embedding_loss", "deepspeed_type", "fill_last"),
   pp_schedule = enum("1f1b", "interleaved_zero_bubble", "zbv_zero_bubble", "dualpipev"),
   recompute_num_layers = "recompute_layers",
   stage_partition = "partition", layer_offset = "offsets",

@@ -132,10 +132,11 @@ end
 -- i (k = 0) and 2p - 1 - i (k = 1) (aps_chunk_stage); layers are
 -- numbered 0.. in that order, so with vpp > 1 a rank holds
 -- non-contiguous layers.  Chunk sizes: `stage_partition` given per
--- chunk (p v entries); else `pipeline_split = "embedding_loss"` (no
--- partition, offset or balancing) splits L + 2 units evenly over the p v
--- chunks, the first and last giving one unit to the embedding and the
--- loss; else a rank's layers (stage_summary's count, which includes a
+-- chunk (p v entries); else a `pipeline_split` rule (no partition,
+-- offset or balancing): `embedding_loss` splits L + 2 units evenly over
+-- the p v chunks, the first and last giving one unit to the embedding and
+-- the loss, `fill_last` gives each chunk ceil(L / (p v)) and the last the
+-- rest; else a rank's layers (stage_summary's count, which includes a
 -- balanced split) are split equally over its v chunks (the first ones one
 -- more when they do not divide, aps_layout_chunk).  Whatever the rule,
 -- the chunk sizes must add up to each rank's count in `counts`; where
@@ -161,12 +162,12 @@ function M.chunk_layers(t, counts)
     sizes = {}
     for j = 1, S do sizes[j] = sp[j] end
   elseif p > 1 and v > 1 and not given and all_zero(t.layer_offset) and not t.balance_stages
-      and t.pipeline_split == "embedding_loss" then
+      and (t.pipeline_split or "even") ~= "even" then
     local L = 0
     for i = 1, p do L = L + (counts[i] or 0) end
-    -- the estimator's own rule (src/core/pipeline.c)
+    -- the estimator's own rule (src/core/pipeline.c: embedding_loss, fill_last)
     sizes = require("apsearch.core").chunk_layers(L,
-      { pp_degree = p, vpp_degree = v, pipeline_split = "embedding_loss" })
+      { pp_degree = p, vpp_degree = v, pipeline_split = t.pipeline_split })
   end
   local function fits(sz)
     if not sz then return false end

@@ -82,6 +82,25 @@ function M.all_equal(list)
   return true
 end
 
+--- Layers per model chunk under a pipeline_split rule, the estimator's
+-- own (src/core/pipeline.c split_rule, not a copy of it): embedding_loss,
+-- Megatron's embedding-and-loss split (--account-for-embedding/loss-in-
+-- pipeline-split, transformer_block.py get_num_layers_to_build: L + 2
+-- units over S chunks, the first and last chunk giving one to the
+-- embedding and the loss); fill_last, ceil(L / S) per chunk and the last
+-- the rest (NVIDIA's DeepSeek-V3 layouts, NeMo 8cfedd72
+-- pretrain_deepseek_v3.py map_pp_vp_to_layout); deepspeed_type.
+-- @tparam integer L transformer layers
+-- @tparam integer pp pipeline ranks
+-- @tparam integer vpp model chunks per rank
+-- @tparam string split the pipeline_split value
+-- @treturn table layers per chunk in schedule order (nil when the rule
+--   leaves a chunk or a rank without layers)
+function M.rule_chunks(L, pp, vpp, split)
+  return (require("apsearch.core").chunk_layers(L,
+    { pp_degree = pp, vpp_degree = vpp, pipeline_split = split }))
+end
+
 --- Renders every launch config of a result.
 -- @tparam table result search result
 -- @treturn table array of `{rank, engine, name (file name), text,

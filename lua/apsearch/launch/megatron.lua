@@ -166,8 +166,8 @@ function M.render(c)
   end
   local layers = c.layers
   -- model chunks in schedule order (chunk j on rank j mod p): given per
-  -- chunk, by the embedding_loss rule, or a rank's layers split evenly
-  -- (the core reports an unset partition as zeros)
+  -- chunk, by the split rule (embedding_loss, fill_last), or a rank's
+  -- layers split evenly (the core reports an unset partition as zeros)
   local given = {}
   for _, n in ipairs(r.stage_partition or {}) do
     if n ~= 0 then given = r.stage_partition break end
@@ -177,8 +177,8 @@ function M.render(c)
   local chunks = {}
   if per_chunk then
     for j = 1, pp * vpp do chunks[j] = given[j] end
-  elseif split == "embedding_loss" and #given == 0 and pp > 1 then
-    chunks = M.embedding_loss_chunks(L, pp, vpp) or {}
+  elseif split ~= "even" and #given == 0 and pp > 1 then
+    chunks = launch_util.rule_chunks(L, pp, vpp, split) or {}
   elseif #layers == pp then
     for k = 0, vpp - 1 do
       for i = 1, pp do chunks[k * pp + i] = layers[i] // vpp end
@@ -208,6 +208,11 @@ function M.render(c)
       layout("the embedding-and-loss split of " .. L .. " layers over " .. pp * vpp ..
         " model chunks is uneven ((L + 2) mod (p v) ~= 0); written as a layout")
     end
+  elseif pp > 1 and split == "fill_last" and #given == 0 and not launch_util.all_equal(chunks) then
+    -- ceil(L / (p v)) per chunk, the last the rest: NVIDIA's DeepSeek-V3
+    -- layouts (NeMo 8cfedd72 pretrain_deepseek_v3.py map_pp_vp_to_layout),
+    -- which only the layout writes (a rank's chunks differ)
+    layout()
   elseif uneven then
     local middle = {}
     for i = 2, pp - 1 do middle[#middle + 1] = layers[i] end
@@ -642,21 +647,6 @@ function M.moe_args(c, A, N)
       "estimate: set training.mtp_num_layers = %d to estimate and write --mtp-num-layers",
       m.mtp_layers, m.mtp_layers))
   end
-end
-
---- Layers per model chunk under Megatron's embedding-and-loss split
--- (--account-for-embedding/loss-in-pipeline-split, transformer_block.py
--- get_num_layers_to_build): L + 2 units over S chunks, the first and last
--- chunk giving one to the embedding and the loss.
--- @tparam integer L transformer layers
--- @tparam integer pp pipeline ranks
--- @tparam integer vpp model chunks per rank
--- @treturn table layers per chunk in schedule order (nil when the rule
---   leaves a rank without layers)
-function M.embedding_loss_chunks(L, pp, vpp)
-  -- the estimator's own rule (src/core/pipeline.c), not a copy of it
-  return require("apsearch.core").chunk_layers(L,
-    { pp_degree = pp, vpp_degree = vpp, pipeline_split = "embedding_loss" })
 end
 
 --- `--pipeline-model-parallel-layout` for layers per model chunk in

@@ -162,10 +162,9 @@ function M.estimate_chunks(c)
   local split = r.pipeline_split or "even"
   local offsets = false
   for _, o in ipairs(r.layer_offset or {}) do offsets = offsets or o ~= 0 end
-  if split == "embedding_loss" and #given == 0 and not offsets and not r.balance_stages then
-    -- the estimator's own rule (src/core/pipeline.c)
-    local chunks = require("apsearch.core").chunk_layers(L,
-      { pp_degree = p, vpp_degree = v, pipeline_split = "embedding_loss" })
+  if split ~= "even" and p > 1 and #given == 0 and not offsets and not r.balance_stages then
+    -- the estimator's own rule (embedding_loss, fill_last)
+    local chunks = require("apsearch.launch").rule_chunks(L, p, v, split)
     if chunks then return chunks end
   end
   local out = {}

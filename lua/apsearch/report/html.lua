@@ -289,7 +289,7 @@ local RELAX = {
   BATCH_DIVISIBILITY = "batch: global_batch_size must divide by the data-parallel ranks x micro_batch_size; change training.global_batch_size or widen micro_batch_size / the data-parallel degrees",
   DEVICE_COUNT = "device count: the degrees must multiply to the devices; widen the degree ranges (data_parallel = \"auto\") or allow idle devices (--set constraints.allow_idle_devices=true)",
   IDLE_DEVICES = "idle devices: the degrees leave devices unused; allow it (--set constraints.allow_idle_devices=true) or widen the degree ranges",
-  PP_DIVISIBILITY = "pipeline split: num_layers does not divide by pp_degree x vpp_degree; allow pipeline_split = embedding_loss, layer_offset = balanced or a stage_partition, or other pp_degree values",
+  PP_DIVISIBILITY = "pipeline split: num_layers does not divide by pp_degree x vpp_degree; allow pipeline_split = embedding_loss or fill_last, layer_offset = balanced or a stage_partition, or other pp_degree values",
   PP_PARTITION = "pipeline split: the stage partition is not valid for these degrees; widen pp_degree / vpp_degree or change stage_partition / layer_offset",
   VPP_INVALID = "interleaving: vpp_degree > 1 needs micro_batch_num divisible by pp_degree (Megatron-LM); allow vpp_degree = 1 or other micro_batch_num values",
   TP_DIVISIBILITY = "tensor parallel: tp_degree must divide the attention heads, query groups and FFN width; allow smaller tp_degree values",

@@ -24,7 +24,14 @@ return {
     zero_stage = { 1 },
     tp_degree = { 1, 2 },
     pp_degree = { 8, 16 },
-    layer_offset = { "balanced" },
+    -- NVIDIA's layouts (NeMo's pretrain_deepseek_v3.py, Megatron-Bridge's
+    -- DeepSeek-V3 recipes): ceil(61 / (p v)) layers per model chunk, the
+    -- last chunk the rest (pipeline_split fill_last: pp 16 15 x 4 + 1,
+    -- pp 8 7 x 8 + 5, pp 8 x vpp 2 15 x 4 + 1 over 16 chunks), beside the
+    -- time-balanced split (which cannot interleave 61 layers: 61 mod 2 ~= 0)
+    vpp_degree = { 1, 2 },
+    layer_offset = { "even", "balanced" },
+    pipeline_split = { "fill_last" },
     micro_batch_size = { 1 },
     -- full recompute, or NeMo's selective modules for DeepSeek-V3 on H100
     -- (scripts/performance/recommended_model_configs/model_configs_h100.csv)

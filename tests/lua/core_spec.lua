@@ -794,4 +794,20 @@ describe("core.chunk_layers", function()
     assert.are.equal("PP_DIVISIBILITY", code)
     assert.truthy(msg:find("num_layers = 126 is not divisible", 1, true))
   end)
+
+  it("fill_last: ceil(L / (p v)) per chunk, the last the rest (NVIDIA's DeepSeek-V3 layouts)", function()
+    -- NeMo 8cfedd72 pretrain_deepseek_v3.py map_pp_vp_to_layout, by hand:
+    -- 61 over 16 chunks: ceil = 4, 15 x 4 = 60, last 1
+    local sixteen = { 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1 }
+    assert.are.same(sixteen, core.chunk_layers(61, { pp_degree = 4, vpp_degree = 4, pipeline_split = "fill_last" }))
+    assert.are.same(sixteen, core.chunk_layers(61, { pp_degree = 16, pipeline_split = "fill_last" }))
+    -- over 8: ceil = 8, 7 x 8 = 56, last 5; over 4: ceil = 16, 3 x 16 = 48, last 13
+    assert.are.same({ 8, 8, 8, 8, 8, 8, 8, 5 }, core.chunk_layers(61, { pp_degree = 8, pipeline_split = "fill_last" }))
+    assert.are.same({ 16, 16, 16, 13 }, core.chunk_layers(61, { pp_degree = 4, pipeline_split = "fill_last" }))
+    -- over 32 (8 x 4): ceil = 2, 31 x 2 = 62 > 61 leaves the last chunk -1
+    local none, code, msg = core.chunk_layers(61, { pp_degree = 8, vpp_degree = 4, pipeline_split = "fill_last" })
+    assert.is_nil(none)
+    assert.are.equal("PP_PARTITION", code)
+    assert.truthy(msg:find("ceil(61 / 32) = 2 leaves the last chunk -1 layers", 1, true), msg)
+  end)
 end)

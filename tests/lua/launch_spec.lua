@@ -1219,6 +1219,42 @@ describe("launch configs", function()
     assert.are.equal("Et*3|t*4|t*2L", megatron.layout({ 3, 4, 2 }))
   end)
 
+  it("write pipeline_split = fill_last as NVIDIA's DeepSeek-V3 layout, the MTP 'm' before the loss", function()
+    -- NVIDIA-NeMo/Megatron-Bridge 067f987d recipes/deepseek/h100/deepseek_v3.py
+    -- _get_deepseek_v3_pipeline_layout, (4, 4): [E + 4 t] + [4 t] x 14 +
+    -- [t + mtp + loss]; (8, 1): [E + 8 t] + [8 t] x 6 + [5 t + mtp + loss]
+    local tbl = dofile(ROOT .. "/examples/deepseek_v3_h100_1024.lua")
+    tbl.search_space = nil
+    local function written(pp, vpp)
+      local r, est = estimated(tbl, { tp_degree = 1, pp_degree = pp, vpp_degree = vpp, ep_degree = 64,
+        dp_degree = 1024 // pp, zero_stage = 1, micro_batch_size = 1, layer_recompute = "full",
+        pipeline_split = "fill_last" })
+      assert.are.equal("fill_last", est.strategy.pipeline_split)
+      local by = check_all(r)
+      return select(2, parse_megatron(by[1].megatron.text)), by[1], r
+    end
+    local v, by, r = written(4, 4)
+    assert.are.equal("Et*4|" .. string.rep("t*4|", 14) .. "tmL", v["--pipeline-model-parallel-layout"])
+    assert.are.equal("1", v["--mtp-num-layers"])
+    -- the layout sets vpp; no split flag beside it
+    assert.is_nil(v["--num-virtual-stages-per-pipeline-rank"])
+    assert.is_nil(v["--num-layers-per-virtual-pipeline-stage"])
+    assert.is_nil(v["--decoder-first-pipeline-num-layers"])
+    assert.is_nil(v["--account-for-embedding-in-pipeline-split"])
+    -- ranks 0-2 hold 16 layers (4 chunks of 4), rank 3 4 + 4 + 4 + 1 = 13
+    local n = {}
+    for i, st in ipairs(r.stage_summary[1].stages) do n[i] = st.num_layers end
+    assert.are.same({ 16, 16, 16, 13 }, n)
+    -- TorchTitan takes the chunks as module names; MindFormers as offsets
+    -- from L // (p v) = 3 per chunk: +1 on the first 15, -2 on the last
+    assert.truthy(by.torchtitan.text:find("module_fqns_per_model_part = [  # layers per model chunk: " ..
+      string.rep("4, ", 15) .. "1", 1, true))
+    assert.truthy(by.torchtitan.text:find('["layers.60", "norm", "lm_head"]', 1, true))
+    assert.truthy(by.mindformers.text:find("[[1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, -2]]", 1, true))
+    v = written(8, 1)
+    assert.are.equal("Et*8|" .. string.rep("t*8|", 6) .. "t*5mL", v["--pipeline-model-parallel-layout"])
+  end)
+
   it("write full recompute of every layer with MTP as block, as estimated (uniform would recompute the MTP layer)", function()
     -- multi_token_prediction.py:1621-1634 @ d98e8a64: uniform checkpoints
     -- the MTP layer (groups of 1 only), block skips it

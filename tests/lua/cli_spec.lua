@@ -109,6 +109,20 @@ describe("apsearch binary", function()
       assert.are.equal(6738415616, e.estimate.params_total)
     end)
 
+    it("estimates pipeline_split = fill_last: ceil(61 / 16) = 4 per model chunk, the last 1", function()
+      local code, j = apsearch("estimate", "examples/deepseek_v3_h100_1024.lua", "-q", "--format", "json",
+        "--strategy", "tp_degree=2,pp_degree=8,vpp_degree=2,ep_degree=16,zero_stage=1,layer_recompute=full,pipeline_split=fill_last")
+      assert.are.equal(0, code)
+      local e = cjson.decode(j).estimate
+      assert.are.equal("fill_last", e.strategy.pipeline_split)
+      assert.are.same({ 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1 }, e.strategy.stage_partition)
+      -- rank 8 runs chunks 8 and 16: 4 + 1
+      assert.are.equal(5, e.stages[8].num_layers)
+      assert.are.equal("--strategy: pipeline_split: expected one of even, embedding_loss, deepspeed_type, " ..
+        "fill_last; did you mean \"fill_last\"? (got \"fill_lst\")",
+        one_line_error(apsearch("estimate", "--strategy", "pipeline_split=fill_lst")))
+    end)
+
     it("lists presets and inspects models", function()
       local code, out = apsearch("presets")
       assert.are.equal(0, code)

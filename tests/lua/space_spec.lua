@@ -231,6 +231,9 @@ describe("space pipeline_split", function()
   it("takes the listed rules, the first one alone without pipelining", function()
     assert.are.same({ "1:even", "2:even", "2:embedding_loss" },
       splits("megatron", 32, { pp_degree = { 1, 2 }, pipeline_split = { "even", "embedding_loss" } }))
+    -- NVIDIA's DeepSeek-V3 split, listed beside Megatron's own
+    assert.are.same({ "8:embedding_loss", "8:fill_last", "16:embedding_loss", "16:fill_last" },
+      splits("megatron", 61, { pp_degree = { 8, 16 }, pipeline_split = { "embedding_loss", "fill_last" } }))
   end)
 end)
 

@@ -750,6 +750,14 @@ describe("published GB200 runs of later releases (tests/fixtures/gb200_later_che
     local est = core.context(model, cluster, training):estimate(strategy)
     assert.is_true(est.feasible)
     assert.is_true(math.abs(est.tokens_per_s_per_gpu / 3139 - 1) < 0.05, tostring(est.tokens_per_s_per_gpu))
+    -- the recipe's layout (4 x 15 + 1 over PP 4 x VP 4) is the fill_last
+    -- rule: the same estimate without the 16 entries
+    assert.are.same({ 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1 }, strategy.stage_partition)
+    strategy.stage_partition, strategy.pipeline_split = nil, "fill_last"
+    local rule = core.context(model, cluster, training):estimate(strategy)
+    assert.are.equal(est.step_time, rule.step_time)
+    assert.are.equal(est.mem_peak, rule.mem_peak)
+    assert.are.equal(est.tokens_per_s_per_gpu, rule.tokens_per_s_per_gpu)
     -- and the release gap entry cites it
     local gap = stacks.release_gap("dgxc-benchmarking 25.08 (NeMo 2.0 recipe)", "DeepSeek-V3", "gb200")
     assert.truthy(gap.evidence:find("3,139", 1, true))

@@ -10,6 +10,8 @@
 --   --sequence-parallel (tp > 1)
 -- * pp_degree -> --pipeline-model-parallel-size; an uneven split whose
 --   middle stages are equal -> --decoder-first/last-pipeline-num-layers;
+--   chunks that differ (per-chunk stage_partition, pipeline_split
+--   fill_last) -> --pipeline-model-parallel-layout;
 --   vpp_degree v > 1 -> --num-layers-per-virtual-pipeline-stage L/(p v)
 -- * cp_degree -> --context-parallel-size, cp_comm_type -> --cp-comm-type
 --   (p2p | allgather)

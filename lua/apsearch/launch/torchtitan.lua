@@ -22,7 +22,8 @@
 --   over the stages, pipeline_parallel.py _generate_llm_fqn_per_model_part)
 --   with first/last_stage_less_layers = 1 (pipeline_split embedding_loss)
 --   or 0 (even) when it gives the estimate's chunks, else the chunks
---   spelled out in module_fqns_per_model_part (always for one stage per
+--   spelled out in module_fqns_per_model_part (pipeline_split fill_last's
+--   ceil(L / (p v)) per chunk and the rest last; always for one stage per
 --   rank under a looped schedule, InterleavedZeroBubble at vpp 1, to
 --   which TorchTitan would give two)
 -- * cp_degree -> context_parallel_degree (load balancer "headtail": the

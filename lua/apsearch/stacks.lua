@@ -366,7 +366,9 @@ end
 -- moe_shared_expert_overlap (the shared expert beside dispatch and
 -- combine); `layouts`:
 -- layers per pipeline stage by "<pp>x<vpp>" (Megatron's
--- --pipeline-model-parallel-layout as the script sets it).
+-- --pipeline-model-parallel-layout as the script sets it); `pipeline_split`:
+-- the split rule whose chunks the script's layout is, for every pp > 1
+-- (src/core/pipeline.c; written to the strategy as its stage_partition).
 M.MOE_RECIPES = {
   {
     -- the low-precision plugins of the performance scripts keep and gather
@@ -389,19 +391,14 @@ M.MOE_RECIPES = {
       "(use_precision_aware_optimizer, main_grads_dtype, exp_avg_dtype, exp_avg_sq_dtype = bf16)",
   },
   {
-    -- transformer layers per pipeline stage, keyed "<pp>x<vpp>" (stages in
-    -- schedule order; the script's embedding and loss entries dropped)
+    -- transformer layers per model chunk: ceil(61 / (p v)), the last chunk
+    -- the rest, for every (pp, vpp) the script's map names (the script's
+    -- embedding and loss entries dropped)
     name = "NeMo DeepSeek-V3 performance script (pipeline layout)",
     models = { "^DeepSeek%-V3" }, since = "2025-07",
     software = { "^NeMo 2[5-9]%." },
-    layouts = {
-      ["4x1"] = { 16, 16, 16, 13 },
-      ["8x1"] = { 8, 8, 8, 8, 8, 8, 8, 5 },
-      ["16x1"] = { 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1 },
-      ["4x2"] = { 8, 8, 8, 8, 8, 8, 8, 5 },
-      ["8x2"] = { 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1 },
-      ["4x4"] = { 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1 },
-    },
+    -- (4x1 16, 16, 16, 13; 8x1 and 4x2 8 x 7, 5; 16x1, 8x2, 4x4 4 x 15, 1)
+    pipeline_split = "fill_last",
     source = "NVIDIA/NeMo ba1ff161 (2025-07-10) scripts/performance/llm/pretrain_deepseek_v3.py:97-105 " ..
       "(map_pp_vp_to_layout, pipeline_model_parallel_layout), read at 8cfedd72",
   },

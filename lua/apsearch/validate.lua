@@ -475,6 +475,11 @@ function M.moe_recipes(row, model, training, strategy, assumed)
   for _, e in ipairs(stacks.moe_recipes(row.software, row.model, row.device)) do
     if e.quantized_only and not quantized then goto continue end
     local layout = e.layouts and e.layouts[strategy.pp_degree .. "x" .. strategy.vpp_degree]
+    if e.pipeline_split and (strategy.pp_degree or 1) > 1 then
+      -- the recipe's layout is a rule's chunks (nil where the rule refuses)
+      layout = core.chunk_layers(model.num_layers, { pp_degree = strategy.pp_degree,
+        vpp_degree = strategy.vpp_degree or 1, pipeline_split = e.pipeline_split })
+    end
     if layout and not given(row, "pipeline_layout") then
       strategy.stage_partition = { table.unpack(layout) }
       assumed[#assumed + 1] = ("pipeline_layout = %s (%s: %s)"):format(table.concat(layout, ","), e.name, e.source)

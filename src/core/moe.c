@@ -642,8 +642,13 @@ double aps_moe_flops_layer_delta(const aps_model *m, double S, bool causal,
 
 double aps_moe_flops_delta(const aps_model *m, double S, bool causal)
 {
-    double delta = 0.0;
+    if (!aps_model_is_moe(m))
+        return 0.0;
+    /* every layer's MLA difference, each MoE layer's expert difference
+     * (aps_moe_flops_layer_delta, summed without redoing the MLA terms) */
+    double moe_layers = 0.0;
     for (int64_t i = 0; i < m->num_layers; i++)
-        delta += aps_moe_flops_layer_delta(m, S, causal, i);
-    return delta;
+        moe_layers += aps_model_is_moe_layer(m, i);
+    return (double)m->num_layers * mla_flops_delta(m, S, causal) +
+           (m->num_experts > 0 ? moe_layers * moe_ffn_flops_delta(m, S) : 0.0);
 }

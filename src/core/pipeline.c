@@ -334,6 +334,8 @@ void aps_layout_one_recompute_count(aps_layout *lay)
 
 int64_t aps_layout_mtp_layers(const aps_layout *lay, int64_t i)
 {
+    if (lay->mtp == 0) /* the search's common case: no loop */
+        return 0;
     for (int64_t k = 0; k < lay->v; k++)
         if (aps_chunk_stage(lay->sched, lay->p, i, k) == lay->p * lay->v - 1)
             return lay->mtp;

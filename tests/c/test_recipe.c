@@ -126,6 +126,20 @@ static void test_split_deepspeed_type(void **state)
                             sizeof msg), APS_REASON_VPP_INVALID, msg);
 }
 
+/* fill_last over L layers and p x v chunks gives every chunk `each`
+ * layers and the last one `last`. */
+static void assert_fill_last(int64_t L, int64_t p, int64_t v, int64_t each,
+                             int64_t last)
+{
+    int64_t c[APS_MAX_STAGES];
+    char msg[APS_REASON_LEN] = "";
+    ASSERT_REASON(chunks_of(L, p, v, APS_SPLIT_FILL_LAST, c, msg, sizeof msg),
+                  APS_REASON_NONE, msg);
+    for (int64_t j = 0; j + 1 < p * v; j++)
+        assert_int_equal(c[j], each);
+    assert_int_equal(c[p * v - 1], last);
+}
+
 /* fill_last, NVIDIA's DeepSeek-V3 layouts (NeMo 8cfedd72
  * pretrain_deepseek_v3.py map_pp_vp_to_layout): 61 layers over S chunks,
  * ceil(61 / S) each, the last the rest.
@@ -143,11 +157,7 @@ static void test_split_fill_last(void **state)
     (void)state;
     int64_t c[APS_MAX_STAGES];
     char msg[APS_REASON_LEN] = "";
-    ASSERT_REASON(chunks_of(61, 4, 4, APS_SPLIT_FILL_LAST, c, msg,
-                            sizeof msg), APS_REASON_NONE, msg);
-    for (int j = 0; j < 15; j++)
-        assert_int_equal(c[j], 4);
-    assert_int_equal(c[15], 1);
+    assert_fill_last(61, 4, 4, 4, 1);
     aps_model m;
     fx_llama(&m, "x", 61, 1024, 8, 8, 4096, 32000);
     fx_validate(&m);
@@ -164,29 +174,10 @@ static void test_split_fill_last(void **state)
     assert_int_equal(r[2], 16);
     assert_int_equal(r[3], 13);
 
-    ASSERT_REASON(chunks_of(61, 8, 1, APS_SPLIT_FILL_LAST, c, msg,
-                            sizeof msg), APS_REASON_NONE, msg);
-    for (int j = 0; j < 7; j++)
-        assert_int_equal(c[j], 8);
-    assert_int_equal(c[7], 5);
-
-    ASSERT_REASON(chunks_of(61, 4, 1, APS_SPLIT_FILL_LAST, c, msg,
-                            sizeof msg), APS_REASON_NONE, msg);
-    assert_int_equal(c[0], 16);
-    assert_int_equal(c[1], 16);
-    assert_int_equal(c[2], 16);
-    assert_int_equal(c[3], 13);
-
-    ASSERT_REASON(chunks_of(61, 16, 1, APS_SPLIT_FILL_LAST, c, msg,
-                            sizeof msg), APS_REASON_NONE, msg);
-    for (int j = 0; j < 15; j++)
-        assert_int_equal(c[j], 4);
-    assert_int_equal(c[15], 1);
-
-    ASSERT_REASON(chunks_of(64, 4, 4, APS_SPLIT_FILL_LAST, c, msg,
-                            sizeof msg), APS_REASON_NONE, msg);
-    for (int j = 0; j < 16; j++)
-        assert_int_equal(c[j], 4);
+    assert_fill_last(61, 8, 1, 8, 5);
+    assert_fill_last(61, 4, 1, 16, 13);
+    assert_fill_last(61, 16, 1, 4, 1);
+    assert_fill_last(64, 4, 4, 4, 4);
 
     ASSERT_REASON(chunks_of(61, 8, 4, APS_SPLIT_FILL_LAST, c, msg,
                             sizeof msg), APS_REASON_PP_PARTITION, msg);

@@ -1511,7 +1511,8 @@ describe("launch configs", function()
       assert.is_nil(v["--group-query-attention"])
       assert.is_nil(v["--kv-channels"])
       assert.is_true(v["--qk-layernorm"])                 -- the latents' norms
-      assert.truthy(by[rec.rank].megatron.text:find("--mtp-num-layers 1", 1, true))  -- noted, not written
+      -- the example trains DeepSeek-V3's MTP module (training.mtp_num_layers = 1)
+      assert.truthy(by[rec.rank].megatron.text:find("  --mtp-num-layers 1\n", 1, true))
       local tt, mf = by[rec.rank].torchtitan.text, by[rec.rank].mindformers.text
       -- HEAD's deepseek_v3 model with DeepSeek-V3's numbers (HF config.json;
       -- TorchTitan b5bcd76c deepseek_v3/__init__.py _671b has the same)

@@ -105,6 +105,20 @@ typedef struct {
     int64_t original_max_position_embeddings; /**< rope_scaling.original_max_
                                           position_embeddings, the pre-scaling
                                           context (8192); 0: not given */
+    double yarn_beta_fast;           /**< yarn scaling: rope_scaling.beta_fast,
+                                          rotations where the ramp ends
+                                          (DeepSeek-V3: 32); 0: not given */
+    double yarn_beta_slow;           /**< yarn scaling: rope_scaling.beta_slow
+                                          (DeepSeek-V3: 1); 0: not given */
+    double yarn_mscale;              /**< yarn scaling: rope_scaling.mscale,
+                                          the cos/sin magnitude's log
+                                          coefficient (DeepSeek-V3: 1);
+                                          0: not given */
+    double yarn_mscale_all_dim;      /**< yarn scaling: rope_scaling.
+                                          mscale_all_dim, the softmax scale's
+                                          (DeepSeek-V3: 1); 0: not given
+                                          (Megatron's and transformers'
+                                          default) */
     double norm_eps;                 /**< epsilon of every RMSNorm/LayerNorm
                                           (HF rms_norm_eps, layer_norm_eps(ilon));
                                           0: not given */

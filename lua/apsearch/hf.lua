@@ -107,6 +107,21 @@ M.CONFIG_KEY = {
 
 local function is_null(v) return v == nil or v == cjson.null end
 
+--- transformers' YaRN ramp when the config gives no betas
+-- (modeling_rope_utils._compute_yarn_parameters: beta_fast "or 32",
+-- beta_slow "or 1"); the launchers write them for a yarn model without.
+M.YARN_BETA_DEFAULTS = { beta_fast = 32, beta_slow = 1 }
+
+--- A yarn model's beta as transformers uses it: the model's
+-- `yarn_<name>` when given (> 0), else M.YARN_BETA_DEFAULTS[name].
+-- @tparam table m model table
+-- @tparam string name "beta_fast" or "beta_slow"
+-- @treturn number (a float)
+function M.yarn_beta(m, name)
+  local v = m["yarn_" .. name] or 0
+  return (v > 0 and v or M.YARN_BETA_DEFAULTS[name]) + 0.0
+end
+
 --- RoPE scaling types the model carries (`rope_scaling.rope_type`).
 M.ROPE_SCALING = { "llama3", "linear", "yarn" }
 
@@ -149,6 +164,26 @@ local function numerics(m, cfg, file)
   if kind == "llama3" then
     m.low_freq_factor = positive(rs, "low_freq_factor", where)
     m.high_freq_factor = positive(rs, "high_freq_factor", where)
+  elseif kind == "yarn" then
+    -- transformers modeling_rope_utils._compute_yarn_parameters: the ramp
+    -- between beta_fast and beta_slow rotations (absent or null: 32 and
+    -- 1, "or 32", "or 1"), cos/sin scaled by get_mscale(factor, mscale)
+    -- / get_mscale(factor, mscale_all_dim) when both are non-zero, else
+    -- by get_mscale(factor); DeepSeek's attention multiplies the softmax
+    -- scale by get_mscale(factor, mscale_all_dim)^2 when it is non-zero
+    -- (modeling_deepseek.py DeepseekV3Attention).  0 = not given.
+    -- `attention_factor` (an explicit cos/sin factor) is not read.
+    m.yarn_beta_fast = positive(rs, "beta_fast", where)
+    m.yarn_beta_slow = positive(rs, "beta_slow", where)
+    for key, field in pairs({ mscale = "yarn_mscale", mscale_all_dim = "yarn_mscale_all_dim" }) do
+      local v = rs[key]
+      if not is_null(v) then
+        if type(v) ~= "number" or not (v >= 0 and v < math.huge) then
+          util.fail(where, key, "expected a finite number >= 0", v)
+        end
+        if v > 0 then m[field] = v + 0.0 end
+      end
+    end
   end
   local omp = rs.original_max_position_embeddings
   if not is_null(omp) then

@@ -37,6 +37,8 @@ M.model = {
   rope_scaling_type = enum("none", "llama3", "linear", "yarn"),
   low_freq_factor = "nonneg", high_freq_factor = "nonneg",
   original_max_position_embeddings = "nonnegint", norm_eps = "nonneg",
+  yarn_beta_fast = "nonneg", yarn_beta_slow = "nonneg", yarn_mscale = "nonneg",
+  yarn_mscale_all_dim = "nonneg",
 }
 
 --- Device fields (aps_device), SI units.

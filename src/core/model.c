@@ -69,6 +69,10 @@ static aps_status validate_numerics(const aps_model *m, char *err, size_t n)
         {"rope_scaling_factor", m->rope_scaling_factor},
         {"low_freq_factor", m->low_freq_factor},
         {"high_freq_factor", m->high_freq_factor},
+        {"yarn_beta_fast", m->yarn_beta_fast},
+        {"yarn_beta_slow", m->yarn_beta_slow},
+        {"yarn_mscale", m->yarn_mscale},
+        {"yarn_mscale_all_dim", m->yarn_mscale_all_dim},
         {"norm_eps", m->norm_eps},
     };
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
@@ -104,6 +108,24 @@ static aps_status validate_numerics(const aps_model *m, char *err, size_t n)
         aps_fmt(err, n, "model.%s: only llama3 RoPE scaling has it",
                 m->low_freq_factor != 0 ? "low_freq_factor"
                                         : "high_freq_factor");
+        return APS_EINVAL;
+    }
+    if (m->rope_scaling_type != APS_ROPE_SCALING_YARN &&
+        (m->yarn_beta_fast != 0 || m->yarn_beta_slow != 0 ||
+         m->yarn_mscale != 0 || m->yarn_mscale_all_dim != 0)) {
+        aps_fmt(err, n, "model.%s: only yarn RoPE scaling has it",
+                m->yarn_beta_fast != 0   ? "yarn_beta_fast"
+                : m->yarn_beta_slow != 0 ? "yarn_beta_slow"
+                : m->yarn_mscale != 0    ? "yarn_mscale"
+                                         : "yarn_mscale_all_dim");
+        return APS_EINVAL;
+    }
+    /* transformers' _compute_yarn_parameters: the ramp runs from beta_fast
+     * rotations down to beta_slow (find_correction_range) */
+    if (m->yarn_beta_fast > 0 && m->yarn_beta_slow > 0 &&
+        !(m->yarn_beta_fast > m->yarn_beta_slow)) {
+        aps_fmt(err, n, "model.yarn_beta_fast: must be > yarn_beta_slow %g "
+                "(got %g)", m->yarn_beta_slow, m->yarn_beta_fast);
         return APS_EINVAL;
     }
     if (m->low_freq_factor > 0 && m->high_freq_factor > 0 &&

@@ -334,6 +334,28 @@ static void test_model_validate_rope_and_norm_eps(void **state)
     m.rope_scaling_factor = 0.0;
     expect_einval(&m, "rope_scaling_factor");
 
+    /* yarn's ramp and magnitudes (DeepSeek-V3's config.json: betas 32 and
+     * 1, mscale and mscale_all_dim 1): only with yarn, beta_fast above
+     * beta_slow, finite and >= 0 */
+    m.rope_scaling_type = APS_ROPE_SCALING_YARN;
+    m.rope_scaling_factor = 40.0;
+    m.original_max_position_embeddings = 4096;
+    m.yarn_beta_fast = 32.0;
+    m.yarn_beta_slow = 1.0;
+    m.yarn_mscale = m.yarn_mscale_all_dim = 1.0;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+    ASSERT_DBL_EXACT(total_params(&m), before);
+    m.yarn_beta_fast = 1.0; /* not above beta_slow 1 */
+    expect_einval(&m, "yarn_beta_fast");
+    m.yarn_beta_fast = 32.0;
+    m.yarn_mscale_all_dim = NAN;
+    expect_einval(&m, "yarn_mscale_all_dim");
+    m.yarn_mscale_all_dim = 1.0;
+    m.rope_scaling_type = APS_ROPE_SCALING_LINEAR;
+    expect_einval(&m, "yarn_beta_fast");
+    m.yarn_beta_fast = m.yarn_beta_slow = 0.0;
+    expect_einval(&m, "yarn_mscale");
+
     /* all 0: not given, the framework's defaults */
     fx_llama31_8b(&m);
     assert_int_equal(m.rope_theta, 0);

@@ -97,6 +97,32 @@ describe("hf.load on the shipped configs", function()
     assert.are.equal(8030261248, core.model_params(m).total)
   end)
 
+  -- DeepSeek-V3's config.json: rope_scaling yarn, factor 40, original 4096,
+  -- beta_fast 32, beta_slow 1, mscale 1.0, mscale_all_dim 1.0
+  it("reads YaRN's betas and magnitudes (DeepSeek-V3), refusing bad ones by name", function()
+    local m = hf.load(ROOT .. "/examples/models/deepseek-v3.json")
+    assert.are.same({ "yarn", 40, 4096, 32, 1, 1, 1 }, { m.rope_scaling_type, m.rope_scaling_factor,
+      m.original_max_position_embeddings, m.yarn_beta_fast, m.yarn_beta_slow, m.yarn_mscale,
+      m.yarn_mscale_all_dim })
+    local f = assert(io.open(ROOT .. "/examples/models/deepseek-v3.json"))
+    local cfg = cjson.decode(f:read("a")) f:close()
+    -- 0 and absent: not given (transformers' defaults apply)
+    cfg.rope_scaling.mscale_all_dim, cfg.rope_scaling.beta_fast = 0, nil
+    m = hf.from_config(cfg, "dsv3/config.json")
+    assert.is_nil(m.yarn_mscale_all_dim) assert.is_nil(m.yarn_beta_fast)
+    assert.are.equal(32.0, hf.yarn_beta(m, "beta_fast"))
+    cfg.rope_scaling.mscale = -1
+    local ok, err = pcall(hf.from_config, cfg, "dsv3/config.json")
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("dsv3/config.json: rope_scaling: mscale: expected a finite number >= 0", 1, true),
+      tostring(err))
+    -- a ramp running backwards: the core refuses it by name
+    cfg.rope_scaling.mscale, cfg.rope_scaling.beta_fast, cfg.rope_scaling.beta_slow = 1, 1, 32
+    ok, err = pcall(function() return core.model_params(hf.from_config(cfg, "dsv3/config.json")) end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("yarn_beta_fast: must be > yarn_beta_slow 32", 1, true), tostring(err))
+  end)
+
   it("fills rope_theta and norm_eps of the unscaled presets", function()
     local want = { ["llama-2-7b"] = { 10000, 1e-5 }, ["mistral-7b-v0.1"] = { 10000, 1e-5 },
                    ["qwen2.5-7b"] = { 1e6, 1e-6 }, ["llama-3.1-70b"] = { 500000, 1e-5 },

@@ -957,6 +957,27 @@ describe("launch configs", function()
     assert.are.equal(1e6, mc.theta)
     assert.are.equal(1e-6, mc.rms_norm_eps)
     assert.is_nil(mc.extend_method)
+    -- Qwen2.5-7B with the YaRN its model card adds for 128K tokens
+    -- (rope_scaling type yarn, factor 4, original 32768): MindFormers' YARN
+    -- mapping with transformers' defaults, betas 32 / 1 and cos/sin
+    -- get_mscale(4) = 0.1 ln 4 + 1 (mscale 1 over mscale_all_dim 0)
+    local hf = require "apsearch.hf"
+    local f = assert(io.open(ROOT .. "/examples/models/qwen2.5-7b.json"))
+    local cfg = require("cjson").decode(f:read("a")) f:close()
+    cfg.rope_scaling = { type = "yarn", factor = 4.0, original_max_position_embeddings = 32768 }
+    by = files(hf.from_config(cfg, "qwen2.5-7b-yarn/config.json"))
+    mc = yaml_tree(by.mindformers.text).model.model_config
+    assert.are.equal("YARN", mc.extend_method)
+    assert.are.same({ factor = 4, original_max_position_embeddings = 32768, beta_fast = 32, beta_slow = 1,
+      mscale = 1, mscale_all_dim = 0 }, mc.scaling_factor)
+    assert.is_nil(by.mindformers.text:find("NOT WRITTEN", 1, true))
+    -- an original context above max_position_embeddings (131072 in this
+    -- config.json): refused by _check_yarn_scaling_factor, so not written
+    cfg.rope_scaling.original_max_position_embeddings = 262144
+    by = files(hf.from_config(cfg, "qwen2.5-7b-yarn/config.json"))
+    assert.is_nil(yaml_tree(by.mindformers.text).model.model_config.extend_method)
+    assert.truthy(by.mindformers.text:find("NOT EXPRESSIBLE in MindFormers: yarn RoPE scaling factor 4.0 with " ..
+      "original context 262144", 1, true), by.mindformers.text)
   end)
 
   it("write the model's RoPE and norm epsilon on every TorchTitan layer (Llama-2-7B, Llama-3.1-8B)", function()
@@ -1536,6 +1557,12 @@ describe("launch configs", function()
       local rp = a.rope.args
       assert.are.same({ 64, "yarn", 40.0, 4096, 10000.0 },
         { rp.dim, rp.scaling, rp.rope_factor, rp.original_seq_len, rp.theta })
+      -- the config's ramp and magnitudes: betas 32 / 1, mscale_all_dim 1
+      -- (the softmax's (0.1 ln 40 + 1)^2), mscale equal to it (cos/sin 1)
+      assert.are.same({ 32.0, 1.0, 1.0 }, { rp.beta_fast, rp.beta_slow, a.mscale })
+      assert.is_nil(tt:find("yarn mscale", 1, true))
+      local _, mv = parse_megatron(by[rec.rank].megatron.text)
+      assert.are.same({ "40", "1", "1" }, { mv["--rotary-scaling-factor"], mv["--mscale"], mv["--mscale-all-dim"] })
       assert.are.equal(1e-6, t.layer_fields["attention_norm.eps"])
       assert.truthy(tt:find("from torchtitan.models.deepseek_v3 import _build_dsv3_layers, model_registry", 1, true))
       assert.truthy(tt:find("NOT EXPRESSIBLE in TorchTitan: moe_capacity_factor = 1.25", 1, true))

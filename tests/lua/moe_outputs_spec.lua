@@ -277,18 +277,40 @@ describe("the Megatron launch of an MLA model with YaRN (DeepSeek-V3)", function
     return args, table.concat(notes, "\n")
   end
 
-  it("writes the YaRN factor MLA reads (--rotary-scaling-factor), and says which YaRN values it leaves", function()
+  it("writes the YaRN factor and magnitudes MLA reads, and says which YaRN values it cannot", function()
     -- examples/models/deepseek-v3.json: rope_scaling yarn, factor 40,
-    -- original_max_position_embeddings 4096, mscale 1.0, mscale_all_dim 1.0
-    local dsv3 = { rope_theta = 10000, rope_scaling_type = "yarn", rope_scaling_factor = 40,
-      original_max_position_embeddings = 4096, kv_lora_rank = 512 }
+    -- original_max_position_embeddings 4096, beta_fast 32, beta_slow 1,
+    -- mscale 1.0, mscale_all_dim 1.0 (read by hf.lua)
+    local dsv3 = require("apsearch.hf").load(ROOT .. "/examples/models/deepseek-v3.json")
+    assert.are.same({ 32, 1, 1, 1 }, { dsv3.yarn_beta_fast, dsv3.yarn_beta_slow, dsv3.yarn_mscale,
+      dsv3.yarn_mscale_all_dim })
     local args, notes = rope(dsv3)
     assert.are.equal("40", args["--rotary-scaling-factor"])
     assert.are.equal("10000", args["--rotary-base"])
+    -- Megatron's defaults are 1.0 / 0.0: without --mscale-all-dim 1 the
+    -- softmax scale would lack DeepSeek's (0.1 ln 40 + 1)^2 = 1.8722
+    assert.are.equal("1", args["--mscale"])
+    assert.are.equal("1", args["--mscale-all-dim"])
     -- not "positions are not scaled": MLA scales them (multi_latent_attention.py)
     assert.falsy(notes:find("positions are not scaled", 1, true), notes)
-    assert.truthy(notes:find("NOT WRITTEN: yarn mscale and mscale_all_dim", 1, true), notes)
-    assert.falsy(notes:find("original_max_position_embeddings", 1, true), notes)
+    assert.are.equal("", notes)
+    -- neither magnitude given: Megatron's defaults are transformers' (nothing written)
+    dsv3.yarn_mscale, dsv3.yarn_mscale_all_dim = nil, nil
+    args, notes = rope(dsv3)
+    assert.is_nil(args["--mscale"]) assert.is_nil(args["--mscale-all-dim"])
+    assert.are.equal("", notes)
+    -- mscale_all_dim alone: written for the softmax, the cos/sin factor noted
+    dsv3.yarn_mscale_all_dim = 0.707
+    args, notes = rope(dsv3)
+    assert.are.equal("0.707", args["--mscale-all-dim"]) assert.is_nil(args["--mscale"])
+    assert.truthy(notes:find("NOT EXPRESSIBLE in Megatron-LM: yarn mscale_all_dim 0.707 without mscale", 1, true),
+      notes)
+    -- a ramp other than MLATransformerConfig's fixed betas
+    dsv3.yarn_mscale_all_dim, dsv3.yarn_beta_fast = nil, 16
+    _, notes = rope(dsv3)
+    assert.truthy(notes:find("NOT EXPRESSIBLE in Megatron-LM: yarn beta_fast 16: MLATransformerConfig fixes it " ..
+      "at 32", 1, true), notes)
+    dsv3.yarn_beta_fast = 32
     -- another original context has no flag
     dsv3.original_max_position_embeddings = 8192
     _, notes = rope(dsv3)

@@ -81,8 +81,38 @@ M.LLAMA3_BUILDER_FACTOR = 8
 -- multi_latent_attention.py builds YarnRotaryEmbedding from
 -- --rotary-scaling-factor, --mscale and --mscale-all-dim (arguments.py
 -- defaults 1.0, 1.0, 0.0) and from fields no flag sets:
--- original_max_position_embeddings and the betas, fixed at these values.
+-- original_max_position_embeddings and the betas, fixed at these values
+-- (the --yarn-* flags feed only GPTModel's non-MLA yarn path,
+-- argument_utils.py _apply_yarn_config_from_args).  The cos/sin factor is
+-- get_mscale(f, mscale) / get_mscale(f, mscale_all_dim) and the softmax
+-- scale get_mscale(f, mscale_all_dim)^2 / sqrt(q_head_dim)
+-- (multi_latent_attention.py:177, yarn_rotary_pos_embedding.py), as in
+-- transformers when the config gives both (hf.lua).
 M.MLA_YARN_FIXED = { original_max_position_embeddings = 4096, beta_fast = 32, beta_slow = 1 }
+
+--- MLA's YaRN magnitudes: --mscale and --mscale-all-dim from the config's
+-- rope_scaling (M.MLA_YARN_FIXED's comment gives both frameworks' rules).
+-- Both given: both written, Megatron then computes transformers' factors.
+-- Neither, or mscale alone (transformers ignores it without
+-- mscale_all_dim): Megatron's defaults 1.0 / 0.0 give transformers'
+-- get_mscale(f) on cos/sin and an unscaled softmax; nothing is written.
+-- mscale_all_dim alone: written for the softmax scale; the cos/sin factor
+-- then differs from transformers' get_mscale(f) (noted).
+-- @tparam table m model table (yarn scaling, kv_lora_rank > 0)
+-- @tparam number f rope_scaling_factor
+-- @tparam function A flag writer
+-- @tparam function N note writer
+function M.mla_yarn_mscale(m, f, A, N)
+  local ms, md = m.yarn_mscale or 0, m.yarn_mscale_all_dim or 0
+  if md <= 0 then return end
+  if ms > 0 then A("--mscale", M.num(ms)) end
+  A("--mscale-all-dim", M.num(md))
+  if ms <= 0 then
+    N("NOT EXPRESSIBLE in Megatron-LM", string.format("yarn mscale_all_dim %s without mscale: transformers " ..
+      "scales cos/sin by 0.1 ln(%s) + 1, Megatron by that over 0.1 * %s ln(%s) + 1 (--mscale 1.0 over " ..
+      "--mscale-all-dim); the softmax scale matches", M.num(md), M.num(f), M.num(md), M.num(f)))
+  end
+end
 
 --- RoPE base and scaling flags of a model (rope positions).
 -- @tparam table m model table
@@ -123,10 +153,14 @@ function M.rope_args(m, A, N)
       N("NOT EXPRESSIBLE in Megatron-LM", string.format("yarn original_max_position_embeddings %s: " ..
         "MLATransformerConfig fixes it at %s (no flag)", M.num(orig), M.num(fixed)))
     end
-    N("NOT WRITTEN", "yarn mscale and mscale_all_dim of the config's rope_scaling: apsearch does not read them, " ..
-      "so Megatron's --mscale 1.0 --mscale-all-dim 0.0 apply (DeepSeek-V3's config.json sets 1.0 and 1.0: " ..
-      "add --mscale and --mscale-all-dim with the config's values); beta_fast 32, beta_slow 1 are fixed " ..
-      "(MLATransformerConfig)")
+    M.mla_yarn_mscale(m, f, A, N)
+    for _, k in ipairs({ "beta_fast", "beta_slow" }) do
+      local v, fixed = m["yarn_" .. k] or 0, M.MLA_YARN_FIXED[k]
+      if v > 0 and v ~= fixed then
+        N("NOT EXPRESSIBLE in Megatron-LM", string.format("yarn %s %s: MLATransformerConfig fixes it at %s " ..
+          "(no flag)", k, M.num(v), M.num(fixed)))
+      end
+    end
   elseif kind ~= "none" then
     N("NOT WRITTEN", kind .. " RoPE scaling (factor " .. M.num(f) .. "): pretrain_gpt.py (gpt_builders.py) " ..
       "passes neither --rotary-seq-len-interpolation-factor nor a YaRN scaling to GPTModel with rope positions; " ..

@@ -79,8 +79,14 @@ end
 -- max(max_position_embedding, seq_length)); linear -> extend_method "PI"
 -- with a number (positions divided by it, as transformers' linear: the
 -- "linear" method's own check refuses every numeric factor at this
--- commit); yarn needs beta_fast, beta_slow, mscale and mscale_all_dim,
--- which the model does not carry.
+-- commit); yarn -> extend_method "YARN" with scaling_factor a mapping of
+-- exactly factor (>= 1), original_max_position_embeddings (an integer not
+-- above max_position_embedding), beta_fast > beta_slow, mscale and
+-- mscale_all_dim (_check_yarn_scaling_factor); FreqsMgr scales cos/sin by
+-- _yarn_get_mscale(factor, mscale) / _yarn_get_mscale(factor,
+-- mscale_all_dim), transformers' factor when the config gives both, and
+-- with 1.0 / 0.0 its get_mscale(factor) when it gives neither or mscale
+-- alone (hf.lua).
 function M.rope_scaling(m, tr, K, N)
   local kind, f = m.rope_scaling_type or "none", m.rope_scaling_factor or 0
   if kind == "llama3" then
@@ -104,9 +110,32 @@ function M.rope_scaling(m, tr, K, N)
   elseif kind == "linear" then
     K("model.model_config.extend_method", "PI", "linear position interpolation")
     K("model.model_config.scaling_factor", f + 0.0)
-  elseif kind ~= "none" then
-    N("NOT WRITTEN", kind .. " RoPE scaling (factor " .. tostring(f) .. "): MindFormers' YARN extend_method " ..
-      "also needs beta_fast, beta_slow, mscale and mscale_all_dim, which apsearch's model does not carry")
+  elseif kind == "yarn" then
+    local orig = m.original_max_position_embeddings or 0
+    local ctx = math.max(m.max_position_embeddings or 0, tr.seq_length or 0)
+    local ms, md = m.yarn_mscale or 0, m.yarn_mscale_all_dim or 0
+    if orig <= 0 then
+      N("NOT WRITTEN", "yarn RoPE scaling: MindFormers' YARN extend_method needs " ..
+        "original_max_position_embeddings, which the model does not give")
+    elseif f < 1 or orig > ctx then
+      N("NOT EXPRESSIBLE in MindFormers", string.format("yarn RoPE scaling factor %s with original context %d: " ..
+        "FreqsMgr needs factor >= 1 and original_max_position_embeddings <= max_position_embedding %d",
+        tostring(f), orig, ctx))
+    elseif md > 0 and ms <= 0 then
+      N("NOT WRITTEN", string.format("yarn RoPE scaling with mscale_all_dim %s and no mscale: transformers " ..
+        "scales cos/sin by 0.1 ln(factor) + 1 there, which MindFormers' mscale / mscale_all_dim pair " ..
+        "gives only with mscale_all_dim 0", tostring(md)))
+    else
+      local hf = require "apsearch.hf"
+      if md <= 0 then ms = 1.0 end -- transformers ignores mscale without mscale_all_dim
+      K("model.model_config.extend_method", "YARN")
+      K("model.model_config.scaling_factor.factor", f + 0.0)
+      K("model.model_config.scaling_factor.original_max_position_embeddings", math.tointeger(orig))
+      K("model.model_config.scaling_factor.beta_fast", hf.yarn_beta(m, "beta_fast"))
+      K("model.model_config.scaling_factor.beta_slow", hf.yarn_beta(m, "beta_slow"))
+      K("model.model_config.scaling_factor.mscale", ms + 0.0)
+      K("model.model_config.scaling_factor.mscale_all_dim", md + 0.0)
+    end
   end
 end
 

@@ -72,7 +72,7 @@ M.megatron = {
     -- _add_training_args / OptimizerConfig (precision-aware optimizer)
     "--use-precision-aware-optimizer", "--exp-avg-dtype", "--exp-avg-sq-dtype",
     "--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",
-    "--rotary-scaling-factor",
+    "--rotary-scaling-factor", "--mscale", "--mscale-all-dim",
     "--qk-pos-emb-head-dim", "--v-head-dim", "--recompute-modules",
     -- _add_transformer_engine_args
     "--fp8-param-gather", "--fp4-param-gather",
@@ -131,6 +131,10 @@ M.megatron.facts = {
       "(rotary_pos_embedding.py)" },
   ["--rotary-scaling-factor"] = { type = "number",
     constraint = "MLA's YaRN factor (MLATransformerConfig.rotary_scaling_factor); default 1.0" },
+  ["--mscale"] = { type = "number", constraint = "MLA's YaRN cos/sin magnitude coefficient " ..
+    "(MLATransformerConfig.mscale); default 1.0" },
+  ["--mscale-all-dim"] = { type = "number", constraint = "MLA's YaRN softmax-scale coefficient " ..
+    "(MLATransformerConfig.mscale_all_dim); default 0.0" },
   ["--norm-epsilon"] = { type = "number", constraint = "TransformerConfig.layernorm_epsilon, default 1e-5" },
   ["--window-size"] = { type = "int_pair", constraint = "(left, right) tokens; -1 infinite" },
   ["--attention-dropout"] = { type = "number" }, ["--hidden-dropout"] = { type = "number" },
@@ -509,16 +513,21 @@ M.mindformers = {
     ["model.model_config.tie_word_embeddings"] = { type = "bool" },
     -- LlamaConfig theta (default 10000.0), rms_norm_eps (1e-5), extend_method
     -- ("None"; FreqsMgr SeqExtendMethod in mindformers/modules/layers.py:
-    -- LLAMA3 takes a mapping, PI a number), scaling_factor (1.0)
+    -- LLAMA3 and YARN take a mapping, PI a number), scaling_factor (1.0);
+    -- YARN's keys: _check_yarn_scaling_factor (layers.py @ fd4deebc)
     ["model.model_config.theta"] = { type = "float", min = 0 },
     ["model.model_config.rms_norm_eps"] = { type = "float", min = 0 },
-    ["model.model_config.extend_method"] = { type = "string", values = { LLAMA3 = true, PI = true } },
+    ["model.model_config.extend_method"] = { type = "string", values = { LLAMA3 = true, PI = true, YARN = true } },
     ["model.model_config.scaling_factor"] = { type = "float", min = 1 },
     ["model.model_config.scaling_factor.factor"] = { type = "float", min = 1 },
     ["model.model_config.scaling_factor.low_freq_factor"] = { type = "float", min = 0 },
     ["model.model_config.scaling_factor.high_freq_factor"] = { type = "float", min = 0 },
     ["model.model_config.scaling_factor.original_max_position_embeddings"] = { type = "int", min = 1,
-      constraint = "< max(max_position_embedding, seq_length)" },
+      constraint = "llama3: < max(max_position_embedding, seq_length); yarn: <= it" },
+    ["model.model_config.scaling_factor.beta_fast"] = { type = "float", min = 0, constraint = "> beta_slow" },
+    ["model.model_config.scaling_factor.beta_slow"] = { type = "float", min = 0 },
+    ["model.model_config.scaling_factor.mscale"] = { type = "float", min = 0 },
+    ["model.model_config.scaling_factor.mscale_all_dim"] = { type = "float", constraint = ">= 0 (0: none)" },
     ["model.model_config.compute_dtype"] = { type = "string", values = { bfloat16 = true, float16 = true } },
     ["model.model_config.use_flash_attention"] = { type = "bool" },
     -- ParallelConfig.expert_parallel, MoEConfig (template.py; applied with

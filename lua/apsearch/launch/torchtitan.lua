@@ -401,7 +401,12 @@ function M.moe_model(m, ctx)
     A("n_layers", m.num_layers) A("n_dense_layers", dense) A("dim", m.hidden_size)
     A("n_heads", m.num_attention_heads) A("q_lora_rank", m.q_lora_rank or 0) A("kv_lora_rank", m.kv_lora_rank)
     A("qk_nope_head_dim", m.qk_nope_head_dim) A("qk_rope_head_dim", m.qk_rope_head_dim)
-    A("v_head_dim", m.v_head_dim) A("mscale", routing.mscale)
+    -- Attention.Config.mscale scales the softmax by (0.1 mscale ln f + 1)^2
+    -- under yarn (deepseek_v3/model.py:86-88) and the rope is a pure
+    -- rotation (common/rope.py:59): transformers' mscale_all_dim, with
+    -- its cos/sin factor 1 only when mscale equals it (hf.lua)
+    local ms, md = m.yarn_mscale or 0, m.yarn_mscale_all_dim or 0
+    A("v_head_dim", m.v_head_dim) A("mscale", kind == "yarn" and md + 0.0 or routing.mscale)
     A("dense_hidden_dim", m.ffn_hidden_size) A("moe_hidden_dim", moe_h) A("num_experts", m.num_experts)
     A("num_shared_experts", shared // moe_h) A("router_top_k", m.experts_per_token)
     A("router_score_func", m.moe_router_bias and "sigmoid" or "softmax")
@@ -413,11 +418,18 @@ function M.moe_model(m, ctx)
     R("dim", m.qk_rope_head_dim) R("max_context_length", ctx) R("theta", theta)
     if kind == "yarn" then
       R("scaling", "yarn") R("rope_factor", (m.rope_scaling_factor or 1) + 0.0)
-      R("beta_fast", routing.beta_fast) R("beta_slow", routing.beta_slow)
+      local hf = require "apsearch.hf"
+      R("beta_fast", hf.yarn_beta(m, "beta_fast"))
+      R("beta_slow", hf.yarn_beta(m, "beta_slow"))
       R("original_seq_len", math.tointeger(m.original_max_position_embeddings or 4096))
+      if not (ms > 0 and ms == md) then
+        N("NOT EXPRESSIBLE in TorchTitan", string.format("yarn mscale %s with mscale_all_dim %s: transformers " ..
+          "scales the rope's cos/sin by %s, ComplexRoPE by nothing", tostring(ms), tostring(md),
+          (ms > 0 and md > 0) and "get_mscale(f, mscale) / get_mscale(f, mscale_all_dim)" or "0.1 ln(f) + 1"))
+      end
     end
-    N("NOTE", string.format("router groups, route scale and norm, the MLA mscale and the YaRN betas are " ..
-      "HEAD's %s flavour's (apsearch's model does not give them)", flavor))
+    N("NOTE", string.format("router groups, route scale and norm are HEAD's %s flavour's (apsearch's model " ..
+      "does not give them)", flavor))
     if m.shared_expert_gate then
       N("NOT EXPRESSIBLE in TorchTitan", "the shared experts' sigmoid gate (build_mla_moe_layers has none)")
     end

@@ -77,12 +77,12 @@ local MODELS = {
     arch = { 48, 2048, 6144, 32, 4, 151936 },
     moe = { num_experts = 128, experts_per_token = 8, moe_ffn_hidden_size = 768,
       shared_expert_ffn_hidden_size = 0, num_dense_layers = 0, moe_layer_freq = 1,
-      attention = "gqa", head_dim = 128 } },
+      attention = "gqa", head_dim = 128, qk_norm = "true" } },
   Qwen3_235B_a22B = { name = "Qwen3-235B-A22B", cfg = "QWEN3_235B_A22B", family = "qwen3",
     arch = { 94, 4096, 12288, 64, 4, 151936 },
     moe = { num_experts = 128, experts_per_token = 8, moe_ffn_hidden_size = 1536,
       shared_expert_ffn_hidden_size = 0, num_dense_layers = 0, moe_layer_freq = 1,
-      attention = "gqa", head_dim = 128 } },
+      attention = "gqa", head_dim = 128, qk_norm = "true" } },
   DeepSeekV3 = { name = "DeepSeek-V3", cfg = "DEEPSEEK_V3", family = "deepseek",
     arch = { 61, 7168, 18432, 128, 128, 129280 },
     moe = { num_experts = 256, experts_per_token = 8, moe_ffn_hidden_size = 2048,
@@ -120,6 +120,21 @@ local YAML_2509 = {
       FP8_MX = { cuda_graph_impl = "none" } },
   },
 }
+-- DeepSeek-V3's yaml (deepseek/deepseek_v3_llm_pretrain.yaml: cuda_graphs
+-- false on every GPU) leaves the MoE settings to scripts/performance/
+-- run_script.py:55-100 at r0.1.0: DeepEP on H100 (enable_deepep, with
+-- moe_router_force_load_balancing), token drop on B200 and GB200;
+-- overlap_moe_expert_parallel_comm (A2A_1F1B) on H100, the shared-expert
+-- overlap elsewhere; recompute_modules mla_up_proj + mlp on H100,
+-- mla_up_proj on B200 and on GB200 with token drop.
+local DSV3_2509 = {
+  H100 = { moe_flex_dispatcher_backend = "deepep", moe_a2a_overlap = true,
+    recompute_modules = { "mla_up_proj", "mlp" }, cuda_graph_impl = "none" },
+  B200 = { recompute_modules = { "mla_up_proj" }, cuda_graph_impl = "none" },
+  GB200 = { recompute_modules = { "mla_up_proj" }, cuda_graph_impl = "none" },
+}
+YAML_2509.DeepSeekV3 = {}
+for gpu, f in pairs(DSV3_2509) do YAML_2509.DeepSeekV3[gpu] = { FP8_CS = f, FP8_MX = f } end
 
 local function git_show(ref, path)
   local p = assert(io.popen(("git --git-dir=%q show %q 2>/dev/null"):format(GIT_DIR, ref .. ":" .. path)))
@@ -345,7 +360,7 @@ local DENSE_COLS = { "case_id", "source", "reliability", "model", "num_layers", 
 local MOE_COLS = { "num_experts", "experts_per_token", "moe_ffn_hidden_size", "shared_expert_ffn_hidden_size",
   "num_dense_layers", "dense_ffn_hidden_size", "moe_layer_freq", "ep_degree", "etp_degree",
   "moe_token_dispatcher", "moe_capacity_factor", "attention", "q_lora_rank", "kv_lora_rank",
-  "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "mtp_layers", "head_dim",
+  "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "mtp_layers", "head_dim", "qk_norm",
   "overlap_moe_expert_parallel_comm" }
 
 local function csv_cell(v)
@@ -385,9 +400,13 @@ local function convert(r, alt)
   end
   local prec = PRECISIONS[ptext]
   if not prec then return skip(r, "precision " .. tostring(ptext) .. " not read") end
-  if model_key == "DeepSeekV3" and not model_note:find("w/o MTP") then
-    return skip(r, "DeepSeek-V3 trained with its MTP module (recipe mtp_num_layers = 1; not modelled)")
-  end
+  -- DeepSeek-V3 trains one MTP module unless the table says "w/o MTP":
+  -- the performance scripts build deepseek_v3_pretrain_config() without
+  -- an mtp argument (scripts/performance/configs/deepseek/
+  -- deepseek_llm_pretrain.py), whose default is mtp_num_layers = 1
+  -- (src/megatron/bridge/recipes/deepseek/deepseek_v3.py at r0.1.0:51,
+  -- v0.2.0:174, v0.5.0:122)
+  local mtp = model_key == "DeepSeekV3" and not model_note:find("w/o MTP")
   local function cell(name)
     local a, b = split_alt(r[name] or "")
     if alt and b then return b end
@@ -419,10 +438,11 @@ local function convert(r, alt)
   if info.yaml then
     fields = ((YAML_2509[model_key] or {})[sys.gpu] or {})[prec[2]]
     if fields then
-      recipe_note = ("recipe: scripts/performance/configs/%s perf_matrix %s %s at r0.1.0 (%s)"):format(
+      recipe_note = ("recipe: scripts/performance/configs/%s perf_matrix %s %s at r0.1.0 (%s)%s"):format(
         mdl.family == "llama31" and "llama31/llama31_405b_llm_pretrain.yaml"
+        or mdl.family == "deepseek" and "deepseek/deepseek_v3_llm_pretrain.yaml"
         or ("llama3/" .. mdl.cfg:lower() .. "_llm_pretrain.yaml"), sys.gpu:lower(), prec[2]:lower(),
-        "684a68616")
+        "684a68616", mdl.family == "deepseek" and " with scripts/performance/run_script.py:55-100" or "")
     else
       fields = {}
       recipe_note = "recipe settings not read (25.09 yaml perf matrix of this model not transcribed)"
@@ -440,6 +460,13 @@ local function convert(r, alt)
   end
   local model_par = row.tp * row.pp * row.cp
   if row.n % model_par ~= 0 then return skip(r, "GPUs not divisible by TP*PP*CP") end
+  -- Megatron folds EP into the TP x CP x DP ranks of a pipeline stage
+  -- (parallel_state.py): 25.09's parenthesised DeepSeek-V3 GB200 layout
+  -- says PP 8 with EP 64 on 256 GPUs, 32 ranks per stage
+  if mdl.moe and row.ep and (row.n // row.pp) % row.ep ~= 0 then
+    return skip(r, ("EP %d does not divide the %d ranks of a pipeline stage (the table's values disagree)")
+      :format(row.ep, row.n // row.pp))
+  end
   local target = mdl.moe and moe or dense
   local c = {}
   c.case_id = ("%s%03d"):format(mdl.moe and "mbm" or "mbd", #target + 1)
@@ -467,6 +494,11 @@ local function convert(r, alt)
   c.flops_convention = "unknown"
   c.measured_tokens_per_s_per_gpu, c.measured_tflops_per_gpu = row.tok, row.tflops
   c.grad_reduce_in_fp32 = "false"
+  if mtp then
+    c.mtp_layers = 1
+    assumed[#assumed + 1] = "mtp_layers 1: deepseek_v3_pretrain_config's default (recipes/deepseek/" ..
+      "deepseek_v3.py), which the performance scripts keep"
+  end
   -- recipe settings
   if fields.recompute_num_layers then
     c.layer_recompute, c.recompute_num_layers, c.recompute_method = "full", fields.recompute_num_layers, "block"

@@ -496,15 +496,19 @@ M.MOE_RECIPES = {
     -- random ones (Megatron-LM router.py apply_random_logits): every
     -- expert gets its balanced share.  With --use_tokendrop the scripts
     -- turn it off, but capacity 1.0 caps the load at 1 anyway.  25.09
-    -- (r0.1.0) ran Qwen3 with token drop (the table's "(tokendrop)").
+    -- (r0.1.0) ran Qwen3 with token drop (the table's "(tokendrop)") and
+    -- DeepSeek-V3 with token drop on Blackwell, with DeepEP and the forced
+    -- balance on H100 (run_script.py).
     name = "Megatron-Bridge performance scripts (forced load balance)",
-    models = { "^Qwen3%-", "^DeepSeek%-V3" }, since = "2025-11",
+    models = { "^Qwen3%-", "^DeepSeek%-V3" }, since = "2025-09",
     software = { "^Megatron%-Bridge 2[5-9]%." },
     training = { moe_load_imbalance = 1.0 },
     source = "NVIDIA-NeMo/Megatron-Bridge v0.2.0 scripts/performance/configs/qwen3/qwen3_llm_pretrain.py:47, " ..
       "deepseek/deepseek_llm_pretrain.py:43 (moe_router_force_load_balancing = True, \"required for token " ..
       "dropless\"); the same at v0.3.0-v0.5.1 (configs/qwen/qwen3_llm_pretrain.py:44-45, " ..
-      "deepseek/deepseek_llm_pretrain.py:40-50); utils/helpers.py:229 (False with --use_tokendrop)",
+      "deepseek/deepseek_llm_pretrain.py:40-50); utils/helpers.py:229 (False with --use_tokendrop); " ..
+      "r0.1.0 (25.09) scripts/performance/run_script.py:55-78 (DeepSeek-V3: token drop on b200 and gb200, " ..
+      "else DeepEP with moe_router_force_load_balancing)",
   },
   {
     name = "NeMo Mixtral performance recipe (token drop)",

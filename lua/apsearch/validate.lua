@@ -246,6 +246,10 @@ function M.case_inputs(row)
   -- quotient.  0 is refused, not read as empty (the core takes 0 for
   -- "derive", the policy schema refuses it).
   if given(row, "head_dim") then model.head_dim = need_posint(row, "head_dim") end
+  -- optional `qk_norm`: per-head norms on Q and K after the projection
+  -- (Megatron --qk-layernorm; Qwen3: Megatron-Bridge qwen_provider.py
+  -- qk_layernorm = True); empty: none
+  if given(row, "qk_norm") then model.qk_norm = need_bool(row, "qk_norm") end
   local framework = need_enum(row, "framework", { "megatron", "fsdp", "fsdp2", "deepspeed" })
   local device = { base = row.device }
   local ok, preset = pcall(core.device_preset, row.device)

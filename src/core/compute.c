@@ -122,19 +122,40 @@ static void layer_attention(const aps_model *m, const aps_device *d,
                                         : APS_GEMM_BWD_RATIO) / attn_rate;
 }
 
+/** HBM bytes per element of one norm in the forward, fused or eager. */
+static double norm_elem_bytes(const aps_model *m, const aps_training *t)
+{
+    bool eager = !t->torch_compile && aps_profile(t)->eager_elementwise;
+    return (eager && m->norm == APS_NORM_RMSNORM) ? APS_EAGER_RMSNORM_BYTES
+                                                  : APS_FUSED_ELEMENTWISE_BYTES;
+}
+
 /** HBM bytes of one layer's norms in the forward (norms_per_layer of
- *  them over the hidden states, fused or eager). */
+ *  them over the hidden states, fused or eager): Megatron's "layernorm"
+ *  recompute module (input_layernorm, pre_mlp_layernorm). */
 static double layer_norm_bytes(const aps_model *m, const aps_training *t,
                                const layer_shape *x)
 {
-    bool eager = !t->torch_compile && aps_profile(t)->eager_elementwise;
-    double norm_b = (eager && m->norm == APS_NORM_RMSNORM)
-                        ? APS_EAGER_RMSNORM_BYTES : APS_FUSED_ELEMENTWISE_BYTES;
-    return (double)m->norms_per_layer * norm_b * x->T * x->h / x->rep;
+    return (double)m->norms_per_layer * norm_elem_bytes(m, t) * x->T * x->h /
+           x->rep;
 }
 
-/** HBM bytes of the memory-bound kernels of one layer's forward: norms,
- *  residuals, RoPE on q and k, the activation function, dropout, and the
+/** HBM bytes of the per-head norms on Q and K (qk_norm, Qwen3), forward:
+ *  over the full local sequence and the rank's a / t query and k / t key
+ *  heads of head_dim each, after the QKV projection (Megatron
+ *  SelfAttention.get_query_key_value_tensors q_layernorm / k_layernorm;
+ *  TorchTitan qwen3 Attention q_norm / k_norm).  Inside the attention, so
+ *  not part of the "layernorm" recompute module. */
+static double layer_qk_norm_bytes(const aps_model *m, const aps_training *t,
+                                  const layer_shape *x)
+{
+    if (!m->qk_norm)
+        return 0.0;
+    return norm_elem_bytes(m, t) * x->T * (x->a + x->k) * x->dh / x->tp;
+}
+
+/** HBM bytes of the memory-bound kernels of one layer's forward: norms
+ *  (and the Q / K norms), residuals, RoPE on q and k, the activation function, dropout, and the
  *  softmax over the scores without flash attention. */
 static double layer_membound_bytes(const aps_model *m, const aps_training *t,
                                    const layer_shape *x)
@@ -146,6 +167,7 @@ static double layer_membound_bytes(const aps_model *m, const aps_training *t,
     double act_b = aps_act_fn_bytes(m, t);
     double hrep = x->T * x->h / x->rep;
     double bytes = layer_norm_bytes(m, t, x)                 /* norms */
+                   + layer_qk_norm_bytes(m, t, x)            /* Q, K norms */
                    + 2.0 * 3.0 * A * hrep                    /* residuals */
                    + rope_b * x->T * (x->a + x->k) * x->dh / x->tp; /* RoPE */
     bytes += act_b * x->T * x->f / x->tp;                    /* activation */

@@ -34,17 +34,17 @@ describe("held out: Megatron-Bridge performance summaries", function()
     check_finite(r)
   end)
 
-  it("estimates all 64 MoE rows (Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3 without MTP)", function()
+  it("estimates all 88 MoE rows (Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3 with and without MTP)", function()
     local r = validate.run(MOE)
-    assert.are.equal(64, r.summary.cases)
+    assert.are.equal(88, r.summary.cases)
     assert.are.equal(0, r.summary.failed)
     check_finite(r)
   end)
 
-  it("reads head_dim: Qwen3-30B-A3B counts to its published size less the q/k norms", function()
+  it("reads head_dim and qk_norm: Qwen3-30B-A3B counts to its published size", function()
     -- shared/models/moe/param_counts.csv: 30,532,122,624 parameters, of which
-    -- q_norm and k_norm are 2 * head_dim * L = 2 * 128 * 48 = 12,288 (not
-    -- modelled); with hidden_size / heads = 64 instead of head_dim 128 the
+    -- q_norm and k_norm are 2 * head_dim * L = 2 * 128 * 48 = 12,288 (the
+    -- qk_norm column); with hidden_size / heads = 64 instead of head_dim 128 the
     -- attention would lose L * (2*h*a*64 + 2*h*kv*64) = 48 * (2*2048*32*64 +
     -- 2*2048*4*64) = 452,984,832
     local r = validate.run(MOE)
@@ -53,13 +53,16 @@ describe("held out: Megatron-Bridge performance summaries", function()
       if c.model == "Qwen3-30B-A3B" then qwen = c break end
     end
     assert.are.equal(128, qwen.inputs.model.head_dim)
+    assert.is_true(qwen.inputs.model.qk_norm)
     local p = core.model_params(qwen.inputs.model)
-    assert.are.equal(30532122624 - 2 * 128 * 48, p.total)
-    assert.are.equal(3353032704 - 2 * 128 * 48, p.active)
+    assert.are.equal(30532122624, p.total)
+    assert.are.equal(3353032704, p.active)
     local m = {}
     for k, v in pairs(qwen.inputs.model) do m[k] = v end
     m.head_dim = nil
-    assert.are.equal(p.total - 48 * (2 * 2048 * 32 * 64 + 2 * 2048 * 4 * 64), core.model_params(m).total)
+    -- (and the q / k norms 64 wide: 2 * 64 * 48 fewer)
+    assert.are.equal(p.total - 48 * (2 * 2048 * 32 * 64 + 2 * 2048 * 4 * 64) - 2 * 64 * 48,
+      core.model_params(m).total)
   end)
 
   it("refuses head_dim 0 (not read as empty, which derives hidden_size / heads = 64)", function()
@@ -76,13 +79,13 @@ describe("held out: Megatron-Bridge performance summaries", function()
     assert.is_nil(model.head_dim)
   end)
 
-  it("prices the forced-balance routing of Megatron-Bridge's scripts from 25.11 on (load 1, not 1.25)", function()
+  it("prices the forced-balance routing of Megatron-Bridge's scripts from 25.09 on (load 1, not 1.25)", function()
     local r = validate.run(MOE)
     local by = {}
     for _, c in ipairs(r.cases) do by[c.case_id] = c end
-    -- mbm018: Qwen3-30B-A3B, 25.11, 8 B200, EP 8, MBS 1, dropless all-to-all;
+    -- mbm023: Qwen3-30B-A3B, 25.11, 8 B200, EP 8, MBS 1, dropless all-to-all;
     -- qwen3_llm_pretrain.py:47 at v0.2.0 forces the balance
-    local c = by.mbm018
+    local c = by.mbm023
     assert.are.equal(1.0, c.inputs.training.moe_load_imbalance)
     assert.is_nil(c.inputs.strategy.moe_capacity_factor)
     local note
@@ -93,48 +96,49 @@ describe("held out: Megatron-Bridge performance summaries", function()
     -- (the Switch Transformer default 1.25 gave 335,544,320)
     local est = core.context(c.inputs.model, c.inputs.cluster, c.inputs.training):estimate(c.inputs.strategy)
     assert.are.equal(2 * (2 * 2048) * 4096 * 8 * 1.0, est.memory_breakdown.comm_buffers.ep)
-    -- 25.09 (r0.1.0) ran Qwen3 with token drop: capacity 1 caps the load,
-    -- the forced-balance entry (from 2025-11) does not apply
-    local t = by.mbm005
+    -- 25.09 (r0.1.0) ran Qwen3 with token drop: capacity 1 caps the load
+    -- at the balanced share the forced-balance entry (from 2025-09, for
+    -- DeepSeek-V3's DeepEP runs on H100) also gives
+    local t = by.mbm008
     assert.are.equal(1.0, t.inputs.strategy.moe_capacity_factor)
-    assert.is_nil(t.inputs.training.moe_load_imbalance)
+    assert.are.equal(1.0, t.inputs.training.moe_load_imbalance)
     -- DeepSeek-V3 (25.11, deepseek_llm_pretrain.py:43) too
-    assert.are.equal(1.0, by.mbm010.inputs.training.moe_load_imbalance)
+    assert.are.equal(1.0, by.mbm014.inputs.training.moe_load_imbalance)
   end)
 
   it("takes the dispatcher the script's per-GPU function sets over the workload config's backend", function()
-    -- mbm036: Qwen3-235B-A22B, 26.02.01 (v0.3.1), 256 H100: the base config
+    -- mbm047: Qwen3-235B-A22B, 26.02.01 (v0.3.1), 256 H100: the base config
     -- names moe_flex_dispatcher_backend = deepep, qwen3_235b_a22b_pretrain_
     -- config_h100 sets moe_token_dispatcher_type = "alltoall"
     local by = {}
     for _, x in ipairs(validate.load(MOE)) do by[x.case_id] = x end
-    assert.are.equal("h100-sxm-80gb", by.mbm036.device)
-    assert.are.equal("alltoall", by.mbm036.moe_token_dispatcher)
-    assert.truthy(by.mbm036.notes:find("qwen3_235b_a22b_pretrain_config_h100", 1, true))
+    assert.are.equal("h100-sxm-80gb", by.mbm047.device)
+    assert.are.equal("alltoall", by.mbm047.moe_token_dispatcher)
+    assert.truthy(by.mbm047.notes:find("qwen3_235b_a22b_pretrain_config_h100", 1, true))
     -- the same model and release on GB200: the function sets flex
-    assert.are.equal("gb200", by.mbm035.device)
-    assert.are.equal("flex", by.mbm035.moe_token_dispatcher)
+    assert.are.equal("gb200", by.mbm046.device)
+    assert.are.equal("flex", by.mbm046.moe_token_dispatcher)
   end)
 
   it("writes the recipe's moe_a2a_overlap as overlap_moe_expert_parallel_comm, and validate prices it", function()
     -- v0.5.0 QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1: moe_a2a_overlap=True
-    -- (26.06, mbm053); v0.4.1's entry (26.04.01, mbm045, same layout) has none
+    -- (26.06, mbm073); v0.4.1's entry (26.04.01, mbm062, same layout) has none
     local rows = {}
     for _, x in ipairs(validate.load(MOE)) do rows[x.case_id] = x end
-    assert.are.equal("true", rows.mbm053.overlap_moe_expert_parallel_comm)
-    assert.are.equal("", rows.mbm045.overlap_moe_expert_parallel_comm)
+    assert.are.equal("true", rows.mbm073.overlap_moe_expert_parallel_comm)
+    assert.are.equal("", rows.mbm062.overlap_moe_expert_parallel_comm)
     local r = validate.run(MOE)
     local by = {}
     for _, c in ipairs(r.cases) do by[c.case_id] = c end
-    assert.is_true(by.mbm053.inputs.training.overlap_moe_expert_parallel_comm)
-    assert.is_nil(by.mbm045.inputs.training.overlap_moe_expert_parallel_comm)
+    assert.is_true(by.mbm073.inputs.training.overlap_moe_expert_parallel_comm)
+    assert.is_nil(by.mbm062.inputs.training.overlap_moe_expert_parallel_comm)
     -- the same layout (8 GB200, EP 8, MBS 4, flex): the overlap hides the
-    -- all-to-all, so the estimate of mbm053 is faster by what it hid (less
+    -- all-to-all, so the estimate of mbm073 is faster by what it hid (less
     -- the interference the hidden part still costs)
     local function est(c)
       return core.context(c.inputs.model, c.inputs.cluster, c.inputs.training):estimate(c.inputs.strategy)
     end
-    local a, b = est(by.mbm045), est(by.mbm053)
+    local a, b = est(by.mbm062), est(by.mbm073)
     local ea, eb = a.performance_breakdown.ep_comm, b.performance_breakdown.ep_comm
     assert.are.equal(ea.total, eb.total)
     assert.are.equal(ea.total, ea.exposed)
@@ -142,6 +146,34 @@ describe("held out: Megatron-Bridge performance summaries", function()
     -- hides, exposed = APS_OVERLAP_INTERFERENCE (0.2, training.c) x total
     assert.is_true(math.abs(eb.exposed - 0.2 * eb.total) < 1e-9 * eb.total)
     assert.is_true(math.abs((a.step_time - b.step_time) - (ea.exposed - eb.exposed)) < 1e-6 * a.step_time)
+  end)
+end)
+
+describe("the held-out DeepSeek-V3 runs", function()
+  it("train the recipe's MTP module, and 25.09 on H100 runs DeepEP with the 1F1B overlap (run_script.py)", function()
+    local r = validate.run(MOE)
+    local by, mtp, without = {}, 0, 0
+    for _, c in ipairs(r.cases) do
+      by[c.case_id] = c
+      if c.model == "DeepSeek-V3" then
+        if c.inputs.training.mtp_num_layers == 1 then mtp = mtp + 1 else without = without + 1 end
+      end
+    end
+    -- deepseek_v3_pretrain_config's mtp_num_layers = 1 unless the table
+    -- says "w/o MTP" (25.11: four rows)
+    assert.are.same({ 24, 4 }, { mtp, without })
+    -- mbm011: 25.09, 1,024 H100, TP 2, PP 8, VP 4, EP 64, dropless: r0.1.0
+    -- run_script.py:55-100 enables DeepEP with the forced balance,
+    -- overlap_moe_expert_parallel_comm and recompute_modules mla_up_proj, mlp
+    local c = by.mbm011
+    assert.are.equal("h100-sxm-80gb", c.inputs.cluster.device.base)
+    assert.are.same({ "flex", "mla_up_proj/mlp", 1.0 }, { c.inputs.strategy.moe_token_dispatcher,
+      c.inputs.strategy.recompute_modules, c.inputs.training.moe_load_imbalance })
+    assert.is_true(c.inputs.training.overlap_moe_expert_parallel_comm)
+    -- its layout "Et|(tt|)*30mL": one layer, then 30 chunks of two, then
+    -- MTP and the loss alone
+    local sp = c.inputs.strategy.stage_partition
+    assert.are.same({ 32, 1, 2, 0 }, { #sp, sp[1], sp[2], sp[32] })
   end)
 end)
 

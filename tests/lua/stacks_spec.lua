@@ -73,7 +73,9 @@ describe("MoE recipe settings by model, device and release (stacks.MOE_RECIPES)"
     assert.are.equal("flex", find(h9, "moe_token_dispatcher"))
     assert.are.equal("mla_up_proj/mlp/moe", find(h9, "recompute_modules"))
     -- Megatron-Bridge's scripts force the router's balance from 25.11 on
-    -- (Qwen3, DeepSeek-V3); 25.09 (r0.1.0) ran Qwen3 with token drop
+    -- (Qwen3, DeepSeek-V3); 25.09 (r0.1.0) ran DeepSeek-V3 on H100 with
+    -- DeepEP and the forced balance, the rest with token drop (capacity 1:
+    -- the same balanced share); before 25.09 nothing
     local function imbalance(list)
       local v
       for _, e in ipairs(list) do if e.training and e.training.moe_load_imbalance then v = e.training.moe_load_imbalance end end
@@ -82,7 +84,9 @@ describe("MoE recipe settings by model, device and release (stacks.MOE_RECIPES)"
     assert.are.equal(1.0, imbalance(stacks.moe_recipes("Megatron-Bridge 25.11 (NeMo container)", "Qwen3-30B-A3B", "b200")))
     assert.are.equal(1.0, imbalance(stacks.moe_recipes("Megatron-Bridge 26.08 (NeMo container)", "Qwen3-235B-A22B", "gb300")))
     assert.are.equal(1.0, imbalance(stacks.moe_recipes("Megatron-Bridge 25.11 (NeMo container)", "DeepSeek-V3", "gb200")))
-    assert.is_nil(imbalance(stacks.moe_recipes("Megatron-Bridge 25.09 (NeMo container)", "Qwen3-30B-A3B", "b200")))
+    assert.are.equal(1.0, imbalance(stacks.moe_recipes("Megatron-Bridge 25.09 (NeMo container)", "DeepSeek-V3",
+      "h100-sxm-80gb")))
+    assert.is_nil(imbalance(stacks.moe_recipes("Megatron-Bridge 25.07 (NeMo container)", "Qwen3-30B-A3B", "b200")))
     assert.is_nil(imbalance(stacks.moe_recipes("Megatron-Bridge 26.02 (NeMo container)", "Mixtral-8x7B", "b200")))
     assert.are.same({}, stacks.moe_recipes("Megatron-LM core_r0.12", "DeepSeek-V3", "h100-sxm-80gb"))
     assert.are.same({}, stacks.moe_recipes("", "DeepSeek-V3", "h100-sxm-80gb"))

@@ -383,12 +383,14 @@ M.MOE_RECIPES = {
       "fp8_param_gather = True), set by scripts/performance/helpers.py set_precision_configs",
   },
   {
-    name = "NeMo DeepSeek-V3 recipe (bf16 moments and main grads)",
+    name = "NeMo / Megatron-Bridge DeepSeek-V3 recipe (bf16 moments and main grads)",
     models = { "^DeepSeek%-V3" }, since = "2025-08",
-    software = { "^NeMo 2[5-9]%." },
+    software = { "^NeMo 2[5-9]%.", "^Megatron%-Bridge 2[5-9]%." },
     training = { exp_avg_bf16 = true, grad_reduce_in_fp32 = false },
     source = "NVIDIA/NeMo 024a7e65 (2025-08-11) nemo/collections/llm/recipes/deepseek_v3.py:133-137 " ..
-      "(use_precision_aware_optimizer, main_grads_dtype, exp_avg_dtype, exp_avg_sq_dtype = bf16)",
+      "(use_precision_aware_optimizer, main_grads_dtype, exp_avg_dtype, exp_avg_sq_dtype = bf16); " ..
+      "NVIDIA-NeMo/Megatron-Bridge r0.1.0 (25.09) src/megatron/bridge/recipes/deepseek/deepseek_v3.py:240-244, " ..
+      "v0.5.0:205-209 (the same four settings)",
   },
   {
     -- transformer layers per model chunk: ceil(61 / (p v)), the last chunk

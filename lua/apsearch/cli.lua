@@ -710,19 +710,26 @@ local function cmd_inspect(args)
   end
   out(common.align({ "field", "value" }, rows))
   rows = {}
-  -- MoE: per_layer is a dense-FFN layer; moe_layers of per_moe_layer; the
-  -- MTP modules are not in total (shared/validation/moe/README.md)
+  -- MoE: the core's per_layer is a layer with the dense FFN, which only
+  -- the dense layers have: the table names it per_dense_layer, after the
+  -- count of dense layers, and leaves it out when every layer has experts
+  -- (the JSON keeps the core's keys); moe_layers of per_moe_layer; the MTP
+  -- modules are not in total (shared/validation/moe/README.md)
   local keys = { "embedding", "per_layer", "layers", "final_norm", "output_layer", "total", "active" }
+  local label, value = {}, {}
   if counts.moe_layers then
-    keys = { "embedding", "per_layer", "moe_layers", "per_moe_layer", "per_moe_layer_active",
-      "layers", "final_norm", "output_layer", "total", "active" }
+    local dense = (model.num_layers or 0) - counts.moe_layers
+    value.dense_layers, label.per_layer = dense, "per_dense_layer"
+    keys = { "embedding", "dense_layers", "per_layer", "moe_layers", "per_moe_layer",
+      "per_moe_layer_active", "layers", "final_norm", "output_layer", "total", "active" }
+    if dense == 0 then table.remove(keys, 3) end
   end
   if counts.mtp then
     keys[#keys + 1] = "mtp"
     keys[#keys + 1] = "mtp_active"
   end
   for _, k in ipairs(keys) do
-    rows[#rows + 1] = { k, common.commas(counts[k] or 0) }
+    rows[#rows + 1] = { label[k] or k, common.commas(value[k] or counts[k] or 0) }
   end
   out("\n" .. common.align({ "parameters", "count" }, rows, { false, true }))
   return 0

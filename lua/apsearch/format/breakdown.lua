@@ -180,21 +180,40 @@ function M.format(est, inputs)
     local counts = {}
     for i, st in ipairs(est.stages) do counts[i] = st.num_layers or 0 end
     local chunks = common.chunk_layers(est.strategy or {}, counts)
+    -- a mixture-of-experts rank holds its routed experts apart from the
+    -- rest (`expert_params`, sharded by ep x etp, not by tp): "params" is
+    -- every parameter on the rank, "experts" the routed ones among them
+    local moe = false
+    for _, st in ipairs(est.stages) do
+      if (st.expert_params or 0) > 0 then moe = true end
+    end
     for i, st in ipairs(est.stages) do
       local mb = st.memory_breakdown or {}
       local top = common.top_memory(mb)
-      rows[#rows + 1] = {
+      local row = {
         tostring(st.stage), common.chunks_text(chunks[i] or {}) ..
           ((st.mtp_layers or 0) > 0 and (" +" .. st.mtp_layers .. " MTP") or ""),
         tostring(st.num_layers), tostring(st.recompute_layers),
-        string.format("%.1f", (st.params or 0) / 1e6),
-        string.format("%.2f", st.inflight_microbatches or 0),
-        g(mb.total), tostring(top), f3(st.time_fwd), f3(st.time_bwd),
+        string.format("%.1f", ((st.params or 0) + (st.expert_params or 0)) / 1e6),
       }
+      if moe then row[#row + 1] = string.format("%.1f", (st.expert_params or 0) / 1e6) end
+      for _, v in ipairs({ string.format("%.2f", st.inflight_microbatches or 0),
+        g(mb.total), tostring(top), f3(st.time_fwd), f3(st.time_bwd) }) do
+        row[#row + 1] = v
+      end
+      rows[#rows + 1] = row
     end
-    out[#out + 1] = (common.align({ "stage", "layers", "n", "recomputed", "params (M)",
-      "in flight (mb)", "memory (GiB)", "top memory", "fwd/mb (s)", "bwd/mb (s)" }, rows,
-      { true, false, true, true, true, true, true, false, true, true }):gsub("\n$", ""))
+    local head = { "stage", "layers", "n", "recomputed", "params (M)" }
+    local right = { true, false, true, true, true }
+    if moe then
+      head[#head + 1] = "experts (M)"
+      right[#right + 1] = true
+    end
+    for _, h in ipairs({ "in flight (mb)", "memory (GiB)", "top memory", "fwd/mb (s)", "bwd/mb (s)" }) do
+      head[#head + 1] = h
+      right[#right + 1] = h ~= "top memory"
+    end
+    out[#out + 1] = (common.align(head, rows, right):gsub("\n$", ""))
   end
   return table.concat(out, "\n") .. "\n"
 end

@@ -179,6 +179,34 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
                                                         : "allgather");
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
+    /* TorchTitan's experts live on the sparse mesh pp x dp_replicate x
+     * efsdp x ep, whose ep ranks come out of dp_shard x cp x tp
+     * (torchtitan/distributed/parallel_dims.py ParallelDims._validate,
+     * "expert_parallel_degree must divide dp_shard * cp * tp", and
+     * _build_mesh, pytorch/torchtitan
+     * b5bcd76c66d0acb1a08b176d9639425bc55e0b2a): no expert parallelism
+     * over data-parallel replicas (dp_degree), no tensor-parallel split of
+     * an expert (an etp_degree > 1 given; 0, "the framework's default", is
+     * left to aps_moe_etp) */
+    if (t->framework == APS_FW_FSDP2) {
+        int64_t sparse = s->fsdp_degree * s->cp_degree * s->tp_degree;
+        if (sparse % ep != 0) {
+            aps_fmt(msg, n, "fsdp2: ep_degree = %lld does not divide "
+                    "fsdp_degree x cp_degree x tp_degree = %lld; TorchTitan "
+                    "takes expert parallelism from the sharded ranks, not "
+                    "the dp_degree = %lld replicas (torchtitan/distributed/"
+                    "parallel_dims.py)", (long long)ep, (long long)sparse,
+                    (long long)s->dp_degree);
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+        if (s->etp_degree > 1) {
+            aps_fmt(msg, n, "fsdp2: etp_degree = %lld; TorchTitan shards "
+                    "experts over ep and efsdp only (its sparse mesh has no "
+                    "tensor-parallel dimension; torchtitan/distributed/"
+                    "parallel_dims.py)", (long long)s->etp_degree);
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+    }
     return APS_REASON_NONE;
 }
 

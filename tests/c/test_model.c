@@ -654,6 +654,53 @@ static void test_moe_constraints(void **state)
     assert_non_null(strstr(msg, "for a dense model"));
 }
 
+/* TorchTitan's expert mesh (moe.c; torchtitan/distributed/parallel_dims.py
+ * @ b5bcd76c): ep divides dp_shard x cp x tp, the fsdp x cp x tp ranks, so
+ * 8 DDP replicas cannot hold ep 8 (1 rank to draw from), 2 replicas of
+ * fsdp 4 hold ep 4 but not ep 8; experts are never split by TP (etp 1). */
+static void test_moe_torchtitan_mesh(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    char msg[APS_REASON_LEN];
+    moe_8b(&m, &c, &t, &s);
+    t.framework = APS_FW_FSDP2;
+    s.zero_stage = 0;
+    s.ep_degree = 8; /* dp 8 x fsdp 1: Megatron folds ep over the replicas */
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    assert_non_null(strstr(msg, "fsdp2: ep_degree = 8 does not divide "
+                                "fsdp_degree x cp_degree x tp_degree = 1"));
+    t.framework = APS_FW_MEGATRON;
+    s.zero_stage = 1;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+    t.framework = APS_FW_FSDP2;
+    s.zero_stage = 0;
+    s.dp_degree = 2;
+    s.fsdp_degree = 4; /* HSDP: 4 sharded ranks per replica */
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    assert_non_null(strstr(msg, "= 4; TorchTitan takes expert parallelism"));
+    s.ep_degree = 4;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+    s.dp_degree = 1;
+    s.fsdp_degree = 4;
+    s.tp_degree = 2;
+    s.sequence_parallel = true; /* tp 2 x fsdp 4 = 8 ranks, ep 4 */
+    s.etp_degree = 1;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+    s.etp_degree = 2; /* Megatron's grid fits (2 x 4 of 8), TorchTitan's not */
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    assert_non_null(strstr(msg, "fsdp2: etp_degree = 2"));
+}
+
 /* The estimate of an MoE model: the routed experts held per rank (E / ep
  * experts of 3 h f_e, every layer), their optimizer states over the
  * expert-data-parallel group, model FLOPs as Megatron-Core's
@@ -965,6 +1012,7 @@ int main(void)
         cmocka_unit_test(test_moe_estimate),
         cmocka_unit_test(test_alltoall_time),
         cmocka_unit_test(test_group_alltoall_time),
+        cmocka_unit_test(test_moe_torchtitan_mesh),
         cmocka_unit_test(test_recompute_modules),
         cmocka_unit_test(test_exp_avg_bf16),
         cmocka_unit_test(test_shared_expert_overlap),

@@ -100,7 +100,7 @@ end
 local function common_options(c, formats)
   c:option("--set=KEY=VALUE", "override a policy field, e.g. cluster.memory_limit_gib=60 (repeatable)", {})
   c:option("--model=MODEL", "model preset name, path to a Hugging Face config.json, or a snapshot directory holding one")
-  c:option("--cluster=SPEC", "cluster as DEVICE[:NODES[xGPUS]], e.g. h100-sxm-80gb:2x8 (NODES alone: 8 GPUs each)")
+  c:option("--cluster=SPEC", "cluster as DEVICE[:NODES[xGPUS]], e.g. h100-sxm-80gb:2x8 (NODES alone: 8 GPUs each, 4 for gb200 / gb300)")
   c:option("--format=FORMAT", "output format: " .. formats)
   c:option("--calibration=FILE", "kernel efficiencies fitted by `apsearch calibrate`")
   c:flag("-q, --quiet", "no log lines on stderr")

@@ -505,15 +505,27 @@ function Norm:device(v, path)
   return d
 end
 
---- Parses `DEVICE[:NODES[xGPUS]]`, e.g. `h100-sxm-80gb:2x8`.
+--- GPUs of one host (a node of `devices_per_node`) that `DEVICE` and
+-- `DEVICE:NODES` take when the spec gives no `xGPUS`: 8 (an HGX / DGX
+-- board: A100, H100, H200, B200), or the compute tray of a rack-scale part,
+-- 4 Blackwell GPUs with two Grace CPUs (NVIDIA GB200 NVL72 datasheet,
+-- 2024, and GB300 NVL72 datasheet, 2025: 18 compute trays of 4 GPUs, 72
+-- per rack).  Keys are device preset names.
+M.HOST_GPUS_DEFAULT = 8
+M.HOST_GPUS = { gb200 = 4, gb300 = 4 }
+
+--- Parses `DEVICE[:NODES[xGPUS]]`, e.g. `h100-sxm-80gb:2x8`; without
+-- `xGPUS` a node has the device's host size (M.HOST_GPUS: 4 for gb200 and
+-- gb300, else 8).
 -- @tparam string s the spec
 -- @treturn table|nil cluster table, or nil if s is not such a spec
 function M.parse_cluster_spec(s)
   local dev, colon, rest = s:match("^([^:]+)(:?)(.*)$")
   if not dev or (colon == ":" and rest == "") then return nil end
-  if rest == "" then return presets.cluster(dev, 1, 8) end
+  local host = M.HOST_GPUS[dev:lower()] or M.HOST_GPUS_DEFAULT
+  if rest == "" then return presets.cluster(dev, 1, host) end
   local nodes, gpus = rest:match("^(%d+)x(%d+)$")
-  if not nodes then nodes, gpus = rest:match("^(%d+)$"), "8" end
+  if not nodes then nodes, gpus = rest:match("^(%d+)$"), tostring(host) end
   if not nodes then return nil end
   nodes, gpus = math.tointeger(tonumber(nodes)), math.tointeger(tonumber(gpus))
   if not nodes or not gpus or nodes * gpus >= 2 ^ 24 then

@@ -1,0 +1,38 @@
+-- tests/lua/cluster_shorthand_spec.lua -- `--cluster DEVICE[:NODES[xGPUS]]`
+-- without xGPUS takes the device's host size (newuser6, 2026-12-02):
+-- `gb200:16` was 16 hosts of 8 GB200, 128 GPUs, while a GB200 / GB300
+-- NVL72 compute tray holds 4 (NVIDIA GB200 NVL72 datasheet, 2024: 18
+-- trays of 4 = 72 GPUs a rack).
+--
+-- APS_ROOT is the repo root, APS_BIN the built binary (CTest sets both).
+
+local policy = require "apsearch.policy"
+local H = require "spec_helpers"
+
+describe("--cluster DEVICE:NODES", function()
+  it("gives a GB200 or GB300 node its 4-GPU compute tray", function()
+    assert.are.same({ device = "gb200", num_devices = 64, devices_per_node = 4 },
+      policy.parse_cluster_spec("gb200:16"))
+    assert.are.same({ device = "gb300", num_devices = 4, devices_per_node = 4 },
+      policy.parse_cluster_spec("gb300"))
+    -- 18 trays of 4: one NVL72 rack
+    assert.are.equal(72, policy.parse_cluster_spec("gb200:18").num_devices)
+  end)
+
+  it("keeps 8 a node for the HGX boards, and an explicit xGPUS wins", function()
+    assert.are.same({ device = "b200", num_devices = 16, devices_per_node = 8 },
+      policy.parse_cluster_spec("b200:2"))
+    assert.are.same({ device = "h100-sxm-80gb", num_devices = 8, devices_per_node = 8 },
+      policy.parse_cluster_spec("h100-sxm-80gb"))
+    assert.are.same({ device = "gb200", num_devices = 128, devices_per_node = 8 },
+      policy.parse_cluster_spec("gb200:16x8"))
+  end)
+
+  it("reports the cluster it built in the run log", function()
+    local code, _, err = H.apsearch("run", "--model", "qwen3-30b-a3b", "--cluster", "gb200:16",
+      "--set", "cluster.nvlink_domain_size=64", "--fix", "tp_degree=1", "--fix", "layer_recompute=none",
+      "--fix", "micro_batch_size=1", "--fix", "ep_degree=8", "--top-k", "1")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("64 x gb200 (4 per node)", 1, true), err)
+  end)
+end)

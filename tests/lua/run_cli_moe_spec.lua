@@ -1,8 +1,10 @@
--- tests/lua/cluster_shorthand_spec.lua -- `--cluster DEVICE[:NODES[xGPUS]]`
--- without xGPUS takes the device's host size (newuser6, 2026-12-02):
+-- tests/lua/run_cli_moe_spec.lua -- what a user planning an MoE job from the
+-- command line reads (newuser6, 2026-12-02).  `--cluster
+-- DEVICE[:NODES[xGPUS]]` without xGPUS takes the device's host size:
 -- `gb200:16` was 16 hosts of 8 GB200, 128 GPUs, while a GB200 / GB300
 -- NVL72 compute tray holds 4 (NVIDIA GB200 NVL72 datasheet, 2024: 18
--- trays of 4 = 72 GPUs a rack).
+-- trays of 4 = 72 GPUs a rack).  The run log's top-k lines print tokens/s
+-- per GPU in whole tokens, as the table does.
 --
 -- APS_ROOT is the repo root, APS_BIN the built binary (CTest sets both).
 
@@ -34,5 +36,20 @@ describe("--cluster DEVICE:NODES", function()
       "--fix", "micro_batch_size=1", "--fix", "ep_degree=8", "--top-k", "1")
     assert.are.equal(0, code, err)
     assert.truthy(err:find("64 x gb200 (4 per node)", 1, true), err)
+  end)
+end)
+
+describe("the run log's top-k lines", function()
+  it("print tokens/s per GPU as the table does, in whole tokens (was 2.358e+04)", function()
+    local code, out, err = H.apsearch("run", "--model", "qwen3-30b-a3b", "--cluster", "gb200:16",
+      "--set", "cluster.nvlink_domain_size=64", "--fix", "tp_degree=1", "--fix", "layer_recompute=none",
+      "--fix", "micro_batch_size=1", "--fix", "ep_degree=2", "--top-k", "1", "--format", "json")
+    assert.are.equal(0, code, err)
+    local tps = require("cjson").decode(out).top_k_strategies[1].performance_cost.tokens_per_s_per_gpu
+    assert.is_true(tps > 1e4, tostring(tps))
+    local line = err:match("top%-1: [^\n]*")
+    assert.truthy(line, err)
+    assert.truthy(line:find(string.format(", %.0f tokens/s/GPU,", tps), 1, true), line)
+    assert.falsy(line:find("e%+0"), line)
   end)
 end)

@@ -119,6 +119,18 @@ typedef struct {
                                           (DeepSeek-V3: 1); 0: not given
                                           (Megatron's and transformers'
                                           default) */
+    double yarn_attention_factor;    /**< yarn scaling: rope_scaling.
+                                          attention_factor, the cos/sin
+                                          factor given outright (transformers
+                                          _compute_yarn_parameters uses it in
+                                          place of the mscale ratio); 0: not
+                                          given */
+    bool yarn_no_truncate;           /**< yarn scaling: rope_scaling.truncate
+                                          is false (gpt-oss): the ramp's ends
+                                          are not rounded to integers
+                                          (Megatron's --no-yarn-correction-
+                                          range-round-to-int); false: rounded,
+                                          transformers' default */
     double norm_eps;                 /**< epsilon of every RMSNorm/LayerNorm
                                           (HF rms_norm_eps, layer_norm_eps(ilon));
                                           0: not given */

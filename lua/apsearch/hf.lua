@@ -122,6 +122,68 @@ function M.yarn_beta(m, name)
   return (v > 0 and v or M.YARN_BETA_DEFAULTS[name]) + 0.0
 end
 
+--- transformers' get_mscale (modeling_rope_utils._compute_yarn_parameters;
+-- YaRN, arXiv:2309.00071 eq. 22 with sqrt(1/t) = 0.1 ln s + 1): the
+-- magnitude 0.1 * mscale * ln(scale) + 1, and 1 when scale <= 1.
+-- Megatron's _yarn_get_mscale and MindFormers' are the same function.
+-- @tparam number scale the RoPE scaling factor (> 0)
+-- @tparam[opt=1] number mscale the log coefficient
+-- @treturn number (>= 1 for mscale >= 0)
+function M.yarn_get_mscale(scale, mscale)
+  if scale <= 1 then return 1.0 end
+  return 0.1 * (mscale or 1) * math.log(scale) + 1.0
+end
+
+--- The cos/sin factor transformers applies for a yarn model
+-- (_compute_yarn_parameters' attention_factor): the config's
+-- attention_factor when given, else get_mscale(f, mscale) /
+-- get_mscale(f, mscale_all_dim) when both are non-zero, else
+-- get_mscale(f).  f is rope_scaling.factor (transformers releases that
+-- take max_position_embeddings / original_max_position_embeddings
+-- instead agree whenever the config is consistent, as DeepSeek-V3's and
+-- Qwen2.5's are: 163840 / 4096 = 40, 131072 / 32768 = 4).
+-- @tparam table m model table (rope_scaling_type "yarn")
+-- @treturn number the factor (DeepSeek-V3: 1; Qwen2.5 factor 4: 1.13863)
+function M.yarn_attention_factor(m)
+  local f, ms, md = m.rope_scaling_factor or 1, m.yarn_mscale or 0, m.yarn_mscale_all_dim or 0
+  if (m.yarn_attention_factor or 0) > 0 then return m.yarn_attention_factor + 0.0 end
+  if ms > 0 and md > 0 then return M.yarn_get_mscale(f, ms) / M.yarn_get_mscale(f, md) end
+  return M.yarn_get_mscale(f)
+end
+
+--- The `mscale` that makes a framework's get_mscale(f, mscale) /
+-- get_mscale(f, mscale_all_dim) (Megatron YarnRotaryEmbedding,
+-- MindFormers FreqsMgr) equal transformers' factor M.yarn_attention_factor
+-- for the mscale_all_dim `md` the launcher writes: the config's mscale
+-- when it gives both and no attention_factor, else
+-- (a * get_mscale(f, md) - 1) / (0.1 ln f), solved from 0.1 ms ln f + 1 =
+-- a * get_mscale(f, md).
+-- @tparam table m model table (yarn)
+-- @tparam number md the mscale_all_dim written (0: none)
+-- @treturn number|nil the mscale; nil when f <= 1 (every mscale then gives
+--   1) and the factor is not 1
+function M.yarn_mscale_for(m, md)
+  local f, ms = m.rope_scaling_factor or 1, m.yarn_mscale or 0
+  if (m.yarn_attention_factor or 0) <= 0 and ms > 0 and md > 0 and md == (m.yarn_mscale_all_dim or 0) then
+    return ms + 0.0
+  end
+  local a = M.yarn_attention_factor(m)
+  if f <= 1 then return a == 1 and 1.0 or nil end
+  if (m.yarn_attention_factor or 0) <= 0 and md == 0 then return 1.0 end -- get_mscale(f) / 1
+  return (a * M.yarn_get_mscale(f, md) - 1) / (0.1 * math.log(f))
+end
+
+--- The pre-scaling context a yarn model's ramp is computed from, as
+-- transformers takes it: rope_scaling.original_max_position_embeddings,
+-- else max_position_embeddings (_compute_yarn_parameters).
+-- @tparam table m model table (yarn)
+-- @treturn integer|nil nil when the model gives neither
+function M.yarn_original(m)
+  local v = m.original_max_position_embeddings or 0
+  if v <= 0 then v = m.max_position_embeddings or 0 end
+  return v > 0 and math.tointeger(v) or nil
+end
+
 --- RoPE scaling types the model carries (`rope_scaling.rope_type`).
 M.ROPE_SCALING = { "llama3", "linear", "yarn" }
 
@@ -172,9 +234,15 @@ local function numerics(m, cfg, file)
     -- by get_mscale(factor); DeepSeek's attention multiplies the softmax
     -- scale by get_mscale(factor, mscale_all_dim)^2 when it is non-zero
     -- (modeling_deepseek.py DeepseekV3Attention).  0 = not given.
-    -- `attention_factor` (an explicit cos/sin factor) is not read.
+    -- attention_factor replaces the cos/sin factor outright; truncate
+    -- false (gpt-oss) keeps the ramp's ends fractional (default true).
     m.yarn_beta_fast = positive(rs, "beta_fast", where)
     m.yarn_beta_slow = positive(rs, "beta_slow", where)
+    m.yarn_attention_factor = positive(rs, "attention_factor", where)
+    if not is_null(rs.truncate) then
+      if type(rs.truncate) ~= "boolean" then util.fail(where, "truncate", "expected true or false", rs.truncate) end
+      if rs.truncate == false then m.yarn_no_truncate = true end
+    end
     for key, field in pairs({ mscale = "yarn_mscale", mscale_all_dim = "yarn_mscale_all_dim" }) do
       local v = rs[key]
       if not is_null(v) then

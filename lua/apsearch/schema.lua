@@ -38,7 +38,7 @@ M.model = {
   low_freq_factor = "nonneg", high_freq_factor = "nonneg",
   original_max_position_embeddings = "nonnegint", norm_eps = "nonneg",
   yarn_beta_fast = "nonneg", yarn_beta_slow = "nonneg", yarn_mscale = "nonneg",
-  yarn_mscale_all_dim = "nonneg",
+  yarn_mscale_all_dim = "nonneg", yarn_attention_factor = "nonneg", yarn_no_truncate = "bool",
 }
 
 --- Device fields (aps_device), SI units.

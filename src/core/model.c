@@ -73,6 +73,7 @@ static aps_status validate_numerics(const aps_model *m, char *err, size_t n)
         {"yarn_beta_slow", m->yarn_beta_slow},
         {"yarn_mscale", m->yarn_mscale},
         {"yarn_mscale_all_dim", m->yarn_mscale_all_dim},
+        {"yarn_attention_factor", m->yarn_attention_factor},
         {"norm_eps", m->norm_eps},
     };
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
@@ -112,12 +113,15 @@ static aps_status validate_numerics(const aps_model *m, char *err, size_t n)
     }
     if (m->rope_scaling_type != APS_ROPE_SCALING_YARN &&
         (m->yarn_beta_fast != 0 || m->yarn_beta_slow != 0 ||
-         m->yarn_mscale != 0 || m->yarn_mscale_all_dim != 0)) {
+         m->yarn_mscale != 0 || m->yarn_mscale_all_dim != 0 ||
+         m->yarn_attention_factor != 0 || m->yarn_no_truncate)) {
         aps_fmt(err, n, "model.%s: only yarn RoPE scaling has it",
-                m->yarn_beta_fast != 0   ? "yarn_beta_fast"
-                : m->yarn_beta_slow != 0 ? "yarn_beta_slow"
-                : m->yarn_mscale != 0    ? "yarn_mscale"
-                                         : "yarn_mscale_all_dim");
+                m->yarn_beta_fast != 0          ? "yarn_beta_fast"
+                : m->yarn_beta_slow != 0        ? "yarn_beta_slow"
+                : m->yarn_mscale != 0           ? "yarn_mscale"
+                : m->yarn_mscale_all_dim != 0   ? "yarn_mscale_all_dim"
+                : m->yarn_attention_factor != 0 ? "yarn_attention_factor"
+                                                : "yarn_no_truncate");
         return APS_EINVAL;
     }
     /* transformers' _compute_yarn_parameters: the ramp runs from beta_fast

@@ -90,35 +90,87 @@ M.LLAMA3_BUILDER_FACTOR = 8
 -- transformers when the config gives both (hf.lua).
 M.MLA_YARN_FIXED = { original_max_position_embeddings = 4096, beta_fast = 32, beta_slow = 1 }
 
---- MLA's YaRN magnitudes: --mscale and --mscale-all-dim from the config's
--- rope_scaling (M.MLA_YARN_FIXED's comment gives both frameworks' rules).
--- Both given: both written, Megatron then computes transformers' factors.
--- Neither, or mscale alone (transformers ignores it without
--- mscale_all_dim): Megatron's defaults 1.0 / 0.0 give transformers'
--- get_mscale(f) on cos/sin and an unscaled softmax; nothing is written.
--- mscale_all_dim alone: written for the softmax scale; the cos/sin factor
--- then differs from transformers' get_mscale(f) (noted).
--- @tparam table m model table (yarn scaling, kv_lora_rank > 0)
--- @tparam number f rope_scaling_factor
+--- YaRN's magnitudes as --mscale / --mscale-all-dim (arguments.py
+-- defaults 1.0 / 0.0).  Megatron scales cos/sin by get_mscale(f, mscale) /
+-- get_mscale(f, mscale_all_dim) (yarn_rotary_pos_embedding.py
+-- _yarn_get_concentration_factor, MLA and GPTModel alike) and MLA's
+-- softmax by get_mscale(f, mscale_all_dim)^2 (M.MLA_YARN_FIXED's comment);
+-- transformers' cos/sin factor is hf.yarn_attention_factor.  Written:
+-- --mscale-all-dim the config's mscale_all_dim for MLA (the softmax needs
+-- it), for GPTModel only when the config gives both magnitudes (its
+-- softmax does not read it); --mscale hf.yarn_mscale_for that value, so the
+-- cos/sin factor is transformers' (both given: the config's mscale;
+-- mscale_all_dim alone, DeepSeek-style: 1 + md + 0.1 md ln f; an
+-- attention_factor a: (a get_mscale(f, md) - 1) / (0.1 ln f)).  Nothing
+-- when both come out at the defaults.
+-- @tparam table m model table (yarn scaling)
+-- @tparam boolean mla multi-latent attention (kv_lora_rank > 0)
 -- @tparam function A flag writer
 -- @tparam function N note writer
-function M.mla_yarn_mscale(m, f, A, N)
-  local ms, md = m.yarn_mscale or 0, m.yarn_mscale_all_dim or 0
-  if md <= 0 then return end
-  if ms > 0 then A("--mscale", M.num(ms)) end
-  A("--mscale-all-dim", M.num(md))
-  if ms <= 0 then
-    N("NOT EXPRESSIBLE in Megatron-LM", string.format("yarn mscale_all_dim %s without mscale: transformers " ..
-      "scales cos/sin by 0.1 ln(%s) + 1, Megatron by that over 0.1 * %s ln(%s) + 1 (--mscale 1.0 over " ..
-      "--mscale-all-dim); the softmax scale matches", M.num(md), M.num(f), M.num(md), M.num(f)))
+function M.yarn_mscale(m, mla, A, N)
+  local hf = require "apsearch.hf"
+  local f, ms, md = m.rope_scaling_factor or 0, m.yarn_mscale or 0, m.yarn_mscale_all_dim or 0
+  local wmd = md
+  if not mla and not (ms > 0 and md > 0 and (m.yarn_attention_factor or 0) <= 0) then wmd = 0 end
+  local wms = hf.yarn_mscale_for(m, wmd)
+  if wms == nil then
+    N("NOT EXPRESSIBLE in Megatron-LM", string.format("yarn attention_factor %s with factor %s <= 1: " ..
+      "_yarn_get_mscale is 1 for every --mscale, so cos/sin are not scaled", M.num(m.yarn_attention_factor),
+      M.num(f)))
+    wms = 1.0
   end
+  if wmd > 0 or wms ~= 1 then A("--mscale", M.num(wms)) end
+  if wmd > 0 then A("--mscale-all-dim", M.num(wmd)) end
+end
+
+--- YaRN for a model without MLA: GPTModel's yarn position embedding
+-- (--position-embedding-type yarn; gpt_model.py builds YarnRotaryEmbedding
+-- from the config's yarn_* fields, which argument_utils.py
+-- _apply_yarn_config_from_args fills from --rotary-scaling-factor,
+-- --yarn-original-max-position-embeddings, --yarn-beta-fast,
+-- --yarn-beta-slow, --mscale, --mscale-all-dim and
+-- --[no-]yarn-correction-range-round-to-int; attention.py applies the
+-- cos/sin factor, @ d98e8a64).  The original context is hf.yarn_original
+-- (transformers' fallback to max_position_embeddings), the betas
+-- hf.yarn_beta.  validate_args refuses multi-token prediction with yarn
+-- positions (arguments.py: rope or none only): then rope positions, noted.
+-- @tparam table m model table (yarn scaling, no MLA)
+-- @tparam table|nil tr training table (mtp_num_layers)
+-- @tparam function A flag writer
+-- @tparam function N note writer
+function M.gpt_yarn_args(m, tr, A, N)
+  local hf = require "apsearch.hf"
+  local f, orig = m.rope_scaling_factor or 0, hf.yarn_original(m)
+  if ((tr or {}).mtp_num_layers or 0) > 0 or not orig then
+    A("--position-embedding-type", "rope")
+    N("NOT EXPRESSIBLE in Megatron-LM", string.format("yarn RoPE scaling (factor %s): %s; written with rope " ..
+      "positions, not scaled", M.num(f), orig and "validate_args allows multi-token prediction only with rope " ..
+      "or no position embeddings, not --position-embedding-type yarn" or "the model gives neither " ..
+      "original_max_position_embeddings nor max_position_embeddings"))
+    return
+  end
+  A("--position-embedding-type", "yarn")
+  A("--rotary-scaling-factor", M.num(f))
+  A("--yarn-original-max-position-embeddings", orig)
+  A("--yarn-beta-fast", M.num(hf.yarn_beta(m, "beta_fast")))
+  A("--yarn-beta-slow", M.num(hf.yarn_beta(m, "beta_slow")))
+  if m.yarn_no_truncate then A("--no-yarn-correction-range-round-to-int") end
+  M.yarn_mscale(m, false, A, N)
 end
 
 --- RoPE base and scaling flags of a model (rope positions).
+-- Writes --position-embedding-type (rope, or yarn: M.gpt_yarn_args).
 -- @tparam table m model table
 -- @tparam function A flag writer
 -- @tparam function N note writer
-function M.rope_args(m, A, N)
+-- @tparam[opt] table tr training table (mtp_num_layers; nil: none)
+function M.rope_args(m, A, N, tr)
+  local kind0 = m.rope_scaling_type or "none"
+  if kind0 == "yarn" and (m.kv_lora_rank or 0) == 0 then
+    M.gpt_yarn_args(m, tr, A, N)
+  else
+    A("--position-embedding-type", "rope")
+  end
   local theta = m.rope_theta or 0
   if theta > 0 then
     if theta == math.floor(theta) and theta < 2 ^ 53 then
@@ -148,12 +200,18 @@ function M.rope_args(m, A, N)
   elseif kind == "yarn" and (m.kv_lora_rank or 0) > 0 then
     -- MLA runs YaRN itself (M.MLA_YARN_FIXED): the factor is a flag
     A("--rotary-scaling-factor", M.num(f))
-    local orig, fixed = m.original_max_position_embeddings or 0, M.MLA_YARN_FIXED.original_max_position_embeddings
-    if orig > 0 and orig ~= fixed then
-      N("NOT EXPRESSIBLE in Megatron-LM", string.format("yarn original_max_position_embeddings %s: " ..
-        "MLATransformerConfig fixes it at %s (no flag)", M.num(orig), M.num(fixed)))
+    local orig, fixed = require("apsearch.hf").yarn_original(m), M.MLA_YARN_FIXED.original_max_position_embeddings
+    if orig ~= fixed then
+      N("NOT EXPRESSIBLE in Megatron-LM", string.format("yarn original_max_position_embeddings %s%s: " ..
+        "MLATransformerConfig fixes it at %s (no flag)", orig and M.num(orig) or "not given",
+        (m.original_max_position_embeddings or 0) > 0 and "" or " (transformers: max_position_embeddings)",
+        M.num(fixed)))
     end
-    M.mla_yarn_mscale(m, f, A, N)
+    if m.yarn_no_truncate then
+      N("NOT EXPRESSIBLE in Megatron-LM", "yarn truncate false: MLA's YarnRotaryEmbedding rounds the ramp's ends " ..
+        "to integers (correction_range_round_to_int, no flag)")
+    end
+    M.yarn_mscale(m, true, A, N)
     for _, k in ipairs({ "beta_fast", "beta_slow" }) do
       local v, fixed = m["yarn_" .. k] or 0, M.MLA_YARN_FIXED[k]
       if v > 0 and v ~= fixed then
@@ -161,10 +219,9 @@ function M.rope_args(m, A, N)
           "(no flag)", k, M.num(v), M.num(fixed)))
       end
     end
-  elseif kind ~= "none" then
+  elseif kind ~= "none" and kind ~= "yarn" then
     N("NOT WRITTEN", kind .. " RoPE scaling (factor " .. M.num(f) .. "): pretrain_gpt.py (gpt_builders.py) " ..
-      "passes neither --rotary-seq-len-interpolation-factor nor a YaRN scaling to GPTModel with rope positions; " ..
-      "positions are not scaled")
+      "does not pass --rotary-seq-len-interpolation-factor to GPTModel; positions are not scaled")
   end
 end
 
@@ -410,8 +467,7 @@ function M.render(c)
   if m.qk_norm or mla then A("--qk-layernorm") end
   if m.norm == "rmsnorm" then A("--normalization", "RMSNorm") end
   if m.position_embedding == "rope" then
-    A("--position-embedding-type", "rope")
-    M.rope_args(m, A, N)
+    M.rope_args(m, A, N, tr)
     N("NOTE", "set a gated MLP's activation if it is not SiLU (Gemma's GeGLU); apsearch does not model it")
   end
   -- TransformerConfig.layernorm_epsilon (arg_names --norm-epsilon, default 1e-5)

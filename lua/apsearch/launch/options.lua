@@ -73,6 +73,9 @@ M.megatron = {
     "--use-precision-aware-optimizer", "--exp-avg-dtype", "--exp-avg-sq-dtype",
     "--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",
     "--rotary-scaling-factor", "--mscale", "--mscale-all-dim",
+    -- _add_network_size_args: GPTModel's yarn positions (non-MLA)
+    "--yarn-original-max-position-embeddings", "--yarn-beta-fast", "--yarn-beta-slow",
+    "--no-yarn-correction-range-round-to-int",
     "--qk-pos-emb-head-dim", "--v-head-dim", "--recompute-modules",
     -- _add_transformer_engine_args
     "--fp8-param-gather", "--fp4-param-gather",
@@ -135,6 +138,10 @@ M.megatron.facts = {
     "(MLATransformerConfig.mscale); default 1.0" },
   ["--mscale-all-dim"] = { type = "number", constraint = "MLA's YaRN softmax-scale coefficient " ..
     "(MLATransformerConfig.mscale_all_dim); default 0.0" },
+  ["--yarn-original-max-position-embeddings"] = { type = "int", constraint = "GPTModel yarn positions' " ..
+    "pre-scaling context (config.yarn_original_max_position_embeddings); default 4096" },
+  ["--yarn-beta-fast"] = { type = "number", constraint = "GPTModel yarn ramp, default 32.0" },
+  ["--yarn-beta-slow"] = { type = "number", constraint = "GPTModel yarn ramp, default 1.0" },
   ["--norm-epsilon"] = { type = "number", constraint = "TransformerConfig.layernorm_epsilon, default 1e-5" },
   ["--window-size"] = { type = "int_pair", constraint = "(left, right) tokens; -1 infinite" },
   ["--attention-dropout"] = { type = "number" }, ["--hidden-dropout"] = { type = "number" },

@@ -81,12 +81,15 @@ end
 -- "linear" method's own check refuses every numeric factor at this
 -- commit); yarn -> extend_method "YARN" with scaling_factor a mapping of
 -- exactly factor (>= 1), original_max_position_embeddings (an integer not
--- above max_position_embedding), beta_fast > beta_slow, mscale and
+-- above max_position_embedding; hf.yarn_original, transformers' fallback
+-- to max_position_embeddings), beta_fast > beta_slow, mscale and
 -- mscale_all_dim (_check_yarn_scaling_factor); FreqsMgr scales cos/sin by
 -- _yarn_get_mscale(factor, mscale) / _yarn_get_mscale(factor,
--- mscale_all_dim), transformers' factor when the config gives both, and
--- with 1.0 / 0.0 its get_mscale(factor) when it gives neither or mscale
--- alone (hf.lua).
+-- mscale_all_dim): the config's pair when it gives both, else 0 and the
+-- mscale hf.yarn_mscale_for gives, so that the factor is transformers'
+-- (1.0 when it gives neither or mscale alone; 1 + md + 0.1 md ln f for
+-- mscale_all_dim md alone; from an attention_factor).  FreqsMgr always
+-- rounds the ramp's ends (truncate false is noted).
 function M.rope_scaling(m, tr, K, N)
   local kind, f = m.rope_scaling_type or "none", m.rope_scaling_factor or 0
   if kind == "llama3" then
@@ -111,26 +114,34 @@ function M.rope_scaling(m, tr, K, N)
     K("model.model_config.extend_method", "PI", "linear position interpolation")
     K("model.model_config.scaling_factor", f + 0.0)
   elseif kind == "yarn" then
-    local orig = m.original_max_position_embeddings or 0
+    local hf = require "apsearch.hf"
+    local orig = hf.yarn_original(m)
     local ctx = math.max(m.max_position_embeddings or 0, tr.seq_length or 0)
     local ms, md = m.yarn_mscale or 0, m.yarn_mscale_all_dim or 0
-    if orig <= 0 then
+    -- LlamaConfig's softmax does not read mscale_all_dim: it is written
+    -- only when the config gives both magnitudes (no attention_factor),
+    -- mscale then hf.yarn_mscale_for it (transformers' cos/sin factor)
+    if not (ms > 0 and md > 0 and (m.yarn_attention_factor or 0) <= 0) then md = 0 end
+    ms = hf.yarn_mscale_for(m, md)
+    if not orig then
       N("NOT WRITTEN", "yarn RoPE scaling: MindFormers' YARN extend_method needs " ..
-        "original_max_position_embeddings, which the model does not give")
+        "original_max_position_embeddings, and the model gives neither it nor max_position_embeddings")
     elseif f < 1 or orig > ctx then
       N("NOT EXPRESSIBLE in MindFormers", string.format("yarn RoPE scaling factor %s with original context %d: " ..
         "FreqsMgr needs factor >= 1 and original_max_position_embeddings <= max_position_embedding %d",
         tostring(f), orig, ctx))
-    elseif md > 0 and ms <= 0 then
-      N("NOT WRITTEN", string.format("yarn RoPE scaling with mscale_all_dim %s and no mscale: transformers " ..
-        "scales cos/sin by 0.1 ln(factor) + 1 there, which MindFormers' mscale / mscale_all_dim pair " ..
-        "gives only with mscale_all_dim 0", tostring(md)))
+    elseif not ms then
+      N("NOT EXPRESSIBLE in MindFormers", string.format("yarn attention_factor %s with factor %s: FreqsMgr's " ..
+        "_yarn_get_mscale is 1 for every mscale at factor 1; not written", tostring(m.yarn_attention_factor),
+        tostring(f)))
     else
-      local hf = require "apsearch.hf"
-      if md <= 0 then ms = 1.0 end -- transformers ignores mscale without mscale_all_dim
+      if m.yarn_no_truncate then
+        N("NOT EXPRESSIBLE in MindFormers", "yarn truncate false: FreqsMgr's _yarn_find_correction_range " ..
+          "always rounds the ramp's ends to integers (written rounded)")
+      end
       K("model.model_config.extend_method", "YARN")
       K("model.model_config.scaling_factor.factor", f + 0.0)
-      K("model.model_config.scaling_factor.original_max_position_embeddings", math.tointeger(orig))
+      K("model.model_config.scaling_factor.original_max_position_embeddings", orig)
       K("model.model_config.scaling_factor.beta_fast", hf.yarn_beta(m, "beta_fast"))
       K("model.model_config.scaling_factor.beta_slow", hf.yarn_beta(m, "beta_slow"))
       K("model.model_config.scaling_factor.mscale", ms + 0.0)

@@ -374,7 +374,7 @@ M.torchtitan = {
         dim = { type = "int", min = 1 }, n_heads = { type = "int", min = 1 },
         q_lora_rank = { type = "int", min = 0 }, kv_lora_rank = { type = "int", min = 1 },
         qk_nope_head_dim = { type = "int", min = 1 }, qk_rope_head_dim = { type = "int", min = 1 },
-        v_head_dim = { type = "int", min = 1 }, mscale = { type = "float", min = 0 },
+        v_head_dim = { type = "int", min = 1 }, mscale = { type = "float", min = 0, min_inclusive = true }, -- 0: softmax unscaled
         dense_hidden_dim = { type = "int", min = 1 }, moe_hidden_dim = { type = "int", min = 1 },
         num_experts = { type = "int", min = 1 }, num_shared_experts = { type = "int", min = 0 },
         router_top_k = { type = "int", min = 1 },
@@ -388,7 +388,8 @@ M.torchtitan = {
       rope_args = { dim = { type = "int", min = 1 }, max_context_length = { type = "int", min = 1 },
         theta = { type = "float", min = 0 }, scaling = { type = "str", values = set({ "none", "yarn" }) },
         rope_factor = { type = "float", min = 0 }, beta_fast = { type = "float", min = 0 },
-        beta_slow = { type = "float", min = 0 }, original_seq_len = { type = "int", min = 1 } },
+        beta_slow = { type = "float", min = 0 }, original_seq_len = { type = "int", min = 1 },
+        truncate = { type = "bool" } },
     },
   },
   -- model_registry(flavor) and the config functions a module builds on
@@ -425,7 +426,9 @@ function M.torchtitan_value_ok(fact, v)
     return math.type(v) == "integer" and v >= (fact.min or -math.huge)
   elseif t == "float" then
     -- a finite number above min (written as a Python float)
-    return type(v) == "number" and v == v and v > -math.huge and v < math.huge and v > (fact.min or -math.huge)
+    -- (or equal to it with min_inclusive)
+    return type(v) == "number" and v == v and v > -math.huge and v < math.huge and
+      (v > (fact.min or -math.huge) or (fact.min_inclusive == true and v == fact.min))
   elseif t == "bool" then
     return type(v) == "boolean"
   elseif t == "str" then

@@ -404,8 +404,9 @@ function M.moe_model(m, ctx)
     -- Attention.Config.mscale scales the softmax by (0.1 mscale ln f + 1)^2
     -- under yarn (deepseek_v3/model.py:86-88) and the rope is a pure
     -- rotation (common/rope.py:59): transformers' mscale_all_dim, with
-    -- its cos/sin factor 1 only when mscale equals it (hf.lua)
-    local ms, md = m.yarn_mscale or 0, m.yarn_mscale_all_dim or 0
+    -- its cos/sin factor (hf.yarn_attention_factor) 1 only when mscale
+    -- equals it
+    local md = m.yarn_mscale_all_dim or 0
     A("v_head_dim", m.v_head_dim) A("mscale", kind == "yarn" and md + 0.0 or routing.mscale)
     A("dense_hidden_dim", m.ffn_hidden_size) A("moe_hidden_dim", moe_h) A("num_experts", m.num_experts)
     A("num_shared_experts", shared // moe_h) A("router_top_k", m.experts_per_token)
@@ -421,11 +422,24 @@ function M.moe_model(m, ctx)
       local hf = require "apsearch.hf"
       R("beta_fast", hf.yarn_beta(m, "beta_fast"))
       R("beta_slow", hf.yarn_beta(m, "beta_slow"))
-      R("original_seq_len", math.tointeger(m.original_max_position_embeddings or 4096))
-      if not (ms > 0 and ms == md) then
-        N("NOT EXPRESSIBLE in TorchTitan", string.format("yarn mscale %s with mscale_all_dim %s: transformers " ..
-          "scales the rope's cos/sin by %s, ComplexRoPE by nothing", tostring(ms), tostring(md),
-          (ms > 0 and md > 0) and "get_mscale(f, mscale) / get_mscale(f, mscale_all_dim)" or "0.1 ln(f) + 1"))
+      -- the pre-scaling context as transformers takes it (hf.yarn_original:
+      -- max_position_embeddings when rope_scaling has none), never
+      -- RoPE.Config's own 4096; truncate false as gpt-oss's rope_scaling
+      local orig = hf.yarn_original(m)
+      if orig then
+        R("original_seq_len", orig)
+      else
+        N("NOT WRITTEN", "yarn original context: the model gives neither original_max_position_embeddings " ..
+          "nor max_position_embeddings; RoPE.Config's original_seq_len 4096 applies")
+      end
+      if m.yarn_no_truncate then R("truncate", false) end
+      local a = hf.yarn_attention_factor(m)
+      if a ~= 1 then
+        N("NOT EXPRESSIBLE in TorchTitan", string.format("yarn cos/sin factor %s (transformers' attention_factor " ..
+          "from factor %s, mscale %s, mscale_all_dim %s%s): ComplexRoPE is a pure rotation and Attention.Config." ..
+          "mscale sets only the softmax scale", M.pyfloat(a), M.pyfloat(m.rope_scaling_factor or 1),
+          M.pyfloat(m.yarn_mscale or 0), M.pyfloat(m.yarn_mscale_all_dim or 0),
+          (m.yarn_attention_factor or 0) > 0 and ", given outright" or ""))
       end
     end
     N("NOTE", string.format("router groups, route scale and norm are HEAD's %s flavour's (apsearch's model " ..
@@ -516,8 +530,8 @@ function M.model_numerics(m, lines, N, flavored, eps_only)
       if kind ~= "none" then
         N("NOT EXPRESSIBLE in TorchTitan", string.format("%s RoPE scaling (factor %s): HEAD's llama3 model " ..
           "has %s; written without scaling (positions not scaled)", kind, M.pyfloat(f),
-          kind == "yarn" and "no YaRN attention scale (rope.py leaves mscale to the model) and apsearch's " ..
-          "model no beta_fast/beta_slow" or "no linear position interpolation (RoPE scaling none, llama, yarn)"))
+          kind == "yarn" and "no YaRN attention scale (rope.py leaves mscale to the model, GQAttention has no " ..
+          "softmax-scale option)" or "no linear position interpolation (RoPE scaling none, llama, yarn)"))
       end
     end
   end

@@ -355,6 +355,19 @@ static void test_model_validate_rope_and_norm_eps(void **state)
     expect_einval(&m, "yarn_beta_fast");
     m.yarn_beta_fast = m.yarn_beta_slow = 0.0;
     expect_einval(&m, "yarn_mscale");
+    /* attention_factor and truncate false (gpt-oss): yarn's too */
+    m.yarn_mscale = m.yarn_mscale_all_dim = 0.0;
+    m.yarn_attention_factor = 1.2;
+    expect_einval(&m, "yarn_attention_factor");
+    m.yarn_attention_factor = 0.0;
+    m.yarn_no_truncate = true;
+    expect_einval(&m, "yarn_no_truncate");
+    m.rope_scaling_type = APS_ROPE_SCALING_YARN;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+    m.yarn_attention_factor = -1.0;
+    expect_einval(&m, "yarn_attention_factor");
+    m.yarn_attention_factor = INFINITY;
+    expect_einval(&m, "yarn_attention_factor");
 
     /* all 0: not given, the framework's defaults */
     fx_llama31_8b(&m);

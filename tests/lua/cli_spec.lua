@@ -217,6 +217,19 @@ describe("apsearch binary", function()
         one_line_error(apsearch("run", "--set", "constraints.memory_limit_gib=90")))
     end)
 
+    it("for a YaRN rope_scaling value transformers cannot use (truncate, attention_factor)", function()
+      local base = { model_type = "qwen2", hidden_size = 3584, num_hidden_layers = 28, num_attention_heads = 28,
+        num_key_value_heads = 4, intermediate_size = 18944, vocab_size = 152064, max_position_embeddings = 131072 }
+      base.rope_scaling = { type = "yarn", factor = 4.0, original_max_position_embeddings = 32768, truncate = "no" }
+      local cfg = write(dir .. "/yarn_truncate.json", cjson.encode(base))
+      assert.are.equal(cfg .. ': rope_scaling: truncate: expected true or false (got "no")',
+        one_line_error(apsearch("inspect", cfg)))
+      base.rope_scaling.truncate, base.rope_scaling.attention_factor = false, 0
+      cfg = write(dir .. "/yarn_af.json", cjson.encode(base))
+      assert.are.equal(cfg .. ": rope_scaling: attention_factor: expected a finite number > 0 (got 0)",
+        one_line_error(apsearch("inspect", cfg)))
+    end)
+
     it("for an unknown field", function()
       local path = write(dir .. "/unknown.lua", POLICY_HEAD .. "  search_space = { tp = { 1, 2 } },\n}\n")
       local msg = one_line_error(apsearch("run", path))

@@ -123,6 +123,75 @@ describe("hf.load on the shipped configs", function()
     assert.truthy(tostring(err):find("yarn_beta_fast: must be > yarn_beta_slow 32", 1, true), tostring(err))
   end)
 
+  -- gpt-oss's rope_scaling has truncate false; attention_factor gives the
+  -- cos/sin factor outright (transformers _compute_yarn_parameters)
+  it("reads YaRN's truncate and attention_factor, refusing bad ones by name", function()
+    local f = assert(io.open(ROOT .. "/examples/models/qwen2.5-7b.json"))
+    local cfg = cjson.decode(f:read("a")) f:close()
+    cfg.rope_scaling = { type = "yarn", factor = 4.0, original_max_position_embeddings = 32768, truncate = false,
+      attention_factor = 1.5 }
+    local m = hf.from_config(cfg, "q/config.json")
+    assert.is_true(m.yarn_no_truncate)
+    assert.are.equal(1.5, m.yarn_attention_factor)
+    assert.are.equal(1.5, hf.yarn_attention_factor(m))
+    -- truncate true (the default) is not carried
+    cfg.rope_scaling.truncate, cfg.rope_scaling.attention_factor = true, nil
+    m = hf.from_config(cfg, "q/config.json")
+    assert.is_nil(m.yarn_no_truncate) assert.is_nil(m.yarn_attention_factor)
+    for key, bad in pairs({ truncate = "no", attention_factor = -1 }) do
+      local c = cjson.decode(cjson.encode(cfg))
+      c.rope_scaling[key] = bad
+      local ok, err = pcall(hf.from_config, c, "q/config.json")
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("^q/config.json: rope_scaling: " .. key .. ": expected"), tostring(err))
+    end
+    -- neither field belongs to another scaling: the core says which
+    local ok, err = pcall(core.model_params, { name = "x", num_layers = 2, hidden_size = 64,
+      num_attention_heads = 4, num_query_groups = 4, ffn_hidden_size = 256, vocab_size = 1000,
+      rope_scaling_type = "llama3", rope_scaling_factor = 8, yarn_no_truncate = true })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("model.yarn_no_truncate: only yarn RoPE scaling has it", 1, true), tostring(err))
+  end)
+
+  -- transformers _compute_yarn_parameters: get_mscale(s, m) = 0.1 m ln s + 1
+  -- (1 for s <= 1); cos/sin factor get_mscale(f, mscale) /
+  -- get_mscale(f, mscale_all_dim) with both, else get_mscale(f)
+  it("computes transformers' YaRN cos/sin factor and the mscale that gives it", function()
+    local ln4, ln40 = math.log(4), math.log(40)
+    assert.are.equal(1.0, hf.yarn_get_mscale(1, 5))
+    assert.are.equal(0.1 * 0.707 * ln40 + 1, hf.yarn_get_mscale(40, 0.707))
+    -- Qwen2.5 factor 4: 0.1 ln 4 + 1 = 1.1386294361
+    local q = { rope_scaling_type = "yarn", rope_scaling_factor = 4 }
+    assert.is_true(math.abs(hf.yarn_attention_factor(q) - 1.1386294361119891) < 1e-15)
+    assert.are.equal(1.0, hf.yarn_mscale_for(q, 0))        -- Megatron's default --mscale 1.0
+    -- mscale alone is ignored by transformers
+    q.yarn_mscale = 0.707
+    assert.are.equal(1 + 0.1 * ln4, hf.yarn_attention_factor(q))
+    -- DeepSeek-V2-Lite: 0.707 / 0.707 -> 1, the config's mscale written as is
+    local d = { rope_scaling_type = "yarn", rope_scaling_factor = 40, yarn_mscale = 0.707, yarn_mscale_all_dim = 0.707 }
+    assert.are.equal(1.0, hf.yarn_attention_factor(d))
+    assert.are.equal(0.707, hf.yarn_mscale_for(d, 0.707))
+    -- mscale_all_dim alone (md = 0.707): transformers' get_mscale(40) =
+    -- 1.3688879; (0.1 ms ln 40 + 1) / (0.1 md ln 40 + 1) equals it for
+    -- ms = 1 + md + 0.1 md ln 40 = 1.7070 + 0.2608038 = 1.9678038
+    d.yarn_mscale = nil
+    local ms = hf.yarn_mscale_for(d, 0.707)
+    assert.is_true(math.abs(ms - (1.707 + 0.0707 * ln40)) < 1e-12, ms)
+    assert.is_true(math.abs(ms - 1.9678038) < 1e-7, ms)
+    assert.is_true(math.abs(hf.yarn_get_mscale(40, ms) / hf.yarn_get_mscale(40, 0.707) - (1 + 0.1 * ln40)) < 1e-12)
+    -- attention_factor 1.5 at factor 4, mscale_all_dim 0: (1.5 - 1) / (0.1 ln 4) = 3.6067376
+    q = { rope_scaling_type = "yarn", rope_scaling_factor = 4, yarn_attention_factor = 1.5 }
+    assert.is_true(math.abs(hf.yarn_mscale_for(q, 0) - 0.5 / (0.1 * ln4)) < 1e-12)
+    assert.is_true(math.abs(hf.yarn_mscale_for(q, 0) - 3.6067376) < 1e-7)
+    -- factor 1: every mscale gives 1, so 1.5 cannot be reached
+    q.rope_scaling_factor = 1
+    assert.is_nil(hf.yarn_mscale_for(q, 0))
+    -- the original context: rope_scaling's, else max_position_embeddings
+    assert.are.equal(32768, hf.yarn_original({ original_max_position_embeddings = 32768, max_position_embeddings = 131072 }))
+    assert.are.equal(163840, hf.yarn_original({ max_position_embeddings = 163840 }))
+    assert.is_nil(hf.yarn_original({}))
+  end)
+
   it("fills rope_theta and norm_eps of the unscaled presets", function()
     local want = { ["llama-2-7b"] = { 10000, 1e-5 }, ["mistral-7b-v0.1"] = { 10000, 1e-5 },
                    ["qwen2.5-7b"] = { 1e6, 1e-6 }, ["llama-3.1-70b"] = { 500000, 1e-5 },

@@ -971,6 +971,26 @@ describe("launch configs", function()
     assert.are.same({ factor = 4, original_max_position_embeddings = 32768, beta_fast = 32, beta_slow = 1,
       mscale = 1, mscale_all_dim = 0 }, mc.scaling_factor)
     assert.is_nil(by.mindformers.text:find("NOT WRITTEN", 1, true))
+    -- Megatron: GPTModel's yarn positions with the same ramp (gpt_model.py
+    -- @ d98e8a64), the cos/sin factor Megatron's default 1.0 / 0.0
+    _, v = parse_megatron(by.megatron.text)
+    assert.are.same({ "yarn", "4", "32768", "32", "1" }, { v["--position-embedding-type"],
+      v["--rotary-scaling-factor"], v["--yarn-original-max-position-embeddings"], v["--yarn-beta-fast"],
+      v["--yarn-beta-slow"] })
+    assert.is_nil(v["--mscale"])
+    assert.is_nil(by.megatron.text:find("RoPE scaling", 1, true))
+    -- mscale_all_dim 0.707 alone and truncate false: transformers' factor
+    -- stays get_mscale(4) (mscale 1 over 0; LlamaConfig's softmax does not
+    -- read mscale_all_dim); FreqsMgr always rounds the ramp (noted)
+    cfg.rope_scaling.mscale_all_dim, cfg.rope_scaling.truncate = 0.707, false
+    by = files(hf.from_config(cfg, "qwen2.5-7b-yarn/config.json"))
+    mc = yaml_tree(by.mindformers.text).model.model_config
+    assert.are.same({ 1, 0 }, { mc.scaling_factor.mscale, mc.scaling_factor.mscale_all_dim })
+    assert.truthy(by.mindformers.text:find("NOT EXPRESSIBLE in MindFormers: yarn truncate false", 1, true))
+    _, v = parse_megatron(by.megatron.text)
+    assert.is_true(v["--no-yarn-correction-range-round-to-int"])
+    assert.is_nil(v["--mscale"]) assert.is_nil(v["--mscale-all-dim"])
+    cfg.rope_scaling.mscale_all_dim, cfg.rope_scaling.truncate = nil, nil
     -- an original context above max_position_embeddings (131072 in this
     -- config.json): refused by _check_yarn_scaling_factor, so not written
     cfg.rope_scaling.original_max_position_embeddings = 262144
@@ -1672,6 +1692,40 @@ describe("launch configs", function()
     mm, why = tt.moe_model({ num_experts = 8, qk_norm = false, hidden_size = 4096, vocab_size = 32000 }, 4096)
     assert.is_nil(mm)
     assert.is_nil(why)
+  end)
+
+  -- deepseek_v3/model.py @ b5bcd76c: softmax x (0.1 mscale ln f + 1)^2
+  -- from Attention.Config.mscale; common/rope.py: ComplexRoPE.Config's
+  -- original_seq_len (default 4096) and truncate; transformers takes
+  -- max_position_embeddings when rope_scaling has no original context
+  it("write DeepSeek-V3's YaRN variants to TorchTitan as transformers reads them", function()
+    local tt = require "apsearch.launch.torchtitan"
+    local function build(edit)
+      local m = require("apsearch.hf").load(ROOT .. "/examples/models/deepseek-v3.json")
+      edit(m)
+      local mm = assert(tt.moe_model(m, 4096))
+      local lines = {}
+      tt.moe_layers_config(mm, lines)   -- every value checked against the builder's facts
+      local a, r, notes = {}, {}, {}
+      for _, x in ipairs(mm.args) do a[x[1]] = x[2] end
+      for _, x in ipairs(mm.rope) do r[x[1]] = x[2] end
+      for _, x in ipairs(mm.notes) do notes[#notes + 1] = x[1] .. ": " .. x[2] end
+      return a, r, table.concat(notes, "\n"), table.concat(lines, "\n")
+    end
+    -- mscale alone: transformers scales no softmax (mscale_all_dim 0) and
+    -- cos/sin by 0.1 ln 40 + 1 = 1.36889, which ComplexRoPE cannot
+    local a, r, notes, text = build(function(m) m.yarn_mscale_all_dim = nil end)
+    assert.are.equal(0.0, a.mscale)
+    assert.truthy(text:find("mscale=0.0,", 1, true), text)
+    assert.truthy(notes:find("NOT EXPRESSIBLE in TorchTitan: yarn cos/sin factor 1.368887945411393", 1, true), notes)
+    -- no original context: max_position_embeddings 163840, not 4096
+    a, r, notes = build(function(m) m.original_max_position_embeddings = nil end)
+    assert.are.equal(163840, r.original_seq_len)
+    assert.is_nil(r.truncate)
+    assert.is_nil(notes:find("cos/sin", 1, true))
+    -- truncate false (gpt-oss style)
+    a, r = build(function(m) m.yarn_no_truncate = true end)
+    assert.is_false(r.truncate)
   end)
 
   it("are valid bash, written atomically and executable", function()

@@ -299,12 +299,20 @@ describe("the Megatron launch of an MLA model with YaRN (DeepSeek-V3)", function
     args, notes = rope(dsv3)
     assert.is_nil(args["--mscale"]) assert.is_nil(args["--mscale-all-dim"])
     assert.are.equal("", notes)
-    -- mscale_all_dim alone: written for the softmax, the cos/sin factor noted
+    -- mscale_all_dim alone: written for the softmax; transformers' cos/sin
+    -- factor is then get_mscale(40) = 0.1 ln 40 + 1, which Megatron's
+    -- (0.1 ms ln 40 + 1) / (0.1 * 0.707 ln 40 + 1) gives for ms = 1 + 0.707
+    -- + 0.0707 ln 40 = 1.96780 (hf.yarn_mscale_for)
     dsv3.yarn_mscale_all_dim = 0.707
     args, notes = rope(dsv3)
-    assert.are.equal("0.707", args["--mscale-all-dim"]) assert.is_nil(args["--mscale"])
-    assert.truthy(notes:find("NOT EXPRESSIBLE in Megatron-LM: yarn mscale_all_dim 0.707 without mscale", 1, true),
-      notes)
+    assert.are.equal("0.707", args["--mscale-all-dim"])
+    assert.is_true(math.abs(tonumber(args["--mscale"]) - (1.707 + 0.0707 * math.log(40))) < 1e-12, args["--mscale"])
+    assert.are.equal("", notes)
+    -- truncate false: MLA rounds the ramp's ends (no flag)
+    dsv3.yarn_no_truncate = true
+    _, notes = rope(dsv3)
+    assert.truthy(notes:find("NOT EXPRESSIBLE in Megatron-LM: yarn truncate false", 1, true), notes)
+    dsv3.yarn_no_truncate = nil
     -- a ramp other than MLATransformerConfig's fixed betas
     dsv3.yarn_mscale_all_dim, dsv3.yarn_beta_fast = nil, 16
     _, notes = rope(dsv3)
@@ -316,10 +324,53 @@ describe("the Megatron launch of an MLA model with YaRN (DeepSeek-V3)", function
     _, notes = rope(dsv3)
     assert.truthy(notes:find("NOT EXPRESSIBLE in Megatron-LM: yarn original_max_position_embeddings 8192: " ..
       "MLATransformerConfig fixes it at 4096", 1, true), notes)
-    -- without MLA, pretrain_gpt.py does not scale rope positions: unchanged
-    args, notes = rope({ rope_theta = 10000, rope_scaling_type = "yarn", rope_scaling_factor = 4 })
-    assert.is_nil(args["--rotary-scaling-factor"])
-    assert.truthy(notes:find("positions are not scaled", 1, true), notes)
+    -- no original context in rope_scaling: transformers takes
+    -- max_position_embeddings (163840), MLA its fixed 4096
+    dsv3.original_max_position_embeddings = nil
+    _, notes = rope(dsv3)
+    assert.truthy(notes:find("yarn original_max_position_embeddings 163840 (transformers: " ..
+      "max_position_embeddings): MLATransformerConfig fixes it at 4096", 1, true), notes)
+  end)
+
+  -- gpt_model.py @ d98e8a64 builds YarnRotaryEmbedding for
+  -- --position-embedding-type yarn from the flags argument_utils.py
+  -- _apply_yarn_config_from_args maps (checked with validate_args and
+  -- core_transformer_config_from_args: docs/launch.md)
+  it("writes GPTModel's yarn positions for a model without MLA (Qwen2.5-7B, factor 4)", function()
+    local q = { rope_theta = 1e6, rope_scaling_type = "yarn", rope_scaling_factor = 4,
+      original_max_position_embeddings = 32768, max_position_embeddings = 131072 }
+    local args, notes = rope(q)
+    assert.are.same({ "yarn", "4", "32768", "32", "1", "1000000" }, { args["--position-embedding-type"],
+      args["--rotary-scaling-factor"], args["--yarn-original-max-position-embeddings"], args["--yarn-beta-fast"],
+      args["--yarn-beta-slow"], args["--rotary-base"] })
+    -- transformers' cos/sin factor get_mscale(4) is Megatron's default
+    -- --mscale 1.0 over --mscale-all-dim 0.0: neither is written
+    assert.is_nil(args["--mscale"]) assert.is_nil(args["--mscale-all-dim"])
+    assert.is_nil(args["--no-yarn-correction-range-round-to-int"])
+    assert.are.equal("", notes)
+    -- truncate false (gpt-oss) and an attention_factor 1.2 given outright:
+    -- --mscale (1.2 - 1) / (0.1 ln 4) = 1.4426950
+    q.yarn_no_truncate, q.yarn_attention_factor = true, 1.2
+    args = rope(q)
+    assert.is_true(args["--no-yarn-correction-range-round-to-int"])
+    assert.is_true(math.abs(tonumber(args["--mscale"]) - 1.4426950408889634) < 1e-12, args["--mscale"])
+    assert.is_nil(args["--mscale-all-dim"])
+    -- both magnitudes (0.707 / 0.5): the pair as given, as transformers' ratio
+    q.yarn_no_truncate, q.yarn_attention_factor, q.yarn_mscale, q.yarn_mscale_all_dim = nil, nil, 0.707, 0.5
+    args = rope(q)
+    assert.are.same({ "0.707", "0.5" }, { args["--mscale"], args["--mscale-all-dim"] })
+    -- without original_max_position_embeddings: max_position_embeddings
+    q.original_max_position_embeddings = nil
+    args = rope(q)
+    assert.are.equal("131072", args["--yarn-original-max-position-embeddings"])
+    -- with multi-token prediction validate_args allows rope positions only
+    local a2, n2 = {}, {}
+    megatron.rope_args(q, function(flag, v) a2[flag] = v == nil and true or tostring(v) end,
+      function(kind, text) n2[#n2 + 1] = kind .. ": " .. text end, { mtp_num_layers = 1 })
+    assert.are.equal("rope", a2["--position-embedding-type"])
+    assert.is_nil(a2["--rotary-scaling-factor"])
+    assert.truthy(table.concat(n2):find("NOT EXPRESSIBLE in Megatron-LM: yarn RoPE scaling (factor 4): " ..
+      "validate_args allows multi-token prediction only with rope", 1, true), table.concat(n2))
   end)
 end)
 

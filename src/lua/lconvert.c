@@ -199,7 +199,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, yarn_beta_slow, FT_NUM, NULL),
     FLD(aps_model, yarn_mscale, FT_NUM, NULL),
     FLD(aps_model, yarn_mscale_all_dim, FT_NUM, NULL),
-    FLD(aps_model, yarn_attention_factor, FT_NUM, NULL),
+    FLD(aps_model, yarn_attention_factor, FT_ONUM, NULL),
     FLD(aps_model, yarn_no_truncate, FT_OBOOL, NULL),
     FLD(aps_model, norm_eps, FT_NUM, NULL),
     /* mixture of experts, multi-head latent attention (issue 13) */

@@ -160,6 +160,55 @@ typedef struct {
                                           weights; DeepSeek-V3 e_score_
                                           correction_bias, Megatron --moe-
                                           router-enable-expert-bias) */
+    /* Router settings of the model's training recipe (HF config.json; see
+     * lua/apsearch/hf.lua).  They change no estimate: no memory, FLOP or
+     * time term reads them; the launchers write them (lua/apsearch/launch)
+     * and src/core/model.c only checks them.  0 / false: not given (the
+     * framework's default applies). */
+    double moe_aux_loss_coeff;       /**< load-balancing loss coefficient
+                                          (HF router_aux_loss_coef: Mixtral,
+                                          Qwen2/Qwen3-MoE, OLMoE; aux_loss_
+                                          alpha: DeepSeek-V2/V3; Megatron
+                                          --moe-aux-loss-coeff, Megatron-
+                                          Bridge CONFIG_MAPPING @ v0.5.0);
+                                          finite, >= 0; 0: not given */
+    bool moe_seq_aux_loss;           /**< the loss is computed per sequence
+                                          (DeepSeek seq_aux = true; Megatron
+                                          --moe-router-load-balancing-type
+                                          seq_aux_loss); needs
+                                          moe_aux_loss_coeff > 0 */
+    int64_t moe_router_num_groups;   /**< group-limited routing: experts in
+                                          this many equal groups (DeepSeek
+                                          n_group; Megatron --moe-router-
+                                          num-groups); divides num_experts;
+                                          0: no groups */
+    int64_t moe_router_group_topk;   /**< groups each token may use (DeepSeek
+                                          topk_group; --moe-router-group-
+                                          topk), in [1, moe_router_num_
+                                          groups], and those groups hold at
+                                          least experts_per_token experts */
+    int64_t moe_router_group_score_topk; /**< a group's score is the sum of
+                                          its this-many best expert scores
+                                          (DeepSeek-V3 noaux_tc: 2, top-2;
+                                          DeepSeek-V2 group_limited_greedy:
+                                          1, the max); Megatron's group_
+                                          limited_topk uses experts_per_
+                                          token / group_topk; in [1, num_
+                                          experts / num_groups]; 0: not
+                                          given (Megatron's rule) */
+    double moe_router_topk_scaling_factor; /**< the routing weights are
+                                          multiplied by it (DeepSeek routed_
+                                          scaling_factor; --moe-router-topk-
+                                          scaling-factor); finite, >= 0;
+                                          0: not given (no scaling) */
+    bool moe_router_pre_softmax;     /**< the chosen experts' weights are
+                                          their scores over all experts, not
+                                          renormalised over the top k (HF
+                                          norm_topk_prob = false; Megatron
+                                          --moe-router-pre-softmax: softmax
+                                          before top-k); false: renormalised
+                                          (Mixtral, norm_topk_prob = true;
+                                          Megatron's default) */
     int64_t moe_first_dense_layers;  /**< leading layers with a dense FFN
                                           (DeepSeek first_k_dense_replace) */
     int64_t moe_layer_freq;          /**< k >= 1: every k-th layer is MoE

@@ -13,7 +13,11 @@
 -- shared_expert_ffn_hidden_size, shared_expert_gate, moe_router_bias,
 -- moe_first_dense_layers, moe_layer_freq, moe_layer_phase, moe_dense_layers,
 -- q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
--- v_head_dim, mtp_layers.  It is plain data: the
+-- v_head_dim, mtp_layers, and the router settings of the model's
+-- training recipe (they change no estimate; the launchers write them):
+-- moe_aux_loss_coeff, moe_seq_aux_loss, moe_router_num_groups,
+-- moe_router_group_topk, moe_router_group_score_topk,
+-- moe_router_topk_scaling_factor, moe_router_pre_softmax.  It is plain data: the
 -- parameter counts come from `core.model_params(model)`.
 --
 -- Numerics (every model type; absent or null: not set, i.e. 0 in the core):
@@ -64,12 +68,15 @@
 -- them with their expert terms (src/core/moe.c):
 --
 -- * `mixtral`: llama plus `num_local_experts` experts of `intermediate_size`
---   on every layer, top-k `num_experts_per_tok`.
+--   on every layer, top-k `num_experts_per_tok`; the top-k weights
+--   renormalised (MixtralSparseMoeBlock).
 -- * `qwen2_moe` (Qwen1.5-MoE, Qwen2-MoE): qwen2 plus `num_experts` experts
 --   of `moe_intermediate_size`, a shared expert of
 --   `shared_expert_intermediate_size` with its sigmoid gate; layer i has
 --   experts when (i + 1) % `decoder_sparse_step` == 0 and i is not in
---   `mlp_only_layers` (the others: dense `intermediate_size`).
+--   `mlp_only_layers` (the others: dense `intermediate_size`); the top-k
+--   weights renormalised only when `norm_topk_prob` (default false:
+--   moe_router_pre_softmax).
 -- * `qwen3_moe`: qwen3 (q/k norms) plus the experts as qwen2_moe, no
 --   shared expert.
 -- * `deepseek_v2`, `deepseek_v3`: multi-head latent attention
@@ -78,7 +85,23 @@
 --   `moe_intermediate_size`, `n_shared_experts` of the same width, the first
 --   `first_k_dense_replace` layers dense and then every `moe_layer_freq`-th
 --   layer MoE, the router's score bias with `topk_method = "noaux_tc"`
---   (always in V3), `num_nextn_predict_layers` MTP modules (counted apart).
+--   (always in V3), `num_nextn_predict_layers` MTP modules (counted apart);
+--   the router as `deepseek_router` below reads it (`scoring_func`,
+--   `topk_method`, `n_group`, `topk_group`, `norm_topk_prob`,
+--   `routed_scaling_factor`, `aux_loss_alpha`, `seq_aux`).
+--
+-- Router settings (MoE types; absent or null: not set, the framework's
+-- default): `router_aux_loss_coef` (mixtral, qwen2_moe, qwen3_moe) or
+-- `aux_loss_alpha` (deepseek) > 0 -> moe_aux_loss_coeff (Megatron-Bridge
+-- v0.5.0 model_bridge.py CONFIG_MAPPING), with DeepSeek's `seq_aux`
+-- (default true) -> moe_seq_aux_loss; `n_group` > 1 and `topk_group` ->
+-- moe_router_num_groups, moe_router_group_topk (only with topk_method
+-- group_limited_greedy or noaux_tc) and moe_router_group_score_topk
+-- (M.GROUP_SCORE_TOPK); `routed_scaling_factor` ->
+-- moe_router_topk_scaling_factor where the gate applies it;
+-- top-k weights not renormalised (`norm_topk_prob` false, the Qwen and
+-- DeepSeek default) -> moe_router_pre_softmax.  They change no memory,
+-- FLOP or time estimate.
 --
 -- Other configs with experts (`num_local_experts`, `num_experts`,
 -- `n_routed_experts`, `moe_num_experts` > 1, or "moe" in model_type: OLMoE,
@@ -103,6 +126,7 @@ M.CONFIG_KEY = {
   num_query_groups = "num_key_value_heads", ffn_hidden_size = "intermediate_size",
   vocab_size = "vocab_size", head_dim = "head_dim",
   max_position_embeddings = "max_position_embeddings",
+  moe_router_num_groups = "n_group", moe_router_group_topk = "topk_group",
 }
 
 local function is_null(v) return v == nil or v == cjson.null end
@@ -543,6 +567,32 @@ local function layer_list(cfg, key, L, file)
   return out
 end
 
+-- A finite number >= 0 at cfg[key] (nil when absent or null).
+local function nonneg(cfg, key, file)
+  local v = cfg[key]
+  if is_null(v) then return nil end
+  if type(v) ~= "number" or not (v >= 0 and v < math.huge) then
+    util.fail(file, key, "expected a finite number >= 0", v)
+  end
+  return v + 0.0
+end
+
+--- How transformers' DeepSeek gates score a group of experts for
+-- group-limited routing: the sum of this many best expert scores per
+-- group, by `topk_method` (DeepSeek-V2 modeling_deepseek.py MoEGate
+-- "group_limited_greedy": the group's max; DeepSeek-V3 MoEGate and
+-- transformers DeepseekV3TopkRouter "noaux_tc": the sum of its top 2).
+-- "greedy" (DeepseekV2Config's default) routes without groups.
+M.GROUP_SCORE_TOPK = { group_limited_greedy = 1, noaux_tc = 2 }
+
+-- The load-balancing loss coefficient: router_aux_loss_coef (Mixtral,
+-- Qwen2/Qwen3-MoE, OLMoE) or aux_loss_alpha (DeepSeek), as Megatron-Bridge
+-- v0.5.0 CONFIG_MAPPING maps both to moe_aux_loss_coeff; 0 or absent: none.
+local function aux_loss(m, cfg, file, key)
+  local a = nonneg(cfg, key, file)
+  if a and a > 0 then m.moe_aux_loss_coeff = a end
+end
+
 -- Mixtral (transformers MixtralSparseMoeBlock): every layer's FFN is
 -- num_local_experts experts of width intermediate_size, router h*E.
 function builders.mixtral(r, cfg, file)
@@ -550,6 +600,9 @@ function builders.mixtral(r, cfg, file)
   m.num_experts = r.int("num_local_experts")
   m.experts_per_token = r.int("num_experts_per_tok", 2) -- MixtralConfig default
   m.moe_ffn_hidden_size = m.ffn_hidden_size
+  -- MixtralSparseMoeBlock: softmax, top-k, renormalised (routing_weights /=
+  -- their sum): Megatron's default top-k-then-softmax, no key to read
+  aux_loss(m, cfg, file, "router_aux_loss_coef")
   return m
 end
 
@@ -568,6 +621,11 @@ local function qwen_moe(m, r, cfg, file)
   m.moe_layer_freq = step
   m.moe_layer_phase = step - 1
   m.moe_dense_layers = layer_list(cfg, "mlp_only_layers", m.num_layers, file)
+  aux_loss(m, cfg, file, "router_aux_loss_coef")
+  -- Qwen2MoeSparseMoeBlock / Qwen3MoeSparseMoeBlock: softmax over all
+  -- experts, top-k, renormalised only when norm_topk_prob (the configs'
+  -- default false)
+  if not r.bool("norm_topk_prob", false) then m.moe_router_pre_softmax = true end
   return m
 end
 
@@ -590,6 +648,41 @@ end
 builders.qwen3_moe = function(r, cfg, file)
   local m = builders.qwen3(r, cfg, file)
   return qwen_moe(m, r, cfg, file)
+end
+
+-- DeepSeek's router (modeling_deepseek.py MoEGate of each model's own
+-- repository, DeepseekV2Config / DeepseekV3Config defaults): the score is
+-- sigmoid with the noaux_tc expert bias (V3), else softmax
+-- (`scoring_func`, checked against it); `topk_method` group_limited_greedy
+-- or noaux_tc limits a token to `topk_group` of `n_group` groups (n_group
+-- 1: no limit); the top-k weights are renormalised when top_k > 1 and
+-- `norm_topk_prob` (default false); `routed_scaling_factor` multiplies
+-- them (V2: only when not renormalised); `aux_loss_alpha` > 0 is the
+-- load-balancing loss coefficient, per sequence when `seq_aux` (default
+-- true).
+local function deepseek_router(m, r, cfg, file, v3, method)
+  local sf = cfg.scoring_func
+  local want = m.moe_router_bias and "sigmoid" or "softmax"
+  if not is_null(sf) and sf ~= want then
+    util.fail(file, "scoring_func", string.format("expected %s with topk_method %s (%s's gate)",
+      want, method, v3 and "DeepSeek-V3" or "DeepSeek-V2"), sf)
+  end
+  local k = m.experts_per_token
+  local renorm = k > 1 and r.bool("norm_topk_prob", false)
+  if not renorm then m.moe_router_pre_softmax = true end
+  local rsf = nonneg(cfg, "routed_scaling_factor", file)
+  if rsf and rsf > 0 and (v3 or not renorm) then m.moe_router_topk_scaling_factor = rsf end
+  if M.GROUP_SCORE_TOPK[method] then
+    local g = count(cfg, "n_group", 1, file)
+    if g > 1 then
+      m.moe_router_num_groups = g
+      m.moe_router_group_topk = r.int("topk_group")
+      m.moe_router_group_score_topk = M.GROUP_SCORE_TOPK[method]
+    end
+  end
+  aux_loss(m, cfg, file, "aux_loss_alpha")
+  if m.moe_aux_loss_coeff and r.bool("seq_aux", true) then m.moe_seq_aux_loss = true end
+  return m
 end
 
 -- DeepSeek-V2/V3 (modeling_deepseek.py): multi-head latent attention;
@@ -629,8 +722,12 @@ local function deepseek(r, cfg, file, v3)
   if first > 0 then m.moe_first_dense_layers = first end
   m.moe_layer_freq = r.int("moe_layer_freq", 1)
   local method = cfg.topk_method
+  if is_null(method) then method = v3 and "noaux_tc" or "greedy" end
+  if type(method) ~= "string" or not (method == "greedy" or M.GROUP_SCORE_TOPK[method]) then
+    util.fail(file, "topk_method", "expected greedy, group_limited_greedy or noaux_tc", method)
+  end
   if v3 or method == "noaux_tc" then m.moe_router_bias = true end
-  return m
+  return deepseek_router(m, r, cfg, file, v3, method)
 end
 
 builders.deepseek_v2 = function(r, cfg, file) return deepseek(r, cfg, file, false) end

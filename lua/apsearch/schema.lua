@@ -39,6 +39,12 @@ M.model = {
   original_max_position_embeddings = "nonnegint", norm_eps = "nonneg",
   yarn_beta_fast = "nonneg", yarn_beta_slow = "nonneg", yarn_mscale = "nonneg",
   yarn_mscale_all_dim = "nonneg", yarn_attention_factor = "nonneg", yarn_no_truncate = "bool",
+  -- MoE router settings (change no estimate; the launchers write them;
+  -- the core allows them only with num_experts)
+  moe_aux_loss_coeff = "nonneg", moe_seq_aux_loss = "bool",
+  moe_router_num_groups = "nonnegint", moe_router_group_topk = "nonnegint",
+  moe_router_group_score_topk = "nonnegint", moe_router_topk_scaling_factor = "nonneg",
+  moe_router_pre_softmax = "bool",
 }
 
 --- Device fields (aps_device), SI units.

@@ -183,6 +183,96 @@ static aps_status validate_mla(aps_model *m, char *err, size_t n)
     return APS_OK;
 }
 
+/*
+ * Router settings (moe_aux_loss_coeff ... moe_router_pre_softmax).  They
+ * change no estimate (no memory, FLOP or time term reads them); they are
+ * checked so that a launch config never carries a NaN, a negative value or
+ * a grouping Megatron-LM's TransformerConfig refuses (transformer_config.py
+ * @ d98e8a64: num_moe_experts % moe_router_num_groups == 0, group_topk <=
+ * num_groups) or transformers' DeepSeek gate cannot run (the chosen groups
+ * hold fewer than top-k experts).  Dense models: all must be 0 / false.
+ */
+static aps_status validate_router(const aps_model *m, char *err, size_t n)
+{
+    struct { const char *f; double v; } nums[] = {
+        {"moe_aux_loss_coeff", m->moe_aux_loss_coeff},
+        {"moe_router_topk_scaling_factor", m->moe_router_topk_scaling_factor},
+    };
+    struct { const char *f; int64_t v; } given[] = {
+        {"moe_aux_loss_coeff", m->moe_aux_loss_coeff != 0},
+        {"moe_seq_aux_loss", m->moe_seq_aux_loss},
+        {"moe_router_num_groups", m->moe_router_num_groups},
+        {"moe_router_group_topk", m->moe_router_group_topk},
+        {"moe_router_group_score_topk", m->moe_router_group_score_topk},
+        {"moe_router_topk_scaling_factor",
+         m->moe_router_topk_scaling_factor != 0},
+        {"moe_router_pre_softmax", m->moe_router_pre_softmax},
+    };
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        aps_status st = check_optional(nums[i].f, nums[i].v, err, n);
+        if (st != APS_OK)
+            return st;
+    }
+    if (m->num_experts == 0) {
+        for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
+            if (given[i].v != 0) {
+                aps_fmt(err, n, "model.%s: given without num_experts "
+                        "(a dense model)", given[i].f);
+                return APS_EINVAL;
+            }
+        return APS_OK;
+    }
+    if (m->moe_seq_aux_loss && m->moe_aux_loss_coeff == 0) {
+        aps_fmt(err, n, "model.moe_seq_aux_loss: given without "
+                "moe_aux_loss_coeff (a per-sequence loss needs its "
+                "coefficient)");
+        return APS_EINVAL;
+    }
+    int64_t E = m->num_experts, g = m->moe_router_num_groups;
+    if (g == 0) {
+        if (m->moe_router_group_topk != 0 ||
+            m->moe_router_group_score_topk != 0) {
+            aps_fmt(err, n, "model.%s: %lld given without "
+                    "moe_router_num_groups",
+                    m->moe_router_group_topk != 0
+                        ? "moe_router_group_topk"
+                        : "moe_router_group_score_topk",
+                    (long long)(m->moe_router_group_topk != 0
+                                    ? m->moe_router_group_topk
+                                    : m->moe_router_group_score_topk));
+            return APS_EINVAL;
+        }
+        return APS_OK;
+    }
+    if (g < 0 || g > E || E % g != 0) {
+        aps_fmt(err, n, "model.moe_router_num_groups: must divide "
+                "num_experts = %lld (got %lld)", (long long)E, (long long)g);
+        return APS_EINVAL;
+    }
+    int64_t gk = m->moe_router_group_topk;
+    if (gk < 1 || gk > g) {
+        aps_fmt(err, n, "model.moe_router_group_topk: must be in [1, "
+                "moe_router_num_groups = %lld] (got %lld)", (long long)g,
+                (long long)gk);
+        return APS_EINVAL;
+    }
+    if (gk * (E / g) < m->experts_per_token) {
+        aps_fmt(err, n, "model.moe_router_group_topk: %lld groups of %lld "
+                "experts hold fewer than experts_per_token = %lld",
+                (long long)gk, (long long)(E / g),
+                (long long)m->experts_per_token);
+        return APS_EINVAL;
+    }
+    int64_t sk = m->moe_router_group_score_topk;
+    if (sk < 0 || sk > E / g) {
+        aps_fmt(err, n, "model.moe_router_group_score_topk: must be 0 (not "
+                "given) or in [1, num_experts / moe_router_num_groups = "
+                "%lld] (got %lld)", (long long)(E / g), (long long)sk);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
 /* Mixture of experts: every field 0 for a dense model; sizes, top-k within
  * the experts, a layer pattern that leaves at least one MoE layer. */
 static aps_status validate_moe(aps_model *m, char *err, size_t n)
@@ -210,7 +300,7 @@ static aps_status validate_moe(aps_model *m, char *err, size_t n)
                         "(a dense model)", moe[i].f);
                 return APS_EINVAL;
             }
-        return APS_OK;
+        return validate_router(m, err, n);
     }
     aps_status st = check_range("num_experts", m->num_experts,
                                 INT64_C(1) << 16, err, n);
@@ -287,7 +377,7 @@ static aps_status validate_moe(aps_model *m, char *err, size_t n)
                 "mixture of experts");
         return APS_ENOTIMPL;
     }
-    return APS_OK;
+    return validate_router(m, err, n);
 }
 
 bool aps_model_is_moe(const aps_model *m)

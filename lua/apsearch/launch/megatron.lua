@@ -680,16 +680,112 @@ function M.moe_layer_freq(pattern)
   return body
 end
 
+--- The router flags: the model's router settings (hf.lua reads them from
+-- config.json; they change no estimate) mapped as Megatron-Bridge v0.5.0
+-- does (model_bridge.py CONFIG_MAPPING: aux_loss_alpha /
+-- router_aux_loss_coef -> moe_aux_loss_coeff, n_group ->
+-- moe_router_num_groups, topk_group -> moe_router_group_topk,
+-- routed_scaling_factor -> moe_router_topk_scaling_factor; the DeepSeek
+-- bridges' seq_aux_loss and moe_router_pre_softmax, the Qwen3-MoE
+-- bridge's aux_loss), each checked against Megatron-LM d98e8a64
+-- moe_utils.py topk_routing_with_score_function:
+--
+-- * the expert bias (moe_router_bias): --moe-router-score-function sigmoid
+--   (TransformerConfig refuses the bias with softmax) and
+--   --moe-router-enable-expert-bias;
+-- * moe_aux_loss_coeff: --moe-router-load-balancing-type seq_aux_loss
+--   (moe_seq_aux_loss: DeepSeek's per-sequence loss, whose
+--   E / (k T) normalisation sequence_load_balancing_loss_func shares) or
+--   aux_loss, and --moe-aux-loss-coeff;
+-- * moe_router_pre_softmax (weights not renormalised over the top k):
+--   --moe-router-pre-softmax with a softmax score (softmax, then top-k);
+--   with sigmoid and k > 1 NOT EXPRESSIBLE (Megatron always divides the
+--   top-k sigmoid scores by their sum); without it and k = 1 NOT
+--   EXPRESSIBLE (the renormalised weight is 1; TransformerConfig refuses
+--   top-1 softmax routing without --moe-router-pre-softmax);
+-- * moe_router_num_groups / group_topk: --moe-router-num-groups,
+--   --moe-router-group-topk when the model scores a group as Megatron's
+--   group_limited_topk does, by its best k / group_topk experts
+--   (moe_router_group_score_topk 0 or equal to it), else NOT EXPRESSIBLE;
+-- * moe_router_topk_scaling_factor: --moe-router-topk-scaling-factor.
+--
+-- What the model does not give stays at Megatron's default, named in a
+-- NOTE.
+-- @tparam table c context (apsearch.launch.context)
+-- @tparam function A flag writer
+-- @tparam function N note writer
+function M.router_args(c, A, N)
+  local m = c.model
+  local k = m.experts_per_token
+  local sigmoid = m.moe_router_bias
+  local absent = {}
+  if sigmoid then
+    -- TransformerConfig: the expert bias needs a sigmoid (or sqrtsoftplus)
+    -- score; DeepSeek-V3's scoring_func is sigmoid
+    A("--moe-router-score-function", "sigmoid")
+    A("--moe-router-enable-expert-bias")
+  end
+  local coeff = m.moe_aux_loss_coeff or 0
+  if coeff > 0 then
+    A("--moe-router-load-balancing-type", m.moe_seq_aux_loss and "seq_aux_loss" or "aux_loss")
+    A("--moe-aux-loss-coeff", M.num(coeff))
+    if not m.moe_seq_aux_loss then
+      N("NOTE", "--moe-aux-loss-coeff is the config's coefficient unchanged, as Megatron-Bridge maps it; " ..
+        "Megatron's aux_loss (switch_load_balancing_loss_func) is E/k x sum f_i P_i per MoE layer, " ..
+        "transformers' load_balancing_loss_func (Mixtral, Qwen-MoE) E x sum f_i P_i over all layers' " ..
+        "tokens pooled (k times larger at the same coefficient)")
+    end
+  else
+    absent[#absent + 1] = "the load-balancing loss (the model gives no coefficient: " ..
+      "--moe-aux-loss-coeff 0, no auxiliary loss" .. (sigmoid and "; balanced by the expert bias" or "") .. ")"
+  end
+  if m.moe_router_pre_softmax then
+    if not sigmoid then
+      A("--moe-router-pre-softmax")
+    elseif k > 1 then
+      N("NOT EXPRESSIBLE in Megatron-LM", string.format("norm_topk_prob = false with sigmoid scores " ..
+        "(moe_router_pre_softmax, top-%d): topk_routing_with_score_function divides the top-k sigmoid " ..
+        "scores by their sum; not written", k))
+    end
+  elseif k == 1 and not sigmoid then
+    N("NOT EXPRESSIBLE in Megatron-LM", "renormalised top-1 routing (weight 1): TransformerConfig " ..
+      "needs --moe-router-pre-softmax for top-1 softmax routing, which weights by the softmax " ..
+      "probability; not written (the script fails TransformerConfig's check)")
+  end
+  local g, gk = m.moe_router_num_groups or 0, m.moe_router_group_topk or 0
+  if g > 0 then
+    local sk = m.moe_router_group_score_topk or 0
+    if sk == 0 or sk == k // gk then
+      A("--moe-router-num-groups", g)
+      A("--moe-router-group-topk", gk)
+    else
+      N("NOT EXPRESSIBLE in Megatron-LM", string.format("n_group = %d, topk_group = %d with a group " ..
+        "scored by its best %d expert(s): group_limited_topk scores it by its best moe_router_topk / " ..
+        "group_topk = %d; not written (routing without groups)", g, gk, sk, k // gk))
+    end
+  else
+    absent[#absent + 1] = "group-limited routing"
+  end
+  local sf = m.moe_router_topk_scaling_factor or 0
+  if sf > 0 then
+    A("--moe-router-topk-scaling-factor", M.num(sf))
+  else
+    absent[#absent + 1] = "score scaling"
+  end
+  if #absent > 0 then
+    N("NOTE", "router settings the model does not give are Megatron's defaults: " ..
+      table.concat(absent, ", "))
+  end
+end
+
 --- Mixture-of-experts flags (megatron/core/transformer/transformer_config.py
 -- and megatron/training/arguments.py @ d98e8a64): experts, top-k, expert
 -- and shared-expert widths, which layers are MoE, expert parallel and
 -- expert tensor parallel sizes, token dispatcher (flex: the DeepEP
 -- backend, Megatron's default), grouped GEMM, capacity factor
--- (token-dropping; empty = dropless), the aux-loss-free expert bias
--- (with the sigmoid score it needs).  Routing details the estimate does
--- not model (load-balancing loss, group-limited routing, score scaling)
--- are left at Megatron's defaults with a NOTE; a model's MTP modules the
--- estimate does not train (training.mtp_num_layers 0) get a NOTE.
+-- (token-dropping; empty = dropless), the router (M.router_args); a
+-- model's MTP modules the estimate does not train (training.mtp_num_layers
+-- 0) get a NOTE.
 -- @tparam table c context (apsearch.launch.context)
 -- @tparam function A flag writer
 -- @tparam function N note writer
@@ -725,15 +821,7 @@ function M.moe_args(c, A, N)
   if (r.moe_capacity_factor or 0) > 0 then
     A("--moe-expert-capacity-factor", M.num(r.moe_capacity_factor))
   end
-  if m.moe_router_bias then
-    -- TransformerConfig: the expert bias needs a sigmoid (or sqrtsoftplus)
-    -- score; DeepSeek-V3's scoring_func is sigmoid
-    A("--moe-router-score-function", "sigmoid")
-    A("--moe-router-enable-expert-bias")
-  end
-  N("NOTE", "router settings the estimate does not model are Megatron's defaults: set the " ..
-    "load-balancing loss (--moe-router-load-balancing-type, --moe-aux-loss-coeff), group-limited " ..
-    "routing and score scaling as your model needs")
+  M.router_args(c, A, N)
   if (m.mtp_layers or 0) > 0 and (c.training.mtp_num_layers or 0) == 0 then
     N("NOTE", string.format("the model has %d multi-token-prediction module(s), not trained in the " ..
       "estimate: set training.mtp_num_layers = %d to estimate and write --mtp-num-layers",

@@ -67,6 +67,9 @@ M.megatron = {
     "--moe-expert-capacity-factor", "--moe-router-score-function",
     "--moe-router-enable-expert-bias", "--moe-router-force-load-balancing",
     "--moe-shared-expert-overlap", "--mtp-num-layers",
+    -- _add_moe_args (load balancing) and TransformerConfig router fields
+    "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-router-pre-softmax",
+    "--moe-router-num-groups", "--moe-router-group-topk", "--moe-router-topk-scaling-factor",
     -- ModelParallelConfig.overlap_moe_expert_parallel_comm (ArgumentGroupFactory)
     "--overlap-moe-expert-parallel-comm",
     -- _add_training_args / OptimizerConfig (precision-aware optimizer)
@@ -155,6 +158,24 @@ M.megatron.facts = {
   ["--cpu-offloading-num-layers"] = { type = "int", min = 0, constraint = "< num-layers" },
   ["--optimizer"] = { type = "string", values = set({ "adam", "sgd" }) },
   ["--pipeline-model-parallel-layout"] = { type = "string" },
+  -- the router (transformer_config.py, _add_moe_args, moe_utils.py
+  -- topk_routing_with_score_function)
+  ["--moe-router-score-function"] = { type = "string", values = set({ "softmax", "sigmoid", "sqrtsoftplus" }),
+    constraint = "default softmax; --moe-router-enable-expert-bias needs sigmoid or sqrtsoftplus " ..
+      "(TransformerConfig)" },
+  ["--moe-router-load-balancing-type"] = { type = "string",
+    values = set({ "aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "quantile_balancing", "none" }),
+    constraint = "default aux_loss; with --moe-expert-capacity-factor only aux_loss, seq_aux_loss, " ..
+      "global_aux_loss or none (TransformerConfig)" },
+  ["--moe-aux-loss-coeff"] = { type = "number", min = 0,
+    constraint = "default 0.0 (no auxiliary loss); nargs '+', one value per load-balancing type" },
+  ["--moe-router-num-groups"] = { type = "int", min = 1,
+    constraint = "default None; divides --num-experts (TransformerConfig)" },
+  ["--moe-router-group-topk"] = { type = "int", min = 1,
+    constraint = "default None; <= --moe-router-num-groups, which it needs (TransformerConfig); a group " ..
+      "is scored by its best moe_router_topk // group_topk experts (group_limited_topk)" },
+  ["--moe-router-topk-scaling-factor"] = { type = "number", min = 0,
+    constraint = "default None: no scaling; multiplies the top-k weights" },
 }
 
 --- torchrun (torch.distributed.run) options used in the Megatron script.

@@ -315,6 +315,55 @@ function M.model_config(s, lines, import)
   L[#L + 1] = "    )"
 end
 
+--- Expert scores a TorchTitan group score sums: TokenChoiceTopKRouter.
+-- _get_node_limited_routing_scores (torchtitan/models/common/moe.py @
+-- b5bcd76c) takes the top 2 of each group, whatever top_k is.
+M.TITAN_GROUP_SCORE_TOPK = 2
+
+--- The deepseek_v3 builder's router arguments from the model's router
+-- (torchtitan/models/deepseek_v3/__init__.py build_mla_moe_layers @
+-- b5bcd76c: router_num_expert_groups, router_num_limited_groups,
+-- router_route_scale, router_route_norm; TokenChoiceTopKRouter in
+-- models/common/moe.py: score, top-k, weights divided by their sum when
+-- route_norm, times route_scale; a group scored by the sum of its top 2):
+-- route_norm = not moe_router_pre_softmax, route_scale =
+-- moe_router_topk_scaling_factor (1.0 when not given), the groups when the
+-- model has them and scores a group by its top 2 (DeepSeek-V3 noaux_tc,
+-- or not given), else NOT EXPRESSIBLE.  A NOTE names what differs from
+-- the flavour's own routing.
+-- @tparam table m model
+-- @tparam string|nil flavor the matching flavour
+-- @tparam table routing the flavour's routing (options.torchtitan)
+-- @tparam function A builder argument writer
+-- @tparam function N note writer
+function M.moe_router_args(m, flavor, routing, A, N)
+  local g, gk = m.moe_router_num_groups or 0, m.moe_router_group_topk or 0
+  local sk = m.moe_router_group_score_topk or 0
+  local args = {}
+  if g > 0 then
+    if sk == 0 or sk == M.TITAN_GROUP_SCORE_TOPK then
+      args.router_num_expert_groups, args.router_num_limited_groups = g, gk
+    else
+      N("NOT EXPRESSIBLE in TorchTitan", string.format("n_group = %d, topk_group = %d with a group scored " ..
+        "by its best %d expert(s): TokenChoiceTopKRouter sums its top %d; not written (routing without " ..
+        "groups)", g, gk, sk, M.TITAN_GROUP_SCORE_TOPK))
+    end
+  end
+  args.router_route_scale = (m.moe_router_topk_scaling_factor or 0) > 0 and
+    m.moe_router_topk_scaling_factor + 0.0 or 1.0
+  args.router_route_norm = not m.moe_router_pre_softmax
+  local differ = {}
+  for _, k in ipairs({ "router_num_expert_groups", "router_num_limited_groups", "router_route_scale",
+    "router_route_norm" }) do
+    if args[k] ~= nil then A(k, args[k]) end
+    if args[k] ~= routing[k] then differ[#differ + 1] = k end
+  end
+  if flavor and #differ > 0 then
+    N("NOTE", string.format("router from the model, not HEAD's %s flavour: %s", flavor,
+      table.concat(differ, ", ")))
+  end
+end
+
 --- HEAD's MoE model for an MoE model, when HEAD has its family
 -- (options.torchtitan.moe_families, torchtitan b5bcd76c): qwen3 for
 -- grouped-query attention with qk-norm and routed experts only on every
@@ -325,8 +374,8 @@ end
 -- build_mla_moe_layers).  The flavour is the family's with the model's
 -- dim and vocab_size (model_registry builds the embeddings, final norm and
 -- lm_head from them); the layers are the builder's with the model's
--- numbers.  Router settings apsearch's model lacks (group-limited
--- routing, route scale and norm, MLA mscale, YaRN betas) are the
+-- numbers.  The router's groups, route scale and norm are the model's
+-- (M.moe_router_args); MLA mscale and YaRN betas the model lacks are the
 -- flavour's; the router score is sigmoid with an expert bias
 -- (moe_router_bias, DeepSeek-V3's aux-loss-free balancing), else softmax.
 -- @tparam table m model (num_experts > 0)
@@ -390,6 +439,19 @@ function M.moe_model(m, ctx)
       N("NOT EXPRESSIBLE in TorchTitan", "the router's expert bias: _build_qwen3_moe_layers routes by " ..
         "softmax without one")
     end
+    -- _build_qwen3_moe_layers: make_router_config(score_func="softmax",
+    -- route_norm=True), route_scale 1, no groups
+    if m.moe_router_pre_softmax then
+      N("NOT EXPRESSIBLE in TorchTitan", "norm_topk_prob = false (moe_router_pre_softmax): " ..
+        "_build_qwen3_moe_layers renormalises the top-k weights (route_norm=True)")
+    end
+    if (m.moe_router_topk_scaling_factor or 0) > 0 and m.moe_router_topk_scaling_factor ~= 1 then
+      N("NOT EXPRESSIBLE in TorchTitan", "routed_scaling_factor " .. M.pyfloat(m.moe_router_topk_scaling_factor) ..
+        ": _build_qwen3_moe_layers' route_scale is 1")
+    end
+    if (m.moe_router_num_groups or 0) > 0 then
+      N("NOT EXPRESSIBLE in TorchTitan", "group-limited routing: _build_qwen3_moe_layers has no expert groups")
+    end
   else
     local routing = flavor and fam.flavors[flavor].routing or {}
     if shared > 0 and shared % moe_h ~= 0 then
@@ -411,10 +473,7 @@ function M.moe_model(m, ctx)
     A("dense_hidden_dim", m.ffn_hidden_size) A("moe_hidden_dim", moe_h) A("num_experts", m.num_experts)
     A("num_shared_experts", shared // moe_h) A("router_top_k", m.experts_per_token)
     A("router_score_func", m.moe_router_bias and "sigmoid" or "softmax")
-    for _, k in ipairs({ "router_num_expert_groups", "router_num_limited_groups", "router_route_scale",
-      "router_route_norm" }) do
-      if routing[k] ~= nil then A(k, routing[k]) end
-    end
+    M.moe_router_args(m, flavor, routing, A, N)
     A("attn_backend", "flex") A("moe_comm_backend", "standard") A("non_blocking_capacity_factor", nil)
     R("dim", m.qk_rope_head_dim) R("max_context_length", ctx) R("theta", theta)
     if kind == "yarn" then
@@ -442,8 +501,6 @@ function M.moe_model(m, ctx)
           (m.yarn_attention_factor or 0) > 0 and ", given outright" or ""))
       end
     end
-    N("NOTE", string.format("router groups, route scale and norm are HEAD's %s flavour's (apsearch's model " ..
-      "does not give them)", flavor))
     if m.shared_expert_gate then
       N("NOT EXPRESSIBLE in TorchTitan", "the shared experts' sigmoid gate (build_mla_moe_layers has none)")
     end
@@ -454,6 +511,11 @@ function M.moe_model(m, ctx)
     if m.qk_norm == false and (m.norm_eps or 0) > 0 then
       N("NOTE", "the MLA latents' q_norm / kv_norm keep RMSNorm.Config's default eps")
     end
+  end
+  if (m.moe_aux_loss_coeff or 0) > 0 then
+    N("NOT EXPRESSIBLE in TorchTitan", "the load-balancing loss (coefficient " ..
+      M.pyfloat(m.moe_aux_loss_coeff) .. "): HEAD's MoE has no auxiliary loss (load_balance_coeff is " ..
+      "the expert-bias update rate)")
   end
   if m.moe_router_bias and family == "deepseek_v3" then
     N("NOTE", "the router's expert bias: HEAD updates it with the MoE load-balancing hook " ..

@@ -615,6 +615,80 @@ static void test_moe_validate_names_the_field(void **state)
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
 }
 
+/* Router settings: checked, never estimated (validate_router).  A dense
+ * model takes none; a NaN, an infinity or a negative number is refused by
+ * name; the groups must divide the experts (Megatron TransformerConfig
+ * @ d98e8a64: num_moe_experts % moe_router_num_groups == 0, group_topk <=
+ * num_groups) and the chosen groups hold top-k experts (DeepSeek MoEGate
+ * takes top_k of them).  The DeepSeek-V3 settings (n_group 8, topk_group
+ * 4 of 256 experts, top-8: 4 x 32 = 128 >= 8; sum of top 2 per group;
+ * routed_scaling_factor 2.5) pass and leave the counts unchanged. */
+static void test_moe_router_settings(void **state)
+{
+    (void)state;
+    aps_model m;
+    char err[APS_REASON_LEN];
+    fx_llama31_8b(&m);
+    m.moe_aux_loss_coeff = 0.01;
+    expect_einval(&m, "model.moe_aux_loss_coeff: given without num_experts");
+    fx_llama31_8b(&m);
+    m.moe_router_pre_softmax = true;
+    expect_einval(&m, "model.moe_router_pre_softmax: given without num_experts");
+    fx_llama31_8b(&m);
+    m.moe_router_num_groups = 8;
+    expect_einval(&m, "model.moe_router_num_groups: given without num_experts");
+
+    moe_model(&m, "moe", 4, 256, 4, 4, 512, 1000);
+    m.num_experts = 256;
+    m.experts_per_token = 8;
+    m.moe_ffn_hidden_size = 128;
+    aps_param_counts before, after;
+    counts_of(&m, &before);
+    double bad[] = {-0.001, NAN, INFINITY};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        m.moe_aux_loss_coeff = bad[i];
+        expect_einval(&m, "model.moe_aux_loss_coeff: must be 0 (not given) "
+                          "or finite and > 0");
+        m.moe_aux_loss_coeff = 0;
+        m.moe_router_topk_scaling_factor = bad[i];
+        expect_einval(&m, "model.moe_router_topk_scaling_factor: must be 0");
+        m.moe_router_topk_scaling_factor = 0;
+    }
+    m.moe_seq_aux_loss = true;
+    expect_einval(&m, "model.moe_seq_aux_loss: given without "
+                      "moe_aux_loss_coeff");
+    m.moe_aux_loss_coeff = 0.001;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+    m.moe_router_group_topk = 4;
+    expect_einval(&m, "model.moe_router_group_topk: 4 given without "
+                      "moe_router_num_groups");
+    m.moe_router_num_groups = 7;
+    expect_einval(&m, "model.moe_router_num_groups: must divide num_experts "
+                      "= 256 (got 7)");
+    m.moe_router_num_groups = 8;
+    m.moe_router_group_topk = 9;
+    expect_einval(&m, "model.moe_router_group_topk: must be in [1, "
+                      "moe_router_num_groups = 8] (got 9)");
+    m.moe_router_group_topk = 0;
+    expect_einval(&m, "(got 0)");
+    /* 64 groups of 4 experts: one group holds 4 < top-8 */
+    m.moe_router_num_groups = 64;
+    m.moe_router_group_topk = 1;
+    expect_einval(&m, "model.moe_router_group_topk: 1 groups of 4 experts "
+                      "hold fewer than experts_per_token = 8");
+    m.moe_router_num_groups = 8;
+    m.moe_router_group_topk = 4;
+    m.moe_router_group_score_topk = 33;
+    expect_einval(&m, "model.moe_router_group_score_topk: must be 0 (not "
+                      "given) or in [1, num_experts / moe_router_num_groups "
+                      "= 32] (got 33)");
+    m.moe_router_group_score_topk = 2;
+    m.moe_router_topk_scaling_factor = 2.5;
+    counts_of(&m, &after);
+    ASSERT_DBL_EXACT(after.total, before.total);
+    ASSERT_DBL_EXACT(after.active, before.active);
+}
+
 /* A Mixtral-shaped MoE on the Llama-3.1-8B body (8 experts of 14336,
  * top-2, every layer) on 8 H100, megatron, tp 1, dp 8. */
 static void moe_8b(aps_model *m, aps_cluster *c, aps_training *t,
@@ -1021,6 +1095,7 @@ int main(void)
         cmocka_unit_test(test_moe_params_deepseek_v2_lite),
         cmocka_unit_test(test_moe_params_dense_active_is_total),
         cmocka_unit_test(test_moe_validate_names_the_field),
+        cmocka_unit_test(test_moe_router_settings),
         cmocka_unit_test(test_moe_constraints),
         cmocka_unit_test(test_moe_estimate),
         cmocka_unit_test(test_alltoall_time),

@@ -1543,6 +1543,10 @@ describe("launch configs", function()
       -- aux-loss-free bias needs the sigmoid score (TransformerConfig)
       assert.are.equal("sigmoid", v["--moe-router-score-function"])
       assert.is_true(v["--moe-router-enable-expert-bias"])
+      -- config.json's group-limited routing and score scaling
+      assert.are.same({ "8", "4", "2.5" }, { v["--moe-router-num-groups"], v["--moe-router-group-topk"],
+        v["--moe-router-topk-scaling-factor"] })
+      assert.is_nil(v["--moe-aux-loss-coeff"])            -- no aux_loss_alpha in the config
       assert.is_true(v["--multi-latent-attention"])
       assert.are.equal("1536", v["--q-lora-rank"])
       assert.are.equal("512", v["--kv-lora-rank"])
@@ -1569,7 +1573,8 @@ describe("launch configs", function()
       assert.are.same({ 1536, 512, 128, 64, 128 },
         { a.q_lora_rank, a.kv_lora_rank, a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim })
       assert.are.equal("sigmoid", a.router_score_func)      -- moe_router_bias (noaux_tc)
-      -- the 671B flavour's routing, which apsearch's model does not carry
+      -- the model's routing (config.json n_group 8, topk_group 4,
+      -- routed_scaling_factor 2.5, norm_topk_prob true), the 671B flavour's too
       assert.are.same({ 8, 4, 2.5, true }, { a.router_num_expert_groups, a.router_num_limited_groups,
         a.router_route_scale, a.router_route_norm })
       assert.truthy(tt:find("non_blocking_capacity_factor=None,", 1, true))  -- required, no default
@@ -1616,6 +1621,9 @@ describe("launch configs", function()
       assert.are.equal("8", v["--num-experts"])
       assert.are.equal("2", v["--moe-router-topk"])
       assert.are.equal("14336", v["--moe-ffn-hidden-size"])
+      -- router_aux_loss_coef 0.02 (Megatron's default is 0.0: no loss)
+      assert.are.same({ "aux_loss", "0.02" }, { v["--moe-router-load-balancing-type"], v["--moe-aux-loss-coeff"] })
+      assert.is_nil(v["--moe-router-pre-softmax"])       -- Mixtral renormalises its top 2
       assert.is_nil(v["--moe-layer-freq"])               -- every layer MoE
       assert.is_nil(v["--moe-shared-expert-intermediate-size"])
       assert.is_nil(v["--moe-expert-capacity-factor"])   -- dropless

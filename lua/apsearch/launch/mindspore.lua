@@ -154,6 +154,11 @@ end
 -- @tparam table c context (apsearch.launch.context)
 -- @treturn string
 -- @treturn table notes
+--- The model's router fields (aps_model; hf.lua) the MindFormers YAML does
+-- not write; moe_keys names the ones a model gives in a NOTE.
+M.ROUTER_FIELDS = { "moe_aux_loss_coeff", "moe_seq_aux_loss", "moe_router_num_groups",
+  "moe_router_group_topk", "moe_router_topk_scaling_factor", "moe_router_pre_softmax" }
+
 --- Mixture-of-experts keys (legacy path, use_legacy: MoEConfig and
 -- ParallelConfig.expert_parallel in mindformers/tools/register/template.py,
 -- _check_moe_config in mindformers/modules/transformer/moe.py @ the
@@ -166,7 +171,8 @@ end
 -- MLA (LlamaConfig's MoE FFN is intermediate_size wide on every layer;
 -- DeepSeek's are research/deepseek3's model), the flex dispatcher, an
 -- expert TP size of its own, dropless routing (MoEConfig always has a
--- capacity, default 1.1).
+-- capacity, default 1.1).  The router settings (M.ROUTER_FIELDS) are
+-- named in a NOTE, not written.
 -- @tparam table c context (apsearch.launch.context)
 -- @tparam function K key writer
 -- @tparam function N note writer
@@ -219,6 +225,16 @@ function M.moe_keys(c, K, N)
   if (m.kv_lora_rank or 0) > 0 then
     N("NOT EXPRESSIBLE in MindFormers", "multi-head latent attention: LlamaConfig has none (MindFormers' " ..
       "DeepSeek-V3 is research/deepseek3's model, not written here)")
+  end
+  local given = {}
+  for _, f in ipairs(M.ROUTER_FIELDS) do
+    local v = m[f]
+    if v ~= nil and v ~= false and v ~= 0 then given[#given + 1] = f .. " = " .. tostring(v) end
+  end
+  if #given > 0 then
+    N("NOTE", "the model's router (" .. table.concat(given, ", ") .. ") is not written: MoEConfig's " ..
+      "aux_loss_factor, norm_topk_prob, routed_scaling_factor, n_group / topk_group are not checked " ..
+      "against the legacy routers' meaning (TopkRouterV1/V2); MoEConfig's defaults apply")
   end
 end
 

@@ -29,8 +29,9 @@
 --   over its chunks; selective -> select_recompute operator patterns
 -- * micro_batch_size -> runner_config.batch_size
 -- * MoE (M.moe_keys): ep_degree -> parallel_config.expert_parallel; the
---   experts as moe_config (expert_num, num_experts_chosen, capacity_factor,
---   use_gmm, use_allgather_dispatcher); what LlamaConfig's MoE cannot hold
+--   experts as moe_config (expert_num, num_experts_chosen, use_gmm, and
+--   without grouped GEMM routing_policy, capacity_factor,
+--   use_allgather_dispatcher); what LlamaConfig's MoE cannot hold
 --   NOT EXPRESSIBLE
 -- @module apsearch.launch.mindspore
 local options = require "apsearch.launch.options"
@@ -159,19 +160,32 @@ end
 M.ROUTER_FIELDS = { "moe_aux_loss_coeff", "moe_seq_aux_loss", "moe_router_num_groups",
   "moe_router_group_topk", "moe_router_topk_scaling_factor", "moe_router_pre_softmax" }
 
+--- MoEConfig.capacity_factor written for dropless routing without grouped
+-- GEMM: TopkRouterV2 sizes the capacity to the routed tokens for any value
+-- <= 0 (mindformers/modules/transformer/moe.py:1630 @ fd4deebc; "if
+-- capacity_factor <= 0 means dropless",
+-- research/mixtral/mixtral_8x7b/pretrain_mixtral-8x7b.yaml:36).  Override by
+-- assigning another value <= 0.
+M.DROPLESS_CAPACITY_FACTOR = -1.0
+
 --- Mixture-of-experts keys (legacy path, use_legacy: MoEConfig and
 -- ParallelConfig.expert_parallel in mindformers/tools/register/template.py,
 -- _check_moe_config in mindformers/modules/transformer/moe.py @ the
 -- options' commit): ep_degree -> parallel_config.expert_parallel (it must
 -- divide data_parallel x context_parallel), experts and top-k ->
--- moe_config.expert_num, num_experts_chosen; capacity factor ->
--- capacity_factor; grouped GEMM -> use_gmm; the allgather dispatcher ->
--- use_allgather_dispatcher.  NOT EXPRESSIBLE: an expert width other than
+-- moe_config.expert_num, num_experts_chosen.  Dropless with grouped GEMM ->
+-- use_gmm True (MoEV3, no capacity); a capacity factor or no grouped GEMM
+-- -> use_gmm False, routing_policy TopkRouterV2 (the only router MoEV2
+-- takes) and capacity_factor (M.DROPLESS_CAPACITY_FACTOR when dropless);
+-- the allgather dispatcher -> use_allgather_dispatcher (MoEV2 only).
+-- Checked by loading the YAML with MindFormers' own MindFormerConfig,
+-- check_rules, LlamaConfig, _check_moe_config, MoEV2 / MoEV3's FFN
+-- (docs/launch.md).  NOT EXPRESSIBLE: grouped GEMM together with a capacity
+-- factor (MoEV3 ignores it), an expert width other than
 -- intermediate_size, shared experts, dense layers between MoE layers and
 -- MLA (LlamaConfig's MoE FFN is intermediate_size wide on every layer;
 -- DeepSeek's are research/deepseek3's model), the flex dispatcher, an
--- expert TP size of its own, dropless routing (MoEConfig always has a
--- capacity, default 1.1).  The router settings (M.ROUTER_FIELDS) are
+-- expert TP size of its own.  The router settings (M.ROUTER_FIELDS) are
 -- named in a NOTE, not written.
 -- @tparam table c context (apsearch.launch.context)
 -- @tparam function K key writer
@@ -188,16 +202,37 @@ function M.moe_keys(c, K, N)
   end
   K("moe_config.expert_num", m.num_experts)
   K("moe_config.num_experts_chosen", m.experts_per_token)
-  if (r.moe_capacity_factor or 0) > 0 then
-    K("moe_config.capacity_factor", r.moe_capacity_factor + 0.0)
-  else
-    N("NOT EXPRESSIBLE in MindFormers", "dropless routing: MoEConfig always has a capacity " ..
-      "(capacity_factor, default 1.1); tokens over it are dropped")
-  end
-  K("moe_config.use_gmm", r.moe_grouped_gemm ~= false)
+  -- LLamaDecodeLayer (llama_transformer.py:940-953): use_gmm -> MoEV3, which
+  -- ignores capacity_factor and use_allgather_dispatcher (moev3.py:101:
+  -- tokens never dropped); else MoEV2, which refuses a routing_policy other
+  -- than TopkRouterV2 (moe.py:685; MoEConfig's default is TopkRouterV1) and
+  -- whose TopkRouterV2 drops over capacity_factor x k x tokens / experts, or
+  -- sizes the capacity to the routed tokens when capacity_factor <= 0
+  -- (moe.py:1630, _calculate_expert_capacity_dynamic)
+  local cf = r.moe_capacity_factor or 0
+  local gmm = r.moe_grouped_gemm ~= false and cf <= 0
   local d = r.moe_token_dispatcher or "alltoall"
+  K("moe_config.use_gmm", gmm, gmm and "MoEV3: dropless, no capacity" or nil)
+  if not gmm then
+    K("moe_config.routing_policy", "TopkRouterV2", "the router MoEV2 accepts")
+    if cf > 0 then
+      K("moe_config.capacity_factor", cf + 0.0)
+    else
+      K("moe_config.capacity_factor", M.DROPLESS_CAPACITY_FACTOR, "dropless")
+    end
+    if r.moe_grouped_gemm ~= false then
+      N("NOT EXPRESSIBLE in MindFormers", string.format("grouped GEMM with capacity factor %s: MoEV3 " ..
+        "(use_gmm) ignores capacity_factor; use_gmm False (MoEV2, batched experts) written to keep the " ..
+        "capacity", M.yaml_float(cf + 0.0)))
+    end
+  end
   if d == "allgather" then
-    K("moe_config.use_allgather_dispatcher", true)
+    if gmm then
+      N("NOT EXPRESSIBLE in MindFormers", "the allgather token dispatcher with grouped GEMM: MoEV3 " ..
+        "(use_gmm) has no allgather dispatcher (all-to-all written)")
+    else
+      K("moe_config.use_allgather_dispatcher", true)
+    end
   elseif d == "flex" then
     N("NOT EXPRESSIBLE in MindFormers", "the flex (DeepEP) token dispatcher: all-to-all is written")
   end

@@ -567,7 +567,11 @@ M.mindformers = {
     ["parallel_config.expert_parallel"] = { type = "int", min = 1 },
     ["moe_config.expert_num"] = { type = "int", min = 1 },
     ["moe_config.num_experts_chosen"] = { type = "int", min = 1 },
-    ["moe_config.capacity_factor"] = { type = "float", min = 0 },
+    -- capacity_factor: > 0 tokens over capacity dropped, <= 0 dropless
+    -- (TopkRouterV2, moe.py:1630); read by MoEV2 only (use_gmm False)
+    ["moe_config.capacity_factor"] = { type = "float", constraint = "<= 0: dropless" },
+    -- MoEV2 takes TopkRouterV2 only (moe.py:685; MoEConfig default TopkRouterV1)
+    ["moe_config.routing_policy"] = { type = "string", values = { TopkRouterV2 = true } },
     ["moe_config.shared_expert_num"] = { type = "int", min = 0 },
     ["moe_config.use_gmm"] = { type = "bool" },
     ["moe_config.use_allgather_dispatcher"] = { type = "bool" },

@@ -1593,7 +1593,14 @@ describe("launch configs", function()
       assert.truthy(tt:find("NOT EXPRESSIBLE in TorchTitan: moe_capacity_factor = 1.25", 1, true))
       assert.truthy(mf:find("expert_num: 256", 1, true))
       assert.truthy(mf:find("num_experts_chosen: 8", 1, true))
-      assert.truthy(mf:find("capacity_factor: 1.25", 1, true))
+      -- a capacity factor needs MoEV2 (MoEV3, use_gmm, ignores it:
+      -- mindformers moev3.py:101 @ fd4deebc), whose router must be
+      -- TopkRouterV2 (moe.py:685)
+      local moe = yaml_tree(mf).moe_config
+      assert.are.same({ 256, 8, false, "TopkRouterV2", 1.25 }, { moe.expert_num, moe.num_experts_chosen,
+        moe.use_gmm, moe.routing_policy, moe.capacity_factor })
+      assert.truthy(mf:find("NOT EXPRESSIBLE in MindFormers: grouped GEMM with capacity factor 1.25: MoEV3 " ..
+        "(use_gmm) ignores capacity_factor", 1, true))
       assert.truthy(mf:find("NOT EXPRESSIBLE in MindFormers: the flex (DeepEP) token dispatcher", 1, true))
       assert.truthy(mf:find("NOT EXPRESSIBLE in MindFormers: multi-head latent attention", 1, true))
     end
@@ -1643,6 +1650,52 @@ describe("launch configs", function()
       local mf = by[rec.rank].mindformers.text
       assert.truthy(mf:find("expert_parallel: " .. ep, 1, true))  -- ep divides dp x cp here
       assert.truthy(mf:find("expert_num: 8", 1, true))
+      -- dropless with grouped GEMM: MoEV3, no capacity, no router key
+      local moe = yaml_tree(mf).moe_config
+      assert.are.same({ 8, 2, true }, { moe.expert_num, moe.num_experts_chosen, moe.use_gmm })
+      assert.is_nil(moe.capacity_factor)
+      assert.is_nil(moe.routing_policy)
+      assert.is_nil(mf:find("dropless routing", 1, true))
+    end
+  end)
+
+  it("write MindFormers' MoE layer as LLamaDecodeLayer picks it: MoEV3 (grouped GEMM, dropless) or MoEV2", function()
+    -- mindformers fd4deebc llama_transformer.py:940-953: use_gmm -> MoEV3
+    -- (capacity_factor and use_allgather_dispatcher unread), else MoEV2
+    -- (routing_policy must be TopkRouterV2, moe.py:685; capacity_factor
+    -- <= 0 dropless, moe.py:1630)
+    local mindspore = require "apsearch.launch.mindspore"
+    local r = run_example("mixtral_8x7b_h100.lua", { top_k = 1 })
+    local rec = r.top_k_strategies[1]
+    local function moe_of(edit)
+      local saved = {}
+      for k, v in pairs(edit) do saved[k] = rec[k] ~= nil and rec[k] or false; rec[k] = v end
+      local text = mindspore.render(launch.context(r, rec))
+      for k, v in pairs(saved) do rec[k] = v ~= false and v or nil end
+      return yaml_tree(text).moe_config, text
+    end
+    -- no grouped GEMM, dropless: MoEV2 with capacity_factor -1.0
+    local moe, text = moe_of({ moe_grouped_gemm = false })
+    assert.are.same({ false, "TopkRouterV2", -1.0 }, { moe.use_gmm, moe.routing_policy, moe.capacity_factor })
+    assert.are.equal(mindspore.DROPLESS_CAPACITY_FACTOR, moe.capacity_factor)
+    assert.truthy(text:find("\n  capacity_factor: -1.0  # dropless\n", 1, true))
+    assert.is_nil(text:find("grouped GEMM with capacity", 1, true))
+    -- no grouped GEMM, capacity 1.5, allgather: all three keys on MoEV2
+    moe, text = moe_of({ moe_grouped_gemm = false, moe_capacity_factor = 1.5, moe_token_dispatcher = "allgather" })
+    assert.are.same({ false, "TopkRouterV2", 1.5, true },
+      { moe.use_gmm, moe.routing_policy, moe.capacity_factor, moe.use_allgather_dispatcher })
+    assert.is_nil(text:find("NOT EXPRESSIBLE in MindFormers: grouped GEMM", 1, true))
+    -- grouped GEMM, dropless, allgather: MoEV3 has no allgather dispatcher
+    moe, text = moe_of({ moe_token_dispatcher = "allgather" })
+    assert.are.same({ true }, { moe.use_gmm })
+    assert.is_nil(moe.use_allgather_dispatcher)
+    assert.is_nil(moe.capacity_factor)
+    assert.truthy(text:find("NOT EXPRESSIBLE in MindFormers: the allgather token dispatcher with grouped GEMM", 1, true))
+    -- every key in the fact table with an accepted value
+    for _, leaf in ipairs(parse_yaml(text)) do
+      local spec = options.mindformers.keys[leaf.path]
+      assert.is_truthy(spec, leaf.path)
+      assert.is_true(mf_value_ok(spec, leaf.value), leaf.path .. ": " .. leaf.value)
     end
   end)
 

@@ -453,7 +453,7 @@ function M.new(ss, info)
   -- tp x cp x dp (Megatron-Core parallel_state folds the expert layers'
   -- etp-ep-edp over them); etp_degree 1 unless listed (NeMo's MoE
   -- recipes); moe_token_dispatcher "alltoall", moe_capacity_factor 0
-  -- (dropless) unless listed.
+  -- (dropless) unless listed; moe_grouped_gemm a level only when listed.
   local E = info.num_experts or 0
   if E > 0 then
     local ep_given = dims.ep_degree
@@ -479,6 +479,12 @@ function M.new(ss, info)
       static = dims.moe_token_dispatcher or { MOE_DEFAULTS.moe_token_dispatcher } }
     level { name = "moe_capacity_factor", field = "moe_capacity_factor",
       static = dims.moe_capacity_factor or { MOE_DEFAULTS.moe_capacity_factor } }
+    -- grouped GEMM only when listed (else the core's default, on: NeMo's
+    -- MoE recipes, --moe-grouped-gemm); without this level a listed or
+    -- --fix'ed moe_grouped_gemm = false never reached the candidates
+    if dims.moe_grouped_gemm then
+      level { name = "moe_grouped_gemm", field = "moe_grouped_gemm", static = dims.moe_grouped_gemm }
+    end
   end
 
   -- which levels influence a later level's values

@@ -1659,6 +1659,25 @@ describe("launch configs", function()
     end
   end)
 
+  it("carry a fixed moe_grouped_gemm = false to the candidates and every launcher (was dropped: no level)", function()
+    local r = run_example("mixtral_8x7b_h100.lua", { top_k = 2, fix = { "moe_grouped_gemm=false" } })
+    local by = check_all(r)
+    for _, rec in ipairs(r.top_k_strategies) do
+      assert.is_false(rec.moe_grouped_gemm)
+      local _, flags = parse_megatron(by[rec.rank].megatron.text)
+      assert.is_nil(flags["--moe-grouped-gemm"])
+      assert.are.equal("alltoall", flags["--moe-token-dispatcher-type"])
+      assert.truthy(by[rec.rank].mindformers.text:find("\n  use_gmm: False\n", 1, true))
+      assert.truthy(by[rec.rank].torchtitan.text:find("NOT EXPRESSIBLE in TorchTitan: moe_grouped_gemm = false", 1,
+        true))
+    end
+    -- unlisted: no level, the core's default (on) and the flag
+    r = run_example("mixtral_8x7b_h100.lua", { top_k = 1 })
+    assert.is_nil(r.top_k_strategies[1].moe_grouped_gemm)
+    local _, flags = parse_megatron(check_all(r)[1].megatron.text)
+    assert.is_true(flags["--moe-grouped-gemm"])
+  end)
+
   it("write MindFormers' MoE layer as LLamaDecodeLayer picks it: MoEV3 (grouped GEMM, dropless) or MoEV2", function()
     -- mindformers fd4deebc llama_transformer.py:940-953: use_gmm -> MoEV3
     -- (capacity_factor and use_allgather_dispatcher unread), else MoEV2

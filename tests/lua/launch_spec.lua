@@ -1718,6 +1718,43 @@ describe("launch configs", function()
     end
   end)
 
+  it("always write expert_parallel_degree: 1 where ParallelDims rejects ep (deepseek_v3_671b's default is 2)", function()
+    -- ParallelDims._validate (torchtitan b5bcd76c distributed/parallel_dims.py:187-192)
+    -- raises unless expert_parallel_degree divides dp_shard x cp x tp
+    local tt_writer = require "apsearch.launch.torchtitan"
+    local function fields(rec)
+      local got, notes = {}, {}
+      tt_writer.moe_fields({ rec = rec, model = { num_experts = 64 } },
+        function(k, v) got[k] = v end, function(kind, text) notes[#notes + 1] = kind .. ": " .. text end, {})
+      return got["parallelism.expert_parallel_degree"], notes
+    end
+    -- dp_shard 2 x cp 1 x tp 4 = 8: ep 8 divides it, written as is
+    local ep, notes = fields({ ep_degree = 8, fsdp_degree = 2, tp_degree = 4, cp_degree = 1, etp_degree = 1 })
+    assert.are.equal(8, ep)
+    assert.are.same({}, notes)
+    -- dp_shard 1 x cp 1 x tp 2 = 2: ep 4 does not divide it, written as 1 with the note
+    ep, notes = fields({ ep_degree = 4, dp_degree = 8, fsdp_degree = 1, tp_degree = 2, cp_degree = 1, etp_degree = 1 })
+    assert.are.equal(1, ep)
+    assert.are.equal(1, #notes)
+    assert.truthy(notes[1]:find("NOT EXPRESSIBLE in TorchTitan: ep_degree = 4 over data-parallel replicas: " ..
+      "expert_parallel_degree must divide data_parallel_shard_degree x cp x tp = 2 (ParallelDims); written as 1", 1, true))
+    -- the example's rank 1 (dp 64, fsdp 1, tp 1, pp 16, cp 1, ep 8) starts from
+    -- deepseek_v3_671b(), whose ParallelismConfig(expert_parallel_degree=2)
+    -- ParallelDims would reject (2 does not divide 1 x 1 x 1)
+    local r = run_example("deepseek_v3_h100_1024.lua", { top_k = 3 })
+    local by = check_all(r)
+    local rec = r.top_k_strategies[1]
+    assert.are.same({ 64, 1, 1, 16, 1, 8 }, { rec.dp_degree, rec.fsdp_degree or 1, rec.tp_degree,
+      rec.pp_degree, rec.cp_degree or 1, rec.ep_degree })
+    local t = parse_titan(by[1].torchtitan.text)
+    assert.are.equal("deepseek_v3_671b", t.base)
+    assert.are.equal(1, t.fields["parallelism.expert_parallel_degree"])
+    assert.truthy(by[1].torchtitan.text:find("ep_degree = 8 over data-parallel replicas", 1, true))
+    for _, rr in ipairs(r.top_k_strategies) do
+      assert.is_not_nil(parse_titan(by[rr.rank].torchtitan.text).fields["parallelism.expert_parallel_degree"])
+    end
+  end)
+
   it("build HEAD's qwen3 MoE model for Qwen3-30B-A3B (128 experts, top-8, width 768)", function()
     local r = run_example("qwen3_30b_a3b_h100.lua", { top_k = 2 })
     local by = check_all(r)

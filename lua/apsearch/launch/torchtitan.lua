@@ -59,7 +59,8 @@
 --   model_registry does; q/k/v, wo and MLP biases -> Linear.Config bias;
 --   GELU, LayerNorm, norm bias, sliding window NOT EXPRESSIBLE; head_dim
 --   other than dim // heads and qk-norm NOT WRITTEN (the builder has none)
--- * MoE (M.moe_fields): ep_degree -> parallelism.expert_parallel_degree;
+-- * MoE (M.moe_fields): ep_degree -> parallelism.expert_parallel_degree
+--   (1 where ParallelDims rejects it: it must divide dp_shard x cp x tp);
 --   etp_degree > 1, a capacity factor NOT EXPRESSIBLE; the MoE model
 --   (M.moe_model): HEAD's qwen3 or deepseek_v3 family (base config
 --   qwen3_30b_a3b / deepseek_v3_671b, model_registry flavour with the
@@ -950,10 +951,18 @@ function M.render(c)
   return table.concat(out, "\n") .. "\n", notes
 end
 
+--- ParallelismConfig.expert_parallel_degree written when the strategy's
+-- ep_degree cannot be: 1, TorchTitan's "no expert parallelism"
+-- (torchtitan/config/configs.py ParallelismConfig at options.torchtitan's
+-- commit; ParallelDims accepts it for any dp_shard x cp x tp).
+local NO_EXPERT_PARALLEL = 1
+
 --- Mixture-of-experts settings (TorchTitan at options.torchtitan's
 -- commit): ep_degree -> parallelism.expert_parallel_degree, which must
 -- divide dp_shard x cp x tp (ParallelDims, torchtitan/distributed/
--- parallel_dims.py: the sparse mesh pp x dp_replicate x efsdp x ep).  Not
+-- parallel_dims.py:187-192 _validate: the sparse mesh pp x dp_replicate x
+-- efsdp x ep), else expert_parallel_degree = 1 (always written: the base
+-- config function's default is not always 1, deepseek_v3_671b's is 2).  Not
 -- expressible there: experts split by tensor parallelism (etp_degree > 1;
 -- the sparse mesh has no tp dimension), a capacity factor (HEAD's
 -- standard all-to-all is dropless), grouped GEMM off; the model itself:
@@ -976,12 +985,17 @@ function M.moe_fields(c, F, N, mm, why)
       "qwen3, gpt_oss config_registry.py; their model_registry flavours carry the experts) and copy the " ..
       "parallelism fields below", m.num_experts, why and (" (" .. why .. ")") or ""))
   end
+  -- Always written: the base config function's own value is not neutral
+  -- (deepseek_v3_671b sets expert_parallel_degree = 2, which ParallelDims
+  -- rejects when dp_shard x cp x tp is odd).
   if shard % ep == 0 then
     F("parallelism.expert_parallel_degree", ep)
   else
+    F("parallelism.expert_parallel_degree", NO_EXPERT_PARALLEL)
     N("NOT EXPRESSIBLE in TorchTitan", string.format("ep_degree = %d over data-parallel replicas: " ..
       "expert_parallel_degree must divide data_parallel_shard_degree x cp x tp = %d (ParallelDims); " ..
-      "not written", ep, shard))
+      "written as %d (no expert parallelism: the experts replicated or FSDP-sharded as the dense weights)",
+      ep, shard, NO_EXPERT_PARALLEL))
   end
   if etp > 1 then
     N("NOT EXPRESSIBLE in TorchTitan", string.format("etp_degree = %d: experts are sharded over ep and " ..

@@ -151,14 +151,11 @@ function M.rope_scaling(m, tr, K, N)
   end
 end
 
---- Renders the YAML.
--- @tparam table c context (apsearch.launch.context)
--- @treturn string
--- @treturn table notes
---- The model's router fields (aps_model; hf.lua) the MindFormers YAML does
--- not write; moe_keys names the ones a model gives in a NOTE.
-M.ROUTER_FIELDS = { "moe_aux_loss_coeff", "moe_seq_aux_loss", "moe_router_num_groups",
-  "moe_router_group_topk", "moe_router_topk_scaling_factor", "moe_router_pre_softmax" }
+--- TopkRouterV2's topk_method for a group scored by the sum of its best
+-- n expert scores (moe.py:1531-1540 @ fd4deebc: group_limited_greedy takes
+-- the group's max, noaux_tc the sum of its top 2), keyed by n; the same n
+-- as hf.GROUP_SCORE_TOPK (DeepSeek-V2 / V3's gates).
+M.GROUP_TOPK_METHOD = { [1] = "group_limited_greedy", [2] = "noaux_tc" }
 
 --- MoEConfig.capacity_factor written for dropless routing without grouped
 -- GEMM: TopkRouterV2 sizes the capacity to the routed tokens for any value
@@ -185,8 +182,7 @@ M.DROPLESS_CAPACITY_FACTOR = -1.0
 -- intermediate_size, shared experts, dense layers between MoE layers and
 -- MLA (LlamaConfig's MoE FFN is intermediate_size wide on every layer;
 -- DeepSeek's are research/deepseek3's model), the flex dispatcher, an
--- expert TP size of its own.  The router settings (M.ROUTER_FIELDS) are
--- named in a NOTE, not written.
+-- expert TP size of its own.  The router: M.router_keys.
 -- @tparam table c context (apsearch.launch.context)
 -- @tparam function K key writer
 -- @tparam function N note writer
@@ -261,18 +257,97 @@ function M.moe_keys(c, K, N)
     N("NOT EXPRESSIBLE in MindFormers", "multi-head latent attention: LlamaConfig has none (MindFormers' " ..
       "DeepSeek-V3 is research/deepseek3's model, not written here)")
   end
-  local given = {}
-  for _, f in ipairs(M.ROUTER_FIELDS) do
-    local v = m[f]
-    if v ~= nil and v ~= false and v ~= 0 then given[#given + 1] = f .. " = " .. tostring(v) end
+  M.router_keys(c, K, N, gmm)
+end
+
+--- The router keys (the model's router fields, hf.lua) for the MoE layer
+-- LLamaDecodeLayer builds (MoEV3 with use_gmm, else MoEV2 with
+-- TopkRouterV2; llama_transformer.py:940-953 @ fd4deebc), each checked
+-- against what those routers compute (moe.py TopkRouterV2.construct
+-- :1522-1567, moev3.py MoEV3.construct :225-245) and transformers'
+-- routers (MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock /
+-- Qwen3MoeSparseMoeBlock: softmax in float32 over all experts, top-k,
+-- renormalised always (Mixtral) or when norm_topk_prob (Qwen); DeepSeek's
+-- MoEGate, hf.lua):
+--
+-- * moe_router_bias: use_gating_sigmoid (sigmoid scores); the expert bias
+--   itself NOT EXPRESSIBLE (balance_via_topk_bias's bias is moved only by
+--   TopkBiasBalanceCallback, through feed_forward.routed_experts, a layer
+--   LLamaDecodeLayer does not have: callback.py:2291-2325);
+-- * with num_experts_chosen > 1, norm_topk_prob = not
+--   moe_router_pre_softmax (both routers divide the top-k scores by their
+--   sum + 1e-9 when True, MoEConfig's default); top-1 routing renormalised
+--   to weight 1 NOT EXPRESSIBLE (they renormalise only when k > 1);
+-- * moe_router_topk_scaling_factor: routed_scaling_factor (both multiply
+--   the weights by it after renormalising);
+-- * moe_router_num_groups / group_topk: n_group, topk_group and
+--   topk_method (M.GROUP_TOPK_METHOD by moe_router_group_score_topk, or
+--   top-k / group_topk when 0, as Megatron scores a group) with MoEV2;
+--   NOT EXPRESSIBLE with MoEV3 (no group-limited routing) or another group
+--   score;
+-- * moe_aux_loss_coeff (and moe_seq_aux_loss): NOT EXPRESSIBLE.  Both
+--   routers compute the expert loss alpha x E x sum_i P_i x c_i / (k N)
+--   (_expert_load_balancing, alpha = aux_loss_factors at aux_loss_types
+--   "expert", default none), but LLamaDecodeLayer builds them without
+--   return_extra_loss, so it never reaches the training loss;
+--   aux_loss_factor (default 0.05) is read only by the TopkRouterV1 MoE
+--   layer (moe.py:323, 369), which this YAML does not build.
+-- @tparam table c context (apsearch.launch.context)
+-- @tparam function K key writer
+-- @tparam function N note writer
+-- @tparam boolean gmm use_gmm written (MoEV3), else MoEV2
+function M.router_keys(c, K, N, gmm)
+  local m = c.model
+  local k, E = m.experts_per_token, m.num_experts
+  local layer = gmm and "MoEV3" or "TopkRouterV2"
+  if m.moe_router_bias then
+    K("moe_config.use_gating_sigmoid", true, "sigmoid scores")
+    N("NOT EXPRESSIBLE in MindFormers", "the expert bias (moe_router_bias): balance_via_topk_bias's bias is " ..
+      "updated only by TopkBiasBalanceCallback through feed_forward.routed_experts, which LLamaDecodeLayer's " ..
+      layer .. " does not have; sigmoid scores without the bias written")
   end
-  if #given > 0 then
-    N("NOTE", "the model's router (" .. table.concat(given, ", ") .. ") is not written: MoEConfig's " ..
-      "aux_loss_factor, norm_topk_prob, routed_scaling_factor, n_group / topk_group are not checked " ..
-      "against the legacy routers' meaning (TopkRouterV1/V2); MoEConfig's defaults apply")
+  if k > 1 then
+    K("moe_config.norm_topk_prob", not m.moe_router_pre_softmax,
+      m.moe_router_pre_softmax and "top-k weights not renormalised" or "top-k weights renormalised")
+  elseif not m.moe_router_pre_softmax then
+    N("NOT EXPRESSIBLE in MindFormers", "renormalised top-1 routing (weight 1): " .. layer ..
+      " renormalises only when num_experts_chosen > 1, so the weight is the router score")
+  end
+  local sf = m.moe_router_topk_scaling_factor or 0
+  if sf > 0 then K("moe_config.routed_scaling_factor", sf + 0.0) end
+  local g, gk = m.moe_router_num_groups or 0, m.moe_router_group_topk or 0
+  if g > 0 then
+    local sk = m.moe_router_group_score_topk or 0
+    if sk == 0 then sk = k // gk end
+    local method = M.GROUP_TOPK_METHOD[sk]
+    if gmm then
+      N("NOT EXPRESSIBLE in MindFormers", string.format("n_group = %d, topk_group = %d: MoEV3 (use_gmm) has " ..
+        "no group-limited routing; not written (routing without groups)", g, gk))
+    elseif not method or E % g ~= 0 then
+      N("NOT EXPRESSIBLE in MindFormers", string.format("n_group = %d, topk_group = %d with a group scored " ..
+        "by its best %d expert(s) over %d experts: TopkRouterV2 scores a group by its max " ..
+        "(group_limited_greedy) or top-2 sum (noaux_tc) over n_group equal groups; not written", g, gk, sk, E))
+    else
+      K("moe_config.topk_method", method)
+      K("moe_config.n_group", g)
+      K("moe_config.topk_group", gk)
+    end
+  end
+  local coeff = m.moe_aux_loss_coeff or 0
+  if coeff > 0 then
+    N("NOT EXPRESSIBLE in MindFormers", string.format("the load-balancing loss (moe_aux_loss_coeff = %s%s): " ..
+      "LLamaDecodeLayer builds %s without return_extra_loss, so its expert balancing loss " ..
+      "(aux_loss_types / aux_loss_factors) never reaches the training loss; MoEConfig's aux_loss_factor " ..
+      "(default 0.05) is read only by the TopkRouterV1 MoE layer, not built here; no balancing loss is " ..
+      "trained, none written", M.yaml_float(coeff + 0.0), m.moe_seq_aux_loss and ", per sequence" or "",
+      gmm and "MoEV3" or "MoEV2"))
   end
 end
 
+--- Renders the YAML.
+-- @tparam table c context (apsearch.launch.context)
+-- @treturn string
+-- @treturn table notes
 function M.render(c)
   local r, m, tr = c.rec, c.model, c.training
   local notes = {}

@@ -575,6 +575,22 @@ M.mindformers = {
     ["moe_config.shared_expert_num"] = { type = "int", min = 0 },
     ["moe_config.use_gmm"] = { type = "bool" },
     ["moe_config.use_allgather_dispatcher"] = { type = "bool" },
+    -- the router keys MoEV2's TopkRouterV2 (moe.py:1522-1567) and MoEV3
+    -- (moev3.py:225-245) read, with MoEConfig's defaults (moe.py:131):
+    -- use_gating_sigmoid (default False: softmax), norm_topk_prob (default
+    -- True: the top-k weights divided by their sum + 1e-9 when
+    -- num_experts_chosen > 1), routed_scaling_factor (default 1.0: the
+    -- weights multiplied by it); topk_method, n_group, topk_group
+    -- (group-limited routing, TopkRouterV2 only: a group scored by its max
+    -- (group_limited_greedy) or its top-2 sum (noaux_tc), the top
+    -- topk_group groups kept, the others' scores set to 0)
+    ["moe_config.use_gating_sigmoid"] = { type = "bool" },
+    ["moe_config.norm_topk_prob"] = { type = "bool" },
+    ["moe_config.routed_scaling_factor"] = { type = "float", constraint = "> 0 (default 1.0)" },
+    ["moe_config.topk_method"] = { type = "string",
+      values = { greedy = true, group_limited_greedy = true, noaux_tc = true } },
+    ["moe_config.n_group"] = { type = "int", min = 1, constraint = "divides expert_num" },
+    ["moe_config.topk_group"] = { type = "int", min = 1, constraint = "<= n_group" },
   },
 }
 

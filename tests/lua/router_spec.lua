@@ -8,7 +8,10 @@
 -- does (model_bridge.py CONFIG_MAPPING, the DeepSeek and Qwen3-MoE
 -- bridges), checked against Megatron-LM d98e8a64 moe_utils.py
 -- topk_routing_with_score_function; TorchTitan's deepseek_v3 builder
--- (b5bcd76c) takes the model's groups, route scale and route norm.
+-- (b5bcd76c) takes the model's groups, route scale and route norm; the
+-- MindFormers writer writes the keys LLamaDecodeLayer's MoEV3 / MoEV2
+-- (TopkRouterV2) read, checked against mindformers fd4deebc moe.py /
+-- moev3.py.
 -- Expected values are the configs' own numbers (shared/models/moe,
 -- examples/models).
 --
@@ -18,6 +21,8 @@ local cjson = require "cjson"
 local hf = require "apsearch.hf"
 local megatron = require "apsearch.launch.megatron"
 local tt = require "apsearch.launch.torchtitan"
+local mindspore = require "apsearch.launch.mindspore"
+local options = require "apsearch.launch.options"
 local H = require "spec_helpers"
 
 local ROOT = H.ROOT
@@ -266,6 +271,119 @@ describe("router settings in the CLI", function()
     assert.is_true(m.moe_router_pre_softmax)
     for _, k in ipairs(ROUTER_FIELDS) do
       if k ~= "moe_router_pre_softmax" then assert.is_nil(m[k], k) end
+    end
+  end)
+end)
+
+-- MindFormers' router keys (moe_config.* -> value) and notes for a model,
+-- on MoEV3 (gmm) or MoEV2 (TopkRouterV2)
+local function mf_router(m, gmm)
+  local keys, notes = {}, {}
+  mindspore.router_keys({ model = m }, function(k, v)
+    assert.is_nil(keys[k], k)
+    keys[k] = v
+  end, function(kind, text) notes[#notes + 1] = kind .. ": " .. text end, gmm)
+  return keys, table.concat(notes, "\n")
+end
+
+-- the moe_config block of a MindFormers YAML as key -> text value
+local function moe_block(text)
+  local block = text:match("\nmoe_config:\n(.-)\n%S") or text:match("\nmoe_config:\n(.*)$")
+  local t = {}
+  for k, v in block:gmatch("\n?  ([%w_]+): ([^#\n]-)%s*[#\n]") do t[k] = v end
+  return t
+end
+
+describe("MindFormers router keys (LLamaDecodeLayer's MoEV3 / MoEV2 @ fd4deebc)", function()
+  local LOSS = "NOT EXPRESSIBLE in MindFormers: the load-balancing loss (moe_aux_loss_coeff = "
+
+  it("of Mixtral, Qwen3-MoE and Qwen1.5-MoE: norm_topk_prob as the config renormalises, no loss", function()
+    -- MixtralSparseMoeBlock renormalises its top 2 (MoEConfig's default
+    -- True, written); router_aux_loss_coef 0.02 cannot reach the loss
+    for _, gmm in ipairs({ true, false }) do
+      local k, n = mf_router(hf.load(ROOT .. "/examples/models/mixtral-8x7b.json"), gmm)
+      assert.are.same({ ["moe_config.norm_topk_prob"] = true }, k)
+      assert.truthy(n:find(LOSS .. "0.02): LLamaDecodeLayer builds " .. (gmm and "MoEV3" or "MoEV2") ..
+        " without return_extra_loss", 1, true), n)
+      assert.truthy(n:find("aux_loss_factor (default 0.05) is read only by the TopkRouterV1 MoE layer", 1, true))
+    end
+    -- Qwen3-30B-A3B: norm_topk_prob true, router_aux_loss_coef 0.001
+    local k, n = mf_router(hf.load(ROOT .. "/examples/models/qwen3-30b-a3b.json"), true)
+    assert.are.same({ ["moe_config.norm_topk_prob"] = true }, k)
+    assert.truthy(n:find(LOSS .. "0.001): ", 1, true), n)
+    -- Qwen1.5-MoE-A2.7B: norm_topk_prob false (the softmax weights of the
+    -- top 4 as they are), no coefficient in the file: no note at all
+    k, n = mf_router(hf.load(MOE .. "/qwen1.5-moe-a2.7b.json"), true)
+    assert.are.same({ ["moe_config.norm_topk_prob"] = false }, k)
+    assert.are.equal("", n)
+  end)
+
+  it("of DeepSeek: sigmoid, scaling, groups on TopkRouterV2 only; the expert bias not expressible", function()
+    local v3 = hf.load(ROOT .. "/examples/models/deepseek-v3.json")
+    -- MoEV2: noaux_tc scores a group by its top-2 sum (moe.py:1537), as
+    -- DeepSeek-V3's gate; n_group 8, topk_group 4, routed_scaling_factor 2.5
+    local k, n = mf_router(v3, false)
+    assert.are.same({ ["moe_config.use_gating_sigmoid"] = true, ["moe_config.norm_topk_prob"] = true,
+      ["moe_config.routed_scaling_factor"] = 2.5, ["moe_config.topk_method"] = "noaux_tc",
+      ["moe_config.n_group"] = 8, ["moe_config.topk_group"] = 4 }, k)
+    assert.truthy(n:find("NOT EXPRESSIBLE in MindFormers: the expert bias (moe_router_bias)", 1, true), n)
+    assert.is_nil(n:find("load-balancing", 1, true))      -- aux_loss_alpha absent
+    -- MoEV3 has no group-limited routing
+    k, n = mf_router(v3, true)
+    assert.is_nil(k["moe_config.n_group"])
+    assert.is_nil(k["moe_config.topk_method"])
+    assert.truthy(n:find("NOT EXPRESSIBLE in MindFormers: n_group = 8, topk_group = 4: MoEV3 (use_gmm) has " ..
+      "no group-limited routing", 1, true), n)
+    -- no score count given (Megatron's meaning): top-k / group_topk = 8 / 4 = 2 -> noaux_tc
+    v3.moe_router_group_score_topk = nil
+    assert.are.equal("noaux_tc", mf_router(v3, false)["moe_config.topk_method"])
+    -- a group scored by its best 3: neither max nor top-2 sum
+    v3.moe_router_group_score_topk = 3
+    k, n = mf_router(v3, false)
+    assert.is_nil(k["moe_config.n_group"])
+    assert.truthy(n:find("n_group = 8, topk_group = 4 with a group scored by its best 3 expert(s) over 256", 1,
+      true), n)
+    -- DeepSeek-V2-Lite: greedy top-6, not renormalised, routed_scaling_factor 1.0
+    k = mf_router(hf.load(MOE .. "/deepseek-v2-lite.json"), true)
+    assert.are.same({ ["moe_config.norm_topk_prob"] = false, ["moe_config.routed_scaling_factor"] = 1.0 }, k)
+  end)
+
+  it("top-1: renormalised (weight 1) not expressible, as they renormalise only when k > 1", function()
+    local m = model_of(ROOT .. "/examples/models/mixtral-8x7b.json", function(c) c.num_experts_per_tok = 1 end)
+    local k, n = mf_router(m, true)
+    assert.is_nil(k["moe_config.norm_topk_prob"])
+    assert.truthy(n:find("NOT EXPRESSIBLE in MindFormers: renormalised top-1 routing (weight 1): MoEV3 " ..
+      "renormalises only when num_experts_chosen > 1", 1, true), n)
+  end)
+
+  it("in the YAML apsearch writes, each key registered with an accepted value", function()
+    local dir = H.tmpdir()
+    local want = {
+      { ROOT .. "/examples/models/mixtral-8x7b.json", { expert_num = "8", num_experts_chosen = "2",
+        norm_topk_prob = "True" }, "0.02" },
+      { ROOT .. "/examples/models/qwen3-30b-a3b.json", { expert_num = "128", num_experts_chosen = "8",
+        norm_topk_prob = "True" }, "0.001" },
+      { MOE .. "/qwen1.5-moe-a2.7b.json", { expert_num = "60", num_experts_chosen = "4",
+        norm_topk_prob = "False" }, nil },
+    }
+    for i, w in ipairs(want) do
+      local out = dir .. "/m" .. i
+      local code, _, err = H.apsearch("run", "--model", w[1], "--cluster", "h100-sxm-80gb:2x8", "--fix",
+        "moe_grouped_gemm=true", "--top-k", "1", "--out", out, "--quiet")
+      assert.are.equal(0, code, err)
+      local text = H.read(out .. "/launch/rank1_mindformers.yaml")
+      local moe = moe_block(text)
+      for key, v in pairs(w[2]) do assert.are.equal(v, moe[key], key) end
+      for _, key in ipairs({ "aux_loss_factor", "aux_loss_types", "aux_loss_factors", "routed_scaling_factor",
+        "use_gating_sigmoid", "topk_method", "n_group", "topk_group" }) do
+        assert.is_nil(moe[key], key)
+      end
+      for key in pairs(moe) do assert.is_truthy(options.mindformers.keys["moe_config." .. key], key) end
+      if w[3] then
+        assert.truthy(text:find("# " .. LOSS .. w[3] .. "): ", 1, true), w[1])
+      else
+        assert.is_nil(text:find("load-balancing", 1, true))
+      end
     end
   end)
 end)

@@ -214,6 +214,16 @@ M.ROPE_SCALING = { "llama3", "linear", "yarn" }
 --- config.json keys of the norm epsilon, first present wins.
 M.NORM_EPS_KEYS = { "rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps" }
 
+-- A finite number >= 0 at cfg[key] (nil when absent or null).
+local function nonneg(cfg, key, file)
+  local v = cfg[key]
+  if is_null(v) then return nil end
+  if type(v) ~= "number" or not (v >= 0 and v < math.huge) then
+    util.fail(file, key, "expected a finite number >= 0", v)
+  end
+  return v + 0.0
+end
+
 -- A positive finite number at cfg[key] (nil when absent or null).
 local function positive(cfg, key, file)
   local v = cfg[key]
@@ -268,13 +278,8 @@ local function numerics(m, cfg, file)
       if rs.truncate == false then m.yarn_no_truncate = true end
     end
     for key, field in pairs({ mscale = "yarn_mscale", mscale_all_dim = "yarn_mscale_all_dim" }) do
-      local v = rs[key]
-      if not is_null(v) then
-        if type(v) ~= "number" or not (v >= 0 and v < math.huge) then
-          util.fail(where, key, "expected a finite number >= 0", v)
-        end
-        if v > 0 then m[field] = v + 0.0 end
-      end
+      local v = nonneg(rs, key, where)
+      if v and v > 0 then m[field] = v end
     end
   end
   local omp = rs.original_max_position_embeddings
@@ -565,16 +570,6 @@ local function layer_list(cfg, key, L, file)
   table.sort(out)
   if #out == 0 then return nil end
   return out
-end
-
--- A finite number >= 0 at cfg[key] (nil when absent or null).
-local function nonneg(cfg, key, file)
-  local v = cfg[key]
-  if is_null(v) then return nil end
-  if type(v) ~= "number" or not (v >= 0 and v < math.huge) then
-    util.fail(file, key, "expected a finite number >= 0", v)
-  end
-  return v + 0.0
 end
 
 --- How transformers' DeepSeek gates score a group of experts for

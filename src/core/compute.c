@@ -155,8 +155,9 @@ static double layer_qk_norm_bytes(const aps_model *m, const aps_training *t,
 }
 
 /** HBM bytes of the memory-bound kernels of one layer's forward: norms
- *  (and the Q / K norms), residuals, RoPE on q and k, the activation function, dropout, and the
- *  softmax over the scores without flash attention. */
+ *  (and the Q / K norms), residuals, RoPE on q and k, the activation
+ *  function, dropout, and the softmax over the scores without flash
+ *  attention. */
 static double layer_membound_bytes(const aps_model *m, const aps_training *t,
                                    const layer_shape *x)
 {

@@ -12,6 +12,20 @@ local ROOT = os.getenv("APS_ROOT") or "."
 local DENSE = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf.csv"
 local MOE = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf_moe.csv"
 
+-- id -> entry of an array of cases or rows (their case_id)
+local function by_id(list)
+  local by = {}
+  for _, x in ipairs(list) do by[x.case_id] = x end
+  return by
+end
+
+-- the MoE file estimated once for the tests that only read the result
+local moe_result
+local function moe_run()
+  moe_result = moe_result or validate.run(MOE)
+  return moe_result
+end
+
 local function finite(x) return type(x) == "number" and x == x and x > -math.huge and x < math.huge end
 
 local function check_finite(r)
@@ -35,7 +49,7 @@ describe("held out: Megatron-Bridge performance summaries", function()
   end)
 
   it("estimates all 88 MoE rows (Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3 with and without MTP)", function()
-    local r = validate.run(MOE)
+    local r = moe_run()
     assert.are.equal(88, r.summary.cases)
     assert.are.equal(0, r.summary.failed)
     check_finite(r)
@@ -47,7 +61,7 @@ describe("held out: Megatron-Bridge performance summaries", function()
     -- qk_norm column); with hidden_size / heads = 64 instead of head_dim 128 the
     -- attention would lose L * (2*h*a*64 + 2*h*kv*64) = 48 * (2*2048*32*64 +
     -- 2*2048*4*64) = 452,984,832
-    local r = validate.run(MOE)
+    local r = moe_run()
     local qwen
     for _, c in ipairs(r.cases) do
       if c.model == "Qwen3-30B-A3B" then qwen = c break end
@@ -80,9 +94,7 @@ describe("held out: Megatron-Bridge performance summaries", function()
   end)
 
   it("prices the forced-balance routing of Megatron-Bridge's scripts from 25.09 on (load 1, not 1.25)", function()
-    local r = validate.run(MOE)
-    local by = {}
-    for _, c in ipairs(r.cases) do by[c.case_id] = c end
+    local by = by_id(moe_run().cases)
     -- mbm023: Qwen3-30B-A3B, 25.11, 8 B200, EP 8, MBS 1, dropless all-to-all;
     -- qwen3_llm_pretrain.py:47 at v0.2.0 forces the balance
     local c = by.mbm023
@@ -110,8 +122,7 @@ describe("held out: Megatron-Bridge performance summaries", function()
     -- mbm047: Qwen3-235B-A22B, 26.02.01 (v0.3.1), 256 H100: the base config
     -- names moe_flex_dispatcher_backend = deepep, qwen3_235b_a22b_pretrain_
     -- config_h100 sets moe_token_dispatcher_type = "alltoall"
-    local by = {}
-    for _, x in ipairs(validate.load(MOE)) do by[x.case_id] = x end
+    local by = by_id(validate.load(MOE))
     assert.are.equal("h100-sxm-80gb", by.mbm047.device)
     assert.are.equal("alltoall", by.mbm047.moe_token_dispatcher)
     assert.truthy(by.mbm047.notes:find("qwen3_235b_a22b_pretrain_config_h100", 1, true))
@@ -123,13 +134,10 @@ describe("held out: Megatron-Bridge performance summaries", function()
   it("writes the recipe's moe_a2a_overlap as overlap_moe_expert_parallel_comm, and validate prices it", function()
     -- v0.5.0 QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1: moe_a2a_overlap=True
     -- (26.06, mbm073); v0.4.1's entry (26.04.01, mbm062, same layout) has none
-    local rows = {}
-    for _, x in ipairs(validate.load(MOE)) do rows[x.case_id] = x end
+    local rows = by_id(validate.load(MOE))
     assert.are.equal("true", rows.mbm073.overlap_moe_expert_parallel_comm)
     assert.are.equal("", rows.mbm062.overlap_moe_expert_parallel_comm)
-    local r = validate.run(MOE)
-    local by = {}
-    for _, c in ipairs(r.cases) do by[c.case_id] = c end
+    local by = by_id(moe_run().cases)
     assert.is_true(by.mbm073.inputs.training.overlap_moe_expert_parallel_comm)
     assert.is_nil(by.mbm062.inputs.training.overlap_moe_expert_parallel_comm)
     -- the same layout (8 GB200, EP 8, MBS 4, flex): the overlap hides the
@@ -151,10 +159,9 @@ end)
 
 describe("the held-out DeepSeek-V3 runs", function()
   it("train the recipe's MTP module, and 25.09 on H100 runs DeepEP with the 1F1B overlap (run_script.py)", function()
-    local r = validate.run(MOE)
-    local by, mtp, without = {}, 0, 0
+    local r = moe_run()
+    local by, mtp, without = by_id(r.cases), 0, 0
     for _, c in ipairs(r.cases) do
-      by[c.case_id] = c
       if c.model == "DeepSeek-V3" then
         if c.inputs.training.mtp_num_layers == 1 then mtp = mtp + 1 else without = without + 1 end
       end

@@ -12,16 +12,29 @@
 #    or by the kill; DIR is then one complete set, that of the run that
 #    finished last when both finished.
 #
-# User files next to DIR and in a look-alike set directory (with a marker,
-# a notes.txt and a launch/rank1_foo.sh symlink to a file outside) must
-# stay byte for byte; after a final clean run only the lock, DIR, its set
-# and the user's files may remain.  Prints the counts; exit 1 on any fault.
+# User files next to DIR, in a look-alike set directory (with a marker,
+# a notes.txt and a launch/rank1_foo.sh symlink to a file outside) and a
+# launch file the user added to a real set (launch/rank9_megatron.sh, so
+# that set must be kept) must stay byte for byte; after a final clean run
+# only the lock, DIR, its set, the kept set and the user's files may
+# remain.  Then the --out contract's other cases (docs/outputs.md):
+#
+# 3. RACES runs (default 40) while a user replaces DIR with a file of their
+#    own at a random moment: each run ends 0 or 2, the user's file is
+#    never replaced;
+# 4. a plain directory holding the user's result.json and report.html is
+#    refused (exit 2) and untouched; a private (0700) directory keeps its
+#    permissions in the set that replaces it; a neighbouring --out whose
+#    name extends DIR's (`out.apsearch-set-<id>`) keeps its set.
+#
+# Prints the counts; exit 1 on any fault.
 set -u
 cd "$(dirname "$0")/.."
 BIN=${APS_BIN:-$PWD/build/apsearch}
 POLICY=${POLICY:-examples/llama3_70b_h100.lua}
 KILLS=${1:-300}
 PAIRS=${2:-60}
+RACES=${3:-40}
 CHECK="lua5.4 scripts/check-out-set.lua"
 W=$(mktemp -d)
 B=$W/base
@@ -35,6 +48,15 @@ ln -s "$W/outside.sh" "$B/.out.apsearch-set-user/launch/rank1_foo.sh"
 user_sum() {
   { cat "$W/outside.sh" "$B/user.txt" "$B/.out.apsearch-set-user/notes.txt" \
         "$B/.out.apsearch-set-user/.apsearch-set"
+    readlink "$B/.out.apsearch-set-user/launch/rank1_foo.sh"; } 2>&1 | md5sum
+}
+# a launch file added by hand to a real set: that set is kept from then on
+"$BIN" run "$POLICY" --quiet --top-k 1 --out "$DIR" >/dev/null 2>&1 || { echo "FAULT: first run"; exit 1; }
+KEPT=$(readlink "$DIR")
+echo "mine" > "$DIR/launch/rank9_megatron.sh"
+user_sum() {
+  { cat "$W/outside.sh" "$B/user.txt" "$B/.out.apsearch-set-user/notes.txt" \
+        "$B/.out.apsearch-set-user/.apsearch-set" "$B/$KEPT/launch/rank9_megatron.sh"
     readlink "$B/.out.apsearch-set-user/launch/rank1_foo.sh"; } 2>&1 | md5sum
 }
 USER_SUM=$(user_sum)
@@ -51,12 +73,12 @@ leftovers() {
   for n in "$B"/.out.apsearch-set-* "$B"/.out.apsearch-link-*; do
     [ -e "$n" ] || [ -L "$n" ] || continue
     n=${n##*/}
-    [ "$n" = "$cur" ] || [ "$n" = ".out.apsearch-set-user" ] || c=$((c + 1))
+    [ "$n" = "$cur" ] || [ "$n" = ".out.apsearch-set-user" ] || [ "$n" = "$KEPT" ] || c=$((c + 1))
   done
   echo $c
 }
 
-prev=""
+prev=$KEPT
 killed=0 completed=0 switched_killed=0 kept_killed=0 none=0 max_left=0
 for i in $(seq 1 "$KILLS"); do
   k=$((1 + RANDOM % 8))
@@ -122,10 +144,47 @@ echo "pairs: $PAIRS ($((PAIRS / 2)) with the second run killed at random): DIR h
 "$BIN" run "$POLICY" --quiet --out "$DIR" >/dev/null 2>"$W/err" || fault "final run: $(cat "$W/err")"
 $CHECK "$DIR" >/dev/null || fault "final set"
 cur=$(readlink "$DIR")
-expect=$(printf '%s\n' .out.apsearch-lock "$cur" .out.apsearch-set-user out user.txt | sort)
+expect=$(printf '%s\n' .out.apsearch-lock "$cur" "$KEPT" .out.apsearch-set-user out user.txt | sort)
 got=$(ls -A "$B" | sort)
 [ "$got" = "$expect" ] || fault "after a clean run: $(echo $got)"
 [ "$(user_sum)" = "$USER_SUM" ] || fault "a user file changed"
-echo "final: $(ls -A "$B" | wc -l) entries next to DIR (lock, link, set, the user's two); faults $faults"
+echo "final: $(ls -A "$B" | wc -l) entries next to DIR (lock, link, set, the kept set, the user's two); faults $faults"
+
+# 3. a user replaces DIR with their own file while runs go on
+R=$W/race; mkdir -p "$R"; f0=$faults; race_ok=0 race_refused=0
+for j in $(seq 1 "$RACES"); do
+  rm -f "$R/out"
+  "$BIN" run "$POLICY" --quiet --top-k 1 --out "$R/out" >/dev/null 2>"$W/err" &
+  p=$!
+  sleep "$(rand_time)"
+  rm -f "$R/out"; echo "mine $j" > "$R/out"
+  wait $p; r=$?
+  case $r in
+    0) race_ok=$((race_ok + 1)) ;;
+    2) grep -q "changed while apsearch ran\|is a file, not a directory" "$W/err" \
+         || fault "race $j: exit 2: $(cat "$W/err")"
+       race_refused=$((race_refused + 1)) ;;
+    *) fault "race $j: exit $r: $(cat "$W/err")" ;;
+  esac
+  [ "$(cat "$R/out" 2>/dev/null)" = "mine $j" ] || fault "race $j: the user's file at DIR was replaced"
+done
+echo "races: $RACES runs while DIR was replaced by a user's file: $race_ok finished first, $race_refused stopped (exit 2); $((faults - f0)) faults"
+
+# 4. a plain directory of the user's, a private directory, a neighbour
+P=$W/plain; mkdir -p "$P/out"; echo '{"mine":1}' > "$P/out/result.json"; echo mine > "$P/out/report.html"
+"$BIN" run "$POLICY" --quiet --out "$P/out" >/dev/null 2>&1; r=$?
+[ $r = 2 ] || fault "plain directory: exit $r"
+[ "$(cat "$P/out/result.json" "$P/out/report.html")" = "$(printf '{"mine":1}\nmine')" ] && [ "$(ls -A "$P")" = out ] \
+  || fault "plain directory: the user's files changed"
+mkdir -m 0700 "$P/priv"
+"$BIN" run "$POLICY" --quiet --out "$P/priv" >/dev/null 2>&1 || fault "private directory: run failed"
+[ "$(stat -L -c %a "$P/priv")" = 700 ] || fault "private directory: its set is $(stat -L -c %a "$P/priv")"
+NB=$B/out.apsearch-set-20250101T000000Z-1-abcdef
+"$BIN" run "$POLICY" --quiet --out "$NB" >/dev/null 2>&1 || fault "neighbour: run failed"
+nid=$($CHECK "$NB")
+"$BIN" run "$POLICY" --quiet --out "$DIR" >/dev/null 2>&1 || fault "neighbour: run into DIR failed"
+[ "$($CHECK "$NB")" = "$nid" ] || fault "neighbour: its set was touched by a run into DIR"
+[ "$(user_sum)" = "$USER_SUM" ] || fault "a user file changed"
+echo "plain, private and neighbouring directories: $faults faults in all"
 rm -rf "$W"
 [ $faults = 0 ]

@@ -257,7 +257,7 @@ end
 --   apsearch.outdir set already opened on dir, e.g. before the search)
 -- @treturn table the paths written, in order
 -- @treturn string|nil a note when the report has no charts (no ECharts)
--- @treturn table notes of the set (kept directories, a migration)
+-- @treturn table notes of the set (previous or interrupted sets kept, and why)
 function M.write_outputs(dir, result, opts)
   opts = opts or {}
   local set = opts.set or require("apsearch.outdir").open(dir)

@@ -34,13 +34,18 @@
  *  host (host.c). */
 LUAMOD_API int luaopen_apsearch_core(lua_State *L);
 
-/** core.fsync(path) and core.getpid() (lfsync.c): for the atomic result
- *  sets of `apsearch run --out` (lua/apsearch/outdir.lua). */
+/** core.fsync, getpid, realpath, monotime, isatty, rename_noreplace,
+ *  rename_exchange and chmod (lfsync.c, each documented there): for the
+ *  atomic result sets of `apsearch run --out` (lua/apsearch/outdir.lua),
+ *  a policy's hf() and the CLI's progress line. */
 int apsl_fsync(lua_State *L);
 int apsl_getpid(lua_State *L);
 int apsl_realpath(lua_State *L);
 int apsl_monotime(lua_State *L);
 int apsl_isatty(lua_State *L);
+int apsl_rename_noreplace(lua_State *L);
+int apsl_rename_exchange(lua_State *L);
+int apsl_chmod(lua_State *L);
 
 /* ------------------------------------------------------------ table -> C */
 

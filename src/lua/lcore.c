@@ -711,6 +711,9 @@ static const luaL_Reg module_funcs[] = {
     {"realpath", apsl_realpath},
     {"monotime", apsl_monotime},
     {"isatty", apsl_isatty},
+    {"rename_noreplace", apsl_rename_noreplace},
+    {"rename_exchange", apsl_rename_exchange},
+    {"chmod", apsl_chmod},
     {NULL, NULL}
 };
 
@@ -753,7 +756,8 @@ static const char *perf_name(int i)
 /**
  * require "apsearch.core" -> module table:
  *   model_params, device_presets, device_preset, defaults, context
- *   (functions above); fsync, getpid, monotime, isatty (lfsync.c);
+ *   (functions above); fsync, getpid, realpath, monotime, isatty,
+ *   rename_noreplace, rename_exchange, chmod (lfsync.c);
  *   version: the CMake project version (APS_VERSION);
  *   MAX_STAGES: largest pp_degree (APS_MAX_STAGES);
  *   MAX_DEGREE: largest parallel degree or batch dimension (APS_MAX_DEGREE);

@@ -4,16 +4,20 @@
  * outdir.lua): fsync of a file or directory by path, and the process id;
  * and realpath, for the files a policy's hf() may open (lua/apsearch/
  * policy.lua, docs/policy.md), and, for the CLI's progress line and
- * reported search times, a monotonic wall clock and isatty.  Registered
- * in the `apsearch.core` module (lcore.c) as fsync, getpid, realpath,
- * monotime and isatty.
+ * reported search times, a monotonic wall clock and isatty; and, so that
+ * `--out` never replaces a path it did not make, rename without replacing
+ * and rename by exchange (renameat2(2)) and chmod.  Registered in the
+ * `apsearch.core` module (lcore.c) as fsync, getpid, realpath, monotime,
+ * isatty, rename_noreplace, rename_exchange and chmod.
  */
-#define _XOPEN_SOURCE 700 /* realpath */
+#define _GNU_SOURCE /* realpath; renameat2 (glibc >= 2.28) */
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +43,47 @@ int apsl_fsync(lua_State *L)
         r = 0;
     errno = e;
     return luaL_fileresult(L, r == 0, path);
+}
+
+/* rename(2) with renameat2 flags; where the kernel or the file system has
+ * no renameat2 (ENOSYS; EINVAL on e.g. NFS), returns nil, message, errno
+ * and `"unsupported"` as a fourth value so the caller can fall back. */
+static int rename_flags(lua_State *L, unsigned flags)
+{
+    const char *from = luaL_checkstring(L, 1);
+    const char *to = luaL_checkstring(L, 2);
+    int r = renameat2(AT_FDCWD, from, AT_FDCWD, to, flags);
+    int e = errno;
+    if (r == 0) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    luaL_fileresult(L, 0, to);
+    if (e == ENOSYS || e == EINVAL) {
+        lua_pushliteral(L, "unsupported");
+        return 4;
+    }
+    return 3;
+}
+
+/* core.rename_noreplace(from, to) -> true | nil, message, errno[,
+ * "unsupported"]: renames from to to only when to does not exist
+ * (RENAME_NOREPLACE; EEXIST otherwise), atomically. */
+int apsl_rename_noreplace(lua_State *L) { return rename_flags(L, RENAME_NOREPLACE); }
+
+/* core.rename_exchange(a, b) -> true | nil, message, errno[,
+ * "unsupported"]: swaps the two paths atomically (RENAME_EXCHANGE; both
+ * must exist, ENOENT otherwise); neither is ever removed. */
+int apsl_rename_exchange(lua_State *L) { return rename_flags(L, RENAME_EXCHANGE); }
+
+/* core.chmod(path, mode) -> true | nil, message, errno: mode is the
+ * permission bits (0 .. 07777), e.g. 448 (0700). */
+int apsl_chmod(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    lua_Integer mode = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, mode >= 0 && mode <= 07777, 2, "permission bits 0 .. 07777");
+    return luaL_fileresult(L, chmod(path, (mode_t)mode) == 0, path);
 }
 
 /* core.getpid() -> integer */

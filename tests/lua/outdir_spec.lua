@@ -82,71 +82,107 @@ describe("apsearch run --out: atomic result sets", function()
     assert.are.same({ ".out.apsearch-lock", t2, "out" }, ls(base))
   end)
 
-  it("cleans what interrupted runs left, only when it is apsearch's own", function()
+  it("cleans what interrupted runs left, only as far as their manifest lists it", function()
     local base = tmpdir()
     local dir = base .. "/out"
     assert.are.equal(0, (apsearch("run", "--quiet", "--top-k", "2", "--out", dir)))
-    -- staged but not switched: the marker and part of a set
+    -- staged but not switched: the marker lists what was being written
     local staged = base .. "/.out.apsearch-set-20250101T000000Z-1-abcdef"
     assert(lfs.mkdir(staged)) assert(lfs.mkdir(staged .. "/launch"))
-    write(staged .. "/.apsearch-set", "apsearch result set\nrun_id 20250101T000000Z-1-abcdef\n")
+    write(staged .. "/.apsearch-set", "apsearch result set\nrun_id 20250101T000000Z-1-abcdef\nstarted x\nout out\n" ..
+      "file launch/rank1_megatron.sh\nfile result.csv\n")
     write(staged .. "/result.csv", "rank,")
     write(staged .. "/launch/rank1_megatron.sh", "#!/bin/sh\n")
     -- killed between mkdir and the marker: empty
     assert(lfs.mkdir(base .. "/.out.apsearch-set-20250101T000000Z-2-000000"))
-    -- a temporary link not yet renamed over DIR
-    assert(lfs.link(".out.apsearch-set-20250101T000000Z-1-abcdef", base .. "/.out.apsearch-link-x", true))
-    -- look-alikes that are not apsearch's: kept
+    -- a temporary link not yet swapped with DIR
+    assert(lfs.link(".out.apsearch-set-20250101T000000Z-1-abcdef", base .. "/.out.apsearch-link-20250101T000000Z-1-abcdef", true))
+    -- a set whose manifest does not list a file in it (launch/rank9_megatron.sh has an apsearch name)
+    local listed = base .. "/.out.apsearch-set-20250101T000000Z-4-aaaaaa"
+    assert(lfs.mkdir(listed)) assert(lfs.mkdir(listed .. "/launch"))
+    write(listed .. "/.apsearch-set", "apsearch result set\nrun_id 20250101T000000Z-4-aaaaaa\nout out\nfile result.csv\n")
+    write(listed .. "/result.csv", "rank,")
+    write(listed .. "/launch/rank9_megatron.sh", "mine")
+    -- a set of an older apsearch (no file list) and one of another --out
+    local older = base .. "/.out.apsearch-set-20250101T000000Z-5-bbbbbb"
+    assert(lfs.mkdir(older))
+    write(older .. "/.apsearch-set", "apsearch result set\nrun_id 20250101T000000Z-5-bbbbbb\n")
+    write(older .. "/result.json", "{}")
+    local other = base .. "/.out.apsearch-set-20250101T000000Z-6-cccccc"
+    assert(lfs.mkdir(other))
+    write(other .. "/.apsearch-set", "apsearch result set\nrun_id 20250101T000000Z-6-cccccc\nout out2\nfile result.json\n")
+    write(other .. "/result.json", "{}")
+    -- look-alikes that are not named as apsearch names its sets: not touched, not logged
     local nomark = base .. "/.out.apsearch-set-nomarker"
     assert(lfs.mkdir(nomark)) write(nomark .. "/result.json", "mine")
-    local withuser = base .. "/.out.apsearch-set-user"
-    assert(lfs.mkdir(withuser))
-    write(withuser .. "/.apsearch-set", "apsearch result set\nrun_id x\n")
-    write(withuser .. "/notes.txt", "mine")
+    assert(lfs.link("elsewhere", base .. "/.out.apsearch-link-x", true))
     write(base .. "/.out.apsearch-notes", "mine")
 
     local code, _, err = apsearch("run", "--top-k", "2", "--out", dir)
     assert.are.equal(0, code, err)
     local _, _, target = check_set(dir)
-    assert.are.same({ ".out.apsearch-lock", ".out.apsearch-notes", target, ".out.apsearch-set-nomarker",
-      ".out.apsearch-set-user", "out" }, ls(base))
+    assert.are.same({ ".out.apsearch-link-x", ".out.apsearch-lock", ".out.apsearch-notes",
+      ".out.apsearch-set-20250101T000000Z-4-aaaaaa", ".out.apsearch-set-20250101T000000Z-5-bbbbbb",
+      ".out.apsearch-set-20250101T000000Z-6-cccccc", target, ".out.apsearch-set-nomarker", "out" }, ls(base))
     assert.are.equal("mine", read(nomark .. "/result.json"))
-    assert.are.equal("mine", read(withuser .. "/notes.txt"))
-    assert.truthy(err:find("kept " .. withuser .. ": it holds files apsearch did not write: notes.txt", 1, true), err)
+    assert.are.equal("mine", read(listed .. "/launch/rank9_megatron.sh"))
+    assert.are.equal("rank,", read(listed .. "/result.csv"))
+    assert.are.equal("{}", read(older .. "/result.json"))
+    assert.are.equal("{}", read(other .. "/result.json"))
+    assert.truthy(err:find("kept " .. listed .. ": it holds files apsearch did not write or that changed since: " ..
+      "launch/rank9_megatron.sh", 1, true), err)
+    assert.truthy(err:find("kept " .. older .. ": written by an older apsearch", 1, true), err)
+    assert.is_nil(err:find(other, 1, true), err)
+    assert.is_nil(err:find("nomarker", 1, true), err)
   end)
 
   it("never deletes files apsearch did not write", function()
     local base = tmpdir()
     local outside = write(base .. "/outside.sh", "#!/bin/sh\necho mine\n")
-    -- a plain directory (the layout of older versions) with a user's
-    -- launch file that is a symbolic link to a file outside: refused
+    -- a plain directory, even one holding only names apsearch uses (the
+    -- user's own result.json and report.html): refused, nothing moved
     local dir = base .. "/out"
     assert(lfs.mkdir(dir)) assert(lfs.mkdir(dir .. "/launch"))
     write(dir .. "/result.json", "{}")
+    write(dir .. "/report.html", "mine")
     assert(lfs.link(outside, dir .. "/launch/rank1_foo.sh", true))
     local code, out, err = apsearch("run", "--quiet", "--out", dir)
     assert.are.equal(2, code)
     assert.are.equal("", out)
-    assert.truthy(err:find("is a directory with files apsearch did not write (launch/rank1_foo.sh)", 1, true), err)
+    assert.truthy(err:find("is a directory with files apsearch did not write (launch, report.html, result.json)", 1, true), err)
     assert.truthy(err:find(dir, 1, true), err)
+    assert.are.equal("directory", mode(dir))
     assert.are.equal("link", mode(dir .. "/launch/rank1_foo.sh"))
     assert.are.equal("{}", read(dir .. "/result.json"))
+    assert.are.equal("mine", read(dir .. "/report.html"))
     assert.are.equal("#!/bin/sh\necho mine\n", read(outside))
     assert.are.same({ "out", "outside.sh" }, ls(base))   -- no lock file either
 
-    -- files a user puts into DIR (through the link) stay, in the old set
+    -- files a user puts into DIR (through the link) stay, in the old set:
+    -- a new file, one with an apsearch launch name, a hand-edited launch file
     local dir2 = base .. "/o2"
     assert.are.equal(0, (apsearch("run", "--quiet", "--top-k", "1", "--out", dir2)))
     local old = base .. "/" .. lfs.symlinkattributes(dir2, "target")
     assert(lfs.link(outside, dir2 .. "/launch/rank1_foo.sh", true))
     write(dir2 .. "/notes.txt", "mine")
+    write(dir2 .. "/launch/rank5_megatron.sh", "mine")
     local c2, _, e2 = apsearch("run", "--top-k", "1", "--out", dir2)
     assert.are.equal(0, c2, e2)
     check_set(dir2)
-    assert.truthy(e2:find("kept the previous set " .. old, 1, true), e2)
+    assert.truthy(e2:find("kept the previous set " .. old .. ": it holds files apsearch did not write or that " ..
+      "changed since: launch/rank1_foo.sh, launch/rank5_megatron.sh, notes.txt", 1, true), e2)
     assert.are.equal("mine", read(old .. "/notes.txt"))
+    assert.are.equal("mine", read(old .. "/launch/rank5_megatron.sh"))
     assert.are.equal("link", mode(old .. "/launch/rank1_foo.sh"))
     assert.are.equal("#!/bin/sh\necho mine\n", read(outside))
+
+    local prev = base .. "/" .. lfs.symlinkattributes(dir2, "target")
+    write(dir2 .. "/launch/rank1_megatron.sh", "#!/bin/sh\n# my edit\n")
+    local c5, _, e5 = apsearch("run", "--top-k", "1", "--out", dir2)
+    assert.are.equal(0, c5, e5)
+    assert.truthy(e5:find("kept the previous set " .. prev .. ": it holds files apsearch did not write or that " ..
+      "changed since: launch/rank1_megatron.sh", 1, true), e5)
+    assert.are.equal("#!/bin/sh\n# my edit\n", read(prev .. "/launch/rank1_megatron.sh"))
 
     -- a symbolic link apsearch did not make, a file: refused
     local c3, _, e3 = apsearch("run", "--quiet", "--out", base .. "/outside.sh")
@@ -159,36 +195,71 @@ describe("apsearch run --out: atomic result sets", function()
     assert.are.equal("#!/bin/sh\necho mine\n", read(outside))
   end)
 
-  it("migrates a directory of an older apsearch and replaces an empty one", function()
+  it("replaces an empty directory and keeps its permissions, run after run", function()
     local base = tmpdir()
-    local dir = base .. "/out"
-    assert(lfs.mkdir(dir)) assert(lfs.mkdir(dir .. "/launch"))
-    write(dir .. "/result.json", "{}")
-    write(dir .. "/launch/rank7_megatron.sh", "old")
-    local code, _, err = apsearch("run", "--top-k", "2", "--out", dir)
-    assert.are.equal(0, code, err)
-    assert.truthy(err:find("moved the files of an earlier apsearch in " .. dir, 1, true), err)
-    local _, _, target = check_set(dir)
-    assert.are.same({ ".out.apsearch-lock", target, "out" }, ls(base))
-
     local empty = base .. "/e/out"
-    assert(os.execute("mkdir -p " .. q(empty)))
+    assert(os.execute("mkdir -p " .. q(empty) .. " && chmod 0700 " .. q(empty)))
     assert.are.equal(0, (apsearch("run", "--quiet", "--out", empty)))
-    check_set(empty)
+    local _, _, t1 = check_set(empty)
+    assert.are.equal("rwx------", lfs.attributes(base .. "/e/" .. t1, "permissions"))
+    assert.are.equal("rwx------", lfs.attributes(base .. "/e/" .. t1 .. "/launch", "permissions"))
+    assert.are.equal(0, (apsearch("run", "--quiet", "--out", empty)))
+    local _, _, t2 = check_set(empty)
+    assert.are_not.equal(t1, t2)
+    assert.are.equal("rwx------", lfs.attributes(base .. "/e/" .. t2, "permissions"))
+    -- a chmod of DIR (its set) carries to the next run
+    assert(os.execute("chmod 0750 " .. q(empty .. "/")))
+    assert.are.equal(0, (apsearch("run", "--quiet", "--out", empty)))
+    local _, _, t3 = check_set(empty)
+    assert.are.equal("rwxr-x---", lfs.attributes(base .. "/e/" .. t3, "permissions"))
   end)
 
-  it("links a migrated set again when a kill fell between its two renames", function()
+  it("never replaces what a user puts at DIR while it runs, and leaves the previous set", function()
     local outdir = require "apsearch.outdir"
     local base = tmpdir()
-    local set = base .. "/.out.apsearch-set-20250101T000000Z-3-123456"
-    assert(lfs.mkdir(set))
-    write(set .. "/.apsearch-set", "apsearch result set\nrun_id 20250101T000000Z-3-123456\nmigrated from a plain directory\n")
-    write(set .. "/result.json", "{}")
+    -- DIR missing at the start, a file there at the end
     local s = outdir.open(base .. "/out")
-    assert.are.equal(".out.apsearch-set-20250101T000000Z-3-123456", lfs.symlinkattributes(base .. "/out", "target"))
-    s:abort()
-    assert.are.equal("{}", read(base .. "/out/result.json"))
-    assert.are.same({ ".out.apsearch-lock", ".out.apsearch-set-20250101T000000Z-3-123456", "out" }, ls(base))
+    assert(s:write("result.json", "{}"))
+    write(base .. "/out", "mine")
+    local ok, err = pcall(s.commit, s)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("changed while apsearch ran", 1, true), err)
+    assert.are.equal("mine", read(base .. "/out"))
+    assert.are.same({ ".out.apsearch-lock", "out" }, ls(base))
+
+    -- DIR a link to the previous set at the start, the user's directory at the end
+    local dir = base .. "/o2"
+    assert.are.equal(0, (apsearch("run", "--quiet", "--top-k", "1", "--out", dir)))
+    local _, _, prev = check_set(dir)
+    local s2 = outdir.open(dir)
+    assert(s2:write("result.json", "{}"))
+    assert(os.remove(dir)) assert(lfs.mkdir(dir)) write(dir .. "/mine.txt", "mine")
+    local ok2, err2 = pcall(s2.commit, s2)
+    assert.is_false(ok2)
+    assert.truthy(tostring(err2):find("changed while apsearch ran", 1, true), err2)
+    assert.are.equal("directory", mode(dir))
+    assert.are.equal("mine", read(dir .. "/mine.txt"))
+    assert.are.same({ ".o2.apsearch-lock", prev, ".out.apsearch-lock", "o2", "out" }, ls(base))
+
+    -- an empty directory at the start, a file in it at the end
+    local e = base .. "/o3"
+    assert(lfs.mkdir(e))
+    local s3 = outdir.open(e)
+    write(e .. "/mine.txt", "mine")
+    local ok3 = pcall(s3.commit, s3)
+    assert.is_false(ok3)
+    assert.are.equal("mine", read(e .. "/mine.txt"))
+  end)
+
+  it("does not touch the sets of a neighbouring --out whose name extends DIR's", function()
+    local base = tmpdir()
+    local near = base .. "/x.apsearch-set-20250101T000000Z-1-abcdef"
+    assert.are.equal(0, (apsearch("run", "--quiet", "--top-k", "1", "--out", near)))
+    local id = check_set(near)
+    assert.are.equal(0, (apsearch("run", "--quiet", "--top-k", "1", "--out", base .. "/x")))
+    assert.are.equal(0, (apsearch("run", "--quiet", "--top-k", "1", "--out", base .. "/x")))
+    assert.are.equal(id, (check_set(near)))
+    check_set(base .. "/x")
   end)
 
   it("refuses a run while another holds the lock, naming DIR (exit 2)", function()

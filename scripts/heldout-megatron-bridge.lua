@@ -135,6 +135,36 @@ local DSV3_2509 = {
 }
 YAML_2509.DeepSeekV3 = {}
 for gpu, f in pairs(DSV3_2509) do YAML_2509.DeepSeekV3[gpu] = { FP8_CS = f, FP8_MX = f } end
+-- Qwen3's yaml (qwen3/qwen3_{30b_a3b,235b_a22b}_llm_pretrain.yaml at
+-- r0.1.0) sets only `cuda_graphs` per GPU; scripts/performance/utils/
+-- helpers.py:114-120 set_cuda_graph_overrides turns it into
+-- model.enable_cuda_graph, Megatron-Core's local (whole-layer) graphs;
+-- run_script.py:104-116 applies the token drop to both models.
+local function qwen3_2509(h100, b200, gb200)
+  local function f(v) return { cuda_graph_impl = v and "local" or "none" } end
+  local function all(v) return { BF16 = f(v), FP8_CS = f(v), FP8_MX = f(v) } end
+  return { H100 = all(h100), B200 = all(b200), GB200 = all(gb200) }
+end
+YAML_2509.Qwen3_30B_a3B = qwen3_2509(false, true, true)
+YAML_2509.Qwen3_235B_a22B = qwen3_2509(false, false, true)
+
+--- Megatron-Core's CUDA graph scope of a recipe (cuda_graph_impl,
+-- cuda_graph_scope) as apsearch's training.cuda_graph_scope: "local"
+-- (enable_cuda_graph) and transformer_engine without a scope capture
+-- whole layers; moe_router goes with moe_preprocess in every recipe.
+local function graph_scope(fields)
+  local impl = fields.cuda_graph_impl
+  if impl == nil or impl == "none" then return nil end
+  if impl == "full_iteration" then return "full_iteration" end
+  local sc = type(fields.cuda_graph_scope) == "table" and fields.cuda_graph_scope or {}
+  local has = {}
+  for _, v in ipairs(sc) do has[v] = true end
+  if next(has) == nil then return "layer" end
+  if has.attn and has.moe_router then return "attn+moe_router" end
+  if has.moe_router then return "moe_router" end
+  if has.attn then return "attn" end
+  return "layer"
+end
 
 local function git_show(ref, path)
   local p = assert(io.popen(("git --git-dir=%q show %q 2>/dev/null"):format(GIT_DIR, ref .. ":" .. path)))
@@ -356,7 +386,7 @@ local DENSE_COLS = { "case_id", "source", "reliability", "model", "num_layers", 
   "measured_step_time_s", "measured_tflops_per_gpu", "measured_mfu_pct", "measured_mem_gib",
   "torch_compile", "reshard_after_forward", "nvlink_domain_size", "pipeline_layout", "grad_reduce_in_fp32",
   "fp8_param_gather", "activation_offload_layers", "recompute_num_layers", "recompute_method",
-  "recompute_modules", "tp_comm_overlap", "cuda_graphs", "software" }
+  "recompute_modules", "tp_comm_overlap", "cuda_graphs", "cuda_graph_scope", "software" }
 local MOE_COLS = { "num_experts", "experts_per_token", "moe_ffn_hidden_size", "shared_expert_ffn_hidden_size",
   "num_dense_layers", "dense_ffn_hidden_size", "moe_layer_freq", "ep_degree", "etp_degree",
   "moe_token_dispatcher", "moe_capacity_factor", "attention", "q_lora_rank", "kv_lora_rank",
@@ -441,6 +471,7 @@ local function convert(r, alt)
       recipe_note = ("recipe: scripts/performance/configs/%s perf_matrix %s %s at r0.1.0 (%s)%s"):format(
         mdl.family == "llama31" and "llama31/llama31_405b_llm_pretrain.yaml"
         or mdl.family == "deepseek" and "deepseek/deepseek_v3_llm_pretrain.yaml"
+        or mdl.family == "qwen3" and ("qwen3/" .. mdl.cfg:lower() .. "_llm_pretrain.yaml")
         or ("llama3/" .. mdl.cfg:lower() .. "_llm_pretrain.yaml"), sys.gpu:lower(), prec[2]:lower(),
         "684a68616", mdl.family == "deepseek" and " with scripts/performance/run_script.py:55-100" or "")
     else
@@ -514,6 +545,7 @@ local function convert(r, alt)
   local cg = fields.cuda_graph_impl
   if cg ~= nil then c.cuda_graphs = (cg ~= "none") and "true" or "false"
   elseif recipe_note:find("^recipe") then c.cuda_graphs = "false" end
+  c.cuda_graph_scope = graph_scope(fields)
   if row.tp > 1 then
     c.tp_comm_overlap = prec[1] == "nvfp4" and "false" or "true"
   end
@@ -546,15 +578,6 @@ local function convert(r, alt)
     -- _set_moe_a2a_overlap_overrides: comm_overlap.overlap_moe_expert_
     -- parallel_comm and delay_wgrad_compute on, the shared-expert overlap off
     if fields.moe_a2a_overlap == true then c.overlap_moe_expert_parallel_comm = "true" end
-    -- recipe settings the estimate does not price, named per row
-    if c.moe_token_dispatcher == "alltoall" and not c.moe_capacity_factor and c.ep_degree > 1 then
-      assumed[#assumed + 1] = "dropless all-to-all with EP > 1: a device-to-host sync per MoE layer's forward " ..
-        "before the EP all-to-all (Megatron-LM token_dispatcher.py MoEAlltoAllTokenDispatcher.preprocess, " ..
-        "'before_ep_alltoall'; padded token drop has static splits): not modelled"
-    end
-  end
-  if fields.cuda_graph_impl == "full_iteration" then
-    assumed[#assumed + 1] = "cuda_graph_impl full_iteration (the whole step captured): not modelled"
   end
   if fields.fp8_dot_product_attention == true then
     assumed[#assumed + 1] = "fp8_dot_product_attention (attention in fp8): not modelled, attention priced in bf16"

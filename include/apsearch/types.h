@@ -280,7 +280,28 @@ typedef struct {
                                        traffic is counted apart */
     double hbm_efficiency;        /**< achievable fraction of HBM bandwidth */
     double collective_efficiency; /**< bus bandwidth / link bandwidth (NCCL) */
+    double host_seconds_per_kernel; /**< host time per kernel the
+                                       framework's Python code launches
+                                       (op dispatch, autograd, launch), s;
+                                       a property of the host CPU (x86 or
+                                       Grace: presets.c) */
+    double host_seconds_per_loop_kernel; /**< host time per kernel launched
+                                       from a C++ loop inside one op
+                                       (TransformerEngine's per-expert
+                                       GEMMs), s */
 } aps_device;
+
+/** What CUDA graphs capture (Megatron-Core --cuda-graph-impl and
+ *  --cuda-graph-scope / --cuda-graph-modules, megatron/core/transformer/
+ *  enums.py CudaGraphScope @ d98e8a64): the whole layer (TE impl without
+ *  a scope), the attention, the MoE router with the dispatcher's
+ *  preprocess (moe_router + moe_preprocess), both, or the whole step
+ *  (--cuda-graph-impl full_iteration).  Captured kernels cost the host
+ *  one graph launch instead of one launch each. */
+typedef enum {
+    APS_CG_LAYER = 0, APS_CG_ATTN, APS_CG_MOE_ROUTER, APS_CG_ATTN_MOE_ROUTER,
+    APS_CG_FULL_ITERATION, APS_CG_NONE
+} aps_cuda_graph_scope;
 
 /** cluster_config. */
 typedef struct {
@@ -348,6 +369,8 @@ typedef struct {
     bool cuda_graphs;              /**< CUDA graphs captured for the
                                         layers (Megatron --cuda-graph-impl
                                         transformer_engine); default off */
+    aps_cuda_graph_scope cuda_graph_scope; /**< what the graphs capture
+                                        when cuda_graphs is on (layerprog.c) */
     bool moe_shared_expert_overlap; /**< MoE: the shared expert runs on
                                         its own stream beside the token
                                         dispatch and combine, hiding them
@@ -629,6 +652,9 @@ typedef enum {
     APS_PERF_OPTIMIZER,
     APS_PERF_OFFLOAD,          /**< activation copies to and from host */
     APS_PERF_EP_COMM,          /**< MoE token dispatch and combine (moe.c) */
+    APS_PERF_HOST,             /**< the host launching kernels (layerprog.c):
+                                    total launch time; exposed, what the
+                                    GPU waits for it */
     APS_PERF_COUNT
 } aps_perf_category;
 

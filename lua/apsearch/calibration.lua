@@ -23,6 +23,9 @@ M.FIELDS = {
   { field = "attention_efficiency", lo = 0.10, hi = 0.90, needs = "flash" },
   { field = "unfused_attention_efficiency", lo = 0.10, hi = 0.90, needs = "unfused" },
   { field = "fp8_gemm_efficiency", lo = 0.20, hi = 0.90, needs = "fp8" },
+  -- the host's seconds per kernel launched from Python (src/core/
+  -- layerprog.c): informed by runs whose step the host can set, MoE runs
+  { field = "host_seconds_per_kernel", lo = 0.0, hi = 200e-6, needs = "moe" },
 }
 
 --- The kinds of evidence a cases row gives (the `needs` of M.FIELDS).
@@ -32,7 +35,8 @@ function M.evidence_of(row)
   -- the kernel the run got, not the one it asked for (apsearch.te_attention)
   local flash = require("apsearch.te_attention").of_row(row, M.family(row.device))
   local p = row.precision
-  return { fp8 = p == "fp8" or nil, flash = flash or nil,
+  local moe = tonumber(row.num_experts or "") or 0
+  return { fp8 = p == "fp8" or nil, flash = flash or nil, moe = moe > 0 or nil,
            unfused = (not flash) or nil,
            bf16 = (p == "bf16" or p == "fp16" or p == "fp32") or nil }
 end

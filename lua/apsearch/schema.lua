@@ -60,6 +60,7 @@ M.device = {
   fp8_gemm_efficiency = "nonneg", attention_efficiency = "nonneg",
   unfused_attention_efficiency = "nonneg",
   hbm_efficiency = "nonneg", collective_efficiency = "nonneg",
+  host_seconds_per_kernel = "nonneg", host_seconds_per_loop_kernel = "nonneg",
 }
 
 --- Cluster fields; `nodes` is policy sugar for num_devices / devices_per_node.
@@ -82,7 +83,9 @@ M.training = {
   -- recipe settings (src/core/recipe.c; docs/modeling.md "Recipe settings")
   fp8_param_gather = "bool", grad_reduce_in_fp32 = "bool",
   activation_offload_layers = "nonnegint", tp_comm_overlap = "bool",
-  cuda_graphs = "bool", store_param_remainders = "bool", exp_avg_bf16 = "bool",
+  cuda_graphs = "bool",
+  cuda_graph_scope = enum("layer", "attn", "moe_router", "attn+moe_router", "full_iteration", "none"),
+  store_param_remainders = "bool", exp_avg_bf16 = "bool",
   moe_shared_expert_overlap = "bool",
   overlap_moe_expert_parallel_comm = "bool",
   compile_loss = "bool",

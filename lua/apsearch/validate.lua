@@ -72,6 +72,10 @@ end
 M.RECIPE_BOOLS = { "torch_compile", "grad_reduce_in_fp32", "fp8_param_gather",
   "tp_comm_overlap", "cuda_graphs", "overlap_moe_expert_parallel_comm" }
 
+--- Values of the optional `cuda_graph_scope` column (training.cuda_graph_
+-- scope, docs/policy.md): what the run's CUDA graphs capture.
+M.CUDA_GRAPH_SCOPES = { "layer", "attn", "moe_router", "attn+moe_router", "full_iteration", "none" }
+
 local function given(row, col) return row[col] ~= nil and row[col] ~= "" end
 
 local function need_posint(row, col)
@@ -301,6 +305,9 @@ function M.case_inputs(row)
   end
   if given(row, "activation_offload_layers") then
     training.activation_offload_layers = need_nonneg_int(row, "activation_offload_layers")
+  end
+  if given(row, "cuda_graph_scope") then
+    training.cuda_graph_scope = need_enum(row, "cuda_graph_scope", M.CUDA_GRAPH_SCOPES)
   end
   local strategy = {
     dp_degree = need_int(row, "dp_degree"),

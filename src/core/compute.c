@@ -328,4 +328,5 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
     layer_selective(m, d, t, s, &x, out);
     layer_tp(c, s, &x, out);
     layer_cp(c, s, &x, out);
+    aps_host_program_build(m, t, s, &out->host);
 }

@@ -414,6 +414,50 @@ typedef struct {
 void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
                        aps_dp_plan *out);
 
+/* ---- layerprog.c: the kernels a layer launches and the host's time ---- */
+
+/** One layer's launches per micro-batch forward, after CUDA-graph
+ *  capture (layerprog.c counts them): kernels from Python code (_py) and from
+ *  TransformerEngine's per-expert C++ loop (_loop). */
+typedef struct {
+    double attn_py;       /**< attention block (norm, QKV, RoPE, core,
+                               projection) */
+    double mlp_py;        /**< a dense MLP block */
+    double moe_pre_py;    /**< MoE: norm, router, dispatcher preprocess */
+    double moe_post_py;   /**< MoE: dispatch, experts, combine, shared */
+    double moe_post_loop; /**< MoE: per-expert GEMMs and quantizes */
+    bool sync;            /**< a device-to-host sync between moe_pre and
+                               moe_post (dropless all-to-all) */
+    bool step_graphed;    /**< the whole step is one graph: no host time */
+} aps_host_program;
+
+/** Builds the layer program of strategy s (layerprog.c). */
+void aps_host_program_build(const aps_model *m, const aps_training *t,
+                            const aps_strategy *s, aps_host_program *out);
+/** Host seconds of py Python-launched and loop C++-launched kernels on
+ *  device d's host. */
+double aps_host_seconds(const aps_device *d, double py, double loop);
+
+/** Host seconds of one micro-batch on one pipeline rank. */
+typedef struct {
+    double fwd, bwd;       /**< all its layers; bwd with recomputed ones */
+    double attn, moe_pre, moe_post; /**< one MoE layer's pieces, forward */
+    double sync_layers;    /**< MoE layers with a device-to-host sync */
+} aps_host_stage_time;
+
+/** The host time of a rank with layers layers (moe_layers of them MoE,
+ *  recomputed of them recomputed in the backward). */
+void aps_host_stage(const aps_device *d, const aps_host_program *hp,
+                    double layers, double moe_layers, double recomputed,
+                    aps_host_stage_time *out);
+/** Forward seconds of a rank whose GPU needs gpu seconds when the host
+ *  must launch h: the larger of the two where the host may run ahead,
+ *  else per synced MoE layer the larger before the sync (g_pre: the GPU's
+ *  attention, norm and router of one layer) plus the larger after it
+ *  (g_post: its experts, dispatch and combine). */
+double aps_host_bound_fwd(const aps_host_stage_time *h, double gpu,
+                          double g_pre, double g_post);
+
 /** Costs of one transformer layer for one micro-batch on one device;
  *  identical on every stage, so computed once per strategy. */
 typedef struct {
@@ -432,6 +476,7 @@ typedef struct {
     double cp_fwd;         /**< s, CP communication total, forward */
     double cp_bwd;         /**< s */
     aps_moe_cost moe;      /**< MoE / MLA differences (moe.c) */
+    aps_host_program host; /**< kernels launched per layer (layerprog.c) */
 } aps_layer_cost;
 
 /** Memory of pipeline rank i by category into st (memory.c). */
@@ -547,6 +592,9 @@ typedef struct {
     double wgrad; /**< the weight-gradient GEMMs within comp_bwd */
     double ep_total, ep_exposed_fwd, ep_exposed_bwd; /**< MoE dispatch and
                                             combine (all-to-all) */
+    aps_host_stage_time host; /**< the host's launches (layerprog.c) */
+    double moe_g_pre, moe_g_post; /**< GPU forward of one MoE layer before
+                                       and after its dispatch sync */
 } aps_stage_time;
 
 /** Times of one micro-batch on pipeline rank i as laid out into st; with

@@ -88,6 +88,7 @@ static const char *const perf_names[APS_PERF_COUNT] = {
     [APS_PERF_OPTIMIZER] = "optimizer",
     [APS_PERF_OFFLOAD] = "activation_offload",
     [APS_PERF_EP_COMM] = "ep_comm",
+    [APS_PERF_HOST] = "host_launch",
 };
 
 const char *aps_perf_category_name(aps_perf_category c)

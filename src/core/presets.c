@@ -126,6 +126,30 @@
 #define APS_HBM_EFF 0.80
 /** NCCL bus bandwidth / link bandwidth. Assumed. */
 #define APS_COLL_EFF 0.80
+/** Host seconds per kernel launched from a framework's Python code on an
+ *  x86 host: the median gap between successive kernel launches on the
+ *  launching thread, pooled over the three training traces of
+ *  facebookresearch/HolisticTraceAnalysis f4d0062c tests/data
+ *  (negative_queue_length_values_check/rank0.json.gz, A100, 23 us;
+ *  trace_diff/control/control.json.gz, A100, 33 us; ns_resolution_trace/
+ *  rank-0...pt.trace.json.gz, V100, 30.25 us): 30 us over 18,152 gaps.
+ *  `apsearch calibrate --trace` measures the same on a user's trace. */
+#define APS_HOST_KERNEL_X86 30e-6
+/** Host seconds per kernel launched from a C++ loop (no Python between
+ *  launches): the median duration of the cudaLaunchKernel calls in the
+ *  same traces (6 us over 18,158 calls). */
+#define APS_HOST_LOOP_KERNEL_X86 6e-6
+/* Grace hosts (GB200 / GB300 compute trays) take the same values.  An
+ * isolated torch.nn.Linear forward was measured 2.75x slower on GB200
+ * than on an H100 DGX (37.08 against 13.48 us of CPU time; TE's Linear
+ * 99.66 us on GB200; NVIDIA/TransformerEngine issue #2053, 2025-08-11),
+ * but that was before TE's CPU-overhead work (PR #2146 and later) and
+ * without the NUMA binding NVIDIA's recipes use (Megatron-LM docs/
+ * discussions/deepseek-v3-gb200-optimization s.2.4, bindpcie).  Applied
+ * to the held-out GB200 / GB300 MoE runs of Megatron-Bridge the factor
+ * makes them 19-48 % slower than measured (docs/accuracy.md "Host
+ * time"), so no Grace factor is shipped; set host_seconds_per_kernel on
+ * a device table (or calibrate from a trace) for an untuned Grace host. */
 
 typedef struct {
     aps_device dev;
@@ -139,7 +163,9 @@ typedef struct {
     .nccl_comm_bytes = APS_NCCL_COMM,                                   \
     .fp8_gemm_efficiency = APS_FP8_GEMM_EFF,                            \
     .hbm_efficiency = APS_HBM_EFF,                                      \
-    .collective_efficiency = APS_COLL_EFF
+    .collective_efficiency = APS_COLL_EFF,                              \
+    .host_seconds_per_kernel = APS_HOST_KERNEL_X86,                     \
+    .host_seconds_per_loop_kernel = APS_HOST_LOOP_KERNEL_X86
 #define AMPERE .gemm_efficiency = APS_GEMM_EFF_AMPERE,                  \
                .gemm_half_dim = APS_GEMM_HALF_DIM_AMPERE,                \
                .attention_efficiency = APS_ATTN_EFF_AMPERE,              \
@@ -407,6 +433,8 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
         {"inter_node_latency", d->inter_node_latency},
         {"cuda_context_bytes", d->cuda_context_bytes},
         {"nccl_comm_bytes", d->nccl_comm_bytes},
+        {"host_seconds_per_kernel", d->host_seconds_per_kernel},
+        {"host_seconds_per_loop_kernel", d->host_seconds_per_loop_kernel},
     };
     for (size_t i = 0; i < sizeof nonneg / sizeof nonneg[0]; i++) {
         if (!(nonneg[i].v >= 0) || nonneg[i].v > 1e30) {

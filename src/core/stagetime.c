@@ -230,6 +230,23 @@ static void stage_cp(const aps_training *t, const aps_strategy *s,
     st->cp_exposed_bwd = L * eb + rc * ef;
 }
 
+/** The host's launches of rank i's layers, and the GPU forward of one
+ *  MoE layer before its dispatch sync (attention, norm, router: the
+ *  layer's forward without the FFN it replaces) and after it (the MoE
+ *  block and its exposed dispatch and combine). */
+static void stage_host(const aps_cluster *c, const aps_layout *lay,
+                       const aps_layer_cost *lc, const aps_moe_stage_cost *mo,
+                       int64_t i, double layer_fwd, aps_stage_time *st)
+{
+    double L = (double)aps_layout_run_layers(lay, i);
+    double rc = (double)aps_layout_run_recompute(lay, i);
+    aps_host_stage(&c->device, &lc->host, L, mo->moe_layers, rc, &st->host);
+    if (mo->moe_layers > 0) {
+        st->moe_g_pre = layer_fwd - lc->moe.dense_mlp_fwd;
+        st->moe_g_post = lc->moe.moe_fwd + st->ep_exposed_fwd / mo->moe_layers;
+    }
+}
+
 void aps_stage_time_build(const aps_model *m, const aps_cluster *c,
                           const aps_training *t, const aps_strategy *s,
                           const aps_layout *lay, const aps_dp_plan *plan,
@@ -254,15 +271,35 @@ void aps_stage_time_build(const aps_model *m, const aps_cluster *c,
         &st->offload_exposed_fwd, &st->offload_exposed_bwd);
     stage_cp(t, s, lay, lc, i, st);
     aps_fsdp_stage_times(m, c, t, s, lay, plan, i, first, last, st);
+    stage_host(c, lay, lc, &mo, i, layer_fwd, st);
 }
 
-void aps_stage_fwd_bwd(const aps_stage_time *st, double *tf, double *tb)
+/** GPU seconds of one micro-batch's forward and backward on the rank. */
+static void stage_gpu_fwd_bwd(const aps_stage_time *st, double *tf, double *tb)
 {
     *tf = st->comp_fwd + st->tp_exposed_fwd + st->cp_exposed_fwd +
           st->fsdp_exposed_fwd + st->offload_exposed_fwd + st->ep_exposed_fwd;
     *tb = st->comp_bwd + st->recompute + st->tp_exposed_bwd +
           st->cp_exposed_bwd + st->fsdp_exposed_bwd + st->offload_exposed_bwd +
           st->ep_exposed_bwd;
+}
+
+void aps_stage_fwd_bwd(const aps_stage_time *st, double *tf, double *tb)
+{
+    double gf, gb;
+    stage_gpu_fwd_bwd(st, &gf, &gb);
+    *tf = aps_host_bound_fwd(&st->host, gf, st->moe_g_pre, st->moe_g_post);
+    *tb = gb > st->host.bwd ? gb : st->host.bwd;
+}
+
+/** Seconds one micro-batch on the rank waits for the host's launches
+ *  (forward and backward): what the host adds to the GPU's time. */
+static double stage_host_exposed(const aps_stage_time *st)
+{
+    double gf, gb, tf, tb;
+    stage_gpu_fwd_bwd(st, &gf, &gb);
+    aps_stage_fwd_bwd(st, &tf, &tb);
+    return (tf - gf) + (tb - gb);
 }
 
 /** tm += sign x (a - b), every category. */
@@ -359,4 +396,6 @@ void aps_stage_time_perf(const aps_stage_time *slow, int64_t m,
                  mb * (slow->offload_exposed_fwd + slow->offload_exposed_bwd));
     aps_set_perf(out, APS_PERF_EP_COMM, mb * slow->ep_total,
                  mb * (slow->ep_exposed_fwd + slow->ep_exposed_bwd));
+    aps_set_perf(out, APS_PERF_HOST, mb * (slow->host.fwd + slow->host.bwd),
+                 mb * stage_host_exposed(slow));
 }

@@ -68,6 +68,7 @@ void aps_training_defaults(aps_training *t)
     t->activation_offload_layers = 0;
     t->tp_comm_overlap = false;
     t->cuda_graphs = false;
+    t->cuda_graph_scope = APS_CG_LAYER;
 }
 
 aps_status aps_training_validate(const aps_training *t, char *err, size_t n)

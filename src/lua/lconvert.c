@@ -76,6 +76,12 @@ APSL_ENUM(enum_optimizer, "adam, adamw, sgd",
 APSL_ENUM(enum_framework, "megatron, fsdp2, fsdp, deepspeed",
           {"megatron", APS_FW_MEGATRON}, {"fsdp2", APS_FW_FSDP2},
           {"fsdp", APS_FW_FSDP}, {"deepspeed", APS_FW_DEEPSPEED});
+APSL_ENUM(enum_cuda_graph_scope,
+          "layer, attn, moe_router, attn+moe_router, full_iteration, none",
+          {"layer", APS_CG_LAYER}, {"attn", APS_CG_ATTN},
+          {"moe_router", APS_CG_MOE_ROUTER},
+          {"attn+moe_router", APS_CG_ATTN_MOE_ROUTER},
+          {"full_iteration", APS_CG_FULL_ITERATION}, {"none", APS_CG_NONE});
 APSL_ENUM(enum_recompute, "none, selective, full",
           {"none", APS_RECOMPUTE_NONE}, {"selective", APS_RECOMPUTE_SELECTIVE},
           {"full", APS_RECOMPUTE_FULL});
@@ -253,6 +259,8 @@ static const apsl_field device_fields[] = {
     FLD(aps_device, unfused_attention_efficiency, FT_NUM, NULL),
     FLD(aps_device, hbm_efficiency, FT_NUM, NULL),
     FLD(aps_device, collective_efficiency, FT_NUM, NULL),
+    FLD(aps_device, host_seconds_per_kernel, FT_NUM, NULL),
+    FLD(aps_device, host_seconds_per_loop_kernel, FT_NUM, NULL),
     {"base", 4, FT_SKIP, -1, 1, 0, NULL},
 };
 #define DEVICE_NFIELDS ((int)(sizeof(device_fields) / sizeof(device_fields[0])))
@@ -278,6 +286,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, activation_offload_layers, FT_INT, NULL),
     FLD(aps_training, tp_comm_overlap, FT_BOOL, NULL),
     FLD(aps_training, cuda_graphs, FT_BOOL, NULL),
+    FLD(aps_training, cuda_graph_scope, FT_ENUM, &enum_cuda_graph_scope),
     FLD(aps_training, store_param_remainders, FT_BOOL, NULL),
     FLD(aps_training, exp_avg_bf16, FT_OBOOL, NULL),
     FLD(aps_training, moe_shared_expert_overlap, FT_OBOOL, NULL),

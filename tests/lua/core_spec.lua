@@ -110,12 +110,16 @@ describe("apsearch.core", function()
         "cuda_context_bytes", "nccl_comm_bytes", "gemm_efficiency", "gemm_half_dim",
         "fp8_gemm_efficiency", "attention_efficiency", "unfused_attention_efficiency",
         "hbm_efficiency",
-        "collective_efficiency", "peak_flops_fp4", "host_bandwidth" }
+        "collective_efficiency", "peak_flops_fp4", "host_bandwidth",
+        "host_seconds_per_kernel", "host_seconds_per_loop_kernel" }
       local n = 0
       for _ in pairs(d) do n = n + 1 end
       assert.are.equal(#fields, n)
       for _, f in ipairs(fields) do assert.is_not_nil(d[f], f) end
       assert.are.equal(3.35e12, d.hbm_bandwidth)
+      -- the HTA traces' medians (src/core/presets.c APS_HOST_KERNEL_X86)
+      assert.are.equal(30e-6, d.host_seconds_per_kernel)
+      assert.are.equal(6e-6, d.host_seconds_per_loop_kernel)
     end)
 
     it("quotes a long bad string cut at 40 characters (lua_pushfstring takes no precision)", function()
@@ -398,10 +402,11 @@ describe("apsearch.core", function()
       end
       local cats = { "compute_fwd", "compute_bwd", "recompute", "tp_comm", "cp_comm",
         "pp_p2p", "pp_bubble", "fsdp_allgather", "fsdp_reducescatter",
-        "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload", "ep_comm" }
+        "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload", "ep_comm",
+        "host_launch" }
       local n, exposed = 0, 0
       for _ in pairs(e.performance_breakdown) do n = n + 1 end
-      assert.are.equal(14, n)
+      assert.are.equal(15, n)
       for _, k in ipairs(cats) do
         local c = e.performance_breakdown[k]
         assert.is_true(c.exposed <= c.total * (1 + 1e-12), k)
@@ -669,7 +674,7 @@ describe("apsearch.core", function()
       assert.are.equal("NONE", core.reason_codes[1])
       assert.is_truthy(table.concat(core.reason_codes, ","):find("TP_DIVISIBILITY", 1, true))
       assert.are.equal("params", core.memory_categories[1])
-      assert.are.equal(14, #core.performance_categories)
+      assert.are.equal(15, #core.performance_categories)
       local m = core.defaults("model")
       assert.are.equal(0, m.hidden_size)
       assert.are.equal("rmsnorm", m.norm)

@@ -1,0 +1,238 @@
+/*
+ * layerprog.c -- the host (CPU) side of a step: the kernels one layer launches
+ * per micro-batch (its "layer program", counted by block), what CUDA
+ * graphs capture of them, and the seconds the host needs to launch the
+ * rest (docs/modeling.md "Host time").
+ *
+ * A kernel is launched either from the framework's Python code (every
+ * PyTorch op, every TransformerEngine module call) or from a C++ loop
+ * inside one op (TransformerEngine's grouped GEMM and split quantize run
+ * one cuBLAS GEMM and one quantize kernel per local expert:
+ * transformer_engine/pytorch/module/grouped_linear.py @ d0067d0d,
+ * general_grouped_gemm, _split_quantize).  The first costs the host
+ * aps_device.host_seconds_per_kernel, the second host_seconds_per_loop_
+ * kernel (both measured on public profiler traces: presets.c).
+ *
+ * Counts are Megatron-Core's with the TransformerEngine layer spec
+ * (megatron/core/transformer/transformer_layer.py, attention.py,
+ * moe/moe_layer.py, moe/token_dispatcher.py @ d98e8a64), forward of one
+ * micro-batch; the backward launches APS_HOST_BWD_RATIO times as many
+ * (every op's gradient, two GEMMs per forward GEMM).  The router and the
+ * dispatcher's preprocess are the kernel counts NVIDIA published for
+ * Megatron-Core (docs/discussions/deepseek-v3-gb200-optimization @
+ * 1d9edcf8, s.2.1.4 and s.2.2.1): 72 router kernels, 31 with
+ * --moe-router-fusion (which Megatron-Bridge's performance scripts set,
+ * scripts/performance/configs/qwen3/qwen3_llm_pretrain.py v0.2.0:39), and
+ * 17 for router and preprocess together with the flex dispatcher.
+ */
+#include <string.h>
+#include "internal.h"
+
+/** Forward kernels of the attention block from Python: the input norm
+ *  and QKV GEMM (TELayerNormColumnParallelLinear), the core attention
+ *  (TEDotProductAttention, one fused kernel), the output projection GEMM
+ *  (TERowParallelLinear) and the fused bias-dropout-add. */
+#define APS_HK_ATTN 5.0
+/** RoPE: apply_rotary_pos_emb on Q and on K (fused kernel each). */
+#define APS_HK_ROPE 2.0
+/** Q / K norms (qk_layernorm): one per tensor. */
+#define APS_HK_QK_NORM 2.0
+/** Forward kernels of a dense MLP block: the pre-MLP norm and fc1 GEMM
+ *  (TELayerNormColumnParallelLinear), the fused activation, fc2 GEMM,
+ *  bias-dropout-add. */
+#define APS_HK_MLP 5.0
+/** Sequence-parallel collectives of a block with TP: the all-gather
+ *  before its first GEMM and the reduce-scatter after its last. */
+#define APS_HK_SP 2.0
+/** Quantize kernels per GEMM input of an fp8 / MXFP8 GEMM whose producer
+ *  does not fuse the cast (TE current scaling and block scaling write
+ *  bf16, then quantize: precision.c); NVFP4 takes the amax pass too. */
+#define APS_HK_CAST_FP8 1.0
+#define APS_HK_CAST_NVFP4 2.0
+/** GEMMs of the attention block and of a dense MLP block. */
+#define APS_HK_ATTN_GEMMS 2.0
+#define APS_HK_MLP_GEMMS 2.0
+/** MoE router kernels, unfused and with --moe-router-fusion (TE PR 1883;
+ *  NVIDIA's count, file comment). */
+#define APS_HK_ROUTER 72.0
+#define APS_HK_ROUTER_FUSED 31.0
+/** Router and dispatcher preprocess with the flex dispatcher (DeepEP /
+ *  HybridEP fuse the preprocess; NVIDIA's count). */
+#define APS_HK_ROUTER_PRE_FLEX 17.0
+/** MoEAlltoAllTokenDispatcher.preprocess with EP or TP > 1: the routing
+ *  map's per-expert sum, the split sums, the all-gather of the counts
+ *  over TP x EP, the local-expert slice, three sums, the device-to-host
+ *  copy of the splits (token_dispatcher.py preprocess), and the token
+ *  permute (fused, --moe-permute-fusion). */
+#define APS_HK_A2A_PRE 9.0
+/** The MoE block's pre-MLP norm. */
+#define APS_HK_MOE_NORM 1.0
+/** Dispatch and combine: an all-to-all each for the tokens and the
+ *  probabilities on dispatch, one on combine (token_dispatch,
+ *  token_combine); flex: one dispatch and one combine kernel. */
+#define APS_HK_A2A_COMM 3.0
+#define APS_HK_FLEX_COMM 2.0
+/** Sorting the received chunks by local expert (sort_chunks_by_idxs for
+ *  tokens and probabilities) and back, and the unpermute: with more than
+ *  one local expert. */
+#define APS_HK_SORT 3.0
+/** The unpermute and probability scaling after combine. */
+#define APS_HK_UNPERMUTE 1.0
+/** TEGroupedMLP from Python: fc1 and fc2 GroupedLinear calls and the
+ *  activation with the routed probabilities (experts.py). */
+#define APS_HK_GROUPED_PY 3.0
+/** Per local expert and grouped GEMM, from TE's C++ loop: the GEMM. */
+#define APS_HK_GROUPED_PER_EXPERT 1.0
+/** Per local expert without grouped GEMM (SequentialMLP, Python): fc1,
+ *  activation, fc2. */
+#define APS_HK_SEQUENTIAL_PER_EXPERT 3.0
+/** A CUDA graph replay: one launch from Python per captured region. */
+#define APS_HK_GRAPH_LAUNCH 1.0
+/** Backward kernels per forward kernel. */
+#define APS_HOST_BWD_RATIO 2.0
+
+/** Quantize kernels per GEMM input in this precision (0 for bf16). */
+static double cast_kernels(const aps_training *t)
+{
+    if (t->precision == APS_PREC_NVFP4)
+        return APS_HK_CAST_NVFP4;
+    return aps_prec_quantized(t->precision) ? APS_HK_CAST_FP8 : 0.0;
+}
+
+/** Attention block, forward, from Python. */
+static double attn_kernels(const aps_model *m, const aps_training *t,
+                           const aps_strategy *s)
+{
+    double k = APS_HK_ATTN + APS_HK_ATTN_GEMMS * cast_kernels(t);
+    if (m->position_embedding == APS_POS_ROPE)
+        k += APS_HK_ROPE;
+    if (m->qk_norm)
+        k += APS_HK_QK_NORM;
+    if (s->tp_degree > 1 && s->sequence_parallel)
+        k += APS_HK_SP;
+    return k;
+}
+
+/** Dense MLP block, forward, from Python. */
+static double mlp_kernels(const aps_training *t, const aps_strategy *s)
+{
+    double k = APS_HK_MLP + APS_HK_MLP_GEMMS * cast_kernels(t);
+    if (s->tp_degree > 1 && s->sequence_parallel)
+        k += APS_HK_SP;
+    return k;
+}
+
+/** The MoE block before the dispatcher's device-to-host sync (norm,
+ *  router, preprocess), forward, from Python. */
+static double moe_pre_kernels(const aps_strategy *s, bool router_graphed)
+{
+    if (router_graphed)
+        return APS_HK_MOE_NORM + APS_HK_GRAPH_LAUNCH;
+    if (s->moe_token_dispatcher == APS_MOE_FLEX)
+        return APS_HK_MOE_NORM + APS_HK_ROUTER_PRE_FLEX;
+    return APS_HK_MOE_NORM + APS_HK_ROUTER_FUSED + APS_HK_A2A_PRE;
+}
+
+/** The MoE block after the sync (dispatch, experts, combine, shared
+ *  expert), forward: *py from Python, *loop from TE's per-expert loop. */
+static void moe_post_kernels(const aps_model *m, const aps_training *t,
+                             const aps_strategy *s, double *py, double *loop)
+{
+    double local = (double)m->num_experts / (double)aps_moe_ep(s);
+    double cast = cast_kernels(t);
+    *py = s->moe_token_dispatcher == APS_MOE_FLEX ? APS_HK_FLEX_COMM
+                                                  : APS_HK_A2A_COMM;
+    *py += APS_HK_UNPERMUTE + (local > 1 ? APS_HK_SORT : 0.0);
+    *loop = 0.0;
+    if (s->moe_grouped_gemm != 0) {
+        *py += APS_HK_GROUPED_PY;
+        *loop = local * APS_HK_MLP_GEMMS * (APS_HK_GROUPED_PER_EXPERT + cast);
+    } else {
+        *py += local * (APS_HK_SEQUENTIAL_PER_EXPERT + APS_HK_MLP_GEMMS * cast);
+    }
+    if (m->shared_expert_ffn_hidden_size > 0)
+        *py += APS_HK_MLP - 1.0 + APS_HK_MLP_GEMMS * cast; /* no norm */
+}
+
+/** Dropless all-to-all with EP or TP > 1 syncs device and host in every
+ *  MoE layer's forward (MoEAlltoAllTokenDispatcher, cuda_sync_point
+ *  "before_ep_alltoall"); padded token drop has static splits. */
+static bool moe_syncs(const aps_strategy *s)
+{
+    return s->moe_token_dispatcher == APS_MOE_ALLTOALL &&
+           s->moe_capacity_factor <= 0 &&
+           (aps_moe_ep(s) > 1 || aps_moe_etp(s) > 1);
+}
+
+void aps_host_program_build(const aps_model *m, const aps_training *t,
+                            const aps_strategy *s, aps_host_program *out)
+{
+    memset(out, 0, sizeof *out);
+    aps_cuda_graph_scope g = t->cuda_graphs ? t->cuda_graph_scope
+                                            : APS_CG_NONE;
+    if (g == APS_CG_FULL_ITERATION) {
+        out->step_graphed = true;
+        return;
+    }
+    /* whole-layer graphs capture an MoE block only when its shapes are
+     * static (padded token drop); a dropless one keeps its experts and
+     * dispatch outside, as the partial scopes do */
+    bool is_moe = aps_model_is_moe(m);
+    bool static_moe = is_moe && s->moe_capacity_factor > 0;
+    bool layer_g = g == APS_CG_LAYER;
+    bool attn_g = layer_g || g == APS_CG_ATTN || g == APS_CG_ATTN_MOE_ROUTER;
+    bool router_g = layer_g || g == APS_CG_MOE_ROUTER ||
+                    g == APS_CG_ATTN_MOE_ROUTER;
+    out->attn_py = attn_g ? APS_HK_GRAPH_LAUNCH : attn_kernels(m, t, s);
+    out->mlp_py = layer_g ? 0.0 : mlp_kernels(t, s);
+    if (!is_moe)
+        return;
+    out->sync = moe_syncs(s);
+    if (layer_g && static_moe)
+        return; /* the whole layer is the attention's one launch */
+    out->moe_pre_py = moe_pre_kernels(s, router_g);
+    moe_post_kernels(m, t, s, &out->moe_post_py, &out->moe_post_loop);
+}
+
+double aps_host_seconds(const aps_device *d, double py, double loop)
+{
+    return py * d->host_seconds_per_kernel +
+           loop * d->host_seconds_per_loop_kernel;
+}
+
+void aps_host_stage(const aps_device *d, const aps_host_program *hp,
+                    double layers, double moe_layers, double recomputed,
+                    aps_host_stage_time *out)
+{
+    memset(out, 0, sizeof *out);
+    if (hp->step_graphed)
+        return;
+    double dense = aps_host_seconds(d, hp->attn_py + hp->mlp_py, 0.0);
+    out->moe_pre = aps_host_seconds(d, hp->moe_pre_py, 0.0);
+    out->moe_post = aps_host_seconds(d, hp->moe_post_py, hp->moe_post_loop);
+    out->attn = aps_host_seconds(d, hp->attn_py, 0.0);
+    double per_moe = out->attn + out->moe_pre + out->moe_post;
+    double fwd = (layers - moe_layers) * dense + moe_layers * per_moe;
+    out->fwd = fwd;
+    out->bwd = APS_HOST_BWD_RATIO * fwd +
+               (layers > 0 ? recomputed / layers : 0.0) * fwd;
+    out->sync_layers = hp->sync ? moe_layers : 0.0;
+}
+
+double aps_host_bound_fwd(const aps_host_stage_time *h, double gpu,
+                          double g_pre, double g_post)
+{
+    if (h->sync_layers <= 0)
+        return gpu > h->fwd ? gpu : h->fwd;
+    double n = h->sync_layers;
+    double h_pre = h->attn + h->moe_pre, h_post = h->moe_post;
+    double g_other = gpu - n * (g_pre + g_post);
+    double h_other = h->fwd - n * (h_pre + h_post);
+    if (g_other < 0)
+        g_other = 0;
+    if (h_other < 0)
+        h_other = 0;
+    return (g_other > h_other ? g_other : h_other) +
+           n * ((g_pre > h_pre ? g_pre : h_pre) +
+                (g_post > h_post ? g_post : h_post));
+}

@@ -714,6 +714,7 @@ static const luaL_Reg module_funcs[] = {
     {"rename_noreplace", apsl_rename_noreplace},
     {"rename_exchange", apsl_rename_exchange},
     {"chmod", apsl_chmod},
+    {"read_regular", apsl_read_regular},
     {NULL, NULL}
 };
 
@@ -757,7 +758,7 @@ static const char *perf_name(int i)
  * require "apsearch.core" -> module table:
  *   model_params, device_presets, device_preset, defaults, context
  *   (functions above); fsync, getpid, realpath, monotime, isatty,
- *   rename_noreplace, rename_exchange, chmod (lfsync.c);
+ *   rename_noreplace, rename_exchange, chmod, read_regular (lfsync.c);
  *   version: the CMake project version (APS_VERSION);
  *   MAX_STAGES: largest pp_degree (APS_MAX_STAGES);
  *   MAX_DEGREE: largest parallel degree or batch dimension (APS_MAX_DEGREE);

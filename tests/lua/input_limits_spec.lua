@@ -1,0 +1,79 @@
+-- tests/lua/input_limits_spec.lua -- issue 27 item 4 (inputs): every input
+-- file is read as a regular file or refused at once on every command; each
+-- refused input ends with exit 2 and exactly one line naming the file.
+local H = require "spec_helpers"
+
+local q = H.q
+
+-- seconds a refused input may take before the spec counts it as blocked
+local HANG_SECONDS = 20
+
+-- Runs the binary like H.apsearch, under timeout(1): a command that blocks
+-- (e.g. on a FIFO) fails the spec with exit 124 instead of hanging it.
+local function run(...)
+  local args = {}
+  for i, a in ipairs({ ... }) do args[i] = q(a) end
+  local dir = H.tmpdir()
+  local cmd = string.format("cd %s && APSEARCH_ROOT=%s timeout %d %s %s < /dev/null > %s/out 2> %s/err",
+    q(H.ROOT), q(H.ROOT), HANG_SECONDS, q(H.BIN), table.concat(args, " "), dir, dir)
+  local _, _, code = os.execute(cmd)
+  return code, H.read(dir .. "/out") or "", H.read(dir .. "/err") or ""
+end
+
+-- Asserts exit 2, nothing on stdout and exactly `line` (one line) on stderr.
+local function refused(line, ...)
+  local code, out, err = run(...)
+  assert.are.equal(2, code, err)
+  assert.are.equal("", out)
+  assert.are.equal("apsearch: " .. line .. "\n", err)
+end
+
+local POLICY = H.ROOT .. "/examples/llama3_8b_h100.lua"
+local CASES = H.ROOT .. "/tests/fixtures/cases_small.csv"
+
+describe("input files that are not regular files (issue 27)", function()
+  local dir, fifo, fifo_json, fifo_lua
+  setup(function()
+    dir = H.tmpdir()
+    fifo, fifo_json, fifo_lua = dir .. "/cases.csv", dir .. "/config.json", dir .. "/p.lua"
+    for _, p in ipairs({ fifo, fifo_json, fifo_lua }) do assert(os.execute("mkfifo " .. q(p))) end
+  end)
+
+  local PIPE = "not a regular file (a named pipe)"
+
+  it("validate and calibrate refuse a FIFO, a directory and a device at once", function()
+    refused(fifo .. ": cannot read: " .. PIPE, "validate", fifo)
+    refused(fifo .. ": cannot read: " .. PIPE, "calibrate", fifo, "-o", dir .. "/c.json")
+    refused(dir .. ": cannot read: not a regular file (a directory)", "validate", dir)
+    refused("/dev/null: cannot read: not a regular file (a char device)",
+      "calibrate", "/dev/null", "-o", dir .. "/c.json")
+    refused(fifo .. ": " .. PIPE, "validate", CASES, "--calibration", fifo)
+  end)
+
+  it("run and estimate refuse a FIFO as policy, rule, objective or formatter", function()
+    refused(fifo_lua .. ": cannot open policy file (" .. PIPE .. ")", "run", fifo_lua)
+    refused(fifo_lua .. ": cannot open policy file (" .. PIPE .. ")",
+      "estimate", fifo_lua, "--strategy", "tp_degree=1")
+    refused(dir .. ": cannot open policy file (not a regular file (a directory))", "run", dir)
+    refused(fifo_lua .. ": cannot open rule file (" .. PIPE .. ")", "run", POLICY, "--rules", fifo_lua)
+    refused(fifo_lua .. ": cannot open objective file (" .. PIPE .. ")", "run", POLICY, "--objective", fifo_lua)
+    refused(fifo_lua .. ": cannot open formatter file (" .. PIPE .. ")", "run", POLICY, "--formatter", fifo_lua)
+  end)
+
+  it("model configs, baselines and calibrations on run, estimate and inspect", function()
+    refused(fifo_json .. ": cannot read config: " .. PIPE, "inspect", fifo_json)
+    refused(fifo_json .. ": cannot read config: " .. PIPE, "run", POLICY, "--model", fifo_json)
+    refused(fifo_json .. ": cannot read config: " .. PIPE,
+      "estimate", POLICY, "--model", fifo_json, "--strategy", "tp_degree=1")
+    refused("--baseline: " .. fifo_json .. ": cannot read the file (" .. PIPE .. ")",
+      "run", POLICY, "--baseline", fifo_json)
+    refused(fifo_json .. ": " .. PIPE, "run", POLICY, "--calibration", fifo_json)
+  end)
+
+  it("a policy keeps loadfile's reading: a #! line and a byte-order mark are skipped, line numbers kept", function()
+    local p = H.write(dir .. "/shebang.lua", "\239\187\191#!/usr/bin/env apsearch\nlocal x = nil\nreturn x.y\n")
+    local code, _, err = run("run", p)
+    assert.are.equal(2, code, err)
+    assert.truthy(err:find("shebang.lua:3: attempt to index a nil value", 1, true), err)
+  end)
+end)

@@ -77,3 +77,37 @@ describe("input files that are not regular files (issue 27)", function()
     assert.truthy(err:find("shebang.lua:3: attempt to index a nil value", 1, true), err)
   end)
 end)
+
+describe("a pipeline schedule over the simulation's size limit (issue 27)", function()
+  local LIMIT = 4194304 -- APS_MAX_SCHEDULE_CELLS (include/apsearch/types.h)
+
+  it("estimate refuses it before allocating, with the numbers, exit 2", function()
+    refused("--strategy: micro_batch_num = 16777216 x pp_degree = 8 x vpp_degree = 1 = 134217728 "
+      .. "schedule cells, over the simulation's limit of " .. LIMIT .. " (use fewer micro-batches or stages)",
+      "estimate", H.ROOT .. "/examples/llama3_70b_h100.lua", "--strategy",
+      "pp_degree=8,tp_degree=8,micro_batch_size=1", "--set", "training.global_batch_size=16777216")
+  end)
+
+  it("run names the policy file and the candidate", function()
+    local p = H.ROOT .. "/examples/llama3_405b_h100_16k.lua"
+    refused(p .. ": search_space: a candidate's micro_batch_num = 131072 x pp_degree = 32 x vpp_degree = 2 "
+      .. "= 8388608 schedule cells, over the simulation's limit of " .. LIMIT .. " (use fewer micro-batches or stages)",
+      "run", p, "--set", "training.global_batch_size=16777216", "-q")
+  end)
+
+  it("the core's timeline refuses it too (ctx:timeline), and the limit itself still simulates", function()
+    local core = require "apsearch.core"
+    local policy = require "apsearch.policy"
+    local pol = policy.load(H.ROOT .. "/examples/llama3_70b_h100.lua")
+    pol.training.global_batch_size = LIMIT // 8 + 1
+    local ctx = core.context(pol.model, pol.cluster, pol.training)
+    local s = { pp_degree = 8, tp_degree = 8, micro_batch_size = 1 }
+    local ok, err = pcall(ctx.timeline, ctx, s, 64)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("^strategy: micro_batch_num = 524289 x pp_degree = 8"), err)
+    pol.training.global_batch_size = LIMIT // 8 -- exactly the limit
+    ctx = core.context(pol.model, pol.cluster, pol.training)
+    local tl = assert(ctx:timeline(s, 64))
+    assert.are.equal(LIMIT // 8, tl.micro_batch_num)
+  end)
+end)

@@ -111,3 +111,67 @@ describe("a pipeline schedule over the simulation's size limit (issue 27)", func
     assert.are.equal(LIMIT // 8, tl.micro_batch_num)
   end)
 end)
+
+describe("config.json integers are bounded by what a model can have (issue 27)", function()
+  local hf = require "apsearch.hf"
+  local cjson = require "cjson"
+  local MAX = 16777216 -- hf.MAX_CONFIG_INT, the core's APS_MAX_WIDTH
+
+  local function config(name)
+    return cjson.decode((assert(H.read(H.ROOT .. "/examples/models/" .. name .. ".json"))))
+  end
+
+  -- every integer key each importer reads, with the lower bound it has
+  local CASES = {
+    ["deepseek-v3"] = { num_hidden_layers = 1, hidden_size = 1, num_attention_heads = 1,
+      intermediate_size = 1, vocab_size = 1, max_position_embeddings = 1, q_lora_rank = 0,
+      kv_lora_rank = 1, qk_nope_head_dim = 1, qk_rope_head_dim = 1, v_head_dim = 1,
+      num_nextn_predict_layers = 0, n_routed_experts = 0, num_experts_per_tok = 1,
+      moe_intermediate_size = 1, n_shared_experts = 0, first_k_dense_replace = 0,
+      moe_layer_freq = 1, n_group = 0, topk_group = 1 },
+    ["llama-3.1-8b"] = { num_key_value_heads = 1, head_dim = 1 },
+    ["qwen3-30b-a3b"] = { num_experts = 1, decoder_sparse_step = 1 },
+    ["mixtral-8x7b"] = { num_local_experts = 1, sliding_window = 1 },
+  }
+
+  for name, keys in pairs(CASES) do
+    for key, min in pairs(keys) do
+      it(name .. ": " .. key .. " = 1e30 is refused naming the file, the key and the value", function()
+        local cfg = config(name)
+        cfg[key] = 1e30
+        local want = min == 1 and ("expected a positive integer <= %d"):format(MAX)
+          or ("expected an integer in [0, %d]"):format(MAX)
+        assert.are.equal(("c.json: %s: %s (got 1e+30)"):format(key, want),
+          H.err_of(hf.from_config, cfg, "c.json"))
+        cfg[key] = MAX + 1
+        assert.are.equal(("c.json: %s: %s (got %d)"):format(key, want, MAX + 1),
+          H.err_of(hf.from_config, cfg, "c.json"))
+      end)
+    end
+  end
+
+  it("rope_scaling.original_max_position_embeddings, max_window_layers and expansion_ratio too", function()
+    local cfg = config("llama-3.1-8b")
+    cfg.rope_scaling.original_max_position_embeddings = 1e30
+    assert.are.equal(("c.json: rope_scaling: original_max_position_embeddings: expected a positive "
+      .. "integer <= %d (got 1e+30)"):format(MAX), H.err_of(hf.from_config, cfg, "c.json"))
+    cfg = config("qwen2.5-7b")
+    cfg.use_sliding_window, cfg.max_window_layers = true, 1e30
+    assert.are.equal(("c.json: max_window_layers: expected an integer in [0, %d] (got 1e+30)"):format(MAX),
+      H.err_of(hf.from_config, cfg, "c.json"))
+    cfg = { model_type = "mpt", d_model = 4096, n_heads = 32, n_layers = 32, vocab_size = 50432,
+            expansion_ratio = 1e30 }
+    assert.are.equal(("c.json: expansion_ratio: expected a positive number with expansion_ratio * d_model "
+      .. "integral and <= %d (got 1e+30)"):format(MAX), H.err_of(hf.from_config, cfg, "c.json"))
+  end)
+
+  it("inspect and run: exit 2, one line naming the file, the key and the value", function()
+    local dir = H.tmpdir()
+    local cfg = config("deepseek-v3")
+    cfg.q_lora_rank = 1e30
+    local path = H.write(dir .. "/config.json", (cjson.encode(cfg):gsub("1e%+30", "1e30")))
+    local line = path .. ": q_lora_rank: expected an integer in [0, 16777216] (got 1e+30)"
+    refused(line, "inspect", path)
+    refused(line, "run", POLICY, "--model", path)
+  end)
+end)

@@ -175,3 +175,23 @@ describe("config.json integers are bounded by what a model can have (issue 27)",
     refused(line, "run", POLICY, "--model", path)
   end)
 end)
+
+describe("a cases CSV with a duplicated header column (issue 27)", function()
+  local dir, dup
+  setup(function()
+    dir = H.tmpdir()
+    local lines = {}
+    for line in assert(H.read(CASES)):gmatch("[^\r\n]+") do lines[#lines + 1] = line end
+    lines[1] = lines[1] .. ",source" -- "source" is column 2 too
+    for i = 2, #lines do lines[i] = lines[i] .. ",other" end
+    dup = H.write(dir .. "/dup.csv", table.concat(lines, "\n") .. "\n")
+  end)
+
+  it("validate and calibrate refuse it naming the file and the column, exit 2", function()
+    local ncols = select(2, assert(H.read(CASES)):match("^[^\r\n]*"):gsub(",", ",")) + 2
+    local line = dup .. ': header: column "source" appears twice (columns 2 and ' .. ncols .. ")"
+    refused(line, "validate", dup)
+    refused(line, "calibrate", dup, "-o", dir .. "/c.json")
+    refused(line, "validate", dup, "--cv", "source")
+  end)
+end)

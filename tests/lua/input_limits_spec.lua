@@ -195,3 +195,61 @@ describe("a cases CSV with a duplicated header column (issue 27)", function()
     refused(line, "validate", dup, "--cv", "source")
   end)
 end)
+
+describe("a baseline whose step time is huge or tiny (issue 27)", function()
+  local baseline = require "apsearch.report.baseline"
+  local dir, json
+  setup(function()
+    dir = H.tmpdir()
+    json = require "apsearch.format.json"
+    local code, out, err = run("run", POLICY, "--top-k", "2", "--format", "json", "-q")
+    assert.are.equal(0, code, err)
+    H.write(dir .. "/base.json", out)
+  end)
+
+  local function with_step(name, step)
+    local r = json.decode(assert(H.read(dir .. "/base.json")))
+    for _, rec in ipairs(r.top_k_strategies) do rec.performance_cost.step_time = step end
+    return H.write(dir .. "/" .. name .. ".json", json.encode(r))
+  end
+
+  it("is refused naming the file, the record and the value, exit 2", function()
+    for _, case in ipairs({ { "tiny", 1e-300, "1e-300" }, { "huge", 1e300, "1e+300" },
+                            { "denormal", 5e-324, "4.9406564584125e-324" } }) do
+      local path = with_step(case[1], case[2])
+      refused(("--baseline: %s: top_k_strategies[1].performance_cost.step_time: expected a step time "
+        .. "in [1e-06, 1e+09] s (got %s)"):format(path, case[3]), "run", POLICY, "--baseline", path)
+    end
+  end)
+
+  it("at the ends of the range prints finite percentages in text, JSON and the report", function()
+    for _, step in ipairs({ baseline.MIN_STEP_TIME, baseline.MAX_STEP_TIME }) do
+      local path = with_step("edge", step)
+      local out_dir = dir .. "/out" .. tostring(step)
+      local code, out, err = run("run", POLICY, "--top-k", "2", "--baseline", path, "--out", out_dir)
+      assert.are.equal(0, code, err)
+      assert.truthy(out:find("best step time:", 1, true), out)
+      -- the words inf / nan anywhere in the text outputs; the report (its
+      -- scripts spell Infinity and NaN) has no "inf%" / "nan%"
+      local text = (out .. H.read(out_dir .. "/result.json") .. H.read(out_dir .. "/result.csv")):lower()
+      assert.is_nil(text:find("%f[%a]inf%f[%A]") or text:find("%f[%a]nan%f[%A]"))
+      local html = H.read(out_dir .. "/report.html"):lower()
+      assert.is_nil(html:find("inf%", 1, true) or html:find("nan%", 1, true))
+    end
+  end)
+
+  it("lines() never prints a non-finite change", function()
+    for _, d in ipairs({ math.huge, -math.huge, 0 / 0 }) do
+      local lines = baseline.lines({ inputs = { changed = {} },
+        summary = { space_size = { 1, 1 }, feasible = { 1, 1 } },
+        best = { before = { step_time = 1, strategy = "a" }, after = { step_time = 2, strategy = "a" },
+                 delta_s = 1, delta_pct = d },
+        top_k = { entered = {}, left = {}, moved = {}, kept = {
+          { before = 1, after = 1, strategy = "a", step_time_before = 1, step_time_after = 2,
+            delta_s = 1, delta_pct = d } } } })
+      local all = table.concat(lines, "\n"):lower()
+      assert.is_nil(all:find("%f[%a]inf%f[%A]") or all:find("%f[%a]nan%f[%A]"), all)
+      assert.truthy(all:find("1.000 s -> 2.000 s", 1, true), all)
+    end
+  end)
+end)

@@ -170,6 +170,12 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
                         const aps_strategy *s, char *msg, size_t n);
 aps_reason aps_check_batch(const aps_training *t, const aps_strategy *s,
                            char *msg, size_t n);
+/** False, with the numbers in msg, when the pipeline schedule of s (pp_degree
+ *  > 1) would simulate more than APS_MAX_SCHEDULE_CELLS micro-batch x model
+ *  chunk cells: a size limit on the input, checked before the estimate
+ *  allocates them (the simulators refuse such a schedule with APS_ERANGE). */
+bool aps_check_schedule_size(const aps_training *t, const aps_strategy *s,
+                             char *msg, size_t n);
 aps_reason aps_check_devices(const aps_cluster *c, const aps_strategy *s,
                              char *msg, size_t n);
 aps_reason aps_check_zero(const aps_strategy *s, char *msg, size_t n);

@@ -23,6 +23,13 @@ extern "C" {
 /** Largest accepted parallel degree or batch dimension (aps_check_degrees:
  *  tp, pp, vpp, cp, dp, fsdp, micro_batch_size, micro_batch_num): 2^24. */
 #define APS_MAX_DEGREE (INT64_C(1) << 24)
+/** Most cells a simulated pipeline schedule holds: micro_batch_num x
+ *  pp_degree x vpp_degree, each cell a forward and a backward finish time
+ *  (16 bytes) and up to four ops of a zero-bubble order (48 bytes): 2^22,
+ *  at most 256 MiB.  A pipelined strategy beyond it is refused before
+ *  anything is allocated (aps_check_schedule_size); 16384 micro-batches
+ *  over 256 model chunks still fit. */
+#define APS_MAX_SCHEDULE_CELLS (INT64_C(1) << 22)
 /** Capacity of aps_model.moe_dense_layers (explicit dense layers of an
  *  MoE model, Qwen's mlp_only_layers). */
 #define APS_MAX_DENSE_LAYER_LIST 64

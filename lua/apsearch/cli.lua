@@ -459,6 +459,11 @@ local function cmd_run(args)
   end
   if not okr then
     if set then set:abort() end
+    -- a candidate the core refuses outright (a size limit): the policy's
+    -- search space and training produced it
+    if type(result) == "string" and result:find("^strategy: ") then
+      result = path .. ": search_space: a candidate's " .. result:sub(#"strategy: " + 1)
+    end
     error(result, 0)
   end
   if baseline then
@@ -596,7 +601,7 @@ local function cmd_estimate(args)
   end
   local ok, est = pcall(ctx.estimate, ctx, s)
   if not ok then -- the core's "strategy.<field>" is what --strategy gave
-    error((tostring(est):gsub("^strategy%.", "--strategy: ")), 0)
+    error((tostring(est):gsub("^strategy[%.:] ?", "--strategy: ")), 0)
   end
   if est.feasible then
     local dev = inputs.cluster.device

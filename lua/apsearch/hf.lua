@@ -214,6 +214,25 @@ M.ROPE_SCALING = { "llama3", "linear", "yarn" }
 --- config.json keys of the norm epsilon, first present wins.
 M.NORM_EPS_KEYS = { "rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps" }
 
+--- Largest integer a config.json field may hold: the widest dimension or
+-- count the core accepts for any model field (APS_MAX_WIDTH, 2^24,
+-- src/core/model.c); the core bounds layer and expert counts further
+-- (2^16) and names them.  A bigger value (`q_lora_rank = 1e30`) is refused
+-- at import, naming the file and the key.
+M.MAX_CONFIG_INT = 1 << 24
+
+-- v as an integer in [min (0 or 1), M.MAX_CONFIG_INT]; raises
+-- `<file>: <key>: expected a positive integer <= 16777216 (got v)` (or
+-- `an integer in [0, 16777216]`) for anything else.
+local function config_int(v, min, file, key)
+  if not util.is_integer(v) or v < min or v > M.MAX_CONFIG_INT then
+    local want = min == 1 and ("a positive integer <= %d"):format(M.MAX_CONFIG_INT)
+      or ("an integer in [%d, %d]"):format(min, M.MAX_CONFIG_INT)
+    util.fail(file, key, "expected " .. want, v)
+  end
+  return math.tointeger(v)
+end
+
 -- A finite number >= 0 at cfg[key] (nil when absent or null).
 local function nonneg(cfg, key, file)
   local v = cfg[key]
@@ -284,10 +303,7 @@ local function numerics(m, cfg, file)
   end
   local omp = rs.original_max_position_embeddings
   if not is_null(omp) then
-    if not util.is_integer(omp) or omp < 1 then
-      util.fail(where, "original_max_position_embeddings", "expected a positive integer", omp)
-    end
-    m.original_max_position_embeddings = math.tointeger(omp)
+    m.original_max_position_embeddings = config_int(omp, 1, where, "original_max_position_embeddings")
   end
   return m
 end
@@ -331,12 +347,7 @@ local function reader(cfg, file)
       if default ~= nil then return default end
       util.fail(file, key, "required key is missing", nil)
     end
-    if not util.is_integer(v) or v < 1 then
-      util.fail(file, key, "expected a positive integer", v)
-    end
-    local iv = math.tointeger(v)
-    if not iv then util.fail(file, key, "expected a positive integer below 2^63", v) end
-    return iv
+    return config_int(v, 1, file, key)
   end
   function r.bool(key, default)
     local v = cfg[key]
@@ -433,10 +444,7 @@ local function qwen_window(m, r, cfg, file)
   if r.bool("use_sliding_window", false) then
     local first = cfg.max_window_layers
     if is_null(first) then first = m.num_layers end
-    if not util.is_integer(first) or first < 0 then
-      util.fail(file, "max_window_layers", "expected an integer >= 0", first)
-    end
-    first = math.min(math.tointeger(first), m.num_layers)
+    first = math.min(config_int(first, 0, file, "max_window_layers"), m.num_layers)
     if first < m.num_layers then window(m, r, m.num_layers - first) end
   end
   return m
@@ -521,8 +529,10 @@ function builders.mpt(r, cfg, file)
   local bias = not r.bool("no_bias", true)
   local ratio = cfg.expansion_ratio
   if is_null(ratio) then ratio = 4 end
-  if type(ratio) ~= "number" or ratio <= 0 or not util.is_integer(ratio * h) then
-    util.fail(file, "expansion_ratio", "expected a positive number with expansion_ratio * d_model integral", ratio)
+  if type(ratio) ~= "number" or ratio <= 0 or not util.is_integer(ratio * h)
+    or ratio * h > M.MAX_CONFIG_INT then
+    util.fail(file, "expansion_ratio", ("expected a positive number with expansion_ratio * d_model " ..
+      "integral and <= %d"):format(M.MAX_CONFIG_INT), ratio)
   end
   return {
     num_layers = r.int("n_layers"),
@@ -543,14 +553,12 @@ end
 
 ---------------------------------------------------------------- mixture of experts
 
--- Integer >= 0 at cfg[key] (default when absent or null).
+-- Integer in [0, M.MAX_CONFIG_INT] at cfg[key] (default when absent or
+-- null).
 local function count(cfg, key, default, file)
   local v = cfg[key]
   if is_null(v) then return default end
-  if not util.is_integer(v) or v < 0 then
-    util.fail(file, key, "expected an integer >= 0", v)
-  end
-  return math.tointeger(v)
+  return config_int(v, 0, file, key)
 end
 
 -- Qwen's mlp_only_layers: 0-based layers with a dense MLP.

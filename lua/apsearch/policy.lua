@@ -1018,16 +1018,11 @@ end
 -- @tparam string path the policy file
 -- @treturn table|any what the file returned
 -- @treturn table the configs its `hf()` calls imported (see `env`)
--- @raise `<file>: cannot open policy file (...)`, `<file>:<line>: <syntax
+-- @raise `<file>: cannot open policy file (...)` (also for a FIFO, a
+--   device or a directory: `rules.run_file`), `<file>:<line>: <syntax
 --   error>`, or the sandbox report of a runtime error or exceeded limit
 --   (`<file>:<line>: <message>`, `in policy file <file>`, a traceback)
 function M.load_raw(path, allow)
-  local f, oerr = io.open(path, "rb")
-  if not f then
-    error(string.format("%s: cannot open policy file (%s)", path,
-      tostring(oerr):gsub("^[^:]*: ", "")), 0)
-  end
-  f:close()
   local env, imports = M.env(util.dirname(path), allow)
   return rules.run_file(path, env, "policy file"), imports
 end

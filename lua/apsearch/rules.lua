@@ -213,17 +213,29 @@ local function run_chunk(chunk, err, name, label)
   return r
 end
 
+-- A script's source as `loadfile` would read it: a UTF-8 byte-order mark
+-- and a first line starting with `#` (`#!/usr/bin/env lua`) dropped, the
+-- line's end kept so that line numbers stay those of the file.
+local function script_source(text)
+  return (text:gsub("^\239\187\191", ""):gsub("^#[^\n]*", ""))
+end
+
 --- Loads a script file as text into `env` and runs it in the sandbox.
+-- The file is read by `util.read_file` (a regular file, or refused at
+-- once: a FIFO cannot block).
 -- @tparam string path the file
 -- @tparam[opt] table env environment (default: `sandbox()`)
 -- @tparam[opt] string label what it is, for reports (default `"file"`)
 -- @return the file's first return value, copied as plain data (see above)
 -- @raise `<path>:<line>: <syntax error>`, `<path>: attempt to load a binary
---   chunk (mode is 't')`, `<path>: cannot open ...`, or the sandbox report
---   of a runtime error or exceeded limit
+--   chunk (mode is 't')`, `<path>: cannot open <label> (<reason>)`, or the
+--   sandbox report of a runtime error or exceeded limit
 function M.run_file(path, env, label)
-  local chunk, err = loadfile(path, M.load_mode(), env or M.sandbox())
-  return run_chunk(chunk, err, path, label or "file")
+  label = label or "file"
+  local text, rerr = util.read_file(path)
+  if not text then error(("%s: cannot open %s (%s)"):format(path, label, rerr), 0) end
+  local chunk, err = load(script_source(text), "@" .. path, M.load_mode(), env or M.sandbox())
+  return run_chunk(chunk, err, path, label)
 end
 
 --- Loads Lua source text like `run_file` (name labels it: `<name>:<line>`).

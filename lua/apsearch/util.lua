@@ -160,42 +160,29 @@ end
 -- files, measurements.
 M.max_input_bytes = 64 << 20
 
---- Reads a whole regular file of at most `max_bytes` (default
--- `M.max_input_bytes`); anything else (a directory, /dev/zero, a FIFO, a
--- huge file) is refused at once, before it is opened.
+--- Reads a whole input file, the one check every command's inputs go
+-- through (policies, rules, objectives, formatters, model configs, cases,
+-- calibrations, baselines): the file is opened without blocking and read
+-- only if the opened file is a regular file of at most `max_bytes`
+-- (default `M.max_input_bytes`); a directory, a device, a FIFO or a
+-- bigger file is refused at once (`apsearch.core.read_regular`).
 -- @tparam string path
 -- @tparam[opt] integer max_bytes
 -- @treturn string|nil contents
--- @treturn[opt] string error message when the file cannot be read
+-- @treturn[opt] string why it cannot be read (`not a regular file (a
+--   named pipe)`, `No such file or directory`, ...), without the path:
+--   callers name the file themselves
 function M.read_file(path, max_bytes)
-  max_bytes = max_bytes or M.max_input_bytes
-  local attr = lfs.attributes(path)
-  if attr and attr.mode ~= "file" then
-    return nil, "not a regular file (a " .. tostring(attr.mode) .. ")"
-  end
-  if attr and attr.size > max_bytes then
-    return nil, format("larger than the %d MiB limit (%d bytes)", max_bytes >> 20, attr.size)
-  end
-  local f, err = io.open(path, "rb")
-  -- io.open's message repeats the path; callers name the file themselves
-  if not f then
-    local prefix = path .. ": "
-    if type(err) == "string" and err:sub(1, #prefix) == prefix then err = err:sub(#prefix + 1) end
-    return nil, err
-  end
-  local s, rerr = f:read("a")
-  f:close()
-  if s == nil then return nil, rerr or "cannot read (a directory?)" end
-  return s
+  return require("apsearch.core").read_regular(path, max_bytes or M.max_input_bytes)
 end
 
---- True if a file exists and can be opened for reading.
+--- True if something exists at path (any file type; nothing is opened,
+-- so a FIFO cannot block).  Whether it can be read is `read_file`'s
+-- answer, with the reason.
 -- @tparam string path
 -- @treturn boolean
 function M.file_exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() return true end
-  return false
+  return lfs.attributes(path, "mode") ~= nil
 end
 
 --- Directory part of a path ("." when it has none).

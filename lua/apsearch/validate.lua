@@ -781,8 +781,9 @@ function M.summarize(cases)
   return out
 end
 
---- Reads a cases file; raises `<file>: missing required column <name>` or
--- a parse error naming the file.
+--- Reads a cases file; raises `<file>: missing required column <name>`,
+-- `<file>: header: column "<name>" appears twice (columns i and j)` or a
+-- parse error naming the file.
 -- @return array of rows (column -> string)
 function M.load(path)
   if not util.file_exists(path) then
@@ -806,7 +807,13 @@ function M.load(path)
   local d, err = data.read(stringio.open(text), { csv = true, no_convert = true })
   if not d then error(("%s: %s"):format(path, tostring(err)), 0) end
   local index = {}
-  for i, name in ipairs(d.fieldnames) do index[name] = i end
+  for i, name in ipairs(d.fieldnames) do
+    if index[name] then
+      error(("%s: header: column %s appears twice (columns %d and %d)"):format(
+        path, util.describe(name), index[name], i), 0)
+    end
+    index[name] = i
+  end
   local missing = {}
   for _, col in ipairs(M.REQUIRED) do
     if not index[col] then missing[#missing + 1] = col end

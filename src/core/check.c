@@ -137,6 +137,23 @@ static int64_t microbatches(const aps_training *t, const aps_strategy *s)
     return per > 0 ? t->global_batch_size / per : 0;
 }
 
+bool aps_check_schedule_size(const aps_training *t, const aps_strategy *s,
+                             char *msg, size_t n)
+{
+    int64_t p = s->pp_degree, v = s->vpp_degree, m = microbatches(t, s);
+    /* out-of-range degrees are aps_check_degrees' to refuse */
+    if (p <= 1 || v < 1 || p > APS_MAX_DEGREE || v > APS_MAX_DEGREE || m < 1)
+        return true; /* m <= global_batch_size <= 2^30: m p fits */
+    if (m * p <= APS_MAX_SCHEDULE_CELLS / v)
+        return true;
+    aps_fmt(msg, n, "micro_batch_num = %lld x pp_degree = %lld x vpp_degree "
+            "= %lld = %.0f schedule cells, over the simulation's limit of "
+            "%lld (use fewer micro-batches or stages)", (long long)m,
+            (long long)p, (long long)v, (double)m * (double)p * (double)v,
+            (long long)APS_MAX_SCHEDULE_CELLS);
+    return false;
+}
+
 aps_reason aps_check_batch(const aps_training *t, const aps_strategy *s,
                            char *msg, size_t n)
 {

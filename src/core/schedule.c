@@ -266,6 +266,9 @@ aps_status aps_schedule_simulate(const aps_schedule_in *in,
         in->t_bwd == NULL)
         return APS_EINVAL;
     memset(out, 0, sizeof *out);
+    /* before any allocation (aps_check_schedule_size says why) */
+    if (in->m > APS_MAX_SCHEDULE_CELLS / (in->p * in->v))
+        return APS_ERANGE;
     if (aps_schedule_v_shaped(in->schedule) && in->v != 2)
         return APS_EINVAL;
     if (in->schedule == APS_PP_DUALPIPEV && in->m < 2 * in->p)

@@ -281,6 +281,8 @@ double aps_schedule_inflight_of(int schedule, int64_t p, int64_t v,
     if ((aps_schedule_v_shaped(schedule) && v != 2) ||
         (schedule == APS_PP_DUALPIPEV && m < 2 * p))
         return (double)m; /* every micro-batch: the most it can be */
+    if (m > APS_MAX_SCHEDULE_CELLS / v)
+        return (double)m; /* beyond the size limit: no order allocated */
     zb_op *ops = malloc(order_slots(v, m) * sizeof *ops);
     int64_t cnt[2 * APS_MAX_STAGES];
     if (ops == NULL)

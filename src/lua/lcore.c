@@ -265,12 +265,24 @@ static int l_context(lua_State *L)
 
 /* ------------------------------------------------------- context methods */
 
+/* Reads the strategy table at sidx into *s; raises a one-line
+ * "strategy: ..." error when its pipeline schedule is over the size limit
+ * (aps_check_schedule_size), before the estimate allocates it. */
+static void check_strategy(lua_State *L, apsl_context *ctx, int sidx,
+                           aps_strategy *s)
+{
+    char msg[APS_REASON_LEN];
+    apsl_check_strategy(L, sidx, &ctx->proto, s);
+    if (!aps_check_schedule_size(&ctx->training, s, msg, sizeof msg))
+        apsl_error(L, "strategy: %s", msg);
+}
+
 /* Runs the estimate of the strategy table at sidx; *s and *e are the
  * caller's stack memory. */
 static void run_estimate(lua_State *L, apsl_context *ctx, int sidx,
                          aps_strategy *s, aps_estimate *e)
 {
-    apsl_check_strategy(L, sidx, &ctx->proto, s);
+    check_strategy(L, ctx, sidx, s);
     aps_status st = aps_estimate_run(&ctx->model, &ctx->cluster,
                                      &ctx->training, s, e);
     if (st != APS_OK)
@@ -482,7 +494,7 @@ static int ctx_timeline(lua_State *L)
 {
     apsl_context *ctx = check_context(L, 1);
     aps_strategy s;
-    apsl_check_strategy(L, 2, &ctx->proto, &s);
+    check_strategy(L, ctx, 2, &s);
     lua_Integer max_ops = luaL_checkinteger(L, 3);
     if (max_ops < 2 || max_ops > APSL_TIMELINE_MAX_OPS)
         return apsl_error(L, "timeline: max_ops must be in [2, %d] (got %I)",
@@ -714,6 +726,7 @@ static const luaL_Reg module_funcs[] = {
     {"rename_noreplace", apsl_rename_noreplace},
     {"rename_exchange", apsl_rename_exchange},
     {"chmod", apsl_chmod},
+    {"read_regular", apsl_read_regular},
     {NULL, NULL}
 };
 
@@ -757,7 +770,7 @@ static const char *perf_name(int i)
  * require "apsearch.core" -> module table:
  *   model_params, device_presets, device_preset, defaults, context
  *   (functions above); fsync, getpid, realpath, monotime, isatty,
- *   rename_noreplace, rename_exchange, chmod (lfsync.c);
+ *   rename_noreplace, rename_exchange, chmod, read_regular (lfsync.c);
  *   version: the CMake project version (APS_VERSION);
  *   MAX_STAGES: largest pp_degree (APS_MAX_STAGES);
  *   MAX_DEGREE: largest parallel degree or batch dimension (APS_MAX_DEGREE);

@@ -1058,6 +1058,7 @@ static int class_has(int c, int cl)
     case 'u': r = isupper(c); break;
     case 'w': r = isalnum(c); break;
     case 'x': r = isxdigit(c); break;
+    case 'z': r = (c == 0); break; /* deprecated, still in Lua 5.4's */
     default: return cl == c;
     }
     if (isupper(cl))
@@ -1466,8 +1467,10 @@ static int l_str_gmatch(lua_State *L)
     luaL_checklstring(L, 1, &ls);
     luaL_checkstring(L, 2);
     init = start_pos(luaL_optinteger(L, 3, 1), ls);
+    /* as lstrlib.c's gmatch: an init past len + 1 starts after the end
+     * (no match, not even the empty one at len + 1) */
     if (init > ls + 1)
-        init = ls + 1;
+        init = ls + 2;
     lua_settop(L, 2);
     g = (gm_state *)lua_newuserdatauv(L, sizeof *g, 0);
     g->pos = init - 1;

@@ -466,6 +466,41 @@ static void test_vpp_zero_bubble_microbatches(void **state)
     ASSERT_HAS(x.msg, "micro_batch_num = 6 divisible by pp_degree = 4");
 }
 
+/* ------------------------------------------- schedule size (issue 27) */
+
+/* m x p x v cells up to APS_MAX_SCHEDULE_CELLS pass; one micro-batch more
+ * of a 16-chunk schedule is refused with the numbers; no pipeline, no
+ * limit; aps_schedule_simulate refuses the same shape (ERANGE) before it
+ * allocates anything. */
+static void test_schedule_size_limit(void **state)
+{
+    (void)state;
+    ctx x;
+    int64_t limit_m = APS_MAX_SCHEDULE_CELLS / 16; /* p 8 x v 2 */
+    setup(&x, 8, limit_m);
+    x.s.pp_degree = 8;
+    x.s.vpp_degree = 2;
+    assert_true(aps_check_schedule_size(&x.t, &x.s, x.msg, sizeof x.msg));
+    x.t.global_batch_size = limit_m + 1;
+    assert_false(aps_check_schedule_size(&x.t, &x.s, x.msg, sizeof x.msg));
+    ASSERT_HAS(x.msg, "micro_batch_num = 262145 x pp_degree = 8 x "
+               "vpp_degree = 2 = 4194320 schedule cells, over the "
+               "simulation's limit of 4194304");
+    x.s.pp_degree = 1;
+    x.s.vpp_degree = 1;
+    x.t.global_batch_size = INT64_C(1) << 30;
+    assert_true(aps_check_schedule_size(&x.t, &x.s, x.msg, sizeof x.msg));
+
+    double tf[16], tb[16];
+    for (int j = 0; j < 16; j++)
+        tf[j] = tb[j] = 1.0;
+    aps_schedule_in in = {8, 2, limit_m + 1, tf, tb, NULL, NULL, 0, NULL, NULL};
+    aps_schedule_out out;
+    assert_int_equal(aps_schedule_simulate(&in, &out), APS_ERANGE);
+    in.schedule = APS_PP_INTERLEAVED_ZB;
+    assert_int_equal(aps_schedule_simulate(&in, &out), APS_ERANGE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -486,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_vpp_zero_bubble_microbatches),
         cmocka_unit_test(test_framework_unsupported),
         cmocka_unit_test(test_check_order),
+        cmocka_unit_test(test_schedule_size_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

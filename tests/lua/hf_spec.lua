@@ -426,14 +426,14 @@ describe("refusals", function()
 
   it("names the key and value of a wrong type", function()
     local e = err_of(hf.from_config, with(base, { model_type = "llama", hidden_size = "4096" }), "c.json")
-    assert.are.equal('c.json: hidden_size: expected a positive integer (got "4096")', e)
+    assert.are.equal('c.json: hidden_size: expected a positive integer <= 16777216 (got "4096")', e)
   end)
 
   it("names the file and the config key when the core refuses the shape", function()
     local e = err_of(hf.from_config, with(base, { model_type = "llama", num_key_value_heads = 5 }), "k.json")
     assert.truthy(e:find("k.json: num_key_value_heads (model.num_query_groups): 5 does not divide", 1, true), e)
     e = err_of(hf.from_config, with(base, { model_type = "llama", num_hidden_layers = 1e30 }), "b.json")
-    assert.are.equal("b.json: num_hidden_layers: expected a positive integer below 2^63 (got 1e+30)", e)
+    assert.are.equal("b.json: num_hidden_layers: expected a positive integer <= 16777216 (got 1e+30)", e)
   end)
 
   it("names an unknown model_type and the supported list", function()

@@ -116,7 +116,7 @@ describe("hf.lua reads the router", function()
       '(got "softmax")', err(v3, function(c) c.scoring_func = "softmax" end))
     assert.are.equal('m.json: topk_method: expected greedy, group_limited_greedy or noaux_tc (got "topk")',
       err(v3, function(c) c.topk_method = "topk" end))
-    assert.are.equal("m.json: topk_group: expected a positive integer (got 0)",
+    assert.are.equal("m.json: topk_group: expected a positive integer <= 16777216 (got 0)",
       err(v3, function(c) c.topk_group = 0 end))
     -- the core's checks, named by the config key
     assert.are.equal("m.json: n_group (model.moe_router_num_groups): must divide num_experts = 256 (got 7)",

@@ -179,6 +179,12 @@ function M.load(path)
   return r, path
 end
 
+--- Range of a baseline's step times (s): a record outside it (1e-300 s,
+-- 1e300 s) is not one apsearch wrote, and its change in percent would not
+-- be a finite number; `check` refuses it.
+M.MIN_STEP_TIME = 1e-6
+M.MAX_STEP_TIME = 1e9
+
 local POSITIVE = { "dp_degree", "fsdp_degree", "tp_degree", "pp_degree", "vpp_degree",
   "cp_degree", "micro_batch_size" }
 
@@ -229,7 +235,12 @@ function M.check(r, path)
     end
     local pc = rec.performance_cost
     if type(pc) ~= "table" then fail(at .. ".performance_cost", "expected an object", pc) end
-    positive(at .. ".performance_cost.step_time", pc.step_time, false)
+    local st = pc.step_time
+    positive(at .. ".performance_cost.step_time", st, false)
+    if st < M.MIN_STEP_TIME or st > M.MAX_STEP_TIME then
+      fail(at .. ".performance_cost.step_time", string.format("expected a step time in [%g, %g] s",
+        M.MIN_STEP_TIME, M.MAX_STEP_TIME), st)
+    end
   end
   local acs = r.all_candidate_summary
   if acs ~= nil and type(acs) ~= "table" then fail("all_candidate_summary", "expected an object", acs) end
@@ -268,9 +279,12 @@ local function walk(path, a, b, out)
   end
 end
 
+-- The change from a to b in percent, or nil when it is not a finite
+-- number (a missing or zero a; never inf or nan in an output).
 local function pct(a, b)
   if type(a) ~= "number" or type(b) ~= "number" or a == 0 then return nil end
-  return 100 * (b - a) / a
+  local d = 100 * (b - a) / a
+  return util.is_finite(d) and d or nil
 end
 
 -- the fields a left strategy is looked up by in this search's space: how
@@ -564,7 +578,7 @@ end
 
 local function secs(x) return x and string.format("%.3f s", x) or "-" end
 local function dp(x)
-  if not x then return "" end
+  if not util.is_finite(x) then return "" end
   if math.abs(x) < 0.05 then x = 0.0 end -- no "-0.0%"
   return string.format("%+.1f%%", x)
 end

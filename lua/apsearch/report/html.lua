@@ -560,7 +560,7 @@ end
 
 local function secs(x) return type(x) == "number" and string.format("%.3f", x) or "-" end
 local function pct(x)
-  if type(x) ~= "number" then return "" end
+  if not util.is_finite(x) then return "" end -- never "inf%" or "nan%"
   if math.abs(x) < 0.05 then x = 0.0 end
   return string.format("%+.1f%%", x)
 end

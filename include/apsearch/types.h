@@ -89,8 +89,20 @@ typedef struct {
     bool norm_bias;                  /**< LayerNorm with bias (GPT); MPT: off */
     bool qkv_bias;                   /**< Q, K, V biases (Qwen2, GPT-2) */
     bool attn_out_bias;              /**< attention output projection bias */
-    bool mlp_bias;                   /**< MLP biases */
+    bool mlp_bias;                   /**< MLP biases; with experts, every
+                                          expert's (gpt-oss gate_up_proj_bias,
+                                          down_proj_bias) and the shared
+                                          expert's */
     bool qk_norm;                    /**< per-head RMSNorm on Q and K (Qwen3) */
+    bool qk_norm_full_width;         /**< with qk_norm: one RMSNorm over the
+                                          whole Q projection (a*d weights) and
+                                          one over the whole K (k*d), not per
+                                          head (OLMoE: transformers
+                                          OlmoeAttention q_norm, k_norm) */
+    bool attention_sinks;            /**< a learned sink logit per query head
+                                          and layer (a weights; gpt-oss:
+                                          transformers GptOssAttention.sinks);
+                                          counted, not in the attention cost */
     bool tie_word_embeddings;
     int64_t sliding_window;          /**< local attention window, tokens
                                           (Mistral-7B-v0.1 4096); 0: none */
@@ -167,6 +179,12 @@ typedef struct {
                                           weights; DeepSeek-V3 e_score_
                                           correction_bias, Megatron --moe-
                                           router-enable-expert-bias) */
+    bool moe_router_linear_bias;     /**< the router's linear layer has a
+                                          bias added to the logits before
+                                          top-k (E weights; gpt-oss:
+                                          transformers GptOssTopKRouter.bias);
+                                          not moe_router_bias's load-balancing
+                                          selection bias */
     /* Router settings of the model's training recipe (HF config.json; see
      * lua/apsearch/hf.lua).  They change no estimate: no memory, FLOP or
      * time term reads them; the launchers write them (lua/apsearch/launch)

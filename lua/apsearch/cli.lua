@@ -668,7 +668,8 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "num_query_groups", "head_dim", "ffn_hidden_size", "vocab_size",
   "max_position_embeddings", "norms_per_layer", "mlp", "norm",
   "position_embedding", "norm_bias", "qkv_bias", "attn_out_bias", "mlp_bias",
-  "qk_norm", "tie_word_embeddings", "sliding_window", "sliding_window_layers",
+  "qk_norm", "qk_norm_full_width", "attention_sinks", "tie_word_embeddings",
+  "sliding_window", "sliding_window_layers",
   "rope_theta", "rope_scaling_type", "rope_scaling_factor", "low_freq_factor",
   "high_freq_factor", "original_max_position_embeddings", "yarn_beta_fast",
   "yarn_beta_slow", "yarn_mscale", "yarn_mscale_all_dim", "yarn_attention_factor",
@@ -676,7 +677,7 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   -- mixture of experts and multi-head latent attention (absent when dense)
   "num_experts", "experts_per_token", "moe_ffn_hidden_size",
   "shared_expert_ffn_hidden_size", "shared_expert_gate", "moe_router_bias",
-  "moe_aux_loss_coeff", "moe_seq_aux_loss", "moe_router_num_groups", "moe_router_group_topk",
+  "moe_router_linear_bias", "moe_aux_loss_coeff", "moe_seq_aux_loss", "moe_router_num_groups", "moe_router_group_topk",
   "moe_router_group_score_topk", "moe_router_topk_scaling_factor", "moe_router_pre_softmax",
   "moe_first_dense_layers", "moe_layer_freq", "moe_layer_phase",
   "moe_dense_layers", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
@@ -691,12 +692,12 @@ local function cmd_inspect(args)
   local fmt = check_format("inspect", opts.format, { "table", "json" }) or "table"
   local presets = require "apsearch.presets"
   local hf = require "apsearch.hf"
-  local ref, model, source = opts.MODEL, nil, nil
+  local ref, model, source, info = opts.MODEL, nil, nil, nil
   local is_dir = select(2, hf.config_path(ref))
   if ref:find("/", 1, true) or ref:match("%.json$") or (is_dir and not presets.is_model(ref)) then
-    model, source = hf.load(ref), hf.config_path(ref)
+    model, info = hf.load(ref)
+    source = hf.config_path(ref)
   elseif presets.is_model(ref) then
-    local info
     model, info = presets.model(ref)
     source = info.source
   else
@@ -705,8 +706,13 @@ local function cmd_inspect(args)
   end
   local core = require "apsearch.core"
   local counts = core.model_params(model)
+  -- what the config has that no estimate prices (apsearch.hf notes), and a
+  -- multimodal config's vision parameters, counted apart
+  local notes = info and info.notes or {}
+  for _, n in ipairs(notes) do io.stderr:write("apsearch: note: ", n, "\n") end
   if fmt == "json" then
-    out(require("apsearch.format.json").format({ model = model, source = source, parameters = counts }))
+    out(require("apsearch.format.json").format({ model = model, source = source, parameters = counts,
+      vision_params = info and info.vision_params, notes = #notes > 0 and notes or nil }))
     return 0
   end
   local common = require "apsearch.format.common"
@@ -735,6 +741,10 @@ local function cmd_inspect(args)
   if counts.mtp then
     keys[#keys + 1] = "mtp"
     keys[#keys + 1] = "mtp_active"
+  end
+  if info and info.vision_params then
+    keys[#keys + 1] = "vision (apart)"
+    value["vision (apart)"] = info.vision_params
   end
   for _, k in ipairs(keys) do
     rows[#rows + 1] = { label[k] or k, common.commas(value[k] or counts[k] or 0) }

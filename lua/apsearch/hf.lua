@@ -4,14 +4,15 @@
 -- name, num_layers, hidden_size, num_attention_heads, num_query_groups,
 -- head_dim, ffn_hidden_size, vocab_size, max_position_embeddings,
 -- norms_per_layer, mlp, norm, position_embedding, norm_bias, qkv_bias,
--- attn_out_bias, mlp_bias, qk_norm, tie_word_embeddings, sliding_window,
+-- attn_out_bias, mlp_bias, qk_norm, qk_norm_full_width, attention_sinks,
+-- tie_word_embeddings, sliding_window,
 -- sliding_window_layers, and the numerics the launch configs write (they
 -- change neither memory nor FLOPs): rope_theta, rope_scaling_type,
 -- rope_scaling_factor, low_freq_factor, high_freq_factor,
 -- original_max_position_embeddings, norm_eps; for MoE and MLA models
 -- num_experts, experts_per_token, moe_ffn_hidden_size,
 -- shared_expert_ffn_hidden_size, shared_expert_gate, moe_router_bias,
--- moe_first_dense_layers, moe_layer_freq, moe_layer_phase, moe_dense_layers,
+-- moe_router_linear_bias, moe_first_dense_layers, moe_layer_freq, moe_layer_phase, moe_dense_layers,
 -- q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
 -- v_head_dim, mtp_layers, and the router settings of the model's
 -- training recipe (they change no estimate; the launchers write them):
@@ -103,10 +104,34 @@
 -- DeepSeek default) -> moe_router_pre_softmax.  They change no memory,
 -- FLOP or time estimate.
 --
+-- The 2025 families (issue 25; builders below cite their transformers
+-- classes):
+--
+-- * `olmoe`: llama with RMSNorms over the full Q and K projections
+--   (qk_norm_full_width), num_experts experts on every layer, no shared
+--   expert, norm_topk_prob (default false).
+-- * `dbrx`: `d_model`, `n_heads`, `n_layers`, `max_seq_len`, `attn_config`
+--   {kv_n_heads, clip_qkv, rope_theta}, `ffn_config` {ffn_hidden_size,
+--   moe_num_experts, moe_top_k, moe_jitter_eps, moe_loss_weight,
+--   moe_normalize_expert_weights}; LayerNorm without bias, no linear biases.
+-- * `gpt_oss`: q/k/v/o biases, attention sinks, expert biases (mlp_bias),
+--   a router with a bias (moe_router_linear_bias), the window on the
+--   `sliding_attention` layers of `layer_types`, YaRN.
+-- * `gemma3_text`, `gemma3` (its `text_config`): Gemma-2's layer plus
+--   per-head Q/K norms, the window on `layer_types` or every layer but each
+--   `sliding_window_pattern`-th; absent keys take Gemma3TextConfig's
+--   defaults; the vision tower of `gemma3` is counted apart
+--   (info.vision_params).
+--
+-- What such a config has that no estimate term prices (sinks' softmax
+-- column, clamps, soft-capping, the vision tower, ...) is listed in
+-- info.notes, one line each starting with the file; `apsearch run` and
+-- `inspect` print them on stderr as `apsearch: note: ...`.
+--
 -- Other configs with experts (`num_local_experts`, `num_experts`,
--- `n_routed_experts`, `moe_num_experts` > 1, or "moe" in model_type: OLMoE,
--- DBRX, gpt-oss, ...) are refused with a `NotImplemented:` error naming the
--- key.
+-- `n_routed_experts`, `moe_num_experts` > 1, or "moe" in model_type:
+-- Phi-3.5-MoE, Llama 4, ...) are refused with a `NotImplemented:` error
+-- naming the key.
 -- @module apsearch.hf
 local cjson = require "cjson"
 local util = require "apsearch.util"
@@ -116,7 +141,7 @@ local M = {}
 
 --- Supported model types, in the order listed in error messages.
 M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
-                "phi3", "gpt2", "gpt_neox", "mpt" }
+                "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -255,7 +280,7 @@ end
 
 -- rope_theta, rope_scaling and the norm epsilon into the model table.
 local function numerics(m, cfg, file)
-  m.rope_theta = positive(cfg, "rope_theta", file) or positive(cfg, "rotary_emb_base", file)
+  m.rope_theta = positive(cfg, "rope_theta", file) or positive(cfg, "rotary_emb_base", file) or m.rope_theta
   for _, k in ipairs(M.NORM_EPS_KEYS) do
     local v = positive(cfg, k, file)
     if v then m.norm_eps = v break end
@@ -736,8 +761,293 @@ end
 builders.deepseek_v2 = function(r, cfg, file) return deepseek(r, cfg, file, false) end
 builders.deepseek_v3 = function(r, cfg, file) return deepseek(r, cfg, file, true) end
 
+---------------------------------------------------------------- 2025 families (issue 25)
+
+-- A nested config object at cfg[key] (DBRX attn_config / ffn_config,
+-- Gemma 3 text_config / vision_config): {} when absent or null, unless
+-- required.
+local function sub_config(cfg, key, file, required)
+  local v = cfg[key]
+  if is_null(v) then
+    if required then util.fail(file, key, "required key is missing", nil) end
+    return {}
+  end
+  if type(v) ~= "table" then util.fail(file, key, "expected an object", v) end
+  return v
+end
+
+-- cfg with every absent or null key of `defaults` filled in: the
+-- defaults transformers' config class gives a key a config.json leaves out.
+local function with_defaults(cfg, defaults)
+  local t = {}
+  for k, v in pairs(cfg) do t[k] = v end
+  for k, v in pairs(defaults) do
+    if is_null(t[k]) then t[k] = v end
+  end
+  return t
+end
+
+--- Attention kinds of transformers' `layer_types` (GptOssConfig,
+-- Gemma3TextConfig), true for the windowed ones.
+M.LAYER_TYPES = { sliding_attention = true, full_attention = false }
+
+-- The windowed layers of `layer_types` (one entry per layer), or nil
+-- when the config has none.
+local function sliding_layer_count(cfg, L, file)
+  local v = cfg.layer_types
+  if is_null(v) then return nil end
+  if type(v) ~= "table" or #v ~= L then
+    util.fail(file, "layer_types", "expected an array of num_hidden_layers = " .. L ..
+      " entries", v)
+  end
+  local n = 0
+  for i = 1, L do
+    local windowed = M.LAYER_TYPES[v[i]]
+    if windowed == nil then
+      util.fail(file, "layer_types[" .. i .. "]", 'expected "sliding_attention" or "full_attention"', v[i])
+    end
+    if windowed then n = n + 1 end
+  end
+  return n
+end
+
+-- The window of `sliding_window` on `n` layers; none when n is 0 (every
+-- layer full) or the config gives no window.
+local function window_on(m, r, n)
+  if n > 0 then window(m, r, n) end
+  return m
+end
+
+-- One line for the import's notes: a feature the config has that the
+-- estimate does not price, prefixed with the file.
+local function note(notes, file, fmt, ...)
+  notes[#notes + 1] = file .. ": " .. string.format(fmt, ...)
+end
+
+-- A number the notes quote (clip_qkv, swiglu_limit, soft-capping): > 0
+-- and finite, or nil when absent or null.
+local function quoted(cfg, key, file) return positive(cfg, key, file) end
+
+--- gpt-oss's layer pattern when `layer_types` is absent (GptOssConfig
+-- __post_init__): layer i is windowed when (i + 1) % 2 ~= 0.
+M.GPT_OSS_WINDOW_EVERY = 2
+
+-- gpt-oss (transformers modeling_gpt_oss.py: GptOssAttention, GptOssMLP,
+-- GptOssTopKRouter, GptOssExperts; GptOssConfig defaults head_dim 64,
+-- attention_bias true, num_experts_per_tok 4): q, k, v, o with biases,
+-- a sink logit per head, num_local_experts experts of intermediate_size
+-- with gate_up / down biases, a router with a bias; every layer MoE; the
+-- window on the sliding_attention layers of layer_types.  The router
+-- takes the top-k logits and softmaxes them: renormalised.
+function builders.gpt_oss(r, cfg, file, notes)
+  local m = llama_like(r, cfg, file, { head_dim = 64 })
+  local ab = r.bool("attention_bias", true)
+  m.qkv_bias, m.attn_out_bias = ab, ab
+  m.attention_sinks, m.mlp_bias, m.moe_router_linear_bias = true, true, true
+  m.num_experts = r.int("num_local_experts")
+  m.experts_per_token = r.int("num_experts_per_tok", 4)
+  m.moe_ffn_hidden_size = m.ffn_hidden_size
+  local L = m.num_layers
+  window_on(m, r, sliding_layer_count(cfg, L, file) or L - L // M.GPT_OSS_WINDOW_EVERY)
+  aux_loss(m, cfg, file, "router_aux_loss_coef")
+  note(notes, file, "attention sinks (one learned logit per head and layer, %d per layer) are counted " ..
+    "in the parameters; the softmax column they add is not in the attention FLOPs or time",
+    m.num_attention_heads)
+  local limit = quoted(cfg, "swiglu_limit", file)
+  note(notes, file, "the experts' clamped SwiGLU (swiglu_limit %s) is estimated as SwiGLU: the clamps " ..
+    "and the (up + 1) are element-wise and not priced",
+    limit and util.describe(limit) or "absent: GptOssConfig's 7.0")
+  local q = cfg.quantization_config
+  if type(q) == "table" and type(q.quant_method) == "string" then
+    note(notes, file, "the checkpoint's %s weights (quantization_config) are not modelled: the estimate " ..
+      "trains in training.precision", q.quant_method)
+  end
+  return m
+end
+
+-- The clamp of clip_qkv (DBRX attn_config, OLMoE) in the notes.
+local function clip_note(notes, cfg, file, where)
+  local clip = quoted(cfg, "clip_qkv", file)
+  if clip then
+    note(notes, where, "clip_qkv = %s clamps Q, K and V element-wise; not priced", util.describe(clip))
+  end
+end
+
+-- OLMoE (transformers modeling_olmoe.py OlmoeAttention, OlmoeSparseMoeBlock;
+-- OlmoeConfig defaults num_experts_per_tok 8, norm_topk_prob false):
+-- llama attention (attention_bias on q, k, v, o) with RMSNorms over the
+-- full Q and K projections (q_norm hidden_size wide, k_norm head_dim *
+-- num_key_value_heads), num_experts experts of intermediate_size on
+-- every layer, no shared expert, a router without bias.
+function builders.olmoe(r, cfg, file, notes)
+  local m = llama_like(r, cfg, file, {})
+  local ab = r.bool("attention_bias", false)
+  m.qkv_bias, m.attn_out_bias = ab, ab
+  m.qk_norm, m.qk_norm_full_width = true, true
+  m.num_experts = r.int("num_experts")
+  m.experts_per_token = r.int("num_experts_per_tok", 8)
+  m.moe_ffn_hidden_size = m.ffn_hidden_size
+  aux_loss(m, cfg, file, "router_aux_loss_coef")
+  if not r.bool("norm_topk_prob", false) then m.moe_router_pre_softmax = true end
+  clip_note(notes, cfg, file, file)
+  note(notes, file, "the Q/K norms span the whole projection (OlmoeAttention q_norm, k_norm): under " ..
+    "tensor parallelism their statistic needs a reduction across the ranks, which is not priced")
+  return m
+end
+
+--- DbrxConfig's defaults for keys a config.json may leave out
+-- (transformers configuration_dbrx.py DbrxAttentionConfig, DbrxFFNConfig).
+M.DBRX_DEFAULTS = { kv_n_heads = 1, ffn_hidden_size = 3584, moe_num_experts = 4, moe_top_k = 1,
+                    max_seq_len = 2048, moe_normalize_expert_weights = 1 }
+
+-- DBRX's routing weights: divided by their L_p norm, p =
+-- moe_normalize_expert_weights (null: not divided).  p = 1 is the top-k
+-- renormalisation; another p has no router field (noted).
+local function dbrx_router(m, ffn, file, notes)
+  local p = ffn.moe_normalize_expert_weights
+  if p == nil then p = M.DBRX_DEFAULTS.moe_normalize_expert_weights end
+  if p == cjson.null then m.moe_router_pre_softmax = true return m end
+  if type(p) ~= "number" or not (p > 0 and p < math.huge) then
+    util.fail(file, "moe_normalize_expert_weights", "expected a finite number > 0 or null", p)
+  end
+  if p ~= 1 then
+    note(notes, file, "moe_normalize_expert_weights = %s (an L_%s norm of the top-k weights) has no " ..
+      "router field; the launchers write Megatron's renormalisation", util.describe(p), util.describe(p))
+  end
+  return m
+end
+
+-- DBRX (transformers modeling_dbrx.py DbrxAttention, DbrxNormAttentionNorm,
+-- DbrxRouter, DbrxExpertGLU): d_model, n_heads, n_layers, max_seq_len;
+-- attn_config {kv_n_heads, clip_qkv, rope_theta}; ffn_config
+-- {ffn_hidden_size, moe_num_experts, moe_top_k, moe_jitter_eps,
+-- moe_normalize_expert_weights}.  Wqkv h x (h + 2 kv d) and out_proj
+-- without biases, LayerNorms without bias (nn.LayerNorm(d_model,
+-- bias=False)), a router h x E without bias, every layer E gated experts
+-- (w1, v1, w2) of ffn_hidden_size, untied lm_head.
+function builders.dbrx(r, cfg, file, notes)
+  local attn = sub_config(cfg, "attn_config", file, false)
+  local ffn = sub_config(cfg, "ffn_config", file, true)
+  local ar, fr = reader(attn, file .. ": attn_config"), reader(ffn, file .. ": ffn_config")
+  local D = M.DBRX_DEFAULTS
+  local m = {
+    num_layers = r.int("n_layers"), hidden_size = r.int("d_model"),
+    num_attention_heads = r.int("n_heads"),
+    num_query_groups = ar.int("kv_n_heads", D.kv_n_heads),
+    ffn_hidden_size = fr.int("ffn_hidden_size", D.ffn_hidden_size),
+    vocab_size = r.int("vocab_size"),
+    max_position_embeddings = r.int("max_seq_len", D.max_seq_len),
+    norms_per_layer = 2, mlp = "swiglu", norm = "layernorm", position_embedding = "rope",
+    norm_bias = false, qkv_bias = false, attn_out_bias = false, mlp_bias = false, qk_norm = false,
+    tie_word_embeddings = r.bool("tie_word_embeddings", false),
+  }
+  m.num_experts = fr.int("moe_num_experts", D.moe_num_experts)
+  m.experts_per_token = fr.int("moe_top_k", D.moe_top_k)
+  m.moe_ffn_hidden_size = m.ffn_hidden_size
+  m.rope_theta = positive(attn, "rope_theta", file .. ": attn_config")
+  aux_loss(m, cfg, file, "router_aux_loss_coef")
+  if not m.moe_aux_loss_coeff then aux_loss(m, ffn, file .. ": ffn_config", "moe_loss_weight") end
+  clip_note(notes, attn, file .. ": attn_config", file)
+  local jitter = quoted(ffn, "moe_jitter_eps", file .. ": ffn_config")
+  if jitter then
+    note(notes, file, "moe_jitter_eps = %s multiplies the router input by noise in training; not priced",
+      util.describe(jitter))
+  end
+  return dbrx_router(m, ffn, file .. ": ffn_config", notes)
+end
+
+--- Gemma3TextConfig's defaults (transformers configuration_gemma3.py
+-- @ 008f5c8c): the keys a nested `text_config` of Gemma 3's published
+-- multimodal configs leaves out.
+M.GEMMA3_TEXT_DEFAULTS = {
+  vocab_size = 262208, hidden_size = 2304, intermediate_size = 9216,
+  num_hidden_layers = 26, num_attention_heads = 8, num_key_value_heads = 4,
+  head_dim = 256, max_position_embeddings = 131072, rms_norm_eps = 1e-6,
+  rope_theta = 1000000.0, rope_local_base_freq = 10000.0, sliding_window = 4096,
+  sliding_window_pattern = 6,
+  tie_word_embeddings = true,
+}
+
+-- Gemma 3's text model (transformers modeling_gemma3.py Gemma3Attention,
+-- Gemma3DecoderLayer, Gemma3MLP): Gemma-2's layer (4 RMSNorms, GeGLU
+-- with 3 matrices, head_dim, tied embeddings) plus per-head q_norm and
+-- k_norm; the window on the sliding_attention layers of layer_types,
+-- else on every layer but each sliding_window_pattern-th.
+local function gemma3_text(cfg, file, notes)
+  local t = with_defaults(cfg, M.GEMMA3_TEXT_DEFAULTS)
+  local r = reader(t, file)
+  local m = llama_like(r, t, file, { tied = true, norms_per_layer = 4 })
+  local ab = r.bool("attention_bias", false)
+  m.qkv_bias, m.attn_out_bias = ab, ab
+  m.qk_norm = true
+  local L = m.num_layers
+  local n = sliding_layer_count(t, L, file) or L - L // r.int("sliding_window_pattern")
+  window_on(m, r, n)
+  for _, k in ipairs({ "attn_logit_softcapping", "final_logit_softcapping" }) do
+    local cap = quoted(t, k, file)
+    if cap then note(notes, file, "%s = %s (tanh soft-capping) is element-wise; not priced", k, util.describe(cap)) end
+  end
+  local local_base = quoted(t, "rope_local_base_freq", file)
+  if local_base and n > 0 then
+    note(notes, file, "the windowed layers' RoPE base rope_local_base_freq = %s is not carried (rope_theta " ..
+      "is the global layers'); it changes no estimate", util.describe(local_base))
+  end
+  return numerics(m, t, file)
+end
+
+builders.gemma3_text = function(r, cfg, file, notes) return gemma3_text(cfg, file, notes) end
+
+--- SiglipVisionConfig's defaults (transformers configuration_siglip.py),
+-- for the vision tower of a Gemma 3 multimodal config.
+M.SIGLIP_DEFAULTS = { hidden_size = 768, intermediate_size = 3072, num_hidden_layers = 12,
+                      num_channels = 3, image_size = 224, patch_size = 16 }
+
+--- Parameters of Gemma 3's vision tower and projector, which apsearch
+-- counts apart (it trains the text model): SigLIP (modeling_siglip.py
+-- SiglipVisionEmbeddings conv C p^2 h + h and (image / p)^2 h positions;
+-- per SiglipEncoderLayer q, k, v, out h^2 + h each, two LayerNorms 2 h
+-- each, fc1 h f + f, fc2 f h + h; post_layernorm 2 h; with
+-- vision_use_head (absent: true) SiglipMultiheadAttentionPoolingHead's
+-- probe h, attention 4 h^2 + 4 h, LayerNorm 2 h and MLP) and
+-- Gemma3MultiModalProjector (mm_input_projection_weight h x h_text,
+-- mm_soft_emb_norm h).
+-- @tparam table vc the decoded `vision_config`
+-- @tparam integer text_h the text model's hidden_size
+-- @tparam string file for errors
+-- @treturn integer the vision tower's parameters
+-- @treturn integer the projector's
+function M.gemma3_vision_params(vc, text_h, file)
+  local r = reader(with_defaults(vc, M.SIGLIP_DEFAULTS), file)
+  local h, f, p = r.int("hidden_size"), r.int("intermediate_size"), r.int("patch_size")
+  local side = r.int("image_size") // p
+  local mlp = 2 * h * f + f + h
+  local layer = 4 * (h * h + h) + 2 * (2 * h) + mlp
+  local tower = r.int("num_channels") * p * p * h + h + side * side * h +
+                r.int("num_hidden_layers") * layer + 2 * h
+  if r.bool("vision_use_head", true) then
+    tower = tower + h + 4 * (h * h + h) + 2 * h + mlp
+  end
+  return tower, h * text_h + h
+end
+
+-- Gemma 3 multimodal (Gemma3ForConditionalGeneration): the text model of
+-- `text_config` (absent: every default), the vision tower of
+-- `vision_config` counted apart (info.vision_params) and said so.
+function builders.gemma3(r, cfg, file, notes, info)
+  local where = file .. ": text_config"
+  local m = gemma3_text(sub_config(cfg, "text_config", file, false), where, notes)
+  local tower, proj = M.gemma3_vision_params(sub_config(cfg, "vision_config", file, false),
+    m.hidden_size, file .. ": vision_config")
+  info.vision_params = tower + proj
+  note(notes, file, "the vision tower (SigLIP, %d parameters) and the multimodal projector (%d) are " ..
+    "counted apart, not in total or active and not estimated: apsearch trains the text model",
+    tower, proj)
+  return m
+end
+
 --- Mixture-of-experts model types imported with their experts.
-M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3" }
+M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3",
+                    "olmoe", "dbrx", "gpt_oss" }
 
 --- Converts a decoded Hugging Face config table into a model table.
 -- @tparam table cfg the decoded config.json
@@ -745,8 +1055,11 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepsee
 -- @tparam[opt] string name model name (default: derived from `source`)
 -- @treturn table model table (fields of aps_model)
 -- @treturn table info `{source=, model_type=, dropout=, dropout_key=,
---   dropout_value=}`: dropout is true when the config sets a dropout
---   probability > 0 (M.DROPOUT_KEYS), with the first such key and value
+--   dropout_value=, notes=, vision_params=}`: dropout is true when the
+--   config sets a dropout probability > 0 (M.DROPOUT_KEYS), with the first
+--   such key and value; notes, what the estimate does not price (strings
+--   starting with the file); vision_params, a multimodal config's vision
+--   tower and projector (counted apart), else nil
 -- @raise `NotImplemented: <file>: MoE config (<key> = N) is not modelled; ...`
 --   for an MoE config; `<file>: model_type: unsupported model type ...` for an
 --   unknown type; `<file>: <key>: required key is missing (got nil)` or a type
@@ -781,7 +1094,8 @@ function M.from_config(cfg, source, name)
     util.fail(source, "model_type", "unsupported model type (supported: " ..
       util.join(all) .. ")", mt)
   end
-  local model = numerics(build(reader(cfg, source), cfg, source), cfg, source)
+  local notes, extra = {}, {}
+  local model = numerics(build(reader(cfg, source), cfg, source, notes, extra), cfg, source)
   local dropout, dropout_key, dropout_value = dropout_of(cfg, source)
   if model.head_dim == nil and model.hidden_size % model.num_attention_heads == 0 then
     model.head_dim = model.hidden_size // model.num_attention_heads
@@ -797,7 +1111,8 @@ function M.from_config(cfg, source, name)
     error(source .. ": " .. msg, 0)
   end
   return model, { source = source, model_type = mt, dropout = dropout,
-                  dropout_key = dropout_key, dropout_value = dropout_value }
+                  dropout_key = dropout_key, dropout_value = dropout_value,
+                  notes = notes, vision_params = extra.vision_params }
 end
 
 --- The config file a model path names: `<path>/config.json` when `path`

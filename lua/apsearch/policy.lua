@@ -921,6 +921,11 @@ function M.from_table(raw, file, opts)
   if model_info and model_info.dropout and p.training.dropout == nil then
     p.training.dropout = true
   end
+  -- what the config has that no estimate term prices (apsearch.hf: gpt-oss
+  -- sinks, Gemma 3's vision tower, ...), said on stderr as notes
+  for _, line in ipairs(model_info and model_info.notes or {}) do
+    p.warnings[#p.warnings + 1] = "note: " .. line
+  end
   -- a sequence past the positions the model was trained for: RoPE
   -- extrapolates (the estimate holds, the quality may not); learned
   -- positions are refused by the core

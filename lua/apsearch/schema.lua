@@ -29,7 +29,8 @@ M.model = {
   norm = enum("rmsnorm", "layernorm"),
   position_embedding = enum("rope", "learned", "alibi"),
   norm_bias = "bool", qkv_bias = "bool", attn_out_bias = "bool", mlp_bias = "bool",
-  qk_norm = "bool", tie_word_embeddings = "bool",
+  qk_norm = "bool", qk_norm_full_width = "bool", attention_sinks = "bool",
+  tie_word_embeddings = "bool",
   sliding_window = "nonnegint", sliding_window_layers = "nonnegint",
   -- numerics that change neither memory nor FLOPs, written into the launch
   -- configs; 0 = not given (the framework's default) or none

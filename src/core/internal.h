@@ -250,6 +250,11 @@ double aps_padded_vocab(const aps_model *m, const aps_training *t, int64_t tp);
  *  parallel biases / t, row-parallel biases and norms replicated
  *  (Shoeybi et al. 2019, s.3; megatron/core/tensor_parallel/layers.py). */
 double aps_layer_params_tp(const aps_model *m, int64_t tp);
+/** Parameters of one whole FFN of width f (a dense MLP, one routed
+ *  expert or the shared expert): 3 h f gated or 2 h f, plus with mlp_bias
+ *  the column-parallel biases (2 f gated, f) and the output bias h; 0 for
+ *  f = 0. */
+double aps_ffn_params(const aps_model *m, double f);
 /** Matrix parameters of one layer (split over tp ranks) that a ZeRO-3
  *  recompute gathers a second time: walking the layer's weights in forward
  *  order (QKV, output projection, MLP input, MLP output), between a
@@ -300,6 +305,7 @@ typedef struct {
     double dense_params;    /**< non-expert parameters minus the dense FFN */
     double dense_matmul_params; /**< of which in linear layers */
     double expert_params;   /**< routed-expert parameters on the rank */
+    double expert_matmul_params; /**< of which in the experts' matrices */
     double mla_gemm_fwd;    /**< s: MLA projections minus Q/K/V/O */
     double mla_attn_fwd, mla_attn_bwd; /**< s: core attention difference */
     double mla_act;         /**< bytes saved, MLA minus GQA */

@@ -173,11 +173,13 @@ static aps_status validate_mla(aps_model *m, char *err, size_t n)
         return APS_EINVAL;
     }
     /* what the MLA count below does not have: these would be extra terms */
-    if (m->qkv_bias || m->attn_out_bias || m->qk_norm) {
+    if (m->qkv_bias || m->attn_out_bias || m->qk_norm ||
+        m->attention_sinks) {
         aps_fmt(err, n, "model.%s: not modelled with multi-head latent "
                 "attention (kv_lora_rank)",
                 m->qkv_bias ? "qkv_bias"
-                            : m->attn_out_bias ? "attn_out_bias" : "qk_norm");
+                : m->attn_out_bias ? "attn_out_bias"
+                : m->qk_norm ? "qk_norm" : "attention_sinks");
         return APS_ENOTIMPL;
     }
     return APS_OK;
@@ -289,6 +291,7 @@ static aps_status validate_moe(aps_model *m, char *err, size_t n)
             {"shared_expert_ffn_hidden_size", m->shared_expert_ffn_hidden_size},
             {"shared_expert_gate", m->shared_expert_gate},
             {"moe_router_bias", m->moe_router_bias},
+            {"moe_router_linear_bias", m->moe_router_linear_bias},
             {"moe_first_dense_layers", m->moe_first_dense_layers},
             {"moe_layer_freq", m->moe_layer_freq},
             {"moe_layer_phase", m->moe_layer_phase},
@@ -370,12 +373,6 @@ static aps_status validate_moe(aps_model *m, char *err, size_t n)
                 "them (moe_first_dense_layers, moe_layer_freq, "
                 "moe_dense_layers)", (long long)m->num_experts);
         return APS_EINVAL;
-    }
-    /* expert biases (gpt-oss) are not in the count below */
-    if (m->mlp_bias) {
-        aps_fmt(err, n, "model.mlp_bias: MLP biases are not modelled with "
-                "mixture of experts");
-        return APS_ENOTIMPL;
     }
     return validate_router(m, err, n);
 }
@@ -482,6 +479,11 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
         aps_fmt(err, n, "model: enum field out of range");
         return APS_EINVAL;
     }
+    if (m->qk_norm_full_width && !m->qk_norm) {
+        aps_fmt(err, n, "model.qk_norm_full_width: given without qk_norm "
+                "(it says how wide the Q/K norms are)");
+        return APS_EINVAL;
+    }
     st = validate_numerics(m, err, n);
     if (st != APS_OK)
         return st;
@@ -547,6 +549,28 @@ double aps_attention_keys(const aps_model *m, double S, bool causal)
     return (local * windowed + (L - local) * full) / L;
 }
 
+/* Q/K norm weights of one layer on one of tp ranks: per head, one
+ * head_dim-wide norm each for Q and K, replicated (Qwen3Attention q_norm,
+ * k_norm); full width, a*d and k*d, split with the heads they normalise
+ * (OlmoeAttention q_norm = RMSNorm(hidden_size), k_norm = RMSNorm(
+ * head_dim * num_key_value_heads)). */
+static double qk_norm_params(const aps_model *m, double t)
+{
+    double a = (double)m->num_attention_heads;
+    double k = (double)m->num_query_groups, d = (double)m->head_dim;
+    if (!m->qk_norm)
+        return 0.0;
+    return m->qk_norm_full_width ? (a + k) * d / t : 2.0 * d;
+}
+
+/* Attention-sink logits of one layer on one of tp ranks: one per query
+ * head (GptOssAttention.sinks = Parameter(num_attention_heads)), split
+ * with the heads. */
+static double sink_params(const aps_model *m, double t)
+{
+    return m->attention_sinks ? (double)m->num_attention_heads / t : 0.0;
+}
+
 /** Parameters of one layer split over tp ranks (tp = 1: the whole layer). */
 double aps_layer_params_tp(const aps_model *m, int64_t tp)
 {
@@ -561,8 +585,7 @@ double aps_layer_params_tp(const aps_model *m, int64_t tp)
         p += h;
     if (m->mlp_bias) /* fc1 (and gate) column parallel, fc2 row parallel */
         p += (m->mlp == APS_MLP_SWIGLU ? 2.0 * f : f) / t + h;
-    if (m->qk_norm) /* one head_dim-wide norm each for Q and K, replicated */
-        p += 2.0 * d;
+    p += qk_norm_params(m, t) + sink_params(m, t);
     p += (double)m->norms_per_layer * norm_params(m, h);
     return p;
 }
@@ -578,9 +601,7 @@ static double gqa_attention_params(const aps_model *m)
         p += a * d + 2.0 * k * d;
     if (m->attn_out_bias)
         p += h;
-    if (m->qk_norm)
-        p += 2.0 * d;
-    return p;
+    return p + qk_norm_params(m, 1.0) + sink_params(m, 1.0);
 }
 
 /* Multi-head latent attention (DeepSeek-V2 arXiv:2405.04434 s.2.1;
@@ -598,26 +619,35 @@ static double mla_attention_params(const aps_model *m)
     return q + h * (kr + dr) + kr + kr * a * (dn + dv) + a * dv * h;
 }
 
-/* The dense FFN of one layer (gated 3 h f or 2 h f, biases). */
-static double dense_mlp_params(const aps_model *m)
+double aps_ffn_params(const aps_model *m, double f)
 {
-    double h = (double)m->hidden_size, f = (double)m->ffn_hidden_size;
+    double h = (double)m->hidden_size;
     double p = (m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0) * h * f;
-    if (m->mlp_bias)
+    if (m->mlp_bias && f > 0)
         p += (m->mlp == APS_MLP_SWIGLU ? 2.0 * f : f) + h;
     return p;
 }
 
+/* The dense FFN of one layer (gated 3 h f or 2 h f, biases). */
+static double dense_mlp_params(const aps_model *m)
+{
+    return aps_ffn_params(m, (double)m->ffn_hidden_size);
+}
+
 /* The FFN of one MoE layer with `experts` routed experts: router h*E
- * (+ E score biases), the experts, the shared expert (+ its gate h).
- * transformers MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock, DeepseekV3MoE. */
+ * (+ E score biases, + E logit biases), the experts (+ their biases), the
+ * shared expert (+ its biases, + its gate h).  transformers
+ * MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock, DeepseekV3MoE; gpt-oss
+ * GptOssTopKRouter (weight E x h, bias E) and GptOssExperts (gate_up_proj
+ * E x h x 2f, gate_up_proj_bias E x 2f, down_proj E x f x h,
+ * down_proj_bias E x h). */
 static double moe_mlp_params(const aps_model *m, double experts)
 {
     double h = (double)m->hidden_size, E = (double)m->num_experts;
-    double mats = m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0;
-    double p = h * E + (m->moe_router_bias ? E : 0.0);
-    p += experts * mats * h * (double)m->moe_ffn_hidden_size;
-    p += mats * h * (double)m->shared_expert_ffn_hidden_size;
+    double p = h * E + (m->moe_router_bias ? E : 0.0) +
+               (m->moe_router_linear_bias ? E : 0.0);
+    p += experts * aps_ffn_params(m, (double)m->moe_ffn_hidden_size);
+    p += aps_ffn_params(m, (double)m->shared_expert_ffn_hidden_size);
     if (m->shared_expert_gate)
         p += h;
     return p;

@@ -248,28 +248,62 @@ static double dense_ffn_tp(const aps_model *m, double tp)
     return mats * (double)m->hidden_size * (double)m->ffn_hidden_size / tp;
 }
 
+/** Biases of one FFN of width f on one of tp ranks, as
+ *  aps_layer_params_tp splits the dense MLP's: the column-parallel input
+ *  biases (2 f gated, f) / tp, the row-parallel output bias h replicated;
+ *  0 without mlp_bias or for f = 0. */
+static double ffn_bias_tp(const aps_model *m, double f, double tp)
+{
+    if (!m->mlp_bias || f <= 0)
+        return 0.0;
+    return (m->mlp == APS_MLP_SWIGLU ? 2.0 * f : f) / tp +
+           (double)m->hidden_size;
+}
+
+/** Bias parameters of the non-expert part of one MoE block on one rank:
+ *  the router's E score biases and E logit biases (replicated), the
+ *  shared expert's biases. */
+static double moe_dense_bias(const aps_model *m, double tp)
+{
+    double E = (double)m->num_experts;
+    return (m->moe_router_bias ? E : 0.0) +
+           (m->moe_router_linear_bias ? E : 0.0) +
+           ffn_bias_tp(m, (double)m->shared_expert_ffn_hidden_size, tp);
+}
+
 /** Non-expert parameters of one MoE block on one rank: the router
- *  (replicated, E score biases with it), the shared expert / tp, its
- *  gate (replicated). */
+ *  (replicated, its biases with it), the shared expert / tp (+ its
+ *  biases), its gate (replicated). */
 static double moe_dense_part(const aps_model *m, double tp)
 {
     double h = (double)m->hidden_size, E = (double)m->num_experts;
     double mats = m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0;
-    double p = h * E + (m->moe_router_bias ? E : 0.0);
+    double p = h * E + moe_dense_bias(m, tp);
     p += mats * h * (double)m->shared_expert_ffn_hidden_size / tp;
     if (m->shared_expert_gate)
         p += h;
     return p;
 }
 
-/** Expert parameters of one MoE layer on one rank: E / ep experts of
- *  mats h f_e / etp. */
-static double moe_expert_part(const aps_model *m, const aps_strategy *s)
+/** Expert matrix parameters of one MoE layer on one rank: E / ep experts
+ *  of mats h f_e / etp. */
+static double moe_expert_matmul(const aps_model *m, const aps_strategy *s)
 {
     double mats = m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0;
     return (double)(m->num_experts / aps_moe_ep(s)) * mats *
            (double)m->hidden_size * (double)m->moe_ffn_hidden_size /
            (double)aps_moe_etp(s);
+}
+
+/** Expert parameters of one MoE layer on one rank: the matrices and,
+ *  with mlp_bias, each local expert's biases split over etp as a dense
+ *  MLP's over tp (gpt-oss gate_up_proj_bias, down_proj_bias). */
+static double moe_expert_part(const aps_model *m, const aps_strategy *s)
+{
+    double local = (double)(m->num_experts / aps_moe_ep(s));
+    return moe_expert_matmul(m, s) +
+           local * ffn_bias_tp(m, (double)m->moe_ffn_hidden_size,
+                               (double)aps_moe_etp(s));
 }
 
 /** MLA minus GQA parameters of one layer on one TP rank: the down
@@ -486,10 +520,15 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
                              : 0.0;
     out->actfn_act = Ain * Te * fe / etp;
     out->actfn_fwd = act_b * Te * fe / etp / hbm;
-    out->dense_params = moe_dense_part(m, tp) - dense_ffn_tp(m, tp);
-    out->dense_matmul_params = out->dense_params -
-                               (m->moe_router_bias ? E : 0.0);
+    /* the MoE block replaces the dense FFN aps_layer_params_tp counted,
+     * its biases included */
+    double dense_bias = ffn_bias_tp(m, (double)m->ffn_hidden_size, tp);
+    out->dense_params = moe_dense_part(m, tp) - dense_ffn_tp(m, tp) -
+                        dense_bias;
+    out->dense_matmul_params = out->dense_params - moe_dense_bias(m, tp) +
+                               dense_bias;
     out->expert_params = moe_expert_part(m, s);
+    out->expert_matmul_params = moe_expert_matmul(m, s);
 }
 
 void aps_moe_stage(const aps_model *m, const aps_training *t,
@@ -604,7 +643,7 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
         eplan.bytes.shard_weights = eplan.bytes.shard_grads =
             eplan.bytes.shard_optimizer = 0;
     double em[APS_MEM_COUNT] = {0};
-    aps_model_states(t, &eplan, pe, pe, em);
+    aps_model_states(t, &eplan, pe, nm * mc->expert_matmul_params, em);
     for (int k = APS_MEM_PARAMS; k <= APS_MEM_OPTIMIZER_STATES; k++)
         st->mem[k] += em[k];
     st->expert_params = pe;

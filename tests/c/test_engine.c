@@ -274,9 +274,9 @@ static void test_bad_input(void **state)
 static void test_not_implemented(void **state)
 {
     static const char moe[] =
-        "{\"model_type\": \"olmoe\", \"hidden_size\": 2048, \"num_hidden_layers\": 16,"
-        " \"num_attention_heads\": 16, \"intermediate_size\": 1024,"
-        " \"vocab_size\": 50304, \"num_experts\": 64, \"num_experts_per_tok\": 8}";
+        "{\"model_type\": \"phimoe\", \"hidden_size\": 4096, \"num_hidden_layers\": 32,"
+        " \"num_attention_heads\": 32, \"intermediate_size\": 6400,"
+        " \"vocab_size\": 32064, \"num_local_experts\": 16, \"num_experts_per_tok\": 2}";
     char *json = write_temp(moe, sizeof moe - 1);
     char policy[512];
     aps_engine *e = open_engine(NULL);
@@ -287,7 +287,7 @@ static void test_not_implemented(void **state)
              json);
     assert_int_equal(aps_engine_load_policy_string(e, policy, "moe"), APS_ENGINE_OK);
     expect_error(e, aps_engine_run(e), APS_ENGINE_ENOTIMPL, "NotImplemented",
-                 "of model_type \"olmoe\" is not modelled",
+                 "of model_type \"phimoe\" is not modelled",
                  NULL);
     assert_usable(e);
     aps_engine_close(e);

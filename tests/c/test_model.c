@@ -608,11 +608,85 @@ static void test_moe_validate_names_the_field(void **state)
     m.shared_expert_gate = true;
     expect_einval(&m, "shared_expert_gate");
     m.shared_expert_gate = false;
-    m.mlp_bias = true;
-    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_ENOTIMPL);
-    assert_non_null(strstr(err, "model.mlp_bias"));
-    m.mlp_bias = false;
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+}
+
+/* gpt-oss-20b (transformers modeling_gpt_oss.py): L=24, h=2880, a=64,
+ * kv=8, d=64, f=f_e=2880, E=32, top-4, V=201088, untied.  Attention
+ * q,o 2*2880*4096 + k,v 2*2880*512 = 26,542,080 + q,k,v,o biases
+ * 4096+512+512+2880 = 8,000 + sinks 64 -> 26,550,144; norms 5,760; router
+ * 32*2880 + bias 32 = 92,192; one expert 3*2880*2880 + biases 2*2880 +
+ * 2880 = 24,891,840 (x32: 796,538,880; x4: 99,567,360) -> 823,186,976
+ * per layer (126,215,456 active); x24 + embed, lm_head 2*579,133,440 +
+ * norm 2,880 -> total 20,914,757,184, active 4,187,440,704 (OpenAI's
+ * 3.61B leaves out the input embedding: 4,187,440,704 - 579,133,440 =
+ * 3,608,307,264). */
+static void test_moe_params_gpt_oss_20b(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_param_counts pc;
+    moe_model(&m, "gpt-oss-20b", 24, 2880, 64, 8, 2880, 201088);
+    m.head_dim = 64;
+    m.qkv_bias = m.attn_out_bias = m.mlp_bias = true;
+    m.attention_sinks = true;
+    m.moe_router_linear_bias = true;
+    m.num_experts = 32;
+    m.experts_per_token = 4;
+    m.moe_ffn_hidden_size = 2880;
+    counts_of(&m, &pc);
+    ASSERT_DBL_EXACT(pc.per_moe_layer, 823186976.0);
+    ASSERT_DBL_EXACT(pc.per_moe_layer_active, 126215456.0);
+    ASSERT_DBL_EXACT(pc.total, 20914757184.0);
+    ASSERT_DBL_EXACT(pc.active, 4187440704.0);
+}
+
+/* OLMoE-1B-7B-0924 (transformers OlmoeAttention): q_norm over the whole
+ * Q projection (h = a*d = 2048 weights), k_norm over the whole K (kv*d =
+ * 2048): 4,096 per layer where Qwen3's per-head norms have 2*d = 256.
+ * L=16, h=2048, a=kv=16, f_e=1024, E=64, top-8, V=50304: attention
+ * 16,777,216 + Q/K norms 4,096 + norms 4,096 + router 131,072 + experts
+ * 64*6,291,456 = 402,653,184 -> 419,569,664 per layer (67,248,128
+ * active); x16 + 2*103,022,592 + 2,048 -> 6,919,161,856 total,
+ * 1,282,017,280 active. */
+static void test_moe_params_olmoe_full_width_qk_norm(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_param_counts pc;
+    moe_model(&m, "olmoe-1b-7b-0924", 16, 2048, 16, 16, 1024, 50304);
+    m.qk_norm = m.qk_norm_full_width = true;
+    m.num_experts = 64;
+    m.experts_per_token = 8;
+    m.moe_ffn_hidden_size = 1024;
+    counts_of(&m, &pc);
+    ASSERT_DBL_EXACT(pc.per_moe_layer, 419569664.0);
+    ASSERT_DBL_EXACT(pc.total, 6919161856.0);
+    ASSERT_DBL_EXACT(pc.active, 1282017280.0);
+}
+
+/* The new fields are refused where they mean nothing: full-width Q/K
+ * norms without Q/K norms, a router logit bias without experts, sinks
+ * with multi-head latent attention (not in its count). */
+static void test_model_new_attention_fields_refused(void **state)
+{
+    (void)state;
+    aps_model m;
+    char err[APS_REASON_LEN];
+    fx_llama31_8b(&m);
+    m.qk_norm_full_width = true;
+    expect_einval(&m, "model.qk_norm_full_width: given without qk_norm");
+    fx_llama31_8b(&m);
+    m.moe_router_linear_bias = true;
+    expect_einval(&m, "model.moe_router_linear_bias: given without num_experts");
+    moe_model(&m, "mla", 4, 1024, 8, 8, 2048, 1000);
+    m.kv_lora_rank = 64;
+    m.qk_nope_head_dim = m.qk_rope_head_dim = m.v_head_dim = 32;
+    m.head_dim = 64;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+    m.attention_sinks = true;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_ENOTIMPL);
+    ASSERT_HAS(err, "model.attention_sinks: not modelled with multi-head latent");
 }
 
 /* Router settings: checked, never estimated (validate_router).  A dense
@@ -1104,6 +1178,9 @@ int main(void)
         cmocka_unit_test(test_recompute_modules),
         cmocka_unit_test(test_exp_avg_bf16),
         cmocka_unit_test(test_shared_expert_overlap),
+        cmocka_unit_test(test_moe_params_gpt_oss_20b),
+        cmocka_unit_test(test_moe_params_olmoe_full_width_qk_norm),
+        cmocka_unit_test(test_model_new_attention_fields_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -255,12 +255,13 @@ return { model = "mixtral.json", cluster = { device = "h100-sxm-80gb", nodes = 1
       assert.are.equal(1, code)
       assert.truthy(out:find("0 feasible of 96 candidates (0 filtered early, 96 over limits " ..
         "after estimate)", 1, true), out)
-      local olmoe = write(dir .. "/olmoe.json", cjson.encode({ model_type = "olmoe",
-        hidden_size = 2048, num_hidden_layers = 16, num_attention_heads = 16,
-        intermediate_size = 1024, vocab_size = 50304, num_experts = 64, num_experts_per_tok = 8 }))
-      assert.are.equal("NotImplemented: " .. olmoe .. ": MoE config (num_experts = 64) of model_type " ..
-        "\"olmoe\" is not modelled (supported MoE types: mixtral, qwen2_moe, qwen3_moe, deepseek_v2, " ..
-        "deepseek_v3)", one_line_error(apsearch("inspect", olmoe)))
+      -- Phi-3.5-MoE (model_type phimoe): still refused, naming the key
+      local phimoe = write(dir .. "/phimoe.json", cjson.encode({ model_type = "phimoe",
+        hidden_size = 4096, num_hidden_layers = 32, num_attention_heads = 32,
+        intermediate_size = 6400, vocab_size = 32064, num_local_experts = 16, num_experts_per_tok = 2 }))
+      assert.are.equal("NotImplemented: " .. phimoe .. ": MoE config (num_local_experts = 16) of model_type " ..
+        "\"phimoe\" is not modelled (supported MoE types: mixtral, qwen2_moe, qwen3_moe, deepseek_v2, " ..
+        "deepseek_v3, olmoe, dbrx, gpt_oss)", one_line_error(apsearch("inspect", phimoe)))
     end)
 
     it("for bad options, commands and files", function()

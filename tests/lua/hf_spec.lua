@@ -400,14 +400,14 @@ describe("refusals", function()
   end
 
   it("refuses an MoE of a type it cannot model, naming the key", function()
-    local path = tmpfile("olmoe.json", cjson.encode(with(base,
-      { model_type = "olmoe", num_experts = 64, num_experts_per_tok = 8 })))
-    assert.are.equal("NotImplemented: " .. path .. ": MoE config (num_experts = 64) of model_type " ..
-      "\"olmoe\" is not modelled (supported MoE types: mixtral, qwen2_moe, qwen3_moe, " ..
-      "deepseek_v2, deepseek_v3)", err_of(hf.load, path))
+    local path = tmpfile("phimoe.json", cjson.encode(with(base,
+      { model_type = "phimoe", num_local_experts = 16, num_experts_per_tok = 2 })))
+    assert.are.equal("NotImplemented: " .. path .. ": MoE config (num_local_experts = 16) of model_type " ..
+      "\"phimoe\" is not modelled (supported MoE types: mixtral, qwen2_moe, qwen3_moe, " ..
+      "deepseek_v2, deepseek_v3, olmoe, dbrx, gpt_oss)", err_of(hf.load, path))
     local e1 = err_of(hf.from_config, with(base, { model_type = "llama", num_local_experts = 8 }), "l.json")
     assert.truthy(e1:match("^NotImplemented: l%.json: MoE config %(num_local_experts = 8%) of model_type \"llama\""), e1)
-    local e2 = err_of(hf.from_config, with(base, { model_type = "dbrx", ffn_config = { moe_num_experts = 16 } }), "d.json")
+    local e2 = err_of(hf.from_config, with(base, { model_type = "falcon", ffn_config = { moe_num_experts = 16 } }), "d.json")
     assert.truthy(e2:match("^NotImplemented: d%.json: MoE config %(moe_num_experts = 16%)"), e2)
     local e3 = err_of(hf.from_config, with(base, { model_type = "granitemoe" }), "g.json")
     assert.truthy(e3:match("^NotImplemented: g%.json: MoE config %(model_type = \"granitemoe\"%)"), e3)

@@ -770,8 +770,8 @@ function M.from_config(cfg, source, name)
   end
   local build = builders[mt]
   if not build then
-    util.fail(source, "model_type", "unsupported model type (supported: " ..
-      util.join(all) .. ")", mt)
+    util.fail(source, "model_type", require("apsearch.suggest").problem("unsupported model type",
+      tostring(mt), all) .. " (supported: " .. util.join(all) .. ")", mt)
   end
   local model = numerics(build(reader(cfg, source), cfg, source), cfg, source)
   local dropout, dropout_key, dropout_value = dropout_of(cfg, source)

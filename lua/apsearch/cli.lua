@@ -198,11 +198,39 @@ local function print_notes(p, opts)
   end
 end
 
+--- The policy `run` and `estimate` build from --model / --cluster when no
+-- policy file is given (apsearch.defaults; `apsearch init` writes it):
+-- the model and cluster are normalized first (their errors name the
+-- option), then the training and space defaults are chosen for them.
+-- @tparam table opts parsed options (`model`, `cluster`)
+-- @treturn table raw policy (apsearch.defaults.build)
+-- @treturn table header lines (apsearch.defaults.header)
+-- @treturn string the `apsearch init` command that writes it
+function M.built_policy(opts)
+  local defaults = require "apsearch.defaults"
+  local given = { model = opts.model or defaults.MODEL, cluster = opts.cluster or defaults.CLUSTER }
+  local probe = policy_mod.from_table({}, "--model/--cluster",
+    { set = shortcut_sets(given), base_dir = ".", shadow_check = false })
+  local dev = probe.cluster.device
+  local rack = policy_mod.RACK_NVLINK_DOMAIN[tostring(type(dev) == "table" and dev.base or dev):lower()]
+  local raw = defaults.build(given.model, probe.model, probe.cluster, rack)
+  local header = defaults.header(probe.model, raw.training, probe.cluster.num_devices)
+  return raw, header, "apsearch init " .. given.model .. " " .. given.cluster
+end
+
 local function load_policy(path, opts, extra)
   M.configure_sandbox(opts)
   local o = { set = shortcut_sets(opts), fix = opts.fix or {} }
   for k, v in pairs(extra or {}) do o[k] = v end
-  local p = policy_mod.load(path, o)
+  local p
+  if path then
+    p = policy_mod.load(path, o)
+  else
+    local raw, header, command = M.built_policy(opts)
+    o.set, o.base_dir, o.built = opts.set or {}, ".", true
+    p = policy_mod.from_table(raw, command, o)
+    p.defaults = header
+  end
   -- warnings of the policy (a sequence past max_position_embeddings) now;
   -- its notes (the default search space) once the inputs are known good
   -- (print_notes), so that bad input stays a one-line error
@@ -387,7 +415,7 @@ local function cmd_run(args)
     end
     top_k = math.tointeger(top_k)
   end
-  local path = opts.POLICY or default_policy()
+  local path = opts.POLICY or (not (opts.model or opts.cluster) and default_policy()) or nil
   local p = load_policy(path, opts, { top_k = top_k, rules = opts.rules, objective = opts.objective })
   print_notes(p, opts)
   local user_formatter

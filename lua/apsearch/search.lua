@@ -815,6 +815,8 @@ function M.run(policy, opts)
     tostring(policy.file), tostring(m.name), cl.num_devices, device_name,
     cl.devices_per_node, tostring(tr.global_batch_size), tostring(tr.seq_length),
     tostring(tr.precision), tostring(tr.framework), require("apsearch.format.common").mtp_note(tr))
+  -- a policy built from --model / --cluster: which defaults it chose, and why
+  for _, line in ipairs(policy.defaults or {}) do L("%s", line) end
   for _, ov in ipairs(policy.overrides or {}) do
     L("override: --%s %s=%s", ov.kind, ov.key, util.describe(ov.value))
   end
@@ -854,6 +856,7 @@ function M.run(policy, opts)
     overrides = policy.overrides or util.array(),
     calibration = policy.calibration,   -- {name, file} when --calibration was given
     stack = policy.stack,               -- training.stack, or the framework's newest
+    defaults = policy.defaults,         -- the header lines of a built policy (apsearch.defaults)
   }
 
   return {

@@ -305,6 +305,21 @@ local function apply_set(raw, key, value)
   parent[last] = value
 end
 
+--- Sets a dotted field of a raw policy table as `--set` does (aliases of
+-- the same field dropped).
+-- @tparam table raw the raw policy
+-- @tparam string key dotted path, e.g. training.precision
+-- @param value the value
+M.apply_set = apply_set
+
+--- True when a model reference is a path (a config.json or a snapshot
+-- directory), false for a preset name.
+-- @param s the reference
+-- @treturn boolean
+function M.is_path(s)
+  return pathish(s) and true or false
+end
+
 local function apply_fix(raw, key, value)
   local dim = schema.strategy_aliases[key] or key
   if not schema.strategy[dim] or dim == "allow_idle_devices" then

@@ -549,7 +549,9 @@ function M.run(policy, opts)
         if sink_all then sink_row(index, e, st, mem, cand) end
         -- the estimated candidates closest to fitting (least memory, then
         -- time), bounded: the report's diagnosis when nothing is feasible
-        if cl_n < M.closest_keep or mem < cl_worst then
+        -- (one refused before any memory was counted, EP_DIVISIBILITY,
+        -- is not close to fitting)
+        if mem > 0 and (cl_n < M.closest_keep or mem < cl_worst) then
           if cl_n < M.closest_keep then cl_n = cl_n + 1 end
           closest[cl_n] = { index = index, mem_peak = mem, step_time = st, reason = bad,
                             strategy = copy(cand) }

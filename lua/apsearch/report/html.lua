@@ -381,9 +381,7 @@ function M.diagnose(result, n)
   local seen = {}
   out.min_devices = M.min_devices(result, limit)
   local ndev = ((result.inputs or {}).cluster or {}).num_devices
-  if out.min_devices and ndev and out.min_devices.devices > ndev then
-    out.suggestions[#out.suggestions + 1] = M.min_devices_text(out.min_devices)
-  end
+  local too_few = out.min_devices and ndev and out.min_devices.devices > ndev
   local c1 = out.closest[1]
   if c1 and c1.reason == "MEMORY_LIMIT" and limit then
     local need = c1.mem_peak
@@ -402,6 +400,10 @@ function M.diagnose(result, n)
         cap and string.format(" and beyond the device's %.2f GiB", cap / 2 ^ 30) or "")
     end
     seen.MEMORY_LIMIT = true
+  end
+  -- fewer devices than the model states need: before any other knob
+  if too_few then
+    table.insert(out.suggestions, math.min(#out.suggestions + 1, 2), M.min_devices_text(out.min_devices))
   end
   for _, r in ipairs(out.reasons) do
     if not seen[r.code] then

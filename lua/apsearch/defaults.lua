@@ -69,9 +69,9 @@ M.CP_MIN_TOKENS_PER_RANK = 4096
 M.TP_MAX = 8
 
 --- Largest pipeline degree searched, and the fewest layers a pipeline rank
--- keeps: Llama 3 405B trained at PP 16 (arXiv:2407.21783 Table 4), and
--- DeepSeek-V3's Megatron-Bridge H100 layout keeps 4 layers a rank (61
--- layers at PP 16).
+-- keeps: Llama 3 405B trained at PP 16 (arXiv:2407.21783 Table 4); 3
+-- lets DeepSeek-V3's 61 layers reach PP 16 (about 4 a rank, as its
+-- Megatron-Bridge H100 layout).
 M.PP_MAX = 16
 M.PP_MIN_LAYERS_PER_RANK = 3
 

@@ -42,6 +42,8 @@ commands:
   presets              model and device presets, with their sources
   inspect CONFIG|PRESET
                        normalized model and its parameter counts
+  init MODEL CLUSTER   write the policy `run --model MODEL --cluster CLUSTER`
+                       builds (batch, framework, full space) to stdout
   validate CASES.csv   estimates against measured runs
   calibrate CASES.csv -o CALIB.json
                        fit the device kernel efficiencies to measured runs
@@ -198,11 +200,86 @@ local function print_notes(p, opts)
   end
 end
 
+--- The policy `run` and `estimate` build from --model / --cluster when no
+-- policy file is given (apsearch.defaults; `apsearch init` writes it):
+-- the model and cluster are normalized first (their errors name the
+-- option), then the training and space defaults are chosen for them.
+-- @tparam table opts parsed options (`model`, `cluster`)
+-- @treturn table raw policy (apsearch.defaults.build)
+-- @treturn table header lines (apsearch.defaults.header)
+-- @treturn string the `apsearch init` command that writes it
+function M.built_policy(opts)
+  local defaults = require "apsearch.defaults"
+  local given = { model = opts.model or defaults.MODEL, cluster = opts.cluster or defaults.CLUSTER }
+  local probe = policy_mod.from_table({}, "--model/--cluster",
+    { set = shortcut_sets(given), base_dir = ".", shadow_check = false })
+  local dev = probe.cluster.device
+  local rack = policy_mod.RACK_NVLINK_DOMAIN[tostring(type(dev) == "table" and dev.base or dev):lower()]
+  local raw = defaults.build(given.model, probe.model, probe.cluster, rack)
+  local header = defaults.header(probe.model, raw.training, probe.cluster.num_devices)
+  return raw, header, "apsearch init " .. given.model .. " " .. given.cluster
+end
+
+--- Host doublings the fit probe tries at most (`fit_probe`).
+M.FIT_PROBE_DOUBLINGS = 6
+
+-- the first power-of-two host count, from twice the cluster's and at least
+-- the fewest devices that hold the model states (report.html.min_devices)
+local function probe_start(p, result)
+  local cl = p.cluster
+  local per = cl.devices_per_node
+  local md = require("apsearch.report.html").diagnose(result, 0).min_devices
+  local hosts = math.max(2 * math.ceil(cl.num_devices / per), md and math.ceil(md.devices / per) or 1)
+  local h = 1
+  while h < hosts do h = h * 2 end
+  return h, per
+end
+
+--- When a built policy (run --model / --cluster) has no feasible strategy:
+-- the same defaults on more hosts, doubling from `probe_start`, up to
+-- M.FIT_PROBE_DOUBLINGS times; the first cluster with a feasible strategy.
+-- @tparam table opts parsed options of `run`
+-- @tparam table p the policy searched
+-- @tparam table result its result (no feasible strategy)
+-- @treturn table `{devices, cluster, strategy, step_time}` or `{tried, cluster}`
+function M.fit_probe(opts, p, result)
+  local search = require "apsearch.search"
+  local dev = p.cluster.device
+  dev = type(dev) == "table" and (dev.base or dev.name) or dev
+  local h, per = probe_start(p, result)
+  local spec
+  for _ = 1, M.FIT_PROBE_DOUBLINGS do
+    spec = string.format("%s:%dx%d", dev, h, per)
+    local o = util.copy(opts)
+    o.cluster = spec
+    local raw, header, command = M.built_policy(o)
+    local q = policy_mod.from_table(raw, command, { set = opts.set or {}, fix = opts.fix or {},
+      base_dir = ".", built = true, shadow_check = false })
+    q.defaults = header
+    local r = search.run(q, {})
+    local top = r.top_k_strategies[1]
+    if top then
+      return { devices = math.tointeger(h * per), cluster = spec, strategy = search.describe_strategy(top),
+               step_time = top.performance_cost.step_time }
+    end
+    h = h * 2
+  end
+  return { tried = math.tointeger(h // 2 * per), cluster = spec }
+end
+
 local function load_policy(path, opts, extra)
   M.configure_sandbox(opts)
   local o = { set = shortcut_sets(opts), fix = opts.fix or {} }
   for k, v in pairs(extra or {}) do o[k] = v end
-  local p = policy_mod.load(path, o)
+  local p
+  if path then
+    p = policy_mod.load(path, o)
+  else
+    local raw, header, command = M.built_policy(opts)
+    o.set, o.base_dir, o.built = opts.set or {}, ".", true
+    p = policy_mod.from_table(raw, command, o)
+    p.defaults = header
+  end
   -- warnings of the policy (a sequence past max_position_embeddings) now;
   -- its notes (the default search space) once the inputs are known good
   -- (print_notes), so that bad input stays a one-line error
@@ -387,7 +464,7 @@ local function cmd_run(args)
     end
     top_k = math.tointeger(top_k)
   end
-  local path = opts.POLICY or default_policy()
+  local path = opts.POLICY or (not (opts.model or opts.cluster) and default_policy()) or nil
   local p = load_policy(path, opts, { top_k = top_k, rules = opts.rules, objective = opts.objective })
   print_notes(p, opts)
   local user_formatter
@@ -465,6 +542,9 @@ local function cmd_run(args)
       result = path .. ": search_space: a candidate's " .. result:sub(#"strategy: " + 1)
     end
     error(result, 0)
+  end
+  if #result.top_k_strategies == 0 and p.defaults then
+    result.fit_probe = M.fit_probe(opts, p, result)
   end
   if baseline then
     result.baseline_diff = require("apsearch.report.baseline").diff(baseline, result, baseline_file, p)
@@ -978,9 +1058,37 @@ end
 
 ---------------------------------------------------------------------- main
 
+------------------------------------------------------------------------ init
+
+local function cmd_init(args)
+  local c = new_parser("init", "Write the policy `run --model MODEL --cluster CLUSTER` builds, as a policy file on stdout.")
+  c:argument("MODEL", "model preset name, or a Hugging Face config.json / snapshot directory")
+  c:argument("CLUSTER", "DEVICE[:NODES[xGPUS]], e.g. h100-sxm-80gb:128 (128 hosts of 8)")
+  c:option("--set=KEY=VALUE", "override a field of the written policy, e.g. training.precision=fp8 (repeatable)", {})
+  local opts, helped = parse(c, args, "init")
+  if helped then return 0 end
+  local model = opts.MODEL
+  if policy_mod.is_path(model) then
+    -- the written file may live anywhere: an absolute path reads the same
+    model = require("apsearch.core").realpath(model) or model
+  end
+  local raw, header = M.built_policy({ model = model, cluster = opts.CLUSTER })
+  local command = "apsearch init " .. opts.MODEL .. " " .. opts.CLUSTER
+  -- the policy as `run` would normalize it, --set applied, so that the
+  -- space written is the one searched
+  local p = policy_mod.from_table(raw, command, { set = opts.set or {}, base_dir = ".", built = true })
+  raw.search_space = policy_mod.default_search_space(p.cluster, p.model, p.training)
+  for _, st in ipairs(opts.set or {}) do
+    local key, value = policy_mod.parse_assignment(st, "--set")
+    policy_mod.apply_set(raw, key, value)
+  end
+  out(require("apsearch.defaults").render(raw, header, command))
+  return 0
+end
+
 local COMMANDS = {
   run = cmd_run, estimate = cmd_estimate, presets = cmd_presets, inspect = cmd_inspect,
-  validate = cmd_validate, calibrate = cmd_calibrate,
+  validate = cmd_validate, calibrate = cmd_calibrate, init = cmd_init,
 }
 
 --- Runs the command line.

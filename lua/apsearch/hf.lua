@@ -1091,8 +1091,8 @@ function M.from_config(cfg, source, name)
   end
   local build = builders[mt]
   if not build then
-    util.fail(source, "model_type", "unsupported model type (supported: " ..
-      util.join(all) .. ")", mt)
+    util.fail(source, "model_type", require("apsearch.suggest").problem("unsupported model type",
+      tostring(mt), all) .. " (supported: " .. util.join(all) .. ")", mt)
   end
   local notes, extra = {}, {}
   local model = numerics(build(reader(cfg, source), cfg, source, notes, extra), cfg, source)

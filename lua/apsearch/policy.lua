@@ -305,6 +305,21 @@ local function apply_set(raw, key, value)
   parent[last] = value
 end
 
+--- Sets a dotted field of a raw policy table as `--set` does (aliases of
+-- the same field dropped).
+-- @tparam table raw the raw policy
+-- @tparam string key dotted path, e.g. training.precision
+-- @param value the value
+M.apply_set = apply_set
+
+--- True when a model reference is a path (a config.json or a snapshot
+-- directory), false for a preset name.
+-- @param s the reference
+-- @treturn boolean
+function M.is_path(s)
+  return pathish(s) and true or false
+end
+
 local function apply_fix(raw, key, value)
   local dim = schema.strategy_aliases[key] or key
   if not schema.strategy[dim] or dim == "allow_idle_devices" then
@@ -702,20 +717,22 @@ function M.rack_note(cluster)
 end
 
 --- The search space of a policy that gives none (`search_space` left
--- out): data_parallel "auto" (dp x fsdp fill the devices), tp_degree the
--- powers of two up to 8 that divide devices_per_node (TP inside a node),
--- pp_degree 1, layer_recompute none/selective/full, micro_batch_size 1
--- and 2.  `--fix` values replace these dimensions.
--- @tparam table cluster the normalized cluster (`devices_per_node`)
+-- out): the training framework's full space for the model on the cluster
+-- (apsearch.defaults.search_space: DP / FSDP / HSDP, ZeRO, TP + SP, PP +
+-- VPP, CP for long sequences, EP / ETP for MoE, recompute modes).
+-- `--fix` values replace these dimensions.
+-- @tparam table cluster the normalized cluster
+-- @tparam table model the normalized model
+-- @tparam table training the normalized training (`framework`,
+--   `seq_length`; the core's defaults where absent)
 -- @treturn table a raw search_space table
-function M.default_search_space(cluster)
-  local per = cluster and cluster.devices_per_node or 8
-  local tp = util.array()
-  for _, t in ipairs({ 1, 2, 4, 8 }) do
-    if per % t == 0 then tp[#tp + 1] = t end
-  end
-  return { data_parallel = "auto", tp_degree = tp, pp_degree = { 1 },
-           layer_recompute = { "none", "selective", "full" }, micro_batch_size = { 1, 2 } }
+function M.default_search_space(cluster, model, training)
+  local core = require "apsearch.core"
+  local t = util.copy(training or {})
+  local d = core.defaults("training")
+  t.framework = t.framework or d.framework
+  if not util.is_integer(t.seq_length) or t.seq_length < 1 then t.seq_length = nil end
+  return require("apsearch.defaults").search_space(model, cluster, t)
 end
 
 --- One line describing the default search space (for the note on stderr).
@@ -893,9 +910,11 @@ function M.from_table(raw, file, opts)
   p.model, p.model_source, model_info = n:model(raw.model)
   p.cluster = n:cluster(raw.cluster, routed)
   p.warnings = util.array()
+  p.constraints = n:constraints(raw.constraints, routed)
+  p.training = n:training(raw.training, routed)
   if default_space then
     -- --fix / --set search_space.* values replace the default's dimensions
-    local space = M.default_search_space(p.cluster)
+    local space = M.default_search_space(p.cluster, p.model, p.training)
     for k, v in pairs(raw.search_space or {}) do
       local dim = schema.strategy_aliases[k] or k
       space[dim] = nil
@@ -903,15 +922,14 @@ function M.from_table(raw, file, opts)
     end
     p.search_space = n:search_space(space)
     p.search_space.default = true
-    p.warnings[#p.warnings + 1] = "note: " .. file .. " has no search_space; searching the default space: " ..
+    local whose = opts.built and "no policy file" or (file .. " has no search_space")
+    p.warnings[#p.warnings + 1] = "note: " .. whose .. "; searching the framework's full space: " ..
       M.describe_space(p.search_space)
   else
     p.search_space = n:search_space(raw.search_space)
   end
   local rack = M.rack_note(p.cluster)
   if rack then p.warnings[#p.warnings + 1] = rack end
-  p.constraints = n:constraints(raw.constraints, routed)
-  p.training = n:training(raw.training, routed)
   -- the stack's efficiency profile (training.stack, else the framework's
   -- newest) on the device; a calibration file applies over it
   p.stack = stacks.resolve(p.training)

@@ -13,7 +13,7 @@ local M = {}
 
 --- Names of the model presets, in display order.
 M.model_names = { "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
-                  "llama-2-7b", "mistral-7b-v0.1", "qwen2.5-7b",
+                  "llama-2-7b", "mistral-7b-v0.1", "qwen2.5-7b", "qwen2.5-72b",
                   "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3" }
 
 local known = {}

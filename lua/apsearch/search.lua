@@ -549,7 +549,9 @@ function M.run(policy, opts)
         if sink_all then sink_row(index, e, st, mem, cand) end
         -- the estimated candidates closest to fitting (least memory, then
         -- time), bounded: the report's diagnosis when nothing is feasible
-        if cl_n < M.closest_keep or mem < cl_worst then
+        -- (one refused before any memory was counted, EP_DIVISIBILITY,
+        -- is not close to fitting)
+        if mem > 0 and (cl_n < M.closest_keep or mem < cl_worst) then
           if cl_n < M.closest_keep then cl_n = cl_n + 1 end
           closest[cl_n] = { index = index, mem_peak = mem, step_time = st, reason = bad,
                             strategy = copy(cand) }
@@ -815,6 +817,8 @@ function M.run(policy, opts)
     tostring(policy.file), tostring(m.name), cl.num_devices, device_name,
     cl.devices_per_node, tostring(tr.global_batch_size), tostring(tr.seq_length),
     tostring(tr.precision), tostring(tr.framework), require("apsearch.format.common").mtp_note(tr))
+  -- a policy built from --model / --cluster: which defaults it chose, and why
+  for _, line in ipairs(policy.defaults or {}) do L("%s", line) end
   for _, ov in ipairs(policy.overrides or {}) do
     L("override: --%s %s=%s", ov.kind, ov.key, util.describe(ov.value))
   end
@@ -854,6 +858,7 @@ function M.run(policy, opts)
     overrides = policy.overrides or util.array(),
     calibration = policy.calibration,   -- {name, file} when --calibration was given
     stack = policy.stack,               -- training.stack, or the framework's newest
+    defaults = policy.defaults,         -- the header lines of a built policy (apsearch.defaults)
   }
 
   return {

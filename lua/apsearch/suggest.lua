@@ -9,9 +9,12 @@
 -- `max(2, floor(#word / 3))` (`M.threshold`), or when one of the two is a
 -- prefix of the other and the shorter has at least 3 characters
 -- (`h100-sxm` -> `h100-sxm-80gb`), or when the word is the whole first
--- part of the name before a `_` or `-` (`tp` -> `tp_degree`).  The closest ones are returned (ties
--- kept, up to 3); a prefix match ranks before any edit-distance match
--- (`h100` means an H100, not `b200` two edits away).
+-- part of the name before a `_` or `-` (`tp` -> `tp_degree`), or when
+-- the word's `-` / `_` parts (two or more) are, in order, parts of the
+-- name or starts of them, the name having more (`a100-80gb` ->
+-- `a100-sxm4-80gb`).  The closest ones are returned (ties kept, up to 3);
+-- a prefix match ranks before a parts match, and both before any
+-- edit-distance match (`h100` means an H100, not `b200` two edits away).
 -- @module apsearch.suggest
 local M = {}
 
@@ -57,6 +60,28 @@ local function prefix_of(a, b)
   return #a >= 2 and b:match("^([^_%-]+)[_%-]") == a
 end
 
+-- the `-` / `_` separated parts of a string, lower-cased
+local function parts(s)
+  local out = {}
+  for part in s:lower():gmatch("[^_%-]+") do out[#out + 1] = part end
+  return out
+end
+
+-- true when the word has two or more parts and each is, in order, a part
+-- of the name or the start of one: a short form that leaves parts out
+-- ("a100-80gb" of "a100-sxm4-80gb")
+local function parts_within(word, name)
+  local wp, np = parts(word), parts(name)
+  if #wp < 2 or #wp >= #np then return false end
+  local j = 1
+  for _, w in ipairs(wp) do
+    while j <= #np and np[j]:sub(1, #w) ~= w do j = j + 1 end
+    if j > #np then return false end
+    j = j + 1
+  end
+  return true
+end
+
 --- The known names closest to `word`.
 -- @tparam string word what was given
 -- @tparam table candidates array of known names (or a set: name -> true)
@@ -75,6 +100,8 @@ function M.closest(word, candidates)
       -- what was meant before any name a few edits away ("b200")
       if prefix_of(word, c) then
         scored[#scored + 1] = { c, 0.5 }
+      elseif parts_within(word, c) then
+        scored[#scored + 1] = { c, 0.75 }
       else
         local d = M.distance(word, c)
         if d <= limit then scored[#scored + 1] = { c, d } end

@@ -334,8 +334,8 @@ describe("estimate", function()
     -- keeps the parameters unsharded across micro-batches, TorchTitan's
     -- default policy does not reshard (space.default_reshard): false in
     -- both the search's top-1 and the estimate of the same strategy
-    local code, out, err = H.apsearch("run", "--quiet", "--format", "json", "--top-k", "1",
-      "--cluster", "h100-sxm-80gb:2x8",
+    local code, out, err = H.apsearch("run", ROOT .. "/examples/llama3_8b_h100.lua", "--quiet", "--format", "json",
+      "--top-k", "1", "--cluster", "h100-sxm-80gb:2x8",
       "--set", "search_space.pp_degree=4", "--set", "search_space.tp_degree=2",
       "--set", "search_space.layer_recompute=none", "--set", "search_space.micro_batch_size=1")
     assert.are.equal(0, code, err)

@@ -43,6 +43,9 @@ local PUBLISHED = {
   ["llama-2-7b"] = 6738415616,
   ["mistral-7b-v0.1"] = 7241732096,
   ["qwen2.5-7b"] = 7615616512,
+  -- Qwen2.5-72B(-Instruct): 72.7B on the model card; the exact count of
+  -- its config (untied embeddings, QKV biases)
+  ["qwen2.5-72b"] = 72706203648,
 }
 -- the MoE presets' totals (shared/models/moe/param_counts.csv)
 local PUBLISHED_MOE = {

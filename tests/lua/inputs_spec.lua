@@ -243,28 +243,32 @@ end)
 describe("a policy without a search space", function()
   local POLICY = 'return { model = "llama-3.1-8b", cluster = "h100-sxm-80gb:1x4", ' ..
     'training = { global_batch_size = 64, seq_length = 4096 } }\n'
-  it("searches the default space and says so on stderr", function()
+  it("searches the framework's full space and says so on stderr", function()
     local dir = H.tmpdir()
     local p = H.write(dir .. "/min.lua", POLICY)
     local code, out, err = H.apsearch("run", p, "--format", "json")
     assert.are.equal(0, code, err)
-    assert.truthy(err:find("apsearch: note: " .. p .. " has no search_space; searching the default space: " ..
-      "data_parallel = auto, tp_degree = {1, 2, 4}, pp_degree = {1}, layer_recompute = {none, selective, full}, " ..
-      "micro_batch_size = {1, 2}", 1, true), err)
+    assert.truthy(err:find("apsearch: note: " .. p .. " has no search_space; searching the framework's full space: " ..
+      "data_parallel = auto, tp_degree = {1, 2, 4}, cp_degree = {1}, pp_degree = {1, 2, 4}, vpp_degree = {1, 2, 4}, " ..
+      "fsdp_degree = {1, 2, 4}, zero_stage = {0, 1}, layer_recompute = {none, selective, full}, " ..
+      "recompute_num_layers = {auto}, micro_batch_size = {1, 2}", 1, true), err)
     local r = json.decode(out)
-    assert.are.equal(3 * 3 * 2, r.all_candidate_summary.space_size)
+    local full = r.all_candidate_summary.space_size
     -- --fix replaces a default dimension; --quiet drops the note
     code, out, err = H.apsearch("run", "-q", p, "--fix", "tp_degree=2", "--format", "json")
     assert.are.equal(0, code, err)
-    assert.are.equal(3 * 2, json.decode(out).all_candidate_summary.space_size)
-    assert.falsy(err:find("default space", 1, true), err)
+    assert.is_true(json.decode(out).all_candidate_summary.space_size < full)
+    assert.falsy(err:find("full space", 1, true), err)
     os.execute("rm -rf " .. H.q(dir))
   end)
-  it("tp stays inside a node: powers of two up to 8 dividing devices_per_node", function()
+  it("tp stays inside an NVLink domain: powers of two up to 8 dividing it", function()
     local policy = require "apsearch.policy"
-    assert.are.same({ 1, 2, 4, 8 }, policy.default_search_space({ devices_per_node = 8 }).tp_degree)
-    assert.are.same({ 1, 2 }, policy.default_search_space({ devices_per_node = 2 }).tp_degree)
-    assert.are.same({ 1, 2, 4, 8 }, policy.default_search_space({ devices_per_node = 16 }).tp_degree)
+    local m = { num_layers = 32 }
+    local function tp(c) return policy.default_search_space(c, m, {}).tp_degree end
+    assert.are.same({ 1, 2, 4, 8 }, tp({ devices_per_node = 8, num_devices = 64 }))
+    assert.are.same({ 1, 2 }, tp({ devices_per_node = 2, num_devices = 64 }))
+    assert.are.same({ 1, 2, 4, 8 }, tp({ devices_per_node = 16, num_devices = 64 }))
+    assert.are.same({ 1, 2, 4, 8 }, tp({ devices_per_node = 4, num_devices = 64, nvlink_domain_size = 64 }))
   end)
 end)
 

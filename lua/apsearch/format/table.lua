@@ -273,6 +273,41 @@ function M.table_text(result, opts)
   return out
 end
 
+--- How many closest strategies the terminal lists when nothing fits.
+M.closest_rows = 3
+
+--- What to relax when nothing fits, as the report's "no feasible
+-- strategy" section says it (apsearch.report.html.diagnose): the
+-- suggestions with their numbers (the closest strategy's overflow, the
+-- fewest devices that could hold the model), the closest strategies, and
+-- the fit a larger cluster gives (`result.fit_probe`, set by the CLI).
+-- @tparam table result a result with no feasible strategy
+-- @treturn table lines
+function M.no_fit_lines(result)
+  local d = require("apsearch.report.html").diagnose(result, M.closest_rows)
+  local lines = {}
+  if #d.suggestions > 0 then
+    lines[#lines + 1] = "\nwhat to relax:"
+    for i, t in ipairs(d.suggestions) do lines[#lines + 1] = string.format("  %d. %s", i, t) end
+  end
+  if #d.closest > 0 then
+    lines[#lines + 1] = "\nclosest strategies (least estimated memory):"
+    for _, c in ipairs(d.closest) do
+      lines[#lines + 1] = string.format("  %s: peak %.2f GiB (%+.2f over the limit), step %.3f s, %s",
+        c.short_text, c.mem_peak / 2 ^ 30, (c.over_bytes or 0) / 2 ^ 30, c.step_time, tostring(c.reason))
+    end
+  end
+  local fp = result.fit_probe
+  if fp and fp.devices then
+    lines[#lines + 1] = string.format("\nfits from %s devices (%s; the same defaults, hosts doubled): %s, step %.3f s",
+      common.commas(fp.devices), fp.cluster, fp.strategy, fp.step_time)
+  elseif fp then
+    lines[#lines + 1] = string.format("\nno fit up to %s devices (%s) with the same defaults",
+      common.commas(fp.tried), fp.cluster)
+  end
+  return lines
+end
+
 --- Formats a search result as text.
 -- @tparam table result the result of apsearch.search.run
 -- @tparam[opt] table opts `wide` (see `table_text`)
@@ -291,6 +326,7 @@ function M.format(result, opts)
     s.seconds or 0)
   if #(result.top_k_strategies or {}) == 0 then
     out[#out + 1] = "no feasible strategy"
+    for _, line in ipairs(M.no_fit_lines(result)) do out[#out + 1] = line end
   else
     out[#out + 1] = "\n" .. M.table_text(result, opts)
   end

@@ -300,6 +300,43 @@ local RELAX = {
   INVALID_DEGREE = "degrees: a degree is out of range; check the search_space",
 }
 
+--- Bytes a parameter's model states take under mixed-precision Adam when
+-- fully sharded: bf16 weights 2 + bf16 gradients 2 + fp32 master weights,
+-- momentum and variance 12 = 16 (Rajbhandari et al., "ZeRO: Memory
+-- Optimizations Toward Training Trillion Parameter Models", SC 2020,
+-- section 3.1: 16 Psi).
+M.MODEL_STATE_BYTES_PER_PARAM = 16
+
+--- The fewest devices that could hold the model: its model states (every
+-- parameter x M.MODEL_STATE_BYTES_PER_PARAM) sharded over all of them
+-- within the memory limit, before any activation, rounded up to whole
+-- hosts.  A lower bound: activations, buffers and the framework's
+-- sharding rules ask for more.
+-- @tparam table result a search result (`inputs.model`, `inputs.cluster`)
+-- @tparam number limit memory limit per device, bytes
+-- @treturn table|nil `{devices, params, bytes, limit_bytes, per_node}`
+function M.min_devices(result, limit)
+  local inp = result.inputs or {}
+  if type(inp.model) ~= "table" or not limit or limit <= 0 then return nil end
+  local ok, counts = pcall(require("apsearch.core").model_params, inp.model)
+  if not ok then return nil end
+  local bytes = counts.total * M.MODEL_STATE_BYTES_PER_PARAM
+  local per = math.max(1, (inp.cluster or {}).devices_per_node or 1)
+  local hosts = math.ceil(bytes / limit / per)
+  return { devices = math.tointeger(hosts * per), params = counts.total, bytes = bytes,
+           limit_bytes = limit, per_node = per }
+end
+
+--- The line that says how many devices the model needs at least.
+-- @tparam table md M.min_devices
+-- @treturn string
+function M.min_devices_text(md)
+  return string.format("The model needs at least %s devices: %s parameters x %d bytes of model states " ..
+    "(weights, gradients, Adam) = %.0f GiB, fully sharded within %.2f GiB a device, before activations " ..
+    "(whole hosts of %d).", common.commas(md.devices), common.commas(md.params),
+    M.MODEL_STATE_BYTES_PER_PARAM, md.bytes / 2 ^ 30, md.limit_bytes / 2 ^ 30, md.per_node)
+end
+
 --- Why a search found no feasible strategy: the binding reasons (every
 -- filter reason with its count, the ones after the estimate first: they
 -- stopped the candidates that came closest), the closest strategies (the
@@ -309,7 +346,7 @@ local RELAX = {
 -- @tparam[opt] integer n closest strategies to list (default 5)
 -- @treturn table `{reasons = {{code, count, phase, rule, message}},
 --   closest = {{index, step_time, mem_peak, over_bytes, reason, strategy_text}},
---   limit_bytes, capacity_bytes, suggestions = {text}}`
+--   limit_bytes, capacity_bytes, min_devices (M.min_devices), suggestions = {text}}`
 function M.diagnose(result, n)
   n = n or 5
   local out = { reasons = util.array(), closest = util.array(), suggestions = util.array() }
@@ -342,6 +379,9 @@ function M.diagnose(result, n)
     end
   end
   local seen = {}
+  out.min_devices = M.min_devices(result, limit)
+  local ndev = ((result.inputs or {}).cluster or {}).num_devices
+  local too_few = out.min_devices and ndev and out.min_devices.devices > ndev
   local c1 = out.closest[1]
   if c1 and c1.reason == "MEMORY_LIMIT" and limit then
     local need = c1.mem_peak
@@ -360,6 +400,10 @@ function M.diagnose(result, n)
         cap and string.format(" and beyond the device's %.2f GiB", cap / 2 ^ 30) or "")
     end
     seen.MEMORY_LIMIT = true
+  end
+  -- fewer devices than the model states need: before any other knob
+  if too_few then
+    table.insert(out.suggestions, math.min(#out.suggestions + 1, 2), M.min_devices_text(out.min_devices))
   end
   for _, r in ipairs(out.reasons) do
     if not seen[r.code] then

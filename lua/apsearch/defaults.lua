@@ -1,0 +1,368 @@
+--- The policy apsearch builds when none is given: `apsearch run --model M
+-- --cluster D:N` without a policy file, `apsearch init M D:N`, and the
+-- search space of a policy that has no `search_space`.
+--
+-- Training settings (`M.training`):
+--
+-- * framework Megatron-LM (`M.FRAMEWORK`): the framework of the NVIDIA
+--   Megatron-Bridge / NeMo recipes the batch rule below is read from;
+-- * sequence length `M.SEQ_LENGTH`: 8192 for a dense model (Megatron-Bridge
+--   Llama 3 8B / 70B / 405B pretraining recipes), 4096 for a mixture of
+--   experts (its DeepSeek-V3 and Qwen3 MoE recipes), never longer than the
+--   model's `max_position_embeddings`;
+-- * global batch by the "recipe tokens-per-GPU rule" (`M.batch_tokens`):
+--   `clamp(N x tokens_per_gpu, min_tokens, max_tokens)` with the constants
+--   of `M.BATCH`, each read from a published recipe or paper; the
+--   sequences are that many tokens / seq_length, rounded down to 2^k x the
+--   odd part of N (`M.batch_sequences`) so that the data-parallel degrees
+--   that divide the cluster divide the batch.
+--
+-- Search space (`M.search_space`): the framework's full space, pruned
+-- only by the framework's own rules (each listed at its constant).
+-- @module apsearch.defaults
+local util = require "apsearch.util"
+
+local M = {}
+
+--- The framework of a built policy: Megatron-LM, whose recipes
+-- (Megatron-Bridge, NeMo) the batch and sequence constants come from.
+M.FRAMEWORK = "megatron"
+
+--- Training precision and optimizer of a built policy: bf16 mixed precision
+-- with AdamW, the baseline of every Megatron-Bridge recipe (fp8 / mxfp8 are
+-- opt-in there, `--set training.precision=fp8`).
+M.PRECISION = "bf16"
+M.OPTIMIZER = "adamw"
+
+--- Sequence length by model class: dense 8192 (Megatron-Bridge
+-- scripts/performance/configs/llama3/llama3_{8b,70b}_llm_pretrain.yaml and
+-- Llama 3.1 405B, tests/fixtures/heldout/megatron_bridge_perf.csv rows
+-- mbd001-mbd042); mixture of experts 4096 (deepseek_v3 / qwen3 MoE recipes,
+-- megatron_bridge_perf_moe.csv rows mbm001-mbm070).
+M.SEQ_LENGTH = { dense = 8192, moe = 4096 }
+
+--- The recipe tokens-per-GPU rule, per model class, in tokens:
+--
+-- * dense: `tokens_per_gpu` 16,384 = Llama 3 70B's GBS 128 x 8192 on 64
+--   H100s (Megatron-Bridge 25.09, fixture mbd012); `min_tokens` 1,048,576
+--   = GBS 128 x 8192, the Llama 3 8B recipe on 8 GPUs (mbd011); `max_tokens`
+--   16,777,216 = 16M tokens, Llama 3 405B at 8,192 and 16,384 GPUs (The
+--   Llama 3 Herd of Models, arXiv:2407.21783, Table 4).
+-- * moe: `tokens_per_gpu` 32,768 = DeepSeek-V3's GBS 8192 x 4096 on 1,024
+--   H100s (mbm011); `min_tokens` 2,097,152 = GBS 512 x 4096, Qwen3-30B-A3B
+--   on 8 to 16 GPUs (mbm002, mbm012); `max_tokens` 62,914,560 = 15,360
+--   sequences of 4,096, DeepSeek-V3's final batch (DeepSeek-V3 Technical
+--   Report, arXiv:2412.19437, section 4.2).
+M.BATCH = {
+  dense = { tokens_per_gpu = 16384, min_tokens = 1048576, max_tokens = 16777216 },
+  moe = { tokens_per_gpu = 32768, min_tokens = 2097152, max_tokens = 62914560 },
+}
+
+--- Context parallelism is searched while every CP rank keeps at least
+-- this many tokens of a sequence: NeMo's Llama 3.1 405B / 70B recipes run
+-- CP 2 at 8192 (4096 a rank); Llama 3 405B at 131,072 ran CP 16 (8192 a
+-- rank, arXiv:2407.21783 Table 4).
+M.CP_MIN_TOKENS_PER_RANK = 4096
+
+--- Largest tensor-parallel degree searched: the NVLink domain of an HGX
+-- board (8 GPUs); Megatron-Bridge recipes never exceed TP 8.
+M.TP_MAX = 8
+
+--- Largest pipeline degree searched, and the fewest layers a pipeline rank
+-- keeps: Llama 3 405B trained at PP 16 (arXiv:2407.21783 Table 4); 3
+-- lets DeepSeek-V3's 61 layers reach PP 16 (about 4 a rank, as its
+-- Megatron-Bridge H100 layout).
+M.PP_MAX = 16
+M.PP_MIN_LAYERS_PER_RANK = 3
+
+--- Virtual pipeline stages searched (interleaved 1F1B): Megatron-Bridge
+-- recipes use 2 to 8 chunks a rank; more than 4 is rarely faster and
+-- multiplies the space.
+M.VPP = { 1, 2, 4 }
+
+--- Micro-batch sizes searched: 1 and 2, what every Megatron-Bridge recipe
+-- of these models uses.
+M.MICRO_BATCH = { 1, 2 }
+
+--- GPUs of one NVL72 rack a job uses when the cluster is a rack-scale
+-- device (apsearch.policy RACK_NVLINK_DOMAIN): 64, as NVIDIA's GB200 /
+-- GB300 recipes place them (megatron_bridge_perf.csv nvlink_domain_size).
+M.RACK_JOB_GPUS = 64
+
+--- ZeRO stages each framework runs over plain data parallelism
+-- (rules/framework.lua): Megatron's distributed optimizer is ZeRO-1;
+-- TorchTitan and llm-foundry shard with FSDP only; DeepSpeed has 1-3.
+M.ZERO = { megatron = { 0, 1 }, fsdp2 = { 0 }, fsdp = { 0 }, deepspeed = { 0, 1, 2, 3 } }
+
+local function is_moe(model)
+  return (model.num_experts or 0) > 0
+end
+
+--- The model class the constants are read by.
+-- @tparam table model normalized model
+-- @treturn string "moe" or "dense"
+function M.class(model)
+  return is_moe(model) and "moe" or "dense"
+end
+
+--- Sequence length for a model: M.SEQ_LENGTH of its class, at most its
+-- max_position_embeddings.
+-- @tparam table model normalized model
+-- @treturn integer
+function M.seq_length(model)
+  local seq = M.SEQ_LENGTH[M.class(model)]
+  local mpe = model.max_position_embeddings
+  if util.is_integer(mpe) and mpe > 0 and mpe < seq then seq = mpe end
+  return math.tointeger(seq)
+end
+
+--- Tokens of one global batch on N devices (the recipe tokens-per-GPU rule).
+-- @tparam table model normalized model
+-- @tparam integer n devices
+-- @treturn integer tokens
+function M.batch_tokens(model, n)
+  local b = M.BATCH[M.class(model)]
+  return math.tointeger(math.max(b.min_tokens, math.min(b.max_tokens, n * b.tokens_per_gpu)))
+end
+
+-- n without its factors of two (24 -> 3)
+local function odd_part(n)
+  while n % 2 == 0 do n = n // 2 end
+  return n
+end
+
+--- Sequences of one global batch: tokens / seq rounded down to 2^k x the
+-- odd part of n (at least that odd part), so that every data-parallel
+-- degree dividing n up to 2^k x odd divides it.
+-- @tparam integer tokens
+-- @tparam integer seq
+-- @tparam integer n devices
+-- @treturn integer
+function M.batch_sequences(tokens, seq, n)
+  local odd = odd_part(n)
+  local want = tokens // seq
+  local s = odd
+  while s * 2 <= want do s = s * 2 end
+  return math.tointeger(s)
+end
+
+--- Training settings of a built policy.
+-- @tparam table model normalized model
+-- @tparam integer n devices
+-- @treturn table `training` fields
+function M.training(model, n)
+  local seq = M.seq_length(model)
+  return {
+    global_batch_size = M.batch_sequences(M.batch_tokens(model, n), seq, n),
+    seq_length = seq, precision = M.PRECISION, optimizer = M.OPTIMIZER,
+    framework = M.FRAMEWORK,
+  }
+end
+
+local function pow2_upto(hi)
+  local out = util.array()
+  local v = 1
+  while v <= hi do out[#out + 1] = v v = v * 2 end
+  return out
+end
+
+-- GPUs one NVLink domain of the cluster holds
+local function nvlink_gpus(cluster)
+  return math.max(cluster.devices_per_node or 1, cluster.nvlink_domain_size or 0)
+end
+
+--- Tensor-parallel degrees: powers of two up to M.TP_MAX inside one NVLink
+-- domain (TP's all-reduces in every layer stay on NVLink).
+-- @tparam table cluster normalized cluster
+-- @treturn table
+function M.tp_degrees(cluster)
+  local dom = nvlink_gpus(cluster)
+  local out = util.array()
+  for _, t in ipairs(pow2_upto(math.min(M.TP_MAX, dom, cluster.num_devices or dom))) do
+    if dom % t == 0 then out[#out + 1] = t end
+  end
+  return out
+end
+
+--- Pipeline degrees: powers of two up to M.PP_MAX keeping at least
+-- M.PP_MIN_LAYERS_PER_RANK layers a rank, at most the devices.
+-- @tparam table model normalized model
+-- @tparam integer n devices
+-- @treturn table
+function M.pp_degrees(model, n)
+  local hi = math.min(M.PP_MAX, n, (model.num_layers or 1) // M.PP_MIN_LAYERS_PER_RANK)
+  return pow2_upto(math.max(1, hi))
+end
+
+--- Context-parallel degrees: powers of two keeping at least
+-- M.CP_MIN_TOKENS_PER_RANK tokens a rank ({1} for short sequences), at
+-- most the devices.
+-- @tparam integer seq sequence length
+-- @tparam integer n devices
+-- @treturn table
+function M.cp_degrees(seq, n)
+  return pow2_upto(math.max(1, math.min(n, seq // M.CP_MIN_TOKENS_PER_RANK)))
+end
+
+-- frameworks that parallelize data only (llm-foundry's FSDP1), and those
+-- without ring / all-gather CP (DeepSpeed): rules/framework.lua
+local DATA_ONLY = { fsdp = true }
+local NO_CP = { fsdp = true, deepspeed = true }
+
+-- Megatron-LM's split rule (apsearch.space default_split) is even, else
+-- with the embedding and loss counted; a layer count odd with and without
+-- them (DeepSeek-V3's 61) splits over no power-of-two pipeline, so NVIDIA's
+-- fill_last layout (Megatron-Bridge deepseek_v3 recipe) is searched
+local function needs_fill_last(framework, model)
+  local L = model.num_layers or 0
+  return framework == "megatron" and L % 2 == 1
+end
+
+-- the FSDP sharding degrees a framework searches: Megatron's
+-- --use-torch-fsdp2 is refused with expert parallelism (validate_args), so
+-- an MoE model shards with the distributed optimizer there
+local function fsdp_degrees(framework, model, n)
+  if framework == "megatron" and is_moe(model) then return nil end
+  return pow2_upto(n)
+end
+
+--- The full search space of a framework for a model on a cluster:
+-- data_parallel "auto" (dp x fsdp fill the devices), FSDP / HSDP degrees
+-- (pairs the framework cannot run are filtered early by rules/framework.lua),
+-- the framework's ZeRO stages (M.ZERO), TP with SP inside an NVLink domain,
+-- PP with interleaving by the framework's split rule, CP for long
+-- sequences, recompute none / selective / full (full only on the layers
+-- memory needs, `recompute_num_layers = "auto"`), micro-batch sizes; for
+-- MoE models every expert-parallel degree that fits (the space's default)
+-- and expert TP up to the TP degrees.
+-- @tparam table model normalized model
+-- @tparam table cluster normalized cluster
+-- @tparam table training `framework`, `seq_length`
+-- @treturn table a raw search_space table
+function M.search_space(model, cluster, training)
+  local fw = training.framework or M.FRAMEWORK
+  local n = cluster.num_devices or 1
+  local seq = training.seq_length or M.seq_length(model)
+  local single = DATA_ONLY[fw]
+  local space = {
+    data_parallel = "auto",
+    fsdp_degree = fsdp_degrees(fw, model, n),
+    zero_stage = M.ZERO[fw] or { 0 },
+    tp_degree = single and { 1 } or M.tp_degrees(cluster),
+    pp_degree = single and { 1 } or M.pp_degrees(model, n),
+    vpp_degree = single and { 1 } or M.VPP,
+    cp_degree = NO_CP[fw] and { 1 } or M.cp_degrees(seq, n),
+    layer_recompute = { "none", "selective", "full" },
+    recompute_num_layers = { "auto" },
+    micro_batch_size = M.MICRO_BATCH,
+  }
+  if needs_fill_last(fw, model) then space.pipeline_split = { "fill_last" } end
+  if is_moe(model) and not single then space.etp_degree = space.tp_degree end
+  return space
+end
+
+--- The NVLink domain of a built cluster: a rack-scale device
+-- (`rack`, GPUs of its NVLink domain) gets min(N, M.RACK_JOB_GPUS) rounded
+-- down to whole hosts; other devices keep one host (nil).
+-- @tparam table cluster `devices_per_node`, `num_devices`
+-- @tparam[opt] integer rack GPUs of the device's rack domain
+-- @treturn integer|nil nvlink_domain_size
+function M.nvlink_domain(cluster, rack)
+  local per, n = cluster.devices_per_node, cluster.num_devices
+  if not rack or n <= per then return nil end
+  local dom = math.min(n, M.RACK_JOB_GPUS, rack)
+  return math.tointeger(dom - dom % per)
+end
+
+--- Model and cluster of `run` / `init` when only one of them is given:
+-- the default policy's (examples/llama3_8b_h100.lua: Llama-3.1-8B on one
+-- 8 x H100 host).
+M.MODEL = "llama-3.1-8b"
+M.CLUSTER = "h100-sxm-80gb:1"
+
+local function commas(n)
+  return require("apsearch.format.common").commas(n)
+end
+
+--- The raw policy built for a model on a cluster: the cluster (a rack-scale
+-- device gets its NVLink domain, M.nvlink_domain), training (M.training)
+-- and no search_space (the framework's full space, M.search_space).
+-- @tparam string model_ref what was given (preset name or path)
+-- @tparam table model normalized model
+-- @tparam table cluster normalized cluster
+-- @tparam[opt] integer rack GPUs of the device's rack NVLink domain
+-- @treturn table raw policy (apsearch.policy.from_table)
+function M.build(model_ref, model, cluster, rack)
+  local c = util.copy(cluster)
+  if c.nvlink_domain_size == nil then c.nvlink_domain_size = M.nvlink_domain(c, rack) end
+  local dev = type(c.device) == "table" and (c.device.name or c.device.base) or c.device
+  return {
+    name = string.format("%s-%s-%d", tostring(model.name), tostring(dev), c.num_devices),
+    model = model_ref, cluster = c, training = M.training(model, c.num_devices),
+  }
+end
+
+--- The header lines that say which defaults a built policy chose and why.
+-- @tparam table model normalized model
+-- @tparam table training the built training table (M.training)
+-- @tparam integer n devices
+-- @treturn table lines
+function M.header(model, training, n)
+  local class = M.class(model)
+  local b = M.BATCH[class]
+  local tokens = training.global_batch_size * training.seq_length
+  return {
+    string.format("defaults: %s, %s, %s, seq %d (%s recipes), the framework's full space",
+      training.framework, training.precision, training.optimizer, training.seq_length, class),
+    string.format("defaults: global batch %d x %d = %s tokens; recipe tokens-per-GPU rule: "
+      .. "clamp(%d GPUs x %s, %s, %s)", training.global_batch_size, training.seq_length,
+      commas(tokens), n, commas(b.tokens_per_gpu), commas(b.min_tokens), commas(b.max_tokens)),
+  }
+end
+
+-- Lua source of a value: strings quoted, arrays inline, tables with
+-- their keys in `order` first, then the rest sorted
+local function lua_value(v, indent, order)
+  if type(v) == "string" then return string.format("%q", v) end
+  if type(v) ~= "table" then return tostring(v) end
+  if #v > 0 then
+    local items = {}
+    for i, x in ipairs(v) do items[i] = lua_value(x, indent) end
+    return "{ " .. table.concat(items, ", ") .. " }"
+  end
+  local keys, seen = {}, {}
+  for _, k in ipairs(order or {}) do
+    if v[k] ~= nil then keys[#keys + 1] = k seen[k] = true end
+  end
+  for _, k in ipairs(util.sorted_keys(v)) do if not seen[k] then keys[#keys + 1] = k end end
+  local pad = string.rep("  ", indent + 1)
+  local lines = {}
+  for _, k in ipairs(keys) do
+    lines[#lines + 1] = pad .. k .. " = " .. lua_value(v[k], indent + 1, order) .. ","
+  end
+  return "{\n" .. table.concat(lines, "\n") .. "\n" .. string.rep("  ", indent) .. "}"
+end
+
+-- top-level and section fields in the order a policy file reads best
+local ORDER = { "name", "description", "model", "cluster", "training", "search_space",
+  "device", "num_devices", "devices_per_node", "nvlink_domain_size",
+  "global_batch_size", "seq_length", "precision", "optimizer", "framework",
+  "data_parallel", "fsdp_degree", "zero_stage", "tp_degree", "pp_degree", "vpp_degree",
+  "pipeline_split", "cp_degree", "layer_recompute", "recompute_num_layers",
+  "micro_batch_size", "etp_degree" }
+
+--- A built policy as the text of a policy file (`apsearch init`), with
+-- its header lines as comments and its search space written out.
+-- @tparam table raw the raw policy (M.build) with `search_space` set
+-- @tparam table header lines (M.header)
+-- @tparam string command the command that built it, for the first comment
+-- @treturn string Lua source returning the policy
+function M.render(raw, header, command)
+  local out = { "-- Written by `" .. command .. "`: the policy `apsearch run --model ... --cluster ...`",
+    "-- builds for this model and cluster (docs/policy.md \"Built policies\")." }
+  for _, line in ipairs(header) do out[#out + 1] = "-- " .. line end
+  out[#out + 1] = "return " .. lua_value(raw, 0, ORDER)
+  return table.concat(out, "\n") .. "\n"
+end
+
+return M

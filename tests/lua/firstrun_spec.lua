@@ -1,0 +1,190 @@
+-- tests/lua/firstrun_spec.lua -- the first run of a new user (issue 26):
+-- `apsearch run --model M --cluster D:N` with no policy builds one
+-- (apsearch.defaults: the recipe tokens-per-GPU batch, the framework's
+-- full space), prints the defaults it chose, and finds a feasible top-k
+-- on every preset where the model states fit; when nothing fits the
+-- terminal says what to relax with numbers; `apsearch init` writes the
+-- policy it would use; did-you-mean for model types and device names.
+--
+-- APS_ROOT is the repo root, APS_BIN the built binary (CTest sets both).
+
+local H = require "spec_helpers"
+local json = require "cjson"
+local defaults = require "apsearch.defaults"
+local policy = require "apsearch.policy"
+
+-- one run, as JSON; the exit status, the result and stderr
+local function run(model, cluster, ...)
+  local code, out, err = H.apsearch("run", "--model", model, "--cluster", cluster, "--top-k", "1",
+    "--format", "json", ...)
+  local ok, r = pcall(json.decode, out)
+  return code, ok and r or nil, err
+end
+
+-- model -> clusters (DEVICE:NODES, hosts of 8 for H100 / B200, trays of 4
+-- for GB200) from the smallest that holds the model to 16,384 H100s
+local GRID = {
+  ["llama-3.1-8b"] = { "h100-sxm-80gb:1", "h100-sxm-80gb:2048", "b200:1", "gb200:16" },
+  ["llama-3.1-70b"] = { "h100-sxm-80gb:8", "h100-sxm-80gb:512", "b200:1", "gb200:256" },
+  ["llama-3.1-405b"] = { "h100-sxm-80gb:64", "h100-sxm-80gb:2048", "b200:8", "gb200:16" },
+  ["qwen2.5-72b"] = { "h100-sxm-80gb:16", "h100-sxm-80gb:2048", "b200:8", "gb200:16" },
+  ["mixtral-8x7b"] = { "h100-sxm-80gb:2", "h100-sxm-80gb:2048", "b200:1", "gb200:16" },
+  ["qwen3-30b-a3b"] = { "h100-sxm-80gb:1", "h100-sxm-80gb:2048", "b200:8", "gb200:2" },
+  ["deepseek-v3"] = { "h100-sxm-80gb:64", "h100-sxm-80gb:2048", "b200:128", "gb200:256" },
+}
+
+-- a search of the built policy stays within this wall time [s]; the
+-- searches themselves take 0.01-0.4 s (README: about a second each)
+local WALL_LIMIT_S = 2
+
+describe("run --model M --cluster D:N without a policy", function()
+  for model, clusters in pairs(GRID) do
+    for _, cluster in ipairs(clusters) do
+      it(("finds a feasible top-k for %s on %s, with the recipe batch"):format(model, cluster), function()
+        local clock = require("apsearch.core").monotime
+        local t0 = clock()
+        local code, r, err = run(model, cluster)
+        assert.are.equal(0, code, err)
+        assert.is_true(r.all_candidate_summary.feasible > 0)
+        assert.is_true(r.all_candidate_summary.seconds < WALL_LIMIT_S)
+        assert.is_true(clock() - t0 < WALL_LIMIT_S)
+        local m = r.inputs.model
+        local n = r.inputs.cluster.num_devices
+        local tr = r.inputs.training
+        assert.are.equal(defaults.seq_length(m), tr.seq_length)
+        assert.are.equal(defaults.batch_sequences(defaults.batch_tokens(m, n), tr.seq_length, n),
+          tr.global_batch_size)
+        assert.are.equal("megatron", tr.framework)
+        assert.truthy(r.inputs.defaults[2]:find("recipe tokens-per-GPU rule", 1, true))
+      end)
+    end
+  end
+
+  it("prints the chosen defaults in the run's header", function()
+    local code, out, err = H.apsearch("run", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:2048",
+      "--top-k", "1")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("defaults: megatron, bf16, adamw, seq 8192 (dense recipes), the framework's full space",
+      1, true), err)
+    assert.truthy(err:find("defaults: global batch 2048 x 8192 = 16,777,216 tokens; recipe tokens-per-GPU rule: "
+      .. "clamp(16384 GPUs x 16,384, 1,048,576, 16,777,216)", 1, true), err)
+    assert.truthy(err:find("note: no policy file; searching the framework's full space: ", 1, true), err)
+    assert.truthy(out:find("llama-3.1-405b on 16384 x h100-sxm-80gb", 1, true), out)
+  end)
+
+  it("gives a rack-scale device its NVLink domain (64 GPUs of an NVL72 rack)", function()
+    local code, r, err = run("qwen3-30b-a3b", "gb200:256")
+    assert.are.equal(0, code, err)
+    assert.are.equal(64, r.inputs.cluster.nvlink_domain_size)
+    assert.falsy(err:find("NVLink domain of one", 1, true), err)
+  end)
+end)
+
+describe("the recipe tokens-per-GPU rule", function()
+  local dense = { num_layers = 32, max_position_embeddings = 131072 }
+  local moe = { num_layers = 61, num_experts = 256, max_position_embeddings = 163840 }
+  it("gives the recipes' batches", function()
+    -- Llama 3 8B / 70B recipes: GBS 128 at 8192 on 8 and 64 GPUs
+    assert.are.same({ 128, 8192 }, { defaults.training(dense, 8).global_batch_size, defaults.seq_length(dense) })
+    assert.are.equal(128, defaults.training(dense, 64).global_batch_size)
+    -- 16M tokens: Llama 3 405B at 8,192 and 16,384 GPUs
+    assert.are.equal(2048, defaults.training(dense, 16384).global_batch_size)
+    -- DeepSeek-V3 on 1,024 H100s: GBS 8192 at 4096
+    assert.are.same({ 8192, 4096 }, { defaults.training(moe, 1024).global_batch_size, defaults.seq_length(moe) })
+    -- Qwen3-30B-A3B on 8 GPUs: GBS 512 at 4096
+    assert.are.equal(512, defaults.training(moe, 8).global_batch_size)
+  end)
+  it("keeps a sequence within the model's positions and the batch divisible by the odd part of N", function()
+    assert.are.equal(4096, defaults.seq_length({ num_layers = 32, max_position_embeddings = 4096 }))
+    -- 24 GPUs: 128 sequences rounded to 2^k x 3
+    assert.are.equal(96, defaults.training(dense, 24).global_batch_size)
+  end)
+end)
+
+describe("a policy without search_space", function()
+  it("searches the framework's full space: Qwen2.5-72B on 128 H100 was 0 feasible of 24", function()
+    local dir = H.tmpdir()
+    local p = H.write(dir .. "/q.lua", 'return { model = "qwen2.5-72b", cluster = "h100-sxm-80gb:16", '
+      .. 'training = { global_batch_size = 256, seq_length = 8192, framework = "megatron" } }\n')
+    local code, out, err = H.apsearch("run", p, "--format", "json", "--top-k", "1")
+    assert.are.equal(0, code, err)
+    local r = json.decode(out)
+    assert.is_true(r.all_candidate_summary.feasible > 0)
+    local pol = policy.load(p)
+    local dims = pol.search_space.dims
+    assert.are.same({ 0, 1 }, dims.zero_stage)
+    assert.are.same({ 1, 2, 4, 8, 16 }, dims.pp_degree)
+    assert.are.same({ 1, 2, 4 }, dims.vpp_degree)
+    assert.are.same({ 1, 2 }, dims.cp_degree)
+    assert.are.equal(128, dims.fsdp_degree[#dims.fsdp_degree])
+  end)
+  it("follows the policy's framework: TorchTitan shards with FSDP only, llm-foundry data only", function()
+    local m = { num_layers = 32 }
+    local cl = { num_devices = 16, devices_per_node = 8 }
+    assert.are.same({ 0 }, defaults.search_space(m, cl, { framework = "fsdp2", seq_length = 8192 }).zero_stage)
+    local s = defaults.search_space(m, cl, { framework = "fsdp", seq_length = 8192 })
+    assert.are.same({ { 1 }, { 1 }, { 1 } }, { s.tp_degree, s.pp_degree, s.cp_degree })
+    -- an MoE model under Megatron: no --use-torch-fsdp2 (refused with EP), expert TP searched
+    local e = defaults.search_space({ num_layers = 61, num_experts = 256 }, cl, { framework = "megatron", seq_length = 4096 })
+    assert.is_nil(e.fsdp_degree)
+    assert.are.same({ 1, 2, 4, 8 }, e.etp_degree)
+    assert.are.same({ "fill_last" }, e.pipeline_split)
+  end)
+end)
+
+describe("apsearch init MODEL CLUSTER", function()
+  it("writes a policy run accepts, searching what run --model --cluster searches", function()
+    local code, text, err = H.apsearch("init", "deepseek-v3", "h100-sxm-80gb:128")
+    assert.are.equal(0, code, err)
+    assert.truthy(text:find("-- defaults: global batch 8192 x 4096", 1, true), text)
+    local dir = H.tmpdir()
+    local p = H.write(dir .. "/policy.lua", text)
+    local c1, out1, e1 = H.apsearch("run", p, "--format", "json", "--top-k", "1")
+    assert.are.equal(0, c1, e1)
+    local _, r2 = run("deepseek-v3", "h100-sxm-80gb:128")
+    local r1 = json.decode(out1)
+    assert.are.equal(r2.all_candidate_summary.space_size, r1.all_candidate_summary.space_size)
+    assert.are.equal(r2.top_k_strategies[1].performance_cost.step_time,
+      r1.top_k_strategies[1].performance_cost.step_time)
+  end)
+end)
+
+describe("when nothing fits", function()
+  it("says what to relax with numbers: the closest strategies and the devices the model needs", function()
+    local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:1")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("no feasible strategy\n\nwhat to relax:\n  1. The closest strategy needs ", 1, true), out)
+    assert.truthy(out:find("\n  2. The model needs at least 80 devices: "
+      .. "405,853,388,800 parameters x 16 bytes of model states", 1, true), out)
+    assert.truthy(out:find("closest strategies (least estimated memory):\n  dp=", 1, true), out)
+    assert.truthy(out:find("GiB over the 78.65 GiB limit", 1, true), out)
+    assert.truthy(out:find("fits from 128 devices (h100-sxm-80gb:16x8; the same defaults, hosts doubled): ", 1, true), out)
+  end)
+  it("puts the same in the JSON result (fit_probe) and the report's suggestions", function()
+    local code, r = run("deepseek-v3", "b200:1")
+    assert.are.equal(1, code)
+    assert.are.equal(128, r.fit_probe.devices)
+    local d = require("apsearch.report.html").diagnose(r)
+    assert.is_true(d.min_devices.devices >= 64)
+    assert.truthy(table.concat(d.suggestions, "\n"):find("The model needs at least", 1, true))
+  end)
+end)
+
+describe("did you mean", function()
+  it("for a model type (qwen25 -> qwen2)", function()
+    local dir = H.tmpdir()
+    local cfg = H.write(dir .. "/config.json", json.encode({ model_type = "qwen25", hidden_size = 64,
+      num_hidden_layers = 2, num_attention_heads = 4, intermediate_size = 128, vocab_size = 100 }))
+    local code, _, err = H.apsearch("inspect", cfg)
+    assert.are.equal(2, code)
+    assert.truthy(err:find('model_type: unsupported model type; did you mean "qwen2"?', 1, true), err)
+  end)
+  it("for a device name that leaves parts out (a100-80gb -> a100-sxm4-80gb)", function()
+    local code, _, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "a100-80gb:1")
+    assert.are.equal(2, code)
+    assert.truthy(err:find('unknown device preset; did you mean "a100-sxm4-80gb"?', 1, true), err)
+    code, _, err = H.apsearch("init", "qwen25-72b", "h100-sxm-80gb:1")
+    assert.are.equal(2, code)
+    assert.truthy(err:find('did you mean "qwen2.5-72b"?', 1, true), err)
+  end)
+end)

@@ -220,7 +220,7 @@ describe("2025 families: bad values exit 2 naming file, key and value", function
       err_of(hf.from_config, o, "o.json"))
     local d = decoded("dbrx-base")
     d.ffn_config.moe_top_k = 0
-    assert.are.equal("d.json: ffn_config: moe_top_k: expected a positive integer (got 0)",
+    assert.are.equal("d.json: ffn_config: moe_top_k: expected a positive integer <= 16777216 (got 0)",
       err_of(hf.from_config, d, "d.json"))
     d = decoded("dbrx-base")
     d.attn_config = 8
@@ -236,11 +236,11 @@ describe("2025 families: bad values exit 2 naming file, key and value", function
   it("refuses bad Gemma 3 keys, naming the nested config", function()
     local g = decoded("gemma-3-4b-pt")
     g.text_config.sliding_window_pattern = 0
-    assert.are.equal("g.json: text_config: sliding_window_pattern: expected a positive integer (got 0)",
+    assert.are.equal("g.json: text_config: sliding_window_pattern: expected a positive integer <= 16777216 (got 0)",
       err_of(hf.from_config, g, "g.json"))
     g = decoded("gemma-3-4b-pt")
     g.vision_config.patch_size = "14"
-    assert.are.equal('g.json: vision_config: patch_size: expected a positive integer (got "14")',
+    assert.are.equal('g.json: vision_config: patch_size: expected a positive integer <= 16777216 (got "14")',
       err_of(hf.from_config, g, "g.json"))
     g = decoded("gemma-3-4b-pt")
     g.text_config = "gemma"

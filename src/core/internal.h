@@ -422,19 +422,25 @@ void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
 
 /* ---- layerprog.c: the kernels a layer launches and the host's time ---- */
 
-/** One layer's launches per micro-batch forward, after CUDA-graph
- *  capture (layerprog.c counts them): kernels from Python code (_py) and from
- *  TransformerEngine's per-expert C++ loop (_loop). */
+/** Kernels one block launches per micro-batch, forward and backward. */
 typedef struct {
-    double attn_py;       /**< attention block (norm, QKV, RoPE, core,
-                               projection) */
-    double mlp_py;        /**< a dense MLP block */
-    double moe_pre_py;    /**< MoE: norm, router, dispatcher preprocess */
-    double moe_post_py;   /**< MoE: dispatch, experts, combine, shared */
-    double moe_post_loop; /**< MoE: per-expert GEMMs and quantizes */
-    bool sync;            /**< a device-to-host sync between moe_pre and
-                               moe_post (dropless all-to-all) */
-    bool step_graphed;    /**< the whole step is one graph: no host time */
+    double fwd, bwd;
+} aps_launches;
+
+/** One layer's launches per micro-batch after CUDA-graph capture
+ *  (layerprog.c counts them): kernels from Python code, and from
+ *  TransformerEngine's per-expert C++ loop (moe_loop); a captured block
+ *  is one graph launch each way. */
+typedef struct {
+    aps_launches attn;     /**< attention block (norm, QKV, RoPE, core,
+                                projection) */
+    aps_launches mlp;      /**< a dense MLP block */
+    aps_launches moe_pre;  /**< MoE: norm, router, dispatcher preprocess */
+    aps_launches moe_post; /**< MoE: dispatch, experts, combine, shared */
+    aps_launches moe_loop; /**< MoE: per-expert GEMMs and quantizes */
+    bool sync;             /**< a device-to-host sync between moe_pre and
+                                moe_post (dropless all-to-all) */
+    bool step_graphed;     /**< the whole step is one graph: no host time */
 } aps_host_program;
 
 /** Builds the layer program of strategy s (layerprog.c). */

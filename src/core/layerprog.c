@@ -122,15 +122,27 @@ static double mlp_kernels(const aps_training *t, const aps_strategy *s)
     return k;
 }
 
+/** Launches of a block that runs fwd kernels forward: the backward runs
+ *  APS_HOST_BWD_RATIO times as many, or, captured, one graph each way. */
+static aps_launches block(double fwd, bool graphed)
+{
+    if (graphed)
+        return (aps_launches){APS_HK_GRAPH_LAUNCH, APS_HK_GRAPH_LAUNCH};
+    return (aps_launches){fwd, APS_HOST_BWD_RATIO * fwd};
+}
+
 /** The MoE block before the dispatcher's device-to-host sync (norm,
- *  router, preprocess), forward, from Python. */
-static double moe_pre_kernels(const aps_strategy *s, bool router_graphed)
+ *  router, preprocess), forward, from Python; with the router captured,
+ *  the norm and the graph. */
+static aps_launches moe_pre_launches(const aps_strategy *s, bool router_graphed)
 {
     if (router_graphed)
-        return APS_HK_MOE_NORM + APS_HK_GRAPH_LAUNCH;
+        return (aps_launches){
+            APS_HK_MOE_NORM + APS_HK_GRAPH_LAUNCH,
+            APS_HOST_BWD_RATIO * APS_HK_MOE_NORM + APS_HK_GRAPH_LAUNCH};
     if (s->moe_token_dispatcher == APS_MOE_FLEX)
-        return APS_HK_MOE_NORM + APS_HK_ROUTER_PRE_FLEX;
-    return APS_HK_MOE_NORM + APS_HK_ROUTER_FUSED + APS_HK_A2A_PRE;
+        return block(APS_HK_MOE_NORM + APS_HK_ROUTER_PRE_FLEX, false);
+    return block(APS_HK_MOE_NORM + APS_HK_ROUTER_FUSED + APS_HK_A2A_PRE, false);
 }
 
 /** The MoE block after the sync (dispatch, experts, combine, shared
@@ -178,20 +190,23 @@ void aps_host_program_build(const aps_model *m, const aps_training *t,
      * static (padded token drop); a dropless one keeps its experts and
      * dispatch outside, as the partial scopes do */
     bool is_moe = aps_model_is_moe(m);
-    bool static_moe = is_moe && s->moe_capacity_factor > 0;
     bool layer_g = g == APS_CG_LAYER;
     bool attn_g = layer_g || g == APS_CG_ATTN || g == APS_CG_ATTN_MOE_ROUTER;
     bool router_g = layer_g || g == APS_CG_MOE_ROUTER ||
                     g == APS_CG_ATTN_MOE_ROUTER;
-    out->attn_py = attn_g ? APS_HK_GRAPH_LAUNCH : attn_kernels(m, t, s);
-    out->mlp_py = layer_g ? 0.0 : mlp_kernels(t, s);
+    out->attn = block(attn_kernels(m, t, s), attn_g);
+    out->mlp = layer_g ? (aps_launches){0.0, 0.0}
+                       : block(mlp_kernels(t, s), false);
     if (!is_moe)
         return;
     out->sync = moe_syncs(s);
-    if (layer_g && static_moe)
+    if (layer_g && s->moe_capacity_factor > 0)
         return; /* the whole layer is the attention's one launch */
-    out->moe_pre_py = moe_pre_kernels(s, router_g);
-    moe_post_kernels(m, t, s, &out->moe_post_py, &out->moe_post_loop);
+    out->moe_pre = moe_pre_launches(s, router_g);
+    double py, loop;
+    moe_post_kernels(m, t, s, &py, &loop);
+    out->moe_post = block(py, false);
+    out->moe_loop = block(loop, false);
 }
 
 double aps_host_seconds(const aps_device *d, double py, double loop)
@@ -207,18 +222,19 @@ void aps_host_stage(const aps_device *d, const aps_host_program *hp,
     memset(out, 0, sizeof *out);
     if (hp->step_graphed)
         return;
-    double dense = aps_host_seconds(d, hp->attn_py + hp->mlp_py, 0.0);
-    out->moe_pre = aps_host_seconds(d, hp->moe_pre_py, 0.0);
-    out->moe_post = aps_host_seconds(d, hp->moe_post_py, hp->moe_post_loop);
-    out->attn = aps_host_seconds(d, hp->attn_py, 0.0);
-    double per_moe = out->attn + out->moe_pre + out->moe_post;
-    double fwd = (layers - moe_layers) * dense + moe_layers * per_moe;
-    out->fwd = fwd;
-    out->bwd = APS_HOST_BWD_RATIO * fwd +
-               (layers > 0 ? recomputed / layers : 0.0) * fwd;
+    double dense = layers - moe_layers;
+    out->attn = aps_host_seconds(d, hp->attn.fwd, 0.0);
+    out->moe_pre = aps_host_seconds(d, hp->moe_pre.fwd, 0.0);
+    out->moe_post = aps_host_seconds(d, hp->moe_post.fwd, hp->moe_loop.fwd);
+    out->fwd = layers * out->attn +
+               dense * aps_host_seconds(d, hp->mlp.fwd, 0.0) +
+               moe_layers * (out->moe_pre + out->moe_post);
+    double bwd_py = layers * hp->attn.bwd + dense * hp->mlp.bwd +
+                    moe_layers * (hp->moe_pre.bwd + hp->moe_post.bwd);
+    out->bwd = aps_host_seconds(d, bwd_py, moe_layers * hp->moe_loop.bwd) +
+               (layers > 0 ? recomputed / layers : 0.0) * out->fwd;
     out->sync_layers = hp->sync ? moe_layers : 0.0;
 }
-
 double aps_host_bound_fwd(const aps_host_stage_time *h, double gpu,
                           double g_pre, double g_post)
 {

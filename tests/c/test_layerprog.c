@@ -1,0 +1,244 @@
+/*
+ * test_layerprog.c -- src/core/layerprog.c: the kernels one layer launches
+ * per micro-batch (Megatron-Core with TransformerEngine), what CUDA graphs
+ * capture, the host's seconds, and a rank's time when the host sets it.
+ *
+ * Counts, forward, from the layer program's table:
+ *   attention: input norm + QKV, core, projection, bias-dropout-add = 5;
+ *     RoPE +2 (Q and K); Q/K norms +2; SP all-gather and reduce-scatter
+ *     +2; one quantize per GEMM input in fp8 (2 GEMMs) +2
+ *   dense MLP: norm + fc1, activation, fc2, bias-dropout-add = 5; SP +2;
+ *     fp8 +2
+ *   MoE before the sync: norm 1 + fused router 31 + all-to-all
+ *     preprocess 9 = 41 (flex: norm 1 + router and preprocess 17 = 18);
+ *     with the router captured: norm 1 + one graph = 2 (backward 2 + 1)
+ *   MoE after the sync: dispatch and combine all-to-alls 3 (flex 2),
+ *     unpermute 1, sorts 3 (more than one local expert), TEGroupedMLP 3
+ *     from Python; per local expert from TE's loop: 2 GEMMs x (GEMM 1 +
+ *     fp8 quantize 1)
+ *   backward: twice the forward; a captured block, one graph each way.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "fixtures.h"
+#include "../../src/core/internal.h"
+
+/** The layer program of m under t and s. */
+static aps_host_program program_of(const aps_model *m, const aps_training *t,
+                                   const aps_strategy *s)
+{
+    aps_host_program hp;
+    aps_host_program_build(m, t, s, &hp);
+    return hp;
+}
+
+/** Qwen3-30B-A3B's MoE layout (128 experts, top-8, Q/K norms) on EP 8. */
+static void qwen3_moe(aps_model *m, aps_strategy *s)
+{
+    fx_llama(m, "qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936);
+    m->head_dim = 128;
+    m->qk_norm = true;
+    m->num_experts = 128;
+    m->experts_per_token = 8;
+    m->moe_ffn_hidden_size = 768;
+    fx_validate(m);
+    aps_strategy_defaults(s);
+    s->ep_degree = 8;
+}
+
+static void test_dense_counts(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_training t;
+    aps_strategy s;
+    fx_llama31_8b(&m);
+    fx_training(&t, 1, 4096);
+    aps_strategy_defaults(&s);
+    aps_host_program hp = program_of(&m, &t, &s);
+    assert_true(hp.attn.fwd == 7.0 && hp.attn.bwd == 14.0); /* 5 + RoPE 2 */
+    assert_true(hp.mlp.fwd == 5.0 && hp.mlp.bwd == 10.0);
+    assert_true(hp.moe_pre.fwd == 0.0 && !hp.sync && !hp.step_graphed);
+
+    /* fp8, TP 2 with SP, Q/K norms: 5 + 2 + 2 + 2 + 2 and 5 + 2 + 2 */
+    m.qk_norm = true;
+    t.precision = APS_PREC_FP8;
+    s.tp_degree = 2;
+    s.sequence_parallel = true;
+    hp = program_of(&m, &t, &s);
+    assert_true(hp.attn.fwd == 13.0 && hp.attn.bwd == 26.0);
+    assert_true(hp.mlp.fwd == 9.0 && hp.mlp.bwd == 18.0);
+}
+
+static void test_graph_scopes(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_training t;
+    aps_strategy s;
+    fx_llama31_8b(&m);
+    fx_training(&t, 1, 4096);
+    aps_strategy_defaults(&s);
+    t.cuda_graphs = true;
+    t.cuda_graph_scope = APS_CG_LAYER; /* the whole layer: one graph */
+    aps_host_program hp = program_of(&m, &t, &s);
+    assert_true(hp.attn.fwd == 1.0 && hp.attn.bwd == 1.0);
+    assert_true(hp.mlp.fwd == 0.0 && hp.mlp.bwd == 0.0);
+    t.cuda_graph_scope = APS_CG_ATTN;
+    hp = program_of(&m, &t, &s);
+    assert_true(hp.attn.fwd == 1.0 && hp.mlp.fwd == 5.0 && hp.mlp.bwd == 10.0);
+    t.cuda_graph_scope = APS_CG_FULL_ITERATION;
+    assert_true(program_of(&m, &t, &s).step_graphed);
+    /* the scope does nothing without cuda_graphs */
+    t.cuda_graphs = false;
+    hp = program_of(&m, &t, &s);
+    assert_true(hp.attn.fwd == 7.0 && !hp.step_graphed);
+}
+
+static void test_moe_counts(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_training t;
+    aps_strategy s;
+    qwen3_moe(&m, &s);
+    fx_training(&t, 8, 4096);
+    t.precision = APS_PREC_FP8;
+    aps_host_program hp = program_of(&m, &t, &s);
+    /* dropless all-to-all on EP 8: synced; 16 local experts */
+    assert_true(hp.sync);
+    assert_true(hp.attn.fwd == 13.0 - 2.0);   /* no SP at TP 1 */
+    assert_true(hp.moe_pre.fwd == 41.0 && hp.moe_pre.bwd == 82.0);
+    assert_true(hp.moe_post.fwd == 10.0 && hp.moe_post.bwd == 20.0);
+    assert_true(hp.moe_loop.fwd == 64.0 && hp.moe_loop.bwd == 128.0);
+
+    /* router and preprocess captured (moe_router + moe_preprocess) */
+    t.cuda_graphs = true;
+    t.cuda_graph_scope = APS_CG_MOE_ROUTER;
+    hp = program_of(&m, &t, &s);
+    assert_true(hp.moe_pre.fwd == 2.0 && hp.moe_pre.bwd == 3.0);
+    assert_true(hp.attn.fwd == 11.0);
+
+    /* whole-layer graphs capture a token-drop layer, not a dropless one */
+    t.cuda_graph_scope = APS_CG_LAYER;
+    hp = program_of(&m, &t, &s);
+    assert_true(hp.moe_post.fwd == 10.0 && hp.moe_pre.fwd == 2.0);
+    s.moe_capacity_factor = 1.0;
+    hp = program_of(&m, &t, &s);
+    assert_true(!hp.sync && hp.moe_pre.fwd == 0.0 && hp.moe_post.fwd == 0.0 &&
+                hp.moe_loop.fwd == 0.0 && hp.attn.fwd == 1.0);
+
+    /* flex (DeepEP / HybridEP): no sync, 18 before, 9 after */
+    t.cuda_graphs = false;
+    s.moe_capacity_factor = 0.0;
+    s.moe_token_dispatcher = APS_MOE_FLEX;
+    hp = program_of(&m, &t, &s);
+    assert_true(!hp.sync && hp.moe_pre.fwd == 18.0 && hp.moe_post.fwd == 9.0);
+
+    /* SequentialMLP: 3 + 2 quantizes per expert from Python, no loop */
+    s.moe_token_dispatcher = APS_MOE_ALLTOALL;
+    s.moe_grouped_gemm = 0;
+    hp = program_of(&m, &t, &s);
+    assert_true(hp.moe_post.fwd == 7.0 + 16.0 * 5.0 && hp.moe_loop.fwd == 0.0);
+}
+
+/* Host seconds of a rank: 4 layers, 2 of them MoE, 1 recomputed, at 1 ms
+ * per Python launch and 0.1 ms per loop launch, with the program of
+ * test_moe_counts (fp8, EP 8, no graphs):
+ *   forward  4 x 11 ms (attention) + 2 x 7 ms (the dense layers' fp8
+ *            MLP) + 2 x (41 + 10 + 6.4) ms = 172.8 ms
+ *   backward 4 x 22 + 2 x 14 + 2 x (82 + 20) = 320 ms Python, 2 x 12.8
+ *            ms loop, + 1/4 of the forward = 320 + 25.6 + 43.2 ms */
+static void test_host_stage_seconds(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_training t;
+    aps_strategy s;
+    qwen3_moe(&m, &s);
+    fx_training(&t, 8, 4096);
+    t.precision = APS_PREC_FP8;
+    aps_host_program hp = program_of(&m, &t, &s);
+    aps_device d = {0};
+    d.host_seconds_per_kernel = 1e-3;
+    d.host_seconds_per_loop_kernel = 1e-4;
+    aps_host_stage_time h;
+    aps_host_stage(&d, &hp, 4.0, 2.0, 1.0, &h);
+    ASSERT_REL(h.attn, 11e-3, REL);
+    ASSERT_REL(h.moe_pre, 41e-3, REL);
+    ASSERT_REL(h.moe_post, 16.4e-3, REL);
+    ASSERT_REL(h.fwd, 172.8e-3, REL);
+    ASSERT_REL(h.bwd, (320.0 + 25.6 + 43.2) * 1e-3, REL);
+    ASSERT_REL(h.sync_layers, 2.0, 0.0);
+}
+
+/* The larger of GPU and host: without a sync over the whole forward;
+ * with one per MoE layer, before and after it apart.  Host: attention
+ * 1, router 2, after the sync 5 per MoE layer, 2 MoE layers, 3 s in the
+ * rest (forward 19); GPU: 4 before, 3 after, 1 in the rest (15):
+ *   no sync  max(15, 19) = 19
+ *   sync     max(1, 3) + 2 x (max(4, 3) + max(3, 5)) = 21 */
+static void test_host_bound_forward(void **state)
+{
+    (void)state;
+    aps_host_stage_time h = {.fwd = 19.0, .attn = 1.0, .moe_pre = 2.0,
+                             .moe_post = 5.0, .sync_layers = 0.0};
+    ASSERT_REL(aps_host_bound_fwd(&h, 15.0, 4.0, 3.0), 19.0, 0.0);
+    ASSERT_REL(aps_host_bound_fwd(&h, 25.0, 4.0, 3.0), 25.0, 0.0);
+    h.sync_layers = 2.0;
+    ASSERT_REL(aps_host_bound_fwd(&h, 15.0, 4.0, 3.0), 21.0, 0.0);
+}
+
+/* End to end, Llama-3.1-8B on one H100, one micro-batch of 4,096 tokens:
+ * 32 layers x (7 + 5) x 3 = 1,152 launches a step.  At the preset's
+ * 30 us the GPU sets the pace (host_launch exposed 0); at 1 ms a launch
+ * the host does, and the step grows by exactly what the breakdown says
+ * the GPU waited: 1.152 s less the GPU's forward and backward. */
+static void test_host_bound_step(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    aps_estimate gpu, host;
+    fx_setup_8b(&m, &c, &t, &s, 1, 1, 4096);
+    c.device.memory_bytes = 1e15; /* the memory limit is not the point */
+    fx_run(&m, &c, &t, &s, &gpu);
+    ASSERT_REL(gpu.perf_total[APS_PERF_HOST], 1152 * 30e-6, REL);
+    ASSERT_REL(gpu.perf_exposed[APS_PERF_HOST], 0.0, 0.0);
+    c.device.host_seconds_per_kernel = 1e-3;
+    fx_run(&m, &c, &t, &s, &host);
+    ASSERT_REL(host.perf_total[APS_PERF_HOST], 1.152, REL);
+    double exposed = host.perf_exposed[APS_PERF_HOST];
+    assert_true(exposed > 0.5);
+    ASSERT_REL(host.step_time - gpu.step_time, exposed, 1e-9);
+    /* one GPU, one micro-batch: what the GPU would have taken is its
+     * forward and backward compute */
+    ASSERT_REL(1.152 - exposed, gpu.perf_exposed[APS_PERF_COMPUTE_FWD] +
+                                    gpu.perf_exposed[APS_PERF_COMPUTE_BWD],
+               1e-9);
+    /* whole-step graphs: nothing for the host */
+    t.cuda_graphs = true;
+    t.cuda_graph_scope = APS_CG_FULL_ITERATION;
+    fx_run(&m, &c, &t, &s, &host);
+    ASSERT_REL(host.perf_total[APS_PERF_HOST], 0.0, 0.0);
+    ASSERT_REL(host.step_time, gpu.step_time, 1e-12);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dense_counts),
+        cmocka_unit_test(test_graph_scopes),
+        cmocka_unit_test(test_moe_counts),
+        cmocka_unit_test(test_host_stage_seconds),
+        cmocka_unit_test(test_host_bound_forward),
+        cmocka_unit_test(test_host_bound_step),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -182,6 +182,12 @@ void aps_host_program_build(const aps_model *m, const aps_training *t,
     memset(out, 0, sizeof *out);
     aps_cuda_graph_scope g = t->cuda_graphs ? t->cuda_graph_scope
                                             : APS_CG_NONE;
+    /* full recompute and CPU offloading take CUDA graphs of the whole
+     * iteration only (Megatron-LM transformer_config.py @ d98e8a64,
+     * l.2800 and l.2854-2857; the launchers write so) */
+    if (g != APS_CG_NONE && (s->layer_recompute == APS_RECOMPUTE_FULL ||
+                             t->activation_offload_layers > 0))
+        g = APS_CG_FULL_ITERATION;
     if (g == APS_CG_FULL_ITERATION) {
         out->step_graphed = true;
         return;

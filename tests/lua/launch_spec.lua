@@ -1356,6 +1356,43 @@ describe("launch configs", function()
     end
   end)
 
+  it("write the CUDA graph scope the estimate priced as --cuda-graph-modules (transformer_config.py @ d98e8a64)", function()
+    local function modules(scope, fix)
+      local set = { "training.cuda_graphs=true" }
+      if scope then set[2] = "training.cuda_graph_scope=" .. scope end
+      local f = { "ep_degree=8", "tp_degree=1", "pp_degree=2", "micro_batch_size=1" }
+      if not (fix and fix[1]) then f[#f + 1] = "layer_recompute=none" end
+      for _, x in ipairs(fix or {}) do f[#f + 1] = x end
+      local r = run_example("qwen3_30b_a3b_h100.lua", { top_k = 1, set = set, fix = f })
+      local by = check_all(r)
+      local _, v = parse_megatron(by[1].megatron.text)
+      return v, by[1].megatron.text, r
+    end
+    local v = modules("attn+moe_router")
+    assert.are.equal("transformer_engine", v["--cuda-graph-impl"])
+    assert.are.equal("attn moe_router moe_preprocess", v["--cuda-graph-modules"])
+    v = modules("moe_router")
+    assert.are.equal("moe_router moe_preprocess", v["--cuda-graph-modules"])
+    v = modules("attn")
+    assert.are.equal("attn", v["--cuda-graph-modules"])
+    -- a dropless MoE layer cannot be captured whole: what can be is written, and said
+    local text, r
+    v, text, r = modules(nil)
+    assert.are.equal("attn moe_router moe_preprocess", v["--cuda-graph-modules"])
+    assert.truthy(text:find("NOTE: cuda_graph_scope layer on a dropless MoE model", 1, true))
+    -- the estimate priced the host's launches of what stays outside
+    assert.is_true(r.performance_breakdown[1].host_launch.total > 0)
+    v, _, r = modules("full_iteration")
+    assert.are.equal("full_iteration", v["--cuda-graph-impl"])
+    assert.is_nil(v["--cuda-graph-modules"])
+    assert.is_true(v["--no-check-for-nan-in-loss-and-grad"])
+    assert.are.equal(0, r.performance_breakdown[1].host_launch.total)
+    -- full recompute: Megatron takes only the full-iteration graph, and so does the estimate
+    v, _, r = modules("attn", { "layer_recompute=full" })
+    assert.are.equal("full_iteration", v["--cuda-graph-impl"])
+    assert.are.equal(0, r.performance_breakdown[1].host_launch.total)
+  end)
+
   it("write per-layer TE CUDA graphs without full recompute, TorchTitan's rowwise float8", function()
     local tbl = b200_405b({ precision = "fp8", cuda_graphs = true, fp8_param_gather = true,
       torch_compile = true })

@@ -44,6 +44,50 @@ local launch_util = require "apsearch.launch"
 
 local M = {}
 
+--- Megatron-Core's --cuda-graph-modules for a scope of training.cuda_graph_
+-- scope (transformer_config.py @ d98e8a64 CudaGraphModule; empty: the
+-- whole layer).  A dropless MoE layer cannot be captured whole (its
+-- expert shapes change each step; "moe" needs drop-padding, l.2837-2840):
+-- the layer scope then writes what can be captured, as the estimate
+-- counts it (src/core/layerprog.c).  moe_preprocess goes with moe_router
+-- (l.2821-2824) and not beside the all-to-all's capacity-factor sync
+-- (l.2841-2850).
+local function graph_modules(scope, moe, dropless, a2a_capacity)
+  local router = a2a_capacity and { "moe_router" } or { "moe_router", "moe_preprocess" }
+  if scope == "attn" then return { "attn" } end
+  if not moe then return {} end
+  if scope == "moe_router" then return router end
+  if scope == "attn+moe_router" or (scope == "layer" and dropless) then
+    return { "attn", table.unpack(router) }
+  end
+  return {}
+end
+
+--- The CUDA graph flags (cuda_graphs on): full recompute and CPU offloading
+-- need the full-iteration graph (transformer_config.py l.2800, 2854-2857),
+-- which needs the NaN check off (arguments.py); else per-layer TE graphs
+-- of training.cuda_graph_scope.
+local function graph_flags(A, N, m, r, tr, offload)
+  local scope = tr.cuda_graph_scope or "layer"
+  if scope == "none" then return end
+  if scope == "full_iteration" or r.layer_recompute == "full" or offload > 0 then
+    A("--cuda-graph-impl", "full_iteration")
+    A("--no-check-for-nan-in-loss-and-grad")
+    return
+  end
+  A("--cuda-graph-impl", "transformer_engine")
+  local moe = (m.num_experts or 0) > 0
+  local dropless = moe and not ((r.moe_capacity_factor or 0) > 0)
+  local a2a_cap = moe and not dropless and (r.moe_token_dispatcher or "alltoall") == "alltoall"
+  local mods = graph_modules(scope, moe, dropless, a2a_cap)
+  if #mods > 0 then A("--cuda-graph-modules", mods) end
+  if scope == "layer" and dropless then
+    N("NOTE", "cuda_graph_scope layer on a dropless MoE model: its experts cannot be captured, so the " ..
+      "attention, router and preprocess graphs are written (--cuda-graph-modules " .. table.concat(mods, " ") .. ")")
+  end
+end
+
+
 --- Renders the script.
 -- @tparam table c context (apsearch.launch.context)
 -- @treturn string script text
@@ -578,20 +622,7 @@ function M.render(c)
         "(Megatron asserts --sequence-parallel with --tp-comm-overlap)")
     end
   end
-  if tr.cuda_graphs then
-    -- per-layer TE graphs; full recompute and CPU offloading need the
-    -- full-iteration graph (transformer_config.py), which needs the NaN
-    -- check off (arguments.py)
-    if r.layer_recompute == "full" or offload > 0 then
-      A("--cuda-graph-impl", "full_iteration")
-      A("--no-check-for-nan-in-loss-and-grad")
-      N("APPROXIMATE", "CUDA graphs with " .. (offload > 0 and "CPU offloading" or "full recompute") ..
-        ": Megatron-LM only captures the full iteration then (--cuda-graph-impl full_iteration), " ..
-        "not per layer")
-    else
-      A("--cuda-graph-impl", "transformer_engine")
-    end
-  end
+  if tr.cuda_graphs then graph_flags(A, N, m, r, tr, offload) end
   A("--optimizer", tr.optimizer == "sgd" and "sgd" or "adam")
 
   local out = { "#!/usr/bin/env bash" }

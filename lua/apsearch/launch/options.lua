@@ -88,7 +88,7 @@ M.megatron = {
     -- tp_comm_overlap, cpu_offloading_num_layers
     "--fp8-format", "--fp8-recipe", "--fp4-format", "--fp4-recipe",
     "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
-    "--cuda-graph-impl", "--tp-comm-overlap", "--cpu-offloading-num-layers",
+    "--cuda-graph-impl", "--cuda-graph-modules", "--tp-comm-overlap", "--cpu-offloading-num-layers",
     "--attention-dropout", "--hidden-dropout",
   }),
 }
@@ -155,6 +155,9 @@ M.megatron.facts = {
   ["--ckpt-format"] = { type = "string", values = set({ "torch", "torch_dist", "torch_dcp", "fsdp_dtensor" }),
     constraint = "--use-torch-fsdp2 needs torch_dist or torch_dcp" },
   ["--cuda-graph-impl"] = { type = "string", values = set({ "none", "local", "transformer_engine", "full_iteration" }) },
+  -- nargs '+' of CudaGraphModule (arguments.py _add_training_args @ d98e8a64)
+  ["--cuda-graph-modules"] = { type = "string", values = set({ "attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba" }),
+    constraint = "moe_preprocess needs moe_router; none with --cuda-graph-impl full_iteration" },
   ["--cpu-offloading-num-layers"] = { type = "int", min = 0, constraint = "< num-layers" },
   ["--optimizer"] = { type = "string", values = set({ "adam", "sgd" }) },
   ["--pipeline-model-parallel-layout"] = { type = "string" },

@@ -1014,11 +1014,41 @@ end
 
 ------------------------------------------------------------------ calibrate
 
+--- `calibrate --trace FILE`: the host's launch costs measured on a
+-- PyTorch profiler trace (apsearch.trace), written as a calibration.
+local function calibrate_trace(opts)
+  local calib, m = require("apsearch.trace").calibration(opts.trace, opts.device)
+  local text = require("apsearch.format.json").format(calib)
+  local ok, err = util.write_atomic(opts.output, text)
+  if not ok then util.fail("--output", "file", "cannot write: " .. tostring(err), opts.output) end
+  local dev = next(calib.devices)
+  out(string.format("trace %s (%s): %d kernel launches on %d threads; host %.1f us per kernel from Python " ..
+    "(median launch gap), %.1f us per launch call (median); %s\n", opts.trace, calib.trace.gpu or "GPU not recorded",
+    m.launches, m.threads, m.host_seconds_per_kernel * 1e6, m.host_seconds_per_loop_kernel * 1e6,
+    m.step_seconds and string.format("step %.4f s (median of %d ProfilerStep)", m.step_seconds, m.steps)
+    or "no ProfilerStep annotation"))
+  local classes = {}
+  for _, k in ipairs(util.sorted_keys(m.kernels)) do classes[#classes + 1] = k .. " " .. m.kernels[k] end
+  out("kernels by class: " .. table.concat(classes, ", ") .. "\n")
+  if #m.unknown > 0 then
+    local names = {}
+    for i = 1, math.min(#m.unknown, 5) do names[i] = m.unknown[i].name:sub(1, 60) .. " x" .. m.unknown[i].count end
+    out("unknown kernels (not classed, most frequent): " .. table.concat(names, "; ") .. "\n")
+  end
+  out(string.format("wrote %s (devices.%s: host_seconds_per_kernel, host_seconds_per_loop_kernel)\n",
+    opts.output, dev))
+  return 0
+end
+
 local function cmd_calibrate(args)
-  local c = new_parser("calibrate", "Fit the device kernel efficiencies to measured runs (CSV).")
-  c:argument("CASES", "CSV of measured runs (schema: docs/accuracy.md)")
+  local c = new_parser("calibrate", "Fit the device kernel efficiencies to measured runs (CSV), or the host's " ..
+    "launch costs to a profiler trace (--trace).")
+  c:splat("CASES", "CSV of measured runs (schema: docs/accuracy.md); none with --trace", nil, 1)
   c:option("-o, --output=FILE", "calibration file to write (JSON)")
   c:option("--group=KEY", "fit one calibration per group: software (the stack of each row's `software`)")
+  c:option("--trace=FILE", "PyTorch profiler (Kineto) trace JSON, plain or .gz: measure the host's " ..
+    "seconds per kernel launch instead of fitting cases")
+  c:option("--device=NAME", "device preset the trace's values are for (default: the trace's GPU)")
   c:flag("-q, --quiet", "no log lines on stderr")
   local opts, helped = parse(c, args, "calibrate")
   if helped then return 0 end
@@ -1031,6 +1061,14 @@ local function cmd_calibrate(args)
   if lfs.attributes(util.dirname(opts.output), "mode") ~= "directory" then
     util.fail("--output", "file", "cannot write: no directory " .. util.dirname(opts.output), opts.output)
   end
+  if opts.trace then
+    if opts.CASES or opts.group then
+      util.fail("calibrate", "--trace", "takes no CASES file and no --group", opts.CASES or opts.group)
+    end
+    if opts.device then require("apsearch.calibration").check({ devices = { [opts.device] = {} } }, "--device") end
+    return calibrate_trace(opts)
+  end
+  if not opts.CASES then util.fail("calibrate", "CASES", "is required (or --trace FILE)", nil, false) end
   if opts.group ~= nil and opts.group ~= "software" then
     util.fail("calibrate", "--group", require("apsearch.suggest").unknown("unknown grouping",
       opts.group, { "software" }), opts.group)

@@ -1,0 +1,238 @@
+--- Reads a PyTorch profiler (Kineto) trace and measures what the host
+-- spends per kernel launch (`apsearch calibrate --trace FILE`,
+-- docs/accuracy.md "Host time").
+--
+-- A Kineto trace is Chrome trace-event JSON (plain or gzip):
+-- {traceEvents = [{ph, cat, name, pid, tid, ts, dur, ...}], deviceProperties
+-- = [{name, ...}], ...}; `ts` and `dur` are microseconds (the Chrome
+-- trace-event format; `displayTimeUnit` changes the display only).  Runtime
+-- API calls are cat "cuda_runtime" / "cuda_driver" (ROCm: "hip" names),
+-- kernels cat "kernel", steps "ProfilerStep#N" user annotations.
+--
+-- Two measures, the device fields of src/core/layerprog.c:
+--   host_seconds_per_kernel       the median gap between successive kernel
+--                                 launches on a launching thread (pooled
+--                                 over threads): what the framework's
+--                                 Python code spends per kernel
+--   host_seconds_per_loop_kernel  the median duration of the launch call
+--                                 itself: a kernel launched from a C++ loop
+-- Medians, so that a thread waiting at a sync (one long gap) does not move
+-- them.  The shipped x86 defaults are these medians over three public
+-- traces (src/core/presets.c).
+-- @module apsearch.trace
+local util = require "apsearch.util"
+
+local M = {}
+
+--- Largest trace file read (bytes, compressed as on disk).
+M.MAX_FILE_BYTES = 1 << 30
+--- Largest decompressed trace (bytes).
+M.MAX_JSON_BYTES = 4 << 30
+--- Bytes inflated per step.
+local INFLATE_CHUNK = 1 << 20
+--- Fewest launch gaps for a measure.
+M.MIN_LAUNCHES = 100
+--- Microseconds per second (the trace-event format's unit).
+local US = 1e-6
+
+--- Runtime and driver calls that launch a kernel.
+M.LAUNCH_CALLS = {
+  cudaLaunchKernel = true, cudaLaunchKernelExC = true, cuLaunchKernel = true,
+  cuLaunchKernelEx = true, cudaLaunchCooperativeKernel = true,
+  hipLaunchKernel = true, hipExtLaunchKernel = true, hipModuleLaunchKernel = true,
+  hipExtModuleLaunchKernel = true,
+}
+
+--- Kernel classes by a substring of the name (case-insensitive), first
+-- match wins; a kernel none matches is counted as "unknown" and listed,
+-- never guessed.
+M.KERNEL_CLASSES = {
+  { class = "nccl", patterns = { "nccl", "rccl" } },
+  { class = "attention", patterns = { "flash", "fmha", "attn", "attention", "sdpa" } },
+  { class = "gemm", patterns = { "gemm", "cutlass", "cublas", "xmma", "nvjet", "matmul", "wgmma",
+    "hgemm", "sgemm", "Cijk_" } },
+  { class = "elementwise", patterns = { "elementwise", "vectorized", "reduce", "softmax", "norm",
+    "layer_norm", "rms", "copy", "fill", "cat", "index", "scatter", "gather", "adam", "multi_tensor",
+    "triton", "fused", "cast", "amax", "quantize", "transpose", "embedding", "memset", "unrolled",
+    "cub::", "sort", "scan" } },
+}
+
+local function fail(path, problem) util.fail(path, "trace", problem, nil, false) end
+
+--- The JSON text of a trace file: gzip (by its magic bytes) or plain.
+-- @raise `<path>: trace: ...` when it cannot be read or inflated
+function M.read_text(path)
+  local raw, err = util.read_file(path, M.MAX_FILE_BYTES)
+  if not raw then fail(path, "cannot read: " .. tostring(err)) end
+  if raw:sub(1, 2) ~= "\x1f\x8b" then return raw end
+  local ok, zlib = pcall(require, "zlib")
+  if not ok then fail(path, "gzip trace needs lua-zlib (Debian package lua-zlib)") end
+  -- 15 + 32: zlib or gzip header, detected
+  local stream, parts, total = zlib.inflate(15 + 32), {}, 0
+  for i = 1, #raw, INFLATE_CHUNK do
+    local iok, out, eof = pcall(stream, raw:sub(i, i + INFLATE_CHUNK - 1))
+    if not iok then fail(path, "not valid gzip (" .. tostring(out) .. ")") end
+    total = total + #out
+    if total > M.MAX_JSON_BYTES then fail(path, "over " .. M.MAX_JSON_BYTES .. " bytes inflated") end
+    parts[#parts + 1] = out
+    if eof then return table.concat(parts) end
+  end
+  fail(path, "truncated gzip (no end of stream)")
+end
+
+--- Loads a trace: its events and its devices.
+-- @tparam string path
+-- @treturn table `{events = {...}, devices = {name...}, path}`
+-- @raise `<path>: trace: ...` on a file that is not a trace
+function M.load(path)
+  local text = M.read_text(path)
+  local cjson = require "cjson.safe"
+  local doc, err = cjson.decode(text)
+  if doc == nil then fail(path, "not valid JSON (" .. tostring(err) .. ")") end
+  local events = type(doc) == "table" and (doc.traceEvents or (doc[1] and doc)) or nil
+  if type(events) ~= "table" then fail(path, "no traceEvents array") end
+  local devices = {}
+  for _, d in ipairs(type(doc.deviceProperties) == "table" and doc.deviceProperties or {}) do
+    if type(d) == "table" and type(d.name) == "string" then devices[#devices + 1] = d.name end
+  end
+  return { events = events, devices = devices, path = path }
+end
+
+local function median(xs)
+  table.sort(xs)
+  local n = #xs
+  if n == 0 then return nil end
+  if n % 2 == 1 then return xs[(n + 1) // 2] end
+  return (xs[n // 2] + xs[n // 2 + 1]) / 2
+end
+
+-- A finite, non-negative time field of an event, in microseconds.
+local function time_of(path, e, key, i)
+  local v = e[key]
+  if type(v) ~= "number" or v ~= v or v < 0 or v == math.huge then
+    fail(path, ("traceEvents[%d] (%s): %s must be a finite number of microseconds (got %s)"):format(
+      i, tostring(e.name), key, util.describe(v)))
+  end
+  return v
+end
+
+--- The class of a kernel name (M.KERNEL_CLASSES), or "unknown".
+function M.kernel_class(name)
+  local n = tostring(name):lower()
+  for _, c in ipairs(M.KERNEL_CLASSES) do
+    for _, p in ipairs(c.patterns) do
+      if n:find(p:lower(), 1, true) then return c.class end
+    end
+  end
+  return "unknown"
+end
+
+-- Launch calls by thread, kernels by class, step durations.
+local function scan(t)
+  local threads, classes, unknown, steps = {}, {}, {}, {}
+  local launches = 0
+  for i, e in ipairs(t.events) do
+    if type(e) == "table" and e.ph == "X" then
+      if M.LAUNCH_CALLS[e.name] then
+        local key = tostring(e.pid) .. "/" .. tostring(e.tid)
+        threads[key] = threads[key] or {}
+        local th = threads[key]
+        th[#th + 1] = { ts = time_of(t.path, e, "ts", i), dur = time_of(t.path, e, "dur", i) }
+        launches = launches + 1
+      elseif e.cat == "kernel" then
+        local c = M.kernel_class(e.name)
+        classes[c] = (classes[c] or 0) + 1
+        if c == "unknown" then unknown[tostring(e.name)] = (unknown[tostring(e.name)] or 0) + 1 end
+      elseif e.cat == "user_annotation" and tostring(e.name):match("^ProfilerStep#%d+$") then
+        steps[#steps + 1] = time_of(t.path, e, "dur", i) * US
+      end
+    end
+  end
+  return threads, launches, classes, unknown, steps
+end
+
+--- Measures a loaded trace.
+-- @tparam table t from M.load
+-- @treturn table `{host_seconds_per_kernel, host_seconds_per_loop_kernel,
+--   launches, gaps, threads, kernels = {class = count}, unknown = {{name,
+--   count}...} (most frequent first), step_seconds (median of the
+--   ProfilerStep annotations, nil without), steps}`
+-- @raise `<path>: trace: ...` with fewer than M.MIN_LAUNCHES launch gaps
+function M.measure(t)
+  local threads, launches, classes, unknown, steps = scan(t)
+  local gaps, durs, nthreads = {}, {}, 0
+  for _, th in pairs(threads) do
+    nthreads = nthreads + 1
+    table.sort(th, function(a, b) return a.ts < b.ts end)
+    for k, l in ipairs(th) do
+      durs[#durs + 1] = l.dur * US
+      if k > 1 then gaps[#gaps + 1] = (l.ts - th[k - 1].ts) * US end
+    end
+  end
+  if #gaps < M.MIN_LAUNCHES then
+    fail(t.path, ("%d kernel launch gaps (runtime calls %s) where %d are needed: not a GPU training trace " ..
+      "with CPU activities recorded"):format(#gaps, "cudaLaunchKernel / hipLaunchKernel", M.MIN_LAUNCHES))
+  end
+  local ulist = {}
+  for name, n in pairs(unknown) do ulist[#ulist + 1] = { name = name, count = n } end
+  table.sort(ulist, function(a, b) return a.count > b.count or (a.count == b.count and a.name < b.name) end)
+  return {
+    host_seconds_per_kernel = median(gaps), host_seconds_per_loop_kernel = median(durs),
+    launches = launches, gaps = #gaps, threads = nthreads, kernels = classes, unknown = ulist,
+    step_seconds = median(steps), steps = #steps,
+  }
+end
+
+--- Device presets by the GPU names CUDA reports (deviceProperties.name),
+-- first match wins.
+M.DEVICE_NAMES = {
+  { pattern = "a100.*40gb", preset = "a100-sxm4-40gb" },
+  { pattern = "a100", preset = "a100-sxm4-80gb" },
+  { pattern = "h200", preset = "h200-sxm-141gb" },
+  { pattern = "h100", preset = "h100-sxm-80gb" },
+  { pattern = "gb300", preset = "gb300" },
+  { pattern = "b300", preset = "gb300" },
+  { pattern = "gb200", preset = "gb200" },
+  { pattern = "b200", preset = "b200" },
+}
+
+--- The device preset of a trace's GPU, or nil.
+function M.preset_of(t)
+  for _, name in ipairs(t.devices) do
+    local n = name:lower()
+    for _, d in ipairs(M.DEVICE_NAMES) do
+      if n:find(d.pattern) then return d.preset end
+    end
+  end
+  return nil
+end
+
+--- A calibration (apsearch.calibration's format) with the trace's host
+-- measures for one device.
+-- @tparam string path the trace
+-- @tparam[opt] string device preset name; default: the trace's GPU
+-- @treturn table calibration
+-- @treturn table the measures (M.measure)
+-- @raise `<path>: trace: ...` when the device is neither given nor known
+function M.calibration(path, device)
+  local t = M.load(path)
+  local m = M.measure(t)
+  local preset = device or M.preset_of(t)
+  if not preset then
+    util.fail(path, "deviceProperties", "no device preset for the trace's GPU (" ..
+      (t.devices[1] or "none recorded") .. "): give --device NAME", nil, false)
+  end
+  return {
+    schema_version = require("apsearch.calibration").SCHEMA_VERSION,
+    name = "trace " .. util.basename(path),
+    fitted_on = path,
+    devices = { [preset] = {
+      host_seconds_per_kernel = m.host_seconds_per_kernel,
+      host_seconds_per_loop_kernel = m.host_seconds_per_loop_kernel,
+    } },
+    trace = { launches = m.launches, launch_gaps = m.gaps, threads = m.threads, kernels = m.kernels,
+      step_seconds = m.step_seconds, steps = m.steps, gpu = t.devices[1] },
+  }, m
+end
+
+return M

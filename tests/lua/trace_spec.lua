@@ -1,0 +1,135 @@
+-- tests/lua/trace_spec.lua -- `apsearch calibrate --trace FILE`
+-- (lua/apsearch/trace.lua): the host's seconds per kernel launch measured
+-- on a PyTorch profiler trace no one here wrote, and bad traces refused
+-- with one line.
+--
+-- The fixture tests/fixtures/traces/hta_a100_rank0.json.gz is
+-- facebookresearch/HolisticTraceAnalysis f4d0062c tests/data/
+-- negative_queue_length_values_check/rank0.json.gz (MIT), a training trace
+-- of rank 0 of 16 on A100-SXM4-80GB: 5,240 cudaLaunchKernel calls on two
+-- threads (the forward's and autograd's), 5 ProfilerStep annotations
+-- (209.7, 216.5, 216.1, 215.5 ms and one more).  Its medians, measured with
+-- an independent script (Python's statistics.median over the same events):
+-- launch gap 23 us, launch call 4 us, step 216.119 ms.
+
+local cjson = require "cjson"
+local H = require "spec_helpers"
+local write, tmpdir, apsearch = H.write, H.tmpdir, H.apsearch
+
+local FIXTURE = H.ROOT .. "/tests/fixtures/traces/hta_a100_rank0.json.gz"
+
+local function one_line(code, out, err)
+  assert.are.equal(2, code, err)
+  assert.are.equal("", out)
+  assert.are.equal(1, select(2, err:gsub("\n", "")), err)
+  return err
+end
+
+-- A minimal trace of n launches on one thread, every gap_us apart.
+local function synthetic(n, gap_us, dur_us, extra)
+  local ev = {}
+  for i = 1, n do
+    ev[i] = { ph = "X", cat = "cuda_runtime", name = "cudaLaunchKernel", pid = 1, tid = 1,
+      ts = 1000 + (i - 1) * gap_us, dur = dur_us }
+  end
+  for _, e in ipairs(extra or {}) do ev[#ev + 1] = e end
+  return cjson.encode({ traceEvents = ev, deviceProperties = { { name = "NVIDIA H100 80GB HBM3" } } })
+end
+
+describe("apsearch.trace", function()
+  local trace = require "apsearch.trace"
+
+  it("measures a public A100 training trace: launch gap, launch call, steps, kernel classes", function()
+    local t = trace.load(FIXTURE)
+    assert.are.equal(8, #t.devices)   -- every GPU of the host is listed
+    assert.are.equal("NVIDIA A100-SXM4-80GB", t.devices[1])
+    assert.are.equal("a100-sxm4-80gb", trace.preset_of(t))
+    local m = trace.measure(t)
+    assert.are.equal(5240, m.launches)
+    assert.are.equal(2, m.threads)
+    assert.are.equal(5238, m.gaps)
+    assert.is_true(math.abs(m.host_seconds_per_kernel - 23e-6) < 1e-12)
+    assert.is_true(math.abs(m.host_seconds_per_loop_kernel - 4e-6) < 1e-12)
+    assert.are.equal(5, m.steps)
+    assert.is_true(math.abs(m.step_seconds - 0.216119) < 1e-9)
+    assert.are.equal(205, m.kernels.gemm)
+    assert.are.equal(80, m.kernels.nccl)
+    -- what no class matches is listed by name, not guessed
+    assert.are.equal(11, m.kernels.unknown)
+    assert.truthy(m.unknown[1].name:find("permute_pooled_embs_kernel", 1, true))
+  end)
+
+  it("takes medians: one long wait at a sync does not move them", function()
+    local dir = tmpdir()
+    -- 200 launches 10 us apart, then one 5 s wait, then 200 more
+    local ev = cjson.decode(synthetic(401, 10, 3))
+    for i = 202, 401 do ev.traceEvents[i].ts = ev.traceEvents[i].ts + 5e6 end
+    local p = write(dir .. "/t.json", cjson.encode(ev))
+    local m = trace.measure(trace.load(p))
+    assert.is_true(math.abs(m.host_seconds_per_kernel - 10e-6) < 1e-15)
+    assert.is_true(math.abs(m.host_seconds_per_loop_kernel - 3e-6) < 1e-15)
+    assert.is_nil(m.step_seconds)
+  end)
+end)
+
+describe("apsearch calibrate --trace", function()
+  it("writes a calibration of the trace's device that run and estimate apply", function()
+    local dir = tmpdir()
+    local code, out, err = apsearch("calibrate", "--trace", FIXTURE, "-o", dir .. "/c.json")
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("5240 kernel launches on 2 threads; host 23.0 us per kernel from Python " ..
+      "(median launch gap), 4.0 us per launch call (median); step 0.2161 s (median of 5 ProfilerStep)", 1, true), out)
+    assert.truthy(out:find("kernels by class: elementwise 5784, gemm 205, nccl 80, unknown 11", 1, true), out)
+    local c = cjson.decode(H.read(dir .. "/c.json"))
+    assert.are.same({ host_seconds_per_kernel = 23e-6, host_seconds_per_loop_kernel = 4e-6 },
+      c.devices["a100-sxm4-80gb"])
+    -- applied: the estimate's host time follows the trace's 23 us
+    local pol = write(dir .. "/p.lua", [[return { model = "llama-3.1-8b",
+      cluster = { device = "a100-sxm4-80gb", nodes = 1 },
+      training = { global_batch_size = 8, seq_length = 2048 } }]])
+    local function host_total(...)
+      local code2, out2, err2 = apsearch("estimate", pol, "--strategy", "fsdp_degree=8,micro_batch_size=1",
+        "--format", "json", ...)
+      assert.are.equal(0, code2, err2)
+      return cjson.decode(out2).estimate.performance_breakdown.host_launch.total
+    end
+    local base, calibrated = host_total(), host_total("--calibration", dir .. "/c.json")
+    assert.is_true(math.abs(calibrated / base - 23 / 30) < 1e-9, calibrated / base)
+  end)
+
+  it("refuses bad traces with one line naming the file", function()
+    local dir = tmpdir()
+    local raw = H.read(FIXTURE)
+    local cut = write(dir .. "/cut.json.gz", raw:sub(1, #raw // 2))
+    assert.truthy(one_line(apsearch("calibrate", "--trace", cut, "-o", dir .. "/o.json")):find(
+      cut .. ": trace: truncated gzip (no end of stream)", 1, true))
+    local junk = write(dir .. "/junk.json", "{\"traceEvents\": [")
+    assert.truthy(one_line(apsearch("calibrate", "--trace", junk, "-o", dir .. "/o.json")):find(
+      junk .. ": trace: not valid JSON", 1, true))
+    -- wrong units: a timestamp that is not a number of microseconds
+    local ev = cjson.decode(synthetic(200, 10, 3))
+    ev.traceEvents[7].ts = "1.5 ms"
+    local units = write(dir .. "/units.json", cjson.encode(ev))
+    assert.are.equal("apsearch: " .. units .. ": trace: traceEvents[7] (cudaLaunchKernel): ts must be a finite " ..
+      "number of microseconds (got \"1.5 ms\")\n",
+      one_line(apsearch("calibrate", "--trace", units, "-o", dir .. "/o.json")))
+    -- a trace without CPU activities (GPU kernels only)
+    local few = write(dir .. "/few.json", synthetic(50, 10, 3))
+    assert.truthy(one_line(apsearch("calibrate", "--trace", few, "-o", dir .. "/o.json")):find(
+      "49 kernel launch gaps (runtime calls cudaLaunchKernel / hipLaunchKernel) where 100 are needed", 1, true))
+    -- a GPU with no preset: --device is needed, and must be a preset
+    local ev2 = cjson.decode(synthetic(200, 10, 3))
+    ev2.deviceProperties = { { name = "Tesla V100-SXM2-32GB" } }
+    local v100 = write(dir .. "/v100.json", cjson.encode(ev2))
+    assert.truthy(one_line(apsearch("calibrate", "--trace", v100, "-o", dir .. "/o.json")):find(
+      v100 .. ": deviceProperties: no device preset for the trace's GPU (Tesla V100-SXM2-32GB): give --device NAME",
+      1, true))
+    assert.truthy(one_line(apsearch("calibrate", "--trace", v100, "--device", "v100", "-o", dir .. "/o.json")):find(
+      "--device: devices.v100: unknown device preset", 1, true))
+    local code = apsearch("calibrate", "--trace", v100, "--device", "a100-sxm4-40gb", "-o", dir .. "/o.json")
+    assert.are.equal(0, code)
+    -- a CASES file beside --trace is refused
+    assert.truthy(one_line(apsearch("calibrate", "x.csv", "--trace", v100, "-o", dir .. "/o.json")):find(
+      "--trace: takes no CASES file and no --group", 1, true))
+  end)
+end)

@@ -24,10 +24,10 @@ M.FIELDS = {
   { field = "unfused_attention_efficiency", lo = 0.10, hi = 0.90, needs = "unfused" },
   { field = "fp8_gemm_efficiency", lo = 0.20, hi = 0.90, needs = "fp8" },
   -- the host's seconds per kernel launched from Python and from a C++
-  -- loop (src/core/layerprog.c): the first informed by runs whose step
-  -- the host can set (MoE runs), both measured by `calibrate --trace`
-  -- (apsearch.trace; no cases row informs the second)
-  { field = "host_seconds_per_kernel", lo = 0.0, hi = 1e-3, needs = "moe" },
+  -- loop (src/core/layerprog.c): measured by `calibrate --trace`
+  -- (apsearch.trace), never fitted to cases (a step time alone does not
+  -- separate the host from the kernels: no row is "trace" evidence)
+  { field = "host_seconds_per_kernel", lo = 0.0, hi = 1e-3, needs = "trace" },
   { field = "host_seconds_per_loop_kernel", lo = 0.0, hi = 1e-3, needs = "trace" },
 }
 
@@ -38,8 +38,7 @@ function M.evidence_of(row)
   -- the kernel the run got, not the one it asked for (apsearch.te_attention)
   local flash = require("apsearch.te_attention").of_row(row, M.family(row.device))
   local p = row.precision
-  local moe = tonumber(row.num_experts or "") or 0
-  return { fp8 = p == "fp8" or nil, flash = flash or nil, moe = moe > 0 or nil,
+  return { fp8 = p == "fp8" or nil, flash = flash or nil,
            unfused = (not flash) or nil,
            bf16 = (p == "bf16" or p == "fp16" or p == "fp32") or nil }
 end

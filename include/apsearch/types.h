@@ -723,6 +723,10 @@ typedef struct {
     double time_fwd;              /**< one micro-batch, s (compute + exposed
                                        TP/CP comm + recompute excluded) */
     double time_bwd;              /**< one micro-batch incl. recompute, s */
+    double host_fwd, host_bwd;    /**< one micro-batch: the host's time
+                                       launching the layers' kernels, s
+                                       (layerprog.c; within time_fwd /
+                                       time_bwd, which take the larger) */
 } aps_stage_estimate;
 
 /** Everything one evaluation returns. */

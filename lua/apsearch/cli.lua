@@ -613,10 +613,31 @@ function M.parse_strategy(list)
   return s
 end
 
+--- `estimate --trace FILE`: the estimated step as a Chrome trace
+-- (apsearch.format.chrome_trace), written atomically.
+local function write_trace(path, ctx, s, est, inputs)
+  local lfs = require "lfs"
+  local mode = lfs.attributes(path, "mode")
+  if mode and mode ~= "file" then util.fail("--trace", "file", "cannot write: a " .. mode .. " is in the way", path) end
+  if lfs.attributes(util.dirname(path), "mode") ~= "directory" then
+    util.fail("--trace", "file", "cannot write: no directory " .. util.dirname(path), path)
+  end
+  local chrome = require "apsearch.format.chrome_trace"
+  local tl, code, msg = ctx:timeline(s, chrome.MAX_OPS)
+  if not tl and code ~= "NO_PIPELINE" then
+    util.fail("--trace", "file", "no timeline for this strategy: " .. tostring(code) .. ": " .. tostring(msg), path)
+  end
+  local text = require("apsearch.format.json").format(chrome.build(est, tl, inputs))
+  local ok, err = util.write_atomic(path, text)
+  if not ok then util.fail("--trace", "file", "cannot write: " .. tostring(err), path) end
+  util.log("wrote %s: the estimated step as a Chrome trace (open in ui.perfetto.dev)", path)
+end
+
 local function cmd_estimate(args)
   local c = new_parser("estimate", "Estimate memory and time of one strategy.")
   c:splat("POLICY", "policy file for model/cluster/training (default: examples/llama3_8b_h100.lua)", nil, 1)
   c:option("--strategy=KEY=VALUE,...", "strategy fields, e.g. tp_degree=2,micro_batch_size=1; arrays with colons, stage_partition=7:8:8:9; layer_offset=balanced, recompute_num_layers=auto (repeatable)", {})
+  c:option("--trace=FILE", "also write the estimated step as a Chrome trace (JSON; opens in Perfetto beside a profiler trace)")
   common_options(c, "table, json")
   local opts, helped = parse(c, args, "estimate")
   if helped then return 0 end
@@ -690,6 +711,7 @@ local function cmd_estimate(args)
       (inputs.model.num_experts or 0) > 0)
     est.step_time_interval, est.mem_peak_interval = iv.step_time, iv.mem_peak
   end
+  if opts.trace then write_trace(opts.trace, ctx, s, est, inputs) end
   if fmt == "json" then
     local json = require "apsearch.format.json"
     out(json.format({ schema_version = search.schema_version, estimate = est,

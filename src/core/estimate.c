@@ -55,6 +55,8 @@ static void run_stages(const aps_model *m, const aps_cluster *c,
         aps_stage_time tm; /* the rank as the schedule runs it */
         aps_stage_time_rank(m, c, t, s, lay, plan, lc, i, &tm, &sp->ranks);
         aps_stage_fwd_bwd(&tm, &st->time_fwd, &st->time_bwd);
+        st->host_fwd = tm.host.fwd;
+        st->host_bwd = tm.host.bwd;
         if (st->time_fwd + st->time_bwd > sp->tf + sp->tb || i == 0) {
             sp->slow = tm;
             sp->tf = st->time_fwd;

@@ -1171,6 +1171,10 @@ static void push_stage(lua_State *L, const aps_stage_estimate *st, int i)
     lua_setfield(L, -2, "time_fwd");
     lua_pushnumber(L, (lua_Number)st->time_bwd);
     lua_setfield(L, -2, "time_bwd");
+    lua_pushnumber(L, (lua_Number)st->host_fwd);
+    lua_setfield(L, -2, "host_fwd");
+    lua_pushnumber(L, (lua_Number)st->host_bwd);
+    lua_setfield(L, -2, "host_bwd");
 }
 
 #define SETNUM(name) \

@@ -402,14 +402,14 @@ static int ctx_evaluate(lua_State *L)
  *     comm_buffers = {tp, fsdp, dp, pp, cp, total}, logits_loss, reserved,
  *     total} [bytes, worst stage];
  *   performance_breakdown = {<category> = {total, exposed}, ...} [s per step]
- *     for the 13 categories of aps_perf_category_name();
+ *     for the categories of aps_perf_category_name();
  *   recipe = the recipe settings as the framework runs them
  *     (aps_recipe_resolve): grad_reduce_in_fp32, fp8_param_gather,
  *     compile_loss [booleans], grad_bytes, grad_reduce_bytes,
  *     logits_bytes [bytes per parameter / element];
  *   stages = { {stage [1-based], first_layer [0-based], num_layers,
  *     recompute_layers, params, inflight_microbatches, memory_breakdown,
- *     time_fwd, time_bwd [s per micro-batch]}, ... };
+ *     time_fwd, time_bwd, host_fwd, host_bwd [s per micro-batch]}, ... };
  *   strategy = the normalized strategy (every field, defaults filled).
  * Raises on a bad strategy table, like evaluate.
  */

@@ -133,3 +133,59 @@ describe("apsearch calibrate --trace", function()
       "--trace: takes no CASES file and no --group", 1, true))
   end)
 end)
+
+describe("apsearch estimate --trace", function()
+  local function spans(doc, pid, tid)
+    local out = {}
+    for _, e in ipairs(doc.traceEvents) do
+      if e.ph == "X" and e.pid == pid and e.tid == tid then out[#out + 1] = e end
+    end
+    return out
+  end
+
+  it("writes the simulated pipeline schedule per rank, the host's launches and the step's tail", function()
+    local dir = tmpdir()
+    local path = dir .. "/step.json"
+    local code, out, err = apsearch("estimate", H.ROOT .. "/examples/llama3_70b_h100.lua", "--set",
+      "training.framework=megatron", "--strategy", "tp_degree=8,pp_degree=4,sequence_parallel=true," ..
+      "dp_degree=2,micro_batch_size=1,vpp_degree=5,zero_stage=1", "--format", "json", "--trace", path)
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("wrote " .. path .. ": the estimated step as a Chrome trace", 1, true))
+    local est = cjson.decode(out).estimate
+    local doc = cjson.decode(H.read(path))
+    assert.are.equal(est.step_time, doc.otherData.step_time_s)
+    -- 256 micro-batches x 5 model chunks, a forward and a backward each, on every rank
+    for rank = 1, 4 do
+      local gpu = spans(doc, rank, 1)
+      local f, b, last = 0, 0, 0
+      for _, e in ipairs(gpu) do
+        if e.cat == "forward" then f = f + 1 elseif e.cat == "backward" then b = b + 1 end
+        last = math.max(last, e.ts + e.dur)
+      end
+      assert.are.same({ 1280, 1280 }, { f, b })
+      -- the last event (the exposed optimizer step) ends at the estimated step time
+      assert.is_true(math.abs(last / 1e6 - est.step_time) < 1e-6 * est.step_time, rank)
+      -- one host span per op: the rank's host time per micro-batch over its 5 chunks
+      local host = spans(doc, rank, 2)
+      assert.are.equal(2560, #host)
+      assert.is_true(math.abs(host[1].dur / 1e6 - est.stages[rank].host_fwd / 5) < 1e-12)
+    end
+  end)
+
+  it("without pipelining runs the micro-batches one after the other", function()
+    local dir = tmpdir()
+    local path = dir .. "/step.json"
+    local code, out, err = apsearch("estimate", H.ROOT .. "/examples/llama3_8b_h100.lua", "--strategy",
+      "fsdp_degree=8,micro_batch_size=1", "--format", "json", "--trace", path)
+    assert.are.equal(0, code, err)
+    local est = cjson.decode(out).estimate
+    local gpu = spans(cjson.decode(H.read(path)), 1, 1)
+    local ops = 0
+    for _, e in ipairs(gpu) do if e.cat == "forward" or e.cat == "backward" then ops = ops + 1 end end
+    assert.are.equal(2 * est.micro_batch_num, ops)
+    assert.is_true(math.abs(gpu[2].ts / 1e6 - est.stages[1].time_fwd) < 1e-9)
+    -- a directory in the way: one line, exit 2
+    assert.truthy(one_line(apsearch("estimate", "--trace", dir)):find("--trace: file: cannot write: a directory " ..
+      "is in the way", 1, true))
+  end)
+end)

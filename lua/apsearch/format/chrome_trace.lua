@@ -1,0 +1,116 @@
+--- The estimated step as a Chrome trace (`apsearch estimate --trace
+-- FILE`): JSON in the trace-event format that Perfetto (ui.perfetto.dev)
+-- and chrome://tracing open, beside a PyTorch profiler trace of the real
+-- run (docs/outputs.md "Estimated timeline").
+--
+-- One process per pipeline rank, two threads in it: "GPU" with the ops
+-- of the simulated schedule (forward F, backward B, or input gradient I
+-- and weight gradient W of zero-bubble schedules, per micro-batch and
+-- model chunk) followed by the step's exposed pipeline transfers, data-parallel sync and
+-- optimizer, and "host" with the time the host spends launching each op's
+-- kernels (docs/modeling.md "Host time").  Without pipelining the rank
+-- runs its micro-batches' forward and backward one after the other.
+-- Timestamps are microseconds from the step's start.
+-- @module apsearch.format.chrome_trace
+local M = {}
+
+--- Seconds -> trace-event microseconds.
+local US_PER_S = 1e6
+--- Most schedule ops asked of ctx:timeline (its own limit, lcore.c).
+M.MAX_OPS = 1 << 16
+
+local NAMES = { F = "forward", B = "backward", I = "backward (input grad)", W = "backward (weight grad)" }
+
+local function meta(events, pid, tid, key, name)
+  events[#events + 1] = { ph = "M", pid = pid, tid = tid, name = key, args = { name = name } }
+end
+
+local function span(events, pid, tid, cat, name, start, dur, args)
+  events[#events + 1] = { ph = "X", pid = pid, tid = tid, cat = cat, name = name,
+    ts = start * US_PER_S, dur = math.max(dur, 0) * US_PER_S, args = args }
+end
+
+-- The rank's host time for one op: the stage's per micro-batch host time
+-- over its model chunks (a B op launches the backward's kernels).
+local function host_of(stage, kind, v)
+  if kind == "F" then return (stage.host_fwd or 0) / v end
+  return (stage.host_bwd or 0) / v
+end
+
+-- Schedule ops of every rank from a timeline (ctx:timeline).
+local function from_timeline(events, tl, stages)
+  local v = tl.vpp_degree or 1
+  local ends = 0
+  for _, rank in ipairs(tl.ranks) do
+    local pid, st = rank.rank, stages[rank.rank] or {}
+    for _, op in ipairs(rank.events) do
+      local name = ("%s mb %d chunk %d"):format(op.kind, op.mb, op.chunk)
+      span(events, pid, 1, NAMES[op.kind] or op.kind, name, op.start, op["end"] - op.start,
+        { micro_batch = op.mb, chunk = op.chunk, stage = op.stage, overlap = op.overlap })
+      local h = host_of(st, op.kind, v)
+      if h > 0 then span(events, pid, 2, "host", "launch " .. name, op.start, h) end
+      ends = math.max(ends, op["end"])
+    end
+  end
+  return ends
+end
+
+-- Without pipelining: m micro-batches, forward then backward each.
+local function sequential(events, est)
+  local st, t = est.stages[1] or {}, 0
+  for mb = 1, est.micro_batch_num do
+    for _, kind in ipairs({ "F", "B" }) do
+      local dur = kind == "F" and st.time_fwd or st.time_bwd
+      local name = ("%s mb %d"):format(kind, mb)
+      span(events, 1, 1, NAMES[kind], name, t, dur, { micro_batch = mb })
+      local h = host_of(st, kind, 1)
+      if h > 0 then span(events, 1, 2, "host", "launch " .. name, t, h) end
+      t = t + dur
+    end
+  end
+  return t
+end
+
+--- The trace of one estimate.
+-- @tparam table est ctx:estimate's result (feasible or not)
+-- @tparam table|nil tl ctx:timeline's result (nil without pipelining)
+-- @tparam table inputs ctx:inputs()
+-- @treturn table `{traceEvents, displayTimeUnit, otherData}`
+function M.build(est, tl, inputs)
+  local events = {}
+  local p = tl and tl.pp_degree or 1
+  for r = 1, p do
+    meta(events, r, 0, "process_name", ("pipeline rank %d"):format(r))
+    meta(events, r, 1, "thread_name", "GPU (estimated)")
+    meta(events, r, 2, "thread_name", "host launches (estimated)")
+  end
+  local stages = {}
+  for _, s in ipairs(est.stages or {}) do stages[s.stage] = s end
+  local t = tl and from_timeline(events, tl, stages) or sequential(events, est)
+  -- after the last backward, on every rank: what the step exposes of the
+  -- pipeline transfers (not in the simulated ops), the gradient sync and the
+  -- optimizer
+  local pb = est.performance_breakdown or {}
+  for r = 1, p do
+    local at = t
+    for _, k in ipairs({ "pp_p2p", "dp_grad_sync", "hsdp_replicate_sync", "optimizer" }) do
+      local e = pb[k] and pb[k].exposed or 0
+      if e > 0 then
+        span(events, r, 1, k, k .. " (exposed)", at, e, { total_s = pb[k].total })
+        at = at + e
+      end
+    end
+  end
+  local cut = tl and tl.windows and #tl.windows > 1
+  return {
+    traceEvents = events, displayTimeUnit = "ms",
+    otherData = {
+      producer = "apsearch estimate --trace", model = inputs.model.name,
+      step_time_s = est.step_time, micro_batch_num = est.micro_batch_num,
+      pp_schedule = tl and tl.pp_schedule or nil,
+      note = cut and ("the schedule's middle is left out: ops of " .. tl.ops .. " kept " .. tl.ops_kept) or nil,
+    },
+  }
+end
+
+return M

@@ -36,8 +36,9 @@ static aps_host_program program_of(const aps_model *m, const aps_training *t,
     return hp;
 }
 
-/** Qwen3-30B-A3B's MoE layout (128 experts, top-8, Q/K norms) on EP 8. */
-static void qwen3_moe(aps_model *m, aps_strategy *s)
+/** Qwen3-30B-A3B's MoE layout (128 experts, top-8, Q/K norms) on EP 8,
+ *  8 sequences of 4,096 tokens in fp8. */
+static void qwen3_moe(aps_model *m, aps_training *t, aps_strategy *s)
 {
     fx_llama(m, "qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936);
     m->head_dim = 128;
@@ -48,6 +49,8 @@ static void qwen3_moe(aps_model *m, aps_strategy *s)
     fx_validate(m);
     aps_strategy_defaults(s);
     s->ep_degree = 8;
+    fx_training(t, 8, 4096);
+    t->precision = APS_PREC_FP8;
 }
 
 static void test_dense_counts(void **state)
@@ -105,9 +108,7 @@ static void test_moe_counts(void **state)
     aps_model m;
     aps_training t;
     aps_strategy s;
-    qwen3_moe(&m, &s);
-    fx_training(&t, 8, 4096);
-    t.precision = APS_PREC_FP8;
+    qwen3_moe(&m, &t, &s);
     aps_host_program hp = program_of(&m, &t, &s);
     /* dropless all-to-all on EP 8: synced; 16 local experts */
     assert_true(hp.sync);
@@ -159,9 +160,7 @@ static void test_host_stage_seconds(void **state)
     aps_model m;
     aps_training t;
     aps_strategy s;
-    qwen3_moe(&m, &s);
-    fx_training(&t, 8, 4096);
-    t.precision = APS_PREC_FP8;
+    qwen3_moe(&m, &t, &s);
     aps_host_program hp = program_of(&m, &t, &s);
     aps_device d = {0};
     d.host_seconds_per_kernel = 1e-3;

@@ -94,6 +94,16 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
                 (long long)t->vocab_size_divisible_by);
         return APS_EINVAL;
     }
+    if (t->cuda_graph_scope < APS_CG_LAYER || t->cuda_graph_scope > APS_CG_NONE) {
+        aps_fmt(err, n, "training.cuda_graph_scope: unknown scope %d",
+                (int)t->cuda_graph_scope);
+        return APS_EINVAL;
+    }
+    if (!t->cuda_graphs && t->cuda_graph_scope != APS_CG_LAYER) {
+        aps_fmt(err, n, "training.cuda_graph_scope: a scope needs "
+                "training.cuda_graphs = true (it says what the graphs capture)");
+        return APS_EINVAL;
+    }
     struct { const char *f; double v; } nonneg[] = {
         {"memory_limit_bytes", t->memory_limit_bytes},
         {"memory_margin_bytes", t->memory_margin_bytes},

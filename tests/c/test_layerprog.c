@@ -96,10 +96,17 @@ static void test_graph_scopes(void **state)
     assert_true(hp.attn.fwd == 1.0 && hp.mlp.fwd == 5.0 && hp.mlp.bwd == 10.0);
     t.cuda_graph_scope = APS_CG_FULL_ITERATION;
     assert_true(program_of(&m, &t, &s).step_graphed);
-    /* the scope does nothing without cuda_graphs */
+    /* the scope does nothing without cuda_graphs, and is refused so */
     t.cuda_graphs = false;
     hp = program_of(&m, &t, &s);
     assert_true(hp.attn.fwd == 7.0 && !hp.step_graphed);
+    char err[APS_REASON_LEN] = "";
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
+    assert_string_equal(err, "training.cuda_graph_scope: a scope needs "
+                             "training.cuda_graphs = true (it says what the "
+                             "graphs capture)");
+    t.cuda_graph_scope = APS_CG_LAYER; /* the default: accepted */
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_OK);
 }
 
 static void test_moe_counts(void **state)

@@ -57,6 +57,13 @@ typedef enum {
 /* ------------------------------------------------------------------- model */
 
 typedef enum { APS_MLP_SWIGLU = 0, APS_MLP_GELU } aps_mlp;
+/** The activation of a gated MLP (mlp = swiglu, "gated, 3 matrices"): SiLU
+ *  (SwiGLU, the default); GELU with the tanh approximation (GeGLU as Gemma's
+ *  gelu_pytorch_tanh); quick GELU x * sigmoid(1.702 x) (gpt-oss's experts).
+ *  Changes neither memory nor FLOPs; the launch configs write it. */
+typedef enum {
+    APS_GLU_SILU = 0, APS_GLU_GELU_TANH, APS_GLU_QUICK_GELU
+} aps_glu_activation;
 typedef enum { APS_NORM_RMSNORM = 0, APS_NORM_LAYERNORM } aps_norm;
 typedef enum { APS_POS_ROPE = 0, APS_POS_LEARNED, APS_POS_ALIBI } aps_pos;
 /** RoPE frequency scaling, Hugging Face `rope_scaling.rope_type` (or
@@ -108,6 +115,13 @@ typedef struct {
                                           (Mistral-7B-v0.1 4096); 0: none */
     int64_t sliding_window_layers;   /**< layers that use it (Gemma-2: every
                                           other); 0 with a window: all */
+    int64_t sliding_window_period;   /**< k > 0: the windowed layers are those
+                                          whose 1-based number is not a
+                                          multiple of k (Gemma-2, gpt-oss 2,
+                                          Gemma-3 6: transformers' layer_types;
+                                          Megatron --window-attn-skip-freq k),
+                                          and sliding_window_layers is
+                                          L - floor(L / k); 0: not given */
     /* Numerics that change neither memory nor FLOPs, carried so that the
      * launch configs describe the exact model.  0 = not given (the
      * framework's default) or none; otherwise finite and > 0. */
@@ -153,6 +167,17 @@ typedef struct {
     double norm_eps;                 /**< epsilon of every RMSNorm/LayerNorm
                                           (HF rms_norm_eps, layer_norm_eps(ilon));
                                           0: not given */
+    aps_glu_activation glu_activation; /**< the gated MLP's activation
+                                          (mlp = swiglu only) */
+    double glu_linear_offset;        /**< act(gate) * (up + offset) (gpt-oss
+                                          1); 0: none; mlp = swiglu only */
+    double glu_clamp;                /**< gate clamped to <= c, up to [-c, c]
+                                          before the activation (gpt-oss
+                                          swiglu_limit 7); 0: none */
+    double attn_logit_softcapping;   /**< attention scores c tanh(s / c)
+                                          (Gemma-2 50); 0: none */
+    double final_logit_softcapping;  /**< output logits c tanh(z / c)
+                                          (Gemma-2 30); 0: none */
     /* Mixture of experts (issue 13).  num_experts = 0: a dense model, and
      * every field below down to moe_dense_layers must be 0 / false / empty.
      * Layer i (0-based) has routed experts when i >= moe_first_dense_layers,

@@ -156,6 +156,12 @@ M.CONFIG_KEY = {
 
 local function is_null(v) return v == nil or v == cjson.null end
 
+-- One line for the import's notes: a feature the config has that the
+-- estimate does not price, prefixed with the file.
+local function note(notes, file, fmt, ...)
+  notes[#notes + 1] = file .. ": " .. string.format(fmt, ...)
+end
+
 --- transformers' YaRN ramp when the config gives no betas
 -- (modeling_rope_utils._compute_yarn_parameters: beta_fast "or 32",
 -- beta_slow "or 1"); the launchers write them for a yarn model without.
@@ -489,19 +495,62 @@ function builders.qwen3(r, cfg, file)
   return m
 end
 
-function builders.gemma(r, cfg, file)
-  -- gated MLP (gate_proj, up_proj, down_proj) with GELU-tanh: "swiglu" here
-  return llama_like(r, cfg, file, { head_dim = 256, tied = true })
+--- transformers' activation names (ACT2FN) of a gated MLP -> the model
+-- field glu_activation.
+M.GLU_ACTIVATIONS = { gelu_pytorch_tanh = "gelu_tanh", silu = "silu" }
+
+--- The Gemma family's MLP activation: `hidden_activation` (GemmaConfig,
+-- Gemma2Config, Gemma3TextConfig; absent or null: gelu_pytorch_tanh, the
+-- classes' default) as glu_activation.
+-- @tparam table cfg the decoded config
+-- @tparam string file for errors
+-- @treturn string "gelu_tanh" or "silu"
+function M.gemma_activation(cfg, file)
+  local v = cfg.hidden_activation
+  if is_null(v) then v = "gelu_pytorch_tanh" end
+  local a = M.GLU_ACTIVATIONS[v]
+  if not a then util.fail(file, "hidden_activation", "expected gelu_pytorch_tanh or silu", v) end
+  return a
 end
 
--- Gemma-2 alternates local and global attention, the even-numbered layers
--- local (transformers Gemma2DecoderLayer: is_sliding = not layer_idx % 2)
-function builders.gemma2(r, cfg, file)
+function builders.gemma(r, cfg, file)
+  -- gated MLP (gate_proj, up_proj, down_proj) with GELU-tanh: "swiglu" here
+  local m = llama_like(r, cfg, file, { head_dim = 256, tied = true })
+  m.glu_activation = M.gemma_activation(cfg, file)
+  return m
+end
+
+--- Gemma2Config's soft-capping defaults (transformers configuration_gemma2.py):
+-- a key absent from config.json takes these, a null one means none.
+M.GEMMA2_SOFTCAPPING = { attn_logit_softcapping = 50.0, final_logit_softcapping = 30.0 }
+
+-- Soft-capping values of a config into the model (absent: `defaults`'s,
+-- null: none) and the notes.
+local function softcapping(m, cfg, file, notes, defaults)
+  for _, k in ipairs({ "attn_logit_softcapping", "final_logit_softcapping" }) do
+    local cap = cfg[k] == nil and defaults[k] or positive(cfg, k, file)
+    if cap then
+      m[k] = cap
+      note(notes, file, "%s = %s (tanh soft-capping) is element-wise; not priced", k, util.describe(cap))
+    end
+  end
+  return m
+end
+
+--- Gemma-2's window period: the even-numbered (0-based) layers are local
+-- (transformers Gemma2DecoderLayer: is_sliding = not layer_idx % 2), so
+-- every 2nd layer (1-based) is global.
+M.GEMMA2_WINDOW_PERIOD = 2
+
+function builders.gemma2(r, cfg, file, notes)
   local m = llama_like(r, cfg, file, { head_dim = 256, tied = true, norms_per_layer = 4 })
-  window(m, r, (m.num_layers + 1) // 2)
+  local k = M.GEMMA2_WINDOW_PERIOD
+  window(m, r, m.num_layers - m.num_layers // k)
+  if m.sliding_window then m.sliding_window_period = k end
   m.qkv_bias = r.bool("attention_bias", false)
   m.attn_out_bias = m.qkv_bias
-  return m
+  m.glu_activation = M.gemma_activation(cfg, file)
+  return softcapping(m, cfg, file, notes, M.GEMMA2_SOFTCAPPING)
 end
 
 function builders.gpt2(r, cfg, file)
@@ -818,11 +867,39 @@ local function window_on(m, r, n)
   return m
 end
 
--- One line for the import's notes: a feature the config has that the
--- estimate does not price, prefixed with the file.
-local function note(notes, file, fmt, ...)
-  notes[#notes + 1] = file .. ": " .. string.format(fmt, ...)
+--- The period k of windowed layers, as Megatron's --window-attn-skip-freq
+-- k and transformers' sliding_window_pattern count it: layer i (1-based)
+-- is windowed exactly when i % k ~= 0.
+-- @tparam function windowed windowed(i) for i = 1..L
+-- @tparam integer L layers
+-- @treturn integer|nil k in [2, L], or nil when no k fits (or all layers
+--   are windowed: no period needed)
+function M.window_period(windowed, L)
+  for k = 2, L do
+    local fits = true
+    for i = 1, L do
+      if windowed(i) ~= (i % k ~= 0) then fits = false break end
+    end
+    if fits then return k end
+  end
+  return nil
 end
+
+-- The model's window period from `layer_types` (validated by
+-- sliding_layer_count), else from `default_k` (the class's rule); only
+-- when the window is on some but not all layers.
+local function set_window_period(m, cfg, default_k)
+  local n, L = m.sliding_window_layers or 0, m.num_layers
+  if not m.sliding_window or n == 0 or n == L then return m end
+  local v = cfg.layer_types
+  if is_null(v) then
+    m.sliding_window_period = default_k
+  else
+    m.sliding_window_period = M.window_period(function(i) return M.LAYER_TYPES[v[i]] end, L)
+  end
+  return m
+end
+
 
 -- A number the notes quote (clip_qkv, swiglu_limit, soft-capping): > 0
 -- and finite, or nil when absent or null.
@@ -831,6 +908,12 @@ local function quoted(cfg, key, file) return positive(cfg, key, file) end
 --- gpt-oss's layer pattern when `layer_types` is absent (GptOssConfig
 -- __post_init__): layer i is windowed when (i + 1) % 2 ~= 0.
 M.GPT_OSS_WINDOW_EVERY = 2
+
+--- gpt-oss's expert activation (transformers modeling_gpt_oss.py
+-- GptOssExperts: gate clamped to <= limit, up to [-limit, limit], glu =
+-- gate * sigmoid(alpha gate), out = (up + offset) * glu): alpha 1.702 is
+-- quick GELU's, offset 1, limit GptOssConfig's swiglu_limit default.
+M.GPT_OSS_GLU = { offset = 1.0, limit = 7.0 }
 
 -- gpt-oss (transformers modeling_gpt_oss.py: GptOssAttention, GptOssMLP,
 -- GptOssTopKRouter, GptOssExperts; GptOssConfig defaults head_dim 64,
@@ -849,6 +932,9 @@ function builders.gpt_oss(r, cfg, file, notes)
   m.moe_ffn_hidden_size = m.ffn_hidden_size
   local L = m.num_layers
   window_on(m, r, sliding_layer_count(cfg, L, file) or L - L // M.GPT_OSS_WINDOW_EVERY)
+  set_window_period(m, cfg, M.GPT_OSS_WINDOW_EVERY)
+  m.glu_activation, m.glu_linear_offset = "quick_gelu", M.GPT_OSS_GLU.offset
+  m.glu_clamp = positive(cfg, "swiglu_limit", file) or M.GPT_OSS_GLU.limit
   aux_loss(m, cfg, file, "router_aux_loss_coef")
   note(notes, file, "attention sinks (one learned logit per head and layer, %d per layer) are counted " ..
     "in the parameters; the softmax column they add is not in the attention FLOPs or time",
@@ -983,10 +1069,9 @@ local function gemma3_text(cfg, file, notes)
   local L = m.num_layers
   local n = sliding_layer_count(t, L, file) or L - L // r.int("sliding_window_pattern")
   window_on(m, r, n)
-  for _, k in ipairs({ "attn_logit_softcapping", "final_logit_softcapping" }) do
-    local cap = quoted(t, k, file)
-    if cap then note(notes, file, "%s = %s (tanh soft-capping) is element-wise; not priced", k, util.describe(cap)) end
-  end
+  set_window_period(m, t, r.int("sliding_window_pattern"))
+  m.glu_activation = M.gemma_activation(t, file)
+  softcapping(m, t, file, notes, {})
   local local_base = quoted(t, "rope_local_base_freq", file)
   if local_base and n > 0 then
     note(notes, file, "the windowed layers' RoPE base rope_local_base_freq = %s is not carried (rope_theta " ..

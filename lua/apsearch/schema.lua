@@ -32,6 +32,12 @@ M.model = {
   qk_norm = "bool", qk_norm_full_width = "bool", attention_sinks = "bool",
   tie_word_embeddings = "bool",
   sliding_window = "nonnegint", sliding_window_layers = "nonnegint",
+  sliding_window_period = "nonnegint",
+  -- the gated MLP's activation and soft-capping (change no estimate; the
+  -- launch configs write them or say they cannot)
+  glu_activation = enum("silu", "gelu_tanh", "quick_gelu"),
+  glu_linear_offset = "nonneg", glu_clamp = "nonneg",
+  attn_logit_softcapping = "nonneg", final_logit_softcapping = "nonneg",
   -- numerics that change neither memory nor FLOPs, written into the launch
   -- configs; 0 = not given (the framework's default) or none
   rope_theta = "nonneg", rope_scaling_factor = "nonneg",

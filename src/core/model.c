@@ -75,6 +75,10 @@ static aps_status validate_numerics(const aps_model *m, char *err, size_t n)
         {"yarn_mscale_all_dim", m->yarn_mscale_all_dim},
         {"yarn_attention_factor", m->yarn_attention_factor},
         {"norm_eps", m->norm_eps},
+        {"glu_linear_offset", m->glu_linear_offset},
+        {"glu_clamp", m->glu_clamp},
+        {"attn_logit_softcapping", m->attn_logit_softcapping},
+        {"final_logit_softcapping", m->final_logit_softcapping},
     };
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         aps_status st = check_optional(nums[i].f, nums[i].v, err, n);
@@ -400,6 +404,54 @@ bool aps_model_is_moe_layer(const aps_model *m, int64_t i)
     return true;
 }
 
+/*
+ * The windowed layers' period: with k > 0 the window is on every layer whose
+ * 1-based number is not a multiple of k, so sliding_window_layers must be
+ * L - floor(L / k); k = 1 would leave no layer windowed.
+ */
+static aps_status validate_window_period(const aps_model *m, char *err,
+                                         size_t n)
+{
+    int64_t k = m->sliding_window_period;
+    if (k == 0)
+        return APS_OK;
+    if (k < 2 || k > m->num_layers || m->sliding_window == 0) {
+        aps_fmt(err, n, "model.sliding_window_period: must be 0 (not given) or "
+                "in [2, num_layers = %lld] with a sliding_window (got %lld)",
+                (long long)m->num_layers, (long long)k);
+        return APS_EINVAL;
+    }
+    int64_t windowed = m->num_layers - m->num_layers / k;
+    if (m->sliding_window_layers != windowed) {
+        aps_fmt(err, n, "model.sliding_window_period: %lld puts the window on "
+                "%lld of %lld layers, but sliding_window_layers is %lld",
+                (long long)k, (long long)windowed, (long long)m->num_layers,
+                (long long)m->sliding_window_layers);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
+/* The gated MLP's activation, offset and clamp belong to mlp = swiglu. */
+static aps_status validate_glu(const aps_model *m, char *err, size_t n)
+{
+    if ((unsigned)m->glu_activation > APS_GLU_QUICK_GELU) {
+        aps_fmt(err, n, "model.glu_activation: enum field out of range");
+        return APS_EINVAL;
+    }
+    bool gated = m->mlp == APS_MLP_SWIGLU;
+    const char *f = m->glu_activation != APS_GLU_SILU ? "glu_activation"
+                    : m->glu_linear_offset != 0      ? "glu_linear_offset"
+                    : m->glu_clamp != 0              ? "glu_clamp"
+                                                     : NULL;
+    if (f != NULL && !gated) {
+        aps_fmt(err, n, "model.%s: only a gated MLP (mlp = \"swiglu\") has "
+                "it", f);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
 aps_status aps_model_validate(aps_model *m, char *err, size_t n)
 {
     if (m == NULL) {
@@ -479,6 +531,12 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
         aps_fmt(err, n, "model: enum field out of range");
         return APS_EINVAL;
     }
+    st = validate_window_period(m, err, n);
+    if (st != APS_OK)
+        return st;
+    st = validate_glu(m, err, n);
+    if (st != APS_OK)
+        return st;
     if (m->qk_norm_full_width && !m->qk_norm) {
         aps_fmt(err, n, "model.qk_norm_full_width: given without qk_norm "
                 "(it says how wide the Q/K norms are)");

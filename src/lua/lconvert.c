@@ -58,6 +58,9 @@ typedef struct {
 
 APSL_ENUM(enum_mlp, "swiglu, gelu",
           {"swiglu", APS_MLP_SWIGLU}, {"gelu", APS_MLP_GELU});
+APSL_ENUM(enum_glu_activation, "silu, gelu_tanh, quick_gelu",
+          {"silu", APS_GLU_SILU}, {"gelu_tanh", APS_GLU_GELU_TANH},
+          {"quick_gelu", APS_GLU_QUICK_GELU});
 APSL_ENUM(enum_norm, "rmsnorm, layernorm",
           {"rmsnorm", APS_NORM_RMSNORM}, {"layernorm", APS_NORM_LAYERNORM});
 APSL_ENUM(enum_pos, "rope, learned, alibi",
@@ -196,6 +199,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, attention_sinks, FT_OBOOL, NULL),
     FLD(aps_model, sliding_window, FT_INT, NULL),
     FLD(aps_model, sliding_window_layers, FT_INT, NULL),
+    FLD(aps_model, sliding_window_period, FT_OINT, NULL),
     FLD(aps_model, tie_word_embeddings, FT_BOOL, NULL),
     FLD(aps_model, rope_theta, FT_NUM, NULL),
     FLD(aps_model, rope_scaling_type, FT_ENUM, &enum_rope_scaling),
@@ -210,6 +214,12 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, yarn_attention_factor, FT_ONUM, NULL),
     FLD(aps_model, yarn_no_truncate, FT_OBOOL, NULL),
     FLD(aps_model, norm_eps, FT_NUM, NULL),
+    /* the gated MLP's activation and soft-capping (issue 25) */
+    FLD(aps_model, glu_activation, FT_OENUM, &enum_glu_activation),
+    FLD(aps_model, glu_linear_offset, FT_ONUM, NULL),
+    FLD(aps_model, glu_clamp, FT_ONUM, NULL),
+    FLD(aps_model, attn_logit_softcapping, FT_ONUM, NULL),
+    FLD(aps_model, final_logit_softcapping, FT_ONUM, NULL),
     /* mixture of experts, multi-head latent attention (issue 13) */
     FLD(aps_model, num_experts, FT_OINT, NULL),
     FLD(aps_model, experts_per_token, FT_OINT, NULL),
@@ -236,8 +246,10 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, v_head_dim, FT_OINT, NULL),
     FLD(aps_model, mtp_layers, FT_OINT, NULL),
 };
-_Static_assert(sizeof(model_fields) / sizeof(model_fields[0]) <= 64,
-               "apsl_reader.seen has 64 bits");
+/** Bits of apsl_reader.seen. */
+#define APSL_SEEN_BITS 128
+_Static_assert(sizeof(model_fields) / sizeof(model_fields[0]) <= APSL_SEEN_BITS,
+               "apsl_reader.seen has APSL_SEEN_BITS bits");
 
 /* The device "base" pseudo-field is last so that push skips it by count. */
 static const apsl_field device_fields[] = {
@@ -552,9 +564,15 @@ typedef struct {
     int nfields;
     char *base;
     unknown_hook on_unknown;
-    uint64_t seen;       /* bit i: field i was present */
+    uint64_t seen[APSL_SEEN_BITS / 64]; /* bit i: field i was present */
     int arrlen[S_NFIELDS];/* FT_INTARR / FT_RECOMP lengths (-1: scalar) */
 } apsl_reader;
+
+/* True when field i of the reader's table was present. */
+static bool seen_has(const apsl_reader *r, int i)
+{
+    return (r->seen[i / 64] >> (i % 64)) & 1u;
+}
 
 /* One recompute module name (len bytes at name) as its bit; raises naming
  * the field and the name when Megatron has no such module. */
@@ -646,7 +664,7 @@ static void read_value(lua_State *L, apsl_reader *r, int fi, int vidx)
         int64_t v = (int64_t)(r->fields == strategy_fields
                         ? read_strategy_integer(L, vidx, r->path, f->name)
                         : read_integer(L, vidx, r->path, f->name));
-        if (f->partner >= 0 && (r->seen >> f->partner & 1u)) {
+        if (f->partner >= 0 && seen_has(r, f->partner)) {
             int64_t prev;
             memcpy(&prev, dst, sizeof prev);
             if (prev != v)
@@ -721,7 +739,7 @@ static void read_value(lua_State *L, apsl_reader *r, int fi, int vidx)
     case FT_SKIP:
         break;
     }
-    r->seen |= (uint64_t)1 << fi;
+    r->seen[fi / 64] |= (uint64_t)1 << (fi % 64);
 }
 
 /* One lua_next pass over the table at idx. */
@@ -772,7 +790,7 @@ static void model_unknown(lua_State *L, int kidx, int vidx, const char *path)
 void apsl_check_model(lua_State *L, int idx, aps_model *m)
 {
     apsl_reader r = {"model", model_fields, NFIELDS(model_fields),
-                     (char *)m, model_unknown, 0, {0}};
+                     (char *)m, model_unknown, {0}, {0}};
     aps_model_defaults(m);
     read_table(L, idx, &r);
 }
@@ -826,13 +844,13 @@ void apsl_check_device(lua_State *L, int idx, aps_device *d, const char *path)
         strcpy(d->name, "custom");
     }
     lua_pop(L, 1);
-    apsl_reader r = {path, device_fields, DEVICE_NFIELDS, (char *)d, NULL, 0,
+    apsl_reader r = {path, device_fields, DEVICE_NFIELDS, (char *)d, NULL, {0},
                      {0}};
     read_table(L, idx, &r);
     if (!has_base) {
         /* every field but the name (0) must be set */
         for (int i = 1; i < DEVICE_NSTRUCT; i++)
-            if (!(r.seen >> i & 1u))
+            if (!seen_has(&r, i))
                 apsl_error(L, "%s.%s: missing (a device table without base "
                               "must set every field; or set base = "
                               "\"<preset>\")", path, device_fields[i].name);
@@ -842,10 +860,10 @@ void apsl_check_device(lua_State *L, int idx, aps_device *d, const char *path)
 void apsl_check_cluster(lua_State *L, int idx, aps_cluster *c)
 {
     apsl_reader r = {"cluster", cluster_fields, NFIELDS(cluster_fields),
-                     (char *)c, NULL, 0, {0}};
+                     (char *)c, NULL, {0}, {0}};
     memset(c, 0, sizeof *c);
     read_table(L, idx, &r);
-    if (!(r.seen & 1u))
+    if (!seen_has(&r, 0))
         apsl_error(L, "cluster.device: missing (a device preset name or a "
                       "device table)");
 }
@@ -853,7 +871,7 @@ void apsl_check_cluster(lua_State *L, int idx, aps_cluster *c)
 void apsl_check_training(lua_State *L, int idx, aps_training *t)
 {
     apsl_reader r = {"training", training_fields, NFIELDS(training_fields),
-                     (char *)t, NULL, 0, {0}};
+                     (char *)t, NULL, {0}, {0}};
     aps_training_defaults(t);
     read_table(L, idx, &r);
 }
@@ -867,18 +885,18 @@ void apsl_check_strategy(lua_State *L, int idx, const aps_strategy *proto,
     r.nfields = S_NFIELDS;
     r.base = (char *)s;
     r.on_unknown = NULL;
-    r.seen = 0;
+    memset(r.seen, 0, sizeof r.seen);
     memcpy(s, proto, sizeof *s);
     read_table(L, idx, &r);
     /* Given as HSDP: the core then requires both degrees > 1. */
-    if (r.seen & ((1u << S_HSDP_SHARD) | (1u << S_HSDP_REPL)))
+    if (seen_has(&r, S_HSDP_SHARD) || seen_has(&r, S_HSDP_REPL))
         s->hsdp = true;
-    if (r.seen & ((1u << S_PART) | (1u << S_OFFSET) | (1u << S_RECOMPN))) {
+    if (seen_has(&r, S_PART) || seen_has(&r, S_OFFSET) || seen_has(&r, S_RECOMPN)) {
         static const int arrays[] = {S_PART, S_OFFSET, S_RECOMPN};
         for (int i = 0; i < 3; i++) {
             int fi = arrays[i];
             /* stage_partition: per rank, or per model chunk (p v) */
-            if ((r.seen >> fi & 1u) && r.arrlen[fi] >= 0 &&
+            if (seen_has(&r, fi) && r.arrlen[fi] >= 0 &&
                 (int64_t)r.arrlen[fi] != s->pp_degree &&
                 !(fi == S_PART &&
                   (int64_t)r.arrlen[fi] == s->pp_degree * s->vpp_degree))
@@ -893,7 +911,7 @@ void apsl_check_strategy(lua_State *L, int idx, const aps_strategy *proto,
          * past the first p is not 0); a split with every chunk past the
          * first p empty would read as per rank, equal chunks: refused. */
         int64_t p = s->pp_degree, S = p * s->vpp_degree;
-        if ((r.seen >> S_PART & 1u) && s->vpp_degree > 1 && p >= 1 &&
+        if (seen_has(&r, S_PART) && s->vpp_degree > 1 && p >= 1 &&
             S <= APS_MAX_STAGES && (int64_t)r.arrlen[S_PART] == S &&
             aps_partition_entries(s) != S)
             apsl_error(L, "strategy.stage_partition: given per model chunk "

@@ -33,6 +33,14 @@
 --   experts as --num-experts, --moe-router-topk, --moe-ffn-hidden-size,
 --   --moe-shared-expert-intermediate-size, --moe-layer-freq; MLA
 --   (M.mla_args) as --multi-latent-attention and its ranks and head dims
+-- * the model's architecture (issue 25): the gated MLP's activation
+--   (--swiglu, --quick-geglu, --glu-linear-offset,
+--   --activation-func-clamp-value), the window and its period
+--   (--window-size, --window-attn-skip-freq), sinks (--softmax-type
+--   learnable), Q/K norms, biases; what Megatron-LM cannot express
+--   (GeGLU's GELU-tanh, soft-capping, sandwich norms, full-width Q/K
+--   norms, bias-free LayerNorm, mixed biases) is a NOT WRITTEN line and
+--   the file is partial (M.ARCH_SOURCES, docs/launch.md)
 -- * training.mtp_num_layers -> --mtp-num-layers, with 'm' per MTP layer
 --   before the loss when the layout is written
 -- * micro_batch_size, global batch, seq_length -> --micro-batch-size,
@@ -504,31 +512,14 @@ function M.render(c)
   if (m.num_experts or 0) > 0 then M.moe_args(c, A, N) end
   -- TransformerConfig.mtp_num_layers (transformer_config.py:68 @ d98e8a64)
   if (tr.mtp_num_layers or 0) > 0 then A("--mtp-num-layers", tr.mtp_num_layers) end
-  if m.mlp == "swiglu" then A("--swiglu") end
-  -- MLA: the norms of the query and KV latents (DeepSeek q_a_layernorm,
-  -- kv_a_layernorm) are MLASelfAttention's q_layernorm / kv_layernorm,
-  -- built when qk_layernorm is set (multi_latent_attention.py)
-  if m.qk_norm or mla then A("--qk-layernorm") end
-  if m.norm == "rmsnorm" then A("--normalization", "RMSNorm") end
-  if m.position_embedding == "rope" then
-    M.rope_args(m, A, N, tr)
-    N("NOTE", "set a gated MLP's activation if it is not SiLU (Gemma's GeGLU); apsearch does not model it")
-  end
+  if m.mlp == "swiglu" then M.glu_args(c, A, N) end
+  M.qk_norm_args(m, mla, A, N)
+  M.norm_args(m, A, N)
+  if m.position_embedding == "rope" then M.rope_args(m, A, N, tr) end
   -- TransformerConfig.layernorm_epsilon (arg_names --norm-epsilon, default 1e-5)
   if (m.norm_eps or 0) > 0 then A("--norm-epsilon", M.num(m.norm_eps)) end
-  if (m.sliding_window or 0) > 0 then
-    local wl = m.sliding_window_layers or L
-    if wl >= L then
-      -- TransformerConfig.window_size (left, right) as Megatron's GPT-OSS
-      -- example: a W-token window (HF sliding_window) is W - 1 tokens back
-      A("--window-size", string.format("%d,0", m.sliding_window - 1))
-    else
-      N("NOTE", string.format("the estimate assumes a %d-token sliding window on %d of %d layers; " ..
-        "which layers is model-specific: set --window-size %d,0 with --window-attn-skip-freq " ..
-        "(a per-layer list) for your model, no flag is written",
-        m.sliding_window, wl, L, m.sliding_window - 1))
-    end
-  end
+  M.window_args(m, A, N)
+  M.attention_extras(m, A, N)
   if tr.dropout == false then
     -- estimated without dropout; Megatron's TransformerConfig defaults are
     -- attention_dropout = hidden_dropout = 0.1 (and attention dropout
@@ -537,10 +528,7 @@ function M.render(c)
     A("--hidden-dropout", 0)
   end
   if not m.tie_word_embeddings then A("--untie-embeddings-and-output-weights") end
-  if not (m.attn_out_bias or m.mlp_bias) then
-    A("--disable-bias-linear")
-    if m.qkv_bias then A("--add-qkv-bias") end
-  end
+  M.bias_args(c, A, N)
   if (tr.vocab_size_divisible_by or 0) > 0 then A("--make-vocab-size-divisible-by", tr.vocab_size_divisible_by) end
 
   -- precision (TransformerConfig fp8 / fp8_recipe / fp4 / fp4_recipe,
@@ -654,6 +642,217 @@ function M.render(c)
   out[#out + 1] = "  --master-addr \"$MASTER_ADDR\" --master-port \"$MASTER_PORT\" \\"
   out[#out + 1] = "  \"$MEGATRON_LM/pretrain_gpt.py\" \"${MEGATRON_ARGS[@]}\" \"$@\""
   return table.concat(out, "\n") .. "\n", notes
+end
+
+--- Where Megatron-LM (d98e8a64) reads each model-architecture flag below:
+-- file:line of megatron/training/arguments.py, megatron/training/
+-- argument_utils.py, megatron/core/transformer/transformer_config.py and
+-- the other files under megatron/core/transformer.
+M.ARCH_SOURCES = {
+  swiglu = "arguments.py:2450, argument_utils.py:314-317 (F.silu, gated_linear_unit)",
+  quick_geglu = "arguments.py:2452, argument_utils.py:323-326 (quick_gelu, gated_linear_unit); fused_bias_geglu.py:185 " ..
+    "quick_gelu(y) = y * sigmoid(1.702 y)",
+  activation_excluded = "arguments.py:2293 (activation_func and arguments.py:2327 gated_linear_unit excluded from the CLI)",
+  glu_linear_offset = "transformer_config.py:231 (activation_func(x[0]) * (x[1] + offset)); transformer_config.py:2440 fused: quick_gelu only",
+  clamp = "transformer_config.py:235; moe/experts.py:1004-1008 (gate clamp max, linear clamp +-c); transformer_config.py:2471-2495 " ..
+    "(SwiGLU: MoE only, offset 0)",
+  softmax_type = "transformer_config.py:170 ('vanilla', 'off-by-one', 'learnable'); dot_product_attention.py:126 " ..
+    "(a learned softmax_offset per head); TE >= 2.8 (transformer_engine.py:2184)",
+  window = "arguments.py:2384 --window-size (tuple_type), arguments.py:2387 --window-attn-skip-freq (moe_freq_type); " ..
+    "transformer_config.py:247, transformer_config.py:251; transformer/utils.py:531-546 (layer_number % k != 0: windowed)",
+  qk_layernorm = "transformer_config.py:259; attention.py:1734-1745 (q/k norms of hidden_size_per_attention_head)",
+  bias = "transformer_config.py:212 add_bias_linear (--disable-bias-linear), transformer_config.py:218 add_qkv_bias, arguments.py:1609-1610 " ..
+    "(add_bias_linear forces add_qkv_bias); moe/router.py:67 (router bias = add_bias_linear); " ..
+    "transformer_config.py:2612 (biases with MoE need expert_tensor_parallel_size 1)",
+  norms = "transformer_layer.py:278-288 (input_layernorm, pre_cross_attn_layernorm, " ..
+    "pre_mlp_layernorm: no norm after attention or MLP)",
+  softcap = "no logit soft-capping in training (attention.py:953 passes softcap 0.0 to " ..
+    "flash inference only)",
+}
+
+--- A note that part of the model is not in the script: a "NOT WRITTEN"
+-- line (the run's report labels the file partial, cli.lua) saying what
+-- Megatron-LM cannot express and what the script trains instead.
+-- @tparam function N note writer
+-- @tparam string what the model's feature
+-- @tparam string why what Megatron-LM lacks (with its source)
+-- @tparam string instead what the script builds
+local function not_written(N, what, why, instead)
+  N("NOT WRITTEN", string.format("%s: NOT EXPRESSIBLE in Megatron-LM d98e8a64 (%s); %s", what, why, instead))
+end
+
+--- The gated MLP's activation (model.glu_activation), offset and clamp.
+-- SiLU -> --swiglu; quick GELU (gpt-oss) -> --quick-geglu with
+-- --glu-linear-offset and --activation-func-clamp-value; GELU-tanh
+-- (Gemma's GeGLU) has no flag (activation_func is not on the command
+-- line): --quick-geglu, the same gated MLP with quick GELU, is written
+-- and the file is partial.  Sources: M.ARCH_SOURCES.
+-- @tparam table c context
+-- @tparam function A flag writer
+-- @tparam function N note writer
+function M.glu_args(c, A, N)
+  local m = c.model
+  local act = m.glu_activation or "silu"
+  if act == "silu" then
+    A("--swiglu")
+  else
+    A("--quick-geglu")
+  end
+  if act == "gelu_tanh" then
+    not_written(N, "the GeGLU MLP's GELU (gelu_pytorch_tanh)", "gated MLPs only with SiLU, --swiglu, or " ..
+      "quick GELU, --quick-geglu; " .. M.ARCH_SOURCES.activation_excluded, "--quick-geglu is written: the " ..
+      "same gated MLP and shapes with x * sigmoid(1.702 x) in place of GELU-tanh")
+  end
+  local offset, clamp = m.glu_linear_offset or 0, m.glu_clamp or 0
+  if offset ~= 0 then
+    if act == "silu" then
+      not_written(N, "glu_linear_offset " .. M.num(offset) .. " with SiLU", "TransformerConfig refuses an " ..
+        "offset with the fused SwiGLU, " .. M.ARCH_SOURCES.glu_linear_offset, "no offset is written")
+    else
+      A("--glu-linear-offset", M.num(offset))
+    end
+  end
+  if clamp > 0 then M.clamp_args(c, act, offset, clamp, A, N) end
+end
+
+--- --activation-func-clamp-value c: the gate clamped to <= c, the linear
+-- half to [-c, c] (M.ARCH_SOURCES.clamp); for SiLU TransformerConfig
+-- allows it only with experts and no offset.
+-- @tparam table c context
+-- @tparam string act glu_activation
+-- @tparam number offset glu_linear_offset
+-- @tparam number clamp glu_clamp (> 0)
+-- @tparam function A flag writer
+-- @tparam function N note writer
+function M.clamp_args(c, act, offset, clamp, A, N)
+  if act == "silu" and ((c.model.num_experts or 0) == 0 or offset ~= 0) then
+    not_written(N, "the SwiGLU clamp " .. M.num(clamp), "TransformerConfig allows it for SwiGLU only with " ..
+      "experts and no offset, " .. M.ARCH_SOURCES.clamp, "no clamp is written")
+    return
+  end
+  A("--activation-func-clamp-value", M.num(clamp))
+end
+
+--- Q/K norms: --qk-layernorm builds per-head norms (M.ARCH_SOURCES.
+-- qk_layernorm); full-width norms (OLMoE) are NOT EXPRESSIBLE and the
+-- per-head ones are written.  MLA: the norms of the query and KV latents
+-- (DeepSeek q_a_layernorm, kv_a_layernorm) are MLASelfAttention's
+-- q_layernorm / kv_layernorm, built when qk_layernorm is set
+-- (multi_latent_attention.py).
+-- @tparam table m model
+-- @tparam boolean mla multi-latent attention
+-- @tparam function A flag writer
+-- @tparam function N note writer
+function M.qk_norm_args(m, mla, A, N)
+  if not (m.qk_norm or mla) then return end
+  A("--qk-layernorm")
+  if m.qk_norm_full_width and not mla then
+    not_written(N, "Q/K norms over the whole projection (qk_norm_full_width)", "--qk-layernorm normalises " ..
+      "each head, " .. M.ARCH_SOURCES.qk_layernorm, "--qk-layernorm is written: per-head norms")
+  end
+end
+
+--- The norm kind and what Megatron's GPT layer cannot carry: LayerNorm
+-- without bias (Megatron's LayerNorm has one) and norms beyond the two per
+-- layer (Gemma's sandwich norms, M.ARCH_SOURCES.norms).
+-- @tparam table m model
+-- @tparam function A flag writer
+-- @tparam function N note writer
+function M.norm_args(m, A, N)
+  if m.norm == "rmsnorm" then A("--normalization", "RMSNorm") end
+  if m.norm == "layernorm" and m.norm_bias == false then
+    not_written(N, "LayerNorm without bias", "TENorm / FusedLayerNorm always have a bias", "the script's " ..
+      "LayerNorms have biases")
+  end
+  local per = m.norms_per_layer or 2
+  if per > M.GPT_LAYER_NORMS then
+    not_written(N, string.format("%d norms per layer (sandwich norms after attention and MLP)", per),
+      M.ARCH_SOURCES.norms, string.format("the script's layers have %d", M.GPT_LAYER_NORMS))
+  end
+end
+
+--- Norms in one Megatron-Core GPT layer: input_layernorm and
+-- pre_mlp_layernorm (or the fused layer-norm linears).
+M.GPT_LAYER_NORMS = 2
+
+--- The sliding window (M.ARCH_SOURCES.window): TransformerConfig.
+-- window_size (left, right) as Megatron's GPT-OSS example, a W-token
+-- window (HF sliding_window) being W - 1 tokens back; on every layer
+-- without --window-attn-skip-freq, on the layers whose 1-based number is
+-- not a multiple of k with --window-attn-skip-freq k
+-- (model.sliding_window_period).  A window on some layers without a
+-- period: not written (full attention everywhere), the file partial.
+-- @tparam table m model
+-- @tparam function A flag writer
+-- @tparam function N note writer
+function M.window_args(m, A, N)
+  local W = m.sliding_window or 0
+  if W <= 0 then return end
+  local L = m.num_layers
+  local wl, k = m.sliding_window_layers or 0, m.sliding_window_period or 0
+  if wl == 0 or wl >= L or k > 0 then
+    A("--window-size", string.format("%d,0", W - 1))
+    if k > 0 and wl < L then A("--window-attn-skip-freq", k) end
+    return
+  end
+  not_written(N, string.format("a %d-token sliding window on %d of %d layers", W, wl, L), "the model gives " ..
+    "no period for --window-attn-skip-freq", "no window is written: every layer attends fully")
+end
+
+--- Attention sinks (--softmax-type learnable, M.ARCH_SOURCES.
+-- softmax_type) and soft-capping (NOT EXPRESSIBLE, M.ARCH_SOURCES.softcap).
+-- @tparam table m model
+-- @tparam function A flag writer
+-- @tparam function N note writer
+function M.attention_extras(m, A, N)
+  if m.attention_sinks then A("--softmax-type", "learnable") end
+  for _, k in ipairs({ "attn_logit_softcapping", "final_logit_softcapping" }) do
+    if (m[k] or 0) > 0 then
+      not_written(N, k .. " " .. M.num(m[k]), M.ARCH_SOURCES.softcap, "the script's logits are not capped")
+    end
+  end
+end
+
+--- Linear-layer biases (M.ARCH_SOURCES.bias).  Megatron has two switches:
+-- add_bias_linear (q/k/v, output projection, MLP or experts and the
+-- router together) and add_qkv_bias.  Written: no bias ->
+-- --disable-bias-linear; q/k/v only -> with --add-qkv-bias; every bias
+-- (the router's too on an MoE model) -> nothing (Megatron's default).
+-- Any other mix keeps the closest (biases everywhere when the output
+-- projection or the MLP has one) and is NOT WRITTEN; with experts and
+-- biases an expert tensor parallel size over 1 is refused by
+-- TransformerConfig (NOT EXPRESSIBLE).
+-- @tparam table c context
+-- @tparam function A flag writer
+-- @tparam function N note writer
+function M.bias_args(c, A, N)
+  local m, r = c.model, c.rec
+  local moe = (m.num_experts or 0) > 0
+  local has = { qkv = m.qkv_bias == true, proj = m.attn_out_bias == true, mlp = m.mlp_bias == true }
+  if moe then has.router = m.moe_router_linear_bias == true end
+  if not (has.proj or has.mlp) then
+    A("--disable-bias-linear")
+    if has.qkv then A("--add-qkv-bias") end
+    if has.router then
+      not_written(N, "the router's bias without other linear biases", "the router has a bias exactly " ..
+        "with add_bias_linear", "no router bias")
+    end
+    return
+  end
+  local missing = {}
+  for _, k in ipairs({ "qkv", "proj", "mlp", "router" }) do
+    if has[k] == false then missing[#missing + 1] = k end
+  end
+  if #missing > 0 then
+    not_written(N, "biases on only some linear layers", "add_bias_linear puts them on q/k/v, the output " ..
+      "projection, the MLP and the router together", "the script adds biases the model lacks on: " ..
+      table.concat(missing, ", "))
+  end
+  if moe and (r.etp_degree or r.tp_degree or 1) > 1 then
+    N("NOT EXPRESSIBLE in Megatron-LM", "expert biases with expert tensor parallelism " ..
+      (r.etp_degree or r.tp_degree) .. ": TransformerConfig asserts expert_tensor_parallel_size 1 with " ..
+      "add_bias_linear and experts (transformer_config.py:2612); the script fails there")
+  end
 end
 
 --- Multi-head latent attention flags (DeepSeek-V2/V3; MLATransformerConfig,

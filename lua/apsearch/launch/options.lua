@@ -90,6 +90,12 @@ M.megatron = {
     "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
     "--cuda-graph-impl", "--cuda-graph-modules", "--tp-comm-overlap", "--cpu-offloading-num-layers",
     "--attention-dropout", "--hidden-dropout",
+    -- model architecture (issue 25): _add_network_size_args --quick-geglu
+    -- (arguments.py:2452), --window-attn-skip-freq (arguments.py:2387);
+    -- TransformerConfig softmax_type, glu_linear_offset,
+    -- activation_func_clamp_value (transformer_config.py:170, 231, 235)
+    "--quick-geglu", "--window-attn-skip-freq", "--softmax-type", "--glu-linear-offset",
+    "--activation-func-clamp-value",
   }),
 }
 
@@ -147,6 +153,15 @@ M.megatron.facts = {
   ["--yarn-beta-slow"] = { type = "number", constraint = "GPTModel yarn ramp, default 1.0" },
   ["--norm-epsilon"] = { type = "number", constraint = "TransformerConfig.layernorm_epsilon, default 1e-5" },
   ["--window-size"] = { type = "int_pair", constraint = "(left, right) tokens; -1 infinite" },
+  ["--window-attn-skip-freq"] = { type = "int", min = 2, constraint = "moe_freq_type: k -> layer " ..
+    "number n (1-based) windowed when n % k != 0 (transformer/utils.py:531-546); or a list expression" },
+  ["--softmax-type"] = { type = "string", values = set({ "vanilla", "off-by-one", "learnable" }),
+    constraint = "learnable: a trained sink logit per head (dot_product_attention.py:126); TE >= 2.8" },
+  ["--glu-linear-offset"] = { type = "number", constraint = "activation(x[0]) * (x[1] + offset); " ..
+    "non-zero with bias-activation fusion only for quick_gelu (transformer_config.py:2440)" },
+  ["--activation-func-clamp-value"] = { type = "number", min = 0, constraint = "gate clamped to <= c, " ..
+    "linear half to [-c, c] (moe/experts.py:1004-1008); SwiGLU: MoE only, offset 0 " ..
+    "(transformer_config.py:2471-2495)" },
   ["--attention-dropout"] = { type = "number" }, ["--hidden-dropout"] = { type = "number" },
   ["--fp8-format"] = { type = "string", values = set({ "e4m3", "hybrid" }) },
   ["--fp8-recipe"] = { type = "string", values = set({ "tensorwise", "delayed", "mxfp8", "blockwise", "custom" }) },

@@ -1,0 +1,203 @@
+--- Megatron-LM scripts describe the estimated model's architecture (issue
+-- 25 item 3): the exact model flags written per 2025 family (gpt-oss,
+-- Gemma 2 / 3, OLMoE, DBRX), and a NOT WRITTEN line (the file partial)
+-- for what Megatron-LM d98e8a64 cannot express.  The same scripts went
+-- through Megatron-LM's own parse_args / validate_args /
+-- core_transformer_config_from_args by hand (docs/launch.md).
+local hf = require "apsearch.hf"
+local core = require "apsearch.core"
+local policy = require "apsearch.policy"
+local search = require "apsearch.search"
+local launch = require "apsearch.launch"
+local megatron = require "apsearch.launch.megatron"
+local options = require "apsearch.launch.options"
+
+local ROOT = os.getenv("APS_ROOT") or "."
+
+--- The Gemma-2-9B config.json values (hf_spec's) with its window and caps.
+local GEMMA2_9B = { model_type = "gemma2", hidden_size = 3584, num_hidden_layers = 42,
+  num_attention_heads = 16, num_key_value_heads = 8, head_dim = 256, intermediate_size = 14336,
+  vocab_size = 256000, max_position_embeddings = 8192, hidden_activation = "gelu_pytorch_tanh",
+  sliding_window = 4096, attn_logit_softcapping = 50.0, final_logit_softcapping = 30.0,
+  rms_norm_eps = 1e-6, rope_theta = 10000.0 }
+
+local function path(name) return ROOT .. "/examples/models/" .. name .. ".json" end
+local function load(name) return (hf.load(path(name))) end
+
+-- The model-shape part of a script: flag -> value (true for a switch) and
+-- the comment notes, for one strategy on 8 GPUs.  `model` is a model
+-- table or a config.json path (MoE models: a policy's model table does
+-- not take the MoE fields).
+local function script(model, strategy)
+  local p = policy.from_table({ model = model, cluster = { device = "h100-sxm-80gb", nodes = 1,
+    devices_per_node = 8 }, training = { global_batch_size = 64, seq_length = 4096,
+    framework = "megatron" }, top_k = 1 }, ROOT .. "/examples/x.lua")
+  local ctx = search.context(p)
+  local est = ctx:estimate(strategy or { dp_degree = 8, zero_stage = 1, micro_batch_size = 1 })
+  local rec = { rank = 1, devices_used = est.devices_used, memory_cost = {}, performance_cost = {} }
+  for k, v in pairs(est.strategy) do rec[k] = v end
+  local stages = {}
+  for i, st in ipairs(est.stages) do stages[i] = { num_layers = st.num_layers, recompute_layers = 0 } end
+  local result = { inputs = ctx:inputs(), top_k_strategies = { rec }, stage_summary = { { stages = stages } } }
+  local text, notes = megatron.render(launch.context(result, rec))
+  local flags = {}
+  for flag, value in text:gmatch("\n  (%-%-[%w%-]+) ?([^\n]*)") do flags[flag] = value ~= "" and value or true end
+  return flags, notes, text
+end
+
+-- The notes starting with NOT WRITTEN (what makes the run's report call
+-- the file partial, cli.lua write_set).
+local function not_written(notes)
+  local out = {}
+  for _, n in ipairs(notes) do
+    if n:match("^NOT WRITTEN") then out[#out + 1] = n end
+  end
+  return out
+end
+
+-- Asserts `flags` holds each of `want` (flag -> value or true) and none of
+-- `absent`.
+local function has(flags, want, absent)
+  for f, v in pairs(want) do assert.are.equal(v, flags[f], f) end
+  for _, f in ipairs(absent or {}) do assert.is_nil(flags[f], f) end
+end
+
+describe("Megatron-LM model architecture flags (issue 25)", function()
+  it("registers every new flag with its facts", function()
+    for _, f in ipairs({ "--quick-geglu", "--window-attn-skip-freq", "--softmax-type",
+      "--glu-linear-offset", "--activation-func-clamp-value" }) do
+      assert.is_true(options.megatron.options[f], f)
+    end
+    assert.is_true(options.megatron.facts["--softmax-type"].values.learnable)
+    assert.are.equal(2, options.megatron.facts["--window-attn-skip-freq"].min)
+  end)
+
+  it("gpt-oss-20b: quick GeGLU + 1 clamped at 7, window 127 on odd layers, learned sinks, biases", function()
+    local flags, notes = script(path("gpt-oss-20b"))
+    has(flags, { ["--quick-geglu"] = true, ["--glu-linear-offset"] = "1",
+      ["--activation-func-clamp-value"] = "7", ["--window-size"] = "127,0",
+      ["--window-attn-skip-freq"] = "2", ["--softmax-type"] = "learnable",
+      ["--num-experts"] = "32", ["--moe-router-topk"] = "4", ["--moe-ffn-hidden-size"] = "2880",
+      ["--kv-channels"] = "64", ["--expert-tensor-parallel-size"] = "1" },
+      { "--swiglu", "--disable-bias-linear", "--add-qkv-bias", "--qk-layernorm", "--moe-layer-freq" })
+    assert.are.same({}, not_written(notes))
+  end)
+
+  it("gemma-3-1b: quick GeGLU for GeGLU (NOT WRITTEN), window 511 on 5 of 6 layers, per-head QK norm", function()
+    local flags, notes = script(load("gemma-3-1b-pt"))
+    has(flags, { ["--quick-geglu"] = true, ["--window-size"] = "511,0", ["--window-attn-skip-freq"] = "6",
+      ["--qk-layernorm"] = true, ["--disable-bias-linear"] = true, ["--normalization"] = "RMSNorm",
+      ["--kv-channels"] = "256", ["--num-query-groups"] = "1" },
+      { "--swiglu", "--softmax-type", "--glu-linear-offset", "--activation-func-clamp-value",
+        "--untie-embeddings-and-output-weights" })
+    local nw = not_written(notes)
+    assert.are.equal(2, #nw)
+    assert.truthy(nw[1]:find("GeGLU MLP's GELU (gelu_pytorch_tanh): NOT EXPRESSIBLE in Megatron-LM", 1, true))
+    assert.truthy(nw[1]:find("--quick-geglu is written", 1, true))
+    assert.truthy(nw[2]:find("4 norms per layer", 1, true))
+  end)
+
+  it("gemma-3-4b: window 1023 with period 6; linear RoPE scaling not written", function()
+    local flags, notes = script(load("gemma-3-4b-pt"))
+    has(flags, { ["--quick-geglu"] = true, ["--window-size"] = "1023,0", ["--window-attn-skip-freq"] = "6",
+      ["--qk-layernorm"] = true }, { "--swiglu" })
+    assert.are.equal(3, #not_written(notes))
+  end)
+
+  it("gemma-2-9b: window 4095 on every other layer, soft-capping NOT WRITTEN (the bug of issue 25)", function()
+    local m = hf.from_config(GEMMA2_9B, "gemma-2-9b.json")
+    assert.are.same({ "gelu_tanh", 2, 21, 50, 30 }, { m.glu_activation, m.sliding_window_period,
+      m.sliding_window_layers, m.attn_logit_softcapping, m.final_logit_softcapping })
+    local flags, notes = script(m)
+    has(flags, { ["--quick-geglu"] = true, ["--window-size"] = "4095,0", ["--window-attn-skip-freq"] = "2",
+      ["--disable-bias-linear"] = true }, { "--swiglu", "--qk-layernorm" })
+    local text = table.concat(not_written(notes), "\n")
+    assert.truthy(text:find("attn_logit_softcapping 50: NOT EXPRESSIBLE", 1, true))
+    assert.truthy(text:find("final_logit_softcapping 30: NOT EXPRESSIBLE", 1, true))
+    -- null caps: none (Gemma2Config's defaults only for absent keys)
+    local cfg = {}
+    for k, v in pairs(GEMMA2_9B) do cfg[k] = v end
+    cfg.attn_logit_softcapping, cfg.final_logit_softcapping = require("cjson").null, nil
+    m = hf.from_config(cfg, "gemma-2-9b.json")
+    assert.are.same({ 0, 30 }, { m.attn_logit_softcapping or 0, m.final_logit_softcapping })
+  end)
+
+  it("olmoe: SwiGLU, per-head QK norm for the full-width norms (NOT WRITTEN), no biases", function()
+    local flags, notes = script(path("olmoe-1b-7b-0924"))
+    has(flags, { ["--swiglu"] = true, ["--qk-layernorm"] = true, ["--disable-bias-linear"] = true,
+      ["--num-experts"] = "64", ["--moe-router-topk"] = "8", ["--moe-ffn-hidden-size"] = "1024",
+      ["--moe-router-pre-softmax"] = true },
+      { "--quick-geglu", "--window-size", "--softmax-type", "--add-qkv-bias" })
+    local nw = not_written(notes)
+    assert.are.equal(1, #nw)
+    assert.truthy(nw[1]:find("qk_norm_full_width", 1, true))
+  end)
+
+  it("dbrx: SwiGLU experts, LayerNorm (bias-free: NOT WRITTEN), no linear biases", function()
+    local flags, notes = script(path("dbrx-base"), { dp_degree = 1, ep_degree = 8, etp_degree = 1,
+      pp_degree = 8, zero_stage = 1, micro_batch_size = 1 })
+    has(flags, { ["--swiglu"] = true, ["--disable-bias-linear"] = true, ["--num-experts"] = "16",
+      ["--moe-router-topk"] = "4", ["--moe-ffn-hidden-size"] = "10752", ["--rotary-base"] = "500000" },
+      { "--normalization", "--qk-layernorm", "--quick-geglu", "--window-size" })
+    local nw = not_written(notes)
+    assert.are.equal(1, #nw)
+    assert.truthy(nw[1]:find("LayerNorm without bias", 1, true))
+  end)
+
+  it("a window on layers no period describes is NOT WRITTEN, not a full-window flag", function()
+    local m = load("gemma-3-1b-pt")
+    m.sliding_window_period, m.sliding_window_layers = nil, 20
+    local flags, notes = script(m)
+    has(flags, {}, { "--window-size", "--window-attn-skip-freq" })
+    assert.truthy(table.concat(not_written(notes), "\n"):find("512-token sliding window on 20 of 26", 1, true))
+    -- a window on every layer: --window-size alone (Mistral)
+    flags = script(load("mistral-7b-v0.1"))
+    has(flags, { ["--window-size"] = "4095,0", ["--swiglu"] = true }, { "--window-attn-skip-freq" })
+  end)
+
+  it("mixed biases keep Megatron's all-or-nothing and say which are added", function()
+    local m = load("llama-3.1-8b")
+    m.qkv_bias, m.attn_out_bias = true, true
+    local flags, notes = script(m)
+    has(flags, {}, { "--disable-bias-linear", "--add-qkv-bias" })
+    assert.truthy(table.concat(not_written(notes), "\n"):find("lacks on: mlp", 1, true))
+  end)
+end)
+
+describe("model fields of the architecture (issue 25)", function()
+  it("reads the window period from layer_types, or none when no period fits", function()
+    assert.are.equal(2, hf.window_period(function(i) return i % 2 == 1 end, 24))
+    assert.are.equal(6, hf.window_period(function(i) return i % 6 ~= 0 end, 26))
+    assert.is_nil(hf.window_period(function(i) return i > 4 end, 26))
+    local f = assert(io.open(ROOT .. "/examples/models/gemma-3-1b-pt.json"))
+    local cfg = require("cjson").decode(f:read("a")) f:close()
+    cfg.layer_types = {}
+    for i = 1, 26 do cfg.layer_types[i] = i <= 4 and "full_attention" or "sliding_attention" end
+    local m = hf.from_config(cfg, "gemma-3-1b-pt.json")
+    assert.are.same({ 22 }, { m.sliding_window_layers })
+    assert.is_nil(m.sliding_window_period)
+  end)
+
+  it("refuses an unknown Gemma activation naming file, key and value", function()
+    local cfg = {}
+    for k, v in pairs(GEMMA2_9B) do cfg[k] = v end
+    cfg.hidden_activation = "relu"
+    local ok, err = pcall(hf.from_config, cfg, "gemma-2-9b.json")
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("gemma-2-9b.json: hidden_activation", 1, true), err)
+    assert.truthy(tostring(err):find("relu", 1, true), err)
+  end)
+
+  it("the core checks the period against the windowed count and the GLU fields against mlp", function()
+    local m = load("gemma-3-1b-pt")
+    m.sliding_window_period = 2
+    local ok, err = pcall(core.model_params, m)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("sliding_window_period: 2 puts the window on 13 of 26 layers", 1, true), err)
+    m = load("llama-2-7b")
+    m.mlp, m.glu_activation = "gelu", "gelu_tanh"
+    ok, err = pcall(core.model_params, m)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("glu_activation: only a gated MLP", 1, true), err)
+  end)
+end)

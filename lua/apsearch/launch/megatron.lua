@@ -485,7 +485,11 @@ function M.render(c)
         m.sliding_window, wl, L, m.sliding_window - 1))
     end
   end
-  if tr.dropout == false then
+  -- not given: the estimate ran the framework's default (src/core/
+  -- profile.c: on for megatron and deepspeed, off for fsdp2 and fsdp)
+  local dropout = tr.dropout
+  if dropout == nil then dropout = tr.framework == nil or tr.framework == "megatron" or tr.framework == "deepspeed" end
+  if not dropout then
     -- estimated without dropout; Megatron's TransformerConfig defaults are
     -- attention_dropout = hidden_dropout = 0.1 (and attention dropout
     -- cannot be CUDA-graphed with recompute)

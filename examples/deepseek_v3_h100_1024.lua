@@ -39,6 +39,10 @@ return {
     recompute_modules = { "mla_up_proj/mlp/moe" },
     recompute_num_layers = { "auto" },
     ep_degree = { 8, 16, 32, 64 },
+    -- the recipe's expert tensor parallelism, not Megatron's default (the
+    -- tensor-parallel size): Megatron-Bridge 067f987d src/megatron/bridge/
+    -- recipes/deepseek/h100/deepseek_v3.py:132 expert_tensor_parallel_size = 1
+    etp_degree = { 1 },
   },
   objective = "step_time",
   top_k = 10,

@@ -139,6 +139,9 @@ typedef struct {
     bool grad_reduce_in_fp32;     /**< main grads kept / reduced in fp32 */
     bool fp8_param_gather;        /**< weights held and gathered quantized */
     bool compile_loss;            /**< the loss compiled (fused kernels) */
+    bool dropout;                 /**< hidden and attention dropout */
+    bool expandable_segments;     /**< PyTorch expandable segments */
+    double fragmentation;         /**< reserved / allocated - 1 */
     double grad_bytes;            /**< per parameter, on the device */
     double grad_reduce_bytes;     /**< per gradient element on the wire */
     double logits_bytes;          /**< per logit at the loss's peak */

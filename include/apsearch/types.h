@@ -348,6 +348,15 @@ typedef struct {
  *  preprocess (moe_router + moe_preprocess), both, or the whole step
  *  (--cuda-graph-impl full_iteration).  Captured kernels cost the host
  *  one graph launch instead of one launch each. */
+/** Which peak the memory limit bounds (training.memory_limit_kind):
+ *  PyTorch's max_memory_reserved (the caching allocator's segments, what
+ *  Megatron's memory report and TorchTitan's log print), max_memory_
+ *  allocated (live tensors), or device memory in use (reserved plus the
+ *  CUDA context and NCCL buffers, what nvidia-smi shows). */
+typedef enum {
+    APS_MEM_KIND_RESERVED = 0, APS_MEM_KIND_ALLOCATED, APS_MEM_KIND_DEVICE
+} aps_mem_kind;
+
 typedef enum {
     APS_CG_LAYER = 0, APS_CG_ATTN, APS_CG_MOE_ROUTER, APS_CG_ATTN_MOE_ROUTER,
     APS_CG_FULL_ITERATION, APS_CG_NONE
@@ -397,7 +406,12 @@ typedef struct {
     aps_optimizer optimizer;
     aps_framework framework;
     bool flash_attention;          /**< default on */
-    bool dropout;                  /**< default off (Llama style) */
+    int dropout;                   /**< hidden and attention dropout on
+                                        (1) or off (0); APS_DEFAULT (-1) =
+                                        the framework's default (on in
+                                        Megatron-LM and Megatron-DeepSpeed,
+                                        off in TorchTitan and llm-foundry;
+                                        recipe.c aps_recipe_dropout) */
     int fp8_param_gather;          /**< fp8 family: weights kept and
                                         gathered in fp8 (Megatron
                                         --fp8-param-gather, torchao float8
@@ -454,7 +468,20 @@ typedef struct {
                                         megatron/deepspeed, 1 otherwise) */
     double memory_limit_bytes;     /**< 0: device capacity - memory_margin */
     double memory_margin_bytes;    /**< kept free below capacity */
-    double allocator_fragmentation;/**< fraction of allocated bytes lost */
+    double allocator_fragmentation;/**< reserved over allocated, less 1,
+                                        of PyTorch's caching allocator
+                                        with fixed segments */
+    double allocator_fragmentation_expandable; /**< the same with
+                                        expandable segments */
+    int expandable_segments;       /**< PYTORCH_CUDA_ALLOC_CONF=
+                                        expandable_segments:True (1) or
+                                        not (0); APS_DEFAULT (-1) = the
+                                        framework's launcher's default
+                                        (recipe.c) */
+    aps_mem_kind memory_limit_kind;/**< the peak memory_limit_bytes bounds
+                                        (default reserved); the device's
+                                        capacity always bounds device
+                                        memory in use */
     double ddp_bucket_bytes;       /**< torch DDP bucket_cap_mb (25 MB) */
     int64_t ddp_buckets_in_flight; /**< buckets alive at once (2) */
     double dp_overlap;             /**< of the last micro-batch's backward */
@@ -744,7 +771,14 @@ typedef struct {
                                        ep experts / etp per MoE layer) */
     double inflight_microbatches; /**< activation sets alive at the peak */
     double mem[APS_MEM_COUNT];    /**< bytes */
-    double mem_total;             /**< bytes */
+    double mem_total;             /**< device memory in use: every
+                                       category, bytes */
+    double mem_allocated;         /**< max allocated: all categories but
+                                       `reserved`, bytes */
+    double mem_reserved;          /**< max reserved: allocated plus the
+                                       allocator's fragmentation, bytes */
+    double mem_limited;           /**< the figure the memory limit bounds
+                                       (aps_memory_checked), bytes */
     double time_fwd;              /**< one micro-batch, s (compute + exposed
                                        TP/CP comm + recompute excluded) */
     double time_bwd;              /**< one micro-batch incl. recompute, s */
@@ -765,7 +799,12 @@ typedef struct {
     double params_total;          /**< whole model, unpadded V */
     int64_t worst_stage;          /**< stage with the largest memory */
     double mem[APS_MEM_COUNT];    /**< worst stage, bytes */
-    double mem_peak;              /**< worst stage total, bytes */
+    double mem_peak;              /**< worst stage total (device memory
+                                       in use), bytes */
+    double mem_allocated;         /**< worst stage max allocated, bytes */
+    double mem_reserved;          /**< worst stage max reserved, bytes */
+    double mem_limited;           /**< worst stage figure the limit
+                                       bounds, bytes */
     double mem_limit;             /**< bytes */
     double perf_total[APS_PERF_COUNT];   /**< s per step */
     double perf_exposed[APS_PERF_COUNT]; /**< s per step on critical path */

@@ -58,10 +58,14 @@
 -- `embd_pdrop` (GPT-2), `hidden_dropout`, `attention_dropout` (GPT-NeoX,
 -- Llama family), `hidden_dropout_prob`, `attention_probs_dropout_prob`
 -- (BERT-style) is a number > 0 (`info.dropout_key` names the first such
--- key, `info.dropout_value` its value).  A policy whose model is such a
--- config trains with `training.dropout = true` unless the policy sets
--- `training.dropout` itself (apsearch.policy; the policy wins).  Each must
--- be a probability in [0, 1) when it is a number; null or absent: none.
+-- key, `info.dropout_value` its value); `info.dropout_stated` is true when
+-- any of them is present, 0 included.  A policy whose model is a config
+-- that states dropout trains as it says (`training.dropout = info.dropout`)
+-- unless the policy sets `training.dropout` itself (apsearch.policy; the
+-- policy wins); a config that states none leaves the framework's default
+-- (on in Megatron-LM: hidden_dropout = attention_dropout = 0.1,
+-- src/core/profile.c).  Each must be a probability in [0, 1) when it is a
+-- number; null or absent: not stated.
 --
 -- Mixture-of-experts types (issue 13; M.moe_supported) import with their
 -- experts, so that `core.model_params` counts total and active parameters
@@ -348,24 +352,26 @@ M.DROPOUT_KEYS = { "attn_pdrop", "resid_pdrop", "embd_pdrop", "hidden_dropout",
                    "attention_probs_dropout_prob" }
 
 --- Whether a config asks for dropout: the first of M.DROPOUT_KEYS that is
--- a number > 0.
+-- a number > 0; and whether it says at all (any of them present, 0
+-- included: Llama's attention_dropout = 0.0 says "none").
 -- @tparam table cfg decoded config.json
 -- @tparam string file its name, for errors
--- @treturn boolean, string|nil key, number|nil value
+-- @treturn boolean, string|nil key, number|nil value, boolean stated
 -- @raise `<file>: <key>: expected a dropout probability in [0, 1) (got v)`
 --   for a number outside [0, 1) or a non-number other than null
 local function dropout_of(cfg, file)
-  local found, key, value = false, nil, nil
+  local found, key, value, stated = false, nil, nil, false
   for _, k in ipairs(M.DROPOUT_KEYS) do
     local v = cfg[k]
     if not is_null(v) then
+      stated = true
       if type(v) ~= "number" or not (v >= 0 and v < 1) then
         util.fail(file, k, "expected a dropout probability in [0, 1)", v)
       end
       if v > 0 and not found then found, key, value = true, k, v end
     end
   end
-  return found, key, value
+  return found, key, value, stated
 end
 
 -- Reader bound to one config and file, raising errors that name both.
@@ -1139,9 +1145,10 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepsee
 -- @tparam string source file name used in error messages (and for the name)
 -- @tparam[opt] string name model name (default: derived from `source`)
 -- @treturn table model table (fields of aps_model)
--- @treturn table info `{source=, model_type=, dropout=, dropout_key=,
---   dropout_value=, notes=, vision_params=}`: dropout is true when the
---   config sets a dropout probability > 0 (M.DROPOUT_KEYS), with the first
+-- @treturn table info `{source=, model_type=, dropout=, dropout_stated=,
+--   dropout_key=, dropout_value=, notes=, vision_params=}`: dropout is true
+--   when the config sets a dropout probability > 0 (M.DROPOUT_KEYS),
+--   dropout_stated when it has any of those keys (0 included), with the first
 --   such key and value; notes, what the estimate does not price (strings
 --   starting with the file); vision_params, a multimodal config's vision
 --   tower and projector (counted apart), else nil
@@ -1181,7 +1188,7 @@ function M.from_config(cfg, source, name)
   end
   local notes, extra = {}, {}
   local model = numerics(build(reader(cfg, source), cfg, source, notes, extra), cfg, source)
-  local dropout, dropout_key, dropout_value = dropout_of(cfg, source)
+  local dropout, dropout_key, dropout_value, dropout_stated = dropout_of(cfg, source)
   if model.head_dim == nil and model.hidden_size % model.num_attention_heads == 0 then
     model.head_dim = model.hidden_size // model.num_attention_heads
   end
@@ -1196,6 +1203,7 @@ function M.from_config(cfg, source, name)
     error(source .. ": " .. msg, 0)
   end
   return model, { source = source, model_type = mt, dropout = dropout,
+                  dropout_stated = dropout_stated,
                   dropout_key = dropout_key, dropout_value = dropout_value,
                   notes = notes, vision_params = extra.vision_params }
 end

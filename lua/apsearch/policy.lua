@@ -29,10 +29,12 @@
 -- instruction limit and a memory cap; functions it defines (rules, an
 -- objective) are called in the sandbox too.
 --
--- A model read from a Hugging Face config.json whose dropout probabilities
--- are not all 0 (apsearch.hf.DROPOUT_KEYS) sets `training.dropout = true`
--- unless the policy's training table (or `--set training.dropout=`) gives
--- it: the policy wins.
+-- A model read from a Hugging Face config.json that states its dropout
+-- probabilities (apsearch.hf.DROPOUT_KEYS) sets `training.dropout` to
+-- whether any is above 0, unless the policy's training table (or `--set
+-- training.dropout=`) gives it: the policy wins.  Nothing stated: the
+-- framework's default (Megatron-LM and Megatron-DeepSpeed on, 0.1;
+-- TorchTitan and llm-foundry off; src/core/profile.c).
 --
 -- Field values are checked strictly: an unknown field anywhere, or a value
 -- of the wrong type or range, raises `<file>: <field>: <problem> (got <v>)`.
@@ -459,7 +461,8 @@ function Norm:fields(tbl, fields, path, section, routed, skip)
 end
 
 -- Returns the model table, its source, and the Hugging Face import's info
--- (`dropout`, ...) when the model is a config.json, else nil.
+-- (`dropout`, ...) when the model is a config.json (of a preset: its
+-- dropout only, what the config states), else nil.
 function Norm:model(v)
   if v == nil then self:fail("model", "required field is missing", nil) end
   local model, source, info
@@ -473,7 +476,7 @@ function Norm:model(v)
         " (known: " .. util.join(presets.model_names) .. "; or a path to a config.json)", ref)
     end
     local m, info = presets.model(ref)
-    return m, info.source
+    return m, info.source, { dropout = info.dropout, dropout_stated = info.dropout_stated }
   end
   if type(v) == "string" then
     model, source, info = load_ref(v, "model")
@@ -934,10 +937,17 @@ function M.from_table(raw, file, opts)
   -- newest) on the device; a calibration file applies over it
   p.stack = stacks.resolve(p.training)
   stacks.apply(p.cluster, p.stack)
-  -- a Hugging Face config with a dropout probability > 0 (apsearch.hf,
-  -- DROPOUT_KEYS) trains with dropout, unless the policy sets it itself
-  if model_info and model_info.dropout and p.training.dropout == nil then
-    p.training.dropout = true
+  -- a Hugging Face config that states its dropout (apsearch.hf,
+  -- DROPOUT_KEYS; 0.0 included) trains as it says, unless the policy sets
+  -- it itself; nothing stated: the framework's default (the core's)
+  if model_info and model_info.dropout_stated and p.training.dropout == nil then
+    p.training.dropout = model_info.dropout == true
+  end
+  -- a setting that acts only with another is refused, not ignored (the
+  -- core refuses its own: src/core/training.c aps_training_dependencies)
+  if p.training.cuda_graph_scope ~= nil and p.training.cuda_graphs ~= true then
+    n:fail("training.cuda_graph_scope", "needs training.cuda_graphs = true (the scope of " ..
+      "the CUDA graphs Megatron captures, --cuda-graph-modules)", p.training.cuda_graph_scope)
   end
   -- what the config has that no estimate term prices (apsearch.hf: gpt-oss
   -- sinks, Gemma 3's vision tower, ...), said on stderr as notes

@@ -78,6 +78,7 @@ M.cluster = {
   nvlink_domain_size = "nonnegint", nodes = "posint",
   -- routed to training (so `cluster.memory_limit_gib = 60` works)
   memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
+  memory_limit_kind = enum("reserved", "allocated", "device"),
 }
 
 --- Training fields (aps_training).
@@ -99,6 +100,10 @@ M.training = {
   vocab_size_divisible_by = "nonnegint",
   memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
   allocator_fragmentation = "fraction", ddp_bucket_bytes = "nonneg",
+  -- the allocator (src/core/memory.c allocator_peaks; docs/modeling.md
+  -- "Memory per device"): expandable segments, the peak the limit bounds
+  allocator_fragmentation_expandable = "fraction", expandable_segments = "bool",
+  memory_limit_kind = enum("reserved", "allocated", "device"),
   ddp_buckets_in_flight = "posint",
   dp_overlap = "fraction", fsdp_overlap = "fraction", tp_overlap = "fraction",
   pp_p2p_overlap = "fraction", dp_collective_rails = "nonnegint",
@@ -112,6 +117,7 @@ M.training = {
 --- Constraint fields of a policy.
 M.constraints = {
   memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
+  memory_limit_kind = enum("reserved", "allocated", "device"),
   allow_idle_devices = "bool", rules = "rules", max_candidates = "posint",
 }
 
@@ -161,8 +167,10 @@ M.dimensions = {
 
 --- Where fields given in another section really go.
 M.routes = {
-  cluster = { memory_limit_bytes = "training", memory_margin_bytes = "training" },
-  constraints = { memory_limit_bytes = "training", memory_margin_bytes = "training" },
+  cluster = { memory_limit_bytes = "training", memory_margin_bytes = "training",
+    memory_limit_kind = "training" },
+  constraints = { memory_limit_bytes = "training", memory_margin_bytes = "training",
+    memory_limit_kind = "training" },
 }
 
 -- suffix, factor, spellings tried after the base, pattern the field must match

@@ -219,8 +219,9 @@ M.timeline_max_ops = 2000
 -- and the drain, each within half the budget.
 M.timeline_ops_per_rank = 240
 
--- builds one top-k record from ctx:estimate()
-local function topk_record(rank, est, capacity)
+-- builds one top-k record from ctx:estimate() (training: the run's, for
+-- the peak the limit bounds)
+local function topk_record(rank, est, capacity, training)
   local s = est.strategy or {}
   local rec = { rank = rank }
   for _, f in ipairs(space_mod.fields) do rec[f] = s[f] end
@@ -233,10 +234,16 @@ local function topk_record(rank, est, capacity)
       mtp_layers = st.mtp_layers,
       recompute_layers = st.recompute_layers,
       total = st.memory_breakdown and st.memory_breakdown.total,
+      allocated = st.mem_allocated, reserved = st.mem_reserved,
     }
   end
+  -- total: device memory in use (what the device's capacity bounds);
+  -- allocated and reserved: PyTorch's peaks (src/core/memory.c
+  -- allocator_peaks); limit_kind: the one the limit bounds
   rec.memory_cost = {
     total = est.mem_peak, limit = est.mem_limit, worst_stage = est.worst_stage,
+    allocated = est.mem_allocated, reserved = est.mem_reserved, device = est.mem_peak,
+    limit_kind = require("apsearch.format.common").limited_kind(training),
     breakdown = est.memory_breakdown, per_stage = per_stage,
     near_capacity = capacity ~= nil and est.mem_peak > M.near_capacity_fraction * capacity,
   }
@@ -721,7 +728,7 @@ function M.run(policy, opts)
   local mem_bd, perf_bd, stage_summary = util.array(), util.array(), util.array()
   for rank, entry in ipairs(heap) do
     local est = ctx:estimate(entry.strategy)
-    local rec = topk_record(rank, est, inputs.cluster.device.memory_bytes)
+    local rec = topk_record(rank, est, inputs.cluster.device.memory_bytes, inputs.training)
     local dev = inputs.cluster.device
     local iv = intervals.of_estimate(est.step_time, est.mem_peak, inputs.training.framework,
       dev.base or dev.name, inputs.training.precision, (inputs.model.num_experts or 0) > 0)

@@ -56,14 +56,32 @@ local DEFAULTS = {
 -- defaults of the MoE dimensions (levels of MoE models only)
 local MOE_DEFAULTS = { moe_token_dispatcher = "alltoall", moe_capacity_factor = 0 }
 
+--- The expert tensor-parallel size a framework runs when the strategy
+-- does not set it: Megatron-LM's is the tensor-parallel size
+-- (megatron/training/arguments.py:587-588 and megatron/core/
+-- model_parallel_config.py:130, 506-507 @ d98e8a64: expert_tensor_
+-- parallel_size None -> tensor_model_parallel_size); TorchTitan's sparse
+-- mesh has no tensor-parallel split of an expert and Megatron-DeepSpeed
+-- splits experts only with --enable-expert-tensor-parallelism (off): 1.
+-- @tparam string framework training.framework
+-- @tparam integer tp tp_degree
+-- @treturn integer etp_degree
+function M.default_etp(framework, tp)
+  if framework == nil or framework == "megatron" then return tp end
+  return 1
+end
+
 --- The MoE strategy fields a candidate of an MoE model takes when its
--- space (or `apsearch estimate --strategy`) leaves them out: Megatron-LM's
--- defaults, --expert-model-parallel-size 1, --expert-tensor-parallel-size
--- 1 (as the space's etp level), --moe-token-dispatcher-type alltoall,
--- dropless (capacity factor 0: none).
+-- space (or `apsearch estimate --strategy`) leaves them out: the
+-- framework's defaults, --expert-model-parallel-size 1,
+-- --expert-tensor-parallel-size M.default_etp (Megatron-LM: the
+-- tensor-parallel size), --moe-token-dispatcher-type alltoall, dropless
+-- (capacity factor 0: none).
+-- @tparam[opt] string framework training.framework (default megatron)
+-- @tparam[opt] integer tp tp_degree (default 1)
 -- @treturn table field -> value (a fresh table)
-function M.moe_defaults()
-  return { ep_degree = 1, etp_degree = 1,
+function M.moe_defaults(framework, tp)
+  return { ep_degree = 1, etp_degree = M.default_etp(framework, tp or 1),
     moe_token_dispatcher = MOE_DEFAULTS.moe_token_dispatcher,
     moe_capacity_factor = MOE_DEFAULTS.moe_capacity_factor }
 end
@@ -451,16 +469,26 @@ function M.new(ss, info)
   -- new candidate).  ep_degree: the divisors of the expert count (or the
   -- listed values) whose etp x ep grid fits the ranks of a pipeline stage,
   -- tp x cp x dp (Megatron-Core parallel_state folds the expert layers'
-  -- etp-ep-edp over them); etp_degree 1 unless listed (NeMo's MoE
-  -- recipes); moe_token_dispatcher "alltoall", moe_capacity_factor 0
+  -- etp-ep-edp over them); etp_degree the framework's default unless
+  -- listed (M.default_etp: Megatron-LM's tensor-parallel size);
+  -- moe_token_dispatcher "alltoall", moe_capacity_factor 0
   -- (dropless) unless listed; moe_grouped_gemm a level only when listed.
   local E = info.num_experts or 0
   if E > 0 then
     local ep_given = dims.ep_degree
     local ep_all = {}
     for d = 1, E do if E % d == 0 then ep_all[#ep_all + 1] = d end end
-    local etl = dims.etp_degree or { 1 }
-    level { name = "etp_degree", field = "etp_degree", static = etl }
+    if dims.etp_degree then
+      level { name = "etp_degree", field = "etp_degree", static = dims.etp_degree }
+    else
+      local etp_fw, by_tp = info.framework, {}
+      level { name = "etp_degree", field = "etp_degree", deps = { "tp_degree" },
+        values = function(c)
+          local v = by_tp[c.tp_degree]
+          if not v then v = { M.default_etp(etp_fw, c.tp_degree) }; by_tp[c.tp_degree] = v end
+          return v
+        end }
+    end
     local ep_for = memo(function(ranks, etp)
       local out = {}
       for _, d in ipairs(ep_given or ep_all) do

@@ -71,14 +71,18 @@ M.LINES = {
     name = "Megatron-Bridge performance recipes",
     patterns = { "Megatron%-Bridge" },
     frameworks = { megatron = true },
-    training = { grad_reduce_in_fp32 = false },
+    -- the launcher's PERF_ENV_VARS set PYTORCH_CUDA_ALLOC_CONF=
+    -- expandable_segments:True for every performance run, dense and MoE
+    training = { grad_reduce_in_fp32 = false, expandable_segments = true },
     quantized = { fp8_param_gather = true },
     source = "NVIDIA-NeMo/Megatron-Bridge b7b4e11b scripts/performance/configs/"
       .. "llama/llama31_llm_pretrain.py:42-43 (mixed_precision and ddp "
       .. "grad_reduce_in_fp32 = False; the base recipes, src/megatron/bridge/"
       .. "recipes/common.py, keep True); src/megatron/bridge/training/"
       .. "mixed_precision.py:264, 302, 416 (fp8_param_gather / "
-      .. "fp4_param_gather = True for mxfp8, fp8 current scaling, nvfp4)",
+      .. "fp4_param_gather = True for mxfp8, fp8 current scaling, nvfp4); "
+      .. "scripts/performance/utils/executors.py:48 (PERF_ENV_VARS "
+      .. "PYTORCH_CUDA_ALLOC_CONF = expandable_segments:True)",
   },
   {
     -- NeMo 25.04 (the r2.3 branch): the performance scripts reduce

@@ -398,7 +398,8 @@ end
 -- dense_ffn_hidden_size (else ffn_hidden_size) and moe_layer_freq k (layer
 -- i is MoE when i % k == 0, Megatron's --moe-layer-freq k); attention
 -- "mla" the five MLA widths (head_dim = qk_nope + qk_rope).  The strategy
--- gets ep_degree, etp_degree (empty: tp_degree, Megatron's default),
+-- gets ep_degree, etp_degree (empty: the framework's default,
+-- apsearch.space.default_etp: tp_degree in Megatron-LM, 1 in TorchTitan),
 -- moe_token_dispatcher (empty: alltoall, NeMo's MoE recipes; noted as
 -- assumed) and moe_capacity_factor (empty: dropless).
 -- @tparam table row CSV row
@@ -430,7 +431,11 @@ function M.moe_columns(row, model, strategy, assumed)
   end
   if given(row, "moe_layer_freq") then model.moe_layer_freq = need_int(row, "moe_layer_freq") end
   if given(row, "ep_degree") then strategy.ep_degree = need_int(row, "ep_degree") end
-  if given(row, "etp_degree") then strategy.etp_degree = need_int(row, "etp_degree") end
+  if given(row, "etp_degree") then
+    strategy.etp_degree = need_int(row, "etp_degree")
+  else
+    strategy.etp_degree = require("apsearch.space").default_etp(row.framework, strategy.tp_degree or 1)
+  end
   if given(row, "moe_token_dispatcher") then
     strategy.moe_token_dispatcher = need_enum(row, "moe_token_dispatcher", { "alltoall", "allgather", "flex" })
   end

@@ -62,7 +62,7 @@
 #include "internal.h"
 
 /** Seconds per micro-batch a stage cost adds per unit of memory overflow
- *  (mem_total / limit), so that a partition that fits always beats one
+ *  (mem_limited / limit), so that a partition that fits always beats one
  *  that does not. */
 #define APS_BALANCE_OVERFLOW_PENALTY 1e6
 /** Bisection steps on the bottleneck time: 64 halvings shrink the
@@ -121,14 +121,14 @@ static int64_t stage_recompute(const aps_model *m, const aps_cluster *c,
     aps_stage_estimate st;
     lay->recompute[i] = 0;
     aps_stage_memory(m, c, t, s, lay, plan, lc, i, &st);
-    if (st.mem_total <= limit)
+    if (st.mem_limited <= limit)
         return 0;
     int64_t lo = 1, hi = lay->layers[i];
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
         lay->recompute[i] = mid;
         aps_stage_memory(m, c, t, s, lay, plan, lc, i, &st);
-        if (st.mem_total <= limit)
+        if (st.mem_limited <= limit)
             hi = mid;
         else
             lo = mid + 1;
@@ -162,7 +162,7 @@ static double stage_cost(const aps_model *m, const aps_cluster *c,
     double seconds = stage_seconds(m, c, t, s, lay, plan, lc, i);
     aps_stage_estimate st;
     aps_stage_memory(m, c, t, s, lay, plan, lc, i, &st);
-    double over = st.mem_total > limit ? st.mem_total / limit : 0.0;
+    double over = st.mem_limited > limit ? st.mem_limited / limit : 0.0;
     return seconds + APS_BALANCE_OVERFLOW_PENALTY * over;
 }
 
@@ -351,7 +351,7 @@ typedef struct {
     int64_t layers[APS_MAX_STAGES];
     bool fits;
     double step; /**< s, layout_step; only when fits */
-    double over; /**< the largest stage's mem_total / limit; only when
+    double over; /**< the largest stage's mem_limited / limit; only when
                       it does not fit */
 } scored_layout;
 
@@ -450,7 +450,7 @@ score_layout(const aps_model *m, const aps_cluster *c, const aps_training *t,
     for (int64_t i = 0; i < trial.p; i++) {
         aps_stage_estimate *st = &sc->est.stages[i];
         aps_stage_memory(m, c, t, s, &trial, plan, lc, i, st);
-        peak = st->mem_total > peak ? st->mem_total : peak;
+        peak = st->mem_limited > peak ? st->mem_limited : peak;
     }
     out->fits = peak <= limit;
     out->over = peak / limit;

@@ -524,9 +524,22 @@ static int64_t gib_rounded(double bytes, int dec)
     return (int64_t)(bytes / APS_GIB * pow(10, dec) + 0.5);
 }
 
-aps_reason aps_check_memory_limit(aps_estimate *out, int64_t p)
+/** " max reserved" / " max allocated" after the figure a user limit
+ *  bounds (aps_memory_checked); "" for device memory in use, the figure
+ *  the device's capacity bounds. */
+static const char *limited_kind(const aps_training *t)
 {
-    if (!(out->mem_peak > out->mem_limit))
+    if (!(t->memory_limit_bytes > 0) ||
+        t->memory_limit_kind == APS_MEM_KIND_DEVICE)
+        return "";
+    return t->memory_limit_kind == APS_MEM_KIND_ALLOCATED ? " max allocated"
+                                                          : " max reserved";
+}
+
+aps_reason aps_check_memory_limit(const aps_training *t, aps_estimate *out,
+                                  int64_t p)
+{
+    if (!(out->mem_limited > out->mem_limit))
         return APS_REASON_NONE;
     int64_t worst = out->worst_stage;
     const aps_stage_estimate *w = &out->stages[worst];
@@ -536,13 +549,13 @@ aps_reason aps_check_memory_limit(aps_estimate *out, int64_t p)
             big = k;
     int dec = APS_MEM_MSG_MIN_DECIMALS;
     while (dec < APS_MEM_MSG_MAX_DECIMALS &&
-           gib_rounded(out->mem_peak, dec) <= gib_rounded(out->mem_limit, dec))
+           gib_rounded(out->mem_limited, dec) <= gib_rounded(out->mem_limit, dec))
         dec++;
     aps_fmt(out->reason_msg, sizeof out->reason_msg,
-            "stage %lld of %lld needs %.*f GiB > memory limit %.*f GiB "
+            "stage %lld of %lld needs %.*f GiB%s > memory limit %.*f GiB "
             "(largest: %s %.2f GiB)",
-            (long long)worst + 1, (long long)p, dec, out->mem_peak / APS_GIB,
-            dec, out->mem_limit / APS_GIB,
+            (long long)worst + 1, (long long)p, dec, out->mem_limited / APS_GIB,
+            limited_kind(t), dec, out->mem_limit / APS_GIB,
             aps_mem_category_name((aps_mem_category)big), w->mem[big] / APS_GIB);
     return APS_REASON_MEMORY_LIMIT;
 }

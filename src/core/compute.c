@@ -172,10 +172,10 @@ static double layer_membound_bytes(const aps_model *m, const aps_training *t,
                    + 2.0 * 3.0 * A * hrep                    /* residuals */
                    + rope_b * x->T * (x->a + x->k) * x->dh / x->tp; /* RoPE */
     bytes += act_b * x->T * x->f / x->tp;                    /* activation */
-    if (t->dropout)
+    if (aps_recipe_dropout(t))
         bytes += 3.0 * (2.0 * A + APS_MASK_BYTES) * hrep;
     if (!t->flash_attention) /* softmax (and dropout) over the scores */
-        bytes += (2.0 * A + (t->dropout ? 2.0 * A + 1.0 : 0.0)) * x->a *
+        bytes += (2.0 * A + (aps_recipe_dropout(t) ? 2.0 * A + 1.0 : 0.0)) * x->a *
                  x->sl * x->S * x->b / x->tp;
     return bytes;
 }

@@ -68,6 +68,9 @@ static void run_stages(const aps_model *m, const aps_cluster *c,
     out->worst_stage = worst;
     memcpy(out->mem, out->stages[worst].mem, sizeof out->mem);
     out->mem_peak = out->stages[worst].mem_total;
+    out->mem_allocated = out->stages[worst].mem_allocated;
+    out->mem_reserved = out->stages[worst].mem_reserved;
+    out->mem_limited = out->stages[worst].mem_limited;
 }
 
 /** The per-step terms from the stages: m micro-batches of the slowest
@@ -130,7 +133,7 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
     if (step_terms(m, c, t, s, &lay, &plan, &sp, out) != APS_OK)
         return APS_ERANGE;
     aps_throughput(m, c, t, s, &lay, out);
-    out->reason = aps_check_memory_limit(out, lay.p);
+    out->reason = aps_check_memory_limit(t, out, lay.p);
     out->feasible = out->reason == APS_REASON_NONE;
     return APS_OK;
 }

@@ -79,6 +79,10 @@ typedef struct {
                                       more than this many parameters away
                                       is released and gathered again
                                       (recompute); 0 = kept */
+    bool dropout;                /**< its models' default hidden and
+                                      attention dropout is on */
+    bool expandable_segments;    /**< its launcher sets PYTORCH_CUDA_
+                                      ALLOC_CONF=expandable_segments:True */
 } aps_framework_profile;
 
 /** The profile of the training config's framework (profile.c). */
@@ -384,6 +388,20 @@ double aps_recipe_gather_bytes(const aps_training *t, double psi,
                                double matmul_psi);
 /** Bytes per logit held by the loss at its peak (compiled or eager). */
 double aps_recipe_logits_bytes(const aps_training *t);
+/** Training settings that act only with another setting or framework:
+ *  APS_EINVAL with the one-line reason when one is given without it
+ *  (training.c). */
+aps_status aps_training_dependencies(const aps_training *t, char *err,
+                                     size_t n);
+/** Hidden and attention dropout as the run trains: training.dropout, else
+ *  the framework's default (its profile). */
+bool aps_recipe_dropout(const aps_training *t);
+/** PyTorch's expandable segments as the run sets them:
+ *  training.expandable_segments, else the framework launcher's default. */
+bool aps_recipe_expandable_segments(const aps_training *t);
+/** Reserved over allocated bytes, less 1, under the run's allocator
+ *  settings (training.allocator_fragmentation[_expandable]). */
+double aps_recipe_fragmentation(const aps_training *t);
 /** Exposed seconds of `comm` seconds of TP collectives next to `gemm`
  *  seconds of the GEMMs they feed, with tp_comm_overlap (first of tp
  *  chunks exposed, the rest where longer than the GEMMs, and never more
@@ -568,6 +586,10 @@ double aps_hbm_time(const aps_device *d, double bytes);
  *  the device's memory_bytes less training.memory_margin_bytes
  *  (memory.c). */
 double aps_memory_limit(const aps_cluster *c, const aps_training *t);
+/** The figure of stage estimate st the memory limit bounds: device memory
+ *  in use against the device's capacity (no memory_limit_bytes), else
+ *  training.memory_limit_kind's (default max reserved). */
+double aps_memory_checked(const aps_training *t, const aps_stage_estimate *st);
 
 /** Devices a strategy occupies: dp x fsdp x tp x pp x cp (training.c). */
 int64_t aps_strategy_devices(const aps_strategy *s);
@@ -718,9 +740,11 @@ void aps_throughput(const aps_model *m, const aps_cluster *c,
 /* ---- check.c: the memory limit ---- */
 
 /** MEMORY_LIMIT with a message naming the stage, its bytes against the
- *  limit and its largest category when out->mem_peak exceeds
- *  out->mem_limit (p pipeline ranks), else APS_REASON_NONE. */
-aps_reason aps_check_memory_limit(aps_estimate *out, int64_t p);
+ *  limit (and which peak, training.memory_limit_kind) and its largest
+ *  category when out->mem_limited exceeds out->mem_limit (p pipeline
+ *  ranks), else APS_REASON_NONE. */
+aps_reason aps_check_memory_limit(const aps_training *t, aps_estimate *out,
+                                  int64_t p);
 
 /* ---- moe.c ---- */
 

@@ -68,7 +68,7 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
     double k = (double)m->num_query_groups, d = (double)m->head_dim;
     double rep = (s->tp_degree > 1 && s->sequence_parallel) ? tp : 1.0;
     double sbh_rep = sl * b * h / rep;
-    double drop = t->dropout ? 1.0 : 0.0;
+    double drop = aps_recipe_dropout(t) ? 1.0 : 0.0;
 
     /* Inputs of the linear layers (QKV, out-proj, fc1, fc2): fp8 with
      * TransformerEngine, which saves the fp8 cast it computed with for the
@@ -334,7 +334,7 @@ static double stage_activations(const aps_model *m, const aps_training *t,
     double off = (double)aps_recipe_offload_layers(
         t, lay->layers[i] - lay->recompute[i], lay->v);
     double per_mb = (layers - rc - off) * per_layer + kept_inputs * lc->act_input;
-    if (i == 0 && t->dropout)
+    if (i == 0 && aps_recipe_dropout(t))
         per_mb += APS_MASK_BYTES * sbh_rep;        /* embedding dropout */
     if (i == lay->p - 1) { /* final-norm, output inputs; MTP's per depth */
         double mtp_saved = APS_MTP_SAVED_HIDDEN -
@@ -445,6 +445,10 @@ static void comm_buffers(const aps_model *m, const aps_training *t,
     }
 }
 
+static void allocator_peaks(const aps_cluster *c, const aps_training *t,
+                            const aps_strategy *s, const aps_dp_plan *plan,
+                            aps_stage_estimate *st);
+
 void aps_stage_memory(const aps_model *m, const aps_cluster *c,
                       const aps_training *t, const aps_strategy *s,
                       const aps_layout *lay, const aps_dp_plan *plan,
@@ -471,13 +475,32 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
     aps_moe_stage_memory(m, t, s, lay, plan, &lc->moe, i,
                          st->inflight_microbatches, st);
 
+    allocator_peaks(c, t, s, plan, st);
+}
+
+/** The three peaks of stage estimate st from its categories: max
+ *  allocated (every category but `reserved`), max reserved (allocated
+ *  plus the allocator's fragmentation under training.expandable_segments),
+ *  device memory in use (reserved plus the CUDA context and one NCCL
+ *  communicator's buffers per process group, outside PyTorch's
+ *  allocator); `reserved` holds the difference. */
+static void allocator_peaks(const aps_cluster *c, const aps_training *t,
+                            const aps_strategy *s, const aps_dp_plan *plan,
+                            aps_stage_estimate *st)
+{
+    double *mem = st->mem;
     double allocated = 0.0;
     for (int j = 0; j < APS_MEM_COUNT; j++)
-        allocated += mem[j];
-    mem[APS_MEM_RESERVED] = c->device.cuda_context_bytes +
-                            c->device.nccl_comm_bytes * communicators(s, plan) +
-                            t->allocator_fragmentation * allocated;
-    st->mem_total = allocated + mem[APS_MEM_RESERVED];
+        if (j != APS_MEM_RESERVED)
+            allocated += mem[j];
+    double fragmentation = aps_recipe_fragmentation(t) * allocated;
+    double outside = c->device.cuda_context_bytes +
+                     c->device.nccl_comm_bytes * communicators(s, plan);
+    mem[APS_MEM_RESERVED] = fragmentation + outside;
+    st->mem_allocated = allocated;
+    st->mem_reserved = allocated + fragmentation;
+    st->mem_total = st->mem_reserved + outside;
+    st->mem_limited = aps_memory_checked(t, st);
 }
 
 double aps_memory_limit(const aps_cluster *c, const aps_training *t)
@@ -485,4 +508,15 @@ double aps_memory_limit(const aps_cluster *c, const aps_training *t)
     return t->memory_limit_bytes > 0
                ? t->memory_limit_bytes
                : c->device.memory_bytes - t->memory_margin_bytes;
+}
+
+double aps_memory_checked(const aps_training *t, const aps_stage_estimate *st)
+{
+    if (!(t->memory_limit_bytes > 0))
+        return st->mem_total; /* the device's capacity holds everything */
+    switch (t->memory_limit_kind) {
+    case APS_MEM_KIND_ALLOCATED: return st->mem_allocated;
+    case APS_MEM_KIND_DEVICE: return st->mem_total;
+    default: return st->mem_reserved;
+    }
 }

@@ -60,6 +60,17 @@ static const aps_framework_profile profiles[] = {
         .recompute_count_per_chunk = true,
         /* the contiguous grad buffer is the grads themselves */
         .dp_buffers = APS_DP_BUFFERS_NONE,
+        /* TransformerConfig hidden_dropout = attention_dropout = 0.1
+         * (megatron/core/transformer/transformer_config.py:188, 191 @
+         * d98e8a64; --hidden-dropout / --attention-dropout through
+         * ArgumentGroupFactory(TransformerConfig), megatron/training/
+         * arguments.py:2373) */
+        .dropout = true,
+        /* Megatron-LM's examples set no PYTORCH_CUDA_ALLOC_CONF: PyTorch's
+         * default, fixed segments (Megatron-Bridge's performance launcher
+         * sets expandable segments: its stack line, lua/apsearch/
+         * stacks.lua) */
+        .expandable_segments = false,
     },
     [APS_FW_DEEPSPEED] = {
         /* fp16 weights and grads, fp32 master + Adam: 2 + 2 + 12 = 16
@@ -90,6 +101,10 @@ static const aps_framework_profile profiles[] = {
          * rings over eight NICs give 8x that (PyTorch FSDP on the
          * MosaicML runs).  Override: training.dp_collective_rails. */
         .dp_rails = 1,
+        /* Megatron-DeepSpeed's megatron/arguments.py keeps Megatron-LM's
+         * --hidden-dropout / --attention-dropout default 0.1 */
+        .dropout = true,
+        .expandable_segments = false,
     },
     [APS_FW_FSDP2] = {
         /* sharded fp32 parameters are the master copy, fp32 grads, Adam
@@ -129,6 +144,12 @@ static const aps_framework_profile profiles[] = {
          * once after the last micro-batch */
         .pp_unsharded_grads = true,
         .dp_buffers = APS_DP_BUFFERS_DDP,
+        /* torchtitan/models at b5bcd76c: no dropout module in any model */
+        .dropout = false,
+        /* run_train.sh:43 @ b5bcd76c: PYTORCH_ALLOC_CONF=
+         * "expandable_segments:True" (since a5e57e4a, 2024-10-22,
+         * run_llama_train.sh) */
+        .expandable_segments = true,
     },
     [APS_FW_FSDP] = {
         .weight_bytes = 4.0, .grad_bytes = 4.0, .grads_follow_params = true,
@@ -143,6 +164,10 @@ static const aps_framework_profile profiles[] = {
         .eager_elementwise = true,
         .fp8_fused_cast_bytes = APS_FP8_FUSED_CAST_TE,
         .dp_buffers = APS_DP_BUFFERS_DDP,
+        /* MPTConfig resid_pdrop = emb_pdrop = 0.0 (llmfoundry/models/mpt/
+         * configuration_mpt.py @ 0085285a) */
+        .dropout = false,
+        .expandable_segments = false,
     },
 };
 

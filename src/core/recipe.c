@@ -56,6 +56,27 @@ double aps_recipe_logits_bytes(const aps_training *t)
     return fw->logits_bytes;
 }
 
+bool aps_recipe_dropout(const aps_training *t)
+{
+    if (t->dropout != APS_DEFAULT)
+        return t->dropout != 0;
+    return aps_profile(t)->dropout;
+}
+
+bool aps_recipe_expandable_segments(const aps_training *t)
+{
+    if (t->expandable_segments != APS_DEFAULT)
+        return t->expandable_segments != 0;
+    return aps_profile(t)->expandable_segments;
+}
+
+double aps_recipe_fragmentation(const aps_training *t)
+{
+    return aps_recipe_expandable_segments(t)
+               ? t->allocator_fragmentation_expandable
+               : t->allocator_fragmentation;
+}
+
 double aps_recipe_tp_exposed(const aps_training *t, int64_t tp, double comm,
                              double gemm)
 {
@@ -120,6 +141,9 @@ void aps_recipe_resolve(const aps_training *t, aps_recipe *out)
     out->grad_bytes = aps_recipe_grad_bytes(t);
     out->grad_reduce_bytes = aps_recipe_grad_reduce_bytes(t);
     out->logits_bytes = aps_recipe_logits_bytes(t);
+    out->dropout = aps_recipe_dropout(t);
+    out->expandable_segments = aps_recipe_expandable_segments(t);
+    out->fragmentation = aps_recipe_fragmentation(t);
 }
 
 aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,

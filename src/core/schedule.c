@@ -556,7 +556,7 @@ aps_status aps_pipeline_perf(const aps_model *m, const aps_cluster *c,
                              const aps_layout *lay, const aps_stage_times *r,
                              double tf, double tb, aps_estimate *out)
 {
-    bool simulated = out->mem_peak <= out->mem_limit;
+    bool simulated = out->mem_limited <= out->mem_limit;
     if (pipeline_bubble(m, c, s, lay, r, tf, tb, simulated, out) != APS_OK)
         return APS_ERANGE;
     double bw, alpha;

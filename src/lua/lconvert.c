@@ -79,6 +79,10 @@ APSL_ENUM(enum_optimizer, "adam, adamw, sgd",
 APSL_ENUM(enum_framework, "megatron, fsdp2, fsdp, deepspeed",
           {"megatron", APS_FW_MEGATRON}, {"fsdp2", APS_FW_FSDP2},
           {"fsdp", APS_FW_FSDP}, {"deepspeed", APS_FW_DEEPSPEED});
+APSL_ENUM(enum_mem_kind, "reserved, allocated, device",
+          {"reserved", APS_MEM_KIND_RESERVED},
+          {"allocated", APS_MEM_KIND_ALLOCATED},
+          {"device", APS_MEM_KIND_DEVICE});
 APSL_ENUM(enum_cuda_graph_scope,
           "layer, attn, moe_router, attn+moe_router, full_iteration, none",
           {"layer", APS_CG_LAYER}, {"attn", APS_CG_ATTN},
@@ -295,7 +299,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, optimizer, FT_ENUM, &enum_optimizer),
     FLD(aps_training, framework, FT_ENUM, &enum_framework),
     FLD(aps_training, flash_attention, FT_BOOL, NULL),
-    FLD(aps_training, dropout, FT_BOOL, NULL),
+    FLD(aps_training, dropout, FT_TRI, NULL),
     FLD(aps_training, fp8_param_gather, FT_TRI, NULL),
     FLD(aps_training, grad_reduce_in_fp32, FT_TRI, NULL),
     FLD(aps_training, activation_offload_layers, FT_INT, NULL),
@@ -310,6 +314,9 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, memory_limit_bytes, FT_NUM, NULL),
     FLD(aps_training, memory_margin_bytes, FT_NUM, NULL),
     FLD(aps_training, allocator_fragmentation, FT_NUM, NULL),
+    FLD(aps_training, allocator_fragmentation_expandable, FT_NUM, NULL),
+    FLD(aps_training, expandable_segments, FT_TRI, NULL),
+    FLD(aps_training, memory_limit_kind, FT_ENUM, &enum_mem_kind),
     FLD(aps_training, ddp_bucket_bytes, FT_NUM, NULL),
     FLD(aps_training, ddp_buckets_in_flight, FT_INT, NULL),
     FLD(aps_training, dp_overlap, FT_NUM, NULL),
@@ -1185,6 +1192,10 @@ static void push_stage(lua_State *L, const aps_stage_estimate *st, int i)
     lua_setfield(L, -2, "inflight_microbatches");
     apsl_push_mem_breakdown(L, st->mem, st->mem_total);
     lua_setfield(L, -2, "memory_breakdown");
+    lua_pushnumber(L, (lua_Number)st->mem_allocated);
+    lua_setfield(L, -2, "mem_allocated");
+    lua_pushnumber(L, (lua_Number)st->mem_reserved);
+    lua_setfield(L, -2, "mem_reserved");
     lua_pushnumber(L, (lua_Number)st->time_fwd);
     lua_setfield(L, -2, "time_fwd");
     lua_pushnumber(L, (lua_Number)st->time_bwd);
@@ -1208,13 +1219,16 @@ void apsl_push_recipe(lua_State *L, const aps_training *t)
         {"grad_reduce_in_fp32", r.grad_reduce_in_fp32},
         {"fp8_param_gather", r.fp8_param_gather},
         {"compile_loss", r.compile_loss},
+        {"dropout", r.dropout},
+        {"expandable_segments", r.expandable_segments},
     };
     const struct { const char *k; double v; } bytes[] = {
         {"grad_bytes", r.grad_bytes},
         {"grad_reduce_bytes", r.grad_reduce_bytes},
         {"logits_bytes", r.logits_bytes},
+        {"allocator_fragmentation", r.fragmentation},
     };
-    lua_createtable(L, 0, 6);
+    lua_createtable(L, 0, 10);
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         lua_pushboolean(L, flags[i].v);
         lua_setfield(L, -2, flags[i].k);
@@ -1252,6 +1266,8 @@ void apsl_push_estimate(lua_State *L, const aps_estimate *e,
     }
     SETINT(num_stages);
     SETNUM(mem_peak);
+    SETNUM(mem_allocated);
+    SETNUM(mem_reserved);
     SETNUM(mem_limit);
     SETNUM(step_time);
     SETNUM(tokens_per_s);

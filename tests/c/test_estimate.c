@@ -512,6 +512,7 @@ static void test_memory_limit_override(void **state)
     double peak = e.mem_peak;
     assert_true(peak > 4.0 * GIB);
 
+    x.t.memory_limit_kind = APS_MEM_KIND_DEVICE; /* the peak shown */
     x.t.memory_limit_bytes = peak - 1.0; /* one byte short */
     fx_run(&x.m, &x.c, &x.t, &x.s, &e);
     ASSERT_REL(e.mem_limit, peak - 1.0, 0);

@@ -421,6 +421,75 @@ static void test_logits_loss_bytes(void **state)
     ASSERT_REL(e.stages[0].mem[APS_MEM_LOGITS_LOSS], 6304038912.0, REL);
 }
 
+/* The allocator's three peaks (memory.c allocator_peaks) on Llama-3.1-8B,
+ * DP 8 under Megatron: max allocated = every category but `reserved`;
+ * max reserved = allocated x (1 + 0.05), Megatron's launcher leaving
+ * expandable segments off; device memory in use = reserved + the CUDA
+ * context (0.75 GiB = 805,306,368 B) + one NCCL communicator (the DP
+ * group; 500,000,000 B) = reserved + 1,305,306,368 B.  With expandable
+ * segments and allocator_fragmentation_expandable 0.02: x 1.02. */
+static void test_allocator_peaks(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    fx_setup_8b(&m, &c, &t, &s, 8, 64, 4096);
+    s.dp_degree = 8;
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    double allocated = 0.0;
+    for (int j = 0; j < APS_MEM_COUNT; j++)
+        if (j != APS_MEM_RESERVED)
+            allocated += e.mem[j];
+    ASSERT_REL(e.mem_allocated, allocated, REL);
+    ASSERT_REL(e.mem_reserved, 1.05 * allocated, REL);
+    ASSERT_REL(e.mem_peak - e.mem_reserved, 1305306368.0, REL);
+    ASSERT_REL(e.mem[APS_MEM_RESERVED], 0.05 * allocated + 1305306368.0, REL);
+    t.expandable_segments = 1;
+    t.allocator_fragmentation_expandable = 0.02;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.mem_reserved, 1.02 * allocated, REL);
+    ASSERT_REL(e.mem_peak, 1.02 * allocated + 1305306368.0, REL);
+}
+
+/* A memory_limit_bytes bounds training.memory_limit_kind's peak (default
+ * max reserved); the device's capacity always bounds device memory in
+ * use.  A limit between reserved and device in use fits by reserved, not
+ * by device; one between allocated and reserved fits by allocated only,
+ * and the message names the peak. */
+static void test_memory_limit_kind(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    fx_setup_8b(&m, &c, &t, &s, 8, 64, 4096);
+    s.dp_degree = 8;
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    double alloc = e.mem_allocated, res = e.mem_reserved, dev = e.mem_peak;
+    ASSERT_REL(e.mem_limited, dev, 0); /* no limit given: the capacity's */
+    t.memory_limit_bytes = 0.5 * (res + dev);
+    fx_run(&m, &c, &t, &s, &e);
+    assert_true(e.feasible);
+    ASSERT_REL(e.mem_limited, res, 0);
+    t.memory_limit_kind = APS_MEM_KIND_DEVICE;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REASON(e.reason, APS_REASON_MEMORY_LIMIT, e.reason_msg);
+    t.memory_limit_kind = APS_MEM_KIND_RESERVED;
+    t.memory_limit_bytes = 0.5 * (alloc + res);
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REASON(e.reason, APS_REASON_MEMORY_LIMIT, e.reason_msg);
+    ASSERT_HAS(e.reason_msg, "GiB max reserved > memory limit");
+    t.memory_limit_kind = APS_MEM_KIND_ALLOCATED;
+    fx_run(&m, &c, &t, &s, &e);
+    assert_true(e.feasible);
+    ASSERT_REL(e.mem_limited, alloc, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -440,6 +509,8 @@ int main(void)
         cmocka_unit_test(test_ap_ft_02_hsdp),
         cmocka_unit_test(test_state_bytes_through_estimate),
         cmocka_unit_test(test_logits_loss_bytes),
+        cmocka_unit_test(test_allocator_peaks),
+        cmocka_unit_test(test_memory_limit_kind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -589,6 +589,116 @@ static void test_recipe_framework_support(void **state)
     ASSERT_HAS(msg, "training.grad_reduce_in_fp32");
 }
 
+/* Dropout as Megatron-LM has it by default (TransformerConfig
+ * hidden_dropout = attention_dropout = 0.1, transformer_config.py:188,
+ * 191 @ d98e8a64) when training.dropout is not given: the masks a layer
+ * keeps (memory.c: one byte per element after attention and after the
+ * MLP, replicated without SP) and the embedding dropout's mask on stage 1.
+ * Llama-3.1-8B, s = 4096, b = 1, TP 1, flash: 2 x 4096 x 4096 =
+ * 33,554,432 B per layer, x 32 layers + 16,777,216 (embedding) =
+ * 1,090,519,040 B.  TorchTitan's models have no dropout: 0. */
+static void test_dropout_framework_default(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    setup_8b(&m, &c, &t, &s);
+    aps_estimate off, def;
+    fx_run(&m, &c, &t, &s, &off); /* the fixture says no dropout */
+    t.dropout = APS_DEFAULT;
+    fx_run(&m, &c, &t, &s, &def);
+    ASSERT_REL(def.mem[APS_MEM_ACTIVATIONS] - off.mem[APS_MEM_ACTIVATIONS],
+               1090519040.0, REL);
+    aps_recipe r;
+    aps_recipe_resolve(&t, &r);
+    assert_true(r.dropout);
+    t.framework = APS_FW_FSDP2;
+    aps_recipe_resolve(&t, &r);
+    assert_false(r.dropout);
+    t.framework = APS_FW_DEEPSPEED;
+    aps_recipe_resolve(&t, &r);
+    assert_true(r.dropout);
+    t.framework = APS_FW_FSDP;
+    aps_recipe_resolve(&t, &r);
+    assert_false(r.dropout);
+}
+
+/* PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True as each framework's
+ * launcher sets it: TorchTitan's run_train.sh:43 @ b5bcd76c, not
+ * Megatron-LM's, DeepSpeed's or llm-foundry's; a given value wins, and
+ * the fragmentation follows it. */
+static void test_expandable_segments_default(void **state)
+{
+    (void)state;
+    aps_training t;
+    fx_training(&t, 8, 1024);
+    aps_recipe r;
+    aps_recipe_resolve(&t, &r);
+    assert_false(r.expandable_segments);
+    t.framework = APS_FW_FSDP2;
+    aps_recipe_resolve(&t, &r);
+    assert_true(r.expandable_segments);
+    t.allocator_fragmentation_expandable = 0.02;
+    aps_recipe_resolve(&t, &r);
+    ASSERT_REL(r.fragmentation, 0.02, 0);
+    t.expandable_segments = 0;
+    aps_recipe_resolve(&t, &r);
+    assert_false(r.expandable_segments);
+    ASSERT_REL(r.fragmentation, 0.05, 0);
+}
+
+/** aps_training_validate's message for t, asserting APS_EINVAL. */
+static void assert_refused(const aps_training *t, const char *needle)
+{
+    char err[256] = "";
+    assert_int_equal(aps_training_validate(t, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, needle);
+    assert_null(strchr(err, '\n')); /* one line */
+}
+
+/* Settings that act only with another are refused with the reason, not
+ * ignored: compile_loss without torch_compile or without a compiled
+ * loss (TorchTitan's compile.components), exp_avg_bf16 with SGD,
+ * store_param_remainders with fp32 weights (fsdp2). */
+static void test_dependent_flags_refused(void **state)
+{
+    (void)state;
+    aps_training t;
+    fx_training(&t, 8, 1024);
+    t.framework = APS_FW_FSDP2;
+    t.compile_loss = 1;
+    assert_refused(&t, "compile_loss: needs training.torch_compile");
+    t.torch_compile = true;
+    char err[256] = "";
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_OK);
+    t.framework = APS_FW_MEGATRON;
+    assert_refused(&t, "megatron has no compiled loss");
+    fx_training(&t, 8, 1024);
+    t.optimizer = APS_OPT_SGD;
+    t.exp_avg_bf16 = true;
+    assert_refused(&t, "exp_avg_bf16: needs an Adam optimizer");
+    fx_training(&t, 8, 1024);
+    t.framework = APS_FW_FSDP2;
+    t.store_param_remainders = true;
+    assert_refused(&t, "store_param_remainders: fsdp2 keeps fp32");
+    /* MoE overlaps on a dense model (aps_inputs_validate) */
+    aps_model m;
+    aps_cluster c;
+    aps_strategy s;
+    setup_8b(&m, &c, &t, &s);
+    t.moe_shared_expert_overlap = true;
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err),
+                     APS_EINVAL);
+    ASSERT_HAS(err, "has no shared expert");
+    t.moe_shared_expert_overlap = false;
+    t.overlap_moe_expert_parallel_comm = true;
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err),
+                     APS_EINVAL);
+    ASSERT_HAS(err, "has no experts");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -608,6 +718,9 @@ int main(void)
         cmocka_unit_test(test_fsdp2_pp_unsharded),
         cmocka_unit_test(test_fsdp2_pp_reshard_after_forward),
         cmocka_unit_test(test_recipe_framework_support),
+        cmocka_unit_test(test_dropout_framework_default),
+        cmocka_unit_test(test_expandable_segments_default),
+        cmocka_unit_test(test_dependent_flags_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,7 +24,11 @@ static void test_training_defaults(void **state)
     assert_int_equal(t.optimizer, APS_OPT_ADAM);
     assert_int_equal(t.framework, APS_FW_MEGATRON);
     assert_true(t.flash_attention);
-    assert_false(t.dropout);
+    assert_int_equal(t.dropout, APS_DEFAULT); /* the framework's */
+    assert_int_equal(t.expandable_segments, APS_DEFAULT);
+    assert_int_equal(t.memory_limit_kind, APS_MEM_KIND_RESERVED);
+    ASSERT_REL(t.allocator_fragmentation, 0.05, 0);
+    ASSERT_REL(t.allocator_fragmentation_expandable, 0.05, 0);
     assert_int_equal(t.vocab_size_divisible_by, 0); /* framework default */
     ASSERT_REL(t.memory_limit_bytes, 0.0, 0);
     ASSERT_REL(t.memory_margin_bytes, 1073741824.0, 0);

@@ -317,12 +317,13 @@ describe("estimate", function()
   end)
 
   it("says which expert parallelism an MoE estimate ran when --strategy leaves it out", function()
-    -- Megatron's defaults (space.moe_defaults): EP 1, ETP 1
+    -- Megatron's defaults (space.moe_defaults): EP 1, ETP = TP
+    -- (megatron/training/arguments.py:587-588 @ d98e8a64)
     local code, out, err = H.apsearch("estimate", ROOT .. "/examples/mixtral_8x7b_h100.lua",
       "--strategy", "tp_degree=2", "--quiet")
     assert.is_true(code == 0 or code == 1, err)
     local line = out:match("strategy  ([^\n]+)")
-    assert.truthy(line:find("ep_degree=1 etp_degree=1", 1, true), line)
+    assert.truthy(line:find("ep_degree=1 etp_degree=2", 1, true), line)
     code, out, err = H.apsearch("estimate", ROOT .. "/examples/mixtral_8x7b_h100.lua",
       "--strategy", "tp_degree=2,ep_degree=4", "--quiet")
     assert.is_true(code == 0 or code == 1, err)

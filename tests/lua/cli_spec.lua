@@ -278,3 +278,31 @@ return { model = "mixtral.json", cluster = { device = "h100-sxm-80gb", nodes = 1
     end)
   end)
 end)
+
+describe("allocator outputs and dependent flags (issue 24)", function()
+  it("refuses a flag that needs another, in one line, exit 2", function()
+    assert.are.equal("--set: training.compile_loss: needs training.torch_compile = true (TorchTitan compiles "
+      .. "its components only with compile.enable)",
+      one_line_error(apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1",
+        "--set", "training.framework=fsdp2", "--set", "training.compile_loss=true")))
+    local msg = one_line_error(apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1",
+      "--set", "training.cuda_graph_scope=attn"))
+    assert.truthy(msg:find("training.cuda_graph_scope: needs training.cuda_graphs = true", 1, true), msg)
+  end)
+
+  it("reports max allocated, max reserved and device memory in use, and which one the limit bounds", function()
+    local code, out, err = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--format", "json",
+      "--top-k", "1")
+    assert.are.equal(0, code, err)
+    local mc = require("cjson").decode(out).top_k_strategies[1].memory_cost
+    assert.is_true(mc.allocated < mc.reserved and mc.reserved < mc.device)
+    assert.are.equal(mc.total, mc.device)
+    assert.are.equal("device", mc.limit_kind) -- no limit given: the capacity's
+    code, out = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--top-k", "1",
+      "--set", "cluster.memory_limit_gib=70")
+    assert.are.equal(0, code)
+    assert.truthy(out:find("peak GiB = device memory in use (max reserved + CUDA context + NCCL); rank 1: "
+      .. "max allocated", 1, true), out)
+    assert.truthy(out:find("limit on max reserved", 1, true), out)
+  end)
+end)

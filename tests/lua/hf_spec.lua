@@ -527,10 +527,30 @@ describe("dropout from a Hugging Face config", function()
       '  training = { global_batch_size = 8, seq_length = 1024 } }\n')
     f:close()
     assert.is_true(policy.load(file).training.dropout)
-    -- a preset (Llama: attention_dropout 0.0) keeps the default, off
+    -- a preset (Llama: attention_dropout 0.0) says none: off, not
+    -- Megatron's default 0.1
     p = policy.from_table({ model = "llama-3.1-8b", cluster = "a100-sxm4-40gb",
       training = { global_batch_size = 8, seq_length = 1024 } }, "policy.lua")
-    assert.is_nil(p.training.dropout)
+    assert.is_false(p.training.dropout)
+  end)
+
+  it("leaves the framework's dropout default when the config states no dropout key", function()
+    local cfg = {}
+    for k, v in pairs(GPT2_LARGE) do cfg[k] = v end
+    cfg.attn_pdrop, cfg.resid_pdrop, cfg.embd_pdrop = nil, nil, nil
+    local path = tmpfile("gpt2-nodrop.json", cjson.encode(cfg))
+    local model, info = hf.load(path)
+    assert.is_table(model)
+    assert.is_false(info.dropout_stated)
+    local p = policy.from_table({ model = path, cluster = "a100-sxm4-40gb",
+      training = { global_batch_size = 8, seq_length = 1024 } }, "policy.lua", { base_dir = "/" })
+    assert.is_nil(p.training.dropout) -- the core's framework default
+    -- stated 0.0: off
+    cfg.attn_pdrop = 0.0
+    path = tmpfile("gpt2-zero.json", cjson.encode(cfg))
+    p = policy.from_table({ model = path, cluster = "a100-sxm4-40gb",
+      training = { global_batch_size = 8, seq_length = 1024 } }, "policy.lua", { base_dir = "/" })
+    assert.is_false(p.training.dropout)
   end)
 
   it("GPT-2 large on 32 GiB without flash attention is out of memory (Megatron-LM issue 525)", function()

@@ -184,14 +184,15 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
       assert.is_true(math.abs(e.why.step_time - e.step_time) <= 1e-9 * e.step_time) -- the same run
     end
     -- a lower memory limit: those over it are filtered by MEMORY_LIMIT
-    local limit = base.top_k_strategies[1].memory_cost.total * 0.999
+    -- (a limit the user gives bounds max reserved, memory_limit_kind)
+    local limit = base.top_k_strategies[1].memory_cost.reserved * 0.999
     code, out, err = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--format", "json",
       "--set", string.format("cluster.memory_limit_gib=%.6f", limit / 2 ^ 30), "--baseline", base_dir .. "/result.json")
     assert.are.equal(0, code, err)
     d = cjson.decode(out).baseline_diff
     local seen = false
     for _, e in ipairs(d.top_k.left) do
-      if by_rank[e.rank].memory_cost.total > limit then
+      if by_rank[e.rank].memory_cost.reserved > limit then
         seen = true
         assert.are.equal("filtered", e.why.kind)
         assert.are.equal("MEMORY_LIMIT", e.why.reason)

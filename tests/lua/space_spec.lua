@@ -292,3 +292,30 @@ describe("space.slot and space.slotter", function()
     end
   end)
 end)
+
+describe("space etp_degree when the space does not list it", function()
+  -- Megatron-LM: expert_tensor_parallel_size None -> the tensor-parallel
+  -- size (megatron/training/arguments.py:587-588 @ d98e8a64); TorchTitan
+  -- has no tensor-parallel split of an expert: 1
+  local function etps(framework)
+    local s = space.new({ data_parallel = "manual", dims = { tp_degree = { 1, 2, 4 }, dp_degree = { 2 } } },
+      { num_devices = 8, framework = framework, num_layers = 32, num_experts = 8 })
+    local got, seen = {}, {}
+    for c in s:iter() do
+      local k = c.tp_degree .. ":" .. c.etp_degree
+      if not seen[k] then seen[k] = true; got[#got + 1] = k end
+    end
+    return got
+  end
+  it("is the tensor-parallel size in Megatron-LM, 1 in TorchTitan", function()
+    assert.are.same({ "1:1", "2:2", "4:4" }, etps("megatron"))
+    assert.are.same({ "1:1", "2:1", "4:1" }, etps("fsdp2"))
+    assert.are.equal(4, space.moe_defaults("megatron", 4).etp_degree)
+    assert.are.equal(1, space.moe_defaults("fsdp2", 4).etp_degree)
+  end)
+  it("keeps a listed etp_degree", function()
+    local s = space.new({ data_parallel = "manual", dims = { tp_degree = { 2 }, dp_degree = { 4 }, etp_degree = { 1 } } },
+      { num_devices = 8, framework = "megatron", num_layers = 32, num_experts = 8 })
+    for c in s:iter() do assert.are.equal(1, c.etp_degree) end
+  end)
+end)

@@ -86,6 +86,11 @@ function M.recipe_line(r, t)
   end
   if t.store_param_remainders then parts[#parts + 1] = "store_param_remainders on" end
   if t.torch_compile then parts[#parts + 1] = "loss compiled " .. (r.compile_loss and "yes" or "no") end
+  if r.dropout ~= nil then parts[#parts + 1] = "dropout " .. on(r.dropout) end
+  if r.expandable_segments ~= nil then
+    parts[#parts + 1] = ("expandable_segments %s (fragmentation %.0f%%)"):format(on(r.expandable_segments),
+      100 * (r.allocator_fragmentation or 0))
+  end
   return table.concat(parts, ", ")
 end
 
@@ -145,7 +150,10 @@ function M.format(est, inputs)
     local mi = est.mem_peak_interval
     rows[#rows + 1] = { "total", g(est.mem_peak or bd.total),
       mi and string.format("%d %% interval %s-%s", math.floor(mi.level * 100 + 0.5), g(mi.lo), g(mi.hi)) or "" }
-    rows[#rows + 1] = { "limit", g(est.mem_limit), "" }
+    for _, p in ipairs(common.peak_rows(est, inputs and inputs.training)) do
+      rows[#rows + 1] = { p[1], g(p[2]), p[3] }
+    end
+    rows[#rows + 1] = { "limit", g(est.mem_limit), common.limit_text(inputs and inputs.training) }
     out[#out + 1] = (common.align({ "category", "GiB", "" }, rows, { false, true, false }):gsub("\n$", ""))
   end
 

@@ -366,6 +366,58 @@ function M.experts_note(model)
   return ""
 end
 
+--- The peak the memory limit bounds (src/core/memory.c
+-- aps_memory_checked): device memory in use against the device's
+-- capacity, else training.memory_limit_kind's (default reserved).
+-- @tparam[opt] table training the run's training table
+-- @treturn string "reserved", "allocated" or "device"
+function M.limited_kind(training)
+  training = training or {}
+  if not ((training.memory_limit_bytes or 0) > 0) then return "device" end
+  return training.memory_limit_kind or "reserved"
+end
+
+--- What the memory limit applies to, for the line after it.
+-- @tparam[opt] table training
+-- @treturn string
+function M.limit_text(training)
+  local kind = M.limited_kind(training)
+  if not (((training or {}).memory_limit_bytes or 0) > 0) then
+    return "on device memory in use (capacity less the margin)"
+  end
+  return "on " .. (kind == "device" and "device memory in use" or ("max " .. kind))
+end
+
+--- The allocator's peaks of an estimate, for the rows under its total:
+-- max allocated (live tensors), max reserved (PyTorch's caching
+-- allocator: what Megatron's memory report and TorchTitan's log print);
+-- the total is device memory in use (reserved plus the CUDA context and
+-- NCCL buffers: what nvidia-smi shows).
+-- @tparam table est estimate (mem_allocated, mem_reserved)
+-- @treturn table rows {label, bytes, note}
+function M.peak_rows(est)
+  if not est.mem_allocated then return {} end
+  return {
+    { "  max allocated", est.mem_allocated, "live tensors (torch.cuda.max_memory_allocated)" },
+    { "  max reserved", est.mem_reserved, "allocated + fragmentation (max_memory_reserved)" },
+    { "  device in use", est.mem_peak, "reserved + CUDA context + NCCL (nvidia-smi); = total" },
+  }
+end
+
+--- The footnote saying which peak the table's `peak GiB` is, with the
+-- first row's allocator peaks, or nil without a feasible row.
+-- @tparam table result search result
+-- @treturn string|nil
+function M.peak_note(result)
+  local r = (result.top_k_strategies or {})[1]
+  local mc = r and r.memory_cost
+  if not (mc and mc.allocated) then return nil end
+  local G = 2 ^ 30
+  return string.format("peak GiB = device memory in use (max reserved + CUDA context + NCCL); rank 1: "
+    .. "max allocated %.2f, max reserved %.2f GiB; limit %s", mc.allocated / G, mc.reserved / G,
+    M.limit_text((result.inputs or {}).training))
+end
+
 --- The footnote of a top-k with a strategy flagged `near_capacity`
 -- (apsearch.search.near_capacity_fraction), or nil when none is.
 -- @tparam table result search result

@@ -268,6 +268,8 @@ function M.table_text(result, opts)
   if range then out = out .. "\n" .. range end
   local mfu = common.mfu_note(result)
   if mfu then out = out .. "\n" .. mfu end
+  local peak = common.peak_note(result)
+  if peak then out = out .. "\n" .. peak end
   local note = common.near_capacity_note(result)
   if note then out = out .. "\n" .. note end
   return out

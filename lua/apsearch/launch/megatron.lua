@@ -520,7 +520,11 @@ function M.render(c)
   if (m.norm_eps or 0) > 0 then A("--norm-epsilon", M.num(m.norm_eps)) end
   M.window_args(m, A, N)
   M.attention_extras(m, A, N)
-  if tr.dropout == false then
+  -- not given: the estimate ran the framework's default (src/core/
+  -- profile.c: on for megatron and deepspeed, off for fsdp2 and fsdp)
+  local dropout = tr.dropout
+  if dropout == nil then dropout = tr.framework == nil or tr.framework == "megatron" or tr.framework == "deepspeed" end
+  if not dropout then
     -- estimated without dropout; Megatron's TransformerConfig defaults are
     -- attention_dropout = hidden_dropout = 0.1 (and attention dropout
     -- cannot be CUDA-graphed with recompute)

@@ -830,6 +830,7 @@ end
 local function cmd_presets(args)
   local c = new_parser("presets", "List the model and device presets with their sources.")
   c:option("--format=FORMAT", "output format: table, json")
+  c:flag("--wide", "table: sources on one line each (default: folded to fit 120 columns)")
   local opts, helped = parse(c, args, "presets")
   if helped then return 0 end
   local fmt = check_format("presets", opts.format, { "table", "json" }) or "table"
@@ -852,16 +853,18 @@ local function cmd_presets(args)
     out(require("apsearch.format.json").format({ models = models, devices = devices }))
     return 0
   end
+  -- the source column folded to fit the width (--wide: one line each)
+  local width = opts.wide and math.huge or common.TERMINAL_WIDTH
   local rows = {}
   for _, m in ipairs(models) do rows[#rows + 1] = { m.name, common.commas(m.parameters), m.source } end
-  out("models\n" .. common.align({ "name", "parameters", "source" }, rows, { false, true, false }))
+  out("models\n" .. common.fold_last_column({ "name", "parameters", "source" }, rows, { false, true, false }, width))
   rows = {}
   for _, d in ipairs(devices) do
     rows[#rows + 1] = { d.name, string.format("%.1f", common.gib(d.memory_bytes)),
       string.format("%.0f", (d.peak_flops_bf16 or 0) / 1e12), tostring(d.source) }
   end
-  out("\ndevices\n" .. common.align({ "name", "memory (GiB)", "bf16 (TFLOP/s)", "source" }, rows,
-    { false, true, true, false }))
+  out("\ndevices\n" .. common.fold_last_column({ "name", "memory (GiB)", "bf16 (TFLOP/s)", "source" }, rows,
+    { false, true, true, false }, width))
   return 0
 end
 
@@ -1289,7 +1292,24 @@ function M.option_table()
   return M.specs, command_names()
 end
 
+--- Runs the command line (M.dispatch); a bad-input error's "(known: ...)"
+-- list is cut to fit the terminal width (suggest.fold_known), except
+-- under APSEARCH_DEBUG, which shows the whole message and its traceback.
+-- @tparam table args the arguments after the program name
+-- @treturn integer exit status
 function M.main(args)
+  local debug = os.getenv("APSEARCH_DEBUG")
+  if debug and debug ~= "" and debug ~= "0" then return M.dispatch(args) end
+  local ok, res = pcall(M.dispatch, args)
+  if ok then return res end
+  if type(res) == "string" and not res:find("\nstack traceback:", 1, true) then
+    res = require("apsearch.suggest").fold_known(res)
+  end
+  error(res, 0)
+end
+
+--- The command line, errors raised as they are (M.main cuts their lists).
+function M.dispatch(args)
   args = args or {}
   local cmd = args[1]
   if cmd == nil then

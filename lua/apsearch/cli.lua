@@ -64,8 +64,14 @@ local function out(s) io.stdout:write(s) end
 -- (scripts/gen-cli-docs.lua) and the "did you mean" of options read it.
 M.specs = {}
 
+--- Width of the description column of `--help` (lua-cliargs wraps at
+-- spaces and cuts longer words; 72 keeps each `--strategy` example whole
+-- and the help within 120 columns).
+M.HELP_DESC_COLUMNS = 72
+
 local function new_parser(name, desc)
   local c = require("cliargs.core")()
+  c:set_colsz(0, M.HELP_DESC_COLUMNS)
   c:set_name("apsearch " .. name)
   c:set_description(desc)
   local spec = { name = name, description = desc, options = {}, arguments = {} }
@@ -633,45 +639,67 @@ local function write_trace(path, ctx, s, est, inputs)
   util.log("wrote %s: the estimated step as a Chrome trace (open in ui.perfetto.dev)", path)
 end
 
-local function cmd_estimate(args)
-  local c = new_parser("estimate", "Estimate memory and time of one strategy.")
-  c:splat("POLICY", "policy file for model/cluster/training (default: examples/llama3_8b_h100.lua)", nil, 1)
-  c:option("--strategy=KEY=VALUE,...", "strategy fields, e.g. tp_degree=2,micro_batch_size=1; arrays with colons, stage_partition=7:8:8:9; layer_offset=balanced, recompute_num_layers=auto (repeatable)", {})
-  c:option("--trace=FILE", "also write the estimated step as a Chrome trace (JSON; opens in Perfetto beside a profiler trace)")
-  common_options(c, "table, json")
-  local opts, helped = parse(c, args, "estimate")
-  if helped then return 0 end
-  local fmt = check_format("estimate", opts.format, { "table", "json" }) or "table"
-  local path = opts.POLICY or default_policy()
-  local p = load_policy(path, opts)
-  print_notes(p, opts)
-  local given = M.parse_strategy(opts.strategy or {})
-  -- single-valued policy dimensions are the defaults, except where
-  -- --strategy gives the other way of setting the same thing: the split
-  -- as stage_partition or as layer_offset (the core refuses both at once)
-  local instead = { layer_offset = "stage_partition", stage_partition = "layer_offset" }
-  for dim, list in pairs(p.search_space.dims) do
-    if given[dim] == nil and #list == 1 and not (instead[dim] and given[instead[dim]] ~= nil) then
+--- `--strategy` values the help of `estimate` shows; each runs on the
+-- default policy (tests/lua/estimate_from_spec.lua runs them).
+M.ESTIMATE_EXAMPLES = {
+  "tp_degree=2,micro_batch_size=1",
+  "pp_degree=4,stage_partition=7:8:8:9",
+  "pp_degree=2,layer_offset=balanced",
+  "layer_recompute=full,recompute_num_layers=auto",
+}
+
+--- The strategy fields that say how layers go to pipeline stages: when
+-- `--strategy` gives one, the policy's single values of the others are
+-- not inherited (the command line wins; docs/policy.md "estimate").
+M.SPLIT_FIELDS = { "pipeline_split", "stage_partition", "layer_offset" }
+
+-- a policy or strategy value as the note shows it: arrays with colons
+local function value_text(v)
+  if type(v) == "table" then
+    local parts = {}
+    for i, x in ipairs(v) do parts[i] = tostring(x) end
+    return table.concat(parts, ":")
+  end
+  return tostring(v)
+end
+
+--- The policy's single-valued search dimensions `estimate` inherits for
+-- what `--strategy` leaves out.  A split given on the command line wins:
+-- the policy's split fields are then not inherited, and each one dropped
+-- is named in a note line.
+-- @tparam table dims policy.search_space.dims
+-- @tparam table given the --strategy fields (filled in place)
+-- @treturn table note lines (empty when no policy split is replaced)
+function M.inherit_dims(dims, given)
+  local cli_split = {}
+  for _, f in ipairs(M.SPLIT_FIELDS) do
+    if given[f] ~= nil then cli_split[#cli_split + 1] = f .. "=" .. value_text(given[f]) end
+  end
+  local split, notes = {}, {}
+  for _, f in ipairs(M.SPLIT_FIELDS) do split[f] = true end
+  for dim, list in pairs(dims) do
+    if #list == 1 and given[dim] == nil and not (split[dim] and #cli_split > 0) then
       given[dim] = list[1]
+    elseif #list == 1 and split[dim] and #cli_split > 0 and value_text(list[1]) ~= value_text(given[dim]) then
+      notes[#notes + 1] = ("note: --strategy %s replaces the policy's %s = %s (a split on the command "
+        .. "line wins over the policy's)"):format(table.concat(cli_split, ","), dim, value_text(list[1]))
     end
   end
+  table.sort(notes)
+  return notes
+end
+
+-- fills what a --strategy leaves out as the search would: the framework's
+-- split, the devices left over, the MoE defaults, FSDP resharding
+local function complete_strategy(s, inputs, split_given)
   local space = require "apsearch.space"
-  local s = {}
-  for dim, v in pairs(given) do space.set_dim(s, dim, v) end
-  if p.constraints.allow_idle_devices and s.allow_idle_devices == nil then
-    s.allow_idle_devices = true
-  end
-  local search = require "apsearch.search"
-  local ctx = search.context(p)
-  local inputs = ctx:inputs()
-  if s.pipeline_split == nil then
+  local fw = inputs.training.framework
+  if s.pipeline_split == nil and not split_given then
     -- the framework's own split, as the search enumerates it (TorchTitan
     -- counts the embedding and the loss; Megatron where layers do not divide)
-    s.pipeline_split = space.default_split(inputs.training.framework, inputs.model.num_layers,
-      s.pp_degree or 1, s.vpp_degree or 1)
+    s.pipeline_split = space.default_split(fw, inputs.model.num_layers, s.pp_degree or 1, s.vpp_degree or 1)
   end
-  local shard_fill = (inputs.training.framework == "fsdp2" or inputs.training.framework == "fsdp")
-    and s.fsdp_degree == nil and s.hsdp_shard_degree == nil
+  local shard_fill = (fw == "fsdp2" or fw == "fsdp") and s.fsdp_degree == nil and s.hsdp_shard_degree == nil
   if s.dp_degree == nil and s.hsdp_replicate_degree == nil then
     -- fill the cluster with the devices the strategy leaves: under PyTorch
     -- FSDP (TorchTitan data_parallel_shard_degree = -1, llm-foundry) they
@@ -697,8 +725,81 @@ local function cmd_estimate(args)
   end
   if s.reshard_after_forward == nil then
     -- what the framework runs, as the search enumerates it
-    s.reshard_after_forward = space.default_reshard(inputs.training.framework,
-      s.fsdp_degree or 1, s.pp_degree or 1)
+    s.reshard_after_forward = space.default_reshard(fw, s.fsdp_degree or 1, s.pp_degree or 1)
+  end
+end
+
+-- the policy, context and strategy of `estimate [POLICY] --strategy ...`
+local function strategy_from_policy(opts)
+  local p = load_policy(opts.POLICY or default_policy(), opts)
+  print_notes(p, opts)
+  local given = M.parse_strategy(opts.strategy or {})
+  local split_given = false
+  for _, f in ipairs(M.SPLIT_FIELDS) do split_given = split_given or given[f] ~= nil end
+  for _, note in ipairs(M.inherit_dims(p.search_space.dims, given)) do
+    if not opts.quiet then io.stderr:write("apsearch: ", note, "\n") end
+  end
+  local space = require "apsearch.space"
+  local s = {}
+  for dim, v in pairs(given) do space.set_dim(s, dim, v) end
+  if p.constraints.allow_idle_devices and s.allow_idle_devices == nil then
+    s.allow_idle_devices = true
+  end
+  local ctx = require("apsearch.search").context(p)
+  local inputs = ctx:inputs()
+  complete_strategy(s, inputs, split_given)
+  return p, ctx, inputs, s
+end
+
+-- the options `--from` excludes: the result's inputs and rank fix them
+local FROM_EXCLUDES = { "POLICY", "strategy", "model", "cluster", "set", "calibration" }
+
+-- the policy, context and strategy of `estimate --from RESULT --rank N`
+local function strategy_from_result(opts)
+  if opts.rank == nil then util.fail("--from", "rank", "needs --rank N (a top-k rank of the result)", opts.from) end
+  for _, k in ipairs(FROM_EXCLUDES) do
+    local v = opts[k]
+    if v ~= nil and not (type(v) == "table" and #v == 0) then
+      local name = k == "POLICY" and "a policy file" or ("--" .. k)
+      util.fail("--from", k, name .. " cannot be given with --from (the result's inputs and rank fix it)",
+        type(v) == "table" and v[1] or v)
+    end
+  end
+  M.configure_sandbox(opts)
+  local fr = require "apsearch.from_result"
+  local result, path = fr.load(opts.from)
+  local rec = fr.record(result, opts.rank, path)
+  local p = fr.policy(result, path)
+  local ctx = require("apsearch.search").context(p)
+  if not opts.quiet then
+    util.log("apsearch: rank %d of %s: %s (ranked at step %.4g s)", rec.rank, path,
+      require("apsearch.search").describe_strategy(rec), rec.performance_cost.step_time)
+  end
+  p.from = { file = path, rank = rec.rank }
+  return p, ctx, ctx:inputs(), fr.strategy(rec)
+end
+
+local function cmd_estimate(args)
+  local c = new_parser("estimate", "Estimate memory and time of one strategy.")
+  c:splat("POLICY", "policy file for model/cluster/training (default: examples/llama3_8b_h100.lua)", nil, 1)
+  c:option("--strategy=KEY=VALUE,...", "strategy fields, commas between, no spaces; arrays with colons "
+    .. "(repeatable), e.g. " .. table.concat(M.ESTIMATE_EXAMPLES, " or "), {})
+  c:option("--from=RESULT", "estimate a strategy of a result.json of `apsearch run --out DIR` or `--format json` "
+    .. "(or its DIR), with the model, cluster and training it recorded; with --rank")
+  c:option("--rank=N", "the top-k rank of --from to estimate")
+  c:option("--trace=FILE", "also write the estimated step as a Chrome trace (JSON; opens in Perfetto beside a profiler trace)")
+  common_options(c, "table, json")
+  local opts, helped = parse(c, args, "estimate")
+  if helped then return 0 end
+  local fmt = check_format("estimate", opts.format, { "table", "json" }) or "table"
+  if opts.rank ~= nil and opts.from == nil then
+    util.fail("--rank", "rank", "needs --from RESULT (the result.json the rank is of)", opts.rank)
+  end
+  local p, ctx, inputs, s
+  if opts.from then
+    p, ctx, inputs, s = strategy_from_result(opts)
+  else
+    p, ctx, inputs, s = strategy_from_policy(opts)
   end
   local ok, est = pcall(ctx.estimate, ctx, s)
   if not ok then -- the core's "strategy.<field>" is what --strategy gave
@@ -714,10 +815,10 @@ local function cmd_estimate(args)
   if opts.trace then write_trace(opts.trace, ctx, s, est, inputs) end
   if fmt == "json" then
     local json = require "apsearch.format.json"
-    out(json.format({ schema_version = search.schema_version, estimate = est,
-      inputs = { policy = p.file, model = inputs.model, cluster = inputs.cluster,
+    out(json.format({ schema_version = require("apsearch.search").schema_version, estimate = est,
+      inputs = { policy = p.from_policy or p.file, model = inputs.model, cluster = inputs.cluster,
         training = inputs.training, overrides = p.overrides,
-        stack = p.stack, calibration = p.calibration } }))
+        stack = p.stack, calibration = p.calibration, from = p.from } }))
   else
     out(require("apsearch.format.breakdown").format(est, inputs))
   end
@@ -729,6 +830,7 @@ end
 local function cmd_presets(args)
   local c = new_parser("presets", "List the model and device presets with their sources.")
   c:option("--format=FORMAT", "output format: table, json")
+  c:flag("--wide", "table: sources on one line each (default: folded to fit 120 columns)")
   local opts, helped = parse(c, args, "presets")
   if helped then return 0 end
   local fmt = check_format("presets", opts.format, { "table", "json" }) or "table"
@@ -751,16 +853,18 @@ local function cmd_presets(args)
     out(require("apsearch.format.json").format({ models = models, devices = devices }))
     return 0
   end
+  -- the source column folded to fit the width (--wide: one line each)
+  local width = opts.wide and math.huge or common.TERMINAL_WIDTH
   local rows = {}
   for _, m in ipairs(models) do rows[#rows + 1] = { m.name, common.commas(m.parameters), m.source } end
-  out("models\n" .. common.align({ "name", "parameters", "source" }, rows, { false, true, false }))
+  out("models\n" .. common.fold_last_column({ "name", "parameters", "source" }, rows, { false, true, false }, width))
   rows = {}
   for _, d in ipairs(devices) do
     rows[#rows + 1] = { d.name, string.format("%.1f", common.gib(d.memory_bytes)),
       string.format("%.0f", (d.peak_flops_bf16 or 0) / 1e12), tostring(d.source) }
   end
-  out("\ndevices\n" .. common.align({ "name", "memory (GiB)", "bf16 (TFLOP/s)", "source" }, rows,
-    { false, true, true, false }))
+  out("\ndevices\n" .. common.fold_last_column({ "name", "memory (GiB)", "bf16 (TFLOP/s)", "source" }, rows,
+    { false, true, true, false }, width))
   return 0
 end
 
@@ -1190,7 +1294,24 @@ function M.option_table()
   return M.specs, command_names()
 end
 
+--- Runs the command line (M.dispatch); a bad-input error's "(known: ...)"
+-- list is cut to fit the terminal width (suggest.fold_known), except
+-- under APSEARCH_DEBUG, which shows the whole message and its traceback.
+-- @tparam table args the arguments after the program name
+-- @treturn integer exit status
 function M.main(args)
+  local debug = os.getenv("APSEARCH_DEBUG")
+  if debug and debug ~= "" and debug ~= "0" then return M.dispatch(args) end
+  local ok, res = pcall(M.dispatch, args)
+  if ok then return res end
+  if type(res) == "string" and not res:find("\nstack traceback:", 1, true) then
+    res = require("apsearch.suggest").fold_known(res)
+  end
+  error(res, 0)
+end
+
+--- The command line, errors raised as they are (M.main cuts their lists).
+function M.dispatch(args)
   args = args or {}
   local cmd = args[1]
   if cmd == nil then

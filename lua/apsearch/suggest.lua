@@ -155,6 +155,63 @@ function M.unknown(problem, word, candidates)
   return M.problem(problem, tostring(word), list) .. " (known: " .. table.concat(list, ", ") .. ")"
 end
 
+--- What the host writes before an error message ("apsearch: ",
+-- src/lua/host.c report).
+M.ERROR_PREFIX = "apsearch: "
+
+local KNOWN_OPEN = " (known: "
+
+--- Sorts `names` (in place) by their distance to the misspelt word of
+-- an error message -- the last name before ": unknown" (`--set: training.
+-- global_bach_size: unknown field` -> `global_bach_size`) -- closest
+-- first, the given order between equals; unchanged without such a word.
+-- @tparam table names
+-- @tparam string head the message before its "(known: ...)" list
+function M.closest_first(names, head)
+  local word = head:match("([^%s:]+): unknown")
+  word = word and word:match("([^%.]+)$")
+  if not word then return end
+  local rank = {}
+  for i, n in ipairs(names) do rank[n] = { M.distance(word:lower(), n:lower()), i } end
+  table.sort(names, function(x, y)
+    local p, q = rank[x], rank[y]
+    if p[1] ~= q[1] then return p[1] < q[1] end
+    return p[2] < q[2]
+  end)
+end
+
+--- An error message whose "(known: a, b, ...)" list is cut so that the
+-- line the host prints (M.ERROR_PREFIX and the message) fits `width`
+-- characters: the names that fit, closest to the misspelt word first
+-- (M.closest_first), then "... and N more" ("(N known names)" when none
+-- fits)
+-- (docs/outputs.md says where each full list is).  A message that fits,
+-- or has no such list, is returned unchanged; the message stays one line.
+-- @tparam string msg
+-- @tparam[opt] number width (default apsearch.format.common.TERMINAL_WIDTH)
+-- @treturn string
+function M.fold_known(msg, width)
+  local common = require "apsearch.format.common"
+  width = (width or common.TERMINAL_WIDTH) - common.width(M.ERROR_PREFIX)
+  local a = msg:find(KNOWN_OPEN, 1, true)
+  local b = a and msg:find(")", a, true)
+  if not b or common.width(msg) <= width then return msg end
+  local head, tail = msg:sub(1, a - 1) .. KNOWN_OPEN, msg:sub(b)
+  local names = {}
+  for name in (msg:sub(a + #KNOWN_OPEN, b - 1) .. ", "):gmatch("(.-), ") do names[#names + 1] = name end
+  M.closest_first(names, msg:sub(1, a - 1))
+  local kept = {}
+  for i, name in ipairs(names) do
+    local more = (" ... and %d more"):format(#names - i)
+    local try = table.concat(kept, ", ") .. (#kept > 0 and ", " or "") .. name
+    if common.width(head .. try .. (i < #names and more or "") .. tail) > width then break end
+    kept[#kept + 1] = name
+  end
+  if #kept == #names then return msg end
+  if #kept == 0 then return msg:sub(1, a - 1) .. (" (%d known names"):format(#names) .. tail end
+  return head .. table.concat(kept, ", ") .. (", ... and %d more"):format(#names - #kept) .. tail
+end
+
 --- Sorted names of a table's keys (for "known: ..." lists).
 -- @tparam table t
 -- @treturn table

@@ -7,8 +7,6 @@
 -- be estimated (unknown device, unsupported precision, impossible strategy)
 -- is reported with its reason; the other rows still run.
 local core = require "apsearch.core"
-local data = require "pl.data"
-local stringio = require "pl.stringio"
 local util = require "apsearch.util"
 local calibration = require "apsearch.calibration"
 local stacks = require "apsearch.stacks"
@@ -786,33 +784,12 @@ function M.summarize(cases)
   return out
 end
 
---- Reads a cases file; raises `<file>: missing required column <name>`,
--- `<file>: header: column "<name>" appears twice (columns i and j)` or a
--- parse error naming the file.
--- @return array of rows (column -> string)
-function M.load(path)
-  if not util.file_exists(path) then
-    error(("%s: cannot open file"):format(path), 0)
-  end
-  local text, rerr = util.read_file(path)
-  if not text then error(("%s: cannot read: %s"):format(path, tostring(rerr)), 0) end
-  text = text:gsub("^\239\187\191", "") -- a UTF-8 byte-order mark (Excel)
-  text = text:gsub("\r\n?", "\n")         -- CRLF (Windows, Python csv) or CR line ends
-  -- pl.data splits quoted fields but knows neither RFC 4180's doubled
-  -- quotes nor line breaks inside quotes: refuse those rather than misread
-  local n = 0
-  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
-    n = n + 1
-    local _, quotes = line:gsub('"', "")
-    if quotes % 2 == 1 or line:find('[^,]""[^,\r]') or line:find('^""[^,\r]') then
-      error(("%s:%d: a quoted field with a doubled quote or a line break; "
-             .. "not supported (remove the quotes inside the field)"):format(path, n), 0)
-    end
-  end
-  local d, err = data.read(stringio.open(text), { csv = true, no_convert = true })
-  if not d then error(("%s: %s"):format(path, tostring(err)), 0) end
+--- The header of a cases file: column name -> column number.
+-- @raise `<file>: header: column "<name>" appears twice (columns i and j)`
+--   or `<file>: missing required column <name>`
+local function header_index(path, names)
   local index = {}
-  for i, name in ipairs(d.fieldnames) do
+  for i, name in ipairs(names) do
     if index[name] then
       error(("%s: header: column %s appears twice (columns %d and %d)"):format(
         path, util.describe(name), index[name], i), 0)
@@ -827,16 +804,39 @@ function M.load(path)
     error(("%s: missing required column%s %s"):format(path, #missing > 1 and "s" or "",
       table.concat(missing, ", ")), 0)
   end
-  if #d == 0 then error(("%s: no data rows after the header"):format(path), 0) end
+  return index
+end
+
+--- Reads a cases file: CSV as RFC 4180 writes it (apsearch.csvread:
+-- quoted fields with doubled quotes, commas and line breaks, CRLF or LF
+-- line ends, a UTF-8 byte-order mark); header names are read without the
+-- spaces around them.  Raises `<file>:<line>:<column>: <problem>` for
+-- malformed CSV, `<file>: missing required column <name>`, `<file>:
+-- header: column "<name>" appears twice (columns i and j)`, or
+-- `<file>:<line>: data row <r> has <n> fields, the header <m>`.
+-- @return array of rows (column -> string)
+function M.load(path)
+  if not util.file_exists(path) then
+    error(("%s: cannot open file"):format(path), 0)
+  end
+  local text, rerr = util.read_file(path)
+  if not text then error(("%s: cannot read: %s"):format(path, tostring(rerr)), 0) end
+  local records, lines = require("apsearch.csvread").parse(text, path)
+  if #records == 0 then error(("%s: empty file (no header row)"):format(path), 0) end
+  local names = {}
+  for i, name in ipairs(records[1]) do names[i] = name:match("^%s*(.-)%s*$") end
+  local index = header_index(path, names)
+  if #records == 1 then error(("%s: no data rows after the header"):format(path), 0) end
   local rows = {}
-  for r, fields in ipairs(d) do
-    if #fields ~= #d.fieldnames then
-      error(("%s: data row %d has %d fields, the header %d"):format(
-        path, r, #fields, #d.fieldnames), 0)
+  for r = 2, #records do
+    local fields = records[r]
+    if #fields ~= #names then
+      error(("%s:%d: data row %d has %d fields, the header %d"):format(
+        path, lines[r], r - 1, #fields, #names), 0)
     end
     local row = {}
     for name, i in pairs(index) do row[name] = fields[i] end
-    row.case_id = row.case_id ~= "" and row.case_id or ("row " .. r)
+    row.case_id = row.case_id ~= "" and row.case_id or ("row " .. (r - 1))
     rows[#rows + 1] = row
   end
   return rows

@@ -289,7 +289,7 @@ function M.top_time(bd, overhead)
   return best, bv
 end
 
---- Formats rows as an aligned text table.
+--- Formats rows as an aligned text table (widths in UTF-8 characters).
 -- @tparam table headers array of header strings
 -- @tparam table rows array of arrays of cell strings
 -- @tparam[opt] table right array of booleans: right-align column i
@@ -297,15 +297,15 @@ end
 function M.align(headers, rows, right)
   right = right or {}
   local w = {}
-  for i, h in ipairs(headers) do w[i] = #h end
+  for i, h in ipairs(headers) do w[i] = M.width(h) end
   for _, r in ipairs(rows) do
-    for i, c in ipairs(r) do if #c > (w[i] or 0) then w[i] = #c end end
+    for i, c in ipairs(r) do if M.width(c) > (w[i] or 0) then w[i] = M.width(c) end end
   end
   local function line(cells)
     local parts = {}
     for i = 1, #headers do
       local c = cells[i] or ""
-      local pad = string.rep(" ", w[i] - #c)
+      local pad = string.rep(" ", w[i] - M.width(c))
       parts[i] = right[i] and (pad .. c) or (c .. pad)
     end
     return (table.concat(parts, "  "):gsub("%s+$", ""))
@@ -316,6 +316,119 @@ function M.align(headers, rows, right)
   out[2] = table.concat(sep, "  ")
   for _, r in ipairs(rows) do out[#out + 1] = line(r) end
   return table.concat(out, "\n") .. "\n"
+end
+
+--- Width of the text outputs by default, in columns (characters): the
+-- README's promise; `run --wide` and `presets --wide` lift it.
+M.TERMINAL_WIDTH = 120
+
+--- Columns a folded line's continuation lines are indented by, beyond
+-- the line's own indent.
+M.FOLD_INDENT = 2
+
+--- Narrowest a folded table column gets (`fold_last_column`), however
+-- wide the columns before it.
+M.MIN_FOLD_COLUMN = 24
+
+--- Display width of a line: its UTF-8 characters (bytes when it is not
+-- valid UTF-8).
+-- @tparam string s
+-- @treturn integer
+function M.width(s)
+  return utf8.len(s) or #s
+end
+
+-- `word` cut into pieces of at most `n` characters
+local function cut(word, n)
+  local pieces, piece = {}, ""
+  for _, code in utf8.codes(utf8.len(word) and word or "") do
+    if M.width(piece) >= n then pieces[#pieces + 1], piece = piece, "" end
+    piece = piece .. utf8.char(code)
+  end
+  if not utf8.len(word) then -- not UTF-8: bytes
+    for i = 1, #word, n do pieces[#pieces + 1] = word:sub(i, i + n - 1) end
+    return pieces
+  end
+  pieces[#pieces + 1] = piece
+  return pieces
+end
+
+--- One line folded at spaces into lines of at most `width` characters;
+-- continuation lines are indented by the line's own indent plus
+-- M.FOLD_INDENT; a word longer than a line is cut.
+-- @tparam string line (no newline)
+-- @tparam[opt=M.TERMINAL_WIDTH] number width (math.huge: unchanged)
+-- @treturn string the lines joined by "\n"
+function M.fold(line, width)
+  width = width or M.TERMINAL_WIDTH
+  if M.width(line) <= width then return line end
+  local lead = line:match("^ *")
+  local indent = lead .. string.rep(" ", M.FOLD_INDENT)
+  local out, cur = {}, lead
+  for sep, word in line:sub(#lead + 1):gmatch("( *)(%S+)") do
+    local start = cur == lead and "" or sep
+    if M.width(cur) + M.width(start) + M.width(word) <= width then
+      cur = cur .. start .. word
+    else
+      local first_line = #out == 0 and cur == lead
+      if not first_line then out[#out + 1] = cur end
+      local pieces = cut(word, math.max(1, width - #indent))
+      for i, piece in ipairs(pieces) do
+        local text = ((i == 1 and first_line) and lead or indent) .. piece
+        if i < #pieces then out[#out + 1] = text else cur = text end
+      end
+    end
+  end
+  out[#out + 1] = cur
+  return table.concat(out, "\n")
+end
+
+--- Every line of a text folded (M.fold).
+-- @tparam string text
+-- @tparam[opt=M.TERMINAL_WIDTH] number width
+-- @treturn string
+function M.fold_text(text, width)
+  local lines = {}
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = M.fold(line, width) end
+  return table.concat(lines, "\n", 1, #lines - (text:sub(-1) == "\n" and 1 or 0))
+    .. (text:sub(-1) == "\n" and "\n" or "")
+end
+
+--- An aligned table (M.align) whose last column is folded at spaces so
+-- that the table fits `width`: a long cell goes on over the next lines,
+-- under itself.
+-- @tparam table headers
+-- @tparam table rows arrays of cell strings
+-- @tparam[opt] table right right-alignment flags
+-- @tparam[opt=M.TERMINAL_WIDTH] number width (math.huge: M.align)
+-- @treturn string
+function M.fold_last_column(headers, rows, right, width)
+  width = width or M.TERMINAL_WIDTH
+  local n = #headers
+  local start = 0
+  for i = 1, n - 1 do
+    local w = M.width(headers[i])
+    for _, r in ipairs(rows) do w = math.max(w, M.width(r[i] or "")) end
+    start = start + w + 2
+  end
+  local avail = math.max(width - start, M.MIN_FOLD_COLUMN)
+  local out = {}
+  for _, r in ipairs(rows) do
+    local parts = {}
+    for piece in (M.fold(r[n] or "", avail) .. "\n"):gmatch("([^\n]*)\n") do
+      parts[#parts + 1] = piece:gsub("^ +", "")
+    end
+    local first = table.move(r, 1, n - 1, 1, {})
+    first[n] = parts[1]
+    out[#out + 1] = first
+    for k = 2, #parts do
+      local more = {}
+      for i = 1, n - 1 do more[i] = "" end
+      more[n] = parts[k]
+      out[#out + 1] = more
+    end
+  end
+  return M.align(headers, out, right)
 end
 
 --- Number with thousands separators: 8030261248 -> "8,030,261,248".

@@ -38,8 +38,9 @@ end
 -- it next to rank)
 local OBJECTIVE_COL = #HEADERS
 
---- Width the text table fits by default (`--wide`: no limit).
-M.max_width = 120
+--- Width the text table and its lines fit by default (`--wide`: no
+-- limit), common.TERMINAL_WIDTH.
+M.max_width = common.TERMINAL_WIDTH
 
 --- The objective's score as a cell: step_time in s, memory in GiB of
 -- peak, throughput in tokens/s per GPU, the composite's score, the Pareto
@@ -261,18 +262,30 @@ function M.table_text(result, opts)
     out = out .. "\n(" .. table.concat(hidden, ", ") .. ": left out to fit " .. M.max_width ..
       " columns; --wide shows them)"
   end
-  local onote = M.objective_note(result)
-  if onote then out = out .. "\n" .. onote end
-  if #same > 0 then out = "same for every row: " .. table.concat(same, " ") .. "\n" .. out end
-  local range = common.interval_note(result)
-  if range then out = out .. "\n" .. range end
-  local mfu = common.mfu_note(result)
-  if mfu then out = out .. "\n" .. mfu end
-  local peak = common.peak_note(result)
-  if peak then out = out .. "\n" .. peak end
-  local note = common.near_capacity_note(result)
-  if note then out = out .. "\n" .. note end
-  return out
+  return M.with_notes(out, result, same, opts.wide and math.huge or M.max_width)
+end
+
+--- The table text with its prose lines, each folded at `width`: the
+-- "same for every row" line above, the objective, interval, MFU, peak
+-- (which memory peak the column shows) and memory notes below.
+-- @tparam string tbl the aligned table
+-- @tparam table result search result
+-- @tparam table same `header=value` texts of the folded columns
+-- @tparam number width
+-- @treturn string
+function M.with_notes(tbl, result, same, width)
+  local lines = {}
+  if #same > 0 then lines[1] = "same for every row: " .. table.concat(same, " ") end
+  lines[#lines + 1] = tbl
+  for _, note in ipairs({ M.objective_note(result) or false, common.interval_note(result) or false,
+      common.mfu_note(result) or false, common.peak_note(result) or false,
+      common.near_capacity_note(result) or false }) do
+    if note then lines[#lines + 1] = note end
+  end
+  for i, line in ipairs(lines) do
+    if line ~= tbl then lines[i] = common.fold_text(line, width) end
+  end
+  return table.concat(lines, "\n")
 end
 
 --- How many closest strategies the terminal lists when nothing fits.
@@ -316,13 +329,24 @@ end
 -- @treturn string the summary line, the table, the filter reasons, and
 --   the changes vs a baseline (`--baseline`)
 function M.format(result, opts)
+  opts = opts or {}
+  local width = opts.wide and math.huge or M.max_width
+  return common.fold_text(M.format_lines(result, opts), width)
+end
+
+--- The text of M.format before its prose lines are folded (the table
+-- inside is already fitted and folding leaves it as it is).
+-- @tparam table result
+-- @tparam table opts
+-- @treturn string
+function M.format_lines(result, opts)
   local s = result.all_candidate_summary or {}
   local inp = result.inputs or {}
   local cl = inp.cluster or {}
   local dev = type(cl.device) == "table" and cl.device.name or tostring(cl.device)
   local out = {}
   out[#out + 1] = string.format(
-    "%s on %s x %s: %d feasible of %d candidates (%d filtered early, %d over limits after estimate), %.2f s",
+    "%s on %s x %s: %d feasible of %d candidates (%d filtered early, %d over a limit), %.2f s",
     tostring(inp.model and inp.model.name), tostring(cl.num_devices), tostring(dev),
     s.feasible or 0, s.space_size or 0, s.filtered_early or 0, s.infeasible or 0,
     s.seconds or 0)

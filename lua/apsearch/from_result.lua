@@ -1,0 +1,129 @@
+--- `apsearch estimate --from RESULT --rank N`: the strategy of top-k rank
+-- N of a result.json that `apsearch run --out DIR` (or `--format json`)
+-- wrote, with the model, cluster and training its `inputs` recorded, so
+-- the estimate is the one the search ranked (same step time and memory).
+--
+-- The result's strategy is read as the JSON writes it (apsearch.format.json):
+-- the stage split and per-stage recompute as the stages ran them replace
+-- `balance_stages` / `auto_recompute` (apsearch.search.strategy_of), moot
+-- fields are `null`, "all" recomputed layers and a "derived" micro-batch
+-- count are the search space's placeholders.
+-- @module apsearch.from_result
+local util = require "apsearch.util"
+local schema = require "apsearch.schema"
+
+local M = {}
+
+--- The placeholders the JSON spells out (apsearch.format.common.field_value)
+-- and the values the core reads for them.
+M.PLACEHOLDERS = {
+  recompute_num_layers = { all = -1 },
+  micro_batch_num = { derived = 0 },
+}
+
+-- raises `--from: <path>: <problem>`
+local function fail(path, problem)
+  error(("--from: %s: %s"):format(path, problem), 0)
+end
+
+-- a decoded JSON value with JSON nulls removed and integral floats as
+-- integers (cjson decodes every number as a float)
+local function plain(v)
+  local null = require("cjson").null
+  if type(v) == "number" then return math.tointeger(v) or v end
+  if type(v) ~= "table" then return v end
+  local out = {}
+  for k, x in pairs(v) do
+    if x ~= null then out[k] = plain(x) end
+  end
+  return out
+end
+
+--- Reads a result.json (or DIR/result.json for an `--out` directory) and
+-- checks it is a search result of this schema version.
+-- @tparam string path
+-- @treturn table the result (nulls removed, integers as integers)
+-- @treturn string the file read
+-- @raise `--from: <path>: <problem>`, one line
+function M.load(path)
+  path = require("apsearch.report.baseline").path(path)
+  local text, err = util.read_file(path)
+  if not text then fail(path, "cannot read the file (" .. tostring(err):gsub("^[^:]*: ", "") .. ")") end
+  local ok, r = pcall(require("apsearch.format.json").decode, text)
+  if not ok or type(r) ~= "table" then
+    fail(path, "not JSON (" .. tostring(r):gsub("\n.*", ""):gsub("^[^:]*%.lua:%d+: ", "") .. ")")
+  end
+  local version = require("apsearch.search").schema_version
+  if r.schema_version == nil or type(r.top_k_strategies) ~= "table" or type(r.inputs) ~= "table" then
+    fail(path, "not a result.json of apsearch run (no schema_version, inputs or top_k_strategies)")
+  end
+  if r.schema_version ~= version then
+    fail(path, ("schema_version %s, not %d: a result of another apsearch version; run the search again")
+      :format(util.describe(r.schema_version), version))
+  end
+  for _, part in ipairs({ "model", "cluster", "training" }) do
+    if type(r.inputs[part]) ~= "table" then
+      fail(path, "inputs." .. part .. " missing: not a result.json of apsearch run")
+    end
+  end
+  return plain(r), path
+end
+
+--- The top-k record of rank `rank`.
+-- @tparam table result from M.load
+-- @param rank the --rank text or number
+-- @tparam string path the file, for messages
+-- @treturn table the record
+-- @raise `--rank: <problem> (got <rank>)`, one line
+function M.record(result, rank, path)
+  local n = math.tointeger(tonumber(rank))
+  if not n or n < 1 then util.fail("--rank", "rank", "must be a positive integer", tonumber(rank) or rank) end
+  local ranks = {}
+  for _, rec in ipairs(result.top_k_strategies) do
+    if rec.rank == n then return rec end
+    ranks[#ranks + 1] = rec.rank
+  end
+  local has = #ranks == 0 and "no top-k strategy (no feasible strategy)"
+    or ("ranks " .. ranks[1] .. (#ranks > 1 and ("-" .. ranks[#ranks]) or ""))
+  util.fail("--rank", "rank", ("not in %s, which has %s"):format(path, has), n)
+end
+
+--- The strategy of a top-k record as the core takes it: the strategy
+-- fields (apsearch.schema.strategy) with the placeholders read back, the
+-- resolved split and recompute replacing balance_stages / auto_recompute.
+-- @tparam table rec a top-k record of M.load's result
+-- @treturn table strategy
+function M.strategy(rec)
+  local s = {}
+  for f in pairs(schema.strategy) do
+    local v, names = rec[f], M.PLACEHOLDERS[f]
+    if names and type(v) == "table" then
+      local list = {}
+      for i, x in ipairs(v) do list[i] = names[x] or x end
+      v = list
+    elseif names and v ~= nil then
+      v = names[v] or v
+    end
+    s[f] = v
+  end
+  if type(s.stage_partition) == "table" then s.balance_stages, s.layer_offset = nil, nil end
+  if type(s.recompute_num_layers) == "table" then s.auto_recompute = nil end
+  return s
+end
+
+--- The policy an estimate of the result runs with: its recorded model,
+-- cluster and training (the core's normalized inputs, calibration and
+-- stack applied), and what its `inputs` say of the policy.
+-- @tparam table result from M.load
+-- @tparam string path the file read
+-- @treturn table `{file, model, cluster, training, overrides, stack, calibration, from_policy}`
+function M.policy(result, path)
+  local inp = result.inputs
+  return {
+    file = "--from: " .. path .. ": inputs", model = inp.model, cluster = inp.cluster,
+    training = inp.training, overrides = inp.overrides or util.array(), stack = inp.stack,
+    calibration = inp.calibration, from_policy = inp.policy,
+  }
+end
+
+return M

@@ -1,0 +1,143 @@
+-- tests/lua/estimate_from_spec.lua -- `apsearch estimate --from
+-- result.json --rank N` (issue 26 item 4): the estimate of a top-k rank is
+-- the one the search ranked; bad --from / --rank input is one line, exit
+-- 2; the help's --strategy examples run; a --strategy split wins over the
+-- policy's, with a note.
+
+local H = require "spec_helpers"
+local cli = require "apsearch.cli"
+local json = require "cjson"
+
+local EX = H.ROOT .. "/examples/"
+-- relative agreement of the re-estimate with the ranked record (the JSON
+-- keeps 14 significant digits)
+local TOLERANCE = 1e-9
+
+local function close(a, b) return math.abs(a - b) <= TOLERANCE * math.abs(a) end
+
+-- runs a search into a result.json; returns its path and decoded result
+local function searched(dir, name, ...)
+  local code, out, err = H.apsearch("run", "--format", "json", "--quiet", ...)
+  assert.are.equal(0, code, err)
+  return H.write(dir .. "/" .. name .. ".json", out), json.decode(out)
+end
+
+-- exit 2, nothing on stdout, one line on stderr holding `text`
+local function refused(text, ...)
+  local code, out, err = H.apsearch(...)
+  assert.are.equal(2, code, err)
+  assert.are.equal("", out)
+  assert.are.equal(1, select(2, err:gsub("\n", "")), err)
+  assert.truthy(err:find(text, 1, true), err)
+end
+
+describe("estimate --from result.json --rank N", function()
+  local dir
+  setup(function() dir = H.tmpdir() end)
+
+  -- a dense FSDP policy, Megatron with a balanced split and CP, an MoE
+  -- policy and a policy built from --model / --cluster
+  local RUNS = {
+    { "llama8b", EX .. "llama3_8b_h100.lua" },
+    { "cp128k", EX .. "llama3_8b_128k_cp.lua" },
+    { "qwen3moe", EX .. "qwen3_30b_a3b_h100.lua" },
+    { "built", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:8" },
+  }
+  for _, run in ipairs(RUNS) do
+    it("estimates each top-k rank to the step time and memory it was ranked by: " .. run[1], function()
+      local path, result = searched(dir, run[1], "--top-k", "2", table.unpack(run, 2))
+      for _, rec in ipairs(result.top_k_strategies) do
+        local code, out, err = H.apsearch("estimate", "--from", path, "--rank", tostring(rec.rank),
+          "--format", "json", "--quiet")
+        assert.are.equal(0, code, err)
+        local e = json.decode(out)
+        assert.is_true(close(rec.performance_cost.step_time, e.estimate.step_time), out)
+        assert.is_true(close(rec.memory_cost.total, e.estimate.mem_peak), out)
+        assert.are.same({ file = path, rank = rec.rank }, e.inputs.from)
+      end
+    end)
+  end
+
+  it("reads an --out directory's result.json", function()
+    local code, _, err = H.apsearch("run", "--top-k", "1", "--quiet", "--out", dir .. "/set", "--candidates", "none")
+    assert.are.equal(0, code, err)
+    local code2, out = H.apsearch("estimate", "--from", dir .. "/set", "--rank", "1", "--quiet")
+    assert.are.equal(0, code2)
+    assert.truthy(out:find("feasible  yes", 1, true), out)
+  end)
+
+  it("refuses a rank the result does not have, naming its ranks", function()
+    local path = searched(dir, "three", "--top-k", "3")
+    refused("--rank: rank: not in " .. path .. ", which has ranks 1-3 (got 7)",
+      "estimate", "--from", path, "--rank", "7")
+    refused("--rank: rank: must be a positive integer (got 0)", "estimate", "--from", path, "--rank", "0")
+    refused("--from: rank: needs --rank N", "estimate", "--from", path)
+    refused("--rank: rank: needs --from RESULT", "estimate", "--rank", "1")
+    refused("--from: strategy: --strategy cannot be given with --from",
+      "estimate", "--from", path, "--rank", "1", "--strategy", "tp_degree=2")
+  end)
+
+  it("refuses a result of another schema_version", function()
+    local _, result = searched(dir, "v", "--top-k", "1")
+    result.schema_version = 99
+    local path = H.write(dir .. "/v99.json", json.encode(result))
+    refused("--from: " .. path .. ": schema_version 99, not 1", "estimate", "--from", path, "--rank", "1")
+  end)
+
+  it("refuses a file that is not a result of apsearch run", function()
+    refused("--from: " .. EX .. "llama3_8b_h100.lua: not JSON (",
+      "estimate", "--from", EX .. "llama3_8b_h100.lua", "--rank", "1")
+    local code, out = H.apsearch("estimate", "--format", "json", "--quiet")
+    assert.are.equal(0, code)
+    local est = H.write(dir .. "/estimate.json", out)
+    refused("--from: " .. est .. ": not a result.json of apsearch run", "estimate", "--from", est, "--rank", "1")
+    refused("--from: " .. dir .. "/none.json: cannot read the file", "estimate", "--from", dir .. "/none.json",
+      "--rank", "1")
+  end)
+end)
+
+describe("estimate --help", function()
+  it("shows --strategy examples that each run on the default policy", function()
+    local _, help = H.apsearch("estimate", "--help")
+    for _, ex in ipairs(cli.ESTIMATE_EXAMPLES) do
+      assert.truthy(help:find(ex, 1, true), ex)
+      local code, out, err = H.apsearch("estimate", "--strategy", ex, "--quiet")
+      assert.are.equal(0, code, ex .. ": " .. err)
+      assert.truthy(out:find("feasible  yes", 1, true), ex)
+    end
+  end)
+end)
+
+describe("a --strategy split and the policy's (issue 26)", function()
+  it("the command line wins: the policy's layer_offset = balanced is not inherited, with a note", function()
+    local code, out, err = H.apsearch("estimate", EX .. "llama3_8b_128k_cp.lua",
+      "--strategy", "pp_degree=2,pipeline_split=even")
+    assert.are.equal(1, code) -- does not fit: what matters is the split estimated
+    assert.truthy(err:find("apsearch: note: --strategy pipeline_split=even replaces the policy's "
+      .. "layer_offset = balanced (a split on the command line wins over the policy's)\n", 1, true), err)
+    assert.truthy(out:find("stage 1 of 2", 1, true), out)
+    local _, balanced = H.apsearch("estimate", EX .. "llama3_8b_128k_cp.lua", "--strategy", "pp_degree=2")
+    assert.are_not.equal(balanced:match("strategy  [^\n]*"), out:match("strategy  [^\n]*"))
+  end)
+
+  it("a policy's pipeline_split gives way to a --strategy stage_partition, with a note", function()
+    local code, _, err = H.apsearch("estimate", EX .. "deepseek_v3_h100_1024.lua", "--strategy",
+      "tp_degree=1,pp_degree=16,dp_degree=64,ep_degree=64,zero_stage=1,layer_recompute=full,"
+      .. "stage_partition=3:4:4:4:4:4:4:4:4:4:4:4:4:4:4:2")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("replaces the policy's pipeline_split = fill_last", 1, true), err)
+  end)
+
+  it("says nothing when the command line gives no split", function()
+    local code, _, err = H.apsearch("estimate", EX .. "deepseek_v3_h100_1024.lua", "--strategy",
+      "tp_degree=1,pp_degree=16,dp_degree=64,ep_degree=64,zero_stage=1,layer_recompute=full")
+    assert.are.equal(0, code, err)
+    assert.is_nil(err:find("replaces the policy's", 1, true), err)
+  end)
+
+  it("inherit_dims keeps a policy split when --strategy gives none", function()
+    local given = { pp_degree = 2 }
+    assert.are.same({}, cli.inherit_dims({ layer_offset = { "balanced" }, tp_degree = { 2 } }, given))
+    assert.are.same({ pp_degree = 2, layer_offset = "balanced", tp_degree = 2 }, given)
+  end)
+end)

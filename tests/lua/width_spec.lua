@@ -1,0 +1,116 @@
+-- tests/lua/width_spec.lua -- text output within 120 columns by default
+-- (issue 26 item 7): `apsearch run` on every example policy and `apsearch
+-- presets` print no stdout line wider than 120 characters (UTF-8
+-- characters, utf8.len); `--wide` still shows everything; an
+-- unknown-field error's list is cut to fit, in one line.
+
+local H = require "spec_helpers"
+local lfs = require "lfs"
+local common = require "apsearch.format.common"
+local suggest = require "apsearch.suggest"
+
+local WIDTH = 120
+
+-- the lines of `text` wider than WIDTH characters, with their widths
+local function too_wide(text)
+  local bad = {}
+  for line in text:gmatch("[^\n]+") do
+    local w = utf8.len(line) or #line
+    if w > WIDTH then bad[#bad + 1] = w .. ": " .. line end
+  end
+  return bad
+end
+
+local function examples()
+  local list = {}
+  for f in lfs.dir(H.ROOT .. "/examples") do
+    if f:match("%.lua$") then list[#list + 1] = f end
+  end
+  table.sort(list)
+  return list
+end
+
+describe("stdout within 120 columns", function()
+  it("the table width is common.TERMINAL_WIDTH, 120", function()
+    assert.are.equal(WIDTH, common.TERMINAL_WIDTH)
+  end)
+
+  for _, f in ipairs(examples()) do
+    it("apsearch run examples/" .. f, function()
+      local code, out, err = H.apsearch("run", H.ROOT .. "/examples/" .. f, "--top-k", "3", "--quiet")
+      assert.is_true(code == 0 or code == 1, err)
+      assert.are.same({}, too_wide(out))
+    end)
+  end
+
+  it("apsearch run when nothing fits (what to relax, closest strategies, filter reasons)", function()
+    local code, out = H.apsearch("run", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:1", "--quiet")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("what to relax", 1, true))
+    assert.are.same({}, too_wide(out))
+  end)
+
+  it("apsearch presets, its sources folded under themselves", function()
+    local code, out = H.apsearch("presets")
+    assert.are.equal(0, code)
+    assert.are.same({}, too_wide(out))
+    local _, wide = H.apsearch("presets", "--wide")
+    assert.is_true(#too_wide(wide) > 0)
+    -- the same words, folded or not
+    local function words(t) return (t:gsub("%-%-+", ""):gsub("%s+", " ")) end
+    assert.are.equal(words(wide), words(out))
+  end)
+
+  it("--wide shows every column and the notes unfolded", function()
+    local path = H.ROOT .. "/examples/deepseek_v3_h100_1024.lua"
+    local _, out = H.apsearch("run", path, "--top-k", "3", "--quiet")
+    local _, wide = H.apsearch("run", path, "--top-k", "3", "--quiet", "--wide")
+    assert.truthy(out:find("left out to fit 120 columns", 1, true))
+    assert.is_nil(wide:find("left out to fit", 1, true))
+    assert.truthy(wide:find("top memory (GiB)", 1, true))
+    assert.is_true(#too_wide(wide) > 0)
+    local note = wide:match("\n(80 %% of measured runs land within: [^\n]*)")
+    assert.truthy(note and note:find("spread wider", 1, true), wide)
+  end)
+end)
+
+describe("common.fold", function()
+  it("folds at spaces within the width, continuation lines indented, words kept", function()
+    local line = "  " .. string.rep("word ", 60) .. "end"
+    local folded = common.fold(line, 40)
+    for piece in folded:gmatch("[^\n]+") do assert.is_true(utf8.len(piece) <= 40, piece) end
+    assert.truthy(folded:find("\n    word", 1, true))
+    assert.are.equal((line:gsub("%s+", " ")), (folded:gsub("%s+", " ")))
+  end)
+
+  it("cuts a word longer than a line, counting UTF-8 characters", function()
+    local folded = common.fold("x " .. string.rep("é", 50), 20)
+    for piece in folded:gmatch("[^\n]+") do assert.is_true(utf8.len(piece) <= 20, piece) end
+  end)
+
+  it("leaves a line that fits, and everything under math.huge", function()
+    assert.are.equal("a b", common.fold("a b", 3))
+    local long = string.rep("a ", 100)
+    assert.are.equal(long, common.fold(long, math.huge))
+  end)
+end)
+
+describe("unknown-field lists", function()
+  it("are cut to fit 120 columns with the count left out, in one line", function()
+    local code, out, err = H.apsearch("run", "--set", "training.foo=1")
+    assert.are.equal(2, code)
+    assert.are.equal("", out)
+    assert.are.equal(1, select(2, err:gsub("\n", "")))
+    assert.is_true(utf8.len(err) - 1 <= WIDTH, err)
+    assert.truthy(err:find("^apsearch: %-%-set: training%.foo: unknown field %(known: [%w_, ]+%.%.%. and %d+ more%) %(got 1%)\n$"), err)
+  end)
+
+  it("fold_known keeps a message that fits, and the names that fit in their order", function()
+    assert.are.equal("x: unknown field (known: a, b)", suggest.fold_known("x: unknown field (known: a, b)"))
+    local names = {}
+    for i = 1, 40 do names[i] = ("field_%02d"):format(i) end
+    local msg = suggest.fold_known("f: unknown field (known: " .. table.concat(names, ", ") .. ") (got 1)", 80)
+    assert.is_true(#suggest.ERROR_PREFIX + utf8.len(msg) <= 80, msg)
+    assert.truthy(msg:find("^f: unknown field %(known: field_01, field_02, [^)]*%.%.%. and %d+ more%) %(got 1%)$"), msg)
+  end)
+end)

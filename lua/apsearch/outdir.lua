@@ -68,23 +68,37 @@ local function some(names)
   return s
 end
 
--- Permission bits of a path (following links) as an integer, from
--- LuaFileSystem's "rwxr-x---" string.
-local function perm_bits(path)
-  local p = lfs.attributes(path, "permissions")
-  if type(p) ~= "string" or #p ~= 9 then return nil end
-  local bits = 0
-  for i = 1, 9 do
-    bits = bits * 2 + (p:sub(i, i) == "-" and 0 or 1)
-  end
-  return bits
+--- Owner permissions added while apsearch writes into a set directory
+-- (the directory's own bits are set when the set is sealed).
+local OWNER_RWX = 448 -- 0700
+
+-- What a directory shows the world: permission bits (setgid and sticky
+-- included), owner and group; through a link, its target's.  nil
+-- without the core.
+local function access_of(path)
+  if not core then return nil end
+  local target = mode_of(path) == "link" and util.join_path(util.dirname(path),
+    lfs.symlinkattributes(path, "target") or "") or path
+  local st = core.lstat(target)
+  if not st then return nil end
+  return { perm = st.perm, uid = st.uid, gid = st.gid, dev = st.dev, ino = st.ino, mtime = st.mtime_ns }
+end
+
+-- A name a set can hold: a file at its top or in its launch/ directory,
+-- no other directory, no "." or ".." and no control character (a marker
+-- naming anything else was not written by apsearch).
+local function set_name(rel)
+  if rel:find("%c") then return false end
+  local leaf = rel:match("^launch/([^/]+)$") or rel:match("^([^/]+)$")
+  return leaf ~= nil and leaf ~= "." and leaf ~= ".."
 end
 
 --- Reads a set directory's manifest.
 -- @tparam string setdir
 -- @treturn table|nil `{id, out, files = {rel...}, listed = {[rel] = true},
---   committed = boolean, stat = {[rel] = "size mtime"}}`; nil without a
---   marker whose first line is apsearch's
+--   committed = boolean, stat = {[rel] = stamp}, foreign = rel|nil (a
+--   listed name a set cannot hold)}`; nil without a marker whose first
+--   line is apsearch's
 function M.read_manifest(setdir)
   local p = util.join_path(setdir, M.MARKER)
   if mode_of(p) ~= "file" then return nil end
@@ -95,17 +109,26 @@ function M.read_manifest(setdir)
     local k, v = line:match("^(%S+) (.*)$")
     if k == "run_id" then m.id = v
     elseif k == "out" then m.out = v
+    elseif k == "file" and not set_name(v) then m.foreign = m.foreign or v
     elseif k == "file" and not m.listed[v] then m.listed[v] = true m.files[#m.files + 1] = v
     elseif k == "stat" then
-      local st, rel = v:match("^(%d+ %d+) (.+)$")
+      local st, rel = v:match("^([%d ]+%d) (%S+)$")
       if rel then m.stat[rel] = st end
     elseif line == "committed" then m.committed = true end
   end
   return m
 end
 
--- "size mtime" of a regular file, nil for anything else.
+-- The stamp of a regular file, nil for anything else: "size mtime ctime
+-- inode" to the nanosecond (an edit in the same second, of the same
+-- size, changes it; so does any chmod or replacement); without the core,
+-- size and mtime in seconds.
 local function stat_of(p)
+  if core then
+    local st = core.lstat(p)
+    if not st or st.type ~= "file" then return nil end
+    return string.format("%d %d %d %d", st.size, st.mtime_ns, st.ctime_ns, st.ino)
+  end
   local a = lfs.symlinkattributes(p)
   if not a or a.mode ~= "file" then return nil end
   return string.format("%d %d", a.size, a.modification)
@@ -144,10 +167,16 @@ end
 -- @treturn boolean true when removed
 -- @treturn[opt] string why it was kept
 function M.remove_set(setdir, name)
+  if mode_of(setdir) ~= "directory" then
+    return false, "it is a " .. tostring(mode_of(setdir)) .. ", not a set directory: apsearch follows no link to delete"
+  end
   local m = M.read_manifest(setdir)
   if not m then
     if lfs.rmdir(setdir) then return true end
     return false, "no apsearch marker in it"
+  end
+  if m.foreign then
+    return false, "its marker lists " .. m.foreign .. ", a path no result set holds: not apsearch's"
   end
   if m.out ~= name then
     return false, m.out and ("it is the set of --out " .. m.out) or
@@ -179,12 +208,13 @@ local function id_in(n, prefix, kind)
   return id:match(M.ID_PATTERN) and id or nil
 end
 
--- What DIR is: "none", "link" (to the set directory returned), "empty"
--- (a plain empty directory); anything else raises (closing s, if given).
-local function classify(d, prefix, s)
+-- What DIR (at path d) is: "none", "link" (to the set directory
+-- returned), "empty" (a plain empty directory); anything else raises,
+-- naming DIR as the user gave it (shown), closing s if given.
+local function classify(d, prefix, s, shown)
   local function refuse(problem)
     if s then s:close() end
-    fail(problem, d)
+    fail(problem, shown or d)
   end
   local dm = mode_of(d)
   if dm == nil then return "none" end
@@ -212,6 +242,8 @@ local Set = {}
 Set.__index = Set
 
 --- Opens DIR for a new result set: lock, clean-up, a fresh set directory.
+-- DIR's parent is resolved once (realpath): a link in it that changes
+-- during the run cannot send the set and its link to two places.
 -- @tparam string dir the `--out` directory
 -- @treturn table a set: `id` (the run id), `dir`, `path` (its set
 --   directory), `notes` (lines for the log), methods `write`, `stream`,
@@ -225,80 +257,99 @@ function M.open(dir)
   if name == "" or name == "." or name == ".." then
     fail("must end in a directory name apsearch can link (not /, . or ..)", dir)
   end
+  if name:find("%c") then fail("must not hold a control character (a newline, a tab)", dir) end
   local parent = util.dirname(d)
   local ok, err = util.mkdir_p(parent)
   if not ok then fail("cannot create directory: " .. tostring(err), dir) end
+  parent = core and core.realpath(parent) or parent
   local prefix = "." .. name .. ".apsearch-"
-  local s = setmetatable({ dir = d, parent = parent, name = name, prefix = prefix, notes = {},
-    recorded = {} }, Set)
-  local function at(n) return util.join_path(parent, n) end
-
+  local s = setmetatable({ dir = util.join_path(parent, name), shown = dir, parent = parent, name = name,
+    prefix = prefix, notes = {}, recorded = {} }, Set)
   -- DIR checked before the lock file is made (no lock file is left next
   -- to a directory apsearch refuses), and again under the lock
-  classify(d, prefix)
-
-  -- 1. the lock
-  s.lockpath = at(prefix .. "lock")
-  local lm = mode_of(s.lockpath)
-  if lm and lm ~= "file" then fail("cannot lock: " .. s.lockpath .. " is a " .. lm, dir) end
-  local fh, ferr = io.open(s.lockpath, "a")
-  if not fh then fail("cannot create the lock file: " .. tostring(ferr), dir) end
-  local lok = lfs.lock(fh, "w")
-  if not lok then
-    fh:close()
-    fail("another apsearch run is writing this directory now (lock " .. s.lockpath ..
-      " held); run again when it has finished", dir)
-  end
-  held[s.lockpath] = fh
-  s.lock = fh
-
-  -- 2. what DIR is now; the permissions the new set keeps
-  s.kind, s.current = classify(d, prefix, s)
-  if s.kind ~= "none" then s.perm = perm_bits(d) end
-
-  -- 3. leftovers of interrupted runs of this DIR
-  for _, n in ipairs(util.listdir(parent) or {}) do
-    local p = at(n)
-    if id_in(n, prefix, "link") and mode_of(p) == "link"
-        and id_in(lfs.symlinkattributes(p, "target") or "", prefix, "set") then
-      os.remove(p)
-    elseif id_in(n, prefix, "set") and n ~= s.current and mode_of(p) == "directory" then
-      local m = M.read_manifest(p)
-      if not m or m.out == nil or m.out == name then
-        local removed, why = M.remove_set(p, name)
-        if not removed then s.notes[#s.notes + 1] = "kept " .. p .. ": " .. tostring(why) end
-      end
-    end
-  end
-
-  -- 4. the new set directory (DIR's permissions before anything is in
-  -- it), its marker first
-  for _ = 1, 5 do
-    s.id = new_id()
-    s.setname = prefix .. "set-" .. s.id
-    s.path = at(s.setname)
-    if lfs.mkdir(s.path) then break end
-    s.path = nil
-  end
-  if not s.path then s:close() fail("cannot create a set directory in " .. parent, dir) end
-  local pok, perr = s:keep_perm(s.path)
-  local wok, werr = pok and s:write_raw(M.MARKER, string.format("%srun_id %s\nstarted %s\nout %s\n",
-    MARKER_HEAD, s.id, os.date("!%Y-%m-%dT%H:%M:%SZ"), name))
-  local launchdir = util.join_path(s.path, "launch")
-  local mok, merr = wok and lfs.mkdir(launchdir)
-  if mok then mok, merr = s:keep_perm(launchdir) end
-  if not (pok and wok and mok) then
-    s:abort()
-    fail("cannot write into " .. parent .. ": " .. tostring(perr or werr or merr), dir)
-  end
+  classify(s.dir, prefix, nil, dir)
+  s:take_lock()
+  s.kind, s.current = classify(s.dir, prefix, s, dir)
+  if s.kind ~= "none" then s.access = access_of(s.dir) end
+  s:clean_leftovers()
+  s:make_set()
   return s
 end
 
--- Gives a directory of the set the permissions DIR had (nothing to do
--- when DIR did not exist or there is no core).
-function Set:keep_perm(path)
-  if not (self.perm and core) then return true end
-  return core.chmod(path, self.perm)
+-- 1. The lock on `.NAME.apsearch-lock` (fcntl; the kernel drops it when
+-- the process ends).
+function Set:take_lock()
+  self.lockpath = util.join_path(self.parent, self.prefix .. "lock")
+  local lm = mode_of(self.lockpath)
+  if lm and lm ~= "file" then fail("cannot lock: " .. self.lockpath .. " is a " .. lm, self.shown) end
+  local fh, ferr = io.open(self.lockpath, "a")
+  if not fh then fail("cannot create the lock file: " .. tostring(ferr), self.shown) end
+  if not lfs.lock(fh, "w") then
+    fh:close()
+    fail("another apsearch run is writing this directory now (lock " .. self.lockpath ..
+      " held); run again when it has finished", self.shown)
+  end
+  held[self.lockpath] = fh
+  self.lock = fh
+end
+
+-- 2. What interrupted runs of this DIR left: temporary links, and set
+-- directories DIR does not point to, as far as their manifests allow.
+function Set:clean_leftovers()
+  for _, n in ipairs(util.listdir(self.parent) or {}) do
+    local p = util.join_path(self.parent, n)
+    if id_in(n, self.prefix, "link") and mode_of(p) == "link"
+        and id_in(lfs.symlinkattributes(p, "target") or "", self.prefix, "set") then
+      os.remove(p)
+    elseif id_in(n, self.prefix, "set") and n ~= self.current and mode_of(p) == "directory" then
+      local m = M.read_manifest(p)
+      if not m or m.out == nil or m.out == self.name then
+        local removed, why = M.remove_set(p, self.name)
+        if not removed then self.notes[#self.notes + 1] = "kept " .. p .. ": " .. tostring(why) end
+      end
+    end
+  end
+end
+
+-- 3. The new set directory, closed to others as DIR was before anything
+-- is in it (apsearch keeps write access until the set is sealed), its
+-- marker first, then launch/.
+function Set:make_set()
+  for _ = 1, 5 do
+    self.id = new_id()
+    self.setname = self.prefix .. "set-" .. self.id
+    self.path = util.join_path(self.parent, self.setname)
+    local mok, merr = lfs.mkdir(self.path)
+    if mok then break end
+    self.path, self.mkdir_err = nil, merr
+  end
+  if not self.path then
+    self:close()
+    fail("cannot create a set directory in " .. self.parent .. ": " .. tostring(self.mkdir_err), self.shown)
+  end
+  local ok, err = self:keep_access(self.path, true)
+  if ok then
+    ok, err = self:write_raw(M.MARKER, string.format("%srun_id %s\nstarted %s\nout %s\n",
+      MARKER_HEAD, self.id, os.date("!%Y-%m-%dT%H:%M:%SZ"), self.name))
+  end
+  local launchdir = util.join_path(self.path, "launch")
+  if ok then ok, err = lfs.mkdir(launchdir) end
+  if ok then ok, err = self:keep_access(launchdir, true) end
+  if not ok then
+    self:abort()
+    fail("cannot write the set directory " .. self.path .. ": " .. tostring(err), self.shown)
+  end
+end
+
+-- Gives a directory of the set DIR's group, owner (where allowed) and
+-- permission bits; while writing (`writing`) with the owner's rwx added.
+-- Nothing to do when DIR did not exist or there is no core.
+function Set:keep_access(path, writing)
+  local a = self.access
+  if not (a and core) then return true end
+  -- the group first: chown may clear setgid, chmod then sets it
+  if not core.chown(path, a.uid, a.gid) then core.chown(path, -1, a.gid) end
+  return core.chmod(path, writing and (a.perm | OWNER_RWX) or a.perm)
 end
 
 -- Appends a line to the marker (the manifest).
@@ -364,7 +415,7 @@ function Set:stream(rel)
   local s = {}
   function s.write(text)
     local ok, werr = f:write(text)
-    if not ok then fail("cannot write " .. rel .. ": " .. tostring(werr), self.dir) end
+    if not ok then fail("cannot write " .. rel .. ": " .. tostring(werr), self.shown) end
   end
   function s.close()
     local ok, cerr = f:close()
@@ -384,8 +435,11 @@ function Set:seal()
     lines[#lines + 1] = "stat " .. st .. " " .. rel
   end
   local ok, err = self:note_manifest(table.concat(lines, "\n"))
-  if not ok then return nil, err end
-  return sync(util.join_path(self.path, M.MARKER))
+  if ok then ok, err = sync(util.join_path(self.path, M.MARKER)) end
+  -- DIR's own permission bits, now that nothing more is written
+  if ok then ok, err = self:keep_access(util.join_path(self.path, "launch"), false) end
+  if ok then ok, err = self:keep_access(self.path, false) end
+  return ok, err
 end
 
 -- core.rename_noreplace / rename_exchange, or "unsupported" (4th value)
@@ -404,7 +458,16 @@ function Set:drop_previous(tmp)
     end
     return false
   end
-  return mode_of(tmp) == "directory" and lfs.rmdir(tmp) ~= nil
+  -- the very directory the user made, unchanged (not another one made
+  -- meanwhile, which a file system may give the same inode number; the
+  -- rename itself changes its ctime, not its mtime)
+  local now = access_of(tmp)
+  local was = self.access
+  if mode_of(tmp) ~= "directory" or (was and not (now and now.dev == was.dev and now.ino == was.ino
+      and now.mtime == was.mtime)) then
+    return false
+  end
+  return lfs.rmdir(tmp) ~= nil
 end
 
 --- Points DIR at the new set: a temporary link swapped with DIR
@@ -441,7 +504,7 @@ function Set:link()
       end
     elseif not unsupported then
       drop_tmp()
-      return nil, "cannot replace: " .. tostring(err)
+      return nil, mode_of(self.dir) and ("cannot replace: " .. tostring(err)) or changed
     end
   end
   if unsupported then
@@ -464,7 +527,7 @@ function Set:commit()
   if ok then ok, err = sync(util.join_path(self.path, "launch")) end
   if ok then ok, err = sync(self.path) end
   if ok then ok, err = self:link() end
-  if not ok then self:abort() fail(tostring(err), self.dir) end
+  if not ok then self:abort() fail(tostring(err), self.shown) end
   if self.current then
     local removed, why = M.remove_set(util.join_path(self.parent, self.current), self.name)
     if not removed then

@@ -46,6 +46,8 @@ int apsl_isatty(lua_State *L);
 int apsl_rename_noreplace(lua_State *L);
 int apsl_rename_exchange(lua_State *L);
 int apsl_chmod(lua_State *L);
+int apsl_lstat(lua_State *L);
+int apsl_chown(lua_State *L);
 /** core.read_regular(path, max_bytes): an input file's contents, read
  *  only when it is a regular file within max_bytes (lfsync.c). */
 int apsl_read_regular(lua_State *L);

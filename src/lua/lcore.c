@@ -726,6 +726,8 @@ static const luaL_Reg module_funcs[] = {
     {"rename_noreplace", apsl_rename_noreplace},
     {"rename_exchange", apsl_rename_exchange},
     {"chmod", apsl_chmod},
+    {"lstat", apsl_lstat},
+    {"chown", apsl_chown},
     {"read_regular", apsl_read_regular},
     {NULL, NULL}
 };

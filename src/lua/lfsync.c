@@ -1,16 +1,17 @@
 /*
- * src/lua/lfsync.c -- the two file-system calls stock Lua and LuaFileSystem
+ * src/lua/lfsync.c -- the file-system calls stock Lua and LuaFileSystem
  * lack, for the atomic result sets of `apsearch run --out` (lua/apsearch/
  * outdir.lua): fsync of a file or directory by path, and the process id;
  * and realpath, for the files a policy's hf() may open (lua/apsearch/
  * policy.lua, docs/policy.md), and, for the CLI's progress line and
  * reported search times, a monotonic wall clock and isatty; and, so that
  * `--out` never replaces a path it did not make, rename without replacing
- * and rename by exchange (renameat2(2)) and chmod; and the one reader of
- * every input file, which refuses at once what is not a regular file.
- * Registered in the `apsearch.core` module (lcore.c) as fsync, getpid,
- * realpath, monotime, isatty, rename_noreplace, rename_exchange, chmod and
- * read_regular.
+ * and rename by exchange (renameat2(2)), chmod, chown and lstat (the
+ * permissions, owner and exact stamps of what it writes and replaces);
+ * and the one reader of every input file, which refuses at once what is
+ * not a regular file.  Registered in the `apsearch.core` module (lcore.c)
+ * as fsync, getpid, realpath, monotime, isatty, rename_noreplace,
+ * rename_exchange, chmod, lstat, chown and read_regular.
  */
 #define _GNU_SOURCE /* realpath; renameat2 (glibc >= 2.28) */
 
@@ -87,6 +88,53 @@ int apsl_chmod(lua_State *L)
     lua_Integer mode = luaL_checkinteger(L, 2);
     luaL_argcheck(L, mode >= 0 && mode <= 07777, 2, "permission bits 0 .. 07777");
     return luaL_fileresult(L, chmod(path, (mode_t)mode) == 0, path);
+}
+
+/* core.lstat(path) -> {type, perm, uid, gid, dev, ino, size, mtime_ns,
+ * ctime_ns} | nil, message, errno: lstat(2) (a link is described, not
+ * followed).  type: "file", "directory", "link" or "other"; perm: the
+ * permission bits with setuid, setgid and sticky (0 .. 07777); times in
+ * nanoseconds since the epoch (as exact as the file system keeps them). */
+int apsl_lstat(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return luaL_fileresult(L, 0, path);
+    const char *type = S_ISREG(st.st_mode) ? "file"
+                       : S_ISDIR(st.st_mode) ? "directory"
+                       : S_ISLNK(st.st_mode) ? "link" : "other";
+    lua_createtable(L, 0, 9);
+    lua_pushstring(L, type);
+    lua_setfield(L, -2, "type");
+    lua_pushinteger(L, (lua_Integer)(st.st_mode & 07777));
+    lua_setfield(L, -2, "perm");
+    lua_pushinteger(L, (lua_Integer)st.st_uid);
+    lua_setfield(L, -2, "uid");
+    lua_pushinteger(L, (lua_Integer)st.st_gid);
+    lua_setfield(L, -2, "gid");
+    lua_pushinteger(L, (lua_Integer)st.st_dev);
+    lua_setfield(L, -2, "dev");
+    lua_pushinteger(L, (lua_Integer)st.st_ino);
+    lua_setfield(L, -2, "ino");
+    lua_pushinteger(L, (lua_Integer)st.st_size);
+    lua_setfield(L, -2, "size");
+    lua_pushinteger(L, (lua_Integer)st.st_mtim.tv_sec * 1000000000 +
+                           (lua_Integer)st.st_mtim.tv_nsec);
+    lua_setfield(L, -2, "mtime_ns");
+    lua_pushinteger(L, (lua_Integer)st.st_ctim.tv_sec * 1000000000 +
+                           (lua_Integer)st.st_ctim.tv_nsec);
+    lua_setfield(L, -2, "ctime_ns");
+    return 1;
+}
+
+/* core.chown(path, uid, gid) -> true | nil, message, errno: chown(2); -1
+ * leaves that id as it is. */
+int apsl_chown(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    lua_Integer uid = luaL_checkinteger(L, 2), gid = luaL_checkinteger(L, 3);
+    return luaL_fileresult(L, chown(path, (uid_t)uid, (gid_t)gid) == 0, path);
 }
 
 /* core.getpid() -> integer */

@@ -251,6 +251,88 @@ describe("apsearch run --out: atomic result sets", function()
     assert.are.equal("mine", read(e .. "/mine.txt"))
   end)
 
+  it("deletes nothing a planted marker names outside its set, and follows no link to delete", function()
+    local base = tmpdir()
+    local victim = write(base .. "/victim.txt", "precious")
+    local abs = write(base .. "/abs.txt", "precious")
+    local shared = base .. "/shared"
+    assert(lfs.mkdir(shared))
+    local planted = shared .. "/.out.apsearch-set-20250101T000000Z-1-abcdef"
+    assert(lfs.mkdir(planted))
+    write(planted .. "/.apsearch-set", "apsearch result set\nrun_id 20250101T000000Z-1-abcdef\nout out\n" ..
+      "file ../victim.txt\nfile " .. abs .. "\nfile launch/../../victim.txt\n")
+    local code, _, err = apsearch("run", "--top-k", "1", "--out", shared .. "/out")
+    assert.are.equal(0, code, err)
+    assert.are.equal("precious", read(victim))
+    assert.are.equal("precious", read(abs))
+    assert.truthy(err:find("kept " .. planted .. ": its marker lists ../victim.txt, a path no result set holds", 1, true), err)
+
+    -- the previous set moved away by the user and left as a link: not followed
+    local dir = base .. "/o"
+    assert.are.equal(0, (apsearch("run", "--quiet", "--top-k", "1", "--out", dir)))
+    local set = base .. "/" .. lfs.symlinkattributes(dir, "target")
+    assert(os.rename(set, base .. "/kept"))
+    assert(lfs.link(base .. "/kept", set, true))
+    local c2, _, e2 = apsearch("run", "--top-k", "1", "--out", dir)
+    assert.are.equal(0, c2, e2)
+    assert.truthy(read(base .. "/kept/result.json"))
+    assert.truthy(read(base .. "/kept/launch/rank1_megatron.sh") or read(base .. "/kept/launch/rank1_torchtitan.py"))
+    assert.truthy(e2:find("it is a link, not a set directory: apsearch follows no link to delete", 1, true), e2)
+  end)
+
+  it("keeps a launch file edited within the same second at the same size", function()
+    local base = tmpdir()
+    local dir = base .. "/out"
+    assert.are.equal(0, (apsearch("run", "--quiet", "--top-k", "1", "--out", dir)))
+    local prev = base .. "/" .. lfs.symlinkattributes(dir, "target")
+    local f = dir .. "/launch/rank1_torchtitan.py"
+    local text = read(f)
+    write(f, (text:gsub("#", "%%", 1)))   -- one byte changed, same size, same second
+    local code, _, err = apsearch("run", "--top-k", "1", "--out", dir)
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("kept the previous set " .. prev, 1, true), err)
+  end)
+
+  it("keeps a shared directory's group, setgid bit and read-only mode; refuses a name with a newline", function()
+    local base = tmpdir()
+    local dir = base .. "/grp"
+    assert(lfs.mkdir(dir))
+    local core = require "apsearch.core"
+    -- a group the process may give (root: any; else its own)
+    local gid = core.lstat(base).gid
+    assert(core.chown(dir, -1, gid))
+    assert(core.chmod(dir, 1528))            -- 02770
+    assert.are.equal(0, (apsearch("run", "--quiet", "--top-k", "1", "--out", dir)))
+    local st = core.lstat(base .. "/" .. lfs.symlinkattributes(dir, "target"))
+    assert.are.same({ 1528, gid }, { st.perm, st.gid })
+    local ro = base .. "/ro"
+    assert(lfs.mkdir(ro))
+    assert(core.chmod(ro, 320))              -- 0500
+    local code, _, err = apsearch("run", "--quiet", "--top-k", "1", "--out", ro)
+    if code == 0 then                        -- root may write into it
+      assert.are.equal(320, core.lstat(base .. "/" .. lfs.symlinkattributes(ro, "target")).perm)
+    else
+      assert.truthy(err:find("cannot write the set directory", 1, true), err)
+      assert.is_nil(err:find(": nil", 1, true), err)
+    end
+    local c3, _, e3 = apsearch("run", "--quiet", "--out", base .. "/a\nb")
+    assert.are.equal(2, c3)
+    assert.truthy(e3:find("must not hold a control character", 1, true), e3)
+  end)
+
+  it("leaves a new empty directory a user made at DIR during the run", function()
+    local outdir = require "apsearch.outdir"
+    local base = tmpdir()
+    local dir = base .. "/e"
+    assert(lfs.mkdir(dir))
+    local s = outdir.open(dir)
+    assert(lfs.rmdir(dir)) assert(lfs.mkdir(dir))   -- another, empty
+    local ok, err = pcall(s.commit, s)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("changed while apsearch ran", 1, true), err)
+    assert.are.equal("directory", mode(dir))
+  end)
+
   it("does not touch the sets of a neighbouring --out whose name extends DIR's", function()
     local base = tmpdir()
     local near = base .. "/x.apsearch-set-20250101T000000Z-1-abcdef"

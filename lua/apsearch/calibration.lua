@@ -26,9 +26,10 @@ M.FIELDS = {
   -- the host's seconds per kernel launched from Python and from a C++
   -- loop (src/core/layerprog.c): measured by `calibrate --trace`
   -- (apsearch.trace), never fitted to cases (a step time alone does not
-  -- separate the host from the kernels: no row is "trace" evidence)
-  { field = "host_seconds_per_kernel", lo = 0.0, hi = 1e-3, needs = "trace" },
-  { field = "host_seconds_per_loop_kernel", lo = 0.0, hi = 1e-3, needs = "trace" },
+  -- separate the host from the kernels: no row is "trace" evidence);
+  -- bounded as the core bounds them (presets.c APS_MAX_HOST_SECONDS)
+  { field = "host_seconds_per_kernel", lo = 0.0, hi = 1e-2, needs = "trace" },
+  { field = "host_seconds_per_loop_kernel", lo = 0.0, hi = 1e-2, needs = "trace" },
 }
 
 --- The kinds of evidence a cases row gives (the `needs` of M.FIELDS).

@@ -629,6 +629,11 @@ local function write_trace(path, ctx, s, est, inputs)
     util.fail("--trace", "file", "cannot write: no directory " .. util.dirname(path), path)
   end
   local chrome = require "apsearch.format.chrome_trace"
+  if not est.feasible then
+    -- the estimate is printed as without --trace (exit status 1)
+    util.log("no trace written to %s: the strategy is infeasible (%s)", path, tostring(est.reason))
+    return
+  end
   local tl, code, msg = ctx:timeline(s, chrome.MAX_OPS)
   if not tl and code ~= "NO_PIPELINE" then
     util.fail("--trace", "file", "no timeline for this strategy: " .. tostring(code) .. ": " .. tostring(msg), path)

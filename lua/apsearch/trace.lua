@@ -26,8 +26,10 @@ local M = {}
 
 --- Largest trace file read (bytes, compressed as on disk).
 M.MAX_FILE_BYTES = 1 << 30
---- Largest decompressed trace (bytes).
-M.MAX_JSON_BYTES = 4 << 30
+--- Largest decompressed trace (bytes): the JSON and its decoded events
+-- take about three times this in memory.  A longer profile: record one
+-- rank and fewer steps (torch.profiler's schedule).
+M.MAX_JSON_BYTES = 512 << 20
 --- Bytes inflated per step.
 local INFLATE_CHUNK = 1 << 20
 --- Fewest launch gaps for a measure.
@@ -59,25 +61,46 @@ M.KERNEL_CLASSES = {
 
 local function fail(path, problem) util.fail(path, "trace", problem, nil, false) end
 
---- The JSON text of a trace file: gzip (by its magic bytes) or plain.
+local GZIP_MAGIC = "\x1f\x8b"
+
+-- Inflates the gzip member at raw[at..] into parts; returns the bytes
+-- inflated so far and the compressed bytes the member took.
+local function inflate_member(path, zlib, raw, at, parts, total)
+  -- 15 + 32: zlib or gzip header, detected
+  local stream = zlib.inflate(15 + 32)
+  for i = at, #raw, INFLATE_CHUNK do
+    local iok, out, eof, bytes_in = pcall(stream, raw:sub(i, i + INFLATE_CHUNK - 1))
+    if not iok then fail(path, "not valid gzip (" .. tostring(out) .. ")") end
+    total = total + #out
+    if total > M.MAX_JSON_BYTES then
+      fail(path, ("over %d MiB inflated: record fewer steps or one rank"):format(M.MAX_JSON_BYTES >> 20))
+    end
+    parts[#parts + 1] = out
+    if eof then return total, bytes_in end
+  end
+  fail(path, "truncated gzip (no end of stream)")
+end
+
+--- The JSON text of a trace file: gzip (by its magic bytes, one member
+-- or several) or plain.
 -- @raise `<path>: trace: ...` when it cannot be read or inflated
 function M.read_text(path)
   local raw, err = util.read_file(path, M.MAX_FILE_BYTES)
   if not raw then fail(path, "cannot read: " .. tostring(err)) end
-  if raw:sub(1, 2) ~= "\x1f\x8b" then return raw end
+  if raw:sub(1, 2) ~= GZIP_MAGIC then return raw end
   local ok, zlib = pcall(require, "zlib")
   if not ok then fail(path, "gzip trace needs lua-zlib (Debian package lua-zlib)") end
-  -- 15 + 32: zlib or gzip header, detected
-  local stream, parts, total = zlib.inflate(15 + 32), {}, 0
-  for i = 1, #raw, INFLATE_CHUNK do
-    local iok, out, eof = pcall(stream, raw:sub(i, i + INFLATE_CHUNK - 1))
-    if not iok then fail(path, "not valid gzip (" .. tostring(out) .. ")") end
-    total = total + #out
-    if total > M.MAX_JSON_BYTES then fail(path, "over " .. M.MAX_JSON_BYTES .. " bytes inflated") end
-    parts[#parts + 1] = out
-    if eof then return table.concat(parts) end
+  local parts, total, at = {}, 0, 1
+  -- one gzip member after another (gzip -c a b, or cat a.gz b.gz)
+  while at <= #raw do
+    if raw:sub(at, at + 1) ~= GZIP_MAGIC then
+      fail(path, ("%d bytes after the gzip stream that are not gzip"):format(#raw - at + 1))
+    end
+    local used
+    total, used = inflate_member(path, zlib, raw, at, parts, total)
+    at = at + used
   end
-  fail(path, "truncated gzip (no end of stream)")
+  return table.concat(parts)
 end
 
 --- Loads a trace: its events and its devices.
@@ -184,8 +207,13 @@ function M.measure(t)
 end
 
 --- Device presets by the GPU names CUDA reports (deviceProperties.name),
--- first match wins.
+-- first match wins; `preset = false`: a part with no preset (its trace
+-- needs --device).  Grace Hopper and the PCIe H100 are not the SXM part.
 M.DEVICE_NAMES = {
+  { pattern = "gh200", preset = false },
+  { pattern = "h100 pcie", preset = false },
+  { pattern = "h100 nvl", preset = false },
+  { pattern = "a100.*pcie", preset = false },
   { pattern = "a100.*40gb", preset = "a100-sxm4-40gb" },
   { pattern = "a100", preset = "a100-sxm4-80gb" },
   { pattern = "h200", preset = "h200-sxm-141gb" },
@@ -201,7 +229,7 @@ function M.preset_of(t)
   for _, name in ipairs(t.devices) do
     local n = name:lower()
     for _, d in ipairs(M.DEVICE_NAMES) do
-      if n:find(d.pattern) then return d.preset end
+      if n:find(d.pattern) then return d.preset or nil end
     end
   end
   return nil
@@ -222,8 +250,9 @@ function M.calibration(path, device)
     util.fail(path, "deviceProperties", "no device preset for the trace's GPU (" ..
       (t.devices[1] or "none recorded") .. "): give --device NAME", nil, false)
   end
-  return {
-    schema_version = require("apsearch.calibration").SCHEMA_VERSION,
+  local calibration = require "apsearch.calibration"
+  local calib = {
+    schema_version = calibration.SCHEMA_VERSION,
     name = "trace " .. util.basename(path),
     fitted_on = path,
     devices = { [preset] = {
@@ -232,7 +261,13 @@ function M.calibration(path, device)
     } },
     trace = { launches = m.launches, launch_gaps = m.gaps, threads = m.threads, kernels = m.kernels,
       step_seconds = m.step_seconds, steps = m.steps, gpu = t.devices[1] },
-  }, m
+  }
+  -- what --calibration will accept, checked before anything is written
+  local ok, err = pcall(calibration.check, calib, path .. ": measured")
+  if not ok then
+    error(tostring(err) .. " (are the trace's ts and dur in microseconds?)", 0)
+  end
+  return calib, m
 end
 
 return M

@@ -139,6 +139,9 @@
  *  launches): the median duration of the cudaLaunchKernel calls in the
  *  same traces (6 us over 18,158 calls). */
 #define APS_HOST_LOOP_KERNEL_X86 6e-6
+/** Largest host time per kernel a device may take: 10 ms, 300 times the
+ *  traces' median and beyond any host (a step-time scale, not a launch). */
+#define APS_MAX_HOST_SECONDS 1e-2
 /* Grace hosts (GB200 / GB300 compute trays) take the same values.  An
  * isolated torch.nn.Linear forward was measured 2.75x slower on GB200
  * than on an H100 DGX (37.08 against 13.48 us of CPU time; TE's Linear
@@ -433,13 +436,22 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
         {"inter_node_latency", d->inter_node_latency},
         {"cuda_context_bytes", d->cuda_context_bytes},
         {"nccl_comm_bytes", d->nccl_comm_bytes},
-        {"host_seconds_per_kernel", d->host_seconds_per_kernel},
-        {"host_seconds_per_loop_kernel", d->host_seconds_per_loop_kernel},
     };
     for (size_t i = 0; i < sizeof nonneg / sizeof nonneg[0]; i++) {
         if (!(nonneg[i].v >= 0) || nonneg[i].v > 1e30) {
             aps_fmt(err, n, "cluster.device.%s: must be >= 0 and finite (got %g)",
                     nonneg[i].f, nonneg[i].v);
+            return APS_EINVAL;
+        }
+    }
+    struct { const char *f; double v; } host[] = {
+        {"host_seconds_per_kernel", d->host_seconds_per_kernel},
+        {"host_seconds_per_loop_kernel", d->host_seconds_per_loop_kernel},
+    };
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) {
+        if (!(host[i].v >= 0 && host[i].v <= APS_MAX_HOST_SECONDS)) {
+            aps_fmt(err, n, "cluster.device.%s: must be in [0, %g] s per kernel "
+                    "(got %g)", host[i].f, APS_MAX_HOST_SECONDS, host[i].v);
             return APS_EINVAL;
         }
     }

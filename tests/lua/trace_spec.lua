@@ -189,3 +189,57 @@ describe("apsearch estimate --trace", function()
       "is in the way", 1, true))
   end)
 end)
+
+describe("trace edge cases found by the break pass", function()
+  it("reads multi-member gzip, refuses trailing junk, nanosecond units and Grace Hopper without --device", function()
+    local zlib = require "zlib"
+    local dir = tmpdir()
+    local text = synthetic(300, 10, 3)
+    local function gz(s) return zlib.deflate(zlib.BEST_SPEED, 15 + 16)(s, "finish") end
+    local half = #text // 2
+    local mm = write(dir .. "/mm.json.gz", gz(text:sub(1, half)) .. gz(text:sub(half + 1)))
+    assert.are.equal(0, (apsearch("calibrate", "--trace", mm, "-o", dir .. "/mm.out.json")))
+    local junk = write(dir .. "/junk.json.gz", gz(text) .. "JUNKJUNK")
+    assert.truthy(one_line(apsearch("calibrate", "--trace", junk, "-o", dir .. "/o.json")):find(
+      junk .. ": trace: 8 bytes after the gzip stream that are not gzip", 1, true))
+    -- timestamps in nanoseconds: 30 ms a launch, refused before anything is written
+    local ns = write(dir .. "/ns.json", synthetic(300, 30000, 3000))
+    assert.truthy(one_line(apsearch("calibrate", "--trace", ns, "-o", dir .. "/ns.out.json")):find(
+      "host_seconds_per_kernel: expected a number in [0, 0.01] (got 0.03) (are the trace's ts and dur in " ..
+      "microseconds?)", 1, true))
+    assert.is_nil(H.read(dir .. "/ns.out.json"))
+    local ev = cjson.decode(synthetic(300, 10, 3))
+    ev.deviceProperties = { { name = "NVIDIA GH200 480GB" } }
+    local gh = write(dir .. "/gh.json", cjson.encode(ev))
+    assert.truthy(one_line(apsearch("calibrate", "--trace", gh, "-o", dir .. "/o.json")):find(
+      "no device preset for the trace's GPU (NVIDIA GH200 480GB): give --device NAME", 1, true))
+  end)
+
+  it("splits a zero-bubble backward's launches between its I and W ops, and skips the trace of an infeasible strategy", function()
+    local dir = tmpdir()
+    local code, out, err = apsearch("estimate", H.ROOT .. "/examples/qwen3_30b_a3b_h100.lua", "--strategy",
+      "tp_degree=1,pp_degree=2,ep_degree=8,zero_stage=3,pp_schedule=interleaved_zero_bubble", "--set",
+      "training.framework=fsdp2", "--format", "json", "--trace", dir .. "/zb.json")
+    assert.are.equal(0, code, err)
+    local est = cjson.decode(out).estimate
+    local host = 0
+    for _, e in ipairs(cjson.decode(H.read(dir .. "/zb.json")).traceEvents) do
+      if e.ph == "X" and e.pid == 1 and e.tid == 2 then host = host + e.dur / 1e6 end
+    end
+    local want = est.micro_batch_num * (est.stages[1].host_fwd + est.stages[1].host_bwd)
+    assert.is_true(math.abs(host / want - 1) < 1e-9, host .. " vs " .. want)
+    local c2, o2, e2 = apsearch("estimate", H.ROOT .. "/examples/llama3_70b_h100.lua", "--strategy",
+      "tp_degree=2,pp_degree=1", "--trace", dir .. "/inf.json")
+    assert.are.equal(1, c2)
+    assert.truthy(o2:find("feasible", 1, true))
+    assert.truthy(e2:find("no trace written to " .. dir .. "/inf.json: the strategy is infeasible (MEMORY_LIMIT)", 1, true), e2)
+    assert.is_nil(H.read(dir .. "/inf.json"))
+  end)
+
+  it("bounds the host's seconds per kernel in a device table", function()
+    local e = one_line(apsearch("run", H.ROOT .. "/examples/llama3_8b_h100.lua", "--set",
+      "cluster.device.host_seconds_per_kernel=1e30"))
+    assert.truthy(e:find("cluster.device.host_seconds_per_kernel: must be in [0, 0.01] s per kernel (got 1e+30)",
+      1, true), e)
+  end)
+end)

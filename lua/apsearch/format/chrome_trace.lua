@@ -30,11 +30,18 @@ local function span(events, pid, tid, cat, name, start, dur, args)
     ts = start * US_PER_S, dur = math.max(dur, 0) * US_PER_S, args = args }
 end
 
+--- Share of a micro-batch chunk's backward launches in each op of a
+-- zero-bubble schedule: its input-gradient (I) and weight-gradient (W)
+-- ops split the backward's kernels (one GEMM each per forward GEMM).
+local SPLIT_BWD_SHARE = 0.5
+
 -- The rank's host time for one op: the stage's per micro-batch host time
--- over its model chunks (a B op launches the backward's kernels).
+-- over its model chunks (a B op launches the backward's kernels, I and W
+-- half of them each).
 local function host_of(stage, kind, v)
   if kind == "F" then return (stage.host_fwd or 0) / v end
-  return (stage.host_bwd or 0) / v
+  local share = (kind == "I" or kind == "W") and SPLIT_BWD_SHARE or 1
+  return (stage.host_bwd or 0) * share / v
 end
 
 -- Schedule ops of every rank from a timeline (ctx:timeline).
@@ -55,10 +62,20 @@ local function from_timeline(events, tl, stages)
   return ends
 end
 
--- Without pipelining: m micro-batches, forward then backward each.
+-- Without pipelining: m micro-batches, forward then backward each; past
+-- M.MAX_OPS ops, the middle micro-batches are left out (the time runs
+-- on: the kept ones sit where the step has them).  Returns the end and
+-- the micro-batches left out.
 local function sequential(events, est)
   local st, t = est.stages[1] or {}, 0
-  for mb = 1, est.micro_batch_num do
+  local m = est.micro_batch_num
+  local keep = math.max(1, M.MAX_OPS // 4)   -- first and last `keep`
+  local per = (st.time_fwd or 0) + (st.time_bwd or 0)
+  for mb = 1, m do
+    if m > 2 * keep and mb > keep and mb <= m - keep then
+      t = t + per
+      goto continue
+    end
     for _, kind in ipairs({ "F", "B" }) do
       local dur = kind == "F" and st.time_fwd or st.time_bwd
       local name = ("%s mb %d"):format(kind, mb)
@@ -67,8 +84,9 @@ local function sequential(events, est)
       if h > 0 then span(events, 1, 2, "host", "launch " .. name, t, h) end
       t = t + dur
     end
+    ::continue::
   end
-  return t
+  return t, m > 2 * keep and (m - 2 * keep) or 0
 end
 
 --- The trace of one estimate.
@@ -86,7 +104,8 @@ function M.build(est, tl, inputs)
   end
   local stages = {}
   for _, s in ipairs(est.stages or {}) do stages[s.stage] = s end
-  local t = tl and from_timeline(events, tl, stages) or sequential(events, est)
+  local t, skipped
+  if tl then t = from_timeline(events, tl, stages) else t, skipped = sequential(events, est) end
   -- after the last backward, on every rank: what the step exposes of the
   -- pipeline transfers (not in the simulated ops), the gradient sync and the
   -- optimizer
@@ -102,13 +121,15 @@ function M.build(est, tl, inputs)
     end
   end
   local cut = tl and tl.windows and #tl.windows > 1
+  local note = cut and ("the schedule's middle is left out: ops of " .. tl.ops .. " kept " .. tl.ops_kept)
+    or ((skipped or 0) > 0 and ("micro-batches left out in the middle: " .. skipped)) or nil
   return {
     traceEvents = events, displayTimeUnit = "ms",
     otherData = {
       producer = "apsearch estimate --trace", model = inputs.model.name,
       step_time_s = est.step_time, micro_batch_num = est.micro_batch_num,
       pp_schedule = tl and tl.pp_schedule or nil,
-      note = cut and ("the schedule's middle is left out: ops of " .. tl.ops .. " kept " .. tl.ops_kept) or nil,
+      note = note,
     },
   }
 end

@@ -149,15 +149,17 @@ function M.sandbox()
   -- matcher runs in C, out of the count hook's reach); the string
   -- metatable's __index is the same table, so ("").dump is nil too
   env.string = util.copy(sandbox.string)
-  env.table = util.copy(table)
-  env.table.move = sandbox.table_move
-  env.utf8 = util.copy(utf8)
+  -- table and utf8: the functions whose work grows with their arguments
+  -- (sort, concat, insert, remove, unpack, move; len, codepoint, offset,
+  -- char) charged to the call before they run (src/lua/lsandbox.c)
+  env.table = util.copy(sandbox.table)
+  env.utf8 = util.copy(sandbox.utf8)
   -- coroutines charged for what they run after their last hook tick
   env.coroutine = util.copy(coroutine)
   env.coroutine.create = sandbox.co_create
   env.coroutine.resume = sandbox.co_resume
   env.coroutine.wrap = sandbox.co_wrap
-  env.unpack = table.unpack
+  env.unpack = sandbox.table.unpack
   env._VERSION = _VERSION
   env.print = stderr_print
   env.setmetatable = safe_setmetatable

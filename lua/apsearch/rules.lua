@@ -111,7 +111,10 @@ local function safe_setmetatable(t, mt)
   if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
     error("setmetatable: __gc metamethods are not allowed in the sandbox", 2)
   end
-  return setmetatable(t, mt)
+  -- the error of a locked metatable (a view's) at the script's line
+  local ok, r = pcall(setmetatable, t, mt)
+  if not ok then error(r, 2) end
+  return r
 end
 
 local function safe_getmetatable(v)
@@ -173,30 +176,45 @@ end
 -- access (next, no __pairs/__index/__newindex of the script's ever runs
 -- outside the sandbox), metatables dropped except apsearch.util's array
 -- mark; functions kept (they are wrapped before they are called).
--- A table that contains itself, or nesting deeper than MAX_DEPTH, is
--- refused with a message rather than a stack overflow later.
+-- A table that contains itself, nesting deeper than MAX_DEPTH, or a value
+-- whose entries, written out as a tree (a subtable shared by n parents
+-- counts n times), number more than MAX_ENTRIES, is refused with a
+-- message rather than a stack overflow, or a walk of 2^40 paths, later.
+-- Time linear in the distinct tables: a shared subtable is copied once
+-- and its tree size remembered.
 local MAX_DEPTH = 100
+M.MAX_DEPTH = MAX_DEPTH
+--- The most entries a value a script returns may hold, as a tree.
+M.MAX_ENTRIES = 1000000
 
-local function plain(v, seen, open, depth)
-  if type(v) ~= "table" then return v end
-  if open[v] then error("a table contains itself (a cycle); policies are plain data", 0) end
-  if seen[v] then return seen[v] end
+local function plain(v, st, depth)
+  if type(v) ~= "table" then return v, 0 end
+  if st.open[v] then error("a table contains itself (a cycle); policies are plain data", 0) end
+  local r = st.seen[v]
+  if r then return r, st.size[v] end
   if depth > MAX_DEPTH then
     error("tables nested deeper than " .. MAX_DEPTH .. " levels", 0)
   end
-  local r = {}
-  open[v] = true
+  r = {}
+  local n = 0
+  st.open[v] = true
   local k, x = next(v)
   while k ~= nil do
-    r[plain(k, seen, open, depth + 1)] = plain(x, seen, open, depth + 1)
+    local ck, nk = plain(k, st, depth + 1)
+    local cx, nx = plain(x, st, depth + 1)
+    r[ck], n = cx, n + 1 + nk + nx
+    if n > M.MAX_ENTRIES then
+      error(string.format("more than %d entries (counting a table shared by n parents n times)",
+        M.MAX_ENTRIES), 0)
+    end
     k, x = next(v, k)
   end
-  open[v] = nil
-  seen[v] = r
+  st.open[v] = nil
+  st.seen[v], st.size[v] = r, n
   if util.is_marked_array(v) then setmetatable(r, util.array_mt) end
-  return r
+  return r, n
 end
-M.plain = function(v) return plain(v, {}, {}, 0) end
+M.plain = function(v) return (plain(v, { seen = {}, open = {}, size = {} }, 0)) end
 
 
 -- Runs a loaded chunk in the sandbox and copies what it returned as plain
@@ -210,7 +228,7 @@ local function run_chunk(chunk, err, name, label)
     error(err, 0)
   end
   local value = sandbox.wrap(chunk, string.format("%s %s", label, name))()
-  local ok, r = pcall(plain, value, {}, {}, 0)
+  local ok, r = pcall(M.plain, value)
   if not ok then error(name .. ": " .. tostring(r), 0) end
   return r
 end
@@ -265,6 +283,45 @@ end
 
 ------------------------------------------------------------------- context
 
+------------------------------------------------------------ read-only views
+
+-- What the host hands a script (a candidate, an evaluation, an objective's
+-- entries, ctx.model / cluster / training) is a read-only view of a
+-- private copy: an empty table whose locked metatable (`__metatable`, so
+-- setmetatable on it raises) reads the copy; nested tables are views too.
+-- A script can neither change what the host reads nor plant a metamethod
+-- (__index, __newindex, __pairs, __gc) where trusted code would run it.
+-- `pairs`, `ipairs`, `#` and indexing work; `next` sees an empty table.
+local function frozen(t, what, memo)
+  local v = memo[t]
+  if v then return v end
+  local c = {}
+  v = setmetatable({}, {
+    __index = c,
+    __newindex = function(_, k)
+      error(string.format("%s is read-only (tried to set %s)", what, tostring(k)), 2)
+    end,
+    __len = function() return rawlen(c) end,
+    __pairs = function() return function(_, k) return next(c, k) end, nil, nil end,
+    __metatable = "read-only",
+  })
+  memo[t] = v
+  for k, x in next, t do
+    if type(x) == "table" then x = frozen(x, what, memo) end
+    c[k] = x
+  end
+  return v
+end
+
+--- A read-only view of a copy of t (see above); t is the host's plain data.
+-- @param t a table (anything else is returned as is)
+-- @tparam string what for the error of an assignment, e.g. `the candidate`
+-- @return the view
+function M.freeze(t, what)
+  if type(t) ~= "table" then return t end
+  return frozen(t, what, {})
+end
+
 local Ctx = { __name = "apsearch.rule_context", __metatable = "apsearch.rule_context" }
 Ctx.__index = Ctx
 local contexts = setmetatable({}, { __mode = "k" })   -- core ctx -> Ctx
@@ -301,8 +358,9 @@ function M.context(ctx)
   local c = contexts[ctx]
   if c then return c end
   local inputs = ctx:inputs()
-  c = setmetatable({ core = ctx, model = inputs.model, cluster = inputs.cluster,
-    training = inputs.training }, Ctx)
+  c = setmetatable({ core = ctx, model = M.freeze(inputs.model, "ctx.model"),
+    cluster = M.freeze(inputs.cluster, "ctx.cluster"),
+    training = M.freeze(inputs.training, "ctx.training") }, Ctx)
   contexts[ctx] = c
   is_context[c] = true
   return c
@@ -317,35 +375,20 @@ local function rule_check(name, fn, code, description, trusted)
   local call = trusted and fn or sandbox.wrap(fn, label)
   local ok_codes = {}
   local context = M.context
-  -- A user rule sees the candidate read-only: the search reuses one table
-  -- per candidate, and a rule that wrote into it would change what is
-  -- searched.
-  local view_mt = {
-    __metatable = "read-only candidate",   -- locked: no __gc planted here
-    __newindex = function(_, k)
-      error(string.format("%s: the candidate is read-only (tried to set %s)", label, tostring(k)), 2)
-    end,
-  }
+  -- A user rule sees the candidate read-only (a view of a copy, nested
+  -- tables too): the search reuses one table per candidate, and a rule
+  -- that wrote into it, or planted a metatable, would change what is
+  -- searched or run its code in the host's.
   local function view(candidate)
-    if trusted then return candidate end
-    view_mt.__index = candidate
-    view_mt.__pairs = function() return next, candidate, nil end
-    local v = setmetatable({}, view_mt)
+    if trusted or type(candidate) ~= "table" then return candidate end
+    local v = M.freeze(candidate, label .. ": the candidate")
     views[v] = candidate
     return v
   end
   -- the evaluation, read-only too: the search ranks by it
-  local ev_mt = {
-    __metatable = "read-only evaluation",
-    __newindex = function(_, k)
-      error(string.format("%s: the evaluation is read-only (tried to set %s)", label, tostring(k)), 2)
-    end,
-  }
   local function ev_view(evaluation)
     if trusted or evaluation == nil then return evaluation end
-    ev_mt.__index = evaluation
-    ev_mt.__pairs = function() return next, evaluation, nil end
-    return setmetatable({}, ev_mt)
+    return M.freeze(evaluation, label .. ": the evaluation")
   end
   return function(candidate, ctx, evaluation)
     local ok, c, msg = call(view(candidate), context(ctx), ev_view(evaluation))
@@ -536,11 +579,22 @@ end
 function M.objective_comparator(obj, make_ctx)
   if type(obj) == "function" then obj = { name = "custom", better = obj } end
   local label = string.format('objective "%s"', obj.name)
+  -- the entries as the script sees them: read-only views of copies, one
+  -- per entry (taken when it is first compared)
+  local entry_views = setmetatable({}, { __mode = "k" })
+  local function entry(e, what)
+    local v = entry_views[e]
+    if v == nil then
+      v = M.freeze(e, label .. ": " .. what)
+      entry_views[e] = v
+    end
+    return v
+  end
   if obj.better then
     local fn = obj.better
     local call = sandbox.wrap(fn, label .. " (better)")
     return function(a, b)
-      local r = call(a, b)
+      local r = call(entry(a, "the entry"), entry(b, "the entry"))
       if type(r) ~= "boolean" then
         bad_return(fn, label .. " (better)", "returned " .. util.describe(r) .. " (expected true or false)")
       end
@@ -554,7 +608,7 @@ function M.objective_comparator(obj, make_ctx)
     local s = e.objective_value
     if s == nil then
       if ctx == nil and make_ctx then ctx = M.context(make_ctx()) end
-      s = call(e, ctx)
+      s = call(entry(e, "the entry"), ctx)
       if type(s) ~= "number" or s ~= s then
         bad_return(fn, label .. " (score)", "returned " .. util.describe(s) .. " (expected a number)")
       end

@@ -182,8 +182,8 @@ end
 -- message rather than a stack overflow, or a walk of 2^40 paths, later.
 -- Time linear in the distinct tables: a shared subtable is copied once
 -- and its tree size remembered.
-local MAX_DEPTH = 100
-M.MAX_DEPTH = MAX_DEPTH
+--- The deepest nesting a value a script returns may have.
+M.MAX_DEPTH = 100
 --- The most entries a value a script returns may hold, as a tree.
 M.MAX_ENTRIES = 1000000
 
@@ -192,8 +192,8 @@ local function plain(v, st, depth)
   if st.open[v] then error("a table contains itself (a cycle); policies are plain data", 0) end
   local r = st.seen[v]
   if r then return r, st.size[v] end
-  if depth > MAX_DEPTH then
-    error("tables nested deeper than " .. MAX_DEPTH .. " levels", 0)
+  if depth > M.MAX_DEPTH then
+    error("tables nested deeper than " .. M.MAX_DEPTH .. " levels", 0)
   end
   r = {}
   local n = 0
@@ -286,40 +286,65 @@ end
 ------------------------------------------------------------ read-only views
 
 -- What the host hands a script (a candidate, an evaluation, an objective's
--- entries, ctx.model / cluster / training) is a read-only view of a
--- private copy: an empty table whose locked metatable (`__metatable`, so
--- setmetatable on it raises) reads the copy; nested tables are views too.
--- A script can neither change what the host reads nor plant a metamethod
--- (__index, __newindex, __pairs, __gc) where trusted code would run it.
--- `pairs`, `ipairs`, `#` and indexing work; `next` sees an empty table.
-local function frozen(t, what, memo)
-  local v = memo[t]
-  if v then return v end
-  local c = {}
-  v = setmetatable({}, {
-    __index = c,
-    __newindex = function(_, k)
-      error(string.format("%s is read-only (tried to set %s)", what, tostring(k)), 2)
-    end,
-    __len = function() return rawlen(c) end,
-    __pairs = function() return function(_, k) return next(c, k) end, nil, nil end,
-    __metatable = "read-only",
-  })
-  memo[t] = v
-  for k, x in next, t do
-    if type(x) == "table" then x = frozen(x, what, memo) end
-    c[k] = x
+-- entries, ctx.model / cluster / training) is a read-only view: an empty
+-- table whose locked metatable (`__metatable`, so setmetatable on it
+-- raises) reads the host's table; a nested table read through a view is
+-- a view too.  A view never hands out the table it reads, so a script can
+-- neither change what the host reads nor plant a metamethod (__index,
+-- __newindex, __pairs, __gc) where trusted code would run it.  `pairs`,
+-- `ipairs`, `#` and indexing work; `next` sees an empty table.  Views are
+-- cached per table and label: the search reuses one candidate table, so
+-- a rule's candidate costs no allocation per call.
+local view_data = setmetatable({}, { __mode = "k" })   -- view -> the table it reads
+local view_mts = {}   -- label -> { mt = the views' metatable, of = table -> view }
+
+local function view_of(t, what)
+  local kind = view_mts[what]
+  local v = kind.of[t]
+  if v == nil then
+    v = setmetatable({}, kind.mt)
+    view_data[v] = t
+    kind.of[t] = v
   end
   return v
 end
 
---- A read-only view of a copy of t (see above); t is the host's plain data.
+-- the metatable of the views labelled `what` (one per label)
+local function view_kind(what)
+  local kind = view_mts[what]
+  if kind then return kind end
+  local function wrap(x)
+    if type(x) == "table" then return view_of(x, what) end
+    return x
+  end
+  local mt = {
+    __index = function(v, k) return wrap(view_data[v][k]) end,
+    __newindex = function(_, k)
+      error(string.format("%s is read-only (tried to set %s)", what, tostring(k)), 2)
+    end,
+    __len = function(v) return rawlen(view_data[v]) end,
+    __pairs = function(v)
+      local t = view_data[v]
+      return function(_, k)
+        local nk, x = next(t, k)
+        return nk, wrap(x)
+      end, nil, nil
+    end,
+    __metatable = "read-only",
+  }
+  kind = { mt = mt, of = setmetatable({}, { __mode = "k" }) }
+  view_mts[what] = kind
+  return kind
+end
+
+--- A read-only view of t (see above); t is the host's plain data.
 -- @param t a table (anything else is returned as is)
 -- @tparam string what for the error of an assignment, e.g. `the candidate`
 -- @return the view
 function M.freeze(t, what)
   if type(t) ~= "table" then return t end
-  return frozen(t, what, {})
+  view_kind(what)
+  return view_of(t, what)
 end
 
 local Ctx = { __name = "apsearch.rule_context", __metatable = "apsearch.rule_context" }
@@ -375,20 +400,21 @@ local function rule_check(name, fn, code, description, trusted)
   local call = trusted and fn or sandbox.wrap(fn, label)
   local ok_codes = {}
   local context = M.context
-  -- A user rule sees the candidate read-only (a view of a copy, nested
-  -- tables too): the search reuses one table per candidate, and a rule
+  -- A user rule sees the candidate read-only (a view, nested tables
+  -- too): the search reuses one table per candidate, and a rule
   -- that wrote into it, or planted a metatable, would change what is
   -- searched or run its code in the host's.
+  local cand_what, ev_what = label .. ": the candidate", label .. ": the evaluation"
   local function view(candidate)
     if trusted or type(candidate) ~= "table" then return candidate end
-    local v = M.freeze(candidate, label .. ": the candidate")
+    local v = M.freeze(candidate, cand_what)
     views[v] = candidate
     return v
   end
   -- the evaluation, read-only too: the search ranks by it
   local function ev_view(evaluation)
     if trusted or evaluation == nil then return evaluation end
-    return M.freeze(evaluation, label .. ": the evaluation")
+    return M.freeze(evaluation, ev_what)
   end
   return function(candidate, ctx, evaluation)
     local ok, c, msg = call(view(candidate), context(ctx), ev_view(evaluation))
@@ -579,22 +605,14 @@ end
 function M.objective_comparator(obj, make_ctx)
   if type(obj) == "function" then obj = { name = "custom", better = obj } end
   local label = string.format('objective "%s"', obj.name)
-  -- the entries as the script sees them: read-only views of copies, one
-  -- per entry (taken when it is first compared)
-  local entry_views = setmetatable({}, { __mode = "k" })
-  local function entry(e, what)
-    local v = entry_views[e]
-    if v == nil then
-      v = M.freeze(e, label .. ": " .. what)
-      entry_views[e] = v
-    end
-    return v
-  end
+  -- the entries as the script sees them: read-only views, per call
+  local what = label .. ": the entry"
+  local function entry(e) return M.freeze(e, what) end
   if obj.better then
     local fn = obj.better
     local call = sandbox.wrap(fn, label .. " (better)")
     return function(a, b)
-      local r = call(entry(a, "the entry"), entry(b, "the entry"))
+      local r = call(entry(a), entry(b))
       if type(r) ~= "boolean" then
         bad_return(fn, label .. " (better)", "returned " .. util.describe(r) .. " (expected true or false)")
       end
@@ -608,7 +626,7 @@ function M.objective_comparator(obj, make_ctx)
     local s = e.objective_value
     if s == nil then
       if ctx == nil and make_ctx then ctx = M.context(make_ctx()) end
-      s = call(entry(e, "the entry"), ctx)
+      s = call(entry(e), ctx)
       if type(s) ~= "number" or s ~= s then
         bad_return(fn, label .. " (score)", "returned " .. util.describe(s) .. " (expected a number)")
       end

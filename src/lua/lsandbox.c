@@ -1,12 +1,14 @@
 /*
  * src/lua/lsandbox.c -- the `apsearch.sandbox` module: runs untrusted Lua
- * (policies, rules, objectives, formatters) under an instruction limit and
- * a memory cap that the script's own pcall cannot defeat.
+ * (policies, rules, objectives, formatters) under an instruction limit, a
+ * memory cap and wall-clock and CPU-time limits that the script's own pcall
+ * cannot defeat.
  *
  *   local sandbox = require "apsearch.sandbox"
  *   local v = sandbox.run(fn, ...)              -- fn(...) under the limits
  *   local g = sandbox.wrap(fn, 'rule "x"')      -- g(...) == sandbox.run(fn, ...)
- *   sandbox.configure{ instructions = 1e8, memory_mib = 256, enabled = true }
+ *   sandbox.configure{ instructions = 1e8, memory_mib = 256, seconds = 10,
+ *                      cpu_seconds = 5, enabled = true }
  *
  * How the limits work (modelled on lua.c's interrupt hook and Redis's
  * script timeout, made sticky):
@@ -30,6 +32,12 @@
  *   and retry of that request make it fit.  After a trip a small slack
  *   (SB_SLACK) lets the report be built.  Shrinks and frees never fail
  *   (Lua requires it).
+ * - Time: a timer thread (sb_timer) reads the wall clock and the CPU clock
+ *   of the OS thread running the call every SB_TICK_NS; past a limit it
+ *   sets the running Lua thread's count hook to fire at the next
+ *   instruction, and the hook trips.  It covers what the instruction count
+ *   cannot: single VM instructions that take long (comparing or
+ *   concatenating long strings) and C functions called in a loop.
  * - Whatever the script did with the errors, sandbox.run checks the trip
  *   flag when the call returns and raises the limit's report: a script that
  *   swallowed the error and returned normally still fails.
@@ -47,7 +55,9 @@
  *
  * Work in C that the count hook cannot see is charged explicitly (see
  * charge()): the pattern functions of sandbox.string (a metered matcher,
- * also the string metatable's __index, without dump), table.move
+ * also the string metatable's __index, without dump), the string, table
+ * and utf8 functions whose work grows with their arguments (METERED;
+ * sandbox.string, sandbox.table, sandbox.utf8), table.move
  * (sandbox.table_move), and the tail of every coroutine resume
  * (sandbox.co_create/co_resume/co_wrap).  Tracebacks show the first and
  * last frames only and look up nothing else: linear in the depth.
@@ -1316,6 +1326,8 @@ static int l_table_move(lua_State *L)
 #define SB_BYTES_PER_INSTRUCTION 1.0
 #define SB_SORT_COMPARE_COST 8.0
 #define SB_MAX_CHARGE 9.0e18
+#define SB_MAX_PUSH 1000000.0   /* values one call can push (LUAI_MAXSTACK):
+                                   more fails at once in the stock function */
 
 /* Charges n instructions, n a double (rounded up, clamped). */
 static void charge_n(lua_State *L, sb_state *sb, double n)
@@ -1391,10 +1403,17 @@ static void cost_sub(lua_State *L, sb_state *sb)        /* string.sub: the copy 
                         SB_BYTES_PER_INSTRUCTION);
 }
 
+/* n values pushed, at most what the stack can hold (the stock function
+ * refuses more at once, an error a script may catch). */
+static void charge_pushes(lua_State *L, sb_state *sb, double n)
+{
+    charge_n(L, sb, n < SB_MAX_PUSH ? n : SB_MAX_PUSH);
+}
+
 static void cost_byte(lua_State *L, sb_state *sb)       /* byte, codepoint: pushes */
 {
     double i = int_arg(L, 2, 1);
-    charge_n(L, sb, range_len(str_arg_len(L, 1), i, int_arg(L, 3, i)));
+    charge_pushes(L, sb, range_len(str_arg_len(L, 1), i, int_arg(L, 3, i)));
 }
 
 static void cost_utf8_len(lua_State *L, sb_state *sb)   /* utf8.len: the scan */
@@ -1427,10 +1446,11 @@ static void cost_unpack(lua_State *L, sb_state *sb)     /* values pushed */
 {
     double i = int_arg(L, 2, 1);
     double j = lua_isnoneornil(L, 3) ? table_arg_len(L) : int_arg(L, 3, 0);
-    charge_n(L, sb, j - i + 1);
+    charge_pushes(L, sb, j - i + 1);
 }
 
-/* Bytes of the string elements t[i..j] of table argument 1 (raw). */
+/* Bytes of the string elements t[i..j] of table argument 1 (raw; the
+ * caller charged j - i + 1 first, which bounds the pass). */
 static double string_bytes(lua_State *L, double i, double j)
 {
     double bytes = 0;
@@ -1442,18 +1462,27 @@ static double string_bytes(lua_State *L, double i, double j)
     return bytes;
 }
 
-static void cost_concat(lua_State *L, sb_state *sb)     /* elements, then bytes */
+/* table.concat: the elements it joins (raw, up to the first that is not
+ * a string or number, where the stock function stops with an error) and
+ * their bytes with the separators.  The pass is bounded by the table's
+ * array, which the memory cap bounds. */
+static void cost_concat(lua_State *L, sb_state *sb)
 {
-    double i = int_arg(L, 3, 1), j, count;
+    double i = int_arg(L, 3, 1), j, count = 0, bytes = 0;
+    double sep = str_arg_len(L, 2);
     j = lua_isnoneornil(L, 4) ? table_arg_len(L) : int_arg(L, 4, 0);
-    count = j - i + 1;
-    if (lua_type(L, 1) != LUA_TTABLE || count <= 0)
-        return;
-    charge_n(L, sb, count); /* bounds the pass below */
-    if (sb->max_instructions <= 0)
-        return;
-    charge_n(L, sb, (string_bytes(L, i, j) + count * str_arg_len(L, 2)) /
-                        SB_BYTES_PER_INSTRUCTION);
+    if (lua_type(L, 1) != LUA_TTABLE || i < -SB_MAX_CHARGE || j > SB_MAX_CHARGE)
+        return; /* (the stock function refuses such a range) */
+    for (lua_Integer k = (lua_Integer)i; k <= (lua_Integer)j; k++) {
+        int t = lua_rawgeti(L, 1, k);
+        if (t == LUA_TSTRING || t == LUA_TNUMBER)
+            bytes += (t == LUA_TSTRING ? (double)lua_rawlen(L, -1) : 1.0) + sep;
+        lua_pop(L, 1);
+        if (t != LUA_TSTRING && t != LUA_TNUMBER)
+            break;
+        count++;
+    }
+    charge_n(L, sb, count + bytes / SB_BYTES_PER_INSTRUCTION);
 }
 
 static void cost_sort(lua_State *L, sb_state *sb)       /* n log2 n comparisons */

@@ -21,6 +21,8 @@ local FILES = {
   policy = { "lua/apsearch/policy.lua", "lua/apsearch/schema.lua", "lua/apsearch/rules.lua",
     "lua/apsearch/objectives.lua", "lua/apsearch/stacks.lua", "lua/apsearch/presets.lua",
     "src/core/presets.c", "src/core/names.c" },
+  -- a rule's body: the fields of a candidate and of ctx
+  sandbox = { "lua/apsearch/rules.lua", "lua/apsearch/schema.lua" },
 }
 
 -- how a word appears in each target's input, and the syntax around it
@@ -43,12 +45,24 @@ local FORMS = {
     extra = { "return {", "}", "{", "=", ",", "..", "function(s, ctx) return ", " end",
       "hf(", "range(", "pow2(", "cluster(", "preset(", "model(", "gib(", "min =",
       "max =", "step =", "pow2 = true", "true", "false", "nil", "1e308", "-1", "0/0" } },
+  -- words as fields of the candidate and the context; the library calls
+  -- whose work grows with their arguments, and what a script may plant
+  sandbox = { function(w)
+      if w:match("^[%a_][%w_]*$") then return "c." .. w, "ctx.cluster." .. w end
+      return '"' .. w .. '"'
+    end,
+    extra = { "while true do ", " end", "for i = 1, 1e6 do ", "local t = {} ", "return true",
+      "return false, 'X', 'y'", "string.rep('x', 1 << 24)", ":upper()", ":sub(2)", "table.sort(t)",
+      "table.concat(t)", "table.insert(t, 1, 0)", "table.unpack(t)", "utf8.len(", "s .. s", " < ",
+      "setmetatable(", "{ __index = function() while true do end end }", "__pairs", "__gc",
+      "coroutine.wrap(function() ", ")()", "pcall(", "t = { t, t }", "ctx:estimate(c)",
+      "ctx:evaluate(c)", "rawset(c, ", "getmetatable(" } },
 }
 
 local target, root = arg[1], arg[2] or "."
 if not FILES[target] then
   io.stderr:write("usage: lua5.4 fuzz/dict.lua TARGET [ROOT] (targets: config_json, csv, ",
-    "baseline, args, policy)\n")
+    "baseline, args, policy, sandbox)\n")
   os.exit(2)
 end
 

@@ -38,6 +38,18 @@ local M = {}
 M.SANDBOX_INSTRUCTIONS = 1000000
 --- Memory cap of one sandboxed call, MiB (the CLI's default is 256).
 M.SANDBOX_MEMORY_MIB = 64
+--- Time limits of one sandboxed call in the sandbox target, seconds
+-- (wall clock and CPU; the CLI's defaults are 10 and 5).
+M.SANDBOX_SECONDS = 1
+--- The sandbox target's oracle for time: a run (loading the rule, one
+-- check) may take at most this many times M.SANDBOX_SECONDS, plus
+-- M.SANDBOX_SLACK_SECONDS (start-up, the search of one candidate).
+M.SANDBOX_CALLS = 2
+M.SANDBOX_SLACK_SECONDS = 1
+--- The oracle for memory: the last sandboxed call may grow the state by
+-- at most twice the cap (the allocator's hard bound) plus this many MiB
+-- (the slack kept for the report).
+M.SANDBOX_SLACK_MIB = 2
 --- Largest search space a fuzz target searches (constraints.max_candidates
 -- is lowered to it; a larger space is refused, as the CLI refuses one
 -- above its limit): keeps one execution in the milliseconds.
@@ -233,7 +245,9 @@ end
 local function apsearch(user, args)
   -- the limits every input starts from (an args input may change them)
   require("apsearch.sandbox").configure({ enabled = true,
-    instructions = M.SANDBOX_INSTRUCTIONS, memory_mib = M.SANDBOX_MEMORY_MIB })
+    instructions = M.SANDBOX_INSTRUCTIONS, memory_mib = M.SANDBOX_MEMORY_MIB,
+    seconds = require("apsearch.sandbox").DEFAULT_SECONDS,
+    cpu_seconds = require("apsearch.sandbox").DEFAULT_CPU_SECONDS })
   local why, status = check(user, require("apsearch.cli").main, args)
   if why then return why end
   return nil, status
@@ -381,8 +395,55 @@ function targets.policy()
   end
 end
 
+-- The sandbox target's policy: one candidate, so the input's rule runs
+-- exactly once (and once when its file loads).
+local ONE_CANDIDATE = [[
+return {
+  model = "llama-3.1-8b",
+  cluster = { device = "h100-sxm-80gb", nodes = 1 },
+  training = { global_batch_size = 64, seq_length = 8192 },
+  search_space = { data_parallel = "auto", fsdp_degree = { 8 }, tp_degree = { 1 }, pp_degree = { 1 },
+    cp_degree = { 1 }, micro_batch_size = { 1 }, zero_stage = { 0 }, layer_recompute = { "none" } },
+}
+]]
+
+--- The sandbox, with its limits as oracles: the input is the body of a
+-- rule's `check(c, ctx)` (a generated script: loops, string and table
+-- functions on large inputs, metatables set on what it is handed,
+-- coroutines, values returned), run as `apsearch run ONE --rules FILE`
+-- with the M.SANDBOX_* limits.  Besides the findings of every target, the
+-- run must end within M.SANDBOX_CALLS x M.SANDBOX_SECONDS (+ slack) and
+-- its last call may not grow the state past twice the memory cap (+ the
+-- report's slack): a limit that did not hold is a finding.
+function targets.sandbox()
+  local sandbox = require "apsearch.sandbox"
+  local policy = write("one_candidate.lua", ONE_CANDIDATE)
+  local clock = require("apsearch.core").monotime
+  return function(data)
+    local rule = write("fuzz_rule.lua", "return { name = 'fuzz', check = function(c, ctx)\n" ..
+      data .. "\nend }\n")
+    local t0 = clock()
+    local why = apsearch({ rule }, { "run", policy, "--rules", rule, "--quiet",
+      "--sandbox-instructions=" .. M.SANDBOX_INSTRUCTIONS,
+      "--sandbox-memory-mib=" .. M.SANDBOX_MEMORY_MIB,
+      "--sandbox-seconds=" .. M.SANDBOX_SECONDS, "--sandbox-cpu-seconds=" .. M.SANDBOX_SECONDS })
+    if why then return why end
+    local took = clock() - t0
+    if took > M.SANDBOX_CALLS * M.SANDBOX_SECONDS + M.SANDBOX_SLACK_SECONDS then
+      return string.format("the run took %.2f s, past its time limits (%g s per call)", took, M.SANDBOX_SECONDS)
+    end
+    local peak = sandbox.stats().peak_bytes
+    if peak > (2 * M.SANDBOX_MEMORY_MIB + M.SANDBOX_SLACK_MIB) * 2 ^ 20 then
+      return string.format("a call grew the state by %.1f MiB, past twice the %d MiB cap",
+        peak / 2 ^ 20, M.SANDBOX_MEMORY_MIB)
+    end
+    return nil
+  end
+end
+
 --- Prepares the target `name` and returns the function to run per input.
--- @tparam string name a target: config_json, csv, baseline, args, policy
+-- @tparam string name a target: config_json, csv, baseline, args, policy,
+--   sandbox
 -- @tparam string dir the harness's temporary directory
 -- @treturn function(data) -> nil | finding
 function M.setup(name, dir)

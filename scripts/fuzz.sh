@@ -2,7 +2,7 @@
 # scripts/fuzz.sh SECONDS [TARGET...] -- builds the libFuzzer harnesses of
 # fuzz/ (clang, ASan + UBSan; docs/fuzzing.md) in their own build directory
 # and runs each target for SECONDS, one after the other (one job: the
-# machine is shared).  Targets: config_json csv baseline args policy (all
+# machine is shared).  Targets: config_json csv baseline args policy sandbox (all
 # when none is named).  Prints the executions of each and exits 1 on a
 # finding (the input is kept in build-fuzz/fuzz-work/artifacts/<target>/),
 # 2 on bad usage or a missing toolchain.
@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
 
 usage() {
-  echo "usage: scripts/fuzz.sh SECONDS [TARGET...]  (targets: config_json csv baseline args policy)" >&2
+  echo "usage: scripts/fuzz.sh SECONDS [TARGET...]  (targets: config_json csv baseline args policy sandbox)" >&2
   exit 2
 }
 [ $# -ge 1 ] || usage
@@ -34,7 +34,7 @@ case "$1" in ''|*[!0-9]*) echo "scripts/fuzz.sh: SECONDS must be a positive inte
 [ "$1" -gt 0 ] || usage
 TIME="$1"
 shift
-ALL="config_json csv baseline args policy"
+ALL="config_json csv baseline args policy sandbox"
 TARGETS="${*:-$ALL}"
 for t in $TARGETS; do
   case " $ALL " in *" $t "*) ;; *) echo "scripts/fuzz.sh: unknown target \"$t\"" >&2; usage ;; esac

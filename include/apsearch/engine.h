@@ -96,6 +96,12 @@ typedef struct {
     /** Memory cap of one sandboxed call in MiB; 0 = the default, 256;
      *  negative = unlimited. */
     long long sandbox_memory_mib;
+    /** Wall-clock limit of one sandboxed call in seconds; 0 = the default,
+     *  10; negative = unlimited. */
+    double sandbox_seconds;
+    /** CPU-time limit of one sandboxed call in seconds; 0 = the default,
+     *  5; negative = unlimited. */
+    double sandbox_cpu_seconds;
 } aps_engine_options;
 
 /** Fills *o with the defaults: root NULL, sandbox on, default limits. */

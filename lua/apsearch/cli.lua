@@ -5,6 +5,7 @@
 --                  [--format table|json|csv] [--out DIR] [--quiet]
 --                  [--rules RULE.lua]... [--objective NAME|OBJ.lua] [--formatter FMT.lua]
 --                  [--unsafe] [--sandbox-instructions N] [--sandbox-memory-mib N]
+--                  [--sandbox-seconds S] [--sandbox-cpu-seconds S]
 --     apsearch estimate [POLICY.lua] --strategy KEY=VALUE,... [--model ...] [--cluster ...]
 --                  [--set KEY=VALUE]... [--format table|json]
 --     apsearch presets [--format table|json]
@@ -115,13 +116,20 @@ local function common_options(c, formats)
   -- the sandbox of policies, rules, objectives, formatters (apsearch.rules)
   c:option("--sandbox-instructions=N", "instruction limit of one call into a script (default 100000000; 0: none)")
   c:option("--sandbox-memory-mib=N", "memory cap of one call into a script, MiB (default 256; 0: none)")
+  c:option("--sandbox-seconds=S", "wall-clock limit of one call into a script, seconds (default 10; 0: none)")
+  c:option("--sandbox-cpu-seconds=S", "CPU-time limit of one call into a script, seconds (default 5; 0: none)")
   c:flag("--unsafe", "run scripts without the sandbox (full Lua library, no limits): trusted scripts only")
 end
 
+-- the sandbox's time limits accept fractions of a second, up to this
+local MAX_SANDBOX_SECONDS = 1e9
+
 --- Applies the sandbox options (--unsafe, --sandbox-instructions,
--- --sandbox-memory-mib) to apsearch.sandbox.
+-- --sandbox-memory-mib, --sandbox-seconds, --sandbox-cpu-seconds) to
+-- apsearch.sandbox.
 -- @tparam table opts parsed options
--- @raise `--sandbox-...: <field>: must be an integer >= 0 (got ...)`
+-- @raise `--sandbox-...: <field>: must be an integer >= 0 (got ...)`, or
+--   `must be a number of seconds >= 0`
 function M.configure_sandbox(opts)
   local cfg = {}
   for flag, key in pairs({ ["sandbox-instructions"] = "instructions", ["sandbox-memory-mib"] = "memory_mib" }) do
@@ -130,6 +138,16 @@ function M.configure_sandbox(opts)
       local n = tonumber(v)
       if not util.is_integer(n) or n < 0 then util.fail("--" .. flag, key, "must be an integer >= 0", v) end
       cfg[key] = math.tointeger(n)
+    end
+  end
+  for flag, key in pairs({ ["sandbox-seconds"] = "seconds", ["sandbox-cpu-seconds"] = "cpu_seconds" }) do
+    local v = opts[flag]
+    if v ~= nil then
+      local n = tonumber(v)
+      if not util.is_finite(n) or n < 0 or n > MAX_SANDBOX_SECONDS then
+        util.fail("--" .. flag, key, "must be a number of seconds in [0, 1e9]", v)
+      end
+      cfg[key] = n
     end
   end
   if opts.unsafe then cfg.enabled = false end

@@ -25,7 +25,9 @@ local FORMATS = { table = true, csv = true, json = true }
 --- Creates a session and configures the sandbox of this Lua state.
 -- @tparam[opt] table opts `unsafe` (boolean: no sandbox), `instructions`
 --   (per-call instruction limit, 0 = unlimited), `memory_mib` (per-call
---   memory cap in MiB, 0 = unlimited); absent fields keep the defaults
+--   memory cap in MiB, 0 = unlimited), `seconds` and `cpu_seconds`
+--   (per-call wall-clock and CPU-time limits, 0 = unlimited); absent
+--   fields keep the defaults
 -- @treturn table the session
 function M.new(opts)
   opts = opts or {}
@@ -33,6 +35,8 @@ function M.new(opts)
   if opts.unsafe then cfg.enabled = false end
   if opts.instructions ~= nil then cfg.instructions = opts.instructions end
   if opts.memory_mib ~= nil then cfg.memory_mib = opts.memory_mib end
+  if opts.seconds ~= nil then cfg.seconds = opts.seconds end
+  if opts.cpu_seconds ~= nil then cfg.cpu_seconds = opts.cpu_seconds end
   require("apsearch.sandbox").configure(cfg)
   local e = setmetatable({}, Engine)
   e:clear_overrides()

@@ -111,7 +111,10 @@ local function safe_setmetatable(t, mt)
   if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
     error("setmetatable: __gc metamethods are not allowed in the sandbox", 2)
   end
-  return setmetatable(t, mt)
+  -- the error of a locked metatable (a view's) at the script's line
+  local ok, r = pcall(setmetatable, t, mt)
+  if not ok then error(r, 2) end
+  return r
 end
 
 local function safe_getmetatable(v)
@@ -149,15 +152,17 @@ function M.sandbox()
   -- matcher runs in C, out of the count hook's reach); the string
   -- metatable's __index is the same table, so ("").dump is nil too
   env.string = util.copy(sandbox.string)
-  env.table = util.copy(table)
-  env.table.move = sandbox.table_move
-  env.utf8 = util.copy(utf8)
+  -- table and utf8: the functions whose work grows with their arguments
+  -- (sort, concat, insert, remove, unpack, move; len, codepoint, offset,
+  -- char) charged to the call before they run (src/lua/lsandbox.c)
+  env.table = util.copy(sandbox.table)
+  env.utf8 = util.copy(sandbox.utf8)
   -- coroutines charged for what they run after their last hook tick
   env.coroutine = util.copy(coroutine)
   env.coroutine.create = sandbox.co_create
   env.coroutine.resume = sandbox.co_resume
   env.coroutine.wrap = sandbox.co_wrap
-  env.unpack = table.unpack
+  env.unpack = sandbox.table.unpack
   env._VERSION = _VERSION
   env.print = stderr_print
   env.setmetatable = safe_setmetatable
@@ -171,30 +176,45 @@ end
 -- access (next, no __pairs/__index/__newindex of the script's ever runs
 -- outside the sandbox), metatables dropped except apsearch.util's array
 -- mark; functions kept (they are wrapped before they are called).
--- A table that contains itself, or nesting deeper than MAX_DEPTH, is
--- refused with a message rather than a stack overflow later.
-local MAX_DEPTH = 100
+-- A table that contains itself, nesting deeper than MAX_DEPTH, or a value
+-- whose entries, written out as a tree (a subtable shared by n parents
+-- counts n times), number more than MAX_ENTRIES, is refused with a
+-- message rather than a stack overflow, or a walk of 2^40 paths, later.
+-- Time linear in the distinct tables: a shared subtable is copied once
+-- and its tree size remembered.
+--- The deepest nesting a value a script returns may have.
+M.MAX_DEPTH = 100
+--- The most entries a value a script returns may hold, as a tree.
+M.MAX_ENTRIES = 1000000
 
-local function plain(v, seen, open, depth)
-  if type(v) ~= "table" then return v end
-  if open[v] then error("a table contains itself (a cycle); policies are plain data", 0) end
-  if seen[v] then return seen[v] end
-  if depth > MAX_DEPTH then
-    error("tables nested deeper than " .. MAX_DEPTH .. " levels", 0)
+local function plain(v, st, depth)
+  if type(v) ~= "table" then return v, 0 end
+  if st.open[v] then error("a table contains itself (a cycle); policies are plain data", 0) end
+  local r = st.seen[v]
+  if r then return r, st.size[v] end
+  if depth > M.MAX_DEPTH then
+    error("tables nested deeper than " .. M.MAX_DEPTH .. " levels", 0)
   end
-  local r = {}
-  open[v] = true
+  r = {}
+  local n = 0
+  st.open[v] = true
   local k, x = next(v)
   while k ~= nil do
-    r[plain(k, seen, open, depth + 1)] = plain(x, seen, open, depth + 1)
+    local ck, nk = plain(k, st, depth + 1)
+    local cx, nx = plain(x, st, depth + 1)
+    r[ck], n = cx, n + 1 + nk + nx
+    if n > M.MAX_ENTRIES then
+      error(string.format("more than %d entries (counting a table shared by n parents n times)",
+        M.MAX_ENTRIES), 0)
+    end
     k, x = next(v, k)
   end
-  open[v] = nil
-  seen[v] = r
+  st.open[v] = nil
+  st.seen[v], st.size[v] = r, n
   if util.is_marked_array(v) then setmetatable(r, util.array_mt) end
-  return r
+  return r, n
 end
-M.plain = function(v) return plain(v, {}, {}, 0) end
+M.plain = function(v) return (plain(v, { seen = {}, open = {}, size = {} }, 0)) end
 
 
 -- Runs a loaded chunk in the sandbox and copies what it returned as plain
@@ -208,7 +228,7 @@ local function run_chunk(chunk, err, name, label)
     error(err, 0)
   end
   local value = sandbox.wrap(chunk, string.format("%s %s", label, name))()
-  local ok, r = pcall(plain, value, {}, {}, 0)
+  local ok, r = pcall(M.plain, value)
   if not ok then error(name .. ": " .. tostring(r), 0) end
   return r
 end
@@ -263,6 +283,70 @@ end
 
 ------------------------------------------------------------------- context
 
+------------------------------------------------------------ read-only views
+
+-- What the host hands a script (a candidate, an evaluation, an objective's
+-- entries, ctx.model / cluster / training) is a read-only view: an empty
+-- table whose locked metatable (`__metatable`, so setmetatable on it
+-- raises) reads the host's table; a nested table read through a view is
+-- a view too.  A view never hands out the table it reads, so a script can
+-- neither change what the host reads nor plant a metamethod (__index,
+-- __newindex, __pairs, __gc) where trusted code would run it.  `pairs`,
+-- `ipairs`, `#` and indexing work; `next` sees an empty table.  Views are
+-- cached per table and label: the search reuses one candidate table, so
+-- a rule's candidate costs no allocation per call.
+local view_data = setmetatable({}, { __mode = "k" })   -- view -> the table it reads
+local view_mts = {}   -- label -> { mt = the views' metatable, of = table -> view }
+
+local function view_of(t, what)
+  local kind = view_mts[what]
+  local v = kind.of[t]
+  if v == nil then
+    v = setmetatable({}, kind.mt)
+    view_data[v] = t
+    kind.of[t] = v
+  end
+  return v
+end
+
+-- the metatable of the views labelled `what` (one per label)
+local function view_kind(what)
+  local kind = view_mts[what]
+  if kind then return kind end
+  local function wrap(x)
+    if type(x) == "table" then return view_of(x, what) end
+    return x
+  end
+  local mt = {
+    __index = function(v, k) return wrap(view_data[v][k]) end,
+    __newindex = function(_, k)
+      error(string.format("%s is read-only (tried to set %s)", what, tostring(k)), 2)
+    end,
+    __len = function(v) return rawlen(view_data[v]) end,
+    __pairs = function(v)
+      local t = view_data[v]
+      return function(_, k)
+        local nk, x = next(t, k)
+        return nk, wrap(x)
+      end, nil, nil
+    end,
+    __metatable = "read-only",
+  }
+  kind = { mt = mt, of = setmetatable({}, { __mode = "k" }) }
+  view_mts[what] = kind
+  return kind
+end
+
+--- A read-only view of t (see above); t is the host's plain data.
+-- @param t a table (anything else is returned as is)
+-- @tparam string what for the error of an assignment, e.g. `the candidate`
+-- @return the view
+function M.freeze(t, what)
+  if type(t) ~= "table" then return t end
+  view_kind(what)
+  return view_of(t, what)
+end
+
 local Ctx = { __name = "apsearch.rule_context", __metatable = "apsearch.rule_context" }
 Ctx.__index = Ctx
 local contexts = setmetatable({}, { __mode = "k" })   -- core ctx -> Ctx
@@ -299,8 +383,9 @@ function M.context(ctx)
   local c = contexts[ctx]
   if c then return c end
   local inputs = ctx:inputs()
-  c = setmetatable({ core = ctx, model = inputs.model, cluster = inputs.cluster,
-    training = inputs.training }, Ctx)
+  c = setmetatable({ core = ctx, model = M.freeze(inputs.model, "ctx.model"),
+    cluster = M.freeze(inputs.cluster, "ctx.cluster"),
+    training = M.freeze(inputs.training, "ctx.training") }, Ctx)
   contexts[ctx] = c
   is_context[c] = true
   return c
@@ -315,35 +400,21 @@ local function rule_check(name, fn, code, description, trusted)
   local call = trusted and fn or sandbox.wrap(fn, label)
   local ok_codes = {}
   local context = M.context
-  -- A user rule sees the candidate read-only: the search reuses one table
-  -- per candidate, and a rule that wrote into it would change what is
-  -- searched.
-  local view_mt = {
-    __metatable = "read-only candidate",   -- locked: no __gc planted here
-    __newindex = function(_, k)
-      error(string.format("%s: the candidate is read-only (tried to set %s)", label, tostring(k)), 2)
-    end,
-  }
+  -- A user rule sees the candidate read-only (a view, nested tables
+  -- too): the search reuses one table per candidate, and a rule
+  -- that wrote into it, or planted a metatable, would change what is
+  -- searched or run its code in the host's.
+  local cand_what, ev_what = label .. ": the candidate", label .. ": the evaluation"
   local function view(candidate)
-    if trusted then return candidate end
-    view_mt.__index = candidate
-    view_mt.__pairs = function() return next, candidate, nil end
-    local v = setmetatable({}, view_mt)
+    if trusted or type(candidate) ~= "table" then return candidate end
+    local v = M.freeze(candidate, cand_what)
     views[v] = candidate
     return v
   end
   -- the evaluation, read-only too: the search ranks by it
-  local ev_mt = {
-    __metatable = "read-only evaluation",
-    __newindex = function(_, k)
-      error(string.format("%s: the evaluation is read-only (tried to set %s)", label, tostring(k)), 2)
-    end,
-  }
   local function ev_view(evaluation)
     if trusted or evaluation == nil then return evaluation end
-    ev_mt.__index = evaluation
-    ev_mt.__pairs = function() return next, evaluation, nil end
-    return setmetatable({}, ev_mt)
+    return M.freeze(evaluation, ev_what)
   end
   return function(candidate, ctx, evaluation)
     local ok, c, msg = call(view(candidate), context(ctx), ev_view(evaluation))
@@ -534,11 +605,14 @@ end
 function M.objective_comparator(obj, make_ctx)
   if type(obj) == "function" then obj = { name = "custom", better = obj } end
   local label = string.format('objective "%s"', obj.name)
+  -- the entries as the script sees them: read-only views, per call
+  local what = label .. ": the entry"
+  local function entry(e) return M.freeze(e, what) end
   if obj.better then
     local fn = obj.better
     local call = sandbox.wrap(fn, label .. " (better)")
     return function(a, b)
-      local r = call(a, b)
+      local r = call(entry(a), entry(b))
       if type(r) ~= "boolean" then
         bad_return(fn, label .. " (better)", "returned " .. util.describe(r) .. " (expected true or false)")
       end
@@ -552,7 +626,7 @@ function M.objective_comparator(obj, make_ctx)
     local s = e.objective_value
     if s == nil then
       if ctx == nil and make_ctx then ctx = M.context(make_ctx()) end
-      s = call(e, ctx)
+      s = call(entry(e), ctx)
       if type(s) ~= "number" or s ~= s then
         bad_return(fn, label .. " (score)", "returned " .. util.describe(s) .. " (expected a number)")
       end

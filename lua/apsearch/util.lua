@@ -34,11 +34,18 @@ function M.array(t)
   return setmetatable(t, M.array_mt)
 end
 
+-- how many levels of nested tables describe shows (deeper ones are
+-- `{...}`): a script's cyclic or exponentially shared table is described
+-- in at most 6 + 6^2 steps, not walked
+local DESCRIBE_DEPTH = 2
+
 --- Short printable description of a value for error messages.
--- Strings are quoted and cut at 60 bytes; tables are summarized.
+-- Strings are quoted and cut at 60 bytes; tables are summarized (the
+-- first 6 array items, DESCRIBE_DEPTH levels deep, raw access only).
 -- @param v any value
+-- @param[opt] depth levels already shown (internal)
 -- @treturn string e.g. `"fp7"`, `2.5`, `true`, `nil`, `{...}`
-function M.describe(v)
+function M.describe(v, depth)
   local t = type(v)
   if t == "userdata" and package.loaded.cjson and v == package.loaded.cjson.null then
     return "null"
@@ -56,10 +63,12 @@ function M.describe(v)
     return tostring(v)
   elseif t == "table" then
     -- raw access only: v may be a script's table with __len / __index
+    depth = depth or 0
+    if depth >= DESCRIBE_DEPTH then return "{...}" end
     local n = rawlen(v)
     if n > 0 then
       local parts = {}
-      for i = 1, math.min(n, 6) do parts[i] = M.describe(rawget(v, i)) end
+      for i = 1, math.min(n, 6) do parts[i] = M.describe(rawget(v, i), depth + 1) end
       if n > 6 then parts[#parts + 1] = "..." end
       return "{" .. table.concat(parts, ", ") .. "}"
     end

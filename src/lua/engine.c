@@ -196,6 +196,17 @@ typedef struct {
     int ref;
 } open_args;
 
+/* Sets field k of the table on top to a time limit of the options: 0
+ * leaves the default, a negative value means unlimited (0 for the
+ * sandbox); NaN leaves the default too. */
+static void push_seconds(lua_State *L, double v, const char *k)
+{
+    if (v == 0 || v != v)
+        return;
+    lua_pushnumber(L, v < 0 ? 0 : v);
+    lua_setfield(L, -2, k);
+}
+
 static int p_open(lua_State *L)
 {
     open_args *a = (open_args *)lua_touserdata(L, 1);
@@ -230,6 +241,8 @@ static int p_open(lua_State *L)
                                    : (lua_Integer)o->sandbox_memory_mib);
             lua_setfield(L, -2, "memory_mib");
         }
+        push_seconds(L, o->sandbox_seconds, "seconds");
+        push_seconds(L, o->sandbox_cpu_seconds, "cpu_seconds");
     }
     lua_call(L, 1, 1);
     a->ref = luaL_ref(L, LUA_REGISTRYINDEX);

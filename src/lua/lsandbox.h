@@ -16,6 +16,13 @@
 #define APSL_SANDBOX_DEFAULT_INSTRUCTIONS 100000000LL
 /** Default memory cap of one sandboxed call, MiB the state may grow by. */
 #define APSL_SANDBOX_DEFAULT_MEMORY_MIB 256LL
+/** Default wall-clock limit of one sandboxed call, seconds (checked from
+ *  a timer thread, so work inside C functions and single slow VM
+ *  instructions are covered too). */
+#define APSL_SANDBOX_DEFAULT_SECONDS 10.0
+/** Default CPU-time limit of one sandboxed call, seconds (CPU time of the
+ *  thread running the script). */
+#define APSL_SANDBOX_DEFAULT_CPU_SECONDS 5.0
 
 /** Entry point: returns the module table.  The first call on a state
  *  creates the sandbox state (kept in the registry, freed with the state)

@@ -1,0 +1,1 @@
+return c.tp_degree <= ctx.cluster.devices_per_node

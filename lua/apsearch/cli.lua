@@ -752,9 +752,11 @@ local function complete_strategy(s, inputs, split_given)
   end
 end
 
--- the policy, context and strategy of `estimate [POLICY] --strategy ...`
+-- the policy, context and strategy of `estimate [POLICY] --strategy ...`;
+-- with --model / --cluster and no policy, the policy `run` builds for them
 local function strategy_from_policy(opts)
-  local p = load_policy(opts.POLICY or default_policy(), opts)
+  local path = opts.POLICY or (not (opts.model or opts.cluster) and default_policy()) or nil
+  local p = load_policy(path, opts)
   print_notes(p, opts)
   local given = M.parse_strategy(opts.strategy or {})
   local split_given = false

@@ -347,15 +347,15 @@ describe("estimate", function()
     local top = cjson.decode(out).top_k_strategies[1]
     assert.are.equal(2, top.fsdp_degree)
     assert.are.equal(false, top.reshard_after_forward)
-    code, out, err = H.apsearch("estimate", "--format", "json", "--cluster", "h100-sxm-80gb:2x8",
-      "--strategy", "pp_degree=4,tp_degree=2,layer_recompute=none,micro_batch_size=1")
+    code, out, err = H.apsearch("estimate", ROOT .. "/examples/llama3_8b_h100.lua", "--format", "json",
+      "--cluster", "h100-sxm-80gb:2x8", "--strategy", "pp_degree=4,tp_degree=2,layer_recompute=none,micro_batch_size=1")
     assert.are.equal(0, code, err)
     local st = cjson.decode(out).estimate.strategy
     assert.are.equal(2, st.fsdp_degree)
     assert.are.equal(false, st.reshard_after_forward)
     -- without pipelining FSDP's default, true
-    code, out, err = H.apsearch("estimate", "--format", "json", "--cluster", "h100-sxm-80gb:2x8",
-      "--strategy", "pp_degree=1,tp_degree=2,layer_recompute=full,micro_batch_size=1")
+    code, out, err = H.apsearch("estimate", ROOT .. "/examples/llama3_8b_h100.lua", "--format", "json",
+      "--cluster", "h100-sxm-80gb:2x8", "--strategy", "pp_degree=1,tp_degree=2,layer_recompute=full,micro_batch_size=1")
     assert.is_true(code == 0 or code == 1, err)
     assert.are.equal(true, cjson.decode(out).estimate.strategy.reshard_after_forward)
   end)

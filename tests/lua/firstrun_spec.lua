@@ -188,3 +188,19 @@ describe("did you mean", function()
     assert.truthy(err:find('did you mean "qwen2.5-72b"?', 1, true), err)
   end)
 end)
+
+describe("estimate --model M --cluster D:N without a policy", function()
+  it("estimates with the policy run builds (framework, batch), not the 8B example's", function()
+    local code, out, err = H.apsearch("run", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:8",
+      "--format", "json", "--quiet", "--top-k", "1")
+    assert.are.equal(0, code, err)
+    local r = json.decode(out)
+    local tr = r.inputs.training
+    local c2, o2, e2 = H.apsearch("estimate", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:8",
+      "--format", "json", "--strategy", "tp_degree=8,pp_degree=4,dp_degree=2,micro_batch_size=1")
+    assert.is_true(c2 == 0 or c2 == 1, e2)
+    local et = json.decode(o2).inputs.training
+    assert.are.same({ tr.framework, tr.global_batch_size, tr.seq_length },
+      { et.framework, et.global_batch_size, et.seq_length })
+  end)
+end)

@@ -1140,6 +1140,31 @@ end
 M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3",
                     "olmoe", "dbrx", "gpt_oss" }
 
+--- Modelling classes (config.json `architectures`) of the supported
+-- types: a config whose own model_type has no reader but whose class is
+-- one of these (Kimi-K2: "kimi_k2" with DeepseekV3ForCausalLM, remote
+-- code that is DeepSeek-V3's) is read as that class's type.
+M.ARCHITECTURES = {
+  DeepseekV3ForCausalLM = "deepseek_v3", DeepseekV2ForCausalLM = "deepseek_v2",
+  LlamaForCausalLM = "llama", MistralForCausalLM = "mistral", MixtralForCausalLM = "mixtral",
+  Qwen2ForCausalLM = "qwen2", Qwen3ForCausalLM = "qwen3", Qwen2MoeForCausalLM = "qwen2_moe",
+  Qwen3MoeForCausalLM = "qwen3_moe",
+}
+
+--- The model_type a config is read as: its own when a reader has it,
+-- else that of its `architectures` class (M.ARCHITECTURES).
+-- @tparam table cfg config.json
+-- @treturn any the model_type
+-- @treturn string|nil the class it was taken from, when not its own
+function M.model_type_of(cfg)
+  local mt = cfg.model_type
+  if type(mt) == "string" and builders[mt] then return mt end
+  local arch = type(cfg.architectures) == "table" and cfg.architectures[1]
+  local as = type(arch) == "string" and M.ARCHITECTURES[arch]
+  if as and builders[as] then return as, arch end
+  return mt
+end
+
 --- Converts a decoded Hugging Face config table into a model table.
 -- @tparam table cfg the decoded config.json
 -- @tparam string source file name used in error messages (and for the name)
@@ -1161,7 +1186,7 @@ function M.from_config(cfg, source, name)
   if type(cfg) ~= "table" then
     util.fail(source, "(top level)", "expected a JSON object", cfg)
   end
-  local mt = cfg.model_type
+  local mt, as = M.model_type_of(cfg)
   local moe_ok = false
   for _, t in ipairs(M.moe_supported) do moe_ok = moe_ok or t == mt end
   local key, n = moe_key(cfg)
@@ -1187,6 +1212,10 @@ function M.from_config(cfg, source, name)
       tostring(mt), all) .. " (supported: " .. util.join(all) .. ")", mt)
   end
   local notes, extra = {}, {}
+  if as then
+    notes[#notes + 1] = ("%s: model_type %s read as %s (architectures names %s, that type's modelling class)")
+      :format(source, tostring(cfg.model_type), mt, as)
+  end
   local model = numerics(build(reader(cfg, source), cfg, source, notes, extra), cfg, source)
   local dropout, dropout_key, dropout_value, dropout_stated = dropout_of(cfg, source)
   if model.head_dim == nil and model.hidden_size % model.num_attention_heads == 0 then

@@ -129,10 +129,12 @@ static aps_status validate_numerics(const aps_model *m, char *err, size_t n)
         return APS_EINVAL;
     }
     /* transformers' _compute_yarn_parameters: the ramp runs from beta_fast
-     * rotations down to beta_slow (find_correction_range) */
+     * rotations down to beta_slow (find_correction_range); equal ends are
+     * a step, which linear_ramp_factor widens by 0.001 (Kimi-K2 ships
+     * beta_fast = beta_slow = 1) */
     if (m->yarn_beta_fast > 0 && m->yarn_beta_slow > 0 &&
-        !(m->yarn_beta_fast > m->yarn_beta_slow)) {
-        aps_fmt(err, n, "model.yarn_beta_fast: must be > yarn_beta_slow %g "
+        !(m->yarn_beta_fast >= m->yarn_beta_slow)) {
+        aps_fmt(err, n, "model.yarn_beta_fast: must be >= yarn_beta_slow %g "
                 "(got %g)", m->yarn_beta_slow, m->yarn_beta_fast);
         return APS_EINVAL;
     }

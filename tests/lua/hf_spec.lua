@@ -123,7 +123,10 @@ describe("hf.load on the shipped configs", function()
     cfg.rope_scaling.mscale, cfg.rope_scaling.beta_fast, cfg.rope_scaling.beta_slow = 1, 1, 32
     ok, err = pcall(function() return core.model_params(hf.from_config(cfg, "dsv3/config.json")) end)
     assert.is_false(ok)
-    assert.truthy(tostring(err):find("yarn_beta_fast: must be > yarn_beta_slow 32", 1, true), tostring(err))
+    assert.truthy(tostring(err):find("yarn_beta_fast: must be >= yarn_beta_slow 32", 1, true), tostring(err))
+    -- equal ends (Kimi-K2's 1 and 1): a step, as transformers reads it
+    cfg.rope_scaling.beta_fast, cfg.rope_scaling.beta_slow = 1, 1
+    assert.is_true(core.model_params(hf.from_config(cfg, "dsv3/config.json")).total > 0)
   end)
 
   -- gpt-oss's rope_scaling has truncate false; attention_factor gives the
@@ -718,5 +721,37 @@ describe("mixture-of-experts import", function()
     local c = core.model_params(m)
     assert.are.equal(c.total, c.active)
     assert.is_nil(c.moe_layers)
+  end)
+end)
+
+describe("apsearch.hf architectures", function()
+  local hf = require "apsearch.hf"
+  local core = require "apsearch.core"
+
+  it("reads a model_type it has no reader for by its architectures class (Kimi-K2 as DeepSeek-V3)", function()
+    local cfg = {
+      architectures = { "DeepseekV3ForCausalLM" }, model_type = "kimi_k2", hidden_size = 7168,
+      intermediate_size = 18432, moe_intermediate_size = 2048, num_hidden_layers = 61,
+      num_attention_heads = 64, num_key_value_heads = 64, n_routed_experts = 384, n_shared_experts = 1,
+      num_experts_per_tok = 8, first_k_dense_replace = 1, q_lora_rank = 1536, kv_lora_rank = 512,
+      qk_nope_head_dim = 128, qk_rope_head_dim = 64, v_head_dim = 128, vocab_size = 163840,
+      max_position_embeddings = 131072, topk_method = "noaux_tc", scoring_func = "sigmoid",
+      n_group = 1, topk_group = 1, norm_topk_prob = true, routed_scaling_factor = 2.827,
+      tie_word_embeddings = false,
+      -- Kimi-K2's YaRN ramp has equal ends
+      rope_scaling = { type = "yarn", factor = 32.0, original_max_position_embeddings = 4096,
+        beta_fast = 1.0, beta_slow = 1.0, mscale = 1.0, mscale_all_dim = 1.0 },
+    }
+    local m, info = hf.from_config(cfg, "kimi/config.json")
+    assert.truthy(table.concat(info.notes, "\n"):find("kimi/config.json: model_type kimi_k2 read as deepseek_v3 " ..
+      "(architectures names DeepseekV3ForCausalLM, that type's modelling class)", 1, true))
+    cfg.model_type = "deepseek_v3"
+    local same = hf.from_config(cfg, "kimi/config.json")
+    assert.are.same(core.model_params(same), core.model_params(m))
+    -- an unknown class still names the unsupported type
+    cfg.model_type, cfg.architectures = "kimi_k3", { "KimiK3ForCausalLM" }
+    local ok, err = pcall(hf.from_config, cfg, "k3/config.json")
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("k3/config.json", 1, true), tostring(err))
   end)
 end)

@@ -245,7 +245,12 @@ end
 function M.calibration(path, device)
   local t = M.load(path)
   local m = M.measure(t)
-  local preset = device or M.preset_of(t)
+  local own = M.preset_of(t)
+  local preset = device or own
+  if device and t.devices[1] and device:lower() ~= own then
+    util.log("apsearch: note: %s ran on %s%s; its host costs are written for --device %s (a host property: right " ..
+      "when that device's hosts are the same CPUs)", path, t.devices[1], own and (" (" .. own .. ")") or "", device)
+  end
   if not preset then
     util.fail(path, "deviceProperties", "no device preset for the trace's GPU (" ..
       (t.devices[1] or "none recorded") .. "): give --device NAME", nil, false)

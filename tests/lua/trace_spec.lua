@@ -128,6 +128,11 @@ describe("apsearch calibrate --trace", function()
       "--device: devices.v100: unknown device preset", 1, true))
     local code = apsearch("calibrate", "--trace", v100, "--device", "a100-sxm4-40gb", "-o", dir .. "/o.json")
     assert.are.equal(0, code)
+    -- a device other than the trace's is taken, and said
+    local c2, _, e2 = apsearch("calibrate", "--trace", FIXTURE, "--device", "h100-sxm-80gb", "-o", dir .. "/o2.json")
+    assert.are.equal(0, c2)
+    assert.truthy(e2:find("apsearch: note: " .. FIXTURE .. " ran on NVIDIA A100-SXM4-80GB (a100-sxm4-80gb); its " ..
+      "host costs are written for --device h100-sxm-80gb", 1, true), e2)
     -- a CASES file beside --trace is refused
     assert.truthy(one_line(apsearch("calibrate", "x.csv", "--trace", v100, "-o", dir .. "/o.json")):find(
       "--trace: takes no CASES file and no --group", 1, true))

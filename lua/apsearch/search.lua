@@ -326,8 +326,10 @@ function M.run(policy, opts)
   for _, name in ipairs(rules_mod.core_checks) do
     if not core_set[name] then fast = false end
   end
-  -- reason codes the core's checks return (so evaluate can stand in for them)
-  local check_codes = {}
+  -- reason codes the core's checks return (so evaluate can stand in for
+  -- them); the MoE divisibility check has no rule of its own, it is part
+  -- of aps_check_all (check.c), which the block pruner runs: always early
+  local check_codes = { EP_DIVISIBILITY = true }
   if fast then
     for _, name in ipairs(rules_mod.core_checks) do
       for _, c in ipairs(core_set[name].codes or { core_set[name].code }) do check_codes[c] = true end
@@ -515,7 +517,12 @@ function M.run(policy, opts)
           end
         end
       end
-      if ok then ev = evaluate(ctx, cand) end
+      if ok then
+        ev = evaluate(ctx, cand)
+        -- a check's code from the estimator (EP_DIVISIBILITY, which the
+        -- block pruner also finds early) is an early filter, as there
+        if ev.reason and check_codes[ev.reason] then ok, code, msg = false, ev.reason, ev.message end
+      end
     end
     if not ok then
       filtered = filtered + 1

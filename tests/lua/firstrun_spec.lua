@@ -204,3 +204,20 @@ describe("estimate --model M --cluster D:N without a policy", function()
       { et.framework, et.global_batch_size, et.seq_length })
   end)
 end)
+
+describe("the candidate counts of an MoE search", function()
+  it("add up: every reason in one phase, early reasons sum to the filtered, late ones to the infeasible", function()
+    local code, out, err = H.apsearch("run", "--model", "qwen3-30b-a3b", "--cluster", "b200:1", "--format", "json",
+      "--quiet", "--top-k", "1")
+    assert.are.equal(0, code, err)
+    local r = json.decode(out)
+    local s = r.all_candidate_summary
+    local early, late = 0, 0
+    for _, e in pairs(r.infeasible_summary) do
+      if e.phase == "early" then early = early + e.count else late = late + e.count end
+    end
+    assert.are.equal("early", r.infeasible_summary.EP_DIVISIBILITY.phase)
+    assert.are.same({ s.filtered_early, s.infeasible, s.generated }, { early, late, s.filtered_early + s.estimated })
+    assert.are.equal(s.estimated, s.infeasible + s.feasible)
+  end)
+end)

@@ -24,6 +24,16 @@ CPU='%e s wall, %U + %S s CPU, %M KiB peak RSS'
   ./build/apsearch run examples/llama3_70b_h100.lua --quiet >/dev/null
 /usr/bin/time -f "apsearch run (1,024-GPU sweep): $CPU" \
   ./build/apsearch run examples/llama3_70b_h100_1024_sweep.lua --quiet >/dev/null
+# the built policies of `run --model M --cluster D:N` (README: about a
+# second each; tests/lua/firstrun_spec.lua checks what they find)
+for mc in "llama-3.1-405b h100-sxm-80gb:2048" "deepseek-v3 h100-sxm-80gb:2048" "deepseek-v3 gb200:256" \
+          "qwen3-30b-a3b h100-sxm-80gb:2048"; do
+  set -- $mc
+  T=$(mktemp)
+  /usr/bin/time -f "apsearch run --model $1 --cluster $2: $CPU" -o "$T" \
+    ./build/apsearch run --model "$1" --cluster "$2" --quiet >/dev/null 2>&1 || true
+  cat "$T"; rm -f "$T"
+done
 # balanced layers and auto recompute (balance.c simulates its candidates)
 /usr/bin/time -f "apsearch run examples/llama3_405b_h100_16k.lua: $CPU" \
   ./build/apsearch run examples/llama3_405b_h100_16k.lua --quiet >/dev/null

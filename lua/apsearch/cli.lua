@@ -381,13 +381,15 @@ function M.write_set(set, dir, result, opts)
   local links = {}
   for _, f in ipairs(lfiles) do
     links[f.rank] = links[f.rank] or {}
-    -- a file that leaves part of the job unwritten (its NOT WRITTEN
-    -- notes, e.g. TorchTitan's MoE model) is labelled so in the report
-    local partial = false
-    for _, n in ipairs(f.notes or {}) do
-      if tostring(n):match("^NOT WRITTEN") then partial = true end
+    -- a file that builds another job than the estimated one is labelled
+    -- so, and the ranked record names the first difference per engine
+    local label = #f.differs > 0 and (" (differs: " .. #f.differs .. ")") or ""
+    table.insert(links[f.rank], { f.engine .. label, "launch/" .. f.name })
+    local rec = result.top_k_strategies[f.rank]
+    if rec and #f.differs > 0 then
+      rec.launch_differs = rec.launch_differs or {}
+      rec.launch_differs[f.engine] = f.differs[1]
     end
-    table.insert(links[f.rank], { f.engine .. (partial and " (partial)" or ""), "launch/" .. f.name })
   end
   local js, where = html.find_echarts({ echarts = opts.echarts })
   local version = js and js:match("version%s*=%s*\"(%d+%.%d+%.%d+)\"")

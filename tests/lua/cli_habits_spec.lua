@@ -171,7 +171,7 @@ describe("outputs", function()
     end
   end)
 
-  it("labels a launch config that leaves part of the job unwritten as partial in the report", function()
+  it("labels a launch config that builds another job than the estimated one, in the report, the file and the JSON", function()
     -- TorchTitan's file for an MoE model builds HEAD's dense llama3
     -- (NOT WRITTEN: the MoE model); Megatron's is whole
     local dir = tmpdir() .. "/moe"
@@ -179,9 +179,15 @@ describe("outputs", function()
       "--out", dir)
     assert.are.equal(0, code)
     local html = read(dir .. "/report.html")
-    assert.truthy(html:find(">torchtitan (partial)<", 1, true))
+    assert.truthy(html:find(">torchtitan %(differs: %d+%)<"), html:match("torchtitan[^<]*<"))
     assert.truthy(html:find(">megatron<", 1, true))
-    assert.falsy(html:find(">megatron (partial)<", 1, true))
+    assert.falsy(html:find(">megatron (differs", 1, true))
+    local tt = read(dir .. "/launch/rank1_torchtitan.py")
+    assert.truthy(tt:find("estimate of the ranked job, which this file does not build as estimated (", 1, true))
+    assert.falsy(read(dir .. "/launch/rank1_megatron.sh"):find("does not build as estimated", 1, true))
+    local rec = require("cjson").decode(read(dir .. "/result.json")).top_k_strategies[1]
+    assert.truthy(rec.launch_differs.torchtitan:match("^NOT "), rec.launch_differs.torchtitan)
+    assert.is_nil(rec.launch_differs.megatron)
   end)
 
   it("spells out placeholders in the CSVs", function()

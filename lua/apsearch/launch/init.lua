@@ -101,17 +101,39 @@ function M.rule_chunks(L, pp, vpp, split)
     { pp_degree = pp, vpp_degree = vpp, pipeline_split = split }))
 end
 
+--- The notes of a launch file that say it builds another job than the
+-- one estimated: NOT WRITTEN (part of the job left out) and NOT
+-- EXPRESSIBLE (the engine runs something else in its place).
+-- @tparam table notes a renderer's notes
+-- @treturn table the differing notes, in order
+function M.differences(notes)
+  local out = {}
+  for _, n in ipairs(notes or {}) do
+    local t = tostring(n)
+    if t:match("^NOT WRITTEN") or t:match("^NOT EXPRESSIBLE") then out[#out + 1] = t end
+  end
+  return out
+end
+
+-- A file that differs says so where it quotes the estimate.
+local function mark_estimate(text, n)
+  return (text:gsub("estimate %(framework ", ("estimate of the ranked job, which this file does not " ..
+    "build as estimated (%d lines below say where it differs; framework "):format(n), 1))
+end
+
 --- Renders every launch config of a result.
 -- @tparam table result search result
 -- @treturn table array of `{rank, engine, name (file name), text,
---   notes (NOT EXPRESSIBLE / APPROXIMATE lines)}`
+--   notes (NOT EXPRESSIBLE / APPROXIMATE lines), differs (M.differences)}`
 function M.render_all(result)
   local out = {}
   for _, rec in ipairs(result.top_k_strategies or {}) do
     local c = M.context(result, rec)
     for _, e in ipairs(M.engines) do
       local text, notes = require(e.module).render(c)
-      out[#out + 1] = { rank = rec.rank, engine = e.name,
+      local differs = M.differences(notes)
+      if #differs > 0 then text = mark_estimate(text, #differs) end
+      out[#out + 1] = { rank = rec.rank, engine = e.name, differs = differs,
         name = string.format("rank%d%s", rec.rank, e.suffix), text = text, notes = notes }
     end
   end

@@ -219,8 +219,12 @@ end
 local function print_notes(p, opts)
   if opts.quiet then return end
   require("apsearch.search").context(p) -- raises the inputs' one-line error first
+  -- folded at the table's width on a terminal (a log file keeps lines whole)
+  local common = require "apsearch.format.common"
+  local tty = require("apsearch.core").isatty(2)
+  local width = (opts.wide or not tty) and math.huge or require("apsearch.format.table").max_width
   for _, w in ipairs(p.warnings or {}) do
-    if w:match("^note:") then io.stderr:write("apsearch: ", w, "\n") end
+    if w:match("^note:") then io.stderr:write(common.fold_text("apsearch: " .. w, width), "\n") end
   end
 end
 
@@ -577,7 +581,13 @@ local function cmd_run(args)
   end
   if not quiet then
     local table_out = not user_formatter and (fmt or p.outputs.format or "table") == "table"
-    for _, line in ipairs(M.log_lines(result.search_log, tty, table_out)) do util.log("%s", line) end
+    -- folded at the table's width on a terminal (--wide, or a log file:
+    -- whole lines)
+    local common = require "apsearch.format.common"
+    local width = (opts.wide or not tty) and math.huge or require("apsearch.format.table").max_width
+    for _, line in ipairs(M.log_lines(result.search_log, tty, table_out)) do
+      util.log("%s", common.fold_text(line, width))
+    end
   end
   if dir then
     local files, note, notes = M.write_outputs(dir, result, { echarts = opts.echarts, set = set })

@@ -1187,18 +1187,22 @@ local function calibrate_trace(opts)
   local ok, err = util.write_atomic(opts.output, text)
   if not ok then util.fail("--output", "file", "cannot write: " .. tostring(err), opts.output) end
   local dev = next(calib.devices)
-  out(string.format("trace %s (%s): %d kernel launches on %d threads; host %.1f us per kernel from Python " ..
-    "(median launch gap), %.1f us per launch call (median); %s\n", opts.trace, calib.trace.gpu or "GPU not recorded",
+  local common = require "apsearch.format.common"
+  local width = require("apsearch.format.table").max_width
+  local function say(text) out(common.fold_text(text, width) .. "\n") end
+  say(string.format("trace %s (%s): %d kernel launches on %d threads; host %.1f us per kernel from Python " ..
+    "(median launch gap), %.1f us per launch call (median); %s", opts.trace, calib.trace.gpu or "GPU not recorded",
     m.launches, m.threads, m.host_seconds_per_kernel * 1e6, m.host_seconds_per_loop_kernel * 1e6,
     m.step_seconds and string.format("step %.4f s (median of %d ProfilerStep)", m.step_seconds, m.steps)
     or "no ProfilerStep annotation"))
   local classes = {}
   for _, k in ipairs(util.sorted_keys(m.kernels)) do classes[#classes + 1] = k .. " " .. m.kernels[k] end
-  out("kernels by class: " .. table.concat(classes, ", ") .. "\n")
+  say("kernels run, by class (whatever call launched them: NCCL and library kernels too): " ..
+    table.concat(classes, ", "))
   if #m.unknown > 0 then
     local names = {}
-    for i = 1, math.min(#m.unknown, 5) do names[i] = m.unknown[i].name:sub(1, 60) .. " x" .. m.unknown[i].count end
-    out("unknown kernels (not classed, most frequent): " .. table.concat(names, "; ") .. "\n")
+    for i = 1, math.min(#m.unknown, 5) do names[i] = m.unknown[i].name .. " x" .. m.unknown[i].count end
+    say("unknown kernels (not classed, most frequent): " .. table.concat(names, "; "))
   end
   out(string.format("wrote %s (devices.%s: host_seconds_per_kernel, host_seconds_per_loop_kernel)\n",
     opts.output, dev))

@@ -345,8 +345,10 @@ static void test_model_validate_rope_and_norm_eps(void **state)
     m.yarn_mscale = m.yarn_mscale_all_dim = 1.0;
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
     ASSERT_DBL_EXACT(total_params(&m), before);
-    m.yarn_beta_fast = 1.0; /* not above beta_slow 1 */
+    m.yarn_beta_fast = 0.5; /* below beta_slow 1: a ramp running backwards */
     expect_einval(&m, "yarn_beta_fast");
+    m.yarn_beta_fast = 1.0; /* equal ends: a step (Kimi-K2's 1 and 1) */
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
     m.yarn_beta_fast = 32.0;
     m.yarn_mscale_all_dim = NAN;
     expect_einval(&m, "yarn_mscale_all_dim");

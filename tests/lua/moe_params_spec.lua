@@ -68,7 +68,7 @@ describe("estimate's stage table on a mixture-of-experts model", function()
 
   it("shows no experts column for a dense model", function()
     local code, out, err = H.apsearch("estimate", "--model", "llama-3.1-8b", "--quiet",
-      "--strategy", "tp_degree=2")
+      "--strategy", "tp_degree=2,zero_stage=1")
     assert.are.equal(0, code, out .. err)
     local hl = out:match("\n(stage%s+layers[^\n]*)")
     assert.truthy(hl:find("params (M)  in flight (mb)", 1, true), hl)

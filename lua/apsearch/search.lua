@@ -851,7 +851,7 @@ function M.run(policy, opts)
     #late_parts > 0 and (" (" .. table.concat(late_parts, ", ") .. ")") or "")
   L("feasible: %d; objective %s; top-%d", feasible, objective_name, k)
   for _, rec in ipairs(top) do
-    L("top-%d: %s: step %.4g s, %.0f tokens/s/GPU, MFU %.1f%%, peak %.2f GiB",
+    L("top-%d: %s: step %.3f s, %.0f tokens/s/GPU, MFU %.1f%%, peak %.2f GiB",
       rec.rank, M.describe_strategy(rec), rec.performance_cost.step_time,
       rec.performance_cost.tokens_per_s_per_gpu, 100 * rec.performance_cost.mfu,
       gib(rec.memory_cost.total))

@@ -413,7 +413,11 @@ end
 -- directory name for a file called `config.json`.
 local function name_from_path(path)
   local base = util.basename(path):gsub("%.json$", "")
-  if base == "config" then
+  -- the Hugging Face cache: .../models--ORG--NAME/snapshots/<commit>/config.json
+  local cached = path:match("models%-%-[^/]-%-%-([^/]+)/snapshots/[^/]+/config%.json$")
+  if cached then
+    base = cached
+  elseif base == "config" then
     local dir = util.basename(util.dirname(path))
     if dir ~= "" and dir ~= "." and dir ~= "/" then base = dir end
   end
@@ -1239,15 +1243,42 @@ end
 
 --- The config file a model path names: `<path>/config.json` when `path`
 -- is a directory (a Hugging Face snapshot, as `huggingface-cli download`
--- leaves it), else `path` itself.
+-- leaves it; a cache directory `models--ORG--NAME`: its snapshot's), else
+-- `path` itself.
 -- @tparam string path a config file or a snapshot directory
 -- @treturn string the config file's path
 -- @treturn boolean true when path was a directory
 function M.config_path(path)
   if type(path) == "string" and lfs.attributes(path, "mode") == "directory" then
-    return (path:gsub("/+$", "")) .. "/config.json", true
+    local dir = path:gsub("/+$", "")
+    if lfs.attributes(dir .. "/config.json", "mode") == nil then
+      local snap = M.cache_snapshot(dir)
+      if snap then return snap .. "/config.json", true end
+    end
+    return dir .. "/config.json", true
   end
   return path, false
+end
+
+--- The snapshot a Hugging Face cache directory (`models--ORG--NAME`, as
+-- `huggingface_hub` keeps it) points to: the commit `refs/main` names,
+-- else its only snapshot.
+-- @tparam string dir
+-- @treturn string|nil the snapshot directory
+function M.cache_snapshot(dir)
+  local snaps = dir .. "/snapshots"
+  if lfs.attributes(snaps, "mode") ~= "directory" then return nil end
+  local ref = util.read_file(dir .. "/refs/main")
+  ref = ref and ref:match("^%s*(%x+)%s*$")
+  if ref and lfs.attributes(snaps .. "/" .. ref, "mode") == "directory" then return snaps .. "/" .. ref end
+  local only = nil
+  for _, n in ipairs(util.listdir(snaps) or {}) do
+    if lfs.attributes(snaps .. "/" .. n, "mode") == "directory" then
+      if only then return nil end
+      only = snaps .. "/" .. n
+    end
+  end
+  return only
 end
 
 --- Reads and imports a Hugging Face config.json file, or the config.json

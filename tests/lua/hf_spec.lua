@@ -755,3 +755,29 @@ describe("apsearch.hf architectures", function()
     assert.truthy(tostring(err):find("k3/config.json", 1, true), tostring(err))
   end)
 end)
+
+describe("apsearch.hf and the Hugging Face cache", function()
+  local hf = require "apsearch.hf"
+  local lfs = require "lfs"
+
+  it("reads models--ORG--NAME through refs/main or its only snapshot, and names the model NAME", function()
+    local base = os.tmpname()
+    os.remove(base)
+    local cache = base .. "/models--google--gemma-3-1b-pt"
+    local snap = cache .. "/snapshots/9b2a5e4b1c0d"
+    assert(os.execute("mkdir -p '" .. snap .. "' '" .. cache .. "/refs'"))
+    local src = assert(io.open(H.ROOT .. "/examples/models/gemma-3-1b-pt.json")):read("a")
+    assert(io.open(snap .. "/config.json", "w")):write(src):close()
+    local m = hf.load(cache)
+    assert.are.equal("gemma-3-1b-pt", m.name)
+    assert.are.equal("gemma-3-1b-pt", hf.load(snap).name)
+    -- two snapshots: refs/main decides
+    assert(lfs.mkdir(cache .. "/snapshots/0000000000ab"))
+    local ok, err = pcall(hf.load, cache)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("a directory without a config.json", 1, true), tostring(err))
+    assert(io.open(cache .. "/refs/main", "w")):write("9b2a5e4b1c0d\n"):close()
+    assert.are.equal("gemma-3-1b-pt", hf.load(cache).name)
+    os.execute("rm -rf '" .. base .. "'")
+  end)
+end)

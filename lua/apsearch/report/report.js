@@ -254,7 +254,7 @@
       },
       // every category visible: a plain legend wraps onto a second row
       legend: { bottom: 0 },
-      grid: { left: 60, right: 20, top: 88, bottom: 84 },
+      grid: { left: 60, right: 56, top: 88, bottom: 84 },
       xAxis: { type: 'category', data: topk.map(function (t) { return rankLabel(t.rank); }), name: 'rank' },
       yAxis: { type: 'value', name: 'step time (s)', max: roomy,
         axisLabel: { formatter: function (v) { return +v.toFixed(3); } } },
@@ -285,7 +285,8 @@
     if (series.length && memLimit) {
       series[0].markLine = {
         symbol: 'none', silent: true, lineStyle: { color: '#d62728', type: 'dashed', width: 2 },
-        label: { formatter: 'limit ' + f(gib(memLimit), 1) + ' GiB', position: 'insideStartTop' },
+        // right of the plot: above the bars it sat on their peak labels
+        label: { formatter: 'limit\n' + f(gib(memLimit), 2), position: 'end', color: '#d62728' },
         data: [{ yAxis: gib(memLimit) }]
       };
     }
@@ -303,7 +304,7 @@
       },
       // every category visible: a plain legend wraps onto a second row
       legend: { bottom: 0 },
-      grid: { left: 60, right: 20, top: 88, bottom: 84 },
+      grid: { left: 60, right: 56, top: 88, bottom: 84 },
       xAxis: { type: 'category', data: topk.map(function (t) { return rankLabel(t.rank); }), name: 'rank' },
       yAxis: { type: 'value', name: 'GiB', max: memMax },
       labelLayout: { hideOverlap: true },
@@ -323,7 +324,13 @@
     });
     // the layers each rank really holds: with vpp > 1 its model chunks
     // are virtual stages i, i + p, i + 2p, ... (html.lua chunk_layers)
-    var labels = stages.map(function (st) { return 'stage ' + st.stage + '\n' + st.layers; });
+    // a rank's chunks spelt out only while they fit under a bar (every
+    // chunk is in the tooltip): the first range and how many more
+    var labels = stages.map(function (st) {
+      var parts = String(st.layers).split(', ');
+      var text = parts.length > 2 ? parts[0] + ' +' + (parts.length - 1) : st.layers;
+      return 'stage ' + st.stage + '\n' + text;
+    });
     var series = used.map(function (c) {
       return { name: c, type: 'bar', stack: 'mem', yAxisIndex: 0, itemStyle: { color: color(c) },
         data: stages.map(function (st) { return gib(st.mem[c]); }) };
@@ -393,7 +400,8 @@
       title: { text: '4. Feasible vs infeasible candidates', subtext: counts.generated.toLocaleString('en-US') + ' candidates generated of a space of ' + counts.space_size.toLocaleString('en-US') },
       tooltip: { trigger: 'item', formatter: function (p) { return esc(p.name) + ': ' + p.value.toLocaleString('en-US') + ' (' + f(p.percent, 1) + '%)'; } },
       legend: { bottom: 0, data: data.map(function (x) { return x.name; }) },
-      series: [{ type: 'pie', radius: ['35%', '62%'], center: ['50%', '52%'],
+      series: [{ type: 'pie', radius: ['35%', '62%'], center: ['50%', '52%'], avoidLabelOverlap: true,
+        labelLine: { length: 18, length2: 14 },
         label: { formatter: function (p) { return p.name + '\n' + p.value.toLocaleString('en-US'); } },
         data: data.filter(function (x) { return x.value > 0; }) }]
     }, animation);

@@ -689,14 +689,7 @@ M.ESTIMATE_EXAMPLES = {
 M.SPLIT_FIELDS = { "pipeline_split", "stage_partition", "layer_offset" }
 
 -- a policy or strategy value as the note shows it: arrays with colons
-local function value_text(v)
-  if type(v) == "table" then
-    local parts = {}
-    for i, x in ipairs(v) do parts[i] = tostring(x) end
-    return table.concat(parts, ":")
-  end
-  return tostring(v)
-end
+local value_text = require("apsearch.format.common").value_text
 
 --- The policy's single-valued search dimensions `estimate` inherits for
 -- what `--strategy` leaves out.  A split given on the command line wins:

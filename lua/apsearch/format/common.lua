@@ -605,4 +605,17 @@ function M.mfu_note(result)
   return nil
 end
 
+--- A policy or strategy value as text: an array with its entries joined
+-- by ":" (stage_partition 7:8:8:9), anything else as tostring does.
+-- @param v value
+-- @treturn string
+function M.value_text(v)
+  if type(v) == "table" then
+    local parts = {}
+    for i, x in ipairs(v) do parts[i] = tostring(x) end
+    return table.concat(parts, ":")
+  end
+  return tostring(v)
+end
+
 return M

@@ -165,14 +165,7 @@ local STRATEGY_FIELDS = { "dp_degree", "fsdp_degree", "zero_stage",
   "micro_batch_num", "stage_partition", "layer_offset", "layer_recompute",
   "recompute_num_layers" }
 
-local function value_text(v)
-  if type(v) == "table" then
-    local parts = {}
-    for i, x in ipairs(v) do parts[i] = tostring(x) end
-    return table.concat(parts, ":")
-  end
-  return tostring(v)
-end
+local value_text = common.value_text
 
 --- Every strategy field as `name=value` (arrays joined with `:`), for
 -- tooltips; the search space's placeholders spelt as what they mean

@@ -321,6 +321,12 @@ local function load_policy(path, opts, extra)
     local calib = calibration.load(opts.calibration)
     local _, applied = calibration.apply(p.cluster, calib, p.stack)
     p.calibration = { name = calib.name, file = opts.calibration, applied = applied }
+    if applied and not opts.quiet then
+      local fields = calibration.fields_for(calibration.for_stack(calib, p.stack),
+        calibration.device_name(p.cluster)) or {}
+      io.stderr:write(("apsearch: note: calibration %s applied to %s: %s\n"):format(opts.calibration,
+        tostring(calibration.device_name(p.cluster)), table.concat(util.sorted_keys(fields), ", ")))
+    end
     local own = calibration.for_stack(calib, p.stack)
     if own and not applied then
       -- a file fitted on other hardware: say so rather than change nothing

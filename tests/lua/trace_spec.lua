@@ -98,6 +98,11 @@ describe("apsearch calibrate --trace", function()
     end
     local base, calibrated = host_total(), host_total("--calibration", dir .. "/c.json")
     assert.is_true(math.abs(calibrated / base - 23 / 30) < 1e-9, calibrated / base)
+    -- and the terminal says so
+    local _, _, e3 = apsearch("estimate", pol, "--strategy", "fsdp_degree=8,micro_batch_size=1",
+      "--calibration", dir .. "/c.json")
+    assert.truthy(e3:find("apsearch: note: calibration " .. dir .. "/c.json applied to a100-sxm4-80gb: " ..
+      "host_seconds_per_kernel, host_seconds_per_loop_kernel", 1, true), e3)
   end)
 
   it("refuses bad traces with one line naming the file", function()

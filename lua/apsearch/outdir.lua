@@ -157,6 +157,24 @@ local function not_ours(setdir, m)
   return extra
 end
 
+--- Removes a set directory a run was killed in while writing its marker:
+-- nothing in it but the marker, and the marker a beginning of what
+-- apsearch writes first (its header; empty when the kill fell between the
+-- open and the write).
+-- @tparam string setdir
+-- @treturn boolean true when removed
+function M.remove_unfinished(setdir)
+  local names = util.listdir(setdir)
+  if not (names and #names == 1 and names[1] == M.MARKER) then return false end
+  local p = util.join_path(setdir, M.MARKER)
+  if mode_of(p) ~= "file" then return false end
+  local s = util.read_file(p) or ""
+  local head = s:sub(1, #MARKER_HEAD)
+  if MARKER_HEAD:sub(1, #head) ~= head then return false end
+  os.remove(p)
+  return lfs.rmdir(setdir) ~= nil
+end
+
 --- Removes a set directory of DIR's: only when its manifest names DIR
 -- (`out`) and lists everything in it, unchanged since it was recorded;
 -- the marker goes last, so an interrupted removal is finished by the next
@@ -172,7 +190,7 @@ function M.remove_set(setdir, name)
   end
   local m = M.read_manifest(setdir)
   if not m then
-    if lfs.rmdir(setdir) then return true end
+    if lfs.rmdir(setdir) or M.remove_unfinished(setdir) then return true end
     return false, "no apsearch marker in it"
   end
   if m.foreign then

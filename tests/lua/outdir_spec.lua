@@ -95,6 +95,11 @@ describe("apsearch run --out: atomic result sets", function()
     write(staged .. "/launch/rank1_megatron.sh", "#!/bin/sh\n")
     -- killed between mkdir and the marker: empty
     assert(lfs.mkdir(base .. "/.out.apsearch-set-20250101T000000Z-2-000000"))
+    -- killed while writing the marker: an empty one, and a cut one
+    assert(lfs.mkdir(base .. "/.out.apsearch-set-20250101T000000Z-7-000000"))
+    write(base .. "/.out.apsearch-set-20250101T000000Z-7-000000/.apsearch-set", "")
+    assert(lfs.mkdir(base .. "/.out.apsearch-set-20250101T000000Z-8-000000"))
+    write(base .. "/.out.apsearch-set-20250101T000000Z-8-000000/.apsearch-set", "apsearch res")
     -- a temporary link not yet swapped with DIR
     assert(lfs.link(".out.apsearch-set-20250101T000000Z-1-abcdef", base .. "/.out.apsearch-link-20250101T000000Z-1-abcdef", true))
     -- a set whose manifest does not list a file in it (launch/rank9_megatron.sh has an apsearch name)

@@ -27,7 +27,8 @@
 #    permissions in the set that replaces it; a neighbouring --out whose
 #    name extends DIR's (`out.apsearch-set-<id>`) keeps its set.
 #
-# Prints the counts; exit 1 on any fault.
+# Prints the counts; exit 1 on any fault.  KEEP_W=1 keeps the work
+# directory (its final.err: the final run's log, with what it kept).
 set -u
 cd "$(dirname "$0")/.."
 BIN=${APS_BIN:-$PWD/build/apsearch}
@@ -141,12 +142,12 @@ for j in $(seq 1 "$PAIRS"); do
 done
 echo "pairs: $PAIRS ($((PAIRS / 2)) with the second run killed at random): DIR held a finished run's set after $pair_ok; $pair_refused runs refused (exit 2), $pair_killed killed, $pair_both pairs where both finished; $((faults - f0)) faults"
 
-"$BIN" run "$POLICY" --quiet --out "$DIR" >/dev/null 2>"$W/err" || fault "final run: $(cat "$W/err")"
+"$BIN" run "$POLICY" --out "$DIR" >/dev/null 2>"$W/final.err" || fault "final run: $(cat "$W/final.err")"
 $CHECK "$DIR" >/dev/null || fault "final set"
 cur=$(readlink "$DIR")
 expect=$(printf '%s\n' .out.apsearch-lock "$cur" "$KEPT" .out.apsearch-set-user out user.txt | sort)
 got=$(ls -A "$B" | sort)
-[ "$got" = "$expect" ] || fault "after a clean run: $(echo $got)"
+[ "$got" = "$expect" ] || fault "after a clean run: $(echo $got); its log: $(grep kept "$W/final.err")"
 [ "$(user_sum)" = "$USER_SUM" ] || fault "a user file changed"
 echo "final: $(ls -A "$B" | wc -l) entries next to DIR (lock, link, set, the kept set, the user's two); faults $faults"
 
@@ -186,5 +187,5 @@ nid=$($CHECK "$NB")
 [ "$($CHECK "$NB")" = "$nid" ] || fault "neighbour: its set was touched by a run into DIR"
 [ "$(user_sum)" = "$USER_SUM" ] || fault "a user file changed"
 echo "plain, private and neighbouring directories: $faults faults in all"
-rm -rf "$W"
+[ "${KEEP_W:-}" ] && echo "kept $W" >&3 || rm -rf "$W"
 [ $faults = 0 ]

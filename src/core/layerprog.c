@@ -86,6 +86,9 @@
 /** Per local expert without grouped GEMM (SequentialMLP, Python): fc1,
  *  activation, fc2. */
 #define APS_HK_SEQUENTIAL_PER_EXPERT 3.0
+/** A shared expert: a dense MLP block without its own norm (the MoE
+ *  block's pre-MLP norm serves it). */
+#define APS_HK_SHARED_EXPERT (APS_HK_MLP - 1.0)
 /** A CUDA graph replay: one launch from Python per captured region. */
 #define APS_HK_GRAPH_LAUNCH 1.0
 /** Backward kernels per forward kernel. */
@@ -163,7 +166,7 @@ static void moe_post_kernels(const aps_model *m, const aps_training *t,
         *py += local * (APS_HK_SEQUENTIAL_PER_EXPERT + APS_HK_MLP_GEMMS * cast);
     }
     if (m->shared_expert_ffn_hidden_size > 0)
-        *py += APS_HK_MLP - 1.0 + APS_HK_MLP_GEMMS * cast; /* no norm */
+        *py += APS_HK_SHARED_EXPERT + APS_HK_MLP_GEMMS * cast;
 }
 
 /** Dropless all-to-all with EP or TP > 1 syncs device and host in every

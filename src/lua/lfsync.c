@@ -90,6 +90,13 @@ int apsl_chmod(lua_State *L)
     return luaL_fileresult(L, chmod(path, (mode_t)mode) == 0, path);
 }
 
+/* t[name] = v for the table on top of the stack. */
+static void set_int(lua_State *L, const char *name, lua_Integer v)
+{
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, name);
+}
+
 /* core.lstat(path) -> {type, perm, uid, gid, dev, ino, size, mtime_ns,
  * ctime_ns} | nil, message, errno: lstat(2) (a link is described, not
  * followed).  type: "file", "directory", "link" or "other"; perm: the
@@ -107,24 +114,16 @@ int apsl_lstat(lua_State *L)
     lua_createtable(L, 0, 9);
     lua_pushstring(L, type);
     lua_setfield(L, -2, "type");
-    lua_pushinteger(L, (lua_Integer)(st.st_mode & 07777));
-    lua_setfield(L, -2, "perm");
-    lua_pushinteger(L, (lua_Integer)st.st_uid);
-    lua_setfield(L, -2, "uid");
-    lua_pushinteger(L, (lua_Integer)st.st_gid);
-    lua_setfield(L, -2, "gid");
-    lua_pushinteger(L, (lua_Integer)st.st_dev);
-    lua_setfield(L, -2, "dev");
-    lua_pushinteger(L, (lua_Integer)st.st_ino);
-    lua_setfield(L, -2, "ino");
-    lua_pushinteger(L, (lua_Integer)st.st_size);
-    lua_setfield(L, -2, "size");
-    lua_pushinteger(L, (lua_Integer)st.st_mtim.tv_sec * 1000000000 +
-                           (lua_Integer)st.st_mtim.tv_nsec);
-    lua_setfield(L, -2, "mtime_ns");
-    lua_pushinteger(L, (lua_Integer)st.st_ctim.tv_sec * 1000000000 +
-                           (lua_Integer)st.st_ctim.tv_nsec);
-    lua_setfield(L, -2, "ctime_ns");
+    set_int(L, "perm", (lua_Integer)(st.st_mode & 07777));
+    set_int(L, "uid", (lua_Integer)st.st_uid);
+    set_int(L, "gid", (lua_Integer)st.st_gid);
+    set_int(L, "dev", (lua_Integer)st.st_dev);
+    set_int(L, "ino", (lua_Integer)st.st_ino);
+    set_int(L, "size", (lua_Integer)st.st_size);
+    set_int(L, "mtime_ns", (lua_Integer)st.st_mtim.tv_sec * 1000000000 +
+                               (lua_Integer)st.st_mtim.tv_nsec);
+    set_int(L, "ctime_ns", (lua_Integer)st.st_ctim.tv_sec * 1000000000 +
+                               (lua_Integer)st.st_ctim.tv_nsec);
     return 1;
 }
 

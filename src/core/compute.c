@@ -265,18 +265,25 @@ static void layer_selective(const aps_model *m, const aps_device *d,
 /** TP: per layer two collectives each way on the full activation
  *  (Shoeybi et al. 2019 fig. 4: f and g operators; with SP each
  *  all-reduce becomes an all-gather + reduce-scatter pair, Korthikanti et
- *  al. 2022 s.4.2.2). */
-static void layer_tp(const aps_cluster *c, const aps_strategy *s,
-                     const layer_shape *x, aps_layer_cost *out)
+ *  al. 2022 s.4.2.2).  With SP the all-gathers (of the QKV and MLP
+ *  inputs forward, of the projection and MLP output gradients backward)
+ *  carry aps_tp_gather_bytes per element; the reduce-scatters and the
+ *  all-reduces without SP carry bf16. */
+static void layer_tp(const aps_cluster *c, const aps_training *t,
+                     const aps_strategy *s, const layer_shape *x,
+                     aps_layer_cost *out)
 {
     out->tp_fwd = out->tp_bwd = 0.0;
     if (s->tp_degree <= 1)
         return;
     double bw, alpha;
     aps_group_link(c, 1, s->tp_degree, &bw, &alpha);
-    double act = APS_ACT_BYTES * x->T * x->h;
+    double elems = x->T * x->h;
+    double act = APS_ACT_BYTES * elems;
     double one = s->sequence_parallel
-                     ? aps_allgather_time(s->tp_degree, act, bw, alpha) +
+                     ? aps_allgather_time(s->tp_degree,
+                                          aps_tp_gather_bytes(t) * elems, bw,
+                                          alpha) +
                            aps_reducescatter_time(s->tp_degree, act, bw,
                                                   alpha)
                      : aps_allreduce_time(s->tp_degree, act, bw, alpha);
@@ -326,7 +333,7 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
     out->membound_fwd = aps_hbm_time(d, layer_membound_bytes(m, t, &x));
     layer_casts(d, t, &x, out);
     layer_selective(m, d, t, s, &x, out);
-    layer_tp(c, s, &x, out);
+    layer_tp(c, t, s, &x, out);
     layer_cp(c, s, &x, out);
     aps_host_program_build(m, t, s, &out->host);
 }

@@ -28,6 +28,10 @@ typedef enum {
 
 /** What the framework profile decides about memory and time (profile.c,
  *  one entry per aps_framework, each citing its source). */
+/** The bit of precision p in a set of precisions (aps_framework_profile
+ *  tp_gather_quantized). */
+#define APS_PREC_BIT(p) (1u << (unsigned)(p))
+
 typedef struct {
     double weight_bytes;         /**< per parameter, before sharding */
     double grad_bytes;           /**< default main-gradient dtype, also
@@ -45,6 +49,11 @@ typedef struct {
     bool transformer_engine;     /**< fp8 through TransformerEngine: fp8
                                       weight caches, fp8 saved GEMM inputs */
     bool op_sac_selective;       /**< "selective" = TorchTitan op-level AC */
+    unsigned tp_gather_quantized;/**< bit (1u << aps_precision) set: under
+                                      that precision the sequence-parallel
+                                      all-gathers of GEMM inputs (forward)
+                                      and output gradients (backward) carry
+                                      the quantized tensor */
     bool shard_over_cp;          /**< FSDP over dp_shard x cp when cp > 1 */
     bool sync_every_microbatch;  /**< DDP / HSDP reduce per micro-batch */
     bool recompute_count_per_chunk; /**< one recompute count applies to
@@ -358,6 +367,12 @@ double aps_gemm_eta_max(const aps_device *d, aps_precision p);
  *  for the weight-gradient GEMM under TransformerEngine (megatron,
  *  deepspeed profiles), bf16 otherwise. */
 double aps_gemm_input_bytes(const aps_training *t);
+/** Bytes per element of a sequence-parallel all-gather of a GEMM input
+ *  (forward) or output gradient (backward): the quantized element with
+ *  its block scales (aps_quantized_bytes, one layout) when the framework
+ *  gathers quantized tensors under the run's precision (profile
+ *  tp_gather_quantized), else bf16 (APS_ACT_BYTES). */
+double aps_tp_gather_bytes(const aps_training *t);
 /** Bytes per matrix parameter of the quantized weight copies the GEMMs
  *  read (both layouts); 0 for bf16 / fp16. */
 double aps_weight_copy_bytes(const aps_training *t);

@@ -87,6 +87,12 @@ double aps_gemm_input_bytes(const aps_training *t)
                ? aps_quantized_bytes(t->precision) : APS_ACT_BYTES;
 }
 
+double aps_tp_gather_bytes(const aps_training *t)
+{
+    return (aps_profile(t)->tp_gather_quantized & APS_PREC_BIT(t->precision))
+               ? aps_quantized_bytes(t->precision) : APS_ACT_BYTES;
+}
+
 double aps_weight_copy_bytes(const aps_training *t)
 {
     if (!aps_prec_quantized(t->precision))

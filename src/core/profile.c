@@ -46,6 +46,17 @@ static const aps_framework_profile profiles[] = {
         .transformer_engine = true,
         .fp8_cast_bytes = APS_FP8_CAST_TE,
         .fp8_fused_cast_bytes = APS_FP8_FUSED_CAST_TE,
+        /* TE quantizes before the sequence-parallel all-gather of a GEMM
+         * input (TransformerEngine d0067d0da transformer_engine/pytorch/
+         * module/layernorm_linear.py and linear.py forward:
+         * gather_along_first_dim(..., quantizer=input_quantizer)) and of
+         * an output gradient (base.py grad_output_preprocess, the same
+         * call with the grad_output quantizer); distributed.py gathers
+         * Float8, MXFP8 and NVFP4 tensors (_all_gather_fp8, _mxfp8,
+         * _nvfp4).  Reduce-scatters stay bf16. */
+        .tp_gather_quantized = APS_PREC_BIT(APS_PREC_FP8) |
+                               APS_PREC_BIT(APS_PREC_MXFP8) |
+                               APS_PREC_BIT(APS_PREC_NVFP4),
         /* --decoder-first/last-pipeline-num-layers: the balanced split
          * makes only the first and last pipeline stage differ (any other
          * split is written as --pipeline-model-parallel-layout) */
@@ -130,6 +141,14 @@ static const aps_framework_profile profiles[] = {
         /* "selective" = selective_ac_option "op"
          * (torchtitan/distributed/activation_checkpoint.py) */
         .op_sac_selective = true,
+        /* float8 tensorwise under TP: Float8ColwiseParallel /
+         * Float8RowwiseParallel cast the input to float8 before the
+         * all-gather and NoopFwToFloat8BwDynamic casts the output gradient
+         * before the backward's all-gather (pytorch/ao 36027d82d
+         * torchao/float8/float8_tensor_parallel.py; TorchTitan
+         * parallelize_llama.py at 3faaa1a0d picks them with float8
+         * linears).  Its MX / NVFP4 linears run plain ColwiseParallel. */
+        .tp_gather_quantized = APS_PREC_BIT(APS_PREC_FP8),
         /* fsdp_enabled = dp_shard_enabled or cp_enabled
          * (torchtitan/distributed/parallel_dims.py) */
         .shard_over_cp = true,

@@ -254,6 +254,46 @@ static void test_ap_ft_07_tp_comm_double_nvlink(void **state)
                e1.perf_total[APS_PERF_TP_COMM], 0);
 }
 
+/* Quantized sequence-parallel all-gathers: under fp8 TransformerEngine
+ * gathers the layers' GEMM inputs (forward) and output gradients
+ * (backward) as fp8, 1 byte per element instead of 2; the reduce-scatters
+ * and the embedding / output layer's collectives stay bf16.  Of the 260
+ * collectives per micro-batch of tp_setup, the 32 x 4 layer all-gathers
+ * carry half the bytes: 32 * 4 * 7/8 * act/2 = 56 act/bw less per
+ * micro-batch, x 4: 910 - 224 = 686 act/bw.  MXFP8 adds one scale byte per
+ * 32 elements: (1 + 1/32) / 2 of act, 910 - 224 * (1 - 1.03125) * 2
+ * = 910 - 217 = 693 act/bw.  TorchTitan gathers float8 tensorwise only
+ * (torchao Float8ColwiseParallel); its MXFP8 all-gathers stay bf16. */
+static void test_tp_quantized_allgather(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    double act = 2.0 * 8192.0 * 4096.0, alpha_term = 7280.0 * 3e-6;
+    const struct {
+        aps_framework fw;
+        aps_precision p;
+        double act_over_bw;
+    } cases[] = {
+        {APS_FW_MEGATRON, APS_PREC_BF16, 910.0},
+        {APS_FW_MEGATRON, APS_PREC_FP8, 686.0},
+        {APS_FW_MEGATRON, APS_PREC_MXFP8, 693.0},
+        {APS_FW_FSDP2, APS_PREC_FP8, 686.0},
+        {APS_FW_FSDP2, APS_PREC_MXFP8, 910.0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tp_setup(&m, &c, &t, &s);
+        t.framework = cases[i].fw;
+        t.precision = cases[i].p;
+        aps_estimate e;
+        fx_run(&m, &c, &t, &s, &e);
+        ASSERT_REL(e.perf_total[APS_PERF_TP_COMM],
+                   cases[i].act_over_bw * act / 360e9 + alpha_term, REL);
+    }
+}
+
 /* DP gradient all-reduce (Megatron, zero_stage 0, S = 1): fp32 grads of
  * Llama-3.1-8B, 4 P = 4 * 8,030,261,248 = 32,121,044,992 bytes, once per
  * step over D = 8 ranks of one node (NVLink 360e9, 3e-6):
@@ -443,6 +483,7 @@ int main(void)
         cmocka_unit_test(test_ap_ft_07_group_link_cross_node_ring),
         cmocka_unit_test(test_ap_ft_07_tp_comm_through_estimate),
         cmocka_unit_test(test_ap_ft_07_tp_comm_double_nvlink),
+        cmocka_unit_test(test_tp_quantized_allgather),
         cmocka_unit_test(test_ap_ft_07_dp_allreduce_through_estimate),
         cmocka_unit_test(test_ap_ft_07_dp_cross_node_through_estimate),
         cmocka_unit_test(test_p2p_link_cross_node),

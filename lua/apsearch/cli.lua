@@ -295,8 +295,32 @@ function M.fit_probe(opts, p, result)
   return { tried = math.tointeger(h // 2 * per), cluster = spec }
 end
 
+--- A policy path as given, or, when a relative `examples/...` path is not
+-- found from the current directory, the installed example of that name
+-- (under `util.root()`, `<prefix>/share/apsearch` after `cmake --install`),
+-- said on stderr.  A path found nowhere is returned unchanged (the load
+-- then fails naming it and, for an example, where the examples are).
+-- @tparam string path the POLICY argument
+-- @treturn string the file to load
+function M.example_path(path)
+  if path:sub(1, 1) == "/" or util.file_exists(path) then return path end
+  local rel = path:gsub("^%./", "")
+  if rel:sub(1, 9) ~= "examples/" then return path end
+  local installed = util.root() .. "/" .. rel
+  if installed ~= path and util.file_exists(installed) then
+    io.stderr:write(("apsearch: %s: not found here; using the installed %s\n"):format(path, installed))
+    return installed
+  end
+  if util.file_exists(util.root() .. "/examples") then
+    error(("%s: cannot open policy file (No such file or directory; the examples are in %s/examples)")
+      :format(path, util.root()), 0)
+  end
+  return path
+end
+
 local function load_policy(path, opts, extra)
   M.configure_sandbox(opts)
+  path = path and M.example_path(path)
   local o = { set = shortcut_sets(opts), fix = opts.fix or {} }
   for k, v in pairs(extra or {}) do o[k] = v end
   local p

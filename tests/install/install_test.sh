@@ -33,4 +33,10 @@ env -i "$LUA" -e "
 "
 # the installed CLI, from its own share/apsearch
 env -i "$PREFIX/bin/apsearch" run "$PREFIX/share/apsearch/examples/llama3_8b_h100.lua" -q --top-k 1 >/dev/null
+# an example named as the README names it, run from outside the tree
+note=$(cd "$PREFIX" && env -i "$PREFIX/bin/apsearch" run examples/llama3_8b_h100.lua -q --top-k 1 2>&1 >/dev/null)
+case $note in
+  *"using the installed $PREFIX/share/apsearch/examples/llama3_8b_h100.lua"*) ;;
+  *) echo "installed example not found from $PREFIX: $note" >&2; exit 1 ;;
+esac
 echo "install into $PREFIX: ok"

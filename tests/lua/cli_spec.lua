@@ -264,6 +264,26 @@ return { model = "mixtral.json", cluster = { device = "h100-sxm-80gb", nodes = 1
         "deepseek_v3, olmoe, dbrx, gpt_oss)", one_line_error(apsearch("inspect", phimoe)))
     end)
 
+    it("finds an example from outside the tree, or names where the examples are", function()
+      local elsewhere = tmpdir()
+      local function from(dir, ...)
+        local args = {}
+        for i, a in ipairs({ ... }) do args[i] = q(a) end
+        local o = tmpdir()
+        local _, _, code = os.execute(("cd %s && APSEARCH_ROOT=%s %s %s > %s/out 2> %s/err"):format(
+          q(dir), q(ROOT), q(BIN), table.concat(args, " "), o, o))
+        return code, read(o .. "/out"), read(o .. "/err")
+      end
+      local code, out, err = from(elsewhere, "run", "examples/llama3_8b_h100.lua", "-q", "--top-k", "1")
+      assert.are.equal(0, code)
+      assert.are.equal(("apsearch: examples/llama3_8b_h100.lua: not found here; using the installed " ..
+        "%s/examples/llama3_8b_h100.lua\n"):format(ROOT), err)
+      assert.truthy(out:find("llama-3.1-8b on 8 x h100-sxm-80gb", 1, true))
+      assert.are.equal(("examples/none.lua: cannot open policy file (No such file or directory; " ..
+        "the examples are in %s/examples)"):format(ROOT),
+        one_line_error(from(elsewhere, "run", "examples/none.lua")))
+    end)
+
     it("for bad options, commands and files", function()
       assert.truthy(one_line_error(apsearch("run", "--bogus")):find("unknown/bad flag: --bogus", 1, true))
       assert.truthy(one_line_error(apsearch("frobnicate")):find('unknown command "frobnicate"', 1, true))

@@ -187,9 +187,9 @@
  *     MI300X, cuBLASLt 1,290.1 of 1,978.9 (0.652) on H100: x 0.680 for fp8
  *     and, an assumption (the harness ran fp8 GEMMs only), for bf16 GEMMs.
  *     The half-size dimension stays Hopper's (MI300X's 4,096^3 point is
- *     0.82 of its 8,192^3 one, H100's 0.94: small GEMMs may be faster here
- *     than on the hardware).
- *   HBM: STREAM triad 4.09 TB/s of 5.3 (0.772) on MI300X, 2.97 of 3.35
+ *     0.82 of its 8,192^3 one, H100's 0.94: small GEMMs may be priced
+ *     faster than an MI300X runs them).
+ *   HBM: the harness's triad, 4.09 TB/s of 5.3 (0.772) on MI300X, 2.97 of 3.35
  *     (0.887) on H100: x 0.870.
  *   Collectives: RCCL all-reduce over the 8 GPUs, 8 GB, bus bandwidth
  *     316.82 GB/s of the 448 GB/s per direction: 0.707 (H100 NCCL reaches

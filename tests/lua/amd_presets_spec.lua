@@ -2,7 +2,8 @@
 -- presets (src/core/presets.c, AMD CDNA 3 white paper Table 2) as a user
 -- meets them: `--cluster mi300x-192gb:8` searches, the 8-GPU Infinity
 -- Fabric mesh (7 direct links per GPU, intra_node_links = 7) prices a TP
--- pair on one link, and a calibration fitted on NVIDIA runs never applies.
+-- pair on one link, a calibration fitted on NVIDIA runs never applies, and
+-- the parts left without a preset say so.
 --
 -- APS_ROOT is the repo root, APS_BIN the built binary (CTest sets both).
 
@@ -69,6 +70,18 @@ describe("AMD CDNA 3 presets", function()
     local trace = require "apsearch.trace"
     assert.are.equal("mi300x-192gb", trace.preset_of({ devices = { "AMD Instinct MI300X" } }))
     assert.are.equal("mi325x-256gb", trace.preset_of({ devices = { "AMD Instinct MI325X" } }))
+  end)
+
+  it("leave H800, A800, H20 and MI355X out, and say why rather than suggest another part", function()
+    for _, name in ipairs({ "h800", "A800-SXM4-80GB", "h20", "h20-96gb", "mi355x" }) do
+      local code, _, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", name)
+      assert.are.equal(2, code, err)
+      assert.truthy(err:find("no device preset for this part (no vendor datasheet", 1, true), err)
+      assert.falsy(err:find("did you mean", 1, true), err)
+    end
+    -- a near miss of a preset still gets its suggestion
+    local _, _, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "mi300x")
+    assert.truthy(err:find('did you mean "mi300x-192gb"', 1, true), err)
   end)
 
   it("find a feasible strategy for Llama-3.1-8B on --cluster mi300x-192gb:8 (8 hosts of 8)", function()

@@ -311,7 +311,17 @@ typedef struct {
                                        activation offload */
     double peak_flops_fp32;       /**< dense, non-tensor-core */
     double hbm_bandwidth;         /**< bytes/s */
-    double intra_node_bandwidth;  /**< NVLink per GPU, one direction, bytes/s */
+    double intra_node_bandwidth;  /**< NVLink per GPU, one direction, bytes/s
+                                       (all of a GPU's links to its peers) */
+    int64_t intra_node_links;     /**< 0: the host's GPUs meet behind a
+                                       switch (NVSwitch), any group of
+                                       them reaches intra_node_bandwidth;
+                                       L > 0: a fully connected mesh of L
+                                       direct links per GPU, each carrying
+                                       intra_node_bandwidth / L, so a group
+                                       of m GPUs in a host uses m - 1 of
+                                       them (AMD Infinity Fabric, 7 links
+                                       in an 8-GPU host) */
     double inter_node_bandwidth;  /**< NIC per GPU, one direction, bytes/s */
     double intra_node_latency;    /**< alpha per ring step inside a node, s */
     double inter_node_latency;    /**< alpha per ring step across nodes, s */

@@ -126,13 +126,16 @@ end
 -- one value per family and field; each device keeps its own peaks,
 -- bandwidths and memory).  Blackwell Ultra (B300/GB300) is its own
 -- family: its attention (softmax) throughput differs from Blackwell's
--- (NVIDIA Blackwell Ultra datasheet, 2025).  A name matching no pattern is
--- a family of its own.  Order matters: the first match wins.
+-- (NVIDIA Blackwell Ultra datasheet, 2025).  AMD's MI300X and MI325X
+-- (one CDNA 3 compute die, ROCm kernels and RCCL) are "cdna3", so that a
+-- calibration fitted on NVIDIA runs never applies to them.  A name matching
+-- no pattern is a family of its own.  Order matters: the first match wins.
 M.FAMILIES = {
   { pattern = "^a100", family = "ampere" },
   { pattern = "^h[12]00", family = "hopper" },
   { pattern = "^g?b300", family = "blackwell-ultra" },
   { pattern = "^g?b200", family = "blackwell" },
+  { pattern = "^mi3[02][05]x", family = "cdna3" },
 }
 
 --- The efficiency family of a device preset name (M.FAMILIES).

@@ -505,13 +505,29 @@ function Norm:model(v)
   return model, source, info
 end
 
+--- Parts users name that have no preset, for want of a vendor datasheet
+-- (src/core/presets.c "No preset either"): their name gets that reason
+-- rather than the nearest preset's name (`h800` is not a `b200`).
+M.NO_PRESET = { "^h800", "^a800", "^h20$", "^h20%-", "^mi35[05]x" }
+
+local function no_preset_problem(name)
+  local n = name:lower()
+  for _, pattern in ipairs(M.NO_PRESET) do
+    if n:match(pattern) then
+      return "no device preset for this part (no vendor datasheet with its figures could be read); "
+        .. "describe it as a table from a base preset and your vendor's figures, docs/policy.md \"cluster\""
+    end
+  end
+  return nil
+end
+
 function Norm:device(v, path)
   if type(v) == "string" then
     local core = require "apsearch.core"
     if not pcall(core.device_preset, v) then
       local names = {}
       for i, d in ipairs(core.device_presets()) do names[i] = d.name end
-      self:fail(path, suggest.problem("unknown device preset", v, names) ..
+      self:fail(path, (no_preset_problem(v) or suggest.problem("unknown device preset", v, names)) ..
         " (known: " .. table.concat(names, ", ") .. ")", v)
     end
     return v

@@ -61,6 +61,7 @@ M.device = {
   peak_flops_fp32 = "nonneg", hbm_bandwidth = "nonneg",
   peak_flops_fp4 = "nonneg", host_bandwidth = "nonneg",
   intra_node_bandwidth = "nonneg", inter_node_bandwidth = "nonneg",
+  intra_node_links = "nonnegint",
   intra_node_latency = "nonneg", inter_node_latency = "nonneg",
   cuda_context_bytes = "nonneg", nccl_comm_bytes = "nonneg",
   gemm_efficiency = "nonneg", gemm_half_dim = "nonneg",

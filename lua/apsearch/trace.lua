@@ -206,7 +206,7 @@ function M.measure(t)
   }
 end
 
---- Device presets by the GPU names CUDA reports (deviceProperties.name),
+--- Device presets by the GPU names CUDA or HIP reports (deviceProperties.name),
 -- first match wins; `preset = false`: a part with no preset (its trace
 -- needs --device).  Grace Hopper and the PCIe H100 are not the SXM part.
 M.DEVICE_NAMES = {
@@ -222,6 +222,8 @@ M.DEVICE_NAMES = {
   { pattern = "b300", preset = "gb300" },
   { pattern = "gb200", preset = "gb200" },
   { pattern = "b200", preset = "b200" },
+  { pattern = "mi300x", preset = "mi300x-192gb" },
+  { pattern = "mi325x", preset = "mi325x-256gb" },
 }
 
 --- The device preset of a trace's GPU, or nil.

@@ -54,20 +54,36 @@ static int64_t nvlink_domain(const aps_cluster *c)
     return D < c->num_devices ? D : c->num_devices;
 }
 
+/** Intra-node bandwidth per GPU and direction of a group with `members`
+ *  GPUs in one host, times collective_efficiency.  Behind a switch
+ *  (intra_node_links = 0, NVSwitch) every group reaches the GPU's whole
+ *  NVLink bandwidth.  In a fully connected mesh of L direct links per GPU
+ *  (AMD Infinity Fabric: 7 links in an 8-GPU host, AMD CDNA 3 white
+ *  paper) a GPU reaches its m - 1 peers over m - 1 links of
+ *  intra_node_bandwidth / L each: a ring or all-to-all over the whole
+ *  host drives all L, a pair (a point-to-point send, TP = 2) one. */
+static double intra_bw(const aps_device *d, int64_t members)
+{
+    double bw = d->intra_node_bandwidth * d->collective_efficiency;
+    int64_t links = d->intra_node_links;
+    int64_t used = members > 1 ? members - 1 : 1;
+    return (links > 0 && used < links) ? bw * (double)used / (double)links
+                                       : bw;
+}
+
 int aps_group_link(const aps_cluster *c, int64_t stride, int64_t size,
                    double *bw, double *alpha)
 {
     const aps_device *d = &c->device;
     int64_t G = nvlink_domain(c);
     int64_t span = stride * size;
-    double nvlink = d->intra_node_bandwidth * d->collective_efficiency;
     double nic = d->inter_node_bandwidth * d->collective_efficiency;
     /* Ranks are placed node by node, and nodes domain by domain; a group
      * of `size` ranks `stride` apart fills `span` consecutive ranks and
      * stays inside every NVLink domain (G: a host, or an NVL72 rack) when
      * span divides the domain size. */
     if (size <= 1 || (span <= G && G % span == 0)) {
-        *bw = nvlink;
+        *bw = intra_bw(d, size);
         *alpha = d->intra_node_latency;
         return 1;
     }
@@ -82,6 +98,7 @@ int aps_group_link(const aps_cluster *c, int64_t stride, int64_t size,
     if (g > size)
         g = size;
     double rails = (double)g * nic;
+    double nvlink = intra_bw(d, g);
     *bw = rails < nvlink ? rails : nvlink;
     *alpha = d->inter_node_latency;
     return 0;
@@ -106,7 +123,7 @@ double aps_group_alltoall_time(const aps_cluster *c, int64_t stride,
     if (aps_group_link(c, stride, size, &bw, &alpha))
         return aps_alltoall_time(size, intra + inter, bw, alpha);
     const aps_device *d = &c->device;
-    double nvlink = d->intra_node_bandwidth * d->collective_efficiency;
+    double nvlink = intra_bw(d, aps_group_domain_members(c, stride, size));
     double nic = d->inter_node_bandwidth * d->collective_efficiency;
     double t_nic = inter / nic, t_nvl = intra / nvlink;
     return (t_nic > t_nvl ? t_nic : t_nvl) +
@@ -120,7 +137,7 @@ int aps_p2p_link(const aps_cluster *c, int64_t stride, int64_t size,
     int64_t G = nvlink_domain(c);
     int64_t span = stride * size;
     if (size <= 1 || (span <= G && G % span == 0)) {
-        *bw = d->intra_node_bandwidth * d->collective_efficiency;
+        *bw = intra_bw(d, 2);
         *alpha = d->intra_node_latency;
         return 1;
     }
@@ -138,7 +155,7 @@ int aps_p2p_pair_link(const aps_cluster *c, int64_t stride, int64_t a,
     const aps_device *d = &c->device;
     int64_t G = nvlink_domain(c);
     if (G > 0 && (a * stride) / G == (b * stride) / G) {
-        *bw = d->intra_node_bandwidth * d->collective_efficiency;
+        *bw = intra_bw(d, 2);
         *alpha = d->intra_node_latency;
         return 1;
     }

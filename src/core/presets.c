@@ -3,8 +3,9 @@
  * validation of cluster_config.
  *
  * Datasheet numbers are dense (no 2:4 sparsity).  Link bandwidths are per
- * GPU, one direction: NVLink total bidirectional / 2; the network is one
- * NIC per GPU (DGX/HGX reference design).  memory_bytes is the capacity
+ * GPU, one direction: NVLink total bidirectional / 2 (AMD Infinity Fabric:
+ * all of a GPU's links together, / 2); the network is one NIC per GPU
+ * (DGX/HGX reference design).  memory_bytes is the capacity
  * nvidia-smi reports as total, which the allocator can address.
  *
  * The efficiency fields are the calibratable parameters of MODELING.md s.4
@@ -154,21 +155,75 @@
  * time"), so no Grace factor is shipped; set host_seconds_per_kernel on
  * a device table (or calibrate from a trace) for an untuned Grace host. */
 
+/*
+ * AMD Instinct MI300X and MI325X (CDNA 3; AMD CDNA 3 architecture white
+ * paper, https://www.amd.com/content/dam/amd/en/documents/instinct-tech-
+ * docs/white-papers/amd-cdna-3-white-paper.pdf, Table 2 "AMD Instinct
+ * MI300 Series accelerators specifications and features").
+ *
+ * Host topology: "seven high-bandwidth and low-latency AMD Infinity
+ * Fabric links to form a fully connected 8-GPU system" (white paper s.
+ * "Communication and scaling"; ROCm docs, MI300 microarchitecture, node-
+ * level architecture), "7 x16 AMD Infinity Fabric links", links "at up to
+ * 32Gbps" per lane, "P2P RING PEAK AGGREGATE I/O BANDWIDTH 896 GB/s (8
+ * GPUs)" (Table 2): 7 x 16 lanes x 32 Gb/s / 8 = 448 GB/s per GPU and
+ * direction, 64 GB/s per link.  Unlike an NVSwitch host, where any group
+ * of GPUs reaches the whole NVLink bandwidth, each pair of GPUs shares one
+ * direct link: a ring or all-to-all over the 8 GPUs drives all 7 links
+ * (the 448 GB/s the preset holds, what RCCL's collectives over the host
+ * see), a group of m GPUs m - 1 of them, a point-to-point send one
+ * (intra_node_links = 7; src/core/comm.c intra_bw).
+ */
+#define APS_IF_LINKS_CDNA3 7
+#define APS_IF_CDNA3 (896.0 / 2.0 * GB)
+/* Kernel and collective efficiencies of CDNA 3.  No AMD run is in the
+ * validation set.  One harness measured MI300X and H100 alike: Azure's
+ * AI-benchmarking-guide results (as stored in samuel-bohman/AI-
+ * benchmarking-guide, Azure_Results/ND_MI300X_v5_results.md at 3de0c294
+ * and ND_H100_v5_results.md at 26d18e94, ND MI300X v5 and ND H100 v5
+ * VMs).  The Hopper values, fitted on the published runs, are scaled by
+ * what it measured on MI300X relative to H100:
+ *   GEMMs: fp8 8192^3, hipBLASLt 1,159.23 TFLOPS of 2,614.9 (0.443) on
+ *     MI300X, cuBLASLt 1,290.1 of 1,978.9 (0.652) on H100: x 0.680 for fp8
+ *     and, an assumption (the harness ran fp8 GEMMs only), for bf16 GEMMs.
+ *     The half-size dimension stays Hopper's (MI300X's 4,096^3 point is
+ *     0.82 of its 8,192^3 one, H100's 0.94: small GEMMs may be priced
+ *     faster than an MI300X runs them).
+ *   HBM: the harness's triad, 4.09 TB/s of 5.3 (0.772) on MI300X, 2.97 of 3.35
+ *     (0.887) on H100: x 0.870.
+ *   Collectives: RCCL all-reduce over the 8 GPUs, 8 GB, bus bandwidth
+ *     316.82 GB/s of the 448 GB/s per direction: 0.707 (H100 NCCL reaches
+ *     479 GB/s with NVLink SHARP, which has no RCCL counterpart).  Taken
+ *     for the NICs as well (assumed).
+ * Attention takes the Hopper values, an assumption (the harness ran head
+ * dimension 64 on MI300X and 128 on H100: no like-for-like figure).  HIP
+ * context, RCCL communicator memory, latencies and the x86 host's launch
+ * costs take the NVIDIA values, assumed.  `apsearch calibrate` on a few
+ * MI300X runs replaces all of these (calibration family "cdna3"). */
+#define APS_MI300X_FP8_GEMM_8K (1159.23 / 2614.9)
+#define APS_H100_FP8_GEMM_8K (1290.1 / 1978.9)
+#define APS_GEMM_SCALE_CDNA3 (APS_MI300X_FP8_GEMM_8K / APS_H100_FP8_GEMM_8K)
+#define APS_HBM_SCALE_CDNA3 ((4.09 / 5.3) / (2.97 / 3.35))
+#define APS_COLL_EFF_CDNA3 (316.82 * GB / APS_IF_CDNA3)
+
 typedef struct {
     aps_device dev;
     const char *source;
 } preset;
 
-#define COMMON_FIELDS                                                   \
+/* Every preset: latencies, framework memory, the host's launch costs. */
+#define HOST_FIELDS                                                     \
     .intra_node_latency = APS_NVLINK_LATENCY,                           \
     .inter_node_latency = APS_IB_LATENCY,                               \
     .cuda_context_bytes = APS_CUDA_CONTEXT,                             \
     .nccl_comm_bytes = APS_NCCL_COMM,                                   \
-    .fp8_gemm_efficiency = APS_FP8_GEMM_EFF,                            \
-    .hbm_efficiency = APS_HBM_EFF,                                      \
-    .collective_efficiency = APS_COLL_EFF,                              \
     .host_seconds_per_kernel = APS_HOST_KERNEL_X86,                     \
     .host_seconds_per_loop_kernel = APS_HOST_LOOP_KERNEL_X86
+/* NVIDIA presets: NVSwitch hosts (intra_node_links 0) and NCCL. */
+#define COMMON_FIELDS HOST_FIELDS,                                      \
+    .fp8_gemm_efficiency = APS_FP8_GEMM_EFF,                            \
+    .hbm_efficiency = APS_HBM_EFF,                                      \
+    .collective_efficiency = APS_COLL_EFF
 #define AMPERE .gemm_efficiency = APS_GEMM_EFF_AMPERE,                  \
                .gemm_half_dim = APS_GEMM_HALF_DIM_AMPERE,                \
                .attention_efficiency = APS_ATTN_EFF_AMPERE,              \
@@ -185,6 +240,16 @@ typedef struct {
                .attention_efficiency =                                \
                    APS_ATTN_EFF_HOPPER * APS_ATTN_SFU_SPEEDUP_BLACKWELL_ULTRA, \
                .unfused_attention_efficiency = APS_ATTN_EFF_HOPPER
+/* AMD CDNA 3 (MI300X, MI325X: one compute die), RCCL, x86 host. */
+#define CDNA3 HOST_FIELDS,                                              \
+               .intra_node_links = APS_IF_LINKS_CDNA3,                 \
+               .gemm_efficiency = APS_GEMM_EFF_HOPPER * APS_GEMM_SCALE_CDNA3, \
+               .gemm_half_dim = APS_GEMM_HALF_DIM_HOPPER,             \
+               .fp8_gemm_efficiency = APS_FP8_GEMM_EFF * APS_GEMM_SCALE_CDNA3, \
+               .attention_efficiency = APS_ATTN_EFF_HOPPER,           \
+               .unfused_attention_efficiency = APS_ATTN_EFF_HOPPER,   \
+               .hbm_efficiency = APS_HBM_EFF * APS_HBM_SCALE_CDNA3,   \
+               .collective_efficiency = APS_COLL_EFF_CDNA3
 
 static const preset presets[] = {
     {{.name = "a100-sxm4-40gb",
@@ -320,6 +385,40 @@ static const preset presets[] = {
      "(279 GB usable) at 8 TB/s, NVLink 5 1.8 TB/s, FP4 15 PFLOPS dense; "
      "NVLink-C2C 900 GB/s per Grace and its two GPUs; one 800 Gb/s "
      "ConnectX-8 NIC per GPU"},
+    /* AMD CDNA 3: see "AMD Instinct MI300X and MI325X" above.  memory_bytes
+     * is the VRAM the ROCm GPU specifications list (192 and 256 GiB). */
+    {{.name = "mi300x-192gb",
+      .memory_bytes = 192 * GIB,
+      .peak_flops_bf16 = 1307.4 * TFLOPS,
+      .peak_flops_fp8 = 2614.9 * TFLOPS,
+      .peak_flops_fp32 = 163.4 * TFLOPS,
+      .hbm_bandwidth = 5300 * GB,
+      .intra_node_bandwidth = APS_IF_CDNA3,
+      .inter_node_bandwidth = 50 * GB,
+      .host_bandwidth = APS_PCIE_GEN5_X16,
+      CDNA3},
+     "AMD CDNA 3 white paper (Table 2, MI300X specifications): BF16 "
+     "1,307.4 TFLOPS dense (2,614.9 with sparsity), FP8 2,614.9 dense, FP32 "
+     "vector 163.4, 192 GB HBM3 at 5.3 TB/s, 7 x16 Infinity Fabric links "
+     "fully connecting 8 GPUs, 896 GB/s P2P ring aggregate, PCIe Gen5 x16; "
+     "192 GiB (ROCm GPU specifications); one 400 Gb/s NIC per GPU (typical "
+     "host)"},
+    {{.name = "mi325x-256gb",
+      .memory_bytes = 256 * GIB,
+      .peak_flops_bf16 = 1307.4 * TFLOPS,
+      .peak_flops_fp8 = 2614.9 * TFLOPS,
+      .peak_flops_fp32 = 163.4 * TFLOPS,
+      .hbm_bandwidth = 6000 * GB,
+      .intra_node_bandwidth = APS_IF_CDNA3,
+      .inter_node_bandwidth = 50 * GB,
+      .host_bandwidth = APS_PCIE_GEN5_X16,
+      CDNA3},
+     "AMD CDNA 3 white paper (Table 2, MI325X specifications): BF16 "
+     "1,307.4 TFLOPS dense (2,614.9 with sparsity), FP8 2,614.9 dense, FP32 "
+     "vector 163.4, 256 GB HBM3E at 6.0 TB/s, 7 x16 Infinity Fabric links "
+     "fully connecting 8 GPUs, 896 GB/s P2P ring aggregate, PCIe Gen5 x16; "
+     "256 GiB (ROCm GPU specifications); one 400 Gb/s NIC per GPU (typical "
+     "host)"},
 };
 
 /*
@@ -349,6 +448,29 @@ static const preset presets[] = {
  *     64 GB (SGLang Ascend docs, Atlas 800I A3: 8 x 2 x 64 GB).
  * docs/policy.md "cluster" shows how to describe an NPU from site figures.
  */
+/*
+ * No preset either, for want of a vendor figure that could be read here:
+ *   NVIDIA H800 SXM and A800 SXM4 (the export variants of the H100 SXM5 and
+ *     A100 SXM4): no NVIDIA datasheet or product page for them was found
+ *     among the stored pages and documentation.  Secondary sources agree
+ *     that each keeps its parent's compute die and HBM and cuts NVLink to
+ *     400 GB/s bidirectional per GPU (H100 900, A100 600), i.e. 200 GB/s
+ *     per direction (philisun.com, tumgag.com and aiwiki.ai on the H800;
+ *     aiwiki.ai and blog.51cto.com on the A800).
+ *   NVIDIA H20 (Hopper, 96 GB HBM3): no NVIDIA datasheet found; secondary
+ *     figures: 4.0 TB/s, FP16/BF16 148 TFLOPS dense, INT8 296 TOPS, FP32
+ *     44 TFLOPS, NVLink 900 GB/s, 400 W (willitrunai.com, zangshuxian.com,
+ *     huggingface.co/hardware/h20), its HBM given as HBM3 by some and
+ *     HBM3e by others, and no fp8 figure from NVIDIA.
+ *   AMD Instinct MI355X (CDNA 4): the ROCm GPU specifications list 288 GiB
+ *     and 256 CUs, but no AMD page with the dense peaks, the HBM bandwidth
+ *     or the Infinity Fabric link rate could be read; the secondary
+ *     figures disagree (dense FP4 9.2 or 10 PFLOPS; "2.5 PFLOPS" BF16
+ *     rounded from 2,516.6 = 256 CUs x 4,096 FLOP/clock x 2.4 GHz, the
+ *     per-CU rate and clock unsourced).
+ * docs/policy.md "cluster" shows how to describe such a part from a base
+ * preset and the figures of its vendor documentation.
+ */
 #define NPRESETS (sizeof presets / sizeof presets[0])
 
 size_t aps_device_preset_count(void) { return NPRESETS; }
@@ -374,6 +496,38 @@ aps_status aps_device_preset(const char *name, aps_device *out)
         }
     }
     return APS_EINVAL;
+}
+
+/** Largest intra_node_links accepted: one link to each other GPU of the
+ *  largest host (devices_per_node <= 1024). */
+#define APS_MAX_INTRA_LINKS 1023
+
+/* A fully connected host (intra_node_links > 0) links each GPU directly to
+ * every other one of its host, and the mesh ends at the host. */
+static aps_status validate_mesh(const aps_cluster *c, char *err, size_t n)
+{
+    int64_t links = c->device.intra_node_links;
+    if (links < 0 || links > APS_MAX_INTRA_LINKS) {
+        aps_fmt(err, n, "cluster.device.intra_node_links: must be 0 (a "
+                "switch) or in [1, %d] links per GPU (got %lld)",
+                APS_MAX_INTRA_LINKS, (long long)links);
+        return APS_EINVAL;
+    }
+    if (links > 0 && c->devices_per_node - 1 > links) {
+        aps_fmt(err, n, "cluster.device.intra_node_links: %lld links per "
+                "GPU cannot fully connect devices_per_node=%lld GPUs",
+                (long long)links, (long long)c->devices_per_node);
+        return APS_EINVAL;
+    }
+    if (links > 0 && c->nvlink_domain_size > c->devices_per_node) {
+        aps_fmt(err, n, "cluster.nvlink_domain_size: a fully connected host "
+                "(intra_node_links=%lld) is its own domain: 0 or "
+                "devices_per_node=%lld (got %lld)", (long long)links,
+                (long long)c->devices_per_node,
+                (long long)c->nvlink_domain_size);
+        return APS_EINVAL;
+    }
+    return APS_OK;
 }
 
 aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
@@ -492,6 +646,8 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
                 APS_MAX_NVLINK_DOMAIN, (long long)dom);
         return APS_EINVAL;
     }
+    if (validate_mesh(c, err, n) != APS_OK)
+        return APS_EINVAL;
     /* Fewer devices than one node holds: part of one node.  More: whole
      * nodes only (any number of them: a job may use part of a domain). */
     if (c->num_devices > c->devices_per_node &&

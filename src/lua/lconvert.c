@@ -266,6 +266,7 @@ static const apsl_field device_fields[] = {
     FLD(aps_device, hbm_bandwidth, FT_NUM, NULL),
     FLD(aps_device, host_bandwidth, FT_NUM, NULL),
     FLD(aps_device, intra_node_bandwidth, FT_NUM, NULL),
+    FLD(aps_device, intra_node_links, FT_OINT, NULL),
     FLD(aps_device, inter_node_bandwidth, FT_NUM, NULL),
     FLD(aps_device, intra_node_latency, FT_NUM, NULL),
     FLD(aps_device, inter_node_latency, FT_NUM, NULL),
@@ -855,9 +856,10 @@ void apsl_check_device(lua_State *L, int idx, aps_device *d, const char *path)
                      {0}};
     read_table(L, idx, &r);
     if (!has_base) {
-        /* every field but the name (0) must be set */
+        /* every field but the name (0) and the optional ones (FT_OINT:
+         * 0 when absent) must be set */
         for (int i = 1; i < DEVICE_NSTRUCT; i++)
-            if (!seen_has(&r, i))
+            if (!seen_has(&r, i) && device_fields[i].type != FT_OINT)
                 apsl_error(L, "%s.%s: missing (a device table without base "
                               "must set every field; or set base = "
                               "\"<preset>\")", path, device_fields[i].name);

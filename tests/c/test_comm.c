@@ -472,6 +472,72 @@ static void test_group_link_nvl72_two_domains(void **state)
     ASSERT_REL(bw, 720e9, REL);
 }
 
+/* MI300X hosts (AMD CDNA 3 white paper): 8 GPUs fully connected by 7
+ * Infinity Fabric links of 64e9 B/s per direction, 448e9 per GPU; NIC
+ * 50e9.  collective_efficiency 1 so that the link figures show:
+ *   TP 8 (stride 1, size 8): all 7 links, 448e9, as on a switch
+ *   TP 4: 3 links, 192e9;  TP 2, or a pair 4 ranks apart: one link, 64e9
+ *   point-to-point sends in the host: one link, 64e9
+ * Two hosts (16 GPUs):
+ *   16 consecutive ranks: g = 8 per host, min(7 links 448e9, 8 x 50e9) = 400e9
+ *   4 ranks 4 apart: g = 2 per host, min(1 link 64e9, 2 x 50e9) = 64e9
+ *     (behind a switch: min(448e9, 100e9) = 100e9)
+ *   2 ranks 8 apart: g = 1, the NIC, 50e9
+ *   all-to-all of 4 ranks 4 apart, 2e9 B inside the hosts and 1e9 across:
+ *     max(2e9 / 64e9, 1e9 / 50e9) + 3 x 8e-6 = 0.03125 + 2.4e-5 s */
+static void fx_mi300x(aps_cluster *c, int64_t N)
+{
+    *c = (aps_cluster){0};
+    if (aps_device_preset("mi300x-192gb", &c->device) != APS_OK)
+        fail_msg("no mi300x-192gb preset");
+    c->device.collective_efficiency = 1.0;
+    c->device.inter_node_latency = 8e-6;
+    c->num_devices = N;
+    c->devices_per_node = 8;
+    char err[256] = "";
+    if (aps_cluster_validate(c, err, sizeof err) != APS_OK)
+        fail_msg("mi300x fixture does not validate: %s", err);
+}
+
+static void test_group_link_mesh(void **state)
+{
+    (void)state;
+    aps_cluster c;
+    double bw = 0, alpha = 0;
+    fx_mi300x(&c, 8);
+    assert_int_equal(aps_group_link(&c, 1, 8, &bw, &alpha), 1);
+    ASSERT_REL(bw, 448e9, REL);
+    assert_int_equal(aps_group_link(&c, 1, 4, &bw, &alpha), 1);
+    ASSERT_REL(bw, 192e9, REL);
+    assert_int_equal(aps_group_link(&c, 1, 2, &bw, &alpha), 1);
+    ASSERT_REL(bw, 64e9, REL);
+    assert_int_equal(aps_group_link(&c, 4, 2, &bw, &alpha), 1);
+    ASSERT_REL(bw, 64e9, REL);
+    assert_int_equal(aps_p2p_link(&c, 1, 8, &bw, &alpha), 1);
+    ASSERT_REL(bw, 64e9, REL);
+    assert_int_equal(aps_p2p_pair_link(&c, 1, 0, 3, &bw, &alpha), 1);
+    ASSERT_REL(bw, 64e9, REL);
+
+    fx_mi300x(&c, 16);
+    assert_int_equal(aps_group_link(&c, 1, 16, &bw, &alpha), 0);
+    ASSERT_REL(bw, 400e9, REL);
+    assert_int_equal(aps_group_link(&c, 4, 4, &bw, &alpha), 0);
+    ASSERT_REL(bw, 64e9, REL);
+    assert_int_equal(aps_group_link(&c, 8, 2, &bw, &alpha), 0);
+    ASSERT_REL(bw, 50e9, REL);
+    ASSERT_REL(aps_group_alltoall_time(&c, 4, 4, 2e9, 1e9), 0.03125 + 2.4e-5,
+               REL);
+
+    /* the same host behind a switch: every group at the full bandwidth */
+    c.device.intra_node_links = 0;
+    assert_int_equal(aps_group_link(&c, 4, 4, &bw, &alpha), 0);
+    ASSERT_REL(bw, 100e9, REL);
+    fx_mi300x(&c, 8);
+    c.device.intra_node_links = 0;
+    assert_int_equal(aps_group_link(&c, 1, 2, &bw, &alpha), 1);
+    ASSERT_REL(bw, 448e9, REL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -489,6 +555,7 @@ int main(void)
         cmocka_unit_test(test_p2p_link_cross_node),
         cmocka_unit_test(test_group_link_nvl72_domain),
         cmocka_unit_test(test_group_link_nvl72_two_domains),
+        cmocka_unit_test(test_group_link_mesh),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -270,6 +270,28 @@ function M.case_inputs(row)
   -- (Megatron --qk-layernorm; Qwen3: Megatron-Bridge qwen_provider.py
   -- qk_layernorm = True); empty: none
   if given(row, "qk_norm") then model.qk_norm = need_bool(row, "qk_norm") end
+  -- optional `linear_bias`: biases on every linear layer (Megatron's
+  -- default, off with --disable-bias-linear); `qkv_bias`: on the QKV
+  -- projection only (Megatron --add-qkv-bias, Qwen); empty: the family's
+  -- convention above
+  if given(row, "linear_bias") then
+    local b = need_bool(row, "linear_bias")
+    model.qkv_bias, model.attn_out_bias, model.mlp_bias = b, b, b
+  end
+  if given(row, "qkv_bias") then model.qkv_bias = need_bool(row, "qkv_bias") end
+  -- optional `max_position_embeddings`: rows of the learned positions'
+  -- table (Megatron --max-position-embeddings with its default
+  -- --position-embedding-type learned_absolute); empty: GPT's 2048, and a
+  -- learned-position row of another family must state it
+  if given(row, "max_position_embeddings") then
+    if pos ~= "learned" then
+      error(("max_position_embeddings = %q needs position_embedding = learned (got %s)"):format(
+        row.max_position_embeddings, pos), 0)
+    end
+    model.max_position_embeddings = need_posint(row, "max_position_embeddings")
+  elseif pos == "learned" and not gpt then
+    error("position_embedding = learned with norm = rmsnorm needs max_position_embeddings (the table's rows)", 0)
+  end
   local framework = need_enum(row, "framework", { "megatron", "fsdp", "fsdp2", "deepspeed" })
   local device = { base = row.device }
   local ok, preset = pcall(core.device_preset, row.device)
@@ -312,7 +334,9 @@ function M.case_inputs(row)
       or need_enum(row, "precision", { "bf16", "fp16", "fp8", "mxfp8", "nvfp4", "fp4" }),
     framework = framework,
     flash_attention = need_bool(row, "flash_attention"),
-    dropout = gpt,
+    -- optional `dropout`: hidden and attention dropout on (Megatron's
+    -- default 0.1) or off; empty: the family's convention (GPT rows on)
+    dropout = given(row, "dropout") and need_bool(row, "dropout") or (not given(row, "dropout") and gpt),
   }
   -- recipe columns (validation README, optional): empty = not stated, the
   -- release's recipe default (apsearch.stacks) or the framework's

@@ -1149,13 +1149,13 @@ local function cmd_validate(args)
       local p, m, e = cs.predicted or {}, cs.measured or {}, cs.error_pct or {}
       rows[#rows + 1] = { util.printable(tostring(cs.case_id)), util.printable(tostring(cs.model)),
         num(p.tokens_per_s_per_gpu, "%.0f"), num(m.tokens_per_s_per_gpu, "%.0f"),
-        pct(e.tokens_per_s_per_gpu), num(p.mem_gib, "%.1f"), p.fits and "yes" or "NO",
-        num(m.mem_gib, "%.1f"), pct(e.mem_gib) }
+        pct(e.tokens_per_s_per_gpu), num(p.mem_gib, "%.1f"), p.mem_kind or "-", p.fits and "yes" or "NO",
+        cs.outcome or "ran", num(m.mem_gib, "%.1f"), pct(e.mem_gib) }
     end
   end
   out(common.align({ "case", "model", "tokens/s/GPU est", "measured", "error (%)",
-    "memory est (GiB)", "fits", "measured (GiB)", "error (%)" }, rows,
-    { false, false, true, true, true, true, false, true, true }))
+    "memory est (GiB)", "kind", "fits", "outcome", "measured (GiB)", "error (%)" }, rows,
+    { false, false, true, true, true, true, false, false, false, true, true }))
   -- what each estimate took for the columns its row leaves empty (the
   -- release's recipe, the framework's default), so that an error can be
   -- read against it; the summary lines stay last (scripts read them)
@@ -1194,6 +1194,43 @@ local function cmd_validate(args)
   end
   out(string.format("memory: %d compared, mean |error| %s%%, %d under-estimates beyond 5%%\n",
     mem.count or 0, num(mem.mape_pct, "%.1f"), mem.under_estimates_beyond_5pct or 0))
+  -- memory per measured kind, framework and family, the worst
+  -- under-estimates, and the fit/no-fit calls against the reported outcome
+  local function groups(title, g, order)
+    local parts = {}
+    for _, k in ipairs(order or util.sorted_keys(g or {})) do
+      local v = g and g[k]
+      if v and (v.count or 0) > 0 then
+        parts[#parts + 1] = string.format("%s %d, mean |error| %s%%, max %s%%, %d under-estimates beyond 5%%",
+          util.printable(k), v.count, num(v.mape_pct, "%.1f"), num(v.max_abs_pct, "%.1f"),
+          v.under_estimates_beyond_5pct or 0)
+      end
+    end
+    if #parts > 0 then out(string.format("memory by %s: %s\n", title, table.concat(parts, "; "))) end
+  end
+  groups("kind", sm.memory_by_kind, V.MEM_KINDS)
+  groups("framework", sm.memory_by_framework)
+  groups("family", sm.memory_by_family, { "dense", "moe" })
+  if sm.memory_worst_under and #sm.memory_worst_under > 0 then
+    local parts = {}
+    for _, u in ipairs(sm.memory_worst_under) do
+      parts[#parts + 1] = string.format("%s %s%% (%s, %.1f est vs %.1f GiB)", util.printable(tostring(u.case_id)),
+        pct(u.error_pct), u.kind or "?", u.estimated_gib, u.measured_gib)
+    end
+    out("worst memory under-estimates: " .. table.concat(parts, ", ") .. "\n")
+  end
+  local fc = sm.fit_calls
+  if fc and fc.oom and fc.oom.count > 0 then
+    local parts = {}
+    for _, w in ipairs(fc.wrong or {}) do
+      parts[#parts + 1] = string.format("%s (%s, called %s at %.1f of %.1f GiB)", util.printable(tostring(w.case_id)),
+        w.outcome, w.called, w.estimated_gib, w.limit_gib or 0)
+    end
+    out(string.format("fit/no-fit: %d runs that trained (called fit %d, out of memory %d), %d runs reported "
+      .. "out of memory (called out of memory %d, fit %d); on the wrong side: %d%s\n",
+      fc.ran.count, fc.ran.called_fit, fc.ran.called_oom, fc.oom.count, fc.oom.called_oom, fc.oom.called_fit,
+      #(fc.wrong or {}), #parts > 0 and (" (" .. table.concat(parts, ", ") .. ")") or ""))
+  end
   local oom = sm.predicted_not_to_fit or { count = 0, cases = {} }
   out(string.format("runs that trained but are estimated over the memory limit: %d%s\n",
     oom.count, oom.count > 0 and (" (" .. table.concat(oom.cases, ", ") .. ")") or ""))

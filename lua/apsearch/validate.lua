@@ -38,6 +38,24 @@ M.MEASURES = {
   { column = "measured_mem_gib", key = "mem_gib" },
 }
 
+--- Values of the optional `measured_mem_kind` column: which peak
+-- `measured_mem_gib` is, compared with the estimate's figure of the same
+-- kind.  `allocated`: PyTorch's max allocated (torch.cuda.max_memory_
+-- allocated; Megatron's `max allocated` memory report), the estimate's
+-- `mem_allocated`; `reserved`: the caching allocator's max reserved
+-- (torch.cuda.max_memory_reserved; TorchTitan's `memory:` log line), the
+-- estimate's `mem_reserved`; `device`: device memory in use as nvidia-smi
+-- shows it (reserved + CUDA context + NCCL buffers), the estimate's
+-- `mem_peak`.  Empty: `device`, the figure every row was compared with
+-- before the column existed.
+M.MEM_KINDS = { "allocated", "reserved", "device" }
+M.DEFAULT_MEM_KIND = "device"
+
+--- Values of the optional `outcome` column: `ran` (the run trained;
+-- empty means the same) or `oom` (the run stopped with an out-of-memory
+-- error: a fit/no-fit case, with no measured peak).
+M.OUTCOMES = { "ran", "oom" }
+
 --- Learned positions of the GPT rows (the README: "GPT: max 2048 positions").
 local GPT_POSITIONS = 2048
 
@@ -252,6 +270,28 @@ function M.case_inputs(row)
   -- (Megatron --qk-layernorm; Qwen3: Megatron-Bridge qwen_provider.py
   -- qk_layernorm = True); empty: none
   if given(row, "qk_norm") then model.qk_norm = need_bool(row, "qk_norm") end
+  -- optional `linear_bias`: biases on every linear layer (Megatron's
+  -- default, off with --disable-bias-linear); `qkv_bias`: on the QKV
+  -- projection only (Megatron --add-qkv-bias, Qwen); empty: the family's
+  -- convention above
+  if given(row, "linear_bias") then
+    local b = need_bool(row, "linear_bias")
+    model.qkv_bias, model.attn_out_bias, model.mlp_bias = b, b, b
+  end
+  if given(row, "qkv_bias") then model.qkv_bias = need_bool(row, "qkv_bias") end
+  -- optional `max_position_embeddings`: rows of the learned positions'
+  -- table (Megatron --max-position-embeddings with its default
+  -- --position-embedding-type learned_absolute); empty: GPT's 2048, and a
+  -- learned-position row of another family must state it
+  if given(row, "max_position_embeddings") then
+    if pos ~= "learned" then
+      error(("max_position_embeddings = %q needs position_embedding = learned (got %s)"):format(
+        row.max_position_embeddings, pos), 0)
+    end
+    model.max_position_embeddings = need_posint(row, "max_position_embeddings")
+  elseif pos == "learned" and not gpt then
+    error("position_embedding = learned with norm = rmsnorm needs max_position_embeddings (the table's rows)", 0)
+  end
   local framework = need_enum(row, "framework", { "megatron", "fsdp", "fsdp2", "deepspeed" })
   local device = { base = row.device }
   local ok, preset = pcall(core.device_preset, row.device)
@@ -294,7 +334,9 @@ function M.case_inputs(row)
       or need_enum(row, "precision", { "bf16", "fp16", "fp8", "mxfp8", "nvfp4", "fp4" }),
     framework = framework,
     flash_attention = need_bool(row, "flash_attention"),
-    dropout = gpt,
+    -- optional `dropout`: hidden and attention dropout on (Megatron's
+    -- default 0.1) or off; empty: the family's convention (GPT rows on)
+    dropout = given(row, "dropout") and need_bool(row, "dropout") or (not given(row, "dropout") and gpt),
   }
   -- recipe columns (validation README, optional): empty = not stated, the
   -- release's recipe default (apsearch.stacks) or the framework's
@@ -684,10 +726,25 @@ function M.run_case(row, calib)
     M.check_bounds(row, ctx, strategy, est, preset, cluster, training)
     local conv = row.flops_convention
     local n = est.devices_used
+    local kind = given(row, "measured_mem_kind") and need_enum(row, "measured_mem_kind", M.MEM_KINDS)
+      or M.DEFAULT_MEM_KIND
+    local outcome = given(row, "outcome") and need_enum(row, "outcome", M.OUTCOMES) or "ran"
+    if outcome == "oom" and M.measured_value(row, "measured_mem_gib") then
+      error(("measured_mem_gib = %q with outcome = oom: a run that stopped out of memory has no peak to compare"):format(
+        row.measured_mem_gib), 0)
+    end
+    case.outcome, case.mem_kind = outcome, kind
+    local by_kind = { allocated = est.mem_allocated, reserved = est.mem_reserved, device = est.mem_peak }
     local predicted = {
       tokens_per_s_per_gpu = est.tokens_per_s_per_gpu,
       step_time_s = est.step_time,
-      mem_gib = est.mem_peak / GIB,
+      -- the estimate's peak of the kind the row measured
+      mem_gib = by_kind[kind] / GIB,
+      mem_kind = kind,
+      mem_allocated_gib = est.mem_allocated / GIB,
+      mem_reserved_gib = est.mem_reserved / GIB,
+      mem_device_gib = est.mem_peak / GIB,
+      mem_limit_gib = est.mem_limit and est.mem_limit / GIB or nil,
       fits = est.feasible,
       -- apsearch's own convention (causal model FLOPs over the peak of the
       -- precision), whatever the row's
@@ -738,23 +795,60 @@ local function stats(values)
 end
 M.stats = stats
 
+--- Whether a case is a mixture-of-experts run (its model has experts).
+local function is_moe(c)
+  local m = c.inputs and c.inputs.model
+  return m ~= nil and (m.num_experts or 0) > 0
+end
+
+--- How many worst memory under-estimates the summary names.
+M.WORST_UNDER = 5
+
 --- Summary over cases: throughput (tokens/s per GPU) and memory error
--- statistics, and the count of memory under-estimates beyond 5%.  Cases
--- marked with a release gap (apsearch.stacks.RELEASE_GAPS) count in every
--- figure; `throughput_without_release_gaps` repeats the throughput
--- statistics without them and `release_gap_cases` names them (both only
--- when some case is marked).
+-- statistics, and the count of memory under-estimates beyond 5%.  Memory
+-- is also given per measured kind (`memory_by_kind`: allocated, reserved,
+-- device), per framework (`memory_by_framework`) and per model family
+-- (`memory_by_family`: dense, moe), with the worst under-estimates
+-- (`memory_worst_under`, most negative first, at most WORST_UNDER).
+-- Fit/no-fit: every row is a run that trained unless its `outcome` says
+-- `oom`; `fit_calls` counts the estimate's call (its peak against the
+-- device's memory limit) per reported outcome and names every call on the
+-- wrong side (`wrong`: a run that trained called out of memory, or a run
+-- that stopped out of memory called to fit).  `predicted_not_to_fit`
+-- names the trained runs called out of memory (as before the outcome
+-- column).  Cases marked with a release gap (apsearch.stacks.RELEASE_GAPS)
+-- count in every figure; `throughput_without_release_gaps` repeats the
+-- throughput statistics without them and `release_gap_cases` names them
+-- (both only when some case is marked).
 function M.summarize(cases)
   local thr, mem, by_source, kept, gaps = {}, {}, {}, {}, {}
   local under, failed = 0, 0
   local oom = {}
+  local groups = { kind = {}, framework = {}, family = {} }
+  local unders = {}
+  local calls = { ran = { count = 0, called_fit = 0, called_oom = 0 },
+                  oom = { count = 0, called_fit = 0, called_oom = 0 } }
+  local wrong = {}
+  local function add(group, key, v)
+    group[key] = group[key] or {}
+    table.insert(group[key], v)
+  end
   for _, c in ipairs(cases) do
     if c.error then
       failed = failed + 1
     else
-      -- every row is a run that trained: an estimate over the memory limit
-      -- is a false "does not fit"
-      if not c.predicted.fits then oom[#oom + 1] = c.case_id end
+      local outcome = c.outcome or "ran"
+      local t = calls[outcome]
+      t.count = t.count + 1
+      if c.predicted.fits then t.called_fit = t.called_fit + 1 else t.called_oom = t.called_oom + 1 end
+      if (outcome == "ran") ~= (c.predicted.fits == true) then
+        wrong[#wrong + 1] = { case_id = c.case_id, outcome = outcome,
+          called = c.predicted.fits and "fits" or "oom",
+          estimated_gib = c.predicted.mem_device_gib, limit_gib = c.predicted.mem_limit_gib }
+      end
+      -- a run that trained, estimated over the memory limit: a false
+      -- "does not fit"
+      if outcome == "ran" and not c.predicted.fits then oom[#oom + 1] = c.case_id end
       local e = c.error_pct.tokens_per_s_per_gpu
       if e then
         thr[#thr + 1] = e
@@ -767,6 +861,14 @@ function M.summarize(cases)
       if m then
         mem[#mem + 1] = m
         if m < -5 then under = under + 1 end
+        add(groups.kind, c.predicted.mem_kind or M.DEFAULT_MEM_KIND, m)
+        local fw = c.inputs and c.inputs.training and c.inputs.training.framework or "?"
+        add(groups.framework, fw, m)
+        add(groups.family, is_moe(c) and "moe" or "dense", m)
+        if m < 0 then
+          unders[#unders + 1] = { case_id = c.case_id, error_pct = m, kind = c.predicted.mem_kind,
+            estimated_gib = c.predicted.mem_gib, measured_gib = c.measured.mem_gib }
+        end
       end
     end
   end
@@ -774,8 +876,29 @@ function M.summarize(cases)
   memory.under_estimates_beyond_5pct = under
   local sources = {}
   for k, v in pairs(by_source) do sources[k] = stats(v) end
+  local function grouped(g)
+    local r = {}
+    for k, v in pairs(g) do
+      r[k] = stats(v)
+      local n = 0
+      for _, x in ipairs(v) do if x < -5 then n = n + 1 end end
+      r[k].under_estimates_beyond_5pct = n
+    end
+    return r
+  end
+  table.sort(unders, function(a, b)
+    if a.error_pct ~= b.error_pct then return a.error_pct < b.error_pct end
+    return tostring(a.case_id) < tostring(b.case_id)
+  end)
+  local worst = util.array()
+  for i = 1, math.min(M.WORST_UNDER, #unders) do worst[i] = unders[i] end
   local out = { cases = #cases, failed = failed, throughput = stats(thr),
                 memory = memory, throughput_by_source = sources,
+                memory_by_kind = grouped(groups.kind),
+                memory_by_framework = grouped(groups.framework),
+                memory_by_family = grouped(groups.family),
+                memory_worst_under = worst,
+                fit_calls = { ran = calls.ran, oom = calls.oom, wrong = util.array(wrong) },
                 predicted_not_to_fit = { count = #oom, cases = util.array(oom) } }
   if #gaps > 0 then
     out.throughput_without_release_gaps = stats(kept)

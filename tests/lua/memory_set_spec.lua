@@ -1,0 +1,178 @@
+-- tests/lua/memory_set_spec.lua -- the public memory set
+-- (tests/fixtures/memory/public_memory_cases.csv): rows parsed as their
+-- sources state them, and `apsearch validate`'s memory comparison by kind
+-- (measured_mem_kind) and its fit/no-fit calls (outcome).
+
+local core = require "apsearch.core"
+local validate = require "apsearch.validate"
+local H = require "spec_helpers"
+
+local ROOT = os.getenv("APS_ROOT") or "."
+local SET = ROOT .. "/tests/fixtures/memory/public_memory_cases.csv"
+local KINDS = ROOT .. "/tests/fixtures/memory/mem_kinds_3rows.csv"
+local GIB = 2 ^ 30
+
+local function by_id(list)
+  local t = {}
+  for _, c in ipairs(list) do t[c.case_id] = c end
+  return t
+end
+
+describe("public_memory_cases.csv", function()
+  local rows
+  setup(function() rows = by_id(validate.load(SET)) end)
+
+  it("holds the sources' numbers", function()
+    -- TorchTitan benchmarks, Table 1 'FSDP': 8B, local batch 2, global 16,
+    -- 'Memory(GiB) 82.4', TorchTitan's memory line is max reserved
+    local r = rows.tt01
+    assert.are.equal("82.4", r.measured_mem_gib)
+    assert.are.equal("reserved", r.measured_mem_kind)
+    assert.are.equal("2", r.micro_batch_size)
+    assert.are.equal("16", r.global_batch_size)
+    assert.are.equal("8192", r.seq_length)
+    assert.truthy(r.source:find("benchmarks/llama3_h100_202412_torchtitan.md Table 1", 1, true))
+    -- Table 6 'FSDP 1, CP 8': 262144 tokens, 84.9 GiB
+    assert.are.equal("84.9", rows.tt18.measured_mem_gib)
+    assert.are.equal("262144", rows.tt18.seq_length)
+    assert.are.equal("8", rows.tt18.cp_degree)
+    -- FlagPerf Llama 3 8B ablation: PP1DP8TP1 reported 'OOM', no figure
+    r = rows.fp08
+    assert.are.equal("oom", r.outcome)
+    assert.are.equal("", r.measured_mem_gib)
+    assert.are.equal("1", r.pp_degree)
+    assert.are.equal("8", r.dp_degree)
+    -- FlagPerf's mem is nvidia-smi: 'mem 76/80' for PP2DP4TP1 on A800
+    assert.are.equal("76", rows.fp01.measured_mem_gib)
+    assert.are.equal("device", rows.fp01.measured_mem_kind)
+    -- Qwen1.5-MoE-style run: 8 experts, top 2, 'mem 66/80'
+    r = rows.fp18
+    assert.are.equal("8", r.num_experts)
+    assert.are.equal("2", r.experts_per_token)
+    assert.are.equal("66", r.measured_mem_gib)
+    -- Qwen3 32B (PR #1690): '64 (256) | 4096 | Fsdp 4, tp 8 | Full AC,OOM'
+    r = rows.tq05
+    assert.are.equal("oom", r.outcome)
+    assert.are.equal("64", r.micro_batch_size)
+    assert.are.equal("4", r.fsdp_degree)
+    assert.are.equal("8", r.tp_degree)
+    assert.are.equal("256", r.global_batch_size)
+    -- PR #822 'Never': reshard_after_forward off, 62.18 GiB(65.45%)
+    r = rows.tc11
+    assert.are.equal("false", r.reshard_after_forward)
+    assert.are.equal("62.18", r.measured_mem_gib)
+    assert.are.equal("95.00", r.device_memory_gib)
+  end)
+
+  it("cites a URL for every row and reads every row", function()
+    local measured, oom = 0, 0
+    for id, r in pairs(rows) do
+      assert.truthy(r.source:match("^https://github%.com/"), id)
+      assert.truthy(#r.notes > 40, id)
+      if r.measured_mem_gib ~= "" then measured = measured + 1 end
+      if r.outcome == "oom" then oom = oom + 1 end
+    end
+    assert.are.equal(62, measured)
+    assert.are.equal(9, oom)
+    local res = validate.run(SET)
+    assert.are.equal(0, res.summary.failed)
+    assert.are.equal(62, res.summary.memory.count)
+    assert.are.equal(9, res.summary.fit_calls.oom.count)
+  end)
+end)
+
+describe("validate: memory by measured kind", function()
+  local res, cases
+  setup(function()
+    res = validate.run(KINDS)
+    cases = by_id(res.cases)
+  end)
+
+  it("compares each row with the estimate's figure of its kind", function()
+    -- the three rows are one configuration measured as 40 GiB allocated,
+    -- 50 GiB reserved and 60 GiB device memory (made-up figures)
+    local c = cases.k1
+    assert.is_nil(c.error)
+    local est = core.context(c.inputs.model, c.inputs.cluster, c.inputs.training):estimate(c.inputs.strategy)
+    local alloc, reserved, device = est.mem_allocated / GIB, est.mem_reserved / GIB, est.mem_peak / GIB
+    assert.is_true(alloc < reserved and reserved < device)
+    -- a Llama 3 8B on 8 GPUs, local batch 1 at 8K, selective AC: 40-60 GiB
+    assert.is_true(alloc > 40 and device < 60, ("%.2f %.2f"):format(alloc, device))
+    local want = {
+      k1 = { "allocated", 40.0, (alloc - 40.0) / 40.0 * 100 },
+      k2 = { "reserved", 50.0, (reserved - 50.0) / 50.0 * 100 },
+      k3 = { "device", 60.0, (device - 60.0) / 60.0 * 100 },
+    }
+    for id, w in pairs(want) do
+      local cs = cases[id]
+      assert.are.equal(w[1], cs.predicted.mem_kind)
+      assert.are.equal(w[2], cs.measured.mem_gib)
+      assert.is_true(math.abs(cs.error_pct.mem_gib - w[3]) < 1e-9, id)
+    end
+    -- over-estimated allocated, under-estimated device memory
+    assert.is_true(cases.k1.error_pct.mem_gib > 0)
+    assert.is_true(cases.k3.error_pct.mem_gib < 0)
+    local bk = res.summary.memory_by_kind
+    assert.are.equal(1, bk.allocated.count)
+    assert.is_true(math.abs(bk.allocated.mape_pct - math.abs(want.k1[3])) < 1e-9)
+    assert.is_true(math.abs(bk.device.mape_pct - math.abs(want.k3[3])) < 1e-9)
+    assert.are.equal(3, res.summary.memory_by_framework.fsdp2.count)
+    assert.are.equal(3, res.summary.memory_by_family.dense.count)
+    -- worst under-estimate first
+    assert.are.equal("k3", res.summary.memory_worst_under[1].case_id)
+  end)
+
+  it("reads an empty measured_mem_kind as device memory (the comparison before the column)", function()
+    local text = H.read(KINDS):gsub(",allocated,", ",,", 1)
+    local path = H.write(os.tmpname(), text)
+    local r = by_id(validate.run(path).cases)
+    os.remove(path)
+    assert.are.equal("device", r.k1.predicted.mem_kind)
+    assert.is_true(math.abs(r.k1.predicted.mem_gib - r.k1.predicted.mem_device_gib) < 1e-12)
+  end)
+end)
+
+describe("validate: fit/no-fit against the reported outcome", function()
+  it("names every call on the wrong side", function()
+    local rows = validate.load(KINDS)
+    -- k2 reported out of memory although it fits; k3 at local batch 16
+    -- reported to run although it cannot fit 95 GiB
+    rows[2].outcome, rows[2].measured_mem_gib = "oom", ""
+    rows[3].micro_batch_size, rows[3].global_batch_size, rows[3].measured_mem_gib = "16", "128", ""
+    local cases = {}
+    for _, row in ipairs(rows) do cases[#cases + 1] = validate.run_case(row) end
+    local s = validate.summarize(cases)
+    assert.are.equal(2, s.fit_calls.ran.count)
+    assert.are.equal(1, s.fit_calls.ran.called_oom)
+    assert.are.equal(1, s.fit_calls.oom.count)
+    assert.are.equal(1, s.fit_calls.oom.called_fit)
+    assert.are.equal(2, #s.fit_calls.wrong)
+    local wrong = by_id(s.fit_calls.wrong)
+    assert.are.equal("fits", wrong.k2.called)
+    assert.are.equal("oom", wrong.k3.called)
+    assert.is_true(wrong.k3.estimated_gib > wrong.k3.limit_gib)
+    -- the trained run called out of memory is also named as before
+    assert.are.same({ "k3" }, { table.unpack(s.predicted_not_to_fit.cases) })
+  end)
+
+  it("refuses a peak on a run that stopped out of memory", function()
+    local rows = validate.load(KINDS)
+    rows[1].outcome = "oom"
+    local c = validate.run_case(rows[1])
+    assert.truthy(c.error and c.error:find('measured_mem_gib = "40.0" with outcome = oom', 1, true), c.error)
+    rows[1].outcome = "crashed"
+    c = validate.run_case(rows[1])
+    assert.truthy(c.error and c.error:find('outcome = "crashed" is not one of ran, oom', 1, true), c.error)
+  end)
+
+  it("prints the memory by kind and the fit/no-fit line, the trained-but-over line last", function()
+    local code, out = H.apsearch("validate", SET)
+    assert.are.equal(0, code)
+    assert.truthy(out:find("memory by kind: reserved 40, ", 1, true), out)
+    assert.truthy(out:find("memory by family: dense 56, ", 1, true), out)
+    -- the counts of the file; the calls are the estimate's
+    assert.truthy(out:find("fit/no%-fit: 63 runs that trained %(called fit %d+, out of memory %d+%), "
+      .. "9 runs reported out of memory %(called out of memory %d+, fit %d+%); on the wrong side: %d+"), out)
+    assert.truthy(out:find("runs that trained but are estimated over the memory limit: %d+[^\n]*\n$"), out)
+  end)
+end)

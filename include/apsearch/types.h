@@ -506,10 +506,11 @@ typedef struct {
                                         torch.compile (TorchTitan
                                         training.compile); default false,
                                         eager, as the frameworks default */
-    int compile_loss;              /**< with torch_compile, the loss
-                                        compiled too (TorchTitan
+    int compile_loss;              /**< the loss compiled (TorchTitan
                                         compile.components "loss", since
-                                        2025-04); APS_DEFAULT (-1) = yes */
+                                        2025-04), with or without the
+                                        model; APS_DEFAULT (-1) = as
+                                        torch_compile */
     bool overlap_p2p_comm;         /**< Megatron --overlap-p2p-communication
                                         (default on): the interleaved
                                         schedule hides its sends behind the

@@ -401,6 +401,11 @@ bool aps_recipe_fp8_param_gather(const aps_training *t);
  *  with fp8_param_gather (one layout, the other made after the gather). */
 double aps_recipe_gather_bytes(const aps_training *t, double psi,
                                double matmul_psi);
+/** Whether the loss runs compiled: training.compile_loss when set (TorchTitan
+ *  compile.components with "loss", with or without "model"), else
+ *  training.torch_compile; only for a framework with a compiled loss
+ *  (profile logits_bytes_compiled > 0). */
+bool aps_recipe_compile_loss(const aps_training *t);
 /** Bytes per logit held by the loss at its peak (compiled or eager). */
 double aps_recipe_logits_bytes(const aps_training *t);
 /** Training settings that act only with another setting or framework:

@@ -47,13 +47,18 @@ double aps_recipe_gather_bytes(const aps_training *t, double psi,
     return bytes;
 }
 
+bool aps_recipe_compile_loss(const aps_training *t)
+{
+    bool on = t->compile_loss == APS_DEFAULT ? t->torch_compile
+                                             : t->compile_loss > 0;
+    return on && aps_profile(t)->logits_bytes_compiled > 0;
+}
+
 double aps_recipe_logits_bytes(const aps_training *t)
 {
     const aps_framework_profile *fw = aps_profile(t);
-    if (t->torch_compile && t->compile_loss != 0 &&
-        fw->logits_bytes_compiled > 0)
-        return fw->logits_bytes_compiled;
-    return fw->logits_bytes;
+    return aps_recipe_compile_loss(t) ? fw->logits_bytes_compiled
+                                      : fw->logits_bytes;
 }
 
 bool aps_recipe_dropout(const aps_training *t)
@@ -136,8 +141,7 @@ void aps_recipe_resolve(const aps_training *t, aps_recipe *out)
 {
     out->grad_reduce_in_fp32 = aps_recipe_grad_reduce_in_fp32(t);
     out->fp8_param_gather = aps_recipe_fp8_param_gather(t);
-    out->compile_loss = t->torch_compile && t->compile_loss != 0 &&
-                        aps_profile(t)->logits_bytes_compiled > 0;
+    out->compile_loss = aps_recipe_compile_loss(t);
     out->grad_bytes = aps_recipe_grad_bytes(t);
     out->grad_reduce_bytes = aps_recipe_grad_reduce_bytes(t);
     out->logits_bytes = aps_recipe_logits_bytes(t);

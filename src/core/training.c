@@ -218,9 +218,11 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
 /**
  * Settings that only act with another setting or framework, refused with
  * the reason rather than ignored (exit 2 from the CLI):
- * compile_loss = true needs torch_compile and a framework whose loss is a
- * compile component (TorchTitan compile.components, torchtitan b5bcd76c
- * torchtitan/config/job_config.py: applied only with compile.enable);
+ * compile_loss = true needs a framework whose loss is a compile component
+ * (TorchTitan compile.components; with torch_compile = false it is
+ * compile.enable with components = ["loss"]: torchtitan b5bcd76c
+ * torchtitan/components/loss.py _maybe_compile compiles the loss whenever
+ * compile.enable and "loss" is a component, whatever the model's);
  * exp_avg_bf16
  * sets Adam's moments (Megatron --exp-avg-dtype); store_param_remainders
  * needs bf16 weights beside an fp32 master (apex DistributedFusedAdam).
@@ -233,12 +235,6 @@ aps_status aps_training_dependencies(const aps_training *t, char *err,
     if (t->compile_loss == 1 && !(aps_profile(t)->logits_bytes_compiled > 0)) {
         aps_fmt(err, n, "training.compile_loss: %s has no compiled loss "
                 "(TorchTitan's compile.components = [\"loss\"], fsdp2)", fw);
-        return APS_EINVAL;
-    }
-    if (t->compile_loss == 1 && !t->torch_compile) {
-        aps_fmt(err, n, "training.compile_loss: needs training.torch_compile "
-                "= true (TorchTitan compiles its components only with "
-                "compile.enable)");
         return APS_EINVAL;
     }
     if (t->exp_avg_bf16 && t->optimizer == APS_OPT_SGD) {

@@ -659,20 +659,37 @@ static void assert_refused(const aps_training *t, const char *needle)
 }
 
 /* Settings that act only with another are refused with the reason, not
- * ignored: compile_loss without torch_compile or without a compiled
- * loss (TorchTitan's compile.components), exp_avg_bf16 with SGD,
- * store_param_remainders with fp32 weights (fsdp2). */
+ * ignored: compile_loss without a compiled loss (TorchTitan's
+ * compile.components), exp_avg_bf16 with SGD, store_param_remainders with
+ * fp32 weights (fsdp2).  TorchTitan compiles the loss alone with
+ * compile.enable and components = ["loss"] (torchtitan b5bcd76c
+ * torchtitan/components/loss.py _maybe_compile): its logits then take the
+ * compiled 4 B per logit (bf16 logits + their gradient) instead of the
+ * eager 12, whatever the model's compile; unset, the loss follows the
+ * model. */
 static void test_dependent_flags_refused(void **state)
 {
     (void)state;
     aps_training t;
     fx_training(&t, 8, 1024);
     t.framework = APS_FW_FSDP2;
-    t.compile_loss = 1;
-    assert_refused(&t, "compile_loss: needs training.torch_compile");
-    t.torch_compile = true;
     char err[256] = "";
-    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_OK);
+    const struct {
+        bool model;
+        int loss;
+        double bytes;
+    } compiled[] = {{false, APS_DEFAULT, 12.0}, {true, APS_DEFAULT, 4.0},
+                    {false, 1, 4.0}, {true, 0, 12.0}, {true, 1, 4.0}};
+    for (size_t i = 0; i < sizeof compiled / sizeof compiled[0]; i++) {
+        t.torch_compile = compiled[i].model;
+        t.compile_loss = compiled[i].loss;
+        assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_OK);
+        aps_recipe r;
+        aps_recipe_resolve(&t, &r);
+        ASSERT_REL(r.logits_bytes, compiled[i].bytes, 0);
+        assert_true(r.compile_loss == (compiled[i].bytes == 4.0));
+    }
+    t.compile_loss = 1;
     t.framework = APS_FW_MEGATRON;
     assert_refused(&t, "megatron has no compiled loss");
     fx_training(&t, 8, 1024);

@@ -300,10 +300,10 @@ end)
 
 describe("allocator outputs and dependent flags (issue 24)", function()
   it("refuses a flag that needs another, in one line, exit 2", function()
-    assert.are.equal("--set: training.compile_loss: needs training.torch_compile = true (TorchTitan compiles "
-      .. "its components only with compile.enable)",
+    assert.are.equal("--set: training.compile_loss: megatron has no compiled loss (TorchTitan's "
+      .. "compile.components = [\"loss\"], fsdp2)",
       one_line_error(apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1",
-        "--set", "training.framework=fsdp2", "--set", "training.compile_loss=true")))
+        "--set", "training.compile_loss=true")))
     local msg = one_line_error(apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1",
       "--set", "training.cuda_graph_scope=attn"))
     assert.truthy(msg:find("training.cuda_graph_scope: needs training.cuda_graphs = true", 1, true), msg)

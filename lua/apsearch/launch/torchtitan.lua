@@ -879,10 +879,16 @@ function M.render(c)
   if (m.num_experts or 0) > 0 then M.moe_fields(c, F, N, mm, mm_why) end
 
   -- compile
-  local components = { "model" }
-  if tr.compile_loss ~= false then components[2] = "loss" end
+  -- the model (torch_compile) and the loss (compile_loss, else as the
+  -- model) are separate components; compile.enable when either is
+  -- (torchtitan/components/loss.py _maybe_compile)
+  local components = {}
+  if compile then components[1] = "model" end
+  local loss = tr.compile_loss == true or (tr.compile_loss == nil and compile)
+  if loss then components[#components + 1] = "loss" end
+  if #components == 0 then components = { "model", "loss" } end
   import("torchtitan.config", "CompileConfig")
-  C("compile", "CompileConfig", { { "enable", compile }, { "components", components },
+  C("compile", "CompileConfig", { { "enable", compile or loss }, { "components", components },
     { "enable_async_tensor_parallel", async_tp } })
 
   -- activation checkpointing

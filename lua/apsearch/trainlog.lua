@@ -85,8 +85,8 @@ local function field(path, lineno, line, label, stop, what)
   text = text and text:gsub("%s+$", "") or ""
   local v = number(text)
   if v == nil then
-    fail(path, lineno, ("%s: %s expected a number (got %s)"):format(what, label:gsub(":%s*$", ""),
-      util.describe(text)))
+    local name = label:gsub("^|%s*", ""):gsub(":%s*$", "")
+    fail(path, lineno, ("%s: %s expected a number (got %s)"):format(what, name, util.describe(text)))
   end
   return v
 end

@@ -12,6 +12,8 @@
 --     apsearch inspect CONFIG.json|PRESET [--format table|json]
 --     apsearch validate CASES.csv [--format table|json] [--calibration CALIB.json]
 --     apsearch calibrate CASES.csv -o CALIB.json             (apsearch.calibrate)
+--     apsearch calibrate --log TRAIN.log [POLICY.lua --strategy ... | --from RESULT --rank N]
+--                  [-o CALIB.json] [--skip N]                (apsearch.trainlog)
 --
 -- stdout carries results, stderr logs and progress.  Exit status: 0 success,
 -- 1 no feasible strategy (run) or an infeasible strategy (estimate), 2 bad
@@ -48,6 +50,9 @@ commands:
   validate CASES.csv   estimates against measured runs
   calibrate CASES.csv -o CALIB.json
                        fit the device kernel efficiencies to measured runs
+  calibrate --log TRAIN.log [POLICY.lua --strategy ...] [-o CALIB.json]
+                       a Megatron-LM or TorchTitan log beside the estimate
+                       of its job; -o fits the efficiencies to it
   help [COMMAND]       this text, or the options of COMMAND (same as
                        `apsearch COMMAND --help`)
 
@@ -1358,7 +1363,7 @@ local function cmd_calibrate(args)
   c:option("--device=NAME", "device preset the trace's values are for (default: the trace's GPU)")
   c:option("--log=FILE", "Megatron-LM or TorchTitan training log: its median step time and memory; with the job " ..
     "(policy and --strategy, or --from and --rank) beside the estimate, and -o fits the efficiencies to it")
-  c:option("--skip=N", "--log: logged iterations to skip as warm-up (default: the first 3 or 10 %, whichever is more)")
+  c:option("--skip=N", "--log: logged iterations to skip as warm-up (default: the first 3, or the first tenth when that is more)")
   c:option("--strategy=KEY=VALUE,...", "--log: the job's strategy, as estimate's (repeatable)", {})
   c:option("--from=RESULT", "--log: the job is a strategy of this result.json (or its DIR), with --rank")
   c:option("--rank=N", "--log: the top-k rank of --from")

@@ -1302,9 +1302,9 @@ local function calibrate_log(opts)
   local function say(text) out(common.fold_text(text, width) .. "\n") end
   say(("measured (%s, %s, median of %d iterations after %d skipped): step time %.4f s%s, %.0f tokens/s per GPU"):format(
     opts.log, s.framework, s.used, s.skipped, step, s.step_seconds and "" or " (from tps)", tps))
-  say(("estimated (%d GPUs): step time %.4f s (%+.1f %%), %.0f tokens/s per GPU (%+.1f %%)"):format(
+  say(("estimated (%d GPUs): step time %.4f s (%+.1f %%), %.0f tokens/s per GPU (%+.1f %%)%s"):format(
     est.devices_used, est.step_time, pct_error(est.step_time, step), est.tokens_per_s_per_gpu,
-    pct_error(est.tokens_per_s_per_gpu, tps)))
+    pct_error(est.tokens_per_s_per_gpu, tps), est.feasible and "" or "; estimated over the memory limit"))
   local m = s.memory
   if m.max_allocated then
     say(("memory: measured max allocated %.2f GiB, estimated %.2f GiB (%+.1f %%)"):format(m.max_allocated / GIB,
@@ -1325,7 +1325,13 @@ local function calibrate_log(opts)
     util.fail("calibrate", "--log", "a calibration is per device preset; the job's device is none", dev)
   end
   local base = {}
-  for _, f in ipairs(calibrate.job_fields(training)) do base[f] = inputs.cluster.device[f] end
+  for _, f in ipairs(calibrate.job_fields(training)) do
+    local v = inputs.cluster.device[f]
+    if not (util.is_finite(v) and v > 0) then
+      util.fail("calibrate", "--log", ("the job's device has no %s to scale"):format(f), v)
+    end
+    base[f] = v
+  end
   local core = require "apsearch.core"
   local calib, fit = calibrate.fit_scale({
     device = dev, base = base, measured_step_s = step, fitted_on = opts.log,

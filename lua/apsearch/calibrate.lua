@@ -224,6 +224,10 @@ function M.fit_rows(all, label, opts)
   return calib
 end
 
+--- fit_scale: a scale within this fraction of its range from a bound is
+-- at the bound (the optimiser clamps there; closer than it reaches otherwise).
+M.BOUND_TOLERANCE = 1e-6
+
 --- The efficiency fields one job's step time informs, by what it runs:
 -- the GEMM field of its precision (fp8_gemm_efficiency for fp8, MXFP8 and
 -- NVFP4 runs, else gemm_efficiency) and the attention field of its kernel
@@ -300,8 +304,7 @@ function M.fit_scale(job)
     devices = { [job.device:lower()] = fields_at(scale) },
     rows = 1, loss_before = before, loss_after = best,
   }
-  -- a bound is reached when the scale sits within an optimiser step of it
-  local tol = 1e-6 * (hi - lo)
+  local tol = M.BOUND_TOLERANCE * (hi - lo)
   return calib, { scale = scale, lo = lo, hi = hi, at_bound = (scale - lo < tol or hi - scale < tol) or nil,
     step_before = step_at(1), step_after = step_at(scale) }
 end

@@ -52,8 +52,10 @@ M.WARMUP_FRACTION = 0.10
 --- Bytes per MiB (Megatron's "memory (MB)") and per GiB (TorchTitan's).
 local MIB = 2 ^ 20
 local GIB = 2 ^ 30
---- Milliseconds per second (Megatron's "(ms)").
+--- Seconds per millisecond (Megatron's "(ms)").
 local MS = 1e-3
+--- The first bytes of a gzip file.
+local GZIP_MAGIC = "\x1f\x8b"
 
 --- The iteration-line formats looked for, in the message of a log with none.
 M.FORMATS_LOOKED_FOR = "Megatron-LM \"iteration N/ M | ... | elapsed time per iteration (ms): X |\", " ..
@@ -244,7 +246,7 @@ end
 function M.load(path)
   local text, err = util.read_file(path, M.MAX_FILE_BYTES)
   if not text then fail(path, nil, "cannot read: " .. tostring(err)) end
-  if text:sub(1, 2) == "\x1f\x8b" then fail(path, nil, "a gzip file: give the plain log (gunzip it)") end
+  if text:sub(1, #GZIP_MAGIC) == GZIP_MAGIC then fail(path, nil, "a gzip file: give the plain log (gunzip it)") end
   return M.parse(text, path)
 end
 

@@ -267,6 +267,20 @@ describe("calibrate --log, bad logs", function()
     assert.truthy(err:find(path .. ":1: TorchTitan step line: tps expected a number (got \"1x,050\")", 1, true), err)
   end)
 
+  it("a gzip file and a log over the size cap are refused, not read", function()
+    local path = write(dir .. "/z.log", "\x1f\x8b\x08\x00")
+    local err = one_line(apsearch("calibrate", "--log", path))
+    assert.truthy(err:find(path .. ": a gzip file: give the plain log", 1, true), err)
+    local tl = require "apsearch.trainlog"
+    local cap = tl.MAX_FILE_BYTES
+    tl.MAX_FILE_BYTES = 100
+    path = write(dir .. "/big.log", good .. "\n")
+    local ok, e = pcall(tl.load, path)
+    tl.MAX_FILE_BYTES = cap
+    assert.is_false(ok)
+    assert.truthy(tostring(e):find(path .. ": cannot read: ", 1, true), tostring(e))
+  end)
+
   it("two frameworks in one log, a --skip that leaves nothing, and --skip not a count", function()
     local path = write(dir .. "/mixed.log", good .. "\nstep: 4  loss:  7.6  memory: 1.00GiB(1%)  tps: 10\n")
     local err = one_line(apsearch("calibrate", "--log", path))

@@ -224,6 +224,91 @@ function M.fit_rows(all, label, opts)
   return calib
 end
 
+--- fit_scale: a scale within this fraction of its range from a bound is
+-- at the bound (the optimiser clamps there; closer than it reaches otherwise).
+M.BOUND_TOLERANCE = 1e-6
+
+--- The efficiency fields one job's step time informs, by what it runs:
+-- the GEMM field of its precision (fp8_gemm_efficiency for fp8, MXFP8 and
+-- NVFP4 runs, else gemm_efficiency) and the attention field of its kernel
+-- (attention_efficiency with flash attention, else
+-- unfused_attention_efficiency): the `needs` of calibration.FIELDS, as
+-- fit_rows chooses them for a cases row.  gemm_half_dim is not scaled: a
+-- size penalty is not a scale.
+-- @tparam table training normalized training (precision, flash_attention)
+-- @treturn table field names
+function M.job_fields(training)
+  local p = training.precision
+  local quantized = p == "fp8" or p == "mxfp8" or p == "nvfp4"
+  return { quantized and "fp8_gemm_efficiency" or "gemm_efficiency",
+    training.flash_attention and "attention_efficiency" or "unfused_attention_efficiency" }
+end
+
+--- Fits one common scale on a job's kernel efficiencies so that its
+-- estimated step time matches a measured one (`apsearch calibrate --log`):
+-- one measured run informs one number, so the fields of M.job_fields move
+-- together, their ratio kept.  The loss and optimiser are fit_rows':
+-- |log(estimated / measured)| (of the step time, for one job the same as
+-- of tokens/s per GPU), Nelder-Mead (M.ITERATIONS, M.RESTARTS) over the
+-- scale within the range that keeps every field inside its physical bounds
+-- (calibration.FIELDS).  A step time the bounds cannot reach (a job bound
+-- by communication, or a measurement far off) ends at a bound: `at_bound`.
+-- @tparam table job `{device = preset name, base = {field = value now},
+--   estimate = function(fields) -> estimated step time (s) with those
+--   fields applied, measured_step_s = s, name, fitted_on}`
+-- @treturn table calibration (apsearch.calibration's format: devices =
+--   {[device] = {field = base x scale}}, rows = 1, loss_before, loss_after)
+-- @treturn table `{scale, lo, hi, at_bound, step_before, step_after}`
+-- @raise when the measured step time is not a positive number
+function M.fit_scale(job)
+  local meas = job.measured_step_s
+  if not (util.is_finite(meas) and meas > 0) then
+    error(("%s: measured step time must be a positive number of seconds (got %s)"):format(
+      tostring(job.fitted_on), util.describe(meas)), 0)
+  end
+  local lo, hi = 0, math.huge
+  local bounds = {}
+  for _, p in ipairs(M.PARAMETERS) do bounds[p.field] = p end
+  local names = util.sorted_keys(job.base)
+  for _, f in ipairs(names) do
+    local v = job.base[f]
+    lo = math.max(lo, bounds[f].lo / v)
+    hi = math.min(hi, bounds[f].hi / v)
+  end
+  local function fields_at(scale)
+    local out = {}
+    -- clamped: lo * v can round past a bound by an ulp
+    for _, f in ipairs(names) do
+      out[f] = math.min(bounds[f].hi, math.max(bounds[f].lo, job.base[f] * scale))
+    end
+    return out
+  end
+  local function step_at(scale) return job.estimate(fields_at(scale)) end
+  local function scale_of(x) return lo + x[1] * (hi - lo) end
+  local function objective(x)
+    local t = step_at(scale_of(x))
+    if not (util.is_finite(t) and t > 0) then return math.huge end
+    return math.abs(math.log(t / meas))
+  end
+  local x = { math.min(1, math.max(0, (1 - lo) / (hi - lo))) }
+  local before = objective(x)
+  local best = before
+  for _ = 1, M.RESTARTS do
+    local y, fy = nelder_mead(objective, x, M.STEP, M.ITERATIONS)
+    if fy < best then x, best = y, fy end
+  end
+  local scale = scale_of(x)
+  local calib = {
+    schema_version = calibration.SCHEMA_VERSION,
+    name = job.name, fitted_on = job.fitted_on,
+    devices = { [job.device:lower()] = fields_at(scale) },
+    rows = 1, loss_before = before, loss_after = best,
+  }
+  local tol = M.BOUND_TOLERANCE * (hi - lo)
+  return calib, { scale = scale, lo = lo, hi = hi, at_bound = (scale - lo < tol or hi - scale < tol) or nil,
+    step_before = step_at(1), step_after = step_at(scale) }
+end
+
 --- Fits one calibration per software stack (`apsearch calibrate --group
 -- software`): the rows are grouped by the stack their `software` column
 -- names (apsearch.stacks.of_software; a row whose `software` matches no

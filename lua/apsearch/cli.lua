@@ -12,6 +12,8 @@
 --     apsearch inspect CONFIG.json|PRESET [--format table|json]
 --     apsearch validate CASES.csv [--format table|json] [--calibration CALIB.json]
 --     apsearch calibrate CASES.csv -o CALIB.json             (apsearch.calibrate)
+--     apsearch calibrate --log TRAIN.log [POLICY.lua --strategy ... | --from RESULT --rank N]
+--                  [-o CALIB.json] [--skip N]                (apsearch.trainlog)
 --
 -- stdout carries results, stderr logs and progress.  Exit status: 0 success,
 -- 1 no feasible strategy (run) or an infeasible strategy (estimate), 2 bad
@@ -48,6 +50,9 @@ commands:
   validate CASES.csv   estimates against measured runs
   calibrate CASES.csv -o CALIB.json
                        fit the device kernel efficiencies to measured runs
+  calibrate --log TRAIN.log [POLICY.lua --strategy ...] [-o CALIB.json]
+                       a Megatron-LM or TorchTitan log beside the estimate
+                       of its job; -o fits the efficiencies to it
   help [COMMAND]       this text, or the options of COMMAND (same as
                        `apsearch COMMAND --help`)
 
@@ -1269,27 +1274,197 @@ local function calibrate_trace(opts)
   return 0
 end
 
+-- the error of an estimate against a measure, in % of the measure
+local function pct_error(est, meas) return (est - meas) / meas * 100 end
+
+local GIB = 2 ^ 30
+
+-- `calibrate --log FILE` without a job: what the log says
+local function print_log_summary(path, s)
+  local common = require "apsearch.format.common"
+  local width = require("apsearch.format.table").max_width
+  local function say(text) out(common.fold_text(text, width) .. "\n") end
+  say(("log %s: %s (%s format), %d iterations logged, the first %d skipped (warm-up), %d used " ..
+    "(iterations %d-%d)%s"):format(path, s.framework, s.format, s.logged, s.skipped, s.used, s.first, s.last,
+    s.duplicates > 0 and (", " .. s.duplicates .. " lines of steps other ranks logged too ignored") or ""))
+  local parts = {}
+  if s.step_seconds then parts[#parts + 1] = ("step time %.4f s"):format(s.step_seconds) end
+  if s.tflops_per_gpu then parts[#parts + 1] = ("%.1f TFLOP/s per GPU"):format(s.tflops_per_gpu) end
+  if s.tokens_per_s_per_gpu then parts[#parts + 1] = ("%.0f tokens/s per GPU"):format(s.tokens_per_s_per_gpu) end
+  if s.mfu_pct then parts[#parts + 1] = ("MFU %.2f %%"):format(s.mfu_pct) end
+  say("median: " .. table.concat(parts, ", ") .. (s.loss and ("; loss %.4f at iteration %d"):format(s.loss, s.last) or "")
+    .. (s.step_seconds and "" or " (TorchTitan logs no step time: give the job to derive it from tokens/s)"))
+  local m = s.memory
+  if m.max_reserved then
+    local kinds = {}
+    if m.max_allocated then kinds[#kinds + 1] = ("max allocated %.2f GiB"):format(m.max_allocated / GIB) end
+    kinds[#kinds + 1] = ("max reserved %.2f GiB"):format(m.max_reserved / GIB)
+    say(("memory: %s (%s; %d line%s%s)"):format(table.concat(kinds, ", "), m.kind, m.lines, m.lines == 1 and "" or "s",
+      m.ranks > 0 and (", " .. m.ranks .. " rank" .. (m.ranks == 1 and "" or "s")) or ""))
+  else
+    say("memory: not logged")
+  end
+end
+
+--- `calibrate --log FILE`: a training log's median step time and memory;
+-- with the job (a policy and --strategy, or --from RESULT --rank N) beside
+-- apsearch's estimate of it, and with -o a calibration whose efficiencies
+-- make the estimate's step time the measured one (apsearch.calibrate
+-- fit_scale).
+local function calibrate_log(opts)
+  local trainlog = require "apsearch.trainlog"
+  local skip
+  if opts.skip ~= nil then
+    skip = math.tointeger(tonumber(opts.skip))
+    if not skip or skip < 0 or not tostring(opts.skip):match("^%d+$") then
+      util.fail("calibrate", "--skip", "expected an integer >= 0 (logged iterations to skip)", opts.skip)
+    end
+  end
+  local s = trainlog.summary(trainlog.load(opts.log), skip)
+  local job = opts.CASES or opts.from or opts.model or opts.cluster or #(opts.strategy or {}) > 0
+    or #(opts.set or {}) > 0
+  if not job then
+    if opts.output then
+      util.fail("calibrate", "--output", "needs the job the log is of (a policy and --strategy, or --from " ..
+        "RESULT --rank N), to fit an estimate to", opts.output)
+    end
+    print_log_summary(opts.log, s)
+    return 0
+  end
+  opts.POLICY = opts.CASES
+  local p, ctx, inputs, strat
+  if opts.from then
+    p, ctx, inputs, strat = strategy_from_result(opts)
+  else
+    p, ctx, inputs, strat = strategy_from_policy(opts)
+  end
+  local ok, est = pcall(ctx.estimate, ctx, strat)
+  if not ok then error((tostring(est):gsub("^strategy[%.:] ?", "--strategy: ")), 0) end
+  if est.reason and est.reason ~= "MEMORY_LIMIT" then
+    util.fail("calibrate", "--strategy", ("the job cannot be estimated: %s: %s"):format(est.reason,
+      tostring(est.message)), nil, false)
+  end
+  local training = inputs.training
+  local tokens = training.global_batch_size * training.seq_length
+  local fw = training.framework == "megatron" and "megatron" or "torchtitan"
+  if fw ~= s.framework and not opts.quiet then
+    util.log("apsearch: note: %s is a %s log, the job's framework is %s", opts.log, s.framework, training.framework)
+  end
+  if s.global_batch_size and s.global_batch_size ~= training.global_batch_size and not opts.quiet then
+    util.log("apsearch: note: %s logs global batch size %d, the job has %d", opts.log, s.global_batch_size,
+      training.global_batch_size)
+  end
+  -- TorchTitan logs tokens/s per GPU, not the step time: the job's tokens
+  -- per step over its GPUs' throughput
+  local step = s.step_seconds or tokens / (est.devices_used * s.tokens_per_s_per_gpu)
+  local tps = s.tokens_per_s_per_gpu or tokens / (est.devices_used * step)
+  local common = require "apsearch.format.common"
+  local width = require("apsearch.format.table").max_width
+  local function say(text) out(common.fold_text(text, width) .. "\n") end
+  say(("measured (%s, %s, median of %d iterations after %d skipped): step time %.4f s%s, %.0f tokens/s per GPU"):format(
+    opts.log, s.framework, s.used, s.skipped, step, s.step_seconds and "" or " (from tps)", tps))
+  say(("estimated (%d GPUs): step time %.4f s (%+.1f %%), %.0f tokens/s per GPU (%+.1f %%)%s"):format(
+    est.devices_used, est.step_time, pct_error(est.step_time, step), est.tokens_per_s_per_gpu,
+    pct_error(est.tokens_per_s_per_gpu, tps), est.feasible and "" or "; estimated over the memory limit"))
+  local m = s.memory
+  if m.max_allocated then
+    say(("memory: measured max allocated %.2f GiB, estimated %.2f GiB (%+.1f %%)"):format(m.max_allocated / GIB,
+      est.mem_allocated / GIB, pct_error(est.mem_allocated, m.max_allocated)))
+  end
+  if m.max_reserved then
+    say(("memory: measured max reserved %.2f GiB, estimated %.2f GiB (%+.1f %%)"):format(m.max_reserved / GIB,
+      est.mem_reserved / GIB, pct_error(est.mem_reserved, m.max_reserved)))
+  else
+    say("memory: not in the log")
+  end
+  if not opts.output then return 0 end
+  local calibration = require "apsearch.calibration"
+  local calibrate = require "apsearch.calibrate"
+  local dev = calibration.device_name(p.cluster)
+  local ok_dev = dev and pcall(require("apsearch.core").device_preset, dev)
+  if not ok_dev then
+    util.fail("calibrate", "--log", "a calibration is per device preset; the job's device is none", dev)
+  end
+  local base = {}
+  for _, f in ipairs(calibrate.job_fields(training)) do
+    local v = inputs.cluster.device[f]
+    if not (util.is_finite(v) and v > 0) then
+      util.fail("calibrate", "--log", ("the job's device has no %s to scale"):format(f), v)
+    end
+    base[f] = v
+  end
+  local core = require "apsearch.core"
+  local calib, fit = calibrate.fit_scale({
+    device = dev, base = base, measured_step_s = step, fitted_on = opts.log,
+    name = "log " .. util.basename(opts.log),
+    estimate = function(fields)
+      local cl = util.deepcopy(p.cluster)
+      calibration.apply(cl, { devices = { [dev:lower()] = fields } })
+      return core.context(p.model, cl, p.training):estimate(strat).step_time
+    end,
+  })
+  calib.log = { framework = s.framework, format = s.format, iterations_used = s.used, skipped = s.skipped,
+    first_iteration = s.first, last_iteration = s.last, step_seconds = step,
+    tokens_per_s_per_gpu = tps, estimated_step_seconds = est.step_time, scale = fit.scale }
+  calibration.check(util.deepcopy(calib), opts.log .. ": fitted")
+  local text = require("apsearch.format.json").format(calib)
+  local wok, err = util.write_atomic(opts.output, text)
+  if not wok then util.fail("--output", "file", "cannot write: " .. tostring(err), opts.output) end
+  local names = util.sorted_keys(base)
+  say(("fitted: %s x %.4f (%s family) -> step time %.4f s (%+.2f %% of the measured)%s; wrote %s"):format(
+    table.concat(names, ", "), fit.scale, calibration.family(dev), fit.step_after, pct_error(fit.step_after, step),
+    fit.at_bound and (" at the bound of the fields' physical range (x" .. ("%.3f"):format(fit.scale) ..
+      "): the step time is not reached by kernel efficiency alone") or "", opts.output))
+  return 0
+end
+
 local function cmd_calibrate(args)
-  local c = new_parser("calibrate", "Fit the device kernel efficiencies to measured runs (CSV), or the host's " ..
-    "launch costs to a profiler trace (--trace).")
-  c:splat("CASES", "CSV of measured runs (schema: docs/accuracy.md); none with --trace", nil, 1)
-  c:option("-o, --output=FILE", "calibration file to write (JSON)")
+  local c = new_parser("calibrate", "Fit the device kernel efficiencies to measured runs (CSV) or to a training " ..
+    "log (--log), or the host's launch costs to a profiler trace (--trace).")
+  c:splat("CASES", "CSV of measured runs (schema: docs/accuracy.md); none with --trace; with --log the job's " ..
+    "policy file, as estimate's POLICY", nil, 1)
+  c:option("-o, --output=FILE", "calibration file to write (JSON); optional with --log")
   c:option("--group=KEY", "fit one calibration per group: software (the stack of each row's `software`)")
   c:option("--trace=FILE", "PyTorch profiler (Kineto) trace JSON, plain or .gz: measure the host's " ..
     "seconds per kernel launch instead of fitting cases")
   c:option("--device=NAME", "device preset the trace's values are for (default: the trace's GPU)")
+  c:option("--log=FILE", "Megatron-LM or TorchTitan training log: its median step time and memory; with the job " ..
+    "(policy and --strategy, or --from and --rank) beside the estimate, and -o fits the efficiencies to it")
+  c:option("--skip=N", "--log: logged iterations to skip as warm-up (default: the first 3, or the first tenth when that is more)")
+  c:option("--strategy=KEY=VALUE,...", "--log: the job's strategy, as estimate's (repeatable)", {})
+  c:option("--from=RESULT", "--log: the job is a strategy of this result.json (or its DIR), with --rank")
+  c:option("--rank=N", "--log: the top-k rank of --from")
+  c:option("--set=KEY=VALUE", "--log: override a field of the job's policy (repeatable)", {})
+  c:option("--model=MODEL", "--log: the job's model (preset, config.json or snapshot directory)")
+  c:option("--cluster=SPEC", "--log: the job's cluster, DEVICE[:NODES[xGPUS]]")
   c:flag("-q, --quiet", "no log lines on stderr")
   local opts, helped = parse(c, args, "calibrate")
   if helped then return 0 end
-  if not opts.output then util.fail("calibrate", "--output", "is required", nil, false) end
+  if opts.log then
+    if opts.trace or opts.group then
+      util.fail("calibrate", "--log", "takes no --trace and no --group", opts.trace or opts.group)
+    end
+    if opts.rank ~= nil and opts.from == nil then
+      util.fail("--rank", "rank", "needs --from RESULT (the result.json the rank is of)", opts.rank)
+    end
+  else
+    for _, k in ipairs({ "skip", "from", "rank", "model", "cluster" }) do
+      if opts[k] ~= nil then util.fail("calibrate", "--" .. k, "is an option of --log", opts[k]) end
+    end
+    for _, k in ipairs({ "strategy", "set" }) do
+      if #(opts[k] or {}) > 0 then util.fail("calibrate", "--" .. k, "is an option of --log", opts[k][1]) end
+    end
+  end
+  if not opts.output and not opts.log then util.fail("calibrate", "--output", "is required", nil, false) end
   local lfs = require "lfs"
-  local mode = lfs.attributes(opts.output, "mode")
+  local mode = opts.output and lfs.attributes(opts.output, "mode")
   if mode and mode ~= "file" then
     util.fail("--output", "file", "cannot write: a " .. mode .. " is in the way", opts.output)
   end
-  if lfs.attributes(util.dirname(opts.output), "mode") ~= "directory" then
+  if opts.output and lfs.attributes(util.dirname(opts.output), "mode") ~= "directory" then
     util.fail("--output", "file", "cannot write: no directory " .. util.dirname(opts.output), opts.output)
   end
+  if opts.log then return calibrate_log(opts) end
   if opts.trace then
     if opts.CASES or opts.group then
       util.fail("calibrate", "--trace", "takes no CASES file and no --group", opts.CASES or opts.group)

@@ -164,6 +164,14 @@ typedef struct {
                                           (Megatron's --no-yarn-correction-
                                           range-round-to-int); false: rounded,
                                           transformers' default */
+    double rotary_percent;           /**< fraction of each head's Q/K dims
+                                          RoPE rotates, the rest pass through
+                                          (HF partial_rotary_factor: GLM-4.5
+                                          0.5, transformers modeling_glm4_moe.py
+                                          apply_rotary_pos_emb @ 000c33fd;
+                                          Megatron --rotary-percent); in
+                                          (0, 1], RoPE only; 0: not given
+                                          (1, every dim) */
     double norm_eps;                 /**< epsilon of every RMSNorm/LayerNorm
                                           (HF rms_norm_eps, layer_norm_eps(ilon));
                                           0: not given */

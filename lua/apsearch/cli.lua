@@ -917,7 +917,7 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "rope_theta", "rope_scaling_type", "rope_scaling_factor", "low_freq_factor",
   "high_freq_factor", "original_max_position_embeddings", "yarn_beta_fast",
   "yarn_beta_slow", "yarn_mscale", "yarn_mscale_all_dim", "yarn_attention_factor",
-  "yarn_no_truncate", "norm_eps",
+  "yarn_no_truncate", "norm_eps", "rotary_percent",
   -- mixture of experts and multi-head latent attention (absent when dense)
   "num_experts", "experts_per_token", "moe_ffn_hidden_size",
   "shared_expert_ffn_hidden_size", "shared_expert_gate", "moe_router_bias",

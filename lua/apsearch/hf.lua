@@ -288,9 +288,30 @@ local function positive(cfg, key, file)
   return v + 0.0
 end
 
--- rope_theta, rope_scaling and the norm epsilon into the model table.
+--- The fraction of each head RoPE rotates: `partial_rotary_factor`
+-- (transformers apply_rotary_pos_emb rotates the first head_dim * factor
+-- dims, modeling_glm4_moe.py @ 000c33fd), else `default` (a builder's
+-- class default); 1 or absent: every dim (nil, the core's 0).
+-- @tparam table cfg the decoded config
+-- @tparam string file for errors
+-- @tparam[opt] number default the class's default when the key is absent
+-- @treturn number|nil the fraction in (0, 1), nil for all of it
+-- @raise `<file>: partial_rotary_factor: expected a number in (0, 1] (got v)`
+function M.rotary_fraction(cfg, file, default)
+  local v = cfg.partial_rotary_factor
+  if is_null(v) then v = default end
+  if v == nil then return nil end
+  if type(v) ~= "number" or not (v > 0 and v <= 1) then
+    util.fail(file, "partial_rotary_factor", "expected a number in (0, 1]", v)
+  end
+  return v < 1 and v + 0.0 or nil
+end
+
+-- rope_theta, rope_scaling, partial RoPE and the norm epsilon into the
+-- model table.
 local function numerics(m, cfg, file)
   m.rope_theta = positive(cfg, "rope_theta", file) or positive(cfg, "rotary_emb_base", file) or m.rope_theta
+  m.rotary_percent = M.rotary_fraction(cfg, file, m.rotary_percent)
   for _, k in ipairs(M.NORM_EPS_KEYS) do
     local v = positive(cfg, k, file)
     if v then m.norm_eps = v break end
@@ -747,7 +768,7 @@ end
 -- them (V2: only when not renormalised); `aux_loss_alpha` > 0 is the
 -- load-balancing loss coefficient, per sequence when `seq_aux` (default
 -- true).
-local function deepseek_router(m, r, cfg, file, v3, method)
+local function deepseek_router(m, r, cfg, file, v3, method, norm_default)
   local sf = cfg.scoring_func
   local want = m.moe_router_bias and "sigmoid" or "softmax"
   if not is_null(sf) and sf ~= want then
@@ -755,7 +776,7 @@ local function deepseek_router(m, r, cfg, file, v3, method)
       want, method, v3 and "DeepSeek-V3" or "DeepSeek-V2"), sf)
   end
   local k = m.experts_per_token
-  local renorm = k > 1 and r.bool("norm_topk_prob", false)
+  local renorm = k > 1 and r.bool("norm_topk_prob", norm_default or false)
   if not renorm then m.moe_router_pre_softmax = true end
   local rsf = nonneg(cfg, "routed_scaling_factor", file)
   if rsf and rsf > 0 and (v3 or not renorm) then m.moe_router_topk_scaling_factor = rsf end
@@ -769,6 +790,18 @@ local function deepseek_router(m, r, cfg, file, v3, method)
   end
   aux_loss(m, cfg, file, "aux_loss_alpha")
   if m.moe_aux_loss_coeff and r.bool("seq_aux", true) then m.moe_seq_aux_loss = true end
+  return m
+end
+
+-- The layers from `first_k_dense_replace` on have experts; at least one
+-- must.
+local function first_dense(m, cfg, file)
+  local first = count(cfg, "first_k_dense_replace", 0, file)
+  if first >= m.num_layers then
+    util.fail(file, "first_k_dense_replace", "no layer would have experts (num_hidden_layers = " ..
+      m.num_layers .. ")", first)
+  end
+  if first > 0 then m.moe_first_dense_layers = first end
   return m
 end
 
@@ -801,12 +834,7 @@ local function deepseek(r, cfg, file, v3)
   m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
   local shared = count(cfg, "n_shared_experts", 0, file)
   if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
-  local first = count(cfg, "first_k_dense_replace", 0, file)
-  if first >= m.num_layers then
-    util.fail(file, "first_k_dense_replace", "no layer would have experts (num_hidden_layers = " ..
-      m.num_layers .. ")", first)
-  end
-  if first > 0 then m.moe_first_dense_layers = first end
+  first_dense(m, cfg, file)
   m.moe_layer_freq = r.int("moe_layer_freq", 1)
   local method = cfg.topk_method
   if is_null(method) then method = v3 and "noaux_tc" or "greedy" end
@@ -819,6 +847,44 @@ end
 
 builders.deepseek_v2 = function(r, cfg, file) return deepseek(r, cfg, file, false) end
 builders.deepseek_v3 = function(r, cfg, file) return deepseek(r, cfg, file, true) end
+
+--- Glm4MoeConfig's defaults for keys a config.json may leave out
+-- (transformers configuration_glm4_moe.py @ 008c726d): RoPE on half of
+-- each head, no attention biases, top-k weights renormalised, no expert
+-- groups.
+M.GLM4_MOE_DEFAULTS = { partial_rotary_factor = 0.5, attention_bias = false, norm_topk_prob = true }
+
+-- GLM-4.5 / GLM-4.6 (transformers modeling_glm4_moe.py @ 000c33fd:
+-- Glm4MoeAttention, Glm4MoeMoE, Glm4MoeTopkRouter, Glm4MoeDecoderLayer):
+-- q, k, v with attention_bias biases, o_proj without; per-head q_norm and
+-- k_norm RMSNorm(head_dim) when use_qk_norm; RoPE on partial_rotary_factor
+-- of each head; layer i >= first_k_dense_replace has n_routed_experts
+-- experts of moe_intermediate_size and n_shared_experts shared ones of
+-- the same width (Glm4MoeMLP(moe_intermediate_size * n_shared_experts)),
+-- the others a dense MLP of intermediate_size; the router (E x h, no bias)
+-- scores with a sigmoid plus e_score_correction_bias (E), keeps the best
+-- topk_group of n_group groups by their top-2 sum, renormalises the top-k
+-- weights when norm_topk_prob and multiplies them by routed_scaling_factor
+-- (DeepSeek-V3's noaux_tc gate); num_nextn_predict_layers MTP modules,
+-- which transformers does not build (counted apart).
+function builders.glm4_moe(r, cfg, file)
+  local D = M.GLM4_MOE_DEFAULTS
+  local m = llama_like(r, cfg, file, {})
+  m.qkv_bias, m.attn_out_bias = r.bool("attention_bias", D.attention_bias), false
+  m.qk_norm = r.bool("use_qk_norm", false)
+  m.rotary_percent = M.rotary_fraction(cfg, file, D.partial_rotary_factor)
+  m.num_experts = r.int("n_routed_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  local shared = count(cfg, "n_shared_experts", nil, file)
+  if shared == nil then util.fail(file, "n_shared_experts", "required key is missing", nil) end
+  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
+  first_dense(m, cfg, file)
+  local mtp = count(cfg, "num_nextn_predict_layers", 0, file)
+  if mtp > 0 then m.mtp_layers = mtp end
+  m.moe_router_bias = true
+  return deepseek_router(m, r, cfg, file, true, "noaux_tc", D.norm_topk_prob)
+end
 
 ---------------------------------------------------------------- 2025 families (issue 25)
 
@@ -1142,7 +1208,7 @@ end
 
 --- Mixture-of-experts model types imported with their experts.
 M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3",
-                    "olmoe", "dbrx", "gpt_oss" }
+                    "olmoe", "dbrx", "gpt_oss", "glm4_moe" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -1152,7 +1218,7 @@ M.ARCHITECTURES = {
   DeepseekV3ForCausalLM = "deepseek_v3", DeepseekV2ForCausalLM = "deepseek_v2",
   LlamaForCausalLM = "llama", MistralForCausalLM = "mistral", MixtralForCausalLM = "mixtral",
   Qwen2ForCausalLM = "qwen2", Qwen3ForCausalLM = "qwen3", Qwen2MoeForCausalLM = "qwen2_moe",
-  Qwen3MoeForCausalLM = "qwen3_moe",
+  Qwen3MoeForCausalLM = "qwen3_moe", Glm4MoeForCausalLM = "glm4_moe",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

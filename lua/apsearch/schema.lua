@@ -43,7 +43,7 @@ M.model = {
   rope_theta = "nonneg", rope_scaling_factor = "nonneg",
   rope_scaling_type = enum("none", "llama3", "linear", "yarn"),
   low_freq_factor = "nonneg", high_freq_factor = "nonneg",
-  original_max_position_embeddings = "nonnegint", norm_eps = "nonneg",
+  original_max_position_embeddings = "nonnegint", norm_eps = "nonneg", rotary_percent = "nonneg",
   yarn_beta_fast = "nonneg", yarn_beta_slow = "nonneg", yarn_mscale = "nonneg",
   yarn_mscale_all_dim = "nonneg", yarn_attention_factor = "nonneg", yarn_no_truncate = "bool",
   -- MoE router settings (change no estimate; the launchers write them;

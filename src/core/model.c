@@ -75,6 +75,7 @@ static aps_status validate_numerics(const aps_model *m, char *err, size_t n)
         {"yarn_mscale_all_dim", m->yarn_mscale_all_dim},
         {"yarn_attention_factor", m->yarn_attention_factor},
         {"norm_eps", m->norm_eps},
+        {"rotary_percent", m->rotary_percent},
         {"glu_linear_offset", m->glu_linear_offset},
         {"glu_clamp", m->glu_clamp},
         {"attn_logit_softcapping", m->attn_logit_softcapping},
@@ -90,6 +91,19 @@ static aps_status validate_numerics(const aps_model *m, char *err, size_t n)
         aps_fmt(err, n, "model.original_max_position_embeddings: must be 0 "
                 "(not given) or in [1, 2^24] (got %lld)",
                 (long long)m->original_max_position_embeddings);
+        return APS_EINVAL;
+    }
+    /* partial RoPE rotates a fraction of each head (HF partial_rotary_
+     * factor, Megatron --rotary-percent): at most all of it, and only
+     * where RoPE is the position embedding */
+    if (m->rotary_percent > 1) {
+        aps_fmt(err, n, "model.rotary_percent: must be 0 (not given) or in "
+                "(0, 1] (got %g)", m->rotary_percent);
+        return APS_EINVAL;
+    }
+    if (m->rotary_percent != 0 && m->position_embedding != APS_POS_ROPE) {
+        aps_fmt(err, n, "model.rotary_percent: given without RoPE "
+                "(position_embedding is not rope)");
         return APS_EINVAL;
     }
     bool scaled = m->rope_scaling_type != APS_ROPE_SCALING_NONE;

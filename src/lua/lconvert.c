@@ -218,6 +218,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, yarn_attention_factor, FT_ONUM, NULL),
     FLD(aps_model, yarn_no_truncate, FT_OBOOL, NULL),
     FLD(aps_model, norm_eps, FT_NUM, NULL),
+    FLD(aps_model, rotary_percent, FT_ONUM, NULL),
     /* the gated MLP's activation and soft-capping (issue 25) */
     FLD(aps_model, glu_activation, FT_OENUM, &enum_glu_activation),
     FLD(aps_model, glu_linear_offset, FT_ONUM, NULL),

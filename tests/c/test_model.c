@@ -377,6 +377,31 @@ static void test_model_validate_rope_and_norm_eps(void **state)
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
 }
 
+/* rotary_percent (HF partial_rotary_factor; GLM-4.5's config.json 0.5):
+ * RoPE over half of each head changes no parameter count; above 1, NaN,
+ * negative or without RoPE it is refused naming the field. */
+static void test_model_validate_rotary_percent(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_llama31_8b(&m);
+    double before = total_params(&m);
+    char err[256] = "";
+    m.rotary_percent = 0.5;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+    ASSERT_DBL_EXACT(total_params(&m), before);
+    m.rotary_percent = 1.0;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+    double bad[] = {1.5, -0.5, NAN, INFINITY};
+    for (size_t j = 0; j < sizeof bad / sizeof bad[0]; j++) {
+        m.rotary_percent = bad[j];
+        expect_einval(&m, "rotary_percent");
+    }
+    m.rotary_percent = 0.5;
+    m.position_embedding = APS_POS_ALIBI;
+    expect_einval(&m, "rotary_percent");
+}
+
 
 /* ------------------------------------------------ mixture of experts (13)
  * Hand-derived from the `how` column of shared/models/moe/param_counts.csv;
@@ -1163,6 +1188,7 @@ int main(void)
         cmocka_unit_test(test_model_validate_learned_positions_need_length),
         cmocka_unit_test(test_model_validate_negative_and_null),
         cmocka_unit_test(test_model_validate_rope_and_norm_eps),
+        cmocka_unit_test(test_model_validate_rotary_percent),
         cmocka_unit_test(test_moe_params_mixtral_8x7b),
         cmocka_unit_test(test_ep_comm_overlap),
         cmocka_unit_test(test_moe_params_qwen3_30b_a3b),

@@ -223,6 +223,11 @@ function M.rope_args(m, A, N, tr)
   else
     A("--position-embedding-type", "rope")
   end
+  -- partial RoPE: RotaryEmbedding rotates int(kv_channels * rotary_percent)
+  -- dims and passes the rest through (rotary_pos_embedding.py:73 @
+  -- d98e8a64, from gpt_builders.py:98), as transformers' partial_rotary_factor
+  local rp = m.rotary_percent or 0
+  if rp > 0 and rp < 1 then A("--rotary-percent", M.num(rp)) end
   local theta = m.rope_theta or 0
   if theta > 0 then
     if theta == math.floor(theta) and theta < 2 ^ 53 then

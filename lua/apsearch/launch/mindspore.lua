@@ -557,6 +557,11 @@ function M.render(c)
   if (m.rope_theta or 0) > 0 then K("model.model_config.theta", m.rope_theta + 0.0) end
   if (m.norm_eps or 0) > 0 then K("model.model_config.rms_norm_eps", m.norm_eps + 0.0) end
   M.rope_scaling(m, tr, K, N)
+  if (m.rotary_percent or 0) > 0 then
+    N("NOT EXPRESSIBLE in MindFormers", string.format("partial RoPE (rotary_percent %s, HF " ..
+      "partial_rotary_factor): LlamaConfig has no partial-rotation key and FreqsMgr rotates the whole " ..
+      "head_dim; written with full RoPE", tostring(m.rotary_percent)))
+  end
   if (m.num_experts or 0) > 0 then M.moe_keys(c, K, N) end
   -- what LlamaConfig has no key for (LLamaAttention: head_dim = hidden_size // num_heads;
   -- LlamaFeedForward: SwiGLU; LlamaRMSNorm; no MLP bias, no Q/K norm)

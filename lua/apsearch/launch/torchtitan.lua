@@ -580,6 +580,11 @@ function M.model_numerics(m, lines, N, flavored, eps_only)
       "(theta 10000, no scaling) is written")
   else
     S("attention.rope.theta", theta + 0.0)
+    if (m.rotary_percent or 0) > 0 then
+      N("NOT EXPRESSIBLE in TorchTitan", string.format("partial RoPE (rotary_percent %s, HF " ..
+        "partial_rotary_factor): RoPE.Config (models/common/rope.py) has no partial-rotation field; every " ..
+        "dim of each head is rotated", M.pyfloat(m.rotary_percent)))
+    end
     if kind == "llama3" then
       S("attention.rope.scaling", "llama")
       S("attention.rope.scaling_factor", f + 0.0)

@@ -9,7 +9,7 @@
 -- sliding_window_layers, and the numerics the launch configs write (they
 -- change neither memory nor FLOPs): rope_theta, rope_scaling_type,
 -- rope_scaling_factor, low_freq_factor, high_freq_factor,
--- original_max_position_embeddings, norm_eps; for MoE and MLA models
+-- original_max_position_embeddings, norm_eps, rotary_percent; for MoE and MLA models
 -- num_experts, experts_per_token, moe_ffn_hidden_size,
 -- shared_expert_ffn_hidden_size, shared_expert_gate, moe_router_bias,
 -- moe_router_linear_bias, moe_first_dense_layers, moe_layer_freq, moe_layer_phase, moe_dense_layers,
@@ -26,7 +26,8 @@
 -- (or the older `type`), `factor`, `low_freq_factor`, `high_freq_factor`,
 -- `original_max_position_embeddings`} with rope_type one of M.ROPE_SCALING
 -- ("default" or a null `rope_scaling`: none); `rms_norm_eps`,
--- `layer_norm_epsilon` (GPT-2) or `layer_norm_eps` (GPT-NeoX) -> norm_eps.
+-- `layer_norm_epsilon` (GPT-2) or `layer_norm_eps` (GPT-NeoX) -> norm_eps;
+-- `partial_rotary_factor` in (0, 1] -> rotary_percent (1: not carried).
 --
 -- Supported `model_type`s and what they imply (transformers' modeling files):
 --
@@ -126,6 +127,12 @@
 --   `sliding_window_pattern`-th; absent keys take Gemma3TextConfig's
 --   defaults; the vision tower of `gemma3` is counted apart
 --   (info.vision_params).
+-- * `glm4_moe` (GLM-4.5, GLM-4.6): q/k/v biases (`attention_bias`, none on
+--   o_proj), per-head Q/K norms (`use_qk_norm`), partial RoPE
+--   (`partial_rotary_factor`, default 0.5), `first_k_dense_replace` dense
+--   layers then `n_routed_experts` + `n_shared_experts` experts of
+--   `moe_intermediate_size`, DeepSeek-V3's router (`norm_topk_prob` default
+--   true), `num_nextn_predict_layers` MTP modules (counted apart).
 --
 -- What such a config has that no estimate term prices (sinks' softmax
 -- column, clamps, soft-capping, the vision tower, ...) is listed in

@@ -911,7 +911,8 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "max_position_embeddings", "norms_per_layer", "mlp", "norm",
   "position_embedding", "norm_bias", "qkv_bias", "attn_out_bias", "mlp_bias",
   "qk_norm", "qk_norm_full_width", "attention_sinks", "tie_word_embeddings",
-  "sliding_window", "sliding_window_layers", "sliding_window_period",
+  "sliding_window", "sliding_window_layers", "sliding_window_period", "qk_l2_norm",
+  "nope_layer_period", "attention_chunk_size", "chunked_attention_layers",
   "glu_activation", "glu_linear_offset", "glu_clamp", "attn_logit_softcapping",
   "final_logit_softcapping",
   "rope_theta", "rope_scaling_type", "rope_scaling_factor", "low_freq_factor",
@@ -921,7 +922,7 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   -- mixture of experts and multi-head latent attention (absent when dense)
   "num_experts", "experts_per_token", "moe_ffn_hidden_size",
   "shared_expert_ffn_hidden_size", "shared_expert_gate", "moe_router_bias",
-  "moe_router_linear_bias", "moe_aux_loss_coeff", "moe_seq_aux_loss", "moe_router_num_groups", "moe_router_group_topk",
+  "moe_router_sigmoid", "moe_router_input_probs", "moe_router_linear_bias", "moe_aux_loss_coeff", "moe_seq_aux_loss", "moe_router_num_groups", "moe_router_group_topk",
   "moe_router_group_score_topk", "moe_router_topk_scaling_factor", "moe_router_pre_softmax",
   "moe_first_dense_layers", "moe_layer_freq", "moe_layer_phase",
   "moe_dense_layers", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",

@@ -923,24 +923,39 @@ end
 -- Gemma3TextConfig), true for the windowed ones.
 M.LAYER_TYPES = { sliding_attention = true, full_attention = false }
 
--- The windowed layers of `layer_types` (one entry per layer), or nil
--- when the config has none.
-local function sliding_layer_count(cfg, L, file)
-  local v = cfg.layer_types
-  if is_null(v) then return nil end
+--- Attention kinds of Llama4TextConfig's `layer_types`, true for the
+-- chunked ones.
+M.LLAMA4_LAYER_TYPES = { chunked_attention = true, full_attention = false }
+
+-- The layers of `layer_types` v (one entry per layer) whose kind is true
+-- in `kinds` (a table of two names, the restricted one first in `names`).
+local function layer_type_count(v, L, file, kinds, names)
   if type(v) ~= "table" or #v ~= L then
     util.fail(file, "layer_types", "expected an array of num_hidden_layers = " .. L ..
       " entries", v)
   end
   local n = 0
   for i = 1, L do
-    local windowed = M.LAYER_TYPES[v[i]]
-    if windowed == nil then
-      util.fail(file, "layer_types[" .. i .. "]", 'expected "sliding_attention" or "full_attention"', v[i])
+    local restricted = kinds[v[i]]
+    if restricted == nil then
+      util.fail(file, "layer_types[" .. i .. "]", ('expected "%s" or "%s"'):format(names[1], names[2]), v[i])
     end
-    if windowed then n = n + 1 end
+    if restricted then n = n + 1 end
   end
   return n
+end
+
+-- The windowed layers of `layer_types` (one entry per layer), or nil
+-- when the config has none.
+local function sliding_layer_count(cfg, L, file)
+  local v = cfg.layer_types
+  if is_null(v) then return nil end
+  return layer_type_count(v, L, file, M.LAYER_TYPES, { "sliding_attention", "full_attention" })
+end
+
+-- The chunked layers of Llama 4's `layer_types`.
+local function config_layer_types(v, L, file)
+  return layer_type_count(v, L, file, M.LLAMA4_LAYER_TYPES, { "chunked_attention", "full_attention" })
 end
 
 -- The window of `sliding_window` on `n` layers; none when n is 0 (every
@@ -1213,9 +1228,212 @@ function builders.gemma3(r, cfg, file, notes, info)
   return m
 end
 
+--- Llama4TextConfig's defaults (transformers configuration_llama4.py @
+-- 008e5743): the keys a `llama4_text` config or Llama 4's nested
+-- `text_config` may leave out.  attention_chunk_size (8192) is read apart:
+-- null there means no chunking.
+M.LLAMA4_TEXT_DEFAULTS = {
+  vocab_size = 202048, hidden_size = 5120, intermediate_size = 8192, intermediate_size_mlp = 16384,
+  num_hidden_layers = 48, num_attention_heads = 40, num_key_value_heads = 8, head_dim = 128,
+  max_position_embeddings = 131072, rms_norm_eps = 1e-5, rope_theta = 500000.0,
+  num_experts_per_tok = 1, num_local_experts = 16, interleave_moe_layer_step = 1,
+  use_qk_norm = true, router_aux_loss_coef = 0.001, no_rope_layer_interval = 4,
+  attention_bias = false, tie_word_embeddings = false,
+}
+
+--- Llama4TextConfig's attention_chunk_size when the key is absent.
+M.LLAMA4_CHUNK_DEFAULT = 8192
+
+-- Which 0-based layers use RoPE: `no_rope_layers` (1: RoPE, 0: NoPE, one
+-- per layer; absent or empty: every layer but each
+-- no_rope_layer_interval-th, Llama4TextConfig.__post_init__).
+local function llama4_rope_layers(r, cfg, L, file)
+  local v = cfg.no_rope_layers
+  local rope = {}
+  if type(v) == "table" and #v > 0 then
+    if #v < L then
+      util.fail(file, "no_rope_layers", "expected an array of at least num_hidden_layers = " .. L ..
+        " entries", v)
+    end
+    for i = 1, L do
+      local x = v[i]
+      if x ~= 0 and x ~= 1 and type(x) ~= "boolean" then
+        util.fail(file, "no_rope_layers[" .. i .. "]", "expected 1 (RoPE) or 0 (NoPE)", x)
+      end
+      rope[i] = x == 1 or x == true
+    end
+    return rope
+  end
+  if not is_null(v) and type(v) ~= "table" then
+    util.fail(file, "no_rope_layers", "expected an array of 1 (RoPE) and 0 (NoPE)", v)
+  end
+  local k = r.int("no_rope_layer_interval")
+  for i = 1, L do rope[i] = i % k ~= 0 end
+  return rope
+end
+
+-- The NoPE layers as a period k (every k-th layer, 1-based, without
+-- RoPE); 0 when every layer has RoPE.  Other patterns are refused.
+local function nope_period(rope, L, file)
+  local any = false
+  for i = 1, L do any = any or not rope[i] end
+  if not any then return 0 end
+  local k = M.window_period(function(i) return rope[i] end, L)
+  if not k then
+    util.fail(file, "no_rope_layers", "NoPE layers that are not every k-th layer are not modelled " ..
+      "(Megatron's --no-rope-freq k and the model's nope_layer_period take a period)", "a pattern")
+  end
+  return k
+end
+
+-- The layers with experts: `moe_layers` (0-based) or every
+-- interleave_moe_layer_step-th from step - 1 (Llama4TextConfig); an
+-- explicit list becomes the dense layers it leaves out.
+local function llama4_moe_layers(m, r, cfg, file)
+  local L = m.num_layers
+  if is_null(cfg.moe_layers) then
+    local step = r.int("interleave_moe_layer_step")
+    if step > L then
+      util.fail(file, "interleave_moe_layer_step", "no layer would have experts (num_hidden_layers = " ..
+        L .. ")", step)
+    end
+    m.moe_layer_freq, m.moe_layer_phase = step, step - 1
+    return m
+  end
+  local moe = layer_list(cfg, "moe_layers", L, file)
+  if not moe then util.fail(file, "moe_layers", "no layer would have experts", cfg.moe_layers) end
+  local is_moe, dense = {}, {}
+  for _, i in ipairs(moe) do is_moe[i] = true end
+  for i = 0, L - 1 do
+    if not is_moe[i] then dense[#dense + 1] = i end
+  end
+  if #dense > M.MAX_DENSE_LAYERS then
+    util.fail(file, "moe_layers", ("%d dense layers; at most %d are modelled"):format(#dense,
+      M.MAX_DENSE_LAYERS), #moe .. " MoE layers")
+  end
+  if #dense > 0 then m.moe_dense_layers = dense end
+  return m
+end
+
+--- Capacity of the model's moe_dense_layers (APS_MAX_DENSE_LAYER_LIST,
+-- include/apsearch/types.h).
+M.MAX_DENSE_LAYERS = 64
+
+-- Llama 4's attention: L2 Q/K norms on the RoPE layers (use_qk_norm), the
+-- NoPE period, the chunk on the chunked_attention layers (layer_types,
+-- else the RoPE layers), and the notes for what is not priced.
+local function llama4_attention(m, r, t, cfg, file, notes)
+  local L = m.num_layers
+  local rope = llama4_rope_layers(r, t, L, file)
+  local k = nope_period(rope, L, file)
+  if k > 0 then m.nope_layer_period = k end
+  if r.bool("use_qk_norm") then m.qk_l2_norm = true end
+  local chunk = cfg.attention_chunk_size
+  if chunk == nil then chunk = M.LLAMA4_CHUNK_DEFAULT end
+  if chunk ~= cjson.null then
+    local n = 0
+    if is_null(t.layer_types) then
+      for i = 1, L do if rope[i] then n = n + 1 end end
+    else
+      n = config_layer_types(t.layer_types, L, file)
+    end
+    if n > 0 then
+      m.attention_chunk_size = config_int(chunk, 1, file, "attention_chunk_size")
+      if n < L then m.chunked_attention_layers = n end
+    end
+  end
+  local tuning = t.attn_temperature_tuning
+  if k > 0 and (tuning == nil or tuning == true or (type(tuning) == "number" and tuning > 0)) then
+    note(notes, file, "attn_temperature_tuning scales the NoPE layers' queries by position (1 + attn_scale " ..
+      "log(1 + floor((p + 1) / floor_scale))): element-wise, not priced; 1 below floor_scale tokens")
+  end
+  return m
+end
+
+-- Llama 4's text model (transformers modeling_llama4.py @ 000c33fd:
+-- Llama4TextAttention, Llama4TextMoe, Llama4Router, Llama4TextMLP,
+-- Llama4TextDecoderLayer): q, k, v, o with attention_bias biases; the MoE
+-- layers have num_local_experts experts of intermediate_size, one shared
+-- expert of the same width (Llama4TextMLP(config)) and a router h x E
+-- without bias whose top-k logits' sigmoids scale the experts' input; the
+-- other layers a dense MLP of intermediate_size_mlp; RMSNorms; no
+-- weights for the L2 Q/K norms.
+local function llama4_text(cfg, file, notes)
+  local t = with_defaults(cfg, M.LLAMA4_TEXT_DEFAULTS)
+  local r = reader(t, file)
+  local m = llama_like(r, t, file, {})
+  m.ffn_hidden_size = r.int("intermediate_size_mlp")
+  local ab = r.bool("attention_bias")
+  m.qkv_bias, m.attn_out_bias = ab, ab
+  m.num_experts = r.int("num_local_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  if m.experts_per_token ~= 1 then
+    util.fail(file, "num_experts_per_tok", "expected 1: Llama4TextMoe's score on the expert input is " ..
+      "modelled for top-1 routing only (Megatron's moe_apply_probs_on_input asserts it)", m.experts_per_token)
+  end
+  m.moe_ffn_hidden_size = r.int("intermediate_size")
+  m.shared_expert_ffn_hidden_size = m.moe_ffn_hidden_size
+  m.moe_router_sigmoid, m.moe_router_input_probs = true, true
+  llama4_moe_layers(m, r, t, file)
+  aux_loss(m, t, file, "router_aux_loss_coef")
+  local jitter = nonneg(t, "router_jitter_noise", file)
+  if jitter and jitter > 0 then
+    note(notes, file, "router_jitter_noise = %s multiplies the router input by noise in training; not priced",
+      util.describe(jitter))
+  end
+  llama4_attention(m, r, t, cfg, file, notes)
+  return numerics(m, t, file)
+end
+
+builders.llama4_text = function(r, cfg, file, notes) return llama4_text(cfg, file, notes) end
+
+--- Llama4VisionConfig's defaults (transformers configuration_llama4.py @
+-- 008e5743) for the vision tower of a Llama 4 multimodal config.
+M.LLAMA4_VISION_DEFAULTS = { hidden_size = 768, num_hidden_layers = 34, num_channels = 3,
+  intermediate_size = 5632, vision_output_dim = 7680, image_size = 448, patch_size = 14,
+  projector_input_dim = 4096, projector_output_dim = 4096 }
+
+--- Parameters of Llama 4's vision tower and projector, which apsearch
+-- counts apart (it trains the text model): Llama4VisionModel
+-- (modeling_llama4.py @ 000c33fd) patch_embedding.linear C p^2 h (no
+-- bias), class_embedding h, positional_embedding_vlm ((image / p)^2 + 1) h,
+-- layernorm_pre and layernorm_post 2 h each; per Llama4VisionEncoderLayer
+-- q, k, v, o h^2 + h each, fc1 h f + f, fc2 f h + h, two LayerNorms 2 h
+-- each; vision_adapter fc1 f x projector_input_dim and fc2
+-- projector_output_dim^2 (no biases); Llama4MultiModalProjector.linear_1
+-- vision_output_dim x h_text (no bias).
+-- @tparam table vc the decoded `vision_config`
+-- @tparam integer text_h the text model's hidden_size
+-- @tparam string file for errors
+-- @treturn integer the vision tower's parameters
+-- @treturn integer the projector's
+function M.llama4_vision_params(vc, text_h, file)
+  local r = reader(with_defaults(vc, M.LLAMA4_VISION_DEFAULTS), file)
+  local h, f, p = r.int("hidden_size"), r.int("intermediate_size"), r.int("patch_size")
+  local side = r.int("image_size") // p
+  local layer = 4 * (h * h + h) + (h * f + f) + (f * h + h) + 2 * (2 * h)
+  local pout = r.int("projector_output_dim")
+  local tower = r.int("num_channels") * p * p * h + h + (side * side + 1) * h + 2 * (2 * h) +
+                r.int("num_hidden_layers") * layer + f * r.int("projector_input_dim") + pout * pout
+  return tower, r.int("vision_output_dim") * text_h
+end
+
+-- Llama 4 multimodal (Llama4ForConditionalGeneration): the text model of
+-- `text_config` (absent: every default), the vision tower of
+-- `vision_config` counted apart (info.vision_params) and said so.
+function builders.llama4(r, cfg, file, notes, info)
+  local m = llama4_text(sub_config(cfg, "text_config", file, false), file .. ": text_config", notes)
+  local tower, proj = M.llama4_vision_params(sub_config(cfg, "vision_config", file, false),
+    m.hidden_size, file .. ": vision_config")
+  info.vision_params = tower + proj
+  note(notes, file, "the vision tower (%d parameters) and the multimodal projector (%d) are counted apart, " ..
+    "not in total or active and not estimated: apsearch trains the text model", tower, proj)
+  return m
+end
+
 --- Mixture-of-experts model types imported with their experts.
 M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3",
-                    "olmoe", "dbrx", "gpt_oss", "glm4_moe" }
+                    "olmoe", "dbrx", "gpt_oss", "glm4_moe", "llama4_text", "llama4" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -1226,6 +1444,7 @@ M.ARCHITECTURES = {
   LlamaForCausalLM = "llama", MistralForCausalLM = "mistral", MixtralForCausalLM = "mixtral",
   Qwen2ForCausalLM = "qwen2", Qwen3ForCausalLM = "qwen3", Qwen2MoeForCausalLM = "qwen2_moe",
   Qwen3MoeForCausalLM = "qwen3_moe", Glm4MoeForCausalLM = "glm4_moe",
+  Llama4ForCausalLM = "llama4_text", Llama4ForConditionalGeneration = "llama4",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

@@ -4,15 +4,17 @@
 -- name, num_layers, hidden_size, num_attention_heads, num_query_groups,
 -- head_dim, ffn_hidden_size, vocab_size, max_position_embeddings,
 -- norms_per_layer, mlp, norm, position_embedding, norm_bias, qkv_bias,
--- attn_out_bias, mlp_bias, qk_norm, qk_norm_full_width, attention_sinks,
--- tie_word_embeddings, sliding_window,
+-- attn_out_bias, mlp_bias, qk_norm, qk_norm_full_width, qk_l2_norm,
+-- attention_sinks, nope_layer_period, attention_chunk_size,
+-- chunked_attention_layers, tie_word_embeddings, sliding_window,
 -- sliding_window_layers, and the numerics the launch configs write (they
 -- change neither memory nor FLOPs): rope_theta, rope_scaling_type,
 -- rope_scaling_factor, low_freq_factor, high_freq_factor,
 -- original_max_position_embeddings, norm_eps, rotary_percent; for MoE and MLA models
 -- num_experts, experts_per_token, moe_ffn_hidden_size,
 -- shared_expert_ffn_hidden_size, shared_expert_gate, moe_router_bias,
--- moe_router_linear_bias, moe_first_dense_layers, moe_layer_freq, moe_layer_phase, moe_dense_layers,
+-- moe_router_linear_bias, moe_router_sigmoid, moe_router_input_probs,
+-- moe_first_dense_layers, moe_layer_freq, moe_layer_phase, moe_dense_layers,
 -- q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
 -- v_head_dim, mtp_layers, and the router settings of the model's
 -- training recipe (they change no estimate; the launchers write them):
@@ -133,6 +135,14 @@
 --   layers then `n_routed_experts` + `n_shared_experts` experts of
 --   `moe_intermediate_size`, DeepSeek-V3's router (`norm_topk_prob` default
 --   true), `num_nextn_predict_layers` MTP modules (counted apart).
+-- * `llama4_text`, `llama4` (its `text_config`): experts on every
+--   `interleave_moe_layer_step`-th layer (or `moe_layers`), one shared
+--   expert, dense layers of `intermediate_size_mlp`, a top-1 sigmoid router
+--   on the expert input, NoPE layers (`no_rope_layers` /
+--   `no_rope_layer_interval`) as a period, weightless L2 Q/K norms
+--   (`use_qk_norm`), chunked attention on the RoPE layers; absent keys
+--   take Llama4TextConfig's defaults; the vision tower of `llama4` is
+--   counted apart (info.vision_params).
 --
 -- What such a config has that no estimate term prices (sinks' softmax
 -- column, clamps, soft-capping, the vision tower, ...) is listed in
@@ -141,8 +151,8 @@
 --
 -- Other configs with experts (`num_local_experts`, `num_experts`,
 -- `n_routed_experts`, `moe_num_experts` > 1, or "moe" in model_type:
--- Phi-3.5-MoE, Llama 4, ...) are refused with a `NotImplemented:` error
--- naming the key.
+-- Phi-3.5-MoE, ...) are refused with a `NotImplemented:` error naming the
+-- key.
 -- @module apsearch.hf
 local cjson = require "cjson"
 local util = require "apsearch.util"

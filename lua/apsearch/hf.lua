@@ -62,8 +62,10 @@
 -- Llama family), `hidden_dropout_prob`, `attention_probs_dropout_prob`
 -- (BERT-style) is a number > 0 (`info.dropout_key` names the first such
 -- key, `info.dropout_value` its value); `info.dropout_stated` is true when
--- any of them is present, 0 included.  A policy whose model is a config
--- that states dropout trains as it says (`training.dropout = info.dropout`)
+-- any of them is present, 0 included.  A multimodal config (Gemma 3,
+-- Llama 4) that states none at the top level is read in its
+-- `text_config`.  A policy whose model is a config that states dropout
+-- trains as it says (`training.dropout = info.dropout`)
 -- unless the policy sets `training.dropout` itself (apsearch.policy; the
 -- policy wins); a config that states none leaves the framework's default
 -- (on in Megatron-LM: hidden_dropout = attention_dropout = 0.1,
@@ -1290,8 +1292,10 @@ local function nope_period(rope, L, file)
   if not any then return 0 end
   local k = M.window_period(function(i) return rope[i] end, L)
   if not k then
+    local nope = {}
+    for i = 1, L do if not rope[i] then nope[#nope + 1] = i end end
     util.fail(file, "no_rope_layers", "NoPE layers that are not every k-th layer are not modelled " ..
-      "(Megatron's --no-rope-freq k and the model's nope_layer_period take a period)", "a pattern")
+      "(the model's nope_layer_period takes a period); NoPE layers (1-based)", nope)
   end
   return k
 end
@@ -1318,8 +1322,8 @@ local function llama4_moe_layers(m, r, cfg, file)
     if not is_moe[i] then dense[#dense + 1] = i end
   end
   if #dense > M.MAX_DENSE_LAYERS then
-    util.fail(file, "moe_layers", ("%d dense layers; at most %d are modelled"):format(#dense,
-      M.MAX_DENSE_LAYERS), #moe .. " MoE layers")
+    util.fail(file, "moe_layers", ("leaves %d of %d layers dense; at most %d dense layers are modelled"):format(
+      #dense, L, M.MAX_DENSE_LAYERS), cfg.moe_layers)
   end
   if #dense > 0 then m.moe_dense_layers = dense end
   return m
@@ -1524,6 +1528,9 @@ function M.from_config(cfg, source, name)
   end
   local model = numerics(build(reader(cfg, source), cfg, source, notes, extra), cfg, source)
   local dropout, dropout_key, dropout_value, dropout_stated = dropout_of(cfg, source)
+  if not dropout_stated and type(cfg.text_config) == "table" then
+    dropout, dropout_key, dropout_value, dropout_stated = dropout_of(cfg.text_config, source .. ": text_config")
+  end
   if model.head_dim == nil and model.hidden_size % model.num_attention_heads == 0 then
     model.head_dim = model.hidden_size // model.num_attention_heads
   end

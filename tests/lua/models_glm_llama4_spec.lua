@@ -315,6 +315,18 @@ describe("llama4: exact parameter counts", function()
     assert.are.equal(17, c.active // 1e9)
   end)
 
+  it("reads the dropout its text_config states (attention_dropout 0.0: none)", function()
+    local _, info = load("llama-4-scout-17b-16e")
+    assert.are.same({ false, true }, { info.dropout, info.dropout_stated })
+    local cfg = decoded("llama-4-scout-17b-16e")
+    cfg.text_config.attention_dropout = 0.1
+    _, info = hf.from_config(cfg, "s.json")
+    assert.are.same({ true, "attention_dropout", 0.1 }, { info.dropout, info.dropout_key, info.dropout_value })
+    cfg.text_config.attention_dropout = 1.5
+    assert.are.equal("s.json: text_config: attention_dropout: expected a dropout probability in [0, 1) (got 1.5)",
+      err_of(hf.from_config, cfg, "s.json"))
+  end)
+
   it("reads a flat llama4_text config as the same text model, with no vision tower", function()
     local t = decoded("llama-4-scout-17b-16e").text_config
     local m, info = hf.from_config(t, "scout-text.json")
@@ -383,8 +395,16 @@ describe("llama4: bad values exit 2 naming file, key and value", function()
     cfg.text_config.no_rope_layers = rope
     assert.are.equal(T .. "no_rope_layers[3]: expected 1 (RoPE) or 0 (NoPE) (got 2)", err_of(hf.from_config, cfg, "s.json"))
     rope[3], rope[5] = 1, 0
-    assert.truthy(err_of(hf.from_config, cfg, "s.json"):find(T .. "no_rope_layers: NoPE layers that are not " ..
-      "every k-th layer are not modelled", 1, true))
+    assert.are.equal(T .. "no_rope_layers: NoPE layers that are not every k-th layer are not modelled (the " ..
+      "model's nope_layer_period takes a period); NoPE layers (1-based) (got {4, 5, 8, 12, 16, 20, ...})",
+      err_of(hf.from_config, cfg, "s.json"))
+  end)
+
+  it("refuses moe_layers that leave more dense layers than the model holds", function()
+    local cfg = decoded("llama-4-maverick-17b-128e")
+    cfg.text_config.num_hidden_layers, cfg.text_config.moe_layers = 80, { 0, 1 }
+    assert.are.equal(T .. "moe_layers: leaves 78 of 80 layers dense; at most 64 dense layers are modelled " ..
+      "(got {0, 1})", err_of(hf.from_config, cfg, "s.json"))
   end)
 
   it("refuses bad vision_config and text_config values, naming the nested config", function()

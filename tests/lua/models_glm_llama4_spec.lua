@@ -164,6 +164,7 @@ describe("glm4_moe: bad values exit 2 naming file, key and value", function()
     { "attention_bias", 1, "g.json: attention_bias: expected true or false (got 1)" },
     { "routed_scaling_factor", -2.5, "g.json: routed_scaling_factor: expected a finite number >= 0 (got -2.5)" },
     { "norm_topk_prob", "true", 'g.json: norm_topk_prob: expected true or false (got "true")' },
+    { "n_group", 3, "g.json: n_group (model.moe_router_num_groups): must divide num_experts = 128 (got 3)" },
   }
   for _, case in ipairs(cases) do
     local key, value, want = table.unpack(case)
@@ -372,6 +373,8 @@ describe("llama4: bad values exit 2 naming file, key and value", function()
     { "attention_chunk_size", 0, T .. "attention_chunk_size: expected a positive integer <= 16777216 (got 0)" },
     { "use_qk_norm", "yes", T .. 'use_qk_norm: expected true or false (got "yes")' },
     { "router_jitter_noise", -1, T .. "router_jitter_noise: expected a finite number >= 0 (got -1)" },
+    { "no_rope_layer_interval", 0, T .. "no_rope_layer_interval: expected a positive integer <= 16777216 (got 0)" },
+    { "num_local_experts", true, T .. "num_local_experts: expected a positive integer <= 16777216 (got true)" },
     { "moe_layers", { 48 }, T .. "moe_layers[1]: expected a layer index in [0, 48) (got 48)" },
     { "no_rope_layers", { 1, 0 }, T .. "no_rope_layers: expected an array of at least num_hidden_layers = 48 " ..
       "entries (got {1, 0})" },

@@ -492,7 +492,11 @@ double aps_group_alltoall_time(const aps_cluster *c, int64_t stride,
  *  layers, for a sequence of S tokens: S without causal skipping, S/2 with
  *  it, and with a sliding window w < S on sliding_window_layers of the
  *  layers (S w - w^2/2) / S on those (Beltagy et al. 2020, Longformer s.3.1;
- *  FlashAttention-2 window_size skips the blocks outside the band).
+ *  FlashAttention-2 window_size skips the blocks outside the band); with
+ *  chunked attention of C < S tokens on chunked_attention_layers of them
+ *  (Llama 4) (q C^2 + r^2) / (2 S) on those, S = q C + r (each query
+ *  attends within its own chunk; the flex-attention block mask skips the
+ *  blocks outside the chunks).
  *  Attention FLOPs of a layer = 4 x tokens x keys x a x d. */
 double aps_attention_keys(const aps_model *m, double S, bool causal);
 

@@ -115,6 +115,28 @@ typedef struct {
                                           (Mistral-7B-v0.1 4096); 0: none */
     int64_t sliding_window_layers;   /**< layers that use it (Gemma-2: every
                                           other); 0 with a window: all */
+    bool qk_l2_norm;                 /**< Q and K L2-normalised per head,
+                                          without weights, on the layers with
+                                          RoPE (Llama 4: transformers
+                                          Llama4TextL2Norm, use_qk_norm,
+                                          modeling_llama4.py @ 000c33fd); no
+                                          parameters; not with qk_norm */
+    int64_t nope_layer_period;       /**< k > 0: every k-th layer (1-based)
+                                          has no position embedding (Llama 4
+                                          NoPE layers, no_rope_layer_interval
+                                          4; Megatron --no-rope-freq k), in
+                                          [2, num_layers], RoPE only; changes
+                                          no estimate; 0: RoPE on every layer */
+    int64_t attention_chunk_size;    /**< C > 0: chunked attention, a query
+                                          attends only to the keys of its own
+                                          C-token chunk (Llama 4
+                                          attention_chunk_size 8192,
+                                          transformers create_chunked_causal_
+                                          mask); on chunked_attention_layers
+                                          layers; not with a sliding window;
+                                          0: none */
+    int64_t chunked_attention_layers; /**< layers that use it (Llama 4: the
+                                          RoPE layers); 0 with a chunk: all */
     int64_t sliding_window_period;   /**< k > 0: the windowed layers are those
                                           whose 1-based number is not a
                                           multiple of k (Gemma-2, gpt-oss 2,
@@ -164,6 +186,14 @@ typedef struct {
                                           (Megatron's --no-yarn-correction-
                                           range-round-to-int); false: rounded,
                                           transformers' default */
+    double rotary_percent;           /**< fraction of each head's Q/K dims
+                                          RoPE rotates, the rest pass through
+                                          (HF partial_rotary_factor: GLM-4.5
+                                          0.5, transformers modeling_glm4_moe.py
+                                          apply_rotary_pos_emb @ 000c33fd;
+                                          Megatron --rotary-percent); in
+                                          (0, 1], RoPE only; 0: not given
+                                          (1, every dim) */
     double norm_eps;                 /**< epsilon of every RMSNorm/LayerNorm
                                           (HF rms_norm_eps, layer_norm_eps(ilon));
                                           0: not given */
@@ -204,6 +234,18 @@ typedef struct {
                                           weights; DeepSeek-V3 e_score_
                                           correction_bias, Megatron --moe-
                                           router-enable-expert-bias) */
+    bool moe_router_sigmoid;         /**< the routing scores are sigmoids of
+                                          the logits, with no expert bias
+                                          (Llama 4 Llama4Router; Megatron
+                                          --moe-router-score-function
+                                          sigmoid); moe_router_bias implies a
+                                          sigmoid already; no parameters */
+    bool moe_router_input_probs;     /**< the routing weight scales the
+                                          expert's input, not its output
+                                          (Llama 4 Llama4TextMoe: routed_in =
+                                          hidden * score; Megatron --moe-
+                                          apply-probs-on-input); top-1 only;
+                                          no parameters */
     bool moe_router_linear_bias;     /**< the router's linear layer has a
                                           bias added to the logits before
                                           top-k (E weights; gpt-oss:

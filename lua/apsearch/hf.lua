@@ -4,15 +4,17 @@
 -- name, num_layers, hidden_size, num_attention_heads, num_query_groups,
 -- head_dim, ffn_hidden_size, vocab_size, max_position_embeddings,
 -- norms_per_layer, mlp, norm, position_embedding, norm_bias, qkv_bias,
--- attn_out_bias, mlp_bias, qk_norm, qk_norm_full_width, attention_sinks,
--- tie_word_embeddings, sliding_window,
+-- attn_out_bias, mlp_bias, qk_norm, qk_norm_full_width, qk_l2_norm,
+-- attention_sinks, nope_layer_period, attention_chunk_size,
+-- chunked_attention_layers, tie_word_embeddings, sliding_window,
 -- sliding_window_layers, and the numerics the launch configs write (they
 -- change neither memory nor FLOPs): rope_theta, rope_scaling_type,
 -- rope_scaling_factor, low_freq_factor, high_freq_factor,
--- original_max_position_embeddings, norm_eps; for MoE and MLA models
+-- original_max_position_embeddings, norm_eps, rotary_percent; for MoE and MLA models
 -- num_experts, experts_per_token, moe_ffn_hidden_size,
 -- shared_expert_ffn_hidden_size, shared_expert_gate, moe_router_bias,
--- moe_router_linear_bias, moe_first_dense_layers, moe_layer_freq, moe_layer_phase, moe_dense_layers,
+-- moe_router_linear_bias, moe_router_sigmoid, moe_router_input_probs,
+-- moe_first_dense_layers, moe_layer_freq, moe_layer_phase, moe_dense_layers,
 -- q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
 -- v_head_dim, mtp_layers, and the router settings of the model's
 -- training recipe (they change no estimate; the launchers write them):
@@ -26,7 +28,8 @@
 -- (or the older `type`), `factor`, `low_freq_factor`, `high_freq_factor`,
 -- `original_max_position_embeddings`} with rope_type one of M.ROPE_SCALING
 -- ("default" or a null `rope_scaling`: none); `rms_norm_eps`,
--- `layer_norm_epsilon` (GPT-2) or `layer_norm_eps` (GPT-NeoX) -> norm_eps.
+-- `layer_norm_epsilon` (GPT-2) or `layer_norm_eps` (GPT-NeoX) -> norm_eps;
+-- `partial_rotary_factor` in (0, 1] -> rotary_percent (1: not carried).
 --
 -- Supported `model_type`s and what they imply (transformers' modeling files):
 --
@@ -59,8 +62,10 @@
 -- Llama family), `hidden_dropout_prob`, `attention_probs_dropout_prob`
 -- (BERT-style) is a number > 0 (`info.dropout_key` names the first such
 -- key, `info.dropout_value` its value); `info.dropout_stated` is true when
--- any of them is present, 0 included.  A policy whose model is a config
--- that states dropout trains as it says (`training.dropout = info.dropout`)
+-- any of them is present, 0 included.  A multimodal config (Gemma 3,
+-- Llama 4) that states none at the top level is read in its
+-- `text_config`.  A policy whose model is a config that states dropout
+-- trains as it says (`training.dropout = info.dropout`)
 -- unless the policy sets `training.dropout` itself (apsearch.policy; the
 -- policy wins); a config that states none leaves the framework's default
 -- (on in Megatron-LM: hidden_dropout = attention_dropout = 0.1,
@@ -126,6 +131,20 @@
 --   `sliding_window_pattern`-th; absent keys take Gemma3TextConfig's
 --   defaults; the vision tower of `gemma3` is counted apart
 --   (info.vision_params).
+-- * `glm4_moe` (GLM-4.5, GLM-4.6): q/k/v biases (`attention_bias`, none on
+--   o_proj), per-head Q/K norms (`use_qk_norm`), partial RoPE
+--   (`partial_rotary_factor`, default 0.5), `first_k_dense_replace` dense
+--   layers then `n_routed_experts` + `n_shared_experts` experts of
+--   `moe_intermediate_size`, DeepSeek-V3's router (`norm_topk_prob` default
+--   true), `num_nextn_predict_layers` MTP modules (counted apart).
+-- * `llama4_text`, `llama4` (its `text_config`): experts on every
+--   `interleave_moe_layer_step`-th layer (or `moe_layers`), one shared
+--   expert, dense layers of `intermediate_size_mlp`, a top-1 sigmoid router
+--   on the expert input, NoPE layers (`no_rope_layers` /
+--   `no_rope_layer_interval`) as a period, weightless L2 Q/K norms
+--   (`use_qk_norm`), chunked attention on the RoPE layers; absent keys
+--   take Llama4TextConfig's defaults; the vision tower of `llama4` is
+--   counted apart (info.vision_params).
 --
 -- What such a config has that no estimate term prices (sinks' softmax
 -- column, clamps, soft-capping, the vision tower, ...) is listed in
@@ -134,8 +153,8 @@
 --
 -- Other configs with experts (`num_local_experts`, `num_experts`,
 -- `n_routed_experts`, `moe_num_experts` > 1, or "moe" in model_type:
--- Phi-3.5-MoE, Llama 4, ...) are refused with a `NotImplemented:` error
--- naming the key.
+-- Phi-3.5-MoE, ...) are refused with a `NotImplemented:` error naming the
+-- key.
 -- @module apsearch.hf
 local cjson = require "cjson"
 local util = require "apsearch.util"
@@ -288,9 +307,30 @@ local function positive(cfg, key, file)
   return v + 0.0
 end
 
--- rope_theta, rope_scaling and the norm epsilon into the model table.
+--- The fraction of each head RoPE rotates: `partial_rotary_factor`
+-- (transformers apply_rotary_pos_emb rotates the first head_dim * factor
+-- dims, modeling_glm4_moe.py @ 000c33fd), else `default` (a builder's
+-- class default); 1 or absent: every dim (nil, the core's 0).
+-- @tparam table cfg the decoded config
+-- @tparam string file for errors
+-- @tparam[opt] number default the class's default when the key is absent
+-- @treturn number|nil the fraction in (0, 1), nil for all of it
+-- @raise `<file>: partial_rotary_factor: expected a number in (0, 1] (got v)`
+function M.rotary_fraction(cfg, file, default)
+  local v = cfg.partial_rotary_factor
+  if is_null(v) then v = default end
+  if v == nil then return nil end
+  if type(v) ~= "number" or not (v > 0 and v <= 1) then
+    util.fail(file, "partial_rotary_factor", "expected a number in (0, 1]", v)
+  end
+  return v < 1 and v + 0.0 or nil
+end
+
+-- rope_theta, rope_scaling, partial RoPE and the norm epsilon into the
+-- model table.
 local function numerics(m, cfg, file)
   m.rope_theta = positive(cfg, "rope_theta", file) or positive(cfg, "rotary_emb_base", file) or m.rope_theta
+  m.rotary_percent = M.rotary_fraction(cfg, file, m.rotary_percent)
   for _, k in ipairs(M.NORM_EPS_KEYS) do
     local v = positive(cfg, k, file)
     if v then m.norm_eps = v break end
@@ -747,7 +787,7 @@ end
 -- them (V2: only when not renormalised); `aux_loss_alpha` > 0 is the
 -- load-balancing loss coefficient, per sequence when `seq_aux` (default
 -- true).
-local function deepseek_router(m, r, cfg, file, v3, method)
+local function deepseek_router(m, r, cfg, file, v3, method, norm_default)
   local sf = cfg.scoring_func
   local want = m.moe_router_bias and "sigmoid" or "softmax"
   if not is_null(sf) and sf ~= want then
@@ -755,7 +795,7 @@ local function deepseek_router(m, r, cfg, file, v3, method)
       want, method, v3 and "DeepSeek-V3" or "DeepSeek-V2"), sf)
   end
   local k = m.experts_per_token
-  local renorm = k > 1 and r.bool("norm_topk_prob", false)
+  local renorm = k > 1 and r.bool("norm_topk_prob", norm_default or false)
   if not renorm then m.moe_router_pre_softmax = true end
   local rsf = nonneg(cfg, "routed_scaling_factor", file)
   if rsf and rsf > 0 and (v3 or not renorm) then m.moe_router_topk_scaling_factor = rsf end
@@ -769,6 +809,18 @@ local function deepseek_router(m, r, cfg, file, v3, method)
   end
   aux_loss(m, cfg, file, "aux_loss_alpha")
   if m.moe_aux_loss_coeff and r.bool("seq_aux", true) then m.moe_seq_aux_loss = true end
+  return m
+end
+
+-- The layers from `first_k_dense_replace` on have experts; at least one
+-- must.
+local function first_dense(m, cfg, file)
+  local first = count(cfg, "first_k_dense_replace", 0, file)
+  if first >= m.num_layers then
+    util.fail(file, "first_k_dense_replace", "no layer would have experts (num_hidden_layers = " ..
+      m.num_layers .. ")", first)
+  end
+  if first > 0 then m.moe_first_dense_layers = first end
   return m
 end
 
@@ -801,12 +853,7 @@ local function deepseek(r, cfg, file, v3)
   m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
   local shared = count(cfg, "n_shared_experts", 0, file)
   if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
-  local first = count(cfg, "first_k_dense_replace", 0, file)
-  if first >= m.num_layers then
-    util.fail(file, "first_k_dense_replace", "no layer would have experts (num_hidden_layers = " ..
-      m.num_layers .. ")", first)
-  end
-  if first > 0 then m.moe_first_dense_layers = first end
+  first_dense(m, cfg, file)
   m.moe_layer_freq = r.int("moe_layer_freq", 1)
   local method = cfg.topk_method
   if is_null(method) then method = v3 and "noaux_tc" or "greedy" end
@@ -819,6 +866,44 @@ end
 
 builders.deepseek_v2 = function(r, cfg, file) return deepseek(r, cfg, file, false) end
 builders.deepseek_v3 = function(r, cfg, file) return deepseek(r, cfg, file, true) end
+
+--- Glm4MoeConfig's defaults for keys a config.json may leave out
+-- (transformers configuration_glm4_moe.py @ 008c726d): RoPE on half of
+-- each head, no attention biases, top-k weights renormalised, no expert
+-- groups.
+M.GLM4_MOE_DEFAULTS = { partial_rotary_factor = 0.5, attention_bias = false, norm_topk_prob = true }
+
+-- GLM-4.5 / GLM-4.6 (transformers modeling_glm4_moe.py @ 000c33fd:
+-- Glm4MoeAttention, Glm4MoeMoE, Glm4MoeTopkRouter, Glm4MoeDecoderLayer):
+-- q, k, v with attention_bias biases, o_proj without; per-head q_norm and
+-- k_norm RMSNorm(head_dim) when use_qk_norm; RoPE on partial_rotary_factor
+-- of each head; layer i >= first_k_dense_replace has n_routed_experts
+-- experts of moe_intermediate_size and n_shared_experts shared ones of
+-- the same width (Glm4MoeMLP(moe_intermediate_size * n_shared_experts)),
+-- the others a dense MLP of intermediate_size; the router (E x h, no bias)
+-- scores with a sigmoid plus e_score_correction_bias (E), keeps the best
+-- topk_group of n_group groups by their top-2 sum, renormalises the top-k
+-- weights when norm_topk_prob and multiplies them by routed_scaling_factor
+-- (DeepSeek-V3's noaux_tc gate); num_nextn_predict_layers MTP modules,
+-- which transformers does not build (counted apart).
+function builders.glm4_moe(r, cfg, file)
+  local D = M.GLM4_MOE_DEFAULTS
+  local m = llama_like(r, cfg, file, {})
+  m.qkv_bias, m.attn_out_bias = r.bool("attention_bias", D.attention_bias), false
+  m.qk_norm = r.bool("use_qk_norm", false)
+  m.rotary_percent = M.rotary_fraction(cfg, file, D.partial_rotary_factor)
+  m.num_experts = r.int("n_routed_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  local shared = count(cfg, "n_shared_experts", nil, file)
+  if shared == nil then util.fail(file, "n_shared_experts", "required key is missing", nil) end
+  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
+  first_dense(m, cfg, file)
+  local mtp = count(cfg, "num_nextn_predict_layers", 0, file)
+  if mtp > 0 then m.mtp_layers = mtp end
+  m.moe_router_bias = true
+  return deepseek_router(m, r, cfg, file, true, "noaux_tc", D.norm_topk_prob)
+end
 
 ---------------------------------------------------------------- 2025 families (issue 25)
 
@@ -850,24 +935,39 @@ end
 -- Gemma3TextConfig), true for the windowed ones.
 M.LAYER_TYPES = { sliding_attention = true, full_attention = false }
 
--- The windowed layers of `layer_types` (one entry per layer), or nil
--- when the config has none.
-local function sliding_layer_count(cfg, L, file)
-  local v = cfg.layer_types
-  if is_null(v) then return nil end
+--- Attention kinds of Llama4TextConfig's `layer_types`, true for the
+-- chunked ones.
+M.LLAMA4_LAYER_TYPES = { chunked_attention = true, full_attention = false }
+
+-- The layers of `layer_types` v (one entry per layer) whose kind is true
+-- in `kinds` (a table of two names, the restricted one first in `names`).
+local function layer_type_count(v, L, file, kinds, names)
   if type(v) ~= "table" or #v ~= L then
     util.fail(file, "layer_types", "expected an array of num_hidden_layers = " .. L ..
       " entries", v)
   end
   local n = 0
   for i = 1, L do
-    local windowed = M.LAYER_TYPES[v[i]]
-    if windowed == nil then
-      util.fail(file, "layer_types[" .. i .. "]", 'expected "sliding_attention" or "full_attention"', v[i])
+    local restricted = kinds[v[i]]
+    if restricted == nil then
+      util.fail(file, "layer_types[" .. i .. "]", ('expected "%s" or "%s"'):format(names[1], names[2]), v[i])
     end
-    if windowed then n = n + 1 end
+    if restricted then n = n + 1 end
   end
   return n
+end
+
+-- The windowed layers of `layer_types` (one entry per layer), or nil
+-- when the config has none.
+local function sliding_layer_count(cfg, L, file)
+  local v = cfg.layer_types
+  if is_null(v) then return nil end
+  return layer_type_count(v, L, file, M.LAYER_TYPES, { "sliding_attention", "full_attention" })
+end
+
+-- The chunked layers of Llama 4's `layer_types`.
+local function config_layer_types(v, L, file)
+  return layer_type_count(v, L, file, M.LLAMA4_LAYER_TYPES, { "chunked_attention", "full_attention" })
 end
 
 -- The window of `sliding_window` on `n` layers; none when n is 0 (every
@@ -1140,9 +1240,214 @@ function builders.gemma3(r, cfg, file, notes, info)
   return m
 end
 
+--- Llama4TextConfig's defaults (transformers configuration_llama4.py @
+-- 008e5743): the keys a `llama4_text` config or Llama 4's nested
+-- `text_config` may leave out.  attention_chunk_size (8192) is read apart:
+-- null there means no chunking.
+M.LLAMA4_TEXT_DEFAULTS = {
+  vocab_size = 202048, hidden_size = 5120, intermediate_size = 8192, intermediate_size_mlp = 16384,
+  num_hidden_layers = 48, num_attention_heads = 40, num_key_value_heads = 8, head_dim = 128,
+  max_position_embeddings = 131072, rms_norm_eps = 1e-5, rope_theta = 500000.0,
+  num_experts_per_tok = 1, num_local_experts = 16, interleave_moe_layer_step = 1,
+  use_qk_norm = true, router_aux_loss_coef = 0.001, no_rope_layer_interval = 4,
+  attention_bias = false, tie_word_embeddings = false,
+}
+
+--- Llama4TextConfig's attention_chunk_size when the key is absent.
+M.LLAMA4_CHUNK_DEFAULT = 8192
+
+-- Which 0-based layers use RoPE: `no_rope_layers` (1: RoPE, 0: NoPE, one
+-- per layer; absent or empty: every layer but each
+-- no_rope_layer_interval-th, Llama4TextConfig.__post_init__).
+local function llama4_rope_layers(r, cfg, L, file)
+  local v = cfg.no_rope_layers
+  local rope = {}
+  if type(v) == "table" and #v > 0 then
+    if #v < L then
+      util.fail(file, "no_rope_layers", "expected an array of at least num_hidden_layers = " .. L ..
+        " entries", v)
+    end
+    for i = 1, L do
+      local x = v[i]
+      if x ~= 0 and x ~= 1 and type(x) ~= "boolean" then
+        util.fail(file, "no_rope_layers[" .. i .. "]", "expected 1 (RoPE) or 0 (NoPE)", x)
+      end
+      rope[i] = x == 1 or x == true
+    end
+    return rope
+  end
+  if not is_null(v) and type(v) ~= "table" then
+    util.fail(file, "no_rope_layers", "expected an array of 1 (RoPE) and 0 (NoPE)", v)
+  end
+  local k = r.int("no_rope_layer_interval")
+  for i = 1, L do rope[i] = i % k ~= 0 end
+  return rope
+end
+
+-- The NoPE layers as a period k (every k-th layer, 1-based, without
+-- RoPE); 0 when every layer has RoPE.  Other patterns are refused.
+local function nope_period(rope, L, file)
+  local any = false
+  for i = 1, L do any = any or not rope[i] end
+  if not any then return 0 end
+  local k = M.window_period(function(i) return rope[i] end, L)
+  if not k then
+    local nope = {}
+    for i = 1, L do if not rope[i] then nope[#nope + 1] = i end end
+    util.fail(file, "no_rope_layers", "NoPE layers that are not every k-th layer are not modelled " ..
+      "(the model's nope_layer_period takes a period); NoPE layers (1-based)", nope)
+  end
+  return k
+end
+
+-- The layers with experts: `moe_layers` (0-based) or every
+-- interleave_moe_layer_step-th from step - 1 (Llama4TextConfig); an
+-- explicit list becomes the dense layers it leaves out.
+local function llama4_moe_layers(m, r, cfg, file)
+  local L = m.num_layers
+  if is_null(cfg.moe_layers) then
+    local step = r.int("interleave_moe_layer_step")
+    if step > L then
+      util.fail(file, "interleave_moe_layer_step", "no layer would have experts (num_hidden_layers = " ..
+        L .. ")", step)
+    end
+    m.moe_layer_freq, m.moe_layer_phase = step, step - 1
+    return m
+  end
+  local moe = layer_list(cfg, "moe_layers", L, file)
+  if not moe then util.fail(file, "moe_layers", "no layer would have experts", cfg.moe_layers) end
+  local is_moe, dense = {}, {}
+  for _, i in ipairs(moe) do is_moe[i] = true end
+  for i = 0, L - 1 do
+    if not is_moe[i] then dense[#dense + 1] = i end
+  end
+  if #dense > M.MAX_DENSE_LAYERS then
+    util.fail(file, "moe_layers", ("leaves %d of %d layers dense; at most %d dense layers are modelled"):format(
+      #dense, L, M.MAX_DENSE_LAYERS), cfg.moe_layers)
+  end
+  if #dense > 0 then m.moe_dense_layers = dense end
+  return m
+end
+
+--- Capacity of the model's moe_dense_layers (APS_MAX_DENSE_LAYER_LIST,
+-- include/apsearch/types.h).
+M.MAX_DENSE_LAYERS = 64
+
+-- Llama 4's attention: L2 Q/K norms on the RoPE layers (use_qk_norm), the
+-- NoPE period, the chunk on the chunked_attention layers (layer_types,
+-- else the RoPE layers), and the notes for what is not priced.
+local function llama4_attention(m, r, t, cfg, file, notes)
+  local L = m.num_layers
+  local rope = llama4_rope_layers(r, t, L, file)
+  local k = nope_period(rope, L, file)
+  if k > 0 then m.nope_layer_period = k end
+  if r.bool("use_qk_norm") then m.qk_l2_norm = true end
+  local chunk = cfg.attention_chunk_size
+  if chunk == nil then chunk = M.LLAMA4_CHUNK_DEFAULT end
+  if chunk ~= cjson.null then
+    local n = 0
+    if is_null(t.layer_types) then
+      for i = 1, L do if rope[i] then n = n + 1 end end
+    else
+      n = config_layer_types(t.layer_types, L, file)
+    end
+    if n > 0 then
+      m.attention_chunk_size = config_int(chunk, 1, file, "attention_chunk_size")
+      if n < L then m.chunked_attention_layers = n end
+    end
+  end
+  local tuning = t.attn_temperature_tuning
+  if k > 0 and (tuning == nil or tuning == true or (type(tuning) == "number" and tuning > 0)) then
+    note(notes, file, "attn_temperature_tuning scales the NoPE layers' queries by position (1 + attn_scale " ..
+      "log(1 + floor((p + 1) / floor_scale))): element-wise, not priced; 1 below floor_scale tokens")
+  end
+  return m
+end
+
+-- Llama 4's text model (transformers modeling_llama4.py @ 000c33fd:
+-- Llama4TextAttention, Llama4TextMoe, Llama4Router, Llama4TextMLP,
+-- Llama4TextDecoderLayer): q, k, v, o with attention_bias biases; the MoE
+-- layers have num_local_experts experts of intermediate_size, one shared
+-- expert of the same width (Llama4TextMLP(config)) and a router h x E
+-- without bias whose top-k logits' sigmoids scale the experts' input; the
+-- other layers a dense MLP of intermediate_size_mlp; RMSNorms; no
+-- weights for the L2 Q/K norms.
+local function llama4_text(cfg, file, notes)
+  local t = with_defaults(cfg, M.LLAMA4_TEXT_DEFAULTS)
+  local r = reader(t, file)
+  local m = llama_like(r, t, file, {})
+  m.ffn_hidden_size = r.int("intermediate_size_mlp")
+  local ab = r.bool("attention_bias")
+  m.qkv_bias, m.attn_out_bias = ab, ab
+  m.num_experts = r.int("num_local_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  if m.experts_per_token ~= 1 then
+    util.fail(file, "num_experts_per_tok", "expected 1: Llama4TextMoe's score on the expert input is " ..
+      "modelled for top-1 routing only (Megatron's moe_apply_probs_on_input asserts it)", m.experts_per_token)
+  end
+  m.moe_ffn_hidden_size = r.int("intermediate_size")
+  m.shared_expert_ffn_hidden_size = m.moe_ffn_hidden_size
+  m.moe_router_sigmoid, m.moe_router_input_probs = true, true
+  llama4_moe_layers(m, r, t, file)
+  aux_loss(m, t, file, "router_aux_loss_coef")
+  local jitter = nonneg(t, "router_jitter_noise", file)
+  if jitter and jitter > 0 then
+    note(notes, file, "router_jitter_noise = %s multiplies the router input by noise in training; not priced",
+      util.describe(jitter))
+  end
+  llama4_attention(m, r, t, cfg, file, notes)
+  return numerics(m, t, file)
+end
+
+builders.llama4_text = function(r, cfg, file, notes) return llama4_text(cfg, file, notes) end
+
+--- Llama4VisionConfig's defaults (transformers configuration_llama4.py @
+-- 008e5743) for the vision tower of a Llama 4 multimodal config.
+M.LLAMA4_VISION_DEFAULTS = { hidden_size = 768, num_hidden_layers = 34, num_channels = 3,
+  intermediate_size = 5632, vision_output_dim = 7680, image_size = 448, patch_size = 14,
+  projector_input_dim = 4096, projector_output_dim = 4096 }
+
+--- Parameters of Llama 4's vision tower and projector, which apsearch
+-- counts apart (it trains the text model): Llama4VisionModel
+-- (modeling_llama4.py @ 000c33fd) patch_embedding.linear C p^2 h (no
+-- bias), class_embedding h, positional_embedding_vlm ((image / p)^2 + 1) h,
+-- layernorm_pre and layernorm_post 2 h each; per Llama4VisionEncoderLayer
+-- q, k, v, o h^2 + h each, fc1 h f + f, fc2 f h + h, two LayerNorms 2 h
+-- each; vision_adapter fc1 f x projector_input_dim and fc2
+-- projector_output_dim^2 (no biases); Llama4MultiModalProjector.linear_1
+-- vision_output_dim x h_text (no bias).
+-- @tparam table vc the decoded `vision_config`
+-- @tparam integer text_h the text model's hidden_size
+-- @tparam string file for errors
+-- @treturn integer the vision tower's parameters
+-- @treturn integer the projector's
+function M.llama4_vision_params(vc, text_h, file)
+  local r = reader(with_defaults(vc, M.LLAMA4_VISION_DEFAULTS), file)
+  local h, f, p = r.int("hidden_size"), r.int("intermediate_size"), r.int("patch_size")
+  local side = r.int("image_size") // p
+  local layer = 4 * (h * h + h) + (h * f + f) + (f * h + h) + 2 * (2 * h)
+  local pout = r.int("projector_output_dim")
+  local tower = r.int("num_channels") * p * p * h + h + (side * side + 1) * h + 2 * (2 * h) +
+                r.int("num_hidden_layers") * layer + f * r.int("projector_input_dim") + pout * pout
+  return tower, r.int("vision_output_dim") * text_h
+end
+
+-- Llama 4 multimodal (Llama4ForConditionalGeneration): the text model of
+-- `text_config` (absent: every default), the vision tower of
+-- `vision_config` counted apart (info.vision_params) and said so.
+function builders.llama4(r, cfg, file, notes, info)
+  local m = llama4_text(sub_config(cfg, "text_config", file, false), file .. ": text_config", notes)
+  local tower, proj = M.llama4_vision_params(sub_config(cfg, "vision_config", file, false),
+    m.hidden_size, file .. ": vision_config")
+  info.vision_params = tower + proj
+  note(notes, file, "the vision tower (%d parameters) and the multimodal projector (%d) are counted apart, " ..
+    "not in total or active and not estimated: apsearch trains the text model", tower, proj)
+  return m
+end
+
 --- Mixture-of-experts model types imported with their experts.
 M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3",
-                    "olmoe", "dbrx", "gpt_oss" }
+                    "olmoe", "dbrx", "gpt_oss", "glm4_moe", "llama4_text", "llama4" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -1152,7 +1457,8 @@ M.ARCHITECTURES = {
   DeepseekV3ForCausalLM = "deepseek_v3", DeepseekV2ForCausalLM = "deepseek_v2",
   LlamaForCausalLM = "llama", MistralForCausalLM = "mistral", MixtralForCausalLM = "mixtral",
   Qwen2ForCausalLM = "qwen2", Qwen3ForCausalLM = "qwen3", Qwen2MoeForCausalLM = "qwen2_moe",
-  Qwen3MoeForCausalLM = "qwen3_moe",
+  Qwen3MoeForCausalLM = "qwen3_moe", Glm4MoeForCausalLM = "glm4_moe",
+  Llama4ForCausalLM = "llama4_text", Llama4ForConditionalGeneration = "llama4",
 }
 
 --- The model_type a config is read as: its own when a reader has it,
@@ -1222,6 +1528,9 @@ function M.from_config(cfg, source, name)
   end
   local model = numerics(build(reader(cfg, source), cfg, source, notes, extra), cfg, source)
   local dropout, dropout_key, dropout_value, dropout_stated = dropout_of(cfg, source)
+  if not dropout_stated and type(cfg.text_config) == "table" then
+    dropout, dropout_key, dropout_value, dropout_stated = dropout_of(cfg.text_config, source .. ": text_config")
+  end
   if model.head_dim == nil and model.hidden_size % model.num_attention_heads == 0 then
     model.head_dim = model.hidden_size // model.num_attention_heads
   end

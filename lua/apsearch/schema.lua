@@ -33,6 +33,10 @@ M.model = {
   tie_word_embeddings = "bool",
   sliding_window = "nonnegint", sliding_window_layers = "nonnegint",
   sliding_window_period = "nonnegint",
+  -- Llama 4's attention: weightless L2 Q/K norms, NoPE layers, chunked
+  -- attention (the chunk changes the attention FLOPs)
+  qk_l2_norm = "bool", nope_layer_period = "nonnegint", attention_chunk_size = "nonnegint",
+  chunked_attention_layers = "nonnegint",
   -- the gated MLP's activation and soft-capping (change no estimate; the
   -- launch configs write them or say they cannot)
   glu_activation = enum("silu", "gelu_tanh", "quick_gelu"),
@@ -43,7 +47,7 @@ M.model = {
   rope_theta = "nonneg", rope_scaling_factor = "nonneg",
   rope_scaling_type = enum("none", "llama3", "linear", "yarn"),
   low_freq_factor = "nonneg", high_freq_factor = "nonneg",
-  original_max_position_embeddings = "nonnegint", norm_eps = "nonneg",
+  original_max_position_embeddings = "nonnegint", norm_eps = "nonneg", rotary_percent = "nonneg",
   yarn_beta_fast = "nonneg", yarn_beta_slow = "nonneg", yarn_mscale = "nonneg",
   yarn_mscale_all_dim = "nonneg", yarn_attention_factor = "nonneg", yarn_no_truncate = "bool",
   -- MoE router settings (change no estimate; the launchers write them;
@@ -51,7 +55,7 @@ M.model = {
   moe_aux_loss_coeff = "nonneg", moe_seq_aux_loss = "bool",
   moe_router_num_groups = "nonnegint", moe_router_group_topk = "nonnegint",
   moe_router_group_score_topk = "nonnegint", moe_router_topk_scaling_factor = "nonneg",
-  moe_router_pre_softmax = "bool",
+  moe_router_pre_softmax = "bool", moe_router_sigmoid = "bool", moe_router_input_probs = "bool",
 }
 
 --- Device fields (aps_device), SI units.

@@ -75,6 +75,7 @@ static aps_status validate_numerics(const aps_model *m, char *err, size_t n)
         {"yarn_mscale_all_dim", m->yarn_mscale_all_dim},
         {"yarn_attention_factor", m->yarn_attention_factor},
         {"norm_eps", m->norm_eps},
+        {"rotary_percent", m->rotary_percent},
         {"glu_linear_offset", m->glu_linear_offset},
         {"glu_clamp", m->glu_clamp},
         {"attn_logit_softcapping", m->attn_logit_softcapping},
@@ -90,6 +91,19 @@ static aps_status validate_numerics(const aps_model *m, char *err, size_t n)
         aps_fmt(err, n, "model.original_max_position_embeddings: must be 0 "
                 "(not given) or in [1, 2^24] (got %lld)",
                 (long long)m->original_max_position_embeddings);
+        return APS_EINVAL;
+    }
+    /* partial RoPE rotates a fraction of each head (HF partial_rotary_
+     * factor, Megatron --rotary-percent): at most all of it, and only
+     * where RoPE is the position embedding */
+    if (m->rotary_percent > 1) {
+        aps_fmt(err, n, "model.rotary_percent: must be 0 (not given) or in "
+                "(0, 1] (got %g)", m->rotary_percent);
+        return APS_EINVAL;
+    }
+    if (m->rotary_percent != 0 && m->position_embedding != APS_POS_ROPE) {
+        aps_fmt(err, n, "model.rotary_percent: given without RoPE "
+                "(position_embedding is not rope)");
         return APS_EINVAL;
     }
     bool scaled = m->rope_scaling_type != APS_ROPE_SCALING_NONE;
@@ -138,9 +152,13 @@ static aps_status validate_numerics(const aps_model *m, char *err, size_t n)
                 "(got %g)", m->yarn_beta_slow, m->yarn_beta_fast);
         return APS_EINVAL;
     }
+    /* transformers' _compute_llama3_parameters: long wavelengths (beyond
+     * original / low_freq_factor) divided by the factor, short ones (below
+     * original / high_freq_factor) kept, a ramp between; equal factors are
+     * a step with no ramp (Llama 4 Scout ships 1 and 1) */
     if (m->low_freq_factor > 0 && m->high_freq_factor > 0 &&
-        !(m->high_freq_factor > m->low_freq_factor)) {
-        aps_fmt(err, n, "model.high_freq_factor: must be > low_freq_factor "
+        !(m->high_freq_factor >= m->low_freq_factor)) {
+        aps_fmt(err, n, "model.high_freq_factor: must be >= low_freq_factor "
                 "%g (got %g)", m->low_freq_factor, m->high_freq_factor);
         return APS_EINVAL;
     }
@@ -215,6 +233,8 @@ static aps_status validate_router(const aps_model *m, char *err, size_t n)
         {"moe_router_topk_scaling_factor",
          m->moe_router_topk_scaling_factor != 0},
         {"moe_router_pre_softmax", m->moe_router_pre_softmax},
+        {"moe_router_sigmoid", m->moe_router_sigmoid},
+        {"moe_router_input_probs", m->moe_router_input_probs},
     };
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         aps_status st = check_optional(nums[i].f, nums[i].v, err, n);
@@ -229,6 +249,13 @@ static aps_status validate_router(const aps_model *m, char *err, size_t n)
                 return APS_EINVAL;
             }
         return APS_OK;
+    }
+    /* Megatron's experts assert it (experts.py: "only works with
+     * moe_router_topk=1"); Llama 4 routes top-1 */
+    if (m->moe_router_input_probs && m->experts_per_token != 1) {
+        aps_fmt(err, n, "model.moe_router_input_probs: needs experts_per_token "
+                "1 (got %lld)", (long long)m->experts_per_token);
+        return APS_EINVAL;
     }
     if (m->moe_seq_aux_loss && m->moe_aux_loss_coeff == 0) {
         aps_fmt(err, n, "model.moe_seq_aux_loss: given without "
@@ -434,6 +461,47 @@ static aps_status validate_window_period(const aps_model *m, char *err,
     return APS_OK;
 }
 
+/*
+ * Llama 4's attention variants: weightless L2 Q/K norms (not with the
+ * RMSNorm ones), NoPE layers every k-th layer of a RoPE model, chunked
+ * attention (not together with a sliding window: aps_attention_keys
+ * averages one restriction per layer).
+ */
+static aps_status validate_llama4_attention(const aps_model *m, char *err,
+                                            size_t n)
+{
+    int64_t L = m->num_layers, k = m->nope_layer_period;
+    if (m->qk_l2_norm && m->qk_norm) {
+        aps_fmt(err, n, "model.qk_l2_norm: given with qk_norm (one Q/K norm "
+                "per layer)");
+        return APS_EINVAL;
+    }
+    if (k != 0 && (k < 2 || k > L || m->position_embedding != APS_POS_ROPE)) {
+        aps_fmt(err, n, "model.nope_layer_period: must be 0 (none) or in [2, "
+                "num_layers = %lld] with RoPE (got %lld)", (long long)L,
+                (long long)k);
+        return APS_EINVAL;
+    }
+    int64_t c = m->attention_chunk_size, cl = m->chunked_attention_layers;
+    if (c < 0 || c > (INT64_C(1) << 26)) {
+        aps_fmt(err, n, "model.attention_chunk_size: must be 0 (none) or in "
+                "[1, 2^26] (got %lld)", (long long)c);
+        return APS_EINVAL;
+    }
+    if (cl < 0 || cl > L || (c == 0 && cl != 0)) {
+        aps_fmt(err, n, "model.chunked_attention_layers: must be in [0, "
+                "num_layers = %lld] with an attention_chunk_size (got %lld)",
+                (long long)L, (long long)cl);
+        return APS_EINVAL;
+    }
+    if (c > 0 && m->sliding_window > 0) {
+        aps_fmt(err, n, "model.attention_chunk_size: given with a "
+                "sliding_window (not modelled together)");
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
 /* The gated MLP's activation, offset and clamp belong to mlp = swiglu. */
 static aps_status validate_glu(const aps_model *m, char *err, size_t n)
 {
@@ -539,6 +607,9 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
     st = validate_glu(m, err, n);
     if (st != APS_OK)
         return st;
+    st = validate_llama4_attention(m, err, n);
+    if (st != APS_OK)
+        return st;
     if (m->qk_norm_full_width && !m->qk_norm) {
         aps_fmt(err, n, "model.qk_norm_full_width: given without qk_norm "
                 "(it says how wide the Q/K norms are)");
@@ -593,11 +664,29 @@ double aps_regathered_params(const aps_model *m, int64_t tp, double distance)
     return again;
 }
 
+/* Keys per query of a causal S-token sequence cut into C-token chunks,
+ * each query attending within its own chunk (transformers
+ * create_chunked_causal_mask): S = q C + r gives q chunks of C^2 / 2 and
+ * one of r^2 / 2 query-key pairs, in the continuous form of the causal S / 2
+ * (S <= C: exactly S / 2). */
+static double chunked_keys(double S, double C)
+{
+    double q = floor(S / C), r = S - q * C;
+    return 0.5 * (q * C * C + r * r) / S;
+}
+
 double aps_attention_keys(const aps_model *m, double S, bool causal)
 {
     if (!causal)
         return S;
     double full = 0.5 * S;
+    double c = (double)m->attention_chunk_size;
+    if (c > 0 && c < S) {
+        double L = (double)m->num_layers;
+        double chunked = m->chunked_attention_layers > 0
+                             ? (double)m->chunked_attention_layers : L;
+        return (chunked * chunked_keys(S, c) + (L - chunked) * full) / L;
+    }
     double w = (double)m->sliding_window;
     if (w <= 0 || w >= S)
         return full;

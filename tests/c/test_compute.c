@@ -340,6 +340,45 @@ static void test_compute_sliding_window(void **state)
     ASSERT_HAS(err, "sliding_window_layers: 16 given without a sliding_window");
 }
 
+/* Chunked attention (Llama 4 attention_chunk_size): S = 4096 in 1024-token
+ * chunks, 4 chunks of 1024^2 / 2 query-key pairs: 4 x 524,288 / 4096 = 512
+ * keys per query, a quarter of causal's 2048; on 24 of 32 layers (24 x 512
+ * + 8 x 2048) / 32 = 896; 1536-token chunks 2 x 1536^2 / 2 + 1024^2 / 2 =
+ * 2,883,584 pairs / 4096 = 704; a chunk no shorter than S changes nothing. */
+static void test_compute_chunked_attention(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    setup(&m, &c, &t, &s);
+    m.attention_chunk_size = 1024;
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.perf_total[APS_PERF_COMPUTE_FWD],
+               GEMM_FWD / BF16_GEMM + ATTN_FWD * 512.0 / 2048.0 / ATTN_RATE,
+               REL);
+    ASSERT_REL(aps_attention_keys(&m, 4096.0, true), 512.0, REL);
+    ASSERT_REL(aps_attention_keys(&m, 4096.0, false), 4096.0, REL);
+    m.chunked_attention_layers = 24;
+    ASSERT_REL(aps_attention_keys(&m, 4096.0, true), 896.0, REL);
+    m.attention_chunk_size = 1536;
+    m.chunked_attention_layers = 0;
+    ASSERT_REL(aps_attention_keys(&m, 4096.0, true), 704.0, REL);
+    m.attention_chunk_size = 4096;
+    ASSERT_REL(aps_attention_keys(&m, 4096.0, true), 2048.0, REL);
+    char err[256] = "";
+    m.sliding_window = 1024; /* one restriction per layer */
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "attention_chunk_size: given with a sliding_window");
+    m.sliding_window = 0;
+    m.attention_chunk_size = 0;
+    m.chunked_attention_layers = 24;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "chunked_attention_layers: must be in [0, num_layers = 32]");
+}
+
 /* Casts of the block-scaled formats on B200 (hbm 8000e9 x 0.8), the 8B
  * layer at T = 4096 tokens, h = a d = 4096, f = 14336, 32 layers.  The
  * forward's memory-bound time with finite HBM minus with 1e30 B/s is the
@@ -394,6 +433,7 @@ int main(void)
         cmocka_unit_test(test_compute_cp_ring_overlap),
         cmocka_unit_test(test_compute_cp_allgather),
         cmocka_unit_test(test_compute_sliding_window),
+        cmocka_unit_test(test_compute_chunked_attention),
         cmocka_unit_test(test_compute_block_scaled_casts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -320,8 +320,10 @@ static void test_model_validate_rope_and_norm_eps(void **state)
     m.original_max_position_embeddings = -8192;
     expect_einval(&m, "original_max_position_embeddings");
     m.original_max_position_embeddings = 8192;
-    m.high_freq_factor = 0.5; /* not above low_freq_factor 1 */
+    m.high_freq_factor = 0.5; /* below low_freq_factor 1 */
     expect_einval(&m, "high_freq_factor");
+    m.high_freq_factor = 1.0; /* equal: a step (Llama 4 Scout) */
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
     m.high_freq_factor = 4.0;
 
     /* scaling parameters need a scaling type, and a type needs a factor */
@@ -375,6 +377,77 @@ static void test_model_validate_rope_and_norm_eps(void **state)
     fx_llama31_8b(&m);
     assert_int_equal(m.rope_theta, 0);
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+}
+
+/* Llama 4's attention and router fields change no parameter count (L2
+ * Q/K norms have no weights; NoPE, scores and where they apply are
+ * arithmetic) and are refused where they do not belong, naming the field. */
+static void test_model_validate_llama4_fields(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_llama31_8b(&m);
+    double before = total_params(&m);
+    char err[256] = "";
+    m.qk_l2_norm = true;
+    m.nope_layer_period = 4;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+    ASSERT_DBL_EXACT(total_params(&m), before);
+    m.qk_norm = true;
+    expect_einval(&m, "qk_l2_norm");
+    m.qk_norm = false;
+    int64_t bad[] = {1, -4, 33};
+    for (size_t j = 0; j < sizeof bad / sizeof bad[0]; j++) {
+        m.nope_layer_period = bad[j];
+        expect_einval(&m, "nope_layer_period");
+    }
+    m.nope_layer_period = 4;
+    m.position_embedding = APS_POS_LEARNED;
+    m.max_position_embeddings = 8192;
+    expect_einval(&m, "nope_layer_period");
+    fx_llama31_8b(&m);
+    m.attention_chunk_size = -1;
+    expect_einval(&m, "attention_chunk_size");
+    /* the router fields belong to MoE models; probabilities on the input
+     * to top-1 routing */
+    fx_llama31_8b(&m);
+    m.moe_router_sigmoid = true;
+    expect_einval(&m, "moe_router_sigmoid");
+    m.moe_router_sigmoid = false;
+    m.moe_router_input_probs = true;
+    expect_einval(&m, "moe_router_input_probs");
+    m.num_experts = 16;
+    m.experts_per_token = 2;
+    m.moe_ffn_hidden_size = 8192;
+    expect_einval(&m, "moe_router_input_probs: needs experts_per_token 1");
+    m.experts_per_token = 1;
+    m.moe_router_sigmoid = true;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+}
+
+/* rotary_percent (HF partial_rotary_factor; GLM-4.5's config.json 0.5):
+ * RoPE over half of each head changes no parameter count; above 1, NaN,
+ * negative or without RoPE it is refused naming the field. */
+static void test_model_validate_rotary_percent(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_llama31_8b(&m);
+    double before = total_params(&m);
+    char err[256] = "";
+    m.rotary_percent = 0.5;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+    ASSERT_DBL_EXACT(total_params(&m), before);
+    m.rotary_percent = 1.0;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+    double bad[] = {1.5, -0.5, NAN, INFINITY};
+    for (size_t j = 0; j < sizeof bad / sizeof bad[0]; j++) {
+        m.rotary_percent = bad[j];
+        expect_einval(&m, "rotary_percent");
+    }
+    m.rotary_percent = 0.5;
+    m.position_embedding = APS_POS_ALIBI;
+    expect_einval(&m, "rotary_percent");
 }
 
 
@@ -1163,6 +1236,8 @@ int main(void)
         cmocka_unit_test(test_model_validate_learned_positions_need_length),
         cmocka_unit_test(test_model_validate_negative_and_null),
         cmocka_unit_test(test_model_validate_rope_and_norm_eps),
+        cmocka_unit_test(test_model_validate_rotary_percent),
+        cmocka_unit_test(test_model_validate_llama4_fields),
         cmocka_unit_test(test_moe_params_mixtral_8x7b),
         cmocka_unit_test(test_ep_comm_overlap),
         cmocka_unit_test(test_moe_params_qwen3_30b_a3b),

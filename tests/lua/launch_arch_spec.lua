@@ -144,6 +144,32 @@ describe("Megatron-LM model architecture flags (issue 25)", function()
     assert.truthy(nw[1]:find("LayerNorm without bias", 1, true))
   end)
 
+  -- GLM-4.5 (modeling_glm4_moe.py): RoPE on half of each head, q/k/v
+  -- biases without o_proj's, per-head QK norms, 3 dense layers then 89
+  -- MoE, 160 experts + 1 shared of 1536, DeepSeek-V3's sigmoid router
+  -- with the expert bias and routed_scaling_factor 2.5; the MTP layer a
+  -- NOTE (not trained unless training.mtp_num_layers).
+  it("glm-4.5: --rotary-percent 0.5, qkv bias, QK norm, [0]*3+[1]*89, sigmoid router x2.5", function()
+    local flags, notes = script(path("glm-4.5"), { dp_degree = 1, ep_degree = 8, etp_degree = 1,
+      pp_degree = 8, zero_stage = 1, micro_batch_size = 1 })
+    has(flags, { ["--rotary-percent"] = "0.5", ["--rotary-base"] = "1000000", ["--add-qkv-bias"] = true,
+      ["--disable-bias-linear"] = true, ["--qk-layernorm"] = true, ["--swiglu"] = true,
+      ["--kv-channels"] = "128", ["--num-query-groups"] = "8", ["--ffn-hidden-size"] = "12288",
+      ["--num-experts"] = "160", ["--moe-router-topk"] = "8", ["--moe-ffn-hidden-size"] = "1536",
+      ["--moe-shared-expert-intermediate-size"] = "1536", ["--moe-layer-freq"] = "'[0]*3+[1]*89'",
+      ["--moe-router-score-function"] = "sigmoid", ["--moe-router-enable-expert-bias"] = true,
+      ["--moe-router-topk-scaling-factor"] = "2.5", ["--untie-embeddings-and-output-weights"] = true },
+      { "--moe-router-pre-softmax", "--moe-router-num-groups", "--moe-shared-expert-gate", "--mtp-num-layers" })
+    assert.are.same({}, not_written(notes))
+    assert.truthy(table.concat(notes, "\n"):find("1 multi-token-prediction module(s)", 1, true))
+    -- GLM-4.5-Air: no QK norm, one dense layer
+    flags = script(path("glm-4.5-air"), { dp_degree = 1, ep_degree = 8, etp_degree = 1, pp_degree = 8,
+      zero_stage = 1, micro_batch_size = 1 })
+    has(flags, { ["--rotary-percent"] = "0.5", ["--moe-layer-freq"] = "'[0]+[1]*45'" }, { "--qk-layernorm" })
+    -- a model with full RoPE writes no --rotary-percent (Megatron's default 1.0)
+    has(script(load("llama-3.1-8b")), {}, { "--rotary-percent" })
+  end)
+
   it("a window on layers no period describes is NOT WRITTEN, not a full-window flag", function()
     local m = load("gemma-3-1b-pt")
     m.sliding_window_period, m.sliding_window_layers = nil, 20

@@ -121,6 +121,34 @@ local function mark_estimate(text, n)
     "build as estimated (%d lines below say where it differs; framework "):format(n), 1))
 end
 
+--- Llama 4's attention and router features present in a model, for the
+-- engines that lack them (TorchTitan, MindFormers: each says so in a NOT
+-- EXPRESSIBLE line); chunked attention only when the sequence is longer
+-- than the chunk (shorter, it is causal attention).
+-- @tparam table m model
+-- @tparam integer seq training.seq_length (0: unknown)
+-- @tparam[opt] table has model fields the engine can express (skipped)
+-- @treturn table descriptions, one per feature (empty for other models)
+function M.llama4_features(m, seq, has)
+  has = has or {}
+  local c = m.attention_chunk_size or 0
+  local all = {
+    { "qk_l2_norm", m.qk_l2_norm, "weightless L2 Q/K norms on the RoPE layers (qk_l2_norm)" },
+    { "nope_layer_period", (m.nope_layer_period or 0) > 0,
+      ("no RoPE on every %d-th layer (nope_layer_period)"):format(m.nope_layer_period or 0) },
+    { "attention_chunk_size", c > 0 and (seq or 0) > c,
+      ("chunked attention (%d-token chunks, attention_chunk_size) at seq_length %d"):format(c, seq or 0) },
+    { "moe_router_sigmoid", m.moe_router_sigmoid, "sigmoid router scores without an expert bias (moe_router_sigmoid)" },
+    { "moe_router_input_probs", m.moe_router_input_probs,
+      "the routing weight on the expert input (moe_router_input_probs)" },
+  }
+  local out = {}
+  for _, f in ipairs(all) do
+    if f[2] and not has[f[1]] then out[#out + 1] = f[3] end
+  end
+  return out
+end
+
 --- Renders every launch config of a result.
 -- @tparam table result search result
 -- @treturn table array of `{rank, engine, name (file name), text,

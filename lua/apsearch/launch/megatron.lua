@@ -223,6 +223,11 @@ function M.rope_args(m, A, N, tr)
   else
     A("--position-embedding-type", "rope")
   end
+  -- partial RoPE: RotaryEmbedding rotates int(kv_channels * rotary_percent)
+  -- dims and passes the rest through (rotary_pos_embedding.py:73 @
+  -- d98e8a64, from gpt_builders.py:98), as transformers' partial_rotary_factor
+  local rp = m.rotary_percent or 0
+  if rp > 0 and rp < 1 then A("--rotary-percent", M.num(rp)) end
   local theta = m.rope_theta or 0
   if theta > 0 then
     if theta == math.floor(theta) and theta < 2 ^ 53 then
@@ -520,6 +525,7 @@ function M.render(c)
   if (m.norm_eps or 0) > 0 then A("--norm-epsilon", M.num(m.norm_eps)) end
   M.window_args(m, A, N)
   M.attention_extras(m, A, N)
+  M.llama4_attention_args(m, tr, A, N)
   -- not given: the estimate ran the framework's default (src/core/
   -- profile.c: on for megatron and deepspeed, off for fsdp2 and fsdp)
   local dropout = tr.dropout
@@ -672,6 +678,12 @@ M.ARCH_SOURCES = {
     "pre_mlp_layernorm: no norm after attention or MLP)",
   softcap = "no logit soft-capping in training (attention.py:953 passes softcap 0.0 to " ..
     "flash inference only)",
+  qk_l2_norm = "transformer_config.py:262 qk_l2_norm; attention.py:1709-1711 (L2Norm on the Q and K of every " ..
+    "layer)",
+  no_rope = "arguments.py:2428 --no-rope-freq (no_rope_freq_type: k, or a list with 1 for a layer without RoPE); " ..
+    "transformer_config.py:3138-3151; attention.py:1320-1325",
+  chunk = "no chunked attention in training (attention.py:952 passes attention_chunk 0 to flash inference only)",
+  apply_probs = "transformer_config.py:949 moe_apply_probs_on_input; moe/experts.py:918-921 (top-1 only)",
 }
 
 --- A note that part of the model is not in the script: a "NOT WRITTEN"
@@ -803,6 +815,43 @@ function M.window_args(m, A, N)
     "no period for --window-attn-skip-freq", "no window is written: every layer attends fully")
 end
 
+--- Llama 4's attention (M.ARCH_SOURCES qk_l2_norm, no_rope, chunk): the
+-- weightless Q/K L2 norms -> --qk-l2-norm, which Megatron applies on
+-- every layer, transformers on the RoPE layers only (NOT WRITTEN when the
+-- model has NoPE layers); the NoPE layers -> --no-rope-freq k (num_layers
+-- a multiple of k, as TransformerConfig asserts) or its list expression;
+-- chunked attention has no training flag: the same as causal attention
+-- when seq_length <= the chunk (a NOTE), else NOT WRITTEN.
+-- @tparam table m model
+-- @tparam table tr training table (seq_length)
+-- @tparam function A flag writer
+-- @tparam function N note writer
+function M.llama4_attention_args(m, tr, A, N)
+  local L, k = m.num_layers, m.nope_layer_period or 0
+  if m.qk_l2_norm then
+    A("--qk-l2-norm")
+    if k > 0 then
+      not_written(N, "L2 Q/K norms on the RoPE layers only", "--qk-l2-norm normalises every layer, " ..
+        M.ARCH_SOURCES.qk_l2_norm, "the script's NoPE layers normalise Q and K too")
+    end
+  end
+  if k > 0 then
+    local pattern = {}
+    for i = 1, L do pattern[i] = i % k == 0 and 1 or 0 end
+    A("--no-rope-freq", L % k == 0 and tostring(k) or M.moe_layer_freq(pattern))
+  end
+  local c, seq = m.attention_chunk_size or 0, tr.seq_length or 0
+  if c <= 0 then return end
+  local n = (m.chunked_attention_layers or 0) > 0 and m.chunked_attention_layers or L
+  if seq > c then
+    not_written(N, string.format("chunked attention (%d-token chunks on %d of %d layers)", c, n, L),
+      M.ARCH_SOURCES.chunk, string.format("the script's layers attend causally over all %d tokens", seq))
+  else
+    N("NOTE", string.format("chunked attention (%d-token chunks on %d of %d layers) is causal attention at " ..
+      "seq_length %d <= the chunk: nothing to write", c, n, L, seq))
+  end
+end
+
 --- Attention sinks (--softmax-type learnable, M.ARCH_SOURCES.
 -- softmax_type) and soft-capping (NOT EXPRESSIBLE, M.ARCH_SOURCES.softcap).
 -- @tparam table m model
@@ -926,7 +975,9 @@ end
 --
 -- * the expert bias (moe_router_bias): --moe-router-score-function sigmoid
 --   (TransformerConfig refuses the bias with softmax) and
---   --moe-router-enable-expert-bias;
+--   --moe-router-enable-expert-bias; a sigmoid without it
+--   (moe_router_sigmoid, Llama 4): --moe-router-score-function sigmoid
+--   (moe_utils.py:915-929: top-1 keeps the sigmoid score unnormalised);
 -- * moe_aux_loss_coeff: --moe-router-load-balancing-type seq_aux_loss
 --   (moe_seq_aux_loss: DeepSeek's per-sequence loss, whose
 --   E / (k T) normalisation sequence_load_balancing_loss_func shares) or
@@ -951,13 +1002,14 @@ end
 function M.router_args(c, A, N)
   local m = c.model
   local k = m.experts_per_token
-  local sigmoid = m.moe_router_bias
+  local sigmoid = m.moe_router_bias or m.moe_router_sigmoid
   local absent = {}
   if sigmoid then
     -- TransformerConfig: the expert bias needs a sigmoid (or sqrtsoftplus)
-    -- score; DeepSeek-V3's scoring_func is sigmoid
+    -- score; DeepSeek-V3's scoring_func is sigmoid, Llama 4's router a
+    -- sigmoid without the bias
     A("--moe-router-score-function", "sigmoid")
-    A("--moe-router-enable-expert-bias")
+    if m.moe_router_bias then A("--moe-router-enable-expert-bias") end
   end
   local coeff = m.moe_aux_loss_coeff or 0
   if coeff > 0 then
@@ -1040,6 +1092,9 @@ function M.moe_args(c, A, N)
   A("--moe-token-dispatcher-type", d)
   if d == "flex" then A("--moe-flex-dispatcher-backend", "deepep") end
   if r.moe_grouped_gemm ~= false then A("--moe-grouped-gemm") end
+  -- Llama 4: the routing weight scales the expert's input (M.ARCH_SOURCES.
+  -- apply_probs; top-1, which the model's check guarantees)
+  if m.moe_router_input_probs then A("--moe-apply-probs-on-input") end
   if c.training.moe_shared_expert_overlap and (m.shared_expert_ffn_hidden_size or 0) > 0 then
     if d == "allgather" then
       N("NOT EXPRESSIBLE in Megatron-LM", "moe_shared_expert_overlap with the allgather dispatcher " ..

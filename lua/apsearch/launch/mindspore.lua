@@ -300,8 +300,8 @@ function M.router_keys(c, K, N, gmm)
   local m = c.model
   local k, E = m.experts_per_token, m.num_experts
   local layer = gmm and "MoEV3" or "TopkRouterV2"
+  if m.moe_router_bias or m.moe_router_sigmoid then K("moe_config.use_gating_sigmoid", true, "sigmoid scores") end
   if m.moe_router_bias then
-    K("moe_config.use_gating_sigmoid", true, "sigmoid scores")
     N("NOT EXPRESSIBLE in MindFormers", "the expert bias (moe_router_bias): balance_via_topk_bias's bias is " ..
       "updated only by TopkBiasBalanceCallback through feed_forward.routed_experts, which LLamaDecodeLayer's " ..
       layer .. " does not have; sigmoid scores without the bias written")
@@ -309,7 +309,7 @@ function M.router_keys(c, K, N, gmm)
   if k > 1 then
     K("moe_config.norm_topk_prob", not m.moe_router_pre_softmax,
       m.moe_router_pre_softmax and "top-k weights not renormalised" or "top-k weights renormalised")
-  elseif not m.moe_router_pre_softmax then
+  elseif not (m.moe_router_pre_softmax or m.moe_router_sigmoid) then
     N("NOT EXPRESSIBLE in MindFormers", "renormalised top-1 routing (weight 1): " .. layer ..
       " renormalises only when num_experts_chosen > 1, so the weight is the router score")
   end
@@ -557,7 +557,17 @@ function M.render(c)
   if (m.rope_theta or 0) > 0 then K("model.model_config.theta", m.rope_theta + 0.0) end
   if (m.norm_eps or 0) > 0 then K("model.model_config.rms_norm_eps", m.norm_eps + 0.0) end
   M.rope_scaling(m, tr, K, N)
+  if (m.rotary_percent or 0) > 0 then
+    N("NOT EXPRESSIBLE in MindFormers", string.format("partial RoPE (rotary_percent %s, HF " ..
+      "partial_rotary_factor): LlamaConfig has no partial-rotation key and FreqsMgr rotates the whole " ..
+      "head_dim; written with full RoPE", tostring(m.rotary_percent)))
+  end
   if (m.num_experts or 0) > 0 then M.moe_keys(c, K, N) end
+  -- sigmoid scores: moe_config.use_gating_sigmoid (M.router_keys)
+  for _, what in ipairs(launch_util.llama4_features(m, tr.seq_length, { moe_router_sigmoid = true })) do
+    N("NOT EXPRESSIBLE in MindFormers", what .. ": LlamaConfig (LLamaAttention, MoEV3) has no key for it; " ..
+      "written without")
+  end
   -- what LlamaConfig has no key for (LLamaAttention: head_dim = hidden_size // num_heads;
   -- LlamaFeedForward: SwiGLU; LlamaRMSNorm; no MLP bias, no Q/K norm)
   if m.head_dim and m.num_attention_heads and m.head_dim * m.num_attention_heads ~= m.hidden_size then

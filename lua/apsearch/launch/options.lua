@@ -46,7 +46,8 @@ M.megatron = {
     "--max-position-embeddings", "--position-embedding-type",
     "--make-vocab-size-divisible-by", "--normalization", "--swiglu", "--qk-layernorm",
     "--untie-embeddings-and-output-weights",
-    "--rotary-base", "--use-rope-scaling", "--rope-scaling-factor",
+    "--rotary-base", "--use-rope-scaling", "--rope-scaling-factor", "--rotary-percent",
+    "--no-rope-freq", "--qk-l2-norm", "--moe-apply-probs-on-input",
     -- TransformerConfig.layernorm_epsilon (arg_names --norm-epsilon)
     "--norm-epsilon",
     -- _add_data_args
@@ -137,6 +138,11 @@ M.megatron.facts = {
   ["--position-embedding-type"] = { type = "string",
     values = set({ "learned_absolute", "rope", "yarn", "mrope", "relative", "none" }) },
   ["--rotary-base"] = { type = "int", min = 1, constraint = "default 10000" },
+  ["--no-rope-freq"] = { type = "string", constraint = "no_rope_freq_type (arguments.py:304): an integer k " ..
+    "(TransformerConfig asserts num_layers % k == 0; layer i, 1-based, without RoPE when i % k == 0) or a " ..
+    "list expression of num_layers entries, 1 for a layer without RoPE" },
+  ["--rotary-percent"] = { type = "number", constraint = "type=float, default 1.0; RotaryEmbedding " ..
+    "rotates int(kv_channels * rotary_percent) dims (rotary_pos_embedding.py:73)" },
   ["--rope-scaling-factor"] = { type = "number",
     constraint = "with --use-rope-scaling (llama3); default 8.0; gpt_builders.py does not pass it " ..
       "to GPTModel, whose default 8.0 applies; low/high freq factors 1/4 and original context 8192 fixed " ..

@@ -235,6 +235,10 @@ function M.model_shape(m, seq, pp)
     N("NOT WRITTEN", "qk-norm: HEAD's llama3 builder (_build_llama3_layers) passes no qk_norm " ..
       "(GQAttention.Config.qk_norm exists, the llama3 sharding is not written for it)")
   end
+  for _, what in ipairs(require("apsearch.launch").llama4_features(m, seq)) do
+    N("NOT EXPRESSIBLE in TorchTitan", what .. ": none of the llama3, qwen3 and deepseek_v3 builders this " ..
+      "module writes has it; written without")
+  end
   if (m.sliding_window or 0) > 0 then
     N("NOT EXPRESSIBLE in TorchTitan", string.format("the %d-token sliding window on %d of %d layers: " ..
       "HEAD's llama3 model masks block-causal over the whole context (FlexAttention.Config has no window)",
@@ -580,6 +584,11 @@ function M.model_numerics(m, lines, N, flavored, eps_only)
       "(theta 10000, no scaling) is written")
   else
     S("attention.rope.theta", theta + 0.0)
+    if (m.rotary_percent or 0) > 0 then
+      N("NOT EXPRESSIBLE in TorchTitan", string.format("partial RoPE (rotary_percent %s, HF " ..
+        "partial_rotary_factor): RoPE.Config (models/common/rope.py) has no partial-rotation field; every " ..
+        "dim of each head is rotated", M.pyfloat(m.rotary_percent)))
+    end
     if kind == "llama3" then
       S("attention.rope.scaling", "llama")
       S("attention.rope.scaling_factor", f + 0.0)

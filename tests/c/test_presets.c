@@ -272,6 +272,28 @@ static void test_cluster_validate(void **state)
  * 1978.9) = 0.68001, so gemm 0.659 x 0.68001 = 0.44813, fp8 0.749 x
  * 0.68001 = 0.50933; HBM triad (4.09 / 5.3) / (2.97 / 3.35) x 0.80 =
  * 0.69635; RCCL all-reduce bus bandwidth 316.82 / 448 = 0.70719. */
+/* Blackwell's GEMM efficiencies: Hopper's fitted 0.659 (bf16) and 0.749
+ * (fp8) times the cuBLASLt fp8 8192^3 fraction measured on GB200 over the
+ * one on H100 in the same harness, (2848.0 / 5000) / (1290.1 / 1978.9)
+ * = 0.5696 / 0.651928 = 0.873716: 0.575779 and 0.654413.  Attention and
+ * the half-size dimension stay Hopper's (GB300's attention doubled). */
+static void test_preset_blackwell_gemm(void **state)
+{
+    (void)state;
+    aps_device h = preset("h100-sxm-80gb");
+    ASSERT_REL(h.gemm_efficiency, 0.659, REL);
+    ASSERT_REL(h.fp8_gemm_efficiency, 0.749, REL);
+    const char *names[] = {"b200", "gb200", "gb300"};
+    for (size_t i = 0; i < 3; i++) {
+        aps_device b = preset(names[i]);
+        ASSERT_REL(b.gemm_efficiency, 0.659 * 0.873716, 1e-5);
+        ASSERT_REL(b.fp8_gemm_efficiency, 0.749 * 0.873716, 1e-5);
+        ASSERT_DBL_EXACT(b.gemm_half_dim, h.gemm_half_dim);
+        ASSERT_REL(b.attention_efficiency,
+                   h.attention_efficiency * (i == 2 ? 2.0 : 1.0), REL);
+    }
+}
+
 static void test_preset_cdna3(void **state)
 {
     (void)state;
@@ -374,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_preset_lookup),
         cmocka_unit_test(test_cluster_validate),
         cmocka_unit_test(test_preset_blackwell),
+        cmocka_unit_test(test_preset_blackwell_gemm),
         cmocka_unit_test(test_preset_cdna3),
         cmocka_unit_test(test_cluster_validate_mesh),
     };

@@ -429,9 +429,10 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
 
 /* Megatron-LM's --use-torch-fsdp2 (fsdp_degree > 1, or zero_stage 2 / 3,
  * apsearch.launch.megatron): validate_args (megatron/training/arguments.py
- * @ d98e8a64ddf34856e74b24714e3bedb2f5a39553) asserts
- * pipeline_model_parallel_size == 1, untie_embeddings_and_output_weights
- * and not fp16 with it. */
+ * @ d98e8a64ddf34856e74b24714e3bedb2f5a39553, l.1031-1047) asserts
+ * pipeline_model_parallel_size == 1, expert_model_parallel_size == 1
+ * ("--use-torch-fsdp2 is not supported with expert parallelism", l.1036),
+ * untie_embeddings_and_output_weights and not fp16 with it. */
 static aps_reason check_megatron_fsdp2(const aps_model *m, const aps_training *t,
                                        const aps_strategy *s, char *msg, size_t n)
 {
@@ -441,6 +442,8 @@ static aps_reason check_megatron_fsdp2(const aps_model *m, const aps_training *t
     const char *why = NULL;
     if (s->pp_degree > 1)
         why = "is not supported with pipeline parallelism";
+    else if (aps_moe_ep(s) > 1)
+        why = "is not supported with expert parallelism (ep_degree > 1)";
     else if (m->tie_word_embeddings)
         why = "requires --untie-embeddings-and-output-weights (the model ties them)";
     else if (t->precision == APS_PREC_FP16)
@@ -448,9 +451,10 @@ static aps_reason check_megatron_fsdp2(const aps_model *m, const aps_training *t
     if (!why)
         return APS_REASON_NONE;
     aps_fmt(msg, n, "megatron: --use-torch-fsdp2 (fsdp_degree = %lld, zero_stage "
-            "= %lld, pp_degree = %lld) %s (validate_args, "
+            "= %lld, pp_degree = %lld, ep_degree = %lld) %s (validate_args, "
             "megatron/training/arguments.py)", (long long)s->fsdp_degree,
-            (long long)s->zero_stage, (long long)s->pp_degree, why);
+            (long long)s->zero_stage, (long long)s->pp_degree,
+            (long long)aps_moe_ep(s), why);
     return APS_REASON_FRAMEWORK_UNSUPPORTED;
 }
 

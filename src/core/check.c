@@ -458,6 +458,30 @@ static aps_reason check_megatron_fsdp2(const aps_model *m, const aps_training *t
     return APS_REASON_FRAMEWORK_UNSUPPORTED;
 }
 
+/* Megatron-LM's context parallelism runs in TransformerEngine, and the
+ * launch writes the model's window as --window-size (W - 1, 0) on the
+ * windowed layers (apsearch.launch.megatron window_args, whatever the
+ * sequence length): attn_forward_func_with_cp (transformer_engine/pytorch/
+ * attention/dot_product_attention/context_parallel.py @ d0067d0d,
+ * l.5054-5060) asserts "Context parallelism does not support sliding window
+ * attention with cp_comm_type='p2p'" (a2a and all_gather only). */
+static aps_reason check_megatron_cp_window(const aps_model *m,
+                                           const aps_training *t,
+                                           const aps_strategy *s, char *msg,
+                                           size_t n)
+{
+    if (t->framework != APS_FW_MEGATRON || s->cp_degree < 2 ||
+        s->cp_comm_type != APS_CP_P2P || m->sliding_window == 0)
+        return APS_REASON_NONE;
+    aps_fmt(msg, n, "megatron: cp_degree = %lld with cp_comm_type = p2p and a "
+            "%lld-token sliding window: TransformerEngine's context "
+            "parallelism does not support sliding window attention with "
+            "cp_comm_type='p2p' (attn_forward_func_with_cp, "
+            "context_parallel.py); use cp_comm_type = all_gather",
+            (long long)s->cp_degree, (long long)m->sliding_window);
+    return APS_REASON_FRAMEWORK_UNSUPPORTED;
+}
+
 aps_reason aps_check_recompute_modules(const aps_model *m,
                                       const aps_training *t,
                                       const aps_strategy *s, char *msg,
@@ -497,6 +521,9 @@ aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
                                      const aps_strategy *s, char *msg, size_t n)
 {
     aps_reason r = aps_check_framework(t, s, msg, n);
+    if (r != APS_REASON_NONE)
+        return r;
+    r = check_megatron_cp_window(m, t, s, msg, n);
     if (r != APS_REASON_NONE)
         return r;
     return check_megatron_fsdp2(m, t, s, msg, n);

@@ -213,6 +213,11 @@ aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
  *  first pp_degree is set). */
 int64_t aps_partition_entries(const aps_strategy *s);
 
+/** True when aps_chunk_layers splits by the pipeline_split rule: pp_degree
+ *  > 1, a split other than even, and no stage_partition, layer_offset or
+ *  balancing (balance_stages), which take precedence over the rule. */
+bool aps_split_by_rule(const aps_strategy *s);
+
 /** Layers per model chunk, p v entries in model order (chunk j on
  *  pipeline rank j mod p; under pp_schedule zbv_zero_bubble and dualpipev
  *  on the V, rank j for j < p, 2p - 1 - j after), from stage_partition

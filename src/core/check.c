@@ -254,11 +254,11 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
         return r;
     /* megatron/training/arguments.py (d98e8a64) asserts (num_layers + 2)
      * divisible by pp x vpp with both --account-for-embedding-in-pipeline-
-     * split and --account-for-loss-in-pipeline-split */
+     * split and --account-for-loss-in-pipeline-split; only a split by the
+     * rule is written with them (a layer_offset or balancing is not) */
     int64_t S = s->pp_degree * s->vpp_degree;
-    if (t->framework == APS_FW_MEGATRON && s->pp_degree > 1 &&
+    if (t->framework == APS_FW_MEGATRON && aps_split_by_rule(s) &&
         s->pipeline_split == APS_SPLIT_EMBEDDING_LOSS &&
-        aps_partition_entries(s) == 0 && !s->balance_stages &&
         (m->num_layers + 2) % S != 0) {
         aps_fmt(msg, n, "megatron: pipeline_split = embedding_loss needs "
                 "num_layers + 2 = %lld divisible by pp_degree x vpp_degree = "

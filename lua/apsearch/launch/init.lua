@@ -101,6 +101,45 @@ function M.rule_chunks(L, pp, vpp, split)
     { pp_degree = pp, vpp_degree = vpp, pipeline_split = split }))
 end
 
+--- True when the estimate split a record's layers by its pipeline_split
+-- rule, the only split a framework's own split flags may stand for: a
+-- stage_partition, a layer_offset or balancing replaces the rule
+-- (src/core/pipeline.c aps_split_by_rule).
+-- @tparam table rec top-k record
+-- @treturn boolean
+function M.split_by_rule(rec)
+  return require("apsearch.core").split_by_rule(require("apsearch.search").strategy_of(rec))
+end
+
+--- Layers per model chunk in schedule order (chunk j on rank (j-1) mod p),
+-- as the estimate built them (src/core/pipeline.c aps_chunk_layers): given
+-- per chunk, the pipeline_split rule (M.split_by_rule), or each rank's
+-- layers split evenly over its chunks.
+-- @tparam table c context (M.context)
+-- @treturn table chunks
+function M.estimate_chunks(c)
+  local r, L = c.rec, c.model.num_layers
+  local p, v = r.pp_degree or 1, r.vpp_degree or 1
+  local given = {}
+  for _, n in ipairs(r.stage_partition or {}) do
+    if n ~= 0 then given = r.stage_partition break end
+  end
+  if v > 1 and #given == p * v then
+    local out = {}
+    for j = 1, p * v do out[j] = given[j] end
+    return out
+  end
+  if M.split_by_rule(r) then
+    local chunks = M.rule_chunks(L, p, v, r.pipeline_split)
+    if chunks then return chunks end
+  end
+  local out = {}
+  for i = 1, p do
+    for k = 0, v - 1 do out[k * p + i] = (c.layers[i] or 0) // v end
+  end
+  return out
+end
+
 --- The notes of a launch file that say it builds another job than the
 -- one estimated: NOT WRITTEN (part of the job left out) and NOT
 -- EXPRESSIBLE (the engine runs something else in its place).

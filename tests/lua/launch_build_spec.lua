@@ -1,0 +1,155 @@
+--- tests/lua/launch_build_spec.lua -- a Megatron-LM script builds the job
+-- that was estimated: the layers per (pipeline rank, virtual stage) that
+-- Megatron-LM derives from the script's flags equal the estimate's model
+-- chunks (under every pipeline_split, with a layer_offset, balanced, even
+-- and uneven, interleaved or not), and the window flags put the estimated
+-- window on the estimated layers.
+--
+-- Megatron-LM cannot run here (no torch); its rules are transcribed below
+-- from the functions that decide what a launch builds, at d98e8a64.  The
+-- same scripts went through Megatron's own parse_args / validate_args /
+-- core_transformer_config_from_args / get_num_layers_to_build /
+-- is_layer_window_attention out of the suite (docs/launch.md).
+local core = require "apsearch.core"
+local policy = require "apsearch.policy"
+local search = require "apsearch.search"
+local launch = require "apsearch.launch"
+local megatron = require "apsearch.launch.megatron"
+
+local ROOT = os.getenv("APS_ROOT") or "."
+
+--- A 1B-class model of L layers on 8 H100s (a policy's model table).
+local function model(L, extra)
+  local m = { name = "m", num_layers = L, hidden_size = 1024, num_attention_heads = 16,
+    num_query_groups = 8, ffn_hidden_size = 4096, vocab_size = 32000 }
+  for k, v in pairs(extra or {}) do m[k] = v end
+  return m
+end
+
+--- The Megatron script of one strategy, its flags (flag -> value, true for
+-- a switch) and the estimate.
+local function script(m, strategy)
+  local p = policy.from_table({ model = m, cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+    training = { global_batch_size = 64, seq_length = 2048, framework = "megatron" }, top_k = 1 },
+    ROOT .. "/examples/x.lua")
+  local ctx = search.context(p)
+  local est = ctx:estimate(strategy)
+  assert(est.feasible, est.message)
+  local rec = { rank = 1, devices_used = est.devices_used, memory_cost = {}, performance_cost = {} }
+  for k, v in pairs(est.strategy) do rec[k] = v end
+  local stages = {}
+  for i, st in ipairs(est.stages) do stages[i] = { num_layers = st.num_layers, recompute_layers = 0 } end
+  local result = { inputs = ctx:inputs(), top_k_strategies = { rec }, stage_summary = { { stages = stages } } }
+  local text = megatron.render(launch.context(result, rec))
+  local flags = {}
+  for flag, value in text:gmatch("\n  (%-%-[%w%-]+) ?([^\n]*)") do
+    flags[flag] = value ~= "" and (value:match("^'(.*)'$") or value) or true
+  end
+  return flags, est, rec
+end
+
+--- Decoder layers per model chunk in schedule order (chunk j on rank
+-- (j - 1) mod p, virtual stage (j - 1) // p) that Megatron-LM d98e8a64
+-- builds from the flags:
+-- * --pipeline-model-parallel-layout: '|'-separated stages in that order,
+--   't' one decoder layer, 't*N' N of them ('E', 'L', 'm' are no decoder
+--   layers): pipeline_parallel_layer_layout.py get_num_layers_to_build
+--   (layout[pp_rank][vp_stage].count(decoder));
+-- * else transformer_block.py get_num_layers_to_build (l.76-200): with
+--   --decoder-first/last-pipeline-num-layers those ranks take them and the
+--   other ranks share the rest equally; else (L + embedding + loss
+--   accounted) / p per rank; a rank's count over its v virtual stages
+--   (l.161-180); the first chunk one fewer with
+--   --account-for-embedding-in-pipeline-split, the last with -loss- (l.186-200);
+-- * v from arguments.py validate_args (l.941-979): the layout's stages / p,
+--   --num-virtual-stages-per-pipeline-rank, or (L + accounted) / p /
+--   --num-layers-per-virtual-pipeline-stage.
+local function megatron_chunks(f, L)
+  local p = tonumber(f["--pipeline-model-parallel-size"])
+  local layout = f["--pipeline-model-parallel-layout"]
+  if layout then
+    local out = {}
+    for stage in (layout .. "|"):gmatch("([^|]*)|") do
+      local n = 0
+      for star in stage:gmatch("t%*(%d+)") do n = n + tonumber(star) end
+      for _ in stage:gsub("t%*%d+", ""):gmatch("t") do n = n + 1 end
+      out[#out + 1] = n
+    end
+    return out
+  end
+  local emb = f["--account-for-embedding-in-pipeline-split"] and 1 or 0
+  local loss = f["--account-for-loss-in-pipeline-split"] and 1 or 0
+  local first, last = tonumber(f["--decoder-first-pipeline-num-layers"]), tonumber(f["--decoder-last-pipeline-num-layers"])
+  local per = {}
+  if first or last then
+    local rest, left = L - (first or 0) - (last or 0), p - (first and 1 or 0) - (last and 1 or 0)
+    for i = 1, p do per[i] = left > 0 and rest // left or 0 end
+    if first then per[1] = first end
+    if last then per[p] = last end
+  else
+    for i = 1, p do per[i] = (L + emb + loss) // p end
+  end
+  local v = tonumber(f["--num-virtual-stages-per-pipeline-rank"]) or 1
+  local size = tonumber(f["--num-layers-per-virtual-pipeline-stage"])
+  if size then v = (L + emb + loss) // p // size end
+  local out = {}
+  for k = 0, v - 1 do
+    for i = 1, p do out[k * p + i] = per[i] // v end
+  end
+  out[1] = out[1] - emb
+  out[p * v] = out[p * v] - loss
+  return out
+end
+
+--- The estimate's chunks, as the core split them.
+local function estimate_chunks(L, rec)
+  return core.chunk_layers(L, search.strategy_of(rec))
+end
+
+describe("Megatron-LM scripts build the estimated pipeline split", function()
+  it("a layer_offset under embedding_loss is written as the offset's split, not the rule's", function()
+    -- 32 layers, pp 2, offset +1/-1: estimated 17 / 15; the account flags
+    -- would build (32 + 2) / 2 - 1 = 16 on both ranks
+    local f, est, rec = script(model(32), { pp_degree = 2, dp_degree = 4, zero_stage = 1, micro_batch_size = 1,
+      pipeline_split = "embedding_loss", layer_offset = { 1, -1 } })
+    assert.are.same({ 17, 15 }, { est.stages[1].num_layers, est.stages[2].num_layers })
+    assert.is_nil(f["--account-for-embedding-in-pipeline-split"])
+    assert.is_nil(f["--account-for-loss-in-pipeline-split"])
+    assert.are.equal("17", f["--decoder-first-pipeline-num-layers"])
+    assert.are.same({ 17, 15 }, megatron_chunks(f, 32))
+    assert.are.same(estimate_chunks(32, rec), megatron_chunks(f, 32))
+  end)
+
+  it("every split, even and uneven, interleaved or not, builds the estimated chunks", function()
+    local cases = {
+      -- L, pp, vpp, split, layer_offset, Megatron's chunks (by hand)
+      { 30, 4, 2, "embedding_loss", nil, { 3, 4, 4, 4, 4, 4, 4, 3 } },       -- (30 + 2) / 8 = 4, ends one fewer
+      { 62, 8, 1, "embedding_loss", nil, { 7, 8, 8, 8, 8, 8, 8, 7 } },
+      { 46, 2, 2, "embedding_loss", nil, { 11, 12, 12, 11 } },
+      { 32, 4, 2, "embedding_loss", { 2, 2, -2, -2 }, { 5, 5, 3, 3, 5, 5, 3, 3 } },
+      { 32, 4, 1, "fill_last", { 1, 1, -1, -1 }, { 9, 9, 7, 7 } },
+      { 61, 4, 2, "fill_last", nil, { 8, 8, 8, 8, 8, 8, 8, 5 } },
+      { 32, 4, 1, "even", { 2, 0, 0, -2 }, { 10, 8, 8, 6 } },                -- first / last counts
+      { 32, 2, 4, "even", { -4, 4 }, { 3, 5, 3, 5, 3, 5, 3, 5 } },
+      { 32, 4, 2, "even", nil, { 4, 4, 4, 4, 4, 4, 4, 4 } },
+    }
+    for _, c in ipairs(cases) do
+      local L, pp, vpp = c[1], c[2], c[3]
+      local s = { pp_degree = pp, vpp_degree = vpp, dp_degree = 8 // pp, zero_stage = 1, micro_batch_size = 1,
+        pipeline_split = c[4], layer_offset = c[5] }
+      local f, _, rec = script(model(L), s)
+      local what = string.format("L %d pp %d vpp %d %s %s", L, pp, vpp, c[4], c[5] and table.concat(c[5], ":") or "")
+      assert.are.same(c[6], estimate_chunks(L, rec), what)
+      assert.are.same(c[6], megatron_chunks(f, L), what)
+    end
+  end)
+
+  it("a balanced split (layer_offset = balanced) under embedding_loss is the balanced one", function()
+    local f, est, rec = script(model(30), { pp_degree = 4, vpp_degree = 1, dp_degree = 2, zero_stage = 1,
+      micro_batch_size = 1, pipeline_split = "embedding_loss", balance_stages = true })
+    local per = {}
+    for i, st in ipairs(est.stages) do per[i] = st.num_layers end
+    assert.are.same(per, megatron_chunks(f, 30))
+    assert.are.same(estimate_chunks(30, rec), megatron_chunks(f, 30))
+  end)
+end)

@@ -153,3 +153,54 @@ describe("Megatron-LM scripts build the estimated pipeline split", function()
     assert.are.same(estimate_chunks(30, rec), megatron_chunks(f, 30))
   end)
 end)
+
+--- The layers (1-based) Megatron-LM d98e8a64 gives a window:
+-- transformer/utils.py is_layer_window_attention (l.531-546): none without
+-- --window-size; every layer without --window-attn-skip-freq; with an
+-- integer k the layers whose number is not a multiple of k.
+local function megatron_windowed(f, L)
+  local out = {}
+  if not f["--window-size"] then return out end
+  local k = tonumber(f["--window-attn-skip-freq"])
+  for i = 1, L do
+    if not k or i % k ~= 0 then out[#out + 1] = i end
+  end
+  return out
+end
+
+describe("Megatron-LM scripts build the estimated sliding window", function()
+  local dense = { pp_degree = 1, dp_degree = 8, zero_stage = 1, micro_batch_size = 1 }
+
+  it("a window on every layer (sliding_window_layers 0) is --window-size W - 1,0 on all layers", function()
+    -- the core counts sliding_window_layers = 0 with a window as every
+    -- layer (include/apsearch/types.h): the estimate's keys per query are
+    -- the windowed ones, (S w - w^2 / 2) / S
+    local function flops(w)
+      local p = policy.from_table({ model = model(32, { sliding_window = w }), cluster = { device = "h100-sxm-80gb",
+        nodes = 1, devices_per_node = 8 }, training = { global_batch_size = 64, seq_length = 2048,
+        framework = "megatron" } }, ROOT .. "/examples/x.lua")
+      local ctx = search.context(p)
+      return ctx:flops(dense, "model-causal"), ctx:inputs().model
+    end
+    local full = flops(0)
+    local windowed, m = flops(512)
+    assert.are.equal(0, m.sliding_window_layers)
+    -- priced on all 32 layers: 3 x 4 B S (S / 2 - (w - w^2 / 2S)) a d L fewer
+    -- FLOPs = 3 x 4 x 131072 x (1024 - 448) x 1024 x 32
+    assert.are.equal(29686813949952, math.floor(full - windowed + 0.5))
+    local f = script(model(32, { sliding_window = 512 }), dense)
+    assert.are.equal("511,0", f["--window-size"])
+    assert.is_nil(f["--window-attn-skip-freq"])
+    assert.are.equal(32, #megatron_windowed(f, 32))
+  end)
+
+  it("a window with a period k is on the layers whose number is not a multiple of k", function()
+    -- 26 layers, k 6 (Gemma 3): 26 - 26 // 6 = 22 windowed, layers 6, 12, 18, 24 full
+    local f = script(model(26, { sliding_window = 512, sliding_window_layers = 22, sliding_window_period = 6 }), dense)
+    assert.are.equal("511,0", f["--window-size"])
+    assert.are.equal("6", f["--window-attn-skip-freq"])
+    local w = megatron_windowed(f, 26)
+    assert.are.equal(22, #w)
+    for _, i in ipairs(w) do assert.are_not.equal(0, i % 6) end
+  end)
+end)

@@ -214,7 +214,8 @@ function M.model_shape(m, seq, pp)
   if (m.sliding_window or 0) > 0 then
     N("NOT EXPRESSIBLE in TorchTitan", string.format("the %d-token sliding window on %d of %d layers: " ..
       "HEAD's llama3 model masks block-causal over the whole context (FlexAttention.Config has no window)",
-      m.sliding_window, m.sliding_window_layers or m.num_layers, m.num_layers))
+      m.sliding_window, (m.sliding_window_layers or 0) > 0 and m.sliding_window_layers or m.num_layers,
+      m.num_layers))
   end
   local function fits(f)
     local fs = TT.flavor_shapes[f]

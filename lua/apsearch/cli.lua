@@ -3,8 +3,9 @@
 --     apsearch run [POLICY.lua] [--top-k N] [--set KEY=VALUE]... [--fix DIM=VALUE]...
 --                  [--model NAME|CONFIG.json] [--cluster DEVICE[:NODES[xGPUS]]]
 --                  [--format table|json|csv] [--out DIR] [--quiet]
---                  [--rules RULE.lua]... [--objective NAME|OBJ.lua] [--formatter FMT.lua]
---                  [--unsafe] [--sandbox-instructions N] [--sandbox-memory-mib N]
+--                  [--rules RULE.lua]... [--launchable FRAMEWORK]
+--                  [--objective NAME|OBJ.lua] [--formatter FMT.lua] [--unsafe]
+--                  [--sandbox-instructions N] [--sandbox-memory-mib N]
 --                  [--sandbox-seconds S] [--sandbox-cpu-seconds S]
 --     apsearch estimate [POLICY.lua] --strategy KEY=VALUE,... [--model ...] [--cluster ...]
 --                  [--set KEY=VALUE]... [--format table|json]
@@ -485,6 +486,7 @@ local function cmd_run(args)
   c:option("--baseline=FILE", "a previous result.json, or a result-set directory holding one (an --out DIR): report what changed in the inputs and the top-k")
   c:option("--echarts=FILE", "echarts.min.js to inline in report.html (default: the one the build fetched; 'none': tables only)")
   c:option("--rules=FILE", "add a constraint rule file (docs/writing-rules.md; repeatable)", {})
+  c:option("--launchable=FRAMEWORK", "rank only strategies whose launch file for FRAMEWORK (megatron, torchtitan or mindformers) builds the job as estimated; the others are filtered as LAUNCH_DIFFERS")
   c:option("--objective=NAME|FILE", "rank by a built-in objective or an objective file (replaces the policy's)")
   c:option("--formatter=FILE", "print the result with a formatter file instead of --format")
   c:flag("--wide", "table: no width limit (default: fit 120 columns, leaving out the top memory/overhead columns)")
@@ -502,6 +504,10 @@ local function cmd_run(args)
   end
   local path = opts.POLICY or (not (opts.model or opts.cluster) and default_policy()) or nil
   local p = load_policy(path, opts, { top_k = top_k, rules = opts.rules, objective = opts.objective })
+  if opts.launchable then
+    table.insert(p.constraints.rules, require("apsearch.launch").launchable_rule(opts.launchable))
+    p.launchable = opts.launchable
+  end
   print_notes(p, opts)
   local user_formatter
   if opts.formatter then

@@ -873,6 +873,7 @@ function M.run(policy, opts)
     calibration = policy.calibration,   -- {name, file} when --calibration was given
     stack = policy.stack,               -- training.stack, or the framework's newest
     defaults = policy.defaults,         -- the header lines of a built policy (apsearch.defaults)
+    launchable = policy.launchable,     -- run --launchable: the framework whose launch file must build each strategy
   }
 
   return {

@@ -473,11 +473,10 @@ static aps_reason check_megatron_cp_window(const aps_model *m,
     if (t->framework != APS_FW_MEGATRON || s->cp_degree < 2 ||
         s->cp_comm_type != APS_CP_P2P || m->sliding_window == 0)
         return APS_REASON_NONE;
-    aps_fmt(msg, n, "megatron: cp_degree = %lld with cp_comm_type = p2p and a "
-            "%lld-token sliding window: TransformerEngine's context "
+    aps_fmt(msg, n, "megatron: cp_degree = %lld, cp_comm_type = p2p with a "
+            "%lld-token sliding window: TransformerEngine asserts \"Context "
             "parallelism does not support sliding window attention with "
-            "cp_comm_type='p2p' (attn_forward_func_with_cp, "
-            "context_parallel.py); use cp_comm_type = all_gather",
+            "cp_comm_type='p2p'\" (context_parallel.py); use all_gather",
             (long long)s->cp_degree, (long long)m->sliding_window);
     return APS_REASON_FRAMEWORK_UNSUPPORTED;
 }

@@ -273,10 +273,10 @@ static void test_cp_p2p_sliding_window(void **state)
     x.s.cp_degree = 2;
     x.s.cp_comm_type = APS_CP_P2P;
     ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
-    ASSERT_HAS(x.msg, "megatron: cp_degree = 2 with cp_comm_type = p2p and "
-               "a 4096-token sliding window");
+    ASSERT_HAS(x.msg, "megatron: cp_degree = 2, cp_comm_type = p2p with a "
+               "4096-token sliding window");
     ASSERT_HAS(x.msg, "does not support sliding window attention with "
-               "cp_comm_type='p2p'");
+               "cp_comm_type='p2p'\" (context_parallel.py); use all_gather");
     expect_run_reason(&x, APS_REASON_FRAMEWORK_UNSUPPORTED);
     x.m.sliding_window_layers = 16;
     x.m.sliding_window_period = 2;

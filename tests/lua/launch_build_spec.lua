@@ -204,3 +204,71 @@ describe("Megatron-LM scripts build the estimated sliding window", function()
     for _, i in ipairs(w) do assert.are_not.equal(0, i % 6) end
   end)
 end)
+
+--- `apsearch run ... --out DIR` with `extra` arguments: exit code, result
+-- table, stderr, the candidates.csv records (header first).
+local function run_out(extra)
+  local H = require "spec_helpers"
+  local cjson = require "cjson"
+  local dir = H.tmpdir() .. "/out"
+  local args = { "run", "examples/llama3_8b_h100.lua", "--set", "training.framework=megatron",
+    "--set", "training.exp_avg_bf16=true", "--top-k", "5", "--out", dir, "--format", "json" }
+  for _, a in ipairs(extra or {}) do args[#args + 1] = a end
+  local code, out, err = H.apsearch(table.unpack(args))
+  local csv = require("apsearch.csvread").parse(H.read(dir .. "/candidates.csv") or "", "candidates.csv")
+  return code, code <= 1 and cjson.decode(out) or nil, err, csv
+end
+
+describe("apsearch run --launchable FRAMEWORK", function()
+  it("ranks only strategies whose launch file builds the estimated job, the others counted as LAUNCH_DIFFERS", function()
+    -- exp_avg_bf16 needs Megatron's distributed optimizer (zero_stage 1):
+    -- the script of every other data-parallel layout (FSDP2, plain DDP)
+    -- says NOT EXPRESSIBLE, so those strategies are not launchable
+    local code, plain, _, csv = run_out()
+    assert.are.equal(0, code)
+    local col = {}
+    for i, name in ipairs(csv[1]) do col[name] = i end
+    local differ = 0
+    for i = 2, #csv do
+      if csv[i][col.zero_stage] ~= "1" then differ = differ + 1 end
+    end
+    assert.is_true(differ > 0)
+    local marked = 0
+    for _, rec in ipairs(plain.top_k_strategies) do
+      if rec.launch_differs and rec.launch_differs.megatron then marked = marked + 1 end
+    end
+    assert.is_true(marked > 0, "the plain run ranks strategies whose Megatron script differs")
+
+    local code2, res, err = run_out({ "--launchable", "megatron" })
+    assert.are.equal(0, code2)
+    local e = res.infeasible_summary.LAUNCH_DIFFERS
+    assert.are.equal(differ, e.count)
+    assert.are.equal("launchable", e.rule)
+    assert.are.equal("estimate", e.phase)
+    assert.truthy(e.message:find("^megatron: NOT EXPRESSIBLE in Megatron%-LM: exp_avg_bf16 without the distributed optimizer"))
+    local s0, s1 = plain.all_candidate_summary, res.all_candidate_summary
+    assert.are.equal(s0.estimated, s1.estimated)
+    assert.are.equal(s0.feasible - differ, s1.feasible)
+    assert.are.equal(s0.infeasible + differ, s1.infeasible)
+    assert.are.equal(s1.estimated, s1.feasible + s1.infeasible)
+    assert.are.equal(5, #res.top_k_strategies)
+    for _, rec in ipairs(res.top_k_strategies) do
+      assert.are.equal(1, rec.zero_stage)
+      assert.is_nil((rec.launch_differs or {}).megatron)
+    end
+    assert.are.equal("megatron", res.inputs.launchable)
+    assert.truthy(err:find(("LAUNCH_DIFFERS %d"):format(differ), 1, true), err)
+  end)
+
+  it("says what to relax when no strategy is launchable, and refuses an unknown framework", function()
+    local H = require "spec_helpers"
+    -- TorchTitan's llama3 model has no sliding window: no Mistral strategy is launchable there
+    local code, out = H.apsearch("run", "--model", "mistral-7b-v0.1", "--launchable", "torchtitan")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("what to relax:", 1, true), out)
+    assert.truthy(out:find("launch: --launchable keeps only the strategies", 1, true), out)
+    local code2, _, err = H.apsearch("run", "--launchable", "deepspeed")
+    assert.are.equal(2, code2)
+    assert.are.equal('apsearch: --launchable: launchable: must be megatron, torchtitan, mindformers (got "deepspeed")\n', err)
+  end)
+end)

@@ -154,6 +154,72 @@ function M.differences(notes)
   return out
 end
 
+--- The engine named `name` (an entry of M.engines), or nil.
+-- @tparam string name megatron, torchtitan or mindformers
+-- @treturn table|nil
+function M.engine(name)
+  for _, e in ipairs(M.engines) do
+    if e.name == name then return e end
+  end
+  return nil
+end
+
+--- The differences (M.differences) of engine `e`'s launch file for one
+-- estimate, rendered as the file of a one-strategy result.
+-- @tparam table e an entry of M.engines
+-- @tparam table inputs the core context's inputs (ctx:inputs())
+-- @tparam table est a full estimate (ctx:estimate)
+-- @treturn table the differing notes
+function M.estimate_differences(e, inputs, est)
+  local rec = { rank = 1, devices_used = est.devices_used, memory_cost = {}, performance_cost = {} }
+  for k, v in pairs(est.strategy) do rec[k] = v end
+  local stages = {}
+  for i, st in ipairs(est.stages or {}) do
+    stages[i] = { num_layers = st.num_layers, recompute_layers = st.recompute_layers }
+  end
+  local result = { inputs = inputs, top_k_strategies = { rec }, stage_summary = { { stages = stages } } }
+  local _, notes = require(e.module).render(M.context(result, rec))
+  return M.differences(notes)
+end
+
+--- Reason code of a strategy whose launch file, for the engine
+-- `run --launchable` names, would build another job than the estimated one.
+M.LAUNCH_DIFFERS = "LAUNCH_DIFFERS"
+
+--- Run order of the launchable rule: after every other rule (the
+-- built-in ones are 10-100, a user rule's default 1000), as it renders a
+-- launch file per feasible candidate.
+M.LAUNCHABLE_ORDER = 10000
+
+--- The rule `run --launchable NAME` adds: after the estimate, a feasible
+-- candidate whose launch file for engine NAME has a NOT WRITTEN or NOT
+-- EXPRESSIBLE line (M.differences) is filtered out with LAUNCH_DIFFERS
+-- and that line as its message; an infeasible one keeps its own reason.
+-- @tparam string name megatron, torchtitan or mindformers
+-- @treturn table a rule (apsearch.rules.normalize, trusted)
+-- @raise `--launchable: launchable: must be ... (got NAME)` (exit 2)
+function M.launchable_rule(name)
+  local e = M.engine(name)
+  if not e then
+    local names = {}
+    for i, x in ipairs(M.engines) do names[i] = x.name end
+    util.fail("--launchable", "launchable", "must be " .. table.concat(names, ", "), name)
+  end
+  local inputs = setmetatable({}, { __mode = "k" }) -- per core context
+  return require("apsearch.rules").normalize({
+    name = "launchable", code = M.LAUNCH_DIFFERS, cheap = false, order = M.LAUNCHABLE_ORDER,
+    description = "the " .. name .. " launch file builds the strategy as estimated",
+    check = function(candidate, ctx, evaluation)
+      if not evaluation.feasible then return true end
+      local core = ctx.core or ctx
+      inputs[core] = inputs[core] or core:inputs()
+      local differs = M.estimate_differences(e, inputs[core], core:estimate(candidate))
+      if #differs == 0 then return true end
+      return false, M.LAUNCH_DIFFERS, name .. ": " .. differs[1]
+    end,
+  }, "--launchable", { trusted = true })
+end
+
 -- A file that differs says so where it quotes the estimate.
 local function mark_estimate(text, n)
   return (text:gsub("estimate %(framework ", ("estimate of the ranked job, which this file does not " ..

@@ -291,6 +291,7 @@ local RELAX = {
   ZERO_STAGE_INVALID = "ZeRO: this zero_stage does not apply to the strategy; allow other zero_stage values",
   FRAMEWORK_UNSUPPORTED = "framework: training.framework cannot run these strategies; allow other degrees or choose another framework",
   INVALID_DEGREE = "degrees: a degree is out of range; check the search_space",
+  LAUNCH_DIFFERS = "launch: --launchable keeps only the strategies its framework's launch file builds as estimated; run without --launchable (their launch files are marked differs) or with another framework",
 }
 
 --- Bytes a parameter's model states take under mixed-precision Adam when

@@ -836,6 +836,10 @@ function M.run(policy, opts)
   for _, ov in ipairs(policy.overrides or {}) do
     L("override: --%s %s=%s", ov.kind, ov.key, util.describe(ov.value))
   end
+  if policy.launchable then
+    L("--launchable %s: only strategies its launch file builds as estimated (the others: LAUNCH_DIFFERS)",
+      policy.launchable)
+  end
   L("search space: %d candidates (data_parallel %s)", space_size, space.data_parallel)
   local early_parts = {}
   for _, code in ipairs(sorted_codes(summary, "early")) do

@@ -258,6 +258,7 @@ describe("apsearch run --launchable FRAMEWORK", function()
     end
     assert.are.equal("megatron", res.inputs.launchable)
     assert.truthy(err:find(("LAUNCH_DIFFERS %d"):format(differ), 1, true), err)
+    assert.truthy(err:find("--launchable megatron: only strategies its launch file builds as estimated", 1, true), err)
   end)
 
   it("says what to relax when no strategy is launchable, and refuses an unknown framework", function()

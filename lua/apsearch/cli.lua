@@ -264,6 +264,19 @@ local function probe_start(p, result)
   return h, per
 end
 
+--- Restricts a policy to the strategies whose launch file for engine
+-- `name` builds the estimated job (`run --launchable`): adds the rule
+-- apsearch.launch.launchable_rule and records the name (result
+-- `inputs.launchable`).  Nothing when `name` is nil.
+-- @tparam table p policy (apsearch.policy)
+-- @tparam string|nil name megatron, torchtitan or mindformers
+-- @raise `--launchable: launchable: must be ...` for another name
+function M.add_launchable(p, name)
+  if not name then return end
+  table.insert(p.constraints.rules, require("apsearch.launch").launchable_rule(name))
+  p.launchable = name
+end
+
 --- When a built policy (run --model / --cluster) has no feasible strategy:
 -- the same defaults on more hosts, doubling from `probe_start`, up to
 -- M.FIT_PROBE_DOUBLINGS times; the first cluster with a feasible strategy.
@@ -285,6 +298,7 @@ function M.fit_probe(opts, p, result)
     local q = policy_mod.from_table(raw, command, { set = opts.set or {}, fix = opts.fix or {},
       base_dir = ".", built = true, shadow_check = false })
     q.defaults = header
+    M.add_launchable(q, opts.launchable)
     local r = search.run(q, {})
     local top = r.top_k_strategies[1]
     if top then
@@ -504,10 +518,7 @@ local function cmd_run(args)
   end
   local path = opts.POLICY or (not (opts.model or opts.cluster) and default_policy()) or nil
   local p = load_policy(path, opts, { top_k = top_k, rules = opts.rules, objective = opts.objective })
-  if opts.launchable then
-    table.insert(p.constraints.rules, require("apsearch.launch").launchable_rule(opts.launchable))
-    p.launchable = opts.launchable
-  end
+  M.add_launchable(p, opts.launchable)
   print_notes(p, opts)
   local user_formatter
   if opts.formatter then

@@ -266,8 +266,16 @@ describe("apsearch run --launchable FRAMEWORK", function()
     -- TorchTitan's llama3 model has no sliding window: no Mistral strategy is launchable there
     local code, out = H.apsearch("run", "--model", "mistral-7b-v0.1", "--launchable", "torchtitan")
     assert.are.equal(1, code)
-    assert.truthy(out:find("what to relax:", 1, true), out)
-    assert.truthy(out:find("launch: --launchable keeps only the strategies", 1, true), out)
+    -- counted apart from the memory limit, first in what to relax, not
+    -- among the closest strategies (they fit; their launch file differs)
+    local early, over, differ = out:match("0 feasible of %d+ candidates %((%d+) filtered early, (%d+) over a limit, " ..
+      "(%d+) not\n?%s*launchable by torchtitan%)")
+    assert.truthy(differ and tonumber(differ) > 0, out)
+    assert.truthy(out:find("what to relax:\n  1. launch: --launchable keeps only the strategies", 1, true), out)
+    local closest = out:match("closest strategies %(least estimated memory%):\n(.-)\n\n")
+    assert.truthy(closest and closest:find("MEMORY_LIMIT", 1, true), out)
+    assert.is_nil(closest:find("LAUNCH_DIFFERS", 1, true))
+    assert.truthy(out:find("no fit up to", 1, true), out)
     local code2, _, err = H.apsearch("run", "--launchable", "deepspeed")
     assert.are.equal(2, code2)
     assert.are.equal('apsearch: --launchable: launchable: must be megatron, torchtitan, mindformers (got "deepspeed")\n', err)

@@ -184,7 +184,7 @@ end
 
 --- Reason code of a strategy whose launch file, for the engine
 -- `run --launchable` names, would build another job than the estimated one.
-M.LAUNCH_DIFFERS = "LAUNCH_DIFFERS"
+M.LAUNCH_DIFFERS = require("apsearch.search").LAUNCH_DIFFERS
 
 --- Run order of the launchable rule: after every other rule (the
 -- built-in ones are 10-100, a user rule's default 1000), as it renders a

@@ -192,9 +192,9 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
                                char *msg, size_t n);
 /** aps_check_framework plus what a framework refuses for the model: with
  * Megatron-LM's --use-torch-fsdp2, tied embeddings (and pipeline and expert
- * parallelism, fp16), validate_args @ d98e8a64; p2p context parallelism
- * with a sliding window (TransformerEngine attn_forward_func_with_cp @
- * d0067d0d).  aps_check_all's last step. */
+ * parallelism, fp16), validate_args @ d98e8a64; context parallelism with
+ * a sliding window over p2p, or with attention sinks (TransformerEngine
+ * attn_forward_func_with_cp @ d0067d0d).  aps_check_all's last step. */
 aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
                                      const aps_strategy *s, char *msg, size_t n);
 /** All of the above; the first failure wins, in this order: degrees, zero,

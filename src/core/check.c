@@ -460,25 +460,38 @@ static aps_reason check_megatron_fsdp2(const aps_model *m, const aps_training *t
 
 /* Megatron-LM's context parallelism runs in TransformerEngine, and the
  * launch writes the model's window as --window-size (W - 1, 0) on the
- * windowed layers (apsearch.launch.megatron window_args, whatever the
- * sequence length): attn_forward_func_with_cp (transformer_engine/pytorch/
- * attention/dot_product_attention/context_parallel.py @ d0067d0d,
- * l.5054-5060) asserts "Context parallelism does not support sliding window
- * attention with cp_comm_type='p2p'" (a2a and all_gather only). */
-static aps_reason check_megatron_cp_window(const aps_model *m,
-                                           const aps_training *t,
-                                           const aps_strategy *s, char *msg,
-                                           size_t n)
+ * windowed layers (whatever the sequence length) and its attention sinks as
+ * --softmax-type learnable (apsearch.launch.megatron window_args,
+ * attention_extras).  attn_forward_func_with_cp (transformer_engine/
+ * pytorch/attention/dot_product_attention/context_parallel.py @ d0067d0d)
+ * asserts "Context parallelism does not support sliding window attention
+ * with cp_comm_type='p2p'" (l.5054-5060: a2a and all_gather only) and
+ * "Context parallelism only supports softmax_type='learnable' with
+ * cp_comm_type = 'a2a'" (l.5065-5067), a type apsearch does not model. */
+static aps_reason check_megatron_cp_attention(const aps_model *m,
+                                              const aps_training *t,
+                                              const aps_strategy *s,
+                                              char *msg, size_t n)
 {
-    if (t->framework != APS_FW_MEGATRON || s->cp_degree < 2 ||
-        s->cp_comm_type != APS_CP_P2P || m->sliding_window == 0)
+    if (t->framework != APS_FW_MEGATRON || s->cp_degree < 2)
         return APS_REASON_NONE;
-    aps_fmt(msg, n, "megatron: cp_degree = %lld, cp_comm_type = p2p with a "
-            "%lld-token sliding window: TransformerEngine asserts \"Context "
-            "parallelism does not support sliding window attention with "
-            "cp_comm_type='p2p'\" (context_parallel.py); use all_gather",
-            (long long)s->cp_degree, (long long)m->sliding_window);
-    return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    if (s->cp_comm_type == APS_CP_P2P && m->sliding_window > 0) {
+        aps_fmt(msg, n, "megatron: cp_degree = %lld, cp_comm_type = p2p with "
+                "a %lld-token sliding window: TransformerEngine asserts "
+                "\"Context parallelism does not support sliding window "
+                "attention with cp_comm_type='p2p'\" (context_parallel.py); "
+                "use all_gather", (long long)s->cp_degree,
+                (long long)m->sliding_window);
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    if (m->attention_sinks) {
+        aps_fmt(msg, n, "megatron: cp_degree = %lld with attention sinks "
+                "(--softmax-type learnable): TransformerEngine's context "
+                "parallelism runs them with cp_comm_type = 'a2a' only "
+                "(context_parallel.py)", (long long)s->cp_degree);
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    return APS_REASON_NONE;
 }
 
 aps_reason aps_check_recompute_modules(const aps_model *m,
@@ -522,7 +535,7 @@ aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
     aps_reason r = aps_check_framework(t, s, msg, n);
     if (r != APS_REASON_NONE)
         return r;
-    r = check_megatron_cp_window(m, t, s, msg, n);
+    r = check_megatron_cp_attention(m, t, s, msg, n);
     if (r != APS_REASON_NONE)
         return r;
     return check_megatron_fsdp2(m, t, s, msg, n);

@@ -262,7 +262,8 @@ static void test_cp_divisibility(void **state)
  * (context_parallel.py @ d0067d0d) asserts no sliding window with
  * cp_comm_type p2p: Mistral-7B's 4096-token window over cp 2 p2p is
  * refused with that reason (on every layer, and on some), all_gather
- * runs, and TorchTitan's CP (no TransformerEngine) is not refused. */
+ * runs, and TorchTitan's CP (no TransformerEngine) is not refused; with
+ * attention sinks TE asserts cp_comm_type a2a, which apsearch lacks. */
 static void test_cp_p2p_sliding_window(void **state)
 {
     (void)state;
@@ -290,6 +291,16 @@ static void test_cp_p2p_sliding_window(void **state)
     x.m.sliding_window = 0;
     x.m.sliding_window_layers = 0;
     x.m.sliding_window_period = 0;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    /* attention sinks (--softmax-type learnable): a2a only, any CP here */
+    x.m.attention_sinks = true;
+    x.s.cp_comm_type = APS_CP_ALL_GATHER;
+    ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
+    ASSERT_HAS(x.msg, "megatron: cp_degree = 2 with attention sinks");
+    ASSERT_HAS(x.msg, "cp_comm_type = 'a2a' only");
+    x.s.cp_degree = 1;
+    x.s.dp_degree = 2;
+    x.t.global_batch_size = 2;
     ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
 }
 

@@ -191,8 +191,10 @@ aps_reason aps_check_zero(const aps_strategy *s, char *msg, size_t n);
 aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
                                char *msg, size_t n);
 /** aps_check_framework plus what a framework refuses for the model: with
- * Megatron-LM's --use-torch-fsdp2, tied embeddings (and pipeline
- * parallelism, fp16), validate_args @ d98e8a64.  aps_check_all's last step. */
+ * Megatron-LM's --use-torch-fsdp2, tied embeddings (and pipeline and expert
+ * parallelism, fp16), validate_args @ d98e8a64; context parallelism with
+ * a sliding window over p2p, or with attention sinks (TransformerEngine
+ * attn_forward_func_with_cp @ d0067d0d).  aps_check_all's last step. */
 aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
                                      const aps_strategy *s, char *msg, size_t n);
 /** All of the above; the first failure wins, in this order: degrees, zero,
@@ -210,6 +212,11 @@ aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
  *  pp_degree x vpp_degree (per model chunk, when any entry past the
  *  first pp_degree is set). */
 int64_t aps_partition_entries(const aps_strategy *s);
+
+/** True when aps_chunk_layers splits by the pipeline_split rule: pp_degree
+ *  > 1, a split other than even, and no stage_partition, layer_offset or
+ *  balancing (balance_stages), which take precedence over the rule. */
+bool aps_split_by_rule(const aps_strategy *s);
 
 /** Layers per model chunk, p v entries in model order (chunk j on
  *  pipeline rank j mod p; under pp_schedule zbv_zero_bubble and dualpipev

@@ -3,8 +3,9 @@
 --     apsearch run [POLICY.lua] [--top-k N] [--set KEY=VALUE]... [--fix DIM=VALUE]...
 --                  [--model NAME|CONFIG.json] [--cluster DEVICE[:NODES[xGPUS]]]
 --                  [--format table|json|csv] [--out DIR] [--quiet]
---                  [--rules RULE.lua]... [--objective NAME|OBJ.lua] [--formatter FMT.lua]
---                  [--unsafe] [--sandbox-instructions N] [--sandbox-memory-mib N]
+--                  [--rules RULE.lua]... [--launchable FRAMEWORK]
+--                  [--objective NAME|OBJ.lua] [--formatter FMT.lua] [--unsafe]
+--                  [--sandbox-instructions N] [--sandbox-memory-mib N]
 --                  [--sandbox-seconds S] [--sandbox-cpu-seconds S]
 --     apsearch estimate [POLICY.lua] --strategy KEY=VALUE,... [--model ...] [--cluster ...]
 --                  [--set KEY=VALUE]... [--format table|json]
@@ -268,6 +269,19 @@ local function probe_start(p, result)
   return h, per
 end
 
+--- Restricts a policy to the strategies whose launch file for engine
+-- `name` builds the estimated job (`run --launchable`): adds the rule
+-- apsearch.launch.launchable_rule and records the name (result
+-- `inputs.launchable`).  Nothing when `name` is nil.
+-- @tparam table p policy (apsearch.policy)
+-- @tparam string|nil name megatron, torchtitan or mindformers
+-- @raise `--launchable: launchable: must be ...` for another name
+function M.add_launchable(p, name)
+  if not name then return end
+  table.insert(p.constraints.rules, require("apsearch.launch").launchable_rule(name))
+  p.launchable = name
+end
+
 --- When a built policy (run --model / --cluster) has no feasible strategy:
 -- the same defaults on more hosts, doubling from `probe_start`, up to
 -- M.FIT_PROBE_DOUBLINGS times; the first cluster with a feasible strategy.
@@ -289,6 +303,7 @@ function M.fit_probe(opts, p, result)
     local q = policy_mod.from_table(raw, command, { set = opts.set or {}, fix = opts.fix or {},
       base_dir = ".", built = true, shadow_check = false })
     q.defaults = header
+    M.add_launchable(q, opts.launchable)
     local r = search.run(q, {})
     local top = r.top_k_strategies[1]
     if top then
@@ -514,6 +529,7 @@ local function cmd_run(args)
   c:option("--baseline=FILE", "a previous result.json, or a result-set directory holding one (an --out DIR): report what changed in the inputs and the top-k")
   c:option("--echarts=FILE", "echarts.min.js to inline in report.html (default: the one the build fetched; 'none': tables only)")
   c:option("--rules=FILE", "add a constraint rule file (docs/writing-rules.md; repeatable)", {})
+  c:option("--launchable=FRAMEWORK", "rank only strategies whose launch file for FRAMEWORK (megatron, torchtitan or mindformers) builds the job as estimated; the others are filtered as LAUNCH_DIFFERS")
   c:option("--objective=NAME|FILE", "rank by a built-in objective or an objective file (replaces the policy's)")
   c:option("--formatter=FILE", "print the result with a formatter file instead of --format")
   c:flag("--wide", "table: no width limit (default: fit 120 columns, leaving out the top memory/overhead columns)")
@@ -531,6 +547,7 @@ local function cmd_run(args)
   end
   local path = opts.POLICY or (not (opts.model or opts.cluster) and default_policy()) or nil
   local p = load_policy(path, opts, { top_k = top_k, rules = opts.rules, objective = opts.objective })
+  M.add_launchable(p, opts.launchable)
   print_notes(p, opts)
   local user_formatter
   if opts.formatter then

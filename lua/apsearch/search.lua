@@ -204,6 +204,10 @@ M.near_capacity_fraction = 0.9
 -- strategy; bounded so the search state stays small.
 M.closest_keep = 20
 
+--- Reason code of the `run --launchable` rule (apsearch.launch
+-- launchable_rule): a strategy that fits, whose launch file differs.
+M.LAUNCH_DIFFERS = "LAUNCH_DIFFERS"
+
 --- Most pipeline ops kept of the timeline the report draws
 -- (`stage_summary[r].timeline`, ctx:timeline): all of them when they fit,
 -- else those of a window at the start of the step and one at its end
@@ -564,8 +568,9 @@ function M.run(policy, opts)
         -- the estimated candidates closest to fitting (least memory, then
         -- time), bounded: the report's diagnosis when nothing is feasible
         -- (one refused before any memory was counted, EP_DIVISIBILITY,
-        -- is not close to fitting)
-        if mem > 0 and (cl_n < M.closest_keep or mem < cl_worst) then
+        -- is not close to fitting; one run --launchable refused fits,
+        -- its launch file is what differs)
+        if mem > 0 and bad ~= M.LAUNCH_DIFFERS and (cl_n < M.closest_keep or mem < cl_worst) then
           if cl_n < M.closest_keep then cl_n = cl_n + 1 end
           closest[cl_n] = { index = index, mem_peak = mem, step_time = st, reason = bad,
                             strategy = copy(cand) }
@@ -836,6 +841,10 @@ function M.run(policy, opts)
   for _, ov in ipairs(policy.overrides or {}) do
     L("override: --%s %s=%s", ov.kind, ov.key, util.describe(ov.value))
   end
+  if policy.launchable then
+    L("--launchable %s: only strategies its launch file builds as estimated (the others: LAUNCH_DIFFERS)",
+      policy.launchable)
+  end
   L("search space: %d candidates (data_parallel %s)", space_size, space.data_parallel)
   local early_parts = {}
   for _, code in ipairs(sorted_codes(summary, "early")) do
@@ -873,6 +882,7 @@ function M.run(policy, opts)
     calibration = policy.calibration,   -- {name, file} when --calibration was given
     stack = policy.stack,               -- training.stack, or the framework's newest
     defaults = policy.defaults,         -- the header lines of a built policy (apsearch.defaults)
+    launchable = policy.launchable,     -- run --launchable: the framework whose launch file must build each strategy
   }
 
   return {

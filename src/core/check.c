@@ -254,11 +254,11 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
         return r;
     /* megatron/training/arguments.py (d98e8a64) asserts (num_layers + 2)
      * divisible by pp x vpp with both --account-for-embedding-in-pipeline-
-     * split and --account-for-loss-in-pipeline-split */
+     * split and --account-for-loss-in-pipeline-split; only a split by the
+     * rule is written with them (a layer_offset or balancing is not) */
     int64_t S = s->pp_degree * s->vpp_degree;
-    if (t->framework == APS_FW_MEGATRON && s->pp_degree > 1 &&
+    if (t->framework == APS_FW_MEGATRON && aps_split_by_rule(s) &&
         s->pipeline_split == APS_SPLIT_EMBEDDING_LOSS &&
-        aps_partition_entries(s) == 0 && !s->balance_stages &&
         (m->num_layers + 2) % S != 0) {
         aps_fmt(msg, n, "megatron: pipeline_split = embedding_loss needs "
                 "num_layers + 2 = %lld divisible by pp_degree x vpp_degree = "
@@ -429,9 +429,10 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
 
 /* Megatron-LM's --use-torch-fsdp2 (fsdp_degree > 1, or zero_stage 2 / 3,
  * apsearch.launch.megatron): validate_args (megatron/training/arguments.py
- * @ d98e8a64ddf34856e74b24714e3bedb2f5a39553) asserts
- * pipeline_model_parallel_size == 1, untie_embeddings_and_output_weights
- * and not fp16 with it. */
+ * @ d98e8a64ddf34856e74b24714e3bedb2f5a39553, l.1031-1047) asserts
+ * pipeline_model_parallel_size == 1, expert_model_parallel_size == 1
+ * ("--use-torch-fsdp2 is not supported with expert parallelism", l.1036),
+ * untie_embeddings_and_output_weights and not fp16 with it. */
 static aps_reason check_megatron_fsdp2(const aps_model *m, const aps_training *t,
                                        const aps_strategy *s, char *msg, size_t n)
 {
@@ -441,6 +442,8 @@ static aps_reason check_megatron_fsdp2(const aps_model *m, const aps_training *t
     const char *why = NULL;
     if (s->pp_degree > 1)
         why = "is not supported with pipeline parallelism";
+    else if (aps_moe_ep(s) > 1)
+        why = "is not supported with expert parallelism (ep_degree > 1)";
     else if (m->tie_word_embeddings)
         why = "requires --untie-embeddings-and-output-weights (the model ties them)";
     else if (t->precision == APS_PREC_FP16)
@@ -448,10 +451,47 @@ static aps_reason check_megatron_fsdp2(const aps_model *m, const aps_training *t
     if (!why)
         return APS_REASON_NONE;
     aps_fmt(msg, n, "megatron: --use-torch-fsdp2 (fsdp_degree = %lld, zero_stage "
-            "= %lld, pp_degree = %lld) %s (validate_args, "
+            "= %lld, pp_degree = %lld, ep_degree = %lld) %s (validate_args, "
             "megatron/training/arguments.py)", (long long)s->fsdp_degree,
-            (long long)s->zero_stage, (long long)s->pp_degree, why);
+            (long long)s->zero_stage, (long long)s->pp_degree,
+            (long long)aps_moe_ep(s), why);
     return APS_REASON_FRAMEWORK_UNSUPPORTED;
+}
+
+/* Megatron-LM's context parallelism runs in TransformerEngine, and the
+ * launch writes the model's window as --window-size (W - 1, 0) on the
+ * windowed layers (whatever the sequence length) and its attention sinks as
+ * --softmax-type learnable (apsearch.launch.megatron window_args,
+ * attention_extras).  attn_forward_func_with_cp (transformer_engine/
+ * pytorch/attention/dot_product_attention/context_parallel.py @ d0067d0d)
+ * asserts "Context parallelism does not support sliding window attention
+ * with cp_comm_type='p2p'" (l.5054-5060: a2a and all_gather only) and
+ * "Context parallelism only supports softmax_type='learnable' with
+ * cp_comm_type = 'a2a'" (l.5065-5067), a type apsearch does not model. */
+static aps_reason check_megatron_cp_attention(const aps_model *m,
+                                              const aps_training *t,
+                                              const aps_strategy *s,
+                                              char *msg, size_t n)
+{
+    if (t->framework != APS_FW_MEGATRON || s->cp_degree < 2)
+        return APS_REASON_NONE;
+    if (s->cp_comm_type == APS_CP_P2P && m->sliding_window > 0) {
+        aps_fmt(msg, n, "megatron: cp_degree = %lld, cp_comm_type = p2p with "
+                "a %lld-token sliding window: TransformerEngine asserts "
+                "\"Context parallelism does not support sliding window "
+                "attention with cp_comm_type='p2p'\" (context_parallel.py); "
+                "use all_gather", (long long)s->cp_degree,
+                (long long)m->sliding_window);
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    if (m->attention_sinks) {
+        aps_fmt(msg, n, "megatron: cp_degree = %lld with attention sinks "
+                "(--softmax-type learnable): TransformerEngine's context "
+                "parallelism runs them with cp_comm_type = 'a2a' only "
+                "(context_parallel.py)", (long long)s->cp_degree);
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    return APS_REASON_NONE;
 }
 
 aps_reason aps_check_recompute_modules(const aps_model *m,
@@ -493,6 +533,9 @@ aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
                                      const aps_strategy *s, char *msg, size_t n)
 {
     aps_reason r = aps_check_framework(t, s, msg, n);
+    if (r != APS_REASON_NONE)
+        return r;
+    r = check_megatron_cp_attention(m, t, s, msg, n);
     if (r != APS_REASON_NONE)
         return r;
     return check_megatron_fsdp2(m, t, s, msg, n);

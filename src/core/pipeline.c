@@ -20,6 +20,18 @@ int64_t aps_partition_entries(const aps_strategy *s)
     return 0;
 }
 
+bool aps_split_by_rule(const aps_strategy *s)
+{
+    int64_t p = s->pp_degree;
+    if (p <= 1 || s->pipeline_split == APS_SPLIT_EVEN || s->balance_stages ||
+        aps_partition_entries(s) > 0)
+        return false;
+    for (int64_t i = 0; i < p && i < APS_MAX_STAGES; i++)
+        if (s->layer_offset[i] != 0)
+            return false;
+    return true;
+}
+
 /*
  * The split rules of the frameworks, over S = p v model chunks in model
  * order (chunk j runs on pipeline rank j mod p, or on the V of ZBV and
@@ -152,8 +164,7 @@ aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
         }
         return APS_REASON_NONE;
     }
-    if (given == 0 && !offset && !(s->balance_stages && p > 1) &&
-        s->pipeline_split != APS_SPLIT_EVEN && p > 1) {
+    if (aps_split_by_rule(s)) {
         aps_reason why = split_rule(m, s, chunks, msg, n);
         if (why != APS_REASON_NONE)
             return why;

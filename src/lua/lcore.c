@@ -124,6 +124,21 @@ static int l_chunk_layers(lua_State *L)
     return 1;
 }
 
+/*
+ * core.split_by_rule(strategy) -> true when the estimator splits the
+ * layers by the strategy's pipeline_split rule (aps_split_by_rule: no
+ * stage_partition, layer_offset or balancing in its place), the split a
+ * launch config may write with the framework's own split flags.
+ */
+static int l_split_by_rule(lua_State *L)
+{
+    aps_strategy proto, s;
+    aps_strategy_defaults(&proto);
+    apsl_check_strategy(L, 1, &proto, &s);
+    lua_pushboolean(L, aps_split_by_rule(&s));
+    return 1;
+}
+
 static int l_model_params(lua_State *L)
 {
     aps_model m;
@@ -714,6 +729,7 @@ static int ctx_tostring(lua_State *L)
 static const luaL_Reg module_funcs[] = {
     {"model_params", l_model_params},
     {"chunk_layers", l_chunk_layers},
+    {"split_by_rule", l_split_by_rule},
     {"device_presets", l_device_presets},
     {"device_preset", l_device_preset},
     {"defaults", l_defaults},

@@ -258,6 +258,52 @@ static void test_cp_divisibility(void **state)
     ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
 }
 
+/* Megatron's CP runs in TransformerEngine, whose attn_forward_func_with_cp
+ * (context_parallel.py @ d0067d0d) asserts no sliding window with
+ * cp_comm_type p2p: Mistral-7B's 4096-token window over cp 2 p2p is
+ * refused with that reason (on every layer, and on some), all_gather
+ * runs, and TorchTitan's CP (no TransformerEngine) is not refused; with
+ * attention sinks TE asserts cp_comm_type a2a, which apsearch lacks. */
+static void test_cp_p2p_sliding_window(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 2, 1);
+    fx_mistral_7b(&x.m);
+    x.m.sliding_window = 4096;
+    x.s.cp_degree = 2;
+    x.s.cp_comm_type = APS_CP_P2P;
+    ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
+    ASSERT_HAS(x.msg, "megatron: cp_degree = 2, cp_comm_type = p2p with a "
+               "4096-token sliding window");
+    ASSERT_HAS(x.msg, "does not support sliding window attention with "
+               "cp_comm_type='p2p'\" (context_parallel.py); use all_gather");
+    expect_run_reason(&x, APS_REASON_FRAMEWORK_UNSUPPORTED);
+    x.m.sliding_window_layers = 16;
+    x.m.sliding_window_period = 2;
+    ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
+    x.s.cp_comm_type = APS_CP_ALL_GATHER;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    x.s.cp_comm_type = APS_CP_P2P;
+    x.t.framework = APS_FW_FSDP2;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    x.t.framework = APS_FW_MEGATRON;
+    x.m.sliding_window = 0;
+    x.m.sliding_window_layers = 0;
+    x.m.sliding_window_period = 0;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    /* attention sinks (--softmax-type learnable): a2a only, any CP here */
+    x.m.attention_sinks = true;
+    x.s.cp_comm_type = APS_CP_ALL_GATHER;
+    ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
+    ASSERT_HAS(x.msg, "megatron: cp_degree = 2 with attention sinks");
+    ASSERT_HAS(x.msg, "cp_comm_type = 'a2a' only");
+    x.s.cp_degree = 1;
+    x.s.dp_degree = 2;
+    x.t.global_batch_size = 2;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+}
+
 static void test_zero_stage_invalid(void **state)
 {
     (void)state;
@@ -515,6 +561,7 @@ int main(void)
         cmocka_unit_test(test_ap_ft_06_idle_devices),
         cmocka_unit_test(test_ap_ft_06_hsdp_invalid),
         cmocka_unit_test(test_cp_divisibility),
+        cmocka_unit_test(test_cp_p2p_sliding_window),
         cmocka_unit_test(test_zero_stage_invalid),
         cmocka_unit_test(test_invalid_degree),
         cmocka_unit_test(test_vpp_invalid),

@@ -937,6 +937,39 @@ static void test_moe_torchtitan_mesh(void **state)
     assert_non_null(strstr(msg, "fsdp2: etp_degree = 2"));
 }
 
+/* Megatron's --use-torch-fsdp2 with expert parallelism: validate_args
+ * (megatron/training/arguments.py @ d98e8a64 l.1036) asserts
+ * expert_model_parallel_size == 1, so fsdp 8 with ep 8 is refused with
+ * that reason; the same sharding without EP, and ep 8 over ZeRO-1, run. */
+static void test_moe_megatron_fsdp2_ep(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    char msg[APS_REASON_LEN];
+    moe_8b(&m, &c, &t, &s);
+    s.dp_degree = 1;
+    s.fsdp_degree = 8;
+    s.zero_stage = 3;
+    s.ep_degree = 8;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    assert_non_null(strstr(msg, "megatron: --use-torch-fsdp2 (fsdp_degree = 8, "
+                                "zero_stage = 3, pp_degree = 1, ep_degree = 8) "
+                                "is not supported with expert parallelism"));
+    s.ep_degree = 1;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+    s.dp_degree = 8;
+    s.fsdp_degree = 1;
+    s.zero_stage = 1;
+    s.ep_degree = 8;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+}
+
 /* The estimate of an MoE model: the routed experts held per rank (E / ep
  * experts of 3 h f_e, every layer), their optimizer states over the
  * expert-data-parallel group, model FLOPs as Megatron-Core's
@@ -1252,6 +1285,7 @@ int main(void)
         cmocka_unit_test(test_alltoall_time),
         cmocka_unit_test(test_group_alltoall_time),
         cmocka_unit_test(test_moe_torchtitan_mesh),
+        cmocka_unit_test(test_moe_megatron_fsdp2_ep),
         cmocka_unit_test(test_recompute_modules),
         cmocka_unit_test(test_exp_avg_bf16),
         cmocka_unit_test(test_shared_expert_overlap),

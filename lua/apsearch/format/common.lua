@@ -442,6 +442,24 @@ function M.commas(n)
   return (neg and "-" or "") .. s
 end
 
+--- The estimated candidates a search refused, as its summaries say it:
+-- "N over a limit" (a memory limit or a rule), and with `run --launchable`
+-- those whose launch file does not build the estimated job apart:
+-- "N over a limit, M not launchable by megatron".
+-- @tparam table result a search result
+-- @tparam[opt] function num number formatter (default tostring)
+-- @treturn string
+function M.refused_text(result, num)
+  num = num or tostring
+  local s = result.all_candidate_summary or {}
+  local e = (result.infeasible_summary or {}).LAUNCH_DIFFERS
+  local n = e and e.count or 0
+  local text = num(math.tointeger((s.infeasible or 0) - n) or 0) .. " over a limit"
+  if n == 0 then return text end
+  return text .. ", " .. num(math.tointeger(n) or n) .. " not launchable by " ..
+    tostring((result.inputs or {}).launchable)
+end
+
 --- The NVLink-domain suffix of a cluster line: ", NVLink domain D" when
 -- `cluster.nvlink_domain_size` spans more than one host (GB200 NVL72: 4
 -- per host, up to 72 per domain), else "".

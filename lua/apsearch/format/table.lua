@@ -346,9 +346,9 @@ function M.format_lines(result, opts)
   local dev = type(cl.device) == "table" and cl.device.name or tostring(cl.device)
   local out = {}
   out[#out + 1] = string.format(
-    "%s on %s x %s: %d feasible of %d candidates (%d filtered early, %d over a limit), %.2f s",
+    "%s on %s x %s: %d feasible of %d candidates (%d filtered early, %s), %.2f s",
     tostring(inp.model and inp.model.name), tostring(cl.num_devices), tostring(dev),
-    s.feasible or 0, s.space_size or 0, s.filtered_early or 0, s.infeasible or 0,
+    s.feasible or 0, s.space_size or 0, s.filtered_early or 0, common.refused_text(result),
     s.seconds or 0)
   if #(result.top_k_strategies or {}) == 0 then
     out[#out + 1] = "no feasible strategy"

@@ -101,6 +101,45 @@ function M.rule_chunks(L, pp, vpp, split)
     { pp_degree = pp, vpp_degree = vpp, pipeline_split = split }))
 end
 
+--- True when the estimate split a record's layers by its pipeline_split
+-- rule, the only split a framework's own split flags may stand for: a
+-- stage_partition, a layer_offset or balancing replaces the rule
+-- (src/core/pipeline.c aps_split_by_rule).
+-- @tparam table rec top-k record
+-- @treturn boolean
+function M.split_by_rule(rec)
+  return require("apsearch.core").split_by_rule(require("apsearch.search").strategy_of(rec))
+end
+
+--- Layers per model chunk in schedule order (chunk j on rank (j-1) mod p),
+-- as the estimate built them (src/core/pipeline.c aps_chunk_layers): given
+-- per chunk, the pipeline_split rule (M.split_by_rule), or each rank's
+-- layers split evenly over its chunks.
+-- @tparam table c context (M.context)
+-- @treturn table chunks
+function M.estimate_chunks(c)
+  local r, L = c.rec, c.model.num_layers
+  local p, v = r.pp_degree or 1, r.vpp_degree or 1
+  local given = {}
+  for _, n in ipairs(r.stage_partition or {}) do
+    if n ~= 0 then given = r.stage_partition break end
+  end
+  if v > 1 and #given == p * v then
+    local out = {}
+    for j = 1, p * v do out[j] = given[j] end
+    return out
+  end
+  if M.split_by_rule(r) then
+    local chunks = M.rule_chunks(L, p, v, r.pipeline_split)
+    if chunks then return chunks end
+  end
+  local out = {}
+  for i = 1, p do
+    for k = 0, v - 1 do out[k * p + i] = (c.layers[i] or 0) // v end
+  end
+  return out
+end
+
 --- The notes of a launch file that say it builds another job than the
 -- one estimated: NOT WRITTEN (part of the job left out) and NOT
 -- EXPRESSIBLE (the engine runs something else in its place).
@@ -113,6 +152,72 @@ function M.differences(notes)
     if t:match("^NOT WRITTEN") or t:match("^NOT EXPRESSIBLE") then out[#out + 1] = t end
   end
   return out
+end
+
+--- The engine named `name` (an entry of M.engines), or nil.
+-- @tparam string name megatron, torchtitan or mindformers
+-- @treturn table|nil
+function M.engine(name)
+  for _, e in ipairs(M.engines) do
+    if e.name == name then return e end
+  end
+  return nil
+end
+
+--- The differences (M.differences) of engine `e`'s launch file for one
+-- estimate, rendered as the file of a one-strategy result.
+-- @tparam table e an entry of M.engines
+-- @tparam table inputs the core context's inputs (ctx:inputs())
+-- @tparam table est a full estimate (ctx:estimate)
+-- @treturn table the differing notes
+function M.estimate_differences(e, inputs, est)
+  local rec = { rank = 1, devices_used = est.devices_used, memory_cost = {}, performance_cost = {} }
+  for k, v in pairs(est.strategy) do rec[k] = v end
+  local stages = {}
+  for i, st in ipairs(est.stages or {}) do
+    stages[i] = { num_layers = st.num_layers, recompute_layers = st.recompute_layers }
+  end
+  local result = { inputs = inputs, top_k_strategies = { rec }, stage_summary = { { stages = stages } } }
+  local _, notes = require(e.module).render(M.context(result, rec))
+  return M.differences(notes)
+end
+
+--- Reason code of a strategy whose launch file, for the engine
+-- `run --launchable` names, would build another job than the estimated one.
+M.LAUNCH_DIFFERS = require("apsearch.search").LAUNCH_DIFFERS
+
+--- Run order of the launchable rule: after every other rule (the
+-- built-in ones are 10-100, a user rule's default 1000), as it renders a
+-- launch file per feasible candidate.
+M.LAUNCHABLE_ORDER = 10000
+
+--- The rule `run --launchable NAME` adds: after the estimate, a feasible
+-- candidate whose launch file for engine NAME has a NOT WRITTEN or NOT
+-- EXPRESSIBLE line (M.differences) is filtered out with LAUNCH_DIFFERS
+-- and that line as its message; an infeasible one keeps its own reason.
+-- @tparam string name megatron, torchtitan or mindformers
+-- @treturn table a rule (apsearch.rules.normalize, trusted)
+-- @raise `--launchable: launchable: must be ... (got NAME)` (exit 2)
+function M.launchable_rule(name)
+  local e = M.engine(name)
+  if not e then
+    local names = {}
+    for i, x in ipairs(M.engines) do names[i] = x.name end
+    util.fail("--launchable", "launchable", "must be " .. table.concat(names, ", "), name)
+  end
+  local inputs = setmetatable({}, { __mode = "k" }) -- per core context
+  return require("apsearch.rules").normalize({
+    name = "launchable", code = M.LAUNCH_DIFFERS, cheap = false, order = M.LAUNCHABLE_ORDER,
+    description = "the " .. name .. " launch file builds the strategy as estimated",
+    check = function(candidate, ctx, evaluation)
+      if not evaluation.feasible then return true end
+      local core = ctx.core or ctx
+      inputs[core] = inputs[core] or core:inputs()
+      local differs = M.estimate_differences(e, inputs[core], core:estimate(candidate))
+      if #differs == 0 then return true end
+      return false, M.LAUNCH_DIFFERS, name .. ": " .. differs[1]
+    end,
+  }, "--launchable", { trusted = true })
 end
 
 -- A file that differs says so where it quotes the estimate.

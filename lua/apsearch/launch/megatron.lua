@@ -315,25 +315,18 @@ function M.render(c)
       "(interleaved) 1F1B only; the script runs that, with the chunks in its own order")
   end
   local layers = c.layers
-  -- model chunks in schedule order (chunk j on rank j mod p): given per
-  -- chunk, by the split rule (embedding_loss, fill_last), or a rank's
-  -- layers split evenly (the core reports an unset partition as zeros)
+  -- model chunks in schedule order (chunk j on rank j mod p), as the
+  -- estimate split them: given per chunk, by the split rule only when no
+  -- stage_partition, layer_offset or balancing replaced it (a layer_offset
+  -- under embedding_loss is the offset's split, not the rule's), or a
+  -- rank's layers split evenly (the core reports an unset partition as zeros)
   local given = {}
   for _, n in ipairs(r.stage_partition or {}) do
     if n ~= 0 then given = r.stage_partition break end
   end
   local per_chunk = vpp > 1 and #given == pp * vpp
-  local split = r.pipeline_split or "even"
-  local chunks = {}
-  if per_chunk then
-    for j = 1, pp * vpp do chunks[j] = given[j] end
-  elseif split ~= "even" and #given == 0 and pp > 1 then
-    chunks = launch_util.rule_chunks(L, pp, vpp, split) or {}
-  elseif #layers == pp then
-    for k = 0, vpp - 1 do
-      for i = 1, pp do chunks[k * pp + i] = layers[i] // vpp end
-    end
-  end
+  local split = launch_util.split_by_rule(r) and r.pipeline_split or "even"
+  local chunks = launch_util.estimate_chunks(c)
   local uneven = pp > 1 and #layers == pp and not launch_util.all_equal(layers)
   local vpp_written = false
   local function layout(why)
@@ -345,7 +338,7 @@ function M.render(c)
     -- per model chunk: only the layout gives each chunk its own count
     -- (pipeline_parallel_layer_layout.py; vpp = stages / pp)
     layout()
-  elseif pp > 1 and split == "embedding_loss" and #given == 0 then
+  elseif split == "embedding_loss" then
     -- transformer_block.py get_num_layers_to_build: (L + 2) / (p v) per
     -- chunk, the first and the last chunk one fewer; needs (L + 2) % (p v) == 0
     if (L + 2) % (pp * vpp) == 0 then
@@ -358,7 +351,7 @@ function M.render(c)
       layout("the embedding-and-loss split of " .. L .. " layers over " .. pp * vpp ..
         " model chunks is uneven ((L + 2) mod (p v) ~= 0); written as a layout")
     end
-  elseif pp > 1 and split == "fill_last" and #given == 0 and not launch_util.all_equal(chunks) then
+  elseif split == "fill_last" and not launch_util.all_equal(chunks) then
     -- ceil(L / (p v)) per chunk, the last the rest: NVIDIA's DeepSeek-V3
     -- layouts (NeMo 8cfedd72 pretrain_deepseek_v3.py map_pp_vp_to_layout),
     -- which only the layout writes (a rank's chunks differ)

@@ -486,23 +486,9 @@ function M.render(c)
   if pp > 1 and #layers == pp then
     local base = L // (pp * vpp)
     -- model chunks in schedule order (chunk j on rank j mod p; LayerSetting
-    -- fills interleave 0 of every stage first, as Megatron does): given per
-    -- chunk (stage_partition), the split rule (embedding_loss, fill_last),
-    -- or each rank's layers split evenly (as the Megatron script writes them)
-    local given = {}
-    for _, n in ipairs(r.stage_partition or {}) do
-      if n ~= 0 then given = r.stage_partition break end
-    end
-    local chunks = {}
-    if vpp > 1 and #given == pp * vpp then
-      for j = 1, pp * vpp do chunks[j] = given[j] end
-    elseif vpp > 1 and (r.pipeline_split or "even") ~= "even" and #given == 0 then
-      chunks = launch_util.rule_chunks(L, pp, vpp, r.pipeline_split) or {}
-    else
-      for k = 0, vpp - 1 do
-        for i = 1, pp do chunks[k * pp + i] = layers[i] // vpp end
-      end
-    end
+    -- fills interleave 0 of every stage first, as Megatron does), as the
+    -- estimate split them (apsearch.launch.estimate_chunks)
+    local chunks = launch_util.estimate_chunks(c)
     local uneven, sum = false, 0
     for _, n in ipairs(chunks) do
       if n ~= base then uneven = true end

@@ -146,35 +146,11 @@ function M.titan_split(S, L, iw, ow)
   return out
 end
 
---- Layers per model chunk in schedule order (chunk j on rank (j-1) mod p),
--- as the estimate built them (src/core/pipeline.c aps_chunk_layers).
+--- Layers per model chunk in schedule order, as the estimate built them
+-- (apsearch.launch.estimate_chunks).
+-- @tparam table c context
 -- @treturn table chunks
-function M.estimate_chunks(c)
-  local r, L = c.rec, c.model.num_layers
-  local p, v = r.pp_degree or 1, r.vpp_degree or 1
-  local given = {}
-  for _, n in ipairs(r.stage_partition or {}) do
-    if n ~= 0 then given = r.stage_partition break end
-  end
-  if v > 1 and #given == p * v then
-    local out = {}
-    for j = 1, p * v do out[j] = given[j] end
-    return out
-  end
-  local split = r.pipeline_split or "even"
-  local offsets = false
-  for _, o in ipairs(r.layer_offset or {}) do offsets = offsets or o ~= 0 end
-  if split ~= "even" and p > 1 and #given == 0 and not offsets and not r.balance_stages then
-    -- the estimator's own rule (embedding_loss, fill_last)
-    local chunks = require("apsearch.launch").rule_chunks(L, p, v, split)
-    if chunks then return chunks end
-  end
-  local out = {}
-  for i = 1, p do
-    for k = 0, v - 1 do out[k * p + i] = (c.layers[i] or 0) // v end
-  end
-  return out
-end
+M.estimate_chunks = require("apsearch.launch").estimate_chunks
 
 local function same(a, b)
   if not a or not b or #a ~= #b then return false end
@@ -242,7 +218,8 @@ function M.model_shape(m, seq, pp)
   if (m.sliding_window or 0) > 0 then
     N("NOT EXPRESSIBLE in TorchTitan", string.format("the %d-token sliding window on %d of %d layers: " ..
       "HEAD's llama3 model masks block-causal over the whole context (FlexAttention.Config has no window)",
-      m.sliding_window, m.sliding_window_layers or m.num_layers, m.num_layers))
+      m.sliding_window, (m.sliding_window_layers or 0) > 0 and m.sliding_window_layers or m.num_layers,
+      m.num_layers))
   end
   local function fits(f)
     local fs = TT.flavor_shapes[f]

@@ -291,6 +291,7 @@ local RELAX = {
   ZERO_STAGE_INVALID = "ZeRO: this zero_stage does not apply to the strategy; allow other zero_stage values",
   FRAMEWORK_UNSUPPORTED = "framework: training.framework cannot run these strategies; allow other degrees or choose another framework",
   INVALID_DEGREE = "degrees: a degree is out of range; check the search_space",
+  LAUNCH_DIFFERS = "launch: --launchable keeps only the strategies its framework's launch file builds as estimated; run without --launchable (their launch files are marked differs) or with another framework",
 }
 
 --- Bytes a parameter's model states take under mixed-precision Adam when
@@ -404,8 +405,12 @@ function M.diagnose(result, n)
       local text = RELAX[r.code] or (r.rule and string.format(
         "policy rule %s: relax or remove it (constraints.rules)", tostring(r.rule))) or nil
       if text then
-        out.suggestions[#out.suggestions + 1] = string.format("%s (%s candidates, %s)", text,
-          common.commas(r.count), r.phase == "early" and "before the estimate" or "after the estimate")
+        -- run --launchable first: the restriction the user added, which
+        -- the other suggestions do not lift (more memory admits a strategy
+        -- whose launch file may still differ)
+        local at = r.code == "LAUNCH_DIFFERS" and 1 or #out.suggestions + 1
+        table.insert(out.suggestions, at, string.format("%s (%s candidates, %s)", text,
+          common.commas(r.count), r.phase == "early" and "before the estimate" or "after the estimate"))
       end
     end
   end
@@ -696,8 +701,9 @@ local function infeasible_html(result)
   local d = M.diagnose(result)
   local out = { "<div class=\"notice\" id=\"no-feasible\"><p><b>No feasible strategy.</b> " }
   local s = result.all_candidate_summary or {}
-  out[#out + 1] = esc(string.format("Of %s candidates, %s were filtered before the estimate and %s were estimated and over a limit.",
-    common.commas(s.generated or 0), common.commas(s.filtered_early or 0), common.commas(s.infeasible or 0))) .. "</p>"
+  out[#out + 1] = esc(string.format("Of %s candidates, %s were filtered before the estimate; of those estimated, %s.",
+    common.commas(s.generated or 0), common.commas(s.filtered_early or 0),
+    common.refused_text(result, common.commas))) .. "</p>"
   if #d.reasons > 0 then
     out[#out + 1] = "<p><b>Binding reasons</b> (after the estimate first: they stopped the candidates that came closest):</p><ul>"
     for _, r in ipairs(d.reasons) do
@@ -758,9 +764,9 @@ function M.render(result, opts)
   P("<title>" .. esc(title) .. "</title>\n<style>\n" .. read_asset("report.css") .. "</style>\n</head>\n<body>\n")
   P("<h1>" .. esc(title) .. "</h1>\n")
   P("<p class=\"sub\">" .. esc(string.format(
-    "%s feasible of %s candidates (%s filtered early, %s over a limit after the estimate); objective %s; top-%s; searched in %.2f s",
+    "%s feasible of %s candidates (%s filtered early, %s after the estimate); objective %s; top-%s; searched in %.2f s",
     common.commas(s.feasible or 0), common.commas(s.generated or 0), common.commas(s.filtered_early or 0),
-    common.commas(s.infeasible or 0), tostring(inp.objective), tostring(inp.top_k), s.seconds or 0)) .. "</p>\n")
+    common.refused_text(result, common.commas), tostring(inp.objective), tostring(inp.top_k), s.seconds or 0)) .. "</p>\n")
   P("<pre id=\"script-errors\" class=\"notice error\" hidden></pre>\n")
   if not opts.echarts_js and opts.echarts_missing == "--echarts none" then
     P("<div class=\"notice\" id=\"no-echarts\"><b>Charts need Apache ECharts; they were turned off " ..

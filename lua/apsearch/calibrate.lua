@@ -26,6 +26,7 @@
 local core = require "apsearch.core"
 local validate = require "apsearch.validate"
 local calibration = require "apsearch.calibration"
+local stacks = require "apsearch.stacks"
 local util = require "apsearch.util"
 
 local M = {}
@@ -40,16 +41,54 @@ M.RESTARTS = 4
 --- Initial simplex edge, as a fraction of each parameter's range.
 M.STEP = 0.15
 
---- Mean absolute log error of throughput under a calibration.
--- @return loss, number of rows used
-local function loss(rows, calib)
-  local sum, n = 0, 0
+--- A fit's rows made ready for its loss, once: each row's inputs as
+-- validate.run_case builds them (validate.case_inputs with the row's stack
+-- applied, apsearch.stacks), its measured throughput, and no estimate.
+-- The loss then applies a calibration to a copy of the cluster and runs
+-- the light estimate (ctx:evaluate), which gives run_case's
+-- tokens_per_s_per_gpu: a calibration changes efficiencies, none of the
+-- row's parsing, stack or bounds checks (validate.check_bounds reads
+-- peaks, FLOPs and memory), so they are done once, not at every step of
+-- the optimiser.
+-- @param rows rows run_case estimates without error
+-- @treturn table array of {model, cluster, training, strategy, stack, meas}
+local function prepare(rows)
+  local out = {}
   for _, row in ipairs(rows) do
-    local c = validate.run_case(row, calib)
-    local meas = c.measured and c.measured.tokens_per_s_per_gpu
-    local pred = c.predicted and c.predicted.tokens_per_s_per_gpu
-    if meas and pred and pred > 0 then
-      sum = sum + math.abs(math.log(pred / meas))
+    local model, cluster, training, strategy = validate.case_inputs(row)
+    local stack = stacks.of_software(row.software, training.framework)
+    stacks.apply(cluster, stack)
+    out[#out + 1] = { model = model, cluster = cluster, training = training, strategy = strategy,
+                      stack = stack, meas = validate.measured_value(row, "measured_tokens_per_s_per_gpu") }
+  end
+  return out
+end
+
+--- A copy of a cluster table deep enough for calibration.apply to write
+-- its device fields into (the table and its device table).
+local function cluster_copy(cluster)
+  local c = {}
+  for k, v in pairs(cluster) do c[k] = v end
+  if type(cluster.device) == "table" then
+    local d = {}
+    for k, v in pairs(cluster.device) do d[k] = v end
+    c.device = d
+  end
+  return c
+end
+
+--- Mean absolute log error of throughput under a calibration.
+-- @param prepared rows from `prepare`
+-- @return loss, number of rows used (a row whose estimate is infeasible
+--   for a reason other than memory, as run_case refuses it, is left out)
+local function loss(prepared, calib)
+  local sum, n = 0, 0
+  for _, p in ipairs(prepared) do
+    local cluster = calibration.apply(cluster_copy(p.cluster), calib, p.stack)
+    local est = core.context(p.model, cluster, p.training):evaluate(p.strategy)
+    local pred = est.tokens_per_s_per_gpu
+    if p.meas and (not est.reason or est.reason == "MEMORY_LIMIT") and pred and pred > 0 then
+      sum = sum + math.abs(math.log(pred / p.meas))
       n = n + 1
     end
   end
@@ -169,7 +208,8 @@ function M.fit_rows(all, label, opts)
       end
     end
   end
-  local before = loss(rows, calib)
+  local prepared = prepare(rows)
+  local before = loss(prepared, calib)
   local best = before
   log(string.format("calibrate: %d rows, %d devices, loss before %.4f", #rows, #names, before))
   -- one vector of every (family, field) pair, normalised by its bounds:
@@ -208,7 +248,7 @@ function M.fit_rows(all, label, opts)
     log(string.format("calibrate: warning: %d rows for %d parameters; the fit is "
       .. "underdetermined, give runs that differ in sequence length and model size", #rows, #slots))
   end
-  local function objective(y) set(y) return loss(rows, calib) end
+  local function objective(y) set(y) return loss(prepared, calib) end
   for r = 1, M.RESTARTS do
     local y, fy = nelder_mead(objective, x, M.STEP, M.ITERATIONS)
     if fy < best then x, best = y, fy end

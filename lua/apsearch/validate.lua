@@ -685,12 +685,20 @@ local function top_terms(est)
   for k, v in pairs(est.performance_breakdown) do
     perf[#perf + 1] = { name = k, seconds = v.exposed }
   end
-  table.sort(perf, function(a, b) return a.seconds > b.seconds end)
+  -- ties (equal terms, e.g. params and grads) in name order, not the
+  -- order pairs() happens to give
+  table.sort(perf, function(a, b)
+    if a.seconds ~= b.seconds then return a.seconds > b.seconds end
+    return a.name < b.name
+  end)
   for k, v in pairs(est.memory_breakdown) do
     if k == "comm_buffers" then v = v.total end
     if k ~= "total" then mem[#mem + 1] = { name = k, gib = v / GIB } end
   end
-  table.sort(mem, function(a, b) return a.gib > b.gib end)
+  table.sort(mem, function(a, b)
+    if a.gib ~= b.gib then return a.gib > b.gib end
+    return a.name < b.name
+  end)
   return { time = { perf[1], perf[2], perf[3] }, memory = { mem[1], mem[2], mem[3] } }
 end
 

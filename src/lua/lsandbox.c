@@ -9,6 +9,7 @@
  *   local g = sandbox.wrap(fn, 'rule "x"')      -- g(...) == sandbox.run(fn, ...)
  *   sandbox.configure{ instructions = 1e8, memory_mib = 256, seconds = 10,
  *                      cpu_seconds = 5, enabled = true }
+ *   sandbox.atfork("prepare") ... sandbox.atfork("parent" | "child")
  *
  * How the limits work (modelled on lua.c's interrupt hook and Redis's
  * script timeout, made sticky):
@@ -1049,6 +1050,42 @@ static int l_configure(lua_State *L)
     check_seconds(L, 1, "seconds", &sb->max_seconds);
     check_seconds(L, 1, "cpu_seconds", &sb->max_cpu_seconds);
     return 1;
+}
+
+/**
+ * sandbox.atfork(phase): keeps the timer thread consistent across a fork
+ * (lua/apsearch/parallel.lua's workers).  "prepare" before fork() takes
+ * the timer's mutex (the thread is then between ticks, not inside one);
+ * "parent" after it releases it; "child" releases it in the child, where
+ * the thread does not exist, and forgets the thread: the child's next
+ * timed call starts its own.  Raises on another phase, or inside a
+ * sandboxed call.
+ */
+static int l_atfork(lua_State *L)
+{
+    static const char *const phases[] = {"prepare", "parent", "child", NULL};
+    sb_state *sb = upstate(L);
+    sb_timer *t = &sb->timer;
+    int phase = luaL_checkoption(L, 1, NULL, phases);
+    if (sb->depth > 0)
+        return luaL_error(L, "sandbox.atfork: not allowed in sandboxed code");
+    if (!t->started)
+        return 0;
+    if (phase == 0) {
+        pthread_mutex_lock(&t->mu);
+        return 0;
+    }
+    pthread_mutex_unlock(&t->mu);
+    if (phase == 2) {
+        /* the thread and its waits are gone with the fork: fresh state,
+         * initialised again by timer_start (never destroyed: a condition
+         * variable the vanished thread waited on cannot be) */
+        t->started = 0;
+        t->quit = 0;
+        t->armed = 0;
+        t->waiting = 0;
+    }
+    return 0;
 }
 
 /**
@@ -2238,6 +2275,7 @@ LUAMOD_API int luaopen_apsearch_sandbox(lua_State *L)
         {"stats", l_stats},       {"active", l_active},
         {"co_create", l_co_create}, {"co_resume", l_co_resume},
         {"co_wrap", l_co_wrap},   {"helper", l_helper},
+        {"atfork", l_atfork},
         {NULL, NULL},
     };
     int top;

@@ -616,14 +616,19 @@ end
 -- below levels 1..k-1 of `c` (levels k and below of c are set on the way:
 -- stale).  The size of such a subtree depends only on the fields levels
 -- 1..k-1 set that levels k and below read (read_above[k]): memoized on
--- them.  With a limit, counting stops once a total passes it, and after
--- WORK level visits; `over()` then says so.
+-- them (without a limit, in a memo kept with the space).  With a limit,
+-- counting stops once a total passes it, and after COUNT_WORK level
+-- visits; `over()` then says so.
 local COUNT_WORK = 10000000
 local function subtree_counter(space, c, limit)
   local levels, n = space.levels, #space.levels
   local work, over = 0, false
-  local memo, slots = {}, {}
-  for k = 1, n do memo[k], slots[k] = {}, M.slotter(space.read_above[k]) end
+  -- without a limit every count is complete: the memo is kept with the
+  -- space for the next counter
+  local memo = not limit and space._subtree_memo or {}
+  local slots = {}
+  for k = 1, n do memo[k], slots[k] = memo[k] or {}, M.slotter(space.read_above[k]) end
+  if not limit then space._subtree_memo = memo end
   local function count(k)
     if k > n then return 1 end
     local l = levels[k]

@@ -616,19 +616,19 @@ end
 -- below levels 1..k-1 of `c` (levels k and below of c are set on the way:
 -- stale).  The size of such a subtree depends only on the fields levels
 -- 1..k-1 set that levels k and below read (read_above[k]): memoized on
--- them (without a limit, in a memo kept with the space).  With a limit,
+-- them (in a memo kept with the space).  With a limit,
 -- counting stops once a total passes it, and after COUNT_WORK level
 -- visits; `over()` then says so.
 local COUNT_WORK = 10000000
 local function subtree_counter(space, c, limit)
   local levels, n = space.levels, #space.levels
   local work, over = 0, false
-  -- without a limit every count is complete: the memo is kept with the
-  -- space for the next counter
-  local memo = not limit and space._subtree_memo or {}
+  -- a count is memoized only once complete: the memo is kept with the
+  -- space for the next counter (Space:size's serves the walks of ranges)
+  local memo = space._subtree_memo or {}
   local slots = {}
   for k = 1, n do memo[k], slots[k] = memo[k] or {}, M.slotter(space.read_above[k]) end
-  if not limit then space._subtree_memo = memo end
+  space._subtree_memo = memo
   local function count(k)
     if k > n then return 1 end
     local l = levels[k]
@@ -720,7 +720,7 @@ function Space:iter(hooks, yield_pruned, first, last)
   local ranged = first ~= nil
   local OUT = n + 2
   local size_below = ranged and subtree_counter(self, cand) or nil
-  local inside = OUT
+  local inside = ranged and OUT or 1
 
   local function next_at(j)
     while j >= 1 do
@@ -740,10 +740,10 @@ function Space:iter(hooks, yield_pruned, first, last)
     return 0
   end
 
-  -- where the subtree about to be entered at level k lies: "before" the
-  -- range (skip it), "after" it (the walk ends), "inside" it or "across"
+  -- where the subtree about to be entered at level k (< inside) lies:
+  -- "before" the range (skip it), "after" it (the walk ends), "inside" it
+  -- or "across"
   local function place(k)
-    if k >= inside then return "inside" end
     local size = size_below(k)
     local lo = count + 1
     if lo > last then return "after" end
@@ -767,7 +767,7 @@ function Space:iter(hooks, yield_pruned, first, last)
     while true do
       while k <= n do
         local h = hooks[k]
-        if ranged then
+        if k < inside then
           local where, size = place(k)
           if where == "after" then return nil end
           if where == "before" then

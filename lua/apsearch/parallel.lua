@@ -203,7 +203,8 @@ end
 --   `on_finish(value)` (in the parent, once per worker, in any order);
 --   `progress(done)` (in the parent: the sum of every task's reports)
 -- @raise the error of the earliest task that raised one (its message, as
---   raised), or `parallel: a worker (pid N) ended early (signal S)`
+--   raised), or `search: worker process N was killed by signal S before
+--   it finished`
 function M.run(opts)
   assert(opts.tasks >= 1 and opts.tasks <= M.max_tasks, "parallel: tasks out of range")
   local tr, tw = assert(core.pipe())
@@ -228,13 +229,17 @@ function M.run(opts)
   local died
   for _, pid in ipairs(pids) do
     local how, code = core.waitpid(pid)
-    if how ~= "exit" or code ~= 0 then died = died or string.format("pid %d, %s %s", pid, how, code) end
+    if how == "signal" then
+      died = died or string.format("worker process %d was killed by signal %d", pid, code)
+    elseif how ~= "exit" or code ~= 0 then
+      died = died or string.format("worker process %d ended with status %s", pid, tostring(code))
+    end
   end
   for _, fd in ipairs(fds) do core.fd_close(fd) end
   if not ok then error(err, 0) end
   if failure then error(failure, 0) end
   if failure == false then
-    error("parallel: a worker ended before its results (" .. tostring(died) .. ")", 0)
+    error("search: " .. (died or "a worker process ended") .. " before it finished", 0)
   end
 end
 

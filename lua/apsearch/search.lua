@@ -300,7 +300,10 @@ end
 --   walked) or every feasible one, as it is decided; `entry` is its reason
 --   (`{code, phase, ...}`, nil when feasible), step time and peak memory
 --   nil when filtered early; `cand` is reused: copy it to keep it);
---   `scatter_points` (default M.scatter_points); `timeline_max_ops`
+--   `scatter_points` (default M.scatter_points); `jobs` (default 1: the
+--   walk in this process; N: split across N worker processes, at most one
+--   per `min_chunk` candidates, default M.min_chunk_candidates -- the
+--   result is the same; not with `candidates`); `timeline_max_ops`
 --   (default M.timeline_max_ops; 0: no timeline), `timeline_ops_per_rank`
 --   (default M.timeline_ops_per_rank)
 -- @treturn table the result (shared/design/OUTPUTS.md, docs/outputs.md):
@@ -309,7 +312,10 @@ end
 --   stage_summary, pareto_front, trends, bandwidth_sensitivity, search_log,
 --   inputs; and `scatter`, chart 7's points (not JSON; see M.scatter_mt)
 -- @raise on a core refusal of the inputs (see `context`) or an error raised
---   by a rule or objective function
+--   by a rule or objective function (with `jobs`, the one the walk meets
+--   first); `search: candidates are streamed ... by one job only` with
+--   `jobs` > 1 and `candidates`; `search: worker process N was killed
+--   by signal S before it finished`
 function M.run(policy, opts)
   opts = opts or {}
   local t0 = wall_clock()
@@ -994,15 +1000,19 @@ function M.sample_key(i)
   return (z >> 33) + 1
 end
 
+--- Most worker processes of a search (the parent polls one pipe each).
+M.max_jobs = 1024
+
 --- How many workers search a space: `jobs` (default 1), at most one per
--- `min_chunk` candidates (default M.min_chunk_candidates).
+-- `min_chunk` candidates (default M.min_chunk_candidates), at most
+-- M.max_jobs.
 -- @tparam[opt] integer jobs workers asked for (>= 1)
 -- @tparam integer space_size candidates
 -- @tparam[opt] integer min_chunk fewest candidates per chunk
 -- @treturn integer
 function M.jobs_for(jobs, space_size, min_chunk)
   local per = min_chunk or M.min_chunk_candidates
-  return math.max(1, math.min(jobs or 1, space_size // per))
+  return math.max(1, math.min(jobs or 1, space_size // per, M.max_jobs))
 end
 
 --- Walks the space in chunks of consecutive candidates on `jobs` worker
@@ -1017,12 +1027,13 @@ end
 -- @tparam table io the state's functions (above)
 -- @tparam[opt] integer min_chunk fewest candidates per chunk
 -- @raise a worker's error (the one of the earliest chunk), or
---   `parallel: a worker ended before its results (...)` when one died
+--   `search: worker process N was killed by signal S before it finished`
 function M.walk_parallel(jobs, space_size, progress, walk, io, min_chunk)
   local per = min_chunk or M.min_chunk_candidates
-  local nchunks = math.max(jobs, math.min(jobs * M.chunks_per_job, space_size // per))
+  local parallel = require "apsearch.parallel"
+  local nchunks = math.max(jobs, math.min(jobs * M.chunks_per_job, space_size // per, parallel.max_tasks))
   local function bounds(c) return (c - 1) * space_size // nchunks + 1, c * space_size // nchunks end
-  require("apsearch.parallel").run({
+  parallel.run({
     jobs = jobs, tasks = nchunks,
     work = function(c, report)
       local first, last = bounds(c)
@@ -1527,11 +1538,11 @@ M.scatter_points = 4000
 
 --- Metatable of `result.scatter`, chart 7's points (not written to JSON:
 -- `__json = false`): `total` feasible candidates; the sample `ord[i]`
--- (the point's number among the feasible candidates, 1-based, in
--- enumeration order), `index[i]`, `step_time[i]` [s], `mem_peak[i]`
--- [bytes], `strategy[i]` (as enumerated) for the feasible candidates j
--- with (j - 1) % `stride` == 0, `stride` the least power of two that
--- keeps at most M.scatter_points of them; `top[rank]` = {index,
+-- (the point's sample key, M.sample_key of its index), `index[i]`,
+-- `step_time[i]` [s], `mem_peak[i]` [bytes], `strategy[i]` (as
+-- enumerated), by index, for the feasible candidates whose key k has
+-- (k - 1) % `stride` == 0, `stride` the least power of two that keeps at
+-- most M.scatter_points of them; `top[rank]` = {index,
 -- step_time, mem_peak, strategy} of the top-k (always drawn, with the
 -- Pareto front).
 M.scatter_mt = { __name = "apsearch.scatter", __json = false }

@@ -202,10 +202,12 @@ local function short_text(s)
 end
 
 -- chart 7's points: the search's sample of the feasible candidates
--- (result.scatter: feasible candidate j, in enumeration order, when
--- (j - 1) % stride == 0, stride the least power of two that keeps at most
--- max_points), thinned by the same rule when max_points is smaller, with
--- the Pareto front and the top-k always drawn; by enumeration index
+-- (result.scatter: a feasible candidate when (k - 1) % stride == 0, k its
+-- sample key -- a hash of its index, search.sample_key -- and stride the
+-- least power of two that keeps at most max_points), thinned by the same
+-- rule when max_points is smaller (to about max_points: the hash keeps
+-- about 1 in stride), with the Pareto front and the top-k always drawn;
+-- by enumeration index
 local function scatter_data(result, max_points)
   local sc = result.scatter
   local out = { points = util.array(), dims = util.array(), total = 0, shown = 0 }

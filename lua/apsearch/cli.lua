@@ -2,7 +2,7 @@
 --
 --     apsearch run [POLICY.lua] [--top-k N] [--set KEY=VALUE]... [--fix DIM=VALUE]...
 --                  [--model NAME|CONFIG.json] [--cluster DEVICE[:NODES[xGPUS]]]
---                  [--format table|json|csv] [--out DIR] [--quiet]
+--                  [--format table|json|csv] [--out DIR] [--quiet] [--jobs N]
 --                  [--rules RULE.lua]... [--objective NAME|OBJ.lua] [--formatter FMT.lua]
 --                  [--unsafe] [--sandbox-instructions N] [--sandbox-memory-mib N]
 --                  [--sandbox-seconds S] [--sandbox-cpu-seconds S]

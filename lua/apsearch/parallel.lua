@@ -131,15 +131,13 @@ local function start_worker(opts, tasks, others)
   local sandbox = require "apsearch.sandbox"
   io.stdout:flush()
   io.stderr:flush()
-  sandbox.atfork("prepare")
+  sandbox.prepare_fork()
   local pid, err = core.fork()
   if pid == 0 then
-    sandbox.atfork("child")
     core.fd_close(r)
     for _, fd in ipairs(others) do core.fd_close(fd) end
     worker_main(opts, tasks, w)
   end
-  sandbox.atfork("parent")
   core.fd_close(w)
   if not pid then
     core.fd_close(r)

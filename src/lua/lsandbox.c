@@ -9,7 +9,7 @@
  *   local g = sandbox.wrap(fn, 'rule "x"')      -- g(...) == sandbox.run(fn, ...)
  *   sandbox.configure{ instructions = 1e8, memory_mib = 256, seconds = 10,
  *                      cpu_seconds = 5, enabled = true }
- *   sandbox.atfork("prepare") ... sandbox.atfork("parent" | "child")
+ *   sandbox.prepare_fork()                      -- before fork(): no timer thread
  *
  * How the limits work (modelled on lua.c's interrupt hook and Redis's
  * script timeout, made sticky):
@@ -1053,38 +1053,20 @@ static int l_configure(lua_State *L)
 }
 
 /**
- * sandbox.atfork(phase): keeps the timer thread consistent across a fork
- * (lua/apsearch/parallel.lua's workers).  "prepare" before fork() takes
- * the timer's mutex (the thread is then between ticks, not inside one);
- * "parent" after it releases it; "child" releases it in the child, where
- * the thread does not exist, and forgets the thread: the child's next
- * timed call starts its own.  Raises on another phase, or inside a
- * sandboxed call.
+ * sandbox.prepare_fork(): ends the timer thread (joined), so that the
+ * process forks with no thread but its own (lua/apsearch/parallel.lua's
+ * workers): a fork copies only the calling thread, and the timer's mutex
+ * and condition variable with whatever state the timer left them in.
+ * The next timed call, in the parent or a child, starts a timer again.
+ * Raises inside a sandboxed call.
  */
-static int l_atfork(lua_State *L)
+static int l_prepare_fork(lua_State *L)
 {
-    static const char *const phases[] = {"prepare", "parent", "child", NULL};
     sb_state *sb = upstate(L);
-    sb_timer *t = &sb->timer;
-    int phase = luaL_checkoption(L, 1, NULL, phases);
     if (sb->depth > 0)
-        return luaL_error(L, "sandbox.atfork: not allowed in sandboxed code");
-    if (!t->started)
-        return 0;
-    if (phase == 0) {
-        pthread_mutex_lock(&t->mu);
-        return 0;
-    }
-    pthread_mutex_unlock(&t->mu);
-    if (phase == 2) {
-        /* the thread and its waits are gone with the fork: fresh state,
-         * initialised again by timer_start (never destroyed: a condition
-         * variable the vanished thread waited on cannot be) */
-        t->started = 0;
-        t->quit = 0;
-        t->armed = 0;
-        t->waiting = 0;
-    }
+        return luaL_error(L, "sandbox.prepare_fork: not allowed in sandboxed code");
+    timer_stop(sb);
+    sb->timer.quit = 0; /* timer_stop left it set: a new thread must run */
     return 0;
 }
 
@@ -2275,7 +2257,7 @@ LUAMOD_API int luaopen_apsearch_sandbox(lua_State *L)
         {"stats", l_stats},       {"active", l_active},
         {"co_create", l_co_create}, {"co_resume", l_co_resume},
         {"co_wrap", l_co_wrap},   {"helper", l_helper},
-        {"atfork", l_atfork},
+        {"prepare_fork", l_prepare_fork},
         {NULL, NULL},
     };
     int top;

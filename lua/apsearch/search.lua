@@ -764,7 +764,8 @@ function M.run(policy, opts)
     end
     closest = merge.closest(workers, M.closest_keep, closest_order)
     local sc = merge.scatter(workers, sc_cap)
-    sc_stride, sc_ord, sc_idx, sc_step, sc_mem, sc_strat = sc.stride, sc.ord, sc.index, sc.step_time, sc.mem_peak, sc.strategy
+    sc_stride, sc_ord, sc_idx = sc.stride, sc.ord, sc.index
+    sc_step, sc_mem, sc_strat = sc.step_time, sc.mem_peak, sc.strategy
     local pf = merge.front(workers)
     pf_step, pf_mem, pf_idx, pf_strat, pn = pf.step_time, pf.mem_peak, pf.index, pf.strategy, #pf.index
     for _, w in ipairs(workers) do

@@ -114,7 +114,8 @@ describe("run --jobs", function()
 
     it("dense, with a rule that rejects some and a custom objective", function()
       local args = { "examples/llama3_70b_h100_1024_sweep.lua", "--format", "json",
-        "--rules", "examples/rules/max_pp4.lua", "--objective", "examples/objectives/gpu_hours_per_trillion_tokens.lua" }
+        "--rules", "examples/rules/max_pp4.lua",
+        "--objective", "examples/objectives/gpu_hours_per_trillion_tokens.lua" }
       local function with(jobs)
         local a = { table.unpack(args) }
         a[#a + 1], a[#a + 2] = "--jobs", tostring(jobs)
@@ -148,7 +149,9 @@ describe("run --jobs", function()
       local rule = h.write(dir .. "/bad_rule.lua", [[
 return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
   check = function(c)
-    if c.pp_degree == 8 and c.tp_degree == 4 then error("boom at cp " .. c.cp_degree .. " mbs " .. c.micro_batch_size) end
+    if c.pp_degree == 8 and c.tp_degree == 4 then
+      error("boom at cp " .. c.cp_degree .. " mbs " .. c.micro_batch_size)
+    end
     return true
   end }]])
       local errs = {}
@@ -165,7 +168,8 @@ return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
 
     it("refuses --jobs > 1 with candidates.csv, and a bad --jobs", function()
       local dir = h.tmpdir()
-      local code, _, err = h.apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--jobs", "2", "--out", dir .. "/o")
+      local code, _, err = h.apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--jobs", "2",
+        "--out", dir .. "/o")
       assert.are.equal(2, code)
       assert.truthy(err:find("--jobs: jobs: must be 1 with --out and --candidates all or feasible", 1, true), err)
       for _, bad in ipairs({ "0", "-1", "1.5", "many" }) do
@@ -301,8 +305,10 @@ return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
     local function w(t) return t end
     it("the front: by step time, memory strictly decreasing, the first of points alike", function()
       local f = merge.front({
-        w({ front = { step_time = { 1, 2, 3 }, mem_peak = { 9, 5, 1 }, index = { 10, 20, 30 }, strategy = { "a", "b", "c" } } }),
-        w({ front = { step_time = { 1, 2, 2.5 }, mem_peak = { 9, 4, 5 }, index = { 5, 25, 26 }, strategy = { "d", "e", "f" } } }),
+        w({ front = { step_time = { 1, 2, 3 }, mem_peak = { 9, 5, 1 }, index = { 10, 20, 30 },
+          strategy = { "a", "b", "c" } } }),
+        w({ front = { step_time = { 1, 2, 2.5 }, mem_peak = { 9, 4, 5 }, index = { 5, 25, 26 },
+          strategy = { "d", "e", "f" } } }),
       })
       assert.are.same({ 5, 25, 30 }, f.index)
       assert.are.same({ 1, 2, 3 }, f.step_time)
@@ -311,8 +317,10 @@ return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
 
     it("the summary: counts add up; the first example, the least-memory one for MEMORY_LIMIT", function()
       local s = {}
-      merge.summary(s, { X = { count = 2, at = 50, example = "x50" }, MEMORY_LIMIT = { count = 1, at = 3, mem_peak = 7, example = "m3" } })
-      merge.summary(s, { X = { count = 3, at = 10, example = "x10" }, MEMORY_LIMIT = { count = 4, at = 9, mem_peak = 7, example = "m9" } })
+      merge.summary(s, { X = { count = 2, at = 50, example = "x50" },
+        MEMORY_LIMIT = { count = 1, at = 3, mem_peak = 7, example = "m3" } })
+      merge.summary(s, { X = { count = 3, at = 10, example = "x10" },
+        MEMORY_LIMIT = { count = 4, at = 9, mem_peak = 7, example = "m9" } })
       merge.summary(s, { MEMORY_LIMIT = { count = 1, at = 99, mem_peak = 6, example = "m99" } })
       assert.are.equal(5, s.X.count)
       assert.are.equal("x10", s.X.example)
@@ -324,7 +332,8 @@ return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
 
     it("the trends: least step time, then memory, then index", function()
       local acc = { { [2] = 5 }, { [2] = 3 }, { [2] = "late" }, { [2] = 40 } }
-      merge.trend(acc, { { [2] = 5, [4] = 1 }, { [2] = 3, [4] = 1 }, { [2] = "early", [4] = "four" }, { [2] = 12, [4] = 7 } })
+      merge.trend(acc, { { [2] = 5, [4] = 1 }, { [2] = 3, [4] = 1 }, { [2] = "early", [4] = "four" },
+        { [2] = 12, [4] = 7 } })
       assert.are.equal("early", acc[3][2])
       assert.are.equal(12, acc[4][2])
       assert.are.equal("four", acc[3][4])

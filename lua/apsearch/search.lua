@@ -981,10 +981,14 @@ end
 -- worker costs more than walking that many candidates.
 M.min_chunk_candidates = 2048
 
---- Chunks per worker of a split walk: the workers take the chunks in
--- order as they finish one, so a worker waits for the others at most one
--- chunk's time at the end (about 1/16 of its share).
-M.chunks_per_job = 16
+--- Chunk sizes of a split walk: each chunk holds 1/(chunk_share x jobs)
+-- of the candidates left after the chunks before it (and at least
+-- `min_chunk`), so the first chunks are large -- a worker walks long runs
+-- of consecutive candidates, whose fast-path caches it shares -- and the
+-- last ones small: the workers take the chunks in order as they finish
+-- one, and a worker waits for the others at most one small chunk's time
+-- at the end.
+M.chunk_share = 4
 
 --- Sample key of the candidate of index i for chart 7 (`result.scatter`):
 -- a hash (SplitMix64's finalizer) in 1..2^31, so that keeping the
@@ -1016,6 +1020,28 @@ function M.jobs_for(jobs, space_size, min_chunk)
   return math.max(1, math.min(jobs or 1, space_size // per, M.max_jobs))
 end
 
+--- The chunks of a split walk (see `chunk_share`); when that would make
+-- more than apsearch.parallel.max_tasks, that many even ones.
+-- @tparam integer jobs workers (>= 1)
+-- @tparam integer space_size candidates (>= 1)
+-- @tparam integer min_chunk fewest candidates per chunk (>= 1)
+-- @treturn table the first index of each chunk, then space_size + 1
+function M.chunk_starts(jobs, space_size, min_chunk)
+  local max_tasks = require("apsearch.parallel").max_tasks
+  local starts, first = {}, 1
+  while first <= space_size do
+    starts[#starts + 1] = first
+    local left = space_size - first + 1
+    first = first + math.min(left, math.max(min_chunk, -(-left // (M.chunk_share * jobs))))
+  end
+  if #starts > max_tasks then
+    starts = {}
+    for c = 1, max_tasks do starts[c] = (c - 1) * space_size // max_tasks + 1 end
+  end
+  starts[#starts + 1] = space_size + 1
+  return starts
+end
+
 --- Walks the space in chunks of consecutive candidates on `jobs` worker
 -- processes (apsearch.parallel): each worker runs `walk(first, last,
 -- progress)` on the chunks it takes, in order, into one state, which the
@@ -1030,14 +1056,11 @@ end
 -- @raise a worker's error (the one of the earliest chunk), or
 --   `search: worker process N was killed by signal S before it finished`
 function M.walk_parallel(jobs, space_size, progress, walk, io, min_chunk)
-  local per = min_chunk or M.min_chunk_candidates
-  local parallel = require "apsearch.parallel"
-  local nchunks = math.max(jobs, math.min(jobs * M.chunks_per_job, space_size // per, parallel.max_tasks))
-  local function bounds(c) return (c - 1) * space_size // nchunks + 1, c * space_size // nchunks end
-  parallel.run({
-    jobs = jobs, tasks = nchunks,
+  local starts = M.chunk_starts(jobs, space_size, min_chunk or M.min_chunk_candidates)
+  require("apsearch.parallel").run({
+    jobs = jobs, tasks = #starts - 1,
     work = function(c, report)
-      local first, last = bounds(c)
+      local first, last = starts[c], starts[c + 1] - 1
       walk(first, last, function(index) report(index - first + 1) end)
       report(last - first + 1)
       return true

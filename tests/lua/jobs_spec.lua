@@ -192,6 +192,26 @@ return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
       assert.are.equal(3, search.jobs_for(8, 3, 1))
       assert.are.equal(search.max_jobs, search.jobs_for(10 ^ 6, 10 ^ 9, 1))
     end)
+
+    it("chunks: consecutive, the whole space, large first, small last, at most max_tasks", function()
+      for _, c in ipairs({ { 2, 18411200, 2048 }, { 3, 8880, 2048 }, { 128, 18411200, 2048 }, { 7, 117, 1 },
+                           { 1024, 1000000000, 2048 } }) do
+        local jobs, n, min = c[1], c[2], c[3]
+        local s = search.chunk_starts(jobs, n, min)
+        assert.are.equal(1, s[1])
+        assert.are.equal(n + 1, s[#s])
+        assert.is_true(#s - 1 <= parallel.max_tasks)
+        for i = 1, #s - 2 do
+          local size, next_size = s[i + 1] - s[i], s[i + 2] - s[i + 1]
+          assert.is_true(size >= min, "chunk " .. i)
+          assert.is_true(next_size <= size + 1, "chunk " .. i)
+        end
+      end
+      local s = search.chunk_starts(2, 18411200, 2048)
+      -- the first holds 1/(chunk_share x jobs) of the space
+      assert.are.equal(-(-18411200 // (2 * search.chunk_share)), s[2] - 1)
+      assert.is_true(s[#s] - s[#s - 1] <= 2048)
+    end)
   end)
 
   describe("apsearch.parallel", function()

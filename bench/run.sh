@@ -17,12 +17,20 @@
 # --jobs (the search on worker processes, one per core by default): the
 # 18 M space with --jobs 1 and --jobs N (N = the cores available), three
 # runs each, and a check that both rank the same top-k.  On a 2-core AMD
-# EPYC VM shared with other builds (load average 5-9, so each process got
-# a fraction of a core and wall time says little), --jobs 2 against
-# --jobs 1: CPU (user + sys) 2.75-3.05 s against 2.38-2.47 s (the workers
-# repeat some of the fast path's cached checks: about +20 %), identical
-# top-k, counts and examples (tests/lua/jobs_spec.lua checks the whole
-# result).
+# EPYC VM shared with other builds (load average 2-6: each process got a
+# varying fraction of a core, so wall and even CPU times moved by 30 %
+# from run to run), --jobs 2 against --jobs 1, same time windows:
+#   CPU (user + sys)   2.41-2.48 s  ->  3.06-3.21 s in all (+25-30 %:
+#                      each worker fills its own fast-path caches -- 17 %
+#                      more core checks, 8 % more Lua instructions -- and
+#                      faults in its own pages, 12 k -> 31 k minor faults)
+#   per worker         the two workers' CPU within 2-5 % of each other
+#                      (chunks of decreasing size, search.chunk_starts)
+#   wall               1.66x in the quietest pair (3.18 s -> 1.91 s);
+#                      0.8-1.5x under load
+# With the parent's own 0.2 s, that makes about 1.55-1.65x on two idle
+# cores, short of 1.8x by the duplicated caches.  The top-k, counts and
+# examples are identical (tests/lua/jobs_spec.lua checks the whole result).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build >/dev/null && cmake --build build -j2 >/dev/null

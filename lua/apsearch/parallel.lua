@@ -31,6 +31,24 @@ local READ_PIECE = 1 << 20
 -- SIGKILL: a worker is stopped when another failed
 local SIGKILL = 9
 
+-- Lua's reserved words: not a bare key
+local RESERVED = {}
+for w in ("and break do else elseif end false for function goto if in local nil not or repeat return " ..
+  "then true until while"):gmatch("%a+") do RESERVED[w] = true end
+
+-- the text of a number, exact: integers in decimal, floats in hexadecimal
+local function number_text(x)
+  if math.type(x) == "integer" then
+    -- (the literal of math.mininteger would read as a float)
+    if x == math.mininteger then return "(-9223372036854775807-1)" end
+    return string.format("%d", x)
+  end
+  if x ~= x then return "(0/0)" end
+  if x == math.huge then return "1e9999" end
+  if x == -math.huge then return "-1e9999" end
+  return string.format("%a", x)
+end
+
 --- Lua text of a value made of tables, numbers, strings and booleans,
 -- exact (floats in hexadecimal, integers kept integers); an array marked
 -- for JSON (util.array) stays marked; other metatables are dropped.
@@ -39,29 +57,60 @@ local SIGKILL = 9
 -- @raise `parallel: cannot send a <type>` (a function, userdata, thread)
 function M.serialize(v)
   local out, n = {}, 0
-  local function put(x)
+  local put
+  -- the text of each string met (they repeat: field values); numbers are
+  -- not kept (1 and 1.0, 0.0 and -0.0 are one key of a table)
+  local seen = {}
+  local function scalar(x)
     local t = type(x)
-    if t == "table" then
+    if t == "string" then
+      local s = seen[x]
+      if not s then
+        s = string.format("%q", x)
+        seen[x] = s
+      end
+      return s
+    end
+    if t == "number" then return number_text(x) end
+    if t == "boolean" then return x and "true" or "false" end
+    error("parallel: cannot send a " .. t, 0)
+  end
+  function put(x)
+    if type(x) ~= "table" then
       n = n + 1
-      out[n] = util.is_marked_array(x) and "A{" or "{"
-      for key, val in pairs(x) do
+      out[n] = scalar(x)
+      return
+    end
+    n = n + 1
+    out[n] = util.is_marked_array(x) and "A{" or "{"
+    -- the array part by position, then the other keys
+    local len = #x
+    for i = 1, len do
+      local e = x[i]
+      if e == nil then
         n = n + 1
-        out[n] = "["
-        put(key)
+        out[n] = "nil" -- a hole under the border #x
+      else
+        put(e)
+      end
+      n = n + 1
+      out[n] = ","
+    end
+    for key, val in pairs(x) do
+      if not (math.type(key) == "integer" and key >= 1 and key <= len) then
         n = n + 1
-        out[n] = "]="
+        if type(key) == "string" and not RESERVED[key] and key:match("^[%a_][%w_]*$") then
+          out[n] = key .. "="
+        else
+          out[n] = "[" .. scalar(key) .. "]="
+        end
         put(val)
         n = n + 1
         out[n] = ","
       end
-      n = n + 1
-      out[n] = "}"
-    elseif t == "number" or t == "string" or t == "boolean" then
-      n = n + 1
-      out[n] = string.format("%q", x)
-    else
-      error("parallel: cannot send a " .. t, 0)
     end
+    n = n + 1
+    out[n] = "}"
   end
   put(v)
   return table.concat(out)

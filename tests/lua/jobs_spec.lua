@@ -217,10 +217,11 @@ return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
   describe("apsearch.parallel", function()
     it("serializes exactly: floats, integers, infinities, NaN, strings, marked arrays", function()
       local util = require "apsearch.util"
-      local v = { 0.1, 1 / 3, 2 ^ 60, math.maxinteger, math.mininteger, -0.0, math.huge, -math.huge, 3,
-        s = "a\n\"b\"\0c", t = true, f = false, arr = util.array(), nested = { [7] = { x = 1e-300 } } }
+      local v = { 0.1, 1 / 3, 2 ^ 60, math.maxinteger, math.mininteger, -0.0, math.huge, -math.huge, 3, 1.0, 0.0, 1,
+        s = "a\n\"b\"\0c", t = true, f = false, arr = util.array(), nested = { [7] = { x = 1e-300 } },
+        ["end"] = "a reserved word", [2.5] = "a float key", [true] = "a boolean key", holes = { 1, nil, 3 } }
       local back = parallel.deserialize(parallel.serialize(v))
-      for i = 1, 9 do
+      for i = 1, 12 do
         assert.are.equal(math.type(v[i]), math.type(back[i]))
         assert.are.equal(v[i], back[i])
       end
@@ -232,6 +233,11 @@ return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
       assert.is_false(back.f)
       assert.is_true(util.is_marked_array(back.arr))
       assert.are.equal(1e-300, back.nested[7].x)
+      assert.are.equal("a reserved word", back["end"])
+      assert.are.equal("a float key", back[2.5])
+      assert.are.equal("a boolean key", back[true])
+      assert.are.equal(3, back.holes[3])
+      assert.is_nil(back.holes[2])
       assert.has_error(function() parallel.serialize({ print }) end, "parallel: cannot send a function")
     end)
 

@@ -27,7 +27,9 @@
 #   per worker         the two workers' CPU within 2-5 % of each other
 #                      (chunks of decreasing size, search.chunk_starts)
 #   wall               1.66x in the quietest pair (3.18 s -> 1.91 s);
-#                      0.8-1.5x under load
+#                      0.8-2.1x with both cores busy with other work
+#                      (/proc/stat: no idle time), where wall follows
+#                      the other processes more than apsearch
 # With the parent's own 0.2 s, that makes about 1.55-1.65x on two idle
 # cores, short of 1.8x by the duplicated caches.  The top-k, counts and
 # examples are identical (tests/lua/jobs_spec.lua checks the whole result).

@@ -111,14 +111,14 @@ function M.context(policy)
   return ctx
 end
 
--- first candidate with a reason code: a new summary entry, numbered in
--- `reasons` (the per-candidate record stores that number)
-local function count_reason(summary, reasons, code, cand, msg, phase, rule)
+-- first candidate with a reason code (its index `at`): a new summary
+-- entry, numbered in `reasons` (the per-candidate record stores that number)
+local function count_reason(summary, reasons, code, cand, msg, phase, rule, at)
   local id = #reasons + 1
   reasons[id] = code
   local e = {
     count = 1, phase = phase, rule = rule,
-    example = space_mod.copy(cand), message = msg, id = id, code = code,
+    example = space_mod.copy(cand), message = msg, id = id, code = code, at = at,
   }
   summary[code] = e
   return e
@@ -304,7 +304,10 @@ end
 --   walked) or every feasible one, as it is decided; `entry` is its reason
 --   (`{code, phase, ...}`, nil when feasible), step time and peak memory
 --   nil when filtered early; `cand` is reused: copy it to keep it);
---   `scatter_points` (default M.scatter_points); `timeline_max_ops`
+--   `scatter_points` (default M.scatter_points); `jobs` (default 1: the
+--   walk in this process; N: split across N worker processes, at most one
+--   per `min_chunk` candidates, default M.min_chunk_candidates -- the
+--   result is the same; not with `candidates`); `timeline_max_ops`
 --   (default M.timeline_max_ops; 0: no timeline), `timeline_ops_per_rank`
 --   (default M.timeline_ops_per_rank)
 -- @treturn table the result (shared/design/OUTPUTS.md, docs/outputs.md):
@@ -313,7 +316,10 @@ end
 --   stage_summary, pareto_front, trends, bandwidth_sensitivity, search_log,
 --   inputs; and `scatter`, chart 7's points (not JSON; see M.scatter_mt)
 -- @raise on a core refusal of the inputs (see `context`) or an error raised
---   by a rule or objective function
+--   by a rule or objective function (with `jobs`, the one the walk meets
+--   first); `search: candidates are streamed ... by one job only` with
+--   `jobs` > 1 and `candidates`; `search: worker process N was killed
+--   by signal S before it finished`
 function M.run(policy, opts)
   opts = opts or {}
   local t0 = wall_clock()
@@ -411,10 +417,10 @@ function M.run(policy, opts)
     error("search: candidates.mode must be \"all\" or \"feasible\" (got " .. tostring(sink.mode) .. ")", 0)
   end
   local keeper = objective_info.kind == "pareto" and M.pareto_keeper(k) or nil
-  -- chart 7's sample of the feasible points: feasible candidate number j
-  -- (1-based, in enumeration order) is kept when (j - 1) % stride == 0;
-  -- the stride starts at 1 and doubles whenever more than `sc_cap` points
-  -- are kept (the kept ones thinned by the same rule)
+  -- chart 7's sample of the feasible points: the feasible candidate of
+  -- index i is kept when (M.sample_key(i) - 1) % stride == 0; the stride
+  -- starts at 1 and doubles whenever more than `sc_cap` points are kept
+  -- (the kept ones thinned by the same rule)
   local sc_cap = opts.scatter_points or M.scatter_points
   local sc_stride, sc_n = 1, 0
   local sc_ord, sc_idx, sc_step, sc_mem, sc_strat = {}, {}, {}, {}, {}
@@ -423,18 +429,18 @@ function M.run(policy, opts)
   local pf_step, pf_mem, pf_idx, pf_strat, pn = {}, {}, {}, {}, 0
   -- trends (chart 6): per degree value, the feasible candidate with the
   -- least step time (ties: memory); data-parallel ranks = dp x fsdp
-  local tr_dp_s, tr_dp_m, tr_dp_c = {}, {}, {}
-  local tr_tp_s, tr_tp_m, tr_tp_c = {}, {}, {}
-  local tr_pp_s, tr_pp_m, tr_pp_c = {}, {}, {}
-  local tr_cp_s, tr_cp_m, tr_cp_c = {}, {}, {}
+  local tr_dp_s, tr_dp_m, tr_dp_c, tr_dp_i = {}, {}, {}, {}
+  local tr_tp_s, tr_tp_m, tr_tp_c, tr_tp_i = {}, {}, {}, {}
+  local tr_pp_s, tr_pp_m, tr_pp_c, tr_pp_i = {}, {}, {}, {}
+  local tr_cp_s, tr_cp_m, tr_cp_c, tr_cp_i = {}, {}, {}, {}
   -- and per expert-parallel degree (MoE models only: a dense candidate
   -- has no ep_degree, and the chart then keeps its four panels)
-  local tr_ep_s, tr_ep_m, tr_ep_c = {}, {}, {}
+  local tr_ep_s, tr_ep_m, tr_ep_c, tr_ep_i = {}, {}, {}, {}
   -- fast path (M.block_pruner): blocks of candidates that a core check
   -- rejects whatever their inner levels are counted at once, not walked
   local hooks = nil
   if fast and opts.enumerate ~= "full" then
-    hooks = M.block_pruner(space, ctx, function(groups, build, cls, class_code)
+    hooks = M.block_pruner(space, ctx, function(groups, build, cls, class_code, start)
       -- a reason met for the first time: its example is the first
       -- candidate of the block with it, its message the check's on it
       local ex, ex_msg
@@ -455,7 +461,8 @@ function M.run(policy, opts)
         local e = summary[g.code]
         if e then e.count = e.count + g.count
         else
-          e = count_reason(summary, reasons, g.code, ex[i], ex_msg[i], "early", code_rule[g.code])
+          e = count_reason(summary, reasons, g.code, ex[i], ex_msg[i], "early", code_rule[g.code],
+            start + g.pos - 1)
           e.count = g.count
         end
         filtered = filtered + g.count
@@ -469,250 +476,319 @@ function M.run(policy, opts)
       return { cls = cls, ent = ent }
     end, not sink_all)
   end
-  local next_progress = 0x10000
-  local t_loop = wall_clock()
-
-  for cand, index, tag in space:iter(hooks, sink_all) do
-    generated = index
-    local ok, code, msg, failed_rule, ev = true, nil, nil, nil, nil
-    if tag then
-      local start = tag.start
-      if not start then start = index tag.start = index end
-      local e
-      if tag.partial then
-        -- a block walked by the fast path: the candidate's reason is
-        -- known (a check up to devices) or it is decided as usual below
-        local c = tag.code[tag.cls[index - start + 1]]
-        e = c and summary[c]
-        if e then
-          e.count = e.count + 1
-          filtered = filtered + 1
-        end
-      else
-        -- a candidate of a block counted at once by the fast path (only
-        -- walked when every candidate is streamed)
-        e = tag.ent[tag.cls[index - start + 1]]
-      end
-      if e then
-        if sink_all then sink_row(index, e, nil, nil, cand) end
-        if progress and index >= next_progress then
-          progress(index, space_size)
-          next_progress = (index // 0x10000 + 1) * 0x10000
-        end
-        goto continue
-      end
-    end
-    if by_evaluate then
-      -- the core's evaluate runs aps_check_all first: a check code is an
-      -- early filter, found at the cost of the check alone
-      ev = evaluate(ctx, cand)
-      code = ev.reason
-      if code and check_codes[code] then ok, msg = false, ev.message end
-    else
-      if fast then ok, code, msg = check(ctx, "all", cand) end
-      if ok then
-        for i = 1, n_cheap do
-          ok, code, msg = cheap_checks[i](cand, ctx)
-          if not ok then
-            code = code or cheap_codes[i]
-            msg = msg or cheap_desc[i]
-            failed_rule = cheap_names[i]
-            break
-          end
-        end
-      end
-      if ok then
-        ev = evaluate(ctx, cand)
-        -- a check's code from the estimator (EP_DIVISIBILITY, which the
-        -- block pruner also finds early) is an early filter, as there
-        if ev.reason and check_codes[ev.reason] then ok, code, msg = false, ev.reason, ev.message end
-      end
-    end
-    if not ok then
-      filtered = filtered + 1
-      local e = summary[code]
-      if e then e.count = e.count + 1
-      else e = count_reason(summary, reasons, code, cand, msg, "early", failed_rule or code_rule[code]) end
-      if sink_all then sink_row(index, e, nil, nil, cand) end
-    else
-      estimated = estimated + 1
-      local st, mem = ev.step_time, ev.mem_peak
-      local bad, bmsg, brule
-      for i = 1, n_late do
-        local lok, lcode, lmsg = late_checks[i](cand, ctx, ev)
-        if not lok then
-          bad = lcode or late_codes[i]
-          bmsg = lmsg or late_desc[i]
-          brule = late_names[i]
+  -- puts entry e in the top-k heap: fewer than k are kept, or it is
+  -- better than the worst kept (heap[1]); its run key (e.key) is not kept
+  local function offer(e)
+    in_heap[e.key] = true
+    if hn < k then
+      hn = hn + 1
+      heap[hn] = e
+      local i = hn
+      while i > 1 do
+        local p = i // 2
+        if better(heap[p], heap[i]) then
+          heap[p], heap[i] = heap[i], heap[p]
+          i = p
+        else
           break
         end
       end
-      if not bad and not ev.feasible then
-        bad, bmsg = ev.reason or "INFEASIBLE", ev.message
-      end
-      if bad then
-        infeasible = infeasible + 1
-        local e = summary[bad]
-        if e then
-          e.count = e.count + 1
-          -- over the memory limit: the example is the candidate closest to
-          -- fitting, the one a user would try to squeeze in
-          if bad == "MEMORY_LIMIT" and mem < e.mem_peak then
-            e.example, e.message, e.mem_peak = space_mod.copy(cand), bmsg, mem
+      return
+    end
+    in_heap[heap[1].key] = nil
+    heap[1] = e
+    local i = 1
+    while true do
+      local l, r, w = 2 * i, 2 * i + 1, i
+      if l <= hn and better(heap[w], heap[l]) then w = l end
+      if r <= hn and better(heap[w], heap[r]) then w = r end
+      if w == i then break end
+      heap[w], heap[i] = heap[i], heap[w]
+      i = w
+    end
+  end
+
+  -- the walk of the candidates first..last (nil: all of them), each
+  -- decided and accounted in the state above; progress(index, space_size)
+  -- every 65,536 candidates
+  local function walk(first, last, progress)
+    local next_progress = 0x10000
+    for cand, index, tag in space:iter(hooks, sink_all, first, last) do
+      generated = index
+      local ok, code, msg, failed_rule, ev = true, nil, nil, nil, nil
+      if tag then
+        local start = tag.start
+        if not start then start = index tag.start = index end
+        local e
+        if tag.partial then
+          -- a block walked by the fast path: the candidate's reason is
+          -- known (a check up to devices) or it is decided as usual below
+          local c = tag.code[tag.cls[index - start + 1]]
+          e = c and summary[c]
+          if e then
+            e.count = e.count + 1
+            filtered = filtered + 1
           end
         else
-          e = count_reason(summary, reasons, bad, cand, bmsg, "estimate", brule or code_rule[bad])
-          e.mem_peak = mem
+          -- a candidate of a block counted at once by the fast path (only
+          -- walked when every candidate is streamed)
+          e = tag.ent[tag.cls[index - start + 1]]
         end
-        if sink_all then sink_row(index, e, st, mem, cand) end
-        -- the estimated candidates closest to fitting (least memory, then
-        -- time), bounded: the report's diagnosis when nothing is feasible
-        -- (one refused before any memory was counted, EP_DIVISIBILITY,
-        -- is not close to fitting; one run --launchable refused fits,
-        -- its launch file is what differs)
-        if mem > 0 and bad ~= M.LAUNCH_DIFFERS and (cl_n < M.closest_keep or mem < cl_worst) then
-          if cl_n < M.closest_keep then cl_n = cl_n + 1 end
-          closest[cl_n] = { index = index, mem_peak = mem, step_time = st, reason = bad,
-                            strategy = copy(cand) }
-          table.sort(closest, closest_order)
-          cl_worst = closest[cl_n].mem_peak
+        if e then
+          if sink_all then sink_row(index, e, nil, nil, cand) end
+          if progress and index >= next_progress then
+            progress(index, space_size)
+            next_progress = (index // 0x10000 + 1) * 0x10000
+          end
+          goto continue
         end
+      end
+      if by_evaluate then
+        -- the core's evaluate runs aps_check_all first: a check code is an
+        -- early filter, found at the cost of the check alone
+        ev = evaluate(ctx, cand)
+        code = ev.reason
+        if code and check_codes[code] then ok, msg = false, ev.message end
       else
-        feasible = feasible + 1
-        if sink_row then sink_row(index, nil, st, mem, cand) end
-        if keeper then keeper:add(index, st, mem, cand) end
-        -- chart 7's sample
-        if (feasible - 1) % sc_stride == 0 then
-          sc_n = sc_n + 1
-          sc_ord[sc_n], sc_idx[sc_n], sc_step[sc_n], sc_mem[sc_n], sc_strat[sc_n] =
-            feasible, index, st, mem, copy(cand)
-          if sc_n > sc_cap then
-            sc_stride = 2 * sc_stride
-            local m = 0
-            for q = 1, sc_n do
-              if (sc_ord[q] - 1) % sc_stride == 0 then
-                m = m + 1
-                sc_ord[m], sc_idx[m], sc_step[m], sc_mem[m], sc_strat[m] =
-                  sc_ord[q], sc_idx[q], sc_step[q], sc_mem[q], sc_strat[q]
-              end
-            end
-            for q = m + 1, sc_n do
-              sc_ord[q], sc_idx[q], sc_step[q], sc_mem[q], sc_strat[q] = nil, nil, nil, nil, nil
-            end
-            sc_n = m
-          end
-        end
-        -- Pareto front: the last front point with step <= st has the least
-        -- memory among those; the candidate is dominated when it is <= mem
-        local lo, hi = 1, pn
-        while lo <= hi do
-          local mid = (lo + hi) // 2
-          if pf_step[mid] <= st then lo = mid + 1 else hi = mid - 1 end
-        end
-        -- hi: last position with step <= st (0 if none)
-        if hi == 0 or pf_mem[hi] > mem then
-          -- drop the points it dominates (step >= st, memory >= mem)
-          local j = hi + 1
-          if hi > 0 and pf_step[hi] == st then j = hi end
-          local drop = 0
-          while j + drop <= pn and pf_mem[j + drop] >= mem do drop = drop + 1 end
-          if drop ~= 1 then
-            -- shift to make exactly one slot at j
-            local shift = 1 - drop
-            if shift > 0 then
-              for q = pn, j, -1 do
-                pf_step[q + 1], pf_mem[q + 1], pf_idx[q + 1], pf_strat[q + 1] =
-                  pf_step[q], pf_mem[q], pf_idx[q], pf_strat[q]
-              end
-            elseif shift < 0 then
-              for q = j + drop, pn do
-                pf_step[q + shift], pf_mem[q + shift], pf_idx[q + shift], pf_strat[q + shift] =
-                  pf_step[q], pf_mem[q], pf_idx[q], pf_strat[q]
-              end
-              for q = pn + shift + 1, pn do
-                pf_step[q], pf_mem[q], pf_idx[q], pf_strat[q] = nil, nil, nil, nil
-              end
-            end
-            pn = pn + shift
-          end
-          pf_step[j], pf_mem[j], pf_idx[j], pf_strat[j] = st, mem, index, copy(cand)
-        end
-        -- trends
-        local v = cand.dp_degree * cand.fsdp_degree
-        local b = tr_dp_s[v]
-        if b == nil or st < b or (st == b and mem < tr_dp_m[v]) then
-          tr_dp_s[v], tr_dp_m[v], tr_dp_c[v] = st, mem, copy(cand)
-        end
-        v = cand.tp_degree
-        b = tr_tp_s[v]
-        if b == nil or st < b or (st == b and mem < tr_tp_m[v]) then
-          tr_tp_s[v], tr_tp_m[v], tr_tp_c[v] = st, mem, copy(cand)
-        end
-        v = cand.pp_degree
-        b = tr_pp_s[v]
-        if b == nil or st < b or (st == b and mem < tr_pp_m[v]) then
-          tr_pp_s[v], tr_pp_m[v], tr_pp_c[v] = st, mem, copy(cand)
-        end
-        v = cand.cp_degree
-        b = tr_cp_s[v]
-        if b == nil or st < b or (st == b and mem < tr_cp_m[v]) then
-          tr_cp_s[v], tr_cp_m[v], tr_cp_c[v] = st, mem, copy(cand)
-        end
-        v = cand.ep_degree
-        if v ~= nil then
-          b = tr_ep_s[v]
-          if b == nil or st < b or (st == b and mem < tr_ep_m[v]) then
-            tr_ep_s[v], tr_ep_m[v], tr_ep_c[v] = st, mem, copy(cand)
-          end
-        end
-        ev.index = index
-        ev.strategy = cand
-        local key
-        if hn < k or better(ev, heap[1]) then
-          key = M.run_key(cand, ev)
-          if in_heap[key] then key = false end -- a copy of one kept
-        end
-        if not key then
-          -- not better than the k kept, or the same strategy as one of them
-        elseif hn < k then
-          in_heap[key] = true
-          ev.key = key
-          ev.strategy = copy(cand)
-          hn = hn + 1
-          heap[hn] = ev
-          local i = hn
-          while i > 1 do
-            local p = i // 2
-            if better(heap[p], heap[i]) then
-              heap[p], heap[i] = heap[i], heap[p]
-              i = p
-            else
+        if fast then ok, code, msg = check(ctx, "all", cand) end
+        if ok then
+          for i = 1, n_cheap do
+            ok, code, msg = cheap_checks[i](cand, ctx)
+            if not ok then
+              code = code or cheap_codes[i]
+              msg = msg or cheap_desc[i]
+              failed_rule = cheap_names[i]
               break
             end
           end
+        end
+        if ok then
+          ev = evaluate(ctx, cand)
+          -- a check's code from the estimator (EP_DIVISIBILITY, which the
+          -- block pruner also finds early) is an early filter, as there
+          if ev.reason and check_codes[ev.reason] then ok, code, msg = false, ev.reason, ev.message end
+        end
+      end
+      if not ok then
+        filtered = filtered + 1
+        local e = summary[code]
+        if e then e.count = e.count + 1
+        else e = count_reason(summary, reasons, code, cand, msg, "early", failed_rule or code_rule[code], index) end
+        if sink_all then sink_row(index, e, nil, nil, cand) end
+      else
+        estimated = estimated + 1
+        local st, mem = ev.step_time, ev.mem_peak
+        local bad, bmsg, brule
+        for i = 1, n_late do
+          local lok, lcode, lmsg = late_checks[i](cand, ctx, ev)
+          if not lok then
+            bad = lcode or late_codes[i]
+            bmsg = lmsg or late_desc[i]
+            brule = late_names[i]
+            break
+          end
+        end
+        if not bad and not ev.feasible then
+          bad, bmsg = ev.reason or "INFEASIBLE", ev.message
+        end
+        if bad then
+          infeasible = infeasible + 1
+          local e = summary[bad]
+          if e then
+            e.count = e.count + 1
+            -- over the memory limit: the example is the candidate closest to
+            -- fitting, the one a user would try to squeeze in
+            if bad == "MEMORY_LIMIT" and mem < e.mem_peak then
+              e.example, e.message, e.mem_peak, e.at = space_mod.copy(cand), bmsg, mem, index
+            end
+          else
+            e = count_reason(summary, reasons, bad, cand, bmsg, "estimate", brule or code_rule[bad], index)
+            e.mem_peak = mem
+          end
+          if sink_all then sink_row(index, e, st, mem, cand) end
+          -- the estimated candidates closest to fitting (least memory, then
+          -- time), bounded: the report's diagnosis when nothing is feasible
+          -- (one refused before any memory was counted, EP_DIVISIBILITY,
+          -- is not close to fitting; one run --launchable refused fits,
+          -- its launch file is what differs)
+          -- (the least by memory, then step time, then index: a later
+          -- candidate at the worst one's memory and step time is not closer)
+          if mem > 0 and bad ~= M.LAUNCH_DIFFERS and (cl_n < M.closest_keep or mem < cl_worst
+              or (mem == cl_worst and st < closest[cl_n].step_time)) then
+            if cl_n < M.closest_keep then cl_n = cl_n + 1 end
+            closest[cl_n] = { index = index, mem_peak = mem, step_time = st, reason = bad,
+                              strategy = copy(cand) }
+            table.sort(closest, closest_order)
+            cl_worst = closest[cl_n].mem_peak
+          end
         else
-          in_heap[heap[1].key] = nil
-          in_heap[key] = true
-          ev.key = key
-          ev.strategy = copy(cand)
-          heap[1] = ev
-          local i = 1
-          while true do
-            local l, r, w = 2 * i, 2 * i + 1, i
-            if l <= hn and better(heap[w], heap[l]) then w = l end
-            if r <= hn and better(heap[w], heap[r]) then w = r end
-            if w == i then break end
-            heap[w], heap[i] = heap[i], heap[w]
-            i = w
+          feasible = feasible + 1
+          if sink_row then sink_row(index, nil, st, mem, cand) end
+          if keeper then keeper:add(index, st, mem, cand) end
+          -- chart 7's sample
+          local ord = M.sample_key(index)
+          if (ord - 1) % sc_stride == 0 then
+            sc_n = sc_n + 1
+            sc_ord[sc_n], sc_idx[sc_n], sc_step[sc_n], sc_mem[sc_n], sc_strat[sc_n] =
+              ord, index, st, mem, copy(cand)
+            if sc_n > sc_cap then
+              sc_stride = 2 * sc_stride
+              local m = 0
+              for q = 1, sc_n do
+                if (sc_ord[q] - 1) % sc_stride == 0 then
+                  m = m + 1
+                  sc_ord[m], sc_idx[m], sc_step[m], sc_mem[m], sc_strat[m] =
+                    sc_ord[q], sc_idx[q], sc_step[q], sc_mem[q], sc_strat[q]
+                end
+              end
+              for q = m + 1, sc_n do
+                sc_ord[q], sc_idx[q], sc_step[q], sc_mem[q], sc_strat[q] = nil, nil, nil, nil, nil
+              end
+              sc_n = m
+            end
+          end
+          -- Pareto front: the last front point with step <= st has the least
+          -- memory among those; the candidate is dominated when it is <= mem
+          local lo, hi = 1, pn
+          while lo <= hi do
+            local mid = (lo + hi) // 2
+            if pf_step[mid] <= st then lo = mid + 1 else hi = mid - 1 end
+          end
+          -- hi: last position with step <= st (0 if none)
+          if hi == 0 or pf_mem[hi] > mem then
+            -- drop the points it dominates (step >= st, memory >= mem)
+            local j = hi + 1
+            if hi > 0 and pf_step[hi] == st then j = hi end
+            local drop = 0
+            while j + drop <= pn and pf_mem[j + drop] >= mem do drop = drop + 1 end
+            if drop ~= 1 then
+              -- shift to make exactly one slot at j
+              local shift = 1 - drop
+              if shift > 0 then
+                for q = pn, j, -1 do
+                  pf_step[q + 1], pf_mem[q + 1], pf_idx[q + 1], pf_strat[q + 1] =
+                    pf_step[q], pf_mem[q], pf_idx[q], pf_strat[q]
+                end
+              elseif shift < 0 then
+                for q = j + drop, pn do
+                  pf_step[q + shift], pf_mem[q + shift], pf_idx[q + shift], pf_strat[q + shift] =
+                    pf_step[q], pf_mem[q], pf_idx[q], pf_strat[q]
+                end
+                for q = pn + shift + 1, pn do
+                  pf_step[q], pf_mem[q], pf_idx[q], pf_strat[q] = nil, nil, nil, nil
+                end
+              end
+              pn = pn + shift
+            end
+            pf_step[j], pf_mem[j], pf_idx[j], pf_strat[j] = st, mem, index, copy(cand)
+          end
+          -- trends
+          local v = cand.dp_degree * cand.fsdp_degree
+          local b = tr_dp_s[v]
+          if b == nil or st < b or (st == b and mem < tr_dp_m[v]) then
+            tr_dp_s[v], tr_dp_m[v], tr_dp_c[v], tr_dp_i[v] = st, mem, copy(cand), index
+          end
+          v = cand.tp_degree
+          b = tr_tp_s[v]
+          if b == nil or st < b or (st == b and mem < tr_tp_m[v]) then
+            tr_tp_s[v], tr_tp_m[v], tr_tp_c[v], tr_tp_i[v] = st, mem, copy(cand), index
+          end
+          v = cand.pp_degree
+          b = tr_pp_s[v]
+          if b == nil or st < b or (st == b and mem < tr_pp_m[v]) then
+            tr_pp_s[v], tr_pp_m[v], tr_pp_c[v], tr_pp_i[v] = st, mem, copy(cand), index
+          end
+          v = cand.cp_degree
+          b = tr_cp_s[v]
+          if b == nil or st < b or (st == b and mem < tr_cp_m[v]) then
+            tr_cp_s[v], tr_cp_m[v], tr_cp_c[v], tr_cp_i[v] = st, mem, copy(cand), index
+          end
+          v = cand.ep_degree
+          if v ~= nil then
+            b = tr_ep_s[v]
+            if b == nil or st < b or (st == b and mem < tr_ep_m[v]) then
+              tr_ep_s[v], tr_ep_m[v], tr_ep_c[v], tr_ep_i[v] = st, mem, copy(cand), index
+            end
+          end
+          ev.index = index
+          ev.strategy = cand
+          if hn < k or better(ev, heap[1]) then
+            local key = M.run_key(cand, ev)
+            -- not a copy of a strategy kept
+            if not in_heap[key] then
+              ev.key = key
+              ev.strategy = copy(cand)
+              offer(ev)
+            end
           end
         end
       end
+      if progress and index >= next_progress then
+        progress(index, space_size)
+        next_progress = (index // 0x10000 + 1) * 0x10000
+      end
+      ::continue::
     end
-    if progress and index >= next_progress then
-      progress(index, space_size)
-      next_progress = (index // 0x10000 + 1) * 0x10000
+  end
+
+  -- the state of a walk split across worker processes (opts.jobs): each
+  -- worker's reasons, counts and kept candidates, merged as the one walk
+  -- would have kept them (apsearch.search_merge)
+  local merge = require "apsearch.search_merge"
+  local workers = {}
+  -- per dimension: best step time, its memory, candidate and index
+  local trend_state = { { tr_dp_s, tr_dp_m, tr_dp_c, tr_dp_i }, { tr_tp_s, tr_tp_m, tr_tp_c, tr_tp_i },
+    { tr_pp_s, tr_pp_m, tr_pp_c, tr_pp_i }, { tr_cp_s, tr_cp_m, tr_cp_c, tr_cp_i },
+    { tr_ep_s, tr_ep_m, tr_ep_c, tr_ep_i } }
+  local state_io = {
+    worker_state = function()
+      return {
+        summary = summary, counts = { filtered, estimated, feasible, infeasible },
+        heap = heap, keeper = keeper, closest = closest,
+        scatter = { stride = sc_stride, ord = sc_ord, index = sc_idx, step_time = sc_step,
+          mem_peak = sc_mem, strategy = sc_strat },
+        front = { step_time = pf_step, mem_peak = pf_mem, index = pf_idx, strategy = pf_strat },
+        trends = trend_state,
+      }
+    end,
+    absorb_worker = function(st)
+      merge.summary(summary, st.summary)
+      local c = st.counts
+      filtered, estimated = filtered + c[1], estimated + c[2]
+      feasible, infeasible = feasible + c[3], infeasible + c[4]
+      workers[#workers + 1] = st
+    end,
+  }
+  -- the workers' kept candidates, once every worker is done
+  local function merge_workers()
+    for _, e in ipairs(merge.by_index(workers, "heap")) do
+      if (hn < k or better(e, heap[1])) and not in_heap[e.key] then offer(e) end
     end
-    ::continue::
+    if keeper then
+      for _, p in ipairs(merge.keeper_points(workers)) do keeper:add(p.index, p.step_time, p.mem_peak, p.strategy) end
+    end
+    closest = merge.closest(workers, M.closest_keep, closest_order)
+    local sc = merge.scatter(workers, sc_cap)
+    sc_stride, sc_ord, sc_idx = sc.stride, sc.ord, sc.index
+    sc_step, sc_mem, sc_strat = sc.step_time, sc.mem_peak, sc.strategy
+    local pf = merge.front(workers)
+    pf_step, pf_mem, pf_idx, pf_strat, pn = pf.step_time, pf.mem_peak, pf.index, pf.strategy, #pf.index
+    for _, w in ipairs(workers) do
+      for d, t in ipairs(trend_state) do merge.trend(t, w.trends[d]) end
+    end
+  end
+
+  local t_loop = wall_clock()
+  local jobs = M.jobs_for(opts.jobs, space_size, opts.min_chunk)
+  if jobs > 1 and sink then
+    error("search: candidates are streamed in enumeration order by one job only (got jobs = " .. jobs .. ")", 0)
+  end
+  if jobs > 1 then
+    M.walk_parallel(jobs, space_size, progress, walk, state_io, opts.min_chunk)
+    reasons = merge.reasons(summary)
+    merge_workers()
+  else
+    walk(nil, nil, progress)
   end
   -- a pruned block at the end of the walk is not returned by the iterator
   generated = space_size
@@ -910,6 +986,102 @@ function M.run(policy, opts)
   }
 end
 
+--- Fewest candidates per chunk of a walk split across workers: a smaller
+-- space is searched by fewer workers (1 below twice this), as starting a
+-- worker costs more than walking that many candidates.
+M.min_chunk_candidates = 2048
+
+--- Chunk sizes of a split walk: each chunk holds 1/(chunk_share x jobs)
+-- of the candidates left after the chunks before it (and at least
+-- `min_chunk`), so the first chunks are large -- a worker walks long runs
+-- of consecutive candidates, whose fast-path caches it shares -- and the
+-- last ones small: the workers take the chunks in order as they finish
+-- one, and a worker waits for the others at most one small chunk's time
+-- at the end.
+M.chunk_share = 4
+
+--- Sample key of the candidate of index i for chart 7 (`result.scatter`):
+-- a hash (SplitMix64's finalizer) in 1..2^31, so that keeping the
+-- feasible candidates whose key k has (k - 1) % stride == 0 samples them
+-- evenly whatever the order of the space's dimensions, and the same
+-- whether one walk or several (`--jobs`) find them.
+-- @tparam integer i candidate index
+-- @treturn integer
+function M.sample_key(i)
+  local z = i * 0x9E3779B97F4A7C15
+  z = (z ~ (z >> 30)) * 0xBF58476D1CE4E5B9
+  z = (z ~ (z >> 27)) * 0x94D049BB133111EB
+  z = z ~ (z >> 31)
+  return (z >> 33) + 1
+end
+
+--- Most worker processes of a search (the parent polls one pipe each).
+M.max_jobs = 1024
+
+--- How many workers search a space: `jobs` (default 1), at most one per
+-- `min_chunk` candidates (default M.min_chunk_candidates), at most
+-- M.max_jobs.
+-- @tparam[opt] integer jobs workers asked for (>= 1)
+-- @tparam integer space_size candidates
+-- @tparam[opt] integer min_chunk fewest candidates per chunk
+-- @treturn integer
+function M.jobs_for(jobs, space_size, min_chunk)
+  local per = min_chunk or M.min_chunk_candidates
+  return math.max(1, math.min(jobs or 1, space_size // per, M.max_jobs))
+end
+
+--- The chunks of a split walk (see `chunk_share`); when that would make
+-- more than apsearch.parallel.max_tasks, that many even ones.
+-- @tparam integer jobs workers (>= 1)
+-- @tparam integer space_size candidates (>= 1)
+-- @tparam integer min_chunk fewest candidates per chunk (>= 1)
+-- @treturn table the first index of each chunk, then space_size + 1
+function M.chunk_starts(jobs, space_size, min_chunk)
+  local max_tasks = require("apsearch.parallel").max_tasks
+  local starts, first = {}, 1
+  while first <= space_size do
+    starts[#starts + 1] = first
+    local left = space_size - first + 1
+    first = first + math.min(left, math.max(min_chunk, -(-left // (M.chunk_share * jobs))))
+  end
+  if #starts > max_tasks then
+    starts = {}
+    for c = 1, max_tasks do starts[c] = (c - 1) * space_size // max_tasks + 1 end
+  end
+  starts[#starts + 1] = space_size + 1
+  return starts
+end
+
+--- Walks the space in chunks of consecutive candidates on `jobs` worker
+-- processes (apsearch.parallel): each worker runs `walk(first, last,
+-- progress)` on the chunks it takes, in order, into one state, which the
+-- parent takes once the worker is done (`io.worker_state` in the worker,
+-- `io.absorb_worker` in the parent).
+-- @tparam integer jobs workers (>= 2)
+-- @tparam integer space_size candidates
+-- @tparam[opt] function progress `progress(done, space_size)`
+-- @tparam function walk the walk of a range (search.run)
+-- @tparam table io the state's functions (above)
+-- @tparam[opt] integer min_chunk fewest candidates per chunk
+-- @raise a worker's error (the one of the earliest chunk), or
+--   `search: worker process N was killed by signal S before it finished`
+function M.walk_parallel(jobs, space_size, progress, walk, io, min_chunk)
+  local starts = M.chunk_starts(jobs, space_size, min_chunk or M.min_chunk_candidates)
+  require("apsearch.parallel").run({
+    jobs = jobs, tasks = #starts - 1,
+    work = function(c, report)
+      local first, last = starts[c], starts[c + 1] - 1
+      walk(first, last, function(index) report(index - first + 1) end)
+      report(last - first + 1)
+      return true
+    end,
+    finish = io.worker_state,
+    on_result = function() end,
+    on_finish = io.absorb_worker,
+    progress = progress and function(done) progress(done, space_size) end,
+  })
+end
+
 local function all_of(list, pred)
   for _, v in ipairs(list) do if not pred(v) then return false end end
   return true
@@ -983,13 +1155,14 @@ local DEGREES_INNER_FIELDS = { "pp_degree", "layer_recompute", "recompute_method
 -- (tests/lua/search_spec.lua compares them on many spaces).
 -- @tparam table space
 -- @tparam userdata ctx
--- @tparam function on_block `on_block(groups, build, cls, class_code)`
---   accounts a pruned block or subtree: `groups` its reasons `{code,
---   count, pos}` in order of first position, `build(pos)` the candidate
---   at position pos of a block (a copy; nil for a subtree, whose reasons
---   must then have their summary entry), `cls[pos]` the class of each
---   position of a block and `class_code[class]` its reason code; returns
---   a tag (or nil to walk it after all)
+-- @tparam function on_block `on_block(groups, build, cls, class_code,
+--   start)` accounts a pruned block or subtree: `groups` its reasons
+--   `{code, count, pos}` in order of first position, `build(pos)` the
+--   candidate at position pos of a block (a copy; nil for a subtree, whose
+--   reasons must then have their summary entry), `cls[pos]` the class of
+--   each position of a block, `class_code[class]` its reason code and
+--   `start` the index of its first candidate; returns a tag (or nil to
+--   walk it after all)
 -- @tparam[opt] boolean outer skip subtrees above the blocks too (not when
 --   every candidate is yielded: the tags are per block)
 -- @treturn table|nil hooks for `Space:iter` (`{[level] = hook}`, `hook(cand)
@@ -1201,7 +1374,7 @@ function M.block_pruner(space, ctx, on_block, outer)
     if not a then a = {} for i = 1, m do a[i] = 1 end one[m] = a end
     return a
   end
-  local function block_hook(c)
+  local function block_hook(c, start)
     local pat = pattern(c)
     if pat.n == 0 then return nil end
     block, block_pat = c, pat
@@ -1304,7 +1477,7 @@ function M.block_pruner(space, ctx, on_block, outer)
     end
     for i = ng + 1, #groups do groups[i] = nil end
     if ng > 1 then table.sort(groups, function(a, b) return a.pos < b.pos end) end
-    local tag = on_block(groups, build, cls, codes)
+    local tag = on_block(groups, build, cls, codes, start)
     if not tag then return nil end
     return pat.n, tag
   end
@@ -1374,7 +1547,9 @@ function M.block_pruner(space, ctx, on_block, outer)
       local gs = {}
       if d > 0 then gs[1] = { code = "INVALID_DEGREE", count = d } end
       if n_other > 0 then gs[#gs + 1] = { code = other, count = n_other } end
-      if not on_block(gs, nil) then return nil end
+      -- a subtree left to walk until its reasons have their example (the
+      -- first of a walk over a range) does not count against the level
+      if not on_block(gs, nil) then calls = calls - 1 return nil end
       skips = skips + 1
       return n, true
     end
@@ -1397,11 +1572,11 @@ M.scatter_points = 4000
 
 --- Metatable of `result.scatter`, chart 7's points (not written to JSON:
 -- `__json = false`): `total` feasible candidates; the sample `ord[i]`
--- (the point's number among the feasible candidates, 1-based, in
--- enumeration order), `index[i]`, `step_time[i]` [s], `mem_peak[i]`
--- [bytes], `strategy[i]` (as enumerated) for the feasible candidates j
--- with (j - 1) % `stride` == 0, `stride` the least power of two that
--- keeps at most M.scatter_points of them; `top[rank]` = {index,
+-- (the point's sample key, M.sample_key of its index), `index[i]`,
+-- `step_time[i]` [s], `mem_peak[i]` [bytes], `strategy[i]` (as
+-- enumerated), by index, for the feasible candidates whose key k has
+-- (k - 1) % `stride` == 0, `stride` the least power of two that keeps at
+-- most M.scatter_points of them; `top[rank]` = {index,
 -- step_time, mem_peak, strategy} of the top-k (always drawn, with the
 -- Pareto front).
 M.scatter_mt = { __name = "apsearch.scatter", __json = false }

@@ -612,25 +612,23 @@ function Space:base()
   return c
 end
 
---- Number of candidates the iterator yields, computed without enumerating
--- the independent dimensions (a product over them).
--- @tparam[opt] integer limit stop counting once the count passes it
--- @treturn integer the count (with a limit: a number above the limit when
---   the count passed it)
--- @treturn boolean true when counting stopped early
-function Space:size(limit)
-  if self._size then return self._size end
-  local levels, n = self.levels, #self.levels
-  local c = self:base()
-  -- with a limit, counting stops once the total passes it (the result is
-  -- then only known to exceed the limit), and after WORK level visits
-  local WORK, work = 10000000, 0
-  local over = false
-  -- the size of the subtree below levels 1..k-1 depends only on the
-  -- fields they set that levels k and below read (read_above[k]):
-  -- memoized on them
-  local memo, slots = {}, {}
-  for k = 1, n do memo[k], slots[k] = {}, M.slotter(self.read_above[k]) end
+-- The counter of subtree sizes: `count(k)` is the number of candidates
+-- below levels 1..k-1 of `c` (levels k and below of c are set on the way:
+-- stale).  The size of such a subtree depends only on the fields levels
+-- 1..k-1 set that levels k and below read (read_above[k]): memoized on
+-- them (in a memo kept with the space).  With a limit,
+-- counting stops once a total passes it, and after COUNT_WORK level
+-- visits; `over()` then says so.
+local COUNT_WORK = 10000000
+local function subtree_counter(space, c, limit)
+  local levels, n = space.levels, #space.levels
+  local work, over = 0, false
+  -- a count is memoized only once complete: the memo is kept with the
+  -- space for the next counter (Space:size's serves the walks of ranges)
+  local memo = space._subtree_memo or {}
+  local slots = {}
+  for k = 1, n do memo[k], slots[k] = memo[k] or {}, M.slotter(space.read_above[k]) end
+  space._subtree_memo = memo
   local function count(k)
     if k > n then return 1 end
     local l = levels[k]
@@ -641,7 +639,7 @@ function Space:size(limit)
       if v then return v end
     end
     work = work + 1
-    if limit and work > WORK then over = true return 0 end
+    if limit and work > COUNT_WORK then over = true return 0 end
     local list = l.values(c)
     local m = #list
     if m == 0 then return 0 end
@@ -660,8 +658,20 @@ function Space:size(limit)
     if not over then mt[mk] = total end
     return total
   end
+  return count, function() return over end
+end
+
+--- Number of candidates the iterator yields, computed without enumerating
+-- the independent dimensions (a product over them).
+-- @tparam[opt] integer limit stop counting once the count passes it
+-- @treturn integer the count (with a limit: a number above the limit when
+--   the count passed it)
+-- @treturn boolean true when counting stopped early
+function Space:size(limit)
+  if self._size then return self._size end
+  local count, over = subtree_counter(self, self:base(), limit)
   local total = count(1)
-  if over then return math.max(total, (limit or 0) + 1), true end
+  if over() then return math.max(total, (limit or 0) + 1), true end
   self._size = total
   return total
 end
@@ -679,10 +689,20 @@ end
 -- returned with the tag as a third value; when it returns nil and a tag,
 -- the subtree is walked and its candidates returned with the tag (a tag
 -- holds until the next hook call: use one hook level with tags).
+--
+-- With `first` and `last`, only the candidates of index first..last are
+-- returned (with their indices in the whole space): the subtrees before
+-- `first` are skipped at once (their sizes counted, not walked), and a
+-- hook is called only for a subtree that lies within the range whole (a
+-- subtree across an end of the range is walked).  Every candidate of the
+-- range is returned, decided as the whole walk would (the workers of
+-- `run --jobs`, each on a range).
 -- @tparam[opt] table hooks `{[level index] = function}`
 -- @tparam[opt] boolean yield_pruned
+-- @tparam[opt] integer first the first index returned (1-based)
+-- @tparam[opt] integer last the last index returned (with `first`)
 -- @treturn function iterator returning `candidate, index` (1-based), then nil
-function Space:iter(hooks, yield_pruned)
+function Space:iter(hooks, yield_pruned, first, last)
   local levels, n = self.levels, #self.levels
   local cand = self:base()
   local lists, idx = {}, {}
@@ -694,6 +714,13 @@ function Space:iter(hooks, yield_pruned)
   end
   hooks = hooks or {}
   local started, count, tag = false, 0, nil
+  -- a range: the sizes of subtrees (levels k.. of cand set stale on the
+  -- way), and `inside`, the level from which the subtree being walked
+  -- lies within the range whole (n + 2: none)
+  local ranged = first ~= nil
+  local OUT = n + 2
+  local size_below = ranged and subtree_counter(self, cand) or nil
+  local inside = ranged and OUT or 1
 
   local function next_at(j)
     while j >= 1 do
@@ -704,11 +731,28 @@ function Space:iter(hooks, yield_pruned)
         idx[j] = i
         local f = fields[j]
         if f then cand[f] = v else setters[j](cand, v) end
+        -- level j changed: the walk left the subtrees entered below it
+        if j < inside then inside = OUT end
         return j + 1
       end
       j = j - 1
     end
     return 0
+  end
+
+  -- where the subtree about to be entered at level k (< inside) lies:
+  -- "before" the range (skip it), "after" it (the walk ends), "inside" it
+  -- or "across"
+  local function place(k)
+    local size = size_below(k)
+    local lo = count + 1
+    if lo > last then return "after" end
+    if lo + size - 1 < first then return "before", size end
+    if lo >= first and lo + size - 1 <= last then
+      inside = k
+      return "inside"
+    end
+    return "across"
   end
 
   return function()
@@ -720,37 +764,59 @@ function Space:iter(hooks, yield_pruned)
       started = true
       k = 1
     end
-    while k <= n do
-      local h = hooks[k]
-      if h then
-        local skip
-        skip, tag = h(cand, count + 1)
-        if skip and not yield_pruned then
-          -- the subtree below levels 1..k-1 is skipped
-          count = count + skip
-          tag = nil
-          k = next_at(k - 1)
-          if k == 0 then return nil end
-          goto next_level
+    while true do
+      while k <= n do
+        local h = hooks[k]
+        if k < inside then
+          local where, size = place(k)
+          if where == "after" then return nil end
+          if where == "before" then
+            count = count + size
+            k = next_at(k - 1)
+            if k == 0 then return nil end
+            goto next_level
+          end
+          if where == "across" then
+            -- walked without the hook (its tag does not hold here)
+            if h then tag = nil end
+            h = nil
+          end
         end
-      end
-      do
-        local list = values[k](cand)
-        lists[k] = list
-        local v = list[1]
-        if v == nil then
-          k = next_at(k - 1)
-          if k == 0 then return nil end
-        else
-          idx[k] = 1
-          local f = fields[k]
-          if f then cand[f] = v else setters[k](cand, v) end
-          k = k + 1
+        if h then
+          local skip
+          skip, tag = h(cand, count + 1)
+          if skip and not yield_pruned then
+            -- the subtree below levels 1..k-1 is skipped
+            count = count + skip
+            tag = nil
+            k = next_at(k - 1)
+            if k == 0 then return nil end
+            goto next_level
+          end
         end
+        do
+          local list = values[k](cand)
+          lists[k] = list
+          local v = list[1]
+          if v == nil then
+            k = next_at(k - 1)
+            if k == 0 then return nil end
+          else
+            idx[k] = 1
+            local f = fields[k]
+            if f then cand[f] = v else setters[k](cand, v) end
+            k = k + 1
+          end
+        end
+        ::next_level::
       end
-      ::next_level::
+      count = count + 1
+      if not ranged or inside <= n or (count >= first and count <= last) then break end
+      if count > last then return nil end
+      -- a candidate before the range, in a subtree across its start
+      k = next_at(n)
+      if k == 0 then return nil end
     end
-    count = count + 1
     return cand, count, tag
   end
 end

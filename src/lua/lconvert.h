@@ -51,6 +51,19 @@ int apsl_chown(lua_State *L);
 /** core.read_regular(path, max_bytes): an input file's contents, read
  *  only when it is a regular file within max_bytes (lfsync.c). */
 int apsl_read_regular(lua_State *L);
+/** core.ncpu, pipe, fork, fd_read, fd_write, fd_close, poll, waitpid,
+ *  kill and exit_now (lproc.c, each documented there): the worker
+ *  processes of `apsearch run --jobs N` (lua/apsearch/parallel.lua). */
+int apsl_ncpu(lua_State *L);
+int apsl_pipe(lua_State *L);
+int apsl_fork(lua_State *L);
+int apsl_fd_read(lua_State *L);
+int apsl_fd_write(lua_State *L);
+int apsl_fd_close(lua_State *L);
+int apsl_poll(lua_State *L);
+int apsl_waitpid(lua_State *L);
+int apsl_kill(lua_State *L);
+int apsl_exit_now(lua_State *L);
 
 /* ------------------------------------------------------------ table -> C */
 

@@ -745,6 +745,16 @@ static const luaL_Reg module_funcs[] = {
     {"lstat", apsl_lstat},
     {"chown", apsl_chown},
     {"read_regular", apsl_read_regular},
+    {"ncpu", apsl_ncpu},
+    {"pipe", apsl_pipe},
+    {"fork", apsl_fork},
+    {"fd_read", apsl_fd_read},
+    {"fd_write", apsl_fd_write},
+    {"fd_close", apsl_fd_close},
+    {"poll", apsl_poll},
+    {"waitpid", apsl_waitpid},
+    {"kill", apsl_kill},
+    {"exit_now", apsl_exit_now},
     {NULL, NULL}
 };
 
@@ -789,6 +799,8 @@ static const char *perf_name(int i)
  *   model_params, device_presets, device_preset, defaults, context
  *   (functions above); fsync, getpid, realpath, monotime, isatty,
  *   rename_noreplace, rename_exchange, chmod, read_regular (lfsync.c);
+ *   ncpu, pipe, fork, fd_read, fd_write, fd_close, poll, waitpid, kill,
+ *   exit_now (lproc.c);
  *   version: the CMake project version (APS_VERSION);
  *   MAX_STAGES: largest pp_degree (APS_MAX_STAGES);
  *   MAX_DEGREE: largest parallel degree or batch dimension (APS_MAX_DEGREE);

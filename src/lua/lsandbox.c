@@ -9,6 +9,7 @@
  *   local g = sandbox.wrap(fn, 'rule "x"')      -- g(...) == sandbox.run(fn, ...)
  *   sandbox.configure{ instructions = 1e8, memory_mib = 256, seconds = 10,
  *                      cpu_seconds = 5, enabled = true }
+ *   sandbox.prepare_fork()                      -- before fork(): no timer thread
  *
  * How the limits work (modelled on lua.c's interrupt hook and Redis's
  * script timeout, made sticky):
@@ -1049,6 +1050,24 @@ static int l_configure(lua_State *L)
     check_seconds(L, 1, "seconds", &sb->max_seconds);
     check_seconds(L, 1, "cpu_seconds", &sb->max_cpu_seconds);
     return 1;
+}
+
+/**
+ * sandbox.prepare_fork(): ends the timer thread (joined), so that the
+ * process forks with no thread but its own (lua/apsearch/parallel.lua's
+ * workers): a fork copies only the calling thread, and the timer's mutex
+ * and condition variable with whatever state the timer left them in.
+ * The next timed call, in the parent or a child, starts a timer again.
+ * Raises inside a sandboxed call.
+ */
+static int l_prepare_fork(lua_State *L)
+{
+    sb_state *sb = upstate(L);
+    if (sb->depth > 0)
+        return luaL_error(L, "sandbox.prepare_fork: not allowed in sandboxed code");
+    timer_stop(sb);
+    sb->timer.quit = 0; /* timer_stop left it set: a new thread must run */
+    return 0;
 }
 
 /**
@@ -2238,6 +2257,7 @@ LUAMOD_API int luaopen_apsearch_sandbox(lua_State *L)
         {"stats", l_stats},       {"active", l_active},
         {"co_create", l_co_create}, {"co_resume", l_co_resume},
         {"co_wrap", l_co_wrap},   {"helper", l_helper},
+        {"prepare_fork", l_prepare_fork},
         {NULL, NULL},
     };
     int top;

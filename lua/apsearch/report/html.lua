@@ -15,10 +15,10 @@
 -- 6. trends: the best step time, and that strategy's memory, for each
 --    value of dp x fsdp, tp, pp and cp degree;
 -- 7. memory vs step time of every feasible candidate, the Pareto front
---    and the top-k marked (above `max_points`, every 2^j-th feasible
---    candidate in enumeration order, 2^j the least power of two that keeps
---    at most `max_points`, sampled while searching; the front and the
---    top-k are always drawn);
+--    and the top-k marked (above `max_points`, about 1 in 2^j feasible
+--    candidates, chosen by a hash of their index, 2^j the least power of
+--    two that keeps at most `max_points`, sampled while searching; the
+--    front and the top-k are always drawn);
 -- 8. the top-k's step time with the inter-node bandwidth scaled x0.25..x4
 --    (re-estimated by the core in the search driver);
 -- 9. in the pipeline-stages section, the Gantt chart of the charted
@@ -202,10 +202,12 @@ local function short_text(s)
 end
 
 -- chart 7's points: the search's sample of the feasible candidates
--- (result.scatter: feasible candidate j, in enumeration order, when
--- (j - 1) % stride == 0, stride the least power of two that keeps at most
--- max_points), thinned by the same rule when max_points is smaller, with
--- the Pareto front and the top-k always drawn; by enumeration index
+-- (result.scatter: a feasible candidate when (k - 1) % stride == 0, k its
+-- sample key -- a hash of its index, search.sample_key -- and stride the
+-- least power of two that keeps at most max_points), thinned by the same
+-- rule when max_points is smaller (to about max_points: the hash keeps
+-- about 1 in stride), with the Pareto front and the top-k always drawn;
+-- by enumeration index
 local function scatter_data(result, max_points)
   local sc = result.scatter
   local out = { points = util.array(), dims = util.array(), total = 0, shown = 0 }

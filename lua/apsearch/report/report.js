@@ -512,7 +512,7 @@
     }
     return Object.assign({
       title: { text: '7. Memory vs step time of every feasible candidate',
-        subtext: (sc.shown < sc.total ? 'showing ' + sc.shown.toLocaleString('en-US') + ' of ' + sc.total.toLocaleString('en-US') + ' (every ' + sc.stride + 'th feasible candidate in enumeration order; front and top-k always)' : sc.total.toLocaleString('en-US') + ' feasible candidates') +
+        subtext: (sc.shown < sc.total ? 'showing ' + sc.shown.toLocaleString('en-US') + ' of ' + sc.total.toLocaleString('en-US') + ' (about 1 in ' + sc.stride + ' feasible candidates, an even sample; front and top-k always)' : sc.total.toLocaleString('en-US') + ' feasible candidates') +
           '; orange: Pareto front; wheel or sliders: zoom' + (log ? '; log scales' : '') },
       tooltip: {
         trigger: 'item', confine: true,

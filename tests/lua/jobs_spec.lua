@@ -1,0 +1,399 @@
+-- tests/lua/jobs_spec.lua -- `apsearch run --jobs N`: the walk split into
+-- chunks of consecutive candidates on worker processes (search.run's
+-- `jobs`, lua/apsearch/parallel.lua, lua/apsearch/search_merge.lua) gives
+-- the result of the one walk: the same JSON (timing fields aside), the
+-- same chart 7 sample, the same error.  Raw JSON text is compared in a
+-- canonical form (keys sorted): the key order of two runs of the same
+-- command already differs (Lua's table order is seeded per process).
+
+local h = require "spec_helpers"
+local json = require "apsearch.format.json"
+local policy = require "apsearch.policy"
+local search = require "apsearch.search"
+local parallel = require "apsearch.parallel"
+local merge = require "apsearch.search_merge"
+local space_mod = require "apsearch.space"
+
+local ROOT = h.ROOT
+
+-- JSON text of a decoded value with every object's keys sorted
+local function canonical(v)
+  if type(v) ~= "table" then
+    if math.type(v) == "float" then return string.format("%.17g", v) end
+    return json.encode(v)
+  end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  local out = {}
+  for _, k in ipairs(keys) do out[#out + 1] = json.encode(tostring(k)) .. ":" .. canonical(v[k]) end
+  return "{" .. table.concat(out, ",") .. "}"
+end
+
+-- the result's JSON without its timing fields (the search's seconds and
+-- rate, and the log line that states them), canonical
+local function result_text(decoded)
+  local s = decoded.all_candidate_summary
+  s.seconds, s.search_seconds, s.candidates_per_s = nil, nil, nil
+  local log = decoded.search_log
+  log[#log] = log[#log]:gsub(" in [%d.]+ s %b()$", "")
+  return canonical(decoded)
+end
+
+-- search.run's result as text: its JSON and chart 7's sample
+local function run_text(file, jobs, opts, popts)
+  local p = policy.load(file, popts)
+  local ropts = { jobs = jobs, min_chunk = 1 }
+  for k, v in pairs(opts or {}) do ropts[k] = v end
+  local r = search.run(p, ropts)
+  local sc = r.scatter
+  return result_text(json.decode(json.encode(r))) .. canonical({ sc.stride, sc.total, sc.ord, sc.index,
+    sc.step_time, sc.mem_peak, sc.strategy })
+end
+
+local function example(name) return ROOT .. "/examples/" .. name end
+
+describe("run --jobs", function()
+  describe("search.run with jobs = 2 and 3 (7 once) gives the result of jobs = 1", function()
+    -- every chunk of one candidate or more (min_chunk = 1), so that even
+    -- these small spaces are split, unevenly (117 / 48 chunks ...)
+    local cases = {
+      { "dense", "llama3_8b_h100.lua", nil, nil, { 2, 3, 7 } },
+      { "dense, context parallel", "llama3_8b_128k_cp.lua" },
+      { "balanced layers, auto recompute", "llama3_405b_h100_16k.lua" },
+      { "MoE", "mixtral_8x7b_h100.lua" },
+      { "MoE, fine-grained", "qwen3_30b_a3b_h100.lua" },
+      { "MoE, fill_last split", "deepseek_v3_h100_1024.lua" },
+      { "a cheap rule that rejects some, a custom objective", "llama3_70b_h100.lua", nil,
+        { rules = { example("rules/max_pp4.lua") }, objective = example("objectives/gpu_hours_per_trillion_tokens.lua"),
+          set = { "search_space.pp_degree=1,2,4,8" } } },
+      { "pareto objective", "llama3_70b_h100.lua", nil, { objective = "pareto" } },
+      { "memory objective, every candidate walked", "mixtral_8x7b_h100.lua", { enumerate = "full" },
+        { objective = "memory" } },
+      { "the checks one rule at a time", "llama3_8b_h100.lua", { fast_checks = false } },
+      { "the checks as one ctx:check call", "qwen25_7b_a100.lua", { fast_checks = "check" } },
+    }
+    for _, c in ipairs(cases) do
+      it(c[1] .. " (" .. c[2] .. ")", function()
+        local one = run_text(example(c[2]), 1, c[3], c[4])
+        for _, jobs in ipairs(c[5] or { 2, 3 }) do
+          assert.are.equal(one, run_text(example(c[2]), jobs, c[3], c[4]), "jobs = " .. jobs)
+        end
+      end)
+    end
+
+    it("a comparator objective that ties (ranked by the candidate index)", function()
+      local obj = { name = "tp_only", better = function(a, b) return a.strategy.tp_degree > b.strategy.tp_degree end }
+      local function text(jobs)
+        local p = policy.load(example("llama3_70b_h100.lua"), { objective = obj })
+        local r = search.run(p, { jobs = jobs, min_chunk = 1, sensitivity = false })
+        local idx = {}
+        for i, rec in ipairs(r.top_k_strategies) do idx[i] = rec.index end
+        return table.concat(idx, " ")
+      end
+      local one = text(1)
+      assert.are.equal(one, text(2))
+      assert.are.equal(one, text(3))
+    end)
+  end)
+
+  describe("the CLI", function()
+    local function cli_text(...)
+      local code, out, err = h.apsearch("run", ...)
+      assert.are.equal(0, code, err)
+      return result_text(json.decode(out))
+    end
+    -- spaces of thousands of candidates or more: the CLI splits a space in
+    -- chunks of search.min_chunk_candidates at least
+    it("dense: the 122,580-candidate sweep, --jobs 1, 2 and 3", function()
+      local one = cli_text("examples/llama3_70b_h100_1024_sweep.lua", "--format", "json", "--jobs", "1")
+      assert.truthy(one:find('"generated":122580', 1, true))
+      assert.are.equal(one, cli_text("examples/llama3_70b_h100_1024_sweep.lua", "--format", "json", "--jobs", "2"))
+      assert.are.equal(one, cli_text("examples/llama3_70b_h100_1024_sweep.lua", "--format", "json", "--jobs", "3"))
+    end)
+
+    it("dense, with a rule that rejects some and a custom objective", function()
+      local args = { "examples/llama3_70b_h100_1024_sweep.lua", "--format", "json",
+        "--rules", "examples/rules/max_pp4.lua",
+        "--objective", "examples/objectives/gpu_hours_per_trillion_tokens.lua" }
+      local function with(jobs)
+        local a = { table.unpack(args) }
+        a[#a + 1], a[#a + 2] = "--jobs", tostring(jobs)
+        return cli_text(table.unpack(a))
+      end
+      local one = with(1)
+      assert.truthy(one:find('"PP_OVER_4":', 1, true))
+      assert.are.equal(one, with(2))
+      assert.are.equal(one, with(3))
+    end)
+
+    it("MoE: Mixtral over 8,880 candidates", function()
+      local args = { "examples/mixtral_8x7b_h100.lua", "--format", "json",
+        "--set", "search_space.tp_degree=1,2,4,8", "--set", "search_space.pp_degree=1,2,4,8",
+        "--set", "search_space.micro_batch_size=1,2,4,8", "--set", "search_space.layer_recompute=none,selective,full",
+        "--set", "search_space.cp_degree=1,2", "--set", "search_space.vpp_degree=1,2",
+        "--set", "search_space.zero_stage=0,1", "--set", "search_space.sequence_parallel=true,false" }
+      local function with(jobs)
+        local a = { table.unpack(args) }
+        a[#a + 1], a[#a + 2] = "--jobs", tostring(jobs)
+        return cli_text(table.unpack(a))
+      end
+      local one = with(1)
+      assert.truthy(one:find('"generated":8880', 1, true))
+      assert.are.equal(one, with(2))
+      assert.are.equal(one, with(3))
+    end)
+
+    it("a rule's error is the one the single walk meets first", function()
+      local dir = h.tmpdir()
+      local rule = h.write(dir .. "/bad_rule.lua", [[
+return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
+  check = function(c)
+    if c.pp_degree == 8 and c.tp_degree == 4 then
+      error("boom at cp " .. c.cp_degree .. " mbs " .. c.micro_batch_size)
+    end
+    return true
+  end }]])
+      local errs = {}
+      for _, jobs in ipairs({ "1", "2", "3" }) do
+        local code, _, err = h.apsearch("run", "examples/llama3_70b_h100_1024_sweep.lua", "--quiet",
+          "--rules", rule, "--jobs", jobs)
+        assert.are.equal(2, code)
+        errs[#errs + 1] = err
+      end
+      assert.truthy(errs[1]:find("boom at cp 1 mbs 1", 1, true), errs[1])
+      assert.are.equal(errs[1], errs[2])
+      assert.are.equal(errs[1], errs[3])
+    end)
+
+    it("refuses --jobs > 1 with candidates.csv, and a bad --jobs", function()
+      local dir = h.tmpdir()
+      local code, _, err = h.apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--jobs", "2",
+        "--out", dir .. "/o")
+      assert.are.equal(2, code)
+      assert.truthy(err:find("--jobs: jobs: must be 1 with --out and --candidates all or feasible", 1, true), err)
+      for _, bad in ipairs({ "0", "-1", "1.5", "many" }) do
+        code, _, err = h.apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--jobs", bad)
+        assert.are.equal(2, code)
+        assert.truthy(err:find("--jobs: jobs: must be an integer >= 1", 1, true), err)
+      end
+      code = h.apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--jobs", "2", "--candidates", "none",
+        "--out", dir .. "/n")
+      assert.are.equal(0, code)
+    end)
+  end)
+
+  describe("the jobs of a space", function()
+    it("one per min_chunk candidates at most, at least 1", function()
+      assert.are.equal(1, search.jobs_for(nil, 10 ^ 6))
+      assert.are.equal(4, search.jobs_for(4, 10 ^ 6))
+      assert.are.equal(1, search.jobs_for(4, 117))
+      assert.are.equal(2, search.jobs_for(4, 2 * search.min_chunk_candidates + 1))
+      assert.are.equal(3, search.jobs_for(8, 3, 1))
+      assert.are.equal(search.max_jobs, search.jobs_for(10 ^ 6, 10 ^ 9, 1))
+    end)
+
+    it("chunks: consecutive, the whole space, large first, small last, at most max_tasks", function()
+      for _, c in ipairs({ { 2, 18411200, 2048 }, { 3, 8880, 2048 }, { 128, 18411200, 2048 }, { 7, 117, 1 },
+                           { 1024, 1000000000, 2048 } }) do
+        local jobs, n, min = c[1], c[2], c[3]
+        local s = search.chunk_starts(jobs, n, min)
+        assert.are.equal(1, s[1])
+        assert.are.equal(n + 1, s[#s])
+        assert.is_true(#s - 1 <= parallel.max_tasks)
+        for i = 1, #s - 2 do
+          local size, next_size = s[i + 1] - s[i], s[i + 2] - s[i + 1]
+          assert.is_true(size >= min, "chunk " .. i)
+          assert.is_true(next_size <= size + 1, "chunk " .. i)
+        end
+      end
+      local s = search.chunk_starts(2, 18411200, 2048)
+      -- the first holds 1/(chunk_share x jobs) of the space
+      assert.are.equal(-(-18411200 // (2 * search.chunk_share)), s[2] - 1)
+      assert.is_true(s[#s] - s[#s - 1] <= 2048)
+    end)
+  end)
+
+  describe("apsearch.parallel", function()
+    it("serializes exactly: floats, integers, infinities, NaN, strings, marked arrays", function()
+      local util = require "apsearch.util"
+      local v = { 0.1, 1 / 3, 2 ^ 60, math.maxinteger, math.mininteger, -0.0, math.huge, -math.huge, 3, 1.0, 0.0, 1,
+        s = "a\n\"b\"\0c", t = true, f = false, arr = util.array(), nested = { [7] = { x = 1e-300 } },
+        ["end"] = "a reserved word", [2.5] = "a float key", [true] = "a boolean key", holes = { 1, nil, 3 } }
+      local back = parallel.deserialize(parallel.serialize(v))
+      for i = 1, 12 do
+        assert.are.equal(math.type(v[i]), math.type(back[i]))
+        assert.are.equal(v[i], back[i])
+      end
+      assert.are.equal(1 / v[6], 1 / back[6])  -- -0.0 kept
+      local nan = parallel.deserialize(parallel.serialize(0 / 0))
+      assert.is_true(nan ~= nan)
+      assert.are.equal(v.s, back.s)
+      assert.is_true(back.t)
+      assert.is_false(back.f)
+      assert.is_true(util.is_marked_array(back.arr))
+      assert.are.equal(1e-300, back.nested[7].x)
+      assert.are.equal("a reserved word", back["end"])
+      assert.are.equal("a float key", back[2.5])
+      assert.are.equal("a boolean key", back[true])
+      assert.are.equal(3, back.holes[3])
+      assert.is_nil(back.holes[2])
+      assert.has_error(function() parallel.serialize({ print }) end, "parallel: cannot send a function")
+    end)
+
+    it("runs tasks on workers: values in task order, every worker's final value, progress summed", function()
+      local got, finals, done = {}, {}, 0
+      parallel.run({
+        jobs = 3, tasks = 20,
+        work = function(t, report) report(t) return { t = t, sq = t * t } end,
+        finish = function() return require("apsearch.core").getpid() end,
+        on_result = function(t, v) got[#got + 1] = t assert.are.equal(t * t, v.sq) end,
+        on_finish = function(pid) finals[#finals + 1] = pid end,
+        progress = function(d) done = d end,
+      })
+      local want = {}
+      for t = 1, 20 do want[t] = t end
+      assert.are.same(want, got)
+      assert.are.equal(3, #finals)
+      assert.are.equal(210, done)
+      assert.are_not.equal(finals[1], finals[2])
+    end)
+
+    it("raises the error of the earliest task that failed", function()
+      local ran = {}
+      local ok, err = pcall(parallel.run, {
+        jobs = 2, tasks = 12,
+        work = function(t)
+          if t == 9 or t == 5 then error("task " .. t .. " failed", 0) end
+          return t
+        end,
+        on_result = function(t) ran[#ran + 1] = t end,
+      })
+      assert.is_false(ok)
+      assert.are.equal("task 5 failed", err)
+      assert.are.same({ 1, 2, 3, 4 }, ran)
+    end)
+
+    it("reports a worker that was killed", function()
+      local ok, err = pcall(parallel.run, {
+        jobs = 2, tasks = 4,
+        work = function(t)
+          if t == 3 then require("apsearch.core").kill(require("apsearch.core").getpid(), 9) end
+          return t
+        end,
+        on_result = function() end,
+      })
+      assert.is_false(ok)
+      assert.truthy(err:find("^search: worker process %d+ was killed by signal 9 before it finished"), err)
+    end)
+  end)
+
+  describe("Space:iter over a range", function()
+    it("gives the candidates of the range, with their indices, as the whole walk", function()
+      local p = policy.load(example("llama3_70b_h100_1024_sweep.lua"))
+      local ctx = search.context(p)
+      local inputs = ctx:inputs()
+      local sp = space_mod.new(p.search_space, { num_devices = inputs.cluster.num_devices,
+        allow_idle_devices = p.constraints.allow_idle_devices, num_layers = inputs.model.num_layers,
+        framework = inputs.training.framework })
+      local n = sp:size()
+      -- every field the space sets, per index
+      local fields = { "tp_degree", "sequence_parallel", "cp_degree", "cp_comm_type", "pp_degree", "vpp_degree",
+        "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward", "layer_recompute",
+        "recompute_num_layers", "micro_batch_size" }
+      local whole = {}
+      for c, i in sp:iter() do
+        local v = {}
+        for k, f in ipairs(fields) do v[k] = c[f] end
+        whole[i] = v
+      end
+      assert.are.equal(n, #whole)
+      for _, parts in ipairs({ 3, 1000 }) do
+        local seen = 0
+        for w = 1, parts do
+          local first, last = (w - 1) * n // parts + 1, w * n // parts
+          local want = first
+          for c, i in sp:iter(nil, nil, first, last) do
+            assert(i == want, "index")
+            local v = whole[i]
+            for k, f in ipairs(fields) do assert(c[f] == v[k], f) end
+            want = want + 1
+          end
+          assert.are.equal(last + 1, want)
+          seen = seen + (last - first + 1)
+        end
+        assert.are.equal(n, seen)
+      end
+    end)
+  end)
+
+  describe("apsearch.search_merge", function()
+    local function w(t) return t end
+    it("the front: by step time, memory strictly decreasing, the first of points alike", function()
+      local f = merge.front({
+        w({ front = { step_time = { 1, 2, 3 }, mem_peak = { 9, 5, 1 }, index = { 10, 20, 30 },
+          strategy = { "a", "b", "c" } } }),
+        w({ front = { step_time = { 1, 2, 2.5 }, mem_peak = { 9, 4, 5 }, index = { 5, 25, 26 },
+          strategy = { "d", "e", "f" } } }),
+      })
+      assert.are.same({ 5, 25, 30 }, f.index)
+      assert.are.same({ 1, 2, 3 }, f.step_time)
+      assert.are.same({ 9, 4, 1 }, f.mem_peak)
+    end)
+
+    it("the summary: counts add up; the first example, the least-memory one for MEMORY_LIMIT", function()
+      local s = {}
+      merge.summary(s, { X = { count = 2, at = 50, example = "x50" },
+        MEMORY_LIMIT = { count = 1, at = 3, mem_peak = 7, example = "m3" } })
+      merge.summary(s, { X = { count = 3, at = 10, example = "x10" },
+        MEMORY_LIMIT = { count = 4, at = 9, mem_peak = 7, example = "m9" } })
+      merge.summary(s, { MEMORY_LIMIT = { count = 1, at = 99, mem_peak = 6, example = "m99" } })
+      assert.are.equal(5, s.X.count)
+      assert.are.equal("x10", s.X.example)
+      assert.are.equal(6, s.MEMORY_LIMIT.count)
+      assert.are.equal("m99", s.MEMORY_LIMIT.example)
+      assert.are.same({ "X", "MEMORY_LIMIT" }, merge.reasons(s))
+      assert.are.equal(1, s.X.id)
+    end)
+
+    it("the trends: least step time, then memory, then index", function()
+      local acc = { { [2] = 5 }, { [2] = 3 }, { [2] = "late" }, { [2] = 40 } }
+      merge.trend(acc, { { [2] = 5, [4] = 1 }, { [2] = 3, [4] = 1 }, { [2] = "early", [4] = "four" },
+        { [2] = 12, [4] = 7 } })
+      assert.are.equal("early", acc[3][2])
+      assert.are.equal(12, acc[4][2])
+      assert.are.equal("four", acc[3][4])
+    end)
+
+    it("chart 7's sample: the least stride (at least each worker's) that keeps at most cap", function()
+      local function pts(idx)
+        local sc = { stride = 1, ord = {}, index = {}, step_time = {}, mem_peak = {}, strategy = {} }
+        for i, x in ipairs(idx) do
+          sc.ord[i], sc.index[i], sc.step_time[i], sc.mem_peak[i], sc.strategy[i] = search.sample_key(x), x, x, x, x
+        end
+        return { scatter = sc }
+      end
+      local a, b = {}, {}
+      for i = 1, 100 do a[#a + 1] = i end
+      for i = 101, 300 do b[#b + 1] = i end
+      local all = {}
+      for i = 1, 300 do all[#all + 1] = i end
+      local m = merge.scatter({ pts(b), pts(a) }, 64)
+      assert.is_true(#m.index <= 64)
+      -- the sample of every point: the least power-of-two stride that
+      -- keeps at most 64 of them
+      local stride, want = 1, nil
+      repeat
+        want = {}
+        for _, i in ipairs(all) do
+          if (search.sample_key(i) - 1) % stride == 0 then want[#want + 1] = i end
+        end
+        stride = 2 * stride
+      until #want <= 64
+      assert.are.same(want, m.index)
+      assert.are.equal(stride // 2, m.stride)
+      assert.is_true(m.stride > 1)
+      for i = 2, #m.index do assert.is_true(m.index[i - 1] < m.index[i]) end
+    end)
+  end)
+end)

@@ -955,7 +955,10 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "moe_router_group_score_topk", "moe_router_topk_scaling_factor", "moe_router_pre_softmax",
   "moe_first_dense_layers", "moe_layer_freq", "moe_layer_phase",
   "moe_dense_layers", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
-  "qk_rope_head_dim", "v_head_dim", "mtp_layers" }
+  "qk_rope_head_dim", "v_head_dim", "mtp_layers",
+  -- hybrid Mamba-2 models (absent for a transformer)
+  "hybrid_layer_pattern", "mamba_num_heads", "mamba_head_dim", "mamba_state_dim",
+  "mamba_num_groups", "mamba_conv_kernel", "mamba_chunk_size" }
 
 local function cmd_inspect(args)
   local c = new_parser("inspect", "Show a normalized model and its parameter counts.")

@@ -1523,11 +1523,23 @@ local function require_value(cfg, key, want, file, why)
   if cfg[key] ~= want then util.fail(file, key, "expected " .. util.describe(want) .. " (" .. why .. ")", cfg[key]) end
 end
 
+--- Builds the model table of a `nemotron_h` config (file comment, "Hybrid
+-- Mamba-2 models"): the pattern, the Mamba-2 widths, the squared-ReLU MLP,
+-- attention without positions, one RMSNorm per layer, no biases.
+-- @tparam table _ the reader of the top-level config (unused: the config
+--   is read with NemotronHConfig's defaults filled in)
+-- @tparam table raw the decoded config.json
+-- @tparam string file for errors
+-- @tparam table notes the import's notes
+-- @treturn table model table
+-- @raise `<file>: <key>: <problem> (got <value>)`, or NotImplemented for
+--   MoE and MTP layers
 function builders.nemotron_h(_, raw, file, notes)
   local cfg = {}
   for k, v in pairs(raw) do cfg[M.NEMOTRON_H_ALIASES[k] or k] = v end
   cfg = with_defaults(cfg, M.NEMOTRON_H_DEFAULTS)
-  if is_null(cfg.head_dim) or raw.head_dim == nil then cfg.head_dim = raw.attention_head_dim or cfg.head_dim end
+  -- the older configs (Nemotron-H-8B) name it attention_head_dim
+  if is_null(raw.head_dim) and not is_null(raw.attention_head_dim) then cfg.head_dim = raw.attention_head_dim end
   local r = reader(cfg, file)
   local pattern, pkey = nemotron_h_pattern(cfg, file)
   if r.has("num_hidden_layers") and r.int("num_hidden_layers") ~= #pattern then

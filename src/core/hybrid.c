@@ -183,13 +183,15 @@ static aps_status validate_pattern(const aps_model *m, char *err, size_t n)
 
 aps_status aps_hybrid_validate(const aps_model *m, char *err, size_t n)
 {
-    struct { const char *f; int64_t v; } f[] = {
-        {"mamba_num_heads", m->mamba_num_heads},
-        {"mamba_head_dim", m->mamba_head_dim},
-        {"mamba_state_dim", m->mamba_state_dim},
-        {"mamba_num_groups", m->mamba_num_groups},
-        {"mamba_conv_kernel", m->mamba_conv_kernel},
-        {"mamba_chunk_size", m->mamba_chunk_size},
+    /* required: the widths; optional (0: MambaMixer's default): the conv
+     * width and the chunk */
+    struct { const char *f; int64_t v; bool required; } f[] = {
+        {"mamba_num_heads", m->mamba_num_heads, true},
+        {"mamba_head_dim", m->mamba_head_dim, true},
+        {"mamba_state_dim", m->mamba_state_dim, true},
+        {"mamba_num_groups", m->mamba_num_groups, true},
+        {"mamba_conv_kernel", m->mamba_conv_kernel, false},
+        {"mamba_chunk_size", m->mamba_chunk_size, false},
     };
     size_t nf = sizeof f / sizeof f[0];
     if (!aps_model_is_hybrid(m)) {
@@ -203,7 +205,7 @@ aps_status aps_hybrid_validate(const aps_model *m, char *err, size_t n)
     }
     aps_status st = validate_pattern(m, err, n);
     for (size_t i = 0; i < nf && st == APS_OK; i++)
-        if (f[i].v != 0 || i < 4) /* conv width and chunk: 0 = default */
+        if (f[i].v != 0 || f[i].required)
             st = check_mamba(f[i].f, f[i].v, APS_MAX_HYBRID_WIDTH, err, n);
     if (st != APS_OK)
         return st;

@@ -1015,6 +1015,13 @@ local function cmd_inspect(args)
       "per_moe_layer_active", "layers", "final_norm", "output_layer", "total", "active" }
     if dense == 0 then table.remove(keys, 3) end
   end
+  -- hybrid Mamba-2: each kind of layer, and the core's per_layer is the
+  -- pattern's mean layer
+  if counts.per_mamba_layer then
+    label.per_layer = "per_layer (mean)"
+    keys = { "embedding", "mamba_layers", "per_mamba_layer", "attention_layers", "per_attention_layer",
+      "mlp_layers", "per_mlp_layer", "per_layer", "layers", "final_norm", "output_layer", "total", "active" }
+  end
   if counts.mtp then
     keys[#keys + 1] = "mtp"
     keys[#keys + 1] = "mtp_active"

@@ -831,29 +831,45 @@ static double moe_mlp_params(const aps_model *m, double experts)
     return p;
 }
 
-/* Parameters of the largest single layer of a hybrid model (its FSDP
- * unit) on one of tp ranks, and all its layers' parameters summed kind by
- * kind (exact integers, not L times the mean layer). */
-static void hybrid_kinds(const aps_model *m, int64_t tp, double *largest,
-                         double *sum)
+/* Parameters of one layer of each kind of a hybrid model on one of tp
+ * ranks, its pre-norm included: attention (Q, K, V, O, Q/K norms),
+ * MLP, Mamba-2 (aps_mamba_params_tp). */
+static void hybrid_kind_params(const aps_model *m, int64_t tp, double *attn,
+                               double *mlp, double *mamba)
 {
     double t = (double)tp, norm = norm_params(m, (double)m->hidden_size);
-    aps_hybrid_counts w;
-    aps_hybrid_mix(m, &w);
-    double attn = attn_matmul_params(m) / t + qk_norm_params(m, t) + norm;
-    double mlp = mlp_matmul_params(m) / t + norm;
-    double mamba = aps_mamba_params_tp(m, tp) + norm;
-    *largest = fmax(w.attn ? attn : 0.0, fmax(w.mlp ? mlp : 0.0,
-                                              w.mamba ? mamba : 0.0));
-    *sum = (double)w.attn * attn + (double)w.mlp * mlp +
-           (double)w.mamba * mamba;
+    *attn = attn_matmul_params(m) / t + qk_norm_params(m, t) + norm;
+    *mlp = mlp_matmul_params(m) / t + norm;
+    *mamba = aps_mamba_params_tp(m, tp) + norm;
 }
 
-static double hybrid_layers_params(const aps_model *m)
+/* The largest single layer of a hybrid model on one of tp ranks (its
+ * FSDP unit). */
+static double hybrid_largest_layer(const aps_model *m, int64_t tp)
 {
-    double largest, sum;
-    hybrid_kinds(m, 1, &largest, &sum);
-    return sum;
+    double attn, mlp, mamba;
+    hybrid_kind_params(m, tp, &attn, &mlp, &mamba);
+    aps_hybrid_counts w;
+    aps_hybrid_mix(m, &w);
+    return fmax(w.attn ? attn : 0.0,
+                fmax(w.mlp ? mlp : 0.0, w.mamba ? mamba : 0.0));
+}
+
+/* A hybrid model's layers kind by kind: the counts and per-layer
+ * parameters into out, and out->layers their exact sum (not L times the
+ * mean layer). */
+static void hybrid_param_counts(const aps_model *m, aps_param_counts *out)
+{
+    aps_hybrid_counts w;
+    aps_hybrid_mix(m, &w);
+    hybrid_kind_params(m, 1, &out->per_attention_layer, &out->per_mlp_layer,
+                       &out->per_mamba_layer);
+    out->mamba_layers = (double)w.mamba;
+    out->attention_layers = (double)w.attn;
+    out->mlp_layers = (double)w.mlp;
+    out->layers = out->mamba_layers * out->per_mamba_layer +
+                  out->attention_layers * out->per_attention_layer +
+                  out->mlp_layers * out->per_mlp_layer;
 }
 
 void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
@@ -880,7 +896,7 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
     out->moe_layers = moe;
     out->layers = (L - moe) * out->per_layer + moe * out->per_moe_layer;
     if (aps_model_is_hybrid(m))
-        out->layers = hybrid_layers_params(m);
+        hybrid_param_counts(m, out);
     out->final_norm = norm_params(m, h);
     out->output_layer = m->tie_word_embeddings ? 0.0 : V * h;
     out->total = out->embedding + out->layers + out->final_norm +
@@ -955,9 +971,8 @@ double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
 {
     double h = (double)m->hidden_size, t = (double)lay->t;
     double unit = aps_layout_run_layers(lay, i) > 0 ? aps_layer_params_tp(m, lay->t) : 0.0;
-    double sum;
     if (unit > 0 && aps_model_is_hybrid(m))
-        hybrid_kinds(m, lay->t, &unit, &sum);
+        unit = hybrid_largest_layer(m, lay->t);
     double vocab = lay->vocab_padded * h / t;
     if (i == 0 && vocab > unit)
         unit = vocab;

@@ -72,6 +72,12 @@ static void test_hybrid_params_nemotron_h_8b(void **state)
     ASSERT_DBL_EXACT(aps_mamba_params_tp(&m, 2), 54817984.0);
     aps_param_counts pc;
     aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.per_mamba_layer, 109640064.0);
+    ASSERT_DBL_EXACT(pc.per_attention_layer, 41947136.0);
+    ASSERT_DBL_EXACT(pc.per_mlp_layer, 176164864.0);
+    ASSERT_DBL_EXACT(pc.mamba_layers, 24.0);
+    ASSERT_DBL_EXACT(pc.attention_layers, 4.0);
+    ASSERT_DBL_EXACT(pc.mlp_layers, 24.0);
     ASSERT_DBL_EXACT(pc.layers, 7027106816.0);
     ASSERT_DBL_EXACT(pc.embedding, 536870912.0);
     ASSERT_DBL_EXACT(pc.output_layer, 536870912.0);

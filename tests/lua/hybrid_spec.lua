@@ -35,6 +35,8 @@ describe("nemotron_h import", function()
     assert.are.same({ "relu2", "none", 1, false }, { m.mlp, m.position_embedding, m.norms_per_layer,
       m.tie_word_embeddings })
     local c = core.model_params(m)
+    assert.are.same({ 24, 109640064, 4, 41947136, 24, 176164864 }, { c.mamba_layers, c.per_mamba_layer,
+      c.attention_layers, c.per_attention_layer, c.mlp_layers, c.per_mlp_layer })
     assert.are.equal(7027106816, c.layers)
     assert.are.equal(8100852736, c.total)
   end)

@@ -1518,9 +1518,12 @@ local function nemotron_h_pattern(cfg, file)
   return v, key
 end
 
--- A setting of the config that must hold for the layers apsearch prices.
-local function require_value(cfg, key, want, file, why)
-  if cfg[key] ~= want then util.fail(file, key, "expected " .. util.describe(want) .. " (" .. why .. ")", cfg[key]) end
+-- A setting of the config that must hold for the layers apsearch prices;
+-- `name` the key as the file spells it (default: key).
+local function require_value(cfg, key, want, file, why, name)
+  if cfg[key] ~= want then
+    util.fail(file, name or key, "expected " .. util.describe(want) .. " (" .. why .. ")", cfg[key])
+  end
 end
 
 --- Builds the model table of a `nemotron_h` config (file comment, "Hybrid
@@ -1535,41 +1538,49 @@ end
 -- @raise `<file>: <key>: <problem> (got <value>)`, or NotImplemented for
 --   MoE and MTP layers
 function builders.nemotron_h(_, raw, file, notes)
-  local cfg = {}
-  for k, v in pairs(raw) do cfg[M.NEMOTRON_H_ALIASES[k] or k] = v end
-  cfg = with_defaults(cfg, M.NEMOTRON_H_DEFAULTS)
+  -- cfg by transformers' names, NemotronHConfig's defaults filled in; key[k]
+  -- the name the file used for k (a legacy alias, attention_head_dim), for
+  -- errors
+  local cfg, key = {}, setmetatable({}, { __index = function(_, k) return k end })
+  for k, v in pairs(raw) do
+    local canon = M.NEMOTRON_H_ALIASES[k] or k
+    cfg[canon], key[canon] = v, k
+  end
   -- the older configs (Nemotron-H-8B) name it attention_head_dim
-  if is_null(raw.head_dim) and not is_null(raw.attention_head_dim) then cfg.head_dim = raw.attention_head_dim end
-  local r = reader(cfg, file)
+  if is_null(raw.head_dim) and not is_null(raw.attention_head_dim) then
+    cfg.head_dim, key.head_dim = raw.attention_head_dim, "attention_head_dim"
+  end
+  cfg = with_defaults(cfg, M.NEMOTRON_H_DEFAULTS)
+  local function int(k) return config_int(cfg[k], 1, file, key[k]) end
   local pattern, pkey = nemotron_h_pattern(cfg, file)
-  if r.has("num_hidden_layers") and r.int("num_hidden_layers") ~= #pattern then
+  if not is_null(cfg.num_hidden_layers) and int("num_hidden_layers") ~= #pattern then
     util.fail(file, "num_hidden_layers", ("expected %d, the layers of %s"):format(#pattern, pkey),
       cfg.num_hidden_layers)
   end
   require_value(cfg, "mlp_hidden_act", "relu2", file, "apsearch prices the squared-ReLU MLP")
   require_value(cfg, "mamba_hidden_act", "silu", file, "the Mamba-2 kernels' activation")
-  require_value(cfg, "use_conv_bias", true, file, "Megatron's MambaMixer asserts a conv bias")
+  require_value(cfg, "use_conv_bias", true, file, "Megatron's MambaMixer asserts a conv bias", key.use_conv_bias)
   for _, k in ipairs({ "use_bias", "mamba_proj_bias", "attention_bias", "mlp_bias" }) do
     require_value(cfg, k, false, file, "biases are not modelled on a hybrid model")
   end
   if config_int(cfg.num_nextn_predict_layers, 0, file, "num_nextn_predict_layers") > 0 then
     hybrid_unmodelled(file, "num_nextn_predict_layers", "multi-token-prediction", cfg.num_nextn_predict_layers)
   end
-  r.int("expand") -- checked; d_inner is mamba_num_heads x mamba_head_dim
+  int("expand") -- checked; d_inner is mamba_num_heads x mamba_head_dim (NemotronHMamba2Mixer)
   local m = {
-    num_layers = #pattern, hidden_size = r.int("hidden_size"),
-    num_attention_heads = r.int("num_attention_heads"), num_query_groups = r.int("num_key_value_heads"),
-    head_dim = r.int("head_dim"), ffn_hidden_size = r.int("intermediate_size"),
-    vocab_size = r.int("vocab_size"), max_position_embeddings = r.int("max_position_embeddings"),
+    num_layers = #pattern, hidden_size = int("hidden_size"),
+    num_attention_heads = int("num_attention_heads"), num_query_groups = int("num_key_value_heads"),
+    head_dim = int("head_dim"), ffn_hidden_size = int("intermediate_size"),
+    vocab_size = int("vocab_size"), max_position_embeddings = int("max_position_embeddings"),
     norms_per_layer = 1, mlp = "relu2", norm = "rmsnorm", position_embedding = "none",
     norm_bias = false, qkv_bias = false, attn_out_bias = false, mlp_bias = false, qk_norm = false,
-    tie_word_embeddings = r.bool("tie_word_embeddings"),
-    hybrid_layer_pattern = pattern, mamba_num_heads = r.int("mamba_num_heads"),
-    mamba_head_dim = r.int("mamba_head_dim"), mamba_state_dim = r.int("ssm_state_size"),
-    mamba_num_groups = r.int("n_groups"), mamba_conv_kernel = r.int("conv_kernel"),
-    mamba_chunk_size = r.int("chunk_size"),
+    tie_word_embeddings = reader(cfg, file).bool("tie_word_embeddings"),
+    hybrid_layer_pattern = pattern, mamba_num_heads = int("mamba_num_heads"),
+    mamba_head_dim = int("mamba_head_dim"), mamba_state_dim = int("ssm_state_size"),
+    mamba_num_groups = int("n_groups"), mamba_conv_kernel = int("conv_kernel"),
+    mamba_chunk_size = int("chunk_size"),
   }
-  if r.bool("residual_in_fp32", false) then
+  if reader(cfg, file).bool("residual_in_fp32", false) then
     note(notes, file, "residual_in_fp32: the fp32 residual stream is not priced (bf16 assumed)")
   end
   return m

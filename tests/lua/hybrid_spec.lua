@@ -51,6 +51,12 @@ describe("nemotron_h import", function()
     local m = hf.from_config(cfg, "n.json")
     assert.are.equal(PATTERN, m.hybrid_layer_pattern)
     assert.are.equal(8, m.mamba_num_groups)
+    list[3] = "conv"
+    assert.are.equal('n.json: layers_block_type[3]: expected mamba, attention or mlp (got "conv")',
+      H.err_of(hf.from_config, cfg, "n.json"))
+    list[3] = "moe"
+    assert.are.equal('NotImplemented: n.json: layers_block_type: MoE (moe) layers are not modelled (got "moe")',
+      H.err_of(hf.from_config, cfg, "n.json"))
   end)
 end)
 
@@ -74,6 +80,8 @@ describe("nemotron_h: bad values exit 2 naming file, key and value", function()
       "(got false)" },
     { "mamba_proj_bias", true, "mamba_proj_bias: expected false (biases are not modelled on a hybrid model) " ..
       "(got true)" },
+    { "attention_head_dim", 0, "attention_head_dim: expected a positive integer <= 16777216 (got 0)" },
+    { "mamba_d_conv", -4, "mamba_d_conv: expected a positive integer <= 16777216 (got -4)", "conv_kernel" },
     { "num_nextn_predict_layers", 1, "NotImplemented: %s: num_nextn_predict_layers: multi-token-prediction " ..
       "layers are not modelled (got 1)" },
   }
@@ -82,6 +90,7 @@ describe("nemotron_h: bad values exit 2 naming file, key and value", function()
     it(case[1] .. " = " .. tostring(case[2]), function()
       local cfg = decoded()
       cfg[case[1]] = case[2]
+      if case[4] then cfg[case[4]] = nil end -- the legacy name alone
       local path = dir .. "/bad" .. i .. ".json"
       H.write(path, cjson.encode(cfg))
       local code, _, err = H.apsearch("inspect", path)

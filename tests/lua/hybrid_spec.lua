@@ -121,6 +121,15 @@ describe("nemotron_h: apsearch run", function()
         "--spec megatron.core.models.hybrid.hybrid_layer_specs hybrid_stack_spec", "pretrain_hybrid.py" }) do
       assert.truthy(sh:find(flag, 1, true), flag .. "\n" .. sh)
     end
+    -- every flag with a value has its fact (apsearch.launch.options), ints at least their minimum
+    local options = require "apsearch.launch.options"
+    local block = assert(sh:match("MEGATRON_ARGS=%((.-)\n%)"), sh)
+    for flag, val in block:gmatch("\n  (%-%-[%w%-]+) ([^\n]+)") do
+      local fact = options.megatron.facts[flag]
+      assert.truthy(fact, "no fact for " .. flag)
+      if fact.type == "int" then assert.is_true(tonumber(val) >= (fact.min or 1), flag .. " " .. val) end
+      if fact.values then assert.is_true(fact.values[val] == true, flag .. " " .. val) end
+    end
     assert.truthy(H.read(dir .. "/launch/rank1_torchtitan.py"):find("NOT EXPRESSIBLE", 1, true))
     assert.truthy(H.read(dir .. "/launch/rank1_mindformers.yaml"):find("NOT EXPRESSIBLE", 1, true))
   end)

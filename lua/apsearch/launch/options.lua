@@ -137,6 +137,8 @@ M.megatron.facts = {
   ["--num-layers"] = { type = "int", min = 1 },
   ["--hybrid-layer-pattern"] = { type = "string",
     constraint = "M, G, *, D, -, E; | pipeline segments, / MTP (arguments.py:3652); sets --num-layers" },
+  ["--spec"] = { type = "string", constraint = "module and function of the layer spec (nargs='*'); " ..
+    "hybrid_builders.py raises without it" },
   ["--mamba-num-heads"] = { type = "int", min = 1, constraint = "divisible by tp and mamba-num-groups" },
   ["--mamba-head-dim"] = { type = "int", min = 1 },
   ["--mamba-state-dim"] = { type = "int", min = 1 },

@@ -83,6 +83,12 @@ typedef struct {
                                 total (DeepSeek-V3: 13,463,426,304) */
     double mtp_active;     /**< their weights one token uses, without the
                                 embedding and output copies */
+    /* hybrid Mamba-2 models (hybrid.c): per_layer is then the pattern's
+     * mean layer; each kind with its pre-norm (transformer: all 0) */
+    double mamba_layers, attention_layers, mlp_layers; /**< layers by kind */
+    double per_mamba_layer;     /**< one Mamba-2 layer */
+    double per_attention_layer; /**< one attention layer */
+    double per_mlp_layer;       /**< one MLP layer */
 } aps_param_counts;
 
 void aps_model_param_counts(const aps_model *m, aps_param_counts *out);

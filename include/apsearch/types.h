@@ -37,6 +37,9 @@ extern "C" {
  *  (aps_model.mtp_layers, aps_training.mtp_num_layers); DeepSeek-V3
  *  publishes one. */
 #define APS_MAX_MTP_LAYERS 64
+/** Most layers of a hybrid layer pattern (aps_model.hybrid_layer_pattern,
+ *  without the NUL); Nemotron-H-56B has 118. */
+#define APS_MAX_HYBRID_LAYERS 512
 /** Capacity of name strings, including the NUL. */
 #define APS_NAME_LEN 64
 /** A tri-state option left to the framework's default. */
@@ -56,7 +59,11 @@ typedef enum {
 
 /* ------------------------------------------------------------------- model */
 
-typedef enum { APS_MLP_SWIGLU = 0, APS_MLP_GELU } aps_mlp;
+/** MLP kind: swiglu (gated, 3 matrices), gelu (2 matrices), relu2 (2
+ *  matrices, squared ReLU max(x, 0)^2 without a gate: Nemotron-H
+ *  mlp_hidden_act "relu2", Megatron --squared-relu); gelu and relu2 have
+ *  the same parameters, FLOPs and saved bytes. */
+typedef enum { APS_MLP_SWIGLU = 0, APS_MLP_GELU, APS_MLP_RELU2 } aps_mlp;
 /** The activation of a gated MLP (mlp = swiglu, "gated, 3 matrices"): SiLU
  *  (SwiGLU, the default); GELU with the tanh approximation (GeGLU as Gemma's
  *  gelu_pytorch_tanh); quick GELU x * sigmoid(1.702 x) (gpt-oss's experts).
@@ -65,7 +72,11 @@ typedef enum {
     APS_GLU_SILU = 0, APS_GLU_GELU_TANH, APS_GLU_QUICK_GELU
 } aps_glu_activation;
 typedef enum { APS_NORM_RMSNORM = 0, APS_NORM_LAYERNORM } aps_norm;
-typedef enum { APS_POS_ROPE = 0, APS_POS_LEARNED, APS_POS_ALIBI } aps_pos;
+/** Position embedding: RoPE, learned absolute, ALiBi, or none (Nemotron-H's
+ *  attention layers: Megatron --position-embedding-type none). */
+typedef enum {
+    APS_POS_ROPE = 0, APS_POS_LEARNED, APS_POS_ALIBI, APS_POS_NONE
+} aps_pos;
 /** RoPE frequency scaling, Hugging Face `rope_scaling.rope_type` (or
  *  `type`): none; llama3 (Llama 3.1/3.2/3.3: long wavelengths divided by
  *  the factor, short kept, a smooth ramp between); linear (positions
@@ -325,6 +336,24 @@ typedef struct {
     int64_t qk_rope_head_dim;        /**< per-head Q/K width with RoPE (the K
                                           part shared by every head) */
     int64_t v_head_dim;              /**< per-head V width */
+    /* Hybrid Mamba-2 models (Nemotron-H; src/core/hybrid.c).  An empty
+     * hybrid_layer_pattern: a transformer, every layer attention + MLP, and
+     * the mamba_* fields must be 0.  Otherwise each character is one layer
+     * (one pre-norm and one mixer, megatron/core/models/hybrid/
+     * hybrid_layer_allocation.py @ d98e8a64 Symbols): M Mamba-2, * self-
+     * attention, - MLP; num_layers is its length. */
+    char hybrid_layer_pattern[APS_MAX_HYBRID_LAYERS + 1]; /**< Megatron
+                                          --hybrid-layer-pattern (HF
+                                          hybrid_override_pattern) */
+    int64_t mamba_num_heads;         /**< nh: SSM heads (HF mamba_num_heads) */
+    int64_t mamba_head_dim;          /**< P: channels per head; d_inner =
+                                          nh P (HF mamba_head_dim) */
+    int64_t mamba_state_dim;         /**< N: state size (HF ssm_state_size) */
+    int64_t mamba_num_groups;        /**< G: B/C groups (HF n_groups) */
+    int64_t mamba_conv_kernel;       /**< depthwise conv width (HF
+                                          conv_kernel); 0: 4 */
+    int64_t mamba_chunk_size;        /**< SSD chunk length Q (HF chunk_size);
+                                          0: 128; changes no estimate */
     int64_t mtp_layers;              /**< multi-token-prediction modules (HF
                                           num_nextn_predict_layers); counted
                                           apart (aps_param_counts.mtp), not in

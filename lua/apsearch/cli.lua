@@ -996,7 +996,10 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "moe_router_group_score_topk", "moe_router_topk_scaling_factor", "moe_router_pre_softmax",
   "moe_first_dense_layers", "moe_layer_freq", "moe_layer_phase",
   "moe_dense_layers", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
-  "qk_rope_head_dim", "v_head_dim", "mtp_layers" }
+  "qk_rope_head_dim", "v_head_dim", "mtp_layers",
+  -- hybrid Mamba-2 models (absent for a transformer)
+  "hybrid_layer_pattern", "mamba_num_heads", "mamba_head_dim", "mamba_state_dim",
+  "mamba_num_groups", "mamba_conv_kernel", "mamba_chunk_size" }
 
 local function cmd_inspect(args)
   local c = new_parser("inspect", "Show a normalized model and its parameter counts.")
@@ -1052,6 +1055,13 @@ local function cmd_inspect(args)
     keys = { "embedding", "dense_layers", "per_layer", "moe_layers", "per_moe_layer",
       "per_moe_layer_active", "layers", "final_norm", "output_layer", "total", "active" }
     if dense == 0 then table.remove(keys, 3) end
+  end
+  -- hybrid Mamba-2: each kind of layer, and the core's per_layer is the
+  -- pattern's mean layer
+  if counts.per_mamba_layer then
+    label.per_layer = "per_layer (mean)"
+    keys = { "embedding", "mamba_layers", "per_mamba_layer", "attention_layers", "per_attention_layer",
+      "mlp_layers", "per_mlp_layer", "per_layer", "layers", "final_norm", "output_layer", "total", "active" }
   end
   if counts.mtp then
     keys[#keys + 1] = "mtp"

@@ -146,6 +146,22 @@
 --   take Llama4TextConfig's defaults; the vision tower of `llama4` is
 --   counted apart (info.vision_params).
 --
+-- Hybrid Mamba-2 models:
+--
+-- * `nemotron_h` (NVIDIA Nemotron-H, transformers configuration_nemotron_h.py
+--   @ 13923c63): `hybrid_override_pattern` (or `layers_block_type`) gives one
+--   mixer per layer, M Mamba-2, * attention, - MLP (E, MoE, is refused) ->
+--   hybrid_layer_pattern, its length num_layers; `mamba_num_heads`,
+--   `mamba_head_dim` (d_inner = their product, NemotronHMamba2Mixer),
+--   `ssm_state_size`, `n_groups`, `conv_kernel`, `chunk_size` -> mamba_*;
+--   a squared-ReLU MLP without gate (`mlp_hidden_act` "relu2" -> mlp relu2);
+--   attention without position embedding, `head_dim` (older configs:
+--   `attention_head_dim`, default 128); one RMSNorm per layer; no biases
+--   (Megatron's MambaMixer asserts none and a conv bias).  Absent keys take
+--   NemotronHConfig's defaults (M.NEMOTRON_H_DEFAULTS); the legacy names
+--   `mamba_n_groups`, `mamba_d_conv`, `mamba_expand`, `mamba_chunk_size`,
+--   `mamba_conv_bias` are read as transformers' __post_init__ does.
+--
 -- What such a config has that no estimate term prices (sinks' softmax
 -- column, clamps, soft-capping, the vision tower, ...) is listed in
 -- info.notes, one line each starting with the file; `apsearch run` and
@@ -164,7 +180,7 @@ local M = {}
 
 --- Supported model types, in the order listed in error messages.
 M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
-                "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt" }
+                "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -175,6 +191,9 @@ M.CONFIG_KEY = {
   vocab_size = "vocab_size", head_dim = "head_dim",
   max_position_embeddings = "max_position_embeddings",
   moe_router_num_groups = "n_group", moe_router_group_topk = "topk_group",
+  hybrid_layer_pattern = "hybrid_override_pattern", mamba_num_heads = "mamba_num_heads",
+  mamba_head_dim = "mamba_head_dim", mamba_state_dim = "ssm_state_size",
+  mamba_num_groups = "n_groups", mamba_conv_kernel = "conv_kernel", mamba_chunk_size = "chunk_size",
 }
 
 local function is_null(v) return v == nil or v == cjson.null end
@@ -1442,6 +1461,128 @@ function builders.llama4(r, cfg, file, notes, info)
   info.vision_params = tower + proj
   note(notes, file, "the vision tower (%d parameters) and the multimodal projector (%d) are counted apart, " ..
     "not in total or active and not estimated: apsearch trains the text model", tower, proj)
+  return m
+end
+
+---------------------------------------------------------------- hybrid Mamba-2 (Nemotron-H)
+
+--- NemotronHConfig's class defaults (transformers configuration_nemotron_h.py
+-- @ 13923c63) for the keys the import reads.
+M.NEMOTRON_H_DEFAULTS = {
+  vocab_size = 131072, hidden_size = 4096, num_attention_heads = 32, num_key_value_heads = 8,
+  head_dim = 128, intermediate_size = 21504, mlp_hidden_act = "relu2", ssm_state_size = 128,
+  mamba_num_heads = 128, mamba_head_dim = 64, mamba_hidden_act = "silu", n_groups = 8,
+  conv_kernel = 4, expand = 2, chunk_size = 128, use_conv_bias = true, mamba_proj_bias = false,
+  use_bias = false, attention_bias = false, mlp_bias = false, tie_word_embeddings = false,
+  max_position_embeddings = 4096, num_nextn_predict_layers = 0,
+}
+
+--- Legacy config keys and the names transformers' NemotronHConfig.__post_init__
+-- reads them as.
+M.NEMOTRON_H_ALIASES = { mamba_n_groups = "n_groups", mamba_d_conv = "conv_kernel",
+  mamba_expand = "expand", mamba_chunk_size = "chunk_size", mamba_conv_bias = "use_conv_bias" }
+
+--- Layer kinds: pattern characters (Megatron-Core hybrid_layer_allocation.py
+-- @ d98e8a64 Symbols) and `layers_block_type` names (new and legacy).
+M.HYBRID_SYMBOLS = { M = "M", ["*"] = "*", ["-"] = "-" }
+M.HYBRID_BLOCK_TYPES = { linear_attention = "M", mamba = "M", full_attention = "*",
+  attention = "*", mlp = "-" }
+
+-- A NotImplemented error for a layer kind apsearch does not model.
+local function hybrid_unmodelled(file, key, what, got)
+  error(string.format("NotImplemented: %s: %s: %s layers are not modelled (got %s)", file, key, what,
+    util.describe(got)), 0)
+end
+
+-- The layer pattern of a nemotron_h config: `hybrid_override_pattern` or
+-- `layers_block_type`, as M / * / - characters.
+local function nemotron_h_pattern(cfg, file)
+  local v, key = cfg.hybrid_override_pattern, "hybrid_override_pattern"
+  if is_null(v) then
+    v, key = cfg.layers_block_type, "layers_block_type"
+    if type(v) ~= "table" or #v == 0 then
+      util.fail(file, "hybrid_override_pattern", "required key is missing (or layers_block_type)", v)
+    end
+    local chars = {}
+    for i, t in ipairs(v) do
+      if t == "moe" then hybrid_unmodelled(file, key, "MoE (moe)", t) end
+      chars[i] = M.HYBRID_BLOCK_TYPES[t] or
+        util.fail(file, key .. "[" .. i .. "]", "expected mamba, attention or mlp", t)
+    end
+    return table.concat(chars), key
+  end
+  if type(v) ~= "string" or #v == 0 then util.fail(file, key, "expected a non-empty string", v) end
+  if v:find("E", 1, true) then hybrid_unmodelled(file, key, "MoE (E)", v) end
+  local bad = v:find("[^M%*%-]")
+  if bad then util.fail(file, key, ("character %d is not M, * or -"):format(bad), v) end
+  return v, key
+end
+
+-- A setting of the config that must hold for the layers apsearch prices;
+-- `name` the key as the file spells it (default: key).
+local function require_value(cfg, key, want, file, why, name)
+  if cfg[key] ~= want then
+    util.fail(file, name or key, "expected " .. util.describe(want) .. " (" .. why .. ")", cfg[key])
+  end
+end
+
+--- Builds the model table of a `nemotron_h` config (file comment, "Hybrid
+-- Mamba-2 models"): the pattern, the Mamba-2 widths, the squared-ReLU MLP,
+-- attention without positions, one RMSNorm per layer, no biases.
+-- @tparam table _ the reader of the top-level config (unused: the config
+--   is read with NemotronHConfig's defaults filled in)
+-- @tparam table raw the decoded config.json
+-- @tparam string file for errors
+-- @tparam table notes the import's notes
+-- @treturn table model table
+-- @raise `<file>: <key>: <problem> (got <value>)`, or NotImplemented for
+--   MoE and MTP layers
+function builders.nemotron_h(_, raw, file, notes)
+  -- cfg by transformers' names, NemotronHConfig's defaults filled in; key[k]
+  -- the name the file used for k (a legacy alias, attention_head_dim), for
+  -- errors
+  local cfg, key = {}, setmetatable({}, { __index = function(_, k) return k end })
+  for k, v in pairs(raw) do
+    local canon = M.NEMOTRON_H_ALIASES[k] or k
+    cfg[canon], key[canon] = v, k
+  end
+  -- the older configs (Nemotron-H-8B) name it attention_head_dim
+  if is_null(raw.head_dim) and not is_null(raw.attention_head_dim) then
+    cfg.head_dim, key.head_dim = raw.attention_head_dim, "attention_head_dim"
+  end
+  cfg = with_defaults(cfg, M.NEMOTRON_H_DEFAULTS)
+  local function int(k) return config_int(cfg[k], 1, file, key[k]) end
+  local pattern, pkey = nemotron_h_pattern(cfg, file)
+  if not is_null(cfg.num_hidden_layers) and int("num_hidden_layers") ~= #pattern then
+    util.fail(file, "num_hidden_layers", ("expected %d, the layers of %s"):format(#pattern, pkey),
+      cfg.num_hidden_layers)
+  end
+  require_value(cfg, "mlp_hidden_act", "relu2", file, "apsearch prices the squared-ReLU MLP")
+  require_value(cfg, "mamba_hidden_act", "silu", file, "the Mamba-2 kernels' activation")
+  require_value(cfg, "use_conv_bias", true, file, "Megatron's MambaMixer asserts a conv bias", key.use_conv_bias)
+  for _, k in ipairs({ "use_bias", "mamba_proj_bias", "attention_bias", "mlp_bias" }) do
+    require_value(cfg, k, false, file, "biases are not modelled on a hybrid model")
+  end
+  if config_int(cfg.num_nextn_predict_layers, 0, file, "num_nextn_predict_layers") > 0 then
+    hybrid_unmodelled(file, "num_nextn_predict_layers", "multi-token-prediction", cfg.num_nextn_predict_layers)
+  end
+  int("expand") -- checked; d_inner is mamba_num_heads x mamba_head_dim (NemotronHMamba2Mixer)
+  local m = {
+    num_layers = #pattern, hidden_size = int("hidden_size"),
+    num_attention_heads = int("num_attention_heads"), num_query_groups = int("num_key_value_heads"),
+    head_dim = int("head_dim"), ffn_hidden_size = int("intermediate_size"),
+    vocab_size = int("vocab_size"), max_position_embeddings = int("max_position_embeddings"),
+    norms_per_layer = 1, mlp = "relu2", norm = "rmsnorm", position_embedding = "none",
+    norm_bias = false, qkv_bias = false, attn_out_bias = false, mlp_bias = false, qk_norm = false,
+    tie_word_embeddings = reader(cfg, file).bool("tie_word_embeddings"),
+    hybrid_layer_pattern = pattern, mamba_num_heads = int("mamba_num_heads"),
+    mamba_head_dim = int("mamba_head_dim"), mamba_state_dim = int("ssm_state_size"),
+    mamba_num_groups = int("n_groups"), mamba_conv_kernel = int("conv_kernel"),
+    mamba_chunk_size = int("chunk_size"),
+  }
+  if reader(cfg, file).bool("residual_in_fp32", false) then
+    note(notes, file, "residual_in_fp32: the fp32 residual stream is not priced (bf16 assumed)")
+  end
   return m
 end
 

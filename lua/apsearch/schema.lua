@@ -25,9 +25,9 @@ M.model = {
   num_query_groups = "posint", head_dim = "posint", ffn_hidden_size = "posint",
   vocab_size = "posint", max_position_embeddings = "nonnegint",
   norms_per_layer = "nonnegint",
-  mlp = enum("swiglu", "gelu"),
+  mlp = enum("swiglu", "gelu", "relu2"),
   norm = enum("rmsnorm", "layernorm"),
-  position_embedding = enum("rope", "learned", "alibi"),
+  position_embedding = enum("rope", "learned", "alibi", "none"),
   norm_bias = "bool", qkv_bias = "bool", attn_out_bias = "bool", mlp_bias = "bool",
   qk_norm = "bool", qk_norm_full_width = "bool", attention_sinks = "bool",
   tie_word_embeddings = "bool",
@@ -56,6 +56,11 @@ M.model = {
   moe_router_num_groups = "nonnegint", moe_router_group_topk = "nonnegint",
   moe_router_group_score_topk = "nonnegint", moe_router_topk_scaling_factor = "nonneg",
   moe_router_pre_softmax = "bool", moe_router_sigmoid = "bool", moe_router_input_probs = "bool",
+  -- hybrid Mamba-2 models (Nemotron-H): the layer pattern (M Mamba-2,
+  -- * attention, - MLP) and the Mamba-2 widths
+  hybrid_layer_pattern = "string", mamba_num_heads = "nonnegint", mamba_head_dim = "nonnegint",
+  mamba_state_dim = "nonnegint", mamba_num_groups = "nonnegint", mamba_conv_kernel = "nonnegint",
+  mamba_chunk_size = "nonnegint",
 }
 
 --- Device fields (aps_device), SI units.

@@ -91,6 +91,10 @@ aps_reason aps_check_tp(const aps_model *m, const aps_training *t,
         {"num_query_groups", m->num_query_groups},
         {"hidden_size", m->hidden_size},
         {"ffn_hidden_size", m->ffn_hidden_size},
+        /* MambaMixer @ d98e8a64 asserts nheads % tp == 0 and
+         * ngroups % tp == 0 (0 for a transformer: divisible) */
+        {"mamba_num_heads", m->mamba_num_heads},
+        {"mamba_num_groups", m->mamba_num_groups},
     };
     for (size_t i = 0; i < sizeof div / sizeof div[0]; i++) {
         if (div[i].v % tp != 0) {
@@ -538,6 +542,12 @@ aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
     r = check_megatron_cp_attention(m, t, s, msg, n);
     if (r != APS_REASON_NONE)
         return r;
+    const char *why = aps_model_is_hybrid(m) ? aps_hybrid_refusal(t, s)
+                                             : NULL;
+    if (why != NULL) {
+        aps_fmt(msg, n, "%s", why);
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
     return check_megatron_fsdp2(m, t, s, msg, n);
 }
 

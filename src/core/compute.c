@@ -67,6 +67,7 @@ typedef struct {
     double T;      /**< tokens of one micro-batch on this device, b s/c */
     double rep;    /**< t under SP (sequence-split tensors), else 1 */
     double mlp_up; /**< columns of the MLP input GEMM on one TP rank */
+    aps_hybrid_counts w; /**< blocks of each kind in the mean layer */
 } layer_shape;
 
 static void shape_of(const aps_model *m, const aps_training *t,
@@ -85,17 +86,42 @@ static void shape_of(const aps_model *m, const aps_training *t,
     x->T = x->b * x->sl;
     x->rep = (s->tp_degree > 1 && s->sequence_parallel) ? x->tp : 1.0;
     x->mlp_up = (m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0) * x->f / x->tp;
+    aps_hybrid_mix(m, &x->w);
 }
 
-/** GEMMs of one layer, forward: QKV, output projection, MLP in and out. */
-static double layer_gemms(const aps_device *d, aps_precision prec,
-                          const layer_shape *x)
+/** Forward of one Mamba-2 mixer on one TP rank: in_proj (column
+ *  parallel, h -> (2d + 2GN + nh) / t), out_proj (row parallel, d / t ->
+ *  h), and the SSD scan's 7 T d N / t FLOPs (hybrid.c) in a fused Triton
+ *  kernel, priced as the fused attention kernels are
+ *  (aps_attention_efficiency of the bf16 peak). */
+static double mamba_fwd(const aps_model *m, const aps_device *d,
+                        const aps_training *t, const layer_shape *x)
 {
-    return aps_gemm_time(d, prec, x->T, (x->a + 2.0 * x->k) * x->dh / x->tp,
-                         x->h) +
-           aps_gemm_time(d, prec, x->T, x->h, x->a * x->dh / x->tp) +
-           aps_gemm_time(d, prec, x->T, x->mlp_up, x->h) +
-           aps_gemm_time(d, prec, x->T, x->h, x->f / x->tp);
+    double di = (double)m->mamba_num_heads * (double)m->mamba_head_dim;
+    double rate = d->peak_flops_bf16 * aps_attention_efficiency(d, t);
+    return aps_gemm_time(d, t->precision, x->T,
+                         aps_mamba_in_proj_width(m) / x->tp, x->h) +
+           aps_gemm_time(d, t->precision, x->T, x->h, di / x->tp) +
+           aps_mamba_scan_flops(m, x->T) / x->tp / rate;
+}
+
+/** GEMMs of one layer, forward: QKV, output projection, MLP in and out,
+ *  each block by its share of the mean layer (aps_hybrid_mix), and the
+ *  Mamba-2 mixer's projections and scan. */
+static double layer_gemms(const aps_model *m, const aps_device *d,
+                          const aps_training *t, const layer_shape *x)
+{
+    aps_precision prec = t->precision;
+    double attn =
+        aps_gemm_time(d, prec, x->T, (x->a + 2.0 * x->k) * x->dh / x->tp,
+                      x->h) +
+        aps_gemm_time(d, prec, x->T, x->h, x->a * x->dh / x->tp);
+    double mlp = aps_gemm_time(d, prec, x->T, x->mlp_up, x->h) +
+                 aps_gemm_time(d, prec, x->T, x->h, x->f / x->tp);
+    double g = x->w.attn_share * attn + x->w.mlp_share * mlp;
+    if (x->w.mamba_share > 0)
+        g += x->w.mamba_share * mamba_fwd(m, d, t, x);
+    return g;
 }
 
 double aps_attention_efficiency(const aps_device *d, const aps_training *t)
@@ -116,8 +142,8 @@ static void layer_attention(const aps_model *m, const aps_device *d,
     double keys = aps_attention_keys(m, x->S, t->flash_attention);
     double attn_flops = 4.0 * x->b * x->sl * keys * x->a * x->dh / x->tp;
     double attn_rate = d->peak_flops_bf16 * aps_attention_efficiency(d, t);
-    out->attn_fwd = attn_flops / attn_rate;
-    out->attn_bwd = attn_flops *
+    out->attn_fwd = x->w.attn_share * attn_flops / attn_rate;
+    out->attn_bwd = x->w.attn_share * attn_flops *
                     (t->flash_attention ? APS_FLASH_BWD_RATIO
                                         : APS_GEMM_BWD_RATIO) / attn_rate;
 }
@@ -167,16 +193,26 @@ static double layer_membound_bytes(const aps_model *m, const aps_training *t,
                     : eager ? APS_EAGER_ROPE_BYTES : APS_FUSED_ELEMENTWISE_BYTES;
     double act_b = aps_act_fn_bytes(m, t);
     double hrep = x->T * x->h / x->rep;
-    double bytes = layer_norm_bytes(m, t, x)                 /* norms */
-                   + layer_qk_norm_bytes(m, t, x)            /* Q, K norms */
-                   + 2.0 * 3.0 * A * hrep                    /* residuals */
-                   + rope_b * x->T * (x->a + x->k) * x->dh / x->tp; /* RoPE */
-    bytes += act_b * x->T * x->f / x->tp;                    /* activation */
-    if (aps_recipe_dropout(t))
-        bytes += 3.0 * (2.0 * A + APS_MASK_BYTES) * hrep;
+    const aps_hybrid_counts *w = &x->w;
+    double attn = layer_qk_norm_bytes(m, t, x)               /* Q, K norms */
+                  + rope_b * x->T * (x->a + x->k) * x->dh / x->tp; /* RoPE */
     if (!t->flash_attention) /* softmax (and dropout) over the scores */
-        bytes += (2.0 * A + (aps_recipe_dropout(t) ? 2.0 * A + 1.0 : 0.0)) * x->a *
-                 x->sl * x->S * x->b / x->tp;
+        attn += (2.0 * A + (aps_recipe_dropout(t) ? 2.0 * A + 1.0 : 0.0)) *
+                x->a * x->sl * x->S * x->b / x->tp;
+    double bytes = layer_norm_bytes(m, t, x)                 /* norms */
+                   + w->blocks * 3.0 * A * hrep              /* residuals */
+                   + w->attn_share * attn
+                   + w->mlp_share * act_b * x->T * x->f / x->tp; /* act. */
+    /* Mamba-2: the conv (x, B, C in, out with SiLU), the gated RMSNorm
+     * (y and z in, out) */
+    if (w->mamba_share > 0)
+        bytes += w->mamba_share * A * x->T *
+                 (2.0 * aps_mamba_conv_dim(m) +
+                  3.0 * (double)m->mamba_num_heads *
+                      (double)m->mamba_head_dim) / x->tp;
+    /* dropout: 3 per transformer layer (two blocks), its share per block */
+    if (aps_recipe_dropout(t))
+        bytes += 3.0 * w->blocks / 2.0 * (2.0 * A + APS_MASK_BYTES) * hrep;
     return bytes;
 }
 
@@ -248,7 +284,8 @@ static void layer_selective(const aps_model *m, const aps_device *d,
             ((mods & APS_RCM_CORE_ATTN) ? out->attn_fwd : 0.0) +
             ((mods & APS_RCM_LAYERNORM)
                  ? aps_hbm_time(d, layer_norm_bytes(m, t, x)) : 0.0) +
-            ((mods & APS_RCM_MLP) ? layer_mlp_fwd(m, d, t, x) : 0.0);
+            ((mods & APS_RCM_MLP)
+                 ? x->w.mlp_share * layer_mlp_fwd(m, d, t, x) : 0.0);
         return;
     }
     aps_precision prec = t->precision;
@@ -287,8 +324,10 @@ static void layer_tp(const aps_cluster *c, const aps_training *t,
                            aps_reducescatter_time(s->tp_degree, act, bw,
                                                   alpha)
                      : aps_allreduce_time(s->tp_degree, act, bw, alpha);
-    out->tp_fwd = 2.0 * one;
-    out->tp_bwd = 2.0 * one;
+    /* one pair per block: attention, MLP, Mamba-2 (in_proj column
+     * parallel, out_proj row parallel, as an MLP) */
+    out->tp_fwd = x->w.blocks * one;
+    out->tp_bwd = x->w.blocks * one;
 }
 
 /** CP: ring attention passes each rank's K,V chunk round the ring, c-1
@@ -328,7 +367,7 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
     const aps_device *d = &c->device;
     layer_shape x;
     shape_of(m, t, s, &x);
-    out->gemm_fwd = layer_gemms(d, t->precision, &x);
+    out->gemm_fwd = layer_gemms(m, d, t, &x);
     layer_attention(m, d, t, &x, out);
     out->membound_fwd = aps_hbm_time(d, layer_membound_bytes(m, t, &x));
     layer_casts(d, t, &x, out);

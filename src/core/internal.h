@@ -346,6 +346,58 @@ typedef struct {
                                               behind the shared expert */
 } aps_moe_stage_cost;
 
+/* ---- hybrid.c: hybrid Mamba-2 models (Nemotron-H) ---- */
+
+/** Largest accepted Mamba-2 width (heads, head dim, state, groups, conv
+ *  width, chunk): 2^20. */
+#define APS_MAX_HYBRID_WIDTH (INT64_C(1) << 20)
+
+/** A model's layers by kind and what the mean layer holds of each block
+ *  (hybrid.c file comment): a transformer 1 attention + 1 MLP block
+ *  (blocks 2); a hybrid pattern its counts over num_layers (blocks 1). */
+typedef struct {
+    int64_t mamba, attn, mlp;   /**< layers of each kind (hybrid only) */
+    double attn_share;          /**< attention blocks per layer */
+    double mlp_share;           /**< dense MLP blocks per layer */
+    double mamba_share;         /**< Mamba-2 blocks per layer */
+    double blocks;              /**< blocks (pre-norm + residual) per layer */
+} aps_hybrid_counts;
+
+/** True when the model has a hybrid_layer_pattern. */
+bool aps_model_is_hybrid(const aps_model *m);
+/** The pattern resolved into counts and per-layer shares. */
+void aps_hybrid_mix(const aps_model *m, aps_hybrid_counts *out);
+/** Output width of in_proj, 2 d + 2 G N + nh (MambaMixer @ d98e8a64). */
+double aps_mamba_in_proj_width(const aps_model *m);
+/** in_proj and out_proj weights of one Mamba-2 layer, h (2d + 2GN + nh)
+ *  + d h. */
+double aps_mamba_matmul_params(const aps_model *m);
+/** Parameters of one Mamba-2 mixer on one of tp ranks: projections, conv
+ *  (weight and bias), dt_bias, A_log, D, the gated norm; all split over
+ *  TP (MambaMixer: tensor_model_parallel on each); not the pre-norm. */
+double aps_mamba_params_tp(const aps_model *m, int64_t tp);
+/** Forward FLOPs of one Mamba-2 layer over T tokens: 2 T h (2d + 2GN +
+ *  nh) + 2 T conv_dim K + 7 T d N + 2 T d h (Megatron-LM training.py @
+ *  d98e8a64 mamba_layer_flops, with the conv term it leaves out). */
+double aps_mamba_flops(const aps_model *m, double T);
+/** The SSD scan's share of it, 7 T d N. */
+double aps_mamba_scan_flops(const aps_model *m, double T);
+/** Channels of the depthwise conv, d + 2 G N. */
+double aps_mamba_conv_dim(const aps_model *m);
+/** Bytes one Mamba-2 mixer saves for backward over T tokens on one of tp
+ *  ranks, beyond its pre-norm's input and output (mamba_ssm
+ *  ssd_combined.py MambaSplitConv1dScanCombinedFn.forward
+ *  save_for_backward: zxbcdt and out_x; Megatron's ExtendedRMSNorm saves
+ *  its input y, out_proj its input). */
+double aps_mamba_saved_bytes(const aps_model *m, const aps_training *t,
+                             double T, double tp);
+/** Forward kernels of one Mamba-2 layer from Python. */
+double aps_mamba_kernels(void);
+/** Checks the hybrid fields (model.c calls it from aps_model_validate). */
+aps_status aps_hybrid_validate(const aps_model *m, char *err, size_t n);
+/** Why a hybrid model cannot be priced with this strategy, or NULL. */
+const char *aps_hybrid_refusal(const aps_training *t, const aps_strategy *s);
+
 /* ---- precision.c: GEMM precisions ---- */
 
 /** fp8, mxfp8 or nvfp4: quantized GEMM inputs and weights. */

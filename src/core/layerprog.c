@@ -179,6 +179,25 @@ static bool moe_syncs(const aps_strategy *s)
            (aps_moe_ep(s) > 1 || aps_moe_etp(s) > 1);
 }
 
+/** A hybrid model's mean layer (hybrid.c): its share of an attention
+ *  block and of an MLP block, and a Mamba-2 block's share (its kernels
+ *  with the SP collectives, as an MLP's) in the MLP's slot; a whole-layer
+ *  graph captures every block, one launch each way. */
+static void hybrid_launches(const aps_model *m, const aps_strategy *s,
+                            bool layer_g, aps_host_program *out)
+{
+    aps_hybrid_counts w;
+    aps_hybrid_mix(m, &w);
+    double sp = (s->tp_degree > 1 && s->sequence_parallel) ? APS_HK_SP : 0.0;
+    aps_launches mamba = block(aps_mamba_kernels() + sp, false);
+    if (layer_g)
+        return; /* the attention slot holds the layer's one graph */
+    out->attn.fwd *= w.attn_share;
+    out->attn.bwd *= w.attn_share;
+    out->mlp.fwd = w.mlp_share * out->mlp.fwd + w.mamba_share * mamba.fwd;
+    out->mlp.bwd = w.mlp_share * out->mlp.bwd + w.mamba_share * mamba.bwd;
+}
+
 void aps_host_program_build(const aps_model *m, const aps_training *t,
                             const aps_strategy *s, aps_host_program *out)
 {
@@ -206,6 +225,8 @@ void aps_host_program_build(const aps_model *m, const aps_training *t,
     out->attn = block(attn_kernels(m, t, s), attn_g);
     out->mlp = layer_g ? (aps_launches){0.0, 0.0}
                        : block(mlp_kernels(t, s), false);
+    if (aps_model_is_hybrid(m))
+        hybrid_launches(m, s, layer_g, out);
     if (!is_moe)
         return;
     out->sync = moe_syncs(s);

@@ -75,20 +75,27 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
      * weight-gradient GEMM (transformer_engine/pytorch/module/
      * layernorm_linear.py, linear.py: saved inputmat); bf16 otherwise. */
     double Ain = aps_gemm_input_bytes(t);
-    double replicated = 2.0 * A * sbh_rep        /* norm 1, norm 2 inputs */
-                        + 2.0 * Ain * sbh_rep    /* QKV and MLP inputs */
-                        + 2.0 * drop * APS_MASK_BYTES * sbh_rep;
-    double split = A * sl * b * (a * d + 2.0 * k * d) / tp   /* Q, K, V */
-                   + Ain * sl * b * a * d / tp;              /* context */
+    /* per block (hybrid.c: a transformer layer is two): the norm's input,
+     * its output (the first GEMM's input), the dropout mask */
+    aps_hybrid_counts w;
+    aps_hybrid_mix(m, &w);
+    double replicated = w.blocks * (A + Ain + drop * APS_MASK_BYTES) *
+                        sbh_rep;
+    double attn = A * sl * b * (a * d + 2.0 * k * d) / tp    /* Q, K, V */
+                  + Ain * sl * b * a * d / tp;               /* context */
     if (m->qk_norm)
-        split += A * sl * b * (a + k) * d / tp;
-    split += aps_mlp_saved_bytes(m, t, s);
+        attn += A * sl * b * (a + k) * d / tp;
+    double mlp = aps_mlp_saved_bytes(m, t, s);
+    double split = w.attn_share * attn + w.mlp_share * mlp;
+    if (w.mamba_share > 0)
+        split += w.mamba_share * aps_mamba_saved_bytes(m, t, sl * b, tp);
 
     double core;
     if (t->flash_attention)
         core = APS_FP32_BYTES * a * sl * b / tp;
     else
         core = (A + drop * (APS_MASK_BYTES + A)) * a * sl * S * b / tp;
+    core *= w.attn_share;
 
     out->act_full = replicated + split + core;
     /* selective: what the recompute modules keep (aps_recompute_modules):
@@ -100,8 +107,9 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
         aps_profile(t)->op_sac_selective
             ? aps_op_sac_bytes(m, t, s)
             : out->act_full - ((mods & APS_RCM_CORE_ATTN) ? core : 0.0) -
-                  ((mods & APS_RCM_MLP) ? aps_mlp_saved_bytes(m, t, s) : 0.0) -
-                  ((mods & APS_RCM_LAYERNORM) ? 2.0 * Ain * sbh_rep : 0.0);
+                  ((mods & APS_RCM_MLP) ? w.mlp_share * mlp : 0.0) -
+                  ((mods & APS_RCM_LAYERNORM) ? w.blocks * Ain * sbh_rep
+                                              : 0.0);
     out->act_input = A * sbh_rep;
 }
 

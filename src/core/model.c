@@ -595,13 +595,16 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
                 (long long)m->sliding_window_layers);
         return APS_EINVAL;
     }
-    if ((unsigned)m->mlp > APS_MLP_GELU || (unsigned)m->norm > APS_NORM_LAYERNORM ||
-        (unsigned)m->position_embedding > APS_POS_ALIBI ||
+    if ((unsigned)m->mlp > APS_MLP_RELU2 || (unsigned)m->norm > APS_NORM_LAYERNORM ||
+        (unsigned)m->position_embedding > APS_POS_NONE ||
         (unsigned)m->rope_scaling_type > APS_ROPE_SCALING_YARN) {
         aps_fmt(err, n, "model: enum field out of range");
         return APS_EINVAL;
     }
     st = validate_window_period(m, err, n);
+    if (st != APS_OK)
+        return st;
+    st = aps_hybrid_validate(m, err, n);
     if (st != APS_OK)
         return st;
     st = validate_glu(m, err, n);
@@ -630,14 +633,33 @@ static double norm_params(const aps_model *m, double w)
     return (m->norm == APS_NORM_LAYERNORM && m->norm_bias) ? 2.0 * w : w;
 }
 
-double aps_layer_matmul_params(const aps_model *m)
+/* Linear-layer weights of one attention block: Q, K, V, O. */
+static double attn_matmul_params(const aps_model *m)
 {
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
     double k = (double)m->num_query_groups, d = (double)m->head_dim;
-    double f = (double)m->ffn_hidden_size;
-    double attn = h * a * d + 2.0 * h * k * d + a * d * h;
-    double mlp = (m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0) * h * f;
-    return attn + mlp;
+    return h * a * d + 2.0 * h * k * d + a * d * h;
+}
+
+/* Linear-layer weights of one dense MLP block. */
+static double mlp_matmul_params(const aps_model *m)
+{
+    return (m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0) * (double)m->hidden_size *
+           (double)m->ffn_hidden_size;
+}
+
+/** Matrix parameters of the mean layer: its share of an attention block,
+ *  of an MLP block and of a Mamba-2 block (aps_hybrid_mix; a transformer
+ *  layer is one attention and one MLP block). */
+double aps_layer_matmul_params(const aps_model *m)
+{
+    aps_hybrid_counts w;
+    aps_hybrid_mix(m, &w);
+    double p = w.attn_share * attn_matmul_params(m) +
+               w.mlp_share * mlp_matmul_params(m);
+    if (w.mamba_share > 0)
+        p += w.mamba_share * aps_mamba_matmul_params(m);
+    return p;
 }
 
 double aps_regathered_params(const aps_model *m, int64_t tp, double distance)
@@ -727,14 +749,21 @@ double aps_layer_params_tp(const aps_model *m, int64_t tp)
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
     double k = (double)m->num_query_groups, d = (double)m->head_dim;
     double f = (double)m->ffn_hidden_size;
-    double p = aps_layer_matmul_params(m) / t;
+    aps_hybrid_counts w;
+    aps_hybrid_mix(m, &w);
+    double attn = 0.0, mlp = 0.0;
     if (m->qkv_bias) /* column parallel: split */
-        p += (a * d + 2.0 * k * d) / t;
+        attn += (a * d + 2.0 * k * d) / t;
     if (m->attn_out_bias) /* row parallel: replicated */
-        p += h;
+        attn += h;
+    attn += qk_norm_params(m, t) + sink_params(m, t);
     if (m->mlp_bias) /* fc1 (and gate) column parallel, fc2 row parallel */
-        p += (m->mlp == APS_MLP_SWIGLU ? 2.0 * f : f) / t + h;
-    p += qk_norm_params(m, t) + sink_params(m, t);
+        mlp += (m->mlp == APS_MLP_SWIGLU ? 2.0 * f : f) / t + h;
+    double p = (w.attn_share * attn_matmul_params(m) +
+                w.mlp_share * mlp_matmul_params(m)) / t +
+               w.attn_share * attn + w.mlp_share * mlp;
+    if (w.mamba_share > 0)
+        p += w.mamba_share * aps_mamba_params_tp(m, tp);
     p += (double)m->norms_per_layer * norm_params(m, h);
     return p;
 }
@@ -802,6 +831,47 @@ static double moe_mlp_params(const aps_model *m, double experts)
     return p;
 }
 
+/* Parameters of one layer of each kind of a hybrid model on one of tp
+ * ranks, its pre-norm included: attention (Q, K, V, O, Q/K norms),
+ * MLP, Mamba-2 (aps_mamba_params_tp). */
+static void hybrid_kind_params(const aps_model *m, int64_t tp, double *attn,
+                               double *mlp, double *mamba)
+{
+    double t = (double)tp, norm = norm_params(m, (double)m->hidden_size);
+    *attn = attn_matmul_params(m) / t + qk_norm_params(m, t) + norm;
+    *mlp = mlp_matmul_params(m) / t + norm;
+    *mamba = aps_mamba_params_tp(m, tp) + norm;
+}
+
+/* The largest single layer of a hybrid model on one of tp ranks (its
+ * FSDP unit). */
+static double hybrid_largest_layer(const aps_model *m, int64_t tp)
+{
+    double attn, mlp, mamba;
+    hybrid_kind_params(m, tp, &attn, &mlp, &mamba);
+    aps_hybrid_counts w;
+    aps_hybrid_mix(m, &w);
+    return fmax(w.attn ? attn : 0.0,
+                fmax(w.mlp ? mlp : 0.0, w.mamba ? mamba : 0.0));
+}
+
+/* A hybrid model's layers kind by kind: the counts and per-layer
+ * parameters into out, and out->layers their exact sum (not L times the
+ * mean layer). */
+static void hybrid_param_counts(const aps_model *m, aps_param_counts *out)
+{
+    aps_hybrid_counts w;
+    aps_hybrid_mix(m, &w);
+    hybrid_kind_params(m, 1, &out->per_attention_layer, &out->per_mlp_layer,
+                       &out->per_mamba_layer);
+    out->mamba_layers = (double)w.mamba;
+    out->attention_layers = (double)w.attn;
+    out->mlp_layers = (double)w.mlp;
+    out->layers = out->mamba_layers * out->per_mamba_layer +
+                  out->attention_layers * out->per_attention_layer +
+                  out->mlp_layers * out->per_mlp_layer;
+}
+
 void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
 {
     double h = (double)m->hidden_size, V = (double)m->vocab_size;
@@ -825,6 +895,8 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
     }
     out->moe_layers = moe;
     out->layers = (L - moe) * out->per_layer + moe * out->per_moe_layer;
+    if (aps_model_is_hybrid(m))
+        hybrid_param_counts(m, out);
     out->final_norm = norm_params(m, h);
     out->output_layer = m->tie_word_embeddings ? 0.0 : V * h;
     out->total = out->embedding + out->layers + out->final_norm +
@@ -899,6 +971,8 @@ double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
 {
     double h = (double)m->hidden_size, t = (double)lay->t;
     double unit = aps_layout_run_layers(lay, i) > 0 ? aps_layer_params_tp(m, lay->t) : 0.0;
+    if (unit > 0 && aps_model_is_hybrid(m))
+        unit = hybrid_largest_layer(m, lay->t);
     double vocab = lay->vocab_padded * h / t;
     if (i == 0 && vocab > unit)
         unit = vocab;

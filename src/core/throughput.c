@@ -27,9 +27,16 @@ static double flops_step(const aps_model *m, const aps_training *t,
 {
     double B = (double)t->global_batch_size, S = (double)t->seq_length;
     double L = (double)m->num_layers, h = (double)m->hidden_size;
-    double attn = 4.0 * S * aps_attention_keys(m, S, causal) *
+    aps_hybrid_counts w;
+    aps_hybrid_mix(m, &w);
+    double attn = w.attn_share * 4.0 * S * aps_attention_keys(m, S, causal) *
                   (double)m->num_attention_heads * (double)m->head_dim;
     double matmul = 2.0 * S * aps_layer_matmul_params(m);
+    /* Mamba-2: the scan and the conv, beyond its projections' 2 S params
+     * (hybrid.c aps_mamba_flops) */
+    if (w.mamba_share > 0)
+        attn += w.mamba_share * (aps_mamba_flops(m, S) -
+                                 2.0 * S * aps_mamba_matmul_params(m));
     double fwd = B * (L * (matmul + attn) + 2.0 * S * h * (double)m->vocab_size +
                       aps_moe_flops_delta(m, S, causal));
     /* multi-token prediction, per depth (Megatron-LM d98e8a64 megatron/

@@ -56,16 +56,17 @@ typedef struct {
     static const apsl_enum var = {var##_items,                            \
         (int)(sizeof(var##_items) / sizeof(var##_items[0])), list}
 
-APSL_ENUM(enum_mlp, "swiglu, gelu",
-          {"swiglu", APS_MLP_SWIGLU}, {"gelu", APS_MLP_GELU});
+APSL_ENUM(enum_mlp, "swiglu, gelu, relu2",
+          {"swiglu", APS_MLP_SWIGLU}, {"gelu", APS_MLP_GELU},
+          {"relu2", APS_MLP_RELU2});
 APSL_ENUM(enum_glu_activation, "silu, gelu_tanh, quick_gelu",
           {"silu", APS_GLU_SILU}, {"gelu_tanh", APS_GLU_GELU_TANH},
           {"quick_gelu", APS_GLU_QUICK_GELU});
 APSL_ENUM(enum_norm, "rmsnorm, layernorm",
           {"rmsnorm", APS_NORM_RMSNORM}, {"layernorm", APS_NORM_LAYERNORM});
-APSL_ENUM(enum_pos, "rope, learned, alibi",
+APSL_ENUM(enum_pos, "rope, learned, alibi, none",
           {"rope", APS_POS_ROPE}, {"learned", APS_POS_LEARNED},
-          {"alibi", APS_POS_ALIBI});
+          {"alibi", APS_POS_ALIBI}, {"none", APS_POS_NONE});
 APSL_ENUM(enum_rope_scaling, "none, llama3, linear, yarn",
           {"none", APS_ROPE_SCALING_NONE}, {"llama3", APS_ROPE_SCALING_LLAMA3},
           {"linear", APS_ROPE_SCALING_LINEAR}, {"yarn", APS_ROPE_SCALING_YARN});
@@ -149,6 +150,8 @@ typedef enum {
     FT_TRI,     /* int: 1 true, 0 false, APS_DEFAULT (-1) absent */
     FT_ENUM,    /* int-sized enum, read from a string */
     FT_NAME,    /* char[APS_NAME_LEN] */
+    FT_OPATTERN,/* char[APS_MAX_HYBRID_LAYERS + 1] (aps_model.hybrid_layer_
+                   pattern), not pushed when empty */
     FT_INTARR,  /* int64_t[APS_MAX_STAGES], array of pp_degree integers */
     FT_RECOMP,  /* int64_t[APS_MAX_STAGES], integer or array */
     FT_DEVICE,  /* aps_device (cluster.device) */
@@ -256,6 +259,14 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, qk_rope_head_dim, FT_OINT, NULL),
     FLD(aps_model, v_head_dim, FT_OINT, NULL),
     FLD(aps_model, mtp_layers, FT_OINT, NULL),
+    /* hybrid Mamba-2 models (src/core/hybrid.c) */
+    FLD(aps_model, hybrid_layer_pattern, FT_OPATTERN, NULL),
+    FLD(aps_model, mamba_num_heads, FT_OINT, NULL),
+    FLD(aps_model, mamba_head_dim, FT_OINT, NULL),
+    FLD(aps_model, mamba_state_dim, FT_OINT, NULL),
+    FLD(aps_model, mamba_num_groups, FT_OINT, NULL),
+    FLD(aps_model, mamba_conv_kernel, FT_OINT, NULL),
+    FLD(aps_model, mamba_chunk_size, FT_OINT, NULL),
 };
 /** Bits of apsl_reader.seen. */
 #define APSL_SEEN_BITS 128
@@ -494,16 +505,16 @@ static double read_number(lua_State *L, int vidx, const char *path,
     return v;
 }
 
-static void read_name(lua_State *L, int vidx, const char *path,
-                      const char *field, char *dst)
+static void read_string(lua_State *L, int vidx, const char *path,
+                        const char *field, char *dst, size_t cap)
 {
     size_t len;
     if (lua_type(L, vidx) != LUA_TSTRING)
         expected_error(L, vidx, path, field, "a string");
     const char *s = lua_tolstring(L, vidx, &len);
-    if (len >= APS_NAME_LEN)
+    if (len >= cap)
         apsl_error(L, "%s.%s: longer than %d bytes (got %d)", path, field,
-                   APS_NAME_LEN - 1, (int)len);
+                   (int)cap - 1, (int)len);
     if (strlen(s) != len)
         apsl_error(L, "%s.%s: contains a NUL byte", path, field);
     memcpy(dst, s, len + 1);
@@ -718,7 +729,11 @@ static void read_value(lua_State *L, apsl_reader *r, int fi, int vidx)
         break;
     }
     case FT_NAME:
-        read_name(L, vidx, r->path, f->name, dst);
+        read_string(L, vidx, r->path, f->name, dst, APS_NAME_LEN);
+        break;
+    case FT_OPATTERN:
+        read_string(L, vidx, r->path, f->name, dst,
+                    APS_MAX_HYBRID_LAYERS + 1);
         break;
     case FT_MODULES: {
         unsigned bits = read_modules(L, vidx, r->path, f->name);
@@ -1058,10 +1073,15 @@ static void push_fields(lua_State *L, const apsl_field *fs, int n,
             lua_pushstring(L, enum_name(f->en, v));
             break;
         }
-        case FT_NAME: {
+        case FT_NAME:
+        case FT_OPATTERN: {
+            size_t cap = f->type == FT_NAME ? APS_NAME_LEN
+                                            : APS_MAX_HYBRID_LAYERS + 1;
             size_t len = 0;
-            while (len < APS_NAME_LEN && src[len] != '\0')
+            while (len < cap && src[len] != '\0')
                 len++;
+            if (len == 0 && f->type == FT_OPATTERN)
+                continue;
             lua_pushlstring(L, src, len);
             break;
         }

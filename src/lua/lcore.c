@@ -79,7 +79,10 @@ static apsl_context *check_context(lua_State *L, int idx)
  *                              per_moe_layer, per_moe_layer_active,
  *                              moe_pattern (per layer 1: routed experts,
  *                              0: dense FFN; aps_model_is_moe_layer); MTP:
- *                              mtp, mtp_active}
+ *                              mtp, mtp_active; hybrid Mamba-2: mamba_layers,
+ *                              per_mamba_layer, attention_layers,
+ *                              per_attention_layer, mlp_layers,
+ *                              per_mlp_layer}
  * Parameter counts (numbers of parameters, not bytes) of the whole model,
  * no TP/PP, unpadded vocabulary (aps_model_param_counts).  model is a model
  * table (fields of aps_model).  Raises on a bad table or a model that fails
@@ -166,6 +169,14 @@ static int l_model_params(lua_State *L)
             lua_rawseti(L, -2, (lua_Integer)i + 1);
         }
         lua_setfield(L, -2, "moe_pattern");
+    }
+    if (pc.mamba_layers > 0 || pc.attention_layers > 0 || pc.mlp_layers > 0) {
+        apsl_set_number(L, "mamba_layers", pc.mamba_layers);
+        apsl_set_number(L, "per_mamba_layer", pc.per_mamba_layer);
+        apsl_set_number(L, "attention_layers", pc.attention_layers);
+        apsl_set_number(L, "per_attention_layer", pc.per_attention_layer);
+        apsl_set_number(L, "mlp_layers", pc.mlp_layers);
+        apsl_set_number(L, "per_mlp_layer", pc.per_mlp_layer);
     }
     if (pc.mtp > 0) {
         apsl_set_number(L, "mtp", pc.mtp);

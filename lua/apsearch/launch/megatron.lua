@@ -289,7 +289,7 @@ function M.render(c)
     assert(options.megatron.options[flag], "megatron: option not in the list: " .. flag)
     -- a list: several words (argparse nargs='+'), each a plain name
     if type(value) == "table" then
-      for _, w in ipairs(value) do assert(not w:find("[^%w_]"), "megatron: not a plain word: " .. w) end
+      for _, w in ipairs(value) do assert(not w:find("[^%w_%.]"), "megatron: not a plain word: " .. w) end
       value = table.concat(value, " ")
       args[#args + 1] = flag .. " " .. value
       return
@@ -511,6 +511,9 @@ function M.render(c)
   -- TransformerConfig.mtp_num_layers (transformer_config.py:68 @ d98e8a64)
   if (tr.mtp_num_layers or 0) > 0 then A("--mtp-num-layers", tr.mtp_num_layers) end
   if m.mlp == "swiglu" then M.glu_args(c, A, N) end
+  if m.hybrid_layer_pattern then M.hybrid_args(m, A, N) end
+  if m.mlp == "relu2" then A("--squared-relu") end
+  if m.position_embedding == "none" then A("--position-embedding-type", "none") end
   M.qk_norm_args(m, mla, A, N)
   M.norm_args(m, A, N)
   if m.position_embedding == "rope" then M.rope_args(m, A, N, tr) end
@@ -643,7 +646,7 @@ function M.render(c)
   out[#out + 1] = ""
   out[#out + 1] = "exec torchrun --nnodes \"$NNODES\" --nproc-per-node \"$GPUS_PER_NODE\" --node-rank \"$NODE_RANK\" \\"
   out[#out + 1] = "  --master-addr \"$MASTER_ADDR\" --master-port \"$MASTER_PORT\" \\"
-  out[#out + 1] = "  \"$MEGATRON_LM/pretrain_gpt.py\" \"${MEGATRON_ARGS[@]}\" \"$@\""
+  out[#out + 1] = "  \"$MEGATRON_LM/" .. M.entry_point(m) .. "\" \"${MEGATRON_ARGS[@]}\" \"$@\""
   return table.concat(out, "\n") .. "\n", notes
 end
 
@@ -686,6 +689,48 @@ M.ARCH_SOURCES = {
 -- @tparam string what the model's feature
 -- @tparam string why what Megatron-LM lacks (with its source)
 -- @tparam string instead what the script builds
+--- The training script of the model: pretrain_hybrid.py for a hybrid
+-- Mamba-2 model (it builds HybridModel, hybrid_builders.py @ d98e8a64),
+-- pretrain_gpt.py otherwise.
+-- @tparam table m model table
+-- @treturn string the script's path in Megatron-LM
+function M.entry_point(m)
+  return m.hybrid_layer_pattern and "pretrain_hybrid.py" or "pretrain_gpt.py"
+end
+
+--- MambaMixer's constructor defaults that no flag sets (megatron/core/ssm/
+-- mamba_mixer.py @ d98e8a64: d_conv=4, chunk_size=128).
+M.MAMBA_FIXED = { mamba_conv_kernel = { 4, "d_conv" }, mamba_chunk_size = { 128, "chunk_size" } }
+
+--- A hybrid Mamba-2 model (Nemotron-H) on Megatron-LM d98e8a64:
+-- --hybrid-layer-pattern (arguments.py:3652; it sets num_layers and
+-- is_hybrid_model, arguments.py:787-797, argument_utils.py:345-346), the
+-- TransformerConfig Mamba fields mamba_num_heads, mamba_head_dim,
+-- mamba_state_dim, mamba_num_groups (transformer_config.py:1259-1268, flags
+-- by ArgumentGroupFactory), the squared-ReLU MLP (--squared-relu,
+-- arguments.py:2448, argument_utils.py:320-322), no position embedding,
+-- and the layer spec hybrid_builders.py requires (--spec, as
+-- examples/mamba/train.sh).  A conv width or chunk other than MambaMixer's
+-- fixed defaults is NOT EXPRESSIBLE.
+-- @tparam table m model table
+-- @tparam function A flag writer
+-- @tparam function N note writer
+function M.hybrid_args(m, A, N)
+  A("--hybrid-layer-pattern", m.hybrid_layer_pattern)
+  A("--mamba-num-heads", m.mamba_num_heads)
+  A("--mamba-head-dim", m.mamba_head_dim)
+  A("--mamba-state-dim", m.mamba_state_dim)
+  A("--mamba-num-groups", m.mamba_num_groups)
+  A("--spec", { "megatron.core.models.hybrid.hybrid_layer_specs", "hybrid_stack_spec" })
+  for key, fixed in pairs(M.MAMBA_FIXED) do
+    local v = m[key]
+    if v and v ~= fixed[1] then
+      N("NOT EXPRESSIBLE in Megatron-LM", string.format("%s %d: MambaMixer fixes %s = %d (mamba_mixer.py)",
+        key, v, fixed[2], fixed[1]))
+    end
+  end
+end
+
 local function not_written(N, what, why, instead)
   N("NOT WRITTEN", string.format("%s: NOT EXPRESSIBLE in Megatron-LM d98e8a64 (%s); %s", what, why, instead))
 end

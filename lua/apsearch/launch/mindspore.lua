@@ -371,6 +371,11 @@ function M.render(c)
     n.keys[#n.keys + 1] = { key or path, value, comment }
   end
   local function N(kind, text) notes[#notes + 1] = kind .. ": " .. text end
+  if m.hybrid_layer_pattern then
+    N("NOT EXPRESSIBLE in MindFormers", "the hybrid Mamba-2 layers (pattern " .. m.hybrid_layer_pattern ..
+      "): MindSpore Transformers has no Mamba-2 / Nemotron-H model; only the parallel settings are " ..
+      "written (apsearch prices hybrid models for Megatron-LM only)")
+  end
   if (c.training.mtp_num_layers or 0) > 0 then
     N("NOT WRITTEN", string.format("training.mtp_num_layers = %d: the config trains without multi-token " ..
       "prediction (less time and memory than estimated)", c.training.mtp_num_layers))

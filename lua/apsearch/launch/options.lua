@@ -97,6 +97,13 @@ M.megatron = {
     -- activation_func_clamp_value (transformer_config.py:170, 231, 235)
     "--quick-geglu", "--window-attn-skip-freq", "--softmax-type", "--glu-linear-offset",
     "--activation-func-clamp-value",
+    -- hybrid Mamba-2 models: _add_experimental_args --spec and
+    -- --hybrid-layer-pattern (arguments.py:3645, 3652); _add_network_size_args
+    -- --squared-relu (arguments.py:2448); TransformerConfig mamba_head_dim,
+    -- mamba_num_groups, mamba_num_heads, mamba_state_dim
+    -- (transformer_config.py:1259-1268, ArgumentGroupFactory)
+    "--spec", "--hybrid-layer-pattern", "--squared-relu", "--mamba-num-heads", "--mamba-head-dim",
+    "--mamba-state-dim", "--mamba-num-groups",
   }),
 }
 
@@ -128,6 +135,14 @@ M.megatron.facts = {
   ["--seq-length"] = { type = "int", min = 1 },
   ["--max-position-embeddings"] = { type = "int", min = 1, constraint = ">= seq-length with rope" },
   ["--num-layers"] = { type = "int", min = 1 },
+  ["--hybrid-layer-pattern"] = { type = "string",
+    constraint = "M, G, *, D, -, E; | pipeline segments, / MTP (arguments.py:3652); sets --num-layers" },
+  ["--spec"] = { type = "string", constraint = "module and function of the layer spec (nargs='*'); " ..
+    "hybrid_builders.py raises without it" },
+  ["--mamba-num-heads"] = { type = "int", min = 1, constraint = "divisible by tp and mamba-num-groups" },
+  ["--mamba-head-dim"] = { type = "int", min = 1 },
+  ["--mamba-state-dim"] = { type = "int", min = 1 },
+  ["--mamba-num-groups"] = { type = "int", min = 1, constraint = "divisible by tp (MambaMixer)" },
   ["--hidden-size"] = { type = "int", min = 1 },
   ["--ffn-hidden-size"] = { type = "int", min = 1 },
   ["--num-attention-heads"] = { type = "int", min = 1 },

@@ -197,6 +197,11 @@ function M.model_shape(m, seq, pp)
       "hidden matrix, trained apart from the embedding")
     shape.enable_weight_tying = false
   end
+  if m.hybrid_layer_pattern then
+    N("NOT EXPRESSIBLE in TorchTitan", "the hybrid Mamba-2 layers (pattern " .. m.hybrid_layer_pattern ..
+      "): TorchTitan has no Mamba-2 / Nemotron-H model; written as the llama3 decoder, which is not this " ..
+      "model (apsearch prices hybrid models for Megatron-LM only)")
+  end
   if m.mlp and m.mlp ~= "swiglu" then
     N("NOT EXPRESSIBLE in TorchTitan", tostring(m.mlp) .. " MLP: HEAD's llama3 block is SwiGLU " ..
       "(FeedForward w1, w2, w3); written as SwiGLU of width " .. tostring(m.ffn_hidden_size))

@@ -1,0 +1,255 @@
+/*
+ * hybrid.c -- hybrid Mamba-2 models (Nemotron-H): the layer pattern and
+ * the Mamba-2 layer's parameters, FLOPs, saved bytes and kernels.
+ *
+ * A hybrid model is a string of single-mixer layers (Megatron-Core
+ * megatron/core/models/hybrid/hybrid_layer_allocation.py @ d98e8a64,
+ * Symbols: M Mamba, * attention, - MLP; transformers NemotronHBlock @
+ * 008d9e95: one RMSNorm, then the mixer, then the residual add).  The
+ * pattern is resolved once into counts (aps_hybrid_mix); every per-layer
+ * estimate of apsearch prices "one layer" as attention + MLP, so for a
+ * hybrid model a layer is priced as the pattern's mean layer: attn_share
+ * of an attention block, mlp_share of an MLP block, mamba_share of a
+ * Mamba-2 block (transformers: 1, 1, 0).  A stage's sum over its layers
+ * is then exact when the stage holds the whole pattern, which is why
+ * hybrid models are priced with pp_degree = 1 only (check.c).
+ *
+ * Mamba-2 layer, d = nh P (d_inner), G N the grouped B / C width, nh the
+ * heads, K the conv width (Megatron-Core megatron/core/ssm/mamba_mixer.py
+ * @ d98e8a64 MambaMixer.__init__; transformers NemotronHMamba2Mixer):
+ *   in_proj   h -> 2 d + 2 G N + nh   ([z, x, B, C, dt]; column parallel)
+ *   conv1d    depthwise over x, B, C: conv_dim = d + 2 G N, K weights and
+ *             a bias each (split over TP with the heads and groups)
+ *   dt_bias, A_log, D: nh each (split over TP)
+ *   norm      gated RMSNorm over d (split over TP)
+ *   out_proj  d -> h                  (row parallel)
+ *   plus the layer's pre-norm, h (fused into in_proj in Megatron's
+ *   TELayerNormColumnParallelLinear).
+ */
+#include "internal.h"
+
+/** Default conv width (transformers NemotronHConfig.conv_kernel = 4;
+ *  Megatron MambaMixer d_conv = 4). */
+#define APS_MAMBA_CONV_KERNEL 4
+/** SSD scan FLOPs per token, per channel of d and per state element:
+ *  Megatron-LM megatron/training/training.py @ d98e8a64
+ *  num_floating_point_operations, mamba_layer_flops: 7 T d N ("scan"). */
+#define APS_MAMBA_SCAN_FLOPS 7.0
+/** Forward kernels of a Mamba-2 layer from Python (MambaLayer.forward and
+ *  MambaMixer.forward @ d98e8a64 with mamba_ssm's
+ *  mamba_split_conv1d_scan_combined): the fused norm + in_proj GEMM (2),
+ *  causal conv1d (1), the SSD kernels _chunk_cumsum, _chunk_state,
+ *  _state_passing, _bmm_chunk, _chunk_scan (5), the gated RMSNorm (1),
+ *  out_proj (1), bias-dropout-add (1). */
+#define APS_HK_MAMBA 11.0
+
+bool aps_model_is_hybrid(const aps_model *m)
+{
+    return m->hybrid_layer_pattern[0] != '\0';
+}
+
+void aps_hybrid_mix(const aps_model *m, aps_hybrid_counts *out)
+{
+    *out = (aps_hybrid_counts){0};
+    if (!aps_model_is_hybrid(m)) {
+        out->attn_share = out->mlp_share = 1.0;
+        out->blocks = 2.0;
+        return;
+    }
+    for (const char *c = m->hybrid_layer_pattern; *c; c++) {
+        out->mamba += *c == 'M';
+        out->attn += *c == '*';
+        out->mlp += *c == '-';
+    }
+    double L = (double)(out->mamba + out->attn + out->mlp);
+    out->attn_share = L > 0 ? (double)out->attn / L : 0.0;
+    out->mlp_share = L > 0 ? (double)out->mlp / L : 0.0;
+    out->mamba_share = L > 0 ? (double)out->mamba / L : 0.0;
+    out->blocks = 1.0;
+}
+
+/** d_inner = nh P. */
+static double d_inner(const aps_model *m)
+{
+    return (double)m->mamba_num_heads * (double)m->mamba_head_dim;
+}
+
+/** G N: the width of B (and of C). */
+static double bc_width(const aps_model *m)
+{
+    return (double)m->mamba_num_groups * (double)m->mamba_state_dim;
+}
+
+/** The conv width K (0: the default). */
+static double conv_kernel(const aps_model *m)
+{
+    return m->mamba_conv_kernel > 0 ? (double)m->mamba_conv_kernel
+                                    : (double)APS_MAMBA_CONV_KERNEL;
+}
+
+double aps_mamba_in_proj_width(const aps_model *m)
+{
+    return 2.0 * d_inner(m) + 2.0 * bc_width(m) +
+           (double)m->mamba_num_heads;
+}
+
+double aps_mamba_matmul_params(const aps_model *m)
+{
+    double h = (double)m->hidden_size;
+    return h * aps_mamba_in_proj_width(m) + d_inner(m) * h;
+}
+
+double aps_mamba_params_tp(const aps_model *m, int64_t tp)
+{
+    double t = (double)tp, d = d_inner(m), nh = (double)m->mamba_num_heads;
+    double conv_dim = d + 2.0 * bc_width(m);
+    double conv = conv_dim * conv_kernel(m) + conv_dim; /* weight, bias */
+    return (aps_mamba_matmul_params(m) + conv + 3.0 * nh + d) / t;
+}
+
+double aps_mamba_flops(const aps_model *m, double T)
+{
+    double h = (double)m->hidden_size, d = d_inner(m);
+    double N = (double)m->mamba_state_dim;
+    double conv_dim = d + 2.0 * bc_width(m);
+    return 2.0 * T * h * aps_mamba_in_proj_width(m)   /* in_proj */
+           + 2.0 * T * conv_dim * conv_kernel(m)       /* conv1d */
+           + APS_MAMBA_SCAN_FLOPS * T * d * N          /* SSD scan */
+           + 2.0 * T * d * h;                          /* out_proj */
+}
+
+double aps_mamba_scan_flops(const aps_model *m, double T)
+{
+    return APS_MAMBA_SCAN_FLOPS * T * d_inner(m) *
+           (double)m->mamba_state_dim;
+}
+
+double aps_mamba_conv_dim(const aps_model *m)
+{
+    return d_inner(m) + 2.0 * bc_width(m);
+}
+
+double aps_mamba_saved_bytes(const aps_model *m, const aps_training *t,
+                             double T, double tp)
+{
+    double A = APS_ACT_BYTES, d = d_inner(m);
+    return T * (A * aps_mamba_in_proj_width(m) /* zxBCdt */
+                + 2.0 * A * d                   /* out_x; y, the norm's input */
+                + aps_gemm_input_bytes(t) * d)  /* out_proj input */
+           / tp;
+}
+
+double aps_mamba_kernels(void)
+{
+    return APS_HK_MAMBA;
+}
+
+/** One Mamba-2 setting: in [1, max]. */
+static aps_status check_mamba(const char *field, int64_t v, int64_t max,
+                              char *err, size_t n)
+{
+    if (v < 1 || v > max) {
+        aps_fmt(err, n, "model.%s: must be in [1, %lld] with a "
+                "hybrid_layer_pattern (got %lld)", field, (long long)max,
+                (long long)v);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
+/** The pattern's characters and length. */
+static aps_status validate_pattern(const aps_model *m, char *err, size_t n)
+{
+    size_t len = 0;
+    while (len < sizeof m->hybrid_layer_pattern &&
+           m->hybrid_layer_pattern[len] != '\0')
+        len++;
+    for (size_t i = 0; i < len; i++) {
+        char c = m->hybrid_layer_pattern[i];
+        if (c != 'M' && c != '*' && c != '-') {
+            aps_fmt(err, n, "model.hybrid_layer_pattern: layer %zu is '%c'; "
+                    "apsearch models M (Mamba-2), * (attention) and - (MLP) "
+                    "layers", i, (c >= ' ' && c < 127) ? c : '?');
+            return APS_EINVAL;
+        }
+    }
+    if ((int64_t)len != m->num_layers) {
+        aps_fmt(err, n, "model.hybrid_layer_pattern: %zu layers, but "
+                "num_layers = %lld", len, (long long)m->num_layers);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
+aps_status aps_hybrid_validate(const aps_model *m, char *err, size_t n)
+{
+    /* required: the widths; optional (0: MambaMixer's default): the conv
+     * width and the chunk */
+    struct { const char *f; int64_t v; bool required; } f[] = {
+        {"mamba_num_heads", m->mamba_num_heads, true},
+        {"mamba_head_dim", m->mamba_head_dim, true},
+        {"mamba_state_dim", m->mamba_state_dim, true},
+        {"mamba_num_groups", m->mamba_num_groups, true},
+        {"mamba_conv_kernel", m->mamba_conv_kernel, false},
+        {"mamba_chunk_size", m->mamba_chunk_size, false},
+    };
+    size_t nf = sizeof f / sizeof f[0];
+    if (!aps_model_is_hybrid(m)) {
+        for (size_t i = 0; i < nf; i++)
+            if (f[i].v != 0) {
+                aps_fmt(err, n, "model.%s: %lld given without a "
+                        "hybrid_layer_pattern", f[i].f, (long long)f[i].v);
+                return APS_EINVAL;
+            }
+        return APS_OK;
+    }
+    aps_status st = validate_pattern(m, err, n);
+    for (size_t i = 0; i < nf && st == APS_OK; i++)
+        if (f[i].v != 0 || f[i].required)
+            st = check_mamba(f[i].f, f[i].v, APS_MAX_HYBRID_WIDTH, err, n);
+    if (st != APS_OK)
+        return st;
+    if (m->mamba_num_heads % m->mamba_num_groups != 0) {
+        aps_fmt(err, n, "model.mamba_num_groups: %lld does not divide "
+                "mamba_num_heads %lld (Megatron MambaMixer)",
+                (long long)m->mamba_num_groups, (long long)m->mamba_num_heads);
+        return APS_EINVAL;
+    }
+    if (m->norms_per_layer != 1) {
+        aps_fmt(err, n, "model.norms_per_layer: %lld; a hybrid model's layer "
+                "has one pre-norm", (long long)m->norms_per_layer);
+        return APS_EINVAL;
+    }
+    if (m->qkv_bias || m->attn_out_bias || m->mlp_bias ||
+        m->attention_sinks || m->sliding_window > 0 ||
+        m->attention_chunk_size > 0) {
+        aps_fmt(err, n, "model.hybrid_layer_pattern: a hybrid model with "
+                "linear biases, attention sinks or local attention is not "
+                "modelled");
+        return APS_EINVAL;
+    }
+    if (aps_model_is_moe(m) || m->kv_lora_rank > 0 || m->mtp_layers > 0) {
+        aps_fmt(err, n, "model.hybrid_layer_pattern: a hybrid model with "
+                "experts, MLA or MTP layers is not modelled");
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
+const char *aps_hybrid_refusal(const aps_training *t, const aps_strategy *s)
+{
+    if (s->pp_degree > 1)
+        return "hybrid Mamba-2 models are priced with pp_degree = 1 only "
+               "(a stage's layers are priced as the pattern's mean layer)";
+    if (s->cp_degree > 1)
+        return "hybrid Mamba-2 models: context parallelism of the Mamba "
+               "layers is not modelled";
+    if (t->framework != APS_FW_MEGATRON)
+        return "hybrid Mamba-2 models are priced for Megatron-LM only";
+    if (aps_prec_quantized(t->precision))
+        return "hybrid Mamba-2 models: fp8 / fp4 GEMMs are not modelled";
+    if (s->layer_recompute == APS_RECOMPUTE_FULL)
+        return "hybrid Mamba-2 models: full recompute is not modelled "
+               "(the recomputed layers' kinds are not tracked)";
+    return NULL;
+}

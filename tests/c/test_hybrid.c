@@ -1,0 +1,211 @@
+/*
+ * test_hybrid.c -- src/core/hybrid.c: hybrid Mamba-2 models (Nemotron-H).
+ *
+ * nvidia/Nemotron-H-8B-Base-8K (examples/models/nemotron-h-8b-base-8k.json):
+ * h 4096, pattern of 52 layers, 24 M, 4 *, 24 -; 32 heads of 128, 8 KV
+ * heads; MLP 21504 (squared ReLU, 2 matrices); Mamba-2 nh 128, P 64
+ * (d = 8192), N 128, G 8, K 4; V 131072 untied.  Hand counts:
+ *   Mamba layer: in_proj 4096 (2*8192 + 2*8*128 + 128 = 18560) =
+ *     76,021,760; conv (8192 + 2048 = 10240) * 4 + 10240 = 51,200;
+ *     dt_bias, A_log, D 3*128 = 384; gated norm 8192; out_proj 8192*4096 =
+ *     33,554,432; pre-norm 4096 -> 109,640,064
+ *   attention layer: Q, O 4096^2 each, K, V 4096*1024 each = 41,943,040;
+ *     norm 4096 -> 41,947,136
+ *   MLP layer: 2*4096*21504 = 176,160,768; norm 4096 -> 176,164,864
+ *   layers 24*109,640,064 + 4*41,947,136 + 24*176,164,864 = 7,027,106,816;
+ *   embedding + output 2*131072*4096 = 1,073,741,824; final norm 4096
+ *   -> 8,100,852,736 (published: "8B", the card's Nemotron-H-8B).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "fixtures.h"
+#include "../../src/core/internal.h"
+
+/** The pattern of nvidia/Nemotron-H-8B-Base-8K (hybrid_override_pattern). */
+#define NEMOTRON_H_8B_PATTERN \
+    "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"
+
+static void fx_nemotron_h(aps_model *m, const char *pattern)
+{
+    aps_model_defaults(m);
+    snprintf(m->name, sizeof m->name, "nemotron-h-8b-base-8k");
+    snprintf(m->hybrid_layer_pattern, sizeof m->hybrid_layer_pattern, "%s",
+             pattern);
+    m->num_layers = (int64_t)strlen(pattern);
+    m->hidden_size = 4096;
+    m->num_attention_heads = 32;
+    m->num_query_groups = 8;
+    m->head_dim = 128;
+    m->ffn_hidden_size = 21504;
+    m->vocab_size = 131072;
+    m->max_position_embeddings = 8192;
+    m->norms_per_layer = 1;
+    m->mlp = APS_MLP_RELU2;
+    m->position_embedding = APS_POS_NONE;
+    m->mamba_num_heads = 128;
+    m->mamba_head_dim = 64;
+    m->mamba_state_dim = 128;
+    m->mamba_num_groups = 8;
+    m->mamba_conv_kernel = 4;
+    m->mamba_chunk_size = 128;
+    fx_validate(m);
+}
+
+static void test_hybrid_params_nemotron_h_8b(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_nemotron_h(&m, NEMOTRON_H_8B_PATTERN);
+    aps_hybrid_counts w;
+    aps_hybrid_mix(&m, &w);
+    assert_int_equal(w.mamba, 24);
+    assert_int_equal(w.attn, 4);
+    assert_int_equal(w.mlp, 24);
+    /* the mixer without its pre-norm: 109,640,064 - 4,096 */
+    ASSERT_DBL_EXACT(aps_mamba_params_tp(&m, 1), 109635968.0);
+    /* TP 2: everything split (MambaMixer: tensor_model_parallel on every
+     * parameter) */
+    ASSERT_DBL_EXACT(aps_mamba_params_tp(&m, 2), 54817984.0);
+    aps_param_counts pc;
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.per_mamba_layer, 109640064.0);
+    ASSERT_DBL_EXACT(pc.per_attention_layer, 41947136.0);
+    ASSERT_DBL_EXACT(pc.per_mlp_layer, 176164864.0);
+    ASSERT_DBL_EXACT(pc.mamba_layers, 24.0);
+    ASSERT_DBL_EXACT(pc.attention_layers, 4.0);
+    ASSERT_DBL_EXACT(pc.mlp_layers, 24.0);
+    ASSERT_DBL_EXACT(pc.layers, 7027106816.0);
+    ASSERT_DBL_EXACT(pc.embedding, 536870912.0);
+    ASSERT_DBL_EXACT(pc.output_layer, 536870912.0);
+    ASSERT_DBL_EXACT(pc.final_norm, 4096.0);
+    ASSERT_DBL_EXACT(pc.total, 8100852736.0);
+    ASSERT_DBL_EXACT(pc.active, 8100852736.0);
+}
+
+/* One Mamba-2 layer of Nemotron-H-8B over T = 8192 tokens, forward:
+ *   in_proj 2 T h 18560 = 1,245,540,515,840
+ *   conv    2 T 10240 * 4 = 671,088,640
+ *   scan    7 T d N = 7 * 8192 * 8192 * 128 = 60,129,542,144
+ *   out_proj 2 T d h = 549,755,813,888
+ *   -> 1,856,096,960,512.
+ * Saved for backward (bf16, TP 1), per token: zxBCdt 2 * 18560 = 37,120;
+ * out_x and y 2 * 2 * 8192 = 32,768; out_proj input 2 * 8192 = 16,384
+ * -> 86,272 B, x 8192 = 706,740,224; with the block's norm input and
+ * output (2 + 2) * 4096 per token: 840,957,952. */
+static void test_hybrid_mamba_layer_cost(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_nemotron_h(&m, NEMOTRON_H_8B_PATTERN);
+    double T = 8192.0;
+    ASSERT_DBL_EXACT(aps_mamba_flops(&m, T), 1856096960512.0);
+    ASSERT_DBL_EXACT(aps_mamba_scan_flops(&m, T), 60129542144.0);
+    aps_training t;
+    fx_training(&t, 8, 8192);
+    ASSERT_DBL_EXACT(aps_mamba_saved_bytes(&m, &t, T, 1.0), 706740224.0);
+    /* a Mamba-only pattern: the mean layer is the Mamba-2 layer */
+    aps_model mm;
+    fx_nemotron_h(&mm, "MMMM");
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    aps_layer_cost lc;
+    aps_layer_activations(&mm, &t, &s, &lc);
+    ASSERT_DBL_EXACT(lc.act_full, 840957952.0);
+    ASSERT_DBL_EXACT(lc.act_input, 2.0 * T * 4096.0);
+}
+
+/* Model FLOPs of one 8192-token sequence against Megatron-LM's
+ * hybrid_flops (training.py @ d98e8a64), plus the conv term it leaves out:
+ * 3 x (4 attn + 24 mlp + 24 mamba + logits), attn = 4 T h (h + h g/n) +
+ * 2 T^2 h = 1,236,950,581,248; mlp 4 T h f = 2,886,218,022,912; mamba
+ * 1,856,096,960,512; logits 2 T h V = 8,796,093,022,208
+ * -> 3 x 127,559,454,949,376 = 382,678,364,848,128. */
+static void test_hybrid_step_flops(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_nemotron_h(&m, NEMOTRON_H_8B_PATTERN);
+    aps_training t;
+    fx_training(&t, 1, 8192);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    ASSERT_REL(aps_flops_per_step(&m, &t, &s, true, false),
+               382678364848128.0, 1e-12);
+}
+
+/* Bad values: one-line messages naming the field and the value. */
+static void test_hybrid_validation(void **state)
+{
+    (void)state;
+    char err[256];
+    aps_model m;
+    fx_nemotron_h(&m, NEMOTRON_H_8B_PATTERN);
+    m.hybrid_layer_pattern[3] = 'E';
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.hybrid_layer_pattern: layer 3 is 'E'");
+    fx_nemotron_h(&m, NEMOTRON_H_8B_PATTERN);
+    m.num_layers = 50;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "52 layers, but num_layers = 50");
+    fx_nemotron_h(&m, NEMOTRON_H_8B_PATTERN);
+    m.mamba_num_groups = 3;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.mamba_num_groups: 3 does not divide");
+    fx_nemotron_h(&m, NEMOTRON_H_8B_PATTERN);
+    m.mamba_state_dim = 0;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.mamba_state_dim: must be in [1, 1048576]");
+    aps_model d;
+    fx_llama31_8b(&d);
+    d.mamba_num_heads = 8;
+    assert_int_equal(aps_model_validate(&d, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.mamba_num_heads: 8 given without a "
+                    "hybrid_layer_pattern");
+}
+
+/* PP > 1 is refused with its reason; TP must divide the Mamba heads and
+ * groups (MambaMixer's asserts). */
+static void test_hybrid_refusals(void **state)
+{
+    (void)state;
+    char msg[APS_REASON_LEN];
+    aps_model m;
+    fx_nemotron_h(&m, NEMOTRON_H_8B_PATTERN);
+    aps_cluster c;
+    fx_h100(&c, 8);
+    aps_training t;
+    fx_training(&t, 64, 8192);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.pp_degree = 2;
+    s.dp_degree = 4;
+    aps_reason r = aps_check_all(&m, &c, &t, &s, msg, sizeof msg);
+    ASSERT_REASON(r, APS_REASON_FRAMEWORK_UNSUPPORTED, msg);
+    ASSERT_HAS(msg, "pp_degree = 1 only");
+    aps_strategy_defaults(&s);
+    s.dp_degree = 8;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+    m.mamba_num_groups = 2; /* 128 heads % 2 = 0, but tp 8 */
+    aps_strategy_defaults(&s);
+    s.tp_degree = 8;
+    r = aps_check_tp(&m, &t, &s, msg, sizeof msg);
+    ASSERT_REASON(r, APS_REASON_TP_DIVISIBILITY, msg);
+    ASSERT_HAS(msg, "mamba_num_groups = 2 is not divisible by tp_degree = 8");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hybrid_params_nemotron_h_8b),
+        cmocka_unit_test(test_hybrid_mamba_layer_cost),
+        cmocka_unit_test(test_hybrid_step_flops),
+        cmocka_unit_test(test_hybrid_validation),
+        cmocka_unit_test(test_hybrid_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

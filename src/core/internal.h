@@ -406,6 +406,10 @@ double aps_recipe_gather_bytes(const aps_training *t, double psi,
  *  training.torch_compile; only for a framework with a compiled loss
  *  (profile logits_bytes_compiled > 0). */
 bool aps_recipe_compile_loss(const aps_training *t);
+/** Whether TorchTitan's op-level selective checkpointing saves the
+ *  all-to-all outputs (training.sac_save_alltoall; default yes, as
+ *  TorchTitan since c4e2291, 2025-09-06) (recipe.c). */
+bool aps_recipe_sac_save_a2a(const aps_training *t);
 /** Bytes per logit held by the loss at its peak (compiled or eager). */
 double aps_recipe_logits_bytes(const aps_training *t);
 /** Training settings that act only with another setting or framework:
@@ -536,10 +540,16 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
                       const aps_layer_cost *lc, int64_t i,
                       aps_stage_estimate *st);
 
-/** Bytes one layer saves per micro-batch under TorchTitan's op-level
- *  selective checkpointing (memory.c). */
+/** Bytes one dense GQA layer saves per micro-batch on one rank under
+ *  TorchTitan's op-level selective checkpointing (opsac.c). */
 double aps_op_sac_bytes(const aps_model *m, const aps_training *t,
                         const aps_strategy *s);
+/** Bytes one layer saves per micro-batch on one rank under TorchTitan's
+ *  op-level selective checkpointing: attention MLA (mla) or GQA, FFN the
+ *  MoE block (moe) or the dense FFN (opsac.c, from torchtitan
+ *  activation_checkpoint.py's policy). */
+double aps_op_sac_layer_bytes(const aps_model *m, const aps_training *t,
+                              const aps_strategy *s, bool mla, bool moe);
 /** Matrix parameters of one layer that TorchTitan's op-level selective
  *  checkpointing recomputes: the even-numbered matmuls (compute.c). */
 double aps_op_sac_recompute_params(const aps_model *m);

@@ -38,7 +38,7 @@
  * Selective recompute drops the attention-core terms (softmax/dropout
  * outputs, or the flash LSE): Megatron's --recompute-granularity selective.
  * With the fsdp2 profile "selective" is TorchTitan's op-level selective
- * checkpointing instead (aps_op_sac_bytes below).  Full recompute keeps only the layer input,
+ * checkpointing instead (aps_op_sac_bytes, opsac.c).  Full recompute keeps only the layer input,
  * A s' b h, sequence-split with SP (Megatron checkpoints the SP-sharded
  * hidden state; Table 2's "2sbh" is the t = 1 / no-SP case).
  */
@@ -103,41 +103,6 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
                   ((mods & APS_RCM_MLP) ? aps_mlp_saved_bytes(m, t, s) : 0.0) -
                   ((mods & APS_RCM_LAYERNORM) ? 2.0 * Ain * sbh_rep : 0.0);
     out->act_input = A * sbh_rep;
-}
-
-/*
- * TorchTitan's selective activation checkpointing, `selective_ac_option =
- * "op"` (torchtitan/distributed/activation_checkpoint.py, _save_list and
- * _custom_policy): inside each checkpointed block, the outputs of the
- * attention kernel and of every odd-numbered matmul (1st, 3rd, ...) are
- * saved, every even-numbered matmul and all elementwise ops (norms, RoPE,
- * SiLU) are recomputed in the backward; with TP + SP the reduce-scatter
- * outputs are saved too.  Forward matmul order: wq, wk, wv, wo, then
- * w1, w3, w2 (SwiGLU: w2(silu(w1 x) * w3 x)) or fc1, fc2 (GELU).
- * Saved per token: the block input h, wq a d/t, wv k d/t, the attention
- * output a d/t and its fp32 log-sum-exp, w1 f/t and w2 h (SwiGLU) or fc1
- * f/t (GELU).
- */
-double aps_op_sac_bytes(const aps_model *m, const aps_training *t,
-                        const aps_strategy *s)
-{
-    double A = APS_ACT_BYTES;
-    double tp = (double)s->tp_degree;
-    double T = (double)t->seq_length / (double)s->cp_degree *
-               (double)s->micro_batch_size;
-    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
-    double k = (double)m->num_query_groups, d = (double)m->head_dim;
-    double f = (double)m->ffn_hidden_size;
-    bool sp = s->tp_degree > 1 && s->sequence_parallel;
-    double rep = sp ? tp : 1.0;
-    double elems = h / rep + a * d / tp + k * d / tp + a * d / tp;
-    if (m->mlp == APS_MLP_SWIGLU)
-        elems += f / tp + h;
-    else
-        elems += f / tp;
-    if (sp)
-        elems += 2.0 * h / tp; /* reduce-scatter outputs after wo, w2 */
-    return T * (A * elems + APS_FP32_BYTES * a / tp);
 }
 
 double aps_layer_activation_bytes(const aps_model *m, const aps_training *t,

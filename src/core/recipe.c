@@ -54,6 +54,13 @@ bool aps_recipe_compile_loss(const aps_training *t)
     return on && aps_profile(t)->logits_bytes_compiled > 0;
 }
 
+bool aps_recipe_sac_save_a2a(const aps_training *t)
+{
+    /* torchtitan c4e2291 (PR 1672) added
+     * _c10d_functional.all_to_all_single to the op-SAC save lists */
+    return t->sac_save_alltoall != 0;
+}
+
 double aps_recipe_logits_bytes(const aps_training *t)
 {
     const aps_framework_profile *fw = aps_profile(t);

@@ -45,6 +45,10 @@ typedef struct {
     double logits_bytes_compiled;/**< the same with training.torch_compile
                                       when the framework compiles the
                                       loss; 0 = not compiled */
+    double logits_bytes_loss_parallel; /**< per logit of the rank's vocab
+                                      shard, the eager loss under TP when
+                                      the framework runs it vocab-parallel;
+                                      0 = as logits_bytes */
     int64_t vocab_divisor;       /**< default vocab_size_divisible_by */
     bool transformer_engine;     /**< fp8 through TransformerEngine: fp8
                                       weight caches, fp8 saved GEMM inputs */
@@ -410,8 +414,14 @@ bool aps_recipe_compile_loss(const aps_training *t);
  *  all-to-all outputs (training.sac_save_alltoall; default yes, as
  *  TorchTitan since c4e2291, 2025-09-06) (recipe.c). */
 bool aps_recipe_sac_save_a2a(const aps_training *t);
-/** Bytes per logit held by the loss at its peak (compiled or eager). */
+/** Bytes per logit held by the loss at its peak (compiled or eager),
+ *  without tensor parallelism. */
 double aps_recipe_logits_bytes(const aps_training *t);
+/** Bytes per logit of the rank's vocabulary shard held by the loss at its
+ *  peak with tp_degree tp: the eager loss runs vocab-parallel under TP
+ *  where the profile says so (logits_bytes_loss_parallel), else as
+ *  aps_recipe_logits_bytes (recipe.c). */
+double aps_recipe_logits_bytes_tp(const aps_training *t, int64_t tp);
 /** Training settings that act only with another setting or framework:
  *  APS_EINVAL with the one-line reason when one is given without it
  *  (training.c). */

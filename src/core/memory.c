@@ -433,7 +433,7 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
     mem[APS_MEM_ACTIVATIONS] = stage_activations(m, t, s, lay, lc, i, st);
     if (i == lay->p - 1) /* one set per output head: 1 + MTP depths */
         mem[APS_MEM_LOGITS_LOSS] = (1.0 + (double)lay->mtp) *
-                                   aps_recipe_logits_bytes(t) *
+                                   aps_recipe_logits_bytes_tp(t, lay->t) *
                                    (double)lay->s_local * (double)lay->b *
                                    lay->vocab_padded / tp;
     comm_buffers(m, t, s, lay, plan, i, psi, mem);

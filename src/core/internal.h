@@ -45,6 +45,10 @@ typedef struct {
     double logits_bytes_compiled;/**< the same with training.torch_compile
                                       when the framework compiles the
                                       loss; 0 = not compiled */
+    bool sp_saves_gathered;      /**< under sequence parallelism the
+                                      column-parallel linears save their
+                                      all-gathered input (DTensor
+                                      Replicate), not the sequence shard */
     double logits_bytes_loss_parallel; /**< per logit of the rank's vocab
                                       shard, the eager loss under TP when
                                       the framework runs it vocab-parallel;

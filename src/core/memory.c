@@ -27,7 +27,9 @@
  *   dropout mask after MLP             1 s' b h                  rep (dropout)
  *
  * Ain = A, except 1 with fp8 under TransformerEngine (megatron, deepspeed
- * profiles), which saves the fp8 inputs of its GEMMs.
+ * profiles), which saves the fp8 inputs of its GEMMs.  Under TorchTitan
+ * (fsdp2) with SP the QKV and MLP inputs are saved all-gathered, not /t
+ * (gemm_input_bytes below).
  * With GPT-3 shapes (k = a, a d = h, f = 4h, GELU, LayerNorm, dropout,
  * no flash) this sums to s b h (34 + 5 a s / h) without parallelism,
  * s b h (10 + 24/t + 5 a s/(h t)) with TP, s b h (34/t + 5 a s/(h t)) with
@@ -56,6 +58,28 @@ double aps_mlp_saved_bytes(const aps_model *m, const aps_training *t,
            T * (double)m->ffn_hidden_size / (double)s->tp_degree;
 }
 
+/** Bytes of one of the two column-parallel GEMM inputs a layer saves (the
+ *  QKV input, the MLP input) per micro-batch on one rank.  Megatron's
+ *  sequence-parallel linears save the sequence shard and all-gather it
+ *  again in the backward (tensor_parallel/layers.py
+ *  LinearWithGradAccumulationAndAsyncCommunication): Ain s' b h / t.
+ *  TorchTitan's save what PrepareModuleInput all-gathered to Replicate()
+ *  in front of the ColwiseParallel wq/wk/wv and w1/w3: the whole
+ *  sequence, in the dtype of the gather (aps_tp_gather_bytes: float8
+ *  when Float8ColwiseParallel casts before it), s' b h
+ *  (torchtitan parallelize_llama.py apply_tp @ 9dec370; profile
+ *  sp_saves_gathered). */
+static double gemm_input_bytes(const aps_training *t, const aps_strategy *s,
+                               double sl, double h)
+{
+    double b = (double)s->micro_batch_size;
+    bool sp = s->tp_degree > 1 && s->sequence_parallel;
+    if (sp && aps_profile(t)->sp_saves_gathered)
+        return aps_tp_gather_bytes(t) * sl * b * h;
+    return aps_gemm_input_bytes(t) * sl * b * h /
+           (sp ? (double)s->tp_degree : 1.0);
+}
+
 void aps_layer_activations(const aps_model *m, const aps_training *t,
                            const aps_strategy *s, aps_layer_cost *out)
 {
@@ -75,8 +99,9 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
      * weight-gradient GEMM (transformer_engine/pytorch/module/
      * layernorm_linear.py, linear.py: saved inputmat); bf16 otherwise. */
     double Ain = aps_gemm_input_bytes(t);
+    double gemm_in = gemm_input_bytes(t, s, sl, h); /* QKV, MLP inputs */
     double replicated = 2.0 * A * sbh_rep        /* norm 1, norm 2 inputs */
-                        + 2.0 * Ain * sbh_rep    /* QKV and MLP inputs */
+                        + 2.0 * gemm_in
                         + 2.0 * drop * APS_MASK_BYTES * sbh_rep;
     double split = A * sl * b * (a * d + 2.0 * k * d) / tp   /* Q, K, V */
                    + Ain * sl * b * a * d / tp;              /* context */
@@ -101,7 +126,7 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
             ? aps_op_sac_bytes(m, t, s)
             : out->act_full - ((mods & APS_RCM_CORE_ATTN) ? core : 0.0) -
                   ((mods & APS_RCM_MLP) ? aps_mlp_saved_bytes(m, t, s) : 0.0) -
-                  ((mods & APS_RCM_LAYERNORM) ? 2.0 * Ain * sbh_rep : 0.0);
+                  ((mods & APS_RCM_LAYERNORM) ? 2.0 * gemm_in : 0.0);
     out->act_input = A * sbh_rep;
 }
 

@@ -141,6 +141,10 @@ static const aps_framework_profile profiles[] = {
          * grad_input = zeros_like(x): the fp32 log-softmax output x, the
          * zeros, exp(x) and their sum are alive at once, 4 + 4 + 4 + 4 */
         .logits_bytes_loss_parallel = 16.0,
+        /* SequenceParallel norms, then PrepareModuleInput all-gathers to
+         * Replicate() in front of the ColwiseParallel linears, whose
+         * autograd saves that gathered input (memory.c gemm_input_bytes) */
+        .sp_saves_gathered = true,
         .vocab_divisor = 1,
         /* float8 linears with dynamic tensorwise scaling
          * (torchtitan/components/quantization/float8.py) */

@@ -582,6 +582,13 @@ typedef struct {
                                         2025-04), with or without the
                                         model; APS_DEFAULT (-1) = as
                                         torch_compile */
+    int sac_save_alltoall;         /**< TorchTitan op-level selective
+                                        checkpointing saves the
+                                        all-to-all outputs (the MoE
+                                        token dispatch and combine;
+                                        torchtitan c4e2291, 2025-09-06, on);
+                                        APS_DEFAULT (-1) = yes, 0 = the
+                                        policy before it */
     bool overlap_p2p_comm;         /**< Megatron --overlap-p2p-communication
                                         (default on): the interleaved
                                         schedule hides its sends behind the

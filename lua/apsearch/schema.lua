@@ -106,7 +106,7 @@ M.training = {
   store_param_remainders = "bool", exp_avg_bf16 = "bool",
   moe_shared_expert_overlap = "bool",
   overlap_moe_expert_parallel_comm = "bool",
-  compile_loss = "bool",
+  compile_loss = "bool", sac_save_alltoall = "bool",
   vocab_size_divisible_by = "nonnegint",
   memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
   allocator_fragmentation = "fraction", ddp_bucket_bytes = "nonneg",

@@ -118,9 +118,24 @@ M.LINES = {
     patterns = { "^torchtitan" },
     before = "2025-04",
     frameworks = { fsdp2 = true },
-    training = { compile_loss = false },
+    training = { compile_loss = false, sac_save_alltoall = false },
     source = "pytorch/torchtitan bbb1b616 (2025-04-02, PR 1033: \"enable "
-      .. "compiling the loss function\")",
+      .. "compiling the loss function\"); c4e2291 (2025-09-06, PR 1672: the "
+      .. "op-SAC policy saves the all-to-all outputs from then on)",
+  },
+  {
+    -- TorchTitan's op-level selective checkpointing saved the all-to-all
+    -- outputs (the MoE token dispatch and combine) from 2025-09-06 on;
+    -- before, it recomputed them in the backward (the line above carries
+    -- it for runs before 2025-04, first match wins).  A run of September
+    -- 2025 before that commit states it (column sac_save_alltoall).
+    name = "TorchTitan before 2025-09",
+    patterns = { "^torchtitan" },
+    before = "2025-09",
+    frameworks = { fsdp2 = true },
+    training = { sac_save_alltoall = false },
+    source = "pytorch/torchtitan c4e2291 (2025-09-06, PR 1672: \"Save "
+      .. "_to_copy and a2a in selective AC policy\")",
   },
 }
 

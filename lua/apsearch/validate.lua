@@ -85,7 +85,7 @@ end
 
 --- Optional boolean recipe columns, each the training field of the same
 -- name (docs/modeling.md "Recipe settings").
-M.RECIPE_BOOLS = { "torch_compile", "compile_loss", "grad_reduce_in_fp32", "fp8_param_gather",
+M.RECIPE_BOOLS = { "torch_compile", "compile_loss", "sac_save_alltoall", "grad_reduce_in_fp32", "fp8_param_gather",
   "tp_comm_overlap", "cuda_graphs", "overlap_moe_expert_parallel_comm" }
 
 --- Values of the optional `cuda_graph_scope` column (training.cuda_graph_

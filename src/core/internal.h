@@ -45,6 +45,14 @@ typedef struct {
     double logits_bytes_compiled;/**< the same with training.torch_compile
                                       when the framework compiles the
                                       loss; 0 = not compiled */
+    bool sp_saves_gathered;      /**< under sequence parallelism the
+                                      column-parallel linears save their
+                                      all-gathered input (DTensor
+                                      Replicate), not the sequence shard */
+    double logits_bytes_loss_parallel; /**< per logit of the rank's vocab
+                                      shard, the eager loss under TP when
+                                      the framework runs it vocab-parallel;
+                                      0 = as logits_bytes */
     int64_t vocab_divisor;       /**< default vocab_size_divisible_by */
     bool transformer_engine;     /**< fp8 through TransformerEngine: fp8
                                       weight caches, fp8 saved GEMM inputs */
@@ -458,8 +466,18 @@ double aps_recipe_gather_bytes(const aps_training *t, double psi,
  *  training.torch_compile; only for a framework with a compiled loss
  *  (profile logits_bytes_compiled > 0). */
 bool aps_recipe_compile_loss(const aps_training *t);
-/** Bytes per logit held by the loss at its peak (compiled or eager). */
+/** Whether TorchTitan's op-level selective checkpointing saves the
+ *  all-to-all outputs (training.sac_save_alltoall; default yes, as
+ *  TorchTitan since c4e2291, 2025-09-06) (recipe.c). */
+bool aps_recipe_sac_save_a2a(const aps_training *t);
+/** Bytes per logit held by the loss at its peak (compiled or eager),
+ *  without tensor parallelism. */
 double aps_recipe_logits_bytes(const aps_training *t);
+/** Bytes per logit of the rank's vocabulary shard held by the loss at its
+ *  peak with tp_degree tp: the eager loss runs vocab-parallel under TP
+ *  where the profile says so (logits_bytes_loss_parallel), else as
+ *  aps_recipe_logits_bytes (recipe.c). */
+double aps_recipe_logits_bytes_tp(const aps_training *t, int64_t tp);
 /** Training settings that act only with another setting or framework:
  *  APS_EINVAL with the one-line reason when one is given without it
  *  (training.c). */
@@ -588,10 +606,16 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
                       const aps_layer_cost *lc, int64_t i,
                       aps_stage_estimate *st);
 
-/** Bytes one layer saves per micro-batch under TorchTitan's op-level
- *  selective checkpointing (memory.c). */
+/** Bytes one dense GQA layer saves per micro-batch on one rank under
+ *  TorchTitan's op-level selective checkpointing (opsac.c). */
 double aps_op_sac_bytes(const aps_model *m, const aps_training *t,
                         const aps_strategy *s);
+/** Bytes one layer saves per micro-batch on one rank under TorchTitan's
+ *  op-level selective checkpointing: attention MLA (mla) or GQA, FFN the
+ *  MoE block (moe) or the dense FFN (opsac.c, from torchtitan
+ *  activation_checkpoint.py's policy). */
+double aps_op_sac_layer_bytes(const aps_model *m, const aps_training *t,
+                              const aps_strategy *s, bool mla, bool moe);
 /** Matrix parameters of one layer that TorchTitan's op-level selective
  *  checkpointing recomputes: the even-numbered matmuls (compute.c). */
 double aps_op_sac_recompute_params(const aps_model *m);

@@ -27,7 +27,9 @@
  *   dropout mask after MLP             1 s' b h                  rep (dropout)
  *
  * Ain = A, except 1 with fp8 under TransformerEngine (megatron, deepspeed
- * profiles), which saves the fp8 inputs of its GEMMs.
+ * profiles), which saves the fp8 inputs of its GEMMs.  Under TorchTitan
+ * (fsdp2) with SP the QKV and MLP inputs are saved all-gathered, not /t
+ * (gemm_input_bytes below).
  * With GPT-3 shapes (k = a, a d = h, f = 4h, GELU, LayerNorm, dropout,
  * no flash) this sums to s b h (34 + 5 a s / h) without parallelism,
  * s b h (10 + 24/t + 5 a s/(h t)) with TP, s b h (34/t + 5 a s/(h t)) with
@@ -38,7 +40,7 @@
  * Selective recompute drops the attention-core terms (softmax/dropout
  * outputs, or the flash LSE): Megatron's --recompute-granularity selective.
  * With the fsdp2 profile "selective" is TorchTitan's op-level selective
- * checkpointing instead (aps_op_sac_bytes below).  Full recompute keeps only the layer input,
+ * checkpointing instead (aps_op_sac_bytes, opsac.c).  Full recompute keeps only the layer input,
  * A s' b h, sequence-split with SP (Megatron checkpoints the SP-sharded
  * hidden state; Table 2's "2sbh" is the t = 1 / no-SP case).
  */
@@ -54,6 +56,28 @@ double aps_mlp_saved_bytes(const aps_model *m, const aps_training *t,
     return ((m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0) * APS_ACT_BYTES +
             aps_gemm_input_bytes(t)) *
            T * (double)m->ffn_hidden_size / (double)s->tp_degree;
+}
+
+/** Bytes of one of the two column-parallel GEMM inputs a layer saves (the
+ *  QKV input, the MLP input) per micro-batch on one rank.  Megatron's
+ *  sequence-parallel linears save the sequence shard and all-gather it
+ *  again in the backward (tensor_parallel/layers.py
+ *  LinearWithGradAccumulationAndAsyncCommunication): Ain s' b h / t.
+ *  TorchTitan's save what PrepareModuleInput all-gathered to Replicate()
+ *  in front of the ColwiseParallel wq/wk/wv and w1/w3: the whole
+ *  sequence, in the dtype of the gather (aps_tp_gather_bytes: float8
+ *  when Float8ColwiseParallel casts before it), s' b h
+ *  (torchtitan parallelize_llama.py apply_tp @ 9dec370; profile
+ *  sp_saves_gathered). */
+static double gemm_input_bytes(const aps_training *t, const aps_strategy *s,
+                               double sl, double h)
+{
+    double b = (double)s->micro_batch_size;
+    bool sp = s->tp_degree > 1 && s->sequence_parallel;
+    if (sp && aps_profile(t)->sp_saves_gathered)
+        return aps_tp_gather_bytes(t) * sl * b * h;
+    return aps_gemm_input_bytes(t) * sl * b * h /
+           (sp ? (double)s->tp_degree : 1.0);
 }
 
 void aps_layer_activations(const aps_model *m, const aps_training *t,
@@ -75,12 +99,14 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
      * weight-gradient GEMM (transformer_engine/pytorch/module/
      * layernorm_linear.py, linear.py: saved inputmat); bf16 otherwise. */
     double Ain = aps_gemm_input_bytes(t);
+    double gemm_in = gemm_input_bytes(t, s, sl, h); /* QKV, MLP inputs */
     /* per block (hybrid.c: a transformer layer is two): the norm's input,
-     * its output (the first GEMM's input), the dropout mask */
+     * its output (the first GEMM's input, gemm_input_bytes), the dropout
+     * mask */
     aps_hybrid_counts w;
     aps_hybrid_mix(m, &w);
-    double replicated = w.blocks * (A + Ain + drop * APS_MASK_BYTES) *
-                        sbh_rep;
+    double replicated = w.blocks * ((A + drop * APS_MASK_BYTES) * sbh_rep +
+                                    gemm_in);
     double attn = A * sl * b * (a * d + 2.0 * k * d) / tp    /* Q, K, V */
                   + Ain * sl * b * a * d / tp;               /* context */
     if (m->qk_norm)
@@ -108,44 +134,8 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
             ? aps_op_sac_bytes(m, t, s)
             : out->act_full - ((mods & APS_RCM_CORE_ATTN) ? core : 0.0) -
                   ((mods & APS_RCM_MLP) ? w.mlp_share * mlp : 0.0) -
-                  ((mods & APS_RCM_LAYERNORM) ? w.blocks * Ain * sbh_rep
-                                              : 0.0);
+                  ((mods & APS_RCM_LAYERNORM) ? w.blocks * gemm_in : 0.0);
     out->act_input = A * sbh_rep;
-}
-
-/*
- * TorchTitan's selective activation checkpointing, `selective_ac_option =
- * "op"` (torchtitan/distributed/activation_checkpoint.py, _save_list and
- * _custom_policy): inside each checkpointed block, the outputs of the
- * attention kernel and of every odd-numbered matmul (1st, 3rd, ...) are
- * saved, every even-numbered matmul and all elementwise ops (norms, RoPE,
- * SiLU) are recomputed in the backward; with TP + SP the reduce-scatter
- * outputs are saved too.  Forward matmul order: wq, wk, wv, wo, then
- * w1, w3, w2 (SwiGLU: w2(silu(w1 x) * w3 x)) or fc1, fc2 (GELU).
- * Saved per token: the block input h, wq a d/t, wv k d/t, the attention
- * output a d/t and its fp32 log-sum-exp, w1 f/t and w2 h (SwiGLU) or fc1
- * f/t (GELU).
- */
-double aps_op_sac_bytes(const aps_model *m, const aps_training *t,
-                        const aps_strategy *s)
-{
-    double A = APS_ACT_BYTES;
-    double tp = (double)s->tp_degree;
-    double T = (double)t->seq_length / (double)s->cp_degree *
-               (double)s->micro_batch_size;
-    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
-    double k = (double)m->num_query_groups, d = (double)m->head_dim;
-    double f = (double)m->ffn_hidden_size;
-    bool sp = s->tp_degree > 1 && s->sequence_parallel;
-    double rep = sp ? tp : 1.0;
-    double elems = h / rep + a * d / tp + k * d / tp + a * d / tp;
-    if (m->mlp == APS_MLP_SWIGLU)
-        elems += f / tp + h;
-    else
-        elems += f / tp;
-    if (sp)
-        elems += 2.0 * h / tp; /* reduce-scatter outputs after wo, w2 */
-    return T * (A * elems + APS_FP32_BYTES * a / tp);
 }
 
 double aps_layer_activation_bytes(const aps_model *m, const aps_training *t,
@@ -476,7 +466,7 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
     mem[APS_MEM_ACTIVATIONS] = stage_activations(m, t, s, lay, lc, i, st);
     if (i == lay->p - 1) /* one set per output head: 1 + MTP depths */
         mem[APS_MEM_LOGITS_LOSS] = (1.0 + (double)lay->mtp) *
-                                   aps_recipe_logits_bytes(t) *
+                                   aps_recipe_logits_bytes_tp(t, lay->t) *
                                    (double)lay->s_local * (double)lay->b *
                                    lay->vocab_padded / tp;
     comm_buffers(m, t, s, lay, plan, i, psi, mem);

@@ -588,6 +588,27 @@ void aps_moe_stage(const aps_model *m, const aps_training *t,
     }
 }
 
+/** Under TorchTitan's op-level selective checkpointing (opsac.c): per
+ *  MoE layer and per MLA layer, the bytes saved beyond a dense GQA
+ *  layer's (memory.c's act_selective, aps_op_sac_bytes): *moe and *mla;
+ *  *rebuilt what recomputing one such layer in the backward brings back
+ *  beyond the dense layer's recompute: the rest of its full saved set
+ *  (mc->act, mc->mla_act, the Megatron-layout count of the MoE block's
+ *  and MLA's saved tensors). */
+static void op_sac_kept_bytes(const aps_model *m, const aps_training *t,
+                              const aps_strategy *s, const aps_moe_cost *mc,
+                              double *moe, double *mla, double *rebuilt)
+{
+    bool has_mla = m->kv_lora_rank > 0, has_moe = m->num_experts > 0;
+    double dense = aps_op_sac_layer_bytes(m, t, s, has_mla, false);
+    *mla = has_mla ? dense - aps_op_sac_bytes(m, t, s) : 0.0;
+    *moe = has_moe ? aps_op_sac_layer_bytes(m, t, s, has_mla, true) - dense
+                   : 0.0;
+    double rest = (has_moe ? mc->act - *moe : 0.0) +
+                  (has_mla ? mc->mla_act - *mla : 0.0);
+    *rebuilt = rest > 0.0 ? rest : 0.0;
+}
+
 /** Per MoE layer and per MLA layer, the saved bytes that selective
  *  recompute with modules mods keeps beyond the dense layer's
  *  (memory.c's act_selective, which the mlp module already relieved of
@@ -654,7 +675,11 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
     unsigned mods = s->layer_recompute == APS_RECOMPUTE_SELECTIVE
                         ? aps_recompute_modules(t, s) : 0u;
     double moe_b, mla_b, rebuilt;
-    moe_kept_bytes(m, mc, mods, &moe_b, &mla_b, &rebuilt);
+    if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE &&
+        aps_profile(t)->op_sac_selective)
+        op_sac_kept_bytes(m, t, s, mc, &moe_b, &mla_b, &rebuilt);
+    else
+        moe_kept_bytes(m, mc, mods, &moe_b, &mla_b, &rebuilt);
     st->mem[APS_MEM_ACTIVATIONS] +=
         per_layer_kept * kept * (nm * moe_b + nl * mla_b);
     if (L > rc)

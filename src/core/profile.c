@@ -131,6 +131,20 @@ static const aps_framework_profile profiles[] = {
          * gradient fuse into kernels over the bf16 logits, which hold the
          * logits and their gradient: 2 + 2 */
         .logits_bytes_compiled = 4.0,
+        /* under TP the output projection is ColwiseParallel with
+         * output_layouts Shard(-1) and the loss runs in loss_parallel()
+         * (torchtitan parallelize_llama.py @ 9dec370 and @ d66b72a,
+         * disable_loss_parallel default false): its fused backward,
+         * torch/distributed/tensor/parallel/loss.py
+         * _nll_loss_and_log_softmax_backward, computes
+         * (grad_input + torch.exp(x)) * grad_output over the shard with
+         * grad_input = zeros_like(x): the fp32 log-softmax output x, the
+         * zeros, exp(x) and their sum are alive at once, 4 + 4 + 4 + 4 */
+        .logits_bytes_loss_parallel = 16.0,
+        /* SequenceParallel norms, then PrepareModuleInput all-gathers to
+         * Replicate() in front of the ColwiseParallel linears, whose
+         * autograd saves that gathered input (memory.c gemm_input_bytes) */
+        .sp_saves_gathered = true,
         .vocab_divisor = 1,
         /* float8 linears with dynamic tensorwise scaling
          * (torchtitan/components/quantization/float8.py) */

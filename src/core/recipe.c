@@ -54,11 +54,26 @@ bool aps_recipe_compile_loss(const aps_training *t)
     return on && aps_profile(t)->logits_bytes_compiled > 0;
 }
 
+bool aps_recipe_sac_save_a2a(const aps_training *t)
+{
+    /* torchtitan c4e2291 (PR 1672) added
+     * _c10d_functional.all_to_all_single to the op-SAC save lists */
+    return t->sac_save_alltoall != 0;
+}
+
 double aps_recipe_logits_bytes(const aps_training *t)
 {
+    return aps_recipe_logits_bytes_tp(t, 1);
+}
+
+double aps_recipe_logits_bytes_tp(const aps_training *t, int64_t tp)
+{
     const aps_framework_profile *fw = aps_profile(t);
-    return aps_recipe_compile_loss(t) ? fw->logits_bytes_compiled
-                                      : fw->logits_bytes;
+    if (aps_recipe_compile_loss(t))
+        return fw->logits_bytes_compiled;
+    if (tp > 1 && fw->logits_bytes_loss_parallel > 0)
+        return fw->logits_bytes_loss_parallel;
+    return fw->logits_bytes;
 }
 
 bool aps_recipe_dropout(const aps_training *t)

@@ -81,6 +81,7 @@ void aps_training_defaults(aps_training *t)
     /* recipe settings (recipe.c): the framework's default unless set */
     t->fp8_param_gather = APS_DEFAULT;
     t->compile_loss = APS_DEFAULT;
+    t->sac_save_alltoall = APS_DEFAULT;
     t->grad_reduce_in_fp32 = APS_DEFAULT;
     t->activation_offload_layers = 0;
     t->tp_comm_overlap = false;
@@ -185,6 +186,7 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
         {"fp8_param_gather", t->fp8_param_gather},
         {"grad_reduce_in_fp32", t->grad_reduce_in_fp32},
         {"compile_loss", t->compile_loss},
+        {"sac_save_alltoall", t->sac_save_alltoall},
         {"dropout", t->dropout},
         {"expandable_segments", t->expandable_segments},
     };

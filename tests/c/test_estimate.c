@@ -1094,6 +1094,37 @@ static void test_logits_bytes_by_framework(void **state)
     test_free(e);
 }
 
+/* TorchTitan under TP runs the eager loss vocab-parallel (loss_parallel,
+ * torch/distributed/tensor/parallel/loss.py): per logit of the rank's
+ * vocabulary shard the fp32 log-softmax output, grad_input zeros, exp and
+ * their sum, 16 bytes.  Llama-3.1-8B, tp 2 (sequence parallel), s = 8192,
+ * b = 1: 8192 x 128256 / 2 = 525,336,576 logits x 16 = 8,405,385,216.
+ * Compiled (compile_loss): 4 bytes, 2,101,346,304.  Megatron at tp 2
+ * keeps its 6 bytes: 3,152,019,456. */
+static void test_logits_bytes_loss_parallel(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_setup_8b(&m, &c, &t, &s, 8, 8, 8192);
+    s.fsdp_degree = 4;
+    s.tp_degree = 2;
+    s.sequence_parallel = true;
+    t.framework = APS_FW_FSDP2;
+    aps_estimate *e = test_malloc(sizeof *e);
+    fx_run(&m, &c, &t, &s, e);
+    ASSERT_REL(e->stages[0].mem[APS_MEM_LOGITS_LOSS], 8405385216.0, REL);
+    t.compile_loss = 1;
+    fx_run(&m, &c, &t, &s, e);
+    ASSERT_REL(e->stages[0].mem[APS_MEM_LOGITS_LOSS], 2101346304.0, REL);
+    t.compile_loss = APS_DEFAULT;
+    t.framework = APS_FW_MEGATRON;
+    s.fsdp_degree = 1;
+    s.dp_degree = 4;
+    fx_run(&m, &c, &t, &s, e);
+    ASSERT_REL(e->stages[0].mem[APS_MEM_LOGITS_LOSS], 3152019456.0, REL);
+    test_free(e);
+}
+
 /* TorchTitan shards over dp_shard x cp when CP is on, even with
  * fsdp_degree = 1: Llama-3.1-8B (8,030,261,248 parameters, no padding
  * under fsdp2) with cp 8 holds 4 + 4 + 8 bytes per parameter / 8. */
@@ -1511,6 +1542,7 @@ int main(void)
         cmocka_unit_test(test_cp_halves_activations),
         cmocka_unit_test(test_zero2_syncs_every_microbatch),
         cmocka_unit_test(test_logits_bytes_by_framework),
+        cmocka_unit_test(test_logits_bytes_loss_parallel),
         cmocka_unit_test(test_fsdp2_shards_over_cp),
         cmocka_unit_test(test_fsdp2_replicate_sync_every_microbatch),
         cmocka_unit_test(test_op_sac_regathers_under_sp),

@@ -173,6 +173,32 @@ static void test_ap_ft_03_llama31_8b_activations(void **state)
     }
 }
 
+/* The same layer under TorchTitan (fsdp2) with SP: the QKV and MLP inputs
+ * are saved as PrepareModuleInput all-gathered them, the whole sequence,
+ * not / t: 2 x 2 s b h = 4 x 33,554,432 = 134,217,728 replaces
+ * 134,217,728 / 8 = 16,777,216 at t = 8:
+ * 142,737,408 - 16,777,216 + 134,217,728 = 260,177,920.  In fp8 the
+ * gather is float8 (Float8ColwiseParallel casts before it), 1 byte per
+ * element: 260,177,920 - 67,108,864 = 193,069,056. */
+static void test_fsdp2_sp_saves_gathered_inputs(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_llama31_8b(&m);
+    aps_training t;
+    fx_training(&t, 1, 8192);
+    t.framework = APS_FW_FSDP2;
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.tp_degree = 8;
+    s.sequence_parallel = true;
+    ASSERT_REL(aps_layer_activation_bytes(&m, &t, &s, APS_RECOMPUTE_NONE),
+               260177920.0, REL);
+    t.precision = APS_PREC_FP8;
+    ASSERT_REL(aps_layer_activation_bytes(&m, &t, &s, APS_RECOMPUTE_NONE),
+               193069056.0, REL);
+}
+
 /* Same layer, the recompute variants at t = 8 with SP:
  *   selective drops only the flash LSE: (1,141,899,264 - 1,048,576) / 8
  *     = 1,140,850,688 / 8 = 142,606,336
@@ -501,6 +527,7 @@ int main(void)
         cmocka_unit_test(test_korthikanti_microbatch_linear),
         cmocka_unit_test(test_ap_ft_03_llama31_8b_activations),
         cmocka_unit_test(test_ap_ft_03_llama31_8b_recompute),
+        cmocka_unit_test(test_fsdp2_sp_saves_gathered_inputs),
         cmocka_unit_test(test_ap_ft_03_llama31_8b_cp_halves),
         cmocka_unit_test(test_state_bytes_deepspeed_zero),
         cmocka_unit_test(test_state_bytes_megatron),

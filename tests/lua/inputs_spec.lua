@@ -278,10 +278,10 @@ describe("aps.context and the CLI use the same defaults", function()
     local aps = require "apsearch"
     local ctx = aps.context{ model = "llama-3.1-70b", cluster = "h100-sxm-80gb:8x8",
                              training = { global_batch_size = 512, seq_length = 8192 } }
-    local est = ctx:estimate{ dp_degree = 1, fsdp_degree = 16, tp_degree = 4 }
+    local est = ctx:estimate{ dp_degree = 1, fsdp_degree = 16, tp_degree = 4, layer_recompute = "selective" }
     local code, out, err = H.apsearch("estimate", H.ROOT .. "/examples/llama3_8b_h100.lua", "--model",
       "llama-3.1-70b", "--cluster", "h100-sxm-80gb:8x8",
-      "--set", "training.global_batch_size=512", "--strategy", "dp_degree=1,fsdp_degree=16,tp_degree=4",
+      "--set", "training.global_batch_size=512", "--strategy", "dp_degree=1,fsdp_degree=16,tp_degree=4,layer_recompute=selective",
       "--format", "json")
     assert.are.equal(0, code, err)
     local cli = json.decode(out)

@@ -62,6 +62,21 @@ describe("public_memory_cases.csv", function()
     assert.are.equal("false", r.reshard_after_forward)
     assert.are.equal("62.18", r.measured_mem_gib)
     assert.are.equal("95.00", r.device_memory_gib)
+    -- PR #1672 'Before (not saving a2a and to_copy)': the parent commit's
+    -- op-SAC policy, stated; 'After' left to the default (saved)
+    assert.are.equal("false", rows.tc05.sac_save_alltoall)
+    assert.are.equal("", rows.tc06.sac_save_alltoall)
+  end)
+
+  it("reads TorchTitan before 2025-09 as not saving the all-to-alls", function()
+    local stacks = require "apsearch.stacks"
+    assert.is_false(stacks.match("torchtitan f738a03^ (2025-08)", "fsdp2").training.sac_save_alltoall)
+    assert.is_false(stacks.match("torchtitan 9dec370 (2024-12)", "fsdp2").training.sac_save_alltoall)
+    assert.is_nil(stacks.match("torchtitan 99fee81 (2025-10)", "fsdp2"))
+    local cases = by_id(validate.run(SET).cases)
+    assert.is_true(cases.tc07.inputs.training.sac_save_alltoall == false)
+    assert.is_true(cases.tc05.inputs.training.sac_save_alltoall == false)
+    assert.is_nil(cases.tc06.inputs.training.sac_save_alltoall)
   end)
 
   it("cites a URL for every row and reads every row", function()

@@ -1,0 +1,160 @@
+/*
+ * opsac.c -- what one transformer block keeps for backward under
+ * TorchTitan's op-level selective activation checkpointing
+ * (activation_checkpoint.selective_ac_option = "op").
+ *
+ * Source: pytorch/torchtitan, torchtitan/distributed/activation_checkpoint.py
+ * _apply_ac_to_transformer_block, _custom_policy (@ c4e2291, 2025-09-06;
+ * the same policy @ f738a03 and @ 99fee81), with the save lists of
+ * torchtitan/models/{llama3,deepseek_v3}/infra/parallelize.py
+ * (_save_list / _op_sac_save_list):
+ *
+ *   - every block is one checkpoint region; its input (the residual
+ *     stream, sequence-split under SP) stays referenced;
+ *   - inside it the outputs of aten.mm, the attention kernels (SDPA
+ *     flash / efficient, flex_attention: output and fp32 log-sum-exp),
+ *     reduce_scatter_tensor, max (and, from c4e2291 on,
+ *     _c10d_functional.all_to_all_single) are saved (MUST_SAVE), except
+ *     every second aten.mm of the region ("save every other mm": the mm
+ *     counter runs over the whole block, attention and FFN alike);
+ *   - mms whose weight shape is listed by
+ *     per_op_sac_force_recompute_mm_shapes_by_fqns (default
+ *     ["moe.router.gate"], torchtitan/config/job_config.py @ f738a03 and
+ *     @ 99fee81) are recomputed and not counted;
+ *   - everything else (norms, RoPE, SiLU, routing, token gather and
+ *     scatter, the experts' aten._grouped_mm) is recomputed in backward.
+ *
+ * Forward mm order of a block (models/llama3/model/model.py Attention,
+ * FeedForward; models/deepseek_v3/model/model.py Attention (MLA);
+ * models/moe.py MoE.forward @ c4e2291 and @ 99fee81):
+ *   GQA:  wq, wk, wv, [attention], wo
+ *   MLA:  wq (q_lora_rank 0) or wq_a, wq_b; wkv_a, wkv_b, [attention], wo
+ *   FFN:  w1, w3, w2 (SwiGLU, w2(silu(w1 x) * w3 x)); fc1, fc2 (GELU)
+ *   MoE:  router gate (forced recompute), dispatch all-to-all,
+ *         grouped mm x 3, combine all-to-all, shared experts w1, w3, w2.
+ * A row-parallel mm (wo, w2) outputs the full hidden width (partial sums
+ * before the reduction).  The all-to-all that exchanges the per-expert
+ * token counts (E integers, torchtitan/distributed/expert_parallel.py
+ * _token_dispatch) is left out: under a kilobyte.
+ */
+#include "internal.h"
+
+/** Bytes saved so far and the mm counter of one checkpoint region. */
+typedef struct {
+    double bytes;
+    int mm_count;
+} sac_walk;
+
+/** One aten.mm of rows x cols bf16 outputs: saved when it is an
+ *  odd-numbered mm of the region (the 1st, 3rd, ...). */
+static void sac_mm(sac_walk *w, double rows, double cols)
+{
+    w->mm_count++;
+    if (w->mm_count % 2 == 1)
+        w->bytes += APS_ACT_BYTES * rows * cols;
+}
+
+/** One saved op output of rows x cols elements of `bytes` each. */
+static void sac_save(sac_walk *w, double rows, double cols, double bytes)
+{
+    w->bytes += bytes * rows * cols;
+}
+
+/** The attention kernel: its output (heads x value width, bf16) and its
+ *  fp32 log-sum-exp, one per head and token, on one TP rank. */
+static void sac_attention(sac_walk *w, double T, double heads, double dv)
+{
+    sac_save(w, T, heads * dv, APS_ACT_BYTES);
+    sac_save(w, T, heads, APS_FP32_BYTES);
+}
+
+/** GQA attention: wq, wk, wv, the kernel, wo. */
+static void sac_gqa(sac_walk *w, const aps_model *m, double T, double tp)
+{
+    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
+    double k = (double)m->num_query_groups, d = (double)m->head_dim;
+    sac_mm(w, T, a * d / tp);
+    sac_mm(w, T, k * d / tp);
+    sac_mm(w, T, k * d / tp);
+    sac_attention(w, T, a / tp, d);
+    sac_mm(w, T, h);
+}
+
+/** MLA (DeepSeek-V3): wq or wq_a + wq_b, wkv_a, wkv_b, the kernel, wo. */
+static void sac_mla(sac_walk *w, const aps_model *m, double T, double tp)
+{
+    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
+    double qr = (double)m->q_lora_rank, kr = (double)m->kv_lora_rank;
+    double dn = (double)m->qk_nope_head_dim, dr = (double)m->qk_rope_head_dim;
+    double dv = (double)m->v_head_dim;
+    if (qr > 0) {
+        sac_mm(w, T, qr);
+        sac_mm(w, T, a * (dn + dr) / tp);
+    } else {
+        sac_mm(w, T, a * (dn + dr) / tp);
+    }
+    sac_mm(w, T, kr + dr);
+    sac_mm(w, T, a * (dn + dv) / tp);
+    sac_attention(w, T, a / tp, dv);
+    sac_mm(w, T, h);
+}
+
+/** A dense FFN of width f / tp: w1, w3, w2 (SwiGLU) or fc1, fc2. */
+static void sac_ffn(sac_walk *w, const aps_model *m, double T, double f,
+                    double tp)
+{
+    if (f <= 0)
+        return;
+    sac_mm(w, T, f / tp);
+    if (m->mlp == APS_MLP_SWIGLU)
+        sac_mm(w, T, f / tp);
+    sac_mm(w, T, (double)m->hidden_size);
+}
+
+/** TorchTitan's MoE block (models/moe.py): the router's mm is forced to
+ *  recompute, the experts' grouped mms are not in the save list; with
+ *  expert parallelism and save_a2a the dispatch all-to-all output (the
+ *  rows this rank's experts receive, T k x the load factor on the
+ *  busiest rank) and the combine output (this rank's T k routed rows
+ *  back) are saved; then the shared experts' FFN. */
+static void sac_moe(sac_walk *w, const aps_model *m, const aps_training *t,
+                    const aps_strategy *s, double T, double tp, bool save_a2a)
+{
+    double h = (double)m->hidden_size, K = (double)m->experts_per_token;
+    if (aps_moe_ep(s) > 1 && save_a2a) {
+        double routed = T * K;
+        sac_save(w, routed * aps_moe_load_factor(t, s), h, APS_ACT_BYTES);
+        sac_save(w, routed, h, APS_ACT_BYTES);
+    }
+    sac_ffn(w, m, T, (double)m->shared_expert_ffn_hidden_size, tp);
+}
+
+double aps_op_sac_layer_bytes(const aps_model *m, const aps_training *t,
+                              const aps_strategy *s, bool mla, bool moe)
+{
+    double tp = (double)s->tp_degree;
+    double T = (double)t->seq_length / (double)s->cp_degree *
+               (double)s->micro_batch_size;
+    bool sp = s->tp_degree > 1 && s->sequence_parallel;
+    double rep = sp ? tp : 1.0;
+    double h = (double)m->hidden_size;
+    sac_walk w = {0.0, 0};
+    sac_save(&w, T, h / rep, APS_ACT_BYTES); /* the block input */
+    if (mla)
+        sac_mla(&w, m, T, tp);
+    else
+        sac_gqa(&w, m, T, tp);
+    if (moe)
+        sac_moe(&w, m, t, s, T / rep, tp, aps_recipe_sac_save_a2a(t));
+    else
+        sac_ffn(&w, m, T, (double)m->ffn_hidden_size, tp);
+    if (sp) /* the reduce-scatter outputs after wo and w2 */
+        sac_save(&w, T, 2.0 * h / tp, APS_ACT_BYTES);
+    return w.bytes;
+}
+
+double aps_op_sac_bytes(const aps_model *m, const aps_training *t,
+                        const aps_strategy *s)
+{
+    return aps_op_sac_layer_bytes(m, t, s, false, false);
+}

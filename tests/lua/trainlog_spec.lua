@@ -267,6 +267,41 @@ describe("calibrate --log, bad logs", function()
     assert.truthy(err:find(path .. ":1: TorchTitan step line: tps expected a number (got \"1x,050\")", 1, true), err)
   end)
 
+  it("a zero, negative or absurd step time, throughput or memory names the file, the line and the field", function()
+    -- each would print inf / nan beside the estimate, or a 300-digit step time
+    local cases = {
+      { good:gsub("%(ms%): 1000.0", "(ms): 0.0"), "elapsed time per iteration (ms) must be above 0 (got \"0.0\")" },
+      { good:gsub("%(ms%): 1000.0", "(ms): -1000.0"), "elapsed time per iteration (ms) must be above 0 (got \"-1000.0\")" },
+      { good:gsub("%(ms%): 1000.0", "(ms): 1e300"), "elapsed time per iteration (ms) must be at most 1e+09 (got \"1e300\")" },
+      { good:gsub("size:    64", "size:     0"), "global batch size must be above 0 (got \"0\")" },
+      { good:gsub("lm loss: [^ ]+", "lm loss: -2.0"), "lm loss must be at least 0 (got \"-2.0\")" },
+    }
+    for i, c in ipairs(cases) do
+      local path = write(dir .. "/range" .. i .. ".log", good .. "\n" .. c[1] .. "\n")
+      local err = one_line(apsearch("calibrate", "--log", path))
+      assert.are.equal("apsearch: " .. path .. ":2: Megatron-LM iteration line: " .. c[2] .. "\n", err)
+    end
+    local path = write(dir .. "/mem0.log", good .. "\n" .. megatron_memory(0, 1, 1.0, -5.0, 2.0, 3.0) .. "\n")
+    local err = one_line(apsearch("calibrate", "--log", path))
+    assert.are.equal("apsearch: " .. path .. ":2: Megatron-LM memory line: max allocated must be above 0 (got \"-5.00\")\n",
+      err)
+    local tt = {
+      { "tps: -7,282", "tps must be above 0 (got \"-7,282\")" },
+      { "tps: 0", "tps must be above 0 (got \"0\")" },
+      { "memory: -9.46GiB(64.99%)", "memory must be above 0 (got \"-9.46GiB(64.99%)\")" },
+      { "memory: 0.00GiB(0.00%)", "memory must be above 0 (got \"0.00GiB(0.00%)\")" },
+      { "mfu: -0.17%", "mfu must be at least 0 (got \"-0.17%\")" },
+    }
+    for i, c in ipairs(tt) do
+      local line = "step: 4  loss:  7.6  memory: 9.46GiB(64.99%)  tps: 7,282  tflops: 0.52  mfu: 0.17%"
+      local key = c[1]:match("^(%a+):")
+      line = line:gsub(key .. ": %S+", (c[1]:gsub("%%", "%%%%")))
+      path = write(dir .. "/tt_range" .. i .. ".log", line .. "\n")
+      err = one_line(apsearch("calibrate", "--log", path))
+      assert.are.equal("apsearch: " .. path .. ":1: TorchTitan step line: " .. c[2] .. "\n", err)
+    end
+  end)
+
   it("a gzip file and a log over the size cap are refused, not read", function()
     local path = write(dir .. "/z.log", "\x1f\x8b\x08\x00")
     local err = one_line(apsearch("calibrate", "--log", path))
@@ -311,6 +346,8 @@ describe("calibrate --log, the command", function()
   it("without a job prints what the log says, exit 0", function()
     local code, out, err = apsearch("calibrate", "--log", LOGS .. "megatron_2024_ling_v2.log")
     assert.are.equal(0, code, err)
+    -- the lines fold at 120 columns, where depends on the checkout's path
+    out = out:gsub("\n  ", " ")
     assert.truthy(out:find("megatron (megatron-2024 format), 10 iterations logged", 1, true), out)
     assert.truthy(out:find("step time 10.7656 s, 133.1 TFLOP/s per GPU", 1, true), out)
     -- 63359.77 MiB and 66802 MiB

@@ -245,7 +245,7 @@ function M.built_policy(opts)
   local defaults = require "apsearch.defaults"
   local given = { model = opts.model or defaults.MODEL, cluster = opts.cluster or defaults.CLUSTER }
   local probe = policy_mod.from_table({}, "--model/--cluster",
-    { set = shortcut_sets(given), base_dir = ".", shadow_check = false })
+    { set = shortcut_sets(given), base_dir = ".", shadow_check = false, partial = true })
   local dev = probe.cluster.device
   local rack = policy_mod.RACK_NVLINK_DOMAIN[tostring(type(dev) == "table" and dev.base or dev):lower()]
   local raw = defaults.build(given.model, probe.model, probe.cluster, rack)

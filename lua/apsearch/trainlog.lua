@@ -107,6 +107,17 @@ local function check_range(path, lineno, what, name, v, range, text)
   return v
 end
 
+-- The count `text` (the digits of an iteration, step or rank number) as an
+-- integer; raises naming the file, line and field when it is past 2^53
+-- (the log line of a corrupt file, not a run)
+local function count(path, lineno, what, name, text)
+  local v = #text <= 15 and math.tointeger(tonumber(text))
+  if not v then
+    fail(path, lineno, ("%s: %s must be below 10^15 (got %s)"):format(what, name, util.describe(text)))
+  end
+  return v
+end
+
 -- The value of the field `label` of a line ("label: value"), read up to the
 -- next `stop` (Megatron " |", TorchTitan spaces).  nil when the line has no
 -- such label; raises when it has one whose value is not a number or is
@@ -144,7 +155,8 @@ local function megatron_line(path, lineno, line)
     or line:match("%[%d+%-%d+%-%d+ %d+:%d+:%d+%]%s*iteration") and "megatron-2024" or "megatron-2019"
   return {
     framework = "megatron", format = format,
-    iteration = math.tointeger(tonumber(it)), train_iters = math.tointeger(tonumber(total)),
+    iteration = count(path, lineno, what, "iteration", it),
+    train_iters = count(path, lineno, what, "iterations in total", total),
     step_seconds = ms * MS,
     tflops_per_gpu = field(path, lineno, line, "throughput per GPU (TFLOP/s/GPU):", "|", what,
       M.RANGES.tflops),
@@ -158,7 +170,7 @@ local function megatron_memory(path, lineno, line)
   local rank, after = line:match("%[Rank (%d+)%] %(after (%d+) iterations%) memory %(MB%)")
   if not rank then return nil end
   local what = "Megatron-LM memory line"
-  local m = { rank = math.tointeger(tonumber(rank)), after = math.tointeger(tonumber(after)) }
+  local m = { rank = count(path, lineno, what, "rank", rank), after = count(path, lineno, what, "after", after) }
   for key, label in pairs({ max_allocated = "| max allocated:", max_reserved = "| max reserved:" }) do
     local v = field(path, lineno, line, label, "|", what, M.RANGES.memory_mib)
     if not v then fail(path, lineno, what .. ": no \"" .. label:sub(3) .. " X\" (a truncated line?)") end
@@ -173,7 +185,7 @@ local function torchtitan_line(path, lineno, line)
   if not at or line:sub(1, at - 1):match("validate%s*$") then return nil end
   local what = "TorchTitan step line"
   local sep = " "
-  local r = { framework = "torchtitan", iteration = math.tointeger(tonumber(step)) }
+  local r = { framework = "torchtitan", iteration = count(path, lineno, what, "step", step) }
   r.loss = field(path, lineno, line, "loss:", sep, what, M.RANGES.loss)
   r.tokens_per_s_per_gpu = field(path, lineno, line, "tps:", sep, what, M.RANGES.tokens)
   r.format = "torchtitan-tps"
@@ -248,6 +260,15 @@ function M.parse(text, path)
       log.framework, log.format = r.framework, log.format or r.format
       log.first_line = log.first_line or lineno
       r.line = lineno
+      -- Megatron-LM prints the iteration line on the last rank only
+      -- (print_rank_last): an iteration again, or one going back, is a
+      -- restart, whose segments would mix in one median
+      local last = log.iterations[#log.iterations]
+      if r.framework == "megatron" and last and r.iteration <= last.iteration then
+        fail(path, lineno, ("iteration %d after iteration %d (line %d): the run restarted; give the log of one " ..
+          "run (e.g. the lines from %d on: sed -n '%d,$p')"):format(r.iteration, last.iteration, last.line, lineno,
+          lineno))
+      end
       if seen[r.iteration] then
         log.duplicates = log.duplicates + 1
         -- the peak memory of any rank that logged the step

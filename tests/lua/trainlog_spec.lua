@@ -267,6 +267,31 @@ describe("calibrate --log, bad logs", function()
     assert.truthy(err:find(path .. ":1: TorchTitan step line: tps expected a number (got \"1x,050\")", 1, true), err)
   end)
 
+  it("a restarted Megatron-LM run is refused naming both lines, not read as other ranks' lines", function()
+    -- iterations 1-3 at 1 s, a restart from a checkpoint at 2, then 3-4 at 2 s:
+    -- the second segment's steps were dropped as "other ranks" before
+    local lines = { megatron_line(1, 10, 1000.0, 100.0, 9.0), megatron_line(2, 10, 1000.0, 100.0, 9.0),
+      megatron_line(3, 10, 1000.0, 100.0, 9.0), "loading checkpoint from iteration 2",
+      megatron_line(3, 10, 2000.0, 50.0, 9.0), megatron_line(4, 10, 2000.0, 50.0, 9.0) }
+    local path = write(dir .. "/restart.log", table.concat(lines, "\n") .. "\n")
+    local err = one_line(apsearch("calibrate", "--log", path))
+    assert.are.equal("apsearch: " .. path .. ":5: iteration 3 after iteration 3 (line 3): the run restarted; give "
+      .. "the log of one run (e.g. the lines from 5 on: sed -n '5,$p')\n", err)
+  end)
+
+  it("an iteration or step number past 10^15 names the file, the line and the field (it was a Lua error)",
+    function()
+    local path = write(dir .. "/it.log", (good:gsub("iteration        1/", "iteration 1000000000000000000000000000000/"))
+      .. "\n")
+    local err = one_line(apsearch("calibrate", "--log", path))
+    assert.are.equal("apsearch: " .. path .. ":1: Megatron-LM iteration line: iteration must be below 10^15 (got "
+      .. "\"1000000000000000000000000000000\")\n", err)
+    path = write(dir .. "/step.log", "step: 99999999999999999999  loss:  7.6  memory: 1.00GiB(1%)  tps: 10\n")
+    err = one_line(apsearch("calibrate", "--log", path))
+    assert.are.equal("apsearch: " .. path .. ":1: TorchTitan step line: step must be below 10^15 (got "
+      .. "\"99999999999999999999\")\n", err)
+  end)
+
   it("a zero, negative or absurd step time, throughput or memory names the file, the line and the field", function()
     -- each would print inf / nan beside the estimate, or a 300-digit step time
     local cases = {

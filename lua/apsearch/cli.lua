@@ -246,7 +246,7 @@ function M.built_policy(opts)
   local defaults = require "apsearch.defaults"
   local given = { model = opts.model or defaults.MODEL, cluster = opts.cluster or defaults.CLUSTER }
   local probe = policy_mod.from_table({}, "--model/--cluster",
-    { set = shortcut_sets(given), base_dir = ".", shadow_check = false })
+    { set = shortcut_sets(given), base_dir = ".", shadow_check = false, partial = true })
   local dev = probe.cluster.device
   local rack = policy_mod.RACK_NVLINK_DOMAIN[tostring(type(dev) == "table" and dev.base or dev):lower()]
   local raw = defaults.build(given.model, probe.model, probe.cluster, rack)
@@ -284,18 +284,22 @@ end
 
 --- When a built policy (run --model / --cluster) has no feasible strategy:
 -- the same defaults on more hosts, doubling from `probe_start`, up to
--- M.FIT_PROBE_DOUBLINGS times; the first cluster with a feasible strategy.
+-- M.FIT_PROBE_DOUBLINGS times and below the core's 2^24 devices; the first
+-- cluster with a feasible strategy.
 -- @tparam table opts parsed options of `run`
 -- @tparam table p the policy searched
 -- @tparam table result its result (no feasible strategy)
--- @treturn table `{devices, cluster, strategy, step_time}` or `{tried, cluster}`
+-- @treturn table|nil `{devices, cluster, strategy, step_time}`, `{tried, cluster}`,
+--   or nil when even the first doubling is past the device limit
 function M.fit_probe(opts, p, result)
   local search = require "apsearch.search"
   local dev = p.cluster.device
   dev = type(dev) == "table" and (dev.base or dev.name) or dev
   local h, per = probe_start(p, result)
-  local spec
+  local spec, tried
   for _ = 1, M.FIT_PROBE_DOUBLINGS do
+    -- the core takes fewer than 2^24 devices (policy.parse_cluster_spec)
+    if h * per >= 2 ^ 24 then break end
     spec = string.format("%s:%dx%d", dev, h, per)
     local o = util.copy(opts)
     o.cluster = spec
@@ -310,9 +314,11 @@ function M.fit_probe(opts, p, result)
       return { devices = math.tointeger(h * per), cluster = spec, strategy = search.describe_strategy(top),
                step_time = top.performance_cost.step_time }
     end
+    tried = h * per
     h = h * 2
   end
-  return { tried = math.tointeger(h // 2 * per), cluster = spec }
+  if not tried then return nil end
+  return { tried = math.tointeger(tried), cluster = spec }
 end
 
 --- A policy path as given, or, when a relative `examples/...` path is not

@@ -220,10 +220,25 @@ end
 
 -- the FSDP sharding degrees a framework searches: Megatron's
 -- --use-torch-fsdp2 is refused with expert parallelism (validate_args), so
--- an MoE model shards with the distributed optimizer there
+-- an MoE model shards with the distributed optimizer there.  Powers of two,
+-- and on a device count that is not one (a 72-GPU NVL72 rack, 3 hosts of
+-- 8) also n / 2^k, the data-parallel group left beside power-of-two TP /
+-- PP / CP degrees: Megatron's FSDP shards the whole group, so without them
+-- the model states could only be replicated an odd number of times.
 local function fsdp_degrees(framework, model, n)
   if framework == "megatron" and is_moe(model) then return nil end
-  return pow2_upto(n)
+  local out = pow2_upto(n)
+  local d = n
+  while d % 2 == 0 do d = d // 2 end
+  if d == 1 then return out end
+  local seen = {}
+  for _, v in ipairs(out) do seen[v] = true end
+  while d <= n do
+    if not seen[d] then out[#out + 1] = d end
+    d = d * 2
+  end
+  table.sort(out)
+  return out
 end
 
 --- The full search space of a framework for a model on a cluster:

@@ -819,7 +819,9 @@ local function deepseek_router(m, r, cfg, file, v3, method, norm_default)
   local rsf = nonneg(cfg, "routed_scaling_factor", file)
   if rsf and rsf > 0 and (v3 or not renorm) then m.moe_router_topk_scaling_factor = rsf end
   if M.GROUP_SCORE_TOPK[method] then
-    local g = count(cfg, "n_group", 1, file)
+    -- at least 1: the gate views the scores as n_group groups of
+    -- n_routed_experts // n_group (0 divides by zero there)
+    local g = is_null(cfg.n_group) and 1 or config_int(cfg.n_group, 1, file, "n_group")
     if g > 1 then
       m.moe_router_num_groups = g
       m.moe_router_group_topk = r.int("topk_group")

@@ -614,6 +614,10 @@ function Norm:training(v, routed)
     t[name] = r.value
     self.aliases["training." .. name] = r.path
   end
+  -- the core would refuse them as 0 ("got 0" for a field never given)
+  for _, name in ipairs({ "global_batch_size", "seq_length" }) do
+    if t[name] == nil and not self.partial then self:fail("training." .. name, "required field is missing", nil) end
+  end
   local problem = stacks.check(t)
   if problem then self:fail("training.stack", problem, t.stack) end
   return t
@@ -866,7 +870,8 @@ end
 --   objective file or a loaded objective; replaces the policy's:
 --   `--objective`), `hf_imports` (the second value of `env`: configs the
 --   policy file imported with `hf()`, whose dropout applies to a model
---   table of the same name)
+--   table of the same name), `partial` (true: the training fields may be
+--   missing, for a probe of the model and cluster alone)
 -- @treturn table the normalized policy: `file, name, description, model,
 --   model_source, cluster, training, search_space = {data_parallel, dims},
 --   constraints = {allow_idle_devices, rules}, objective, objective_name,
@@ -909,7 +914,7 @@ function M.from_table(raw, file, opts)
   end
 
   local n = setmetatable({ file = file, base_dir = base_dir, overrides = overrides,
-                           aliases = {}, hf_imports = opts.hf_imports or {} }, Norm)
+                           aliases = {}, hf_imports = opts.hf_imports or {}, partial = opts.partial }, Norm)
   for k, v in pairs(raw) do
     if not TOP[k] then n:fail(tostring(k), suggest.unknown("unknown field", k, suggest.keys(TOP)), v) end
   end

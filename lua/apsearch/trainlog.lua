@@ -76,21 +76,64 @@ local function number(text)
   return v
 end
 
+--- The values a log field may take, `{min, max, positive}` (`positive`:
+-- above min, else at least min): a step time, throughput or memory of zero
+-- or below, or beyond any run (1e300 ms), is a corrupt line, not a
+-- measurement to compare an estimate with (it would print inf and nan).
+M.RANGES = {
+  time_ms = { 0, 1e9, true },       -- up to 11.6 days a step
+  tflops = { 0, 1e5 },              -- TFLOP/s per GPU
+  tokens = { 0, 1e12, true },       -- tokens/s per GPU
+  batch = { 0, 2 ^ 31, true },      -- sequences
+  loss = { 0, 1e9 },
+  mfu = { 0, 1e3 },                 -- %
+  memory_mib = { 0, 2 ^ 30, true }, -- Megatron's "memory (MB)"
+  memory_gib = { 0, 2 ^ 20, true }, -- TorchTitan's "GiB"
+}
+
+-- raises `<path>:<line>: <what>: <name> must be ... (got <text>)` when
+-- `v` is outside `range` (an entry of M.RANGES)
+local function check_range(path, lineno, what, name, v, range, text)
+  local lo, hi, positive = range[1], range[2], range[3]
+  local problem
+  if positive and v <= lo then
+    problem = ("must be above %g"):format(lo)
+  elseif v < lo then
+    problem = ("must be at least %g"):format(lo)
+  elseif v > hi then
+    problem = ("must be at most %g"):format(hi)
+  end
+  if problem then fail(path, lineno, ("%s: %s %s (got %s)"):format(what, name, problem, util.describe(text))) end
+  return v
+end
+
+-- The count `text` (the digits of an iteration, step or rank number) as an
+-- integer; raises naming the file, line and field when it is past 2^53
+-- (the log line of a corrupt file, not a run)
+local function count(path, lineno, what, name, text)
+  local v = #text <= 15 and math.tointeger(tonumber(text))
+  if not v then
+    fail(path, lineno, ("%s: %s must be below 10^15 (got %s)"):format(what, name, util.describe(text)))
+  end
+  return v
+end
+
 -- The value of the field `label` of a line ("label: value"), read up to the
 -- next `stop` (Megatron " |", TorchTitan spaces).  nil when the line has no
--- such label; raises when it has one whose value is not a number.
-local function field(path, lineno, line, label, stop, what)
+-- such label; raises when it has one whose value is not a number or is
+-- outside `range` (an entry of M.RANGES).
+local function field(path, lineno, line, label, stop, what, range)
   local at = line:find(label, 1, true)
   if not at then return nil end
   local rest = line:sub(at + #label)
   local text = rest:match("^%s*([^" .. stop .. "]*)")
   text = text and text:gsub("%s+$", "") or ""
   local v = number(text)
+  local name = label:gsub("^|%s*", ""):gsub(":%s*$", "")
   if v == nil then
-    local name = label:gsub("^|%s*", ""):gsub(":%s*$", "")
     fail(path, lineno, ("%s: %s expected a number (got %s)"):format(what, name, util.describe(text)))
   end
-  return v
+  return check_range(path, lineno, what, name, v, range, text)
 end
 
 local function strip_ansi(line) return (line:gsub("\27%[[%d;]*[A-Za-z]", "")) end
@@ -100,7 +143,7 @@ local function megatron_line(path, lineno, line)
   local it, total = line:match("iteration%s+(%d+)/%s*(%d+)%s*|")
   if not it then return nil end
   local what = "Megatron-LM iteration line"
-  local ms = field(path, lineno, line, "elapsed time per iteration (ms):", "|", what)
+  local ms = field(path, lineno, line, "elapsed time per iteration (ms):", "|", what, M.RANGES.time_ms)
   if not ms then
     fail(path, lineno, what .. ": no \"elapsed time per iteration (ms): X |\" (a truncated line?)")
   end
@@ -112,11 +155,13 @@ local function megatron_line(path, lineno, line)
     or line:match("%[%d+%-%d+%-%d+ %d+:%d+:%d+%]%s*iteration") and "megatron-2024" or "megatron-2019"
   return {
     framework = "megatron", format = format,
-    iteration = math.tointeger(tonumber(it)), train_iters = math.tointeger(tonumber(total)),
+    iteration = count(path, lineno, what, "iteration", it),
+    train_iters = count(path, lineno, what, "iterations in total", total),
     step_seconds = ms * MS,
-    tflops_per_gpu = field(path, lineno, line, "throughput per GPU (TFLOP/s/GPU):", "|", what),
-    global_batch_size = field(path, lineno, line, "global batch size:", "|", what),
-    loss = field(path, lineno, line, "lm loss:", "|", what),
+    tflops_per_gpu = field(path, lineno, line, "throughput per GPU (TFLOP/s/GPU):", "|", what,
+      M.RANGES.tflops),
+    global_batch_size = field(path, lineno, line, "global batch size:", "|", what, M.RANGES.batch),
+    loss = field(path, lineno, line, "lm loss:", "|", what, M.RANGES.loss),
   }
 end
 
@@ -125,9 +170,9 @@ local function megatron_memory(path, lineno, line)
   local rank, after = line:match("%[Rank (%d+)%] %(after (%d+) iterations%) memory %(MB%)")
   if not rank then return nil end
   local what = "Megatron-LM memory line"
-  local m = { rank = math.tointeger(tonumber(rank)), after = math.tointeger(tonumber(after)) }
+  local m = { rank = count(path, lineno, what, "rank", rank), after = count(path, lineno, what, "after", after) }
   for key, label in pairs({ max_allocated = "| max allocated:", max_reserved = "| max reserved:" }) do
-    local v = field(path, lineno, line, label, "|", what)
+    local v = field(path, lineno, line, label, "|", what, M.RANGES.memory_mib)
     if not v then fail(path, lineno, what .. ": no \"" .. label:sub(3) .. " X\" (a truncated line?)") end
     m[key] = v * MIB
   end
@@ -140,29 +185,29 @@ local function torchtitan_line(path, lineno, line)
   if not at or line:sub(1, at - 1):match("validate%s*$") then return nil end
   local what = "TorchTitan step line"
   local sep = " "
-  local r = { framework = "torchtitan", iteration = math.tointeger(tonumber(step)) }
-  r.loss = field(path, lineno, line, "loss:", sep, what)
-  r.tokens_per_s_per_gpu = field(path, lineno, line, "tps:", sep, what)
+  local r = { framework = "torchtitan", iteration = count(path, lineno, what, "step", step) }
+  r.loss = field(path, lineno, line, "loss:", sep, what, M.RANGES.loss)
+  r.tokens_per_s_per_gpu = field(path, lineno, line, "tps:", sep, what, M.RANGES.tokens)
   r.format = "torchtitan-tps"
   if not r.tokens_per_s_per_gpu then
-    r.tokens_per_s_per_gpu = field(path, lineno, line, "wps:", sep, what)
+    r.tokens_per_s_per_gpu = field(path, lineno, line, "wps:", sep, what, M.RANGES.tokens)
     r.format = "torchtitan-wps"
   end
   if not r.tokens_per_s_per_gpu then
     fail(path, lineno, what .. ": no \"tps: N\" (or \"wps: N\") (a truncated line?)")
   end
-  r.tflops_per_gpu = field(path, lineno, line, "tflops:", sep, what)
+  r.tflops_per_gpu = field(path, lineno, line, "tflops:", sep, what, M.RANGES.tflops)
   local mfu = line:match("mfu:%s*(%S+)")
   if mfu and mfu ~= "N/A" then
     local v = number(mfu:match("^(.-)%%$"))
     if v == nil then fail(path, lineno, what .. ": mfu expected a percentage or N/A (got " .. util.describe(mfu) .. ")") end
-    r.mfu_pct = v
+    r.mfu_pct = check_range(path, lineno, what, "mfu", v, M.RANGES.mfu, mfu)
   end
   local mem = line:match("memory:%s*(%S+)")
   if mem then
     local v = number(mem:match("^(.-)GiB"))
     if v == nil then fail(path, lineno, what .. ": memory expected X.XXGiB(Y%) (got " .. util.describe(mem) .. ")") end
-    r.max_reserved = v * GIB
+    r.max_reserved = check_range(path, lineno, what, "memory", v, M.RANGES.memory_gib, mem) * GIB
   end
   return r
 end
@@ -215,6 +260,15 @@ function M.parse(text, path)
       log.framework, log.format = r.framework, log.format or r.format
       log.first_line = log.first_line or lineno
       r.line = lineno
+      -- Megatron-LM prints the iteration line on the last rank only
+      -- (print_rank_last): an iteration again, or one going back, is a
+      -- restart, whose segments would mix in one median
+      local last = log.iterations[#log.iterations]
+      if r.framework == "megatron" and last and r.iteration <= last.iteration then
+        fail(path, lineno, ("iteration %d after iteration %d (line %d): the run restarted; give the log of one " ..
+          "run (e.g. the lines from %d on: sed -n '%d,$p')"):format(r.iteration, last.iteration, last.line, lineno,
+          lineno))
+      end
       if seen[r.iteration] then
         log.duplicates = log.duplicates + 1
         -- the peak memory of any rank that logged the step

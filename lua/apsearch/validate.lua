@@ -737,9 +737,14 @@ function M.run_case(row, calib)
     local kind = given(row, "measured_mem_kind") and need_enum(row, "measured_mem_kind", M.MEM_KINDS)
       or M.DEFAULT_MEM_KIND
     local outcome = given(row, "outcome") and need_enum(row, "outcome", M.OUTCOMES) or "ran"
-    if outcome == "oom" and M.measured_value(row, "measured_mem_gib") then
-      error(("measured_mem_gib = %q with outcome = oom: a run that stopped out of memory has no peak to compare"):format(
-        row.measured_mem_gib), 0)
+    if outcome == "oom" then
+      -- an out-of-memory run has neither a peak nor a throughput to compare
+      for _, m in ipairs(M.MEASURES) do
+        if M.measured_value(row, m.column) then
+          error(("%s = %q with outcome = oom: a run that stopped out of memory has no %s to compare"):format(
+            m.column, row[m.column], m.key == "mem_gib" and "peak" or "throughput"), 0)
+        end
+      end
     end
     case.outcome, case.mem_kind = outcome, kind
     local by_kind = { allocated = est.mem_allocated, reserved = est.mem_reserved, device = est.mem_peak }

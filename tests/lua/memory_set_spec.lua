@@ -180,6 +180,14 @@ describe("validate: fit/no-fit against the reported outcome", function()
     assert.truthy(c.error and c.error:find('outcome = "crashed" is not one of ran, oom', 1, true), c.error)
   end)
 
+  it("refuses a throughput on a run that stopped out of memory", function()
+    local rows = validate.load(KINDS)
+    rows[1].outcome, rows[1].measured_mem_gib, rows[1].measured_tokens_per_s_per_gpu = "oom", "", "5762"
+    local c = validate.run_case(rows[1])
+    assert.are.equal('measured_tokens_per_s_per_gpu = "5762" with outcome = oom: a run that stopped out of memory '
+      .. "has no throughput to compare", c.error)
+  end)
+
   it("prints the memory by kind and the fit/no-fit line, the trained-but-over line last", function()
     local code, out = H.apsearch("validate", SET)
     assert.are.equal(0, code)

@@ -165,6 +165,8 @@ describe("glm4_moe: bad values exit 2 naming file, key and value", function()
     { "routed_scaling_factor", -2.5, "g.json: routed_scaling_factor: expected a finite number >= 0 (got -2.5)" },
     { "norm_topk_prob", "true", 'g.json: norm_topk_prob: expected true or false (got "true")' },
     { "n_group", 3, "g.json: n_group (model.moe_router_num_groups): must divide num_experts = 128 (got 3)" },
+    -- the gate divides the experts into n_group groups: 0 was read as 1
+    { "n_group", 0, "g.json: n_group: expected a positive integer <= 16777216 (got 0)" },
   }
   for _, case in ipairs(cases) do
     local key, value, want = table.unpack(case)

@@ -55,6 +55,18 @@ describe("policy validation", function()
       err_of(norm, raw))
   end)
 
+  it("names a missing global batch or sequence length as missing, not as 0", function()
+    local raw = base()
+    raw.training = nil
+    assert.are.equal("policy.lua: training.global_batch_size: required field is missing (got nil)",
+      err_of(norm, raw))
+    raw.training = { global_batch_size = 64 }
+    assert.are.equal("policy.lua: training.seq_length: required field is missing (got nil)", err_of(norm, raw))
+    -- a probe of the model and cluster alone (the built policy's) needs neither
+    raw.training = nil
+    assert.are.equal(8, norm(raw, { partial = true }).cluster.num_devices)
+  end)
+
   it("rejects an unknown search dimension", function()
     local raw = base()
     raw.search_space.tp = { 1, 2 }

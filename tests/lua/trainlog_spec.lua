@@ -267,6 +267,66 @@ describe("calibrate --log, bad logs", function()
     assert.truthy(err:find(path .. ":1: TorchTitan step line: tps expected a number (got \"1x,050\")", 1, true), err)
   end)
 
+  it("a restarted Megatron-LM run is refused naming both lines, not read as other ranks' lines", function()
+    -- iterations 1-3 at 1 s, a restart from a checkpoint at 2, then 3-4 at 2 s:
+    -- the second segment's steps were dropped as "other ranks" before
+    local lines = { megatron_line(1, 10, 1000.0, 100.0, 9.0), megatron_line(2, 10, 1000.0, 100.0, 9.0),
+      megatron_line(3, 10, 1000.0, 100.0, 9.0), "loading checkpoint from iteration 2",
+      megatron_line(3, 10, 2000.0, 50.0, 9.0), megatron_line(4, 10, 2000.0, 50.0, 9.0) }
+    local path = write(dir .. "/restart.log", table.concat(lines, "\n") .. "\n")
+    local err = one_line(apsearch("calibrate", "--log", path))
+    assert.are.equal("apsearch: " .. path .. ":5: iteration 3 after iteration 3 (line 3): the run restarted; give "
+      .. "the log of one run (e.g. the lines from 5 on: sed -n '5,$p')\n", err)
+  end)
+
+  it("an iteration or step number past 10^15 names the file, the line and the field (it was a Lua error)",
+    function()
+    local path = write(dir .. "/it.log", (good:gsub("iteration        1/", "iteration 1000000000000000000000000000000/"))
+      .. "\n")
+    local err = one_line(apsearch("calibrate", "--log", path))
+    assert.are.equal("apsearch: " .. path .. ":1: Megatron-LM iteration line: iteration must be below 10^15 (got "
+      .. "\"1000000000000000000000000000000\")\n", err)
+    path = write(dir .. "/step.log", "step: 99999999999999999999  loss:  7.6  memory: 1.00GiB(1%)  tps: 10\n")
+    err = one_line(apsearch("calibrate", "--log", path))
+    assert.are.equal("apsearch: " .. path .. ":1: TorchTitan step line: step must be below 10^15 (got "
+      .. "\"99999999999999999999\")\n", err)
+  end)
+
+  it("a zero, negative or absurd step time, throughput or memory names the file, the line and the field", function()
+    -- each would print inf / nan beside the estimate, or a 300-digit step time
+    local cases = {
+      { good:gsub("%(ms%): 1000.0", "(ms): 0.0"), "elapsed time per iteration (ms) must be above 0 (got \"0.0\")" },
+      { good:gsub("%(ms%): 1000.0", "(ms): -1000.0"), "elapsed time per iteration (ms) must be above 0 (got \"-1000.0\")" },
+      { good:gsub("%(ms%): 1000.0", "(ms): 1e300"), "elapsed time per iteration (ms) must be at most 1e+09 (got \"1e300\")" },
+      { good:gsub("size:    64", "size:     0"), "global batch size must be above 0 (got \"0\")" },
+      { good:gsub("lm loss: [^ ]+", "lm loss: -2.0"), "lm loss must be at least 0 (got \"-2.0\")" },
+    }
+    for i, c in ipairs(cases) do
+      local path = write(dir .. "/range" .. i .. ".log", good .. "\n" .. c[1] .. "\n")
+      local err = one_line(apsearch("calibrate", "--log", path))
+      assert.are.equal("apsearch: " .. path .. ":2: Megatron-LM iteration line: " .. c[2] .. "\n", err)
+    end
+    local path = write(dir .. "/mem0.log", good .. "\n" .. megatron_memory(0, 1, 1.0, -5.0, 2.0, 3.0) .. "\n")
+    local err = one_line(apsearch("calibrate", "--log", path))
+    assert.are.equal("apsearch: " .. path .. ":2: Megatron-LM memory line: max allocated must be above 0 (got \"-5.00\")\n",
+      err)
+    local tt = {
+      { "tps: -7,282", "tps must be above 0 (got \"-7,282\")" },
+      { "tps: 0", "tps must be above 0 (got \"0\")" },
+      { "memory: -9.46GiB(64.99%)", "memory must be above 0 (got \"-9.46GiB(64.99%)\")" },
+      { "memory: 0.00GiB(0.00%)", "memory must be above 0 (got \"0.00GiB(0.00%)\")" },
+      { "mfu: -0.17%", "mfu must be at least 0 (got \"-0.17%\")" },
+    }
+    for i, c in ipairs(tt) do
+      local line = "step: 4  loss:  7.6  memory: 9.46GiB(64.99%)  tps: 7,282  tflops: 0.52  mfu: 0.17%"
+      local key = c[1]:match("^(%a+):")
+      line = line:gsub(key .. ": %S+", (c[1]:gsub("%%", "%%%%")))
+      path = write(dir .. "/tt_range" .. i .. ".log", line .. "\n")
+      err = one_line(apsearch("calibrate", "--log", path))
+      assert.are.equal("apsearch: " .. path .. ":1: TorchTitan step line: " .. c[2] .. "\n", err)
+    end
+  end)
+
   it("a gzip file and a log over the size cap are refused, not read", function()
     local path = write(dir .. "/z.log", "\x1f\x8b\x08\x00")
     local err = one_line(apsearch("calibrate", "--log", path))

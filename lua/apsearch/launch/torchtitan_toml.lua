@@ -145,8 +145,8 @@ function M.flavor(rel, m)
   end
   local kind = m.rope_scaling_type or "none"
   if kind ~= fc.rope_scaling_type then
-    D(kind .. " RoPE scaling: the release always applies llama3 scaling (factor 8, 1, 4, 8192; " ..
-      "precompute_freqs_cis)")
+    D((kind == "none" and "no" or kind) .. " RoPE scaling: the release always applies llama3 scaling " ..
+      "(factor 8, 1, 4, 8192; precompute_freqs_cis)")
   else
     for _, k in ipairs({ { "rope_scaling_factor", "scaling factor" }, { "low_freq_factor", "low_freq_factor" },
       { "high_freq_factor", "high_freq_factor" }, { "original_max_position_embeddings", "original context" } }) do

@@ -93,6 +93,10 @@ function M.toml(v)
   return require("apsearch.launch.torchtitan").pyfloat(v)
 end
 
+--- True when two numbers agree within M.NUMERIC_RTOL (relative).
+-- @tparam number a
+-- @tparam number b
+-- @treturn boolean
 local function close(a, b)
   return math.abs(a - b) <= M.NUMERIC_RTOL * math.max(math.abs(a), math.abs(b))
 end
@@ -206,9 +210,12 @@ function M.render(c, tag)
   local r, m, tr = c.rec, c.model, c.training
   local notes = {}
   local NE = "NOT EXPRESSIBLE in TorchTitan " .. tag
+  -- N(kind, text): a comment line of the file (NOT EXPRESSIBLE, NOTE, ...)
   local function N(kind, text) notes[#notes + 1] = kind .. ": " .. text end
   -- sections in file order, each an ordered list of {key, value, comment}
   local order, sections = {}, {}
+  -- K(path, value, comment): `key = value` in its [section], the key and
+  -- the value's type checked against the release's JobConfig
   local function K(path, value, comment)
     local fact = assert(rel.keys[path], "torchtitan " .. tag .. ": key not in the release's JobConfig: " .. path)
     assert(options.release_value_ok(fact, value), "torchtitan " .. tag .. ": " .. path .. " = " .. M.toml(value))

@@ -33,6 +33,8 @@ B("    return")
 B("  fi")
 B("  case \"$prev\" in")
 B("    --format) COMPREPLY=( $(compgen -W \"table json csv\" -- \"$cur\") ); return ;;")
+B("    --torchtitan-version) COMPREPLY=( $(compgen -W \"head " ..
+  table.concat(require("apsearch.launch.torchtitan_toml").releases, " ") .. "\" -- \"$cur\") ); return ;;")
 B("  esac")
 B("  case \"$cmd\" in")
 B("    help) COMPREPLY=( $(compgen -W \"" .. table.concat(names, " ") .. "\" -- \"$cur\") ); return ;;")

@@ -3,7 +3,7 @@
 --     apsearch run [POLICY.lua] [--top-k N] [--set KEY=VALUE]... [--fix DIM=VALUE]...
 --                  [--model NAME|CONFIG.json] [--cluster DEVICE[:NODES[xGPUS]]]
 --                  [--format table|json|csv] [--out DIR] [--quiet] [--jobs N]
---                  [--rules RULE.lua]... [--launchable FRAMEWORK]
+--                  [--rules RULE.lua]... [--launchable FRAMEWORK] [--torchtitan-version VERSION]
 --                  [--objective NAME|OBJ.lua] [--formatter FMT.lua] [--unsafe]
 --                  [--sandbox-instructions N] [--sandbox-memory-mib N]
 --                  [--sandbox-seconds S] [--sandbox-cpu-seconds S]
@@ -272,13 +272,21 @@ end
 --- Restricts a policy to the strategies whose launch file for engine
 -- `name` builds the estimated job (`run --launchable`): adds the rule
 -- apsearch.launch.launchable_rule and records the name (result
--- `inputs.launchable`).  Nothing when `name` is nil.
+-- `inputs.launchable`).  Records the TorchTitan target of
+-- `--torchtitan-version` (result `inputs.torchtitan_version`, when a
+-- release) first: the launch files, and the launchable rule for
+-- torchtitan, are that target's.  Nothing more when `name` is nil.
 -- @tparam table p policy (apsearch.policy)
 -- @tparam string|nil name megatron, torchtitan or mindformers
--- @raise `--launchable: launchable: must be ...` for another name
-function M.add_launchable(p, name)
+-- @tparam[opt] string|nil version `--torchtitan-version` (head, a release tag)
+-- @raise `--launchable: launchable: must be ...` for another name,
+--   `--torchtitan-version: torchtitan_version: must be ...` for another version
+function M.add_launchable(p, name, version)
+  local launch = require "apsearch.launch"
+  local tt = launch.torchtitan_version(version)
+  if tt ~= launch.TORCHTITAN_HEAD then p.torchtitan_version = tt end
   if not name then return end
-  table.insert(p.constraints.rules, require("apsearch.launch").launchable_rule(name))
+  table.insert(p.constraints.rules, launch.launchable_rule(name, tt))
   p.launchable = name
 end
 
@@ -307,7 +315,7 @@ function M.fit_probe(opts, p, result)
     local q = policy_mod.from_table(raw, command, { set = opts.set or {}, fix = opts.fix or {},
       base_dir = ".", built = true, shadow_check = false })
     q.defaults = header
-    M.add_launchable(q, opts.launchable)
+    M.add_launchable(q, opts.launchable, opts["torchtitan-version"])
     local r = search.run(q, {})
     local top = r.top_k_strategies[1]
     if top then
@@ -410,8 +418,9 @@ end
 --                     apsearch.format.csv.candidate_writer); listed only
 --                     when `result.candidates_csv` says it was written
 -- * `report.html`     the report (apsearch.report.html), self-contained
--- * `launch/rank<N>_megatron.sh`, `rank<N>_torchtitan.py`,
---   `rank<N>_mindformers.yaml` per top-k strategy (apsearch.launch)
+-- * `launch/rank<N>_megatron.sh`, `rank<N>_torchtitan.py` (`.toml` with
+--   `--torchtitan-version` a release), `rank<N>_mindformers.yaml` per
+--   top-k strategy (apsearch.launch)
 -- @tparam string dir output directory (created)
 -- @tparam table result search result (gains visualization_report, output_files, run_id)
 -- @tparam[opt] table opts `echarts` (path of echarts.min.js); `set` (an
@@ -559,6 +568,7 @@ local function cmd_run(args)
   c:option("--echarts=FILE", "echarts.min.js to inline in report.html (default: the one the build fetched; 'none': tables only)")
   c:option("--rules=FILE", "add a constraint rule file (docs/writing-rules.md; repeatable)", {})
   c:option("--launchable=FRAMEWORK", "rank only strategies whose launch file for FRAMEWORK (megatron, torchtitan or mindformers) builds the job as estimated; the others are filtered as LAUNCH_DIFFERS")
+  c:option("--torchtitan-version=VERSION", "TorchTitan the launch files target: head (default: a Python config module for TorchTitan's main branch, at the commit the file names) or " .. table.concat(require("apsearch.launch.torchtitan_toml").releases, ", ") .. " (a TOML job file of that release, launch/rank<N>_torchtitan.toml; also what --launchable torchtitan checks)")
   c:option("--objective=NAME|FILE", "rank by a built-in objective or an objective file (replaces the policy's)")
   c:option("--formatter=FILE", "print the result with a formatter file instead of --format")
   c:flag("--wide", "table: no width limit (default: fit 120 columns, leaving out the top memory/overhead columns)")
@@ -576,7 +586,7 @@ local function cmd_run(args)
   end
   local path = opts.POLICY or (not (opts.model or opts.cluster) and default_policy()) or nil
   local p = load_policy(path, opts, { top_k = top_k, rules = opts.rules, objective = opts.objective })
-  M.add_launchable(p, opts.launchable)
+  M.add_launchable(p, opts.launchable, opts["torchtitan-version"])
   print_notes(p, opts)
   local user_formatter
   if opts.formatter then

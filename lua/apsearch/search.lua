@@ -959,6 +959,7 @@ function M.run(policy, opts)
     stack = policy.stack,               -- training.stack, or the framework's newest
     defaults = policy.defaults,         -- the header lines of a built policy (apsearch.defaults)
     launchable = policy.launchable,     -- run --launchable: the framework whose launch file must build each strategy
+    torchtitan_version = policy.torchtitan_version, -- run --torchtitan-version: the TorchTitan release the launch files target
   }
 
   return {

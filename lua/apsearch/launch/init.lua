@@ -8,7 +8,10 @@
 --                             (apsearch.launch.megatron);
 -- * `rank<N>_torchtitan.py`   TorchTitan config module (a function
 --                             returning Trainer.Config, --module / --config)
---                             (apsearch.launch.torchtitan);
+--                             (apsearch.launch.torchtitan); with
+--                             `--torchtitan-version TAG` a release's job
+--                             file `rank<N>_torchtitan.toml`
+--                             (apsearch.launch.torchtitan_toml);
 -- * `rank<N>_mindformers.yaml` MindSpore Transformers parallel_config,
 --                             recompute_config, offset
 --                             (apsearch.launch.mindspore).
@@ -31,12 +34,44 @@ M.engines = {
   { name = "mindformers", module = "apsearch.launch.mindspore", suffix = "_mindformers.yaml" },
 }
 
+--- TorchTitan targets `--torchtitan-version` accepts: "head" (the Python
+-- config module for the commit options.torchtitan cites, the default)
+-- and the releases apsearch.launch.torchtitan_toml writes a TOML job
+-- file for.
+M.TORCHTITAN_HEAD = "head"
+
+--- The TorchTitan target a `--torchtitan-version` value names.
+-- @tparam string|nil v "head", a release tag ("v0.2.2") or the tag
+--   without its "v" ("0.2.2"); nil: "head"
+-- @treturn string "head" or the release tag
+-- @raise `--torchtitan-version: torchtitan_version: must be head, v0.2.2 (got V)` (exit 2)
+function M.torchtitan_version(v)
+  if v == nil or v == M.TORCHTITAN_HEAD then return M.TORCHTITAN_HEAD end
+  local releases = require("apsearch.launch.torchtitan_toml").releases
+  for _, tag in ipairs(releases) do
+    if v == tag or "v" .. tostring(v) == tag then return tag end
+  end
+  util.fail("--torchtitan-version", "torchtitan_version",
+    "must be " .. M.TORCHTITAN_HEAD .. ", " .. table.concat(releases, ", "), v)
+end
+
+--- File name suffix of engine `e`'s launch file for a context: the
+-- engine's, or `_torchtitan.toml` for a TorchTitan release.
+-- @tparam table e an entry of M.engines
+-- @tparam table c context (M.context)
+-- @treturn string
+function M.suffix(e, c)
+  if e.name == "torchtitan" and c.torchtitan_version ~= M.TORCHTITAN_HEAD then return "_torchtitan.toml" end
+  return e.suffix
+end
+
 --- Everything a generator needs about one top-k strategy.
 -- @tparam table result search result
 -- @tparam table rec one of result.top_k_strategies
 -- @treturn table `{rec, model, cluster, training, stages, layers (per
 --   pipeline rank), recompute (per pipeline rank), devices_used, nodes,
---   data_parallel (dp x fsdp), header (comment lines)}`
+--   data_parallel (dp x fsdp), header (comment lines), torchtitan_version
+--   (result.inputs.torchtitan_version, else "head")}`
 function M.context(result, rec)
   local inp = result.inputs or {}
   local ss = result.stage_summary and result.stage_summary[rec.rank]
@@ -71,6 +106,7 @@ function M.context(result, rec)
     layers = layers, recompute = recompute, devices_used = used,
     devices_per_node = per_node, nodes = math.max(1, math.ceil(used / per_node)),
     data_parallel = (rec.dp_degree or 1) * (rec.fsdp_degree or 1), header = header,
+    torchtitan_version = inp.torchtitan_version or M.TORCHTITAN_HEAD,
   }
 end
 
@@ -169,13 +205,18 @@ end
 -- @tparam table e an entry of M.engines
 -- @tparam table inputs the core context's inputs (ctx:inputs())
 -- @tparam table est a full estimate (ctx:estimate)
+-- @tparam[opt] string version the TorchTitan target (M.torchtitan_version;
+--   default "head")
 -- @treturn table the differing notes
-function M.estimate_differences(e, inputs, est)
+function M.estimate_differences(e, inputs, est, version)
   local rec = { rank = 1, devices_used = est.devices_used, memory_cost = {}, performance_cost = {} }
   for k, v in pairs(est.strategy) do rec[k] = v end
   local stages = {}
   for i, st in ipairs(est.stages or {}) do
     stages[i] = { num_layers = st.num_layers, recompute_layers = st.recompute_layers }
+  end
+  if version and version ~= M.TORCHTITAN_HEAD then
+    inputs = setmetatable({ torchtitan_version = version }, { __index = inputs })
   end
   local result = { inputs = inputs, top_k_strategies = { rec }, stage_summary = { { stages = stages } } }
   local _, notes = require(e.module).render(M.context(result, rec))
@@ -196,9 +237,10 @@ M.LAUNCHABLE_ORDER = 10000
 -- EXPRESSIBLE line (M.differences) is filtered out with LAUNCH_DIFFERS
 -- and that line as its message; an infeasible one keeps its own reason.
 -- @tparam string name megatron, torchtitan or mindformers
+-- @tparam[opt] string version the TorchTitan target (M.torchtitan_version)
 -- @treturn table a rule (apsearch.rules.normalize, trusted)
 -- @raise `--launchable: launchable: must be ... (got NAME)` (exit 2)
-function M.launchable_rule(name)
+function M.launchable_rule(name, version)
   local e = M.engine(name)
   if not e then
     local names = {}
@@ -213,7 +255,7 @@ function M.launchable_rule(name)
       if not evaluation.feasible then return true end
       local core = ctx.core or ctx
       inputs[core] = inputs[core] or core:inputs()
-      local differs = M.estimate_differences(e, inputs[core], core:estimate(candidate))
+      local differs = M.estimate_differences(e, inputs[core], core:estimate(candidate), version)
       if #differs == 0 then return true end
       return false, M.LAUNCH_DIFFERS, name .. ": " .. differs[1]
     end,
@@ -267,7 +309,7 @@ function M.render_all(result)
       local differs = M.differences(notes)
       if #differs > 0 then text = mark_estimate(text, #differs) end
       out[#out + 1] = { rank = rec.rank, engine = e.name, differs = differs,
-        name = string.format("rank%d%s", rec.rank, e.suffix), text = text, notes = notes }
+        name = string.format("rank%d%s", rec.rank, M.suffix(e, c)), text = text, notes = notes }
     end
   end
   return out

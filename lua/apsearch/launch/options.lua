@@ -504,6 +504,143 @@ function M.torchtitan_value_ok(fact, v)
 end
 
 
+--- TorchTitan releases that read a TOML job file (`torchrun ... -m
+-- torchtitan.train --job.config_file FILE`, run_train.sh at the tag):
+-- the keys of the sections the release writer may write, each with its
+-- type (int, float, bool, str, list[str], list[list[str]]; `nullable`
+-- when the annotation has `| None`) and, for a Literal, its values.
+-- Transcribed from the `JobConfig` dataclasses of
+-- torchtitan/config/job_config.py at the tag (section = the JobConfig
+-- field, key = the section dataclass's field; `quantize.linear.float8` =
+-- Quantize.linear.float8 -> Float8Linear); ConfigManager._dict_to_dataclass
+-- (torchtitan/config/manager.py) refuses any other key.  Sections the
+-- writer leaves at their defaults (profiling, metrics, optimizer,
+-- lr_scheduler, checkpoint, comm, ...) are not listed.
+-- `flavors`: the llama3 flavours of the release (llama3_args,
+-- torchtitan/models/llama3/__init__.py at the tag; TransformerModelArgs
+-- in models/llama3/model/args.py), each with its shape and numerics, the
+-- only models `[model] name = "llama3"` builds: hidden_dim is the SwiGLU
+-- width FeedForward computes (int(2 * 4 dim / 3) x ffn_dim_multiplier,
+-- rounded up to multiple_of), RoPE theta 500000 with RoPEScalingArgs'
+-- llama3 scaling (factor 8, low 1, high 4, original context 8192, always
+-- applied by precompute_freqs_cis), norm_eps 1e-5, vocab 128256, untied.
+-- `converters`: model.converters names register_model_converter registers
+-- (components/quantization/float8.py, mx.py); `output`: the lm_head's
+-- module name (models/llama3/model/model.py Transformer.output, the last
+-- name generate_llm_fqn_per_model_part gives a pipeline stage).
+local function release_keys()
+  local int, bool, str, float = { type = "int" }, { type = "bool" }, { type = "str" }, { type = "float" }
+  local lstr = { type = "list[str]" }
+  local function lit(...) return { type = "str", values = set({ ... }) } end
+  local function null(t) local c = {} for k, v in pairs(t) do c[k] = v end c.nullable = true return c end
+  return {
+    -- Job
+    ["job.config_file"] = null(str), ["job.dump_folder"] = str, ["job.description"] = str,
+    ["job.print_config"] = bool, ["job.save_config_file"] = null(str), ["job.custom_config_module"] = str,
+    -- Model
+    ["model.name"] = str, ["model.flavor"] = str, ["model.hf_assets_path"] = str,
+    ["model.tokenizer_path"] = null(str), ["model.converters"] = lstr, ["model.print_after_conversion"] = bool,
+    -- Training (training.dataloader.* not written)
+    ["training.dataset"] = str, ["training.dataset_path"] = null(str),
+    ["training.local_batch_size"] = int, ["training.global_batch_size"] = int, ["training.seq_len"] = int,
+    ["training.max_norm"] = { type = "float | int" }, ["training.steps"] = int,
+    ["training.enable_cpu_offload"] = bool, ["training.dtype"] = lit("bfloat16", "float32"),
+    ["training.mixed_precision_param"] = lit("bfloat16", "float32"),
+    ["training.mixed_precision_reduce"] = lit("float32"), ["training.gc_freq"] = int, ["training.gc_debug"] = bool,
+    -- Parallelism
+    ["parallelism.data_parallel_replicate_degree"] = int, ["parallelism.data_parallel_shard_degree"] = int,
+    ["parallelism.fsdp_reshard_after_forward"] = lit("default", "always", "never"),
+    ["parallelism.tensor_parallel_degree"] = int, ["parallelism.disable_loss_parallel"] = bool,
+    ["parallelism.enable_async_tensor_parallel"] = bool, ["parallelism.pipeline_parallel_degree"] = int,
+    ["parallelism.module_fqns_per_model_part"] = null({ type = "list[list[str]]" }),
+    ["parallelism.pipeline_parallel_first_stage_less_layers"] = int,
+    ["parallelism.pipeline_parallel_last_stage_less_layers"] = int,
+    ["parallelism.pipeline_parallel_layers_per_stage"] = null(int),
+    ["parallelism.pipeline_parallel_schedule"] = str, ["parallelism.pipeline_parallel_schedule_csv"] = null(str),
+    ["parallelism.pipeline_parallel_microbatch_size"] = int,
+    ["parallelism.pipeline_parallel_expert_parallel_overlap"] = bool,
+    ["parallelism.context_parallel_degree"] = int,
+    -- str | None; "headtail" (SDPA) or "ptrr" (FlexAttention), the
+    -- docstring's options (v0.2.2 only: added after v0.2.1)
+    ["parallelism.context_parallel_load_balancer"] = null({ type = "str", values = set({ "headtail", "ptrr" }) }),
+    ["parallelism.context_parallel_rotate_method"] = lit("allgather", "alltoall"),
+    ["parallelism.expert_parallel_degree"] = int, ["parallelism.expert_tensor_parallel_degree"] = int,
+    ["parallelism.expert_parallel_comm_backend"] = lit("standard", "deepep"),
+    -- ActivationCheckpoint (selective_ac_option: "op" or a layer
+    -- frequency as digits, distributed/activation_checkpoint.py)
+    ["activation_checkpoint.mode"] = lit("selective", "full", "memory_budget", "none"),
+    ["activation_checkpoint.selective_ac_option"] = str,
+    ["activation_checkpoint.per_op_sac_force_recompute_mm_shapes_by_fqns"] = lstr,
+    ["activation_checkpoint.early_stop"] = bool, ["activation_checkpoint.memory_budget"] = float,
+    ["activation_checkpoint.visualize_memory_budget_pareto"] = bool,
+    ["activation_checkpoint.preserve_rng_state"] = bool, ["activation_checkpoint.determinism_check"] = str,
+    ["activation_checkpoint.debug"] = bool,
+    -- Compile
+    ["compile.enable"] = bool, ["compile.components"] = lstr, ["compile.backend"] = str,
+    -- Quantize.linear.float8 (Float8Linear), .mx (MXLinear)
+    ["quantize.linear.float8.enable_fsdp_float8_all_gather"] = bool,
+    ["quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp"] = bool,
+    ["quantize.linear.float8.recipe_name"] = null(lit("tensorwise", "rowwise", "rowwise_with_gw_hp")),
+    ["quantize.linear.float8.filter_fqns"] = lstr, ["quantize.linear.float8.emulate"] = bool,
+    ["quantize.linear.mx.mxfp8_dim1_cast_kernel_choice"] = lit("triton", "cuda", "torch"),
+    ["quantize.linear.mx.recipe_name"] = str, ["quantize.linear.mx.filter_fqns"] = lstr,
+  }
+end
+
+M.torchtitan_releases = {
+  ["v0.2.2"] = {
+    source = {
+      repo = "pytorch/torchtitan", path = "torchtitan/config/job_config.py", tag = "v0.2.2",
+      commit = "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce", date = "2026-02-20",
+      note = "JobConfig dataclasses (job_config.py), ConfigManager TOML loading (manager.py), llama3_args " ..
+        "(models/llama3/__init__.py), converters (components/quantization), pipeline split " ..
+        "(distributed/pipeline_parallel.py), layer / op SAC (distributed/activation_checkpoint.py), " ..
+        "run_train.sh; the last release before TOML files gave way to Python config modules (9810191b)",
+    },
+    keys = release_keys(),
+    converters = { float8 = "quantize.linear.float8", mx = "quantize.linear.mx" },
+    -- MXLinear.recipe_name's default and docstring example
+    mx_recipe = "mxfp8_cublas",
+    output = "output",
+    flavors = {
+      ["8B"] = { dim = 4096, n_layers = 32, n_heads = 32, n_kv_heads = 8, hidden_dim = 14336 },
+      ["70B"] = { dim = 8192, n_layers = 80, n_heads = 64, n_kv_heads = 8, hidden_dim = 28672 },
+      ["405B"] = { dim = 16384, n_layers = 126, n_heads = 128, n_kv_heads = 8, hidden_dim = 53248 },
+    },
+    -- every flavour's (TransformerModelArgs defaults, RoPEScalingArgs)
+    flavor_common = { vocab_size = 128256, tie_word_embeddings = false, rope_theta = 500000,
+      rope_scaling_type = "llama3", rope_scaling_factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0,
+      original_max_position_embeddings = 8192, norm_eps = 1e-5 },
+  },
+}
+
+--- True when `v` is a value of release key fact `fact` (a type and, for
+-- a Literal, its values; nil only where the annotation allows None).
+-- @tparam table fact an entry of M.torchtitan_releases[tag].keys
+-- @param v a Lua value (string, integer, number, boolean, list)
+-- @treturn boolean
+function M.release_value_ok(fact, v)
+  if v == nil then return fact.nullable == true end
+  local t = fact.type
+  if t == "int" then return math.type(v) == "integer" end
+  if t == "float" then return type(v) == "number" end
+  if t == "float | int" then return type(v) == "number" end
+  if t == "bool" then return type(v) == "boolean" end
+  if t == "str" then return type(v) == "string" and (not fact.values or fact.values[v] == true) end
+  if t == "list[str]" or t == "list[list[str]]" then
+    if type(v) ~= "table" then return false end
+    for _, x in ipairs(v) do
+      if t == "list[str]" and type(x) ~= "string" then return false end
+      if t == "list[list[str]]" then
+        if type(x) ~= "table" then return false end
+        for _, y in ipairs(x) do if type(y) ~= "string" then return false end end
+      end
+    end
+    return true
+  end
+  return false
+end
+
 --- MindSpore Transformers (MindFormers) YAML keys, as dotted paths, each
 -- with the type and values MindFormers accepts there.  Read at
 -- mindspore-lab/mindformers fd4deebc1606a02fd24c3b359a889cd0c966e72b:

@@ -614,11 +614,17 @@ function M.model_numerics(m, lines, N, flavored, eps_only)
   end
 end
 
---- Renders the config module.
+--- Renders the config module, or for a context whose torchtitan_version
+-- is a release, that release's TOML job file
+-- (apsearch.launch.torchtitan_toml).
 -- @tparam table c context (apsearch.launch.context)
 -- @treturn string
 -- @treturn table notes
 function M.render(c)
+  -- a release: its TOML job file (apsearch.launch.torchtitan_toml)
+  if c.torchtitan_version and c.torchtitan_version ~= require("apsearch.launch").TORCHTITAN_HEAD then
+    return require("apsearch.launch.torchtitan_toml").render(c, c.torchtitan_version)
+  end
   local r, m, tr = c.rec, c.model, c.training
   local lines, notes, imports = {}, {}, {}
   local fn = string.format("apsearch_rank%d", r.rank)

@@ -1,0 +1,498 @@
+--- TorchTitan job file (TOML) for one strategy, for a TorchTitan release
+-- that reads one: `torchrun ... -m torchtitan.train --job.config_file
+-- rank<N>_torchtitan.toml` (run_train.sh at the tag).  `apsearch run
+-- --torchtitan-version v0.2.2` writes it in place of the Python config
+-- module apsearch.launch.torchtitan writes for TorchTitan's HEAD, which
+-- reads no TOML since 9810191b (2026-02-23).
+--
+-- Only keys of the release's JobConfig are written
+-- (apsearch.launch.options.torchtitan_releases[tag].keys, transcribed from
+-- torchtitan/config/job_config.py at the tag; ConfigManager refuses any
+-- other), each value checked against its type.  What the release cannot
+-- say is a `NOT EXPRESSIBLE in TorchTitan <tag>` comment line (the file
+-- then differs from the estimate, apsearch.launch.differences), never a
+-- key the release does not have.
+--
+-- Mapping (apsearch strategy / training field -> TOML key):
+--
+-- * the model -> [model] name "llama3", flavor: the release's llama3
+--   flavour with the model's shape and numerics (options flavors, 8B /
+--   70B / 405B); any other model NOT EXPRESSIBLE (the release's TOML picks
+--   a flavour, it cannot give a shape, RoPE or norm epsilon); MoE models
+--   NOT WRITTEN (start from the release's MoE TOMLs)
+-- * dp_degree -> parallelism.data_parallel_replicate_degree, fsdp_degree
+--   -> data_parallel_shard_degree, reshard_after_forward ->
+--   fsdp_reshard_after_forward "always" | "never"
+-- * tp_degree -> tensor_parallel_degree (the release's llama3 TP always
+--   shards the norms over the sequence: sequence_parallel = false NOT
+--   EXPRESSIBLE); tp_comm_overlap -> enable_async_tensor_parallel (needs
+--   the model compiled, distributed/tensor_parallel.py maybe_enable_async_tp)
+-- * pp_degree -> pipeline_parallel_degree, schedule "1F1B" /
+--   "Interleaved1F1B" (or the zero-bubble names), micro_batch_size ->
+--   pipeline_parallel_microbatch_size, local_batch_size = micro_batch_size
+--   x micro_batch_num (pipeline_parallel.py: n_microbatches =
+--   local_batch_size // microbatch_size); layers per chunk by the release's
+--   own split (first/last_stage_less_layers, layers_per_stage) when it
+--   gives the estimate's, else module_fqns_per_model_part
+-- * cp_degree -> context_parallel_degree, load balancer "headtail";
+--   cp_comm_type all_gather -> context_parallel_rotate_method "allgather"
+-- * batch: training.local_batch_size, global_batch_size, seq_len
+--   (train.py: gradient accumulation = global / (local x dp))
+-- * layer_recompute: full on every layer -> mode "full"; full on some
+--   layers -> mode "selective" with selective_ac_option "<k>" (every k-th
+--   block, a per-process count, activation_checkpoint.py _apply_layer_sac)
+--   when some k gives each pipeline rank the estimate's count, else
+--   "full" (APPROXIMATE); selective -> "selective" / "op"; none -> "none"
+-- * precision fp8 -> converters ["quantize.linear.float8"], recipe
+--   rowwise (tensorwise with enable_fsdp_float8_all_gather for
+--   fp8_param_gather under FSDP), mxfp8 -> ["quantize.linear.mx"]
+--   (mxfp8_cublas); the lm_head ("output") left in bf16; nvfp4, fp16 NOT
+--   EXPRESSIBLE
+-- * torch_compile / compile_loss -> compile.enable, compile.components
+-- * cuda_graphs NOT EXPRESSIBLE (the release has no CUDA-graph option)
+-- @module apsearch.launch.torchtitan_toml
+local options = require "apsearch.launch.options"
+
+local M = {}
+
+--- The releases this writer targets, newest first.
+M.releases = { "v0.2.2" }
+
+--- Tolerance for the model's float numerics against a flavour's (RoPE
+-- theta, scaling factors, norm epsilon), relative.
+M.NUMERIC_RTOL = 1e-9
+
+--- The release's model name for the dense decoder it builds
+-- (torchtitan/models/llama3, train_spec name "llama3").
+M.MODEL_NAME = "llama3"
+
+--- TOML basic string (escapes backslash, quote and control characters).
+-- @tparam string s
+-- @treturn string
+function M.toml_str(s)
+  return '"' .. tostring(s):gsub('[%c"\\]', function(ch)
+    if ch == '"' then return '\\"' elseif ch == "\\" then return "\\\\" end
+    return string.format("\\u%04X", ch:byte())
+  end) .. '"'
+end
+
+--- TOML literal for a Lua value: strings, integers, floats (always with a
+-- dot or an exponent), booleans, arrays (nested allowed).
+-- @param v
+-- @treturn string
+function M.toml(v)
+  local t = type(v)
+  if t == "string" then return M.toml_str(v)
+  elseif t == "boolean" then return v and "true" or "false"
+  elseif t == "table" then
+    local parts = {}
+    for i, x in ipairs(v) do parts[i] = M.toml(x) end
+    return "[" .. table.concat(parts, ", ") .. "]"
+  elseif math.type(v) == "integer" then return tostring(v)
+  end
+  return require("apsearch.launch.torchtitan").pyfloat(v)
+end
+
+--- True when two numbers agree within M.NUMERIC_RTOL (relative).
+-- @tparam number a
+-- @tparam number b
+-- @treturn boolean
+local function close(a, b)
+  return math.abs(a - b) <= M.NUMERIC_RTOL * math.max(math.abs(a), math.abs(b))
+end
+
+--- The release's llama3 flavour for a model and what of the model it
+-- cannot build: the flavour whose shape is the model's (by the name's
+-- size suffix first), and a list of differences (shape, numerics, layer
+-- features) when the model is not exactly one of them.
+-- @tparam table rel an entry of options.torchtitan_releases
+-- @tparam table m model
+-- @treturn string flavour written (the matching one, else the named size,
+--   else 8B)
+-- @treturn table differences, text each (empty when the model is the flavour)
+function M.flavor(rel, m)
+  local H, nh = m.hidden_size, m.num_attention_heads
+  local shape = { dim = H, n_layers = m.num_layers, n_heads = nh, n_kv_heads = m.num_query_groups or nh,
+    hidden_dim = m.ffn_hidden_size }
+  local function fits(f)
+    for k, v in pairs(rel.flavors[f]) do if shape[k] ~= v then return false end end
+    return true
+  end
+  local names = {}
+  for f in pairs(rel.flavors) do names[#names + 1] = f end
+  table.sort(names)
+  local size = tostring(m.name or ""):lower():match("%-(%d+b)$") or tostring(m.name or ""):lower():match("%-(%d+b)%-")
+  local named = size and rel.flavors[size:upper()] and size:upper()
+  local flavor
+  if named and fits(named) then flavor = named end
+  for _, f in ipairs(names) do if not flavor and fits(f) then flavor = f end end
+  local diffs = {}
+  local function D(t) diffs[#diffs + 1] = t end
+  if not flavor then
+    flavor = named or "8B"
+    local fs = rel.flavors[flavor]
+    D(string.format("the model's shape (%d layers, dim %d, %d heads, %d kv heads, SwiGLU %s): the " ..
+      "release's llama3 flavours are %s; written as flavour %s (%d layers, dim %d, %d heads, %d kv, SwiGLU %d)",
+      shape.n_layers, shape.dim, shape.n_heads, shape.n_kv_heads, tostring(shape.hidden_dim),
+      table.concat(names, ", "), flavor, fs.n_layers, fs.dim, fs.n_heads, fs.n_kv_heads, fs.hidden_dim))
+  end
+  local fc = rel.flavor_common
+  if m.vocab_size ~= fc.vocab_size then
+    D(string.format("vocabulary %s: the flavours' is %d", tostring(m.vocab_size), fc.vocab_size))
+  end
+  if m.tie_word_embeddings then D("tied embeddings: the flavours are untied") end
+  if (m.head_dim or H // nh) ~= H // nh then D("head_dim " .. m.head_dim .. " other than dim // heads") end
+  local theta = m.rope_theta or 0
+  if theta > 0 and not close(theta, fc.rope_theta) then
+    D(string.format("RoPE theta %s: the flavours' is %d", require("apsearch.launch.torchtitan").pyfloat(theta),
+      fc.rope_theta))
+  end
+  local kind = m.rope_scaling_type or "none"
+  if kind ~= fc.rope_scaling_type then
+    D((kind == "none" and "no" or kind) .. " RoPE scaling: the release always applies llama3 scaling " ..
+      "(factor 8, 1, 4, 8192; precompute_freqs_cis)")
+  else
+    for _, k in ipairs({ { "rope_scaling_factor", "scaling factor" }, { "low_freq_factor", "low_freq_factor" },
+      { "high_freq_factor", "high_freq_factor" }, { "original_max_position_embeddings", "original context" } }) do
+      local v = m[k[1]]
+      if v and v > 0 and not close(v, fc[k[1]]) then
+        D(string.format("llama3 RoPE %s %s: the flavours' is %s", k[2], tostring(v), tostring(fc[k[1]])))
+      end
+    end
+  end
+  if (m.norm_eps or 0) > 0 and not close(m.norm_eps, fc.norm_eps) then
+    D(string.format("norm epsilon %s: the flavours' is %s", tostring(m.norm_eps), tostring(fc.norm_eps)))
+  end
+  if m.qkv_bias or m.attn_out_bias or m.mlp_bias then D("linear biases: the flavours have none") end
+  if m.mlp and m.mlp ~= "swiglu" then D(tostring(m.mlp) .. " MLP: the flavours' is SwiGLU") end
+  if m.norm and m.norm ~= "rmsnorm" then D(tostring(m.norm) .. ": the flavours' is RMSNorm") end
+  if m.norm_bias then D("norm biases: RMSNorm has none") end
+  if m.qk_norm then D("qk-norm: the llama3 model has none") end
+  if (m.sliding_window or 0) > 0 then D("a sliding window: the llama3 model attends causally over the context") end
+  if m.position_embedding and m.position_embedding ~= "rope" then
+    D(tostring(m.position_embedding) .. " positions: the llama3 model applies RoPE")
+  end
+  if m.hybrid_layer_pattern then D("the hybrid Mamba-2 layers: the release has no Mamba-2 model") end
+  if (m.rotary_percent or 0) > 0 and m.rotary_percent < 1 then D("partial RoPE: every dimension is rotated") end
+  for _, what in ipairs(require("apsearch.launch").llama4_features(m, 0)) do D(what) end
+  return flavor, diffs
+end
+
+--- Layer-frequency selective AC (`selective_ac_option = "<k>"`) giving
+-- each pipeline rank the estimate's count of recomputed layers: the
+-- release checkpoints a block when a per-process count of blocks is a
+-- multiple of k (activation_checkpoint.py _apply_layer_sac), floor(n / k)
+-- of a rank's n blocks.
+-- @tparam table layers blocks per pipeline rank
+-- @tparam table recompute recomputed blocks per pipeline rank
+-- @treturn integer|nil k (>= 2), nil when none gives every rank its count
+function M.layer_sac_freq(layers, recompute)
+  local most = 0
+  for _, n in ipairs(layers) do most = math.max(most, n) end
+  for k = 2, most do
+    local ok = true
+    for i, n in ipairs(layers) do
+      if n // k ~= (recompute[i] or 0) then ok = false break end
+    end
+    if ok then return k end
+  end
+  return nil
+end
+
+--- Renders the TOML job file for release `tag`.
+-- @tparam table c context (apsearch.launch.context)
+-- @tparam string tag one of M.releases
+-- @treturn string the file
+-- @treturn table notes (NOT EXPRESSIBLE / NOT WRITTEN / APPROXIMATE / NOTE lines)
+function M.render(c, tag)
+  local rel = assert(options.torchtitan_releases[tag], "torchtitan: not a supported release: " .. tostring(tag))
+  local titan = require "apsearch.launch.torchtitan"
+  local r, m, tr = c.rec, c.model, c.training
+  local notes = {}
+  local NE = "NOT EXPRESSIBLE in TorchTitan " .. tag
+  -- N(kind, text): a comment line of the file (NOT EXPRESSIBLE, NOTE, ...)
+  local function N(kind, text) notes[#notes + 1] = kind .. ": " .. text end
+  -- sections in file order, each an ordered list of {key, value, comment}
+  local order, sections = {}, {}
+  -- K(path, value, comment): `key = value` in its [section], the key and
+  -- the value's type checked against the release's JobConfig
+  local function K(path, value, comment)
+    local fact = assert(rel.keys[path], "torchtitan " .. tag .. ": key not in the release's JobConfig: " .. path)
+    assert(options.release_value_ok(fact, value), "torchtitan " .. tag .. ": " .. path .. " = " .. M.toml(value))
+    local sec, key = path:match("^(.*)%.([^.]+)$")
+    if not sections[sec] then sections[sec] = {} order[#order + 1] = sec end
+    table.insert(sections[sec], { key, value, comment })
+  end
+
+  local tp, pp, cp, vpp = r.tp_degree or 1, r.pp_degree or 1, r.cp_degree or 1, r.vpp_degree or 1
+  local R, Sd, z = r.dp_degree or 1, r.fsdp_degree or 1, r.zero_stage or 0
+  local L = m.num_layers
+  local b = r.micro_batch_size or 1
+  local seq = tr.seq_length
+  local nmb = r.micro_batch_num
+  if not nmb or nmb < 1 then nmb = math.max(1, tr.global_batch_size // math.max(1, b * R * Sd)) end
+  local pytorch = tr.framework == "fsdp2" or tr.framework == "fsdp"
+  local compile = tr.torch_compile == true or not pytorch
+
+  K("job.description", c.header[1])
+
+  -- model
+  K("model.name", M.MODEL_NAME)
+  local flavor, diffs = M.flavor(rel, m)
+  if (m.num_experts or 0) > 0 then
+    N("NOT WRITTEN", string.format("the %d-expert MoE model: this file names the release's llama3 (dense) " ..
+      "flavour %s; start from the release's MoE job files (torchtitan/models/deepseek_v3, qwen3, llama4 " ..
+      "train_configs/*.toml at %s) and copy the [parallelism] keys below", m.num_experts, flavor, tag))
+  elseif #diffs > 0 then
+    for _, d in ipairs(diffs) do
+      N(NE, d .. " (a job file picks a flavour of llama3_args; it sets no model shape or numerics)")
+    end
+  end
+  K("model.flavor", flavor)
+  local prec = tr.precision
+  local gather = tr.fp8_param_gather == true
+  if prec == "fp8" then
+    K("model.converters", { rel.converters.float8 })
+  elseif prec == "mxfp8" then
+    K("model.converters", { rel.converters.mx })
+    N("NOTE", "quantize.linear.mx needs SM100 or later (B200, GB200, ...)")
+    if tp > 1 and compile then
+      N(NE, "mxfp8 with tensor parallelism and a compiled model (MXLinearConverter asserts " ..
+        "\"TP not yet supported with torch.compile for mxfp8\")")
+    end
+  elseif prec == "nvfp4" then
+    N(NE, "nvfp4: the release has no NVFP4 converter (quantize.linear.float8 and .mx only); written in bf16")
+  end
+  if gather and prec ~= "fp8" then
+    N(NE, "fp8_param_gather with " .. tostring(prec) .. ": only the float8 tensorwise recipe gathers " ..
+      "quantized parameters (enable_fsdp_float8_all_gather)")
+  elseif gather and Sd == 1 then
+    N(NE, "fp8_param_gather without FSDP: enable_fsdp_float8_all_gather acts on FSDP's all-gather only")
+  end
+  if tr.store_param_remainders then
+    N(NE, "store_param_remainders (apex DistributedFusedAdam, NeMo 1.x)")
+  end
+
+  -- training
+  local local_batch = pp > 1 and b * nmb or b
+  K("training.local_batch_size", local_batch, pp > 1 and string.format("%d microbatches of %d", nmb, b) or nil)
+  K("training.global_batch_size", tr.global_batch_size)
+  K("training.seq_len", seq)
+  if tr.global_batch_size % (local_batch * R * Sd) ~= 0 then
+    N("NOTE", string.format("global batch %d is not a multiple of local_batch_size x data-parallel degree " ..
+      "= %d: the release's trainer refuses it (train.py)", tr.global_batch_size, local_batch * R * Sd))
+  end
+  if prec == "fp16" then
+    N(NE, "fp16 mixed precision (mixed_precision_param takes bfloat16 or float32)")
+  else
+    K("training.mixed_precision_param", "bfloat16")
+  end
+  if (tr.mtp_num_layers or 0) > 0 then
+    N(NE, string.format("training.mtp_num_layers = %d: no multi-token prediction in the release's llama3",
+      tr.mtp_num_layers))
+  end
+  if tr.cuda_graphs then
+    N(NE, "CUDA graphs: the release has no CUDA-graph option (HEAD captures them since f84224af, 2026-08-13)")
+  end
+  if (tr.activation_offload_layers or 0) > 0 then
+    N(NE, "activation offload to host (activation_offload_layers = " .. tr.activation_offload_layers ..
+      "): training.enable_cpu_offload moves parameters, gradients and optimizer states, not activations")
+  end
+
+  -- data parallel
+  K("parallelism.data_parallel_replicate_degree", R)
+  K("parallelism.data_parallel_shard_degree", Sd)
+  if Sd > 1 then
+    K("parallelism.fsdp_reshard_after_forward", r.reshard_after_forward == false and "never" or "always")
+  end
+  if Sd == 1 and (z == 1 or z == 2) then
+    N(NE, string.format("ZeRO-%d (optimizer%s sharded, parameters replicated): the release shards with " ..
+      "FSDP (data_parallel_shard_degree) or replicates; written as plain data parallel", z,
+      z == 2 and " and gradients" or ""))
+  elseif Sd == 1 and z == 3 then
+    N(NE, "zero_stage=3 over the replicate group: use data_parallel_shard_degree instead")
+  end
+
+  -- tensor parallel
+  K("parallelism.tensor_parallel_degree", tp)
+  if tp > 1 and r.sequence_parallel == false then
+    N(NE, "tensor parallelism without sequence parallelism: the release's llama3 TP plan always shards " ..
+      "the norms and dropout over the sequence (parallelize.py apply_tp)")
+  end
+  if tp > 1 and tr.tp_comm_overlap == true then
+    if compile then
+      K("parallelism.enable_async_tensor_parallel", true)
+    else
+      N(NE, "tp_comm_overlap without compile: async TP needs the model compiled (maybe_enable_async_tp raises)")
+    end
+  end
+
+  -- pipeline parallel
+  K("parallelism.pipeline_parallel_degree", pp)
+  if pp > 1 then
+    local zb = { interleaved_zero_bubble = "InterleavedZeroBubble",
+                 zbv_zero_bubble = "ZBVZeroBubble", dualpipev = "DualPipeV" }
+    local sched = zb[r.pp_schedule or "1f1b"] or (vpp > 1 and "Interleaved1F1B" or "1F1B")
+    K("parallelism.pipeline_parallel_schedule", sched)
+    K("parallelism.pipeline_parallel_microbatch_size", b)
+    local S = pp * vpp
+    local chunks = titan.estimate_chunks(c)
+    local want = (r.pipeline_split == "embedding_loss") and { { 1, 1 }, { 0, 0 } } or { { 0, 0 }, { 1, 1 } }
+    local done = false
+    for _, w in ipairs(want) do
+      -- the release's stage count (pipeline_parallel.py pipeline_llm): 1
+      -- per rank for a single-stage schedule, 2 for a looped one, else
+      -- from layers_per_stage; its split generate_llm_fqn_per_model_part
+      local split = titan.titan_split(S, L, w[1], w[2])
+      local lps
+      if vpp > 2 then
+        lps = math.ceil((L + w[1] + w[2]) / S)
+        if math.ceil((L + w[1] + w[2]) / lps) ~= S then split = nil end
+      elseif vpp == 1 and sched ~= "1F1B" then
+        split = nil
+      end
+      local same = split and #split == #chunks
+      if same then for j = 1, #chunks do if split[j] ~= chunks[j] then same = false end end end
+      if same then
+        K("parallelism.pipeline_parallel_first_stage_less_layers", w[1])
+        K("parallelism.pipeline_parallel_last_stage_less_layers", w[2],
+          "layers per model chunk: " .. table.concat(chunks, ", "))
+        if lps then K("parallelism.pipeline_parallel_layers_per_stage", lps) end
+        done = true
+        break
+      end
+    end
+    if not done then
+      local parts, cur = {}, 0
+      for j = 1, S do
+        local part = {}
+        if j == 1 then part[#part + 1] = "tok_embeddings" end
+        for _ = 1, chunks[j] do part[#part + 1] = "layers." .. cur cur = cur + 1 end
+        if j == S then part[#part + 1] = "norm" part[#part + 1] = rel.output end
+        parts[j] = part
+      end
+      K("parallelism.module_fqns_per_model_part", parts, "layers per model chunk: " .. table.concat(chunks, ", "))
+    end
+  end
+
+  -- context parallel
+  K("parallelism.context_parallel_degree", cp)
+  if cp > 1 then
+    K("parallelism.context_parallel_load_balancer", "headtail", "chunks i and 2c-1-i per rank")
+    if r.cp_comm_type == "all_gather" then
+      K("parallelism.context_parallel_rotate_method", "allgather")
+    elseif r.cp_comm_type == "a2a" or r.cp_comm_type == "p2p" then
+      N("NOTE", "cp_comm_type = " .. tostring(r.cp_comm_type) .. ": the release's context parallel SDPA " ..
+        "exchanges K/V by all-gather or all-to-all shuffles (context_parallel_rotate_method), " ..
+        "\"allgather\" by default")
+    end
+  end
+
+  -- MoE parallelism (the model itself: NOT WRITTEN above)
+  if (m.num_experts or 0) > 0 then
+    local ep, etp = r.ep_degree or 1, r.etp_degree or tp
+    K("parallelism.expert_parallel_degree", ep)
+    if ep > 1 then
+      if etp == tp or etp == 1 then
+        K("parallelism.expert_tensor_parallel_degree", etp)
+      else
+        N(NE, string.format("etp_degree = %d: ParallelDims takes etp = tp (%d) or 1", etp, tp))
+      end
+    end
+    if (r.moe_capacity_factor or 0) > 0 then
+      N(NE, "moe_capacity_factor = " .. tostring(r.moe_capacity_factor) .. ": the release's expert " ..
+        "parallelism is dropless")
+    end
+  end
+
+  -- activation checkpointing
+  if r.layer_recompute == "full" then
+    local all, rc = #c.recompute > 0, 0
+    for i = 1, #c.recompute do
+      if c.recompute[i] ~= c.layers[i] then all = false end
+      rc = rc + (c.recompute[i] or 0)
+    end
+    if all then
+      K("activation_checkpoint.mode", "full", "every transformer block recomputed")
+    elseif rc == 0 then
+      K("activation_checkpoint.mode", "none")
+      N("NOTE", "full recompute with no layer recomputed on any stage")
+    else
+      local k = M.layer_sac_freq(c.layers, c.recompute)
+      if k then
+        K("activation_checkpoint.mode", "selective")
+        K("activation_checkpoint.selective_ac_option", tostring(k), string.format("every %d-th block " ..
+          "recomputed whole: %s of %s layers per stage", k, table.concat(c.recompute, ":"),
+          table.concat(c.layers, ":")))
+      else
+        K("activation_checkpoint.mode", "full", "every transformer block recomputed")
+        N("APPROXIMATE", string.format("recompute of %s of %s layers per stage as full AC on every block " ..
+          "(no layer frequency of selective_ac_option gives these counts): more recompute, less " ..
+          "activation memory than estimated", table.concat(c.recompute, ":"), table.concat(c.layers, ":")))
+      end
+    end
+  elseif r.layer_recompute == "selective" then
+    K("activation_checkpoint.mode", "selective")
+    K("activation_checkpoint.selective_ac_option", "op", "per-op SAC in every block")
+    if tr.framework ~= "fsdp2" then
+      local mods = (r.recompute_modules and r.recompute_modules ~= "") and r.recompute_modules or "core_attn"
+      N("APPROXIMATE", "apsearch's selective recompute (Megatron's recompute modules " .. mods ..
+        ", the " .. tostring(tr.framework) .. " profile) as TorchTitan's per-op selective AC")
+    end
+  else
+    K("activation_checkpoint.mode", "none")
+  end
+
+  -- compile: the model and the loss are separate components
+  local components = {}
+  if compile then components[1] = "model" end
+  local loss = tr.compile_loss == true or (tr.compile_loss == nil and compile)
+  if loss then components[#components + 1] = "loss" end
+  if #components == 0 then components = { "model", "loss" } end
+  K("compile.enable", compile or loss)
+  K("compile.components", components)
+
+  -- quantisation settings (the converter is in [model])
+  if prec == "fp8" then
+    if gather and Sd > 1 then
+      -- recipe_name unset: tensorwise, the only recipe that gathers in
+      -- float8 (float8.py asserts recipe_name is None with the all-gather)
+      K("quantize.linear.float8.enable_fsdp_float8_all_gather", true)
+      K("quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp", true)
+      N("NOTE", "fp8 with fp8_param_gather: tensorwise scaling (recipe_name unset), the recipe whose " ..
+        "FSDP all-gather is in float8")
+    else
+      K("quantize.linear.float8.recipe_name", "rowwise")
+    end
+    K("quantize.linear.float8.filter_fqns", { rel.output }, "the lm_head stays bf16, as estimated")
+  elseif prec == "mxfp8" then
+    K("quantize.linear.mx.recipe_name", rel.mx_recipe)
+    K("quantize.linear.mx.filter_fqns", { rel.output }, "the lm_head stays bf16, as estimated")
+  end
+
+  -- the file
+  local src = rel.source
+  local nproc = math.min(c.devices_used, c.devices_per_node)
+  local name = string.format("rank%d_torchtitan.toml", r.rank)
+  local out = {}
+  for _, h in ipairs(c.header) do out[#out + 1] = "# " .. h end
+  out[#out + 1] = string.format("# TorchTitan %s job file (%s %s @ %s, %s): only keys of that release's",
+    tag, src.repo, src.path, src.commit, src.date)
+  out[#out + 1] = "# JobConfig; add your dataset, tokenizer (model.hf_assets_path), optimizer, checkpoint"
+  out[#out + 1] = "# and step settings.  Run from a TorchTitan " .. tag .. " checkout on every node,"
+  out[#out + 1] = "# <launch-dir> the directory of this file:"
+  out[#out + 1] = string.format("#   torchrun --nnodes %d --nproc-per-node %d --node-rank $NODE_RANK " ..
+    "--master-addr $MASTER_ADDR --master-port 29500 -m torchtitan.train --job.config_file <launch-dir>/%s",
+    c.nodes, nproc, name)
+  for _, n in ipairs(notes) do out[#out + 1] = "# " .. n end
+  for _, sec in ipairs(order) do
+    out[#out + 1] = ""
+    out[#out + 1] = "[" .. sec .. "]"
+    for _, kv in ipairs(sections[sec]) do
+      out[#out + 1] = kv[1] .. " = " .. M.toml(kv[2]) .. (kv[3] and ("  # " .. kv[3]) or "")
+    end
+  end
+  return table.concat(out, "\n") .. "\n", notes
+end
+
+return M

@@ -222,7 +222,7 @@ end
 
 -- The notes of a policy (the default search space) on stderr, after the
 -- estimator accepted its inputs (--quiet drops them).
-local function print_notes(p, opts)
+local function print_notes(p, opts, estimate_only)
   if opts.quiet then return end
   require("apsearch.search").context(p) -- raises the inputs' one-line error first
   -- folded at the table's width on a terminal (a log file keeps lines whole)
@@ -230,7 +230,11 @@ local function print_notes(p, opts)
   local tty = require("apsearch.core").isatty(2)
   local width = (opts.wide or not tty) and math.huge or require("apsearch.format.table").max_width
   for _, w in ipairs(p.warnings or {}) do
-    if w:match("^note:") then io.stderr:write(common.fold_text("apsearch: " .. w, width), "\n") end
+    -- the default space's note only where a space is searched (estimate
+    -- and calibrate --log run one strategy)
+    if w:match("^note:") and not (estimate_only and w:find(policy_mod.DEFAULT_SPACE_NOTE, 1, true)) then
+      io.stderr:write(common.fold_text("apsearch: " .. w, width), "\n")
+    end
   end
 end
 
@@ -854,7 +858,7 @@ end
 local function strategy_from_policy(opts)
   local path = opts.POLICY or (not (opts.model or opts.cluster) and default_policy()) or nil
   local p = load_policy(path, opts)
-  print_notes(p, opts)
+  print_notes(p, opts, true)
   local given = M.parse_strategy(opts.strategy or {})
   local split_given = false
   for _, f in ipairs(M.SPLIT_FIELDS) do split_given = split_given or given[f] ~= nil end

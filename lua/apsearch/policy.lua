@@ -66,6 +66,11 @@ local sandbox = require "apsearch.sandbox"
 
 local M = {}
 
+--- The words of the note a policy without a search space gets (its
+-- `warnings`): commands that search print it, commands that estimate one
+-- strategy leave it out.
+M.DEFAULT_SPACE_NOTE = "searching the framework's full space"
+
 
 local TOP = {
   name = true, description = true, model = true, cluster = true,
@@ -947,7 +952,7 @@ function M.from_table(raw, file, opts)
     p.search_space = n:search_space(space)
     p.search_space.default = true
     local whose = opts.built and "no policy file" or (file .. " has no search_space")
-    p.warnings[#p.warnings + 1] = "note: " .. whose .. "; searching the framework's full space: " ..
+    p.warnings[#p.warnings + 1] = "note: " .. whose .. "; " .. M.DEFAULT_SPACE_NOTE .. ": " ..
       M.describe_space(p.search_space)
   else
     p.search_space = n:search_space(raw.search_space)

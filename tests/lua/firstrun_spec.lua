@@ -67,6 +67,14 @@ describe("run --model M --cluster D:N without a policy", function()
     assert.truthy(out:find("llama-3.1-405b on 16384 x h100-sxm-80gb", 1, true), out)
   end)
 
+  it("says it searches the default space only where it searches one", function()
+    local code, out, err = H.apsearch("estimate", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1",
+      "--strategy", "fsdp_degree=8")
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("step", 1, true), out)
+    assert.falsy(err:find("searching the framework's full space", 1, true), err)
+  end)
+
   it("gives a rack-scale device its NVLink domain (64 GPUs of an NVL72 rack)", function()
     local code, r, err = run("qwen3-30b-a3b", "gb200:256")
     assert.are.equal(0, code, err)

@@ -934,6 +934,9 @@ function M.from_table(raw, file, opts)
     file = file,
     name = raw.name or util.basename(file):gsub("%.lua$", ""),
     description = raw.description,
+    -- built from --model / --cluster (no policy file): an error in the
+    -- model or cluster names that option (search.context)
+    built = opts.built or nil,
   }
   local model_info
   p.model, p.model_source, model_info = n:model(raw.model)

@@ -83,11 +83,16 @@ function M.builtin_rules(dir)
   return r
 end
 
+--- The command-line option a built policy's (policy.built) top-level
+-- table comes from, for its errors (M.context).
+M.BUILT_FROM = { model = "--model", cluster = "--cluster" }
+
 --- Creates the estimator context for a normalized policy.
 -- @tparam table policy normalized policy (apsearch.policy)
 -- @treturn userdata ctx
 -- @raise `<file>: <table>.<field>: <problem> (got <value>)` when the core
---   refuses the model, cluster or training config
+--   refuses the model, cluster or training config (`--model: ...`,
+--   `--cluster: ...` for a policy built from those options)
 function M.context(policy)
   local core = require "apsearch.core"
   local ok, ctx = pcall(core.context, policy.model, policy.cluster, policy.training)
@@ -104,6 +109,11 @@ function M.context(policy)
         label = ov.flag or ("--" .. ov.kind)
         break
       end
+    end
+    -- a policy built from --model / --cluster: its model and cluster are
+    -- those options' (the label is otherwise its `apsearch init` command)
+    if policy.built and label == policy.file and path then
+      label = M.BUILT_FROM[path:match("^[^%.]+")] or label
     end
     if msg:match("^NotImplemented") then error(msg, 0) end
     error(label .. ": " .. msg, 0)

@@ -67,6 +67,14 @@ describe("run --model M --cluster D:N without a policy", function()
     assert.truthy(out:find("llama-3.1-405b on 16384 x h100-sxm-80gb", 1, true), out)
   end)
 
+  it("names --cluster for a cluster the core refuses", function()
+    local code, out, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "mi300x-192gb:1x16")
+    assert.are.equal(2, code)
+    assert.are.equal("", out)
+    assert.are.equal("apsearch: --cluster: cluster.device.intra_node_links: 7 links per GPU cannot fully "
+      .. "connect devices_per_node=16 GPUs\n", err)
+  end)
+
   it("says it searches the default space only where it searches one", function()
     local code, out, err = H.apsearch("estimate", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1",
       "--strategy", "fsdp_degree=8")

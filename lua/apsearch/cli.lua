@@ -1356,9 +1356,15 @@ local function print_log_summary(path, s)
   local common = require "apsearch.format.common"
   local width = require("apsearch.format.table").max_width
   local function say(text) out(common.fold_text(text, width) .. "\n") end
-  say(("log %s: %s (%s format), %d iterations logged, the first %d skipped (warm-up), %d used " ..
-    "(iterations %d-%d)%s"):format(path, s.framework, s.format, s.logged, s.skipped, s.used, s.first, s.last,
-    s.duplicates > 0 and (", " .. s.duplicates .. " lines of steps other ranks logged too ignored") or ""))
+  local function n_of(n, what) return ("%d %s%s"):format(n, what, n == 1 and "" or "s") end
+  local skipped = s.skipped == 0 and "none skipped"
+    or ("the first %s skipped (warm-up)"):format(s.skipped == 1 and "one" or tostring(s.skipped))
+  local used = s.first == s.last and ("iteration %d"):format(s.first)
+    or ("iterations %d-%d"):format(s.first, s.last)
+  say(("log %s: %s (%s format), %s logged, %s, %d used (%s)%s"):format(path, s.framework, s.format,
+    n_of(s.logged, "iteration"), skipped, s.used, used,
+    s.duplicates > 0 and (", " .. n_of(s.duplicates, "repeated line") .. " (the same step from other ranks) ignored")
+      or ""))
   local parts = {}
   if s.step_seconds then parts[#parts + 1] = ("step time %.4f s"):format(s.step_seconds) end
   if s.tflops_per_gpu then parts[#parts + 1] = ("%.1f TFLOP/s per GPU"):format(s.tflops_per_gpu) end

@@ -338,7 +338,7 @@ function M.summary(log, skip)
   }
   local mem = { lines = 0, ranks = 0 }
   if log.framework == "megatron" then
-    mem.kind = "max allocated and max reserved (torch.cuda, since the start; largest over the ranks' lines)"
+    mem.kind = "torch.cuda max allocated and max reserved since the start, the largest over the ranks' lines"
     local ranks = {}
     for _, m in ipairs(log.memory) do
       mem.lines = mem.lines + 1
@@ -349,7 +349,7 @@ function M.summary(log, skip)
   else
     -- the peak since the previous line: the largest over every logged step
     -- (warm-up included: its peak is a peak of the run)
-    mem.kind = "max reserved (reserved_bytes.all.peak; largest over the logged steps)"
+    mem.kind = "reserved_bytes.all.peak, the largest over the logged steps"
     for _, r in ipairs(log.iterations) do
       if r.max_reserved then
         mem.lines = mem.lines + 1

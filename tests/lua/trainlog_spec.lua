@@ -381,6 +381,17 @@ describe("calibrate --log, the command", function()
     assert.are.equal(0, code)
     assert.truthy(out:find("5864 tokens/s per GPU, MFU 34.34 %", 1, true), out)
     assert.truthy(out:find("max reserved 49.66 GiB", 1, true), out)
+    -- one iteration used, one skipped, repeated lines: said in words
+    code, out = apsearch("calibrate", "--log", LOGS .. "megatron_2024_issue756.log")
+    assert.are.equal(0, code)
+    out = out:gsub("\n%s+", " ")
+    assert.truthy(out:find("3 iterations logged, the first 2 skipped (warm-up), 1 used (iteration 45)", 1, true), out)
+    code, out = apsearch("calibrate", "--log", LOGS .. "torchtitan_2026_pr2389_ranks.log")
+    assert.are.equal(0, code)
+    out = out:gsub("\n%s+", " ")
+    assert.truthy(out:find("the first one skipped (warm-up), 1 used (iteration 5), 6 repeated lines (the same "
+      .. "step from other ranks) ignored", 1, true), out)
+    assert.truthy(out:find("(reserved_bytes.all.peak, the largest over the logged steps; 2 lines)", 1, true), out)
   end)
 
   it("Megatron-LM round trip: log + job -> calibration -> estimate --calibration gives the measured step", function()

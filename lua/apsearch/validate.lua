@@ -736,6 +736,12 @@ function M.run_case(row, calib)
     local n = est.devices_used
     local kind = given(row, "measured_mem_kind") and need_enum(row, "measured_mem_kind", M.MEM_KINDS)
       or M.DEFAULT_MEM_KIND
+    -- a kind says which peak measured_mem_gib is: without the peak it
+    -- describes nothing (a row that ran or stopped without a figure)
+    if given(row, "measured_mem_kind") and not given(row, "measured_mem_gib") then
+      error(("measured_mem_kind = %q without measured_mem_gib: the kind names which peak the measured "
+        .. "memory is"):format(row.measured_mem_kind), 0)
+    end
     local outcome = given(row, "outcome") and need_enum(row, "outcome", M.OUTCOMES) or "ran"
     if outcome == "oom" then
       -- an out-of-memory run has neither a peak nor a throughput to compare

@@ -152,8 +152,9 @@ describe("validate: fit/no-fit against the reported outcome", function()
     local rows = validate.load(KINDS)
     -- k2 reported out of memory although it fits; k3 at local batch 16
     -- reported to run although it cannot fit 95 GiB
-    rows[2].outcome, rows[2].measured_mem_gib = "oom", ""
+    rows[2].outcome, rows[2].measured_mem_gib, rows[2].measured_mem_kind = "oom", "", ""
     rows[3].micro_batch_size, rows[3].global_batch_size, rows[3].measured_mem_gib = "16", "128", ""
+    rows[3].measured_mem_kind = ""
     local cases = {}
     for _, row in ipairs(rows) do cases[#cases + 1] = validate.run_case(row) end
     local s = validate.summarize(cases)
@@ -183,9 +184,18 @@ describe("validate: fit/no-fit against the reported outcome", function()
   it("refuses a throughput on a run that stopped out of memory", function()
     local rows = validate.load(KINDS)
     rows[1].outcome, rows[1].measured_mem_gib, rows[1].measured_tokens_per_s_per_gpu = "oom", "", "5762"
+    rows[1].measured_mem_kind = ""
     local c = validate.run_case(rows[1])
     assert.are.equal('measured_tokens_per_s_per_gpu = "5762" with outcome = oom: a run that stopped out of memory '
       .. "has no throughput to compare", c.error)
+  end)
+
+  it("refuses a memory kind without the measured memory it would name", function()
+    local rows = validate.load(KINDS)
+    rows[1].measured_mem_gib = ""
+    local c = validate.run_case(rows[1])
+    assert.are.equal('measured_mem_kind = "allocated" without measured_mem_gib: the kind names which peak the '
+      .. "measured memory is", c.error)
   end)
 
   it("prints the memory by kind and the fit/no-fit line, the trained-but-over line last", function()

@@ -240,6 +240,24 @@ describe("AP-DENSE-08: chart data consistent with the result", function()
       table.unpack((function() local x = {} for _, p in ipairs(r.trends[2].points) do x[#x + 1] = p.step_time end return x end)())))
   end)
 
+  it("chart 6: no panel for a degree with one feasible value (all of them when every degree has one)", function()
+    local one = { points = { { value = 1, step_time = 1.0, mem_peak = 1 } } }
+    local two = { points = { { value = 1, step_time = 2.0, mem_peak = 1 }, { value = 2, step_time = 1.0, mem_peak = 2 } } }
+    local fake = {}
+    for k, v in pairs(r) do fake[k] = v end
+    fake.trends = {
+      { dimension = "tp_degree", label = "tp_degree", points = two.points },
+      { dimension = "cp_degree", label = "cp_degree", points = one.points },
+    }
+    local dd = html.chart_data(fake)
+    assert.are.equal(1, #dd.trends)
+    assert.are.equal("tp_degree", dd.trends[1].dimension)
+    fake.trends = { { dimension = "cp_degree", label = "cp_degree", points = one.points } }
+    dd = html.chart_data(fake)
+    assert.are.equal(1, #dd.trends)
+    assert.are.equal("cp_degree", dd.trends[1].dimension)
+  end)
+
   it("chart 7: every feasible candidate (sampled when many), front and top-k kept", function()
     assert.are.equal(r.all_candidate_summary.feasible, d.scatter.total)
     assert.are.equal(d.scatter.total, d.scatter.shown)  -- few enough: all drawn

@@ -546,15 +546,21 @@ function M.chart_data(result, opts)
   end)
   d.reasons = reasons
 
-  local trends = util.array()
-  for i, t in ipairs(result.trends or {}) do
+  -- a degree with one feasible value (not searched, or one value fits)
+  -- has no trend to show: no panel for it, unless every degree is so
+  local function trend_of(t)
     local pts = util.array()
     for j, p in ipairs(t.points or {}) do
       pts[j] = { value = p.value, step_time = p.step_time, mem_peak = p.mem_peak,
         strategy_text = p.strategy and M.strategy_text(p.strategy, batch_of(result)) or "" }
     end
-    trends[i] = { dimension = t.dimension, label = t.label, points = pts }
+    return { dimension = t.dimension, label = t.label, points = pts }
   end
+  local trends = util.array()
+  for _, t in ipairs(result.trends or {}) do
+    if #(t.points or {}) > 1 then trends[#trends + 1] = trend_of(t) end
+  end
+  if #trends == 0 and result.trends and result.trends[1] then trends[1] = trend_of(result.trends[1]) end
   d.trends = trends
 
   local front = util.array()

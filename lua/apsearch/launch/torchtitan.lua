@@ -158,6 +158,52 @@ local function same(a, b)
   return true
 end
 
+--- How TorchTitan builds the estimated model chunks of a pipeline
+-- (pipeline_parallel.py at HEAD and v0.2.2 alike: the rule's split
+-- generate_llm_fqn_per_model_part with pipeline_parallel_first/last_stage_
+-- less_layers, and pipeline_parallel_layers_per_stage, whose stage count
+-- is 1 per rank for a single-stage schedule, 2 for a looped one, else from
+-- layers_per_stage, which cannot give a looped schedule 1 ("Multi-stage
+-- schedule requires at least 2 stages per rank")).  The estimate's
+-- pipeline_split (embedding_loss: the embedding and the loss as one layer
+-- each) is tried first.
+-- @tparam table c the launch context (estimate_chunks)
+-- @tparam table r the strategy
+-- @tparam integer L layers
+-- @tparam integer pp, vpp pipeline and virtual degrees
+-- @tparam string sched the schedule class name
+-- @tparam string output the output layer's module name
+-- @treturn table|nil {first = n, last = n, lps = n|nil}: the flags that
+--   build the chunks, or nil when only module names do
+-- @treturn table the estimate's layers per model chunk
+-- @treturn table|nil the module names per model part (when the flags
+--   cannot build the chunks)
+function M.pipeline_plan(c, r, L, pp, vpp, sched, output)
+  local S = pp * vpp
+  local chunks = M.estimate_chunks(c)
+  local want = (r.pipeline_split == "embedding_loss") and { { 1, 1 }, { 0, 0 } } or { { 0, 0 }, { 1, 1 } }
+  for _, w in ipairs(want) do
+    local split = M.titan_split(S, L, w[1], w[2])
+    local lps
+    if vpp > 2 then
+      lps = math.ceil((L + w[1] + w[2]) / S)
+      if math.ceil((L + w[1] + w[2]) / lps) ~= S then split = nil end
+    elseif vpp == 1 and sched ~= "1F1B" then
+      split = nil
+    end
+    if same(split, chunks) then return { first = w[1], last = w[2], lps = lps }, chunks end
+  end
+  local parts, cur = {}, 0
+  for j = 1, S do
+    local part = {}
+    if j == 1 then part[#part + 1] = "tok_embeddings" end
+    for _ = 1, chunks[j] do part[#part + 1] = "layers." .. cur cur = cur + 1 end
+    if j == S then part[#part + 1] = "norm" part[#part + 1] = output end
+    parts[j] = part
+  end
+  return nil, chunks, parts
+end
+
 --- The model's shape in TorchTitan's terms, the flavour that has exactly
 -- that shape (by the model's name first, else any), and the notes for
 -- what HEAD's llama3 model cannot build.
@@ -818,47 +864,17 @@ function M.render(c)
     local sched = zb[r.pp_schedule or "1f1b"] or (vpp > 1 and "Interleaved1F1B" or "1F1B")
     F("parallelism.pipeline_parallel_schedule", sched)
     F("parallelism.num_pp_microbatches", nmb)
-    local S = pp * vpp
-    local chunks = M.estimate_chunks(c)
-    local want = (r.pipeline_split == "embedding_loss") and { { 1, 1 }, { 0, 0 } } or { { 0, 0 }, { 1, 1 } }
-    local done = false
-    for _, w in ipairs(want) do
-      local split = M.titan_split(S, L, w[1], w[2])
-      -- the stage count HEAD derives (pipeline_parallel.py
-      -- _get_pipeline_metadata): by default 1 per rank for a single-stage
-      -- schedule (1F1B), 2 for a looped one, else from layers_per_stage,
-      -- which cannot give a looped schedule 1 ("Multi-stage schedule
-      -- requires at least 2 stages per rank"): one stage per rank under a
-      -- looped schedule (InterleavedZeroBubble at vpp 1) is spelled out
-      local lps
-      if vpp > 2 then
-        lps = math.ceil((L + w[1] + w[2]) / S)
-        if math.ceil((L + w[1] + w[2]) / lps) ~= S then split = nil end
-      elseif vpp == 1 and sched ~= "1F1B" then
-        split = nil
-      end
-      if same(split, chunks) then
-        F("parallelism.pipeline_parallel_first_stage_less_layers", w[1])
-        F("parallelism.pipeline_parallel_last_stage_less_layers", w[2])
-        if lps then F("parallelism.pipeline_parallel_layers_per_stage", lps) end
-        lines[#lines + 1] = "    # layers per model chunk: " .. table.concat(chunks, ", ")
-        done = true
-        break
-      end
-    end
-    if not done then
-      local parts, cur = {}, 0
-      for j = 1, S do
-        local part = {}
-        if j == 1 then part[#part + 1] = "tok_embeddings" end
-        for _ = 1, chunks[j] do part[#part + 1] = "layers." .. cur cur = cur + 1 end
-        if j == S then part[#part + 1] = "norm" part[#part + 1] = "lm_head" end
-        parts[j] = M.py(part)
-      end
+    local plan, chunks, parts = M.pipeline_plan(c, r, L, pp, vpp, sched, "lm_head")
+    if plan then
+      F("parallelism.pipeline_parallel_first_stage_less_layers", plan.first)
+      F("parallelism.pipeline_parallel_last_stage_less_layers", plan.last)
+      if plan.lps then F("parallelism.pipeline_parallel_layers_per_stage", plan.lps) end
+      lines[#lines + 1] = "    # layers per model chunk: " .. table.concat(chunks, ", ")
+    else
       assert(TT.fields["parallelism.module_fqns_per_model_part"])
       lines[#lines + 1] = "    config.parallelism.module_fqns_per_model_part = [  # layers per model chunk: " ..
         table.concat(chunks, ", ")
-      for j = 1, S do lines[#lines + 1] = "        " .. parts[j] .. "," end
+      for j = 1, #parts do lines[#lines + 1] = "        " .. M.py(parts[j]) .. "," end
       lines[#lines + 1] = "    ]"
     end
   end

@@ -335,42 +335,13 @@ function M.render(c, tag)
     local sched = zb[r.pp_schedule or "1f1b"] or (vpp > 1 and "Interleaved1F1B" or "1F1B")
     K("parallelism.pipeline_parallel_schedule", sched)
     K("parallelism.pipeline_parallel_microbatch_size", b)
-    local S = pp * vpp
-    local chunks = titan.estimate_chunks(c)
-    local want = (r.pipeline_split == "embedding_loss") and { { 1, 1 }, { 0, 0 } } or { { 0, 0 }, { 1, 1 } }
-    local done = false
-    for _, w in ipairs(want) do
-      -- the release's stage count (pipeline_parallel.py pipeline_llm): 1
-      -- per rank for a single-stage schedule, 2 for a looped one, else
-      -- from layers_per_stage; its split generate_llm_fqn_per_model_part
-      local split = titan.titan_split(S, L, w[1], w[2])
-      local lps
-      if vpp > 2 then
-        lps = math.ceil((L + w[1] + w[2]) / S)
-        if math.ceil((L + w[1] + w[2]) / lps) ~= S then split = nil end
-      elseif vpp == 1 and sched ~= "1F1B" then
-        split = nil
-      end
-      local same = split and #split == #chunks
-      if same then for j = 1, #chunks do if split[j] ~= chunks[j] then same = false end end end
-      if same then
-        K("parallelism.pipeline_parallel_first_stage_less_layers", w[1])
-        K("parallelism.pipeline_parallel_last_stage_less_layers", w[2],
-          "layers per model chunk: " .. table.concat(chunks, ", "))
-        if lps then K("parallelism.pipeline_parallel_layers_per_stage", lps) end
-        done = true
-        break
-      end
-    end
-    if not done then
-      local parts, cur = {}, 0
-      for j = 1, S do
-        local part = {}
-        if j == 1 then part[#part + 1] = "tok_embeddings" end
-        for _ = 1, chunks[j] do part[#part + 1] = "layers." .. cur cur = cur + 1 end
-        if j == S then part[#part + 1] = "norm" part[#part + 1] = rel.output end
-        parts[j] = part
-      end
+    local plan, chunks, parts = titan.pipeline_plan(c, r, L, pp, vpp, sched, rel.output)
+    if plan then
+      K("parallelism.pipeline_parallel_first_stage_less_layers", plan.first)
+      K("parallelism.pipeline_parallel_last_stage_less_layers", plan.last,
+        "layers per model chunk: " .. table.concat(chunks, ", "))
+      if plan.lps then K("parallelism.pipeline_parallel_layers_per_stage", plan.lps) end
+    else
       K("parallelism.module_fqns_per_model_part", parts, "layers per model chunk: " .. table.concat(chunks, ", "))
     end
   end

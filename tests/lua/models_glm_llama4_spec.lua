@@ -18,18 +18,9 @@ local MODELS = ROOT .. "/examples/models/"
 
 local function load(name) return hf.load(MODELS .. name .. ".json") end
 
-local function decoded(name)
-  local f = assert(io.open(MODELS .. name .. ".json"))
-  local cfg = cjson.decode(f:read("a"))
-  f:close()
-  return cfg
-end
+local function decoded(name) return H.read_json(MODELS .. name .. ".json") end
 
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e)
-end
+local err_of = H.err_of
 
 --- Parameters of a glm4_moe config as transformers' Glm4MoeForCausalLM
 -- builds them (modeling_glm4_moe.py @ 000c33fd), computed from the

@@ -57,6 +57,12 @@ function M.apsearch(...)
   return code, out, err
 end
 
+--- The decoded JSON of a file (fails the spec if it cannot be read).
+function M.read_json(path)
+  local text = assert(M.read(path), "cannot read " .. path)
+  return require("cjson").decode(text)
+end
+
 --- The message of the error f(...) raises (fails the spec if none).
 function M.err_of(f, ...)
   local ok, e = pcall(f, ...)

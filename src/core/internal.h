@@ -242,6 +242,112 @@ void aps_timeline_add(aps_timeline *tl, int64_t i,
 aps_status aps_schedule_simulate_zb(const aps_schedule_in *in,
                                     aps_schedule_out *out);
 
+/* ---- schedule_order.c, schedule_run.c: a schedule's ops in one fixed
+ * dependency order, and its simulation on that order ---- */
+
+/** One op of one rank's order: what the rank runs next. */
+typedef struct {
+    int32_t j, mb;   /**< virtual stage, micro-batch */
+    int16_t kind;    /**< aps_op_kind */
+    int16_t overlap; /**< 1: half of a DualPipeV OVERLAP_F_B pair */
+} aps_rank_op;
+
+/** One op of a schedule in its fixed dependency order: the position of
+ *  the op whose finish it waits for (n, past the last op: a sentinel
+ *  finish of 0, for ops that wait for nothing), and its slot, kind x p v
+ *  + stage, in a run's tables of op times and p2p hops
+ *  (schedule_run.c). */
+typedef struct {
+    int32_t dep;
+    uint16_t slot;
+    uint8_t rank;    /**< p <= APS_MAX_STAGES = 256 */
+    uint8_t overlap; /**< aps_rank_op.overlap */
+} aps_fixed_op;
+
+/** Every rank's order of a schedule and all their ops in one order in
+ *  which each op follows the op it waits for and the rank's op before
+ *  it, so that simulating them in that order needs no event loop. */
+typedef struct {
+    int sched;                 /**< aps_pp_schedule; 1F1B for p = 1 */
+    int64_t p, v, m;
+    int64_t n;                 /**< ops of all ranks */
+    int64_t placed;            /**< ops placed so far (while built) */
+    aps_fixed_op *ops;         /**< n, in dependency order */
+    int32_t *mb;               /**< n: each op's micro-batch (timelines) */
+    aps_rank_op *rank_ops;     /**< n: rank 0's order, rank 1's, ...;
+                                    NULL under 1F1B (kept for the
+                                    zero-bubble schedules' inflight) */
+    int64_t start[APS_MAX_STAGES + 1]; /**< rank i's: start[i] .. start[i+1] */
+    size_t bytes;              /**< heap bytes of ops, mb and rank_ops */
+} aps_schedule_order;
+
+/** The fixed order of schedule `sched` (APS_PP_1F1B for Megatron's
+ *  (interleaved) 1F1B, which also runs every schedule at p = 1) for p
+ *  ranks, v chunks per rank and m micro-batches (checked by the caller:
+ *  p v <= APS_MAX_STAGES, m p v <= APS_MAX_SCHEDULE_CELLS).  Built once
+ *  and kept in a per-thread cache (most recently used first,
+ *  APS_SCHEDULE_ORDER_CACHE_BYTES at most beyond the newest); the pointer
+ *  stays valid until this thread's next call.  NULL when out of memory
+ *  or when the orders deadlock (no rank can run its next op: cannot
+ *  happen for the orders of schedule.c and schedule_zb.c)
+ *  (schedule_order.c). */
+const aps_schedule_order *aps_schedule_order_get(int sched, int64_t p,
+                                                 int64_t v, int64_t m);
+
+/** The per-thread scratch buffers of schedule_order.c and
+ *  schedule_run.c. */
+enum {
+    APS_SCRATCH_RANK_OPS, /**< the rank orders while an order is built */
+    APS_SCRATCH_PLACED,   /**< where each finish cell was placed */
+    APS_SCRATCH_FINISH,   /**< a run's finish times */
+    APS_SCRATCH_KINDS
+};
+
+/** Scratch buffer `which` (APS_SCRATCH_*) of at least `bytes`, kept for
+ *  this thread's next call while within APS_SCHEDULE_ORDER_CACHE_BYTES
+ *  (else allocated for this use); NULL when out of memory.  Its contents
+ *  are undefined; hand it back with aps_schedule_scratch_done
+ *  (schedule_order.c). */
+void *aps_schedule_scratch(int which, size_t bytes);
+/** Frees mem unless it is the kept scratch buffer `which`. */
+void aps_schedule_scratch_done(int which, void *mem);
+
+/** Simulates in on its fixed order o (a list scheduler: each op starts
+ *  when its rank is free and its input has arrived, one p2p hop after
+ *  the op it waits for; hop_always: a hop between any two consecutive
+ *  stages, as Megatron's 1F1B counts them, else only between stages on
+ *  different ranks), recording into in->timeline.  Fills out's step,
+ *  busy_max, bubble and slowest_rank (not inflight): the same doubles as
+ *  the event loop it replaces, summed in the same order per rank.
+ *  APS_EINVAL when an op would wait for a negative finish time (which
+ *  the event loop read as "not yet run": it never ran), APS_ERANGE when
+ *  out of memory; out is then left as it was (schedule_run.c). */
+aps_status aps_schedule_run_order(const aps_schedule_order *o,
+                                  const aps_schedule_in *in, bool hop_always,
+                                  aps_schedule_out *out);
+
+/** Rank i's order under Megatron's (interleaved) 1F1B into ops (2 m v
+ *  entries); returns its length, 2 m v (schedule.c). */
+int64_t aps_schedule_order_1f1b(int64_t p, int64_t v, int64_t m, int64_t i,
+                                aps_rank_op *ops);
+
+/** Entries aps_schedule_order_zb needs in ops for v chunks and m
+ *  micro-batches: the order and its scratch (schedule_zb.c). */
+size_t aps_schedule_order_slots(int64_t v, int64_t m);
+
+/** Rank r's order under a zero-bubble schedule (APS_PP_INTERLEAVED_ZB, ZBV,
+ *  DUALPIPEV) into ops (aps_schedule_order_slots entries); cnt: 2 p v
+ *  counters of scratch; returns its length (schedule_zb.c). */
+int64_t aps_schedule_order_zb(int sched, int64_t p, int64_t v, int64_t m,
+                              int64_t r, aps_rank_op *ops, int64_t *cnt);
+
+/** Peak of the activation sets held along rank order ops[0 .. n-1] of
+ *  schedule `sched`, chunk k weighing w[k] (NULL: 1/v each): held from a
+ *  chunk's F to its W or B (schedule_zb.c). */
+double aps_schedule_peak_held(int sched, int64_t p, int64_t v,
+                              const aps_rank_op *ops, int64_t n,
+                              const double *w);
+
 /** Seconds of one activation (or gradient) transfer between stage j and
  *  j + 1 into d[0 .. p v - 2], each on the link its two ranks use
  *  (aps_p2p_pair_link; the last rank passes to the first between model

@@ -40,79 +40,9 @@ int64_t aps_schedule_warmup(int64_t p, int64_t v, int64_t m, int64_t i)
     return w < 0 ? 0 : w;
 }
 
-typedef struct {
-    int64_t mb, k; /* micro-batch, model chunk of the rank */
-    bool fwd;
-} sched_op;
-
-/** Micro-batch and model chunk of the n-th chunk forward (or backward) of
- *  a rank: Megatron's get_schedule_table with groups of p micro-batches,
- *  the last group the remainder. */
-static void table_entry(int64_t p, int64_t v, int64_t m, int64_t n, bool fwd,
-                        sched_op *op)
-{
-    int64_t full = m / p, g, in, size;
-    if (n < full * p * v) {
-        g = n / (p * v) * p;
-        in = n % (p * v);
-        size = p;
-    } else {
-        g = full * p;
-        in = n - full * p * v;
-        size = m - g;
-    }
-    op->k = in / size;
-    op->mb = g + in % size;
-    if (!fwd)
-        op->k = v - 1 - op->k;
-    op->fwd = fwd;
-}
-
-/** The q-th op (0 .. 2 m v - 1) of a rank with `warm` warm-up forwards. */
-static void op_at(int64_t p, int64_t v, int64_t m, int64_t warm, int64_t q,
-                  sched_op *op)
-{
-    int64_t total = m * v, steady = total - warm;
-    if (q < warm) {
-        table_entry(p, v, m, q, true, op);
-        return;
-    }
-    q -= warm;
-    if (q < 2 * steady) {
-        if (q % 2 == 0)
-            table_entry(p, v, m, warm + q / 2, true, op);
-        else
-            table_entry(p, v, m, q / 2, false, op);
-        return;
-    }
-    table_entry(p, v, m, steady + (q - 2 * steady), false, op);
-}
-
-/** Peak of the activation sets held on rank i, each model chunk k's set
- *  weighing w[k] (NULL: 1/v each) of the rank's whole set: held from the
- *  chunk's forward to its backward. */
-double aps_schedule_inflight(int64_t p, int64_t v, int64_t m, int64_t i,
-                             const double *w)
-{
-    if (p <= 1 || v < 1 || m < 1)
-        return m > 0 ? 1.0 : 0.0;
-    int64_t warm = aps_schedule_warmup(p, v, m, i);
-    if (w == NULL) { /* the count only: the warm-up plus one */
-        int64_t n = warm + 1 < m * v ? warm + 1 : m * v;
-        return (double)n / (double)v;
-    }
-    double held = 0.0, peak = 0.0;
-    for (int64_t q = 0; q < 2 * m * v; q++) {
-        sched_op op;
-        op_at(p, v, m, warm, q, &op);
-        held += op.fwd ? w[op.k] : -w[op.k];
-        if (held > peak)
-            peak = held;
-    }
-    return peak;
-}
-
-/** Walks Megatron's schedule table (table_entry) one entry at a time,
+/** Walks Megatron's schedule table (get_schedule_table: groups of p
+ *  micro-batches, the last group the remainder; within a group model
+ *  chunk 0 for every micro-batch, then chunk 1, ...) one entry at a time,
  *  without divisions. */
 typedef struct {
     int64_t mb, k, g, size; /* micro-batch, chunk, group start and size */
@@ -137,115 +67,94 @@ static void iter_next(table_iter *it, int64_t p, int64_t v, int64_t m)
     it->size = m - it->g < p ? m - it->g : p;
 }
 
-/** One rank's progress through its order. */
+/** Rank i's walk through its order: `warm` chunk forwards, then one
+ *  forward and one backward at a time (1F1B), then the backwards left;
+ *  forwards in table order, backwards in table order with the chunk
+ *  reversed. */
 typedef struct {
-    int64_t warm, nf, nb;   /* warm-up forwards, forwards and backwards run */
-    table_iter f, b;        /* next forward, next backward */
-    double free_at, busy;
-} rank_state;
+    int64_t p, v, m, i, warm, nf, nb; /* forwards and backwards so far */
+    table_iter f, b;                  /* next forward, next backward */
+} order_walk;
 
-/** Runs rank i's ops in order while their inputs are there; returns the
- *  number run. */
-static int64_t advance(const aps_schedule_in *in, int64_t i, rank_state *r,
-                       double *fdone, double *bdone)
+static void walk_init(order_walk *w, int64_t p, int64_t v, int64_t m,
+                      int64_t i)
 {
-    int64_t p = in->p, v = in->v, m = in->m, S = p * v, total = m * v;
-    int64_t ran = 0;
-    for (;;) {
-        bool fwd = r->nf < r->warm ||
-                   (r->nf < total && r->nf - r->warm == r->nb);
-        if (!fwd && r->nb >= total)
-            break;
-        double ready, t;
-        int64_t cell;
-        if (fwd) {
-            int64_t j = i + r->f.k * p;
-            cell = r->f.mb * S + j;
-            ready = 0.0;
-            if (j > 0) {
-                double up = fdone[cell - 1];
-                if (up < 0.0)
-                    break;
-                ready = up + (in->p2p ? in->p2p[j - 1] : 0.0);
-            }
-            t = in->t_fwd[j];
-        } else {
-            int64_t j = i + (v - 1 - r->b.k) * p;
-            cell = r->b.mb * S + j;
-            double down = j == S - 1 ? fdone[cell] : bdone[cell + 1];
-            if (down < 0.0)
-                break;
-            ready = down + (j < S - 1 && in->p2p ? in->p2p[j] : 0.0);
-            t = in->t_bwd[j];
-        }
-        double start = ready > r->free_at ? ready : r->free_at;
-        r->free_at = start + t;
-        r->busy += t;
-        if (in->timeline) {
-            aps_schedule_event ev = {
-                fwd ? APS_OP_F : APS_OP_B, (int32_t)(cell / S),
-                (int32_t)(cell % S), (int32_t)(cell % S / p), 0, start,
-                r->free_at};
-            aps_timeline_add(in->timeline, i, &ev);
-        }
-        if (fwd) {
-            fdone[cell] = r->free_at;
-            r->nf++;
-            iter_next(&r->f, p, v, m);
-        } else {
-            bdone[cell] = r->free_at;
-            r->nb++;
-            iter_next(&r->b, p, v, m);
-        }
-        ran++;
-    }
-    return ran;
+    *w = (order_walk){p, v, m, i, aps_schedule_warmup(p, v, m, i), 0, 0,
+                      {0, 0, 0, 0}, {0, 0, 0, 0}};
+    iter_init(&w->f, p, m);
+    iter_init(&w->b, p, m);
 }
 
-/** Megatron's (interleaved) 1F1B, arguments checked. */
+/** The rank's next op into op (its chunk into *k); false after the last. */
+static bool walk_next(order_walk *w, aps_rank_op *op, int64_t *k)
+{
+    int64_t total = w->m * w->v;
+    bool fwd = w->nf < w->warm || (w->nf < total && w->nf - w->warm == w->nb);
+    if (!fwd && w->nb >= total)
+        return false;
+    table_iter *it = fwd ? &w->f : &w->b;
+    *k = fwd ? it->k : w->v - 1 - it->k;
+    *op = (aps_rank_op){(int32_t)(w->i + *k * w->p), (int32_t)it->mb,
+                        fwd ? APS_OP_F : APS_OP_B, 0};
+    if (fwd)
+        w->nf++;
+    else
+        w->nb++;
+    iter_next(it, w->p, w->v, w->m);
+    return true;
+}
+
+int64_t aps_schedule_order_1f1b(int64_t p, int64_t v, int64_t m, int64_t i,
+                                aps_rank_op *ops)
+{
+    order_walk w;
+    int64_t n = 0, k;
+    walk_init(&w, p, v, m, i);
+    while (walk_next(&w, &ops[n], &k))
+        n++;
+    return n;
+}
+
+/** Peak of the activation sets held on rank i, each model chunk k's set
+ *  weighing w[k] (NULL: 1/v each) of the rank's whole set: held from the
+ *  chunk's forward to its backward. */
+double aps_schedule_inflight(int64_t p, int64_t v, int64_t m, int64_t i,
+                             const double *w)
+{
+    if (p <= 1 || v < 1 || m < 1)
+        return m > 0 ? 1.0 : 0.0;
+    if (w == NULL) { /* the count only: the warm-up plus one */
+        int64_t warm = aps_schedule_warmup(p, v, m, i);
+        int64_t n = warm + 1 < m * v ? warm + 1 : m * v;
+        return (double)n / (double)v;
+    }
+    double held = 0.0, peak = 0.0;
+    order_walk walk;
+    aps_rank_op op;
+    int64_t k;
+    walk_init(&walk, p, v, m, i);
+    while (walk_next(&walk, &op, &k)) {
+        held += op.kind == APS_OP_F ? w[k] : -w[k];
+        if (held > peak)
+            peak = held;
+    }
+    return peak;
+}
+
+/** Megatron's (interleaved) 1F1B, arguments checked: the fixed order of
+ *  the ranks' ops (schedule_order.c), p2p hops between any two
+ *  consecutive stages. */
 static aps_status simulate_1f1b(const aps_schedule_in *in,
                                 aps_schedule_out *out)
 {
-    int64_t p = in->p, v = in->v, m = in->m, S = p * v;
-    size_t cells = (size_t)m * (size_t)S;
-    double *fdone = malloc(2 * cells * sizeof *fdone);
-    if (fdone == NULL)
-        return APS_ERANGE; /* no memory for m x p v finish times */
-    double *bdone = fdone + cells;
-    for (size_t c = 0; c < 2 * cells; c++)
-        fdone[c] = -1.0;
-    rank_state rs[APS_MAX_STAGES];
-    for (int64_t i = 0; i < p; i++) {
-        memset(&rs[i], 0, sizeof rs[i]);
-        rs[i].warm = aps_schedule_warmup(p, v, m, i);
-        iter_init(&rs[i].f, p, m);
-        iter_init(&rs[i].b, p, m);
-    }
-    int64_t left = 2 * m * v * p;
-    while (left > 0) {
-        int64_t ran = 0;
-        /* forwards flow up the ranks, backwards down: sweep both ways so
-         * a pass moves a wave as far as it goes */
-        for (int64_t i = 0; i < p; i++)
-            ran += advance(in, i, &rs[i], fdone, bdone);
-        for (int64_t i = p - 1; i >= 0; i--)
-            ran += advance(in, i, &rs[i], fdone, bdone);
-        if (ran == 0) { /* cannot happen for the orders above */
-            free(fdone);
-            return APS_EINVAL;
-        }
-        left -= ran;
-    }
-    free(fdone);
-    for (int64_t i = 0; i < p; i++) {
-        if (rs[i].free_at > out->step)
-            out->step = rs[i].free_at;
-        if (rs[i].busy > out->busy_max) {
-            out->busy_max = rs[i].busy;
-            out->slowest_rank = i;
-        }
-    }
-    out->bubble = out->step - out->busy_max;
+    int64_t p = in->p, v = in->v, m = in->m;
+    const aps_schedule_order *o =
+        aps_schedule_order_get(APS_PP_1F1B, p, v, m);
+    if (o == NULL)
+        return APS_ERANGE; /* no memory for the order of m p v cells */
+    aps_status st = aps_schedule_run_order(o, in, true, out);
+    if (st != APS_OK)
+        return st;
     for (int64_t i = 0; i < p; i++) {
         double w[APS_MAX_STAGES];
         bool even = true;

@@ -284,15 +284,16 @@ typedef struct {
 /** The fixed order of schedule `sched` (APS_PP_1F1B for Megatron's
  *  (interleaved) 1F1B, which also runs every schedule at p = 1) for p
  *  ranks, v chunks per rank and m micro-batches (checked by the caller:
- *  p v <= APS_MAX_STAGES, m p v <= APS_MAX_SCHEDULE_CELLS).  Built once
- *  and kept in a per-thread cache (most recently used first,
- *  APS_SCHEDULE_ORDER_CACHE_BYTES at most beyond the newest); the pointer
- *  stays valid until this thread's next call.  NULL when out of memory
- *  or when the orders deadlock (no rank can run its next op: cannot
- *  happen for the orders of schedule.c and schedule_zb.c)
- *  (schedule_order.c). */
-const aps_schedule_order *aps_schedule_order_get(int sched, int64_t p,
-                                                 int64_t v, int64_t m);
+ *  p v <= APS_MAX_STAGES, m p v <= APS_MAX_SCHEDULE_CELLS) into *o.
+ *  Built once and kept in a per-thread cache (most recently used first,
+ *  APS_SCHEDULE_ORDER_CACHE_BYTES at most beyond the newest); *o stays
+ *  valid until this thread's next call.  APS_EINVAL when the ranks'
+ *  orders deadlock (a rank waits for an op that waits for it: Megatron's
+ *  interleaved order with some m not a multiple of p, e.g. p = 4, v = 3,
+ *  m = 5; the event loop refused these the same way), APS_ERANGE when out
+ *  of memory (schedule_order.c). */
+aps_status aps_schedule_order_get(int sched, int64_t p, int64_t v, int64_t m,
+                                  const aps_schedule_order **o);
 
 /** The per-thread scratch buffers of schedule_order.c and
  *  schedule_run.c. */

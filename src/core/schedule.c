@@ -148,11 +148,10 @@ static aps_status simulate_1f1b(const aps_schedule_in *in,
                                 aps_schedule_out *out)
 {
     int64_t p = in->p, v = in->v, m = in->m;
-    const aps_schedule_order *o =
-        aps_schedule_order_get(APS_PP_1F1B, p, v, m);
-    if (o == NULL)
-        return APS_ERANGE; /* no memory for the order of m p v cells */
-    aps_status st = aps_schedule_run_order(o, in, true, out);
+    const aps_schedule_order *o;
+    aps_status st = aps_schedule_order_get(APS_PP_1F1B, p, v, m, &o);
+    if (st == APS_OK)
+        st = aps_schedule_run_order(o, in, true, out);
     if (st != APS_OK)
         return st;
     for (int64_t i = 0; i < p; i++) {

@@ -138,17 +138,18 @@ static int64_t place_round(aps_schedule_order *o, const aps_rank_op *ro,
     return moved;
 }
 
-/** The rounds over the rank orders ro into o->ops and o->mb; false when
- *  out of memory or when a round places nothing (a deadlock). */
-static bool place_ops(aps_schedule_order *o, const aps_rank_op *ro)
+/** The rounds over the rank orders ro into o->ops and o->mb: APS_ERANGE
+ *  when out of memory, APS_EINVAL when a round places nothing (a
+ *  deadlock). */
+static aps_status place_ops(aps_schedule_order *o, const aps_rank_op *ro)
 {
     int64_t cells = o->m * o->p * o->v;
     size_t n_at = (size_t)sentinel(cells) + 1;
     int32_t *at = aps_schedule_scratch(APS_SCRATCH_PLACED, n_at * sizeof *at);
     o->ops = malloc((size_t)o->n * sizeof *o->ops);
     o->mb = malloc((size_t)o->n * sizeof *o->mb);
-    bool ok = at != NULL && o->ops != NULL && o->mb != NULL;
-    if (ok) {
+    aps_status st = APS_ERANGE; /* no memory for the order */
+    if (at != NULL && o->ops != NULL && o->mb != NULL) {
         for (size_t c = 0; c + 1 < n_at; c++)
             at[c] = INT32_MAX;
         at[n_at - 1] = -1;
@@ -156,10 +157,10 @@ static bool place_ops(aps_schedule_order *o, const aps_rank_op *ro)
         memcpy(pos, o->start, (size_t)o->p * sizeof pos[0]);
         while (o->placed < o->n && place_round(o, ro, pos, at) > 0)
             ;
-        ok = o->placed == o->n;
+        st = o->placed == o->n ? APS_OK : APS_EINVAL;
     }
     aps_schedule_scratch_done(APS_SCRATCH_PLACED, at);
-    return ok;
+    return st;
 }
 
 /** Keeps the rank orders ro in o->rank_ops (the zero-bubble schedules'
@@ -178,27 +179,29 @@ static bool keep_rank_orders(aps_schedule_order *o, const aps_rank_op *ro)
     return true;
 }
 
-/** A new order of (sched, p, v, m), NULL on failure (see
+/** A new order of (sched, p, v, m) into *out (see
  *  aps_schedule_order_get). */
-static aps_schedule_order *order_build(int sched, int64_t p, int64_t v,
-                                       int64_t m)
+static aps_status order_build(int sched, int64_t p, int64_t v, int64_t m,
+                              aps_schedule_order **out)
 {
     aps_schedule_order *o = calloc(1, sizeof *o);
     size_t slots = sched == APS_PP_1F1B ? 2 * (size_t)m * (size_t)v
                                         : aps_schedule_order_slots(v, m);
     size_t ro_bytes = (size_t)p * slots * sizeof(aps_rank_op);
     aps_rank_op *ro = aps_schedule_scratch(APS_SCRATCH_RANK_OPS, ro_bytes);
+    aps_status st = APS_ERANGE; /* no memory for the rank orders */
     if (o != NULL && ro != NULL) {
         *o = (aps_schedule_order){.sched = sched, .p = p, .v = v, .m = m};
         rank_orders(o, ro);
+        st = place_ops(o, ro);
     }
-    if (o == NULL || ro == NULL || !place_ops(o, ro) ||
-        !keep_rank_orders(o, ro)) {
-        order_free(o);
-        o = NULL;
-    }
+    if (st == APS_OK && !keep_rank_orders(o, ro))
+        st = APS_ERANGE;
     aps_schedule_scratch_done(APS_SCRATCH_RANK_OPS, ro);
-    return o;
+    if (st != APS_OK)
+        order_free(o);
+    *out = st == APS_OK ? o : NULL;
+    return st;
 }
 
 /** Puts o first in the cache, dropping the least recently used entry
@@ -222,21 +225,25 @@ static void cache_push(aps_schedule_order *o)
     }
 }
 
-const aps_schedule_order *aps_schedule_order_get(int sched, int64_t p,
-                                                 int64_t v, int64_t m)
+aps_status aps_schedule_order_get(int sched, int64_t p, int64_t v, int64_t m,
+                                  const aps_schedule_order **out)
 {
     if (p == 1)
         sched = APS_PP_1F1B;
     for (int k = 0; k < APS_SCHEDULE_ORDER_ENTRIES; k++) {
         aps_schedule_order *o = cache[k];
-        if (o != NULL && o->sched == sched && o->p == p && o->v == v && o->m == m) {
+        if (o != NULL && o->sched == sched && o->p == p && o->v == v &&
+            o->m == m) {
             memmove(cache + 1, cache, (size_t)k * sizeof *cache);
             cache[0] = o;
-            return o;
+            *out = o;
+            return APS_OK;
         }
     }
-    aps_schedule_order *o = order_build(sched, p, v, m);
-    if (o != NULL)
+    aps_schedule_order *o;
+    aps_status st = order_build(sched, p, v, m, &o);
+    if (st == APS_OK)
         cache_push(o);
-    return o;
+    *out = o;
+    return st;
 }

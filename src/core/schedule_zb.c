@@ -309,10 +309,10 @@ aps_status aps_schedule_simulate_zb(const aps_schedule_in *in,
                                     aps_schedule_out *out)
 {
     int64_t p = in->p, v = in->v, m = in->m, S = p * v;
-    const aps_schedule_order *o = aps_schedule_order_get(in->schedule, p, v, m);
-    if (o == NULL)
-        return APS_ERANGE; /* no memory for the orders of m p v cells */
-    aps_status st = aps_schedule_run_order(o, in, false, out);
+    const aps_schedule_order *o;
+    aps_status st = aps_schedule_order_get(in->schedule, p, v, m, &o);
+    if (st == APS_OK)
+        st = aps_schedule_run_order(o, in, false, out);
     if (st != APS_OK)
         return st;
     for (int64_t i = 0; i < p; i++) {

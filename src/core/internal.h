@@ -191,7 +191,7 @@ typedef struct {
  *  Without a timeline (tl NULL): when aps_schedule_lower_bound already
  *  exceeds `cutoff` seconds, *step is that bound (> cutoff) and nothing
  *  is simulated, O(p v) instead of O(p v m); and a simulation of the same
- *  inputs among the thread's last APS_SCHEDULE_CACHE_ENTRIES returns its
+ *  inputs this thread remembers (aps_schedule_memo_find) returns its
  *  step.  Returns what aps_schedule_simulate returns (APS_OK when not
  *  simulated). */
 aps_status aps_pipeline_step(const aps_model *m, const aps_cluster *c,
@@ -241,6 +241,20 @@ void aps_timeline_add(aps_timeline *tl, int64_t i,
  *  APS_PP_1F1B, p > 1), arguments checked (schedule_zb.c). */
 aps_status aps_schedule_simulate_zb(const aps_schedule_in *in,
                                     aps_schedule_out *out);
+
+/* ---- schedule_memo.c: the steps of simulations run before ---- */
+
+/** The step of an earlier simulation of in on this thread (the same p, v,
+ *  m, schedule and, bit for bit, t_fwd, t_bwd, t_wgt, weight and p2p,
+ *  all five non-NULL) into *step; false when none is remembered.  *h
+ *  gets in's hash, for aps_schedule_memo_store (schedule_memo.c). */
+bool aps_schedule_memo_find(const aps_schedule_in *in, double *step,
+                            uint64_t *h);
+/** Remembers step as the simulation of in (h from aps_schedule_memo_find
+ *  on the same in), in place of whatever had the same slot; nothing when
+ *  out of memory (schedule_memo.c). */
+void aps_schedule_memo_store(const aps_schedule_in *in, uint64_t h,
+                             double step);
 
 /* ---- schedule_order.c, schedule_run.c: a schedule's ops in one fixed
  * dependency order, and its simulation on that order ---- */

@@ -330,61 +330,6 @@ static void pipeline_in(const aps_model *m, const aps_cluster *c,
                             st->p2p, st->cw, lay->sched, st->cg, tl};
 }
 
-/** Steps the simulations of this thread remember (a ring): a search
- *  meets the same stage times again -- the split balance.c chose, which
- *  the estimate then runs, and strategies that differ only where the
- *  stage times do not (issue 15 item 3). */
-#define APS_SCHEDULE_CACHE_ENTRIES 4
-
-/** One remembered simulation: its inputs and its step. */
-typedef struct {
-    bool valid;
-    int64_t p, v, m;
-    int sched;
-    pipeline_stages st;
-    double step;
-} schedule_memo;
-
-static _Thread_local schedule_memo memo[APS_SCHEDULE_CACHE_ENTRIES];
-static _Thread_local int memo_next;
-
-/** True if e holds the simulation of in (st its storage): the same p, v,
- *  m and schedule, and the same times of the p v stages. */
-static bool memo_matches(const schedule_memo *e, const aps_schedule_in *in,
-                         const pipeline_stages *st)
-{
-    if (!e->valid || e->p != in->p || e->v != in->v || e->m != in->m ||
-        e->sched != in->schedule)
-        return false;
-    size_t n = (size_t)(in->p * in->v) * sizeof(double);
-    return memcmp(e->st.cf, st->cf, n) == 0 &&
-           memcmp(e->st.cb, st->cb, n) == 0 &&
-           memcmp(e->st.cg, st->cg, n) == 0 &&
-           memcmp(e->st.cw, st->cw, n) == 0 &&
-           memcmp(e->st.p2p, st->p2p, n - sizeof(double)) == 0;
-}
-
-/** Remembers the step of the simulation of in (st its storage) in place
- *  of the oldest entry. */
-static void memo_store(const aps_schedule_in *in, const pipeline_stages *st,
-                       double step)
-{
-    schedule_memo *e = &memo[memo_next];
-    memo_next = (memo_next + 1) % APS_SCHEDULE_CACHE_ENTRIES;
-    size_t n = (size_t)(in->p * in->v) * sizeof(double);
-    e->valid = true;
-    e->p = in->p;
-    e->v = in->v;
-    e->m = in->m;
-    e->sched = in->schedule;
-    memcpy(e->st.cf, st->cf, n);
-    memcpy(e->st.cb, st->cb, n);
-    memcpy(e->st.cg, st->cg, n);
-    memcpy(e->st.cw, st->cw, n);
-    memcpy(e->st.p2p, st->p2p, n - sizeof(double));
-    e->step = step;
-}
-
 aps_status aps_pipeline_step(const aps_model *m, const aps_cluster *c,
                              const aps_strategy *s, const aps_layout *lay,
                              const aps_stage_times *r, aps_timeline *tl,
@@ -393,21 +338,17 @@ aps_status aps_pipeline_step(const aps_model *m, const aps_cluster *c,
     pipeline_stages st;
     aps_schedule_in in;
     pipeline_in(m, c, s, lay, r, tl, &st, &in);
+    uint64_t h = 0;
     if (tl == NULL) {
         *step = aps_schedule_lower_bound(&in);
-        if (*step > cutoff)
+        if (*step > cutoff || aps_schedule_memo_find(&in, step, &h))
             return APS_OK;
-        for (int k = 0; k < APS_SCHEDULE_CACHE_ENTRIES; k++)
-            if (memo_matches(&memo[k], &in, &st)) {
-                *step = memo[k].step;
-                return APS_OK;
-            }
     }
     aps_schedule_out out;
     aps_status status = aps_schedule_simulate(&in, &out);
     *step = out.step;
-    if (status == APS_OK)
-        memo_store(&in, &st, out.step);
+    if (status == APS_OK && tl == NULL)
+        aps_schedule_memo_store(&in, h, out.step);
     return status;
 }
 

@@ -1,0 +1,116 @@
+/*
+ * schedule_memo.c -- the steps of the pipeline simulations this thread
+ * ran, found again by their exact inputs.
+ *
+ * A search meets the same stage times again and again: the split
+ * balance.c chose, which the estimate then runs, and strategies that
+ * differ only where the stage times do not (a comm type, a recompute
+ * method without recompute; issue 15 item 3).  On the 18 M-candidate
+ * bench space (bench/llama3_405b_16k_18m.lua) a ring of the last 4
+ * simulations answered 10,857 of 22,194 lookups; a table of 256 answers
+ * 16,311, halving the simulations.  Entries are found by a hash of the
+ * inputs and confirmed by comparing them whole (memcmp, as the ring
+ * did), so a hit returns the step the same inputs gave.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+/** Slots of the per-thread table (direct-mapped by hash): about 1.3 k
+ *  doubles of key each at p v = 128 stages, so 5 MB at most there. */
+#define APS_SCHEDULE_MEMO_SLOTS 1024
+/** The input arrays a key holds per stage: t_fwd, t_bwd, t_wgt, weight
+ *  and p2p (one fewer p2p: p v - 1 links). */
+#define APS_MEMO_ARRAYS 5
+/** FNV-1a's 64-bit offset basis and prime (Fowler, Noll, Vo), applied
+ *  to 64-bit words rather than bytes, then the high bits folded down
+ *  (the table index takes the low ones). */
+#define APS_FNV_OFFSET 14695981039346656037ULL
+#define APS_FNV_PRIME 1099511628211ULL
+#define APS_HASH_FOLD 29
+
+/** One remembered simulation: its inputs and its step. */
+typedef struct {
+    uint64_t hash;
+    int64_t p, v, m;
+    int sched;
+    double *key; /**< APS_MEMO_ARRAYS p v - 1 doubles, NULL: empty */
+    double step;
+} memo_entry;
+
+static _Thread_local memo_entry table[APS_SCHEDULE_MEMO_SLOTS];
+
+/** Doubles in the key of a simulation of S stages. */
+static size_t key_len(int64_t S)
+{
+    return APS_MEMO_ARRAYS * (size_t)S - 1;
+}
+
+/** The key of in (its five arrays, one after another) into key. */
+static void key_of(const aps_schedule_in *in, double *key)
+{
+    size_t S = (size_t)(in->p * in->v), n = S * sizeof(double);
+    memcpy(key, in->t_fwd, n);
+    memcpy(key + S, in->t_bwd, n);
+    memcpy(key + 2 * S, in->t_wgt, n);
+    memcpy(key + 3 * S, in->weight, n);
+    memcpy(key + 4 * S, in->p2p, n - sizeof(double));
+}
+
+/** FNV-1a on words over the shape and the bits of the key. */
+static uint64_t hash_of(const aps_schedule_in *in, const double *key)
+{
+    uint64_t shape[4] = {(uint64_t)in->p, (uint64_t)in->v, (uint64_t)in->m,
+                         (uint64_t)in->schedule};
+    uint64_t h = APS_FNV_OFFSET;
+    for (size_t k = 0; k < 4; k++)
+        h = (h ^ shape[k]) * APS_FNV_PRIME;
+    for (size_t k = 0; k < key_len(in->p * in->v); k++) {
+        uint64_t w;
+        memcpy(&w, &key[k], sizeof w);
+        h = (h ^ w) * APS_FNV_PRIME;
+    }
+    return h ^ (h >> APS_HASH_FOLD);
+}
+
+/** True if e holds the simulation of in (key its key, h its hash). */
+static bool matches(const memo_entry *e, const aps_schedule_in *in,
+                    const double *key, uint64_t h)
+{
+    return e->key != NULL && e->hash == h && e->p == in->p &&
+           e->v == in->v && e->m == in->m && e->sched == in->schedule &&
+           memcmp(e->key, key, key_len(in->p * in->v) * sizeof *key) == 0;
+}
+
+bool aps_schedule_memo_find(const aps_schedule_in *in, double *step,
+                            uint64_t *h)
+{
+    double key[APS_MEMO_ARRAYS * APS_MAX_STAGES];
+    key_of(in, key);
+    *h = hash_of(in, key);
+    const memo_entry *e = &table[*h % APS_SCHEDULE_MEMO_SLOTS];
+    if (!matches(e, in, key, *h))
+        return false;
+    *step = e->step;
+    return true;
+}
+
+void aps_schedule_memo_store(const aps_schedule_in *in, uint64_t h,
+                             double step)
+{
+    memo_entry *e = &table[h % APS_SCHEDULE_MEMO_SLOTS];
+    size_t n = key_len(in->p * in->v);
+    if (e->key == NULL || key_len(e->p * e->v) != n) {
+        free(e->key);
+        e->key = malloc(n * sizeof *e->key);
+        if (e->key == NULL)
+            return; /* not remembered: the next lookup simulates again */
+    }
+    key_of(in, e->key);
+    e->hash = h;
+    e->p = in->p;
+    e->v = in->v;
+    e->m = in->m;
+    e->sched = in->schedule;
+    e->step = step;
+}

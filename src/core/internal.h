@@ -287,12 +287,11 @@ typedef struct {
     int64_t n;                 /**< ops of all ranks */
     int64_t placed;            /**< ops placed so far (while built) */
     aps_fixed_op *ops;         /**< n, in dependency order */
-    int32_t *mb;               /**< n: each op's micro-batch (timelines) */
     aps_rank_op *rank_ops;     /**< n: rank 0's order, rank 1's, ...;
                                     NULL under 1F1B (kept for the
                                     zero-bubble schedules' inflight) */
     int64_t start[APS_MAX_STAGES + 1]; /**< rank i's: start[i] .. start[i+1] */
-    size_t bytes;              /**< heap bytes of ops, mb and rank_ops */
+    size_t bytes;              /**< heap bytes of ops and rank_ops */
 } aps_schedule_order;
 
 /** The fixed order of schedule `sched` (APS_PP_1F1B for Megatron's
@@ -312,7 +311,8 @@ aps_status aps_schedule_order_get(int sched, int64_t p, int64_t v, int64_t m,
 /** The per-thread scratch buffers of schedule_order.c and
  *  schedule_run.c. */
 enum {
-    APS_SCRATCH_RANK_OPS, /**< the rank orders while an order is built */
+    APS_SCRATCH_RANK_OPS, /**< the rank orders while an order is built,
+                               and while a timeline is recorded */
     APS_SCRATCH_PLACED,   /**< where each finish cell was placed */
     APS_SCRATCH_FINISH,   /**< a run's finish times */
     APS_SCRATCH_KINDS
@@ -341,10 +341,12 @@ aps_status aps_schedule_run_order(const aps_schedule_order *o,
                                   const aps_schedule_in *in, bool hop_always,
                                   aps_schedule_out *out);
 
-/** Rank i's order under Megatron's (interleaved) 1F1B into ops (2 m v
- *  entries); returns its length, 2 m v (schedule.c). */
-int64_t aps_schedule_order_1f1b(int64_t p, int64_t v, int64_t m, int64_t i,
-                                aps_rank_op *ops);
+/** Every rank's order under Megatron's (interleaved) 1F1B into ops (2 m
+ *  v p entries), rank after rank, rank i's from start[i] (start: p + 1
+ *  entries); returns their length, 2 m v p, or -1 when out of memory for
+ *  the m v entries of Megatron's table (schedule.c). */
+int64_t aps_schedule_orders_1f1b(int64_t p, int64_t v, int64_t m,
+                                 aps_rank_op *ops, int64_t *start);
 
 /** Entries aps_schedule_order_zb needs in ops for v chunks and m
  *  micro-batches: the order and its scratch (schedule_zb.c). */

@@ -104,14 +104,50 @@ static bool walk_next(order_walk *w, aps_rank_op *op, int64_t *k)
     return true;
 }
 
-int64_t aps_schedule_order_1f1b(int64_t p, int64_t v, int64_t m, int64_t i,
-                                aps_rank_op *ops)
+/** Rank i's op n-th forward (fwd) or backward of Megatron's table tab
+ *  (micro-batch in .mb, chunk in .j). */
+static aps_rank_op table_op(const aps_rank_op *tab, int64_t p, int64_t v,
+                            int64_t i, int64_t n, bool fwd)
 {
-    order_walk w;
-    int64_t n = 0, k;
-    walk_init(&w, p, v, m, i);
-    while (walk_next(&w, &ops[n], &k))
-        n++;
+    int64_t k = fwd ? tab[n].j : v - 1 - tab[n].j;
+    return (aps_rank_op){(int32_t)(i + k * p), tab[n].mb,
+                         fwd ? APS_OP_F : APS_OP_B, 0};
+}
+
+/** Rank i's order (see order_walk) from the table tab into ops; returns
+ *  its length, 2 m v. */
+static int64_t rank_order(const aps_rank_op *tab, int64_t p, int64_t v,
+                          int64_t m, int64_t i, aps_rank_op *ops)
+{
+    int64_t total = m * v, warm = aps_schedule_warmup(p, v, m, i), n = 0;
+    for (int64_t f = 0; f < warm; f++)
+        ops[n++] = table_op(tab, p, v, i, f, true);
+    for (int64_t b = 0; b < total - warm; b++) {
+        ops[n++] = table_op(tab, p, v, i, warm + b, true);
+        ops[n++] = table_op(tab, p, v, i, b, false);
+    }
+    for (int64_t b = total - warm; b < total; b++)
+        ops[n++] = table_op(tab, p, v, i, b, false);
+    return n;
+}
+
+int64_t aps_schedule_orders_1f1b(int64_t p, int64_t v, int64_t m,
+                                 aps_rank_op *ops, int64_t *start)
+{
+    int64_t total = m * v, n = 0;
+    aps_rank_op *tab = malloc((size_t)total * sizeof *tab);
+    if (tab == NULL)
+        return -1;
+    table_iter it;
+    iter_init(&it, p, m);
+    for (int64_t q = 0; q < total; q++, iter_next(&it, p, v, m))
+        tab[q] = (aps_rank_op){(int32_t)it.k, (int32_t)it.mb, APS_OP_F, 0};
+    for (int64_t i = 0; i < p; i++) {
+        start[i] = n;
+        n += rank_order(tab, p, v, m, i, ops + n);
+    }
+    start[p] = n;
+    free(tab);
     return n;
 }
 

@@ -65,7 +65,6 @@ static void order_free(aps_schedule_order *o)
     if (o == NULL)
         return;
     free(o->ops);
-    free(o->mb);
     free(o->rank_ops);
     free(o);
 }
@@ -95,19 +94,23 @@ static void op_cells(const aps_rank_op *r, int64_t S, int64_t cells,
 }
 
 /** Every rank's order, one after another, into ro (p x the slots one
- *  rank's order needs), their starts into o->start. */
-static void rank_orders(aps_schedule_order *o, aps_rank_op *ro)
+ *  rank's order needs), their starts into o->start; false when out of
+ *  memory. */
+static bool rank_orders(aps_schedule_order *o, aps_rank_op *ro)
 {
+    if (o->sched == APS_PP_1F1B) {
+        o->n = aps_schedule_orders_1f1b(o->p, o->v, o->m, ro, o->start);
+        return o->n >= 0;
+    }
     int64_t cnt[2 * APS_MAX_STAGES];
     o->n = 0;
     for (int64_t i = 0; i < o->p; i++) {
         o->start[i] = o->n;
-        o->n += o->sched == APS_PP_1F1B
-                    ? aps_schedule_order_1f1b(o->p, o->v, o->m, i, ro + o->n)
-                    : aps_schedule_order_zb(o->sched, o->p, o->v, o->m, i,
-                                            ro + o->n, cnt);
+        o->n += aps_schedule_order_zb(o->sched, o->p, o->v, o->m, i,
+                                      ro + o->n, cnt);
     }
     o->start[o->p] = o->n;
+    return true;
 }
 
 /** One round (see the file comment): at[c] is the position of the op
@@ -131,14 +134,13 @@ static int64_t place_round(aps_schedule_order *o, const aps_rank_op *ro,
         o->ops[q] = (aps_fixed_op){at[dep] < 0 ? (int32_t)o->n : at[dep],
                                    (uint16_t)(r->kind * S + r->j),
                                    (uint8_t)i, (uint8_t)r->overlap};
-        o->mb[q] = r->mb;
         pos[i]++;
         moved++;
     }
     return moved;
 }
 
-/** The rounds over the rank orders ro into o->ops and o->mb: APS_ERANGE
+/** The rounds over the rank orders ro into o->ops: APS_ERANGE
  *  when out of memory, APS_EINVAL when a round places nothing (a
  *  deadlock). */
 static aps_status place_ops(aps_schedule_order *o, const aps_rank_op *ro)
@@ -147,9 +149,8 @@ static aps_status place_ops(aps_schedule_order *o, const aps_rank_op *ro)
     size_t n_at = (size_t)sentinel(cells) + 1;
     int32_t *at = aps_schedule_scratch(APS_SCRATCH_PLACED, n_at * sizeof *at);
     o->ops = malloc((size_t)o->n * sizeof *o->ops);
-    o->mb = malloc((size_t)o->n * sizeof *o->mb);
     aps_status st = APS_ERANGE; /* no memory for the order */
-    if (at != NULL && o->ops != NULL && o->mb != NULL) {
+    if (at != NULL && o->ops != NULL) {
         for (size_t c = 0; c + 1 < n_at; c++)
             at[c] = INT32_MAX;
         at[n_at - 1] = -1;
@@ -168,7 +169,7 @@ static aps_status place_ops(aps_schedule_order *o, const aps_rank_op *ro)
  *  memory. */
 static bool keep_rank_orders(aps_schedule_order *o, const aps_rank_op *ro)
 {
-    o->bytes = (size_t)o->n * (sizeof *o->ops + sizeof *o->mb);
+    o->bytes = (size_t)o->n * sizeof *o->ops;
     if (o->sched == APS_PP_1F1B)
         return true;
     o->rank_ops = malloc((size_t)o->n * sizeof *ro);
@@ -192,8 +193,8 @@ static aps_status order_build(int sched, int64_t p, int64_t v, int64_t m,
     aps_status st = APS_ERANGE; /* no memory for the rank orders */
     if (o != NULL && ro != NULL) {
         *o = (aps_schedule_order){.sched = sched, .p = p, .v = v, .m = m};
-        rank_orders(o, ro);
-        st = place_ops(o, ro);
+        if (rank_orders(o, ro))
+            st = place_ops(o, ro);
     }
     if (st == APS_OK && !keep_rank_orders(o, ro))
         st = APS_ERANGE;

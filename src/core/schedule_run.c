@@ -56,17 +56,34 @@ static void slot_tables(const aps_schedule_in *in, int sched,
     }
 }
 
-/** The event of op q (started at start, ended at end) into its rank's
- *  timeline. */
+/** The event of op (started at start, ended at end) into its rank's
+ *  timeline, r its entry in the rank's order. */
 static void record(const aps_schedule_order *o, const aps_schedule_in *in,
-                   int64_t q, double start, double end)
+                   const aps_fixed_op *op, const aps_rank_op *r,
+                   double start, double end)
 {
-    const aps_fixed_op *op = &o->ops[q];
-    int64_t S = o->p * o->v, j = op->slot % S, k;
-    rank_of(o->sched, o->p, j, &k);
-    aps_schedule_event ev = {op->slot / (int32_t)S, o->mb[q], (int32_t)j,
-                             (int32_t)k, op->overlap, start, end};
+    int64_t k;
+    rank_of(o->sched, o->p, r->j, &k);
+    aps_schedule_event ev = {r->kind, r->mb, r->j, (int32_t)k, r->overlap,
+                             start, end};
     aps_timeline_add(in->timeline, op->rank, &ev);
+}
+
+/** Every rank's order of o, for a timeline: o->rank_ops, or under 1F1B
+ *  (whose order keeps none) built into scratch; NULL when out of memory.
+ *  Hand back with aps_schedule_scratch_done(APS_SCRATCH_RANK_OPS). */
+static aps_rank_op *rank_orders(const aps_schedule_order *o)
+{
+    if (o->rank_ops != NULL)
+        return o->rank_ops;
+    int64_t start[APS_MAX_STAGES + 1];
+    aps_rank_op *ro = aps_schedule_scratch(APS_SCRATCH_RANK_OPS,
+                                           (size_t)o->n * sizeof *ro);
+    if (ro != NULL && aps_schedule_orders_1f1b(o->p, o->v, o->m, ro, start) < 0) {
+        aps_schedule_scratch_done(APS_SCRATCH_RANK_OPS, ro);
+        ro = NULL;
+    }
+    return ro;
 }
 
 /** Op q of a run: its finish into done[q] and its rank's free_at, its
@@ -88,24 +105,36 @@ static inline bool run_op(const aps_fixed_op *op, int64_t q, const double *t,
     return true;
 }
 
-/** One pass over o's ops into free_at and busy per rank, recording into
- *  in->timeline; false when an op waits for a negative finish. */
-static bool run_ops(const aps_schedule_order *o, const aps_schedule_in *in,
-                    const double *t, const double *hop, double *done,
-                    double *free_at, double *busy)
+/** One pass over o's ops into free_at and busy per rank; false when an
+ *  op waits for a negative finish. */
+static bool run_ops(const aps_schedule_order *o, const double *t,
+                    const double *hop, double *done, double *free_at,
+                    double *busy)
 {
     double start;
     done[o->n] = 0.0; /* the sentinel: ops that wait for nothing */
-    if (in->timeline == NULL) {
-        for (int64_t q = 0; q < o->n; q++)
-            if (!run_op(&o->ops[q], q, t, hop, done, free_at, busy, &start))
-                return false;
-        return true;
-    }
-    for (int64_t q = 0; q < o->n; q++) {
+    for (int64_t q = 0; q < o->n; q++)
         if (!run_op(&o->ops[q], q, t, hop, done, free_at, busy, &start))
             return false;
-        record(o, in, q, start, done[q]);
+    return true;
+}
+
+/** run_ops recording every op into in->timeline, each rank's ops taken
+ *  from its order (ro, see rank_orders) in turn. */
+static bool run_ops_recorded(const aps_schedule_order *o,
+                             const aps_schedule_in *in, const aps_rank_op *ro,
+                             const double *t, const double *hop, double *done,
+                             double *free_at, double *busy)
+{
+    int64_t next[APS_MAX_STAGES];
+    double start;
+    memcpy(next, o->start, (size_t)o->p * sizeof next[0]);
+    done[o->n] = 0.0;
+    for (int64_t q = 0; q < o->n; q++) {
+        const aps_fixed_op *op = &o->ops[q];
+        if (!run_op(op, q, t, hop, done, free_at, busy, &start))
+            return false;
+        record(o, in, op, &ro[next[op->rank]++], start, done[q]);
     }
     return true;
 }
@@ -122,10 +151,21 @@ aps_status aps_schedule_run_order(const aps_schedule_order *o,
     double *done = aps_schedule_scratch(APS_SCRATCH_FINISH, bytes);
     if (done == NULL)
         return APS_ERANGE; /* no memory for the finish times */
-    bool ok = run_ops(o, in, t, hop, done, free_at, busy);
+    aps_status st = APS_OK;
+    if (in->timeline == NULL) {
+        st = run_ops(o, t, hop, done, free_at, busy) ? APS_OK : APS_EINVAL;
+    } else {
+        aps_rank_op *ro = rank_orders(o);
+        st = ro == NULL ? APS_ERANGE /* no memory for the rank orders */
+             : run_ops_recorded(o, in, ro, t, hop, done, free_at, busy)
+                 ? APS_OK
+                 : APS_EINVAL;
+        if (ro != o->rank_ops)
+            aps_schedule_scratch_done(APS_SCRATCH_RANK_OPS, ro);
+    }
     aps_schedule_scratch_done(APS_SCRATCH_FINISH, done);
-    if (!ok)
-        return APS_EINVAL;
+    if (st != APS_OK)
+        return st;
     for (int64_t i = 0; i < o->p; i++) {
         if (free_at[i] > out->step)
             out->step = free_at[i];

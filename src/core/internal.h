@@ -255,6 +255,14 @@ bool aps_schedule_memo_find(const aps_schedule_in *in, double *step,
  *  out of memory (schedule_memo.c). */
 void aps_schedule_memo_store(const aps_schedule_in *in, uint64_t h,
                              double step);
+/** The peak aps_schedule_inflight(p, v, m, i, w) returned before on this
+ *  thread for the same arguments (w's v doubles bit for bit) into *peak;
+ *  false when none is remembered (schedule_memo.c). */
+bool aps_inflight_memo_find(int64_t p, int64_t v, int64_t m, int64_t i,
+                            const double *w, double *peak);
+/** Remembers peak as aps_schedule_inflight(p, v, m, i, w) (schedule_memo.c). */
+void aps_inflight_memo_store(int64_t p, int64_t v, int64_t m, int64_t i,
+                             const double *w, double peak);
 
 /* ---- schedule_order.c, schedule_run.c: a schedule's ops in one fixed
  * dependency order, and its simulation on that order ---- */

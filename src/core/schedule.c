@@ -165,6 +165,8 @@ double aps_schedule_inflight(int64_t p, int64_t v, int64_t m, int64_t i,
         return (double)n / (double)v;
     }
     double held = 0.0, peak = 0.0;
+    if (aps_inflight_memo_find(p, v, m, i, w, &peak))
+        return peak;
     order_walk walk;
     aps_rank_op op;
     int64_t k;
@@ -174,6 +176,7 @@ double aps_schedule_inflight(int64_t p, int64_t v, int64_t m, int64_t i,
         if (held > peak)
             peak = held;
     }
+    aps_inflight_memo_store(p, v, m, i, w, peak);
     return peak;
 }
 

@@ -1,6 +1,7 @@
 /*
  * schedule_memo.c -- the steps of the pipeline simulations this thread
- * ran, found again by their exact inputs.
+ * ran, and the activation peaks it walked, found again by their exact
+ * inputs.
  *
  * A search meets the same stage times again and again: the split
  * balance.c chose, which the estimate then runs, and strategies that
@@ -12,6 +13,12 @@
  * Entries are found by a hash of the inputs and confirmed by comparing
  * them whole (memcmp, as the ring did), so a hit returns the step the
  * same inputs gave.
+ *
+ * The peak of the activations a rank holds under Megatron's order with
+ * uneven chunk weights (aps_schedule_inflight) walks the rank's 2 m v
+ * ops; memory.c asks it for every stage of every memory estimate, the
+ * recompute bisection of balance.c for the same stage many times over, so
+ * those peaks are remembered the same way.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -115,4 +122,62 @@ void aps_schedule_memo_store(const aps_schedule_in *in, uint64_t h,
     e->m = in->m;
     e->sched = in->schedule;
     e->step = step;
+}
+
+/** Slots of the per-thread table of activation peaks (direct-mapped). */
+#define APS_INFLIGHT_MEMO_SLOTS 256
+/** Most chunks per rank whose peaks are remembered (more are walked every
+ *  time). */
+#define APS_INFLIGHT_MEMO_MAX_V 16
+
+/** One remembered peak: (p, v, m, rank, chunk weights) and the peak. */
+typedef struct {
+    int64_t p, v, m, i; /**< v = 0: empty */
+    double w[APS_INFLIGHT_MEMO_MAX_V];
+    double peak;
+} inflight_entry;
+
+static _Thread_local inflight_entry peaks[APS_INFLIGHT_MEMO_SLOTS];
+
+/** The slot of (p, v, m, i, w): FNV-1a on words, as hash_of. */
+static inflight_entry *peak_slot(int64_t p, int64_t v, int64_t m, int64_t i,
+                                 const double *w)
+{
+    uint64_t shape[4] = {(uint64_t)p, (uint64_t)v, (uint64_t)m, (uint64_t)i};
+    uint64_t h = APS_FNV_OFFSET;
+    for (size_t k = 0; k < 4; k++)
+        h = (h ^ shape[k]) * APS_FNV_PRIME;
+    for (int64_t k = 0; k < v; k++) {
+        uint64_t x;
+        memcpy(&x, &w[k], sizeof x);
+        h = (h ^ x) * APS_FNV_PRIME;
+    }
+    return &peaks[(h ^ (h >> APS_HASH_FOLD)) % APS_INFLIGHT_MEMO_SLOTS];
+}
+
+bool aps_inflight_memo_find(int64_t p, int64_t v, int64_t m, int64_t i,
+                            const double *w, double *peak)
+{
+    if (v > APS_INFLIGHT_MEMO_MAX_V)
+        return false;
+    const inflight_entry *e = peak_slot(p, v, m, i, w);
+    if (e->v != v || e->p != p || e->m != m || e->i != i ||
+        memcmp(e->w, w, (size_t)v * sizeof *w) != 0)
+        return false;
+    *peak = e->peak;
+    return true;
+}
+
+void aps_inflight_memo_store(int64_t p, int64_t v, int64_t m, int64_t i,
+                             const double *w, double peak)
+{
+    if (v > APS_INFLIGHT_MEMO_MAX_V)
+        return;
+    inflight_entry *e = peak_slot(p, v, m, i, w);
+    e->p = p;
+    e->v = v;
+    e->m = m;
+    e->i = i;
+    memcpy(e->w, w, (size_t)v * sizeof *w);
+    e->peak = peak;
 }

@@ -262,8 +262,10 @@ static void test_inflight_same_as_before(void **state)
                     double w[APS_MAX_STAGES];
                     for (int64_t k = 0; k < v; k++)
                         w[k] = 0.1 + draw(&rng);
-                    ASSERT_DBL_EXACT(aps_schedule_inflight(p, v, m, i, w),
-                                     ref_inflight(p, v, m, i, w));
+                    double want = ref_inflight(p, v, m, i, w);
+                    /* twice: walked, then remembered (schedule_memo.c) */
+                    ASSERT_DBL_EXACT(aps_schedule_inflight(p, v, m, i, w), want);
+                    ASSERT_DBL_EXACT(aps_schedule_inflight(p, v, m, i, w), want);
                     ASSERT_DBL_EXACT(aps_schedule_inflight(p, v, m, i, NULL),
                                      ref_inflight(p, v, m, i, NULL));
                     for (int s = APS_PP_1F1B; s <= APS_PP_DUALPIPEV; s++)
@@ -271,6 +273,40 @@ static void test_inflight_same_as_before(void **state)
                             aps_schedule_inflight_of(s, p, v, m, i, w),
                             ref_inflight_of(s, p, v, m, i, w));
                 }
+}
+
+/* The memo of simulated steps (schedule_memo.c): a step stored is found
+ * for the same inputs in other arrays, and not for inputs that differ in
+ * one bit of one array, in m, or in the schedule. */
+static void test_step_memo_exact_inputs(void **state)
+{
+    (void)state;
+    case_times a, b;
+    uint64_t rng = 5;
+    make_times(TIMES_UNEVEN, 8, &rng, &a);
+    b = a;
+    aps_schedule_in ia = {4, 2, 8, a.tf, a.tb, a.p2p, a.w, 0, a.tw, NULL};
+    aps_schedule_in ib = {4, 2, 8, b.tf, b.tb, b.p2p, b.w, 0, b.tw, NULL};
+    double step = 0.0;
+    uint64_t h, hb;
+    assert_false(aps_schedule_memo_find(&ia, &step, &h));
+    aps_schedule_memo_store(&ia, h, 42.5);
+    assert_true(aps_schedule_memo_find(&ib, &step, &hb));
+    ASSERT_DBL_EXACT(step, 42.5);
+    assert_true(h == hb);
+    b.p2p[6] = nextafter(b.p2p[6], 1.0); /* the last link, one ulp */
+    assert_false(aps_schedule_memo_find(&ib, &step, &hb));
+    b = a;
+    b.w[3] = nextafter(b.w[3], 0.0);
+    assert_false(aps_schedule_memo_find(&ib, &step, &hb));
+    b = a;
+    ib.m = 9;
+    assert_false(aps_schedule_memo_find(&ib, &step, &hb));
+    ib.m = 8;
+    ib.schedule = APS_PP_INTERLEAVED_ZB;
+    assert_false(aps_schedule_memo_find(&ib, &step, &hb));
+    ib.schedule = 0;
+    assert_true(aps_schedule_memo_find(&ib, &step, &hb));
 }
 
 int main(void)
@@ -282,6 +318,7 @@ int main(void)
         cmocka_unit_test(test_negative_time_refused_alike),
         cmocka_unit_test(test_timeline_same_as_event_loop),
         cmocka_unit_test(test_inflight_same_as_before),
+        cmocka_unit_test(test_step_memo_exact_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,10 +46,14 @@ void *aps_schedule_scratch(int which, size_t bytes)
 {
     if (bytes > APS_SCHEDULE_ORDER_CACHE_BYTES)
         return malloc(bytes);
-    if (bytes > scratch[which].bytes) {
+    if (bytes > scratch[which].bytes) { /* at least doubled: a search's
+                                          * orders grow a step at a time */
+        size_t grown = 2 * scratch[which].bytes;
+        if (grown < bytes || grown > APS_SCHEDULE_ORDER_CACHE_BYTES)
+            grown = bytes;
         free(scratch[which].mem);
-        scratch[which].mem = malloc(bytes);
-        scratch[which].bytes = scratch[which].mem ? bytes : 0;
+        scratch[which].mem = malloc(grown);
+        scratch[which].bytes = scratch[which].mem ? grown : 0;
     }
     return scratch[which].mem;
 }

@@ -1,6 +1,7 @@
 /*
  * schedule.c -- the order of forward and backward work of every pipeline
- * rank and model chunk, simulated event by event.
+ * rank and model chunk, simulated as a list scheduler (on the fixed
+ * dependency order of schedule_order.c, run by schedule_run.c).
  *
  * Order (megatron/core/pipeline_parallel/schedules.py):
  *   v = 1, forward_backward_pipelining_without_interleaving: rank i runs

@@ -2,7 +2,8 @@
  * schedule_zb.c -- zero-bubble pipeline schedules, as PyTorch pipelining
  * orders them (torch/distributed/pipelining/schedules.py, pytorch/pytorch
  * 1fd7abc2f521e4429a29c3088e39ebaca20f4698; DualPipeV from 00722e648b74
- * 0f91d0e71494baa17891749fd291), simulated event by event.
+ * 0f91d0e71494baa17891749fd291), simulated as a list scheduler on their
+ * fixed dependency order (schedule_order.c, schedule_run.c).
  *
  * The backward of a chunk is split in two ops (Qi et al. 2024, "Zero
  * Bubble Pipeline Parallelism", arXiv 2401.10241 s.2): I, the input

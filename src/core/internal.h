@@ -295,6 +295,8 @@ typedef struct {
     int64_t n;                 /**< ops of all ranks */
     int64_t placed;            /**< ops placed so far (while built) */
     aps_fixed_op *ops;         /**< n, in dependency order */
+    bool ops_owned;            /**< ops allocated for this order alone,
+                                    else in the arena of schedule_mem.c */
     aps_rank_op *rank_ops;     /**< n: rank 0's order, rank 1's, ...;
                                     NULL under 1F1B (kept for the
                                     zero-bubble schedules' inflight) */
@@ -316,6 +318,14 @@ typedef struct {
 aps_status aps_schedule_order_get(int sched, int64_t p, int64_t v, int64_t m,
                                   const aps_schedule_order **o);
 
+/* ---- schedule_mem.c: the per-thread memory of the simulation ---- */
+
+/** Bytes of address space each per-thread buffer of schedule_mem.c
+ *  reserves (pages are touched, and so counted, only as used): the
+ *  largest scratch buffer kept between calls, and the arena of the
+ *  cached orders. */
+#define APS_SCHEDULE_RESERVE_BYTES ((size_t)64 << 20)
+
 /** The per-thread scratch buffers of schedule_order.c and
  *  schedule_run.c. */
 enum {
@@ -326,14 +336,23 @@ enum {
     APS_SCRATCH_KINDS
 };
 
-/** Scratch buffer `which` (APS_SCRATCH_*) of at least `bytes`, kept for
- *  this thread's next call while within APS_SCHEDULE_ORDER_CACHE_BYTES
- *  (else allocated for this use); NULL when out of memory.  Its contents
- *  are undefined; hand it back with aps_schedule_scratch_done
- *  (schedule_order.c). */
+/** Scratch buffer `which` (APS_SCRATCH_*) of at least `bytes`: this
+ *  thread's reserved buffer when bytes <= APS_SCHEDULE_RESERVE_BYTES
+ *  (reserved once, so its pages are touched once however the sizes
+ *  asked grow), else allocated for this use; NULL when out of memory.
+ *  Its contents are undefined; hand it back with
+ *  aps_schedule_scratch_done (schedule_mem.c). */
 void *aps_schedule_scratch(int which, size_t bytes);
-/** Frees mem unless it is the kept scratch buffer `which`. */
+/** Frees mem unless it is the reserved buffer `which` (schedule_mem.c). */
 void aps_schedule_scratch_done(int which, void *mem);
+/** `bytes` of this thread's arena (APS_SCHEDULE_RESERVE_BYTES, reserved
+ *  on first use), 64-byte aligned, valid until aps_schedule_arena_reset;
+ *  NULL when they do not fit in what is left of it, or when it cannot be
+ *  reserved (schedule_mem.c). */
+void *aps_schedule_arena_take(size_t bytes);
+/** Empties this thread's arena: what it gave is free to give again
+ *  (schedule_mem.c). */
+void aps_schedule_arena_reset(void);
 
 /** Simulates in on its fixed order o (a list scheduler: each op starts
  *  when its rank is free and its input has arrived, one p2p hop after

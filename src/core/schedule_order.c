@@ -26,9 +26,8 @@
  *  simulations. */
 #define APS_SCHEDULE_ORDER_ENTRIES 160
 /** Heap bytes the cached orders keep beyond the newest (the 125 orders of
- *  the 18 M space take 30 MB), and the most a scratch buffer keeps
- *  between calls (aps_schedule_scratch). */
-#define APS_SCHEDULE_ORDER_CACHE_BYTES ((size_t)64 << 20)
+ *  the 18 M space take 16 MB). */
+#define APS_SCHEDULE_ORDER_CACHE_BYTES APS_SCHEDULE_RESERVE_BYTES
 /** Finish cells of a schedule while its order is built: F, then B or I,
  *  then W, of m p v cells each, and one sentinel for ops that wait for
  *  nothing. */
@@ -36,39 +35,12 @@
 
 static _Thread_local aps_schedule_order *cache[APS_SCHEDULE_ORDER_ENTRIES];
 
-/** The scratch buffers of this thread (aps_schedule_scratch). */
-static _Thread_local struct {
-    void *mem;
-    size_t bytes;
-} scratch[APS_SCRATCH_KINDS];
-
-void *aps_schedule_scratch(int which, size_t bytes)
-{
-    if (bytes > APS_SCHEDULE_ORDER_CACHE_BYTES)
-        return malloc(bytes);
-    if (bytes > scratch[which].bytes) { /* at least doubled: a search's
-                                          * orders grow a step at a time */
-        size_t grown = 2 * scratch[which].bytes;
-        if (grown < bytes || grown > APS_SCHEDULE_ORDER_CACHE_BYTES)
-            grown = bytes;
-        free(scratch[which].mem);
-        scratch[which].mem = malloc(grown);
-        scratch[which].bytes = scratch[which].mem ? grown : 0;
-    }
-    return scratch[which].mem;
-}
-
-void aps_schedule_scratch_done(int which, void *mem)
-{
-    if (mem != scratch[which].mem)
-        free(mem);
-}
-
 static void order_free(aps_schedule_order *o)
 {
     if (o == NULL)
         return;
-    free(o->ops);
+    if (o->ops_owned)
+        free(o->ops);
     free(o->rank_ops);
     free(o);
 }
@@ -117,6 +89,34 @@ static bool rank_orders(aps_schedule_order *o, aps_rank_op *ro)
     return true;
 }
 
+/** Frees every cached order. */
+static void cache_flush(void)
+{
+    for (int k = 0; k < APS_SCHEDULE_ORDER_ENTRIES; k++) {
+        order_free(cache[k]);
+        cache[k] = NULL;
+    }
+}
+
+/** Room for o's n ops: in the thread's arena (aps_schedule_arena_take),
+ *  emptied with the cache when full; an order larger than the arena
+ *  gets its own allocation (o->ops_owned).  NULL when out of memory. */
+static aps_fixed_op *order_ops(aps_schedule_order *o)
+{
+    size_t bytes = (size_t)o->n * sizeof *o->ops;
+    aps_fixed_op *ops = aps_schedule_arena_take(bytes);
+    if (ops == NULL && bytes <= APS_SCHEDULE_RESERVE_BYTES) {
+        cache_flush(); /* every order in the arena goes with it */
+        aps_schedule_arena_reset();
+        ops = aps_schedule_arena_take(bytes);
+    }
+    if (ops == NULL) {
+        ops = malloc(bytes);
+        o->ops_owned = true;
+    }
+    return ops;
+}
+
 /** One round (see the file comment): at[c] is the position of the op
  *  that finishes cell c, -1 for the sentinel, INT32_MAX while unplaced;
  *  ops placed before position `first` are of earlier rounds.  Returns
@@ -152,7 +152,7 @@ static aps_status place_ops(aps_schedule_order *o, const aps_rank_op *ro)
     int64_t cells = o->m * o->p * o->v;
     size_t n_at = (size_t)sentinel(cells) + 1;
     int32_t *at = aps_schedule_scratch(APS_SCRATCH_PLACED, n_at * sizeof *at);
-    o->ops = malloc((size_t)o->n * sizeof *o->ops);
+    o->ops = order_ops(o);
     aps_status st = APS_ERANGE; /* no memory for the order */
     if (at != NULL && o->ops != NULL) {
         for (size_t c = 0; c + 1 < n_at; c++)

@@ -333,6 +333,7 @@ enum {
                                and while a timeline is recorded */
     APS_SCRATCH_PLACED,   /**< where each finish cell was placed */
     APS_SCRATCH_FINISH,   /**< a run's finish times */
+    APS_RESERVED_MEMO,    /**< the keys of schedule_memo.c (kept) */
     APS_SCRATCH_KINDS
 };
 
@@ -345,6 +346,10 @@ enum {
 void *aps_schedule_scratch(int which, size_t bytes);
 /** Frees mem unless it is the reserved buffer `which` (schedule_mem.c). */
 void aps_schedule_scratch_done(int which, void *mem);
+/** This thread's reserved buffer `which` (APS_SCHEDULE_RESERVE_BYTES,
+ *  the same memory at every call, its contents kept), reserved on first
+ *  use; NULL when it cannot be (schedule_mem.c). */
+void *aps_schedule_reserved(int which);
 /** `bytes` of this thread's arena (APS_SCHEDULE_RESERVE_BYTES, reserved
  *  on first use), 64-byte aligned, valid until aps_schedule_arena_reset;
  *  NULL when they do not fit in what is left of it, or when it cannot be

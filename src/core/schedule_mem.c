@@ -1,6 +1,7 @@
 /*
  * schedule_mem.c -- the per-thread memory of the schedule simulation:
- * scratch buffers and the arena the cached orders' ops live in.
+ * scratch buffers, the arena the cached orders' ops live in, and the
+ * keys of the memo of steps (schedule_memo.c).
  *
  * Each is one allocation of APS_SCHEDULE_RESERVE_BYTES of address space,
  * made once per thread; the system maps a page only when it is first
@@ -65,6 +66,11 @@ static char *reserve(reserved *r)
             advise_huge(r->mem);
     }
     return r->mem;
+}
+
+void *aps_schedule_reserved(int which)
+{
+    return reserve(&scratch[which]);
 }
 
 void *aps_schedule_scratch(int which, size_t bytes)

@@ -24,9 +24,11 @@
 #include <string.h>
 #include "internal.h"
 
-/** Slots of the per-thread table (direct-mapped by hash): 5 p v - 1
- *  doubles of key each, 5 MB at p v = 128 stages, 10 MB at the most
- *  stages (APS_MAX_STAGES). */
+/** Slots of the per-thread table (direct-mapped by hash), each with room
+ *  for a key of the most stages, APS_MEMO_ARRAYS APS_MAX_STAGES doubles,
+ *  in this thread's reserved buffer APS_RESERVED_MEMO (schedule_mem.c;
+ *  10.5 MB of address space, touched as used: 5 KB a slot at 128
+ *  stages). */
 #define APS_SCHEDULE_MEMO_SLOTS 1024
 /** The input arrays a key holds per stage: t_fwd, t_bwd, t_wgt, weight
  *  and p2p (one fewer p2p: p v - 1 links). */
@@ -43,11 +45,24 @@ typedef struct {
     uint64_t hash;
     int64_t p, v, m;
     int sched;
-    double *key; /**< APS_MEMO_ARRAYS p v - 1 doubles, NULL: empty */
+    bool used;
     double step;
 } memo_entry;
 
 static _Thread_local memo_entry table[APS_SCHEDULE_MEMO_SLOTS];
+
+/** Room for the key of slot e (APS_MEMO_ARRAYS APS_MAX_STAGES doubles);
+ *  NULL when the reserved buffer cannot be had. */
+static double *key_room(const memo_entry *e)
+{
+    _Static_assert(APS_SCHEDULE_MEMO_SLOTS * APS_MEMO_ARRAYS *
+                           APS_MAX_STAGES * sizeof(double) <=
+                       APS_SCHEDULE_RESERVE_BYTES,
+                   "the memo's keys fit in a reserved buffer");
+    double *base = aps_schedule_reserved(APS_RESERVED_MEMO);
+    size_t slot = (size_t)(e - table);
+    return base ? base + slot * APS_MEMO_ARRAYS * APS_MAX_STAGES : NULL;
+}
 
 /** Doubles in the key of a simulation of S stages. */
 static size_t key_len(int64_t S)
@@ -86,9 +101,9 @@ static uint64_t hash_of(const aps_schedule_in *in, const double *key)
 static bool matches(const memo_entry *e, const aps_schedule_in *in,
                     const double *key, uint64_t h)
 {
-    return e->key != NULL && e->hash == h && e->p == in->p &&
-           e->v == in->v && e->m == in->m && e->sched == in->schedule &&
-           memcmp(e->key, key, key_len(in->p * in->v) * sizeof *key) == 0;
+    return e->used && e->hash == h && e->p == in->p && e->v == in->v &&
+           e->m == in->m && e->sched == in->schedule &&
+           memcmp(key_room(e), key, key_len(in->p * in->v) * sizeof *key) == 0;
 }
 
 bool aps_schedule_memo_find(const aps_schedule_in *in, double *step,
@@ -108,14 +123,11 @@ void aps_schedule_memo_store(const aps_schedule_in *in, uint64_t h,
                              double step)
 {
     memo_entry *e = &table[h % APS_SCHEDULE_MEMO_SLOTS];
-    size_t n = key_len(in->p * in->v);
-    if (e->key == NULL || key_len(e->p * e->v) != n) {
-        free(e->key);
-        e->key = malloc(n * sizeof *e->key);
-        if (e->key == NULL)
-            return; /* not remembered: the next lookup simulates again */
-    }
-    key_of(in, e->key);
+    double *room = key_room(e);
+    if (room == NULL)
+        return; /* not remembered: the next lookup simulates again */
+    key_of(in, room);
+    e->used = true;
     e->hash = h;
     e->p = in->p;
     e->v = in->v;

@@ -295,8 +295,9 @@ typedef struct {
     int64_t n;                 /**< ops of all ranks */
     int64_t placed;            /**< ops placed so far (while built) */
     aps_fixed_op *ops;         /**< n, in dependency order */
-    bool ops_owned;            /**< ops allocated for this order alone,
-                                    else in the arena of schedule_mem.c */
+    bool ops_owned;            /**< ops (and rank_ops after them)
+                                    allocated for this order alone, else
+                                    in the arena of schedule_mem.c */
     aps_rank_op *rank_ops;     /**< n: rank 0's order, rank 1's, ...;
                                     NULL under 1F1B (kept for the
                                     zero-bubble schedules' inflight) */

@@ -40,8 +40,7 @@ static void order_free(aps_schedule_order *o)
     if (o == NULL)
         return;
     if (o->ops_owned)
-        free(o->ops);
-    free(o->rank_ops);
+        free(o->ops); /* and the rank orders after them */
     free(o);
 }
 
@@ -98,22 +97,29 @@ static void cache_flush(void)
     }
 }
 
-/** Room for o's n ops: in the thread's arena (aps_schedule_arena_take),
- *  emptied with the cache when full; an order larger than the arena
- *  gets its own allocation (o->ops_owned).  NULL when out of memory. */
+/** Room for o's n ops and, under the zero-bubble schedules, their n rank
+ *  orders after them (o->rank_ops, the schedules' inflight walks them;
+ *  1F1B's walks its own): in the thread's arena
+ *  (aps_schedule_arena_take), emptied with the cache when full; an order
+ *  larger than the arena gets its own allocation (o->ops_owned).  NULL
+ *  when out of memory. */
 static aps_fixed_op *order_ops(aps_schedule_order *o)
 {
-    size_t bytes = (size_t)o->n * sizeof *o->ops;
-    aps_fixed_op *ops = aps_schedule_arena_take(bytes);
-    if (ops == NULL && bytes <= APS_SCHEDULE_RESERVE_BYTES) {
+    size_t n = (size_t)o->n;
+    o->bytes = n * (sizeof *o->ops +
+                    (o->sched == APS_PP_1F1B ? 0 : sizeof *o->rank_ops));
+    aps_fixed_op *ops = aps_schedule_arena_take(o->bytes);
+    if (ops == NULL && o->bytes <= APS_SCHEDULE_RESERVE_BYTES) {
         cache_flush(); /* every order in the arena goes with it */
         aps_schedule_arena_reset();
-        ops = aps_schedule_arena_take(bytes);
+        ops = aps_schedule_arena_take(o->bytes);
     }
     if (ops == NULL) {
-        ops = malloc(bytes);
+        ops = malloc(o->bytes);
         o->ops_owned = true;
     }
+    if (ops != NULL && o->sched != APS_PP_1F1B)
+        o->rank_ops = (aps_rank_op *)(ops + n);
     return ops;
 }
 
@@ -168,20 +174,12 @@ static aps_status place_ops(aps_schedule_order *o, const aps_rank_op *ro)
     return st;
 }
 
-/** Keeps the rank orders ro in o->rank_ops (the zero-bubble schedules'
- *  inflight walks them; 1F1B's walks its own); false when out of
- *  memory. */
-static bool keep_rank_orders(aps_schedule_order *o, const aps_rank_op *ro)
+/** Keeps the rank orders ro in o->rank_ops, where order_ops made room
+ *  for them (the zero-bubble schedules only). */
+static void keep_rank_orders(aps_schedule_order *o, const aps_rank_op *ro)
 {
-    o->bytes = (size_t)o->n * sizeof *o->ops;
-    if (o->sched == APS_PP_1F1B)
-        return true;
-    o->rank_ops = malloc((size_t)o->n * sizeof *ro);
-    if (o->rank_ops == NULL)
-        return false;
-    memcpy(o->rank_ops, ro, (size_t)o->n * sizeof *ro);
-    o->bytes += (size_t)o->n * sizeof *ro;
-    return true;
+    if (o->rank_ops != NULL)
+        memcpy(o->rank_ops, ro, (size_t)o->n * sizeof *ro);
 }
 
 /** A new order of (sched, p, v, m) into *out (see
@@ -200,8 +198,8 @@ static aps_status order_build(int sched, int64_t p, int64_t v, int64_t m,
         if (rank_orders(o, ro))
             st = place_ops(o, ro);
     }
-    if (st == APS_OK && !keep_rank_orders(o, ro))
-        st = APS_ERANGE;
+    if (st == APS_OK)
+        keep_rank_orders(o, ro);
     aps_schedule_scratch_done(APS_SCRATCH_RANK_OPS, ro);
     if (st != APS_OK)
         order_free(o);

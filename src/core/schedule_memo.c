@@ -103,7 +103,8 @@ static bool matches(const memo_entry *e, const aps_schedule_in *in,
 {
     return e->used && e->hash == h && e->p == in->p && e->v == in->v &&
            e->m == in->m && e->sched == in->schedule &&
-           memcmp(key_room(e), key, key_len(in->p * in->v) * sizeof *key) == 0;
+           memcmp(key_room(e), key,
+                  key_len(in->p * in->v) * sizeof *key) == 0;
 }
 
 bool aps_schedule_memo_find(const aps_schedule_in *in, double *step,

@@ -264,8 +264,9 @@ static void test_inflight_same_as_before(void **state)
                         w[k] = 0.1 + draw(&rng);
                     double want = ref_inflight(p, v, m, i, w);
                     /* twice: walked, then remembered (schedule_memo.c) */
-                    ASSERT_DBL_EXACT(aps_schedule_inflight(p, v, m, i, w), want);
-                    ASSERT_DBL_EXACT(aps_schedule_inflight(p, v, m, i, w), want);
+                    for (int twice = 0; twice < 2; twice++)
+                        ASSERT_DBL_EXACT(aps_schedule_inflight(p, v, m, i, w),
+                                         want);
                     ASSERT_DBL_EXACT(aps_schedule_inflight(p, v, m, i, NULL),
                                      ref_inflight(p, v, m, i, NULL));
                     for (int s = APS_PP_1F1B; s <= APS_PP_DUALPIPEV; s++)

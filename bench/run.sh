@@ -33,6 +33,33 @@
 # With the parent's own 0.2 s, that makes about 1.55-1.65x on two idle
 # cores, short of 1.8x by the duplicated caches.  The top-k, counts and
 # examples are identical (tests/lua/jobs_spec.lua checks the whole result).
+#
+# The pipeline simulation and the balanced split (branch h-pipesim), CPU
+# s (user + sys) of `run --jobs 1`, five runs of each binary alternating
+# (three for the sweep), main at 73cc800 -> after, on the 2-core VM; in
+# parentheses the runs a busy neighbour slowed:
+#   18 M 405B space      2.14-2.19 (2.93-3.05) s -> 1.63-1.65 (2.56) s   1.31-1.34x
+#   2.4 M 405B space     0.72-0.77 s             -> 0.56-0.63 s          1.2-1.3x
+#   122,580 balanced     0.63-0.65 s             -> 0.42-0.44 s          1.5x
+#   (bench/llama3_70b_1024_balanced.lua)
+# Results identical (the top-k and every feasible candidate, both spaces;
+# tests/c/test_schedule_fixed.c compares the simulation with the old
+# event loop bit for bit).  What changed: each simulation is one pass
+# over a fixed dependency order of the ops, built once per (schedule, p,
+# v, m) and cached per thread (src/core/schedule_order.c, schedule_run.c):
+# bench_schedule's ns per simulated op, old -> new, 6.0-8.0 -> 1.3-1.4
+# (1F1B, interleaved), 6.9-16.2 -> 1.9-3.6 (zero-bubble), and with every
+# simulation building its order 5.6-37 -> 4.9-10.5; steps remembered by
+# exact inputs in 1,024 slots instead of the last 4 (5,955 simulations
+# on the 18 M space instead of 11,336; src/core/schedule_memo.c), so are
+# uneven-chunk activation peaks; no allocation per simulation or per
+# balanced strategy, and per-thread buffers reserved once (a fresh page
+# costs this VM a ~20 us fault; src/core/schedule_mem.c).  The simulation
+# went from about 30 % of the 18 M search's CPU to 9 %.  The issue's 1.5x
+# holds on the balanced sweep, not on the 405B spaces: what is left there
+# is the estimate's per-stage times and memory (balance.c scores each
+# split with them: about 15 % of the 18 M search), the Lua walk and the
+# checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build >/dev/null && cmake --build build -j2 >/dev/null
@@ -40,6 +67,7 @@ cmake -S . -B build >/dev/null && cmake --build build -j2 >/dev/null
 echo "machine: $(nproc) cores available, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')," \
   "load average $(cut -d' ' -f1-3 /proc/loadavg) (other processes share the cores: compare CPU time)"
 ./build/bench_core
+./build/bench_schedule
 APS_ROOT=$PWD LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;;" \
   LUA_CPATH="$PWD/build/lua/?.so;;" lua5.4 bench/bench_search.lua
 CPU='%e s wall, %U + %S s CPU, %M KiB peak RSS'

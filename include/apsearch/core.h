@@ -337,8 +337,13 @@ double aps_schedule_inflight(int64_t p, int64_t v, int64_t m, int64_t i,
 double aps_schedule_inflight_of(int schedule, int64_t p, int64_t v,
                                 int64_t m, int64_t i, const double *w);
 
-/** Simulates the schedule event by event (a list scheduler over each
- *  rank's op order); O(p v m) ops. */
+/** Simulates the schedule: a list scheduler over each rank's op order
+ *  (an op starts when its rank is free and its input has arrived), run
+ *  as one pass over the ops in a fixed dependency order that is built
+ *  once per (schedule, p, v, m) and cached per thread; O(p v m) ops.
+ *  APS_EINVAL for bad arguments and for orders that deadlock (some
+ *  interleaved orders with m not a multiple of p), APS_ERANGE past
+ *  APS_MAX_SCHEDULE_CELLS or when out of memory. */
 aps_status aps_schedule_simulate(const aps_schedule_in *in,
                                  aps_schedule_out *out);
 

@@ -199,7 +199,7 @@ typedef struct {
  *  Without a timeline (tl NULL): when aps_schedule_lower_bound already
  *  exceeds `cutoff` seconds, *step is that bound (> cutoff) and nothing
  *  is simulated, O(p v) instead of O(p v m); and a simulation of the same
- *  inputs among the thread's last APS_SCHEDULE_CACHE_ENTRIES returns its
+ *  inputs this thread remembers (aps_schedule_memo_find) returns its
  *  step.  Returns what aps_schedule_simulate returns (APS_OK when not
  *  simulated). */
 aps_status aps_pipeline_step(const aps_model *m, const aps_cluster *c,
@@ -249,6 +249,162 @@ void aps_timeline_add(aps_timeline *tl, int64_t i,
  *  APS_PP_1F1B, p > 1), arguments checked (schedule_zb.c). */
 aps_status aps_schedule_simulate_zb(const aps_schedule_in *in,
                                     aps_schedule_out *out);
+
+/* ---- schedule_memo.c: the steps of simulations run before ---- */
+
+/** The step of an earlier simulation of in on this thread (the same p, v,
+ *  m, schedule and, bit for bit, t_fwd, t_bwd, t_wgt, weight and p2p,
+ *  all five non-NULL) into *step; false when none is remembered.  *h
+ *  gets in's hash, for aps_schedule_memo_store (schedule_memo.c). */
+bool aps_schedule_memo_find(const aps_schedule_in *in, double *step,
+                            uint64_t *h);
+/** Remembers step as the simulation of in (h from aps_schedule_memo_find
+ *  on the same in), in place of whatever had the same slot; nothing when
+ *  out of memory (schedule_memo.c). */
+void aps_schedule_memo_store(const aps_schedule_in *in, uint64_t h,
+                             double step);
+/** The peak aps_schedule_inflight(p, v, m, i, w) returned before on this
+ *  thread for the same arguments (w's v doubles bit for bit) into *peak;
+ *  false when none is remembered (schedule_memo.c). */
+bool aps_inflight_memo_find(int64_t p, int64_t v, int64_t m, int64_t i,
+                            const double *w, double *peak);
+/** Remembers peak as aps_schedule_inflight(p, v, m, i, w) (schedule_memo.c). */
+void aps_inflight_memo_store(int64_t p, int64_t v, int64_t m, int64_t i,
+                             const double *w, double peak);
+
+/* ---- schedule_order.c, schedule_run.c: a schedule's ops in one fixed
+ * dependency order, and its simulation on that order ---- */
+
+/** One op of one rank's order: what the rank runs next. */
+typedef struct {
+    int32_t j, mb;   /**< virtual stage, micro-batch */
+    int16_t kind;    /**< aps_op_kind */
+    int16_t overlap; /**< 1: half of a DualPipeV OVERLAP_F_B pair */
+} aps_rank_op;
+
+/** One op of a schedule in its fixed dependency order: the position of
+ *  the op whose finish it waits for (n, past the last op: a sentinel
+ *  finish of 0, for ops that wait for nothing), and its slot, kind x p v
+ *  + stage, in a run's tables of op times and p2p hops
+ *  (schedule_run.c). */
+typedef struct {
+    int32_t dep;
+    uint16_t slot;
+    uint8_t rank;    /**< p <= APS_MAX_STAGES = 256 */
+    uint8_t overlap; /**< aps_rank_op.overlap */
+} aps_fixed_op;
+
+/** Every rank's order of a schedule and all their ops in one order in
+ *  which each op follows the op it waits for and the rank's op before
+ *  it, so that simulating them in that order needs no event loop. */
+typedef struct {
+    int sched;                 /**< aps_pp_schedule; 1F1B for p = 1 */
+    int64_t p, v, m;
+    int64_t n;                 /**< ops of all ranks */
+    int64_t placed;            /**< ops placed so far (while built) */
+    aps_fixed_op *ops;         /**< n, in dependency order */
+    bool ops_owned;            /**< ops (and rank_ops after them)
+                                    allocated for this order alone, else
+                                    in the arena of schedule_mem.c */
+    aps_rank_op *rank_ops;     /**< n: rank 0's order, rank 1's, ...;
+                                    NULL under 1F1B (kept for the
+                                    zero-bubble schedules' inflight) */
+    int64_t start[APS_MAX_STAGES + 1]; /**< rank i's: start[i] .. start[i+1] */
+    size_t bytes;              /**< heap bytes of ops and rank_ops */
+} aps_schedule_order;
+
+/** The fixed order of schedule `sched` (APS_PP_1F1B for Megatron's
+ *  (interleaved) 1F1B, which also runs every schedule at p = 1) for p
+ *  ranks, v chunks per rank and m micro-batches (checked by the caller:
+ *  p v <= APS_MAX_STAGES, m p v <= APS_MAX_SCHEDULE_CELLS) into *o.
+ *  Built once and kept in a per-thread cache (most recently used first,
+ *  APS_SCHEDULE_ORDER_CACHE_BYTES at most beyond the newest); *o stays
+ *  valid until this thread's next call.  APS_EINVAL when the ranks'
+ *  orders deadlock (a rank waits for an op that waits for it: Megatron's
+ *  interleaved order with some m not a multiple of p, e.g. p = 4, v = 3,
+ *  m = 5; the event loop refused these the same way), APS_ERANGE when out
+ *  of memory (schedule_order.c). */
+aps_status aps_schedule_order_get(int sched, int64_t p, int64_t v, int64_t m,
+                                  const aps_schedule_order **o);
+
+/* ---- schedule_mem.c: the per-thread memory of the simulation ---- */
+
+/** Bytes of address space each per-thread buffer of schedule_mem.c
+ *  reserves (pages are touched, and so counted, only as used): the
+ *  largest scratch buffer kept between calls, and the arena of the
+ *  cached orders. */
+#define APS_SCHEDULE_RESERVE_BYTES ((size_t)64 << 20)
+
+/** The per-thread scratch buffers of schedule_order.c and
+ *  schedule_run.c. */
+enum {
+    APS_SCRATCH_RANK_OPS, /**< the rank orders while an order is built,
+                               and while a timeline is recorded */
+    APS_SCRATCH_PLACED,   /**< where each finish cell was placed */
+    APS_SCRATCH_FINISH,   /**< a run's finish times */
+    APS_RESERVED_MEMO,    /**< the keys of schedule_memo.c (kept) */
+    APS_SCRATCH_KINDS
+};
+
+/** Scratch buffer `which` (APS_SCRATCH_*) of at least `bytes`: this
+ *  thread's reserved buffer when bytes <= APS_SCHEDULE_RESERVE_BYTES
+ *  (reserved once, so its pages are touched once however the sizes
+ *  asked grow), else allocated for this use; NULL when out of memory.
+ *  Its contents are undefined; hand it back with
+ *  aps_schedule_scratch_done (schedule_mem.c). */
+void *aps_schedule_scratch(int which, size_t bytes);
+/** Frees mem unless it is the reserved buffer `which` (schedule_mem.c). */
+void aps_schedule_scratch_done(int which, void *mem);
+/** This thread's reserved buffer `which` (APS_SCHEDULE_RESERVE_BYTES,
+ *  the same memory at every call, its contents kept), reserved on first
+ *  use; NULL when it cannot be (schedule_mem.c). */
+void *aps_schedule_reserved(int which);
+/** `bytes` of this thread's arena (APS_SCHEDULE_RESERVE_BYTES, reserved
+ *  on first use), 64-byte aligned, valid until aps_schedule_arena_reset;
+ *  NULL when they do not fit in what is left of it, or when it cannot be
+ *  reserved (schedule_mem.c). */
+void *aps_schedule_arena_take(size_t bytes);
+/** Empties this thread's arena: what it gave is free to give again
+ *  (schedule_mem.c). */
+void aps_schedule_arena_reset(void);
+
+/** Simulates in on its fixed order o (a list scheduler: each op starts
+ *  when its rank is free and its input has arrived, one p2p hop after
+ *  the op it waits for; hop_always: a hop between any two consecutive
+ *  stages, as Megatron's 1F1B counts them, else only between stages on
+ *  different ranks), recording into in->timeline.  Fills out's step,
+ *  busy_max, bubble and slowest_rank (not inflight): the same doubles as
+ *  the event loop it replaces, summed in the same order per rank.
+ *  APS_EINVAL when an op would wait for a negative finish time (which
+ *  the event loop read as "not yet run": it never ran), APS_ERANGE when
+ *  out of memory; out is then left as it was (schedule_run.c). */
+aps_status aps_schedule_run_order(const aps_schedule_order *o,
+                                  const aps_schedule_in *in, bool hop_always,
+                                  aps_schedule_out *out);
+
+/** Every rank's order under Megatron's (interleaved) 1F1B into ops (2 m
+ *  v p entries), rank after rank, rank i's from start[i] (start: p + 1
+ *  entries); returns their length, 2 m v p, or -1 when out of memory for
+ *  the m v entries of Megatron's table (schedule.c). */
+int64_t aps_schedule_orders_1f1b(int64_t p, int64_t v, int64_t m,
+                                 aps_rank_op *ops, int64_t *start);
+
+/** Entries aps_schedule_order_zb needs in ops for v chunks and m
+ *  micro-batches: the order and its scratch (schedule_zb.c). */
+size_t aps_schedule_order_slots(int64_t v, int64_t m);
+
+/** Rank r's order under a zero-bubble schedule (APS_PP_INTERLEAVED_ZB, ZBV,
+ *  DUALPIPEV) into ops (aps_schedule_order_slots entries); cnt: 2 p v
+ *  counters of scratch; returns its length (schedule_zb.c). */
+int64_t aps_schedule_order_zb(int sched, int64_t p, int64_t v, int64_t m,
+                              int64_t r, aps_rank_op *ops, int64_t *cnt);
+
+/** Peak of the activation sets held along rank order ops[0 .. n-1] of
+ *  schedule `sched`, chunk k weighing w[k] (NULL: 1/v each): held from a
+ *  chunk's F to its W or B (schedule_zb.c). */
+double aps_schedule_peak_held(int sched, int64_t p, int64_t v,
+                              const aps_rank_op *ops, int64_t n,
+                              const double *w);
 
 /** Seconds of one activation (or gradient) transfer between stage j and
  *  j + 1 into d[0 .. p v - 2], each on the link its two ranks use

@@ -1,6 +1,7 @@
 /*
  * schedule.c -- the order of forward and backward work of every pipeline
- * rank and model chunk, simulated event by event.
+ * rank and model chunk, simulated as a list scheduler (on the fixed
+ * dependency order of schedule_order.c, run by schedule_run.c).
  *
  * Order (megatron/core/pipeline_parallel/schedules.py):
  *   v = 1, forward_backward_pipelining_without_interleaving: rank i runs
@@ -40,79 +41,9 @@ int64_t aps_schedule_warmup(int64_t p, int64_t v, int64_t m, int64_t i)
     return w < 0 ? 0 : w;
 }
 
-typedef struct {
-    int64_t mb, k; /* micro-batch, model chunk of the rank */
-    bool fwd;
-} sched_op;
-
-/** Micro-batch and model chunk of the n-th chunk forward (or backward) of
- *  a rank: Megatron's get_schedule_table with groups of p micro-batches,
- *  the last group the remainder. */
-static void table_entry(int64_t p, int64_t v, int64_t m, int64_t n, bool fwd,
-                        sched_op *op)
-{
-    int64_t full = m / p, g, in, size;
-    if (n < full * p * v) {
-        g = n / (p * v) * p;
-        in = n % (p * v);
-        size = p;
-    } else {
-        g = full * p;
-        in = n - full * p * v;
-        size = m - g;
-    }
-    op->k = in / size;
-    op->mb = g + in % size;
-    if (!fwd)
-        op->k = v - 1 - op->k;
-    op->fwd = fwd;
-}
-
-/** The q-th op (0 .. 2 m v - 1) of a rank with `warm` warm-up forwards. */
-static void op_at(int64_t p, int64_t v, int64_t m, int64_t warm, int64_t q,
-                  sched_op *op)
-{
-    int64_t total = m * v, steady = total - warm;
-    if (q < warm) {
-        table_entry(p, v, m, q, true, op);
-        return;
-    }
-    q -= warm;
-    if (q < 2 * steady) {
-        if (q % 2 == 0)
-            table_entry(p, v, m, warm + q / 2, true, op);
-        else
-            table_entry(p, v, m, q / 2, false, op);
-        return;
-    }
-    table_entry(p, v, m, steady + (q - 2 * steady), false, op);
-}
-
-/** Peak of the activation sets held on rank i, each model chunk k's set
- *  weighing w[k] (NULL: 1/v each) of the rank's whole set: held from the
- *  chunk's forward to its backward. */
-double aps_schedule_inflight(int64_t p, int64_t v, int64_t m, int64_t i,
-                             const double *w)
-{
-    if (p <= 1 || v < 1 || m < 1)
-        return m > 0 ? 1.0 : 0.0;
-    int64_t warm = aps_schedule_warmup(p, v, m, i);
-    if (w == NULL) { /* the count only: the warm-up plus one */
-        int64_t n = warm + 1 < m * v ? warm + 1 : m * v;
-        return (double)n / (double)v;
-    }
-    double held = 0.0, peak = 0.0;
-    for (int64_t q = 0; q < 2 * m * v; q++) {
-        sched_op op;
-        op_at(p, v, m, warm, q, &op);
-        held += op.fwd ? w[op.k] : -w[op.k];
-        if (held > peak)
-            peak = held;
-    }
-    return peak;
-}
-
-/** Walks Megatron's schedule table (table_entry) one entry at a time,
+/** Walks Megatron's schedule table (get_schedule_table: groups of p
+ *  micro-batches, the last group the remainder; within a group model
+ *  chunk 0 for every micro-batch, then chunk 1, ...) one entry at a time,
  *  without divisions. */
 typedef struct {
     int64_t mb, k, g, size; /* micro-batch, chunk, group start and size */
@@ -137,115 +68,132 @@ static void iter_next(table_iter *it, int64_t p, int64_t v, int64_t m)
     it->size = m - it->g < p ? m - it->g : p;
 }
 
-/** One rank's progress through its order. */
+/** Rank i's walk through its order: `warm` chunk forwards, then one
+ *  forward and one backward at a time (1F1B), then the backwards left;
+ *  forwards in table order, backwards in table order with the chunk
+ *  reversed. */
 typedef struct {
-    int64_t warm, nf, nb;   /* warm-up forwards, forwards and backwards run */
-    table_iter f, b;        /* next forward, next backward */
-    double free_at, busy;
-} rank_state;
+    int64_t p, v, m, i, warm, nf, nb; /* forwards and backwards so far */
+    table_iter f, b;                  /* next forward, next backward */
+} order_walk;
 
-/** Runs rank i's ops in order while their inputs are there; returns the
- *  number run. */
-static int64_t advance(const aps_schedule_in *in, int64_t i, rank_state *r,
-                       double *fdone, double *bdone)
+static void walk_init(order_walk *w, int64_t p, int64_t v, int64_t m,
+                      int64_t i)
 {
-    int64_t p = in->p, v = in->v, m = in->m, S = p * v, total = m * v;
-    int64_t ran = 0;
-    for (;;) {
-        bool fwd = r->nf < r->warm ||
-                   (r->nf < total && r->nf - r->warm == r->nb);
-        if (!fwd && r->nb >= total)
-            break;
-        double ready, t;
-        int64_t cell;
-        if (fwd) {
-            int64_t j = i + r->f.k * p;
-            cell = r->f.mb * S + j;
-            ready = 0.0;
-            if (j > 0) {
-                double up = fdone[cell - 1];
-                if (up < 0.0)
-                    break;
-                ready = up + (in->p2p ? in->p2p[j - 1] : 0.0);
-            }
-            t = in->t_fwd[j];
-        } else {
-            int64_t j = i + (v - 1 - r->b.k) * p;
-            cell = r->b.mb * S + j;
-            double down = j == S - 1 ? fdone[cell] : bdone[cell + 1];
-            if (down < 0.0)
-                break;
-            ready = down + (j < S - 1 && in->p2p ? in->p2p[j] : 0.0);
-            t = in->t_bwd[j];
-        }
-        double start = ready > r->free_at ? ready : r->free_at;
-        r->free_at = start + t;
-        r->busy += t;
-        if (in->timeline) {
-            aps_schedule_event ev = {
-                fwd ? APS_OP_F : APS_OP_B, (int32_t)(cell / S),
-                (int32_t)(cell % S), (int32_t)(cell % S / p), 0, start,
-                r->free_at};
-            aps_timeline_add(in->timeline, i, &ev);
-        }
-        if (fwd) {
-            fdone[cell] = r->free_at;
-            r->nf++;
-            iter_next(&r->f, p, v, m);
-        } else {
-            bdone[cell] = r->free_at;
-            r->nb++;
-            iter_next(&r->b, p, v, m);
-        }
-        ran++;
-    }
-    return ran;
+    *w = (order_walk){p, v, m, i, aps_schedule_warmup(p, v, m, i), 0, 0,
+                      {0, 0, 0, 0}, {0, 0, 0, 0}};
+    iter_init(&w->f, p, m);
+    iter_init(&w->b, p, m);
 }
 
-/** Megatron's (interleaved) 1F1B, arguments checked. */
+/** The rank's next op into op (its chunk into *k); false after the last. */
+static bool walk_next(order_walk *w, aps_rank_op *op, int64_t *k)
+{
+    int64_t total = w->m * w->v;
+    bool fwd = w->nf < w->warm || (w->nf < total && w->nf - w->warm == w->nb);
+    if (!fwd && w->nb >= total)
+        return false;
+    table_iter *it = fwd ? &w->f : &w->b;
+    *k = fwd ? it->k : w->v - 1 - it->k;
+    *op = (aps_rank_op){(int32_t)(w->i + *k * w->p), (int32_t)it->mb,
+                        fwd ? APS_OP_F : APS_OP_B, 0};
+    if (fwd)
+        w->nf++;
+    else
+        w->nb++;
+    iter_next(it, w->p, w->v, w->m);
+    return true;
+}
+
+/** Rank i's op n-th forward (fwd) or backward of Megatron's table tab
+ *  (micro-batch in .mb, chunk in .j). */
+static aps_rank_op table_op(const aps_rank_op *tab, int64_t p, int64_t v,
+                            int64_t i, int64_t n, bool fwd)
+{
+    int64_t k = fwd ? tab[n].j : v - 1 - tab[n].j;
+    return (aps_rank_op){(int32_t)(i + k * p), tab[n].mb,
+                         fwd ? APS_OP_F : APS_OP_B, 0};
+}
+
+/** Rank i's order (see order_walk) from the table tab into ops; returns
+ *  its length, 2 m v. */
+static int64_t rank_order(const aps_rank_op *tab, int64_t p, int64_t v,
+                          int64_t m, int64_t i, aps_rank_op *ops)
+{
+    int64_t total = m * v, warm = aps_schedule_warmup(p, v, m, i), n = 0;
+    for (int64_t f = 0; f < warm; f++)
+        ops[n++] = table_op(tab, p, v, i, f, true);
+    for (int64_t b = 0; b < total - warm; b++) {
+        ops[n++] = table_op(tab, p, v, i, warm + b, true);
+        ops[n++] = table_op(tab, p, v, i, b, false);
+    }
+    for (int64_t b = total - warm; b < total; b++)
+        ops[n++] = table_op(tab, p, v, i, b, false);
+    return n;
+}
+
+int64_t aps_schedule_orders_1f1b(int64_t p, int64_t v, int64_t m,
+                                 aps_rank_op *ops, int64_t *start)
+{
+    int64_t total = m * v, n = 0;
+    aps_rank_op *tab = malloc((size_t)total * sizeof *tab);
+    if (tab == NULL)
+        return -1;
+    table_iter it;
+    iter_init(&it, p, m);
+    for (int64_t q = 0; q < total; q++, iter_next(&it, p, v, m))
+        tab[q] = (aps_rank_op){(int32_t)it.k, (int32_t)it.mb, APS_OP_F, 0};
+    for (int64_t i = 0; i < p; i++) {
+        start[i] = n;
+        n += rank_order(tab, p, v, m, i, ops + n);
+    }
+    start[p] = n;
+    free(tab);
+    return n;
+}
+
+/** Peak of the activation sets held on rank i, each model chunk k's set
+ *  weighing w[k] (NULL: 1/v each) of the rank's whole set: held from the
+ *  chunk's forward to its backward. */
+double aps_schedule_inflight(int64_t p, int64_t v, int64_t m, int64_t i,
+                             const double *w)
+{
+    if (p <= 1 || v < 1 || m < 1)
+        return m > 0 ? 1.0 : 0.0;
+    if (w == NULL) { /* the count only: the warm-up plus one */
+        int64_t warm = aps_schedule_warmup(p, v, m, i);
+        int64_t n = warm + 1 < m * v ? warm + 1 : m * v;
+        return (double)n / (double)v;
+    }
+    double held = 0.0, peak = 0.0;
+    if (aps_inflight_memo_find(p, v, m, i, w, &peak))
+        return peak;
+    order_walk walk;
+    aps_rank_op op;
+    int64_t k;
+    walk_init(&walk, p, v, m, i);
+    while (walk_next(&walk, &op, &k)) {
+        held += op.kind == APS_OP_F ? w[k] : -w[k];
+        if (held > peak)
+            peak = held;
+    }
+    aps_inflight_memo_store(p, v, m, i, w, peak);
+    return peak;
+}
+
+/** Megatron's (interleaved) 1F1B, arguments checked: the fixed order of
+ *  the ranks' ops (schedule_order.c), p2p hops between any two
+ *  consecutive stages. */
 static aps_status simulate_1f1b(const aps_schedule_in *in,
                                 aps_schedule_out *out)
 {
-    int64_t p = in->p, v = in->v, m = in->m, S = p * v;
-    size_t cells = (size_t)m * (size_t)S;
-    double *fdone = malloc(2 * cells * sizeof *fdone);
-    if (fdone == NULL)
-        return APS_ERANGE; /* no memory for m x p v finish times */
-    double *bdone = fdone + cells;
-    for (size_t c = 0; c < 2 * cells; c++)
-        fdone[c] = -1.0;
-    rank_state rs[APS_MAX_STAGES];
-    for (int64_t i = 0; i < p; i++) {
-        memset(&rs[i], 0, sizeof rs[i]);
-        rs[i].warm = aps_schedule_warmup(p, v, m, i);
-        iter_init(&rs[i].f, p, m);
-        iter_init(&rs[i].b, p, m);
-    }
-    int64_t left = 2 * m * v * p;
-    while (left > 0) {
-        int64_t ran = 0;
-        /* forwards flow up the ranks, backwards down: sweep both ways so
-         * a pass moves a wave as far as it goes */
-        for (int64_t i = 0; i < p; i++)
-            ran += advance(in, i, &rs[i], fdone, bdone);
-        for (int64_t i = p - 1; i >= 0; i--)
-            ran += advance(in, i, &rs[i], fdone, bdone);
-        if (ran == 0) { /* cannot happen for the orders above */
-            free(fdone);
-            return APS_EINVAL;
-        }
-        left -= ran;
-    }
-    free(fdone);
-    for (int64_t i = 0; i < p; i++) {
-        if (rs[i].free_at > out->step)
-            out->step = rs[i].free_at;
-        if (rs[i].busy > out->busy_max) {
-            out->busy_max = rs[i].busy;
-            out->slowest_rank = i;
-        }
-    }
-    out->bubble = out->step - out->busy_max;
+    int64_t p = in->p, v = in->v, m = in->m;
+    const aps_schedule_order *o;
+    aps_status st = aps_schedule_order_get(APS_PP_1F1B, p, v, m, &o);
+    if (st == APS_OK)
+        st = aps_schedule_run_order(o, in, true, out);
+    if (st != APS_OK)
+        return st;
     for (int64_t i = 0; i < p; i++) {
         double w[APS_MAX_STAGES];
         bool even = true;
@@ -422,61 +370,6 @@ static void pipeline_in(const aps_model *m, const aps_cluster *c,
                             st->p2p, st->cw, lay->sched, st->cg, tl};
 }
 
-/** Steps the simulations of this thread remember (a ring): a search
- *  meets the same stage times again -- the split balance.c chose, which
- *  the estimate then runs, and strategies that differ only where the
- *  stage times do not (issue 15 item 3). */
-#define APS_SCHEDULE_CACHE_ENTRIES 4
-
-/** One remembered simulation: its inputs and its step. */
-typedef struct {
-    bool valid;
-    int64_t p, v, m;
-    int sched;
-    pipeline_stages st;
-    double step;
-} schedule_memo;
-
-static _Thread_local schedule_memo memo[APS_SCHEDULE_CACHE_ENTRIES];
-static _Thread_local int memo_next;
-
-/** True if e holds the simulation of in (st its storage): the same p, v,
- *  m and schedule, and the same times of the p v stages. */
-static bool memo_matches(const schedule_memo *e, const aps_schedule_in *in,
-                         const pipeline_stages *st)
-{
-    if (!e->valid || e->p != in->p || e->v != in->v || e->m != in->m ||
-        e->sched != in->schedule)
-        return false;
-    size_t n = (size_t)(in->p * in->v) * sizeof(double);
-    return memcmp(e->st.cf, st->cf, n) == 0 &&
-           memcmp(e->st.cb, st->cb, n) == 0 &&
-           memcmp(e->st.cg, st->cg, n) == 0 &&
-           memcmp(e->st.cw, st->cw, n) == 0 &&
-           memcmp(e->st.p2p, st->p2p, n - sizeof(double)) == 0;
-}
-
-/** Remembers the step of the simulation of in (st its storage) in place
- *  of the oldest entry. */
-static void memo_store(const aps_schedule_in *in, const pipeline_stages *st,
-                       double step)
-{
-    schedule_memo *e = &memo[memo_next];
-    memo_next = (memo_next + 1) % APS_SCHEDULE_CACHE_ENTRIES;
-    size_t n = (size_t)(in->p * in->v) * sizeof(double);
-    e->valid = true;
-    e->p = in->p;
-    e->v = in->v;
-    e->m = in->m;
-    e->sched = in->schedule;
-    memcpy(e->st.cf, st->cf, n);
-    memcpy(e->st.cb, st->cb, n);
-    memcpy(e->st.cg, st->cg, n);
-    memcpy(e->st.cw, st->cw, n);
-    memcpy(e->st.p2p, st->p2p, n - sizeof(double));
-    e->step = step;
-}
-
 aps_status aps_pipeline_step(const aps_model *m, const aps_cluster *c,
                              const aps_strategy *s, const aps_layout *lay,
                              const aps_stage_times *r, aps_timeline *tl,
@@ -485,21 +378,17 @@ aps_status aps_pipeline_step(const aps_model *m, const aps_cluster *c,
     pipeline_stages st;
     aps_schedule_in in;
     pipeline_in(m, c, s, lay, r, tl, &st, &in);
+    uint64_t h = 0;
     if (tl == NULL) {
         *step = aps_schedule_lower_bound(&in);
-        if (*step > cutoff)
+        if (*step > cutoff || aps_schedule_memo_find(&in, step, &h))
             return APS_OK;
-        for (int k = 0; k < APS_SCHEDULE_CACHE_ENTRIES; k++)
-            if (memo_matches(&memo[k], &in, &st)) {
-                *step = memo[k].step;
-                return APS_OK;
-            }
     }
     aps_schedule_out out;
     aps_status status = aps_schedule_simulate(&in, &out);
     *step = out.step;
-    if (status == APS_OK)
-        memo_store(&in, &st, out.step);
+    if (status == APS_OK && tl == NULL)
+        aps_schedule_memo_store(&in, h, out.step);
     return status;
 }
 

@@ -2,7 +2,8 @@
  * schedule_zb.c -- zero-bubble pipeline schedules, as PyTorch pipelining
  * orders them (torch/distributed/pipelining/schedules.py, pytorch/pytorch
  * 1fd7abc2f521e4429a29c3088e39ebaca20f4698; DualPipeV from 00722e648b74
- * 0f91d0e71494baa17891749fd291), simulated event by event.
+ * 0f91d0e71494baa17891749fd291), simulated as a list scheduler on their
+ * fixed dependency order (schedule_order.c, schedule_run.c).
  *
  * The backward of a chunk is split in two ops (Qi et al. 2024, "Zero
  * Bubble Pipeline Parallelism", arXiv 2401.10241 s.2): I, the input
@@ -64,11 +65,7 @@
 
 enum { OP_F = APS_OP_F, OP_B = APS_OP_B, OP_I = APS_OP_I, OP_W = APS_OP_W };
 
-typedef struct {
-    int32_t j, mb;
-    int16_t kind;    /* aps_op_kind */
-    int16_t overlap; /* 1: half of an OVERLAP_F_B pair */
-} zb_op;
+typedef aps_rank_op zb_op;
 
 /** Rank of stage j and its model chunk on that rank. */
 static int64_t stage_rank(int schedule, int64_t p, int64_t j, int64_t *k)
@@ -251,24 +248,40 @@ static int64_t order_dualpipev(int64_t p, int64_t m, int64_t r, zb_op *ops)
     return o.n;
 }
 
-/** Rank r's order; ops holds order_slots(v, m) entries (the orders plus
- *  the scratch of order_izb and order_dualpipev), cnt 2 p v. */
-static int64_t order_of(int schedule, int64_t p, int64_t v, int64_t m,
-                        int64_t r, zb_op *ops, int64_t *cnt)
+int64_t aps_schedule_order_zb(int sched, int64_t p, int64_t v, int64_t m,
+                              int64_t r, aps_rank_op *ops, int64_t *cnt)
 {
-    if (schedule == APS_PP_ZBV)
+    if (sched == APS_PP_ZBV)
         return order_zbv(p, m, r, ops);
-    if (schedule == APS_PP_DUALPIPEV)
+    if (sched == APS_PP_DUALPIPEV)
         return order_dualpipev(p, m, r, ops);
     return order_izb(p, v, m, r, ops, cnt);
 }
 
-/** Slots an order of a rank needs (see order_of): at most 3 ops per
- *  chunk and micro-batch (F, I, W) and m v of scratch; ZBV's padded
- *  micro-batches are dropped, so 3 m v entries hold its ops. */
-static size_t order_slots(int64_t v, int64_t m)
+/* at most 3 ops per chunk and micro-batch (F, I, W) and m v of scratch;
+ * ZBV's padded micro-batches are dropped, so 3 m v entries hold its ops */
+size_t aps_schedule_order_slots(int64_t v, int64_t m)
 {
     return 4 * (size_t)m * (size_t)v;
+}
+
+double aps_schedule_peak_held(int sched, int64_t p, int64_t v,
+                              const aps_rank_op *ops, int64_t n,
+                              const double *w)
+{
+    double held = 0.0, peak = 0.0;
+    for (int64_t q = 0; q < n; q++) {
+        int64_t k;
+        stage_rank(sched, p, ops[q].j, &k);
+        double wk = w ? w[k] : 1.0 / (double)v;
+        if (ops[q].kind == OP_F)
+            held += wk;
+        else if (ops[q].kind == OP_W || ops[q].kind == OP_B)
+            held -= wk;
+        if (held > peak)
+            peak = held;
+    }
+    return peak;
 }
 
 double aps_schedule_inflight_of(int schedule, int64_t p, int64_t v,
@@ -283,134 +296,26 @@ double aps_schedule_inflight_of(int schedule, int64_t p, int64_t v,
         return (double)m; /* every micro-batch: the most it can be */
     if (m > APS_MAX_SCHEDULE_CELLS / v)
         return (double)m; /* beyond the size limit: no order allocated */
-    zb_op *ops = malloc(order_slots(v, m) * sizeof *ops);
+    zb_op *ops = malloc(aps_schedule_order_slots(v, m) * sizeof *ops);
     int64_t cnt[2 * APS_MAX_STAGES];
     if (ops == NULL)
         return (double)m;
-    int64_t n = order_of(schedule, p, v, m, i, ops, cnt);
-    double held = 0.0, peak = 0.0;
-    for (int64_t q = 0; q < n; q++) {
-        int64_t k;
-        stage_rank(schedule, p, ops[q].j, &k);
-        double wk = w ? w[k] : 1.0 / (double)v;
-        if (ops[q].kind == OP_F)
-            held += wk;
-        else if (ops[q].kind == OP_W || ops[q].kind == OP_B)
-            held -= wk;
-        if (held > peak)
-            peak = held;
-    }
+    int64_t n = aps_schedule_order_zb(schedule, p, v, m, i, ops, cnt);
+    double peak = aps_schedule_peak_held(schedule, p, v, ops, n, w);
     free(ops);
     return peak;
-}
-
-typedef struct {
-    const zb_op *ops;
-    int64_t n, pos;
-    double free_at, busy;
-} zb_rank;
-
-/** Runs rank i's ops in order while their inputs are there. */
-static int64_t zb_advance(const aps_schedule_in *in, int64_t i, zb_rank *r,
-                          double *fdone, double *bdone)
-{
-    int64_t p = in->p, S = p * in->v, ran = 0;
-    while (r->pos < r->n) {
-        const zb_op *op = &r->ops[r->pos];
-        int64_t j = op->j, cell = (int64_t)op->mb * S + j, k;
-        double ready = 0.0, t, wgt = in->t_wgt ? in->t_wgt[j] : 0.0;
-        if (op->kind == OP_F) {
-            if (j > 0) {
-                if (fdone[cell - 1] < 0.0)
-                    break;
-                ready = fdone[cell - 1];
-                if (in->p2p && stage_rank(in->schedule, p, j - 1, &k) !=
-                                   stage_rank(in->schedule, p, j, &k))
-                    ready += in->p2p[j - 1];
-            }
-            t = in->t_fwd[j];
-        } else if (op->kind == OP_I || op->kind == OP_B) {
-            double down = j == S - 1 ? fdone[cell] : bdone[cell + 1];
-            if (down < 0.0)
-                break;
-            ready = down;
-            if (j < S - 1 && in->p2p &&
-                stage_rank(in->schedule, p, j + 1, &k) !=
-                    stage_rank(in->schedule, p, j, &k))
-                ready += in->p2p[j];
-            t = op->kind == OP_B ? in->t_bwd[j] : in->t_bwd[j] - wgt;
-        } else {
-            t = wgt;
-        }
-        double start = ready > r->free_at ? ready : r->free_at;
-        r->free_at = start + t;
-        r->busy += t;
-        if (in->timeline) {
-            stage_rank(in->schedule, p, j, &k);
-            aps_schedule_event ev = {op->kind, op->mb,      (int32_t)j,
-                                     (int32_t)k, op->overlap, start,
-                                     r->free_at};
-            aps_timeline_add(in->timeline, i, &ev);
-        }
-        if (op->kind == OP_F)
-            fdone[cell] = r->free_at;
-        else if (op->kind != OP_W)
-            bdone[cell] = r->free_at;
-        r->pos++;
-        ran++;
-    }
-    return ran;
 }
 
 aps_status aps_schedule_simulate_zb(const aps_schedule_in *in,
                                     aps_schedule_out *out)
 {
     int64_t p = in->p, v = in->v, m = in->m, S = p * v;
-    size_t cells = (size_t)m * (size_t)S, slots = order_slots(v, m);
-    double *fdone = malloc(2 * cells * sizeof *fdone);
-    zb_op *ops = malloc((size_t)p * slots * sizeof *ops);
-    if (fdone == NULL || ops == NULL) {
-        free(fdone);
-        free(ops);
-        return APS_ERANGE;
-    }
-    double *bdone = fdone + cells;
-    for (size_t c = 0; c < 2 * cells; c++)
-        fdone[c] = -1.0;
-    zb_rank rs[APS_MAX_STAGES];
-    int64_t cnt[2 * APS_MAX_STAGES], left = 0;
-    for (int64_t i = 0; i < p; i++) {
-        zb_op *o = ops + (size_t)i * slots;
-        rs[i] = (zb_rank){o, order_of(in->schedule, p, v, m, i, o, cnt), 0,
-                          0.0, 0.0};
-        left += rs[i].n;
-    }
-    aps_status st = APS_OK;
-    while (left > 0) {
-        int64_t ran = 0;
-        for (int64_t i = 0; i < p; i++)
-            ran += zb_advance(in, i, &rs[i], fdone, bdone);
-        for (int64_t i = p - 1; i >= 0; i--)
-            ran += zb_advance(in, i, &rs[i], fdone, bdone);
-        if (ran == 0) { /* cannot happen for the orders above */
-            st = APS_EINVAL;
-            break;
-        }
-        left -= ran;
-    }
-    free(fdone);
-    for (int64_t i = 0; st == APS_OK && i < p; i++) {
-        if (rs[i].free_at > out->step)
-            out->step = rs[i].free_at;
-        if (rs[i].busy > out->busy_max) {
-            out->busy_max = rs[i].busy;
-            out->slowest_rank = i;
-        }
-    }
-    free(ops);
+    const aps_schedule_order *o;
+    aps_status st = aps_schedule_order_get(in->schedule, p, v, m, &o);
+    if (st == APS_OK)
+        st = aps_schedule_run_order(o, in, false, out);
     if (st != APS_OK)
         return st;
-    out->bubble = out->step - out->busy_max;
     for (int64_t i = 0; i < p; i++) {
         double w[APS_MAX_STAGES];
         for (int64_t j = 0; j < S; j++) {
@@ -418,8 +323,9 @@ aps_status aps_schedule_simulate_zb(const aps_schedule_in *in,
             if (stage_rank(in->schedule, p, j, &k) == i)
                 w[k] = in->weight ? in->weight[j] : 1.0 / (double)v;
         }
-        out->inflight[i] =
-            aps_schedule_inflight_of(in->schedule, p, v, m, i, w);
+        out->inflight[i] = aps_schedule_peak_held(
+            in->schedule, p, v, o->rank_ops + o->start[i],
+            o->start[i + 1] - o->start[i], w);
     }
     return APS_OK;
 }

@@ -158,6 +158,34 @@ local function same(a, b)
   return true
 end
 
+--- The data-parallel fields both TorchTitan targets write (HEAD's Python
+-- config and a release's TOML name them alike): the replicate and shard
+-- degrees, resharding after the forward (explicit: "default" keeps the
+-- gathered parameters under PP, torchtitan/distributed/fsdp.py
+-- get_fsdp_reshard_after_forward_policy), and a note for the ZeRO stages
+-- TorchTitan cannot express over the replicate group.
+-- @tparam function put the target's field writer (name, value)
+-- @tparam function note the target's note writer (kind, text)
+-- @tparam string ne the target's NOT EXPRESSIBLE tag
+-- @tparam integer R replicate degree
+-- @tparam integer Sd shard degree
+-- @tparam integer z zero_stage
+-- @tparam table r the strategy
+function M.data_parallel_fields(put, note, ne, R, Sd, z, r)
+  put("parallelism.data_parallel_replicate_degree", R)
+  put("parallelism.data_parallel_shard_degree", Sd)
+  if Sd > 1 then
+    put("parallelism.fsdp_reshard_after_forward", r.reshard_after_forward == false and "never" or "always")
+  end
+  if Sd == 1 and (z == 1 or z == 2) then
+    note(ne, string.format(
+      "ZeRO-%d (optimizer%s sharded, parameters replicated): TorchTitan shards with FSDP " ..
+      "(data_parallel_shard_degree) or replicates; written as plain data parallel", z, z == 2 and " and gradients" or ""))
+  elseif Sd == 1 and z == 3 then
+    note(ne, "zero_stage=3 over the replicate group: use data_parallel_shard_degree instead")
+  end
+end
+
 --- How TorchTitan builds the estimated model chunks of a pipeline
 -- (pipeline_parallel.py at HEAD and v0.2.2 alike: the rule's split
 -- generate_llm_fqn_per_model_part with pipeline_parallel_first/last_stage_
@@ -828,20 +856,7 @@ function M.render(c)
   end
 
   -- data parallel
-  F("parallelism.data_parallel_replicate_degree", R)
-  F("parallelism.data_parallel_shard_degree", Sd)
-  if Sd > 1 then
-    -- explicit: "default" keeps the gathered parameters under PP
-    -- (torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy)
-    F("parallelism.fsdp_reshard_after_forward", r.reshard_after_forward == false and "never" or "always")
-  end
-  if Sd == 1 and (z == 1 or z == 2) then
-    N("NOT EXPRESSIBLE in TorchTitan", string.format(
-      "ZeRO-%d (optimizer%s sharded, parameters replicated): TorchTitan shards with FSDP " ..
-      "(data_parallel_shard_degree) or replicates; written as plain data parallel", z, z == 2 and " and gradients" or ""))
-  elseif Sd == 1 and z == 3 then
-    N("NOT EXPRESSIBLE in TorchTitan", "zero_stage=3 over the replicate group: use data_parallel_shard_degree instead")
-  end
+  M.data_parallel_fields(F, N, "NOT EXPRESSIBLE in TorchTitan", R, Sd, z, r)
 
   -- tensor parallel
   F("parallelism.tensor_parallel_degree", tp)

@@ -300,18 +300,7 @@ function M.render(c, tag)
   end
 
   -- data parallel
-  K("parallelism.data_parallel_replicate_degree", R)
-  K("parallelism.data_parallel_shard_degree", Sd)
-  if Sd > 1 then
-    K("parallelism.fsdp_reshard_after_forward", r.reshard_after_forward == false and "never" or "always")
-  end
-  if Sd == 1 and (z == 1 or z == 2) then
-    N(NE, string.format("ZeRO-%d (optimizer%s sharded, parameters replicated): the release shards with " ..
-      "FSDP (data_parallel_shard_degree) or replicates; written as plain data parallel", z,
-      z == 2 and " and gradients" or ""))
-  elseif Sd == 1 and z == 3 then
-    N(NE, "zero_stage=3 over the replicate group: use data_parallel_shard_degree instead")
-  end
+  titan.data_parallel_fields(K, N, NE, R, Sd, z, r)
 
   -- tensor parallel
   K("parallelism.tensor_parallel_degree", tp)

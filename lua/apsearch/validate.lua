@@ -343,6 +343,12 @@ function M.case_inputs(row)
   for _, col in ipairs(M.RECIPE_BOOLS) do
     if given(row, col) then training[col] = need_bool(row, col) end
   end
+  -- a run of Megatron-LM cannot have compiled its model: arguments.py
+  -- (d98e8a64) has no torch.compile option, so the row contradicts itself
+  if training.torch_compile and framework == "megatron" then
+    error(("torch_compile = %q contradicts framework = megatron (Megatron-LM has no option " ..
+      "that compiles the model)"):format(row.torch_compile), 0)
+  end
   if given(row, "activation_offload_layers") then
     training.activation_offload_layers = need_nonneg_int(row, "activation_offload_layers")
   end

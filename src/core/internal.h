@@ -98,6 +98,8 @@ typedef struct {
                                       (recompute); 0 = kept */
     bool dropout;                /**< its models' default hidden and
                                       attention dropout is on */
+    bool dropout_option;         /**< its models can train with dropout
+                                      (training.dropout = true) */
     bool expandable_segments;    /**< its launcher sets PYTORCH_CUDA_
                                       ALLOC_CONF=expandable_segments:True */
 } aps_framework_profile;

@@ -77,6 +77,7 @@ static const aps_framework_profile profiles[] = {
          * ArgumentGroupFactory(TransformerConfig), megatron/training/
          * arguments.py:2373) */
         .dropout = true,
+        .dropout_option = true,
         /* Megatron-LM's examples set no PYTORCH_CUDA_ALLOC_CONF: PyTorch's
          * default, fixed segments (Megatron-Bridge's performance launcher
          * sets expandable segments: its stack line, lua/apsearch/
@@ -115,6 +116,7 @@ static const aps_framework_profile profiles[] = {
         /* Megatron-DeepSpeed's megatron/arguments.py keeps Megatron-LM's
          * --hidden-dropout / --attention-dropout default 0.1 */
         .dropout = true,
+        .dropout_option = true,
         .expandable_segments = false,
     },
     [APS_FW_FSDP2] = {
@@ -198,8 +200,9 @@ static const aps_framework_profile profiles[] = {
         .fp8_fused_cast_bytes = APS_FP8_FUSED_CAST_TE,
         .dp_buffers = APS_DP_BUFFERS_DDP,
         /* MPTConfig resid_pdrop = emb_pdrop = 0.0 (llmfoundry/models/mpt/
-         * configuration_mpt.py @ 0085285a) */
+         * configuration_mpt.py @ 0085285a), set > 0 to train with it */
         .dropout = false,
+        .dropout_option = true,
         .expandable_segments = false,
     },
 };

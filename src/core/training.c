@@ -225,7 +225,10 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
  * compile.enable with components = ["loss"]: torchtitan b5bcd76c
  * torchtitan/components/loss.py _maybe_compile compiles the loss whenever
  * compile.enable and "loss" is a component, whatever the model's);
- * exp_avg_bf16
+ * dropout = true needs a framework whose models have dropout (TorchTitan's
+ * have none: torchtitan b5bcd76c torchtitan/models, no nn.Dropout and no
+ * dropout option, so an estimate with it describes a job TorchTitan cannot
+ * run); exp_avg_bf16
  * sets Adam's moments (Megatron --exp-avg-dtype); store_param_remainders
  * needs bf16 weights beside an fp32 master (apex DistributedFusedAdam).
  */
@@ -237,6 +240,12 @@ aps_status aps_training_dependencies(const aps_training *t, char *err,
     if (t->compile_loss == 1 && !(aps_profile(t)->logits_bytes_compiled > 0)) {
         aps_fmt(err, n, "training.compile_loss: %s has no compiled loss "
                 "(TorchTitan's compile.components = [\"loss\"], fsdp2)", fw);
+        return APS_EINVAL;
+    }
+    if (t->dropout == 1 && !aps_profile(t)->dropout_option) {
+        aps_fmt(err, n, "training.dropout: %s trains without dropout "
+                "(TorchTitan's models have none: torchtitan/models); set it "
+                "false", fw);
         return APS_EINVAL;
     }
     if (t->exp_avg_bf16 && t->optimizer == APS_OPT_SGD) {

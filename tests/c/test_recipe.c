@@ -700,6 +700,21 @@ static void test_dependent_flags_refused(void **state)
     t.framework = APS_FW_FSDP2;
     t.store_param_remainders = true;
     assert_refused(&t, "store_param_remainders: fsdp2 keeps fp32");
+    /* dropout on a framework whose models have none; on the others it is
+     * the user's choice (Megatron --hidden-dropout, MPT resid_pdrop) */
+    fx_training(&t, 8, 1024);
+    t.framework = APS_FW_FSDP2;
+    t.dropout = 1;
+    assert_refused(&t, "training.dropout: fsdp2 trains without dropout");
+    t.dropout = 0;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_OK);
+    const aps_framework fws[] = {APS_FW_MEGATRON, APS_FW_FSDP,
+                                 APS_FW_DEEPSPEED};
+    for (size_t i = 0; i < sizeof fws / sizeof fws[0]; i++) {
+        t.framework = fws[i];
+        t.dropout = 1;
+        assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_OK);
+    }
     /* MoE overlaps on a dense model (aps_inputs_validate) */
     aps_model m;
     aps_cluster c;

@@ -140,12 +140,14 @@ describe("validate on tests/fixtures/cases_small.csv", function()
     local header, row = text:match("^([^\r\n]*)\r?\n([^\r\n]*)")
     local path = os.tmpname()
     local f = assert(io.open(path, "w"))
-    f:write(header, ",torch_compile\r\n", row, ",true\r\n")
+    -- (a Megatron row: "false", the only value it may state; "false\r"
+    -- would be refused as not a boolean)
+    f:write(header, ",torch_compile\r\n", row, ",false\r\n")
     f:close()
     local r = validate.run(path)
     os.remove(path)
     assert.is_nil(r.cases[1].error)
-    assert.is_true(r.cases[1].inputs.training.torch_compile)
+    assert.is_false(r.cases[1].inputs.training.torch_compile)
   end)
 
   -- the fixture's header and first row (c016, GPT-3 175B on 384 A100s,
@@ -390,6 +392,18 @@ describe("validate: recipe columns and release defaults", function()
     os.remove(path)
     return res.cases[1]
   end
+
+  it("refuses a row whose columns contradict its framework, naming both", function()
+    -- Megatron-LM has no option that compiles the model
+    assert.are.equal('torch_compile = "true" contradicts framework = megatron (Megatron-LM has no option '
+      .. "that compiles the model)", one(",torch_compile", ",true").error)
+    assert.is_nil(one(",torch_compile", ",false").error)
+    -- TorchTitan's models have no dropout: the core refuses the training table
+    local tt = base:gsub(",megatron,", ",fsdp2,"):gsub(",8,1,1,1,false,", ",1,8,3,1,false,")
+    assert.matches("training.dropout: fsdp2 trains without dropout", one(",dropout", ",true", tt).error)
+    assert.is_nil(one(",dropout", ",false", tt).error)
+    assert.is_nil(one(",torch_compile", ",true", tt).error)
+  end)
 
   it("reads recompute_modules (Megatron --recompute-modules) with selective recompute only", function()
     local sel = base:gsub(",none,unknown$", ",selective,unknown")

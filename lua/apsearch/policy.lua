@@ -969,8 +969,15 @@ function M.from_table(raw, file, opts)
   -- a Hugging Face config that states its dropout (apsearch.hf,
   -- DROPOUT_KEYS; 0.0 included) trains as it says, unless the policy sets
   -- it itself; nothing stated: the framework's default (the core's)
+  -- TorchTitan (fsdp2) builds its own model code, which has no dropout:
+  -- a config's dropout > 0 does not apply there, and is said so
   if model_info and model_info.dropout_stated and p.training.dropout == nil then
-    p.training.dropout = model_info.dropout == true
+    if model_info.dropout and p.training.framework == "fsdp2" then
+      p.warnings[#p.warnings + 1] = ("note: the model config's dropout is not applied: TorchTitan's " ..
+        "models have none (framework = fsdp2)")
+    else
+      p.training.dropout = model_info.dropout == true
+    end
   end
   -- a setting that acts only with another is refused, not ignored (the
   -- core refuses its own: src/core/training.c aps_training_dependencies)

@@ -530,6 +530,14 @@ describe("dropout from a Hugging Face config", function()
       '  training = { global_batch_size = 8, seq_length = 1024 } }\n')
     f:close()
     assert.is_true(policy.load(file).training.dropout)
+    -- TorchTitan (fsdp2) builds its own models, which have no dropout: the
+    -- config's is not applied, and the note says so
+    p = policy.from_table({ model = path, cluster = "a100-sxm4-40gb",
+      training = { global_batch_size = 8, seq_length = 1024, framework = "fsdp2" } }, "policy.lua",
+      { base_dir = "/" })
+    assert.is_nil(p.training.dropout)
+    assert.are.equal("note: the model config's dropout is not applied: TorchTitan's models have none "
+      .. "(framework = fsdp2)", p.warnings[#p.warnings])
     -- a preset (Llama: attention_dropout 0.0) says none: off, not
     -- Megatron's default 0.1
     p = policy.from_table({ model = "llama-3.1-8b", cluster = "a100-sxm4-40gb",

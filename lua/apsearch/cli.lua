@@ -1371,6 +1371,8 @@ local function print_log_summary(path, s)
   if s.tokens_per_s_per_gpu then parts[#parts + 1] = ("%.0f tokens/s per GPU"):format(s.tokens_per_s_per_gpu) end
   if s.mfu_pct then parts[#parts + 1] = ("MFU %.2f %%"):format(s.mfu_pct) end
   say("median: " .. table.concat(parts, ", ") .. (s.loss and ("; loss %.4f at iteration %d"):format(s.loss, s.last) or "")
+    .. (s.nonfinite_losses > 0 and ("; %s logged a NaN or infinite loss (timed as logged)"):format(
+      n_of(s.nonfinite_losses, "used iteration")) or "")
     .. (s.step_seconds and "" or " (TorchTitan logs no step time: give the job to derive it from tokens/s)"))
   local m = s.memory
   if m.max_reserved then

@@ -136,6 +136,22 @@ local function field(path, lineno, line, label, stop, what, range)
   return check_range(path, lineno, what, name, v, range, text)
 end
 
+-- The loss of an iteration line (label "lm loss:" or "loss:"): a number,
+-- or false when the framework printed a NaN or infinite loss ("nan",
+-- "-inf": Megatron's "{:.6E}", TorchTitan's "{:7.4f}" of a diverged step,
+-- whose time is still the step's); nil when the line has no loss.
+local function loss_field(path, lineno, line, label, stop, what)
+  local at = line:find(label, 1, true)
+  if not at then return nil end
+  local text = line:sub(at + #label):match("^%s*([^" .. stop .. "]*)")
+  local word = text and text:gsub("%s+$", ""):lower()
+  if word == "nan" or word == "+nan" or word == "-nan" or word == "inf" or word == "+inf"
+    or word == "-inf" then
+    return false
+  end
+  return field(path, lineno, line, label, stop, what, M.RANGES.loss)
+end
+
 local function strip_ansi(line) return (line:gsub("\27%[[%d;]*[A-Za-z]", "")) end
 
 -- Megatron-LM iteration line; nil when the line is none
@@ -161,7 +177,7 @@ local function megatron_line(path, lineno, line)
     tflops_per_gpu = field(path, lineno, line, "throughput per GPU (TFLOP/s/GPU):", "|", what,
       M.RANGES.tflops),
     global_batch_size = field(path, lineno, line, "global batch size:", "|", what, M.RANGES.batch),
-    loss = field(path, lineno, line, "lm loss:", "|", what, M.RANGES.loss),
+    loss = loss_field(path, lineno, line, "lm loss:", "|", what),
   }
 end
 
@@ -186,7 +202,7 @@ local function torchtitan_line(path, lineno, line)
   local what = "TorchTitan step line"
   local sep = " "
   local r = { framework = "torchtitan", iteration = count(path, lineno, what, "step", step) }
-  r.loss = field(path, lineno, line, "loss:", sep, what, M.RANGES.loss)
+  r.loss = loss_field(path, lineno, line, "loss:", sep, what)
   r.tokens_per_s_per_gpu = field(path, lineno, line, "tps:", sep, what, M.RANGES.tokens)
   r.format = "torchtitan-tps"
   if not r.tokens_per_s_per_gpu then
@@ -236,7 +252,8 @@ end
 -- @tparam string path its name, for messages
 -- @treturn table `{framework = "megatron"|"torchtitan", format, iterations =
 --   {{iteration, step_seconds (s; Megatron), tflops_per_gpu,
---   tokens_per_s_per_gpu (TorchTitan), mfu_pct (TorchTitan), loss,
+--   tokens_per_s_per_gpu (TorchTitan), mfu_pct (TorchTitan), loss (false:
+--   a NaN or infinite loss was logged),
 --   global_batch_size (Megatron), max_reserved (bytes; TorchTitan)}...} in log
 --   order, one per step (a step logged by several ranks: the first line),
 --   memory = {{rank, after, max_allocated, max_reserved} (bytes)...}
@@ -311,7 +328,9 @@ end
 -- @treturn table `{framework, format, logged, skipped, used, first, last
 --   (iteration numbers used), step_seconds (s; Megatron, nil for
 --   TorchTitan), tflops_per_gpu, tokens_per_s_per_gpu (TorchTitan),
---   mfu_pct, loss (at the last iteration used), global_batch_size
+--   mfu_pct, loss (at the last iteration used; nil when not logged or
+--   not finite), nonfinite_losses (used iterations that logged a NaN or
+--   infinite loss; their times are used), global_batch_size
 --   (Megatron, the last used), memory = {max_allocated, max_reserved
 --   (bytes, the largest over the lines; nil when not logged), kind, lines,
 --   ranks}, duplicates}`
@@ -329,12 +348,17 @@ function M.summary(log, skip)
     for _, r in ipairs(used) do if r[key] then xs[#xs + 1] = r[key] end end
     return median(xs)
   end
+  local nonfinite = 0
+  for _, r in ipairs(used) do
+    if r.loss == false then nonfinite = nonfinite + 1 end
+  end
   local s = {
     framework = log.framework, format = log.format, logged = n, skipped = skip, used = #used,
     first = used[1].iteration, last = used[#used].iteration, duplicates = log.duplicates,
     step_seconds = med("step_seconds"), tflops_per_gpu = med("tflops_per_gpu"),
     tokens_per_s_per_gpu = med("tokens_per_s_per_gpu"), mfu_pct = med("mfu_pct"),
-    loss = used[#used].loss, global_batch_size = used[#used].global_batch_size,
+    loss = used[#used].loss or nil, nonfinite_losses = nonfinite,
+    global_batch_size = used[#used].global_batch_size,
   }
   local mem = { lines = 0, ranks = 0 }
   if log.framework == "megatron" then

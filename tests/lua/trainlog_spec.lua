@@ -14,6 +14,7 @@ local write, tmpdir, apsearch = H.write, H.tmpdir, H.apsearch
 local LOGS = H.ROOT .. "/tests/fixtures/logs/"
 local POLICY = H.ROOT .. "/examples/llama3_8b_h100.lua"
 local MIB, GIB = 2 ^ 20, 2 ^ 30
+local trainlog = require "apsearch.trainlog"
 
 local function near(expected, got, tol)
   assert.is_true(got ~= nil and math.abs(got - expected) <= (tol or 1e-9) * math.max(1, math.abs(expected)),
@@ -290,6 +291,29 @@ describe("calibrate --log, bad logs", function()
     err = one_line(apsearch("calibrate", "--log", path))
     assert.are.equal("apsearch: " .. path .. ":1: TorchTitan step line: step must be below 10^15 (got "
       .. "\"99999999999999999999\")\n", err)
+  end)
+
+  it("a NaN or infinite loss (a diverged step) keeps the step's time and is counted, not refused", function()
+    -- Megatron formats the loss with "{:.6E}" (Python: "NAN", "INF"),
+    -- TorchTitan with "{:7.4f}" ("    nan")
+    local lines = {}
+    for it = 1, 8 do
+      local line = megatron_line(it, 8, 1000.0 + it, 100.0, 9.0)
+      if it >= 6 then line = line:gsub("lm loss: [^ ]+", it == 8 and "lm loss: INF" or "lm loss: NAN") end
+      lines[it] = line
+    end
+    local s = trainlog.summary(trainlog.parse(table.concat(lines, "\n"), "n.log"), 3)
+    assert.are.equal(5, s.used)
+    assert.are.equal(3, s.nonfinite_losses)
+    near(1.006, s.step_seconds, 1e-12) -- iterations 4-8: 1,004 ... 1,008 ms
+    assert.is_nil(s.loss)
+    local path = write(dir .. "/nan.log", table.concat(lines, "\n") .. "\n")
+    local code, out = apsearch("calibrate", "--log", path, "--skip", "3")
+    assert.are.equal(0, code)
+    assert.truthy(out:find("3 used iterations logged a NaN or infinite loss (timed as logged)", 1, true), out)
+    local tt = trainlog.parse("step: 5  loss:     nan  memory: 9.46GiB(64.99%)  tps: 7,282\n", "t.log")
+    assert.is_false(tt.iterations[1].loss)
+    near(7282, tt.iterations[1].tokens_per_s_per_gpu)
   end)
 
   it("a zero, negative or absurd step time, throughput or memory names the file, the line and the field", function()

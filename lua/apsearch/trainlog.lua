@@ -195,6 +195,10 @@ local function megatron_memory(path, lineno, line)
   return m
 end
 
+-- What TorchTitan logs before its first step (torchtitan/trainer.py:1022
+-- @ b5bcd76c: "Training starts at step {self.step + 1}"), on every rank.
+local TORCHTITAN_START = "Training starts at step"
+
 -- TorchTitan step line; nil when the line is none
 local function torchtitan_line(path, lineno, line)
   local at, step = line:match("()step:%s*(%d+)%s+loss:")
@@ -295,6 +299,13 @@ function M.parse(text, path)
         seen[r.iteration] = r
         log.iterations[#log.iterations + 1] = r
       end
+    elseif #log.iterations > 0 and line:find(TORCHTITAN_START, 1, true) then
+      -- every rank says it before its first step: after a step line, the
+      -- run started again (from a checkpoint), and its steps would be read
+      -- as other ranks' lines of the same steps
+      local last = log.iterations[#log.iterations]
+      fail(path, lineno, ("%q after step %d (line %d): the run restarted; give the log of one run (e.g. " ..
+        "the lines from %d on: sed -n '%d,$p')"):format(TORCHTITAN_START, last.iteration, last.line, lineno, lineno))
     else
       local m = megatron_memory(path, lineno, line)
       if m then m.line = lineno log.memory[#log.memory + 1] = m end

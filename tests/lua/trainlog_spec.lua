@@ -280,6 +280,27 @@ describe("calibrate --log, bad logs", function()
       .. "the log of one run (e.g. the lines from 5 on: sed -n '5,$p')\n", err)
   end)
 
+  it("a restarted TorchTitan run is refused at its second start banner, not read as other ranks' lines", function()
+    -- two ranks log each step (no rank prefix, as torchtitan_2026_pr2389_ranks.log); the job is
+    -- started again from a checkpoint at step 1: its steps 2-3 repeat the first run's
+    local function step(n, tps)
+      return ("[titan] 2026-02-24 19:46:17,508 - root - INFO - step: %2d  loss:  7.62585  memory: 66.91GiB(37.51%%)"
+        .. "  tps: %d  tflops: 314.71  mfu: 13.99%%"):format(n, tps)
+    end
+    local start = "[titan] 2026-02-24 19:46:10,000 - root - INFO - Training starts at step 1"
+    local lines = { start, start, step(1, 9000), step(1, 9000), step(2, 10000), step(2, 10000), step(3, 10000),
+      step(3, 10000), "[titan] 2026-02-24 19:50:10,000 - root - INFO - Training starts at step 2",
+      step(2, 5000), step(3, 5000) }
+    local path = write(dir .. "/tt_restart.log", table.concat(lines, "\n") .. "\n")
+    local err = one_line(apsearch("calibrate", "--log", path))
+    assert.are.equal("apsearch: " .. path .. ":9: \"Training starts at step\" after step 3 (line 7): the run "
+      .. "restarted; give the log of one run (e.g. the lines from 9 on: sed -n '9,$p')\n", err)
+    -- the banners of one start, on every rank, before any step: one run
+    local one = write(dir .. "/tt_one.log", table.concat(lines, "\n", 1, 8) .. "\n")
+    local code = apsearch("calibrate", "--log", one)
+    assert.are.equal(0, code)
+  end)
+
   it("an iteration or step number past 10^15 names the file, the line and the field (it was a Lua error)",
     function()
     local path = write(dir .. "/it.log", (good:gsub("iteration        1/", "iteration 1000000000000000000000000000000/"))

@@ -186,6 +186,19 @@ function M.data_parallel_fields(put, note, ne, R, Sd, z, r)
   end
 end
 
+--- The pipeline schedule class TorchTitan runs for a strategy, as
+-- get_schedule_class names it (torch/distributed/pipelining/schedules.py,
+-- pytorch 1fd7abc2; DualPipeV 00722e64) and torchtitan passes it on (HEAD
+-- b5bcd76c and v0.2.2 alike).
+-- @tparam table r the strategy (its pp_schedule)
+-- @tparam integer vpp model chunks per rank
+-- @treturn string the class name
+function M.schedule_class(r, vpp)
+  local zb = { interleaved_zero_bubble = "InterleavedZeroBubble",
+               zbv_zero_bubble = "ZBVZeroBubble", dualpipev = "DualPipeV" }
+  return zb[r.pp_schedule or "1f1b"] or (vpp > 1 and "Interleaved1F1B" or "1F1B")
+end
+
 --- How TorchTitan builds the estimated model chunks of a pipeline
 -- (pipeline_parallel.py at HEAD and v0.2.2 alike: the rule's split
 -- generate_llm_fqn_per_model_part with pipeline_parallel_first/last_stage_
@@ -871,12 +884,7 @@ function M.render(c)
   -- pipeline parallel
   F("parallelism.pipeline_parallel_degree", pp)
   if pp > 1 then
-    -- get_schedule_class names (torch/distributed/pipelining/schedules.py,
-    -- pytorch 1fd7abc2; DualPipeV 00722e64), as torchtitan b5bcd76c passes
-    -- them on
-    local zb = { interleaved_zero_bubble = "InterleavedZeroBubble",
-                 zbv_zero_bubble = "ZBVZeroBubble", dualpipev = "DualPipeV" }
-    local sched = zb[r.pp_schedule or "1f1b"] or (vpp > 1 and "Interleaved1F1B" or "1F1B")
+    local sched = M.schedule_class(r, vpp)
     F("parallelism.pipeline_parallel_schedule", sched)
     F("parallelism.num_pp_microbatches", nmb)
     local plan, chunks, parts = M.pipeline_plan(c, r, L, pp, vpp, sched, "lm_head")

@@ -319,9 +319,7 @@ function M.render(c, tag)
   -- pipeline parallel
   K("parallelism.pipeline_parallel_degree", pp)
   if pp > 1 then
-    local zb = { interleaved_zero_bubble = "InterleavedZeroBubble",
-                 zbv_zero_bubble = "ZBVZeroBubble", dualpipev = "DualPipeV" }
-    local sched = zb[r.pp_schedule or "1f1b"] or (vpp > 1 and "Interleaved1F1B" or "1F1B")
+    local sched = titan.schedule_class(r, vpp)
     K("parallelism.pipeline_parallel_schedule", sched)
     K("parallelism.pipeline_parallel_microbatch_size", b)
     local plan, chunks, parts = titan.pipeline_plan(c, r, L, pp, vpp, sched, rel.output)

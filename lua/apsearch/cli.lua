@@ -1198,12 +1198,44 @@ local function validate_cv(opts, fmt)
   return validate_status(res)
 end
 
+--- An aligned table (format.common.align) whose column `col` is cut, with
+-- a trailing "…", until the table fits `width` (never below
+-- M.MIN_CLIPPED_COLUMN characters).
+-- @tparam table headers
+-- @tparam table rows arrays of cell strings (cells of `col` are replaced)
+-- @tparam table right right-alignment flags
+-- @tparam integer col the column to cut
+-- @tparam number width columns (math.huge: whole cells)
+-- @treturn string
+function M.clipped_table(headers, rows, right, col, width)
+  local common = require "apsearch.format.common"
+  local text = common.align(headers, rows, right)
+  local wide = 0
+  for line in text:gmatch("[^\n]+") do wide = math.max(wide, common.width(line)) end
+  if wide <= width then return text end
+  local longest = common.width(headers[col])
+  for _, r in ipairs(rows) do longest = math.max(longest, common.width(r[col] or "")) end
+  local keep = math.max(M.MIN_CLIPPED_COLUMN, longest - (wide - width))
+  for _, r in ipairs(rows) do
+    local cell = r[col] or ""
+    if common.width(cell) > keep then
+      local cut = utf8.len(cell) and utf8.offset(cell, keep) or keep
+      r[col] = cell:sub(1, cut - 1) .. "…"
+    end
+  end
+  return common.align(headers, rows, right)
+end
+
+--- Narrowest a clipped column gets (M.clipped_table).
+M.MIN_CLIPPED_COLUMN = 12
+
 local function cmd_validate(args)
   local c = new_parser("validate", "Compare estimates with measured training runs (CSV).")
   c:argument("CASES", "CSV of measured runs (schema: docs/accuracy.md)")
   c:option("--format=FORMAT", "output format: table, json")
   c:option("--calibration=FILE", "kernel efficiencies fitted by `apsearch calibrate`")
   c:option("--cv=SPLIT", "out-of-sample accuracy: leave one group out, fit the efficiencies on the rest (SPLIT: source)")
+  c:flag("--wide", "table: whole model names and summary lines (default: fitted to 120 columns)")
   local opts, helped = parse(c, args, "validate")
   if helped then return 0 end
   local fmt = check_format("validate", opts.format, { "table", "json" }) or "table"
@@ -1230,9 +1262,14 @@ local function cmd_validate(args)
         cs.outcome or "ran", num(m.mem_gib, "%.1f"), pct(e.mem_gib) }
     end
   end
-  out(common.align({ "case", "model", "tokens/s/GPU est", "measured", "error (%)",
-    "memory est (GiB)", "kind", "fits", "outcome", "measured (GiB)", "error (%)" }, rows,
-    { false, false, true, true, true, true, false, false, false, true, true }))
+  local width = opts.wide and math.huge or require("apsearch.format.table").max_width
+  out(M.clipped_table({ "case", "model", "tok/s/GPU est", "measured", "err (%)",
+    "GiB est", "kind", "fits", "outcome", "GiB measured", "err (%)" }, rows,
+    { false, false, true, true, true, true, false, false, false, true, true }, 2, width))
+  -- the assumptions and summary lines folded at the table's width on a terminal (--wide,
+  -- or a file or pipe: whole lines, which scripts read)
+  local sum_width = (opts.wide or not require("apsearch.core").isatty(1)) and math.huge or width
+  local function say(text) out(common.fold_text(text, sum_width)) end
   -- what each estimate took for the columns its row leaves empty (the
   -- release's recipe, the framework's default), so that an error can be
   -- read against it; the summary lines stay last (scripts read them)
@@ -1246,13 +1283,13 @@ local function cmd_validate(args)
     end
   end
   if #alines > 0 then
-    out("\nassumed where a column is empty or implies it (--format json: each with its source files):\n" ..
+    say("\nassumed where a column is empty or implies it (--format json: each with its source files):\n" ..
       table.concat(alines, "\n") .. "\n")
   end
-  if #errors > 0 then out("\nnot estimated:\n  " .. table.concat(errors, "\n  ") .. "\n") end
+  if #errors > 0 then say("\nnot estimated:\n  " .. table.concat(errors, "\n  ") .. "\n") end
   local sm = result.summary or {}
   local thr, mem = sm.throughput or {}, sm.memory or {}
-  out(string.format("\n%d cases, %d failed; throughput: %d compared, mean |error| %s%%, median %s%%, max %s%%\n",
+  say(string.format("\n%d cases, %d failed; throughput: %d compared, mean |error| %s%%, median %s%%, max %s%%\n",
     sm.cases or 0, sm.failed or 0, thr.count or 0, num(thr.mape_pct, "%.1f"),
     num(thr.median_abs_pct, "%.1f"), num(thr.max_abs_pct, "%.1f")))
   if sm.release_gap_cases then
@@ -1264,12 +1301,12 @@ local function cmd_validate(args)
         names[#names + 1] = util.printable(cs.release_gap.name)
       end
     end
-    out(string.format("throughput without the %d runs of a release far below its successors (%s: %s): "
+    say(string.format("throughput without the %d runs of a release far below its successors (%s: %s): "
       .. "%d compared, mean |error| %s%%, median %s%%, max %s%%\n", #sm.release_gap_cases,
       table.concat(sm.release_gap_cases, ", "), table.concat(names, "; "), wo.count or 0,
       num(wo.mape_pct, "%.1f"), num(wo.median_abs_pct, "%.1f"), num(wo.max_abs_pct, "%.1f")))
   end
-  out(string.format("memory: %d compared, mean |error| %s%%, %d under-estimates beyond 5%%\n",
+  say(string.format("memory: %d compared, mean |error| %s%%, %d under-estimates beyond 5%%\n",
     mem.count or 0, num(mem.mape_pct, "%.1f"), mem.under_estimates_beyond_5pct or 0))
   -- memory per measured kind, framework and family, the worst
   -- under-estimates, and the fit/no-fit calls against the reported outcome
@@ -1283,7 +1320,7 @@ local function cmd_validate(args)
           v.under_estimates_beyond_5pct or 0)
       end
     end
-    if #parts > 0 then out(string.format("memory by %s: %s\n", title, table.concat(parts, "; "))) end
+    if #parts > 0 then say(string.format("memory by %s: %s\n", title, table.concat(parts, "; "))) end
   end
   groups("kind", sm.memory_by_kind, V.MEM_KINDS)
   groups("framework", sm.memory_by_framework)
@@ -1294,7 +1331,7 @@ local function cmd_validate(args)
       parts[#parts + 1] = string.format("%s %s%% (%s, %.1f est vs %.1f GiB)", util.printable(tostring(u.case_id)),
         pct(u.error_pct), u.kind or "?", u.estimated_gib, u.measured_gib)
     end
-    out("worst memory under-estimates: " .. table.concat(parts, ", ") .. "\n")
+    say("worst memory under-estimates: " .. table.concat(parts, ", ") .. "\n")
   end
   local fc = sm.fit_calls
   if fc and fc.oom and fc.oom.count > 0 then
@@ -1303,13 +1340,13 @@ local function cmd_validate(args)
       parts[#parts + 1] = string.format("%s (%s, called %s at %.1f of %.1f GiB)", util.printable(tostring(w.case_id)),
         w.outcome, w.called, w.estimated_gib, w.limit_gib or 0)
     end
-    out(string.format("fit/no-fit: %d runs that trained (called fit %d, out of memory %d), %d runs reported "
+    say(string.format("fit/no-fit: %d runs that trained (called fit %d, out of memory %d), %d runs reported "
       .. "out of memory (called out of memory %d, fit %d); on the wrong side: %d%s\n",
       fc.ran.count, fc.ran.called_fit, fc.ran.called_oom, fc.oom.count, fc.oom.called_oom, fc.oom.called_fit,
       #(fc.wrong or {}), #parts > 0 and (" (" .. table.concat(parts, ", ") .. ")") or ""))
   end
   local oom = sm.predicted_not_to_fit or { count = 0, cases = {} }
-  out(string.format("runs that trained but are estimated over the memory limit: %d%s\n",
+  say(string.format("runs that trained but are estimated over the memory limit: %d%s\n",
     oom.count, oom.count > 0 and (" (" .. table.concat(oom.cases, ", ") .. ")") or ""))
   return validate_status(result)
 end

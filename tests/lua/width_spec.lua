@@ -74,6 +74,55 @@ describe("stdout within 120 columns", function()
   end)
 end)
 
+describe("estimate and validate within 120 columns", function()
+  for _, f in ipairs(examples()) do
+    it("apsearch estimate examples/" .. f .. ": long labelled lines go on under their text", function()
+      local _, out = H.apsearch("estimate", H.ROOT .. "/examples/" .. f, "--quiet")
+      assert.are.same({}, too_wide(out))
+    end)
+  end
+
+  it("the strategy line of an estimate folds at the label's width, words kept", function()
+    local _, out = H.apsearch("estimate", "--strategy", "tp_degree=2", "--quiet")
+    local strat = out:match("\n(strategy  [^\n]*\n          [^\n]*)")
+    assert.truthy(strat, out)
+    assert.truthy(strat:find("micro_batch_num=16", 1, true), strat)
+  end)
+
+  it("apsearch validate: model names cut to fit, whole with --wide; summary lines whole in a pipe", function()
+    local cases = H.ROOT .. "/tests/fixtures/memory/public_memory_cases.csv"
+    local _, out = H.apsearch("validate", cases)
+    local _, wide = H.apsearch("validate", cases, "--wide")
+    local table_part = out:match("^(.-)\n\n")
+    assert.are.same({}, too_wide(table_part))
+    assert.truthy(table_part:find("…", 1, true))
+    -- the longest model name of the set, whole only with --wide
+    local longest = ""
+    for line in io.lines(cases) do
+      local name = line:match("^[^,]*,[^,]*,[^,]*,([^,]*),")
+      if name and #name > #longest and not name:find('"') then longest = name end
+    end
+    assert.is_true(utf8.len(longest) > 30, longest)
+    assert.is_nil(table_part:find(longest, 1, true))
+    assert.truthy(wide:find(longest, 1, true))
+    -- not a terminal: the summary lines stay whole (scripts read them)
+    assert.truthy(out:find("\nfit/no%-fit: [^\n]+%(called out of memory %d+, fit %d+%)"), out)
+  end)
+
+  it("clipped_table cuts the named column only, down to its floor", function()
+    local cli = require "apsearch.cli"
+    local rows = { { "a1", string.rep("m", 40), "1" }, { "a2", "short", "22" } }
+    local text = cli.clipped_table({ "id", "model", "n" }, rows, { false, false, true }, 2, 30)
+    for line in text:gmatch("[^\n]+") do assert.is_true(utf8.len(line) <= 30, line) end
+    assert.truthy(text:find("a1  " .. string.rep("m", 21) .. "…  ", 1, true), text) -- 22 = 40 - (48 - 30)
+    assert.truthy(text:find("a2  short", 1, true))
+    -- never below MIN_CLIPPED_COLUMN characters, even if the table stays wider
+    rows = { { "a1", string.rep("m", 40), "1" } }
+    text = cli.clipped_table({ "id", "model", "n" }, rows, { false, false, true }, 2, 10)
+    assert.truthy(text:find(string.rep("m", cli.MIN_CLIPPED_COLUMN - 1) .. "…", 1, true), text)
+  end)
+end)
+
 describe("common.fold", function()
   it("folds at spaces within the width, continuation lines indented, words kept", function()
     local line = "  " .. string.rep("word ", 60) .. "end"

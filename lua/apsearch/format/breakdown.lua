@@ -100,7 +100,17 @@ end
 -- @treturn string
 function M.format(est, inputs)
   local out = {}
-  local function P(fmt, ...) out[#out + 1] = string.format(fmt, ...) end
+  -- a labelled line ("strategy  ...") longer than the terminal width goes
+  -- on under its text, at the label's width
+  local function P(fmt, ...)
+    local line = string.format(fmt, ...)
+    local label = line:match("^(%l+ +)%S")
+    if label and common.width(line) > common.TERMINAL_WIDTH then
+      local body = common.fold(line:sub(#label + 1), common.TERMINAL_WIDTH - #label)
+      line = label .. body:gsub("\n%s*", "\n" .. string.rep(" ", #label))
+    end
+    out[#out + 1] = line
+  end
   if inputs then
     local m, c, t = inputs.model or {}, inputs.cluster or {}, inputs.training or {}
     local dev = type(c.device) == "table" and c.device.name or tostring(c.device)
@@ -211,13 +221,13 @@ function M.format(est, inputs)
       end
       rows[#rows + 1] = row
     end
-    local head = { "stage", "layers", "n", "recomputed", "params (M)" }
+    local head = { "stage", "layers", "n", "recomp", "params (M)" }
     local right = { true, false, true, true, true }
     if moe then
       head[#head + 1] = "experts (M)"
       right[#right + 1] = true
     end
-    for _, h in ipairs({ "in flight (mb)", "memory (GiB)", "top memory", "fwd/mb (s)", "bwd/mb (s)" }) do
+    for _, h in ipairs({ "mb in flight", "memory (GiB)", "top memory", "fwd/mb (s)", "bwd/mb (s)" }) do
       head[#head + 1] = h
       right[#right + 1] = h ~= "top memory"
     end

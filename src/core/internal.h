@@ -102,6 +102,14 @@ typedef struct {
                                       (training.dropout = true) */
     bool expandable_segments;    /**< its launcher sets PYTORCH_CUDA_
                                       ALLOC_CONF=expandable_segments:True */
+    double moe_score_operand_bytes; /**< per element of the routed tokens
+                                      (T k rows x h) the routing-score
+                                      multiply outside the experts keeps
+                                      for the scores' gradient, eager;
+                                      0 = the scores multiply inside the
+                                      experts' activation (Megatron) */
+    double moe_score_operand_bytes_compiled; /**< the same with
+                                      training.torch_compile */
 } aps_framework_profile;
 
 /** The profile of the training config's framework (profile.c). */
@@ -624,6 +632,13 @@ double aps_recipe_gather_bytes(const aps_training *t, double psi,
  *  training.torch_compile; only for a framework with a compiled loss
  *  (profile logits_bytes_compiled > 0). */
 bool aps_recipe_compile_loss(const aps_training *t);
+
+/** Bytes per element of the T k x h routed-token operand an MoE layer keeps
+ *  for the gradient of its routing scores when the framework multiplies
+ *  them outside the experts (profile moe_score_operand_bytes, or its
+ *  _compiled value under training.torch_compile); 0 for Megatron, whose
+ *  experts apply them inside the activation. */
+double aps_recipe_moe_score_operand_bytes(const aps_training *t);
 /** Whether TorchTitan's op-level selective checkpointing saves the
  *  all-to-all outputs (training.sac_save_alltoall; default yes, as
  *  TorchTitan since c4e2291, 2025-09-06) (recipe.c). */

@@ -458,6 +458,10 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
                APS_FP32_BYTES * Tin * (E + K) +
                Ain * Te * h + (up * A + Ain) * Te * fe / etp +
                (up * A + Ain) * T * fs / tp;
+    /* a framework that multiplies the routing scores outside the experts
+     * keeps one routed-token operand, T_in k rows of h, for the scores'
+     * gradient (profile.c moe_score_operand_bytes) */
+    out->act += aps_recipe_moe_score_operand_bytes(t) * Tin * K * h;
 
     /* token dispatch and combine, each way, forward (backward the same:
      * the gradients travel back the way the tokens came) */

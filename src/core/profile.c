@@ -185,6 +185,17 @@ static const aps_framework_profile profiles[] = {
          * "expandable_segments:True" (since a5e57e4a, 2024-10-22,
          * run_llama_train.sh) */
         .expandable_segments = true,
+        /* torchtitan/models/moe/moe.py MoE.forward @ 176498c (and
+         * models/moe.py @ 99fee81): the routing scores multiply the
+         * routed tokens outside the experts, (x.to(torch.float32) *
+         * top_scores_experts_sorted).to(x.dtype), on the T k gathered
+         * input (score_before_experts, Llama 4 / Qwen3) or on the
+         * experts' combined output (DeepSeek-V3); autograd's mul keeps
+         * the fp32 copy for the scores' gradient, 4 bytes.  Compiled, the
+         * min-cut partitioner (torch/_functorch/partitioners.py) saves
+         * the bf16 tensor the cast reads and recomputes the cast: 2 */
+        .moe_score_operand_bytes = 4.0,
+        .moe_score_operand_bytes_compiled = 2.0,
     },
     [APS_FW_FSDP] = {
         .weight_bytes = 4.0, .grad_bytes = 4.0, .grads_follow_params = true,

@@ -54,6 +54,13 @@ bool aps_recipe_compile_loss(const aps_training *t)
     return on && aps_profile(t)->logits_bytes_compiled > 0;
 }
 
+double aps_recipe_moe_score_operand_bytes(const aps_training *t)
+{
+    const aps_framework_profile *f = aps_profile(t);
+    return t->torch_compile ? f->moe_score_operand_bytes_compiled
+                            : f->moe_score_operand_bytes;
+}
+
 bool aps_recipe_sac_save_a2a(const aps_training *t)
 {
     /* torchtitan c4e2291 (PR 1672) added

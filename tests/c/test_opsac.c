@@ -138,10 +138,12 @@ static void test_dense_block_unchanged(void **state)
  *   + permuted input 2 Te h          = 2*512*64   =   65,536
  *   + experts 6 Te fe                = 6*512*32   =   98,304
  *   + shared expert 6 T fs           = 6*256*64   =   98,304
- *   = 75,776, minus the op-SAC MoE delta (MoE block minus dense block):
- *   off: 200,704 - 233,472 = -32,768 -> rebuilt 108,544;
- *   on:  331,776 - 233,472 =  98,304 -> rebuilt 0 (clamped).
- * Difference: 3 x 131,072 - 108,544 = 284,672. */
+ *   + the score multiply's fp32 operand (eager TorchTitan, moe.py
+ *     MoE.forward)  4 T K h          = 4*256*2*64 =  131,072
+ *   = 206,848, minus the op-SAC MoE delta (MoE block minus dense block):
+ *   off: 200,704 - 233,472 = -32,768 -> rebuilt 239,616;
+ *   on:  331,776 - 233,472 =  98,304 -> rebuilt 108,544.
+ * Difference: 3 x 131,072 - (239,616 - 108,544) = 262,144. */
 static void test_alltoall_through_estimate(void **state)
 {
     (void)state;
@@ -154,7 +156,39 @@ static void test_alltoall_through_estimate(void **state)
     fx_run(&m, &c, &t, &s, &off);
     assert_float_equal(on.mem[APS_MEM_ACTIVATIONS] -
                            off.mem[APS_MEM_ACTIVATIONS],
-                       284672.0, 1e-6);
+                       262144.0, 1e-6);
+}
+
+/* Without checkpointing every MoE layer keeps the routed-token operand
+ * of TorchTitan's score multiply, T K rows of h (moe.py MoE.forward):
+ * eager its fp32 copy, 4 T K h = 4*256*2*64 = 131,072 bytes a layer;
+ * compiled the bf16 tensor, 2 T K h = 65,536; Megatron none (the
+ * probabilities multiply inside the experts' activation).  3 MoE
+ * layers, one micro-batch in flight. */
+static void test_score_operand_no_ac(void **state)
+{
+    (void)state;
+    aps_model m; aps_training t; aps_strategy s; aps_cluster c;
+    small_moe(&m, &t, &s);
+    s.layer_recompute = APS_RECOMPUTE_NONE;
+    fx_h100(&c, 2);
+    aps_moe_cost eager, compiled, megatron;
+    aps_moe_layer_cost(&m, &c, &t, &s, &eager);
+    t.torch_compile = true;
+    aps_moe_layer_cost(&m, &c, &t, &s, &compiled);
+    t.torch_compile = false;
+    t.framework = APS_FW_MEGATRON;
+    aps_moe_layer_cost(&m, &c, &t, &s, &megatron);
+    assert_float_equal(eager.act - megatron.act, 131072.0, 1e-6);
+    assert_float_equal(compiled.act - megatron.act, 65536.0, 1e-6);
+    t.framework = APS_FW_FSDP2;
+    aps_estimate e, cmp;
+    fx_run(&m, &c, &t, &s, &e);
+    t.torch_compile = true;
+    fx_run(&m, &c, &t, &s, &cmp);
+    assert_float_equal(e.mem[APS_MEM_ACTIVATIONS] -
+                           cmp.mem[APS_MEM_ACTIVATIONS],
+                       3.0 * 65536.0, 1e-6);
 }
 
 int main(void)
@@ -165,6 +199,7 @@ int main(void)
         cmocka_unit_test(test_mla_block_parity),
         cmocka_unit_test(test_dense_block_unchanged),
         cmocka_unit_test(test_alltoall_through_estimate),
+        cmocka_unit_test(test_score_operand_no_ac),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -269,6 +269,29 @@ local function mem_residual(c)
   return math.log(meas / pred)
 end
 
+--- Peak-memory residuals of validate.run's result, by framework (the
+-- class of intervals.of_estimate's memory interval), each class with the
+-- number of sources its runs come from.
+-- @tparam table res validate.run's result
+-- @treturn table {<framework> = array of log(measured / estimated), with `sources`}
+function M.mem_residuals(res)
+  local by, seen = {}, {}
+  for _, c in ipairs(res.cases) do
+    local m = not c.error and mem_residual(c)
+    if m then
+      local fw = tostring(c.inputs.training.framework)
+      if not by[fw] then by[fw], seen[fw] = { sources = 0 }, {} end
+      table.insert(by[fw], m)
+      local src = validate.source_key(c.source)
+      if not seen[fw][src] then
+        seen[fw][src] = true
+        by[fw].sources = by[fw].sources + 1
+      end
+    end
+  end
+  return by
+end
+
 --- Residuals of the out-of-sample cases, step time by interval class and
 -- peak memory pooled, optionally leaving one group out.
 -- @tparam table res M.run's result
@@ -368,21 +391,32 @@ function M.best_mfu(res)
 end
 
 --- The shipped residual table as Lua source (lua/apsearch/intervals_data.lua):
--- bounds from every out-of-sample residual of `res`, and with `moe_res`
--- the step-time class of mixture-of-experts models (intervals.MOE_CLASS)
--- from its residuals, those of release-gap runs left out, and never
--- narrower than the pooled bounds.
+-- step-time bounds from every out-of-sample residual of `res`; with
+-- `moe_res` the step-time class of mixture-of-experts models
+-- (intervals.MOE_CLASS) from its residuals, those of release-gap runs
+-- left out, and never narrower than the pooled bounds; peak-memory bounds
+-- from the measured peaks of `mem_res` (else of `res`), pooled and by
+-- framework (intervals.bounds' rules: M.MIN_ROWS runs from M.MIN_SOURCES
+-- sources for a class).
 -- A pooled entry whose residuals are too few for the level keeps only
 -- its `rows` (no interval is then given).
+-- `moe_res` and `mem_res` are the shipped estimate's own results
+-- (apsearch.validate.run): its defaults were fitted to no MoE run and
+-- memory has no fitted parameter, so those residuals are out of sample
+-- as they stand; a refit on the other MoE sources (M.run) would describe
+-- a model no user gets (it gave a radius of 10.3 % against the shipped
+-- estimate's 21 %).
 -- @tparam table res M.run's result on the public runs
--- @tparam[opt] table moe_res M.run's result on the public MoE runs
+-- @tparam[opt] table moe_res validate.run's result on the public MoE runs
+-- @tparam[opt] table mem_res validate.run's result on the public memory runs
 -- @treturn string
-function M.data_source(res, moe_res)
+function M.data_source(res, moe_res, mem_res)
   local all = M.residuals(res)
-  local sb, mb = intervals.bounds(all.step), intervals.bounds(all.mem)
+  local sb = intervals.bounds(all.step)
+  local mb = intervals.bounds(mem_res and M.mem_residuals(mem_res) or all.mem)
   if moe_res then
-    -- the MoE runs' own class: every out-of-sample residual but those of
-    -- runs marked as a release gap (they measure the release)
+    -- the MoE runs' own class: every residual but those of runs marked
+    -- as a release gap (they measure the release)
     local r = {}
     for _, c in ipairs(moe_res.cases) do
       if not c.error and not c.release_gap then
@@ -393,8 +427,7 @@ function M.data_source(res, moe_res)
     local q = intervals.conformal_radius(r, sb.level)
     -- never narrower than the pooled interval: a dozen MoE runs of three
     -- publications cannot show the MoE estimate more certain than the
-    -- dense one (the never-fitted Megatron-Bridge MoE runs spread wider,
-    -- docs/accuracy.md)
+    -- dense one
     if q and sb.pooled.hi and q < sb.pooled.hi then q = sb.pooled.hi end
     if q then sb.classes[intervals.MOE_CLASS] = { lo = -q, hi = q, rows = #r } end
   end
@@ -417,8 +450,11 @@ function M.data_source(res, moe_res)
     lines[#lines + 1] = ("    [%q] = %s,"):format(class, entry(sb.classes[class]))
   end
   lines[#lines + 1] = "  } },"
-  lines[#lines + 1] = ("  mem_peak = { level = %.2f, pooled = %s, classes = {} },"):format(
-    mb.level, entry(mb.pooled))
+  lines[#lines + 1] = ("  mem_peak = { level = %.2f, pooled = %s, classes = {"):format(mb.level, entry(mb.pooled))
+  for _, class in ipairs(util.sorted_keys(mb.classes)) do
+    lines[#lines + 1] = ("    [%q] = %s,"):format(class, entry(mb.classes[class]))
+  end
+  lines[#lines + 1] = "  } },"
   lines[#lines + 1] = "  -- the highest MFU measured per hardware generation and precision"
   lines[#lines + 1] = "  -- family, in apsearch's convention (causal model FLOPs / the"
   lines[#lines + 1] = "  -- precision's peak): the estimate's MFU x measured / estimated tokens/s"

@@ -20,9 +20,12 @@
 -- log errors are -0.12 to +0.07); the quantiles of the pooled residuals
 -- would carry the fitted sources' lean into the interval.
 -- Peak memory has no fitted parameter, so its in-sample residuals are
--- already out of sample; they are pooled.
+-- already out of sample; they are grouped by framework (the same rules:
+-- a framework with too few runs or sources takes the pooled residuals).
+-- Mixture-of-experts step times take their own class (M.MOE_CLASS).
 --
--- The residual table is data derived from `public_cases.csv`:
+-- The residual table is data derived from `public_cases.csv`, the public
+-- MoE runs and the public memory runs:
 -- `scripts/fit-intervals.sh` regenerates lua/apsearch/intervals_data.lua.
 -- @module apsearch.intervals
 local M = {}
@@ -167,13 +170,14 @@ M.MOE_CLASS = "moe"
 -- @tparam[opt] boolean moe the model has experts: the step time takes the
 --   MoE runs' interval (M.MOE_CLASS; the pooled dense one only when the
 --   table has none)
--- @treturn table {step_time = interval|nil, mem_peak = interval|nil}
+-- @treturn table {step_time = interval|nil, mem_peak = interval|nil}; the
+--   memory interval is the framework's class when the table has one
 function M.of_estimate(step_time, mem_peak, framework, device, precision, moe)
   local d = table_data()
   if not d then return {} end
   local class = moe and M.MOE_CLASS or M.class_of(framework, device, precision)
   return { step_time = M.interval(step_time, d.step_time, class),
-           mem_peak = M.interval(mem_peak, d.mem_peak) }
+           mem_peak = M.interval(mem_peak, d.mem_peak, tostring(framework)) }
 end
 
 return M

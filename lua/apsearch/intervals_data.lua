@@ -4,9 +4,12 @@
 -- of the residuals at the interval level (apsearch.intervals).
 return {
   step_time = { level = 0.80, pooled = { lo = -0.101391, hi = 0.101391, rows = 71 }, classes = {
-    ["moe"] = { lo = -0.103184, hi = 0.103184, rows = 13 },
+    ["moe"] = { lo = -0.207053, hi = 0.207053, rows = 13 },
   } },
-  mem_peak = { level = 0.80, pooled = { lo = -0.042094, hi = 0.042094, rows = 7 }, classes = {} },
+  mem_peak = { level = 0.80, pooled = { lo = -0.178297, hi = 0.178297, rows = 64 }, classes = {
+    ["fsdp2"] = { lo = -0.086979, hi = 0.086979, rows = 42 },
+    ["megatron"] = { lo = -0.200277, hi = 0.200277, rows = 18 },
+  } },
   -- the highest MFU measured per hardware generation and precision
   -- family, in apsearch's convention (causal model FLOPs / the
   -- precision's peak): the estimate's MFU x measured / estimated tokens/s

@@ -106,6 +106,44 @@ describe("crossval.data_source", function()
   end)
 end)
 
+describe("crossval.data_source, peak memory", function()
+  it("writes the memory bounds from the memory runs, by framework with runs from two sources", function()
+    local function case(fw, pred, meas, src)
+      return { source = src, predicted = { mem_gib = pred }, measured = { mem_gib = meas },
+        inputs = { training = { framework = fw } } }
+    end
+    local dense = { file = "dense.csv", cases = {} }
+    -- fsdp2: |log(meas / pred)| log 1.01 .. log 1.05 from two sources, n = 5,
+    -- k = ceil(6 x 0.8) = 5: radius log 1.05; megatron: one source only,
+    -- so it takes the pooled radius: the 9th smallest of 10 (k = ceil(8.8)),
+    -- log 1.4 of log 1.01, .., 1.05, 1.1, 1.2, 1.3, 1.4, 1.5
+    local mem = { file = "mem.csv", cases = {} }
+    for i = 1, 5 do mem.cases[i] = case("fsdp2", 100, 100 + i, i <= 2 and "a" or "b") end
+    for i, f in ipairs({ 1.1, 1.2, 1.3, 1.4, 1.5 }) do mem.cases[5 + i] = case("megatron", 100, 100 * f, "c") end
+    mem.cases[11] = { error = "x", source = "d" }
+    local m = assert(load(crossval.data_source(dense, nil, mem)))().mem_peak
+    assert.are.equal(10, m.pooled.rows)
+    assert.is_true(math.abs(m.pooled.hi - math.log(1.4)) < 1e-6)
+    assert.is_true(math.abs(m.classes.fsdp2.hi - math.log(1.05)) < 1e-6)
+    assert.is_nil(m.classes.megatron)
+    local grouped = crossval.mem_residuals(mem)
+    assert.are.equal(2, grouped.fsdp2.sources)
+    assert.are.equal(1, grouped.megatron.sources)
+  end)
+
+  it("gives an estimate its framework's memory interval, else the pooled one", function()
+    local data = require "apsearch.intervals_data"
+    local fw = data.mem_peak.classes.fsdp2
+    assert.is_table(fw) -- scripts/fit-intervals.sh with the memory cases
+    local iv = intervals.of_estimate(10.0, 100.0, "fsdp2", "h100-sxm-80gb", "bf16")
+    assert.are.equal("fsdp2", iv.mem_peak.class)
+    assert.is_false(iv.mem_peak.pooled)
+    assert.is_true(math.abs(iv.mem_peak.hi - 100.0 * math.exp(fw.hi)) < 1e-9)
+    local other = intervals.of_estimate(10.0, 100.0, "fsdp", "a100-sxm4-80gb", "bf16")
+    assert.is_true(other.mem_peak.pooled)
+  end)
+end)
+
 describe("crossval coverage", function()
   -- two sources of three runs each; residual log(pred / measured) r
   local function case(group, r)
@@ -163,7 +201,9 @@ describe("intervals in the outputs", function()
       assert.is_true(math.abs(si.hi - st * math.exp(b.hi)) < 1e-9 * st)
       assert.is_true(si.lo < st and st < si.hi)
       local m, mi = rec.memory_cost.total, rec.memory_cost.total_interval
-      assert.is_true(math.abs(mi.hi - m * math.exp(data.mem_peak.pooled.hi)) < 1e-9 * m)
+      -- fsdp2 (TorchTitan) has its own memory class (runs of several sources)
+      local mb = data.mem_peak.classes.fsdp2 or data.mem_peak.pooled
+      assert.is_true(math.abs(mi.hi - m * math.exp(mb.hi)) < 1e-9 * m)
     end
   end)
 

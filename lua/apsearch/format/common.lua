@@ -579,8 +579,9 @@ function M.interval_note(result)
       local text = string.format("step time x%.2f-%.2f (%s, %d published runs)", si.lo / st, si.hi / st,
         si.pooled and "all classes" or tostring(si.class), si.rows or 0)
       if mi and r.memory_cost.total > 0 then
-        text = text .. string.format(", peak memory x%.2f-%.2f (%d runs)",
-          mi.lo / r.memory_cost.total, mi.hi / r.memory_cost.total, mi.rows or 0)
+        text = text .. string.format(", peak memory x%.2f-%.2f (%s, %d runs)",
+          mi.lo / r.memory_cost.total, mi.hi / r.memory_cost.total,
+          mi.pooled and "all frameworks" or tostring(mi.class), mi.rows or 0)
       end
       if not seen[text] then
         seen[text] = true

@@ -1428,6 +1428,11 @@ end
 -- apsearch's estimate of it, and with -o a calibration whose efficiencies
 -- make the estimate's step time the measured one (apsearch.calibrate
 -- fit_scale).
+--- The log format (apsearch.trainlog) each framework writes: Megatron-LM's
+-- iteration line also for DeepSpeed (Megatron-DeepSpeed prints it), and
+-- TorchTitan's step line for fsdp2; llm-foundry (fsdp) logs neither.
+M.LOG_FRAMEWORK = { megatron = "megatron", deepspeed = "megatron", fsdp2 = "torchtitan" }
+
 local function calibrate_log(opts)
   local trainlog = require "apsearch.trainlog"
   local skip
@@ -1463,13 +1468,17 @@ local function calibrate_log(opts)
   end
   local training = inputs.training
   local tokens = training.global_batch_size * training.seq_length
-  local fw = training.framework == "megatron" and "megatron" or "torchtitan"
-  if fw ~= s.framework and not opts.quiet then
-    util.log("apsearch: note: %s is a %s log, the job's framework is %s", opts.log, s.framework, training.framework)
+  -- a log of another job would fit the efficiencies to the wrong step:
+  -- refused, saying what to give instead
+  if M.LOG_FRAMEWORK[training.framework] ~= s.framework then
+    util.fail("calibrate", "--log", ("a %s log, but the job's framework is %s (a %s log is of %s); give the "
+      .. "job the log ran (--set training.framework=...)"):format(s.framework, training.framework,
+      s.framework, s.framework == "megatron" and "megatron or deepspeed" or "fsdp2"), opts.log)
   end
-  if s.global_batch_size and s.global_batch_size ~= training.global_batch_size and not opts.quiet then
-    util.log("apsearch: note: %s logs global batch size %d, the job has %d", opts.log, s.global_batch_size,
-      training.global_batch_size)
+  if s.global_batch_size and s.global_batch_size ~= training.global_batch_size then
+    util.fail("calibrate", "--log", ("the log's global batch size is %d, the job's %d: the step times are "
+      .. "of different jobs; give the job the log ran (--set training.global_batch_size=%d)"):format(
+      s.global_batch_size, training.global_batch_size, s.global_batch_size), opts.log)
   end
   -- TorchTitan logs tokens/s per GPU, not the step time: the job's tokens
   -- per step over its GPUs' throughput

@@ -501,10 +501,29 @@ describe("calibrate --log, the command", function()
     assert.truthy(H.read(dir .. "/from.json"):find("gemm_efficiency", 1, true))
   end)
 
+  it("a log of another framework or global batch than the job's is refused, saying what to give", function()
+    local lines = {}
+    for k = 1, 5 do lines[k] = megatron_line(k, 5, 1000.0, 100.0, 8.0) end
+    local log = write(dir .. "/other.log", table.concat(lines, "\n") .. "\n")
+    -- the policy's job is fsdp2 (TorchTitan): a Megatron-LM log is not of it
+    local err = one_line(apsearch("calibrate", "--log", log, POLICY, "--strategy", "fsdp_degree=8"))
+    assert.truthy(err:find("calibrate: --log: a megatron log, but the job's framework is fsdp2", 1, true), err)
+    -- the log's global batch (64) against a job of 128
+    err = one_line(apsearch("calibrate", "--log", log, POLICY, "--set", "training.framework=megatron",
+      "--set", "training.global_batch_size=128", "--strategy", "dp_degree=8"))
+    assert.truthy(err:find("the log's global batch size is 64, the job's 128", 1, true), err)
+    assert.truthy(err:find("(--set training.global_batch_size=64)", 1, true), err)
+  end)
+
   it("a step time the efficiencies' bounds cannot reach ends at the bound, and says so", function()
     local before = estimate("--strategy", "fsdp_degree=8")
+    -- the policy's job is TorchTitan's (fsdp2): its step lines, at 100 x the
+    -- estimated step (64 x 8,192 tokens per step over 8 GPUs)
     local lines = {}
-    for k = 1, 5 do lines[k] = megatron_line(k, 5, before.step_time * 1000 * 100, 1.0, 8.0) end
+    for k = 1, 5 do
+      lines[k] = ("step: %d  loss:  8.0000  memory: 10.00GiB(10.00%%)  tps: %.0f"):format(k,
+        64 * 8192 / (8 * before.step_time * 100))
+    end
     local log = write(dir .. "/slow.log", table.concat(lines, "\n") .. "\n")
     local code, out, err = apsearch("calibrate", "--log", log, POLICY, "--strategy", "fsdp_degree=8",
       "-o", dir .. "/slow.json", "-q")

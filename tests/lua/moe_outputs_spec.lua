@@ -72,6 +72,12 @@ describe("multi-token prediction and experts in the outputs", function()
     assert.falsy(common.interval_note(dense):find("MoE", 1, true))
   end)
 
+  it("lists the expert settings among the report's full strategies", function()
+    local text = html.strategy_text(result.top_k_strategies[1], 4096)
+    assert.truthy(text:find("ep_degree=16 etp_degree=1 moe_token_dispatcher=alltoall moe_capacity_factor=0",
+      1, true), text)
+  end)
+
   it("writes the selective recompute modules to result.csv and candidates.csv", function()
     local csv = require "apsearch.format.csv"
     local header, first = csv.format(result):match("^([^\n]*)\n([^\n]*)")
@@ -81,6 +87,11 @@ describe("multi-token prediction and experts in the outputs", function()
     assert.are.equal(table.concat(csv.columns(), ","), header)
     assert.are.equal("selective", cells[at.layer_recompute])
     assert.are.equal("mla_up_proj/mlp/moe", cells[at.recompute_modules])
+    -- the expert settings the strategy ran, the search's defaults spelt out
+    -- (the table's dispatcher column says the same)
+    assert.are.equal("16", cells[at.ep_degree])
+    assert.are.equal("alltoall", cells[at.moe_token_dispatcher])
+    assert.are.equal("0", cells[at.moe_capacity_factor])
     -- moot without selective recompute: empty
     local parts = {}
     local w = csv.candidate_writer(function(t) parts[#parts + 1] = t end, "all", 4096)

@@ -41,6 +41,17 @@ local function all_zero(v)
   return true
 end
 
+--- The strategy fields every output lists in this order (CSV columns, the
+-- report's full strategies and chart tooltips), each as field_value
+-- spells it.
+M.STRATEGY_FIELDS = { "dp_degree", "fsdp_degree", "zero_stage",
+  "reshard_after_forward", "tp_degree", "sequence_parallel", "pp_degree",
+  "vpp_degree", "pipeline_split", "pp_schedule", "cp_degree", "cp_comm_type",
+  "micro_batch_size", "micro_batch_num", "layer_recompute", "recompute_modules",
+  "recompute_method", "recompute_num_layers", "stage_partition",
+  "layer_offset", "ep_degree", "etp_degree", "moe_token_dispatcher",
+  "moe_capacity_factor" }
+
 --- A strategy field as outputs show it: the search space's internal
 -- placeholders (space.lua) spelt as what they mean, so no output holds
 -- `micro_batch_num = 0` or `recompute_num_layers = -1` (issue 16):
@@ -75,6 +86,10 @@ function M.field_value(s, f, gbs)
     return nil
   elseif f == "recompute_modules" and s.layer_recompute ~= "selective" then
     return nil -- Megatron reads --recompute-modules with selective only
+  elseif (f == "moe_token_dispatcher" or f == "moe_capacity_factor") and v == nil and s.ep_degree ~= nil then
+    -- an MoE strategy that leaves it out ran the search's default
+    -- (alltoall, dropless)
+    return require("apsearch.space").moe_defaults("megatron")[f]
   end
   return v
 end

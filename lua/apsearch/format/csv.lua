@@ -13,13 +13,7 @@ local common = require "apsearch.format.common"
 
 local M = {}
 
-local STRATEGY = { "dp_degree", "fsdp_degree", "zero_stage",
-  "reshard_after_forward", "tp_degree", "sequence_parallel", "pp_degree",
-  "vpp_degree", "pipeline_split", "pp_schedule", "cp_degree", "cp_comm_type",
-  "micro_batch_size", "micro_batch_num", "layer_recompute", "recompute_modules",
-  "recompute_method", "recompute_num_layers", "stage_partition",
-  "layer_offset", "ep_degree", "etp_degree", "moe_token_dispatcher",
-  "moe_capacity_factor" }
+local STRATEGY = common.STRATEGY_FIELDS
 
 local function cell(v)
   if v == nil then return "" end

@@ -30,7 +30,7 @@ end
 local function dispatcher_text(r)
   if r.ep_degree == nil then return "-" end
   local cf = r.moe_capacity_factor
-  return tostring(r.moe_token_dispatcher or "alltoall") ..
+  return tostring(common.field_value(r, "moe_token_dispatcher")) ..
     ((type(cf) == "number" and cf > 0) and string.format(" cap %g", cf) or "")
 end
 

@@ -159,11 +159,7 @@ function M.escape(s)
 end
 local esc = M.escape
 
-local STRATEGY_FIELDS = { "dp_degree", "fsdp_degree", "zero_stage",
-  "reshard_after_forward", "tp_degree", "sequence_parallel", "pp_degree",
-  "vpp_degree", "cp_degree", "cp_comm_type", "micro_batch_size",
-  "micro_batch_num", "stage_partition", "layer_offset", "layer_recompute",
-  "recompute_num_layers" }
+local STRATEGY_FIELDS = common.STRATEGY_FIELDS
 
 local value_text = common.value_text
 

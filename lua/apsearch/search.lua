@@ -295,6 +295,21 @@ function M.objective_value(info, name, entry, layer_of)
   return nil
 end
 
+
+--- The candidate space a policy's search walks (apsearch.space.new with the
+-- inputs that shape it: devices, layers, framework, experts).
+-- @tparam table policy normalized policy
+-- @tparam table inputs the context's inputs (ctx:inputs())
+-- @treturn table the space object
+function M.space_of(policy, inputs)
+  return space_mod.new(policy.search_space, {
+    num_devices = inputs.cluster.num_devices,
+    allow_idle_devices = policy.constraints.allow_idle_devices,
+    num_layers = inputs.model.num_layers, framework = inputs.training.framework,
+    num_experts = inputs.model.num_experts,
+  })
+end
+
 --- Runs a search.
 -- @tparam table policy normalized policy (apsearch.policy.from_table/load)
 -- @tparam[opt] table opts
@@ -380,12 +395,7 @@ function M.run(policy, opts)
   -- = "check" keeps the separate ctx:check("all") call)
   local by_evaluate = fast and n_cheap == 0 and opts.fast_checks ~= "check"
 
-  local space = space_mod.new(policy.search_space, {
-    num_devices = inputs.cluster.num_devices,
-    allow_idle_devices = policy.constraints.allow_idle_devices,
-    num_layers = inputs.model.num_layers, framework = inputs.training.framework,
-    num_experts = inputs.model.num_experts,
-  })
+  local space = M.space_of(policy, inputs)
   local cap = policy.constraints.max_candidates or schema.default_max_candidates
   local space_size, stopped = space:size(cap)
   if space_size > cap then

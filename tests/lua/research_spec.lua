@@ -157,6 +157,23 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
     assert.truthy(saved.baseline_diff.inputs.changed[1])
   end)
 
+  it("finds an MoE strategy that left among this search's candidates (its expert degrees walked too)", function()
+    -- the walk had no expert count: every MoE strategy read "not in the
+    -- search space any more" (newuser, 2026-12-03)
+    local moe_dir = H.tmpdir() .. "/moe"
+    local code, _, err = apsearch("run", "--model", "qwen3-30b-a3b", "--cluster", "b200:8", "--quiet",
+      "--top-k", "6", "--out", moe_dir)
+    assert.are.equal(0, code, err)
+    local out
+    code, out, err = apsearch("run", "--model", "qwen3-30b-a3b", "--cluster", "b200:8", "--quiet",
+      "--format", "json", "--top-k", "3", "--set", "training.global_batch_size=1024",
+      "--baseline", moe_dir .. "/result.json")
+    assert.are.equal(0, code, err)
+    local left = cjson.decode(out).baseline_diff.top_k.left
+    assert.is_true(#left > 0)
+    for _, e in ipairs(left) do assert.are.equal("outranked", e.why.kind, e.why.text) end
+  end)
+
   it("says why each strategy left: not in the space, outranked, or filtered by which reason", function()
     -- a narrower space: the strategies with another tp_degree are not in it
     local code, out, err = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--format", "json",

@@ -44,7 +44,10 @@ local FIELDS = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forwar
 
 -- the value a field has when a record leaves it out (a result written
 -- before the field existed): the space's default (space.lua)
-local DEFAULT = { pp_schedule = "1f1b", recompute_method = "block" }
+local DEFAULT = { pp_schedule = "1f1b", recompute_method = "block",
+  -- a top-k record leaves an MoE strategy's dispatcher and capacity out
+  -- when they are the search's defaults, which the space's candidates set
+  moe_token_dispatcher = "alltoall", moe_capacity_factor = 0 }
 
 local INPUT_SECTIONS = { "model", "cluster", "training", "search_space", "constraints",
   "objective", "top_k", "overrides" }
@@ -321,7 +324,6 @@ end
 -- @tparam table policy the normalized policy the search ran
 function M.why_left(left, result, policy)
   if #left == 0 or not policy then return end
-  local space = require "apsearch.space"
   local search = require "apsearch.search"
   local want = {}
   for n, e in ipairs(left) do
@@ -341,10 +343,7 @@ function M.why_left(left, result, policy)
   -- core's checks and estimate (a policy's own rules are not re-run)
   local ctx = search.context(policy)
   local inputs = ctx:inputs()
-  local sp = space.new(policy.search_space, {
-    num_devices = inputs.cluster.num_devices,
-    allow_idle_devices = policy.constraints.allow_idle_devices,
-    num_layers = inputs.model.num_layers, framework = inputs.training.framework })
+  local sp = search.space_of(policy, inputs)
   local k = {}
   for cand in sp:iter() do
     for i, f in ipairs(MATCH) do k[i] = field_key(cand, f) end

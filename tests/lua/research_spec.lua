@@ -169,9 +169,14 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
       "--format", "json", "--top-k", "3", "--set", "training.global_batch_size=1024",
       "--baseline", moe_dir .. "/result.json")
     assert.are.equal(0, code, err)
-    local left = cjson.decode(out).baseline_diff.top_k.left
+    local d = cjson.decode(out).baseline_diff
+    local left = d.top_k.left
     assert.is_true(#left > 0)
     for _, e in ipairs(left) do assert.are.equal("outranked", e.why.kind, e.why.text) end
+    -- twice the batch: the step times are of different work, the throughput compares
+    local b = d.best
+    assert.is_true(math.abs(b.tokens_delta_pct - 100 * (b.after.tokens_per_s_per_gpu / b.before.tokens_per_s_per_gpu
+      - 1)) < 1e-9)
   end)
 
   it("says why each strategy left: not in the space, outranked, or filtered by which reason", function()

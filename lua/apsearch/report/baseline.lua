@@ -13,7 +13,8 @@
 --           -- the limit applied (bytes; 0 is the device's memory less
 --           -- the margin)
 --       summary = { space_size = {before, after}, feasible = {before, after} },
---       best = { before = {step_time, strategy}, after = {...}, delta_s, delta_pct },
+--       best = { before = {step_time, tokens_per_s_per_gpu, strategy}, after = {...}, delta_s,
+--                delta_pct, tokens_delta_pct (a step of another size only) },
 --       top_k = {
 --         entered = { {rank, strategy, step_time}, ... },     -- new in the top-k
 --         left    = { {rank, strategy, step_time, why}, ... },  -- rank in the baseline;
@@ -303,6 +304,18 @@ local function close(a, b)
   return type(a) == "number" and type(b) == "number" and math.abs(a - b) <= 1e-6 * math.max(math.abs(a), math.abs(b))
 end
 
+--- Whether the inputs changed the tokens of a step (training.global_batch_
+-- size or training.seq_length among the changed inputs), so that step
+-- times of the two results are of different amounts of work.
+-- @tparam table diff the diff being built (its inputs.changed)
+-- @treturn boolean
+function M.step_size_changed(diff)
+  for _, c in ipairs((diff.inputs or {}).changed or {}) do
+    if c.path == "training.global_batch_size" or c.path == "training.seq_length" then return true end
+  end
+  return false
+end
+
 --- Why each strategy that left the top-k left: looks it up in this
 -- search's candidates (the same degrees, pipeline schedule, ZeRO stage, SP, CP exchange,
 -- micro-batch size and recompute mode; any split or recompute count) and
@@ -517,10 +530,15 @@ function M.diff(baseline, result, path, policy)
   local ob, nb = old[1], new[1]
   local bst = ob and ob.performance_cost and ob.performance_cost.step_time
   local nst = nb and nb.performance_cost and nb.performance_cost.step_time
+  local btp = ob and ob.performance_cost and ob.performance_cost.tokens_per_s_per_gpu
+  local ntp = nb and nb.performance_cost and nb.performance_cost.tokens_per_s_per_gpu
   diff.best = {
-    before = ob and { step_time = bst, strategy = describe(ob) } or nil,
-    after = nb and { step_time = nst, strategy = describe(nb) } or nil,
+    before = ob and { step_time = bst, tokens_per_s_per_gpu = btp, strategy = describe(ob) } or nil,
+    after = nb and { step_time = nst, tokens_per_s_per_gpu = ntp, strategy = describe(nb) } or nil,
     delta_s = (bst and nst) and (nst - bst) or nil, delta_pct = pct(bst, nst),
+    -- a step of another size (global batch or sequence changed): the
+    -- throughput compares the two, the step time does not
+    tokens_delta_pct = M.step_size_changed(diff) and pct(btp, ntp) or nil,
   }
   return diff
 end
@@ -608,8 +626,10 @@ function M.lines(diff)
   end
   local b = diff.best or {}
   if b.before or b.after then
-    P("  best step time: %s -> %s %s", secs(b.before and b.before.step_time),
-      secs(b.after and b.after.step_time), dp(b.delta_pct))
+    P("  best step time: %s -> %s %s%s", secs(b.before and b.before.step_time),
+      secs(b.after and b.after.step_time), dp(b.delta_pct), b.tokens_delta_pct and string.format(
+      " (a step of another size: tokens/s per GPU %.0f -> %.0f %s)", b.before.tokens_per_s_per_gpu,
+      b.after.tokens_per_s_per_gpu, dp(b.tokens_delta_pct)) or "")
   end
   local t = diff.top_k or {}
   -- at most `limit` lines per kind (the JSON has them all)

@@ -635,6 +635,10 @@ local function baseline_html(diff)
   if b.before or b.after then
     facts[#facts + 1] = string.format("best step time %s s &rarr; %s s %s", secs(b.before and b.before.step_time),
       secs(b.after and b.after.step_time), esc(pct(b.delta_pct)))
+    if b.tokens_delta_pct then
+      facts[#facts + 1] = string.format("a step of another size: tokens/s per GPU %.0f &rarr; %.0f %s",
+        b.before.tokens_per_s_per_gpu, b.after.tokens_per_s_per_gpu, esc(pct(b.tokens_delta_pct)))
+    end
   end
   if #facts > 0 then out[#out + 1] = "<p>" .. table.concat(facts, "; ") .. "</p>" end
   local t = diff.top_k or {}

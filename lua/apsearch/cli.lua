@@ -305,6 +305,9 @@ end
 --   or nil when even the first doubling is past the device limit
 function M.fit_probe(opts, p, result)
   local search = require "apsearch.search"
+  -- strategies that fit but whose launch file differs (run --launchable):
+  -- more hosts do not change what the launch file can express
+  if (result.infeasible_summary or {})[search.LAUNCH_DIFFERS] then return nil end
   local dev = p.cluster.device
   dev = type(dev) == "table" and (dev.base or dev.name) or dev
   local h, per = probe_start(p, result)

@@ -407,8 +407,11 @@ function M.diagnose(result, n)
         -- the other suggestions do not lift (more memory admits a strategy
         -- whose launch file may still differ)
         local at = r.code == "LAUNCH_DIFFERS" and 1 or #out.suggestions + 1
-        table.insert(out.suggestions, at, string.format("%s (%s candidates, %s)", text,
-          common.commas(r.count), r.phase == "early" and "before the estimate" or "after the estimate"))
+        -- what the launch file could not express, from the example: the
+        -- setting to change when the user keeps --launchable
+        local why = r.code == "LAUNCH_DIFFERS" and r.message and (": e.g. " .. r.message) or ""
+        table.insert(out.suggestions, at, string.format("%s (%s candidates, %s)%s", text,
+          common.commas(r.count), r.phase == "early" and "before the estimate" or "after the estimate", why))
       end
     end
   end

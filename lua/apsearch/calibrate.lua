@@ -7,7 +7,6 @@
 -- kernels, documented in docs/modeling.md; the file lists it under every
 -- device of the family that appears):
 --   gemm_efficiency       large-GEMM fraction of the dense peak
---   gemm_half_dim         smallest GEMM dimension at half that efficiency
 --   attention_efficiency  flash-attention kernels, fraction of the bf16
 --                         peak (rows with flash attention only)
 --   unfused_attention_efficiency  attention without flash attention, the

@@ -272,8 +272,8 @@ M.BOUND_TOLERANCE = 1e-6
 -- NVFP4 runs, else gemm_efficiency) and the attention field of its kernel
 -- (attention_efficiency with flash attention, else
 -- unfused_attention_efficiency): the `needs` of calibration.FIELDS, as
--- fit_rows chooses them for a cases row.  gemm_half_dim is not scaled: a
--- size penalty is not a scale.
+-- fit_rows chooses them for a cases row.  The GEMM shape terms
+-- (gemm_half_dim, tiles, SMs) are not scaled: a shape is not a scale.
 -- @tparam table training normalized training (precision, flash_attention)
 -- @treturn table field names
 function M.job_fields(training)

@@ -52,18 +52,20 @@
  * of the validation set (Megatron-LM SC'21, MosaicML llm-foundry, NVIDIA
  * NeMo, TorchTitan) by `apsearch calibrate` (scripts/fit-defaults.sh
  * reproduces it; docs/accuracy.md has the errors before and after):
- * mean |log error| of tokens/s per GPU 0.062 over the 71 runs (refitted
+ * mean |log error| of tokens/s per GPU 0.0595 over the 71 runs (refitted
  * when the pipeline schedule became an event simulation, src/core/
  * schedule.c, and again when calibrate tied the efficiencies per family
  * and validate read TorchTitan's 96 GB H100 rows as the 500 W part,
- * lua/apsearch/calibration.lua family, validate.lua variant_of).  H200
+ * lua/apsearch/calibration.lua family, validate.lua variant_of, and when
+ * GEMMs were priced by their shape, src/core/gemm.c, with the shape terms
+ * held at their microbenchmark values).  H200
  * shares the H100's compute die; Blackwell has no measured run in that set
  * and takes the Hopper values, its GEMM efficiencies scaled by a cuBLASLt
  * microbenchmark run on GB200 and H100 alike (APS_GEMM_SCALE_BLACKWELL,
  * below; GB300's attention: below).  NVIDIA's Megatron-Bridge performance
  * summaries (25.09-26.08) measure B200, GB200 and GB300 (tests/fixtures/
  * heldout/, docs/accuracy.md "Held out: Megatron-Bridge performance
- * summaries": 9.5 % over 89 dense runs with these values, 12.9 % with
+ * summaries": 9.3 % over 89 dense runs with these values, 12.9 % with
  * Hopper's unscaled); a Blackwell family fit on their earlier releases
  * (scripts/heldout-fit-blackwell.sh) improves the later releases but not
  * other model sizes or the MoE runs, and its values are not physical, so
@@ -71,13 +73,13 @@
  *
  * gemm_efficiency: large-GEMM fraction of the dense peak.  Hopper's
  *   sustained clock under load sits below the boost clock its peak assumes
- *   (A100 0.81, H100 0.66).
+ *   (A100 0.82, H100 0.64).
  * gemm_half_dim, gemm_tile_m/n, sm_count, gemm_fixed_seconds: the GEMM
  *   shape terms (src/core/gemm.c; APS_GEMM_K0 below).
  * fp8_gemm_efficiency: fp8 GEMMs, fraction of the fp8 peak, before the
  *   same shape factor.
  * attention_efficiency: attention kernels, fraction of the bf16 peak
- *   (A100 0.345, H100 0.194).  The measured stacks ran FlashAttention-2 or
+ *   (A100 0.349, H100 0.199).  The measured stacks ran FlashAttention-2 or
  *   Triton ALiBi kernels (llm-foundry), below FlashAttention-2's best of
  *   50-73% on A100 (Dao 2023, arXiv:2307.08691) and near its ~35% on H100
  *   (Shah et al. 2024, arXiv:2407.08608); set 0.6-0.75 for
@@ -90,11 +92,9 @@
  *   attention is in the public set: there the unfused path is priced at
  *   the family's flash value (APS_ATTN_EFF_HOPPER), the same rule a
  *   calibration without such runs follows (docs/accuracy.md).  A100
- *   0.345: the best fit to the 12 SC'21 runs with the other fields held
- *   at their shipped values (mean |log error| 0.046 over them; within
- *   0.001 of it from 0.28 to 0.38, so the runs barely separate it from
- *   the flash value: a free refit of every field lands anywhere in that
- *   valley, 0.24 on all runs, 0.15-0.27 across the folds).
+ *   0.300, the joint fit's (the 12 SC'21 runs barely separate it from
+ *   the flash value: before the GEMM shape terms, anywhere from 0.28 to
+ *   0.38 was within 0.001 of the best mean |log error| over them).
  */
 #define APS_GEMM_EFF_AMPERE 0.821
 #define APS_GEMM_EFF_HOPPER 0.638
@@ -108,19 +108,23 @@
  * 6,144 x 12,288 x 12,288, 802,816 x 192 x 768) and DeepGEMM's H800 table
  * (deepseek-ai/DeepGEMM 327ec92f README.md, the M = 4,096 dense rows and
  * the contiguous grouped rows; fp8 with fine-grained scaling).  The min-
- * dimension form they replace fits the same points with 18x the squared
- * log error (docs/accuracy.md "GEMM shapes").
+ * dimension form they replace (a free half-size dimension) fits the same
+ * points with 18x the squared log error (docs/accuracy.md "GEMM
+ * shapes").
  *   APS_GEMM_TILE_M x APS_GEMM_TILE_N: the effective output tile (tokens x
- *     features); 64 x 128 fits best of 64-256 (128 x 128: 1.6x the
- *     error), a CUTLASS / cuBLASLt Hopper tile.
+ *     features); 64 x 128 fits best of 64 x 128, 128 x 64, 128 x 128 and
+ *     128 x 256 (128 x 128: 1.6x the error).
  *   APS_GEMM_K0: the pipeline's prologue and epilogue in units of K, 288
- *     (224-352 within 3 % of the best error).
+ *     (256-320 within 1.1 % of the best error).
  *   APS_GEMM_FIXED_S: 4 us per GEMM kernel (launch to first tile and
  *     drain, back to back on the device); it sets the 1,024^3 points
- *     (7.8 us on H100), 3.5-4.5 us within 3 %.
- * Residuals of the fit: |log error| <= 0.12 on every point of >= 2,048
+ *     (7.8 us on H100); 4.5 us: 1.02x the error, 3 us: 1.4x.
+ * Residuals of the fit: |log error| <= 0.14 on every point of >= 2,048
  * along M and N; up to 0.33 on the 1,024-sized ones (H200's 1,024 x 2,145
- * x 1,024 runs 39 % faster than the form, H100's 1,024^3 26 % slower). */
+ * x 1,024 runs 39 % faster than the form, H100's 1,024^3 26 % slower).
+ * The Blackwell and CDNA 3 scales below stay ratios of the 8,192^3
+ * points, where the shape factor is 0.985 (132 SMs), 0.988 (148) and
+ * 0.998 (304 CUs): within 1.3 % of each other. */
 #define APS_GEMM_TILE_M 64.0
 #define APS_GEMM_TILE_N 128.0
 #define APS_GEMM_K0 288.0

@@ -107,7 +107,8 @@
  * ND_A100_v4_results.md fp16: 1,024^3 to 32,768^3, 1,024 x 2,145 x 1,024,
  * 6,144 x 12,288 x 12,288, 802,816 x 192 x 768) and DeepGEMM's H800 table
  * (deepseek-ai/DeepGEMM 327ec92f README.md, the M = 4,096 dense rows and
- * the contiguous grouped rows; fp8 with fine-grained scaling).  The min-
+ * the contiguous grouped rows; fp8 with fine-grained scaling);
+ * scripts/fit-gemm-shape.lua reproduces the fit.  The min-
  * dimension form they replace (a free half-size dimension) fits the same
  * points with 18x the squared log error (docs/accuracy.md "GEMM
  * shapes").

@@ -107,7 +107,8 @@ static void test_gemm_terms_off(void **state)
  * samuel-bohman/AI-benchmarking-guide 2b25b69 Azure_Results/
  * ND_H100_v5_results.md, fp8, TFLOPS; ND_A100_v4_results.md, fp16),
  * against the preset's shape terms with the harness's large-GEMM
- * efficiency from the same fit (presets.c APS_GEMM_K0: H100 fp8 0.684 of
+ * efficiency from the same fit (presets.c APS_GEMM_K0, scripts/fit-gemm-
+ * shape.lua: H100 fp8 0.684 of
  * 1,978.9 TFLOPS, A100 0.858 of 312).  Every point of >= 2,048 along M and
  * N within 12 % (the fit's residuals: presets.c); the 1,024-sized points
  * are off by up to 26 % and are left out. */

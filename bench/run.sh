@@ -60,6 +60,14 @@
 # is the estimate's per-stage times and memory (balance.c scores each
 # split with them: about 15 % of the 18 M search), the Lua walk and the
 # checks.
+#
+# GEMMs priced by their shape (tile and wave quantization, K depth, a
+# fixed time per kernel; src/core/gemm.c, branch h-gemm), CPU s (user +
+# sys) of `run`, main at 04453b3 -> after, alternating, same VM: 2.4 M
+# 405B space 0.96, 0.93, 1.04 -> 1.00, 1.06, 1.07; 18 M space 2.43, 2.44
+# -> 2.40, 2.28; deepseek-v3 on 2,048 H100 0.39 -> 0.39; bench_core
+# 1.57-2.02 M -> 1.68-2.13 M evaluations/s (noise of the shared cores).
+# Two ceil()s and a few multiplications per GEMM, no loop over tiles.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build >/dev/null && cmake --build build -j2 >/dev/null

@@ -399,7 +399,16 @@ typedef struct {
     double cuda_context_bytes;    /**< CUDA context + kernels, outside allocator */
     double nccl_comm_bytes;       /**< per NCCL communicator */
     double gemm_efficiency;       /**< eta_max: large-GEMM fraction of peak */
-    double gemm_half_dim;         /**< min GEMM dim at which eta = eta_max/2 */
+    double gemm_half_dim;         /**< k0: GEMM depth K at which the
+                                       pipeline term K / (K + k0) halves
+                                       the efficiency (src/core/gemm.c) */
+    double gemm_tile_m;           /**< GEMM output tile rows (tokens); 0:
+                                       no tile or wave quantization */
+    double gemm_tile_n;           /**< GEMM output tile columns (features) */
+    int64_t sm_count;             /**< SMs (NVIDIA) or CUs (AMD) the tiles
+                                       run on in waves; 0: no wave term */
+    double gemm_fixed_seconds;    /**< s of every GEMM kernel whatever its
+                                       size (launch to first tile, drain) */
     double fp8_gemm_efficiency;   /**< eta_max of fp8 GEMMs */
     double attention_efficiency;  /**< fused (flash) attention kernels,
                                        fraction of the bf16 peak */

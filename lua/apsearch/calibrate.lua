@@ -7,7 +7,6 @@
 -- kernels, documented in docs/modeling.md; the file lists it under every
 -- device of the family that appears):
 --   gemm_efficiency       large-GEMM fraction of the dense peak
---   gemm_half_dim         smallest GEMM dimension at half that efficiency
 --   attention_efficiency  flash-attention kernels, fraction of the bf16
 --                         peak (rows with flash attention only)
 --   unfused_attention_efficiency  attention without flash attention, the
@@ -273,8 +272,8 @@ M.BOUND_TOLERANCE = 1e-6
 -- NVFP4 runs, else gemm_efficiency) and the attention field of its kernel
 -- (attention_efficiency with flash attention, else
 -- unfused_attention_efficiency): the `needs` of calibration.FIELDS, as
--- fit_rows chooses them for a cases row.  gemm_half_dim is not scaled: a
--- size penalty is not a scale.
+-- fit_rows chooses them for a cases row.  The GEMM shape terms
+-- (gemm_half_dim, tiles, SMs) are not scaled: a shape is not a scale.
 -- @tparam table training normalized training (precision, flash_attention)
 -- @treturn table field names
 function M.job_fields(training)

@@ -19,7 +19,12 @@ M.SCHEMA_VERSION = 1
 -- from runs without.
 M.FIELDS = {
   { field = "gemm_efficiency", lo = 0.30, hi = 0.95, needs = "bf16" },
-  { field = "gemm_half_dim", lo = 0.0, hi = 4096.0 },
+  -- k0 of the GEMM pipeline term K / (K + k0) (src/core/gemm.c): fitted
+  -- with the tile and wave terms to GEMM microbenchmarks (presets.c
+  -- APS_GEMM_K0), never to step times (a step's GEMMs barely vary in K,
+  -- so a step time mistakes it for the efficiency): no row gives
+  -- "microbenchmark" evidence; a calibration file may still set it
+  { field = "gemm_half_dim", lo = 0.0, hi = 4096.0, needs = "microbenchmark" },
   { field = "attention_efficiency", lo = 0.10, hi = 0.90, needs = "flash" },
   { field = "unfused_attention_efficiency", lo = 0.10, hi = 0.90, needs = "unfused" },
   { field = "fp8_gemm_efficiency", lo = 0.20, hi = 0.90, needs = "fp8" },

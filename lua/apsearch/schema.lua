@@ -74,6 +74,8 @@ M.device = {
   intra_node_latency = "nonneg", inter_node_latency = "nonneg",
   cuda_context_bytes = "nonneg", nccl_comm_bytes = "nonneg",
   gemm_efficiency = "nonneg", gemm_half_dim = "nonneg",
+  gemm_tile_m = "nonneg", gemm_tile_n = "nonneg", sm_count = "nonnegint",
+  gemm_fixed_seconds = "nonneg",
   fp8_gemm_efficiency = "nonneg", attention_efficiency = "nonneg",
   unfused_attention_efficiency = "nonneg",
   hbm_efficiency = "nonneg", collective_efficiency = "nonneg",

@@ -29,18 +29,6 @@
 #define APS_EAGER_SWIGLU_BYTES 10.0
 
 
-double aps_gemm_time(const aps_device *d, aps_precision p, double M,
-                     double N, double K)
-{
-    double x = M < N ? M : N;
-    x = x < K ? x : K;
-    double eta_max = aps_gemm_eta_max(d, p);
-    /* Efficiency saturates with the smallest GEMM dimension: tiles on the
-     * small side are partly empty and the kernel is memory-bound. */
-    double eta = eta_max * x / (x + d->gemm_half_dim);
-    return 2.0 * M * N * K / (aps_peak_flops(d, p) * eta);
-}
-
 double aps_hbm_time(const aps_device *d, double bytes)
 {
     return bytes / (d->hbm_bandwidth * d->hbm_efficiency);

@@ -52,18 +52,20 @@
  * of the validation set (Megatron-LM SC'21, MosaicML llm-foundry, NVIDIA
  * NeMo, TorchTitan) by `apsearch calibrate` (scripts/fit-defaults.sh
  * reproduces it; docs/accuracy.md has the errors before and after):
- * mean |log error| of tokens/s per GPU 0.062 over the 71 runs (refitted
+ * mean |log error| of tokens/s per GPU 0.0595 over the 71 runs (refitted
  * when the pipeline schedule became an event simulation, src/core/
  * schedule.c, and again when calibrate tied the efficiencies per family
  * and validate read TorchTitan's 96 GB H100 rows as the 500 W part,
- * lua/apsearch/calibration.lua family, validate.lua variant_of).  H200
+ * lua/apsearch/calibration.lua family, validate.lua variant_of, and when
+ * GEMMs were priced by their shape, src/core/gemm.c, with the shape terms
+ * held at their microbenchmark values).  H200
  * shares the H100's compute die; Blackwell has no measured run in that set
  * and takes the Hopper values, its GEMM efficiencies scaled by a cuBLASLt
  * microbenchmark run on GB200 and H100 alike (APS_GEMM_SCALE_BLACKWELL,
  * below; GB300's attention: below).  NVIDIA's Megatron-Bridge performance
  * summaries (25.09-26.08) measure B200, GB200 and GB300 (tests/fixtures/
  * heldout/, docs/accuracy.md "Held out: Megatron-Bridge performance
- * summaries": 9.5 % over 89 dense runs with these values, 12.9 % with
+ * summaries": 9.3 % over 89 dense runs with these values, 12.9 % with
  * Hopper's unscaled); a Blackwell family fit on their earlier releases
  * (scripts/heldout-fit-blackwell.sh) improves the later releases but not
  * other model sizes or the MoE runs, and its values are not physical, so
@@ -71,15 +73,13 @@
  *
  * gemm_efficiency: large-GEMM fraction of the dense peak.  Hopper's
  *   sustained clock under load sits below the boost clock its peak assumes
- *   (A100 0.81, H100 0.66).
- * gemm_half_dim: smallest GEMM dimension at half that efficiency.  Hopper
- *   needs larger tiles to fill its 132 SMs (A100 110: a small size effect
- *   at these shapes; H100 502: 0.89 of the maximum at 4,096, 0.94 at
- *   8,192).
+ *   (A100 0.82, H100 0.64).
+ * gemm_half_dim, gemm_tile_m/n, sm_count, gemm_fixed_seconds: the GEMM
+ *   shape terms (src/core/gemm.c; APS_GEMM_K0 below).
  * fp8_gemm_efficiency: fp8 GEMMs, fraction of the fp8 peak, before the
- *   same size factor (H100 0.749: 0.67 of the peak at 4,096).
+ *   same shape factor.
  * attention_efficiency: attention kernels, fraction of the bf16 peak
- *   (A100 0.345, H100 0.194).  The measured stacks ran FlashAttention-2 or
+ *   (A100 0.349, H100 0.199).  The measured stacks ran FlashAttention-2 or
  *   Triton ALiBi kernels (llm-foundry), below FlashAttention-2's best of
  *   50-73% on A100 (Dao 2023, arXiv:2307.08691) and near its ~35% on H100
  *   (Shah et al. 2024, arXiv:2407.08608); set 0.6-0.75 for
@@ -92,20 +92,64 @@
  *   attention is in the public set: there the unfused path is priced at
  *   the family's flash value (APS_ATTN_EFF_HOPPER), the same rule a
  *   calibration without such runs follows (docs/accuracy.md).  A100
- *   0.345: the best fit to the 12 SC'21 runs with the other fields held
- *   at their shipped values (mean |log error| 0.046 over them; within
- *   0.001 of it from 0.28 to 0.38, so the runs barely separate it from
- *   the flash value: a free refit of every field lands anywhere in that
- *   valley, 0.24 on all runs, 0.15-0.27 across the folds).
+ *   0.300, the joint fit's (the 12 SC'21 runs barely separate it from
+ *   the flash value: before the GEMM shape terms, anywhere from 0.28 to
+ *   0.38 was within 0.001 of the best mean |log error| over them).
  */
-#define APS_GEMM_EFF_AMPERE 0.807
-#define APS_GEMM_EFF_HOPPER 0.659
-#define APS_GEMM_HALF_DIM_AMPERE 110.0
-#define APS_GEMM_HALF_DIM_HOPPER 502.0
-#define APS_FP8_GEMM_EFF 0.749
-#define APS_ATTN_EFF_AMPERE 0.345
-#define APS_ATTN_EFF_HOPPER 0.194
-#define APS_UNFUSED_ATTN_EFF_AMPERE 0.345
+#define APS_GEMM_EFF_AMPERE 0.821
+#define APS_GEMM_EFF_HOPPER 0.638
+/* GEMM shape terms (src/core/gemm.c), one set for every preset: fitted
+ * (least squares of log TFLOPS, a free large-GEMM efficiency per device
+ * and harness) to 51 published microbenchmark points of 6 devices and 2
+ * libraries -- the cuBLASLt / hipBLASLt harness of Azure's AI-
+ * benchmarking-guide (samuel-bohman/AI-benchmarking-guide 2b25b69,
+ * Azure_Results/ND_{H100_v5,H200_v5,GB200_v6,MI300X_v5}_results.md fp8,
+ * ND_A100_v4_results.md fp16: 1,024^3 to 32,768^3, 1,024 x 2,145 x 1,024,
+ * 6,144 x 12,288 x 12,288, 802,816 x 192 x 768) and DeepGEMM's H800 table
+ * (deepseek-ai/DeepGEMM 327ec92f README.md, the M = 4,096 dense rows and
+ * the contiguous grouped rows; fp8 with fine-grained scaling);
+ * scripts/fit-gemm-shape.lua reproduces the fit.  The min-
+ * dimension form they replace (a free half-size dimension) fits the same
+ * points with 18x the squared log error (docs/accuracy.md "GEMM
+ * shapes").
+ *   APS_GEMM_TILE_M x APS_GEMM_TILE_N: the effective output tile (tokens x
+ *     features); 64 x 128 fits best of 64 x 128, 128 x 64, 128 x 128 and
+ *     128 x 256 (128 x 128: 1.6x the error).
+ *   APS_GEMM_K0: the pipeline's prologue and epilogue in units of K, 288
+ *     (256-320 within 1.1 % of the best error).
+ *   APS_GEMM_FIXED_S: 4 us per GEMM kernel (launch to first tile and
+ *     drain, back to back on the device); it sets the 1,024^3 points
+ *     (7.8 us on H100); 4.5 us: 1.02x the error, 3 us: 1.4x.
+ * Residuals of the fit: |log error| <= 0.14 on every point of >= 2,048
+ * along M and N; up to 0.33 on the 1,024-sized ones (H200's 1,024 x 2,145
+ * x 1,024 runs 39 % faster than the form, H100's 1,024^3 26 % slower).
+ * The Blackwell and CDNA 3 scales below stay ratios of the 8,192^3
+ * points, where the shape factor is 0.985 (132 SMs), 0.988 (148) and
+ * 0.998 (304 CUs): within 1.3 % of each other. */
+#define APS_GEMM_TILE_M 64.0
+#define APS_GEMM_TILE_N 128.0
+#define APS_GEMM_K0 288.0
+#define APS_GEMM_FIXED_S 4e-6
+/* SMs (NVIDIA) or compute units (AMD) per GPU, the wave width:
+ *   A100 108 (NVIDIA A100 Tensor Core GPU Architecture white paper, 2020:
+ *     "108 SMs" of the A100); H100 SXM5 132 (NVIDIA H100 Tensor Core GPU
+ *     Architecture white paper, 2022: "132 SMs" of the SXM5 part), H200
+ *     and the 500 W H100 the same GH100 configuration;
+ *   B200 148 (multiProcessorCount as XLA's device spec records it,
+ *     tensorflow/tensorflow 0866b7a7 third_party/xla/xla/tools/hlo_opt/
+ *     gpu_specs/b200.txtpb core_count); GB200's GPU is a B200: 148,
+ *     assumed; GB300's B300 158 (b300.txtpb at 5d7c47ed; the full chip
+ *     has 160, NVIDIA "Inside NVIDIA Blackwell Ultra", 2025);
+ *   MI300X and MI325X 304 CUs (AMD CDNA 3 white paper, Table 2). */
+#define APS_SMS_A100 108
+#define APS_SMS_GH100 132
+#define APS_SMS_B200 148
+#define APS_SMS_B300 158
+#define APS_CUS_CDNA3 304
+#define APS_FP8_GEMM_EFF 0.689
+#define APS_ATTN_EFF_AMPERE 0.349
+#define APS_ATTN_EFF_HOPPER 0.199
+#define APS_UNFUSED_ATTN_EFF_AMPERE 0.300
 /** Blackwell Ultra (GB300) doubles the special-function units' exponential
  *  throughput (10.7 vs 5 tera-exponentials/s, NVIDIA "Inside NVIDIA
  *  Blackwell Ultra", 2025): the softmax exponentials that stall the
@@ -227,6 +271,10 @@ typedef struct {
     const char *source;
 } preset;
 
+/* Every preset's GEMM shape terms, its wave width `sms` apart. */
+#define GEMM_SHAPE(sms) .gemm_half_dim = APS_GEMM_K0,                    \
+    .gemm_tile_m = APS_GEMM_TILE_M, .gemm_tile_n = APS_GEMM_TILE_N,      \
+    .sm_count = (sms), .gemm_fixed_seconds = APS_GEMM_FIXED_S
 /* Every preset: latencies, framework memory, the host's launch costs. */
 #define HOST_FIELDS                                                     \
     .intra_node_latency = APS_NVLINK_LATENCY,                           \
@@ -240,13 +288,11 @@ typedef struct {
     .hbm_efficiency = APS_HBM_EFF,                                      \
     .collective_efficiency = APS_COLL_EFF
 #define AMPERE .gemm_efficiency = APS_GEMM_EFF_AMPERE,                  \
-               .gemm_half_dim = APS_GEMM_HALF_DIM_AMPERE,                \
                .fp8_gemm_efficiency = APS_FP8_GEMM_EFF,                  \
                .attention_efficiency = APS_ATTN_EFF_AMPERE,              \
                .unfused_attention_efficiency = APS_UNFUSED_ATTN_EFF_AMPERE
 /* Hopper defaults. */
 #define HOPPER_ON .gemm_efficiency = APS_GEMM_EFF_HOPPER,               \
-               .gemm_half_dim = APS_GEMM_HALF_DIM_HOPPER,             \
                .fp8_gemm_efficiency = APS_FP8_GEMM_EFF,                 \
                .attention_efficiency = APS_ATTN_EFF_HOPPER,           \
                .unfused_attention_efficiency = APS_ATTN_EFF_HOPPER
@@ -254,7 +300,6 @@ typedef struct {
  * (APS_GEMM_SCALE_BLACKWELL); attention as Hopper's, an assumption. */
 #define BLACKWELL .gemm_efficiency =                                    \
                    APS_GEMM_EFF_HOPPER * APS_GEMM_SCALE_BLACKWELL,     \
-               .gemm_half_dim = APS_GEMM_HALF_DIM_HOPPER,             \
                .fp8_gemm_efficiency =                                 \
                    APS_FP8_GEMM_EFF * APS_GEMM_SCALE_BLACKWELL,        \
                .attention_efficiency = APS_ATTN_EFF_HOPPER,           \
@@ -263,7 +308,6 @@ typedef struct {
  * unfused attention's batched GEMMs are priced as on Blackwell. */
 #define BLACKWELL_ULTRA .gemm_efficiency =                              \
                    APS_GEMM_EFF_HOPPER * APS_GEMM_SCALE_BLACKWELL,     \
-               .gemm_half_dim = APS_GEMM_HALF_DIM_HOPPER,             \
                .fp8_gemm_efficiency =                                 \
                    APS_FP8_GEMM_EFF * APS_GEMM_SCALE_BLACKWELL,        \
                .attention_efficiency =                                \
@@ -273,7 +317,6 @@ typedef struct {
 #define CDNA3 HOST_FIELDS,                                              \
                .intra_node_links = APS_IF_LINKS_CDNA3,                 \
                .gemm_efficiency = APS_GEMM_EFF_HOPPER * APS_GEMM_SCALE_CDNA3, \
-               .gemm_half_dim = APS_GEMM_HALF_DIM_HOPPER,             \
                .fp8_gemm_efficiency = APS_FP8_GEMM_EFF * APS_GEMM_SCALE_CDNA3, \
                .attention_efficiency = APS_ATTN_EFF_HOPPER,           \
                .unfused_attention_efficiency = APS_ATTN_EFF_HOPPER,   \
@@ -290,7 +333,7 @@ static const preset presets[] = {
       .intra_node_bandwidth = 300 * GB,
       .inter_node_bandwidth = 25 * GB,
       .host_bandwidth = APS_PCIE_GEN4_X16,
-      COMMON_FIELDS, AMPERE},
+      COMMON_FIELDS, AMPERE, GEMM_SHAPE(APS_SMS_A100)},
      "NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 312 TFLOPS dense, "
      "FP32 19.5 TFLOPS, HBM2 1,555 GB/s, NVLink 600 GB/s; DGX A100: one "
      "200 Gb/s HDR NIC per GPU"},
@@ -303,7 +346,7 @@ static const preset presets[] = {
       .intra_node_bandwidth = 300 * GB,
       .inter_node_bandwidth = 25 * GB,
       .host_bandwidth = APS_PCIE_GEN4_X16,
-      COMMON_FIELDS, AMPERE},
+      COMMON_FIELDS, AMPERE, GEMM_SHAPE(APS_SMS_A100)},
      "NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 312 TFLOPS dense, "
      "FP32 19.5 TFLOPS, HBM2e 2,039 GB/s, NVLink 600 GB/s; DGX A100: one "
      "200 Gb/s HDR NIC per GPU"},
@@ -316,7 +359,7 @@ static const preset presets[] = {
       .intra_node_bandwidth = 450 * GB,
       .inter_node_bandwidth = 50 * GB,
       .host_bandwidth = APS_PCIE_GEN5_X16,
-      COMMON_FIELDS, HOPPER_ON},
+      COMMON_FIELDS, HOPPER_ON, GEMM_SHAPE(APS_SMS_GH100)},
      "NVIDIA H100 Tensor Core GPU datasheet (SXM5): BF16 989 TFLOPS dense, "
      "FP8 1,979 TFLOPS dense, FP32 67 TFLOPS, HBM3 3.35 TB/s, NVLink "
      "900 GB/s; DGX H100: one 400 Gb/s NDR NIC per GPU; 81,559 MiB "
@@ -342,7 +385,7 @@ static const preset presets[] = {
       .intra_node_bandwidth = 450 * GB,
       .inter_node_bandwidth = 50 * GB,
       .host_bandwidth = APS_PCIE_GEN5_X16,
-      COMMON_FIELDS, HOPPER_ON},
+      COMMON_FIELDS, HOPPER_ON, GEMM_SHAPE(APS_SMS_GH100)},
      "pytorch/torchtitan 820504e2 benchmarks/llama3_h100_202412_torchtitan.md"
      " (96 GB HBM2e, 2.4 TB/s, 500 W default power limit, 400 Gb/s per "
      "GPU); peaks interpolated in TDP between the NVIDIA H100 datasheet's "
@@ -357,7 +400,7 @@ static const preset presets[] = {
       .intra_node_bandwidth = 450 * GB,
       .inter_node_bandwidth = 50 * GB,
       .host_bandwidth = APS_PCIE_GEN5_X16,
-      COMMON_FIELDS, HOPPER_ON},
+      COMMON_FIELDS, HOPPER_ON, GEMM_SHAPE(APS_SMS_GH100)},
      "NVIDIA H200 Tensor Core GPU datasheet (SXM): BF16 989 TFLOPS dense, "
      "FP8 1,979 TFLOPS dense, 141 GB HBM3e at 4.8 TB/s, NVLink 900 GB/s; "
      "one 400 Gb/s NIC per GPU; 143,771 MiB reported by nvidia-smi"},
@@ -371,7 +414,7 @@ static const preset presets[] = {
       .inter_node_bandwidth = 50 * GB,
       .peak_flops_fp4 = 9000 * TFLOPS,
       .host_bandwidth = APS_PCIE_GEN5_X16,
-      COMMON_FIELDS, BLACKWELL},
+      COMMON_FIELDS, BLACKWELL, GEMM_SHAPE(APS_SMS_B200)},
      "NVIDIA DGX B200 / HGX B200 datasheet (2024): per GPU FP8 4.5 PFLOPS "
      "dense (9 sparse), BF16 2.25 PFLOPS dense, 180 GB HBM3e at 8 TB/s, "
      "NVLink 5 1.8 TB/s, FP4 9 PFLOPS dense (MXFP8 at the FP8 rate); one "
@@ -391,7 +434,7 @@ static const preset presets[] = {
       .inter_node_bandwidth = 50 * GB,
       .peak_flops_fp4 = 10000 * TFLOPS,
       .host_bandwidth = APS_NVLINK_C2C_PER_GPU,
-      COMMON_FIELDS, BLACKWELL},
+      COMMON_FIELDS, BLACKWELL, GEMM_SHAPE(APS_SMS_B200)},
      "NVIDIA GB200 NVL72 datasheet (2024), per Blackwell GPU: FP8 10 PFLOPS "
      "and BF16 5 PFLOPS with sparsity (5 and 2.5 dense), FP32 80 TFLOPS, "
      "186 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s, FP4 10 PFLOPS dense; "
@@ -408,7 +451,7 @@ static const preset presets[] = {
       .inter_node_bandwidth = 100 * GB,
       .peak_flops_fp4 = 15000 * TFLOPS,
       .host_bandwidth = APS_NVLINK_C2C_PER_GPU,
-      COMMON_FIELDS, BLACKWELL_ULTRA},
+      COMMON_FIELDS, BLACKWELL_ULTRA, GEMM_SHAPE(APS_SMS_B300)},
      "NVIDIA GB300 NVL72 datasheet (2025), per Blackwell Ultra GPU: FP8 5 "
      "PFLOPS and BF16 2.5 PFLOPS dense, FP32 80 TFLOPS, 288 GB HBM3e "
      "(279 GB usable) at 8 TB/s, NVLink 5 1.8 TB/s, FP4 15 PFLOPS dense; "
@@ -425,7 +468,7 @@ static const preset presets[] = {
       .intra_node_bandwidth = APS_IF_CDNA3,
       .inter_node_bandwidth = 50 * GB,
       .host_bandwidth = APS_PCIE_GEN5_X16,
-      CDNA3},
+      CDNA3, GEMM_SHAPE(APS_CUS_CDNA3)},
      "AMD CDNA 3 white paper (Table 2, MI300X specifications): BF16 "
      "1,307.4 TFLOPS dense (2,614.9 with sparsity), FP8 2,614.9 dense, FP32 "
      "vector 163.4, 192 GB HBM3 at 5.3 TB/s, 7 x16 Infinity Fabric links "
@@ -441,7 +484,7 @@ static const preset presets[] = {
       .intra_node_bandwidth = APS_IF_CDNA3,
       .inter_node_bandwidth = 50 * GB,
       .host_bandwidth = APS_PCIE_GEN5_X16,
-      CDNA3},
+      CDNA3, GEMM_SHAPE(APS_CUS_CDNA3)},
      "AMD CDNA 3 white paper (Table 2, MI325X specifications): BF16 "
      "1,307.4 TFLOPS dense (2,614.9 with sparsity), FP8 2,614.9 dense, FP32 "
      "vector 163.4, 256 GB HBM3E at 6.0 TB/s, 7 x16 Infinity Fabric links "
@@ -559,6 +602,38 @@ static aps_status validate_mesh(const aps_cluster *c, char *err, size_t n)
     return APS_OK;
 }
 
+/** The GEMM shape fields (src/core/gemm.c): k0 and the tile sizes >= 0
+ *  and finite, an SM count in [0, 2^20], a fixed time per GEMM in [0,
+ *  APS_MAX_HOST_SECONDS] (a kernel's, not a step's). */
+static aps_status gemm_validate(const aps_device *d, char *err, size_t n)
+{
+    struct { const char *f; double v, max; } g[] = {
+        {"gemm_half_dim", d->gemm_half_dim, 1e30},
+        {"gemm_tile_m", d->gemm_tile_m, 1e30},
+        {"gemm_tile_n", d->gemm_tile_n, 1e30},
+        {"gemm_fixed_seconds", d->gemm_fixed_seconds, APS_MAX_HOST_SECONDS},
+    };
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+        if (!(g[i].v >= 0 && g[i].v <= g[i].max)) {
+            aps_fmt(err, n, "cluster.device.%s: must be in [0, %g] (got %g)",
+                    g[i].f, g[i].max, g[i].v);
+            return APS_EINVAL;
+        }
+    }
+    if ((d->gemm_tile_m > 0) != (d->gemm_tile_n > 0)) {
+        aps_fmt(err, n, "cluster.device.gemm_tile_m, gemm_tile_n: both 0 (no "
+                "tile term) or both > 0 (got %g, %g)", d->gemm_tile_m,
+                d->gemm_tile_n);
+        return APS_EINVAL;
+    }
+    if (d->sm_count < 0 || d->sm_count > (INT64_C(1) << 20)) {
+        aps_fmt(err, n, "cluster.device.sm_count: must be in [0, 2^20] (got "
+                "%lld)", (long long)d->sm_count);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
 aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
 {
     if (c == NULL) {
@@ -589,11 +664,8 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
             return APS_EINVAL;
         }
     }
-    if (!(d->gemm_half_dim >= 0) || d->gemm_half_dim > 1e30) {
-        aps_fmt(err, n, "cluster.device.gemm_half_dim: must be >= 0 and "
-                "finite (got %g)", d->gemm_half_dim);
+    if (gemm_validate(d, err, n) != APS_OK)
         return APS_EINVAL;
-    }
     if (d->peak_flops_fp8 != 0 && !(d->peak_flops_fp8 >= APS_MIN_FLOPS)) {
         aps_fmt(err, n, "cluster.device.peak_flops_fp8: must be 0 (no fp8) "
                 "or >= %g (got %g)", APS_MIN_FLOPS, d->peak_flops_fp8);

@@ -207,8 +207,9 @@ static int l_device_presets(lua_State *L)
 /**
  * core.device_preset(name) -> device table (every aps_device field: name,
  * memory_bytes [B], peak_flops_* [FLOP/s], *_bandwidth [B/s], *_latency [s],
- * cuda_context_bytes, nccl_comm_bytes [B], efficiencies [fraction],
- * gemm_half_dim).  name is case-insensitive.  Raises on an unknown name,
+ * cuda_context_bytes, nccl_comm_bytes [B], efficiencies [fraction], the
+ * GEMM shape terms gemm_half_dim, gemm_tile_m, gemm_tile_n [elements],
+ * sm_count, gemm_fixed_seconds [s]).  name is case-insensitive.  Raises on an unknown name,
  * listing the known ones.
  */
 static int l_device_preset(lua_State *L)

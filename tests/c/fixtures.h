@@ -193,7 +193,8 @@ static inline void fx_gpt2_124m(aps_model *m)
  *  450e9 B/s per direction, NIC 50e9 B/s, 81559 MiB; see test_presets.c).
  *  The calibratable assumptions are pinned here so that re-tuning the
  *  preset defaults does not move the hand calculations of the tests:
- *  gemm_efficiency 0.75, gemm_half_dim 128, fp8_gemm_efficiency 0.60,
+ *  gemm_efficiency 0.75, gemm_half_dim (k0) 128 with no tile, wave or
+ *  fixed-time term (eta = 0.75 K / (K + 128)), fp8_gemm_efficiency 0.60,
  *  attention_efficiency 0.45 (flash and unfused), hbm_efficiency 0.80, collective_efficiency
  *  0.80, latencies 3e-6 s (NVLink) and 8e-6 s (IB), CUDA context 0.75 GiB,
  *  0.5e9 B per NCCL communicator.
@@ -206,6 +207,8 @@ static inline void fx_h100(aps_cluster *c, int64_t N)
     aps_device *d = &c->device;
     d->gemm_efficiency = 0.75;
     d->gemm_half_dim = 128.0;
+    d->gemm_tile_m = d->gemm_tile_n = 0.0; /* K / (K + 128) alone */
+    d->gemm_fixed_seconds = 0.0;
     d->fp8_gemm_efficiency = 0.60;
     d->attention_efficiency = 0.45;
     d->unfused_attention_efficiency = 0.45;

@@ -185,6 +185,23 @@ static void test_cluster_validate(void **state)
     fx_h100(&c, 16);
     c.device.inter_node_latency = -1e-6;
     expect_cluster_einval(&c, "inter_node_latency");
+    /* the GEMM shape terms (gemm.c): negative, NaN, one tile side without
+     * the other, a fixed time beyond a kernel's, a negative SM count */
+    fx_h100(&c, 16);
+    c.device.gemm_half_dim = -1.0;
+    expect_cluster_einval(&c, "gemm_half_dim: must be in [0,");
+    fx_h100(&c, 16);
+    c.device.gemm_tile_m = NAN;
+    expect_cluster_einval(&c, "gemm_tile_m");
+    fx_h100(&c, 16);
+    c.device.gemm_tile_m = 64.0;
+    expect_cluster_einval(&c, "gemm_tile_m, gemm_tile_n: both 0");
+    fx_h100(&c, 16);
+    c.device.gemm_fixed_seconds = 1.0;
+    expect_cluster_einval(&c, "gemm_fixed_seconds");
+    fx_h100(&c, 16);
+    c.device.sm_count = -1;
+    expect_cluster_einval(&c, "sm_count");
     /* values in the wrong unit: refused, never inf or NaN seconds */
     fx_h100(&c, 16);
     c.device.peak_flops_bf16 = 1e-310;
@@ -269,26 +286,30 @@ static void test_cluster_validate(void **state)
  * PCIe Gen5 x16 host link 63e9; one 400 Gb/s NIC -> 50e9.  Efficiencies:
  * the Hopper values times MI300X / H100 on one harness (Azure AI-
  * benchmarking-guide): fp8 GEMM 8192^3 (1159.23 / 2614.9) / (1290.1 /
- * 1978.9) = 0.68001, so gemm 0.659 x 0.68001 = 0.44813, fp8 0.749 x
- * 0.68001 = 0.50933; HBM triad (4.09 / 5.3) / (2.97 / 3.35) x 0.80 =
+ * 1978.9) = 0.68001, so gemm 0.638 x 0.68001 = 0.43385, fp8 0.689 x
+ * 0.68001 = 0.46853; HBM triad (4.09 / 5.3) / (2.97 / 3.35) x 0.80 =
  * 0.69635; RCCL all-reduce bus bandwidth 316.82 / 448 = 0.70719. */
-/* Blackwell's GEMM efficiencies: Hopper's fitted 0.659 (bf16) and 0.749
+/* Blackwell's GEMM efficiencies: Hopper's fitted 0.638 (bf16) and 0.689
  * (fp8) times the cuBLASLt fp8 8192^3 fraction measured on GB200 over the
  * one on H100 in the same harness, (2848.0 / 5000) / (1290.1 / 1978.9)
- * = 0.5696 / 0.651928 = 0.873716: 0.575779 and 0.654413.  Attention and
- * the half-size dimension stay Hopper's (GB300's attention doubled). */
+ * = 0.5696 / 0.651928 = 0.873716: 0.557431 and 0.601990.  Attention and
+ * the GEMM shape terms but the SM count stay Hopper's (GB300's attention
+ * doubled); the SMs: B200 and GB200 148, GB300 158. */
 static void test_preset_blackwell_gemm(void **state)
 {
     (void)state;
     aps_device h = preset("h100-sxm-80gb");
-    ASSERT_REL(h.gemm_efficiency, 0.659, REL);
-    ASSERT_REL(h.fp8_gemm_efficiency, 0.749, REL);
+    ASSERT_REL(h.gemm_efficiency, 0.638, REL);
+    ASSERT_REL(h.fp8_gemm_efficiency, 0.689, REL);
     const char *names[] = {"b200", "gb200", "gb300"};
     for (size_t i = 0; i < 3; i++) {
         aps_device b = preset(names[i]);
-        ASSERT_REL(b.gemm_efficiency, 0.659 * 0.873716, 1e-5);
-        ASSERT_REL(b.fp8_gemm_efficiency, 0.749 * 0.873716, 1e-5);
+        ASSERT_REL(b.gemm_efficiency, 0.638 * 0.873716, 1e-5);
+        ASSERT_REL(b.fp8_gemm_efficiency, 0.689 * 0.873716, 1e-5);
         ASSERT_DBL_EXACT(b.gemm_half_dim, h.gemm_half_dim);
+        ASSERT_DBL_EXACT(b.gemm_tile_m, h.gemm_tile_m);
+        ASSERT_DBL_EXACT(b.gemm_fixed_seconds, h.gemm_fixed_seconds);
+        assert_int_equal(b.sm_count, i == 2 ? 158 : 148);
         ASSERT_REL(b.attention_efficiency,
                    h.attention_efficiency * (i == 2 ? 2.0 : 1.0), REL);
     }
@@ -314,8 +335,10 @@ static void test_preset_cdna3(void **state)
     assert_int_equal(h.intra_node_links, 0);
     ASSERT_REL(x.inter_node_bandwidth, 400e9 / 8.0, REL);
     ASSERT_DBL_EXACT(x.host_bandwidth, 63e9);
-    ASSERT_REL(x.gemm_efficiency, 0.44813, 1e-4);
-    ASSERT_REL(x.fp8_gemm_efficiency, 0.50933, 1e-4);
+    ASSERT_REL(x.gemm_efficiency, 0.43385, 1e-4);
+    ASSERT_REL(x.fp8_gemm_efficiency, 0.46853, 1e-4);
+    assert_int_equal(x.sm_count, 304);
+    assert_int_equal(h.sm_count, 132);
     ASSERT_REL(x.hbm_efficiency, 0.69635, 1e-4);
     ASSERT_REL(x.collective_efficiency, 0.70719, 1e-4);
     ASSERT_DBL_EXACT(x.gemm_half_dim, h.gemm_half_dim);

@@ -108,6 +108,7 @@ describe("apsearch.core", function()
         "peak_flops_fp32", "hbm_bandwidth", "intra_node_bandwidth",
         "inter_node_bandwidth", "intra_node_latency", "inter_node_latency",
         "cuda_context_bytes", "nccl_comm_bytes", "gemm_efficiency", "gemm_half_dim",
+        "gemm_tile_m", "gemm_tile_n", "sm_count", "gemm_fixed_seconds",
         "fp8_gemm_efficiency", "attention_efficiency", "unfused_attention_efficiency",
         "hbm_efficiency",
         "collective_efficiency", "peak_flops_fp4", "host_bandwidth",

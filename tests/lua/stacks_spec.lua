@@ -248,8 +248,8 @@ describe("calibrate --group software", function()
   -- parameters, once as TorchTitan 2024 runs and once as TorchTitan 2025
   -- runs with different parameters; a third copy names software no stack
   -- matches and counts to the newest (2025).
-  local A = { gemm_efficiency = 0.55, gemm_half_dim = 800, attention_efficiency = 0.30 }
-  local B = { gemm_efficiency = 0.75, gemm_half_dim = 800, attention_efficiency = 0.30 }
+  local A = { gemm_efficiency = 0.55, attention_efficiency = 0.30 }
+  local B = { gemm_efficiency = 0.75, attention_efficiency = 0.30 }
 
   local function synthetic_csv()
     local src = validate.load(ROOT .. "/tests/fixtures/cases_mpt_h100.csv")

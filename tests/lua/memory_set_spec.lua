@@ -84,6 +84,37 @@ describe("public_memory_cases.csv", function()
     assert.are.equal("oom", rows.mb02.outcome)
     assert.are.equal("full_iteration", rows.mb02.cuda_graph_scope)
     assert.are.equal("ran", rows.mb01.outcome)
+    -- Megatron-Bridge PR 1348, commit '235b, 405b OOM resolve': Qwen3-235B
+    -- on 64 B200 with a2a overlap out of memory at VPP 2, fixed by VPP 4
+    r = rows.mq02
+    assert.are.equal("oom", r.outcome)
+    assert.are.equal("fp8", r.precision)
+    assert.are.equal("2", r.vpp_degree)
+    assert.are.equal("true", r.overlap_moe_expert_parallel_comm)
+    assert.are.equal("4", rows.mq04.vpp_degree)
+    assert.are.equal("ran", rows.mq04.outcome)
+    -- PR 3067: 'recompute mlp OOM for bf16, revert back to recompute mla_up_proj'
+    assert.are.equal("mlp", rows.md01.recompute_modules)
+    assert.are.equal("oom", rows.md01.outcome)
+    assert.are.equal("mla_up_proj", rows.md02.recompute_modules)
+    assert.are.equal("4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,1", rows.md01.pipeline_layout)
+    -- PR 5356: full-iteration graphs OOM on B200 'at every workable config
+    -- (TP1/EP8 and TP2/EP8, mbs4 and mbs2)'; the partial-graph recipe runs
+    for _, id in ipairs({ "mw01", "mw02", "mw03", "mw04" }) do
+      assert.are.equal("full_iteration", rows[id].cuda_graph_scope, id)
+      assert.are.equal("oom", rows[id].outcome, id)
+    end
+    assert.are.equal("2", rows.mw04.tp_degree)
+    assert.are.equal("2", rows.mw04.micro_batch_size)
+    assert.are.equal("attn+moe_router", rows.mw05.cuda_graph_scope)
+    -- PR 3107: Llama 3 70B SFT, TP 4 PP 4 VPP 5 with core_attn recompute
+    -- OOM (flaky), VPP 10 passed; the peaks the PR gives carry no kind
+    r = rows.ml01
+    assert.are.equal("oom", r.outcome)
+    assert.are.equal("5", r.vpp_degree)
+    assert.are.equal("core_attn", r.recompute_modules)
+    assert.are.equal("", rows.ml03.measured_mem_gib)
+    assert.are.equal("10", rows.ml03.vpp_degree)
   end)
 
   it("reads TorchTitan before 2025-09 as not saving the all-to-alls", function()
@@ -106,11 +137,12 @@ describe("public_memory_cases.csv", function()
       if r.outcome == "oom" then oom = oom + 1 end
     end
     assert.are.equal(64, measured)
-    assert.are.equal(14, oom)
+    assert.are.equal(23, oom)
     local res = validate.run(SET)
     assert.are.equal(0, res.summary.failed)
     assert.are.equal(64, res.summary.memory.count)
-    assert.are.equal(14, res.summary.fit_calls.oom.count)
+    assert.are.equal(23, res.summary.fit_calls.oom.count)
+    assert.are.equal(78, res.summary.fit_calls.ran.count)
   end)
 
   it("calls the twelve rows added after the fact (out of sample) as documented", function()
@@ -129,6 +161,39 @@ describe("public_memory_cases.csv", function()
     -- the score multiply's operand (moe.c) is 14.6 GiB of the estimate
     assert.is_true(math.abs(cases.tl06.error_pct.mem_gib) < 2.0, cases.tl06.error_pct.mem_gib)
     assert.is_true(cases.tt23.error_pct.mem_gib > 5.0)
+  end)
+
+  it("calls the seventeen Megatron-Bridge rows added after the fact (out of sample) as measured", function()
+    -- docs/accuracy.md, "Out of sample: seventeen Megatron-Bridge reports":
+    -- 9 of the 17 on the right side; 2 of the 9 out-of-memory runs, 7 of
+    -- the 8 trained runs. The wrong calls are asserted as apsearch makes
+    -- them, so a change that moves one shows here.
+    local cases = by_id(validate.run(SET).cases)
+    local called_oom = { mq01 = true, mq03 = true, md01 = true }
+    local ids = { "mq01", "mq02", "mq03", "mq04", "md01", "md02", "md03",
+                  "mw01", "mw02", "mw03", "mw04", "mw05", "ml01", "ml02", "ml03", "ml04", "ml05" }
+    for _, id in ipairs(ids) do
+      local c = cases[id]
+      assert.is_nil(c.error, id)
+      assert.are.equal(not called_oom[id], c.predicted.fits, id)
+    end
+    local function gib(id) return cases[id].predicted.mem_gib end
+    -- mq03 (trained) is called out of memory by under 1 %: 179.8 of 178.1 GiB
+    assert.is_true(gib("mq03") > cases.mq03.predicted.mem_limit_gib)
+    assert.is_true(gib("mq03") < 1.01 * cases.mq03.predicted.mem_limit_gib)
+    -- mq02 (fp8, out of memory) is estimated below the trained bf16 mq03
+    assert.is_true(gib("mq02") < gib("mq03"))
+    -- DeepSeek-V3: recomputing the 3 dense MLPs saves far less than the
+    -- MLA up projections of all 61 layers
+    assert.is_true(gib("md01") > gib("md02") + 25)
+    -- no CUDA graph pool is counted: the full-iteration run that ran out of
+    -- memory and the partial-graph run that trained get the same estimate
+    assert.are.equal(gib("mw01"), gib("mw05"))
+    -- the smallest full-iteration layout that ran out of memory is
+    -- estimated under half the B200's 178 GiB limit
+    assert.is_true(gib("mw04") < 0.5 * cases.mw04.predicted.mem_limit_gib)
+    -- Llama 3 70B SFT: VPP 10 (trained) is estimated below VPP 5 (OOM)
+    assert.is_true(gib("ml03") < gib("ml01"))
   end)
 end)
 
@@ -240,8 +305,8 @@ describe("validate: fit/no-fit against the reported outcome", function()
     assert.truthy(out:find("memory by kind: reserved 42, ", 1, true), out)
     assert.truthy(out:find("memory by family: dense 56, ", 1, true), out)
     -- the counts of the file; the calls are the estimate's
-    assert.truthy(out:find("fit/no%-fit: 70 runs that trained %(called fit %d+, out of memory %d+%), "
-      .. "14 runs reported out of memory %(called out of memory %d+, fit %d+%); on the wrong side: %d+"), out)
+    assert.truthy(out:find("fit/no%-fit: 78 runs that trained %(called fit %d+, out of memory %d+%), "
+      .. "23 runs reported out of memory %(called out of memory %d+, fit %d+%); on the wrong side: %d+"), out)
     assert.truthy(out:find("runs that trained but are estimated over the memory limit: %d+[^\n]*\n$"), out)
   end)
 end)

@@ -1043,7 +1043,7 @@ local function cmd_inspect(args)
     source = info.source
   else
     util.fail("inspect", "MODEL", "not a config.json path, a snapshot directory or a model preset (known: " ..
-      util.join(presets.model_names) .. ")", ref)
+      util.join(presets.all_model_names()) .. ")", ref)
   end
   local core = require "apsearch.core"
   local counts = core.model_params(model)

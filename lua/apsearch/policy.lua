@@ -83,6 +83,22 @@ local OUTPUT_FORMATS = { "table", "json", "csv" }
 --- Largest number of values one range may expand to.
 M.max_range_values = 100000
 
+--- The file names in the directory of `path` (its own directory part, else
+-- the current one): the candidates of a "did you mean" for a missing file.
+-- @tparam string path
+-- @treturn table array of names (empty when the directory cannot be read)
+function M.files_beside(path)
+  local dir = path:match("^(.*)/[^/]*$") or "."
+  local names = {}
+  local ok, iter, state = pcall(lfs.dir, dir == "" and "/" or dir)
+  if not ok then return names end
+  for f in iter, state do
+    if f ~= "." and f ~= ".." then names[#names + 1] = (dir == "." and "" or (dir .. "/")) .. f end
+  end
+  table.sort(names)
+  return names
+end
+
 local function pathish(s)
   return type(s) == "string" and (s:find("/", 1, true) ~= nil or s:match("%.json$") ~= nil
     or (lfs.attributes(s, "mode") == "directory" and not presets.is_model(s)))
@@ -477,8 +493,15 @@ function Norm:model(v)
       return m, (hf.config_path(ref)), i
     end
     if not presets.is_model(ref) then
-      self:fail(path, suggest.problem("unknown model preset", ref, presets.model_names) ..
-        " (known: " .. util.join(presets.model_names) .. "; or a path to a config.json)", ref)
+      -- a file name (an extension of letters: "qwen3-32b.jsn") that is not
+      -- there: said as a missing file, with the files beside it
+      if ref:match("%.%a+$") then
+        self:fail(path, suggest.problem("no such file (a model preset name or a config.json path)", ref,
+          M.files_beside(ref)), ref)
+      end
+      local all = presets.all_model_names()
+      self:fail(path, suggest.problem("unknown model preset", ref, all) ..
+        " (known: " .. util.join(all) .. "; or a path to a config.json)", ref)
     end
     local m, info = presets.model(ref)
     return m, info.source, { dropout = info.dropout, dropout_stated = info.dropout_stated }

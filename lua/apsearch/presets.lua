@@ -34,7 +34,28 @@ function M.is_model(name)
   if type(name) ~= "string" or name:find("[/\\]") or name:find("%.json$") then
     return false
   end
+  name = name:lower()
   return known[name] == true or util.file_exists(M.model_path(name))
+end
+
+--- Every name `--model` takes as a preset: M.model_names, then the other
+-- configs under `<root>/examples/models/` (each by its file name without
+-- `.json`), sorted.
+-- @treturn table array of names
+function M.all_model_names()
+  local names, extra = util.array(), {}
+  for _, n in ipairs(M.model_names) do names[#names + 1] = n end
+  local dir = util.join_path(util.root(), "examples/models")
+  local ok, iter, state = pcall(require("lfs").dir, dir)
+  if ok then
+    for f in iter, state do
+      local n = f:match("^(.+)%.json$")
+      if n and not known[n] and n == n:lower() then extra[#extra + 1] = n end
+    end
+  end
+  table.sort(extra)
+  for _, n in ipairs(extra) do names[#names + 1] = n end
+  return names
 end
 
 --- Loads a model preset.
@@ -49,19 +70,20 @@ function M.model(name)
   end
   local lname = name:lower()
   if not M.is_model(lname) then
-    util.fail("model", "preset", require("apsearch.suggest").problem("unknown model preset", name, M.model_names) .. " (known: " ..
-      util.join(M.model_names) .. ")", name)
+    local all = M.all_model_names()
+    util.fail("model", "preset", require("apsearch.suggest").problem("unknown model preset", name, all) ..
+      " (known: " .. util.join(all) .. ")", name)
   end
   local model, info = hf.load(M.model_path(lname), lname)
   info.preset = lname
   return model, info
 end
 
---- Lists the model presets with their sources.
+--- Lists the model presets with their sources (M.all_model_names).
 -- @treturn table array of `{name=, source=<path>}`
 function M.models()
   local list = util.array()
-  for _, n in ipairs(M.model_names) do
+  for _, n in ipairs(M.all_model_names()) do
     list[#list + 1] = { name = n, source = M.model_path(n) }
   end
   return list

@@ -126,12 +126,17 @@ describe("apsearch binary", function()
     it("lists presets and inspects models", function()
       local code, out = apsearch("presets")
       assert.are.equal(0, code)
-      assert.truthy(out:find("llama-3.1-405b   405,853,388,800", 1, true))
+      assert.truthy(out:find("llama%-3%.1%-405b%s+405,853,388,800"), out)
+      assert.truthy(out:find("gpt%-oss%-120b%s+116,829,156,672"), out) -- an example config, by its file name
       assert.truthy(out:find("h100-sxm-80gb", 1, true))
       local c2, j = apsearch("presets", "--format", "json")
       assert.are.equal(0, c2)
       local p = cjson.decode(j)
-      assert.are.equal(10, #p.models)   -- 7 dense, 3 MoE (examples/models)
+      -- the 10 presets, then every other config of examples/models
+      local files = 0
+      for f in require("lfs").dir(ROOT .. "/examples/models") do if f:match("%.json$") then files = files + 1 end end
+      assert.are.equal(files, #p.models)
+      assert.are.equal("llama-3.1-8b", p.models[1].name)
       assert.is_true(#p.devices >= 5)
       local c3, i = apsearch("inspect", "examples/models/mistral-7b-v0.1.json")
       assert.are.equal(0, c3)

@@ -20,6 +20,39 @@ local function norm(raw, opts)
   return policy.from_table(raw, "policy.lua", opts)
 end
 
+describe("model names", function()
+  it("takes a preset in any case, and every example config by its file name", function()
+    local raw = base()
+    raw.model = "Llama-3.1-8B"
+    assert.are.equal("llama-3.1-8b", norm(raw).model.name:lower())
+    raw.model = "GPT-OSS-20B"
+    assert.are.equal(24, norm(raw).model.num_layers) -- examples/models/gpt-oss-20b.json
+    local names = require("apsearch.presets").all_model_names()
+    assert.are.equal("llama-3.1-8b", names[1]) -- the presets first, then the examples
+    local seen = {}
+    for _, n in ipairs(names) do seen[n] = true end
+    assert.is_true(seen["gpt-oss-120b"] and seen["glm-4.5"] and seen["deepseek-v3"])
+  end)
+
+  it("says a file name that is not there is a missing file, with the files beside it", function()
+    local lfs = require "lfs"
+    local dir, here = tmpdir(), lfs.currentdir()
+    write(dir .. "/qwen3-32b.json", "{}")
+    local raw = base()
+    raw.model = "qwen3-32b.jsn"
+    assert(lfs.chdir(dir))
+    local ok, err = pcall(norm, raw)
+    assert(lfs.chdir(here))
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find('model: no such file (a model preset name or a config.json path); ' ..
+      'did you mean "qwen3-32b.json"?', 1, true), tostring(err))
+    raw.model = "llama3-70b"
+    err = err_of(norm, raw)
+    assert.truthy(err:find('unknown model preset; did you mean', 1, true), err)
+    assert.truthy(err:find('"llama-3.1-70b"', 1, true), err)
+  end)
+end)
+
 describe("policy validation", function()
   it("normalizes a minimal policy", function()
     local p = norm(base())

@@ -562,7 +562,7 @@ function M.render(c)
   -- what LlamaConfig has no key for (LLamaAttention: head_dim = hidden_size // num_heads;
   -- LlamaFeedForward: SwiGLU; LlamaRMSNorm; no MLP bias, no Q/K norm)
   if m.head_dim and m.num_attention_heads and m.head_dim * m.num_attention_heads ~= m.hidden_size then
-    N("NOT EXPRESSIBLE in MindFormers", string.format("head_dim %d x %d heads ~= hidden_size %d (LlamaConfig " ..
+    N("NOT EXPRESSIBLE in MindFormers", string.format("head_dim %d x %d heads != hidden_size %d (LlamaConfig " ..
       "derives head_dim = hidden_size // num_heads)", m.head_dim, m.num_attention_heads, m.hidden_size))
   end
   if m.mlp and m.mlp ~= "swiglu" then

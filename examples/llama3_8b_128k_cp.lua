@@ -19,7 +19,7 @@ return {
     tp_degree = { 1, 2, 4, 8 },
     sequence_parallel = { true },
     cp_degree = { 1, 2, 4, 8, 16, 32, 64 },
-    cp_comm_type = { "p2p", "all_gather" },
+    cp_comm_type = { "p2p", "all_gather", "a2a" },
     pp_degree = { 1, 2, 4 },
     layer_offset = { "balanced" },
     micro_batch_size = { 1 },

@@ -1,6 +1,7 @@
 -- Llama-3.1-8B at a 131,072-token sequence on 64 H100-SXM 80GB (8 nodes of
--- 8): long-context training needs context parallelism (ring attention or
--- the all-gather variant of Llama 3), each CP rank holding s / c tokens.
+-- 8): long-context training needs context parallelism (ring attention, the
+-- all-gather variant of Llama 3, or the all-to-all of Q, K, V and the output
+-- that scatters heads, a2a), each CP rank holding s / c tokens.
 --
 -- Try:  apsearch run examples/llama3_8b_128k_cp.lua --set cluster.nodes=1
 --       apsearch run examples/llama3_8b_128k_cp.lua --fix cp_degree=8
@@ -19,7 +20,7 @@ return {
     tp_degree = { 1, 2, 4, 8 },
     sequence_parallel = { true },
     cp_degree = { 1, 2, 4, 8, 16, 32, 64 },
-    cp_comm_type = { "p2p", "all_gather" },
+    cp_comm_type = { "p2p", "all_gather", "a2a" },
     pp_degree = { 1, 2, 4 },
     layer_offset = { "balanced" },
     micro_batch_size = { 1 },

@@ -39,6 +39,9 @@ const char *aps_framework_name(aps_framework f);
 /** pp_schedule value as policies spell it, e.g. "dualpipev"; "UNKNOWN" if
  *  out of range. */
 const char *aps_pp_schedule_name(aps_pp_schedule s);
+/** cp_comm_type value as policies spell it ("p2p", "all_gather", "a2a");
+ *  "UNKNOWN" if out of range. */
+const char *aps_cp_comm_name(aps_cp_comm c);
 /** pipeline_split value as policies spell it ("even", "embedding_loss",
  *  "deepspeed_type", "fill_last"; the rules are in pipeline.c
  *  split_rule); "UNKNOWN" if out of range. */
@@ -170,8 +173,11 @@ void aps_strategy_defaults(aps_strategy *s);
 aps_reason aps_check_degrees(const aps_strategy *s, char *msg, size_t n);
 aps_reason aps_check_tp(const aps_model *m, const aps_training *t,
                         const aps_strategy *s, char *msg, size_t n);
-aps_reason aps_check_cp(const aps_training *t, const aps_strategy *s,
-                        char *msg, size_t n);
+/** seq_length divisible by 2 * cp_degree (the load-balanced causal split);
+ *  with cp_comm_type a2a, the query heads and the query groups of a TP
+ *  rank divisible by cp_degree (TransformerEngine's a2a assertion). */
+aps_reason aps_check_cp(const aps_model *m, const aps_training *t,
+                        const aps_strategy *s, char *msg, size_t n);
 /** Stage partition (aps_stage_layers), vpp_degree > 1 only with
  *  pp_degree > 1, and the interleaved schedule's micro_batch_num
  *  divisible by pp_degree (megatron/core/pipeline_parallel/schedules.py). */

@@ -717,7 +717,11 @@ typedef enum {
 
 typedef enum {
     APS_CP_P2P = 0,      /**< ring attention, K/V chunks passed round a ring */
-    APS_CP_ALL_GATHER    /**< K/V all-gathered (Llama 3) */
+    APS_CP_ALL_GATHER,   /**< K/V all-gathered (Llama 3) */
+    APS_CP_A2A           /**< heads scattered, sequence gathered by all-to-alls
+                              of Q, K, V and O (DeepSpeed-Ulysses; TE
+                              AttnFuncWithCPAndQKVOA2A, Megatron
+                              --cp-comm-type a2a) */
 } aps_cp_comm;
 
 /**

@@ -209,6 +209,14 @@ end
 local DATA_ONLY = { fsdp = true }
 local NO_CP = { fsdp = true, deepspeed = true }
 
+--- How context parallelism exchanges K/V, per framework: Megatron-LM
+-- runs TransformerEngine's p2p (ring), all_gather and a2a (all-to-all of
+-- Q, K, V, O) (--cp-comm-type; context_parallel.py attn_forward_func_with_cp
+-- @ d0067d0d); TorchTitan's context parallelism is ring attention only
+-- (torchtitan/distributed/context_parallel/api.py @ b5bcd76c), the space's
+-- default p2p.
+M.CP_COMM = { megatron = { "p2p", "all_gather", "a2a" } }
+
 -- Megatron-LM's split rule (apsearch.space default_split) is even, else
 -- with the embedding and loss counted; a layer count odd with and without
 -- them (DeepSeek-V3's 61) splits over no power-of-two pipeline, so NVIDIA's
@@ -246,7 +254,7 @@ end
 -- (pairs the framework cannot run are filtered early by rules/framework.lua),
 -- the framework's ZeRO stages (M.ZERO), TP with SP inside an NVLink domain,
 -- PP with interleaving by the framework's split rule, CP for long
--- sequences, recompute none / selective / full (full only on the layers
+-- sequences with the framework's K/V exchanges (M.CP_COMM), recompute none / selective / full (full only on the layers
 -- memory needs, `recompute_num_layers = "auto"`), micro-batch sizes; for
 -- MoE models every expert-parallel degree that fits (the space's default)
 -- and expert TP up to the TP degrees.
@@ -259,6 +267,7 @@ function M.search_space(model, cluster, training)
   local n = cluster.num_devices or 1
   local seq = training.seq_length or M.seq_length(model)
   local single = DATA_ONLY[fw]
+  local cp = NO_CP[fw] and { 1 } or M.cp_degrees(seq, n)
   local space = {
     data_parallel = "auto",
     fsdp_degree = fsdp_degrees(fw, model, n),
@@ -266,7 +275,8 @@ function M.search_space(model, cluster, training)
     tp_degree = single and { 1 } or M.tp_degrees(cluster),
     pp_degree = single and { 1 } or M.pp_degrees(model, n),
     vpp_degree = single and { 1 } or M.VPP,
-    cp_degree = NO_CP[fw] and { 1 } or M.cp_degrees(seq, n),
+    cp_degree = cp,
+    cp_comm_type = #cp > 1 and M.CP_COMM[fw] or nil,
     layer_recompute = { "none", "selective", "full" },
     recompute_num_layers = { "auto" },
     micro_batch_size = M.MICRO_BATCH,

@@ -146,7 +146,13 @@ M.strategy = {
   reshard_after_forward = "bool", sequence_parallel = "bool",
   allow_idle_devices = "bool", balance_stages = "bool", auto_recompute = "bool",
   layer_recompute = enum("none", "selective", "full"),
-  cp_comm_type = enum("p2p", "all_gather"),
+  -- a2a+p2p (hierarchical: a2a inside, ring across) needs Megatron's
+  -- --hierarchical-context-parallel-sizes (megatron/training/arguments.py:
+  -- 583-585 @ d98e8a64), a second CP degree apsearch does not search
+  cp_comm_type = { enum = { "p2p", "all_gather", "a2a" }, refused = {
+    ["a2a+p2p"] = "a2a+p2p (hierarchical context parallelism) is not modelled: it needs " ..
+      "Megatron's --hierarchical-context-parallel-sizes, an inner all-to-all degree apsearch " ..
+      "does not search; use a2a or p2p" } },
   recompute_method = enum("block", "uniform"),
   pipeline_split = enum("even", "embedding_loss", "deepspeed_type", "fill_last"),
   pp_schedule = enum("1f1b", "interleaved_zero_bubble", "zbv_zero_bubble", "dualpipev"),
@@ -227,13 +233,15 @@ function M.resolve(fields, key)
 end
 
 --- Checks one value against a field kind, raising a one-line error.
--- @tparam string kind field kind (e.g. "posint", "bool", or `{enum=...}`)
+-- @tparam string kind field kind (e.g. "posint", "bool", or `{enum=...}`, whose optional
+-- `refused` maps a value the frameworks know but apsearch does not model to the reason)
 -- @param v the value
 -- @tparam function fail `fail(problem, got)` raising the error for this field
 -- @return the value, integers normalized to Lua integers
 function M.check_value(kind, v, fail)
   if type(kind) == "table" then
     for _, e in ipairs(kind.enum) do if v == e then return v end end
+    if kind.refused and kind.refused[v] then fail(kind.refused[v], v) end
     local problem = "expected one of " .. util.join(kind.enum)
     if type(v) == "string" then problem = require("apsearch.suggest").problem(problem, v, kind.enum) end
     fail(problem, v)

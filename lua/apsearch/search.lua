@@ -1115,7 +1115,7 @@ local NIL = {}
 -- cluster and training constants), src/core/check.c and
 -- src/core/pipeline.c aps_stage_layers: the keys of the caches of the
 -- fast path
-local TPCP_FIELDS = { "tp_degree", "sequence_parallel", "cp_degree" }
+local TPCP_FIELDS = { "tp_degree", "sequence_parallel", "cp_degree", "cp_comm_type" }
 local PP_FIELDS = { "vpp_degree", "pipeline_split", "pp_schedule", "stage_partition",
   "layer_offset", "balance_stages" }
 local DEVICES_FIELDS = { "tp_degree", "dp_degree", "fsdp_degree", "pp_degree", "cp_degree" }

@@ -41,7 +41,7 @@ aps_reason aps_check_degrees(const aps_strategy *s, char *msg, size_t n)
         return APS_REASON_INVALID_DEGREE;
     }
     if ((unsigned)s->layer_recompute > APS_RECOMPUTE_FULL ||
-        (unsigned)s->cp_comm_type > APS_CP_ALL_GATHER ||
+        (unsigned)s->cp_comm_type > APS_CP_A2A ||
         (unsigned)s->recompute_method > APS_RECOMPUTE_UNIFORM ||
         (unsigned)s->pipeline_split > APS_SPLIT_FILL_LAST ||
         (unsigned)s->pp_schedule > APS_PP_DUALPIPEV) {
@@ -115,8 +115,37 @@ aps_reason aps_check_tp(const aps_model *m, const aps_training *t,
     return APS_REASON_NONE;
 }
 
-aps_reason aps_check_cp(const aps_training *t, const aps_strategy *s,
-                        char *msg, size_t n)
+/** a2a scatters each TP rank's heads over the CP group: AttnFuncWithCPAnd
+ *  QKVOA2A asserts "cp_comm_type='a2a' requires num_heads % cp_size == 0
+ *  for Q, K, V" on the heads of a TP rank (transformer_engine/pytorch/
+ *  attention/dot_product_attention/context_parallel.py:4246-4249 @
+ *  d0067d0d; DotProductAttention passes a / t query heads and k / t query
+ *  groups, dot_product_attention.py:739, 1712-1713).  A TP degree that
+ *  does not divide the heads is aps_check_tp's. */
+static aps_reason check_cp_a2a_heads(const aps_model *m, const aps_strategy *s,
+                                     char *msg, size_t n)
+{
+    int64_t t = s->tp_degree, c = s->cp_degree;
+    struct { const char *f; int64_t v; } heads[] = {
+        {"num_attention_heads", m->num_attention_heads},
+        {"num_query_groups", m->num_query_groups},
+    };
+    for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
+        if (heads[i].v % t != 0 || (heads[i].v / t) % c == 0)
+            continue;
+        aps_fmt(msg, n, "cp_comm_type = a2a: %s / tp_degree = %lld / %lld = "
+                "%lld is not divisible by cp_degree = %lld (TransformerEngine "
+                "asserts \"cp_comm_type='a2a' requires num_heads %% cp_size == "
+                "0 for Q, K, V\", context_parallel.py)", heads[i].f,
+                (long long)heads[i].v, (long long)t, (long long)(heads[i].v / t),
+                (long long)c);
+        return APS_REASON_CP_DIVISIBILITY;
+    }
+    return APS_REASON_NONE;
+}
+
+aps_reason aps_check_cp(const aps_model *m, const aps_training *t,
+                        const aps_strategy *s, char *msg, size_t n)
 {
     aps_reason r0 = aps_check_degrees(s, msg, n);
     if (r0 != APS_REASON_NONE)
@@ -129,6 +158,8 @@ aps_reason aps_check_cp(const aps_training *t, const aps_strategy *s,
                 "= %lld", (long long)t->seq_length, (long long)(2 * c));
         return APS_REASON_CP_DIVISIBILITY;
     }
+    if (c > 1 && s->cp_comm_type == APS_CP_A2A)
+        return check_cp_a2a_heads(m, s, msg, n);
     return APS_REASON_NONE;
 }
 
@@ -378,6 +409,16 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
                     (long long)s->tp_degree, (long long)s->pp_degree);
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
         }
+        /* torchtitan/distributed/context_parallel/api.py @ b5bcd76c:
+         * PyTorch's context parallel attention (torch.distributed.tensor.
+         * experimental._attention), ring attention with a load balancer;
+         * no head-scattering all-to-all */
+        if (s->cp_degree > 1 && s->cp_comm_type == APS_CP_A2A) {
+            aps_fmt(msg, n, "fsdp2: cp_comm_type = a2a; TorchTitan's context "
+                    "parallelism is ring attention (PyTorch's context_parallel), "
+                    "with no all-to-all (Ulysses) mode");
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
         if (s->tp_degree > 1 && !s->sequence_parallel) {
             aps_fmt(msg, n, "fsdp2: TorchTitan's tensor parallelism "
                     "(tp_degree = %lld) is always sequence-parallel",
@@ -412,7 +453,8 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
         }
         if (s->cp_degree > 1) {
             aps_fmt(msg, n, "deepspeed: cp_degree = %lld; DeepSpeed has no "
-                    "ring or all-gather context parallelism",
+                    "ring or all-gather context parallelism, and its Ulysses "
+                    "all-to-all is not estimated for it",
                     (long long)s->cp_degree);
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
         }
@@ -469,9 +511,12 @@ static aps_reason check_megatron_fsdp2(const aps_model *m, const aps_training *t
  * attention_extras).  attn_forward_func_with_cp (transformer_engine/
  * pytorch/attention/dot_product_attention/context_parallel.py @ d0067d0d)
  * asserts "Context parallelism does not support sliding window attention
- * with cp_comm_type='p2p'" (l.5054-5060: a2a and all_gather only) and
+ * with cp_comm_type='p2p'" (l.5057-5060: a2a and all_gather only),
  * "Context parallelism only supports softmax_type='learnable' with
- * cp_comm_type = 'a2a'" (l.5065-5067), a type apsearch does not model. */
+ * FusedAttention backend" (l.5062-5064) and "... with cp_comm_type =
+ * 'a2a'" (l.5065-5067); get_attention_backend (utils.py:1272-1281 @
+ * d0067d0d) disables FusedAttention under a2a when the heads or the query
+ * groups of a TP rank are odd, so sinks need both even. */
 static aps_reason check_megatron_cp_attention(const aps_model *m,
                                               const aps_training *t,
                                               const aps_strategy *s,
@@ -484,15 +529,30 @@ static aps_reason check_megatron_cp_attention(const aps_model *m,
                 "a %lld-token sliding window: TransformerEngine asserts "
                 "\"Context parallelism does not support sliding window "
                 "attention with cp_comm_type='p2p'\" (context_parallel.py); "
-                "use all_gather", (long long)s->cp_degree,
+                "use a2a or all_gather", (long long)s->cp_degree,
                 (long long)m->sliding_window);
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
-    if (m->attention_sinks) {
-        aps_fmt(msg, n, "megatron: cp_degree = %lld with attention sinks "
-                "(--softmax-type learnable): TransformerEngine's context "
-                "parallelism runs them with cp_comm_type = 'a2a' only "
-                "(context_parallel.py)", (long long)s->cp_degree);
+    if (!m->attention_sinks)
+        return APS_REASON_NONE;
+    if (s->cp_comm_type != APS_CP_A2A) {
+        aps_fmt(msg, n, "megatron: cp_degree = %lld, cp_comm_type = %s with "
+                "attention sinks (--softmax-type learnable): TransformerEngine "
+                "asserts \"Context parallelism only supports softmax_type="
+                "'learnable' with cp_comm_type = 'a2a'\" (context_parallel.py)"
+                "; use a2a", (long long)s->cp_degree,
+                aps_cp_comm_name(s->cp_comm_type));
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    int64_t ah = m->num_attention_heads / s->tp_degree;
+    int64_t kh = m->num_query_groups / s->tp_degree;
+    if (ah % 2 != 0 || kh % 2 != 0) {
+        aps_fmt(msg, n, "megatron: cp_comm_type = a2a with attention sinks "
+                "and %lld heads, %lld query groups per TP rank: "
+                "TransformerEngine's FusedAttention needs both even under a2a "
+                "(utils.py get_attention_backend) and sinks need "
+                "FusedAttention under CP (context_parallel.py)",
+                (long long)ah, (long long)kh);
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
     return APS_REASON_NONE;
@@ -559,7 +619,7 @@ aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
     if ((r = aps_check_degrees(s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_zero(s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_tp(m, t, s, msg, n)) != APS_REASON_NONE) return r;
-    if ((r = aps_check_cp(t, s, msg, n)) != APS_REASON_NONE) return r;
+    if ((r = aps_check_cp(m, t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_batch(t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_pp(m, t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_devices(c, s, msg, n)) != APS_REASON_NONE) return r;

@@ -318,17 +318,62 @@ static void layer_tp(const aps_cluster *c, const aps_training *t,
     out->tp_bwd = x->w.blocks * one;
 }
 
+/** Time of one all-to-all of a tensor of `elems` bf16 elements per rank
+ *  over the CP group (c ranks tp apart), split evenly over its members
+ *  (own share stays): aps_group_alltoall_time with the share to members
+ *  of the sender's NVLink domain and the share to the others. */
+static double cp_alltoall(const aps_cluster *c, const aps_strategy *s,
+                          double elems)
+{
+    double bytes = APS_ACT_BYTES * elems, n = (double)s->cp_degree;
+    int64_t gd = aps_group_domain_members(c, s->tp_degree, s->cp_degree);
+    if (gd >= s->cp_degree)
+        return aps_group_alltoall_time(c, s->tp_degree, s->cp_degree, bytes,
+                                       0.0);
+    return aps_group_alltoall_time(c, s->tp_degree, s->cp_degree,
+                                   bytes * ((double)gd - 1.0) / n,
+                                   bytes * (n - (double)gd) / n);
+}
+
+/** CP a2a (DeepSpeed-Ulysses, Jacobs et al. 2023 arXiv:2309.14509), as
+ *  TransformerEngine runs it (AttnFuncWithCPAndQKVOA2A, transformer_engine/
+ *  pytorch/attention/dot_product_attention/context_parallel.py @ d0067d0d):
+ *  forward, one all_to_all_single each of Q, K, V (l.4339, [b, s/c, h, d]
+ *  -> [b, s, h/c, d]) and of the output (l.4485); backward, of dO
+ *  (l.4677) and of dQ, dK, dV (l.4837).  Each rank sends its whole local
+ *  tensor, b s/c tokens of a/t (Q, O) or k/t (K, V) heads of d.
+ *  flash_attn_a2a_communicate (l.387-536) overlaps a tensor's all-to-all
+ *  with the previous one's reordering only, and the current stream waits
+ *  for cp_stream (l.535) before the attention: all exposed.  The learnable
+ *  softmax offset is split locally and its gradient all-gathered
+ *  ([1, h, 1, 1], l.539-585): negligible.  The attention itself runs over the full sequence for
+ *  a/(t c) heads, the same FLOPs as layer_attention's b s/c queries of a/t
+ *  heads, and every rank gets the same causal mask: balanced. */
+static void layer_cp_a2a(const aps_cluster *c, const aps_strategy *s,
+                         const layer_shape *x, aps_layer_cost *out)
+{
+    double per_head = x->b * x->sl * x->dh / x->tp;  /* elements per head */
+    double q = cp_alltoall(c, s, x->a * per_head);   /* Q, O, dO, dQ */
+    double kv = cp_alltoall(c, s, x->k * per_head);  /* K, V, dK, dV */
+    out->cp_fwd = 2.0 * q + 2.0 * kv;
+    out->cp_bwd = out->cp_fwd;
+}
+
 /** CP: ring attention passes each rank's K,V chunk round the ring, c-1
  *  steps forward and twice that (K,V and dK,dV) backward (Liu et al.
  *  2023, Ring Attention; Megatron context_parallel).  All-gather variant:
  *  gather K,V forward, reduce-scatter dK,dV backward (Llama 3, Dubey et
- *  al. 2024 s.3.3.2). */
+ *  al. 2024 s.3.3.2).  a2a: layer_cp_a2a. */
 static void layer_cp(const aps_cluster *c, const aps_strategy *s,
                      const layer_shape *x, aps_layer_cost *out)
 {
     out->cp_fwd = out->cp_bwd = 0.0;
     if (s->cp_degree <= 1)
         return;
+    if (s->cp_comm_type == APS_CP_A2A) {
+        layer_cp_a2a(c, s, x, out);
+        return;
+    }
     double bw, alpha;
     bool gather = s->cp_comm_type == APS_CP_ALL_GATHER;
     if (gather)

@@ -411,16 +411,41 @@ static double dp_buffers(const aps_training *t, const aps_dp_plan *plan)
     return bytes;
 }
 
+/** CP buffers of one rank, bytes (bf16): ring, the K/V chunks in flight
+ *  (2) and their dK, dV; all-gather, the whole sequence's K/V and their
+ *  gradients; a2a, the contiguous send copies of Q, K, V and the
+ *  all-to-all's receive buffers (flash_attn_a2a_communicate, context_
+ *  parallel.py:425, 473 @ d0067d0d: movedim(...).contiguous() and
+ *  torch.empty_like), b s/c tokens of (a + 2k)/t heads each, the backward's
+ *  dQ, dK, dV as large and not at the same time.  The received Q, K, V
+ *  and the output are what the attention saves for its backward (l.4536-
+ *  4576), as many elements as the p2p path's local Q, K, V, O: counted
+ *  with the activations, not here. */
+static double cp_buffers(const aps_model *m, const aps_training *t,
+                         const aps_strategy *s, const aps_layout *lay)
+{
+    double A = APS_ACT_BYTES, tp = (double)lay->t;
+    double sl = (double)lay->s_local, b = (double)lay->b;
+    double d = (double)m->head_dim, k = (double)m->num_query_groups;
+    if (s->cp_comm_type == APS_CP_A2A)
+        return 2.0 * A * b * sl * ((double)m->num_attention_heads + 2.0 * k) *
+               d / tp;
+    double kv = 2.0 * A * b * k * d / tp;          /* K and V per token */
+    double chunk = s->cp_comm_type == APS_CP_ALL_GATHER
+                       ? kv * (double)t->seq_length       /* gathered */
+                       : 2.0 * kv * sl;                   /* 2 in flight */
+    return 2.0 * chunk; /* + dK, dV in backward */
+}
+
 /** Communication buffers of rank i into mem: TP with SP, the gathered
  *  full-sequence input of a linear; FSDP or DP buffers; PP, send and
- *  receive buffers per neighbour; CP, the K/V chunks in flight (ring: 2;
- *  all-gather: the whole sequence) and their gradients. */
+ *  receive buffers per neighbour; CP, cp_buffers. */
 static void comm_buffers(const aps_model *m, const aps_training *t,
                          const aps_strategy *s, const aps_layout *lay,
                          const aps_dp_plan *plan, int64_t i, double psi,
                          double *mem)
 {
-    double A = APS_ACT_BYTES, tp = (double)lay->t;
+    double A = APS_ACT_BYTES;
     double sl = (double)lay->s_local, b = (double)lay->b;
     if (lay->t > 1 && s->sequence_parallel)
         mem[APS_MEM_COMM_TP] = A * sl * b * (double)m->hidden_size;
@@ -433,14 +458,8 @@ static void comm_buffers(const aps_model *m, const aps_training *t,
         mem[APS_MEM_COMM_PP] =
             neighbours * 2.0 * A * hidden_bytes_rep(m, s, lay);
     }
-    if (lay->c > 1) {
-        double kv = 2.0 * A * b * (double)m->num_query_groups *
-                    (double)m->head_dim / tp;      /* K and V per token */
-        double chunk = s->cp_comm_type == APS_CP_ALL_GATHER
-                           ? kv * (double)t->seq_length       /* gathered */
-                           : 2.0 * kv * sl;                   /* 2 in flight */
-        mem[APS_MEM_COMM_CP] = 2.0 * chunk; /* + dK, dV in backward */
-    }
+    if (lay->c > 1)
+        mem[APS_MEM_COMM_CP] = cp_buffers(m, t, s, lay);
 }
 
 static void allocator_peaks(const aps_cluster *c, const aps_training *t,

@@ -176,6 +176,19 @@ const char *aps_pp_schedule_name(aps_pp_schedule s)
     return pp_schedule_names[s];
 }
 
+static const char *const cp_comm_names[] = {
+    [APS_CP_P2P] = "p2p",
+    [APS_CP_ALL_GATHER] = "all_gather",
+    [APS_CP_A2A] = "a2a",
+};
+
+const char *aps_cp_comm_name(aps_cp_comm c)
+{
+    if ((unsigned)c >= sizeof cp_comm_names / sizeof cp_comm_names[0])
+        return "UNKNOWN";
+    return cp_comm_names[c];
+}
+
 static const char *const pipeline_split_names[] = {
     [APS_SPLIT_EVEN] = "even",
     [APS_SPLIT_EMBEDDING_LOSS] = "embedding_loss",

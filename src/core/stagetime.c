@@ -205,8 +205,10 @@ static void stage_moe(const aps_training *t, const aps_moe_stage_cost *mo,
 }
 
 /** CP communication of rank i: the ring's K/V passing hidden behind each
- *  chunk's attention (exposed where longer), the all-gather variant
- *  exposed in full; recomputed layers repeat the forward's. */
+ *  chunk's attention (exposed where longer), the all-gather and a2a
+ *  variants exposed in full (their collectives finish before the
+ *  attention starts: compute.c layer_cp, layer_cp_a2a); recomputed layers
+ *  repeat the forward's. */
 static void stage_cp(const aps_training *t, const aps_strategy *s,
                      const aps_layout *lay, const aps_layer_cost *lc,
                      int64_t i, aps_stage_time *st)

@@ -106,8 +106,9 @@ APSL_ENUM(enum_pp_schedule, "1f1b, interleaved_zero_bubble, zbv_zero_bubble, dua
 APSL_ENUM(enum_dispatcher, "alltoall, allgather, flex",
           {"alltoall", APS_MOE_ALLTOALL}, {"allgather", APS_MOE_ALLGATHER},
           {"flex", APS_MOE_FLEX});
-APSL_ENUM(enum_cp_comm, "p2p, all_gather",
-          {"p2p", APS_CP_P2P}, {"all_gather", APS_CP_ALL_GATHER});
+APSL_ENUM(enum_cp_comm, "p2p, all_gather, a2a",
+          {"p2p", APS_CP_P2P}, {"all_gather", APS_CP_ALL_GATHER},
+          {"a2a", APS_CP_A2A});
 
 static const char *enum_name(const apsl_enum *e, int v)
 {

@@ -638,7 +638,7 @@ static int ctx_check(lua_State *L)
     switch (which) {
     case 0: r = aps_check_degrees(&s, msg, n); break;
     case 1: r = aps_check_tp(&ctx->model, &ctx->training, &s, msg, n); break;
-    case 2: r = aps_check_cp(&ctx->training, &s, msg, n); break;
+    case 2: r = aps_check_cp(&ctx->model, &ctx->training, &s, msg, n); break;
     case 3: r = aps_check_pp(&ctx->model, &ctx->training, &s, msg, n); break;
     case 4: r = aps_check_batch(&ctx->training, &s, msg, n); break;
     case 5: r = aps_check_devices(&ctx->cluster, &s, msg, n); break;

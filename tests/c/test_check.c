@@ -252,18 +252,19 @@ static void test_cp_divisibility(void **state)
     setup(&x, 2, 1);
     x.t.seq_length = 4098;
     x.s.cp_degree = 2;
-    ASSERT_REASON(aps_check_cp(&x.t, &x.s, x.msg, sizeof x.msg),
+    ASSERT_REASON(aps_check_cp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
                   APS_REASON_CP_DIVISIBILITY, x.msg);
     x.t.seq_length = 4096;
     ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
 }
 
 /* Megatron's CP runs in TransformerEngine, whose attn_forward_func_with_cp
- * (context_parallel.py @ d0067d0d) asserts no sliding window with
- * cp_comm_type p2p: Mistral-7B's 4096-token window over cp 2 p2p is
- * refused with that reason (on every layer, and on some), all_gather
- * runs, and TorchTitan's CP (no TransformerEngine) is not refused; with
- * attention sinks TE asserts cp_comm_type a2a, which apsearch lacks. */
+ * (context_parallel.py:5057-5067 @ d0067d0d) asserts no sliding window
+ * with cp_comm_type p2p (a2a and all_gather only) and attention sinks
+ * with a2a only: Mistral-7B's 4096-token window over cp 2 p2p is refused
+ * with that reason (on every layer, and on some), all_gather and a2a run,
+ * and TorchTitan's CP (no TransformerEngine) is not refused; sinks are
+ * refused under all_gather and p2p and run under a2a. */
 static void test_cp_p2p_sliding_window(void **state)
 {
     (void)state;
@@ -277,12 +278,15 @@ static void test_cp_p2p_sliding_window(void **state)
     ASSERT_HAS(x.msg, "megatron: cp_degree = 2, cp_comm_type = p2p with a "
                "4096-token sliding window");
     ASSERT_HAS(x.msg, "does not support sliding window attention with "
-               "cp_comm_type='p2p'\" (context_parallel.py); use all_gather");
+               "cp_comm_type='p2p'\" (context_parallel.py); use a2a or "
+               "all_gather");
     expect_run_reason(&x, APS_REASON_FRAMEWORK_UNSUPPORTED);
     x.m.sliding_window_layers = 16;
     x.m.sliding_window_period = 2;
     ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
     x.s.cp_comm_type = APS_CP_ALL_GATHER;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    x.s.cp_comm_type = APS_CP_A2A;
     ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
     x.s.cp_comm_type = APS_CP_P2P;
     x.t.framework = APS_FW_FSDP2;
@@ -292,15 +296,80 @@ static void test_cp_p2p_sliding_window(void **state)
     x.m.sliding_window_layers = 0;
     x.m.sliding_window_period = 0;
     ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
-    /* attention sinks (--softmax-type learnable): a2a only, any CP here */
+    /* attention sinks (--softmax-type learnable): a2a only */
     x.m.attention_sinks = true;
+    ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
     x.s.cp_comm_type = APS_CP_ALL_GATHER;
     ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
-    ASSERT_HAS(x.msg, "megatron: cp_degree = 2 with attention sinks");
-    ASSERT_HAS(x.msg, "cp_comm_type = 'a2a' only");
+    ASSERT_HAS(x.msg, "megatron: cp_degree = 2, cp_comm_type = all_gather "
+               "with attention sinks (--softmax-type learnable)");
+    ASSERT_HAS(x.msg, "with cp_comm_type = 'a2a'\" (context_parallel.py); "
+               "use a2a");
+    x.s.cp_comm_type = APS_CP_A2A;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
     x.s.cp_degree = 1;
     x.s.dp_degree = 2;
     x.t.global_batch_size = 2;
+    x.s.cp_comm_type = APS_CP_P2P;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+}
+
+/* a2a scatters a TP rank's heads over the CP group: TransformerEngine
+ * asserts num_heads % cp_size == 0 for Q and for K, V (context_parallel.py:
+ * 4246 @ d0067d0d).  Llama-3.1-8B (a = 32, k = 8) on 16 GPUs: tp 1 cp 16
+ * gives 8 query groups over 16 ranks; tp 2 cp 8, 4 over 8; tp 1 cp 8 runs.
+ * Qwen2.5-7B (a = 28, k = 4): tp 1 cp 8, 28 query heads over 8.  Sinks
+ * under a2a need FusedAttention, which utils.py:1272 turns off for odd
+ * heads or groups per TP rank: a = 24, k = 3, tp 1, cp 3 (seq 6144,
+ * divisible by 2 c = 6) passes the head check and is refused there.
+ * TorchTitan has no a2a CP. */
+static void test_cp_a2a_heads(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 16, 1);
+    x.s.cp_comm_type = APS_CP_A2A;
+    x.s.cp_degree = 16;
+    ASSERT_REASON(all(&x), APS_REASON_CP_DIVISIBILITY, x.msg);
+    ASSERT_HAS(x.msg, "cp_comm_type = a2a: num_query_groups / tp_degree = "
+               "8 / 1 = 8 is not divisible by cp_degree = 16 "
+               "(TransformerEngine asserts \"cp_comm_type='a2a' requires "
+               "num_heads % cp_size == 0 for Q, K, V\", context_parallel.py)");
+    expect_run_reason(&x, APS_REASON_CP_DIVISIBILITY);
+    x.s.tp_degree = 2;
+    x.s.cp_degree = 8;
+    ASSERT_REASON(all(&x), APS_REASON_CP_DIVISIBILITY, x.msg);
+    ASSERT_HAS(x.msg, "num_query_groups / tp_degree = 8 / 2 = 4 is not "
+               "divisible by cp_degree = 8");
+    x.s.cp_comm_type = APS_CP_P2P;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    setup(&x, 8, 1);
+    x.s.cp_comm_type = APS_CP_A2A;
+    x.s.cp_degree = 8;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    x.t.framework = APS_FW_FSDP2;
+    ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
+    ASSERT_HAS(x.msg, "fsdp2: cp_comm_type = a2a; TorchTitan's context "
+               "parallelism is ring attention");
+    setup(&x, 8, 1);
+    fx_qwen25_7b(&x.m);
+    x.s.cp_comm_type = APS_CP_A2A;
+    x.s.cp_degree = 8;
+    ASSERT_REASON(all(&x), APS_REASON_CP_DIVISIBILITY, x.msg);
+    ASSERT_HAS(x.msg, "num_attention_heads / tp_degree = 28 / 1 = 28 is "
+               "not divisible by cp_degree = 8");
+    setup(&x, 3, 1);
+    x.t.seq_length = 6144;
+    x.m.num_attention_heads = 24;
+    x.m.num_query_groups = 3;
+    x.m.head_dim = 128;
+    x.m.attention_sinks = true;
+    x.s.cp_comm_type = APS_CP_A2A;
+    x.s.cp_degree = 3;
+    ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
+    ASSERT_HAS(x.msg, "megatron: cp_comm_type = a2a with attention sinks and "
+               "24 heads, 3 query groups per TP rank");
+    x.m.attention_sinks = false;
     ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
 }
 
@@ -562,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_ap_ft_06_hsdp_invalid),
         cmocka_unit_test(test_cp_divisibility),
         cmocka_unit_test(test_cp_p2p_sliding_window),
+        cmocka_unit_test(test_cp_a2a_heads),
         cmocka_unit_test(test_zero_stage_invalid),
         cmocka_unit_test(test_invalid_degree),
         cmocka_unit_test(test_vpp_invalid),

@@ -313,6 +313,60 @@ static void test_compute_cp_allgather(void **state)
     ASSERT_REL(e.perf_exposed[APS_PERF_CP_COMM], 32.0 * 3.0 * ag, REL);
 }
 
+/* CP a2a (DeepSpeed-Ulysses, TransformerEngine AttnFuncWithCPAndQKVOA2A):
+ * per layer forward, all-to-alls of Q, K, V and O; backward, of dO, dQ,
+ * dK, dV; each rank sends its whole local tensor, b s/c tokens x heads/t x
+ * d x 2 B, and keeps 1/c of it; all exposed.  One all-to-all in one
+ * NVLink domain: (c-1)/c x bytes / bw + (c-1) alpha.
+ * Llama-3.1-8B (a 32, k 8, d 128), s 8192, b 1, c 2 on 2 H100 (NVLink
+ * 360e9 B/s, 3e-6 s): s/c = 4096 tokens;
+ *   Q, O: 4096 x 32 x 128 x 2 = 33,554,432 B -> T_q = 16,777,216 / 360e9
+ *         + 3e-6 = 4.96034e-5 s;
+ *   K, V: 4096 x 8 x 128 x 2 = 8,388,608 B -> T_kv = 4,194,304 / 360e9
+ *         + 3e-6 = 1.465084e-5 s;
+ *   per layer 2 (T_q + T_kv) each way: 2.570170e-4 s; 32 layers.
+ * Buffers: send copies + receive buffers of Q, K, V, 2 x 2 x 4096 x
+ *   (32 + 16) x 128 = 100,663,296 B.
+ * Across nodes, Llama-2-7B (a = k = 32), s 4096, c 16 on 2 hosts of 8:
+ * 256 tokens a rank, every tensor 256 x 32 x 128 x 2 = 2,097,152 B, of
+ * which 8/16 leave the host through the rank's NIC (40e9 B/s) and 7/16
+ * stay on NVLink: max(1,048,576 / 40e9, 917,504 / 360e9) + 15 x 8e-6 =
+ * 1.462144e-4 s per all-to-all, 8 a layer, 32 layers. */
+static void test_compute_cp_a2a(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    setup(&m, &c, &t, &s);
+    fx_h100(&c, 2);
+    fx_training(&t, 1, 8192);
+    s.cp_degree = 2;
+    s.cp_comm_type = APS_CP_A2A;
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    double tq = 16777216.0 / 360e9 + 3e-6, tkv = 4194304.0 / 360e9 + 3e-6;
+    ASSERT_REL(tq, 4.96034e-5, 1e-5);
+    ASSERT_REL(tkv, 1.465084e-5, 1e-5);
+    double layer = 2.0 * (2.0 * tq + 2.0 * tkv);
+    ASSERT_REL(layer, 2.570170e-4, 1e-5);
+    ASSERT_REL(e.perf_total[APS_PERF_CP_COMM], 32.0 * layer, REL);
+    ASSERT_REL(e.perf_exposed[APS_PERF_CP_COMM], 32.0 * layer, REL);
+    ASSERT_REL(e.mem[APS_MEM_COMM_CP], 100663296.0, REL);
+
+    fx_llama2_7b(&m);
+    fx_h100(&c, 16);
+    fx_training(&t, 1, 4096);
+    s.cp_degree = 16;
+    fx_run(&m, &c, &t, &s, &e);
+    /* unsharded 7B states exceed 80 GB; the step is estimated all the same */
+    ASSERT_REASON(e.reason, APS_REASON_MEMORY_LIMIT, e.reason_msg);
+    double one = 1048576.0 / 40e9 + 15.0 * 8e-6;
+    ASSERT_REL(one, 1.462144e-4, 1e-6);
+    ASSERT_REL(e.perf_total[APS_PERF_CP_COMM], 32.0 * 8.0 * one, REL);
+}
+
 /* Sliding window (Longformer s.3.1; FlashAttention-2 window_size): with a
  * window w = 1024 on all 32 layers at s = 4096 a query attends on average
  * w - w^2 / (2 s) = 1024 - 128 = 896 keys instead of s/2 = 2048, so the
@@ -438,6 +492,7 @@ int main(void)
         cmocka_unit_test(test_compute_qk_norm),
         cmocka_unit_test(test_compute_cp_ring_overlap),
         cmocka_unit_test(test_compute_cp_allgather),
+        cmocka_unit_test(test_compute_cp_a2a),
         cmocka_unit_test(test_compute_sliding_window),
         cmocka_unit_test(test_compute_chunked_attention),
         cmocka_unit_test(test_compute_block_scaled_casts),

@@ -239,7 +239,7 @@ describe("apsearch.core", function()
         'strategy.layer_recompute: unknown value "some" (expected none, selective, full)',
         err_of(ctx.evaluate, ctx, { layer_recompute = "some" }))
       assert.are.equal(
-        'strategy.cp_comm_type: unknown value "ring" (expected p2p, all_gather)',
+        'strategy.cp_comm_type: unknown value "ring" (expected p2p, all_gather, a2a)',
         err_of(ctx.evaluate, ctx, { cp_comm_type = "ring" }))
       assert.matches("^strategy%.tp_degree: out of range",
         err_of(ctx.evaluate, ctx, { tp_degree = 1 << 40 }))

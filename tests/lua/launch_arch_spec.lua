@@ -83,6 +83,28 @@ describe("Megatron-LM model architecture flags (issue 25)", function()
     assert.are.same({}, not_written(notes))
   end)
 
+  it("gpt-oss-20b under CP: sinks and window with --cp-comm-type a2a; p2p and all_gather refused", function()
+    -- TransformerEngine (context_parallel.py:5057-5067 @ d0067d0d): a
+    -- window needs a2a or all_gather, learnable softmax a2a; 64 heads and
+    -- 8 query groups over cp 2 divide
+    local strat = { dp_degree = 4, cp_degree = 2, cp_comm_type = "a2a", zero_stage = 1,
+      micro_batch_size = 1, layer_recompute = "full" }
+    local flags = script(path("gpt-oss-20b"), strat)
+    has(flags, { ["--context-parallel-size"] = "2", ["--cp-comm-type"] = "a2a",
+      ["--softmax-type"] = "learnable", ["--window-size"] = "127,0" })
+    local p = policy.from_table({ model = path("gpt-oss-20b"), cluster = { device = "h100-sxm-80gb",
+      nodes = 1, devices_per_node = 8 }, training = { global_batch_size = 64, seq_length = 4096,
+      framework = "megatron" } }, ROOT .. "/examples/x.lua")
+    local ctx = search.context(p)
+    for _, comm in ipairs({ "p2p", "all_gather" }) do
+      strat.cp_comm_type = comm
+      local ok, code, msg = ctx:check("all", strat)
+      assert.is_false(ok)
+      assert.are.equal("FRAMEWORK_UNSUPPORTED", code)
+      assert.truthy(msg:find("cp_comm_type = " .. comm, 1, true), msg)
+    end
+  end)
+
   it("gemma-3-1b: quick GeGLU for GeGLU (NOT WRITTEN), window 511 on 5 of 6 layers, per-head QK norm", function()
     local flags, notes = script(load("gemma-3-1b-pt"))
     has(flags, { ["--quick-geglu"] = true, ["--window-size"] = "511,0", ["--window-attn-skip-freq"] = "6",

@@ -749,6 +749,37 @@ describe("launch configs", function()
     assert.is_true(hsdp + fsdp > 0)
   end)
 
+  it("write all-to-all CP as Megatron's --cp-comm-type a2a, MindFormers ulysses_cp; TorchTitan cannot", function()
+    -- Llama-3.1-8B (8 query groups) on 8 H100, tp 2 x pp 2 x cp 2: 4 groups a TP rank over 2
+    local tbl = { model = "llama-3.1-8b", cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+      training = { global_batch_size = 8, seq_length = 65536, framework = "megatron" }, top_k = 1 }
+    local strat = { tp_degree = 2, pp_degree = 2, cp_degree = 2, cp_comm_type = "a2a", micro_batch_size = 1,
+      layer_recompute = "full" }
+    local r, est = estimated(tbl, strat)
+    assert.is_true(est.feasible, est.reason_msg)
+    local by = check_all(r)[1]
+    local _, v = parse_megatron(by.megatron.text)
+    assert.are.equal("2", v["--context-parallel-size"])
+    assert.are.equal("a2a", v["--cp-comm-type"])
+    assert.falsy(by.megatron.text:find("NOT ", 1, true))
+    assert.truthy(by.torchtitan.text:find("NOT EXPRESSIBLE in TorchTitan: cp_comm_type = a2a: TorchTitan's " ..
+      "context parallelism is ring attention", 1, true))
+    assert.truthy(by.mindformers.text:find('context_parallel_algo: "ulysses_cp"', 1, true))
+    -- the release's TOML: its rotate methods are ring attention too
+    r.inputs.torchtitan_version = "v0.2.2"
+    for _, f in ipairs(launch.render_all(r)) do
+      if f.engine == "torchtitan" then
+        assert.truthy(f.text:find("NOT EXPRESSIBLE in TorchTitan: cp_comm_type = a2a: the release's", 1, true))
+        assert.falsy(f.text:find("\ncontext_parallel_rotate_method =", 1, true))
+      end
+    end
+    -- all_gather as TransformerEngine spells it (the help's "allgather" raises in TE)
+    strat.cp_comm_type = "all_gather"
+    r = estimated(tbl, strat)
+    _, v = parse_megatron(check_all(r)[1].megatron.text)
+    assert.are.equal("all_gather", v["--cp-comm-type"])
+  end)
+
   it("express pipelines: interleaved, uneven (first/last stage), offsets, CP, ZeRO-1", function()
     local r = run_example("llama3_405b_h100_16k.lua", { top_k = 6 })
     local by = check_all(r)

@@ -71,12 +71,12 @@ describe("AP-DENSE-03: a space with CP", function()
   it("estimates ring-attention CP: per-device activations fall as 1/c, cp_comm is reported", function()
     local r = run(llama8b({
       data_parallel = "auto", tp_degree = { 1 }, cp_degree = { 1, 2, 4, 8 },
-      cp_comm_type = { "p2p", "all_gather" }, layer_recompute = { "selective" },
+      cp_comm_type = { "p2p", "all_gather", "a2a" }, layer_recompute = { "selective" },
     }, { training = { global_batch_size = 8, seq_length = 32768, framework = "megatron" },
          -- a device with room for every candidate: only the CP terms differ
          cluster = { device = { base = "h100-sxm-80gb", memory_gib = 1000 },
                      nodes = 1, devices_per_node = 8 } }))
-    local act = {}
+    local act, a2a = {}, {}
     for rank, rec in ipairs(r.top_k_strategies) do
       local pb = r.performance_breakdown[rank]
       local mb = r.memory_breakdown[rank]
@@ -88,6 +88,13 @@ describe("AP-DENSE-03: a space with CP", function()
         assert.are.equal(0, pb.cp_comm.total)
       end
       if rec.cp_comm_type == "p2p" or rec.cp_degree == 1 then act[rec.cp_degree] = mb.activations end
+      if rec.cp_comm_type == "a2a" then a2a[rec.cp_degree] = mb.activations end
+    end
+    -- a2a saves the full sequence over a/(t c) heads: as many elements as
+    -- the ring's s/c tokens over a/t heads (8 query groups: cp 2, 4, 8)
+    for _, c in ipairs({ 2, 4, 8 }) do
+      assert.is_not_nil(a2a[c], "a2a cp " .. c .. " in the top-k")
+      assert.are.equal(act[c], a2a[c])
     end
     for _, c in ipairs({ 2, 4, 8 }) do
       assert.is_not_nil(act[c], "cp " .. c .. " in the top-k")

@@ -148,6 +148,11 @@ describe("policy validation", function()
         'policy.lua: search_space.data_parallel: expected "auto" or "manual" (got "fill")' },
       { function(r) r.training.precision = "fp7" end,
         'policy.lua: training.precision: expected one of bf16, fp16, fp8, mxfp8, nvfp4 (got "fp7")' },
+      -- Megatron's hierarchical CP: a second CP degree apsearch does not search
+      { function(r) r.search_space.cp_comm_type = { "p2p", "a2a+p2p" } end,
+        "policy.lua: search_space.cp_comm_type[2]: a2a+p2p (hierarchical context parallelism) is not " ..
+        "modelled: it needs Megatron's --hierarchical-context-parallel-sizes, an inner all-to-all degree " ..
+        'apsearch does not search; use a2a or p2p (got "a2a+p2p")' },
       { function(r) r.top_k = 0 end, "policy.lua: top_k: must be a positive integer (got 0)" },
       { function(r) r.objective = "fastest" end,
         "policy.lua: objective: expected " .. table.concat(require("apsearch.objectives").names, ", ") ..

@@ -233,6 +233,38 @@ describe("AP-DENSE-02/03: PP and CP dimensions", function()
   end)
 end)
 
+describe("CP all-to-all (cp_comm_type a2a)", function()
+  -- Llama-2-7B (a = k = 32, d 128, no GQA) at 65,536 tokens on 4 hosts of 8
+  -- H100, tp 1, cp 16 across 2 hosts, dp 2 with the distributed optimizer
+  -- (the model states fit): s/c = 4096 tokens a rank, one
+  -- head's worth U = 2 B x 4096 x 32 x 128 = 33.5 MB per rank and tensor.
+  -- Ring (p2p): 15 K/V chunks of 2U forward through one NIC (40e9 B/s,
+  -- aps_p2p_link) = 25 ms a layer against 4 b (s/c) (s/2) a d = 2.2e12
+  -- FLOPs of attention, 4.9 ms at 989.4e12 x 0.45: exposed.  a2a: 4
+  -- all-to-alls of U a layer, 8/16 of each leaving the host, max(U/2 /
+  -- 40e9, 7U/16 / 360e9) + 15 x 8e-6 = 0.54 ms each, 2.2 ms: far less
+  -- than the ring's exposed time, so a2a ranks first, unforced.
+  it("wins over the ring for an MHA model whose CP group spans hosts", function()
+    local raw = {
+      model = "llama-2-7b",
+      cluster = { device = "h100-sxm-80gb", nodes = 4, devices_per_node = 8 },
+      training = { global_batch_size = 2, seq_length = 65536, framework = "megatron" },
+      search_space = { data_parallel = "auto", zero_stage = { 1 }, tp_degree = { 1 }, cp_degree = { 16 },
+        cp_comm_type = { "p2p", "all_gather", "a2a" }, layer_recompute = { "full" } },
+    }
+    local r = run(raw)
+    assert.are.equal(3, #r.top_k_strategies)
+    local by = {}
+    for i, rec in ipairs(r.top_k_strategies) do by[rec.cp_comm_type] = r.performance_breakdown[i].cp_comm end
+    assert.are.equal("a2a", r.top_k_strategies[1].cp_comm_type)
+    -- a2a per layer 8 all-to-alls each way (4 forward, 4 backward) and the
+    -- recomputed forward's 4 again: 12 of 0.54 ms on 32 layers
+    local one = 33554432 / 2 / 40e9 + 15 * 8e-6
+    assert.is_true(math.abs(by.a2a.total / (32 * 12 * one) - 1) < 1e-6, tostring(by.a2a.total))
+    assert.is_true(by.p2p.exposed > 5 * by.a2a.exposed)
+  end)
+end)
+
 describe("AP-DENSE-04: over-memory candidates", function()
   it("are filtered with MEMORY_LIMIT and a message naming the numbers", function()
     local raw = llama8b({ data_parallel = "auto", tp_degree = { 1, 2, 4, 8 },

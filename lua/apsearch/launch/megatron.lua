@@ -14,7 +14,12 @@
 --   fill_last) -> --pipeline-model-parallel-layout;
 --   vpp_degree v > 1 -> --num-layers-per-virtual-pipeline-stage L/(p v)
 -- * cp_degree -> --context-parallel-size, cp_comm_type -> --cp-comm-type
---   (p2p | allgather)
+--   (p2p | all_gather | a2a): Megatron passes the string to
+--   TransformerEngine unchanged (megatron/core/extensions/
+--   transformer_engine.py:2153 @ d98e8a64), whose attn_forward_func_with_cp
+--   knows "p2p", "all_gather", "a2a" and "a2a+p2p" and raises on any other
+--   (context_parallel.py:5096-5139 @ d0067d0d; the help's "allgather"
+--   spelling would raise there)
 -- * data parallel: zero_stage 1 -> --use-distributed-optimizer (with
 --   --overlap-grad-reduce --overlap-param-gather); fsdp_degree > 1 or
 --   zero_stage 3 -> --use-torch-fsdp2 (reshard_after_forward = false or
@@ -383,7 +388,7 @@ function M.render(c)
     if tr.overlap_p2p_comm == false then A("--no-overlap-p2p-communication") end
   end
   A("--context-parallel-size", cp)
-  if cp > 1 then A("--cp-comm-type", r.cp_comm_type == "all_gather" and "allgather" or "p2p") end
+  if cp > 1 then A("--cp-comm-type", r.cp_comm_type or "p2p") end
 
   -- data parallelism
   -- --use-torch-fsdp2: validate_args asserts no gradient-accumulation

@@ -22,7 +22,10 @@
 --   n_layer_i = L // p + offset[i]); vpp_degree -> pp_interleave_num with
 --   parallel.pipeline_config.pipeline_interleave
 -- * cp_degree -> context_parallel; cp_comm_type p2p (ring) ->
---   context_parallel_algo colossalai_cp; all_gather NOT EXPRESSIBLE
+--   context_parallel_algo colossalai_cp; a2a (heads scattered by
+--   all-to-all) -> ulysses_cp, whose rule cp x mp <= KV heads
+--   (mindformers/tools/check_rules.py _check_context_parallel_algo_valid)
+--   the core's a2a head divisibility implies; all_gather NOT EXPRESSIBLE
 -- * layer_recompute: selective -> select_recompute (attention operators);
 --   full -> recompute: true (every layer) or a list of recomputed layers
 --   per stage ([n] without PP), with interleaving a count per stage spread
@@ -423,6 +426,8 @@ function M.render(c)
   if cp > 1 then
     if r.cp_comm_type == "all_gather" then
       N("NOT EXPRESSIBLE in MindFormers", "context parallelism with all-gathered K/V (colossalai_cp is ring attention, ulysses_cp all-to-all)")
+    elseif r.cp_comm_type == "a2a" then
+      K("parallel_config.context_parallel_algo", "ulysses_cp", "heads scattered by all-to-all")
     else
       K("parallel_config.context_parallel_algo", "colossalai_cp", "ring attention")
     end

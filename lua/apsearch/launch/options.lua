@@ -123,8 +123,13 @@ M.megatron.facts = {
   ["--decoder-last-pipeline-num-layers"] = { type = "int", min = 1 },
   ["--num-layers-per-virtual-pipeline-stage"] = { type = "int", min = 1 },
   ["--num-virtual-stages-per-pipeline-rank"] = { type = "int", min = 2 },
-  -- TE's attention (transformer_engine.py TEDotProductAttention) takes each
-  ["--cp-comm-type"] = { type = "string", values = set({ "p2p", "a2a", "allgather", "a2a+p2p" }) },
+  -- argparse takes any string (nargs '+'); TE's attention
+  -- (transformer_engine.py:2153 TEDotProductAttention) passes it unchanged
+  -- to TransformerEngine, whose attn_forward_func_with_cp knows "p2p",
+  -- "a2a+p2p", "all_gather" and "a2a" and raises on anything else
+  -- (context_parallel.py:5096-5139 @ d0067d0d): the help's "allgather"
+  -- would raise there
+  ["--cp-comm-type"] = { type = "string", values = set({ "p2p", "a2a", "all_gather", "a2a+p2p" }) },
   ["--recompute-granularity"] = { type = "string", values = set({ "full", "selective" }) },
   ["--recompute-method"] = { type = "string", values = set({ "uniform", "block" }),
     constraint = "with --recompute-granularity full; --recompute-num-layers per model chunk" },

@@ -906,8 +906,13 @@ function M.render(c)
   F("parallelism.context_parallel_degree", cp)
   if cp > 1 then
     F("parallelism.context_parallel_load_balancer", "headtail", "chunks i and 2c-1-i per rank")
-    if r.cp_comm_type == "all_gather" or r.cp_comm_type == "a2a" then
-      N("NOTE", "cp_comm_type = " .. tostring(r.cp_comm_type) .. ": TorchTitan at this commit has no " ..
+    if r.cp_comm_type == "a2a" then
+      -- torchtitan/distributed/context_parallel/api.py @ b5bcd76c: PyTorch's
+      -- context parallel attention, ring attention only
+      N("NOT EXPRESSIBLE in TorchTitan", "cp_comm_type = a2a: TorchTitan's context parallelism is " ..
+        "ring attention (PyTorch's context_parallel); it has no all-to-all (Ulysses) mode")
+    elseif r.cp_comm_type == "all_gather" then
+      N("NOTE", "cp_comm_type = all_gather: TorchTitan at this commit has no " ..
         "option for how context parallel attention exchanges K/V (PyTorch's default)")
     end
   end

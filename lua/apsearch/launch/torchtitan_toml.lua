@@ -339,7 +339,13 @@ function M.render(c, tag)
     K("parallelism.context_parallel_load_balancer", "headtail", "chunks i and 2c-1-i per rank")
     if r.cp_comm_type == "all_gather" then
       K("parallelism.context_parallel_rotate_method", "allgather")
-    elseif r.cp_comm_type == "a2a" or r.cp_comm_type == "p2p" then
+    elseif r.cp_comm_type == "a2a" then
+      -- the release's "alltoall" rotate method passes K/V round the ring by
+      -- all-to-all shuffles: still ring attention, no head scattering
+      N("NOT EXPRESSIBLE in TorchTitan", "cp_comm_type = a2a: the release's context parallel SDPA " ..
+        "is ring attention (context_parallel_rotate_method allgather / alltoall rotate K/V); " ..
+        "it has no all-to-all (Ulysses) mode")
+    elseif r.cp_comm_type == "p2p" then
       N("NOTE", "cp_comm_type = " .. tostring(r.cp_comm_type) .. ": the release's context parallel SDPA " ..
         "exchanges K/V by all-gather or all-to-all shuffles (context_parallel_rotate_method), " ..
         "\"allgather\" by default")

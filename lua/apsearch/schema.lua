@@ -18,6 +18,12 @@ local M = {}
 
 local function enum(...) return { enum = { ... } } end
 
+--- training.precision, with the names other tools give the same formats
+-- (PyTorch dtypes, TransformerEngine recipes), for "did you mean".
+M.PRECISION = enum("bf16", "fp16", "fp8", "mxfp8", "nvfp4")
+M.PRECISION.aliases = { bfloat16 = "bf16", float16 = "fp16", half = "fp16", float8 = "fp8",
+  e4m3 = "fp8", hybrid = "fp8", delayed = "fp8", fp4 = "nvfp4", float4 = "nvfp4" }
+
 --- Model fields (aps_model) and their kinds.
 M.model = {
   name = "string",
@@ -96,7 +102,7 @@ M.cluster = {
 --- Training fields (aps_training).
 M.training = {
   global_batch_size = "posint", seq_length = "posint",
-  precision = enum("bf16", "fp16", "fp8", "mxfp8", "nvfp4"),
+  precision = M.PRECISION,
   optimizer = enum("adam", "adamw", "sgd"),
   framework = enum("megatron", "fsdp2", "fsdp", "deepspeed"),
   flash_attention = "bool", dropout = "bool",
@@ -234,7 +240,8 @@ end
 
 --- Checks one value against a field kind, raising a one-line error.
 -- @tparam string kind field kind (e.g. "posint", "bool", or `{enum=...}`, whose optional
--- `refused` maps a value the frameworks know but apsearch does not model to the reason)
+-- `refused` maps a value the frameworks know but apsearch does not model to the reason,
+-- and `aliases` another tool's name of a value to the value (suggested, not taken))
 -- @param v the value
 -- @tparam function fail `fail(problem, got)` raising the error for this field
 -- @return the value, integers normalized to Lua integers
@@ -243,7 +250,12 @@ function M.check_value(kind, v, fail)
     for _, e in ipairs(kind.enum) do if v == e then return v end end
     if kind.refused and kind.refused[v] then fail(kind.refused[v], v) end
     local problem = "expected one of " .. util.join(kind.enum)
-    if type(v) == "string" then problem = require("apsearch.suggest").problem(problem, v, kind.enum) end
+    local alias = type(v) == "string" and kind.aliases and kind.aliases[v:lower()]
+    if alias then
+      problem = problem .. ('; did you mean "%s"?'):format(alias)
+    elseif type(v) == "string" then
+      problem = require("apsearch.suggest").problem(problem, v, kind.enum)
+    end
     fail(problem, v)
   elseif kind == "string" then
     if type(v) ~= "string" then fail("expected a string", v) end

@@ -20,6 +20,17 @@ local function norm(raw, opts)
   return policy.from_table(raw, "policy.lua", opts)
 end
 
+describe("precision names of other tools", function()
+  it("suggests the precision a PyTorch or TransformerEngine name stands for, and takes only apsearch's", function()
+    local raw = base()
+    raw.training.precision = "bfloat16"
+    assert.are.equal('policy.lua: training.precision: expected one of bf16, fp16, fp8, mxfp8, nvfp4; did you mean '
+      .. '"bf16"? (got "bfloat16")', err_of(norm, raw))
+    raw.training.precision = "FP4"
+    assert.truthy(err_of(norm, raw):find('did you mean "nvfp4"?', 1, true))
+  end)
+end)
+
 describe("model names", function()
   it("takes a preset in any case, and every example config by its file name", function()
     local raw = base()

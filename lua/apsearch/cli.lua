@@ -321,7 +321,7 @@ function M.fit_probe(opts, p, result)
     local raw, header, command = M.built_policy(o)
     local q = policy_mod.from_table(raw, command, { set = opts.set or {}, fix = opts.fix or {},
       base_dir = ".", built = true, shadow_check = false })
-    q.defaults = header
+    q.defaults = M.built_header(q, raw, header)
     M.add_launchable(q, opts.launchable, opts["torchtitan-version"])
     local r = search.run(q, {})
     local top = r.top_k_strategies[1]
@@ -359,6 +359,19 @@ function M.example_path(path)
   return path
 end
 
+--- The header lines of a built policy as searched: the built ones, or,
+-- when a --set changed the batch or the sequence, lines that say so
+-- (apsearch.defaults.header).
+-- @tparam table p the normalized policy
+-- @tparam table raw the built policy table (M.built_policy)
+-- @tparam table header its header lines
+-- @treturn table lines
+function M.built_header(p, raw, header)
+  local t, b = p.training, raw.training
+  if t.global_batch_size == b.global_batch_size and t.seq_length == b.seq_length then return header end
+  return require("apsearch.defaults").header(p.model, t, p.cluster.num_devices, b)
+end
+
 local function load_policy(path, opts, extra)
   M.configure_sandbox(opts)
   path = path and M.example_path(path)
@@ -371,7 +384,7 @@ local function load_policy(path, opts, extra)
     local raw, header, command = M.built_policy(opts)
     o.set, o.base_dir, o.built = opts.set or {}, ".", true
     p = policy_mod.from_table(raw, command, o)
-    p.defaults = header
+    p.defaults = M.built_header(p, raw, header)
   end
   -- warnings of the policy (a sequence past max_position_embeddings) now;
   -- its notes (the default search space) once the inputs are known good

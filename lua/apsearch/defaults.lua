@@ -329,19 +329,28 @@ end
 
 --- The header lines that say which defaults a built policy chose and why.
 -- @tparam table model normalized model
--- @tparam table training the built training table (M.training)
+-- @tparam table training the training table searched (M.training, with
+--   the user's --set applied)
 -- @tparam integer n devices
+-- @tparam[opt] table built the built training table (M.training) when a
+--   --set changed its batch or sequence: the lines say so, and what the
+--   recipe rule gave
 -- @treturn table lines
-function M.header(model, training, n)
+function M.header(model, training, n, built)
   local class = M.class(model)
   local b = M.BATCH[class]
   local tokens = training.global_batch_size * training.seq_length
+  local rule = string.format("recipe tokens-per-GPU rule: clamp(%d GPUs x %s, %s, %s)", n,
+    commas(b.tokens_per_gpu), commas(b.min_tokens), commas(b.max_tokens))
+  if built then
+    rule = string.format("as --set (the %s gives global batch %d x %d)", rule, built.global_batch_size,
+      built.seq_length)
+  end
   return {
     string.format("defaults: %s, %s, %s, seq %d (%s recipes), the framework's full space",
       training.framework, training.precision, training.optimizer, training.seq_length, class),
-    string.format("defaults: global batch %d x %d = %s tokens; recipe tokens-per-GPU rule: "
-      .. "clamp(%d GPUs x %s, %s, %s)", training.global_batch_size, training.seq_length,
-      commas(tokens), n, commas(b.tokens_per_gpu), commas(b.min_tokens), commas(b.max_tokens)),
+    string.format("defaults: global batch %d x %d = %s tokens; %s", training.global_batch_size,
+      training.seq_length, commas(tokens), rule),
   }
 end
 

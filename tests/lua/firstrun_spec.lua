@@ -67,6 +67,15 @@ describe("run --model M --cluster D:N without a policy", function()
     assert.truthy(out:find("llama-3.1-405b on 16384 x h100-sxm-80gb", 1, true), out)
   end)
 
+  it("says when a --set changed the built batch or sequence, and what the rule gave", function()
+    local code, _, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1",
+      "--top-k", "1", "--set", "training.global_batch_size=64")
+    assert.are.equal(0, code, err)
+    local line = err:match("defaults: global batch 64 x [^\n]*")
+    assert.truthy(line and line:find("as --set (the recipe tokens-per-GPU rule: clamp(8 GPUs x ", 1, true), err)
+    assert.truthy(line:find(") gives global batch ", 1, true), line)
+  end)
+
   it("names --cluster for a cluster the core refuses", function()
     local code, out, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "mi300x-192gb:1x16")
     assert.are.equal(2, code)

@@ -355,16 +355,18 @@ function M.case_inputs(row)
   if given(row, "cuda_graph_scope") then
     training.cuda_graph_scope = need_enum(row, "cuda_graph_scope", M.CUDA_GRAPH_SCOPES)
   end
+  -- degrees and the micro-batch are at least 1 (a 0 would divide by zero
+  -- in the layout rules below before the core refuses it)
   local strategy = {
-    dp_degree = need_int(row, "dp_degree"),
-    fsdp_degree = need_int(row, "fsdp_degree"),
-    zero_stage = need_int(row, "zero_stage"),
-    tp_degree = need_int(row, "tp_degree"),
+    dp_degree = need_posint(row, "dp_degree"),
+    fsdp_degree = need_posint(row, "fsdp_degree"),
+    zero_stage = need_nonneg_int(row, "zero_stage"),
+    tp_degree = need_posint(row, "tp_degree"),
     sequence_parallel = need_bool(row, "sequence_parallel"),
-    pp_degree = need_int(row, "pp_degree"),
-    vpp_degree = need_int(row, "vpp_degree"),
-    cp_degree = need_int(row, "cp_degree"),
-    micro_batch_size = need_int(row, "micro_batch_size"),
+    pp_degree = need_posint(row, "pp_degree"),
+    vpp_degree = need_posint(row, "vpp_degree"),
+    cp_degree = need_posint(row, "cp_degree"),
+    micro_batch_size = need_posint(row, "micro_batch_size"),
     -- empty: not stated (MoE rows): the MoE recipe's (M.moe_recipes),
     -- else the framework's default, none
     layer_recompute = given(row, "layer_recompute")

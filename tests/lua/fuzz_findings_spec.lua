@@ -32,4 +32,31 @@ describe("fuzz findings", function()
     assert.are.equal(8, e.strategy.fsdp_degree)
     assert.are.equal(1, e.strategy.tp_degree)
   end)
+
+  -- fuzz_csv, 2026-12-03 (a 14-minute campaign, 74,000 inputs): a row of
+  -- the public MoE set with vpp_degree 0 under pp_degree 2 reached the
+  -- unstated-layout rule, whose `num_layers % (pp x vpp)` raised Lua's
+  -- "attempt to perform 'n%%0'" at validate.lua:187.  Degrees and the
+  -- micro-batch are read as positive integers now.
+  it("a degree of 0 in a cases row is a one-line row error, not a Lua error", function()
+    local src = H.read(H.ROOT .. "/tests/fixtures/moe/public_moe_cases.csv")
+    local header, row = src:match("^([^\n]*)\n([^\n]*)")
+    local cols, cells = {}, {}
+    for c in (header .. ","):gmatch("([^,]*),") do cols[#cols + 1] = c end
+    -- the first row's cells, quoted fields kept whole
+    local rest = row .. ","
+    while #rest > 0 do
+      local cell, tail = rest:match('^("[^"]*"),(.*)$')
+      if not cell then cell, tail = rest:match("^([^,]*),(.*)$") end
+      cells[#cells + 1], rest = cell, tail
+    end
+    for i, c in ipairs(cols) do
+      if c == "pp_degree" then cells[i] = "2" elseif c == "vpp_degree" then cells[i] = "0" end
+    end
+    local path = H.write(H.tmpdir() .. "/vpp0.csv", header .. "\n" .. table.concat(cells, ",") .. "\n")
+    local code, out = H.apsearch("validate", path)
+    assert.are.equal(2, code)
+    assert.truthy(out:find(': vpp_degree = "0" is not a positive integer', 1, true), out)
+    assert.is_nil(out:find("attempt to", 1, true))
+  end)
 end)

@@ -543,6 +543,7 @@ aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
     if (r != APS_REASON_NONE)
         return r;
     const char *why = aps_model_is_hybrid(m) ? aps_hybrid_refusal(t, s)
+                      : aps_model_has_gdn(m) ? aps_gdn_refusal(t, s)
                                              : NULL;
     if (why != NULL) {
         aps_fmt(msg, n, "%s", why);

@@ -95,6 +95,11 @@ aps_reason aps_check_tp(const aps_model *m, const aps_training *t,
          * ngroups % tp == 0 (0 for a transformer: divisible) */
         {"mamba_num_heads", m->mamba_num_heads},
         {"mamba_num_groups", m->mamba_num_groups},
+        /* Megatron TransformerConfig.__post_init__ @ d98e8a64 (gated delta
+         * net): linear_num_key_heads and linear_num_value_heads % (tp x
+         * cp) == 0 (CP > 1 is refused for them, aps_gdn_refusal) */
+        {"linear_num_key_heads", m->linear_num_key_heads},
+        {"linear_num_value_heads", m->linear_num_value_heads},
     };
     for (size_t i = 0; i < sizeof div / sizeof div[0]; i++) {
         if (div[i].v % tp != 0) {

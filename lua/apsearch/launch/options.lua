@@ -104,6 +104,14 @@ M.megatron = {
     -- (transformer_config.py:1259-1268, ArgumentGroupFactory)
     "--spec", "--hybrid-layer-pattern", "--squared-relu", "--mamba-num-heads", "--mamba-head-dim",
     "--mamba-state-dim", "--mamba-num-groups",
+    -- Gated DeltaNet models (Qwen3-Next): TransformerConfig
+    -- experimental_attention_variant, linear_attention_freq (its flag from
+    -- _add_experimental_attention_variant_args, arguments.py:3579), the
+    -- linear_* widths, attention_output_gate, layernorm_zero_centered_gamma
+    -- (transformer_config.py:206, 278, 301, 363-382)
+    "--experimental-attention-variant", "--linear-attention-freq", "--linear-conv-kernel-dim",
+    "--linear-key-head-dim", "--linear-value-head-dim", "--linear-num-key-heads",
+    "--linear-num-value-heads", "--attention-output-gate", "--apply-layernorm-1p",
   }),
 }
 

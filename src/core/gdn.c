@@ -121,6 +121,14 @@ double aps_gdn_flops(const aps_model *m, double T)
            + aps_gdn_scan_flops(m, T);                        /* delta rule */
 }
 
+/* What the autograd graph of GatedDeltaNet.forward (gdn.py @ d98e8a64)
+ * keeps: the in_proj output for the conv's backward, the conv output for
+ * the L2 norm's, the normalised q and k, the fp32 gates and FLA's chunk-
+ * local solve (C per token and head, fp32) for chunk_gated_delta_rule's
+ * backward (FLA's source was not read at a commit here: the chunk states
+ * are taken as rebuilt in the backward, as its chunk_gated_delta_rule_bwd
+ * calls the forward's state pass), the scan output for the gated norm,
+ * out_proj's input. */
 double aps_gdn_saved_bytes(const aps_model *m, const aps_training *t,
                            double T, double tp)
 {

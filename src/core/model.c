@@ -871,6 +871,21 @@ static double hybrid_largest_layer(const aps_model *m, int64_t tp)
                 fmax(w.mlp ? mlp : 0.0, w.mamba ? mamba : 0.0));
 }
 
+/* The largest layer of a Gated DeltaNet model on one of tp ranks (its
+ * FSDP unit): the mean layer with its mixer share replaced by the larger
+ * whole mixer, gated attention or Gated DeltaNet. */
+static double gdn_largest_layer(const aps_model *m, int64_t tp)
+{
+    double t = (double)tp;
+    aps_hybrid_counts w;
+    aps_hybrid_mix(m, &w);
+    double attn = attn_matmul_params(m) / t + qk_norm_params(m, t) +
+                  sink_params(m, t);
+    double gdn = aps_gdn_params_tp(m, tp);
+    double mean = w.attn_share * attn + w.gdn_share * gdn;
+    return aps_layer_params_tp(m, tp) - mean + fmax(attn, gdn);
+}
+
 /* A hybrid model's layers kind by kind: the counts and per-layer
  * parameters into out, and out->layers their exact sum (not L times the
  * mean layer). */
@@ -989,6 +1004,8 @@ double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
     double unit = aps_layout_run_layers(lay, i) > 0 ? aps_layer_params_tp(m, lay->t) : 0.0;
     if (unit > 0 && aps_model_is_hybrid(m))
         unit = hybrid_largest_layer(m, lay->t);
+    if (unit > 0 && aps_model_has_gdn(m))
+        unit = gdn_largest_layer(m, lay->t);
     double vocab = lay->vocab_padded * h / t;
     if (i == 0 && vocab > unit)
         unit = vocab;

@@ -64,6 +64,8 @@ double aps_op_sac_recompute_params(const aps_model *m)
 /** Shapes of one layer on one device for one micro-batch. */
 typedef struct {
     double tp, cp, S, sl, b, h, a, k, dh, f;
+    double qa;     /**< query columns per head dim: a, 2a with the output
+                        gate in q_proj (attention_output_gate) */
     double T;      /**< tokens of one micro-batch on this device, b s/c */
     double rep;    /**< t under SP (sequence-split tensors), else 1 */
     double mlp_up; /**< columns of the MLP input GEMM on one TP rank */
@@ -80,6 +82,7 @@ static void shape_of(const aps_model *m, const aps_training *t,
     x->b = (double)s->micro_batch_size;
     x->h = (double)m->hidden_size;
     x->a = (double)m->num_attention_heads;
+    x->qa = m->attention_output_gate ? 2.0 * x->a : x->a;
     x->k = (double)m->num_query_groups;
     x->dh = (double)m->head_dim;
     x->f = (double)m->ffn_hidden_size;
@@ -128,9 +131,8 @@ static double layer_gemms(const aps_model *m, const aps_device *d,
                           const aps_training *t, const layer_shape *x)
 {
     aps_precision prec = t->precision;
-    double qa = m->attention_output_gate ? 2.0 * x->a : x->a; /* + gate */
     double attn =
-        aps_gemm_time(d, prec, x->T, (qa + 2.0 * x->k) * x->dh / x->tp,
+        aps_gemm_time(d, prec, x->T, (x->qa + 2.0 * x->k) * x->dh / x->tp,
                       x->h) +
         aps_gemm_time(d, prec, x->T, x->h, x->a * x->dh / x->tp);
     double mlp = aps_gemm_time(d, prec, x->T, x->mlp_up, x->h) +
@@ -269,7 +271,7 @@ static void layer_casts(const aps_device *d, const aps_training *t,
         d, norm * T * 2.0 * x->h / x->rep + fused * T * x->f / tp +
                cast * T * x->a * dh / tp);
     out->fp8_cast_bwd = aps_hbm_time(
-        d, cast * T * ((x->a + 2.0 * x->k) * dh / tp + 2.0 * x->h) +
+        d, cast * T * ((x->qa + 2.0 * x->k) * dh / tp + 2.0 * x->h) +
                fused * T * x->mlp_up);
 }
 

@@ -99,6 +99,31 @@ static void test_gdn_layer_cost(void **state)
     ASSERT_DBL_EXACT(aps_gdn_state_bytes(&m), 2097152.0);
 }
 
+/* The attention output gate (Qwen3NextAttention q_proj h -> 2 a d; Megatron
+ * training.py @ d98e8a64 adds gate_projection_size = a d to the QKV
+ * projection's count): Llama-3.1-8B's shape with it, one 8192-token
+ * sequence, 3 (forward and backward) x 32 layers x 2 S h a d =
+ * 3 x 32 x 2 x 8192 x 4096 x 4096 = 26,388,279,066,624 more FLOPs, and
+ * h a d = 16,777,216 more parameters per layer. */
+static void test_gdn_attention_output_gate(void **state)
+{
+    (void)state;
+    aps_model m, g;
+    fx_llama31_8b(&m);
+    g = m;
+    g.attention_output_gate = true;
+    fx_validate(&g);
+    aps_training t;
+    fx_training(&t, 1, 8192);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    ASSERT_DBL_EXACT(aps_flops_per_step(&g, &t, &s, true, false) -
+                         aps_flops_per_step(&m, &t, &s, true, false),
+                     26388279066624.0);
+    ASSERT_DBL_EXACT(aps_layer_params_tp(&g, 1) - aps_layer_params_tp(&m, 1),
+                     16777216.0);
+}
+
 /* Bad values: one-line messages naming the field and the value. */
 static void test_gdn_validation(void **state)
 {
@@ -171,6 +196,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gdn_params),
         cmocka_unit_test(test_gdn_layer_cost),
+        cmocka_unit_test(test_gdn_attention_output_gate),
         cmocka_unit_test(test_gdn_validation),
         cmocka_unit_test(test_gdn_refusals),
     };

@@ -56,6 +56,18 @@ describe("qwen3_next import", function()
     assert.truthy(table.concat(info.notes, "\n"):find("mtp.*", 1, true))
   end)
 
+  -- Qwen3NextDecoderLayer: a dense MLP of intermediate_size 5120 (3 x 2048 x
+  -- 5120 = 31,457,280) on the layers in mlp_only_layers and those whose
+  -- (i + 1) is not a multiple of decoder_sparse_step, in place of the MoE
+  -- block of 1,614,809,088.
+  it("mlp_only_layers and decoder_sparse_step give dense layers", function()
+    local cfg = decoded()
+    cfg.mlp_only_layers = { 0 }
+    assert.are.equal(78091039488, core.model_params(hf.from_config(cfg, "q.json")).total)
+    cfg.mlp_only_layers, cfg.decoder_sparse_step = {}, 2
+    assert.are.equal(41673947904, core.model_params(hf.from_config(cfg, "q.json")).total)
+  end)
+
   it("reads layer_types as Qwen3NextConfig writes it, and refuses another list", function()
     local cfg = decoded()
     local lt = {}

@@ -354,6 +354,26 @@ typedef struct {
                                           conv_kernel); 0: 4 */
     int64_t mamba_chunk_size;        /**< SSD chunk length Q (HF chunk_size);
                                           0: 128; changes no estimate */
+    /* Gated DeltaNet linear attention (Qwen3-Next; src/core/gdn.c).
+     * linear_attention_period = 0: none, and the linear_* fields must be
+     * 0.  k > 0: layer i (1-based) has gated softmax attention when i % k
+     * == 0, else a Gated DeltaNet mixer (HF full_attention_interval;
+     * Megatron --linear-attention-freq k). */
+    int64_t linear_attention_period; /**< k; 0: every layer attention */
+    int64_t linear_num_key_heads;    /**< nk: q / k heads of the delta rule */
+    int64_t linear_num_value_heads;  /**< nv: v / gate heads; nk divides it */
+    int64_t linear_key_head_dim;     /**< dk */
+    int64_t linear_value_head_dim;   /**< dv */
+    int64_t linear_conv_kernel_dim;  /**< depthwise conv width (HF 4) */
+    bool attention_output_gate;      /**< the softmax attention's output is
+                                          multiplied by sigmoid(x W_g), W_g
+                                          in q_proj (its width doubles:
+                                          transformers Qwen3NextAttention;
+                                          Megatron --attention-output-gate) */
+    bool norm_zero_centered;         /**< RMSNorm weights w used as 1 + w
+                                          (Qwen3NextRMSNorm; Megatron
+                                          --apply-layernorm-1p); changes no
+                                          estimate */
     int64_t mtp_layers;              /**< multi-token-prediction modules (HF
                                           num_nextn_predict_layers); counted
                                           apart (aps_param_counts.mtp), not in

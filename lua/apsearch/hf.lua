@@ -194,6 +194,9 @@ M.CONFIG_KEY = {
   hybrid_layer_pattern = "hybrid_override_pattern", mamba_num_heads = "mamba_num_heads",
   mamba_head_dim = "mamba_head_dim", mamba_state_dim = "ssm_state_size",
   mamba_num_groups = "n_groups", mamba_conv_kernel = "conv_kernel", mamba_chunk_size = "chunk_size",
+  linear_attention_period = "full_attention_interval", linear_num_key_heads = "linear_num_key_heads",
+  linear_num_value_heads = "linear_num_value_heads", linear_key_head_dim = "linear_key_head_dim",
+  linear_value_head_dim = "linear_value_head_dim", linear_conv_kernel_dim = "linear_conv_kernel_dim",
 }
 
 local function is_null(v) return v == nil or v == cjson.null end
@@ -1588,8 +1591,92 @@ function builders.nemotron_h(_, raw, file, notes)
   return m
 end
 
+---------------------------------------------------------------- Qwen3-Next (Gated DeltaNet)
+-- transformers Qwen3NextConfig (configuration_qwen3_next.py @ 249ef816)
+-- and Qwen3NextDecoderLayer / Qwen3NextGatedDeltaNet / Qwen3NextAttention /
+-- Qwen3NextSparseMoeBlock (modeling_qwen3_next.py @ 7515843b).
+
+--- Qwen3NextConfig's defaults of the keys read here.
+M.QWEN3_NEXT_DEFAULTS = { full_attention_interval = 4, linear_conv_kernel_dim = 4,
+  linear_key_head_dim = 128, linear_value_head_dim = 128, linear_num_key_heads = 16,
+  linear_num_value_heads = 32, partial_rotary_factor = 0.25, shared_expert_intermediate_size = 512 }
+
+-- The period k of the full-attention layers: layer_types, when given,
+-- must be Qwen3NextConfig's own rule for k = full_attention_interval
+-- (layer i, 0-based, full_attention iff (i + 1) % k == 0), the rule
+-- Megatron-Core's --linear-attention-freq k builds; another list is
+-- refused (the mean-layer pricing, src/core/gdn.c, needs the period).
+local function qwen3_next_period(cfg, L, file)
+  local k = count(cfg, "full_attention_interval", M.QWEN3_NEXT_DEFAULTS.full_attention_interval, file)
+  if k < 1 or k > L then
+    util.fail(file, "full_attention_interval", "expected an integer in [1, num_hidden_layers = " .. L .. "]",
+      cfg.full_attention_interval)
+  end
+  local lt = cfg.layer_types
+  if is_null(lt) then return k end
+  if type(lt) ~= "table" or #lt ~= L then
+    util.fail(file, "layer_types", "expected an array of num_hidden_layers = " .. L .. " layer types", lt)
+  end
+  for i = 1, L do
+    local t = lt[i]
+    if t ~= "linear_attention" and t ~= "full_attention" then
+      util.fail(file, "layer_types[" .. i .. "]", "expected linear_attention or full_attention", t)
+    end
+    if (t == "full_attention") ~= (i % k == 0) then
+      error(string.format("NotImplemented: %s: layer_types[%d]: %s breaks the period " ..
+        "full_attention_interval = %d (apsearch prices every k-th layer as full attention) (got %s)",
+        file, i, t, k, util.describe(t)), 0)
+    end
+  end
+  return k
+end
+
+--- Builds the model table of a `qwen3_next` config: Qwen3 attention (Q/K
+-- norms, head_dim) with its output gate (q_proj 2 a d), partial RoPE, the
+-- Gated DeltaNet layers and their widths, Qwen2-MoE experts with the
+-- gated shared expert, zero-centred RMSNorm.  The checkpoint's MTP module
+-- (mtp.*) is dropped by transformers (_keys_to_ignore_on_load_unexpected)
+-- and not priced: a note says so.
+-- @tparam table r the reader of the config
+-- @tparam table cfg the decoded config.json
+-- @tparam string file for errors
+-- @tparam table notes the import's notes
+-- @treturn table model table
+-- @raise `<file>: <key>: <problem> (got <value>)`; NotImplemented for a
+--   layer_types list without the period, attention biases, MTP layers
+function builders.qwen3_next(r, cfg, file, notes)
+  local D = M.QWEN3_NEXT_DEFAULTS
+  require_value(cfg, "hidden_act", "silu", file, "the Gated DeltaNet conv and the SwiGLU experts' activation")
+  if r.bool("attention_bias", false) then
+    error(("NotImplemented: %s: attention_bias: Qwen3-Next attention with biases is not modelled (got true)")
+      :format(file), 0)
+  end
+  for _, k in ipairs({ "num_nextn_predict_layers", "mtp_num_hidden_layers" }) do
+    if count(cfg, k, 0, file) > 0 then
+      error(("NotImplemented: %s: %s: MTP layers of a Gated DeltaNet model are not modelled (got %s)")
+        :format(file, k, util.describe(cfg[k])), 0)
+    end
+  end
+  local m = builders.qwen3(r, cfg, file)
+  m.linear_attention_period = qwen3_next_period(cfg, m.num_layers, file)
+  for _, k in ipairs({ "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                       "linear_value_head_dim" }) do
+    m[k] = r.int(k, D[k])
+  end
+  m.linear_conv_kernel_dim = r.int("linear_conv_kernel_dim", D.linear_conv_kernel_dim)
+  m.attention_output_gate = true -- Qwen3NextAttention: q_proj h -> a d 2, sigmoid gate
+  m.norm_zero_centered = true    -- Qwen3NextRMSNorm: (1 + w)
+  m.rotary_percent = M.rotary_fraction(cfg, file, D.partial_rotary_factor)
+  qwen_moe(m, r, cfg, file)
+  local fs = count(cfg, "shared_expert_intermediate_size", D.shared_expert_intermediate_size, file)
+  if fs > 0 then m.shared_expert_ffn_hidden_size, m.shared_expert_gate = fs, true end
+  note(notes, file, "the checkpoint's multi-token-prediction module (mtp.*) is not loaded by " ..
+    "transformers and is not priced")
+  return m
+end
+
 --- Mixture-of-experts model types imported with their experts.
-M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3",
+M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3",
                     "olmoe", "dbrx", "gpt_oss", "glm4_moe", "llama4_text", "llama4" }
 
 --- Modelling classes (config.json `architectures`) of the supported
@@ -1600,7 +1687,7 @@ M.ARCHITECTURES = {
   DeepseekV3ForCausalLM = "deepseek_v3", DeepseekV2ForCausalLM = "deepseek_v2",
   LlamaForCausalLM = "llama", MistralForCausalLM = "mistral", MixtralForCausalLM = "mixtral",
   Qwen2ForCausalLM = "qwen2", Qwen3ForCausalLM = "qwen3", Qwen2MoeForCausalLM = "qwen2_moe",
-  Qwen3MoeForCausalLM = "qwen3_moe", Glm4MoeForCausalLM = "glm4_moe",
+  Qwen3MoeForCausalLM = "qwen3_moe", Qwen3NextForCausalLM = "qwen3_next", Glm4MoeForCausalLM = "glm4_moe",
   Llama4ForCausalLM = "llama4_text", Llama4ForConditionalGeneration = "llama4",
 }
 

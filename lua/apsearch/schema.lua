@@ -67,6 +67,12 @@ M.model = {
   hybrid_layer_pattern = "string", mamba_num_heads = "nonnegint", mamba_head_dim = "nonnegint",
   mamba_state_dim = "nonnegint", mamba_num_groups = "nonnegint", mamba_conv_kernel = "nonnegint",
   mamba_chunk_size = "nonnegint",
+  -- Gated DeltaNet linear attention (Qwen3-Next): every k-th layer gated
+  -- softmax attention, the others Gated DeltaNet, and its widths
+  linear_attention_period = "nonnegint", linear_num_key_heads = "nonnegint",
+  linear_num_value_heads = "nonnegint", linear_key_head_dim = "nonnegint",
+  linear_value_head_dim = "nonnegint", linear_conv_kernel_dim = "nonnegint",
+  attention_output_gate = "bool", norm_zero_centered = "bool",
 }
 
 --- Device fields (aps_device), SI units.

@@ -95,6 +95,11 @@ aps_reason aps_check_tp(const aps_model *m, const aps_training *t,
          * ngroups % tp == 0 (0 for a transformer: divisible) */
         {"mamba_num_heads", m->mamba_num_heads},
         {"mamba_num_groups", m->mamba_num_groups},
+        /* Megatron TransformerConfig.__post_init__ @ d98e8a64 (gated delta
+         * net): linear_num_key_heads and linear_num_value_heads % (tp x
+         * cp) == 0 (CP > 1 is refused for them, aps_gdn_refusal) */
+        {"linear_num_key_heads", m->linear_num_key_heads},
+        {"linear_num_value_heads", m->linear_num_value_heads},
     };
     for (size_t i = 0; i < sizeof div / sizeof div[0]; i++) {
         if (div[i].v % tp != 0) {
@@ -603,6 +608,7 @@ aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
     if (r != APS_REASON_NONE)
         return r;
     const char *why = aps_model_is_hybrid(m) ? aps_hybrid_refusal(t, s)
+                      : aps_model_has_gdn(m) ? aps_gdn_refusal(t, s)
                                              : NULL;
     if (why != NULL) {
         aps_fmt(msg, n, "%s", why);

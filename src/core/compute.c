@@ -52,6 +52,8 @@ double aps_op_sac_recompute_params(const aps_model *m)
 /** Shapes of one layer on one device for one micro-batch. */
 typedef struct {
     double tp, cp, S, sl, b, h, a, k, dh, f;
+    double qa;     /**< query columns per head dim: a, 2a with the output
+                        gate in q_proj (attention_output_gate) */
     double T;      /**< tokens of one micro-batch on this device, b s/c */
     double rep;    /**< t under SP (sequence-split tensors), else 1 */
     double mlp_up; /**< columns of the MLP input GEMM on one TP rank */
@@ -68,6 +70,7 @@ static void shape_of(const aps_model *m, const aps_training *t,
     x->b = (double)s->micro_batch_size;
     x->h = (double)m->hidden_size;
     x->a = (double)m->num_attention_heads;
+    x->qa = m->attention_output_gate ? 2.0 * x->a : x->a;
     x->k = (double)m->num_query_groups;
     x->dh = (double)m->head_dim;
     x->f = (double)m->ffn_hidden_size;
@@ -93,6 +96,22 @@ static double mamba_fwd(const aps_model *m, const aps_device *d,
            aps_mamba_scan_flops(m, x->T) / x->tp / rate;
 }
 
+/** Forward of one Gated DeltaNet mixer on one TP rank: in_proj (column
+ *  parallel, h -> (2K + 2V + 2nv) / t), out_proj (row parallel, V / t ->
+ *  h), and the chunked delta rule (gdn.c aps_gdn_scan_flops / t) in FLA's
+ *  Triton kernels, priced as the fused attention kernels are. */
+static double gdn_fwd(const aps_model *m, const aps_device *d,
+                      const aps_training *t, const layer_shape *x)
+{
+    double v = (double)m->linear_num_value_heads *
+               (double)m->linear_value_head_dim;
+    double rate = d->peak_flops_bf16 * aps_attention_efficiency(d, t);
+    return aps_gemm_time(d, t->precision, x->T,
+                         aps_gdn_in_proj_width(m) / x->tp, x->h) +
+           aps_gemm_time(d, t->precision, x->T, x->h, v / x->tp) +
+           aps_gdn_scan_flops(m, x->T) / x->tp / rate;
+}
+
 /** GEMMs of one layer, forward: QKV, output projection, MLP in and out,
  *  each block by its share of the mean layer (aps_hybrid_mix), and the
  *  Mamba-2 mixer's projections and scan. */
@@ -101,7 +120,7 @@ static double layer_gemms(const aps_model *m, const aps_device *d,
 {
     aps_precision prec = t->precision;
     double attn =
-        aps_gemm_time(d, prec, x->T, (x->a + 2.0 * x->k) * x->dh / x->tp,
+        aps_gemm_time(d, prec, x->T, (x->qa + 2.0 * x->k) * x->dh / x->tp,
                       x->h) +
         aps_gemm_time(d, prec, x->T, x->h, x->a * x->dh / x->tp);
     double mlp = aps_gemm_time(d, prec, x->T, x->mlp_up, x->h) +
@@ -109,6 +128,8 @@ static double layer_gemms(const aps_model *m, const aps_device *d,
     double g = x->w.attn_share * attn + x->w.mlp_share * mlp;
     if (x->w.mamba_share > 0)
         g += x->w.mamba_share * mamba_fwd(m, d, t, x);
+    if (x->w.gdn_share > 0)
+        g += x->w.gdn_share * gdn_fwd(m, d, t, x);
     return g;
 }
 
@@ -198,6 +219,19 @@ static double layer_membound_bytes(const aps_model *m, const aps_training *t,
                  (2.0 * aps_mamba_conv_dim(m) +
                   3.0 * (double)m->mamba_num_heads *
                       (double)m->mamba_head_dim) / x->tp;
+    /* Gated DeltaNet: the conv (q, k, v in, out with SiLU), the L2 norm of
+     * q and k (in, out), the gated RMSNorm (output and z in, out) */
+    if (w->gdn_share > 0)
+        bytes += w->gdn_share * A * x->T *
+                 (2.0 * aps_gdn_conv_dim(m) +
+                  4.0 * (double)m->linear_num_key_heads *
+                      (double)m->linear_key_head_dim +
+                  3.0 * (double)m->linear_num_value_heads *
+                      (double)m->linear_value_head_dim) / x->tp;
+    /* the attention output gate: sigmoid and product (gate, output in,
+     * product out) */
+    if (m->attention_output_gate)
+        bytes += w->attn_share * 3.0 * A * x->T * x->a * x->dh / x->tp;
     /* dropout: 3 per transformer layer (two blocks), its share per block */
     if (aps_recipe_dropout(t))
         bytes += 3.0 * w->blocks / 2.0 * (2.0 * A + APS_MASK_BYTES) * hrep;
@@ -225,7 +259,7 @@ static void layer_casts(const aps_device *d, const aps_training *t,
         d, norm * T * 2.0 * x->h / x->rep + fused * T * x->f / tp +
                cast * T * x->a * dh / tp);
     out->fp8_cast_bwd = aps_hbm_time(
-        d, cast * T * ((x->a + 2.0 * x->k) * dh / tp + 2.0 * x->h) +
+        d, cast * T * ((x->qa + 2.0 * x->k) * dh / tp + 2.0 * x->h) +
                fused * T * x->mlp_up);
 }
 

@@ -54,6 +54,8 @@ void aps_hybrid_mix(const aps_model *m, aps_hybrid_counts *out)
     if (!aps_model_is_hybrid(m)) {
         out->attn_share = out->mlp_share = 1.0;
         out->blocks = 2.0;
+        if (aps_model_has_gdn(m))
+            aps_gdn_mix(m, out);
         return;
     }
     for (const char *c = m->hybrid_layer_pattern; *c; c++) {

@@ -530,12 +530,52 @@ typedef struct {
  *  (hybrid.c file comment): a transformer 1 attention + 1 MLP block
  *  (blocks 2); a hybrid pattern its counts over num_layers (blocks 1). */
 typedef struct {
-    int64_t mamba, attn, mlp;   /**< layers of each kind (hybrid only) */
+    int64_t mamba, attn, mlp;   /**< layers of each kind (hybrid only;
+                                     attn also with Gated DeltaNet) */
+    int64_t gdn;                /**< Gated DeltaNet layers (gdn.c) */
     double attn_share;          /**< attention blocks per layer */
     double mlp_share;           /**< dense MLP blocks per layer */
     double mamba_share;         /**< Mamba-2 blocks per layer */
+    double gdn_share;           /**< Gated DeltaNet blocks per layer */
     double blocks;              /**< blocks (pre-norm + residual) per layer */
 } aps_hybrid_counts;
+
+/* ---- gdn.c: Gated DeltaNet linear-attention layers (Qwen3-Next) ---- */
+
+/** True when the model has a linear_attention_period. */
+bool aps_model_has_gdn(const aps_model *m);
+/** The attention and Gated DeltaNet counts and shares of the mean layer
+ *  into out (aps_hybrid_mix calls it; the MLP share and blocks stay). */
+void aps_gdn_mix(const aps_model *m, aps_hybrid_counts *out);
+/** in_proj output width, 2 nk dk + 2 nv dv + 2 nv (GatedDeltaNet @
+ *  d98e8a64). */
+double aps_gdn_in_proj_width(const aps_model *m);
+/** Channels of the depthwise conv, 2 nk dk + nv dv. */
+double aps_gdn_conv_dim(const aps_model *m);
+/** in_proj and out_proj weights of one Gated DeltaNet layer. */
+double aps_gdn_matmul_params(const aps_model *m);
+/** Parameters of one Gated DeltaNet mixer on one of tp ranks: projections,
+ *  conv, dt_bias and A_log split over TP, the out_norm (dv) replicated;
+ *  not the pre-norm. */
+double aps_gdn_params_tp(const aps_model *m, int64_t tp);
+/** Forward FLOPs of the chunked delta rule over T tokens (gdn.c). */
+double aps_gdn_scan_flops(const aps_model *m, double T);
+/** Forward FLOPs of one Gated DeltaNet layer over T tokens: projections,
+ *  conv and scan. */
+double aps_gdn_flops(const aps_model *m, double T);
+/** Bytes one Gated DeltaNet mixer saves for backward over T tokens on one
+ *  of tp ranks, beyond its pre-norm's input and output. */
+double aps_gdn_saved_bytes(const aps_model *m, const aps_training *t,
+                           double T, double tp);
+/** The recurrent state of one layer and sequence, bytes (fp32 nv dk dv). */
+double aps_gdn_state_bytes(const aps_model *m);
+/** Forward kernels of one Gated DeltaNet layer from Python. */
+double aps_gdn_kernels(void);
+/** Checks the Gated DeltaNet fields (model.c calls it). */
+aps_status aps_gdn_validate(const aps_model *m, char *err, size_t n);
+/** Why a Gated DeltaNet model cannot be priced with this strategy, or
+ *  NULL. */
+const char *aps_gdn_refusal(const aps_training *t, const aps_strategy *s);
 
 /** True when the model has a hybrid_layer_pattern. */
 bool aps_model_is_hybrid(const aps_model *m);

@@ -181,7 +181,8 @@ static bool moe_syncs(const aps_strategy *s)
 
 /** A hybrid model's mean layer (hybrid.c): its share of an attention
  *  block and of an MLP block, and a Mamba-2 block's share (its kernels
- *  with the SP collectives, as an MLP's) in the MLP's slot; a whole-layer
+ *  with the SP collectives, as an MLP's) in the MLP's slot, a Gated
+ *  DeltaNet block's (gdn.c) in the attention's slot; a whole-layer
  *  graph captures every block, one launch each way. */
 static void hybrid_launches(const aps_model *m, const aps_strategy *s,
                             bool layer_g, aps_host_program *out)
@@ -190,10 +191,11 @@ static void hybrid_launches(const aps_model *m, const aps_strategy *s,
     aps_hybrid_mix(m, &w);
     double sp = (s->tp_degree > 1 && s->sequence_parallel) ? APS_HK_SP : 0.0;
     aps_launches mamba = block(aps_mamba_kernels() + sp, false);
+    aps_launches gdn = block(aps_gdn_kernels() + sp, false);
     if (layer_g)
         return; /* the attention slot holds the layer's one graph */
-    out->attn.fwd *= w.attn_share;
-    out->attn.bwd *= w.attn_share;
+    out->attn.fwd = w.attn_share * out->attn.fwd + w.gdn_share * gdn.fwd;
+    out->attn.bwd = w.attn_share * out->attn.bwd + w.gdn_share * gdn.bwd;
     out->mlp.fwd = w.mlp_share * out->mlp.fwd + w.mamba_share * mamba.fwd;
     out->mlp.bwd = w.mlp_share * out->mlp.bwd + w.mamba_share * mamba.bwd;
 }
@@ -225,7 +227,7 @@ void aps_host_program_build(const aps_model *m, const aps_training *t,
     out->attn = block(attn_kernels(m, t, s), attn_g);
     out->mlp = layer_g ? (aps_launches){0.0, 0.0}
                        : block(mlp_kernels(t, s), false);
-    if (aps_model_is_hybrid(m))
+    if (aps_model_is_hybrid(m) || aps_model_has_gdn(m))
         hybrid_launches(m, s, layer_g, out);
     if (!is_moe)
         return;

@@ -111,10 +111,14 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
                   + Ain * sl * b * a * d / tp;               /* context */
     if (m->qk_norm)
         attn += A * sl * b * (a + k) * d / tp;
+    if (m->attention_output_gate) /* the gate's sigmoid and the context */
+        attn += 2.0 * A * sl * b * a * d / tp;
     double mlp = aps_mlp_saved_bytes(m, t, s);
     double split = w.attn_share * attn + w.mlp_share * mlp;
     if (w.mamba_share > 0)
         split += w.mamba_share * aps_mamba_saved_bytes(m, t, sl * b, tp);
+    if (w.gdn_share > 0)
+        split += w.gdn_share * aps_gdn_saved_bytes(m, t, sl * b, tp);
 
     double core;
     if (t->flash_attention)

@@ -607,6 +607,9 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
     st = aps_hybrid_validate(m, err, n);
     if (st != APS_OK)
         return st;
+    st = aps_gdn_validate(m, err, n);
+    if (st != APS_OK)
+        return st;
     st = validate_glu(m, err, n);
     if (st != APS_OK)
         return st;
@@ -633,12 +636,21 @@ static double norm_params(const aps_model *m, double w)
     return (m->norm == APS_NORM_LAYERNORM && m->norm_bias) ? 2.0 * w : w;
 }
 
-/* Linear-layer weights of one attention block: Q, K, V, O. */
+/* Query columns of the Q projection per head dim: a, 2a with an output
+ * gate (Qwen3NextAttention q_proj: a d 2 outputs, query and gate). */
+static double q_proj_heads(const aps_model *m)
+{
+    double a = (double)m->num_attention_heads;
+    return m->attention_output_gate ? 2.0 * a : a;
+}
+
+/* Linear-layer weights of one attention block: Q (and the output gate),
+ * K, V, O. */
 static double attn_matmul_params(const aps_model *m)
 {
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
     double k = (double)m->num_query_groups, d = (double)m->head_dim;
-    return h * a * d + 2.0 * h * k * d + a * d * h;
+    return h * q_proj_heads(m) * d + 2.0 * h * k * d + a * d * h;
 }
 
 /* Linear-layer weights of one dense MLP block. */
@@ -659,6 +671,8 @@ double aps_layer_matmul_params(const aps_model *m)
                w.mlp_share * mlp_matmul_params(m);
     if (w.mamba_share > 0)
         p += w.mamba_share * aps_mamba_matmul_params(m);
+    if (w.gdn_share > 0)
+        p += w.gdn_share * aps_gdn_matmul_params(m);
     return p;
 }
 
@@ -670,7 +684,7 @@ double aps_regathered_params(const aps_model *m, int64_t tp, double distance)
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
     double k = (double)m->num_query_groups, d = (double)m->head_dim;
     double f = (double)m->ffn_hidden_size;
-    double w[] = {h * (a * d + 2.0 * k * d) / t, a * d * h / t,
+    double w[] = {h * (q_proj_heads(m) * d + 2.0 * k * d) / t, a * d * h / t,
                   (m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0) * h * f / t,
                   f * h / t};
     size_t nw = sizeof w / sizeof w[0];
@@ -764,6 +778,8 @@ double aps_layer_params_tp(const aps_model *m, int64_t tp)
                w.attn_share * attn + w.mlp_share * mlp;
     if (w.mamba_share > 0)
         p += w.mamba_share * aps_mamba_params_tp(m, tp);
+    if (w.gdn_share > 0)
+        p += w.gdn_share * aps_gdn_params_tp(m, tp);
     p += (double)m->norms_per_layer * norm_params(m, h);
     return p;
 }
@@ -774,7 +790,7 @@ static double gqa_attention_params(const aps_model *m)
 {
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
     double k = (double)m->num_query_groups, d = (double)m->head_dim;
-    double p = h * a * d + 2.0 * h * k * d + a * d * h;
+    double p = attn_matmul_params(m);
     if (m->qkv_bias)
         p += a * d + 2.0 * k * d;
     if (m->attn_out_bias)
@@ -853,6 +869,21 @@ static double hybrid_largest_layer(const aps_model *m, int64_t tp)
     aps_hybrid_mix(m, &w);
     return fmax(w.attn ? attn : 0.0,
                 fmax(w.mlp ? mlp : 0.0, w.mamba ? mamba : 0.0));
+}
+
+/* The largest layer of a Gated DeltaNet model on one of tp ranks (its
+ * FSDP unit): the mean layer with its mixer share replaced by the larger
+ * whole mixer, gated attention or Gated DeltaNet. */
+static double gdn_largest_layer(const aps_model *m, int64_t tp)
+{
+    double t = (double)tp;
+    aps_hybrid_counts w;
+    aps_hybrid_mix(m, &w);
+    double attn = attn_matmul_params(m) / t + qk_norm_params(m, t) +
+                  sink_params(m, t);
+    double gdn = aps_gdn_params_tp(m, tp);
+    double mean = w.attn_share * attn + w.gdn_share * gdn;
+    return aps_layer_params_tp(m, tp) - mean + fmax(attn, gdn);
 }
 
 /* A hybrid model's layers kind by kind: the counts and per-layer
@@ -973,6 +1004,8 @@ double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
     double unit = aps_layout_run_layers(lay, i) > 0 ? aps_layer_params_tp(m, lay->t) : 0.0;
     if (unit > 0 && aps_model_is_hybrid(m))
         unit = hybrid_largest_layer(m, lay->t);
+    if (unit > 0 && aps_model_has_gdn(m))
+        unit = gdn_largest_layer(m, lay->t);
     double vocab = lay->vocab_padded * h / t;
     if (i == 0 && vocab > unit)
         unit = vocab;

@@ -37,6 +37,10 @@ static double flops_step(const aps_model *m, const aps_training *t,
     if (w.mamba_share > 0)
         attn += w.mamba_share * (aps_mamba_flops(m, S) -
                                  2.0 * S * aps_mamba_matmul_params(m));
+    /* Gated DeltaNet: the delta rule and the conv (gdn.c aps_gdn_flops) */
+    if (w.gdn_share > 0)
+        attn += w.gdn_share * (aps_gdn_flops(m, S) -
+                               2.0 * S * aps_gdn_matmul_params(m));
     double fwd = B * (L * (matmul + attn) + 2.0 * S * h * (double)m->vocab_size +
                       aps_moe_flops_delta(m, S, causal));
     /* multi-token prediction, per depth (Megatron-LM d98e8a64 megatron/

@@ -268,6 +268,15 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, mamba_num_groups, FT_OINT, NULL),
     FLD(aps_model, mamba_conv_kernel, FT_OINT, NULL),
     FLD(aps_model, mamba_chunk_size, FT_OINT, NULL),
+    /* Gated DeltaNet linear attention (src/core/gdn.c) */
+    FLD(aps_model, linear_attention_period, FT_OINT, NULL),
+    FLD(aps_model, linear_num_key_heads, FT_OINT, NULL),
+    FLD(aps_model, linear_num_value_heads, FT_OINT, NULL),
+    FLD(aps_model, linear_key_head_dim, FT_OINT, NULL),
+    FLD(aps_model, linear_value_head_dim, FT_OINT, NULL),
+    FLD(aps_model, linear_conv_kernel_dim, FT_OINT, NULL),
+    FLD(aps_model, attention_output_gate, FT_OBOOL, NULL),
+    FLD(aps_model, norm_zero_centered, FT_OBOOL, NULL),
 };
 /** Bits of apsl_reader.seen. */
 #define APSL_SEEN_BITS 128

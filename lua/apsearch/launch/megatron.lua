@@ -517,6 +517,9 @@ function M.render(c)
   if (tr.mtp_num_layers or 0) > 0 then A("--mtp-num-layers", tr.mtp_num_layers) end
   if m.mlp == "swiglu" then M.glu_args(c, A, N) end
   if m.hybrid_layer_pattern then M.hybrid_args(m, A, N) end
+  if (m.linear_attention_period or 0) > 0 then M.gdn_args(m, A) end
+  -- TransformerConfig.attention_output_gate (transformer_config.py:278)
+  if m.attention_output_gate then A("--attention-output-gate") end
   if m.mlp == "relu2" then A("--squared-relu") end
   if m.position_embedding == "none" then A("--position-embedding-type", "none") end
   M.qk_norm_args(m, mla, A, N)
@@ -736,6 +739,28 @@ function M.hybrid_args(m, A, N)
   end
 end
 
+--- Gated DeltaNet layers (Qwen3-Next) on Megatron-LM d98e8a64, as
+-- Megatron-Bridge's Qwen3NextBridge sets them: the GPT model with
+-- TransformerConfig.experimental_attention_variant "gdn" (the canonical
+-- name of "gated_delta_net", transformer_config.py:301-310) and
+-- linear_attention_freq k, layer i (1-based) softmax attention when
+-- i % k == 0 (experimental_attention_variant_module_specs.py
+-- get_linear_attention_pattern; gpt_builders.py:37 builds the spec), and
+-- the linear_* widths (transformer_config.py:363-382); the flags are
+-- TransformerConfig's field names (arguments.py _add_experimental_
+-- attention_variant_args and the config-derived groups).
+-- @tparam table m model table
+-- @tparam function A flag writer
+function M.gdn_args(m, A)
+  A("--experimental-attention-variant", "gdn")
+  A("--linear-attention-freq", m.linear_attention_period)
+  A("--linear-conv-kernel-dim", m.linear_conv_kernel_dim)
+  A("--linear-key-head-dim", m.linear_key_head_dim)
+  A("--linear-value-head-dim", m.linear_value_head_dim)
+  A("--linear-num-key-heads", m.linear_num_key_heads)
+  A("--linear-num-value-heads", m.linear_num_value_heads)
+end
+
 local function not_written(N, what, why, instead)
   N("NOT WRITTEN", string.format("%s: NOT EXPRESSIBLE in Megatron-LM d98e8a64 (%s); %s", what, why, instead))
 end
@@ -819,6 +844,8 @@ end
 -- @tparam function N note writer
 function M.norm_args(m, A, N)
   if m.norm == "rmsnorm" then A("--normalization", "RMSNorm") end
+  -- TransformerConfig.layernorm_zero_centered_gamma (transformer_config.py:206)
+  if m.norm_zero_centered then A("--apply-layernorm-1p") end
   if m.norm == "layernorm" and m.norm_bias == false then
     not_written(N, "LayerNorm without bias", "TENorm / FusedLayerNorm always have a bias", "the script's " ..
       "LayerNorms have biases")

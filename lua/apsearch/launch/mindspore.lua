@@ -379,6 +379,11 @@ function M.render(c)
       "): MindSpore Transformers has no Mamba-2 / Nemotron-H model; only the parallel settings are " ..
       "written (apsearch prices hybrid models for Megatron-LM only)")
   end
+  if (m.linear_attention_period or 0) > 0 then
+    N("NOT EXPRESSIBLE in MindFormers", "the Gated DeltaNet layers (Qwen3-Next): MindSpore Transformers " ..
+      "has no Qwen3-Next / Gated DeltaNet model; only the parallel settings are written (apsearch prices " ..
+      "Gated DeltaNet models for Megatron-LM only)")
+  end
   if (c.training.mtp_num_layers or 0) > 0 then
     N("NOT WRITTEN", string.format("training.mtp_num_layers = %d: the config trains without multi-token " ..
       "prediction (less time and memory than estimated)", c.training.mtp_num_layers))

@@ -104,6 +104,14 @@ M.megatron = {
     -- (transformer_config.py:1259-1268, ArgumentGroupFactory)
     "--spec", "--hybrid-layer-pattern", "--squared-relu", "--mamba-num-heads", "--mamba-head-dim",
     "--mamba-state-dim", "--mamba-num-groups",
+    -- Gated DeltaNet models (Qwen3-Next): TransformerConfig
+    -- experimental_attention_variant, linear_attention_freq (its flag from
+    -- _add_experimental_attention_variant_args, arguments.py:3579), the
+    -- linear_* widths, attention_output_gate, layernorm_zero_centered_gamma
+    -- (transformer_config.py:206, 278, 301, 363-382)
+    "--experimental-attention-variant", "--linear-attention-freq", "--linear-conv-kernel-dim",
+    "--linear-key-head-dim", "--linear-value-head-dim", "--linear-num-key-heads",
+    "--linear-num-value-heads", "--attention-output-gate", "--apply-layernorm-1p",
   }),
 }
 
@@ -148,6 +156,18 @@ M.megatron.facts = {
   ["--mamba-head-dim"] = { type = "int", min = 1 },
   ["--mamba-state-dim"] = { type = "int", min = 1 },
   ["--mamba-num-groups"] = { type = "int", min = 1, constraint = "divisible by tp (MambaMixer)" },
+  -- TransformerConfig experimental_attention_variant Literal['gdn', 'gdn2', 'dsa',
+  -- 'gated_delta_net'] and the linear_* asserts (transformer_config.py:301,
+  -- 1470-1509 @ d98e8a64)
+  ["--experimental-attention-variant"] = { type = "string",
+    values = { gdn = true, gdn2 = true, dsa = true, gated_delta_net = true } },
+  ["--linear-attention-freq"] = { type = "int", min = 1, constraint = "la_freq_type: N or a list" },
+  ["--linear-conv-kernel-dim"] = { type = "int", min = 1 },
+  ["--linear-key-head-dim"] = { type = "int", min = 1 },
+  ["--linear-value-head-dim"] = { type = "int", min = 1 },
+  ["--linear-num-key-heads"] = { type = "int", min = 1, constraint = "divisible by tp x cp" },
+  ["--linear-num-value-heads"] = { type = "int", min = 1,
+    constraint = "a multiple of linear-num-key-heads, divisible by tp x cp" },
   ["--hidden-size"] = { type = "int", min = 1 },
   ["--ffn-hidden-size"] = { type = "int", min = 1 },
   ["--num-attention-heads"] = { type = "int", min = 1 },

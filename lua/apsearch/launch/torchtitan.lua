@@ -289,6 +289,13 @@ function M.model_shape(m, seq, pp)
       "): TorchTitan has no Mamba-2 / Nemotron-H model; written as the llama3 decoder, which is not this " ..
       "model (apsearch prices hybrid models for Megatron-LM only)")
   end
+  if (m.linear_attention_period or 0) > 0 then
+    N("NOT EXPRESSIBLE in TorchTitan", "the Gated DeltaNet layers (Qwen3-Next: every " ..
+      m.linear_attention_period .. "-th layer gated attention, the others Gated DeltaNet): TorchTitan has " ..
+      "no Qwen3-Next model (HEAD b5bcd76c6 has a Gated DeltaNet only inside its qwen3_5 model, which " ..
+      "apsearch does not write); written as the llama3 decoder, which is not this model (apsearch " ..
+      "prices Gated DeltaNet models for Megatron-LM only)")
+  end
   if m.mlp and m.mlp ~= "swiglu" then
     N("NOT EXPRESSIBLE in TorchTitan", tostring(m.mlp) .. " MLP: HEAD's llama3 block is SwiGLU " ..
       "(FeedForward w1, w2, w3); written as SwiGLU of width " .. tostring(m.ffn_hidden_size))

@@ -173,6 +173,9 @@ function M.flavor(rel, m)
     D(tostring(m.position_embedding) .. " positions: the llama3 model applies RoPE")
   end
   if m.hybrid_layer_pattern then D("the hybrid Mamba-2 layers: the release has no Mamba-2 model") end
+  if (m.linear_attention_period or 0) > 0 then
+    D("the Gated DeltaNet layers (Qwen3-Next): the release has no Gated DeltaNet model")
+  end
   if (m.rotary_percent or 0) > 0 and m.rotary_percent < 1 then D("partial RoPE: every dimension is rotated") end
   for _, what in ipairs(require("apsearch.launch").llama4_features(m, 0)) do D(what) end
   return flavor, diffs

@@ -1,0 +1,231 @@
+/*
+ * gdn.c -- Gated DeltaNet linear-attention layers (Qwen3-Next): the
+ * layer pattern, the layer's parameters, FLOPs, saved bytes and kernels.
+ *
+ * A Qwen3-Next layer is a transformer layer (pre-norm, mixer, residual,
+ * pre-norm, MLP or MoE, residual) whose mixer is a Gated DeltaNet on most
+ * layers and gated softmax attention on every k-th (transformers
+ * Qwen3NextDecoderLayer, modeling_qwen3_next.py @ 7515843b; layer_types
+ * from full_attention_interval k, configuration_qwen3_next.py @ 249ef816;
+ * Megatron-Core --linear-attention-freq k, experimental_attention_variant_
+ * module_specs.py get_linear_attention_pattern @ d98e8a64: layer i,
+ * 1-based, is full attention when i % k == 0).  Like the hybrid Mamba-2
+ * models (hybrid.c) the per-layer estimates price the mean layer, through
+ * aps_hybrid_mix: attn_share = floor(L / k) / L of an attention block,
+ * gdn_share of a Gated DeltaNet block, one MLP block; so a stage is exact
+ * only when it holds whole periods, and these models are priced with
+ * pp_degree = 1 (aps_gdn_refusal).
+ *
+ * Gated DeltaNet layer, K = nk dk, V = nv dv (Megatron-Core
+ * megatron/core/ssm/gated_delta_net/common.py GatedDeltaNetBase @
+ * d98e8a64; transformers Qwen3NextGatedDeltaNet):
+ *   in_proj   h -> 2K + 2V + 2nv  ([q, k, v, z, beta, alpha]; column
+ *             parallel, the pre-norm fused in: TELayerNormColumnParallel)
+ *   conv1d    depthwise over q, k, v: 2K + V channels, kc weights each,
+ *             no bias (conv_bias = False; HF bias=False), split over TP
+ *   dt_bias, A_log  nv each, split over TP
+ *   out_norm  gated RMSNorm over dv (one head), replicated
+ *   out_proj  V -> h                 (row parallel)
+ * The delta-rule scan runs per value head (q and k repeated nv / nk
+ * times) in chunks of C = 64 tokens (gdn.py GatedDeltaNet._setup_variant_
+ * attrs chunk_size = 64, FLA chunk_gated_delta_rule's BT).
+ */
+#include "internal.h"
+
+/** Chunk length of the chunked delta rule, tokens: Megatron-Core
+ *  megatron/core/ssm/gated_delta_net/gdn.py @ d98e8a64 (chunk_size = 64,
+ *  hard-coded; the torch reference torch_chunk_gated_delta_rule and FLA's
+ *  chunk kernels use the same). */
+#define APS_GDN_CHUNK 64.0
+/** Forward kernels of a Gated DeltaNet layer from Python (GatedDeltaNet.
+ *  forward @ d98e8a64 with FLA): the fused norm + in_proj GEMM (2),
+ *  causal_conv1d (1), the L2 norm of q and k (1), the gates (1), FLA's
+ *  chunk_gated_delta_rule: chunk_local_cumsum, chunk_scaled_dot_kkt,
+ *  solve_tril, recompute_w_u, chunk_gated_delta_rule_fwd_h, chunk_fwd_o
+ *  (6), the gated RMSNorm (1), out_proj (1), bias-dropout-add (1). */
+#define APS_HK_GDN 14.0
+
+bool aps_model_has_gdn(const aps_model *m)
+{
+    return m->linear_attention_period > 0;
+}
+
+void aps_gdn_mix(const aps_model *m, aps_hybrid_counts *out)
+{
+    double L = (double)m->num_layers;
+    out->attn = m->num_layers / m->linear_attention_period;
+    out->gdn = m->num_layers - out->attn;
+    out->attn_share = L > 0 ? (double)out->attn / L : 0.0;
+    out->gdn_share = L > 0 ? (double)out->gdn / L : 0.0;
+}
+
+/** K = nk dk: the width of q (and of k). */
+static double key_width(const aps_model *m)
+{
+    return (double)m->linear_num_key_heads * (double)m->linear_key_head_dim;
+}
+
+/** V = nv dv: the width of v (and of the gate z). */
+static double value_width(const aps_model *m)
+{
+    return (double)m->linear_num_value_heads *
+           (double)m->linear_value_head_dim;
+}
+
+double aps_gdn_in_proj_width(const aps_model *m)
+{
+    return 2.0 * key_width(m) + 2.0 * value_width(m) +
+           2.0 * (double)m->linear_num_value_heads;
+}
+
+double aps_gdn_conv_dim(const aps_model *m)
+{
+    return 2.0 * key_width(m) + value_width(m);
+}
+
+double aps_gdn_matmul_params(const aps_model *m)
+{
+    double h = (double)m->hidden_size;
+    return h * aps_gdn_in_proj_width(m) + value_width(m) * h;
+}
+
+double aps_gdn_params_tp(const aps_model *m, int64_t tp)
+{
+    double t = (double)tp;
+    double conv = aps_gdn_conv_dim(m) * (double)m->linear_conv_kernel_dim;
+    double gates = 2.0 * (double)m->linear_num_value_heads; /* dt_bias, A_log */
+    return (aps_gdn_matmul_params(m) + conv + gates) / t +
+           (double)m->linear_value_head_dim; /* out_norm, replicated */
+}
+
+double aps_gdn_scan_flops(const aps_model *m, double T)
+{
+    double C = APS_GDN_CHUNK, dk = (double)m->linear_key_head_dim;
+    double dv = (double)m->linear_value_head_dim;
+    /* multiply-adds per token and value head of the chunked form (Yang et
+     * al. 2024, arXiv:2412.06464 s.3.3, as gdn.py torch_chunk_gated_delta_
+     * rule computes it): K_beta K^T, A (K_beta g), A V_beta, Q K^T and
+     * P V_new within the chunk, C (3 dk + 2 dv); the triangular solve,
+     * sum_{i<C} i^2 / C = (C - 1)(2C - 1) / 6; W S, Q S and the state
+     * update K^T V_new, 3 dk dv */
+    double macs = C * (3.0 * dk + 2.0 * dv) + (C - 1.0) * (2.0 * C - 1.0) / 6.0 +
+                  3.0 * dk * dv;
+    return 2.0 * T * (double)m->linear_num_value_heads * macs;
+}
+
+double aps_gdn_flops(const aps_model *m, double T)
+{
+    return 2.0 * T * aps_gdn_matmul_params(m)                 /* projections */
+           + 2.0 * T * aps_gdn_conv_dim(m) *
+                 (double)m->linear_conv_kernel_dim            /* conv1d */
+           + aps_gdn_scan_flops(m, T);                        /* delta rule */
+}
+
+/* What the autograd graph of GatedDeltaNet.forward (gdn.py @ d98e8a64)
+ * keeps: the in_proj output for the conv's backward, the conv output for
+ * the L2 norm's, the normalised q and k, the fp32 gates and FLA's chunk-
+ * local solve (C per token and head, fp32) for chunk_gated_delta_rule's
+ * backward (FLA's source was not read at a commit here: the chunk states
+ * are taken as rebuilt in the backward, as its chunk_gated_delta_rule_bwd
+ * calls the forward's state pass), the scan output for the gated norm,
+ * out_proj's input. */
+double aps_gdn_saved_bytes(const aps_model *m, const aps_training *t,
+                           double T, double tp)
+{
+    double A = APS_ACT_BYTES, K = key_width(m), V = value_width(m);
+    double nv = (double)m->linear_num_value_heads;
+    return T * (A * aps_gdn_in_proj_width(m)    /* qkvzba, the conv input */
+                + A * aps_gdn_conv_dim(m)       /* conv output (L2 norm in) */
+                + A * 2.0 * K                   /* normalised q, k */
+                + APS_FP32_BYTES * 2.0 * nv     /* g, beta */
+                + APS_FP32_BYTES * nv * APS_GDN_CHUNK /* the chunk's A */
+                + A * V                         /* scan output, norm input */
+                + aps_gemm_input_bytes(t) * V)  /* out_proj input */
+           / tp;
+}
+
+double aps_gdn_state_bytes(const aps_model *m)
+{
+    return APS_FP32_BYTES * (double)m->linear_num_value_heads *
+           (double)m->linear_key_head_dim * (double)m->linear_value_head_dim;
+}
+
+double aps_gdn_kernels(void)
+{
+    return APS_HK_GDN;
+}
+
+/** The Gated DeltaNet widths: all in [1, APS_MAX_HYBRID_WIDTH] with a
+ *  period, all 0 without one. */
+static aps_status validate_widths(const aps_model *m, char *err, size_t n)
+{
+    struct { const char *f; int64_t v; } f[] = {
+        {"linear_num_key_heads", m->linear_num_key_heads},
+        {"linear_num_value_heads", m->linear_num_value_heads},
+        {"linear_key_head_dim", m->linear_key_head_dim},
+        {"linear_value_head_dim", m->linear_value_head_dim},
+        {"linear_conv_kernel_dim", m->linear_conv_kernel_dim},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        bool bad = aps_model_has_gdn(m)
+                       ? (f[i].v < 1 || f[i].v > APS_MAX_HYBRID_WIDTH)
+                       : f[i].v != 0;
+        if (bad) {
+            aps_fmt(err, n, aps_model_has_gdn(m)
+                        ? "model.%s: must be in [1, 1048576] with a "
+                          "linear_attention_period (got %lld)"
+                        : "model.%s: %lld given without a "
+                          "linear_attention_period", f[i].f, (long long)f[i].v);
+            return APS_EINVAL;
+        }
+    }
+    return APS_OK;
+}
+
+aps_status aps_gdn_validate(const aps_model *m, char *err, size_t n)
+{
+    int64_t k = m->linear_attention_period;
+    if (k < 0 || (k > 0 && k > m->num_layers)) {
+        aps_fmt(err, n, "model.linear_attention_period: must be in [1, "
+                "num_layers = %lld] (got %lld)", (long long)m->num_layers,
+                (long long)k);
+        return APS_EINVAL;
+    }
+    aps_status st = validate_widths(m, err, n);
+    if (st != APS_OK || k == 0)
+        return st;
+    if (m->linear_num_value_heads % m->linear_num_key_heads != 0) {
+        aps_fmt(err, n, "model.linear_num_value_heads: %lld is not a multiple "
+                "of linear_num_key_heads %lld (Megatron TransformerConfig)",
+                (long long)m->linear_num_value_heads,
+                (long long)m->linear_num_key_heads);
+        return APS_EINVAL;
+    }
+    if (aps_model_is_hybrid(m) || m->kv_lora_rank > 0 || m->mtp_layers > 0 ||
+        m->sliding_window > 0 || m->attention_chunk_size > 0) {
+        aps_fmt(err, n, "model.linear_attention_period: Gated DeltaNet layers "
+                "with a hybrid_layer_pattern, MLA, MTP layers or local "
+                "attention are not modelled");
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
+const char *aps_gdn_refusal(const aps_training *t, const aps_strategy *s)
+{
+    if (s->pp_degree > 1)
+        return "Gated DeltaNet models are priced with pp_degree = 1 only "
+               "(a stage's layers are priced as the pattern's mean layer)";
+    if (s->cp_degree > 1)
+        return "Gated DeltaNet models: Megatron-Core splits the delta-rule "
+               "scan over CP by an all-to-all of heads (gated_delta_net/"
+               "common.py), which is not modelled";
+    if (t->framework != APS_FW_MEGATRON)
+        return "Gated DeltaNet models are priced for Megatron-LM only";
+    if (aps_prec_quantized(t->precision))
+        return "Gated DeltaNet models: fp8 / fp4 GEMMs are not modelled";
+    if (s->layer_recompute == APS_RECOMPUTE_FULL)
+        return "Gated DeltaNet models: full recompute is not modelled "
+               "(the recomputed layers' kinds are not tracked)";
+    return NULL;
+}

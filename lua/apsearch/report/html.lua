@@ -379,10 +379,13 @@ function M.diagnose(result, n)
     local need = c1.mem_peak
     local cap = out.capacity_bytes
     if cap and need <= cap then
+      -- a limit the policy takes: the need rounded up to a hundredth of a
+      -- GiB, never past the capacity (policy refuses a limit above it)
+      local gib = math.min(math.ceil(need / 2 ^ 30 * 100) / 100, math.floor(cap / 2 ^ 30 * 100) / 100)
       out.suggestions[#out.suggestions + 1] = string.format(
         "The closest strategy needs %.2f GiB, %.2f GiB over the %.2f GiB limit and within the device's %.2f GiB: " ..
-        "--set cluster.memory_limit_gib=%d would admit it (less headroom for the allocator).",
-        need / 2 ^ 30, (need - limit) / 2 ^ 30, limit / 2 ^ 30, cap / 2 ^ 30, math.ceil(need / 2 ^ 30))
+        "--set cluster.memory_limit_gib=%s would admit it (less headroom for the allocator).",
+        need / 2 ^ 30, (need - limit) / 2 ^ 30, limit / 2 ^ 30, cap / 2 ^ 30, ("%.2f"):format(gib):gsub("%.?0+$", ""))
     else
       out.suggestions[#out.suggestions + 1] = string.format(
         "The closest strategy needs %.2f GiB, %.2f GiB over the %.2f GiB limit%s: raising the limit cannot help; " ..

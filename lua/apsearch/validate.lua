@@ -88,6 +88,10 @@ end
 M.RECIPE_BOOLS = { "torch_compile", "compile_loss", "sac_save_alltoall", "grad_reduce_in_fp32", "fp8_param_gather",
   "tp_comm_overlap", "cuda_graphs", "overlap_moe_expert_parallel_comm" }
 
+--- Values of the optional `cp_comm_type` column: the context-parallel
+-- exchange the run used (training strategies' cp_comm_type, docs/policy.md).
+M.CP_COMM_TYPES = require("apsearch.schema").strategy.cp_comm_type.enum
+
 --- Values of the optional `cuda_graph_scope` column (training.cuda_graph_
 -- scope, docs/policy.md): what the run's CUDA graphs capture.
 M.CUDA_GRAPH_SCOPES = { "layer", "attn", "moe_router", "attn+moe_router", "full_iteration", "none" }
@@ -372,6 +376,11 @@ function M.case_inputs(row)
     layer_recompute = given(row, "layer_recompute")
       and need_enum(row, "layer_recompute", { "none", "selective", "full" }) or nil,
   }
+  -- optional `cp_comm_type` (Megatron --cp-comm-type as apsearch spells
+  -- it, schema.lua); empty: the framework's default, p2p
+  if given(row, "cp_comm_type") then
+    strategy.cp_comm_type = need_enum(row, "cp_comm_type", M.CP_COMM_TYPES)
+  end
   if given(row, "reshard_after_forward") then
     strategy.reshard_after_forward = need_bool(row, "reshard_after_forward")
   else

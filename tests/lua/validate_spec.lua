@@ -393,6 +393,17 @@ describe("validate: recipe columns and release defaults", function()
     return res.cases[1]
   end
 
+  it("reads the cp_comm_type column (Megatron --cp-comm-type), refusing a value it does not know", function()
+    local cp2 = base:gsub(",megatron,bf16,8,1,1,1,false,1,1,1,", ",megatron,bf16,4,1,1,1,false,1,1,2,")
+    local ring, a2a = one(",cp_comm_type", ",p2p", cp2), one(",cp_comm_type", ",a2a", cp2)
+    assert.is_nil(ring.error)
+    assert.are.equal("a2a", a2a.inputs.strategy.cp_comm_type)
+    -- the exchange changes the estimate (a2a's all-to-alls are exposed, the ring's hidden)
+    assert.are_not.equal(ring.predicted.step_time_s, a2a.predicted.step_time_s)
+    assert.are.equal('cp_comm_type = "bogus" is not one of p2p, all_gather, a2a',
+      one(",cp_comm_type", ",bogus", cp2).error)
+  end)
+
   it("refuses a row whose columns contradict its framework, naming both", function()
     -- Megatron-LM has no option that compiles the model
     assert.are.equal('torch_compile = "true" contradicts framework = megatron (Megatron-LM has no option '

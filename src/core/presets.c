@@ -13,6 +13,7 @@
  * assumptions, stated here and fitted by `apsearch calibrate`.
  */
 #include <strings.h>
+#include <math.h>
 #include "internal.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -602,21 +603,33 @@ static aps_status validate_mesh(const aps_cluster *c, char *err, size_t n)
     return APS_OK;
 }
 
-/** The GEMM shape fields (src/core/gemm.c): k0 and the tile sizes >= 0
- *  and finite, an SM count in [0, 2^20], a fixed time per GEMM in [0,
- *  APS_MAX_HOST_SECONDS] (a kernel's, not a step's). */
+/** Largest k0 (gemm_half_dim) a device may take: the bound a calibration
+ *  file's value has (lua/apsearch/calibration.lua FIELDS); beyond it a
+ *  GEMM of any K the models have runs at a few percent of its peak. */
+#define APS_MAX_GEMM_K0 4096.0
+/** Largest output tile side: cuBLAS and CUTLASS tiles reach 256 (x2 for
+ *  Blackwell's 2-SM MMA); 1024 leaves room, and a tile is whole. */
+#define APS_MAX_GEMM_TILE 1024.0
+
+/** The GEMM shape fields (src/core/gemm.c): k0 in [0, APS_MAX_GEMM_K0], the
+ *  tile sides whole numbers in [0, APS_MAX_GEMM_TILE], an SM count in [0,
+ *  2^20], a fixed time per GEMM in [0, APS_MAX_HOST_SECONDS] (a kernel's,
+ *  not a step's). */
 static aps_status gemm_validate(const aps_device *d, char *err, size_t n)
 {
-    struct { const char *f; double v, max; } g[] = {
-        {"gemm_half_dim", d->gemm_half_dim, 1e30},
-        {"gemm_tile_m", d->gemm_tile_m, 1e30},
-        {"gemm_tile_n", d->gemm_tile_n, 1e30},
-        {"gemm_fixed_seconds", d->gemm_fixed_seconds, APS_MAX_HOST_SECONDS},
+    struct { const char *f; double v, max; bool whole; } g[] = {
+        {"gemm_half_dim", d->gemm_half_dim, APS_MAX_GEMM_K0, false},
+        {"gemm_tile_m", d->gemm_tile_m, APS_MAX_GEMM_TILE, true},
+        {"gemm_tile_n", d->gemm_tile_n, APS_MAX_GEMM_TILE, true},
+        {"gemm_fixed_seconds", d->gemm_fixed_seconds, APS_MAX_HOST_SECONDS,
+         false},
     };
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
-        if (!(g[i].v >= 0 && g[i].v <= g[i].max)) {
-            aps_fmt(err, n, "cluster.device.%s: must be in [0, %g] (got %g)",
-                    g[i].f, g[i].max, g[i].v);
+        if (!(g[i].v >= 0 && g[i].v <= g[i].max) ||
+            (g[i].whole && g[i].v != floor(g[i].v))) {
+            aps_fmt(err, n, "cluster.device.%s: must be %s in [0, %g] (got %g)",
+                    g[i].f, g[i].whole ? "a whole number" : "a number",
+                    g[i].max, g[i].v);
             return APS_EINVAL;
         }
     }

@@ -189,7 +189,18 @@ static void test_cluster_validate(void **state)
      * the other, a fixed time beyond a kernel's, a negative SM count */
     fx_h100(&c, 16);
     c.device.gemm_half_dim = -1.0;
-    expect_cluster_einval(&c, "gemm_half_dim: must be in [0,");
+    expect_cluster_einval(&c, "gemm_half_dim: must be a number in [0, 4096]");
+    /* beyond what any GEMM has, a fractional tile (breaker, 2026-12-03: a
+     * tile of 1e12 ranked a 1.4e9 s step as feasible) */
+    fx_h100(&c, 16);
+    c.device.gemm_half_dim = 1e12;
+    expect_cluster_einval(&c, "gemm_half_dim: must be a number in [0, 4096]");
+    fx_h100(&c, 16);
+    c.device.gemm_tile_m = 1e12;
+    expect_cluster_einval(&c, "gemm_tile_m: must be a whole number in [0, 1024]");
+    fx_h100(&c, 16);
+    c.device.gemm_tile_n = 0.5;
+    expect_cluster_einval(&c, "gemm_tile_n: must be a whole number in [0, 1024]");
     fx_h100(&c, 16);
     c.device.gemm_tile_m = NAN;
     expect_cluster_einval(&c, "gemm_tile_m");

@@ -42,7 +42,9 @@ return { name = "x", model = "llama-3.1-8b",
       { "sm_count = 1.5", "cluster.device.sm_count: must be an integer >= 0 (got 1.5)" },
       { "gemm_tile_m = 0", "cluster.device.gemm_tile_m, gemm_tile_n: both 0 (no tile term) or "
         .. "both > 0 (got 0, 128)" },
-      { "gemm_fixed_seconds = 1", "cluster.device.gemm_fixed_seconds: must be in [0, 0.01] (got 1)" },
+      { "gemm_fixed_seconds = 1", "cluster.device.gemm_fixed_seconds: must be a number in [0, 0.01] (got 1)" },
+      { "gemm_tile_m = 2^62, gemm_tile_n = 2^62",
+        "cluster.device.gemm_tile_m: must be a whole number in [0, 1024] (got 4.61169e+18)" },
     }
     for _, c in ipairs(cases) do
       local path = policy(c[1])

@@ -1449,6 +1449,10 @@ end
 -- TorchTitan's step line for fsdp2; llm-foundry (fsdp) logs neither.
 M.LOG_FRAMEWORK = { megatron = "megatron", deepspeed = "megatron", fsdp2 = "torchtitan" }
 
+--- Fewer iterations used than this, and `calibrate --log` says its median
+-- rests on few (a step of a checkpoint save or a straggler moves it).
+M.FEW_LOG_ITERATIONS = 5
+
 local function calibrate_log(opts)
   local trainlog = require "apsearch.trainlog"
   local skip
@@ -1505,6 +1509,15 @@ local function calibrate_log(opts)
   local function say(text) out(common.fold_text(text, width) .. "\n") end
   say(("measured (%s, %s, median of %d iterations after %d skipped): step time %.4f s%s, %.0f tokens/s per GPU"):format(
     opts.log, s.framework, s.used, s.skipped, step, s.step_seconds and "" or " (from tps)", tps))
+  -- what the measurement rests on, said beside it (and before a fit)
+  if s.nonfinite_losses > 0 then
+    say(("note: %d of the %d iterations used logged a NaN or infinite loss (timed as logged)"):format(
+      s.nonfinite_losses, s.used))
+  end
+  if s.used < M.FEW_LOG_ITERATIONS then
+    say(("note: %d iteration%s used: one slow step moves the median; a longer log is surer"):format(
+      s.used, s.used == 1 and "" or "s"))
+  end
   say(("estimated (%d GPUs): step time %.4f s (%+.1f %%), %.0f tokens/s per GPU (%+.1f %%)%s"):format(
     est.devices_used, est.step_time, pct_error(est.step_time, step), est.tokens_per_s_per_gpu,
     pct_error(est.tokens_per_s_per_gpu, tps), est.feasible and "" or "; estimated over the memory limit"))

@@ -290,6 +290,17 @@ function M.parse(text, path)
           "run (e.g. the lines from %d on: sed -n '%d,$p')"):format(r.iteration, last.iteration, last.line, lineno,
           lineno))
       end
+      -- TorchTitan logs a step on every rank, and the ranks meet in every
+      -- step's collectives, so a rank's line is at most one logged step
+      -- behind another's: a step two logged steps back is a restart
+      if r.framework == "torchtitan" and last and r.iteration < last.iteration then
+        local later = 0
+        for _, x in ipairs(log.iterations) do if x.iteration > r.iteration then later = later + 1 end end
+        if later >= 2 then
+          fail(path, lineno, ("step %d after step %d (line %d): the run restarted; give the log of one run (e.g. "
+            .. "the lines from %d on: sed -n '%d,$p')"):format(r.iteration, last.iteration, last.line, lineno, lineno))
+        end
+      end
       if seen[r.iteration] then
         log.duplicates = log.duplicates + 1
         -- the peak memory of any rank that logged the step

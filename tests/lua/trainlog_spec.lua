@@ -295,6 +295,16 @@ describe("calibrate --log, bad logs", function()
     local err = one_line(apsearch("calibrate", "--log", path))
     assert.are.equal("apsearch: " .. path .. ":9: \"Training starts at step\" after step 3 (line 7): the run "
       .. "restarted; give the log of one run (e.g. the lines from 9 on: sed -n '9,$p')\n", err)
+    -- no banner (a log cut after it): a step two logged steps back
+    local rew = { step(1, 9000), step(2, 10000), step(3, 10000), step(1, 5000), step(2, 5000) }
+    path = write(dir .. "/tt_rewind.log", table.concat(rew, "\n") .. "\n")
+    err = one_line(apsearch("calibrate", "--log", path))
+    assert.are.equal("apsearch: " .. path .. ":4: step 1 after step 3 (line 3): the run restarted; give the log of "
+      .. "one run (e.g. the lines from 4 on: sed -n '4,$p')\n", err)
+    -- one logged step behind (a rank's line after another's next): one run
+    local lag = { step(1, 9000), step(2, 10000), step(1, 9000), step(3, 10000), step(2, 10000), step(3, 10000) }
+    path = write(dir .. "/tt_lag.log", table.concat(lag, "\n") .. "\n")
+    assert.are.equal(0, (apsearch("calibrate", "--log", path)))
     -- the banners of one start, on every rank, before any step: one run
     local one = write(dir .. "/tt_one.log", table.concat(lines, "\n", 1, 8) .. "\n")
     local code = apsearch("calibrate", "--log", one)
@@ -332,6 +342,12 @@ describe("calibrate --log, bad logs", function()
     local code, out = apsearch("calibrate", "--log", path, "--skip", "3")
     assert.are.equal(0, code)
     assert.truthy(out:find("3 used iterations logged a NaN or infinite loss (timed as logged)", 1, true), out)
+    -- beside a job (and before a fit): said too, and that 5 iterations are few
+    code, out = apsearch("calibrate", "--log", path, POLICY, "--set", "training.framework=megatron",
+      "--strategy", "dp_degree=8", "--skip", "3")
+    assert.are.equal(0, code)
+    assert.truthy(out:find("note: 3 of the 5 iterations used logged a NaN or infinite loss", 1, true), out)
+    assert.is_nil(out:find("iterations used: one slow step", 1, true), out) -- 5 is not few
     local tt = trainlog.parse("step: 5  loss:     nan  memory: 9.46GiB(64.99%)  tps: 7,282\n", "t.log")
     assert.is_false(tt.iterations[1].loss)
     near(7282, tt.iterations[1].tokens_per_s_per_gpu)

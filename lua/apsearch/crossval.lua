@@ -182,7 +182,14 @@ function M.run(path, opts)
   local all_out, all_in = {}, {}
   local kept_out, kept_in, gaps = {}, {}, {}
   local spread = {}
-  for _, fold in ipairs(M.folds(rows, by)) do
+  local folds = M.folds(rows, by)
+  -- one source leaves nothing to fit on: its "out-of-sample" figure would
+  -- be the presets' in-sample error under another name
+  if #folds < 2 then
+    util.fail(path, "--cv " .. by, ("needs runs of at least 2 %ss to leave one out (got %d: %s)"):format(by,
+      #folds, folds[1] and folds[1].group or "none"), nil, false)
+  end
+  for _, fold in ipairs(folds) do
     log(("crossval: fold %q: fitting on %d rows, predicting %d"):format(
       fold.group, #fold.train, #fold.test))
     -- a run marked as a release gap measures its release, not the device:

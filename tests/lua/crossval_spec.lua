@@ -293,17 +293,32 @@ end)
 describe("crossval.data_source on too few residuals", function()
   it("writes the count alone (no interval), not a format error", function()
     local H = require "spec_helpers"
-    -- c016 alone: one step-time residual, fewer than LEVEL / (1 - LEVEL) = 4
+    -- c016 and c213, two sources: two step-time residuals, fewer than
+    -- LEVEL / (1 - LEVEL) = 4
     local text = H.read(FIXTURE)
     local header, c016 = text:match("^([^\n]*)\n"), text:match("\n(c016,[^\n]*)")
-    local path = H.write(H.tmpdir() .. "/one.csv", header .. "\n" .. c016 .. "\n")
+    local c213 = text:match("\n(c213,[^\n]*)")
+    local path = H.write(H.tmpdir() .. "/two.csv", header .. "\n" .. c016 .. "\n" .. c213 .. "\n")
     local res = crossval.run(path, { fit = function() return nil end })
     local src = crossval.data_source(res)
     local data = assert(load(src))()
-    assert.are.same({ rows = 1 }, data.step_time.pooled)
+    assert.are.same({ rows = 2 }, data.step_time.pooled)
     assert.are.same({ rows = 0 }, data.mem_peak.pooled)
     local intervals = require "apsearch.intervals"
     assert.is_nil(intervals.interval(10.0, data.step_time, "megatron/ampere/16bit"))
+  end)
+end)
+
+describe("crossval.run on one source", function()
+  it("is refused: leaving the only source out leaves nothing to fit on", function()
+    local H = require "spec_helpers"
+    local text = H.read(FIXTURE)
+    local header, c016 = text:match("^([^\n]*)\n"), text:match("\n(c016,[^\n]*)")
+    local path = H.write(H.tmpdir() .. "/one.csv", header .. "\n" .. c016 .. "\n")
+    local ok, err = pcall(crossval.run, path, { fit = function() return nil end })
+    assert.is_false(ok)
+    assert.are.equal(path .. ": --cv source: needs runs of at least 2 sources to leave one out (got 1: Narayanan)",
+      err)
   end)
 end)
 

@@ -88,6 +88,21 @@ end
 M.RECIPE_BOOLS = { "torch_compile", "compile_loss", "sac_save_alltoall", "grad_reduce_in_fp32", "fp8_param_gather",
   "tp_comm_overlap", "cuda_graphs", "overlap_moe_expert_parallel_comm" }
 
+--- Longest model name the core takes (bytes, src/lua/lconvert.c); a row's
+-- longer `model` is cut there, with "...", as a label.
+M.MAX_MODEL_NAME = 63
+
+--- A row's `model` column as the estimate's model name: its label, cut to
+-- M.MAX_MODEL_NAME bytes at a UTF-8 character boundary ("..." at the end).
+-- @tparam string text the column
+-- @treturn string
+function M.model_name(text)
+  if #text <= M.MAX_MODEL_NAME then return text end
+  local cut = M.MAX_MODEL_NAME - 3
+  while cut > 0 and (text:byte(cut + 1) or 0) & 0xC0 == 0x80 do cut = cut - 1 end
+  return text:sub(1, cut) .. "..."
+end
+
 --- Values of the optional `cp_comm_type` column: the context-parallel
 -- exchange the run used (training strategies' cp_comm_type, docs/policy.md).
 M.CP_COMM_TYPES = require("apsearch.schema").strategy.cp_comm_type.enum
@@ -249,7 +264,7 @@ function M.case_inputs(row)
   local gpt = norm == "layernorm" and pos == "learned"
   local mpt = norm == "layernorm" and pos == "alibi"
   local model = {
-    name = row.model,
+    name = M.model_name(row.model),
     num_layers = need_int(row, "num_layers"),
     hidden_size = need_int(row, "hidden_size"),
     ffn_hidden_size = need_int(row, "ffn_hidden_size"),
@@ -986,7 +1001,7 @@ function M.load(path)
   for i, name in ipairs(records[1]) do names[i] = name:match("^%s*(.-)%s*$") end
   local index = header_index(path, names)
   if #records == 1 then error(("%s: no data rows after the header"):format(path), 0) end
-  local rows = {}
+  local rows, line_of = {}, {}
   for r = 2, #records do
     local fields = records[r]
     if #fields ~= #names then
@@ -996,6 +1011,12 @@ function M.load(path)
     local row = {}
     for name, i in pairs(index) do row[name] = fields[i] end
     row.case_id = row.case_id ~= "" and row.case_id or ("row " .. (r - 1))
+    -- every output names a row by its id: two rows of one id would mix
+    if line_of[row.case_id] then
+      error(("%s:%d: case_id %s repeats the row of line %d"):format(path, lines[r],
+        util.describe(row.case_id), line_of[row.case_id]), 0)
+    end
+    line_of[row.case_id] = lines[r]
     rows[#rows + 1] = row
   end
   return rows

@@ -393,6 +393,23 @@ describe("validate: recipe columns and release defaults", function()
     return res.cases[1]
   end
 
+  it("refuses two rows of one case_id, and takes a long model name as a label cut to 63 bytes", function()
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write(header, "\n", base, "\n", base, "\n")
+    f:close()
+    local ok, err = pcall(validate.run, path)
+    os.remove(path)
+    assert.is_false(ok)
+    assert.are.equal(path .. ':3: case_id "x1" repeats the row of line 2', err)
+    local long = "meta-llama/Llama-3.1-8B-Instruct-with-long-context-finetune-ablation-v2"
+    local c = one("", "", base:gsub("Llama 3.1 8B", long))
+    assert.is_nil(c.error)
+    assert.are.equal(long:sub(1, 60) .. "...", c.inputs.model.name)
+    assert.are.equal("é" .. string.rep("a", 58) .. "...", validate.model_name("é" .. string.rep("a", 70)))
+    assert.are.equal(string.rep("a", 59) .. "...", validate.model_name(string.rep("a", 59) .. "é" .. string.rep("b", 9)))
+  end)
+
   it("reads the cp_comm_type column (Megatron --cp-comm-type), refusing a value it does not know", function()
     local cp2 = base:gsub(",megatron,bf16,8,1,1,1,false,1,1,1,", ",megatron,bf16,4,1,1,1,false,1,1,2,")
     local ring, a2a = one(",cp_comm_type", ",p2p", cp2), one(",cp_comm_type", ",a2a", cp2)

@@ -83,8 +83,9 @@ local OUTPUT_FORMATS = { "table", "json", "csv" }
 --- Largest number of values one range may expand to.
 M.max_range_values = 100000
 
---- The file names in the directory of `path` (its own directory part, else
--- the current one): the candidates of a "did you mean" for a missing file.
+--- The regular files in the directory of `path` (its own directory part,
+-- else the current one): the candidates of a "did you mean" for a missing
+-- file.
 -- @tparam string path
 -- @treturn table array of names (empty when the directory cannot be read)
 function M.files_beside(path)
@@ -93,7 +94,8 @@ function M.files_beside(path)
   local ok, iter, state = pcall(lfs.dir, dir == "" and "/" or dir)
   if not ok then return names end
   for f in iter, state do
-    if f ~= "." and f ~= ".." then names[#names + 1] = (dir == "." and "" or (dir .. "/")) .. f end
+    local full = (dir == "." and "" or (dir .. "/")) .. f
+    if lfs.attributes(full, "mode") == "file" then names[#names + 1] = full end
   end
   table.sort(names)
   return names

@@ -701,6 +701,17 @@ local function cmd_run(args)
       util.log("%s", common.fold_text(line, width))
     end
   end
+  -- stdout's text first: a formatter script that fails (exit 2) leaves no
+  -- result set behind it
+  local okt, text = pcall(function()
+    if user_formatter then return user_formatter.render(result) end
+    fmt = fmt or p.outputs.format or "table"
+    return require("apsearch.format." .. fmt).format(result, { wide = opts.wide })
+  end)
+  if not okt then
+    if set then set:abort() end
+    error(text, 0)
+  end
   if dir then
     local files, note, notes = M.write_outputs(dir, result, { echarts = opts.echarts, set = set })
     if not quiet then
@@ -711,13 +722,7 @@ local function cmd_run(args)
       for _, n in ipairs(notes) do util.log("apsearch: %s", n) end
     end
   end
-  if user_formatter then
-    out(user_formatter.render(result))
-  else
-    fmt = fmt or p.outputs.format or "table"
-    local formatter = require("apsearch.format." .. fmt)
-    out(formatter.format(result, { wide = opts.wide }))
-  end
+  out(text)
   return #result.top_k_strategies > 0 and 0 or 1
 end
 

@@ -511,6 +511,12 @@ return {
     local f = write(DIR .. "/f_err.lua", "return { render = function(r)\n  return r.top_k_strategies[1].x.y\nend }\n")
     failed({ apsearch("run", p, "--formatter", f, "-q") }, "f_err.lua:2: attempt to index a nil value",
       'in formatter "f_err" (render)')
+    -- with --out: the failing formatter leaves no result set (it used to
+    -- be written, then the command exited 2)
+    local out = DIR .. "/fmt_out"
+    failed({ apsearch("run", p, "--formatter", f, "-q", "--out", out) }, "f_err.lua:2: attempt to index a nil value")
+    assert.is_nil(require("lfs").attributes(out))
+    for name in require("lfs").dir(DIR) do assert.is_nil(name:find("^%.fmt_out%.apsearch%-set"), name) end
   end)
 
   it("a bytecode rule file", function()

@@ -444,7 +444,9 @@ end
 -- @tparam string dir output directory (created)
 -- @tparam table result search result (gains visualization_report, output_files, run_id)
 -- @tparam[opt] table opts `echarts` (path of echarts.min.js); `set` (an
---   apsearch.outdir set already opened on dir, e.g. before the search)
+--   apsearch.outdir set already opened on dir, e.g. before the search);
+--   `before_commit` (a function run once the files are written, before
+--   the set is linked: an error in it aborts the set)
 -- @treturn table the paths written, in order
 -- @treturn string|nil a note when the report has no charts (no ECharts)
 -- @treturn table notes of the set (previous or interrupted sets kept, and why)
@@ -452,6 +454,7 @@ function M.write_outputs(dir, result, opts)
   opts = opts or {}
   local set = opts.set or require("apsearch.outdir").open(dir)
   local ok, res = pcall(M.write_set, set, dir, result, opts)
+  if ok and opts.before_commit then ok, res = pcall(function() opts.before_commit() return res end) end
   if not ok then set:abort() error(res, 0) end
   set:commit()
   return res[1], res[2], set.notes
@@ -701,19 +704,19 @@ local function cmd_run(args)
       util.log("%s", common.fold_text(line, width))
     end
   end
-  -- stdout's text first: a formatter script that fails (exit 2) leaves no
-  -- result set behind it
-  local okt, text = pcall(function()
-    if user_formatter then return user_formatter.render(result) end
+  -- stdout's text, rendered after the files (it shows where they are)
+  -- and before the set is linked: a formatter script that fails (exit 2)
+  -- leaves no result set behind it
+  local text
+  local function render()
+    if user_formatter then text = user_formatter.render(result) return end
     fmt = fmt or p.outputs.format or "table"
-    return require("apsearch.format." .. fmt).format(result, { wide = opts.wide })
-  end)
-  if not okt then
-    if set then set:abort() end
-    error(text, 0)
+    text = require("apsearch.format." .. fmt).format(result, { wide = opts.wide })
   end
+  if not dir then render() end
   if dir then
-    local files, note, notes = M.write_outputs(dir, result, { echarts = opts.echarts, set = set })
+    local files, note, notes = M.write_outputs(dir, result, { echarts = opts.echarts, set = set,
+      before_commit = render })
     if not quiet then
       util.log("wrote %d files to %s: result.json, result.csv, %sreport.html, launch/ (%d)",
         #files, dir, result.candidates_csv and "candidates.csv, " or "",

@@ -3,29 +3,38 @@
 # format, --top-k 1000, --out with --candidates all and feasible), so that
 # two builds can be compared byte for byte: run it before and after a
 # change, then `bench/outputs_snapshot.sh --compare OLD NEW`.  JSON (stdout
-# and result.json; report.html embeds JSON too) is compared with its keys
-# sorted: lua-cjson writes a table's keys in Lua's hash order, which is
+# and result.json) is compared with its keys
+# sorted (report.html is not kept: it embeds such JSON and the run's id):
+# lua-cjson writes a table's keys in Lua's hash order, which is
 # seeded per process, so two runs of one build differ in key order only.
+# The search's own timings (all_candidate_summary seconds, search_seconds,
+# candidates_per_s, its log line; the table's first lines) and the set's
+# directory and run_id in result.json are masked.
 # Usage: bench/outputs_snapshot.sh DIR [APSEARCH]
 #        bench/outputs_snapshot.sh --compare OLD NEW
 set -euo pipefail
-cd "$(dirname "$0")/.."
+abs() { realpath -m "$1"; }
 if [ "${1:-}" = --compare ]; then
-  old=$2 new=$3 bad=0
+  old=$(abs "$2") new=$(abs "$3") bad=0
+  JQ='del(.all_candidate_summary.seconds?, .all_candidate_summary.search_seconds?,
+    .all_candidate_summary.candidates_per_s?, .run_id?) | walk(if type == "string"
+    then sub("candidates in [0-9.]+ s [(][0-9]+ candidates/s[)]"; "T") else . end)'
+  norm() { case $1 in
+    *.json) sed -E 's#[^" ]*/\.tmp([/"])#OUT\1#g' "$1" | jq -S "$JQ" ;;
+    *.table) sed -E 's/(^ *|, )[0-9]+\.[0-9]+ s$/\1T s/' "$1" ;;
+    *) cat "$1" ;;
+  esac; }
   while IFS= read -r f; do
     rel=${f#"$old"/}
-    case $rel in
-      *.json) cmp -s <(jq -S . "$f") <(jq -S . "$new/$rel") || { echo "DIFFERS: $rel"; bad=1; } ;;
-      */report.html) ;;  # holds JSON in hash order; its other bytes below
-      *) cmp -s "$f" "$new/$rel" || { echo "DIFFERS: $rel"; bad=1; } ;;
-    esac
+    cmp -s <(norm "$f") <(norm "$new/$rel") || { echo "DIFFERS: $rel"; bad=1; }
   done < <(find "$old" -type f | sort)
   [ "$(cd "$old" && find . -type f | sort)" = "$(cd "$new" && find . -type f | sort)" ] ||
     { echo "DIFFERS: the lists of files"; bad=1; }
   [ $bad = 0 ] && echo "identical: $(find "$old" -type f | wc -l) files"
   exit $bad
 fi
-dir=$1 bin=${2:-./build/apsearch}
+dir=$(abs "$1") bin=$(abs "${2:-$(dirname "$0")/../build/apsearch}")
+cd "$(dirname "$0")/.."
 mkdir -p "$dir"
 for pol in examples/llama3_8b_h100.lua examples/llama3_70b_h100_1024_sweep.lua \
            examples/mixtral_8x7b_h100.lua examples/qwen3_30b_a3b_h100.lua \

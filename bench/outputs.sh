@@ -13,6 +13,25 @@
 # Lua sources from APSEARCH_ROOT), e.g. a commit before a change:
 #   git archive BASE | tar -x -C /tmp/base && APSEARCH_ROOT=/tmp/base bench/outputs.sh
 # Usage: bench/outputs.sh [POLICY] [RUNS]
+#
+# Issue 28 item 3, branch h-outspeed: the Lua tree of 04453b3 (before) and
+# after, same binary, one after the other on the 2-core AMD EPYC VM with a
+# load average of 5-9 from other work (wall times are 2-4x their CPU time
+# and move with the neighbours: compare CPU), median of 3, CPU s (wall s):
+#   search alone (table, json, csv)  1.26-1.32 (3.7-4.7) -> 1.07-1.15 (1.6-2.2)
+#                                    (the load: that path did not change)
+#   --out --candidates all           16.42 (27.2)        -> 5.60 (13.1)
+#   --out --candidates none -k 1000  10.00 (27.1)        -> 8.92 (22.3)
+#   --top-k 1000 json / table / csv  3.88 / 2.01 / 2.14  -> 3.94 / 2.10 / 2.14
+# candidates.csv's 2.43 M rows: rows assembled in C (core.csv_rows, about
+# 10x less CPU per row than the Lua writer); what is left of --candidates
+# all is the Lua walk of every candidate (about 1 us each: the fast path
+# counts most blocks without walking them, and must walk them to write
+# their rows).  JSON encoding is about 25 % faster (1.1-1.4 s -> 0.94 s
+# for the 21 MB of --top-k 1000, measured in one process), too little to
+# see under this load; --top-k 1000 --out spends its time in report.html
+# (its Lua rendering), the JSON encodes, the 3,000 launch files and their
+# fsynced writes.  Neither of issue 28's ratios (3x, 2x) is met.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 P=${1:-bench/llama3_405b_16k_wide.lua} RUNS=${2:-3}

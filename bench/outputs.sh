@@ -23,9 +23,10 @@
 #   --out --candidates all           16.42 (27.2)        -> 5.60 (13.1)
 #   --out --candidates none -k 1000  10.00 (27.1)        -> 8.92 (22.3)
 #   --top-k 1000 json / table / csv  3.88 / 2.01 / 2.14  -> 3.94 / 2.10 / 2.14
-# candidates.csv's 2.43 M rows: rows assembled in C (core.csv_rows, about
-# 10x less CPU per row than the Lua writer); what is left of --candidates
-# all is the Lua walk of every candidate (about 1 us each: the fast path
+# candidates.csv's 2.43 M rows: rows assembled in C (core.csv_rows: about
+# 0.9 us of CPU per row against 4.3 us for the Lua writer, in-process);
+# what is left of --candidates all is the Lua walk of every candidate
+# (about 1 us each: the fast path
 # counts most blocks without walking them, and must walk them to write
 # their rows).  JSON encoding is about 25 % faster (1.1-1.4 s -> 0.94 s
 # for the 21 MB of --top-k 1000, measured in one process), too little to

@@ -24,12 +24,17 @@ if [ "${1:-}" = --compare ]; then
     *.table) sed -E 's/(^ *|, )[0-9]+\.[0-9]+ s$/\1T s/' "$1" ;;
     *) cat "$1" ;;
   esac; }
-  while IFS= read -r f; do
-    rel=${f#"$old"/}
-    cmp -s <(norm "$f") <(norm "$new/$rel") || { echo "DIFFERS: $rel"; bad=1; }
-  done < <(find "$old" -type f | sort)
-  [ "$(cd "$old" && find . -type f | sort)" = "$(cd "$new" && find . -type f | sort)" ] ||
-    { echo "DIFFERS: the lists of files"; bad=1; }
+  # each tree normalized into a copy, then compared whole
+  T=$(mktemp -d)
+  trap 'rm -rf "$T"' EXIT
+  for side in old new; do
+    src=${!side}
+    (cd "$src" && find . -type f) | while IFS= read -r rel; do
+      mkdir -p "$T/$side/$(dirname "$rel")"
+      norm "$src/$rel" >"$T/$side/$rel"
+    done
+  done
+  diff -rq "$T/old" "$T/new" | sed "s#$T/##g" || bad=1
   [ $bad = 0 ] && echo "identical: $(find "$old" -type f | wc -l) files"
   exit $bad
 fi

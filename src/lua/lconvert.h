@@ -64,6 +64,10 @@ int apsl_poll(lua_State *L);
 int apsl_waitpid(lua_State *L);
 int apsl_kill(lua_State *L);
 int apsl_exit_now(lua_State *L);
+/** core.csv_rows (lcsvrows.c, documented there): the row buffer of
+ *  candidates.csv; apsl_csv_rows_register makes its metatable. */
+int apsl_csv_rows(lua_State *L);
+void apsl_csv_rows_register(lua_State *L);
 
 /* ------------------------------------------------------------ table -> C */
 

@@ -767,6 +767,7 @@ static const luaL_Reg module_funcs[] = {
     {"waitpid", apsl_waitpid},
     {"kill", apsl_kill},
     {"exit_now", apsl_exit_now},
+    {"csv_rows", apsl_csv_rows},
     {NULL, NULL}
 };
 
@@ -812,7 +813,8 @@ static const char *perf_name(int i)
  *   (functions above); fsync, getpid, realpath, monotime, isatty,
  *   rename_noreplace, rename_exchange, chmod, read_regular (lfsync.c);
  *   ncpu, pipe, fork, fd_read, fd_write, fd_close, poll, waitpid, kill,
- *   exit_now (lproc.c);
+ *   exit_now (lproc.c); csv_rows, the row buffer of candidates.csv
+ *   (lcsvrows.c);
  *   version: the CMake project version (APS_VERSION);
  *   MAX_STAGES: largest pp_degree (APS_MAX_STAGES);
  *   MAX_DEGREE: largest parallel degree or batch dimension (APS_MAX_DEGREE);
@@ -830,6 +832,7 @@ LUAMOD_API int luaopen_apsearch_core(lua_State *L)
         lua_setfield(L, -2, "__index");
     }
     lua_pop(L, 1);
+    apsl_csv_rows_register(L);
 
     luaL_newlib(L, module_funcs);
     lua_pushinteger(L, APS_MAX_STAGES);

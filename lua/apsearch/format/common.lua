@@ -94,6 +94,17 @@ function M.field_value(s, f, gbs)
   return v
 end
 
+--- The other strategy fields M.field_value(s, f) reads for field f (the
+-- value of field f itself aside): the spelling of f's value is a function
+-- of these and gbs (candidates.csv remembers each cell under them,
+-- apsearch.format.csv; tests/lua/csv_rows_spec.lua checks the list).
+M.field_reads = {
+  micro_batch_num = { "micro_batch_size", "dp_degree", "fsdp_degree" },
+  recompute_num_layers = { "layer_recompute" },
+  pp_schedule = { "pp_degree" },
+  recompute_modules = { "layer_recompute" },
+}
+
 --- The pipeline layout a top-k strategy ran, resolved from its estimate:
 -- `stage_partition` as layers per pipeline rank (vpp = 1) or per model
 -- chunk in schedule order (vpp > 1, src/core/pipeline.c aps_chunk_layers,

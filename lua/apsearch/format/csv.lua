@@ -32,11 +32,17 @@ local function cell(v)
   return v
 end
 
--- the cell of a strategy field, the space's placeholders spelt out
--- (common.field_value; per-stage lists joined by ";", a moot field empty)
-local function strategy_cell(s, f, gbs)
+--- The candidates.csv cell of a strategy field: the space's placeholders
+-- spelt out (common.field_value; per-stage lists joined by ";", a moot
+-- field empty), quoted as RFC 4180 asks.
+-- @tparam table s strategy (a candidate)
+-- @tparam string f field name
+-- @tparam[opt] number gbs global batch size, sequences
+-- @treturn string the cell's text
+function M.strategy_cell(s, f, gbs)
   return cell(common.field_value(s, f, gbs))
 end
+local strategy_cell = M.strategy_cell
 
 --- Column names, in order.
 -- @treturn table array of strings
@@ -124,7 +130,10 @@ M.stream_rows = 4096
 --- A streaming writer of candidates.csv: a sink for apsearch.search.run
 -- (`opts.candidates`) that formats each candidate as it is decided and
 -- hands the text to `write` in pieces of M.stream_rows rows (the header
--- first).  Memory stays bounded whatever the number of candidates.
+-- first).  The rows are assembled in C (apsearch.core.csv_rows), each
+-- strategy cell spelt once here (strategy_cell) per distinct value and
+-- the values its spelling reads (format.common.field_reads).  Memory
+-- stays bounded whatever the number of candidates.
 -- @tparam function write `write(text)`; its errors propagate
 -- @tparam string mode `all` or `feasible`
 -- @tparam[opt] integer gbs global batch size (sequences), to spell out a
@@ -134,58 +143,33 @@ M.stream_rows = 4096
 function M.candidate_writer(write, mode, gbs)
   assert(mode == "all" or mode == "feasible", "candidate_writer: mode all or feasible")
   write(table.concat(M.candidate_columns(), ",") .. "\n")
-  local buf, bn, rows = {}, 0, 0
+  local rows_c = require("apsearch.core").csv_rows(STRATEGY, common.field_reads,
+    function(cand, i) return strategy_cell(cand, STRATEGY[i], gbs) end)
+  local rows, bn = 0, 0
   local FULL = M.stream_rows
-  local concat, fmt, tostr = table.concat, string.format, tostring
-  local nf = #STRATEGY
-  -- the cell of each strategy value, cached per field (tables by identity,
-  -- weakly: the space hands out the same list objects)
-  local caches = {}
-  for i = 1, nf do caches[i] = setmetatable({}, { __mode = "k" }) end
+  local put = rows_c.row
+  -- the status, phase and reason cells of a reason's entry
   local heads = setmetatable({}, { __mode = "k" })
-  local cells = {}
   local function row(index, e, st, mem, cand)
-    local head
+    local head = "feasible,,,"
     if e then
       head = heads[e]
       if not head then
         head = (e.phase == "early" and "filtered," or "infeasible,") .. (e.phase or "") .. "," .. cell(e.code) .. ","
         heads[e] = head
       end
-    else
-      head = "feasible,,,"
     end
-    for i = 1, nf do
-      local f = STRATEGY[i]
-      local v = cand[f]
-      if v == nil then
-        cells[i] = ""
-      elseif (f == "micro_batch_num" and v == 0) or f == "pp_schedule" then
-        cells[i] = strategy_cell(cand, f, gbs) -- depends on the degrees
-      elseif f == "recompute_num_layers" and cand.layer_recompute ~= "full" then
-        cells[i] = "" -- moot (common.field_value)
-      elseif f == "recompute_modules" and cand.layer_recompute ~= "selective" then
-        cells[i] = "" -- moot (common.field_value)
-      else
-        local cache = caches[i]
-        local c = cache[v]
-        if not c then c = strategy_cell(cand, f, gbs) cache[v] = c end
-        cells[i] = c
-      end
-    end
-    local est
-    if st then est = fmt("%.9g,%.0f,%.3f,", st, mem, mem / 1073741824) else est = ",,," end
+    put(rows_c, index, head, st, mem, cand)
     bn = bn + 1
-    buf[bn] = tostr(index) .. "," .. head .. est .. concat(cells, ",", 1, nf)
     if bn == FULL then
-      write(concat(buf, "\n", 1, bn) .. "\n")
+      write((rows_c:take()))
       rows = rows + bn
       bn = 0
     end
   end
   local function finish()
     if bn > 0 then
-      write(concat(buf, "\n", 1, bn) .. "\n")
+      write((rows_c:take()))
       rows = rows + bn
       bn = 0
     end

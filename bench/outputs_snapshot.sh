@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Writes the outputs of `apsearch run` on several policies into DIR (every
+# format, --top-k 1000, --out with --candidates all and feasible), so that
+# two builds can be compared byte for byte: run it before and after a
+# change, then `bench/outputs_snapshot.sh --compare OLD NEW`.  JSON (stdout
+# and result.json) is compared with its keys
+# sorted (report.html is not kept: it embeds such JSON and the run's id):
+# lua-cjson writes a table's keys in Lua's hash order, which is
+# seeded per process, so two runs of one build differ in key order only.
+# The search's own timings (all_candidate_summary seconds, search_seconds,
+# candidates_per_s, its log line; the table's first lines) and the set's
+# directory and run_id in result.json are masked.
+# Usage: bench/outputs_snapshot.sh DIR [APSEARCH]
+#        bench/outputs_snapshot.sh --compare OLD NEW
+set -euo pipefail
+abs() { realpath -m "$1"; }
+if [ "${1:-}" = --compare ]; then
+  old=$(abs "$2") new=$(abs "$3") bad=0
+  JQ='del(.all_candidate_summary.seconds?, .all_candidate_summary.search_seconds?,
+    .all_candidate_summary.candidates_per_s?, .run_id?) | walk(if type == "string"
+    then sub("candidates in [0-9.]+ s [(][0-9]+ candidates/s[)]"; "T") else . end)'
+  norm() { case $1 in
+    *.json) sed -E 's#[^" ]*/\.tmp([/"])#OUT\1#g' "$1" | jq -S "$JQ" ;;
+    *.table) sed -E 's/(^ *|, )[0-9]+\.[0-9]+ s$/\1T s/' "$1" ;;
+    *) cat "$1" ;;
+  esac; }
+  # each tree normalized into a copy, then compared whole
+  T=$(mktemp -d)
+  trap 'rm -rf "$T"' EXIT
+  for side in old new; do
+    src=${!side}
+    (cd "$src" && find . -type f) | while IFS= read -r rel; do
+      mkdir -p "$T/$side/$(dirname "$rel")"
+      norm "$src/$rel" >"$T/$side/$rel"
+    done
+  done
+  diff -rq "$T/old" "$T/new" | sed "s#$T/##g" || bad=1
+  [ $bad = 0 ] && echo "identical: $(find "$old" -type f | wc -l) files"
+  exit $bad
+fi
+dir=$(abs "$1") bin=$(abs "${2:-$(dirname "$0")/../build/apsearch}")
+cd "$(dirname "$0")/.."
+mkdir -p "$dir"
+for pol in examples/llama3_8b_h100.lua examples/llama3_70b_h100_1024_sweep.lua \
+           examples/mixtral_8x7b_h100.lua examples/qwen3_30b_a3b_h100.lua \
+           bench/llama3_405b_16k_wide.lua; do
+  n=$(basename "$pol" .lua)
+  for f in table json csv; do
+    "$bin" run "$pol" --quiet --format "$f" >"$dir/$n.$f"
+    "$bin" run "$pol" --quiet --format "$f" --top-k 1000 >"$dir/$n.k1000.$f"
+  done
+  for mode in all feasible; do
+    rm -rf "$dir/.tmp"
+    "$bin" run "$pol" --quiet --echarts none --out "$dir/.tmp" --candidates "$mode" \
+      --top-k 1000 >/dev/null
+    mkdir -p "$dir/$n.out-$mode"
+    # the set's files without its run id (a time stamp and pid)
+    for g in candidates.csv result.csv result.json; do
+      [ -f "$dir/.tmp/$g" ] && sed 's/apsearch-set-[0-9TZ]*-[0-9]*-[0-9a-f]*/SET/g' \
+        "$dir/.tmp/$g" >"$dir/$n.out-$mode/$g"
+    done
+    cp -r "$dir/.tmp/launch" "$dir/$n.out-$mode/launch"
+    rm -rf "$dir"/.tmp "$dir"/..tmp.apsearch-*
+  done
+done

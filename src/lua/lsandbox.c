@@ -171,6 +171,9 @@ typedef struct {
     long long last_instructions; /* approximate count of the last call */
     lua_Integer failures;      /* failed sandboxed calls, ever */
     char where[SB_WHERE_LEN];  /* "<src>:<line>" of the trip or error */
+    char host[SB_WHERE_LEN];   /* source prefix of trusted host Lua (its
+                                  functions called from a script: views,
+                                  context methods); "" = none */
     char trace[SB_TRACE_LEN];  /* "stack traceback:..." of the same */
 } sb_state;
 
@@ -445,7 +448,11 @@ static size_t trace_frame(sb_state *sb, lua_State *L, lua_Debug *ar, size_t len)
 {
     if (!lua_getinfo(L, "Sln", ar))
         return len;
-    if (sb->where[0] == '\0' && ar->currentline > 0)
+    /* where: the first frame of the script itself, past host functions it
+     * called (a read-only view's metamethod is not where the script was) */
+    int host = sb->host[0] != '\0' &&
+               strncmp(ar->source, sb->host, strlen(sb->host)) == 0;
+    if (sb->where[0] == '\0' && ar->currentline > 0 && !host)
         snprintf(sb->where, sizeof sb->where, "%s:%d", ar->short_src,
                  ar->currentline);
     if (ar->currentline > 0)
@@ -1019,10 +1026,12 @@ static void check_seconds(lua_State *L, int t, const char *k, double *out)
 
 /**
  * sandbox.configure{enabled =, instructions =, memory_mib = | memory_bytes =,
- * seconds =, cpu_seconds =} -> previous limits.  Fields left out keep
- * their value; 0 means unlimited; enabled = false (--unsafe) lifts every
- * limit (reports keep their traceback).  Raises on a bad value, or inside
- * a sandboxed call.
+ * seconds =, cpu_seconds =, host_source =} -> previous limits.  Fields left
+ * out keep their value; 0 means unlimited; enabled = false (--unsafe) lifts
+ * every limit (reports keep their traceback); host_source is the source
+ * prefix ("@<dir>/") of trusted Lua whose functions scripts call, left out
+ * of the position a report names (it names the script's line).  Raises on
+ * a bad value, or inside a sandboxed call.
  */
 static int l_configure(lua_State *L)
 {
@@ -1049,6 +1058,15 @@ static int l_configure(lua_State *L)
         sb->max_memory = (size_t)v;
     check_seconds(L, 1, "seconds", &sb->max_seconds);
     check_seconds(L, 1, "cpu_seconds", &sb->max_cpu_seconds);
+    if (lua_getfield(L, 1, "host_source") != LUA_TNIL) {
+        size_t n;
+        const char *h = lua_tolstring(L, -1, &n);
+        if (h == NULL || n >= sizeof sb->host)
+            return luaL_error(L, "sandbox.configure: host_source: expected a "
+                              "string shorter than %d bytes", (int)sizeof sb->host);
+        memcpy(sb->host, h, n + 1);
+    }
+    lua_pop(L, 1);
     return 1;
 }
 

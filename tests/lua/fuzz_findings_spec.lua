@@ -59,4 +59,20 @@ describe("fuzz findings", function()
     assert.truthy(out:find(': vpp_degree = "0" is not a positive integer', 1, true), out)
     assert.is_nil(out:find("attempt to", 1, true))
   end)
+
+  -- fuzz_sandbox, 2026-12-03 (4,979 inputs): a rule looping over a field of
+  -- its candidate tripped the instruction limit inside the candidate
+  -- view's __index (lua/apsearch/rules.lua), and the report named that
+  -- line, not the rule's.  Trusted host sources are skipped for the
+  -- position (sandbox.configure host_source).
+  it("a limit tripped in a host function a rule called is reported at the rule's line", function()
+    local dir = H.tmpdir()
+    local rule = H.write(dir .. "/frule.lua", "return { name = 'fuzz', check = function(c)\n"
+      .. "local s = ('x'):rep(0 << 20)\nwhile true do local u = s:upper(c.recompute_modules) end\nend }\n")
+    local code, _, err = H.apsearch("run", "--rules", rule, "--sandbox-instructions", "100000")
+    assert.are.equal(2, code)
+    local first = err:match("^[^\n]*")
+    assert.truthy(first:find("frule.lua:3: instruction limit exceeded", 1, true), err)
+    assert.is_nil(first:find("rules.lua", 1, true), err)
+  end)
 end)

@@ -261,11 +261,12 @@ describe("calibrate --group software", function()
     local n = 0
     for _, row in ipairs(src) do
       if row.device == "h100-sxm-80gb" and row.framework == "fsdp" then
-        for _, g in ipairs({ { "torchtitan a (2024-12)", A }, { "torchtitan b (2025-06)", B },
+        for gi, g in ipairs({ { "torchtitan a (2024-12)", A }, { "torchtitan b (2025-06)", B },
                              { "in-house fork", B } }) do
           local r = {}
           for k, v in pairs(row) do r[k] = v end
-          r.framework, r.software = "fsdp2", g[1]
+          -- each copy its own case_id (validate refuses a repeated one)
+          r.framework, r.software, r.case_id = "fsdp2", g[1], row.case_id .. "-" .. gi
           local c = validate.run_case(r, { devices = { ["h100-sxm-80gb"] = g[2] } })
           assert(not c.error, c.error)
           local vals = {}

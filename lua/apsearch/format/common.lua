@@ -103,6 +103,8 @@ M.field_reads = {
   recompute_num_layers = { "layer_recompute" },
   pp_schedule = { "pp_degree" },
   recompute_modules = { "layer_recompute" },
+  moe_token_dispatcher = { "ep_degree" },
+  moe_capacity_factor = { "ep_degree" },
 }
 
 --- The pipeline layout a top-k strategy ran, resolved from its estimate:

@@ -711,7 +711,10 @@ end
 local function layer_list(cfg, key, L, file)
   local v = cfg[key]
   if is_null(v) then return nil end
-  if type(v) ~= "table" then util.fail(file, key, "expected an array of layer indices", v) end
+  local keys = 0
+  if type(v) == "table" then for _ in pairs(v) do keys = keys + 1 end end
+  -- a JSON object ({"0": 1}) decodes to a table with no array part
+  if type(v) ~= "table" or keys ~= #v then util.fail(file, key, "expected an array of layer indices", v) end
   local out, seen = {}, {}
   for i = 1, #v do
     local x = v[i]

@@ -102,6 +102,8 @@ describe("qwen3_next: bad values exit 2 naming file, key and value", function()
       "modelled (got true)" },
     { "mtp_num_hidden_layers", 1, "NotImplemented: %s: mtp_num_hidden_layers: MTP layers of a Gated DeltaNet " ..
       "model are not modelled (got 1)" },
+    -- an object, not an array (it was taken as an empty list)
+    { "mlp_only_layers", { ["0"] = 1 }, "mlp_only_layers: expected an array of layer indices (got table)" },
   }
   local dir = H.tmpdir()
   for i, case in ipairs(cases) do

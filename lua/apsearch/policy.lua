@@ -506,7 +506,11 @@ function Norm:model(v)
         " (known: " .. util.join(all) .. "; or a path to a config.json)", ref)
     end
     local m, info = presets.model(ref)
-    return m, info.source, { dropout = info.dropout, dropout_stated = info.dropout_stated }
+    -- a file or snapshot directory of the same name here: the preset wins
+    -- (pathish), and the user is told how to name the other
+    local notes = lfs.attributes(ref, "mode") and { ("%s names a preset and a %s here: the preset is "
+      .. "taken (./%s for the local one)"):format(ref, lfs.attributes(ref, "mode"), ref) } or nil
+    return m, info.source, { dropout = info.dropout, dropout_stated = info.dropout_stated, notes = notes }
   end
   if type(v) == "string" then
     model, source, info = load_ref(v, "model")

@@ -45,6 +45,20 @@ describe("model names", function()
     assert.is_true(seen["gpt-oss-120b"] and seen["glm-4.5"] and seen["deepseek-v3"])
   end)
 
+  it("says when a preset name is also a directory here, and which one it took", function()
+    local lfs = require "lfs"
+    local dir, here = tmpdir(), lfs.currentdir()
+    assert(lfs.mkdir(dir .. "/llama-3.1-8b"))
+    assert(lfs.chdir(dir))
+    local ok, p = pcall(norm, base())
+    assert(lfs.chdir(here))
+    assert.is_true(ok, p)
+    assert.are.equal("llama-3.1-8b", p.model.name:lower())
+    local said = table.concat(p.warnings, "\n")
+    assert.truthy(said:find("note: llama-3.1-8b names a preset and a directory here: the preset is taken "
+      .. "(./llama-3.1-8b for the local one)", 1, true), said)
+  end)
+
   it("says a file name that is not there is a missing file, with the files beside it", function()
     local lfs = require "lfs"
     local dir, here = tmpdir(), lfs.currentdir()

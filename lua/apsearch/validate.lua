@@ -362,6 +362,13 @@ function M.case_inputs(row)
   for _, col in ipairs(M.RECIPE_BOOLS) do
     if given(row, col) then training[col] = need_bool(row, col) end
   end
+  -- Megatron's --moe-router-force-load-balancing (router.py: every expert
+  -- gets its balanced share): true is a load imbalance of 1, false the
+  -- core's default (0 here: APS_MOE_LOAD_IMBALANCE), which a release
+  -- recipe of apsearch.stacks then does not replace
+  if given(row, "moe_router_force_load_balancing") then
+    training.moe_load_imbalance = need_bool(row, "moe_router_force_load_balancing") and 1.0 or 0
+  end
   -- a run of Megatron-LM cannot have compiled its model: arguments.py
   -- (d98e8a64) has no torch.compile option, so the row contradicts itself
   if training.torch_compile and framework == "megatron" then

@@ -1,0 +1,77 @@
+-- tests/lua/heldout_modelzoo_spec.lua -- the held-out runs of NVIDIA's
+-- Megatron-MoE-ModelZoo (tests/fixtures/heldout/megatron_moe_modelzoo.csv:
+-- Qwen3-235B-A22B on H100, GB200 and GB300, 4K to 128K tokens; docs/
+-- accuracy.md "Held out: Megatron-MoE-ModelZoo").  Checked: every row is
+-- read and estimated with finite numbers, and the column that states
+-- Megatron's --moe-router-force-load-balancing sets the load the estimate
+-- prices.  The errors themselves are the measurement the set exists for.
+
+local core = require "apsearch.core"
+local validate = require "apsearch.validate"
+
+local ROOT = os.getenv("APS_ROOT") or "."
+local ZOO = ROOT .. "/tests/fixtures/heldout/megatron_moe_modelzoo.csv"
+
+local function finite(x) return type(x) == "number" and x == x and x > -math.huge and x < math.huge end
+
+local result
+local function run()
+  result = result or validate.run(ZOO)
+  return result
+end
+
+local function by_id(cases)
+  local by = {}
+  for _, c in ipairs(cases) do by[c.case_id] = c end
+  return by
+end
+
+describe("held out: Megatron-MoE-ModelZoo (Qwen3-235B-A22B)", function()
+  it("estimates all 15 rows with finite numbers and compares each measured figure", function()
+    local r = run()
+    assert.are.equal(15, r.summary.cases)
+    assert.are.equal(0, r.summary.failed)
+    for _, c in ipairs(r.cases) do
+      assert.is_nil(c.error, c.case_id)
+      assert.is_true(finite(c.predicted.step_time_s) and c.predicted.step_time_s > 0, c.case_id)
+      -- every row states the TFLOP/s Megatron logged (model-causal FLOPs)
+      assert.is_true(finite(c.error_pct.tflops_per_gpu), c.case_id)
+    end
+  end)
+
+  it("derives the tokens/s of the H100 rows from their step time (GBS x seq / step / GPUs)", function()
+    local c = by_id(run().cases).mz01
+    -- 2048 x 4096 / 19.7 s / 256 GPUs = 1663.4 tokens/s per GPU
+    assert.are.equal(19.7, c.measured.step_time_s)
+    assert.near(2048 * 4096 / 19.7 / 256, c.measured.tokens_per_s_per_gpu, 0.05)
+  end)
+
+  it("reads moe_router_force_load_balancing: true is a load of 1, false the default 1.25", function()
+    local by = by_id(run().cases)
+    local forced, dropless = by.mzLF16, by.mzLD16
+    assert.are.equal(1.0, forced.inputs.training.moe_load_imbalance)
+    assert.are.equal(0, dropless.inputs.training.moe_load_imbalance)
+    -- one layer's dispatch buffers (moe.c, flex): 2 x bf16 row x tokens
+    -- per TP rank (sequence parallel: 16384 / 4) x copies x load, where a
+    -- token goes once to each distinct EP rank among its top-8 experts:
+    -- copies = 8 ranks x (1 - P(none of a rank's 16 experts is picked)),
+    -- P = prod_{i=0..7} (112 - i) / (128 - i); load 1.0 forced, 1.25
+    -- (APS_MOE_LOAD_IMBALANCE) dropless
+    local miss = 1
+    for i = 0, 7 do miss = miss * (112 - i) / (128 - i) end
+    local copies = 8 * (1 - miss)
+    local function ep_buffers(c)
+      local est = core.context(c.inputs.model, c.inputs.cluster, c.inputs.training):estimate(c.inputs.strategy)
+      return est.memory_breakdown.comm_buffers.ep
+    end
+    assert.near(2 * (2 * 4096) * (16384 / 4) * copies * 1.0, ep_buffers(forced), 1)
+    assert.near(2 * (2 * 4096) * (16384 / 4) * copies * 1.25, ep_buffers(dropless), 1)
+  end)
+
+  it("refuses a value of moe_router_force_load_balancing that is not a boolean, naming the column", function()
+    local row = validate.load(ZOO)[1]
+    row.moe_router_force_load_balancing = "sometimes"
+    local c = validate.run_case(row)
+    assert.truthy(c.error and c.error:find("moe_router_force_load_balancing", 1, true), c.error)
+  end)
+end)

@@ -80,10 +80,10 @@ end
 -- @param prepared rows from `prepare`
 -- @return loss, number of rows used (a row whose estimate is infeasible
 --   for a reason other than memory, as run_case refuses it, is left out)
-local function loss(prepared, calib)
+local function loss(prepared, calib, over_profile)
   local sum, n = 0, 0
   for _, p in ipairs(prepared) do
-    local cluster = calibration.apply(cluster_copy(p.cluster), calib, p.stack)
+    local cluster = calibration.apply(cluster_copy(p.cluster), calib, p.stack, over_profile)
     local est = core.context(p.model, cluster, p.training):evaluate(p.strategy)
     local pred = est.tokens_per_s_per_gpu
     if p.meas and (not est.reason or est.reason == "MEMORY_LIMIT") and pred and pred > 0 then
@@ -161,7 +161,10 @@ end
 --- Fits the parameters to rows already read (validate.load).
 -- @param all array of rows (column -> string)
 -- @param label what the rows are, for messages and `fitted_on`
--- @param opts {name = string, log = function(line)}
+-- @param opts {name = string, log = function(line), over_profile = boolean}:
+--   over_profile (the fits of `--group software`) fits and applies the
+--   fields a row's stack profile sets (calibration.apply); without it a
+--   row informs none of them
 -- Rows that cannot be estimated, and runs marked as release gaps
 -- (apsearch.stacks.release_gap), are skipped with a log line.
 -- @return calibration table; raises when no row measured throughput
@@ -190,7 +193,12 @@ function M.fit_rows(all, label, opts)
       devices[row.device:lower()] = true
       local fam = calibration.family(row.device)
       evidence[fam] = evidence[fam] or {}
-      for kind in pairs(calibration.evidence_of(row)) do evidence[fam][kind] = true end
+      local stack = stacks.of_software(row.software, row.framework)
+      for kind in pairs(calibration.evidence_of(row)) do
+        if opts.over_profile or not calibration.profile_covers(stack, row.device, kind) then
+          evidence[fam][kind] = true
+        end
+      end
     end
   end
   if #rows == 0 then
@@ -208,7 +216,7 @@ function M.fit_rows(all, label, opts)
     end
   end
   local prepared = prepare(rows)
-  local before = loss(prepared, calib)
+  local before = loss(prepared, calib, opts.over_profile)
   local best = before
   log(string.format("calibrate: %d rows, %d devices, loss before %.4f", #rows, #names, before))
   -- one vector of every (family, field) pair, normalised by its bounds:
@@ -247,7 +255,7 @@ function M.fit_rows(all, label, opts)
     log(string.format("calibrate: warning: %d rows for %d parameters; the fit is "
       .. "underdetermined, give runs that differ in sequence length and model size", #rows, #slots))
   end
-  local function objective(y) set(y) return loss(prepared, calib) end
+  local function objective(y) set(y) return loss(prepared, calib, opts.over_profile) end
   for r = 1, M.RESTARTS do
     local y, fy = nelder_mead(objective, x, M.STEP, M.ITERATIONS)
     if fy < best then x, best = y, fy end
@@ -386,7 +394,7 @@ function M.fit_grouped(path, opts)
   for _, id in ipairs(order) do
     log(("calibrate: stack %s: %d rows"):format(id, #groups[id]))
     local ok, calib = pcall(M.fit_rows, groups[id], path .. " (stack " .. id .. ")",
-      { log = log, name = id .. " calibrated on " .. path })
+      { log = log, name = id .. " calibrated on " .. path, over_profile = true })
     if ok then
       result.stacks[id] = calib
       fitted = fitted + 1

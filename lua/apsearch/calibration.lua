@@ -37,6 +37,23 @@ M.FIELDS = {
   { field = "host_seconds_per_loop_kernel", lo = 0.0, hi = 1e-2, needs = "trace" },
 }
 
+--- Whether a stack's profile sets, for a device, a field that evidence
+-- `kind` informs (M.FIELDS `needs`): that stack's runs then say nothing
+-- of the field a calibration across stacks fits (M.apply keeps the
+-- profile's value for them).
+-- @tparam string|nil stack stack identifier
+-- @tparam string device preset name
+-- @tparam string kind an evidence kind of M.evidence_of
+-- @treturn boolean
+function M.profile_covers(stack, device, kind)
+  local kept = require("apsearch.stacks").profile_fields(stack, device)
+  if not kept then return false end
+  for _, p in ipairs(M.FIELDS) do
+    if p.needs == kind and kept[p.field] ~= nil then return true end
+  end
+  return false
+end
+
 --- The kinds of evidence a cases row gives (the `needs` of M.FIELDS).
 -- @tparam table row column -> string (validation schema)
 -- @treturn table {fp8 = true|nil, flash = true|nil, unfused = true|nil}
@@ -186,20 +203,32 @@ end
 -- unless the device table sets it: the rule the presets follow and
 -- apsearch.crossval.priors applies to a fold. A grouped
 -- calibration applies the entry of `stack` (nothing when it has none).
+-- A field the stack's profile sets for the device (a kernel benchmark,
+-- apsearch.stacks.profile_fields) is kept against a calibration fitted
+-- across stacks, which no run of that stack informed (`calibrate` leaves
+-- such rows out of that field's fit); a grouped calibration's entry and a
+-- calibration from one job's log (`calibrate --log`, its `log` field), each
+-- fitted on the stack's own runs, replace it, and so does `over_profile`.
 -- @param cluster normalized or policy cluster table
 -- @param calib calibration table (or nil)
 -- @param stack stack identifier (apsearch.stacks.resolve), for a grouped one
+-- @tparam[opt] boolean over_profile replace the stack profile's fields too
 -- @treturn table the cluster
 -- @treturn boolean whether an entry applied (false: the calibration, or
 --   its stack's, has none for the device or its family)
-function M.apply(cluster, calib, stack)
+function M.apply(cluster, calib, stack, over_profile)
+  over_profile = over_profile or (calib ~= nil and (calib.stacks ~= nil or calib.log ~= nil))
   calib = M.for_stack(calib, stack)
   if not calib then return cluster, false end
   local dev = cluster.device
-  local fields = M.fields_for(calib, M.device_name(cluster))
+  local name = M.device_name(cluster)
+  local fields = M.fields_for(calib, name)
   if not fields then return cluster, false end
+  local kept = not over_profile and require("apsearch.stacks").profile_fields(stack, name) or {}
   if type(dev) == "string" then dev = { base = dev } end
-  for k, v in pairs(fields) do dev[k] = v end
+  for k, v in pairs(fields) do
+    if kept[k] == nil then dev[k] = v end
+  end
   if fields.unfused_attention_efficiency == nil and dev.unfused_attention_efficiency == nil then
     dev.unfused_attention_efficiency = fields.attention_efficiency
   end

@@ -212,6 +212,59 @@ function M.transformer_engine(software)
   return nil
 end
 
+--- Backward FLOPs of flash attention per forward FLOP (the core's
+-- APS_FLASH_BWD_RATIO, src/core/internal.h): the kernel's one time
+-- prices the forward and 2.5x its FLOPs backward.
+M.FLASH_BWD_RATIO = 2.5
+
+--- An attention kernel's efficiency as one fraction of the bf16 peak, from
+-- its forward and backward throughput (TFLOP/s as the benchmark counts
+-- them, causal FLOPs halved): (1 + r) / (1 / fwd + r / bwd) / peak, r =
+-- M.FLASH_BWD_RATIO.
+-- @tparam number fwd forward TFLOP/s
+-- @tparam number bwd backward TFLOP/s
+-- @tparam number peak dense bf16 peak, TFLOP/s
+-- @treturn number fraction of the peak
+function M.attention_efficiency(fwd, bwd, peak)
+  local r = M.FLASH_BWD_RATIO
+  return (1 + r) / (1 / fwd + r / bwd) / peak
+end
+
+--- Attention kernels on H100 SXM5 (989 TFLOP/s dense bf16), head dim 128,
+-- bf16, 8K tokens, where every kernel has reached its plateau: Shah et
+-- al. 2024, FlashAttention-3 (arXiv:2407.08608), Figure 5 (forward,
+-- causal) and Figure 6 (backward), bar labels: cuDNN 529 / 518 TFLOP/s,
+-- FlashAttention-2 333 / 318.  Which one a run gets is its stack's:
+--   * TransformerEngine (Megatron-LM, NeMo 2.x, Megatron-Bridge) prefers
+--     cuDNN fused attention on Hopper and newer from v1.8 ("Disabling
+--     FlashAttention to give FusedAttention preference on Hopper+":
+--     NVIDIA/TransformerEngine v1.8 transformer_engine/pytorch/
+--     attention.py:5166; v2.2 dot_product_attention/utils.py:904; d0067d0d
+--     attention/dot_product_attention/utils.py:1648); before, it ran
+--     FlashAttention-2 first when installed (v1.7 attention.py:3862).
+--     The NeMo 1.x containers install flash-attn (NVIDIA/NeMo v2.0.0rc0
+--     Dockerfile:132-133) beside a TransformerEngine from before that
+--     preference (v2.0.0 Dockerfile.ci:53, TE 7d576ed2 of 2024-06-13, 19
+--     commits before v1.8): FlashAttention-2.
+--   * PyTorch's scaled_dot_product_attention (TorchTitan from 2025-04)
+--     runs FlashAttention-2: cuDNN attention is opt-in after the 2.5 bugs
+--     (pytorch/pytorch#138522) and preferred only with a cuDNN newer than
+--     9.15 (sdp_utils.cpp check_prefer_cudnn_attention, in 2.10; the
+--     wheels' cuDNN crosses it from 2.11: huggingface/transformers#48163).
+--     TorchTitan's 2024 runs straddle that change (2.5's nightlies
+--     preferred cuDNN on H100): no profile, the preset's fitted value.
+M.H100_CUDNN_ATTENTION = M.attention_efficiency(529, 518, 989)
+M.H100_FA2_ATTENTION = M.attention_efficiency(333, 318, 989)
+
+--- The Hopper parts' entry of a stack profile: the attention kernel's
+-- efficiency on the GH100 die (the H100 SXM5 the benchmark ran, its 500 W
+-- variant and the H200, whose dense bf16 peak is the same 989 TFLOP/s).
+local function h100_attention(eff)
+  return { ["h100-sxm-80gb"] = { attention_efficiency = eff },
+           ["h100-96gb-500w"] = { attention_efficiency = eff },
+           ["h200-sxm-141gb"] = { attention_efficiency = eff } }
+end
+
 --- Software stacks: framework release lines, selectable as
 -- `training.stack`, each with an efficiency profile.
 --
@@ -225,28 +278,32 @@ end
 -- in the string), say which measured runs belong to it (`apsearch
 -- calibrate --group software`, `apsearch validate`).
 --
--- No shipped profile carries efficiencies: each stack of the public
--- validation set is one publication, so a per-stack value fitted on it
--- cannot be checked out of sample (leave-one-source-out holds exactly that
--- stack out), and the newest stacks, the defaults, have no published run
--- in the set (docs/accuracy.md "Software stacks"). `apsearch calibrate
--- --group software` fits them from a team's own runs.
+-- A profile holds kernel properties measured outside any training run (a
+-- kernel benchmark), never a value fitted to runs: the attention kernel
+-- the stack runs on H100 (M.H100_CUDNN_ATTENTION, M.H100_FA2_ATTENTION).
+-- A stack whose kernel no benchmark covers (llm-foundry's Triton
+-- attention with ALiBi, TorchTitan before 2025-04, DeepSpeed) takes the
+-- preset's fitted value. Fitted per stack, the
+-- public runs cannot be checked out of sample (each stack of the public
+-- set is one publication: docs/accuracy.md "Software stacks"); `apsearch
+-- calibrate --group software` fits them from a team's own runs.
 M.STACKS = {
   { id = "megatron-bridge-25", framework = "megatron", newest = true,
     name = "Megatron-Bridge 25.x (NeMo 25.x containers)",
-    patterns = { "Megatron%-Bridge", "^NeMo 2[5-9]%.", "^MLPerf.*NeMo 2[5-9]" }, devices = {} },
+    patterns = { "Megatron%-Bridge", "^NeMo 2[5-9]%.", "^MLPerf.*NeMo 2[5-9]" },
+    devices = h100_attention(M.H100_CUDNN_ATTENTION) },
   { id = "nemo-2", framework = "megatron",
     name = "NeMo 2.x performance scripts (24.12 container)",
-    patterns = { "^NeMo 2[4-9]%.1[0-2]" }, devices = {} },
+    patterns = { "^NeMo 2[4-9]%.1[0-2]" }, devices = h100_attention(M.H100_CUDNN_ATTENTION) },
   { id = "nemo-1", framework = "megatron",
     name = "NeMo 1.x launcher (24.0x containers)",
-    patterns = { "^NeMo 2[34]%.0[1-9]" }, devices = {} },
+    patterns = { "^NeMo 2[34]%.0[1-9]" }, devices = h100_attention(M.H100_FA2_ATTENTION) },
   { id = "megatron-lm", framework = "megatron",
     name = "Megatron-LM (NVIDIA/Megatron-LM)",
-    patterns = { "^Megatron%-LM" }, devices = {} },
+    patterns = { "^Megatron%-LM" }, devices = h100_attention(M.H100_CUDNN_ATTENTION) },
   { id = "torchtitan-2025", framework = "fsdp2", newest = true,
     name = "TorchTitan from 2025-04 (loss compiled)",
-    patterns = { "^torchtitan" }, from = "2025-04", devices = {} },
+    patterns = { "^torchtitan" }, from = "2025-04", devices = h100_attention(M.H100_FA2_ATTENTION) },
   { id = "torchtitan-2024", framework = "fsdp2",
     name = "TorchTitan before 2025-04",
     patterns = { "^torchtitan" }, before = "2025-04", devices = {} },
@@ -335,18 +392,27 @@ end
 -- @tparam string id stack identifier (nil: nothing to apply)
 -- @treturn table cluster
 function M.apply(cluster, id)
-  local st = id and by_id[id]
-  if not st then return cluster end
   local dev = cluster.device
   local name = type(dev) == "string" and dev or (type(dev) == "table" and (dev.base or dev.name))
-  local fields = name and st.devices[name:lower()]
-  if not fields or next(fields) == nil then return cluster end
+  local fields = M.profile_fields(id, name)
+  if not fields then return cluster end
   if type(dev) == "string" then dev = { base = dev } end
   for k, v in pairs(fields) do
     if dev[k] == nil then dev[k] = v end
   end
   cluster.device = dev
   return cluster
+end
+
+--- The fields a stack's profile sets for a device preset, or nil.
+-- @tparam string|nil id stack identifier
+-- @tparam string|nil device preset name (any case)
+-- @treturn table|nil field -> value (not to be modified)
+function M.profile_fields(id, device)
+  local st = id and by_id[id]
+  local fields = st and device and st.devices[device:lower()]
+  if not fields or next(fields) == nil then return nil end
+  return fields
 end
 
 --- The release line of a run and the settings it implies.

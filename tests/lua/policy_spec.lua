@@ -7,6 +7,11 @@ local H = require "spec_helpers"
 local write, tmpdir, err_of = H.write, H.tmpdir, H.err_of
 local ROOT = os.getenv("APS_ROOT") or "."
 
+-- an H100 as the default Megatron stack (megatron-bridge-25) hands it to
+-- the estimate: the preset with its attention kernel's benchmarked
+-- efficiency (apsearch.stacks, cuDNN fused attention)
+local H100 = { base = "h100-sxm-80gb", attention_efficiency = require("apsearch.stacks").H100_CUDNN_ATTENTION }
+
 local function base()
   return {
     model = "llama-3.1-8b",
@@ -85,7 +90,7 @@ describe("policy validation", function()
     assert.are.equal("policy", p.name)
     assert.are.equal("llama-3.1-8b", p.model.name)
     assert.are.equal(32, p.model.num_layers)
-    assert.are.same({ device = "h100-sxm-80gb", num_devices = 8, devices_per_node = 8 }, p.cluster)
+    assert.are.same({ device = H100, num_devices = 8, devices_per_node = 8 }, p.cluster)
     -- the preset's config states attention_dropout 0.0: no dropout
     assert.are.same({ global_batch_size = 64, seq_length = 8192, dropout = false }, p.training)
     assert.are.equal("auto", p.search_space.data_parallel)
@@ -253,7 +258,7 @@ describe("policy validation", function()
     assert.are.equal("policy.lua: cluster.num_devices: disagrees with nodes x devices_per_node = 2 x 8 = 16 (got 8)",
       err_of(norm, raw))
     raw.cluster = "h100-sxm-80gb:4x8"
-    assert.are.same({ device = "h100-sxm-80gb", num_devices = 32, devices_per_node = 8 }, norm(raw).cluster)
+    assert.are.same({ device = H100, num_devices = 32, devices_per_node = 8 }, norm(raw).cluster)
   end)
 end)
 
@@ -266,7 +271,8 @@ describe("unit suffixes", function()
     raw.constraints = { memory_limit_gib = 60 }
     local p = norm(raw)
     assert.are.same({ base = "h100-sxm-80gb", inter_node_bandwidth = 50e9,
-      peak_flops_bf16 = 800e12, intra_node_latency = 3e-6, memory_bytes = 40 * 2 ^ 30 }, p.cluster.device)
+      peak_flops_bf16 = 800e12, intra_node_latency = 3e-6, memory_bytes = 40 * 2 ^ 30,
+      attention_efficiency = H100.attention_efficiency }, p.cluster.device)
     assert.are.equal(25 * 2 ^ 20, p.training.ddp_bucket_bytes)
     assert.are.equal(60 * 2 ^ 30, p.training.memory_limit_bytes)
     assert.are.equal(math.type(p.training.memory_limit_bytes), "integer")
@@ -321,7 +327,8 @@ describe("--set and --fix", function()
   it("sets device fields on a preset name and model fields on a preset", function()
     local p = norm(base(), { set = { "cluster.device.inter_node_bandwidth_gbps=25",
       "model.num_layers=8", "cluster.nodes=2" } })
-    assert.are.same({ base = "h100-sxm-80gb", inter_node_bandwidth = 25e9 }, p.cluster.device)
+    assert.are.same({ base = "h100-sxm-80gb", inter_node_bandwidth = 25e9,
+      attention_efficiency = H100.attention_efficiency }, p.cluster.device)
     assert.are.equal(8, p.model.num_layers)
     assert.are.equal(16, p.cluster.num_devices)
     local p2 = norm(base(), { set = { "cluster.num_devices=4" } })

@@ -208,10 +208,12 @@ describe("software stacks", function()
         assert.are.equal("nemo-1", p.stack)
         assert.are.equal(0.42, p.cluster.device.gemm_efficiency)
         assert.are.equal(0.5, p.cluster.device.attention_efficiency)
-        -- the default (newest) stack has no profile: the preset's values
+        -- the default (newest) stack: its attention kernel on H100 (cuDNN
+        -- fused attention), the preset's other values
         local q = policy.from_table(base_policy({ framework = "megatron" }), "p.lua")
         assert.are.equal("megatron-bridge-25", q.stack)
-        assert.are.equal("h100-sxm-80gb", q.cluster.device)
+        assert.are.same({ base = "h100-sxm-80gb", attention_efficiency = stacks.H100_CUDNN_ATTENTION },
+          q.cluster.device)
         -- a field the device table sets itself wins over the profile
         local raw = base_policy({ framework = "megatron", stack = "nemo-1" })
         raw.cluster.device = { base = "h100-sxm-80gb", gemm_efficiency = 0.6 }
@@ -238,8 +240,49 @@ describe("software stacks", function()
     end)
   end)
 
-  it("ship no per-stack efficiencies (docs/accuracy.md: not supported by the public runs)", function()
-    for _, st in ipairs(stacks.STACKS) do assert.are.same({}, st.devices, st.id) end
+  it("ship only the attention kernel's benchmarked efficiency, on the Hopper parts", function()
+    -- Shah et al. 2024 (arXiv:2407.08608) Figures 5 and 6, head dim 128 at
+    -- 8K on H100 SXM5 (989 TFLOP/s): one time for the forward and 2.5x its
+    -- FLOPs backward, 3.5 / (1 / fwd + 2.5 / bwd) / 989
+    local cudnn = 3.5 / (1 / 529 + 2.5 / 518) / 989
+    local fa2 = 3.5 / (1 / 333 + 2.5 / 318) / 989
+    assert.near(0.52689, cudnn, 1e-5)
+    assert.near(0.32573, fa2, 1e-5)
+    assert.near(cudnn, stacks.H100_CUDNN_ATTENTION, 1e-12)
+    assert.near(fa2, stacks.H100_FA2_ATTENTION, 1e-12)
+    local want = { ["megatron-bridge-25"] = cudnn, ["nemo-2"] = cudnn, ["megatron-lm"] = cudnn,
+      ["nemo-1"] = fa2, ["torchtitan-2025"] = fa2 }
+    for _, st in ipairs(stacks.STACKS) do
+      if want[st.id] then
+        for _, dev in ipairs({ "h100-sxm-80gb", "h100-96gb-500w", "h200-sxm-141gb" }) do
+          assert.are.same({ attention_efficiency = want[st.id] }, st.devices[dev], st.id .. " " .. dev)
+        end
+        local n = 0
+        for _ in pairs(st.devices) do n = n + 1 end
+        assert.are.equal(3, n, st.id)
+      else
+        -- llm-foundry's Triton kernels with ALiBi, DeepSpeed: no benchmark;
+        -- TorchTitan before 2025-04: PyTorch's SDPA backend changed then
+        assert.are.same({}, st.devices, st.id)
+      end
+    end
+  end)
+
+  it("keep a profile's field against a calibration fitted across stacks, not against the stack's own", function()
+    local shared = { devices = { ["h100-sxm-80gb"] = { gemm_efficiency = 0.5, attention_efficiency = 0.2 } } }
+    local c = calibration.apply({ device = "h100-sxm-80gb" }, shared, "megatron-bridge-25")
+    assert.are.equal(0.5, c.device.gemm_efficiency)
+    assert.is_nil(c.device.attention_efficiency)
+    -- grouped: fitted on the stack's own runs, it replaces the profile's
+    local grouped = { stacks = { ["megatron-bridge-25"] = shared } }
+    c = calibration.apply({ device = "h100-sxm-80gb" }, grouped, "megatron-bridge-25")
+    assert.are.equal(0.2, c.device.attention_efficiency)
+    -- a stack without a profile takes the whole calibration
+    c = calibration.apply({ device = "h100-sxm-80gb" }, shared, "llm-foundry")
+    assert.are.equal(0.2, c.device.attention_efficiency)
+    assert.is_true(calibration.profile_covers("torchtitan-2025", "H100-SXM-80GB", "flash"))
+    assert.is_false(calibration.profile_covers("torchtitan-2025", "h100-sxm-80gb", "fp8"))
+    assert.is_false(calibration.profile_covers("llm-foundry", "h100-sxm-80gb", "flash"))
   end)
 end)
 

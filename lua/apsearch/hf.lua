@@ -145,6 +145,12 @@
 --   (`use_qk_norm`), chunked attention on the RoPE layers; absent keys
 --   take Llama4TextConfig's defaults; the vision tower of `llama4` is
 --   counted apart (info.vision_params).
+-- * `minimax_m2` (MiniMax-M2, M2.1, M2.5, M2.7): GQA without biases, Q/K
+--   RMSNorms over the whole projections (`qk_norm_type` per_layer) or per
+--   head (per_head), RoPE on `rotary_dim` of `head_dim`,
+--   `num_local_experts` experts of `intermediate_size` on every layer, a
+--   sigmoid router with the expert score bias, top-k renormalised; the
+--   MTP modules (`num_mtp_modules`) are not built by transformers (a note).
 --
 -- Hybrid Mamba-2 models:
 --
@@ -1118,6 +1124,100 @@ function builders.olmoe(r, cfg, file, notes)
   return m
 end
 
+--- MiniMaxM2Config's defaults (transformers configuration_minimax_m2.py @
+-- 3e108993) for the keys a `minimax_m2` config may leave out; the rest
+-- are keys of MiniMax's own remote code (MiniMaxAI/MiniMax-M2
+-- modeling_minimax_m2.py) that transformers' classes hard-wire:
+-- per_layer Q/K norms, the expert score bias, sigmoid scores.
+M.MINIMAX_M2_DEFAULTS = {
+  vocab_size = 200064, hidden_size = 3072, intermediate_size = 1536, num_hidden_layers = 62,
+  num_attention_heads = 48, num_key_value_heads = 8, head_dim = 128, num_experts_per_tok = 8,
+  num_local_experts = 256, tie_word_embeddings = false, use_qk_norm = true,
+  qk_norm_type = "per_layer", use_routing_bias = true, scoring_func = "sigmoid",
+}
+
+--- The widths of MiniMax's Q/K norms by `qk_norm_type`: true for one
+-- RMSNorm over the whole projection (per_layer, FlexOlmoAttention's
+-- q_norm a*d and k_norm kv*d), false for one per head (per_head, d).
+M.MINIMAX_QK_NORM_FULL = { per_layer = true, per_head = false }
+
+-- A MiniMax key the import only accepts at one value; NotImplemented
+-- otherwise, saying what is not modelled.
+local function minimax_require(t, key, want, file, what)
+  if t[key] ~= want then
+    error(("NotImplemented: %s: %s: %s is not modelled (expected %s, got %s)"):format(file, key, what,
+      util.describe(want), util.describe(t[key])), 0)
+  end
+end
+
+-- MiniMax's attention kinds: every entry of `attn_type_list` must be 1
+-- (softmax attention); 0 is MiniMax-Text-01's lightning attention.
+local function minimax_attention_types(v, L, file)
+  if is_null(v) then return end
+  if type(v) ~= "table" or #v ~= L then
+    util.fail(file, "attn_type_list", "expected an array of num_hidden_layers = " .. L .. " entries", v)
+  end
+  for i = 1, L do
+    if v[i] ~= 1 then
+      error(("NotImplemented: %s: attn_type_list[%d]: only softmax attention (1) is modelled; 0 is " ..
+        "lightning (linear) attention (got %s)"):format(file, i, util.describe(v[i])), 0)
+    end
+  end
+end
+
+--- Builds the model table of a `minimax_m2` config (MiniMax-M2, M2.1,
+-- M2.5, M2.7; transformers modular_minimax_m2.py @ ea9df1d3:
+-- MiniMaxM2Attention, MiniMaxM2TopKRouter, MiniMaxM2SparseMoeBlock,
+-- MixtralExperts): q, k, v, o without biases; Q/K RMSNorms over the
+-- whole projections (qk_norm_type per_layer) or per head (per_head);
+-- RoPE on rotary_dim of head_dim (MiniMaxM2Config
+-- convert_rope_params_to_dict: partial_rotary_factor = rotary_dim /
+-- head_dim, default 1/2); every layer num_local_experts SwiGLU experts
+-- of intermediate_size, a router h x E without bias scoring with a
+-- sigmoid plus the e_score_correction_bias (E) it selects with, the top-k
+-- weights renormalised; no shared expert.  The MTP modules (use_mtp,
+-- num_mtp_modules) are not built by transformers and not priced: a note.
+-- @tparam table _ the reader of the raw config (unused: read with the defaults)
+-- @tparam table cfg the decoded config.json
+-- @tparam string file for errors
+-- @tparam table notes the import's notes
+-- @treturn table model table
+-- @raise `<file>: <key>: <problem> (got <value>)`; NotImplemented for
+--   lightning-attention layers, a shared expert, softmax scores or a
+--   router without its score bias
+function builders.minimax_m2(_, cfg, file, notes)
+  local t = with_defaults(cfg, M.MINIMAX_M2_DEFAULTS)
+  local r = reader(t, file)
+  local m = llama_like(r, t, file, {})
+  minimax_attention_types(cfg.attn_type_list, m.num_layers, file)
+  minimax_require(t, "scoring_func", "sigmoid", file, "a router without sigmoid scores")
+  minimax_require(t, "use_routing_bias", true, file, "a sigmoid router without the expert score bias")
+  if count(t, "shared_intermediate_size", 0, file) > 0 then
+    error(("NotImplemented: %s: shared_intermediate_size: MiniMax's shared expert is not modelled (got %s)")
+      :format(file, util.describe(cfg.shared_intermediate_size)), 0)
+  end
+  if r.bool("use_qk_norm") then
+    local full = M.MINIMAX_QK_NORM_FULL[t.qk_norm_type]
+    if full == nil then util.fail(file, "qk_norm_type", "expected per_layer or per_head", t.qk_norm_type) end
+    m.qk_norm, m.qk_norm_full_width = true, full or nil
+  end
+  -- numerics() lets a partial_rotary_factor the file gives win
+  local rd = r.int("rotary_dim", m.head_dim // 2)
+  if rd > m.head_dim then util.fail(file, "rotary_dim", "expected at most head_dim = " .. m.head_dim, rd) end
+  if rd < m.head_dim then m.rotary_percent = rd / m.head_dim end
+  m.num_experts = r.int("num_local_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = m.ffn_hidden_size
+  m.moe_router_bias = true
+  aux_loss(m, t, file, "router_aux_loss_coef")
+  local mtp = r.bool("use_mtp", false) and count(cfg, "num_mtp_modules", 0, file) or 0
+  if mtp > 0 then
+    note(notes, file, "the checkpoint's %d multi-token-prediction modules (num_mtp_modules) are not built " ..
+      "by transformers and are not priced", mtp)
+  end
+  return m
+end
+
 --- DbrxConfig's defaults for keys a config.json may leave out
 -- (transformers configuration_dbrx.py DbrxAttentionConfig, DbrxFFNConfig).
 M.DBRX_DEFAULTS = { kv_n_heads = 1, ffn_hidden_size = 3584, moe_num_experts = 4, moe_top_k = 1,
@@ -1680,7 +1780,7 @@ end
 
 --- Mixture-of-experts model types imported with their experts.
 M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3",
-                    "olmoe", "dbrx", "gpt_oss", "glm4_moe", "llama4_text", "llama4" }
+                    "olmoe", "dbrx", "gpt_oss", "glm4_moe", "llama4_text", "llama4", "minimax_m2" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -1692,6 +1792,7 @@ M.ARCHITECTURES = {
   Qwen2ForCausalLM = "qwen2", Qwen3ForCausalLM = "qwen3", Qwen2MoeForCausalLM = "qwen2_moe",
   Qwen3MoeForCausalLM = "qwen3_moe", Qwen3NextForCausalLM = "qwen3_next", Glm4MoeForCausalLM = "glm4_moe",
   Llama4ForCausalLM = "llama4_text", Llama4ForConditionalGeneration = "llama4",
+  MiniMaxM2ForCausalLM = "minimax_m2",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

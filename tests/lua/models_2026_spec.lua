@@ -1,0 +1,143 @@
+-- tests/lua/models_2026_spec.lua -- configs of the 2025-26 families users
+-- bring, imported from their Hugging Face config.json (lua/apsearch/hf.lua):
+-- MiniMax-M2 (minimax_m2), Kimi-K2 (kimi_k2, read as DeepSeek-V3 by its
+-- architectures class), Qwen3-235B-A22B and Qwen3-Coder-480B-A35B
+-- (qwen3_moe): exact total and active counts computed here from the
+-- transformers module shapes, the published rounded totals as a check;
+-- refusals that name the model type, key and what is not modelled.
+--
+-- The configs are examples/models/{minimax-m2.7, kimi-k2-instruct,
+-- qwen3-235b-a22b, qwen3-coder-480b-a35b-instruct}.json, unmodified copies
+-- of the Hub's config.json files as vendored by ai-dynamo/aiconfigurator
+-- @ 095f58a5 (aic-core/src/aiconfigurator_core/model_configs/
+-- MiniMaxAI--MiniMax-M2.7_config.json, moonshotai--Kimi-K2-Instruct_config.json,
+-- Qwen--Qwen3-235B-A22B_config.json, Qwen--Qwen3-Coder-480B-A35B-Instruct_config.json).
+
+local ROOT = os.getenv("APS_ROOT") or "."
+local core = require "apsearch.core"
+local hf = require "apsearch.hf"
+local H = require "spec_helpers"
+
+local MODELS = ROOT .. "/examples/models/"
+
+local function load(name) return hf.load(MODELS .. name .. ".json") end
+
+local function decoded(name) return H.read_json(MODELS .. name .. ".json") end
+
+local err_of = H.err_of
+
+--- Parameters of a Qwen3-MoE config as transformers' Qwen3MoeForCausalLM
+-- builds them (modeling_qwen3_moe.py): q h x a d, k and v h x kv d, o
+-- a d x h, no biases; q_norm, k_norm RMSNorm(d); two RMSNorms h; router
+-- E x h; E experts of 3 h f_e (top-k of them active); untied embed and
+-- lm_head V x h; the final norm h.
+local function qwen3_moe_counts(c)
+  local h, a, kv, d = c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.head_dim
+  local E, expert = c.num_experts, 3 * c.hidden_size * c.moe_intermediate_size
+  local common = 2 * h * a * d + 2 * h * kv * d + 2 * d + 2 * h + E * h
+  local tail = 2 * c.vocab_size * h + h
+  return { total = c.num_hidden_layers * (common + E * expert) + tail,
+           active = c.num_hidden_layers * (common + c.num_experts_per_tok * expert) + tail }
+end
+
+describe("2025-26 families: exact parameter counts", function()
+  -- MiniMaxAI/MiniMax-M2.7 (card: 230B total, 10B active).  transformers
+  -- modular_minimax_m2.py @ ea9df1d3: MiniMaxM2Attention q, o 2*3072*6144
+  -- + k, v 2*3072*1024 = 44,040,192, no biases; q_norm RMSNorm(48*128)
+  -- 6,144 and k_norm RMSNorm(8*128) 1,024 (FlexOlmoAttention: the whole
+  -- projection); 2 RMSNorms 6,144; MiniMaxM2TopKRouter 256*3072 = 786,432
+  -- and e_score_correction_bias 256; 256 experts of 3*3072*1536 =
+  -- 14,155,776 -> 3,623,878,656 (top-8: 113,246,208).  Per layer
+  -- 3,668,718,848 (158,086,400 active); x62 = 227,460,568,576
+  -- (9,801,356,800); embed + lm_head 2*200064*3072 = 1,229,193,216; norm
+  -- 3,072.  Total 228,689,764,864; active 11,030,553,088.
+  it("MiniMax-M2.7: 228,689,764,864 total, 11,030,553,088 active", function()
+    local m, info = load("minimax-m2.7")
+    assert.are.same({ 256, 8, 1536 }, { m.num_experts, m.experts_per_token, m.moe_ffn_hidden_size })
+    assert.is_true(m.qk_norm and m.qk_norm_full_width and m.moe_router_bias)
+    assert.is_nil(m.moe_router_pre_softmax) -- MiniMaxM2TopKRouter renormalises the top-k
+    assert.are.equal(0.5, m.rotary_percent)   -- rotary_dim 64 of head_dim 128
+    local c = core.model_params(m)
+    assert.are.equal(3668718848, c.per_moe_layer)
+    assert.are.equal(228689764864, c.total)
+    assert.are.equal(11030553088, c.active)
+    assert.is_true(math.abs(c.total / 230e9 - 1) < 0.01) -- the card's 230B
+    local mtp = false
+    for _, n in ipairs(info.notes) do mtp = mtp or n:find("3 multi-token-prediction modules", 1, true) ~= nil end
+    assert.is_true(mtp)
+  end)
+
+  -- moonshotai/Kimi-K2-Instruct (card: 1T total, 32B activated), remote
+  -- code DeepseekV3ForCausalLM.  Per layer: MLA q_a 7168*1536 +
+  -- q_a_layernorm 1536 + q_b 1536*64*192 + kv_a 7168*576 +
+  -- kv_a_layernorm 512 + kv_b 512*64*256 + o 8192*7168 = 101,124,096, 2
+  -- RMSNorms 14,336; the dense layer 0 MLP 3*7168*18432 = 396,361,728; each
+  -- of 60 MoE layers router 384*7168 + bias 384 = 2,752,896, 384 + 1
+  -- shared experts of 3*7168*2048 = 44,040,192 -> 17,059,365,248 (active
+  -- 8 + 1 experts: 500,253,056); embed + lm_head 2*163840*7168 =
+  -- 2,348,810,240; norm 7,168.  Total 1,026,408,232,448; active
+  -- 32,861,500,928.
+  it("Kimi-K2-Instruct (kimi_k2 read as deepseek_v3): 1,026,408,232,448 total, 32,861,500,928 active",
+    function()
+    local m, info = load("kimi-k2-instruct")
+    assert.are.equal("deepseek_v3", info.model_type)
+    assert.are.same({ 384, 8, 2048, 2048, 1 }, { m.num_experts, m.experts_per_token, m.moe_ffn_hidden_size,
+      m.shared_expert_ffn_hidden_size, m.moe_first_dense_layers })
+    local c = core.model_params(m)
+    assert.are.equal(17059365248, c.per_moe_layer)
+    assert.are.equal(1026408232448, c.total)
+    assert.are.equal(32861500928, c.active)
+    assert.is_true(math.abs(c.total / 1e12 - 1) < 0.03) -- the card's 1T
+  end)
+
+  -- Qwen/Qwen3-235B-A22B (card: 235B total, 22B activated) and
+  -- Qwen/Qwen3-Coder-480B-A35B-Instruct (card: 480B total, 35B
+  -- activated); the Coder config's qkv_bias, use_qk_norm and
+  -- shared_expert_intermediate_size 0 are keys Qwen3MoeConfig does not
+  -- read.
+  for _, t in ipairs({ { "qwen3-235b-a22b", 235093634560, 22190763520, 235e9, 22e9 },
+                       { "qwen3-coder-480b-a35b-instruct", 480154875392, 35474765312, 480e9, 35e9 } }) do
+    it(t[1] .. ": " .. t[2] .. " total, " .. t[3] .. " active", function()
+      local want = qwen3_moe_counts(decoded(t[1]))
+      assert.are.same({ t[2], t[3] }, { want.total, want.active })
+      local c = core.model_params(load(t[1]))
+      assert.are.same({ t[2], t[3] }, { c.total, c.active })
+      assert.is_true(math.abs(c.total / t[4] - 1) < 0.01 and math.abs(c.active / t[5] - 1) < 0.03)
+    end)
+  end
+end)
+
+describe("2025-26 families: refusals name what is not modelled", function()
+  local function with(name, changes)
+    local cfg = decoded(name)
+    for k, v in pairs(changes) do cfg[k] = v end
+    return err_of(hf.from_config, cfg, "m.json")
+  end
+
+  it("MiniMax: lightning-attention layers, a shared expert, softmax scores, no score bias", function()
+    local cfg = decoded("minimax-m2.7")
+    cfg.attn_type_list[3] = 0
+    assert.are.equal("NotImplemented: m.json: attn_type_list[3]: only softmax attention (1) is modelled; " ..
+      "0 is lightning (linear) attention (got 0)", err_of(hf.from_config, cfg, "m.json"))
+    assert.are.equal("NotImplemented: m.json: shared_intermediate_size: MiniMax's shared expert is not " ..
+      "modelled (got 512)", with("minimax-m2.7", { shared_intermediate_size = 512 }))
+    assert.are.equal('NotImplemented: m.json: scoring_func: a router without sigmoid scores is not modelled ' ..
+      '(expected "sigmoid", got "softmax")', with("minimax-m2.7", { scoring_func = "softmax" }))
+    assert.are.equal("NotImplemented: m.json: use_routing_bias: a sigmoid router without the expert score " ..
+      "bias is not modelled (expected true, got false)", with("minimax-m2.7", { use_routing_bias = false }))
+    assert.are.equal('m.json: qk_norm_type: expected per_layer or per_head (got "rms")',
+      with("minimax-m2.7", { qk_norm_type = "rms" }))
+    assert.are.equal("m.json: rotary_dim: expected at most head_dim = 128 (got 256)",
+      with("minimax-m2.7", { rotary_dim = 256 }))
+  end)
+
+  it("MiniMax: per-head Q/K norms count 2 d per layer", function()
+    local cfg = decoded("minimax-m2.7")
+    cfg.qk_norm_type = "per_head"
+    local m = hf.from_config(cfg, "m.json")
+    assert.is_true(m.qk_norm)
+    assert.is_nil(m.qk_norm_full_width)
+    -- per layer: 6,144 + 1,024 full-width weights become 2 * 128
+    assert.are.equal(3668718848 - (6144 + 1024) + 2 * 128, core.model_params(m).per_moe_layer)
+  end)
+end)

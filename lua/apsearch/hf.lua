@@ -173,10 +173,16 @@
 -- info.notes, one line each starting with the file; `apsearch run` and
 -- `inspect` print them on stderr as `apsearch: note: ...`.
 --
+-- * `smollm3` (SmolLM3): llama with RoPE only where `no_rope_layers` is 1
+--   (default: all but every `no_rope_layer_interval`-th) ->
+--   nope_layer_period; tied embeddings by default.
+--
 -- Other configs with experts (`num_local_experts`, `num_experts`,
 -- `n_routed_experts`, `moe_num_experts` > 1, or "moe" in model_type:
 -- Phi-3.5-MoE, ...) are refused with a `NotImplemented:` error naming the
--- key.
+-- key; the types of M.UNMODELLED (DeepSeek Sparse Attention) name what is
+-- not modelled; a multimodal config of a type without a reader says
+-- whether its `text_config` imports on its own.
 -- @module apsearch.hf
 local cjson = require "cjson"
 local util = require "apsearch.util"
@@ -186,7 +192,7 @@ local M = {}
 
 --- Supported model types, in the order listed in error messages.
 M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
-                "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h" }
+                "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1572,6 +1578,47 @@ function builders.llama4(r, cfg, file, notes, info)
   return m
 end
 
+--- SmolLM3Config's defaults (transformers configuration_smollm3.py @
+-- 6551e17f) for the keys a `smollm3` config may leave out;
+-- tie_word_embeddings is PretrainedConfig's (SmolLM3ForCausalLM ties
+-- lm_head to embed_tokens).
+M.SMOLLM3_DEFAULTS = {
+  vocab_size = 128256, hidden_size = 2048, intermediate_size = 11008, num_hidden_layers = 36,
+  num_attention_heads = 16, num_key_value_heads = 4, max_position_embeddings = 32768,
+  rms_norm_eps = 1e-6, rope_theta = 2000000.0, no_rope_layer_interval = 4, tie_word_embeddings = true,
+}
+
+--- Builds the model table of a `smollm3` config (SmolLM3; transformers
+-- modular_smollm3.py: SmolLM3Attention is Llama's with RoPE only where
+-- no_rope_layers[i] is 1, the MLP LlamaMLP): Llama's layer, the NoPE
+-- layers (`no_rope_layers`, else every `no_rope_layer_interval`-th) as
+-- nope_layer_period, tied embeddings by default.  A window (layer_types
+-- sliding_attention, which SmolLM3Config puts on the NoPE layers) is
+-- refused: the model's window period cannot place it there.
+-- @tparam table _ the reader of the raw config (unused: read with the defaults)
+-- @tparam table cfg the decoded config.json
+-- @tparam string file for errors
+-- @treturn table model table
+-- @raise `<file>: <key>: <problem> (got <value>)`; NotImplemented for
+--   sliding-window layers and NoPE layers that are not every k-th layer
+function builders.smollm3(_, cfg, file)
+  local t = with_defaults(cfg, M.SMOLLM3_DEFAULTS)
+  local r = reader(t, file)
+  local m = builders.llama(r, t, file)
+  local L = m.num_layers
+  local windowed, key = sliding_layer_count(t, L, file), "layer_types"
+  if windowed == nil and r.bool("use_sliding_window", false) and r.has("sliding_window") then
+    windowed, key = 1, "use_sliding_window" -- SmolLM3Config windows the NoPE layers
+  end
+  if (windowed or 0) > 0 then
+    error(("NotImplemented: %s: %s: SmolLM3's sliding-window attention (on its NoPE layers) is not " ..
+      "modelled (got %s)"):format(file, key, util.describe(cfg[key])), 0)
+  end
+  local k = nope_period(llama4_rope_layers(r, t, L, file), L, file)
+  if k > 0 then m.nope_layer_period = k end
+  return numerics(m, t, file)
+end
+
 ---------------------------------------------------------------- hybrid Mamba-2 (Nemotron-H)
 
 --- NemotronHConfig's class defaults (transformers configuration_nemotron_h.py
@@ -1792,7 +1839,7 @@ M.ARCHITECTURES = {
   Qwen2ForCausalLM = "qwen2", Qwen3ForCausalLM = "qwen3", Qwen2MoeForCausalLM = "qwen2_moe",
   Qwen3MoeForCausalLM = "qwen3_moe", Qwen3NextForCausalLM = "qwen3_next", Glm4MoeForCausalLM = "glm4_moe",
   Llama4ForCausalLM = "llama4_text", Llama4ForConditionalGeneration = "llama4",
-  MiniMaxM2ForCausalLM = "minimax_m2",
+  MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3",
 }
 
 --- The model_type a config is read as: its own when a reader has it,
@@ -1807,6 +1854,42 @@ function M.model_type_of(cfg)
   local as = type(arch) == "string" and M.ARCHITECTURES[arch]
   if as and builders[as] then return as, arch end
   return mt
+end
+
+--- Model types apsearch knows and does not model, with what it lacks:
+-- the refusal names it.  (DeepSeek-V3.2 and GLM-5 are DeepSeek-V3's MLA
+-- and MoE plus DeepSeek Sparse Attention, DeepSeek's
+-- inference/model.py Indexer: wq_b, wk, k_norm, weights_proj per layer.)
+M.UNMODELLED = {
+  deepseek_v32 = "DeepSeek Sparse Attention (the lightning indexer of index_n_heads x index_head_dim per " ..
+    "layer and the top-index_topk sparse attention) is not modelled",
+  glm_moe_dsa = "DeepSeek Sparse Attention (the lightning indexer of index_n_heads x index_head_dim per " ..
+    "layer and the top-index_topk sparse attention) is not modelled",
+}
+
+--- Types whose own builder refuses their experts more precisely than the
+-- generic MoE refusal (nemotron_h names the E layers of its pattern).
+M.MOE_BUILDER_REFUSES = { nemotron_h = true }
+
+-- A config of a type with no reader that apsearch can say more about: a
+-- known unmodelled type (M.UNMODELLED), or a multimodal wrapper (a
+-- text_config beside a vision or audio config) whose text model may be
+-- importable on its own.  Raises NotImplemented; returns otherwise.
+local function refuse_unmodelled(cfg, mt, file)
+  if type(mt) ~= "string" or builders[mt] then return end
+  if M.UNMODELLED[mt] then
+    error(("NotImplemented: %s: model_type: %s: %s"):format(file, mt, M.UNMODELLED[mt]), 0)
+  end
+  local text = cfg.text_config
+  if type(text) ~= "table" or not (type(cfg.vision_config) == "table" or type(cfg.audio_config) == "table") then
+    return
+  end
+  local tmt, as = M.model_type_of(text)
+  local how = builders[tmt] and ("is (model_type %s%s): import text_config as a config.json of its own to " ..
+    "train the text model"):format(util.describe(text.model_type), as and (", read as " .. tmt) or "")
+    or ("is not either (model_type %s)"):format(util.describe(text.model_type))
+  error(("NotImplemented: %s: model_type: %s is multimodal: its vision tower (vision_config) is not modelled; " ..
+    "its text_config %s"):format(file, mt, how), 0)
 end
 
 --- Converts a decoded Hugging Face config table into a model table.
@@ -1831,7 +1914,8 @@ function M.from_config(cfg, source, name)
     util.fail(source, "(top level)", "expected a JSON object", cfg)
   end
   local mt, as = M.model_type_of(cfg)
-  local moe_ok = false
+  refuse_unmodelled(cfg, mt, source)
+  local moe_ok = M.MOE_BUILDER_REFUSES[mt] or false
   for _, t in ipairs(M.moe_supported) do moe_ok = moe_ok or t == mt end
   local key, n = moe_key(cfg)
   if key and not moe_ok then

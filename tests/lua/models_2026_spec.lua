@@ -1,17 +1,15 @@
 -- tests/lua/models_2026_spec.lua -- configs of the 2025-26 families users
 -- bring, imported from their Hugging Face config.json (lua/apsearch/hf.lua):
 -- MiniMax-M2 (minimax_m2), Kimi-K2 (kimi_k2, read as DeepSeek-V3 by its
--- architectures class), Qwen3-235B-A22B and Qwen3-Coder-480B-A35B
--- (qwen3_moe): exact total and active counts computed here from the
+-- architectures class), Qwen3-Coder-480B-A35B (qwen3_moe), SmolLM3
+-- (smollm3): exact total and active counts computed here from the
 -- transformers module shapes, the published rounded totals as a check;
 -- refusals that name the model type, key and what is not modelled.
 --
 -- The configs are examples/models/{minimax-m2.7, kimi-k2-instruct,
--- qwen3-235b-a22b, qwen3-coder-480b-a35b-instruct}.json, unmodified copies
--- of the Hub's config.json files as vendored by ai-dynamo/aiconfigurator
--- @ 095f58a5 (aic-core/src/aiconfigurator_core/model_configs/
--- MiniMaxAI--MiniMax-M2.7_config.json, moonshotai--Kimi-K2-Instruct_config.json,
--- Qwen--Qwen3-235B-A22B_config.json, Qwen--Qwen3-Coder-480B-A35B-Instruct_config.json).
+-- qwen3-coder-480b-a35b-instruct, smollm3-3b}.json, unmodified copies of
+-- the Hub's config.json files (examples/models/README.md says where each
+-- was taken from).
 
 local ROOT = os.getenv("APS_ROOT") or "."
 local core = require "apsearch.core"
@@ -90,29 +88,41 @@ describe("2025-26 families: exact parameter counts", function()
     assert.is_true(math.abs(c.total / 1e12 - 1) < 0.03) -- the card's 1T
   end)
 
-  -- Qwen/Qwen3-235B-A22B (card: 235B total, 22B activated) and
   -- Qwen/Qwen3-Coder-480B-A35B-Instruct (card: 480B total, 35B
-  -- activated); the Coder config's qkv_bias, use_qk_norm and
-  -- shared_expert_intermediate_size 0 are keys Qwen3MoeConfig does not
-  -- read.
-  for _, t in ipairs({ { "qwen3-235b-a22b", 235093634560, 22190763520, 235e9, 22e9 },
-                       { "qwen3-coder-480b-a35b-instruct", 480154875392, 35474765312, 480e9, 35e9 } }) do
-    it(t[1] .. ": " .. t[2] .. " total, " .. t[3] .. " active", function()
-      local want = qwen3_moe_counts(decoded(t[1]))
-      assert.are.same({ t[2], t[3] }, { want.total, want.active })
-      local c = core.model_params(load(t[1]))
-      assert.are.same({ t[2], t[3] }, { c.total, c.active })
-      assert.is_true(math.abs(c.total / t[4] - 1) < 0.01 and math.abs(c.active / t[5] - 1) < 0.03)
-    end)
-  end
+  -- activated); its qkv_bias, use_qk_norm and shared_expert_intermediate_size
+  -- 0 are keys Qwen3MoeConfig does not read.  (Qwen3-235B-A22B is
+  -- tests/fixtures/moe/qwen3-235b-a22b.json.)
+  it("Qwen3-Coder-480B-A35B: 480,154,875,392 total, 35,474,765,312 active", function()
+    local want = qwen3_moe_counts(decoded("qwen3-coder-480b-a35b-instruct"))
+    assert.are.same({ 480154875392, 35474765312 }, { want.total, want.active })
+    local c = core.model_params(load("qwen3-coder-480b-a35b-instruct"))
+    assert.are.same({ 480154875392, 35474765312 }, { c.total, c.active })
+    assert.is_true(math.abs(c.total / 480e9 - 1) < 0.01 and math.abs(c.active / 35e9 - 1) < 0.02)
+  end)
+
+  -- HuggingFaceTB/SmolLM3-3B (card: 3B; the Hub's safetensors 3.08B).
+  -- transformers modular_smollm3.py (Llama's layer): q, o 2*2048*2048 + k,
+  -- v 2*2048*512 = 10,485,760; MLP 3*2048*11008 = 67,633,152; 2 RMSNorms
+  -- 4,096: 78,123,008 per layer, x36 = 2,812,428,288; embed_tokens
+  -- 128256*2048 = 262,668,288, tied to lm_head (PretrainedConfig's
+  -- tie_word_embeddings, the file gives none); norm 2,048.  Total
+  -- 3,075,098,624.  no_rope_layers drops RoPE on every 4th layer.
+  it("SmolLM3-3B: 3,075,098,624, tied embeddings, NoPE every 4th layer", function()
+    local m = load("smollm3-3b")
+    assert.are.same({ true, 4, 5000000.0 }, { m.tie_word_embeddings, m.nope_layer_period, m.rope_theta })
+    local c = core.model_params(m)
+    assert.are.equal(3075098624, c.total)
+    assert.are.equal(c.total, c.active)
+    assert.is_true(math.abs(c.total / 3.08e9 - 1) < 0.005)
+  end)
 end)
 
 describe("2025-26 families: refusals name what is not modelled", function()
-  local function with(name, changes)
-    local cfg = decoded(name)
+  local function with_cfg(cfg, changes)
     for k, v in pairs(changes) do cfg[k] = v end
     return err_of(hf.from_config, cfg, "m.json")
   end
+  local function with(name, changes) return with_cfg(decoded(name), changes) end
 
   it("MiniMax: lightning-attention layers, a shared expert, softmax scores, no score bias", function()
     local cfg = decoded("minimax-m2.7")
@@ -129,6 +139,45 @@ describe("2025-26 families: refusals name what is not modelled", function()
       with("minimax-m2.7", { qk_norm_type = "rms" }))
     assert.are.equal("m.json: rotary_dim: expected at most head_dim = 128 (got 256)",
       with("minimax-m2.7", { rotary_dim = 256 }))
+  end)
+
+  it("SmolLM3: a window (on its NoPE layers) is refused", function()
+    local cfg = decoded("smollm3-3b")
+    cfg.layer_types[4] = "sliding_attention"
+    assert.are.equal("NotImplemented: m.json: layer_types: SmolLM3's sliding-window attention (on its NoPE " ..
+      "layers) is not modelled (got " .. require("apsearch.util").describe(cfg.layer_types) .. ")",
+      err_of(hf.from_config, cfg, "m.json"))
+    cfg.layer_types = nil
+    assert.are.equal("NotImplemented: m.json: use_sliding_window: SmolLM3's sliding-window attention (on its " ..
+      "NoPE layers) is not modelled (got true)", with_cfg(cfg, { use_sliding_window = true, sliding_window = 4096 }))
+  end)
+
+  it("DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5) is named, not refused as any MoE", function()
+    for _, t in ipairs({ { "deepseek_v32", "DeepseekV32ForCausalLM" }, { "glm_moe_dsa", "GlmMoeDsaForCausalLM" } }) do
+      assert.are.equal("NotImplemented: m.json: model_type: " .. t[1] .. ": DeepSeek Sparse Attention (the " ..
+        "lightning indexer of index_n_heads x index_head_dim per layer and the top-index_topk sparse attention) " ..
+        "is not modelled", with("kimi-k2-instruct", { model_type = t[1], architectures = { t[2] } }))
+    end
+  end)
+
+  it("a multimodal wrapper says whether its text_config imports on its own", function()
+    local text = decoded("kimi-k2-instruct")
+    assert.are.equal("NotImplemented: m.json: model_type: kimi_k25 is multimodal: its vision tower " ..
+      '(vision_config) is not modelled; its text_config is (model_type "kimi_k2", read as deepseek_v3): ' ..
+      "import text_config as a config.json of its own to train the text model",
+      err_of(hf.from_config, { model_type = "kimi_k25", text_config = text, vision_config = {} }, "m.json"))
+    assert.are.equal("NotImplemented: m.json: model_type: qwen3_vl_moe is multimodal: its vision tower " ..
+      '(vision_config) is not modelled; its text_config is not either (model_type "qwen3_vl_moe_text")',
+      err_of(hf.from_config, { model_type = "qwen3_vl_moe", text_config = { model_type = "qwen3_vl_moe_text",
+        num_experts = 128 }, vision_config = {} }, "m.json"))
+  end)
+
+  it("Nemotron-H's MoE layers are named by its pattern, not by the generic MoE refusal", function()
+    local cfg = H.read_json(MODELS .. "nemotron-h-8b-base-8k.json")
+    cfg.hybrid_override_pattern = cfg.hybrid_override_pattern:gsub("%-", "E", 1)
+    cfg.n_routed_experts = 128
+    assert.are.equal('NotImplemented: m.json: hybrid_override_pattern: MoE (E) layers are not modelled (got ' ..
+      require("apsearch.util").describe(cfg.hybrid_override_pattern) .. ")", err_of(hf.from_config, cfg, "m.json"))
   end)
 
   it("MiniMax: per-head Q/K norms count 2 d per layer", function()

@@ -54,6 +54,9 @@
 --   `no_bias` (default true) drops every bias including LayerNorm's; ALiBi
 --   (no position parameters) when `attn_config.alibi`, else learned
 --   positions; GQA via `attn_config.kv_n_heads`; tied embeddings.
+-- * `smollm3` (SmolLM3): llama with RoPE only where `no_rope_layers` is 1
+--   (default: all but every `no_rope_layer_interval`-th) ->
+--   nope_layer_period; tied embeddings by default.
 --
 -- Dropout: the model table has no dropout field (dropout is a training
 -- option, `training.dropout`), so `from_config` returns it in its second
@@ -172,10 +175,6 @@
 -- column, clamps, soft-capping, the vision tower, ...) is listed in
 -- info.notes, one line each starting with the file; `apsearch run` and
 -- `inspect` print them on stderr as `apsearch: note: ...`.
---
--- * `smollm3` (SmolLM3): llama with RoPE only where `no_rope_layers` is 1
---   (default: all but every `no_rope_layer_interval`-th) ->
---   nope_layer_period; tied embeddings by default.
 --
 -- Other configs with experts (`num_local_experts`, `num_experts`,
 -- `n_routed_experts`, `moe_num_experts` > 1, or "moe" in model_type:
@@ -1860,22 +1859,32 @@ end
 -- the refusal names it.  (DeepSeek-V3.2 and GLM-5 are DeepSeek-V3's MLA
 -- and MoE plus DeepSeek Sparse Attention, DeepSeek's
 -- inference/model.py Indexer: wq_b, wk, k_norm, weights_proj per layer.)
-M.UNMODELLED = {
-  deepseek_v32 = "DeepSeek Sparse Attention (the lightning indexer of index_n_heads x index_head_dim per " ..
-    "layer and the top-index_topk sparse attention) is not modelled",
-  glm_moe_dsa = "DeepSeek Sparse Attention (the lightning indexer of index_n_heads x index_head_dim per " ..
-    "layer and the top-index_topk sparse attention) is not modelled",
-}
+M.DSA_UNMODELLED = "DeepSeek Sparse Attention (the lightning indexer of index_n_heads x index_head_dim " ..
+  "per layer and the top-index_topk sparse attention) is not modelled"
+M.UNMODELLED = { deepseek_v32 = M.DSA_UNMODELLED, glm_moe_dsa = M.DSA_UNMODELLED }
+
+--- The keys of DeepSeek Sparse Attention's indexer (DeepseekV32Config,
+-- GlmMoeDsaConfig): a config that has any is refused whatever its
+-- model_type or class says (a DeepSeek-V3.2 config read as DeepSeek-V3
+-- would silently lose the indexer).
+M.DSA_KEYS = { "index_n_heads", "index_head_dim", "index_topk" }
 
 --- Types whose own builder refuses their experts more precisely than the
 -- generic MoE refusal (nemotron_h names the E layers of its pattern).
 M.MOE_BUILDER_REFUSES = { nemotron_h = true }
 
--- A config of a type with no reader that apsearch can say more about: a
--- known unmodelled type (M.UNMODELLED), or a multimodal wrapper (a
--- text_config beside a vision or audio config) whose text model may be
--- importable on its own.  Raises NotImplemented; returns otherwise.
+-- A config apsearch can say more about than "unsupported": one with
+-- DeepSeek Sparse Attention's keys (M.DSA_KEYS), whatever its type; of a
+-- type with no reader, a known unmodelled type (M.UNMODELLED) or a
+-- multimodal wrapper (a text_config beside a vision or audio config)
+-- whose text model may be importable on its own.  Raises NotImplemented;
+-- returns otherwise.
 local function refuse_unmodelled(cfg, mt, file)
+  for _, k in ipairs(M.DSA_KEYS) do
+    if not is_null(cfg[k]) then
+      error(("NotImplemented: %s: %s: %s (got %s)"):format(file, k, M.DSA_UNMODELLED, util.describe(cfg[k])), 0)
+    end
+  end
   if type(mt) ~= "string" or builders[mt] then return end
   if M.UNMODELLED[mt] then
     error(("NotImplemented: %s: model_type: %s: %s"):format(file, mt, M.UNMODELLED[mt]), 0)

@@ -158,6 +158,13 @@ describe("2025-26 families: refusals name what is not modelled", function()
         "lightning indexer of index_n_heads x index_head_dim per layer and the top-index_topk sparse attention) " ..
         "is not modelled", with("kimi-k2-instruct", { model_type = t[1], architectures = { t[2] } }))
     end
+    -- its indexer's keys in a config read as DeepSeek-V3 (by its model_type
+    -- or its class): refused, not counted without the indexer
+    assert.are.equal("NotImplemented: m.json: index_topk: DeepSeek Sparse Attention (the lightning indexer of " ..
+      "index_n_heads x index_head_dim per layer and the top-index_topk sparse attention) is not modelled (got 2048)",
+      with("kimi-k2-instruct", { model_type = "deepseek_v32", index_topk = 2048 }))
+    assert.truthy(with("deepseek-v3", { index_n_heads = 64 })
+      :find("^NotImplemented: m%.json: index_n_heads: DeepSeek Sparse"))
   end)
 
   it("a multimodal wrapper says whether its text_config imports on its own", function()

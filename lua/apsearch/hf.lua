@@ -149,8 +149,8 @@
 --   take Llama4TextConfig's defaults; the vision tower of `llama4` is
 --   counted apart (info.vision_params).
 -- * `minimax_m2` (MiniMax-M2, M2.1, M2.5, M2.7): GQA without biases, Q/K
---   RMSNorms over the whole projections (`qk_norm_type` per_layer) or per
---   head (per_head), RoPE on `rotary_dim` of `head_dim`,
+--   RMSNorms over the whole projections (`qk_norm_type` per_layer), RoPE
+--   on `rotary_dim` of `head_dim`,
 --   `num_local_experts` experts of `intermediate_size` on every layer, a
 --   sigmoid router with the expert score bias, top-k renormalised; the
 --   MTP modules (`num_mtp_modules`) are not built by transformers (a note).
@@ -1130,28 +1130,34 @@ function builders.olmoe(r, cfg, file, notes)
 end
 
 --- MiniMaxM2Config's defaults (transformers configuration_minimax_m2.py @
--- 3e108993) for the keys a `minimax_m2` config may leave out; the rest
--- are keys of MiniMax's own remote code (MiniMaxAI/MiniMax-M2
--- modeling_minimax_m2.py) that transformers' classes hard-wire:
--- per_layer Q/K norms, the expert score bias, sigmoid scores.
+-- 3e108993) for the keys a `minimax_m2` config may leave out.
 M.MINIMAX_M2_DEFAULTS = {
   vocab_size = 200064, hidden_size = 3072, intermediate_size = 1536, num_hidden_layers = 62,
   num_attention_heads = 48, num_key_value_heads = 8, head_dim = 128, num_experts_per_tok = 8,
-  num_local_experts = 256, tie_word_embeddings = false, use_qk_norm = true,
-  qk_norm_type = "per_layer", use_routing_bias = true, scoring_func = "sigmoid",
+  num_local_experts = 256, tie_word_embeddings = false,
 }
 
---- The widths of MiniMax's Q/K norms by `qk_norm_type`: true for one
--- RMSNorm over the whole projection (per_layer, FlexOlmoAttention's
--- q_norm a*d and k_norm kv*d), false for one per head (per_head, d).
-M.MINIMAX_QK_NORM_FULL = { per_layer = true, per_head = false }
+--- Keys of MiniMax's config.json that transformers' classes do not read
+-- but hard-wire (modular_minimax_m2.py @ ea9df1d3): the value they
+-- implement, what it is, and (absent key) the value assumed.  A config
+-- with another value is refused.
+M.MINIMAX_M2_FIXED = {
+  { "use_qk_norm", true, "attention without Q/K norms (MiniMaxM2Attention always has them)" },
+  { "qk_norm_type", "per_layer", "Q/K norms other than over the whole projection (FlexOlmoAttention's)" },
+  { "scoring_func", "sigmoid", "a router without sigmoid scores (MiniMaxM2TopKRouter)" },
+  { "use_routing_bias", true, "a sigmoid router without the expert score bias (MiniMaxM2SparseMoeBlock)" },
+}
 
--- A MiniMax key the import only accepts at one value; NotImplemented
--- otherwise, saying what is not modelled.
-local function minimax_require(t, key, want, file, what)
-  if t[key] ~= want then
-    error(("NotImplemented: %s: %s: %s is not modelled (expected %s, got %s)"):format(file, key, what,
-      util.describe(want), util.describe(t[key])), 0)
+-- The keys of M.MINIMAX_M2_FIXED at the value transformers implements
+-- (absent: assumed); NotImplemented otherwise, saying what is not
+-- modelled.
+local function minimax_fixed(cfg, file)
+  for _, f in ipairs(M.MINIMAX_M2_FIXED) do
+    local key, want, what = f[1], f[2], f[3]
+    if not is_null(cfg[key]) and cfg[key] ~= want then
+      error(("NotImplemented: %s: %s: %s is not modelled (expected %s, got %s)"):format(file, key, what,
+        util.describe(want), util.describe(cfg[key])), 0)
+    end
   end
 end
 
@@ -1174,7 +1180,7 @@ end
 -- M2.5, M2.7; transformers modular_minimax_m2.py @ ea9df1d3:
 -- MiniMaxM2Attention, MiniMaxM2TopKRouter, MiniMaxM2SparseMoeBlock,
 -- MixtralExperts): q, k, v, o without biases; Q/K RMSNorms over the
--- whole projections (qk_norm_type per_layer) or per head (per_head);
+-- whole projections (q_norm a*d, k_norm kv*d, as FlexOlmoAttention's);
 -- RoPE on rotary_dim of head_dim (MiniMaxM2Config
 -- convert_rope_params_to_dict: partial_rotary_factor = rotary_dim /
 -- head_dim, default 1/2); every layer num_local_experts SwiGLU experts
@@ -1188,24 +1194,19 @@ end
 -- @tparam table notes the import's notes
 -- @treturn table model table
 -- @raise `<file>: <key>: <problem> (got <value>)`; NotImplemented for
---   lightning-attention layers, a shared expert, softmax scores or a
---   router without its score bias
+--   lightning-attention layers, a shared expert, or a value of
+--   M.MINIMAX_M2_FIXED transformers does not implement
 function builders.minimax_m2(_, cfg, file, notes)
   local t = with_defaults(cfg, M.MINIMAX_M2_DEFAULTS)
   local r = reader(t, file)
   local m = llama_like(r, t, file, {})
   minimax_attention_types(cfg.attn_type_list, m.num_layers, file)
-  minimax_require(t, "scoring_func", "sigmoid", file, "a router without sigmoid scores")
-  minimax_require(t, "use_routing_bias", true, file, "a sigmoid router without the expert score bias")
+  minimax_fixed(cfg, file)
   if count(t, "shared_intermediate_size", 0, file) > 0 then
     error(("NotImplemented: %s: shared_intermediate_size: MiniMax's shared expert is not modelled (got %s)")
       :format(file, util.describe(cfg.shared_intermediate_size)), 0)
   end
-  if r.bool("use_qk_norm") then
-    local full = M.MINIMAX_QK_NORM_FULL[t.qk_norm_type]
-    if full == nil then util.fail(file, "qk_norm_type", "expected per_layer or per_head", t.qk_norm_type) end
-    m.qk_norm, m.qk_norm_full_width = true, full or nil
-  end
+  m.qk_norm, m.qk_norm_full_width = true, true
   -- numerics() lets a partial_rotary_factor the file gives win
   local rd = r.int("rotary_dim", m.head_dim // 2)
   if rd > m.head_dim then util.fail(file, "rotary_dim", "expected at most head_dim = " .. m.head_dim, rd) end

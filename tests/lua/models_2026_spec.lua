@@ -124,19 +124,23 @@ describe("2025-26 families: refusals name what is not modelled", function()
   end
   local function with(name, changes) return with_cfg(decoded(name), changes) end
 
-  it("MiniMax: lightning-attention layers, a shared expert, softmax scores, no score bias", function()
+  it("MiniMax: lightning-attention layers, a shared expert, what transformers hard-wires otherwise", function()
     local cfg = decoded("minimax-m2.7")
     cfg.attn_type_list[3] = 0
     assert.are.equal("NotImplemented: m.json: attn_type_list[3]: only softmax attention (1) is modelled; " ..
       "0 is lightning (linear) attention (got 0)", err_of(hf.from_config, cfg, "m.json"))
     assert.are.equal("NotImplemented: m.json: shared_intermediate_size: MiniMax's shared expert is not " ..
       "modelled (got 512)", with("minimax-m2.7", { shared_intermediate_size = 512 }))
-    assert.are.equal('NotImplemented: m.json: scoring_func: a router without sigmoid scores is not modelled ' ..
-      '(expected "sigmoid", got "softmax")', with("minimax-m2.7", { scoring_func = "softmax" }))
-    assert.are.equal("NotImplemented: m.json: use_routing_bias: a sigmoid router without the expert score " ..
-      "bias is not modelled (expected true, got false)", with("minimax-m2.7", { use_routing_bias = false }))
-    assert.are.equal('m.json: qk_norm_type: expected per_layer or per_head (got "rms")',
-      with("minimax-m2.7", { qk_norm_type = "rms" }))
+    assert.are.equal('NotImplemented: m.json: scoring_func: a router without sigmoid scores (MiniMaxM2TopKRouter) ' ..
+      'is not modelled (expected "sigmoid", got "softmax")', with("minimax-m2.7", { scoring_func = "softmax" }))
+    assert.are.equal("NotImplemented: m.json: use_routing_bias: a sigmoid router without the expert score bias " ..
+      "(MiniMaxM2SparseMoeBlock) is not modelled (expected true, got false)",
+      with("minimax-m2.7", { use_routing_bias = false }))
+    assert.are.equal("NotImplemented: m.json: qk_norm_type: Q/K norms other than over the whole projection " ..
+      '(FlexOlmoAttention\'s) is not modelled (expected "per_layer", got "per_head")',
+      with("minimax-m2.7", { qk_norm_type = "per_head" }))
+    assert.are.equal("NotImplemented: m.json: use_qk_norm: attention without Q/K norms (MiniMaxM2Attention " ..
+      "always has them) is not modelled (expected true, got false)", with("minimax-m2.7", { use_qk_norm = false }))
     assert.are.equal("m.json: rotary_dim: expected at most head_dim = 128 (got 256)",
       with("minimax-m2.7", { rotary_dim = 256 }))
   end)
@@ -185,15 +189,5 @@ describe("2025-26 families: refusals name what is not modelled", function()
     cfg.n_routed_experts = 128
     assert.are.equal('NotImplemented: m.json: hybrid_override_pattern: MoE (E) layers are not modelled (got ' ..
       require("apsearch.util").describe(cfg.hybrid_override_pattern) .. ")", err_of(hf.from_config, cfg, "m.json"))
-  end)
-
-  it("MiniMax: per-head Q/K norms count 2 d per layer", function()
-    local cfg = decoded("minimax-m2.7")
-    cfg.qk_norm_type = "per_head"
-    local m = hf.from_config(cfg, "m.json")
-    assert.is_true(m.qk_norm)
-    assert.is_nil(m.qk_norm_full_width)
-    -- per layer: 6,144 + 1,024 full-width weights become 2 * 128
-    assert.are.equal(3668718848 - (6144 + 1024) + 2 * 128, core.model_params(m).per_moe_layer)
   end)
 end)

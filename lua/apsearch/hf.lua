@@ -140,6 +140,11 @@
 --   layers then `n_routed_experts` + `n_shared_experts` experts of
 --   `moe_intermediate_size`, DeepSeek-V3's router (`norm_topk_prob` default
 --   true), `num_nextn_predict_layers` MTP modules (counted apart).
+-- * `glm4_moe_lite` (GLM-4.7-Flash): DeepSeek-V3's multi-head latent
+--   attention with GLM-4.5's experts and router (`n_routed_experts`,
+--   `n_shared_experts`, `norm_topk_prob` default true), the dense layers
+--   from `mlp_layer_types` (default: the first; `first_k_dense_replace`
+--   must agree), absent keys Glm4MoeLiteConfig's defaults.
 -- * `llama4_text`, `llama4` (its `text_config`): experts on every
 --   `interleave_moe_layer_step`-th layer (or `moe_layers`), one shared
 --   expert, dense layers of `intermediate_size_mlp`, a top-1 sigmoid router
@@ -1224,6 +1229,84 @@ function builders.minimax_m2(_, cfg, file, notes)
   return m
 end
 
+--- Glm4MoeLiteConfig's defaults (transformers modular_glm4_moe_lite.py @
+-- 75a5f8b5; they are GLM-4.7-Flash's shape) for the keys a
+-- `glm4_moe_lite` config may leave out; topk_method is Glm4MoeTopkRouter's
+-- (noaux_tc: sigmoid scores with the expert score bias).
+M.GLM4_MOE_LITE_DEFAULTS = {
+  vocab_size = 154880, hidden_size = 2048, intermediate_size = 10240, moe_intermediate_size = 1536,
+  num_hidden_layers = 47, num_attention_heads = 20, num_key_value_heads = 20, n_shared_experts = 1,
+  n_routed_experts = 64, routed_scaling_factor = 1.8, kv_lora_rank = 512, q_lora_rank = 768,
+  qk_rope_head_dim = 64, v_head_dim = 256, qk_nope_head_dim = 192, n_group = 1, topk_group = 1,
+  num_experts_per_tok = 4, norm_topk_prob = true, max_position_embeddings = 202752, rms_norm_eps = 1e-5,
+  tie_word_embeddings = false, attention_bias = false, topk_method = "noaux_tc",
+}
+
+--- Glm4MoeLiteConfig's dense layers when `mlp_layer_types` is absent: the
+-- first (["dense"] + ["sparse"] * (num_hidden_layers - 1)).
+M.GLM4_MOE_LITE_DENSE_DEFAULT = 1
+
+-- The dense layers of a glm4_moe_lite config as Glm4MoeLiteDecoderLayer
+-- builds them: `mlp_layer_types` ("dense" / "sparse", one per layer),
+-- else the first M.GLM4_MOE_LITE_DENSE_DEFAULT; into
+-- moe_first_dense_layers when they lead, else moe_dense_layers.  The
+-- class does not read first_k_dense_replace: one that disagrees is
+-- refused rather than silently ignored.
+local function glm4_moe_lite_dense(m, cfg, file)
+  local L, v = m.num_layers, cfg.mlp_layer_types
+  local dense = {}
+  if is_null(v) then
+    for i = 0, M.GLM4_MOE_LITE_DENSE_DEFAULT - 1 do dense[#dense + 1] = i end
+  else
+    if type(v) ~= "table" or #v ~= L then
+      util.fail(file, "mlp_layer_types", "expected an array of num_hidden_layers = " .. L .. " entries", v)
+    end
+    for i = 1, L do
+      if v[i] ~= "dense" and v[i] ~= "sparse" then
+        util.fail(file, "mlp_layer_types[" .. i .. "]", 'expected "dense" or "sparse"', v[i])
+      end
+      if v[i] == "dense" then dense[#dense + 1] = i - 1 end
+    end
+  end
+  if #dense == L then util.fail(file, "mlp_layer_types", "no layer would have experts", v) end
+  local leading = #dense == 0 or dense[#dense] == #dense - 1
+  local fk = cfg.first_k_dense_replace
+  if not is_null(fk) and not (leading and fk == #dense) then
+    util.fail(file, "first_k_dense_replace", ("expected %d, the leading dense layers of mlp_layer_types " ..
+      "(Glm4MoeLiteConfig builds those, not this key's)"):format(leading and #dense or 0), fk)
+  end
+  m.moe_first_dense_layers, m.moe_dense_layers = nil, nil
+  if leading then
+    if #dense > 0 then m.moe_first_dense_layers = #dense end
+  elseif #dense > M.MAX_DENSE_LAYERS then
+    util.fail(file, "mlp_layer_types", ("has %d dense layers; at most %d are modelled"):format(#dense,
+      M.MAX_DENSE_LAYERS), v)
+  else
+    m.moe_dense_layers = dense
+  end
+  return m
+end
+
+--- Builds the model table of a `glm4_moe_lite` config (GLM-4.7-Flash;
+-- transformers modular_glm4_moe_lite.py @ 75a5f8b5): Glm4MoeLiteAttention
+-- is DeepseekV3Attention (multi-head latent attention), the MoE layers
+-- Glm4MoeMoE (n_routed_experts of moe_intermediate_size, n_shared_experts
+-- shared ones, the noaux_tc router with its score bias, top-k
+-- renormalised when norm_topk_prob, routed_scaling_factor), the dense
+-- layers Glm4MoeMLP of intermediate_size, placed by mlp_layer_types;
+-- num_nextn_predict_layers MTP modules (transformers skips them,
+-- _keys_to_ignore_on_load_unexpected) counted apart as DeepSeek's.
+-- @tparam table _ the reader of the raw config (unused: read with the defaults)
+-- @tparam table cfg the decoded config.json
+-- @tparam string file for errors
+-- @treturn table model table
+-- @raise `<file>: <key>: <problem> (got <value>)`
+function builders.glm4_moe_lite(_, cfg, file)
+  local t = with_defaults(cfg, M.GLM4_MOE_LITE_DEFAULTS)
+  local m = deepseek(reader(t, file), t, file, true)
+  return numerics(glm4_moe_lite_dense(m, t, file), t, file)
+end
+
 --- DbrxConfig's defaults for keys a config.json may leave out
 -- (transformers configuration_dbrx.py DbrxAttentionConfig, DbrxFFNConfig).
 M.DBRX_DEFAULTS = { kv_n_heads = 1, ffn_hidden_size = 3584, moe_num_experts = 4, moe_top_k = 1,
@@ -1827,7 +1910,8 @@ end
 
 --- Mixture-of-experts model types imported with their experts.
 M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3",
-                    "olmoe", "dbrx", "gpt_oss", "glm4_moe", "llama4_text", "llama4", "minimax_m2" }
+                    "olmoe", "dbrx", "gpt_oss", "glm4_moe", "glm4_moe_lite", "llama4_text", "llama4",
+                    "minimax_m2" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -1838,6 +1922,7 @@ M.ARCHITECTURES = {
   LlamaForCausalLM = "llama", MistralForCausalLM = "mistral", MixtralForCausalLM = "mixtral",
   Qwen2ForCausalLM = "qwen2", Qwen3ForCausalLM = "qwen3", Qwen2MoeForCausalLM = "qwen2_moe",
   Qwen3MoeForCausalLM = "qwen3_moe", Qwen3NextForCausalLM = "qwen3_next", Glm4MoeForCausalLM = "glm4_moe",
+  Glm4MoeLiteForCausalLM = "glm4_moe_lite",
   Llama4ForCausalLM = "llama4_text", Llama4ForConditionalGeneration = "llama4",
   MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3",
 }

@@ -1,8 +1,8 @@
 -- tests/lua/models_2026_spec.lua -- configs of the 2025-26 families users
 -- bring, imported from their Hugging Face config.json (lua/apsearch/hf.lua):
 -- MiniMax-M2 (minimax_m2), Kimi-K2 (kimi_k2, read as DeepSeek-V3 by its
--- architectures class), Qwen3-Coder-480B-A35B (qwen3_moe), SmolLM3
--- (smollm3): exact total and active counts computed here from the
+-- architectures class), Qwen3-Coder-480B-A35B (qwen3_moe), GLM-4.7-Flash
+-- (glm4_moe_lite), SmolLM3 (smollm3): exact total and active counts computed here from the
 -- transformers module shapes, the published rounded totals as a check;
 -- refusals that name the model type, key and what is not modelled.
 --
@@ -98,6 +98,53 @@ describe("2025-26 families: exact parameter counts", function()
     local c = core.model_params(load("qwen3-coder-480b-a35b-instruct"))
     assert.are.same({ 480154875392, 35474765312 }, { c.total, c.active })
     assert.is_true(math.abs(c.total / 480e9 - 1) < 0.01 and math.abs(c.active / 35e9 - 1) < 0.02)
+  end)
+
+  -- GLM-4.7-Flash (zai-org; card: 30B-A3B) as Glm4MoeLiteConfig's
+  -- defaults describe it (modular_glm4_moe_lite.py @ 75a5f8b5; no copy of
+  -- the Hub's config.json was at hand, so the config is the class's
+  -- defaults).  Per layer: DeepseekV3Attention q_a 2048*768 + q_a_layernorm
+  -- 768 + q_b 768*20*256 + kv_a 2048*576 + kv_a_layernorm 512 + kv_b
+  -- 512*20*448 + o 5120*2048 = 21,759,232, 2 RMSNorms 4,096; layer 0
+  -- (mlp_layer_types "dense") Glm4MoeMLP 3*2048*10240 = 62,914,560 ->
+  -- 84,677,888; 46 MoE layers router 64*2048 + bias 64 = 131,136, 64 + 1
+  -- shared experts of 3*2048*1536 = 9,437,184 -> 635,311,424 (active 4 + 1
+  -- experts: 69,080,384); embed + lm_head 2*154880*2048 = 634,388,480;
+  -- norm 2,048.  Total 29,943,393,920; active 3,896,766,080.
+  it("GLM-4.7-Flash (glm4_moe_lite): 29,943,393,920 total, 3,896,766,080 active", function()
+    local m = hf.from_config({ model_type = "glm4_moe_lite" }, "glm-4.7-flash.json")
+    assert.are.same({ 768, 512, 192, 64, 256 }, { m.q_lora_rank, m.kv_lora_rank, m.qk_nope_head_dim,
+      m.qk_rope_head_dim, m.v_head_dim })
+    assert.are.same({ 64, 4, 1536, 1536, 1 }, { m.num_experts, m.experts_per_token, m.moe_ffn_hidden_size,
+      m.shared_expert_ffn_hidden_size, m.moe_first_dense_layers })
+    assert.are.same({ true, 1.8 }, { m.moe_router_bias, m.moe_router_topk_scaling_factor })
+    assert.is_nil(m.moe_router_pre_softmax) -- norm_topk_prob defaults to true
+    local c = core.model_params(m)
+    assert.are.same({ 84677888, 635311424, 69080384 }, { c.per_layer, c.per_moe_layer,
+      c.per_moe_layer_active })
+    assert.are.same({ 29943393920, 3896766080 }, { c.total, c.active })
+    assert.is_true(math.abs(c.total / 30e9 - 1) < 0.01)
+    -- its MTP layer counted apart, not in the total
+    local c2 = core.model_params(hf.from_config({ model_type = "glm4_moe_lite", num_nextn_predict_layers = 1,
+      first_k_dense_replace = 1 }, "glm-4.7-flash.json"))
+    assert.are.equal(c.total, c2.total)
+    assert.is_true(c2.mtp > 0)
+  end)
+
+  it("GLM-4.7-Flash: mlp_layer_types places the dense layers; first_k_dense_replace must agree", function()
+    local types = {}
+    for i = 1, 47 do types[i] = (i == 1 or i == 11) and "dense" or "sparse" end
+    local m = hf.from_config({ model_type = "glm4_moe_lite", mlp_layer_types = types }, "m.json")
+    assert.are.same({ 0, 10 }, m.moe_dense_layers)
+    assert.is_nil(m.moe_first_dense_layers)
+    -- one MoE layer (635,311,424) becomes dense (84,677,888)
+    assert.are.equal(29943393920 - 635311424 + 84677888, core.model_params(m).total)
+    assert.are.equal("m.json: first_k_dense_replace: expected 1, the leading dense layers of mlp_layer_types " ..
+      "(Glm4MoeLiteConfig builds those, not this key's) (got 3)",
+      err_of(hf.from_config, { model_type = "glm4_moe_lite", first_k_dense_replace = 3 }, "m.json"))
+    types[5] = "moe"
+    assert.are.equal('m.json: mlp_layer_types[5]: expected "dense" or "sparse" (got "moe")',
+      err_of(hf.from_config, { model_type = "glm4_moe_lite", mlp_layer_types = types }, "m.json"))
   end)
 
   -- HuggingFaceTB/SmolLM3-3B (card: 3B; the Hub's safetensors 3.08B).

@@ -54,6 +54,9 @@
 --   `no_bias` (default true) drops every bias including LayerNorm's; ALiBi
 --   (no position parameters) when `attn_config.alibi`, else learned
 --   positions; GQA via `attn_config.kv_n_heads`; tied embeddings.
+-- * `smollm3` (SmolLM3): llama with RoPE only where `no_rope_layers` is 1
+--   (default: all but every `no_rope_layer_interval`-th) ->
+--   nope_layer_period; tied embeddings by default.
 --
 -- Dropout: the model table has no dropout field (dropout is a training
 -- option, `training.dropout`), so `from_config` returns it in its second
@@ -137,6 +140,11 @@
 --   layers then `n_routed_experts` + `n_shared_experts` experts of
 --   `moe_intermediate_size`, DeepSeek-V3's router (`norm_topk_prob` default
 --   true), `num_nextn_predict_layers` MTP modules (counted apart).
+-- * `glm4_moe_lite` (GLM-4.7-Flash): DeepSeek-V3's multi-head latent
+--   attention with GLM-4.5's experts and router (`n_routed_experts`,
+--   `n_shared_experts`, `norm_topk_prob` default true), the dense layers
+--   from `mlp_layer_types` (default: the first; `first_k_dense_replace`
+--   must agree), absent keys Glm4MoeLiteConfig's defaults.
 -- * `llama4_text`, `llama4` (its `text_config`): experts on every
 --   `interleave_moe_layer_step`-th layer (or `moe_layers`), one shared
 --   expert, dense layers of `intermediate_size_mlp`, a top-1 sigmoid router
@@ -145,6 +153,12 @@
 --   (`use_qk_norm`), chunked attention on the RoPE layers; absent keys
 --   take Llama4TextConfig's defaults; the vision tower of `llama4` is
 --   counted apart (info.vision_params).
+-- * `minimax_m2` (MiniMax-M2, M2.1, M2.5, M2.7): GQA without biases, Q/K
+--   RMSNorms over the whole projections (`qk_norm_type` per_layer), RoPE
+--   on `rotary_dim` of `head_dim`,
+--   `num_local_experts` experts of `intermediate_size` on every layer, a
+--   sigmoid router with the expert score bias, top-k renormalised; the
+--   MTP modules (`num_mtp_modules`) are not built by transformers (a note).
 --
 -- Hybrid Mamba-2 models:
 --
@@ -170,7 +184,9 @@
 -- Other configs with experts (`num_local_experts`, `num_experts`,
 -- `n_routed_experts`, `moe_num_experts` > 1, or "moe" in model_type:
 -- Phi-3.5-MoE, ...) are refused with a `NotImplemented:` error naming the
--- key.
+-- key; the types of M.UNMODELLED (DeepSeek Sparse Attention) name what is
+-- not modelled; a multimodal config of a type without a reader says
+-- whether its `text_config` imports on its own.
 -- @module apsearch.hf
 local cjson = require "cjson"
 local util = require "apsearch.util"
@@ -180,7 +196,7 @@ local M = {}
 
 --- Supported model types, in the order listed in error messages.
 M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
-                "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h" }
+                "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1118,6 +1134,179 @@ function builders.olmoe(r, cfg, file, notes)
   return m
 end
 
+--- MiniMaxM2Config's defaults (transformers configuration_minimax_m2.py @
+-- 3e108993) for the keys a `minimax_m2` config may leave out.
+M.MINIMAX_M2_DEFAULTS = {
+  vocab_size = 200064, hidden_size = 3072, intermediate_size = 1536, num_hidden_layers = 62,
+  num_attention_heads = 48, num_key_value_heads = 8, head_dim = 128, num_experts_per_tok = 8,
+  num_local_experts = 256, tie_word_embeddings = false,
+}
+
+--- Keys of MiniMax's config.json that transformers' classes do not read
+-- but hard-wire (modular_minimax_m2.py @ ea9df1d3): the value they
+-- implement, what it is, and (absent key) the value assumed.  A config
+-- with another value is refused.
+M.MINIMAX_M2_FIXED = {
+  { "use_qk_norm", true, "attention without Q/K norms (MiniMaxM2Attention always has them)" },
+  { "qk_norm_type", "per_layer", "Q/K norms other than over the whole projection (FlexOlmoAttention's)" },
+  { "scoring_func", "sigmoid", "a router without sigmoid scores (MiniMaxM2TopKRouter)" },
+  { "use_routing_bias", true, "a sigmoid router without the expert score bias (MiniMaxM2SparseMoeBlock)" },
+}
+
+-- The keys of M.MINIMAX_M2_FIXED at the value transformers implements
+-- (absent: assumed); NotImplemented otherwise, saying what is not
+-- modelled.
+local function minimax_fixed(cfg, file)
+  for _, f in ipairs(M.MINIMAX_M2_FIXED) do
+    local key, want, what = f[1], f[2], f[3]
+    if not is_null(cfg[key]) and cfg[key] ~= want then
+      error(("NotImplemented: %s: %s: %s is not modelled (expected %s, got %s)"):format(file, key, what,
+        util.describe(want), util.describe(cfg[key])), 0)
+    end
+  end
+end
+
+-- MiniMax's attention kinds: every entry of `attn_type_list` must be 1
+-- (softmax attention); 0 is MiniMax-Text-01's lightning attention.
+local function minimax_attention_types(v, L, file)
+  if is_null(v) then return end
+  if type(v) ~= "table" or #v ~= L then
+    util.fail(file, "attn_type_list", "expected an array of num_hidden_layers = " .. L .. " entries", v)
+  end
+  for i = 1, L do
+    if v[i] ~= 1 then
+      error(("NotImplemented: %s: attn_type_list[%d]: only softmax attention (1) is modelled; 0 is " ..
+        "lightning (linear) attention (got %s)"):format(file, i, util.describe(v[i])), 0)
+    end
+  end
+end
+
+--- Builds the model table of a `minimax_m2` config (MiniMax-M2, M2.1,
+-- M2.5, M2.7; transformers modular_minimax_m2.py @ ea9df1d3:
+-- MiniMaxM2Attention, MiniMaxM2TopKRouter, MiniMaxM2SparseMoeBlock,
+-- MixtralExperts): q, k, v, o without biases; Q/K RMSNorms over the
+-- whole projections (q_norm a*d, k_norm kv*d, as FlexOlmoAttention's);
+-- RoPE on rotary_dim of head_dim (MiniMaxM2Config
+-- convert_rope_params_to_dict: partial_rotary_factor = rotary_dim /
+-- head_dim, default 1/2); every layer num_local_experts SwiGLU experts
+-- of intermediate_size, a router h x E without bias scoring with a
+-- sigmoid plus the e_score_correction_bias (E) it selects with, the top-k
+-- weights renormalised; no shared expert.  The MTP modules (use_mtp,
+-- num_mtp_modules) are not built by transformers and not priced: a note.
+-- @tparam table _ the reader of the raw config (unused: read with the defaults)
+-- @tparam table cfg the decoded config.json
+-- @tparam string file for errors
+-- @tparam table notes the import's notes
+-- @treturn table model table
+-- @raise `<file>: <key>: <problem> (got <value>)`; NotImplemented for
+--   lightning-attention layers, a shared expert, or a value of
+--   M.MINIMAX_M2_FIXED transformers does not implement
+function builders.minimax_m2(_, cfg, file, notes)
+  local t = with_defaults(cfg, M.MINIMAX_M2_DEFAULTS)
+  local r = reader(t, file)
+  local m = llama_like(r, t, file, {})
+  minimax_attention_types(cfg.attn_type_list, m.num_layers, file)
+  minimax_fixed(cfg, file)
+  if count(t, "shared_intermediate_size", 0, file) > 0 then
+    error(("NotImplemented: %s: shared_intermediate_size: MiniMax's shared expert is not modelled (got %s)")
+      :format(file, util.describe(cfg.shared_intermediate_size)), 0)
+  end
+  m.qk_norm, m.qk_norm_full_width = true, true
+  -- numerics() lets a partial_rotary_factor the file gives win
+  local rd = r.int("rotary_dim", m.head_dim // 2)
+  if rd > m.head_dim then util.fail(file, "rotary_dim", "expected at most head_dim = " .. m.head_dim, rd) end
+  if rd < m.head_dim then m.rotary_percent = rd / m.head_dim end
+  m.num_experts = r.int("num_local_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = m.ffn_hidden_size
+  m.moe_router_bias = true
+  aux_loss(m, t, file, "router_aux_loss_coef")
+  local mtp = r.bool("use_mtp", false) and count(cfg, "num_mtp_modules", 0, file) or 0
+  if mtp > 0 then
+    note(notes, file, "the checkpoint's %d multi-token-prediction modules (num_mtp_modules) are not built " ..
+      "by transformers and are not priced", mtp)
+  end
+  return m
+end
+
+--- Glm4MoeLiteConfig's defaults (transformers modular_glm4_moe_lite.py @
+-- 75a5f8b5; they are GLM-4.7-Flash's shape) for the keys a
+-- `glm4_moe_lite` config may leave out; topk_method is Glm4MoeTopkRouter's
+-- (noaux_tc: sigmoid scores with the expert score bias).
+M.GLM4_MOE_LITE_DEFAULTS = {
+  vocab_size = 154880, hidden_size = 2048, intermediate_size = 10240, moe_intermediate_size = 1536,
+  num_hidden_layers = 47, num_attention_heads = 20, num_key_value_heads = 20, n_shared_experts = 1,
+  n_routed_experts = 64, routed_scaling_factor = 1.8, kv_lora_rank = 512, q_lora_rank = 768,
+  qk_rope_head_dim = 64, v_head_dim = 256, qk_nope_head_dim = 192, n_group = 1, topk_group = 1,
+  num_experts_per_tok = 4, norm_topk_prob = true, max_position_embeddings = 202752, rms_norm_eps = 1e-5,
+  tie_word_embeddings = false, attention_bias = false, topk_method = "noaux_tc",
+}
+
+--- Glm4MoeLiteConfig's dense layers when `mlp_layer_types` is absent: the
+-- first (["dense"] + ["sparse"] * (num_hidden_layers - 1)).
+M.GLM4_MOE_LITE_DENSE_DEFAULT = 1
+
+-- The dense layers of a glm4_moe_lite config as Glm4MoeLiteDecoderLayer
+-- builds them: `mlp_layer_types` ("dense" / "sparse", one per layer),
+-- else the first M.GLM4_MOE_LITE_DENSE_DEFAULT; into
+-- moe_first_dense_layers when they lead, else moe_dense_layers.  The
+-- class does not read first_k_dense_replace: one that disagrees is
+-- refused rather than silently ignored.
+local function glm4_moe_lite_dense(m, cfg, file)
+  local L, v = m.num_layers, cfg.mlp_layer_types
+  local dense = {}
+  if is_null(v) then
+    for i = 0, M.GLM4_MOE_LITE_DENSE_DEFAULT - 1 do dense[#dense + 1] = i end
+  else
+    if type(v) ~= "table" or #v ~= L then
+      util.fail(file, "mlp_layer_types", "expected an array of num_hidden_layers = " .. L .. " entries", v)
+    end
+    for i = 1, L do
+      if v[i] ~= "dense" and v[i] ~= "sparse" then
+        util.fail(file, "mlp_layer_types[" .. i .. "]", 'expected "dense" or "sparse"', v[i])
+      end
+      if v[i] == "dense" then dense[#dense + 1] = i - 1 end
+    end
+  end
+  if #dense == L then util.fail(file, "mlp_layer_types", "no layer would have experts", v) end
+  local leading = #dense == 0 or dense[#dense] == #dense - 1
+  local fk = cfg.first_k_dense_replace
+  if not is_null(fk) and not (leading and fk == #dense) then
+    util.fail(file, "first_k_dense_replace", ("expected %d, the leading dense layers of mlp_layer_types " ..
+      "(Glm4MoeLiteConfig builds those, not this key's)"):format(leading and #dense or 0), fk)
+  end
+  m.moe_first_dense_layers, m.moe_dense_layers = nil, nil
+  if leading then
+    if #dense > 0 then m.moe_first_dense_layers = #dense end
+  elseif #dense > M.MAX_DENSE_LAYERS then
+    util.fail(file, "mlp_layer_types", ("has %d dense layers; at most %d are modelled"):format(#dense,
+      M.MAX_DENSE_LAYERS), v)
+  else
+    m.moe_dense_layers = dense
+  end
+  return m
+end
+
+--- Builds the model table of a `glm4_moe_lite` config (GLM-4.7-Flash;
+-- transformers modular_glm4_moe_lite.py @ 75a5f8b5): Glm4MoeLiteAttention
+-- is DeepseekV3Attention (multi-head latent attention), the MoE layers
+-- Glm4MoeMoE (n_routed_experts of moe_intermediate_size, n_shared_experts
+-- shared ones, the noaux_tc router with its score bias, top-k
+-- renormalised when norm_topk_prob, routed_scaling_factor), the dense
+-- layers Glm4MoeMLP of intermediate_size, placed by mlp_layer_types;
+-- num_nextn_predict_layers MTP modules (transformers skips them,
+-- _keys_to_ignore_on_load_unexpected) counted apart as DeepSeek's.
+-- @tparam table _ the reader of the raw config (unused: read with the defaults)
+-- @tparam table cfg the decoded config.json
+-- @tparam string file for errors
+-- @treturn table model table
+-- @raise `<file>: <key>: <problem> (got <value>)`
+function builders.glm4_moe_lite(_, cfg, file)
+  local t = with_defaults(cfg, M.GLM4_MOE_LITE_DEFAULTS)
+  local m = deepseek(reader(t, file), t, file, true)
+  return numerics(glm4_moe_lite_dense(m, t, file), t, file)
+end
+
 --- DbrxConfig's defaults for keys a config.json may leave out
 -- (transformers configuration_dbrx.py DbrxAttentionConfig, DbrxFFNConfig).
 M.DBRX_DEFAULTS = { kv_n_heads = 1, ffn_hidden_size = 3584, moe_num_experts = 4, moe_top_k = 1,
@@ -1472,6 +1661,47 @@ function builders.llama4(r, cfg, file, notes, info)
   return m
 end
 
+--- SmolLM3Config's defaults (transformers configuration_smollm3.py @
+-- 6551e17f) for the keys a `smollm3` config may leave out;
+-- tie_word_embeddings is PretrainedConfig's (SmolLM3ForCausalLM ties
+-- lm_head to embed_tokens).
+M.SMOLLM3_DEFAULTS = {
+  vocab_size = 128256, hidden_size = 2048, intermediate_size = 11008, num_hidden_layers = 36,
+  num_attention_heads = 16, num_key_value_heads = 4, max_position_embeddings = 32768,
+  rms_norm_eps = 1e-6, rope_theta = 2000000.0, no_rope_layer_interval = 4, tie_word_embeddings = true,
+}
+
+--- Builds the model table of a `smollm3` config (SmolLM3; transformers
+-- modular_smollm3.py: SmolLM3Attention is Llama's with RoPE only where
+-- no_rope_layers[i] is 1, the MLP LlamaMLP): Llama's layer, the NoPE
+-- layers (`no_rope_layers`, else every `no_rope_layer_interval`-th) as
+-- nope_layer_period, tied embeddings by default.  A window (layer_types
+-- sliding_attention, which SmolLM3Config puts on the NoPE layers) is
+-- refused: the model's window period cannot place it there.
+-- @tparam table _ the reader of the raw config (unused: read with the defaults)
+-- @tparam table cfg the decoded config.json
+-- @tparam string file for errors
+-- @treturn table model table
+-- @raise `<file>: <key>: <problem> (got <value>)`; NotImplemented for
+--   sliding-window layers and NoPE layers that are not every k-th layer
+function builders.smollm3(_, cfg, file)
+  local t = with_defaults(cfg, M.SMOLLM3_DEFAULTS)
+  local r = reader(t, file)
+  local m = builders.llama(r, t, file)
+  local L = m.num_layers
+  local windowed, key = sliding_layer_count(t, L, file), "layer_types"
+  if windowed == nil and r.bool("use_sliding_window", false) and r.has("sliding_window") then
+    windowed, key = 1, "use_sliding_window" -- SmolLM3Config windows the NoPE layers
+  end
+  if (windowed or 0) > 0 then
+    error(("NotImplemented: %s: %s: SmolLM3's sliding-window attention (on its NoPE layers) is not " ..
+      "modelled (got %s)"):format(file, key, util.describe(cfg[key])), 0)
+  end
+  local k = nope_period(llama4_rope_layers(r, t, L, file), L, file)
+  if k > 0 then m.nope_layer_period = k end
+  return numerics(m, t, file)
+end
+
 ---------------------------------------------------------------- hybrid Mamba-2 (Nemotron-H)
 
 --- NemotronHConfig's class defaults (transformers configuration_nemotron_h.py
@@ -1680,7 +1910,8 @@ end
 
 --- Mixture-of-experts model types imported with their experts.
 M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3",
-                    "olmoe", "dbrx", "gpt_oss", "glm4_moe", "llama4_text", "llama4" }
+                    "olmoe", "dbrx", "gpt_oss", "glm4_moe", "glm4_moe_lite", "llama4_text", "llama4",
+                    "minimax_m2" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -1691,7 +1922,9 @@ M.ARCHITECTURES = {
   LlamaForCausalLM = "llama", MistralForCausalLM = "mistral", MixtralForCausalLM = "mixtral",
   Qwen2ForCausalLM = "qwen2", Qwen3ForCausalLM = "qwen3", Qwen2MoeForCausalLM = "qwen2_moe",
   Qwen3MoeForCausalLM = "qwen3_moe", Qwen3NextForCausalLM = "qwen3_next", Glm4MoeForCausalLM = "glm4_moe",
+  Glm4MoeLiteForCausalLM = "glm4_moe_lite",
   Llama4ForCausalLM = "llama4_text", Llama4ForConditionalGeneration = "llama4",
+  MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3",
 }
 
 --- The model_type a config is read as: its own when a reader has it,
@@ -1706,6 +1939,52 @@ function M.model_type_of(cfg)
   local as = type(arch) == "string" and M.ARCHITECTURES[arch]
   if as and builders[as] then return as, arch end
   return mt
+end
+
+--- Model types apsearch knows and does not model, with what it lacks:
+-- the refusal names it.  (DeepSeek-V3.2 and GLM-5 are DeepSeek-V3's MLA
+-- and MoE plus DeepSeek Sparse Attention, DeepSeek's
+-- inference/model.py Indexer: wq_b, wk, k_norm, weights_proj per layer.)
+M.DSA_UNMODELLED = "DeepSeek Sparse Attention (the lightning indexer of index_n_heads x index_head_dim " ..
+  "per layer and the top-index_topk sparse attention) is not modelled"
+M.UNMODELLED = { deepseek_v32 = M.DSA_UNMODELLED, glm_moe_dsa = M.DSA_UNMODELLED }
+
+--- The keys of DeepSeek Sparse Attention's indexer (DeepseekV32Config,
+-- GlmMoeDsaConfig): a config that has any is refused whatever its
+-- model_type or class says (a DeepSeek-V3.2 config read as DeepSeek-V3
+-- would silently lose the indexer).
+M.DSA_KEYS = { "index_n_heads", "index_head_dim", "index_topk" }
+
+--- Types whose own builder refuses their experts more precisely than the
+-- generic MoE refusal (nemotron_h names the E layers of its pattern).
+M.MOE_BUILDER_REFUSES = { nemotron_h = true }
+
+-- A config apsearch can say more about than "unsupported": one with
+-- DeepSeek Sparse Attention's keys (M.DSA_KEYS), whatever its type; of a
+-- type with no reader, a known unmodelled type (M.UNMODELLED) or a
+-- multimodal wrapper (a text_config beside a vision or audio config)
+-- whose text model may be importable on its own.  Raises NotImplemented;
+-- returns otherwise.
+local function refuse_unmodelled(cfg, mt, file)
+  for _, k in ipairs(M.DSA_KEYS) do
+    if not is_null(cfg[k]) then
+      error(("NotImplemented: %s: %s: %s (got %s)"):format(file, k, M.DSA_UNMODELLED, util.describe(cfg[k])), 0)
+    end
+  end
+  if type(mt) ~= "string" or builders[mt] then return end
+  if M.UNMODELLED[mt] then
+    error(("NotImplemented: %s: model_type: %s: %s"):format(file, mt, M.UNMODELLED[mt]), 0)
+  end
+  local text = cfg.text_config
+  if type(text) ~= "table" or not (type(cfg.vision_config) == "table" or type(cfg.audio_config) == "table") then
+    return
+  end
+  local tmt, as = M.model_type_of(text)
+  local how = builders[tmt] and ("is (model_type %s%s): import text_config as a config.json of its own to " ..
+    "train the text model"):format(util.describe(text.model_type), as and (", read as " .. tmt) or "")
+    or ("is not either (model_type %s)"):format(util.describe(text.model_type))
+  error(("NotImplemented: %s: model_type: %s is multimodal: its vision tower (vision_config) is not modelled; " ..
+    "its text_config %s"):format(file, mt, how), 0)
 end
 
 --- Converts a decoded Hugging Face config table into a model table.
@@ -1730,7 +2009,8 @@ function M.from_config(cfg, source, name)
     util.fail(source, "(top level)", "expected a JSON object", cfg)
   end
   local mt, as = M.model_type_of(cfg)
-  local moe_ok = false
+  refuse_unmodelled(cfg, mt, source)
+  local moe_ok = M.MOE_BUILDER_REFUSES[mt] or false
   for _, t in ipairs(M.moe_supported) do moe_ok = moe_ok or t == mt end
   local key, n = moe_key(cfg)
   if key and not moe_ok then

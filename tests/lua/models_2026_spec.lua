@@ -1,0 +1,240 @@
+-- tests/lua/models_2026_spec.lua -- configs of the 2025-26 families users
+-- bring, imported from their Hugging Face config.json (lua/apsearch/hf.lua):
+-- MiniMax-M2 (minimax_m2), Kimi-K2 (kimi_k2, read as DeepSeek-V3 by its
+-- architectures class), Qwen3-Coder-480B-A35B (qwen3_moe), GLM-4.7-Flash
+-- (glm4_moe_lite), SmolLM3 (smollm3): exact total and active counts computed here from the
+-- transformers module shapes, the published rounded totals as a check;
+-- refusals that name the model type, key and what is not modelled.
+--
+-- The configs are examples/models/{minimax-m2.7, kimi-k2-instruct,
+-- qwen3-coder-480b-a35b-instruct, smollm3-3b}.json, unmodified copies of
+-- the Hub's config.json files (examples/models/README.md says where each
+-- was taken from).
+
+local ROOT = os.getenv("APS_ROOT") or "."
+local core = require "apsearch.core"
+local hf = require "apsearch.hf"
+local H = require "spec_helpers"
+
+local MODELS = ROOT .. "/examples/models/"
+
+local function load(name) return hf.load(MODELS .. name .. ".json") end
+
+local function decoded(name) return H.read_json(MODELS .. name .. ".json") end
+
+local err_of = H.err_of
+
+--- Parameters of a Qwen3-MoE config as transformers' Qwen3MoeForCausalLM
+-- builds them (modeling_qwen3_moe.py): q h x a d, k and v h x kv d, o
+-- a d x h, no biases; q_norm, k_norm RMSNorm(d); two RMSNorms h; router
+-- E x h; E experts of 3 h f_e (top-k of them active); untied embed and
+-- lm_head V x h; the final norm h.
+local function qwen3_moe_counts(c)
+  local h, a, kv, d = c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.head_dim
+  local E, expert = c.num_experts, 3 * c.hidden_size * c.moe_intermediate_size
+  local common = 2 * h * a * d + 2 * h * kv * d + 2 * d + 2 * h + E * h
+  local tail = 2 * c.vocab_size * h + h
+  return { total = c.num_hidden_layers * (common + E * expert) + tail,
+           active = c.num_hidden_layers * (common + c.num_experts_per_tok * expert) + tail }
+end
+
+describe("2025-26 families: exact parameter counts", function()
+  -- MiniMaxAI/MiniMax-M2.7 (card: 230B total, 10B active).  transformers
+  -- modular_minimax_m2.py @ ea9df1d3: MiniMaxM2Attention q, o 2*3072*6144
+  -- + k, v 2*3072*1024 = 44,040,192, no biases; q_norm RMSNorm(48*128)
+  -- 6,144 and k_norm RMSNorm(8*128) 1,024 (FlexOlmoAttention: the whole
+  -- projection); 2 RMSNorms 6,144; MiniMaxM2TopKRouter 256*3072 = 786,432
+  -- and e_score_correction_bias 256; 256 experts of 3*3072*1536 =
+  -- 14,155,776 -> 3,623,878,656 (top-8: 113,246,208).  Per layer
+  -- 3,668,718,848 (158,086,400 active); x62 = 227,460,568,576
+  -- (9,801,356,800); embed + lm_head 2*200064*3072 = 1,229,193,216; norm
+  -- 3,072.  Total 228,689,764,864; active 11,030,553,088.
+  it("MiniMax-M2.7: 228,689,764,864 total, 11,030,553,088 active", function()
+    local m, info = load("minimax-m2.7")
+    assert.are.same({ 256, 8, 1536 }, { m.num_experts, m.experts_per_token, m.moe_ffn_hidden_size })
+    assert.is_true(m.qk_norm and m.qk_norm_full_width and m.moe_router_bias)
+    assert.is_nil(m.moe_router_pre_softmax) -- MiniMaxM2TopKRouter renormalises the top-k
+    assert.are.equal(0.5, m.rotary_percent)   -- rotary_dim 64 of head_dim 128
+    local c = core.model_params(m)
+    assert.are.equal(3668718848, c.per_moe_layer)
+    assert.are.equal(228689764864, c.total)
+    assert.are.equal(11030553088, c.active)
+    assert.is_true(math.abs(c.total / 230e9 - 1) < 0.01) -- the card's 230B
+    local mtp = false
+    for _, n in ipairs(info.notes) do mtp = mtp or n:find("3 multi-token-prediction modules", 1, true) ~= nil end
+    assert.is_true(mtp)
+  end)
+
+  -- moonshotai/Kimi-K2-Instruct (card: 1T total, 32B activated), remote
+  -- code DeepseekV3ForCausalLM.  Per layer: MLA q_a 7168*1536 +
+  -- q_a_layernorm 1536 + q_b 1536*64*192 + kv_a 7168*576 +
+  -- kv_a_layernorm 512 + kv_b 512*64*256 + o 8192*7168 = 101,124,096, 2
+  -- RMSNorms 14,336; the dense layer 0 MLP 3*7168*18432 = 396,361,728; each
+  -- of 60 MoE layers router 384*7168 + bias 384 = 2,752,896, 384 + 1
+  -- shared experts of 3*7168*2048 = 44,040,192 -> 17,059,365,248 (active
+  -- 8 + 1 experts: 500,253,056); embed + lm_head 2*163840*7168 =
+  -- 2,348,810,240; norm 7,168.  Total 1,026,408,232,448; active
+  -- 32,861,500,928.
+  it("Kimi-K2-Instruct (kimi_k2 read as deepseek_v3): 1,026,408,232,448 total, 32,861,500,928 active",
+    function()
+    local m, info = load("kimi-k2-instruct")
+    assert.are.equal("deepseek_v3", info.model_type)
+    assert.are.same({ 384, 8, 2048, 2048, 1 }, { m.num_experts, m.experts_per_token, m.moe_ffn_hidden_size,
+      m.shared_expert_ffn_hidden_size, m.moe_first_dense_layers })
+    local c = core.model_params(m)
+    assert.are.equal(17059365248, c.per_moe_layer)
+    assert.are.equal(1026408232448, c.total)
+    assert.are.equal(32861500928, c.active)
+    assert.is_true(math.abs(c.total / 1e12 - 1) < 0.03) -- the card's 1T
+  end)
+
+  -- Qwen/Qwen3-Coder-480B-A35B-Instruct (card: 480B total, 35B
+  -- activated); its qkv_bias, use_qk_norm and shared_expert_intermediate_size
+  -- 0 are keys Qwen3MoeConfig does not read.  (Qwen3-235B-A22B is
+  -- tests/fixtures/moe/qwen3-235b-a22b.json.)
+  it("Qwen3-Coder-480B-A35B: 480,154,875,392 total, 35,474,765,312 active", function()
+    local want = qwen3_moe_counts(decoded("qwen3-coder-480b-a35b-instruct"))
+    assert.are.same({ 480154875392, 35474765312 }, { want.total, want.active })
+    local c = core.model_params(load("qwen3-coder-480b-a35b-instruct"))
+    assert.are.same({ 480154875392, 35474765312 }, { c.total, c.active })
+    assert.is_true(math.abs(c.total / 480e9 - 1) < 0.01 and math.abs(c.active / 35e9 - 1) < 0.02)
+  end)
+
+  -- GLM-4.7-Flash (zai-org; card: 30B-A3B) as Glm4MoeLiteConfig's
+  -- defaults describe it (modular_glm4_moe_lite.py @ 75a5f8b5; no copy of
+  -- the Hub's config.json was at hand, so the config is the class's
+  -- defaults).  Per layer: DeepseekV3Attention q_a 2048*768 + q_a_layernorm
+  -- 768 + q_b 768*20*256 + kv_a 2048*576 + kv_a_layernorm 512 + kv_b
+  -- 512*20*448 + o 5120*2048 = 21,759,232, 2 RMSNorms 4,096; layer 0
+  -- (mlp_layer_types "dense") Glm4MoeMLP 3*2048*10240 = 62,914,560 ->
+  -- 84,677,888; 46 MoE layers router 64*2048 + bias 64 = 131,136, 64 + 1
+  -- shared experts of 3*2048*1536 = 9,437,184 -> 635,311,424 (active 4 + 1
+  -- experts: 69,080,384); embed + lm_head 2*154880*2048 = 634,388,480;
+  -- norm 2,048.  Total 29,943,393,920; active 3,896,766,080.
+  it("GLM-4.7-Flash (glm4_moe_lite): 29,943,393,920 total, 3,896,766,080 active", function()
+    local m = hf.from_config({ model_type = "glm4_moe_lite" }, "glm-4.7-flash.json")
+    assert.are.same({ 768, 512, 192, 64, 256 }, { m.q_lora_rank, m.kv_lora_rank, m.qk_nope_head_dim,
+      m.qk_rope_head_dim, m.v_head_dim })
+    assert.are.same({ 64, 4, 1536, 1536, 1 }, { m.num_experts, m.experts_per_token, m.moe_ffn_hidden_size,
+      m.shared_expert_ffn_hidden_size, m.moe_first_dense_layers })
+    assert.are.same({ true, 1.8 }, { m.moe_router_bias, m.moe_router_topk_scaling_factor })
+    assert.is_nil(m.moe_router_pre_softmax) -- norm_topk_prob defaults to true
+    local c = core.model_params(m)
+    assert.are.same({ 84677888, 635311424, 69080384 }, { c.per_layer, c.per_moe_layer,
+      c.per_moe_layer_active })
+    assert.are.same({ 29943393920, 3896766080 }, { c.total, c.active })
+    assert.is_true(math.abs(c.total / 30e9 - 1) < 0.01)
+    -- its MTP layer counted apart, not in the total
+    local c2 = core.model_params(hf.from_config({ model_type = "glm4_moe_lite", num_nextn_predict_layers = 1,
+      first_k_dense_replace = 1 }, "glm-4.7-flash.json"))
+    assert.are.equal(c.total, c2.total)
+    assert.is_true(c2.mtp > 0)
+  end)
+
+  it("GLM-4.7-Flash: mlp_layer_types places the dense layers; first_k_dense_replace must agree", function()
+    local types = {}
+    for i = 1, 47 do types[i] = (i == 1 or i == 11) and "dense" or "sparse" end
+    local m = hf.from_config({ model_type = "glm4_moe_lite", mlp_layer_types = types }, "m.json")
+    assert.are.same({ 0, 10 }, m.moe_dense_layers)
+    assert.is_nil(m.moe_first_dense_layers)
+    -- one MoE layer (635,311,424) becomes dense (84,677,888)
+    assert.are.equal(29943393920 - 635311424 + 84677888, core.model_params(m).total)
+    assert.are.equal("m.json: first_k_dense_replace: expected 1, the leading dense layers of mlp_layer_types " ..
+      "(Glm4MoeLiteConfig builds those, not this key's) (got 3)",
+      err_of(hf.from_config, { model_type = "glm4_moe_lite", first_k_dense_replace = 3 }, "m.json"))
+    types[5] = "moe"
+    assert.are.equal('m.json: mlp_layer_types[5]: expected "dense" or "sparse" (got "moe")',
+      err_of(hf.from_config, { model_type = "glm4_moe_lite", mlp_layer_types = types }, "m.json"))
+  end)
+
+  -- HuggingFaceTB/SmolLM3-3B (card: 3B; the Hub's safetensors 3.08B).
+  -- transformers modular_smollm3.py (Llama's layer): q, o 2*2048*2048 + k,
+  -- v 2*2048*512 = 10,485,760; MLP 3*2048*11008 = 67,633,152; 2 RMSNorms
+  -- 4,096: 78,123,008 per layer, x36 = 2,812,428,288; embed_tokens
+  -- 128256*2048 = 262,668,288, tied to lm_head (PretrainedConfig's
+  -- tie_word_embeddings, the file gives none); norm 2,048.  Total
+  -- 3,075,098,624.  no_rope_layers drops RoPE on every 4th layer.
+  it("SmolLM3-3B: 3,075,098,624, tied embeddings, NoPE every 4th layer", function()
+    local m = load("smollm3-3b")
+    assert.are.same({ true, 4, 5000000.0 }, { m.tie_word_embeddings, m.nope_layer_period, m.rope_theta })
+    local c = core.model_params(m)
+    assert.are.equal(3075098624, c.total)
+    assert.are.equal(c.total, c.active)
+    assert.is_true(math.abs(c.total / 3.08e9 - 1) < 0.005)
+  end)
+end)
+
+describe("2025-26 families: refusals name what is not modelled", function()
+  local function with_cfg(cfg, changes)
+    for k, v in pairs(changes) do cfg[k] = v end
+    return err_of(hf.from_config, cfg, "m.json")
+  end
+  local function with(name, changes) return with_cfg(decoded(name), changes) end
+
+  it("MiniMax: lightning-attention layers, a shared expert, what transformers hard-wires otherwise", function()
+    local cfg = decoded("minimax-m2.7")
+    cfg.attn_type_list[3] = 0
+    assert.are.equal("NotImplemented: m.json: attn_type_list[3]: only softmax attention (1) is modelled; " ..
+      "0 is lightning (linear) attention (got 0)", err_of(hf.from_config, cfg, "m.json"))
+    assert.are.equal("NotImplemented: m.json: shared_intermediate_size: MiniMax's shared expert is not " ..
+      "modelled (got 512)", with("minimax-m2.7", { shared_intermediate_size = 512 }))
+    assert.are.equal('NotImplemented: m.json: scoring_func: a router without sigmoid scores (MiniMaxM2TopKRouter) ' ..
+      'is not modelled (expected "sigmoid", got "softmax")', with("minimax-m2.7", { scoring_func = "softmax" }))
+    assert.are.equal("NotImplemented: m.json: use_routing_bias: a sigmoid router without the expert score bias " ..
+      "(MiniMaxM2SparseMoeBlock) is not modelled (expected true, got false)",
+      with("minimax-m2.7", { use_routing_bias = false }))
+    assert.are.equal("NotImplemented: m.json: qk_norm_type: Q/K norms other than over the whole projection " ..
+      '(FlexOlmoAttention\'s) is not modelled (expected "per_layer", got "per_head")',
+      with("minimax-m2.7", { qk_norm_type = "per_head" }))
+    assert.are.equal("NotImplemented: m.json: use_qk_norm: attention without Q/K norms (MiniMaxM2Attention " ..
+      "always has them) is not modelled (expected true, got false)", with("minimax-m2.7", { use_qk_norm = false }))
+    assert.are.equal("m.json: rotary_dim: expected at most head_dim = 128 (got 256)",
+      with("minimax-m2.7", { rotary_dim = 256 }))
+  end)
+
+  it("SmolLM3: a window (on its NoPE layers) is refused", function()
+    local cfg = decoded("smollm3-3b")
+    cfg.layer_types[4] = "sliding_attention"
+    assert.are.equal("NotImplemented: m.json: layer_types: SmolLM3's sliding-window attention (on its NoPE " ..
+      "layers) is not modelled (got " .. require("apsearch.util").describe(cfg.layer_types) .. ")",
+      err_of(hf.from_config, cfg, "m.json"))
+    cfg.layer_types = nil
+    assert.are.equal("NotImplemented: m.json: use_sliding_window: SmolLM3's sliding-window attention (on its " ..
+      "NoPE layers) is not modelled (got true)", with_cfg(cfg, { use_sliding_window = true, sliding_window = 4096 }))
+  end)
+
+  it("DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5) is named, not refused as any MoE", function()
+    for _, t in ipairs({ { "deepseek_v32", "DeepseekV32ForCausalLM" }, { "glm_moe_dsa", "GlmMoeDsaForCausalLM" } }) do
+      assert.are.equal("NotImplemented: m.json: model_type: " .. t[1] .. ": DeepSeek Sparse Attention (the " ..
+        "lightning indexer of index_n_heads x index_head_dim per layer and the top-index_topk sparse attention) " ..
+        "is not modelled", with("kimi-k2-instruct", { model_type = t[1], architectures = { t[2] } }))
+    end
+    -- its indexer's keys in a config read as DeepSeek-V3 (by its model_type
+    -- or its class): refused, not counted without the indexer
+    assert.are.equal("NotImplemented: m.json: index_topk: DeepSeek Sparse Attention (the lightning indexer of " ..
+      "index_n_heads x index_head_dim per layer and the top-index_topk sparse attention) is not modelled (got 2048)",
+      with("kimi-k2-instruct", { model_type = "deepseek_v32", index_topk = 2048 }))
+    assert.truthy(with("deepseek-v3", { index_n_heads = 64 })
+      :find("^NotImplemented: m%.json: index_n_heads: DeepSeek Sparse"))
+  end)
+
+  it("a multimodal wrapper says whether its text_config imports on its own", function()
+    local text = decoded("kimi-k2-instruct")
+    assert.are.equal("NotImplemented: m.json: model_type: kimi_k25 is multimodal: its vision tower " ..
+      '(vision_config) is not modelled; its text_config is (model_type "kimi_k2", read as deepseek_v3): ' ..
+      "import text_config as a config.json of its own to train the text model",
+      err_of(hf.from_config, { model_type = "kimi_k25", text_config = text, vision_config = {} }, "m.json"))
+    assert.are.equal("NotImplemented: m.json: model_type: qwen3_vl_moe is multimodal: its vision tower " ..
+      '(vision_config) is not modelled; its text_config is not either (model_type "qwen3_vl_moe_text")',
+      err_of(hf.from_config, { model_type = "qwen3_vl_moe", text_config = { model_type = "qwen3_vl_moe_text",
+        num_experts = 128 }, vision_config = {} }, "m.json"))
+  end)
+
+  it("Nemotron-H's MoE layers are named by its pattern, not by the generic MoE refusal", function()
+    local cfg = H.read_json(MODELS .. "nemotron-h-8b-base-8k.json")
+    cfg.hybrid_override_pattern = cfg.hybrid_override_pattern:gsub("%-", "E", 1)
+    cfg.n_routed_experts = 128
+    assert.are.equal('NotImplemented: m.json: hybrid_override_pattern: MoE (E) layers are not modelled (got ' ..
+      require("apsearch.util").describe(cfg.hybrid_override_pattern) .. ")", err_of(hf.from_config, cfg, "m.json"))
+  end)
+end)

@@ -169,12 +169,19 @@ static void moe_post_kernels(const aps_model *m, const aps_training *t,
         *py += APS_HK_SHARED_EXPERT + APS_HK_MLP_GEMMS * cast;
 }
 
-/** Dropless all-to-all with EP or TP > 1 syncs device and host in every
- *  MoE layer's forward (MoEAlltoAllTokenDispatcher, cuda_sync_point
- *  "before_ep_alltoall"); padded token drop has static splits. */
+/** A dropless dispatch with EP or TP > 1 syncs device and host in every
+ *  MoE layer's forward: the all-to-all dispatcher copies the split sizes
+ *  to the host (MoEAlltoAllTokenDispatcher, cuda_sync_point
+ *  "before_ep_alltoall"), DeepEP's dispatch has the CPU wait for the
+ *  received counts ("the CPU will wait for GPU's signal to arrive",
+ *  fused_a2a.py FusedDispatch.forward) and HybridEP's blocking dispatch
+ *  for the permuted token count (fused_a2a.py: non_blocking only with
+ *  num_permuted_tokens, which token_dispatcher.py sets for a capacity
+ *  only), all @ d98e8a64; padded token drop has static splits. */
 static bool moe_syncs(const aps_strategy *s)
 {
-    return s->moe_token_dispatcher == APS_MOE_ALLTOALL &&
+    return (s->moe_token_dispatcher == APS_MOE_ALLTOALL ||
+            s->moe_token_dispatcher == APS_MOE_FLEX) &&
            s->moe_capacity_factor <= 0 &&
            (aps_moe_ep(s) > 1 || aps_moe_etp(s) > 1);
 }

@@ -140,12 +140,19 @@ static void test_moe_counts(void **state)
     assert_true(!hp.sync && hp.moe_pre.fwd == 0.0 && hp.moe_post.fwd == 0.0 &&
                 hp.moe_loop.fwd == 0.0 && hp.attn.fwd == 1.0);
 
-    /* flex (DeepEP / HybridEP): no sync, 18 before, 9 after */
+    /* flex (DeepEP / HybridEP): 18 before, 9 after; dropless, its
+     * dispatch waits on the host for the received counts (fused_a2a.py):
+     * synced as the all-to-all is */
     t.cuda_graphs = false;
     s.moe_capacity_factor = 0.0;
     s.moe_token_dispatcher = APS_MOE_FLEX;
     hp = program_of(&m, &t, &s);
-    assert_true(!hp.sync && hp.moe_pre.fwd == 18.0 && hp.moe_post.fwd == 9.0);
+    assert_true(hp.sync && hp.moe_pre.fwd == 18.0 && hp.moe_post.fwd == 9.0);
+    /* one EP rank (and ETP 1): no dispatch, no sync */
+    s.ep_degree = 1;
+    hp = program_of(&m, &t, &s);
+    assert_true(!hp.sync);
+    s.ep_degree = 8;
 
     /* SequentialMLP: 3 + 2 quantizes per expert from Python, no loop */
     s.moe_token_dispatcher = APS_MOE_ALLTOALL;

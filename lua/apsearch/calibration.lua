@@ -216,24 +216,28 @@ end
 -- @treturn table the cluster
 -- @treturn boolean whether an entry applied (false: the calibration, or
 --   its stack's, has none for the device or its family)
+-- @treturn table names of the entry's fields kept at the profile's value
+--   (sorted; empty when none)
 function M.apply(cluster, calib, stack, over_profile)
   over_profile = over_profile or (calib ~= nil and (calib.stacks ~= nil or calib.log ~= nil))
   calib = M.for_stack(calib, stack)
-  if not calib then return cluster, false end
+  if not calib then return cluster, false, {} end
   local dev = cluster.device
   local name = M.device_name(cluster)
   local fields = M.fields_for(calib, name)
-  if not fields then return cluster, false end
-  local kept = not over_profile and require("apsearch.stacks").profile_fields(stack, name) or {}
+  if not fields then return cluster, false, {} end
+  local profile = not over_profile and require("apsearch.stacks").profile_fields(stack, name) or {}
   if type(dev) == "string" then dev = { base = dev } end
+  local kept = {}
   for k, v in pairs(fields) do
-    if kept[k] == nil then dev[k] = v end
+    if profile[k] == nil then dev[k] = v else kept[#kept + 1] = k end
   end
+  table.sort(kept)
   if fields.unfused_attention_efficiency == nil and dev.unfused_attention_efficiency == nil then
     dev.unfused_attention_efficiency = fields.attention_efficiency
   end
   cluster.device = dev
-  return cluster, true
+  return cluster, true, kept
 end
 
 --- The device name a cluster table runs (its preset, or the base of a

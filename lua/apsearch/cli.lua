@@ -397,13 +397,23 @@ local function load_policy(path, opts, extra)
     -- device preset's; the result's inputs name the file
     local calibration = require "apsearch.calibration"
     local calib = calibration.load(opts.calibration)
-    local _, applied = calibration.apply(p.cluster, calib, p.stack)
+    local _, applied, kept = calibration.apply(p.cluster, calib, p.stack)
     p.calibration = { name = calib.name, file = opts.calibration, applied = applied }
     if applied and not opts.quiet then
       local fields = calibration.fields_for(calibration.for_stack(calib, p.stack),
         calibration.device_name(p.cluster)) or {}
+      local is_kept, set = {}, {}
+      for _, k in ipairs(kept) do is_kept[k] = true end
+      for _, k in ipairs(util.sorted_keys(fields)) do
+        if not is_kept[k] then set[#set + 1] = k end
+      end
       io.stderr:write(("apsearch: note: calibration %s applied to %s: %s\n"):format(opts.calibration,
-        tostring(calibration.device_name(p.cluster)), table.concat(util.sorted_keys(fields), ", ")))
+        tostring(calibration.device_name(p.cluster)), table.concat(set, ", ")))
+      if #kept > 0 then
+        io.stderr:write(("apsearch: note: %s kept at stack %s's benchmarked value (a calibration fitted "
+          .. "across stacks does not replace it; one fitted with --group software or --log does, and so "
+          .. "does --set cluster.device.%s=VALUE)\n"):format(table.concat(kept, ", "), p.stack, kept[1]))
+      end
     end
     local own = calibration.for_stack(calib, p.stack)
     if own and not applied then

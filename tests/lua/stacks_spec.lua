@@ -268,6 +268,18 @@ describe("software stacks", function()
     end
   end)
 
+  it("say which calibrated field a run keeps at its stack's benchmarked value", function()
+    local dir = H.tmpdir()
+    local calib = H.write(dir .. "/c.json",
+      '{"devices": {"h100-sxm-80gb": {"gemm_efficiency": 0.6, "attention_efficiency": 0.3}}}')
+    local code, _, err = H.apsearch("run", ROOT .. "/examples/llama3_8b_h100.lua", "--calibration", calib,
+      "--top-k", "1")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("applied to h100-sxm-80gb: gemm_efficiency\n", 1, true), err)
+    assert.truthy(err:find("attention_efficiency kept at stack torchtitan-2025's benchmarked value", 1, true), err)
+    assert.truthy(err:find("--set cluster.device.attention_efficiency=VALUE", 1, true), err)
+  end)
+
   it("keep a profile's field against a calibration fitted across stacks, not against the stack's own", function()
     local shared = { devices = { ["h100-sxm-80gb"] = { gemm_efficiency = 0.5, attention_efficiency = 0.2 } } }
     local c = calibration.apply({ device = "h100-sxm-80gb" }, shared, "megatron-bridge-25")

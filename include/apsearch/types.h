@@ -545,6 +545,12 @@ typedef struct {
                                         transformer_engine); default off */
     aps_cuda_graph_scope cuda_graph_scope; /**< what the graphs capture
                                         when cuda_graphs is on (layerprog.c) */
+    bool moe_router_fusion;        /**< MoE: the router's top-k, softmax
+                                        and aux-loss kernels fused (Megatron
+                                        --moe-router-fusion, TransformerEngine
+                                        >= 2.7): 31 forward kernels, 72
+                                        without (layerprog.c); default on,
+                                        as the launch file writes it */
     bool moe_shared_expert_overlap; /**< MoE: the shared expert runs on
                                         its own stream beside the token
                                         dispatch and combine, hiding them

@@ -135,17 +135,23 @@ static aps_launches block(double fwd, bool graphed)
 }
 
 /** The MoE block before the dispatcher's device-to-host sync (norm,
- *  router, preprocess), forward, from Python; with the router captured,
- *  the norm and the graph. */
-static aps_launches moe_pre_launches(const aps_strategy *s, bool router_graphed)
+ *  router, preprocess), forward, from Python, the router fused or not
+ *  (training.moe_router_fusion); with the router captured, the norm and
+ *  the graph. */
+static aps_launches moe_pre_launches(const aps_training *t,
+                                     const aps_strategy *s, bool router_graphed)
 {
     if (router_graphed)
         return (aps_launches){
             APS_HK_MOE_NORM + APS_HK_GRAPH_LAUNCH,
             APS_HOST_BWD_RATIO * APS_HK_MOE_NORM + APS_HK_GRAPH_LAUNCH};
+    double router = t->moe_router_fusion ? APS_HK_ROUTER_FUSED : APS_HK_ROUTER;
     if (s->moe_token_dispatcher == APS_MOE_FLEX)
-        return block(APS_HK_MOE_NORM + APS_HK_ROUTER_PRE_FLEX, false);
-    return block(APS_HK_MOE_NORM + APS_HK_ROUTER_FUSED + APS_HK_A2A_PRE, false);
+        /* NVIDIA's flex count is with the fused router: the unfused one
+         * adds its difference */
+        return block(APS_HK_MOE_NORM + APS_HK_ROUTER_PRE_FLEX +
+                         (router - APS_HK_ROUTER_FUSED), false);
+    return block(APS_HK_MOE_NORM + router + APS_HK_A2A_PRE, false);
 }
 
 /** The MoE block after the sync (dispatch, experts, combine, shared
@@ -241,7 +247,7 @@ void aps_host_program_build(const aps_model *m, const aps_training *t,
     out->sync = moe_syncs(s);
     if (layer_g && s->moe_capacity_factor > 0)
         return; /* the whole layer is the attention's one launch */
-    out->moe_pre = moe_pre_launches(s, router_g);
+    out->moe_pre = moe_pre_launches(t, s, router_g);
     double py, loop;
     moe_post_kernels(m, t, s, &py, &loop);
     out->moe_post = block(py, false);

@@ -87,6 +87,10 @@ void aps_training_defaults(aps_training *t)
     t->tp_comm_overlap = false;
     t->cuda_graphs = false;
     t->cuda_graph_scope = APS_CG_LAYER;
+    /* NVIDIA's MoE recipes set it (Megatron-Bridge scripts/performance/
+     * configs/qwen3/qwen3_llm_pretrain.py v0.2.0:39; Megatron-MoE-ModelZoo
+     * model_configs); apsearch's Megatron launch file writes it */
+    t->moe_router_fusion = true;
 }
 
 aps_status aps_training_validate(const aps_training *t, char *err, size_t n)

@@ -341,6 +341,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, cuda_graph_scope, FT_ENUM, &enum_cuda_graph_scope),
     FLD(aps_training, store_param_remainders, FT_BOOL, NULL),
     FLD(aps_training, exp_avg_bf16, FT_OBOOL, NULL),
+    FLD(aps_training, moe_router_fusion, FT_BOOL, NULL),
     FLD(aps_training, moe_shared_expert_overlap, FT_OBOOL, NULL),
     FLD(aps_training, overlap_moe_expert_parallel_comm, FT_OBOOL, NULL),
     FLD(aps_training, vocab_size_divisible_by, FT_INT, NULL),

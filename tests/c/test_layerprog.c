@@ -124,6 +124,13 @@ static void test_moe_counts(void **state)
     assert_true(hp.moe_post.fwd == 10.0 && hp.moe_post.bwd == 20.0);
     assert_true(hp.moe_loop.fwd == 64.0 && hp.moe_loop.bwd == 128.0);
 
+    /* the router unfused (training.moe_router_fusion off): NVIDIA's 72
+     * router kernels for the fused 31 */
+    t.moe_router_fusion = false;
+    hp = program_of(&m, &t, &s);
+    assert_true(hp.moe_pre.fwd == 41.0 - 31.0 + 72.0);
+    t.moe_router_fusion = true;
+
     /* router and preprocess captured (moe_router + moe_preprocess) */
     t.cuda_graphs = true;
     t.cuda_graph_scope = APS_CG_MOE_ROUTER;

@@ -1746,6 +1746,30 @@ describe("launch configs", function()
     assert.is_true(flags["--moe-grouped-gemm"])
   end)
 
+  it("write the fused permute always and the fused router as training.moe_router_fusion says", function()
+    -- the host program counts the fused permute, and the router fused (31
+    -- kernels) or not (72): Megatron-LM defaults both off
+    -- (transformer_config.py @ d98e8a64 l.941-947), so the script says so
+    local r = run_example("mixtral_8x7b_h100.lua", { top_k = 1 })
+    local _, flags = parse_megatron(check_all(r)[1].megatron.text)
+    assert.is_true(flags["--moe-permute-fusion"])
+    assert.is_true(flags["--moe-router-fusion"])
+    local fused = r.top_k_strategies[1].performance_cost.step_time
+    r = run_example("mixtral_8x7b_h100.lua", { top_k = 1, set = { "training.moe_router_fusion=false" },
+      fix = { "tp_degree=" .. r.top_k_strategies[1].tp_degree, "pp_degree=" .. r.top_k_strategies[1].pp_degree,
+        "ep_degree=" .. r.top_k_strategies[1].ep_degree, "micro_batch_size=" .. r.top_k_strategies[1].micro_batch_size } })
+    _, flags = parse_megatron(check_all(r)[1].megatron.text)
+    assert.is_true(flags["--moe-permute-fusion"])
+    assert.is_nil(flags["--moe-router-fusion"])
+    -- 41 more Python launches per MoE layer and micro-batch each way: never faster
+    assert.is_true(r.top_k_strategies[1].performance_cost.step_time >= fused)
+    -- a dense model writes neither
+    r = run_example("llama3_70b_h100.lua", { top_k = 1, set = { "training.framework=megatron" } })
+    _, flags = parse_megatron(check_all(r)[1].megatron.text)
+    assert.is_nil(flags["--moe-permute-fusion"])
+    assert.is_nil(flags["--moe-router-fusion"])
+  end)
+
   it("write MindFormers' MoE layer as LLamaDecodeLayer picks it: MoEV3 (grouped GEMM, dropless) or MoEV2", function()
     -- mindformers fd4deebc llama_transformer.py:940-953: use_gmm -> MoEV3
     -- (capacity_factor and use_allgather_dispatcher unread), else MoEV2

@@ -1162,6 +1162,12 @@ function M.moe_args(c, A, N)
   A("--moe-token-dispatcher-type", d)
   if d == "flex" then A("--moe-flex-dispatcher-backend", "deepep") end
   if r.moe_grouped_gemm ~= false then A("--moe-grouped-gemm") end
+  -- the fused permute the host program counts (src/core/layerprog.c), and
+  -- the fused router unless training.moe_router_fusion is off (both off by
+  -- default in Megatron-LM: transformer_config.py @ d98e8a64 l.941-947;
+  -- the router's needs TransformerEngine >= 2.7)
+  A("--moe-permute-fusion")
+  if c.training.moe_router_fusion ~= false then A("--moe-router-fusion") end
   -- Llama 4: the routing weight scales the expert's input (M.ARCH_SOURCES.
   -- apply_probs; top-1, which the model's check guarantees)
   if m.moe_router_input_probs then A("--moe-apply-probs-on-input") end

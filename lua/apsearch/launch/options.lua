@@ -68,6 +68,8 @@ M.megatron = {
     "--moe-expert-capacity-factor", "--moe-router-score-function",
     "--moe-router-enable-expert-bias", "--moe-router-force-load-balancing",
     "--moe-shared-expert-overlap", "--mtp-num-layers",
+    -- TransformerConfig.moe_permute_fusion, moe_router_fusion (l.941-947)
+    "--moe-permute-fusion", "--moe-router-fusion",
     -- _add_moe_args (load balancing) and TransformerConfig router fields
     "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-router-pre-softmax",
     "--moe-router-num-groups", "--moe-router-group-topk", "--moe-router-topk-scaling-factor",

@@ -50,6 +50,18 @@ describe("stdout within 120 columns", function()
     assert.are.same({}, too_wide(out))
   end)
 
+  it("an MoE top-k with expert TP (ep cells \"8 x etp 4\") leaves out the step-time objective column", function()
+    -- Mixtral-8x7B on 16,384 H100s: its table was 128 columns after the
+    -- "top" columns were left out, and the fold cut its header in two
+    local code, out = H.apsearch("run", "--model", "mixtral-8x7b", "--cluster", "h100-sxm-80gb:2048", "--quiet")
+    assert.are.equal(0, code)
+    assert.are.same({}, too_wide(out))
+    assert.truthy(out:find("\n   1  ", 1, true), out)
+    assert.truthy(out:find("objective (= step (s)): left out to fit 120 columns", 1, true), out)
+    local header = out:match("\n(rank [^\n]*)")
+    assert.truthy(header:find("peak GiB$"), header)
+  end)
+
   it("apsearch presets, its sources folded under themselves", function()
     local code, out = H.apsearch("presets")
     assert.are.equal(0, code)

@@ -198,11 +198,12 @@ function M.fold_columns(headers, rows, foldable)
 end
 
 -- columns fitted to M.max_width, in this order, until the table fits:
--- headers abbreviated, then the "top ..." columns left out (--wide shows
--- them)
+-- headers abbreviated, then the "top ..." columns left out, then the
+-- objective's score when it is the step time (the "step (s)" column shows
+-- the same number) (--wide shows them)
 local ABBREV = { ["step time (s)"] = "step (s)", ["tokens/s/GPU"] = "tok/s/GPU",
   ["recompute"] = "recomp", ["peak (GiB)"] = "peak GiB" }
-local DROP = { "top overhead (s)", "top memory (GiB)" }
+local DROP = { "top overhead (s)", "top memory (GiB)", "objective" }
 
 local function width_of(text)
   local w = 0
@@ -210,11 +211,37 @@ local function width_of(text)
   return w
 end
 
+-- the aligned table of headers h, rows rr, right flags rt fitted to
+-- `width` as the comment of ABBREV / DROP says (in place); returns the
+-- text and the names of the columns left out
+local function fit_columns(h, rr, rt, width, objective)
+  local out = common.align(h, rr, rt):gsub("\n$", "")
+  local hidden = {}
+  if width_of(out) <= width then return out, hidden end
+  for n, name in ipairs(h) do h[n] = ABBREV[name] or name end
+  out = common.align(h, rr, rt):gsub("\n$", "")
+  for _, name in ipairs(DROP) do
+    if width_of(out) <= width then break end
+    if name ~= "objective" or objective == "step_time" then
+      for n = #h, 1, -1 do
+        if h[n] == name then
+          table.remove(h, n) table.remove(rt, n)
+          for _, row in ipairs(rr) do table.remove(row, n) end
+          hidden[#hidden + 1] = name == "objective" and "objective (= step (s))" or name
+        end
+      end
+      out = common.align(h, rr, rt):gsub("\n$", "")
+    end
+  end
+  return out, hidden
+end
+
 --- The top-k table as text: constant strategy columns folded into a
 -- "same for every row" line (when there are two rows or more); the
 -- objective's score next to rank; at most M.max_width columns wide unless
 -- `opts.wide` (abbreviated headers, then the "top memory" and "top
--- overhead" columns left out, with a line saying so).
+-- overhead" columns left out, then a step-time objective's score, with a
+-- line saying so).
 -- @tparam table result search result
 -- @tparam[opt] table opts `wide` (no width limit)
 -- @treturn string
@@ -241,23 +268,8 @@ function M.table_text(result, opts)
     if fronts then table.insert(row, 2, tostring(result.top_k_strategies[i].pareto_front or "-")) end
     rr[i] = row
   end
-  local out = common.align(h, rr, rt):gsub("\n$", "")
-  local hidden = {}
-  if not opts.wide and width_of(out) > M.max_width then
-    for n, name in ipairs(h) do h[n] = ABBREV[name] or name end
-    out = common.align(h, rr, rt):gsub("\n$", "")
-    for _, name in ipairs(DROP) do
-      if width_of(out) <= M.max_width then break end
-      for n = #h, 1, -1 do
-        if h[n] == name then
-          table.remove(h, n) table.remove(rt, n)
-          for _, row in ipairs(rr) do table.remove(row, n) end
-          hidden[#hidden + 1] = name
-        end
-      end
-      out = common.align(h, rr, rt):gsub("\n$", "")
-    end
-  end
+  local out, hidden = fit_columns(h, rr, rt, opts.wide and math.huge or M.max_width,
+    (result.inputs or {}).objective)
   if #hidden > 0 then
     out = out .. "\n(" .. table.concat(hidden, ", ") .. ": left out to fit " .. M.max_width ..
       " columns; --wide shows them)"

@@ -67,6 +67,21 @@ describe("run --model M --cluster D:N without a policy", function()
     assert.truthy(out:find("llama-3.1-405b on 16384 x h100-sxm-80gb", 1, true), out)
   end)
 
+  it("says when the batch has fewer sequences than GPUs, and over how many GPUs a sequence is split", function()
+    -- Llama-3.1-8B on 16,384 H100s: 16,384 x 16,384 tokens is over the
+    -- 16,777,216 cap, so 16,777,216 / 8192 = 2048 sequences; dp x fsdp <=
+    -- 2048, so tp x cp x pp >= 16,384 / 2048 = 8
+    local code, _, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:2048",
+      "--top-k", "1")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("\ndefaults: 2048 sequences on 16384 GPUs: every strategy splits a sequence over at least "
+      .. "8 GPUs (tp x cp x pp); 2048 GPUs or fewer keep a whole sequence a GPU\n", 1, true), err)
+    -- 64 GPUs: 128 sequences, two a GPU, no such line
+    local _, _, err64 = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:8", "--top-k", "1")
+    assert.truthy(err64:find("defaults: global batch 128 x 8192", 1, true), err64)
+    assert.is_nil(err64:find("sequences on", 1, true), err64)
+  end)
+
   it("says when a --set changed the built batch or sequence, and what the rule gave", function()
     local code, _, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1",
       "--top-k", "1", "--set", "training.global_batch_size=64")

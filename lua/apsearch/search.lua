@@ -928,8 +928,11 @@ function M.run(policy, opts)
   local function L(fmt, ...) log[#log + 1] = string.format(fmt, ...) end
   local m, cl, tr = inputs.model, inputs.cluster, inputs.training
   local device_name = type(cl.device) == "table" and cl.device.name or tostring(cl.device)
+  -- a built policy's file is the `apsearch init` command that writes it
+  local source = policy.built and string.format("built by --model / --cluster (`%s` writes it)", policy.file)
+    or tostring(policy.file)
   L("policy %s: model %s, %d x %s (%d per node), global batch %s x seq %s, %s, %s%s",
-    tostring(policy.file), tostring(m.name), cl.num_devices, device_name,
+    source, tostring(m.name), cl.num_devices, device_name,
     cl.devices_per_node, tostring(tr.global_batch_size), tostring(tr.seq_length),
     tostring(tr.precision), tostring(tr.framework), require("apsearch.format.common").mtp_note(tr))
   -- a policy built from --model / --cluster: which defaults it chose, and why

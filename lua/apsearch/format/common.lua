@@ -321,9 +321,11 @@ end
 -- @tparam table headers array of header strings
 -- @tparam table rows array of arrays of cell strings
 -- @tparam[opt] table right array of booleans: right-align column i
+-- @tparam[opt="  "] string gap what separates two columns
 -- @treturn string lines joined by "\n" (with a trailing newline)
-function M.align(headers, rows, right)
+function M.align(headers, rows, right, gap)
   right = right or {}
+  gap = gap or "  "
   local w = {}
   for i, h in ipairs(headers) do w[i] = M.width(h) end
   for _, r in ipairs(rows) do
@@ -336,12 +338,12 @@ function M.align(headers, rows, right)
       local pad = string.rep(" ", w[i] - M.width(c))
       parts[i] = right[i] and (pad .. c) or (c .. pad)
     end
-    return (table.concat(parts, "  "):gsub("%s+$", ""))
+    return (table.concat(parts, gap):gsub("%s+$", ""))
   end
   local out = { line(headers) }
   local sep = {}
   for i = 1, #headers do sep[i] = string.rep("-", w[i]) end
-  out[2] = table.concat(sep, "  ")
+  out[2] = table.concat(sep, gap)
   for _, r in ipairs(rows) do out[#out + 1] = line(r) end
   return table.concat(out, "\n") .. "\n"
 end

@@ -200,7 +200,8 @@ end
 -- columns fitted to M.max_width, in this order, until the table fits:
 -- headers abbreviated, then the "top ..." columns left out, then the
 -- objective's score when it is the step time (the "step (s)" column shows
--- the same number) (--wide shows them)
+-- the same number) (--wide shows them), then one space between columns
+-- instead of two
 local ABBREV = { ["step time (s)"] = "step (s)", ["tokens/s/GPU"] = "tok/s/GPU",
   ["recompute"] = "recomp", ["peak (GiB)"] = "peak GiB" }
 local DROP = { "top overhead (s)", "top memory (GiB)", "objective" }
@@ -233,6 +234,7 @@ local function fit_columns(h, rr, rt, width, objective)
       out = common.align(h, rr, rt):gsub("\n$", "")
     end
   end
+  if width_of(out) > width then out = common.align(h, rr, rt, " "):gsub("\n$", "") end
   return out, hidden
 end
 
@@ -241,7 +243,7 @@ end
 -- objective's score next to rank; at most M.max_width columns wide unless
 -- `opts.wide` (abbreviated headers, then the "top memory" and "top
 -- overhead" columns left out, then a step-time objective's score, with a
--- line saying so).
+-- line saying so; then one space between columns).
 -- @tparam table result search result
 -- @tparam[opt] table opts `wide` (no width limit)
 -- @treturn string

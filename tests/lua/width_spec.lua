@@ -73,6 +73,17 @@ describe("stdout within 120 columns", function()
     assert.truthy(out:find("objective (= step (s)): left out to fit 120 columns", 1, true), out)
   end)
 
+  it("a top-k whose strategies differ in every column leaves out tok/s/GPU last", function()
+    -- Llama-3.1-70B on 4,096 H100s: 18 columns differ; 121 columns with
+    -- one space between them and tok/s/GPU kept
+    local code, out = H.apsearch("run", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:512", "--quiet")
+    assert.are.equal(0, code)
+    assert.are.same({}, too_wide(out))
+    whole_table(out, 10)
+    assert.truthy(out:find("\n(top overhead (s), top memory (GiB), objective (= step (s)), tok/s/GPU: left out to fit "
+      .. "120 columns; --wide shows them)\n", 1, true), out)
+  end)
+
   it("a dense top-k whose strategies differ in 15 columns fits with one space between columns", function()
     -- Llama-3.1-70B on 512 H100s: dp fsdp zero reshard tp sp pp vpp
     -- schedule layers "cp comm" mbn recomp differ; 134 columns with two

@@ -201,7 +201,8 @@ end
 -- headers abbreviated, then the "top ..." columns left out, then the
 -- objective's score when it is the step time (the "step (s)" column shows
 -- the same number) (--wide shows them), then one space between columns
--- instead of two
+-- instead of two, and last the throughput column (for one model, batch
+-- and cluster the step time says the same)
 local ABBREV = { ["step time (s)"] = "step (s)", ["tokens/s/GPU"] = "tok/s/GPU",
   ["recompute"] = "recomp", ["peak (GiB)"] = "peak GiB" }
 local DROP = { "top overhead (s)", "top memory (GiB)", "objective" }
@@ -210,6 +211,19 @@ local function width_of(text)
   local w = 0
   for line in text:gmatch("[^\n]+") do if #line > w then w = #line end end
   return w
+end
+
+-- removes the column headed `name` from headers h, rows rr and right
+-- flags rt; true when there was one
+local function leave_out(h, rr, rt, name)
+  for n = #h, 1, -1 do
+    if h[n] == name then
+      table.remove(h, n) table.remove(rt, n)
+      for _, row in ipairs(rr) do table.remove(row, n) end
+      return true
+    end
+  end
+  return false
 end
 
 -- the aligned table of headers h, rows rr, right flags rt fitted to
@@ -223,18 +237,16 @@ local function fit_columns(h, rr, rt, width, objective)
   out = common.align(h, rr, rt):gsub("\n$", "")
   for _, name in ipairs(DROP) do
     if width_of(out) <= width then break end
-    if name ~= "objective" or objective == "step_time" then
-      for n = #h, 1, -1 do
-        if h[n] == name then
-          table.remove(h, n) table.remove(rt, n)
-          for _, row in ipairs(rr) do table.remove(row, n) end
-          hidden[#hidden + 1] = name == "objective" and "objective (= step (s))" or name
-        end
-      end
+    if (name ~= "objective" or objective == "step_time") and leave_out(h, rr, rt, name) then
+      hidden[#hidden + 1] = name == "objective" and "objective (= step (s))" or name
       out = common.align(h, rr, rt):gsub("\n$", "")
     end
   end
   if width_of(out) > width then out = common.align(h, rr, rt, " "):gsub("\n$", "") end
+  if width_of(out) > width and leave_out(h, rr, rt, "tok/s/GPU") then
+    hidden[#hidden + 1] = "tok/s/GPU"
+    out = common.align(h, rr, rt, " "):gsub("\n$", "")
+  end
   return out, hidden
 end
 
@@ -243,7 +255,8 @@ end
 -- objective's score next to rank; at most M.max_width columns wide unless
 -- `opts.wide` (abbreviated headers, then the "top memory" and "top
 -- overhead" columns left out, then a step-time objective's score, with a
--- line saying so; then one space between columns).
+-- line saying so; then one space between columns, and last the
+-- throughput column).
 -- @tparam table result search result
 -- @tparam[opt] table opts `wide` (no width limit)
 -- @treturn string

@@ -218,6 +218,24 @@ describe("when nothing fits", function()
     assert.truthy(out:find("GiB over the 78.65 GiB limit", 1, true), out)
     assert.truthy(out:find("fits from 128 devices (h100-sxm-80gb:16x8; the same defaults, hosts doubled): ", 1, true), out)
   end)
+  it("offers no knob of the framework's full space a built policy already searched; a --fix brings them back",
+    function()
+    -- DeepSeek-V3 on 64 B200s: 64 devices hold its model states
+    -- (671,026,419,200 x 16 B = 9999 GiB / 178.06 GiB = 56.2, 64 in whole
+    -- hosts) but nothing fits; vpp_degree = 1, every pp / tp degree and
+    -- full recompute were searched, so "allow vpp_degree = 1" misleads
+    local code, out = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "b200:8")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("what to relax:\n  1. The closest strategy needs ", 1, true), out)
+    assert.truthy(out:find("raising the limit cannot help; the framework's whole space was searched; use more "
+      .. "devices.\n", 1, true), out)
+    assert.is_nil(out:find("\n  2. ", 1, true), out)
+    assert.truthy(out:find("fits from 128 devices (b200:16x8; ", 1, true), out)
+    local _, fixed = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "b200:8", "--fix", "vpp_degree=4")
+    assert.truthy(fixed:find("\n  2. interleaving: vpp_degree > 1 needs micro_batch_num divisible by pp_degree",
+      1, true), fixed)
+    assert.truthy(fixed:find("shard or recompute more (wider tp_degree", 1, true), fixed)
+  end)
   it("stops doubling the hosts at the core's 2^24 devices (it failed with exit 2 naming a cluster never given)",
     function()
     local code, out, err = H.apsearch("run", "-q", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:100000")

@@ -301,8 +301,10 @@ end
 -- @tparam table opts parsed options of `run`
 -- @tparam table p the policy searched
 -- @tparam table result its result (no feasible strategy)
--- @treturn table|nil `{devices, cluster, strategy, step_time}`, `{tried, cluster}`,
---   or nil when even the first doubling is past the device limit
+-- @treturn table|nil `{devices, cluster, strategy, step_time, not_on}` (not_on:
+--   the devices last tried without a fit, nil when the first try fit),
+--   `{tried, cluster}`, or nil when even the first doubling is past the
+--   device limit
 function M.fit_probe(opts, p, result)
   local search = require "apsearch.search"
   -- strategies that fit but whose launch file differs (run --launchable):
@@ -327,7 +329,7 @@ function M.fit_probe(opts, p, result)
     local top = r.top_k_strategies[1]
     if top then
       return { devices = math.tointeger(h * per), cluster = spec, strategy = search.describe_strategy(top),
-               step_time = top.performance_cost.step_time }
+               step_time = top.performance_cost.step_time, not_on = tried and math.tointeger(tried) }
     end
     tried = h * per
     h = h * 2

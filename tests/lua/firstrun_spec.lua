@@ -236,6 +236,17 @@ describe("when nothing fits", function()
       1, true), fixed)
     assert.truthy(fixed:find("shard or recompute more (wider tp_degree", 1, true), fixed)
   end)
+  it("names the doubled cluster tried before the one that fits", function()
+    -- DeepSeek-V3 on 8 H100s: the probe starts at the 128 devices its
+    -- model states need (16 hosts), where nothing fits, then 32 hosts fit
+    local code, out = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "h100-sxm-80gb:1")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("\nfits from 256 devices (h100-sxm-80gb:32x8, not on 128; the same defaults, hosts doubled): ",
+      1, true), out)
+    local _, r = run("deepseek-v3", "h100-sxm-80gb:1")
+    assert.are.equal(256, r.fit_probe.devices)
+    assert.are.equal(128, r.fit_probe.not_on)
+  end)
   it("stops doubling the hosts at the core's 2^24 devices (it failed with exit 2 naming a cluster never given)",
     function()
     local code, out, err = H.apsearch("run", "-q", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:100000")

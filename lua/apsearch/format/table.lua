@@ -341,8 +341,9 @@ function M.no_fit_lines(result)
   end
   local fp = result.fit_probe
   if fp and fp.devices then
-    lines[#lines + 1] = string.format("\nfits from %s devices (%s; the same defaults, hosts doubled): %s, step %.3f s",
-      common.commas(fp.devices), fp.cluster, fp.strategy, fp.step_time)
+    local below = fp.not_on and string.format(", not on %s", common.commas(fp.not_on)) or ""
+    lines[#lines + 1] = string.format("\nfits from %s devices (%s%s; the same defaults, hosts doubled): %s, step %.3f s",
+      common.commas(fp.devices), fp.cluster, below, fp.strategy, fp.step_time)
   elseif fp then
     lines[#lines + 1] = string.format("\nno fit up to %s devices (%s) with the same defaults",
       common.commas(fp.tried), fp.cluster)

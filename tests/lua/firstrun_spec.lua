@@ -85,6 +85,26 @@ describe("run --model M --cluster D:N without a policy", function()
     assert.is_nil(err64:find("sequences on", 1, true), err64)
   end)
 
+  it("names the first rank with memory headroom when rank 1 is near capacity", function()
+    -- Llama-3.1-70B on 64 B200s: rank 1 is above 90 % of the 179.06 GiB;
+    -- the note names the first rank that is not and its step time against
+    -- rank 1's, (t_k / t_1 - 1) x 100 with one decimal
+    local code, r = run("llama-3.1-70b", "b200:8", "--top-k", "10")
+    assert.are.equal(0, code)
+    local top = r.top_k_strategies
+    assert.is_true(top[1].memory_cost.near_capacity)
+    local k
+    for i, x in ipairs(top) do if not x.memory_cost.near_capacity then k = i break end end
+    assert.truthy(k and k > 1)
+    local want = ("; rank 1 is, the first below is rank %d (step time %+.1f %%)"):format(k,
+      100 * (top[k].performance_cost.step_time / top[1].performance_cost.step_time - 1))
+    local _, out = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "b200:8", "--wide")
+    assert.truthy(out:find("slow the step beyond the estimate (docs/accuracy.md)" .. want .. "\n", 1, true), out)
+    -- rank 1 with headroom (Llama-3.1-8B on 8 H100s, 64.42 GiB): the note as before, if any
+    local _, out8 = H.apsearch("run", "-q", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1", "--wide")
+    assert.is_nil(out8:find("rank 1 is, the first below", 1, true), out8)
+  end)
+
   it("says when a --set changed the built batch or sequence, and what the rule gave", function()
     local code, _, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1",
       "--top-k", "1", "--set", "training.global_batch_size=64")

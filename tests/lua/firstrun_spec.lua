@@ -267,6 +267,31 @@ describe("when nothing fits", function()
     assert.are.equal(256, r.fit_probe.devices)
     assert.are.equal(128, r.fit_probe.not_on)
   end)
+  it("doubles from the power of two above the hosts given, not from twice them", function()
+    -- Llama-3.1-405B on 96 H100s (12 hosts): its model states need 80
+    -- devices, 10 hosts; the first power of two above 12 is 16 hosts, 128
+    -- devices (it said 256: the doubling started at 2 x 12 = 24 -> 32)
+    local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:12")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("\nfits from 128 devices (h100-sxm-80gb:16x8; the same defaults, hosts doubled): ", 1, true),
+      out)
+  end)
+
+  it("on a host count that is not a power of two, tries the power of two below it first", function()
+    -- DeepSeek-V3 on 1,000 H100s (125 hosts): 1000 = 8 x 125 divides into
+    -- no TP x PP over 8, and nothing that fits; 64 hosts (512 devices, over
+    -- the 128 its model states need) fit, where it said "fits from 2,048"
+    local code, out = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "h100-sxm-80gb:125", "--wide")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("\nfits on 512 of the 1,000 devices (h100-sxm-80gb:64x8; the same defaults): ", 1, true), out)
+    assert.truthy(out:find("the degrees that would fit do not divide these devices, a part of them does (below).", 1,
+      true), out)
+    assert.is_nil(out:find("fits from", 1, true), out)
+    local _, r = run("deepseek-v3", "h100-sxm-80gb:125")
+    assert.are.equal(512, r.fit_probe.smaller.devices)
+    assert.are.equal("h100-sxm-80gb:64x8", r.fit_probe.smaller.cluster)
+  end)
+
   it("stops doubling the hosts at the core's 2^24 devices (it failed with exit 2 naming a cluster never given)",
     function()
     local code, out, err = H.apsearch("run", "-q", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:100000")

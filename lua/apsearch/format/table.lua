@@ -322,7 +322,8 @@ M.closest_rows = 3
 -- strategy" section says it (apsearch.report.html.diagnose): the
 -- suggestions with their numbers (the closest strategy's overflow, the
 -- fewest devices that could hold the model), the closest strategies, and
--- the fit a larger cluster gives (`result.fit_probe`, set by the CLI).
+-- the fit a power-of-two part of the cluster or a larger cluster gives
+-- (`result.fit_probe`, set by the CLI).
 -- @tparam table result a result with no feasible strategy
 -- @treturn table lines
 function M.no_fit_lines(result)
@@ -340,7 +341,12 @@ function M.no_fit_lines(result)
     end
   end
   local fp = result.fit_probe
-  if fp and fp.devices then
+  if fp and fp.smaller then
+    local f = fp.smaller
+    lines[#lines + 1] = string.format("\nfits on %s of the %s devices (%s; the same defaults): %s, step %.3f s",
+      common.commas(f.devices), common.commas(((result.inputs or {}).cluster or {}).num_devices or 0), f.cluster,
+      f.strategy, f.step_time)
+  elseif fp and fp.devices then
     local below = fp.not_on and string.format(", not on %s", common.commas(fp.not_on)) or ""
     lines[#lines + 1] = string.format("\nfits from %s devices (%s%s; the same defaults, hosts doubled): %s, step %.3f s",
       common.commas(fp.devices), fp.cluster, below, fp.strategy, fp.step_time)

@@ -333,7 +333,8 @@ end
 -- --set when the need is within the device, else what could help (only
 -- more devices when `ndev`, the devices of a cluster too small for the
 -- model states, is given, or when `built`: the framework's whole space
--- was searched)
+-- was searched; `built` "smaller": a power-of-two part of the devices
+-- fits, result.fit_probe)
 local function memory_suggestion(need, limit, cap, ndev, built)
   if cap and need <= cap then
     -- a limit the policy takes: the need rounded up to a hundredth of a
@@ -346,6 +347,8 @@ local function memory_suggestion(need, limit, cap, ndev, built)
   end
   local help = ndev and string.format("no strategy on %s devices can hold the model states; use more devices",
     common.commas(ndev))
+    or built == "smaller" and "the framework's whole space was searched; the degrees that would fit do not divide " ..
+      "these devices, a part of them does (below)"
     or built and "the framework's whole space was searched; use more devices"
     or "shard or recompute more (wider tp_degree, pp_degree, cp_degree or fsdp_degree, " ..
     "zero_stage, layer_recompute = full, a smaller micro_batch_size), or use more devices"
@@ -452,8 +455,9 @@ function M.diagnose(result, n)
   local memory_said = c1 and c1.reason == "MEMORY_LIMIT" and limit and true or false
   local built = as_built(result)
   if memory_said then
+    local smaller = built and (result.fit_probe or {}).smaller and "smaller"
     out.suggestions[#out.suggestions + 1] = memory_suggestion(c1.mem_peak, limit, out.capacity_bytes,
-      hopeless and ndev, built)
+      hopeless and ndev, smaller or built)
   end
   -- fewer devices than the model states need: before any other knob
   if too_few then

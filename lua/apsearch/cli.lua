@@ -308,7 +308,7 @@ local function probe_fit(opts, dev, h, per)
     base_dir = ".", built = true, shadow_check = false })
   q.defaults = M.built_header(q, raw, header)
   M.add_launchable(q, opts.launchable, opts["torchtitan-version"])
-  local top = search.run(q, {}).top_k_strategies[1]
+  local top = search.run(q, { scatter_points = 0 }).top_k_strategies[1]
   return top and { devices = math.tointeger(h * per), cluster = spec, strategy = search.describe_strategy(top),
                    step_time = top.performance_cost.step_time }, spec
 end
@@ -688,7 +688,12 @@ local function cmd_run(args)
       p.training and p.training.global_batch_size)
   end
   local jobs = M.jobs_option(opts.jobs, writer ~= nil)
-  local okr, result = pcall(search.run, p, { progress = progress, candidates = writer, jobs = jobs })
+  -- chart 7's sample of feasible points only for the report (--out) or a
+  -- formatter that may draw it: without them it is the bulk of what the
+  -- workers of --jobs send back (a strategy a point, up to 4,000 points)
+  local scatter = (set or user_formatter) and search.scatter_points or 0
+  local okr, result = pcall(search.run, p, { progress = progress, candidates = writer, jobs = jobs,
+    scatter_points = scatter })
   if okr and writer then
     local rows
     okr, rows = pcall(writer.finish)

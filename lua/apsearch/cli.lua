@@ -261,16 +261,18 @@ end
 --- Host doublings the fit probe tries at most (`fit_probe`).
 M.FIT_PROBE_DOUBLINGS = 6
 
--- the first power-of-two host count, from twice the cluster's and at least
--- the fewest devices that hold the model states (report.html.min_devices)
+-- the first power-of-two host count above the cluster's and at least
+-- the fewest devices that hold the model states (report.html.min_devices);
+-- the hosts those need, and the devices per host
 local function probe_start(p, result)
   local cl = p.cluster
   local per = cl.devices_per_node
   local md = require("apsearch.report.html").diagnose(result, 0).min_devices
-  local hosts = math.max(2 * math.ceil(cl.num_devices / per), md and math.ceil(md.devices / per) or 1)
+  local need = md and math.ceil(md.devices / per) or 1
+  local hosts = math.max(math.ceil(cl.num_devices / per) + 1, need)
   local h = 1
   while h < hosts do h = h * 2 end
-  return h, per
+  return h, per, need
 end
 
 --- Restricts a policy to the strategies whose launch file for engine
@@ -294,15 +296,39 @@ function M.add_launchable(p, name, version)
   p.launchable = name
 end
 
+-- the top strategy of the built policy on `h` hosts of `per` devices of
+-- `dev` (the same options), as the fit probe reports it, or nil
+local function probe_fit(opts, dev, h, per)
+  local search = require "apsearch.search"
+  local spec = string.format("%s:%dx%d", dev, h, per)
+  local o = util.copy(opts)
+  o.cluster = spec
+  local raw, header, command = M.built_policy(o)
+  local q = policy_mod.from_table(raw, command, { set = opts.set or {}, fix = opts.fix or {},
+    base_dir = ".", built = true, shadow_check = false })
+  q.defaults = M.built_header(q, raw, header)
+  M.add_launchable(q, opts.launchable, opts["torchtitan-version"])
+  local top = search.run(q, { scatter_points = 0 }).top_k_strategies[1]
+  return top and { devices = math.tointeger(h * per), cluster = spec, strategy = search.describe_strategy(top),
+                   step_time = top.performance_cost.step_time }, spec
+end
+
 --- When a built policy (run --model / --cluster) has no feasible strategy:
--- the same defaults on more hosts, doubling from `probe_start`, up to
--- M.FIT_PROBE_DOUBLINGS times and below the core's 2^24 devices; the first
--- cluster with a feasible strategy.
+-- on a host count that is not a power of two, the largest power of two
+-- below it first, when it holds the model states (its devices can divide
+-- into the degrees the cluster's cannot: 125 hosts of 8 into no PP 16 x
+-- TP 2); when that fits, nothing more.  Else the same defaults on more
+-- hosts, doubling from `probe_start`, up to M.FIT_PROBE_DOUBLINGS times
+-- and below the core's 2^24 devices; the first cluster with a feasible
+-- strategy.
 -- @tparam table opts parsed options of `run`
 -- @tparam table p the policy searched
 -- @tparam table result its result (no feasible strategy)
--- @treturn table|nil `{devices, cluster, strategy, step_time}`, `{tried, cluster}`,
---   or nil when even the first doubling is past the device limit
+-- @treturn table|nil `{smaller = {devices, cluster, strategy, step_time}}`
+--   (the power of two below fits), `{devices, cluster, strategy,
+--   step_time, not_on}` (not_on: the devices last tried without a fit, nil
+--   when the first try fit), `{tried, cluster}`, or nil when even the
+--   first doubling is past the device limit
 function M.fit_probe(opts, p, result)
   local search = require "apsearch.search"
   -- strategies that fit but whose launch file differs (run --launchable):
@@ -310,24 +336,21 @@ function M.fit_probe(opts, p, result)
   if (result.infeasible_summary or {})[search.LAUNCH_DIFFERS] then return nil end
   local dev = p.cluster.device
   dev = type(dev) == "table" and (dev.base or dev.name) or dev
-  local h, per = probe_start(p, result)
+  local h, per, need = probe_start(p, result)
+  local below = h // 2
+  if below >= need and below * per < p.cluster.num_devices then
+    local fit = probe_fit(opts, dev, below, per)
+    if fit then return { smaller = fit } end
+  end
   local spec, tried
   for _ = 1, M.FIT_PROBE_DOUBLINGS do
     -- the core takes fewer than 2^24 devices (policy.parse_cluster_spec)
     if h * per >= 2 ^ 24 then break end
-    spec = string.format("%s:%dx%d", dev, h, per)
-    local o = util.copy(opts)
-    o.cluster = spec
-    local raw, header, command = M.built_policy(o)
-    local q = policy_mod.from_table(raw, command, { set = opts.set or {}, fix = opts.fix or {},
-      base_dir = ".", built = true, shadow_check = false })
-    q.defaults = M.built_header(q, raw, header)
-    M.add_launchable(q, opts.launchable, opts["torchtitan-version"])
-    local r = search.run(q, {})
-    local top = r.top_k_strategies[1]
-    if top then
-      return { devices = math.tointeger(h * per), cluster = spec, strategy = search.describe_strategy(top),
-               step_time = top.performance_cost.step_time }
+    local fit
+    fit, spec = probe_fit(opts, dev, h, per)
+    if fit then
+      fit.not_on = tried and math.tointeger(tried)
+      return fit
     end
     tried = h * per
     h = h * 2
@@ -675,7 +698,12 @@ local function cmd_run(args)
       p.training and p.training.global_batch_size)
   end
   local jobs = M.jobs_option(opts.jobs, writer ~= nil)
-  local okr, result = pcall(search.run, p, { progress = progress, candidates = writer, jobs = jobs })
+  -- chart 7's sample of feasible points only for the report (--out) or a
+  -- formatter that may draw it: without them it is the bulk of what the
+  -- workers of --jobs send back (a strategy a point, up to 4,000 points)
+  local scatter = (set or user_formatter) and search.scatter_points or 0
+  local okr, result = pcall(search.run, p, { progress = progress, candidates = writer, jobs = jobs,
+    scatter_points = scatter })
   if okr and writer then
     local rows
     okr, rows = pcall(writer.finish)

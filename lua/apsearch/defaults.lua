@@ -346,12 +346,27 @@ function M.header(model, training, n, built)
     rule = string.format("as --set (the %s gives global batch %d x %d)", rule, built.global_batch_size,
       built.seq_length)
   end
-  return {
+  local lines = {
     string.format("defaults: %s, %s, %s, seq %d (%s recipes), the framework's full space",
       training.framework, training.precision, training.optimizer, training.seq_length, class),
     string.format("defaults: global batch %d x %d = %s tokens; %s", training.global_batch_size,
       training.seq_length, commas(tokens), rule),
   }
+  lines[#lines + 1] = M.split_note(training.global_batch_size, n)
+  return lines
+end
+
+--- The header line of a batch with fewer sequences than devices (a large
+-- cluster at the rule's max_tokens): data parallelism (dp x fsdp) is at
+-- most the sequences, so every strategy splits a sequence over at least
+-- ceil(n / sequences) devices with tp, cp or pp.
+-- @tparam integer sequences global batch size, sequences
+-- @tparam integer n devices
+-- @treturn string|nil the line, nil when every device can hold a sequence
+function M.split_note(sequences, n)
+  if sequences >= n then return nil end
+  return string.format("defaults: %d sequences on %d GPUs: every strategy splits a sequence over at least %d GPUs " ..
+    "(tp x cp x pp); %d GPUs or fewer keep a whole sequence a GPU", sequences, n, -(-n // sequences), sequences)
 end
 
 -- Lua source of a value: strings quoted, arrays inline, tables with

@@ -329,7 +329,8 @@ end
 --   walked) or every feasible one, as it is decided; `entry` is its reason
 --   (`{code, phase, ...}`, nil when feasible), step time and peak memory
 --   nil when filtered early; `cand` is reused: copy it to keep it);
---   `scatter_points` (default M.scatter_points); `jobs` (default 1: the
+--   `scatter_points` (default M.scatter_points; 0: no sample, an empty
+--   `result.scatter` -- what runs that write no report pass); `jobs` (default 1: the
 --   walk in this process; N: split across N worker processes, at most one
 --   per `min_chunk` candidates, default M.min_chunk_candidates -- the
 --   result is the same; not with `candidates`); `timeline_max_ops`
@@ -645,9 +646,9 @@ function M.run(policy, opts)
           feasible = feasible + 1
           if sink_row then sink_row(index, nil, st, mem, cand) end
           if keeper then keeper:add(index, st, mem, cand) end
-          -- chart 7's sample
+          -- chart 7's sample (none when sc_cap is 0)
           local ord = M.sample_key(index)
-          if (ord - 1) % sc_stride == 0 then
+          if sc_cap > 0 and (ord - 1) % sc_stride == 0 then
             sc_n = sc_n + 1
             sc_ord[sc_n], sc_idx[sc_n], sc_step[sc_n], sc_mem[sc_n], sc_strat[sc_n] =
               ord, index, st, mem, copy(cand)
@@ -928,8 +929,11 @@ function M.run(policy, opts)
   local function L(fmt, ...) log[#log + 1] = string.format(fmt, ...) end
   local m, cl, tr = inputs.model, inputs.cluster, inputs.training
   local device_name = type(cl.device) == "table" and cl.device.name or tostring(cl.device)
+  -- a built policy's file is the `apsearch init` command that writes it
+  local source = policy.built and string.format("built by --model / --cluster (`%s` writes it)", policy.file)
+    or tostring(policy.file)
   L("policy %s: model %s, %d x %s (%d per node), global batch %s x seq %s, %s, %s%s",
-    tostring(policy.file), tostring(m.name), cl.num_devices, device_name,
+    source, tostring(m.name), cl.num_devices, device_name,
     cl.devices_per_node, tostring(tr.global_batch_size), tostring(tr.seq_length),
     tostring(tr.precision), tostring(tr.framework), require("apsearch.format.common").mtp_note(tr))
   -- a policy built from --model / --cluster: which defaults it chose, and why

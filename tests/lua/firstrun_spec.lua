@@ -64,7 +64,45 @@ describe("run --model M --cluster D:N without a policy", function()
     assert.truthy(err:find("defaults: global batch 2048 x 8192 = 16,777,216 tokens; recipe tokens-per-GPU rule: "
       .. "clamp(16384 GPUs x 16,384, 1,048,576, 16,777,216)", 1, true), err)
     assert.truthy(err:find("note: no policy file; searching the framework's full space: ", 1, true), err)
+    -- the log names the policy as built, not as a file called "apsearch init ..."
+    assert.truthy(err:find("\npolicy built by --model / --cluster (`apsearch init llama-3.1-405b h100-sxm-80gb:2048` "
+      .. "writes it): model llama-3.1-405b, 16384 x h100-sxm-80gb", 1, true), err)
     assert.truthy(out:find("llama-3.1-405b on 16384 x h100-sxm-80gb", 1, true), out)
+  end)
+
+  it("says when the batch has fewer sequences than GPUs, and over how many GPUs a sequence is split", function()
+    -- Llama-3.1-8B on 16,384 H100s: 16,384 x 16,384 tokens is over the
+    -- 16,777,216 cap, so 16,777,216 / 8192 = 2048 sequences; dp x fsdp <=
+    -- 2048, so tp x cp x pp >= 16,384 / 2048 = 8
+    local code, _, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:2048",
+      "--top-k", "1")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("\ndefaults: 2048 sequences on 16384 GPUs: every strategy splits a sequence over at least "
+      .. "8 GPUs (tp x cp x pp); 2048 GPUs or fewer keep a whole sequence a GPU\n", 1, true), err)
+    -- 64 GPUs: 128 sequences, two a GPU, no such line
+    local _, _, err64 = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:8", "--top-k", "1")
+    assert.truthy(err64:find("defaults: global batch 128 x 8192", 1, true), err64)
+    assert.is_nil(err64:find("sequences on", 1, true), err64)
+  end)
+
+  it("names the first rank with memory headroom when rank 1 is near capacity", function()
+    -- Llama-3.1-70B on 64 B200s: rank 1 is above 90 % of the 179.06 GiB;
+    -- the note names the first rank that is not and its step time against
+    -- rank 1's, (t_k / t_1 - 1) x 100 with one decimal
+    local code, r = run("llama-3.1-70b", "b200:8", "--top-k", "10")
+    assert.are.equal(0, code)
+    local top = r.top_k_strategies
+    assert.is_true(top[1].memory_cost.near_capacity)
+    local k
+    for i, x in ipairs(top) do if not x.memory_cost.near_capacity then k = i break end end
+    assert.truthy(k and k > 1)
+    local want = ("; rank 1 is, the first below is rank %d (step time %+.1f %%)"):format(k,
+      100 * (top[k].performance_cost.step_time / top[1].performance_cost.step_time - 1))
+    local _, out = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "b200:8", "--wide")
+    assert.truthy(out:find("slow the step beyond the estimate (docs/accuracy.md)" .. want .. "\n", 1, true), out)
+    -- rank 1 with headroom (Llama-3.1-8B on 8 H100s, 64.42 GiB): the note as before, if any
+    local _, out8 = H.apsearch("run", "-q", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1", "--wide")
+    assert.is_nil(out8:find("rank 1 is, the first below", 1, true), out8)
   end)
 
   it("says when a --set changed the built batch or sequence, and what the rule gave", function()
@@ -187,13 +225,73 @@ describe("when nothing fits", function()
   it("says what to relax with numbers: the closest strategies and the devices the model needs", function()
     local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:1")
     assert.are.equal(1, code)
-    assert.truthy(out:find("no feasible strategy\n\nwhat to relax:\n  1. The closest strategy needs ", 1, true), out)
-    assert.truthy(out:find("\n  2. The model needs at least 80 devices: "
+    -- 405,853,388,800 x 16 B = 6048 GiB over 78.65 GiB a device = 76.9,
+    -- whole hosts of 8: 80 devices; on 8 only more devices help, so that
+    -- comes first and no knob of the space is offered
+    assert.truthy(out:find("no feasible strategy\n\nwhat to relax:\n  1. The model needs at least 80 devices: "
       .. "405,853,388,800 parameters x 16 bytes of model states", 1, true), out)
+    assert.truthy(out:find("\n  2. The closest strategy needs ", 1, true), out)
+    assert.truthy(out:find("no strategy on 8 devices can hold the model states; use more devices.", 1, true), out)
+    assert.is_nil(out:find("\n  3. ", 1, true), out)
+    assert.is_nil(out:find("wider tp_degree", 1, true), out)
     assert.truthy(out:find("closest strategies (least estimated memory):\n  dp=", 1, true), out)
     assert.truthy(out:find("GiB over the 78.65 GiB limit", 1, true), out)
     assert.truthy(out:find("fits from 128 devices (h100-sxm-80gb:16x8; the same defaults, hosts doubled): ", 1, true), out)
   end)
+  it("offers no knob of the framework's full space a built policy already searched; a --fix brings them back",
+    function()
+    -- DeepSeek-V3 on 64 B200s: 64 devices hold its model states
+    -- (671,026,419,200 x 16 B = 9999 GiB / 178.06 GiB = 56.2, 64 in whole
+    -- hosts) but nothing fits; vpp_degree = 1, every pp / tp degree and
+    -- full recompute were searched, so "allow vpp_degree = 1" misleads
+    local code, out = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "b200:8")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("what to relax:\n  1. The closest strategy needs ", 1, true), out)
+    assert.truthy(out:find("raising the limit cannot help; the framework's whole space was searched; use more "
+      .. "devices.\n", 1, true), out)
+    assert.is_nil(out:find("\n  2. ", 1, true), out)
+    assert.truthy(out:find("fits from 128 devices (b200:16x8; ", 1, true), out)
+    local _, fixed = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "b200:8", "--fix", "vpp_degree=4")
+    assert.truthy(fixed:find("\n  2. interleaving: vpp_degree > 1 needs micro_batch_num divisible by pp_degree",
+      1, true), fixed)
+    assert.truthy(fixed:find("shard or recompute more (wider tp_degree", 1, true), fixed)
+  end)
+  it("names the doubled cluster tried before the one that fits", function()
+    -- DeepSeek-V3 on 8 H100s: the probe starts at the 128 devices its
+    -- model states need (16 hosts), where nothing fits, then 32 hosts fit
+    local code, out = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "h100-sxm-80gb:1")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("\nfits from 256 devices (h100-sxm-80gb:32x8, not on 128; the same defaults, hosts doubled): ",
+      1, true), out)
+    local _, r = run("deepseek-v3", "h100-sxm-80gb:1")
+    assert.are.equal(256, r.fit_probe.devices)
+    assert.are.equal(128, r.fit_probe.not_on)
+  end)
+  it("doubles from the power of two above the hosts given, not from twice them", function()
+    -- Llama-3.1-405B on 96 H100s (12 hosts): its model states need 80
+    -- devices, 10 hosts; the first power of two above 12 is 16 hosts, 128
+    -- devices (it said 256: the doubling started at 2 x 12 = 24 -> 32)
+    local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:12")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("\nfits from 128 devices (h100-sxm-80gb:16x8; the same defaults, hosts doubled): ", 1, true),
+      out)
+  end)
+
+  it("on a host count that is not a power of two, tries the power of two below it first", function()
+    -- DeepSeek-V3 on 1,000 H100s (125 hosts): 1000 = 8 x 125 divides into
+    -- no TP x PP over 8, and nothing that fits; 64 hosts (512 devices, over
+    -- the 128 its model states need) fit, where it said "fits from 2,048"
+    local code, out = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "h100-sxm-80gb:125", "--wide")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("\nfits on 512 of the 1,000 devices (h100-sxm-80gb:64x8; the same defaults): ", 1, true), out)
+    assert.truthy(out:find("the degrees that would fit do not divide these devices, a part of them does (below).", 1,
+      true), out)
+    assert.is_nil(out:find("fits from", 1, true), out)
+    local _, r = run("deepseek-v3", "h100-sxm-80gb:125")
+    assert.are.equal(512, r.fit_probe.smaller.devices)
+    assert.are.equal("h100-sxm-80gb:64x8", r.fit_probe.smaller.cluster)
+  end)
+
   it("stops doubling the hosts at the core's 2^24 devices (it failed with exit 2 naming a cluster never given)",
     function()
     local code, out, err = H.apsearch("run", "-q", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:100000")

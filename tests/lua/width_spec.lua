@@ -50,6 +50,52 @@ describe("stdout within 120 columns", function()
     assert.are.same({}, too_wide(out))
   end)
 
+  -- the table of `out` is whole: its header, the dashes under it, then
+  -- `rows` lines that each start with their rank (a fold cut them in two)
+  local function whole_table(out, rows)
+    local lines = {}
+    for line in out:gmatch("[^\n]+") do lines[#lines + 1] = line end
+    local at
+    for i, line in ipairs(lines) do if line:match("^rank ") then at = i break end end
+    assert.truthy(at, out)
+    assert.truthy(lines[at]:find("peak GiB$"), lines[at])
+    assert.truthy(lines[at + 1]:match("^%-%-%-%- [%- ]+$"), lines[at + 1])
+    for r = 1, rows do assert.truthy(lines[at + 1 + r]:match("^ *" .. r .. " "), lines[at + 1 + r]) end
+  end
+
+  it("an MoE top-k with expert TP (ep cells \"8 x etp 4\") leaves out the step-time objective column", function()
+    -- Mixtral-8x7B on 16,384 H100s: its table was 128 columns after the
+    -- "top" columns were left out, and the fold cut its header in two
+    local code, out = H.apsearch("run", "--model", "mixtral-8x7b", "--cluster", "h100-sxm-80gb:2048", "--quiet")
+    assert.are.equal(0, code)
+    assert.are.same({}, too_wide(out))
+    whole_table(out, 10)
+    assert.truthy(out:find("objective (= step (s)): left out to fit 120 columns", 1, true), out)
+  end)
+
+  it("a top-k whose strategies differ in every column leaves out tok/s/GPU last", function()
+    -- Llama-3.1-70B on 4,096 H100s: 18 columns differ; 121 columns with
+    -- one space between them and tok/s/GPU kept
+    local code, out = H.apsearch("run", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:512", "--quiet")
+    assert.are.equal(0, code)
+    assert.are.same({}, too_wide(out))
+    whole_table(out, 10)
+    assert.truthy(out:find("\n(top overhead (s), top memory (GiB), objective (= step (s)), tok/s/GPU: left out to fit "
+      .. "120 columns; --wide shows them)\n", 1, true), out)
+  end)
+
+  it("a dense top-k whose strategies differ in 15 columns fits with one space between columns", function()
+    -- Llama-3.1-70B on 512 H100s: dp fsdp zero reshard tp sp pp vpp
+    -- schedule layers "cp comm" mbn recomp differ; 134 columns with two
+    -- spaces even without the objective
+    local code, out = H.apsearch("run", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:64", "--quiet")
+    assert.are.equal(0, code)
+    assert.are.same({}, too_wide(out))
+    whole_table(out, 10)
+    assert.truthy(out:find("\nrank dp fsdp zero reshard tp sp pp vpp schedule layers cp comm    mbn recomp ", 1, true),
+      out)
+  end)
+
   it("apsearch presets, its sources folded under themselves", function()
     local code, out = H.apsearch("presets")
     assert.are.equal(0, code)

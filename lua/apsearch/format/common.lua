@@ -321,9 +321,11 @@ end
 -- @tparam table headers array of header strings
 -- @tparam table rows array of arrays of cell strings
 -- @tparam[opt] table right array of booleans: right-align column i
+-- @tparam[opt="  "] string gap what separates two columns
 -- @treturn string lines joined by "\n" (with a trailing newline)
-function M.align(headers, rows, right)
+function M.align(headers, rows, right, gap)
   right = right or {}
+  gap = gap or "  "
   local w = {}
   for i, h in ipairs(headers) do w[i] = M.width(h) end
   for _, r in ipairs(rows) do
@@ -336,12 +338,12 @@ function M.align(headers, rows, right)
       local pad = string.rep(" ", w[i] - M.width(c))
       parts[i] = right[i] and (pad .. c) or (c .. pad)
     end
-    return (table.concat(parts, "  "):gsub("%s+$", ""))
+    return (table.concat(parts, gap):gsub("%s+$", ""))
   end
   local out = { line(headers) }
   local sep = {}
   for i = 1, #headers do sep[i] = string.rep("-", w[i]) end
-  out[2] = table.concat(sep, "  ")
+  out[2] = table.concat(sep, gap)
   for _, r in ipairs(rows) do out[#out + 1] = line(r) end
   return table.concat(out, "\n") .. "\n"
 end
@@ -577,16 +579,34 @@ function M.peak_note(result)
     M.limit_text((result.inputs or {}).training))
 end
 
+local function near_capacity(r) return r.memory_cost and r.memory_cost.near_capacity end
+
+-- when rank 1 is flagged near capacity: which rank is the first that is
+-- not, and how much slower it is estimated ("" when rank 1 is not flagged)
+local function first_with_headroom(top)
+  if not (top[1] and near_capacity(top[1])) then return "" end
+  for _, r in ipairs(top) do
+    if not near_capacity(r) then
+      return string.format("; rank 1 is, the first below is rank %d (step time %+.1f %%)", r.rank,
+        100 * (r.performance_cost.step_time / top[1].performance_cost.step_time - 1))
+    end
+  end
+  return "; so is every strategy listed"
+end
+
 --- The footnote of a top-k with a strategy flagged `near_capacity`
--- (apsearch.search.near_capacity_fraction), or nil when none is.
+-- (apsearch.search.near_capacity_fraction), or nil when none is; when
+-- rank 1 is flagged it names the first rank that is not and its step
+-- time against rank 1's.
 -- @tparam table result search result
 -- @treturn string|nil
 function M.near_capacity_note(result)
-  for _, r in ipairs(result.top_k_strategies or {}) do
-    if r.memory_cost and r.memory_cost.near_capacity then
+  local top = result.top_k_strategies or {}
+  for _, r in ipairs(top) do
+    if near_capacity(r) then
       return string.format("! peak above %.0f%% of device memory: the caching allocator may "
-        .. "retry allocations and slow the step beyond the estimate (docs/accuracy.md)",
-        100 * require("apsearch.search").near_capacity_fraction)
+        .. "retry allocations and slow the step beyond the estimate (docs/accuracy.md)%s",
+        100 * require("apsearch.search").near_capacity_fraction, first_with_headroom(top))
     end
   end
   return nil

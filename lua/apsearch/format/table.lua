@@ -198,11 +198,14 @@ function M.fold_columns(headers, rows, foldable)
 end
 
 -- columns fitted to M.max_width, in this order, until the table fits:
--- headers abbreviated, then the "top ..." columns left out (--wide shows
--- them)
+-- headers abbreviated, then the "top ..." columns left out, then the
+-- objective's score when it is the step time (the "step (s)" column shows
+-- the same number) (--wide shows them), then one space between columns
+-- instead of two, and last the throughput column (for one model, batch
+-- and cluster the step time says the same)
 local ABBREV = { ["step time (s)"] = "step (s)", ["tokens/s/GPU"] = "tok/s/GPU",
   ["recompute"] = "recomp", ["peak (GiB)"] = "peak GiB" }
-local DROP = { "top overhead (s)", "top memory (GiB)" }
+local DROP = { "top overhead (s)", "top memory (GiB)", "objective" }
 
 local function width_of(text)
   local w = 0
@@ -210,11 +213,50 @@ local function width_of(text)
   return w
 end
 
+-- removes the column headed `name` from headers h, rows rr and right
+-- flags rt; true when there was one
+local function leave_out(h, rr, rt, name)
+  for n = #h, 1, -1 do
+    if h[n] == name then
+      table.remove(h, n) table.remove(rt, n)
+      for _, row in ipairs(rr) do table.remove(row, n) end
+      return true
+    end
+  end
+  return false
+end
+
+-- the aligned table of headers h, rows rr, right flags rt fitted to
+-- `width` as the comment of ABBREV / DROP says (in place); returns the
+-- text and the names of the columns left out
+local function fit_columns(h, rr, rt, width, objective)
+  local out = common.align(h, rr, rt):gsub("\n$", "")
+  local hidden = {}
+  if width_of(out) <= width then return out, hidden end
+  for n, name in ipairs(h) do h[n] = ABBREV[name] or name end
+  out = common.align(h, rr, rt):gsub("\n$", "")
+  for _, name in ipairs(DROP) do
+    if width_of(out) <= width then break end
+    if (name ~= "objective" or objective == "step_time") and leave_out(h, rr, rt, name) then
+      hidden[#hidden + 1] = name == "objective" and "objective (= step (s))" or name
+      out = common.align(h, rr, rt):gsub("\n$", "")
+    end
+  end
+  if width_of(out) > width then out = common.align(h, rr, rt, " "):gsub("\n$", "") end
+  if width_of(out) > width and leave_out(h, rr, rt, "tok/s/GPU") then
+    hidden[#hidden + 1] = "tok/s/GPU"
+    out = common.align(h, rr, rt, " "):gsub("\n$", "")
+  end
+  return out, hidden
+end
+
 --- The top-k table as text: constant strategy columns folded into a
 -- "same for every row" line (when there are two rows or more); the
 -- objective's score next to rank; at most M.max_width columns wide unless
 -- `opts.wide` (abbreviated headers, then the "top memory" and "top
--- overhead" columns left out, with a line saying so).
+-- overhead" columns left out, then a step-time objective's score, with a
+-- line saying so; then one space between columns, and last the
+-- throughput column).
 -- @tparam table result search result
 -- @tparam[opt] table opts `wide` (no width limit)
 -- @treturn string
@@ -241,23 +283,8 @@ function M.table_text(result, opts)
     if fronts then table.insert(row, 2, tostring(result.top_k_strategies[i].pareto_front or "-")) end
     rr[i] = row
   end
-  local out = common.align(h, rr, rt):gsub("\n$", "")
-  local hidden = {}
-  if not opts.wide and width_of(out) > M.max_width then
-    for n, name in ipairs(h) do h[n] = ABBREV[name] or name end
-    out = common.align(h, rr, rt):gsub("\n$", "")
-    for _, name in ipairs(DROP) do
-      if width_of(out) <= M.max_width then break end
-      for n = #h, 1, -1 do
-        if h[n] == name then
-          table.remove(h, n) table.remove(rt, n)
-          for _, row in ipairs(rr) do table.remove(row, n) end
-          hidden[#hidden + 1] = name
-        end
-      end
-      out = common.align(h, rr, rt):gsub("\n$", "")
-    end
-  end
+  local out, hidden = fit_columns(h, rr, rt, opts.wide and math.huge or M.max_width,
+    (result.inputs or {}).objective)
   if #hidden > 0 then
     out = out .. "\n(" .. table.concat(hidden, ", ") .. ": left out to fit " .. M.max_width ..
       " columns; --wide shows them)"
@@ -295,7 +322,8 @@ M.closest_rows = 3
 -- strategy" section says it (apsearch.report.html.diagnose): the
 -- suggestions with their numbers (the closest strategy's overflow, the
 -- fewest devices that could hold the model), the closest strategies, and
--- the fit a larger cluster gives (`result.fit_probe`, set by the CLI).
+-- the fit a power-of-two part of the cluster or a larger cluster gives
+-- (`result.fit_probe`, set by the CLI).
 -- @tparam table result a result with no feasible strategy
 -- @treturn table lines
 function M.no_fit_lines(result)
@@ -313,9 +341,15 @@ function M.no_fit_lines(result)
     end
   end
   local fp = result.fit_probe
-  if fp and fp.devices then
-    lines[#lines + 1] = string.format("\nfits from %s devices (%s; the same defaults, hosts doubled): %s, step %.3f s",
-      common.commas(fp.devices), fp.cluster, fp.strategy, fp.step_time)
+  if fp and fp.smaller then
+    local f = fp.smaller
+    lines[#lines + 1] = string.format("\nfits on %s of the %s devices (%s; the same defaults): %s, step %.3f s",
+      common.commas(f.devices), common.commas(((result.inputs or {}).cluster or {}).num_devices or 0), f.cluster,
+      f.strategy, f.step_time)
+  elseif fp and fp.devices then
+    local below = fp.not_on and string.format(", not on %s", common.commas(fp.not_on)) or ""
+    lines[#lines + 1] = string.format("\nfits from %s devices (%s%s; the same defaults, hosts doubled): %s, step %.3f s",
+      common.commas(fp.devices), fp.cluster, below, fp.strategy, fp.step_time)
   elseif fp then
     lines[#lines + 1] = string.format("\nno fit up to %s devices (%s) with the same defaults",
       common.commas(fp.tried), fp.cluster)

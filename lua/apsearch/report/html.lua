@@ -329,6 +329,79 @@ function M.min_devices_text(md)
     M.MODEL_STATE_BYTES_PER_PARAM, md.bytes / 2 ^ 30, md.limit_bytes / 2 ^ 30, md.per_node)
 end
 
+-- the suggestion for the closest strategy's memory overflow: a limit to
+-- --set when the need is within the device, else what could help (only
+-- more devices when `ndev`, the devices of a cluster too small for the
+-- model states, is given, or when `built`: the framework's whole space
+-- was searched; `built` "smaller": a power-of-two part of the devices
+-- fits, result.fit_probe)
+local function memory_suggestion(need, limit, cap, ndev, built)
+  if cap and need <= cap then
+    -- a limit the policy takes: the need rounded up to a hundredth of a
+    -- GiB, never past the capacity (policy refuses a limit above it)
+    local gib = math.min(math.ceil(need / 2 ^ 30 * 100) / 100, math.floor(cap / 2 ^ 30 * 100) / 100)
+    return string.format(
+      "The closest strategy needs %.2f GiB, %.2f GiB over the %.2f GiB limit and within the device's %.2f GiB: " ..
+      "--set cluster.memory_limit_gib=%s would admit it (less headroom for the allocator).",
+      need / 2 ^ 30, (need - limit) / 2 ^ 30, limit / 2 ^ 30, cap / 2 ^ 30, ("%.2f"):format(gib):gsub("%.?0+$", ""))
+  end
+  local help = ndev and string.format("no strategy on %s devices can hold the model states; use more devices",
+    common.commas(ndev))
+    or built == "smaller" and "the framework's whole space was searched; the degrees that would fit do not divide " ..
+      "these devices, a part of them does (below)"
+    or built and "the framework's whole space was searched; use more devices"
+    or "shard or recompute more (wider tp_degree, pp_degree, cp_degree or fsdp_degree, " ..
+    "zero_stage, layer_recompute = full, a smaller micro_batch_size), or use more devices"
+  return string.format("The closest strategy needs %.2f GiB, %.2f GiB over the %.2f GiB limit%s: " ..
+    "raising the limit cannot help; %s.", need / 2 ^ 30, (need - limit) / 2 ^ 30, limit / 2 ^ 30,
+    cap and string.format(" and beyond the device's %.2f GiB", cap / 2 ^ 30) or "", help)
+end
+
+--- Filter reasons that only prune the framework's own full space (the
+-- framework's and the model's rules on degrees, splits and layouts): a
+-- policy built from --model / --cluster and searched as built already
+-- allows every value their RELAX text asks for, so it is not offered.
+M.SPACE_RULES = { VPP_INVALID = true, PP_PARTITION = true, PP_DIVISIBILITY = true, DEVICE_COUNT = true,
+  CP_DIVISIBILITY = true, TP_DIVISIBILITY = true, HSDP_INVALID = true, ZERO_STAGE_INVALID = true,
+  INVALID_DEGREE = true, FRAMEWORK_UNSUPPORTED = true }
+
+-- true for a policy built from --model / --cluster (its `defaults` header)
+-- searched with no --set / --fix (top-k aside)
+local function as_built(result)
+  local inp = result.inputs or {}
+  if inp.defaults == nil then return false end
+  for _, o in ipairs(inp.overrides or {}) do
+    if o.key ~= "top_k" then return false end
+  end
+  return true
+end
+
+-- out.suggestions gains what to relax for each filter reason of
+-- out.reasons (RELAX, or the policy rule that refused); MEMORY_LIMIT's
+-- is left out when `memory_said` (memory_suggestion said it), and
+-- M.SPACE_RULES' when the policy was searched as built
+local function relax_suggestions(out, memory_said, built)
+  local seen = { MEMORY_LIMIT = memory_said }
+  for _, r in ipairs(out.reasons) do
+    if not seen[r.code] and not (built and M.SPACE_RULES[r.code]) then
+      seen[r.code] = true
+      local text = RELAX[r.code] or (r.rule and string.format(
+        "policy rule %s: relax or remove it (constraints.rules)", tostring(r.rule))) or nil
+      if text then
+        -- run --launchable first: the restriction the user added, which
+        -- the other suggestions do not lift (more memory admits a strategy
+        -- whose launch file may still differ)
+        local at = r.code == "LAUNCH_DIFFERS" and 1 or #out.suggestions + 1
+        -- what the launch file could not express, from the example: the
+        -- setting to change when the user keeps --launchable
+        local why = r.code == "LAUNCH_DIFFERS" and r.message and (": e.g. " .. r.message) or ""
+        table.insert(out.suggestions, at, string.format("%s (%s candidates, %s)%s", text,
+          common.commas(r.count), r.phase == "early" and "before the estimate" or "after the estimate", why))
+      end
+    end
+  end
+end
+
 --- Why a search found no feasible strategy: the binding reasons (every
 -- filter reason with its count, the ones after the estimate first: they
 -- stopped the candidates that came closest), the closest strategies (the
@@ -370,54 +443,28 @@ function M.diagnose(result, n)
         strategy_text = s and M.strategy_text(s, batch_of(result)) or "", short_text = s and short_text(s) or "" }
     end
   end
-  local seen = {}
   out.min_devices = M.min_devices(result, limit)
   local ndev = ((result.inputs or {}).cluster or {}).num_devices
   local too_few = out.min_devices and ndev and out.min_devices.devices > ndev
+  -- fewer devices than the model states need even with the whole device's
+  -- memory: only more devices help, so no other knob is offered (none can
+  -- make it fit)
+  local at_capacity = out.capacity_bytes and M.min_devices(result, out.capacity_bytes)
+  local hopeless = too_few and (at_capacity == nil or at_capacity.devices > ndev)
   local c1 = out.closest[1]
-  if c1 and c1.reason == "MEMORY_LIMIT" and limit then
-    local need = c1.mem_peak
-    local cap = out.capacity_bytes
-    if cap and need <= cap then
-      -- a limit the policy takes: the need rounded up to a hundredth of a
-      -- GiB, never past the capacity (policy refuses a limit above it)
-      local gib = math.min(math.ceil(need / 2 ^ 30 * 100) / 100, math.floor(cap / 2 ^ 30 * 100) / 100)
-      out.suggestions[#out.suggestions + 1] = string.format(
-        "The closest strategy needs %.2f GiB, %.2f GiB over the %.2f GiB limit and within the device's %.2f GiB: " ..
-        "--set cluster.memory_limit_gib=%s would admit it (less headroom for the allocator).",
-        need / 2 ^ 30, (need - limit) / 2 ^ 30, limit / 2 ^ 30, cap / 2 ^ 30, ("%.2f"):format(gib):gsub("%.?0+$", ""))
-    else
-      out.suggestions[#out.suggestions + 1] = string.format(
-        "The closest strategy needs %.2f GiB, %.2f GiB over the %.2f GiB limit%s: raising the limit cannot help; " ..
-        "shard or recompute more (wider tp_degree, pp_degree, cp_degree or fsdp_degree, zero_stage, " ..
-        "layer_recompute = full, a smaller micro_batch_size), or use more devices.",
-        need / 2 ^ 30, (need - limit) / 2 ^ 30, limit / 2 ^ 30,
-        cap and string.format(" and beyond the device's %.2f GiB", cap / 2 ^ 30) or "")
-    end
-    seen.MEMORY_LIMIT = true
+  local memory_said = c1 and c1.reason == "MEMORY_LIMIT" and limit and true or false
+  local built = as_built(result)
+  if memory_said then
+    local smaller = built and (result.fit_probe or {}).smaller and "smaller"
+    out.suggestions[#out.suggestions + 1] = memory_suggestion(c1.mem_peak, limit, out.capacity_bytes,
+      hopeless and ndev, smaller or built)
   end
   -- fewer devices than the model states need: before any other knob
   if too_few then
-    table.insert(out.suggestions, math.min(#out.suggestions + 1, 2), M.min_devices_text(out.min_devices))
+    table.insert(out.suggestions, hopeless and 1 or math.min(#out.suggestions + 1, 2),
+      M.min_devices_text(out.min_devices))
   end
-  for _, r in ipairs(out.reasons) do
-    if not seen[r.code] then
-      seen[r.code] = true
-      local text = RELAX[r.code] or (r.rule and string.format(
-        "policy rule %s: relax or remove it (constraints.rules)", tostring(r.rule))) or nil
-      if text then
-        -- run --launchable first: the restriction the user added, which
-        -- the other suggestions do not lift (more memory admits a strategy
-        -- whose launch file may still differ)
-        local at = r.code == "LAUNCH_DIFFERS" and 1 or #out.suggestions + 1
-        -- what the launch file could not express, from the example: the
-        -- setting to change when the user keeps --launchable
-        local why = r.code == "LAUNCH_DIFFERS" and r.message and (": e.g. " .. r.message) or ""
-        table.insert(out.suggestions, at, string.format("%s (%s candidates, %s)%s", text,
-          common.commas(r.count), r.phase == "early" and "before the estimate" or "after the estimate", why))
-      end
-    end
-  end
+  if not hopeless then relax_suggestions(out, memory_said, built) end
   return out
 end
 

@@ -75,3 +75,31 @@ describe("held out: Megatron-MoE-ModelZoo (Qwen3-235B-A22B)", function()
     assert.truthy(c.error and c.error:find("moe_router_force_load_balancing", 1, true), c.error)
   end)
 end)
+
+describe("held out: NVIDIA's DeepSeek-V3 GB200 optimisation series", function()
+  -- tests/fixtures/heldout/megatron_dsv3_gb200_ablation.csv: five steps of
+  -- one layout (docs/accuracy.md "Held out: a DeepSeek-V3 GB200
+  -- optimisation series"), each changing what the host launches
+  local ABL = ROOT .. "/tests/fixtures/heldout/megatron_dsv3_gb200_ablation.csv"
+
+  it("reads each step's settings: router fusion, dispatcher, recompute modules, CUDA graph scope", function()
+    local r = validate.run(ABL)
+    assert.are.equal(5, r.summary.cases)
+    assert.are.equal(0, r.summary.failed)
+    local by = by_id(r.cases)
+    assert.is_false(by.ab2.inputs.training.moe_router_fusion)
+    assert.is_true(by.ab3.inputs.training.moe_router_fusion)
+    assert.are.equal("alltoall", by.ab3.inputs.strategy.moe_token_dispatcher)
+    assert.are.equal("flex", by.ab4.inputs.strategy.moe_token_dispatcher)
+    assert.are.equal("mlp/moe_act", by.ab5.inputs.strategy.recompute_modules)
+    assert.are.equal("attn+moe_router", by.ab6.inputs.training.cuda_graph_scope)
+    -- 1 + 30 x 2 + 0 decoder layers over the 32 model chunks (the
+    -- layout's Et|(tt|)*30L)
+    local chunks = by.ab2.inputs.strategy.stage_partition
+    assert.are.equal(32, #chunks)
+    assert.are.same({ 1, 2, 0 }, { chunks[1], chunks[2], chunks[32] })
+    for _, c in ipairs(r.cases) do
+      assert.is_true(finite(c.predicted.tflops_per_gpu) and c.predicted.tflops_per_gpu > 0, c.case_id)
+    end
+  end)
+end)

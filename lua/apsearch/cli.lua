@@ -25,6 +25,7 @@
 local util = require "apsearch.util"
 local policy_mod = require "apsearch.policy"
 local schema = require "apsearch.schema"
+local stacks = require "apsearch.stacks"
 
 local M = {}
 
@@ -253,7 +254,9 @@ function M.built_policy(opts)
     { set = shortcut_sets(given), base_dir = ".", shadow_check = false, partial = true })
   local dev = probe.cluster.device
   local rack = policy_mod.RACK_NVLINK_DOMAIN[tostring(type(dev) == "table" and dev.base or dev):lower()]
-  local raw = defaults.build(given.model, probe.model, probe.cluster, rack)
+  -- the cluster as given: the stack's profile is the run's to apply (a
+  -- written policy whose framework or stack changes must not keep it)
+  local raw = defaults.build(given.model, probe.model, stacks.unapply(probe.cluster, probe.stack), rack)
   local header = defaults.header(probe.model, raw.training, probe.cluster.num_devices)
   return raw, header, "apsearch init " .. given.model .. " " .. given.cluster
 end

@@ -404,6 +404,26 @@ function M.apply(cluster, id)
   return cluster
 end
 
+--- A copy of a cluster without what M.apply put into it: the device's
+-- fields that hold the stack profile's values, and the device table
+-- itself when only its `base` is left (the preset name, as given).
+-- @tparam table cluster policy cluster table (not modified)
+-- @tparam string|nil id stack identifier
+-- @treturn table cluster
+function M.unapply(cluster, id)
+  local c = {}
+  for k, v in pairs(cluster) do c[k] = v end
+  local dev = cluster.device
+  local fields = type(dev) == "table" and M.profile_fields(id, dev.base or dev.name)
+  if not fields then return c end
+  local d = {}
+  for k, v in pairs(dev) do
+    if fields[k] ~= v then d[k] = v end
+  end
+  c.device = (next(d) == "base" and next(d, "base") == nil) and d.base or d
+  return c
+end
+
 --- The fields a stack's profile sets for a device preset, or nil.
 -- @tparam string|nil id stack identifier
 -- @tparam string|nil device preset name (any case)

@@ -218,6 +218,17 @@ describe("apsearch init MODEL CLUSTER", function()
     assert.are.equal(r2.all_candidate_summary.space_size, r1.all_candidate_summary.space_size)
     assert.are.equal(r2.top_k_strategies[1].performance_cost.step_time,
       r1.top_k_strategies[1].performance_cost.step_time)
+    -- the device as given: the stack's attention kernel is the run's to
+    -- apply, so a policy moved to another framework does not keep it
+    assert.truthy(text:find('\n    device = "h100-sxm-80gb",\n', 1, true), text)
+    assert.is_nil(text:find("attention_efficiency", 1, true), text)
+    local _, small = H.apsearch("init", "llama-3.1-8b", "h100-sxm-80gb:1")
+    local titan = H.write(dir .. "/titan.lua", (small:gsub('framework = "megatron"', 'framework = "fsdp2"')))
+    local c3, out3, e3 = H.apsearch("run", titan, "--format", "json", "--top-k", "1")
+    assert.are.equal(0, c3, e3)
+    -- (JSON keeps 14 significant digits)
+    assert.near(require("apsearch.stacks").H100_FA2_ATTENTION,
+      json.decode(out3).inputs.cluster.device.attention_efficiency, 1e-12)
   end)
 end)
 

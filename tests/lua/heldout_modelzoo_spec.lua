@@ -8,6 +8,7 @@
 
 local core = require "apsearch.core"
 local validate = require "apsearch.validate"
+local H = require "spec_helpers"
 
 local ROOT = os.getenv("APS_ROOT") or "."
 local ZOO = ROOT .. "/tests/fixtures/heldout/megatron_moe_modelzoo.csv"
@@ -20,11 +21,7 @@ local function run()
   return result
 end
 
-local function by_id(cases)
-  local by = {}
-  for _, c in ipairs(cases) do by[c.case_id] = c end
-  return by
-end
+local by_id = H.by_id
 
 describe("held out: Megatron-MoE-ModelZoo (Qwen3-235B-A22B)", function()
   it("estimates all 15 rows with finite numbers and compares each measured figure", function()

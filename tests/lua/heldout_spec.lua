@@ -7,17 +7,13 @@
 
 local core = require "apsearch.core"
 local validate = require "apsearch.validate"
+local H = require "spec_helpers"
 
 local ROOT = os.getenv("APS_ROOT") or "."
 local DENSE = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf.csv"
 local MOE = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf_moe.csv"
 
--- id -> entry of an array of cases or rows (their case_id)
-local function by_id(list)
-  local by = {}
-  for _, x in ipairs(list) do by[x.case_id] = x end
-  return by
-end
+local by_id = H.by_id
 
 -- the MoE file estimated once for the tests that only read the result
 local moe_result

@@ -12,11 +12,7 @@ local SET = ROOT .. "/tests/fixtures/memory/public_memory_cases.csv"
 local KINDS = ROOT .. "/tests/fixtures/memory/mem_kinds_3rows.csv"
 local GIB = 2 ^ 30
 
-local function by_id(list)
-  local t = {}
-  for _, c in ipairs(list) do t[c.case_id] = c end
-  return t
-end
+local by_id = H.by_id
 
 describe("public_memory_cases.csv", function()
   local rows

@@ -18,9 +18,7 @@ local H = require "spec_helpers"
 
 local MODELS = ROOT .. "/examples/models/"
 
-local function load(name) return hf.load(MODELS .. name .. ".json") end
-
-local function decoded(name) return H.read_json(MODELS .. name .. ".json") end
+local load, decoded = H.example_model, H.example_config
 
 local err_of = H.err_of
 

@@ -63,6 +63,25 @@ function M.read_json(path)
   return require("cjson").decode(text)
 end
 
+--- The entries of an array keyed by their `case_id` (validate's cases,
+-- a cases file's rows).
+function M.by_id(list)
+  local by = {}
+  for _, x in ipairs(list) do by[x.case_id] = x end
+  return by
+end
+
+--- An example model config (examples/models/NAME.json) as apsearch.hf
+-- reads it (the model table, or an error).
+function M.example_model(name)
+  return require("apsearch.hf").load(M.ROOT .. "/examples/models/" .. name .. ".json")
+end
+
+--- An example model config (examples/models/NAME.json) as decoded JSON.
+function M.example_config(name)
+  return M.read_json(M.ROOT .. "/examples/models/" .. name .. ".json")
+end
+
 --- The message of the error f(...) raises (fails the spec if none).
 function M.err_of(f, ...)
   local ok, e = pcall(f, ...)

@@ -158,7 +158,8 @@ function M.describe_strategy(s)
   local parts = {
     string.format("dp=%s fsdp=%s tp=%s", s.dp_degree, s.fsdp_degree, s.tp_degree),
   }
-  if s.tp_degree and s.tp_degree > 1 then parts[#parts + 1] = "sp=" .. tostring(s.sequence_parallel) end
+  -- on / off, as the table's "same for every row" line spells it
+  if s.tp_degree and s.tp_degree > 1 then parts[#parts + 1] = "sp=" .. (s.sequence_parallel and "on" or "off") end
   parts[#parts + 1] = string.format("pp=%s", s.pp_degree)
   if s.vpp_degree and s.vpp_degree > 1 then parts[#parts + 1] = "vpp=" .. s.vpp_degree end
   if (s.pp_degree or 1) > 1 and s.pp_schedule and s.pp_schedule ~= "1f1b" then

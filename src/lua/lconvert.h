@@ -68,6 +68,9 @@ int apsl_exit_now(lua_State *L);
  *  candidates.csv; apsl_csv_rows_register makes its metatable. */
 int apsl_csv_rows(lua_State *L);
 void apsl_csv_rows_register(lua_State *L);
+/** core.json_encode (ljson.c, documented there): the JSON text of a
+ *  result, keys sorted (lua/apsearch/format/json.lua). */
+int apsl_json_encode(lua_State *L);
 
 /* ------------------------------------------------------------ table -> C */
 

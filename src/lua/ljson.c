@@ -20,7 +20,10 @@
  * - functions, threads, userdata other than null (cjson.null), tables
  *   whose metatable has __json = false, and keys that are neither strings
  *   nor numbers are left out; a table nested deeper than MAX_DEPTH is null;
- * - tables are read raw (no __index, no __pairs).
+ * - tables are read raw (no __index, no __pairs);
+ * - with the option `script`, "<" in a string is written \u003c, so that
+ *   the text can stand in an HTML <script> element ("</script>" and
+ *   "<!--" cannot occur in it; "<" occurs only inside strings).
  */
 #include <math.h>
 #include <stdio.h>
@@ -51,6 +54,7 @@ typedef struct {            /* one key of an object being written */
 typedef struct {
     char *buf;
     size_t len, cap;
+    int script;             /* "<" written \u003c */
     json_key *keys;         /* the keys of the objects being written, a stack */
     size_t nkeys, kcap;
 } json_state;
@@ -144,9 +148,10 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 }
 
 /* The escape of an ASCII byte, NULL when it is written as is. */
-static const char *escape_of(unsigned char c, char tmp[8])
+static const char *escape_of(unsigned char c, int script, char tmp[8])
 {
     switch (c) {
+    case '<': return script ? "\\u003c" : NULL;
     case '"': return "\\\"";
     case '\\': return "\\\\";
     case '\b': return "\\b";
@@ -174,7 +179,7 @@ static void put_string(lua_State *L, json_state *st, const char *str, size_t n)
         const char *esc = NULL;
         size_t len = 1;
         if (s[i] < 0x80) {
-            esc = escape_of(s[i], tmp);
+            esc = escape_of(s[i], st->script, tmp);
         } else {
             len = utf8_seq(s + i, n - i);
             if (!len) {
@@ -414,22 +419,36 @@ static void encode(lua_State *L, json_state *st, int idx, int depth)
     }
 }
 
-/* core.json_encode(value [, overlay]) -> string: the JSON text of value
- * (the header above says how).  overlay maps a table of value to a table
- * of fields written in place of the table's own (and beside them): the
- * value of each is written as the field's.  Raises on out of memory. */
+/* core.json_encode(value [, overlay [, opts]]) -> string: the JSON text
+ * of value (the header above says how).  overlay maps a table of value to
+ * a table of fields written in place of the table's own (and beside
+ * them): the value of each is written as the field's.  opts: `script`
+ * (boolean: "<" as \u003c), `suffix` (string appended to the text, e.g.
+ * a newline).  Raises on out of memory. */
 int apsl_json_encode(lua_State *L)
 {
     luaL_checkany(L, 1);
-    lua_settop(L, 2);
+    lua_settop(L, 3);
+    int script = 0;
+    size_t slen = 0;
+    const char *suffix = NULL;
+    if (!lua_isnil(L, 3)) {
+        luaL_checktype(L, 3, LUA_TTABLE);
+        script = lua_getfield(L, 3, "script") != LUA_TNIL && lua_toboolean(L, -1);
+        if (lua_getfield(L, 3, "suffix") != LUA_TNIL)
+            suffix = luaL_checklstring(L, -1, &slen);
+    }
     json_state *st = lua_newuserdatauv(L, sizeof *st, 0);
     memset(st, 0, sizeof *st);
+    st->script = script;
     if (luaL_newmetatable(L, JSON_MT)) {
         lua_pushcfunction(L, state_gc);
         lua_setfield(L, -2, "__gc");
     }
     lua_setmetatable(L, -2);
     encode(L, st, 1, 0);
+    if (suffix)
+        put(L, st, suffix, slen);
     lua_pushlstring(L, st->buf ? st->buf : "", st->len);
     lua_pushcfunction(L, state_gc);   /* free the buffers now, not at a GC */
     lua_pushvalue(L, -3);

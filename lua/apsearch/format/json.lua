@@ -118,8 +118,11 @@ end
 
 --- Encodes a value as JSON text (one line), as the module's header says.
 -- @param value a table of plain data (a search or estimate result)
+-- @tparam[opt] table opts `script` (true: "<" written `\u003c`, so that
+--   the text can stand in an HTML `<script>` element: "</script>" and
+--   "<!--" cannot occur in it), `suffix` (a string the text ends with)
 -- @treturn string JSON
-function M.encode(value)
+function M.encode(value, opts)
   local overlay = {}
   if type(value) == "table" then
     local inputs = type(value.inputs) == "table" and value.inputs or {}
@@ -135,14 +138,14 @@ function M.encode(value)
       end
     end
   end
-  return core.json_encode(value, overlay)
+  return core.json_encode(value, overlay, opts)
 end
 
 --- Formats a search result as JSON followed by a newline.
 -- @tparam table result the result of apsearch.search.run
 -- @treturn string
 function M.format(result)
-  return M.encode(result) .. "\n"
+  return M.encode(result, { suffix = "\n" })
 end
 
 --- Decodes JSON text (for tests and tools).

@@ -110,4 +110,12 @@ describe("json.encode (core.json_encode)", function()
     assert.truthy(utf8.len(text), text)
     assert_sorted_keys(text)
   end)
+
+  it("writes \"<\" as \\u003c with the option script, and ends with the option suffix", function()
+    local v = { html = "</script><!--", ["<k"] = 1 }
+    local text = json.encode(v, { script = true, suffix = "\n" })
+    assert.are.equal('{"\\u003ck":1,"html":"\\u003c/script>\\u003c!--"}\n', text)
+    assert.are.same(v, cjson.decode(text))
+    assert.are.equal(json.encode(v) .. "\n", json.format(v))
+  end)
 end)

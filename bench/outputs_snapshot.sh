@@ -9,7 +9,8 @@
 # hash order, which is seeded per process.
 # The search's own timings (all_candidate_summary seconds, search_seconds,
 # candidates_per_s, its log line; the table's first lines) and the set's
-# directory and run_id in result.json are masked.
+# directory and run_id in result.json are masked, and so is the tree a
+# model file was read from (APSEARCH_ROOT).
 # Usage: bench/outputs_snapshot.sh DIR [APSEARCH]
 #        bench/outputs_snapshot.sh --compare OLD NEW
 set -euo pipefail
@@ -20,7 +21,8 @@ if [ "${1:-}" = --compare ]; then
     .all_candidate_summary.candidates_per_s?, .run_id?) | walk(if type == "string"
     then sub("candidates in [0-9.]+ s [(][0-9]+ candidates/s[)]"; "T") else . end)'
   norm() { case $1 in
-    *.json) sed -E 's#[^" ]*/\.tmp([/"])#OUT\1#g' "$1" | jq -S "$JQ" ;;
+    *.json) sed -E -e 's#[^" ]*/\.tmp([/"])#OUT\1#g' -e 's#"[^"]*/(examples/models/)#"ROOT/\1#g' "$1" |
+      jq -S "$JQ" ;;
     *.table) sed -E 's/(^ *|, )[0-9]+\.[0-9]+ s$/\1T s/' "$1" ;;
     *.html) sed -E -e 's/searched in [0-9.]+ s/searched in T s/' \
       -e 's/candidates in [0-9.]+ s [(][0-9]+ candidates\/s[)]/T/g' "$1" ;;

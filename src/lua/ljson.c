@@ -41,6 +41,7 @@
 #define SPARSE_RATIO 2      /* cjson's encode_sparse_ratio */
 #define SPARSE_SAFE 10      /* cjson's encode_sparse_safe */
 #define ARG_OVERLAY 2       /* stack index of json_encode's overlay */
+#define ARG_SPELL 4         /* stack index of the option spell (or nil) */
 #define NUM_LEN 32          /* room for "%.14g" of any double */
 
 typedef struct {            /* one key of an object being written */
@@ -55,6 +56,7 @@ typedef struct {
     char *buf;
     size_t len, cap;
     int script;             /* "<" written \u003c */
+    int spell;              /* the option spell is a function */
     json_key *keys;         /* the keys of the objects being written, a stack */
     size_t nkeys, kcap;
 } json_state;
@@ -353,12 +355,37 @@ static int marked_array(lua_State *L, int idx)
     return marked;
 }
 
+/* The type of the raw field name of the table at t. */
+static int raw_type(lua_State *L, int t, const char *name)
+{
+    lua_pushstring(L, name);
+    int type = lua_rawget(L, t);
+    lua_pop(L, 1);
+    return type;
+}
+
+/* 1 when the table at t may be a strategy (numbers dp_degree and
+ * micro_batch_size, a string layer_recompute) or hold one beside its
+ * stages (tables strategy and stages): the option spell is called on it. */
+static int may_spell(lua_State *L, int t)
+{
+    if (raw_type(L, t, "dp_degree") == LUA_TNUMBER && raw_type(L, t, "micro_batch_size") == LUA_TNUMBER
+        && raw_type(L, t, "layer_recompute") == LUA_TSTRING)
+        return 1;
+    return raw_type(L, t, "strategy") == LUA_TTABLE && raw_type(L, t, "stages") == LUA_TTABLE;
+}
+
 /* Appends the table at idx (depth: its nesting, the top level 0). */
 static void put_table(lua_State *L, json_state *st, int t, int depth)
 {
     luaL_checkstack(L, 8, "json_encode: nesting too deep");
     int top = lua_gettop(L);
     int o = 0;
+    if (st->spell && may_spell(L, t)) {
+        lua_pushvalue(L, ARG_SPELL);
+        lua_pushvalue(L, t);
+        lua_call(L, 1, 0);
+    }
     lua_pushvalue(L, t);
     if (lua_rawget(L, ARG_OVERLAY) == LUA_TTABLE)
         o = lua_gettop(L);
@@ -424,11 +451,15 @@ static void encode(lua_State *L, json_state *st, int idx, int depth)
  * a table of fields written in place of the table's own (and beside
  * them): the value of each is written as the field's.  opts: `script`
  * (boolean: "<" as \u003c), `suffix` (string appended to the text, e.g.
- * a newline).  Raises on out of memory. */
+ * a newline), `spell` (a function called with each table that may be a
+ * strategy or hold one, see may_spell, before the table is written: it
+ * may add the table's entry to overlay).  Raises on out of memory and
+ * what spell raises. */
 int apsl_json_encode(lua_State *L)
 {
     luaL_checkany(L, 1);
     lua_settop(L, 3);
+    lua_pushnil(L);   /* ARG_SPELL */
     int script = 0;
     size_t slen = 0;
     const char *suffix = NULL;
@@ -437,10 +468,17 @@ int apsl_json_encode(lua_State *L)
         script = lua_getfield(L, 3, "script") != LUA_TNIL && lua_toboolean(L, -1);
         if (lua_getfield(L, 3, "suffix") != LUA_TNIL)
             suffix = luaL_checklstring(L, -1, &slen);
+        if (lua_getfield(L, 3, "spell") != LUA_TNIL) {
+            luaL_checktype(L, -1, LUA_TFUNCTION);
+            lua_replace(L, ARG_SPELL);
+        } else {
+            lua_pop(L, 1);
+        }
     }
     json_state *st = lua_newuserdatauv(L, sizeof *st, 0);
     memset(st, 0, sizeof *st);
     st->script = script;
+    st->spell = lua_isfunction(L, ARG_SPELL);
     if (luaL_newmetatable(L, JSON_MT)) {
         lua_pushcfunction(L, state_gc);
         lua_setfield(L, -2, "__gc");

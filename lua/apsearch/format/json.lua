@@ -76,26 +76,26 @@ local function spell_fields(overlay, t, v, gbs, lay)
   end
 end
 
--- Fills the overlay with the spelt placeholders of every strategy in v.
-local function spell(overlay, v, gbs, depth)
-  if depth > 64 then return end
-  if is_strategy(v) then
-    spell_fields(overlay, v, v, gbs, (v.memory_cost and v.memory_cost.per_stage) and common.resolved_layout(v) or {})
-  end
-  -- an estimate (`apsearch estimate --format json`): its strategy as its
-  -- stages ran it, the layers and recomputed layers of each, as a top-k
-  -- record's (no "all" beside counts in one array)
-  local est = type(v.strategy) == "table" and is_strategy(v.strategy) and type(v.stages) == "table"
-    and #v.stages > 0 and written(v.strategy)
-  if est then
-    local rec = setmetatable({ memory_cost = { per_stage = v.stages } }, { __index = v.strategy })
-    spell_fields(overlay, v.strategy, rec, gbs, common.resolved_layout(rec))
-  end
-  for k, x in next, v do
-    local kt = type(k)
-    if type(x) == "table" and (kt == "string" or kt == "number") and written(x)
-      and not (est and k == "strategy") then
-      spell(overlay, x, gbs, depth + 1)
+-- The encoder's `spell` option (core.json_encode): called with each table
+-- that may be a strategy or an estimate, it spells the placeholders of a
+-- strategy, and of an estimate's strategy as its stages ran it, into the
+-- overlay (each table once).
+local function speller(overlay, gbs)
+  local done = {}
+  return function(v)
+    if done[v] then return end
+    done[v] = true
+    if is_strategy(v) then
+      spell_fields(overlay, v, v, gbs, (v.memory_cost and v.memory_cost.per_stage) and common.resolved_layout(v) or {})
+    end
+    -- an estimate (`apsearch estimate --format json`): its strategy as its
+    -- stages ran it, the layers and recomputed layers of each, as a top-k
+    -- record's (no "all" beside counts in one array)
+    if type(v.strategy) == "table" and is_strategy(v.strategy) and type(v.stages) == "table"
+        and #v.stages > 0 and written(v.strategy) then
+      local rec = setmetatable({ memory_cost = { per_stage = v.stages } }, { __index = v.strategy })
+      done[v.strategy] = true
+      spell_fields(overlay, v.strategy, rec, gbs, common.resolved_layout(rec))
     end
   end
 end
@@ -123,11 +123,11 @@ end
 --   "<!--" cannot occur in it), `suffix` (a string the text ends with)
 -- @treturn string JSON
 function M.encode(value, opts)
-  local overlay = {}
+  local overlay, copts = {}, { script = opts and opts.script, suffix = opts and opts.suffix }
   if type(value) == "table" then
     local inputs = type(value.inputs) == "table" and value.inputs or {}
     local gbs = type(inputs.training) == "table" and inputs.training.global_batch_size or nil
-    spell(overlay, value, gbs, 0)
+    copts.spell = speller(overlay, gbs)
     if type(value.inputs) == "table" then spell_space(overlay, value.inputs.search_space) end
     if type(value.top_k_strategies) == "table" then
       for _, rec in ipairs(value.top_k_strategies) do
@@ -138,7 +138,7 @@ function M.encode(value, opts)
       end
     end
   end
-  return core.json_encode(value, overlay, opts)
+  return core.json_encode(value, overlay, copts)
 end
 
 --- Formats a search result as JSON followed by a newline.

@@ -667,12 +667,19 @@ end
 -- @param v value
 -- @treturn string
 function M.value_text(v)
-  if type(v) == "table" then
-    local parts = {}
-    for i, x in ipairs(v) do parts[i] = tostring(x) end
-    return table.concat(parts, ":")
+  if type(v) ~= "table" then return tostring(v) end
+  -- numbers and strings joined by table.concat (its spelling of a number
+  -- is tostring's); anything else through tostring
+  local n, plain = 0, true
+  for i, x in ipairs(v) do
+    local t = type(x)
+    if t ~= "number" and t ~= "string" then plain = false end
+    n = i
   end
-  return tostring(v)
+  if plain then return table.concat(v, ":", 1, n) end
+  local parts = {}
+  for i, x in ipairs(v) do parts[i] = tostring(x) end
+  return table.concat(parts, ":")
 end
 
 return M

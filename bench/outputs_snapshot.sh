@@ -2,14 +2,15 @@
 # Writes the outputs of `apsearch run` on several policies into DIR (every
 # format, --top-k 1000, --out with --candidates all and feasible), so that
 # two builds can be compared byte for byte: run it before and after a
-# change, then `bench/outputs_snapshot.sh --compare OLD NEW`.  JSON (stdout
-# and result.json) is compared with its keys
-# sorted (report.html is not kept: it embeds such JSON and the run's id):
-# lua-cjson writes a table's keys in Lua's hash order, which is
-# seeded per process, so two runs of one build differ in key order only.
+# change, then `bench/outputs_snapshot.sh --compare OLD NEW`.  JSON (stdout,
+# result.json and the data block of report.html, kept as
+# report.data.json beside the rest of the page) is compared with its keys
+# sorted: apsearch before core.json_encode wrote a table's keys in Lua's
+# hash order, which is seeded per process.
 # The search's own timings (all_candidate_summary seconds, search_seconds,
 # candidates_per_s, its log line; the table's first lines) and the set's
-# directory and run_id in result.json are masked.
+# directory and run_id in result.json are masked, and so is the tree a
+# model file was read from (APSEARCH_ROOT).
 # Usage: bench/outputs_snapshot.sh DIR [APSEARCH]
 #        bench/outputs_snapshot.sh --compare OLD NEW
 set -euo pipefail
@@ -20,8 +21,11 @@ if [ "${1:-}" = --compare ]; then
     .all_candidate_summary.candidates_per_s?, .run_id?) | walk(if type == "string"
     then sub("candidates in [0-9.]+ s [(][0-9]+ candidates/s[)]"; "T") else . end)'
   norm() { case $1 in
-    *.json) sed -E 's#[^" ]*/\.tmp([/"])#OUT\1#g' "$1" | jq -S "$JQ" ;;
+    *.json) sed -E -e 's#[^" ]*/\.tmp([/"])#OUT\1#g' -e 's#"[^"]*/(examples/models/)#"ROOT/\1#g' "$1" |
+      jq -S "$JQ" ;;
     *.table) sed -E 's/(^ *|, )[0-9]+\.[0-9]+ s$/\1T s/' "$1" ;;
+    *.html) sed -E -e 's/searched in [0-9.]+ s/searched in T s/' \
+      -e 's/candidates in [0-9.]+ s [(][0-9]+ candidates\/s[)]/T/g' "$1" ;;
     *) cat "$1" ;;
   esac; }
   # each tree normalized into a copy, then compared whole
@@ -55,10 +59,16 @@ for pol in examples/llama3_8b_h100.lua examples/llama3_70b_h100_1024_sweep.lua \
       --top-k 1000 >/dev/null
     mkdir -p "$dir/$n.out-$mode"
     # the set's files without its run id (a time stamp and pid)
-    for g in candidates.csv result.csv result.json; do
+    for g in candidates.csv result.csv result.json report.html; do
       [ -f "$dir/.tmp/$g" ] && sed 's/apsearch-set-[0-9TZ]*-[0-9]*-[0-9a-f]*/SET/g' \
         "$dir/.tmp/$g" >"$dir/$n.out-$mode/$g"
     done
+    # the report's data block apart (its JSON keys sorted on --compare)
+    h="$dir/$n.out-$mode/report.html"
+    sed -n 's#^<script type="application/json" id="apsearch-data">\(.*\)</script>$#\1#p' "$h" \
+      >"$dir/$n.out-$mode/report.data.json"
+    sed -i -e 's#^\(<script type="application/json" id="apsearch-data">\).*\(</script>\)$#\1DATA\2#' \
+      -e 's#\(<meta name="apsearch-run-id" content="\)[^"]*#\1ID#' "$h"
     cp -r "$dir/.tmp/launch" "$dir/$n.out-$mode/launch"
     rm -rf "$dir"/.tmp "$dir"/..tmp.apsearch-*
   done

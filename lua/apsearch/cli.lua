@@ -527,11 +527,14 @@ function M.write_set(set, dir, result, opts)
   files[#files + 1] = util.join_path(dir, "report.html")
   for _, f in ipairs(lfiles) do files[#files + 1] = util.join_path(dir, "launch/" .. f.name) end
   result.output_files = files
-  local function put(rel, text)
-    local wok, werr = set:write(rel, text)
+  local function put_all(list)
+    local wok, werr, rel = set:write_all(list)
     if not wok then util.fail("--out", "dir", "cannot write " .. rel .. ": " .. tostring(werr), dir) end
   end
-  for _, f in ipairs(lfiles) do put("launch/" .. f.name, f.text) end
+  local function put(rel, text) put_all({ { rel, text } }) end
+  local launch_files = {}
+  for i, f in ipairs(lfiles) do launch_files[i] = { "launch/" .. f.name, f.text } end
+  put_all(launch_files)
   launch.make_executable(set:file("launch"), lfiles)
   put("result.csv", csv.format(result))
   put("report.html", html.render(result, {

@@ -379,36 +379,61 @@ function Set:note_manifest(line)
   return ok, werr
 end
 
--- Lists rel in the manifest before the file is created (once).
-function Set:record(rel)
-  if self.recorded[rel] then return true end
-  local ok, err = self:note_manifest("file " .. rel)
-  if ok then
-    self.recorded[rel] = true
-    self.recorded[#self.recorded + 1] = rel
+-- Lists the names of rels (an array) in the manifest before the files are
+-- created, each once, in one append.
+function Set:record(rels)
+  local lines = {}
+  for _, rel in ipairs(rels) do
+    if not self.recorded[rel] then lines[#lines + 1] = "file " .. rel end
   end
-  return ok, err
+  if #lines == 0 then return true end
+  local ok, err = self:note_manifest(table.concat(lines, "\n"))
+  if not ok then return ok, err end
+  for _, rel in ipairs(rels) do
+    if not self.recorded[rel] then
+      self.recorded[rel] = true
+      self.recorded[#self.recorded + 1] = rel
+    end
+  end
+  return true
 end
 
 function Set:write_raw(rel, text)
   local p = util.join_path(self.path, rel)
+  if core then return core.write_synced(p, text) end
   local f, err = io.open(p, "wb")
   if not f then return nil, err end
   local ok, werr = f:write(text)
   if ok then ok, werr = f:close() else f:close() end
-  if not ok then return nil, werr end
-  return sync(p)
+  return ok, werr
+end
+
+--- Writes files of the set (listed in the manifest, all names before the
+-- first file, each file fsynced).
+-- @tparam table files array of `{rel, text}`: rel the path in the set,
+--   e.g. `launch/rank1_megatron.sh`
+-- @treturn boolean|nil true
+-- @treturn[opt] string error
+-- @treturn[opt] string the rel that failed
+function Set:write_all(files)
+  local rels = {}
+  for i, f in ipairs(files) do rels[i] = f[1] end
+  local ok, err = self:record(rels)
+  if not ok then return nil, err, rels[1] end
+  for _, f in ipairs(files) do
+    ok, err = self:write_raw(f[1], f[2])
+    if not ok then return nil, err, f[1] end
+  end
+  return true
 end
 
 --- Writes one file of the set (listed in the manifest, fsynced).
--- @tparam string rel path in the set, e.g. `launch/rank1_megatron.sh`
+-- @tparam string rel path in the set, e.g. `result.json`
 -- @tparam string text
 -- @treturn boolean|nil true
 -- @treturn[opt] string error
 function Set:write(rel, text)
-  local ok, err = self:record(rel)
-  if not ok then return nil, err end
-  return self:write_raw(rel, text)
+  return self:write_all({ { rel, text } })
 end
 
 --- The path of a file in the set directory (to change it otherwise, e.g.
@@ -424,7 +449,7 @@ function Set:file(rel) return util.join_path(self.path, rel) end
 --   err}`: `write` raises on an error; `close` closes and fsyncs
 -- @treturn string|nil the error
 function Set:stream(rel)
-  local rok, rerr = self:record(rel)
+  local rok, rerr = self:record({ rel })
   if not rok then return nil, rerr end
   local p = util.join_path(self.path, rel)
   local f, err = io.open(p, "wb")

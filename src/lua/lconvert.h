@@ -51,6 +51,9 @@ int apsl_chown(lua_State *L);
 /** core.read_regular(path, max_bytes): an input file's contents, read
  *  only when it is a regular file within max_bytes (lfsync.c). */
 int apsl_read_regular(lua_State *L);
+/** core.write_synced(path, text): a file written, fsynced and closed
+ *  (lfsync.c). */
+int apsl_write_synced(lua_State *L);
 /** core.ncpu, pipe, fork, fd_read, fd_write, fd_close, poll, waitpid,
  *  kill and exit_now (lproc.c, each documented there): the worker
  *  processes of `apsearch run --jobs N` (lua/apsearch/parallel.lua). */
@@ -68,6 +71,9 @@ int apsl_exit_now(lua_State *L);
  *  candidates.csv; apsl_csv_rows_register makes its metatable. */
 int apsl_csv_rows(lua_State *L);
 void apsl_csv_rows_register(lua_State *L);
+/** core.json_encode (ljson.c, documented there): the JSON text of a
+ *  result, keys sorted (lua/apsearch/format/json.lua). */
+int apsl_json_encode(lua_State *L);
 
 /* ------------------------------------------------------------ table -> C */
 

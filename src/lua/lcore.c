@@ -757,6 +757,7 @@ static const luaL_Reg module_funcs[] = {
     {"lstat", apsl_lstat},
     {"chown", apsl_chown},
     {"read_regular", apsl_read_regular},
+    {"write_synced", apsl_write_synced},
     {"ncpu", apsl_ncpu},
     {"pipe", apsl_pipe},
     {"fork", apsl_fork},
@@ -768,6 +769,7 @@ static const luaL_Reg module_funcs[] = {
     {"kill", apsl_kill},
     {"exit_now", apsl_exit_now},
     {"csv_rows", apsl_csv_rows},
+    {"json_encode", apsl_json_encode},
     {NULL, NULL}
 };
 
@@ -811,10 +813,11 @@ static const char *perf_name(int i)
  * require "apsearch.core" -> module table:
  *   model_params, device_presets, device_preset, defaults, context
  *   (functions above); fsync, getpid, realpath, monotime, isatty,
- *   rename_noreplace, rename_exchange, chmod, read_regular (lfsync.c);
+ *   rename_noreplace, rename_exchange, chmod, read_regular, write_synced
+ *   (lfsync.c);
  *   ncpu, pipe, fork, fd_read, fd_write, fd_close, poll, waitpid, kill,
  *   exit_now (lproc.c); csv_rows, the row buffer of candidates.csv
- *   (lcsvrows.c);
+ *   (lcsvrows.c); json_encode, the JSON text of a result (ljson.c);
  *   version: the CMake project version (APS_VERSION);
  *   MAX_STAGES: largest pp_degree (APS_MAX_STAGES);
  *   MAX_DEGREE: largest parallel degree or batch dimension (APS_MAX_DEGREE);

@@ -9,9 +9,11 @@
  * and rename by exchange (renameat2(2)), chmod, chown and lstat (the
  * permissions, owner and exact stamps of what it writes and replaces);
  * and the one reader of every input file, which refuses at once what is
- * not a regular file.  Registered in the `apsearch.core` module (lcore.c)
- * as fsync, getpid, realpath, monotime, isatty, rename_noreplace,
- * rename_exchange, chmod, lstat, chown and read_regular.
+ * not a regular file; and a file written and fsynced in one call (the
+ * thousands of launch files of a set).  Registered in the `apsearch.core`
+ * module (lcore.c) as fsync, getpid, realpath, monotime, isatty,
+ * rename_noreplace, rename_exchange, chmod, lstat, chown, read_regular and
+ * write_synced.
  */
 #define _GNU_SOURCE /* realpath; renameat2 (glibc >= 2.28) */
 
@@ -30,6 +32,16 @@
 
 #include "lconvert.h"
 
+/* fsync(fd), a file system that cannot sync (EINVAL, EROFS) counting as
+ * done; errno kept. */
+static int sync_fd(int fd)
+{
+    int r = fsync(fd);
+    if (r != 0 && (errno == EINVAL || errno == EROFS))
+        r = 0;
+    return r;
+}
+
 /* core.fsync(path) -> true | nil, message, errno.  Opens path read-only
  * (a file or a directory) and fsyncs it.  A file system that cannot sync
  * (EINVAL, EROFS) counts as done. */
@@ -40,11 +52,43 @@ int apsl_fsync(lua_State *L)
     int r, e;
     if (fd < 0)
         return luaL_fileresult(L, 0, path);
-    r = fsync(fd);
+    r = sync_fd(fd);
     e = errno;
     close(fd);
-    if (r != 0 && (e == EINVAL || e == EROFS))
-        r = 0;
+    errno = e;
+    return luaL_fileresult(L, r == 0, path);
+}
+
+/* core.write_synced(path, text) -> true | nil, message, errno.  Creates
+ * or truncates the file at path (mode 0666 less the umask, as fopen; a
+ * symbolic link at path is refused), writes text, fsyncs and closes it. */
+int apsl_write_synced(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    size_t len;
+    const char *text = luaL_checklstring(L, 2, &len);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0)
+        return luaL_fileresult(L, 0, path);
+    int r = 0;
+    while (len > 0 && r == 0) {
+        ssize_t n = write(fd, text, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            r = -1;
+        else {
+            text += n;
+            len -= (size_t)n;
+        }
+    }
+    if (r == 0)
+        r = sync_fd(fd);
+    int e = errno;
+    if (close(fd) != 0 && r == 0) {
+        r = -1;
+        e = errno;
+    }
     errno = e;
     return luaL_fileresult(L, r == 0, path);
 }

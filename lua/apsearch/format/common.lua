@@ -107,6 +107,59 @@ M.field_reads = {
   moe_capacity_factor = { "ep_degree" },
 }
 
+-- the V schedules: stage i and 2p - 1 - i on rank i (M.chunk_layers)
+local function v_shaped(t, p, v)
+  return p > 1 and v == 2 and (t.pp_schedule == "zbv_zero_bubble" or t.pp_schedule == "dualpipev")
+end
+
+-- The layers of each model chunk (virtual stage, model order) of
+-- M.chunk_layers: a new array of p x v counts.
+local function chunk_sizes(t, counts)
+  local p, v = t.pp_degree or 1, t.vpp_degree or 1
+  local S = p * v
+  local V = v_shaped(t, p, v)
+  -- the stage (1-based) chunk k (0-based) of rank i (1-based) runs
+  local function stage(i, k)
+    if V then return k == 0 and i or 2 * p + 1 - i end
+    return i + k * p
+  end
+  local sizes
+  local sp = t.stage_partition
+  local given = not all_zero(sp)
+  if v > 1 and given and #sp == S then
+    sizes = {}
+    for j = 1, S do sizes[j] = sp[j] end
+  elseif p > 1 and v > 1 and not given and all_zero(t.layer_offset) and not t.balance_stages
+      and (t.pipeline_split or "even") ~= "even" then
+    local L = 0
+    for i = 1, p do L = L + (counts[i] or 0) end
+    -- the estimator's own rule (src/core/pipeline.c: embedding_loss, fill_last)
+    sizes = require("apsearch.core").chunk_layers(L,
+      { pp_degree = p, vpp_degree = v, pipeline_split = t.pipeline_split })
+  end
+  local function fits(sz)
+    if not sz then return false end
+    for i = 1, p do
+      local n = 0
+      for k = 0, v - 1 do
+        local c = sz[stage(i, k)]
+        if not c or c < 0 then return false end
+        n = n + c
+      end
+      if n ~= (counts[i] or 0) then return false end
+    end
+    return true
+  end
+  if not fits(sizes) then
+    sizes = {}
+    for i = 1, p do
+      local n = counts[i] or 0
+      for k = 0, v - 1 do sizes[stage(i, k)] = n // v + (k < n % v and 1 or 0) end
+    end
+  end
+  return sizes
+end
+
 --- The pipeline layout a top-k strategy ran, resolved from its estimate:
 -- `stage_partition` as layers per pipeline rank (vpp = 1) or per model
 -- chunk in schedule order (vpp > 1, src/core/pipeline.c aps_chunk_layers,
@@ -130,11 +183,7 @@ function M.resolved_layout(rec)
   if not all_zero(rec.stage_partition) then
     out.stage_partition = rec.stage_partition
   elseif (rec.vpp_degree or 1) > 1 then
-    local sizes = {}
-    for _, chunks in ipairs(M.chunk_layers(rec, counts)) do
-      for _, ch in ipairs(chunks) do sizes[ch[1]] = ch[3] - ch[2] + 1 end   -- model order
-    end
-    out.stage_partition = sizes
+    out.stage_partition = chunk_sizes(rec, counts)   -- model order
   else
     out.stage_partition = counts
   end
@@ -176,50 +225,11 @@ end
 --   `{virtual_stage (1-based), first, last}` (`first > last`: no layers)
 function M.chunk_layers(t, counts)
   local p, v = t.pp_degree or 1, t.vpp_degree or 1
-  local S = p * v
-  local V = p > 1 and v == 2 and (t.pp_schedule == "zbv_zero_bubble" or t.pp_schedule == "dualpipev")
-  -- the stage (1-based) chunk k (0-based) of rank i (1-based) runs
-  local function stage(i, k)
-    if V then return k == 0 and i or 2 * p + 1 - i end
-    return i + k * p
-  end
-  local sizes
-  local sp = t.stage_partition
-  local given = not all_zero(sp)
-  if v > 1 and given and #sp == S then
-    sizes = {}
-    for j = 1, S do sizes[j] = sp[j] end
-  elseif p > 1 and v > 1 and not given and all_zero(t.layer_offset) and not t.balance_stages
-      and (t.pipeline_split or "even") ~= "even" then
-    local L = 0
-    for i = 1, p do L = L + (counts[i] or 0) end
-    -- the estimator's own rule (src/core/pipeline.c: embedding_loss, fill_last)
-    sizes = require("apsearch.core").chunk_layers(L,
-      { pp_degree = p, vpp_degree = v, pipeline_split = t.pipeline_split })
-  end
-  local function fits(sz)
-    if not sz then return false end
-    for i = 1, p do
-      local n = 0
-      for k = 0, v - 1 do
-        local c = sz[stage(i, k)]
-        if not c or c < 0 then return false end
-        n = n + c
-      end
-      if n ~= (counts[i] or 0) then return false end
-    end
-    return true
-  end
-  if not fits(sizes) then
-    sizes = {}
-    for i = 1, p do
-      local n = counts[i] or 0
-      for k = 0, v - 1 do sizes[stage(i, k)] = n // v + (k < n % v and 1 or 0) end
-    end
-  end
+  local V = v_shaped(t, p, v)
+  local sizes = chunk_sizes(t, counts)
   local out, first = {}, 0
   for i = 1, p do out[i] = {} end
-  for j = 1, S do
+  for j = 1, p * v do
     local i, k = (j - 1) % p + 1, (j - 1) // p
     if V then i, k = j <= p and j or 2 * p + 1 - j, j <= p and 0 or 1 end
     out[i][k + 1] = { j, first, first + sizes[j] - 1 }
@@ -677,12 +687,19 @@ end
 -- @param v value
 -- @treturn string
 function M.value_text(v)
-  if type(v) == "table" then
-    local parts = {}
-    for i, x in ipairs(v) do parts[i] = tostring(x) end
-    return table.concat(parts, ":")
+  if type(v) ~= "table" then return tostring(v) end
+  -- numbers and strings joined by table.concat (its spelling of a number
+  -- is tostring's); anything else through tostring
+  local n, plain = 0, true
+  for i, x in ipairs(v) do
+    local t = type(x)
+    if t ~= "number" and t ~= "string" then plain = false end
+    n = i
   end
-  return tostring(v)
+  if plain then return table.concat(v, ":", 1, n) end
+  local parts = {}
+  for i, x in ipairs(v) do parts[i] = tostring(x) end
+  return table.concat(parts, ":")
 end
 
 return M

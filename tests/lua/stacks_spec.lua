@@ -226,6 +226,28 @@ describe("software stacks", function()
       end)
   end)
 
+  it("apply to a policy built from --model / --cluster by the stack it runs, and init writes none", function()
+    -- the built policy's device was the normalized probe's, the default
+    -- stack's profile already in it: training.stack / framework changed
+    -- nothing (nemo-1 estimated at cuDNN's 0.527, not FlashAttention-2's)
+    local function device_of(...)
+      local code, out, err = H.apsearch("run", "-q", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1",
+        "--format", "json", "--top-k", "1", ...)
+      assert.are.equal(0, code, err)
+      return require("cjson").decode(out).inputs.cluster.device
+    end
+    assert.near(stacks.H100_FA2_ATTENTION, device_of("--set", "training.stack=nemo-1").attention_efficiency, 1e-12)
+    assert.near(stacks.H100_CUDNN_ATTENTION, device_of().attention_efficiency, 1e-12)
+    assert.near(stacks.H100_FA2_ATTENTION, device_of("--set", "training.framework=fsdp2").attention_efficiency,
+      1e-12)
+    -- the written policy names the device as given, so that the stack it
+    -- is later edited to prices its own kernel
+    local code, text, err = H.apsearch("init", "llama-3.1-8b", "h100-sxm-80gb:1")
+    assert.are.equal(0, code, err)
+    assert.truthy(text:find('\n    device = "h100-sxm-80gb",\n', 1, true), text)
+    assert.falsy(text:find("attention_efficiency", 1, true), text)
+  end)
+
   it("apply in validate by the row's software", function()
     local rows = validate.load(ROOT .. "/tests/fixtures/cases_mpt_h100.csv")
     local row

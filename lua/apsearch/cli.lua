@@ -408,11 +408,24 @@ local function load_policy(path, opts, extra)
         if not is_kept[k] then set[#set + 1] = k end
       end
       io.stderr:write(("apsearch: note: calibration %s applied to %s: %s\n"):format(opts.calibration,
-        tostring(calibration.device_name(p.cluster)), table.concat(set, ", ")))
-      if #kept > 0 then
+        tostring(calibration.device_name(p.cluster)),
+        #set > 0 and table.concat(set, ", ") or "no field (each of its fields for the device is kept)"))
+      -- a kept field holds the profile's value, or the one the policy's
+      -- device table (--set cluster.device.<field>) gave over it
+      local profile = require("apsearch.stacks").profile_fields(p.stack, calibration.device_name(p.cluster))
+      local bench, own = {}, {}
+      for _, k in ipairs(kept) do
+        local list = p.cluster.device[k] == profile[k] and bench or own
+        list[#list + 1] = k
+      end
+      if #bench > 0 then
         io.stderr:write(("apsearch: note: %s kept at stack %s's benchmarked value (a calibration fitted "
           .. "across stacks does not replace it; one fitted with --group software or --log does, and so "
-          .. "does --set cluster.device.%s=VALUE)\n"):format(table.concat(kept, ", "), p.stack, kept[1]))
+          .. "does --set cluster.device.%s=VALUE)\n"):format(table.concat(bench, ", "), p.stack, bench[1]))
+      end
+      if #own > 0 then
+        io.stderr:write(("apsearch: note: %s kept at the policy's cluster.device value\n"):format(
+          table.concat(own, ", ")))
       end
     end
     local own = calibration.for_stack(calib, p.stack)

@@ -302,6 +302,18 @@ describe("software stacks", function()
     assert.truthy(err:find("--set cluster.device.attention_efficiency=VALUE", 1, true), err)
   end)
 
+  it("say a kept field is the policy's own when the device table set it, and when no field applied", function()
+    local dir = H.tmpdir()
+    local calib = H.write(dir .. "/c.json", '{"devices": {"h100-sxm-80gb": {"attention_efficiency": 0.3}}}')
+    local code, _, err = H.apsearch("estimate", ROOT .. "/examples/llama3_8b_h100.lua", "--calibration", calib,
+      "--strategy", "fsdp_degree=8,micro_batch_size=1", "--set", "cluster.device.attention_efficiency=0.4")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("applied to h100-sxm-80gb: no field (each of its fields for the device is kept)\n",
+      1, true), err)
+    assert.truthy(err:find("note: attention_efficiency kept at the policy's cluster.device value\n", 1, true), err)
+    assert.falsy(err:find("benchmarked value", 1, true), err)
+  end)
+
   it("keep a profile's field against a calibration fitted across stacks, not against the stack's own", function()
     local shared = { devices = { ["h100-sxm-80gb"] = { gemm_efficiency = 0.5, attention_efficiency = 0.2 } } }
     local c = calibration.apply({ device = "h100-sxm-80gb" }, shared, "megatron-bridge-25")

@@ -420,7 +420,8 @@ local function load_policy(path, opts, extra)
       end
       if #bench > 0 then
         io.stderr:write(("apsearch: note: %s kept at stack %s's benchmarked value (a calibration fitted "
-          .. "across stacks does not replace it; one fitted with --group software or --log does, and so "
+          .. "across stacks does not replace it; one fitted with --group software or --log on a job of this "
+          .. "stack does, and so "
           .. "does --set cluster.device.%s=VALUE)\n"):format(table.concat(bench, ", "), p.stack, bench[1]))
       end
       if #own > 0 then
@@ -1589,7 +1590,10 @@ local function calibrate_log(opts)
       return core.context(p.model, cl, p.training):estimate(strat).step_time
     end,
   })
-  calib.log = { framework = s.framework, format = s.format, iterations_used = s.used, skipped = s.skipped,
+  -- `stack`: the job's, whose profile fields (its attention kernel) the
+  -- fit replaces on a job of the same stack only (calibration.apply)
+  calib.log = { framework = s.framework, stack = p.stack, format = s.format, iterations_used = s.used,
+    skipped = s.skipped,
     first_iteration = s.first, last_iteration = s.last, step_seconds = step,
     tokens_per_s_per_gpu = tps, estimated_step_seconds = est.step_time, scale = fit.scale }
   calibration.check(util.deepcopy(calib), opts.log .. ": fitted")

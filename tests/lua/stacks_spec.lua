@@ -314,6 +314,17 @@ describe("software stacks", function()
     assert.falsy(err:find("benchmarked value", 1, true), err)
   end)
 
+  it("refuse a calibration file whose log names an unknown stack, naming the field", function()
+    local dir = H.tmpdir()
+    local calib = H.write(dir .. "/c.json",
+      '{"log": {"stack": "torchtitan-2027"}, "devices": {"h100-sxm-80gb": {"attention_efficiency": 0.3}}}')
+    local code, _, err = H.apsearch("estimate", ROOT .. "/examples/llama3_8b_h100.lua", "--calibration", calib,
+      "--strategy", "fsdp_degree=8")
+    assert.are.equal(2, code, err)
+    assert.truthy(err:find(calib .. ': log.stack: unknown stack "torchtitan-2027"; known stacks: megatron-bridge-25',
+      1, true), err)
+  end)
+
   it("keep a profile's field against a calibration fitted across stacks, not against the stack's own", function()
     local shared = { devices = { ["h100-sxm-80gb"] = { gemm_efficiency = 0.5, attention_efficiency = 0.2 } } }
     local c = calibration.apply({ device = "h100-sxm-80gb" }, shared, "megatron-bridge-25")

@@ -407,6 +407,13 @@ local function load_policy(path, opts, extra)
       for _, k in ipairs(util.sorted_keys(fields)) do
         if not is_kept[k] then set[#set + 1] = k end
       end
+      -- an entry without unfused_attention_efficiency gives unfused
+      -- attention its flash value (calibration.apply), also when that flash
+      -- value is kept at the stack's: said, as it changes the estimate
+      if is_kept.attention_efficiency and fields.unfused_attention_efficiency == nil
+          and p.cluster.device.unfused_attention_efficiency == fields.attention_efficiency then
+        set[#set + 1] = "unfused_attention_efficiency (the entry's attention_efficiency)"
+      end
       io.stderr:write(("apsearch: note: calibration %s applied to %s: %s\n"):format(opts.calibration,
         tostring(calibration.device_name(p.cluster)),
         #set > 0 and table.concat(set, ", ") or "no field (each of its fields for the device is kept)"))

@@ -372,6 +372,13 @@ function M.built_header(p, raw, header)
   return require("apsearch.defaults").header(p.model, t, p.cluster.num_devices, b)
 end
 
+--- Names for a message: comma-separated, or "none" for an empty list.
+-- @tparam table names array of strings
+-- @treturn string
+function M.listed(names)
+  return #names > 0 and table.concat(names, ", ") or "none"
+end
+
 local function load_policy(path, opts, extra)
   M.configure_sandbox(opts)
   path = path and M.example_path(path)
@@ -442,7 +449,7 @@ local function load_policy(path, opts, extra)
       local dev = tostring(calibration.device_name(p.cluster))
       io.stderr:write(("apsearch: note: %s has no calibration for device %s (family %s; has %s); "
         .. "the device's own efficiencies apply\n"):format(opts.calibration, dev,
-        calibration.family(dev), table.concat(util.sorted_keys(own.devices), ", ")))
+        calibration.family(dev), M.listed(util.sorted_keys(own.devices))))
     end
     if calib.stacks then
       -- a grouped file (calibrate --group software): the run's stack's entry
@@ -450,7 +457,7 @@ local function load_policy(path, opts, extra)
       if calib.stacks[p.stack] == nil then
         io.stderr:write(("apsearch: note: %s has no calibration for stack %s (has %s); "
           .. "the stack's defaults apply\n"):format(opts.calibration, p.stack,
-          table.concat(util.sorted_keys(calib.stacks), ", ")))
+          M.listed(util.sorted_keys(calib.stacks))))
       end
     end
   end

@@ -336,6 +336,21 @@ describe("software stacks", function()
       1, true), err)
   end)
 
+  it("say none where a calibration file has no device or no stack (the note ended in an empty list)", function()
+    local dir = H.tmpdir()
+    local function note(text)
+      local calib = H.write(dir .. "/c.json", text)
+      local code, _, err = H.apsearch("estimate", ROOT .. "/examples/llama3_8b_h100.lua", "--calibration", calib,
+        "--strategy", "fsdp_degree=8")
+      assert.are.equal(0, code, err)
+      return err
+    end
+    local err = note('{"devices": {}}')
+    assert.truthy(err:find("has no calibration for device h100-sxm-80gb (family hopper; has none); ", 1, true), err)
+    err = note('{"stacks": {}}')
+    assert.truthy(err:find("has no calibration for stack torchtitan-2025 (has none); ", 1, true), err)
+  end)
+
   it("keep a profile's field against a calibration fitted across stacks, not against the stack's own", function()
     local shared = { devices = { ["h100-sxm-80gb"] = { gemm_efficiency = 0.5, attention_efficiency = 0.2 } } }
     local c = calibration.apply({ device = "h100-sxm-80gb" }, shared, "megatron-bridge-25")

@@ -322,6 +322,11 @@ function M.fit_probe(opts, p, result)
     local q = policy_mod.from_table(raw, command, { set = opts.set or {}, fix = opts.fix or {},
       base_dir = ".", built = true, shadow_check = false })
     q.defaults = M.built_header(q, raw, header)
+    -- the run's --calibration, as load_policy applies it
+    if opts.calibration then
+      local calibration = require "apsearch.calibration"
+      calibration.apply(q.cluster, calibration.load(opts.calibration), q.stack)
+    end
     M.add_launchable(q, opts.launchable, opts["torchtitan-version"])
     local r = search.run(q, {})
     local top = r.top_k_strategies[1]

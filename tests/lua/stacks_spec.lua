@@ -370,6 +370,27 @@ describe("software stacks", function()
 end)
 
 describe("calibrate --group software", function()
+  it("starts a stack's fit at the values its runs are estimated with: loss_before is the uncalibrated error",
+    function()
+    -- the NeMo 1.x rows (H100, FlashAttention-2 by the stack's profile):
+    -- the fit started at the preset's attention (0.195), not the profile's
+    -- 0.326, and reported that as the error before calibrating
+    local path = ROOT .. "/tests/fixtures/public_cases.csv"
+    local res = calibrate.fit_grouped(path, { log = function() end })
+    local sum, n = 0, 0
+    for _, row in ipairs(validate.load(path)) do
+      local c = validate.run_case(row)
+      if c.stack == "nemo-1" then
+        assert.is_nil(c.error, c.error)
+        sum = sum + math.abs(math.log(c.predicted.tokens_per_s_per_gpu / c.measured.tokens_per_s_per_gpu))
+        n = n + 1
+      end
+    end
+    assert.are.equal(7, n)
+    assert.are.equal(7, res.stacks["nemo-1"].rows)
+    assert.near(sum / n, res.stacks["nemo-1"].loss_before, 1e-12)
+  end)
+
   -- Synthetic runs: the H100 MPT rows of the fixture, estimated under known
   -- parameters, once as TorchTitan 2024 runs and once as TorchTitan 2025
   -- runs with different parameters; a third copy names software no stack

@@ -1013,7 +1013,7 @@ local function cmd_estimate(args)
         training = inputs.training, overrides = p.overrides,
         stack = p.stack, calibration = p.calibration, from = p.from } }))
   else
-    out(require("apsearch.format.breakdown").format(est, inputs))
+    out(require("apsearch.format.breakdown").format(est, inputs, p.stack))
   end
   return est.feasible and 0 or 1
 end

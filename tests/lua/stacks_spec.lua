@@ -248,6 +248,22 @@ describe("software stacks", function()
     assert.falsy(text:find("attention_efficiency", 1, true), text)
   end)
 
+  it("are named on estimate's training line, with the attention the profile sets when it applies", function()
+    local function line(...)
+      local code, out, err = H.apsearch("estimate", "--model", "llama-3.1-8b", "--strategy", "fsdp_degree=8", ...)
+      assert.are.equal(0, code, err)
+      return out:match("\n(training  [^\n]*)\n")
+    end
+    -- FlashAttention-2's 3.5 / (1 / 333 + 2.5 / 318) / 989 = 0.3257
+    assert.are.equal("training  global batch 128 sequences x 8192 tokens, bf16, adamw, megatron; stack nemo-1 "
+      .. "(attention 0.326, benchmarked)", line("--cluster", "h100-sxm-80gb:1", "--set", "training.stack=nemo-1"))
+    -- no profile on the A100; the device's own value over the profile's
+    assert.are.equal("training  global batch 128 sequences x 8192 tokens, bf16, adamw, megatron; stack "
+      .. "megatron-bridge-25", line("--cluster", "a100-sxm4-80gb:1"))
+    assert.are.equal("training  global batch 128 sequences x 8192 tokens, bf16, adamw, megatron; stack "
+      .. "megatron-bridge-25", line("--cluster", "h100-sxm-80gb:1", "--set", "cluster.device.attention_efficiency=0.4"))
+  end)
+
   it("apply in validate by the row's software", function()
     local rows = validate.load(ROOT .. "/tests/fixtures/cases_mpt_h100.csv")
     local row

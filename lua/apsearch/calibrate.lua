@@ -161,10 +161,11 @@ end
 --- Fits the parameters to rows already read (validate.load).
 -- @param all array of rows (column -> string)
 -- @param label what the rows are, for messages and `fitted_on`
--- @param opts {name = string, log = function(line), over_profile = boolean}:
---   over_profile (the fits of `--group software`) fits and applies the
---   fields a row's stack profile sets (calibration.apply); without it a
---   row informs none of them
+-- @param opts {name = string, log = function(line), over_profile = boolean,
+--   stack = string}: over_profile (the fits of `--group software`) fits and
+--   applies the fields a row's stack profile sets (calibration.apply);
+--   without it a row informs none of them. stack: the one stack of all the
+--   rows (`--group software`), whose profile values the fit starts from
 -- Rows that cannot be estimated, and runs marked as release gaps
 -- (apsearch.stacks.release_gap), are skipped with a log line.
 -- @return calibration table; raises when no row measured throughput
@@ -208,10 +209,14 @@ function M.fit_rows(all, label, opts)
   local names = util.sorted_keys(devices)
   for _, dev in ipairs(names) do
     local preset = core.device_preset(dev)
+    -- a stack's own fit (opts.stack) starts where its runs are estimated:
+    -- the profile's value (which the entry replaces), else the preset's;
+    -- loss_before is then the error without the calibration
+    local profile = opts.stack and stacks.profile_fields(opts.stack, dev) or {}
     calib.devices[dev] = {}
     for _, p in ipairs(M.PARAMETERS) do
       if not p.needs or evidence[calibration.family(dev)][p.needs] then
-        calib.devices[dev][p.field] = preset[p.field]
+        calib.devices[dev][p.field] = profile[p.field] or preset[p.field]
       end
     end
   end
@@ -394,7 +399,7 @@ function M.fit_grouped(path, opts)
   for _, id in ipairs(order) do
     log(("calibrate: stack %s: %d rows"):format(id, #groups[id]))
     local ok, calib = pcall(M.fit_rows, groups[id], path .. " (stack " .. id .. ")",
-      { log = log, name = id .. " calibrated on " .. path, over_profile = true })
+      { log = log, name = id .. " calibrated on " .. path, over_profile = true, stack = id })
     if ok then
       result.stacks[id] = calib
       fitted = fitted + 1

@@ -81,6 +81,12 @@ function M.load(path)
     error(("%s: schema_version: expected %d (got %s)"):format(path, M.SCHEMA_VERSION,
       util.describe(c.schema_version)), 0)
   end
+  -- `calibrate --log` names the job's stack: an unknown one would never
+  -- match a run's, a typo kept silently
+  if type(c.log) == "table" and c.log.stack ~= nil and not require("apsearch.stacks").stack(c.log.stack) then
+    error(("%s: log.stack: unknown stack %s; known stacks: %s"):format(path, util.describe(c.log.stack),
+      table.concat(require("apsearch.stacks").ids(), ", ")), 0)
+  end
   if c.stacks ~= nil then
     local stacks = require "apsearch.stacks"
     if type(c.stacks) ~= "table" or c.devices ~= nil then
@@ -207,8 +213,9 @@ end
 -- apsearch.stacks.profile_fields) is kept against a calibration fitted
 -- across stacks, which no run of that stack informed (`calibrate` leaves
 -- such rows out of that field's fit); a grouped calibration's entry and a
--- calibration from one job's log (`calibrate --log`, its `log` field), each
--- fitted on the stack's own runs, replace it, and so does `over_profile`.
+-- calibration from one job's log (`calibrate --log`, its `log` field) on a
+-- job of that stack (`log.stack`), each fitted on the stack's own runs,
+-- replace it, and so does `over_profile`.
 -- @param cluster normalized or policy cluster table
 -- @param calib calibration table (or nil)
 -- @param stack stack identifier (apsearch.stacks.resolve), for a grouped one
@@ -219,7 +226,11 @@ end
 -- @treturn table names of the entry's fields kept at the profile's value
 --   (sorted; empty when none)
 function M.apply(cluster, calib, stack, over_profile)
-  over_profile = over_profile or (calib ~= nil and (calib.stacks ~= nil or calib.log ~= nil))
+  -- a log's fit is its job's stack's own (`log.stack`; a file written
+  -- before it was recorded: any stack's)
+  local log = calib ~= nil and type(calib.log) == "table" and calib.log
+  over_profile = over_profile or (calib ~= nil and calib.stacks ~= nil)
+    or (log and (log.stack == nil or log.stack == stack)) or false
   calib = M.for_stack(calib, stack)
   if not calib then return cluster, false, {} end
   local dev = cluster.device

@@ -25,7 +25,6 @@
 local util = require "apsearch.util"
 local policy_mod = require "apsearch.policy"
 local schema = require "apsearch.schema"
-local stacks = require "apsearch.stacks"
 
 local M = {}
 
@@ -254,9 +253,7 @@ function M.built_policy(opts)
     { set = shortcut_sets(given), base_dir = ".", shadow_check = false, partial = true })
   local dev = probe.cluster.device
   local rack = policy_mod.RACK_NVLINK_DOMAIN[tostring(type(dev) == "table" and dev.base or dev):lower()]
-  -- the cluster as given: the stack's profile is the run's to apply (a
-  -- written policy whose framework or stack changes must not keep it)
-  local raw = defaults.build(given.model, probe.model, stacks.unapply(probe.cluster, probe.stack), rack)
+  local raw = defaults.build(given.model, probe.model, probe.cluster, rack)
   local header = defaults.header(probe.model, raw.training, probe.cluster.num_devices)
   return raw, header, "apsearch init " .. given.model .. " " .. given.cluster
 end
@@ -310,6 +307,11 @@ local function probe_fit(opts, dev, h, per)
   local q = policy_mod.from_table(raw, command, { set = opts.set or {}, fix = opts.fix or {},
     base_dir = ".", built = true, shadow_check = false })
   q.defaults = M.built_header(q, raw, header)
+  -- the run's --calibration, as load_policy applies it
+  if opts.calibration then
+    local calibration = require "apsearch.calibration"
+    calibration.apply(q.cluster, calibration.load(opts.calibration), q.stack)
+  end
   M.add_launchable(q, opts.launchable, opts["torchtitan-version"])
   local top = search.run(q, { scatter_points = 0 }).top_k_strategies[1]
   return top and { devices = math.tointeger(h * per), cluster = spec, strategy = search.describe_strategy(top),
@@ -398,6 +400,13 @@ function M.built_header(p, raw, header)
   return require("apsearch.defaults").header(p.model, t, p.cluster.num_devices, b)
 end
 
+--- Names for a message: comma-separated, or "none" for an empty list.
+-- @tparam table names array of strings
+-- @treturn string
+function M.listed(names)
+  return #names > 0 and table.concat(names, ", ") or "none"
+end
+
 local function load_policy(path, opts, extra)
   M.configure_sandbox(opts)
   path = path and M.example_path(path)
@@ -433,12 +442,33 @@ local function load_policy(path, opts, extra)
       for _, k in ipairs(util.sorted_keys(fields)) do
         if not is_kept[k] then set[#set + 1] = k end
       end
+      -- an entry without unfused_attention_efficiency gives unfused
+      -- attention its flash value (calibration.apply), also when that flash
+      -- value is kept at the stack's: said, as it changes the estimate
+      if is_kept.attention_efficiency and fields.unfused_attention_efficiency == nil
+          and p.cluster.device.unfused_attention_efficiency == fields.attention_efficiency then
+        set[#set + 1] = "unfused_attention_efficiency (the entry's attention_efficiency)"
+      end
       io.stderr:write(("apsearch: note: calibration %s applied to %s: %s\n"):format(opts.calibration,
-        tostring(calibration.device_name(p.cluster)), table.concat(set, ", ")))
-      if #kept > 0 then
+        tostring(calibration.device_name(p.cluster)),
+        #set > 0 and table.concat(set, ", ") or "no field (each of its fields for the device is kept)"))
+      -- a kept field holds the profile's value, or the one the policy's
+      -- device table (--set cluster.device.<field>) gave over it
+      local profile = require("apsearch.stacks").profile_fields(p.stack, calibration.device_name(p.cluster))
+      local bench, own = {}, {}
+      for _, k in ipairs(kept) do
+        local list = p.cluster.device[k] == profile[k] and bench or own
+        list[#list + 1] = k
+      end
+      if #bench > 0 then
         io.stderr:write(("apsearch: note: %s kept at stack %s's benchmarked value (a calibration fitted "
-          .. "across stacks does not replace it; one fitted with --group software or --log does, and so "
-          .. "does --set cluster.device.%s=VALUE)\n"):format(table.concat(kept, ", "), p.stack, kept[1]))
+          .. "across stacks does not replace it; one fitted with --group software or --log on a job of this "
+          .. "stack does, and so "
+          .. "does --set cluster.device.%s=VALUE)\n"):format(table.concat(bench, ", "), p.stack, bench[1]))
+      end
+      if #own > 0 then
+        io.stderr:write(("apsearch: note: %s kept at the policy's cluster.device value\n"):format(
+          table.concat(own, ", ")))
       end
     end
     local own = calibration.for_stack(calib, p.stack)
@@ -447,7 +477,7 @@ local function load_policy(path, opts, extra)
       local dev = tostring(calibration.device_name(p.cluster))
       io.stderr:write(("apsearch: note: %s has no calibration for device %s (family %s; has %s); "
         .. "the device's own efficiencies apply\n"):format(opts.calibration, dev,
-        calibration.family(dev), table.concat(util.sorted_keys(own.devices), ", ")))
+        calibration.family(dev), M.listed(util.sorted_keys(own.devices))))
     end
     if calib.stacks then
       -- a grouped file (calibrate --group software): the run's stack's entry
@@ -455,7 +485,7 @@ local function load_policy(path, opts, extra)
       if calib.stacks[p.stack] == nil then
         io.stderr:write(("apsearch: note: %s has no calibration for stack %s (has %s); "
           .. "the stack's defaults apply\n"):format(opts.calibration, p.stack,
-          table.concat(util.sorted_keys(calib.stacks), ", ")))
+          M.listed(util.sorted_keys(calib.stacks))))
       end
     end
   end
@@ -1014,7 +1044,7 @@ local function cmd_estimate(args)
         training = inputs.training, overrides = p.overrides,
         stack = p.stack, calibration = p.calibration, from = p.from } }))
   else
-    out(require("apsearch.format.breakdown").format(est, inputs))
+    out(require("apsearch.format.breakdown").format(est, inputs, p.stack))
   end
   return est.feasible and 0 or 1
 end
@@ -1610,7 +1640,10 @@ local function calibrate_log(opts)
       return core.context(p.model, cl, p.training):estimate(strat).step_time
     end,
   })
-  calib.log = { framework = s.framework, format = s.format, iterations_used = s.used, skipped = s.skipped,
+  -- `stack`: the job's, whose profile fields (its attention kernel) the
+  -- fit replaces on a job of the same stack only (calibration.apply)
+  calib.log = { framework = s.framework, stack = p.stack, format = s.format, iterations_used = s.used,
+    skipped = s.skipped,
     first_iteration = s.first, last_iteration = s.last, step_seconds = step,
     tokens_per_s_per_gpu = tps, estimated_step_seconds = est.step_time, scale = fit.scale }
   calibration.check(util.deepcopy(calib), opts.log .. ": fitted")

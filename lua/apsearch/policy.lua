@@ -905,7 +905,8 @@ end
 --   `--objective`), `hf_imports` (the second value of `env`: configs the
 --   policy file imported with `hf()`, whose dropout applies to a model
 --   table of the same name), `partial` (true: the training fields may be
---   missing, for a probe of the model and cluster alone)
+--   missing, for a probe of the model and cluster alone; no stack's
+--   efficiency profile is applied to its device)
 -- @treturn table the normalized policy: `file, name, description, model,
 --   model_source, cluster, training, search_space = {data_parallel, dims},
 --   constraints = {allow_idle_devices, rules}, objective, objective_name,
@@ -994,7 +995,9 @@ function M.from_table(raw, file, opts)
   -- the stack's efficiency profile (training.stack, else the framework's
   -- newest) on the device; a calibration file applies over it
   p.stack = stacks.resolve(p.training)
-  stacks.apply(p.cluster, p.stack)
+  -- a probe (opts.partial) keeps the device as given: its training, hence
+  -- its stack, is not the run's (a built policy copies that device)
+  if not opts.partial then stacks.apply(p.cluster, p.stack) end
   -- a Hugging Face config that states its dropout (apsearch.hf,
   -- DROPOUT_KEYS; 0.0 included) trains as it says, unless the policy sets
   -- it itself; nothing stated: the framework's default (the core's)

@@ -257,8 +257,10 @@ M.H100_CUDNN_ATTENTION = M.attention_efficiency(529, 518, 989)
 M.H100_FA2_ATTENTION = M.attention_efficiency(333, 318, 989)
 
 --- The Hopper parts' entry of a stack profile: the attention kernel's
--- efficiency on the GH100 die (the H100 SXM5 the benchmark ran, its 500 W
--- variant and the H200, whose dense bf16 peak is the same 989 TFLOP/s).
+-- efficiency on the GH100 die (the H100 SXM5 the benchmark ran and the
+-- H200, both 989 TFLOP/s dense bf16; the 500 W variant, whose preset peak
+-- is 886 TFLOP/s at its lower clocks, takes the same fraction of its own
+-- peak, as its fitted fields do).
 local function h100_attention(eff)
   return { ["h100-sxm-80gb"] = { attention_efficiency = eff },
            ["h100-96gb-500w"] = { attention_efficiency = eff },
@@ -402,26 +404,6 @@ function M.apply(cluster, id)
   end
   cluster.device = dev
   return cluster
-end
-
---- A copy of a cluster without what M.apply put into it: the device's
--- fields that hold the stack profile's values, and the device table
--- itself when only its `base` is left (the preset name, as given).
--- @tparam table cluster policy cluster table (not modified)
--- @tparam string|nil id stack identifier
--- @treturn table cluster
-function M.unapply(cluster, id)
-  local c = {}
-  for k, v in pairs(cluster) do c[k] = v end
-  local dev = cluster.device
-  local fields = type(dev) == "table" and M.profile_fields(id, dev.base or dev.name)
-  if not fields then return c end
-  local d = {}
-  for k, v in pairs(dev) do
-    if fields[k] ~= v then d[k] = v end
-  end
-  c.device = (next(d) == "base" and next(d, "base") == nil) and d.base or d
-  return c
 end
 
 --- The fields a stack's profile sets for a device preset, or nil.

@@ -413,6 +413,13 @@ function M.case_inputs(row)
   end
   if given(row, "flops_convention") then need_enum(row, "flops_convention", M.FLOPS_CONVENTIONS) end
   M.moe_columns(row, model, strategy, assumed)
+  -- a forced balance acts on the router only: on a dense row it would be
+  -- dropped without a word (false, the default, states nothing)
+  if given(row, "moe_router_force_load_balancing") and need_bool(row, "moe_router_force_load_balancing")
+      and (model.num_experts or 0) == 0 then
+    error(("moe_router_force_load_balancing = %q on a model without experts (num_experts empty or 0): "
+      .. "the flag acts on the MoE router only"):format(row.moe_router_force_load_balancing), 0)
+  end
   -- multi-token-prediction modules trained with the model (Megatron
   -- --mtp-num-layers); empty: the release's recipe (apsearch.stacks), else none
   if given(row, "mtp_layers") then training.mtp_num_layers = need_nonneg_int(row, "mtp_layers") end

@@ -71,6 +71,22 @@ describe("held out: Megatron-MoE-ModelZoo (Qwen3-235B-A22B)", function()
     local c = validate.run_case(row)
     assert.truthy(c.error and c.error:find("moe_router_force_load_balancing", 1, true), c.error)
   end)
+
+  it("refuses a forced balance on a row without experts, which has no router to force (it was ignored)", function()
+    local row = validate.load(ZOO)[1]
+    row.num_experts = ""
+    row.moe_router_force_load_balancing = "true"
+    local c = validate.run_case(row)
+    assert.are.equal('moe_router_force_load_balancing = "true" on a model without experts (num_experts empty '
+      .. 'or 0): the flag acts on the MoE router only', c.error)
+    -- false states the default: a dense row may carry it
+    row.moe_router_force_load_balancing = "false"
+    row.ep_degree, row.num_layers, row.pp_degree, row.vpp_degree, row.pipeline_layout = "", "8", "1", "1", ""
+    row.recompute_modules, row.overlap_moe_expert_parallel_comm, row.dp_degree = "", "", "128"
+    c = validate.run_case(row)
+    assert.is_nil(c.error, c.error)
+    assert.is_nil(c.inputs.model.num_experts)
+  end)
 end)
 
 describe("held out: NVIDIA's DeepSeek-V3 GB200 optimisation series", function()

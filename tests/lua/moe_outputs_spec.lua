@@ -142,7 +142,8 @@ describe("multi-token prediction and experts in the outputs", function()
       "--strategy", "tp_degree=1,pp_degree=16,ep_degree=8,zero_stage=1,layer_offset=balanced,"
       .. "layer_recompute=selective,recompute_modules=mla_up_proj/mlp/moe")
     assert.are.equal(0, code, out)
-    assert.truthy(out:find("training  global batch 8192 sequences x 4096 tokens, bf16, adamw, megatron, MTP 1\n", 1, true), out)
+    assert.truthy(out:find("training  global batch 8192 sequences x 4096 tokens, bf16, adamw, megatron, MTP 1; stack "
+      .. "megatron-bridge-25", 1, true), out)
     assert.truthy(out:find("recompute_modules=mla_up_proj/mlp/moe", 1, true), out)
     assert.truthy(out:find("+1 MTP", 1, true), out)
   end)

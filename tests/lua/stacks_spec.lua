@@ -226,6 +226,44 @@ describe("software stacks", function()
       end)
   end)
 
+  it("apply to a policy built from --model / --cluster by the stack it runs, and init writes none", function()
+    -- the built policy's device was the normalized probe's, the default
+    -- stack's profile already in it: training.stack / framework changed
+    -- nothing (nemo-1 estimated at cuDNN's 0.527, not FlashAttention-2's)
+    local function device_of(...)
+      local code, out, err = H.apsearch("run", "-q", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1",
+        "--format", "json", "--top-k", "1", ...)
+      assert.are.equal(0, code, err)
+      return require("cjson").decode(out).inputs.cluster.device
+    end
+    assert.near(stacks.H100_FA2_ATTENTION, device_of("--set", "training.stack=nemo-1").attention_efficiency, 1e-12)
+    assert.near(stacks.H100_CUDNN_ATTENTION, device_of().attention_efficiency, 1e-12)
+    assert.near(stacks.H100_FA2_ATTENTION, device_of("--set", "training.framework=fsdp2").attention_efficiency,
+      1e-12)
+    -- the written policy names the device as given, so that the stack it
+    -- is later edited to prices its own kernel
+    local code, text, err = H.apsearch("init", "llama-3.1-8b", "h100-sxm-80gb:1")
+    assert.are.equal(0, code, err)
+    assert.truthy(text:find('\n    device = "h100-sxm-80gb",\n', 1, true), text)
+    assert.falsy(text:find("attention_efficiency", 1, true), text)
+  end)
+
+  it("are named on estimate's training line, with the attention the profile sets when it applies", function()
+    local function line(...)
+      local code, out, err = H.apsearch("estimate", "--model", "llama-3.1-8b", "--strategy", "fsdp_degree=8", ...)
+      assert.are.equal(0, code, err)
+      return out:match("\n(training  [^\n]*)\n")
+    end
+    -- FlashAttention-2's 3.5 / (1 / 333 + 2.5 / 318) / 989 = 0.3257
+    assert.are.equal("training  global batch 128 sequences x 8192 tokens, bf16, adamw, megatron; stack nemo-1 "
+      .. "(attention 0.326, benchmarked)", line("--cluster", "h100-sxm-80gb:1", "--set", "training.stack=nemo-1"))
+    -- no profile on the A100; the device's own value over the profile's
+    assert.are.equal("training  global batch 128 sequences x 8192 tokens, bf16, adamw, megatron; stack "
+      .. "megatron-bridge-25", line("--cluster", "a100-sxm4-80gb:1"))
+    assert.are.equal("training  global batch 128 sequences x 8192 tokens, bf16, adamw, megatron; stack "
+      .. "megatron-bridge-25", line("--cluster", "h100-sxm-80gb:1", "--set", "cluster.device.attention_efficiency=0.4"))
+  end)
+
   it("apply in validate by the row's software", function()
     local rows = validate.load(ROOT .. "/tests/fixtures/cases_mpt_h100.csv")
     local row
@@ -275,9 +313,58 @@ describe("software stacks", function()
     local code, _, err = H.apsearch("run", ROOT .. "/examples/llama3_8b_h100.lua", "--calibration", calib,
       "--top-k", "1")
     assert.are.equal(0, code, err)
-    assert.truthy(err:find("applied to h100-sxm-80gb: gemm_efficiency\n", 1, true), err)
+    assert.truthy(err:find("applied to h100-sxm-80gb: gemm_efficiency, unfused_attention_efficiency (the entry's "
+      .. "attention_efficiency)\n", 1, true), err)
     assert.truthy(err:find("attention_efficiency kept at stack torchtitan-2025's benchmarked value", 1, true), err)
     assert.truthy(err:find("--set cluster.device.attention_efficiency=VALUE", 1, true), err)
+  end)
+
+  it("say a kept field is the policy's own when the device table set it, and when no field applied", function()
+    local dir = H.tmpdir()
+    local calib = H.write(dir .. "/c.json", '{"devices": {"h100-sxm-80gb": {"attention_efficiency": 0.3}}}')
+    local function note(...)
+      local code, _, err = H.apsearch("estimate", ROOT .. "/examples/llama3_8b_h100.lua", "--calibration", calib,
+        "--strategy", "fsdp_degree=8,micro_batch_size=1", ...)
+      assert.are.equal(0, code, err)
+      return err
+    end
+    -- the entry's flash value still gives unfused attention its value
+    -- (calibration.apply): said, it changes an estimate without flash
+    local err = note("--set", "cluster.device.attention_efficiency=0.4")
+    assert.truthy(err:find("applied to h100-sxm-80gb: unfused_attention_efficiency (the entry's "
+      .. "attention_efficiency)\n", 1, true), err)
+    assert.truthy(err:find("note: attention_efficiency kept at the policy's cluster.device value\n", 1, true), err)
+    assert.falsy(err:find("benchmarked value", 1, true), err)
+    err = note("--set", "cluster.device.unfused_attention_efficiency=0.2")
+    assert.truthy(err:find("applied to h100-sxm-80gb: no field (each of its fields for the device is kept)\n",
+      1, true), err)
+    assert.truthy(err:find("attention_efficiency kept at stack torchtitan-2025's benchmarked value", 1, true), err)
+  end)
+
+  it("refuse a calibration file whose log names an unknown stack, naming the field", function()
+    local dir = H.tmpdir()
+    local calib = H.write(dir .. "/c.json",
+      '{"log": {"stack": "torchtitan-2027"}, "devices": {"h100-sxm-80gb": {"attention_efficiency": 0.3}}}')
+    local code, _, err = H.apsearch("estimate", ROOT .. "/examples/llama3_8b_h100.lua", "--calibration", calib,
+      "--strategy", "fsdp_degree=8")
+    assert.are.equal(2, code, err)
+    assert.truthy(err:find(calib .. ': log.stack: unknown stack "torchtitan-2027"; known stacks: megatron-bridge-25',
+      1, true), err)
+  end)
+
+  it("say none where a calibration file has no device or no stack (the note ended in an empty list)", function()
+    local dir = H.tmpdir()
+    local function note(text)
+      local calib = H.write(dir .. "/c.json", text)
+      local code, _, err = H.apsearch("estimate", ROOT .. "/examples/llama3_8b_h100.lua", "--calibration", calib,
+        "--strategy", "fsdp_degree=8")
+      assert.are.equal(0, code, err)
+      return err
+    end
+    local err = note('{"devices": {}}')
+    assert.truthy(err:find("has no calibration for device h100-sxm-80gb (family hopper; has none); ", 1, true), err)
+    err = note('{"stacks": {}}')
+    assert.truthy(err:find("has no calibration for stack torchtitan-2025 (has none); ", 1, true), err)
   end)
 
   it("keep a profile's field against a calibration fitted across stacks, not against the stack's own", function()
@@ -299,6 +386,27 @@ describe("software stacks", function()
 end)
 
 describe("calibrate --group software", function()
+  it("starts a stack's fit at the values its runs are estimated with: loss_before is the uncalibrated error",
+    function()
+    -- the NeMo 1.x rows (H100, FlashAttention-2 by the stack's profile):
+    -- the fit started at the preset's attention (0.195), not the profile's
+    -- 0.326, and reported that as the error before calibrating
+    local path = ROOT .. "/tests/fixtures/public_cases.csv"
+    local res = calibrate.fit_grouped(path, { log = function() end })
+    local sum, n = 0, 0
+    for _, row in ipairs(validate.load(path)) do
+      local c = validate.run_case(row)
+      if c.stack == "nemo-1" then
+        assert.is_nil(c.error, c.error)
+        sum = sum + math.abs(math.log(c.predicted.tokens_per_s_per_gpu / c.measured.tokens_per_s_per_gpu))
+        n = n + 1
+      end
+    end
+    assert.are.equal(7, n)
+    assert.are.equal(7, res.stacks["nemo-1"].rows)
+    assert.near(sum / n, res.stacks["nemo-1"].loss_before, 1e-12)
+  end)
+
   -- Synthetic runs: the H100 MPT rows of the fixture, estimated under known
   -- parameters, once as TorchTitan 2024 runs and once as TorchTitan 2025
   -- runs with different parameters; a third copy names software no stack

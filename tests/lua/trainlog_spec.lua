@@ -503,6 +503,34 @@ describe("calibrate --log, the command", function()
     assert.is_true(math.abs(after.tokens_per_s_per_gpu - 5864) / 5864 < 0.01)
   end)
 
+  it("a log's calibration replaces its own stack's attention kernel, not another stack's", function()
+    local calib = dir .. "/titan_stack.json"
+    local code, _, err = apsearch("calibrate", "--log", LOGS .. "torchtitan_2025_pr1287.log", POLICY, "-o", calib,
+      "--strategy", "fsdp_degree=8", "-q")
+    assert.are.equal(0, code, err)
+    local c = cjson.decode(H.read(calib))
+    assert.are.equal("torchtitan-2025", c.log.stack)
+    local fields = c.devices["h100-sxm-80gb"]
+    local stacks = require "apsearch.stacks"
+    -- fitted on TorchTitan's FlashAttention-2 (0.3257) and the preset's
+    -- GEMMs (0.639), both scaled by one factor
+    near(fields.gemm_efficiency / 0.639 * stacks.H100_FA2_ATTENTION, fields.attention_efficiency, 1e-9)
+    local function device(...)
+      local cd, out, e = apsearch("estimate", POLICY, "--format", "json", "-q", "--calibration", calib, ...)
+      assert.are.equal(0, cd, e)
+      return cjson.decode(out).inputs.cluster.device
+    end
+    -- the same stack's job: the fitted kernel replaces the benchmark's
+    local own = device("--strategy", "fsdp_degree=8")
+    near(fields.attention_efficiency, own.attention_efficiency, 1e-12)
+    near(fields.gemm_efficiency, own.gemm_efficiency, 1e-12)
+    -- a Megatron job (cuDNN attention): its kernel is not the log's
+    -- FlashAttention-2; the GEMMs take the fit as any calibration's
+    local other = device("--set", "training.framework=megatron", "--strategy", "tp_degree=4,dp_degree=2")
+    near(stacks.H100_CUDNN_ATTENTION, other.attention_efficiency, 1e-12)
+    near(fields.gemm_efficiency, other.gemm_efficiency, 1e-12)
+  end)
+
   it("the job from --from result.json --rank N", function()
     local res = dir .. "/r.json"
     local code, out, err = apsearch("run", POLICY, "--top-k", "1", "--format", "json", "-q")

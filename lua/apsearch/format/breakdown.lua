@@ -94,11 +94,36 @@ function M.recipe_line(r, t)
   return table.concat(parts, ", ")
 end
 
+--- Relative difference within which a device's attention efficiency is
+-- the stack profile's (JSON keeps 14 significant digits).
+M.PROFILE_MATCH = 1e-9
+
+--- The training line's note of the software stack the estimate prices
+-- (training.stack, else the framework's newest), with the attention
+-- efficiency its profile sets when the device runs at it.
+-- @tparam string|nil stack stack identifier (apsearch.stacks)
+-- @tparam table cluster `ctx:inputs().cluster`
+-- @treturn string "" without a stack, else "; stack <id>[ (...)]"
+function M.stack_note(stack, cluster)
+  if not stack then return "" end
+  local dev = type(cluster) == "table" and type(cluster.device) == "table" and cluster.device or {}
+  local prof = require("apsearch.stacks").profile_fields(stack, dev.base or dev.name)
+  local eff = prof and prof.attention_efficiency
+  -- a result's inputs (estimate --from) hold the value as JSON printed it
+  local v = dev.attention_efficiency
+  if eff and type(v) == "number" and math.abs(v - eff) <= M.PROFILE_MATCH * eff then
+    return ("; stack %s (attention %.3f, benchmarked)"):format(stack, eff)
+  end
+  return "; stack " .. stack
+end
+
 --- Formats an estimate as text.
 -- @tparam table est the table `ctx:estimate()` returned
 -- @tparam[opt] table inputs `ctx:inputs()` (model, cluster, training)
+-- @tparam[opt] string stack the policy's stack identifier, named on the
+--   training line (M.stack_note)
 -- @treturn string
-function M.format(est, inputs)
+function M.format(est, inputs, stack)
   local out = {}
   -- a labelled line ("strategy  ...") longer than the terminal width goes
   -- on under its text, at the label's width
@@ -117,9 +142,9 @@ function M.format(est, inputs)
     P("model     %s (%s parameters)", tostring(m.name), common.commas(est.params_total or 0))
     P("cluster   %s x %s, %s per node%s", tostring(c.num_devices), tostring(dev), tostring(c.devices_per_node),
       common.nvlink_domain_note(c))
-    P("training  global batch %s sequences x %s tokens, %s, %s, %s%s",
+    P("training  global batch %s sequences x %s tokens, %s, %s, %s%s%s",
       tostring(t.global_batch_size), tostring(t.seq_length), tostring(t.precision),
-      tostring(t.optimizer), tostring(t.framework), common.mtp_note(t))
+      tostring(t.optimizer), tostring(t.framework), common.mtp_note(t), M.stack_note(stack, c))
     if est.recipe then P("recipe    %s", M.recipe_line(est.recipe, t)) end
   end
   local st = est.strategy or {}

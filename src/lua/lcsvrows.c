@@ -21,6 +21,7 @@
 #include <lua.h>
 
 #include "lconvert.h"
+#include "ltextbuf.h"
 
 #define CSVROWS_MT "apsearch.csv_rows"
 #define MAX_DEPS 3 /* fields a cell's spelling reads besides its own */
@@ -45,32 +46,14 @@ typedef struct {                /* the cells of one field */
 typedef struct {
     int n;
     field_cache *f;
-    char *buf;
-    size_t len, cap;
-    lua_Integer rows;           /* rows in buf */
+    apsl_textbuf out;           /* the rows appended since the last take */
+    lua_Integer rows;           /* rows in out */
 } csv_rows;
 
-/* Makes room for len more bytes in the row buffer (raises on out of
- * memory). */
-static void reserve(lua_State *L, csv_rows *w, size_t len)
-{
-    size_t cap = w->cap ? w->cap : 1 << 16;
-    while (cap < w->len + len)
-        cap *= 2;
-    char *b = realloc(w->buf, cap);
-    if (!b)
-        luaL_error(L, "csv_rows: out of memory");
-    w->buf = b;
-    w->cap = cap;
-}
-
-/* Appends len bytes to the row buffer. */
+/* Appends len bytes to the row buffer (raises on out of memory). */
 static inline void put(lua_State *L, csv_rows *w, const char *s, size_t len)
 {
-    if (w->len + len > w->cap)
-        reserve(L, w, len);
-    memcpy(w->buf + w->len, s, len);
-    w->len += len;
+    apsl_textbuf_put(L, &w->out, s, len, "csv_rows");
 }
 
 /* The key of the Lua value at idx: its type and payload (an object's
@@ -245,9 +228,9 @@ static int rows_row(lua_State *L)
 static int rows_take(lua_State *L)
 {
     csv_rows *w = check_rows(L);
-    lua_pushlstring(L, w->buf ? w->buf : "", w->len);
+    lua_pushlstring(L, w->out.buf ? w->out.buf : "", w->out.len);
     lua_pushinteger(L, w->rows);
-    w->len = 0;
+    w->out.len = 0;
     w->rows = 0;
     return 2;
 }
@@ -268,9 +251,9 @@ static int rows_gc(lua_State *L)
         free(w->f[i].slot);
     }
     free(w->f);
-    free(w->buf);
+    free(w->out.buf);
     w->f = NULL;
-    w->buf = NULL;
+    w->out.buf = NULL;
     w->n = 0;
     return 0;
 }

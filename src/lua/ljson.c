@@ -34,6 +34,7 @@
 #include <lua.h>
 
 #include "lconvert.h"
+#include "ltextbuf.h"
 
 #define JSON_MT "apsearch.json_state"
 #define MAX_DEPTH 64        /* deeper tables are null (format/json.lua's cap) */
@@ -53,8 +54,7 @@ typedef struct {            /* one key of an object being written */
 } json_key;
 
 typedef struct {
-    char *buf;
-    size_t len, cap;
+    apsl_textbuf out;       /* the text written so far */
     int script;             /* "<" written \u003c */
     int spell;              /* the option spell is a function */
     json_key *keys;         /* the keys of the objects being written, a stack */
@@ -65,33 +65,17 @@ typedef struct {
 static int state_gc(lua_State *L)
 {
     json_state *st = lua_touserdata(L, 1);
-    free(st->buf);
+    free(st->out.buf);
     free(st->keys);
-    st->buf = NULL;
+    st->out.buf = NULL;
     st->keys = NULL;
     return 0;
 }
 
-/* Makes room for len more bytes of text (raises on out of memory). */
-static void reserve(lua_State *L, json_state *st, size_t len)
-{
-    size_t cap = st->cap ? st->cap : 1 << 16;
-    while (cap < st->len + len)
-        cap *= 2;
-    char *b = realloc(st->buf, cap);
-    if (!b)
-        luaL_error(L, "json_encode: out of memory");
-    st->buf = b;
-    st->cap = cap;
-}
-
-/* Appends len bytes of text. */
+/* Appends len bytes of text (raises on out of memory). */
 static inline void put(lua_State *L, json_state *st, const char *s, size_t len)
 {
-    if (st->len + len > st->cap)
-        reserve(L, st, len);
-    memcpy(st->buf + st->len, s, len);
-    st->len += len;
+    apsl_textbuf_put(L, &st->out, s, len, "json_encode");
 }
 
 #define PUT_LIT(L, st, lit) put(L, st, lit, sizeof(lit) - 1)
@@ -487,7 +471,7 @@ int apsl_json_encode(lua_State *L)
     encode(L, st, 1, 0);
     if (suffix)
         put(L, st, suffix, slen);
-    lua_pushlstring(L, st->buf ? st->buf : "", st->len);
+    lua_pushlstring(L, st->out.buf ? st->out.buf : "", st->out.len);
     lua_pushcfunction(L, state_gc);   /* free the buffers now, not at a GC */
     lua_pushvalue(L, -3);
     lua_call(L, 1, 0);

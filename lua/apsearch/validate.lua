@@ -415,11 +415,7 @@ function M.case_inputs(row)
   M.moe_columns(row, model, strategy, assumed)
   -- a forced balance acts on the router only: on a dense row it would be
   -- dropped without a word (false, the default, states nothing)
-  if given(row, "moe_router_force_load_balancing") and need_bool(row, "moe_router_force_load_balancing")
-      and (model.num_experts or 0) == 0 then
-    error(("moe_router_force_load_balancing = %q on a model without experts (num_experts empty or 0): "
-      .. "the flag acts on the MoE router only"):format(row.moe_router_force_load_balancing), 0)
-  end
+  if (model.num_experts or 0) == 0 then M.refuse_moe_only(row) end
   -- multi-token-prediction modules trained with the model (Megatron
   -- --mtp-num-layers); empty: the release's recipe (apsearch.stacks), else none
   if given(row, "mtp_layers") then training.mtp_num_layers = need_nonneg_int(row, "mtp_layers") end
@@ -475,6 +471,32 @@ function M.case_inputs(row)
     end
   end
   return model, cluster, training, strategy, preset, assumed
+end
+
+--- Columns that only say something of a model with experts, and the
+-- values a dense row may still carry (the schema's defaults: one expert
+-- rank, no dispatch): anything else on a dense row is a row that does not
+-- describe the run it measured.
+M.MOE_ONLY = {
+  { col = "moe_router_force_load_balancing", dense = { ["false"] = true },
+    why = "the flag acts on the MoE router only" },
+  { col = "ep_degree", dense = { ["1"] = true }, why = "expert parallelism needs experts" },
+  { col = "etp_degree", dense = { ["1"] = true }, why = "expert tensor parallelism needs experts" },
+  { col = "moe_token_dispatcher", dense = {}, why = "there are no tokens to dispatch to experts" },
+  { col = "moe_capacity_factor", dense = {}, why = "there are no experts to cap" },
+}
+
+--- Refuses a dense row (num_experts empty or 0) that states an MoE-only
+-- column (M.MOE_ONLY) with a value a dense run cannot have, naming the
+-- column and the value (it used to be dropped without a word).
+-- @tparam table row column -> string
+function M.refuse_moe_only(row)
+  for _, c in ipairs(M.MOE_ONLY) do
+    local v = row[c.col]
+    if v ~= nil and v ~= "" and not c.dense[v:lower()] then
+      error(("%s = %q on a model without experts (num_experts empty or 0): %s"):format(c.col, v, c.why), 0)
+    end
+  end
 end
 
 --- The MoE columns of a row (shared/validation/moe/README.md), empty =

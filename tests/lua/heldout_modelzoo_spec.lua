@@ -83,9 +83,21 @@ describe("held out: Megatron-MoE-ModelZoo (Qwen3-235B-A22B)", function()
     row.moe_router_force_load_balancing = "false"
     row.ep_degree, row.num_layers, row.pp_degree, row.vpp_degree, row.pipeline_layout = "", "8", "1", "1", ""
     row.recompute_modules, row.overlap_moe_expert_parallel_comm, row.dp_degree = "", "", "128"
+    row.moe_token_dispatcher = ""
     c = validate.run_case(row)
     assert.is_nil(c.error, c.error)
     assert.is_nil(c.inputs.model.num_experts)
+    -- the other MoE-only columns likewise: the schema's dense values pass
+    -- (ep_degree and etp_degree 1), anything else names the column
+    for col, v in pairs({ ep_degree = "8", etp_degree = "2", moe_token_dispatcher = "alltoall",
+                          moe_capacity_factor = "1.0" }) do
+      local saved = row[col]
+      row[col] = v
+      c = validate.run_case(row)
+      assert.truthy(c.error and c.error:find(("%s = %q on a model without experts"):format(col, v), 1, true),
+        col .. ": " .. tostring(c.error))
+      row[col] = saved
+    end
   end)
 end)
 

@@ -50,15 +50,16 @@ M.STEP = 0.15
 -- peaks, FLOPs and memory), so they are done once, not at every step of
 -- the optimiser.
 -- @param rows rows run_case estimates without error
+-- @param meas row -> its measured tokens/s per GPU (validate.measured_throughput)
 -- @treturn table array of {model, cluster, training, strategy, stack, meas}
-local function prepare(rows)
+local function prepare(rows, meas)
   local out = {}
   for _, row in ipairs(rows) do
     local model, cluster, training, strategy = validate.case_inputs(row)
     local stack = stacks.of_software(row.software, training.framework)
     stacks.apply(cluster, stack)
     out[#out + 1] = { model = model, cluster = cluster, training = training, strategy = strategy,
-                      stack = stack, meas = validate.measured_value(row, "measured_tokens_per_s_per_gpu") }
+                      stack = stack, meas = meas[row] }
   end
   return out
 end
@@ -173,7 +174,7 @@ function M.fit_rows(all, label, opts)
   opts = opts or {}
   local path = label
   local log = opts.log or function() end
-  local rows = {}
+  local rows, meas = {}, {}
   local devices, evidence = {}, {}
   for _, row in ipairs(all) do
     local c = validate.run_case(row)
@@ -187,8 +188,13 @@ function M.fit_rows(all, label, opts)
       -- it measures its release, not the device (apsearch.stacks.RELEASE_GAPS;
       -- `validate --cv` fits no fold on it either)
       log(("calibrate: skipping %s: release gap, %s"):format(row.case_id, c.release_gap.name))
-    elseif c.measured.tokens_per_s_per_gpu then
+    elseif not validate.measured_throughput(c) then
+      log(("calibrate: skipping %s: no measured throughput (tokens/s, step time, or TFLOP/s with a "
+        .. "flops_convention)"):format(row.case_id))
+    else
       rows[#rows + 1] = row
+      -- tokens/s per GPU, the row's or from its step time or TFLOP/s
+      meas[row] = validate.measured_throughput(c)
       -- preset names match case-insensitively: one entry per preset, as
       -- calibration.check requires of the file
       devices[row.device:lower()] = true
@@ -203,7 +209,8 @@ function M.fit_rows(all, label, opts)
     end
   end
   if #rows == 0 then
-    error(path .. ": no row with measured_tokens_per_s_per_gpu can be estimated", 0)
+    error(path .. ": no row with a measured throughput (tokens/s, step time, or TFLOP/s with a "
+      .. "flops_convention) can be estimated", 0)
   end
   local calib = { devices = {}, training = {} }
   local names = util.sorted_keys(devices)
@@ -220,7 +227,7 @@ function M.fit_rows(all, label, opts)
       end
     end
   end
-  local prepared = prepare(rows)
+  local prepared = prepare(rows, meas)
   local before = loss(prepared, calib, opts.over_profile)
   local best = before
   log(string.format("calibrate: %d rows, %d devices, loss before %.4f", #rows, #names, before))

@@ -858,6 +858,24 @@ function M.run_case(row, calib)
   return case
 end
 
+--- A case's measured throughput in tokens/s per GPU: the row's own, else
+-- derived from its measured step time or TFLOP/s through the estimate
+-- (tokens per step and FLOPs per token are fixed by the row, so measured
+-- tokens/s = estimated tokens/s x estimated step / measured step =
+-- estimated tokens/s x measured TFLOP/s / estimated TFLOP/s), or nil when
+-- it measured none of them (or TFLOP/s without a flops_convention).
+-- @tparam table case a result of M.run_case
+-- @treturn number|nil tokens/s per GPU
+function M.measured_throughput(case)
+  local m, p = case.measured or {}, case.predicted or {}
+  if m.tokens_per_s_per_gpu then return m.tokens_per_s_per_gpu end
+  local tps = p.tokens_per_s_per_gpu
+  if not tps then return nil end
+  if m.step_time_s and p.step_time_s then return tps * p.step_time_s / m.step_time_s end
+  if m.tflops_per_gpu and p.tflops_per_gpu then return tps * m.tflops_per_gpu / p.tflops_per_gpu end
+  return nil
+end
+
 --- The group of a row's source for per-source figures: the `source`
 -- column's first word (a publication or benchmark suite), "?" if empty.
 -- @tparam string|nil source

@@ -128,3 +128,23 @@ describe("held out: NVIDIA's DeepSeek-V3 GB200 optimisation series", function()
     end
   end)
 end)
+
+describe("a row's measured throughput from its step time or TFLOP/s", function()
+  it("is the estimate's tokens/s scaled by the measured step or TFLOP/s, and calibrate fits every such row", function()
+    local by = by_id(validate.run(ZOO).cases)
+    -- mz01 measured tokens/s (from its step time, in the file): as given
+    assert.are.equal(by.mz01.measured.tokens_per_s_per_gpu, validate.measured_throughput(by.mz01))
+    -- mzLF16 measured 295 TFLOP/s only: tokens/s x 295 / the estimate's TFLOP/s
+    local c = by.mzLF16
+    assert.is_nil(c.measured.tokens_per_s_per_gpu)
+    assert.near(c.predicted.tokens_per_s_per_gpu * 295 / c.predicted.tflops_per_gpu,
+      validate.measured_throughput(c), 1e-9)
+    -- a step time alone: tokens/s x the estimate's step / the measured one
+    local step_only = { measured = { step_time_s = 20 }, predicted = { step_time_s = 10, tokens_per_s_per_gpu = 300 } }
+    assert.are.equal(150, validate.measured_throughput(step_only))
+    assert.is_nil(validate.measured_throughput({ measured = {}, predicted = { tokens_per_s_per_gpu = 1 } }))
+    -- all 15 rows inform the fit (4 measured tokens/s, 11 TFLOP/s only)
+    local calib = require("apsearch.calibrate").fit(ZOO, {})
+    assert.are.equal(15, calib.rows)
+  end)
+end)

@@ -954,7 +954,11 @@ function M.summarize(cases)
       -- a run that trained, estimated over the memory limit: a false
       -- "does not fit"
       if outcome == "ran" and not c.predicted.fits then oom[#oom + 1] = c.case_id end
+      -- a row that measured step time or TFLOP/s counts with the tokens/s
+      -- it implies (M.measured_throughput): the same error
       local e = c.error_pct.tokens_per_s_per_gpu
+      local implied = not e and M.measured_throughput(c)
+      if implied then e = pct(c.predicted.tokens_per_s_per_gpu, implied) end
       if e then
         thr[#thr + 1] = e
         if c.release_gap then gaps[#gaps + 1] = c.case_id else kept[#kept + 1] = e end

@@ -143,6 +143,10 @@ describe("a row's measured throughput from its step time or TFLOP/s", function()
     local step_only = { measured = { step_time_s = 20 }, predicted = { step_time_s = 10, tokens_per_s_per_gpu = 300 } }
     assert.are.equal(150, validate.measured_throughput(step_only))
     assert.is_nil(validate.measured_throughput({ measured = {}, predicted = { tokens_per_s_per_gpu = 1 } }))
+    -- and the summary counts every row with the error it implies (the
+    -- TFLOP/s one's: the same ratio)
+    local s = validate.summarize(validate.run(ZOO).cases).throughput
+    assert.are.equal(15, s.count)
     -- all 15 rows inform the fit (4 measured tokens/s, 11 TFLOP/s only)
     local calib = require("apsearch.calibrate").fit(ZOO, {})
     assert.are.equal(15, calib.rows)

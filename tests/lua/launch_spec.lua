@@ -1751,9 +1751,13 @@ describe("launch configs", function()
     -- kernels) or not (72): Megatron-LM defaults both off
     -- (transformer_config.py @ d98e8a64 l.941-947), so the script says so
     local r = run_example("mixtral_8x7b_h100.lua", { top_k = 1 })
-    local _, flags = parse_megatron(check_all(r)[1].megatron.text)
+    local text = check_all(r)[1].megatron.text
+    local _, flags = parse_megatron(text)
     assert.is_true(flags["--moe-permute-fusion"])
     assert.is_true(flags["--moe-router-fusion"])
+    -- the TransformerEngine releases they need, said in the script
+    assert.truthy(text:find("# NOTE: --moe-permute-fusion needs TransformerEngine >= 2.1", 1, true), text)
+    assert.truthy(text:find("--moe-router-fusion >= 2.7", 1, true), text)
     local fused = r.top_k_strategies[1].performance_cost.step_time
     r = run_example("mixtral_8x7b_h100.lua", { top_k = 1, set = { "training.moe_router_fusion=false" },
       fix = { "tp_degree=" .. r.top_k_strategies[1].tp_degree, "pp_degree=" .. r.top_k_strategies[1].pp_degree,

@@ -1168,6 +1168,9 @@ function M.moe_args(c, A, N)
   -- the router's needs TransformerEngine >= 2.7)
   A("--moe-permute-fusion")
   if c.training.moe_router_fusion ~= false then A("--moe-router-fusion") end
+  N("NOTE", "--moe-permute-fusion needs TransformerEngine >= 2.1 (TransformerConfig raises otherwise) and " ..
+    "--moe-router-fusion >= 2.7 (transformer_config.py @ d98e8a64 l.944-947, 2984-2999); with an older one " ..
+    "drop them, and estimate with training.moe_router_fusion = false (the unfused router's 72 kernels)")
   -- Llama 4: the routing weight scales the expert's input (M.ARCH_SOURCES.
   -- apply_probs; top-1, which the model's check guarantees)
   if m.moe_router_input_probs then A("--moe-apply-probs-on-input") end

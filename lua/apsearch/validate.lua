@@ -672,6 +672,31 @@ end
 
 local function pct(pred, meas) return (pred - meas) / meas * 100 end
 
+--- Largest `mfu_peak_tflops` a row may state, TFLOP/s per GPU: 100 x the
+-- highest dense peak of any preset (B300 fp4, 15,000) is beyond any
+-- device; a larger value is a unit error (FLOP/s written for TFLOP/s).
+M.MAX_MFU_PEAK_TFLOPS = 1.5e6
+
+--- The peak a row's measured MFU was computed against, FLOP/s per GPU:
+-- its `mfu_peak_tflops` column when the source names the peak it divided
+-- by (TorchTitan's 405B table, docs/performance.md @ 3faaa1a0d: the SXM
+-- bf16 peak on a lower-TDP H100, footnote 1, and the doubled fp8 peak for
+-- Float8, footnote 2), else the device's dense bf16 peak, the common
+-- convention (PaLM appendix B; Megatron-LM and TorchTitan logs).
+-- @tparam table row the CSV row
+-- @tparam table preset the row's device preset (peak_flops_bf16, FLOP/s)
+-- @treturn number FLOP/s; raises "mfu_peak_tflops = ..." when the column
+-- is not a number in (0, MAX_MFU_PEAK_TFLOPS]
+function M.mfu_peak(row, preset)
+  if not given(row, "mfu_peak_tflops") then return preset.peak_flops_bf16 end
+  local v = decimal(row.mfu_peak_tflops)
+  if not (v and v > 0 and v <= M.MAX_MFU_PEAK_TFLOPS) then
+    error(("mfu_peak_tflops = %q: must be a number of TFLOP/s per GPU in (0, %g]"):format(
+      row.mfu_peak_tflops, M.MAX_MFU_PEAK_TFLOPS), 0)
+  end
+  return v * 1e12
+end
+
 --- The FLOPs conventions of the `flops_convention` column (ctx:flops);
 -- `unknown` or empty: the source does not say (no TFLOP/s or MFU compared).
 M.FLOPS_CONVENTIONS = { "model-causal", "model-noncausal", "hardware-causal",
@@ -840,8 +865,7 @@ function M.run_case(row, calib)
     if conv and conv ~= "unknown" and conv ~= "" then
       local flops = assert(ctx:flops(strategy, conv))
       predicted.tflops_per_gpu = flops / est.step_time / n / 1e12
-      -- MFU as the sources report it: against the dense bf16 peak.
-      predicted.mfu_pct = flops / est.step_time / n / preset.peak_flops_bf16 * 100
+      predicted.mfu_pct = flops / est.step_time / n / M.mfu_peak(row, preset) * 100
     end
     local measured, errors = {}, {}
     for _, m in ipairs(M.MEASURES) do

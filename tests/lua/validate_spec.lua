@@ -228,6 +228,49 @@ describe("validate on tests/fixtures/cases_small.csv", function()
     end)
   end
 
+  -- appends a column to the header and the row
+  local function add_column(name, value)
+    return function(header, row) return row .. "," .. value, header .. "," .. name end
+  end
+  local function one_row_added(name, value)
+    local text = assert(io.open(FIXTURE)):read("a")
+    local header, row = text:match("^([^\r\n]*)\r?\n([^\r\n]*)")
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    local r, h = add_column(name, value)(header, row)
+    f:write(h, "\n", r, "\n")
+    f:close()
+    return path
+  end
+
+  it("compares MFU against the peak the row names in mfu_peak_tflops", function()
+    -- c016 (SC'21, 384 A100) with a stated peak of 250 TFLOP/s: the
+    -- predicted MFU divides by that peak, not by the A100's 312 TFLOP/s
+    -- bf16 peak
+    local path = one_row_added("mfu_peak_tflops", "250")
+    local r = validate.run(path)
+    local plain = validate.run(one_row())
+    os.remove(path)
+    local c, p = r.cases[1], plain.cases[1]
+    assert.is_nil(c.error)
+    local ctx = core.context(c.inputs.model, c.inputs.cluster, c.inputs.training)
+    local est = ctx:estimate(c.inputs.strategy)
+    local flops = ctx:flops(c.inputs.strategy, "hardware-noncausal")
+    assert.is_true(math.abs(c.predicted.mfu_pct - flops / est.step_time / est.devices_used / 250e12 * 100) < 1e-9)
+    assert.is_true(math.abs(c.predicted.mfu_pct / p.predicted.mfu_pct - 312 / 250) < 1e-9)
+  end)
+
+  for _, bad in ipairs({ "0", "-1", "nan", "2e6", "989TF" }) do
+    it("reports an mfu_peak_tflops of " .. bad .. " for its row, naming the value", function()
+      local path = one_row_added("mfu_peak_tflops", bad)
+      local r = validate.run(path)
+      os.remove(path)
+      assert.are.equal(1, r.summary.failed)
+      assert.truthy(r.cases[1].error:find('mfu_peak_tflops = "' .. bad .. '": must be a number', 1, true),
+        r.cases[1].error)
+    end)
+  end
+
   for _, bad in ipairs({ "0", "-96", "nan", "inf", "96GB" }) do
     it("reports a device_memory_gib of " .. bad .. " for its row, naming the value", function()
       local path = one_row(nil, set_column("device_memory_gib", bad))

@@ -467,6 +467,14 @@ typedef enum {
     APS_MEM_KIND_RESERVED = 0, APS_MEM_KIND_ALLOCATED, APS_MEM_KIND_DEVICE
 } aps_mem_kind;
 
+/** The flex dispatcher's communication library (Megatron-LM
+ *  --moe-flex-dispatcher-backend, transformer_config.py @ d98e8a64 l.898,
+ *  default deepep): DeepEP, or NVIDIA's HybridEP (TMA / IBGDA kernels,
+ *  multi-node NVLink). */
+typedef enum {
+    APS_FLEX_DEEPEP = 0, APS_FLEX_HYBRIDEP
+} aps_flex_backend;
+
 typedef enum {
     APS_CG_LAYER = 0, APS_CG_ATTN, APS_CG_MOE_ROUTER, APS_CG_ATTN_MOE_ROUTER,
     APS_CG_FULL_ITERATION, APS_CG_NONE
@@ -551,6 +559,12 @@ typedef struct {
                                         >= 2.7): 31 forward kernels, 72
                                         without (layerprog.c); default on,
                                         as the launch file writes it */
+    aps_flex_backend moe_flex_dispatcher_backend; /**< MoE, flex
+                                        dispatcher: DeepEP (Megatron's
+                                        default) or HybridEP; decides the
+                                        host sync of a capacity-factor run
+                                        and whether padding to capacity is
+                                        allowed (layerprog.c, moe.c) */
     bool moe_shared_expert_overlap; /**< MoE: the shared expert runs on
                                         its own stream beside the token
                                         dispatch and combine, hiding them

@@ -381,6 +381,11 @@ function M.case_inputs(row)
   if given(row, "cuda_graph_scope") then
     training.cuda_graph_scope = need_enum(row, "cuda_graph_scope", M.CUDA_GRAPH_SCOPES)
   end
+  -- the flex dispatcher's library (Megatron --moe-flex-dispatcher-backend);
+  -- empty: Megatron's default, deepep
+  if given(row, "moe_flex_dispatcher_backend") then
+    training.moe_flex_dispatcher_backend = need_enum(row, "moe_flex_dispatcher_backend", { "deepep", "hybridep" })
+  end
   -- degrees and the micro-batch are at least 1 (a 0 would divide by zero
   -- in the layout rules below before the core refuses it)
   local strategy = {
@@ -484,6 +489,7 @@ M.MOE_ONLY = {
   { col = "etp_degree", dense = { ["1"] = true }, why = "expert tensor parallelism needs experts" },
   { col = "moe_token_dispatcher", dense = {}, why = "there are no tokens to dispatch to experts" },
   { col = "moe_capacity_factor", dense = {}, why = "there are no experts to cap" },
+  { col = "moe_flex_dispatcher_backend", dense = {}, why = "there are no tokens to dispatch to experts" },
 }
 
 --- Refuses a dense row (num_experts empty or 0) that states an MoE-only
@@ -578,10 +584,11 @@ function M.moe_recipes(row, model, training, strategy, assumed)
     if k == "moe_shared_expert_overlap" and training.overlap_moe_expert_parallel_comm then
       return "overlap_moe_expert_parallel_comm = true excludes it"
     end
-    if k == "moe_capacity_factor" and stated.moe_token_dispatcher and strategy.moe_token_dispatcher == "flex" then
+    if k == "moe_capacity_factor" and stated.moe_token_dispatcher and strategy.moe_token_dispatcher == "flex"
+        and (training.moe_flex_dispatcher_backend or "deepep") == "deepep" then
       -- the recipes' token drop pads to capacity, which the flex
       -- dispatcher's DeepEP backend refuses (moe_pad_expert_input_to_capacity)
-      return "moe_token_dispatcher = flex does not pad to capacity"
+      return "moe_token_dispatcher = flex with the deepep backend does not pad to capacity"
     end
     return nil
   end

@@ -182,8 +182,11 @@ static void moe_post_kernels(const aps_model *m, const aps_training *t,
  *  received counts ("the CPU will wait for GPU's signal to arrive",
  *  fused_a2a.py FusedDispatch.forward) and HybridEP's blocking dispatch
  *  for the permuted token count (fused_a2a.py: non_blocking only with
- *  num_permuted_tokens, which token_dispatcher.py sets for a capacity
- *  only), all @ d98e8a64; padded token drop has static splits. */
+ *  num_permuted_tokens, which _HybridEPManager sets when it drops and
+ *  pads), all @ d98e8a64.  A capacity factor is padded token drop (the
+ *  launch file writes --moe-pad-expert-input-to-capacity with it): static
+ *  splits, no sync, on the alltoall dispatcher and on HybridEP; DeepEP
+ *  cannot pad (aps_check_moe refuses it). */
 static bool moe_syncs(const aps_strategy *s)
 {
     return (s->moe_token_dispatcher == APS_MOE_ALLTOALL ||

@@ -179,6 +179,20 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
                                                         : "allgather");
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
+    /* drop and pad with DeepEP: TransformerConfig.__post_init__ raises
+     * "Flex token dispatcher with deepep backend does not support
+     * moe_pad_expert_input_to_capacity" (Megatron-LM d98e8a64
+     * transformer_config.py l.1754-1761); a capacity factor is apsearch's
+     * padded token drop (the launch file writes both flags) */
+    if (s->moe_token_dispatcher == APS_MOE_FLEX && s->moe_capacity_factor > 0 &&
+        t->moe_flex_dispatcher_backend == APS_FLEX_DEEPEP) {
+        aps_fmt(msg, n, "moe_token_dispatcher = flex with moe_capacity_factor "
+                "= %g: the deepep backend does not pad to capacity "
+                "(megatron/core/transformer/transformer_config.py); set "
+                "training.moe_flex_dispatcher_backend = \"hybridep\" or use "
+                "the alltoall dispatcher", s->moe_capacity_factor);
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
     /* TorchTitan's experts live on the sparse mesh pp x dp_replicate x
      * efsdp x ep, whose ep ranks come out of dp_shard x cp x tp
      * (torchtitan/distributed/parallel_dims.py ParallelDims._validate,

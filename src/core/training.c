@@ -91,6 +91,7 @@ void aps_training_defaults(aps_training *t)
      * configs/qwen3/qwen3_llm_pretrain.py v0.2.0:39; Megatron-MoE-ModelZoo
      * model_configs); apsearch's Megatron launch file writes it */
     t->moe_router_fusion = true;
+    t->moe_flex_dispatcher_backend = APS_FLEX_DEEPEP; /* Megatron's default */
 }
 
 aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
@@ -114,6 +115,12 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
                 "training.vocab_size_divisible_by: must be 0 (the framework's "
                 "default) or in [1, 65536] (got %lld)",
                 (long long)t->vocab_size_divisible_by);
+        return APS_EINVAL;
+    }
+    if (t->moe_flex_dispatcher_backend < APS_FLEX_DEEPEP ||
+        t->moe_flex_dispatcher_backend > APS_FLEX_HYBRIDEP) {
+        aps_fmt(err, n, "training.moe_flex_dispatcher_backend: unknown "
+                "backend %d", (int)t->moe_flex_dispatcher_backend);
         return APS_EINVAL;
     }
     if (t->cuda_graph_scope < APS_CG_LAYER || t->cuda_graph_scope > APS_CG_NONE) {

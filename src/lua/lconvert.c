@@ -84,6 +84,8 @@ APSL_ENUM(enum_mem_kind, "reserved, allocated, device",
           {"reserved", APS_MEM_KIND_RESERVED},
           {"allocated", APS_MEM_KIND_ALLOCATED},
           {"device", APS_MEM_KIND_DEVICE});
+APSL_ENUM(enum_flex_backend, "deepep, hybridep",
+          {"deepep", APS_FLEX_DEEPEP}, {"hybridep", APS_FLEX_HYBRIDEP});
 APSL_ENUM(enum_cuda_graph_scope,
           "layer, attn, moe_router, attn+moe_router, full_iteration, none",
           {"layer", APS_CG_LAYER}, {"attn", APS_CG_ATTN},
@@ -342,6 +344,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, store_param_remainders, FT_BOOL, NULL),
     FLD(aps_training, exp_avg_bf16, FT_OBOOL, NULL),
     FLD(aps_training, moe_router_fusion, FT_BOOL, NULL),
+    FLD(aps_training, moe_flex_dispatcher_backend, FT_ENUM, &enum_flex_backend),
     FLD(aps_training, moe_shared_expert_overlap, FT_OBOOL, NULL),
     FLD(aps_training, overlap_moe_expert_parallel_comm, FT_OBOOL, NULL),
     FLD(aps_training, vocab_size_divisible_by, FT_INT, NULL),

@@ -161,6 +161,27 @@ static void test_moe_counts(void **state)
     assert_true(!hp.sync);
     s.ep_degree = 8;
 
+    /* padded token drop: HybridEP knows its permuted token count on the
+     * host (_HybridEPManager drop_and_pad), no sync; DeepEP cannot pad,
+     * which the MoE check refuses naming the backend
+     * (transformer_config.py l.1754-1761 @ d98e8a64) */
+    char msg[256];
+    s.dp_degree = 8; /* the ep 8 ranks out of the stage's dp 8 */
+    s.moe_capacity_factor = 1.0;
+    t.moe_flex_dispatcher_backend = APS_FLEX_HYBRIDEP;
+    hp = program_of(&m, &t, &s);
+    assert_true(!hp.sync);
+    assert_int_equal(aps_check_moe(&m, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+    t.moe_flex_dispatcher_backend = APS_FLEX_DEEPEP;
+    assert_int_equal(aps_check_moe(&m, &t, &s, msg, sizeof msg),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    assert_non_null(strstr(msg, "deepep backend does not pad to capacity"));
+    s.moe_capacity_factor = 0.0;
+    assert_int_equal(aps_check_moe(&m, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+    s.dp_degree = 1;
+
     /* SequentialMLP: 3 + 2 quantizes per expert from Python, no loop */
     s.moe_token_dispatcher = APS_MOE_ALLTOALL;
     s.moe_grouped_gemm = 0;

@@ -1592,7 +1592,8 @@ describe("launch configs", function()
 
   it("write MoE and MLA: experts, EP, ETP, dispatcher, grouped GEMM, capacity (DeepSeek-V3, Mixtral)", function()
     local r = run_example("deepseek_v3_h100_1024.lua", { top_k = 3,
-      fix = { "moe_token_dispatcher=flex", "moe_capacity_factor=1.25" } })
+      fix = { "moe_token_dispatcher=flex", "moe_capacity_factor=1.25" },
+      set = { "training.moe_flex_dispatcher_backend=hybridep" } })
     local by = check_all(r)
     local m = r.inputs.model
     for _, rec in ipairs(r.top_k_strategies) do
@@ -1605,9 +1606,12 @@ describe("launch configs", function()
       assert.are.equal(tostring(rec.ep_degree), v["--expert-model-parallel-size"])
       assert.are.equal(tostring(rec.etp_degree or rec.tp_degree), v["--expert-tensor-parallel-size"])
       assert.are.equal("flex", v["--moe-token-dispatcher-type"])
-      assert.are.equal("deepep", v["--moe-flex-dispatcher-backend"])
+      -- DeepEP cannot pad to capacity (TransformerConfig): HybridEP
+      assert.are.equal("hybridep", v["--moe-flex-dispatcher-backend"])
       assert.is_true(v["--moe-grouped-gemm"])
       assert.are.equal("1.25", v["--moe-expert-capacity-factor"])
+      -- the padded drop the estimate prices
+      assert.is_true(v["--moe-pad-expert-input-to-capacity"])
       -- aux-loss-free bias needs the sigmoid score (TransformerConfig)
       assert.are.equal("sigmoid", v["--moe-router-score-function"])
       assert.is_true(v["--moe-router-enable-expert-bias"])

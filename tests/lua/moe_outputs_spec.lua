@@ -273,10 +273,31 @@ describe("validate: a recipe setting the row's own columns exclude is not assume
     local _, s, notes = inputs({ moe_token_dispatcher = "flex" })
     assert.are.equal("flex", s.moe_token_dispatcher)
     assert.is_nil(s.moe_capacity_factor)
-    assert.truthy(notes:find("moe_capacity_factor = 1.0 not assumed, moe_token_dispatcher = flex does not pad to capacity", 1, true), notes)
+    assert.truthy(notes:find("moe_capacity_factor = 1.0 not assumed, moe_token_dispatcher = flex with the deepep backend " ..
+      "does not pad to capacity", 1, true), notes)
     _, s = inputs({})
     assert.are.equal("alltoall", s.moe_token_dispatcher)
     assert.are.equal(1.0, s.moe_capacity_factor)
+    -- HybridEP pads to capacity (_HybridEPManager drop_and_pad): the
+    -- recipe's token drop stands
+    local t
+    t, s = inputs({ moe_token_dispatcher = "flex", moe_flex_dispatcher_backend = "hybridep" })
+    assert.are.equal("hybridep", t.moe_flex_dispatcher_backend)
+    assert.are.equal(1.0, s.moe_capacity_factor)
+  end)
+
+  it("refuses a flex run that pads to capacity with DeepEP, and a backend Megatron does not have", function()
+    local c = validate.run_case((function()
+      local cols, cells = mp001()
+      local row = {}
+      for k, col in ipairs(cols) do row[col] = cells[k] end
+      row.moe_token_dispatcher, row.moe_capacity_factor = "flex", "1.0"
+      return row
+    end)())
+    assert.truthy(c.error and c.error:find("the deepep backend does not pad to capacity", 1, true), c.error)
+    local ok, err = pcall(inputs, { moe_token_dispatcher = "flex", moe_flex_dispatcher_backend = "nccl" })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("moe_flex_dispatcher_backend", 1, true), err)
   end)
 end)
 

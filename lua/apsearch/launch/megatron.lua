@@ -34,7 +34,9 @@
 -- * MoE models (M.moe_args): ep_degree -> --expert-model-parallel-size,
 --   etp_degree -> --expert-tensor-parallel-size, moe_token_dispatcher ->
 --   --moe-token-dispatcher-type, moe_grouped_gemm -> --moe-grouped-gemm,
---   moe_capacity_factor -> --moe-expert-capacity-factor; the model's
+--   moe_capacity_factor -> --moe-expert-capacity-factor with
+--   --moe-pad-expert-input-to-capacity, training.moe_flex_dispatcher_
+--   backend -> --moe-flex-dispatcher-backend; the model's
 --   experts as --num-experts, --moe-router-topk, --moe-ffn-hidden-size,
 --   --moe-shared-expert-intermediate-size, --moe-layer-freq; MLA
 --   (M.mla_args) as --multi-latent-attention and its ranks and head dims
@@ -1137,9 +1139,10 @@ end
 --- Mixture-of-experts flags (megatron/core/transformer/transformer_config.py
 -- and megatron/training/arguments.py @ d98e8a64): experts, top-k, expert
 -- and shared-expert widths, which layers are MoE, expert parallel and
--- expert tensor parallel sizes, token dispatcher (flex: the DeepEP
--- backend, Megatron's default), grouped GEMM, capacity factor
--- (token-dropping; empty = dropless), the router (M.router_args); a
+-- expert tensor parallel sizes, token dispatcher (flex: the backend of
+-- training.moe_flex_dispatcher_backend, DeepEP by default as in
+-- Megatron), grouped GEMM, capacity factor (padded token drop; empty =
+-- dropless), the router (M.router_args); a
 -- model's MTP modules the estimate does not train (training.mtp_num_layers
 -- 0) get a NOTE.
 -- @tparam table c context (apsearch.launch.context)
@@ -1160,7 +1163,9 @@ function M.moe_args(c, A, N)
   A("--expert-tensor-parallel-size", r.etp_degree or r.tp_degree or 1)
   local d = r.moe_token_dispatcher or "alltoall"
   A("--moe-token-dispatcher-type", d)
-  if d == "flex" then A("--moe-flex-dispatcher-backend", "deepep") end
+  if d == "flex" then
+    A("--moe-flex-dispatcher-backend", c.training.moe_flex_dispatcher_backend or "deepep")
+  end
   if r.moe_grouped_gemm ~= false then A("--moe-grouped-gemm") end
   -- the fused permute the host program counts (src/core/layerprog.c), and
   -- the fused router unless training.moe_router_fusion is off (both off by
@@ -1186,8 +1191,14 @@ function M.moe_args(c, A, N)
   -- parallel_comm @ d98e8a64; the estimate checks what TransformerConfig
   -- asserts about it)
   if c.training.overlap_moe_expert_parallel_comm then A("--overlap-moe-expert-parallel-comm") end
+  -- a capacity factor is the padded token drop the estimate prices (static
+  -- splits, no host sync, capturable by CUDA graphs; without the pad flag
+  -- Megatron drops unpadded, syncs, and refuses the moe graph module:
+  -- token_dispatcher.py drop_and_pad, transformer_config.py l.2838-2844
+  -- @ d98e8a64)
   if (r.moe_capacity_factor or 0) > 0 then
     A("--moe-expert-capacity-factor", M.num(r.moe_capacity_factor))
+    A("--moe-pad-expert-input-to-capacity")
   end
   M.router_args(c, A, N)
   if (m.mtp_layers or 0) > 0 and (c.training.mtp_num_layers or 0) == 0 then

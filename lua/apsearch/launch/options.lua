@@ -70,6 +70,8 @@ M.megatron = {
     "--moe-shared-expert-overlap", "--mtp-num-layers",
     -- TransformerConfig.moe_permute_fusion, moe_router_fusion (l.941-947)
     "--moe-permute-fusion", "--moe-router-fusion",
+    -- TransformerConfig.moe_pad_expert_input_to_capacity (l.921)
+    "--moe-pad-expert-input-to-capacity",
     -- _add_moe_args (load balancing) and TransformerConfig router fields
     "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-router-pre-softmax",
     "--moe-router-num-groups", "--moe-router-group-topk", "--moe-router-topk-scaling-factor",

@@ -1050,8 +1050,40 @@ end
 --- The header of a cases file: column name -> column number.
 -- @raise `<file>: header: column "<name>" appears twice (columns i and j)`
 --   or `<file>: missing required column <name>`
+--- Optional columns of a cases file besides the measurements
+-- (M.MEASURES), the recipe booleans (M.RECIPE_BOOLS) and the MoE-only
+-- columns (M.MOE_ONLY): the schema of docs/accuracy.md.  A header column
+-- outside M.known_columns() is refused (M.load): a misspelt column would
+-- otherwise be dropped without a word and the row estimated as another run.
+M.OPTIONAL = {
+  "source", "reliability", "notes", "software", "device_memory_gib", "outcome",
+  "measured_mem_kind", "mfu_peak_tflops",
+  -- model
+  "linear_bias", "qkv_bias", "qk_norm", "head_dim", "dropout", "max_position_embeddings",
+  "attention", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+  "num_experts", "experts_per_token", "moe_ffn_hidden_size", "shared_expert_ffn_hidden_size",
+  "num_dense_layers", "dense_ffn_hidden_size", "moe_layer_freq", "mtp_layers",
+  -- cluster, strategy and recipe settings
+  "nvlink_domain_size", "cp_comm_type", "reshard_after_forward", "pipeline_layout",
+  "recompute_method", "recompute_modules", "recompute_num_layers", "activation_offload_layers",
+  "cuda_graph_scope",
+}
+
+--- Every column a cases file may have (a set): M.REQUIRED, M.OPTIONAL, the
+-- measured columns, M.RECIPE_BOOLS and the MoE-only columns.
+-- @treturn table name -> true
+function M.known_columns()
+  local known = {}
+  for _, list in ipairs({ M.REQUIRED, M.OPTIONAL, M.RECIPE_BOOLS }) do
+    for _, c in ipairs(list) do known[c] = true end
+  end
+  for _, m in ipairs(M.MEASURES) do known[m.column] = true end
+  for _, m in ipairs(M.MOE_ONLY) do known[m.col] = true end
+  return known
+end
+
 local function header_index(path, names)
-  local index = {}
+  local index, known = {}, M.known_columns()
   for i, name in ipairs(names) do
     if index[name] then
       error(("%s: header: column %s appears twice (columns %d and %d)"):format(
@@ -1067,6 +1099,14 @@ local function header_index(path, names)
     error(("%s: missing required column%s %s"):format(path, #missing > 1 and "s" or "",
       table.concat(missing, ", ")), 0)
   end
+  local suggest = require("apsearch.suggest")
+  for i, name in ipairs(names) do
+    if not known[name] then
+      local sugg = suggest.did_you_mean(name, suggest.keys(known))
+      error(("%s: header: unknown column %s (column %d)%s; the columns are docs/accuracy.md's schema"):format(
+        path, util.describe(name), i, sugg and ("; " .. sugg) or ""), 0)
+    end
+  end
   return index
 end
 
@@ -1075,7 +1115,9 @@ end
 -- line ends, a UTF-8 byte-order mark); header names are read without the
 -- spaces around them.  Raises `<file>:<line>:<column>: <problem>` for
 -- malformed CSV, `<file>: missing required column <name>`, `<file>:
--- header: column "<name>" appears twice (columns i and j)`, or
+-- header: column "<name>" appears twice (columns i and j)`, `<file>:
+-- header: unknown column "<name>" (column i)` (with the closest known
+-- name when one is close; M.known_columns), or
 -- `<file>:<line>: data row <r> has <n> fields, the header <m>`.
 -- @return array of rows (column -> string)
 function M.load(path)

@@ -260,6 +260,23 @@ describe("validate on tests/fixtures/cases_small.csv", function()
     assert.is_true(math.abs(c.predicted.mfu_pct / p.predicted.mfu_pct - 312 / 250) < 1e-9)
   end)
 
+  it("refuses a header column outside the schema, naming the closest column", function()
+    -- a misspelt recipe column used to be dropped without a word: the row
+    -- was then estimated without CUDA graphs
+    local path = one_row_added("cuda_graph", "true")
+    local ok, err = pcall(validate.load, path)
+    os.remove(path)
+    assert.is_false(ok)
+    assert.truthy(err:find('header: unknown column "cuda_graph" (column 41); did you mean "cuda_graph_scope" or "cuda_graphs"?', 1, true), err)
+    -- every column of the repository's cases files is known
+    local known = validate.known_columns()
+    for _, f in ipairs({ "public_cases.csv", "moe/public_moe_cases.csv", "memory/public_memory_cases.csv",
+      "heldout/megatron_bridge_perf.csv", "heldout/megatron_bridge_perf_moe.csv", "heldout/megatron_moe_modelzoo.csv" }) do
+      local head = assert(io.open(ROOT .. "/tests/fixtures/" .. f)):read("l"):gsub("\r$", "")
+      for col in (head .. ","):gmatch("([^,]*),") do assert.is_true(known[col] == true, f .. ": " .. col) end
+    end
+  end)
+
   for _, bad in ipairs({ "0", "-1", "nan", "2e6", "989TF" }) do
     it("reports an mfu_peak_tflops of " .. bad .. " for its row, naming the value", function()
       local path = one_row_added("mfu_peak_tflops", bad)

@@ -149,7 +149,7 @@ static void test_gemm_block_scaled_rates(void **state)
 }
 
 /* The benchmark the rates come from, through the GB300 preset's shape
- * terms (B300's 148 SMs, 64 x 128 tiles, k0 288, t0 4 us): the 12 GEMMs
+ * terms (B300's 158 SMs, 64 x 128 tiles, k0 288, t0 4 us): the 12 GEMMs
  * of one layer of hidden 4,096 and FFN 16,384 at 15,872 tokens (fprop M K
  * N, dgrad M N K, wgrad K M N of each of QKV 4,096 -> 12,288, attention
  * out 4,096 -> 4,096, MLP up 4,096 -> 16,384, down 16,384 -> 4,096) take

@@ -54,11 +54,11 @@
 /** MXFP8 GEMM rate over the per-tensor fp8 GEMM's at the same fp8 peak:
  *  6.812 / 7.161 (the E8M0 block scales the MMA loads with its operands). */
 #define APS_MXFP8_GEMM_RATE 0.951
-/** Most an NVFP4 GEMM runs faster than the per-tensor fp8 GEMM:
- *  6.812 / 3.764 = 1.81 on B300, whose dense FP4 peak is 3x its fp8 peak
- *  (NVIDIA DGX B300 datasheet: FP4 108 PFLOPS dense, FP8 72 PFLOPS
- *  sparse, 8 GPUs; GB300 NVL72 per GPU: 15 and 5 dense), so the kernel
- *  reaches 1.81 / 3 = 0.60 of the fp8 kernel's fraction of peak.  On B200
+/** Most an NVFP4 GEMM runs faster than the per-tensor fp8 GEMM, a ratio
+ *  of measured rates: 6.812 / 3.764 = 1.81 on B300, whose dense FP4 peak
+ *  is about 3x its fp8 peak (HGX B300: 13-13.5 against 4.5 PFLOPS; the
+ *  GB300 preset's 15 against 5), so there the kernel reaches about
+ *  1.81 / 3 = 0.60 of the fp8 kernel's fraction of peak.  On B200
  *  (FP4 peak 2x fp8) cuBLAS's 8,192^3 FP4 GEMM, 5,239 TFLOP/s
  *  (deepseek-ai/DeepGEMM pull request 348, MXFP4 via cublasTest), is
  *  1.88x the 2,782 TFLOP/s of GB200's 8,192^3 fp8 GEMM (the cuBLASLt

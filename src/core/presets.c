@@ -286,7 +286,8 @@
 /* Blackwell's bf16 GEMMs, which that harness did not run: TransformerEngine's
  * GEMM benchmark ran both on a B300 (pre-quantized operands, kernel time;
  * the 12 GEMMs of one layer of hidden 4,096, FFN 16,384, 15,872 tokens):
- * bf16 13.102 ms, per-tensor fp8 6.812 ms, on peaks 1 : 2, so a bf16 GEMM
+ * bf16 13.102 ms, per-tensor fp8 6.812 ms, on peaks 1 : 2 (HGX B300: 2.25
+ * and 4.5 PFLOPS dense), so a bf16 GEMM
  * reaches 2 x 6.812 / 13.102 = 1.040 of the fp8 GEMM's fraction of its
  * peak (TransformerEngine 1609c890e docs/examples/gemm_profiling/
  * gemm_profiling.rst, "Autocast vs Pre-quantized").  Blackwell's bf16

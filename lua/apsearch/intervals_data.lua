@@ -4,7 +4,7 @@
 -- of the residuals at the interval level (apsearch.intervals).
 return {
   step_time = { level = 0.80, pooled = { lo = -0.170282, hi = 0.170282, rows = 71 }, classes = {
-    ["moe"] = { lo = -0.194208, hi = 0.194208, rows = 13 },
+    ["moe"] = { lo = -0.194323, hi = 0.194323, rows = 13 },
   } },
   mem_peak = { level = 0.80, pooled = { lo = -0.178297, hi = 0.178297, rows = 64 }, classes = {
     ["fsdp2"] = { lo = -0.086979, hi = 0.086979, rows = 42 },

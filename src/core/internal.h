@@ -626,8 +626,12 @@ double aps_quantized_bytes(aps_precision p);
  *  peak_flops_fp8, nvfp4 at peak_flops_fp4, else bf16 (a missing peak
  *  falls back to bf16; aps_inputs_validate refuses it first). */
 double aps_peak_flops(const aps_device *d, aps_precision p);
-/** Large-GEMM efficiency of the precision: fp8_gemm_efficiency for the
- *  quantized formats, gemm_efficiency otherwise. */
+/** Large-GEMM efficiency of the precision, a fraction of aps_peak_flops:
+ *  gemm_efficiency for bf16 / fp16 (and a quantized format on a device
+ *  without its faster peak); fp8_gemm_efficiency for per-tensor fp8; that
+ *  times APS_MXFP8_GEMM_RATE (0.951) for MXFP8; for NVFP4 that times
+ *  min(1, APS_NVFP4_GEMM_RATE (1.81) x peak_flops_fp8 / peak_flops_fp4)
+ *  (precision.c: TransformerEngine's pre-quantized GEMM benchmark on B300). */
 double aps_gemm_eta_max(const aps_device *d, aps_precision p);
 /** Bytes per element of a saved linear-layer input: the quantized copy
  *  for the weight-gradient GEMM under TransformerEngine (megatron,

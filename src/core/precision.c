@@ -41,6 +41,31 @@
  *  nvte_quantize_with_hadamard_transform).  Passes over the bf16 tensor. */
 #define APS_NVFP4_AMAX_PASSES 1.0
 
+/* GEMM kernel rates of the block-scaled formats, relative to the per-tensor
+ * fp8 GEMM that fp8_gemm_efficiency describes.  TransformerEngine's GEMM
+ * benchmark, pre-quantized operands (kernel time only: the scale-factor
+ * swizzle TE's general_gemm runs before a Blackwell block-scaled GEMM
+ * included, no cast), on a B300, the 12 GEMMs of one layer of hidden 4,096,
+ * FFN 16,384, 15,872 tokens (fprop, dgrad, wgrad): per-tensor fp8
+ * (Float8CurrentScaling) 6.812 ms, MXFP8 7.161 ms, NVFP4 3.764 ms, bf16
+ * 13.102 ms (TransformerEngine 1609c890e docs/examples/gemm_profiling/
+ * gemm_profiling.rst, "Autocast vs Pre-quantized"; benchmarks/gemm/
+ * benchmark_gemm.py benchmark_*_prequantized). */
+/** MXFP8 GEMM rate over the per-tensor fp8 GEMM's at the same fp8 peak:
+ *  6.812 / 7.161 (the E8M0 block scales the MMA loads with its operands). */
+#define APS_MXFP8_GEMM_RATE 0.951
+/** Most an NVFP4 GEMM runs faster than the per-tensor fp8 GEMM, a ratio
+ *  of measured rates: 6.812 / 3.764 = 1.81 on B300, whose dense FP4 peak
+ *  is about 3x its fp8 peak (HGX B300: 13-13.5 against 4.5 PFLOPS; the
+ *  GB300 preset's 15 against 5), so there the kernel reaches about
+ *  1.81 / 3 = 0.60 of the fp8 kernel's fraction of peak.  On B200
+ *  (FP4 peak 2x fp8) cuBLAS's 8,192^3 FP4 GEMM, 5,239 TFLOP/s
+ *  (deepseek-ai/DeepGEMM pull request 348, MXFP4 via cublasTest), is
+ *  1.88x the 2,782 TFLOP/s of GB200's 8,192^3 fp8 GEMM (the cuBLASLt
+ *  point scripts/fit-gemm-shape.lua fits): the same cap, not the same
+ *  fraction of peak, carries from one part to the other. */
+#define APS_NVFP4_GEMM_RATE 1.81
+
 bool aps_prec_quantized(aps_precision p)
 {
     return p == APS_PREC_FP8 || p == APS_PREC_MXFP8 || p == APS_PREC_NVFP4;
@@ -76,8 +101,20 @@ double aps_peak_flops(const aps_device *d, aps_precision p)
 
 double aps_gemm_eta_max(const aps_device *d, aps_precision p)
 {
-    return (aps_prec_quantized(p) && aps_peak_flops(d, p) > d->peak_flops_bf16)
-               ? d->fp8_gemm_efficiency : d->gemm_efficiency;
+    if (!(aps_prec_quantized(p) && aps_peak_flops(d, p) > d->peak_flops_bf16))
+        return d->gemm_efficiency;
+    double eta = d->fp8_gemm_efficiency;
+    if (p == APS_PREC_MXFP8)
+        return eta * APS_MXFP8_GEMM_RATE;
+    if (p == APS_PREC_NVFP4 && d->peak_flops_fp8 > 0) {
+        /* the FP4 kernel's rate is capped at APS_NVFP4_GEMM_RATE times the
+         * fp8 kernel's: a fraction of the FP4 peak where that peak is more
+         * than that multiple of the fp8 peak */
+        double cap = APS_NVFP4_GEMM_RATE * d->peak_flops_fp8 /
+                     aps_peak_flops(d, p);
+        return cap < 1.0 ? eta * cap : eta;
+    }
+    return eta;
 }
 
 double aps_gemm_input_bytes(const aps_training *t)

@@ -64,10 +64,11 @@
  * GEMMs were priced by their shape, src/core/gemm.c, with the shape terms
  * held at their microbenchmark values).  H200
  * shares the H100's compute die; Blackwell has no measured run in that set
- * and takes the joint Hopper values (APS_*_JOINT below), its GEMM
- * efficiencies scaled by a cuBLASLt
+ * and takes the joint Hopper values (APS_*_JOINT below), its fp8 GEMM
+ * efficiency scaled by a cuBLASLt
  * microbenchmark run on GB200 and H100 alike (APS_GEMM_SCALE_BLACKWELL,
- * below; GB300's attention: below).  NVIDIA's Megatron-Bridge performance
+ * below), its bf16 one from that by TransformerEngine's B300 GEMM
+ * benchmark (APS_BF16_OVER_FP8_GEMM_BLACKWELL; GB300's attention: below).  NVIDIA's Megatron-Bridge performance
  * summaries (25.09-26.08) measure B200, GB200 and GB300 (tests/fixtures/
  * heldout/, docs/accuracy.md "Held out: Megatron-Bridge performance
  * summaries": 9.3 % over 89 dense runs with these values, 12.9 % with
@@ -276,12 +277,25 @@
  * warm-up iterations): fp8 8192^3 2,848.0 TFLOPS of GB200's 5,000 (0.570)
  * against H100's 1,290.1 of 1,978.9 (0.652): x 0.874.  The other square
  * sizes agree within 5 % (4,096^3 0.561 / 0.615 = 0.912; 16,384^3 0.586 /
- * 0.696 = 0.842; 32,768^3 0.595 / 0.698 = 0.852).  Taken for bf16 GEMMs
- * too (the harness ran fp8 only), for B200 (measured on GB200's 1,200 W
- * part) and for GB300's fp8 and fp4 GEMMs (the same fifth-generation
- * tensor cores; no fp4 figure in the harness): assumptions, each. */
+ * 0.696 = 0.842; 32,768^3 0.595 / 0.698 = 0.852).  Taken for B200
+ * (measured on GB200's 1,200 W part) and for GB300's fp8 and fp4 GEMMs
+ * (the same fifth-generation tensor cores; no fp4 figure in the harness):
+ * assumptions, each; bf16 GEMMs below. */
 #define APS_GB200_FP8_GEMM_8K (2848.0 / 5000.0)
 #define APS_GEMM_SCALE_BLACKWELL (APS_GB200_FP8_GEMM_8K / APS_H100_FP8_GEMM_8K)
+/* Blackwell's bf16 GEMMs, which that harness did not run: TransformerEngine's
+ * GEMM benchmark ran both on a B300 (pre-quantized operands, kernel time;
+ * the 12 GEMMs of one layer of hidden 4,096, FFN 16,384, 15,872 tokens):
+ * bf16 13.102 ms, per-tensor fp8 6.812 ms, on peaks 1 : 2 (HGX B300: 2.25
+ * and 4.5 PFLOPS dense), so a bf16 GEMM
+ * reaches 2 x 6.812 / 13.102 = 1.040 of the fp8 GEMM's fraction of its
+ * peak (TransformerEngine 1609c890e docs/examples/gemm_profiling/
+ * gemm_profiling.rst, "Autocast vs Pre-quantized").  Blackwell's bf16
+ * efficiency is its fp8 one times that, in place of Hopper's fitted
+ * bf16 / fp8 ratio (0.638 / 0.689 = 0.926: an fp8 GEMM at 1.08x bf16's
+ * fraction, which the fit confounds with its stacks, docs/accuracy.md
+ * "Low-precision ratios at the same layout"). */
+#define APS_BF16_OVER_FP8_GEMM_BLACKWELL (2.0 * 6.812 / 13.102)
 #define APS_HBM_SCALE_CDNA3 ((4.09 / 5.3) / (2.97 / 3.35))
 #define APS_COLL_EFF_CDNA3 (316.82 * GB / APS_IF_CDNA3)
 
@@ -315,10 +329,13 @@ typedef struct {
                .fp8_gemm_efficiency = APS_FP8_GEMM_EFF_HOPPER,          \
                .attention_efficiency = APS_ATTN_EFF_HOPPER,           \
                .unfused_attention_efficiency = APS_ATTN_EFF_HOPPER
-/* Blackwell: Hopper's GEMM efficiencies scaled by the microbenchmark
- * (APS_GEMM_SCALE_BLACKWELL); attention as Hopper's, an assumption. */
+/* Blackwell: Hopper's fp8 GEMM efficiency scaled by the microbenchmark
+ * (APS_GEMM_SCALE_BLACKWELL), bf16's from it by the B300 benchmark
+ * (APS_BF16_OVER_FP8_GEMM_BLACKWELL); attention as Hopper's, an
+ * assumption. */
 #define BLACKWELL .gemm_efficiency =                                    \
-                   APS_GEMM_EFF_JOINT * APS_GEMM_SCALE_BLACKWELL,      \
+                   APS_FP8_GEMM_EFF_JOINT * APS_GEMM_SCALE_BLACKWELL * \
+                   APS_BF16_OVER_FP8_GEMM_BLACKWELL,                   \
                .fp8_gemm_efficiency =                                 \
                    APS_FP8_GEMM_EFF_JOINT * APS_GEMM_SCALE_BLACKWELL,  \
                .attention_efficiency = APS_ATTN_EFF_JOINT,            \
@@ -326,7 +343,8 @@ typedef struct {
 /* Blackwell Ultra: the exponentials run in the fused attention loop only;
  * unfused attention's batched GEMMs are priced as on Blackwell. */
 #define BLACKWELL_ULTRA .gemm_efficiency =                              \
-                   APS_GEMM_EFF_JOINT * APS_GEMM_SCALE_BLACKWELL,      \
+                   APS_FP8_GEMM_EFF_JOINT * APS_GEMM_SCALE_BLACKWELL * \
+                   APS_BF16_OVER_FP8_GEMM_BLACKWELL,                   \
                .fp8_gemm_efficiency =                                 \
                    APS_FP8_GEMM_EFF_JOINT * APS_GEMM_SCALE_BLACKWELL,  \
                .attention_efficiency =                                \

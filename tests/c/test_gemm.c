@@ -103,6 +103,85 @@ static void test_gemm_terms_off(void **state)
     ASSERT_DBL_EXACT(aps_gemm_time(&d, APS_PREC_BF16, 0, 200, 300), 0.0);
 }
 
+/* The block-scaled formats' kernel rates (precision.c APS_MXFP8_GEMM_RATE,
+ * APS_NVFP4_GEMM_RATE, from TransformerEngine's pre-quantized GEMM
+ * benchmark on B300).  Llama-3 70B's MLP down projection, forward: M 8,192
+ * tokens, N 8,192, K 28,672, 2 M N K = 3.848290697216e12 FLOPs, shape
+ * terms off (f = 1, t0 = 0), gemm_efficiency 0.75, fp8_gemm_efficiency
+ * 0.60.  GB300 (bf16 2,500, fp8 5,000, fp4 15,000 TFLOP/s):
+ *   bf16   / (2500e12 x 0.75)                    = 2.0524217051818665e-3 s
+ *   fp8    / (5000e12 x 0.60)                    = 1.2827635657386668e-3 s
+ *   mxfp8  / (5000e12 x 0.60 x 0.951)            = 1.3488575875275149e-3 s
+ *   nvfp4  / (15000e12 x 0.60 x 1.81 x 5/15)     = 7.087091523418048e-4 s
+ *          (1.81x the fp8 GEMM, not the 3x of the peaks);
+ * B200 (fp8 4,500, fp4 9,000): the cap 1.81 x 4.5/9 = 0.905 < 1:
+ *   fp8    / (4500e12 x 0.60)                    = 1.4252928508207408e-3 s
+ *   nvfp4  / (9000e12 x 0.60 x 0.905)            = 7.874546137131164e-4 s. */
+static void test_gemm_block_scaled_rates(void **state)
+{
+    (void)state;
+    const double M = 8192, N = 8192, K = 28672;
+    aps_device d;
+    if (aps_device_preset("gb300", &d) != APS_OK)
+        fail_msg("no gb300 preset");
+    d.gemm_tile_m = d.gemm_tile_n = 0.0;
+    d.gemm_half_dim = 0.0;
+    d.gemm_fixed_seconds = 0.0;
+    d.gemm_efficiency = 0.75;
+    d.fp8_gemm_efficiency = 0.60;
+    ASSERT_REL(aps_gemm_time(&d, APS_PREC_BF16, M, N, K),
+               2.0524217051818665e-3, REL_GEMM);
+    ASSERT_REL(aps_gemm_time(&d, APS_PREC_FP8, M, N, K),
+               1.2827635657386668e-3, REL_GEMM);
+    ASSERT_REL(aps_gemm_time(&d, APS_PREC_MXFP8, M, N, K),
+               1.3488575875275149e-3, REL_GEMM);
+    ASSERT_REL(aps_gemm_time(&d, APS_PREC_NVFP4, M, N, K),
+               7.087091523418048e-4, REL_GEMM);
+    d.peak_flops_fp8 = 4500e12;
+    d.peak_flops_fp4 = 9000e12;
+    ASSERT_REL(aps_gemm_time(&d, APS_PREC_FP8, M, N, K),
+               1.4252928508207408e-3, REL_GEMM);
+    ASSERT_REL(aps_gemm_time(&d, APS_PREC_NVFP4, M, N, K),
+               7.874546137131164e-4, REL_GEMM);
+    /* an FP4 peak under the cap keeps the fp8 fraction of its peak */
+    d.peak_flops_fp4 = 1.5 * d.peak_flops_fp8;
+    ASSERT_REL(aps_gemm_eta_max(&d, APS_PREC_NVFP4), 0.60, REL_GEMM);
+}
+
+/* The benchmark the rates come from, through the GB300 preset's shape
+ * terms (B300's 158 SMs, 64 x 128 tiles, k0 288, t0 4 us): the 12 GEMMs
+ * of one layer of hidden 4,096 and FFN 16,384 at 15,872 tokens (fprop M K
+ * N, dgrad M N K, wgrad K M N of each of QKV 4,096 -> 12,288, attention
+ * out 4,096 -> 4,096, MLP up 4,096 -> 16,384, down 16,384 -> 4,096) take
+ * 6.812 / 7.161 = 0.951 and 6.812 / 3.764 = 1.81 of the per-tensor fp8
+ * time for MXFP8 and NVFP4 (TransformerEngine 1609c890e docs/examples/
+ * gemm_profiling/gemm_profiling.rst, pre-quantized): within 1 % (the
+ * fixed time is the same for every format). */
+static double layer_gemms(const aps_device *d, aps_precision p)
+{
+    static const double io[4][2] = {
+        {4096, 12288}, {4096, 4096}, {4096, 16384}, {16384, 4096}};
+    const double M = 15872;
+    double t = 0.0;
+    for (int i = 0; i < 4; i++) {
+        double k = io[i][0], n = io[i][1];
+        t += aps_gemm_time(d, p, M, n, k) + aps_gemm_time(d, p, M, k, n) +
+             aps_gemm_time(d, p, k, n, M);
+    }
+    return t;
+}
+
+static void test_gemm_block_scaled_benchmark(void **state)
+{
+    (void)state;
+    aps_device d;
+    if (aps_device_preset("gb300", &d) != APS_OK)
+        fail_msg("no gb300 preset");
+    double fp8 = layer_gemms(&d, APS_PREC_FP8);
+    ASSERT_REL(fp8 / layer_gemms(&d, APS_PREC_MXFP8), 6.812 / 7.161, 0.01);
+    ASSERT_REL(fp8 / layer_gemms(&d, APS_PREC_NVFP4), 6.812 / 3.764, 0.01);
+}
+
 /* Published cuBLASLt points (Azure AI-benchmarking-guide, as stored in
  * samuel-bohman/AI-benchmarking-guide 2b25b69 Azure_Results/
  * ND_H100_v5_results.md, fp8, TFLOPS; ND_A100_v4_results.md, fp16),
@@ -157,6 +236,8 @@ int main(void)
         cmocka_unit_test(test_gemm_skinny),
         cmocka_unit_test(test_gemm_small_k),
         cmocka_unit_test(test_gemm_terms_off),
+        cmocka_unit_test(test_gemm_block_scaled_rates),
+        cmocka_unit_test(test_gemm_block_scaled_benchmark),
         cmocka_unit_test(test_gemm_published_points),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -598,6 +598,39 @@ aps_reason aps_check_recompute_modules(const aps_model *m,
     return APS_REASON_NONE;
 }
 
+/** Megatron with per-layer TransformerEngine CUDA graphs that capture the
+ *  MoE router (--cuda-graph-modules moe_router, which the launch file
+ *  writes for the moe_router and attn+moe_router scopes and for
+ *  whole-layer graphs of a dropless MoE model: launch/megatron.lua
+ *  graph_modules) and selective recompute of the whole MoE block (`moe`):
+ *  TransformerConfig.__post_init__ asserts "moe recompute is not
+ *  supported with moe_router CUDA graph" (Megatron-LM d98e8a64
+ *  transformer_config.py l.2862-2868).  Full recompute and CPU offloading
+ *  take the full-iteration graph instead (layerprog.c). */
+static aps_reason check_megatron_graph_recompute(const aps_model *m,
+                                                 const aps_training *t,
+                                                 const aps_strategy *s,
+                                                 char *msg, size_t n)
+{
+    if (t->framework != APS_FW_MEGATRON || !t->cuda_graphs ||
+        !aps_model_is_moe(m) || s->layer_recompute != APS_RECOMPUTE_SELECTIVE ||
+        t->activation_offload_layers > 0)
+        return APS_REASON_NONE;
+    aps_cuda_graph_scope g = t->cuda_graph_scope;
+    bool router = g == APS_CG_MOE_ROUTER || g == APS_CG_ATTN_MOE_ROUTER ||
+                  (g == APS_CG_LAYER && s->moe_capacity_factor <= 0);
+    if (!router || !(aps_recompute_modules(t, s) & APS_RCM_MOE))
+        return APS_REASON_NONE;
+    aps_fmt(msg, n, "recompute_modules moe with a CUDA graph of the MoE router "
+            "(cuda_graph_scope %s%s): Megatron-Core cannot recompute the MoE "
+            "block around a graphed router (megatron/core/transformer/"
+            "transformer_config.py); recompute moe_act instead, or graph attn only",
+            g == APS_CG_MOE_ROUTER ? "moe_router"
+            : g == APS_CG_ATTN_MOE_ROUTER ? "attn+moe_router" : "layer",
+            g == APS_CG_LAYER ? ", which graphs the router of a dropless layer" : "");
+    return APS_REASON_FRAMEWORK_UNSUPPORTED;
+}
+
 aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
                                      const aps_strategy *s, char *msg, size_t n)
 {
@@ -605,6 +638,9 @@ aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
     if (r != APS_REASON_NONE)
         return r;
     r = check_megatron_cp_attention(m, t, s, msg, n);
+    if (r != APS_REASON_NONE)
+        return r;
+    r = check_megatron_graph_recompute(m, t, s, msg, n);
     if (r != APS_REASON_NONE)
         return r;
     const char *why = aps_model_is_hybrid(m) ? aps_hybrid_refusal(t, s)

@@ -189,6 +189,44 @@ static void test_moe_counts(void **state)
     assert_true(hp.moe_post.fwd == 7.0 + 16.0 * 5.0 && hp.moe_loop.fwd == 0.0);
 }
 
+/* Megatron refuses selective recompute of the whole MoE block around a
+ * graphed router (transformer_config.py l.2862-2868 @ d98e8a64): the
+ * moe_router scopes, and whole-layer graphs of a dropless layer, which the
+ * launch file writes as attn moe_router moe_preprocess; moe_act, padded
+ * whole-layer graphs and attention graphs pass. */
+static void test_graph_recompute_refused(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_training t;
+    aps_strategy s;
+    char msg[512];
+    qwen3_moe(&m, &t, &s);
+    s.dp_degree = 8;
+    s.layer_recompute = APS_RECOMPUTE_SELECTIVE;
+    s.recompute_modules = APS_RCM_MLP | APS_RCM_MOE;
+    t.cuda_graphs = true;
+    const aps_cuda_graph_scope refused[] = {APS_CG_MOE_ROUTER,
+                                            APS_CG_ATTN_MOE_ROUTER, APS_CG_LAYER};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        t.cuda_graph_scope = refused[i];
+        assert_int_equal(aps_check_framework_model(&m, &t, &s, msg, sizeof msg),
+                         APS_REASON_FRAMEWORK_UNSUPPORTED);
+        assert_non_null(strstr(msg, "recompute_modules moe with a CUDA graph"));
+    }
+    s.moe_capacity_factor = 1.0; /* padded: the layer is one graph */
+    assert_int_equal(aps_check_framework_model(&m, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+    s.moe_capacity_factor = 0.0;
+    t.cuda_graph_scope = APS_CG_ATTN;
+    assert_int_equal(aps_check_framework_model(&m, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+    t.cuda_graph_scope = APS_CG_MOE_ROUTER;
+    s.recompute_modules = APS_RCM_MLP | APS_RCM_MOE_ACT;
+    assert_int_equal(aps_check_framework_model(&m, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+}
+
 /* Host seconds of a rank: 4 layers, 2 of them MoE, 1 recomputed, at 1 ms
  * per Python launch and 0.1 ms per loop launch, with the program of
  * test_moe_counts (fp8, EP 8, no graphs):
@@ -280,6 +318,7 @@ int main(void)
         cmocka_unit_test(test_host_stage_seconds),
         cmocka_unit_test(test_host_bound_forward),
         cmocka_unit_test(test_host_bound_step),
+        cmocka_unit_test(test_graph_recompute_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -80,6 +80,9 @@ APSL_ENUM(enum_optimizer, "adam, adamw, sgd",
 APSL_ENUM(enum_framework, "megatron, fsdp2, fsdp, deepspeed",
           {"megatron", APS_FW_MEGATRON}, {"fsdp2", APS_FW_FSDP2},
           {"fsdp", APS_FW_FSDP}, {"deepspeed", APS_FW_DEEPSPEED});
+APSL_ENUM(enum_fsdp_impl, "torch_fsdp2, megatron_fsdp",
+          {"torch_fsdp2", APS_FSDP_IMPL_TORCH_FSDP2},
+          {"megatron_fsdp", APS_FSDP_IMPL_MEGATRON_FSDP});
 APSL_ENUM(enum_mem_kind, "reserved, allocated, device",
           {"reserved", APS_MEM_KIND_RESERVED},
           {"allocated", APS_MEM_KIND_ALLOCATED},
@@ -359,6 +362,8 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, pp_p2p_overlap, FT_NUM, NULL),
     FLD(aps_training, overlap_interference, FT_NUM, NULL),
     FLD(aps_training, dp_collective_rails, FT_INT, NULL),
+    FLD(aps_training, fsdp_impl, FT_ENUM, &enum_fsdp_impl),
+    FLD(aps_training, suggested_communication_unit_size, FT_NUM, NULL),
     FLD(aps_training, moe_load_imbalance, FT_ONUM, NULL),
     FLD(aps_training, mtp_num_layers, FT_INT, NULL),
     FLD(aps_training, overlap_p2p_comm, FT_BOOL, NULL),

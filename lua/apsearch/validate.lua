@@ -381,6 +381,15 @@ function M.case_inputs(row)
   if given(row, "cuda_graph_scope") then
     training.cuda_graph_scope = need_enum(row, "cuda_graph_scope", M.CUDA_GRAPH_SCOPES)
   end
+  -- optional `fsdp_impl`: Megatron-LM's FSDP implementation
+  -- (--use-torch-fsdp2 | --use-megatron-fsdp); empty: torch_fsdp2
+  if given(row, "fsdp_impl") then
+    training.fsdp_impl = need_enum(row, "fsdp_impl", { "torch_fsdp2", "megatron_fsdp" })
+    if framework ~= "megatron" then
+      error(("fsdp_impl = %q needs framework = megatron (Megatron-LM's FSDP implementations; got %s)"):format(
+        row.fsdp_impl, framework), 0)
+    end
+  end
   -- degrees and the micro-batch are at least 1 (a 0 would divide by zero
   -- in the layout rules below before the core refuses it)
   local strategy = {

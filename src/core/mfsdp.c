@@ -143,5 +143,18 @@ aps_reason aps_mfsdp_check(const aps_training *t, const aps_strategy *s,
                 "dp_degree (optim_grads)", (long long)s->fsdp_degree);
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
+    /* combined_1f1b.py:205-214: the combined 1F1B schedule of
+     * --overlap-moe-expert-parallel-comm, which needs interleaving under
+     * PP (moe.c), asserts no Megatron-FSDP module in an interleaved
+     * pipeline */
+    if (t->overlap_moe_expert_parallel_comm && s->vpp_degree > 1 &&
+        aps_mfsdp_sharding_of(t, s) != APS_MFSDP_NONE) {
+        aps_fmt(msg, n, "megatron: overlap_moe_expert_parallel_comm with "
+                "Megatron-FSDP and vpp_degree = %lld: \"EP overlap 1F1B with "
+                "FSDP is not supported for interleaved pipeline parallelism\" "
+                "(megatron/core/pipeline_parallel/combined_1f1b.py)",
+                (long long)s->vpp_degree);
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
     return APS_REASON_NONE;
 }

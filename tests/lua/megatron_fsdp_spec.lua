@@ -112,6 +112,14 @@ describe("Megatron-FSDP", function()
     assert.truthy(r.message:find("optim_grads", 1, true))
     r = ctx:estimate { dp_degree = 8, zero_stage = 3, micro_batch_size = 1 }
     assert.are.equal("FRAMEWORK_UNSUPPORTED", r.reason)
+    -- the combined 1F1B of --overlap-moe-expert-parallel-comm needs interleaving under PP
+    -- (transformer_config.py), which asserts no Megatron-FSDP module (combined_1f1b.py)
+    local moe = llama8b()
+    moe.num_experts, moe.experts_per_token, moe.moe_ffn_hidden_size = 8, 2, 14336
+    local mctx = core.context(moe, node8(), training({ overlap_moe_expert_parallel_comm = true }))
+    r = mctx:estimate { fsdp_degree = 4, pp_degree = 2, vpp_degree = 2, ep_degree = 2, micro_batch_size = 1 }
+    assert.are.equal("FRAMEWORK_UNSUPPORTED", r.reason)
+    assert.truthy(r.message:find("EP overlap 1F1B with FSDP", 1, true), r.message)
     local ok, err = pcall(core.context, llama8b(), node8(), training({ framework = "fsdp2" }))
     assert.is_false(ok)
     assert.truthy(tostring(err):find("fsdp_impl", 1, true))

@@ -272,6 +272,13 @@ aps_status aps_training_dependencies(const aps_training *t, char *err,
                     : "suggested_communication_unit_size", fw);
         return APS_EINVAL;
     }
+    if (t->suggested_communication_unit_size !=
+        floor(t->suggested_communication_unit_size)) {
+        aps_fmt(err, n, "training.suggested_communication_unit_size: a whole "
+                "number of elements (Megatron's int flag; got %g)",
+                t->suggested_communication_unit_size);
+        return APS_EINVAL;
+    }
     if (t->suggested_communication_unit_size > 0 &&
         t->fsdp_impl != APS_FSDP_IMPL_MEGATRON_FSDP) {
         aps_fmt(err, n, "training.suggested_communication_unit_size: acts "

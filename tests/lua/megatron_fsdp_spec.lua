@@ -123,6 +123,13 @@ describe("Megatron-FSDP", function()
     local ok, err = pcall(core.context, llama8b(), node8(), training({ framework = "fsdp2" }))
     assert.is_false(ok)
     assert.truthy(tostring(err):find("fsdp_impl", 1, true))
+    ok, err = pcall(core.context, llama8b(), node8(), training({ suggested_communication_unit_size = 1.5 }))
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("whole number of elements", 1, true))
+    ok, err = pcall(core.context, llama8b(), node8(), training({ fsdp_impl = "torch_fsdp2",
+      suggested_communication_unit_size = 4e8 }))
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("fsdp_impl = megatron_fsdp only", 1, true))
   end)
 
   it("runs what only --use-torch-fsdp2 refuses: pipelines, tied embeddings", function()

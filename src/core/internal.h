@@ -760,8 +760,9 @@ aps_mfsdp_sharding aps_mfsdp_sharding_of(const aps_training *t,
                                          const aps_strategy *s);
 
 /** What Megatron-LM refuses, or apsearch does not estimate, of Megatron-
- *  FSDP with (m, t, s): FRAMEWORK_UNSUPPORTED with the reason, else
- *  APS_REASON_NONE. */
+ *  FSDP with (t, s) (HSDP, no reshard after forward, the MoE combined
+ *  1F1B under interleaving): FRAMEWORK_UNSUPPORTED with the reason in msg
+ *  (n bytes), else APS_REASON_NONE. */
 aps_reason aps_mfsdp_check(const aps_training *t, const aps_strategy *s,
                            char *msg, size_t n);
 
@@ -794,7 +795,6 @@ void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
 double aps_mfsdp_buffers(const aps_model *m, const aps_training *t,
                          const aps_layout *lay, const aps_dp_plan *plan,
                          int64_t i, double psi);
-
 
 /* ---- layerprog.c: the kernels a layer launches and the host's time ---- */
 

@@ -20,15 +20,19 @@
  *    Layer, MambaLayer: adapter.py:166-173).  Every other module (the
  *    embedding, the output layer, the final norm) is gathered once and
  *    kept unsharded for the whole run: only units get a post-forward
- *    release hook (mfsdp.py:1089-1099), and AllGatherPipeline.reset keeps
- *    non-unit buckets (buffer.py:4339-4372, preserve_non_fsdp_units).
+ *    release hook (mfsdp.py:1089-1099), AllGatherPipeline.reset keeps
+ *    non-unit buckets (buffer.py:4339-4372, preserve_non_fsdp_units), and
+ *    "Non-unit modules should remain persistently allocated" (buffer.py:
+ *    4637-4642, release_bucket).
  *  - The parameter all-gather of a unit prefetches the next units until
  *    the prefetched elements reach suggested_AG_prefetch_size (buffer.py:
  *    4487-4516), half of suggested_communication_unit_size (mfsdp.py:444),
  *    whose default is max(1e9, 2 x the mean unit's elements) under
  *    optim_grads_params and 1e9 otherwise (mfsdp.py:420-441: the "cap" is
  *    a floor).  A unit's gathered bucket is freed when the next gather
- *    asks for a buffer (lazy release, mfsdp.py:981-998).
+ *    asks for a buffer (lazy release, mfsdp.py:981-998, recycled at
+ *    buffer.py:4707-4708 before the new bucket is allocated), so while a
+ *    unit computes it and the prefetched ones are held.
  *  - Each unit's gradients are copied into an unsharded bucket of the main
  *    gradient dtype (mfsdp.py:647-661) and reduce-scattered every
  *    micro-batch (mfsdp.py:760-781); a bucket is freed only when the
@@ -110,7 +114,9 @@ double aps_mfsdp_buffers(const aps_model *m, const aps_training *t,
     double layers = (double)aps_layout_run_layers(lay, i);
     double units = gathered_units(U, u, layers);
     double gathered = units * u + aps_stage_nonunit_params(m, lay, i);
-    /* linear weights: the units' (the output layer is not a TE GEMM) */
+    /* linear weights: the units' (the output layer is not a TE GEMM);
+     * their quantized copies counted for every gathered unit, an upper
+     * bound: a prefetched unit is quantized when it runs */
     double gm = units * aps_layer_matmul_params(m) / (double)lay->t;
     return bytes + aps_gathered_param_bytes(t, gathered, gm < gathered ? gm
                                                                       : gathered);

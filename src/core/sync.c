@@ -7,7 +7,8 @@
  *     compute by prefetch except the first unit's (FSDP2 implicit
  *     prefetch, one unit ahead); under PP with TorchTitan once per step
  *     (torch/distributed/pipelining/stage.py), the backward's gathers
- *     still per micro-batch when resharding after forward;
+ *     still per micro-batch when resharding after forward; Megatron-FSDP
+ *     gathers the modules outside its units once per step (mfsdp.c);
  *   - once per step: the DP gradient all-reduce, or with ZeRO-1/2 a
  *     reduce-scatter and a parameter all-gather (Rajbhandari et al. 2020,
  *     ZeRO, s.5), hidden behind training.dp_overlap of the last backward;

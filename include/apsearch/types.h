@@ -663,6 +663,13 @@ typedef struct {
                                         (max(1e9, 2 x mean unit) under
                                         optim_grads_params, else 1e9:
                                         megatron_fsdp.py:420-444) */
+    bool fsdp_double_buffer;       /**< Megatron-FSDP --fsdp-double-buffer
+                                        (forced by --use-nccl-ub): a
+                                        persistent pool of two layers'
+                                        parameter and gradient buckets,
+                                        which caps the prefetch and the
+                                        reduce queue at two layers;
+                                        default off */
     int64_t dp_collective_rails;   /**< NICs per node that data-parallel and
                                         sharding collectives spread over;
                                         0 = the framework's default (all of

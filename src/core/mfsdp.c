@@ -39,10 +39,17 @@
  *    reduce queue holds more than suggested_communication_unit_size
  *    elements (buffer.py:3918-3944, wait_for_previous_grad_reduce).
  *
- * Not modelled: --fsdp-double-buffer (persistent pools of two units,
- * forced by --use-nccl-ub; the launch writes neither), HSDP
- * (--num-distributed-optimizer-instances, refused below), Megatron-FSDP
- * version 2.
+ *
+ * With --fsdp-double-buffer (training.fsdp_double_buffer; --use-nccl-ub
+ * forces it, arguments.py:1172-1176) the unit buckets come from a pool of
+ * two per kind (FixedPoolAllocator, UB_BUFFER_NUM = 2, buffer.py:2524-
+ * 2576), kept once allocated: the prefetch stops at two units (buffer.py:
+ * 4420-4431, 4475-4483) and the reduce queue keeps at most two units'
+ * buckets (_enforce_double_buffer_limit, buffer.py:3956-3980); buckets
+ * outside units stay dynamic.
+ *
+ * Not modelled: HSDP (--num-distributed-optimizer-instances, refused
+ * below), Megatron-FSDP version 2, --use-nccl-ub's registration itself.
  */
 #include <math.h>
 #include "internal.h"
@@ -90,6 +97,9 @@ static double gathered_units(double U, double u, double layers)
     return 1.0 + (ahead < layers - 1.0 ? ahead : layers - 1.0);
 }
 
+/** Units of the double-buffer pool: two, at most the rank's layers. */
+#define APS_MFSDP_DOUBLE_BUFFER_UNITS 2.0
+
 /**
  * Unsharded gradient elements alive at once: the reduce queue keeps
  * buckets while it holds at most U elements (floor(U / u) units), then
@@ -108,12 +118,21 @@ double aps_mfsdp_buffers(const aps_model *m, const aps_training *t,
 {
     double u = aps_largest_layer_params(m, lay, i);
     double U = comm_unit(t, plan->mfsdp, u);
-    double bytes = plan->bytes.grad * reducing_elems(U, u, psi);
+    double layers = (double)aps_layout_run_layers(lay, i);
+    double outside = aps_stage_nonunit_params(m, lay, i);
+    double pool = layers < APS_MFSDP_DOUBLE_BUFFER_UNITS
+                      ? layers : APS_MFSDP_DOUBLE_BUFFER_UNITS;
+    double reducing = reducing_elems(U, u, psi);
+    /* double buffer, a second limit: the pool's units, and the dynamic
+     * buckets outside them queued beside (the output layer's first, the
+     * embedding's last) */
+    if (t->fsdp_double_buffer && pool * u + outside < reducing)
+        reducing = pool * u + outside;
+    double bytes = plan->bytes.grad * reducing;
     if (plan->mfsdp != APS_MFSDP_OPTIM_GRADS_PARAMS)
         return bytes; /* optim_grads: whole weights, counted as params */
-    double layers = (double)aps_layout_run_layers(lay, i);
-    double units = gathered_units(U, u, layers);
-    double gathered = units * u + aps_stage_nonunit_params(m, lay, i);
+    double units = t->fsdp_double_buffer ? pool : gathered_units(U, u, layers);
+    double gathered = units * u + outside;
     /* linear weights: the units' (the output layer is not a TE GEMM);
      * their quantized copies counted for every gathered unit, an upper
      * bound: a prefetched unit is quantized when it runs */

@@ -264,12 +264,27 @@ aps_status aps_training_dependencies(const aps_training *t, char *err,
     }
     if (t->framework != APS_FW_MEGATRON &&
         (t->fsdp_impl == APS_FSDP_IMPL_MEGATRON_FSDP ||
-         t->suggested_communication_unit_size > 0)) {
+         t->suggested_communication_unit_size > 0 || t->fsdp_double_buffer)) {
         aps_fmt(err, n, "training.%s: Megatron-FSDP is Megatron-LM's "
                 "(--use-megatron-fsdp); framework is %s",
                 t->fsdp_impl == APS_FSDP_IMPL_MEGATRON_FSDP
                     ? "fsdp_impl = megatron_fsdp"
-                    : "suggested_communication_unit_size", fw);
+                : t->fsdp_double_buffer ? "fsdp_double_buffer"
+                                        : "suggested_communication_unit_size",
+                fw);
+        return APS_EINVAL;
+    }
+    if (t->fsdp_double_buffer &&
+        t->fsdp_impl != APS_FSDP_IMPL_MEGATRON_FSDP) {
+        aps_fmt(err, n, "training.fsdp_double_buffer: acts with fsdp_impl = "
+                "megatron_fsdp only (Megatron-FSDP's --fsdp-double-buffer)");
+        return APS_EINVAL;
+    }
+    /* mcore_fsdp_adapter.py:177-181 @ d98e8a64 */
+    if (t->fsdp_double_buffer && t->overlap_moe_expert_parallel_comm) {
+        aps_fmt(err, n, "training.fsdp_double_buffer with "
+                "overlap_moe_expert_parallel_comm: \"1F1B overlap with FSDP "
+                "does not support double buffer\" (mcore_fsdp_adapter.py)");
         return APS_EINVAL;
     }
     if (t->suggested_communication_unit_size !=
@@ -378,6 +393,17 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
         !(m->num_experts > 0 && m->shared_expert_ffn_hidden_size > 0)) {
         aps_fmt(err, n, "training.moe_shared_expert_overlap: %s has no "
                 "shared expert (shared_expert_ffn_hidden_size = 0)", m->name);
+        return APS_EINVAL;
+    }
+    /* FixedPoolAllocator (param_and_grad_buffer.py:647-760 @ d98e8a64)
+     * pools the most common layer size; layers of other sizes fall back
+     * to dynamic buckets, which mfsdp.c does not estimate */
+    if (t->fsdp_double_buffer &&
+        (aps_model_is_hybrid(m) || aps_model_has_gdn(m))) {
+        aps_fmt(err, n, "training.fsdp_double_buffer: %s has layers of "
+                "different sizes; Megatron-FSDP's double buffer pools one "
+                "size and allocates the others dynamically, which apsearch "
+                "does not estimate", m->name);
         return APS_EINVAL;
     }
     if (t->overlap_moe_expert_parallel_comm && m->num_experts == 0) {

@@ -364,6 +364,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, dp_collective_rails, FT_INT, NULL),
     FLD(aps_training, fsdp_impl, FT_ENUM, &enum_fsdp_impl),
     FLD(aps_training, suggested_communication_unit_size, FT_NUM, NULL),
+    FLD(aps_training, fsdp_double_buffer, FT_BOOL, NULL),
     FLD(aps_training, moe_load_imbalance, FT_ONUM, NULL),
     FLD(aps_training, mtp_num_layers, FT_INT, NULL),
     FLD(aps_training, overlap_p2p_comm, FT_BOOL, NULL),

@@ -1231,13 +1231,14 @@ describe("launch configs", function()
     assert.truthy(text:find("\nunset CUDA_DEVICE_MAX_CONNECTIONS", 1, true))
     assert.truthy(text:find("TransformerEngine >= 2.10", 1, true))
     -- ZeRO-2 over the data-parallel group: optim_grads; fp32 main grads (the megatron default) written
-    r, est = estimated(h100_8b({ suggested_communication_unit_size = 400000000 }),
+    r, est = estimated(h100_8b({ suggested_communication_unit_size = 400000000, fsdp_double_buffer = true }),
       { dp_degree = 8, zero_stage = 2, micro_batch_size = 1 })
     assert.is_nil(est.reason, est.message)
     _, v = parse_megatron(check_all(r)[1].megatron.text)
     assert.are.equal("optim_grads", v["--data-parallel-sharding-strategy"])
     assert.are.equal("fp32", v["--megatron-fsdp-main-grads-dtype"])
     assert.are.equal("400000000", v["--suggested-communication-unit-size"])
+    assert.is_true(v["--fsdp-double-buffer"])
     assert.is_nil(v["--overlap-param-gather"])
   end)
 

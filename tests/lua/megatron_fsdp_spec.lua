@@ -78,6 +78,20 @@ describe("Megatron-FSDP", function()
     assert.is_true(close(want, e.memory_breakdown.comm_buffers.fsdp))
   end)
 
+  it("caps the prefetch and the queue at the two layers of --fsdp-double-buffer's pool", function()
+    local ctx = core.context(llama8b(), node8(), training({ fsdp_double_buffer = true }))
+    local e = ctx:estimate { fsdp_degree = 8, micro_batch_size = 1 }
+    -- two units gathered (the prefetch stops beyond the pool, param_and_grad_buffer.py:4475-4485)
+    -- with the embedding and output kept; the gradient buckets of two units (l.3956-3978) with
+    -- those outside units, which stay dynamic, or the queue's 6 units, whichever is fewer
+    local want = BF16 * (2 * UNIT + OUTSIDE) + BF16 * math.min(6 * UNIT, 2 * UNIT + OUTSIDE)
+    assert.is_true(close(want, e.memory_breakdown.comm_buffers.fsdp))
+    local ok, err = pcall(core.context, llama8b(), node8(), training({ fsdp_impl = "torch_fsdp2",
+      fsdp_double_buffer = true }))
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("fsdp_double_buffer", 1, true))
+  end)
+
   it("buffers of optim_grads (zero_stage 2): whole weights, the reduce queue only", function()
     local ctx = core.context(llama8b(), node8(), training({ grad_reduce_in_fp32 = true }))
     local e = ctx:estimate { dp_degree = 8, zero_stage = 2, micro_batch_size = 1, layer_recompute = "full" }

@@ -421,6 +421,7 @@ function M.render(c)
     if strategy == "optim_grads_params" then A("--overlap-param-gather") end
     A("--ckpt-format", "fsdp_dtensor")
     if tr.grad_reduce_in_fp32 ~= false then A("--megatron-fsdp-main-grads-dtype", "fp32") end
+    if tr.fsdp_double_buffer then A("--fsdp-double-buffer") end
     if tr.suggested_communication_unit_size and tr.suggested_communication_unit_size > 0 then
       A("--suggested-communication-unit-size", math.tointeger(tr.suggested_communication_unit_size)
         or string.format("%.0f", tr.suggested_communication_unit_size))

@@ -34,7 +34,7 @@ M.megatron = {
     "--overlap-grad-reduce", "--overlap-param-gather", "--use-torch-fsdp2",
     "--torch-fsdp2-no-reshard-after-forward", "--no-overlap-p2p-communication",
     "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
-    "--suggested-communication-unit-size",
+    "--suggested-communication-unit-size", "--fsdp-double-buffer",
     -- _add_training_args (--no-gradient-accumulation-fusion), TrainingConfig
     -- ckpt_format (megatron/training/config/training_config.py); _add_network_size_args
     "--no-gradient-accumulation-fusion", "--ckpt-format", "--window-size",

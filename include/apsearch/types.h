@@ -511,6 +511,13 @@ typedef enum {
     APS_FW_FSDP,         /**< PyTorch FSDP1 (llm-foundry) */
     APS_FW_DEEPSPEED     /**< DeepSpeed ZeRO */
 } aps_framework;
+/** Megatron-LM's FSDP implementation (framework megatron): PyTorch's
+ *  FSDP2 (--use-torch-fsdp2) or Megatron-FSDP (--use-megatron-fsdp,
+ *  megatron/core/distributed/fsdp/ @ d98e8a64). */
+typedef enum {
+    APS_FSDP_IMPL_TORCH_FSDP2 = 0, /**< --use-torch-fsdp2 (the default) */
+    APS_FSDP_IMPL_MEGATRON_FSDP    /**< --use-megatron-fsdp */
+} aps_fsdp_impl;
 
 /**
  * training_config plus the framework overheads that are not device facts.
@@ -658,6 +665,25 @@ typedef struct {
                                         the output layer and loss again, on
                                         the stage of the loss; 0 = none
                                         (the default); Megatron-LM only */
+    aps_fsdp_impl fsdp_impl;       /**< framework megatron: the FSDP
+                                        implementation that runs fsdp_degree
+                                        > 1 and zero_stage 2 / 3; default
+                                        torch_fsdp2 */
+    double suggested_communication_unit_size; /**< Megatron-FSDP's
+                                        --suggested-communication-unit-size,
+                                        elements: the gradient reduce-scatter
+                                        queue holds that many, the parameter
+                                        prefetch half; 0 = Megatron's default
+                                        (max(1e9, 2 x mean unit) under
+                                        optim_grads_params, else 1e9:
+                                        megatron_fsdp.py:420-444) */
+    bool fsdp_double_buffer;       /**< Megatron-FSDP --fsdp-double-buffer
+                                        (forced by --use-nccl-ub): a
+                                        persistent pool of two layers'
+                                        parameter and gradient buckets,
+                                        which caps the prefetch and the
+                                        reduce queue at two layers;
+                                        default off */
     int64_t dp_collective_rails;   /**< NICs per node that data-parallel and
                                         sharding collectives spread over;
                                         0 = the framework's default (all of

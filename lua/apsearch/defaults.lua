@@ -93,6 +93,9 @@ M.RACK_JOB_GPUS = 64
 -- (rules/framework.lua): Megatron's distributed optimizer is ZeRO-1;
 -- TorchTitan and llm-foundry shard with FSDP only; DeepSpeed has 1-3.
 M.ZERO = { megatron = { 0, 1 }, fsdp2 = { 0 }, fsdp = { 0 }, deepspeed = { 0, 1, 2, 3 } }
+--- ... and with Megatron-FSDP (training.fsdp_impl = "megatron_fsdp"),
+-- whose optim_grads is ZeRO-2 (megatron/core/distributed/fsdp).
+M.ZERO_MEGATRON_FSDP = { 0, 1, 2 }
 
 local function is_moe(model)
   return (model.num_experts or 0) > 0
@@ -228,13 +231,14 @@ end
 
 -- the FSDP sharding degrees a framework searches: Megatron's
 -- --use-torch-fsdp2 is refused with expert parallelism (validate_args), so
--- an MoE model shards with the distributed optimizer there.  Powers of two,
+-- an MoE model shards with the distributed optimizer there (Megatron-FSDP,
+-- fsdp_impl "megatron_fsdp", shards experts over expert data parallelism).  Powers of two,
 -- and on a device count that is not one (a 72-GPU NVL72 rack, 3 hosts of
 -- 8) also n / 2^k, the data-parallel group left beside power-of-two TP /
 -- PP / CP degrees: Megatron's FSDP shards the whole group, so without them
 -- the model states could only be replicated an odd number of times.
-local function fsdp_degrees(framework, model, n)
-  if framework == "megatron" and is_moe(model) then return nil end
+local function fsdp_degrees(framework, impl, model, n)
+  if framework == "megatron" and impl ~= "megatron_fsdp" and is_moe(model) then return nil end
   local out = pow2_upto(n)
   local d = n
   while d % 2 == 0 do d = d // 2 end
@@ -260,7 +264,7 @@ end
 -- and expert TP up to the TP degrees.
 -- @tparam table model normalized model
 -- @tparam table cluster normalized cluster
--- @tparam table training `framework`, `seq_length`
+-- @tparam table training `framework`, `seq_length`, `fsdp_impl`
 -- @treturn table a raw search_space table
 function M.search_space(model, cluster, training)
   local fw = training.framework or M.FRAMEWORK
@@ -270,8 +274,9 @@ function M.search_space(model, cluster, training)
   local cp = NO_CP[fw] and { 1 } or M.cp_degrees(seq, n)
   local space = {
     data_parallel = "auto",
-    fsdp_degree = fsdp_degrees(fw, model, n),
-    zero_stage = M.ZERO[fw] or { 0 },
+    fsdp_degree = fsdp_degrees(fw, training.fsdp_impl, model, n),
+    zero_stage = (fw == "megatron" and training.fsdp_impl == "megatron_fsdp") and M.ZERO_MEGATRON_FSDP
+      or M.ZERO[fw] or { 0 },
     tp_degree = single and { 1 } or M.tp_degrees(cluster),
     pp_degree = single and { 1 } or M.pp_degrees(model, n),
     vpp_degree = single and { 1 } or M.VPP,

@@ -134,6 +134,9 @@ M.training = {
   pp_p2p_overlap = "fraction", dp_collective_rails = "nonnegint",
   overlap_interference = "fraction", moe_load_imbalance = "nonneg",
   mtp_num_layers = "nonnegint",
+  -- Megatron-LM's FSDP implementation (docs/policy.md "Megatron-FSDP")
+  fsdp_impl = enum("torch_fsdp2", "megatron_fsdp"),
+  suggested_communication_unit_size = "nonneg", fsdp_double_buffer = "bool",
   overlap_p2p_comm = "bool", torch_compile = "bool",
   -- software stack (apsearch.stacks): its efficiency profile; not a core field
   stack = "stack",

@@ -386,6 +386,15 @@ function M.case_inputs(row)
   if given(row, "moe_flex_dispatcher_backend") then
     training.moe_flex_dispatcher_backend = need_enum(row, "moe_flex_dispatcher_backend", { "deepep", "hybridep" })
   end
+  -- optional `fsdp_impl`: Megatron-LM's FSDP implementation
+  -- (--use-torch-fsdp2 | --use-megatron-fsdp); empty: torch_fsdp2
+  if given(row, "fsdp_impl") then
+    training.fsdp_impl = need_enum(row, "fsdp_impl", { "torch_fsdp2", "megatron_fsdp" })
+    if framework ~= "megatron" then
+      error(("fsdp_impl = %q needs framework = megatron (Megatron-LM's FSDP implementations; got %s)"):format(
+        row.fsdp_impl, framework), 0)
+    end
+  end
   -- degrees and the micro-batch are at least 1 (a 0 would divide by zero
   -- in the layout rules below before the core refuses it)
   local strategy = {
@@ -1066,7 +1075,7 @@ M.OPTIONAL = {
   -- cluster, strategy and recipe settings
   "nvlink_domain_size", "cp_comm_type", "reshard_after_forward", "pipeline_layout",
   "recompute_method", "recompute_modules", "recompute_num_layers", "activation_offload_layers",
-  "cuda_graph_scope",
+  "cuda_graph_scope", "fsdp_impl",
 }
 
 --- Every column a cases file may have (a set): M.REQUIRED, M.OPTIONAL, the

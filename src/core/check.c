@@ -368,17 +368,25 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
         /* megatron/training/arguments.py: --use-torch-fsdp2 shards over the
          * whole data-parallel group; --use-distributed-optimizer is ZeRO-1;
          * interleaving splits every rank into equal model chunks. */
-        if (hsdp) {
+        if (t->fsdp_impl == APS_FSDP_IMPL_MEGATRON_FSDP) {
+            aps_reason r = aps_mfsdp_check(t, s, msg, n);
+            if (r != APS_REASON_NONE)
+                return r;
+        } else if (hsdp) {
             aps_fmt(msg, n, "megatron: HSDP (fsdp_degree = %lld x dp_degree = "
                     "%lld) cannot be expressed; Megatron-LM's FSDP shards over "
                     "the whole data-parallel group",
                     (long long)s->fsdp_degree, (long long)s->dp_degree);
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
         }
-        if (s->fsdp_degree == 1 && s->zero_stage >= 2) {
+        /* Megatron-FSDP's optim_grads is ZeRO-2 over the DP group */
+        if (s->fsdp_degree == 1 && s->zero_stage >= 2 &&
+            aps_mfsdp_sharding_of(t, s) != APS_MFSDP_OPTIM_GRADS) {
             aps_fmt(msg, n, "megatron: zero_stage = %lld over DDP does not "
                     "exist (distributed optimizer = ZeRO-1; use fsdp_degree "
-                    "for full sharding)", (long long)s->zero_stage);
+                    "for full sharding%s)", (long long)s->zero_stage,
+                    s->zero_stage == 2 ? "; fsdp_impl = megatron_fsdp "
+                    "runs ZeRO-2 as optim_grads" : "");
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
         }
         /* --decoder-first/last-pipeline-num-layers make only the first
@@ -488,6 +496,7 @@ static aps_reason check_megatron_fsdp2(const aps_model *m, const aps_training *t
                                        const aps_strategy *s, char *msg, size_t n)
 {
     if (t->framework != APS_FW_MEGATRON ||
+        t->fsdp_impl != APS_FSDP_IMPL_TORCH_FSDP2 ||
         !(s->fsdp_degree > 1 || s->zero_stage >= 2))
         return APS_REASON_NONE;
     const char *why = NULL;

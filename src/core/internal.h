@@ -458,6 +458,19 @@ double aps_regathered_params(const aps_model *m, int64_t tp, double distance);
  *  there when p > 1, megatron/core/models/common/language_module). */
 double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i);
 
+/** Of aps_stage_params, those outside the decoder layers: the embedding
+ *  (rank 0), the final norm, the output layer and the MTP depths' norms
+ *  and eh_proj (rank p-1) -- the modules Megatron-FSDP does not wrap as
+ *  units (mcore_fsdp_adapter.py:166-173 @ d98e8a64). */
+double aps_stage_nonunit_params(const aps_model *m, const aps_layout *lay,
+                                int64_t i);
+
+/** Parameters of the largest decoder layer on rank i under TP (0 when it
+ *  runs none): aps_layer_params_tp, or the largest layer kind of a hybrid
+ *  or Gated DeltaNet model. */
+double aps_largest_layer_params(const aps_model *m, const aps_layout *lay,
+                                int64_t i);
+
 /** Parameters of the largest FSDP unit on rank i (one layer, the embedding
  *  or the output layer with the final norm; TorchTitan wraps each). */
 double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
@@ -732,6 +745,38 @@ int64_t aps_recipe_offload_layers(const aps_training *t, int64_t layers,
 aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
                             char *msg, size_t n);
 
+/* ---- mfsdp.c: Megatron-FSDP (--use-megatron-fsdp) ---- */
+
+/** Megatron-FSDP's --data-parallel-sharding-strategy a strategy runs with
+ *  (training.fsdp_impl = megatron_fsdp), or NONE: another implementation,
+ *  or no sharding beyond Megatron's distributed optimizer. */
+typedef enum {
+    APS_MFSDP_NONE = 0,
+    APS_MFSDP_OPTIM_GRADS,        /**< ZeRO-2: zero_stage 2, fsdp_degree 1 */
+    APS_MFSDP_OPTIM_GRADS_PARAMS  /**< ZeRO-3: fsdp_degree > 1 or zero_stage 3 */
+} aps_mfsdp_sharding;
+
+/** The sharding strategy of (t, s): Megatron-FSDP under framework megatron
+ *  with fsdp_impl megatron_fsdp, fsdp_degree > 1 or zero_stage 3 ->
+ *  optim_grads_params, zero_stage 2 -> optim_grads; else NONE (zero_stage
+ *  1 stays --use-distributed-optimizer, the same sharding as "optim"). */
+aps_mfsdp_sharding aps_mfsdp_sharding_of(const aps_training *t,
+                                         const aps_strategy *s);
+
+/** What Megatron-LM refuses, or apsearch does not estimate, of Megatron-
+ *  FSDP with (t, s) (HSDP, no reshard after forward, the MoE combined
+ *  1F1B under interleaving): FRAMEWORK_UNSUPPORTED with the reason in msg
+ *  (n bytes), else APS_REASON_NONE. */
+aps_reason aps_mfsdp_check(const aps_training *t, const aps_strategy *s,
+                           char *msg, size_t n);
+
+/** Bytes held by `gathered` unsharded parameters, `gm` of them in linear
+ *  layers: the gather dtype (bf16, or the quantized format with
+ *  fp8_param_gather) plus TransformerEngine's quantized copies of the
+ *  linear weights (memory.c). */
+double aps_gathered_param_bytes(const aps_training *t, double gathered,
+                                double gm);
+
 /** Data-parallel sharding plan derived from (R, S, c, zero_stage). */
 typedef struct {
     int64_t shard_group;    /**< ranks model states are sharded over */
@@ -740,10 +785,20 @@ typedef struct {
     bool fsdp_like;         /**< weights sharded: gathered every micro-batch */
     double grad_reduce;     /**< bytes per gradient element reduced */
     aps_state_bytes bytes;  /**< per-parameter bytes and shard flags */
+    aps_mfsdp_sharding mfsdp; /**< Megatron-FSDP's strategy, or NONE */
 } aps_dp_plan;
 
 void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
                        aps_dp_plan *out);
+
+/** Megatron-FSDP's buffers on rank i, bytes (aps_stage_memory's
+ *  comm_buffers_fsdp): the unsharded parameters of the units in flight
+ *  and of the modules outside units, and the unsharded gradient buckets
+ *  queued for reduce-scatter; psi = the rank's parameters.  Source and
+ *  formula: mfsdp.c. */
+double aps_mfsdp_buffers(const aps_model *m, const aps_training *t,
+                         const aps_layout *lay, const aps_dp_plan *plan,
+                         int64_t i, double psi);
 
 /* ---- layerprog.c: the kernels a layer launches and the host's time ---- */
 

@@ -206,6 +206,7 @@ void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
         by->shard_weights = z >= 3;
     }
     by->shard_group = (double)plan->shard_group;
+    plan->mfsdp = aps_mfsdp_sharding_of(t, s);
 }
 
 /**
@@ -356,6 +357,21 @@ static double stage_activations(const aps_model *m, const aps_training *t,
     return inflight * per_mb + transient;
 }
 
+double aps_gathered_param_bytes(const aps_training *t, double gathered,
+                                double gm)
+{
+    double A = APS_ACT_BYTES, copy = aps_weight_copy_bytes(t);
+    double held = A * gathered;
+    if (aps_recipe_fp8_param_gather(t))
+        /* TE keeps both layouts of the gathered weight; torchao's
+         * float8 all-gather delivers one, the transpose made per GEMM */
+        held += ((aps_profile(t)->transformer_engine
+                      ? copy : aps_quantized_bytes(t->precision)) - A) * gm;
+    else if (aps_profile(t)->transformer_engine)
+        held += copy * gm;
+    return held;
+}
+
 /** FSDP buffers of rank i (psi parameters): the unsharded parameters of
  *  the current and the prefetched unit (or all units when not resharding
  *  after forward) in the gather dtype -- bf16, or the quantized format
@@ -368,7 +384,7 @@ static double fsdp_buffers(const aps_model *m, const aps_training *t,
                            const aps_strategy *s, const aps_layout *lay,
                            const aps_dp_plan *plan, int64_t i, double psi)
 {
-    double A = APS_ACT_BYTES, layers = (double)aps_layout_run_layers(lay, i);
+    double layers = (double)aps_layout_run_layers(lay, i);
     double unit = aps_largest_unit_params(m, lay, i);
     double layer_unit = aps_layer_params_tp(m, lay->t);
     bool accumulate = lay->p > 1 && aps_profile(t)->pp_unsharded_grads;
@@ -384,15 +400,7 @@ static double fsdp_buffers(const aps_model *m, const aps_training *t,
     double gm = (s->reshard_after_forward && !accumulate ? 2.0 : layers) *
                 layer_matmul;
     gm = gm < gathered ? gm : gathered; /* of which in linear layers */
-    double copy = aps_weight_copy_bytes(t);
-    double held = A * gathered;
-    if (aps_recipe_fp8_param_gather(t))
-        /* TE keeps both layouts of the gathered weight; torchao's
-         * float8 all-gather delivers one, the transpose made per GEMM */
-        held += ((aps_profile(t)->transformer_engine
-                      ? copy : aps_quantized_bytes(t->precision)) - A) * gm;
-    else if (aps_profile(t)->transformer_engine)
-        held += copy * gm;
+    double held = aps_gathered_param_bytes(t, gathered, gm);
     double unsharded_grad = accumulate ? APS_FP32_BYTES : plan->grad_reduce;
     return held + unsharded_grad * reducing;
 }
@@ -453,7 +461,9 @@ static void comm_buffers(const aps_model *m, const aps_training *t,
     double sl = (double)lay->s_local, b = (double)lay->b;
     if (lay->t > 1 && s->sequence_parallel)
         mem[APS_MEM_COMM_TP] = A * sl * b * (double)m->hidden_size;
-    if (plan->fsdp_like)
+    if (plan->mfsdp != APS_MFSDP_NONE)
+        mem[APS_MEM_COMM_FSDP] = aps_mfsdp_buffers(m, t, lay, plan, i, psi);
+    else if (plan->fsdp_like)
         mem[APS_MEM_COMM_FSDP] = fsdp_buffers(m, t, s, lay, plan, i, psi);
     else if (plan->dp_group > 1)
         mem[APS_MEM_COMM_DP] = dp_buffers(t, plan);

@@ -964,10 +964,11 @@ double aps_padded_vocab(const aps_model *m, const aps_training *t, int64_t tp)
     return (double)padded;
 }
 
-double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i)
+double aps_stage_nonunit_params(const aps_model *m, const aps_layout *lay,
+                                int64_t i)
 {
     double h = (double)m->hidden_size, t = (double)lay->t;
-    double p = (double)aps_layout_run_layers(lay, i) * aps_layer_params_tp(m, lay->t);
+    double p = 0.0;
     if (i == 0) {
         p += lay->vocab_padded * h / t; /* vocab-parallel embedding */
         if (m->position_embedding == APS_POS_LEARNED)
@@ -997,15 +998,29 @@ double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i)
     return p;
 }
 
+double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i)
+{
+    return (double)aps_layout_run_layers(lay, i) * aps_layer_params_tp(m, lay->t) +
+           aps_stage_nonunit_params(m, lay, i);
+}
+
+double aps_largest_layer_params(const aps_model *m, const aps_layout *lay,
+                                int64_t i)
+{
+    if (aps_layout_run_layers(lay, i) <= 0)
+        return 0.0;
+    if (aps_model_is_hybrid(m))
+        return hybrid_largest_layer(m, lay->t);
+    if (aps_model_has_gdn(m))
+        return gdn_largest_layer(m, lay->t);
+    return aps_layer_params_tp(m, lay->t);
+}
+
 double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
                                int64_t i)
 {
     double h = (double)m->hidden_size, t = (double)lay->t;
-    double unit = aps_layout_run_layers(lay, i) > 0 ? aps_layer_params_tp(m, lay->t) : 0.0;
-    if (unit > 0 && aps_model_is_hybrid(m))
-        unit = hybrid_largest_layer(m, lay->t);
-    if (unit > 0 && aps_model_has_gdn(m))
-        unit = gdn_largest_layer(m, lay->t);
+    double unit = aps_largest_layer_params(m, lay, i);
     double vocab = lay->vocab_padded * h / t;
     if (i == 0 && vocab > unit)
         unit = vocab;

@@ -7,7 +7,8 @@
  *     compute by prefetch except the first unit's (FSDP2 implicit
  *     prefetch, one unit ahead); under PP with TorchTitan once per step
  *     (torch/distributed/pipelining/stage.py), the backward's gathers
- *     still per micro-batch when resharding after forward;
+ *     still per micro-batch when resharding after forward; Megatron-FSDP
+ *     gathers the modules outside its units once per step (mfsdp.c);
  *   - once per step: the DP gradient all-reduce, or with ZeRO-1/2 a
  *     reduce-scatter and a parameter all-gather (Rajbhandari et al. 2020,
  *     ZeRO, s.5), hidden behind training.dp_overlap of the last backward;
@@ -82,10 +83,20 @@ void aps_fsdp_stage_times(const aps_model *m, const aps_cluster *c,
     double rc = (double)aps_layout_run_recompute(lay, i);
     dp_group_link(c, t, lay->t, G, &bw, &alpha);
     double psi = aps_stage_params(m, lay, i);
-    double ag = aps_allgather_time(
-        G, aps_recipe_gather_bytes(t, psi, L * aps_layer_matmul_params(m) /
-                                               (double)lay->t),
-        bw, alpha);
+    double matmul = L * aps_layer_matmul_params(m) / (double)lay->t;
+    double ag = aps_allgather_time(G, aps_recipe_gather_bytes(t, psi, matmul),
+                                   bw, alpha);
+    double ag_b = s->reshard_after_forward ? ag : 0.0;
+    /* Megatron-FSDP keeps the modules outside its units (embedding,
+     * output layer) gathered for the step (mfsdp.c): their gather once per
+     * step, a 1/m share here, and none in the backward */
+    if (plan->mfsdp == APS_MFSDP_OPTIM_GRADS_PARAMS) {
+        double outside = aps_stage_nonunit_params(m, lay, i);
+        ag_b = aps_allgather_time(
+            G, aps_recipe_gather_bytes(t, psi - outside, matmul), bw, alpha);
+        ag = ag_b + aps_allgather_time(
+                        G, APS_ACT_BYTES * outside, bw, alpha) / (double)lay->m;
+    }
     /* FSDP under PP (profile pp_unsharded_grads): gathered in the first
      * micro-batch, reduced after the last: once per step, here a 1/m share
      * of each micro-batch.  The pipeline turns off only the reshard after
@@ -96,7 +107,6 @@ void aps_fsdp_stage_times(const aps_model *m, const aps_cluster *c,
      * gathers, fewer than p per step, are not counted). */
     bool once = lay->p > 1 && aps_profile(t)->pp_unsharded_grads;
     double per_mb = once ? 1.0 / (double)lay->m : 1.0;
-    double ag_b = s->reshard_after_forward ? ag : 0.0;
     ag *= per_mb;
     /* ZeRO-3 recompute releases weights it will not reuse soon */
     if (rc > 0 && s->reshard_after_forward)

@@ -137,6 +137,8 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
         {"memory_limit_bytes", t->memory_limit_bytes},
         {"memory_margin_bytes", t->memory_margin_bytes},
         {"ddp_bucket_bytes", t->ddp_bucket_bytes},
+        {"suggested_communication_unit_size",
+         t->suggested_communication_unit_size},
     };
     for (size_t i = 0; i < sizeof nonneg / sizeof nonneg[0]; i++) {
         if (!(nonneg[i].v >= 0) || nonneg[i].v > 1e30) {
@@ -221,6 +223,7 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
     if ((unsigned)t->precision > APS_PREC_NVFP4 ||
         (unsigned)t->optimizer > APS_OPT_ADAMW ||
         (unsigned)t->framework > APS_FW_DEEPSPEED ||
+        (unsigned)t->fsdp_impl > APS_FSDP_IMPL_MEGATRON_FSDP ||
         (unsigned)t->memory_limit_kind > APS_MEM_KIND_DEVICE) {
         aps_fmt(err, n, "training: enum field out of range");
         return APS_EINVAL;
@@ -241,7 +244,9 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
  * dropout option, so an estimate with it describes a job TorchTitan cannot
  * run); exp_avg_bf16
  * sets Adam's moments (Megatron --exp-avg-dtype); store_param_remainders
- * needs bf16 weights beside an fp32 master (apex DistributedFusedAdam).
+ * needs bf16 weights beside an fp32 master (apex DistributedFusedAdam);
+ * fsdp_impl = megatron_fsdp and suggested_communication_unit_size are
+ * Megatron-LM's (--use-megatron-fsdp, megatron/training/arguments.py).
  */
 aps_status aps_training_dependencies(const aps_training *t, char *err,
                                      size_t n)
@@ -262,6 +267,45 @@ aps_status aps_training_dependencies(const aps_training *t, char *err,
     if (t->exp_avg_bf16 && t->optimizer == APS_OPT_SGD) {
         aps_fmt(err, n, "training.exp_avg_bf16: needs an Adam optimizer "
                 "(SGD has no exp_avg / exp_avg_sq)");
+        return APS_EINVAL;
+    }
+    if (t->framework != APS_FW_MEGATRON &&
+        (t->fsdp_impl == APS_FSDP_IMPL_MEGATRON_FSDP ||
+         t->suggested_communication_unit_size > 0 || t->fsdp_double_buffer)) {
+        aps_fmt(err, n, "training.%s: Megatron-FSDP is Megatron-LM's "
+                "(--use-megatron-fsdp); framework is %s",
+                t->fsdp_impl == APS_FSDP_IMPL_MEGATRON_FSDP
+                    ? "fsdp_impl = megatron_fsdp"
+                : t->fsdp_double_buffer ? "fsdp_double_buffer"
+                                        : "suggested_communication_unit_size",
+                fw);
+        return APS_EINVAL;
+    }
+    if (t->fsdp_double_buffer &&
+        t->fsdp_impl != APS_FSDP_IMPL_MEGATRON_FSDP) {
+        aps_fmt(err, n, "training.fsdp_double_buffer: acts with fsdp_impl = "
+                "megatron_fsdp only (Megatron-FSDP's --fsdp-double-buffer)");
+        return APS_EINVAL;
+    }
+    /* mcore_fsdp_adapter.py:177-181 @ d98e8a64 */
+    if (t->fsdp_double_buffer && t->overlap_moe_expert_parallel_comm) {
+        aps_fmt(err, n, "training.fsdp_double_buffer with "
+                "overlap_moe_expert_parallel_comm: \"1F1B overlap with FSDP "
+                "does not support double buffer\" (mcore_fsdp_adapter.py)");
+        return APS_EINVAL;
+    }
+    if (t->suggested_communication_unit_size !=
+        floor(t->suggested_communication_unit_size)) {
+        aps_fmt(err, n, "training.suggested_communication_unit_size: a whole "
+                "number of elements (Megatron's int flag; got %g)",
+                t->suggested_communication_unit_size);
+        return APS_EINVAL;
+    }
+    if (t->suggested_communication_unit_size > 0 &&
+        t->fsdp_impl != APS_FSDP_IMPL_MEGATRON_FSDP) {
+        aps_fmt(err, n, "training.suggested_communication_unit_size: acts "
+                "with fsdp_impl = megatron_fsdp only (Megatron-FSDP's "
+                "--suggested-communication-unit-size)");
         return APS_EINVAL;
     }
     if (t->store_param_remainders && pytorch) {
@@ -356,6 +400,17 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
         !(m->num_experts > 0 && m->shared_expert_ffn_hidden_size > 0)) {
         aps_fmt(err, n, "training.moe_shared_expert_overlap: %s has no "
                 "shared expert (shared_expert_ffn_hidden_size = 0)", m->name);
+        return APS_EINVAL;
+    }
+    /* FixedPoolAllocator (param_and_grad_buffer.py:647-760 @ d98e8a64)
+     * pools the most common layer size; layers of other sizes fall back
+     * to dynamic buckets, which mfsdp.c does not estimate */
+    if (t->fsdp_double_buffer &&
+        (aps_model_is_hybrid(m) || aps_model_has_gdn(m))) {
+        aps_fmt(err, n, "training.fsdp_double_buffer: %s has layers of "
+                "different sizes; Megatron-FSDP's double buffer pools one "
+                "size and allocates the others dynamically, which apsearch "
+                "does not estimate", m->name);
         return APS_EINVAL;
     }
     if (t->overlap_moe_expert_parallel_comm && m->num_experts == 0) {

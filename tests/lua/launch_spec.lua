@@ -1206,6 +1206,42 @@ describe("launch configs", function()
     end
   end)
 
+  it("write Megatron-FSDP as validate_args needs it: sharding strategy, fsdp_dtensor, main-grads dtype", function()
+    local function h100_8b(training)
+      local tr = { global_batch_size = 128, seq_length = 8192, framework = "megatron",
+        fsdp_impl = "megatron_fsdp" }
+      for k, v in pairs(training) do tr[k] = v end
+      return { model = "llama-3.1-8b", cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+        training = tr, top_k = 1 }
+    end
+    -- ZeRO-3 (fsdp_degree 8), bf16 main grads: Megatron-FSDP's own default (auto), not written
+    local r, est = estimated(h100_8b({ grad_reduce_in_fp32 = false }), { fsdp_degree = 8, micro_batch_size = 1 })
+    assert.is_nil(est.reason, est.message)
+    local text = check_all(r)[1].megatron.text
+    local _, v = parse_megatron(text)
+    assert.is_true(v["--use-megatron-fsdp"])
+    assert.are.equal("optim_grads_params", v["--data-parallel-sharding-strategy"])
+    assert.are.equal("fsdp_dtensor", v["--ckpt-format"])
+    assert.is_true(v["--use-distributed-optimizer"])
+    assert.is_true(v["--overlap-grad-reduce"])
+    assert.is_true(v["--overlap-param-gather"])
+    assert.is_nil(v["--use-torch-fsdp2"])
+    assert.is_nil(v["--no-gradient-accumulation-fusion"])
+    assert.is_nil(v["--megatron-fsdp-main-grads-dtype"])
+    assert.truthy(text:find("\nunset CUDA_DEVICE_MAX_CONNECTIONS", 1, true))
+    assert.truthy(text:find("TransformerEngine >= 2.10", 1, true))
+    -- ZeRO-2 over the data-parallel group: optim_grads; fp32 main grads (the megatron default) written
+    r, est = estimated(h100_8b({ suggested_communication_unit_size = 400000000, fsdp_double_buffer = true }),
+      { dp_degree = 8, zero_stage = 2, micro_batch_size = 1 })
+    assert.is_nil(est.reason, est.message)
+    _, v = parse_megatron(check_all(r)[1].megatron.text)
+    assert.are.equal("optim_grads", v["--data-parallel-sharding-strategy"])
+    assert.are.equal("fp32", v["--megatron-fsdp-main-grads-dtype"])
+    assert.are.equal("400000000", v["--suggested-communication-unit-size"])
+    assert.is_true(v["--fsdp-double-buffer"])
+    assert.is_nil(v["--overlap-param-gather"])
+  end)
+
   it("write the recipe: mxfp8, fp8 param gather, bf16 grad reduce, TP overlap, embedding/loss split", function()
     local r, est = estimated(b200_405b({ precision = "mxfp8", fp8_param_gather = true,
       grad_reduce_in_fp32 = false, tp_comm_overlap = true }),

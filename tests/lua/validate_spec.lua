@@ -481,6 +481,20 @@ describe("validate: recipe columns and release defaults", function()
       one(",cp_comm_type", ",bogus", cp2).error)
   end)
 
+  it("reads the fsdp_impl column (Megatron-FSDP or FSDP2), on a megatron row only", function()
+    local fsdp8 = base:gsub(",megatron,bf16,8,1,1,1,false,1,1,1,", ",megatron,bf16,1,8,0,1,false,1,1,1,")
+    local torch, mf = one(",fsdp_impl", ",torch_fsdp2", fsdp8), one(",fsdp_impl", ",megatron_fsdp", fsdp8)
+    assert.is_nil(torch.error)
+    assert.is_nil(mf.error)
+    assert.are.equal("megatron_fsdp", mf.inputs.training.fsdp_impl)
+    -- Megatron-FSDP's prefetch and reduce queue hold more than FSDP2's one unit each
+    assert.is_true(mf.predicted.mem_gib > torch.predicted.mem_gib)
+    assert.are.equal('fsdp_impl = "fsdp2" is not one of torch_fsdp2, megatron_fsdp',
+      one(",fsdp_impl", ",fsdp2", fsdp8).error)
+    local titan = fsdp8:gsub(",megatron,", ",fsdp2,")
+    assert.truthy(one(",fsdp_impl", ",megatron_fsdp", titan).error:find("needs framework = megatron", 1, true))
+  end)
+
   it("refuses a row whose columns contradict its framework, naming both", function()
     -- Megatron-LM has no option that compiles the model
     assert.are.equal('torch_compile = "true" contradicts framework = megatron (Megatron-LM has no option '

@@ -144,7 +144,8 @@ function M.format(est, inputs, stack)
       common.nvlink_domain_note(c))
     P("training  global batch %s sequences x %s tokens, %s, %s, %s%s%s",
       tostring(t.global_batch_size), tostring(t.seq_length), tostring(t.precision),
-      tostring(t.optimizer), tostring(t.framework), common.mtp_note(t), M.stack_note(stack, c))
+      tostring(t.optimizer), tostring(t.framework) .. (t.fsdp_impl == "megatron_fsdp" and " (Megatron-FSDP)" or ""),
+      common.mtp_note(t), M.stack_note(stack, c))
     if est.recipe then P("recipe    %s", M.recipe_line(est.recipe, t)) end
   end
   local st = est.strategy or {}

@@ -24,7 +24,10 @@
 --   --overlap-grad-reduce --overlap-param-gather); fsdp_degree > 1 or
 --   zero_stage 3 -> --use-torch-fsdp2 (reshard_after_forward = false or
 --   zero_stage 2 -> --torch-fsdp2-no-reshard-after-forward, the flag's
---   "FSDP ZeRO-2"); HSDP (dp > 1 and fsdp > 1) is NOT EXPRESSIBLE
+--   "FSDP ZeRO-2"); HSDP (dp > 1 and fsdp > 1) is NOT EXPRESSIBLE; with
+--   training.fsdp_impl = "megatron_fsdp" instead --use-megatron-fsdp with
+--   --data-parallel-sharding-strategy optim_grads_params (fsdp_degree > 1)
+--   or optim_grads (zero_stage 2), --ckpt-format fsdp_dtensor
 -- * layer_recompute: selective -> --recompute-granularity selective
 --   (Megatron's default module, core_attn, is apsearch's selective), with
 --   recompute_modules -> --recompute-modules (mla_up_proj mlp moe ...);
@@ -404,7 +407,36 @@ function M.render(c)
     A("--ckpt-format", "torch_dist")
     fsdp = true
   end
-  if R > 1 and S > 1 then
+  local mfsdp = tr.fsdp_impl == "megatron_fsdp"
+  -- --use-megatron-fsdp (version 1): validate_args (arguments.py:1118-1181
+  -- @ d98e8a64) turns the distributed optimizer on, asserts --ckpt-format
+  -- fsdp_dtensor and CUDA_DEVICE_MAX_CONNECTIONS != 1; Megatron-FSDP
+  -- forces both overlaps on when it shards gradients (megatron_fsdp.py:
+  -- 326-333).  Its main gradients default to the parameters' bf16
+  -- (--megatron-fsdp-main-grads-dtype auto): fp32 is written when the
+  -- estimate holds fp32 gradients (training.grad_reduce_in_fp32).
+  local function megatron_fsdp(strategy)
+    A("--use-megatron-fsdp")
+    A("--data-parallel-sharding-strategy", strategy)
+    A("--use-distributed-optimizer")
+    A("--overlap-grad-reduce")
+    if strategy == "optim_grads_params" then A("--overlap-param-gather") end
+    A("--ckpt-format", "fsdp_dtensor")
+    if tr.grad_reduce_in_fp32 ~= false then A("--megatron-fsdp-main-grads-dtype", "fp32") end
+    if tr.fsdp_double_buffer then A("--fsdp-double-buffer") end
+    if tr.suggested_communication_unit_size and tr.suggested_communication_unit_size > 0 then
+      A("--suggested-communication-unit-size", math.tointeger(tr.suggested_communication_unit_size)
+        or string.format("%.0f", tr.suggested_communication_unit_size))
+    end
+    N("NOTE", "Megatron-FSDP with gradient-accumulation fusion (Megatron's default) asserts " ..
+      "TransformerEngine >= 2.10 (mcore_fsdp_adapter.py); on an older one add --no-gradient-accumulation-fusion")
+    fsdp = true
+  end
+  if mfsdp and R == 1 and (S > 1 or z == 3) then
+    megatron_fsdp("optim_grads_params")
+  elseif mfsdp and S == 1 and z == 2 then
+    megatron_fsdp("optim_grads")
+  elseif R > 1 and S > 1 then
     N("NOT EXPRESSIBLE in Megatron-LM", string.format(
       "HSDP (dp_degree=%d replicas x fsdp_degree=%d shards): no Megatron-LM flag shards over " ..
       "part of the data-parallel group and replicates over the rest; no data-parallel sharding flag written", R, S))
@@ -572,7 +604,7 @@ function M.render(c)
     return false
   end
   if tr.fp8_param_gather == true and (p == "fp8" or p == "mxfp8" or p == "nvfp4") then
-    if not (has("--use-distributed-optimizer") or has("--use-torch-fsdp2")) then
+    if not (has("--use-distributed-optimizer") or has("--use-torch-fsdp2") or has("--use-megatron-fsdp")) then
       N("NOT EXPRESSIBLE in Megatron-LM", "fp8_param_gather without the distributed optimizer or " ..
         "FSDP: validate_args asserts --use-distributed-optimizer (or FSDP) with --fp8-param-gather; " ..
         "not written")
@@ -638,7 +670,7 @@ function M.render(c)
   out[#out + 1] = "set -euo pipefail"
   if fsdp then
     -- validate_args: "FSDP always requires CUDA_DEVICE_MAX_CONNECTIONS value large than one"
-    out[#out + 1] = "unset CUDA_DEVICE_MAX_CONNECTIONS  # FSDP2 asserts it is not 1 (validate_args)"
+    out[#out + 1] = "unset CUDA_DEVICE_MAX_CONNECTIONS  # FSDP asserts it is not 1 (validate_args)"
   elseif tp > 1 or cp > 1 then
     -- validate_args asserts it before Blackwell with TP or CP (and without FSDP)
     out[#out + 1] = "export CUDA_DEVICE_MAX_CONNECTIONS=1  # TP / CP: asserted by validate_args before Blackwell"

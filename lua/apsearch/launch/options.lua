@@ -33,6 +33,8 @@ M.megatron = {
     "--context-parallel-size", "--cp-comm-type", "--use-distributed-optimizer",
     "--overlap-grad-reduce", "--overlap-param-gather", "--use-torch-fsdp2",
     "--torch-fsdp2-no-reshard-after-forward", "--no-overlap-p2p-communication",
+    "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
+    "--suggested-communication-unit-size", "--fsdp-double-buffer",
     -- _add_training_args (--no-gradient-accumulation-fusion), TrainingConfig
     -- ckpt_format (megatron/training/config/training_config.py); _add_network_size_args
     "--no-gradient-accumulation-fusion", "--ckpt-format", "--window-size",
@@ -59,6 +61,8 @@ M.megatron = {
     "--pipeline-model-parallel-layout",
     -- _add_training_args
     "--no-check-for-nan-in-loss-and-grad",
+    -- _add_experimental_args (Megatron-FSDP)
+    "--megatron-fsdp-main-grads-dtype",
     -- _add_moe_args and the TransformerConfig MoE / MLA fields
     -- (transformer_config.py, MLATransformerConfig)
     "--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
@@ -218,7 +222,11 @@ M.megatron.facts = {
   ["--fp4-format"] = { type = "string", values = set({ "e2m1" }) },
   ["--fp4-recipe"] = { type = "string", values = set({ "nvfp4", "custom" }) },
   ["--ckpt-format"] = { type = "string", values = set({ "torch", "torch_dist", "torch_dcp", "fsdp_dtensor" }),
-    constraint = "--use-torch-fsdp2 needs torch_dist or torch_dcp" },
+    constraint = "--use-torch-fsdp2 needs torch_dist or torch_dcp; --use-megatron-fsdp needs fsdp_dtensor" },
+  ["--data-parallel-sharding-strategy"] = { type = "string",
+    values = set({ "no_shard", "optim", "optim_grads", "optim_grads_params" }) },
+  ["--suggested-communication-unit-size"] = { type = "int", min = 1 },
+  ["--megatron-fsdp-main-grads-dtype"] = { type = "string", values = set({ "fp32", "bf16", "fp16", "auto" }) },
   ["--cuda-graph-impl"] = { type = "string", values = set({ "none", "local", "transformer_engine", "full_iteration" }) },
   -- nargs '+' of CudaGraphModule (arguments.py _add_training_args @ d98e8a64)
   ["--cuda-graph-modules"] = { type = "string", values = set({ "attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba" }),

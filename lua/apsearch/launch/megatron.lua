@@ -22,9 +22,9 @@
 --   spelling would raise there)
 -- * data parallel: zero_stage 1 -> --use-distributed-optimizer (with
 --   --overlap-grad-reduce --overlap-param-gather); fsdp_degree > 1 or
---   zero_stage 3 -> --use-torch-fsdp2 (reshard_after_forward = false or
---   zero_stage 2 -> --torch-fsdp2-no-reshard-after-forward, the flag's
---   "FSDP ZeRO-2"); HSDP (dp > 1 and fsdp > 1) is NOT EXPRESSIBLE; with
+--   zero_stage 3 -> --use-torch-fsdp2 (reshard_after_forward = false ->
+--   --torch-fsdp2-no-reshard-after-forward; ZeRO-2 over plain data
+--   parallelism is refused by the core, aps_check_framework); HSDP (dp > 1 and fsdp > 1) is NOT EXPRESSIBLE; with
 --   training.fsdp_impl = "megatron_fsdp" instead --use-megatron-fsdp with
 --   --data-parallel-sharding-strategy optim_grads_params (fsdp_degree > 1)
 --   or optim_grads (zero_stage 2), --ckpt-format fsdp_dtensor
@@ -443,11 +443,6 @@ function M.render(c)
   elseif S > 1 or z == 3 then
     fsdp2()
     if (S > 1 and r.reshard_after_forward == false) then A("--torch-fsdp2-no-reshard-after-forward") end
-  elseif z == 2 then
-    fsdp2()
-    A("--torch-fsdp2-no-reshard-after-forward")
-    N("APPROXIMATE", "ZeRO-2 as FSDP2 without resharding after forward (the flag's help: " ..
-      "\"Set to enable FSDP ZeRO-2\"); parameters are sharded between steps as well")
   elseif z == 1 then
     A("--use-distributed-optimizer")
     if c.data_parallel > 1 then A("--overlap-grad-reduce") A("--overlap-param-gather") end
@@ -1205,9 +1200,10 @@ function M.moe_args(c, A, N)
   -- the router's needs TransformerEngine >= 2.7)
   A("--moe-permute-fusion")
   if c.training.moe_router_fusion ~= false then A("--moe-router-fusion") end
-  N("NOTE", "--moe-permute-fusion needs TransformerEngine >= 2.1 (TransformerConfig raises otherwise) and " ..
-    "--moe-router-fusion >= 2.7 (transformer_config.py @ d98e8a64 l.944-947, 2984-2999); with an older one " ..
-    "drop them, and estimate with training.moe_router_fusion = false (the unfused router's 72 kernels)")
+  N("NOTE", "--moe-permute-fusion needs TransformerEngine >= 2.1 (TransformerConfig raises at start-up, " ..
+    "transformer_config.py @ d98e8a64 l.2984-2999) and --moe-router-fusion >= 2.7 (checked only when the " ..
+    "router first runs: moe_utils.py fused top-k >= 2.6, fused aux loss >= 2.7); with an older one drop " ..
+    "them, and estimate with training.moe_router_fusion = false (the unfused router's 72 kernels)")
   -- Llama 4: the routing weight scales the expert's input (M.ARCH_SOURCES.
   -- apply_probs; top-1, which the model's check guarantees)
   if m.moe_router_input_probs then A("--moe-apply-probs-on-input") end

@@ -398,11 +398,9 @@ function Set:record(rels)
   return true
 end
 
--- writes the file rel of the set (fsynced unless `nosync`: then the
--- caller syncs it)
-function Set:write_raw(rel, text, nosync)
+function Set:write_raw(rel, text)
   local p = util.join_path(self.path, rel)
-  if core then return core.write_synced(p, text, not nosync) end
+  if core then return core.write_synced(p, text) end
   local f, err = io.open(p, "wb")
   if not f then return nil, err end
   local ok, werr = f:write(text)
@@ -411,9 +409,7 @@ function Set:write_raw(rel, text, nosync)
 end
 
 --- Writes files of the set (listed in the manifest, all names before the
--- first file), then fsyncs each: one file system flush serves many files
--- written before it (3,000 launch files: each fsynced as it was written,
--- the run waited for 3,000 journal commits).
+-- first file, each file fsynced).
 -- @tparam table files array of `{rel, text}`: rel the path in the set,
 --   e.g. `launch/rank1_megatron.sh`
 -- @treturn boolean|nil true
@@ -425,11 +421,7 @@ function Set:write_all(files)
   local ok, err = self:record(rels)
   if not ok then return nil, err, rels[1] end
   for _, f in ipairs(files) do
-    ok, err = self:write_raw(f[1], f[2], true)
-    if not ok then return nil, err, f[1] end
-  end
-  for _, f in ipairs(files) do
-    ok, err = sync(util.join_path(self.path, f[1]))
+    ok, err = self:write_raw(f[1], f[2])
     if not ok then return nil, err, f[1] end
   end
   return true

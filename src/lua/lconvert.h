@@ -51,8 +51,7 @@ int apsl_chown(lua_State *L);
 /** core.read_regular(path, max_bytes): an input file's contents, read
  *  only when it is a regular file within max_bytes (lfsync.c). */
 int apsl_read_regular(lua_State *L);
-/** core.write_synced(path, text[, sync]): a file written, fsynced (unless
- *  sync is false) and closed
+/** core.write_synced(path, text): a file written, fsynced and closed
  *  (lfsync.c). */
 int apsl_write_synced(lua_State *L);
 /** core.ncpu, pipe, fork, fd_read, fd_write, fd_close, poll, waitpid,

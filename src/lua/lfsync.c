@@ -59,16 +59,14 @@ int apsl_fsync(lua_State *L)
     return luaL_fileresult(L, r == 0, path);
 }
 
-/* core.write_synced(path, text[, sync]) -> true | nil, message, errno.
- * Creates or truncates the file at path (mode 0666 less the umask, as
- * fopen; a symbolic link at path is refused), writes text, fsyncs (unless
- * sync is false: the caller fsyncs it later, core.fsync) and closes it. */
+/* core.write_synced(path, text) -> true | nil, message, errno.  Creates
+ * or truncates the file at path (mode 0666 less the umask, as fopen; a
+ * symbolic link at path is refused), writes text, fsyncs and closes it. */
 int apsl_write_synced(lua_State *L)
 {
     const char *path = luaL_checkstring(L, 1);
     size_t len;
     const char *text = luaL_checklstring(L, 2, &len);
-    int want_sync = lua_isnoneornil(L, 3) || lua_toboolean(L, 3);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (fd < 0)
         return luaL_fileresult(L, 0, path);
@@ -84,7 +82,7 @@ int apsl_write_synced(lua_State *L)
             len -= (size_t)n;
         }
     }
-    if (r == 0 && want_sync)
+    if (r == 0)
         r = sync_fd(fd);
     int e = errno;
     if (close(fd) != 0 && r == 0) {

@@ -1,13 +1,8 @@
 --- Tasks on worker processes (`apsearch run --jobs N`): the parent
--- forks N workers, which take numbered tasks in order from task queues
--- (pipes) as they finish one and send each task's value back through
--- their own pipe, serialized (`M.serialize`); the parent hands the values
--- over in task order.  The tasks may be dealt into queues of consecutive
--- tasks (`queues`): worker w takes the tasks of queue w first, then those
--- left in the later queues, never an earlier one, so that every worker's
--- tasks ascend (a search's worker keeps the first example of each reason
--- it meets) and a worker keeps to one run of tasks (a search: one region
--- of the space, whose caches it fills once) as long as it can.  A Lua state is not thread-safe and the search calls the
+-- forks N workers, which take numbered tasks in order from a shared pipe
+-- as they finish one and send each task's value back through their own
+-- pipe, serialized (`M.serialize`); the parent hands the values over in
+-- task order.  A Lua state is not thread-safe and the search calls the
 -- policy's Lua rules and objective per candidate: each worker is a fork
 -- of the whole state, policy loaded, so no state is shared.
 --
@@ -21,7 +16,7 @@ local util = require "apsearch.util"
 
 local M = {}
 
---- Most tasks of one run: their numbers are written to the task pipes
+--- Most tasks of one run: their numbers are written to the task pipe
 -- before the workers start, 4 bytes each, and a pipe holds 64 KiB
 -- (Linux's default; the writes must not block).
 M.max_tasks = 4096
@@ -135,26 +130,16 @@ local function error_text(e)
   return util.describe(e)
 end
 
--- the next task number of the queues (read ends of pipes), taken from the
--- first queue that has one left: its text, or nil when none is left
-local function take_task(queues)
-  for _, fd in ipairs(queues) do
-    local s = assert(core.fd_read(fd, TASK_SIZE))
-    if s ~= "" then return s end
-  end
-  return nil
-end
-
--- a worker: takes tasks from the queues `tasks` (read ends, its own
--- first) until none is left, sends frames on fd `out`; never returns
+-- a worker: takes tasks from fd `tasks` until none is left, sends frames
+-- on fd `out`; never returns
 local function worker_main(opts, tasks, out)
   local function send(kind, task, payload)
     assert(core.fd_write(out, string.pack(HEADER, kind, task, #payload) .. payload))
   end
   local ok, err = pcall(function()
     while true do
-      local s = take_task(tasks)
-      if not s then break end
+      local s = assert(core.fd_read(tasks, TASK_SIZE))
+      if s == "" then break end
       assert(#s == TASK_SIZE, "parallel: a cut task number")
       local task = string.unpack(TASK, s)
       local reported = 0
@@ -258,10 +243,6 @@ end
 --- Runs tasks 1..`tasks` on `jobs` worker processes.
 -- @tparam table opts
 --   `jobs` (workers, >= 1), `tasks` (1..M.max_tasks);
---   `queues` (optional: the first task of each queue, ascending from 1,
---   at most `jobs` + 1 of them; default {1}, one queue): worker w takes
---   from queue min(w, #queues) and then from each later one in turn, so
---   that its tasks ascend;
 --   `work(task, report)` (in a worker: the task's value; `report(done)`
 --   tells the parent how much of the task is done, a count);
 --   `finish()` (in a worker, after its last task: its final value);
@@ -273,31 +254,16 @@ end
 --   it finished`
 function M.run(opts)
   assert(opts.tasks >= 1 and opts.tasks <= M.max_tasks, "parallel: tasks out of range")
-  local firsts = opts.queues or { 1 }
-  assert(firsts[1] == 1 and #firsts <= opts.jobs + 1, "parallel: queues out of range")
-  -- one pipe a queue, its task numbers written (and the write end closed)
-  -- before the workers start
-  local queues = {}
-  for q, first in ipairs(firsts) do
-    local last = (firsts[q + 1] or opts.tasks + 1) - 1
-    assert(last >= first and last <= opts.tasks, "parallel: queues out of range")
-    local r, w = assert(core.pipe())
-    local nums = {}
-    for t = first, last do nums[#nums + 1] = string.pack(TASK, t) end
-    assert(core.fd_write(w, table.concat(nums)))
-    core.fd_close(w)
-    queues[q] = r
-  end
+  local tr, tw = assert(core.pipe())
+  local nums = {}
+  for t = 1, opts.tasks do nums[t] = string.pack(TASK, t) end
+  assert(core.fd_write(tw, table.concat(nums)))
+  core.fd_close(tw)
   local pids, fds = {}, {}
   local ok, err = pcall(function()
-    for i = 1, opts.jobs do
-      -- its own queue first, then the later ones in turn
-      local order = {}
-      for q = math.min(i, #queues), #queues do order[#order + 1] = queues[q] end
-      pids[i], fds[i] = start_worker(opts, order, fds)
-    end
+    for i = 1, opts.jobs do pids[i], fds[i] = start_worker(opts, tr, fds) end
   end)
-  for _, r in ipairs(queues) do core.fd_close(r) end
+  core.fd_close(tr)
   local failure
   if ok then
     ok, failure = pcall(collect, opts, fds)

@@ -1017,28 +1017,14 @@ end
 -- worker costs more than walking that many candidates.
 M.min_chunk_candidates = 2048
 
---- Chunks of a split walk: the first 1 - `tail_share` of the space is
--- cut into one region of consecutive candidates a worker, the rest is a
--- tail the workers share.  Each region is cut into chunks that each hold
--- 1/chunk_share of the region's candidates left after the chunks before
--- them, the tail into chunks of 1/(chunk_share x jobs) of the tail left,
--- all at least `min_chunk`: a worker walks its own region's chunks in
--- order -- long runs of consecutive candidates, whose fast-path caches
--- (M.block_pruner) it fills once -- then the chunks left in the later
--- regions, then the tail's (apsearch.parallel: a worker's chunks ascend),
--- the last ones small, so that a worker waits for the others at most one
--- small chunk's time at the end.  (Chunks dealt to whichever worker was
--- free, over the whole space, had every worker meet most of the space's
--- cache keys: 13 % more instructions in all than one walk on the 18 M
--- candidates of bench/llama3_405b_16k_18m.lua.)
+--- Chunk sizes of a split walk: each chunk holds 1/(chunk_share x jobs)
+-- of the candidates left after the chunks before it (and at least
+-- `min_chunk`), so the first chunks are large -- a worker walks long runs
+-- of consecutive candidates, whose fast-path caches it shares -- and the
+-- last ones small: the workers take the chunks in order as they finish
+-- one, and a worker waits for the others at most one small chunk's time
+-- at the end.
 M.chunk_share = 4
-
---- See `chunk_share`: the share of the space in the tail.  A region's
--- candidates cost from a fraction to twice the mean (the 18 M bench, in
--- 1,024 ranges): a quarter of the space in small chunks evens out the
--- regions (simulated on that profile, reversed too: the last worker ends
--- within 0.01 % of the mean).
-M.tail_share = 0.25
 
 --- Sample key of the candidate of index i for chart 7 (`result.scatter`):
 -- a hash (SplitMix64's finalizer) in 1..2^31, so that keeping the
@@ -1070,44 +1056,32 @@ function M.jobs_for(jobs, space_size, min_chunk)
   return math.max(1, math.min(jobs or 1, space_size // per, M.max_jobs))
 end
 
---- The chunks of a split walk (see `chunk_share`): `jobs` regions of
--- (nearly) equal size and the tail, each cut in chunks; when that would
--- make more than apsearch.parallel.max_tasks chunks, that many even ones
--- in one queue.
+--- The chunks of a split walk (see `chunk_share`); when that would make
+-- more than apsearch.parallel.max_tasks, that many even ones.
 -- @tparam integer jobs workers (>= 1)
 -- @tparam integer space_size candidates (>= 1)
 -- @tparam integer min_chunk fewest candidates per chunk (>= 1)
 -- @treturn table the first index of each chunk, then space_size + 1
--- @treturn table the first chunk of each region and of the tail
---   (apsearch.parallel.run's `queues`), ascending from 1
 function M.chunk_starts(jobs, space_size, min_chunk)
   local max_tasks = require("apsearch.parallel").max_tasks
-  local starts, queues = {}, {}
-  local head = space_size - math.floor(space_size * M.tail_share)
-  local function cut(first, stop, share)
-    if first > stop then return end
-    queues[#queues + 1] = #starts + 1
-    while first <= stop do
-      starts[#starts + 1] = first
-      local left = stop - first + 1
-      first = first + math.min(left, math.max(min_chunk, -(-left // share)))
-    end
+  local starts, first = {}, 1
+  while first <= space_size do
+    starts[#starts + 1] = first
+    local left = space_size - first + 1
+    first = first + math.min(left, math.max(min_chunk, -(-left // (M.chunk_share * jobs))))
   end
-  for r = 1, jobs do cut((r - 1) * head // jobs + 1, r * head // jobs, M.chunk_share) end
-  cut(head + 1, space_size, M.chunk_share * jobs)
   if #starts > max_tasks then
-    starts, queues = {}, { 1 }
+    starts = {}
     for c = 1, max_tasks do starts[c] = (c - 1) * space_size // max_tasks + 1 end
   end
   starts[#starts + 1] = space_size + 1
-  return starts, queues
+  return starts
 end
 
 --- Walks the space in chunks of consecutive candidates on `jobs` worker
 -- processes (apsearch.parallel): each worker runs `walk(first, last,
--- progress)` on the chunks it takes (its own region's first, see
--- `chunk_starts`), in order, into one state, which the parent takes once
--- the worker is done (`io.worker_state` in the worker,
+-- progress)` on the chunks it takes, in order, into one state, which the
+-- parent takes once the worker is done (`io.worker_state` in the worker,
 -- `io.absorb_worker` in the parent).
 -- @tparam integer jobs workers (>= 2)
 -- @tparam integer space_size candidates
@@ -1118,9 +1092,9 @@ end
 -- @raise a worker's error (the one of the earliest chunk), or
 --   `search: worker process N was killed by signal S before it finished`
 function M.walk_parallel(jobs, space_size, progress, walk, io, min_chunk)
-  local starts, queues = M.chunk_starts(jobs, space_size, min_chunk or M.min_chunk_candidates)
+  local starts = M.chunk_starts(jobs, space_size, min_chunk or M.min_chunk_candidates)
   require("apsearch.parallel").run({
-    jobs = jobs, tasks = #starts - 1, queues = queues,
+    jobs = jobs, tasks = #starts - 1,
     work = function(c, report)
       local first, last = starts[c], starts[c + 1] - 1
       walk(first, last, function(index) report(index - first + 1) end)

@@ -222,39 +222,23 @@ return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
       assert.are.equal(search.max_jobs, search.jobs_for(10 ^ 6, 10 ^ 9, 1))
     end)
 
-    it("chunks: consecutive, the whole space; per queue large first, small last; at most max_tasks", function()
+    it("chunks: consecutive, the whole space, large first, small last, at most max_tasks", function()
       for _, c in ipairs({ { 2, 18411200, 2048 }, { 3, 8880, 2048 }, { 128, 18411200, 2048 }, { 7, 117, 1 },
                            { 1024, 1000000000, 2048 } }) do
         local jobs, n, min = c[1], c[2], c[3]
-        local s, q = search.chunk_starts(jobs, n, min)
+        local s = search.chunk_starts(jobs, n, min)
         assert.are.equal(1, s[1])
         assert.are.equal(n + 1, s[#s])
         assert.is_true(#s - 1 <= parallel.max_tasks)
-        assert.are.equal(1, q[1])
-        assert.is_true(#q <= jobs + 1)
-        -- within a queue (up to the next queue's first chunk)
-        local last_of = {}
-        for i = 1, #q do last_of[(q[i + 1] or #s) - 1] = true end
         for i = 1, #s - 2 do
-          assert.is_true(s[i + 1] > s[i], "chunk " .. i)
-          if not last_of[i] then
-            local size, next_size = s[i + 1] - s[i], s[i + 2] - s[i + 1]
-            assert.is_true(size >= min, "chunk " .. i)
-            if not last_of[i + 1] then assert.is_true(next_size <= size + 1, "chunk " .. i) end
-          end
+          local size, next_size = s[i + 1] - s[i], s[i + 2] - s[i + 1]
+          assert.is_true(size >= min, "chunk " .. i)
+          assert.is_true(next_size <= size + 1, "chunk " .. i)
         end
       end
-      -- 18,411,200 on 2 workers: two regions of 6,904,200 candidates (the
-      -- first 3/4), each chunk 1/4 of the region left; the tail of
-      -- 4,602,800 in chunks of 1/8 of the tail left; the last of each 2,048
-      -- candidates at most
-      local s, q = search.chunk_starts(2, 18411200, 2048)
-      assert.are.equal(3, #q)
-      assert.are.equal(6904200 + 1, s[q[2]])
-      assert.are.equal(13808400 + 1, s[q[3]])
-      assert.are.equal(6904200 // 4, s[2] - 1)
-      assert.are.equal(4602800 // 8, s[q[3] + 1] - s[q[3]])
-      assert.is_true(s[q[2]] - s[q[2] - 1] <= 2048)
+      local s = search.chunk_starts(2, 18411200, 2048)
+      -- the first holds 1/(chunk_share x jobs) of the space
+      assert.are.equal(-(-18411200 // (2 * search.chunk_share)), s[2] - 1)
       assert.is_true(s[#s] - s[#s - 1] <= 2048)
     end)
   end)
@@ -302,33 +286,6 @@ return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
       assert.are.equal(3, #finals)
       assert.are.equal(210, done)
       assert.are_not.equal(finals[1], finals[2])
-    end)
-
-    it("queues: every task once, in order to the parent; each worker's tasks ascend", function()
-      -- (which worker takes which task depends on the timing: a worker
-      -- may empty its queue and take the next one's before that one's
-      -- worker has started)
-      local seen, firsts = {}, {}
-      parallel.run({
-        jobs = 3, tasks = 30, queues = { 1, 8, 15, 22 },
-        work = function(t) return { pid = require("apsearch.core").getpid(), t = t } end,
-        on_result = function(t, v)
-          seen[#seen + 1] = t
-          local f = firsts[v.pid]
-          if not f then firsts[v.pid] = { t } else f[#f + 1] = t end
-        end,
-      })
-      local want = {}
-      for t = 1, 30 do want[t] = t end
-      assert.are.same(want, seen)
-      local workers = 0
-      for _, ts in pairs(firsts) do
-        workers = workers + 1
-        for i = 2, #ts do assert.is_true(ts[i] > ts[i - 1], table.concat(ts, " ")) end
-      end
-      assert.is_true(workers >= 1 and workers <= 3)
-      assert.has_error(function() parallel.run({ jobs = 2, tasks = 4, queues = { 1, 2, 3, 4 },
-        work = function() end, on_result = function() end }) end)
     end)
 
     it("raises the error of the earliest task that failed", function()

@@ -34,23 +34,25 @@
 # cores, short of 1.8x by the duplicated caches.  The top-k, counts and
 # examples are identical (tests/lua/jobs_spec.lua checks the whole result).
 #
-# Regions (branch h-speed): each worker walks one region of the space
-# first, then the later regions' chunks and a shared last quarter
-# (search.chunk_starts), instead of chunks dealt over the whole space.
-# Wall times on the shared VM moved with the neighbours (load 1.3-1.6:
-# two `--jobs 1` runs started together took 1.55 s and 2.2-2.7 s, so the
-# second core gave 0.6-0.7 of the first), so the figures are instructions
-# (valgrind --tool=callgrind --trace-children=yes, 18 M space), G:
-#   --jobs 1                      17.82
-#   --jobs 2 before: parent 0.64, workers 9.53 + 10.00 = 20.17 (+13.2 %)
-#   --jobs 2 after:  parent 0.64, workers 9.32 + 9.85  = 19.82 (+11.2 %)
-# parent + slower worker against --jobs 1: 1.67x -> 1.70x (1.75x with
-# the workers even).  What is left: the fast path's cache fills, whose
-# keys (dp, fsdp, cp, pp) recur in every region: 6,781 pattern and 12,488
+# Third look (branch h-speed), 18 M space, --jobs 1 against --jobs 2,
+# alternating, at a load of 0.8-1.1: wall 1.55-1.59 -> 0.93-1.01 s
+# (1.55-1.69x, median 1.66x), CPU 1.54-1.59 -> 1.79-1.92 s.  At a load
+# of 1.3-1.6 the ratio moved from 1.5x to 2.1x with the neighbours: two
+# `--jobs 1` runs started together took 1.55 s and 2.2-2.7 s.  So the
+# figures are instructions (valgrind --tool=callgrind
+# --trace-children=yes), G: --jobs 1 17.82; --jobs 2 the parent 0.64
+# and the workers 9.53 + 10.00 (+13.2 %).  The parent's part is 3.6 %;
+# the workers' extra is the fast path's cache fills, whose keys (dp, fsdp,
+# cp, pp) recur in every part of the space: 6,670 pattern and 12,133
 # subtree-count misses in the two workers against 4,511 and 8,256 in one
-# process; the schedule orders (src/core/schedule_order.c) likewise.
-# Measured wall, seven alternating rounds, before / after, --jobs 1 ->
-# --jobs 2: 1.50-2.30 -> 0.98-1.18 s and 1.56-2.38 -> 0.96-1.19 s.
+# process (the schedule orders of src/core/schedule_order.c likewise);
+# and 5 k more page faults in all (10.8 k -> 16.0 k, +0.1 s of system time).
+# That bounds --jobs 2 at 2 x 17.82 / 20.17 = 1.77x on idle cores before
+# the parent's part, 1.7x with it.  Tried and dropped: one region of the
+# space per worker, then a shared tail (19.82 G instead of 20.17, the
+# same CPU and wall within the noise: the keys recur in every region);
+# switching the Lua collector to generational mode before the fork (no
+# fewer page faults).
 #
 # The pipeline simulation and the balanced split (branch h-pipesim), CPU
 # s (user + sys) of `run --jobs 1`, five runs of each binary alternating

@@ -55,6 +55,25 @@
 # estimate each, 0.3 s; 4,000 re-estimates of chart 8, 0.3 s).  Met: the
 # json ratio is about 2x (2.09x here); not met: --candidates all (4x: the
 # Lua walk of every candidate) and --out -k 1000 (5x).
+#
+# Third look (branch h-speed, nothing of the outputs changed; load 1.4-1.6,
+# median of 3, wall / CPU s): search alone 0.63 / 0.92 (two workers),
+# --out --candidates all 5.28 / 4.94 (5.4x the CPU), --out --candidates
+# none --top-k 1000 6.34 / 6.13 (6.7x).  Where the CPU of the last goes
+# (in process, monotonic clock and os.clock at a load of 4): the search
+# and the top-k's 1,000 full estimates and 4,000 re-estimates 0.9 s, the
+# launch files rendered 0.56 and written 1.1 (3,000 files: an open at
+# about 140 us of system time each in a directory that holds thousands,
+# write, fsync at 70-80 us), report.html 1.38 (Lua: per strategy, per
+# stage the layer ranges and breakdowns, no single hot spot), result.json
+# 0.68, the previous set's 3,000 files removed 0.2.  Writing the files
+# first and fsyncing them after saved nothing measurable (3,000 files:
+# 1.9-5.6 s against 2.4-3.9 s one by one, and a second open each).
+# --candidates all: 54 % of its CPU is the Lua walk that yields each of
+# the 2.43 M candidates and hands it to the row writer, 18 % the C rows
+# (field cache lookups 8 %), 13 % the kernel writing 310 MB.  Neither
+# ratio (2x, 3x) is within reach without rows written per block of
+# candidates in C and the report's per-stage text built in C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 P=${1:-bench/llama3_405b_16k_wide.lua} RUNS=${2:-3}

@@ -34,6 +34,26 @@
 # cores, short of 1.8x by the duplicated caches.  The top-k, counts and
 # examples are identical (tests/lua/jobs_spec.lua checks the whole result).
 #
+# Third look (branch h-speed), 18 M space, --jobs 1 against --jobs 2,
+# alternating, at a load of 0.8-1.1: wall 1.55-1.59 -> 0.93-1.01 s
+# (1.55-1.69x, median 1.66x), CPU 1.54-1.59 -> 1.79-1.92 s.  At a load
+# of 1.3-1.6 the ratio moved from 1.5x to 2.1x with the neighbours: two
+# `--jobs 1` runs started together took 1.55 s and 2.2-2.7 s.  So the
+# figures are instructions (valgrind --tool=callgrind
+# --trace-children=yes), G: --jobs 1 17.82; --jobs 2 the parent 0.64
+# and the workers 9.53 + 10.00 (+13.2 %).  The parent's part is 3.6 %;
+# the workers' extra is the fast path's cache fills, whose keys (dp, fsdp,
+# cp, pp) recur in every part of the space: 6,670 pattern and 12,133
+# subtree-count misses in the two workers against 4,511 and 8,256 in one
+# process (the schedule orders of src/core/schedule_order.c likewise);
+# and 5 k more page faults in all (10.8 k -> 16.0 k, +0.1 s of system time).
+# That bounds --jobs 2 at 2 x 17.82 / 20.17 = 1.77x on idle cores before
+# the parent's part, 1.7x with it.  Tried and dropped: one region of the
+# space per worker, then a shared tail (19.82 G instead of 20.17, the
+# same CPU and wall within the noise: the keys recur in every region);
+# switching the Lua collector to generational mode before the fork (no
+# fewer page faults).
+#
 # The pipeline simulation and the balanced split (branch h-pipesim), CPU
 # s (user + sys) of `run --jobs 1`, five runs of each binary alternating
 # (three for the sweep), main at 73cc800 -> after, on the 2-core VM; in

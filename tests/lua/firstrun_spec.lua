@@ -96,13 +96,13 @@ describe("run --model M --cluster D:N without a policy", function()
     local k
     for i, x in ipairs(top) do if not x.memory_cost.near_capacity then k = i break end end
     assert.truthy(k and k > 1)
-    local want = ("; rank 1 is, the first below is rank %d (step time %+.1f %%)"):format(k,
+    local want = ("; rank 1 is above it, the first rank below it is %d (step time %+.1f %%)"):format(k,
       100 * (top[k].performance_cost.step_time / top[1].performance_cost.step_time - 1))
     local _, out = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "b200:8", "--wide")
     assert.truthy(out:find("slow the step beyond the estimate (docs/accuracy.md)" .. want .. "\n", 1, true), out)
     -- rank 1 with headroom (Llama-3.1-8B on 8 H100s, 64.42 GiB): the note as before, if any
     local _, out8 = H.apsearch("run", "-q", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1", "--wide")
-    assert.is_nil(out8:find("rank 1 is, the first below", 1, true), out8)
+    assert.is_nil(out8:find("rank 1 is above it", 1, true), out8)
   end)
 
   it("says when a --set changed the built batch or sequence, and what the rule gave", function()

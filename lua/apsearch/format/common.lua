@@ -597,7 +597,7 @@ local function first_with_headroom(top)
   if not (top[1] and near_capacity(top[1])) then return "" end
   for _, r in ipairs(top) do
     if not near_capacity(r) then
-      return string.format("; rank 1 is, the first below is rank %d (step time %+.1f %%)", r.rank,
+      return string.format("; rank 1 is above it, the first rank below it is %d (step time %+.1f %%)", r.rank,
         100 * (r.performance_cost.step_time / top[1].performance_cost.step_time - 1))
     end
   end

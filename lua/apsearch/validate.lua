@@ -692,6 +692,10 @@ local function pct(pred, meas) return (pred - meas) / meas * 100 end
 -- highest dense peak of any preset (B300 fp4, 15,000) is beyond any
 -- device; a larger value is a unit error (FLOP/s written for TFLOP/s).
 M.MAX_MFU_PEAK_TFLOPS = 1.5e6
+--- Smallest `mfu_peak_tflops`: 1 TFLOP/s, below the dense peak of any
+-- accelerator that trains these models (a V100's fp32 peak is 15.7); a
+-- smaller value is a unit error (PFLOP/s written for TFLOP/s).
+M.MIN_MFU_PEAK_TFLOPS = 1
 
 --- The peak a row's measured MFU was computed against, FLOP/s per GPU:
 -- its `mfu_peak_tflops` column when the source names the peak it divided
@@ -702,13 +706,13 @@ M.MAX_MFU_PEAK_TFLOPS = 1.5e6
 -- @tparam table row the CSV row
 -- @tparam table preset the row's device preset (peak_flops_bf16, FLOP/s)
 -- @treturn number FLOP/s; raises "mfu_peak_tflops = ..." when the column
--- is not a number in (0, MAX_MFU_PEAK_TFLOPS]
+-- is not a number in [MIN_MFU_PEAK_TFLOPS, MAX_MFU_PEAK_TFLOPS]
 function M.mfu_peak(row, preset)
   if not given(row, "mfu_peak_tflops") then return preset.peak_flops_bf16 end
   local v = decimal(row.mfu_peak_tflops)
-  if not (v and v > 0 and v <= M.MAX_MFU_PEAK_TFLOPS) then
-    error(("mfu_peak_tflops = %q: must be a number of TFLOP/s per GPU in (0, %g]"):format(
-      row.mfu_peak_tflops, M.MAX_MFU_PEAK_TFLOPS), 0)
+  if not (v and v >= M.MIN_MFU_PEAK_TFLOPS and v <= M.MAX_MFU_PEAK_TFLOPS) then
+    error(("mfu_peak_tflops = %q: must be a number of TFLOP/s per GPU in [%g, %g]"):format(
+      row.mfu_peak_tflops, M.MIN_MFU_PEAK_TFLOPS, M.MAX_MFU_PEAK_TFLOPS), 0)
   end
   return v * 1e12
 end

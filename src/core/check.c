@@ -631,12 +631,11 @@ static aps_reason check_megatron_graph_recompute(const aps_model *m,
     if (!router || !(aps_recompute_modules(t, s) & APS_RCM_MOE))
         return APS_REASON_NONE;
     aps_fmt(msg, n, "recompute_modules moe with a CUDA graph of the MoE router "
-            "(cuda_graph_scope %s%s): Megatron-Core cannot recompute the MoE "
-            "block around a graphed router (megatron/core/transformer/"
-            "transformer_config.py); recompute moe_act instead, or graph attn only",
+            "(cuda_graph_scope %s%s): Megatron-Core refuses it "
+            "(transformer_config.py); recompute moe_act, or graph attn only",
             g == APS_CG_MOE_ROUTER ? "moe_router"
             : g == APS_CG_ATTN_MOE_ROUTER ? "attn+moe_router" : "layer",
-            g == APS_CG_LAYER ? ", which graphs the router of a dropless layer" : "");
+            g == APS_CG_LAYER ? " on a dropless model" : "");
     return APS_REASON_FRAMEWORK_UNSUPPORTED;
 }
 

@@ -181,5 +181,23 @@ aps_reason aps_mfsdp_check(const aps_training *t, const aps_strategy *s,
                 (long long)s->vpp_degree);
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
+    /* mcore_fsdp_adapter.py:182-187 @ d98e8a64: the 1F1B overlap with
+     * Megatron-FSDP asserts cuda_graph_impl in ("none", "full_iteration");
+     * the launch file writes per-layer TE graphs for every scope but
+     * full_iteration and none, unless full recompute or CPU offloading
+     * force the full-iteration graph (launch/megatron.lua graph_flags) */
+    bool per_layer = t->cuda_graphs && t->cuda_graph_scope != APS_CG_NONE &&
+                     t->cuda_graph_scope != APS_CG_FULL_ITERATION &&
+                     s->layer_recompute != APS_RECOMPUTE_FULL &&
+                     t->activation_offload_layers == 0;
+    if (t->overlap_moe_expert_parallel_comm && per_layer &&
+        aps_mfsdp_sharding_of(t, s) != APS_MFSDP_NONE) {
+        aps_fmt(msg, n, "megatron: overlap_moe_expert_parallel_comm with "
+                "Megatron-FSDP and per-layer CUDA graphs: \"1F1B overlap with "
+                "FSDP does not support per-layer CUDA graphs\" "
+                "(mcore_fsdp_adapter.py); use cuda_graph_scope full_iteration "
+                "or none");
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
     return APS_REASON_NONE;
 }

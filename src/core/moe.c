@@ -193,6 +193,17 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
                 "the alltoall dispatcher", s->moe_capacity_factor);
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
+    /* "DeepEP dispatcher requires TPxEP > 1" (token_dispatcher.py
+     * MoEFlexTokenDispatcher.__init__ @ d98e8a64, the expert TP and EP
+     * groups); HybridEP has no such assert */
+    if (s->moe_token_dispatcher == APS_MOE_FLEX &&
+        t->moe_flex_dispatcher_backend == APS_FLEX_DEEPEP && ep * etp == 1) {
+        aps_fmt(msg, n, "moe_token_dispatcher = flex with ep_degree x "
+                "etp_degree = 1: the deepep backend needs expert or expert-"
+                "tensor parallelism (megatron/core/transformer/moe/"
+                "token_dispatcher.py)");
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
     /* TorchTitan's experts live on the sparse mesh pp x dp_replicate x
      * efsdp x ep, whose ep ranks come out of dp_shard x cp x tp
      * (torchtitan/distributed/parallel_dims.py ParallelDims._validate,

@@ -180,6 +180,17 @@ static void test_moe_counts(void **state)
     s.moe_capacity_factor = 0.0;
     assert_int_equal(aps_check_moe(&m, &t, &s, msg, sizeof msg),
                      APS_REASON_NONE);
+    /* DeepEP needs TP x EP > 1 of the experts (token_dispatcher.py
+     * "DeepEP dispatcher requires TPxEP > 1"); HybridEP does not */
+    s.ep_degree = 1;
+    assert_int_equal(aps_check_moe(&m, &t, &s, msg, sizeof msg),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    assert_non_null(strstr(msg, "deepep backend needs expert"));
+    t.moe_flex_dispatcher_backend = APS_FLEX_HYBRIDEP;
+    assert_int_equal(aps_check_moe(&m, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+    t.moe_flex_dispatcher_backend = APS_FLEX_DEEPEP;
+    s.ep_degree = 8;
     s.dp_degree = 1;
 
     /* SequentialMLP: 3 + 2 quantizes per expert from Python, no loop */
@@ -224,6 +235,26 @@ static void test_graph_recompute_refused(void **state)
     t.cuda_graph_scope = APS_CG_MOE_ROUTER;
     s.recompute_modules = APS_RCM_MLP | APS_RCM_MOE_ACT;
     assert_int_equal(aps_check_framework_model(&m, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+
+    /* the 1F1B EP overlap with Megatron-FSDP takes no per-layer graphs
+     * (mcore_fsdp_adapter.py:182-187 @ d98e8a64) */
+    s.layer_recompute = APS_RECOMPUTE_NONE;
+    s.recompute_modules = 0u;
+    s.dp_degree = 1;
+    s.fsdp_degree = 8;
+    t.fsdp_impl = APS_FSDP_IMPL_MEGATRON_FSDP;
+    t.overlap_moe_expert_parallel_comm = true;
+    t.cuda_graph_scope = APS_CG_ATTN;
+    assert_int_equal(aps_mfsdp_check(&t, &s, msg, sizeof msg),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    assert_non_null(strstr(msg, "per-layer CUDA graphs"));
+    t.cuda_graph_scope = APS_CG_FULL_ITERATION;
+    assert_int_equal(aps_mfsdp_check(&t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+    t.cuda_graphs = false;
+    t.cuda_graph_scope = APS_CG_LAYER;
+    assert_int_equal(aps_mfsdp_check(&t, &s, msg, sizeof msg),
                      APS_REASON_NONE);
 }
 

@@ -277,7 +277,7 @@ describe("validate on tests/fixtures/cases_small.csv", function()
     end
   end)
 
-  for _, bad in ipairs({ "0", "-1", "nan", "2e6", "989TF" }) do
+  for _, bad in ipairs({ "0", "-1", "nan", "2e6", "989TF", "1e-300", "0.5" }) do
     it("reports an mfu_peak_tflops of " .. bad .. " for its row, naming the value", function()
       local path = one_row_added("mfu_peak_tflops", bad)
       local r = validate.run(path)

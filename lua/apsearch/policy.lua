@@ -823,7 +823,7 @@ function Norm:search_space(v)
       local dim = schema.strategy_aliases[k] or k
       if type(dim) ~= "string" or not schema.strategy[dim] or dim == "allow_idle_devices" then
         self:fail(path, suggest.problem("unknown field", k, schema.dimensions) ..
-          " (search dimensions: " .. util.join(schema.dimensions) .. ")", x)
+          " (known: " .. util.join(schema.dimensions) .. ")", x)
       end
       if space.dims[dim] then self:fail(path, "given twice (alias of " .. dim .. ")", x) end
       space.dims[dim] = self:dimension(dim, x, path)

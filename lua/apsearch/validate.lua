@@ -1116,7 +1116,7 @@ local function header_index(path, names)
   for i, name in ipairs(names) do
     if not known[name] then
       local sugg = suggest.did_you_mean(name, suggest.keys(known))
-      error(("%s: header: unknown column %s (column %d)%s; the columns are docs/accuracy.md's schema"):format(
+      error(("%s: header: unknown column %s (column %d)%s (schema: docs/accuracy.md)"):format(
         path, util.describe(name), i, sugg and ("; " .. sugg) or ""), 0)
     end
   end

@@ -263,9 +263,19 @@ describe("when nothing fits", function()
     assert.is_nil(out:find("\n  2. ", 1, true), out)
     assert.truthy(out:find("fits from 128 devices (b200:16x8; ", 1, true), out)
     local _, fixed = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "b200:8", "--fix", "vpp_degree=4")
-    assert.truthy(fixed:find("\n  2. interleaving: vpp_degree > 1 needs micro_batch_num divisible by pp_degree",
+    assert.truthy(fixed:find("\n  2. interleaving: vpp_degree > 1 needs pp_degree > 1 and micro_batch_num divisible by pp_degree",
       1, true), fixed)
     assert.truthy(fixed:find("shard or recompute more (wider tp_degree", 1, true), fixed)
+  end)
+  it("says which framework rule refused and what lifts it", function()
+    -- flex + a capacity factor on DeepEP: Megatron refuses the padding;
+    -- the suggestion quotes the rule, which names the backend to set
+    local code, out = H.apsearch("run", "-q", "--model", "qwen3-30b-a3b", "--cluster", "h100-sxm-80gb:2",
+      "--fix", "moe_token_dispatcher=flex", "--fix", "moe_capacity_factor=1.0")
+    assert.are.equal(1, code)
+    local relax = out:match("what to relax:\n(.-)\n\n") or ""
+    assert.truthy(relax:find("1. framework:", 1, true), out)
+    assert.truthy(relax:find("training.moe_flex_dispatcher_backend", 1, true), out)
   end)
   it("names the doubled cluster tried before the one that fits", function()
     -- DeepSeek-V3 on 8 H100s: the probe starts at the 128 devices its

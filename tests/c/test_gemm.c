@@ -129,6 +129,11 @@ static void test_gemm_block_scaled_rates(void **state)
     d.gemm_fixed_seconds = 0.0;
     d.gemm_efficiency = 0.75;
     d.fp8_gemm_efficiency = 0.60;
+    /* 2 M N K = 3.8482e12 FLOP; bf16: / (2.5e15 x 0.75); fp8: / (5e15 x
+     * 0.60); MXFP8: the fp8 time / 0.951; NVFP4: GB300's FP4 peak is 3x
+     * its fp8 one, capped at 1.81x the fp8 rate: the fp8 time / 1.81 (TE
+     * B300 GEMM benchmark ratios, precision.c); B200-like peaks below:
+     * / (4.5e15 x 0.60), and NVFP4 at a 2x FP4 peak is capped at 1.81x too */
     ASSERT_REL(aps_gemm_time(&d, APS_PREC_BF16, M, N, K),
                2.0524217051818665e-3, REL_GEMM);
     ASSERT_REL(aps_gemm_time(&d, APS_PREC_FP8, M, N, K),

@@ -627,6 +627,20 @@ const char *aps_hybrid_refusal(const aps_training *t, const aps_strategy *s);
 
 /* ---- precision.c: GEMM precisions ---- */
 
+/* TransformerEngine's GEMM benchmark with pre-quantized operands (kernel
+ * time only: the scale-factor swizzle TE's general_gemm runs before a
+ * Blackwell block-scaled GEMM included, no cast) on a B300: the 12 GEMMs
+ * (fprop, dgrad, wgrad) of one layer of hidden 4,096, FFN 16,384 and
+ * 15,872 tokens, milliseconds per precision (TransformerEngine 1609c890e
+ * docs/examples/gemm_profiling/gemm_profiling.rst, "Autocast vs
+ * Pre-quantized"; benchmarks/gemm/benchmark_gemm.py
+ * benchmark_*_prequantized).  The precision rates of precision.c and
+ * Blackwell's bf16 efficiency in presets.c come from these four times. */
+#define APS_TE_B300_GEMM_MS_BF16 13.102
+#define APS_TE_B300_GEMM_MS_FP8 6.812 /* per-tensor, Float8CurrentScaling */
+#define APS_TE_B300_GEMM_MS_MXFP8 7.161
+#define APS_TE_B300_GEMM_MS_NVFP4 3.764
+
 /** fp8, mxfp8 or nvfp4: quantized GEMM inputs and weights. */
 bool aps_prec_quantized(aps_precision p);
 /** mxfp8 or nvfp4: block-scaled (Blackwell tensor cores). */

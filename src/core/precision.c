@@ -42,20 +42,16 @@
 #define APS_NVFP4_AMAX_PASSES 1.0
 
 /* GEMM kernel rates of the block-scaled formats, relative to the per-tensor
- * fp8 GEMM that fp8_gemm_efficiency describes.  TransformerEngine's GEMM
- * benchmark, pre-quantized operands (kernel time only: the scale-factor
- * swizzle TE's general_gemm runs before a Blackwell block-scaled GEMM
- * included, no cast), on a B300, the 12 GEMMs of one layer of hidden 4,096,
- * FFN 16,384, 15,872 tokens (fprop, dgrad, wgrad): per-tensor fp8
- * (Float8CurrentScaling) 6.812 ms, MXFP8 7.161 ms, NVFP4 3.764 ms, bf16
- * 13.102 ms (TransformerEngine 1609c890e docs/examples/gemm_profiling/
- * gemm_profiling.rst, "Autocast vs Pre-quantized"; benchmarks/gemm/
- * benchmark_gemm.py benchmark_*_prequantized). */
+ * fp8 GEMM that fp8_gemm_efficiency describes: ratios of TransformerEngine's
+ * B300 benchmark times (APS_TE_B300_GEMM_MS_*, internal.h), to three
+ * significant digits. */
 /** MXFP8 GEMM rate over the per-tensor fp8 GEMM's at the same fp8 peak:
- *  6.812 / 7.161 (the E8M0 block scales the MMA loads with its operands). */
+ *  APS_TE_B300_GEMM_MS_FP8 / _MXFP8 = 6.812 / 7.161 (the E8M0 block scales
+ *  the MMA loads with its operands). */
 #define APS_MXFP8_GEMM_RATE 0.951
 /** Most an NVFP4 GEMM runs faster than the per-tensor fp8 GEMM, a ratio
- *  of measured rates: 6.812 / 3.764 = 1.81 on B300, whose dense FP4 peak
+ *  of measured rates: APS_TE_B300_GEMM_MS_FP8 / _NVFP4 = 6.812 / 3.764 =
+ *  1.81 on B300, whose dense FP4 peak
  *  is about 3x its fp8 peak (HGX B300: 13-13.5 against 4.5 PFLOPS; the
  *  GB300 preset's 15 against 5), so there the kernel reaches about
  *  1.81 / 3 = 0.60 of the fp8 kernel's fraction of peak.  On B200

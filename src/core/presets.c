@@ -284,18 +284,19 @@
 #define APS_GB200_FP8_GEMM_8K (2848.0 / 5000.0)
 #define APS_GEMM_SCALE_BLACKWELL (APS_GB200_FP8_GEMM_8K / APS_H100_FP8_GEMM_8K)
 /* Blackwell's bf16 GEMMs, which that harness did not run: TransformerEngine's
- * GEMM benchmark ran both on a B300 (pre-quantized operands, kernel time;
- * the 12 GEMMs of one layer of hidden 4,096, FFN 16,384, 15,872 tokens):
- * bf16 13.102 ms, per-tensor fp8 6.812 ms, on peaks 1 : 2 (HGX B300: 2.25
- * and 4.5 PFLOPS dense), so a bf16 GEMM
- * reaches 2 x 6.812 / 13.102 = 1.040 of the fp8 GEMM's fraction of its
- * peak (TransformerEngine 1609c890e docs/examples/gemm_profiling/
- * gemm_profiling.rst, "Autocast vs Pre-quantized").  Blackwell's bf16
+ * B300 GEMM benchmark ran both (APS_TE_B300_GEMM_MS_*, internal.h): bf16
+ * 13.102 ms, per-tensor fp8 6.812 ms, on peaks 1 : 2 (HGX B300: 2.25 and
+ * 4.5 PFLOPS dense), so a bf16 GEMM reaches 2 x 6.812 / 13.102 = 1.040 of
+ * the fp8 GEMM's fraction of its peak.  Blackwell's bf16
  * efficiency is its fp8 one times that, in place of Hopper's fitted
  * bf16 / fp8 ratio (0.638 / 0.689 = 0.926: an fp8 GEMM at 1.08x bf16's
  * fraction, which the fit confounds with its stacks, docs/accuracy.md
  * "Low-precision ratios at the same layout"). */
-#define APS_BF16_OVER_FP8_GEMM_BLACKWELL (2.0 * 6.812 / 13.102)
+/** Blackwell bf16 over fp8 dense peak (1 : 2 on every Blackwell preset). */
+#define APS_BLACKWELL_FP8_OVER_BF16_PEAK 2.0
+#define APS_BF16_OVER_FP8_GEMM_BLACKWELL                                \
+    (APS_BLACKWELL_FP8_OVER_BF16_PEAK * APS_TE_B300_GEMM_MS_FP8 /       \
+     APS_TE_B300_GEMM_MS_BF16)
 #define APS_HBM_SCALE_CDNA3 ((4.09 / 5.3) / (2.97 / 3.35))
 #define APS_COLL_EFF_CDNA3 (316.82 * GB / APS_IF_CDNA3)
 

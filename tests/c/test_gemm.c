@@ -183,8 +183,10 @@ static void test_gemm_block_scaled_benchmark(void **state)
     if (aps_device_preset("gb300", &d) != APS_OK)
         fail_msg("no gb300 preset");
     double fp8 = layer_gemms(&d, APS_PREC_FP8);
-    ASSERT_REL(fp8 / layer_gemms(&d, APS_PREC_MXFP8), 6.812 / 7.161, 0.01);
-    ASSERT_REL(fp8 / layer_gemms(&d, APS_PREC_NVFP4), 6.812 / 3.764, 0.01);
+    ASSERT_REL(fp8 / layer_gemms(&d, APS_PREC_MXFP8),
+               APS_TE_B300_GEMM_MS_FP8 / APS_TE_B300_GEMM_MS_MXFP8, 0.01);
+    ASSERT_REL(fp8 / layer_gemms(&d, APS_PREC_NVFP4),
+               APS_TE_B300_GEMM_MS_FP8 / APS_TE_B300_GEMM_MS_NVFP4, 0.01);
 }
 
 /* Published cuBLASLt points (Azure AI-benchmarking-guide, as stored in

@@ -52,9 +52,19 @@ DEFAULTS = dict(
 )
 
 
+def fail(msg):
+    """Bad input: one line naming it, exit 2."""
+    print(f"megatron-flops.py: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
 def git_show(git_dir, commit, path):
-    return subprocess.run(["git", "--git-dir", git_dir, "show", f"{commit}:{path}"],
-                          check=True, capture_output=True, text=True).stdout
+    r = subprocess.run(["git", "--git-dir", git_dir, "show", f"{commit}:{path}"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        why = (r.stderr.strip().splitlines() or ["git show failed"])[-1]
+        fail(f"{git_dir} {commit[:8]}:{path}: {why}")
+    return r.stdout
 
 
 def flops_function(git_dir, commit):
@@ -96,6 +106,11 @@ def main():
     print("recipe\tflops_per_sample\tflops_per_token\ttflops_per_gpu\ttokens_per_s_per_gpu")
     for spec in opt.recipes:
         path, _, tf = spec.partition("=")
+        try:
+            if tf and not float(tf) > 0:
+                raise ValueError
+        except ValueError:
+            fail(f"{spec}: TFLOP/s {tf!r} is not a positive number")
         args = recipe_args(git_show(opt.git_dir, opt.commit, path))
         per_sample = flops(args, 1)
         per_token = per_sample / args.seq_length

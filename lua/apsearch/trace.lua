@@ -219,7 +219,7 @@ M.DEVICE_NAMES = {
   { pattern = "h200", preset = "h200-sxm-141gb" },
   { pattern = "h100", preset = "h100-sxm-80gb" },
   { pattern = "gb300", preset = "gb300" },
-  { pattern = "b300", preset = "gb300" },
+  { pattern = "b300", preset = "b300" },
   { pattern = "gb200", preset = "gb200" },
   { pattern = "b200", preset = "b200" },
   { pattern = "mi300x", preset = "mi300x-192gb" },

@@ -33,7 +33,8 @@
 #define APS_NVLINK_LATENCY (3.0 * US)
 /** Host link per GPU, one direction: PCIe Gen5 x16 is 32 GT/s x 16 lanes
  *  with 128b/130b coding, 63 GB/s (PCI-SIG PCIe 5.0 base specification),
- *  for the x86 HGX hosts (H100, H200, B200; A100: PCIe Gen4, half). */
+ *  for the x86 HGX hosts (H100, H200, B200, B300: its GPU's Gen6 link runs
+ *  at the Gen5 of the host's Xeon 6; A100: PCIe Gen4, half). */
 #define APS_PCIE_GEN5_X16 (63.0 * GB)
 #define APS_PCIE_GEN4_X16 (31.5 * GB)
 /** NVLink-C2C between a Grace CPU and its two Blackwell GPUs: 900 GB/s
@@ -495,6 +496,26 @@ static const preset presets[] = {
      "(279 GB usable) at 8 TB/s, NVLink 5 1.8 TB/s, FP4 15 PFLOPS dense; "
      "NVLink-C2C 900 GB/s per Grace and its two GPUs; one 800 Gb/s "
      "ConnectX-8 NIC per GPU"},
+    /* The air-cooled 8-GPU board of Blackwell Ultra: GB300's GPU, HBM and
+     * NVLink 5 on an x86 host (DGX B300: Intel Xeon 6776P) behind an
+     * NVSwitch board of 8, at the B200's tensor peaks but for FP4. */
+    {{.name = "b300",
+      .memory_bytes = 279 * GB,
+      .peak_flops_bf16 = 2250 * TFLOPS,
+      .peak_flops_fp8 = 4500 * TFLOPS,
+      .peak_flops_fp32 = 75 * TFLOPS,
+      .hbm_bandwidth = 8000 * GB,
+      .intra_node_bandwidth = 900 * GB,
+      .inter_node_bandwidth = 100 * GB,
+      .peak_flops_fp4 = 13125 * TFLOPS,
+      .host_bandwidth = APS_PCIE_GEN5_X16, /* the GPU's Gen6 link at the x86 CPU's Gen5 */
+      COMMON_FIELDS, BLACKWELL_ULTRA, GEMM_SHAPE(APS_SMS_B300)},
+     "NVIDIA HGX B300 datasheet (nvidia.com HGX platform specifications, 2025), 8 "
+     "GPUs: FP4 144 PFLOPS sparse / 105 dense, FP8 72 and BF16 36 PFLOPS "
+     "sparse, FP32 600 TFLOPS, 2.3 TB HBM3e, NVLink 14.4 TB/s; per GPU FP4 "
+     "13.125 PFLOPS dense, FP8 4.5 and BF16 2.25 dense, 288 GB HBM3e "
+     "(279 GB usable, as GB300's) at 8 TB/s, NVLink 5 1.8 TB/s; one 800 "
+     "Gb/s ConnectX-8 NIC per GPU (DGX B300)"},
     /* AMD CDNA 3: see "AMD Instinct MI300X and MI325X" above.  memory_bytes
      * is the VRAM the ROCm GPU specifications list (192 and 256 GiB). */
     {{.name = "mi300x-192gb",

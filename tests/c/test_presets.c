@@ -319,16 +319,16 @@ static void test_preset_blackwell_gemm(void **state)
     ASSERT_REL(h.gemm_efficiency, 0.639, REL);
     ASSERT_REL(h.fp8_gemm_efficiency, 0.604, REL);
     ASSERT_REL(h.attention_efficiency, 0.195, REL);
-    const char *names[] = {"b200", "gb200", "gb300"};
-    for (size_t i = 0; i < 3; i++) {
+    const char *names[] = {"b200", "gb200", "gb300", "b300"};
+    for (size_t i = 0; i < 4; i++) {
         aps_device b = preset(names[i]);
         ASSERT_REL(b.gemm_efficiency, 0.689 * 0.873716 * 1.039841, 1e-5);
         ASSERT_REL(b.fp8_gemm_efficiency, 0.689 * 0.873716, 1e-5);
         ASSERT_DBL_EXACT(b.gemm_half_dim, h.gemm_half_dim);
         ASSERT_DBL_EXACT(b.gemm_tile_m, h.gemm_tile_m);
         ASSERT_DBL_EXACT(b.gemm_fixed_seconds, h.gemm_fixed_seconds);
-        assert_int_equal(b.sm_count, i == 2 ? 158 : 148);
-        ASSERT_REL(b.attention_efficiency, 0.199 * (i == 2 ? 2.0 : 1.0), REL);
+        assert_int_equal(b.sm_count, i >= 2 ? 158 : 148);
+        ASSERT_REL(b.attention_efficiency, 0.199 * (i >= 2 ? 2.0 : 1.0), REL);
     }
 }
 
@@ -424,6 +424,25 @@ static void test_preset_blackwell(void **state)
     ASSERT_DBL_EXACT(gb300.gemm_efficiency, gb200.gemm_efficiency);
 }
 
+/* HGX B300 (per GPU = the 8-GPU board's figures / 8): FP4 105 PFLOPS
+ * dense -> 13.125, FP8 72 and BF16 36 PFLOPS sparse -> 4.5 and 2.25
+ * dense, FP32 600 TFLOPS -> 75; GB300's 279 GB, SMs and attention; an x86
+ * host's PCIe Gen5 link and a ConnectX-8 (100 GB/s). */
+static void test_preset_b300(void **state)
+{
+    (void)state;
+    aps_device b300 = preset("b300"), gb300 = preset("gb300");
+    ASSERT_DBL_EXACT(b300.peak_flops_fp4, 105e15 / 8);
+    ASSERT_DBL_EXACT(b300.peak_flops_fp8, 72e15 / 8 / 2);
+    ASSERT_DBL_EXACT(b300.peak_flops_bf16, 36e15 / 8 / 2);
+    ASSERT_DBL_EXACT(b300.peak_flops_fp32, 600e12 / 8);
+    ASSERT_DBL_EXACT(b300.memory_bytes, gb300.memory_bytes);
+    ASSERT_DBL_EXACT(b300.attention_efficiency, gb300.attention_efficiency);
+    ASSERT_DBL_EXACT(b300.host_bandwidth, 63e9);
+    ASSERT_DBL_EXACT(b300.inter_node_bandwidth, 100e9);
+    assert_int_equal(b300.sm_count, 158);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -431,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_preset_a100),
         cmocka_unit_test(test_preset_h200_b200),
         cmocka_unit_test(test_preset_gb200_gb300),
+        cmocka_unit_test(test_preset_b300),
         cmocka_unit_test(test_preset_h100_500w),
         cmocka_unit_test(test_preset_list),
         cmocka_unit_test(test_preset_lookup),

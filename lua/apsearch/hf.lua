@@ -54,6 +54,12 @@
 --   `no_bias` (default true) drops every bias including LayerNorm's; ALiBi
 --   (no position parameters) when `attn_config.alibi`, else learned
 --   positions; GQA via `attn_config.kv_n_heads`; tied embeddings.
+-- * `seed_oss` (Seed-OSS): llama with q, k, v biases (`attention_bias`,
+--   default true) and the o_proj bias apart (`attention_out_bias`).
+-- * `qwen3_vl_text`, `qwen3_vl_moe_text`, `qwen3_5_moe_text`: the text
+--   models of Qwen3-VL (read as qwen3 / qwen3_moe) and Qwen3.5-MoE (as
+--   qwen3_next, every layer MoE); a multimodal wrapper whose text model
+--   has a reader trains that text model (M.wrapped_text), said in a note.
 -- * `smollm3` (SmolLM3): llama with RoPE only where `no_rope_layers` is 1
 --   (default: all but every `no_rope_layer_interval`-th) ->
 --   nope_layer_period; tied embeddings by default.
@@ -63,7 +69,7 @@
 -- value: `info.dropout` is true when any of `attn_pdrop`, `resid_pdrop`,
 -- `embd_pdrop` (GPT-2), `hidden_dropout`, `attention_dropout` (GPT-NeoX,
 -- Llama family), `hidden_dropout_prob`, `attention_probs_dropout_prob`
--- (BERT-style) is a number > 0 (`info.dropout_key` names the first such
+-- (BERT-style), `residual_dropout` (Seed-OSS) is a number > 0 (`info.dropout_key` names the first such
 -- key, `info.dropout_value` its value); `info.dropout_stated` is true when
 -- any of them is present, 0 included.  A multimodal config (Gemma 3,
 -- Llama 4) that states none at the top level is read in its
@@ -196,7 +202,8 @@ local M = {}
 
 --- Supported model types, in the order listed in error messages.
 M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
-                "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3" }
+                "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
+                "qwen3_vl_text", "seed_oss" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -364,19 +371,38 @@ function M.rotary_fraction(cfg, file, default)
   return v < 1 and v + 0.0 or nil
 end
 
+-- cfg with every absent or null key of `defaults` filled in: the
+-- defaults transformers' config class gives a key a config.json leaves out.
+local function with_defaults(cfg, defaults)
+  local t = {}
+  for k, v in pairs(cfg) do t[k] = v end
+  for k, v in pairs(defaults) do
+    if is_null(t[k]) then t[k] = v end
+  end
+  return t
+end
+
 -- rope_theta, rope_scaling, partial RoPE and the norm epsilon into the
 -- model table.
 local function numerics(m, cfg, file)
+  -- transformers 5 configs carry rope_theta and partial_rotary_factor in
+  -- one `rope_parameters` object (modeling_rope_utils RopeParameters; a
+  -- per-layer-type dict of them is a model's own and read by its builder)
+  local rp = cfg.rope_parameters
+  if type(rp) == "table" and (rp.rope_theta ~= nil or rp.rope_type ~= nil) then
+    cfg = with_defaults(cfg, { rope_theta = rp.rope_theta, partial_rotary_factor = rp.partial_rotary_factor })
+  end
   m.rope_theta = positive(cfg, "rope_theta", file) or positive(cfg, "rotary_emb_base", file) or m.rope_theta
   m.rotary_percent = M.rotary_fraction(cfg, file, m.rotary_percent)
   for _, k in ipairs(M.NORM_EPS_KEYS) do
     local v = positive(cfg, k, file)
     if v then m.norm_eps = v break end
   end
-  local rs = cfg.rope_scaling
+  local rs, key = cfg.rope_scaling, "rope_scaling"
+  if is_null(rs) and type(rp) == "table" and rp.rope_type ~= nil then rs, key = rp, "rope_parameters" end
   if is_null(rs) then return m end
-  local where = file .. ": rope_scaling"
-  if type(rs) ~= "table" then util.fail(file, "rope_scaling", "expected an object or null", rs) end
+  local where = file .. ": " .. key
+  if type(rs) ~= "table" then util.fail(file, key, "expected an object or null", rs) end
   local kind = rs.rope_type
   if is_null(kind) then kind = rs.type end
   if is_null(kind) or kind == "default" then return m end
@@ -427,7 +453,7 @@ end
 -- (BertConfig).  Any of them > 0 means the model trains with dropout.
 M.DROPOUT_KEYS = { "attn_pdrop", "resid_pdrop", "embd_pdrop", "hidden_dropout",
                    "attention_dropout", "hidden_dropout_prob",
-                   "attention_probs_dropout_prob" }
+                   "attention_probs_dropout_prob", "residual_dropout" }
 
 --- Whether a config asks for dropout: the first of M.DROPOUT_KEYS that is
 -- a number > 0; and whether it says at all (any of them present, 0
@@ -543,6 +569,20 @@ function builders.llama(r, cfg, file)
   local m = llama_like(r, cfg, file, {})
   local ab = r.bool("attention_bias", false)
   m.qkv_bias, m.attn_out_bias = ab, ab
+  m.mlp_bias = r.bool("mlp_bias", false)
+  return m
+end
+
+--- Seed-OSS (transformers models/seed_oss: modular_seed_oss.py @ 6e4054ae,
+-- configuration_seed_oss.py @ d9aa776f): Llama's layer with q, k, v
+-- biases (attention_bias, default true), an o_proj bias of its own
+-- (attention_out_bias, default false), mlp_bias (default false) and
+-- head_dim (default 128); dropout by residual_dropout and
+-- attention_dropout (M.DROPOUT_KEYS).
+function builders.seed_oss(r, cfg, file)
+  local m = llama_like(r, cfg, file, { head_dim = 128 })
+  m.qkv_bias = r.bool("attention_bias", true)
+  m.attn_out_bias = r.bool("attention_out_bias", false)
   m.mlp_bias = r.bool("mlp_bias", false)
   return m
 end
@@ -963,16 +1003,6 @@ local function sub_config(cfg, key, file, required)
   return v
 end
 
--- cfg with every absent or null key of `defaults` filled in: the
--- defaults transformers' config class gives a key a config.json leaves out.
-local function with_defaults(cfg, defaults)
-  local t = {}
-  for k, v in pairs(cfg) do t[k] = v end
-  for k, v in pairs(defaults) do
-    if is_null(t[k]) then t[k] = v end
-  end
-  return t
-end
 
 --- Attention kinds of transformers' `layer_types` (GptOssConfig,
 -- Gemma3TextConfig), true for the windowed ones.
@@ -1884,11 +1914,9 @@ function builders.qwen3_next(r, cfg, file, notes)
     error(("NotImplemented: %s: attention_bias: Qwen3-Next attention with biases is not modelled (got true)")
       :format(file), 0)
   end
+  local mtp = 0
   for _, k in ipairs({ "num_nextn_predict_layers", "mtp_num_hidden_layers" }) do
-    if count(cfg, k, 0, file) > 0 then
-      error(("NotImplemented: %s: %s: MTP layers of a Gated DeltaNet model are not modelled (got %s)")
-        :format(file, k, util.describe(cfg[k])), 0)
-    end
+    mtp = math.max(mtp, count(cfg, k, 0, file))
   end
   local m = builders.qwen3(r, cfg, file)
   m.linear_attention_period = qwen3_next_period(cfg, m.num_layers, file)
@@ -1903,15 +1931,54 @@ function builders.qwen3_next(r, cfg, file, notes)
   qwen_moe(m, r, cfg, file)
   local fs = count(cfg, "shared_expert_intermediate_size", D.shared_expert_intermediate_size, file)
   if fs > 0 then m.shared_expert_ffn_hidden_size, m.shared_expert_gate = fs, true end
-  note(notes, file, "the checkpoint's multi-token-prediction module (mtp.*) is not loaded by " ..
-    "transformers and is not priced")
+  note(notes, file, "the checkpoint's multi-token-prediction module (mtp.*%s) is not loaded by " ..
+    "transformers and is not priced", mtp > 0 and (", " .. mtp .. " layer" .. (mtp > 1 and "s" or "")) or "")
   return m
+end
+
+--- Qwen3-VL's dense text model (transformers models/qwen3_vl/
+-- configuration_qwen3_vl.py @ 000c33fd Qwen3VLTextConfig: head_dim 128,
+-- untied, attention_bias on q, k, v, o; Qwen3's attention with Q/K norms
+-- and gated MLP): read as qwen3.
+builders.qwen3_vl_text = builders.qwen3
+
+--- Qwen3-VL-MoE's text model (transformers models/qwen3_vl_moe/
+-- modular_qwen3_vl_moe.py @ 02e8340b: Qwen3VLMoeTextConfig(Qwen3MoeConfig),
+-- Qwen3MoeDecoderLayer, Qwen3-VL's text attention with Q/K norms): Qwen3-MoE
+-- whose router always renormalises its top-k (Qwen3VLMoeTextTopKRouter;
+-- the config has no norm_topk_prob) and whose class ties the embeddings
+-- unless the config says otherwise (tie_word_embeddings default true).
+function builders.qwen3_vl_moe_text(r, cfg, file)
+  local c = with_defaults(cfg, { tie_word_embeddings = true })
+  c.norm_topk_prob = true
+  return builders.qwen3_moe(reader(c, file), c, file)
+end
+
+--- Qwen3.5-MoE's text model (transformers models/qwen3_5_moe/
+-- modular_qwen3_5_moe.py @ e36255cb): Qwen3NextConfig without
+-- intermediate_size, decoder_sparse_step, norm_topk_prob and
+-- mlp_only_layers, so every layer is MoE (Qwen3_5MoeDecoderLayer) with
+-- the renormalising router of Qwen3-VL-MoE; Qwen3-Next's attention, Gated
+-- DeltaNet (Qwen3_5GatedDeltaNet: its projections split, the same
+-- weights), experts and gated shared expert.  With no dense layer the
+-- dense width is the expert's (it sizes nothing); the keys the class
+-- deletes (intermediate_size, decoder_sparse_step, norm_topk_prob,
+-- mlp_only_layers) are ignored as transformers ignores them.
+-- @raise as builders.qwen3_next
+function builders.qwen3_5_moe_text(r, cfg, file, notes)
+  local c = {}
+  for k, v in pairs(cfg) do c[k] = v end
+  -- the keys Qwen3_5MoeTextConfig.__init__ deletes: ignored, as there
+  c.decoder_sparse_step, c.mlp_only_layers = nil, nil
+  c.intermediate_size = count(cfg, "moe_intermediate_size", nil, file)
+  c.norm_topk_prob = true
+  return builders.qwen3_next(reader(c, file), c, file, notes)
 end
 
 --- Mixture-of-experts model types imported with their experts.
 M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3",
                     "olmoe", "dbrx", "gpt_oss", "glm4_moe", "glm4_moe_lite", "llama4_text", "llama4",
-                    "minimax_m2" }
+                    "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -1924,7 +1991,7 @@ M.ARCHITECTURES = {
   Qwen3MoeForCausalLM = "qwen3_moe", Qwen3NextForCausalLM = "qwen3_next", Glm4MoeForCausalLM = "glm4_moe",
   Glm4MoeLiteForCausalLM = "glm4_moe_lite",
   Llama4ForCausalLM = "llama4_text", Llama4ForConditionalGeneration = "llama4",
-  MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3",
+  MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3", SeedOssForCausalLM = "seed_oss",
 }
 
 --- The model_type a config is read as: its own when a reader has it,
@@ -1959,12 +2026,27 @@ M.DSA_KEYS = { "index_n_heads", "index_head_dim", "index_topk" }
 -- generic MoE refusal (nemotron_h names the E layers of its pattern).
 M.MOE_BUILDER_REFUSES = { nemotron_h = true }
 
+--- The text model of a multimodal wrapper apsearch has no reader for (a
+-- `text_config` beside a `vision_config` or `audio_config`: Qwen3-VL,
+-- Qwen3.5, Kimi-K2.5) when that text model has one, else nil.
+-- @tparam table cfg config.json
+-- @param mt the model_type it is read as (M.model_type_of)
+-- @treturn table|nil the text_config
+function M.wrapped_text(cfg, mt)
+  local text = cfg.text_config
+  if type(mt) ~= "string" or builders[mt] or type(text) ~= "table" or
+      not (type(cfg.vision_config) == "table" or type(cfg.audio_config) == "table") then
+    return nil
+  end
+  return builders[M.model_type_of(text)] and text or nil
+end
+
 -- A config apsearch can say more about than "unsupported": one with
 -- DeepSeek Sparse Attention's keys (M.DSA_KEYS), whatever its type; of a
 -- type with no reader, a known unmodelled type (M.UNMODELLED) or a
 -- multimodal wrapper (a text_config beside a vision or audio config)
--- whose text model may be importable on its own.  Raises NotImplemented;
--- returns otherwise.
+-- whose text model has no reader either (one that has is read through,
+-- M.from_config).  Raises NotImplemented; returns otherwise.
 local function refuse_unmodelled(cfg, mt, file)
   for _, k in ipairs(M.DSA_KEYS) do
     if not is_null(cfg[k]) then
@@ -1976,15 +2058,31 @@ local function refuse_unmodelled(cfg, mt, file)
     error(("NotImplemented: %s: model_type: %s: %s"):format(file, mt, M.UNMODELLED[mt]), 0)
   end
   local text = cfg.text_config
-  if type(text) ~= "table" or not (type(cfg.vision_config) == "table" or type(cfg.audio_config) == "table") then
+  if type(text) ~= "table" or not (type(cfg.vision_config) == "table" or type(cfg.audio_config) == "table") or
+      M.wrapped_text(cfg, mt) then
     return
   end
-  local tmt, as = M.model_type_of(text)
-  local how = builders[tmt] and ("is (model_type %s%s): import text_config as a config.json of its own to " ..
-    "train the text model"):format(util.describe(text.model_type), as and (", read as " .. tmt) or "")
-    or ("is not either (model_type %s)"):format(util.describe(text.model_type))
   error(("NotImplemented: %s: model_type: %s is multimodal: its vision tower (vision_config) is not modelled; " ..
-    "its text_config %s"):format(file, mt, how), 0)
+    "its text_config is not either (model_type %s)"):format(file, mt, util.describe(text.model_type)), 0)
+end
+
+-- Reads a multimodal wrapper's text model (M.wrapped_text): text_config
+-- as a config of its own, with the wrapper's tie_word_embeddings where
+-- the text_config leaves it out (transformers ties or unties the
+-- wrapper's lm_head by the top-level key), errors naming
+-- "<file>: text_config", and a note that the vision tower is neither
+-- modelled nor counted.
+local function read_wrapped(cfg, text, source, name)
+  local t = {}
+  for k, v in pairs(text) do t[k] = v end
+  if is_null(t.tie_word_embeddings) and not is_null(cfg.tie_word_embeddings) then
+    t.tie_word_embeddings = cfg.tie_word_embeddings
+  end
+  local model, info = M.from_config(t, source .. ": text_config", name or name_from_path(source))
+  table.insert(info.notes, 1, ("%s: model_type %s is multimodal: the estimate trains its text model " ..
+    "(text_config, model_type %s); the vision tower (vision_config) is neither modelled nor counted")
+    :format(source, tostring(cfg.model_type), tostring(text.model_type)))
+  return model, info
 end
 
 --- Converts a decoded Hugging Face config table into a model table.
@@ -2010,6 +2108,8 @@ function M.from_config(cfg, source, name)
   end
   local mt, as = M.model_type_of(cfg)
   refuse_unmodelled(cfg, mt, source)
+  local wrapped = M.wrapped_text(cfg, mt)
+  if wrapped then return read_wrapped(cfg, wrapped, source, name) end
   local moe_ok = M.MOE_BUILDER_REFUSES[mt] or false
   for _, t in ipairs(M.moe_supported) do moe_ok = moe_ok or t == mt end
   local key, n = moe_key(cfg)

@@ -22,6 +22,12 @@ local load, decoded = H.example_model, H.example_config
 
 local err_of = H.err_of
 
+local function copy(t)
+  local c = {}
+  for k, v in pairs(t) do c[k] = v end
+  return c
+end
+
 --- Parameters of a Qwen3-MoE config as transformers' Qwen3MoeForCausalLM
 -- builds them (modeling_qwen3_moe.py): q h x a d, k and v h x kv d, o
 -- a d x h, no biases; q_norm, k_norm RMSNorm(d); two RMSNorms h; router
@@ -216,16 +222,103 @@ describe("2025-26 families: refusals name what is not modelled", function()
       :find("^NotImplemented: m%.json: index_n_heads: DeepSeek Sparse"))
   end)
 
-  it("a multimodal wrapper says whether its text_config imports on its own", function()
+  -- ByteDance-Seed/Seed-OSS-36B at its card's shapes (hidden 5120, 64
+  -- layers, 80 heads of 128, 8 KV heads, SwiGLU 27648, vocab 155136,
+  -- untied): transformers modular_seed_oss.py @ 6e4054ae, q h x 10240 + its
+  -- bias 10240, k and v h x 1024 + biases 1024 each, o 10240 x h without a
+  -- bias (attention_out_bias false), MLP 3 h x 27648, two norms 2h =
+  -- 540,039,168 per layer; x64 + embed and lm_head 2 x 155136 x h + the
+  -- final norm h = 36,151,104,512 (the card's 36B); residual_dropout says
+  -- dropout.
+  it("Seed-OSS-36B: 36,151,104,512 parameters; o_proj's bias its own key", function()
+    local cfg = { model_type = "seed_oss", architectures = { "SeedOssForCausalLM" }, hidden_size = 5120,
+      num_hidden_layers = 64, num_attention_heads = 80, num_key_value_heads = 8, head_dim = 128,
+      intermediate_size = 27648, vocab_size = 155136, tie_word_embeddings = false, attention_bias = true,
+      attention_out_bias = false, residual_dropout = 0.1, attention_dropout = 0.0 }
+    local m, info = hf.from_config(cfg, "seed.json")
+    local h = 5120
+    local layer = h * 10240 + 10240 + 2 * (h * 1024 + 1024) + 10240 * h + 3 * h * 27648 + 2 * h
+    assert.are.equal(540039168, layer)
+    assert.are.equal(64 * layer + 2 * 155136 * h + h, core.model_params(m).total)
+    assert.are.equal(36151104512, core.model_params(m).total)
+    assert.is_true(m.qkv_bias and not m.attn_out_bias)
+    assert.are.same({ true, "residual_dropout" }, { info.dropout, info.dropout_key })
+  end)
+
+  it("a multimodal wrapper apsearch has no reader for trains its text model, and says so", function()
+    -- Kimi-K2.5 (kimi_k25) around Kimi-K2's text model, read as DeepSeek-V3:
+    -- the same counts as the text config on its own, the wrapper's
+    -- tie_word_embeddings where the text_config leaves it out
     local text = decoded("kimi-k2-instruct")
-    assert.are.equal("NotImplemented: m.json: model_type: kimi_k25 is multimodal: its vision tower " ..
-      '(vision_config) is not modelled; its text_config is (model_type "kimi_k2", read as deepseek_v3): ' ..
-      "import text_config as a config.json of its own to train the text model",
-      err_of(hf.from_config, { model_type = "kimi_k25", text_config = text, vision_config = {} }, "m.json"))
-    assert.are.equal("NotImplemented: m.json: model_type: qwen3_vl_moe is multimodal: its vision tower " ..
-      '(vision_config) is not modelled; its text_config is not either (model_type "qwen3_vl_moe_text")',
-      err_of(hf.from_config, { model_type = "qwen3_vl_moe", text_config = { model_type = "qwen3_vl_moe_text",
-        num_experts = 128 }, vision_config = {} }, "m.json"))
+    local alone = core.model_params((hf.from_config(text, "t.json")))
+    local wrapped = copy(text)
+    wrapped.tie_word_embeddings = nil
+    local m, info = hf.from_config({ model_type = "kimi_k25", tie_word_embeddings = false, text_config = wrapped,
+      vision_config = {} }, "m.json")
+    assert.are.equal(alone.total, core.model_params(m).total)
+    assert.are.equal("m.json: model_type kimi_k25 is multimodal: the estimate trains its text model (text_config, " ..
+      "model_type kimi_k2); the vision tower (vision_config) is neither modelled nor counted", info.notes[1])
+    assert.truthy(info.notes[2]:find("^m%.json: text_config: model_type kimi_k2 read as deepseek_v3"))
+    -- a text model with no reader either: refused, naming both types
+    assert.are.equal("NotImplemented: m.json: model_type: gemma4 is multimodal: its vision tower " ..
+      '(vision_config) is not modelled; its text_config is not either (model_type "gemma4_text")',
+      err_of(hf.from_config, { model_type = "gemma4", text_config = { model_type = "gemma4_text" },
+        vision_config = {} }, "m.json"))
+    -- the text model's errors name the text_config
+    local bad = copy(text)
+    bad.num_hidden_layers = nil
+    assert.truthy(err_of(hf.from_config, { model_type = "kimi_k25", text_config = bad, vision_config = {} },
+      "m.json"):find("^m%.json: text_config: num_hidden_layers: required key is missing"))
+  end)
+
+  -- Qwen/Qwen3-VL-30B-A3B-Instruct: its text model is Qwen3-MoE
+  -- (Qwen3VLMoeTextConfig(Qwen3MoeConfig), transformers modular_qwen3_vl_moe.py
+  -- @ 02e8340b) at Qwen3-30B-A3B's shapes, so Qwen3-30B-A3B's counts
+  -- (qwen3_moe_counts); its router always renormalises the top-k
+  -- (Qwen3VLMoeTextTopKRouter), and the wrapper's tie_word_embeddings false
+  -- unties the text model whose class default ties it.
+  it("Qwen3-VL-30B-A3B trains its text model: Qwen3-30B-A3B's 30,532,122,624 / 3,353,032,704", function()
+    local m = load("qwen3-vl-30b-a3b-instruct")
+    local want = qwen3_moe_counts(decoded("qwen3-vl-30b-a3b-instruct").text_config)
+    local c = core.model_params(m)
+    assert.are.same({ 30532122624, 3353032704 }, { want.total, want.active })
+    assert.are.same({ want.total, want.active }, { c.total, c.active })
+    assert.are.same({ c.total, c.active }, { core.model_params(load("qwen3-30b-a3b")).total,
+      core.model_params(load("qwen3-30b-a3b")).active })
+    assert.is_nil(m.moe_router_pre_softmax)
+    assert.is_false(m.tie_word_embeddings)
+    -- the text_config on its own takes the class's default: tied
+    local text = copy(decoded("qwen3-vl-30b-a3b-instruct").text_config)
+    assert.is_true((hf.from_config(text, "t.json")).tie_word_embeddings)
+  end)
+
+  -- Qwen/Qwen3.5-35B-A3B (card: 35B total with its vision tower, 3B
+  -- active).  transformers modular_qwen3_5_moe.py @ e36255cb: every layer
+  -- MoE; 10 full-attention layers (every 4th) of Qwen3NextAttention: q h x
+  -- 2*16*256 (output gate) = 16,777,216, k and v h x 2*256 = 1,048,576
+  -- each, o 16*256 x h = 8,388,608, q_norm and k_norm 256 each: 27,263,488;
+  -- 30 Gated DeltaNet layers: in_proj_qkvz h x (2*2048 + 2*4096) =
+  -- 25,165,824, in_proj_ba h x 64 = 131,072, conv1d 8192 x 4 = 32,768,
+  -- dt_bias and A_log 32 each, the gated norm 128, out_proj 4096 x h =
+  -- 8,388,608: 33,718,464; per layer router 256 x h = 524,288, 256
+  -- experts of 3*h*512 = 3,145,728 (8 active), the shared expert 3,145,728
+  -- and its gate h, two norms 2h; embed + lm_head 2*248,320*h =
+  -- 1,017,118,720 and the final norm h.  Total 34,660,610,688; active
+  -- 3,454,988,928; rope_theta and partial RoPE from rope_parameters.
+  it("Qwen3.5-35B-A3B: 34,660,610,688 total, 3,454,988,928 active (text model)", function()
+    local m, info = load("qwen3.5-35b-a3b")
+    local h = 2048
+    local moe_fixed = 256 * h + 3 * h * 512 + h + 2 * h
+    local tail = 2 * 248320 * h + h
+    local total = 10 * 27263488 + 30 * 33718464 + 40 * (moe_fixed + 256 * 3145728) + tail
+    local active = 10 * 27263488 + 30 * 33718464 + 40 * (moe_fixed + 8 * 3145728) + tail
+    local c = core.model_params(m)
+    assert.are.same({ 34660610688, 3454988928 }, { total, active })
+    assert.are.same({ total, active }, { c.total, c.active })
+    assert.are.same({ 4, 0.25, 1e7 }, { m.linear_attention_period, m.rotary_percent, m.rope_theta })
+    assert.is_nil(m.moe_router_pre_softmax)
+    assert.truthy(info.notes[2]:find("mtp.*, 1 layer) is not loaded by transformers", 1, true))
+    assert.is_true(math.abs(c.total / 35e9 - 1) < 0.02) -- the card's 35B, vision tower included
   end)
 
   it("Nemotron-H's MoE layers are named by its pattern, not by the generic MoE refusal", function()

@@ -100,8 +100,7 @@ describe("qwen3_next: bad values exit 2 naming file, key and value", function()
       'activation) (got "gelu")' },
     { "attention_bias", true, "NotImplemented: %s: attention_bias: Qwen3-Next attention with biases is not " ..
       "modelled (got true)" },
-    { "mtp_num_hidden_layers", 1, "NotImplemented: %s: mtp_num_hidden_layers: MTP layers of a Gated DeltaNet " ..
-      "model are not modelled (got 1)" },
+    { "mtp_num_hidden_layers", -1, "mtp_num_hidden_layers: expected an integer in [0, 16777216] (got -1)" },
     -- an object, not an array (it was taken as an empty list)
     { "mlp_only_layers", { ["0"] = 1 }, "mlp_only_layers: expected an array of layer indices (got table)" },
   }

@@ -585,9 +585,11 @@ local function check_all(r)
       end
       assert.are.same(want, titan_shape(t))
       local prod = s.dp_degree * s.fsdp_degree * s.tp_degree * s.pp_degree * s.cp_degree
-      -- the round trip reproduces the strategy and the training
-      assert.are.equal(rec.dp_degree or 1, s.dp_degree)
-      assert.are.equal(rec.fsdp_degree or 1, s.fsdp_degree)
+      -- the round trip reproduces the strategy (ZeRO-1/2 over replicas as
+      -- FSDP over them, dp_degrees) and the training
+      local want_r, want_s = require("apsearch.launch.torchtitan").dp_degrees(rec)
+      assert.are.equal(want_r, s.dp_degree)
+      assert.are.equal(want_s, s.fsdp_degree)
       assert.are.equal(rec.tp_degree or 1, s.tp_degree)
       assert.are.equal(rec.pp_degree or 1, s.pp_degree)
       assert.are.equal(rec.cp_degree or 1, s.cp_degree)
@@ -1745,7 +1747,8 @@ describe("launch configs", function()
       assert.are.equal("alltoall", v["--moe-token-dispatcher-type"])
       assert.are.equal("true", tostring(v["--group-query-attention"]))
       for _, f in ipairs(flags) do assert.is_nil(f:match("lora")) end
-      local ep, dense = rec.ep_degree or 1, (rec.fsdp_degree or 1) * (rec.cp_degree or 1) * (rec.tp_degree or 1)
+      local _, shard = require("apsearch.launch.torchtitan").dp_degrees(rec)
+      local ep, dense = rec.ep_degree or 1, shard * (rec.cp_degree or 1) * (rec.tp_degree or 1)
       local tt = by[rec.rank].torchtitan.text
       if dense % ep == 0 then
         assert.truthy(tt:find("config.parallelism.expert_parallel_degree = " .. ep, 1, true))
@@ -1868,24 +1871,41 @@ describe("launch configs", function()
     local ep, notes = fields({ ep_degree = 8, fsdp_degree = 2, tp_degree = 4, cp_degree = 1, etp_degree = 1 })
     assert.are.equal(8, ep)
     assert.are.same({}, notes)
-    -- dp_shard 1 x cp 1 x tp 2 = 2: ep 4 does not divide it, written as 1 with the note
-    ep, notes = fields({ ep_degree = 4, dp_degree = 8, fsdp_degree = 1, tp_degree = 2, cp_degree = 1, etp_degree = 1 })
+    -- plain replicas (zero_stage 0): dp_shard 1 x cp 1 x tp 2 = 2, ep 4 does
+    -- not divide it, written as 1 with the note
+    ep, notes = fields({ ep_degree = 4, dp_degree = 8, fsdp_degree = 1, zero_stage = 0, tp_degree = 2,
+      cp_degree = 1, etp_degree = 1 })
     assert.are.equal(1, ep)
     assert.are.equal(1, #notes)
     assert.truthy(notes[1]:find("NOT EXPRESSIBLE in TorchTitan: ep_degree = 4 over data-parallel replicas: " ..
       "expert_parallel_degree must divide data_parallel_shard_degree x cp x tp = 2 (ParallelDims); written as 1", 1, true))
-    -- the example's rank 1 (dp 64, fsdp 1, tp 1, pp 16, cp 1, ep 8) starts from
-    -- deepseek_v3_671b(), whose ParallelismConfig(expert_parallel_degree=2)
-    -- ParallelDims would reject (2 does not divide 1 x 1 x 1)
+    -- ZeRO-1 over the same 8 ranks is written as FSDP over them (dp_degrees):
+    -- dp_shard 8 x tp 2 = 16, ep 4 divides it
+    ep, notes = fields({ ep_degree = 4, dp_degree = 8, fsdp_degree = 1, zero_stage = 1, tp_degree = 2,
+      cp_degree = 1, etp_degree = 1 })
+    assert.are.same({ 4, {} }, { ep, notes })
+    assert.are.same({ 1, 8, 1, true }, { tt_writer.dp_degrees({ dp_degree = 8, fsdp_degree = 1, zero_stage = 1 }) })
+    assert.are.same({ 8, 1, 0, false }, { tt_writer.dp_degrees({ dp_degree = 8, fsdp_degree = 1, zero_stage = 0 }) })
+    assert.are.same({ 2, 4, 1, false }, { tt_writer.dp_degrees({ dp_degree = 2, fsdp_degree = 4, zero_stage = 1 }) })
+    -- the example's rank 1 (dp 64 with ZeRO-1, fsdp 1, tp 1, pp 16, cp 1,
+    -- ep 8) starts from deepseek_v3_671b(), whose ParallelismConfig(
+    -- expert_parallel_degree=2) is always overwritten; written as FSDP over
+    -- the 64 ranks, which ParallelDims takes with ep 8 (8 divides 64 x 1 x 1)
+    -- and which holds no more than ZeRO-1 (parameters whole through the
+    -- backward: never resharded after the forward)
     local r = run_example("deepseek_v3_h100_1024.lua", { top_k = 3 })
     local by = check_all(r)
     local rec = r.top_k_strategies[1]
-    assert.are.same({ 64, 1, 1, 16, 1, 8 }, { rec.dp_degree, rec.fsdp_degree or 1, rec.tp_degree,
+    assert.are.same({ 64, 1, 1, 1, 16, 1, 8 }, { rec.dp_degree, rec.fsdp_degree or 1, rec.zero_stage, rec.tp_degree,
       rec.pp_degree, rec.cp_degree or 1, rec.ep_degree })
     local t = parse_titan(by[1].torchtitan.text)
     assert.are.equal("deepseek_v3_671b", t.base)
-    assert.are.equal(1, t.fields["parallelism.expert_parallel_degree"])
-    assert.truthy(by[1].torchtitan.text:find("ep_degree = 8 over data-parallel replicas", 1, true))
+    assert.are.same({ 1, 64, "never", 8 }, { t.fields["parallelism.data_parallel_replicate_degree"],
+      t.fields["parallelism.data_parallel_shard_degree"], t.fields["parallelism.fsdp_reshard_after_forward"],
+      t.fields["parallelism.expert_parallel_degree"] })
+    assert.truthy(by[1].torchtitan.text:find("# NOT EXPRESSIBLE in TorchTitan: ZeRO-1 (optimizer sharded, " ..
+      "parameters replicated) over 64 data-parallel ranks", 1, true))
+    assert.is_nil(by[1].torchtitan.text:find("over data-parallel replicas", 1, true))
     for _, rr in ipairs(r.top_k_strategies) do
       assert.is_not_nil(parse_titan(by[rr.rank].torchtitan.text).fields["parallelism.expert_parallel_degree"])
     end

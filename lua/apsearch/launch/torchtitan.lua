@@ -12,7 +12,9 @@
 --
 -- * dp_degree -> parallelism.data_parallel_replicate_degree, fsdp_degree ->
 --   data_parallel_shard_degree (both > 1: HSDP), reshard_after_forward ->
---   fsdp_reshard_after_forward = "always" | "never"
+--   fsdp_reshard_after_forward = "always" | "never"; ZeRO-1 / ZeRO-2 over
+--   plain data parallelism -> FSDP over the same ranks, never resharding
+--   after the forward (M.dp_degrees)
 -- * tp_degree -> tensor_parallel_degree, sequence_parallel ->
 --   enable_sequence_parallel; tp_comm_overlap ->
 --   compile.enable_async_tensor_parallel (needs the model compiled)
@@ -158,29 +160,54 @@ local function same(a, b)
   return true
 end
 
+--- The replicate and shard degrees TorchTitan is given for a strategy:
+-- its dp and fsdp degrees, except ZeRO-1 / ZeRO-2 over plain data
+-- parallelism (fsdp_degree 1, dp > 1), which TorchTitan cannot express
+-- (it shards with FSDP or replicates): written as FSDP over the same ranks
+-- (M.data_parallel_fields says so), which holds at most what ZeRO holds
+-- and lets the experts be expert-parallel, rather than as replicas that
+-- hold the whole optimizer (more memory than estimated: a job that may not
+-- start).
+-- @tparam table r the strategy
+-- @treturn integer replicate degree
+-- @treturn integer shard degree
+-- @treturn integer zero_stage
+-- @treturn boolean true when a ZeRO stage is written as FSDP
+function M.dp_degrees(r)
+  local R, Sd, z = r.dp_degree or 1, r.fsdp_degree or 1, r.zero_stage or 0
+  if Sd == 1 and R > 1 and (z == 1 or z == 2) then return 1, R, z, true end
+  return R, Sd, z, false
+end
+
 --- The data-parallel fields both TorchTitan targets write (HEAD's Python
 -- config and a release's TOML name them alike): the replicate and shard
--- degrees, resharding after the forward (explicit: "default" keeps the
--- gathered parameters under PP, torchtitan/distributed/fsdp.py
--- get_fsdp_reshard_after_forward_policy), and a note for the ZeRO stages
--- TorchTitan cannot express over the replicate group.
+-- degrees (M.dp_degrees), resharding after the forward (explicit:
+-- "default" keeps the gathered parameters under PP, torchtitan/
+-- distributed/fsdp.py get_fsdp_reshard_after_forward_policy), and a note
+-- for the ZeRO stages TorchTitan cannot express over the replicate group.
+-- A ZeRO-1 / ZeRO-2 stage written as FSDP never reshards after the
+-- forward: the parameters stay whole through the backward, as ZeRO keeps
+-- them, while gradients and optimizer states are sharded.
 -- @tparam function put the target's field writer (name, value)
 -- @tparam function note the target's note writer (kind, text)
 -- @tparam string ne the target's NOT EXPRESSIBLE tag
--- @tparam integer R replicate degree
--- @tparam integer Sd shard degree
--- @tparam integer z zero_stage
 -- @tparam table r the strategy
-function M.data_parallel_fields(put, note, ne, R, Sd, z, r)
+function M.data_parallel_fields(put, note, ne, r)
+  local R, Sd, z, zero_as_fsdp = M.dp_degrees(r)
   put("parallelism.data_parallel_replicate_degree", R)
   put("parallelism.data_parallel_shard_degree", Sd)
   if Sd > 1 then
-    put("parallelism.fsdp_reshard_after_forward", r.reshard_after_forward == false and "never" or "always")
+    put("parallelism.fsdp_reshard_after_forward",
+      (zero_as_fsdp or r.reshard_after_forward == false) and "never" or "always")
   end
-  if Sd == 1 and (z == 1 or z == 2) then
+  if zero_as_fsdp then
     note(ne, string.format(
-      "ZeRO-%d (optimizer%s sharded, parameters replicated): TorchTitan shards with FSDP " ..
-      "(data_parallel_shard_degree) or replicates; written as plain data parallel", z, z == 2 and " and gradients" or ""))
+      "ZeRO-%d (optimizer%s sharded, parameters replicated) over %d data-parallel ranks: TorchTitan " ..
+      "shards with FSDP or replicates; written as FSDP over the same ranks (data_parallel_shard_degree = " ..
+      "%d, fsdp_reshard_after_forward = never: the parameters stay whole through the backward as ZeRO " ..
+      "keeps them, the gradients sharded too): no more memory than estimated, more communication (FSDP " ..
+      "gathers the parameters and reduce-scatters the gradients per micro-batch)", z,
+      z == 2 and " and gradients" or "", Sd, Sd))
   elseif Sd == 1 and z == 3 then
     note(ne, "zero_stage=3 over the replicate group: use data_parallel_shard_degree instead")
   end
@@ -746,7 +773,7 @@ function M.render(c)
   end
 
   local tp, pp, cp, vpp = r.tp_degree or 1, r.pp_degree or 1, r.cp_degree or 1, r.vpp_degree or 1
-  local R, Sd, z = r.dp_degree or 1, r.fsdp_degree or 1, r.zero_stage or 0
+  local R, Sd = M.dp_degrees(r)
   local L = m.num_layers
   local b = r.micro_batch_size or 1
   local seq = tr.seq_length
@@ -876,7 +903,7 @@ function M.render(c)
   end
 
   -- data parallel
-  M.data_parallel_fields(F, N, "NOT EXPRESSIBLE in TorchTitan", R, Sd, z, r)
+  M.data_parallel_fields(F, N, "NOT EXPRESSIBLE in TorchTitan", r)
 
   -- tensor parallel
   F("parallelism.tensor_parallel_degree", tp)
@@ -1032,7 +1059,8 @@ function M.moe_fields(c, F, N, mm, why)
   local r, m = c.rec, c.model
   local ep, tp, cp = r.ep_degree or 1, r.tp_degree or 1, r.cp_degree or 1
   local etp = r.etp_degree or tp
-  local shard = (r.fsdp_degree or 1) * cp * tp
+  local _, Sd = M.dp_degrees(r)
+  local shard = Sd * cp * tp
   if not mm then
     N("NOT WRITTEN", string.format("the %d-expert MoE model: this module builds HEAD's " ..
       "llama3 (dense) model%s; start from HEAD's MoE config functions (torchtitan/models/deepseek_v3, " ..

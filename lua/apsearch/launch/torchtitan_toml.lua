@@ -228,7 +228,7 @@ function M.render(c, tag)
   end
 
   local tp, pp, cp, vpp = r.tp_degree or 1, r.pp_degree or 1, r.cp_degree or 1, r.vpp_degree or 1
-  local R, Sd, z = r.dp_degree or 1, r.fsdp_degree or 1, r.zero_stage or 0
+  local R, Sd = titan.dp_degrees(r)
   local L = m.num_layers
   local b = r.micro_batch_size or 1
   local seq = tr.seq_length
@@ -303,7 +303,7 @@ function M.render(c, tag)
   end
 
   -- data parallel
-  titan.data_parallel_fields(K, N, NE, R, Sd, z, r)
+  titan.data_parallel_fields(K, N, NE, r)
 
   -- tensor parallel
   K("parallelism.tensor_parallel_degree", tp)

@@ -640,13 +640,13 @@ describe("the text table", function()
     end
     assert.are.equal("full", row(-1, { 16, 16 }))
     assert.are.equal("full", row({ 20, 30 }, { 16, 16 }))     -- above a stage's layers: all
-    assert.are.equal("full(31)", row({ 16, 16 }, { 17, 15 }))
+    assert.are.equal("full(31/32)", row({ 16, 16 }, { 17, 15 }))
     assert.are.equal("none", row({ 0, 0 }, { 16, 16 }))
     -- uniform recomputes every layer in groups of N: not "1 layer in all"
     assert.are.equal("uniform(1)", row({ 1, 1 }, { 16, 16 }, "uniform"))
     assert.are.equal("uniform(2)", row(2, { 16, 16 }, "uniform"))
     assert.are.equal("uniform(1)", row(-1, { 16, 16 }, "uniform"))
-    assert.are.equal("full(2)", row(1, { 16, 16 }, "block"))
+    assert.are.equal("full(2/32)", row(1, { 16, 16 }, "block"))
   end)
 
   -- newuser5: two DeepSeek-V3 candidates that differed only in the token

@@ -107,7 +107,7 @@ function M.rows(result)
     local mc, pc = r.memory_cost or {}, r.performance_cost or {}
     local tm, tmv = common.top_memory(mc.breakdown)
     local tt, ttv = common.top_time(pc.breakdown, true)
-    -- "full(N)": N layers recomputed in all (per stage, or chosen by
+    -- "full(N/L)": N of the L layers recomputed in all (per stage, or chosen by
     -- recompute_num_layers = "auto"), as the stages run them (a count above
     -- a stage's layers recomputes that stage's layers); plain "full": every
     -- layer; none recomputed: "none"; "uniform(G)": every layer, in
@@ -140,7 +140,7 @@ function M.rows(result)
       end
       if #per == 0 then rc = "full"
       elseif n == 0 then rc = "none"
-      elseif n < layers then rc = rc .. "(" .. n .. ")" end
+      elseif n < layers then rc = rc .. "(" .. n .. "/" .. layers .. ")" end
     end
     rows[#rows + 1] = {
       tostring(r.rank), tostring(r.dp_degree), tostring(r.fsdp_degree),

@@ -251,6 +251,12 @@ typedef struct {
                                           --moe-router-score-function
                                           sigmoid); moe_router_bias implies a
                                           sigmoid already; no parameters */
+    bool moe_router_softmax_bias;    /**< with moe_router_bias: the expert
+                                          bias is added to softmax scores, not
+                                          sigmoids, to choose the top-k (ERNIE
+                                          4.5 Ernie4_5_MoeStatics); Megatron
+                                          takes the bias with sigmoid scores
+                                          only; no parameters */
     bool moe_router_input_probs;     /**< the routing weight scales the
                                           expert's input, not its output
                                           (Llama 4 Llama4TextMoe: routed_in =

@@ -1110,7 +1110,7 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   -- mixture of experts and multi-head latent attention (absent when dense)
   "num_experts", "experts_per_token", "moe_ffn_hidden_size",
   "shared_expert_ffn_hidden_size", "shared_expert_gate", "moe_router_bias",
-  "moe_router_sigmoid", "moe_router_input_probs", "moe_router_linear_bias", "moe_aux_loss_coeff", "moe_seq_aux_loss", "moe_router_num_groups", "moe_router_group_topk",
+  "moe_router_sigmoid", "moe_router_softmax_bias", "moe_router_input_probs", "moe_router_linear_bias", "moe_aux_loss_coeff", "moe_seq_aux_loss", "moe_router_num_groups", "moe_router_group_topk",
   "moe_router_group_score_topk", "moe_router_topk_scaling_factor", "moe_router_pre_softmax",
   "moe_first_dense_layers", "moe_layer_freq", "moe_layer_phase",
   "moe_dense_layers", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",

@@ -1975,10 +1975,67 @@ function builders.qwen3_5_moe_text(r, cfg, file, notes)
   return builders.qwen3_next(reader(c, file), c, file, notes)
 end
 
+--- ERNIE 4.5 MoE's defaults (transformers configuration_ernie4_5_moe.py
+-- @ f479d930 Ernie4_5_MoeConfig.__init__), for the keys a config.json
+-- leaves out.
+M.ERNIE45_MOE_DEFAULTS = { tie_word_embeddings = true, use_bias = false, moe_k = 6, moe_num_experts = 64,
+  moe_num_shared_experts = 2, moe_layer_start_index = 1, moe_layer_end_index = -1, moe_layer_interval = 1,
+  moe_intermediate_size = 1536, router_aux_loss_coef = 0.001 }
+
+--- ERNIE 4.5 MoE (transformers models/ernie4_5_moe: modular_ernie4_5_moe.py
+-- @ a4d4492d, configuration_ernie4_5_moe.py @ f479d930): Llama's
+-- attention; layer i (0-based) MoE when (i + 1) % moe_layer_interval == 0
+-- and moe_layer_start_index <= i <= moe_layer_end_index (-1: the last
+-- layer), else a SwiGLU MLP of intermediate_size; moe_num_experts
+-- (attribute num_experts) SwiGLU experts of moe_intermediate_size, top
+-- moe_k (num_experts_per_tok) of the softmax scores chosen with
+-- Ernie4_5_MoeStatics' e_score_correction_bias (one per expert) added and
+-- renormalised; the shared experts one ungated SwiGLU MLP of
+-- moe_num_shared_experts x moe_intermediate_size; tied embeddings by
+-- default.  use_bias would put biases on every projection and the
+-- lm_head: not modelled.  transformers drops the MTP module (mtp*).
+-- @raise NotImplemented for use_bias; `<file>: <key>: ...` as the readers
+function builders.ernie4_5_moe(_, cfg, file, notes)
+  local c = with_defaults(cfg, M.ERNIE45_MOE_DEFAULTS)
+  for alias, key in pairs({ num_experts = "moe_num_experts", num_experts_per_tok = "moe_k" }) do
+    if is_null(cfg[key]) and not is_null(cfg[alias]) then c[key] = cfg[alias] end
+  end
+  local r = reader(c, file)
+  if r.bool("use_bias") then
+    error(("NotImplemented: %s: use_bias: ERNIE 4.5 with biases on every projection and the lm_head is " ..
+      "not modelled (got true)"):format(file), 0)
+  end
+  local m = llama_like(r, c, file, { tied = true })
+  m.num_experts, m.experts_per_token = r.int("moe_num_experts"), r.int("moe_k")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  local L, k = m.num_layers, r.int("moe_layer_interval")
+  local first = count(c, "moe_layer_start_index", nil, file)
+  local last = c.moe_layer_end_index == -1 and L - 1 or count(c, "moe_layer_end_index", nil, file)
+  if k > L or first > last then
+    util.fail(file, "moe_layer_start_index", ("no layer would have experts (moe_layer_interval = %d, " ..
+      "moe_layer_end_index = %d, num_hidden_layers = %d)"):format(k, last, L), first)
+  end
+  m.moe_layer_freq, m.moe_layer_phase = k, k - 1
+  local dense = {}
+  for i = k - 1, L - 1, k do
+    if i < first or i > last then dense[#dense + 1] = i end
+  end
+  m.moe_dense_layers = #dense > 0 and dense or nil
+  local shared = count(c, "moe_num_shared_experts", nil, file) * m.moe_ffn_hidden_size
+  if shared > 0 then m.shared_expert_ffn_hidden_size = shared end
+  m.moe_router_bias, m.moe_router_softmax_bias = true, true
+  aux_loss(m, c, file, "router_aux_loss_coef")
+  if count(c, "num_nextn_predict_layers", 0, file) > 0 then
+    note(notes, file, "the checkpoint's multi-token-prediction module (mtp*) is not loaded by transformers " ..
+      "and is not priced")
+  end
+  return m
+end
+
 --- Mixture-of-experts model types imported with their experts.
 M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3",
                     "olmoe", "dbrx", "gpt_oss", "glm4_moe", "glm4_moe_lite", "llama4_text", "llama4",
-                    "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text" }
+                    "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -1992,6 +2049,7 @@ M.ARCHITECTURES = {
   Glm4MoeLiteForCausalLM = "glm4_moe_lite",
   Llama4ForCausalLM = "llama4_text", Llama4ForConditionalGeneration = "llama4",
   MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3", SeedOssForCausalLM = "seed_oss",
+  Ernie4_5_MoeForCausalLM = "ernie4_5_moe",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

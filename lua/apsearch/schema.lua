@@ -62,6 +62,7 @@ M.model = {
   moe_router_num_groups = "nonnegint", moe_router_group_topk = "nonnegint",
   moe_router_group_score_topk = "nonnegint", moe_router_topk_scaling_factor = "nonneg",
   moe_router_pre_softmax = "bool", moe_router_sigmoid = "bool", moe_router_input_probs = "bool",
+  moe_router_softmax_bias = "bool",
   -- hybrid Mamba-2 models (Nemotron-H): the layer pattern (M Mamba-2,
   -- * attention, - MLP) and the Mamba-2 widths
   hybrid_layer_pattern = "string", mamba_num_heads = "nonnegint", mamba_head_dim = "nonnegint",

@@ -234,6 +234,7 @@ static aps_status validate_router(const aps_model *m, char *err, size_t n)
          m->moe_router_topk_scaling_factor != 0},
         {"moe_router_pre_softmax", m->moe_router_pre_softmax},
         {"moe_router_sigmoid", m->moe_router_sigmoid},
+        {"moe_router_softmax_bias", m->moe_router_softmax_bias},
         {"moe_router_input_probs", m->moe_router_input_probs},
     };
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {

@@ -246,6 +246,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, shared_expert_gate, FT_OBOOL, NULL),
     FLD(aps_model, moe_router_bias, FT_OBOOL, NULL),
     FLD(aps_model, moe_router_sigmoid, FT_OBOOL, NULL),
+    FLD(aps_model, moe_router_softmax_bias, FT_OBOOL, NULL),
     FLD(aps_model, moe_router_input_probs, FT_OBOOL, NULL),
     FLD(aps_model, moe_router_linear_bias, FT_OBOOL, NULL),
     FLD(aps_model, moe_aux_loss_coeff, FT_ONUM, NULL),

@@ -245,6 +245,43 @@ describe("2025-26 families: refusals name what is not modelled", function()
     assert.are.same({ true, "residual_dropout" }, { info.dropout, info.dropout_key })
   end)
 
+  -- baidu/ERNIE-4.5-21B-A3B-PT at its card's shapes (hidden 2560, 28
+  -- layers, 20 heads of 128, 4 KV heads, dense SwiGLU 12288 on layer 0,
+  -- layers 1-27 MoE: 64 experts of 1536, top 6, 2 shared experts as one
+  -- MLP of 3072, vocab 103424, tied): transformers modular_ernie4_5_moe.py
+  -- @ a4d4492d.  Attention q, o 2560 x 2560 and k, v 2560 x 512 =
+  -- 15,728,640; two norms 5,120; the dense MLP 3 x 2560 x 12288 =
+  -- 94,371,840; per MoE layer the gate 64 x 2560 = 163,840, the
+  -- e_score_correction_bias 64, the experts 64 x 3 x 2560 x 1536 =
+  -- 754,974,720 (6 active: 70,778,880), the shared MLP 3 x 2560 x 3072 =
+  -- 23,592,960; the tied embedding 103424 x 2560 = 264,765,440 and the
+  -- final norm.  Total 21,825,437,888 (the card's 21B), active
+  -- 3,352,150,208 (3B without the embedding).
+  it("ERNIE-4.5-21B-A3B: 21,825,437,888 total, 3,352,150,208 active", function()
+    local cfg = { architectures = { "Ernie4_5_MoeForCausalLM" }, model_type = "ernie4_5_moe", hidden_size = 2560,
+      intermediate_size = 12288, moe_intermediate_size = 1536, num_hidden_layers = 28, num_attention_heads = 20,
+      num_key_value_heads = 4, head_dim = 128, moe_num_experts = 64, moe_num_shared_experts = 2, moe_k = 6,
+      moe_layer_start_index = 1, moe_layer_end_index = 27, moe_layer_interval = 1, vocab_size = 103424,
+      tie_word_embeddings = true, hidden_act = "silu", use_bias = false }
+    local m = hf.from_config(cfg, "ernie.json")
+    local c = core.model_params(m)
+    local common = 28 * (15728640 + 5120) + 94371840 + 264765440 + 2560
+    assert.are.equal(common + 27 * (163840 + 64 + 754974720 + 23592960), c.total)
+    assert.are.equal(common + 27 * (163840 + 64 + 70778880 + 23592960), c.active)
+    assert.are.same({ 21825437888, 3352150208 }, { c.total, c.active })
+    assert.are.same({ 0 }, m.moe_dense_layers)
+    assert.is_true(m.moe_router_bias and m.moe_router_softmax_bias) -- softmax scores + the expert bias
+    -- layers 1-3 MoE every other layer (interval 2: layers 1 and 3), the
+    -- end index -1 the last layer
+    cfg.moe_layer_interval, cfg.moe_layer_end_index, cfg.num_hidden_layers = 2, -1, 4
+    m = hf.from_config(cfg, "ernie.json")
+    assert.are.same({ 2, 1 }, { m.moe_layer_freq, m.moe_layer_phase })
+    assert.is_nil(m.moe_dense_layers)
+    assert.are.equal("NotImplemented: ernie.json: use_bias: ERNIE 4.5 with biases on every projection and " ..
+      "the lm_head is not modelled (got true)", err_of(hf.from_config, { model_type = "ernie4_5_moe",
+      use_bias = true }, "ernie.json"))
+  end)
+
   it("a multimodal wrapper apsearch has no reader for trains its text model, and says so", function()
     -- Kimi-K2.5 (kimi_k25) around Kimi-K2's text model, read as DeepSeek-V3:
     -- the same counts as the text config on its own, the wrapper's

@@ -1101,7 +1101,7 @@ end
 function M.router_args(c, A, N)
   local m = c.model
   local k = m.experts_per_token
-  local sigmoid = m.moe_router_bias or m.moe_router_sigmoid
+  local sigmoid = (m.moe_router_bias and not m.moe_router_softmax_bias) or m.moe_router_sigmoid
   local absent = {}
   if sigmoid then
     -- TransformerConfig: the expert bias needs a sigmoid (or sqrtsoftplus)
@@ -1109,6 +1109,11 @@ function M.router_args(c, A, N)
     -- sigmoid without the bias
     A("--moe-router-score-function", "sigmoid")
     if m.moe_router_bias then A("--moe-router-enable-expert-bias") end
+  elseif m.moe_router_bias then
+    N("NOT EXPRESSIBLE in Megatron-LM", "the expert bias on softmax scores (ERNIE 4.5's " ..
+      "e_score_correction_bias): TransformerConfig takes --moe-router-enable-expert-bias with sigmoid " ..
+      "(or sqrtsoftplus) scores only (transformer_config.py @ d98e8a64); written as softmax routing " ..
+      "without the bias")
   end
   local coeff = m.moe_aux_loss_coeff or 0
   if coeff > 0 then

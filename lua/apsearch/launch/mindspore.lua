@@ -303,11 +303,14 @@ function M.router_keys(c, K, N, gmm)
   local m = c.model
   local k, E = m.experts_per_token, m.num_experts
   local layer = gmm and "MoEV3" or "TopkRouterV2"
-  if m.moe_router_bias or m.moe_router_sigmoid then K("moe_config.use_gating_sigmoid", true, "sigmoid scores") end
+  if (m.moe_router_bias and not m.moe_router_softmax_bias) or m.moe_router_sigmoid then
+    K("moe_config.use_gating_sigmoid", true, "sigmoid scores")
+  end
   if m.moe_router_bias then
     N("NOT EXPRESSIBLE in MindFormers", "the expert bias (moe_router_bias): balance_via_topk_bias's bias is " ..
       "updated only by TopkBiasBalanceCallback through feed_forward.routed_experts, which LLamaDecodeLayer's " ..
-      layer .. " does not have; sigmoid scores without the bias written")
+      layer .. " does not have; " .. (m.moe_router_softmax_bias and "softmax" or "sigmoid") ..
+      " scores without the bias written")
   end
   if k > 1 then
     K("moe_config.norm_topk_prob", not m.moe_router_pre_softmax,

@@ -56,9 +56,10 @@
 --   positions; GQA via `attn_config.kv_n_heads`; tied embeddings.
 -- * `seed_oss` (Seed-OSS): llama with q, k, v biases (`attention_bias`,
 --   default true) and the o_proj bias apart (`attention_out_bias`).
--- * `qwen3_vl_text`, `qwen3_vl_moe_text`, `qwen3_5_moe_text`: the text
---   models of Qwen3-VL (read as qwen3 / qwen3_moe) and Qwen3.5-MoE (as
---   qwen3_next, every layer MoE); a multimodal wrapper whose text model
+-- * `qwen3_vl_text`, `qwen3_vl_moe_text`, `qwen3_5_text`,
+--   `qwen3_5_moe_text`: the text models of Qwen3-VL (read as qwen3 /
+--   qwen3_moe) and Qwen3.5 (as qwen3_next: with dense MLPs, or every layer
+--   MoE); a multimodal wrapper whose text model
 --   has a reader trains that text model (M.wrapped_text), said in a note.
 -- * `smollm3` (SmolLM3): llama with RoPE only where `no_rope_layers` is 1
 --   (default: all but every `no_rope_layer_interval`-th) ->
@@ -203,7 +204,7 @@ local M = {}
 --- Supported model types, in the order listed in error messages.
 M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
-                "qwen3_vl_text", "seed_oss" }
+                "qwen3_vl_text", "seed_oss", "qwen3_5_text" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1894,20 +1895,16 @@ local function qwen3_next_period(cfg, L, file)
   return k
 end
 
---- Builds the model table of a `qwen3_next` config: Qwen3 attention (Q/K
--- norms, head_dim) with its output gate (q_proj 2 a d), partial RoPE, the
--- Gated DeltaNet layers and their widths, Qwen2-MoE experts with the
--- gated shared expert, zero-centred RMSNorm.  The checkpoint's MTP module
--- (mtp.*) is dropped by transformers (_keys_to_ignore_on_load_unexpected)
--- and not priced: a note says so.
--- @tparam table r the reader of the config
--- @tparam table cfg the decoded config.json
--- @tparam string file for errors
--- @tparam table notes the import's notes
--- @treturn table model table
--- @raise `<file>: <key>: <problem> (got <value>)`; NotImplemented for a
---   layer_types list without the period, attention biases, MTP layers
-function builders.qwen3_next(r, cfg, file, notes)
+-- The model table of a `qwen3_next` config (moe) or of Qwen3.5's dense
+-- text model: Qwen3 attention (Q/K norms, head_dim) with its output gate
+-- (q_proj 2 a d), partial RoPE, the Gated DeltaNet layers and their
+-- widths, zero-centred RMSNorm, and with moe Qwen2-MoE experts with the
+-- gated shared expert (else the dense SwiGLU MLP).  The checkpoint's MTP
+-- module (mtp.*) is dropped by transformers
+-- (_keys_to_ignore_on_load_unexpected) and not priced: a note says so.
+-- Raises `<file>: <key>: <problem> (got <value>)`; NotImplemented for a
+-- layer_types list without the period or attention biases.
+local function gated_deltanet(r, cfg, file, notes, moe)
   local D = M.QWEN3_NEXT_DEFAULTS
   require_value(cfg, "hidden_act", "silu", file, "the Gated DeltaNet conv and the SwiGLU experts' activation")
   if r.bool("attention_bias", false) then
@@ -1928,12 +1925,26 @@ function builders.qwen3_next(r, cfg, file, notes)
   m.attention_output_gate = true -- Qwen3NextAttention: q_proj h -> a d 2, sigmoid gate
   m.norm_zero_centered = true    -- Qwen3NextRMSNorm: (1 + w)
   m.rotary_percent = M.rotary_fraction(cfg, file, D.partial_rotary_factor)
-  qwen_moe(m, r, cfg, file)
-  local fs = count(cfg, "shared_expert_intermediate_size", D.shared_expert_intermediate_size, file)
-  if fs > 0 then m.shared_expert_ffn_hidden_size, m.shared_expert_gate = fs, true end
+  if moe then
+    qwen_moe(m, r, cfg, file)
+    local fs = count(cfg, "shared_expert_intermediate_size", D.shared_expert_intermediate_size, file)
+    if fs > 0 then m.shared_expert_ffn_hidden_size, m.shared_expert_gate = fs, true end
+  end
   note(notes, file, "the checkpoint's multi-token-prediction module (mtp.*%s) is not loaded by " ..
     "transformers and is not priced", mtp > 0 and (", " .. mtp .. " layer" .. (mtp > 1 and "s" or "")) or "")
   return m
+end
+
+function builders.qwen3_next(r, cfg, file, notes)
+  return gated_deltanet(r, cfg, file, notes, true)
+end
+
+--- Qwen3.5's dense text model (Qwen3_5TextConfig, transformers models/
+-- qwen3_5 @ 8940358a: Qwen3_5DecoderLayer): Qwen3-Next's Gated DeltaNet and
+-- gated attention layers, each followed by a SwiGLU MLP of
+-- intermediate_size instead of experts.
+function builders.qwen3_5_text(r, cfg, file, notes)
+  return gated_deltanet(r, cfg, file, notes, false)
 end
 
 --- Qwen3-VL's dense text model (transformers models/qwen3_vl/

@@ -282,6 +282,25 @@ describe("2025-26 families: refusals name what is not modelled", function()
       use_bias = true }, "ernie.json"))
   end)
 
+  -- Qwen/Qwen3.5-27B (card: 27B with its vision tower): Qwen3_5TextConfig,
+  -- every 4th of 64 layers gated attention (q h x 2*24*256, k and v h x
+  -- 4*256 each, o 24*256 x h, q/k norms 256 each), the others Gated
+  -- DeltaNet (in_proj_qkvz h x (2*2048 + 2*6144), in_proj_ba h x 96,
+  -- conv1d 10240 x 4, dt_bias and A_log 48 each, the gated norm 128,
+  -- out_proj 6144 x h), every layer a SwiGLU MLP 3 h x 17408 and two norms;
+  -- untied embed and lm_head 2 x 248320 x h, the final norm.
+  it("Qwen3.5-27B: 26,895,998,464 parameters (text model, dense MLPs beside the Gated DeltaNet)", function()
+    local m = load("qwen3.5-27b")
+    local h = 5120
+    local attn = h * 2 * 24 * 256 + 2 * h * 4 * 256 + 24 * 256 * h + 2 * 256
+    local gdn = h * (2 * 2048 + 2 * 6144) + h * 96 + 10240 * 4 + 48 + 48 + 128 + 6144 * h
+    local total = 16 * attn + 48 * gdn + 64 * (3 * h * 17408 + 2 * h) + 2 * 248320 * h + h
+    assert.are.equal(26895998464, total)
+    assert.are.equal(total, core.model_params(m).total)
+    assert.are.equal(0, m.num_experts or 0)
+    assert.are.same({ 4, 17408 }, { m.linear_attention_period, m.ffn_hidden_size })
+  end)
+
   it("a multimodal wrapper apsearch has no reader for trains its text model, and says so", function()
     -- Kimi-K2.5 (kimi_k25) around Kimi-K2's text model, read as DeepSeek-V3:
     -- the same counts as the text config on its own, the wrapper's

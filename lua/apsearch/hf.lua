@@ -2083,7 +2083,19 @@ end
 -- inference/model.py Indexer: wq_b, wk, k_norm, weights_proj per layer.)
 M.DSA_UNMODELLED = "DeepSeek Sparse Attention (the lightning indexer of index_n_heads x index_head_dim " ..
   "per layer and the top-index_topk sparse attention) is not modelled"
-M.UNMODELLED = { deepseek_v32 = M.DSA_UNMODELLED, glm_moe_dsa = M.DSA_UNMODELLED }
+M.UNMODELLED = { deepseek_v32 = M.DSA_UNMODELLED, glm_moe_dsa = M.DSA_UNMODELLED,
+  -- each named by the config keys that carry what is not modelled
+  deepseek_v4 = "DeepSeek-V4's compressed sparse attention (compress_ratios, index_n_heads, o_lora_rank), " ..
+    "hyper-connections (hc_mult) and hash-routed MoE layers (num_hash_layers) are not modelled",
+  ["nemotron-nas"] = "per-layer heterogeneous blocks (block_configs: a layer's attention skipped or " ..
+    "replaced, its FFN width its own) are not modelled",
+  kimi_linear = "Kimi Delta Attention linear-attention layers (linear_attn_config) are not modelled",
+  minimax_m3 = "block-sparse attention (sparse_attention_config) is not modelled",
+  mimo_v2_flash = "sliding-window layers with their own heads and widths (swa_num_attention_heads, " ..
+    "swa_head_dim) and attention-sink biases are not modelled",
+  gemma4_text = "Gemma 4's attention (attention_k_eq_v, global_head_dim, num_kv_shared_layers) and " ..
+    "per-layer inputs (hidden_size_per_layer_input) are not modelled",
+}
 
 --- The keys of DeepSeek Sparse Attention's indexer (DeepseekV32Config,
 -- GlmMoeDsaConfig): a config that has any is refused whatever its
@@ -2117,22 +2129,24 @@ end
 -- whose text model has no reader either (one that has is read through,
 -- M.from_config).  Raises NotImplemented; returns otherwise.
 local function refuse_unmodelled(cfg, mt, file)
+  if type(mt) == "string" and not builders[mt] and M.UNMODELLED[mt] then
+    error(("NotImplemented: %s: model_type: %s: %s"):format(file, mt, M.UNMODELLED[mt]), 0)
+  end
   for _, k in ipairs(M.DSA_KEYS) do
     if not is_null(cfg[k]) then
       error(("NotImplemented: %s: %s: %s (got %s)"):format(file, k, M.DSA_UNMODELLED, util.describe(cfg[k])), 0)
     end
   end
   if type(mt) ~= "string" or builders[mt] then return end
-  if M.UNMODELLED[mt] then
-    error(("NotImplemented: %s: model_type: %s: %s"):format(file, mt, M.UNMODELLED[mt]), 0)
-  end
   local text = cfg.text_config
   if type(text) ~= "table" or not (type(cfg.vision_config) == "table" or type(cfg.audio_config) == "table") or
       M.wrapped_text(cfg, mt) then
     return
   end
+  local why = M.UNMODELLED[text.model_type]
   error(("NotImplemented: %s: model_type: %s is multimodal: its vision tower (vision_config) is not modelled; " ..
-    "its text_config is not either (model_type %s)"):format(file, mt, util.describe(text.model_type)), 0)
+    "its text_config is not either (model_type %s%s)"):format(file, mt, util.describe(text.model_type),
+    why and (": " .. why) or ""), 0)
 end
 
 -- Reads a multimodal wrapper's text model (M.wrapped_text): text_config

@@ -301,6 +301,23 @@ describe("2025-26 families: refusals name what is not modelled", function()
     assert.are.same({ 4, 17408 }, { m.linear_attention_period, m.ffn_hidden_size })
   end)
 
+  it("the 2026 types apsearch does not model are named with the keys that carry what it lacks", function()
+    -- Llama-3.3-Nemotron-Super (DeciLM, nemotron-nas): no "did you mean nemotron_h"
+    assert.are.equal("NotImplemented: m.json: model_type: nemotron-nas: per-layer heterogeneous blocks " ..
+      "(block_configs: a layer's attention skipped or replaced, its FFN width its own) are not modelled",
+      err_of(hf.from_config, { model_type = "nemotron-nas", architectures = { "DeciLMForCausalLM" },
+        block_configs = {} }, "m.json"))
+    -- DeepSeek-V4 carries DSA's indexer keys too: its own reason first
+    assert.truthy(err_of(hf.from_config, { model_type = "deepseek_v4", index_n_heads = 64, hc_mult = 4 },
+      "m.json"):find("^NotImplemented: m%.json: model_type: deepseek_v4: DeepSeek%-V4's compressed sparse"))
+    -- a wrapper around one: the text type's reason
+    assert.are.equal("NotImplemented: m.json: model_type: kimi_k3 is multimodal: its vision tower " ..
+      '(vision_config) is not modelled; its text_config is not either (model_type "kimi_linear": Kimi Delta ' ..
+      "Attention linear-attention layers (linear_attn_config) are not modelled)",
+      err_of(hf.from_config, { model_type = "kimi_k3", text_config = { model_type = "kimi_linear" },
+        vision_config = {} }, "m.json"))
+  end)
+
   it("a multimodal wrapper apsearch has no reader for trains its text model, and says so", function()
     -- Kimi-K2.5 (kimi_k25) around Kimi-K2's text model, read as DeepSeek-V3:
     -- the same counts as the text config on its own, the wrapper's
@@ -317,7 +334,9 @@ describe("2025-26 families: refusals name what is not modelled", function()
     assert.truthy(info.notes[2]:find("^m%.json: text_config: model_type kimi_k2 read as deepseek_v3"))
     -- a text model with no reader either: refused, naming both types
     assert.are.equal("NotImplemented: m.json: model_type: gemma4 is multimodal: its vision tower " ..
-      '(vision_config) is not modelled; its text_config is not either (model_type "gemma4_text")',
+      '(vision_config) is not modelled; its text_config is not either (model_type "gemma4_text": Gemma 4\'s ' ..
+      "attention (attention_k_eq_v, global_head_dim, num_kv_shared_layers) and per-layer inputs " ..
+      "(hidden_size_per_layer_input) are not modelled)",
       err_of(hf.from_config, { model_type = "gemma4", text_config = { model_type = "gemma4_text" },
         vision_config = {} }, "m.json"))
     -- the text model's errors name the text_config

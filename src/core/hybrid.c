@@ -4,7 +4,7 @@
  *
  * A hybrid model is a string of single-mixer layers (Megatron-Core
  * megatron/core/models/hybrid/hybrid_layer_allocation.py @ d98e8a64,
- * Symbols: M Mamba, * attention, - MLP; transformers NemotronHBlock @
+ * Symbols: M Mamba, * attention, - MLP, E MoE; transformers NemotronHBlock @
  * 008d9e95: one RMSNorm, then the mixer, then the residual add).  The
  * pattern is resolved once into counts (aps_hybrid_mix); every per-layer
  * estimate of apsearch prices "one layer" as attention + MLP, so for a
@@ -13,6 +13,15 @@
  * Mamba-2 block (transformers: 1, 1, 0).  A stage's sum over its layers
  * is then exact when the stage holds the whole pattern, which is why
  * hybrid models are priced with pp_degree = 1 only (check.c).
+ *
+ * An MoE layer 'E' is one norm and one MoE block (hybrid_layer_specs.py
+ * @ d98e8a64: moe_layer, a TransformerLayer with IdentityOp attention and
+ * the MoE MLP; transformers NemotronHBlock block_type "moe": NemotronHMOE).
+ * It counts here as an MLP block (mlp_share) and is an MoE layer
+ * (aps_model_is_moe_layer: pattern[i] == 'E'), so moe.c swaps its dense
+ * FFN for the MoE block exactly as on a transformer's MoE layer: the sum
+ * over the pattern is n_attn attention + n_mlp MLP + n_moe MoE + n_mamba
+ * Mamba-2 blocks.
  *
  * Mamba-2 layer, d = nh P (d_inner), G N the grouped B / C width, nh the
  * heads, K the conv width (Megatron-Core megatron/core/ssm/mamba_mixer.py
@@ -26,6 +35,7 @@
  *   plus the layer's pre-norm, h (fused into in_proj in Megatron's
  *   TELayerNormColumnParallelLinear).
  */
+#include <string.h>
 #include "internal.h"
 
 /** Default conv width (transformers NemotronHConfig.conv_kernel = 4;
@@ -61,7 +71,8 @@ void aps_hybrid_mix(const aps_model *m, aps_hybrid_counts *out)
     for (const char *c = m->hybrid_layer_pattern; *c; c++) {
         out->mamba += *c == 'M';
         out->attn += *c == '*';
-        out->mlp += *c == '-';
+        out->mlp += *c == '-' || *c == 'E';
+        out->moe += *c == 'E';
     }
     double L = (double)(out->mamba + out->attn + out->mlp);
     out->attn_share = L > 0 ? (double)out->attn / L : 0.0;
@@ -168,16 +179,37 @@ static aps_status validate_pattern(const aps_model *m, char *err, size_t n)
         len++;
     for (size_t i = 0; i < len; i++) {
         char c = m->hybrid_layer_pattern[i];
-        if (c != 'M' && c != '*' && c != '-') {
+        if (c != 'M' && c != '*' && c != '-' && c != 'E') {
             aps_fmt(err, n, "model.hybrid_layer_pattern: layer %zu is '%c'; "
-                    "apsearch models M (Mamba-2), * (attention) and - (MLP) "
-                    "layers", i, (c >= ' ' && c < 127) ? c : '?');
+                    "apsearch models M (Mamba-2), * (attention), - (MLP) "
+                    "and E (MoE) layers", i, (c >= ' ' && c < 127) ? c : '?');
             return APS_EINVAL;
         }
     }
     if ((int64_t)len != m->num_layers) {
         aps_fmt(err, n, "model.hybrid_layer_pattern: %zu layers, but "
                 "num_layers = %lld", len, (long long)m->num_layers);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
+/** The pattern's E layers are the MoE layers: experts iff an E, and
+ *  none of the transformer's MoE layer placement fields. */
+static aps_status validate_moe_layers(const aps_model *m, char *err, size_t n)
+{
+    bool has_e = strchr(m->hybrid_layer_pattern, 'E') != NULL;
+    if (has_e != (m->num_experts > 0)) {
+        aps_fmt(err, n, "model.hybrid_layer_pattern: %s", has_e
+                ? "E (MoE) layers without num_experts"
+                : "num_experts given without E (MoE) layers");
+        return APS_EINVAL;
+    }
+    if (m->moe_first_dense_layers != 0 || m->moe_layer_freq > 1 ||
+        m->moe_layer_phase != 0 || m->moe_dense_layer_count != 0) {
+        aps_fmt(err, n, "model.hybrid_layer_pattern: its E layers place the "
+                "experts; moe_first_dense_layers, moe_layer_freq, "
+                "moe_layer_phase and moe_dense_layers must be left out");
         return APS_EINVAL;
     }
     return APS_OK;
@@ -230,12 +262,12 @@ aps_status aps_hybrid_validate(const aps_model *m, char *err, size_t n)
                 "modelled");
         return APS_EINVAL;
     }
-    if (aps_model_is_moe(m) || m->kv_lora_rank > 0 || m->mtp_layers > 0) {
+    if (m->kv_lora_rank > 0 || m->mtp_layers > 0) {
         aps_fmt(err, n, "model.hybrid_layer_pattern: a hybrid model with "
-                "experts, MLA or MTP layers is not modelled");
+                "MLA or MTP layers is not modelled");
         return APS_EINVAL;
     }
-    return APS_OK;
+    return validate_moe_layers(m, err, n);
 }
 
 const char *aps_hybrid_refusal(const aps_training *t, const aps_strategy *s)

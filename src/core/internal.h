@@ -498,7 +498,9 @@ typedef struct {
     double membound_fwd;    /**< s: activation functions, permute,
                                  unpermute, router scores */
     double cast_fwd, cast_bwd; /**< s: quantized-GEMM casts */
-    double drop_mlp_tp;     /**< 1: the dense FFN's TP collectives go */
+    double drop_mlp_tp;     /**< the layer's share of TP collectives that
+                                 go with the dense FFN (its block's: 1 /
+                                 blocks), 0 with a shared expert */
     double act;             /**< bytes saved for backward */
     double ep_fwd, ep_bwd;  /**< s: dispatch + combine, each pass */
     double ep_buffer;       /**< bytes of one layer's dispatch buffers */
@@ -527,7 +529,8 @@ typedef struct {
     double moe_layers;      /**< MoE layers on the rank */
     double comp_fwd, comp_bwd, wgrad, recompute;
     double ep_fwd, ep_bwd;  /**< dispatch + combine, one micro-batch */
-    double drop_tp_layers;  /**< layers whose FFN TP collectives go */
+    double drop_tp_layers;  /**< layers' worth of TP collectives that go
+                                 with the MoE layers' dense FFNs */
     double drop_tp_recompute; /**< of them recomputed */
     double ep_hidden_fwd, ep_hidden_bwd; /**< of ep_fwd, ep_bwd: hidden
                                               behind the shared expert */
@@ -546,8 +549,11 @@ typedef struct {
     int64_t mamba, attn, mlp;   /**< layers of each kind (hybrid only;
                                      attn also with Gated DeltaNet) */
     int64_t gdn;                /**< Gated DeltaNet layers (gdn.c) */
+    int64_t moe;                /**< MoE layers 'E' (hybrid only; counted
+                                     in mlp too, hybrid.c) */
     double attn_share;          /**< attention blocks per layer */
-    double mlp_share;           /**< dense MLP blocks per layer */
+    double mlp_share;           /**< dense MLP blocks per layer (MoE
+                                     layers included: moe.c swaps them) */
     double mamba_share;         /**< Mamba-2 blocks per layer */
     double gdn_share;           /**< Gated DeltaNet blocks per layer */
     double blocks;              /**< blocks (pre-norm + residual) per layer */

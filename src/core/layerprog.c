@@ -196,8 +196,9 @@ static bool moe_syncs(const aps_strategy *s)
 }
 
 /** A hybrid model's mean layer (hybrid.c): its share of an attention
- *  block and of an MLP block, and a Mamba-2 block's share (its kernels
- *  with the SP collectives, as an MLP's) in the MLP's slot, a Gated
+ *  block and, over the layers that are not MoE, of an MLP block and of a
+ *  Mamba-2 block (its kernels with the SP collectives, as an MLP's) in
+ *  the MLP's slot, a Gated
  *  DeltaNet block's (gdn.c) in the attention's slot; a whole-layer
  *  graph captures every block, one launch each way. */
 static void hybrid_launches(const aps_model *m, const aps_strategy *s,
@@ -212,8 +213,17 @@ static void hybrid_launches(const aps_model *m, const aps_strategy *s,
         return; /* the attention slot holds the layer's one graph */
     out->attn.fwd = w.attn_share * out->attn.fwd + w.gdn_share * gdn.fwd;
     out->attn.bwd = w.attn_share * out->attn.bwd + w.gdn_share * gdn.bwd;
-    out->mlp.fwd = w.mlp_share * out->mlp.fwd + w.mamba_share * mamba.fwd;
-    out->mlp.bwd = w.mlp_share * out->mlp.bwd + w.mamba_share * mamba.bwd;
+    /* aps_host_stage launches the MLP slot on the layers that are not
+     * MoE, the MoE block on the E layers: the slot is the mean of the
+     * other layers' MLP and Mamba-2 blocks */
+    double L = (double)(w.attn + w.mlp + w.mamba);
+    double other = L - (double)w.moe;
+    double dense = other > 0 ? (double)(w.mlp - w.moe) / other : 0.0;
+    double ssm = other > 0 ? (double)w.mamba / other : 0.0;
+    if (!aps_model_is_hybrid(m)) /* Gated DeltaNet: the MLP on every layer */
+        dense = w.mlp_share, ssm = 0.0;
+    out->mlp.fwd = dense * out->mlp.fwd + ssm * mamba.fwd;
+    out->mlp.bwd = dense * out->mlp.bwd + ssm * mamba.bwd;
 }
 
 void aps_host_program_build(const aps_model *m, const aps_training *t,

@@ -9,6 +9,7 @@
  * Checked against the published counts of shared/models (tests/c/test_model.c).
  */
 #include <math.h>
+#include <string.h>
 #include <strings.h>
 #include "internal.h"
 
@@ -425,6 +426,15 @@ bool aps_model_is_moe_layer(const aps_model *m, int64_t i)
         i = m->num_layers - 1;
     if (m->num_experts <= 0 || i < m->moe_first_dense_layers)
         return false;
+    /* a hybrid model: its pattern's E layers (hybrid.c) */
+    if (aps_model_is_hybrid(m)) {
+        const char *p = m->hybrid_layer_pattern;
+        size_t len = sizeof m->hybrid_layer_pattern;
+        const char *end = memchr(p, '\0', len);
+        if (end)
+            len = (size_t)(end - p);
+        return i >= 0 && (size_t)i < len && p[i] == 'E';
+    }
     int64_t k = m->moe_layer_freq > 0 ? m->moe_layer_freq : 1;
     if (i % k != m->moe_layer_phase)
         return false;
@@ -869,7 +879,7 @@ static double hybrid_largest_layer(const aps_model *m, int64_t tp)
     aps_hybrid_counts w;
     aps_hybrid_mix(m, &w);
     return fmax(w.attn ? attn : 0.0,
-                fmax(w.mlp ? mlp : 0.0, w.mamba ? mamba : 0.0));
+                fmax(w.mlp > w.moe ? mlp : 0.0, w.mamba ? mamba : 0.0));
 }
 
 /* The largest layer of a Gated DeltaNet model on one of tp ranks (its
@@ -889,19 +899,30 @@ static double gdn_largest_layer(const aps_model *m, int64_t tp)
 
 /* A hybrid model's layers kind by kind: the counts and per-layer
  * parameters into out, and out->layers their exact sum (not L times the
- * mean layer). */
+ * mean layer).  An MoE layer 'E' is its pre-norm and the MoE block
+ * (transformers NemotronHBlock with NemotronHMOE: the router weight E x h,
+ * e_score_correction_bias E, the experts' and the shared expert's up and
+ * down projections). */
 static void hybrid_param_counts(const aps_model *m, aps_param_counts *out)
 {
     aps_hybrid_counts w;
     aps_hybrid_mix(m, &w);
     hybrid_kind_params(m, 1, &out->per_attention_layer, &out->per_mlp_layer,
                        &out->per_mamba_layer);
+    double norm = norm_params(m, (double)m->hidden_size);
     out->mamba_layers = (double)w.mamba;
     out->attention_layers = (double)w.attn;
-    out->mlp_layers = (double)w.mlp;
+    out->mlp_layers = (double)(w.mlp - w.moe);
+    out->moe_layers = (double)w.moe;
+    if (w.moe > 0) {
+        out->per_moe_layer = norm + moe_mlp_params(m, (double)m->num_experts);
+        out->per_moe_layer_active =
+            norm + moe_mlp_params(m, (double)m->experts_per_token);
+    }
     out->layers = out->mamba_layers * out->per_mamba_layer +
                   out->attention_layers * out->per_attention_layer +
-                  out->mlp_layers * out->per_mlp_layer;
+                  out->mlp_layers * out->per_mlp_layer +
+                  out->moe_layers * out->per_moe_layer;
 }
 
 void aps_model_param_counts(const aps_model *m, aps_param_counts *out)

@@ -470,8 +470,12 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
         out->cast_bwd = bw / hbm;
     }
     /* the dense FFN's TP collectives go unless a shared expert keeps
-     * them (SharedExpertMLP gathers and reduce-scatters its sequence) */
-    out->drop_mlp_tp = fs > 0 ? 0.0 : 1.0;
+     * them (SharedExpertMLP gathers and reduce-scatters its sequence):
+     * one block's, of the layer's blocks (compute.c tp_fwd: a transformer
+     * layer two, a hybrid layer one) */
+    aps_hybrid_counts w;
+    aps_hybrid_mix(m, &w);
+    out->drop_mlp_tp = fs > 0 ? 0.0 : 1.0 / w.blocks;
 
     /* saved activations: minus the dense FFN's (memory.c), plus the
      * router scores and routing probabilities (fp32), the permuted input,

@@ -152,11 +152,11 @@ static void stage_tp(const aps_model *m, const aps_cluster *c,
     double rc = (double)aps_layout_run_recompute(lay, i);
     double edge_fwd, edge_bwd;
     tp_edges(m, c, s, lay, first, last, &edge_fwd, &edge_bwd);
-    /* an MoE layer without shared expert drops the FFN's half of them
-     * (its experts' own collectives are in mo's times) */
-    double tp_fwd = (L - 0.5 * mo->drop_tp_layers) * lc->tp_fwd + edge_fwd;
-    double tp_bwd = (L - 0.5 * mo->drop_tp_layers) * lc->tp_bwd +
-                    (rc - 0.5 * mo->drop_tp_recompute) * lc->tp_fwd +
+    /* an MoE layer without shared expert drops the FFN block's share of
+     * them (its experts' own collectives are in mo's times) */
+    double tp_fwd = (L - mo->drop_tp_layers) * lc->tp_fwd + edge_fwd;
+    double tp_bwd = (L - mo->drop_tp_layers) * lc->tp_bwd +
+                    (rc - mo->drop_tp_recompute) * lc->tp_fwd +
                     edge_bwd;
     /* TorchTitan's op-level selective recompute re-runs wk and w3, whose
      * sequence all-gathers are not among the saved ops: 2 all-gathers per

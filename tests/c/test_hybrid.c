@@ -55,6 +55,120 @@ static void fx_nemotron_h(aps_model *m, const char *pattern)
     fx_validate(m);
 }
 
+/** The pattern of nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16: 23 M, 23 E,
+ *  6 *. */
+#define NEMOTRON3_NANO_PATTERN \
+    "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
+
+/* examples/models/nemotron-3-nano-30b-a3b.json: h 2688, 32 heads of 128,
+ * 2 KV heads; Mamba-2 nh 64, P 64 (d 4096), N 128, G 8, K 4; 128 experts
+ * of 1856 (squared ReLU), top 6, one shared expert of 3712, the router's
+ * expert bias; V 131072 untied. */
+static void fx_nemotron3_nano(aps_model *m)
+{
+    aps_model_defaults(m);
+    snprintf(m->name, sizeof m->name, "nemotron-3-nano-30b-a3b");
+    snprintf(m->hybrid_layer_pattern, sizeof m->hybrid_layer_pattern, "%s",
+             NEMOTRON3_NANO_PATTERN);
+    m->num_layers = (int64_t)strlen(NEMOTRON3_NANO_PATTERN);
+    m->hidden_size = 2688;
+    m->num_attention_heads = 32;
+    m->num_query_groups = 2;
+    m->head_dim = 128;
+    m->ffn_hidden_size = 1856;
+    m->vocab_size = 131072;
+    m->max_position_embeddings = 262144;
+    m->norms_per_layer = 1;
+    m->mlp = APS_MLP_RELU2;
+    m->position_embedding = APS_POS_NONE;
+    m->mamba_num_heads = 64;
+    m->mamba_head_dim = 64;
+    m->mamba_state_dim = 128;
+    m->mamba_num_groups = 8;
+    m->mamba_conv_kernel = 4;
+    m->mamba_chunk_size = 128;
+    m->num_experts = 128;
+    m->experts_per_token = 6;
+    m->moe_ffn_hidden_size = 1856;
+    m->shared_expert_ffn_hidden_size = 3712;
+    m->moe_router_bias = true;
+    fx_validate(m);
+}
+
+/* Hand counts (transformers NemotronHBlock / NemotronHMOE):
+ *   Mamba layer: in_proj 2688 (2*4096 + 2*1024 + 64 = 10304) = 27,697,152;
+ *     conv 6144*4 + 6144 = 30,720; dt_bias, A_log, D 192; gated norm
+ *     4096; out_proj 4096*2688 = 11,010,048; pre-norm 2688 -> 38,744,896
+ *   attention layer: Q, O 2688*4096 each, K, V 2688*256 each; norm 2688
+ *     -> 23,399,040
+ *   MoE layer: router 128*2688 = 344,064, e_score_correction_bias 128,
+ *     experts 128 * 2*2688*1856 = 1,277,509,632, shared expert
+ *     2*2688*3712 = 19,955,712, norm 2688 -> 1,297,468,160; with 6 experts
+ *     (59,885,568) 80,169,728
+ *   23 M + 6 * + 23 E = 30,873,294,528; embedding + output 2*131072*2688 =
+ *   704,643,072; final norm 2688 -> 31,577,940,288 total, 3,580,076,352
+ *   active (published: 31.6B total; 3.2B active without the embedding,
+ *   3,227,754,816 here). */
+static void test_hybrid_params_nemotron3_nano(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_nemotron3_nano(&m);
+    aps_param_counts pc;
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.per_mamba_layer, 38744896.0);
+    ASSERT_DBL_EXACT(pc.per_attention_layer, 23399040.0);
+    ASSERT_DBL_EXACT(pc.per_moe_layer, 1297468160.0);
+    ASSERT_DBL_EXACT(pc.per_moe_layer_active, 80169728.0);
+    ASSERT_DBL_EXACT(pc.moe_layers, 23.0);
+    ASSERT_DBL_EXACT(pc.mlp_layers, 0.0);
+    ASSERT_DBL_EXACT(pc.layers, 30873294528.0);
+    ASSERT_DBL_EXACT(pc.total, 31577940288.0);
+    ASSERT_DBL_EXACT(pc.active, 3580076352.0);
+    assert_false(aps_model_is_moe_layer(&m, 0));
+    assert_true(aps_model_is_moe_layer(&m, 1));
+    assert_false(aps_model_is_moe_layer(&m, 5));
+    assert_true(aps_model_is_moe_layer(&m, 51));
+}
+
+/* Model FLOPs of one 4096-token sequence, each kind of layer once:
+ * Mamba 2 S h 10304 + 2 S 6144 K + 7 S d N + 2 S d h = 332,323,094,528;
+ * attention 2 S (2 h 4096 + 2 h 256) + 4 S (S / 2) 32 128 =
+ * 329,101,869,056; MoE 2 S 2 h (6 * 1856 + 3712) = 653,908,770,816 (the
+ * router not counted, as Megatron's); logits 2 S h V = 2,886,218,022,912
+ * -> 3 x (23 M + 6 * + 23 E + logits) = 82,632,486,420,480: the E layers
+ * priced as MoE blocks, not as attention or a dense MLP. */
+static void test_hybrid_moe_step_flops(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_nemotron3_nano(&m);
+    aps_training t;
+    fx_training(&t, 1, 4096);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    ASSERT_REL(aps_flops_per_step(&m, &t, &s, true, false),
+               82632486420480.0, 1e-12);
+}
+
+/* Host launches: the MLP slot is launched on the 29 layers that are not
+ * MoE, and holds their 23 Mamba-2 blocks (11 kernels each at TP 1); the
+ * attention slot 6 of 52 layers' 5 kernels (no RoPE). */
+static void test_hybrid_moe_host_kernels(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_nemotron3_nano(&m);
+    aps_training t;
+    fx_training(&t, 8, 4096);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    aps_host_program hp;
+    aps_host_program_build(&m, &t, &s, &hp);
+    ASSERT_REL(29.0 * hp.mlp.fwd, 23.0 * 11.0, 1e-12);
+    ASSERT_REL(52.0 * hp.attn.fwd, 6.0 * 5.0, 1e-12);
+}
+
 static void test_hybrid_params_nemotron_h_8b(void **state)
 {
     (void)state;
@@ -144,9 +258,24 @@ static void test_hybrid_validation(void **state)
     char err[256];
     aps_model m;
     fx_nemotron_h(&m, NEMOTRON_H_8B_PATTERN);
+    m.hybrid_layer_pattern[3] = 'X';
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.hybrid_layer_pattern: layer 3 is 'X'");
+    fx_nemotron_h(&m, NEMOTRON_H_8B_PATTERN);
     m.hybrid_layer_pattern[3] = 'E';
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
-    ASSERT_HAS(err, "model.hybrid_layer_pattern: layer 3 is 'E'");
+    ASSERT_HAS(err, "E (MoE) layers without num_experts");
+    fx_nemotron3_nano(&m);
+    m.moe_layer_freq = 2;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "its E layers place the experts");
+    fx_nemotron3_nano(&m);
+    m.hybrid_layer_pattern[1] = 'M';
+    for (char *c = m.hybrid_layer_pattern; *c; c++)
+        if (*c == 'E')
+            *c = '-';
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "num_experts given without E (MoE) layers");
     fx_nemotron_h(&m, NEMOTRON_H_8B_PATTERN);
     m.num_layers = 50;
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
@@ -206,6 +335,9 @@ int main(void)
         cmocka_unit_test(test_hybrid_step_flops),
         cmocka_unit_test(test_hybrid_validation),
         cmocka_unit_test(test_hybrid_refusals),
+        cmocka_unit_test(test_hybrid_params_nemotron3_nano),
+        cmocka_unit_test(test_hybrid_moe_step_flops),
+        cmocka_unit_test(test_hybrid_moe_host_kernels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

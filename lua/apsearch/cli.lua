@@ -1180,6 +1180,11 @@ local function cmd_inspect(args)
     label.per_layer = "per_layer (mean)"
     keys = { "embedding", "mamba_layers", "per_mamba_layer", "attention_layers", "per_attention_layer",
       "mlp_layers", "per_mlp_layer", "per_layer", "layers", "final_norm", "output_layer", "total", "active" }
+    if counts.moe_layers then -- the E layers, before the mean layer
+      for i, k in ipairs({ "moe_layers", "per_moe_layer", "per_moe_layer_active" }) do
+        table.insert(keys, 7 + i, k)
+      end
+    end
   end
   if counts.mtp then
     keys[#keys + 1] = "mtp"

@@ -171,7 +171,7 @@
 --
 -- * `nemotron_h` (NVIDIA Nemotron-H, transformers configuration_nemotron_h.py
 --   @ 13923c63): `hybrid_override_pattern` (or `layers_block_type`) gives one
---   mixer per layer, M Mamba-2, * attention, - MLP (E, MoE, is refused) ->
+--   mixer per layer, M Mamba-2, * attention, - MLP, E MoE ->
 --   hybrid_layer_pattern, its length num_layers; `mamba_num_heads`,
 --   `mamba_head_dim` (d_inner = their product, NemotronHMamba2Mixer),
 --   `ssm_state_size`, `n_groups`, `conv_kernel`, `chunk_size` -> mamba_*;
@@ -182,6 +182,13 @@
 --   NemotronHConfig's defaults (M.NEMOTRON_H_DEFAULTS); the legacy names
 --   `mamba_n_groups`, `mamba_d_conv`, `mamba_expand`, `mamba_chunk_size`,
 --   `mamba_conv_bias` are read as transformers' __post_init__ does.
+--   The E layers (Nemotron 3) are NemotronHMOE blocks: `n_routed_experts`
+--   squared-ReLU experts of `moe_intermediate_size` (up and down
+--   projections, no gate), top `num_experts_per_tok`, one shared expert of
+--   `moe_shared_expert_intermediate_size`, NemotronHTopkRouter (DeepSeek-
+--   V3's: sigmoid scores plus `e_score_correction_bias`, `n_group` /
+--   `topk_group`, `norm_topk_prob`, `routed_scaling_factor`);
+--   `moe_latent_size` (latent MoE) is refused.
 --
 -- What such a config has that no estimate term prices (sinks' softmax
 -- column, clamps, soft-capping, the vision tower, ...) is listed in
@@ -1753,9 +1760,9 @@ M.NEMOTRON_H_ALIASES = { mamba_n_groups = "n_groups", mamba_d_conv = "conv_kerne
 
 --- Layer kinds: pattern characters (Megatron-Core hybrid_layer_allocation.py
 -- @ d98e8a64 Symbols) and `layers_block_type` names (new and legacy).
-M.HYBRID_SYMBOLS = { M = "M", ["*"] = "*", ["-"] = "-" }
+M.HYBRID_SYMBOLS = { M = "M", ["*"] = "*", ["-"] = "-", E = "E" }
 M.HYBRID_BLOCK_TYPES = { linear_attention = "M", mamba = "M", full_attention = "*",
-  attention = "*", mlp = "-" }
+  attention = "*", mlp = "-", moe = "E" }
 
 -- A NotImplemented error for a layer kind apsearch does not model.
 local function hybrid_unmodelled(file, key, what, got)
@@ -1764,7 +1771,7 @@ local function hybrid_unmodelled(file, key, what, got)
 end
 
 -- The layer pattern of a nemotron_h config: `hybrid_override_pattern` or
--- `layers_block_type`, as M / * / - characters.
+-- `layers_block_type`, as M / * / - / E characters.
 local function nemotron_h_pattern(cfg, file)
   local v, key = cfg.hybrid_override_pattern, "hybrid_override_pattern"
   if is_null(v) then
@@ -1774,17 +1781,42 @@ local function nemotron_h_pattern(cfg, file)
     end
     local chars = {}
     for i, t in ipairs(v) do
-      if t == "moe" then hybrid_unmodelled(file, key, "MoE (moe)", t) end
       chars[i] = M.HYBRID_BLOCK_TYPES[t] or
-        util.fail(file, key .. "[" .. i .. "]", "expected mamba, attention or mlp", t)
+        util.fail(file, key .. "[" .. i .. "]", "expected mamba, attention, mlp or moe", t)
     end
     return table.concat(chars), key
   end
   if type(v) ~= "string" or #v == 0 then util.fail(file, key, "expected a non-empty string", v) end
-  if v:find("E", 1, true) then hybrid_unmodelled(file, key, "MoE (E)", v) end
-  local bad = v:find("[^M%*%-]")
-  if bad then util.fail(file, key, ("character %d is not M, * or -"):format(bad), v) end
+  local bad = v:find("[^M%*%-E]")
+  if bad then util.fail(file, key, ("character %d is not M, *, - or E"):format(bad), v) end
   return v, key
+end
+
+-- The MoE blocks of a nemotron_h config with E layers (file comment,
+-- "Hybrid Mamba-2 models"; transformers NemotronHMOE, NemotronHTopkRouter,
+-- configuration_nemotron_h.py): experts, top-k, the shared expert, the
+-- DeepSeek-V3 router with its expert bias.  Without E layers, none.
+local function nemotron_h_moe(m, cfg, file)
+  if not m.hybrid_layer_pattern:find("E", 1, true) then return m end
+  local r = reader(cfg, file)
+  if not is_null(cfg.moe_latent_size) then
+    hybrid_unmodelled(file, "moe_latent_size", "latent MoE (E)", cfg.moe_latent_size)
+  end
+  -- transformers builds one shared expert of moe_shared_expert_intermediate_size
+  -- whatever n_shared_experts says (vLLM multiplies by it): only 1 is unambiguous
+  if not is_null(cfg.n_shared_experts) and cfg.n_shared_experts ~= 1 then
+    util.fail(file, "n_shared_experts", "expected 1 (one shared expert of " ..
+      "moe_shared_expert_intermediate_size)", cfg.n_shared_experts)
+  end
+  if is_null(cfg.n_routed_experts) then
+    util.fail(file, "n_routed_experts", "required key is missing (the pattern has E (MoE) layers)", nil)
+  end
+  m.num_experts = config_int(cfg.n_routed_experts, 2, file, "n_routed_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  m.shared_expert_ffn_hidden_size = r.int("moe_shared_expert_intermediate_size")
+  m.moe_router_bias = true -- e_score_correction_bias (E)
+  return deepseek_router(m, r, cfg, file, true, "noaux_tc")
 end
 
 -- A setting of the config that must hold for the layers apsearch prices;
@@ -1805,7 +1837,7 @@ end
 -- @tparam table notes the import's notes
 -- @treturn table model table
 -- @raise `<file>: <key>: <problem> (got <value>)`, or NotImplemented for
---   MoE and MTP layers
+--   latent MoE and MTP layers
 function builders.nemotron_h(_, raw, file, notes)
   -- cfg by transformers' names, NemotronHConfig's defaults filled in; key[k]
   -- the name the file used for k (a legacy alias, attention_head_dim), for
@@ -1852,7 +1884,7 @@ function builders.nemotron_h(_, raw, file, notes)
   if reader(cfg, file).bool("residual_in_fp32", false) then
     note(notes, file, "residual_in_fp32: the fp32 residual stream is not priced (bf16 assumed)")
   end
-  return m
+  return nemotron_h_moe(m, cfg, file)
 end
 
 ---------------------------------------------------------------- Qwen3-Next (Gated DeltaNet)
@@ -2103,8 +2135,8 @@ M.UNMODELLED = { deepseek_v32 = M.DSA_UNMODELLED, glm_moe_dsa = M.DSA_UNMODELLED
 -- would silently lose the indexer).
 M.DSA_KEYS = { "index_n_heads", "index_head_dim", "index_topk" }
 
---- Types whose own builder refuses their experts more precisely than the
--- generic MoE refusal (nemotron_h names the E layers of its pattern).
+--- Types whose own builder reads their experts, outside the generic MoE
+-- check (nemotron_h: the E layers of its pattern).
 M.MOE_BUILDER_REFUSES = { nemotron_h = true }
 
 --- The text model of a multimodal wrapper apsearch has no reader for (a

@@ -13,6 +13,9 @@ local H = require "spec_helpers"
 
 local PATH = ROOT .. "/examples/models/nemotron-h-8b-base-8k.json"
 local PATTERN = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"
+-- NVIDIA-Nemotron-3-Nano-30B-A3B: Mamba-2, attention and MoE (E) layers
+local MOE = ROOT .. "/examples/models/nemotron-3-nano-30b-a3b.json"
+local NANO_PATTERN = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
 
 local function decoded()
   local f = assert(io.open(PATH))
@@ -41,6 +44,31 @@ describe("nemotron_h import", function()
     assert.are.equal(8100852736, c.total)
   end)
 
+  -- tests/c/test_hybrid.c derives it (transformers NemotronHMOE): 23
+  -- Mamba-2 layers of 38,744,896, 6 attention layers of 23,399,040, 23 MoE
+  -- layers of 1,297,468,160 (router 344,064 + expert bias 128 + 128
+  -- experts of 2 x 2688 x 1856 + the shared expert 2 x 2688 x 3712 + norm
+  -- 2688), 80,169,728 of them active (6 experts); embedding and output
+  -- 2 x 352,321,536, final norm 2688.  Published (model card of
+  -- nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16): 31.6B total, 3.2B active
+  -- (without the input embedding).
+  it("NVIDIA-Nemotron-3-Nano-30B-A3B: 31,577,940,288 parameters, 3,580,076,352 active", function()
+    local m = hf.load(MOE)
+    assert.are.equal(NANO_PATTERN, m.hybrid_layer_pattern)
+    assert.are.same({ 128, 6, 1856, 3712, true, 2.5 }, { m.num_experts, m.experts_per_token,
+      m.moe_ffn_hidden_size, m.shared_expert_ffn_hidden_size, m.moe_router_bias,
+      m.moe_router_topk_scaling_factor })
+    assert.is_nil(m.moe_router_pre_softmax) -- norm_topk_prob: the top-k renormalised
+    assert.is_nil(m.moe_router_num_groups) -- n_group 1
+    local c = core.model_params(m)
+    assert.are.same({ 23, 38744896, 6, 23399040, 0, 23, 1297468160, 80169728 }, { c.mamba_layers,
+      c.per_mamba_layer, c.attention_layers, c.per_attention_layer, c.mlp_layers, c.moe_layers,
+      c.per_moe_layer, c.per_moe_layer_active })
+    assert.are.same({ 30873294528, 31577940288, 3580076352 }, { c.layers, c.total, c.active })
+    assert.is_true(math.abs(c.total / 31.6e9 - 1) < 0.02)
+    assert.is_true(math.abs((c.active - c.embedding) / 3.2e9 - 1) < 0.02)
+  end)
+
   it("reads layers_block_type and the legacy key names", function()
     local cfg = decoded()
     local kinds = { M = "mamba", ["*"] = "attention", ["-"] = "mlp" }
@@ -52,19 +80,27 @@ describe("nemotron_h import", function()
     assert.are.equal(PATTERN, m.hybrid_layer_pattern)
     assert.are.equal(8, m.mamba_num_groups)
     list[3] = "conv"
-    assert.are.equal('n.json: layers_block_type[3]: expected mamba, attention or mlp (got "conv")',
+    assert.are.equal('n.json: layers_block_type[3]: expected mamba, attention, mlp or moe (got "conv")',
       H.err_of(hf.from_config, cfg, "n.json"))
-    list[3] = "moe"
-    assert.are.equal('NotImplemented: n.json: layers_block_type: MoE (moe) layers are not modelled (got "moe")',
-      H.err_of(hf.from_config, cfg, "n.json"))
+    -- "moe" is an E layer (Nemotron 3's configs)
+    local nano = H.read_json(MOE)
+    local moe_kinds = { M = "mamba", ["*"] = "attention", E = "moe" }
+    local moe_list = {}
+    for ch in NANO_PATTERN:gmatch(".") do moe_list[#moe_list + 1] = moe_kinds[ch] end
+    nano.hybrid_override_pattern, nano.layers_block_type = nil, moe_list
+    assert.are.equal(NANO_PATTERN, hf.from_config(nano, "n.json").hybrid_layer_pattern)
   end)
 end)
 
 describe("nemotron_h: bad values exit 2 naming file, key and value", function()
   local cases = {
-    { "hybrid_override_pattern", "M-X", 'hybrid_override_pattern: character 3 is not M, * or - (got "M-X")' },
-    { "hybrid_override_pattern", "M*E-", 'NotImplemented: %s: hybrid_override_pattern: MoE (E) layers are ' ..
-      'not modelled (got "M*E-")' },
+    { "hybrid_override_pattern", "M-X", 'hybrid_override_pattern: character 3 is not M, *, - or E (got "M-X")' },
+    { "hybrid_override_pattern", (PATTERN:gsub("%-", "E", 1)), "n_routed_experts: required key is missing " ..
+      "(the pattern has E (MoE) layers) (got nil)" },
+    { "moe_latent_size", 1024, 'NotImplemented: %s: moe_latent_size: latent MoE (E) layers are not modelled ' ..
+      '(got 1024)', nil, MOE },
+    { "n_shared_experts", 2, "n_shared_experts: expected 1 (one shared expert of " ..
+      "moe_shared_expert_intermediate_size) (got 2)", nil, MOE },
     { "num_hidden_layers", 50, "num_hidden_layers: expected 52, the layers of hybrid_override_pattern (got 50)" },
     { "mamba_num_heads", 0, "mamba_num_heads: expected a positive integer <= 16777216 (got 0)" },
     { "mamba_head_dim", "64", 'mamba_head_dim: expected a positive integer <= 16777216 (got "64")' },
@@ -88,7 +124,7 @@ describe("nemotron_h: bad values exit 2 naming file, key and value", function()
   local dir = H.tmpdir()
   for i, case in ipairs(cases) do
     it(case[1] .. " = " .. tostring(case[2]), function()
-      local cfg = decoded()
+      local cfg = case[5] and H.read_json(case[5]) or decoded() -- [5]: another config
       cfg[case[1]] = case[2]
       if case[4] then cfg[case[4]] = nil end -- the legacy name alone
       local path = dir .. "/bad" .. i .. ".json"
@@ -132,5 +168,32 @@ describe("nemotron_h: apsearch run", function()
     end
     assert.truthy(H.read(dir .. "/launch/rank1_torchtitan.py"):find("NOT EXPRESSIBLE", 1, true))
     assert.truthy(H.read(dir .. "/launch/rank1_mindformers.yaml"):find("NOT EXPRESSIBLE", 1, true))
+  end)
+end)
+
+describe("nemotron_h with MoE (E) layers: apsearch run", function()
+  it("finds feasible strategies with expert parallelism on 16 H100s; the E layers are MoE layers", function()
+    local dir = H.tmpdir()
+    local code, out, err = H.apsearch("run", "--model", "examples/models/nemotron-3-nano-30b-a3b.json",
+      "--cluster", "h100-sxm-80gb:2", "--top-k", "3", "--format", "json", "--quiet", "--out", dir)
+    assert.are.equal(0, code, err)
+    local r = cjson.decode(out)
+    local top = r.top_k_strategies[1]
+    assert.is_not_nil(top, out:sub(1, 400))
+    assert.are.equal(1, top.pp_degree)
+    local with_ep = false
+    for _, s in ipairs(r.top_k_strategies) do with_ep = with_ep or (s.ep_degree or 1) > 1 end
+    assert.is_true(with_ep)
+    assert.is_true(top.ep_degree > 1)
+    assert.is_true(top.performance_cost.breakdown.ep_comm.total > 0, cjson.encode(top.performance_cost))
+    local sh = H.read(dir .. "/launch/rank1_megatron.sh")
+    assert.truthy(sh:find("--hybrid-layer-pattern '" .. NANO_PATTERN .. "'", 1, true), sh)
+    for _, flag in ipairs({ "--num-experts 128", "--moe-router-topk 6", "--moe-ffn-hidden-size 1856",
+        "--moe-shared-expert-intermediate-size 3712", "--moe-router-score-function sigmoid",
+        "--moe-router-enable-expert-bias", "--moe-router-topk-scaling-factor 2.5", "--squared-relu",
+        "--expert-model-parallel-size " .. math.tointeger(top.ep_degree), "pretrain_hybrid.py" }) do
+      assert.truthy(sh:find(flag, 1, true), flag .. "\n" .. sh)
+    end
+    assert.falsy(sh:find("--moe-layer-freq", 1, true), sh) -- the pattern places the experts
   end)
 end)

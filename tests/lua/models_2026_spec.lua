@@ -396,11 +396,13 @@ describe("2025-26 families: refusals name what is not modelled", function()
     assert.is_true(math.abs(c.total / 35e9 - 1) < 0.02) -- the card's 35B, vision tower included
   end)
 
-  it("Nemotron-H's MoE layers are named by its pattern, not by the generic MoE refusal", function()
+  it("Nemotron-H's MoE layers are read by its own builder, not refused by the generic MoE check", function()
     local cfg = H.read_json(MODELS .. "nemotron-h-8b-base-8k.json")
     cfg.hybrid_override_pattern = cfg.hybrid_override_pattern:gsub("%-", "E", 1)
-    cfg.n_routed_experts = 128
-    assert.are.equal('NotImplemented: m.json: hybrid_override_pattern: MoE (E) layers are not modelled (got ' ..
-      require("apsearch.util").describe(cfg.hybrid_override_pattern) .. ")", err_of(hf.from_config, cfg, "m.json"))
+    cfg.n_routed_experts, cfg.num_experts_per_tok = 128, 6
+    cfg.moe_intermediate_size, cfg.moe_shared_expert_intermediate_size = 1856, 3712
+    local m = hf.from_config(cfg, "m.json")
+    assert.are.same({ 128, 6 }, { m.num_experts, m.experts_per_token })
+    assert.are.equal(1, core.model_params(m).moe_layers)
   end)
 end)

@@ -748,7 +748,11 @@ M.MAMBA_FIXED = { mamba_conv_kernel = { 4, "d_conv" }, mamba_chunk_size = { 128,
 -- arguments.py:2448, argument_utils.py:320-322), no position embedding,
 -- and the layer spec hybrid_builders.py requires (--spec, as
 -- examples/mamba/train.sh).  A conv width or chunk other than MambaMixer's
--- fixed defaults is NOT EXPRESSIBLE.
+-- fixed defaults is NOT EXPRESSIBLE.  E layers in the pattern are MoE
+-- layers (hybrid_layer_allocation.py Symbols.MOE; hybrid_stack_spec's
+-- moe_layer: MoETransformerLayer, pre-MLP norm and the MoE block): the
+-- MoE flags are M.moe_args', without --moe-layer-freq, and --squared-relu
+-- is the experts' activation too (2 matrices each).
 -- @tparam table m model table
 -- @tparam function A flag writer
 -- @tparam function N note writer
@@ -1189,7 +1193,10 @@ function M.moe_args(c, A, N)
     A("--moe-shared-expert-intermediate-size", m.shared_expert_ffn_hidden_size)
     if m.shared_expert_gate then A("--moe-shared-expert-gate") end
   end
-  local freq = M.moe_layer_freq(require("apsearch.core").model_params(m).moe_pattern or {})
+  -- a hybrid model's E layers place its experts (HybridStack builds
+  -- moe_layer for each E, hybrid_block.py @ d98e8a64 l.184-192)
+  local freq = not m.hybrid_layer_pattern and
+    M.moe_layer_freq(require("apsearch.core").model_params(m).moe_pattern or {})
   if freq then A("--moe-layer-freq", freq) end
   A("--expert-model-parallel-size", r.ep_degree or 1)
   A("--expert-tensor-parallel-size", r.etp_degree or r.tp_degree or 1)

@@ -285,5 +285,13 @@ const char *aps_hybrid_refusal(const aps_training *t, const aps_strategy *s)
     if (s->layer_recompute == APS_RECOMPUTE_FULL)
         return "hybrid Mamba-2 models: full recompute is not modelled "
                "(the recomputed layers' kinds are not tracked)";
+    /* the combined 1F1B schedule calls the model's build_schedule_plan,
+     * which GPTModel has and HybridModel has not (Megatron-LM d98e8a64
+     * megatron/core/pipeline_parallel/combined_1f1b.py l.377-382,
+     * models/gpt/gpt_model.py l.843) */
+    if (t->overlap_moe_expert_parallel_comm)
+        return "hybrid Mamba-2 models: training.overlap_moe_expert_parallel_"
+               "comm needs GPTModel's build_schedule_plan, which Megatron's "
+               "HybridModel does not have";
     return NULL;
 }

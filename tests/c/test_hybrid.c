@@ -319,6 +319,18 @@ static void test_hybrid_refusals(void **state)
     s.dp_degree = 8;
     assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
                      APS_REASON_NONE);
+    aps_model nano;
+    fx_nemotron3_nano(&nano);
+    aps_training to = t;
+    to.overlap_moe_expert_parallel_comm = true;
+    aps_strategy_defaults(&s);
+    s.dp_degree = 8;
+    s.ep_degree = 8;
+    r = aps_check_all(&nano, &c, &to, &s, msg, sizeof msg);
+    ASSERT_REASON(r, APS_REASON_FRAMEWORK_UNSUPPORTED, msg);
+    ASSERT_HAS(msg, "build_schedule_plan");
+    assert_int_equal(aps_check_all(&nano, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
     m.mamba_num_groups = 2; /* 128 heads % 2 = 0, but tp 8 */
     aps_strategy_defaults(&s);
     s.tp_degree = 8;

@@ -347,7 +347,7 @@ typedef struct {
      * the mamba_* fields must be 0.  Otherwise each character is one layer
      * (one pre-norm and one mixer, megatron/core/models/hybrid/
      * hybrid_layer_allocation.py @ d98e8a64 Symbols): M Mamba-2, * self-
-     * attention, - MLP; num_layers is its length. */
+     * attention, - MLP, E MoE (num_experts ...); num_layers its length. */
     char hybrid_layer_pattern[APS_MAX_HYBRID_LAYERS + 1]; /**< Megatron
                                           --hybrid-layer-pattern (HF
                                           hybrid_override_pattern) */

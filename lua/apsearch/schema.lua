@@ -64,7 +64,7 @@ M.model = {
   moe_router_pre_softmax = "bool", moe_router_sigmoid = "bool", moe_router_input_probs = "bool",
   moe_router_softmax_bias = "bool",
   -- hybrid Mamba-2 models (Nemotron-H): the layer pattern (M Mamba-2,
-  -- * attention, - MLP) and the Mamba-2 widths
+  -- * attention, - MLP, E MoE) and the Mamba-2 widths
   hybrid_layer_pattern = "string", mamba_num_heads = "nonnegint", mamba_head_dim = "nonnegint",
   mamba_state_dim = "nonnegint", mamba_num_groups = "nonnegint", mamba_conv_kernel = "nonnegint",
   mamba_chunk_size = "nonnegint",

@@ -135,7 +135,8 @@ static void test_hybrid_params_nemotron3_nano(void **state)
  * Mamba 2 S h 10304 + 2 S 6144 K + 7 S d N + 2 S d h = 332,323,094,528;
  * attention 2 S (2 h 4096 + 2 h 256) + 4 S (S / 2) 32 128 =
  * 329,101,869,056; MoE 2 S 2 h (6 * 1856 + 3712) = 653,908,770,816 (the
- * router not counted, as Megatron's); logits 2 S h V = 2,886,218,022,912
+ * router not counted, as Megatron-LM's moe_layer_flops, training.py @
+ * d98e8a64 l.845); logits 2 S h V = 2,886,218,022,912
  * -> 3 x (23 M + 6 * + 23 E + logits) = 82,632,486,420,480: the E layers
  * priced as MoE blocks, not as attention or a dense MLP. */
 static void test_hybrid_moe_step_flops(void **state)

@@ -170,6 +170,38 @@ static void test_hybrid_moe_host_kernels(void **state)
     ASSERT_REL(52.0 * hp.attn.fwd, 6.0 * 5.0, 1e-12);
 }
 
+/* Without a shared expert an MoE layer's dense-FFN TP collectives go: the
+ * whole layer's on a hybrid model (one block per layer), half a
+ * transformer layer's (stagetime.c takes drop_mlp_tp layers' worth); with
+ * the shared expert they stay. */
+static void test_hybrid_moe_tp_drop(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_nemotron3_nano(&m);
+    aps_cluster c;
+    fx_h100(&c, 8);
+    aps_training t;
+    fx_training(&t, 8, 4096);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.tp_degree = 2;
+    s.sequence_parallel = true;
+    s.dp_degree = 4;
+    aps_moe_cost mc;
+    aps_moe_layer_cost(&m, &c, &t, &s, &mc);
+    ASSERT_DBL_EXACT(mc.drop_mlp_tp, 0.0);
+    m.shared_expert_ffn_hidden_size = 0;
+    aps_moe_layer_cost(&m, &c, &t, &s, &mc);
+    ASSERT_DBL_EXACT(mc.drop_mlp_tp, 1.0);
+    m.hybrid_layer_pattern[0] = '\0'; /* the same widths as a transformer */
+    m.mamba_num_heads = m.mamba_head_dim = m.mamba_state_dim = 0;
+    m.mamba_num_groups = m.mamba_conv_kernel = m.mamba_chunk_size = 0;
+    m.norms_per_layer = 2;
+    aps_moe_layer_cost(&m, &c, &t, &s, &mc);
+    ASSERT_DBL_EXACT(mc.drop_mlp_tp, 0.5);
+}
+
 static void test_hybrid_params_nemotron_h_8b(void **state)
 {
     (void)state;
@@ -351,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_hybrid_params_nemotron3_nano),
         cmocka_unit_test(test_hybrid_moe_step_flops),
         cmocka_unit_test(test_hybrid_moe_host_kernels),
+        cmocka_unit_test(test_hybrid_moe_tp_drop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,6 +67,7 @@ describe("nemotron_h import", function()
     assert.are.same({ 30873294528, 31577940288, 3580076352 }, { c.layers, c.total, c.active })
     assert.is_true(math.abs(c.total / 31.6e9 - 1) < 0.02)
     assert.is_true(math.abs((c.active - c.embedding) / 3.2e9 - 1) < 0.02)
+    assert.is_true(math.abs(c.active / 3.6e9 - 1) < 0.02) -- "3.6B including embeddings"
   end)
 
   it("reads layers_block_type and the legacy key names", function()

@@ -384,6 +384,21 @@ typedef struct {
                                           num_nextn_predict_layers); counted
                                           apart (aps_param_counts.mtp), not in
                                           total */
+    /* DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5; src/core/dsa.c):
+     * on every MLA layer a lightning indexer scores each query against its
+     * causal keys and the attention reads only the index_topk best
+     * (Megatron-LM d98e8a64 megatron/core/transformer/
+     * experimental_attention_variant/dsa.py DSAIndexer, DSAttention;
+     * transformers DeepseekV32Indexer).  index_n_heads = 0: none, and the
+     * other two must be 0; > 0 needs multi-head latent attention. */
+    int64_t index_n_heads;           /**< indexer heads Hi (HF index_n_heads;
+                                          Megatron --dsa-indexer-n-heads) */
+    int64_t index_head_dim;          /**< indexer head width Di, its first
+                                          qk_rope_head_dim rotated (HF
+                                          index_head_dim; --dsa-indexer-
+                                          head-dim) */
+    int64_t index_topk;              /**< keys each query attends to (HF
+                                          index_topk; --dsa-indexer-topk) */
 } aps_model;
 
 /* ----------------------------------------------------------------- cluster */

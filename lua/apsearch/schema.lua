@@ -74,6 +74,9 @@ M.model = {
   linear_num_value_heads = "nonnegint", linear_key_head_dim = "nonnegint",
   linear_value_head_dim = "nonnegint", linear_conv_kernel_dim = "nonnegint",
   attention_output_gate = "bool", norm_zero_centered = "bool",
+  -- DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning
+  -- indexer's heads and width, and the keys each query attends to
+  index_n_heads = "nonnegint", index_head_dim = "nonnegint", index_topk = "nonnegint",
 }
 
 --- Device fields (aps_device), SI units.

@@ -266,6 +266,10 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, qk_rope_head_dim, FT_OINT, NULL),
     FLD(aps_model, v_head_dim, FT_OINT, NULL),
     FLD(aps_model, mtp_layers, FT_OINT, NULL),
+    /* DeepSeek Sparse Attention's indexer (src/core/dsa.c) */
+    FLD(aps_model, index_n_heads, FT_OINT, NULL),
+    FLD(aps_model, index_head_dim, FT_OINT, NULL),
+    FLD(aps_model, index_topk, FT_OINT, NULL),
     /* hybrid Mamba-2 models (src/core/hybrid.c) */
     FLD(aps_model, hybrid_layer_pattern, FT_OPATTERN, NULL),
     FLD(aps_model, mamba_num_heads, FT_OINT, NULL),

@@ -323,12 +323,6 @@ function M.model_shape(m, seq, pp)
       "apsearch does not write); written as the llama3 decoder, which is not this model (apsearch " ..
       "prices Gated DeltaNet models for Megatron-LM only)")
   end
-  if (m.index_n_heads or 0) > 0 then
-    N("NOT EXPRESSIBLE in TorchTitan", "DeepSeek Sparse Attention (the lightning indexer of " ..
-      m.index_n_heads .. " x " .. m.index_head_dim .. " and top-" .. m.index_topk .. " sparse attention): " ..
-      "HEAD b5bcd76c6's models have no indexer (torchtitan/models/deepseek_v3 attends densely); written " ..
-      "without it: no indexer weights, dense MLA attention, not the time and memory estimated")
-  end
   if m.mlp and m.mlp ~= "swiglu" then
     N("NOT EXPRESSIBLE in TorchTitan", tostring(m.mlp) .. " MLP: HEAD's llama3 block is SwiGLU " ..
       "(FeedForward w1, w2, w3); written as SwiGLU of width " .. tostring(m.ffn_hidden_size))
@@ -617,6 +611,12 @@ function M.moe_model(m, ctx)
     end
     if m.shared_expert_gate then
       N("NOT EXPRESSIBLE in TorchTitan", "the shared experts' sigmoid gate (build_mla_moe_layers has none)")
+    end
+    if (m.index_n_heads or 0) > 0 then
+      N("NOT EXPRESSIBLE in TorchTitan", "DeepSeek Sparse Attention (the lightning indexer of " ..
+        m.index_n_heads .. " x " .. m.index_head_dim .. " and top-" .. m.index_topk .. " sparse attention): " ..
+        "HEAD b5bcd76c6's models have no indexer (torchtitan/models/deepseek_v3 attends densely); written " ..
+        "without it: no indexer weights, dense MLA attention, not the time and memory estimated")
     end
     if (m.mtp_layers or 0) > 0 then
       N("NOTE", string.format("the model's %d multi-token-prediction module(s) are not trained in the " ..

@@ -399,6 +399,11 @@ typedef struct {
                                           head-dim) */
     int64_t index_topk;              /**< keys each query attends to (HF
                                           index_topk; --dsa-indexer-topk) */
+    bool index_rope_interleave;      /**< the indexer's RoPE rotates
+                                          interleaved pairs (GLM-5 HF
+                                          indexer_rope_interleave; Megatron
+                                          --dsa-indexer-rope-interleaved);
+                                          changes no estimate; DSA only */
 } aps_model;
 
 /* ----------------------------------------------------------------- cluster */

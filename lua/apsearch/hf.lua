@@ -1402,6 +1402,7 @@ local function dsa_model(cfg, file, defaults)
   m.index_n_heads = r.int("index_n_heads")
   m.index_head_dim = r.int("index_head_dim")
   m.index_topk = r.int("index_topk")
+  if r.bool("indexer_rope_interleave", false) then m.index_rope_interleave = true end
   return numerics(m, t, file)
 end
 

@@ -77,6 +77,7 @@ M.model = {
   -- DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning
   -- indexer's heads and width, and the keys each query attends to
   index_n_heads = "nonnegint", index_head_dim = "nonnegint", index_topk = "nonnegint",
+  index_rope_interleave = "bool",
 }
 
 --- Device fields (aps_device), SI units.

@@ -53,6 +53,11 @@ aps_status aps_dsa_validate(const aps_model *m, char *err, size_t n)
 {
     int64_t hi = m->index_n_heads, di = m->index_head_dim, k = m->index_topk;
     if (hi == 0) {
+        if (m->index_rope_interleave) {
+            aps_fmt(err, n, "model.index_rope_interleave: given without "
+                    "index_n_heads");
+            return APS_EINVAL;
+        }
         if (di != 0 || k != 0) {
             aps_fmt(err, n, "model.%s: %lld given without index_n_heads",
                     di != 0 ? "index_head_dim" : "index_topk",

@@ -270,6 +270,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, index_n_heads, FT_OINT, NULL),
     FLD(aps_model, index_head_dim, FT_OINT, NULL),
     FLD(aps_model, index_topk, FT_OINT, NULL),
+    FLD(aps_model, index_rope_interleave, FT_OBOOL, NULL),
     /* hybrid Mamba-2 models (src/core/hybrid.c) */
     FLD(aps_model, hybrid_layer_pattern, FT_OPATTERN, NULL),
     FLD(aps_model, mamba_num_heads, FT_OINT, NULL),

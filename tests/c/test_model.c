@@ -675,6 +675,9 @@ static void test_dsa_validate_names_the_field(void **state)
     dsv32_model(&m);
     m.index_n_heads = 0;
     expect_einval(&m, "model.index_head_dim: 128 given without index_n_heads");
+    m.index_head_dim = m.index_topk = 0;
+    m.index_rope_interleave = true;
+    expect_einval(&m, "model.index_rope_interleave: given without index_n_heads");
     dsv32_model(&m);
     m.index_topk = 0;
     expect_einval(&m, "model.index_topk: must be in [1, 16777216] with DeepSeek Sparse Attention (got 0)");

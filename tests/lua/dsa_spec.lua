@@ -133,8 +133,21 @@ describe("DeepSeek Sparse Attention: estimate", function()
         "--dsa-kernel-backend tilelang", "--no-rope-fusion" }) do
       assert.truthy(sh:find("\n  " .. flag .. "\n", 1, true) or sh:find("\n  " .. flag .. " ", 1, true), flag)
     end
+    assert.is_nil(sh:find("--dsa-indexer-rope-interleaved", 1, true))
     assert.truthy(H.read(dir .. "/launch/rank1_torchtitan.py"):find("NOT EXPRESSIBLE in TorchTitan: DeepSeek " ..
       "Sparse Attention", 1, true))
+  end)
+
+  it("GLM-5's interleaved indexer RoPE is written for Megatron-LM", function()
+    local m = load("glm-5")
+    assert.is_true(m.index_rope_interleave)
+    local dir = H.tmpdir()
+    local code, _, err = H.apsearch("run", "--model", "examples/models/glm-5.json",
+      "--cluster", "h100-sxm-80gb:128", "--top-k", "1", "--quiet", "--out", dir)
+    assert.are.equal(0, code, err)
+    local sh = H.read(dir .. "/launch/rank1_megatron.sh")
+    assert.truthy(sh:find("\n  --dsa-indexer-rope-interleaved", 1, true))
+    assert.truthy(sh:find("\n  --dsa-indexer-n-heads 32", 1, true))
   end)
 
   it("Megatron: context parallelism with DSA is all_gather only", function()

@@ -804,7 +804,8 @@ end
 -- not supported for DSAttention"); context parallelism is all_gather
 -- only (the core refuses the others).  The indexer is not trained
 -- (dsa_indexer_loss_coeff unset: its inputs are detached and it runs
--- under no_grad), as the estimate prices it.
+-- under no_grad), as the estimate prices it; index_rope_interleave
+-- (GLM-5) -> --dsa-indexer-rope-interleaved (transformer_config.py:345).
 -- @tparam table m model table
 -- @tparam function A flag writer
 -- @tparam function N note writer
@@ -814,12 +815,13 @@ function M.dsa_args(m, A, N)
   A("--dsa-indexer-head-dim", m.index_head_dim)
   A("--dsa-indexer-topk", m.index_topk)
   A("--dsa-kernel-backend", "tilelang")
+  if m.index_rope_interleave then A("--dsa-indexer-rope-interleaved") end
   A("--no-rope-fusion")
   N("APPROXIMATE", "DeepSeek Sparse Attention: the indexer is written untrained (no --dsa-indexer-loss-coeff, " ..
-    "Megatron's default), as estimated; its KL loss (dense attention scores per layer) is not priced; the " ..
-    "indexer's RoPE interleaving and score ReLU are left at Megatron's defaults, DeepSeek-V3.2's (GLM-5 " ..
-    "interleaves, indexer_rope_interleave, and scores without the ReLU, dsa.py _compute_index_scores); " ..
-    "they change no estimate")
+    "Megatron's default), as estimated; training it with its KL loss (Megatron-Bridge's GLM-5 bridge sets " ..
+    "dsa_indexer_loss_coeff 0.001 with the sparse loss) adds the loss's target attention and the indexer's " ..
+    "backward, not priced; the indexer's Hadamard rotation and score ReLU are Megatron's defaults (the GLM-5 " ..
+    "bridge turns the rotation off); they change no estimate")
 end
 
 local function not_written(N, what, why, instead)

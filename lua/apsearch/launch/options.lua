@@ -122,9 +122,11 @@ M.megatron = {
     "--linear-num-value-heads", "--attention-output-gate", "--apply-layernorm-1p",
     -- DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): TransformerConfig
     -- dsa_indexer_n_heads, dsa_indexer_head_dim, dsa_indexer_topk,
-    -- dsa_kernel_backend (transformer_config.py:317-340); apply_rope_fusion
+    -- dsa_kernel_backend, dsa_indexer_rope_interleaved (transformer_config.py:
+    -- 317-345); apply_rope_fusion
     -- through _add_training_args --no-rope-fusion (arguments.py:2902)
     "--dsa-indexer-n-heads", "--dsa-indexer-head-dim", "--dsa-indexer-topk", "--dsa-kernel-backend",
+    "--dsa-indexer-rope-interleaved",
     "--no-rope-fusion",
   }),
 }

@@ -714,6 +714,17 @@ typedef struct {
                                         sharding collectives spread over;
                                         0 = the framework's default (all of
                                         them, except DeepSpeed ZeRO: 1) */
+    double dsa_indexer_loss_coeff; /**< DeepSeek Sparse Attention: > 0
+                                        trains the lightning indexer with
+                                        its KL loss over the top-k keys at
+                                        this weight (Megatron --dsa-
+                                        indexer-loss-coeff with --dsa-
+                                        indexer-use-sparse-loss; Megatron-
+                                        Bridge's GLM-5 bridge 0.001); dsa.c
+                                        prices the loss's target and the
+                                        indexer's backward; 0 = untrained,
+                                        Megatron's default; DSA models
+                                        only */
 } aps_training;
 
 /* ---------------------------------------------------------------- strategy */

@@ -139,6 +139,8 @@ M.training = {
   pp_p2p_overlap = "fraction", dp_collective_rails = "nonnegint",
   overlap_interference = "fraction", moe_load_imbalance = "nonneg",
   mtp_num_layers = "nonnegint",
+  -- DeepSeek Sparse Attention: the indexer trained with its sparse KL loss
+  dsa_indexer_loss_coeff = "nonneg",
   -- Megatron-LM's FSDP implementation (docs/policy.md "Megatron-FSDP")
   fsdp_impl = enum("torch_fsdp2", "megatron_fsdp"),
   suggested_communication_unit_size = "nonneg", fsdp_double_buffer = "bool",

@@ -138,6 +138,35 @@ double aps_dsa_indexer_flops(const aps_model *m, double S)
            2.0 * S * (0.5 * S) * hi * di;
 }
 
+/** Forward FLOPs per token and key of the indexer loss's sparse target:
+ *  every head's scores over the top-k keys at the absorbed width,
+ *  2 a (kr + dr) (ops/tilelang_indexer_loss.py sparse_indexer_target). */
+static double target_flops_per_pair(const aps_model *m)
+{
+    return 2.0 * (double)m->num_attention_heads *
+           (double)(m->kv_lora_rank + m->qk_rope_head_dim);
+}
+
+/** Backward FLOPs per token and key of the trained indexer's scores: the
+ *  gradients of its q and k over the top-k, 2 x 2 Hi Di
+ *  (ops/tilelang_indexer_bwd.py). */
+static double indexer_bwd_flops_per_pair(const aps_model *m)
+{
+    return 4.0 * (double)m->index_n_heads * (double)m->index_head_dim;
+}
+
+double aps_dsa_indexer_train_flops(const aps_model *m, const aps_training *t,
+                                   double S)
+{
+    if (!aps_model_has_dsa(m) || t->dsa_indexer_loss_coeff <= 0)
+        return 0.0;
+    double keys = aps_dsa_keys(m, S, true);
+    /* the target forward, the scores' backward, the projections' weight
+     * gradients (their inputs are detached: no input gradients) */
+    return S * keys * (target_flops_per_pair(m) + indexer_bwd_flops_per_pair(m)) +
+           2.0 * S * aps_dsa_indexer_matmul_params(m);
+}
+
 /** Score and value widths of the absorbed sparse MLA core per head and
  *  key, minus those of the dense MLA core: (kr + dr) + kr against
  *  (dn + dr) + dv. */
@@ -146,6 +175,32 @@ static double absorbed_width_delta(const aps_model *m)
     double kr = (double)m->kv_lora_rank, dr = (double)m->qk_rope_head_dim;
     double dn = (double)m->qk_nope_head_dim, dv = (double)m->v_head_dim;
     return (2.0 * kr + dr) - (dn + dr + dv);
+}
+
+/* The indexer trained with its sparse KL loss (dsa.py DSAttention,
+ * use_indexer_loss; ops/tilelang_dsa.py fused_qk_topk_lighting_with_
+ * streaming_sparse_kl): forward, the target's scores over the top-k keys
+ * on the rank's a / t heads; backward, the scores' gradients to the
+ * indexer's q and k (whole on every TP rank) and its projections' weight
+ * gradients (GEMMs the size of the forward's); saved, the indexer's q, k
+ * (all-gathered over CP) and head weights in bf16 and the loss's fp32
+ * logit gradients over the top-k (SparseIndexerKLLoss). */
+static void trained_indexer_cost(const aps_model *m, const aps_device *d,
+                                 const aps_training *t, const aps_strategy *s,
+                                 aps_moe_cost *out)
+{
+    double tp = (double)s->tp_degree, b = (double)s->micro_batch_size;
+    double S = (double)t->seq_length, T = b * S / (double)s->cp_degree;
+    double hi = (double)m->index_n_heads, di = (double)m->index_head_dim;
+    double keys = aps_dsa_keys(m, S, true), k = (double)m->index_topk;
+    double rate = d->peak_flops_bf16 * aps_attention_efficiency(d, t);
+    double gemms = aps_gemm_time(d, t->precision, T, hi * di, indexer_q_in(m)) +
+                   aps_gemm_time(d, t->precision, T, di, (double)m->hidden_size) +
+                   aps_gemm_time(d, t->precision, T, hi, (double)m->hidden_size);
+    out->dsa_indexer_fwd += T * keys * target_flops_per_pair(m) / tp / rate;
+    out->dsa_indexer_bwd = T * keys * indexer_bwd_flops_per_pair(m) / rate + gemms;
+    out->mla_act += APS_ACT_BYTES * (T * hi * di + b * S * di + T * hi) +
+                    APS_FP32_BYTES * T * (k < S ? k : S);
 }
 
 void aps_dsa_layer_cost(const aps_model *m, const aps_device *d,
@@ -186,6 +241,8 @@ void aps_dsa_layer_cost(const aps_model *m, const aps_device *d,
     out->mla_act += T * (double)m->index_topk * APS_DSA_INDEX_BYTES +
                     A * T * a * ((kr + dr) + dn + kr -
                                  (2.0 * (dn + dr) + dv)) / tp;
+    if (t->dsa_indexer_loss_coeff > 0)
+        trained_indexer_cost(m, d, t, s, out);
     /* parameters: the indexer whole on every rank */
     out->mla_params += aps_dsa_indexer_params(m);
     out->mla_matmul_params += aps_dsa_indexer_matmul_params(m);

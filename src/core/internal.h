@@ -520,7 +520,8 @@ typedef struct {
     double shared_fwd, shared_act; /**< the shared expert (shared_experts) */
     double actfn_fwd, actfn_act;   /**< the experts' activation (moe_act) */
     double mla_up_fwd, mla_up_act; /**< MLA up projections (mla_up_proj) */
-    double dsa_indexer_fwd; /**< s: the DSA indexer, forward only (dsa.c) */
+    double dsa_indexer_fwd; /**< s: the DSA indexer's forward (dsa.c) */
+    double dsa_indexer_bwd; /**< s: its backward, when trained (dsa.c) */
 } aps_moe_cost;
 
 /** The sums over pipeline rank i's layers of aps_moe_cost (seconds). */
@@ -572,8 +573,13 @@ double aps_dsa_indexer_params(const aps_model *m);
 double aps_dsa_keys(const aps_model *m, double S, bool causal);
 /** Forward FLOPs of one layer's indexer per S-token sequence: its
  *  projections and the causal index scores (2 S (S / 2) Hi Di); it has
- *  no backward (dsa.c). */
+ *  no backward unless trained (dsa.c). */
 double aps_dsa_indexer_flops(const aps_model *m, double S);
+/** FLOPs of one layer's indexer training per S-token sequence
+ *  (training.dsa_indexer_loss_coeff > 0): the loss's sparse target and
+ *  the indexer's backward; 0 untrained. */
+double aps_dsa_indexer_train_flops(const aps_model *m, const aps_training *t,
+                                   double S);
 /** What DSA adds to one MLA layer's aps_moe_cost: the indexer's forward,
  *  the absorbed sparse core beyond the dense MLA core, its saved bytes
  *  and the indexer's parameters. */

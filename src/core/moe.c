@@ -582,7 +582,7 @@ void aps_moe_stage(const aps_model *m, const aps_training *t,
     out->moe_layers = nm;
     out->comp_fwd = nm * fm + nl * fl;
     out->comp_bwd = nm * (2.0 * gm + 2.0 * mc->membound_fwd + mc->cast_bwd) +
-                    nl * (2.0 * gl + mc->mla_attn_bwd);
+                    nl * (2.0 * gl + mc->mla_attn_bwd + mc->dsa_indexer_bwd);
     out->wgrad = nm * gm + nl * gl;
     out->recompute = rm * fm + rl * fl;
     out->ep_fwd = nm * mc->ep_fwd;

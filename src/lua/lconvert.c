@@ -375,6 +375,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, suggested_communication_unit_size, FT_NUM, NULL),
     FLD(aps_training, fsdp_double_buffer, FT_BOOL, NULL),
     FLD(aps_training, moe_load_imbalance, FT_ONUM, NULL),
+    FLD(aps_training, dsa_indexer_loss_coeff, FT_ONUM, NULL),
     FLD(aps_training, mtp_num_layers, FT_INT, NULL),
     FLD(aps_training, overlap_p2p_comm, FT_BOOL, NULL),
     FLD(aps_training, torch_compile, FT_BOOL, NULL),

@@ -663,6 +663,15 @@ static void test_dsa_keys_and_indexer_flops(void **state)
     ASSERT_DBL_EXACT(aps_attention_keys(&m, 1024.0, true), 512.0);
     ASSERT_DBL_EXACT(aps_attention_keys(&m, 32768.0, false), 2048.0);
     ASSERT_DBL_EXACT(aps_dsa_indexer_flops(&m, 32768.0), 9710921056256.0);
+    /* trained (training.dsa_indexer_loss_coeff > 0): per token and top-k
+     * key the target 2 x 128 x (512 + 64) = 147,456 and the scores'
+     * backward 4 x 64 x 128 = 32,768, S x 1984 = 65,011,712 pairs ->
+     * 11,716,670,783,488, plus the projections' weight gradients
+     * 914,828,034,048 -> 12,631,498,817,536 */
+    aps_training t = {0};
+    ASSERT_DBL_EXACT(aps_dsa_indexer_train_flops(&m, &t, 32768.0), 0.0);
+    t.dsa_indexer_loss_coeff = 0.001;
+    ASSERT_DBL_EXACT(aps_dsa_indexer_train_flops(&m, &t, 32768.0), 12631498817536.0);
     m.index_n_heads = m.index_head_dim = m.index_topk = 0;
     ASSERT_DBL_EXACT(aps_attention_keys(&m, 32768.0, true), 16384.0);
     ASSERT_DBL_EXACT(aps_dsa_indexer_flops(&m, 32768.0), 0.0);

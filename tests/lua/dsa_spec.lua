@@ -138,6 +138,42 @@ describe("DeepSeek Sparse Attention: estimate", function()
       "Sparse Attention", 1, true))
   end)
 
+  -- training.dsa_indexer_loss_coeff trains the indexer with its sparse KL
+  -- loss: more model FLOPs by aps_dsa_indexer_train_flops per layer (the
+  -- target 2 a (k_r + d_r) and the scores' backward 4 H_i D_i per token
+  -- and top-k key, the projections' weight gradients 2 S P), the flags
+  -- written; refused on a model without an indexer.
+  it("a trained indexer: its loss and backward priced, the flags written", function()
+    local S = 32768
+    local c = decoded("deepseek-v3.2")
+    local keys = 2048 - 2048 * 2048 / (2 * S)
+    local P = 1536 * 64 * 128 + 7168 * 128 + 7168 * 64
+    local per_layer = S * keys * (2 * 128 * (512 + 64) + 4 * 64 * 128) + 2 * S * P
+    local policy, search = require "apsearch.policy", require "apsearch.search"
+    local function flops(coeff)
+      local p = policy.from_table({ model = ROOT .. "/examples/models/deepseek-v3.2.json",
+        cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+        training = { global_batch_size = 8, seq_length = S, framework = "megatron", mtp_num_layers = 1,
+          dsa_indexer_loss_coeff = coeff }, top_k = 1 }, ROOT .. "/examples/x.lua")
+      return search.context(p):estimate({ dp_degree = 8, ep_degree = 8, micro_batch_size = 1 })
+        .model_flops_per_step
+    end
+    assert.are.equal(c.index_topk, 2048)
+    assert.are.equal(8 * (61 + 1) * per_layer, flops(0.001) - flops(0))
+    local dir = H.tmpdir()
+    local code, _, err = H.apsearch("run", "--model", "examples/models/glm-5.json", "--cluster",
+      "h100-sxm-80gb:128", "--top-k", "1", "--quiet", "--out", dir, "--set", "training.dsa_indexer_loss_coeff=0.001")
+    assert.are.equal(0, code, err)
+    local sh = H.read(dir .. "/launch/rank1_megatron.sh")
+    assert.truthy(sh:find("\n  --dsa-indexer-loss-coeff 0.001", 1, true))
+    assert.truthy(sh:find("\n  --dsa-indexer-use-sparse-loss", 1, true))
+    code, _, err = H.apsearch("run", "--model", "examples/models/deepseek-v3.json", "--cluster",
+      "h100-sxm-80gb:128", "--quiet", "--set", "training.dsa_indexer_loss_coeff=0.001")
+    assert.are.equal(2, code)
+    assert.truthy(err:find("training.dsa_indexer_loss_coeff: must be 0 (none) or finite and > 0 with DeepSeek " ..
+      "Sparse Attention (got 0.001; deepseek-v3 has no indexer)", 1, true), err)
+  end)
+
   it("GLM-5's interleaved indexer RoPE is written for Megatron-LM", function()
     local m = load("glm-5")
     assert.is_true(m.index_rope_interleave)

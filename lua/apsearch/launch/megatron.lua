@@ -547,7 +547,7 @@ function M.render(c)
   if m.mlp == "swiglu" then M.glu_args(c, A, N) end
   if m.hybrid_layer_pattern then M.hybrid_args(m, A, N) end
   if (m.linear_attention_period or 0) > 0 then M.gdn_args(m, A) end
-  if (m.index_n_heads or 0) > 0 then M.dsa_args(m, A, N) end
+  if (m.index_n_heads or 0) > 0 then M.dsa_args(m, tr, A, N) end
   -- TransformerConfig.attention_output_gate (transformer_config.py:278)
   if m.attention_output_gate then A("--attention-output-gate") end
   if m.mlp == "relu2" then A("--squared-relu") end
@@ -802,14 +802,18 @@ end
 -- PyTorch reference path, which materialises S x S scores), and
 -- --no-rope-fusion (transformer_config.py:3162 asserts "RoPE fusion is
 -- not supported for DSAttention"); context parallelism is all_gather
--- only (the core refuses the others).  The indexer is not trained
--- (dsa_indexer_loss_coeff unset: its inputs are detached and it runs
--- under no_grad), as the estimate prices it; index_rope_interleave
+-- only (the core refuses the others).  Without a loss coefficient the
+-- indexer is not trained (its inputs are detached and it runs under
+-- no_grad), as the estimate prices it; index_rope_interleave
 -- (GLM-5) -> --dsa-indexer-rope-interleaved (transformer_config.py:345).
+-- training.dsa_indexer_loss_coeff > 0 trains the indexer with its KL loss
+-- over the top-k (--dsa-indexer-loss-coeff, --dsa-indexer-use-sparse-loss:
+-- the fused kernels' path the estimate prices).
 -- @tparam table m model table
+-- @tparam table tr training table
 -- @tparam function A flag writer
 -- @tparam function N note writer
-function M.dsa_args(m, A, N)
+function M.dsa_args(m, tr, A, N)
   A("--experimental-attention-variant", "dsa")
   A("--dsa-indexer-n-heads", m.index_n_heads)
   A("--dsa-indexer-head-dim", m.index_head_dim)
@@ -817,11 +821,16 @@ function M.dsa_args(m, A, N)
   A("--dsa-kernel-backend", "tilelang")
   if m.index_rope_interleave then A("--dsa-indexer-rope-interleaved") end
   A("--no-rope-fusion")
-  N("APPROXIMATE", "DeepSeek Sparse Attention: the indexer is written untrained (no --dsa-indexer-loss-coeff, " ..
-    "Megatron's default), as estimated; training it with its KL loss (Megatron-Bridge's GLM-5 bridge sets " ..
-    "dsa_indexer_loss_coeff 0.001 with the sparse loss) adds the loss's target attention and the indexer's " ..
-    "backward, not priced; the indexer's Hadamard rotation and score ReLU are Megatron's defaults (the GLM-5 " ..
-    "bridge turns the rotation off); they change no estimate")
+  local coeff = tr.dsa_indexer_loss_coeff or 0
+  if coeff > 0 then
+    A("--dsa-indexer-loss-coeff", M.num(coeff))
+    A("--dsa-indexer-use-sparse-loss")
+  else
+    N("NOTE", "DeepSeek Sparse Attention: the indexer is not trained (training.dsa_indexer_loss_coeff unset, " ..
+      "Megatron's default), as estimated; Megatron-Bridge's GLM-5 bridge trains it at 0.001 with the sparse loss")
+  end
+  N("APPROXIMATE", "DeepSeek Sparse Attention: the indexer's Hadamard rotation and score ReLU are Megatron's " ..
+    "defaults (Megatron-Bridge's GLM-5 bridge turns the rotation off); they change no estimate")
 end
 
 local function not_written(N, what, why, instead)

@@ -152,6 +152,11 @@
 --   `n_shared_experts`, `norm_topk_prob` default true), the dense layers
 --   from `mlp_layer_types` (default: the first; `first_k_dense_replace`
 --   must agree), absent keys Glm4MoeLiteConfig's defaults.
+-- * `deepseek_v32` (DeepSeek-V3.2), `glm_moe_dsa` (GLM-5): DeepSeek-V3's
+--   MLA and experts plus DeepSeek Sparse Attention, `index_n_heads`,
+--   `index_head_dim`, `index_topk` (and GLM-5's `indexer_rope_interleave`),
+--   absent keys their config classes' defaults; cross-layer top-k sharing
+--   (`indexer_types` "shared", `index_topk_freq` > 1) is refused.
 -- * `llama4_text`, `llama4` (its `text_config`): experts on every
 --   `interleave_moe_layer_step`-th layer (or `moe_layers`), one shared
 --   expert, dense layers of `intermediate_size_mlp`, a top-1 sigmoid router
@@ -191,8 +196,9 @@
 -- Other configs with experts (`num_local_experts`, `num_experts`,
 -- `n_routed_experts`, `moe_num_experts` > 1, or "moe" in model_type:
 -- Phi-3.5-MoE, ...) are refused with a `NotImplemented:` error naming the
--- key; the types of M.UNMODELLED (DeepSeek Sparse Attention) name what is
--- not modelled; a multimodal config of a type without a reader says
+-- key; the types of M.UNMODELLED name what is not modelled, and
+-- DeepSeek Sparse Attention's keys on a type that does not read them are
+-- refused; a multimodal config of a type without a reader says
 -- whether its `text_config` imports on its own.
 -- @module apsearch.hf
 local cjson = require "cjson"

@@ -226,9 +226,9 @@ void aps_dsa_layer_cost(const aps_model *m, const aps_device *d,
                            aps_gemm_time(d, prec, T, di, h) +
                            aps_gemm_time(d, prec, T, hi, h) + scores / rate;
     /* the sparse core at the absorbed widths over the capped keys
-     * (aps_attention_keys), beyond the dense MLA core moe.c prices; its
-     * backward recomputes the whole forward first */
-    double keys = aps_attention_keys(m, S, true);
+     * (aps_attention_keys, as moe.c counts them), beyond the dense MLA
+     * core moe.c prices; its backward recomputes the whole forward first */
+    double keys = aps_attention_keys(m, S, t->flash_attention);
     double core = 2.0 * T * keys * a * (2.0 * kr + dr) / tp;
     double extra = 2.0 * T * keys * a * absorbed_width_delta(m) / tp;
     double bwd = t->flash_attention ? APS_FLASH_BWD_RATIO : APS_GEMM_BWD_RATIO;

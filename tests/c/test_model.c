@@ -677,6 +677,43 @@ static void test_dsa_keys_and_indexer_flops(void **state)
     ASSERT_DBL_EXACT(aps_dsa_indexer_flops(&m, 32768.0), 0.0);
 }
 
+/* One DeepSeek-V3.2 layer's cost on one H100, b = 1, S = T = 4096, tp =
+ * cp = 1, against the same layer without the indexer: parameters +
+ * 13,959,424 (whole on the rank); saved + 4 T k = 33,554,432 (int32
+ * top-k) + 2 T a ((kr + dr) + dn + kr - (2 (dn + dr) + dv)) = 2 x 4096 x
+ * 128 x 704 = 738,197,504 -> 771,751,936 bytes.  Untrained the indexer has
+ * no backward; trained it saves 2 (T Hi Di + S Di + T Hi) + 4 T k =
+ * 102,236,160 bytes more and its forward adds the target, T keys 2 a
+ * (kr + dr) = 4096 x 1536 x 147,456 FLOPs at the attention rate. */
+static void test_dsa_layer_cost(void **state)
+{
+    (void)state;
+    aps_model m, dense;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    dsv32_model(&m);
+    dense = m;
+    dense.index_n_heads = dense.index_head_dim = dense.index_topk = 0;
+    fx_h100(&c, 8);
+    fx_training(&t, 8, 4096);
+    aps_strategy_defaults(&s);
+    aps_moe_cost dc, nc, tc;
+    aps_moe_layer_cost(&m, &c, &t, &s, &dc);
+    aps_moe_layer_cost(&dense, &c, &t, &s, &nc);
+    ASSERT_DBL_EXACT(dc.mla_params - nc.mla_params, 13959424.0);
+    ASSERT_REL(dc.mla_act - nc.mla_act, 771751936.0, 1e-12);
+    assert_true(dc.dsa_indexer_fwd > 0.0);
+    ASSERT_DBL_EXACT(dc.dsa_indexer_bwd, 0.0);
+    t.dsa_indexer_loss_coeff = 0.001;
+    aps_moe_layer_cost(&m, &c, &t, &s, &tc);
+    ASSERT_REL(tc.mla_act - dc.mla_act, 102236160.0, 1e-12);
+    double rate = c.device.peak_flops_bf16 * c.device.attention_efficiency;
+    ASSERT_REL(tc.dsa_indexer_fwd - dc.dsa_indexer_fwd,
+               4096.0 * 1536.0 * 147456.0 / rate, 1e-9);
+    assert_true(tc.dsa_indexer_bwd > 0.0);
+}
+
 static void test_dsa_validate_names_the_field(void **state)
 {
     (void)state;
@@ -1375,6 +1412,7 @@ int main(void)
         cmocka_unit_test(test_dsa_params_deepseek_v32),
         cmocka_unit_test(test_dsa_keys_and_indexer_flops),
         cmocka_unit_test(test_dsa_validate_names_the_field),
+        cmocka_unit_test(test_dsa_layer_cost),
         cmocka_unit_test(test_moe_params_dense_active_is_total),
         cmocka_unit_test(test_moe_validate_names_the_field),
         cmocka_unit_test(test_moe_router_settings),

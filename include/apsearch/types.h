@@ -384,6 +384,26 @@ typedef struct {
                                           num_nextn_predict_layers); counted
                                           apart (aps_param_counts.mtp), not in
                                           total */
+    /* DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5; src/core/dsa.c):
+     * on every MLA layer a lightning indexer scores each query against its
+     * causal keys and the attention reads only the index_topk best
+     * (Megatron-LM d98e8a64 megatron/core/transformer/
+     * experimental_attention_variant/dsa.py DSAIndexer, DSAttention;
+     * transformers DeepseekV32Indexer).  index_n_heads = 0: none, and the
+     * other two must be 0; > 0 needs multi-head latent attention. */
+    int64_t index_n_heads;           /**< indexer heads Hi (HF index_n_heads;
+                                          Megatron --dsa-indexer-n-heads) */
+    int64_t index_head_dim;          /**< indexer head width Di, its first
+                                          qk_rope_head_dim rotated (HF
+                                          index_head_dim; --dsa-indexer-
+                                          head-dim) */
+    int64_t index_topk;              /**< keys each query attends to (HF
+                                          index_topk; --dsa-indexer-topk) */
+    bool index_rope_interleave;      /**< the indexer's RoPE rotates
+                                          interleaved pairs (GLM-5 HF
+                                          indexer_rope_interleave; Megatron
+                                          --dsa-indexer-rope-interleaved);
+                                          changes no estimate; DSA only */
 } aps_model;
 
 /* ----------------------------------------------------------------- cluster */
@@ -694,6 +714,17 @@ typedef struct {
                                         sharding collectives spread over;
                                         0 = the framework's default (all of
                                         them, except DeepSpeed ZeRO: 1) */
+    double dsa_indexer_loss_coeff; /**< DeepSeek Sparse Attention: > 0
+                                        trains the lightning indexer with
+                                        its KL loss over the top-k keys at
+                                        this weight (Megatron --dsa-
+                                        indexer-loss-coeff with --dsa-
+                                        indexer-use-sparse-loss; Megatron-
+                                        Bridge's GLM-5 bridge 0.001); dsa.c
+                                        prices the loss's target and the
+                                        indexer's backward; 0 = untrained,
+                                        Megatron's default; DSA models
+                                        only */
 } aps_training;
 
 /* ---------------------------------------------------------------- strategy */

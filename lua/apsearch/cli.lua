@@ -1115,6 +1115,7 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "moe_first_dense_layers", "moe_layer_freq", "moe_layer_phase",
   "moe_dense_layers", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
   "qk_rope_head_dim", "v_head_dim", "mtp_layers",
+  "index_n_heads", "index_head_dim", "index_topk", "index_rope_interleave",
   -- hybrid Mamba-2 models (absent for a transformer)
   "hybrid_layer_pattern", "mamba_num_heads", "mamba_head_dim", "mamba_state_dim",
   "mamba_num_groups", "mamba_conv_kernel", "mamba_chunk_size" }

@@ -152,6 +152,11 @@
 --   `n_shared_experts`, `norm_topk_prob` default true), the dense layers
 --   from `mlp_layer_types` (default: the first; `first_k_dense_replace`
 --   must agree), absent keys Glm4MoeLiteConfig's defaults.
+-- * `deepseek_v32` (DeepSeek-V3.2), `glm_moe_dsa` (GLM-5): DeepSeek-V3's
+--   MLA and experts plus DeepSeek Sparse Attention, `index_n_heads`,
+--   `index_head_dim`, `index_topk` (and GLM-5's `indexer_rope_interleave`),
+--   absent keys their config classes' defaults; cross-layer top-k sharing
+--   (`indexer_types` "shared", `index_topk_freq` > 1) is refused.
 -- * `llama4_text`, `llama4` (its `text_config`): experts on every
 --   `interleave_moe_layer_step`-th layer (or `moe_layers`), one shared
 --   expert, dense layers of `intermediate_size_mlp`, a top-1 sigmoid router
@@ -198,8 +203,9 @@
 -- Other configs with experts (`num_local_experts`, `num_experts`,
 -- `n_routed_experts`, `moe_num_experts` > 1, or "moe" in model_type:
 -- Phi-3.5-MoE, ...) are refused with a `NotImplemented:` error naming the
--- key; the types of M.UNMODELLED (DeepSeek Sparse Attention) name what is
--- not modelled; a multimodal config of a type without a reader says
+-- key; the types of M.UNMODELLED name what is not modelled, and
+-- DeepSeek Sparse Attention's keys on a type that does not read them are
+-- refused; a multimodal config of a type without a reader says
 -- whether its `text_config` imports on its own.
 -- @module apsearch.hf
 local cjson = require "cjson"
@@ -1345,6 +1351,84 @@ function builders.glm4_moe_lite(_, cfg, file)
   return numerics(glm4_moe_lite_dense(m, t, file), t, file)
 end
 
+--- DeepseekV32Config's defaults (transformers modular_deepseek_v32.py @
+-- 01f8fa55: DeepSeek-V3's shape on Glm4MoeLiteConfig, every layer DSA)
+-- for the keys a `deepseek_v32` config may leave out; the router is
+-- Glm4MoeLite's noaux_tc (sigmoid scores with the expert score bias).
+M.DEEPSEEK_V32_DEFAULTS = {
+  vocab_size = 129280, hidden_size = 7168, intermediate_size = 18432, moe_intermediate_size = 2048,
+  num_hidden_layers = 61, num_attention_heads = 128, num_key_value_heads = 128, n_shared_experts = 1,
+  n_routed_experts = 256, routed_scaling_factor = 2.5, kv_lora_rank = 512, q_lora_rank = 1536,
+  qk_rope_head_dim = 64, v_head_dim = 128, qk_nope_head_dim = 128, n_group = 8, topk_group = 4,
+  num_experts_per_tok = 8, norm_topk_prob = true, max_position_embeddings = 163840, rms_norm_eps = 1e-6,
+  tie_word_embeddings = false, attention_bias = false, first_k_dense_replace = 3, topk_method = "noaux_tc",
+  index_topk = 2048, index_head_dim = 128, index_n_heads = 64,
+}
+
+--- GlmMoeDsaConfig's defaults (transformers configuration_glm_moe_dsa.py
+-- @ 008e5743; GLM-5's shape) for the keys a `glm_moe_dsa` config may leave
+-- out.
+M.GLM_MOE_DSA_DEFAULTS = {
+  vocab_size = 154880, hidden_size = 6144, intermediate_size = 12288, moe_intermediate_size = 2048,
+  num_hidden_layers = 78, num_attention_heads = 64, num_key_value_heads = 64, n_shared_experts = 1,
+  n_routed_experts = 256, routed_scaling_factor = 2.5, kv_lora_rank = 512, q_lora_rank = 2048,
+  qk_rope_head_dim = 64, v_head_dim = 256, qk_nope_head_dim = 192, n_group = 1, topk_group = 1,
+  num_experts_per_tok = 8, norm_topk_prob = true, max_position_embeddings = 202752, rms_norm_eps = 1e-5,
+  tie_word_embeddings = false, attention_bias = false, first_k_dense_replace = 3, topk_method = "noaux_tc",
+  index_topk = 2048, index_head_dim = 128, index_n_heads = 32,
+}
+
+--- Why cross-layer top-k sharing is refused: its "shared" layers reuse an
+-- earlier layer's top-k and have no indexer of their own (transformers
+-- GlmMoeDsaAttention, indexer_types; Megatron --dsa-indexer-topk-freq).
+M.DSA_SHARING_UNMODELLED = "cross-layer top-k sharing (layers without an indexer of their own) is not modelled"
+
+-- Refuses GlmMoeDsaConfig's cross-layer top-k sharing: an indexer_types
+-- entry "shared", an index_topk_pattern with an S, index_topk_freq > 1.
+local function refuse_topk_sharing(cfg, file)
+  local why = "NotImplemented: %s: %s: " .. M.DSA_SHARING_UNMODELLED .. " (got %s)"
+  local types, pattern = cfg.indexer_types, cfg.index_topk_pattern
+  if type(types) == "table" then
+    for _, v in ipairs(types) do
+      if v ~= "full" then error(why:format(file, "indexer_types", util.describe(v)), 0) end
+    end
+  end
+  if type(pattern) == "string" and pattern:find("[^F]") then
+    error(why:format(file, "index_topk_pattern", util.describe(pattern)), 0)
+  end
+  if count(cfg, "index_topk_freq", 1, file) > 1 then
+    error(why:format(file, "index_topk_freq", util.describe(cfg.index_topk_freq)), 0)
+  end
+end
+
+-- DeepSeek Sparse Attention on a DeepSeek-V3-like model (DeepseekV32Config,
+-- GlmMoeDsaConfig): DeepSeek-V3's MLA and MoE read with the class's
+-- defaults, the dense layers from mlp_layer_types when given (else the
+-- first first_k_dense_replace), and the indexer's index_n_heads,
+-- index_head_dim, index_topk (src/core/dsa.c prices them).
+local function dsa_model(cfg, file, defaults)
+  local t = with_defaults(cfg, defaults)
+  refuse_topk_sharing(t, file)
+  local r = reader(t, file)
+  local m = deepseek(r, t, file, true)
+  if not is_null(t.mlp_layer_types) then glm4_moe_lite_dense(m, t, file) end
+  m.index_n_heads = r.int("index_n_heads")
+  m.index_head_dim = r.int("index_head_dim")
+  m.index_topk = r.int("index_topk")
+  if r.bool("indexer_rope_interleave", false) then m.index_rope_interleave = true end
+  return numerics(m, t, file)
+end
+
+--- Builds the model table of a `deepseek_v32` config (DeepSeek-V3.2;
+-- transformers modular_deepseek_v32.py @ 01f8fa55 DeepseekV32Attention:
+-- DeepSeek-V3's MLA with a DeepseekV32Indexer per layer).
+function builders.deepseek_v32(_, cfg, file) return dsa_model(cfg, file, M.DEEPSEEK_V32_DEFAULTS) end
+
+--- Builds the model table of a `glm_moe_dsa` config (GLM-5; transformers
+-- modular_glm_moe_dsa.py: GlmMoeDsaIndexer is DeepseekV32Indexer, the
+-- layers DeepSeek-V3.2's).
+function builders.glm_moe_dsa(_, cfg, file) return dsa_model(cfg, file, M.GLM_MOE_DSA_DEFAULTS) end
+
 --- DbrxConfig's defaults for keys a config.json may leave out
 -- (transformers configuration_dbrx.py DbrxAttentionConfig, DbrxFFNConfig).
 M.DBRX_DEFAULTS = { kv_n_heads = 1, ffn_hidden_size = 3584, moe_num_experts = 4, moe_top_k = 1,
@@ -2078,7 +2162,8 @@ end
 --- Mixture-of-experts model types imported with their experts.
 M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3",
                     "olmoe", "dbrx", "gpt_oss", "glm4_moe", "glm4_moe_lite", "llama4_text", "llama4",
-                    "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe" }
+                    "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
+                    "deepseek_v32", "glm_moe_dsa" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -2093,6 +2178,7 @@ M.ARCHITECTURES = {
   Llama4ForCausalLM = "llama4_text", Llama4ForConditionalGeneration = "llama4",
   MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3", SeedOssForCausalLM = "seed_oss",
   Ernie4_5_MoeForCausalLM = "ernie4_5_moe",
+  DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
 }
 
 --- The model_type a config is read as: its own when a reader has it,
@@ -2109,13 +2195,19 @@ function M.model_type_of(cfg)
   return mt
 end
 
---- Model types apsearch knows and does not model, with what it lacks:
--- the refusal names it.  (DeepSeek-V3.2 and GLM-5 are DeepSeek-V3's MLA
--- and MoE plus DeepSeek Sparse Attention, DeepSeek's
--- inference/model.py Indexer: wq_b, wk, k_norm, weights_proj per layer.)
+--- The model types whose builders read DeepSeek Sparse Attention's
+-- indexer (M.DSA_KEYS): DeepSeek-V3.2 and GLM-5.
+M.DSA_TYPES = { deepseek_v32 = true, glm_moe_dsa = true }
+
+--- Why DSA keys on any other type are refused: that type's builder would
+-- drop the indexer and price dense attention.
 M.DSA_UNMODELLED = "DeepSeek Sparse Attention (the lightning indexer of index_n_heads x index_head_dim " ..
-  "per layer and the top-index_topk sparse attention) is not modelled"
-M.UNMODELLED = { deepseek_v32 = M.DSA_UNMODELLED, glm_moe_dsa = M.DSA_UNMODELLED,
+  "per layer and the top-index_topk sparse attention) is modelled for model_type deepseek_v32 and " ..
+  "glm_moe_dsa only"
+
+--- Model types apsearch knows and does not model, with what it lacks:
+-- the refusal names it.
+M.UNMODELLED = {
   -- each named by the config keys that carry what is not modelled
   deepseek_v4 = "DeepSeek-V4's compressed sparse attention (compress_ratios, index_n_heads, o_lora_rank), " ..
     "hyper-connections (hc_mult) and hash-routed MoE layers (num_hash_layers) are not modelled",
@@ -2130,9 +2222,9 @@ M.UNMODELLED = { deepseek_v32 = M.DSA_UNMODELLED, glm_moe_dsa = M.DSA_UNMODELLED
 }
 
 --- The keys of DeepSeek Sparse Attention's indexer (DeepseekV32Config,
--- GlmMoeDsaConfig): a config that has any is refused whatever its
--- model_type or class says (a DeepSeek-V3.2 config read as DeepSeek-V3
--- would silently lose the indexer).
+-- GlmMoeDsaConfig): a config that has any is refused unless it is read as
+-- one of M.DSA_TYPES (a DeepSeek-V3.2 config read as DeepSeek-V3 would
+-- silently lose the indexer).
 M.DSA_KEYS = { "index_n_heads", "index_head_dim", "index_topk" }
 
 --- Types whose own builder reads their experts, outside the generic MoE
@@ -2155,7 +2247,8 @@ function M.wrapped_text(cfg, mt)
 end
 
 -- A config apsearch can say more about than "unsupported": one with
--- DeepSeek Sparse Attention's keys (M.DSA_KEYS), whatever its type; of a
+-- DeepSeek Sparse Attention's keys (M.DSA_KEYS) not read as a DSA type
+-- (M.DSA_TYPES); of a
 -- type with no reader, a known unmodelled type (M.UNMODELLED) or a
 -- multimodal wrapper (a text_config beside a vision or audio config)
 -- whose text model has no reader either (one that has is read through,
@@ -2165,7 +2258,7 @@ local function refuse_unmodelled(cfg, mt, file)
     error(("NotImplemented: %s: model_type: %s: %s"):format(file, mt, M.UNMODELLED[mt]), 0)
   end
   for _, k in ipairs(M.DSA_KEYS) do
-    if not is_null(cfg[k]) then
+    if not is_null(cfg[k]) and not M.DSA_TYPES[mt] then
       error(("NotImplemented: %s: %s: %s (got %s)"):format(file, k, M.DSA_UNMODELLED, util.describe(cfg[k])), 0)
     end
   end

@@ -74,6 +74,10 @@ M.model = {
   linear_num_value_heads = "nonnegint", linear_key_head_dim = "nonnegint",
   linear_value_head_dim = "nonnegint", linear_conv_kernel_dim = "nonnegint",
   attention_output_gate = "bool", norm_zero_centered = "bool",
+  -- DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning
+  -- indexer's heads and width, and the keys each query attends to
+  index_n_heads = "nonnegint", index_head_dim = "nonnegint", index_topk = "nonnegint",
+  index_rope_interleave = "bool",
 }
 
 --- Device fields (aps_device), SI units.
@@ -135,6 +139,8 @@ M.training = {
   pp_p2p_overlap = "fraction", dp_collective_rails = "nonnegint",
   overlap_interference = "fraction", moe_load_imbalance = "nonneg",
   mtp_num_layers = "nonnegint",
+  -- DeepSeek Sparse Attention: the indexer trained with its sparse KL loss
+  dsa_indexer_loss_coeff = "nonneg",
   -- Megatron-LM's FSDP implementation (docs/policy.md "Megatron-FSDP")
   fsdp_impl = enum("torch_fsdp2", "megatron_fsdp"),
   suggested_communication_unit_size = "nonneg", fsdp_double_buffer = "bool",

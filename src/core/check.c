@@ -538,6 +538,16 @@ static aps_reason check_megatron_cp_attention(const aps_model *m,
 {
     if (t->framework != APS_FW_MEGATRON || s->cp_degree < 2)
         return APS_REASON_NONE;
+    /* transformer_config.py @ d98e8a64 __post_init__, experimental_
+     * attention_variant == "dsa" */
+    if (aps_model_has_dsa(m) && s->cp_comm_type != APS_CP_ALL_GATHER) {
+        aps_fmt(msg, n, "megatron: cp_degree = %lld, cp_comm_type = %s with "
+                "DeepSeek Sparse Attention: TransformerConfig asserts "
+                "\"DSAttention context parallelism currently supports "
+                "cp_comm_type=allgather only\"; use all_gather",
+                (long long)s->cp_degree, aps_cp_comm_name(s->cp_comm_type));
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
     if (s->cp_comm_type == APS_CP_P2P && m->sliding_window > 0) {
         aps_fmt(msg, n, "megatron: cp_degree = %lld, cp_comm_type = p2p with "
                 "a %lld-token sliding window: TransformerEngine asserts "

@@ -522,6 +522,8 @@ typedef struct {
     double shared_fwd, shared_act; /**< the shared expert (shared_experts) */
     double actfn_fwd, actfn_act;   /**< the experts' activation (moe_act) */
     double mla_up_fwd, mla_up_act; /**< MLA up projections (mla_up_proj) */
+    double dsa_indexer_fwd; /**< s: the DSA indexer's forward (dsa.c) */
+    double dsa_indexer_bwd; /**< s: its backward, when trained (dsa.c) */
 } aps_moe_cost;
 
 /** The sums over pipeline rank i's layers of aps_moe_cost (seconds). */
@@ -558,6 +560,38 @@ typedef struct {
     double gdn_share;           /**< Gated DeltaNet blocks per layer */
     double blocks;              /**< blocks (pre-norm + residual) per layer */
 } aps_hybrid_counts;
+
+/* ---- dsa.c: DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5) ---- */
+
+/** True when the model has a lightning indexer (index_n_heads > 0). */
+bool aps_model_has_dsa(const aps_model *m);
+/** Checks the index_* fields (model.c calls it). */
+aps_status aps_dsa_validate(const aps_model *m, char *err, size_t n);
+/** Linear weights of one layer's indexer: wq_b, wk, weights_proj. */
+double aps_dsa_indexer_matmul_params(const aps_model *m);
+/** Parameters of one layer's indexer, its key LayerNorm included (whole
+ *  on every TP rank); 0 without DSA. */
+double aps_dsa_indexer_params(const aps_model *m);
+/** Keys one query attends to under DSA in an S-token sequence: the causal
+ *  count capped at index_topk, min(i + 1, k) for query i, averaged:
+ *  S / 2 for S <= k, else k - k^2 / (2 S); min(k, S) without causal
+ *  skipping. */
+double aps_dsa_keys(const aps_model *m, double S, bool causal);
+/** Forward FLOPs of one layer's indexer per S-token sequence: its
+ *  projections and the causal index scores (2 S (S / 2) Hi Di); it has
+ *  no backward unless trained (dsa.c). */
+double aps_dsa_indexer_flops(const aps_model *m, double S);
+/** FLOPs of one layer's indexer training per S-token sequence
+ *  (training.dsa_indexer_loss_coeff > 0): the loss's sparse target and
+ *  the indexer's backward; 0 untrained. */
+double aps_dsa_indexer_train_flops(const aps_model *m, const aps_training *t,
+                                   double S);
+/** What DSA adds to one MLA layer's aps_moe_cost: the indexer's forward,
+ *  the absorbed sparse core beyond the dense MLA core, its saved bytes
+ *  and the indexer's parameters. */
+void aps_dsa_layer_cost(const aps_model *m, const aps_device *d,
+                        const aps_training *t, const aps_strategy *s,
+                        aps_moe_cost *out);
 
 /* ---- gdn.c: Gated DeltaNet linear-attention layers (Qwen3-Next) ---- */
 

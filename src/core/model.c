@@ -638,6 +638,9 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
     st = validate_mla(m, err, n);
     if (st != APS_OK)
         return st;
+    st = aps_dsa_validate(m, err, n);
+    if (st != APS_OK)
+        return st;
     return validate_moe(m, err, n);
 }
 
@@ -724,6 +727,8 @@ static double chunked_keys(double S, double C)
 
 double aps_attention_keys(const aps_model *m, double S, bool causal)
 {
+    if (aps_model_has_dsa(m)) /* every layer sparse (dsa.c) */
+        return aps_dsa_keys(m, S, causal);
     if (!causal)
         return S;
     double full = 0.5 * S;
@@ -935,6 +940,7 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
     out->per_layer = aps_layer_params_tp(m, 1);
     if (m->kv_lora_rank > 0)
         out->per_layer += mla_attention_params(m) - gqa_attention_params(m);
+    out->per_layer += aps_dsa_indexer_params(m);
     double L = (double)m->num_layers, moe = 0.0;
     for (int64_t i = 0; i < m->num_layers && m->num_experts > 0; i++)
         moe += aps_model_is_moe_layer(m, i);

@@ -423,6 +423,7 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
                           aps_gemm_time(d, prec, T, a * (dn + dv) / tp, kr);
         out->mla_up_act = A * T * (2.0 * a * (dn + dr) + a * dv) / tp;
         out->mla_params = mla_delta_params(m, tp, &out->mla_matmul_params);
+        aps_dsa_layer_cost(m, d, t, s, out);
     }
     if (m->num_experts <= 0)
         return;
@@ -581,11 +582,11 @@ void aps_moe_stage(const aps_model *m, const aps_training *t,
     double rm = L > 0 ? rc * nm / L : 0.0, rl = m->kv_lora_rank > 0 ? rc : 0.0;
     double gm = mc->gemm_fwd, gl = mc->mla_gemm_fwd;
     double fm = gm + mc->membound_fwd + mc->cast_fwd;
-    double fl = gl + mc->mla_attn_fwd;
+    double fl = gl + mc->mla_attn_fwd + mc->dsa_indexer_fwd; /* no bwd */
     out->moe_layers = nm;
     out->comp_fwd = nm * fm + nl * fl;
     out->comp_bwd = nm * (2.0 * gm + 2.0 * mc->membound_fwd + mc->cast_bwd) +
-                    nl * (2.0 * gl + mc->mla_attn_bwd);
+                    nl * (2.0 * gl + mc->mla_attn_bwd + mc->dsa_indexer_bwd);
     out->wgrad = nm * gm + nl * gl;
     out->recompute = rm * fm + rl * fl;
     out->ep_fwd = nm * mc->ep_fwd;

@@ -53,7 +53,13 @@ static double flops_step(const aps_model *m, const aps_training *t,
                         aps_moe_flops_layer_delta(m, S, causal, m->num_layers) +
                         2.0 * S * (3.0 * h + 2.0 * h * h) +
                         2.0 * S * h * (double)m->vocab_size);
-    double flops = 3.0 * fwd + B * recomputed * (matmul + attn);
+    /* DeepSeek Sparse Attention's indexer on every layer and MTP depth:
+     * its forward, and when trained its loss's target and its backward
+     * (dsa.c); a recomputed layer runs its forward again */
+    double indexer = aps_dsa_indexer_flops(m, S);
+    double flops = 3.0 * fwd +
+                   B * (L + D) * (indexer + aps_dsa_indexer_train_flops(m, t, S)) +
+                   B * recomputed * (matmul + attn + indexer);
     if (selective)
         flops += B * L * (aps_profile(t)->op_sac_selective
                               ? 2.0 * S * aps_op_sac_recompute_params(m)

@@ -413,6 +413,16 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
                 "does not estimate", m->name);
         return APS_EINVAL;
     }
+    /* the indexer's loss (transformer_config.py dsa_indexer_loss_coeff) */
+    if (t->dsa_indexer_loss_coeff != 0 &&
+        !(isfinite(t->dsa_indexer_loss_coeff) &&
+          t->dsa_indexer_loss_coeff > 0 && aps_model_has_dsa(m))) {
+        aps_fmt(err, n, "training.dsa_indexer_loss_coeff: must be 0 (none) or "
+                "finite and > 0 with DeepSeek Sparse Attention (got %g; %s "
+                "has %s)", t->dsa_indexer_loss_coeff, m->name,
+                aps_model_has_dsa(m) ? "an indexer" : "no indexer");
+        return APS_EINVAL;
+    }
     if (t->overlap_moe_expert_parallel_comm && m->num_experts == 0) {
         aps_fmt(err, n, "training.overlap_moe_expert_parallel_comm: %s has "
                 "no experts (num_experts = 0)", m->name);

@@ -266,6 +266,11 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, qk_rope_head_dim, FT_OINT, NULL),
     FLD(aps_model, v_head_dim, FT_OINT, NULL),
     FLD(aps_model, mtp_layers, FT_OINT, NULL),
+    /* DeepSeek Sparse Attention's indexer (src/core/dsa.c) */
+    FLD(aps_model, index_n_heads, FT_OINT, NULL),
+    FLD(aps_model, index_head_dim, FT_OINT, NULL),
+    FLD(aps_model, index_topk, FT_OINT, NULL),
+    FLD(aps_model, index_rope_interleave, FT_OBOOL, NULL),
     /* hybrid Mamba-2 models (src/core/hybrid.c) */
     FLD(aps_model, hybrid_layer_pattern, FT_OPATTERN, NULL),
     FLD(aps_model, mamba_num_heads, FT_OINT, NULL),
@@ -370,6 +375,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, suggested_communication_unit_size, FT_NUM, NULL),
     FLD(aps_training, fsdp_double_buffer, FT_BOOL, NULL),
     FLD(aps_training, moe_load_imbalance, FT_ONUM, NULL),
+    FLD(aps_training, dsa_indexer_loss_coeff, FT_ONUM, NULL),
     FLD(aps_training, mtp_num_layers, FT_INT, NULL),
     FLD(aps_training, overlap_p2p_comm, FT_BOOL, NULL),
     FLD(aps_training, torch_compile, FT_BOOL, NULL),

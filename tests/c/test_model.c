@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "fixtures.h"
+#include "../../src/core/internal.h" /* aps_dsa_*: the indexer terms */
 
 static double total_params(const aps_model *m)
 {
@@ -603,6 +604,137 @@ static void test_moe_params_deepseek_v3_mla_mtp(void **state)
     ASSERT_DBL_EXACT(pc.mtp, 13463426304.0);
     ASSERT_DBL_EXACT(pc.mtp_active, 688100608.0);
     ASSERT_DBL_EXACT(pc.total + pc.mtp, 684489845504.0);
+}
+
+/* DeepSeek-V3.2: DeepSeek-V3 above plus a lightning indexer per layer
+ * (Megatron-LM d98e8a64 dsa.py DSAIndexer; transformers DeepseekV32Indexer):
+ * wq_b 1536*64*128 = 12,582,912, wk 7168*128 = 917,504, weights_proj
+ * 7168*64 = 458,752, k_norm LayerNorm weight + bias 2*128 = 256 ->
+ * 13,959,424 per layer; dense layer 597,442,816; total 671,026,419,200 +
+ * 61 x 13,959,424 = 671,877,944,064; MTP 13,477,385,728 (its layer has an
+ * indexer too): with it 685,355,329,792, the card's 685B. */
+static void dsv32_model(aps_model *m)
+{
+    moe_model(m, "deepseek-v3.2", 61, 7168, 128, 128, 18432, 129280);
+    m->head_dim = 192;
+    m->q_lora_rank = 1536;
+    m->kv_lora_rank = 512;
+    m->qk_nope_head_dim = 128;
+    m->qk_rope_head_dim = 64;
+    m->v_head_dim = 128;
+    m->num_experts = 256;
+    m->experts_per_token = 8;
+    m->moe_ffn_hidden_size = 2048;
+    m->shared_expert_ffn_hidden_size = 2048;
+    m->moe_router_bias = true;
+    m->moe_first_dense_layers = 3;
+    m->mtp_layers = 1;
+    m->index_n_heads = 64;
+    m->index_head_dim = 128;
+    m->index_topk = 2048;
+}
+
+static void test_dsa_params_deepseek_v32(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_param_counts pc;
+    dsv32_model(&m);
+    counts_of(&m, &pc);
+    ASSERT_DBL_EXACT(aps_dsa_indexer_params(&m), 13959424.0);
+    ASSERT_DBL_EXACT(pc.per_layer, 597442816.0);
+    ASSERT_DBL_EXACT(pc.total, 671877944064.0);
+    ASSERT_DBL_EXACT(pc.mtp, 13477385728.0);
+    ASSERT_DBL_EXACT(pc.total + pc.mtp, 685355329792.0);
+}
+
+/* Keys per query under DSA, top-k 2048: S = 32768 > k: query i attends
+ * min(i + 1, k), on average k - k^2 / (2 S) = 2048 - 64 = 1984 (dense
+ * causal: 16384); S = 1024 <= k: causal 512; without causal skipping
+ * min(k, S) = 2048.  Indexer forward at S = 32768: projections 2 S x
+ * 13,959,168 = 914,828,034,048, scores 2 S (S / 2) 64 x 128 =
+ * 8,796,093,022,208 -> 9,710,921,056,256. */
+static void test_dsa_keys_and_indexer_flops(void **state)
+{
+    (void)state;
+    aps_model m;
+    dsv32_model(&m);
+    ASSERT_DBL_EXACT(aps_attention_keys(&m, 32768.0, true), 1984.0);
+    ASSERT_DBL_EXACT(aps_attention_keys(&m, 1024.0, true), 512.0);
+    ASSERT_DBL_EXACT(aps_attention_keys(&m, 32768.0, false), 2048.0);
+    ASSERT_DBL_EXACT(aps_dsa_indexer_flops(&m, 32768.0), 9710921056256.0);
+    /* trained (training.dsa_indexer_loss_coeff > 0): per token and top-k
+     * key the target 2 x 128 x (512 + 64) = 147,456 and the scores'
+     * backward 4 x 64 x 128 = 32,768, S x 1984 = 65,011,712 pairs ->
+     * 11,716,670,783,488, plus the projections' weight gradients
+     * 914,828,034,048 -> 12,631,498,817,536 */
+    aps_training t = {0};
+    ASSERT_DBL_EXACT(aps_dsa_indexer_train_flops(&m, &t, 32768.0), 0.0);
+    t.dsa_indexer_loss_coeff = 0.001;
+    ASSERT_DBL_EXACT(aps_dsa_indexer_train_flops(&m, &t, 32768.0), 12631498817536.0);
+    m.index_n_heads = m.index_head_dim = m.index_topk = 0;
+    ASSERT_DBL_EXACT(aps_attention_keys(&m, 32768.0, true), 16384.0);
+    ASSERT_DBL_EXACT(aps_dsa_indexer_flops(&m, 32768.0), 0.0);
+}
+
+/* One DeepSeek-V3.2 layer's cost on one H100, b = 1, S = T = 4096, tp =
+ * cp = 1, against the same layer without the indexer: parameters +
+ * 13,959,424 (whole on the rank); saved + 4 T k = 33,554,432 (int32
+ * top-k) + 2 T a ((kr + dr) + dn + kr - (2 (dn + dr) + dv)) = 2 x 4096 x
+ * 128 x 704 = 738,197,504 -> 771,751,936 bytes.  Untrained the indexer has
+ * no backward; trained it saves 2 (T Hi Di + S Di + T Hi) + 4 T k =
+ * 102,236,160 bytes more and its forward adds the target, T keys 2 a
+ * (kr + dr) = 4096 x 1536 x 147,456 FLOPs at the attention rate. */
+static void test_dsa_layer_cost(void **state)
+{
+    (void)state;
+    aps_model m, dense;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    dsv32_model(&m);
+    dense = m;
+    dense.index_n_heads = dense.index_head_dim = dense.index_topk = 0;
+    fx_h100(&c, 8);
+    fx_training(&t, 8, 4096);
+    aps_strategy_defaults(&s);
+    aps_moe_cost dc, nc, tc;
+    aps_moe_layer_cost(&m, &c, &t, &s, &dc);
+    aps_moe_layer_cost(&dense, &c, &t, &s, &nc);
+    ASSERT_DBL_EXACT(dc.mla_params - nc.mla_params, 13959424.0);
+    ASSERT_REL(dc.mla_act - nc.mla_act, 771751936.0, 1e-12);
+    assert_true(dc.dsa_indexer_fwd > 0.0);
+    ASSERT_DBL_EXACT(dc.dsa_indexer_bwd, 0.0);
+    t.dsa_indexer_loss_coeff = 0.001;
+    aps_moe_layer_cost(&m, &c, &t, &s, &tc);
+    ASSERT_REL(tc.mla_act - dc.mla_act, 102236160.0, 1e-12);
+    double rate = c.device.peak_flops_bf16 * c.device.attention_efficiency;
+    ASSERT_REL(tc.dsa_indexer_fwd - dc.dsa_indexer_fwd,
+               4096.0 * 1536.0 * 147456.0 / rate, 1e-9);
+    assert_true(tc.dsa_indexer_bwd > 0.0);
+}
+
+static void test_dsa_validate_names_the_field(void **state)
+{
+    (void)state;
+    aps_model m;
+    dsv32_model(&m);
+    m.index_n_heads = 0;
+    expect_einval(&m, "model.index_head_dim: 128 given without index_n_heads");
+    m.index_head_dim = m.index_topk = 0;
+    m.index_rope_interleave = true;
+    expect_einval(&m, "model.index_rope_interleave: given without index_n_heads");
+    dsv32_model(&m);
+    m.index_topk = 0;
+    expect_einval(&m, "model.index_topk: must be in [1, 16777216] with DeepSeek Sparse Attention (got 0)");
+    dsv32_model(&m);
+    m.index_head_dim = 32;
+    expect_einval(&m, "model.index_head_dim: 32 is narrower than qk_rope_head_dim 64");
+    fx_llama31_8b(&m);
+    m.index_n_heads = 4;
+    m.index_head_dim = 64;
+    m.index_topk = 128;
+    expect_einval(&m, "model.index_n_heads: 4 given without multi-head latent attention");
 }
 
 /* DeepSeek-V2-Lite: no query compression, q_proj 2048*16*192; kv_a
@@ -1277,6 +1409,10 @@ int main(void)
         cmocka_unit_test(test_moe_params_qwen15_moe_shared_expert),
         cmocka_unit_test(test_moe_params_deepseek_v3_mla_mtp),
         cmocka_unit_test(test_moe_params_deepseek_v2_lite),
+        cmocka_unit_test(test_dsa_params_deepseek_v32),
+        cmocka_unit_test(test_dsa_keys_and_indexer_flops),
+        cmocka_unit_test(test_dsa_validate_names_the_field),
+        cmocka_unit_test(test_dsa_layer_cost),
         cmocka_unit_test(test_moe_params_dense_active_is_total),
         cmocka_unit_test(test_moe_validate_names_the_field),
         cmocka_unit_test(test_moe_router_settings),

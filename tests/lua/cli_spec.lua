@@ -267,7 +267,7 @@ return { model = "mixtral.json", cluster = { device = "h100-sxm-80gb", nodes = 1
       assert.are.equal("NotImplemented: " .. phimoe .. ": MoE config (num_local_experts = 16) of model_type " ..
         "\"phimoe\" is not modelled (supported MoE types: mixtral, qwen2_moe, qwen3_moe, qwen3_next, deepseek_v2, " ..
         "deepseek_v3, olmoe, dbrx, gpt_oss, glm4_moe, glm4_moe_lite, llama4_text, llama4, minimax_m2, " ..
-        "qwen3_vl_moe_text, qwen3_5_moe_text, ernie4_5_moe)", one_line_error(apsearch("inspect", phimoe)))
+        "qwen3_vl_moe_text, qwen3_5_moe_text, ernie4_5_moe, deepseek_v32, glm_moe_dsa)", one_line_error(apsearch("inspect", phimoe)))
     end)
 
     it("finds an example from outside the tree, or names where the examples are", function()

@@ -207,19 +207,17 @@ describe("2025-26 families: refusals name what is not modelled", function()
       "NoPE layers) is not modelled (got true)", with_cfg(cfg, { use_sliding_window = true, sliding_window = 4096 }))
   end)
 
-  it("DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5) is named, not refused as any MoE", function()
-    for _, t in ipairs({ { "deepseek_v32", "DeepseekV32ForCausalLM" }, { "glm_moe_dsa", "GlmMoeDsaForCausalLM" } }) do
-      assert.are.equal("NotImplemented: m.json: model_type: " .. t[1] .. ": DeepSeek Sparse Attention (the " ..
-        "lightning indexer of index_n_heads x index_head_dim per layer and the top-index_topk sparse attention) " ..
-        "is not modelled", with("kimi-k2-instruct", { model_type = t[1], architectures = { t[2] } }))
-    end
-    -- its indexer's keys in a config read as DeepSeek-V3 (by its model_type
-    -- or its class): refused, not counted without the indexer
-    assert.are.equal("NotImplemented: m.json: index_topk: DeepSeek Sparse Attention (the lightning indexer of " ..
-      "index_n_heads x index_head_dim per layer and the top-index_topk sparse attention) is not modelled (got 2048)",
-      with("kimi-k2-instruct", { model_type = "deepseek_v32", index_topk = 2048 }))
-    assert.truthy(with("deepseek-v3", { index_n_heads = 64 })
-      :find("^NotImplemented: m%.json: index_n_heads: DeepSeek Sparse"))
+  it("DeepSeek Sparse Attention's keys on a type that does not read them are refused", function()
+    -- the indexer's keys in a config read as DeepSeek-V3 (by its model_type
+    -- or its class): refused, not counted without the indexer (deepseek_v32
+    -- and glm_moe_dsa read them: tests/lua/dsa_spec.lua)
+    local why = "DeepSeek Sparse Attention (the lightning indexer of index_n_heads x index_head_dim per " ..
+      "layer and the top-index_topk sparse attention) is modelled for model_type deepseek_v32 and " ..
+      "glm_moe_dsa only"
+    assert.are.equal("NotImplemented: m.json: index_topk: " .. why .. " (got 2048)",
+      with("kimi-k2-instruct", { index_topk = 2048 }))
+    assert.are.equal("NotImplemented: m.json: index_n_heads: " .. why .. " (got 64)",
+      with("deepseek-v3", { index_n_heads = 64 }))
   end)
 
   -- ByteDance-Seed/Seed-OSS-36B at its card's shapes (hidden 5120, 64

@@ -547,6 +547,7 @@ function M.render(c)
   if m.mlp == "swiglu" then M.glu_args(c, A, N) end
   if m.hybrid_layer_pattern then M.hybrid_args(m, A, N) end
   if (m.linear_attention_period or 0) > 0 then M.gdn_args(m, A) end
+  if (m.index_n_heads or 0) > 0 then M.dsa_args(m, tr, A, N) end
   -- TransformerConfig.attention_output_gate (transformer_config.py:278)
   if m.attention_output_gate then A("--attention-output-gate") end
   if m.mlp == "relu2" then A("--squared-relu") end
@@ -792,6 +793,48 @@ function M.gdn_args(m, A)
   A("--linear-value-head-dim", m.linear_value_head_dim)
   A("--linear-num-key-heads", m.linear_num_key_heads)
   A("--linear-num-value-heads", m.linear_num_value_heads)
+end
+
+--- DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5) on Megatron-LM
+-- d98e8a64: TransformerConfig.experimental_attention_variant "dsa" with
+-- the MLA flags (get_dsa_module_spec_for_backend asserts
+-- multi_latent_attention and builds AbsorbedMLASelfAttention with
+-- DSAttention and DSAIndexer), the indexer's widths and top-k
+-- (dsa_indexer_n_heads, dsa_indexer_head_dim, dsa_indexer_topk,
+-- transformer_config.py:317-323), the fused TileLang kernels the estimate
+-- prices (dsa_kernel_backend, dsa.py / ops/sparse_mla.py; "none" runs the
+-- PyTorch reference path, which materialises S x S scores), and
+-- --no-rope-fusion (transformer_config.py:3162 asserts "RoPE fusion is
+-- not supported for DSAttention"); context parallelism is all_gather
+-- only (the core refuses the others).  Without a loss coefficient the
+-- indexer is not trained (its inputs are detached and it runs under
+-- no_grad), as the estimate prices it; index_rope_interleave
+-- (GLM-5) -> --dsa-indexer-rope-interleaved (transformer_config.py:345).
+-- training.dsa_indexer_loss_coeff > 0 trains the indexer with its KL loss
+-- over the top-k (--dsa-indexer-loss-coeff, --dsa-indexer-use-sparse-loss:
+-- the fused kernels' path the estimate prices).
+-- @tparam table m model table
+-- @tparam table tr training table
+-- @tparam function A flag writer
+-- @tparam function N note writer
+function M.dsa_args(m, tr, A, N)
+  A("--experimental-attention-variant", "dsa")
+  A("--dsa-indexer-n-heads", m.index_n_heads)
+  A("--dsa-indexer-head-dim", m.index_head_dim)
+  A("--dsa-indexer-topk", m.index_topk)
+  A("--dsa-kernel-backend", "tilelang")
+  if m.index_rope_interleave then A("--dsa-indexer-rope-interleaved") end
+  A("--no-rope-fusion")
+  local coeff = tr.dsa_indexer_loss_coeff or 0
+  if coeff > 0 then
+    A("--dsa-indexer-loss-coeff", M.num(coeff))
+    A("--dsa-indexer-use-sparse-loss")
+  else
+    N("NOTE", "DeepSeek Sparse Attention: the indexer is not trained (training.dsa_indexer_loss_coeff unset, " ..
+      "Megatron's default), as estimated; Megatron-Bridge's GLM-5 bridge trains it at 0.001 with the sparse loss")
+  end
+  N("APPROXIMATE", "DeepSeek Sparse Attention: the indexer's Hadamard rotation and score ReLU are Megatron's " ..
+    "defaults (Megatron-Bridge's GLM-5 bridge turns the rotation off); they change no estimate")
 end
 
 local function not_written(N, what, why, instead)

@@ -387,6 +387,11 @@ function M.render(c)
       "has no Qwen3-Next / Gated DeltaNet model; only the parallel settings are written (apsearch prices " ..
       "Gated DeltaNet models for Megatron-LM only)")
   end
+  if (m.index_n_heads or 0) > 0 then
+    N("NOT EXPRESSIBLE in MindFormers", "DeepSeek Sparse Attention (the lightning indexer and top-" ..
+      m.index_topk .. " sparse attention): the config written has no indexer; only the parallel settings " ..
+      "are written (apsearch prices DSA for Megatron-LM only)")
+  end
   if (c.training.mtp_num_layers or 0) > 0 then
     N("NOT WRITTEN", string.format("training.mtp_num_layers = %d: the config trains without multi-token " ..
       "prediction (less time and memory than estimated)", c.training.mtp_num_layers))

@@ -120,6 +120,15 @@ M.megatron = {
     "--experimental-attention-variant", "--linear-attention-freq", "--linear-conv-kernel-dim",
     "--linear-key-head-dim", "--linear-value-head-dim", "--linear-num-key-heads",
     "--linear-num-value-heads", "--attention-output-gate", "--apply-layernorm-1p",
+    -- DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): TransformerConfig
+    -- dsa_indexer_n_heads, dsa_indexer_head_dim, dsa_indexer_topk,
+    -- dsa_kernel_backend, dsa_indexer_rope_interleaved, dsa_indexer_loss_coeff,
+    -- dsa_indexer_use_sparse_loss (transformer_config.py:317-345);
+    -- apply_rope_fusion
+    -- through _add_training_args --no-rope-fusion (arguments.py:2902)
+    "--dsa-indexer-n-heads", "--dsa-indexer-head-dim", "--dsa-indexer-topk", "--dsa-kernel-backend",
+    "--dsa-indexer-rope-interleaved", "--dsa-indexer-loss-coeff", "--dsa-indexer-use-sparse-loss",
+    "--no-rope-fusion",
   }),
 }
 
@@ -170,6 +179,12 @@ M.megatron.facts = {
   ["--experimental-attention-variant"] = { type = "string",
     values = { gdn = true, gdn2 = true, dsa = true, gated_delta_net = true } },
   ["--linear-attention-freq"] = { type = "int", min = 1, constraint = "la_freq_type: N or a list" },
+  -- TransformerConfig dsa_* (transformer_config.py:317-340, 1510-1525 @ d98e8a64)
+  ["--dsa-indexer-n-heads"] = { type = "int", min = 1 },
+  ["--dsa-indexer-head-dim"] = { type = "int", min = 1, constraint = ">= qk-pos-emb-head-dim (the rotated part)" },
+  ["--dsa-indexer-topk"] = { type = "int", min = 1 },
+  ["--dsa-indexer-loss-coeff"] = { type = "number", min = 0, constraint = "0 or unset: the indexer is not trained" },
+  ["--dsa-kernel-backend"] = { type = "string", values = { none = true, tilelang = true, cudnn = true } },
   ["--linear-conv-kernel-dim"] = { type = "int", min = 1 },
   ["--linear-key-head-dim"] = { type = "int", min = 1 },
   ["--linear-value-head-dim"] = { type = "int", min = 1 },

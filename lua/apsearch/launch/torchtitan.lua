@@ -612,6 +612,12 @@ function M.moe_model(m, ctx)
     if m.shared_expert_gate then
       N("NOT EXPRESSIBLE in TorchTitan", "the shared experts' sigmoid gate (build_mla_moe_layers has none)")
     end
+    if (m.index_n_heads or 0) > 0 then
+      N("NOT EXPRESSIBLE in TorchTitan", "DeepSeek Sparse Attention (the lightning indexer of " ..
+        m.index_n_heads .. " x " .. m.index_head_dim .. " and top-" .. m.index_topk .. " sparse attention): " ..
+        "HEAD b5bcd76c6's models have no indexer (torchtitan/models/deepseek_v3 attends densely); written " ..
+        "without it: no indexer weights, dense MLA attention, not the time and memory estimated")
+    end
     if (m.mtp_layers or 0) > 0 then
       N("NOTE", string.format("the model's %d multi-token-prediction module(s) are not trained in the " ..
         "estimate: model_registry's num_mtp_layers stays 0", m.mtp_layers))

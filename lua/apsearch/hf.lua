@@ -2107,7 +2107,8 @@ end
 -- leaves out.
 M.ERNIE45_MOE_DEFAULTS = { tie_word_embeddings = true, use_bias = false, moe_k = 6, moe_num_experts = 64,
   moe_num_shared_experts = 2, moe_layer_start_index = 1, moe_layer_end_index = -1, moe_layer_interval = 1,
-  moe_intermediate_size = 1536, router_aux_loss_coef = 0.001 }
+  moe_intermediate_size = 1536, router_aux_loss_coef = 0.001, rope_theta = 500000.0,
+  max_position_embeddings = 131072 }
 
 --- ERNIE 4.5 MoE (transformers models/ernie4_5_moe: modular_ernie4_5_moe.py
 -- @ a4d4492d, configuration_ernie4_5_moe.py @ f479d930): Llama's
@@ -2133,6 +2134,7 @@ function builders.ernie4_5_moe(_, cfg, file, notes)
       "not modelled (got true)"):format(file), 0)
   end
   local m = llama_like(r, c, file, { tied = true })
+  m.rope_theta = c.rope_theta -- the class's default when the config has none (numerics keeps a given one)
   m.num_experts, m.experts_per_token = r.int("moe_num_experts"), r.int("moe_k")
   m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
   local L, k = m.num_layers, r.int("moe_layer_interval")

@@ -269,6 +269,8 @@ describe("2025-26 families: refusals name what is not modelled", function()
     assert.are.same({ 21825437888, 3352150208 }, { c.total, c.active })
     assert.are.same({ 0 }, m.moe_dense_layers)
     assert.is_true(m.moe_router_bias and m.moe_router_softmax_bias) -- softmax scores + the expert bias
+    -- the class's rope_theta and context where the config gives none
+    assert.are.same({ 500000.0, 131072 }, { m.rope_theta, m.max_position_embeddings })
     -- layers 1-3 MoE every other layer (interval 2: layers 1 and 3), the
     -- end index -1 the last layer
     cfg.moe_layer_interval, cfg.moe_layer_end_index, cfg.num_hidden_layers = 2, -1, 4

@@ -158,16 +158,7 @@ describe("nemotron_h: apsearch run", function()
         "--spec megatron.core.models.hybrid.hybrid_layer_specs hybrid_stack_spec", "pretrain_hybrid.py" }) do
       assert.truthy(sh:find(flag, 1, true), flag .. "\n" .. sh)
     end
-    -- every flag with a value has its fact (apsearch.launch.options), ints at least their minimum
-    local options = require "apsearch.launch.options"
-    local block = assert(sh:match("MEGATRON_ARGS=%((.-)\n%)"), sh)
-    -- every flag one of the commit's (apsearch.launch.options), valued ones within their facts
-    for flag, val in block:gmatch("\n  (%-%-[%w%-]+) ?([^\n]*)") do
-      assert.truthy(options.megatron.options[flag], "not a Megatron-LM flag: " .. flag)
-      local fact = options.megatron.facts[flag]
-      if fact and fact.type == "int" then assert.is_true(tonumber(val) >= (fact.min or 1), flag .. " " .. val) end
-      if fact and fact.values then assert.is_true(fact.values[val] == true, flag .. " " .. val) end
-    end
+    H.assert_megatron_flags(sh) -- every flag Megatron-LM's, valued ones within their facts
     assert.truthy(H.read(dir .. "/launch/rank1_torchtitan.py"):find("NOT EXPRESSIBLE", 1, true))
     assert.truthy(H.read(dir .. "/launch/rank1_mindformers.yaml"):find("NOT EXPRESSIBLE", 1, true))
   end)
@@ -197,14 +188,6 @@ describe("nemotron_h with MoE (E) layers: apsearch run", function()
       assert.truthy(sh:find(flag, 1, true), flag .. "\n" .. sh)
     end
     assert.falsy(sh:find("--moe-layer-freq", 1, true), sh) -- the pattern places the experts
-    local options = require "apsearch.launch.options"
-    local block = assert(sh:match("MEGATRON_ARGS=%((.-)\n%)"), sh)
-    -- every flag one of the commit's (apsearch.launch.options), valued ones within their facts
-    for flag, val in block:gmatch("\n  (%-%-[%w%-]+) ?([^\n]*)") do
-      assert.truthy(options.megatron.options[flag], "not a Megatron-LM flag: " .. flag)
-      local fact = options.megatron.facts[flag]
-      if fact and fact.type == "int" then assert.is_true(tonumber(val) >= (fact.min or 1), flag .. " " .. val) end
-      if fact and fact.values then assert.is_true(fact.values[val] == true, flag .. " " .. val) end
-    end
+    H.assert_megatron_flags(sh) -- every flag Megatron-LM's, valued ones within their facts
   end)
 end)

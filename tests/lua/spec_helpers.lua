@@ -82,6 +82,22 @@ function M.example_config(name)
   return M.read_json(M.ROOT .. "/examples/models/" .. name .. ".json")
 end
 
+--- Asserts that every flag of a Megatron launch script's MEGATRON_ARGS is
+-- one of Megatron-LM's at the commit apsearch.launch.options records, and
+-- that the valued ones are within its facts (an int at least its minimum,
+-- an enum one of its values).
+-- @tparam string sh the script's text
+function M.assert_megatron_flags(sh)
+  local options = require "apsearch.launch.options"
+  local block = assert(sh:match("MEGATRON_ARGS=%((.-)\n%)"), sh)
+  for flag, val in block:gmatch("\n  (%-%-[%w%-]+) ?([^\n]*)") do
+    assert(options.megatron.options[flag], "not a Megatron-LM flag: " .. flag)
+    local fact = options.megatron.facts[flag]
+    if fact and fact.type == "int" then assert(tonumber(val) >= (fact.min or 1), flag .. " " .. val) end
+    if fact and fact.values then assert(fact.values[val] == true, flag .. " " .. val) end
+  end
+end
+
 --- The message of the error f(...) raises (fails the spec if none).
 function M.err_of(f, ...)
   local ok, e = pcall(f, ...)

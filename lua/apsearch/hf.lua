@@ -403,7 +403,10 @@ local function numerics(m, cfg, file)
   -- one `rope_parameters` object (modeling_rope_utils RopeParameters; a
   -- per-layer-type dict of them is a model's own and read by its builder)
   local rp = cfg.rope_parameters
-  if type(rp) == "table" and (rp.rope_theta ~= nil or rp.rope_type ~= nil) then
+  if not is_null(rp) and (type(rp) ~= "table" or #rp > 0) then
+    util.fail(file, "rope_parameters", "expected an object or null", rp)
+  end
+  if type(rp) == "table" and (rp.rope_theta ~= nil or rp.rope_type ~= nil or rp.type ~= nil) then
     cfg = with_defaults(cfg, { rope_theta = rp.rope_theta, partial_rotary_factor = rp.partial_rotary_factor })
   end
   m.rope_theta = positive(cfg, "rope_theta", file) or positive(cfg, "rotary_emb_base", file) or m.rope_theta
@@ -413,7 +416,9 @@ local function numerics(m, cfg, file)
     if v then m.norm_eps = v break end
   end
   local rs, key = cfg.rope_scaling, "rope_scaling"
-  if is_null(rs) and type(rp) == "table" and rp.rope_type ~= nil then rs, key = rp, "rope_parameters" end
+  if is_null(rs) and type(rp) == "table" and (rp.rope_type ~= nil or rp.type ~= nil) then
+    rs, key = rp, "rope_parameters"
+  end
   if is_null(rs) then return m end
   local where = file .. ": " .. key
   if type(rs) ~= "table" then util.fail(file, key, "expected an object or null", rs) end
@@ -2233,19 +2238,34 @@ M.DSA_KEYS = { "index_n_heads", "index_head_dim", "index_topk" }
 -- check (nemotron_h: the E layers of its pattern).
 M.MOE_BUILDER_REFUSES = { nemotron_h = true }
 
---- The text model of a multimodal wrapper apsearch has no reader for (a
--- `text_config` beside a `vision_config` or `audio_config`: Qwen3-VL,
--- Qwen3.5, Kimi-K2.5) when that text model has one, else nil.
+--- Multimodal wrappers whose text model apsearch trains, with the type
+-- that text model is read as: the wrapper's own text class, whatever the
+-- text_config's model_type says (transformers builds sub_configs
+-- ["text_config"](**text_config): Qwen3VLConfig, Qwen3VLMoeConfig,
+-- Qwen3_5Config, Qwen3_5MoeConfig); Kimi-K2.5's text_config is Kimi-K2,
+-- whose remote code is DeepSeek-V3's (DeepseekV3ForCausalLM).
+-- transformers fills a missing vision_config with the class's default, so
+-- none is needed.
+M.WRAPPERS = { qwen3_vl = "qwen3_vl_text", qwen3_vl_moe = "qwen3_vl_moe_text", qwen3_5 = "qwen3_5_text",
+  qwen3_5_moe = "qwen3_5_moe_text", kimi_k25 = "deepseek_v3" }
+
+--- The text model of a multimodal wrapper of M.WRAPPERS (a config of a
+-- type apsearch has no reader for, with a `text_config`), as the config to
+-- read, or nil.
 -- @tparam table cfg config.json
 -- @param mt the model_type it is read as (M.model_type_of)
--- @treturn table|nil the text_config
-function M.wrapped_text(cfg, mt)
+-- @tparam string file for errors
+-- @treturn table|nil a copy of the text_config with the wrapper's text type
+-- @raise `<file>: text_config: expected an object` for a wrapper whose
+--   text_config is not one
+function M.wrapped_text(cfg, mt, file)
+  if type(mt) ~= "string" or builders[mt] or M.WRAPPERS[mt] == nil then return nil end
   local text = cfg.text_config
-  if type(mt) ~= "string" or builders[mt] or type(text) ~= "table" or
-      not (type(cfg.vision_config) == "table" or type(cfg.audio_config) == "table") then
-    return nil
-  end
-  return builders[M.model_type_of(text)] and text or nil
+  if type(text) ~= "table" then util.fail(file, "text_config", "expected an object", text) end
+  local t = {}
+  for k, v in pairs(text) do t[k] = v end
+  t.model_type = M.WRAPPERS[mt]
+  return t
 end
 
 -- A config apsearch can say more about than "unsupported": one with
@@ -2267,13 +2287,17 @@ local function refuse_unmodelled(cfg, mt, file)
   if type(mt) ~= "string" or builders[mt] then return end
   local text = cfg.text_config
   if type(text) ~= "table" or not (type(cfg.vision_config) == "table" or type(cfg.audio_config) == "table") or
-      M.wrapped_text(cfg, mt) then
+      M.wrapped_text(cfg, mt, file) then
     return
   end
+  local tmt, as = M.model_type_of(text)
   local why = M.UNMODELLED[text.model_type]
+  local how = builders[tmt] and ("is (model_type %s%s), but apsearch does not know what %s adds to it: " ..
+    "import text_config as a config.json of its own to train the text model"):format(util.describe(text.model_type),
+    as and (", read as " .. tmt) or "", mt)
+    or ("is not either (model_type %s%s)"):format(util.describe(text.model_type), why and (": " .. why) or "")
   error(("NotImplemented: %s: model_type: %s is multimodal: its vision tower (vision_config) is not modelled; " ..
-    "its text_config is not either (model_type %s%s)"):format(file, mt, util.describe(text.model_type),
-    why and (": " .. why) or ""), 0)
+    "its text_config %s"):format(file, mt, how), 0)
 end
 
 -- Reads a multimodal wrapper's text model (M.wrapped_text): text_config
@@ -2291,7 +2315,7 @@ local function read_wrapped(cfg, text, source, name)
   local model, info = M.from_config(t, source .. ": text_config", name or name_from_path(source))
   table.insert(info.notes, 1, ("%s: model_type %s is multimodal: the estimate trains its text model " ..
     "(text_config, model_type %s); the vision tower (vision_config) is neither modelled nor counted")
-    :format(source, tostring(cfg.model_type), tostring(text.model_type)))
+    :format(source, tostring(cfg.model_type), tostring(t.model_type)))
   return model, info
 end
 
@@ -2318,7 +2342,7 @@ function M.from_config(cfg, source, name)
   end
   local mt, as = M.model_type_of(cfg)
   refuse_unmodelled(cfg, mt, source)
-  local wrapped = M.wrapped_text(cfg, mt)
+  local wrapped = M.wrapped_text(cfg, mt, source)
   if wrapped then return read_wrapped(cfg, wrapped, source, name) end
   local moe_ok = M.MOE_BUILDER_REFUSES[mt] or false
   for _, t in ipairs(M.moe_supported) do moe_ok = moe_ok or t == mt end

@@ -330,8 +330,25 @@ describe("2025-26 families: refusals name what is not modelled", function()
       vision_config = {} }, "m.json")
     assert.are.equal(alone.total, core.model_params(m).total)
     assert.are.equal("m.json: model_type kimi_k25 is multimodal: the estimate trains its text model (text_config, " ..
-      "model_type kimi_k2); the vision tower (vision_config) is neither modelled nor counted", info.notes[1])
-    assert.truthy(info.notes[2]:find("^m%.json: text_config: model_type kimi_k2 read as deepseek_v3"))
+      "model_type deepseek_v3); the vision tower (vision_config) is neither modelled nor counted", info.notes[1])
+    -- the wrapper's class decides the text model (transformers builds
+    -- sub_configs["text_config"] from the dict): a dense Qwen3.5 wrapper
+    -- around an MoE text_config is refused as an MoE config of qwen3_5_text;
+    -- transformers fills a missing vision_config, so none is needed
+    local moe_text = decoded("qwen3.5-35b-a3b").text_config
+    assert.truthy(err_of(hf.from_config, { model_type = "qwen3_5", text_config = moe_text }, "m.json")
+      :find('^NotImplemented: m%.json: text_config: MoE config %(num_experts = 256%) of model_type "qwen3_5_text"'))
+    assert.are.equal(34660610688, core.model_params((hf.from_config({ model_type = "qwen3_5_moe",
+      text_config = moe_text }, "m.json"))).total)
+    assert.are.equal("m.json: text_config: expected an object (got \"x\")",
+      err_of(hf.from_config, { model_type = "qwen3_5_moe", text_config = "x" }, "m.json"))
+    -- a wrapper apsearch does not know, around a text model it reads:
+    -- refused, as its own parts (ERNIE-VL's vision experts) are unknown
+    assert.are.equal("NotImplemented: m.json: model_type: ernie4_5_moe_vl is multimodal: its vision tower " ..
+      '(vision_config) is not modelled; its text_config is (model_type "kimi_k2", read as deepseek_v3), but ' ..
+      "apsearch does not know what ernie4_5_moe_vl adds to it: import text_config as a config.json of its own " ..
+      "to train the text model", err_of(hf.from_config, { model_type = "ernie4_5_moe_vl", text_config = text,
+      vision_config = {} }, "m.json"))
     -- a text model with no reader either: refused, naming both types
     assert.are.equal("NotImplemented: m.json: model_type: gemma4 is multimodal: its vision tower " ..
       '(vision_config) is not modelled; its text_config is not either (model_type "gemma4_text": Gemma 4\'s ' ..
@@ -391,6 +408,16 @@ describe("2025-26 families: refusals name what is not modelled", function()
     assert.are.same({ 34660610688, 3454988928 }, { total, active })
     assert.are.same({ total, active }, { c.total, c.active })
     assert.are.same({ 4, 0.25, 1e7 }, { m.linear_attention_period, m.rotary_percent, m.rope_theta })
+    -- rope_parameters that is not an object, or a scaling in it without its factor: one line each
+    local bad = decoded("qwen3.5-35b-a3b")
+    for _, case in ipairs({ { "x", '"x"' }, { { 1, 2 }, "{1, 2}" } }) do
+      bad.text_config.rope_parameters = case[1]
+      assert.are.equal("m.json: text_config: rope_parameters: expected an object or null (got " .. case[2] .. ")",
+        err_of(hf.from_config, bad, "m.json"))
+    end
+    bad.text_config.rope_parameters = { type = "yarn", rope_theta = 1e6 }
+    assert.are.equal("m.json: text_config: rope_parameters: factor: required key is missing (got nil)",
+      err_of(hf.from_config, bad, "m.json"))
     assert.is_nil(m.moe_router_pre_softmax)
     assert.truthy(info.notes[2]:find("mtp.*, 1 layer) is not loaded by transformers", 1, true))
     assert.is_true(math.abs(c.total / 35e9 - 1) < 0.02) -- the card's 35B, vision tower included

@@ -396,6 +396,14 @@ local function with_defaults(cfg, defaults)
   return t
 end
 
+-- A setting of the config that must hold for the layers apsearch prices;
+-- `name` the key as the file spells it (default: key).
+local function require_value(cfg, key, want, file, why, name)
+  if cfg[key] ~= want then
+    util.fail(file, name or key, "expected " .. util.describe(want) .. " (" .. why .. ")", cfg[key])
+  end
+end
+
 -- rope_theta, rope_scaling, partial RoPE and the norm epsilon into the
 -- model table.
 local function numerics(m, cfg, file)
@@ -599,6 +607,9 @@ end
 -- head_dim (default 128); dropout by residual_dropout and
 -- attention_dropout (M.DROPOUT_KEYS).
 function builders.seed_oss(r, cfg, file)
+  if not is_null(cfg.hidden_act) then
+    require_value(cfg, "hidden_act", "silu", file, "Seed-OSS's SwiGLU MLP")
+  end
   local m = llama_like(r, cfg, file, { head_dim = 128 })
   m.qkv_bias = r.bool("attention_bias", true)
   m.attn_out_bias = r.bool("attention_out_bias", false)
@@ -1908,13 +1919,6 @@ local function nemotron_h_moe(m, cfg, file)
   return deepseek_router(m, r, cfg, file, true, "noaux_tc")
 end
 
--- A setting of the config that must hold for the layers apsearch prices;
--- `name` the key as the file spells it (default: key).
-local function require_value(cfg, key, want, file, why, name)
-  if cfg[key] ~= want then
-    util.fail(file, name or key, "expected " .. util.describe(want) .. " (" .. why .. ")", cfg[key])
-  end
-end
 
 --- Builds the model table of a `nemotron_h` config (file comment, "Hybrid
 -- Mamba-2 models"): the pattern, the Mamba-2 widths, the squared-ReLU MLP,
@@ -1986,9 +1990,11 @@ M.QWEN3_NEXT_DEFAULTS = { full_attention_interval = 4, linear_conv_kernel_dim = 
   linear_key_head_dim = 128, linear_value_head_dim = 128, linear_num_key_heads = 16,
   linear_num_value_heads = 32, partial_rotary_factor = 0.25, shared_expert_intermediate_size = 512 }
 
--- The period k of the full-attention layers: layer_types, when given,
--- must be Qwen3NextConfig's own rule for k = full_attention_interval
--- (layer i, 0-based, full_attention iff (i + 1) % k == 0), the rule
+-- The period k of the full-attention layers: full_attention_interval, or
+-- layer_types when given (transformers builds the layers from it, the
+-- interval only fills it in when absent), whose first full_attention
+-- layer sets k and which must then follow Qwen3NextConfig's rule (layer
+-- i, 0-based, full_attention iff (i + 1) % k == 0), the rule
 -- Megatron-Core's --linear-attention-freq k builds; another list is
 -- refused (the mean-layer pricing, src/core/gdn.c, needs the period).
 local function qwen3_next_period(cfg, L, file)
@@ -2002,18 +2008,29 @@ local function qwen3_next_period(cfg, L, file)
   if type(lt) ~= "table" or #lt ~= L then
     util.fail(file, "layer_types", "expected an array of num_hidden_layers = " .. L .. " layer types", lt)
   end
+  -- layer_types, when given, is what transformers builds (the interval
+  -- only fills it in when absent): its own period, the first full layer
+  local p
   for i = 1, L do
     local t = lt[i]
     if t ~= "linear_attention" and t ~= "full_attention" then
       util.fail(file, "layer_types[" .. i .. "]", "expected linear_attention or full_attention", t)
     end
-    if (t == "full_attention") ~= (i % k == 0) then
-      error(string.format("NotImplemented: %s: layer_types[%d]: %s breaks the period " ..
-        "full_attention_interval = %d (apsearch prices every k-th layer as full attention) (got %s)",
-        file, i, t, k, util.describe(t)), 0)
+    p = p or (t == "full_attention" and i or nil)
+  end
+  p = p or L + 1
+  for i = 1, L do
+    if (lt[i] == "full_attention") ~= (i % p == 0) then
+      error(string.format("NotImplemented: %s: layer_types[%d]: %s breaks the period %d of the first " ..
+        "full_attention layer (apsearch prices every k-th layer as full attention) (got %s)",
+        file, i, lt[i], p, util.describe(lt[i])), 0)
     end
   end
-  return k
+  if p > L then
+    util.fail(file, "layer_types", "no full_attention layer (apsearch prices every k-th layer as full attention)",
+      lt)
+  end
+  return p
 end
 
 -- The model table of a `qwen3_next` config (moe) or of Qwen3.5's dense
@@ -2115,6 +2132,10 @@ M.ERNIE45_MOE_DEFAULTS = { tie_word_embeddings = true, use_bias = false, moe_k =
   moe_intermediate_size = 1536, router_aux_loss_coef = 0.001, rope_theta = 500000.0,
   max_position_embeddings = 131072 }
 
+--- ERNIE 4.5 MoE's config keys of the model fields an error may name.
+M.ERNIE45_MOE_KEYS = { num_experts = "moe_num_experts", experts_per_token = "moe_k",
+  moe_ffn_hidden_size = "moe_intermediate_size", shared_expert_ffn_hidden_size = "moe_num_shared_experts" }
+
 --- ERNIE 4.5 MoE (transformers models/ernie4_5_moe: modular_ernie4_5_moe.py
 -- @ a4d4492d, configuration_ernie4_5_moe.py @ f479d930): Llama's
 -- attention; layer i (0-based) MoE when (i + 1) % moe_layer_interval == 0
@@ -2128,7 +2149,11 @@ M.ERNIE45_MOE_DEFAULTS = { tie_word_embeddings = true, use_bias = false, moe_k =
 -- default.  use_bias would put biases on every projection and the
 -- lm_head: not modelled.  transformers drops the MTP module (mtp*).
 -- @raise NotImplemented for use_bias; `<file>: <key>: ...` as the readers
-function builders.ernie4_5_moe(_, cfg, file, notes)
+function builders.ernie4_5_moe(_, cfg, file, notes, extra)
+  extra.config_keys = M.ERNIE45_MOE_KEYS
+  if not is_null(cfg.hidden_act) then
+    require_value(cfg, "hidden_act", "silu", file, "ERNIE 4.5's SwiGLU experts and MLP")
+  end
   local c = with_defaults(cfg, M.ERNIE45_MOE_DEFAULTS)
   for alias, key in pairs({ num_experts = "moe_num_experts", num_experts_per_tok = "moe_k" }) do
     if is_null(cfg[key]) and not is_null(cfg[alias]) then c[key] = cfg[alias] end
@@ -2145,7 +2170,7 @@ function builders.ernie4_5_moe(_, cfg, file, notes)
   local L, k = m.num_layers, r.int("moe_layer_interval")
   local first = count(c, "moe_layer_start_index", nil, file)
   local last = c.moe_layer_end_index == -1 and L - 1 or count(c, "moe_layer_end_index", nil, file)
-  if k > L or first > last then
+  if k > L or first > math.min(last, L - 1) then
     util.fail(file, "moe_layer_start_index", ("no layer would have experts (moe_layer_interval = %d, " ..
       "moe_layer_end_index = %d, num_hidden_layers = %d)"):format(k, last, L), first)
   end
@@ -2386,8 +2411,10 @@ function M.from_config(cfg, source, name)
   -- the file and the config key named
   local ok, err = pcall(require("apsearch.core").model_params, model)
   if not ok then
+    local keys = extra.config_keys or M.CONFIG_KEY -- a builder's own names (ERNIE's moe_k, ...)
     local msg = tostring(err):gsub("^model%.([%w_]+)", function(f)
-      return M.CONFIG_KEY[f] and (M.CONFIG_KEY[f] .. " (model." .. f .. ")") or ("model." .. f)
+      local k = keys[f] or M.CONFIG_KEY[f]
+      return k and (k .. " (model." .. f .. ")") or ("model." .. f)
     end)
     error(source .. ": " .. msg, 0)
   end

@@ -277,6 +277,17 @@ describe("2025-26 families: refusals name what is not modelled", function()
     m = hf.from_config(cfg, "ernie.json")
     assert.are.same({ 2, 1 }, { m.moe_layer_freq, m.moe_layer_phase })
     assert.is_nil(m.moe_dense_layers)
+    -- errors name ERNIE's own keys
+    cfg.moe_layer_interval, cfg.moe_layer_end_index, cfg.num_hidden_layers = 1, 27, 28
+    cfg.moe_k = 100
+    assert.are.equal("ernie.json: moe_k (model.experts_per_token): absurd size 100 (limit 64)",
+      err_of(hf.from_config, cfg, "ernie.json"))
+    cfg.moe_k, cfg.moe_layer_start_index = 6, 100
+    assert.are.equal("ernie.json: moe_layer_start_index: no layer would have experts (moe_layer_interval = 1, " ..
+      "moe_layer_end_index = 27, num_hidden_layers = 28) (got 100)", err_of(hf.from_config, cfg, "ernie.json"))
+    cfg.moe_layer_start_index, cfg.hidden_act = 1, "gelu"
+    assert.are.equal('ernie.json: hidden_act: expected "silu" (ERNIE 4.5\'s SwiGLU experts and MLP) (got "gelu")',
+      err_of(hf.from_config, cfg, "ernie.json"))
     assert.are.equal("NotImplemented: ernie.json: use_bias: ERNIE 4.5 with biases on every projection and " ..
       "the lm_head is not modelled (got true)", err_of(hf.from_config, { model_type = "ernie4_5_moe",
       use_bias = true }, "ernie.json"))

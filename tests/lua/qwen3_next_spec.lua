@@ -74,9 +74,16 @@ describe("qwen3_next import", function()
     for i = 1, 48 do lt[i] = i % 4 == 0 and "full_attention" or "linear_attention" end
     cfg.layer_types, cfg.full_attention_interval = lt, nil -- the default interval 4
     assert.are.equal(4, hf.from_config(cfg, "q.json").linear_attention_period)
+    -- layer_types wins over full_attention_interval, as in transformers
+    -- (the interval only fills layer_types in when it is absent)
+    local lt3 = {}
+    for i = 1, 48 do lt3[i] = i % 3 == 0 and "full_attention" or "linear_attention" end
+    cfg.layer_types, cfg.full_attention_interval = lt3, 4
+    assert.are.equal(3, hf.from_config(cfg, "q.json").linear_attention_period)
+    cfg.layer_types = lt
     lt[5] = "full_attention"
-    assert.are.equal("NotImplemented: q.json: layer_types[5]: full_attention breaks the period " ..
-      "full_attention_interval = 4 (apsearch prices every k-th layer as full attention) " ..
+    assert.are.equal("NotImplemented: q.json: layer_types[5]: full_attention breaks the period 4 of the " ..
+      "first full_attention layer (apsearch prices every k-th layer as full attention) " ..
       '(got "full_attention")', H.err_of(hf.from_config, cfg, "q.json"))
   end)
 end)

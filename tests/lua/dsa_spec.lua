@@ -134,6 +134,9 @@ describe("DeepSeek Sparse Attention: estimate", function()
       assert.truthy(sh:find("\n  " .. flag .. "\n", 1, true) or sh:find("\n  " .. flag .. " ", 1, true), flag)
     end
     assert.is_nil(sh:find("--dsa-indexer-rope-interleaved", 1, true))
+    -- TransformerConfig refuses tilelang without the kernels: the script says so
+    assert.truthy(sh:find("# NOTE: --dsa-kernel-backend tilelang needs Megatron-LM's TileLang DSA kernels", 1, true))
+    H.assert_megatron_flags(sh)
     assert.truthy(H.read(dir .. "/launch/rank1_torchtitan.py"):find("NOT EXPRESSIBLE in TorchTitan: DeepSeek " ..
       "Sparse Attention", 1, true))
   end)

@@ -823,6 +823,11 @@ function M.dsa_args(m, tr, A, N)
   A("--dsa-indexer-head-dim", m.index_head_dim)
   A("--dsa-indexer-topk", m.index_topk)
   A("--dsa-kernel-backend", "tilelang")
+  N("NOTE", "--dsa-kernel-backend tilelang needs Megatron-LM's TileLang DSA kernels (the indexer and SparseMLA, " ..
+    "megatron/core/transformer/experimental_attention_variant/ops/tilelang_dsa.py): TransformerConfig refuses " ..
+    "to start without them (megatron/core/utils.py _validate_dsa_kernel_backend_dependencies @ d98e8a64); " ..
+    "--dsa-kernel-backend none runs the PyTorch fallback, which materialises S x S scores and is not what " ..
+    "the estimate prices")
   if m.index_rope_interleave then A("--dsa-indexer-rope-interleaved") end
   A("--no-rope-fusion")
   local coeff = tr.dsa_indexer_loss_coeff or 0

@@ -294,6 +294,15 @@ function M.add_launchable(p, name, version)
   if not name then return end
   table.insert(p.constraints.rules, launch.launchable_rule(name, tt))
   p.launchable = name
+  -- the engine's own framework, whose overheads and space the estimate
+  -- should take (MindFormers has none of apsearch's frameworks)
+  local own = ({ megatron = "megatron", torchtitan = "fsdp2" })[name]
+  local fw = p.training.framework or "megatron"
+  if own and fw ~= own then
+    p.warnings[#p.warnings + 1] = ("note: --launchable %s keeps the strategies %s's launch file builds, " ..
+      "estimated as framework = %s runs them (its overheads and search space); for %s's own, set " ..
+      "training.framework = \"%s\" (--set training.framework=%s)"):format(name, name, fw, name, own, own)
+  end
 end
 
 -- the top strategy of the built policy on `h` hosts of `per` devices of

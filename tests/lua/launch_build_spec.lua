@@ -264,8 +264,12 @@ describe("apsearch run --launchable FRAMEWORK", function()
   it("says what to relax when no strategy is launchable, and refuses an unknown framework", function()
     local H = require "spec_helpers"
     -- TorchTitan's llama3 model has no sliding window: no Mistral strategy is launchable there
-    local code, out = H.apsearch("run", "--model", "mistral-7b-v0.1", "--launchable", "torchtitan")
+    local code, out, err = H.apsearch("run", "--model", "mistral-7b-v0.1", "--launchable", "torchtitan")
     assert.are.equal(1, code)
+    -- the built policy estimates Megatron-LM's job: the run says how to estimate TorchTitan's own
+    assert.truthy(err:find('note: --launchable torchtitan keeps the strategies torchtitan\'s launch file builds, ' ..
+      'estimated as framework = megatron runs them (its overheads and search space); for torchtitan\'s own, set ' ..
+      'training.framework = "fsdp2" (--set training.framework=fsdp2)', 1, true), err)
     -- counted apart from the memory limit, first in what to relax, not
     -- among the closest strategies (they fit; their launch file differs)
     local early, over, differ = out:match("0 feasible of %d+ candidates %((%d+) filtered early, (%d+) over a limit, " ..

@@ -234,11 +234,13 @@ void aps_dsa_layer_cost(const aps_model *m, const aps_device *d,
     double bwd = t->flash_attention ? APS_FLASH_BWD_RATIO : APS_GEMM_BWD_RATIO;
     out->mla_attn_fwd += extra / rate;
     out->mla_attn_bwd += (extra * bwd + APS_DSA_BWD_RECOMPUTE * core) / rate;
-    /* saved: the int32 top-k indices; the absorbed query (a (kr + dr)),
+    /* saved: the int32 top-k indices, min(k, S) per query (dsa.py
+     * topk_k = min(index_topk, sk)); the absorbed query (a (kr + dr)),
      * q_nope for the absorption einsum (a dn) and the latent output
      * (a kr) in place of the dense core's Q, K (a (dn + dr) each) and V
      * (a dv); the latent kv is moe.c's compressed kv */
-    out->mla_act += T * (double)m->index_topk * APS_DSA_INDEX_BYTES +
+    double kept = (double)m->index_topk < S ? (double)m->index_topk : S;
+    out->mla_act += T * kept * APS_DSA_INDEX_BYTES +
                     A * T * a * ((kr + dr) + dn + kr -
                                  (2.0 * (dn + dr) + dv)) / tp;
     if (t->dsa_indexer_loss_coeff > 0)

@@ -712,6 +712,14 @@ static void test_dsa_layer_cost(void **state)
     ASSERT_REL(tc.dsa_indexer_fwd - dc.dsa_indexer_fwd,
                4096.0 * 1536.0 * 147456.0 / rate, 1e-9);
     assert_true(tc.dsa_indexer_bwd > 0.0);
+    /* a sequence shorter than the top-k keeps S indices per query
+     * (dsa.py topk_k = min(index_topk, sk)): at S = 1024, 4 T S =
+     * 4,194,304 bytes, plus 2 x 1024 x 128 x 704 = 184,549,376 */
+    t.dsa_indexer_loss_coeff = 0.0;
+    t.seq_length = 1024;
+    aps_moe_layer_cost(&m, &c, &t, &s, &dc);
+    aps_moe_layer_cost(&dense, &c, &t, &s, &nc);
+    ASSERT_REL(dc.mla_act - nc.mla_act, 4194304.0 + 184549376.0, 1e-12);
 }
 
 static void test_dsa_validate_names_the_field(void **state)

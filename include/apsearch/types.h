@@ -80,10 +80,14 @@ typedef enum {
 /** RoPE frequency scaling, Hugging Face `rope_scaling.rope_type` (or
  *  `type`): none; llama3 (Llama 3.1/3.2/3.3: long wavelengths divided by
  *  the factor, short kept, a smooth ramp between); linear (positions
- *  divided by the factor); yarn.  Does not change memory or FLOPs. */
+ *  divided by the factor); yarn; longrope.  Does not change memory or
+ *  FLOPs. */
 typedef enum {
     APS_ROPE_SCALING_NONE = 0, APS_ROPE_SCALING_LLAMA3,
-    APS_ROPE_SCALING_LINEAR, APS_ROPE_SCALING_YARN
+    APS_ROPE_SCALING_LINEAR, APS_ROPE_SCALING_YARN,
+    APS_ROPE_SCALING_LONGROPE /* Phi-3 / PhiMoE: per-dim short and long
+                                 factors (transformers
+                                 _compute_longrope_parameters) */
 } aps_rope_scaling;
 
 /**
@@ -122,6 +126,10 @@ typedef struct {
                                           transformers GptOssAttention.sinks);
                                           counted, not in the attention cost */
     bool tie_word_embeddings;
+    bool lm_head_bias;               /**< the output layer has a bias of V
+                                          (PhiMoE: transformers
+                                          PhimoeForCausalLM lm_head,
+                                          bias=config.lm_head_bias) */
     int64_t sliding_window;          /**< local attention window, tokens
                                           (Mistral-7B-v0.1 4096); 0: none */
     int64_t sliding_window_layers;   /**< layers that use it (Gemma-2: every

@@ -99,6 +99,8 @@
 --   moe_router_pre_softmax).
 -- * `qwen3_moe`: qwen3 (q/k norms) plus the experts as qwen2_moe, no
 --   shared expert.
+-- * `phimoe` (Phi-3.5-MoE): mixtral with biased LayerNorms,
+--   `attention_bias` and `lm_head_bias` (builders.phimoe).
 -- * `deepseek_v2`, `deepseek_v3`: multi-head latent attention
 --   (`q_lora_rank` (null: none), `kv_lora_rank`, `qk_nope_head_dim`,
 --   `qk_rope_head_dim`, `v_head_dim`), `n_routed_experts` of
@@ -322,7 +324,7 @@ function M.yarn_original(m)
 end
 
 --- RoPE scaling types the model carries (`rope_scaling.rope_type`).
-M.ROPE_SCALING = { "llama3", "linear", "yarn" }
+M.ROPE_SCALING = { "llama3", "linear", "yarn", "longrope" }
 
 --- config.json keys of the norm epsilon, first present wins.
 M.NORM_EPS_KEYS = { "rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps" }
@@ -404,6 +406,36 @@ local function require_value(cfg, key, want, file, why, name)
   end
 end
 
+--- LongRoPE (Phi-3, Phi-3.5-MoE): per-dimension `short_factor` and
+-- `long_factor` lists, no single factor.  The factor is the context
+-- extension transformers derives, max_position_embeddings /
+-- original_max_position_embeddings (modeling_rope_utils.py
+-- _compute_longrope_parameters @ 040e1a7e; the original context from
+-- rope_scaling, as PhimoeConfig copies it, or from the config's top level,
+-- Phi3Config), else rope_scaling.factor, else 1.  Positions only: it
+-- changes neither FLOPs nor memory.
+-- @raise `<file>: rope_scaling: short_factor: expected an array of numbers`
+local function longrope(m, cfg, rs, file, where)
+  for _, k in ipairs({ "short_factor", "long_factor" }) do
+    local v = rs[k]
+    local ok = type(v) == "table" and #v > 0
+    for i = 1, ok and #v or 0 do ok = ok and type(v[i]) == "number" end
+    if not ok then util.fail(where, k, "expected an array of numbers", v) end
+  end
+  local omp = rs.original_max_position_embeddings
+  if is_null(omp) then omp = cfg.original_max_position_embeddings end
+  if not is_null(omp) then
+    m.original_max_position_embeddings = config_int(omp, 1, where, "original_max_position_embeddings")
+  end
+  local mp, o = m.max_position_embeddings or 0, m.original_max_position_embeddings or 0
+  if o > 0 and mp > 0 then
+    m.rope_scaling_factor = mp / o
+  elseif not m.rope_scaling_factor then
+    m.rope_scaling_factor = 1.0
+  end
+  return m
+end
+
 -- rope_theta, rope_scaling, partial RoPE and the norm epsilon into the
 -- model table.
 local function numerics(m, cfg, file)
@@ -441,6 +473,7 @@ local function numerics(m, cfg, file)
   end
   m.rope_scaling_type = kind
   m.rope_scaling_factor = positive(rs, "factor", where)
+  if kind == "longrope" then return longrope(m, cfg, rs, file, where) end
   if not m.rope_scaling_factor then util.fail(where, "factor", "required key is missing", nil) end
   if kind == "llama3" then
     m.low_freq_factor = positive(rs, "low_freq_factor", where)
@@ -841,6 +874,31 @@ function builders.mixtral(r, cfg, file)
   -- MixtralSparseMoeBlock: softmax, top-k, renormalised (routing_weights /=
   -- their sum): Megatron's default top-k-then-softmax, no key to read
   aux_loss(m, cfg, file, "router_aux_loss_coef")
+  return m
+end
+
+--- PhiMoE (Phi-3.5-MoE; transformers models/phimoe, modular_phimoe.py
+-- and configuration_phimoe.py @ 040e1a7e): Mixtral's layer with
+-- LayerNorms that have a bias (PhimoeDecoderLayer input_layernorm,
+-- post_attention_layernorm and the final norm: nn.LayerNorm, elementwise
+-- affine), q/k/v/o biases when attention_bias, num_local_experts SwiGLU
+-- experts of intermediate_size with a bias-free router, and an lm_head
+-- bias when lm_head_bias (both default false).  SparseMixer routing
+-- (sparsemixer, top 2) chooses the same 2 experts' work as a softmax top-k
+-- router: priced as one.
+function builders.phimoe(r, cfg, file, notes)
+  if not is_null(cfg.hidden_act) then
+    require_value(cfg, "hidden_act", "silu", file, "PhiMoE's SwiGLU experts")
+  end
+  local m = builders.mixtral(r, cfg, file)
+  m.norm, m.norm_bias = "layernorm", true
+  local ab = r.bool("attention_bias", false)
+  m.qkv_bias, m.attn_out_bias = ab, ab
+  m.lm_head_bias = r.bool("lm_head_bias", false)
+  if m.num_experts > 0 then
+    note(notes, file, "SparseMixer routing (PhimoeRouter) is priced as softmax top-%d routing (same " ..
+      "experts' work); frameworks without it train top-k softmax routing", m.experts_per_token)
+  end
   return m
 end
 
@@ -2195,7 +2253,7 @@ end
 M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3",
                     "olmoe", "dbrx", "gpt_oss", "glm4_moe", "glm4_moe_lite", "llama4_text", "llama4",
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
-                    "deepseek_v32", "glm_moe_dsa" }
+                    "deepseek_v32", "glm_moe_dsa", "phimoe" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -2211,6 +2269,7 @@ M.ARCHITECTURES = {
   MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3", SeedOssForCausalLM = "seed_oss",
   Ernie4_5_MoeForCausalLM = "ernie4_5_moe",
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
+  PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

@@ -36,7 +36,7 @@ M.model = {
   position_embedding = enum("rope", "learned", "alibi", "none"),
   norm_bias = "bool", qkv_bias = "bool", attn_out_bias = "bool", mlp_bias = "bool",
   qk_norm = "bool", qk_norm_full_width = "bool", attention_sinks = "bool",
-  tie_word_embeddings = "bool",
+  tie_word_embeddings = "bool", lm_head_bias = "bool",
   sliding_window = "nonnegint", sliding_window_layers = "nonnegint",
   sliding_window_period = "nonnegint",
   -- Llama 4's attention: weightless L2 Q/K norms, NoPE layers, chunked
@@ -51,7 +51,7 @@ M.model = {
   -- numerics that change neither memory nor FLOPs, written into the launch
   -- configs; 0 = not given (the framework's default) or none
   rope_theta = "nonneg", rope_scaling_factor = "nonneg",
-  rope_scaling_type = enum("none", "llama3", "linear", "yarn"),
+  rope_scaling_type = enum("none", "llama3", "linear", "yarn", "longrope"),
   low_freq_factor = "nonneg", high_freq_factor = "nonneg",
   original_max_position_embeddings = "nonnegint", norm_eps = "nonneg", rotary_percent = "nonneg",
   yarn_beta_fast = "nonneg", yarn_beta_slow = "nonneg", yarn_mscale = "nonneg",

@@ -608,7 +608,7 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
     }
     if ((unsigned)m->mlp > APS_MLP_RELU2 || (unsigned)m->norm > APS_NORM_LAYERNORM ||
         (unsigned)m->position_embedding > APS_POS_NONE ||
-        (unsigned)m->rope_scaling_type > APS_ROPE_SCALING_YARN) {
+        (unsigned)m->rope_scaling_type > APS_ROPE_SCALING_LONGROPE) {
         aps_fmt(err, n, "model: enum field out of range");
         return APS_EINVAL;
     }
@@ -957,7 +957,8 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
     if (aps_model_is_hybrid(m))
         hybrid_param_counts(m, out);
     out->final_norm = norm_params(m, h);
-    out->output_layer = m->tie_word_embeddings ? 0.0 : V * h;
+    out->output_layer = (m->tie_word_embeddings ? 0.0 : V * h) +
+                        (m->lm_head_bias ? V : 0.0);
     out->total = out->embedding + out->layers + out->final_norm +
                  out->output_layer;
     out->active = out->total - moe * (out->per_moe_layer -
@@ -1009,6 +1010,8 @@ double aps_stage_nonunit_params(const aps_model *m, const aps_layout *lay,
          * their gradients with the first); tied with p = 1: shared. */
         if (!m->tie_word_embeddings || lay->p > 1)
             p += lay->vocab_padded * h / t;
+        if (m->lm_head_bias) /* column-parallel: its vocab shard */
+            p += lay->vocab_padded / t;
         /* MTP (multi_token_prediction.py @ d98e8a64): per depth enorm,
          * hnorm, the final norm and eh_proj (column-parallel 2h -> h;
          * its transformer layer is counted with the decoder layers',
@@ -1052,8 +1055,10 @@ double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
     double vocab = lay->vocab_padded * h / t;
     if (i == 0 && vocab > unit)
         unit = vocab;
+    double head = vocab + norm_params(m, h) +
+                  (m->lm_head_bias ? lay->vocab_padded / t : 0.0);
     if (i == lay->p - 1 && (!m->tie_word_embeddings || lay->p > 1) &&
-        vocab + norm_params(m, h) > unit)
-        unit = vocab + norm_params(m, h);
+        head > unit)
+        unit = head;
     return unit;
 }

@@ -67,9 +67,10 @@ APSL_ENUM(enum_norm, "rmsnorm, layernorm",
 APSL_ENUM(enum_pos, "rope, learned, alibi, none",
           {"rope", APS_POS_ROPE}, {"learned", APS_POS_LEARNED},
           {"alibi", APS_POS_ALIBI}, {"none", APS_POS_NONE});
-APSL_ENUM(enum_rope_scaling, "none, llama3, linear, yarn",
+APSL_ENUM(enum_rope_scaling, "none, llama3, linear, yarn, longrope",
           {"none", APS_ROPE_SCALING_NONE}, {"llama3", APS_ROPE_SCALING_LLAMA3},
-          {"linear", APS_ROPE_SCALING_LINEAR}, {"yarn", APS_ROPE_SCALING_YARN});
+          {"linear", APS_ROPE_SCALING_LINEAR}, {"yarn", APS_ROPE_SCALING_YARN},
+          {"longrope", APS_ROPE_SCALING_LONGROPE});
 APSL_ENUM(enum_precision, "bf16, fp16, fp8, mxfp8, nvfp4",
           {"bf16", APS_PREC_BF16}, {"fp16", APS_PREC_FP16},
           {"fp8", APS_PREC_FP8}, {"mxfp8", APS_PREC_MXFP8},
@@ -218,6 +219,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, attention_chunk_size, FT_OINT, NULL),
     FLD(aps_model, chunked_attention_layers, FT_OINT, NULL),
     FLD(aps_model, tie_word_embeddings, FT_BOOL, NULL),
+    FLD(aps_model, lm_head_bias, FT_OBOOL, NULL),
     FLD(aps_model, rope_theta, FT_NUM, NULL),
     FLD(aps_model, rope_scaling_type, FT_ENUM, &enum_rope_scaling),
     FLD(aps_model, rope_scaling_factor, FT_NUM, NULL),

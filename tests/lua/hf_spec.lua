@@ -406,12 +406,12 @@ describe("refusals", function()
   end
 
   it("refuses an MoE of a type it cannot model, naming the key", function()
-    local path = tmpfile("phimoe.json", cjson.encode(with(base,
-      { model_type = "phimoe", num_local_experts = 16, num_experts_per_tok = 2 })))
-    assert.are.equal("NotImplemented: " .. path .. ": MoE config (num_local_experts = 16) of model_type " ..
-      "\"phimoe\" is not modelled (supported MoE types: mixtral, qwen2_moe, qwen3_moe, qwen3_next, " ..
+    local path = tmpfile("granitemoe.json", cjson.encode(with(base,
+      { model_type = "granitemoe", num_local_experts = 40, num_experts_per_tok = 8 })))
+    assert.are.equal("NotImplemented: " .. path .. ": MoE config (num_local_experts = 40) of model_type " ..
+      "\"granitemoe\" is not modelled (supported MoE types: mixtral, qwen2_moe, qwen3_moe, qwen3_next, " ..
       "deepseek_v2, deepseek_v3, olmoe, dbrx, gpt_oss, glm4_moe, glm4_moe_lite, llama4_text, llama4, minimax_m2, " ..
-      "qwen3_vl_moe_text, qwen3_5_moe_text, ernie4_5_moe, deepseek_v32, glm_moe_dsa)", err_of(hf.load, path))
+      "qwen3_vl_moe_text, qwen3_5_moe_text, ernie4_5_moe, deepseek_v32, glm_moe_dsa, phimoe)", err_of(hf.load, path))
     local e1 = err_of(hf.from_config, with(base, { model_type = "llama", num_local_experts = 8 }), "l.json")
     assert.truthy(e1:match("^NotImplemented: l%.json: MoE config %(num_local_experts = 8%) of model_type \"llama\""), e1)
     local e2 = err_of(hf.from_config, with(base, { model_type = "falcon", ffn_config = { moe_num_experts = 16 } }), "d.json")

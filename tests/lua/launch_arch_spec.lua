@@ -248,4 +248,33 @@ describe("model fields of the architecture (issue 25)", function()
     assert.is_false(ok)
     assert.truthy(tostring(err):find("glu_activation: only a gated MLP", 1, true), err)
   end)
+
+  -- Phi-3.5-MoE (transformers modular_phimoe.py): LayerNorm with bias
+  -- (Megatron's default normalization), q/k/v/o biases only (add_bias_linear
+  -- adds them to the experts and router too: NOT WRITTEN), an lm_head
+  -- bias GPTModel cannot build and longrope positions (NOT WRITTEN).
+  it("phi-3.5-moe: 16 experts top 2, LayerNorm; lm_head bias, biases and longrope NOT WRITTEN", function()
+    local cfg = { model_type = "phimoe", attention_bias = true, lm_head_bias = true, hidden_size = 4096,
+      intermediate_size = 6400, max_position_embeddings = 131072, num_attention_heads = 32,
+      num_experts_per_tok = 2, num_hidden_layers = 32, num_key_value_heads = 8, num_local_experts = 16,
+      rope_scaling = { type = "longrope", short_factor = { 1.0 }, long_factor = { 2.0 },
+        original_max_position_embeddings = 4096 }, rope_theta = 10000.0, sliding_window = 131072,
+      tie_word_embeddings = false, vocab_size = 32064 }
+    local file = os.tmpname()
+    local f = assert(io.open(file, "w"))
+    f:write(require("cjson").encode(cfg))
+    f:close()
+    local flags, notes = script(file, { dp_degree = 1, ep_degree = 8, etp_degree = 1, pp_degree = 8,
+      zero_stage = 1, micro_batch_size = 1 })
+    os.remove(file)
+    has(flags, { ["--swiglu"] = true, ["--num-experts"] = "16", ["--moe-router-topk"] = "2",
+      ["--untie-embeddings-and-output-weights"] = true, ["--rotary-base"] = "10000" },
+      { "--normalization", "--disable-bias-linear" })
+    local text = table.concat(not_written(notes), "\n")
+    assert.are.equal(3, #not_written(notes))
+    assert.truthy(text:find("output layer's bias (lm_head_bias): NOT EXPRESSIBLE", 1, true), text)
+    assert.truthy(text:find("32064 parameters fewer", 1, true), text)
+    assert.truthy(text:find("longrope RoPE scaling (factor 32)", 1, true), text)
+    assert.truthy(text:find("adds biases the model lacks on: mlp, router", 1, true), text)
+  end)
 end)

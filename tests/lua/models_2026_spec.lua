@@ -293,6 +293,51 @@ describe("2025-26 families: refusals name what is not modelled", function()
       use_bias = true }, "ernie.json"))
   end)
 
+  -- microsoft/Phi-3.5-MoE-instruct (card: 41.9B total, 6.6B active) at
+  -- its config's keys (hidden 4096, 32 layers, 32 heads of 128, 8 KV
+  -- heads, 16 experts of 6400 top 2, vocab 32064, attention_bias and
+  -- lm_head_bias true, untied, longrope from a 4096 context to 131072):
+  -- transformers modular_phimoe.py / configuration_phimoe.py @ 040e1a7e.
+  -- Attention q, o 4096 x 4096 + 4096 bias each, k, v 4096 x 1024 + 1024
+  -- each = 41,953,280; two LayerNorms with bias 2 x 8,192; the router
+  -- 16 x 4096 = 65,536; the experts 16 x 3 x 4096 x 6400 = 1,258,291,200
+  -- (2 active: 157,286,400); embedding 32064 x 4096 = 131,334,144; the
+  -- lm_head the same + its bias 32,064; the final LayerNorm 8,192.
+  it("Phi-3.5-MoE: 41,873,153,344 total, 6,640,999,744 active", function()
+    local short, long = {}, {}
+    for i = 1, 64 do short[i], long[i] = 1.0, 1.0 + i / 64 end -- the file's lists: 64 per-dim factors
+    local cfg = { architectures = { "PhiMoEForCausalLM" }, model_type = "phimoe", attention_bias = true,
+      attention_dropout = 0.0, hidden_act = "silu", hidden_dropout = 0.0, hidden_size = 4096,
+      input_jitter_noise = 0.01, intermediate_size = 6400, lm_head_bias = true, max_position_embeddings = 131072,
+      num_attention_heads = 32, num_experts_per_tok = 2, num_hidden_layers = 32, num_key_value_heads = 8,
+      num_local_experts = 16, original_max_position_embeddings = 4096, rms_norm_eps = 1e-5,
+      rope_scaling = { type = "longrope", short_factor = short, long_factor = long, short_mscale = 1.243163121016122,
+        long_mscale = 1.243163121016122, original_max_position_embeddings = 4096 },
+      rope_theta = 10000.0, router_aux_loss_coef = 0.0, router_jitter_noise = 0.01, sliding_window = 131072,
+      tie_word_embeddings = false, vocab_size = 32064 }
+    local m = hf.from_config(cfg, "phimoe.json")
+    local c = core.model_params(m)
+    local attn, norms, router = 41953280, 2 * 8192, 65536
+    local common = 131334144 + (131334144 + 32064) + 8192
+    assert.are.equal(common + 32 * (attn + norms + router + 1258291200), c.total)
+    assert.are.equal(common + 32 * (attn + norms + router + 157286400), c.active)
+    assert.are.same({ 41873153344, 6640999744 }, { c.total, c.active })
+    assert.are.same({ "layernorm", true, true, true }, { m.norm, m.norm_bias, m.qkv_bias, m.lm_head_bias })
+    -- transformers' longrope factor: max_position_embeddings / original context
+    assert.are.same({ "longrope", 32.0, 4096 },
+      { m.rope_scaling_type, m.rope_scaling_factor, m.original_max_position_embeddings })
+    -- defaults of PhimoeConfig: no biases
+    cfg.attention_bias, cfg.lm_head_bias = nil, nil
+    c = core.model_params(hf.from_config(cfg, "phimoe.json"))
+    assert.are.equal(41873153344 - 32 * (2 * 4096 + 2 * 1024) - 32064, c.total)
+    cfg.rope_scaling.short_factor = "x"
+    assert.are.equal('phimoe.json: rope_scaling: short_factor: expected an array of numbers (got "x")',
+      err_of(hf.from_config, cfg, "phimoe.json"))
+    cfg.rope_scaling.short_factor, cfg.hidden_act = short, "gelu"
+    assert.are.equal('phimoe.json: hidden_act: expected "silu" (PhiMoE\'s SwiGLU experts) (got "gelu")',
+      err_of(hf.from_config, cfg, "phimoe.json"))
+  end)
+
   -- Qwen/Qwen3.5-27B (card: 27B with its vision tower): Qwen3_5TextConfig,
   -- every 4th of 64 layers gated attention (q h x 2*24*256, k and v h x
   -- 4*256 each, o 24*256 x h, q/k norms 256 each), the others Gated

@@ -1025,12 +1025,19 @@ end
 -- Any other mix keeps the closest (biases everywhere when the output
 -- projection or the MLP has one) and is NOT WRITTEN; with experts and
 -- biases an expert tensor parallel size over 1 is refused by
--- TransformerConfig (NOT EXPRESSIBLE).
+-- TransformerConfig (NOT EXPRESSIBLE).  An output-layer bias
+-- (lm_head_bias) is NOT WRITTEN: GPTModel's output layer has none.
 -- @tparam table c context
 -- @tparam function A flag writer
 -- @tparam function N note writer
 function M.bias_args(c, A, N)
   local m, r = c.model, c.rec
+  if m.lm_head_bias then
+    -- GPTModel builds its output layer with bias=False
+    -- (megatron/core/models/gpt/gpt_model.py:286 @ d98e8a64)
+    not_written(N, "the output layer's bias (lm_head_bias)", "GPTModel's output layer has no bias",
+      "the script trains it without one (" .. m.vocab_size .. " parameters fewer)")
+  end
   local moe = (m.num_experts or 0) > 0
   local has = { qkv = m.qkv_bias == true, proj = m.attn_out_bias == true, mlp = m.mlp_bias == true }
   if moe then has.router = m.moe_router_linear_bias == true end

@@ -126,6 +126,15 @@ typedef struct {
                                           transformers GptOssAttention.sinks);
                                           counted, not in the attention cost */
     bool tie_word_embeddings;
+    bool reordered_norm;             /**< the layer's two norms after
+                                          attention and after the MLP,
+                                          before each residual add, not
+                                          before them (OLMo 2 / Olmo 3:
+                                          transformers Olmo2DecoderLayer
+                                          post_attention_layernorm,
+                                          post_feedforward_layernorm;
+                                          OLMo-core "reordered_norm").  The
+                                          same parameters and work */
     bool lm_head_bias;               /**< the output layer has a bias of V
                                           (PhiMoE: transformers
                                           PhimoeForCausalLM lm_head,

@@ -219,7 +219,7 @@ local M = {}
 --- Supported model types, in the order listed in error messages.
 M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
-                "qwen3_vl_text", "seed_oss", "qwen3_5_text" }
+                "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -440,11 +440,21 @@ end
 -- model table.
 local function numerics(m, cfg, file)
   -- transformers 5 configs carry rope_theta and partial_rotary_factor in
-  -- one `rope_parameters` object (modeling_rope_utils RopeParameters; a
-  -- per-layer-type dict of them is a model's own and read by its builder)
+  -- one `rope_parameters` object (modeling_rope_utils RopeParameters), or
+  -- one per layer type (Gemma 3, Olmo 3: {sliding_attention = {...},
+  -- full_attention = {...}}): the full-attention layers' is the model's
+  -- (the one RoPE a launch file carries; the windowed layers' base is a
+  -- numeric no estimate reads)
   local rp = cfg.rope_parameters
   if not is_null(rp) and (type(rp) ~= "table" or #rp > 0) then
     util.fail(file, "rope_parameters", "expected an object or null", rp)
+  end
+  if type(rp) == "table" and rp.rope_theta == nil and rp.rope_type == nil and rp.type == nil
+    and rp.full_attention ~= nil then
+    rp = rp.full_attention
+    if type(rp) ~= "table" or #rp > 0 then
+      util.fail(file, "rope_parameters.full_attention", "expected an object", rp)
+    end
   end
   if type(rp) == "table" and (rp.rope_theta ~= nil or rp.rope_type ~= nil or rp.type ~= nil) then
     cfg = with_defaults(cfg, { rope_theta = rp.rope_theta, partial_rotary_factor = rp.partial_rotary_factor })
@@ -1249,6 +1259,48 @@ function builders.olmoe(r, cfg, file, notes)
   clip_note(notes, cfg, file, file)
   note(notes, file, "the Q/K norms span the whole projection (OlmoeAttention q_norm, k_norm): under " ..
     "tensor parallelism their statistic needs a reduction across the ranks, which is not priced")
+  return m
+end
+
+--- OLMo 2 (transformers modular_olmo2.py @ 008f5c8c; Olmo2Config
+-- defaults: attention_bias false, untied): Llama's attention with RMSNorms
+-- over the whole Q and K projections (q_norm a*d wide, k_norm k*d) and the
+-- layer's two norms after attention and after the MLP (post_attention_
+-- layernorm, post_feedforward_layernorm; no input norm): reordered_norm.
+function builders.olmo2(r, cfg, file, notes)
+  if not is_null(cfg.hidden_act) then
+    require_value(cfg, "hidden_act", "silu", file, "OLMo's SwiGLU MLP")
+  end
+  local m = llama_like(r, cfg, file, {})
+  local ab = r.bool("attention_bias", false)
+  m.qkv_bias, m.attn_out_bias = ab, ab
+  m.qk_norm, m.qk_norm_full_width, m.reordered_norm = true, true, true
+  note(notes, file, "the Q/K norms span the whole projection (Olmo2Attention q_norm, k_norm): under " ..
+    "tensor parallelism their statistic needs a reduction across the ranks, which is not priced")
+  return m
+end
+
+--- Olmo3Config's window (modular_olmo3.py @ 02e8340b): `sliding_window`
+-- 4096 tokens when the key is absent (null: none), on every layer but
+-- each 4th when `layer_types` is absent.
+M.OLMO3_WINDOW, M.OLMO3_FULL_EVERY = 4096, 4
+
+--- Olmo 3: OLMo 2's layer with the window on the sliding_attention layers
+-- of `layer_types`; its RoPE scaling applies to the full-attention layers
+-- only (Olmo3Model), a numeric the estimate does not read.
+function builders.olmo3(r, cfg, file, notes)
+  if cfg.sliding_window == nil then
+    cfg = with_defaults(cfg, { sliding_window = M.OLMO3_WINDOW })
+    r = reader(cfg, file)
+  end
+  local m = builders.olmo2(r, cfg, file, notes)
+  local L = m.num_layers
+  window_on(m, r, sliding_layer_count(cfg, L, file) or L - L // M.OLMO3_FULL_EVERY)
+  set_window_period(m, cfg, M.OLMO3_FULL_EVERY)
+  if m.sliding_window and not is_null(cfg.rope_scaling) then
+    note(notes, file, "RoPE scaling applies to the full-attention layers only (Olmo3Model); launch files " ..
+      "scale every layer's positions")
+  end
   return m
 end
 
@@ -2270,6 +2322,7 @@ M.ARCHITECTURES = {
   Ernie4_5_MoeForCausalLM = "ernie4_5_moe",
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",
+  Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

@@ -277,4 +277,24 @@ describe("model fields of the architecture (issue 25)", function()
     assert.truthy(text:find("longrope RoPE scaling (factor 32)", 1, true), text)
     assert.truthy(text:find("adds biases the model lacks on: mlp, router", 1, true), text)
   end)
+
+  -- Olmo 3 (modular_olmo3.py): the window on 3 of each 4 layers as
+  -- --window-size / --window-attn-skip-freq 4, per-head --qk-layernorm
+  -- for its full-width Q/K norms and the norms after attention and MLP
+  -- (TransformerLayer normalises before): both NOT WRITTEN.
+  it("olmo-3: window 4095 skip 4, yarn; full-width QK norms and reordered norms NOT WRITTEN", function()
+    local m = hf.from_config({ model_type = "olmo3", hidden_size = 5120, intermediate_size = 27648,
+      num_hidden_layers = 64, num_attention_heads = 40, num_key_value_heads = 8, max_position_embeddings = 65536,
+      rope_theta = 500000, rope_scaling = { rope_type = "yarn", factor = 8.0, beta_fast = 32.0, beta_slow = 1.0,
+        attention_factor = 1.2079441541679836, original_max_position_embeddings = 8192 },
+      vocab_size = 100278 }, "olmo3.json")
+    local flags, notes = script(m, { dp_degree = 1, tp_degree = 8, sequence_parallel = true, zero_stage = 1,
+      micro_batch_size = 1, layer_recompute = "full" })
+    has(flags, { ["--window-size"] = "4095,0", ["--window-attn-skip-freq"] = "4", ["--qk-layernorm"] = true,
+      ["--normalization"] = "RMSNorm", ["--disable-bias-linear"] = true, ["--swiglu"] = true,
+      ["--rotary-base"] = "500000" })
+    local text = table.concat(not_written(notes), "\n")
+    assert.truthy(text:find("norms after attention and after the MLP (reordered_norm, OLMo 2)", 1, true), text)
+    assert.truthy(text:find("qk_norm_full_width", 1, true), text)
+  end)
 end)

@@ -13,6 +13,7 @@
 
 local ROOT = os.getenv("APS_ROOT") or "."
 local core = require "apsearch.core"
+local cjson = require "cjson"
 local hf = require "apsearch.hf"
 local H = require "spec_helpers"
 
@@ -336,6 +337,60 @@ describe("2025-26 families: refusals name what is not modelled", function()
     cfg.rope_scaling.short_factor, cfg.hidden_act = short, "gelu"
     assert.are.equal('phimoe.json: hidden_act: expected "silu" (PhiMoE\'s SwiGLU experts) (got "gelu")',
       err_of(hf.from_config, cfg, "phimoe.json"))
+  end)
+
+  -- OLMo 2 and Olmo 3 (transformers modular_olmo2.py @ 008f5c8c,
+  -- modular_olmo3.py @ 02e8340b): Llama's layer with RMSNorms over the
+  -- whole Q (a*d) and K (k*d) projections and the two norms after
+  -- attention and MLP.  OLMo-2-1124-7B (card 7.30B): h 4096, 32 layers,
+  -- 32 heads and KV heads, MLP 11008, vocab 100352, untied: per layer
+  -- 4 x 4096^2 + 2 x 4096 + 3 x 4096 x 11008 + 2 x 4096 = 202,391,552.
+  -- Olmo-3-32B (card 32B): h 5120, 64 layers, 40 heads of 128, 8 KV heads,
+  -- MLP 27648, vocab 100278: q, o 5120^2 each, k, v 5120 x 1024 each,
+  -- q_norm 5120, k_norm 1024, MLP 3 x 5120 x 27648, two norms: 487,604,224;
+  -- the window of 4096 on 3 of each 4 layers (Olmo3Config's layer_types).
+  it("OLMo-2 7B 7,298,617,344 and Olmo-3 32B 32,233,522,176, norms after attention and MLP", function()
+    local o2 = { architectures = { "Olmo2ForCausalLM" }, model_type = "olmo2", attention_bias = false,
+      hidden_act = "silu", hidden_size = 4096, intermediate_size = 11008, max_position_embeddings = 4096,
+      num_attention_heads = 32, num_hidden_layers = 32, num_key_value_heads = 32, rms_norm_eps = 1e-6,
+      rope_theta = 500000, tie_word_embeddings = false, vocab_size = 100352 }
+    local m = hf.from_config(o2, "olmo2.json")
+    assert.are.equal(32 * 202391552 + 2 * 100352 * 4096 + 4096, core.model_params(m).total)
+    assert.are.equal(7298617344, core.model_params(m).total)
+    assert.are.same({ true, true, true }, { m.qk_norm, m.qk_norm_full_width, m.reordered_norm })
+    assert.is_nil(m.sliding_window)
+    local o3 = { architectures = { "Olmo3ForCausalLM" }, model_type = "olmo3", attention_bias = false,
+      hidden_act = "silu", hidden_size = 5120, intermediate_size = 27648, num_hidden_layers = 64,
+      num_attention_heads = 40, num_key_value_heads = 8, max_position_embeddings = 65536, rms_norm_eps = 1e-6,
+      rope_theta = 500000, rope_scaling = { attention_factor = 1.2079441541679836, beta_fast = 32.0,
+        beta_slow = 1.0, factor = 8.0, original_max_position_embeddings = 8192, rope_type = "yarn" },
+      tie_word_embeddings = false, vocab_size = 100278 }
+    m = hf.from_config(o3, "olmo3.json")
+    local per = 2 * 5120 * 5120 + 2 * 5120 * 1024 + 5120 + 1024 + 3 * 5120 * 27648 + 2 * 5120
+    assert.are.equal(487604224, per)
+    assert.are.equal(64 * per + 2 * 100278 * 5120 + 5120, core.model_params(m).total)
+    assert.are.equal(32233522176, core.model_params(m).total)
+    -- the class's window (absent key) on layers i with i % 4 ~= 0 (1-based)
+    assert.are.same({ 4096, 48, 4 }, { m.sliding_window, m.sliding_window_layers, m.sliding_window_period })
+    assert.are.same({ "yarn", 8.0, 500000.0 }, { m.rope_scaling_type, m.rope_scaling_factor, m.rope_theta })
+    -- transformers 5: the RoPE per layer type; the full-attention layers' is read
+    o3.rope_theta, o3.rope_scaling = nil, nil
+    o3.rope_parameters = { sliding_attention = { rope_type = "default", rope_theta = 500000.0 },
+      full_attention = { rope_type = "yarn", rope_theta = 500000.0, factor = 8.0,
+        original_max_position_embeddings = 8192 } }
+    m = hf.from_config(o3, "olmo3.json")
+    assert.are.same({ "yarn", 8.0, 500000.0, 8192 },
+      { m.rope_scaling_type, m.rope_scaling_factor, m.rope_theta, m.original_max_position_embeddings })
+    -- null window: none; an explicit layer_types list wins
+    o3.sliding_window = cjson.null
+    assert.is_nil(hf.from_config(o3, "olmo3.json").sliding_window)
+    o3.sliding_window, o3.num_hidden_layers = 4096, 4
+    o3.layer_types = { "sliding_attention", "full_attention", "sliding_attention", "full_attention" }
+    m = hf.from_config(o3, "olmo3.json")
+    assert.are.same({ 2, 2 }, { m.sliding_window_layers, m.sliding_window_period })
+    o3.layer_types[2] = "global"
+    assert.are.equal('olmo3.json: layer_types[2]: expected "sliding_attention" or "full_attention" (got "global")',
+      err_of(hf.from_config, o3, "olmo3.json"))
   end)
 
   -- Qwen/Qwen3.5-27B (card: 27B with its vision tower): Qwen3_5TextConfig,

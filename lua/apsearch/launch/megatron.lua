@@ -918,8 +918,9 @@ function M.qk_norm_args(m, mla, A, N)
 end
 
 --- The norm kind and what Megatron's GPT layer cannot carry: LayerNorm
--- without bias (Megatron's LayerNorm has one) and norms beyond the two per
--- layer (Gemma's sandwich norms, M.ARCH_SOURCES.norms).
+-- without bias (Megatron's LayerNorm has one), norms after attention and
+-- MLP (OLMo 2's reordered_norm) and norms beyond the two per layer
+-- (Gemma's sandwich norms, M.ARCH_SOURCES.norms).
 -- @tparam table m model
 -- @tparam function A flag writer
 -- @tparam function N note writer
@@ -930,6 +931,11 @@ function M.norm_args(m, A, N)
   if m.norm == "layernorm" and m.norm_bias == false then
     not_written(N, "LayerNorm without bias", "TENorm / FusedLayerNorm always have a bias", "the script's " ..
       "LayerNorms have biases")
+  end
+  if m.reordered_norm then
+    not_written(N, "norms after attention and after the MLP (reordered_norm, OLMo 2)", "TransformerLayer " ..
+      "normalises the input of each (input_layernorm, pre_mlp_layernorm; transformer_layer.py:368,426)",
+      "the script's layers normalise before attention and MLP")
   end
   local per = m.norms_per_layer or 2
   if per > M.GPT_LAYER_NORMS then

@@ -594,6 +594,9 @@ function M.render(c)
   end
   if m.mlp_bias then N("NOT EXPRESSIBLE in MindFormers", "MLP biases (LlamaConfig has none)") end
   if m.qk_norm then N("NOT EXPRESSIBLE in MindFormers", "Q/K norms (LlamaConfig has none)") end
+  if m.reordered_norm then
+    N("NOT EXPRESSIBLE in MindFormers", "norms after attention and MLP (LlamaConfig normalises their inputs)")
+  end
   if (m.sliding_window or 0) > 0 then
     N("NOT EXPRESSIBLE in MindFormers", "sliding-window attention (LlamaConfig attends to the whole sequence)")
   end

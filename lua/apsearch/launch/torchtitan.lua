@@ -333,6 +333,10 @@ function M.model_shape(m, seq, pp)
   if m.norm_bias then
     N("NOT EXPRESSIBLE in TorchTitan", "norm biases: RMSNorm.Config has none")
   end
+  if m.reordered_norm then
+    N("NOT EXPRESSIBLE in TorchTitan", "norms after attention and MLP (reordered_norm): HEAD's llama3 block " ..
+      "normalises their inputs")
+  end
   if m.qk_norm then
     N("NOT WRITTEN", "qk-norm: HEAD's llama3 builder (_build_llama3_layers) passes no qk_norm " ..
       "(GQAttention.Config.qk_norm exists, the llama3 sharding is not written for it)")

@@ -2386,7 +2386,15 @@ M.MOE_BUILDER_REFUSES = { nemotron_h = true }
 M.WRAPPERS = { qwen3_vl = "qwen3_vl_text", qwen3_vl_moe = "qwen3_vl_moe_text", qwen3_5 = "qwen3_5_text",
   qwen3_5_moe = "qwen3_5_moe_text", kimi_k25 = "deepseek_v3" }
 
---- The text model of a multimodal wrapper of M.WRAPPERS (a config of a
+--- Multimodal wrappers whose text model is whatever its text_config's own
+-- model_type says (the value: the type when it says none), read through
+-- when apsearch has a reader for that type: Mistral 3 (Mistral Small 3.1 /
+-- 3.2, Magistral; Mistral3Config builds CONFIG_MAPPING[text_config
+-- ["model_type"]], default "mistral", and Mistral3Model its AutoModel,
+-- configuration_mistral3.py / modeling_mistral3.py @ 0db25542).
+M.WRAPPERS_OWN_TEXT = { mistral3 = "mistral" }
+
+--- The text model of a multimodal wrapper of M.WRAPPERS or M.WRAPPERS_OWN_TEXT (a config of a
 -- type apsearch has no reader for, with a `text_config`), as the config to
 -- read, or nil.
 -- @tparam table cfg config.json
@@ -2396,12 +2404,19 @@ M.WRAPPERS = { qwen3_vl = "qwen3_vl_text", qwen3_vl_moe = "qwen3_vl_moe_text", q
 -- @raise `<file>: text_config: expected an object` for a wrapper whose
 --   text_config is not one
 function M.wrapped_text(cfg, mt, file)
-  if type(mt) ~= "string" or builders[mt] or M.WRAPPERS[mt] == nil then return nil end
+  if type(mt) ~= "string" or builders[mt] then return nil end
+  local fixed, own = M.WRAPPERS[mt], M.WRAPPERS_OWN_TEXT[mt]
+  if fixed == nil and own == nil then return nil end
   local text = cfg.text_config
   if type(text) ~= "table" then util.fail(file, "text_config", "expected an object", text) end
   local t = {}
   for k, v in pairs(text) do t[k] = v end
-  t.model_type = M.WRAPPERS[mt]
+  if own then
+    if is_null(t.model_type) then t.model_type = own end
+    if not builders[M.model_type_of(t)] then return nil end
+  else
+    t.model_type = fixed
+  end
   return t
 end
 

@@ -393,6 +393,37 @@ describe("2025-26 families: refusals name what is not modelled", function()
       err_of(hf.from_config, o3, "olmo3.json"))
   end)
 
+  -- Mistral Small 3.1 / 3.2 (mistralai/Mistral-Small-3.2-24B-Instruct-2506,
+  -- card 24B with its Pixtral tower): Mistral3Config's text_config is its
+  -- own model_type (mistral: h 5120, 40 layers, 32 heads of 128, 8 KV
+  -- heads, MLP 32768, vocab 131072, untied as MistralConfig's default):
+  -- per layer q, o 5120 x 4096 each, k, v 5120 x 1024 each, MLP
+  -- 3 x 5120 x 32768, two norms = 555,755,520; embed + lm_head
+  -- 2 x 131072 x 5120; final norm.  A text_config of a type without a
+  -- reader (Ministral 3's ministral3) is refused naming it.
+  it("Mistral Small 3.x (mistral3): its mistral text model, 23,572,403,200 without the vision tower", function()
+    local cfg = { architectures = { "Mistral3ForConditionalGeneration" }, model_type = "mistral3",
+      image_token_index = 10, projector_hidden_act = "gelu", spatial_merge_size = 2,
+      text_config = { attention_dropout = 0.0, head_dim = 128, hidden_act = "silu", hidden_size = 5120,
+        intermediate_size = 32768, max_position_embeddings = 131072, model_type = "mistral",
+        num_attention_heads = 32, num_hidden_layers = 40, num_key_value_heads = 8, rms_norm_eps = 1e-05,
+        rope_theta = 1000000000.0, sliding_window = cjson.null, vocab_size = 131072 },
+      vision_config = { head_dim = 64, hidden_size = 1024, image_size = 1540, intermediate_size = 4096,
+        model_type = "pixtral", num_attention_heads = 16, num_hidden_layers = 24, patch_size = 14 } }
+    local m, info = hf.from_config(cfg, "mistral3.json")
+    local layer = 2 * 5120 * 4096 + 2 * 5120 * 1024 + 3 * 5120 * 32768 + 2 * 5120
+    assert.are.equal(40 * layer + 2 * 131072 * 5120 + 5120, core.model_params(m).total)
+    assert.are.equal(23572403200, core.model_params(m).total)
+    assert.are.same({ false, 1e9 }, { m.tie_word_embeddings, m.rope_theta })
+    assert.truthy(info.notes[1]:find("trains its text model (text_config, model_type mistral)", 1, true))
+    cfg.text_config.model_type = nil -- Mistral3Config's default text type
+    assert.are.equal(23572403200, core.model_params((hf.from_config(cfg, "mistral3.json"))).total)
+    cfg.text_config.model_type = "ministral3"
+    assert.are.equal("NotImplemented: mistral3.json: model_type: mistral3 is multimodal: its vision tower " ..
+      "(vision_config) is not modelled; its text_config is not either (model_type \"ministral3\")",
+      err_of(hf.from_config, cfg, "mistral3.json"))
+  end)
+
   -- Qwen/Qwen3.5-27B (card: 27B with its vision tower): Qwen3_5TextConfig,
   -- every 4th of 64 layers gated attention (q h x 2*24*256, k and v h x
   -- 4*256 each, o 24*256 x h, q/k norms 256 each), the others Gated

@@ -135,6 +135,13 @@ typedef struct {
                                           post_feedforward_layernorm;
                                           OLMo-core "reordered_norm").  The
                                           same parameters and work */
+    bool rotary_interleaved;         /**< RoPE rotates pairs of even and
+                                          odd dims (GLM-4: transformers
+                                          modeling_glm apply_rotary_pos_emb
+                                          repeat_interleave), not first and
+                                          second halves; Megatron
+                                          TransformerConfig.rotary_interleaved.
+                                          Changes no estimate */
     bool lm_head_bias;               /**< the output layer has a bias of V
                                           (PhiMoE: transformers
                                           PhimoeForCausalLM lm_head,

@@ -219,7 +219,7 @@ local M = {}
 --- Supported model types, in the order listed in error messages.
 M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
-                "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3" }
+                "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1259,6 +1259,23 @@ function builders.olmoe(r, cfg, file, notes)
   clip_note(notes, cfg, file, file)
   note(notes, file, "the Q/K norms span the whole projection (OlmoeAttention q_norm, k_norm): under " ..
     "tensor parallelism their statistic needs a reduction across the ranks, which is not priced")
+  return m
+end
+
+--- GLM-4 dense (GLM-4-9B/32B-0414; transformers modular_glm4.py @
+-- 08c53278, GlmAttention, Glm4Config defaults head_dim 128,
+-- partial_rotary_factor 0.5, attention_bias true): Llama's attention with
+-- q/k/v biases (o_proj none), RoPE on half of each head in interleaved
+-- pairs, a fused gate_up SwiGLU (Phi3MLP: the same 3 h f weights) and
+-- four RMSNorms per layer (input, post_self_attn, post_attention,
+-- post_mlp).
+function builders.glm4(r, cfg, file)
+  if not is_null(cfg.hidden_act) then
+    require_value(cfg, "hidden_act", "silu", file, "GLM-4's SwiGLU MLP")
+  end
+  local m = llama_like(r, cfg, file, { head_dim = 128, norms_per_layer = 4 })
+  m.qkv_bias, m.attn_out_bias = r.bool("attention_bias", true), false
+  m.rotary_percent, m.rotary_interleaved = 0.5, true
   return m
 end
 
@@ -2322,7 +2339,7 @@ M.ARCHITECTURES = {
   Ernie4_5_MoeForCausalLM = "ernie4_5_moe",
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",
-  Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3",
+  Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

@@ -107,6 +107,12 @@ static aps_status validate_numerics(const aps_model *m, char *err, size_t n)
                 "(position_embedding is not rope)");
         return APS_EINVAL;
     }
+    if (m->rotary_interleaved && (m->position_embedding != APS_POS_ROPE ||
+                                  m->kv_lora_rank > 0)) {
+        aps_fmt(err, n, "model.rotary_interleaved: given without RoPE or "
+                "with latent attention (its RoPE is MLA's own)");
+        return APS_EINVAL;
+    }
     bool scaled = m->rope_scaling_type != APS_ROPE_SCALING_NONE;
     if (scaled && m->rope_scaling_factor == 0) {
         aps_fmt(err, n, "model.rope_scaling_factor: a rope_scaling_type is "

@@ -297,4 +297,16 @@ describe("model fields of the architecture (issue 25)", function()
     assert.truthy(text:find("norms after attention and after the MLP (reordered_norm, OLMo 2)", 1, true), text)
     assert.truthy(text:find("qk_norm_full_width", 1, true), text)
   end)
+
+  it("glm-4: --rotary-percent 0.5 --rotary-interleaved --add-qkv-bias; four norms NOT WRITTEN", function()
+    local m = hf.from_config({ model_type = "glm4", hidden_size = 4096, intermediate_size = 13696,
+      num_hidden_layers = 40, num_attention_heads = 32, num_key_value_heads = 2, vocab_size = 151552,
+      rope_theta = 10000.0 }, "glm4.json")
+    local flags, notes = script(m)
+    has(flags, { ["--rotary-percent"] = "0.5", ["--rotary-interleaved"] = true, ["--add-qkv-bias"] = true,
+      ["--disable-bias-linear"] = true, ["--swiglu"] = true })
+    local nw = not_written(notes)
+    assert.are.equal(1, #nw)
+    assert.truthy(nw[1]:find("4 norms per layer", 1, true))
+  end)
 end)

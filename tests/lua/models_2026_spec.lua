@@ -424,6 +424,30 @@ describe("2025-26 families: refusals name what is not modelled", function()
       err_of(hf.from_config, cfg, "mistral3.json"))
   end)
 
+  -- GLM-4-9B-0414 (zai-org/GLM-4-9B-0414, card 9.4B): transformers
+  -- modular_glm4.py @ 08c53278 (Glm4DecoderLayer: four RMSNorms;
+  -- GlmAttention: q, k, v biases, o_proj none; Phi3MLP: fused gate_up of
+  -- 2f, down f): h 4096, 40 layers, 32 heads of 128, 2 KV heads, MLP 13696,
+  -- vocab 151552, untied.  Per layer q, o 4096 x 4096, k, v 4096 x 256,
+  -- q/k/v biases 4096 + 2 x 256, MLP 3 x 4096 x 13696, 4 norms.
+  it("GLM-4-9B-0414: 9,400,279,040, interleaved RoPE on half of each head, four norms", function()
+    local cfg = { architectures = { "Glm4ForCausalLM" }, model_type = "glm4", attention_bias = true,
+      head_dim = 128, hidden_act = "silu", hidden_size = 4096, intermediate_size = 13696,
+      max_position_embeddings = 32768, num_attention_heads = 32, num_hidden_layers = 40, num_key_value_heads = 2,
+      partial_rotary_factor = 0.5, rms_norm_eps = 1e-05, rope_theta = 10000.0, tie_word_embeddings = false,
+      vocab_size = 151552 }
+    local m = hf.from_config(cfg, "glm4.json")
+    local layer = 2 * 4096 * 4096 + 2 * 4096 * 256 + 4096 + 2 * 256 + 3 * 4096 * 13696 + 4 * 4096
+    assert.are.equal(40 * layer + 2 * 151552 * 4096 + 4096, core.model_params(m).total)
+    assert.are.equal(9400279040, core.model_params(m).total)
+    assert.are.same({ 4, true, 0.5, true, false }, { m.norms_per_layer, m.rotary_interleaved, m.rotary_percent,
+      m.qkv_bias, m.attn_out_bias })
+    -- the core refuses interleaving without RoPE
+    assert.truthy(err_of(core.model_params, { num_layers = 2, hidden_size = 64, num_attention_heads = 4, num_query_groups = 4,
+      ffn_hidden_size = 128, vocab_size = 100, position_embedding = "learned", max_position_embeddings = 64,
+      rotary_interleaved = true }):find("model.rotary_interleaved: given without RoPE", 1, true))
+  end)
+
   -- Qwen/Qwen3.5-27B (card: 27B with its vision tower): Qwen3_5TextConfig,
   -- every 4th of 64 layers gated attention (q h x 2*24*256, k and v h x
   -- 4*256 each, o 24*256 x h, q/k norms 256 each), the others Gated

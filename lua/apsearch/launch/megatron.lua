@@ -238,6 +238,14 @@ function M.rope_args(m, A, N, tr)
   -- d98e8a64, from gpt_builders.py:98), as transformers' partial_rotary_factor
   local rp = m.rotary_percent or 0
   if rp > 0 and rp < 1 then A("--rotary-percent", M.num(rp)) end
+  -- RoFormer-style pairs (GLM-4): TransformerConfig.rotary_interleaved
+  -- (transformer_config.py:243 @ d98e8a64); the fused RoPE takes it from
+  -- TransformerEngine 2.3 on (l.2505-2510)
+  if m.rotary_interleaved then
+    A("--rotary-interleaved")
+    N("NOTE", "--rotary-interleaved with RoPE fusion needs TransformerEngine >= 2.3 (TransformerConfig " ..
+      "raises at start-up, transformer_config.py @ d98e8a64 l.2505-2510); with an older one add --no-rope-fusion")
+  end
   local theta = m.rope_theta or 0
   if theta > 0 then
     if theta == math.floor(theta) and theta < 2 ^ 53 then

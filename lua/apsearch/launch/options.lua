@@ -49,7 +49,7 @@ M.megatron = {
     "--make-vocab-size-divisible-by", "--normalization", "--swiglu", "--qk-layernorm",
     "--untie-embeddings-and-output-weights",
     "--rotary-base", "--use-rope-scaling", "--rope-scaling-factor", "--rotary-percent",
-    "--no-rope-freq", "--qk-l2-norm", "--moe-apply-probs-on-input",
+    "--no-rope-freq", "--qk-l2-norm", "--moe-apply-probs-on-input", "--rotary-interleaved",
     -- TransformerConfig.layernorm_epsilon (arg_names --norm-epsilon)
     "--norm-epsilon",
     -- _add_data_args

@@ -100,6 +100,20 @@ describe("NVIDIA export-variant presets", function()
     end
   end)
 
+  it("estimate the held-out DeepSeek-V3 run on 2,048 H800 (tests/fixtures/heldout/deepseek_h800.csv)", function()
+    -- docs/accuracy.md "Held out: DeepSeek-V3 on H800": the error is
+    -- reported there, not asserted here (nothing is fitted to the row)
+    local validate = require "apsearch.validate"
+    local r = validate.run(os.getenv("APS_ROOT") .. "/tests/fixtures/heldout/deepseek_h800.csv")
+    assert.are.equal(1, #r.cases)
+    local c = r.cases[1]
+    assert.is_nil(c.error, c.error)
+    assert.are.equal("h800-sxm-80gb", c.inputs.cluster.device.base or c.inputs.cluster.device)
+    assert.is_true(c.predicted.tokens_per_s_per_gpu > 0 and c.predicted.tokens_per_s_per_gpu < math.huge)
+    -- the row's tokens/s is the paper's batch over its step time
+    assert.near(15360 * 4096 / 19.926 / 2048, c.measured.tokens_per_s_per_gpu, 0.05)
+  end)
+
   it("suggest the preset for the bare part name", function()
     for name, preset in pairs({ h800 = "h800-sxm-80gb", a800 = "a800-sxm4-80gb" }) do
       local code, _, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", name)

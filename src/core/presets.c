@@ -476,8 +476,14 @@ static const preset presets[] = {
      *   measures "NVLink offers a bandwidth of 160 GB/s, roughly 3.2 times
      *   that of IB (50 GB/s)": 0.80 of the 200, the collective efficiency
      *   every NVIDIA preset already assumes (APS_COLL_EFF).  The FP64 cut
-     *   does not touch training.  Memory: the H100's 81,559 MiB, assumed
-     *   (the same 80 GB HBM3; no H800 nvidia-smi total was found).
+     *   does not touch training.  The tensor peaks are the SXM5's: DeepGEMM
+     *   reaches "up to 1550 TFLOPS on H800" in FP8 (deepseek-ai/DeepGEMM
+     *   0274ad7b README.md, news of 2025-04-18; the H800 SXM, its issue
+     *   #17), above the 1,513 dense of the PCIe H100 (H100 datasheet), and
+     *   BAAI's FlagPerf divides its H800 runs by 989 TFLOPS (FlagOpen/
+     *   FlagPerf 0171acaa training/nvidia/llama2_70B-megatron/config/
+     *   config_H800x4x8.py theoryflops).  Memory: the H100's 81,559 MiB,
+     *   assumed (the same 80 GB HBM3; no H800 nvidia-smi total was found).
      * A800 SXM4 80GB: "8x NVIDIA A800 SXM GPUs (80 GB HBM2e each) ...
      *   NVLink 3.0 (200 GB/s) interconnect" (the A800 server of "Efficient
      *   Training on Multiple Consumer GPUs with RoundPipe", arXiv:
@@ -486,10 +492,14 @@ static const preset presets[] = {
      *   NVLink 3 links of 25 GB/s per direction: NVIDIA/nccl-tests issue
      *   #149, a maintainer's reply).  nvidia-smi reports "NVIDIA
      *   A800-SXM4-80GB", 81,920 MiB and a 400 W cap (dexmal/dexbotic issue
-     *   #41): the A100 SXM4 80GB's capacity and TDP.  NICs: no paper with
-     *   the A800 hosts' NICs was found; one 200 Gb/s HDR NIC per GPU as the
-     *   HGX A100 design (the a100-sxm4-80gb preset), assumed: set
-     *   inter_node_bandwidth_gbps for your site.
+     *   #41): the A100 SXM4 80GB's capacity and TDP; FlagPerf divides its
+     *   A800 runs by 312 TFLOPS (FlagOpen/FlagPerf 572fd7d8 training/
+     *   nvidia/qwen1.5_MoE-megatron/config/config_A800x1x8.py theoryflops),
+     *   the A100's BF16 peak.  NICs: FlagPerf's NVIDIA DGX A800 hosts
+     *   name "InfiniBand, 200Gb/s" (its training/nvidia/<case>/README.md
+     *   environment sections); the count per host is not stated: one
+     *   200 Gb/s HDR NIC per GPU as on the DGX A100 (the a100-sxm4-80gb
+     *   preset), assumed.  Set inter_node_bandwidth_gbps for your site.
      */
     {{.name = "h800-sxm-80gb", H100_SXM5_DIE,
       .intra_node_bandwidth = 400.0 / 2.0 * GB,
@@ -510,7 +520,8 @@ static const preset presets[] = {
      "GB/s; NVLink 3.0 200 GB/s per direction (400 both ways) on an 8 x "
      "A800 SXM 80 GB server (RoundPipe, arXiv:2604.27085 "
      "https://arxiv.org/abs/2604.27085); 81,920 MiB and 400 W reported by "
-     "nvidia-smi; one 200 Gb/s HDR NIC per GPU as the HGX A100 (assumed)"},
+     "nvidia-smi; 200 Gb/s InfiniBand (FlagPerf DGX A800), one NIC per GPU "
+     "as the DGX A100 (assumed)"},
     {{.name = "b200",
       .memory_bytes = 183359 * MIB,
       .peak_flops_bf16 = 2250 * TFLOPS,
@@ -654,9 +665,10 @@ static const preset presets[] = {
  *     figures: 4.0 TB/s, FP16/BF16 148 TFLOPS dense, INT8 296 TOPS, FP32
  *     44 TFLOPS, NVLink 900 GB/s, 400 W (willitrunai.com, zangshuxian.com,
  *     huggingface.co/hardware/h20), its HBM given as HBM3 by some and
- *     HBM3e by others, and no fp8 figure from NVIDIA.  Unlike the H800 and
- *     A800 it is not its parent's die with fewer NVLink lanes: its tensor
- *     peak is cut, so no parent preset's figures carry over.
+ *     HBM3e by others, and no fp8 figure from NVIDIA.  By these figures
+ *     it is not a parent's die with fewer NVLink lanes, as the H800 and
+ *     A800 are: its tensor peak is cut too, so no preset's figures carry
+ *     over.
  *   NVIDIA H800 PCIe / NVL and A800 PCIe / 40GB: only the SXM parts have a
  *     source above (the PCIe H100's peaks are lower than the SXM5's).
  *   AMD Instinct MI355X (CDNA 4): the ROCm GPU specifications list 288 GiB

@@ -149,7 +149,8 @@ function M.check(c, where)
 end
 
 --- Efficiency families: device presets with the same tensor cores and
--- kernel libraries (an H100 SXM, its 500 W variant and the H200; B200 and
+-- kernel libraries (an H100 SXM, its 500 W variant, the H200 and the
+-- H800 export variant; the A100 and A800; B200 and
 -- GB200), whose fitted efficiencies are shared (`apsearch calibrate` fits
 -- one value per family and field; each device keeps its own peaks,
 -- bandwidths and memory).  Blackwell Ultra (B300/GB300) is its own
@@ -159,8 +160,8 @@ end
 -- calibration fitted on NVIDIA runs never applies to them.  A name matching
 -- no pattern is a family of its own.  Order matters: the first match wins.
 M.FAMILIES = {
-  { pattern = "^a100", family = "ampere" },
-  { pattern = "^h[12]00", family = "hopper" },
+  { pattern = "^a[18]00", family = "ampere" },
+  { pattern = "^h[128]00", family = "hopper" },
   { pattern = "^g?b300", family = "blackwell-ultra" },
   { pattern = "^g?b200", family = "blackwell" },
   { pattern = "^mi3[02][05]x", family = "cdna3" },

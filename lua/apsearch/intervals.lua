@@ -54,13 +54,14 @@ local function table_data()
 end
 
 --- Hardware generation of a device: "ampere", "hopper", "blackwell" or
--- "other", from its preset name (a100, h100/h200, b200/gb200/gb300).
+-- "other", from its preset name (a100/a800, h100/h200/h800,
+-- b200/gb200/gb300).
 -- @tparam string name device or preset name
 -- @treturn string
 function M.generation(name)
   name = tostring(name or ""):lower()
-  if name:match("^a100") then return "ampere" end
-  if name:match("^h[12]00") then return "hopper" end
+  if name:match("^a[18]00") then return "ampere" end
+  if name:match("^h[128]00") then return "hopper" end
   if name:match("^g?b[23]00") then return "blackwell" end
   return "other"
 end

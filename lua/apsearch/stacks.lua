@@ -257,14 +257,15 @@ M.H100_CUDNN_ATTENTION = M.attention_efficiency(529, 518, 989)
 M.H100_FA2_ATTENTION = M.attention_efficiency(333, 318, 989)
 
 --- The Hopper parts' entry of a stack profile: the attention kernel's
--- efficiency on the GH100 die (the H100 SXM5 the benchmark ran and the
--- H200, both 989 TFLOP/s dense bf16; the 500 W variant, whose preset peak
+-- efficiency on the GH100 die (the H100 SXM5 the benchmark ran, the H200
+-- and the H800, all 989 TFLOP/s dense bf16; the 500 W variant, whose preset peak
 -- is 886 TFLOP/s at its lower clocks, takes the same fraction of its own
 -- peak, as its fitted fields do).
 local function h100_attention(eff)
   return { ["h100-sxm-80gb"] = { attention_efficiency = eff },
            ["h100-96gb-500w"] = { attention_efficiency = eff },
-           ["h200-sxm-141gb"] = { attention_efficiency = eff } }
+           ["h200-sxm-141gb"] = { attention_efficiency = eff },
+           ["h800-sxm-80gb"] = { attention_efficiency = eff } }
 end
 
 --- Software stacks: framework release lines, selectable as

@@ -208,12 +208,20 @@ end
 
 --- Device presets by the GPU names CUDA or HIP reports (deviceProperties.name),
 -- first match wins; `preset = false`: a part with no preset (its trace
--- needs --device).  Grace Hopper and the PCIe H100 are not the SXM part.
+-- needs --device).  Grace Hopper and the PCIe H100 are not the SXM part;
+-- CUDA names the export variants "NVIDIA H800 80GB HBM3" (SXM5, the PCIe
+-- card "NVIDIA H800 PCIe") and "NVIDIA A800-SXM4-80GB".
 M.DEVICE_NAMES = {
   { pattern = "gh200", preset = false },
   { pattern = "h100 pcie", preset = false },
   { pattern = "h100 nvl", preset = false },
   { pattern = "a100.*pcie", preset = false },
+  { pattern = "h800 pcie", preset = false },
+  { pattern = "h800 nvl", preset = false },
+  { pattern = "a800.*pcie", preset = false },
+  { pattern = "a800.*40gb", preset = false },
+  { pattern = "h800", preset = "h800-sxm-80gb" },
+  { pattern = "a800", preset = "a800-sxm4-80gb" },
   { pattern = "a100.*40gb", preset = "a100-sxm4-40gb" },
   { pattern = "a100", preset = "a100-sxm4-80gb" },
   { pattern = "h200", preset = "h200-sxm-141gb" },

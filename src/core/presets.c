@@ -362,6 +362,31 @@ typedef struct {
                .hbm_efficiency = APS_HBM_EFF * APS_HBM_SCALE_CDNA3,   \
                .collective_efficiency = APS_COLL_EFF_CDNA3
 
+/* The compute die and HBM of the A100 SXM4 80GB (NVIDIA A100 datasheet,
+ * 2021: BF16 312 TFLOPS dense, FP32 19.5, HBM2e 2,039 GB/s; 108 SMs; its
+ * x86 host's PCIe Gen4), which the A800 SXM4 80GB keeps (see "Export
+ * variants" below): every field but the NVLink and the NICs. */
+#define A100_SXM4_80GB_DIE                                              \
+    .memory_bytes = 81920 * MIB,                                        \
+    .peak_flops_bf16 = 312 * TFLOPS,                                    \
+    .peak_flops_fp8 = 0,                                                \
+    .peak_flops_fp32 = 19.5 * TFLOPS,                                   \
+    .hbm_bandwidth = 2039 * GB,                                         \
+    .host_bandwidth = APS_PCIE_GEN4_X16,                                \
+    COMMON_FIELDS, AMPERE, GEMM_SHAPE(APS_SMS_A100)
+/* The compute die and HBM of the H100 SXM5 (NVIDIA H100 datasheet: BF16
+ * 989 TFLOPS dense, FP8 1,979 dense, FP32 67, HBM3 3.35 TB/s; 132 SMs;
+ * 81,559 MiB reported by nvidia-smi; its x86 host's PCIe Gen5), which the
+ * H800 SXM5 keeps (see "Export variants" below). */
+#define H100_SXM5_DIE                                                   \
+    .memory_bytes = 81559 * MIB,                                        \
+    .peak_flops_bf16 = 989.4 * TFLOPS,                                  \
+    .peak_flops_fp8 = 1978.9 * TFLOPS,                                  \
+    .peak_flops_fp32 = 66.9 * TFLOPS,                                   \
+    .hbm_bandwidth = 3350 * GB,                                         \
+    .host_bandwidth = APS_PCIE_GEN5_X16,                                \
+    COMMON_FIELDS, HOPPER_ON, GEMM_SHAPE(APS_SMS_GH100)
+
 static const preset presets[] = {
     {{.name = "a100-sxm4-40gb",
       .memory_bytes = 40960 * MIB,
@@ -376,29 +401,15 @@ static const preset presets[] = {
      "NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 312 TFLOPS dense, "
      "FP32 19.5 TFLOPS, HBM2 1,555 GB/s, NVLink 600 GB/s; DGX A100: one "
      "200 Gb/s HDR NIC per GPU"},
-    {{.name = "a100-sxm4-80gb",
-      .memory_bytes = 81920 * MIB,
-      .peak_flops_bf16 = 312 * TFLOPS,
-      .peak_flops_fp8 = 0,
-      .peak_flops_fp32 = 19.5 * TFLOPS,
-      .hbm_bandwidth = 2039 * GB,
+    {{.name = "a100-sxm4-80gb", A100_SXM4_80GB_DIE,
       .intra_node_bandwidth = 300 * GB,
-      .inter_node_bandwidth = 25 * GB,
-      .host_bandwidth = APS_PCIE_GEN4_X16,
-      COMMON_FIELDS, AMPERE, GEMM_SHAPE(APS_SMS_A100)},
+      .inter_node_bandwidth = 25 * GB},
      "NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 312 TFLOPS dense, "
      "FP32 19.5 TFLOPS, HBM2e 2,039 GB/s, NVLink 600 GB/s; DGX A100: one "
      "200 Gb/s HDR NIC per GPU"},
-    {{.name = "h100-sxm-80gb",
-      .memory_bytes = 81559 * MIB,
-      .peak_flops_bf16 = 989.4 * TFLOPS,
-      .peak_flops_fp8 = 1978.9 * TFLOPS,
-      .peak_flops_fp32 = 66.9 * TFLOPS,
-      .hbm_bandwidth = 3350 * GB,
+    {{.name = "h100-sxm-80gb", H100_SXM5_DIE,
       .intra_node_bandwidth = 450 * GB,
-      .inter_node_bandwidth = 50 * GB,
-      .host_bandwidth = APS_PCIE_GEN5_X16,
-      COMMON_FIELDS, HOPPER_ON, GEMM_SHAPE(APS_SMS_GH100)},
+      .inter_node_bandwidth = 50 * GB},
      "NVIDIA H100 Tensor Core GPU datasheet (SXM5): BF16 989 TFLOPS dense, "
      "FP8 1,979 TFLOPS dense, FP32 67 TFLOPS, HBM3 3.35 TB/s, NVLink "
      "900 GB/s; DGX H100: one 400 Gb/s NDR NIC per GPU; 81,559 MiB "
@@ -443,6 +454,74 @@ static const preset presets[] = {
      "NVIDIA H200 Tensor Core GPU datasheet (SXM): BF16 989 TFLOPS dense, "
      "FP8 1,979 TFLOPS dense, 141 GB HBM3e at 4.8 TB/s, NVLink 900 GB/s; "
      "one 400 Gb/s NIC per GPU; 143,771 MiB reported by nvidia-smi"},
+    /*
+     * Export variants: the H800 SXM5 and A800 SXM4 80GB keep the compute
+     * die and HBM of their parents (H100_SXM5_DIE, A100_SXM4_80GB_DIE)
+     * and have fewer NVLink lanes.  NVIDIA publishes no datasheet for
+     * either part that could be read here; their figures come from
+     * papers by teams that trained on them.
+     *
+     * H800 SXM5: "built on the Hopper architecture, similar to the H100
+     *   GPU. However, it features reduced FP64 computational performance
+     *   and NVLink bandwidth ... reduced from 900 GB/s to 400 GB/s ...
+     *   each node is equipped with eight 400G Infiniband (IB) CX7 NICs"
+     *   (DeepSeek-AI, "Insights into DeepSeek-V3: Scaling Challenges and
+     *   Reflections on Hardware for AI Architectures", ISCA '25, arXiv:
+     *   2505.09343, https://arxiv.org/abs/2505.09343, s.4.1); "NVLink
+     *   provides 200GB/s bandwidth (of which about 160GB/s can actually be
+     *   achieved), while each 400Gbps IB NIC delivers only 50GB/s" (s.4.3):
+     *   200 GB/s per GPU and direction (400 / 2, the convention above), one
+     *   400 Gb/s NIC per GPU, 50 GB/s.  The DeepSeek-V3 technical report
+     *   (arXiv:2412.19437, https://arxiv.org/abs/2412.19437, s.3.2.2)
+     *   measures "NVLink offers a bandwidth of 160 GB/s, roughly 3.2 times
+     *   that of IB (50 GB/s)": 0.80 of the 200, the collective efficiency
+     *   every NVIDIA preset already assumes (APS_COLL_EFF).  The FP64 cut
+     *   does not touch training.  The tensor peaks are the SXM5's: DeepGEMM
+     *   reaches "up to 1550 TFLOPS on H800" in FP8 (deepseek-ai/DeepGEMM
+     *   0274ad7b README.md, news of 2025-04-18; the H800 SXM, its issue
+     *   #17), above the 1,513 dense of the PCIe H100 (H100 datasheet), and
+     *   BAAI's FlagPerf divides its H800 runs by 989 TFLOPS (FlagOpen/
+     *   FlagPerf 0171acaa training/nvidia/llama2_70B-megatron/config/
+     *   config_H800x4x8.py theoryflops).  Memory: the H100's 81,559 MiB,
+     *   assumed (the same 80 GB HBM3; no H800 nvidia-smi total was found).
+     * A800 SXM4 80GB: "8x NVIDIA A800 SXM GPUs (80 GB HBM2e each) ...
+     *   NVLink 3.0 (200 GB/s) interconnect" (the A800 server of "Efficient
+     *   Training on Multiple Consumer GPUs with RoundPipe", arXiv:
+     *   2604.27085, https://arxiv.org/abs/2604.27085, its evaluation setup),
+     *   i.e. 400 GB/s both ways against the A100's 600 (8 of the A100's 12
+     *   NVLink 3 links of 25 GB/s per direction: NVIDIA/nccl-tests issue
+     *   #149, a maintainer's reply).  nvidia-smi reports "NVIDIA
+     *   A800-SXM4-80GB", 81,920 MiB and a 400 W cap (dexmal/dexbotic issue
+     *   #41): the A100 SXM4 80GB's capacity and TDP; FlagPerf divides its
+     *   A800 runs by 312 TFLOPS (FlagOpen/FlagPerf 572fd7d8 training/
+     *   nvidia/qwen1.5_MoE-megatron/config/config_A800x1x8.py theoryflops),
+     *   the A100's BF16 peak.  NICs: FlagPerf's NVIDIA DGX A800 hosts
+     *   name "InfiniBand, 200Gb/s" (its training/nvidia/<case>/README.md
+     *   environment sections); the count per host is not stated: one
+     *   200 Gb/s HDR NIC per GPU as on the DGX A100 (the a100-sxm4-80gb
+     *   preset), assumed.  Set inter_node_bandwidth_gbps for your site.
+     */
+    {{.name = "h800-sxm-80gb", H100_SXM5_DIE,
+      .intra_node_bandwidth = 400.0 / 2.0 * GB,
+      .inter_node_bandwidth = 400.0 / 8.0 * GB},
+     "NVIDIA H100 Tensor Core GPU datasheet (SXM5) for the compute die and "
+     "HBM the H800 keeps: BF16 989 TFLOPS dense, FP8 1,979 dense, FP32 67, "
+     "HBM3 3.35 TB/s (DeepSeek-AI, ISCA '25, arXiv:2505.09343 "
+     "https://arxiv.org/abs/2505.09343 s.4.1: \"similar to the H100\" but "
+     "FP64 and NVLink); NVLink 400 GB/s both ways, 200 per direction (s.4.1, "
+     "s.4.3; 160 GB/s achieved, arXiv:2412.19437 s.3.2.2); eight 400 Gb/s "
+     "CX7 IB NICs per node, 50 GB/s per GPU (s.4.1, s.4.3); 81,559 MiB as "
+     "the H100 (assumed)"},
+    {{.name = "a800-sxm4-80gb", A100_SXM4_80GB_DIE,
+      .intra_node_bandwidth = 400.0 / 2.0 * GB,
+      .inter_node_bandwidth = 200.0 / 8.0 * GB},
+     "NVIDIA A100 Tensor Core GPU datasheet (2021) for the compute die and "
+     "HBM the A800 keeps: BF16 312 TFLOPS dense, FP32 19.5, HBM2e 2,039 "
+     "GB/s; NVLink 3.0 200 GB/s per direction (400 both ways) on an 8 x "
+     "A800 SXM 80 GB server (RoundPipe, arXiv:2604.27085 "
+     "https://arxiv.org/abs/2604.27085); 81,920 MiB and 400 W reported by "
+     "nvidia-smi; 200 Gb/s InfiniBand (FlagPerf DGX A800), one NIC per GPU "
+     "as the DGX A100 (assumed)"},
     {{.name = "b200",
       .memory_bytes = 183359 * MIB,
       .peak_flops_bf16 = 2250 * TFLOPS,
@@ -581,18 +660,17 @@ static const preset presets[] = {
  */
 /*
  * No preset either, for want of a vendor figure that could be read here:
- *   NVIDIA H800 SXM and A800 SXM4 (the export variants of the H100 SXM5 and
- *     A100 SXM4): no NVIDIA datasheet or product page for them was found
- *     among the stored pages and documentation.  Secondary sources agree
- *     that each keeps its parent's compute die and HBM and cuts NVLink to
- *     400 GB/s bidirectional per GPU (H100 900, A100 600), i.e. 200 GB/s
- *     per direction (philisun.com, tumgag.com and aiwiki.ai on the H800;
- *     aiwiki.ai and blog.51cto.com on the A800).
- *   NVIDIA H20 (Hopper, 96 GB HBM3): no NVIDIA datasheet found; secondary
+ *   NVIDIA H20 (Hopper, 96 GB HBM3): no NVIDIA datasheet, and no paper by
+ *     a team that trained on it, with its figures was found; secondary
  *     figures: 4.0 TB/s, FP16/BF16 148 TFLOPS dense, INT8 296 TOPS, FP32
  *     44 TFLOPS, NVLink 900 GB/s, 400 W (willitrunai.com, zangshuxian.com,
  *     huggingface.co/hardware/h20), its HBM given as HBM3 by some and
- *     HBM3e by others, and no fp8 figure from NVIDIA.
+ *     HBM3e by others, and no fp8 figure from NVIDIA.  By these figures
+ *     it is not a parent's die with fewer NVLink lanes, as the H800 and
+ *     A800 are: its tensor peak is cut too, so no preset's figures carry
+ *     over.
+ *   NVIDIA H800 PCIe / NVL and A800 PCIe / 40GB: only the SXM parts have a
+ *     source above (the PCIe H100's peaks are lower than the SXM5's).
  *   AMD Instinct MI355X (CDNA 4): the ROCm GPU specifications list 288 GiB
  *     and 256 CUs, but no AMD page with the dense peaks, the HBM bandwidth
  *     or the Infinity Fabric link rate could be read; the secondary

@@ -98,6 +98,35 @@ static void test_preset_gb200_gb300(void **state)
     ASSERT_REL(d.intra_node_bandwidth, 900e9, REL);
 }
 
+/* Export variants: the parent's die and HBM, NVLink 400 GB/s both ways.
+ * H800: DeepSeek-AI ISCA '25 (arXiv:2505.09343) s.4.1 "reduced from 900
+ * GB/s to 400 GB/s", s.4.3 "NVLink provides 200GB/s", "each 400Gbps IB
+ * NIC delivers only 50GB/s".  A800: "NVLink 3.0 (200 GB/s)" on 8 x A800
+ * SXM 80 GB (arXiv:2604.27085); 81,920 MiB in nvidia-smi. */
+static void test_preset_export_variants(void **state)
+{
+    (void)state;
+    aps_device d = preset("h800-sxm-80gb");
+    aps_device p = preset("h100-sxm-80gb");
+    ASSERT_REL(d.intra_node_bandwidth, 400e9 / 2.0, REL);
+    ASSERT_REL(d.inter_node_bandwidth, 400e9 / 8.0, REL);
+    ASSERT_DBL_EXACT(d.memory_bytes, p.memory_bytes);
+    ASSERT_DBL_EXACT(d.peak_flops_bf16, p.peak_flops_bf16);
+    ASSERT_DBL_EXACT(d.peak_flops_fp8, p.peak_flops_fp8);
+    ASSERT_DBL_EXACT(d.hbm_bandwidth, p.hbm_bandwidth);
+    ASSERT_DBL_EXACT(d.gemm_efficiency, p.gemm_efficiency);
+    assert_int_equal(d.sm_count, p.sm_count);
+    d = preset("a800-sxm4-80gb");
+    p = preset("a100-sxm4-80gb");
+    ASSERT_REL(d.intra_node_bandwidth, 400e9 / 2.0, REL);
+    ASSERT_REL(d.inter_node_bandwidth, 200e9 / 8.0, REL);
+    ASSERT_REL(d.memory_bytes, 81920.0 * MIB, REL);
+    ASSERT_DBL_EXACT(d.peak_flops_bf16, p.peak_flops_bf16);
+    ASSERT_DBL_EXACT(d.hbm_bandwidth, p.hbm_bandwidth);
+    ASSERT_DBL_EXACT(d.gemm_efficiency, p.gemm_efficiency);
+    assert_int_equal(d.sm_count, p.sm_count);
+}
+
 /* The 500 W H100 of TorchTitan's benchmarks: 96 GiB, 2.4 TB/s, peaks
  * between the 400 W NVL and 700 W SXM5 points, Hopper efficiencies. */
 static void test_preset_h100_500w(void **state)
@@ -452,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_preset_gb200_gb300),
         cmocka_unit_test(test_preset_b300),
         cmocka_unit_test(test_preset_h100_500w),
+        cmocka_unit_test(test_preset_export_variants),
         cmocka_unit_test(test_preset_list),
         cmocka_unit_test(test_preset_lookup),
         cmocka_unit_test(test_cluster_validate),

@@ -3,7 +3,8 @@
 -- meets them: `--cluster mi300x-192gb:8` searches, the 8-GPU Infinity
 -- Fabric mesh (7 direct links per GPU, intra_node_links = 7) prices a TP
 -- pair on one link, a calibration fitted on NVIDIA runs never applies, and
--- the parts left without a preset say so.
+-- the parts left without a preset say so (the NVIDIA export variants that
+-- have one: tests/lua/export_presets_spec.lua).
 --
 -- APS_ROOT is the repo root, APS_BIN the built binary (CTest sets both).
 
@@ -72,8 +73,8 @@ describe("AMD CDNA 3 presets", function()
     assert.are.equal("mi325x-256gb", trace.preset_of({ devices = { "AMD Instinct MI325X" } }))
   end)
 
-  it("leave H800, A800, H20 and MI355X out, and say why rather than suggest another part", function()
-    for _, name in ipairs({ "h800", "A800-SXM4-80GB", "h20", "h20-96gb", "mi355x" }) do
+  it("leave H20, MI355X and the H800 / A800 PCIe cards out, and say why rather than suggest another part", function()
+    for _, name in ipairs({ "h20", "h20-96gb", "mi355x", "h800-pcie", "a800-pcie-80gb", "a800-40gb" }) do
       local code, _, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", name)
       assert.are.equal(2, code, err)
       assert.truthy(err:find("no device preset for this part (no vendor datasheet", 1, true), err)

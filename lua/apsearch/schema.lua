@@ -57,6 +57,16 @@ M.model = {
   original_max_position_embeddings = "nonnegint", norm_eps = "nonneg", rotary_percent = "nonneg",
   yarn_beta_fast = "nonneg", yarn_beta_slow = "nonneg", yarn_mscale = "nonneg",
   yarn_mscale_all_dim = "nonneg", yarn_attention_factor = "nonneg", yarn_no_truncate = "bool",
+  -- mixture of experts (src/core/moe.c; the core checks them together:
+  -- none without num_experts, top-k within the experts, a layer pattern
+  -- that leaves an MoE layer) and multi-head latent attention
+  num_experts = "nonnegint", experts_per_token = "nonnegint", moe_ffn_hidden_size = "nonnegint",
+  shared_expert_ffn_hidden_size = "nonnegint", shared_expert_gate = "bool",
+  moe_router_bias = "bool", moe_router_linear_bias = "bool",
+  moe_first_dense_layers = "nonnegint", moe_layer_freq = "nonnegint", moe_layer_phase = "nonnegint",
+  moe_dense_layers = "layerlist",
+  q_lora_rank = "nonnegint", kv_lora_rank = "nonnegint", qk_nope_head_dim = "nonnegint",
+  qk_rope_head_dim = "nonnegint", v_head_dim = "nonnegint", mtp_layers = "nonnegint",
   -- MoE router settings (change no estimate; the launchers write them;
   -- the core allows them only with num_experts)
   moe_aux_loss_coeff = "nonneg", moe_seq_aux_loss = "bool",
@@ -304,6 +314,18 @@ function M.check_value(kind, v, fail)
     if not util.is_finite(v) or v < 0 then fail("must be a finite number >= 0", v) end
   elseif kind == "fraction" then
     if not util.is_finite(v) or v < 0 or v > 1 then fail("must be a number in [0, 1]", v) end
+  elseif kind == "layerlist" then
+    -- 0-based layer indices (model.moe_dense_layers); the core bounds them
+    -- by num_layers and the list's capacity
+    local n = 0
+    if type(v) == "table" then for _ in pairs(v) do n = n + 1 end end
+    if type(v) ~= "table" or n == 0 or n ~= #v then fail("expected a non-empty array of layer indices", v) end
+    local r = util.array()
+    for i, x in ipairs(v) do
+      if not util.is_integer(x) or x < 0 then fail("element " .. i .. " must be a layer index >= 0", x) end
+      r[i] = util.int(x)
+    end
+    return r
   elseif kind == "recompute_layers" then
     if v == "auto" then return v end -- fewest per stage that fit (auto_recompute)
     if type(v) == "table" then

@@ -26,8 +26,7 @@ local function load(name) return (hf.load(path(name))) end
 
 -- The model-shape part of a script: flag -> value (true for a switch) and
 -- the comment notes, for one strategy on 8 GPUs.  `model` is a model
--- table or a config.json path (MoE models: a policy's model table does
--- not take the MoE fields).
+-- table or a config.json path.
 local function script(model, strategy)
   local p = policy.from_table({ model = model, cluster = { device = "h100-sxm-80gb", nodes = 1,
     devices_per_node = 8 }, training = { global_batch_size = 64, seq_length = 4096,

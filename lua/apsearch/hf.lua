@@ -406,6 +406,14 @@ local function require_value(cfg, key, want, file, why, name)
   end
 end
 
+-- A gated MLP the builder prices as SwiGLU: `hidden_act` absent, null or
+-- "silu" (the classes' default); another activation is refused, `why`
+-- saying which MLP.
+local function require_silu(cfg, file, why)
+  if not is_null(cfg.hidden_act) then require_value(cfg, "hidden_act", "silu", file, why) end
+end
+
+
 --- LongRoPE (Phi-3, Phi-3.5-MoE): per-dimension `short_factor` and
 -- `long_factor` lists, no single factor.  The factor is the context
 -- extension transformers derives, max_position_embeddings /
@@ -650,9 +658,7 @@ end
 -- head_dim (default 128); dropout by residual_dropout and
 -- attention_dropout (M.DROPOUT_KEYS).
 function builders.seed_oss(r, cfg, file)
-  if not is_null(cfg.hidden_act) then
-    require_value(cfg, "hidden_act", "silu", file, "Seed-OSS's SwiGLU MLP")
-  end
+  require_silu(cfg, file, "Seed-OSS's SwiGLU MLP")
   local m = llama_like(r, cfg, file, { head_dim = 128 })
   m.qkv_bias = r.bool("attention_bias", true)
   m.attn_out_bias = r.bool("attention_out_bias", false)
@@ -897,9 +903,7 @@ end
 -- (sparsemixer, top 2) chooses the same 2 experts' work as a softmax top-k
 -- router: priced as one.
 function builders.phimoe(r, cfg, file, notes)
-  if not is_null(cfg.hidden_act) then
-    require_value(cfg, "hidden_act", "silu", file, "PhiMoE's SwiGLU experts")
-  end
+  require_silu(cfg, file, "PhiMoE's SwiGLU experts")
   local m = builders.mixtral(r, cfg, file)
   m.norm, m.norm_bias = "layernorm", true
   local ab = r.bool("attention_bias", false)
@@ -1270,9 +1274,7 @@ end
 -- four RMSNorms per layer (input, post_self_attn, post_attention,
 -- post_mlp).
 function builders.glm4(r, cfg, file)
-  if not is_null(cfg.hidden_act) then
-    require_value(cfg, "hidden_act", "silu", file, "GLM-4's SwiGLU MLP")
-  end
+  require_silu(cfg, file, "GLM-4's SwiGLU MLP")
   local m = llama_like(r, cfg, file, { head_dim = 128, norms_per_layer = 4 })
   m.qkv_bias, m.attn_out_bias = r.bool("attention_bias", true), false
   m.rotary_percent, m.rotary_interleaved = 0.5, true
@@ -1285,9 +1287,7 @@ end
 -- layer's two norms after attention and after the MLP (post_attention_
 -- layernorm, post_feedforward_layernorm; no input norm): reordered_norm.
 function builders.olmo2(r, cfg, file, notes)
-  if not is_null(cfg.hidden_act) then
-    require_value(cfg, "hidden_act", "silu", file, "OLMo's SwiGLU MLP")
-  end
+  require_silu(cfg, file, "OLMo's SwiGLU MLP")
   local m = llama_like(r, cfg, file, {})
   local ab = r.bool("attention_bias", false)
   m.qkv_bias, m.attn_out_bias = ab, ab
@@ -2278,9 +2278,7 @@ M.ERNIE45_MOE_KEYS = { num_experts = "moe_num_experts", experts_per_token = "moe
 -- @raise NotImplemented for use_bias; `<file>: <key>: ...` as the readers
 function builders.ernie4_5_moe(_, cfg, file, notes, extra)
   extra.config_keys = M.ERNIE45_MOE_KEYS
-  if not is_null(cfg.hidden_act) then
-    require_value(cfg, "hidden_act", "silu", file, "ERNIE 4.5's SwiGLU experts and MLP")
-  end
+  require_silu(cfg, file, "ERNIE 4.5's SwiGLU experts and MLP")
   local c = with_defaults(cfg, M.ERNIE45_MOE_DEFAULTS)
   for alias, key in pairs({ num_experts = "moe_num_experts", num_experts_per_tok = "moe_k" }) do
     if is_null(cfg[key]) and not is_null(cfg[alias]) then c[key] = cfg[alias] end

@@ -250,15 +250,11 @@ function M.variant_of(name, bytes)
   return nil
 end
 
---- Builds the core inputs of one row.
--- Architecture conventions the schema leaves implicit, by family:
--- GPT (layernorm + learned positions): biases everywhere, dropout 0.1 as
--- Megatron's GPT-3 runs; MPT (layernorm + ALiBi): no biases at all
--- (`no_bias`), LayerNorm without bias, no dropout; Llama family (rmsnorm):
--- no biases, no dropout.
--- @param row table of column name -> string
--- @return model, cluster, training, strategy tables; raises a message
-function M.case_inputs(row)
+--- The model of a row from its architecture columns, and whether it is a
+-- GPT-family row (LayerNorm and learned positions: biases and dropout on).
+-- @treturn table model
+-- @treturn boolean gpt
+function M.columns_model(row)
   local norm = need_enum(row, "norm", { "layernorm", "rmsnorm" })
   local pos = need_enum(row, "position_embedding", { "learned", "rope", "alibi" })
   local gpt = norm == "layernorm" and pos == "learned"
@@ -310,6 +306,78 @@ function M.case_inputs(row)
     model.max_position_embeddings = need_posint(row, "max_position_embeddings")
   elseif pos == "learned" and not gpt then
     error("position_embedding = learned with norm = rmsnorm needs max_position_embeddings (the table's rows)", 0)
+  end
+  return model, gpt
+end
+
+--- The architecture columns a `model_config` row may also state, each
+-- checked against the config (a row that names one model and describes
+-- another is refused).
+M.CONFIG_CHECKED = { "num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "vocab_size",
+  "num_experts", "experts_per_token", "moe_ffn_hidden_size" }
+
+--- The model of a row that names it by `model_config`: an example config
+-- of `apsearch presets` (examples/models/<name>.json, read as its
+-- config.json import reads it), for architectures the columns cannot
+-- describe (hybrid Mamba-2 and Gated DeltaNet layer patterns, DeepSeek
+-- Sparse Attention).  The row's own architecture columns, where given,
+-- must agree with it (M.CONFIG_CHECKED); the others are not read.
+-- @tparam table row CSV row
+-- @treturn table model (named after the row's `model`)
+-- @raise `model_config = "x": unknown model preset ...`, or
+--   `num_layers = "40" but model_config = "x" has 52`
+function M.config_model(row)
+  local presets = require "apsearch.presets"
+  local name = row.model_config
+  if not presets.is_model(name) then
+    error(("model_config = %q: %s"):format(name, require("apsearch.suggest").problem("unknown model preset",
+      name, presets.all_model_names())), 0)
+  end
+  local model = presets.model(name)
+  for _, col in ipairs(M.CONFIG_CHECKED) do
+    if given(row, col) then
+      local v, want = need_nonneg_int(row, col), model[col] or 0
+      if v ~= want then
+        error(("%s = %q but model_config = %q has %d"):format(col, row[col], name, want), 0)
+      end
+    end
+  end
+  model.name = M.model_name(row.model)
+  return model
+end
+
+--- The row M.moe_columns reads for a `model_config` row: the row, with
+-- the config's expert count, top-k and width where the row leaves them
+-- empty, so that the expert-parallel columns are read for an MoE config.
+-- @tparam table row CSV row
+-- @tparam table model the config's model
+-- @treturn table a view of the row
+function M.config_moe_row(row, model)
+  local fill = {}
+  if (model.num_experts or 0) > 0 then
+    for _, col in ipairs({ "num_experts", "experts_per_token", "moe_ffn_hidden_size" }) do
+      if not given(row, col) then fill[col] = tostring(model[col]) end
+    end
+  end
+  return setmetatable(fill, { __index = row })
+end
+
+--- Builds the core inputs of one row.
+-- Architecture conventions the schema leaves implicit, by family:
+-- GPT (layernorm + learned positions): biases everywhere, dropout 0.1 as
+-- Megatron's GPT-3 runs; MPT (layernorm + ALiBi): no biases at all
+-- (`no_bias`), LayerNorm without bias, no dropout; Llama family (rmsnorm):
+-- no biases, no dropout.
+-- @param row table of column name -> string
+-- @return model, cluster, training, strategy tables; raises a message
+function M.case_inputs(row)
+  local config = given(row, "model_config")
+  local model, gpt
+  if config then
+    model = M.config_model(row)
+    gpt = false
+  else
+    model, gpt = M.columns_model(row)
   end
   local framework = need_enum(row, "framework", { "megatron", "fsdp", "fsdp2", "deepspeed" })
   local device = { base = row.device }
@@ -426,7 +494,7 @@ function M.case_inputs(row)
       strategy.fsdp_degree, strategy.pp_degree)
   end
   if given(row, "flops_convention") then need_enum(row, "flops_convention", M.FLOPS_CONVENTIONS) end
-  M.moe_columns(row, model, strategy, assumed)
+  M.moe_columns(config and M.config_moe_row(row, model) or row, config and {} or model, strategy, assumed)
   -- a forced balance acts on the router only: on a dense row it would be
   -- dropped without a word (false, the default, states nothing)
   if (model.num_experts or 0) == 0 then M.refuse_moe_only(row) end
@@ -1071,8 +1139,9 @@ end
 M.OPTIONAL = {
   "source", "reliability", "notes", "software", "device_memory_gib", "outcome",
   "measured_mem_kind", "mfu_peak_tflops",
-  -- model
-  "linear_bias", "qkv_bias", "qk_norm", "head_dim", "dropout", "max_position_embeddings",
+  -- model (model_config: an example config by name, for what the columns
+  -- cannot describe)
+  "model_config", "linear_bias", "qkv_bias", "qk_norm", "head_dim", "dropout", "max_position_embeddings",
   "attention", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
   "num_experts", "experts_per_token", "moe_ffn_hidden_size", "shared_expert_ffn_hidden_size",
   "num_dense_layers", "dense_ffn_hidden_size", "moe_layer_freq", "mtp_layers",

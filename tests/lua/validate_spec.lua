@@ -185,6 +185,50 @@ describe("validate on tests/fixtures/cases_small.csv", function()
     assert.is_true(c.predicted.tokens_per_s_per_gpu > r0.cases[1].predicted.tokens_per_s_per_gpu)
   end)
 
+  -- model_config: the model from an example config by name, for what the
+  -- architecture columns cannot describe; stated columns must agree
+  it("reads the model of a model_config row from the example config, checking stated columns", function()
+    local cols = { "case_id", "model", "model_config", "num_layers", "hidden_size", "ffn_hidden_size",
+      "num_attention_heads", "num_query_groups", "vocab_size", "seq_length", "mlp", "norm", "position_embedding",
+      "tie_word_embeddings", "flash_attention", "device", "num_devices", "devices_per_node", "framework",
+      "precision", "dp_degree", "fsdp_degree", "zero_stage", "tp_degree", "sequence_parallel", "pp_degree",
+      "vpp_degree", "cp_degree", "micro_batch_size", "global_batch_size", "layer_recompute", "flops_convention",
+      "ep_degree", "measured_tokens_per_s_per_gpu" }
+    local function file(rows)
+      local path = os.tmpname()
+      local f = assert(io.open(path, "w"))
+      f:write(table.concat(cols, ","), "\n")
+      for _, r in ipairs(rows) do f:write(r, "\n") end
+      f:close()
+      return path
+    end
+    local path = file({
+      "c1,Llama 3.1 8B,llama-3.1-8b,32,,,,,,8192,,,,,true,h100-sxm-80gb,8,8,megatron,bf16,8,1,1,1,false,1,1,1,1,64," ..
+        "selective,model-causal,,9000",
+      "c2,Qwen3-30B-A3B,qwen3-30b-a3b,,,,,,,4096,,,,,true,h100-sxm-80gb,8,8,megatron,bf16,8,1,1,1,false,1,1,1,1," ..
+        "64,selective,model-causal,8,5000",
+      "c3,Llama,llama-3.1-8b,40,,,,,,8192,,,,,true,h100-sxm-80gb,8,8,megatron,bf16,8,1,1,1,false,1,1,1,1,64," ..
+        "selective,model-causal,,9000",
+      "c4,Llama,llama-3.1-9b,,,,,,,8192,,,,,true,h100-sxm-80gb,8,8,megatron,bf16,8,1,1,1,false,1,1,1,1,64," ..
+        "selective,model-causal,,9000" })
+    local r = validate.run(path)
+    os.remove(path)
+    local c1, c2 = r.cases[1], r.cases[2]
+    assert.is_nil(c1.error)
+    -- the example config's own model: Llama 3.1 8B's 8,030,261,248 parameters
+    assert.are.same({ 32, 4096, 14336, 128256 }, { c1.inputs.model.num_layers, c1.inputs.model.hidden_size,
+      c1.inputs.model.ffn_hidden_size, c1.inputs.model.vocab_size })
+    assert.are.equal(8030261248, core.model_params(c1.inputs.model).total)
+    assert.are.equal("Llama 3.1 8B", c1.inputs.model.name)
+    -- an MoE config: its experts, and the row's expert parallelism read
+    assert.is_nil(c2.error)
+    assert.are.same({ 128, 8, 8 }, { c2.inputs.model.num_experts, c2.inputs.model.experts_per_token,
+      c2.inputs.strategy.ep_degree })
+    assert.are.equal('num_layers = "40" but model_config = "llama-3.1-8b" has 32', r.cases[3].error)
+    assert.truthy(r.cases[4].error:find('model_config = "llama-3.1-9b": unknown model preset', 1, true),
+      r.cases[4].error)
+  end)
+
   it("reports a bad nvlink_domain_size for its row, naming the column and value", function()
     local path = gb200_row("sixty")
     local r = validate.run(path)

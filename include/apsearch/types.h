@@ -142,6 +142,16 @@ typedef struct {
                                           second halves; Megatron
                                           TransformerConfig.rotary_interleaved.
                                           Changes no estimate */
+    bool mup_multipliers;            /**< constant multipliers on the
+                                          embeddings, the residual
+                                          branches, the attention scores
+                                          (in place of 1/sqrt(d)) and the
+                                          logits (Granite: transformers
+                                          GraniteConfig embedding_multiplier,
+                                          residual_multiplier,
+                                          attention_multiplier,
+                                          logits_scaling).  Changes no
+                                          estimate */
     bool lm_head_bias;               /**< the output layer has a bias of V
                                           (PhiMoE: transformers
                                           PhimoeForCausalLM lm_head,

@@ -219,7 +219,7 @@ local M = {}
 --- Supported model types, in the order listed in error messages.
 M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
-                "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4" }
+                "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1263,6 +1263,59 @@ function builders.olmoe(r, cfg, file, notes)
   clip_note(notes, cfg, file, file)
   note(notes, file, "the Q/K norms span the whole projection (OlmoeAttention q_norm, k_norm): under " ..
     "tensor parallelism their statistic needs a reduction across the ranks, which is not priced")
+  return m
+end
+
+--- Granite's multipliers (GraniteConfig, GraniteMoeConfig: embedding_
+-- multiplier, residual_multiplier, attention_multiplier -- the attention
+-- scale itself, in place of 1/sqrt(d) -- and logits_scaling): constants
+-- the estimate does not read; the model carries mup_multipliers and the
+-- note quotes them.
+M.GRANITE_MULTIPLIERS = { "embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling" }
+
+local function granite_common(m, r, cfg, file, notes)
+  require_silu(cfg, file, "Granite's SwiGLU MLP")
+  local ab = r.bool("attention_bias", false)
+  m.qkv_bias, m.attn_out_bias = ab, ab
+  m.mup_multipliers = true
+  local said = {}
+  for _, k in ipairs(M.GRANITE_MULTIPLIERS) do
+    local v = positive(cfg, k, file)
+    said[#said + 1] = ("%s %s"):format(k, v and util.describe(v) or "1.0 (absent)")
+  end
+  note(notes, file, "Granite's multipliers (%s) are constants: not priced", table.concat(said, ", "))
+  return m
+end
+
+--- Granite 3.x dense (transformers modeling_granite.py, GraniteConfig
+-- defaults: attention_bias and mlp_bias false, untied): Llama's layer
+-- with the multipliers (M.GRANITE_MULTIPLIERS).
+function builders.granite(r, cfg, file, notes)
+  local m = granite_common(llama_like(r, cfg, file, {}), r, cfg, file, notes)
+  m.mlp_bias = r.bool("mlp_bias", false)
+  return m
+end
+
+--- Granite MoE (granite-3.x-a*m; transformers modeling_granitemoe.py @
+-- 013458c1, GraniteMoeMoE): every layer's FFN is num_local_experts SwiGLU
+-- experts of intermediate_size (input_linear h -> 2f, output_linear f ->
+-- h, no biases), a bias-free router whose top-k logits are softmaxed
+-- (Megatron's default top-k then softmax); GraniteMoeShared
+-- (modeling_granitemoeshared.py) adds an ungated shared MLP of
+-- shared_intermediate_size (0: none).
+function builders.granitemoe(r, cfg, file, notes)
+  local m = granite_common(llama_like(r, cfg, file, {}), r, cfg, file, notes)
+  m.num_experts = r.int("num_local_experts", 8)
+  m.experts_per_token = r.int("num_experts_per_tok", 2)
+  m.moe_ffn_hidden_size = m.ffn_hidden_size
+  aux_loss(m, cfg, file, "router_aux_loss_coef")
+  return m
+end
+
+function builders.granitemoeshared(r, cfg, file, notes)
+  local m = builders.granitemoe(r, cfg, file, notes)
+  local fs = count(cfg, "shared_intermediate_size", 0, file)
+  if fs > 0 then m.shared_expert_ffn_hidden_size = fs end
   return m
 end
 
@@ -2320,7 +2373,7 @@ end
 M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3",
                     "olmoe", "dbrx", "gpt_oss", "glm4_moe", "glm4_moe_lite", "llama4_text", "llama4",
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
-                    "deepseek_v32", "glm_moe_dsa", "phimoe" }
+                    "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -2338,6 +2391,7 @@ M.ARCHITECTURES = {
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
+  GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

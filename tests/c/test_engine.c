@@ -274,7 +274,7 @@ static void test_bad_input(void **state)
 static void test_not_implemented(void **state)
 {
     static const char moe[] =
-        "{\"model_type\": \"granitemoe\", \"hidden_size\": 1536, \"num_hidden_layers\": 32,"
+        "{\"model_type\": \"jetmoe\", \"hidden_size\": 1536, \"num_hidden_layers\": 32,"
         " \"num_attention_heads\": 24, \"intermediate_size\": 512,"
         " \"vocab_size\": 49155, \"num_local_experts\": 40, \"num_experts_per_tok\": 8}";
     char *json = write_temp(moe, sizeof moe - 1);
@@ -287,7 +287,7 @@ static void test_not_implemented(void **state)
              json);
     assert_int_equal(aps_engine_load_policy_string(e, policy, "moe"), APS_ENGINE_OK);
     expect_error(e, aps_engine_run(e), APS_ENGINE_ENOTIMPL, "NotImplemented",
-                 "of model_type \"granitemoe\" is not modelled",
+                 "of model_type \"jetmoe\" is not modelled",
                  NULL);
     assert_usable(e);
     aps_engine_close(e);

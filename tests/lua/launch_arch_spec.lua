@@ -308,4 +308,16 @@ describe("model fields of the architecture (issue 25)", function()
     assert.are.equal(1, #nw)
     assert.truthy(nw[1]:find("4 norms per layer", 1, true))
   end)
+
+  it("granite: the multipliers NOT WRITTEN (Megatron's MuP has no residual multiplier)", function()
+    local m = hf.from_config({ model_type = "granite", hidden_size = 4096, intermediate_size = 12800,
+      num_attention_heads = 32, num_hidden_layers = 40, num_key_value_heads = 8, vocab_size = 49159,
+      tie_word_embeddings = true, residual_multiplier = 0.22 }, "granite.json")
+    local flags, notes = script(m)
+    has(flags, { ["--swiglu"] = true, ["--disable-bias-linear"] = true, ["--normalization"] = "RMSNorm" },
+      { "--untie-embeddings-and-output-weights" })
+    local nw = not_written(notes)
+    assert.are.equal(1, #nw)
+    assert.truthy(nw[1]:find("multipliers (mup_multipliers, Granite)", 1, true), nw[1])
+  end)
 end)

@@ -448,6 +448,44 @@ describe("2025-26 families: refusals name what is not modelled", function()
       rotary_interleaved = true }):find("model.rotary_interleaved: given without RoPE", 1, true))
   end)
 
+  -- IBM Granite (transformers modeling_granite.py, modeling_granitemoe.py @
+  -- 013458c1, modeling_granitemoeshared.py): Llama's attention, SwiGLU
+  -- experts input_linear h -> 2f and output_linear f -> h, a bias-free
+  -- router, the multipliers as constants.  granite-3.1-3b-a800m (card 3.3B
+  -- / 800M): h 1536, 32 layers, 24 heads of 64, 8 KV heads, 40 experts of
+  -- 512 top 8, vocab 49155, tied: per layer q, o 1536^2, k, v 1536 x 512,
+  -- two norms, router 40 x 1536, experts 40 x 3 x 1536 x 512.
+  -- granite-3.3-8b (card 8.17B): h 4096, 40 layers, 32 heads, 8 KV heads,
+  -- MLP 12800, vocab 49159, tied.
+  it("Granite: 3.1-3B-A800M 3,298,793,472 / 882,874,368, 3.3-8B 8,170,864,640; shared MLP; multipliers noted", function()
+    local cfg = { architectures = { "GraniteMoeForCausalLM" }, model_type = "granitemoe", attention_bias = false,
+      attention_multiplier = 0.015625, embedding_multiplier = 12.0, hidden_act = "silu", hidden_size = 1536,
+      intermediate_size = 512, logits_scaling = 6.0, max_position_embeddings = 131072, num_attention_heads = 24,
+      num_experts_per_tok = 8, num_hidden_layers = 32, num_key_value_heads = 8, num_local_experts = 40,
+      residual_multiplier = 0.22, rms_norm_eps = 1e-6, rope_theta = 10000000.0, tie_word_embeddings = true,
+      vocab_size = 49155 }
+    local m, info = hf.from_config(cfg, "granitemoe.json")
+    local c = core.model_params(m)
+    local common = 2 * 1536 * 1536 + 2 * 1536 * 512 + 2 * 1536 + 40 * 1536
+    assert.are.equal(32 * (common + 40 * 3 * 1536 * 512) + 49155 * 1536 + 1536, c.total)
+    assert.are.equal(32 * (common + 8 * 3 * 1536 * 512) + 49155 * 1536 + 1536, c.active)
+    assert.are.same({ 3298793472, 882874368 }, { c.total, c.active })
+    assert.is_true(m.mup_multipliers)
+    assert.truthy(info.notes[1]:find("residual_multiplier 0.22", 1, true), info.notes[1])
+    -- GraniteMoeShared: an ungated shared MLP of shared_intermediate_size
+    cfg.model_type, cfg.architectures, cfg.shared_intermediate_size = "granitemoeshared", nil, 1024
+    c = core.model_params((hf.from_config(cfg, "granitemoeshared.json")))
+    assert.are.equal(3298793472 + 32 * 3 * 1536 * 1024, c.total)
+    local dense = { architectures = { "GraniteForCausalLM" }, model_type = "granite", hidden_size = 4096,
+      intermediate_size = 12800, num_attention_heads = 32, num_hidden_layers = 40, num_key_value_heads = 8,
+      vocab_size = 49159, tie_word_embeddings = true, attention_multiplier = 0.0078125, embedding_multiplier = 12.0,
+      logits_scaling = 16.0, residual_multiplier = 0.22 }
+    local layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 12800 + 2 * 4096
+    c = core.model_params((hf.from_config(dense, "granite.json")))
+    assert.are.equal(40 * layer + 49159 * 4096 + 4096, c.total)
+    assert.are.equal(8170864640, c.total)
+  end)
+
   -- Qwen/Qwen3.5-27B (card: 27B with its vision tower): Qwen3_5TextConfig,
   -- every 4th of 64 layers gated attention (q h x 2*24*256, k and v h x
   -- 4*256 each, o 24*256 x h, q/k norms 256 each), the others Gated

@@ -940,6 +940,11 @@ function M.norm_args(m, A, N)
     not_written(N, "LayerNorm without bias", "TENorm / FusedLayerNorm always have a bias", "the script's " ..
       "LayerNorms have biases")
   end
+  if m.mup_multipliers then
+    not_written(N, "the embedding, residual, attention and logit multipliers (mup_multipliers, Granite)",
+      "TransformerConfig's MuP options scale the embeddings, the output and the attention, not the residual " ..
+      "branches (transformer_config.py:428-475)", "the script trains without them")
+  end
   if m.reordered_norm then
     not_written(N, "norms after attention and after the MLP (reordered_norm, OLMo 2)", "TransformerLayer " ..
       "normalises the input of each (input_layernorm, pre_mlp_layernorm; transformer_layer.py:368,426)",

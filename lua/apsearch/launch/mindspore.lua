@@ -594,6 +594,9 @@ function M.render(c)
   end
   if m.mlp_bias then N("NOT EXPRESSIBLE in MindFormers", "MLP biases (LlamaConfig has none)") end
   if m.qk_norm then N("NOT EXPRESSIBLE in MindFormers", "Q/K norms (LlamaConfig has none)") end
+  if m.mup_multipliers then
+    N("NOT EXPRESSIBLE in MindFormers", "the embedding, residual, attention and logit multipliers (LlamaConfig has none)")
+  end
   if m.rotary_interleaved then
     N("NOT EXPRESSIBLE in MindFormers", "interleaved RoPE pairs (LlamaConfig rotates the two halves)")
   end

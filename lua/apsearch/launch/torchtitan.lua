@@ -333,6 +333,10 @@ function M.model_shape(m, seq, pp)
   if m.norm_bias then
     N("NOT EXPRESSIBLE in TorchTitan", "norm biases: RMSNorm.Config has none")
   end
+  if m.mup_multipliers then
+    N("NOT EXPRESSIBLE in TorchTitan", "the embedding, residual, attention and logit multipliers (Granite): " ..
+      "HEAD's llama3 model has none")
+  end
   if m.rotary_interleaved then
     N("NOT EXPRESSIBLE in TorchTitan", "interleaved RoPE pairs (rotary_interleaved, GLM-4): HEAD's RoPE rotates " ..
       "the two halves of each head")

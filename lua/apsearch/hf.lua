@@ -2160,6 +2160,76 @@ function builders.nemotron_h(_, raw, file, notes)
   return nemotron_h_moe(m, cfg, file)
 end
 
+--- GraniteMoeHybridConfig's defaults of the keys read here (transformers
+-- configuration_granitemoehybrid.py).
+M.GRANITE_HYBRID_DEFAULTS = { mamba_n_groups = 1, mamba_d_state = 256, mamba_d_conv = 4, mamba_expand = 2,
+  mamba_chunk_size = 256, mamba_conv_bias = true, mamba_proj_bias = false, num_local_experts = 0,
+  num_experts_per_tok = 0, shared_intermediate_size = 0, position_embedding_type = "nope", attention_bias = false }
+
+--- Granite 4.0 (granitemoehybrid; transformers modeling_granitemoehybrid.py,
+-- GraniteMoeHybridDecoderLayer): each layer is a mixer -- Mamba-2 or
+-- attention, `layer_types` -- under input_layernorm, then under
+-- post_attention_layernorm the shared SwiGLU MLP of shared_intermediate_
+-- size plus, with num_local_experts > 0, Granite's experts (a bias-free
+-- top-k softmax router).  As a Megatron-Core hybrid pattern each layer is
+-- two blocks of one norm each: M or *, then E (experts, the shared MLP as
+-- their shared expert) or - (the shared MLP alone).  The Mamba-2 mixer is
+-- Bamba's: d_inner = mamba_expand x hidden_size, which must equal
+-- mamba_n_heads x mamba_d_head.  Positions: `position_embedding_type`
+-- nope (the H models) or rope.  Granite's multipliers: mup_multipliers.
+function builders.granitemoehybrid(_, raw, file, notes)
+  local cfg = with_defaults(raw, M.GRANITE_HYBRID_DEFAULTS)
+  local r = reader(cfg, file)
+  local L = r.int("num_hidden_layers")
+  local lt = cfg.layer_types
+  if is_null(lt) then lt = cfg.layers_block_type end
+  if type(lt) ~= "table" or #lt ~= L then
+    util.fail(file, "layer_types", "expected an array of num_hidden_layers = " .. L .. " entries", lt)
+  end
+  local E = count(cfg, "num_local_experts", 0, file)
+  local chars = {}
+  for i = 1, L do
+    local mixer = ({ mamba = "M", attention = "*" })[lt[i]]
+    if not mixer then util.fail(file, "layer_types[" .. i .. "]", "expected mamba or attention", lt[i]) end
+    chars[#chars + 1] = mixer .. (E > 0 and "E" or "-")
+  end
+  require_value(cfg, "mamba_conv_bias", true, file, "Megatron's MambaMixer asserts a conv bias")
+  for _, k in ipairs({ "mamba_proj_bias", "attention_bias" }) do
+    require_value(cfg, k, false, file, "biases are not modelled on a hybrid model")
+  end
+  local pos = cfg.position_embedding_type
+  if pos ~= "nope" and pos ~= "rope" then util.fail(file, "position_embedding_type", "expected nope or rope", pos) end
+  local shared = r.int("shared_intermediate_size")
+  local m = {
+    num_layers = 2 * L, hidden_size = r.int("hidden_size"),
+    num_attention_heads = r.int("num_attention_heads"),
+    num_query_groups = r.int("num_key_value_heads", r.int("num_attention_heads")),
+    ffn_hidden_size = shared, vocab_size = r.int("vocab_size"),
+    norms_per_layer = 1, mlp = "swiglu", norm = "rmsnorm", position_embedding = pos == "rope" and "rope" or "none",
+    norm_bias = false, qkv_bias = false, attn_out_bias = false, mlp_bias = false, qk_norm = false,
+    tie_word_embeddings = r.bool("tie_word_embeddings", false),
+    hybrid_layer_pattern = table.concat(chars),
+    mamba_num_heads = r.int("mamba_n_heads"), mamba_head_dim = r.int("mamba_d_head"),
+    mamba_state_dim = r.int("mamba_d_state"), mamba_num_groups = r.int("mamba_n_groups"),
+    mamba_conv_kernel = r.int("mamba_d_conv"), mamba_chunk_size = r.int("mamba_chunk_size"),
+  }
+  if r.has("max_position_embeddings") then m.max_position_embeddings = r.int("max_position_embeddings") end
+  local expand = cfg.mamba_expand
+  if type(expand) ~= "number" or expand * m.hidden_size ~= m.mamba_num_heads * m.mamba_head_dim then
+    util.fail(file, "mamba_expand", ("expected mamba_expand x hidden_size = mamba_n_heads x mamba_d_head = %d"):format(
+      m.mamba_num_heads * m.mamba_head_dim), expand)
+  end
+  if E > 0 then
+    m.num_experts, m.experts_per_token = E, r.int("num_experts_per_tok")
+    m.moe_ffn_hidden_size = r.int("intermediate_size")
+    if shared > 0 then m.shared_expert_ffn_hidden_size = shared end
+    aux_loss(m, cfg, file, "router_aux_loss_coef")
+  end
+  granite_common(m, r, cfg, file, notes)
+  m.qkv_bias, m.attn_out_bias = false, false
+  return m
+end
+
 ---------------------------------------------------------------- Qwen3-Next (Gated DeltaNet)
 -- transformers Qwen3NextConfig (configuration_qwen3_next.py @ 249ef816)
 -- and Qwen3NextDecoderLayer / Qwen3NextGatedDeltaNet / Qwen3NextAttention /
@@ -2373,7 +2443,8 @@ end
 M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3",
                     "olmoe", "dbrx", "gpt_oss", "glm4_moe", "glm4_moe_lite", "llama4_text", "llama4",
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
-                    "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared" }
+                    "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
+                    "granitemoehybrid" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -2392,6 +2463,7 @@ M.ARCHITECTURES = {
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",
+  GraniteMoeHybridForCausalLM = "granitemoehybrid",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

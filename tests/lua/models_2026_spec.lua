@@ -486,6 +486,57 @@ describe("2025-26 families: refusals name what is not modelled", function()
     assert.are.equal(8170864640, c.total)
   end)
 
+  -- Granite 4.0 hybrids (granitemoehybrid; transformers
+  -- modeling_granitemoehybrid.py): each layer a Mamba-2 or attention mixer
+  -- and then the shared SwiGLU MLP with Granite's experts, as the pattern
+  -- blocks M/* then E.  The toy config of transformers' model doc (h 512,
+  -- 8 layers MMM*MMM*, Mamba 8 heads of 128, 1 group, state 128, conv 4;
+  -- 8 heads; 8 experts of 1024 top 2; shared 512; vocab 49152, tied):
+  -- Mamba mixer in_proj 512 x (2 x 1024 + 2 x 128 + 8), conv (1024 + 256)
+  -- x 4 + bias, dt_bias/A_log/D 3 x 8, gated norm 1024, out_proj 1024 x
+  -- 512, its norm 512; attention 4 x 512^2 + norm; E: norm, router 8 x 512,
+  -- experts 8 x (512 x 2048 + 1024 x 512), shared 512 x 1024 + 512 x 512.
+  it("Granite 4.0 hybrid: the M/* + E pattern, exact counts; H-Small at its card's 32.2B / 9B", function()
+    local toy = { architectures = { "GraniteMoeHybridForCausalLM" }, model_type = "granitemoehybrid",
+      attention_multiplier = 0.015625, embedding_multiplier = 12, hidden_act = "silu", hidden_size = 512,
+      intermediate_size = 1024, layer_types = { "mamba", "mamba", "mamba", "attention", "mamba", "mamba",
+        "mamba", "attention" }, logits_scaling = 2, mamba_chunk_size = 256, mamba_conv_bias = true,
+      mamba_d_conv = 4, mamba_d_head = 128, mamba_d_state = 128, mamba_expand = 2, mamba_n_groups = 1,
+      mamba_n_heads = 8, mamba_proj_bias = false, max_position_embeddings = 4096, num_attention_heads = 8,
+      num_experts_per_tok = 2, num_hidden_layers = 8, num_key_value_heads = 8, num_local_experts = 8,
+      position_embedding_type = "nope", residual_multiplier = 0.22, shared_intermediate_size = 512,
+      tie_word_embeddings = true, vocab_size = 49152 }
+    local m = hf.from_config(toy, "g4.json")
+    assert.are.equal("MEMEME*EMEMEME*E", m.hybrid_layer_pattern)
+    local mamba = 512 * (2 * 1024 + 2 * 128 + 8) + (1024 + 256) * 4 + (1024 + 256) + 3 * 8 + 1024 + 1024 * 512
+      + 512
+    local attn = 4 * 512 * 512 + 512
+    local moe = 512 + 8 * 512 + 8 * (512 * 2048 + 1024 * 512) + (512 * 1024 + 512 * 512)
+    local c = core.model_params(m)
+    assert.are.equal(6 * mamba + 2 * attn + 8 * moe + 49152 * 512 + 512, c.total)
+    assert.are.equal(144552080, c.total)
+    assert.are.equal(c.total - 8 * 6 * (512 * 2048 + 1024 * 512), c.active)
+    -- a dense hybrid (no experts): the shared MLP as - blocks
+    toy.num_local_experts = 0
+    assert.are.equal("M-M-M-*-M-M-M-*-", hf.from_config(toy, "g4.json").hybrid_layer_pattern)
+    -- Bamba's mixer width: mamba_expand x hidden_size must be heads x head width
+    toy.num_local_experts, toy.mamba_expand = 8, 3
+    assert.are.equal("g4.json: mamba_expand: expected mamba_expand x hidden_size = mamba_n_heads x " ..
+      "mamba_d_head = 1024 (got 3)", err_of(hf.from_config, toy, "g4.json"))
+    -- ibm-granite/granite-4.0-h-small (card: 32.2B total, 9B active): h 4096,
+    -- 36 Mamba + 4 attention layers, 32 heads, 8 KV heads, 72 experts of 768
+    -- top 10, shared 1536, state 128, expand 2, vocab 100352, tied; Mamba
+    -- heads 128 of 64 and 1 group ASSUMED (the excerpt read lists the others)
+    local lt = {}
+    for i = 1, 40 do lt[i] = (i % 10 == 0) and "attention" or "mamba" end
+    local small = { model_type = "granitemoehybrid", hidden_size = 4096, intermediate_size = 768, layer_types = lt,
+      mamba_d_head = 64, mamba_n_heads = 128, mamba_d_state = 128, mamba_expand = 2, mamba_n_groups = 1,
+      num_attention_heads = 32, num_key_value_heads = 8, num_hidden_layers = 40, num_local_experts = 72,
+      num_experts_per_tok = 10, shared_intermediate_size = 1536, tie_word_embeddings = true, vocab_size = 100352 }
+    c = core.model_params((hf.from_config(small, "granite-4.0-h-small.json")))
+    assert.are.same({ 32207337984, 8803121664 }, { c.total, c.active })
+  end)
+
   -- Qwen/Qwen3.5-27B (card: 27B with its vision tower): Qwen3_5TextConfig,
   -- every 4th of 64 layers gated attention (q h x 2*24*256, k and v h x
   -- 4*256 each, o 24*256 x h, q/k norms 256 each), the others Gated

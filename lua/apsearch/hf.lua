@@ -219,7 +219,7 @@ local M = {}
 --- Supported model types, in the order listed in error messages.
 M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
-                "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite" }
+                "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1350,6 +1350,39 @@ function builders.olmo2(r, cfg, file, notes)
   return m
 end
 
+--- Exaone4Config's window (modular_exaone4.py @ 008e5743): 4096 tokens
+-- when the key is absent (null: none), on every layer but each
+-- `sliding_window_pattern`-th (default 4; a string such as "LLLG" its
+-- length) when `layer_types` is absent.
+M.EXAONE4_WINDOW, M.EXAONE4_PATTERN = 4096, 4
+
+--- EXAONE 4.0 (exaone4; transformers modular_exaone4.py @ 008e5743):
+-- Llama's attention with per-head Q/K RMSNorms (Exaone4Attention q_norm,
+-- k_norm of head_dim), OLMo 2's layer (the norms after attention and
+-- MLP: reordered_norm), the window on the sliding_attention layers and,
+-- with a window, no RoPE on the full-attention layers ("global NoPE":
+-- nope_layer_period, the window's period).
+function builders.exaone4(r, cfg, file, notes)
+  require_silu(cfg, file, "EXAONE's SwiGLU MLP")
+  if cfg.sliding_window == nil then
+    cfg = with_defaults(cfg, { sliding_window = M.EXAONE4_WINDOW })
+    r = reader(cfg, file)
+  end
+  local m = llama_like(r, cfg, file, {})
+  m.qk_norm, m.reordered_norm = true, true
+  local k = cfg.sliding_window_pattern
+  if type(k) == "string" and k:match("^L*G$") then k = #k end
+  if is_null(k) then k = M.EXAONE4_PATTERN end
+  k = config_int(k, 1, file, "sliding_window_pattern")
+  local L = m.num_layers
+  if not is_null(cfg.sliding_window) then
+    window_on(m, r, sliding_layer_count(cfg, L, file) or (L - L // k))
+    set_window_period(m, cfg, k)
+    if m.sliding_window and m.sliding_window_period then m.nope_layer_period = m.sliding_window_period end
+  end
+  return m
+end
+
 --- Olmo3Config's window (modular_olmo3.py @ 02e8340b): `sliding_window`
 -- 4096 tokens when the key is absent (null: none), on every layer but
 -- each 4th when `layer_types` is absent.
@@ -2463,7 +2496,7 @@ M.ARCHITECTURES = {
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",
-  GraniteMoeHybridForCausalLM = "granitemoehybrid",
+  GraniteMoeHybridForCausalLM = "granitemoehybrid", Exaone4ForCausalLM = "exaone4",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

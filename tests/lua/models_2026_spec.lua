@@ -537,6 +537,28 @@ describe("2025-26 families: refusals name what is not modelled", function()
     assert.are.same({ 32207337984, 8803121664 }, { c.total, c.active })
   end)
 
+  -- LGAI-EXAONE/EXAONE-4.0-32B (card: 30.95B without embeddings): h 5120,
+  -- 64 layers, 40 heads of 128, 8 KV heads, MLP 27392, vocab 102400,
+  -- untied, window 4096 on "LLLG": per layer q, o 5120^2, k, v 5120 x 1024,
+  -- per-head Q/K norms 2 x 128, MLP 3 x 5120 x 27392, two norms (after
+  -- attention and MLP); the global layers without RoPE.
+  it("EXAONE-4.0-32B: 32,003,216,384 (30,954,635,264 without embeddings), global NoPE every 4th", function()
+    local cfg = { architectures = { "Exaone4ForCausalLM" }, model_type = "exaone4", hidden_size = 5120,
+      intermediate_size = 27392, num_hidden_layers = 64, num_attention_heads = 40, num_key_value_heads = 8,
+      head_dim = 128, vocab_size = 102400, max_position_embeddings = 131072, sliding_window = 4096,
+      sliding_window_pattern = "LLLG", rope_theta = 1000000, tie_word_embeddings = false, hidden_act = "silu" }
+    local m = hf.from_config(cfg, "exaone4.json")
+    local layer = 2 * 5120 * 5120 + 2 * 5120 * 1024 + 2 * 128 + 3 * 5120 * 27392 + 2 * 5120
+    assert.are.equal(30954635264, 64 * layer)
+    assert.are.equal(64 * layer + 2 * 102400 * 5120 + 5120, core.model_params(m).total)
+    assert.are.same({ true, true, 4096, 48, 4, 4 }, { m.qk_norm, m.reordered_norm, m.sliding_window,
+      m.sliding_window_layers, m.sliding_window_period, m.nope_layer_period })
+    -- the 1.2B's null window: every layer global, with RoPE
+    cfg.sliding_window = cjson.null
+    m = hf.from_config(cfg, "exaone4.json")
+    assert.are.same({ true, true }, { m.sliding_window == nil, m.nope_layer_period == nil })
+  end)
+
   -- Qwen/Qwen3.5-27B (card: 27B with its vision tower): Qwen3_5TextConfig,
   -- every 4th of 64 layers gated attention (q h x 2*24*256, k and v h x
   -- 4*256 each, o 24*256 x h, q/k norms 256 each), the others Gated

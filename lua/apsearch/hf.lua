@@ -219,7 +219,8 @@ local M = {}
 --- Supported model types, in the order listed in error messages.
 M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
-                "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4" }
+                "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
+                "qwen2_vl", "qwen2_5_vl" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -482,7 +483,9 @@ local function numerics(m, cfg, file)
   if type(rs) ~= "table" then util.fail(file, key, "expected an object or null", rs) end
   local kind = rs.rope_type
   if is_null(kind) then kind = rs.type end
-  if is_null(kind) or kind == "default" then return m end
+  -- Qwen2-VL / Qwen2.5-VL's multimodal RoPE ("mrope": transformers reads
+  -- it as default RoPE over three position ids; on text they coincide)
+  if is_null(kind) or kind == "default" or kind == "mrope" then return m end
   local known = false
   for _, k in ipairs(M.ROPE_SCALING) do known = known or k == kind end
   if not known then
@@ -693,6 +696,29 @@ function builders.qwen2(r, cfg, file)
   m.qkv_bias = true -- Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False
   return qwen_window(m, r, cfg, file)
 end
+
+--- Qwen2-VL and Qwen2.5-VL (transformers Qwen2VLConfig, Qwen2_5_VLConfig:
+-- the text model from `text_config`, else from the top-level keys, as
+-- the classes build Qwen2_5_VLTextConfig(**kwargs) when none is given;
+-- modeling_qwen2_5_vl.py Qwen2_5_VLTextModel): Qwen2's layer (q/k/v
+-- biases), its multimodal RoPE read as RoPE; the vision tower is neither
+-- modelled nor counted (noted).
+local function qwen_vl(r, cfg, file, notes)
+  local text = cfg
+  if type(cfg.text_config) == "table" then
+    text = with_defaults(cfg.text_config, { tie_word_embeddings = cfg.tie_word_embeddings })
+    r = reader(text, file .. ": text_config")
+  elseif not is_null(cfg.text_config) then
+    util.fail(file, "text_config", "expected an object or null", cfg.text_config)
+  end
+  note(notes, file, "model_type %s is multimodal: the estimate trains its text model (Qwen2's layer); " ..
+    "the vision tower (vision_config) is neither modelled nor counted", tostring(cfg.model_type))
+  local m = builders.qwen2(r, text, file)
+  -- numerics() reads the top level: the text_config's own RoPE base
+  if text ~= cfg then m.rope_theta = positive(text, "rope_theta", file .. ": text_config") end
+  return m
+end
+builders.qwen2_vl, builders.qwen2_5_vl = qwen_vl, qwen_vl
 
 function builders.qwen3(r, cfg, file)
   local m = qwen_window(llama_like(r, cfg, file, { head_dim = 128 }), r, cfg, file)
@@ -2497,6 +2523,7 @@ M.ARCHITECTURES = {
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",
   GraniteMoeHybridForCausalLM = "granitemoehybrid", Exaone4ForCausalLM = "exaone4",
+  Qwen2VLForConditionalGeneration = "qwen2_vl", Qwen2_5_VLForConditionalGeneration = "qwen2_5_vl",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

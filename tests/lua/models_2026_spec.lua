@@ -559,6 +559,33 @@ describe("2025-26 families: refusals name what is not modelled", function()
     assert.are.same({ true, true }, { m.sliding_window == nil, m.nope_layer_period == nil })
   end)
 
+  -- Qwen2.5-VL-7B-Instruct: the text model at the top level (h 3584, 28
+  -- layers, 28 heads, 4 KV heads, MLP 18944, vocab 152064, untied) is
+  -- Qwen2.5-7B's, 7,615,616,512 (its card's 7.6B); "mrope" RoPE read as
+  -- RoPE; the same text under text_config (transformers-5 layout).
+  it("Qwen2.5-VL: its Qwen2 text model, 7,615,616,512; mrope as RoPE; text_config or top level", function()
+    local cfg = { architectures = { "Qwen2_5_VLForConditionalGeneration" }, model_type = "qwen2_5_vl",
+      hidden_act = "silu", hidden_size = 3584, intermediate_size = 18944, max_position_embeddings = 128000,
+      max_window_layers = 28, num_attention_heads = 28, num_hidden_layers = 28, num_key_value_heads = 4,
+      rms_norm_eps = 1e-6, rope_theta = 1000000.0, sliding_window = 32768, tie_word_embeddings = false,
+      use_sliding_window = false, vocab_size = 152064, rope_scaling = { type = "mrope", mrope_section = { 16, 24, 24 } },
+      vision_config = { depth = 32, hidden_size = 1280, out_hidden_size = 3584 } }
+    local m, info = hf.from_config(cfg, "qwen2.5-vl.json")
+    assert.are.equal(7615616512, core.model_params(m).total)
+    assert.are.same({ true, 1000000.0 }, { m.qkv_bias, m.rope_theta })
+    assert.is_nil(m.rope_scaling_type)
+    assert.truthy(info.notes[1]:find("vision tower (vision_config) is neither modelled nor counted", 1, true))
+    local text = {}
+    for _, k in ipairs({ "hidden_size", "intermediate_size", "num_attention_heads", "num_hidden_layers",
+      "num_key_value_heads", "vocab_size", "rope_theta" }) do text[k] = cfg[k]; cfg[k] = nil end
+    cfg.text_config = text
+    m = hf.from_config(cfg, "qwen2.5-vl.json")
+    assert.are.same({ 7615616512, 1000000.0 }, { core.model_params(m).total, m.rope_theta })
+    cfg.text_config = "x"
+    assert.are.equal('qwen2.5-vl.json: text_config: expected an object or null (got "x")',
+      err_of(hf.from_config, cfg, "qwen2.5-vl.json"))
+  end)
+
   -- Qwen/Qwen3.5-27B (card: 27B with its vision tower): Qwen3_5TextConfig,
   -- every 4th of 64 layers gated attention (q h x 2*24*256, k and v h x
   -- 4*256 each, o 24*256 x h, q/k norms 256 each), the others Gated

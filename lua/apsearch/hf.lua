@@ -220,7 +220,7 @@ local M = {}
 M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
-                "qwen2_vl", "qwen2_5_vl" }
+                "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -486,6 +486,18 @@ local function numerics(m, cfg, file)
   -- Qwen2-VL / Qwen2.5-VL's multimodal RoPE ("mrope": transformers reads
   -- it as default RoPE over three position ids; on text they coincide)
   if is_null(kind) or kind == "default" or kind == "mrope" then return m end
+  -- "dynamic": NTK scaling that acts only past the trained context (RoPE
+  -- within it); with Hunyuan's `alpha`, NTK-alpha, a static base of
+  -- rope_theta x alpha^(d / (d - 2)) for head width d (Hunyuan's
+  -- HunYuanDynamicNTKAlphaRotaryEmbedding), read into rope_theta
+  if kind == "dynamic" then
+    local alpha = positive(rs, "alpha", where)
+    if alpha and alpha ~= 1 then
+      local d = m.head_dim or m.hidden_size // m.num_attention_heads
+      m.rope_theta = (m.rope_theta or 10000.0) * alpha ^ (d / (d - 2))
+    end
+    return m
+  end
   local known = false
   for _, k in ipairs(M.ROPE_SCALING) do known = known or k == kind end
   if not known then
@@ -1344,6 +1356,62 @@ function builders.granitemoeshared(r, cfg, file, notes)
   if fs > 0 then m.shared_expert_ffn_hidden_size = fs end
   return m
 end
+
+-- A per-layer list key of a Hunyuan config (num_experts, moe_topk,
+-- num_shared_expert, moe_intermediate_size: int or one value per layer)
+-- as one integer; a list whose values differ is refused (the layers would
+-- differ, which the mean layer does not price).
+local function uniform_int(cfg, key, default, min, file)
+  local v = cfg[key]
+  if is_null(v) then return default end
+  if type(v) == "table" then
+    if #v == 0 then util.fail(file, key, "expected an integer or a non-empty list", v) end
+    for i = 2, #v do
+      if v[i] ~= v[1] then
+        error(("NotImplemented: %s: %s: layers with different values are not modelled (got %s)"):format(
+          file, key, util.describe(v)), 0)
+      end
+    end
+    v = v[1]
+  end
+  return config_int(v, min, file, key)
+end
+
+--- Hunyuan dense (hunyuan_v1_dense; transformers modeling_hunyuan_v1_dense.py)
+-- and MoE (hunyuan_v1_moe; modular_hunyuan_v1_moe.py @ 05bf8f64): Llama's
+-- layer with per-head Q/K RMSNorms after RoPE (query_layernorm,
+-- key_layernorm of head_dim); the MoE layer a shared SwiGLU MLP of
+-- intermediate_size beside num_experts SwiGLU experts of intermediate_size
+-- (HunYuanMoEV1MLP builds both from config.intermediate_size) and a
+-- bias-free router (softmax, top-k renormalised).  transformers' gate
+-- drops tokens beyond a capacity of top-k x tokens / experts; the
+-- estimate prices the strategy's dispatcher (noted).
+local function hunyuan(r, cfg, file, notes, moe)
+  require_silu(cfg, file, "Hunyuan's SwiGLU MLP")
+  local m = llama_like(r, cfg, file, {})
+  local ab = r.bool("attention_bias", false)
+  m.qkv_bias, m.attn_out_bias, m.qk_norm = ab, ab, true
+  if moe then
+    local f = m.ffn_hidden_size
+    local E = uniform_int(cfg, "num_experts", 1, 1, file)
+    if E < 2 then util.fail(file, "num_experts", "expected at least 2 experts", cfg.num_experts) end
+    local mf = uniform_int(cfg, "moe_intermediate_size", f, 1, file)
+    if mf ~= f then
+      util.fail(file, "moe_intermediate_size", ("expected intermediate_size = %d (transformers builds the experts " ..
+        "and the shared MLP of it)"):format(f), cfg.moe_intermediate_size)
+    end
+    local shared = uniform_int(cfg, "num_shared_expert", 1, 0, file)
+    if shared > 1 then util.fail(file, "num_shared_expert", "expected 0 or 1 (one shared MLP)", cfg.num_shared_expert) end
+    m.num_experts, m.experts_per_token, m.moe_ffn_hidden_size = E, uniform_int(cfg, "moe_topk", 1, 1, file), f
+    m.shared_expert_ffn_hidden_size = f
+    note(notes, file, "transformers' Hunyuan gate drops tokens past a capacity of top-k x tokens / experts; the " ..
+      "estimate prices the strategy's dispatcher (dropless unless moe_capacity_factor)")
+  end
+  return m
+end
+
+function builders.hunyuan_v1_dense(r, cfg, file, notes) return hunyuan(r, cfg, file, notes, false) end
+function builders.hunyuan_v1_moe(r, cfg, file, notes) return hunyuan(r, cfg, file, notes, true) end
 
 --- GLM-4 dense (GLM-4-9B/32B-0414; transformers modular_glm4.py @
 -- 08c53278, GlmAttention, Glm4Config defaults head_dim 128,
@@ -2503,7 +2571,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "olmoe", "dbrx", "gpt_oss", "glm4_moe", "glm4_moe_lite", "llama4_text", "llama4",
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
-                    "granitemoehybrid" }
+                    "granitemoehybrid", "hunyuan_v1_moe" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -2523,6 +2591,7 @@ M.ARCHITECTURES = {
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",
   GraniteMoeHybridForCausalLM = "granitemoehybrid", Exaone4ForCausalLM = "exaone4",
+  HunYuanDenseV1ForCausalLM = "hunyuan_v1_dense", HunYuanMoEV1ForCausalLM = "hunyuan_v1_moe",
   Qwen2VLForConditionalGeneration = "qwen2_vl", Qwen2_5_VLForConditionalGeneration = "qwen2_5_vl",
 }
 

@@ -586,6 +586,35 @@ describe("2025-26 families: refusals name what is not modelled", function()
       err_of(hf.from_config, cfg, "qwen2.5-vl.json"))
   end)
 
+  -- tencent/Hunyuan-A13B (card: 80B total, 13B active): h 4096, 32 layers,
+  -- 32 heads of 128, 8 KV heads, 64 experts and one shared MLP, all of 3072
+  -- (HunYuanMoEV1MLP: config.intermediate_size), top 8, vocab 128167,
+  -- tied; per-head Q/K norms 2 x 128; router 64 x 4096.  Its NTK-alpha RoPE
+  -- (alpha 1000) is a base of 10000 x 1000^(128/126).
+  it("Hunyuan-A13B: 80,393,183,232 / 12,747,448,320; per-layer lists; NTK-alpha base", function()
+    local function list(v) local t = {} for i = 1, 32 do t[i] = v end return t end
+    local cfg = { architectures = { "HunYuanMoEV1ForCausalLM" }, model_type = "hunyuan_v1_moe", hidden_size = 4096,
+      num_hidden_layers = 32, num_attention_heads = 32, num_key_value_heads = 8, head_dim = 128,
+      intermediate_size = 3072, vocab_size = 128167, num_experts = 64, moe_intermediate_size = list(3072),
+      moe_topk = list(8), num_shared_expert = list(1), tie_word_embeddings = true, rope_theta = 10000.0,
+      rope_scaling = { alpha = 1000.0, factor = 1.0, type = "dynamic" }, hidden_act = "silu" }
+    local m = hf.from_config(cfg, "hunyuan.json")
+    local mlp = 3 * 4096 * 3072
+    local common = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 2 * 128 + 2 * 4096 + 64 * 4096 + mlp
+    local c = core.model_params(m)
+    assert.are.equal(32 * (common + 64 * mlp) + 128167 * 4096 + 4096, c.total)
+    assert.are.equal(32 * (common + 8 * mlp) + 128167 * 4096 + 4096, c.active)
+    assert.are.same({ 80393183232, 12747448320 }, { c.total, c.active })
+    assert.is_true(math.abs(m.rope_theta - 10000 * 1000 ^ (128 / 126)) < 1e-6)
+    assert.is_nil(m.rope_scaling_type)
+    cfg.moe_topk[5] = 4
+    assert.are.equal("NotImplemented: hunyuan.json: moe_topk: layers with different values are not modelled " ..
+      "(got " .. require("apsearch.util").describe(cfg.moe_topk) .. ")", err_of(hf.from_config, cfg, "hunyuan.json"))
+    cfg.moe_topk[5], cfg.moe_intermediate_size = 8, 1536
+    assert.truthy(err_of(hf.from_config, cfg, "hunyuan.json"):find("moe_intermediate_size: expected " ..
+      "intermediate_size = 3072", 1, true))
+  end)
+
   -- Qwen/Qwen3.5-27B (card: 27B with its vision tower): Qwen3_5TextConfig,
   -- every 4th of 64 layers gated attention (q h x 2*24*256, k and v h x
   -- 4*256 each, o 24*256 x h, q/k norms 256 each), the others Gated

@@ -220,7 +220,7 @@ local M = {}
 M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
-                "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense" }
+                "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -685,6 +685,23 @@ end
 -- (transformers MistralAttention / Phi3Attention pass it to flash attention)
 function builders.mistral(r, cfg, file)
   return window(llama_like(r, cfg, file, {}), r)
+end
+
+--- Ministral 3 / Devstral 2 text models (ministral3; transformers
+-- modeling_ministral3.py): Mistral's layer; `rope_parameters`'
+-- llama_4_scaling_beta scales the queries by 1 + beta log(1 + floor(p /
+-- original_max_position_embeddings)) at position p, 1 inside the original
+-- context (noted: element-wise, not priced, and launch files do not
+-- write it).
+function builders.ministral3(r, cfg, file, notes)
+  local m = builders.mistral(r, cfg, file)
+  local rp = type(cfg.rope_parameters) == "table" and cfg.rope_parameters or {}
+  local beta = positive(rp, "llama_4_scaling_beta", file .. ": rope_parameters")
+  if beta then
+    note(notes, file, "rope_parameters.llama_4_scaling_beta %s scales the queries past the original context " ..
+      "(1 within it): element-wise, not priced, not written into launch files", util.describe(beta))
+  end
+  return m
 end
 
 function builders.phi3(r, cfg, file)
@@ -2591,7 +2608,7 @@ M.ARCHITECTURES = {
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",
   GraniteMoeHybridForCausalLM = "granitemoehybrid", Exaone4ForCausalLM = "exaone4",
-  HunYuanDenseV1ForCausalLM = "hunyuan_v1_dense", HunYuanMoEV1ForCausalLM = "hunyuan_v1_moe",
+  Ministral3ForCausalLM = "ministral3", HunYuanDenseV1ForCausalLM = "hunyuan_v1_dense", HunYuanMoEV1ForCausalLM = "hunyuan_v1_moe",
   Qwen2VLForConditionalGeneration = "qwen2_vl", Qwen2_5_VLForConditionalGeneration = "qwen2_5_vl",
 }
 

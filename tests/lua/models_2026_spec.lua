@@ -400,7 +400,7 @@ describe("2025-26 families: refusals name what is not modelled", function()
   -- per layer q, o 5120 x 4096 each, k, v 5120 x 1024 each, MLP
   -- 3 x 5120 x 32768, two norms = 555,755,520; embed + lm_head
   -- 2 x 131072 x 5120; final norm.  A text_config of a type without a
-  -- reader (Ministral 3's ministral3) is refused naming it.
+  -- reader (Mistral Small 4's mistral4) is refused naming it.
   it("Mistral Small 3.x (mistral3): its mistral text model, 23,572,403,200 without the vision tower", function()
     local cfg = { architectures = { "Mistral3ForConditionalGeneration" }, model_type = "mistral3",
       image_token_index = 10, projector_hidden_act = "gelu", spatial_merge_size = 2,
@@ -418,9 +418,9 @@ describe("2025-26 families: refusals name what is not modelled", function()
     assert.truthy(info.notes[1]:find("trains its text model (text_config, model_type mistral)", 1, true))
     cfg.text_config.model_type = nil -- Mistral3Config's default text type
     assert.are.equal(23572403200, core.model_params((hf.from_config(cfg, "mistral3.json"))).total)
-    cfg.text_config.model_type = "ministral3"
+    cfg.text_config.model_type = "mistral4"
     assert.are.equal("NotImplemented: mistral3.json: model_type: mistral3 is multimodal: its vision tower " ..
-      "(vision_config) is not modelled; its text_config is not either (model_type \"ministral3\")",
+      "(vision_config) is not modelled; its text_config is not either (model_type \"mistral4\")",
       err_of(hf.from_config, cfg, "mistral3.json"))
   end)
 
@@ -613,6 +613,26 @@ describe("2025-26 families: refusals name what is not modelled", function()
     cfg.moe_topk[5], cfg.moe_intermediate_size = 8, 1536
     assert.truthy(err_of(hf.from_config, cfg, "hunyuan.json"):find("moe_intermediate_size: expected " ..
       "intermediate_size = 3072", 1, true))
+  end)
+
+  -- mistralai/Ministral-3-3B (card: 3.4B language model + 0.4B vision):
+  -- mistral3 wrapping a ministral3 text model (h 3072, 26 layers, 32
+  -- heads of 128, 8 KV heads, MLP 9216, vocab 131072, tied) with YaRN in
+  -- rope_parameters and Llama 4's query scaling beta (a note).
+  it("Ministral 3 (mistral3 over ministral3): 3,429,006,336, YaRN from rope_parameters", function()
+    local cfg = { architectures = { "Mistral3ForConditionalGeneration" }, model_type = "mistral3",
+      text_config = { model_type = "ministral3", hidden_size = 3072, num_hidden_layers = 26, intermediate_size = 9216,
+        num_attention_heads = 32, num_key_value_heads = 8, head_dim = 128, vocab_size = 131072,
+        tie_word_embeddings = true, max_position_embeddings = 262144,
+        rope_parameters = { factor = 16.0, llama_4_scaling_beta = 0.1, original_max_position_embeddings = 16384,
+          rope_theta = 1000000.0, rope_type = "yarn" } },
+      vision_config = { model_type = "pixtral", hidden_size = 1024 } }
+    local m, info = hf.from_config(cfg, "ministral3.json")
+    local layer = 2 * 3072 * 4096 + 2 * 3072 * 1024 + 3 * 3072 * 9216 + 2 * 3072
+    assert.are.equal(26 * layer + 131072 * 3072 + 3072, core.model_params(m).total)
+    assert.are.equal(3429006336, core.model_params(m).total)
+    assert.are.same({ "yarn", 16.0, 1000000.0 }, { m.rope_scaling_type, m.rope_scaling_factor, m.rope_theta })
+    assert.truthy(info.notes[2]:find("llama_4_scaling_beta 0.1", 1, true), info.notes[2])
   end)
 
   -- Qwen/Qwen3.5-27B (card: 27B with its vision tower): Qwen3_5TextConfig,

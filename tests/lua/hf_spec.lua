@@ -235,7 +235,10 @@ describe("hf.load on the shipped configs", function()
     assert.matches("rope_theta: expected a finite number > 0",
       err_of(hf.from_config, with({ rope_theta = -1 }), "x.json"), 1, true)
     assert.matches("rope_scaling: rope_type: unsupported RoPE scaling",
-      err_of(hf.from_config, with({ rope_scaling = { rope_type = "dynamic", factor = 2 } }), "x.json"), 1, true)
+      err_of(hf.from_config, with({ rope_scaling = { rope_type = "su", factor = 2 } }), "x.json"), 1, true)
+    -- dynamic NTK acts only past the trained context: RoPE within it
+    m = hf.from_config(with({ rope_scaling = { rope_type = "dynamic", factor = 2 }, rope_theta = 10000 }), "x.json")
+    assert.are.same({ true, 10000.0 }, { m.rope_scaling_type == nil, m.rope_theta })
     assert.matches("rope_scaling: factor: required key is missing",
       err_of(hf.from_config, with({ rope_scaling = { rope_type = "llama3" } }), "x.json"), 1, true)
   end)

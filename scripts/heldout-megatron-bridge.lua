@@ -6,9 +6,11 @@
 --
 -- Usage:
 --   lua5.4 scripts/heldout-megatron-bridge.lua GIT_DIR [COMMIT] > /dev/null
---     writes tests/fixtures/heldout/megatron_bridge_perf.csv (dense) and
---     tests/fixtures/heldout/megatron_bridge_perf_moe.csv (MoE) and prints
---     the rows it left out, with the reason, on stderr.
+--     writes tests/fixtures/heldout/megatron_bridge_perf.csv (dense),
+--     tests/fixtures/heldout/megatron_bridge_perf_moe.csv (MoE) and
+--     tests/fixtures/heldout/megatron_bridge_perf_hybrid.csv (hybrid Mamba-2
+--     models, named by an example config: validate's `model_config`) and
+--     prints the rows it left out, with the reason, on stderr.
 -- GIT_DIR: a clone of NVIDIA-NeMo/Megatron-Bridge (a bare mirror will do);
 -- COMMIT: the commit whose docs/performance-summary.md and
 -- docs/performance-summary-archive.md are read (default 067f987df).
@@ -35,6 +37,7 @@ local COMMIT = arg[2] or "067f987df"
 local ROOT = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/.."
 local OUT_DENSE = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf.csv"
 local OUT_MOE = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf_moe.csv"
+local OUT_HYBRID = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf_hybrid.csv"
 
 --- NeMo container release -> Megatron-Bridge git ref whose performance
 -- recipes produced it.  26.02.01 = r0.3.1 is stated by docs/releases/
@@ -55,12 +58,15 @@ local RELEASES = {
 }
 
 --- Systems of the tables -> apsearch device presets.  GB200 / GB300 jobs
--- use whole NVL72 racks, 64 GPUs each (16 compute trays of 4).
+-- use whole NVL72 racks, 64 GPUs each (16 compute trays of 4).  `hybrid`:
+-- read for the hybrid set only (the b300 preset came after the dense and
+-- MoE sets were converted, whose B300 rows stay left out).
 local SYSTEMS = {
   ["DGX-GB300"] = { device = "gb300", per_node = 4, rack = 64, gpu = "GB300" },
   ["DGX-GB200"] = { device = "gb200", per_node = 4, rack = 64, gpu = "GB200" },
   ["DGX-B200"] = { device = "b200", per_node = 8, gpu = "B200" },
   ["DGX-H100"] = { device = "h100-sxm-80gb", per_node = 8, gpu = "H100" },
+  ["DGX-B300"] = { device = "b300", per_node = 8, gpu = "B300", hybrid = true },
 }
 
 --- Architectures (Hugging Face config.json of each model; the MoE ones in
@@ -89,13 +95,34 @@ local MODELS = {
       shared_expert_ffn_hidden_size = 2048, num_dense_layers = 3, dense_ffn_hidden_size = 18432,
       moe_layer_freq = 1, attention = "mla", q_lora_rank = 1536, kv_lora_rank = 512,
       qk_nope_head_dim = 128, qk_rope_head_dim = 64, v_head_dim = 128 } },
+  -- a hybrid Mamba-2 model: its architecture is the example config
+  -- `config` (examples/models/<config>.json, the Hugging Face config.json
+  -- of nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16); the row states only
+  -- the columns validate checks against it.  `files`: the workload config
+  -- file where a release's differs from RECIPE_FILES (v0.3.1 had the Nano
+  -- alone; v0.4.0 on, nemotron_3_workload_base_configs.py has Nano, Super
+  -- and Ultra)
+  Nemotron_3_Nano = { name = "Nemotron-3-Nano-30B-A3B", cfg = "NEMOTRON_3_NANO", family = "nemotronh",
+    config = "nemotron-3-nano-30b-a3b", arch = { 52, 2688, nil, 32, 2, 131072 },
+    moe = { num_experts = 128, experts_per_token = 6, moe_ffn_hidden_size = 1856 },
+    files = { ["v0.3.1"] = "nemotronh/nemotron_3_nano_workload_base_configs.py" },
+    -- what every release's model recipe and script set (the same v0.3.1
+    -- to v0.5.1), as validate's recipe columns
+    recipe = { moe_router_fusion = "false", moe_router_force_load_balancing = "true",
+      note = "src/megatron/bridge/recipes/nemotronh/nemotron_3_nano.py nemotron_3_nano_pretrain_config " ..
+        "(moe_token_dispatcher_type flex, moe_router_fusion False, no recompute, seq_length 8192) and the " ..
+        "script's set_nemotron_3_nano_common_configs (moe_router_force_load_balancing True, gradients reduced " ..
+        "in bf16), the same v0.3.1-v0.5.1; first_last_layers_bf16 of the model recipe is overwritten by the " ..
+        "precision config (False for fp8_cs and fp8_mx: scripts/performance/utils/precision.py, " ..
+        "training/mixed_precision.py update_config_with_precision_overrides): every layer quantized" } },
 }
 
 local RECIPE_FILES = {
   ["v0.2"] = { llama3 = "llama3/workload_base_configs.py", llama31 = "llama31/workload_base_configs.py",
     qwen3 = "qwen3/workload_base_configs.py", deepseek = "deepseek/workload_base_configs.py" },
   default = { llama3 = "llama/llama3_workload_base_configs.py", llama31 = "llama/llama31_workload_base_configs.py",
-    qwen3 = "qwen/qwen3_workload_base_configs.py", deepseek = "deepseek/deepseek_workload_base_configs.py" },
+    qwen3 = "qwen/qwen3_workload_base_configs.py", deepseek = "deepseek/deepseek_workload_base_configs.py",
+    nemotronh = "nemotronh/nemotron_3_workload_base_configs.py" },
 }
 
 --- 25.09's recipes are yaml perf matrices (scripts/performance/configs/
@@ -152,6 +179,9 @@ YAML_2509.Qwen3_235B_a22B = qwen3_2509(false, false, true)
 -- cuda_graph_scope) as apsearch's training.cuda_graph_scope: "local"
 -- (enable_cuda_graph) and transformer_engine without a scope capture
 -- whole layers; moe_router goes with moe_preprocess in every recipe.
+-- The "mamba" scope (the hybrid recipes: the Mamba mixers captured) has
+-- no apsearch scope: left out of the choice (the row's notes say so); a
+-- scope of mamba alone is "none" (nothing apsearch models captured).
 local function graph_scope(fields)
   local impl = fields.cuda_graph_impl
   if impl == nil or impl == "none" then return nil end
@@ -160,6 +190,8 @@ local function graph_scope(fields)
   local has = {}
   for _, v in ipairs(sc) do has[v] = true end
   if next(has) == nil then return "layer" end
+  has.mamba = nil
+  if next(has) == nil then return "none" end
   if has.attn and has.moe_router then return "attn+moe_router" end
   if has.moe_router then return "moe_router" end
   if has.attn then return "attn" end
@@ -254,7 +286,8 @@ local function parse_configs(text)
   text = text:gsub("#[^\n]*", "")
   local pos = 1
   while true do
-    local s, e, name = text:find("\n([A-Z][A-Z0-9_]*)%s*=%s*", pos)
+    -- a private name (`_NEMOTRON_3_NANO_PRETRAIN_CONFIG_H100`) is a base too
+    local s, e, name = text:find("\n(_?[A-Z][A-Z0-9_]*)%s*=%s*", pos)
     if not s then break end
     local rest = text:sub(e + 1)
     local fn = rest:match("^([%w_]+)%(")
@@ -279,7 +312,7 @@ local function parse_configs(text)
       raw[name] = entry
       pos = e + i
     else
-      local other = rest:match("^([A-Z][A-Z0-9_]*)%s*\n")
+      local other = rest:match("^(_?[A-Z][A-Z0-9_]*)%s*\n")
       if other then raw[name] = { base = other, fields = {} } end
       pos = e + 1
     end
@@ -304,10 +337,10 @@ local function parse_configs(text)
 end
 
 local recipe_cache = {}
-local function recipes(ref, family, layout)
+local function recipes(ref, family, layout, file)
   local key = ref .. "/" .. family
   if recipe_cache[key] == nil then
-    local path = "scripts/performance/configs/" .. RECIPE_FILES[layout or "default"][family]
+    local path = "scripts/performance/configs/" .. (file or RECIPE_FILES[layout or "default"][family])
     local text = git_show(ref, path)
     recipe_cache[key] = text and { path = path, configs = parse_configs("\n" .. text) } or false
   end
@@ -355,7 +388,7 @@ local PRECISIONS = {
 --- The recipe entry whose layout equals the row's: name, fields.
 local function match_recipe(rel, mdl, sys, prec_tok, row)
   local info = RELEASES[rel]
-  local set = recipes(info.ref, mdl.family, info.layout)
+  local set = recipes(info.ref, mdl.family, info.layout, (mdl.files or {})[info.ref])
   if not set then return nil end
   local names = {}
   if info.layout == "v0.2" then
@@ -400,7 +433,7 @@ local function csv_cell(v)
   return v
 end
 
-local skipped, dense, moe = {}, {}, {}
+local skipped, dense, moe, hybrid = {}, {}, {}, {}
 
 local function skip(r, why)
   skipped[#skipped + 1] = ("%s %s %s %s: %s"):format(r.release, r.Model or r.heading,
@@ -415,6 +448,9 @@ local function convert(r, alt)
   local mdl, sys = MODELS[model_key], SYSTEMS[system]
   if not mdl then return skip(r, "model not loadable (no config apsearch can read)") end
   if not sys then return skip(r, "system has no apsearch preset") end
+  if sys.hybrid and not mdl.config then
+    return skip(r, "system read for the hybrid set only (the dense and MoE sets predate its preset)")
+  end
   local prec_text = r.Precision
   local assumed = {}
   if not prec_text then
@@ -498,17 +534,23 @@ local function convert(r, alt)
     return skip(r, ("EP %d does not divide the %d ranks of a pipeline stage (the table's values disagree)")
       :format(row.ep, row.n // row.pp))
   end
-  local target = mdl.moe and moe or dense
+  local target = mdl.config and hybrid or mdl.moe and moe or dense
   local c = {}
-  c.case_id = ("%s%03d"):format(mdl.moe and "mbm" or "mbd", #target + 1)
+  c.case_id = ("%s%03d"):format(mdl.config and "mbh" or mdl.moe and "mbm" or "mbd", #target + 1)
   c.source = ("NVIDIA-NeMo/Megatron-Bridge %s %s, %s NeMo Container, %s"):format(COMMIT, r.page, r.release,
     r.heading)
   c.reliability = "B"
   local a = mdl.arch
   c.model, c.num_layers, c.hidden_size, c.ffn_hidden_size = mdl.name, a[1], a[2], a[3]
   c.num_attention_heads, c.num_query_groups, c.vocab_size = a[4], a[5], a[6]
-  c.seq_length, c.mlp, c.norm, c.position_embedding = row.seq, "swiglu", "rmsnorm", "rope"
-  c.tie_word_embeddings, c.flash_attention = "false", "true"
+  c.seq_length, c.flash_attention = row.seq, "true"
+  if mdl.config then
+    -- the architecture is the example config's; the columns it checks
+    -- are stated, the others left empty (not read)
+    c.model_config = mdl.config
+  else
+    c.mlp, c.norm, c.position_embedding, c.tie_word_embeddings = "swiglu", "rmsnorm", "rope", "false"
+  end
   c.device, c.num_devices, c.devices_per_node = sys.device, row.n, sys.per_node
   if sys.rack then c.nvlink_domain_size = math.min(row.n, sys.rack) end
   c.framework, c.precision = "megatron", prec[1]
@@ -546,6 +588,14 @@ local function convert(r, alt)
   if cg ~= nil then c.cuda_graphs = (cg ~= "none") and "true" or "false"
   elseif recipe_note:find("^recipe") then c.cuda_graphs = "false" end
   c.cuda_graph_scope = graph_scope(fields)
+  if c.cuda_graph_scope == "none" then c.cuda_graphs, c.cuda_graph_scope = "false", nil end
+  local sc = type(fields.cuda_graph_scope) == "table" and fields.cuda_graph_scope or {}
+  for _, v in ipairs(sc) do
+    if v == "mamba" and fields.cuda_graph_impl ~= "none" then
+      assumed[#assumed + 1] = "cuda_graph_scope mamba (the Mamba mixers captured): not modelled, their kernels " ..
+        "priced as launched from Python"
+    end
+  end
   if row.tp > 1 then
     c.tp_comm_overlap = prec[1] == "nvfp4" and "false" or "true"
   end
@@ -578,6 +628,12 @@ local function convert(r, alt)
     -- _set_moe_a2a_overlap_overrides: comm_overlap.overlap_moe_expert_
     -- parallel_comm and delay_wgrad_compute on, the shared-expert overlap off
     if fields.moe_a2a_overlap == true then c.overlap_moe_expert_parallel_comm = "true" end
+    if mdl.recipe then
+      c.moe_router_fusion = mdl.recipe.moe_router_fusion
+      c.moe_router_force_load_balancing = mdl.recipe.moe_router_force_load_balancing
+      if c.moe_token_dispatcher == "flex" then c.moe_flex_dispatcher_backend = backend end
+      assumed[#assumed + 1] = mdl.recipe.note
+    end
   end
   if fields.fp8_dot_product_attention == true then
     assumed[#assumed + 1] = "fp8_dot_product_attention (attention in fp8): not modelled, attention priced in bf16"
@@ -633,7 +689,18 @@ end
 local moe_cols = {}
 for _, k in ipairs(DENSE_COLS) do moe_cols[#moe_cols + 1] = k end
 for _, k in ipairs(MOE_COLS) do moe_cols[#moe_cols + 1] = k end
+-- the hybrid set: the MoE layout, the recipe columns its rows state (the
+-- flex backend and forced balance as tests/fixtures/heldout/megatron_lm_
+-- moe_recipes.csv has them, the router fusion) and the example config
+local hybrid_cols = {}
+for _, k in ipairs(moe_cols) do hybrid_cols[#hybrid_cols + 1] = k end
+for _, k in ipairs({ "moe_flex_dispatcher_backend", "moe_router_force_load_balancing", "moe_router_fusion",
+    "model_config" }) do
+  hybrid_cols[#hybrid_cols + 1] = k
+end
 write(OUT_DENSE, dense, DENSE_COLS)
 write(OUT_MOE, moe, moe_cols)
-io.stderr:write(("%d dense, %d MoE rows; left out %d table rows:\n"):format(#dense, #moe, #skipped))
+write(OUT_HYBRID, hybrid, hybrid_cols)
+io.stderr:write(("%d dense, %d MoE, %d hybrid rows; left out %d table rows:\n"):format(#dense, #moe, #hybrid,
+  #skipped))
 for _, s in ipairs(skipped) do io.stderr:write("  ", s, "\n") end

@@ -80,6 +80,19 @@ static void shape_of(const aps_model *m, const aps_training *t,
     aps_hybrid_mix(m, &x->w);
 }
 
+/** Input width of the Mamba-2 mixer's out_proj: d_inner = nh P. */
+static double mamba_out_in(const aps_model *m)
+{
+    return (double)m->mamba_num_heads * (double)m->mamba_head_dim;
+}
+
+/** Input width of the Gated DeltaNet mixer's out_proj: V = nv dv. */
+static double gdn_out_in(const aps_model *m)
+{
+    return (double)m->linear_num_value_heads *
+           (double)m->linear_value_head_dim;
+}
+
 /** Forward of one Mamba-2 mixer on one TP rank: in_proj (column
  *  parallel, h -> (2d + 2GN + nh) / t), out_proj (row parallel, d / t ->
  *  h), and the SSD scan's 7 T d N / t FLOPs (hybrid.c) in a fused Triton
@@ -88,11 +101,11 @@ static void shape_of(const aps_model *m, const aps_training *t,
 static double mamba_fwd(const aps_model *m, const aps_device *d,
                         const aps_training *t, const layer_shape *x)
 {
-    double di = (double)m->mamba_num_heads * (double)m->mamba_head_dim;
     double rate = d->peak_flops_bf16 * aps_attention_efficiency(d, t);
     return aps_gemm_time(d, t->precision, x->T,
                          aps_mamba_in_proj_width(m) / x->tp, x->h) +
-           aps_gemm_time(d, t->precision, x->T, x->h, di / x->tp) +
+           aps_gemm_time(d, t->precision, x->T, x->h,
+                         mamba_out_in(m) / x->tp) +
            aps_mamba_scan_flops(m, x->T) / x->tp / rate;
 }
 
@@ -103,12 +116,10 @@ static double mamba_fwd(const aps_model *m, const aps_device *d,
 static double gdn_fwd(const aps_model *m, const aps_device *d,
                       const aps_training *t, const layer_shape *x)
 {
-    double v = (double)m->linear_num_value_heads *
-               (double)m->linear_value_head_dim;
     double rate = d->peak_flops_bf16 * aps_attention_efficiency(d, t);
     return aps_gemm_time(d, t->precision, x->T,
                          aps_gdn_in_proj_width(m) / x->tp, x->h) +
-           aps_gemm_time(d, t->precision, x->T, x->h, v / x->tp) +
+           aps_gemm_time(d, t->precision, x->T, x->h, gdn_out_in(m) / x->tp) +
            aps_gdn_scan_flops(m, x->T) / x->tp / rate;
 }
 
@@ -238,29 +249,74 @@ static double layer_membound_bytes(const aps_model *m, const aps_training *t,
     return bytes;
 }
 
+/** Cast bytes of one block whose two GEMMs take their input from the
+ *  block's pre-norm and from an unfused producer: the first GEMM of
+ *  in_w output columns (the TP rank's in_w / t) reads the norm's output
+ *  (aps_norm_cast_bytes; with SP cast on the local sequence shard, before
+ *  the fp8 all-gather: TE LayerNormLinear), the second reads out_in / t
+ *  columns; backward their output gradients, in_w / t and h wide, come
+ *  from unfused bf16 producers.  The attention block (QKV and the
+ *  output projection), the Mamba-2 mixer (in_proj, out_proj) and the
+ *  Gated DeltaNet mixer (in_proj, out_proj) are such blocks: Megatron-
+ *  Core builds all three with a TELayerNormColumnParallelLinear and a
+ *  TERowParallelLinear (megatron/core/models/hybrid/hybrid_layer_specs.py
+ *  @ d98e8a64 hybrid_stack_spec: mamba_layer MambaMixerSubmodules,
+ *  gdn_layer GatedDeltaNetSubmodules; models/gpt/experimental_attention_
+ *  variant_module_specs.py the same for GPT's Gated DeltaNet), which run
+ *  in the quantized format under fp8_autocast; the conv1d, the scan and
+ *  the gated norm in between stay bf16 (ssm/mamba_mixer.py MambaMixer.
+ *  forward: in_proj, the fused conv1d + SSD scan + gated RMSNorm of
+ *  mamba_ssm, out_proj). */
+static void proj_block_casts(const aps_training *t, const layer_shape *x,
+                             double in_w, double out_in, double *fwd,
+                             double *bwd)
+{
+    double cast, fused;
+    aps_cast_bytes(t, &cast, &fused);
+    *fwd = aps_norm_cast_bytes(t) * x->T * x->h / x->rep +
+           cast * x->T * out_in / x->tp;
+    *bwd = cast * x->T * (in_w / x->tp + x->h);
+}
+
 /** fp8, mxfp8, nvfp4: every GEMM input (forward) and output gradient
- *  (backward) is quantized in both layouts (aps_cast_bytes); SwiGLU's
- *  gate and up share one input.  The QKV and MLP inputs come from a norm
- *  (aps_norm_cast_bytes), the MLP output's input from the activation, the
- *  MLP input's gradient from the activation's backward: fused casts where
- *  the framework fuses them.  With SP the norm outputs are cast on the local sequence shard,
- *  before the fp8 all-gather (TE LayerNormLinear; torchao
- *  Float8ColwiseParallel). */
-static void layer_casts(const aps_device *d, const aps_training *t,
-                        const layer_shape *x, aps_layer_cost *out)
+ *  (backward) is quantized in both layouts (aps_cast_bytes), each block
+ *  of the mean layer by its share (aps_hybrid_mix: a transformer layer
+ *  is one attention and one MLP block).  The attention and the
+ *  Mamba-2 / Gated DeltaNet mixers: proj_block_casts.  The MLP's input
+ *  comes from its norm, fc2's input from the activation and fc1's output
+ *  gradient from the activation's backward: fused casts where the
+ *  framework fuses them (SwiGLU's gate and up share one input).  An MoE
+ *  layer swaps its dense MLP's casts for the experts' (moe.c). */
+static void layer_casts(const aps_model *m, const aps_device *d,
+                        const aps_training *t, const layer_shape *x,
+                        aps_layer_cost *out)
 {
     out->fp8_cast_fwd = out->fp8_cast_bwd = 0.0;
     if (!aps_prec_quantized(t->precision))
         return;
-    double cast, fused, T = x->T, dh = x->dh, tp = x->tp;
+    const aps_hybrid_counts *w = &x->w;
+    double cast, fused, f, b;
     aps_cast_bytes(t, &cast, &fused);
-    double norm = aps_norm_cast_bytes(t);
-    out->fp8_cast_fwd = aps_hbm_time(
-        d, norm * T * 2.0 * x->h / x->rep + fused * T * x->f / tp +
-               cast * T * x->a * dh / tp);
-    out->fp8_cast_bwd = aps_hbm_time(
-        d, cast * T * ((x->qa + 2.0 * x->k) * dh / tp + 2.0 * x->h) +
-               fused * T * x->mlp_up);
+    proj_block_casts(t, x, (x->qa + 2.0 * x->k) * x->dh, x->a * x->dh, &f,
+                     &b);
+    double fwd = w->attn_share * f, bwd = w->attn_share * b;
+    fwd += w->mlp_share * (aps_norm_cast_bytes(t) * x->T * x->h / x->rep +
+                           fused * x->T * x->f / x->tp);
+    bwd += w->mlp_share * (cast * x->T * x->h + fused * x->T * x->mlp_up);
+    if (w->mamba_share > 0) {
+        proj_block_casts(t, x, aps_mamba_in_proj_width(m), mamba_out_in(m),
+                         &f, &b);
+        fwd += w->mamba_share * f;
+        bwd += w->mamba_share * b;
+    }
+    if (w->gdn_share > 0) {
+        proj_block_casts(t, x, aps_gdn_in_proj_width(m), gdn_out_in(m), &f,
+                         &b);
+        fwd += w->gdn_share * f;
+        bwd += w->gdn_share * b;
+    }
+    out->fp8_cast_fwd = aps_hbm_time(d, fwd);
+    out->fp8_cast_bwd = aps_hbm_time(d, bwd);
 }
 
 unsigned aps_recompute_modules(const aps_training *t, const aps_strategy *s)
@@ -437,7 +493,7 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
     out->gemm_fwd = layer_gemms(m, d, t, &x);
     layer_attention(m, d, t, &x, out);
     out->membound_fwd = aps_hbm_time(d, layer_membound_bytes(m, t, &x));
-    layer_casts(d, t, &x, out);
+    layer_casts(m, d, t, &x, out);
     layer_selective(m, d, t, s, &x, out);
     layer_tp(c, t, s, &x, out);
     layer_cp(c, s, &x, out);

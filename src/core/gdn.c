@@ -222,8 +222,6 @@ const char *aps_gdn_refusal(const aps_training *t, const aps_strategy *s)
                "common.py), which is not modelled";
     if (t->framework != APS_FW_MEGATRON)
         return "Gated DeltaNet models are priced for Megatron-LM only";
-    if (aps_prec_quantized(t->precision))
-        return "Gated DeltaNet models: fp8 / fp4 GEMMs are not modelled";
     if (s->layer_recompute == APS_RECOMPUTE_FULL)
         return "Gated DeltaNet models: full recompute is not modelled "
                "(the recomputed layers' kinds are not tracked)";

@@ -280,8 +280,6 @@ const char *aps_hybrid_refusal(const aps_training *t, const aps_strategy *s)
                "layers is not modelled";
     if (t->framework != APS_FW_MEGATRON)
         return "hybrid Mamba-2 models are priced for Megatron-LM only";
-    if (aps_prec_quantized(t->precision))
-        return "hybrid Mamba-2 models: fp8 / fp4 GEMMs are not modelled";
     if (s->layer_recompute == APS_RECOMPUTE_FULL)
         return "hybrid Mamba-2 models: full recompute is not modelled "
                "(the recomputed layers' kinds are not tracked)";

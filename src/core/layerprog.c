@@ -52,6 +52,10 @@
 /** GEMMs of the attention block and of a dense MLP block. */
 #define APS_HK_ATTN_GEMMS 2.0
 #define APS_HK_MLP_GEMMS 2.0
+/** GEMMs of a Mamba-2 or Gated DeltaNet mixer: in_proj and out_proj (TE
+ *  linears: megatron/core/models/hybrid/hybrid_layer_specs.py @
+ *  d98e8a64), each with its input's quantize kernels in fp8 / fp4. */
+#define APS_HK_MIXER_GEMMS 2.0
 /** MoE router kernels, unfused and with --moe-router-fusion (TE PR 1883;
  *  NVIDIA's count, file comment). */
 #define APS_HK_ROUTER 72.0
@@ -197,18 +201,20 @@ static bool moe_syncs(const aps_strategy *s)
 
 /** A hybrid model's mean layer (hybrid.c): its share of an attention
  *  block and, over the layers that are not MoE, of an MLP block and of a
- *  Mamba-2 block (its kernels with the SP collectives, as an MLP's) in
- *  the MLP's slot, a Gated
- *  DeltaNet block's (gdn.c) in the attention's slot; a whole-layer
- *  graph captures every block, one launch each way. */
-static void hybrid_launches(const aps_model *m, const aps_strategy *s,
-                            bool layer_g, aps_host_program *out)
+ *  Mamba-2 block in the MLP's slot, a Gated DeltaNet block's (gdn.c) in
+ *  the attention's slot -- a mixer's kernels with the SP collectives and
+ *  its two GEMMs' quantize kernels, as an MLP's; a whole-layer graph
+ *  captures every block, one launch each way. */
+static void hybrid_launches(const aps_model *m, const aps_training *t,
+                            const aps_strategy *s, bool layer_g,
+                            aps_host_program *out)
 {
     aps_hybrid_counts w;
     aps_hybrid_mix(m, &w);
     double sp = (s->tp_degree > 1 && s->sequence_parallel) ? APS_HK_SP : 0.0;
-    aps_launches mamba = block(aps_mamba_kernels() + sp, false);
-    aps_launches gdn = block(aps_gdn_kernels() + sp, false);
+    double casts = APS_HK_MIXER_GEMMS * cast_kernels(t);
+    aps_launches mamba = block(aps_mamba_kernels() + sp + casts, false);
+    aps_launches gdn = block(aps_gdn_kernels() + sp + casts, false);
     if (layer_g)
         return; /* the attention slot holds the layer's one graph */
     out->attn.fwd = w.attn_share * out->attn.fwd + w.gdn_share * gdn.fwd;
@@ -254,7 +260,7 @@ void aps_host_program_build(const aps_model *m, const aps_training *t,
     out->mlp = layer_g ? (aps_launches){0.0, 0.0}
                        : block(mlp_kernels(t, s), false);
     if (aps_model_is_hybrid(m) || aps_model_has_gdn(m))
-        hybrid_launches(m, s, layer_g, out);
+        hybrid_launches(m, t, s, layer_g, out);
     if (!is_moe)
         return;
     out->sync = moe_syncs(s);

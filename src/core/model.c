@@ -681,8 +681,14 @@ static double mlp_matmul_params(const aps_model *m)
 }
 
 /** Matrix parameters of the mean layer: its share of an attention block,
- *  of an MLP block and of a Mamba-2 block (aps_hybrid_mix; a transformer
- *  layer is one attention and one MLP block). */
+ *  of an MLP block and of a Mamba-2 or Gated DeltaNet block
+ *  (aps_hybrid_mix; a transformer layer is one attention and one MLP
+ *  block).  They are the weights of the TransformerEngine linears, whose
+ *  quantized copies fp8 / fp4 training keeps (memory.c aps_model_states):
+ *  of a mixer in_proj and out_proj only (Megatron-LM d98e8a64
+ *  megatron/core/models/hybrid/hybrid_layer_specs.py: TELayerNorm-
+ *  ColumnParallelLinear and TERowParallelLinear; ssm/mamba_mixer.py keeps
+ *  conv1d, dt_bias, A_log, D and the gated norm as plain parameters). */
 double aps_layer_matmul_params(const aps_model *m)
 {
     aps_hybrid_counts w;

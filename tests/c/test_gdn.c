@@ -191,6 +191,41 @@ static void test_gdn_refusals(void **state)
                     "tp_degree = 8");
 }
 
+/* fp8 (per-tensor, TransformerEngine: an unfused cast 4 B per element,
+ * one fused into its producer 3 B): the Gated DeltaNet mixer's in_proj
+ * (a TELayerNormColumnParallelLinear, its input cast by the norm) and
+ * out_proj (its input from the gated norm, unfused) are quantized as the
+ * attention's QKV and output projection.  Per token, T = 4096, TP 1:
+ *   attention (QKV with the output gate (2 x 16 + 2 x 2) 256 = 9216
+ *     columns, out-proj 16 x 256 = 4096): fwd 3 h + 4 x 4096 = 22,528,
+ *     bwd 4 (9216 + h) = 45,056
+ *   MLP (SwiGLU, f 5120): fwd 3 h + 3 f = 21,504, bwd 4 h + 3 x 2 f =
+ *     38,912
+ *   Gated DeltaNet (in_proj 2 x 2048 + 2 x 4096 + 2 x 32 = 12,352, V =
+ *     4096): fwd 3 h + 4 V = 22,528, bwd 4 (12,352 + h) = 57,600
+ * mean layer (12 attention, 36 GDN of 48; MLP on every layer): fwd 44,032,
+ * bwd 11,264 + 38,912 + 43,200 = 93,376; the MoE layers' swap of the
+ * dense MLP's casts is moe.c's. */
+static void test_gdn_fp8_casts(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_qwen3_next(&m);
+    aps_cluster c;
+    fx_h100(&c, 8);
+    aps_training t;
+    fx_training(&t, 8, 4096);
+    t.precision = APS_PREC_FP8;
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    assert_null(aps_gdn_refusal(&t, &s));
+    aps_layer_cost lc;
+    aps_layer_times(&m, &c, &t, &s, &lc);
+    double hbm = c.device.hbm_bandwidth * c.device.hbm_efficiency;
+    ASSERT_REL(lc.fp8_cast_fwd * hbm, 4096.0 * 44032.0, 1e-12);
+    ASSERT_REL(lc.fp8_cast_bwd * hbm, 4096.0 * 93376.0, 1e-12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -199,6 +234,7 @@ int main(void)
         cmocka_unit_test(test_gdn_attention_output_gate),
         cmocka_unit_test(test_gdn_validation),
         cmocka_unit_test(test_gdn_refusals),
+        cmocka_unit_test(test_gdn_fp8_casts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

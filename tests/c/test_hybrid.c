@@ -154,7 +154,8 @@ static void test_hybrid_moe_step_flops(void **state)
 
 /* Host launches: the MLP slot is launched on the 29 layers that are not
  * MoE, and holds their 23 Mamba-2 blocks (11 kernels each at TP 1); the
- * attention slot 6 of 52 layers' 5 kernels (no RoPE). */
+ * attention slot 6 of 52 layers' 5 kernels (no RoPE); fp8 adds one
+ * quantize kernel per GEMM. */
 static void test_hybrid_moe_host_kernels(void **state)
 {
     (void)state;
@@ -168,6 +169,12 @@ static void test_hybrid_moe_host_kernels(void **state)
     aps_host_program_build(&m, &t, &s, &hp);
     ASSERT_REL(29.0 * hp.mlp.fwd, 23.0 * 11.0, 1e-12);
     ASSERT_REL(52.0 * hp.attn.fwd, 6.0 * 5.0, 1e-12);
+    /* fp8: a quantize kernel before each of the mixer's two GEMMs, as
+     * before the attention's */
+    t.precision = APS_PREC_FP8;
+    aps_host_program_build(&m, &t, &s, &hp);
+    ASSERT_REL(29.0 * hp.mlp.fwd, 23.0 * (11.0 + 2.0), 1e-12);
+    ASSERT_REL(52.0 * hp.attn.fwd, 6.0 * (5.0 + 2.0), 1e-12);
 }
 
 /* Without a shared expert an MoE layer's dense-FFN TP collectives go: the
@@ -372,6 +379,92 @@ static void test_hybrid_refusals(void **state)
     ASSERT_HAS(msg, "mamba_num_groups = 2 is not divisible by tp_degree = 8");
 }
 
+/* fp8 (per-tensor current scaling, Megatron-LM / TransformerEngine: an
+ * unfused cast 4 B per element, one fused into its producer 3 B) on
+ * Nemotron-H-8B, T = 8192 tokens, TP 1.  Every block's GEMMs cast their
+ * inputs forward and their output gradients backward, each block by its
+ * share of the pattern, per token:
+ *   attention (QKV 6144 columns from the fused norm, out-proj 4096):
+ *     fwd 3 h + 4 * 4096 = 28,672; bwd 4 (6144 + h) = 40,960
+ *   MLP (fc1 from the fused norm, fc2's input and fc1's output gradient
+ *     from the activation, fused; f = 21504):
+ *     fwd 3 h + 3 f = 76,800; bwd 4 h + 3 f = 80,896
+ *   Mamba-2 (in_proj 18560 columns from the fused norm, out_proj's input
+ *     d = 8192 from the gated RMSNorm):
+ *     fwd 3 h + 4 d = 45,056; bwd 4 (18560 + h) = 90,624
+ * Over the 52 layers (4 *, 24 -, 24 M): fwd 3,039,232 and bwd 4,280,320
+ * bytes per token -> 24,897,388,544 and 35,064,381,440 bytes.  Weight
+ * copies (both fp8 layouts, 2 B per matrix parameter, kept across the
+ * micro-batches): 24 M (in_proj 76,021,760 + out_proj 33,554,432) + 4 *
+ * 41,943,040 + 24 - 176,160,768 = 7,025,459,200 matrix parameters ->
+ * 14,050,918,400 bytes more than bf16 at TP 1 (the conv, dt_bias, A_log, D and
+ * the norms are not matrices; embedding and output layer are not TE
+ * linears). */
+static void test_hybrid_fp8_casts_and_copies(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_nemotron_h(&m, NEMOTRON_H_8B_PATTERN);
+    aps_cluster c;
+    fx_h100(&c, 8);
+    aps_training t;
+    fx_training(&t, 8, 8192);
+    t.precision = APS_PREC_FP8;
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.dp_degree = 8;
+    aps_layer_cost lc;
+    aps_layer_times(&m, &c, &t, &s, &lc);
+    double hbm = c.device.hbm_bandwidth * c.device.hbm_efficiency;
+    ASSERT_REL(52.0 * lc.fp8_cast_fwd * hbm, 24897388544.0, 1e-12);
+    ASSERT_REL(52.0 * lc.fp8_cast_bwd * hbm, 35064381440.0, 1e-12);
+    ASSERT_REL(52.0 * aps_layer_matmul_params(&m), 7025459200.0, 1e-12);
+    /* a quantized run estimates (it was refused): TP 2 with SP, the
+     * distributed optimizer over DP 4; the weight copies split with the
+     * matrices, 14,050,918,400 / 2 bytes more than bf16 */
+    s.tp_degree = 2;
+    s.sequence_parallel = true;
+    s.dp_degree = 4;
+    s.zero_stage = 1;
+    char msg[APS_REASON_LEN];
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+    aps_estimate *q = test_malloc(sizeof *q), *b = test_malloc(sizeof *b);
+    fx_run(&m, &c, &t, &s, q);
+    assert_int_equal(q->reason, APS_REASON_NONE);
+    assert_true(q->step_time > 0);
+    t.precision = APS_PREC_BF16;
+    fx_run(&m, &c, &t, &s, b);
+    ASSERT_REL(q->mem[APS_MEM_PARAMS] - b->mem[APS_MEM_PARAMS],
+               14050918400.0 / 2.0, 1e-9);
+    test_free(q);
+    test_free(b);
+}
+
+/* MXFP8 (block-scaled: a cast reads bf16 and writes both layouts, 1 +
+ * 1/32 B each: 2 + 2 x 33/32 = 4.0625 B unfused, 2.0625 B fused into an
+ * activation; the norm's output is cast in a pass of its own, unfused) on
+ * a Mamba-only pattern, per token: fwd 4.0625 (h + d) = 49,920; bwd
+ * 4.0625 (18560 + h) = 92,040. */
+static void test_hybrid_mxfp8_mamba_casts(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_nemotron_h(&m, "MMMM");
+    aps_cluster c;
+    fx_h100(&c, 8);
+    aps_training t;
+    fx_training(&t, 8, 8192);
+    t.precision = APS_PREC_MXFP8;
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    aps_layer_cost lc;
+    aps_layer_times(&m, &c, &t, &s, &lc);
+    double hbm = c.device.hbm_bandwidth * c.device.hbm_efficiency;
+    ASSERT_REL(lc.fp8_cast_fwd * hbm, 8192.0 * 49920.0, 1e-12);
+    ASSERT_REL(lc.fp8_cast_bwd * hbm, 8192.0 * 92040.0, 1e-12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -384,6 +477,8 @@ int main(void)
         cmocka_unit_test(test_hybrid_moe_step_flops),
         cmocka_unit_test(test_hybrid_moe_host_kernels),
         cmocka_unit_test(test_hybrid_moe_tp_drop),
+        cmocka_unit_test(test_hybrid_fp8_casts_and_copies),
+        cmocka_unit_test(test_hybrid_mxfp8_mamba_casts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@ local H = require "spec_helpers"
 local ROOT = os.getenv("APS_ROOT") or "."
 local DENSE = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf.csv"
 local MOE = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf_moe.csv"
+local HYBRID = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf_hybrid.csv"
 
 local by_id = H.by_id
 
@@ -150,6 +151,45 @@ describe("held out: Megatron-Bridge performance summaries", function()
     -- hides, exposed = APS_OVERLAP_INTERFERENCE (0.2, training.c) x total
     assert.is_true(math.abs(eb.exposed - 0.2 * eb.total) < 1e-9 * eb.total)
     assert.is_true(math.abs((a.step_time - b.step_time) - (ea.exposed - eb.exposed)) < 1e-6 * a.step_time)
+  end)
+end)
+
+describe("held out: Megatron-Bridge hybrid Mamba-2 runs (Nemotron 3 Nano)", function()
+  it("estimates all 20 rows, fp8 and MXFP8, the model read from the example config", function()
+    local r = validate.run(HYBRID)
+    assert.are.equal(20, r.summary.cases)
+    assert.are.equal(0, r.summary.failed)
+    check_finite(r)
+    for _, c in ipairs(r.cases) do
+      assert.are.equal("MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+        c.inputs.model.hybrid_layer_pattern, c.case_id)
+      local p = c.inputs.training.precision
+      assert.is_true(p == "fp8" or p == "mxfp8", c.case_id)
+    end
+  end)
+
+  it("has the columns of the MoE file, plus the recipe columns its rows state and model_config", function()
+    local function header(f) return (assert(io.open(f)):read("l"):gsub("\r$", "")) end
+    assert.are.equal(header(MOE):gsub(",notes$", "") .. ",moe_flex_dispatcher_backend," ..
+      "moe_router_force_load_balancing,moe_router_fusion,model_config,notes", header(HYBRID))
+  end)
+
+  it("reads the H100 entries from their private base (EP 8, MBS 1, the recompute modules)", function()
+    -- v0.3.1 NEMOTRON_3_NANO_PRETRAIN_CONFIG_H100_FP8_CS_V1 = replace(
+    -- _NEMOTRON_3_NANO_PRETRAIN_CONFIG_H100, ...): the base name starts with
+    -- an underscore
+    local by = by_id(validate.load(HYBRID))
+    local h = by.mbh004
+    assert.are.same({ "h100-sxm-80gb", "fp8", "B", "selective", "moe/layernorm/core_attn/moe_act", "false" },
+      { h.device, h.precision, h.reliability, h.layer_recompute, h.recompute_modules, h.cuda_graphs })
+    assert.truthy(h.notes:find("NEMOTRON_3_NANO_PRETRAIN_CONFIG_H100_FP8_CS_V1 at v0.3.1", 1, true), h.notes)
+    -- Blackwell: HybridEP, the attention and router graphs (the Mamba
+    -- scope noted, not modelled), the router unfused, the balance forced
+    local g = by.mbh002
+    assert.are.same({ "flex", "hybridep", "attn+moe_router", "false", "true", "nemotron-3-nano-30b-a3b" },
+      { g.moe_token_dispatcher, g.moe_flex_dispatcher_backend, g.cuda_graph_scope, g.moe_router_fusion,
+        g.moe_router_force_load_balancing, g.model_config })
+    assert.truthy(g.notes:find("cuda_graph_scope mamba", 1, true), g.notes)
   end)
 end)
 

@@ -316,7 +316,8 @@ describe("validate on tests/fixtures/cases_small.csv", function()
     local known = validate.known_columns()
     for _, f in ipairs({ "public_cases.csv", "moe/public_moe_cases.csv", "memory/public_memory_cases.csv",
       "heldout/megatron_bridge_perf.csv", "heldout/megatron_bridge_perf_moe.csv", "heldout/megatron_moe_modelzoo.csv",
-      "heldout/megatron_lm_moe_recipes.csv", "heldout/deepseek_h800.csv" }) do
+      "heldout/megatron_lm_moe_recipes.csv", "heldout/deepseek_h800.csv",
+      "heldout/megatron_bridge_perf_hybrid.csv" }) do
       local head = assert(io.open(ROOT .. "/tests/fixtures/" .. f)):read("l"):gsub("\r$", "")
       for col in (head .. ","):gmatch("([^,]*),") do assert.is_true(known[col] == true, f .. ": " .. col) end
     end

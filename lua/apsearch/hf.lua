@@ -1145,6 +1145,36 @@ function builders.glm4_moe(r, cfg, file)
   return deepseek_router(m, r, cfg, file, true, "noaux_tc", D.norm_topk_prob)
 end
 
+--- dots.llm1 (dots1; transformers modular_dots1.py and configuration_dots1.py
+-- @ 008e5743): Qwen3's attention (per-head Q/K norms) with DeepSeek-V3's
+-- experts (Dots1MoE, Dots1TopkRouter: sigmoid scores with the
+-- e_score_correction_bias, group-limited routing, routed_scaling_factor),
+-- n_shared_experts x moe_intermediate_size shared, the first
+-- first_k_dense_replace layers dense; the window of `sliding_window` on
+-- the layers from max_window_layers on (Dots1Config: 62, none).
+function builders.dots1(r, cfg, file)
+  require_silu(cfg, file, "dots.llm1's SwiGLU MLP and experts")
+  local m = llama_like(r, cfg, file, {})
+  local ab = r.bool("attention_bias", false)
+  m.qkv_bias, m.attn_out_bias, m.qk_norm = ab, ab, true
+  local first = cfg.max_window_layers
+  if is_null(first) then first = 62 end
+  first = math.min(config_int(first, 0, file, "max_window_layers"), m.num_layers)
+  if first < m.num_layers then window(m, r, m.num_layers - first) end
+  m.num_experts = r.int("n_routed_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  local shared = count(cfg, "n_shared_experts", 0, file)
+  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
+  first_dense(m, cfg, file)
+  m.moe_router_bias = true
+  -- Dots1Config reads no scoring_func (the router is always sigmoid with
+  -- the bias): a config's value is not checked
+  local c = {}
+  for k, v in pairs(cfg) do if k ~= "scoring_func" then c[k] = v end end
+  return deepseek_router(m, r, c, file, true, "noaux_tc", false)
+end
+
 ---------------------------------------------------------------- 2025 families (issue 25)
 
 -- A nested config object at cfg[key] (DBRX attn_config / ffn_config,
@@ -2588,7 +2618,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "olmoe", "dbrx", "gpt_oss", "glm4_moe", "glm4_moe_lite", "llama4_text", "llama4",
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
-                    "granitemoehybrid", "hunyuan_v1_moe" }
+                    "granitemoehybrid", "hunyuan_v1_moe", "dots1" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -2608,7 +2638,7 @@ M.ARCHITECTURES = {
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",
   GraniteMoeHybridForCausalLM = "granitemoehybrid", Exaone4ForCausalLM = "exaone4",
-  Ministral3ForCausalLM = "ministral3", HunYuanDenseV1ForCausalLM = "hunyuan_v1_dense", HunYuanMoEV1ForCausalLM = "hunyuan_v1_moe",
+  Ministral3ForCausalLM = "ministral3", Dots1ForCausalLM = "dots1", HunYuanDenseV1ForCausalLM = "hunyuan_v1_dense", HunYuanMoEV1ForCausalLM = "hunyuan_v1_moe",
   Qwen2VLForConditionalGeneration = "qwen2_vl", Qwen2_5_VLForConditionalGeneration = "qwen2_5_vl",
 }
 

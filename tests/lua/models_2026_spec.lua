@@ -635,6 +635,28 @@ describe("2025-26 families: refusals name what is not modelled", function()
     assert.truthy(info.notes[2]:find("llama_4_scaling_beta 0.1", 1, true), info.notes[2])
   end)
 
+  -- rednote-hilab/dots.llm1.base (card: 142B total, 14B active): h 4096,
+  -- 62 layers, 32 heads of 128 (MHA), per-head Q/K norms, layer 0 dense
+  -- (MLP 10944), the others 128 experts of 1408 top 6 with 2 shared and
+  -- DeepSeek-V3's router (E weights + E bias), vocab 152064, untied.
+  it("dots.llm1: 142,774,381,696 / 14,016,588,928", function()
+    local cfg = { architectures = { "Dots1ForCausalLM" }, model_type = "dots1", hidden_size = 4096,
+      num_hidden_layers = 62, num_attention_heads = 32, num_key_value_heads = 32, head_dim = 128,
+      intermediate_size = 10944, moe_intermediate_size = 1408, n_routed_experts = 128, num_experts_per_tok = 6,
+      n_shared_experts = 2, first_k_dense_replace = 1, norm_topk_prob = true, routed_scaling_factor = 2.5,
+      vocab_size = 152064, tie_word_embeddings = false, sliding_window = cjson.null, hidden_act = "silu" }
+    local m = hf.from_config(cfg, "dots1.json")
+    local attn = 4 * 4096 * 4096 + 2 * 128 + 2 * 4096
+    local expert = 3 * 4096 * 1408
+    local dense = attn + 3 * 4096 * 10944
+    local moe = attn + 128 * 4096 + 128 + 2 * expert
+    local c = core.model_params(m)
+    assert.are.equal(dense + 61 * (moe + 128 * expert) + 2 * 152064 * 4096 + 4096, c.total)
+    assert.are.equal(dense + 61 * (moe + 6 * expert) + 2 * 152064 * 4096 + 4096, c.active)
+    assert.are.same({ 142774381696, 14016588928 }, { c.total, c.active })
+    assert.are.same({ true, 1, 2.5 }, { m.moe_router_bias, m.moe_first_dense_layers, m.moe_router_topk_scaling_factor })
+  end)
+
   -- Qwen/Qwen3.5-27B (card: 27B with its vision tower): Qwen3_5TextConfig,
   -- every 4th of 64 layers gated attention (q h x 2*24*256, k and v h x
   -- 4*256 each, o 24*256 x h, q/k norms 256 each), the others Gated

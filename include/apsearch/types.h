@@ -142,6 +142,13 @@ typedef struct {
                                           second halves; Megatron
                                           TransformerConfig.rotary_interleaved.
                                           Changes no estimate */
+    bool parallel_attn_mlp;          /**< attention and MLP read the same
+                                          normed input and add to the
+                                          residual together (Cohere2:
+                                          transformers Cohere2DecoderLayer,
+                                          one input_layernorm).  The same
+                                          work; norms_per_layer says the
+                                          norms */
     bool mup_multipliers;            /**< constant multipliers on the
                                           embeddings, the residual
                                           branches, the attention scores

@@ -220,7 +220,7 @@ local M = {}
 M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
-                "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3" }
+                "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1491,6 +1491,40 @@ function builders.olmo2(r, cfg, file, notes)
   return m
 end
 
+--- Cohere2Config's defaults of the keys read here (transformers
+-- configuration_cohere2.py).
+M.COHERE2_DEFAULTS = { sliding_window = 4096, sliding_window_pattern = 4, tie_word_embeddings = true,
+  logit_scale = 0.0625 }
+
+--- Command R7B / Command A (cohere2; transformers modeling_cohere2.py,
+-- Cohere2DecoderLayer): one LayerNorm without bias (Cohere2LayerNorm)
+-- whose output feeds attention and the SwiGLU MLP in parallel, both added
+-- to the residual (parallel_attn_mlp, norms_per_layer 1); the window on
+-- the sliding_attention layers (`layer_types`, else every layer but each
+-- `sliding_window_pattern`-th) and RoPE on those only (Cohere2Attention:
+-- the global layers NoPE); the logits times `logit_scale`
+-- (mup_multipliers); tied embeddings by default.
+function builders.cohere2(r, cfg, file, notes)
+  require_silu(cfg, file, "Cohere2's SwiGLU MLP")
+  local c = with_defaults(cfg, M.COHERE2_DEFAULTS)
+  if cfg.sliding_window == cjson.null then c.sliding_window = nil end
+  r = reader(c, file)
+  local m = llama_like(r, c, file, { norms_per_layer = 1, tied = true })
+  m.norm, m.norm_bias, m.parallel_attn_mlp, m.mup_multipliers = "layernorm", false, true, true
+  local ab = r.bool("attention_bias", false)
+  m.qkv_bias, m.attn_out_bias = ab, ab
+  local k = config_int(c.sliding_window_pattern, 1, file, "sliding_window_pattern")
+  local L = m.num_layers
+  if not is_null(c.sliding_window) then
+    window_on(m, r, sliding_layer_count(c, L, file) or (L - L // k))
+    set_window_period(m, c, k)
+    if m.sliding_window and m.sliding_window_period then m.nope_layer_period = m.sliding_window_period end
+  end
+  note(notes, file, "logit_scale %s multiplies the logits: a constant, not priced", util.describe(positive(c,
+    "logit_scale", file)))
+  return m
+end
+
 --- Exaone4Config's window (modular_exaone4.py @ 008e5743): 4096 tokens
 -- when the key is absent (null: none), on every layer but each
 -- `sliding_window_pattern`-th (default 4; a string such as "LLLG" its
@@ -2638,7 +2672,7 @@ M.ARCHITECTURES = {
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",
   GraniteMoeHybridForCausalLM = "granitemoehybrid", Exaone4ForCausalLM = "exaone4",
-  Ministral3ForCausalLM = "ministral3", Dots1ForCausalLM = "dots1", HunYuanDenseV1ForCausalLM = "hunyuan_v1_dense", HunYuanMoEV1ForCausalLM = "hunyuan_v1_moe",
+  Ministral3ForCausalLM = "ministral3", Dots1ForCausalLM = "dots1", Cohere2ForCausalLM = "cohere2", HunYuanDenseV1ForCausalLM = "hunyuan_v1_dense", HunYuanMoEV1ForCausalLM = "hunyuan_v1_moe",
   Qwen2VLForConditionalGeneration = "qwen2_vl", Qwen2_5_VLForConditionalGeneration = "qwen2_5_vl",
 }
 

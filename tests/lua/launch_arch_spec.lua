@@ -320,4 +320,17 @@ describe("model fields of the architecture (issue 25)", function()
     assert.are.equal(1, #nw)
     assert.truthy(nw[1]:find("multipliers (mup_multipliers, Granite)", 1, true), nw[1])
   end)
+
+  it("cohere2: parallel attention and MLP, LayerNorm without bias and the logit scale NOT WRITTEN", function()
+    local m = hf.from_config({ model_type = "cohere2", hidden_size = 4096, intermediate_size = 14336,
+      num_hidden_layers = 32, num_attention_heads = 32, num_key_value_heads = 8, vocab_size = 256000,
+      rope_theta = 50000 }, "command-r7b.json")
+    local flags, notes = script(m)
+    has(flags, { ["--window-size"] = "4095,0", ["--window-attn-skip-freq"] = "4", ["--no-rope-freq"] = "4" },
+      { "--normalization", "--untie-embeddings-and-output-weights" })
+    local text = table.concat(not_written(notes), "\n")
+    assert.truthy(text:find("in parallel on one normed input (parallel_attn_mlp, Cohere2)", 1, true), text)
+    assert.truthy(text:find("LayerNorm without bias", 1, true), text)
+    assert.truthy(text:find("mup_multipliers", 1, true), text)
+  end)
 end)

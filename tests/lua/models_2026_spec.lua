@@ -657,6 +657,26 @@ describe("2025-26 families: refusals name what is not modelled", function()
     assert.are.same({ true, 1, 2.5 }, { m.moe_router_bias, m.moe_first_dense_layers, m.moe_router_topk_scaling_factor })
   end)
 
+  -- CohereLabs/c4ai-command-a-03-2025 (card: 111B): h 12288, 64 layers,
+  -- 96 heads of 128, 8 KV heads, MLP 36864, vocab 256000, tied; one bias-
+  -- free LayerNorm per layer feeding attention and MLP in parallel; a
+  -- 4096-token window on 3 of 4 layers, NoPE on the global ones.
+  it("Command A (cohere2): 111,057,580,032; parallel attention and MLP; window with global NoPE", function()
+    local cfg = { architectures = { "Cohere2ForCausalLM" }, model_type = "cohere2", hidden_size = 12288,
+      intermediate_size = 36864, num_hidden_layers = 64, num_attention_heads = 96, num_key_value_heads = 8,
+      vocab_size = 256000, max_position_embeddings = 131072, logit_scale = 0.25, rope_theta = 50000,
+      sliding_window = 4096, sliding_window_pattern = 4, tie_word_embeddings = true, hidden_act = "silu" }
+    local m = hf.from_config(cfg, "command-a.json")
+    local layer = 2 * 12288 * 12288 + 2 * 12288 * 1024 + 3 * 12288 * 36864 + 12288
+    assert.are.equal(64 * layer + 256000 * 12288 + 12288, core.model_params(m).total)
+    assert.are.equal(111057580032, core.model_params(m).total)
+    assert.are.same({ true, true, 1, "layernorm", false, 48, 4, 4 }, { m.parallel_attn_mlp, m.mup_multipliers,
+      m.norms_per_layer, m.norm, m.norm_bias, m.sliding_window_layers, m.sliding_window_period, m.nope_layer_period })
+    cfg.sliding_window = cjson.null
+    m = hf.from_config(cfg, "command-a.json")
+    assert.are.same({ true, true }, { m.sliding_window == nil, m.nope_layer_period == nil })
+  end)
+
   -- Qwen/Qwen3.5-27B (card: 27B with its vision tower): Qwen3_5TextConfig,
   -- every 4th of 64 layers gated attention (q h x 2*24*256, k and v h x
   -- 4*256 each, o 24*256 x h, q/k norms 256 each), the others Gated

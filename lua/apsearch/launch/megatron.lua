@@ -940,6 +940,11 @@ function M.norm_args(m, A, N)
     not_written(N, "LayerNorm without bias", "TENorm / FusedLayerNorm always have a bias", "the script's " ..
       "LayerNorms have biases")
   end
+  if m.parallel_attn_mlp then
+    not_written(N, "attention and MLP in parallel on one normed input (parallel_attn_mlp, Cohere2)",
+      "TransformerLayer runs the MLP after the attention's residual add (transformer_layer.py)",
+      "the script's layers run them in sequence, each with its own norm")
+  end
   if m.mup_multipliers then
     not_written(N, "the embedding, residual, attention and logit multipliers (mup_multipliers, Granite)",
       "TransformerConfig's MuP options scale the embeddings, the output and the attention, not the residual " ..

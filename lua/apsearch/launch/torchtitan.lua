@@ -333,6 +333,10 @@ function M.model_shape(m, seq, pp)
   if m.norm_bias then
     N("NOT EXPRESSIBLE in TorchTitan", "norm biases: RMSNorm.Config has none")
   end
+  if m.parallel_attn_mlp then
+    N("NOT EXPRESSIBLE in TorchTitan", "attention and MLP in parallel (Cohere2): HEAD's llama3 block runs them " ..
+      "in sequence")
+  end
   if m.mup_multipliers then
     N("NOT EXPRESSIBLE in TorchTitan", "the embedding, residual, attention and logit multipliers (Granite): " ..
       "HEAD's llama3 model has none")

@@ -157,7 +157,8 @@ typedef struct {
                                           GraniteConfig embedding_multiplier,
                                           residual_multiplier,
                                           attention_multiplier,
-                                          logits_scaling).  Changes no
+                                          logits_scaling; Cohere2's
+                                          logit_scale).  Changes no
                                           estimate */
     bool lm_head_bias;               /**< the output layer has a bias of V
                                           (PhiMoE: transformers

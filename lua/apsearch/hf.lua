@@ -2435,6 +2435,8 @@ function builders.granitemoehybrid(_, raw, file, notes)
   end
   granite_common(m, r, cfg, file, notes)
   m.qkv_bias, m.attn_out_bias = false, false
+  note(notes, file, "its %d layers are %d blocks of Megatron-Core's hybrid pattern (%s): each layer's mixer, " ..
+    "then its MLP or experts; `num_layers` counts the blocks", L, 2 * L, m.hybrid_layer_pattern:sub(1, 8) .. "...")
   return m
 end
 

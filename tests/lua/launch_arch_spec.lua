@@ -333,4 +333,20 @@ describe("model fields of the architecture (issue 25)", function()
     assert.truthy(text:find("LayerNorm without bias", 1, true), text)
     assert.truthy(text:find("mup_multipliers", 1, true), text)
   end)
+
+  -- --rotary-base is type=int: Hunyuan's NTK-alpha base 10000 x 1000^(128/126)
+  -- rounds (a NOTE), a small fractional base stays NOT EXPRESSIBLE
+  it("hunyuan: a fractional RoPE base from 1e4 on written rounded, with a NOTE", function()
+    local m = hf.from_config({ model_type = "hunyuan_v1_dense", hidden_size = 1024, intermediate_size = 4096,
+      num_hidden_layers = 4, num_attention_heads = 8, num_key_value_heads = 8, head_dim = 128, vocab_size = 32000,
+      rope_theta = 10000.0, rope_scaling = { alpha = 1000.0, factor = 1.0, type = "dynamic" } }, "hy.json")
+    local flags, notes = script(m)
+    assert.are.equal(tostring(math.floor(10000 * 1000 ^ (128 / 126) + 0.5)), flags["--rotary-base"])
+    local text = table.concat(notes, "\n")
+    assert.truthy(text:find("written as --rotary-base 11158840 (type=int", 1, true), text)
+    m.rope_theta = 1000.5
+    flags, notes = script(m)
+    assert.is_nil(flags["--rotary-base"])
+    assert.truthy(table.concat(notes, "\n"):find("rope_theta 1000.5: --rotary-base takes an integer", 1, true))
+  end)
 end)

@@ -220,6 +220,12 @@ function M.gpt_yarn_args(m, tr, A, N)
   M.yarn_mscale(m, false, A, N)
 end
 
+--- Smallest RoPE base written rounded to --rotary-base's integer: from
+-- 1e4 on, rounding moves the base by less than 5e-5 of itself (the
+-- frequencies by less than that); a smaller fractional base is NOT
+-- EXPRESSIBLE.
+M.ROUNDED_BASE_MIN = 1e4
+
 --- RoPE base and scaling flags of a model (rope positions).
 -- Writes --position-embedding-type (rope, or yarn: M.gpt_yarn_args).
 -- @tparam table m model table
@@ -250,6 +256,14 @@ function M.rope_args(m, A, N, tr)
   if theta > 0 then
     if theta == math.floor(theta) and theta < 2 ^ 53 then
       A("--rotary-base", M.num(theta)) -- type=int
+    elseif theta >= M.ROUNDED_BASE_MIN and theta < 2 ^ 53 then
+      -- --rotary-base is type=int: a large fractional base (Hunyuan's
+      -- NTK-alpha 11,158,839.93) rounds with a frequency change below
+      -- 1 / (2 x M.ROUNDED_BASE_MIN)
+      local b = math.floor(theta + 0.5)
+      A("--rotary-base", M.num(b))
+      N("NOTE", string.format("rope_theta %s written as --rotary-base %s (type=int; relative change %.1e)",
+        M.num(theta), M.num(b), math.abs(b - theta) / theta))
     else
       N("NOT EXPRESSIBLE in Megatron-LM", "rope_theta " .. M.num(theta) ..
         ": --rotary-base takes an integer (type=int); not written")

@@ -334,7 +334,7 @@ end
 -- more devices when `ndev`, the devices of a cluster too small for the
 -- model states, is given, or when `built`: the framework's whole space
 -- was searched; `built` "smaller": a power-of-two part of the devices
--- fits, result.fit_probe)
+-- fits, a number: nothing fits up to that many devices, result.fit_probe)
 local function memory_suggestion(need, limit, cap, ndev, built)
   if cap and need <= cap then
     -- a limit the policy takes: the need rounded up to a hundredth of a
@@ -349,6 +349,9 @@ local function memory_suggestion(need, limit, cap, ndev, built)
     common.commas(ndev))
     or built == "smaller" and "the framework's whole space was searched; the degrees that would fit do not divide " ..
       "these devices, a part of them does (below)"
+    or type(built) == "number" and string.format("the framework's whole space was searched and nothing fits up to " ..
+      "%s devices either: more devices do not help; the filter reasons below say what the model and the " ..
+      "framework rule out", common.commas(built))
     or built and "the framework's whole space was searched; use more devices"
     or "shard or recompute more (wider tp_degree, pp_degree, cp_degree or fsdp_degree, " ..
     "zero_stage, layer_recompute = full, a smaller micro_batch_size), or use more devices"
@@ -457,7 +460,8 @@ function M.diagnose(result, n)
   local memory_said = c1 and c1.reason == "MEMORY_LIMIT" and limit and true or false
   local built = as_built(result)
   if memory_said then
-    local smaller = built and (result.fit_probe or {}).smaller and "smaller"
+    local fp = result.fit_probe or {}
+    local smaller = built and (fp.smaller and "smaller" or fp.tried)
     out.suggestions[#out.suggestions + 1] = memory_suggestion(c1.mem_peak, limit, out.capacity_bytes,
       hopeless and ndev, smaller or built)
   end

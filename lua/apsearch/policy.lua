@@ -451,6 +451,11 @@ function Norm:fields(tbl, fields, path, section, routed, skip)
     local p = path .. "." .. tostring(k)
     if not (skip and skip[k]) then
       local name, factor = schema.resolve(fields, k)
+      local hf_key = fields == schema.model and schema.MODEL_HF_KEYS[k]
+      if not name and hf_key then
+        self:fail(p, ("unknown field: the Hugging Face key of model.%s (a config.json is read with model = " ..
+          "\"path/config.json\")"):format(hf_key), v)
+      end
       if not name then self:fail(p, suggest.unknown("unknown field", k, suggest.keys(fields)), v) end
       local kind = fields[name]
       if factor then

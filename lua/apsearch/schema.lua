@@ -91,6 +91,18 @@ M.model = {
   index_rope_interleave = "bool",
 }
 
+--- Hugging Face config.json keys a hand-written model table may carry
+-- by mistake, and the model field each is (the unknown-field error names
+-- it, rather than the nearest spelling).
+M.MODEL_HF_KEYS = {
+  num_hidden_layers = "num_layers", intermediate_size = "ffn_hidden_size",
+  num_key_value_heads = "num_query_groups", rms_norm_eps = "norm_eps", layer_norm_eps = "norm_eps",
+  num_local_experts = "num_experts", n_routed_experts = "num_experts",
+  num_experts_per_tok = "experts_per_token", moe_intermediate_size = "moe_ffn_hidden_size",
+  first_k_dense_replace = "moe_first_dense_layers", num_nextn_predict_layers = "mtp_layers",
+  partial_rotary_factor = "rotary_percent",
+}
+
 --- Device fields (aps_device), SI units.
 M.device = {
   name = "string", base = "string",

@@ -346,6 +346,15 @@ static aps_status validate_moe(aps_model *m, char *err, size_t n)
             }
         return validate_router(m, err, n);
     }
+    /* with experts, their top-k and width are required: a 0 is an absent
+     * field, said so (a hand-written table that left it out) */
+    if (m->experts_per_token == 0 || m->moe_ffn_hidden_size == 0) {
+        aps_fmt(err, n, "model.%s: required with num_experts = %lld (got 0 "
+                "or absent)", m->experts_per_token == 0 ? "experts_per_token"
+                                                        : "moe_ffn_hidden_size",
+                (long long)m->num_experts);
+        return APS_EINVAL;
+    }
     aps_status st = check_range("num_experts", m->num_experts,
                                 INT64_C(1) << 16, err, n);
     if (st == APS_OK)

@@ -159,3 +159,19 @@ describe("mistral3: the wrapper reads its text_config", function()
       err_of(hf.from_config, mistral3(text, { tie_word_embeddings = "yes" }), "m.json"))
   end)
 end)
+
+describe("a hand-written model table the core refuses", function()
+  it("is one line on stderr, without the search-space warnings it would also raise", function()
+    local dir = H.tmpdir()
+    local path = dir .. "/p.lua"
+    H.write(path, [[return { model = { name = "m", num_layers = 4, hidden_size = 512, num_attention_heads = 8,
+      num_query_groups = 8, ffn_hidden_size = 1024, vocab_size = 1000, num_experts = 0, experts_per_token = 2 },
+      cluster = { device = "h800-sxm-80gb", nodes = 1, devices_per_node = 8 },
+      training = { global_batch_size = 64, seq_length = 4096 },
+      search_space = { data_parallel = "auto", ep_degree = { 1, 2 } } }]])
+    local code, _, err = H.apsearch("run", "-q", path)
+    assert.are.equal(2, code)
+    assert.are.equal(path .. ": model.experts_per_token: given without num_experts (a dense model)",
+      (err:gsub("^apsearch: ", ""):gsub("\n$", "")))
+  end)
+end)

@@ -175,3 +175,26 @@ describe("a hand-written model table the core refuses", function()
       (err:gsub("^apsearch: ", ""):gsub("\n$", "")))
   end)
 end)
+
+describe("TorchTitan and MindFormers files of GLM-4 and Phi-3.5-MoE", function()
+  it("say that the Llama block lacks the sandwich norms and the output layer's bias", function()
+    local launch = require "apsearch.launch"
+    assert.are.same({}, launch.llama_block_features({ norms_per_layer = 2 }))
+    assert.are.same({ "4 norms per layer (sandwich norms after attention and MLP): the Llama block has 2, " ..
+      "written with 2", "the output layer's bias (lm_head_bias, 32064 parameters): the Llama output layer " ..
+      "has none; written without" }, launch.llama_block_features({ norms_per_layer = 4, lm_head_bias = true,
+      vocab_size = 32064 }))
+    -- end to end: a 2-layer GLM-4 run writes the line into both files
+    local dir = H.tmpdir()
+    H.write(dir .. "/glm4.json", require("cjson").encode({ model_type = "glm4", hidden_size = 1024,
+      intermediate_size = 2048, num_attention_heads = 8, num_hidden_layers = 2, num_key_value_heads = 2,
+      vocab_size = 1000, max_position_embeddings = 4096 }))
+    local code = H.apsearch("run", "-q", "--model", dir .. "/glm4.json", "--cluster", "h800-sxm-80gb:1", "--top-k", "1",
+      "--candidates", "none", "--out", dir .. "/out")
+    assert.are.equal(0, code)
+    for _, f in ipairs({ "rank1_torchtitan.py", "rank1_mindformers.yaml" }) do
+      local text = H.read(dir .. "/out/launch/" .. f)
+      assert.truthy(text:find("NOT EXPRESSIBLE in %a+: 4 norms per layer %(sandwich norms after attention and MLP%)"), f)
+    end
+  end)
+end)

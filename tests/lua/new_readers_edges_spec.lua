@@ -84,6 +84,21 @@ describe("longrope: one factor > 0 per rotated pair", function()
     assert.truthy(err_of(hf.from_config, glm, "g.json"):find("expected 32 factors", 1, true))
   end)
 
+  -- Phi-4-mini's shapes (phi3: hidden 3072, 24 heads of 128, 8 KV heads,
+  -- MLP 8192, 32 layers, vocab 200064 tied, partial_rotary_factor 0.75):
+  -- 96 rotated dims, 48 factors.  Per layer qkv 3072 x 5120, o 3072^2,
+  -- MLP 3 x 3072 x 8192, two norms; embedding; final norm.
+  it("counts the pairs of a partial RoPE (Phi-4-mini: 48 factors)", function()
+    local cfg = { model_type = "phi3", hidden_size = 3072, num_attention_heads = 24, num_key_value_heads = 8,
+      intermediate_size = 8192, num_hidden_layers = 32, vocab_size = 200064, tie_word_embeddings = true,
+      partial_rotary_factor = 0.75, max_position_embeddings = 131072, original_max_position_embeddings = 4096,
+      rope_scaling = { type = "longrope", short_factor = filled(48, 1.0), long_factor = filled(48, 1.0) } }
+    local m = hf.from_config(cfg, "phi4.json")
+    local layer = 3072 * 5120 + 3072 * 3072 + 3 * 3072 * 8192 + 2 * 3072
+    assert.are.equal(32 * layer + 200064 * 3072 + 3072, core.model_params(m).total)
+    assert.are.same({ "longrope", 32.0, 0.75 }, { m.rope_scaling_type, m.rope_scaling_factor, m.rotary_percent })
+  end)
+
   it("names the top-level original_max_position_embeddings where the value is read from there", function()
     local cfg = phimoe({ original_max_position_embeddings = "4096" })
     cfg.rope_scaling.original_max_position_embeddings = nil

@@ -705,6 +705,28 @@ function builders.phi3(r, cfg, file)
   return window(llama_like(r, cfg, file, {}), r)
 end
 
+--- RoPE scaling types Phi3Config reads as longrope, for the Phi-3 configs
+-- written before it had that name (configuration_phi3.py @ 008e5743
+-- convert_rope_params_to_dict: "su" or "yarn" -> "longrope").
+M.PHI3_LONGROPE_ALIASES = { su = true, yarn = true }
+
+--- A config as its model type's config class reads it, before any builder
+-- (type -> function(cfg) returning the config to read).
+M.ADJUST = {}
+
+function M.ADJUST.phi3(cfg)
+  local rs = cfg.rope_scaling
+  if type(rs) ~= "table" then return cfg end
+  local kind = rs.rope_type
+  if is_null(kind) then kind = rs.type end
+  if not M.PHI3_LONGROPE_ALIASES[kind] then return cfg end
+  local t, c = {}, {}
+  for k, v in pairs(rs) do t[k] = v end
+  for k, v in pairs(cfg) do c[k] = v end
+  t.rope_type, t.type, c.rope_scaling = "longrope", nil, t
+  return c
+end
+
 -- Qwen2/Qwen3: with use_sliding_window, layers from max_window_layers up
 -- (transformers Qwen2Attention: layer_idx >= max_window_layers)
 local function qwen_window(m, r, cfg, file)
@@ -2605,6 +2627,7 @@ function M.from_config(cfg, source, name)
     notes[#notes + 1] = ("%s: model_type %s read as %s (architectures names %s, that type's modelling class)")
       :format(source, tostring(cfg.model_type), mt, as)
   end
+  if M.ADJUST[mt] then cfg = M.ADJUST[mt](cfg) end
   local model = numerics(build(reader(cfg, source), cfg, source, notes, extra), cfg, source)
   local dropout, dropout_key, dropout_value, dropout_stated = dropout_of(cfg, source)
   if not dropout_stated and type(cfg.text_config) == "table" then

@@ -99,6 +99,16 @@ describe("longrope: one factor > 0 per rotated pair", function()
     assert.are.same({ "longrope", 32.0, 0.75 }, { m.rope_scaling_type, m.rope_scaling_factor, m.rotary_percent })
   end)
 
+  it("reads Phi-3's older scaling names su and yarn as longrope, as Phi3Config does", function()
+    for _, kind in ipairs({ "su", "yarn" }) do
+      local m = hf.from_config({ model_type = "phi3", hidden_size = 3072, num_attention_heads = 32,
+        intermediate_size = 8192, num_hidden_layers = 2, vocab_size = 32064, max_position_embeddings = 131072,
+        original_max_position_embeddings = 4096, rope_scaling = { type = kind, short_factor = filled(48, 1.0),
+          long_factor = filled(48, 1.0) } }, "phi3.json")
+      assert.are.same({ "longrope", 32.0 }, { m.rope_scaling_type, m.rope_scaling_factor }, kind)
+    end
+  end)
+
   it("names the top-level original_max_position_embeddings where the value is read from there", function()
     local cfg = phimoe({ original_max_position_embeddings = "4096" })
     cfg.rope_scaling.original_max_position_embeddings = nil

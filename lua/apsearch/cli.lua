@@ -432,8 +432,10 @@ local function load_policy(path, opts, extra)
   end
   -- warnings of the policy (a sequence past max_position_embeddings) now;
   -- its notes (the default search space) once the inputs are known good
-  -- (print_notes), so that bad input stays a one-line error
-  for _, w in ipairs(p.warnings or {}) do
+  -- (print_notes), so that bad input stays a one-line error; a model the
+  -- core refuses gets no warning either (its error follows, alone)
+  local model_ok = pcall(require("apsearch.core").model_params, p.model)
+  for _, w in ipairs(model_ok and p.warnings or {}) do
     if not w:match("^note:") then io.stderr:write("apsearch: ", w, "\n") end
   end
   if opts.calibration then

@@ -100,7 +100,9 @@
 -- * `qwen3_moe`: qwen3 (q/k norms) plus the experts as qwen2_moe, no
 --   shared expert.
 -- * `phimoe` (Phi-3.5-MoE): mixtral with biased LayerNorms,
---   `attention_bias` and `lm_head_bias` (builders.phimoe).
+--   `attention_bias` and `lm_head_bias` (builders.phimoe); top 2 only
+--   (sparsemixer routes every token to 2 experts whatever
+--   `num_experts_per_tok` says).
 -- * `deepseek_v2`, `deepseek_v3`: multi-head latent attention
 --   (`q_lora_rank` (null: none), `kv_lora_rank`, `qk_nope_head_dim`,
 --   `qk_rope_head_dim`, `v_head_dim`), `n_routed_experts` of
@@ -422,19 +424,34 @@ end
 -- _compute_longrope_parameters @ 040e1a7e; the original context from
 -- rope_scaling, as PhimoeConfig copies it, or from the config's top level,
 -- Phi3Config), else rope_scaling.factor, else 1.  Positions only: it
--- changes neither FLOPs nor memory.
+-- changes neither FLOPs nor memory.  Each list holds one factor > 0 per
+-- rotated pair, int(head_dim * partial_rotary_factor) // 2 of them
+-- (_validate_longrope_parameters; _compute_longrope_parameters divides
+-- each pair's frequency by its factor, so another length does not
+-- broadcast against the pairs and a factor <= 0 gives no frequency).
 -- @raise `<file>: rope_scaling: short_factor: expected an array of numbers`
 local function longrope(m, cfg, rs, file, where)
+  local head_dim = m.head_dim or m.hidden_size // m.num_attention_heads
+  local pairs_n = math.floor(head_dim * (m.rotary_percent or 1)) // 2
   for _, k in ipairs({ "short_factor", "long_factor" }) do
     local v = rs[k]
     local ok = type(v) == "table" and #v > 0
     for i = 1, ok and #v or 0 do ok = ok and type(v[i]) == "number" end
     if not ok then util.fail(where, k, "expected an array of numbers", v) end
+    if #v ~= pairs_n then
+      util.fail(where, k, ("expected %d factors, one per rotated pair of the head's %d RoPE dims (got %d)")
+        :format(pairs_n, 2 * pairs_n, #v), nil, false)
+    end
+    for i = 1, #v do
+      if not (v[i] > 0 and v[i] < math.huge) then
+        util.fail(where, k .. "[" .. i .. "]", "expected a finite number > 0", v[i])
+      end
+    end
   end
-  local omp = rs.original_max_position_embeddings
-  if is_null(omp) then omp = cfg.original_max_position_embeddings end
+  local omp, omp_where = rs.original_max_position_embeddings, where
+  if is_null(omp) then omp, omp_where = cfg.original_max_position_embeddings, file end
   if not is_null(omp) then
-    m.original_max_position_embeddings = config_int(omp, 1, where, "original_max_position_embeddings")
+    m.original_max_position_embeddings = config_int(omp, 1, omp_where, "original_max_position_embeddings")
   end
   local mp, o = m.max_position_embeddings or 0, m.original_max_position_embeddings or 0
   if o > 0 and mp > 0 then
@@ -445,38 +462,56 @@ local function longrope(m, cfg, rs, file, where)
   return m
 end
 
--- rope_theta, rope_scaling, partial RoPE and the norm epsilon into the
--- model table.
-local function numerics(m, cfg, file)
-  -- transformers 5 configs carry rope_theta and partial_rotary_factor in
-  -- one `rope_parameters` object (modeling_rope_utils RopeParameters), or
-  -- one per layer type (Gemma 3, Olmo 3: {sliding_attention = {...},
-  -- full_attention = {...}}): the full-attention layers' is the model's
-  -- (the one RoPE a launch file carries; the windowed layers' base is a
-  -- numeric no estimate reads)
+--- The per-layer-type entries a transformers-5 `rope_parameters` may
+-- hold (Gemma 3, Olmo 3): the full-attention layers' is the model's RoPE
+-- (the one a launch file carries; the windowed layers' base is a numeric
+-- no estimate reads).
+M.ROPE_LAYER_TYPES = { "full_attention", "sliding_attention" }
+
+-- transformers 5's `rope_parameters` (modeling_rope_utils RopeParameters):
+-- one object, or one per layer type ({sliding_attention = {...},
+-- full_attention = {...}}); returns the model's (nil: none) and its
+-- path for errors.
+local function rope_parameters(cfg, file)
   local rp = cfg.rope_parameters
-  if not is_null(rp) and (type(rp) ~= "table" or #rp > 0) then
+  if is_null(rp) then return nil end
+  if type(rp) ~= "table" or #rp > 0 then
     util.fail(file, "rope_parameters", "expected an object or null", rp)
   end
-  if type(rp) == "table" and rp.rope_theta == nil and rp.rope_type == nil and rp.type == nil
-    and rp.full_attention ~= nil then
-    rp = rp.full_attention
-    if type(rp) ~= "table" or #rp > 0 then
-      util.fail(file, "rope_parameters.full_attention", "expected an object", rp)
+  local per_type = false
+  for _, kind in ipairs(M.ROPE_LAYER_TYPES) do
+    local v = rp[kind]
+    if v ~= nil and (type(v) ~= "table" or #v > 0) then
+      util.fail(file, "rope_parameters." .. kind, "expected an object", v)
     end
+    per_type = per_type or v ~= nil
   end
-  if type(rp) == "table" and (rp.rope_theta ~= nil or rp.rope_type ~= nil or rp.type ~= nil) then
-    cfg = with_defaults(cfg, { rope_theta = rp.rope_theta, partial_rotary_factor = rp.partial_rotary_factor })
+  if not per_type then return rp, "rope_parameters" end
+  return rp.full_attention, "rope_parameters.full_attention"
+end
+
+-- rope_theta, rope_scaling, partial RoPE and the norm epsilon into the
+-- model table.  rope_parameters' rope_theta and partial_rotary_factor win
+-- over the top-level keys (transformers 5 convert_rope_params_to_dict
+-- setdefault()s the top-level rope_theta into it); a rope_scaling wins over
+-- its scaling (it replaces or updates rope_parameters there).
+local function numerics(m, cfg, file)
+  local rp, rp_key = rope_parameters(cfg, file)
+  local rp_where = rp and (file .. ": " .. rp_key)
+  m.rope_theta = (rp and positive(rp, "rope_theta", rp_where)) or positive(cfg, "rope_theta", file)
+    or positive(cfg, "rotary_emb_base", file) or m.rope_theta
+  if rp and not is_null(rp.partial_rotary_factor) then
+    m.rotary_percent = M.rotary_fraction(rp, rp_where, m.rotary_percent)
+  else
+    m.rotary_percent = M.rotary_fraction(cfg, file, m.rotary_percent)
   end
-  m.rope_theta = positive(cfg, "rope_theta", file) or positive(cfg, "rotary_emb_base", file) or m.rope_theta
-  m.rotary_percent = M.rotary_fraction(cfg, file, m.rotary_percent)
   for _, k in ipairs(M.NORM_EPS_KEYS) do
     local v = positive(cfg, k, file)
     if v then m.norm_eps = v break end
   end
   local rs, key = cfg.rope_scaling, "rope_scaling"
-  if is_null(rs) and type(rp) == "table" and (rp.rope_type ~= nil or rp.type ~= nil) then
-    rs, key = rp, "rope_parameters"
+  if is_null(rs) and rp and (rp.rope_type ~= nil or rp.type ~= nil) then
+    rs, key = rp, rp_key
   end
   if is_null(rs) then return m end
   local where = file .. ": " .. key
@@ -706,6 +741,28 @@ end
 
 function builders.phi3(r, cfg, file)
   return window(llama_like(r, cfg, file, {}), r)
+end
+
+--- RoPE scaling types Phi3Config reads as longrope, for the Phi-3 configs
+-- written before it had that name (configuration_phi3.py @ 008e5743
+-- convert_rope_params_to_dict: "su" or "yarn" -> "longrope").
+M.PHI3_LONGROPE_ALIASES = { su = true, yarn = true }
+
+--- A config as its model type's config class reads it, before any builder
+-- (type -> function(cfg) returning the config to read).
+M.ADJUST = {}
+
+function M.ADJUST.phi3(cfg)
+  local rs = cfg.rope_scaling
+  if type(rs) ~= "table" then return cfg end
+  local kind = rs.rope_type
+  if is_null(kind) then kind = rs.type end
+  if not M.PHI3_LONGROPE_ALIASES[kind] then return cfg end
+  local t, c = {}, {}
+  for k, v in pairs(rs) do t[k] = v end
+  for k, v in pairs(cfg) do c[k] = v end
+  t.rope_type, t.type, c.rope_scaling = "longrope", nil, t
+  return c
 end
 
 -- Qwen2/Qwen3: with use_sliding_window, layers from max_window_layers up
@@ -948,6 +1005,10 @@ function builders.mixtral(r, cfg, file)
   return m
 end
 
+--- The experts every token of a PhiMoE model is routed to: sparsemixer's
+-- two picks (transformers modular_phimoe.py @ 0233e509).
+M.PHIMOE_TOP_K = 2
+
 --- PhiMoE (Phi-3.5-MoE; transformers models/phimoe, modular_phimoe.py
 -- and configuration_phimoe.py @ 040e1a7e): Mixtral's layer with
 -- LayerNorms that have a bias (PhimoeDecoderLayer input_layernorm,
@@ -956,9 +1017,27 @@ end
 -- experts of intermediate_size with a bias-free router, and an lm_head
 -- bias when lm_head_bias (both default false).  SparseMixer routing
 -- (sparsemixer, top 2) chooses the same 2 experts' work as a softmax top-k
--- router: priced as one.
+-- router: priced as one.  sparsemixer picks a first and then a second
+-- expert whatever num_experts_per_tok says (its top_k argument is unused,
+-- modular_phimoe.py @ 0233e509), so the key must be 2 and there must be
+-- a second expert to pick; PhimoeConfig raises a TypeError when an object
+-- rope_scaling lacks a number short_mscale or long_mscale.
 function builders.phimoe(r, cfg, file, notes)
   require_silu(cfg, file, "PhiMoE's SwiGLU experts")
+  if not is_null(cfg.num_experts_per_tok) then
+    require_value(cfg, "num_experts_per_tok", M.PHIMOE_TOP_K, file,
+      "sparsemixer routes every token to 2 experts whatever this key says")
+  end
+  if r.int("num_local_experts") < M.PHIMOE_TOP_K then
+    util.fail(file, "num_local_experts", "expected at least 2 (sparsemixer picks a second expert)",
+      cfg.num_local_experts)
+  end
+  local rs = cfg.rope_scaling
+  for _, k in ipairs(type(rs) == "table" and { "short_mscale", "long_mscale" } or {}) do
+    if type(rs[k]) ~= "number" or not (rs[k] > -math.huge and rs[k] < math.huge) then
+      util.fail(file .. ": rope_scaling", k, "expected a number (PhimoeConfig requires it)", rs[k])
+    end
+  end
   local m = builders.mixtral(r, cfg, file)
   m.norm, m.norm_bias = "layernorm", true
   local ab = r.bool("attention_bias", false)
@@ -2761,7 +2840,7 @@ function M.wrapped_text(cfg, mt, file)
   local fixed, own = M.WRAPPERS[mt], M.WRAPPERS_OWN_TEXT[mt]
   if fixed == nil and own == nil then return nil end
   local text = cfg.text_config
-  if type(text) ~= "table" then util.fail(file, "text_config", "expected an object", text) end
+  if type(text) ~= "table" or #text > 0 then util.fail(file, "text_config", "expected an object", text) end
   local t = {}
   for k, v in pairs(text) do t[k] = v end
   if own then
@@ -2791,8 +2870,11 @@ local function refuse_unmodelled(cfg, mt, file)
   end
   if type(mt) ~= "string" or builders[mt] then return end
   local text = cfg.text_config
-  if type(text) ~= "table" or not (type(cfg.vision_config) == "table" or type(cfg.audio_config) == "table") or
-      M.wrapped_text(cfg, mt, file) then
+  -- a wrapper of M.WRAPPERS_OWN_TEXT is multimodal without a vision_config
+  -- (its class fills in the default one)
+  local multimodal = type(cfg.vision_config) == "table" or type(cfg.audio_config) == "table" or
+    M.WRAPPERS_OWN_TEXT[mt] ~= nil
+  if type(text) ~= "table" or not multimodal or M.wrapped_text(cfg, mt, file) then
     return
   end
   local tmt, as = M.model_type_of(text)
@@ -2815,6 +2897,9 @@ local function read_wrapped(cfg, text, source, name)
   local t = {}
   for k, v in pairs(text) do t[k] = v end
   if is_null(t.tie_word_embeddings) and not is_null(cfg.tie_word_embeddings) then
+    if type(cfg.tie_word_embeddings) ~= "boolean" then
+      util.fail(source, "tie_word_embeddings", "expected true or false", cfg.tie_word_embeddings)
+    end
     t.tie_word_embeddings = cfg.tie_word_embeddings
   end
   local model, info = M.from_config(t, source .. ": text_config", name or name_from_path(source))
@@ -2878,6 +2963,7 @@ function M.from_config(cfg, source, name)
     notes[#notes + 1] = ("%s: model_type %s read as %s (architectures names %s, that type's modelling class)")
       :format(source, tostring(cfg.model_type), mt, as)
   end
+  if M.ADJUST[mt] then cfg = M.ADJUST[mt](cfg) end
   local model = numerics(build(reader(cfg, source), cfg, source, notes, extra), cfg, source)
   local dropout, dropout_key, dropout_value, dropout_stated = dropout_of(cfg, source)
   if not dropout_stated and type(cfg.text_config) == "table" then

@@ -331,6 +331,12 @@ function M.check_value(kind, v, fail)
     -- by num_layers and the list's capacity
     local n = 0
     if type(v) == "table" then for _ in pairs(v) do n = n + 1 end end
+    if util.is_integer(v) and v >= 0 and v < M.INT_LIMIT then
+      -- one number is ambiguous: layer v alone, or the first v layers
+      local i = util.int(v)
+      fail(("expected a non-empty array of layer indices: {%d} (--set: %d,) for layer %d alone, " ..
+        "moe_first_dense_layers = %d for the first %d"):format(i, i, i, i, i), v)
+    end
     if type(v) ~= "table" or n == 0 or n ~= #v then fail("expected a non-empty array of layer indices", v) end
     local r = util.array()
     for i, x in ipairs(v) do

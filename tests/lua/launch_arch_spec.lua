@@ -253,10 +253,17 @@ describe("model fields of the architecture (issue 25)", function()
   -- adds them to the experts and router too: NOT WRITTEN), an lm_head
   -- bias GPTModel cannot build and longrope positions (NOT WRITTEN).
   it("phi-3.5-moe: 16 experts top 2, LayerNorm; lm_head bias, biases and longrope NOT WRITTEN", function()
+    -- longrope: one factor per rotated pair of the 128-dim heads
+    local function factors(v)
+      local t = {}
+      for i = 1, 64 do t[i] = v end
+      return t
+    end
     local cfg = { model_type = "phimoe", attention_bias = true, lm_head_bias = true, hidden_size = 4096,
       intermediate_size = 6400, max_position_embeddings = 131072, num_attention_heads = 32,
       num_experts_per_tok = 2, num_hidden_layers = 32, num_key_value_heads = 8, num_local_experts = 16,
-      rope_scaling = { type = "longrope", short_factor = { 1.0 }, long_factor = { 2.0 },
+      rope_scaling = { type = "longrope", short_factor = factors(1.0), long_factor = factors(2.0),
+        short_mscale = 1.243163121016122, long_mscale = 1.243163121016122,
         original_max_position_embeddings = 4096 }, rope_theta = 10000.0, sliding_window = 131072,
       tie_word_embeddings = false, vocab_size = 32064 }
     local file = os.tmpname()

@@ -58,6 +58,12 @@ describe("hand-written model tables", function()
     assert.truthy(err({ moe_dense_layers = { "a" } }):find(
       "model.moe_dense_layers: element 1 must be a layer index >= 0 (got \"a\")", 1, true))
     assert.truthy(err({ moe_dense_layers = {} }):find("expected a non-empty array of layer indices", 1, true))
+    -- one number: layer 3 alone or the first 3 layers? the error says how to write each
+    assert.truthy(err({ moe_dense_layers = 3 }):find("model.moe_dense_layers: expected a non-empty array of layer " ..
+      "indices: {3} (--set: 3,) for layer 3 alone, moe_first_dense_layers = 3 for the first 3 (got 3)", 1, true))
+    assert.truthy(err({ moe_dense_layers = 1e30 }):find("model.moe_dense_layers: expected a non-empty array of " ..
+      "layer indices (got 1e+30)", 1, true))
+    assert.truthy(err({ moe_dense_layers = 3.0 }):find("{3} (--set: 3,)", 1, true))
     assert.truthy(core_err(with({ moe_dense_layers = { 9 } })):find("model.moe_dense_layers[1]: must be a layer index in [0, 6)",
       1, true))
     assert.truthy(core_err(with({ experts_per_token = 99 })):find("model.experts_per_token: absurd size 99", 1, true))

@@ -268,6 +268,32 @@ local function mark_estimate(text, n)
     "build as estimated (%d lines below say where it differs; framework "):format(n), 1))
 end
 
+--- Norms in a Llama block: the two before attention and MLP
+-- (attention_norm and ffn_norm in TorchTitan's torchtitan/models/llama3
+-- block and MindFormers' mindformers/models/llama/llama_transformer.py
+-- LLamaDecodeLayer).
+M.LLAMA_BLOCK_NORMS = 2
+
+--- Weights of a model's block and output layer a Llama builder
+-- (TorchTitan's llama3, MindFormers' LlamaConfig) does not have: norms
+-- beyond the block's two (Gemma 2's and GLM-4's sandwich norms after
+-- attention and MLP) and the output layer's bias (Phi-3.5-MoE's
+-- lm_head_bias); each engine says so in a NOT EXPRESSIBLE line.
+-- @tparam table m model
+-- @treturn table descriptions, one per feature (empty for Llama's block)
+function M.llama_block_features(m)
+  local out, per = {}, m.norms_per_layer or M.LLAMA_BLOCK_NORMS
+  if per > M.LLAMA_BLOCK_NORMS then
+    out[#out + 1] = ("%d norms per layer (sandwich norms after attention and MLP): the Llama block has %d, " ..
+      "written with %d"):format(per, M.LLAMA_BLOCK_NORMS, M.LLAMA_BLOCK_NORMS)
+  end
+  if m.lm_head_bias then
+    out[#out + 1] = ("the output layer's bias (lm_head_bias, %s parameters): the Llama output layer has none; " ..
+      "written without"):format(tostring(m.vocab_size))
+  end
+  return out
+end
+
 --- Llama 4's attention and router features present in a model, for the
 -- engines that lack them (TorchTitan, MindFormers: each says so in a NOT
 -- EXPRESSIBLE line); chunked attention only when the sequence is longer

@@ -573,6 +573,7 @@ function M.render(c)
   end
   if (m.num_experts or 0) > 0 then M.moe_keys(c, K, N) end
   -- sigmoid scores: moe_config.use_gating_sigmoid (M.router_keys)
+  for _, what in ipairs(launch_util.llama_block_features(m)) do N("NOT EXPRESSIBLE in MindFormers", what) end
   for _, what in ipairs(launch_util.llama4_features(m, tr.seq_length, { moe_router_sigmoid = true })) do
     N("NOT EXPRESSIBLE in MindFormers", what .. ": LlamaConfig (LLamaAttention, MoEV3) has no key for it; " ..
       "written without")

@@ -353,6 +353,9 @@ function M.model_shape(m, seq, pp)
     N("NOT WRITTEN", "qk-norm: HEAD's llama3 builder (_build_llama3_layers) passes no qk_norm " ..
       "(GQAttention.Config.qk_norm exists, the llama3 sharding is not written for it)")
   end
+  for _, what in ipairs(require("apsearch.launch").llama_block_features(m)) do
+    N("NOT EXPRESSIBLE in TorchTitan", what)
+  end
   for _, what in ipairs(require("apsearch.launch").llama4_features(m, seq)) do
     N("NOT EXPRESSIBLE in TorchTitan", what .. ": none of the llama3, qwen3 and deepseek_v3 builders this " ..
       "module writes has it; written without")

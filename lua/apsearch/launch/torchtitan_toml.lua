@@ -181,6 +181,7 @@ function M.flavor(rel, m)
     D("the Gated DeltaNet layers (Qwen3-Next): the release has no Gated DeltaNet model")
   end
   if (m.rotary_percent or 0) > 0 and m.rotary_percent < 1 then D("partial RoPE: every dimension is rotated") end
+  for _, what in ipairs(require("apsearch.launch").llama_block_features(m)) do D(what) end
   for _, what in ipairs(require("apsearch.launch").llama4_features(m, 0)) do D(what) end
   return flavor, diffs
 end

@@ -2909,6 +2909,23 @@ local function read_wrapped(cfg, text, source, name)
   return model, info
 end
 
+-- A model_type with no reader that is a supported type but for its
+-- separators or case ("granite_moe", "Qwen3MoE"): refused as unsupported
+-- with the type meant, before an MoE config would be refused as "not
+-- modelled".
+local function misspelt_type(mt, source)
+  if type(mt) ~= "string" or builders[mt] then return end
+  local function bare(s) return (s:lower():gsub("[^%w]", "")) end
+  local all = {}
+  for _, t in ipairs(M.supported) do all[#all + 1] = t end
+  for _, t in ipairs(M.moe_supported) do all[#all + 1] = t end
+  for _, t in ipairs(all) do
+    if bare(t) == bare(mt) then
+      util.fail(source, "model_type", ('unsupported model type; did you mean "%s"?'):format(t), mt)
+    end
+  end
+end
+
 --- Converts a decoded Hugging Face config table into a model table.
 -- @tparam table cfg the decoded config.json
 -- @tparam string source file name used in error messages (and for the name)
@@ -2934,6 +2951,7 @@ function M.from_config(cfg, source, name)
   refuse_unmodelled(cfg, mt, source)
   local wrapped = M.wrapped_text(cfg, mt, source)
   if wrapped then return read_wrapped(cfg, wrapped, source, name) end
+  misspelt_type(mt, source)
   local moe_ok = M.MOE_BUILDER_REFUSES[mt] or false
   for _, t in ipairs(M.moe_supported) do moe_ok = moe_ok or t == mt end
   local key, n = moe_key(cfg)

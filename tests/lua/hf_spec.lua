@@ -408,6 +408,13 @@ describe("refusals", function()
     return r
   end
 
+  it("takes a misspelt supported type for a typo, not an unmodelled MoE", function()
+    for bad, good in pairs({ granite_moe = "granitemoe", dots_1 = "dots1", Qwen3MoE = "qwen3_moe" }) do
+      assert.are.equal(('m.json: model_type: unsupported model type; did you mean "%s"? (got "%s")'):format(good, bad),
+        err_of(hf.from_config, { model_type = bad, num_local_experts = 8, hidden_size = 64 }, "m.json"))
+    end
+  end)
+
   it("refuses an MoE of a type it cannot model, naming the key", function()
     local path = tmpfile("jetmoe.json", cjson.encode(with(base,
       { model_type = "jetmoe", num_local_experts = 40, num_experts_per_tok = 8 })))

@@ -264,8 +264,9 @@ end
 
 -- A file that differs says so where it quotes the estimate.
 local function mark_estimate(text, n)
+  local said = n == 1 and "1 line below says" or ("%d lines below say"):format(n)
   return (text:gsub("estimate %(framework ", ("estimate of the ranked job, which this file does not " ..
-    "build as estimated (%d lines below say where it differs; framework "):format(n), 1))
+    "build as estimated (%s where it differs; framework "):format(said), 1))
 end
 
 --- Norms in a Llama block: the two before attention and MLP

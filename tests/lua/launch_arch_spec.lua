@@ -356,4 +356,14 @@ describe("model fields of the architecture (issue 25)", function()
     assert.is_nil(flags["--rotary-base"])
     assert.truthy(table.concat(notes, "\n"):find("rope_theta 1000.5: --rotary-base takes an integer", 1, true))
   end)
+
+  -- Megatron's dropout probabilities are 0.1 each: with dropout on (the
+  -- framework's default here) the script says so, as a NOTE (the estimate
+  -- prices dropout on or off, not its probability)
+  it("dropout on: a NOTE that Megatron's default probabilities apply", function()
+    local _, notes = script(load("llama-3.1-8b"))
+    local text = table.concat(notes, "\n")
+    assert.truthy(text:find("NOTE: dropout is on: Megatron's default probabilities (--attention-dropout 0.1, " ..
+      "--hidden-dropout 0.1) apply", 1, true), text)
+  end)
 end)

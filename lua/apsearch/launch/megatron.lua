@@ -592,6 +592,11 @@ function M.render(c)
     -- cannot be CUDA-graphed with recompute)
     A("--attention-dropout", 0)
     A("--hidden-dropout", 0)
+  else
+    -- the estimate prices dropout on or off, not its probability: the
+    -- model's own probabilities are the user's to write
+    N("NOTE", "dropout is on: Megatron's default probabilities (--attention-dropout 0.1, --hidden-dropout 0.1) " ..
+      "apply; write your model's (a config may state only one of them, e.g. attention_dropout)")
   end
   if not m.tie_word_embeddings then A("--untie-embeddings-and-output-weights") end
   M.bias_args(c, A, N)

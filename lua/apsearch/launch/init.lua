@@ -275,11 +275,25 @@ end
 -- LLamaDecodeLayer).
 M.LLAMA_BLOCK_NORMS = 2
 
+--- Boolean model fields of a block a Llama builder does not build, and
+-- what each engine's note says of them.
+M.LLAMA_BLOCK_LACKS = {
+  { "parallel_attn_mlp", "attention and MLP in parallel on one normed input (Cohere2): the Llama block runs " ..
+    "them in sequence" },
+  { "mup_multipliers", "the embedding, residual, attention and logit multipliers (Granite, Cohere2): the Llama " ..
+    "model has none" },
+  { "rotary_interleaved", "interleaved RoPE pairs (rotary_interleaved, GLM-4): the Llama RoPE rotates the two " ..
+    "halves of each head" },
+  { "reordered_norm", "norms after attention and MLP (reordered_norm, OLMo 2): the Llama block normalises " ..
+    "their inputs" },
+}
+
 --- Weights of a model's block and output layer a Llama builder
 -- (TorchTitan's llama3, MindFormers' LlamaConfig) does not have: norms
 -- beyond the block's two (Gemma 2's and GLM-4's sandwich norms after
--- attention and MLP) and the output layer's bias (Phi-3.5-MoE's
--- lm_head_bias); each engine says so in a NOT EXPRESSIBLE line.
+-- attention and MLP), the output layer's bias (Phi-3.5-MoE's
+-- lm_head_bias) and M.LLAMA_BLOCK_LACKS; each engine says so in a NOT
+-- EXPRESSIBLE line.
 -- @tparam table m model
 -- @treturn table descriptions, one per feature (empty for Llama's block)
 function M.llama_block_features(m)
@@ -291,6 +305,9 @@ function M.llama_block_features(m)
   if m.lm_head_bias then
     out[#out + 1] = ("the output layer's bias (lm_head_bias, %s parameters): the Llama output layer has none; " ..
       "written without"):format(tostring(m.vocab_size))
+  end
+  for _, f in ipairs(M.LLAMA_BLOCK_LACKS) do
+    if m[f[1]] then out[#out + 1] = f[2] end
   end
   return out
 end

@@ -595,18 +595,6 @@ function M.render(c)
   end
   if m.mlp_bias then N("NOT EXPRESSIBLE in MindFormers", "MLP biases (LlamaConfig has none)") end
   if m.qk_norm then N("NOT EXPRESSIBLE in MindFormers", "Q/K norms (LlamaConfig has none)") end
-  if m.parallel_attn_mlp then
-    N("NOT EXPRESSIBLE in MindFormers", "attention and MLP in parallel (LlamaConfig runs them in sequence)")
-  end
-  if m.mup_multipliers then
-    N("NOT EXPRESSIBLE in MindFormers", "the embedding, residual, attention and logit multipliers (LlamaConfig has none)")
-  end
-  if m.rotary_interleaved then
-    N("NOT EXPRESSIBLE in MindFormers", "interleaved RoPE pairs (LlamaConfig rotates the two halves)")
-  end
-  if m.reordered_norm then
-    N("NOT EXPRESSIBLE in MindFormers", "norms after attention and MLP (LlamaConfig normalises their inputs)")
-  end
   if (m.sliding_window or 0) > 0 then
     N("NOT EXPRESSIBLE in MindFormers", "sliding-window attention (LlamaConfig attends to the whole sequence)")
   end

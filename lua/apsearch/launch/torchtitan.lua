@@ -333,22 +333,6 @@ function M.model_shape(m, seq, pp)
   if m.norm_bias then
     N("NOT EXPRESSIBLE in TorchTitan", "norm biases: RMSNorm.Config has none")
   end
-  if m.parallel_attn_mlp then
-    N("NOT EXPRESSIBLE in TorchTitan", "attention and MLP in parallel (Cohere2): HEAD's llama3 block runs them " ..
-      "in sequence")
-  end
-  if m.mup_multipliers then
-    N("NOT EXPRESSIBLE in TorchTitan", "the embedding, residual, attention and logit multipliers (Granite): " ..
-      "HEAD's llama3 model has none")
-  end
-  if m.rotary_interleaved then
-    N("NOT EXPRESSIBLE in TorchTitan", "interleaved RoPE pairs (rotary_interleaved, GLM-4): HEAD's RoPE rotates " ..
-      "the two halves of each head")
-  end
-  if m.reordered_norm then
-    N("NOT EXPRESSIBLE in TorchTitan", "norms after attention and MLP (reordered_norm): HEAD's llama3 block " ..
-      "normalises their inputs")
-  end
   if m.qk_norm then
     N("NOT WRITTEN", "qk-norm: HEAD's llama3 builder (_build_llama3_layers) passes no qk_norm " ..
       "(GQAttention.Config.qk_norm exists, the llama3 sharding is not written for it)")

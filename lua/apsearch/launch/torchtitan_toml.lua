@@ -168,10 +168,6 @@ function M.flavor(rel, m)
   if m.norm and m.norm ~= "rmsnorm" then D(tostring(m.norm) .. ": the flavours' is RMSNorm") end
   if m.norm_bias then D("norm biases: RMSNorm has none") end
   if m.qk_norm then D("qk-norm: the llama3 model has none") end
-  if m.parallel_attn_mlp then D("attention and MLP in parallel: the llama3 block runs them in sequence") end
-  if m.mup_multipliers then D("the embedding, residual, attention and logit multipliers: the llama3 model has none") end
-  if m.rotary_interleaved then D("interleaved RoPE pairs: the llama3 model rotates the two halves") end
-  if m.reordered_norm then D("norms after attention and MLP: the llama3 block normalises their inputs") end
   if (m.sliding_window or 0) > 0 then D("a sliding window: the llama3 model attends causally over the context") end
   if m.position_embedding and m.position_embedding ~= "rope" then
     D(tostring(m.position_embedding) .. " positions: the llama3 model applies RoPE")

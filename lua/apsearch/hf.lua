@@ -1520,7 +1520,10 @@ local function hunyuan(r, cfg, file, notes, moe)
   if moe then
     local f = m.ffn_hidden_size
     local E = uniform_int(cfg, "num_experts", 1, 1, file)
-    if E < 2 then util.fail(file, "num_experts", "expected at least 2 experts", cfg.num_experts) end
+    if E < 2 then
+      util.fail(file, "num_experts", "expected at least 2 experts" ..
+        (is_null(cfg.num_experts) and " (absent: HunYuanMoEV1Config's default is 1)" or ""), cfg.num_experts)
+    end
     local mf = uniform_int(cfg, "moe_intermediate_size", f, 1, file)
     if mf ~= f then
       util.fail(file, "moe_intermediate_size", ("expected intermediate_size = %d (transformers builds the experts " ..
@@ -2940,7 +2943,7 @@ end
 --   tower and projector (counted apart), else nil
 -- @raise `NotImplemented: <file>: MoE config (<key> = N) is not modelled; ...`
 --   for an MoE config; `<file>: model_type: unsupported model type ...` for an
---   unknown type; `<file>: <key>: required key is missing (got nil)` or a type
+--   unknown type; `<file>: <key>: required key is missing (got nothing)` or a type
 --   error naming the key.
 function M.from_config(cfg, source, name)
   source = source or "config.json"
@@ -3048,6 +3051,21 @@ function M.cache_snapshot(dir)
   return only
 end
 
+--- lua-cjson's error message with the line and column of the character it
+-- names ("... at character 588" -> "... at line 23, column 5 (character
+-- 588)"); unchanged when it names none.
+-- @tparam string msg the decoder's message
+-- @tparam string text the decoded text
+-- @treturn string
+function M.json_error_where(msg, text)
+  local n = tonumber(msg:match("at character (%d+)"))
+  if not n then return msg end
+  local before = text:sub(1, n - 1)
+  local line = select(2, before:gsub("\n", "")) + 1
+  local col = n - (before:match(".*()\n") or 0)
+  return (msg:gsub("at character %d+", ("at line %d, column %d (character %d)"):format(line, col, n)))
+end
+
 --- Reads and imports a Hugging Face config.json file, or the config.json
 -- of a snapshot directory (the model is then named after the directory).
 -- @tparam string path path of the config file
@@ -3072,7 +3090,7 @@ function M.load(path, name)
   end
   local ok, cfg = pcall(cjson.decode, text)
   if not ok then
-    error(string.format("%s: invalid JSON: %s", path, tostring(cfg)), 0)
+    error(string.format("%s: invalid JSON: %s", path, M.json_error_where(tostring(cfg), text)), 0)
   end
   return M.from_config(cfg, path, name)
 end

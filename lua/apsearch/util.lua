@@ -81,7 +81,7 @@ end
 -- @tparam string file the file (or `--set`, `--fix`) the bad value came from
 -- @tparam string field the dotted field path
 -- @tparam string problem what is wrong
--- @param[opt] got the offending value (described with `describe`)
+-- @param[opt] got the offending value (described with `describe`; nil: "nothing")
 -- @param[opt] has_got pass false to omit the `(got ...)` part
 -- @raise always: the formatted string
 function M.fail(file, field, problem, got, has_got)
@@ -89,7 +89,8 @@ function M.fail(file, field, problem, got, has_got)
   if has_got == false then
     msg = format("%s: %s: %s", file, field, problem)
   else
-    msg = format("%s: %s: %s (got %s)", file, field, problem, M.describe(got))
+    -- an absent value is said as such, not as Lua's nil
+    msg = format("%s: %s: %s (got %s)", file, field, problem, got == nil and "nothing" or M.describe(got))
   end
   error(msg, 0)
 end

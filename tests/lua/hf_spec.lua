@@ -433,10 +433,10 @@ describe("refusals", function()
     cfg.num_hidden_layers = nil
     local path = tmpfile("broken.json", cjson.encode(cfg))
     local e = err_of(hf.load, path)
-    assert.are.equal(path .. ": num_hidden_layers: required key is missing (got nil)", e)
+    assert.are.equal(path .. ": num_hidden_layers: required key is missing (got nothing)", e)
     local e2 = err_of(hf.from_config, { model_type = "gpt2", n_layer = 2, n_head = 2,
       vocab_size = 10, n_positions = 8 }, "g.json")
-    assert.are.equal("g.json: n_embd: required key is missing (got nil)", e2)
+    assert.are.equal("g.json: n_embd: required key is missing (got nothing)", e2)
   end)
 
   it("names the key and value of a wrong type", function()
@@ -462,6 +462,9 @@ describe("refusals", function()
     assert.truthy(err_of(hf.load, "/nonexistent/config.json"):find("/nonexistent/config.json: cannot read", 1, true))
     local path = tmpfile("bad.json", "{ not json")
     assert.truthy(err_of(hf.load, path):find(path .. ": invalid JSON", 1, true))
+    -- the decoder's character offset also as line and column (a trailing comma)
+    path = tmpfile("comma.json", '{\n  "a": 1,\n}\n')
+    assert.truthy(err_of(hf.load, path):find("at line 3, column 1 (character 13)", 1, true), err_of(hf.load, path))
   end)
 end)
 
@@ -723,7 +726,7 @@ describe("mixture-of-experts import", function()
     assert.truthy(err_of(hf.from_config, cfg, "d.json"):match("^d%.json: model%.experts_per_token: absurd size 300"))
     local q = cjson.decode(util_read(dir .. "/qwen1.5-moe-a2.7b.json"))
     q.shared_expert_intermediate_size = nil
-    assert.are.equal("q.json: shared_expert_intermediate_size: required key is missing (got nil)",
+    assert.are.equal("q.json: shared_expert_intermediate_size: required key is missing (got nothing)",
       err_of(hf.from_config, q, "q.json"))
     q.shared_expert_intermediate_size, q.mlp_only_layers = 5632, { 24 }
     assert.are.equal("q.json: mlp_only_layers[1]: expected a layer index in [0, 24) (got 24)",

@@ -97,7 +97,7 @@ describe("nemotron_h: bad values exit 2 naming file, key and value", function()
   local cases = {
     { "hybrid_override_pattern", "M-X", 'hybrid_override_pattern: character 3 is not M, *, - or E (got "M-X")' },
     { "hybrid_override_pattern", (PATTERN:gsub("%-", "E", 1)), "n_routed_experts: required key is missing " ..
-      "(the pattern has E (MoE) layers) (got nil)" },
+      "(the pattern has E (MoE) layers) (got nothing)" },
     { "moe_latent_size", 1024, 'NotImplemented: %s: moe_latent_size: latent MoE (E) layers are not modelled ' ..
       '(got 1024)', nil, MOE },
     { "n_shared_experts", 2, "n_shared_experts: expected 1 (one shared expert of " ..

@@ -811,7 +811,7 @@ describe("2025-26 families: refusals name what is not modelled", function()
         err_of(hf.from_config, bad, "m.json"))
     end
     bad.text_config.rope_parameters = { type = "yarn", rope_theta = 1e6 }
-    assert.are.equal("m.json: text_config: rope_parameters: factor: required key is missing (got nil)",
+    assert.are.equal("m.json: text_config: rope_parameters: factor: required key is missing (got nothing)",
       err_of(hf.from_config, bad, "m.json"))
     assert.is_nil(m.moe_router_pre_softmax)
     assert.truthy(info.notes[2]:find("mtp.*, 1 layer) is not loaded by transformers", 1, true))

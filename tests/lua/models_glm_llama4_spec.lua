@@ -169,7 +169,7 @@ describe("glm4_moe: bad values exit 2 naming file, key and value", function()
   it("requires n_shared_experts, which Glm4MoeMoE always builds from", function()
     local cfg = decoded("glm-4.5-air")
     cfg.n_shared_experts = nil
-    assert.are.equal("g.json: n_shared_experts: required key is missing (got nil)",
+    assert.are.equal("g.json: n_shared_experts: required key is missing (got nothing)",
       err_of(hf.from_config, cfg, "g.json"))
   end)
 

@@ -49,7 +49,7 @@ describe("phimoe: what sparsemixer and PhimoeConfig require", function()
   it("refuses a rope_scaling without number short_mscale and long_mscale (PhimoeConfig's TypeError)", function()
     local cfg = phimoe()
     cfg.rope_scaling.long_mscale = nil
-    assert.are.equal("p.json: rope_scaling: long_mscale: expected a number (PhimoeConfig requires it) (got nil)",
+    assert.are.equal("p.json: rope_scaling: long_mscale: expected a number (PhimoeConfig requires it) (got nothing)",
       err_of(hf.from_config, cfg, "p.json"))
     cfg.rope_scaling.long_mscale, cfg.rope_scaling.short_mscale = 1.2, "1.2"
     assert.are.equal('p.json: rope_scaling: short_mscale: expected a number (PhimoeConfig requires it) (got "1.2")',
@@ -135,7 +135,7 @@ describe("transformers-5 rope_parameters", function()
       err_of(hf.from_config, olmo3({ full_attention = f }), "o.json"))
     f = full()
     f.factor = nil
-    assert.are.equal("o.json: rope_parameters.full_attention: factor: required key is missing (got nil)",
+    assert.are.equal("o.json: rope_parameters.full_attention: factor: required key is missing (got nothing)",
       err_of(hf.from_config, olmo3({ full_attention = f }), "o.json"))
     f = full()
     f.partial_rotary_factor = 2

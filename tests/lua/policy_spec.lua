@@ -121,10 +121,10 @@ describe("policy validation", function()
   it("names a missing global batch or sequence length as missing, not as 0", function()
     local raw = base()
     raw.training = nil
-    assert.are.equal("policy.lua: training.global_batch_size: required field is missing (got nil)",
+    assert.are.equal("policy.lua: training.global_batch_size: required field is missing (got nothing)",
       err_of(norm, raw))
     raw.training = { global_batch_size = 64 }
-    assert.are.equal("policy.lua: training.seq_length: required field is missing (got nil)", err_of(norm, raw))
+    assert.are.equal("policy.lua: training.seq_length: required field is missing (got nothing)", err_of(norm, raw))
     -- a probe of the model and cluster alone (the built policy's) needs neither
     raw.training = nil
     assert.are.equal(8, norm(raw, { partial = true }).cluster.num_devices)
@@ -188,7 +188,7 @@ describe("policy validation", function()
         "policy.lua: objective: expected " .. table.concat(require("apsearch.objectives").names, ", ") ..
         ', an objective file (.lua), an objective table or a function(a, b) (got "fastest")' },
       { function(r) r.model = "llama-9" end, nil },
-      { function(r) r.cluster = nil end, "policy.lua: cluster: required field is missing (got nil)" },
+      { function(r) r.cluster = nil end, "policy.lua: cluster: required field is missing (got nothing)" },
       { function(r) r.search_space.tp_degree = { min = 8, max = 1 } end,
         "policy.lua: search_space.tp_degree.max: must be >= min = 8 (got 1)" },
       { function(r) r.search_space.tp_degree = {} end,

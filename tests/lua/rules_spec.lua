@@ -92,7 +92,7 @@ describe("rule loader", function()
       assert.is_false(ok)
       return e
     end
-    assert.are.equal("my_rule.lua: check: required field is missing (got nil)", err({ name = "x" }))
+    assert.are.equal("my_rule.lua: check: required field is missing (got nothing)", err({ name = "x" }))
     assert.are.equal("my_rule.lua: chek: unknown field (got 1)", H.plain(err({ name = "x", check = print, chek = 1 })))
     assert.truthy(err({ name = "x", check = print, chek = 1 }):find('did you mean "check"?', 1, true))
     assert.are.equal('my_rule.lua: code: expected an upper-case code like MY_RULE (got "bad code")',

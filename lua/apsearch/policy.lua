@@ -496,6 +496,13 @@ function Norm:model(v)
   local model, source, info
   local function load_ref(ref, path)
     if pathish(ref) then
+      -- a config path that is not there: the nearest file names beside it
+      if not lfs.attributes(ref) then
+        local base = {}
+        for i, f in ipairs(M.files_beside(ref)) do base[i] = f:match("[^/]*$") end
+        local near = suggest.did_you_mean(ref:match("[^/]*$"), base)
+        if near then error(("%s: cannot read config: no such file; %s"):format(ref, near), 0) end
+      end
       local m, i = hf.load(ref)
       return m, (hf.config_path(ref)), i
     end

@@ -80,6 +80,10 @@ describe("model names", function()
     err = err_of(norm, raw)
     assert.truthy(err:find('unknown model preset; did you mean', 1, true), err)
     assert.truthy(err:find('"llama-3.1-70b"', 1, true), err)
+    -- a config path with a typo: the file meant, beside it
+    raw.model = dir .. "/Qwen3-32B.json"
+    assert.are.equal(dir .. '/Qwen3-32B.json: cannot read config: no such file; did you mean "qwen3-32b.json"?',
+      err_of(norm, raw))
   end)
 end)
 

@@ -998,8 +998,12 @@ function M.from_table(raw, file, opts)
     p.search_space = n:search_space(space)
     p.search_space.default = true
     local whose = opts.built and "no policy file" or (file .. " has no search_space")
+    -- an MoE model's expert parallelism is searched without a listed
+    -- dimension (space.lua: the divisors of the expert count that fit)
+    local ep = (p.model.num_experts or 0) > 0 and not p.search_space.dims.ep_degree and
+      (", ep_degree = {divisors of the %d experts that fit a stage}"):format(p.model.num_experts) or ""
     p.warnings[#p.warnings + 1] = "note: " .. whose .. "; " .. M.DEFAULT_SPACE_NOTE .. ": " ..
-      M.describe_space(p.search_space)
+      M.describe_space(p.search_space) .. ep
   else
     p.search_space = n:search_space(raw.search_space)
   end

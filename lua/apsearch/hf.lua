@@ -1573,6 +1573,18 @@ function builders.olmo2(r, cfg, file, notes)
   return m
 end
 
+-- A window of `sliding_window` (null: none) on the sliding_attention
+-- layers of `layer_types`, else on every layer but each k-th, and no RoPE
+-- on the global layers (EXAONE 4, Cohere2: "global NoPE",
+-- nope_layer_period the window's period).
+local function global_nope_window(m, r, cfg, file, k)
+  if is_null(cfg.sliding_window) then return end
+  local L = m.num_layers
+  window_on(m, r, sliding_layer_count(cfg, L, file) or (L - L // k))
+  set_window_period(m, cfg, k)
+  if m.sliding_window and m.sliding_window_period then m.nope_layer_period = m.sliding_window_period end
+end
+
 --- Cohere2Config's defaults of the keys read here (transformers
 -- configuration_cohere2.py).
 M.COHERE2_DEFAULTS = { sliding_window = 4096, sliding_window_pattern = 4, tie_word_embeddings = true,
@@ -1595,13 +1607,7 @@ function builders.cohere2(r, cfg, file, notes)
   m.norm, m.norm_bias, m.parallel_attn_mlp, m.mup_multipliers = "layernorm", false, true, true
   local ab = r.bool("attention_bias", false)
   m.qkv_bias, m.attn_out_bias = ab, ab
-  local k = config_int(c.sliding_window_pattern, 1, file, "sliding_window_pattern")
-  local L = m.num_layers
-  if not is_null(c.sliding_window) then
-    window_on(m, r, sliding_layer_count(c, L, file) or (L - L // k))
-    set_window_period(m, c, k)
-    if m.sliding_window and m.sliding_window_period then m.nope_layer_period = m.sliding_window_period end
-  end
+  global_nope_window(m, r, c, file, config_int(c.sliding_window_pattern, 1, file, "sliding_window_pattern"))
   note(notes, file, "logit_scale %s multiplies the logits: a constant, not priced", util.describe(positive(c,
     "logit_scale", file)))
   return m
@@ -1630,13 +1636,7 @@ function builders.exaone4(r, cfg, file, notes)
   local k = cfg.sliding_window_pattern
   if type(k) == "string" and k:match("^L*G$") then k = #k end
   if is_null(k) then k = M.EXAONE4_PATTERN end
-  k = config_int(k, 1, file, "sliding_window_pattern")
-  local L = m.num_layers
-  if not is_null(cfg.sliding_window) then
-    window_on(m, r, sliding_layer_count(cfg, L, file) or (L - L // k))
-    set_window_period(m, cfg, k)
-    if m.sliding_window and m.sliding_window_period then m.nope_layer_period = m.sliding_window_period end
-  end
+  global_nope_window(m, r, cfg, file, config_int(k, 1, file, "sliding_window_pattern"))
   return m
 end
 

@@ -638,25 +638,15 @@ end
 ------------------------------------------------------------------------ run
 
 --- The worker processes of `run`: `--jobs N`, else one per core the
--- process may run on (apsearch.core.ncpu).  candidates.csv is written in
--- enumeration order by one process: with it, the default is 1 and more
--- is refused.
+-- process may run on (apsearch.core.ncpu).
 -- @tparam[opt] string text the --jobs value
--- @tparam boolean streamed candidates.csv is written
 -- @treturn integer
--- @raise `--jobs: jobs: must be an integer >= 1 (got ...)`, or `must be 1
---   with --candidates all or feasible (candidates.csv is written by one
---   process)`
-function M.jobs_option(text, streamed)
-  if text == nil then return streamed and 1 or require("apsearch.core").ncpu() end
+-- @raise `--jobs: jobs: must be an integer >= 1 (got ...)`
+function M.jobs_option(text)
+  if text == nil then return require("apsearch.core").ncpu() end
   local n = tonumber(text)
   if not util.is_integer(n) or n < 1 then util.fail("--jobs", "jobs", "must be an integer >= 1", text) end
-  n = math.tointeger(n)
-  if n > 1 and streamed then
-    util.fail("--jobs", "jobs", "must be 1 with --out and --candidates all or feasible " ..
-      "(candidates.csv is written by one process; --candidates none searches on every core)", text)
-  end
-  return n
+  return math.tointeger(n)
 end
 
 local function cmd_run(args)
@@ -666,7 +656,7 @@ local function cmd_run(args)
   c:option("--fix=DIM=VALUE", "pin a search dimension, e.g. tp_degree=8 or tp_degree=4,8 (repeatable)", {})
   c:option("--out=DIR", "write result.json, result.csv, candidates.csv, report.html and launch/ into DIR")
   c:option("--candidates=MODE", "rows of DIR/candidates.csv: all, feasible (default) or none (no file)")
-  c:option("--jobs=N", "worker processes of the search (default: one per core; 1 when writing candidates.csv)")
+  c:option("--jobs=N", "worker processes of the search (default: one per core)")
   c:option("--baseline=FILE", "a previous result.json, or a result-set directory holding one (an --out DIR): report what changed in the inputs and the top-k")
   c:option("--echarts=FILE", "echarts.min.js to inline in report.html (default: the one the build fetched; 'none': tables only)")
   c:option("--rules=FILE", "add a constraint rule file (docs/writing-rules.md; repeatable)", {})
@@ -742,9 +732,9 @@ local function cmd_run(args)
       util.fail("--out", "dir", "cannot write candidates.csv: " .. tostring(serr), dir)
     end
     writer = require("apsearch.format.csv").candidate_writer(stream.write, cand_mode,
-      p.training and p.training.global_batch_size)
+      p.training and p.training.global_batch_size, stream.tmpfile and stream)
   end
-  local jobs = M.jobs_option(opts.jobs, writer ~= nil)
+  local jobs = M.jobs_option(opts.jobs)
   -- chart 7's sample of feasible points only for the report (--out) or a
   -- formatter that may draw it: without them it is the bulk of what the
   -- workers of --jobs send back (a strategy a point, up to 4,000 points)

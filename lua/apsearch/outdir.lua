@@ -446,7 +446,11 @@ function Set:file(rel) return util.join_path(self.path, rel) end
 -- the search runs, e.g. candidates.csv); listed in the manifest.
 -- @tparam string rel path inside the set
 -- @treturn table|nil `{write = function(text), close = function() -> ok,
---   err}`: `write` raises on an error; `close` closes and fsyncs
+--   err, tmpfile, copy}` (the last two with the core): `write` raises on
+--   an error; `close` closes and
+--   fsyncs; `tmpfile()` an unnamed file in the set directory (an fd;
+--   apsearch.core.fd_tmpfile) and `copy(fd, offset, n)` appends a range of
+--   one (apsearch.core.fd_copy), for rows written by worker processes
 -- @treturn string|nil the error
 function Set:stream(rel)
   local rok, rerr = self:record({ rel })
@@ -464,6 +468,13 @@ function Set:stream(rel)
     local ok, cerr = f:close()
     if not ok then return nil, cerr end
     return sync(p)
+  end
+  -- a file with no name in the set directory (parts written elsewhere,
+  -- then copied in: candidates.csv's rows from worker processes), and
+  -- the copy of bytes offset..offset+n-1 of one after what was written
+  if core then
+    function s.tmpfile() return core.fd_tmpfile(self.path) end
+    function s.copy(fd, offset, n) return core.fd_copy(fd, offset, n, f) end
   end
   return s
 end

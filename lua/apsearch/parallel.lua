@@ -61,6 +61,9 @@ function M.serialize(v)
   -- the text of each string met (they repeat: field values); numbers are
   -- not kept (1 and 1.0, 0.0 and -0.0 are one key of a table)
   local seen = {}
+  -- the text of each string key met, with its "=" (field names repeat
+  -- in every strategy and entry)
+  local keys = {}
   local function scalar(x)
     local t = type(x)
     if t == "string" then
@@ -99,11 +102,16 @@ function M.serialize(v)
     for key, val in pairs(x) do
       if not (math.type(key) == "integer" and key >= 1 and key <= len) then
         n = n + 1
-        if type(key) == "string" and not RESERVED[key] and key:match("^[%a_][%w_]*$") then
-          out[n] = key .. "="
-        else
-          out[n] = "[" .. scalar(key) .. "]="
+        local kt = type(key) == "string" and keys[key]
+        if not kt then
+          if type(key) == "string" and not RESERVED[key] and key:match("^[%a_][%w_]*$") then
+            kt = key .. "="
+          else
+            kt = "[" .. scalar(key) .. "]="
+          end
+          if type(key) == "string" then keys[key] = kt end
         end
+        out[n] = kt
         put(val)
         n = n + 1
         out[n] = ","
@@ -130,13 +138,17 @@ local function error_text(e)
   return util.describe(e)
 end
 
--- a worker: takes tasks from fd `tasks` until none is left, sends frames
--- on fd `out`; never returns
-local function worker_main(opts, tasks, out)
+-- worker number i: takes tasks from fd `tasks` until none is left, sends
+-- frames on fd `out`; never returns
+local function worker_main(opts, i, tasks, out)
   local function send(kind, task, payload)
-    assert(core.fd_write(out, string.pack(HEADER, kind, task, #payload) .. payload))
+    -- (two writes, not a copy of a large payload: only this worker
+    -- writes to its pipe)
+    assert(core.fd_write(out, string.pack(HEADER, kind, task, #payload)))
+    assert(core.fd_write(out, payload))
   end
   local ok, err = pcall(function()
+    if opts.start then opts.start(i) end
     while true do
       local s = assert(core.fd_read(tasks, TASK_SIZE))
       if s == "" then break end
@@ -174,8 +186,8 @@ local function read_exactly(fd, n)
   return table.concat(parts)
 end
 
--- forks one worker; returns its pid and the read end of its pipe
-local function start_worker(opts, tasks, others)
+-- forks worker number i; returns its pid and the read end of its pipe
+local function start_worker(opts, i, tasks, others)
   local r, w = assert(core.pipe())
   local sandbox = require "apsearch.sandbox"
   io.stdout:flush()
@@ -185,7 +197,7 @@ local function start_worker(opts, tasks, others)
   if pid == 0 then
     core.fd_close(r)
     for _, fd in ipairs(others) do core.fd_close(fd) end
-    worker_main(opts, tasks, w)
+    worker_main(opts, i, tasks, w)
   end
   core.fd_close(w)
   if not pid then
@@ -245,6 +257,7 @@ end
 --   `jobs` (workers, >= 1), `tasks` (1..M.max_tasks);
 --   `work(task, report)` (in a worker: the task's value; `report(done)`
 --   tells the parent how much of the task is done, a count);
+--   `start(i)` (in worker number i, 1..jobs, before its first task);
 --   `finish()` (in a worker, after its last task: its final value);
 --   `on_result(task, value)` (in the parent, in task order);
 --   `on_finish(value)` (in the parent, once per worker, in any order);
@@ -261,7 +274,7 @@ function M.run(opts)
   core.fd_close(tw)
   local pids, fds = {}, {}
   local ok, err = pcall(function()
-    for i = 1, opts.jobs do pids[i], fds[i] = start_worker(opts, tr, fds) end
+    for i = 1, opts.jobs do pids[i], fds[i] = start_worker(opts, i, tr, fds) end
   end)
   core.fd_close(tr)
   local failure

@@ -329,12 +329,14 @@ end
 --   candidate (`all`, in enumeration order, the fast path's pruned blocks
 --   walked) or every feasible one, as it is decided; `entry` is its reason
 --   (`{code, phase, ...}`, nil when feasible), step time and peak memory
---   nil when filtered early; `cand` is reused: copy it to keep it);
+--   nil when filtered early; `cand` is reused: copy it to keep it; with
+--   `jobs` > 1 a sink without `split` (format.csv.candidate_writer's
+--   `out`) makes the walk one process's);
 --   `scatter_points` (default M.scatter_points; 0: no sample, an empty
 --   `result.scatter` -- what runs that write no report pass); `jobs` (default 1: the
 --   walk in this process; N: split across N worker processes, at most one
 --   per `min_chunk` candidates, default M.min_chunk_candidates -- the
---   result is the same; not with `candidates`); `timeline_max_ops`
+--   result is the same, candidates' rows included); `timeline_max_ops`
 --   (default M.timeline_max_ops; 0: no timeline), `timeline_ops_per_rank`
 --   (default M.timeline_ops_per_rank)
 -- @treturn table the result (shared/design/OUTPUTS.md, docs/outputs.md):
@@ -344,8 +346,7 @@ end
 --   inputs; and `scatter`, chart 7's points (not JSON; see M.scatter_mt)
 -- @raise on a core refusal of the inputs (see `context`) or an error raised
 --   by a rule or objective function (with `jobs`, the one the walk meets
---   first); `search: candidates are streamed ... by one job only` with
---   `jobs` > 1 and `candidates`; `search: worker process N was killed
+--   first); `search: worker process N was killed
 --   by signal S before it finished`
 function M.run(policy, opts)
   opts = opts or {}
@@ -802,9 +803,10 @@ function M.run(policy, opts)
 
   local t_loop = wall_clock()
   local jobs = M.jobs_for(opts.jobs, space_size, opts.min_chunk)
-  if jobs > 1 and sink then
-    error("search: candidates are streamed in enumeration order by one job only (got jobs = " .. jobs .. ")", 0)
-  end
+  -- candidates.csv's rows split across workers need a writer that can
+  -- take them back (format.csv.candidate_writer with `out`)
+  if sink and not sink.split then jobs = 1 end
+  state_io.sink = sink
   if jobs > 1 then
     M.walk_parallel(jobs, space_size, progress, walk, state_io, opts.min_chunk)
     reasons = merge.reasons(summary)
@@ -1082,7 +1084,11 @@ end
 -- processes (apsearch.parallel): each worker runs `walk(first, last,
 -- progress)` on the chunks it takes, in order, into one state, which the
 -- parent takes once the worker is done (`io.worker_state` in the worker,
--- `io.absorb_worker` in the parent).
+-- `io.absorb_worker` in the parent).  With a candidates sink
+-- (`io.sink`, format.csv.candidate_writer with `out`) each worker writes
+-- its chunks' rows to a temporary file of its own and the parent copies
+-- them into candidates.csv in enumeration order: the file is the one
+-- walk's, byte for byte.
 -- @tparam integer jobs workers (>= 2)
 -- @tparam integer space_size candidates
 -- @tparam[opt] function progress `progress(done, space_size)`
@@ -1092,20 +1098,26 @@ end
 -- @raise a worker's error (the one of the earliest chunk), or
 --   `search: worker process N was killed by signal S before it finished`
 function M.walk_parallel(jobs, space_size, progress, walk, io, min_chunk)
+  local sink = io.sink
   local starts = M.chunk_starts(jobs, space_size, min_chunk or M.min_chunk_candidates)
-  require("apsearch.parallel").run({
+  if sink then sink.split(jobs) end
+  local ok, err = pcall(require("apsearch.parallel").run, {
     jobs = jobs, tasks = #starts - 1,
+    start = sink and sink.worker,
     work = function(c, report)
       local first, last = starts[c], starts[c + 1] - 1
+      local from = sink and sink.task_begin()
       walk(first, last, function(index) report(index - first + 1) end)
       report(last - first + 1)
-      return true
+      return sink and sink.task_end(from) or true
     end,
     finish = io.worker_state,
-    on_result = function() end,
+    on_result = sink and function(_, share) sink.take(share) end or function() end,
     on_finish = io.absorb_worker,
     progress = progress and function(done) progress(done, space_size) end,
   })
+  if sink then sink.close_split() end
+  if not ok then error(err, 0) end
 end
 
 local function all_of(list, pred)

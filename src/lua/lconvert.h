@@ -55,8 +55,9 @@ int apsl_read_regular(lua_State *L);
  *  (lfsync.c). */
 int apsl_write_synced(lua_State *L);
 /** core.ncpu, pipe, fork, fd_read, fd_write, fd_close, poll, waitpid,
- *  kill and exit_now (lproc.c, each documented there): the worker
- *  processes of `apsearch run --jobs N` (lua/apsearch/parallel.lua). */
+ *  kill, exit_now, fd_tmpfile, fd_pread and fd_copy (lproc.c, each
+ *  documented there): the worker processes of `apsearch run --jobs N`
+ *  (lua/apsearch/parallel.lua) and their shares of candidates.csv. */
 int apsl_ncpu(lua_State *L);
 int apsl_pipe(lua_State *L);
 int apsl_fork(lua_State *L);
@@ -67,6 +68,9 @@ int apsl_poll(lua_State *L);
 int apsl_waitpid(lua_State *L);
 int apsl_kill(lua_State *L);
 int apsl_exit_now(lua_State *L);
+int apsl_fd_tmpfile(lua_State *L);
+int apsl_fd_pread(lua_State *L);
+int apsl_fd_copy(lua_State *L);
 /** core.csv_rows (lcsvrows.c, documented there): the row buffer of
  *  candidates.csv; apsl_csv_rows_register makes its metatable. */
 int apsl_csv_rows(lua_State *L);

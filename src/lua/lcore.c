@@ -768,6 +768,9 @@ static const luaL_Reg module_funcs[] = {
     {"waitpid", apsl_waitpid},
     {"kill", apsl_kill},
     {"exit_now", apsl_exit_now},
+    {"fd_tmpfile", apsl_fd_tmpfile},
+    {"fd_pread", apsl_fd_pread},
+    {"fd_copy", apsl_fd_copy},
     {"csv_rows", apsl_csv_rows},
     {"json_encode", apsl_json_encode},
     {NULL, NULL}
@@ -816,7 +819,7 @@ static const char *perf_name(int i)
  *   rename_noreplace, rename_exchange, chmod, read_regular, write_synced
  *   (lfsync.c);
  *   ncpu, pipe, fork, fd_read, fd_write, fd_close, poll, waitpid, kill,
- *   exit_now (lproc.c); csv_rows, the row buffer of candidates.csv
+ *   exit_now, fd_tmpfile, fd_pread, fd_copy (lproc.c); csv_rows, the row buffer of candidates.csv
  *   (lcsvrows.c); json_encode, the JSON text of a result (ljson.c);
  *   version: the CMake project version (APS_VERSION);
  *   MAX_STAGES: largest pp_degree (APS_MAX_STAGES);

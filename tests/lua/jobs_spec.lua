@@ -195,20 +195,109 @@ return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
       assert.are.equal(errs[1], errs[3])
     end)
 
-    it("refuses --jobs > 1 with candidates.csv, and a bad --jobs", function()
+    it("refuses a bad --jobs; --out with candidates.csv searches on worker processes too", function()
       local dir = h.tmpdir()
-      local code, _, err = h.apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--jobs", "2",
-        "--out", dir .. "/o")
-      assert.are.equal(2, code)
-      assert.truthy(err:find("--jobs: jobs: must be 1 with --out and --candidates all or feasible", 1, true), err)
       for _, bad in ipairs({ "0", "-1", "1.5", "many" }) do
-        code, _, err = h.apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--jobs", bad)
+        local code, _, err = h.apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--jobs", bad)
         assert.are.equal(2, code)
         assert.truthy(err:find("--jobs: jobs: must be an integer >= 1", 1, true), err)
       end
-      code = h.apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--jobs", "2", "--candidates", "none",
-        "--out", dir .. "/n")
-      assert.are.equal(0, code)
+      for _, mode in ipairs({ "none", "feasible" }) do
+        local code = h.apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--jobs", "2", "--candidates", mode,
+          "--out", dir .. "/" .. mode)
+        assert.are.equal(0, code)
+      end
+    end)
+  end)
+
+  -- candidates.csv written by worker processes: each chunk's rows sent to
+  -- the parent, which writes them in enumeration order (parallel.lua "D"
+  -- frames, held while a chunk before them runs)
+  describe("candidates.csv with jobs = 2 and 3 is the one walk's, byte for byte", function()
+    local csv = require "apsearch.format.csv"
+    local function rows(file, mode, jobs)
+      local text = csv.candidates_of(policy.load(example(file)), mode, { jobs = jobs, min_chunk = 1 })
+      return text
+    end
+    for _, c in ipairs({ { "llama3_8b_h100.lua", "all" }, { "llama3_8b_h100.lua", "feasible" },
+                         { "mixtral_8x7b_h100.lua", "all" } }) do
+      it(c[1] .. ", " .. c[2], function()
+        local one = rows(c[1], c[2], 1)
+        local n = select(2, one:gsub("\n", ""))
+        assert.is_true(n > 2, "rows")
+        assert.are.equal(one, rows(c[1], c[2], 2))
+        assert.are.equal(one, rows(c[1], c[2], 3))
+      end)
+    end
+
+    it("when the parent holds no output (max_held_bytes = 0): every worker waits its turn", function()
+      local saved = parallel.max_held_bytes
+      parallel.max_held_bytes = 0
+      local ok, err = pcall(function()
+        local one = rows("llama3_8b_h100.lua", "all", 1)
+        assert.are.equal(one, rows("llama3_8b_h100.lua", "all", 3))
+      end)
+      parallel.max_held_bytes = saved
+      assert(ok, err)
+    end)
+
+    it("counts the rows the workers wrote (result.candidates_csv.rows)", function()
+      local dir = h.tmpdir()
+      for _, j in ipairs({ "1", "2" }) do
+        local code = h.apsearch("run", "examples/llama3_70b_h100_1024_sweep.lua", "--quiet", "--jobs", j,
+          "--candidates", "all", "--echarts", "none", "--out", dir .. "/j" .. j)
+        assert.are.equal(0, code)
+        local r = require("cjson").decode(h.read(dir .. "/j" .. j .. "/result.json"))
+        -- every candidate of the sweep's space, one row each
+        assert.are.equal(r.all_candidate_summary.generated, r.candidates_csv.rows)
+        assert.are.equal(122580, r.candidates_csv.rows)
+      end
+      assert.are.equal(h.read(dir .. "/j1/candidates.csv"), h.read(dir .. "/j2/candidates.csv"))
+    end)
+  end)
+
+  -- the calls candidates.csv's split rows use (src/lua/lproc.c)
+  describe("core.fd_tmpfile, fd_pread and fd_copy", function()
+    local core = require "apsearch.core"
+    it("an unnamed file: written, read back by range, copied after a file's own text", function()
+      local dir = h.tmpdir()
+      local fd = assert(core.fd_tmpfile(dir))
+      -- nothing named in the directory
+      local names = {}
+      for n in require("lfs").dir(dir) do if n ~= "." and n ~= ".." then names[#names + 1] = n end end
+      assert.are.same({}, names)
+      assert(core.fd_write(fd, "0123456789abcdef"))
+      assert.are.equal("3456", core.fd_pread(fd, 3, 4))
+      -- at the end: fewer bytes; past it: none
+      assert.are.equal("ef", core.fd_pread(fd, 14, 4))
+      assert.are.equal("", core.fd_pread(fd, 40, 4))
+      local path = dir .. "/out.csv"
+      local f = assert(io.open(path, "wb"))
+      f:write("head,")           -- buffered: fd_copy flushes it first
+      assert(core.fd_copy(fd, 10, 6, f))
+      f:write(",tail")
+      assert(core.fd_copy(fd, 0, 3, f))
+      f:close()
+      assert.are.equal("head,abcdef,tail012", h.read(path))
+      core.fd_close(fd)
+    end)
+
+    it("a range past the file's end, a closed file or a bad argument is an error", function()
+      local dir = h.tmpdir()
+      local fd = assert(core.fd_tmpfile(dir))
+      assert(core.fd_write(fd, "abc"))
+      local f = assert(io.open(dir .. "/o", "wb"))
+      local ok, msg = core.fd_copy(fd, 2, 5, f)
+      assert.is_nil(ok)
+      assert.truthy(tostring(msg):find("copy", 1, true), msg)
+      f:close()
+      assert.has_error(function() core.fd_copy(fd, 0, 1, f) end)
+      assert.has_error(function() core.fd_copy(fd, -1, 1, io.stdout) end)
+      assert.has_error(function() core.fd_pread(fd, 0, (1 << 20) + 1) end)
+      local nfd, err = core.fd_tmpfile(dir .. "/missing")
+      assert.is_nil(nfd)
+      assert.truthy(tostring(err):find("tmpfile", 1, true), err)
+      core.fd_close(fd)
     end)
   end)
 

@@ -134,13 +134,25 @@ M.stream_rows = 4096
 -- strategy cell spelt once here (strategy_cell) per distinct value and
 -- the values its spelling reads (format.common.field_reads).  Memory
 -- stays bounded whatever the number of candidates.
+--
+-- With `out`, the search may run on worker processes (`--jobs`): the
+-- parent opens one unnamed temporary file per worker (`split`), each
+-- worker appends its chunks' rows to its own (`worker`, `task_begin`,
+-- `task_end`: the byte range and rows of a chunk), and the parent copies
+-- each chunk's range into the file in enumeration order (`take`), so the
+-- file is the one walk's, byte for byte.
 -- @tparam function write `write(text)`; its errors propagate
 -- @tparam string mode `all` or `feasible`
 -- @tparam[opt] integer gbs global batch size (sequences), to spell out a
 --   micro_batch_num left to the search as the derived count
+-- @tparam[opt] table out `{tmpfile = function() -> fd | nil, err, copy =
+--   function(fd, offset, bytes) -> true | nil, err}`: a temporary file
+--   beside the output, and the copy of a range of one into it (after
+--   what `write` wrote)
 -- @treturn table sink `{mode, row = function(index, entry, step, mem,
---   cand), finish = function() -> rows written}`
-function M.candidate_writer(write, mode, gbs)
+--   cand), finish = function() -> rows written}`, and with `out` split,
+--   worker, task_begin, task_end, take and close_split (above)
+function M.candidate_writer(write, mode, gbs, out)
   assert(mode == "all" or mode == "feasible", "candidate_writer: mode all or feasible")
   write(table.concat(M.candidate_columns(), ",") .. "\n")
   local rows_c = require("apsearch.core").csv_rows(STRATEGY, common.field_reads,
@@ -148,6 +160,7 @@ function M.candidate_writer(write, mode, gbs)
   local rows, bn = 0, 0
   local FULL = M.stream_rows
   local put = rows_c.row
+  local target = write
   -- the status, phase and reason cells of a reason's entry
   local heads = setmetatable({}, { __mode = "k" })
   local function row(index, e, st, mem, cand)
@@ -162,20 +175,71 @@ function M.candidate_writer(write, mode, gbs)
     put(rows_c, index, head, st, mem, cand)
     bn = bn + 1
     if bn == FULL then
-      write((rows_c:take()))
+      target((rows_c:take()))
       rows = rows + bn
       bn = 0
     end
   end
   local function finish()
     if bn > 0 then
-      write((rows_c:take()))
+      target((rows_c:take()))
       rows = rows + bn
       bn = 0
     end
     return rows
   end
-  return { mode = mode, row = row, finish = finish }
+  local sink = { mode = mode, row = row, finish = finish }
+  if out then M.add_split(sink, out, function(to) target = to end,
+    function() return finish() end, function(n) rows = n end) end
+  return sink
+end
+
+--- The worker side of a candidates writer (see candidate_writer).
+-- @tparam table sink the writer
+-- @tparam table out `{tmpfile, copy}`
+-- @tparam function retarget `retarget(write)`: where rows go from now on
+-- @tparam function flush `flush() -> rows written since the last reset`
+-- @tparam function reset `reset(n)`: sets the rows written
+function M.add_split(sink, out, retarget, flush, reset)
+  local core = require "apsearch.core"
+  local files, mine, at = {}, nil, 0
+  local function check(ok, err)
+    if not ok then error("cannot write candidates.csv: " .. tostring(err), 0) end
+    return ok
+  end
+  -- opens one temporary file per worker (in the parent, before the fork)
+  function sink.split(jobs)
+    for i = 1, jobs do files[i] = check(out.tmpfile()) end
+  end
+  -- in worker i: rows go to its file
+  function sink.worker(i)
+    mine = i
+    retarget(function(text)
+      check(core.fd_write(files[i], text))
+      at = at + #text
+    end)
+  end
+  -- in a worker, before a chunk: where its rows start
+  function sink.task_begin()
+    reset(0)
+    return at
+  end
+  -- in a worker, after a chunk: `{file, offset, bytes, rows}`
+  function sink.task_end(from)
+    local n = flush()
+    return { file = mine, offset = from, bytes = at - from, rows = n }
+  end
+  local taken = 0
+  -- in the parent, in chunk order: the chunk's rows into the file
+  function sink.take(share)
+    check(out.copy(files[share.file], share.offset, share.bytes))
+    taken = taken + share.rows
+    reset(taken)
+  end
+  -- in the parent: the temporary files closed (their space freed)
+  function sink.close_split()
+    for i, fd in ipairs(files) do core.fd_close(fd) files[i] = nil end
+  end
 end
 
 --- candidates.csv of a policy as one string (tests, small spaces): runs
@@ -187,8 +251,19 @@ end
 -- @treturn table the search result
 function M.candidates_of(policy, mode, opts)
   local parts = {}
+  local core = require "apsearch.core"
   local w = M.candidate_writer(function(t) parts[#parts + 1] = t end, mode or "all",
-    policy.training and policy.training.global_batch_size)
+    policy.training and policy.training.global_batch_size, {
+      tmpfile = function() return core.fd_tmpfile(os.getenv("TMPDIR") or "/tmp") end,
+      copy = function(fd, offset, bytes)
+        local piece = 1 << 20
+        for at = offset, offset + bytes - 1, piece do
+          local s, err = core.fd_pread(fd, at, math.min(piece, offset + bytes - at))
+          if not s then return nil, err end
+          parts[#parts + 1] = s
+        end
+        return true
+      end })
   local o = {}
   for k, v in pairs(opts or {}) do o[k] = v end
   o.candidates = w

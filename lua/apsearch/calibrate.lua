@@ -49,17 +49,26 @@ M.STEP = 0.15
 -- row's parsing, stack or bounds checks (validate.check_bounds reads
 -- peaks, FLOPs and memory), so they are done once, not at every step of
 -- the optimiser.
+-- Each row's estimator context is made once per process and kept (the
+-- folds of `validate --cv` fit on the same rows again and again): a step
+-- only puts the calibrated cluster into it (ctx:set_cluster).
 -- @param rows rows run_case estimates without error
 -- @param meas row -> its measured tokens/s per GPU (validate.measured_throughput)
--- @treturn table array of {model, cluster, training, strategy, stack, meas}
+-- @treturn table array of {cluster, strategy, stack, meas, ctx}
+local prepared_of = setmetatable({}, { __mode = "k" })
 local function prepare(rows, meas)
   local out = {}
   for _, row in ipairs(rows) do
-    local model, cluster, training, strategy = validate.case_inputs(row)
-    local stack = stacks.of_software(row.software, training.framework)
-    stacks.apply(cluster, stack)
-    out[#out + 1] = { model = model, cluster = cluster, training = training, strategy = strategy,
-                      stack = stack, meas = meas[row] }
+    local p = prepared_of[row]
+    if not p then
+      local model, cluster, training, strategy = validate.case_inputs(row)
+      local stack = stacks.of_software(row.software, training.framework)
+      stacks.apply(cluster, stack)
+      p = { cluster = cluster, strategy = strategy, stack = stack,
+            ctx = core.context(model, cluster, training) }
+      prepared_of[row] = p
+    end
+    out[#out + 1] = { cluster = p.cluster, strategy = p.strategy, stack = p.stack, ctx = p.ctx, meas = meas[row] }
   end
   return out
 end
@@ -85,7 +94,7 @@ local function loss(prepared, calib, over_profile)
   local sum, n = 0, 0
   for _, p in ipairs(prepared) do
     local cluster = calibration.apply(cluster_copy(p.cluster), calib, p.stack, over_profile)
-    local est = core.context(p.model, cluster, p.training):evaluate(p.strategy)
+    local est = p.ctx:set_cluster(cluster):evaluate(p.strategy)
     local pred = est.tokens_per_s_per_gpu
     if p.meas and (not est.reason or est.reason == "MEMORY_LIMIT") and pred and pred > 0 then
       sum = sum + math.abs(math.log(pred / p.meas))

@@ -292,6 +292,35 @@ static int l_context(lua_State *L)
 
 /* ------------------------------------------------------- context methods */
 
+/**
+ * ctx:set_cluster(cluster) -> ctx
+ * Reads the cluster table again into the context, checked as core.context
+ * checks it (the cluster alone, then with the context's model and
+ * training): what one step of a calibration fit changes (device
+ * efficiencies), without reading the model and training again
+ * (lua/apsearch/calibrate.lua, `validate --cv`).  Raises as core.context
+ * does; the context keeps its cluster when it raises.
+ */
+static int ctx_set_cluster(lua_State *L)
+{
+    char err[APS_REASON_LEN];
+    apsl_context *ctx = check_context(L, 1);
+    aps_cluster c;
+    luaL_checktype(L, 2, LUA_TTABLE);
+    apsl_check_cluster(L, 2, &c);
+    if (aps_cluster_validate(&c, err, sizeof err) != APS_OK)
+        return raise_validation(L, "cluster", err);
+    aps_status st = aps_inputs_validate(&ctx->model, &c, &ctx->training,
+                                        err, sizeof err);
+    if (st == APS_ENOTIMPL)
+        return apsl_error(L, "NotImplemented: %s", err);
+    if (st != APS_OK)
+        return apsl_error(L, "%s", err);
+    ctx->cluster = c;
+    lua_settop(L, 1);
+    return 1;
+}
+
 /* Reads the strategy table at sidx into *s; raises a one-line
  * "strategy: ..." error when its pipeline schedule is over the size limit
  * (aps_check_schedule_size), before the estimate allocates it. */
@@ -778,6 +807,7 @@ static const luaL_Reg module_funcs[] = {
 
 static const luaL_Reg context_methods[] = {
     {"evaluate", ctx_evaluate},
+    {"set_cluster", ctx_set_cluster},
     {"estimate", ctx_estimate},
     {"timeline", ctx_timeline},
     {"check", ctx_check},

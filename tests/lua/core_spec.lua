@@ -271,6 +271,21 @@ describe("apsearch.core", function()
       assert.are.equal(all.mem_peak, g1.mem_peak)
     end)
 
+    it("set_cluster: the context then estimates as one made with that cluster", function()
+      local s = { tp_degree = 2, dp_degree = 4 }
+      local slow = with(node8(), "device", with(core.device_preset("h100-sxm-80gb"), "gemm_efficiency", 0.4))
+      local c = core.context(llama8b(), node8(), train())
+      local before = c:evaluate(s)
+      assert.are.equal(c, c:set_cluster(slow))
+      local after = c:evaluate(s)
+      assert.are.same(core.context(llama8b(), slow, train()):evaluate(s), after)
+      -- a lower GEMM efficiency: a longer step
+      assert.is_true(after.step_time > before.step_time)
+      -- a bad cluster raises as core.context does and leaves the cluster as it was
+      assert.matches("^cluster%.num_devices", err_of(c.set_cluster, c, with(node8(), "num_devices", 0)))
+      assert.are.same(after, c:evaluate(s))
+    end)
+
     it("accepts integral floats for integers", function()
       local a = ctx:evaluate { tp_degree = 2.0, dp_degree = 4 }
       local b = ctx:evaluate { tp_degree = 2, dp_degree = 4 }

@@ -14,7 +14,9 @@
 --    of the directory DIR showed (the previous set, or the empty directory
 --    the user made): the marker first, then each file, its name appended
 --    to the marker before the file is created; at the end the size and
---    modification time of every file, then fsyncs files and directories;
+--    modification time of every file, after one syncfs of the file system
+--    (every file's data and name on disk in one journal commit, not one
+--    per file), then fsyncs the marker and the directories;
 -- 4. makes a temporary link to it and swaps it with DIR (renameat2
 --    RENAME_EXCHANGE; RENAME_NOREPLACE when DIR did not exist): atomic,
 --    and what comes back is removed only when it is what DIR was when the
@@ -400,7 +402,7 @@ end
 
 function Set:write_raw(rel, text)
   local p = util.join_path(self.path, rel)
-  if core then return core.write_synced(p, text) end
+  if core then return core.write_file(p, text) end
   local f, err = io.open(p, "wb")
   if not f then return nil, err end
   local ok, werr = f:write(text)
@@ -409,7 +411,7 @@ function Set:write_raw(rel, text)
 end
 
 --- Writes files of the set (listed in the manifest, all names before the
--- first file, each file fsynced).
+-- first file; made durable together at `commit`, core.syncfs).
 -- @tparam table files array of `{rel, text}`: rel the path in the set,
 --   e.g. `launch/rank1_megatron.sh`
 -- @treturn boolean|nil true
@@ -427,7 +429,7 @@ function Set:write_all(files)
   return true
 end
 
---- Writes one file of the set (listed in the manifest, fsynced).
+--- Writes one file of the set (listed in the manifest).
 -- @tparam string rel path in the set, e.g. `result.json`
 -- @tparam string text
 -- @treturn boolean|nil true
@@ -447,8 +449,8 @@ function Set:file(rel) return util.join_path(self.path, rel) end
 -- @tparam string rel path inside the set
 -- @treturn table|nil `{write = function(text), close = function() -> ok,
 --   err, tmpfile, copy}` (the last two with the core): `write` raises on
---   an error; `close` closes and
---   fsyncs; `tmpfile()` an unnamed file in the set directory (an fd;
+--   an error; `close` closes it (its data made durable at `commit`);
+--   `tmpfile()` an unnamed file in the set directory (an fd;
 --   apsearch.core.fd_tmpfile) and `copy(fd, offset, n)` appends a range of
 --   one (apsearch.core.fd_copy), for rows written by worker processes
 -- @treturn string|nil the error
@@ -465,9 +467,7 @@ function Set:stream(rel)
     if not ok then fail("cannot write " .. rel .. ": " .. tostring(werr), self.shown) end
   end
   function s.close()
-    local ok, cerr = f:close()
-    if not ok then return nil, cerr end
-    return sync(p)
+    return f:close()
   end
   -- a file with no name in the set directory (parts written elsewhere,
   -- then copied in: candidates.csv's rows from worker processes), and
@@ -577,7 +577,11 @@ end
 -- @raise `--out: dir: ...` (exit status 2) when the set cannot be written
 --   or DIR changed during the run (DIR is then left as it is)
 function Set:commit()
-  local ok, err = self:seal()
+  -- every file written into the set, durable in one flush (they were
+  -- written without an fsync each); the marker is then fsynced on its own
+  local ok, err = true, nil
+  if core then ok, err = core.syncfs(self.path) end
+  if ok then ok, err = self:seal() end
   if ok then ok, err = sync(util.join_path(self.path, "launch")) end
   if ok then ok, err = sync(self.path) end
   if ok then ok, err = self:link() end

@@ -51,9 +51,10 @@ int apsl_chown(lua_State *L);
 /** core.read_regular(path, max_bytes): an input file's contents, read
  *  only when it is a regular file within max_bytes (lfsync.c). */
 int apsl_read_regular(lua_State *L);
-/** core.write_synced(path, text): a file written, fsynced and closed
- *  (lfsync.c). */
-int apsl_write_synced(lua_State *L);
+/** core.write_file(path, text): a file written and closed, not synced;
+ *  core.syncfs(path): the file system holding path flushed (lfsync.c). */
+int apsl_write_file(lua_State *L);
+int apsl_syncfs(lua_State *L);
 /** core.ncpu, pipe, fork, fd_read, fd_write, fd_close, poll, waitpid,
  *  kill, exit_now, fd_tmpfile, fd_pread and fd_copy (lproc.c, each
  *  documented there): the worker processes of `apsearch run --jobs N`

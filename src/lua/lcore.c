@@ -786,7 +786,8 @@ static const luaL_Reg module_funcs[] = {
     {"lstat", apsl_lstat},
     {"chown", apsl_chown},
     {"read_regular", apsl_read_regular},
-    {"write_synced", apsl_write_synced},
+    {"write_file", apsl_write_file},
+    {"syncfs", apsl_syncfs},
     {"ncpu", apsl_ncpu},
     {"pipe", apsl_pipe},
     {"fork", apsl_fork},
@@ -846,7 +847,7 @@ static const char *perf_name(int i)
  * require "apsearch.core" -> module table:
  *   model_params, device_presets, device_preset, defaults, context
  *   (functions above); fsync, getpid, realpath, monotime, isatty,
- *   rename_noreplace, rename_exchange, chmod, read_regular, write_synced
+ *   rename_noreplace, rename_exchange, chmod, read_regular, write_file, syncfs
  *   (lfsync.c);
  *   ncpu, pipe, fork, fd_read, fd_write, fd_close, poll, waitpid, kill,
  *   exit_now, fd_tmpfile, fd_pread, fd_copy (lproc.c); csv_rows, the row buffer of candidates.csv

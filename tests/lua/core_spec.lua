@@ -797,6 +797,29 @@ return M
   end)
 end)
 
+-- the two calls a result set's files are written with (src/lua/lfsync.c)
+describe("core.write_file and core.syncfs", function()
+  local h = require "spec_helpers"
+  it("writes, truncates, refuses a link at the path; syncfs flushes a directory's file system", function()
+    local dir = h.tmpdir()
+    local p = dir .. "/rank1_megatron.sh"
+    assert.is_true(core.write_file(p, "first text"))
+    assert.is_true(core.write_file(p, "2nd"))
+    assert.are.equal("2nd", h.read(p))
+    assert.is_true(os.execute("ln -s rank1_megatron.sh " .. dir .. "/link.sh") == true)
+    local ok, err = core.write_file(dir .. "/link.sh", "x")
+    assert.is_nil(ok)
+    assert.truthy(tostring(err):find("link.sh", 1, true), err)
+    assert.are.equal("2nd", h.read(p))
+    assert.is_true(core.syncfs(dir))
+    ok, err = core.syncfs(dir .. "/missing")
+    assert.is_nil(ok)
+    assert.truthy(tostring(err):find("missing", 1, true), err)
+    -- a file is not a directory
+    assert.is_nil((core.syncfs(p)))
+  end)
+end)
+
 describe("core.chunk_layers", function()
   local core = require "apsearch.core"
   it("splits as the estimator does (src/core/pipeline.c), for the launchers, validate and the report", function()

@@ -222,7 +222,8 @@ local M = {}
 M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
-                "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2" }
+                "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
+                "ernie4_5", "starcoder2" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -329,8 +330,9 @@ end
 --- RoPE scaling types the model carries (`rope_scaling.rope_type`).
 M.ROPE_SCALING = { "llama3", "linear", "yarn", "longrope" }
 
---- config.json keys of the norm epsilon, first present wins.
-M.NORM_EPS_KEYS = { "rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps" }
+--- config.json keys of the norm epsilon, first present wins (NemotronConfig
+-- calls it norm_eps, Starcoder2Config norm_epsilon).
+M.NORM_EPS_KEYS = { "rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", "norm_eps", "norm_epsilon" }
 
 --- Largest integer a config.json field may hold: the widest dimension or
 -- count the core accepts for any model field (APS_MAX_WIDTH, 2^24,
@@ -578,10 +580,11 @@ end
 --- config.json keys of dropout probabilities, in the order they are
 -- checked: GPT-2 (transformers GPT2Config), GPT-NeoX and the Llama family
 -- (GPTNeoXConfig, LlamaConfig.attention_dropout), BERT-style configs
--- (BertConfig).  Any of them > 0 means the model trains with dropout.
+-- (BertConfig), Seed-OSS and StarCoder2 (residual_dropout; StarCoder2's
+-- embedding_dropout).  Any of them > 0 means the model trains with dropout.
 M.DROPOUT_KEYS = { "attn_pdrop", "resid_pdrop", "embd_pdrop", "hidden_dropout",
                    "attention_dropout", "hidden_dropout_prob",
-                   "attention_probs_dropout_prob", "residual_dropout" }
+                   "attention_probs_dropout_prob", "residual_dropout", "embedding_dropout" }
 
 --- Whether a config asks for dropout: the first of M.DROPOUT_KEYS that is
 -- a number > 0; and whether it says at all (any of them present, 0
@@ -1660,6 +1663,116 @@ function builders.olmo3(r, cfg, file, notes)
   if m.sliding_window and not is_null(cfg.rope_scaling) then
     note(notes, file, "RoPE scaling applies to the full-attention layers only (Olmo3Model); launch files " ..
       "scale every layer's positions")
+  end
+  return m
+end
+
+----------------------------------------------------------- 2024-26 dense families, second batch (issue 25)
+
+--- transformers' ACT2FN name of the squared ReLU, max(x, 0)^2
+-- (activations.py ReLUSquaredActivation), the non-gated MLP of NemotronMLP
+-- and the classes built on it (ArceeMLP).
+M.RELU2_ACT = "relu2"
+
+-- NemotronMLP (modeling_nemotron.py @ 694aaa7f; ArceeMLP is the same
+-- class): up_proj h x f and down_proj f x h, biases when `mlp_bias`
+-- (default false), `hidden_act` between them (absent: the classes'
+-- default relu2) -> mlp relu2, Megatron --squared-relu.  Another
+-- activation is refused: the same two matrices with it are not priced.
+local function relu2_mlp(m, r, cfg, file, why)
+  if not is_null(cfg.hidden_act) then require_value(cfg, "hidden_act", M.RELU2_ACT, file, why) end
+  m.mlp, m.mlp_bias = "relu2", r.bool("mlp_bias", false)
+  return m
+end
+
+--- NemotronConfig's fraction of each head RoPE rotates when the config
+-- gives no `partial_rotary_factor` (configuration_nemotron.py @ 05cd1ec1).
+M.NEMOTRON_ROTARY_FRACTION = 0.5
+
+--- Nemotron-4 / Minitron (nemotron; transformers modeling_nemotron.py @
+-- 694aaa7f, configuration_nemotron.py @ 05cd1ec1): Llama's attention
+-- (q, k, v, o biases when `attention_bias`, default false; `head_dim`,
+-- default h / a), RoPE on the first `partial_rotary_factor` (default 0.5)
+-- of each head, NemotronMLP (squared ReLU, no gate, relu2_mlp) and two
+-- NemotronLayerNorm1P per layer plus the final one: LayerNorms with bias
+-- whose weight is used as 1 + w (norm_zero_centered, Megatron
+-- --apply-layernorm-1p); the epsilon is `norm_eps`; untied by default.
+function builders.nemotron(r, cfg, file)
+  local m = relu2_mlp(llama_like(r, cfg, file, {}), r, cfg, file, "NemotronMLP's squared ReLU")
+  m.norm, m.norm_bias, m.norm_zero_centered = "layernorm", true, true
+  local ab = r.bool("attention_bias", false)
+  m.qkv_bias, m.attn_out_bias = ab, ab
+  m.rotary_percent = M.rotary_fraction(cfg, file, M.NEMOTRON_ROTARY_FRACTION)
+  return m
+end
+
+--- AFM-4.5B (arcee; transformers modular_arcee.py @ 031734d9): Llama's
+-- layer (builders.llama: `attention_bias`, `head_dim`) with NemotronMLP
+-- in place of the SwiGLU (ArceeMLP: up and down projections, squared
+-- ReLU, `mlp_bias`).
+function builders.arcee(r, cfg, file)
+  return relu2_mlp(builders.llama(r, cfg, file), r, cfg, file, "ArceeMLP's squared ReLU")
+end
+
+--- Ernie4_5Config's defaults (configuration_ernie4_5.py @ 2b6c089d) of the
+-- keys whose absence changes the count or the numerics read here; a
+-- null num_key_value_heads is num_attention_heads (the class's "backward
+-- compatibility"), an absent one 2.
+M.ERNIE45_DEFAULTS = { head_dim = 128, num_key_value_heads = 2, tie_word_embeddings = true, use_bias = false,
+  rope_theta = 500000.0, max_position_embeddings = 131072 }
+
+--- ERNIE 4.5 dense (ernie4_5: ERNIE-4.5-0.3B; transformers
+-- modeling_ernie4_5.py @ 9243e99d): Llama's layer with `head_dim`
+-- (default 128) and one `use_bias` (default false) for q, k, v, o and the
+-- gate, up and down projections (never the lm_head); RoPE over the whole
+-- head in interleaved pairs (its apply_rotary_pos_emb: rotate_half over
+-- the even and odd dims, rotary_interleaved); tied by default.
+function builders.ernie4_5(_, cfg, file)
+  require_silu(cfg, file, "ERNIE 4.5's SwiGLU MLP")
+  local c = with_defaults(cfg, M.ERNIE45_DEFAULTS)
+  if cfg.num_key_value_heads == cjson.null then c.num_key_value_heads = nil end
+  local r = reader(c, file)
+  local m = llama_like(r, c, file, { tied = true })
+  local b = r.bool("use_bias")
+  m.qkv_bias, m.attn_out_bias, m.mlp_bias = b, b, b
+  m.rotary_interleaved = true
+  m.rope_theta = c.rope_theta -- the class's default when the config has none (numerics keeps a given one)
+  return m
+end
+
+--- Starcoder2Config's defaults (configuration_starcoder2.py @ 77efc55c)
+-- of the keys whose absence changes the count: biases on every
+-- projection, tied embeddings.
+M.STARCODER2_DEFAULTS = { use_bias = true, tie_word_embeddings = true }
+
+--- transformers' ACT2FN names of a non-gated MLP the core prices as
+-- mlp "gelu" (two matrices): the erf GELU and its tanh approximations
+-- (GELU-tanh is noted: element-wise, estimated as GELU).
+M.GELU_ACTIVATIONS = { gelu = true, gelu_pytorch_tanh = true, gelu_new = true }
+
+--- StarCoder2 (starcoder2; transformers modular_starcoder2.py @ ae005ce1):
+-- Mistral's attention with one `use_bias` (default true) for q, k, v, o
+-- and the MLP's c_fc (h x f) and c_proj (f x h), a GELU between them
+-- (`hidden_act`, default gelu_pytorch_tanh), two nn.LayerNorms per layer
+-- and the final one, always with bias, epsilon `norm_epsilon`; the window
+-- of `sliding_window` (null: none) on every layer; tied by default;
+-- dropout by `residual_dropout`, `embedding_dropout`, `attention_dropout`.
+function builders.starcoder2(_, cfg, file, notes)
+  local c = with_defaults(cfg, M.STARCODER2_DEFAULTS)
+  local act = c.hidden_act
+  if is_null(act) then act = "gelu_pytorch_tanh" end
+  if not M.GELU_ACTIVATIONS[act] then
+    util.fail(file, "hidden_act", "expected gelu, gelu_pytorch_tanh or gelu_new (Starcoder2MLP's two matrices " ..
+      "are priced with GELU)", act)
+  end
+  local r = reader(c, file)
+  local m = window(llama_like(r, c, file, {}), r)
+  local b = r.bool("use_bias")
+  m.mlp, m.norm, m.norm_bias = "gelu", "layernorm", true
+  m.qkv_bias, m.attn_out_bias, m.mlp_bias = b, b, b
+  if act ~= "gelu" then
+    note(notes, file, "hidden_act %s (the tanh approximation of GELU) is element-wise: estimated as GELU; " ..
+      "Megatron-LM's non-gated MLP applies the erf GELU", act)
   end
   return m
 end
@@ -2758,6 +2871,8 @@ M.ARCHITECTURES = {
   GraniteMoeHybridForCausalLM = "granitemoehybrid", Exaone4ForCausalLM = "exaone4",
   Ministral3ForCausalLM = "ministral3", Dots1ForCausalLM = "dots1", Cohere2ForCausalLM = "cohere2", HunYuanDenseV1ForCausalLM = "hunyuan_v1_dense", HunYuanMoEV1ForCausalLM = "hunyuan_v1_moe",
   Qwen2VLForConditionalGeneration = "qwen2_vl", Qwen2_5_VLForConditionalGeneration = "qwen2_5_vl",
+  NemotronForCausalLM = "nemotron", ArceeForCausalLM = "arcee", Ernie4_5ForCausalLM = "ernie4_5",
+  Starcoder2ForCausalLM = "starcoder2",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

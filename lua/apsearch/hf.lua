@@ -2801,7 +2801,7 @@ M.ERNIE45_MOE_KEYS = { num_experts = "moe_num_experts", experts_per_token = "moe
 -- Ernie4_5_MoeStatics' e_score_correction_bias (one per expert) added and
 -- renormalised; the shared experts one ungated SwiGLU MLP of
 -- moe_num_shared_experts x moe_intermediate_size; tied embeddings by
--- default.  use_bias would put biases on every projection and the
+-- default; RoPE in interleaved pairs, as builders.ernie4_5.  use_bias would put biases on every projection and the
 -- lm_head: not modelled.  transformers drops the MTP module (mtp*).
 -- @raise NotImplemented for use_bias; `<file>: <key>: ...` as the readers
 function builders.ernie4_5_moe(_, cfg, file, notes, extra)
@@ -2818,6 +2818,7 @@ function builders.ernie4_5_moe(_, cfg, file, notes, extra)
   end
   local m = llama_like(r, c, file, { tied = true })
   m.rope_theta = c.rope_theta -- the class's default when the config has none (numerics keeps a given one)
+  m.rotary_interleaved = true -- ERNIE 4.5's apply_rotary_pos_emb (modular_ernie4_5_moe.py imports it)
   m.num_experts, m.experts_per_token = r.int("moe_num_experts"), r.int("moe_k")
   m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
   local L, k = m.num_layers, r.int("moe_layer_interval")

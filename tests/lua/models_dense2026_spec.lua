@@ -1,0 +1,249 @@
+-- tests/lua/models_dense2026_spec.lua -- the dense 2024-26 families of issue
+-- 25's second batch, imported from their Hugging Face config.json
+-- (lua/apsearch/hf.lua): Nemotron-4 / Minitron (nemotron), AFM-4.5B
+-- (arcee), ERNIE-4.5-0.3B (ernie4_5), StarCoder2 (starcoder2).  Each count
+-- is computed here from the transformers module shapes (the file and
+-- commit in the comment) and checked against the model card's published
+-- total; the refusals name the file, the key and the value.
+--
+-- The configs are written inline (examples/models/README.md "Inline
+-- configs" says where each was read): Minitron-4B as NVIDIA's TensorRT-LLM
+-- tests copy its config.json; the others at the keys their cards and
+-- config.json files state, typed here, as no copy of those files was
+-- reachable (the counts depend on the shape keys only, each checked
+-- against the card's published total).
+
+local core = require "apsearch.core"
+local cjson = require "cjson"
+local hf = require "apsearch.hf"
+local H = require "spec_helpers"
+
+local err_of = H.err_of
+
+local function copy(t)
+  local c = {}
+  for k, v in pairs(t) do c[k] = v end
+  return c
+end
+
+--- Within `tol` (a fraction) of a card's rounded total.
+local function near(total, published, tol)
+  return math.abs(total / published - 1) < tol
+end
+
+--- The rounding of a card's "4.19B", "0.36B": half a unit of the last digit
+-- shown, as a fraction of the total.
+local CARD_ROUNDING = 0.005
+
+--- Nemotron-4 4B (nvidia/Minitron-4B-Base, Nemotron-Mini-4B-Instruct) as
+-- NVIDIA/TensorRT-LLM @ 8cb8331d tests/unittest/_torch/modeling/
+-- test_modeling_nemotron.py copies it (Nemotron_4_4B_CONFIG, with its
+-- extra kv_channels key, which NemotronConfig does not read).
+local MINITRON_4B = { architectures = { "NemotronForCausalLM" }, bos_token_id = 2, eos_token_id = 3,
+  hidden_act = "relu2", hidden_size = 3072, initializer_range = 0.0134, intermediate_size = 9216,
+  max_position_embeddings = 4096, model_type = "nemotron", num_attention_heads = 24, num_hidden_layers = 32,
+  num_key_value_heads = 8, norm_eps = 1e-05, rope_theta = 10000, partial_rotary_factor = 0.5,
+  tie_word_embeddings = false, torch_dtype = "bfloat16", transformers_version = "4.48.0", use_cache = true,
+  vocab_size = 256000, kv_channels = 128 }
+
+--- arcee-ai/AFM-4.5B's config keys (ArceeForCausalLM).
+local AFM_45B = { architectures = { "ArceeForCausalLM" }, model_type = "arcee", attention_bias = false,
+  head_dim = 128, hidden_act = "relu2", hidden_size = 2560, intermediate_size = 18432,
+  max_position_embeddings = 65536, mlp_bias = false, num_attention_heads = 20, num_hidden_layers = 36,
+  num_key_value_heads = 4, rms_norm_eps = 1e-05, rope_theta = 10000.0,
+  rope_scaling = { rope_type = "yarn", factor = 20.0, original_max_position_embeddings = 4096 },
+  tie_word_embeddings = false, vocab_size = 128004 }
+
+--- baidu/ERNIE-4.5-0.3B-PT's config keys (Ernie4_5ForCausalLM).
+local ERNIE_03B = { architectures = { "Ernie4_5ForCausalLM" }, model_type = "ernie4_5", hidden_act = "silu",
+  hidden_size = 1024, intermediate_size = 3072, max_position_embeddings = 131072, num_attention_heads = 16,
+  num_key_value_heads = 2, head_dim = 128, num_hidden_layers = 18, rms_norm_eps = 1e-05, vocab_size = 103424,
+  rope_theta = 500000, use_bias = false, tie_word_embeddings = true }
+
+--- bigcode/starcoder2-3b's and starcoder2-7b's config keys
+-- (Starcoder2ForCausalLM; neither states tie_word_embeddings, so both are
+-- tied, Starcoder2Config's default).
+local STARCODER2_3B = { architectures = { "Starcoder2ForCausalLM" }, model_type = "starcoder2",
+  attention_dropout = 0.1, residual_dropout = 0.1, embedding_dropout = 0.1, hidden_act = "gelu_pytorch_tanh",
+  hidden_size = 3072, intermediate_size = 12288, max_position_embeddings = 16384, norm_epsilon = 1e-05,
+  num_attention_heads = 24, num_hidden_layers = 30, num_key_value_heads = 2, rope_theta = 999999.4420358813,
+  sliding_window = 4096, use_bias = true, vocab_size = 49152 }
+local STARCODER2_7B = { architectures = { "Starcoder2ForCausalLM" }, model_type = "starcoder2",
+  attention_dropout = 0.1, residual_dropout = 0.1, embedding_dropout = 0.1, hidden_act = "gelu_pytorch_tanh",
+  hidden_size = 4608, intermediate_size = 18432, max_position_embeddings = 16384, norm_epsilon = 1e-05,
+  num_attention_heads = 36, num_hidden_layers = 32, num_key_value_heads = 4, rope_theta = 1000000,
+  sliding_window = 4096, use_bias = true, vocab_size = 49152 }
+
+describe("dense 2024-26 families: exact parameter counts", function()
+  -- Minitron-4B (card: 4.19B; transformers modeling_nemotron.py @
+  -- 694aaa7f).  Per layer NemotronAttention q, o 3072 x 3072 = 9,437,184
+  -- each, k, v 3072 x (8 x 128) = 3,145,728 each, no biases
+  -- (attention_bias false); NemotronMLP up 3072 x 9216 and down 9216 x
+  -- 3072 = 56,623,104 (squared ReLU, no gate, mlp_bias false); two
+  -- NemotronLayerNorm1P of weight and bias 2 x 2 x 3072 = 12,288:
+  -- 81,801,216; x32 = 2,617,638,912.  Untied embedding and lm_head
+  -- 2 x 256000 x 3072 = 1,572,864,000; the final LayerNorm1P 6,144.
+  -- Total 4,190,509,056.
+  it("Minitron-4B (nemotron): 4,190,509,056; squared ReLU, LayerNorm1P with bias, RoPE on half", function()
+    local m, info = hf.from_config(copy(MINITRON_4B), "minitron-4b.json")
+    local layer = 2 * 3072 * 3072 + 2 * 3072 * 1024 + 2 * 3072 * 9216 + 2 * 2 * 3072
+    assert.are.equal(81801216, layer)
+    local total = core.model_params(m).total
+    assert.are.equal(32 * layer + 2 * 256000 * 3072 + 2 * 3072, total)
+    assert.are.equal(4190509056, total)
+    assert.is_true(near(total, 4.19e9, CARD_ROUNDING))
+    assert.are.same({ "relu2", "layernorm", true, true, 0.5, false, false, 1e-5, 128 },
+      { m.mlp, m.norm, m.norm_bias, m.norm_zero_centered, m.rotary_percent, m.qkv_bias, m.mlp_bias, m.norm_eps,
+        m.head_dim })
+    assert.are.same({}, info.notes)
+    assert.is_false(info.dropout)
+    -- absent keys: NemotronConfig's partial_rotary_factor 0.5, relu2; biases when asked
+    local c = copy(MINITRON_4B)
+    c.partial_rotary_factor, c.hidden_act, c.attention_bias, c.mlp_bias = nil, nil, true, true
+    m = hf.from_config(c, "minitron-4b.json")
+    assert.are.same({ 0.5, "relu2", true, true, true }, { m.rotary_percent, m.mlp, m.qkv_bias, m.attn_out_bias,
+      m.mlp_bias })
+    -- q, k, v and o biases (3072 + 2 x 1024 + 3072), up and down (9216 + 3072), per layer
+    assert.are.equal(4190509056 + 32 * (3072 + 2 * 1024 + 3072 + 9216 + 3072), core.model_params(m).total)
+    -- the architectures class reads a config whose model_type has no reader
+    c = copy(MINITRON_4B)
+    c.model_type = "nemotron4"
+    m, info = hf.from_config(c, "minitron-4b.json")
+    assert.are.equal(4190509056, core.model_params(m).total)
+    assert.truthy(info.notes[1]:find("read as nemotron (architectures names NemotronForCausalLM", 1, true))
+  end)
+
+  -- arcee-ai/AFM-4.5B (card: 4.5B; transformers modular_arcee.py @
+  -- 031734d9: LlamaAttention, ArceeMLP = NemotronMLP).  Per layer q, o
+  -- 2560 x (20 x 128) = 6,553,600 each, k, v 2560 x (4 x 128) = 1,310,720
+  -- each, up and down 2 x 2560 x 18432 = 94,371,840, two RMSNorms 5,120:
+  -- 110,105,600; x36 = 3,963,801,600.  Untied embedding and lm_head
+  -- 2 x 128004 x 2560 = 655,380,480; the final norm 2,560.  Total
+  -- 4,619,184,640 (4.62B: the card's 4.5B is the model's name).
+  it("AFM-4.5B (arcee): 4,619,184,640; Llama with a squared-ReLU MLP", function()
+    local m = hf.from_config(copy(AFM_45B), "afm-4.5b.json")
+    local layer = 2 * 2560 * 2560 + 2 * 2560 * 512 + 2 * 2560 * 18432 + 2 * 2560
+    assert.are.equal(110105600, layer)
+    local total = core.model_params(m).total
+    assert.are.equal(36 * layer + 2 * 128004 * 2560 + 2560, total)
+    assert.are.equal(4619184640, total)
+    assert.is_true(near(total, 4.62e9, CARD_ROUNDING))
+    assert.are.same({ "relu2", "rmsnorm", false, "yarn", 20.0, 4096 }, { m.mlp, m.norm, m.mlp_bias,
+      m.rope_scaling_type, m.rope_scaling_factor, m.original_max_position_embeddings })
+  end)
+
+  -- baidu/ERNIE-4.5-0.3B-PT (card: 0.36B; transformers modeling_ernie4_5.py
+  -- @ 9243e99d).  Per layer q, o 1024 x (16 x 128) = 2,097,152 each, k, v
+  -- 1024 x (2 x 128) = 262,144 each, the SwiGLU MLP 3 x 1024 x 3072 =
+  -- 9,437,184, two RMSNorms 2,048: 14,157,824; x18 = 254,840,832.  The
+  -- tied embedding 103424 x 1024 = 105,906,176; the final norm 1,024.
+  -- Total 360,748,032.
+  it("ERNIE-4.5-0.3B (ernie4_5): 360,748,032; tied, interleaved RoPE; use_bias on every projection", function()
+    local m = hf.from_config(copy(ERNIE_03B), "ernie-4.5-0.3b.json")
+    local layer = 2 * 1024 * 2048 + 2 * 1024 * 256 + 3 * 1024 * 3072 + 2 * 1024
+    assert.are.equal(14157824, layer)
+    local total = core.model_params(m).total
+    assert.are.equal(18 * layer + 103424 * 1024 + 1024, total)
+    assert.are.equal(360748032, total)
+    assert.is_true(near(total, 0.36e9, 2 * CARD_ROUNDING)) -- "0.36B": two digits
+    assert.are.same({ true, true, 500000.0 }, { m.tie_word_embeddings, m.rotary_interleaved, m.rope_theta })
+    -- the class defaults (Ernie4_5Config): head_dim 128, 2 KV heads, tied,
+    -- rope_theta 500000 where the config leaves them out
+    local c = copy(ERNIE_03B)
+    c.head_dim, c.num_key_value_heads, c.tie_word_embeddings, c.rope_theta = nil, nil, nil, nil
+    m = hf.from_config(c, "ernie-4.5-0.3b.json")
+    assert.are.same({ 360748032, 500000.0 }, { core.model_params(m).total, m.rope_theta })
+    -- a null num_key_value_heads is num_attention_heads (16: k, v 1024 x 2048)
+    c.num_key_value_heads = cjson.null
+    m = hf.from_config(c, "ernie-4.5-0.3b.json")
+    assert.are.equal(16, m.num_query_groups)
+    -- use_bias: q, k, v, o (2048 + 2 x 256 + 1024) and gate, up, down
+    -- (2 x 3072 + 1024) per layer; the lm_head has none (tied here)
+    c = copy(ERNIE_03B)
+    c.use_bias = true
+    m = hf.from_config(c, "ernie-4.5-0.3b.json")
+    assert.are.same({ true, true, true }, { m.qkv_bias, m.attn_out_bias, m.mlp_bias })
+    assert.are.equal(360748032 + 18 * (2048 + 2 * 256 + 1024 + 2 * 3072 + 1024), core.model_params(m).total)
+    -- ERNIE 4.5 MoE rotates the same interleaved pairs (its modular file
+    -- imports ERNIE 4.5's apply_rotary_pos_emb)
+    m = hf.from_config({ model_type = "ernie4_5_moe", hidden_size = 256, intermediate_size = 512,
+      num_hidden_layers = 2, num_attention_heads = 4, num_key_value_heads = 2, vocab_size = 1000,
+      moe_num_experts = 4, moe_k = 2, moe_intermediate_size = 128 }, "ernie-moe.json")
+    assert.is_true(m.rotary_interleaved)
+  end)
+
+  -- bigcode/starcoder2-3b (card: 3.03B) and starcoder2-7b (card: 7.17B);
+  -- transformers modular_starcoder2.py @ ae005ce1.  3B, per layer q, o
+  -- 3072 x 3072 + 3072 each, k, v 3072 x (2 x 128) + 256 each, c_fc
+  -- 3072 x 12288 + 12288, c_proj 12288 x 3072 + 3072, two nn.LayerNorms
+  -- 2 x 2 x 3072: 95,979,008; x30 = 2,879,370,240; the tied embedding
+  -- 49152 x 3072 = 150,994,944; the final LayerNorm 6,144: 3,030,371,328.
+  -- 7B (36 heads of 128, 4 KV heads, MLP 18432): per layer 217,106,944;
+  -- x32 + 49152 x 4608 + 2 x 4608 = 7,173,923,840.
+  it("StarCoder2-3B 3,030,371,328 and -7B 7,173,923,840: biases, LayerNorm, GELU, window", function()
+    local m, info = hf.from_config(copy(STARCODER2_3B), "starcoder2-3b.json")
+    local function layer(h, kv, f)
+      return 2 * (h * h + h) + 2 * (h * kv + kv) + (h * f + f) + (f * h + h) + 2 * 2 * h
+    end
+    assert.are.equal(95979008, layer(3072, 256, 12288))
+    local total = core.model_params(m).total
+    assert.are.equal(30 * layer(3072, 256, 12288) + 49152 * 3072 + 2 * 3072, total)
+    assert.are.equal(3030371328, total)
+    assert.is_true(near(total, 3.03e9, CARD_ROUNDING))
+    assert.are.same({ "gelu", "layernorm", true, true, true, true, true, 4096, 30, 1e-5 },
+      { m.mlp, m.norm, m.norm_bias, m.qkv_bias, m.attn_out_bias, m.mlp_bias, m.tie_word_embeddings,
+        m.sliding_window, m.sliding_window_layers, m.norm_eps })
+    assert.are.same({ true, "attention_dropout" }, { info.dropout, info.dropout_key })
+    assert.truthy(info.notes[1]:find("hidden_act gelu_pytorch_tanh (the tanh approximation of GELU) is " ..
+      "element-wise: estimated as GELU", 1, true))
+    m = hf.from_config(copy(STARCODER2_7B), "starcoder2-7b.json")
+    assert.are.equal(217106944, layer(4608, 512, 18432))
+    total = core.model_params(m).total
+    assert.are.equal(32 * layer(4608, 512, 18432) + 49152 * 4608 + 2 * 4608, total)
+    assert.are.equal(7173923840, total)
+    assert.is_true(near(total, 7.17e9, CARD_ROUNDING))
+    -- use_bias false drops the linear biases, never the LayerNorms'; a null window is none
+    local c = copy(STARCODER2_3B)
+    c.use_bias, c.sliding_window, c.hidden_act = false, cjson.null, "gelu"
+    m, info = hf.from_config(c, "starcoder2-3b.json")
+    assert.are.equal(3030371328 - 30 * (3072 + 2 * 256 + 3072 + 12288 + 3072), core.model_params(m).total)
+    assert.are.same({ true, false }, { m.norm_bias, m.qkv_bias })
+    assert.is_nil(m.sliding_window)
+    assert.are.same({}, info.notes) -- the erf GELU is Megatron's own
+  end)
+end)
+
+describe("dense 2024-26 families: refusals name the file, key and value", function()
+  it("an activation the reader does not price", function()
+    local c = copy(MINITRON_4B)
+    c.hidden_act = "silu"
+    assert.are.equal('minitron-4b.json: hidden_act: expected "relu2" (NemotronMLP\'s squared ReLU) (got "silu")',
+      err_of(hf.from_config, c, "minitron-4b.json"))
+    c = copy(AFM_45B)
+    c.hidden_act = "gelu"
+    assert.are.equal('afm.json: hidden_act: expected "relu2" (ArceeMLP\'s squared ReLU) (got "gelu")',
+      err_of(hf.from_config, c, "afm.json"))
+    c = copy(ERNIE_03B)
+    c.hidden_act = "relu2"
+    assert.are.equal('ernie.json: hidden_act: expected "silu" (ERNIE 4.5\'s SwiGLU MLP) (got "relu2")',
+      err_of(hf.from_config, c, "ernie.json"))
+    c = copy(STARCODER2_3B)
+    c.hidden_act = "relu"
+    assert.are.equal('sc2.json: hidden_act: expected gelu, gelu_pytorch_tanh or gelu_new (Starcoder2MLP\'s two ' ..
+      'matrices are priced with GELU) (got "relu")', err_of(hf.from_config, c, "sc2.json"))
+  end)
+
+  it("a value of the wrong type or out of range", function()
+    local c = copy(MINITRON_4B)
+    c.partial_rotary_factor = 0
+    assert.are.equal("m.json: partial_rotary_factor: expected a number in (0, 1] (got 0)",
+      err_of(hf.from_config, c, "m.json"))
+    c = copy(ERNIE_03B)
+    c.use_bias = "yes"
+    assert.are.equal('e.json: use_bias: expected true or false (got "yes")', err_of(hf.from_config, c, "e.json"))
+    c = copy(STARCODER2_3B)
+    c.norm_epsilon = -1
+    assert.are.equal("s.json: norm_epsilon: expected a finite number > 0 (got -1)",
+      err_of(hf.from_config, c, "s.json"))
+  end)
+end)

@@ -2914,6 +2914,13 @@ M.UNMODELLED = {
     "swa_head_dim) and attention-sink biases are not modelled",
   gemma4_text = "Gemma 4's attention (attention_k_eq_v, global_head_dim, num_kv_shared_layers) and " ..
     "per-layer inputs (hidden_size_per_layer_input) are not modelled",
+  -- transformers configuration_falcon_h1.py @ 7abb76c5 (FalconH1DecoderLayer)
+  falcon_h1 = "Falcon-H1's layers run attention and a Mamba-2 mixer in parallel on one normed input " ..
+    "(num_attention_heads beside mamba_d_ssm, mamba_n_heads): apsearch's hybrid layers have one mixer each; " ..
+    "nor are its multipliers (mlp_multipliers, ssm_multipliers, attention_in_multiplier, key_multiplier) modelled",
+  -- transformers modular_apertus.py @ f93a9482 (ApertusMLP: NemotronMLP with ACT2FN["xielu"])
+  apertus = "the xIELU activation (hidden_act \"xielu\": learnable alpha_p and alpha_n in every layer's MLP) " ..
+    "is not modelled: apsearch prices SwiGLU, GELU and squared-ReLU MLPs, and Megatron-LM has no xIELU",
 }
 
 --- The keys of DeepSeek Sparse Attention's indexer (DeepseekV32Config,

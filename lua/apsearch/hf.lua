@@ -2918,6 +2918,12 @@ M.UNMODELLED = {
   falcon_h1 = "Falcon-H1's layers run attention and a Mamba-2 mixer in parallel on one normed input " ..
     "(num_attention_heads beside mamba_d_ssm, mamba_n_heads): apsearch's hybrid layers have one mixer each; " ..
     "nor are its multipliers (mlp_multipliers, ssm_multipliers, attention_in_multiplier, key_multiplier) modelled",
+  -- Ling 2.0 / Ling 1.x (inclusionAI): remote code, in no transformers release read here
+  bailing_moe_v2 = "Ling 2.0's model is remote code (auto_map BailingMoeV2ForCausalLM, " ..
+    "modeling_bailing_moe_v2.py of its Hub repository) that apsearch has not read, so its experts, router and " ..
+    "multi-token-prediction layers (num_experts, num_shared_experts, num_nextn_predict_layers) are not modelled",
+  bailing_moe = "Ling's model is remote code (auto_map BailingMoeForCausalLM, modeling_bailing_moe.py of its " ..
+    "Hub repository) that apsearch has not read, so its experts (num_experts, num_shared_experts) are not modelled",
   -- transformers modular_apertus.py @ f93a9482 (ApertusMLP: NemotronMLP with ACT2FN["xielu"])
   apertus = "the xIELU activation (hidden_act \"xielu\": learnable alpha_p and alpha_n in every layer's MLP) " ..
     "is not modelled: apsearch prices SwiGLU, GELU and squared-ReLU MLPs, and Megatron-LM has no xIELU",

@@ -223,7 +223,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
-                "ernie4_5", "starcoder2" }
+                "ernie4_5", "starcoder2", "stablelm" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1777,6 +1777,34 @@ function builders.starcoder2(_, cfg, file, notes)
   return m
 end
 
+--- StableLmConfig's fraction of each head RoPE rotates when the config
+-- gives no `partial_rotary_factor` (configuration_stablelm.py @ 1459750d).
+M.STABLELM_ROTARY_FRACTION = 0.25
+
+--- StableLM (stablelm: StableLM-3B-4E1T, StableLM 2; transformers
+-- modeling_stablelm.py @ bf112caa): q, k, v with biases when
+-- `use_qkv_bias` (default false), o_proj never, head width h / a (no
+-- head_dim key is read), RoPE on `partial_rotary_factor` (default 0.25)
+-- of each head, a SwiGLU MLP without biases, nn.LayerNorms with bias
+-- (`layer_norm_eps`); with `use_parallel_residual` one LayerNorm feeds
+-- attention and MLP in parallel (parallel_attn_mlp), else two in
+-- sequence; untied by default.  `qk_layernorm` (StableLM 2 12B: one
+-- LayerNorm per head, weights of its own) is refused.
+function builders.stablelm(r, cfg, file)
+  require_silu(cfg, file, "StableLmMLP's SwiGLU")
+  if r.bool("qk_layernorm", false) then
+    error(("NotImplemented: %s: qk_layernorm: StableLM's per-head LayerNorms on Q and K (a LayerNorm of its own " ..
+      "for each head, StableLmLayerNormPerHead) are not modelled (got true)"):format(file), 0)
+  end
+  local m = llama_like(r, cfg, file, {})
+  m.head_dim = nil -- StableLmAttention: hidden_size // num_attention_heads
+  m.norm, m.norm_bias = "layernorm", true
+  m.qkv_bias, m.attn_out_bias = r.bool("use_qkv_bias", false), false
+  if r.bool("use_parallel_residual", false) then m.parallel_attn_mlp, m.norms_per_layer = true, 1 end
+  m.rotary_percent = M.rotary_fraction(cfg, file, M.STABLELM_ROTARY_FRACTION)
+  return m
+end
+
 --- MiniMaxM2Config's defaults (transformers configuration_minimax_m2.py @
 -- 3e108993) for the keys a `minimax_m2` config may leave out.
 M.MINIMAX_M2_DEFAULTS = {
@@ -2873,7 +2901,7 @@ M.ARCHITECTURES = {
   Ministral3ForCausalLM = "ministral3", Dots1ForCausalLM = "dots1", Cohere2ForCausalLM = "cohere2", HunYuanDenseV1ForCausalLM = "hunyuan_v1_dense", HunYuanMoEV1ForCausalLM = "hunyuan_v1_moe",
   Qwen2VLForConditionalGeneration = "qwen2_vl", Qwen2_5_VLForConditionalGeneration = "qwen2_5_vl",
   NemotronForCausalLM = "nemotron", ArceeForCausalLM = "arcee", Ernie4_5ForCausalLM = "ernie4_5",
-  Starcoder2ForCausalLM = "starcoder2",
+  Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

@@ -213,6 +213,51 @@ describe("dense 2024-26 families: exact parameter counts", function()
   end)
 end)
 
+describe("StableLM", function()
+  --- stabilityai/stablelm-3b-4e1t's config keys (StableLmForCausalLM).
+  local STABLELM_3B = { architectures = { "StableLmForCausalLM" }, model_type = "stablelm", hidden_act = "silu",
+    hidden_size = 2560, intermediate_size = 6912, layer_norm_eps = 1e-05, max_position_embeddings = 4096,
+    num_attention_heads = 32, num_hidden_layers = 32, num_key_value_heads = 32, partial_rotary_factor = 0.25,
+    rope_theta = 10000, tie_word_embeddings = false, use_qkv_bias = false, vocab_size = 50304 }
+
+  -- StableLM-3B-4E1T (card: 2,795,443,200; transformers modeling_stablelm.py
+  -- @ bf112caa).  Per layer q, k, v, o 2560 x 2560 = 6,553,600 each, the
+  -- SwiGLU MLP 3 x 2560 x 6912 = 53,084,160, two nn.LayerNorms of weight
+  -- and bias 2 x 2 x 2560 = 10,240: 79,308,800; x32 = 2,537,881,600.
+  -- Untied embedding and lm_head 2 x 50304 x 2560 = 257,556,480; the final
+  -- LayerNorm 5,120.
+  it("StableLM-3B-4E1T: 2,795,443,200, the card's count; RoPE on a quarter of each head", function()
+    local m = hf.from_config(copy(STABLELM_3B), "stablelm-3b.json")
+    local layer = 4 * 2560 * 2560 + 3 * 2560 * 6912 + 2 * 2 * 2560
+    assert.are.equal(79308800, layer)
+    local total = core.model_params(m).total
+    assert.are.equal(32 * layer + 2 * 50304 * 2560 + 2 * 2560, total)
+    assert.are.equal(2795443200, total)
+    assert.are.same({ "swiglu", "layernorm", true, 0.25, false, 80 }, { m.mlp, m.norm, m.norm_bias,
+      m.rotary_percent, m.qkv_bias, m.head_dim })
+    -- use_qkv_bias: q, k, v biases (3 x 2560) per layer, never o_proj's;
+    -- use_parallel_residual: one LayerNorm per layer feeding both
+    local c = copy(STABLELM_3B)
+    c.use_qkv_bias, c.use_parallel_residual, c.head_dim = true, true, 64 -- head_dim is not read
+    m = hf.from_config(c, "stablelm-3b.json")
+    assert.are.same({ true, false, true, 1, 80 }, { m.qkv_bias, m.attn_out_bias, m.parallel_attn_mlp,
+      m.norms_per_layer, m.head_dim })
+    assert.are.equal(2795443200 + 32 * (3 * 2560 - 2 * 2560), core.model_params(m).total)
+    -- absent partial_rotary_factor: StableLmConfig's 0.25
+    c = copy(STABLELM_3B)
+    c.partial_rotary_factor = nil
+    assert.are.equal(0.25, hf.from_config(c, "stablelm-3b.json").rotary_percent)
+  end)
+
+  it("refuses the per-head Q/K LayerNorms naming the key", function()
+    local c = copy(STABLELM_3B)
+    c.qk_layernorm = true
+    assert.are.equal("NotImplemented: s.json: qk_layernorm: StableLM's per-head LayerNorms on Q and K (a " ..
+      "LayerNorm of its own for each head, StableLmLayerNormPerHead) are not modelled (got true)",
+      err_of(hf.from_config, c, "s.json"))
+  end)
+end)
+
 describe("dense 2024-26 families: refusals name the file, key and value", function()
   it("an activation the reader does not price", function()
     local c = copy(MINITRON_4B)

@@ -223,7 +223,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
-                "ernie4_5", "starcoder2", "stablelm" }
+                "ernie4_5", "starcoder2", "stablelm", "phi" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1750,6 +1750,23 @@ M.STARCODER2_DEFAULTS = { use_bias = true, tie_word_embeddings = true }
 -- (GELU-tanh is noted: element-wise, estimated as GELU).
 M.GELU_ACTIVATIONS = { gelu = true, gelu_pytorch_tanh = true, gelu_new = true }
 
+-- The GELU of a non-gated MLP the core prices as mlp "gelu": `hidden_act`
+-- (absent: `default`, the class's) one of M.GELU_ACTIVATIONS, else
+-- refused naming `why`; a tanh approximation is noted (element-wise).
+local function gelu_mlp(m, cfg, file, notes, default, why)
+  local act = cfg.hidden_act
+  if is_null(act) then act = default end
+  if not M.GELU_ACTIVATIONS[act] then
+    util.fail(file, "hidden_act", "expected gelu, gelu_pytorch_tanh or gelu_new (" .. why .. ")", act)
+  end
+  m.mlp = "gelu"
+  if act ~= "gelu" then
+    note(notes, file, "hidden_act %s (the tanh approximation of GELU) is element-wise: estimated as GELU; " ..
+      "Megatron-LM's non-gated MLP applies the erf GELU", act)
+  end
+  return m
+end
+
 --- StarCoder2 (starcoder2; transformers modular_starcoder2.py @ ae005ce1):
 -- Mistral's attention with one `use_bias` (default true) for q, k, v, o
 -- and the MLP's c_fc (h x f) and c_proj (f x h), a GELU between them
@@ -1759,21 +1776,38 @@ M.GELU_ACTIVATIONS = { gelu = true, gelu_pytorch_tanh = true, gelu_new = true }
 -- dropout by `residual_dropout`, `embedding_dropout`, `attention_dropout`.
 function builders.starcoder2(_, cfg, file, notes)
   local c = with_defaults(cfg, M.STARCODER2_DEFAULTS)
-  local act = c.hidden_act
-  if is_null(act) then act = "gelu_pytorch_tanh" end
-  if not M.GELU_ACTIVATIONS[act] then
-    util.fail(file, "hidden_act", "expected gelu, gelu_pytorch_tanh or gelu_new (Starcoder2MLP's two matrices " ..
-      "are priced with GELU)", act)
-  end
   local r = reader(c, file)
-  local m = window(llama_like(r, c, file, {}), r)
+  local m = gelu_mlp(window(llama_like(r, c, file, {}), r), c, file, notes, "gelu_pytorch_tanh",
+    "Starcoder2MLP's two matrices are priced with GELU")
   local b = r.bool("use_bias")
-  m.mlp, m.norm, m.norm_bias = "gelu", "layernorm", true
+  m.norm, m.norm_bias = "layernorm", true
   m.qkv_bias, m.attn_out_bias, m.mlp_bias = b, b, b
-  if act ~= "gelu" then
-    note(notes, file, "hidden_act %s (the tanh approximation of GELU) is element-wise: estimated as GELU; " ..
-      "Megatron-LM's non-gated MLP applies the erf GELU", act)
+  return m
+end
+
+--- PhiConfig's fraction of each head RoPE rotates when the config gives no
+-- `partial_rotary_factor` (configuration_phi.py @ 90f2781a).
+M.PHI_ROTARY_FRACTION = 0.5
+
+--- Phi-2 / Phi-1.5 (phi; transformers modular_phi.py @ b39782da): one
+-- nn.LayerNorm with bias per layer feeding attention and the MLP in
+-- parallel (PhiDecoderLayer: attn + mlp + residual; parallel_attn_mlp),
+-- q, k, v and dense (o) with biases, the MLP fc1 and fc2 with biases and
+-- a GELU (`hidden_act`, default gelu_new), RoPE on
+-- `partial_rotary_factor` (default 0.5) of each head, the final
+-- LayerNorm, an lm_head with its bias (lm_head_bias, the checkpoint's
+-- lm_head.bias); untied by default.  `qk_layernorm` (LayerNorms on Q and
+-- K of h / a with bias) is refused.
+function builders.phi(r, cfg, file, notes)
+  if r.bool("qk_layernorm", false) then
+    error(("NotImplemented: %s: qk_layernorm: Phi's LayerNorms with bias on Q and K are not modelled (got true)")
+      :format(file), 0)
   end
+  local m = gelu_mlp(llama_like(r, cfg, file, { norms_per_layer = 1 }), cfg, file, notes, "gelu_new",
+    "PhiMLP's fc1 and fc2 are priced with GELU")
+  m.norm, m.norm_bias, m.parallel_attn_mlp, m.lm_head_bias = "layernorm", true, true, true
+  m.qkv_bias, m.attn_out_bias, m.mlp_bias = true, true, true
+  m.rotary_percent = M.rotary_fraction(cfg, file, M.PHI_ROTARY_FRACTION)
   return m
 end
 
@@ -2901,7 +2935,7 @@ M.ARCHITECTURES = {
   Ministral3ForCausalLM = "ministral3", Dots1ForCausalLM = "dots1", Cohere2ForCausalLM = "cohere2", HunYuanDenseV1ForCausalLM = "hunyuan_v1_dense", HunYuanMoEV1ForCausalLM = "hunyuan_v1_moe",
   Qwen2VLForConditionalGeneration = "qwen2_vl", Qwen2_5_VLForConditionalGeneration = "qwen2_5_vl",
   NemotronForCausalLM = "nemotron", ArceeForCausalLM = "arcee", Ernie4_5ForCausalLM = "ernie4_5",
-  Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm",
+  Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm", PhiForCausalLM = "phi",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

@@ -258,6 +258,42 @@ describe("StableLM", function()
   end)
 end)
 
+describe("Phi-2", function()
+  --- microsoft/phi-2's config keys (PhiForCausalLM).
+  local PHI2 = { architectures = { "PhiForCausalLM" }, model_type = "phi", attention_dropout = 0.0,
+    embd_pdrop = 0.0, resid_pdrop = 0.1, hidden_act = "gelu_new", hidden_size = 2560, intermediate_size = 10240,
+    layer_norm_eps = 1e-05, max_position_embeddings = 2048, num_attention_heads = 32, num_hidden_layers = 32,
+    num_key_value_heads = 32, partial_rotary_factor = 0.4, qk_layernorm = false, rope_theta = 10000.0,
+    tie_word_embeddings = false, vocab_size = 51200 }
+
+  -- Phi-2 (card: 2.7B; transformers modular_phi.py @ b39782da).  Per layer
+  -- q, k, v, dense 4 x (2560 x 2560 + 2560) = 26,224,640, fc1 2560 x 10240
+  -- + 10240 and fc2 10240 x 2560 + 2560 = 52,441,600, one nn.LayerNorm
+  -- 2 x 2560 (attention and MLP read the same normed input):
+  -- 78,671,360; x32 = 2,517,483,520.  The embedding 51200 x 2560 =
+  -- 131,072,000, the lm_head the same plus its bias 51,200, the final
+  -- LayerNorm 5,120.  Total 2,779,683,840 (PhiForCausalLM's
+  -- num_parameters()).
+  it("Phi-2 (phi): 2,779,683,840; parallel attention and MLP on one LayerNorm, lm_head bias", function()
+    local m, info = hf.from_config(copy(PHI2), "phi-2.json")
+    local layer = 4 * (2560 * 2560 + 2560) + (2560 * 10240 + 10240) + (10240 * 2560 + 2560) + 2 * 2560
+    assert.are.equal(78671360, layer)
+    local total = core.model_params(m).total
+    assert.are.equal(32 * layer + 2 * 51200 * 2560 + 51200 + 2 * 2560, total)
+    assert.are.equal(2779683840, total)
+    assert.are.same({ "gelu", "layernorm", true, 1, true, true, 0.4 }, { m.mlp, m.norm, m.parallel_attn_mlp,
+      m.norms_per_layer, m.lm_head_bias, m.mlp_bias, m.rotary_percent })
+    assert.are.same({ true, "resid_pdrop" }, { info.dropout, info.dropout_key })
+    local c = copy(PHI2)
+    c.qk_layernorm = true
+    assert.are.equal("NotImplemented: p.json: qk_layernorm: Phi's LayerNorms with bias on Q and K are not " ..
+      "modelled (got true)", err_of(hf.from_config, c, "p.json"))
+    c.qk_layernorm, c.hidden_act = nil, "relu"
+    assert.are.equal('p.json: hidden_act: expected gelu, gelu_pytorch_tanh or gelu_new (PhiMLP\'s fc1 and fc2 ' ..
+      'are priced with GELU) (got "relu")', err_of(hf.from_config, c, "p.json"))
+  end)
+end)
+
 describe("dense 2024-26 families: refusals name the file, key and value", function()
   it("an activation the reader does not price", function()
     local c = copy(MINITRON_4B)

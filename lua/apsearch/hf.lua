@@ -176,6 +176,22 @@
 --   sigmoid router with the expert score bias, top-k renormalised; the
 --   MTP modules (`num_mtp_modules`) are not built by transformers (a note).
 --
+-- The dense families of issue 25's second batch (builders below cite their
+-- transformers files):
+--
+-- * `nemotron` (Nemotron-4, Minitron): NemotronMLP (squared ReLU, no gate:
+--   mlp relu2), LayerNorm1P with bias (norm_zero_centered), RoPE on
+--   `partial_rotary_factor` (default 0.5), epsilon `norm_eps`.
+-- * `arcee` (AFM-4.5B): Llama's layer with NemotronMLP.
+-- * `ernie4_5` (ERNIE-4.5-0.3B): Llama's layer, `head_dim` (default 128),
+--   `use_bias` on every projection, RoPE in interleaved pairs, tied.
+-- * `starcoder2`: LayerNorms with bias (`norm_epsilon`), `use_bias`
+--   (default true), a GELU MLP of two matrices, the window on every layer.
+-- * `stablelm`: LayerNorms with bias, `use_qkv_bias`, RoPE on
+--   `partial_rotary_factor` (default 0.25), `use_parallel_residual`.
+-- * `phi` (Phi-2): one LayerNorm feeding attention and a GELU MLP in
+--   parallel, biases everywhere including the lm_head.
+--
 -- Hybrid Mamba-2 models:
 --
 -- * `nemotron_h` (NVIDIA Nemotron-H, transformers configuration_nemotron_h.py

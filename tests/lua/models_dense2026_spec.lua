@@ -20,19 +20,16 @@ local H = require "spec_helpers"
 
 local err_of = H.err_of
 
-local function copy(t)
-  local c = {}
-  for k, v in pairs(t) do c[k] = v end
-  return c
-end
+local copy = H.copy
 
 --- Within `tol` (a fraction) of a card's rounded total.
 local function near(total, published, tol)
   return math.abs(total / published - 1) < tol
 end
 
---- The rounding of a card's "4.19B", "0.36B": half a unit of the last digit
--- shown, as a fraction of the total.
+--- How far a card's total given to three digits ("4.19B") may be from the
+-- exact count, as a fraction: half a unit of the third digit is at most
+-- 0.5 % of the total (1.00 to 9.99: 0.005 / 1.00).
 local CARD_ROUNDING = 0.005
 
 --- Nemotron-4 4B (nvidia/Minitron-4B-Base, Nemotron-Mini-4B-Instruct) as
@@ -145,7 +142,7 @@ describe("dense 2024-26 families: exact parameter counts", function()
     local total = core.model_params(m).total
     assert.are.equal(18 * layer + 103424 * 1024 + 1024, total)
     assert.are.equal(360748032, total)
-    assert.is_true(near(total, 0.36e9, 2 * CARD_ROUNDING)) -- "0.36B": two digits
+    assert.is_true(near(total, 0.36e9, 2 * CARD_ROUNDING)) -- "0.36B": two digits, twice the rounding
     assert.are.same({ true, true, 500000.0 }, { m.tie_word_embeddings, m.rotary_interleaved, m.rope_theta })
     -- the class defaults (Ernie4_5Config): head_dim 128, 2 KV heads, tied,
     -- rope_theta 500000 where the config leaves them out

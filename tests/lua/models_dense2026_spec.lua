@@ -11,7 +11,8 @@
 -- tests copy its config.json; the others at the keys their cards and
 -- config.json files state, typed here, as no copy of those files was
 -- reachable (the counts depend on the shape keys only, each checked
--- against the card's published total).
+-- against the card's published total); StarCoder2's as TensorRT-LLM's
+-- tests copy them.
 
 local core = require "apsearch.core"
 local cjson = require "cjson"
@@ -57,9 +58,11 @@ local ERNIE_03B = { architectures = { "Ernie4_5ForCausalLM" }, model_type = "ern
   num_key_value_heads = 2, head_dim = 128, num_hidden_layers = 18, rms_norm_eps = 1e-05, vocab_size = 103424,
   rope_theta = 500000, use_bias = false, tie_word_embeddings = true }
 
---- bigcode/starcoder2-3b's and starcoder2-7b's config keys
--- (Starcoder2ForCausalLM; neither states tie_word_embeddings, so both are
--- tied, Starcoder2Config's default).
+--- bigcode/starcoder2-3b's and starcoder2-7b's config keys as NVIDIA's
+-- TensorRT-LLM tests copy them (f00d21a3, tests/unittest/_torch/modeling/
+-- test_modeling_starcoder2.py, "based on HuggingFace configs", with
+-- num_hidden_layers 30 and 32 as its comment gives them; no
+-- tie_word_embeddings: tied, Starcoder2Config's default).
 local STARCODER2_3B = { architectures = { "Starcoder2ForCausalLM" }, model_type = "starcoder2",
   attention_dropout = 0.1, residual_dropout = 0.1, embedding_dropout = 0.1, hidden_act = "gelu_pytorch_tanh",
   hidden_size = 3072, intermediate_size = 12288, max_position_embeddings = 16384, norm_epsilon = 1e-05,
@@ -210,6 +213,16 @@ describe("dense 2024-26 families: exact parameter counts", function()
     assert.are.same({ true, false }, { m.norm_bias, m.qkv_bias })
     assert.is_nil(m.sliding_window)
     assert.are.same({}, info.notes) -- the erf GELU is Megatron's own
+    -- StarCoder2-15B (the same test file: h 6144, 48 heads, 4 KV heads, MLP
+    -- 24576, 40 layers, rope_theta 100000; card: 15B, its name): per layer
+    -- 383,847,424; x40 + the tied 49152 x 6144 + the final LayerNorm
+    c = copy(STARCODER2_7B)
+    c.hidden_size, c.num_attention_heads, c.intermediate_size, c.num_hidden_layers, c.rope_theta =
+      6144, 48, 24576, 40, 100000
+    m = hf.from_config(c, "starcoder2-15b.json")
+    assert.are.equal(383847424, layer(6144, 512, 24576))
+    assert.are.equal(40 * layer(6144, 512, 24576) + 49152 * 6144 + 2 * 6144, core.model_params(m).total)
+    assert.are.equal(15655899136, core.model_params(m).total)
   end)
 end)
 

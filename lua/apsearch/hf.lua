@@ -2951,6 +2951,7 @@ M.ARCHITECTURES = {
   Ministral3ForCausalLM = "ministral3", Dots1ForCausalLM = "dots1", Cohere2ForCausalLM = "cohere2", HunYuanDenseV1ForCausalLM = "hunyuan_v1_dense", HunYuanMoEV1ForCausalLM = "hunyuan_v1_moe",
   Qwen2VLForConditionalGeneration = "qwen2_vl", Qwen2_5_VLForConditionalGeneration = "qwen2_5_vl",
   NemotronForCausalLM = "nemotron", ArceeForCausalLM = "arcee", Ernie4_5ForCausalLM = "ernie4_5",
+  Ernie4_5_ForCausalLM = "ernie4_5", -- the name Baidu's own config.json files give the class
   Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm", PhiForCausalLM = "phi",
 }
 

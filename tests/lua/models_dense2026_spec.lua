@@ -52,11 +52,17 @@ local AFM_45B = { architectures = { "ArceeForCausalLM" }, model_type = "arcee", 
   rope_scaling = { rope_type = "yarn", factor = 20.0, original_max_position_embeddings = 4096 },
   tie_word_embeddings = false, vocab_size = 128004 }
 
---- baidu/ERNIE-4.5-0.3B-PT's config keys (Ernie4_5ForCausalLM).
-local ERNIE_03B = { architectures = { "Ernie4_5ForCausalLM" }, model_type = "ernie4_5", hidden_act = "silu",
-  hidden_size = 1024, intermediate_size = 3072, max_position_embeddings = 131072, num_attention_heads = 16,
-  num_key_value_heads = 2, head_dim = 128, num_hidden_layers = 18, rms_norm_eps = 1e-05, vocab_size = 103424,
-  rope_theta = 500000, use_bias = false, tie_word_embeddings = true }
+--- baidu/ERNIE-4.5-0.3B-PT's config.json, every key as a copy of it in the
+-- public code index reads (its auto_map names Baidu's remote code;
+-- transformers reads model_type ernie4_5 with its own classes).
+local ERNIE_03B = { architectures = { "Ernie4_5_ForCausalLM" }, auto_map = {
+    AutoConfig = "configuration_ernie4_5.Ernie4_5_Config", AutoModel = "modeling_ernie4_5.Ernie4_5_Model",
+    AutoModelForCausalLM = "modeling_ernie4_5.Ernie4_5_ForCausalLM" },
+  bos_token_id = 1, eos_token_id = 2, hidden_act = "silu", hidden_size = 1024, intermediate_size = 3072,
+  max_position_embeddings = 131072, model_type = "ernie4_5", num_attention_heads = 16, num_key_value_heads = 2,
+  head_dim = 128, num_hidden_layers = 18, pad_token_id = 0, rms_norm_eps = 1e-05, use_cache = false,
+  vocab_size = 103424, rope_theta = 500000, use_bias = false, tie_word_embeddings = true,
+  torch_dtype = "bfloat16" }
 
 --- bigcode/starcoder2-3b's and starcoder2-7b's config keys as NVIDIA's
 -- TensorRT-LLM tests copy them (f00d21a3, tests/unittest/_torch/modeling/

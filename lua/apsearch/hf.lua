@@ -1714,6 +1714,13 @@ M.NEMOTRON_ROTARY_FRACTION = 0.5
 -- whose weight is used as 1 + w (norm_zero_centered, Megatron
 -- --apply-layernorm-1p); the epsilon is `norm_eps`; untied by default.
 function builders.nemotron(r, cfg, file)
+  -- a hybrid's layer pattern would be dropped by this dense reader
+  for _, key in ipairs({ "hybrid_override_pattern", "layers_block_type" }) do
+    if not is_null(cfg[key]) then
+      util.fail(file, key, "a Nemotron-H layer pattern on a dense Nemotron config (model_type nemotron_h " ..
+        "reads it)", cfg[key])
+    end
+  end
   local m = relu2_mlp(llama_like(r, cfg, file, {}), r, cfg, file, "NemotronMLP's squared ReLU")
   m.norm, m.norm_bias, m.norm_zero_centered = "layernorm", true, true
   local ab = r.bool("attention_bias", false)

@@ -341,6 +341,11 @@ describe("dense 2024-26 families: refusals name the file, key and value", functi
     c = copy(ERNIE_03B)
     c.use_bias = "yes"
     assert.are.equal('e.json: use_bias: expected true or false (got "yes")', err_of(hf.from_config, c, "e.json"))
+    -- a hybrid pattern on a dense Nemotron (NemotronForCausalLM) would be dropped: refused
+    c = copy(MINITRON_4B)
+    c.model_type, c.layers_block_type = nil, { "mamba", "attention" }
+    assert.are.equal('m.json: layers_block_type: a Nemotron-H layer pattern on a dense Nemotron config ' ..
+      '(model_type nemotron_h reads it) (got {"mamba", "attention"})', err_of(hf.from_config, c, "m.json"))
     c = copy(STARCODER2_3B)
     c.norm_epsilon = -1
     assert.are.equal("s.json: norm_epsilon: expected a finite number > 0 (got -1)",

@@ -114,6 +114,15 @@ describe("dense 2024-26 families: exact parameter counts", function()
       m.mlp_bias })
     -- q, k, v and o biases (3072 + 2 x 1024 + 3072), up and down (9216 + 3072), per layer
     assert.are.equal(4190509056 + 32 * (3072 + 2 * 1024 + 3072 + 9216 + 3072), core.model_params(m).total)
+    -- head_dim apart from h / a: Minitron-8B's card shapes (h 4096, 48 heads
+    -- of 128, 8 KV heads, MLP 16384, 32 layers): q 4096 x 6144 and o 6144 x
+    -- 4096 = 25,165,824 each, k, v 4096 x 1024 each, up and down
+    -- 2 x 4096 x 16384, two LayerNorm1P 4 x 4096: 192,954,368 per layer
+    c = copy(MINITRON_4B)
+    c.hidden_size, c.num_attention_heads, c.head_dim, c.intermediate_size = 4096, 48, 128, 16384
+    m = hf.from_config(c, "minitron-8b.json")
+    assert.are.equal(192954368, 2 * 4096 * 6144 + 2 * 4096 * 1024 + 2 * 4096 * 16384 + 4 * 4096)
+    assert.are.equal(32 * 192954368 + 2 * 256000 * 4096 + 2 * 4096, core.model_params(m).total)
     -- the architectures class reads a config whose model_type has no reader
     c = copy(MINITRON_4B)
     c.model_type = "nemotron4"

@@ -418,8 +418,9 @@ typedef struct {
                                           in q_proj (its width doubles:
                                           transformers Qwen3NextAttention;
                                           Megatron --attention-output-gate) */
-    bool norm_zero_centered;         /**< RMSNorm weights w used as 1 + w
-                                          (Qwen3NextRMSNorm; Megatron
+    bool norm_zero_centered;         /**< norm weights w used as 1 + w
+                                          (Qwen3NextRMSNorm, Nemotron's
+                                          LayerNorm1P; Megatron
                                           --apply-layernorm-1p); changes no
                                           estimate */
     int64_t mtp_layers;              /**< multi-token-prediction modules (HF

@@ -176,6 +176,22 @@
 --   sigmoid router with the expert score bias, top-k renormalised; the
 --   MTP modules (`num_mtp_modules`) are not built by transformers (a note).
 --
+-- The dense families of issue 25's second batch (builders below cite their
+-- transformers files):
+--
+-- * `nemotron` (Nemotron-4, Minitron): NemotronMLP (squared ReLU, no gate:
+--   mlp relu2), LayerNorm1P with bias (norm_zero_centered), RoPE on
+--   `partial_rotary_factor` (default 0.5), epsilon `norm_eps`.
+-- * `arcee` (AFM-4.5B): Llama's layer with NemotronMLP.
+-- * `ernie4_5` (ERNIE-4.5-0.3B): Llama's layer, `head_dim` (default 128),
+--   `use_bias` on every projection, RoPE in interleaved pairs, tied.
+-- * `starcoder2`: LayerNorms with bias (`norm_epsilon`), `use_bias`
+--   (default true), a GELU MLP of two matrices, the window on every layer.
+-- * `stablelm`: LayerNorms with bias, `use_qkv_bias`, RoPE on
+--   `partial_rotary_factor` (default 0.25), `use_parallel_residual`.
+-- * `phi` (Phi-2): one LayerNorm feeding attention and a GELU MLP in
+--   parallel, biases everywhere including the lm_head.
+--
 -- Hybrid Mamba-2 models:
 --
 -- * `nemotron_h` (NVIDIA Nemotron-H, transformers configuration_nemotron_h.py
@@ -222,7 +238,8 @@ local M = {}
 M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
-                "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2" }
+                "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
+                "ernie4_5", "starcoder2", "stablelm", "phi" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -329,8 +346,9 @@ end
 --- RoPE scaling types the model carries (`rope_scaling.rope_type`).
 M.ROPE_SCALING = { "llama3", "linear", "yarn", "longrope" }
 
---- config.json keys of the norm epsilon, first present wins.
-M.NORM_EPS_KEYS = { "rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps" }
+--- config.json keys of the norm epsilon, first present wins (NemotronConfig
+-- calls it norm_eps, Starcoder2Config norm_epsilon).
+M.NORM_EPS_KEYS = { "rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", "norm_eps", "norm_epsilon" }
 
 --- Largest integer a config.json field may hold: the widest dimension or
 -- count the core accepts for any model field (APS_MAX_WIDTH, 2^24,
@@ -578,10 +596,11 @@ end
 --- config.json keys of dropout probabilities, in the order they are
 -- checked: GPT-2 (transformers GPT2Config), GPT-NeoX and the Llama family
 -- (GPTNeoXConfig, LlamaConfig.attention_dropout), BERT-style configs
--- (BertConfig).  Any of them > 0 means the model trains with dropout.
+-- (BertConfig), Seed-OSS and StarCoder2 (residual_dropout; StarCoder2's
+-- embedding_dropout).  Any of them > 0 means the model trains with dropout.
 M.DROPOUT_KEYS = { "attn_pdrop", "resid_pdrop", "embd_pdrop", "hidden_dropout",
                    "attention_dropout", "hidden_dropout_prob",
-                   "attention_probs_dropout_prob", "residual_dropout" }
+                   "attention_probs_dropout_prob", "residual_dropout", "embedding_dropout" }
 
 --- Whether a config asks for dropout: the first of M.DROPOUT_KEYS that is
 -- a number > 0; and whether it says at all (any of them present, 0
@@ -1664,6 +1683,185 @@ function builders.olmo3(r, cfg, file, notes)
   return m
 end
 
+----------------------------------------------------------- 2024-26 dense families, second batch (issue 25)
+
+--- transformers' ACT2FN name of the squared ReLU, max(x, 0)^2
+-- (activations.py ReLUSquaredActivation), the non-gated MLP of NemotronMLP
+-- and the classes built on it (ArceeMLP).
+M.RELU2_ACT = "relu2"
+
+-- NemotronMLP (modeling_nemotron.py @ 694aaa7f; ArceeMLP is the same
+-- class): up_proj h x f and down_proj f x h, biases when `mlp_bias`
+-- (default false), `hidden_act` between them (absent: the classes'
+-- default relu2) -> mlp relu2, Megatron --squared-relu.  Another
+-- activation is refused: the same two matrices with it are not priced.
+local function relu2_mlp(m, r, cfg, file, why)
+  if not is_null(cfg.hidden_act) then require_value(cfg, "hidden_act", M.RELU2_ACT, file, why) end
+  m.mlp, m.mlp_bias = "relu2", r.bool("mlp_bias", false)
+  return m
+end
+
+--- NemotronConfig's fraction of each head RoPE rotates when the config
+-- gives no `partial_rotary_factor` (configuration_nemotron.py @ 05cd1ec1).
+M.NEMOTRON_ROTARY_FRACTION = 0.5
+
+--- Nemotron-4 / Minitron (nemotron; transformers modeling_nemotron.py @
+-- 694aaa7f, configuration_nemotron.py @ 05cd1ec1): Llama's attention
+-- (q, k, v, o biases when `attention_bias`, default false; `head_dim`,
+-- default h / a), RoPE on the first `partial_rotary_factor` (default 0.5)
+-- of each head, NemotronMLP (squared ReLU, no gate, relu2_mlp) and two
+-- NemotronLayerNorm1P per layer plus the final one: LayerNorms with bias
+-- whose weight is used as 1 + w (norm_zero_centered, Megatron
+-- --apply-layernorm-1p); the epsilon is `norm_eps`; untied by default.
+function builders.nemotron(r, cfg, file)
+  -- a hybrid's layer pattern would be dropped by this dense reader
+  for _, key in ipairs({ "hybrid_override_pattern", "layers_block_type" }) do
+    if not is_null(cfg[key]) then
+      util.fail(file, key, "a Nemotron-H layer pattern on a dense Nemotron config (model_type nemotron_h " ..
+        "reads it)", cfg[key])
+    end
+  end
+  local m = relu2_mlp(llama_like(r, cfg, file, {}), r, cfg, file, "NemotronMLP's squared ReLU")
+  m.norm, m.norm_bias, m.norm_zero_centered = "layernorm", true, true
+  local ab = r.bool("attention_bias", false)
+  m.qkv_bias, m.attn_out_bias = ab, ab
+  m.rotary_percent = M.rotary_fraction(cfg, file, M.NEMOTRON_ROTARY_FRACTION)
+  return m
+end
+
+--- AFM-4.5B (arcee; transformers modular_arcee.py @ 031734d9): Llama's
+-- layer (builders.llama: `attention_bias`, `head_dim`) with NemotronMLP
+-- in place of the SwiGLU (ArceeMLP: up and down projections, squared
+-- ReLU, `mlp_bias`).
+function builders.arcee(r, cfg, file)
+  return relu2_mlp(builders.llama(r, cfg, file), r, cfg, file, "ArceeMLP's squared ReLU")
+end
+
+--- Ernie4_5Config's defaults (configuration_ernie4_5.py @ 2b6c089d) of the
+-- keys whose absence changes the count or the numerics read here; a
+-- null num_key_value_heads is num_attention_heads (the class's "backward
+-- compatibility"), an absent one 2.
+M.ERNIE45_DEFAULTS = { head_dim = 128, num_key_value_heads = 2, tie_word_embeddings = true, use_bias = false,
+  rope_theta = 500000.0, max_position_embeddings = 131072 }
+
+--- ERNIE 4.5 dense (ernie4_5: ERNIE-4.5-0.3B; transformers
+-- modeling_ernie4_5.py @ 9243e99d): Llama's layer with `head_dim`
+-- (default 128) and one `use_bias` (default false) for q, k, v, o and the
+-- gate, up and down projections (never the lm_head); RoPE over the whole
+-- head in interleaved pairs (its apply_rotary_pos_emb: rotate_half over
+-- the even and odd dims, rotary_interleaved); tied by default.
+function builders.ernie4_5(_, cfg, file)
+  require_silu(cfg, file, "ERNIE 4.5's SwiGLU MLP")
+  local c = with_defaults(cfg, M.ERNIE45_DEFAULTS)
+  if cfg.num_key_value_heads == cjson.null then c.num_key_value_heads = nil end
+  local r = reader(c, file)
+  local m = llama_like(r, c, file, { tied = true })
+  local b = r.bool("use_bias")
+  m.qkv_bias, m.attn_out_bias, m.mlp_bias = b, b, b
+  m.rotary_interleaved = true
+  m.rope_theta = c.rope_theta -- the class's default when the config has none (numerics keeps a given one)
+  return m
+end
+
+--- Starcoder2Config's defaults (configuration_starcoder2.py @ 77efc55c)
+-- of the keys whose absence changes the count: biases on every
+-- projection, tied embeddings.
+M.STARCODER2_DEFAULTS = { use_bias = true, tie_word_embeddings = true }
+
+--- transformers' ACT2FN names of a non-gated MLP the core prices as
+-- mlp "gelu" (two matrices): the erf GELU and its tanh approximations
+-- (GELU-tanh is noted: element-wise, estimated as GELU).
+M.GELU_ACTIVATIONS = { gelu = true, gelu_pytorch_tanh = true, gelu_new = true }
+
+-- The GELU of a non-gated MLP the core prices as mlp "gelu": `hidden_act`
+-- (absent: `default`, the class's) one of M.GELU_ACTIVATIONS, else
+-- refused naming `why`; a tanh approximation is noted (element-wise).
+local function gelu_mlp(m, cfg, file, notes, default, why)
+  local act = cfg.hidden_act
+  if is_null(act) then act = default end
+  if not M.GELU_ACTIVATIONS[act] then
+    util.fail(file, "hidden_act", "expected gelu, gelu_pytorch_tanh or gelu_new (" .. why .. ")", act)
+  end
+  m.mlp = "gelu"
+  if act ~= "gelu" then
+    note(notes, file, "hidden_act %s (the tanh approximation of GELU) is element-wise: estimated as GELU; " ..
+      "Megatron-LM's non-gated MLP applies the erf GELU", act)
+  end
+  return m
+end
+
+--- StarCoder2 (starcoder2; transformers modular_starcoder2.py @ ae005ce1):
+-- Mistral's attention with one `use_bias` (default true) for q, k, v, o
+-- and the MLP's c_fc (h x f) and c_proj (f x h), a GELU between them
+-- (`hidden_act`, default gelu_pytorch_tanh), two nn.LayerNorms per layer
+-- and the final one, always with bias, epsilon `norm_epsilon`; the window
+-- of `sliding_window` (null: none) on every layer; tied by default;
+-- dropout by `residual_dropout`, `embedding_dropout`, `attention_dropout`.
+function builders.starcoder2(_, cfg, file, notes)
+  local c = with_defaults(cfg, M.STARCODER2_DEFAULTS)
+  local r = reader(c, file)
+  local m = gelu_mlp(window(llama_like(r, c, file, {}), r), c, file, notes, "gelu_pytorch_tanh",
+    "Starcoder2MLP's two matrices are priced with GELU")
+  local b = r.bool("use_bias")
+  m.norm, m.norm_bias = "layernorm", true
+  m.qkv_bias, m.attn_out_bias, m.mlp_bias = b, b, b
+  return m
+end
+
+--- PhiConfig's fraction of each head RoPE rotates when the config gives no
+-- `partial_rotary_factor` (configuration_phi.py @ 90f2781a).
+M.PHI_ROTARY_FRACTION = 0.5
+
+--- Phi-2 / Phi-1.5 (phi; transformers modular_phi.py @ b39782da): one
+-- nn.LayerNorm with bias per layer feeding attention and the MLP in
+-- parallel (PhiDecoderLayer: attn + mlp + residual; parallel_attn_mlp),
+-- q, k, v and dense (o) with biases, the MLP fc1 and fc2 with biases and
+-- a GELU (`hidden_act`, default gelu_new), RoPE on
+-- `partial_rotary_factor` (default 0.5) of each head, the final
+-- LayerNorm, an lm_head with its bias (lm_head_bias, the checkpoint's
+-- lm_head.bias); untied by default.  `qk_layernorm` (LayerNorms on Q and
+-- K of h / a with bias) is refused.
+function builders.phi(r, cfg, file, notes)
+  if r.bool("qk_layernorm", false) then
+    error(("NotImplemented: %s: qk_layernorm: Phi's LayerNorms with bias on Q and K are not modelled (got true)")
+      :format(file), 0)
+  end
+  local m = gelu_mlp(llama_like(r, cfg, file, { norms_per_layer = 1 }), cfg, file, notes, "gelu_new",
+    "PhiMLP's fc1 and fc2 are priced with GELU")
+  m.norm, m.norm_bias, m.parallel_attn_mlp, m.lm_head_bias = "layernorm", true, true, true
+  m.qkv_bias, m.attn_out_bias, m.mlp_bias = true, true, true
+  m.rotary_percent = M.rotary_fraction(cfg, file, M.PHI_ROTARY_FRACTION)
+  return m
+end
+
+--- StableLmConfig's fraction of each head RoPE rotates when the config
+-- gives no `partial_rotary_factor` (configuration_stablelm.py @ 1459750d).
+M.STABLELM_ROTARY_FRACTION = 0.25
+
+--- StableLM (stablelm: StableLM-3B-4E1T, StableLM 2; transformers
+-- modeling_stablelm.py @ bf112caa): q, k, v with biases when
+-- `use_qkv_bias` (default false), o_proj never, head width h / a (no
+-- head_dim key is read), RoPE on `partial_rotary_factor` (default 0.25)
+-- of each head, a SwiGLU MLP without biases, nn.LayerNorms with bias
+-- (`layer_norm_eps`); with `use_parallel_residual` one LayerNorm feeds
+-- attention and MLP in parallel (parallel_attn_mlp), else two in
+-- sequence; untied by default.  `qk_layernorm` (StableLM 2 12B: one
+-- LayerNorm per head, weights of its own) is refused.
+function builders.stablelm(r, cfg, file)
+  require_silu(cfg, file, "StableLmMLP's SwiGLU")
+  if r.bool("qk_layernorm", false) then
+    error(("NotImplemented: %s: qk_layernorm: StableLM's per-head LayerNorms on Q and K (a LayerNorm of its own " ..
+      "for each head, StableLmLayerNormPerHead) are not modelled (got true)"):format(file), 0)
+  end
+  local m = llama_like(r, cfg, file, {})
+  m.head_dim = nil -- StableLmAttention: hidden_size // num_attention_heads
+  m.norm, m.norm_bias = "layernorm", true
+  m.qkv_bias, m.attn_out_bias = r.bool("use_qkv_bias", false), false
+  if r.bool("use_parallel_residual", false) then m.parallel_attn_mlp, m.norms_per_layer = true, 1 end
+  m.rotary_percent = M.rotary_fraction(cfg, file, M.STABLELM_ROTARY_FRACTION)
+  return m
+end
+
 --- MiniMaxM2Config's defaults (transformers configuration_minimax_m2.py @
 -- 3e108993) for the keys a `minimax_m2` config may leave out.
 M.MINIMAX_M2_DEFAULTS = {
@@ -2688,7 +2886,7 @@ M.ERNIE45_MOE_KEYS = { num_experts = "moe_num_experts", experts_per_token = "moe
 -- Ernie4_5_MoeStatics' e_score_correction_bias (one per expert) added and
 -- renormalised; the shared experts one ungated SwiGLU MLP of
 -- moe_num_shared_experts x moe_intermediate_size; tied embeddings by
--- default.  use_bias would put biases on every projection and the
+-- default; RoPE in interleaved pairs, as builders.ernie4_5.  use_bias would put biases on every projection and the
 -- lm_head: not modelled.  transformers drops the MTP module (mtp*).
 -- @raise NotImplemented for use_bias; `<file>: <key>: ...` as the readers
 function builders.ernie4_5_moe(_, cfg, file, notes, extra)
@@ -2705,6 +2903,7 @@ function builders.ernie4_5_moe(_, cfg, file, notes, extra)
   end
   local m = llama_like(r, c, file, { tied = true })
   m.rope_theta = c.rope_theta -- the class's default when the config has none (numerics keeps a given one)
+  m.rotary_interleaved = true -- ERNIE 4.5's apply_rotary_pos_emb (modular_ernie4_5_moe.py imports it)
   m.num_experts, m.experts_per_token = r.int("moe_num_experts"), r.int("moe_k")
   m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
   local L, k = m.num_layers, r.int("moe_layer_interval")
@@ -2758,6 +2957,9 @@ M.ARCHITECTURES = {
   GraniteMoeHybridForCausalLM = "granitemoehybrid", Exaone4ForCausalLM = "exaone4",
   Ministral3ForCausalLM = "ministral3", Dots1ForCausalLM = "dots1", Cohere2ForCausalLM = "cohere2", HunYuanDenseV1ForCausalLM = "hunyuan_v1_dense", HunYuanMoEV1ForCausalLM = "hunyuan_v1_moe",
   Qwen2VLForConditionalGeneration = "qwen2_vl", Qwen2_5_VLForConditionalGeneration = "qwen2_5_vl",
+  NemotronForCausalLM = "nemotron", ArceeForCausalLM = "arcee", Ernie4_5ForCausalLM = "ernie4_5",
+  Ernie4_5_ForCausalLM = "ernie4_5", -- the name Baidu's own config.json files give the class
+  Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm", PhiForCausalLM = "phi",
 }
 
 --- The model_type a config is read as: its own when a reader has it,
@@ -2798,6 +3000,19 @@ M.UNMODELLED = {
     "swa_head_dim) and attention-sink biases are not modelled",
   gemma4_text = "Gemma 4's attention (attention_k_eq_v, global_head_dim, num_kv_shared_layers) and " ..
     "per-layer inputs (hidden_size_per_layer_input) are not modelled",
+  -- transformers configuration_falcon_h1.py @ 7abb76c5 (FalconH1DecoderLayer)
+  falcon_h1 = "Falcon-H1's layers run attention and a Mamba-2 mixer in parallel on one normed input " ..
+    "(num_attention_heads beside mamba_d_ssm, mamba_n_heads): apsearch's hybrid layers have one mixer each; " ..
+    "nor are its multipliers (mlp_multipliers, ssm_multipliers, attention_in_multiplier, key_multiplier) modelled",
+  -- Ling 2.0 / Ling 1.x (inclusionAI): remote code, in no transformers release read here
+  bailing_moe_v2 = "Ling 2.0's model is remote code (auto_map BailingMoeV2ForCausalLM, " ..
+    "modeling_bailing_moe_v2.py of its Hub repository) that apsearch has not read, so its experts, router and " ..
+    "multi-token-prediction layers (num_experts, num_shared_experts, num_nextn_predict_layers) are not modelled",
+  bailing_moe = "Ling's model is remote code (auto_map BailingMoeForCausalLM, modeling_bailing_moe.py of its " ..
+    "Hub repository) that apsearch has not read, so its experts (num_experts, num_shared_experts) are not modelled",
+  -- transformers modular_apertus.py @ f93a9482 (ApertusMLP: NemotronMLP with ACT2FN["xielu"])
+  apertus = "the xIELU activation (hidden_act \"xielu\": learnable alpha_p and alpha_n in every layer's MLP) " ..
+    "is not modelled: apsearch prices SwiGLU, GELU and squared-ReLU MLPs, and Megatron-LM has no xIELU",
 }
 
 --- The keys of DeepSeek Sparse Attention's indexer (DeepseekV32Config,

@@ -12,6 +12,8 @@ local launch = require "apsearch.launch"
 local megatron = require "apsearch.launch.megatron"
 local options = require "apsearch.launch.options"
 
+local H = require "spec_helpers"
+
 local ROOT = os.getenv("APS_ROOT") or "."
 
 --- The Gemma-2-9B config.json values (hf_spec's) with its window and caps.
@@ -343,6 +345,53 @@ describe("model fields of the architecture (issue 25)", function()
 
   -- --rotary-base is type=int: Hunyuan's NTK-alpha base 10000 x 1000^(128/126)
   -- rounds (a NOTE), a small fractional base stays NOT EXPRESSIBLE
+  -- Nemotron-4 / Minitron (modeling_nemotron.py @ 694aaa7f): the squared
+  -- ReLU without a gate (TransformerConfig.activation_func squared_relu,
+  -- argument_utils.py @ d98e8a64), LayerNorm1P (layernorm_zero_centered_
+  -- gamma), RoPE on half of each head; nothing NOT WRITTEN
+  it("nemotron: --squared-relu --apply-layernorm-1p --rotary-percent 0.5, LayerNorm with bias", function()
+    local m = hf.from_config({ model_type = "nemotron", hidden_size = 3072, intermediate_size = 9216,
+      num_hidden_layers = 32, num_attention_heads = 24, num_key_value_heads = 8, vocab_size = 256000,
+      norm_eps = 1e-05, rope_theta = 10000 }, "minitron-4b.json")
+    local flags, notes, text = script(m)
+    has(flags, { ["--squared-relu"] = true, ["--apply-layernorm-1p"] = true, ["--rotary-percent"] = "0.5",
+      ["--norm-epsilon"] = "1e-05", ["--disable-bias-linear"] = true,
+      ["--untie-embeddings-and-output-weights"] = true }, { "--swiglu", "--normalization", "--quick-geglu" })
+    assert.are.same({}, not_written(notes))
+    H.assert_megatron_flags(text)
+  end)
+
+  it("arcee: --squared-relu with RMSNorm; starcoder2: GELU, biases, window on every layer", function()
+    local m = hf.from_config({ model_type = "arcee", hidden_size = 2560, intermediate_size = 18432,
+      num_hidden_layers = 36, num_attention_heads = 20, num_key_value_heads = 4, head_dim = 128,
+      vocab_size = 128004 }, "afm.json")
+    local flags, notes = script(m)
+    has(flags, { ["--squared-relu"] = true, ["--normalization"] = "RMSNorm", ["--disable-bias-linear"] = true },
+      { "--swiglu", "--apply-layernorm-1p", "--rotary-percent" })
+    assert.are.same({}, not_written(notes))
+    m = hf.from_config({ model_type = "starcoder2", hidden_size = 3072, intermediate_size = 12288,
+      num_hidden_layers = 30, num_attention_heads = 24, num_key_value_heads = 2, vocab_size = 49152,
+      sliding_window = 4096, hidden_act = "gelu" }, "starcoder2-3b.json")
+    local text
+    flags, notes, text = script(m)
+    -- Megatron's defaults: LayerNorm with bias, biases on every linear, GELU
+    has(flags, { ["--window-size"] = "4095,0" }, { "--swiglu", "--squared-relu", "--normalization",
+      "--disable-bias-linear", "--untie-embeddings-and-output-weights", "--window-attn-skip-freq" })
+    assert.are.same({}, not_written(notes))
+    H.assert_megatron_flags(text)
+  end)
+
+  it("ernie4_5: --rotary-interleaved, biases all or none by use_bias", function()
+    local cfg = { model_type = "ernie4_5", hidden_size = 1024, intermediate_size = 3072, num_hidden_layers = 18,
+      num_attention_heads = 16, num_key_value_heads = 2, vocab_size = 103424 }
+    local flags = script((hf.from_config(cfg, "ernie.json")))
+    has(flags, { ["--rotary-interleaved"] = true, ["--swiglu"] = true, ["--disable-bias-linear"] = true,
+      ["--kv-channels"] = "128", ["--rotary-base"] = "500000" }, { "--untie-embeddings-and-output-weights" })
+    cfg.use_bias = true
+    flags = script((hf.from_config(cfg, "ernie.json")))
+    has(flags, { ["--rotary-interleaved"] = true }, { "--disable-bias-linear" })
+  end)
+
   it("hunyuan: a fractional RoPE base from 1e4 on written rounded, with a NOTE", function()
     local m = hf.from_config({ model_type = "hunyuan_v1_dense", hidden_size = 1024, intermediate_size = 4096,
       num_hidden_layers = 4, num_attention_heads = 8, num_key_value_heads = 8, head_dim = 128, vocab_size = 32000,

@@ -23,11 +23,7 @@ local load, decoded = H.example_model, H.example_config
 
 local err_of = H.err_of
 
-local function copy(t)
-  local c = {}
-  for k, v in pairs(t) do c[k] = v end
-  return c
-end
+local copy = H.copy
 
 --- Parameters of a Qwen3-MoE config as transformers' Qwen3MoeForCausalLM
 -- builds them (modeling_qwen3_moe.py): q h x a d, k and v h x kv d, o

@@ -98,6 +98,15 @@ function M.assert_megatron_flags(sh)
   end
 end
 
+--- A shallow copy of a table (a config to change in one test).
+-- @tparam table t
+-- @treturn table
+function M.copy(t)
+  local c = {}
+  for k, v in pairs(t) do c[k] = v end
+  return c
+end
+
 --- The message of the error f(...) raises (fails the spec if none).
 function M.err_of(f, ...)
   local ok, e = pcall(f, ...)

@@ -286,6 +286,8 @@ M.LLAMA_BLOCK_LACKS = {
     "halves of each head" },
   { "reordered_norm", "norms after attention and MLP (reordered_norm, OLMo 2): the Llama block normalises " ..
     "their inputs" },
+  { "norm_zero_centered", "norm weights used as 1 + w (norm_zero_centered: Nemotron's LayerNorm1P, Qwen3-Next): " ..
+    "the Llama norms scale by w" },
 }
 
 --- Weights of a model's block and output layer a Llama builder

@@ -1,0 +1,382 @@
+-- tests/lua/models_dense2026_spec.lua -- the dense 2024-26 families of issue
+-- 25's second batch, imported from their Hugging Face config.json
+-- (lua/apsearch/hf.lua): Nemotron-4 / Minitron (nemotron), AFM-4.5B
+-- (arcee), ERNIE-4.5-0.3B (ernie4_5), StarCoder2 (starcoder2).  Each count
+-- is computed here from the transformers module shapes (the file and
+-- commit in the comment) and checked against the model card's published
+-- total; the refusals name the file, the key and the value.
+--
+-- The configs are written inline (examples/models/README.md "Inline
+-- configs" says where each was read): Minitron-4B as NVIDIA's TensorRT-LLM
+-- tests copy its config.json; the others at the keys their cards and
+-- config.json files state, typed here, as no copy of those files was
+-- reachable (the counts depend on the shape keys only, each checked
+-- against the card's published total); StarCoder2's as TensorRT-LLM's
+-- tests copy them.
+
+local core = require "apsearch.core"
+local cjson = require "cjson"
+local hf = require "apsearch.hf"
+local H = require "spec_helpers"
+
+local err_of = H.err_of
+
+local copy = H.copy
+
+--- Within `tol` (a fraction) of a card's rounded total.
+local function near(total, published, tol)
+  return math.abs(total / published - 1) < tol
+end
+
+--- How far a card's total given to three digits ("4.19B") may be from the
+-- exact count, as a fraction: half a unit of the third digit is at most
+-- 0.5 % of the total (1.00 to 9.99: 0.005 / 1.00).
+local CARD_ROUNDING = 0.005
+
+--- Nemotron-4 4B (nvidia/Minitron-4B-Base, Nemotron-Mini-4B-Instruct) as
+-- NVIDIA/TensorRT-LLM @ 8cb8331d tests/unittest/_torch/modeling/
+-- test_modeling_nemotron.py copies it (Nemotron_4_4B_CONFIG, with its
+-- extra kv_channels key, which NemotronConfig does not read).
+local MINITRON_4B = { architectures = { "NemotronForCausalLM" }, bos_token_id = 2, eos_token_id = 3,
+  hidden_act = "relu2", hidden_size = 3072, initializer_range = 0.0134, intermediate_size = 9216,
+  max_position_embeddings = 4096, model_type = "nemotron", num_attention_heads = 24, num_hidden_layers = 32,
+  num_key_value_heads = 8, norm_eps = 1e-05, rope_theta = 10000, partial_rotary_factor = 0.5,
+  tie_word_embeddings = false, torch_dtype = "bfloat16", transformers_version = "4.48.0", use_cache = true,
+  vocab_size = 256000, kv_channels = 128 }
+
+--- arcee-ai/AFM-4.5B's config keys (ArceeForCausalLM).
+local AFM_45B = { architectures = { "ArceeForCausalLM" }, model_type = "arcee", attention_bias = false,
+  head_dim = 128, hidden_act = "relu2", hidden_size = 2560, intermediate_size = 18432,
+  max_position_embeddings = 65536, mlp_bias = false, num_attention_heads = 20, num_hidden_layers = 36,
+  num_key_value_heads = 4, rms_norm_eps = 1e-05, rope_theta = 10000.0,
+  rope_scaling = { rope_type = "yarn", factor = 20.0, original_max_position_embeddings = 4096 },
+  tie_word_embeddings = false, vocab_size = 128004 }
+
+--- baidu/ERNIE-4.5-0.3B-PT's config.json, every key as a copy of it in the
+-- public code index reads (its auto_map names Baidu's remote code;
+-- transformers reads model_type ernie4_5 with its own classes).
+local ERNIE_03B = { architectures = { "Ernie4_5_ForCausalLM" }, auto_map = {
+    AutoConfig = "configuration_ernie4_5.Ernie4_5_Config", AutoModel = "modeling_ernie4_5.Ernie4_5_Model",
+    AutoModelForCausalLM = "modeling_ernie4_5.Ernie4_5_ForCausalLM" },
+  bos_token_id = 1, eos_token_id = 2, hidden_act = "silu", hidden_size = 1024, intermediate_size = 3072,
+  max_position_embeddings = 131072, model_type = "ernie4_5", num_attention_heads = 16, num_key_value_heads = 2,
+  head_dim = 128, num_hidden_layers = 18, pad_token_id = 0, rms_norm_eps = 1e-05, use_cache = false,
+  vocab_size = 103424, rope_theta = 500000, use_bias = false, tie_word_embeddings = true,
+  torch_dtype = "bfloat16" }
+
+--- bigcode/starcoder2-3b's and starcoder2-7b's config keys as NVIDIA's
+-- TensorRT-LLM tests copy them (f00d21a3, tests/unittest/_torch/modeling/
+-- test_modeling_starcoder2.py, "based on HuggingFace configs", with
+-- num_hidden_layers 30 and 32 as its comment gives them; no
+-- tie_word_embeddings: tied, Starcoder2Config's default).
+local STARCODER2_3B = { architectures = { "Starcoder2ForCausalLM" }, model_type = "starcoder2",
+  attention_dropout = 0.1, residual_dropout = 0.1, embedding_dropout = 0.1, hidden_act = "gelu_pytorch_tanh",
+  hidden_size = 3072, intermediate_size = 12288, max_position_embeddings = 16384, norm_epsilon = 1e-05,
+  num_attention_heads = 24, num_hidden_layers = 30, num_key_value_heads = 2, rope_theta = 999999.4420358813,
+  sliding_window = 4096, use_bias = true, vocab_size = 49152 }
+local STARCODER2_7B = { architectures = { "Starcoder2ForCausalLM" }, model_type = "starcoder2",
+  attention_dropout = 0.1, residual_dropout = 0.1, embedding_dropout = 0.1, hidden_act = "gelu_pytorch_tanh",
+  hidden_size = 4608, intermediate_size = 18432, max_position_embeddings = 16384, norm_epsilon = 1e-05,
+  num_attention_heads = 36, num_hidden_layers = 32, num_key_value_heads = 4, rope_theta = 1000000,
+  sliding_window = 4096, use_bias = true, vocab_size = 49152 }
+
+describe("dense 2024-26 families: exact parameter counts", function()
+  -- Minitron-4B (card: 4.19B; transformers modeling_nemotron.py @
+  -- 694aaa7f).  Per layer NemotronAttention q, o 3072 x 3072 = 9,437,184
+  -- each, k, v 3072 x (8 x 128) = 3,145,728 each, no biases
+  -- (attention_bias false); NemotronMLP up 3072 x 9216 and down 9216 x
+  -- 3072 = 56,623,104 (squared ReLU, no gate, mlp_bias false); two
+  -- NemotronLayerNorm1P of weight and bias 2 x 2 x 3072 = 12,288:
+  -- 81,801,216; x32 = 2,617,638,912.  Untied embedding and lm_head
+  -- 2 x 256000 x 3072 = 1,572,864,000; the final LayerNorm1P 6,144.
+  -- Total 4,190,509,056.
+  it("Minitron-4B (nemotron): 4,190,509,056; squared ReLU, LayerNorm1P with bias, RoPE on half", function()
+    local m, info = hf.from_config(copy(MINITRON_4B), "minitron-4b.json")
+    local layer = 2 * 3072 * 3072 + 2 * 3072 * 1024 + 2 * 3072 * 9216 + 2 * 2 * 3072
+    assert.are.equal(81801216, layer)
+    local total = core.model_params(m).total
+    assert.are.equal(32 * layer + 2 * 256000 * 3072 + 2 * 3072, total)
+    assert.are.equal(4190509056, total)
+    assert.is_true(near(total, 4.19e9, CARD_ROUNDING))
+    assert.are.same({ "relu2", "layernorm", true, true, 0.5, false, false, 1e-5, 128 },
+      { m.mlp, m.norm, m.norm_bias, m.norm_zero_centered, m.rotary_percent, m.qkv_bias, m.mlp_bias, m.norm_eps,
+        m.head_dim })
+    assert.are.same({}, info.notes)
+    assert.is_false(info.dropout)
+    -- TorchTitan's and MindFormers' Llama block: a NOT EXPRESSIBLE line for the 1 + w weights
+    assert.are.same({ "norm weights used as 1 + w (norm_zero_centered: Nemotron's LayerNorm1P, Qwen3-Next): the " ..
+      "Llama norms scale by w" }, require("apsearch.launch").llama_block_features(m))
+    -- absent keys: NemotronConfig's partial_rotary_factor 0.5, relu2; biases when asked
+    local c = copy(MINITRON_4B)
+    c.partial_rotary_factor, c.hidden_act, c.attention_bias, c.mlp_bias = nil, nil, true, true
+    m = hf.from_config(c, "minitron-4b.json")
+    assert.are.same({ 0.5, "relu2", true, true, true }, { m.rotary_percent, m.mlp, m.qkv_bias, m.attn_out_bias,
+      m.mlp_bias })
+    -- q, k, v and o biases (3072 + 2 x 1024 + 3072), up and down (9216 + 3072), per layer
+    assert.are.equal(4190509056 + 32 * (3072 + 2 * 1024 + 3072 + 9216 + 3072), core.model_params(m).total)
+    -- head_dim apart from h / a: Minitron-8B's card shapes (h 4096, 48 heads
+    -- of 128, 8 KV heads, MLP 16384, 32 layers): q 4096 x 6144 and o 6144 x
+    -- 4096 = 25,165,824 each, k, v 4096 x 1024 each, up and down
+    -- 2 x 4096 x 16384, two LayerNorm1P 4 x 4096: 192,954,368 per layer
+    c = copy(MINITRON_4B)
+    c.hidden_size, c.num_attention_heads, c.head_dim, c.intermediate_size = 4096, 48, 128, 16384
+    m = hf.from_config(c, "minitron-8b.json")
+    assert.are.equal(192954368, 2 * 4096 * 6144 + 2 * 4096 * 1024 + 2 * 4096 * 16384 + 4 * 4096)
+    assert.are.equal(32 * 192954368 + 2 * 256000 * 4096 + 2 * 4096, core.model_params(m).total)
+    -- the architectures class reads a config whose model_type has no reader
+    c = copy(MINITRON_4B)
+    c.model_type = "nemotron4"
+    m, info = hf.from_config(c, "minitron-4b.json")
+    assert.are.equal(4190509056, core.model_params(m).total)
+    assert.truthy(info.notes[1]:find("read as nemotron (architectures names NemotronForCausalLM", 1, true))
+  end)
+
+  -- arcee-ai/AFM-4.5B (card: 4.5B; transformers modular_arcee.py @
+  -- 031734d9: LlamaAttention, ArceeMLP = NemotronMLP).  Per layer q, o
+  -- 2560 x (20 x 128) = 6,553,600 each, k, v 2560 x (4 x 128) = 1,310,720
+  -- each, up and down 2 x 2560 x 18432 = 94,371,840, two RMSNorms 5,120:
+  -- 110,105,600; x36 = 3,963,801,600.  Untied embedding and lm_head
+  -- 2 x 128004 x 2560 = 655,380,480; the final norm 2,560.  Total
+  -- 4,619,184,640 (4.62B: the card's 4.5B is the model's name).
+  it("AFM-4.5B (arcee): 4,619,184,640; Llama with a squared-ReLU MLP", function()
+    local m = hf.from_config(copy(AFM_45B), "afm-4.5b.json")
+    local layer = 2 * 2560 * 2560 + 2 * 2560 * 512 + 2 * 2560 * 18432 + 2 * 2560
+    assert.are.equal(110105600, layer)
+    local total = core.model_params(m).total
+    assert.are.equal(36 * layer + 2 * 128004 * 2560 + 2560, total)
+    assert.are.equal(4619184640, total)
+    assert.is_true(near(total, 4.62e9, CARD_ROUNDING))
+    assert.are.same({ "relu2", "rmsnorm", false, "yarn", 20.0, 4096 }, { m.mlp, m.norm, m.mlp_bias,
+      m.rope_scaling_type, m.rope_scaling_factor, m.original_max_position_embeddings })
+  end)
+
+  -- baidu/ERNIE-4.5-0.3B-PT (card: 0.36B; transformers modeling_ernie4_5.py
+  -- @ 9243e99d).  Per layer q, o 1024 x (16 x 128) = 2,097,152 each, k, v
+  -- 1024 x (2 x 128) = 262,144 each, the SwiGLU MLP 3 x 1024 x 3072 =
+  -- 9,437,184, two RMSNorms 2,048: 14,157,824; x18 = 254,840,832.  The
+  -- tied embedding 103424 x 1024 = 105,906,176; the final norm 1,024.
+  -- Total 360,748,032.
+  it("ERNIE-4.5-0.3B (ernie4_5): 360,748,032; tied, interleaved RoPE; use_bias on every projection", function()
+    local m = hf.from_config(copy(ERNIE_03B), "ernie-4.5-0.3b.json")
+    local layer = 2 * 1024 * 2048 + 2 * 1024 * 256 + 3 * 1024 * 3072 + 2 * 1024
+    assert.are.equal(14157824, layer)
+    local total = core.model_params(m).total
+    assert.are.equal(18 * layer + 103424 * 1024 + 1024, total)
+    assert.are.equal(360748032, total)
+    assert.is_true(near(total, 0.36e9, 2 * CARD_ROUNDING)) -- "0.36B": two digits, twice the rounding
+    assert.are.same({ true, true, 500000.0 }, { m.tie_word_embeddings, m.rotary_interleaved, m.rope_theta })
+    -- the class defaults (Ernie4_5Config): head_dim 128, 2 KV heads, tied,
+    -- rope_theta 500000 where the config leaves them out
+    local c = copy(ERNIE_03B)
+    c.head_dim, c.num_key_value_heads, c.tie_word_embeddings, c.rope_theta = nil, nil, nil, nil
+    m = hf.from_config(c, "ernie-4.5-0.3b.json")
+    assert.are.same({ 360748032, 500000.0 }, { core.model_params(m).total, m.rope_theta })
+    -- a null num_key_value_heads is num_attention_heads (16: k, v 1024 x 2048)
+    c.num_key_value_heads = cjson.null
+    m = hf.from_config(c, "ernie-4.5-0.3b.json")
+    assert.are.equal(16, m.num_query_groups)
+    -- use_bias: q, k, v, o (2048 + 2 x 256 + 1024) and gate, up, down
+    -- (2 x 3072 + 1024) per layer; the lm_head has none (tied here)
+    c = copy(ERNIE_03B)
+    c.use_bias = true
+    m = hf.from_config(c, "ernie-4.5-0.3b.json")
+    assert.are.same({ true, true, true }, { m.qkv_bias, m.attn_out_bias, m.mlp_bias })
+    assert.are.equal(360748032 + 18 * (2048 + 2 * 256 + 1024 + 2 * 3072 + 1024), core.model_params(m).total)
+    -- ERNIE 4.5 MoE rotates the same interleaved pairs (its modular file
+    -- imports ERNIE 4.5's apply_rotary_pos_emb)
+    m = hf.from_config({ model_type = "ernie4_5_moe", hidden_size = 256, intermediate_size = 512,
+      num_hidden_layers = 2, num_attention_heads = 4, num_key_value_heads = 2, vocab_size = 1000,
+      moe_num_experts = 4, moe_k = 2, moe_intermediate_size = 128 }, "ernie-moe.json")
+    assert.is_true(m.rotary_interleaved)
+  end)
+
+  -- bigcode/starcoder2-3b (card: 3.03B) and starcoder2-7b (card: 7.17B);
+  -- transformers modular_starcoder2.py @ ae005ce1.  3B, per layer q, o
+  -- 3072 x 3072 + 3072 each, k, v 3072 x (2 x 128) + 256 each, c_fc
+  -- 3072 x 12288 + 12288, c_proj 12288 x 3072 + 3072, two nn.LayerNorms
+  -- 2 x 2 x 3072: 95,979,008; x30 = 2,879,370,240; the tied embedding
+  -- 49152 x 3072 = 150,994,944; the final LayerNorm 6,144: 3,030,371,328.
+  -- 7B (36 heads of 128, 4 KV heads, MLP 18432): per layer 217,106,944;
+  -- x32 + 49152 x 4608 + 2 x 4608 = 7,173,923,840.
+  it("StarCoder2-3B 3,030,371,328 and -7B 7,173,923,840: biases, LayerNorm, GELU, window", function()
+    local m, info = hf.from_config(copy(STARCODER2_3B), "starcoder2-3b.json")
+    local function layer(h, kv, f)
+      return 2 * (h * h + h) + 2 * (h * kv + kv) + (h * f + f) + (f * h + h) + 2 * 2 * h
+    end
+    assert.are.equal(95979008, layer(3072, 256, 12288))
+    local total = core.model_params(m).total
+    assert.are.equal(30 * layer(3072, 256, 12288) + 49152 * 3072 + 2 * 3072, total)
+    assert.are.equal(3030371328, total)
+    assert.is_true(near(total, 3.03e9, CARD_ROUNDING))
+    assert.are.same({ "gelu", "layernorm", true, true, true, true, true, 4096, 30, 1e-5 },
+      { m.mlp, m.norm, m.norm_bias, m.qkv_bias, m.attn_out_bias, m.mlp_bias, m.tie_word_embeddings,
+        m.sliding_window, m.sliding_window_layers, m.norm_eps })
+    assert.are.same({ true, "attention_dropout" }, { info.dropout, info.dropout_key })
+    assert.truthy(info.notes[1]:find("hidden_act gelu_pytorch_tanh (the tanh approximation of GELU) is " ..
+      "element-wise: estimated as GELU", 1, true))
+    m = hf.from_config(copy(STARCODER2_7B), "starcoder2-7b.json")
+    assert.are.equal(217106944, layer(4608, 512, 18432))
+    total = core.model_params(m).total
+    assert.are.equal(32 * layer(4608, 512, 18432) + 49152 * 4608 + 2 * 4608, total)
+    assert.are.equal(7173923840, total)
+    assert.is_true(near(total, 7.17e9, CARD_ROUNDING))
+    -- use_bias false drops the linear biases, never the LayerNorms'; a null window is none
+    local c = copy(STARCODER2_3B)
+    c.use_bias, c.sliding_window, c.hidden_act = false, cjson.null, "gelu"
+    m, info = hf.from_config(c, "starcoder2-3b.json")
+    assert.are.equal(3030371328 - 30 * (3072 + 2 * 256 + 3072 + 12288 + 3072), core.model_params(m).total)
+    assert.are.same({ true, false }, { m.norm_bias, m.qkv_bias })
+    assert.is_nil(m.sliding_window)
+    assert.are.same({}, info.notes) -- the erf GELU is Megatron's own
+    -- StarCoder2-15B (the same test file: h 6144, 48 heads, 4 KV heads, MLP
+    -- 24576, 40 layers, rope_theta 100000; card: 15B, its name): per layer
+    -- 383,847,424; x40 + the tied 49152 x 6144 + the final LayerNorm
+    c = copy(STARCODER2_7B)
+    c.hidden_size, c.num_attention_heads, c.intermediate_size, c.num_hidden_layers, c.rope_theta =
+      6144, 48, 24576, 40, 100000
+    m = hf.from_config(c, "starcoder2-15b.json")
+    assert.are.equal(383847424, layer(6144, 512, 24576))
+    assert.are.equal(40 * layer(6144, 512, 24576) + 49152 * 6144 + 2 * 6144, core.model_params(m).total)
+    assert.are.equal(15655899136, core.model_params(m).total)
+  end)
+end)
+
+describe("StableLM", function()
+  --- stabilityai/stablelm-3b-4e1t's config keys (StableLmForCausalLM).
+  local STABLELM_3B = { architectures = { "StableLmForCausalLM" }, model_type = "stablelm", hidden_act = "silu",
+    hidden_size = 2560, intermediate_size = 6912, layer_norm_eps = 1e-05, max_position_embeddings = 4096,
+    num_attention_heads = 32, num_hidden_layers = 32, num_key_value_heads = 32, partial_rotary_factor = 0.25,
+    rope_theta = 10000, tie_word_embeddings = false, use_qkv_bias = false, vocab_size = 50304 }
+
+  -- StableLM-3B-4E1T (card: 2,795,443,200; transformers modeling_stablelm.py
+  -- @ bf112caa).  Per layer q, k, v, o 2560 x 2560 = 6,553,600 each, the
+  -- SwiGLU MLP 3 x 2560 x 6912 = 53,084,160, two nn.LayerNorms of weight
+  -- and bias 2 x 2 x 2560 = 10,240: 79,308,800; x32 = 2,537,881,600.
+  -- Untied embedding and lm_head 2 x 50304 x 2560 = 257,556,480; the final
+  -- LayerNorm 5,120.
+  it("StableLM-3B-4E1T: 2,795,443,200, the card's count; RoPE on a quarter of each head", function()
+    local m = hf.from_config(copy(STABLELM_3B), "stablelm-3b.json")
+    local layer = 4 * 2560 * 2560 + 3 * 2560 * 6912 + 2 * 2 * 2560
+    assert.are.equal(79308800, layer)
+    local total = core.model_params(m).total
+    assert.are.equal(32 * layer + 2 * 50304 * 2560 + 2 * 2560, total)
+    assert.are.equal(2795443200, total)
+    assert.are.same({ "swiglu", "layernorm", true, 0.25, false, 80 }, { m.mlp, m.norm, m.norm_bias,
+      m.rotary_percent, m.qkv_bias, m.head_dim })
+    -- use_qkv_bias: q, k, v biases (3 x 2560) per layer, never o_proj's;
+    -- use_parallel_residual: one LayerNorm per layer feeding both
+    local c = copy(STABLELM_3B)
+    c.use_qkv_bias, c.use_parallel_residual, c.head_dim = true, true, 64 -- head_dim is not read
+    m = hf.from_config(c, "stablelm-3b.json")
+    assert.are.same({ true, false, true, 1, 80 }, { m.qkv_bias, m.attn_out_bias, m.parallel_attn_mlp,
+      m.norms_per_layer, m.head_dim })
+    assert.are.equal(2795443200 + 32 * (3 * 2560 - 2 * 2560), core.model_params(m).total)
+    -- absent partial_rotary_factor: StableLmConfig's 0.25
+    c = copy(STABLELM_3B)
+    c.partial_rotary_factor = nil
+    assert.are.equal(0.25, hf.from_config(c, "stablelm-3b.json").rotary_percent)
+  end)
+
+  it("refuses the per-head Q/K LayerNorms naming the key", function()
+    local c = copy(STABLELM_3B)
+    c.qk_layernorm = true
+    assert.are.equal("NotImplemented: s.json: qk_layernorm: StableLM's per-head LayerNorms on Q and K (a " ..
+      "LayerNorm of its own for each head, StableLmLayerNormPerHead) are not modelled (got true)",
+      err_of(hf.from_config, c, "s.json"))
+  end)
+end)
+
+describe("Phi-2", function()
+  --- microsoft/phi-2's config keys (PhiForCausalLM).
+  local PHI2 = { architectures = { "PhiForCausalLM" }, model_type = "phi", attention_dropout = 0.0,
+    embd_pdrop = 0.0, resid_pdrop = 0.1, hidden_act = "gelu_new", hidden_size = 2560, intermediate_size = 10240,
+    layer_norm_eps = 1e-05, max_position_embeddings = 2048, num_attention_heads = 32, num_hidden_layers = 32,
+    num_key_value_heads = 32, partial_rotary_factor = 0.4, qk_layernorm = false, rope_theta = 10000.0,
+    tie_word_embeddings = false, vocab_size = 51200 }
+
+  -- Phi-2 (card: 2.7B; transformers modular_phi.py @ b39782da).  Per layer
+  -- q, k, v, dense 4 x (2560 x 2560 + 2560) = 26,224,640, fc1 2560 x 10240
+  -- + 10240 and fc2 10240 x 2560 + 2560 = 52,441,600, one nn.LayerNorm
+  -- 2 x 2560 (attention and MLP read the same normed input):
+  -- 78,671,360; x32 = 2,517,483,520.  The embedding 51200 x 2560 =
+  -- 131,072,000, the lm_head the same plus its bias 51,200, the final
+  -- LayerNorm 5,120.  Total 2,779,683,840 (PhiForCausalLM's
+  -- num_parameters()).
+  it("Phi-2 (phi): 2,779,683,840; parallel attention and MLP on one LayerNorm, lm_head bias", function()
+    local m, info = hf.from_config(copy(PHI2), "phi-2.json")
+    local layer = 4 * (2560 * 2560 + 2560) + (2560 * 10240 + 10240) + (10240 * 2560 + 2560) + 2 * 2560
+    assert.are.equal(78671360, layer)
+    local total = core.model_params(m).total
+    assert.are.equal(32 * layer + 2 * 51200 * 2560 + 51200 + 2 * 2560, total)
+    assert.are.equal(2779683840, total)
+    assert.are.same({ "gelu", "layernorm", true, 1, true, true, 0.4 }, { m.mlp, m.norm, m.parallel_attn_mlp,
+      m.norms_per_layer, m.lm_head_bias, m.mlp_bias, m.rotary_percent })
+    assert.are.same({ true, "resid_pdrop" }, { info.dropout, info.dropout_key })
+    local c = copy(PHI2)
+    c.qk_layernorm = true
+    assert.are.equal("NotImplemented: p.json: qk_layernorm: Phi's LayerNorms with bias on Q and K are not " ..
+      "modelled (got true)", err_of(hf.from_config, c, "p.json"))
+    c.qk_layernorm, c.hidden_act = nil, "relu"
+    assert.are.equal('p.json: hidden_act: expected gelu, gelu_pytorch_tanh or gelu_new (PhiMLP\'s fc1 and fc2 ' ..
+      'are priced with GELU) (got "relu")', err_of(hf.from_config, c, "p.json"))
+  end)
+end)
+
+describe("dense 2024-26 families: refusals name the file, key and value", function()
+  it("an activation the reader does not price", function()
+    local c = copy(MINITRON_4B)
+    c.hidden_act = "silu"
+    assert.are.equal('minitron-4b.json: hidden_act: expected "relu2" (NemotronMLP\'s squared ReLU) (got "silu")',
+      err_of(hf.from_config, c, "minitron-4b.json"))
+    c = copy(AFM_45B)
+    c.hidden_act = "gelu"
+    assert.are.equal('afm.json: hidden_act: expected "relu2" (ArceeMLP\'s squared ReLU) (got "gelu")',
+      err_of(hf.from_config, c, "afm.json"))
+    c = copy(ERNIE_03B)
+    c.hidden_act = "relu2"
+    assert.are.equal('ernie.json: hidden_act: expected "silu" (ERNIE 4.5\'s SwiGLU MLP) (got "relu2")',
+      err_of(hf.from_config, c, "ernie.json"))
+    c = copy(STARCODER2_3B)
+    c.hidden_act = "relu"
+    assert.are.equal('sc2.json: hidden_act: expected gelu, gelu_pytorch_tanh or gelu_new (Starcoder2MLP\'s two ' ..
+      'matrices are priced with GELU) (got "relu")', err_of(hf.from_config, c, "sc2.json"))
+  end)
+
+  it("a value of the wrong type or out of range", function()
+    local c = copy(MINITRON_4B)
+    c.partial_rotary_factor = 0
+    assert.are.equal("m.json: partial_rotary_factor: expected a number in (0, 1] (got 0)",
+      err_of(hf.from_config, c, "m.json"))
+    c = copy(ERNIE_03B)
+    c.use_bias = "yes"
+    assert.are.equal('e.json: use_bias: expected true or false (got "yes")', err_of(hf.from_config, c, "e.json"))
+    -- a hybrid pattern on a dense Nemotron (NemotronForCausalLM) would be dropped: refused
+    c = copy(MINITRON_4B)
+    c.model_type, c.layers_block_type = nil, { "mamba", "attention" }
+    assert.are.equal('m.json: layers_block_type: a Nemotron-H layer pattern on a dense Nemotron config ' ..
+      '(model_type nemotron_h reads it) (got {"mamba", "attention"})', err_of(hf.from_config, c, "m.json"))
+    c = copy(STARCODER2_3B)
+    c.norm_epsilon = -1
+    assert.are.equal("s.json: norm_epsilon: expected a finite number > 0 (got -1)",
+      err_of(hf.from_config, c, "s.json"))
+  end)
+
+  -- Apertus (modular_apertus.py @ f93a9482: XIELUActivation's alpha_p and
+  -- alpha_n are parameters of every layer's MLP) and Falcon-H1
+  -- (configuration_falcon_h1.py @ 7abb76c5: attention and Mamba-2 in
+  -- parallel in each layer) are refused naming the keys that carry it
+  it("Apertus and Falcon-H1 are refused, naming what is not modelled", function()
+    assert.are.equal('NotImplemented: a.json: model_type: apertus: the xIELU activation (hidden_act "xielu": ' ..
+      "learnable alpha_p and alpha_n in every layer's MLP) is not modelled: apsearch prices SwiGLU, GELU and " ..
+      "squared-ReLU MLPs, and Megatron-LM has no xIELU",
+      err_of(hf.from_config, { model_type = "apertus", architectures = { "ApertusForCausalLM" },
+        hidden_act = "xielu" }, "a.json"))
+    assert.truthy(err_of(hf.from_config, { model_type = "falcon_h1", mamba_d_ssm = 1024, mamba_n_heads = 128 },
+      "f.json"):find("^NotImplemented: f%.json: model_type: falcon_h1: Falcon%-H1's layers run attention and a " ..
+      "Mamba%-2 mixer in parallel on one normed input %(num_attention_heads beside mamba_d_ssm, mamba_n_heads%)"))
+    -- Ling 2.0 (remote code not read): refused as such, not as a generic MoE config
+    assert.truthy(err_of(hf.from_config, { model_type = "bailing_moe_v2", num_experts = 256 }, "l.json"):find(
+      "^NotImplemented: l%.json: model_type: bailing_moe_v2: Ling 2%.0's model is remote code %(auto_map " ..
+      "BailingMoeV2ForCausalLM"))
+  end)
+end)

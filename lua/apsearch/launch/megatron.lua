@@ -21,7 +21,8 @@
 --   (context_parallel.py:5096-5139 @ d0067d0d; the help's "allgather"
 --   spelling would raise there)
 -- * data parallel: zero_stage 1 -> --use-distributed-optimizer (with
---   --overlap-grad-reduce --overlap-param-gather); fsdp_degree > 1 or
+--   --overlap-grad-reduce --overlap-param-gather unless training.dp_overlap
+--   = 0); fsdp_degree > 1 or
 --   zero_stage 3 -> --use-torch-fsdp2 (reshard_after_forward = false ->
 --   --torch-fsdp2-no-reshard-after-forward; ZeRO-2 over plain data
 --   parallelism is refused by the core, aps_check_framework); HSDP (dp > 1 and fsdp > 1) is NOT EXPRESSIBLE; with
@@ -430,6 +431,11 @@ function M.render(c)
     fsdp = true
   end
   local mfsdp = tr.fsdp_impl == "megatron_fsdp"
+  -- the data-parallel sync overlapped with the backward (the estimate's
+  -- training.dp_overlap, 0.8 by default): --overlap-grad-reduce (and with
+  -- the distributed optimizer --overlap-param-gather); with dp_overlap = 0
+  -- neither, as Megatron-LM defaults (arguments.py l.3121 @ d98e8a64)
+  local overlap = tr.dp_overlap == nil or tr.dp_overlap > 0
   -- --use-megatron-fsdp (version 1): validate_args (arguments.py:1118-1181
   -- @ d98e8a64) turns the distributed optimizer on, asserts --ckpt-format
   -- fsdp_dtensor and CUDA_DEVICE_MAX_CONNECTIONS != 1; Megatron-FSDP
@@ -467,8 +473,8 @@ function M.render(c)
     if (S > 1 and r.reshard_after_forward == false) then A("--torch-fsdp2-no-reshard-after-forward") end
   elseif z == 1 then
     A("--use-distributed-optimizer")
-    if c.data_parallel > 1 then A("--overlap-grad-reduce") A("--overlap-param-gather") end
-  elseif c.data_parallel > 1 then
+    if c.data_parallel > 1 and overlap then A("--overlap-grad-reduce") A("--overlap-param-gather") end
+  elseif c.data_parallel > 1 and overlap then
     A("--overlap-grad-reduce")
   end
 

@@ -204,6 +204,43 @@ describe("a policy without search_space", function()
   end)
 end)
 
+describe("the built space holds the recipes' layouts", function()
+  it("DeepSeek-V3 on 1,024 H100: NVIDIA's TP 2 PP 8 VP 4 EP 64 with Et|(tt|)*30L (was refused, PP_PARTITION)", function()
+    -- Megatron-Bridge r0.1.0 scripts/performance/run_script.py runs
+    -- DeepSeek-V3 on 1,024 H100 at PP 8 x VP 4 with the layout
+    -- Et|(tt|)*30mL (Megatron-LM's GB200 guide: Et|(tt|)*30L): 61 layers
+    -- over 32 chunks, the first 1, then 30 of 2, the last the loss alone;
+    -- fill_last's ceil(61 / 32) = 2 a chunk left the last -1 and refused it
+    local code, r, err = run("deepseek-v3", "h100-sxm-80gb:128", "-q", "--fix", "tp_degree=2", "--fix", "pp_degree=8",
+      "--fix", "vpp_degree=4", "--fix", "ep_degree=64")
+    assert.are.equal(0, code, err)
+    assert.is_nil(r.infeasible_summary.PP_PARTITION)
+    assert.is_true(r.all_candidate_summary.feasible > 0)
+    local want = { 1 }
+    for j = 2, 31 do want[j] = 2 end
+    want[32] = 0
+    assert.are.same(want, r.top_k_strategies[1].stage_partition)
+  end)
+  it("searches the recipes' micro-batch sizes: dense 1 and 2, an MoE model also 4 and 8", function()
+    -- Megatron-Bridge 067f987d perf_recipes: Llama 3 at 1 or 2;
+    -- qwen3_30b_a3b_pretrain_8gpu_{b200,gb200}_bf16_config micro_batch_size
+    -- 4, {b300,gb300} 8 (it was {1, 2} for every model)
+    local cl = { num_devices = 8, devices_per_node = 8 }
+    local tr = { framework = "megatron", seq_length = 4096 }
+    assert.are.same({ 1, 2 }, defaults.search_space({ num_layers = 32 }, cl, tr).micro_batch_size)
+    assert.are.same({ 1, 2, 4, 8 },
+      defaults.search_space({ num_layers = 48, num_experts = 128 }, cl, tr).micro_batch_size)
+    -- the recipe's layout on 8 B200 (TP 1, PP 1, EP 8, MBS 4, GBS 512:
+    -- 512 / (8 x 4) = 16 micro-batches) is a candidate of the built space
+    local code, r, err = run("qwen3-30b-a3b", "b200:1", "-q", "--fix", "tp_degree=1", "--fix", "pp_degree=1",
+      "--fix", "ep_degree=8", "--fix", "micro_batch_size=4")
+    assert.are.equal(0, code, err)
+    assert.are.equal(512, r.inputs.training.global_batch_size)
+    assert.is_true(r.all_candidate_summary.feasible > 0)
+    assert.are.equal(16, r.top_k_strategies[1].micro_batch_num)
+  end)
+end)
+
 describe("apsearch init MODEL CLUSTER", function()
   it("writes a policy run accepts, searching what run --model --cluster searches", function()
     local code, text, err = H.apsearch("init", "deepseek-v3", "h100-sxm-80gb:128")

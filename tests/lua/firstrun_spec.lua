@@ -51,6 +51,21 @@ describe("run --model M --cluster D:N without a policy", function()
           tr.global_batch_size)
         assert.are.equal("megatron", tr.framework)
         assert.truthy(r.inputs.defaults[2]:find("recipe tokens-per-GPU rule", 1, true))
+        -- rank 1 is a layout Megatron-LM runs as intended: TP inside one
+        -- NVLink domain, every GPU used, the batch split evenly over the
+        -- data-parallel ranks' micro-batches, and for an MoE model EP
+        -- dividing the experts and ETP x EP the ranks of a pipeline stage
+        -- (parallel_state.py initialize_model_parallel)
+        local s, cl = r.top_k_strategies[1], r.inputs.cluster
+        assert.is_true(s.tp_degree <= math.max(cl.devices_per_node, cl.nvlink_domain_size or 0))
+        assert.are.equal(n, s.devices_used)
+        local data = s.dp_degree * s.fsdp_degree
+        assert.are.equal(0, tr.global_batch_size % (data * s.micro_batch_size))
+        assert.are.equal(tr.global_batch_size, data * s.micro_batch_size * s.micro_batch_num)
+        if (m.num_experts or 0) > 0 then
+          assert.are.equal(0, m.num_experts % s.ep_degree)
+          assert.are.equal(0, (data * s.tp_degree * s.cp_degree) % (s.ep_degree * s.etp_degree))
+        end
       end)
     end
   end

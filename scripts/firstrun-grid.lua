@@ -209,13 +209,16 @@ end
 -- the launch check: rank 1's Megatron-LM script of `--out DIR` against
 -- the estimate of the same run (result.json); the differences, as text
 local function check_launch(model, cluster)
-  local dir = os.tmpname()
-  os.remove(dir)
+  -- a private directory: --out's link, set directory and lock all in it
+  local p = io.popen("mktemp -d")
+  local base = p:read("l")
+  p:close()
+  local dir = base .. "/out"
   os.execute(string.format("%s run --model %s --cluster %s --quiet --top-k 1 --out %s >/dev/null 2>&1",
     sh_quote(args.bin), sh_quote(model), sh_quote(cluster), sh_quote(dir)))
   local ok, r = pcall(json.decode, slurp(dir .. "/result.json"))
   local script = slurp(dir .. "/launch/rank1_megatron.sh")
-  os.execute("rm -rf " .. sh_quote(dir) .. " " .. sh_quote(dir:gsub("([^/]*)$", ".%1") .. ".apsearch-set-") .. "* 2>/dev/null")
+  os.execute("rm -rf " .. sh_quote(base))
   if not ok or script == "" then return { "no result.json or rank1_megatron.sh" } end
   local s, m, tr = r.top_k_strategies[1], r.inputs.model, r.inputs.training
   local f = {}

@@ -124,8 +124,10 @@ end
 -- pipeline-split, transformer_block.py get_num_layers_to_build: L + 2
 -- units over S chunks, the first and last chunk giving one to the
 -- embedding and the loss); fill_last, ceil(L / S) per chunk and the last
--- the rest (NVIDIA's DeepSeek-V3 layouts, NeMo 8cfedd72
--- pretrain_deepseek_v3.py map_pp_vp_to_layout); deepspeed_type.
+-- the rest, or, where that leaves the last none, the loss alone last and
+-- the rest first (NVIDIA's DeepSeek-V3 layouts, NeMo 8cfedd72
+-- pretrain_deepseek_v3.py map_pp_vp_to_layout; Et|(tt|)*30L at 8 x 4);
+-- deepspeed_type.
 -- @tparam integer L transformer layers
 -- @tparam integer pp pipeline ranks
 -- @tparam integer vpp model chunks per rank

@@ -192,6 +192,17 @@
 -- * `phi` (Phi-2): one LayerNorm feeding attention and a GELU MLP in
 --   parallel, biases everywhere including the lm_head.
 --
+-- The third batch:
+--
+-- * `cohere` (Command R, Aya 23, Aya Expanse): Cohere2's layer (one
+--   bias-free LayerNorm feeding attention and the SwiGLU MLP in parallel,
+--   RoPE in interleaved pairs, `logit_scale`, tied) on every layer, no
+--   window; `use_qk_norm` (a LayerNorm weight per head) is refused.
+-- * `glm` (GLM-4-9B-chat-hf, glm-4-9b-hf): GLM-4-0414's attention (q/k/v
+--   biases, `head_dim` default 128, RoPE on `partial_rotary_factor`,
+--   default 0.5, in interleaved pairs) and fused SwiGLU with two RMSNorms
+--   per layer; 2 KV heads when the key is absent.
+--
 -- Hybrid Mamba-2 models:
 --
 -- * `nemotron_h` (NVIDIA Nemotron-H, transformers configuration_nemotron_h.py
@@ -239,7 +250,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
-                "ernie4_5", "starcoder2", "stablelm", "phi" }
+                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1561,6 +1572,27 @@ end
 function builders.hunyuan_v1_dense(r, cfg, file, notes) return hunyuan(r, cfg, file, notes, false) end
 function builders.hunyuan_v1_moe(r, cfg, file, notes) return hunyuan(r, cfg, file, notes, true) end
 
+--- The fraction of each head GLM's RoPE rotates when the config gives no
+-- `partial_rotary_factor` (GlmConfig.__post_init__ setdefault, Glm4Config).
+M.GLM_ROTARY_FRACTION = 0.5
+
+-- GLM's attention and MLP (GlmAttention, GlmMLP; transformers
+-- modular_glm.py @ 0325dc46, Glm4 imports them): Llama's attention with
+-- q, k, v biases when `attention_bias` (default true) and none on o_proj,
+-- `head_dim` (default 128), RoPE on `partial_rotary_factor` (default 0.5)
+-- of each head in interleaved pairs (its rotate_half over the even and
+-- odd dims: rotary_interleaved), the fused gate_up SwiGLU (Phi3MLP: the
+-- same 3 h f weights); `norms` RMSNorms per layer; `why` names the MLP
+-- in a refused `hidden_act`.
+local function glm_layer(r, cfg, file, norms, why)
+  require_silu(cfg, file, why)
+  local m = llama_like(r, cfg, file, { head_dim = 128, norms_per_layer = norms })
+  m.qkv_bias, m.attn_out_bias = r.bool("attention_bias", true), false
+  m.rotary_percent = M.rotary_fraction(cfg, file, M.GLM_ROTARY_FRACTION)
+  m.rotary_interleaved = true
+  return m
+end
+
 --- GLM-4 dense (GLM-4-9B/32B-0414; transformers modular_glm4.py @
 -- 08c53278, GlmAttention, Glm4Config defaults head_dim 128,
 -- partial_rotary_factor 0.5, attention_bias true): Llama's attention with
@@ -1569,11 +1601,21 @@ function builders.hunyuan_v1_moe(r, cfg, file, notes) return hunyuan(r, cfg, fil
 -- four RMSNorms per layer (input, post_self_attn, post_attention,
 -- post_mlp).
 function builders.glm4(r, cfg, file)
-  require_silu(cfg, file, "GLM-4's SwiGLU MLP")
-  local m = llama_like(r, cfg, file, { head_dim = 128, norms_per_layer = 4 })
-  m.qkv_bias, m.attn_out_bias = r.bool("attention_bias", true), false
-  m.rotary_percent, m.rotary_interleaved = 0.5, true
-  return m
+  return glm_layer(r, cfg, file, 4, "GLM-4's SwiGLU MLP")
+end
+
+--- GlmConfig's defaults of the keys read here (transformers
+-- configuration_glm.py @ 008e5743): an absent num_key_value_heads is 2,
+-- not num_attention_heads.
+M.GLM_DEFAULTS = { num_key_value_heads = 2 }
+
+--- GLM-4-9B-chat-hf / glm-4-9b-hf (glm; transformers modular_glm.py @
+-- 0325dc46): GLM-4-0414's attention, RoPE and MLP (glm_layer) with
+-- LlamaDecoderLayer's two RMSNorms per layer (input_layernorm,
+-- post_attention_layernorm); untied by default.
+function builders.glm(_, cfg, file)
+  local c = with_defaults(cfg, M.GLM_DEFAULTS)
+  return glm_layer(reader(c, file), c, file, 2, "GLM's SwiGLU MLP")
 end
 
 --- OLMo 2 (transformers modular_olmo2.py @ 008f5c8c; Olmo2Config
@@ -1609,27 +1651,61 @@ end
 M.COHERE2_DEFAULTS = { sliding_window = 4096, sliding_window_pattern = 4, tie_word_embeddings = true,
   logit_scale = 0.0625 }
 
---- Command R7B / Command A (cohere2; transformers modeling_cohere2.py,
--- Cohere2DecoderLayer): one LayerNorm without bias (Cohere2LayerNorm)
--- whose output feeds attention and the SwiGLU MLP in parallel, both added
--- to the residual (parallel_attn_mlp, norms_per_layer 1); the window on
--- the sliding_attention layers (`layer_types`, else every layer but each
--- `sliding_window_pattern`-th) and RoPE on those only (Cohere2Attention:
--- the global layers NoPE); the logits times `logit_scale`
--- (mup_multipliers); tied embeddings by default.
-function builders.cohere2(r, cfg, file, notes)
-  require_silu(cfg, file, "Cohere2's SwiGLU MLP")
-  local c = with_defaults(cfg, M.COHERE2_DEFAULTS)
-  if cfg.sliding_window == cjson.null then c.sliding_window = nil end
-  r = reader(c, file)
+-- The layer Command R (cohere; modular_cohere.py @ 03ea97ae) and Command
+-- R7B / A (cohere2, which imports its classes) share: one CohereLayerNorm
+-- per layer -- a LayerNorm without bias -- whose output feeds attention and
+-- the SwiGLU MLP in parallel, both added to the residual
+-- (CohereDecoderLayer: parallel_attn_mlp, norms_per_layer 1), q, k, v and
+-- o biases when `attention_bias` (default false), RoPE in interleaved
+-- pairs (CohereRotaryEmbedding repeat_interleave, rotate_half over the
+-- even and odd dims: rotary_interleaved), the logits times `logit_scale`
+-- (mup_multipliers, noted); tied embeddings by default.  `c` is the
+-- config with its class's defaults filled in (`logit_scale`).
+local function cohere_layer(r, c, file, notes, why)
+  require_silu(c, file, why)
   local m = llama_like(r, c, file, { norms_per_layer = 1, tied = true })
   m.norm, m.norm_bias, m.parallel_attn_mlp, m.mup_multipliers = "layernorm", false, true, true
   local ab = r.bool("attention_bias", false)
   m.qkv_bias, m.attn_out_bias = ab, ab
-  global_nope_window(m, r, c, file, config_int(c.sliding_window_pattern, 1, file, "sliding_window_pattern"))
+  m.rotary_interleaved = true
   note(notes, file, "logit_scale %s multiplies the logits: a constant, not priced", util.describe(positive(c,
     "logit_scale", file)))
   return m
+end
+
+--- Command R7B / Command A (cohere2; transformers modular_cohere2.py @
+-- 008e5743, Cohere2DecoderLayer): Command R's layer (cohere_layer); the
+-- window on the sliding_attention layers (`layer_types`, else every layer
+-- but each `sliding_window_pattern`-th) and RoPE on those only
+-- (Cohere2Attention: the global layers NoPE).
+function builders.cohere2(r, cfg, file, notes)
+  local c = with_defaults(cfg, M.COHERE2_DEFAULTS)
+  if cfg.sliding_window == cjson.null then c.sliding_window = nil end
+  r = reader(c, file)
+  local m = cohere_layer(r, c, file, notes, "Cohere2's SwiGLU MLP")
+  global_nope_window(m, r, c, file, config_int(c.sliding_window_pattern, 1, file, "sliding_window_pattern"))
+  return m
+end
+
+--- CohereConfig's defaults of the keys read here (transformers
+-- configuration_cohere.py @ 008e5743).
+M.COHERE_DEFAULTS = { tie_word_embeddings = true, logit_scale = 0.0625, use_qk_norm = false }
+
+--- Command R / Command R 08-2024 / Aya 23 / Aya Expanse (cohere;
+-- transformers modular_cohere.py @ 03ea97ae): Command R's layer
+-- (cohere_layer) with RoPE on every layer and no window.  `use_qk_norm`
+-- (CohereAttention's q_norm and k_norm: a LayerNorm weight of its own for
+-- every head, num_attention_heads x head_dim and num_key_value_heads x
+-- head_dim) is refused, as StableLM's per-head norms are.
+function builders.cohere(r, cfg, file, notes)
+  local c = with_defaults(cfg, M.COHERE_DEFAULTS)
+  r = reader(c, file)
+  if r.bool("use_qk_norm") then
+    error(("NotImplemented: %s: use_qk_norm: Cohere's per-head LayerNorms on Q and K (CohereLayerNorm of " ..
+      "(num_attention_heads, head_dim) and (num_key_value_heads, head_dim): a weight of its own for each head) " ..
+      "are not modelled (got true)"):format(file), 0)
+  end
+  return cohere_layer(r, c, file, notes, "Cohere's SwiGLU MLP")
 end
 
 --- Exaone4Config's window (modular_exaone4.py @ 008e5743): 4096 tokens
@@ -2960,6 +3036,7 @@ M.ARCHITECTURES = {
   NemotronForCausalLM = "nemotron", ArceeForCausalLM = "arcee", Ernie4_5ForCausalLM = "ernie4_5",
   Ernie4_5_ForCausalLM = "ernie4_5", -- the name Baidu's own config.json files give the class
   Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm", PhiForCausalLM = "phi",
+  CohereForCausalLM = "cohere", GlmForCausalLM = "glm",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

@@ -343,6 +343,32 @@ describe("model fields of the architecture (issue 25)", function()
     assert.truthy(text:find("mup_multipliers", 1, true), text)
   end)
 
+  -- Command R (cohere, modular_cohere.py @ 03ea97ae): Cohere2's layer
+  -- without the window, its interleaved RoPE written; GLM-4-9B-chat-hf
+  -- (glm, modular_glm.py @ 0325dc46): q/k/v biases only, half-head
+  -- interleaved RoPE, two norms per layer -- nothing NOT WRITTEN
+  it("cohere: --rotary-interleaved, the parallel layer NOT WRITTEN; glm: --add-qkv-bias --rotary-percent 0.5",
+    function()
+    local m = hf.from_config({ model_type = "cohere", hidden_size = 8192, intermediate_size = 22528,
+      num_hidden_layers = 40, num_attention_heads = 64, vocab_size = 256000, rope_theta = 8000000 }, "command-r.json")
+    local flags, notes, text = script(m)
+    has(flags, { ["--rotary-interleaved"] = true, ["--rotary-base"] = "8000000", ["--disable-bias-linear"] = true },
+      { "--normalization", "--untie-embeddings-and-output-weights", "--window-size", "--no-rope-freq" })
+    local nw = table.concat(not_written(notes), "\n")
+    assert.truthy(nw:find("in parallel on one normed input", 1, true), nw)
+    assert.truthy(nw:find("LayerNorm without bias", 1, true), nw)
+    H.assert_megatron_flags(text)
+    m = hf.from_config({ model_type = "glm", hidden_size = 4096, intermediate_size = 13696, num_hidden_layers = 40,
+      num_attention_heads = 32, num_key_value_heads = 2, vocab_size = 151552, rms_norm_eps = 1.5625e-07 },
+      "glm-4-9b-chat-hf.json")
+    flags, notes, text = script(m)
+    has(flags, { ["--rotary-interleaved"] = true, ["--rotary-percent"] = "0.5", ["--disable-bias-linear"] = true,
+      ["--add-qkv-bias"] = true, ["--normalization"] = "RMSNorm", ["--swiglu"] = true, ["--num-query-groups"] = "2",
+      ["--untie-embeddings-and-output-weights"] = true }, { "--kv-channels" })
+    assert.are.same({}, not_written(notes))
+    H.assert_megatron_flags(text)
+  end)
+
   -- --rotary-base is type=int: Hunyuan's NTK-alpha base 10000 x 1000^(128/126)
   -- rounds (a NOTE), a small fractional base stays NOT EXPRESSIBLE
   -- Nemotron-4 / Minitron (modeling_nemotron.py @ 694aaa7f): the squared

@@ -1,0 +1,146 @@
+-- tests/lua/models_dense2026c_spec.lua -- the dense families of issue 25's
+-- third batch, imported from their Hugging Face config.json
+-- (lua/apsearch/hf.lua): Command R / Aya (cohere), GLM-4-9B-chat-hf
+-- (glm); and the types refused naming what they lack.  Each count is
+-- computed here from the transformers module shapes (the file and commit
+-- in the comment) and checked against the model card's published total;
+-- the refusals name the file, the key and the value.
+--
+-- The configs are written inline (examples/models/README.md "Inline
+-- configs" says where each was read): typed at the keys their cards and
+-- config.json files state, as no copy of those files was reachable (the
+-- counts depend on the shape keys only, each checked against the card's
+-- published total).
+
+local core = require "apsearch.core"
+local hf = require "apsearch.hf"
+local H = require "spec_helpers"
+
+local err_of = H.err_of
+
+local copy = H.copy
+
+--- Within `tol` (a fraction) of a card's rounded total.
+local function near(total, published, tol)
+  return math.abs(total / published - 1) < tol
+end
+
+--- How far a card's total given to two digits ("35B") may be from the
+-- exact count, as a fraction: half a unit of the second digit is at most
+-- 5 % of the total (10 to 99: 0.5 / 10).
+local CARD_ROUNDING_2 = 0.05
+
+--- CohereForAI/c4ai-command-r-v01's config keys (CohereForCausalLM), typed.
+local COMMAND_R = { architectures = { "CohereForCausalLM" }, model_type = "cohere", attention_bias = false,
+  attention_dropout = 0.0, bos_token_id = 5, eos_token_id = 255001, hidden_act = "silu", hidden_size = 8192,
+  initializer_range = 0.02, intermediate_size = 22528, layer_norm_eps = 1e-05, logit_scale = 0.0625,
+  max_position_embeddings = 8192, num_attention_heads = 64, num_hidden_layers = 40, num_key_value_heads = 64,
+  pad_token_id = 0, rope_theta = 8000000.0, use_cache = true, use_qk_norm = false, vocab_size = 256000 }
+
+--- THUDM/glm-4-9b-chat-hf's config keys (GlmForCausalLM), typed.
+local GLM4_9B_HF = { architectures = { "GlmForCausalLM" }, model_type = "glm", attention_bias = true,
+  attention_dropout = 0.0, head_dim = 128, hidden_act = "silu", hidden_size = 4096, initializer_range = 0.02,
+  intermediate_size = 13696, max_position_embeddings = 131072, num_attention_heads = 32, num_hidden_layers = 40,
+  num_key_value_heads = 2, partial_rotary_factor = 0.5, rms_norm_eps = 1.5625e-07, rope_theta = 10000.0,
+  tie_word_embeddings = false, vocab_size = 151552 }
+
+describe("dense families, third batch: exact parameter counts", function()
+  -- c4ai-command-r-v01 (card: 35B; transformers modular_cohere.py @
+  -- 03ea97ae).  Per layer q, k, v, o 8192 x 8192 = 67,108,864 each (64
+  -- heads of 128, 64 KV heads, no biases), the SwiGLU MLP 3 x 8192 x 22528
+  -- = 553,648,128, one CohereLayerNorm without bias 8,192 (attention and
+  -- MLP read it in parallel): 822,091,776; x40 = 32,883,671,040.  The tied
+  -- embedding 256000 x 8192 = 2,097,152,000; the final LayerNorm 8,192.
+  -- Total 34,980,831,232.
+  it("Command R (cohere): 34,980,831,232; one bias-free LayerNorm feeding attention and MLP, interleaved RoPE",
+    function()
+    local m, info = hf.from_config(copy(COMMAND_R), "command-r.json")
+    local layer = 4 * 8192 * 8192 + 3 * 8192 * 22528 + 8192
+    assert.are.equal(822091776, layer)
+    local total = core.model_params(m).total
+    assert.are.equal(40 * layer + 256000 * 8192 + 8192, total)
+    assert.are.equal(34980831232, total)
+    assert.is_true(near(total, 35e9, CARD_ROUNDING_2))
+    assert.are.same({ "swiglu", "layernorm", false, true, 1, true, true, true, false, 8000000.0 },
+      { m.mlp, m.norm, m.norm_bias, m.parallel_attn_mlp, m.norms_per_layer, m.rotary_interleaved,
+        m.mup_multipliers, m.tie_word_embeddings, m.qkv_bias, m.rope_theta })
+    assert.is_nil(m.sliding_window)
+    assert.are.same({ "command-r.json: logit_scale 0.0625 multiplies the logits: a constant, not priced" },
+      info.notes)
+    -- Command R 08-2024's card shapes (8 KV heads, MLP 24576): k, v 8192 x
+    -- 1024 each; per layer 2 x 8192^2 + 2 x 8192 x 1024 + 3 x 8192 x 24576
+    -- + 8192 = 754,982,912
+    local c = copy(COMMAND_R)
+    c.num_key_value_heads, c.intermediate_size, c.rope_theta = 8, 24576, 4000000.0
+    m = hf.from_config(c, "command-r-08-2024.json")
+    assert.are.equal(754982912, 2 * 8192 * 8192 + 2 * 8192 * 1024 + 3 * 8192 * 24576 + 8192)
+    assert.are.equal(40 * 754982912 + 256000 * 8192 + 8192, core.model_params(m).total)
+    -- absent keys: CohereConfig's tied embeddings, logit_scale 0.0625, no
+    -- Q/K norms; attention_bias puts biases on q, k, v and o
+    c = copy(COMMAND_R)
+    c.logit_scale, c.use_qk_norm, c.attention_bias = nil, nil, true
+    m, info = hf.from_config(c, "command-r.json")
+    assert.are.equal(34980831232 + 40 * 4 * 8192, core.model_params(m).total)
+    assert.are.same({ true, true, true }, { m.tie_word_embeddings, m.qkv_bias, m.attn_out_bias })
+    assert.truthy(info.notes[1]:find("logit_scale 0.0625", 1, true))
+    -- Command R7B / A (cohere2) rotate the same interleaved pairs (its
+    -- modular file imports Cohere's apply_rotary_pos_emb)
+    m = hf.from_config({ model_type = "cohere2", hidden_size = 256, intermediate_size = 512, num_hidden_layers = 4,
+      num_attention_heads = 4, num_key_value_heads = 2, vocab_size = 1000 }, "c2.json")
+    assert.is_true(m.rotary_interleaved)
+  end)
+
+  -- THUDM/glm-4-9b-chat-hf (card: 9.4B; transformers modular_glm.py @
+  -- 0325dc46).  Per layer q 4096 x (32 x 128) + 4096 = 16,781,312, k, v
+  -- 4096 x (2 x 128) + 256 = 1,048,832 each, o 4096 x 4096 = 16,777,216
+  -- (no bias), the fused gate_up and down 3 x 4096 x 13696 = 168,296,448,
+  -- two RMSNorms 8,192: 203,960,832; x40 = 8,158,433,280.  Untied
+  -- embedding and lm_head 2 x 151552 x 4096 = 1,241,513,984; the final
+  -- norm 4,096.  Total 9,399,951,360 (GLM-4-9B-0414, glm4, has two norms
+  -- more per layer: 9,400,279,040).
+  it("GLM-4-9B-chat-hf (glm): 9,399,951,360; q/k/v biases, half-head interleaved RoPE, two norms", function()
+    local m = hf.from_config(copy(GLM4_9B_HF), "glm-4-9b-chat-hf.json")
+    local layer = (4096 * 4096 + 4096) + 2 * (4096 * 256 + 256) + 4096 * 4096 + 3 * 4096 * 13696 + 2 * 4096
+    assert.are.equal(203960832, layer)
+    local total = core.model_params(m).total
+    assert.are.equal(40 * layer + 2 * 151552 * 4096 + 4096, total)
+    assert.are.equal(9399951360, total)
+    assert.is_true(near(total, 9.4e9, CARD_ROUNDING_2 / 10)) -- "9.4B": two digits of a total under 10B
+    assert.are.same({ 2, true, false, 0.5, true, "rmsnorm", 1.5625e-07 }, { m.norms_per_layer, m.qkv_bias,
+      m.attn_out_bias, m.rotary_percent, m.rotary_interleaved, m.norm, m.norm_eps })
+    assert.are.equal(9400279040, total + 40 * 2 * 4096) -- glm4's sandwich norms
+    -- absent keys: GlmConfig's head_dim 128, 2 KV heads, q/k/v biases,
+    -- RoPE on half of each head
+    local c = copy(GLM4_9B_HF)
+    c.head_dim, c.num_key_value_heads, c.attention_bias, c.partial_rotary_factor = nil, nil, nil, nil
+    m = hf.from_config(c, "glm-4-9b-chat-hf.json")
+    assert.are.same({ 9399951360, 2, 128, 0.5 }, { core.model_params(m).total, m.num_query_groups, m.head_dim,
+      m.rotary_percent })
+    -- attention_bias false: none on q, k, v either
+    c.attention_bias = false
+    m = hf.from_config(c, "glm-4-9b-chat-hf.json")
+    assert.are.equal(9399951360 - 40 * (4096 + 2 * 256), core.model_params(m).total)
+  end)
+end)
+
+describe("dense families, third batch: refusals name the file, key and value", function()
+  it("Cohere's per-head Q/K LayerNorms and another activation", function()
+    local c = copy(COMMAND_R)
+    c.use_qk_norm = true
+    assert.are.equal("NotImplemented: c.json: use_qk_norm: Cohere's per-head LayerNorms on Q and K (CohereLayerNorm " ..
+      "of (num_attention_heads, head_dim) and (num_key_value_heads, head_dim): a weight of its own for each head) " ..
+      "are not modelled (got true)", err_of(hf.from_config, c, "c.json"))
+    c = copy(COMMAND_R)
+    c.hidden_act = "gelu"
+    assert.are.equal('c.json: hidden_act: expected "silu" (Cohere\'s SwiGLU MLP) (got "gelu")',
+      err_of(hf.from_config, c, "c.json"))
+    c = copy(GLM4_9B_HF)
+    c.hidden_act = "gelu"
+    assert.are.equal('g.json: hidden_act: expected "silu" (GLM\'s SwiGLU MLP) (got "gelu")',
+      err_of(hf.from_config, c, "g.json"))
+    c = copy(GLM4_9B_HF)
+    c.partial_rotary_factor = 2
+    assert.are.equal("g.json: partial_rotary_factor: expected a number in (0, 1] (got 2)",
+      err_of(hf.from_config, c, "g.json"))
+  end)
+end)

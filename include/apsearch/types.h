@@ -142,6 +142,13 @@ typedef struct {
                                           second halves; Megatron
                                           TransformerConfig.rotary_interleaved.
                                           Changes no estimate */
+    bool norm_weightless;            /**< every norm (the layers' and the
+                                          final one) without a learnable
+                                          weight or bias: 0 parameters
+                                          (OLMo 1: transformers
+                                          OlmoLayerNorm, F.layer_norm(x,
+                                          shape, None, None)).  The same
+                                          work */
     bool parallel_attn_mlp;          /**< attention and MLP read the same
                                           normed input and add to the
                                           residual together (Cohere2:

@@ -202,6 +202,8 @@
 --   biases, `head_dim` default 128, RoPE on `partial_rotary_factor`,
 --   default 0.5, in interleaved pairs) and fused SwiGLU with two RMSNorms
 --   per layer; 2 KV heads when the key is absent.
+-- * `olmo` (OLMo 1): Llama's layer with LayerNorms that have no weight or
+--   bias (norm_weightless: no parameters), `clip_qkv` noted.
 --
 -- Hybrid Mamba-2 models:
 --
@@ -250,7 +252,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
-                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm" }
+                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1616,6 +1618,27 @@ M.GLM_DEFAULTS = { num_key_value_heads = 2 }
 function builders.glm(_, cfg, file)
   local c = with_defaults(cfg, M.GLM_DEFAULTS)
   return glm_layer(reader(c, file), c, file, 2, "GLM's SwiGLU MLP")
+end
+
+--- OlmoLayerNorm's epsilon (transformers modular_olmo.py @ 00a98e71:
+-- F.layer_norm(..., eps=1e-5), fixed; OlmoConfig has no epsilon key).
+M.OLMO_NORM_EPS = 1e-5
+
+--- OLMo 1 (olmo: OLMo-1B-hf, OLMo-7B-hf, OLMo-7B-0424-hf; transformers
+-- modular_olmo.py @ 00a98e71, OlmoConfig defaults attention_bias false,
+-- untied): Llama's attention (q, k, v, o biases when `attention_bias`)
+-- and SwiGLU MLP without biases (OlmoMLP), and OlmoLayerNorm -- a
+-- LayerNorm with no learnable weight or bias -- as the layers' two norms
+-- and the final one (norm_weightless); `clip_qkv` clamps Q, K and V
+-- (noted, as OLMoE's).
+function builders.olmo(r, cfg, file, notes)
+  require_silu(cfg, file, "OLMo's SwiGLU MLP")
+  local m = llama_like(r, cfg, file, {})
+  local ab = r.bool("attention_bias", false)
+  m.qkv_bias, m.attn_out_bias = ab, ab
+  m.norm, m.norm_bias, m.norm_weightless, m.norm_eps = "layernorm", false, true, M.OLMO_NORM_EPS
+  clip_note(notes, cfg, file, file)
+  return m
 end
 
 --- OLMo 2 (transformers modular_olmo2.py @ 008f5c8c; Olmo2Config
@@ -3036,7 +3059,7 @@ M.ARCHITECTURES = {
   NemotronForCausalLM = "nemotron", ArceeForCausalLM = "arcee", Ernie4_5ForCausalLM = "ernie4_5",
   Ernie4_5_ForCausalLM = "ernie4_5", -- the name Baidu's own config.json files give the class
   Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm", PhiForCausalLM = "phi",
-  CohereForCausalLM = "cohere", GlmForCausalLM = "glm",
+  CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

@@ -659,9 +659,11 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
     return validate_moe(m, err, n);
 }
 
-/** Weights (+ biases) of one norm of width w. */
+/** Weights (+ biases) of one norm of width w; none when weightless. */
 static double norm_params(const aps_model *m, double w)
 {
+    if (m->norm_weightless)
+        return 0.0;
     return (m->norm == APS_NORM_LAYERNORM && m->norm_bias) ? 2.0 * w : w;
 }
 

@@ -369,6 +369,22 @@ describe("model fields of the architecture (issue 25)", function()
     H.assert_megatron_flags(text)
   end)
 
+  -- OLMo 1 (modular_olmo.py @ 00a98e71): LayerNorms with no weight or bias,
+  -- which Megatron's norms always have (one NOT WRITTEN line, not the
+  -- bias-free one besides); TorchTitan and MindFormers say so too
+  it("olmo: weightless LayerNorms NOT WRITTEN, otherwise Llama's flags on a LayerNorm", function()
+    local m = hf.from_config({ model_type = "olmo", hidden_size = 4096, intermediate_size = 11008,
+      num_hidden_layers = 32, num_attention_heads = 32, vocab_size = 50304, clip_qkv = 8.0 }, "olmo-7b.json")
+    local flags, notes, text = script(m)
+    has(flags, { ["--swiglu"] = true, ["--disable-bias-linear"] = true, ["--norm-epsilon"] = "1e-05",
+      ["--untie-embeddings-and-output-weights"] = true }, { "--normalization", "--apply-layernorm-1p" })
+    local nw = not_written(notes)
+    assert.are.equal(1, #nw, table.concat(nw, "\n"))
+    assert.truthy(nw[1]:find("norms without a weight or bias (norm_weightless, OLMo)", 1, true), nw[1])
+    H.assert_megatron_flags(text)
+    assert.truthy(table.concat(launch.llama_block_features(m), "\n"):find("norm_weightless", 1, true))
+  end)
+
   -- --rotary-base is type=int: Hunyuan's NTK-alpha base 10000 x 1000^(128/126)
   -- rounds (a NOTE), a small fractional base stays NOT EXPRESSIBLE
   -- Nemotron-4 / Minitron (modeling_nemotron.py @ 694aaa7f): the squared

@@ -1,7 +1,7 @@
 -- tests/lua/models_dense2026c_spec.lua -- the dense families of issue 25's
 -- third batch, imported from their Hugging Face config.json
 -- (lua/apsearch/hf.lua): Command R / Aya (cohere), GLM-4-9B-chat-hf
--- (glm); and the types refused naming what they lack.  Each count is
+-- (glm), OLMo 1 (olmo); and the types refused naming what they lack.  Each count is
 -- computed here from the transformers module shapes (the file and commit
 -- in the comment) and checked against the model card's published total;
 -- the refusals name the file, the key and the value.
@@ -43,6 +43,13 @@ local GLM4_9B_HF = { architectures = { "GlmForCausalLM" }, model_type = "glm", a
   intermediate_size = 13696, max_position_embeddings = 131072, num_attention_heads = 32, num_hidden_layers = 40,
   num_key_value_heads = 2, partial_rotary_factor = 0.5, rms_norm_eps = 1.5625e-07, rope_theta = 10000.0,
   tie_word_embeddings = false, vocab_size = 151552 }
+
+--- allenai/OLMo-7B-0424-hf's config keys (OlmoForCausalLM), typed.
+local OLMO_7B = { architectures = { "OlmoForCausalLM" }, model_type = "olmo", attention_bias = false,
+  attention_dropout = 0.0, clip_qkv = 8.0, eos_token_id = 50279, hidden_act = "silu", hidden_size = 4096,
+  initializer_range = 0.02, intermediate_size = 11008, max_position_embeddings = 4096, num_attention_heads = 32,
+  num_hidden_layers = 32, num_key_value_heads = 32, pad_token_id = 1, rope_theta = 10000.0,
+  tie_word_embeddings = false, vocab_size = 50304 }
 
 describe("dense families, third batch: exact parameter counts", function()
   -- c4ai-command-r-v01 (card: 35B; transformers modular_cohere.py @
@@ -120,6 +127,51 @@ describe("dense families, third batch: exact parameter counts", function()
     c.attention_bias = false
     m = hf.from_config(c, "glm-4-9b-chat-hf.json")
     assert.are.equal(9399951360 - 40 * (4096 + 2 * 256), core.model_params(m).total)
+  end)
+end)
+
+describe("OLMo 1", function()
+  -- OLMo-7B-0424-hf (card: 6.89B; transformers modular_olmo.py @
+  -- 00a98e71).  Per layer q, k, v, o 4096 x 4096 = 16,777,216 each, the
+  -- SwiGLU MLP 3 x 4096 x 11008 = 135,266,304, two OlmoLayerNorms with no
+  -- weight or bias: 0; 202,375,168; x32 = 6,476,005,376.  Untied
+  -- embedding and lm_head 2 x 50304 x 4096 = 412,090,368; the final norm
+  -- 0.  Total 6,888,095,744.
+  it("OLMo-7B (olmo): 6,888,095,744; LayerNorms without weights, clip_qkv noted", function()
+    local m, info = hf.from_config(copy(OLMO_7B), "olmo-7b.json")
+    local layer = 4 * 4096 * 4096 + 3 * 4096 * 11008
+    assert.are.equal(202375168, layer)
+    local p = core.model_params(m)
+    assert.are.equal(32 * layer + 2 * 50304 * 4096, p.total)
+    assert.are.equal(6888095744, p.total)
+    assert.are.equal(0, p.final_norm)
+    assert.is_true(near(p.total, 6.89e9, 0.005)) -- "6.89B": three digits, half a unit of the third
+    assert.are.same({ "layernorm", false, true, 1e-5, false, false }, { m.norm, m.norm_bias, m.norm_weightless,
+      m.norm_eps, m.qkv_bias, m.mlp_bias })
+    assert.are.same({ "olmo-7b.json: clip_qkv = 8 clamps Q, K and V element-wise; not priced" }, info.notes)
+    -- OLMo-1B-hf's card shapes (h 2048, MLP 8192, 16 layers of 16 heads,
+    -- tied; card 1.18B): per layer 4 x 2048^2 + 3 x 2048 x 8192 =
+    -- 67,108,864; x16 + the tied 50304 x 2048 = 1,176,764,416
+    local c = copy(OLMO_7B)
+    c.hidden_size, c.intermediate_size, c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads =
+      2048, 8192, 16, 16, 16
+    c.tie_word_embeddings, c.clip_qkv = true, nil
+    m, info = hf.from_config(c, "olmo-1b.json")
+    assert.are.equal(1176764416, 16 * 67108864 + 50304 * 2048)
+    assert.are.equal(1176764416, core.model_params(m).total)
+    assert.is_true(near(1176764416, 1.18e9, 0.005))
+    assert.are.same({}, info.notes)
+    -- attention_bias: q, k, v and o biases; the MLP never has one (OlmoMLP)
+    c = copy(OLMO_7B)
+    c.attention_bias, c.mlp_bias = true, true
+    m = hf.from_config(c, "olmo-7b.json")
+    assert.are.equal(6888095744 + 32 * 4 * 4096, core.model_params(m).total)
+    assert.is_false(m.mlp_bias)
+    -- a hand-written table with the field counts the same
+    local t = {}
+    for k, v in pairs(hf.from_config(copy(OLMO_7B), "olmo-7b.json")) do t[k] = v end
+    t.norm_weightless = false
+    assert.are.equal(6888095744 + (2 * 32 + 1) * 4096, core.model_params(t).total)
   end)
 end)
 

@@ -944,8 +944,9 @@ function M.qk_norm_args(m, mla, A, N)
   end
 end
 
---- The norm kind and what Megatron's GPT layer cannot carry: LayerNorm
--- without bias (Megatron's LayerNorm has one), norms after attention and
+--- The norm kind and what Megatron's GPT layer cannot carry: norms
+-- without weights (OLMo's norm_weightless), LayerNorm without bias
+-- (Megatron's LayerNorm has one), norms after attention and
 -- MLP (OLMo 2's reordered_norm) and norms beyond the two per layer
 -- (Gemma's sandwich norms, M.ARCH_SOURCES.norms).
 -- @tparam table m model
@@ -955,7 +956,10 @@ function M.norm_args(m, A, N)
   if m.norm == "rmsnorm" then A("--normalization", "RMSNorm") end
   -- TransformerConfig.layernorm_zero_centered_gamma (transformer_config.py:206)
   if m.norm_zero_centered then A("--apply-layernorm-1p") end
-  if m.norm == "layernorm" and m.norm_bias == false then
+  if m.norm_weightless then
+    not_written(N, "norms without a weight or bias (norm_weightless, OLMo)", "TENorm / FusedLayerNorm always " ..
+      "have a learnable weight and bias", "the script's norms have them")
+  elseif m.norm == "layernorm" and m.norm_bias == false then
     not_written(N, "LayerNorm without bias", "TENorm / FusedLayerNorm always have a bias", "the script's " ..
       "LayerNorms have biases")
   end

@@ -3086,6 +3086,15 @@ M.DSA_UNMODELLED = "DeepSeek Sparse Attention (the lightning indexer of index_n_
   "per layer and the top-index_topk sparse attention) is modelled for model_type deepseek_v32 and " ..
   "glm_moe_dsa only"
 
+-- What LFM2 (dense and MoE) has that apsearch does not model.
+local LFM2_UNMODELLED = "LFM2's gated short-convolution layers (the conv layers of layer_types, conv_L_cache, " ..
+  "conv_bias) are not modelled: apsearch's hybrid layers are Mamba-2 and Gated DeltaNet"
+
+-- What Gemma 3n's text model has that apsearch does not model.
+local GEMMA3N_UNMODELLED = "Gemma 3n's text model (AltUp's altup_num_inputs parallel streams, LAuReL's " ..
+  "laurel_rank residual, per-layer inputs of hidden_size_per_layer_input, KV sharing across " ..
+  "num_kv_shared_layers, activation_sparsity_pattern) is not modelled"
+
 --- Model types apsearch knows and does not model, with what it lacks:
 -- the refusal names it.
 M.UNMODELLED = {
@@ -3113,6 +3122,28 @@ M.UNMODELLED = {
   -- transformers modular_apertus.py @ f93a9482 (ApertusMLP: NemotronMLP with ACT2FN["xielu"])
   apertus = "the xIELU activation (hidden_act \"xielu\": learnable alpha_p and alpha_n in every layer's MLP) " ..
     "is not modelled: apsearch prices SwiGLU, GELU and squared-ReLU MLPs, and Megatron-LM has no xIELU",
+  -- transformers configuration_jamba.py (JambaMambaMixer: Mamba-1's selective scan)
+  jamba = "Jamba's Mamba-1 mixers (mamba_d_state, mamba_dt_rank, mamba_expand: the selective scan with its " ..
+    "x_proj and dt_proj; apsearch's hybrid layers are Mamba-2) among attention layers (attn_layer_period, " ..
+    "attn_layer_offset) and MoE layers (num_experts, expert_layer_period, expert_layer_offset) are not modelled",
+  -- transformers configuration_zamba2.py (Zamba2HybridLayer: a shared transformer block)
+  zamba2 = "Zamba2's shared transformer blocks (num_mem_blocks of them, reused at the hybrid layers of " ..
+    "layers_block_type, on the concatenation of the hidden state and the embeddings, with per-use LoRA adapters: " ..
+    "adapter_rank, use_shared_attention_adapter, use_shared_mlp_adapter) are not modelled: apsearch's hybrid " ..
+    "layers have weights of their own",
+  -- transformers configuration_minimax.py (MiniMaxLightningAttention)
+  minimax = "MiniMax-Text-01 / M1's lightning attention (the linear_attention layers of layer_types, block_size " ..
+    "blocks, with full_attn_alpha_factor / linear_attn_alpha_factor residual scales) is not modelled",
+  -- transformers configuration_longcat_flash.py (LongcatFlashMoE, LongcatFlashDecoderLayer)
+  longcat_flash = "LongCat-Flash's zero-computation experts (zero_expert_num, zero_expert_type: routed tokens that " ..
+    "skip the FFN, so the active parameters vary per token) and its shortcut-connected layers (two MLA attention " ..
+    "and two dense MLP blocks beside each MoE block, ffn_hidden_size and expert_ffn_hidden_size) are not modelled",
+  -- transformers configuration_lfm2.py (Lfm2ShortConv), configuration_lfm2_moe.py
+  lfm2 = LFM2_UNMODELLED,
+  lfm2_moe = LFM2_UNMODELLED,
+  -- transformers configuration_gemma3n.py (Gemma3nTextConfig)
+  gemma3n = GEMMA3N_UNMODELLED .. ", nor are its vision and audio towers",
+  gemma3n_text = GEMMA3N_UNMODELLED,
 }
 
 --- The keys of DeepSeek Sparse Attention's indexer (DeepseekV32Config,

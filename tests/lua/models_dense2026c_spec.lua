@@ -195,4 +195,33 @@ describe("dense families, third batch: refusals name the file, key and value", f
     assert.are.equal("g.json: partial_rotary_factor: expected a number in (0, 1] (got 2)",
       err_of(hf.from_config, c, "g.json"))
   end)
+
+  -- transformers configuration_jamba.py, configuration_zamba2.py,
+  -- configuration_minimax.py, configuration_longcat_flash.py,
+  -- configuration_lfm2.py, configuration_gemma3n.py: each refused naming
+  -- the keys that carry what is not modelled, before any generic MoE
+  -- refusal (Jamba, MiniMax and LongCat have experts)
+  it("Jamba, Zamba2, MiniMax-Text-01, LongCat-Flash, LFM2 and Gemma 3n are refused naming their keys", function()
+    local function refusal(mt, extra)
+      local c = { model_type = mt, hidden_size = 64, num_hidden_layers = 2, num_attention_heads = 4,
+        intermediate_size = 128, vocab_size = 100 }
+      for k, v in pairs(extra or {}) do c[k] = v end
+      return err_of(hf.from_config, c, "x.json")
+    end
+    local want = {
+      jamba = { "Mamba-1 mixers (mamba_d_state, mamba_dt_rank, mamba_expand", "expert_layer_period" },
+      zamba2 = { "shared transformer blocks (num_mem_blocks", "use_shared_attention_adapter" },
+      minimax = { "lightning attention (the linear_attention layers of layer_types, block_size" },
+      longcat_flash = { "zero-computation experts (zero_expert_num, zero_expert_type" },
+      lfm2 = { "gated short-convolution layers (the conv layers of layer_types, conv_L_cache" },
+      lfm2_moe = { "gated short-convolution layers" },
+      gemma3n = { "altup_num_inputs", "nor are its vision and audio towers" },
+      gemma3n_text = { "laurel_rank", "num_kv_shared_layers" },
+    }
+    for mt, parts in pairs(want) do
+      local e = refusal(mt, { num_experts = 16, n_routed_experts = 8, num_local_experts = 32 })
+      assert.truthy(e:find("^NotImplemented: x%.json: model_type: " .. mt:gsub("_", "%%_") .. ": "), e)
+      for _, p in ipairs(parts) do assert.truthy(e:find(p, 1, true), mt .. ": " .. e) end
+    end
+  end)
 end)

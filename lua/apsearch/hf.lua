@@ -204,6 +204,8 @@
 --   per layer; 2 KV heads when the key is absent.
 -- * `olmo` (OLMo 1): Llama's layer with LayerNorms that have no weight or
 --   bias (norm_weightless: no parameters), `clip_qkv` noted.
+-- * `bamba` (Bamba-9B): Granite 4.0's hybrid blocks (builders.bamba) with
+--   attention at `attn_layer_indices` and RoPE on half of each head.
 --
 -- Hybrid Mamba-2 models:
 --
@@ -252,7 +254,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
-                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo" }
+                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -2753,46 +2755,37 @@ M.GRANITE_HYBRID_DEFAULTS = { mamba_n_groups = 1, mamba_d_state = 256, mamba_d_c
   mamba_chunk_size = 256, mamba_conv_bias = true, mamba_proj_bias = false, num_local_experts = 0,
   num_experts_per_tok = 0, shared_intermediate_size = 0, position_embedding_type = "nope", attention_bias = false }
 
---- Granite 4.0 (granitemoehybrid; transformers modeling_granitemoehybrid.py,
--- GraniteMoeHybridDecoderLayer): each layer is a mixer -- Mamba-2 or
--- attention, `layer_types` -- under input_layernorm, then under
--- post_attention_layernorm the shared SwiGLU MLP of shared_intermediate_
--- size plus, with num_local_experts > 0, Granite's experts (a bias-free
--- top-k softmax router).  As a Megatron-Core hybrid pattern each layer is
--- two blocks of one norm each: M or *, then E (experts, the shared MLP as
--- their shared expert) or - (the shared MLP alone).  The Mamba-2 mixer is
--- Bamba's: d_inner = mamba_expand x hidden_size, which must equal
--- mamba_n_heads x mamba_d_head.  Positions: `position_embedding_type`
--- nope (the H models) or rope.  Granite's multipliers: mup_multipliers.
-function builders.granitemoehybrid(_, raw, file, notes)
-  local cfg = with_defaults(raw, M.GRANITE_HYBRID_DEFAULTS)
-  local r = reader(cfg, file)
+-- The layers Bamba (modular_bamba.py @ 024072ac, BambaDecoderLayer) and
+-- Granite 4.0 (GraniteMoeHybridDecoderLayer, built on it) share: each
+-- layer is a mixer -- Mamba-2 or attention, `lt[i]` -- under
+-- input_layernorm, then under a second norm an MLP of `ffn` (SwiGLU) or,
+-- with `E` > 0 experts, the experts beside it as their shared expert.  As
+-- a Megatron-Core hybrid pattern each layer is two blocks of one norm
+-- each: M or *, then E or -.  The Mamba-2 mixer is BambaMixer:
+-- d_inner = mamba_expand x hidden_size, which must equal mamba_n_heads x
+-- mamba_d_head; a conv bias, no projection biases, no attention biases.
+-- `lkey` names the layer list for errors, `pos` is "rope" or "none".
+local function mamba2_hybrid(cfg, r, file, notes, lt, lkey, E, ffn, pos)
   local L = r.int("num_hidden_layers")
-  local lt = cfg.layer_types
-  if is_null(lt) then lt = cfg.layers_block_type end
   if type(lt) ~= "table" or #lt ~= L then
-    util.fail(file, "layer_types", "expected an array of num_hidden_layers = " .. L .. " entries", lt)
+    util.fail(file, lkey, "expected an array of num_hidden_layers = " .. L .. " entries", lt)
   end
-  local E = count(cfg, "num_local_experts", 0, file)
   local chars = {}
   for i = 1, L do
     local mixer = ({ mamba = "M", attention = "*" })[lt[i]]
-    if not mixer then util.fail(file, "layer_types[" .. i .. "]", "expected mamba or attention", lt[i]) end
+    if not mixer then util.fail(file, lkey .. "[" .. i .. "]", "expected mamba or attention", lt[i]) end
     chars[#chars + 1] = mixer .. (E > 0 and "E" or "-")
   end
   require_value(cfg, "mamba_conv_bias", true, file, "Megatron's MambaMixer asserts a conv bias")
   for _, k in ipairs({ "mamba_proj_bias", "attention_bias" }) do
     require_value(cfg, k, false, file, "biases are not modelled on a hybrid model")
   end
-  local pos = cfg.position_embedding_type
-  if pos ~= "nope" and pos ~= "rope" then util.fail(file, "position_embedding_type", "expected nope or rope", pos) end
-  local shared = r.int("shared_intermediate_size")
   local m = {
     num_layers = 2 * L, hidden_size = r.int("hidden_size"),
     num_attention_heads = r.int("num_attention_heads"),
     num_query_groups = r.int("num_key_value_heads", r.int("num_attention_heads")),
-    ffn_hidden_size = shared, vocab_size = r.int("vocab_size"),
-    norms_per_layer = 1, mlp = "swiglu", norm = "rmsnorm", position_embedding = pos == "rope" and "rope" or "none",
+    ffn_hidden_size = ffn, vocab_size = r.int("vocab_size"),
+    norms_per_layer = 1, mlp = "swiglu", norm = "rmsnorm", position_embedding = pos,
     norm_bias = false, qkv_bias = false, attn_out_bias = false, mlp_bias = false, qk_norm = false,
     tie_word_embeddings = r.bool("tie_word_embeddings", false),
     hybrid_layer_pattern = table.concat(chars),
@@ -2806,6 +2799,33 @@ function builders.granitemoehybrid(_, raw, file, notes)
     util.fail(file, "mamba_expand", ("expected mamba_expand x hidden_size = mamba_n_heads x mamba_d_head = %d"):format(
       m.mamba_num_heads * m.mamba_head_dim), expand)
   end
+  return m
+end
+
+-- The note that a Bamba-style model's layers are two pattern blocks each
+-- (mamba2_hybrid).
+local function hybrid_blocks_note(notes, file, m)
+  note(notes, file, "its %d layers are %d blocks of Megatron-Core's hybrid pattern (%s): each layer's mixer, " ..
+    "then its MLP or experts; `num_layers` counts the blocks", m.num_layers // 2, m.num_layers,
+    m.hybrid_layer_pattern:sub(1, 8) .. "...")
+end
+
+--- Granite 4.0 (granitemoehybrid; transformers modeling_granitemoehybrid.py,
+-- GraniteMoeHybridDecoderLayer): Bamba's layers (mamba2_hybrid, from
+-- `layer_types`) whose MLP is the shared SwiGLU of shared_intermediate_
+-- size plus, with num_local_experts > 0, Granite's experts (a bias-free
+-- top-k softmax router).  Positions: `position_embedding_type` nope (the
+-- H models) or rope.  Granite's multipliers: mup_multipliers.
+function builders.granitemoehybrid(_, raw, file, notes)
+  local cfg = with_defaults(raw, M.GRANITE_HYBRID_DEFAULTS)
+  local r = reader(cfg, file)
+  local lt = cfg.layer_types
+  if is_null(lt) then lt = cfg.layers_block_type end
+  local E = count(cfg, "num_local_experts", 0, file)
+  local pos = cfg.position_embedding_type
+  if pos ~= "nope" and pos ~= "rope" then util.fail(file, "position_embedding_type", "expected nope or rope", pos) end
+  local shared = r.int("shared_intermediate_size")
+  local m = mamba2_hybrid(cfg, r, file, {}, lt, "layer_types", E, shared, pos == "rope" and "rope" or "none")
   if E > 0 then
     m.num_experts, m.experts_per_token = E, r.int("num_experts_per_tok")
     m.moe_ffn_hidden_size = r.int("intermediate_size")
@@ -2814,8 +2834,60 @@ function builders.granitemoehybrid(_, raw, file, notes)
   end
   granite_common(m, r, cfg, file, notes)
   m.qkv_bias, m.attn_out_bias = false, false
-  note(notes, file, "its %d layers are %d blocks of Megatron-Core's hybrid pattern (%s): each layer's mixer, " ..
-    "then its MLP or experts; `num_layers` counts the blocks", L, 2 * L, m.hybrid_layer_pattern:sub(1, 8) .. "...")
+  hybrid_blocks_note(notes, file, m)
+  return m
+end
+
+--- BambaConfig's defaults of the keys read here (transformers
+-- configuration_bamba.py @ 7a2983f2; mamba_d_head "auto" is
+-- mamba_expand x hidden_size / mamba_n_heads).
+M.BAMBA_DEFAULTS = { num_key_value_heads = 8, mamba_n_heads = 128, mamba_d_head = "auto", mamba_n_groups = 1,
+  mamba_d_state = 256, mamba_d_conv = 4, mamba_expand = 2, mamba_chunk_size = 256, mamba_conv_bias = true,
+  mamba_proj_bias = false, tie_word_embeddings = false }
+
+--- The fraction of each attention head Bamba's RoPE rotates: BambaConfig
+-- sets partial_rotary_factor to 0.5 whatever the config says ("hardcode
+-- for BC").
+M.BAMBA_ROTARY_FRACTION = 0.5
+
+--- Bamba (bamba: Bamba-9B; transformers modular_bamba.py @ 024072ac,
+-- configuration_bamba.py @ 7a2983f2): Mamba-2 layers with attention on
+-- the 0-based `attn_layer_indices` (BambaConfig.layers_block_type), each
+-- followed by a SwiGLU MLP of `intermediate_size` (mamba2_hybrid), the
+-- attention Llama's without biases (BambaConfig fixes attention_bias
+-- false) with RoPE on half of each head; `hidden_act` is the MLP's and the
+-- Mamba mixer's activation (silu).  A `partial_rotary_factor` other than
+-- 0.5 is refused: BambaConfig overwrites it.
+function builders.bamba(_, raw, file, notes)
+  require_silu(raw, file, "Bamba's SwiGLU MLP and Mamba-2 mixer")
+  if not is_null(raw.partial_rotary_factor) and raw.partial_rotary_factor ~= M.BAMBA_ROTARY_FRACTION then
+    util.fail(file, "partial_rotary_factor", ("expected %s or absent (BambaConfig sets it to %s)"):format(
+      M.BAMBA_ROTARY_FRACTION, M.BAMBA_ROTARY_FRACTION), raw.partial_rotary_factor)
+  end
+  local cfg = with_defaults(raw, M.BAMBA_DEFAULTS)
+  cfg.attention_bias = false
+  local r = reader(cfg, file)
+  local L, h = r.int("num_hidden_layers"), r.int("hidden_size")
+  if cfg.mamba_d_head == "auto" and type(cfg.mamba_expand) == "number" then
+    cfg.mamba_d_head = cfg.mamba_expand * h // r.int("mamba_n_heads")
+  end
+  local idx, lt = cfg.attn_layer_indices, {}
+  for i = 1, L do lt[i] = "mamba" end
+  if not is_null(idx) then
+    if type(idx) ~= "table" or (#idx == 0 and next(idx) ~= nil) then
+      util.fail(file, "attn_layer_indices", "expected an array of 0-based layer indices", idx)
+    end
+    for k, v in ipairs(idx) do
+      local i = config_int(v, 0, file, "attn_layer_indices[" .. k .. "]")
+      if i >= L then
+        util.fail(file, "attn_layer_indices[" .. k .. "]", "expected a layer index below num_hidden_layers = " .. L, v)
+      end
+      lt[i + 1] = "attention"
+    end
+  end
+  local m = mamba2_hybrid(cfg, r, file, notes, lt, "attn_layer_indices", 0, r.int("intermediate_size"), "rope")
+  m.rotary_percent = M.BAMBA_ROTARY_FRACTION
+  hybrid_blocks_note(notes, file, m)
   return m
 end
 
@@ -3059,7 +3131,7 @@ M.ARCHITECTURES = {
   NemotronForCausalLM = "nemotron", ArceeForCausalLM = "arcee", Ernie4_5ForCausalLM = "ernie4_5",
   Ernie4_5_ForCausalLM = "ernie4_5", -- the name Baidu's own config.json files give the class
   Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm", PhiForCausalLM = "phi",
-  CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo",
+  CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

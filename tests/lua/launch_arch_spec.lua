@@ -385,6 +385,21 @@ describe("model fields of the architecture (issue 25)", function()
     assert.truthy(table.concat(launch.llama_block_features(m), "\n"):find("norm_weightless", 1, true))
   end)
 
+  -- Bamba (modular_bamba.py @ 024072ac): the hybrid pattern with RoPE on
+  -- half of each attention head (pretrain_hybrid.py); one Mamba group
+  -- keeps tensor parallelism at 1
+  it("bamba: --hybrid-layer-pattern, --position-embedding-type rope --rotary-percent 0.5", function()
+    local m = hf.from_config({ model_type = "bamba", hidden_size = 1024, intermediate_size = 4096,
+      num_hidden_layers = 4, num_attention_heads = 8, num_key_value_heads = 8, vocab_size = 32000,
+      attn_layer_indices = { 2 }, mamba_n_heads = 32, mamba_d_state = 128, mamba_chunk_size = 128 }, "bamba.json")
+    local flags, notes, text = script(m)
+    has(flags, { ["--hybrid-layer-pattern"] = "'M-M-*-M-'", ["--position-embedding-type"] = "rope",
+      ["--rotary-percent"] = "0.5", ["--swiglu"] = true, ["--normalization"] = "RMSNorm",
+      ["--disable-bias-linear"] = true }, { "--add-qkv-bias" })
+    assert.are.same({}, not_written(notes))
+    H.assert_megatron_flags(text)
+  end)
+
   -- --rotary-base is type=int: Hunyuan's NTK-alpha base 10000 x 1000^(128/126)
   -- rounds (a NOTE), a small fractional base stays NOT EXPRESSIBLE
   -- Nemotron-4 / Minitron (modeling_nemotron.py @ 694aaa7f): the squared

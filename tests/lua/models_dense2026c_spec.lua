@@ -1,7 +1,7 @@
 -- tests/lua/models_dense2026c_spec.lua -- the dense families of issue 25's
 -- third batch, imported from their Hugging Face config.json
 -- (lua/apsearch/hf.lua): Command R / Aya (cohere), GLM-4-9B-chat-hf
--- (glm), OLMo 1 (olmo); and the types refused naming what they lack.  Each count is
+-- (glm), OLMo 1 (olmo), the Mamba-2 hybrid Bamba (bamba); and the types refused naming what they lack.  Each count is
 -- computed here from the transformers module shapes (the file and commit
 -- in the comment) and checked against the model card's published total;
 -- the refusals name the file, the key and the value.
@@ -172,6 +172,71 @@ describe("OLMo 1", function()
     for k, v in pairs(hf.from_config(copy(OLMO_7B), "olmo-7b.json")) do t[k] = v end
     t.norm_weightless = false
     assert.are.equal(6888095744 + (2 * 32 + 1) * 4096, core.model_params(t).total)
+  end)
+end)
+
+describe("Bamba", function()
+  --- ibm-ai-platform/Bamba-9B's config keys (BambaForCausalLM), typed.
+  local BAMBA_9B = { architectures = { "BambaForCausalLM" }, model_type = "bamba", attention_dropout = 0.0,
+    attn_layer_indices = { 9, 18, 27 }, hidden_act = "silu", hidden_size = 4096, intermediate_size = 14336,
+    mamba_chunk_size = 256, mamba_conv_bias = true, mamba_d_conv = 4, mamba_d_head = 64, mamba_d_state = 128,
+    mamba_expand = 2, mamba_n_groups = 1, mamba_n_heads = 128, mamba_proj_bias = false,
+    max_position_embeddings = 262144, num_attention_heads = 32, num_hidden_layers = 32, num_key_value_heads = 8,
+    rms_norm_eps = 1e-05, rope_theta = 10000.0, tie_word_embeddings = false, vocab_size = 128256 }
+
+  -- Bamba-9B (card: 9.78B; transformers modular_bamba.py @ 024072ac).
+  -- Each of the 32 layers is a mixer and a SwiGLU MLP, each under an
+  -- RMSNorm.  BambaMixer (d_inner 2 x 4096 = 8192, 1 group, state 128,
+  -- 128 heads): in_proj 4096 x (8192 + 8448 + 128) = 68,681,728 (conv_dim
+  -- 8192 + 2 x 128 = 8448), conv1d 8448 x 4 + 8448 = 42,240, dt_bias,
+  -- A_log, D 3 x 128, the gated RMSNorm 8,192, out_proj 8192 x 4096 =
+  -- 33,554,432, its input norm 4,096: 102,291,072, on 29 layers.
+  -- Attention on layers 9, 18, 27: q, o 4096^2, k, v 4096 x 1024, no
+  -- biases, the norm: 41,947,136.  The MLP 3 x 4096 x 14336 + its norm =
+  -- 176,164,864 on all 32.  Untied embedding and lm_head 2 x 128256 x 4096
+  -- = 1,050,673,152; the final norm 4,096.  Total 9,780,235,392.
+  it("Bamba-9B: 9,780,235,392; Granite 4.0's hybrid blocks with attention at attn_layer_indices", function()
+    local m, info = hf.from_config(copy(BAMBA_9B), "bamba-9b.json")
+    local mamba = 4096 * (8192 + 8448 + 128) + (8448 * 4 + 8448) + 3 * 128 + 8192 + 8192 * 4096 + 4096
+    local attn = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 4096
+    local mlp = 3 * 4096 * 14336 + 4096
+    assert.are.same({ 102291072, 41947136, 176164864 }, { mamba, attn, mlp })
+    local total = core.model_params(m).total
+    assert.are.equal(29 * mamba + 3 * attn + 32 * mlp + 2 * 128256 * 4096 + 4096, total)
+    assert.are.equal(9780235392, total)
+    assert.is_true(near(total, 9.78e9, 0.005)) -- "9.78B": three digits
+    local pattern = ("M-"):rep(9) .. "*-" .. ("M-"):rep(8) .. "*-" .. ("M-"):rep(8) .. "*-" .. ("M-"):rep(4)
+    assert.are.same({ 64, pattern, "rope", 0.5, 64, 1, 128, 256, false },
+      { m.num_layers, m.hybrid_layer_pattern, m.position_embedding, m.rotary_percent, m.mamba_head_dim,
+        m.mamba_num_groups, m.mamba_num_heads, m.mamba_chunk_size, m.mup_multipliers or false })
+    assert.truthy(info.notes[1]:find("its 32 layers are 64 blocks of Megatron-Core's hybrid pattern", 1, true))
+    -- absent keys: BambaConfig's; mamba_d_head "auto" is 2 x 4096 / 128 = 64
+    local c = copy(BAMBA_9B)
+    c.mamba_d_head, c.mamba_n_heads, c.num_key_value_heads, c.tie_word_embeddings = "auto", nil, nil, nil
+    assert.are.equal(9780235392, core.model_params(hf.from_config(c, "bamba-9b.json")).total)
+    -- no attention indices: every layer Mamba-2
+    c = copy(BAMBA_9B)
+    c.attn_layer_indices = nil
+    assert.are.equal(("M-"):rep(32), hf.from_config(c, "bamba-9b.json").hybrid_layer_pattern)
+  end)
+
+  it("refuses what BambaConfig would not build as stated, naming the key", function()
+    local c = copy(BAMBA_9B)
+    c.partial_rotary_factor = 1.0
+    assert.are.equal("b.json: partial_rotary_factor: expected 0.5 or absent (BambaConfig sets it to 0.5) (got 1)",
+      err_of(hf.from_config, c, "b.json"))
+    c = copy(BAMBA_9B)
+    c.attn_layer_indices = { 9, 32 }
+    assert.are.equal("b.json: attn_layer_indices[2]: expected a layer index below num_hidden_layers = 32 (got 32)",
+      err_of(hf.from_config, c, "b.json"))
+    c = copy(BAMBA_9B)
+    c.mamba_proj_bias = true
+    assert.are.equal("b.json: mamba_proj_bias: expected false (biases are not modelled on a hybrid model) (got true)",
+      err_of(hf.from_config, c, "b.json"))
+    c = copy(BAMBA_9B)
+    c.hidden_act = "gelu"
+    assert.are.equal('b.json: hidden_act: expected "silu" (Bamba\'s SwiGLU MLP and Mamba-2 mixer) (got "gelu")',
+      err_of(hf.from_config, c, "b.json"))
   end)
 end)
 

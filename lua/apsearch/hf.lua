@@ -206,6 +206,8 @@
 --   bias (norm_weightless: no parameters), `clip_qkv` noted.
 -- * `bamba` (Bamba-9B): Granite 4.0's hybrid blocks (builders.bamba) with
 --   attention at `attn_layer_indices` and RoPE on half of each head.
+-- * `gpt_bigcode` (StarCoder, SantaCoder): GPT-2's layer with one K and V
+--   head (`multi_query`, default true), the GELU of `activation_function`.
 --
 -- Hybrid Mamba-2 models:
 --
@@ -254,7 +256,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
-                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba" }
+                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1875,18 +1877,20 @@ M.STARCODER2_DEFAULTS = { use_bias = true, tie_word_embeddings = true }
 M.GELU_ACTIVATIONS = { gelu = true, gelu_pytorch_tanh = true, gelu_new = true }
 
 -- The GELU of a non-gated MLP the core prices as mlp "gelu": `hidden_act`
--- (absent: `default`, the class's) one of M.GELU_ACTIVATIONS, else
--- refused naming `why`; a tanh approximation is noted (element-wise).
-local function gelu_mlp(m, cfg, file, notes, default, why)
-  local act = cfg.hidden_act
+-- (or `key`, GPT-style configs' activation_function; absent: `default`,
+-- the class's) one of M.GELU_ACTIVATIONS, else refused naming `why`; a
+-- tanh approximation is noted (element-wise).
+local function gelu_mlp(m, cfg, file, notes, default, why, key)
+  key = key or "hidden_act"
+  local act = cfg[key]
   if is_null(act) then act = default end
   if not M.GELU_ACTIVATIONS[act] then
-    util.fail(file, "hidden_act", "expected gelu, gelu_pytorch_tanh or gelu_new (" .. why .. ")", act)
+    util.fail(file, key, "expected gelu, gelu_pytorch_tanh or gelu_new (" .. why .. ")", act)
   end
   m.mlp = "gelu"
   if act ~= "gelu" then
-    note(notes, file, "hidden_act %s (the tanh approximation of GELU) is element-wise: estimated as GELU; " ..
-      "Megatron-LM's non-gated MLP applies the erf GELU", act)
+    note(notes, file, "%s %s (the tanh approximation of GELU) is element-wise: estimated as GELU; " ..
+      "Megatron-LM's non-gated MLP applies the erf GELU", key, act)
   end
   return m
 end
@@ -1906,6 +1910,32 @@ function builders.starcoder2(_, cfg, file, notes)
   local b = r.bool("use_bias")
   m.norm, m.norm_bias = "layernorm", true
   m.qkv_bias, m.attn_out_bias, m.mlp_bias = b, b, b
+  return m
+end
+
+--- GPTBigCodeConfig's defaults of the keys read here (transformers
+-- configuration_gpt_bigcode.py @ 05ff2e98): multi-query attention, the
+-- tanh GELU (tied embeddings: builders.gpt2's default).
+M.GPT_BIGCODE_DEFAULTS = { multi_query = true, activation_function = "gelu_pytorch_tanh" }
+
+--- StarCoder / SantaCoder (gpt_bigcode; transformers
+-- modeling_gpt_bigcode.py @ 008e5743): GPT-2's layer (builders.gpt2:
+-- `n_embd`, `n_layer`, `n_head`, `n_inner` (null: 4 x n_embd),
+-- `n_positions` learned positions, LayerNorms and every linear with
+-- bias, tied) whose c_attn projects one K and one V head shared by every
+-- query head when `multi_query` (default true; false: n_head of each),
+-- and a GELU MLP (`activation_function`, default gelu_pytorch_tanh).
+-- `add_cross_attention` (an encoder-decoder's cross-attention blocks in
+-- every layer) is refused.
+function builders.gpt_bigcode(r, raw, file, notes)
+  local cfg = with_defaults(raw, M.GPT_BIGCODE_DEFAULTS)
+  r = reader(cfg, file)
+  if r.bool("add_cross_attention", false) then
+    util.fail(file, "add_cross_attention", "expected false (cross-attention to an encoder is not modelled)", true)
+  end
+  local m = gelu_mlp(builders.gpt2(r, cfg, file), cfg, file, notes, nil, "GPTBigCodeMLP's c_fc and c_proj " ..
+    "are priced with GELU", "activation_function")
+  if r.bool("multi_query") then m.num_query_groups = 1 end
   return m
 end
 
@@ -3131,7 +3161,7 @@ M.ARCHITECTURES = {
   NemotronForCausalLM = "nemotron", ArceeForCausalLM = "arcee", Ernie4_5ForCausalLM = "ernie4_5",
   Ernie4_5_ForCausalLM = "ernie4_5", -- the name Baidu's own config.json files give the class
   Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm", PhiForCausalLM = "phi",
-  CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba",
+  CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", GPTBigCodeForCausalLM = "gpt_bigcode",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

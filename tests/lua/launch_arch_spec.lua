@@ -400,6 +400,20 @@ describe("model fields of the architecture (issue 25)", function()
     H.assert_megatron_flags(text)
   end)
 
+  -- StarCoder (gpt_bigcode, modeling_gpt_bigcode.py @ 05ff2e98): GPT-2's
+  -- layer (Megatron's defaults: learned positions, LayerNorm and linear
+  -- biases, GELU, tied) with one K and V head: --num-query-groups 1
+  it("gpt_bigcode: multi-query as --num-query-groups 1, learned positions as Megatron's default", function()
+    local m = hf.from_config({ model_type = "gpt_bigcode", n_embd = 2048, n_head = 16, n_inner = 8192, n_layer = 24,
+      n_positions = 4096, vocab_size = 49280, activation_function = "gelu" }, "santacoder.json")
+    local flags, notes, text = script(m)
+    has(flags, { ["--group-query-attention"] = true, ["--num-query-groups"] = "1",
+      ["--max-position-embeddings"] = "4096" }, { "--position-embedding-type", "--swiglu", "--normalization",
+      "--disable-bias-linear", "--untie-embeddings-and-output-weights" })
+    assert.are.same({}, not_written(notes))
+    H.assert_megatron_flags(text)
+  end)
+
   -- --rotary-base is type=int: Hunyuan's NTK-alpha base 10000 x 1000^(128/126)
   -- rounds (a NOTE), a small fractional base stays NOT EXPRESSIBLE
   -- Nemotron-4 / Minitron (modeling_nemotron.py @ 694aaa7f): the squared

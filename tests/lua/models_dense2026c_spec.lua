@@ -1,7 +1,8 @@
 -- tests/lua/models_dense2026c_spec.lua -- the dense families of issue 25's
 -- third batch, imported from their Hugging Face config.json
 -- (lua/apsearch/hf.lua): Command R / Aya (cohere), GLM-4-9B-chat-hf
--- (glm), OLMo 1 (olmo), the Mamba-2 hybrid Bamba (bamba); and the types refused naming what they lack.  Each count is
+-- (glm), OLMo 1 (olmo), the Mamba-2 hybrid Bamba (bamba), StarCoder /
+-- SantaCoder (gpt_bigcode); and the types refused naming what they lack.  Each count is
 -- computed here from the transformers module shapes (the file and commit
 -- in the comment) and checked against the model card's published total;
 -- the refusals name the file, the key and the value.
@@ -13,6 +14,7 @@
 -- published total).
 
 local core = require "apsearch.core"
+local cjson = require "cjson"
 local hf = require "apsearch.hf"
 local H = require "spec_helpers"
 
@@ -237,6 +239,72 @@ describe("Bamba", function()
     c.hidden_act = "gelu"
     assert.are.equal('b.json: hidden_act: expected "silu" (Bamba\'s SwiGLU MLP and Mamba-2 mixer) (got "gelu")',
       err_of(hf.from_config, c, "b.json"))
+  end)
+end)
+
+describe("GPT-BigCode", function()
+  --- bigcode/gpt_bigcode-santacoder's config.json, every key as a copy of it
+  -- in the public code index reads (the index does not name the repository
+  -- holding it).
+  local SANTACODER = { activation_function = "gelu_pytorch_tanh", architectures = { "GPTBigCodeForCausalLM" },
+    attention_softmax_in_fp32 = true, multi_query = true, attn_pdrop = 0.1, bos_token_id = 49152, embd_pdrop = 0.1,
+    eos_token_id = 49152, initializer_range = 0.02, layer_norm_epsilon = 1e-05, model_type = "gpt_bigcode",
+    n_embd = 2048, n_head = 16, n_inner = 8192, n_layer = 24, n_positions = 2048, resid_pdrop = 0.1,
+    runner_max_sequence_length = cjson.null, scale_attention_softmax_in_fp32 = true, scale_attn_weights = true,
+    summary_activation = cjson.null, summary_first_dropout = 0.1, summary_proj_to_labels = true,
+    summary_type = "cls_index", summary_use_proj = true, transformers_version = "4.28.0.dev0", use_cache = true,
+    vocab_size = 49280 }
+
+  -- transformers modeling_gpt_bigcode.py @ 05ff2e98: per layer c_attn
+  -- h x (h + 2 d) and its bias (one K and one V head of d = h / a), c_proj
+  -- h x h + h, c_fc h x f + f, the MLP's c_proj f x h + h, ln_1 and ln_2
+  -- with bias 4 h.  SantaCoder (card: 1.1B; h 2048, d 128, f 8192):
+  -- 4,720,896 + 4,196,352 + 16,785,408 + 16,779,264 + 8,192 = 42,490,112;
+  -- x24 = 1,019,762,688; the tied wte 49280 x 2048 = 100,925,440, wpe
+  -- 2048 x 2048 = 4,194,304, ln_f 4,096: 1,124,886,528.  StarCoder (card:
+  -- 15.5B; h 6144, 48 heads, f 24576, 40 layers, 8192 positions, vocab
+  -- 49152): per layer 379,128,064; x40 + wte 301,989,888 + wpe 50,331,648
+  -- + ln_f 12,288 = 15,517,456,384.
+  it("SantaCoder 1,124,886,528 and StarCoder 15,517,456,384: multi-query attention, learned positions", function()
+    local function layer(h, d, f)
+      return (h * (h + 2 * d) + h + 2 * d) + (h * h + h) + (h * f + f) + (f * h + h) + 4 * h
+    end
+    assert.are.equal(42490112, layer(2048, 128, 8192))
+    local m, info = hf.from_config(copy(SANTACODER), "santacoder.json")
+    local total = core.model_params(m).total
+    assert.are.equal(24 * layer(2048, 128, 8192) + 49280 * 2048 + 2048 * 2048 + 2 * 2048, total)
+    assert.are.equal(1124886528, total)
+    assert.is_true(near(total, 1.1e9, CARD_ROUNDING_2))
+    assert.are.same({ 1, "learned", 2048, "gelu", "layernorm", true, true, true, true, true },
+      { m.num_query_groups, m.position_embedding, m.max_position_embeddings, m.mlp, m.norm, m.norm_bias,
+        m.qkv_bias, m.attn_out_bias, m.mlp_bias, m.tie_word_embeddings })
+    assert.truthy(info.notes[1]:find("activation_function gelu_pytorch_tanh (the tanh approximation of GELU)", 1,
+      true))
+    assert.are.same({ true, "attn_pdrop" }, { info.dropout, info.dropout_key })
+    local c = copy(SANTACODER)
+    c.n_embd, c.n_head, c.n_inner, c.n_layer, c.n_positions, c.vocab_size = 6144, 48, 24576, 40, 8192, 49152
+    assert.are.equal(379128064, layer(6144, 128, 24576))
+    total = core.model_params(hf.from_config(c, "starcoder.json")).total
+    assert.are.equal(40 * 379128064 + 49152 * 6144 + 8192 * 6144 + 2 * 6144, total)
+    assert.are.equal(15517456384, total)
+    assert.is_true(near(total, 15.5e9, 0.005))
+    -- multi_query false: n_head K and V heads (c_attn h x 3h); absent n_inner 4 h
+    c = copy(SANTACODER)
+    c.multi_query, c.n_inner = false, nil
+    m = hf.from_config(c, "santacoder.json")
+    assert.are.same({ 16, 8192 }, { m.num_query_groups, m.ffn_hidden_size })
+    assert.are.equal(1124886528 + 24 * 2 * (2048 * (2048 - 128) + (2048 - 128)), core.model_params(m).total)
+  end)
+
+  it("refuses cross-attention and an activation it does not price, naming the key", function()
+    local c = copy(SANTACODER)
+    c.add_cross_attention = true
+    assert.are.equal("s.json: add_cross_attention: expected false (cross-attention to an encoder is not " ..
+      "modelled) (got true)", err_of(hf.from_config, c, "s.json"))
+    c = copy(SANTACODER)
+    c.activation_function = "relu"
+    assert.are.equal('s.json: activation_function: expected gelu, gelu_pytorch_tanh or gelu_new (GPTBigCodeMLP\'s ' ..
+      'c_fc and c_proj are priced with GELU) (got "relu")', err_of(hf.from_config, c, "s.json"))
   end)
 end)
 

@@ -208,6 +208,9 @@
 --   attention at `attn_layer_indices` and RoPE on half of each head.
 -- * `gpt_bigcode` (StarCoder, SantaCoder): GPT-2's layer with one K and V
 --   head (`multi_query`, default true), the GELU of `activation_function`.
+-- * `gptj` (GPT-J-6B): one LayerNorm feeding attention (no biases) and a
+--   GELU MLP (biases) in parallel, RoPE on `rotary_dim` of each head in
+--   interleaved pairs, an lm_head with its bias.
 --
 -- Hybrid Mamba-2 models:
 --
@@ -256,7 +259,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
-                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode" }
+                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1939,6 +1942,39 @@ function builders.gpt_bigcode(r, raw, file, notes)
   return m
 end
 
+--- GPTJConfig's defaults of the keys read here (transformers
+-- configuration_gptj.py): untied, the tanh GELU of gelu_new, RoPE on the
+-- first 64 dims of each head.
+M.GPTJ_DEFAULTS = { tie_word_embeddings = false, activation_function = "gelu_new", rotary_dim = 64 }
+
+--- GPT-J (gptj: GPT-J-6B; transformers modeling_gptj.py @ 00b676f8):
+-- GPT-2's shapes (builders.gpt2: `n_embd`, `n_layer`, `n_head`, `n_inner`,
+-- `n_positions`) in GPTJBlock: one LayerNorm with bias (ln_1) feeding
+-- attention and the MLP in parallel (parallel_attn_mlp), q, k, v and
+-- out_proj without biases, fc_in and fc_out with biases and the GELU of
+-- `activation_function`, RoPE on the first `rotary_dim` dims of each head
+-- (null: all) in interleaved pairs (rotate_every_two: rotary_interleaved),
+-- no position table; the lm_head has a bias (lm_head_bias); untied by
+-- default.
+function builders.gptj(_, raw, file, notes)
+  local cfg = with_defaults(raw, M.GPTJ_DEFAULTS)
+  if raw.rotary_dim == cjson.null then cfg.rotary_dim = nil end
+  local r = reader(cfg, file)
+  local m = gelu_mlp(builders.gpt2(r, cfg, file), cfg, file, notes, nil, "GPTJMLP's fc_in and fc_out are priced " ..
+    "with GELU", "activation_function")
+  m.position_embedding, m.norms_per_layer, m.parallel_attn_mlp = "rope", 1, true
+  m.qkv_bias, m.attn_out_bias, m.lm_head_bias, m.rotary_interleaved = false, false, true, true
+  local d = m.hidden_size // m.num_attention_heads
+  if r.has("rotary_dim") then
+    local rd = r.int("rotary_dim")
+    if rd > d or rd % 2 ~= 0 then
+      util.fail(file, "rotary_dim", ("expected an even number of dims <= the head's %d"):format(d), cfg.rotary_dim)
+    end
+    if rd < d then m.rotary_percent = rd / d end
+  end
+  return m
+end
+
 --- PhiConfig's fraction of each head RoPE rotates when the config gives no
 -- `partial_rotary_factor` (configuration_phi.py @ 90f2781a).
 M.PHI_ROTARY_FRACTION = 0.5
@@ -3161,7 +3197,7 @@ M.ARCHITECTURES = {
   NemotronForCausalLM = "nemotron", ArceeForCausalLM = "arcee", Ernie4_5ForCausalLM = "ernie4_5",
   Ernie4_5_ForCausalLM = "ernie4_5", -- the name Baidu's own config.json files give the class
   Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm", PhiForCausalLM = "phi",
-  CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", GPTBigCodeForCausalLM = "gpt_bigcode",
+  CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", GPTBigCodeForCausalLM = "gpt_bigcode", GPTJForCausalLM = "gptj",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

@@ -414,6 +414,23 @@ describe("model fields of the architecture (issue 25)", function()
     H.assert_megatron_flags(text)
   end)
 
+  -- GPT-J (modeling_gptj.py @ 00b676f8): RoPE on a quarter of each head in
+  -- interleaved pairs written; the parallel layer, the lm_head bias and the
+  -- MLP-only biases NOT WRITTEN
+  it("gptj: --rotary-percent 0.25 --rotary-interleaved; parallel layer, lm_head and mixed biases NOT WRITTEN", function()
+    local m = hf.from_config({ model_type = "gptj", n_embd = 4096, n_head = 16, n_layer = 28, n_positions = 2048,
+      vocab_size = 50400, activation_function = "gelu" }, "gpt-j-6b.json")
+    local flags, notes, text = script(m)
+    has(flags, { ["--rotary-percent"] = "0.25", ["--rotary-interleaved"] = true,
+      ["--untie-embeddings-and-output-weights"] = true }, { "--disable-bias-linear", "--swiglu", "--normalization" })
+    local nw = table.concat(not_written(notes), "\n")
+    for _, what in ipairs({ "in parallel on one normed input", "the output layer's bias", "biases on only some " ..
+      "linear layers" }) do
+      assert.truthy(nw:find(what, 1, true), nw)
+    end
+    H.assert_megatron_flags(text)
+  end)
+
   -- --rotary-base is type=int: Hunyuan's NTK-alpha base 10000 x 1000^(128/126)
   -- rounds (a NOTE), a small fractional base stays NOT EXPRESSIBLE
   -- Nemotron-4 / Minitron (modeling_nemotron.py @ 694aaa7f): the squared

@@ -2,7 +2,7 @@
 -- third batch, imported from their Hugging Face config.json
 -- (lua/apsearch/hf.lua): Command R / Aya (cohere), GLM-4-9B-chat-hf
 -- (glm), OLMo 1 (olmo), the Mamba-2 hybrid Bamba (bamba), StarCoder /
--- SantaCoder (gpt_bigcode); and the types refused naming what they lack.  Each count is
+-- SantaCoder (gpt_bigcode), GPT-J (gptj); and the types refused naming what they lack.  Each count is
 -- computed here from the transformers module shapes (the file and commit
 -- in the comment) and checked against the model card's published total;
 -- the refusals name the file, the key and the value.
@@ -305,6 +305,45 @@ describe("GPT-BigCode", function()
     c.activation_function = "relu"
     assert.are.equal('s.json: activation_function: expected gelu, gelu_pytorch_tanh or gelu_new (GPTBigCodeMLP\'s ' ..
       'c_fc and c_proj are priced with GELU) (got "relu")', err_of(hf.from_config, c, "s.json"))
+  end)
+end)
+
+describe("GPT-J", function()
+  --- EleutherAI/gpt-j-6b's config.json keys (GPTJForCausalLM), typed.
+  local GPTJ_6B = { activation_function = "gelu_new", architectures = { "GPTJForCausalLM" }, attn_pdrop = 0.0,
+    bos_token_id = 50256, embd_pdrop = 0.0, eos_token_id = 50256, initializer_range = 0.02,
+    layer_norm_epsilon = 1e-05, model_type = "gptj", n_embd = 4096, n_head = 16, n_inner = cjson.null, n_layer = 28,
+    n_positions = 2048, resid_pdrop = 0.0, rotary = true, rotary_dim = 64, tie_word_embeddings = false,
+    use_cache = true, vocab_size = 50400 }
+
+  -- GPT-J-6B (transformers modeling_gptj.py @ 00b676f8).  Per layer q, k,
+  -- v, out_proj 4096 x 4096 without bias = 67,108,864, fc_in 4096 x 16384
+  -- + 16384 and fc_out 16384 x 4096 + 4096 = 134,238,208, ln_1 with bias
+  -- 8,192 (attention and MLP read it in parallel): 201,355,264; x28 =
+  -- 5,637,947,392.  Untied wte and lm_head 2 x 50400 x 4096 = 412,876,800,
+  -- the lm_head's bias 50,400, ln_f 8,192.  Total 6,050,882,784; the
+  -- card's table gives 6,053,381,344, 2,498,560 (0.04 %) more than the
+  -- modules hold, without saying what it adds.
+  it("GPT-J-6B (gptj): 6,050,882,784; parallel attention and MLP, RoPE on 64 of 256 dims interleaved", function()
+    local m, info = hf.from_config(copy(GPTJ_6B), "gpt-j-6b.json")
+    local layer = 4 * 4096 * 4096 + (4096 * 16384 + 16384) + (16384 * 4096 + 4096) + 2 * 4096
+    assert.are.equal(201355264, layer)
+    local total = core.model_params(m).total
+    assert.are.equal(28 * layer + 2 * 50400 * 4096 + 50400 + 2 * 4096, total)
+    assert.are.equal(6050882784, total)
+    assert.are.equal(2498560, 6053381344 - total)
+    assert.is_true(near(total, 6053381344, 0.0005))
+    assert.are.same({ "rope", 0.25, true, true, 1, false, false, true, true, "gelu", false },
+      { m.position_embedding, m.rotary_percent, m.rotary_interleaved, m.parallel_attn_mlp, m.norms_per_layer,
+        m.qkv_bias, m.attn_out_bias, m.mlp_bias, m.lm_head_bias, m.mlp, m.tie_word_embeddings })
+    assert.truthy(info.notes[1]:find("activation_function gelu_new", 1, true))
+    -- a null rotary_dim: every dim rotated
+    local c = copy(GPTJ_6B)
+    c.rotary_dim = cjson.null
+    assert.is_nil(hf.from_config(c, "gpt-j-6b.json").rotary_percent)
+    c.rotary_dim = 300
+    assert.are.equal("g.json: rotary_dim: expected an even number of dims <= the head's 256 (got 300)",
+      err_of(hf.from_config, c, "g.json"))
   end)
 end)
 

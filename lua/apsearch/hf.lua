@@ -211,6 +211,9 @@
 -- * `gptj` (GPT-J-6B): one LayerNorm feeding attention (no biases) and a
 --   GELU MLP (biases) in parallel, RoPE on `rotary_dim` of each head in
 --   interleaved pairs, an lm_head with its bias.
+-- * `falcon` (Falcon-7B/40B/180B): multi-query or `num_kv_heads` (new
+--   decoder architecture) attention, `bias`, attention and a GELU MLP in
+--   parallel on one or two LayerNorms; `alibi` refused.
 --
 -- Hybrid Mamba-2 models:
 --
@@ -259,7 +262,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
-                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj" }
+                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1975,6 +1978,79 @@ function builders.gptj(_, raw, file, notes)
   return m
 end
 
+--- FalconConfig's defaults of the keys read here (transformers
+-- configuration_falcon.py): Falcon-7B's shapes' flags -- multi-query,
+-- parallel attention and MLP, no linear biases, GELU, tied.
+M.FALCON_DEFAULTS = { multi_query = true, parallel_attn = true, bias = false, alibi = false,
+  new_decoder_architecture = false, activation = "gelu", tie_word_embeddings = true, max_position_embeddings = 2048 }
+
+--- The older names FalconConfig still reads (its attribute_map and the
+-- n_embed keyword) for the keys the reader takes.
+M.FALCON_ALIASES = { n_layer = "num_hidden_layers", n_head = "num_attention_heads", n_head_kv = "num_kv_heads",
+  n_embed = "hidden_size" }
+
+--- The LayerNorms in parallel FalconDecoderLayer builds for the new
+-- decoder architecture when the config gives none (ln_attn, ln_mlp).
+M.FALCON_NEW_ARCH_NORMS = 2
+
+--- Falcon (falcon: Falcon-7B/40B/180B, Falcon2-11B; transformers
+-- modeling_falcon.py, FalconAttention, FalconMLP, FalconDecoderLayer):
+-- query_key_value projects a query heads and, with
+-- `new_decoder_architecture`, `num_kv_heads` K and V heads each; else one
+-- (`multi_query`, default true) or a (3 x hidden); dense (o), the MLP's
+-- dense_h_to_4h (`ffn_hidden_size`, default 4 x hidden) and
+-- dense_4h_to_h have biases exactly when `bias` (default false), the MLP
+-- the GELU of `activation`.  With `parallel_attn` (default true) attention
+-- and MLP add to the residual together, reading one input_layernorm or,
+-- with `num_ln_in_parallel_attn` 2 (the new architecture's default), a
+-- LayerNorm each (ln_attn, ln_mlp); else two LayerNorms in sequence.
+-- LayerNorms always with bias; RoPE (rotate_half); tied by default.
+-- `alibi` (Falcon-RW) is refused.
+function builders.falcon(_, raw, file, notes)
+  local cfg = {}
+  for k, v in pairs(raw) do cfg[k] = v end
+  for alias, key in pairs(M.FALCON_ALIASES) do
+    if is_null(cfg[key]) and not is_null(raw[alias]) then cfg[key] = raw[alias] end
+  end
+  cfg = with_defaults(cfg, M.FALCON_DEFAULTS)
+  local r = reader(cfg, file)
+  if r.bool("alibi") then
+    error(("NotImplemented: %s: alibi: Falcon-RW's ALiBi attention is not modelled for Falcon (its launch files " ..
+      "would train RoPE) (got true)"):format(file), 0)
+  end
+  local h, a = r.int("hidden_size"), r.int("num_attention_heads")
+  local new_arch, parallel = r.bool("new_decoder_architecture"), r.bool("parallel_attn")
+  local kv = a
+  if new_arch then
+    kv = r.int("num_kv_heads", a)
+  elseif r.bool("multi_query") then
+    kv = 1
+  elseif r.has("num_kv_heads") and r.int("num_kv_heads") ~= a then
+    util.fail(file, "num_kv_heads", ("expected %d, num_attention_heads (query_key_value is 3 x hidden_size " ..
+      "without new_decoder_architecture or multi_query)"):format(a), cfg.num_kv_heads)
+  end
+  local norms = 2
+  if parallel then
+    local n = cfg.num_ln_in_parallel_attn
+    if is_null(n) and new_arch then n = M.FALCON_NEW_ARCH_NORMS end
+    norms = n == M.FALCON_NEW_ARCH_NORMS and 2 or 1
+  end
+  local bias = r.bool("bias")
+  local m = {
+    num_layers = r.int("num_hidden_layers"), hidden_size = h, num_attention_heads = a, num_query_groups = kv,
+    ffn_hidden_size = r.int("ffn_hidden_size", 4 * h), vocab_size = r.int("vocab_size"),
+    norms_per_layer = norms, norm = "layernorm", position_embedding = "rope",
+    norm_bias = true, qkv_bias = bias, attn_out_bias = bias, mlp_bias = bias, qk_norm = false,
+    parallel_attn_mlp = parallel or nil, tie_word_embeddings = r.bool("tie_word_embeddings"),
+  }
+  if r.has("max_position_embeddings") then m.max_position_embeddings = r.int("max_position_embeddings") end
+  if parallel and norms == 2 then
+    note(notes, file, "attention and the MLP read a LayerNorm each (ln_attn, ln_mlp) and add to the residual " ..
+      "together: counted as two norms per layer")
+  end
+  return gelu_mlp(m, cfg, file, notes, nil, "FalconMLP's two matrices are priced with GELU", "activation")
+end
+
 --- PhiConfig's fraction of each head RoPE rotates when the config gives no
 -- `partial_rotary_factor` (configuration_phi.py @ 90f2781a).
 M.PHI_ROTARY_FRACTION = 0.5
@@ -3197,7 +3273,7 @@ M.ARCHITECTURES = {
   NemotronForCausalLM = "nemotron", ArceeForCausalLM = "arcee", Ernie4_5ForCausalLM = "ernie4_5",
   Ernie4_5_ForCausalLM = "ernie4_5", -- the name Baidu's own config.json files give the class
   Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm", PhiForCausalLM = "phi",
-  CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", GPTBigCodeForCausalLM = "gpt_bigcode", GPTJForCausalLM = "gptj",
+  CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", GPTBigCodeForCausalLM = "gpt_bigcode", GPTJForCausalLM = "gptj", FalconForCausalLM = "falcon",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

@@ -431,6 +431,21 @@ describe("model fields of the architecture (issue 25)", function()
     H.assert_megatron_flags(text)
   end)
 
+  -- Falcon-40B (modeling_falcon.py): 8 KV heads, no linear biases,
+  -- LayerNorm with bias and GELU (Megatron's defaults); attention and MLP
+  -- in parallel on a norm each NOT WRITTEN
+  it("falcon: --num-query-groups 8 --disable-bias-linear; the parallel layer of two norms NOT WRITTEN", function()
+    local m = hf.from_config({ model_type = "falcon", hidden_size = 8192, num_attention_heads = 128,
+      num_hidden_layers = 60, num_kv_heads = 8, new_decoder_architecture = true, vocab_size = 65024 }, "f40.json")
+    local flags, notes, text = script(m)
+    has(flags, { ["--num-query-groups"] = "8", ["--disable-bias-linear"] = true }, { "--swiglu", "--normalization",
+      "--untie-embeddings-and-output-weights" })
+    local nw = not_written(notes)
+    assert.are.equal(1, #nw, table.concat(nw, "\n"))
+    assert.truthy(nw[1]:find("attention and MLP in parallel, each on a norm of its own", 1, true), nw[1])
+    H.assert_megatron_flags(text)
+  end)
+
   -- --rotary-base is type=int: Hunyuan's NTK-alpha base 10000 x 1000^(128/126)
   -- rounds (a NOTE), a small fractional base stays NOT EXPRESSIBLE
   -- Nemotron-4 / Minitron (modeling_nemotron.py @ 694aaa7f): the squared

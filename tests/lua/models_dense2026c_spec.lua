@@ -2,7 +2,7 @@
 -- third batch, imported from their Hugging Face config.json
 -- (lua/apsearch/hf.lua): Command R / Aya (cohere), GLM-4-9B-chat-hf
 -- (glm), OLMo 1 (olmo), the Mamba-2 hybrid Bamba (bamba), StarCoder /
--- SantaCoder (gpt_bigcode), GPT-J (gptj); and the types refused naming what they lack.  Each count is
+-- SantaCoder (gpt_bigcode), GPT-J (gptj), Falcon (falcon); and the types refused naming what they lack.  Each count is
 -- computed here from the transformers module shapes (the file and commit
 -- in the comment) and checked against the model card's published total;
 -- the refusals name the file, the key and the value.
@@ -344,6 +344,78 @@ describe("GPT-J", function()
     c.rotary_dim = 300
     assert.are.equal("g.json: rotary_dim: expected an even number of dims <= the head's 256 (got 300)",
       err_of(hf.from_config, c, "g.json"))
+  end)
+end)
+
+describe("Falcon", function()
+  --- tiiuae/falcon-7b's config.json keys (FalconForCausalLM), typed.
+  local FALCON_7B = { alibi = false, apply_residual_connection_post_layernorm = false,
+    architectures = { "FalconForCausalLM" }, attention_dropout = 0.0, bias = false, bos_token_id = 11,
+    eos_token_id = 11, hidden_dropout = 0.0, hidden_size = 4544, initializer_range = 0.02,
+    layer_norm_epsilon = 1e-05, model_type = "falcon", multi_query = true, new_decoder_architecture = false,
+    num_attention_heads = 71, num_hidden_layers = 32, parallel_attn = true, use_cache = true, vocab_size = 65024 }
+  --- tiiuae/falcon-40b's: the new decoder architecture, 8 KV heads.
+  local FALCON_40B = { alibi = false, architectures = { "FalconForCausalLM" }, bias = false, hidden_size = 8192,
+    layer_norm_epsilon = 1e-05, model_type = "falcon", new_decoder_architecture = true, num_attention_heads = 128,
+    num_hidden_layers = 60, num_kv_heads = 8, parallel_attn = true, vocab_size = 65024 }
+
+  -- transformers modeling_falcon.py (FalconAttention, FalconMLP,
+  -- FalconDecoderLayer).  Falcon-7B (card: 7B, its name): 71 heads of 64,
+  -- one K and V head (multi_query): query_key_value 4544 x (4544 + 128) =
+  -- 21,229,568, dense 4544^2 = 20,647,936, the MLP 2 x 4544 x 18176 =
+  -- 165,183,488, one input_layernorm with bias 9,088: 207,070,080; x32 =
+  -- 6,626,242,560; the tied embedding 65024 x 4544 = 295,469,056, ln_f
+  -- 9,088: 6,921,720,704.  Falcon-40B (card: 40B, its name): 128 heads
+  -- of 64, 8 KV heads: query_key_value 8192 x (128 + 16) x 64 =
+  -- 75,497,472, dense 67,108,864, the MLP 2 x 8192 x 32768 = 536,870,912,
+  -- ln_attn and ln_mlp 32,768: 679,510,016; x60 + the tied 65024 x 8192 +
+  -- ln_f = 41,303,293,952.
+  it("Falcon-7B 6,921,720,704 (multi-query) and Falcon-40B 41,303,293,952 (new decoder architecture)", function()
+    local m, info = hf.from_config(copy(FALCON_7B), "falcon-7b.json")
+    local l7 = 4544 * (4544 + 128) + 4544 * 4544 + 2 * 4544 * 18176 + 2 * 4544
+    assert.are.equal(207070080, l7)
+    local total = core.model_params(m).total
+    assert.are.equal(32 * l7 + 65024 * 4544 + 2 * 4544, total)
+    assert.are.equal(6921720704, total)
+    assert.are.same({ 1, 1, true, "gelu", false, false, true, "rope", 2048 }, { m.num_query_groups,
+      m.norms_per_layer, m.parallel_attn_mlp, m.mlp, m.qkv_bias, m.mlp_bias, m.tie_word_embeddings,
+      m.position_embedding, m.max_position_embeddings })
+    assert.are.same({}, info.notes)
+    m, info = hf.from_config(copy(FALCON_40B), "falcon-40b.json")
+    local l40 = 8192 * (128 + 16) * 64 + 8192 * 8192 + 2 * 8192 * 32768 + 4 * 8192
+    assert.are.equal(679510016, l40)
+    total = core.model_params(m).total
+    assert.are.equal(60 * l40 + 65024 * 8192 + 2 * 8192, total)
+    assert.are.equal(41303293952, total)
+    assert.are.same({ 8, 2, true }, { m.num_query_groups, m.norms_per_layer, m.parallel_attn_mlp })
+    assert.truthy(info.notes[1]:find("a LayerNorm each (ln_attn, ln_mlp)", 1, true))
+    -- the older names (n_head, n_layer, n_head_kv), as FalconConfig's attribute_map reads them
+    local c = copy(FALCON_40B)
+    c.num_attention_heads, c.num_hidden_layers, c.num_kv_heads = nil, nil, nil
+    c.n_head, c.n_layer, c.n_head_kv = 128, 60, 8
+    assert.are.equal(41303293952, core.model_params(hf.from_config(c, "falcon-40b.json")).total)
+    -- one LayerNorm in parallel (num_ln_in_parallel_attn 1, Falcon2-11B): 2 x 8192 fewer per layer
+    c = copy(FALCON_40B)
+    c.num_ln_in_parallel_attn = 1
+    assert.are.equal(41303293952 - 60 * 2 * 8192, core.model_params(hf.from_config(c, "f.json")).total)
+    -- sequential (parallel_attn false): two LayerNorms, no parallel layer;
+    -- bias: query_key_value, dense and the MLP's two with biases
+    c = copy(FALCON_7B)
+    c.parallel_attn, c.bias = false, true
+    m = hf.from_config(c, "f.json")
+    assert.are.same({ 2, false }, { m.norms_per_layer, m.parallel_attn_mlp or false })
+    assert.are.equal(6921720704 + 32 * (2 * 4544 + (4544 + 128) + 4544 + 18176 + 4544), core.model_params(m).total)
+  end)
+
+  it("refuses ALiBi and a K/V head count the projection does not have, naming the key", function()
+    local c = copy(FALCON_7B)
+    c.alibi = true
+    assert.are.equal("NotImplemented: f.json: alibi: Falcon-RW's ALiBi attention is not modelled for Falcon (its " ..
+      "launch files would train RoPE) (got true)", err_of(hf.from_config, c, "f.json"))
+    c = copy(FALCON_7B)
+    c.multi_query, c.num_kv_heads = false, 8
+    assert.are.equal("f.json: num_kv_heads: expected 71, num_attention_heads (query_key_value is 3 x hidden_size " ..
+      "without new_decoder_architecture or multi_query) (got 8)", err_of(hf.from_config, c, "f.json"))
   end)
 end)
 

@@ -964,7 +964,9 @@ function M.norm_args(m, A, N)
       "LayerNorms have biases")
   end
   if m.parallel_attn_mlp then
-    not_written(N, "attention and MLP in parallel on one normed input (parallel_attn_mlp, Cohere2)",
+    not_written(N, (m.norms_per_layer or 2) >= M.GPT_LAYER_NORMS and "attention and MLP in parallel, each on a " ..
+      "norm of its own (parallel_attn_mlp, Falcon-40B)" or "attention and MLP in parallel on one normed input " ..
+      "(parallel_attn_mlp, Cohere2)",
       "TransformerLayer runs the MLP after the attention's residual add (transformer_layer.py)",
       "the script's layers run them in sequence, each with its own norm")
   end

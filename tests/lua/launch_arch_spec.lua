@@ -446,6 +446,19 @@ describe("model fields of the architecture (issue 25)", function()
     H.assert_megatron_flags(text)
   end)
 
+  -- ALiBi (MPT) has no Megatron flag: nothing written would be learned
+  -- absolute positions, parameters the model lacks; none is written, NOT
+  -- WRITTEN saying so
+  it("alibi: --position-embedding-type none with a NOT WRITTEN line, never the learned default", function()
+    local m = hf.from_config({ model_type = "mpt", d_model = 1024, n_heads = 8, n_layers = 4, expansion_ratio = 4,
+      max_seq_len = 4096, vocab_size = 32000, attn_config = { alibi = true } }, "mpt.json")
+    local flags, notes, text = script(m)
+    has(flags, { ["--position-embedding-type"] = "none" }, {})
+    local nw = table.concat(not_written(notes), "\n")
+    assert.truthy(nw:find("ALiBi attention biases: NOT EXPRESSIBLE in Megatron-LM", 1, true), nw)
+    H.assert_megatron_flags(text)
+  end)
+
   -- --rotary-base is type=int: Hunyuan's NTK-alpha base 10000 x 1000^(128/126)
   -- rounds (a NOTE), a small fractional base stays NOT EXPRESSIBLE
   -- Nemotron-4 / Minitron (modeling_nemotron.py @ 694aaa7f): the squared

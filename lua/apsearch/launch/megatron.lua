@@ -574,6 +574,15 @@ function M.render(c)
   if m.attention_output_gate then A("--attention-output-gate") end
   if m.mlp == "relu2" then A("--squared-relu") end
   if m.position_embedding == "none" then A("--position-embedding-type", "none") end
+  -- ALiBi (MPT, BLOOM) has no flag: nothing written would train learned
+  -- absolute positions (Megatron's default, a table of parameters the model
+  -- lacks); none keeps the model's parameters and work
+  if m.position_embedding == "alibi" then
+    A("--position-embedding-type", "none")
+    N("NOT WRITTEN", "ALiBi attention biases: NOT EXPRESSIBLE in Megatron-LM d98e8a64 (--position-embedding-type " ..
+      "is learned_absolute, rope, yarn, mrope, relative or none, arguments.py); --position-embedding-type none is " ..
+      "written: no position information, the same parameters")
+  end
   M.qk_norm_args(m, mla, A, N)
   M.norm_args(m, A, N)
   if m.position_embedding == "rope" then M.rope_args(m, A, N, tr) end

@@ -142,6 +142,13 @@ typedef struct {
                                           second halves; Megatron
                                           TransformerConfig.rotary_interleaved.
                                           Changes no estimate */
+    bool embedding_norm;             /**< a norm (of the model's kind) on
+                                          the word embeddings, before the
+                                          first layer (BLOOM: transformers
+                                          word_embeddings_layernorm);
+                                          counted with the embedding on
+                                          the first stage, its work not
+                                          priced */
     bool norm_weightless;            /**< every norm (the layers' and the
                                           final one) without a learnable
                                           weight or bias: 0 parameters

@@ -214,6 +214,8 @@
 -- * `falcon` (Falcon-7B/40B/180B): multi-query or `num_kv_heads` (new
 --   decoder architecture) attention, `bias`, attention and a GELU MLP in
 --   parallel on one or two LayerNorms; `alibi` refused.
+-- * `bloom` (BLOOM): ALiBi, a LayerNorm on the word embeddings
+--   (embedding_norm), biases everywhere, a 4 x hidden GELU MLP, tied.
 --
 -- Hybrid Mamba-2 models:
 --
@@ -262,7 +264,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
-                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon" }
+                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1882,6 +1884,12 @@ M.STARCODER2_DEFAULTS = { use_bias = true, tie_word_embeddings = true }
 -- (GELU-tanh is noted: element-wise, estimated as GELU).
 M.GELU_ACTIVATIONS = { gelu = true, gelu_pytorch_tanh = true, gelu_new = true }
 
+-- The note that `what`, a tanh approximation of GELU, is priced as GELU.
+local function gelu_tanh_note(notes, file, what)
+  note(notes, file, "%s (the tanh approximation of GELU) is element-wise: estimated as GELU; Megatron-LM's " ..
+    "non-gated MLP applies the erf GELU", what)
+end
+
 -- The GELU of a non-gated MLP the core prices as mlp "gelu": `hidden_act`
 -- (or `key`, GPT-style configs' activation_function; absent: `default`,
 -- the class's) one of M.GELU_ACTIVATIONS, else refused naming `why`; a
@@ -1894,10 +1902,7 @@ local function gelu_mlp(m, cfg, file, notes, default, why, key)
     util.fail(file, key, "expected gelu, gelu_pytorch_tanh or gelu_new (" .. why .. ")", act)
   end
   m.mlp = "gelu"
-  if act ~= "gelu" then
-    note(notes, file, "%s %s (the tanh approximation of GELU) is element-wise: estimated as GELU; " ..
-      "Megatron-LM's non-gated MLP applies the erf GELU", key, act)
-  end
+  if act ~= "gelu" then gelu_tanh_note(notes, file, key .. " " .. act) end
   return m
 end
 
@@ -2050,6 +2055,45 @@ function builders.falcon(_, raw, file, notes)
   end
   return gelu_mlp(m, cfg, file, notes, nil, "FalconMLP's two matrices are priced with GELU", "activation")
 end
+
+--- BLOOM (bloom: BLOOM-560m ... BLOOM-176B; transformers
+-- modeling_bloom.py): `n_embed` (or `hidden_size`), `n_layer`,
+-- `num_attention_heads` (or `n_head`); a LayerNorm with bias on the word
+-- embeddings (word_embeddings_layernorm: embedding_norm), then per layer
+-- input_layernorm, query_key_value h x 3h and dense h x h with biases,
+-- post_attention_layernorm, the MLP's dense_h_to_4h and dense_4h_to_h
+-- (always 4 x hidden, with biases) around BloomGelu (the tanh GELU,
+-- noted), ln_f; ALiBi positions (no parameters); the lm_head tied.
+-- `apply_residual_connection_post_layernorm` true (the residual taken
+-- after the norm) is refused.
+function builders.bloom(_, raw, file, notes)
+  local cfg = {}
+  for k, v in pairs(raw) do cfg[k] = v end
+  for alias, key in pairs(M.FALCON_ALIASES) do
+    if is_null(cfg[key]) and not is_null(raw[alias]) then cfg[key] = raw[alias] end
+  end
+  local r = reader(cfg, file)
+  if r.bool("apply_residual_connection_post_layernorm", false) then
+    error(("NotImplemented: %s: apply_residual_connection_post_layernorm: the residual taken after each " ..
+      "LayerNorm is not modelled (got true)"):format(file), 0)
+  end
+  local h = r.int("hidden_size")
+  local m = {
+    num_layers = r.int("num_hidden_layers"), hidden_size = h, num_attention_heads = r.int("num_attention_heads"),
+    ffn_hidden_size = M.BLOOM_FFN_FACTOR * h, vocab_size = r.int("vocab_size"),
+    norms_per_layer = 2, mlp = "gelu", norm = "layernorm", position_embedding = "alibi",
+    norm_bias = true, qkv_bias = true, attn_out_bias = true, mlp_bias = true, qk_norm = false,
+    embedding_norm = true, tie_word_embeddings = r.bool("tie_word_embeddings", true),
+  }
+  m.num_query_groups = m.num_attention_heads
+  if r.has("seq_length") then m.max_position_embeddings = r.int("seq_length") end
+  gelu_tanh_note(notes, file, "BloomGelu")
+  return m
+end
+
+--- BloomMLP's width as a multiple of the hidden size (dense_h_to_4h; no
+-- config key sets it).
+M.BLOOM_FFN_FACTOR = 4
 
 --- PhiConfig's fraction of each head RoPE rotates when the config gives no
 -- `partial_rotary_factor` (configuration_phi.py @ 90f2781a).
@@ -3273,7 +3317,7 @@ M.ARCHITECTURES = {
   NemotronForCausalLM = "nemotron", ArceeForCausalLM = "arcee", Ernie4_5ForCausalLM = "ernie4_5",
   Ernie4_5_ForCausalLM = "ernie4_5", -- the name Baidu's own config.json files give the class
   Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm", PhiForCausalLM = "phi",
-  CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", GPTBigCodeForCausalLM = "gpt_bigcode", GPTJForCausalLM = "gptj", FalconForCausalLM = "falcon",
+  CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", GPTBigCodeForCausalLM = "gpt_bigcode", GPTJForCausalLM = "gptj", FalconForCausalLM = "falcon", BloomForCausalLM = "bloom",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

@@ -38,7 +38,7 @@ M.model = {
   qk_norm = "bool", qk_norm_full_width = "bool", attention_sinks = "bool",
   tie_word_embeddings = "bool", lm_head_bias = "bool", reordered_norm = "bool",
   rotary_interleaved = "bool", mup_multipliers = "bool", parallel_attn_mlp = "bool",
-  norm_weightless = "bool",
+  norm_weightless = "bool", embedding_norm = "bool",
   sliding_window = "nonnegint", sliding_window_layers = "nonnegint",
   sliding_window_period = "nonnegint",
   -- Llama 4's attention: weightless L2 Q/K norms, NoPE layers, chunked

@@ -960,6 +960,8 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
     out->embedding = V * h;
     if (m->position_embedding == APS_POS_LEARNED)
         out->embedding += (double)m->max_position_embeddings * h;
+    if (m->embedding_norm)
+        out->embedding += norm_params(m, h);
     out->per_layer = aps_layer_params_tp(m, 1);
     if (m->kv_lora_rank > 0)
         out->per_layer += mla_attention_params(m) - gqa_attention_params(m);
@@ -1025,6 +1027,8 @@ double aps_stage_nonunit_params(const aps_model *m, const aps_layout *lay,
         p += lay->vocab_padded * h / t; /* vocab-parallel embedding */
         if (m->position_embedding == APS_POS_LEARNED)
             p += (double)m->max_position_embeddings * h; /* replicated */
+        if (m->embedding_norm)
+            p += norm_params(m, h); /* replicated */
     }
     if (i == lay->p - 1) {
         p += norm_params(m, h);

@@ -224,6 +224,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, mup_multipliers, FT_OBOOL, NULL),
     FLD(aps_model, parallel_attn_mlp, FT_OBOOL, NULL),
     FLD(aps_model, norm_weightless, FT_OBOOL, NULL),
+    FLD(aps_model, embedding_norm, FT_OBOOL, NULL),
     FLD(aps_model, reordered_norm, FT_OBOOL, NULL),
     FLD(aps_model, rope_theta, FT_NUM, NULL),
     FLD(aps_model, rope_scaling_type, FT_ENUM, &enum_rope_scaling),

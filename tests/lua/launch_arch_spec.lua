@@ -459,6 +459,22 @@ describe("model fields of the architecture (issue 25)", function()
     H.assert_megatron_flags(text)
   end)
 
+  -- BLOOM (modeling_bloom.py): ALiBi as none and the embedding LayerNorm,
+  -- both NOT WRITTEN; TorchTitan and MindFormers name the norm too
+  it("bloom: --position-embedding-type none; ALiBi and the embedding LayerNorm NOT WRITTEN", function()
+    local m = hf.from_config({ model_type = "bloom", n_embed = 1024, n_layer = 24, num_attention_heads = 16,
+      vocab_size = 250880, seq_length = 2048 }, "bloom-560m.json")
+    local flags, notes, text = script(m)
+    has(flags, { ["--position-embedding-type"] = "none" }, { "--disable-bias-linear", "--swiglu",
+      "--untie-embeddings-and-output-weights" })
+    local nw = table.concat(not_written(notes), "\n")
+    assert.truthy(nw:find("ALiBi attention biases", 1, true), nw)
+    assert.truthy(nw:find("a LayerNorm on the word embeddings (embedding_norm, BLOOM)", 1, true), nw)
+    assert.truthy(nw:find("(2048 parameters fewer)", 1, true), nw)
+    H.assert_megatron_flags(text)
+    assert.truthy(table.concat(launch.llama_block_features(m), "\n"):find("embedding_norm", 1, true))
+  end)
+
   -- --rotary-base is type=int: Hunyuan's NTK-alpha base 10000 x 1000^(128/126)
   -- rounds (a NOTE), a small fractional base stays NOT EXPRESSIBLE
   -- Nemotron-4 / Minitron (modeling_nemotron.py @ 694aaa7f): the squared

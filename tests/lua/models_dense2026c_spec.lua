@@ -2,7 +2,8 @@
 -- third batch, imported from their Hugging Face config.json
 -- (lua/apsearch/hf.lua): Command R / Aya (cohere), GLM-4-9B-chat-hf
 -- (glm), OLMo 1 (olmo), the Mamba-2 hybrid Bamba (bamba), StarCoder /
--- SantaCoder (gpt_bigcode), GPT-J (gptj), Falcon (falcon); and the types refused naming what they lack.  Each count is
+-- SantaCoder (gpt_bigcode), GPT-J (gptj), Falcon (falcon), BLOOM (bloom);
+-- and the types refused naming what they lack.  Each count is
 -- computed here from the transformers module shapes (the file and commit
 -- in the comment) and checked against the model card's published total;
 -- the refusals name the file, the key and the value.
@@ -416,6 +417,50 @@ describe("Falcon", function()
     c.multi_query, c.num_kv_heads = false, 8
     assert.are.equal("f.json: num_kv_heads: expected 71, num_attention_heads (query_key_value is 3 x hidden_size " ..
       "without new_decoder_architecture or multi_query) (got 8)", err_of(hf.from_config, c, "f.json"))
+  end)
+end)
+
+describe("BLOOM", function()
+  --- bigscience/bloom's config.json keys (BloomForCausalLM), typed.
+  local BLOOM_176B = { apply_residual_connection_post_layernorm = false, attention_dropout = 0.0,
+    architectures = { "BloomForCausalLM" }, attention_softmax_in_fp32 = true, pad_token_id = 3, bos_token_id = 1,
+    eos_token_id = 2, hidden_dropout = 0.0, initializer_range = 0.02, layer_norm_epsilon = 1e-05,
+    masked_softmax_fusion = true, model_type = "bloom", n_embed = 14336, n_inner = cjson.null, n_layer = 70,
+    num_attention_heads = 112, offset_alibi = 100, pretraining_tp = 4, seq_length = 2048, skip_bias_add = true,
+    skip_bias_add_qkv = false, slow_but_exact = false, unk_token_id = 0, use_cache = true, vocab_size = 250880 }
+
+  -- BLOOM-176B (card: 176,247,271,424, with 3,596,615,680 embedding
+  -- parameters; transformers modeling_bloom.py).  Per layer
+  -- query_key_value 14336 x 43008 + 43008, dense 14336^2 + 14336,
+  -- dense_h_to_4h 14336 x 57344 + 57344, dense_4h_to_h 57344 x 14336 +
+  -- 14336, two LayerNorms with bias 4 x 14336: 2,466,437,120; x70 =
+  -- 172,650,598,400.  The tied word embeddings 250880 x 14336 =
+  -- 3,596,615,680, word_embeddings_layernorm and ln_f 2 x 28,672 (ALiBi:
+  -- no position parameters).  Total 176,247,271,424, the card's.
+  it("BLOOM-176B: 176,247,271,424, the card's count; ALiBi, the embedding LayerNorm", function()
+    local m, info = hf.from_config(copy(BLOOM_176B), "bloom.json")
+    local h = 14336
+    local layer = (h * 3 * h + 3 * h) + (h * h + h) + (h * 4 * h + 4 * h) + (4 * h * h + h) + 4 * h
+    assert.are.equal(2466437120, layer)
+    local p = core.model_params(m)
+    assert.are.equal(70 * layer + 250880 * h + 2 * (2 * h), p.total)
+    assert.are.equal(176247271424, p.total)
+    assert.are.equal(3596615680 + 2 * h, p.embedding)
+    assert.are.same({ "alibi", true, true, "gelu", 57344, 112, true }, { m.position_embedding, m.embedding_norm,
+      m.tie_word_embeddings, m.mlp, m.ffn_hidden_size, m.num_query_groups, m.mlp_bias })
+    assert.truthy(info.notes[1]:find("BloomGelu (the tanh approximation of GELU)", 1, true))
+    -- BLOOM-560m's card shapes (1024 wide, 24 layers, 16 heads; card
+    -- 559,214,592): per layer 12,596,224 (the same shapes at h 1024)
+    local c = copy(BLOOM_176B)
+    c.n_embed, c.n_layer, c.num_attention_heads = 1024, 24, 16
+    h = 1024
+    layer = (h * 3 * h + 3 * h) + (h * h + h) + (h * 4 * h + 4 * h) + (4 * h * h + h) + 4 * h
+    assert.are.equal(559214592, 24 * layer + 250880 * h + 4 * h)
+    assert.are.equal(559214592, core.model_params(hf.from_config(c, "bloom-560m.json")).total)
+    c = copy(BLOOM_176B)
+    c.apply_residual_connection_post_layernorm = true
+    assert.are.equal("NotImplemented: b.json: apply_residual_connection_post_layernorm: the residual taken after " ..
+      "each LayerNorm is not modelled (got true)", err_of(hf.from_config, c, "b.json"))
   end)
 end)
 

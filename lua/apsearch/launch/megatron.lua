@@ -979,6 +979,11 @@ function M.norm_args(m, A, N)
       "TransformerLayer runs the MLP after the attention's residual add (transformer_layer.py)",
       "the script's layers run them in sequence, each with its own norm")
   end
+  if m.embedding_norm then
+    not_written(N, "a LayerNorm on the word embeddings (embedding_norm, BLOOM)", "GPTModel's " ..
+      "LanguageModelEmbedding has no norm", "the script's embeddings feed the first layer directly (" ..
+      (m.norm_bias == false and 1 or 2) * m.hidden_size .. " parameters fewer)")
+  end
   if m.mup_multipliers then
     not_written(N, "the embedding, residual, attention and logit multipliers (mup_multipliers, Granite)",
       "TransformerConfig's MuP options scale the embeddings, the output and the attention, not the residual " ..

@@ -214,6 +214,8 @@
 -- * `falcon` (Falcon-7B/40B/180B): multi-query or `num_kv_heads` (new
 --   decoder architecture) attention, `bias`, attention and a GELU MLP in
 --   parallel on one or two LayerNorms; `alibi` refused.
+-- * `helium` (Kyutai Helium-1): Llama's layer with RoPE in interleaved
+--   pairs and no o_proj bias.
 -- * `bloom` (BLOOM): ALiBi, a LayerNorm on the word embeddings
 --   (embedding_norm), biases everywhere, a 4 x hidden GELU MLP, tied.
 --
@@ -264,7 +266,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
-                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom" }
+                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom", "helium" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1630,6 +1632,31 @@ M.GLM_DEFAULTS = { num_key_value_heads = 2 }
 function builders.glm(_, cfg, file)
   local c = with_defaults(cfg, M.GLM_DEFAULTS)
   return glm_layer(reader(c, file), c, file, 2, "GLM's SwiGLU MLP")
+end
+
+--- HeliumConfig's defaults of the keys read here (transformers
+-- configuration_helium.py @ 008e5743): an absent num_key_value_heads is
+-- 20, not num_attention_heads; RoPE base 100000 (default_theta).
+M.HELIUM_DEFAULTS = { head_dim = 128, num_key_value_heads = 20, rope_theta = 100000.0 }
+
+--- Helium (helium: Kyutai Helium-1; transformers modular_helium.py @
+-- 0911f54a): Llama's layer (q, k, v biases when `attention_bias`,
+-- `mlp_bias`, `head_dim` default 128) whose o_proj is hidden_size x
+-- hidden_size without bias (so num_attention_heads x head_dim must be
+-- hidden_size) and whose RoPE rotates interleaved pairs
+-- (rotary_interleaved); untied by default.
+function builders.helium(_, raw, file)
+  require_silu(raw, file, "Helium's SwiGLU MLP")
+  local c = with_defaults(raw, M.HELIUM_DEFAULTS)
+  local r = reader(c, file)
+  local m = llama_like(r, c, file, {})
+  if m.num_attention_heads * m.head_dim ~= m.hidden_size then
+    util.fail(file, "head_dim", ("expected hidden_size / num_attention_heads = %s (HeliumAttention's o_proj is " ..
+      "hidden_size x hidden_size)"):format(m.hidden_size / m.num_attention_heads), c.head_dim)
+  end
+  m.qkv_bias, m.attn_out_bias, m.mlp_bias = r.bool("attention_bias", false), false, r.bool("mlp_bias", false)
+  m.rotary_interleaved, m.rope_theta = true, c.rope_theta
+  return m
 end
 
 --- OlmoLayerNorm's epsilon (transformers modular_olmo.py @ 00a98e71:
@@ -3317,7 +3344,7 @@ M.ARCHITECTURES = {
   NemotronForCausalLM = "nemotron", ArceeForCausalLM = "arcee", Ernie4_5ForCausalLM = "ernie4_5",
   Ernie4_5_ForCausalLM = "ernie4_5", -- the name Baidu's own config.json files give the class
   Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm", PhiForCausalLM = "phi",
-  CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", GPTBigCodeForCausalLM = "gpt_bigcode", GPTJForCausalLM = "gptj", FalconForCausalLM = "falcon", BloomForCausalLM = "bloom",
+  CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", GPTBigCodeForCausalLM = "gpt_bigcode", GPTJForCausalLM = "gptj", FalconForCausalLM = "falcon", BloomForCausalLM = "bloom", HeliumForCausalLM = "helium",
 }
 
 --- The model_type a config is read as: its own when a reader has it,

@@ -2,8 +2,8 @@
 -- third batch, imported from their Hugging Face config.json
 -- (lua/apsearch/hf.lua): Command R / Aya (cohere), GLM-4-9B-chat-hf
 -- (glm), OLMo 1 (olmo), the Mamba-2 hybrid Bamba (bamba), StarCoder /
--- SantaCoder (gpt_bigcode), GPT-J (gptj), Falcon (falcon), BLOOM (bloom);
--- and the types refused naming what they lack.  Each count is
+-- SantaCoder (gpt_bigcode), GPT-J (gptj), Falcon (falcon), BLOOM (bloom),
+-- Helium (helium); and the types refused naming what they lack.  Each count is
 -- computed here from the transformers module shapes (the file and commit
 -- in the comment) and checked against the model card's published total;
 -- the refusals name the file, the key and the value.
@@ -461,6 +461,44 @@ describe("BLOOM", function()
     c.apply_residual_connection_post_layernorm = true
     assert.are.equal("NotImplemented: b.json: apply_residual_connection_post_layernorm: the residual taken after " ..
       "each LayerNorm is not modelled (got true)", err_of(hf.from_config, c, "b.json"))
+  end)
+end)
+
+describe("Helium", function()
+  --- kyutai/helium-1-preview-2b's config keys (HeliumForCausalLM), typed.
+  local HELIUM_2B = { architectures = { "HeliumForCausalLM" }, model_type = "helium", attention_bias = false,
+    head_dim = 128, hidden_act = "silu", hidden_size = 2560, intermediate_size = 7040,
+    max_position_embeddings = 4096, mlp_bias = false, num_attention_heads = 20, num_hidden_layers = 24,
+    num_key_value_heads = 20, rms_norm_eps = 1e-08, rope_theta = 100000.0, tie_word_embeddings = false,
+    vocab_size = 48000 }
+
+  -- Helium-1 preview 2B (card: 2B, its name; transformers
+  -- modular_helium.py @ 0911f54a).  Per layer q, k, v 2560 x (20 x 128)
+  -- and o_proj 2560 x 2560, no biases: 26,214,400; the SwiGLU MLP 3 x
+  -- 2560 x 7040 = 54,067,200; two RMSNorms 5,120: 80,286,720; x24 =
+  -- 1,926,881,280.  Untied embedding and lm_head 2 x 48000 x 2560 =
+  -- 245,760,000; the final norm 2,560.  Total 2,172,643,840.
+  it("Helium-1 preview 2B: 2,172,643,840; Llama with interleaved RoPE", function()
+    local m = hf.from_config(copy(HELIUM_2B), "helium-2b.json")
+    local layer = 4 * 2560 * 2560 + 3 * 2560 * 7040 + 2 * 2560
+    assert.are.equal(80286720, layer)
+    local total = core.model_params(m).total
+    assert.are.equal(24 * layer + 2 * 48000 * 2560 + 2560, total)
+    assert.are.equal(2172643840, total)
+    assert.are.same({ true, 100000.0, false, 1e-08 }, { m.rotary_interleaved, m.rope_theta, m.attn_out_bias,
+      m.norm_eps })
+    -- absent keys: HeliumConfig's 20 KV heads, head_dim 128, RoPE base 100000
+    local c = copy(HELIUM_2B)
+    c.num_key_value_heads, c.head_dim, c.rope_theta = nil, nil, nil
+    m = hf.from_config(c, "helium-2b.json")
+    assert.are.same({ 2172643840, 20, 100000.0 }, { core.model_params(m).total, m.num_query_groups, m.rope_theta })
+    -- attention_bias: q, k, v only (o_proj never has one)
+    c.attention_bias = true
+    assert.are.equal(2172643840 + 24 * 3 * 2560, core.model_params(hf.from_config(c, "h.json")).total)
+    c = copy(HELIUM_2B)
+    c.head_dim = 64
+    assert.are.equal("h.json: head_dim: expected hidden_size / num_attention_heads = 128.0 (HeliumAttention's " ..
+      "o_proj is hidden_size x hidden_size) (got 64)", err_of(hf.from_config, c, "h.json"))
   end)
 end)
 

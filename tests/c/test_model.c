@@ -192,6 +192,35 @@ static void test_model_params_gpt2_124m(void **state)
     ASSERT_DBL_EXACT(aps_layer_matmul_params(&m), 12.0 * 768.0 * 768.0);
 }
 
+/* GPT-2 124M's shapes with the norm fields of OLMo 1 and BLOOM: weightless
+ * norms count none of the 2 x 12 + 1 LayerNorms (2 x 768 each); an
+ * embedding norm adds one LayerNorm (2 x 768) to the embedding and to the
+ * first pipeline stage's non-layer parameters. */
+static void test_model_params_norm_weightless_and_embedding_norm(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_gpt2_124m(&m);
+    m.norm_weightless = true;
+    aps_param_counts pc;
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.per_layer, 7087872.0 - 2.0 * 1536.0);
+    ASSERT_DBL_EXACT(pc.final_norm, 0.0);
+    ASSERT_DBL_EXACT(pc.total, 124439808.0 - 25.0 * 1536.0);
+    fx_gpt2_124m(&m);
+    m.embedding_norm = true;
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.embedding, 39383808.0 + 1536.0);
+    ASSERT_DBL_EXACT(pc.total, 124439808.0 + 1536.0);
+    aps_layout lay = {0};
+    lay.p = 2;
+    lay.t = 1;
+    lay.vocab_padded = (double)m.vocab_size;
+    double first = aps_stage_nonunit_params(&m, &lay, 0);
+    m.embedding_norm = false;
+    ASSERT_DBL_EXACT(first - aps_stage_nonunit_params(&m, &lay, 0), 1536.0);
+}
+
 /* ---------------------------------------------------------- validation */
 
 static void expect_einval(aps_model *m, const char *field)
@@ -1401,6 +1430,7 @@ int main(void)
         cmocka_unit_test(test_model_params_tied_counts_once),
         cmocka_unit_test(test_model_params_explicit_head_dim),
         cmocka_unit_test(test_model_params_gpt2_124m),
+        cmocka_unit_test(test_model_params_norm_weightless_and_embedding_norm),
         cmocka_unit_test(test_model_validate_zero_hidden_size),
         cmocka_unit_test(test_model_validate_defaults_name_first_missing_field),
         cmocka_unit_test(test_model_validate_kv_heads_not_dividing),

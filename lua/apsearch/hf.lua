@@ -214,6 +214,9 @@
 -- * `falcon` (Falcon-7B/40B/180B): multi-query or `num_kv_heads` (new
 --   decoder architecture) attention, `bias`, attention and a GELU MLP in
 --   parallel on one or two LayerNorms; `alibi` refused.
+-- * `glm4v_text` (GLM-4.1V's text model; `glm4v` wrappers are read
+--   through it): GLM-4-0414's layer with q/k/v biases always and head width
+--   hidden_size / num_attention_heads.
 -- * `helium` (Kyutai Helium-1): Llama's layer with RoPE in interleaved
 --   pairs and no o_proj bias.
 -- * `bloom` (BLOOM): ALiBi, a LayerNorm on the word embeddings
@@ -266,7 +269,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
-                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom", "helium" }
+                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom", "helium", "glm4v_text" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1618,6 +1621,28 @@ end
 -- post_mlp).
 function builders.glm4(r, cfg, file)
   return glm_layer(r, cfg, file, 4, "GLM-4's SwiGLU MLP")
+end
+
+--- Glm4vTextConfig's defaults of the keys read here (transformers
+-- configuration_glm4v.py @ 05cd1ec1): 2 KV heads; no partial_rotary_factor
+-- default (absent: RoPE on every dim, the rope init's 1.0).
+M.GLM4V_TEXT_DEFAULTS = { num_key_value_heads = 2 }
+
+--- GLM-4.1V's text model (glm4v_text, the text_config of glm4v;
+-- transformers modeling_glm4v.py @ 005612ef, Glm4vTextAttention,
+-- Glm4vTextDecoderLayer): GLM-4-0414's layer (glm_layer, four RMSNorms)
+-- whose q, k, v always have biases and whose head width is always
+-- hidden_size / num_attention_heads (Glm4vTextConfig reads neither
+-- attention_bias nor head_dim), RoPE on `partial_rotary_factor` (absent:
+-- every dim) in interleaved pairs; its multimodal RoPE sections
+-- (mrope_section) rotate text tokens as 1-D RoPE.
+function builders.glm4v_text(_, cfg, file)
+  local c = with_defaults(cfg, M.GLM4V_TEXT_DEFAULTS)
+  c.head_dim, c.attention_bias = nil, true
+  local m = glm_layer(reader(c, file), c, file, 4, "GLM-4.1V's SwiGLU MLP")
+  m.head_dim = nil
+  m.rotary_percent = M.rotary_fraction(c, file)
+  return m
 end
 
 --- GlmConfig's defaults of the keys read here (transformers
@@ -3444,13 +3469,13 @@ M.MOE_BUILDER_REFUSES = { nemotron_h = true }
 --- Multimodal wrappers whose text model apsearch trains, with the type
 -- that text model is read as: the wrapper's own text class, whatever the
 -- text_config's model_type says (transformers builds sub_configs
--- ["text_config"](**text_config): Qwen3VLConfig, Qwen3VLMoeConfig,
--- Qwen3_5Config, Qwen3_5MoeConfig); Kimi-K2.5's text_config is Kimi-K2,
+-- ["text_config"](**text_config): Glm4vConfig, Qwen3VLConfig,
+-- Qwen3VLMoeConfig, Qwen3_5Config, Qwen3_5MoeConfig); Kimi-K2.5's text_config is Kimi-K2,
 -- whose remote code is DeepSeek-V3's (DeepseekV3ForCausalLM).
 -- transformers fills a missing vision_config with the class's default, so
 -- none is needed.
-M.WRAPPERS = { qwen3_vl = "qwen3_vl_text", qwen3_vl_moe = "qwen3_vl_moe_text", qwen3_5 = "qwen3_5_text",
-  qwen3_5_moe = "qwen3_5_moe_text", kimi_k25 = "deepseek_v3" }
+M.WRAPPERS = { glm4v = "glm4v_text", qwen3_vl = "qwen3_vl_text", qwen3_vl_moe = "qwen3_vl_moe_text",
+  qwen3_5 = "qwen3_5_text", qwen3_5_moe = "qwen3_5_moe_text", kimi_k25 = "deepseek_v3" }
 
 --- Multimodal wrappers whose text model is whatever its text_config's own
 -- model_type says (the value: the type when it says none), read through

@@ -3,7 +3,7 @@
 -- (lua/apsearch/hf.lua): Command R / Aya (cohere), GLM-4-9B-chat-hf
 -- (glm), OLMo 1 (olmo), the Mamba-2 hybrid Bamba (bamba), StarCoder /
 -- SantaCoder (gpt_bigcode), GPT-J (gptj), Falcon (falcon), BLOOM (bloom),
--- Helium (helium); and the types refused naming what they lack.  Each count is
+-- Helium (helium), GLM-4.1V's text model (glm4v, glm4v_text); and the types refused naming what they lack.  Each count is
 -- computed here from the transformers module shapes (the file and commit
 -- in the comment) and checked against the model card's published total;
 -- the refusals name the file, the key and the value.
@@ -499,6 +499,43 @@ describe("Helium", function()
     c.head_dim = 64
     assert.are.equal("h.json: head_dim: expected hidden_size / num_attention_heads = 128.0 (HeliumAttention's " ..
       "o_proj is hidden_size x hidden_size) (got 64)", err_of(hf.from_config, c, "h.json"))
+  end)
+end)
+
+describe("GLM-4.1V (text model)", function()
+  --- zai-org/GLM-4.1V-9B-Thinking's config keys (Glm4vForConditionalGeneration),
+  -- typed: its text_config; the vision_config's depth and width only.
+  local GLM41V = { architectures = { "Glm4vForConditionalGeneration" }, model_type = "glm4v",
+    text_config = { model_type = "glm4v_text", attention_bias = true, attention_dropout = 0.0, hidden_act = "silu",
+      hidden_size = 4096, intermediate_size = 13696, max_position_embeddings = 65536, num_attention_heads = 32,
+      num_hidden_layers = 40, num_key_value_heads = 2, partial_rotary_factor = 0.5, rms_norm_eps = 1e-05,
+      rope_scaling = { rope_type = "default", mrope_section = { 8, 12, 12 } }, rope_theta = 10000,
+      tie_word_embeddings = false, vocab_size = 151552 },
+    vision_config = { depth = 24, hidden_size = 1536, model_type = "glm4v" } }
+
+  -- transformers modeling_glm4v.py @ 005612ef: the text model is
+  -- GLM-4-9B-0414's shapes (glm4: 9,400,279,040): per layer q 4096 x
+  -- 4096 + 4096, k, v 4096 x 256 + 256 each, o 4096^2, the fused SwiGLU 3 x
+  -- 4096 x 13696, four RMSNorms 16,384: 203,969,024; x40 + the untied
+  -- 2 x 151552 x 4096 + the final norm.  The card's 10B includes the
+  -- vision tower, which is not counted (a note says so).
+  it("GLM-4.1V-9B: its text model 9,400,279,040, read through the glm4v wrapper", function()
+    local m, info = hf.from_config(H.copy(GLM41V), "glm-4.1v-9b.json")
+    local layer = (4096 * 4096 + 4096) + 2 * (4096 * 256 + 256) + 4096 * 4096 + 3 * 4096 * 13696 + 4 * 4096
+    assert.are.equal(203969024, layer)
+    local total = core.model_params(m).total
+    assert.are.equal(40 * layer + 2 * 151552 * 4096 + 4096, total)
+    assert.are.equal(9400279040, total)
+    assert.are.same({ 4, true, false, 0.5, true, 128 }, { m.norms_per_layer, m.qkv_bias, m.attn_out_bias,
+      m.rotary_percent, m.rotary_interleaved, m.head_dim })
+    assert.truthy(info.notes[1]:find("model_type glm4v is multimodal: the estimate trains its text model", 1, true))
+    -- Glm4vTextAttention reads neither head_dim nor attention_bias; an absent
+    -- partial_rotary_factor rotates every dim (Glm4vTextConfig has no 0.5)
+    local t = copy(GLM41V.text_config)
+    t.head_dim, t.attention_bias, t.partial_rotary_factor = 64, false, nil
+    m = hf.from_config(t, "glm-4.1v-text.json")
+    assert.are.same({ 9400279040, 128, true }, { core.model_params(m).total, m.head_dim, m.qkv_bias })
+    assert.is_nil(m.rotary_percent)
   end)
 end)
 

@@ -121,6 +121,13 @@ typedef struct {
                                           one over the whole K (k*d), not per
                                           head (OLMoE: transformers
                                           OlmoeAttention q_norm, k_norm) */
+    bool qk_norm_head_weights;       /**< with qk_norm: per-head norms whose
+                                          weight is each head's own, a*d for
+                                          Q and k*d for K, split with the
+                                          heads (Command R+: transformers
+                                          CohereAttention q_norm, k_norm of
+                                          (heads, head_dim)); the statistic
+                                          per head, as Qwen3's */
     bool attention_sinks;            /**< a learned sink logit per query head
                                           and layer (a weights; gpt-oss:
                                           transformers GptOssAttention.sinks);

@@ -194,10 +194,11 @@
 --
 -- The third batch:
 --
--- * `cohere` (Command R, Aya 23, Aya Expanse): Cohere2's layer (one
+-- * `cohere` (Command R, R+, Aya 23, Aya Expanse): Cohere2's layer (one
 --   bias-free LayerNorm feeding attention and the SwiGLU MLP in parallel,
 --   RoPE in interleaved pairs, `logit_scale`, tied) on every layer, no
---   window; `use_qk_norm` (a LayerNorm weight per head) is refused.
+--   window; `use_qk_norm`: per-head Q/K LayerNorms with a weight per head
+--   (qk_norm_head_weights).
 -- * `glm` (GLM-4-9B-chat-hf, glm-4-9b-hf): GLM-4-0414's attention (q/k/v
 --   biases, `head_dim` default 128, RoPE on `partial_rotary_factor`,
 --   default 0.5, in interleaved pairs) and fused SwiGLU with two RMSNorms
@@ -1778,21 +1779,19 @@ end
 -- configuration_cohere.py @ 008e5743).
 M.COHERE_DEFAULTS = { tie_word_embeddings = true, logit_scale = 0.0625, use_qk_norm = false }
 
---- Command R / Command R 08-2024 / Aya 23 / Aya Expanse (cohere;
+--- Command R / R+ / Command R 08-2024 / Aya 23 / Aya Expanse (cohere;
 -- transformers modular_cohere.py @ 03ea97ae): Command R's layer
--- (cohere_layer) with RoPE on every layer and no window.  `use_qk_norm`
--- (CohereAttention's q_norm and k_norm: a LayerNorm weight of its own for
--- every head, num_attention_heads x head_dim and num_key_value_heads x
--- head_dim) is refused, as StableLM's per-head norms are.
+-- (cohere_layer) with RoPE on every layer and no window; `use_qk_norm`
+-- (Command R+: CohereAttention's q_norm and k_norm, bias-free LayerNorms
+-- over each head whose weight is the head's own, num_attention_heads x
+-- head_dim and num_key_value_heads x head_dim) -> qk_norm with
+-- qk_norm_head_weights.
 function builders.cohere(r, cfg, file, notes)
   local c = with_defaults(cfg, M.COHERE_DEFAULTS)
   r = reader(c, file)
-  if r.bool("use_qk_norm") then
-    error(("NotImplemented: %s: use_qk_norm: Cohere's per-head LayerNorms on Q and K (CohereLayerNorm of " ..
-      "(num_attention_heads, head_dim) and (num_key_value_heads, head_dim): a weight of its own for each head) " ..
-      "are not modelled (got true)"):format(file), 0)
-  end
-  return cohere_layer(r, c, file, notes, "Cohere's SwiGLU MLP")
+  local m = cohere_layer(r, c, file, notes, "Cohere's SwiGLU MLP")
+  if r.bool("use_qk_norm") then m.qk_norm, m.qk_norm_head_weights = true, true end
+  return m
 end
 
 --- Exaone4Config's window (modular_exaone4.py @ 008e5743): 4096 tokens

@@ -647,6 +647,12 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
                 "(it says how wide the Q/K norms are)");
         return APS_EINVAL;
     }
+    if (m->qk_norm_head_weights && (!m->qk_norm || m->qk_norm_full_width)) {
+        aps_fmt(err, n, "model.qk_norm_head_weights: given %s (it says the "
+                "per-head Q/K norms have a weight each)",
+                m->qk_norm ? "with qk_norm_full_width" : "without qk_norm");
+        return APS_EINVAL;
+    }
     st = validate_numerics(m, err, n);
     if (st != APS_OK)
         return st;
@@ -777,14 +783,16 @@ double aps_attention_keys(const aps_model *m, double S, bool causal)
  * head_dim-wide norm each for Q and K, replicated (Qwen3Attention q_norm,
  * k_norm); full width, a*d and k*d, split with the heads they normalise
  * (OlmoeAttention q_norm = RMSNorm(hidden_size), k_norm = RMSNorm(
- * head_dim * num_key_value_heads)). */
+ * head_dim * num_key_value_heads)); per head with a weight each, the same
+ * a*d and k*d split with the heads (CohereAttention q_norm, k_norm). */
 static double qk_norm_params(const aps_model *m, double t)
 {
     double a = (double)m->num_attention_heads;
     double k = (double)m->num_query_groups, d = (double)m->head_dim;
     if (!m->qk_norm)
         return 0.0;
-    return m->qk_norm_full_width ? (a + k) * d / t : 2.0 * d;
+    return (m->qk_norm_full_width || m->qk_norm_head_weights) ? (a + k) * d / t
+                                                              : 2.0 * d;
 }
 
 /* Attention-sink logits of one layer on one of tp ranks: one per query

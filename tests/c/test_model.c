@@ -909,6 +909,37 @@ static void test_moe_params_olmoe_full_width_qk_norm(void **state)
     ASSERT_DBL_EXACT(pc.active, 1282017280.0);
 }
 
+/* Per-head Q/K norms with a weight each (Command R+) count as many
+ * weights as full-width ones, (a + k) d per layer, split with the heads;
+ * given with full width, or without qk_norm, they are refused. */
+static void test_model_qk_norm_head_weights(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_param_counts pc;
+    moe_model(&m, "olmoe-1b-7b-0924", 16, 2048, 16, 16, 1024, 50304);
+    m.qk_norm = m.qk_norm_full_width = true;
+    m.num_experts = 64;
+    m.experts_per_token = 8;
+    m.moe_ffn_hidden_size = 1024;
+    counts_of(&m, &pc);
+    double full = pc.total;
+    m.qk_norm_full_width = false;
+    m.qk_norm_head_weights = true;
+    counts_of(&m, &pc);
+    ASSERT_DBL_EXACT(pc.total, full);
+    /* on 4 tensor-parallel ranks: (16 + 16) x 128 / 4 = 1024 norm weights
+     * a rank, where shared per-head norms keep 2 x 128 = 256 whole */
+    double split = aps_layer_params_tp(&m, 4);
+    m.qk_norm_head_weights = false;
+    ASSERT_DBL_EXACT(split - aps_layer_params_tp(&m, 4), 1024.0 - 256.0);
+    m.qk_norm_head_weights = true;
+    m.qk_norm_full_width = true;
+    expect_einval(&m, "model.qk_norm_head_weights: given with qk_norm_full_width");
+    m.qk_norm_full_width = m.qk_norm = false;
+    expect_einval(&m, "model.qk_norm_head_weights: given without qk_norm");
+}
+
 /* The new fields are refused where they mean nothing: full-width Q/K
  * norms without Q/K norms, a router logit bias without experts, sinks
  * with multi-head latent attention (not in its count). */
@@ -1431,6 +1462,7 @@ int main(void)
         cmocka_unit_test(test_model_params_explicit_head_dim),
         cmocka_unit_test(test_model_params_gpt2_124m),
         cmocka_unit_test(test_model_params_norm_weightless_and_embedding_norm),
+        cmocka_unit_test(test_model_qk_norm_head_weights),
         cmocka_unit_test(test_model_validate_zero_hidden_size),
         cmocka_unit_test(test_model_validate_defaults_name_first_missing_field),
         cmocka_unit_test(test_model_validate_kv_heads_not_dividing),

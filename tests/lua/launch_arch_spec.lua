@@ -358,6 +358,16 @@ describe("model fields of the architecture (issue 25)", function()
     assert.truthy(nw:find("in parallel on one normed input", 1, true), nw)
     assert.truthy(nw:find("LayerNorm without bias", 1, true), nw)
     H.assert_megatron_flags(text)
+    -- Command R+'s per-head Q/K LayerNorms, a weight each: --qk-layernorm shares one, NOT WRITTEN
+    m = hf.from_config({ model_type = "cohere", hidden_size = 1024, intermediate_size = 4096, num_hidden_layers = 4,
+      num_attention_heads = 8, num_key_value_heads = 2, vocab_size = 32000, use_qk_norm = true }, "r-plus.json")
+    flags, notes, text = script(m)
+    has(flags, { ["--qk-layernorm"] = true }, {})
+    nw = table.concat(not_written(notes), "\n")
+    assert.truthy(nw:find("Q/K norms with a weight of their own per head (qk_norm_head_weights, Command R+)", 1,
+      true), nw)
+    assert.falsy(nw:find("over the whole projection", 1, true), nw)
+    H.assert_megatron_flags(text)
     m = hf.from_config({ model_type = "glm", hidden_size = 4096, intermediate_size = 13696, num_hidden_layers = 40,
       num_attention_heads = 32, num_key_value_heads = 2, vocab_size = 151552, rms_norm_eps = 1.5625e-07 },
       "glm-4-9b-chat-hf.json")

@@ -100,6 +100,36 @@ describe("dense families, third batch: exact parameter counts", function()
     assert.is_true(m.rotary_interleaved)
   end)
 
+  -- c4ai-command-r-plus (card: 104B; the shape keys of its card, typed:
+  -- h 12288, 96 heads of 128, 8 KV heads, MLP 33792, 64 layers,
+  -- use_qk_norm).  Per layer q, o 12288^2 each, k, v 12288 x 1024 each,
+  -- the SwiGLU MLP 3 x 12288 x 33792, the LayerNorm 12,288, the per-head
+  -- Q/K LayerNorms (96 + 8) x 128 = 13,312: 1,572,889,600; x64 =
+  -- 100,664,934,400; the tied embedding 256000 x 12288 = 3,145,728,000
+  -- and the final LayerNorm.  Total 103,810,674,688.
+  it("Command R+ (cohere, use_qk_norm): 103,810,674,688; Q/K LayerNorms with a weight per head", function()
+    local c = copy(COMMAND_R)
+    c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.intermediate_size, c.num_hidden_layers =
+      12288, 96, 8, 33792, 64
+    c.use_qk_norm, c.logit_scale, c.rope_theta = true, 0.8333333333333334, 75000000.0
+    local m = hf.from_config(c, "command-r-plus.json")
+    local layer = 2 * 12288 * 12288 + 2 * 12288 * 1024 + 3 * 12288 * 33792 + 12288 + (96 + 8) * 128
+    assert.are.equal(1572889600, layer)
+    local total = core.model_params(m).total
+    assert.are.equal(64 * layer + 256000 * 12288 + 12288, total)
+    assert.are.equal(103810674688, total)
+    assert.is_true(near(total, 104e9, CARD_ROUNDING_2 / 10)) -- "104B": three digits
+    assert.are.same({ true, true }, { m.qk_norm, m.qk_norm_head_weights })
+    assert.is_nil(m.qk_norm_full_width)
+    -- under tensor parallelism the per-head weights split with the heads:
+    -- a hand-written table says the same; full width and head weights are
+    -- two answers to one question, refused together
+    local t = copy(m)
+    t.qk_norm_full_width = true
+    assert.truthy(err_of(core.model_params, t):find("model.qk_norm_head_weights: given with qk_norm_full_width",
+      1, true))
+  end)
+
   -- THUDM/glm-4-9b-chat-hf (card: 9.4B; transformers modular_glm.py @
   -- 0325dc46).  Per layer q 4096 x (32 x 128) + 4096 = 16,781,312, k, v
   -- 4096 x (2 x 128) + 256 = 1,048,832 each, o 4096 x 4096 = 16,777,216
@@ -540,12 +570,8 @@ describe("GLM-4.1V (text model)", function()
 end)
 
 describe("dense families, third batch: refusals name the file, key and value", function()
-  it("Cohere's per-head Q/K LayerNorms and another activation", function()
-    local c = copy(COMMAND_R)
-    c.use_qk_norm = true
-    assert.are.equal("NotImplemented: c.json: use_qk_norm: Cohere's per-head LayerNorms on Q and K (CohereLayerNorm " ..
-      "of (num_attention_heads, head_dim) and (num_key_value_heads, head_dim): a weight of its own for each head) " ..
-      "are not modelled (got true)", err_of(hf.from_config, c, "c.json"))
+  it("an activation the readers do not price, a partial RoPE out of range", function()
+    local c
     c = copy(COMMAND_R)
     c.hidden_act = "gelu"
     assert.are.equal('c.json: hidden_act: expected "silu" (Cohere\'s SwiGLU MLP) (got "gelu")',

@@ -947,6 +947,11 @@ end
 function M.qk_norm_args(m, mla, A, N)
   if not (m.qk_norm or mla) then return end
   A("--qk-layernorm")
+  if m.qk_norm_head_weights and not mla then
+    not_written(N, "Q/K norms with a weight of their own per head (qk_norm_head_weights, Command R+)",
+      "--qk-layernorm shares one head_dim-wide norm across the heads, " .. M.ARCH_SOURCES.qk_layernorm,
+      "--qk-layernorm is written: one weight for every head")
+  end
   if m.qk_norm_full_width and not mla then
     not_written(N, "Q/K norms over the whole projection (qk_norm_full_width)", "--qk-layernorm normalises " ..
       "each head, " .. M.ARCH_SOURCES.qk_layernorm, "--qk-layernorm is written: per-head norms")

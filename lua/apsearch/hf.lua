@@ -188,7 +188,8 @@
 -- * `starcoder2`: LayerNorms with bias (`norm_epsilon`), `use_bias`
 --   (default true), a GELU MLP of two matrices, the window on every layer.
 -- * `stablelm`: LayerNorms with bias, `use_qkv_bias`, RoPE on
---   `partial_rotary_factor` (default 0.25), `use_parallel_residual`.
+--   `partial_rotary_factor` (default 0.25), `use_parallel_residual`,
+--   `qk_layernorm` (per-head LayerNorms, qk_norm_head_weights).
 -- * `phi` (Phi-2): one LayerNorm feeding attention and a GELU MLP in
 --   parallel, biases everywhere including the lm_head.
 --
@@ -2183,15 +2184,13 @@ M.STABLELM_ROTARY_FRACTION = 0.25
 -- of each head, a SwiGLU MLP without biases, nn.LayerNorms with bias
 -- (`layer_norm_eps`); with `use_parallel_residual` one LayerNorm feeds
 -- attention and MLP in parallel (parallel_attn_mlp), else two in
--- sequence; untied by default.  `qk_layernorm` (StableLM 2 12B: one
--- LayerNorm per head, weights of its own) is refused.
+-- sequence; untied by default.  `qk_layernorm` (StableLM 2 12B:
+-- StableLmLayerNormPerHead, a bias-free LayerNorm of its own for each Q
+-- and each K head) -> qk_norm with qk_norm_head_weights.
 function builders.stablelm(r, cfg, file)
   require_silu(cfg, file, "StableLmMLP's SwiGLU")
-  if r.bool("qk_layernorm", false) then
-    error(("NotImplemented: %s: qk_layernorm: StableLM's per-head LayerNorms on Q and K (a LayerNorm of its own " ..
-      "for each head, StableLmLayerNormPerHead) are not modelled (got true)"):format(file), 0)
-  end
   local m = llama_like(r, cfg, file, {})
+  if r.bool("qk_layernorm", false) then m.qk_norm, m.qk_norm_head_weights = true, true end
   m.head_dim = nil -- StableLmAttention: hidden_size // num_attention_heads
   m.norm, m.norm_bias = "layernorm", true
   m.qkv_bias, m.attn_out_bias = r.bool("use_qkv_bias", false), false

@@ -1275,6 +1275,23 @@ function builders.glm4_moe(r, cfg, file)
   return deepseek_router(m, r, cfg, file, true, "noaux_tc", D.norm_topk_prob)
 end
 
+--- Glm4vMoeTextConfig's defaults that differ from Glm4MoeConfig's
+-- (transformers modular_glm4v_moe.py @ 0067189d): q, k, v biases.
+M.GLM4V_MOE_TEXT_DEFAULTS = { attention_bias = true }
+
+--- GLM-4.5V's text model (glm4v_moe_text, the text_config of glm4v_moe;
+-- transformers modular_glm4v_moe.py @ 0067189d): GLM-4.5's layers and
+-- experts (builders.glm4_moe) with Glm4Attention, which has no Q/K norms
+-- (Glm4vMoeTextConfig drops use_qk_norm: not read), `attention_bias`
+-- default true; its multimodal RoPE sections rotate text tokens as 1-D
+-- RoPE on `partial_rotary_factor` of each head (apply_rotary_pos_emb of
+-- GPT-NeoX: the two halves, as GLM-4.5's).
+function builders.glm4v_moe_text(_, cfg, file)
+  local c = with_defaults(cfg, M.GLM4V_MOE_TEXT_DEFAULTS)
+  c.use_qk_norm = nil
+  return builders.glm4_moe(reader(c, file), c, file)
+end
+
 --- dots.llm1 (dots1; transformers modular_dots1.py and configuration_dots1.py
 -- @ 008e5743): Qwen3's attention (per-head Q/K norms) with DeepSeek-V3's
 -- experts (Dots1MoE, Dots1TopkRouter: sigmoid scores with the
@@ -3342,7 +3359,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "olmoe", "dbrx", "gpt_oss", "glm4_moe", "glm4_moe_lite", "llama4_text", "llama4",
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
-                    "granitemoehybrid", "hunyuan_v1_moe", "dots1" }
+                    "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -3467,12 +3484,12 @@ M.MOE_BUILDER_REFUSES = { nemotron_h = true }
 --- Multimodal wrappers whose text model apsearch trains, with the type
 -- that text model is read as: the wrapper's own text class, whatever the
 -- text_config's model_type says (transformers builds sub_configs
--- ["text_config"](**text_config): Glm4vConfig, Qwen3VLConfig,
+-- ["text_config"](**text_config): Glm4vConfig, Glm4vMoeConfig, Qwen3VLConfig,
 -- Qwen3VLMoeConfig, Qwen3_5Config, Qwen3_5MoeConfig); Kimi-K2.5's text_config is Kimi-K2,
 -- whose remote code is DeepSeek-V3's (DeepseekV3ForCausalLM).
 -- transformers fills a missing vision_config with the class's default, so
 -- none is needed.
-M.WRAPPERS = { glm4v = "glm4v_text", qwen3_vl = "qwen3_vl_text", qwen3_vl_moe = "qwen3_vl_moe_text",
+M.WRAPPERS = { glm4v = "glm4v_text", glm4v_moe = "glm4v_moe_text", qwen3_vl = "qwen3_vl_text", qwen3_vl_moe = "qwen3_vl_moe_text",
   qwen3_5 = "qwen3_5_text", qwen3_5_moe = "qwen3_5_moe_text", kimi_k25 = "deepseek_v3" }
 
 --- Multimodal wrappers whose text model is whatever its text_config's own

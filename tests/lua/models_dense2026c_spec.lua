@@ -3,7 +3,8 @@
 -- (lua/apsearch/hf.lua): Command R / Aya (cohere), GLM-4-9B-chat-hf
 -- (glm), OLMo 1 (olmo), the Mamba-2 hybrid Bamba (bamba), StarCoder /
 -- SantaCoder (gpt_bigcode), GPT-J (gptj), Falcon (falcon), BLOOM (bloom),
--- Helium (helium), GLM-4.1V's text model (glm4v, glm4v_text); and the types refused naming what they lack.  Each count is
+-- Helium (helium), GLM-4.1V's and GLM-4.5V's text models (glm4v,
+-- glm4v_text, glm4v_moe, glm4v_moe_text); and the types refused naming what they lack.  Each count is
 -- computed here from the transformers module shapes (the file and commit
 -- in the comment) and checked against the model card's published total;
 -- the refusals name the file, the key and the value.
@@ -566,6 +567,27 @@ describe("GLM-4.1V (text model)", function()
     m = hf.from_config(t, "glm-4.1v-text.json")
     assert.are.same({ 9400279040, 128, true }, { core.model_params(m).total, m.head_dim, m.qkv_bias })
     assert.is_nil(m.rotary_percent)
+  end)
+end)
+
+describe("GLM-4.5V (text model)", function()
+  -- transformers modular_glm4v_moe.py @ 0067189d: GLM-4.5V's text model is
+  -- GLM-4.5-Air's (examples/models/glm-4.5-air.json, its count tested in
+  -- models_glm_llama4_spec: 106,852,251,264 total, 13,424,129,664 active;
+  -- the card's 106B / 12B) with Glm4Attention, which has no Q/K norms
+  it("GLM-4.5V: its text model counts as GLM-4.5-Air; use_qk_norm is not read", function()
+    local text = H.example_config("glm-4.5-air")
+    text.use_qk_norm = true -- Glm4vMoeTextConfig drops it, Glm4Attention has none
+    local m, info = hf.from_config({ architectures = { "Glm4vMoeForConditionalGeneration" }, model_type = "glm4v_moe",
+      text_config = text, vision_config = { depth = 24 } }, "glm-4.5v.json")
+    local p = core.model_params(m)
+    assert.are.same({ 106852251264, 13424129664 }, { p.total, p.active })
+    assert.are.same({ false, true, 0.5 }, { m.qk_norm, m.qkv_bias, m.rotary_percent })
+    assert.truthy(info.notes[1]:find("model_type glm4v_moe is multimodal", 1, true))
+    -- attention_bias absent: Glm4vMoeTextConfig's true (GLM-4.5's default is false)
+    text.attention_bias = nil
+    m = hf.from_config({ model_type = "glm4v_moe", text_config = text }, "glm-4.5v.json")
+    assert.is_true(m.qkv_bias)
   end)
 end)
 

@@ -451,6 +451,17 @@ local function with_defaults(cfg, defaults)
   return t
 end
 
+-- cfg with each absent or null key of `aliases` (old name -> name)
+-- filled in from its old name: a config class's attribute_map.
+local function with_aliases(cfg, aliases)
+  local t = {}
+  for k, v in pairs(cfg) do t[k] = v end
+  for alias, key in pairs(aliases) do
+    if is_null(t[key]) and not is_null(cfg[alias]) then t[key] = cfg[alias] end
+  end
+  return t
+end
+
 -- A setting of the config that must hold for the layers apsearch prices;
 -- `name` the key as the file spells it (default: key).
 local function require_value(cfg, key, want, file, why, name)
@@ -2063,6 +2074,10 @@ M.FALCON_DEFAULTS = { multi_query = true, parallel_attn = true, bias = false, al
 M.FALCON_ALIASES = { n_layer = "num_hidden_layers", n_head = "num_attention_heads", n_head_kv = "num_kv_heads",
   n_embed = "hidden_size" }
 
+--- The older names BloomConfig still reads (its attribute_map and the
+-- n_embed keyword).
+M.BLOOM_ALIASES = { n_layer = "num_hidden_layers", n_head = "num_attention_heads", n_embed = "hidden_size" }
+
 --- The LayerNorms in parallel FalconDecoderLayer builds for the new
 -- decoder architecture when the config gives none (ln_attn, ln_mlp).
 M.FALCON_NEW_ARCH_NORMS = 2
@@ -2081,12 +2096,7 @@ M.FALCON_NEW_ARCH_NORMS = 2
 -- LayerNorms always with bias; RoPE (rotate_half); tied by default.
 -- `alibi` (Falcon-RW) is refused.
 function builders.falcon(_, raw, file, notes)
-  local cfg = {}
-  for k, v in pairs(raw) do cfg[k] = v end
-  for alias, key in pairs(M.FALCON_ALIASES) do
-    if is_null(cfg[key]) and not is_null(raw[alias]) then cfg[key] = raw[alias] end
-  end
-  cfg = with_defaults(cfg, M.FALCON_DEFAULTS)
+  local cfg = with_defaults(with_aliases(raw, M.FALCON_ALIASES), M.FALCON_DEFAULTS)
   local r = reader(cfg, file)
   if r.bool("alibi") then
     error(("NotImplemented: %s: alibi: Falcon-RW's ALiBi attention is not modelled for Falcon (its launch files " ..
@@ -2136,11 +2146,7 @@ end
 -- `apply_residual_connection_post_layernorm` true (the residual taken
 -- after the norm) is refused.
 function builders.bloom(_, raw, file, notes)
-  local cfg = {}
-  for k, v in pairs(raw) do cfg[k] = v end
-  for alias, key in pairs(M.FALCON_ALIASES) do
-    if is_null(cfg[key]) and not is_null(raw[alias]) then cfg[key] = raw[alias] end
-  end
+  local cfg = with_aliases(raw, M.BLOOM_ALIASES)
   local r = reader(cfg, file)
   if r.bool("apply_residual_connection_post_layernorm", false) then
     error(("NotImplemented: %s: apply_residual_connection_post_layernorm: the residual taken after each " ..

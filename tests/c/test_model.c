@@ -893,16 +893,22 @@ static void test_moe_params_gpt_oss_20b(void **state)
  * 64*6,291,456 = 402,653,184 -> 419,569,664 per layer (67,248,128
  * active); x16 + 2*103,022,592 + 2,048 -> 6,919,161,856 total,
  * 1,282,017,280 active. */
+/* OLMoE-1B-7B with its full-width Q/K norms. */
+static void olmoe_1b_7b(aps_model *m)
+{
+    moe_model(m, "olmoe-1b-7b-0924", 16, 2048, 16, 16, 1024, 50304);
+    m->qk_norm = m->qk_norm_full_width = true;
+    m->num_experts = 64;
+    m->experts_per_token = 8;
+    m->moe_ffn_hidden_size = 1024;
+}
+
 static void test_moe_params_olmoe_full_width_qk_norm(void **state)
 {
     (void)state;
     aps_model m;
     aps_param_counts pc;
-    moe_model(&m, "olmoe-1b-7b-0924", 16, 2048, 16, 16, 1024, 50304);
-    m.qk_norm = m.qk_norm_full_width = true;
-    m.num_experts = 64;
-    m.experts_per_token = 8;
-    m.moe_ffn_hidden_size = 1024;
+    olmoe_1b_7b(&m);
     counts_of(&m, &pc);
     ASSERT_DBL_EXACT(pc.per_moe_layer, 419569664.0);
     ASSERT_DBL_EXACT(pc.total, 6919161856.0);
@@ -917,11 +923,7 @@ static void test_model_qk_norm_head_weights(void **state)
     (void)state;
     aps_model m;
     aps_param_counts pc;
-    moe_model(&m, "olmoe-1b-7b-0924", 16, 2048, 16, 16, 1024, 50304);
-    m.qk_norm = m.qk_norm_full_width = true;
-    m.num_experts = 64;
-    m.experts_per_token = 8;
-    m.moe_ffn_hidden_size = 1024;
+    olmoe_1b_7b(&m);
     counts_of(&m, &pc);
     double full = pc.total;
     m.qk_norm_full_width = false;

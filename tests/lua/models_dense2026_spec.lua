@@ -23,15 +23,7 @@ local err_of = H.err_of
 
 local copy = H.copy
 
---- Within `tol` (a fraction) of a card's rounded total.
-local function near(total, published, tol)
-  return math.abs(total / published - 1) < tol
-end
-
---- How far a card's total given to three digits ("4.19B") may be from the
--- exact count, as a fraction: half a unit of the third digit is at most
--- 0.5 % of the total (1.00 to 9.99: 0.005 / 1.00).
-local CARD_ROUNDING = 0.005
+local near, CARD_ROUNDING = H.near_card, H.CARD_ROUNDING
 
 --- Nemotron-4 4B (nvidia/Minitron-4B-Base, Nemotron-Mini-4B-Instruct) as
 -- NVIDIA/TensorRT-LLM @ 8cb8331d tests/unittest/_torch/modeling/

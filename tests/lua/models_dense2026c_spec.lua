@@ -24,15 +24,7 @@ local err_of = H.err_of
 
 local copy = H.copy
 
---- Within `tol` (a fraction) of a card's rounded total.
-local function near(total, published, tol)
-  return math.abs(total / published - 1) < tol
-end
-
---- How far a card's total given to two digits ("35B") may be from the
--- exact count, as a fraction: half a unit of the second digit is at most
--- 5 % of the total (10 to 99: 0.5 / 10).
-local CARD_ROUNDING_2 = 0.05
+local near, CARD_ROUNDING, CARD_ROUNDING_2 = H.near_card, H.CARD_ROUNDING, H.CARD_ROUNDING_2
 
 --- CohereForAI/c4ai-command-r-v01's config keys (CohereForCausalLM), typed.
 local COMMAND_R = { architectures = { "CohereForCausalLM" }, model_type = "cohere", attention_bias = false,
@@ -119,7 +111,7 @@ describe("dense families, third batch: exact parameter counts", function()
     local total = core.model_params(m).total
     assert.are.equal(64 * layer + 256000 * 12288 + 12288, total)
     assert.are.equal(103810674688, total)
-    assert.is_true(near(total, 104e9, CARD_ROUNDING_2 / 10)) -- "104B": three digits
+    assert.is_true(near(total, 104e9, CARD_ROUNDING)) -- "104B": three digits
     assert.are.same({ true, true }, { m.qk_norm, m.qk_norm_head_weights })
     assert.is_nil(m.qk_norm_full_width)
     -- under tensor parallelism the per-head weights split with the heads:
@@ -146,7 +138,7 @@ describe("dense families, third batch: exact parameter counts", function()
     local total = core.model_params(m).total
     assert.are.equal(40 * layer + 2 * 151552 * 4096 + 4096, total)
     assert.are.equal(9399951360, total)
-    assert.is_true(near(total, 9.4e9, CARD_ROUNDING_2 / 10)) -- "9.4B": two digits of a total under 10B
+    assert.is_true(near(total, 9.4e9, CARD_ROUNDING_2)) -- "9.4B": two digits
     assert.are.same({ 2, true, false, 0.5, true, "rmsnorm", 1.5625e-07 }, { m.norms_per_layer, m.qkv_bias,
       m.attn_out_bias, m.rotary_percent, m.rotary_interleaved, m.norm, m.norm_eps })
     assert.are.equal(9400279040, total + 40 * 2 * 4096) -- glm4's sandwich norms
@@ -179,7 +171,7 @@ describe("OLMo 1", function()
     assert.are.equal(32 * layer + 2 * 50304 * 4096, p.total)
     assert.are.equal(6888095744, p.total)
     assert.are.equal(0, p.final_norm)
-    assert.is_true(near(p.total, 6.89e9, 0.005)) -- "6.89B": three digits, half a unit of the third
+    assert.is_true(near(p.total, 6.89e9, CARD_ROUNDING)) -- "6.89B": three digits
     assert.are.same({ "layernorm", false, true, 1e-5, false, false }, { m.norm, m.norm_bias, m.norm_weightless,
       m.norm_eps, m.qkv_bias, m.mlp_bias })
     assert.are.same({ "olmo-7b.json: clip_qkv = 8 clamps Q, K and V element-wise; not priced" }, info.notes)
@@ -193,7 +185,7 @@ describe("OLMo 1", function()
     m, info = hf.from_config(c, "olmo-1b.json")
     assert.are.equal(1176764416, 16 * 67108864 + 50304 * 2048)
     assert.are.equal(1176764416, core.model_params(m).total)
-    assert.is_true(near(1176764416, 1.18e9, 0.005))
+    assert.is_true(near(1176764416, 1.18e9, CARD_ROUNDING))
     assert.are.same({}, info.notes)
     -- attention_bias: q, k, v and o biases; the MLP never has one (OlmoMLP)
     c = copy(OLMO_7B)
@@ -238,7 +230,7 @@ describe("Bamba", function()
     local total = core.model_params(m).total
     assert.are.equal(29 * mamba + 3 * attn + 32 * mlp + 2 * 128256 * 4096 + 4096, total)
     assert.are.equal(9780235392, total)
-    assert.is_true(near(total, 9.78e9, 0.005)) -- "9.78B": three digits
+    assert.is_true(near(total, 9.78e9, CARD_ROUNDING)) -- "9.78B": three digits
     local pattern = ("M-"):rep(9) .. "*-" .. ("M-"):rep(8) .. "*-" .. ("M-"):rep(8) .. "*-" .. ("M-"):rep(4)
     assert.are.same({ 64, pattern, "rope", 0.5, 64, 1, 128, 256, false },
       { m.num_layers, m.hybrid_layer_pattern, m.position_embedding, m.rotary_percent, m.mamba_head_dim,
@@ -319,7 +311,7 @@ describe("GPT-BigCode", function()
     total = core.model_params(hf.from_config(c, "starcoder.json")).total
     assert.are.equal(40 * 379128064 + 49152 * 6144 + 8192 * 6144 + 2 * 6144, total)
     assert.are.equal(15517456384, total)
-    assert.is_true(near(total, 15.5e9, 0.005))
+    assert.is_true(near(total, 15.5e9, CARD_ROUNDING))
     -- multi_query false: n_head K and V heads (c_attn h x 3h); absent n_inner 4 h
     c = copy(SANTACODER)
     c.multi_query, c.n_inner = false, nil
@@ -364,7 +356,6 @@ describe("GPT-J", function()
     assert.are.equal(28 * layer + 2 * 50400 * 4096 + 50400 + 2 * 4096, total)
     assert.are.equal(6050882784, total)
     assert.are.equal(2498560, 6053381344 - total)
-    assert.is_true(near(total, 6053381344, 0.0005))
     assert.are.same({ "rope", 0.25, true, true, 1, false, false, true, true, "gelu", false },
       { m.position_embedding, m.rotary_percent, m.rotary_interleaved, m.parallel_attn_mlp, m.norms_per_layer,
         m.qkv_bias, m.attn_out_bias, m.mlp_bias, m.lm_head_bias, m.mlp, m.tie_word_embeddings })

@@ -1154,7 +1154,7 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "num_query_groups", "head_dim", "ffn_hidden_size", "vocab_size",
   "max_position_embeddings", "norms_per_layer", "mlp", "norm",
   "position_embedding", "norm_bias", "qkv_bias", "attn_out_bias", "mlp_bias",
-  "qk_norm", "qk_norm_full_width", "attention_sinks", "tie_word_embeddings", "lm_head_bias", "reordered_norm", "rotary_interleaved", "mup_multipliers", "parallel_attn_mlp",
+  "qk_norm", "qk_norm_full_width", "qk_norm_head_weights", "attention_sinks", "tie_word_embeddings", "lm_head_bias", "reordered_norm", "rotary_interleaved", "mup_multipliers", "parallel_attn_mlp", "norm_weightless", "embedding_norm",
   "sliding_window", "sliding_window_layers", "sliding_window_period", "qk_l2_norm",
   "nope_layer_period", "attention_chunk_size", "chunked_attention_layers",
   "glu_activation", "glu_linear_offset", "glu_clamp", "attn_logit_softcapping",

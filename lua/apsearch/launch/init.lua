@@ -288,6 +288,8 @@ M.LLAMA_BLOCK_LACKS = {
     "halves of each head" },
   { "reordered_norm", "norms after attention and MLP (reordered_norm, OLMo 2): the Llama block normalises " ..
     "their inputs" },
+  { "embedding_norm", "a norm on the word embeddings (embedding_norm, BLOOM): the Llama model has none" },
+  { "norm_weightless", "norms without a weight or bias (norm_weightless, OLMo): the Llama norms have a weight" },
   { "norm_zero_centered", "norm weights used as 1 + w (norm_zero_centered: Nemotron's LayerNorm1P, Qwen3-Next): " ..
     "the Llama norms scale by w" },
 }

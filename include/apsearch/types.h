@@ -672,6 +672,13 @@ typedef struct {
     int64_t vocab_size_divisible_by; /**< Megatron make_vocab_size_divisible_by;
                                         0 = framework default (128 for
                                         megatron/deepspeed, 1 otherwise) */
+    double logits_bytes;           /**< bytes per logit of the loss at its
+                                        peak (on the last stage, per logit
+                                        of the rank's vocabulary shard);
+                                        0 = the framework profile's (and
+                                        its compiled / loss-parallel
+                                        variants).  Megatron-LM before
+                                        core 0.8 holds 10 (memory.c) */
     double memory_limit_bytes;     /**< 0: device capacity - memory_margin */
     double memory_margin_bytes;    /**< kept free below capacity */
     double allocator_fragmentation;/**< reserved over allocated, less 1,

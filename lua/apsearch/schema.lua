@@ -152,6 +152,7 @@ M.training = {
   compile_loss = "bool", sac_save_alltoall = "bool",
   vocab_size_divisible_by = "nonnegint",
   memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
+  logits_bytes = "nonneg",
   allocator_fragmentation = "fraction", ddp_bucket_bytes = "nonneg",
   -- the allocator (src/core/memory.c allocator_peaks; docs/modeling.md
   -- "Memory per device"): expandable segments, the peak the limit bounds

@@ -111,6 +111,29 @@ M.LINES = {
       .. "(recipe.trainer.plugins.grad_reduce_in_fp32 = False)",
   },
   {
+    -- Megatron-LM before core 0.8 (NVIDIA/Megatron-LM 9634c0e4a3,
+    -- 2024-06-13, "Reduce logit memory pressure by using in-place
+    -- operation"): GPTModel's loss is vocab_parallel_cross_entropy(
+    -- logits.float(), labels) (core_v0.6.0 megatron/core/models/common/
+    -- language_module/language_module.py:35) and its forward subtracts the
+    -- maximum out of place (megatron/core/tensor_parallel/cross_entropy.py:
+    -- 23, vocab_parallel_logits = vocab_parallel_logits - logits_max...):
+    -- the bf16 logits GPTModel.forward still holds (2 bytes), the fp32
+    -- copy passed in (4) and the shifted fp32 tensor that becomes the
+    -- saved softmax (4) are alive at once, 10 bytes per logit of the
+    -- rank's shard, where core 0.8 on subtracts in place (6).
+    -- Pai-Megatron-Patch's Megatron-LM-240405 snapshot (2024-04-05) is
+    -- before that commit.
+    name = "Megatron-LM before core 0.8 (loss shifted out of place)",
+    patterns = { "^Megatron%-LM core_v0%.[4-7]%.", "^Megatron%-LM 240[1-5]%d%d" },
+    frameworks = { megatron = true },
+    training = { logits_bytes = 10 },
+    source = "NVIDIA/Megatron-LM core_v0.6.0 megatron/core/models/common/language_module/"
+      .. "language_module.py:35 (logits.float()), megatron/core/tensor_parallel/"
+      .. "cross_entropy.py:23 (the maximum subtracted out of place; in place from "
+      .. "9634c0e4a3, 2024-06-13, core_v0.8.0)",
+  },
+  {
     -- TorchTitan before 2025-04 compiled the model, not the loss
     -- (pytorch/torchtitan bbb1b616, 2025-04-02: the loss joins the
     -- compiled components).

@@ -365,6 +365,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, vocab_size_divisible_by, FT_INT, NULL),
     FLD(aps_training, memory_limit_bytes, FT_NUM, NULL),
     FLD(aps_training, memory_margin_bytes, FT_NUM, NULL),
+    FLD(aps_training, logits_bytes, FT_NUM, NULL),
     FLD(aps_training, allocator_fragmentation, FT_NUM, NULL),
     FLD(aps_training, allocator_fragmentation_expandable, FT_NUM, NULL),
     FLD(aps_training, expandable_segments, FT_TRI, NULL),

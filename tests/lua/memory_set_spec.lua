@@ -124,6 +124,32 @@ describe("public_memory_cases.csv", function()
     assert.is_nil(cases.tc06.inputs.training.sac_save_alltoall)
   end)
 
+  it("reads Megatron-LM before core 0.8 as shifting the logits out of place (10 bytes a logit)", function()
+    local stacks = require "apsearch.stacks"
+    assert.are.equal(10, stacks.match("Megatron-LM core_v0.6.0 (FlagPerf)", "megatron").training.logits_bytes)
+    assert.are.equal(10, stacks.match("Megatron-LM 240405 (Pai-Megatron-Patch, FlagPerf)", "megatron")
+      .training.logits_bytes)
+    assert.is_nil(stacks.match("Megatron-LM core_v0.8.0", "megatron"))
+    assert.is_nil(stacks.match("Megatron-LM core_v0.10.0", "megatron"))
+    assert.is_nil(stacks.match("Megatron-LM (Megatron-MoE-ModelZoo)", "megatron"))
+    -- fp02, Llama 3 8B at TP 2, PP 1, 8,192 tokens: the last stage holds
+    -- 8192 x 128256 / 2 logits (128,256 is a multiple of 128 x 2, no
+    -- padding); bf16 (2) + the fp32 copy (4) + the shifted fp32 tensor (4)
+    -- = 10 bytes each: 8192 * 64128 * 10 = 5,253,365,760 B, 4 bytes a
+    -- logit (2,101,346,304 B) above the 6 of the in-place loss
+    local cases = by_id(validate.run(SET).cases)
+    local c = cases.fp02
+    assert.are.equal(10, c.inputs.training.logits_bytes)
+    local rows2 = by_id(validate.load(SET))
+    local row = rows2.fp02
+    local model, cluster, training, strategy = validate.case_inputs(row)
+    local est10 = core.context(model, cluster, training):estimate(strategy)
+    training.logits_bytes = nil
+    local est6 = core.context(model, cluster, training):estimate(strategy)
+    assert.is_true(math.abs(est10.memory_breakdown.logits_loss - 5253365760) < 1)
+    assert.is_true(math.abs(est6.memory_breakdown.logits_loss - 8192 * 64128 * 6) < 1)
+  end)
+
   it("cites a URL for every row and reads every row", function()
     local measured, oom = 0, 0
     for id, r in pairs(rows) do

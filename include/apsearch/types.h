@@ -487,6 +487,13 @@ typedef struct {
     double inter_node_latency;    /**< alpha per ring step across nodes, s */
     double cuda_context_bytes;    /**< CUDA context + kernels, outside allocator */
     double nccl_comm_bytes;       /**< per NCCL communicator */
+    double nccl_nvls_bytes_per_rank; /**< NCCL's NVLS (NVLink SHARP)
+                                       buffers on each GPU, per GPU of a
+                                       communicator inside one node, for
+                                       communicators with more than 2 GPUs
+                                       in the node on parts with NVSwitch
+                                       multicast (Hopper, Blackwell); 0:
+                                       no NVLS (memory.c) */
     double gemm_efficiency;       /**< eta_max: large-GEMM fraction of peak */
     double gemm_half_dim;         /**< k0: GEMM depth K at which the
                                        pipeline term K / (K + k0) halves

@@ -113,6 +113,7 @@ M.device = {
   intra_node_links = "nonnegint",
   intra_node_latency = "nonneg", inter_node_latency = "nonneg",
   cuda_context_bytes = "nonneg", nccl_comm_bytes = "nonneg",
+  nccl_nvls_bytes_per_rank = "nonneg",
   gemm_efficiency = "nonneg", gemm_half_dim = "nonneg",
   gemm_tile_m = "nonneg", gemm_tile_n = "nonneg", sm_count = "nonnegint",
   gemm_fixed_seconds = "nonneg",

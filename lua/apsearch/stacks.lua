@@ -162,6 +162,44 @@ M.LINES = {
   },
 }
 
+--- The containers a benchmark suite ran, where their libraries hold device
+-- memory the preset's defaults (today's releases) do not: device fields a
+-- measured run whose `software` matches takes, on parts whose preset sets
+-- the field (`apsearch validate`; a row's own device table wins).  Each
+-- entry: `name`, `patterns` (on `software`), `device` (field -> value),
+-- `source`.
+M.CONTAINERS = {
+  {
+    -- FlagPerf's NVIDIA images (training/nvidia/docker_image/*/Dockerfile
+    -- @ 1b5a030): megatron and deepspeed FROM nvcr.io/nvidia/pytorch:23.09,
+    -- megatron_pai 23.12, megatron_core060 24.02.  NCCL was tagged 2.17.1
+    -- on 2023-02-27 (the first with NVLS) and 2.21.5 on 2024-03-26, after
+    -- the newest of these images: they ship NCCL 2.17-2.20, whose NVLS
+    -- buffers are 16 channels x 2 x (the SIMPLE protocol's 4 MiB +
+    -- NVLS_MEM_ALIGN_SIZE 2 MiB) per GPU of the node (NVIDIA/nccl
+    -- v2.19.3-1 src/transport/nvls.cc:243, 320-323; the same formula from
+    -- v2.17.1-1 to v2.20.5-1), where 2.23 on holds 16 x 2 x 1 MiB.
+    name = "FlagPerf NGC 23.09-24.02 images (NCCL 2.17-2.20)",
+    patterns = { "FlagPerf" },
+    device = { nccl_nvls_bytes_per_rank = 16 * 2 * 6 * 1024 * 1024 },
+    source = "FlagOpen/FlagPerf 1b5a030 training/nvidia/docker_image/{megatron,deepspeed,"
+      .. "megatron_pai,megatron_core060}/Dockerfile; NVIDIA/nccl v2.19.3-1 "
+      .. "src/transport/nvls.cc:243, 320-323 (NVLS buffers, 4 MiB + 2 MiB per "
+      .. "channel and direction); tags v2.17.1-1 2023-02-27, v2.21.5-1 2024-03-26",
+  },
+}
+
+--- The container entry of a run's `software`, or nil.
+-- @tparam string software
+-- @treturn table|nil the entry of `M.CONTAINERS`
+function M.container(software)
+  if type(software) ~= "string" or software == "" then return nil end
+  for _, box in ipairs(M.CONTAINERS) do
+    if any(box.patterns, software) then return box end
+  end
+  return nil
+end
+
 --- Benchmark suites whose release number is not the framework release
 -- their runs used: the launch scripts of a DGX Cloud benchmarking release
 -- pin an older NeMo container and recipe commit.  A measured run whose

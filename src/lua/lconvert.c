@@ -317,6 +317,7 @@ static const apsl_field device_fields[] = {
     FLD(aps_device, inter_node_latency, FT_NUM, NULL),
     FLD(aps_device, cuda_context_bytes, FT_NUM, NULL),
     FLD(aps_device, nccl_comm_bytes, FT_NUM, NULL),
+    FLD(aps_device, nccl_nvls_bytes_per_rank, FT_NUM, NULL),
     FLD(aps_device, gemm_efficiency, FT_NUM, NULL),
     FLD(aps_device, gemm_half_dim, FT_NUM, NULL),
     FLD(aps_device, gemm_tile_m, FT_NUM, NULL),

@@ -200,9 +200,11 @@ describe("public_memory_cases.csv", function()
       assert.are.equal(not called_oom[id], c.predicted.fits, id)
     end
     local function gib(id) return cases[id].predicted.mem_gib end
-    -- mq03 (trained) is called out of memory by under 1 %: 179.8 of 178.1 GiB
+    -- mq03 (trained) is called out of memory by under 2 %: 180.8 of 178.1
+    -- GiB (179.8 before the gradient-norm world group and the NVLS buffers
+    -- were counted, memory.c nccl_bytes)
     assert.is_true(gib("mq03") > cases.mq03.predicted.mem_limit_gib)
-    assert.is_true(gib("mq03") < 1.01 * cases.mq03.predicted.mem_limit_gib)
+    assert.is_true(gib("mq03") < 1.02 * cases.mq03.predicted.mem_limit_gib)
     -- mq02 (fp8, out of memory) is estimated below the trained bf16 mq03
     assert.is_true(gib("mq02") < gib("mq03"))
     -- DeepSeek-V3: recomputing the 3 dense MLPs saves far less than the

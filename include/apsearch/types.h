@@ -665,6 +665,15 @@ typedef struct {
                                         full recompute, not with the
                                         shared-expert overlap); default
                                         off */
+    bool hf_eager_layer;           /**< the layers are Hugging Face
+                                        transformers' eager modules
+                                        (LlamaRMSNorm upcasting its input
+                                        to fp32, SiLU(gate) * up unfused),
+                                        not the framework's fused layer:
+                                        4 bytes more per element of each
+                                        norm's input, 2 more per element of
+                                        the SwiGLU MLP's width (memory.c);
+                                        default off */
     bool exp_avg_bf16;             /**< Adam's moments (exp_avg and
                                         exp_avg_sq) held in bf16 (Megatron
                                         --use-precision-aware-optimizer

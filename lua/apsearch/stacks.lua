@@ -134,6 +134,23 @@ M.LINES = {
       .. "9634c0e4a3, 2024-06-13, core_v0.8.0)",
   },
   {
+    -- Hugging Face transformers models trained under DeepSpeed (a
+    -- `software` naming transformers 4.x): the layers are transformers'
+    -- eager modules, not Megatron-DeepSpeed's fused layer, and the loss is
+    -- LlamaForCausalLM.forward's: logits = logits.float(), shift_logits =
+    -- logits[..., :-1, :].contiguous(), CrossEntropyLoss -- the fp32
+    -- logits, their shifted copy and the fp32 log-softmax alive at once,
+    -- 12 bytes per logit (the bf16 logits freed by the rebinding).
+    name = "Hugging Face transformers 4.x model code",
+    patterns = { "transformers 4%." },
+    frameworks = { deepspeed = true },
+    training = { hf_eager_layer = true, logits_bytes = 12 },
+    source = "huggingface/transformers 00227283 (2024-03, the code of the 4.3x releases) "
+      .. "src/transformers/models/llama/modeling_llama.py: LlamaRMSNorm.forward "
+      .. "(hidden_states.to(torch.float32)), LlamaMLP.forward, LlamaForCausalLM.forward "
+      .. "(logits.float(), shift_logits ... .contiguous(), CrossEntropyLoss)",
+  },
+  {
     -- TorchTitan before 2025-04 compiled the model, not the loss
     -- (pytorch/torchtitan bbb1b616, 2025-04-02: the loss joins the
     -- compiled components).

@@ -114,6 +114,20 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
     if (m->attention_output_gate) /* the gate's sigmoid and the context */
         attn += 2.0 * A * sl * b * a * d / tp;
     double mlp = aps_mlp_saved_bytes(m, t, s);
+    if (t->hf_eager_layer) {
+        /* Hugging Face's eager modules (transformers 00227283 models/llama/
+         * modeling_llama.py, the code of the 4.3x releases): LlamaRMSNorm
+         * runs hidden_states.to(torch.float32), whose pow(2) and multiply
+         * keep that fp32 copy (4 bytes) besides the bf16 normalized tensor
+         * the weight multiplies (the table's norm input, A) and the output
+         * (the GEMM input); LlamaMLP's down_proj(act_fn(gate_proj(x)) *
+         * up_proj(x)) keeps the SiLU's input and output and up_proj's
+         * output for the multiply, and the product: 4 tensors of the MLP
+         * width where the fused SwiGLU keeps 3 */
+        replicated += w.blocks * APS_FP32_BYTES * sbh_rep;
+        if (m->mlp == APS_MLP_SWIGLU)
+            mlp += A * sl * b * (double)m->ffn_hidden_size / tp;
+    }
     double split = w.attn_share * attn + w.mlp_share * mlp;
     if (w.mamba_share > 0)
         split += w.mamba_share * aps_mamba_saved_bytes(m, t, sl * b, tp);
@@ -406,6 +420,8 @@ static double stage_activations(const aps_model *m, const aps_training *t,
         double mtp_saved = APS_MTP_SAVED_HIDDEN -
                            (lay->mtp_recompute ? APS_MTP_RECOMPUTED_HIDDEN : 0.0);
         per_mb += (2.0 + mtp_saved * (double)lay->mtp) * APS_ACT_BYTES * sbh_rep;
+        if (t->hf_eager_layer) /* the final LlamaRMSNorm's fp32 copy */
+            per_mb += APS_FP32_BYTES * sbh_rep;
     }
     double inflight = aps_layout_inflight(lay, i);
     st->inflight_microbatches = inflight;

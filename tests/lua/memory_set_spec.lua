@@ -150,6 +150,32 @@ describe("public_memory_cases.csv", function()
     assert.is_true(math.abs(est6.memory_breakdown.logits_loss - 8192 * 64128 * 6) < 1)
   end)
 
+  it("reads DeepSpeed runs of a transformers 4.x model as its eager layers and loss", function()
+    -- fp20, Llama 2 7B (h 4,096, FFN 11,008, 32 layers), 4,096 tokens of
+    -- one sequence per GPU, ZeRO-3, no PP: LlamaRMSNorm keeps an fp32 copy
+    -- of its input, 4 x 4096 x 4096 = 67,108,864 B per norm, two per layer
+    -- and the final one; LlamaMLP keeps the SiLU's output besides its input,
+    -- up_proj's output and the product, 2 x 4096 x 11008 = 90,177,536 B per
+    -- layer: 32 x (2 x 67,108,864 + 90,177,536) + 67,108,864 =
+    -- 7,247,757,312 B more activations than the fused layer's.  The loss:
+    -- fp32 logits, their shifted copy and the log-softmax, 12 x 4096 x
+    -- 32000 = 1,572,864,000 B
+    local stacks = require "apsearch.stacks"
+    local line = stacks.match("DeepSpeed 0.11.1 + transformers 4.34.1 (FlagPerf)", "deepspeed")
+    assert.is_true(line.training.hf_eager_layer)
+    assert.are.equal(12, line.training.logits_bytes)
+    assert.is_nil(stacks.match("DeepSpeed 0.11.1 + transformers 4.34.1", "megatron"))
+    local row = by_id(validate.load(SET)).fp20
+    local model, cluster, training, strategy = validate.case_inputs(row)
+    assert.is_true(training.hf_eager_layer)
+    local hf = core.context(model, cluster, training):estimate(strategy)
+    training.hf_eager_layer, training.logits_bytes = nil, nil
+    local fused = core.context(model, cluster, training):estimate(strategy)
+    assert.is_true(math.abs(hf.memory_breakdown.activations - fused.memory_breakdown.activations
+      - 7247757312) < 1)
+    assert.is_true(math.abs(hf.memory_breakdown.logits_loss - 1572864000) < 1)
+  end)
+
   it("cites a URL for every row and reads every row", function()
     local measured, oom = 0, 0
     for id, r in pairs(rows) do

@@ -665,6 +665,13 @@ typedef struct {
                                         full recompute, not with the
                                         shared-expert overlap); default
                                         off */
+    bool dp_loss_group;            /**< Megatron-LM all-reduces the
+                                        reported loss over the data-parallel
+                                        group without CP, a communicator
+                                        apart from the gradients' DP-with-CP
+                                        group (pretrain_gpt.py loss_func,
+                                        core_v0.6.0 to core_v0.10.0;
+                                        memory.c nccl_bytes); default off */
     bool hf_eager_layer;           /**< the layers are Hugging Face
                                         transformers' eager modules
                                         (LlamaRMSNorm upcasting its input

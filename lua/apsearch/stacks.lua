@@ -124,14 +124,20 @@ M.LINES = {
     -- rank's shard, where core 0.8 on subtracts in place (6).
     -- Pai-Megatron-Patch's Megatron-LM-240405 snapshot (2024-04-05) is
     -- before that commit.
+    -- Its pretrain_gpt.py all-reduces the reported loss over the DP group
+    -- without CP, a communicator apart from the gradients' (core_v0.6.0
+    -- pretrain_gpt.py:135, training/utils.py:100; core_v0.7.0
+    -- pretrain_gpt.py:148; parallel_state.py:289-301 makes both groups).
     name = "Megatron-LM before core 0.8 (loss shifted out of place)",
     patterns = { "^Megatron%-LM core_v0%.[4-7]%.", "^Megatron%-LM 240[1-5]%d%d" },
     frameworks = { megatron = true },
-    training = { logits_bytes = 10 },
+    training = { logits_bytes = 10, dp_loss_group = true },
     source = "NVIDIA/Megatron-LM core_v0.6.0 megatron/core/models/common/language_module/"
       .. "language_module.py:35 (logits.float()), megatron/core/tensor_parallel/"
       .. "cross_entropy.py:23 (the maximum subtracted out of place; in place from "
-      .. "9634c0e4a3, 2024-06-13, core_v0.8.0)",
+      .. "9634c0e4a3, 2024-06-13, core_v0.8.0); pretrain_gpt.py:135 and training/utils.py:100 "
+      .. "(the loss reported over get_data_parallel_group(), apart from the gradients' "
+      .. "DP-with-CP group, parallel_state.py:289-301)",
   },
   {
     -- Hugging Face transformers models trained under DeepSpeed (a

@@ -298,7 +298,8 @@ static double comm_bytes(const aps_cluster *c, int64_t g, int64_t local)
  *  group, EP and expert DP -- plus the framework's own
  *  (aps_framework_profile): Megatron's gradient-norm group (the world
  *  under the distributed optimizer, else TP x PP) and, with PP and tied
- *  embeddings, the embedding group of the first and last stage. */
+ *  embeddings, the embedding group of the first and last stage; with
+ *  training.dp_loss_group the DP group the loss is reported over. */
 static double nccl_bytes(const aps_model *m, const aps_cluster *c,
                          const aps_training *t, const aps_strategy *s,
                          const aps_dp_plan *plan, const aps_layout *lay,
@@ -333,6 +334,15 @@ static double nccl_bytes(const aps_model *m, const aps_cluster *c,
                             group_local(tp, 1, G) *
                                 group_local(pp, tp * cp * dp, G));
     }
+    /* the reported loss all-reduced over the DP group without CP
+     * (Megatron-LM core_v0.6.0 pretrain_gpt.py:135 and training/utils.py:
+     * 100, average_losses_across_data_parallel_group; core_v0.7.0-0.10.0
+     * pretrain_gpt.py all_reduce(reporting_loss, group=mpu.
+     * get_data_parallel_group())): parallel_state.py makes it apart from
+     * the DP-with-CP group the gradients use even when CP is 1 (l.289-301
+     * @ core_v0.6.0) */
+    if (t->dp_loss_group)
+        b += comm_bytes(c, dp, group_local(dp, tp * cp, G));
     if (fw->tied_embedding_group && m->tie_word_embeddings && lay->p > 1 &&
         (i == 0 || i == lay->p - 1))
         b += comm_bytes(c, 2, group_local(2, tp * cp * dp * (pp - 1), G));

@@ -514,6 +514,12 @@ static void test_nccl_communicators(void **state)
     s.zero_stage = 1;
     fx_run(&m, &c, &t, &s, &e);
     ASSERT_REL(e.mem_peak - e.mem_reserved, ctx + 3.0 * 0.5e9 + 12.0 * nvls, REL);
+    /* the loss reported over the DP group without CP (dp_loss_group): one
+     * more communicator of 4 GPUs of the node, + 0.5e9 + 4 x 192 MiB */
+    t.dp_loss_group = true;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.mem_peak - e.mem_reserved, ctx + 4.0 * 0.5e9 + 16.0 * nvls, REL);
+    t.dp_loss_group = false;
     s.zero_stage = 0;
     fx_run(&m, &c, &t, &s, &e);
     ASSERT_REL(e.mem_peak - e.mem_reserved, ctx + 3.0 * 0.5e9 + 4.0 * nvls, REL);

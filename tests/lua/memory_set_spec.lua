@@ -127,6 +127,7 @@ describe("public_memory_cases.csv", function()
   it("reads Megatron-LM before core 0.8 as shifting the logits out of place (10 bytes a logit)", function()
     local stacks = require "apsearch.stacks"
     assert.are.equal(10, stacks.match("Megatron-LM core_v0.6.0 (FlagPerf)", "megatron").training.logits_bytes)
+    assert.is_true(stacks.match("Megatron-LM core_v0.6.0 (FlagPerf)", "megatron").training.dp_loss_group)
     assert.are.equal(10, stacks.match("Megatron-LM 240405 (Pai-Megatron-Patch, FlagPerf)", "megatron")
       .training.logits_bytes)
     assert.is_nil(stacks.match("Megatron-LM core_v0.8.0", "megatron"))

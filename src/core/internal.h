@@ -109,7 +109,10 @@ typedef struct {
                                       group (Megatron-LM core_v0.6.0
                                       optimizer/distrib_optimizer.py:523-528,
                                       optimizer.py:122; d98e8a64
-                                      optimizer.py:322-328) */
+                                      optimizer/__init__.py:674, the
+                                      INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_
+                                      GROUP of parallel_state.py:1561-1576,
+                                      all ranks of the one instance) */
     bool tied_embedding_group;   /**< with PP and tied embeddings the first
                                       and last stage all-reduce the word
                                       embedding's gradient over a group of

@@ -672,6 +672,14 @@ typedef struct {
                                         group (pretrain_gpt.py loss_func,
                                         core_v0.6.0 to core_v0.10.0;
                                         memory.c nccl_bytes); default off */
+    bool unfused_swiglu;           /**< SwiGLU as F.silu(x[0]) * x[1] on
+                                        the chunks of the fc1 output, not
+                                        a fused kernel: the SiLU's output
+                                        is kept too, 2 bytes more per
+                                        element of the MLP width (Megatron
+                                        legacy --transformer-impl local,
+                                        FlagScale; implied by
+                                        hf_eager_layer); default off */
     bool hf_eager_layer;           /**< the layers are Hugging Face
                                         transformers' eager modules
                                         (LlamaRMSNorm upcasting its input

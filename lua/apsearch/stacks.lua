@@ -140,6 +140,34 @@ M.LINES = {
       .. "DP-with-CP group, parallel_state.py:289-301)",
   },
   {
+    -- FlagScale 26cd664 (2024-01-11), the Megatron-LM fork FlagPerf's
+    -- Llama 2 70B runs use (pretrain_llama.py, LLaMAModel): the same loss
+    -- and groups as Megatron-LM core_v0.6.0 -- output.float() into
+    -- vocab_parallel_cross_entropy (megatron/model/llama_model.py:50),
+    -- the maximum subtracted out of place (megatron/core/tensor_parallel/
+    -- cross_entropy.py:24), the reported loss over get_data_parallel_group()
+    -- (pretrain_llama.py:115, megatron/utils.py:104) apart from DDP's
+    -- DP-with-CP group (megatron/training.py:369; parallel_state.py:305,
+    -- 319), the distributed optimizer's gradient norm over the world
+    -- (megatron/optimizer/distrib_optimizer.py:528-533).  Its layers are
+    -- Megatron's legacy local ones (FlagPerf's megatron_main.sh passes no
+    -- --transformer-impl): apex's fused RMSNorm (megatron/model/
+    -- __init__.py:6), but SwiGLU as F.silu(x[0]) * x[1] on the chunks of
+    -- the fc1 output (megatron/model/transformer.py:142-144), unfused.
+    name = "FlagScale 26cd664 (Megatron-LM fork of 2024-01)",
+    patterns = { "^FlagScale 26cd664" },
+    frameworks = { megatron = true },
+    training = { logits_bytes = 10, dp_loss_group = true, unfused_swiglu = true },
+    source = "FlagOpen/FlagScale 26cd6643c megatron/model/llama_model.py:50 (output.float()), "
+      .. "megatron/core/tensor_parallel/cross_entropy.py:24 (out of place), pretrain_llama.py:115 "
+      .. "and megatron/utils.py:104 (the loss over get_data_parallel_group()), megatron/training.py:369 "
+      .. "(DDP over the DP-with-CP group), megatron/core/parallel_state.py:305, 319, "
+      .. "megatron/model/transformer.py:142-144 (swiglu unfused), megatron/model/__init__.py:6 "
+      .. "(apex's fused RMSNorm); FlagOpen/FlagPerf 1b5a030 training/benchmarks/llama2_70B/megatron/"
+      .. "megatron_main.sh (no --transformer-impl; FlagScale megatron/arguments.py:614, "
+      .. "default 'local')",
+  },
+  {
     -- Hugging Face transformers models trained under DeepSpeed (a
     -- `software` naming transformers 4.x): the layers are transformers'
     -- eager modules, not Megatron-DeepSpeed's fused layer, and the loss is

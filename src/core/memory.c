@@ -114,20 +114,22 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
     if (m->attention_output_gate) /* the gate's sigmoid and the context */
         attn += 2.0 * A * sl * b * a * d / tp;
     double mlp = aps_mlp_saved_bytes(m, t, s);
-    if (t->hf_eager_layer) {
-        /* Hugging Face's eager modules (transformers 00227283 models/llama/
-         * modeling_llama.py, the code of the 4.3x releases): LlamaRMSNorm
-         * runs hidden_states.to(torch.float32), whose pow(2) and multiply
-         * keep that fp32 copy (4 bytes) besides the bf16 normalized tensor
-         * the weight multiplies (the table's norm input, A) and the output
-         * (the GEMM input); LlamaMLP's down_proj(act_fn(gate_proj(x)) *
-         * up_proj(x)) keeps the SiLU's input and output and up_proj's
-         * output for the multiply, and the product: 4 tensors of the MLP
-         * width where the fused SwiGLU keeps 3 */
+    /* Hugging Face's eager modules (transformers 00227283 models/llama/
+     * modeling_llama.py, the code of the 4.3x releases): LlamaRMSNorm runs
+     * hidden_states.to(torch.float32), whose pow(2) and multiply keep that
+     * fp32 copy (4 bytes) besides the bf16 normalized tensor the weight
+     * multiplies (the table's norm input, A) and the output (the GEMM
+     * input) */
+    if (t->hf_eager_layer)
         replicated += w.blocks * APS_FP32_BYTES * sbh_rep;
-        if (m->mlp == APS_MLP_SWIGLU)
-            mlp += A * sl * b * (double)m->ffn_hidden_size / tp;
-    }
+    /* an unfused SwiGLU -- LlamaMLP's down_proj(act_fn(gate_proj(x)) *
+     * up_proj(x)), Megatron's legacy swiglu F.silu(x[0]) * x[1] on the
+     * chunks of the fc1 output (FlagScale 26cd664 megatron/model/
+     * transformer.py:142-144) -- keeps the SiLU's input and output and the
+     * other half for the multiply, and the product: 4 tensors of the MLP
+     * width where the fused SwiGLU keeps 3 */
+    if ((t->hf_eager_layer || t->unfused_swiglu) && m->mlp == APS_MLP_SWIGLU)
+        mlp += A * sl * b * (double)m->ffn_hidden_size / tp;
     double split = w.attn_share * attn + w.mlp_share * mlp;
     if (w.mamba_share > 0)
         split += w.mamba_share * aps_mamba_saved_bytes(m, t, sl * b, tp);

@@ -361,6 +361,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, exp_avg_bf16, FT_OBOOL, NULL),
     FLD(aps_training, hf_eager_layer, FT_OBOOL, NULL),
     FLD(aps_training, dp_loss_group, FT_OBOOL, NULL),
+    FLD(aps_training, unfused_swiglu, FT_OBOOL, NULL),
     FLD(aps_training, moe_router_fusion, FT_BOOL, NULL),
     FLD(aps_training, moe_flex_dispatcher_backend, FT_ENUM, &enum_flex_backend),
     FLD(aps_training, moe_shared_expert_overlap, FT_OBOOL, NULL),

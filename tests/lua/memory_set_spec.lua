@@ -177,6 +177,26 @@ describe("public_memory_cases.csv", function()
     assert.is_true(math.abs(hf.memory_breakdown.logits_loss - 1572864000) < 1)
   end)
 
+  it("reads FlagScale 26cd664 as Megatron's legacy layers with an unfused SwiGLU", function()
+    -- fp16, Llama 2 70B at TP 4 x PP 8, 4,096 tokens: the first stage holds
+    -- 10 layers x 8 micro-batches in flight; F.silu(x[0]) * x[1] keeps the
+    -- SiLU's output besides the fc1 output and the product, 2 x 4096 x
+    -- 28672 / 4 = 58,720,256 B per layer and micro-batch: 80 x that =
+    -- 4,697,620,480 B more activations than the fused SwiGLU's
+    local stacks = require "apsearch.stacks"
+    local line = stacks.match("FlagScale 26cd664 (FlagPerf)", "megatron")
+    assert.is_true(line.training.unfused_swiglu)
+    assert.is_true(line.training.dp_loss_group)
+    assert.are.equal(10, line.training.logits_bytes)
+    local row = by_id(validate.load(SET)).fp16
+    local model, cluster, training, strategy = validate.case_inputs(row)
+    local unfused = core.context(model, cluster, training):estimate(strategy)
+    training.unfused_swiglu = nil
+    local fused = core.context(model, cluster, training):estimate(strategy)
+    assert.is_true(math.abs(unfused.memory_breakdown.activations - fused.memory_breakdown.activations
+      - 4697620480) < 1)
+  end)
+
   it("cites a URL for every row and reads every row", function()
     local measured, oom = 0, 0
     for id, r in pairs(rows) do

@@ -508,6 +508,13 @@ typedef struct {
     double inter_node_latency;    /**< alpha per ring step across nodes, s */
     double cuda_context_bytes;    /**< CUDA context + kernels, outside allocator */
     double nccl_comm_bytes;       /**< per NCCL communicator */
+    double nccl_nvls_bytes_per_rank; /**< NCCL's NVLS (NVLink SHARP)
+                                       buffers on each GPU, per GPU of a
+                                       communicator inside one node, for
+                                       communicators with more than 2 GPUs
+                                       in the node on parts with NVSwitch
+                                       multicast (Hopper, Blackwell); 0:
+                                       no NVLS (memory.c) */
     double gemm_efficiency;       /**< eta_max: large-GEMM fraction of peak */
     double gemm_half_dim;         /**< k0: GEMM depth K at which the
                                        pipeline term K / (K + k0) halves
@@ -679,6 +686,30 @@ typedef struct {
                                         full recompute, not with the
                                         shared-expert overlap); default
                                         off */
+    bool dp_loss_group;            /**< Megatron-LM all-reduces the
+                                        reported loss over the data-parallel
+                                        group without CP, a communicator
+                                        apart from the gradients' DP-with-CP
+                                        group (pretrain_gpt.py loss_func,
+                                        core_v0.6.0 to core_v0.10.0;
+                                        memory.c nccl_bytes); default off */
+    bool unfused_swiglu;           /**< SwiGLU as F.silu(x[0]) * x[1] on
+                                        the chunks of the fc1 output, not
+                                        a fused kernel: the SiLU's output
+                                        is kept too, 2 bytes more per
+                                        element of the MLP width (Megatron
+                                        legacy --transformer-impl local,
+                                        FlagScale; implied by
+                                        hf_eager_layer); default off */
+    bool hf_eager_layer;           /**< the layers are Hugging Face
+                                        transformers' eager modules
+                                        (LlamaRMSNorm upcasting its input
+                                        to fp32, SiLU(gate) * up unfused),
+                                        not the framework's fused layer:
+                                        4 bytes more per element of each
+                                        norm's input, 2 more per element of
+                                        the SwiGLU MLP's width (memory.c);
+                                        default off */
     bool exp_avg_bf16;             /**< Adam's moments (exp_avg and
                                         exp_avg_sq) held in bf16 (Megatron
                                         --use-precision-aware-optimizer
@@ -693,6 +724,13 @@ typedef struct {
     int64_t vocab_size_divisible_by; /**< Megatron make_vocab_size_divisible_by;
                                         0 = framework default (128 for
                                         megatron/deepspeed, 1 otherwise) */
+    double logits_bytes;           /**< bytes per logit of the loss at its
+                                        peak (on the last stage, per logit
+                                        of the rank's vocabulary shard);
+                                        0 = the framework profile's (and
+                                        its compiled / loss-parallel
+                                        variants).  Megatron-LM before
+                                        core 0.8 holds 10 (memory.c) */
     double memory_limit_bytes;     /**< 0: device capacity - memory_margin */
     double memory_margin_bytes;    /**< kept free below capacity */
     double allocator_fragmentation;/**< reserved over allocated, less 1,

@@ -114,6 +114,7 @@ M.device = {
   intra_node_links = "nonnegint",
   intra_node_latency = "nonneg", inter_node_latency = "nonneg",
   cuda_context_bytes = "nonneg", nccl_comm_bytes = "nonneg",
+  nccl_nvls_bytes_per_rank = "nonneg",
   gemm_efficiency = "nonneg", gemm_half_dim = "nonneg",
   gemm_tile_m = "nonneg", gemm_tile_n = "nonneg", sm_count = "nonnegint",
   gemm_fixed_seconds = "nonneg",
@@ -147,12 +148,14 @@ M.training = {
   cuda_graphs = "bool",
   cuda_graph_scope = enum("layer", "attn", "moe_router", "attn+moe_router", "full_iteration", "none"),
   store_param_remainders = "bool", exp_avg_bf16 = "bool",
+  hf_eager_layer = "bool", dp_loss_group = "bool", unfused_swiglu = "bool",
   moe_shared_expert_overlap = "bool", moe_router_fusion = "bool",
   moe_flex_dispatcher_backend = enum("deepep", "hybridep"),
   overlap_moe_expert_parallel_comm = "bool",
   compile_loss = "bool", sac_save_alltoall = "bool",
   vocab_size_divisible_by = "nonnegint",
   memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
+  logits_bytes = "nonneg",
   allocator_fragmentation = "fraction", ddp_bucket_bytes = "nonneg",
   -- the allocator (src/core/memory.c allocator_peaks; docs/modeling.md
   -- "Memory per device"): expandable segments, the peak the limit bounds

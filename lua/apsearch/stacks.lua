@@ -111,6 +111,80 @@ M.LINES = {
       .. "(recipe.trainer.plugins.grad_reduce_in_fp32 = False)",
   },
   {
+    -- Megatron-LM before core 0.8 (NVIDIA/Megatron-LM 9634c0e4a3,
+    -- 2024-06-13, "Reduce logit memory pressure by using in-place
+    -- operation"): GPTModel's loss is vocab_parallel_cross_entropy(
+    -- logits.float(), labels) (core_v0.6.0 megatron/core/models/common/
+    -- language_module/language_module.py:35) and its forward subtracts the
+    -- maximum out of place (megatron/core/tensor_parallel/cross_entropy.py:
+    -- 23, vocab_parallel_logits = vocab_parallel_logits - logits_max...):
+    -- the bf16 logits GPTModel.forward still holds (2 bytes), the fp32
+    -- copy passed in (4) and the shifted fp32 tensor that becomes the
+    -- saved softmax (4) are alive at once, 10 bytes per logit of the
+    -- rank's shard, where core 0.8 on subtracts in place (6).
+    -- Pai-Megatron-Patch's Megatron-LM-240405 snapshot (2024-04-05) is
+    -- before that commit.
+    -- Its pretrain_gpt.py all-reduces the reported loss over the DP group
+    -- without CP, a communicator apart from the gradients' (core_v0.6.0
+    -- pretrain_gpt.py:135, training/utils.py:100; core_v0.7.0
+    -- pretrain_gpt.py:148; parallel_state.py:289-301 makes both groups).
+    name = "Megatron-LM before core 0.8 (loss shifted out of place)",
+    patterns = { "^Megatron%-LM core_v0%.[4-7]%.", "^Megatron%-LM 240[1-5]%d%d" },
+    frameworks = { megatron = true },
+    training = { logits_bytes = 10, dp_loss_group = true },
+    source = "NVIDIA/Megatron-LM core_v0.6.0 megatron/core/models/common/language_module/"
+      .. "language_module.py:35 (logits.float()), megatron/core/tensor_parallel/"
+      .. "cross_entropy.py:23 (the maximum subtracted out of place; in place from "
+      .. "9634c0e4a3, 2024-06-13, core_v0.8.0); pretrain_gpt.py:135 and training/utils.py:100 "
+      .. "(the loss reported over get_data_parallel_group(), apart from the gradients' "
+      .. "DP-with-CP group, parallel_state.py:289-301)",
+  },
+  {
+    -- FlagScale 26cd664 (2024-01-11), the Megatron-LM fork FlagPerf's
+    -- Llama 2 70B runs use (pretrain_llama.py, LLaMAModel): the same loss
+    -- and groups as Megatron-LM core_v0.6.0 -- output.float() into
+    -- vocab_parallel_cross_entropy (megatron/model/llama_model.py:50),
+    -- the maximum subtracted out of place (megatron/core/tensor_parallel/
+    -- cross_entropy.py:24), the reported loss over get_data_parallel_group()
+    -- (pretrain_llama.py:115, megatron/utils.py:104) apart from DDP's
+    -- DP-with-CP group (megatron/training.py:369; parallel_state.py:305,
+    -- 319), the distributed optimizer's gradient norm over the world
+    -- (megatron/optimizer/distrib_optimizer.py:528-533).  Its layers are
+    -- Megatron's legacy local ones (FlagPerf's megatron_main.sh passes no
+    -- --transformer-impl): apex's fused RMSNorm (megatron/model/
+    -- __init__.py:6), but SwiGLU as F.silu(x[0]) * x[1] on the chunks of
+    -- the fc1 output (megatron/model/transformer.py:142-144), unfused.
+    name = "FlagScale 26cd664 (Megatron-LM fork of 2024-01)",
+    patterns = { "^FlagScale 26cd664" },
+    frameworks = { megatron = true },
+    training = { logits_bytes = 10, dp_loss_group = true, unfused_swiglu = true },
+    source = "FlagOpen/FlagScale 26cd6643c megatron/model/llama_model.py:50 (output.float()), "
+      .. "megatron/core/tensor_parallel/cross_entropy.py:24 (out of place), pretrain_llama.py:115 "
+      .. "and megatron/utils.py:104 (the loss over get_data_parallel_group()), megatron/training.py:369 "
+      .. "(DDP over the DP-with-CP group), megatron/core/parallel_state.py:305, 319, "
+      .. "megatron/model/transformer.py:142-144 (swiglu unfused), megatron/model/__init__.py:6 "
+      .. "(apex's fused RMSNorm); FlagOpen/FlagPerf 1b5a030 training/benchmarks/llama2_70B/megatron/"
+      .. "megatron_main.sh (no --transformer-impl; FlagScale megatron/arguments.py:614, "
+      .. "default 'local')",
+  },
+  {
+    -- Hugging Face transformers models trained under DeepSpeed (a
+    -- `software` naming transformers 4.x): the layers are transformers'
+    -- eager modules, not Megatron-DeepSpeed's fused layer, and the loss is
+    -- LlamaForCausalLM.forward's: logits = logits.float(), shift_logits =
+    -- logits[..., :-1, :].contiguous(), CrossEntropyLoss -- the fp32
+    -- logits, their shifted copy and the fp32 log-softmax alive at once,
+    -- 12 bytes per logit (the bf16 logits freed by the rebinding).
+    name = "Hugging Face transformers 4.x model code",
+    patterns = { "transformers 4%." },
+    frameworks = { deepspeed = true },
+    training = { hf_eager_layer = true, logits_bytes = 12 },
+    source = "huggingface/transformers 00227283 (2024-03, the code of the 4.3x releases) "
+      .. "src/transformers/models/llama/modeling_llama.py: LlamaRMSNorm.forward "
+      .. "(hidden_states.to(torch.float32)), LlamaMLP.forward, LlamaForCausalLM.forward "
+      .. "(logits.float(), shift_logits ... .contiguous(), CrossEntropyLoss)",
+  },
+  {
     -- TorchTitan before 2025-04 compiled the model, not the loss
     -- (pytorch/torchtitan bbb1b616, 2025-04-02: the loss joins the
     -- compiled components).
@@ -138,6 +212,44 @@ M.LINES = {
       .. "_to_copy and a2a in selective AC policy\")",
   },
 }
+
+--- The containers a benchmark suite ran, where their libraries hold device
+-- memory the preset's defaults (today's releases) do not: device fields a
+-- measured run whose `software` matches takes, on parts whose preset sets
+-- the field (`apsearch validate`; a row's own device table wins).  Each
+-- entry: `name`, `patterns` (on `software`), `device` (field -> value),
+-- `source`.
+M.CONTAINERS = {
+  {
+    -- FlagPerf's NVIDIA images (training/nvidia/docker_image/*/Dockerfile
+    -- @ 1b5a030): megatron and deepspeed FROM nvcr.io/nvidia/pytorch:23.09,
+    -- megatron_pai 23.12, megatron_core060 24.02.  NCCL was tagged 2.17.1
+    -- on 2023-02-27 (the first with NVLS) and 2.21.5 on 2024-03-26, after
+    -- the newest of these images: they ship NCCL 2.17-2.20, whose NVLS
+    -- buffers are 16 channels x 2 x (the SIMPLE protocol's 4 MiB +
+    -- NVLS_MEM_ALIGN_SIZE 2 MiB) per GPU of the node (NVIDIA/nccl
+    -- v2.19.3-1 src/transport/nvls.cc:243, 320-323; the same formula from
+    -- v2.17.1-1 to v2.20.5-1), where 2.23 on holds 16 x 2 x 1 MiB.
+    name = "FlagPerf NGC 23.09-24.02 images (NCCL 2.17-2.20)",
+    patterns = { "FlagPerf" },
+    device = { nccl_nvls_bytes_per_rank = 16 * 2 * 6 * 1024 * 1024 },
+    source = "FlagOpen/FlagPerf 1b5a030 training/nvidia/docker_image/{megatron,deepspeed,"
+      .. "megatron_pai,megatron_core060}/Dockerfile; NVIDIA/nccl v2.19.3-1 "
+      .. "src/transport/nvls.cc:243, 320-323 (NVLS buffers, 4 MiB + 2 MiB per "
+      .. "channel and direction); tags v2.17.1-1 2023-02-27, v2.21.5-1 2024-03-26",
+  },
+}
+
+--- The container entry of a run's `software`, or nil.
+-- @tparam string software
+-- @treturn table|nil the entry of `M.CONTAINERS`
+function M.container(software)
+  if type(software) ~= "string" or software == "" then return nil end
+  for _, box in ipairs(M.CONTAINERS) do
+    if any(box.patterns, software) then return box end
+  end
+  return nil
+end
 
 --- Benchmark suites whose release number is not the framework release
 -- their runs used: the launch scripts of a DGX Cloud benchmarking release

@@ -555,6 +555,17 @@ function M.case_inputs(row)
     strategy.recompute_modules = (row.recompute_modules:gsub("^%s+", ""):gsub("%s+$", ""):gsub("%s+", "/"))
   end
   pipeline_layout(row, strategy, framework, model.num_layers, assumed)
+  -- the container's libraries (apsearch.stacks.CONTAINERS): device fields
+  -- the preset sets (a part with the feature), the run's release's value
+  local box = stacks.container(row.software)
+  if box then
+    for k, v in pairs(box.device) do
+      if cluster.device[k] == nil and (preset[k] or 0) > 0 then
+        cluster.device[k] = v
+        assumed[#assumed + 1] = ("device.%s = %s (%s: %s)"):format(k, tostring(v), box.name, box.source)
+      end
+    end
+  end
   local line = stacks.match(row.software, framework)
   if line then
     local quantized = training.precision ~= "bf16" and training.precision ~= "fp16"

@@ -102,6 +102,23 @@ typedef struct {
                                       (training.dropout = true) */
     bool expandable_segments;    /**< its launcher sets PYTORCH_CUDA_
                                       ALLOC_CONF=expandable_segments:True */
+    bool grad_stats_world_group; /**< the distributed optimizer reduces the
+                                      gradient norm over the whole world, a
+                                      communicator of its own; without it
+                                      over the model-parallel (TP x PP)
+                                      group (Megatron-LM core_v0.6.0
+                                      optimizer/distrib_optimizer.py:523-528,
+                                      optimizer.py:122; d98e8a64
+                                      optimizer/__init__.py:674, the
+                                      INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_
+                                      GROUP of parallel_state.py:1561-1576,
+                                      all ranks of the one instance) */
+    bool tied_embedding_group;   /**< with PP and tied embeddings the first
+                                      and last stage all-reduce the word
+                                      embedding's gradient over a group of
+                                      their own (core_v0.6.0 parallel_state
+                                      _EMBEDDING_GROUP; distributed/
+                                      finalize_model_grads.py) */
     double moe_score_operand_bytes; /**< per element of the routed tokens
                                       (T k rows x h) the routing-score
                                       multiply outside the experts keeps

@@ -114,6 +114,22 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
     if (m->attention_output_gate) /* the gate's sigmoid and the context */
         attn += 2.0 * A * sl * b * a * d / tp;
     double mlp = aps_mlp_saved_bytes(m, t, s);
+    /* Hugging Face's eager modules (transformers 00227283 models/llama/
+     * modeling_llama.py, the code of the 4.3x releases): LlamaRMSNorm runs
+     * hidden_states.to(torch.float32), whose pow(2) and multiply keep that
+     * fp32 copy (4 bytes) besides the bf16 normalized tensor the weight
+     * multiplies (the table's norm input, A) and the output (the GEMM
+     * input) */
+    if (t->hf_eager_layer)
+        replicated += w.blocks * APS_FP32_BYTES * sbh_rep;
+    /* an unfused SwiGLU -- LlamaMLP's down_proj(act_fn(gate_proj(x)) *
+     * up_proj(x)), Megatron's legacy swiglu F.silu(x[0]) * x[1] on the
+     * chunks of the fc1 output (FlagScale 26cd664 megatron/model/
+     * transformer.py:142-144) -- keeps the SiLU's input and output and the
+     * other half for the multiply, and the product: 4 tensors of the MLP
+     * width where the fused SwiGLU keeps 3 */
+    if ((t->hf_eager_layer || t->unfused_swiglu) && m->mlp == APS_MLP_SWIGLU)
+        mlp += A * sl * b * (double)m->ffn_hidden_size / tp;
     double split = w.attn_share * attn + w.mlp_share * mlp;
     if (w.mamba_share > 0)
         split += w.mamba_share * aps_mamba_saved_bytes(m, t, sl * b, tp);
@@ -248,18 +264,91 @@ void aps_model_states(const aps_training *t, const aps_dp_plan *plan,
         psi * by->optimizer / (by->shard_optimizer ? G : 1.0);
 }
 
-/** Count of NCCL communicators a rank creates (groups of size > 1). */
-static double communicators(const aps_strategy *s, const aps_dp_plan *plan)
+/** GPUs of one node in a process group of g ranks whose consecutive
+ *  members are `stride` ranks apart, on nodes of G GPUs (ranks placed in
+ *  Megatron's order, TP innermost, then CP, DP, PP). */
+static int64_t group_local(int64_t g, int64_t stride, int64_t G)
 {
-    double n = 0;
-    n += s->tp_degree > 1;
-    n += s->cp_degree > 1;
-    n += s->pp_degree > 1;
-    n += plan->dp_group > 1;
-    n += plan->fsdp_like && plan->replicate > 1;
-    n += aps_moe_ep(s) > 1;                          /* expert parallel */
-    n += aps_moe_ep(s) > 1 && aps_moe_edp(s) > 1;    /* expert data parallel */
-    return n;
+    if (G < 1 || stride >= G)
+        return 1;
+    int64_t per_node = G / (stride > 0 ? stride : 1);
+    return per_node < g ? per_node : g;
+}
+
+/** Bytes of one NCCL communicator of g ranks, `local` of them in this
+ *  node: its channel buffers (device.nccl_comm_bytes) plus, on NVSwitch
+ *  multicast parts, the NVLS buffers NCCL sets up for a communicator with
+ *  more than 2 GPUs in the node, nccl_nvls_bytes_per_rank per GPU of the
+ *  node (src/transport/nvls.cc: nChannels * 2 * buffSize * nHeads, a head
+ *  per GPU).  Counted for communicators inside one node only: NCCL 2.20
+ *  sets NVLS up on single-node communicators only (v2.20.5-1 nvls.cc
+ *  l.240, comm->nNodes > 1 returns), 2.17-2.19 and 2.21 on also across
+ *  nodes (then a lower bound). */
+static double comm_bytes(const aps_cluster *c, int64_t g, int64_t local)
+{
+    if (g <= 1)
+        return 0.0;
+    double b = c->device.nccl_comm_bytes;
+    if (local > 2 && local == g)
+        b += c->device.nccl_nvls_bytes_per_rank * (double)local;
+    return b;
+}
+
+/** Bytes of the NCCL communicators rank i creates, outside PyTorch's
+ *  allocator: one per process group of size > 1 it communicates over --
+ *  TP, CP, PP, the data-parallel (sharding) group, HSDP's replicate
+ *  group, EP and expert DP -- plus the framework's own
+ *  (aps_framework_profile): Megatron's gradient-norm group (the world
+ *  under the distributed optimizer, else TP x PP) and, with PP and tied
+ *  embeddings, the embedding group of the first and last stage; with
+ *  training.dp_loss_group the DP group the loss is reported over. */
+static double nccl_bytes(const aps_model *m, const aps_cluster *c,
+                         const aps_training *t, const aps_strategy *s,
+                         const aps_dp_plan *plan, const aps_layout *lay,
+                         int64_t i)
+{
+    const aps_framework_profile *fw = aps_profile(t);
+    int64_t G = c->devices_per_node;
+    int64_t tp = s->tp_degree, cp = s->cp_degree, pp = s->pp_degree;
+    int64_t dp = s->dp_degree * s->fsdp_degree; /* R S */
+    int64_t world = tp * cp * dp * pp;
+    double b = 0.0;
+    b += comm_bytes(c, tp, group_local(tp, 1, G));
+    b += comm_bytes(c, cp, group_local(cp, tp, G));
+    b += comm_bytes(c, pp, group_local(pp, tp * cp * dp, G));
+    /* the sharding / data-parallel group: DP with CP folded in (R c or
+     * S c ranks) starts next to TP */
+    b += comm_bytes(c, plan->dp_group, group_local(plan->dp_group, tp, G));
+    if (plan->fsdp_like && plan->replicate > 1)
+        b += comm_bytes(c, plan->replicate,
+                        group_local(plan->replicate, tp * plan->dp_group, G));
+    int64_t ep = aps_moe_ep(s);
+    if (ep > 1)                                        /* expert parallel */
+        b += comm_bytes(c, ep, group_local(ep, tp * cp, G));
+    if (ep > 1 && aps_moe_edp(s) > 1)                  /* expert DP */
+        b += comm_bytes(c, aps_moe_edp(s),
+                        group_local(aps_moe_edp(s), tp * cp * ep, G));
+    if (fw->grad_stats_world_group) {
+        if (plan->bytes.shard_optimizer)
+            b += comm_bytes(c, world, group_local(world, 1, G));
+        else if (tp * pp > 1) /* TP x PP: a group of its own */
+            b += comm_bytes(c, tp * pp,
+                            group_local(tp, 1, G) *
+                                group_local(pp, tp * cp * dp, G));
+    }
+    /* the reported loss all-reduced over the DP group without CP
+     * (Megatron-LM core_v0.6.0 pretrain_gpt.py:135 and training/utils.py:
+     * 100, average_losses_across_data_parallel_group; core_v0.7.0-0.10.0
+     * pretrain_gpt.py all_reduce(reporting_loss, group=mpu.
+     * get_data_parallel_group())): parallel_state.py makes it apart from
+     * the DP-with-CP group the gradients use even when CP is 1 (l.289-301
+     * @ core_v0.6.0) */
+    if (t->dp_loss_group)
+        b += comm_bytes(c, dp, group_local(dp, tp * cp, G));
+    if (fw->tied_embedding_group && m->tie_word_embeddings && lay->p > 1 &&
+        (i == 0 || i == lay->p - 1))
+        b += comm_bytes(c, 2, group_local(2, tp * cp * dp * (pp - 1), G));
+    return b;
 }
 
 /** Bytes of one micro-batch's hidden states on one device: s' b h, split
@@ -343,6 +432,8 @@ static double stage_activations(const aps_model *m, const aps_training *t,
         double mtp_saved = APS_MTP_SAVED_HIDDEN -
                            (lay->mtp_recompute ? APS_MTP_RECOMPUTED_HIDDEN : 0.0);
         per_mb += (2.0 + mtp_saved * (double)lay->mtp) * APS_ACT_BYTES * sbh_rep;
+        if (t->hf_eager_layer) /* the final LlamaRMSNorm's fp32 copy */
+            per_mb += APS_FP32_BYTES * sbh_rep;
     }
     double inflight = aps_layout_inflight(lay, i);
     st->inflight_microbatches = inflight;
@@ -477,8 +568,7 @@ static void comm_buffers(const aps_model *m, const aps_training *t,
 }
 
 static void allocator_peaks(const aps_cluster *c, const aps_training *t,
-                            const aps_strategy *s, const aps_dp_plan *plan,
-                            aps_stage_estimate *st);
+                            double nccl, aps_stage_estimate *st);
 
 void aps_stage_memory(const aps_model *m, const aps_cluster *c,
                       const aps_training *t, const aps_strategy *s,
@@ -506,7 +596,7 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
     aps_moe_stage_memory(m, t, s, lay, plan, &lc->moe, i,
                          st->inflight_microbatches, st);
 
-    allocator_peaks(c, t, s, plan, st);
+    allocator_peaks(c, t, nccl_bytes(m, c, t, s, plan, lay, i), st);
 }
 
 /** The three peaks of stage estimate st from its categories: max
@@ -516,8 +606,7 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
  *  communicator's buffers per process group, outside PyTorch's
  *  allocator); `reserved` holds the difference. */
 static void allocator_peaks(const aps_cluster *c, const aps_training *t,
-                            const aps_strategy *s, const aps_dp_plan *plan,
-                            aps_stage_estimate *st)
+                            double nccl, aps_stage_estimate *st)
 {
     double *mem = st->mem;
     double allocated = 0.0;
@@ -525,8 +614,7 @@ static void allocator_peaks(const aps_cluster *c, const aps_training *t,
         if (j != APS_MEM_RESERVED)
             allocated += mem[j];
     double fragmentation = aps_recipe_fragmentation(t) * allocated;
-    double outside = c->device.cuda_context_bytes +
-                     c->device.nccl_comm_bytes * communicators(s, plan);
+    double outside = c->device.cuda_context_bytes + nccl;
     mem[APS_MEM_RESERVED] = fragmentation + outside;
     st->mem_allocated = allocated;
     st->mem_reserved = allocated + fragmentation;

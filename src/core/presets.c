@@ -49,6 +49,19 @@
 /** Per NCCL communicator: about 0.5 GB each (Fujii et al. 2024,
  *  arXiv:2411.06465, s.3 memory analysis). */
 #define APS_NCCL_COMM (0.5 * GB)
+/** NCCL's NVLS buffers per GPU of a communicator's node (NVIDIA/nccl
+ *  src/transport/nvls.cc ncclNvlsSetup: nvlsPerRankSize = nChannels * 2 *
+ *  buffSize, times nHeads, one head per GPU of the node; NCCL_NVLS_NCHANNELS
+ *  16).  NCCL 2.23 on (v2.23.4-1 l.277-279): buffSize = NCCL_NVLS_CHUNKSIZE
+ *  128 KiB x NCCL_STEPS 8 = 1 MiB, 16 x 2 x 1 MiB = 32 MiB.  NCCL 2.17-2.20
+ *  (v2.19.3-1 l.320-323): buffSize = the SIMPLE protocol's 4 MiB plus
+ *  NVLS_MEM_ALIGN_SIZE 2 MiB, 16 x 2 x 6 MiB = 192 MiB
+ *  (APS_NCCL_NVLS_PER_RANK_2_17); 2.21-2.22: 16 x 2 x (1 + 2) MiB.  Set up
+ *  only where the node's GPUs of the communicator exceed 2 (gpuCount <= 2
+ *  returns early) on NVSwitch multicast parts.  The multicast object's
+ *  size is rounded up to the driver's recommended granularity
+ *  (nvlsGetProperties), not counted: a lower bound. */
+#define APS_NCCL_NVLS_PER_RANK (16.0 * 2.0 * 1.0 * MIB)
 /*
  * Kernel efficiencies.  Fitted, per architecture, to the 71 published runs
  * of the validation set (Megatron-LM SC'21, MosaicML llm-foundry, NVIDIA
@@ -327,7 +340,8 @@ typedef struct {
                .attention_efficiency = APS_ATTN_EFF_AMPERE,              \
                .unfused_attention_efficiency = APS_UNFUSED_ATTN_EFF_AMPERE
 /* Hopper defaults. */
-#define HOPPER_ON .gemm_efficiency = APS_GEMM_EFF_HOPPER,               \
+#define HOPPER_ON .nccl_nvls_bytes_per_rank = APS_NCCL_NVLS_PER_RANK,    \
+               .gemm_efficiency = APS_GEMM_EFF_HOPPER,               \
                .fp8_gemm_efficiency = APS_FP8_GEMM_EFF_HOPPER,          \
                .attention_efficiency = APS_ATTN_EFF_HOPPER,           \
                .unfused_attention_efficiency = APS_ATTN_EFF_HOPPER
@@ -335,7 +349,8 @@ typedef struct {
  * (APS_GEMM_SCALE_BLACKWELL), bf16's from it by the B300 benchmark
  * (APS_BF16_OVER_FP8_GEMM_BLACKWELL); attention as Hopper's, an
  * assumption. */
-#define BLACKWELL .gemm_efficiency =                                    \
+#define BLACKWELL .nccl_nvls_bytes_per_rank = APS_NCCL_NVLS_PER_RANK,    \
+               .gemm_efficiency =                                    \
                    APS_FP8_GEMM_EFF_JOINT * APS_GEMM_SCALE_BLACKWELL * \
                    APS_BF16_OVER_FP8_GEMM_BLACKWELL,                   \
                .fp8_gemm_efficiency =                                 \
@@ -344,7 +359,8 @@ typedef struct {
                .unfused_attention_efficiency = APS_ATTN_EFF_JOINT
 /* Blackwell Ultra: the exponentials run in the fused attention loop only;
  * unfused attention's batched GEMMs are priced as on Blackwell. */
-#define BLACKWELL_ULTRA .gemm_efficiency =                              \
+#define BLACKWELL_ULTRA .nccl_nvls_bytes_per_rank = APS_NCCL_NVLS_PER_RANK, \
+               .gemm_efficiency =                              \
                    APS_FP8_GEMM_EFF_JOINT * APS_GEMM_SCALE_BLACKWELL * \
                    APS_BF16_OVER_FP8_GEMM_BLACKWELL,                   \
                .fp8_gemm_efficiency =                                 \
@@ -840,6 +856,7 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
         {"inter_node_latency", d->inter_node_latency},
         {"cuda_context_bytes", d->cuda_context_bytes},
         {"nccl_comm_bytes", d->nccl_comm_bytes},
+        {"nccl_nvls_bytes_per_rank", d->nccl_nvls_bytes_per_rank},
     };
     for (size_t i = 0; i < sizeof nonneg / sizeof nonneg[0]; i++) {
         if (!(nonneg[i].v >= 0) || nonneg[i].v > 1e30) {

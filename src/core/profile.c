@@ -83,6 +83,8 @@ static const aps_framework_profile profiles[] = {
          * sets expandable segments: its stack line, lua/apsearch/
          * stacks.lua) */
         .expandable_segments = false,
+        .grad_stats_world_group = true,
+        .tied_embedding_group = true,
     },
     [APS_FW_DEEPSPEED] = {
         /* fp16 weights and grads, fp32 master + Adam: 2 + 2 + 12 = 16

@@ -76,6 +76,10 @@ double aps_recipe_logits_bytes(const aps_training *t)
 double aps_recipe_logits_bytes_tp(const aps_training *t, int64_t tp)
 {
     const aps_framework_profile *fw = aps_profile(t);
+    /* training.logits_bytes: what a release's loss holds, when it is not
+     * the profile's (Megatron-LM before core 0.8, lua/apsearch/stacks.lua) */
+    if (t->logits_bytes > 0)
+        return t->logits_bytes;
     if (aps_recipe_compile_loss(t))
         return fw->logits_bytes_compiled;
     if (tp > 1 && fw->logits_bytes_loss_parallel > 0)

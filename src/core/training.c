@@ -139,6 +139,7 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
         {"ddp_bucket_bytes", t->ddp_bucket_bytes},
         {"suggested_communication_unit_size",
          t->suggested_communication_unit_size},
+        {"logits_bytes", t->logits_bytes},
     };
     for (size_t i = 0; i < sizeof nonneg / sizeof nonneg[0]; i++) {
         if (!(nonneg[i].v >= 0) || nonneg[i].v > 1e30) {

@@ -452,8 +452,10 @@ static void test_logits_loss_bytes(void **state)
  * max reserved = allocated x (1 + 0.05), Megatron's launcher leaving
  * expandable segments off; device memory in use = reserved + the CUDA
  * context (0.75 GiB = 805,306,368 B) + one NCCL communicator (the DP
- * group; 500,000,000 B) = reserved + 1,305,306,368 B.  With expandable
- * segments and allocator_fragmentation_expandable 0.02: x 1.02. */
+ * group, 500,000,000 B, and its NVLS buffers: 8 GPUs of one H100 node x
+ * 32 MiB = 268,435,456 B; no distributed optimizer, no TP x PP group) =
+ * reserved + 1,573,741,824 B.  With expandable segments and
+ * allocator_fragmentation_expandable 0.02: x 1.02. */
 static void test_allocator_peaks(void **state)
 {
     (void)state;
@@ -471,13 +473,78 @@ static void test_allocator_peaks(void **state)
             allocated += e.mem[j];
     ASSERT_REL(e.mem_allocated, allocated, REL);
     ASSERT_REL(e.mem_reserved, 1.05 * allocated, REL);
-    ASSERT_REL(e.mem_peak - e.mem_reserved, 1305306368.0, REL);
-    ASSERT_REL(e.mem[APS_MEM_RESERVED], 0.05 * allocated + 1305306368.0, REL);
+    ASSERT_REL(e.mem_peak - e.mem_reserved, 1573741824.0, REL);
+    ASSERT_REL(e.mem[APS_MEM_RESERVED], 0.05 * allocated + 1573741824.0, REL);
     t.expandable_segments = 1;
     t.allocator_fragmentation_expandable = 0.02;
     fx_run(&m, &c, &t, &s, &e);
     ASSERT_REL(e.mem_reserved, 1.02 * allocated, REL);
-    ASSERT_REL(e.mem_peak, 1.02 * allocated + 1305306368.0, REL);
+    ASSERT_REL(e.mem_peak, 1.02 * allocated + 1573741824.0, REL);
+}
+
+/* NCCL communicators outside the allocator (memory.c nccl_bytes), by
+ * hand, Llama-3.1-8B on H100 nodes of 8, nccl_comm_bytes 0.5e9 and
+ * nccl_nvls_bytes_per_rank 192 MiB (NCCL 2.17-2.20) = 201,326,592 B:
+ *  - 8 GPUs, TP 2, DP 4, distributed optimizer (zero 1): TP (2 GPUs, no
+ *    NVLS: gpuCount <= 2), DP (4 of the node, stride 2: + 4 x 192 MiB),
+ *    the world for the gradient norm (8: + 8 x 192 MiB):
+ *    3 x 0.5e9 + 12 x 201,326,592 = 3,915,919,104 B;
+ *  - the same with zero 0: the world is not made, the TP x PP group (=
+ *    the TP ranks, a group of its own) is: 3 x 0.5e9 + 4 x 201,326,592 =
+ *    2,305,306,368 B;
+ *  - 16 GPUs on 2 nodes, TP 2, DP 8, zero 1: DP and the world span the
+ *    nodes (NVLS not counted): 3 x 0.5e9;
+ *  - 8 GPUs, PP 2, DP 4, zero 1, tied embeddings: PP (2, stride 4), DP
+ *    (4, stride 1: + 4 x 192 MiB), world (+ 8 x 192 MiB), the embedding
+ *    group of the first and last stage (2): 4 x 0.5e9 + 12 x 201,326,592 =
+ *    4,415,919,104 B on both stages.
+ *  device memory in use - max reserved = the CUDA context 805,306,368 B +
+ *  these. */
+static void test_nccl_communicators(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    aps_estimate e;
+    const double ctx = 805306368.0, nvls = 201326592.0;
+    fx_setup_8b(&m, &c, &t, &s, 8, 64, 4096);
+    c.device.nccl_nvls_bytes_per_rank = nvls;
+    s.tp_degree = 2;
+    s.sequence_parallel = true;
+    s.dp_degree = 4;
+    s.zero_stage = 1;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.mem_peak - e.mem_reserved, ctx + 3.0 * 0.5e9 + 12.0 * nvls, REL);
+    /* the loss reported over the DP group without CP (dp_loss_group): one
+     * more communicator of 4 GPUs of the node, + 0.5e9 + 4 x 192 MiB */
+    t.dp_loss_group = true;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.mem_peak - e.mem_reserved, ctx + 4.0 * 0.5e9 + 16.0 * nvls, REL);
+    t.dp_loss_group = false;
+    s.zero_stage = 0;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.mem_peak - e.mem_reserved, ctx + 3.0 * 0.5e9 + 4.0 * nvls, REL);
+    fx_setup_8b(&m, &c, &t, &s, 16, 64, 4096);
+    c.device.nccl_nvls_bytes_per_rank = nvls;
+    s.tp_degree = 2;
+    s.sequence_parallel = true;
+    s.dp_degree = 8;
+    s.zero_stage = 1;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.mem_peak - e.mem_reserved, ctx + 3.0 * 0.5e9, REL);
+    fx_setup_8b(&m, &c, &t, &s, 8, 64, 4096);
+    c.device.nccl_nvls_bytes_per_rank = nvls;
+    m.tie_word_embeddings = true;
+    s.pp_degree = 2;
+    s.dp_degree = 4;
+    s.zero_stage = 1;
+    fx_run(&m, &c, &t, &s, &e);
+    for (int i = 0; i < 2; i++)
+        ASSERT_REL(e.stages[i].mem_total - e.stages[i].mem_reserved,
+                   ctx + 4.0 * 0.5e9 + 12.0 * nvls, REL);
+    /* no NVLS (A100, or NCCL_NVLS_ENABLE=0): the communicators alone */
+    c.device.nccl_nvls_bytes_per_rank = 0.0;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.mem_peak - e.mem_reserved, ctx + 4.0 * 0.5e9, REL);
 }
 
 /* A memory_limit_bytes bounds training.memory_limit_kind's peak (default
@@ -537,6 +604,7 @@ int main(void)
         cmocka_unit_test(test_state_bytes_through_estimate),
         cmocka_unit_test(test_logits_loss_bytes),
         cmocka_unit_test(test_allocator_peaks),
+        cmocka_unit_test(test_nccl_communicators),
         cmocka_unit_test(test_memory_limit_kind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -107,7 +107,7 @@ describe("apsearch.core", function()
       local fields = { "name", "memory_bytes", "peak_flops_bf16", "peak_flops_fp8",
         "peak_flops_fp32", "hbm_bandwidth", "intra_node_bandwidth",
         "inter_node_bandwidth", "intra_node_latency", "inter_node_latency",
-        "cuda_context_bytes", "nccl_comm_bytes", "gemm_efficiency", "gemm_half_dim",
+        "cuda_context_bytes", "nccl_comm_bytes", "nccl_nvls_bytes_per_rank", "gemm_efficiency", "gemm_half_dim",
         "gemm_tile_m", "gemm_tile_n", "sm_count", "gemm_fixed_seconds",
         "fp8_gemm_efficiency", "attention_efficiency", "unfused_attention_efficiency",
         "hbm_efficiency",

@@ -124,6 +124,79 @@ describe("public_memory_cases.csv", function()
     assert.is_nil(cases.tc06.inputs.training.sac_save_alltoall)
   end)
 
+  it("reads Megatron-LM before core 0.8 as shifting the logits out of place (10 bytes a logit)", function()
+    local stacks = require "apsearch.stacks"
+    assert.are.equal(10, stacks.match("Megatron-LM core_v0.6.0 (FlagPerf)", "megatron").training.logits_bytes)
+    assert.is_true(stacks.match("Megatron-LM core_v0.6.0 (FlagPerf)", "megatron").training.dp_loss_group)
+    assert.are.equal(10, stacks.match("Megatron-LM 240405 (Pai-Megatron-Patch, FlagPerf)", "megatron")
+      .training.logits_bytes)
+    assert.is_nil(stacks.match("Megatron-LM core_v0.8.0", "megatron"))
+    assert.is_nil(stacks.match("Megatron-LM core_v0.10.0", "megatron"))
+    assert.is_nil(stacks.match("Megatron-LM (Megatron-MoE-ModelZoo)", "megatron"))
+    -- fp02, Llama 3 8B at TP 2, PP 1, 8,192 tokens: the last stage holds
+    -- 8192 x 128256 / 2 logits (128,256 is a multiple of 128 x 2, no
+    -- padding); bf16 (2) + the fp32 copy (4) + the shifted fp32 tensor (4)
+    -- = 10 bytes each: 8192 * 64128 * 10 = 5,253,365,760 B, 4 bytes a
+    -- logit (2,101,346,304 B) above the 6 of the in-place loss
+    local cases = by_id(validate.run(SET).cases)
+    local c = cases.fp02
+    assert.are.equal(10, c.inputs.training.logits_bytes)
+    local rows2 = by_id(validate.load(SET))
+    local row = rows2.fp02
+    local model, cluster, training, strategy = validate.case_inputs(row)
+    local est10 = core.context(model, cluster, training):estimate(strategy)
+    training.logits_bytes = nil
+    local est6 = core.context(model, cluster, training):estimate(strategy)
+    assert.is_true(math.abs(est10.memory_breakdown.logits_loss - 5253365760) < 1)
+    assert.is_true(math.abs(est6.memory_breakdown.logits_loss - 8192 * 64128 * 6) < 1)
+  end)
+
+  it("reads DeepSpeed runs of a transformers 4.x model as its eager layers and loss", function()
+    -- fp20, Llama 2 7B (h 4,096, FFN 11,008, 32 layers), 4,096 tokens of
+    -- one sequence per GPU, ZeRO-3, no PP: LlamaRMSNorm keeps an fp32 copy
+    -- of its input, 4 x 4096 x 4096 = 67,108,864 B per norm, two per layer
+    -- and the final one; LlamaMLP keeps the SiLU's output besides its input,
+    -- up_proj's output and the product, 2 x 4096 x 11008 = 90,177,536 B per
+    -- layer: 32 x (2 x 67,108,864 + 90,177,536) + 67,108,864 =
+    -- 7,247,757,312 B more activations than the fused layer's.  The loss:
+    -- fp32 logits, their shifted copy and the log-softmax, 12 x 4096 x
+    -- 32000 = 1,572,864,000 B
+    local stacks = require "apsearch.stacks"
+    local line = stacks.match("DeepSpeed 0.11.1 + transformers 4.34.1 (FlagPerf)", "deepspeed")
+    assert.is_true(line.training.hf_eager_layer)
+    assert.are.equal(12, line.training.logits_bytes)
+    assert.is_nil(stacks.match("DeepSpeed 0.11.1 + transformers 4.34.1", "megatron"))
+    local row = by_id(validate.load(SET)).fp20
+    local model, cluster, training, strategy = validate.case_inputs(row)
+    assert.is_true(training.hf_eager_layer)
+    local hf = core.context(model, cluster, training):estimate(strategy)
+    training.hf_eager_layer, training.logits_bytes = nil, nil
+    local fused = core.context(model, cluster, training):estimate(strategy)
+    assert.is_true(math.abs(hf.memory_breakdown.activations - fused.memory_breakdown.activations
+      - 7247757312) < 1)
+    assert.is_true(math.abs(hf.memory_breakdown.logits_loss - 1572864000) < 1)
+  end)
+
+  it("reads FlagScale 26cd664 as Megatron's legacy layers with an unfused SwiGLU", function()
+    -- fp16, Llama 2 70B at TP 4 x PP 8, 4,096 tokens: the first stage holds
+    -- 10 layers x 8 micro-batches in flight; F.silu(x[0]) * x[1] keeps the
+    -- SiLU's output besides the fc1 output and the product, 2 x 4096 x
+    -- 28672 / 4 = 58,720,256 B per layer and micro-batch: 80 x that =
+    -- 4,697,620,480 B more activations than the fused SwiGLU's
+    local stacks = require "apsearch.stacks"
+    local line = stacks.match("FlagScale 26cd664 (FlagPerf)", "megatron")
+    assert.is_true(line.training.unfused_swiglu)
+    assert.is_true(line.training.dp_loss_group)
+    assert.are.equal(10, line.training.logits_bytes)
+    local row = by_id(validate.load(SET)).fp16
+    local model, cluster, training, strategy = validate.case_inputs(row)
+    local unfused = core.context(model, cluster, training):estimate(strategy)
+    training.unfused_swiglu = nil
+    local fused = core.context(model, cluster, training):estimate(strategy)
+    assert.is_true(math.abs(unfused.memory_breakdown.activations - fused.memory_breakdown.activations
+      - 4697620480) < 1)
+  end)
+
   it("cites a URL for every row and reads every row", function()
     local measured, oom = 0, 0
     for id, r in pairs(rows) do
@@ -174,9 +247,11 @@ describe("public_memory_cases.csv", function()
       assert.are.equal(not called_oom[id], c.predicted.fits, id)
     end
     local function gib(id) return cases[id].predicted.mem_gib end
-    -- mq03 (trained) is called out of memory by under 1 %: 179.8 of 178.1 GiB
+    -- mq03 (trained) is called out of memory by under 2 %: 180.8 of 178.1
+    -- GiB (179.8 before the gradient-norm world group and the NVLS buffers
+    -- were counted, memory.c nccl_bytes)
     assert.is_true(gib("mq03") > cases.mq03.predicted.mem_limit_gib)
-    assert.is_true(gib("mq03") < 1.01 * cases.mq03.predicted.mem_limit_gib)
+    assert.is_true(gib("mq03") < 1.02 * cases.mq03.predicted.mem_limit_gib)
     -- mq02 (fp8, out of memory) is estimated below the trained bf16 mq03
     assert.is_true(gib("mq02") < gib("mq03"))
     -- DeepSeek-V3: recomputing the 3 dense MLPs saves far less than the

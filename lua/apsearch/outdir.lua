@@ -448,8 +448,9 @@ function Set:file(rel) return util.join_path(self.path, rel) end
 -- the search runs, e.g. candidates.csv); listed in the manifest.
 -- @tparam string rel path inside the set
 -- @treturn table|nil `{write = function(text), close = function() -> ok,
---   err, tmpfile, copy}` (the last two with the core): `write` raises on
---   an error; `close` closes it (its data made durable at `commit`);
+--   err, fail = function(why), tmpfile, copy}` (the last two with the
+--   core): `write` raises on an error; `close` closes it (its data made
+--   durable at `commit`); `fail` raises the run's error for the file;
 --   `tmpfile()` an unnamed file in the set directory (an fd;
 --   apsearch.core.fd_tmpfile) and `copy(fd, offset, n)` appends a range of
 --   one (apsearch.core.fd_copy), for rows written by worker processes
@@ -468,6 +469,11 @@ function Set:stream(rel)
   end
   function s.close()
     return f:close()
+  end
+  -- raises the run's error for this file (what the writer of its parts
+  -- meets, in the parent or a worker): `--out: dir: cannot write REL: ...`
+  function s.fail(why)
+    fail("cannot write " .. rel .. ": " .. tostring(why), self.shown)
   end
   -- a file with no name in the set directory (parts written elsewhere,
   -- then copied in: candidates.csv's rows from worker processes), and

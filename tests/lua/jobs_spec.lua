@@ -301,6 +301,53 @@ return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
     end)
   end)
 
+  -- candidates.csv that cannot be written (a full disk, a file size
+  -- limit): one line naming --out and DIR, exit 2, the set dropped
+  describe("candidates.csv that cannot be written", function()
+    local lfs = require "lfs"
+    local function names(dir)
+      local t = {}
+      for n in lfs.dir(dir) do if n ~= "." and n ~= ".." then t[#t + 1] = n end end
+      table.sort(t)
+      return t
+    end
+
+    it("past the file size limit (ulimit -f): exit 2 and one line, not SIGXFSZ; nothing left but the lock", function()
+      for _, jobs in ipairs({ "1", "2", "3" }) do
+        local dir = h.tmpdir()
+        -- 2,000 blocks of 512 bytes: the sweep's candidates.csv is 14 MB
+        local cmd = string.format("cd %s && (ulimit -f 2000; APSEARCH_ROOT=%s exec %s run " ..
+          "examples/llama3_70b_h100_1024_sweep.lua --quiet --candidates all --jobs %s --out %s/o) " ..
+          "> %s/stdout 2> %s/stderr", h.q(ROOT), h.q(ROOT), h.q(h.BIN), jobs, dir, dir, dir)
+        local _, _, code = os.execute(cmd)
+        local err = h.read(dir .. "/stderr")
+        os.remove(dir .. "/stdout")
+        os.remove(dir .. "/stderr")
+        assert.are.equal(2, code, "--jobs " .. jobs .. ": " .. tostring(err))
+        assert.truthy(err:find('^apsearch: %-%-out: dir: cannot write candidates%.csv: [^\n]*File too large ' ..
+          '%(got "[^\n]*/o"%)\n$'), err)
+        assert.are.same({ ".o.apsearch-lock" }, names(dir))
+      end
+    end)
+
+    it("a copy that fails raises the --out error naming DIR", function()
+      local dir = h.tmpdir()
+      local set = require("apsearch.outdir").open(dir .. "/o")
+      local stream = assert(set:stream("candidates.csv"))
+      local w = require("apsearch.format.csv").candidate_writer(stream.write, "all", nil, stream)
+      w.split(1)
+      -- a range the worker's file does not hold
+      local ok, err = pcall(w.take, { file = 1, offset = 0, bytes = 5, rows = 1 })
+      w.close_split()
+      stream.close()
+      set:abort()
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find('^%-%-out: dir: cannot write candidates%.csv: .* %(got "' ..
+        (dir .. "/o"):gsub("%p", "%%%0") .. '"%)$'), err)
+      assert.are.same({ ".o.apsearch-lock" }, names(dir))
+    end)
+  end)
+
   describe("the jobs of a space", function()
     it("one per min_chunk candidates at most, at least 1", function()
       assert.are.equal(1, search.jobs_for(nil, 10 ^ 6))

@@ -186,9 +186,18 @@ local function read_exactly(fd, n)
   return table.concat(parts)
 end
 
+-- the error of workers that cannot be started (a pipe or a fork refused:
+-- the open-file or process limit)
+local function cannot_start(opts, err)
+  error(string.format("search: cannot start the %d worker processes of --jobs %d: %s; raise the limit " ..
+    "(ulimit -n for open files, ulimit -u for processes) or search in one process with --jobs 1",
+    opts.jobs, opts.jobs, tostring(err)), 0)
+end
+
 -- forks worker number i; returns its pid and the read end of its pipe
 local function start_worker(opts, i, tasks, others)
-  local r, w = assert(core.pipe())
+  local r, w, perr = core.pipe()
+  if not r then cannot_start(opts, w or perr) end
   local sandbox = require "apsearch.sandbox"
   io.stdout:flush()
   io.stderr:flush()
@@ -202,7 +211,7 @@ local function start_worker(opts, i, tasks, others)
   core.fd_close(w)
   if not pid then
     core.fd_close(r)
-    error("parallel: " .. tostring(err), 0)
+    cannot_start(opts, err)
   end
   return pid, r
 end
@@ -267,7 +276,8 @@ end
 --   it finished`
 function M.run(opts)
   assert(opts.tasks >= 1 and opts.tasks <= M.max_tasks, "parallel: tasks out of range")
-  local tr, tw = assert(core.pipe())
+  local tr, tw = core.pipe()
+  if not tr then cannot_start(opts, tw) end
   local nums = {}
   for t = 1, opts.tasks do nums[t] = string.pack(TASK, t) end
   assert(core.fd_write(tw, table.concat(nums)))

@@ -330,6 +330,23 @@ return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
       end
     end)
 
+    it("workers that cannot be started (ulimit -n 10, --jobs 8): one line saying so, exit 2", function()
+      local dir = h.tmpdir()
+      for _, out in ipairs({ "", " --out " .. dir .. "/o" }) do
+        local cmd = string.format("cd %s && (exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; ulimit -n 10; APSEARCH_ROOT=%s exec %s run " ..
+          "examples/llama3_70b_h100_1024_sweep.lua --quiet --jobs 8%s) > %s/stdout 2> %s/stderr",
+          h.q(ROOT), h.q(ROOT), h.q(h.BIN), out, dir, dir)
+        local _, _, code = os.execute(cmd)
+        local err = h.read(dir .. "/stderr")
+        assert.are.equal(2, code, err)
+        assert.truthy(err:find("^apsearch: [^\n]*Too many open files[^\n]*\n$"), err)
+        assert.falsy(err:find(".lua:", 1, true), err)
+      end
+      os.remove(dir .. "/stdout")
+      os.remove(dir .. "/stderr")
+      assert.are.same({ ".o.apsearch-lock" }, names(dir))
+    end)
+
     it("a copy that fails raises the --out error naming DIR", function()
       local dir = h.tmpdir()
       local set = require("apsearch.outdir").open(dir .. "/o")

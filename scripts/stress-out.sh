@@ -79,7 +79,13 @@ user_sum() {
 # a launch file added by hand to a real set: that set is kept from then on
 "$BIN" run "$POLICY" --quiet --top-k 1 --out "$DIR" >/dev/null 2>&1 || { echo "FAULT: first run"; exit 1; }
 KEPT=$(readlink "$DIR")
+KEPT_ID=$($CHECK "$DIR")
 echo "mine" > "$DIR/launch/rank9_megatron.sh"
+# check-out-set.lua DIR, but DIR still on the kept set (a launch file added
+# by hand, so not a set as apsearch wrote it) gives that set's run id
+check_dir() {
+  if [ "$(readlink "$DIR")" = "$KEPT" ]; then echo "$KEPT_ID"; else $CHECK "$DIR"; fi
+}
 user_sum() {
   { cat "$W/outside.sh" "$B/user.txt" "$B/.out.apsearch-set-user/notes.txt" \
         "$B/.out.apsearch-set-user/.apsearch-set" "$B/$KEPT/launch/rank9_megatron.sh"
@@ -104,14 +110,14 @@ leftovers() {
   echo $c
 }
 
-prev=$KEPT
+prev=$KEPT_ID
 killed=0 completed=0 switched_killed=0 kept_killed=0 none=0 max_left=0
 for i in $(seq 1 "$KILLS"); do
   k=$((1 + RANDOM % 8))
   timeout -s KILL "$(rand_time)" "$BIN" run "$POLICY" --quiet --top-k "$k" --out "$DIR" \
     >/dev/null 2>"$W/err"
   rc=$?
-  id=$($CHECK "$DIR")
+  id=$(check_dir)
   crc=$?
   if [ $crc = 3 ] && [ -z "$prev" ]; then
     none=$((none + 1))
@@ -145,7 +151,7 @@ for j in $(seq 1 "$PAIRS"); do
   p2=$!
   wait $p1; r1=$?
   wait $p2; r2=$?
-  id=$($CHECK "$DIR") || fault "pair $j ($r1, $r2): DIR is not one complete set"
+  id=$(check_dir) || fault "pair $j ($r1, $r2): DIR is not one complete set"
   ok_ids=""
   for n in 1 2; do
     eval "r=\$r$n"

@@ -136,15 +136,25 @@ local function stat_of(p)
   return string.format("%d %d", a.size, a.modification)
 end
 
+-- The name core.fd_tmpfile gives its file for an instant where the file
+-- system has no O_TMPFILE (mkostemp, then unlink): a run killed between
+-- the two leaves it in the set it was writing.
+local TMP_NAME = "^%.apsearch%-tmp%-" .. ("[%w]"):rep(6) .. "$"
+
 -- What in setdir the manifest m does not allow removing: entries it does
--- not list, and listed files changed since the run recorded them.
+-- not list, and listed files changed since the run recorded them; and the
+-- temporary files (TMP_NAME) of an uncommitted set, removable with it.
 local function not_ours(setdir, m)
   local names, err = util.listdir(setdir)
   if not names then return nil, err end
-  local extra = {}
+  local extra, tmps = {}, {}
   local function check(rel)
     local p = util.join_path(setdir, rel)
     if rel == M.MARKER then return end
+    if not m.committed and rel:find(TMP_NAME) and stat_of(p) then
+      tmps[#tmps + 1] = rel
+      return
+    end
     if rel == "launch" and mode_of(p) == "directory" then
       for _, l in ipairs(util.listdir(p) or { "?" }) do check("launch/" .. l) end
       return
@@ -156,7 +166,7 @@ local function not_ours(setdir, m)
   end
   for _, n in ipairs(names) do check(n) end
   table.sort(extra)
-  return extra
+  return extra, tmps
 end
 
 --- Removes a set directory a run was killed in while writing its marker:
@@ -202,11 +212,12 @@ function M.remove_set(setdir, name)
     return false, m.out and ("it is the set of --out " .. m.out) or
       "written by an older apsearch (no file list in its marker); remove it yourself when you no longer need it"
   end
-  local extra, err = not_ours(setdir, m)
-  if not extra then return false, tostring(err) end
+  local extra, tmps = not_ours(setdir, m)
+  if not extra then return false, tostring(tmps) end
   if #extra > 0 then
     return false, "it holds files apsearch did not write or that changed since: " .. some(extra)
   end
+  for _, rel in ipairs(tmps) do os.remove(util.join_path(setdir, rel)) end
   for i = #m.files, 1, -1 do os.remove(util.join_path(setdir, m.files[i])) end
   lfs.rmdir(util.join_path(setdir, "launch"))
   os.remove(util.join_path(setdir, M.MARKER))

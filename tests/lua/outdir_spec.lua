@@ -141,6 +141,32 @@ describe("apsearch run --out: atomic result sets", function()
     assert.is_nil(err:find("nomarker", 1, true), err)
   end)
 
+  it("cleans a set killed while its unnamed file had a name (no O_TMPFILE: mkostemp, then unlink)", function()
+    local base = tmpdir()
+    local dir = base .. "/out"
+    assert.are.equal(0, (apsearch("run", "--quiet", "--top-k", "2", "--out", dir)))
+    local function staged(id, committed, tmpname)
+      local p = base .. "/.out.apsearch-set-20250101T000000Z-" .. id
+      assert(lfs.mkdir(p)) assert(lfs.mkdir(p .. "/launch"))
+      write(p .. "/.apsearch-set", "apsearch result set\nrun_id 20250101T000000Z-" .. id .. "\nstarted x\nout out\n" ..
+        "file candidates.csv\n" .. (committed and "committed\n" or ""))
+      write(p .. "/candidates.csv", "index,")
+      write(p .. "/" .. tmpname, "1,feasible")
+      return p
+    end
+    -- killed in the instant: removed with its set
+    local killed = staged("1-aaaaaa", false, ".apsearch-tmp-Ab12Cd")
+    -- in a committed set, or not of that name: a user's file, kept
+    local done = staged("2-bbbbbb", true, ".apsearch-tmp-Ab12Cd")
+    local other = staged("3-cccccc", false, ".apsearch-tmp-Ab12Cd7")
+    local code, _, err = apsearch("run", "--top-k", "2", "--out", dir)
+    assert.are.equal(0, code, err)
+    assert.is_nil(mode(killed))
+    assert.are.equal("1,feasible", read(done .. "/.apsearch-tmp-Ab12Cd"))
+    assert.are.equal("1,feasible", read(other .. "/.apsearch-tmp-Ab12Cd7"))
+    assert.truthy(err:find("kept " .. other .. ": it holds files apsearch did not write", 1, true), err)
+  end)
+
   it("never deletes files apsearch did not write", function()
     local base = tmpdir()
     local outside = write(base .. "/outside.sh", "#!/bin/sh\necho mine\n")

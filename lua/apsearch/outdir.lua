@@ -16,7 +16,9 @@
 --    to the marker before the file is created; at the end the size and
 --    modification time of every file, after one syncfs of the file system
 --    (every file's data and name on disk in one journal commit, not one
---    per file), then fsyncs the marker and the directories;
+--    per file; by the set directory's descriptor, opened before its first
+--    file: a write-back error since is reported), then fsyncs the marker
+--    and the directories;
 -- 4. makes a temporary link to it and swaps it with DIR (renameat2
 --    RENAME_EXCHANGE; RENAME_NOREPLACE when DIR did not exist): atomic,
 --    and what comes back is removed only when it is what DIR was when the
@@ -358,7 +360,15 @@ function Set:make_set()
     self:close()
     fail("cannot create a set directory in " .. self.parent .. ": " .. tostring(self.mkdir_err), self.shown)
   end
-  local ok, err = self:keep_access(self.path, true)
+  -- the descriptor commit's syncfs goes by, opened before any file is
+  -- written: it reports a write-back error met at any time since
+  -- (core.syncfs)
+  local ok, err = true, nil
+  if core then
+    self.syncfd, err = core.dir_open(self.path)
+    ok = self.syncfd ~= nil
+  end
+  if ok then ok, err = self:keep_access(self.path, true) end
   if ok then
     ok, err = self:write_raw(M.MARKER, string.format("%srun_id %s\nstarted %s\nout %s\n",
       MARKER_HEAD, self.id, os.date("!%Y-%m-%dT%H:%M:%SZ"), self.name))
@@ -597,7 +607,10 @@ function Set:commit()
   -- every file written into the set, durable in one flush (they were
   -- written without an fsync each); the marker is then fsynced on its own
   local ok, err = true, nil
-  if core then ok, err = core.syncfs(self.path) end
+  if core then
+    ok, err = core.syncfs(self.syncfd or self.path)
+    if not ok then err = "cannot flush the set " .. self.path .. " to disk: " .. tostring(err) end
+  end
   if ok then ok, err = self:seal() end
   if ok then ok, err = sync(util.join_path(self.path, "launch")) end
   if ok then ok, err = sync(self.path) end
@@ -620,8 +633,12 @@ function Set:abort()
   self:close()
 end
 
---- Releases the lock.
+--- Releases the lock (and the set directory's descriptor).
 function Set:close()
+  if self.syncfd then
+    core.fd_close(self.syncfd)
+    self.syncfd = nil
+  end
   if self.lock then
     lfs.unlock(self.lock)
     self.lock:close()

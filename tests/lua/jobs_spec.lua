@@ -347,6 +347,70 @@ return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
       assert.are.same({ ".o.apsearch-lock" }, names(dir))
     end)
 
+    -- the fallbacks of src/lua/lproc.c, which ext4 and tmpfs never take:
+    -- no O_TMPFILE (NFS, vfat: a mkostemp file unlinked at once) and no
+    -- copy_file_range between the two files (EXDEV, EOPNOTSUPP: pread and
+    -- write), simulated by an LD_PRELOAD shim
+    it("without O_TMPFILE or copy_file_range (a shim): the same candidates.csv, nothing left", function()
+      local dir = h.tmpdir()
+      local shim = [[
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/types.h>
+int open(const char *p, int fl, ...) {
+    static int (*real)(const char *, int, ...);
+    if (!real) real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
+    mode_t m = 0;
+    if ((fl & O_CREAT) || (fl & O_TMPFILE) == O_TMPFILE) { va_list a; va_start(a, fl); m = va_arg(a, int); va_end(a); }
+    if ((fl & O_TMPFILE) == O_TMPFILE && getenv("SHIM_NO_TMPFILE")) { errno = EOPNOTSUPP; return -1; }
+    return real(p, fl, m);
+}
+int open64(const char *p, int fl, ...) __attribute__((alias("open")));
+ssize_t copy_file_range(int in, off_t *io, int out, off_t *oo, size_t len, unsigned fl) {
+    static ssize_t (*real)(int, off_t *, int, off_t *, size_t, unsigned);
+    if (!real) real = (ssize_t (*)(int, off_t *, int, off_t *, size_t, unsigned))dlsym(RTLD_NEXT, "copy_file_range");
+    if (getenv("SHIM_CFR_ERRNO")) { errno = atoi(getenv("SHIM_CFR_ERRNO")); return -1; }
+    return real(in, io, out, oo, len, fl);
+}
+]]
+      h.write(dir .. "/shim.c", shim)
+      if not os.execute(string.format("cc -shared -fPIC -o %s/shim.so %s/shim.c -ldl 2>/dev/null", dir, dir)) then
+        pending("no C compiler for the shim")
+        return
+      end
+      local function run(env, jobs, out)
+        local cmd = string.format("cd %s && %s LD_PRELOAD=%s/shim.so APSEARCH_ROOT=%s %s run " ..
+          "examples/llama3_70b_h100_1024_sweep.lua --quiet --candidates all --echarts none --jobs %s --out %s " ..
+          "> %s/stdout 2> %s/stderr", h.q(ROOT), env, dir, h.q(ROOT), h.q(h.BIN), jobs, out, dir, dir)
+        local _, _, code = os.execute(cmd)
+        return code, h.read(dir .. "/stderr")
+      end
+      assert.are.equal(0, (run("", "1", dir .. "/ref/o")))
+      local want = h.read(dir .. "/ref/o/candidates.csv")
+      -- EXDEV 18, EOPNOTSUPP 95, ENOSYS 38
+      for i, env in ipairs({ "SHIM_NO_TMPFILE=1", "SHIM_CFR_ERRNO=18", "SHIM_CFR_ERRNO=95",
+                             "SHIM_NO_TMPFILE=1 SHIM_CFR_ERRNO=38" }) do
+        local sub = dir .. "/s" .. i
+        local code, err = run(env, "2", sub .. "/o")
+        assert.are.equal(0, code, env .. ": " .. tostring(err))
+        assert.truthy(want == h.read(sub .. "/o/candidates.csv"), env .. ": candidates.csv differs")
+        -- the set directory holds only what its manifest lists
+        local set = sub .. "/" .. lfs.symlinkattributes(sub .. "/o", "target")
+        for _, n in ipairs(names(set)) do assert.is_nil(n:find("apsearch%-tmp"), env .. ": " .. n) end
+        assert.are.equal(3, #names(sub))
+      end
+      -- a copy that fails otherwise (EIO 5): the run's one line, nothing left
+      local code, err = run("SHIM_CFR_ERRNO=5", "2", dir .. "/eio/o")
+      assert.are.equal(2, code, err)
+      assert.truthy(err:find('^apsearch: %-%-out: dir: cannot write candidates%.csv: copy_file_range: ' ..
+        'Input/output error %(got "[^\n]*/o"%)\n$'), err)
+      assert.are.same({ ".o.apsearch-lock" }, names(dir .. "/eio"))
+    end)
+
     it("a copy that fails raises the --out error naming DIR", function()
       local dir = h.tmpdir()
       local set = require("apsearch.outdir").open(dir .. "/o")

@@ -520,6 +520,47 @@ ssize_t copy_file_range(int in, off_t *io, int out, off_t *oo, size_t len, unsig
       assert.are.same({ 1, 2, 3, 4 }, ran)
     end)
 
+    it("max_tasks tasks through pipes of two pages (a user past pipe-user-pages-soft): no hang", function()
+      -- every pipe made 8 KiB by an LD_PRELOAD shim, what Linux gives a
+      -- user past /proc/sys/fs/pipe-user-pages-soft (a second run beside
+      -- one of 64 workers or more): less than 4 bytes for each of 4,096
+      -- tasks; the run once blocked for ever writing them
+      local dir = h.tmpdir()
+      h.write(dir .. "/shim.c", [[
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
+static int set(int fd, int cmd, long arg) {
+    static int (*real)(int, int, ...);
+    if (!real) real = (int (*)(int, int, ...))dlsym(RTLD_NEXT, "fcntl");
+    if (cmd == F_SETPIPE_SZ) arg = 8192;
+    return real(fd, cmd, arg);
+}
+int fcntl(int fd, int cmd, ...) { va_list a; va_start(a, cmd); long arg = va_arg(a, long); va_end(a); return set(fd, cmd, arg); }
+int fcntl64(int fd, int cmd, ...) { va_list a; va_start(a, cmd); long arg = va_arg(a, long); va_end(a); return set(fd, cmd, arg); }
+]])
+      if not os.execute(string.format("cc -shared -fPIC -o %s/shim.so %s/shim.c -ldl 2>/dev/null", dir, dir)) then
+        pending("no C compiler for the shim")
+        return
+      end
+      h.write(dir .. "/run.lua", [[
+local parallel = require "apsearch.parallel"
+local n, sum = 0, 0
+parallel.run({ jobs = 3, tasks = parallel.max_tasks, work = function(t) return t end,
+  on_result = function(t, v) n = n + 1 assert(t == n and v == t) sum = sum + v end })
+assert(n == parallel.max_tasks and sum == n * (n + 1) // 2)
+print("ok " .. n)
+]])
+      -- this process's module paths (the core module is in the build tree)
+      h.write(dir .. "/paths.lua", string.format("package.path = %q\npackage.cpath = %q\n", package.path, package.cpath))
+      local cmd = string.format("cd %s && LD_PRELOAD=%s/shim.so timeout -s KILL 30 lua5.4 -e 'dofile(\"paths.lua\")' " ..
+        "run.lua > stdout 2> stderr", dir, dir)
+      local _, _, code = os.execute(cmd)
+      assert.are.equal(0, code, h.read(dir .. "/stderr"))
+      assert.are.equal("ok 4096\n", h.read(dir .. "/stdout"))
+    end)
+
     it("reports a worker that was killed", function()
       local ok, err = pcall(parallel.run, {
         jobs = 2, tasks = 4,

@@ -121,6 +121,13 @@ typedef struct {
                                           one over the whole K (k*d), not per
                                           head (OLMoE: transformers
                                           OlmoeAttention q_norm, k_norm) */
+    bool qk_norm_head_weights;       /**< with qk_norm: per-head norms whose
+                                          weight is each head's own, a*d for
+                                          Q and k*d for K, split with the
+                                          heads (Command R+: transformers
+                                          CohereAttention q_norm, k_norm of
+                                          (heads, head_dim)); the statistic
+                                          per head, as Qwen3's */
     bool attention_sinks;            /**< a learned sink logit per query head
                                           and layer (a weights; gpt-oss:
                                           transformers GptOssAttention.sinks);
@@ -142,6 +149,20 @@ typedef struct {
                                           second halves; Megatron
                                           TransformerConfig.rotary_interleaved.
                                           Changes no estimate */
+    bool embedding_norm;             /**< a norm (of the model's kind) on
+                                          the word embeddings, before the
+                                          first layer (BLOOM: transformers
+                                          word_embeddings_layernorm);
+                                          counted with the embedding on
+                                          the first stage, its work not
+                                          priced */
+    bool norm_weightless;            /**< every norm (the layers' and the
+                                          final one) without a learnable
+                                          weight or bias: 0 parameters
+                                          (OLMo 1: transformers
+                                          OlmoLayerNorm, F.layer_norm(x,
+                                          shape, None, None)).  The same
+                                          work */
     bool parallel_attn_mlp;          /**< attention and MLP read the same
                                           normed input and add to the
                                           residual together (Cohere2:

@@ -523,7 +523,8 @@ end
 -- @tparam[opt] table opts `echarts` (path of echarts.min.js); `set` (an
 --   apsearch.outdir set already opened on dir, e.g. before the search);
 --   `before_commit` (a function run once the files are written, before
---   the set is linked: an error in it aborts the set)
+--   the set is linked: an error in it aborts the set); `jobs` (worker
+--   processes that may render and write the files, M.write_set)
 -- @treturn table the paths written, in order
 -- @treturn string|nil a note when the report has no charts (no ECharts)
 -- @treturn table notes of the set (previous or interrupted sets kept, and why)
@@ -537,7 +538,38 @@ function M.write_outputs(dir, result, opts)
   return res[1], res[2], set.notes
 end
 
--- Renders every file and writes it into the set directory (not linked yet).
+--- Fewest top-k strategies for which a set's files are rendered and
+-- written by worker processes (with `jobs` > 1): below it, forking costs
+-- more than it saves (the 30 files of a top-10 take a few milliseconds).
+M.parallel_output_ranks = 64
+
+-- A worker that renders a set's files does not run Lua's collector
+-- (`collectgarbage("stop")` at its start): it begins with the parent's
+-- whole heap, and a collection marks it -- a write to every page, which
+-- the fork then copies (page faults that cost more than the collection
+-- saves: a top-1000's two workers faulted in 190 k pages collecting, 145 k
+-- not).  Its garbage is a small multiple of the files it writes, which
+-- the one-process path holds in memory too; it ends after its part.
+
+-- Runs tasks 1..n, `work(i)` -> value, `take(i, value)` in order: on
+-- `jobs` worker processes (apsearch.parallel), or here when jobs is 1.
+local function run_tasks(jobs, n, work, take)
+  if jobs <= 1 or n <= 1 then
+    for i = 1, n do take(i, work(i)) end
+    return
+  end
+  require("apsearch.parallel").run({ jobs = math.min(jobs, n), tasks = n,
+    start = function() collectgarbage("stop") end,
+    work = function(i) return work(i) end, on_result = take })
+end
+
+--- Renders every file and writes it into the set directory (not linked
+-- yet).  Every name is listed in the set's manifest first; then the
+-- launch files are rendered and written in parts of the top-k, and then
+-- report.html, result.json and result.csv (which show which launch files
+-- differ from the estimate) -- on `opts.jobs` worker processes when the
+-- top-k has M.parallel_output_ranks strategies or more.  The files are
+-- the same either way.
 function M.write_set(set, dir, result, opts)
   local json = require "apsearch.format.json"
   local csv = require "apsearch.format.csv"
@@ -546,7 +578,31 @@ function M.write_set(set, dir, result, opts)
 
   result.visualization_report = util.join_path(dir, "report.html")
   result.run_id = set.id
-  local lfiles = launch.render_all(result)
+  local top = result.top_k_strategies or {}
+  local jobs = #top >= M.parallel_output_ranks and (opts.jobs or 1) or 1
+  local rels = { "result.csv", "report.html", "result.json" }
+  for _, rec in ipairs(top) do
+    for _, e in ipairs(launch.engines) do rels[#rels + 1] = "launch/" .. launch.file_name(result, rec, e) end
+  end
+  local rok, rerr = set:record(rels)
+  if not rok then util.fail("--out", "dir", "cannot write " .. rels[1] .. ": " .. tostring(rerr), dir) end
+  local function put(rel, text)
+    local wok, werr = set:write_raw(rel, text)
+    if not wok then util.fail("--out", "dir", "cannot write " .. rel .. ": " .. tostring(werr), dir) end
+  end
+  -- the launch files, in parts of about equal ranks (two per worker:
+  -- strategies differ in what they render)
+  local parts = math.max(1, math.min(#top, 2 * jobs))
+  local lfiles = {}
+  run_tasks(jobs, parts, function(i)
+    local done = {}
+    for _, f in ipairs(launch.render_ranks(result, (i - 1) * #top // parts + 1, i * #top // parts)) do
+      put("launch/" .. f.name, f.text)
+      done[#done + 1] = { rank = f.rank, engine = f.engine, name = f.name, differs = f.differs }
+    end
+    return done
+  end, function(_, done) for _, f in ipairs(done) do lfiles[#lfiles + 1] = f end end)
+  launch.make_executable(set:file("launch"), lfiles)
   local links = {}
   for _, f in ipairs(lfiles) do
     links[f.rank] = links[f.rank] or {}
@@ -554,7 +610,7 @@ function M.write_set(set, dir, result, opts)
     -- so, and the ranked record names the first difference per engine
     local label = #f.differs > 0 and (" (differs: " .. #f.differs .. ")") or ""
     table.insert(links[f.rank], { f.engine .. label, "launch/" .. f.name })
-    local rec = result.top_k_strategies[f.rank]
+    local rec = top[f.rank]
     if rec and #f.differs > 0 then
       rec.launch_differs = rec.launch_differs or {}
       rec.launch_differs[f.engine] = f.differs[1]
@@ -568,21 +624,20 @@ function M.write_set(set, dir, result, opts)
   files[#files + 1] = util.join_path(dir, "report.html")
   for _, f in ipairs(lfiles) do files[#files + 1] = util.join_path(dir, "launch/" .. f.name) end
   result.output_files = files
-  local function put_all(list)
-    local wok, werr, rel = set:write_all(list)
-    if not wok then util.fail("--out", "dir", "cannot write " .. rel .. ": " .. tostring(werr), dir) end
-  end
-  local function put(rel, text) put_all({ { rel, text } }) end
-  local launch_files = {}
-  for i, f in ipairs(lfiles) do launch_files[i] = { "launch/" .. f.name, f.text } end
-  put_all(launch_files)
-  launch.make_executable(set:file("launch"), lfiles)
-  put("result.csv", csv.format(result))
-  put("report.html", html.render(result, {
-    echarts_js = js, echarts_missing = not js and where or nil, echarts_version = version,
-    launch = links, run_id = set.id,
-  }))
-  put("result.json", json.format(result))
+  -- report.html on one worker, result.csv and result.json on another
+  local outputs = {
+    function()
+      put("report.html", html.render(result, {
+        echarts_js = js, echarts_missing = not js and where or nil, echarts_version = version,
+        launch = links, run_id = set.id,
+      }))
+    end,
+    function()
+      put("result.csv", csv.format(result))
+      put("result.json", json.format(result))
+    end,
+  }
+  run_tasks(jobs, #outputs, function(i) outputs[i]() return true end, function() end)
   return { files, (not js) and ("report.html has tables only: Apache ECharts not found (" .. where .. ")") or nil }
 end
 
@@ -791,7 +846,7 @@ local function cmd_run(args)
   if not dir then render() end
   if dir then
     local files, note, notes = M.write_outputs(dir, result, { echarts = opts.echarts, set = set,
-      before_commit = render })
+      before_commit = render, jobs = jobs })
     if not quiet then
       util.log("wrote %d files to %s: result.json, result.csv, %sreport.html, launch/ (%d)",
         #files, dir, result.candidates_csv and "candidates.csv, " or "",
@@ -1099,7 +1154,7 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "num_query_groups", "head_dim", "ffn_hidden_size", "vocab_size",
   "max_position_embeddings", "norms_per_layer", "mlp", "norm",
   "position_embedding", "norm_bias", "qkv_bias", "attn_out_bias", "mlp_bias",
-  "qk_norm", "qk_norm_full_width", "attention_sinks", "tie_word_embeddings", "lm_head_bias", "reordered_norm", "rotary_interleaved", "mup_multipliers", "parallel_attn_mlp",
+  "qk_norm", "qk_norm_full_width", "qk_norm_head_weights", "attention_sinks", "tie_word_embeddings", "lm_head_bias", "reordered_norm", "rotary_interleaved", "mup_multipliers", "parallel_attn_mlp", "norm_weightless", "embedding_norm",
   "sliding_window", "sliding_window_layers", "sliding_window_period", "qk_l2_norm",
   "nope_layer_period", "attention_chunk_size", "chunked_attention_layers",
   "glu_activation", "glu_linear_offset", "glu_clamp", "attn_logit_softcapping",

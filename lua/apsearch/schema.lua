@@ -35,9 +35,10 @@ M.model = {
   norm = enum("rmsnorm", "layernorm"),
   position_embedding = enum("rope", "learned", "alibi", "none"),
   norm_bias = "bool", qkv_bias = "bool", attn_out_bias = "bool", mlp_bias = "bool",
-  qk_norm = "bool", qk_norm_full_width = "bool", attention_sinks = "bool",
+  qk_norm = "bool", qk_norm_full_width = "bool", qk_norm_head_weights = "bool", attention_sinks = "bool",
   tie_word_embeddings = "bool", lm_head_bias = "bool", reordered_norm = "bool",
   rotary_interleaved = "bool", mup_multipliers = "bool", parallel_attn_mlp = "bool",
+  norm_weightless = "bool", embedding_norm = "bool",
   sliding_window = "nonnegint", sliding_window_layers = "nonnegint",
   sliding_window_period = "nonnegint",
   -- Llama 4's attention: weightless L2 Q/K norms, NoPE layers, chunked

@@ -1080,6 +1080,27 @@ function M.chunk_starts(jobs, space_size, min_chunk)
   return starts
 end
 
+-- The apsearch.parallel.run options of a split walk (M.walk_parallel,
+-- whose arguments these are; starts: M.chunk_starts).
+local function parallel_walk(jobs, starts, space_size, progress, walk, io)
+  local sink = io.sink
+  return {
+    jobs = jobs, tasks = #starts - 1,
+    start = sink and sink.worker,
+    work = function(c, report)
+      local first, last = starts[c], starts[c + 1] - 1
+      local from = sink and sink.task_begin()
+      walk(first, last, function(index) report(index - first + 1) end)
+      report(last - first + 1)
+      return sink and sink.task_end(from) or true
+    end,
+    finish = io.worker_state,
+    on_result = sink and function(_, share) sink.take(share) end or function() end,
+    on_finish = io.absorb_worker,
+    progress = progress and function(done) progress(done, space_size) end,
+  }
+end
+
 --- Walks the space in chunks of consecutive candidates on `jobs` worker
 -- processes (apsearch.parallel): each worker runs `walk(first, last,
 -- progress)` on the chunks it takes, in order, into one state, which the
@@ -1100,25 +1121,15 @@ end
 function M.walk_parallel(jobs, space_size, progress, walk, io, min_chunk)
   local sink = io.sink
   local starts = M.chunk_starts(jobs, space_size, min_chunk or M.min_chunk_candidates)
-  if sink then sink.split(jobs) end
-  local ok, err = pcall(require("apsearch.parallel").run, {
-    jobs = jobs, tasks = #starts - 1,
-    start = sink and sink.worker,
-    work = function(c, report)
-      local first, last = starts[c], starts[c + 1] - 1
-      local from = sink and sink.task_begin()
-      walk(first, last, function(index) report(index - first + 1) end)
-      report(last - first + 1)
-      return sink and sink.task_end(from) or true
-    end,
-    finish = io.worker_state,
-    on_result = sink and function(_, share) sink.take(share) end or function() end,
-    on_finish = io.absorb_worker,
-    progress = progress and function(done) progress(done, space_size) end,
-  })
+  local ok, err = pcall(function()
+    if sink then sink.split(jobs) end
+    return require("apsearch.parallel").run(parallel_walk(jobs, starts, space_size, progress, walk, io))
+  end)
+  -- (the temporary files are closed whatever happened)
   if sink then sink.close_split() end
   if not ok then error(err, 0) end
 end
+
 
 local function all_of(list, pred)
   for _, v in ipairs(list) do if not pred(v) then return false end end

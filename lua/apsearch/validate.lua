@@ -463,6 +463,21 @@ function M.case_inputs(row)
         row.fsdp_impl, framework), 0)
     end
   end
+  -- optional `overlap_grad_reduce`: Megatron-LM's --overlap-grad-reduce
+  -- (default off: arguments.py l.3121 store_true, DistributedDataParallel
+  -- Config.overlap_grad_reduce = False @ d98e8a64).  Off, the gradients
+  -- are reduced after the last backward (data_parallel_base.py
+  -- finish_grad_sync: synchronous calls), and --overlap-param-gather,
+  -- which needs it (arguments.py l.1028), is off too: the parameter
+  -- all-gather waits as well -- nothing of the data-parallel sync hides
+  -- behind compute (training.dp_overlap = 0).  True is the core's default.
+  if given(row, "overlap_grad_reduce") then
+    if framework ~= "megatron" then
+      error(("overlap_grad_reduce = %s needs framework = megatron (Megatron-LM's --overlap-grad-reduce; got %s)")
+        :format(row.overlap_grad_reduce, framework), 0)
+    end
+    if not need_bool(row, "overlap_grad_reduce") then training.dp_overlap = 0 end
+  end
   -- degrees and the micro-batch are at least 1 (a 0 would divide by zero
   -- in the layout rules below before the core refuses it)
   local strategy = {
@@ -1148,7 +1163,7 @@ M.OPTIONAL = {
   -- cluster, strategy and recipe settings
   "nvlink_domain_size", "cp_comm_type", "reshard_after_forward", "pipeline_layout",
   "recompute_method", "recompute_modules", "recompute_num_layers", "activation_offload_layers",
-  "cuda_graph_scope", "fsdp_impl",
+  "cuda_graph_scope", "fsdp_impl", "overlap_grad_reduce",
 }
 
 --- Every column a cases file may have (a set): M.REQUIRED, M.OPTIONAL, the

@@ -647,6 +647,12 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
                 "(it says how wide the Q/K norms are)");
         return APS_EINVAL;
     }
+    if (m->qk_norm_head_weights && (!m->qk_norm || m->qk_norm_full_width)) {
+        aps_fmt(err, n, "model.qk_norm_head_weights: given %s (it says the "
+                "per-head Q/K norms have a weight each)",
+                m->qk_norm ? "with qk_norm_full_width" : "without qk_norm");
+        return APS_EINVAL;
+    }
     st = validate_numerics(m, err, n);
     if (st != APS_OK)
         return st;
@@ -659,9 +665,11 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
     return validate_moe(m, err, n);
 }
 
-/** Weights (+ biases) of one norm of width w. */
+/** Weights (+ biases) of one norm of width w; none when weightless. */
 static double norm_params(const aps_model *m, double w)
 {
+    if (m->norm_weightless)
+        return 0.0;
     return (m->norm == APS_NORM_LAYERNORM && m->norm_bias) ? 2.0 * w : w;
 }
 
@@ -775,14 +783,16 @@ double aps_attention_keys(const aps_model *m, double S, bool causal)
  * head_dim-wide norm each for Q and K, replicated (Qwen3Attention q_norm,
  * k_norm); full width, a*d and k*d, split with the heads they normalise
  * (OlmoeAttention q_norm = RMSNorm(hidden_size), k_norm = RMSNorm(
- * head_dim * num_key_value_heads)). */
+ * head_dim * num_key_value_heads)); per head with a weight each, the same
+ * a*d and k*d split with the heads (CohereAttention q_norm, k_norm). */
 static double qk_norm_params(const aps_model *m, double t)
 {
     double a = (double)m->num_attention_heads;
     double k = (double)m->num_query_groups, d = (double)m->head_dim;
     if (!m->qk_norm)
         return 0.0;
-    return m->qk_norm_full_width ? (a + k) * d / t : 2.0 * d;
+    return (m->qk_norm_full_width || m->qk_norm_head_weights) ? (a + k) * d / t
+                                                              : 2.0 * d;
 }
 
 /* Attention-sink logits of one layer on one of tp ranks: one per query
@@ -958,6 +968,8 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
     out->embedding = V * h;
     if (m->position_embedding == APS_POS_LEARNED)
         out->embedding += (double)m->max_position_embeddings * h;
+    if (m->embedding_norm)
+        out->embedding += norm_params(m, h);
     out->per_layer = aps_layer_params_tp(m, 1);
     if (m->kv_lora_rank > 0)
         out->per_layer += mla_attention_params(m) - gqa_attention_params(m);
@@ -1023,6 +1035,8 @@ double aps_stage_nonunit_params(const aps_model *m, const aps_layout *lay,
         p += lay->vocab_padded * h / t; /* vocab-parallel embedding */
         if (m->position_embedding == APS_POS_LEARNED)
             p += (double)m->max_position_embeddings * h; /* replicated */
+        if (m->embedding_norm)
+            p += norm_params(m, h); /* replicated */
     }
     if (i == lay->p - 1) {
         p += norm_params(m, h);

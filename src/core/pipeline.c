@@ -67,9 +67,18 @@ bool aps_split_by_rule(const aps_strategy *s)
  * NeMo/Megatron-Bridge 067f987d src/megatron/bridge/recipes/deepseek/h100/
  * deepseek_v3.py _get_deepseek_v3_pipeline_layout): 61 over 4 x 1 chunks
  * 16, 16, 16, 13; over 8: 8 x 7, 5; over 16 (4 x 4, 8 x 2, 16 x 1):
- * 4 x 15, 1.  Refused (PP_PARTITION) when the last chunk is left with
- * fewer than one layer (61 over 32: 2 x 31 = 62 > 61); every other chunk
- * holds ceil(L / S) >= 1, so no stage is then without layers.
+ * 4 x 15, 1.  When that leaves the last chunk fewer than one layer, the
+ * last chunk holds the loss (and any MTP layers) alone and the first
+ * chunk, beside the embedding, the layers left: L - (S - 2) ceil(L / S),
+ * as NVIDIA writes 61 over 32 (8 x 4), `Et|(tt|)*30L`, 1, 2 x 30, 0
+ * (NVIDIA/Megatron-LM 3c1b98ef^ docs/discussions/deepseek-v3-gb200-
+ * optimization, s.1; `Et|(tt|)*30mL`, NVIDIA-NeMo/Megatron-Bridge
+ * 684a6861 (r0.1.0) scripts/performance/run_script.py, the H100 layout
+ * of pp 8 x vp 4; Megatron's PipelineParallelLayerLayout takes a chunk of
+ * the loss alone, pipeline_parallel_layer_layout.py "Ettt|(tt|)*29,m|L").
+ * Refused (PP_PARTITION) when the first chunk is then left with fewer
+ * than one layer (61 over 64: 1 x 62 > 61); a pipeline rank left without
+ * layers is refused below (aps_chunk_layers).
  */
 static aps_reason split_rule(const aps_model *m, const aps_strategy *s,
                              int64_t *chunks, char *msg, size_t n)
@@ -86,16 +95,24 @@ static aps_reason split_rule(const aps_model *m, const aps_strategy *s,
     }
     if (s->pipeline_split == APS_SPLIT_FILL_LAST) {
         int64_t fill = (L + S - 1) / S, last = L - (S - 1) * fill;
-        if (last < 1) {
+        int64_t first = fill;
+        if (last < 1 && S > 1) {
+            /* the loss alone in the last chunk, the rest in the first */
+            first = L - (S - 2) * fill;
+            last = 0;
+        }
+        if (last < 1 && first < 1) {
             aps_fmt(msg, n, "pipeline_split = fill_last: num_layers = %lld "
                     "over %lld model chunks of ceil(%lld / %lld) = %lld "
-                    "leaves the last chunk %lld layers (needs >= 1)",
+                    "leaves the first chunk %lld layers with the last "
+                    "holding the loss alone (needs >= 1)",
                     (long long)L, (long long)S, (long long)L, (long long)S,
-                    (long long)fill, (long long)last);
+                    (long long)fill, (long long)first);
             return APS_REASON_PP_PARTITION;
         }
         for (int64_t j = 0; j < S - 1; j++)
             chunks[j] = fill;
+        chunks[0] = first;
         chunks[S - 1] = last;
         return APS_REASON_NONE;
     }

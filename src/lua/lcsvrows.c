@@ -41,6 +41,10 @@ typedef struct {                /* the cells of one field */
     int ndeps;
     cell_entry *slot;
     size_t cap, used;           /* cap: a power of two */
+    cell_entry last;            /* the key of the cell of the row before
+                                   (type[0] 0: none) and its text: rows come
+                                   in enumeration order, where most fields
+                                   keep their values from row to row */
 } field_cache;
 
 typedef struct {
@@ -126,11 +130,15 @@ static const cell_entry *cell_of(lua_State *L, field_cache *f, int i, int base, 
     cell_entry k = {0};
     for (int j = 0; j < nk; j++)
         value_key(L, base + j, &k.type[j], &k.val[j]);
+    if (f->last.type[0] != 0 && key_equal(&f->last, &k, nk))
+        return &f->last;
     if (f->cap == 0)
         grow(L, f, nk);
     cell_entry *e = find_slot(f, &k, nk);
-    if (e->type[0] != 0)
+    if (e->type[0] != 0) {
+        f->last = *e; /* (its text is the table's: freed with it, not here) */
         return e;
+    }
     lua_getiuservalue(L, 1, 2);
     lua_pushvalue(L, cand);
     lua_pushinteger(L, i + 1);
@@ -160,6 +168,7 @@ static const cell_entry *cell_of(lua_State *L, field_cache *f, int i, int base, 
     e = find_slot(f, &k, nk);
     *e = k;
     f->used++;
+    f->last = k;
     return e;
 }
 

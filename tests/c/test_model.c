@@ -192,6 +192,35 @@ static void test_model_params_gpt2_124m(void **state)
     ASSERT_DBL_EXACT(aps_layer_matmul_params(&m), 12.0 * 768.0 * 768.0);
 }
 
+/* GPT-2 124M's shapes with the norm fields of OLMo 1 and BLOOM: weightless
+ * norms count none of the 2 x 12 + 1 LayerNorms (2 x 768 each); an
+ * embedding norm adds one LayerNorm (2 x 768) to the embedding and to the
+ * first pipeline stage's non-layer parameters. */
+static void test_model_params_norm_weightless_and_embedding_norm(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_gpt2_124m(&m);
+    m.norm_weightless = true;
+    aps_param_counts pc;
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.per_layer, 7087872.0 - 2.0 * 1536.0);
+    ASSERT_DBL_EXACT(pc.final_norm, 0.0);
+    ASSERT_DBL_EXACT(pc.total, 124439808.0 - 25.0 * 1536.0);
+    fx_gpt2_124m(&m);
+    m.embedding_norm = true;
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.embedding, 39383808.0 + 1536.0);
+    ASSERT_DBL_EXACT(pc.total, 124439808.0 + 1536.0);
+    aps_layout lay = {0};
+    lay.p = 2;
+    lay.t = 1;
+    lay.vocab_padded = (double)m.vocab_size;
+    double first = aps_stage_nonunit_params(&m, &lay, 0);
+    m.embedding_norm = false;
+    ASSERT_DBL_EXACT(first - aps_stage_nonunit_params(&m, &lay, 0), 1536.0);
+}
+
 /* ---------------------------------------------------------- validation */
 
 static void expect_einval(aps_model *m, const char *field)
@@ -864,20 +893,53 @@ static void test_moe_params_gpt_oss_20b(void **state)
  * 64*6,291,456 = 402,653,184 -> 419,569,664 per layer (67,248,128
  * active); x16 + 2*103,022,592 + 2,048 -> 6,919,161,856 total,
  * 1,282,017,280 active. */
+/* OLMoE-1B-7B with its full-width Q/K norms. */
+static void olmoe_1b_7b(aps_model *m)
+{
+    moe_model(m, "olmoe-1b-7b-0924", 16, 2048, 16, 16, 1024, 50304);
+    m->qk_norm = m->qk_norm_full_width = true;
+    m->num_experts = 64;
+    m->experts_per_token = 8;
+    m->moe_ffn_hidden_size = 1024;
+}
+
 static void test_moe_params_olmoe_full_width_qk_norm(void **state)
 {
     (void)state;
     aps_model m;
     aps_param_counts pc;
-    moe_model(&m, "olmoe-1b-7b-0924", 16, 2048, 16, 16, 1024, 50304);
-    m.qk_norm = m.qk_norm_full_width = true;
-    m.num_experts = 64;
-    m.experts_per_token = 8;
-    m.moe_ffn_hidden_size = 1024;
+    olmoe_1b_7b(&m);
     counts_of(&m, &pc);
     ASSERT_DBL_EXACT(pc.per_moe_layer, 419569664.0);
     ASSERT_DBL_EXACT(pc.total, 6919161856.0);
     ASSERT_DBL_EXACT(pc.active, 1282017280.0);
+}
+
+/* Per-head Q/K norms with a weight each (Command R+) count as many
+ * weights as full-width ones, (a + k) d per layer, split with the heads;
+ * given with full width, or without qk_norm, they are refused. */
+static void test_model_qk_norm_head_weights(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_param_counts pc;
+    olmoe_1b_7b(&m);
+    counts_of(&m, &pc);
+    double full = pc.total;
+    m.qk_norm_full_width = false;
+    m.qk_norm_head_weights = true;
+    counts_of(&m, &pc);
+    ASSERT_DBL_EXACT(pc.total, full);
+    /* on 4 tensor-parallel ranks: (16 + 16) x 128 / 4 = 1024 norm weights
+     * a rank, where shared per-head norms keep 2 x 128 = 256 whole */
+    double split = aps_layer_params_tp(&m, 4);
+    m.qk_norm_head_weights = false;
+    ASSERT_DBL_EXACT(split - aps_layer_params_tp(&m, 4), 1024.0 - 256.0);
+    m.qk_norm_head_weights = true;
+    m.qk_norm_full_width = true;
+    expect_einval(&m, "model.qk_norm_head_weights: given with qk_norm_full_width");
+    m.qk_norm_full_width = m.qk_norm = false;
+    expect_einval(&m, "model.qk_norm_head_weights: given without qk_norm");
 }
 
 /* The new fields are refused where they mean nothing: full-width Q/K
@@ -1401,6 +1463,8 @@ int main(void)
         cmocka_unit_test(test_model_params_tied_counts_once),
         cmocka_unit_test(test_model_params_explicit_head_dim),
         cmocka_unit_test(test_model_params_gpt2_124m),
+        cmocka_unit_test(test_model_params_norm_weightless_and_embedding_norm),
+        cmocka_unit_test(test_model_qk_norm_head_weights),
         cmocka_unit_test(test_model_validate_zero_hidden_size),
         cmocka_unit_test(test_model_validate_defaults_name_first_missing_field),
         cmocka_unit_test(test_model_validate_kv_heads_not_dividing),

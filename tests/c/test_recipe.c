@@ -149,8 +149,19 @@ static void assert_fill_last(int64_t L, int64_t p, int64_t v, int64_t each,
  *   8 x 1: ceil(61 / 8) = 8; 7 x 8 = 56, last 5.
  *   4 x 1: ceil(61 / 4) = 16; 3 x 16 = 48, last 13.
  *   16 x 1: as 4 x 4, 15 x 4 and 1.
- *   8 x 4 = 32 chunks: ceil(61 / 32) = 2; 31 x 2 = 62 > 61: last -1,
- *     refused.  10 layers over 6: 2 each, 5 x 2 = 10, last 0, refused.
+ *   8 x 4 = 32 chunks: ceil(61 / 32) = 2; 31 x 2 = 62 > 61 would leave
+ *     the last -1: the last chunk holds the loss alone and the first
+ *     61 - 30 x 2 = 1, NVIDIA's `Et|(tt|)*30L` (Megatron-LM 3c1b98ef^
+ *     docs/discussions/deepseek-v3-gb200-optimization s.1; Megatron-Bridge
+ *     r0.1.0 scripts/performance/run_script.py `Et|(tt|)*30mL` on H100).
+ *     Rank 0 runs chunks 1, 9, 17, 25 = 1 + 3 x 2 = 7 layers, rank 7
+ *     chunks 8, 16, 24, 32 = 3 x 2 + 0 = 6, ranks 1-6 8 each.
+ *   16 x 2 = 32 chunks: the same chunks; rank 0 runs 1 + 2 = 3, rank 15
+ *     2 + 0 = 2.
+ *   4 x 16 = 64 chunks: ceil = 1, the first chunk would hold
+ *     61 - 62 x 1 = -1: refused.
+ *   10 layers over 6 x 1: 2 each, 5 x 2 = 10, the last chunk and so the
+ *     last rank without layers: refused.
  *   64 over 4 x 4: 4 each, the even split. */
 static void test_split_fill_last(void **state)
 {
@@ -180,12 +191,34 @@ static void test_split_fill_last(void **state)
     assert_fill_last(64, 4, 4, 4, 4);
 
     ASSERT_REASON(chunks_of(61, 8, 4, APS_SPLIT_FILL_LAST, c, msg,
+                            sizeof msg), APS_REASON_NONE, msg);
+    assert_int_equal(c[0], 1);
+    for (int j = 1; j < 31; j++)
+        assert_int_equal(c[j], 2);
+    assert_int_equal(c[31], 0);
+    s.pp_degree = 8;
+    s.vpp_degree = 4;
+    ASSERT_REASON(aps_stage_layers(&m, &s, r, msg, sizeof msg),
+                  APS_REASON_NONE, msg);
+    assert_int_equal(r[0], 7);
+    for (int i = 1; i < 7; i++)
+        assert_int_equal(r[i], 8);
+    assert_int_equal(r[7], 6);
+    s.pp_degree = 16;
+    s.vpp_degree = 2;
+    ASSERT_REASON(aps_stage_layers(&m, &s, r, msg, sizeof msg),
+                  APS_REASON_NONE, msg);
+    assert_int_equal(r[0], 3);
+    assert_int_equal(r[1], 4);
+    assert_int_equal(r[15], 2);
+
+    ASSERT_REASON(chunks_of(61, 4, 16, APS_SPLIT_FILL_LAST, c, msg,
                             sizeof msg), APS_REASON_PP_PARTITION, msg);
     ASSERT_HAS(msg, "pipeline_split = fill_last");
-    ASSERT_HAS(msg, "ceil(61 / 32) = 2 leaves the last chunk -1 layers");
+    ASSERT_HAS(msg, "ceil(61 / 64) = 1 leaves the first chunk -1 layers");
     ASSERT_REASON(chunks_of(10, 6, 1, APS_SPLIT_FILL_LAST, c, msg,
                             sizeof msg), APS_REASON_PP_PARTITION, msg);
-    ASSERT_HAS(msg, "leaves the last chunk 0 layers");
+    ASSERT_HAS(msg, "leaves stage 6 without layers");
 }
 
 /* stage_partition per model chunk (p v entries, Megatron's

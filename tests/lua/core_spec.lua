@@ -848,10 +848,21 @@ describe("core.chunk_layers", function()
     -- over 8: ceil = 8, 7 x 8 = 56, last 5; over 4: ceil = 16, 3 x 16 = 48, last 13
     assert.are.same({ 8, 8, 8, 8, 8, 8, 8, 5 }, core.chunk_layers(61, { pp_degree = 8, pipeline_split = "fill_last" }))
     assert.are.same({ 16, 16, 16, 13 }, core.chunk_layers(61, { pp_degree = 4, pipeline_split = "fill_last" }))
-    -- over 32 (8 x 4): ceil = 2, 31 x 2 = 62 > 61 leaves the last chunk -1
-    local none, code, msg = core.chunk_layers(61, { pp_degree = 8, vpp_degree = 4, pipeline_split = "fill_last" })
+    -- over 32 (8 x 4): ceil = 2, 31 x 2 = 62 > 61 would leave the last
+    -- chunk -1; NVIDIA's layout there is `Et|(tt|)*30L` (Megatron-LM
+    -- 3c1b98ef^ docs/discussions/deepseek-v3-gb200-optimization s.1; with
+    -- the MTP layer `Et|(tt|)*30mL`, Megatron-Bridge r0.1.0
+    -- scripts/performance/run_script.py on H100): the first chunk 1, then
+    -- 30 of 2, the last the loss alone
+    local thirty_two = { 1 }
+    for j = 2, 31 do thirty_two[j] = 2 end
+    thirty_two[32] = 0
+    assert.are.same(thirty_two, core.chunk_layers(61, { pp_degree = 8, vpp_degree = 4, pipeline_split = "fill_last" }))
+    assert.are.same(thirty_two, core.chunk_layers(61, { pp_degree = 16, vpp_degree = 2, pipeline_split = "fill_last" }))
+    -- over 64 (16 x 4): ceil = 1, the first chunk would hold 61 - 62 = -1
+    local none, code, msg = core.chunk_layers(61, { pp_degree = 16, vpp_degree = 4, pipeline_split = "fill_last" })
     assert.is_nil(none)
     assert.are.equal("PP_PARTITION", code)
-    assert.truthy(msg:find("ceil(61 / 32) = 2 leaves the last chunk -1 layers", 1, true), msg)
+    assert.truthy(msg:find("ceil(61 / 64) = 1 leaves the first chunk -1 layers", 1, true), msg)
   end)
 end)

@@ -51,6 +51,21 @@ describe("run --model M --cluster D:N without a policy", function()
           tr.global_batch_size)
         assert.are.equal("megatron", tr.framework)
         assert.truthy(r.inputs.defaults[2]:find("recipe tokens-per-GPU rule", 1, true))
+        -- rank 1 is a layout Megatron-LM runs as intended: TP inside one
+        -- NVLink domain, every GPU used, the batch split evenly over the
+        -- data-parallel ranks' micro-batches, and for an MoE model EP
+        -- dividing the experts and ETP x EP the ranks of a pipeline stage
+        -- (parallel_state.py initialize_model_parallel)
+        local s, cl = r.top_k_strategies[1], r.inputs.cluster
+        assert.is_true(s.tp_degree <= math.max(cl.devices_per_node, cl.nvlink_domain_size or 0))
+        assert.are.equal(n, s.devices_used)
+        local data = s.dp_degree * s.fsdp_degree
+        assert.are.equal(0, tr.global_batch_size % (data * s.micro_batch_size))
+        assert.are.equal(tr.global_batch_size, data * s.micro_batch_size * s.micro_batch_num)
+        if (m.num_experts or 0) > 0 then
+          assert.are.equal(0, m.num_experts % s.ep_degree)
+          assert.are.equal(0, (data * s.tp_degree * s.cp_degree) % (s.ep_degree * s.etp_degree))
+        end
       end)
     end
   end
@@ -201,6 +216,43 @@ describe("a policy without search_space", function()
     -- all-gather and the all-to-all (8 / tp query groups divide by 2)
     assert.are.equal(8 + 3 * 7, r.all_candidate_summary.feasible)
     assert.is_nil(r.fit_probe)
+  end)
+end)
+
+describe("the built space holds the recipes' layouts", function()
+  it("DeepSeek-V3 on 1,024 H100: NVIDIA's TP 2 PP 8 VP 4 EP 64 with Et|(tt|)*30L (was refused, PP_PARTITION)", function()
+    -- Megatron-Bridge r0.1.0 scripts/performance/run_script.py runs
+    -- DeepSeek-V3 on 1,024 H100 at PP 8 x VP 4 with the layout
+    -- Et|(tt|)*30mL (Megatron-LM's GB200 guide: Et|(tt|)*30L): 61 layers
+    -- over 32 chunks, the first 1, then 30 of 2, the last the loss alone;
+    -- fill_last's ceil(61 / 32) = 2 a chunk left the last -1 and refused it
+    local code, r, err = run("deepseek-v3", "h100-sxm-80gb:128", "-q", "--fix", "tp_degree=2", "--fix", "pp_degree=8",
+      "--fix", "vpp_degree=4", "--fix", "ep_degree=64")
+    assert.are.equal(0, code, err)
+    assert.is_nil(r.infeasible_summary.PP_PARTITION)
+    assert.is_true(r.all_candidate_summary.feasible > 0)
+    local want = { 1 }
+    for j = 2, 31 do want[j] = 2 end
+    want[32] = 0
+    assert.are.same(want, r.top_k_strategies[1].stage_partition)
+  end)
+  it("searches the recipes' micro-batch sizes: dense 1 and 2, an MoE model also 4 and 8", function()
+    -- Megatron-Bridge 067f987d perf_recipes: Llama 3 at 1 or 2;
+    -- qwen3_30b_a3b_pretrain_8gpu_{b200,gb200}_bf16_config micro_batch_size
+    -- 4, {b300,gb300} 8 (it was {1, 2} for every model)
+    local cl = { num_devices = 8, devices_per_node = 8 }
+    local tr = { framework = "megatron", seq_length = 4096 }
+    assert.are.same({ 1, 2 }, defaults.search_space({ num_layers = 32 }, cl, tr).micro_batch_size)
+    assert.are.same({ 1, 2, 4, 8 },
+      defaults.search_space({ num_layers = 48, num_experts = 128 }, cl, tr).micro_batch_size)
+    -- the recipe's layout on 8 B200 (TP 1, PP 1, EP 8, MBS 4, GBS 512:
+    -- 512 / (8 x 4) = 16 micro-batches) is a candidate of the built space
+    local code, r, err = run("qwen3-30b-a3b", "b200:1", "-q", "--fix", "tp_degree=1", "--fix", "pp_degree=1",
+      "--fix", "ep_degree=8", "--fix", "micro_batch_size=4")
+    assert.are.equal(0, code, err)
+    assert.are.equal(512, r.inputs.training.global_batch_size)
+    assert.is_true(r.all_candidate_summary.feasible > 0)
+    assert.are.equal(16, r.top_k_strategies[1].micro_batch_num)
   end)
 end)
 

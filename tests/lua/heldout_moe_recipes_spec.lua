@@ -35,13 +35,32 @@ describe("held out: Megatron-LM examples/moe_recipes (d48bd6be)", function()
     end
   end)
 
-  it("has the columns of the Megatron-Bridge MoE file, plus the flex backend and forced balance", function()
+  it("has the columns of the Megatron-Bridge MoE file, plus the flex backend, forced balance and DP overlap", function()
     local function header(f)
       return (assert(io.open(ROOT .. "/tests/fixtures/heldout/" .. f)):read("l"):gsub("\r$", ""))
     end
     local bridge = header("megatron_bridge_perf_moe.csv"):gsub(",notes$", "")
-    assert.are.equal(bridge .. ",moe_flex_dispatcher_backend,moe_router_force_load_balancing,notes",
+    assert.are.equal(bridge .. ",moe_flex_dispatcher_backend,moe_router_force_load_balancing,overlap_grad_reduce,notes",
       header("megatron_lm_moe_recipes.csv"))
+  end)
+
+  it("the recipes that leave --overlap-grad-reduce off expose the data-parallel sync whole", function()
+    -- mlr004, mlr011-mlr013 (overlap_grad_reduce = false): training.
+    -- dp_overlap = 0, so dp_grad_sync's exposed time is its total; the
+    -- other rows hide part of it (the core's default 0.8 of the backward)
+    local off = { mlr004 = true, mlr011 = true, mlr012 = true, mlr013 = true }
+    for _, c in ipairs(run().cases) do
+      local i = c.inputs
+      if off[c.case_id] then
+        assert.are.equal(0, i.training.dp_overlap, c.case_id)
+        local e = core.context(i.model, i.cluster, i.training):estimate(i.strategy)
+        local sync = e.performance_breakdown.dp_grad_sync
+        assert.is_true(sync.total > 0, c.case_id)
+        assert.are.equal(sync.total, sync.exposed, c.case_id)
+      else
+        assert.is_nil(i.training.dp_overlap, c.case_id)
+      end
+    end
   end)
 
   it("gives each row the tokens/s its README TFLOP/s is under Megatron's FLOPs count", function()

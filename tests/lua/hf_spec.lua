@@ -452,10 +452,10 @@ describe("refusals", function()
   end)
 
   it("names an unknown model_type and the supported list", function()
-    local e = err_of(hf.from_config, with(base, { model_type = "falcon" }), "f.json")
+    local e = err_of(hf.from_config, with(base, { model_type = "rwkv" }), "f.json")
     assert.truthy(e:find('f.json: model_type: unsupported model type', 1, true))
     assert.truthy(e:find("llama, mistral, qwen2, qwen3", 1, true))
-    assert.truthy(e:find('(got "falcon")', 1, true))
+    assert.truthy(e:find('(got "rwkv")', 1, true))
   end)
 
   it("reports unreadable and malformed files", function()

@@ -256,6 +256,55 @@ return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
     end)
   end)
 
+  -- a set's files rendered and written by worker processes (cli.write_set,
+  -- from cli.parallel_output_ranks strategies up): the same files
+  describe("--out with a top-k of 64 or more on 1 and 2 processes", function()
+    it("writes the same launch files, result.csv, result.json and report.html", function()
+      local cli = require "apsearch.cli"
+      local k = cli.parallel_output_ranks + 6
+      local dir = h.tmpdir()
+      for _, j in ipairs({ "1", "2" }) do
+        local code = h.apsearch("run", "examples/llama3_70b_h100_1024_sweep.lua", "--quiet", "--jobs", j,
+          "--top-k", tostring(k), "--candidates", "none", "--echarts", "none", "--out", dir .. "/j" .. j)
+        assert.are.equal(0, code)
+      end
+      -- the lines with the run id or the search's own time (they differ
+      -- from run to run) left out
+      local volatile = { "run-id", "run_id", "searched", "seconds", "candidates_per_s", ".apsearch-set" }
+      local function lines(path)
+        local out = {}
+        for line in h.read(path):gmatch("[^\n]*") do
+          local keep = true
+          for _, v in ipairs(volatile) do if line:find(v, 1, true) then keep = false end end
+          if keep then out[#out + 1] = line end
+        end
+        return table.concat(out, "\n")
+      end
+      local names = {}
+      for n in require("lfs").dir(dir .. "/j1/launch") do
+        if n ~= "." and n ~= ".." then names[#names + 1] = n end
+      end
+      -- three engines per strategy
+      assert.are.equal(3 * k, #names)
+      for _, n in ipairs(names) do
+        assert.are.equal(h.read(dir .. "/j1/launch/" .. n), h.read(dir .. "/j2/launch/" .. n), n)
+      end
+      assert.are.equal(h.read(dir .. "/j1/result.csv"), h.read(dir .. "/j2/result.csv"))
+      for _, f in ipairs({ "report.html" }) do
+        assert.are.equal(lines(dir .. "/j1/" .. f), lines(dir .. "/j2/" .. f), f)
+      end
+      local function result_of(d)
+        local r = h.read_json(d .. "/result.json")
+        local sm = r.all_candidate_summary
+        sm.seconds, sm.search_seconds, sm.candidates_per_s = nil, nil, nil
+        -- (and the paths, which name the two directories)
+        r.run_id, r.search_log, r.output_files, r.visualization_report = nil, nil, nil, nil
+        return r
+      end
+      assert.are.same(result_of(dir .. "/j1"), result_of(dir .. "/j2"))
+    end)
+  end)
+
   -- the calls candidates.csv's split rows use (src/lua/lproc.c)
   describe("core.fd_tmpfile, fd_pread and fd_copy", function()
     local core = require "apsearch.core"

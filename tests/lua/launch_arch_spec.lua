@@ -343,6 +343,148 @@ describe("model fields of the architecture (issue 25)", function()
     assert.truthy(text:find("mup_multipliers", 1, true), text)
   end)
 
+  -- Command R (cohere, modular_cohere.py @ 03ea97ae): Cohere2's layer
+  -- without the window, its interleaved RoPE written; GLM-4-9B-chat-hf
+  -- (glm, modular_glm.py @ 0325dc46): q/k/v biases only, half-head
+  -- interleaved RoPE, two norms per layer -- nothing NOT WRITTEN
+  it("cohere: --rotary-interleaved, the parallel layer NOT WRITTEN; glm: --add-qkv-bias --rotary-percent 0.5",
+    function()
+    local m = hf.from_config({ model_type = "cohere", hidden_size = 8192, intermediate_size = 22528,
+      num_hidden_layers = 40, num_attention_heads = 64, vocab_size = 256000, rope_theta = 8000000 }, "command-r.json")
+    local flags, notes, text = script(m)
+    has(flags, { ["--rotary-interleaved"] = true, ["--rotary-base"] = "8000000", ["--disable-bias-linear"] = true },
+      { "--normalization", "--untie-embeddings-and-output-weights", "--window-size", "--no-rope-freq" })
+    local nw = table.concat(not_written(notes), "\n")
+    assert.truthy(nw:find("in parallel on one normed input", 1, true), nw)
+    assert.truthy(nw:find("LayerNorm without bias", 1, true), nw)
+    H.assert_megatron_flags(text)
+    -- Command R+'s per-head Q/K LayerNorms, a weight each: --qk-layernorm shares one, NOT WRITTEN
+    m = hf.from_config({ model_type = "cohere", hidden_size = 1024, intermediate_size = 4096, num_hidden_layers = 4,
+      num_attention_heads = 8, num_key_value_heads = 2, vocab_size = 32000, use_qk_norm = true }, "r-plus.json")
+    flags, notes, text = script(m)
+    has(flags, { ["--qk-layernorm"] = true }, {})
+    nw = table.concat(not_written(notes), "\n")
+    assert.truthy(nw:find("Q/K norms with a weight of their own per head (qk_norm_head_weights, Command R+)", 1,
+      true), nw)
+    assert.falsy(nw:find("over the whole projection", 1, true), nw)
+    H.assert_megatron_flags(text)
+    m = hf.from_config({ model_type = "glm", hidden_size = 4096, intermediate_size = 13696, num_hidden_layers = 40,
+      num_attention_heads = 32, num_key_value_heads = 2, vocab_size = 151552, rms_norm_eps = 1.5625e-07 },
+      "glm-4-9b-chat-hf.json")
+    flags, notes, text = script(m)
+    has(flags, { ["--rotary-interleaved"] = true, ["--rotary-percent"] = "0.5", ["--disable-bias-linear"] = true,
+      ["--add-qkv-bias"] = true, ["--normalization"] = "RMSNorm", ["--swiglu"] = true, ["--num-query-groups"] = "2",
+      ["--untie-embeddings-and-output-weights"] = true }, { "--kv-channels" })
+    assert.are.same({}, not_written(notes))
+    H.assert_megatron_flags(text)
+  end)
+
+  -- OLMo 1 (modular_olmo.py @ 00a98e71): LayerNorms with no weight or bias,
+  -- which Megatron's norms always have (one NOT WRITTEN line, not the
+  -- bias-free one besides); TorchTitan and MindFormers say so too
+  it("olmo: weightless LayerNorms NOT WRITTEN, otherwise Llama's flags on a LayerNorm", function()
+    local m = hf.from_config({ model_type = "olmo", hidden_size = 4096, intermediate_size = 11008,
+      num_hidden_layers = 32, num_attention_heads = 32, vocab_size = 50304, clip_qkv = 8.0 }, "olmo-7b.json")
+    local flags, notes, text = script(m)
+    has(flags, { ["--swiglu"] = true, ["--disable-bias-linear"] = true, ["--norm-epsilon"] = "1e-05",
+      ["--untie-embeddings-and-output-weights"] = true }, { "--normalization", "--apply-layernorm-1p" })
+    local nw = not_written(notes)
+    assert.are.equal(1, #nw, table.concat(nw, "\n"))
+    assert.truthy(nw[1]:find("norms without a weight or bias (norm_weightless, OLMo)", 1, true), nw[1])
+    H.assert_megatron_flags(text)
+    assert.truthy(table.concat(launch.llama_block_features(m), "\n"):find("norm_weightless", 1, true))
+  end)
+
+  -- Bamba (modular_bamba.py @ 024072ac): the hybrid pattern with RoPE on
+  -- half of each attention head (pretrain_hybrid.py); one Mamba group
+  -- keeps tensor parallelism at 1
+  it("bamba: --hybrid-layer-pattern, --position-embedding-type rope --rotary-percent 0.5", function()
+    local m = hf.from_config({ model_type = "bamba", hidden_size = 1024, intermediate_size = 4096,
+      num_hidden_layers = 4, num_attention_heads = 8, num_key_value_heads = 8, vocab_size = 32000,
+      attn_layer_indices = { 2 }, mamba_n_heads = 32, mamba_d_state = 128, mamba_chunk_size = 128 }, "bamba.json")
+    local flags, notes, text = script(m)
+    has(flags, { ["--hybrid-layer-pattern"] = "'M-M-*-M-'", ["--position-embedding-type"] = "rope",
+      ["--rotary-percent"] = "0.5", ["--swiglu"] = true, ["--normalization"] = "RMSNorm",
+      ["--disable-bias-linear"] = true }, { "--add-qkv-bias" })
+    assert.are.same({}, not_written(notes))
+    H.assert_megatron_flags(text)
+  end)
+
+  -- StarCoder (gpt_bigcode, modeling_gpt_bigcode.py @ 05ff2e98): GPT-2's
+  -- layer (Megatron's defaults: learned positions, LayerNorm and linear
+  -- biases, GELU, tied) with one K and V head: --num-query-groups 1
+  it("gpt_bigcode: multi-query as --num-query-groups 1, learned positions as Megatron's default", function()
+    local m = hf.from_config({ model_type = "gpt_bigcode", n_embd = 2048, n_head = 16, n_inner = 8192, n_layer = 24,
+      n_positions = 4096, vocab_size = 49280, activation_function = "gelu" }, "santacoder.json")
+    local flags, notes, text = script(m)
+    has(flags, { ["--group-query-attention"] = true, ["--num-query-groups"] = "1",
+      ["--max-position-embeddings"] = "4096" }, { "--position-embedding-type", "--swiglu", "--normalization",
+      "--disable-bias-linear", "--untie-embeddings-and-output-weights" })
+    assert.are.same({}, not_written(notes))
+    H.assert_megatron_flags(text)
+  end)
+
+  -- GPT-J (modeling_gptj.py @ 00b676f8): RoPE on a quarter of each head in
+  -- interleaved pairs written; the parallel layer, the lm_head bias and the
+  -- MLP-only biases NOT WRITTEN
+  it("gptj: --rotary-percent 0.25 --rotary-interleaved; parallel layer, lm_head and mixed biases NOT WRITTEN", function()
+    local m = hf.from_config({ model_type = "gptj", n_embd = 4096, n_head = 16, n_layer = 28, n_positions = 2048,
+      vocab_size = 50400, activation_function = "gelu" }, "gpt-j-6b.json")
+    local flags, notes, text = script(m)
+    has(flags, { ["--rotary-percent"] = "0.25", ["--rotary-interleaved"] = true,
+      ["--untie-embeddings-and-output-weights"] = true }, { "--disable-bias-linear", "--swiglu", "--normalization" })
+    local nw = table.concat(not_written(notes), "\n")
+    for _, what in ipairs({ "in parallel on one normed input", "the output layer's bias", "biases on only some " ..
+      "linear layers" }) do
+      assert.truthy(nw:find(what, 1, true), nw)
+    end
+    H.assert_megatron_flags(text)
+  end)
+
+  -- Falcon-40B (modeling_falcon.py): 8 KV heads, no linear biases,
+  -- LayerNorm with bias and GELU (Megatron's defaults); attention and MLP
+  -- in parallel on a norm each NOT WRITTEN
+  it("falcon: --num-query-groups 8 --disable-bias-linear; the parallel layer of two norms NOT WRITTEN", function()
+    local m = hf.from_config({ model_type = "falcon", hidden_size = 8192, num_attention_heads = 128,
+      num_hidden_layers = 60, num_kv_heads = 8, new_decoder_architecture = true, vocab_size = 65024 }, "f40.json")
+    local flags, notes, text = script(m)
+    has(flags, { ["--num-query-groups"] = "8", ["--disable-bias-linear"] = true }, { "--swiglu", "--normalization",
+      "--untie-embeddings-and-output-weights" })
+    local nw = not_written(notes)
+    assert.are.equal(1, #nw, table.concat(nw, "\n"))
+    assert.truthy(nw[1]:find("attention and MLP in parallel, each on a norm of its own", 1, true), nw[1])
+    H.assert_megatron_flags(text)
+  end)
+
+  -- ALiBi (MPT) has no Megatron flag: nothing written would be learned
+  -- absolute positions, parameters the model lacks; none is written, NOT
+  -- WRITTEN saying so
+  it("alibi: --position-embedding-type none with a NOT WRITTEN line, never the learned default", function()
+    local m = hf.from_config({ model_type = "mpt", d_model = 1024, n_heads = 8, n_layers = 4, expansion_ratio = 4,
+      max_seq_len = 4096, vocab_size = 32000, attn_config = { alibi = true } }, "mpt.json")
+    local flags, notes, text = script(m)
+    has(flags, { ["--position-embedding-type"] = "none" }, {})
+    local nw = table.concat(not_written(notes), "\n")
+    assert.truthy(nw:find("ALiBi attention biases: NOT EXPRESSIBLE in Megatron-LM", 1, true), nw)
+    H.assert_megatron_flags(text)
+  end)
+
+  -- BLOOM (modeling_bloom.py): ALiBi as none and the embedding LayerNorm,
+  -- both NOT WRITTEN; TorchTitan and MindFormers name the norm too
+  it("bloom: --position-embedding-type none; ALiBi and the embedding LayerNorm NOT WRITTEN", function()
+    local m = hf.from_config({ model_type = "bloom", n_embed = 1024, n_layer = 24, num_attention_heads = 16,
+      vocab_size = 250880, seq_length = 2048 }, "bloom-560m.json")
+    local flags, notes, text = script(m)
+    has(flags, { ["--position-embedding-type"] = "none" }, { "--disable-bias-linear", "--swiglu",
+      "--untie-embeddings-and-output-weights" })
+    local nw = table.concat(not_written(notes), "\n")
+    assert.truthy(nw:find("ALiBi attention biases", 1, true), nw)
+    assert.truthy(nw:find("a LayerNorm on the word embeddings (embedding_norm, BLOOM)", 1, true), nw)
+    assert.truthy(nw:find("(2048 parameters fewer)", 1, true), nw)
+    H.assert_megatron_flags(text)
+    assert.truthy(table.concat(launch.llama_block_features(m), "\n"):find("embedding_norm", 1, true))
+  end)
+
   -- --rotary-base is type=int: Hunyuan's NTK-alpha base 10000 x 1000^(128/126)
   -- rounds (a NOTE), a small fractional base stays NOT EXPRESSIBLE
   -- Nemotron-4 / Minitron (modeling_nemotron.py @ 694aaa7f): the squared

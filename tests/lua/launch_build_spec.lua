@@ -129,6 +129,10 @@ describe("Megatron-LM scripts build the estimated pipeline split", function()
       { 32, 4, 2, "embedding_loss", { 2, 2, -2, -2 }, { 5, 5, 3, 3, 5, 5, 3, 3 } },
       { 32, 4, 1, "fill_last", { 1, 1, -1, -1 }, { 9, 9, 7, 7 } },
       { 61, 4, 2, "fill_last", nil, { 8, 8, 8, 8, 8, 8, 8, 5 } },
+      -- 61 over 8 x 4: the first chunk 1, 30 of 2, the last the loss alone,
+      -- NVIDIA's Et|(tt|)*30L (src/core/pipeline.c split_rule)
+      { 61, 8, 4, "fill_last", nil, { 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+        2, 2, 2, 2, 2, 0 } },
       { 32, 4, 1, "even", { 2, 0, 0, -2 }, { 10, 8, 8, 6 } },                -- first / last counts
       { 32, 2, 4, "even", { -4, 4 }, { 3, 5, 3, 5, 3, 5, 3, 5 } },
       { 32, 4, 2, "even", nil, { 4, 4, 4, 4, 4, 4, 4, 4 } },

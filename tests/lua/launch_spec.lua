@@ -1208,6 +1208,24 @@ describe("launch configs", function()
     end
   end)
 
+  it("write --overlap-grad-reduce and --overlap-param-gather only when the estimate overlaps the DP sync", function()
+    local function h100_8b(training)
+      local tr = { global_batch_size = 128, seq_length = 8192, framework = "megatron" }
+      for k, v in pairs(training) do tr[k] = v end
+      return { model = "llama-3.1-8b", cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+        training = tr, top_k = 1 }
+    end
+    for _, c in ipairs({ { {}, true }, { { dp_overlap = 0.5 }, true }, { { dp_overlap = 0 }, nil } }) do
+      local r, est = estimated(h100_8b(c[1]), { dp_degree = 8, zero_stage = 1, tp_degree = 1,
+        micro_batch_size = 1, layer_recompute = "full" })
+      assert.is_nil(est.reason, est.message)
+      local _, v = parse_megatron(check_all(r)[1].megatron.text)
+      assert.is_true(v["--use-distributed-optimizer"])
+      assert.are.equal(c[2], v["--overlap-grad-reduce"])
+      assert.are.equal(c[2], v["--overlap-param-gather"])
+    end
+  end)
+
   it("write Megatron-FSDP as validate_args needs it: sharding strategy, fsdp_dtensor, main-grads dtype", function()
     local function h100_8b(training)
       local tr = { global_batch_size = 128, seq_length = 8192, framework = "megatron",

@@ -23,15 +23,7 @@ local err_of = H.err_of
 
 local copy = H.copy
 
---- Within `tol` (a fraction) of a card's rounded total.
-local function near(total, published, tol)
-  return math.abs(total / published - 1) < tol
-end
-
---- How far a card's total given to three digits ("4.19B") may be from the
--- exact count, as a fraction: half a unit of the third digit is at most
--- 0.5 % of the total (1.00 to 9.99: 0.005 / 1.00).
-local CARD_ROUNDING = 0.005
+local near, CARD_ROUNDING = H.near_card, H.CARD_ROUNDING
 
 --- Nemotron-4 4B (nvidia/Minitron-4B-Base, Nemotron-Mini-4B-Instruct) as
 -- NVIDIA/TensorRT-LLM @ 8cb8331d tests/unittest/_torch/modeling/
@@ -277,12 +269,26 @@ describe("StableLM", function()
     assert.are.equal(0.25, hf.from_config(c, "stablelm-3b.json").rotary_percent)
   end)
 
-  it("refuses the per-head Q/K LayerNorms naming the key", function()
+  -- StableLM 2 12B (card: 12.1B; its card's shapes: h 5120, 32 heads of
+  -- 160, 8 KV heads, MLP 13824, 40 layers, vocab 100352,
+  -- use_parallel_residual, qk_layernorm).  Per layer q, o 5120^2 each, k,
+  -- v 5120 x 1280 each, the SwiGLU MLP 3 x 5120 x 13824, one LayerNorm
+  -- with bias 10,240, StableLmLayerNormPerHead on Q and K: a bias-free
+  -- LayerNorm per head, (32 + 8) x 160 = 6,400: 277,889,280; x40 =
+  -- 11,115,571,200; untied 2 x 100352 x 5120 = 1,027,604,480; the final
+  -- LayerNorm 10,240.  Total 12,143,185,920.
+  it("StableLM 2 12B: 12,143,185,920; per-head Q/K LayerNorms with a weight each (qk_layernorm)", function()
     local c = copy(STABLELM_3B)
-    c.qk_layernorm = true
-    assert.are.equal("NotImplemented: s.json: qk_layernorm: StableLM's per-head LayerNorms on Q and K (a " ..
-      "LayerNorm of its own for each head, StableLmLayerNormPerHead) are not modelled (got true)",
-      err_of(hf.from_config, c, "s.json"))
+    c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.intermediate_size = 5120, 32, 8, 13824
+    c.num_hidden_layers, c.vocab_size, c.use_parallel_residual, c.qk_layernorm = 40, 100352, true, true
+    local m = hf.from_config(c, "stablelm-2-12b.json")
+    local layer = 2 * 5120 * 5120 + 2 * 5120 * 1280 + 3 * 5120 * 13824 + 2 * 5120 + (32 + 8) * 160
+    assert.are.equal(277889280, layer)
+    local total = core.model_params(m).total
+    assert.are.equal(40 * layer + 2 * 100352 * 5120 + 2 * 5120, total)
+    assert.are.equal(12143185920, total)
+    assert.is_true(near(total, 12.1e9, CARD_ROUNDING))
+    assert.are.same({ true, true, 1 }, { m.qk_norm, m.qk_norm_head_weights, m.norms_per_layer })
   end)
 end)
 

@@ -98,6 +98,25 @@ function M.assert_megatron_flags(sh)
   end
 end
 
+--- Whether an exact parameter count is within `tol` (a fraction) of a
+-- model card's rounded total.
+-- @tparam number total the exact count
+-- @tparam number published the card's total (4.19e9 for "4.19B")
+-- @tparam number tol M.CARD_ROUNDING or M.CARD_ROUNDING_2
+-- @treturn boolean
+function M.near_card(total, published, tol)
+  return math.abs(total / published - 1) < tol
+end
+
+--- How far a card's total given to three digits ("4.19B") may be from the
+-- exact count, as a fraction: half a unit of the third digit is at most
+-- 0.5 % of the total (1.00 to 9.99: 0.005 / 1.00).
+M.CARD_ROUNDING = 0.005
+
+--- The same for a total given to two digits ("35B"): half a unit of the
+-- second digit is at most 5 % of the total (10 to 99: 0.5 / 10).
+M.CARD_ROUNDING_2 = 0.05
+
 --- A shallow copy of a table (a config to change in one test).
 -- @tparam table t
 -- @treturn table

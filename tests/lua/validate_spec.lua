@@ -552,6 +552,20 @@ describe("validate: recipe columns and release defaults", function()
     assert.truthy(one(",fsdp_impl", ",megatron_fsdp", titan).error:find("needs framework = megatron", 1, true))
   end)
 
+  it("reads overlap_grad_reduce (Megatron --overlap-grad-reduce), on a megatron row only", function()
+    -- DP 8: the gradient all-reduce hides behind the backward by default,
+    -- not when Megatron's overlap is off
+    local on, off = one(",overlap_grad_reduce", ",true"), one(",overlap_grad_reduce", ",false")
+    assert.is_nil(on.error)
+    assert.is_nil(off.error)
+    assert.is_nil(on.inputs.training.dp_overlap)
+    assert.are.equal(0, off.inputs.training.dp_overlap)
+    assert.is_true(off.predicted.step_time_s > on.predicted.step_time_s)
+    assert.truthy(one(",overlap_grad_reduce", ",maybe").error:find("overlap_grad_reduce", 1, true))
+    local titan = base:gsub(",megatron,", ",fsdp2,"):gsub(",8,1,1,1,false,", ",1,8,3,1,false,")
+    assert.truthy(one(",overlap_grad_reduce", ",false", titan).error:find("needs framework = megatron", 1, true))
+  end)
+
   it("refuses a row whose columns contradict its framework, naming both", function()
     -- Megatron-LM has no option that compiles the model
     assert.are.equal('torch_compile = "true" contradicts framework = megatron (Megatron-LM has no option '

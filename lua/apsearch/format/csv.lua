@@ -190,8 +190,7 @@ function M.candidate_writer(write, mode, gbs, out)
     return rows
   end
   local sink = { mode = mode, row = row, finish = finish }
-  if out then M.add_split(sink, out, function(to) target = to end,
-    function() return finish() end, function(n) rows = n end) end
+  if out then M.add_split(sink, out, function(to) target = to end, finish, function(n) rows = n end) end
   return sink
 end
 
@@ -248,6 +247,11 @@ function M.add_split(sink, out, retarget, flush, reset)
   end
 end
 
+--- Most bytes read back at once from a worker's temporary file by
+-- `candidates_of` (core.fd_pread's limit, PROC_COPY_PIECE in
+-- src/lua/lproc.c).
+M.PREAD_PIECE = 1 << 20
+
 --- candidates.csv of a policy as one string (tests, small spaces): runs
 -- the search with a writer into memory.
 -- @tparam table policy normalized policy
@@ -262,7 +266,7 @@ function M.candidates_of(policy, mode, opts)
     policy.training and policy.training.global_batch_size, {
       tmpfile = function() return core.fd_tmpfile(os.getenv("TMPDIR") or "/tmp") end,
       copy = function(fd, offset, bytes)
-        local piece = 1 << 20
+        local piece = M.PREAD_PIECE
         for at = offset, offset + bytes - 1, piece do
           local s, err = core.fd_pread(fd, at, math.min(piece, offset + bytes - at))
           if not s then return nil, err end

@@ -124,8 +124,10 @@ end
 -- pipeline-split, transformer_block.py get_num_layers_to_build: L + 2
 -- units over S chunks, the first and last chunk giving one to the
 -- embedding and the loss); fill_last, ceil(L / S) per chunk and the last
--- the rest (NVIDIA's DeepSeek-V3 layouts, NeMo 8cfedd72
--- pretrain_deepseek_v3.py map_pp_vp_to_layout); deepspeed_type.
+-- the rest, or, where that leaves the last none, the loss alone last and
+-- the rest first (NVIDIA's DeepSeek-V3 layouts, NeMo 8cfedd72
+-- pretrain_deepseek_v3.py map_pp_vp_to_layout; Et|(tt|)*30L at 8 x 4);
+-- deepspeed_type.
 -- @tparam integer L transformer layers
 -- @tparam integer pp pipeline ranks
 -- @tparam integer vpp model chunks per rank
@@ -286,6 +288,8 @@ M.LLAMA_BLOCK_LACKS = {
     "halves of each head" },
   { "reordered_norm", "norms after attention and MLP (reordered_norm, OLMo 2): the Llama block normalises " ..
     "their inputs" },
+  { "embedding_norm", "a norm on the word embeddings (embedding_norm, BLOOM): the Llama model has none" },
+  { "norm_weightless", "norms without a weight or bias (norm_weightless, OLMo): the Llama norms have a weight" },
   { "norm_zero_centered", "norm weights used as 1 + w (norm_zero_centered: Nemotron's LayerNorm1P, Qwen3-Next): " ..
     "the Llama norms scale by w" },
 }
@@ -347,18 +351,41 @@ end
 -- @treturn table array of `{rank, engine, name (file name), text,
 --   notes (NOT EXPRESSIBLE / APPROXIMATE lines), differs (M.differences)}`
 function M.render_all(result)
+  return M.render_ranks(result, 1, #(result.top_k_strategies or {}))
+end
+
+--- `render_all` for the top-k strategies of ranks first..last (the files
+-- of a set are rendered in parts by worker processes, apsearch.cli).
+-- @tparam table result search result
+-- @tparam integer first
+-- @tparam integer last
+-- @treturn table as render_all
+function M.render_ranks(result, first, last)
   local out = {}
-  for _, rec in ipairs(result.top_k_strategies or {}) do
+  local top = result.top_k_strategies or {}
+  for r = first, last do
+    local rec = top[r]
     local c = M.context(result, rec)
     for _, e in ipairs(M.engines) do
       local text, notes = require(e.module).render(c)
       local differs = M.differences(notes)
       if #differs > 0 then text = mark_estimate(text, #differs) end
       out[#out + 1] = { rank = rec.rank, engine = e.name, differs = differs,
-        name = string.format("rank%d%s", rec.rank, M.suffix(e, c)), text = text, notes = notes }
+        name = M.file_name(result, rec, e), text = text, notes = notes }
     end
   end
   return out
+end
+
+--- The name of a strategy's launch file for an engine (known before it is
+-- rendered: a set lists its files before writing them).
+-- @tparam table result search result
+-- @tparam table rec one of result.top_k_strategies
+-- @tparam table e one of M.engines
+-- @treturn string e.g. `rank3_megatron.sh`
+function M.file_name(result, rec, e)
+  local version = (result.inputs or {}).torchtitan_version or M.TORCHTITAN_HEAD
+  return string.format("rank%d%s", rec.rank, M.suffix(e, { torchtitan_version = version }))
 end
 
 --- Writes the launch configs of a result into `dir` (created), each

@@ -21,7 +21,8 @@
 --   (context_parallel.py:5096-5139 @ d0067d0d; the help's "allgather"
 --   spelling would raise there)
 -- * data parallel: zero_stage 1 -> --use-distributed-optimizer (with
---   --overlap-grad-reduce --overlap-param-gather); fsdp_degree > 1 or
+--   --overlap-grad-reduce --overlap-param-gather unless training.dp_overlap
+--   = 0); fsdp_degree > 1 or
 --   zero_stage 3 -> --use-torch-fsdp2 (reshard_after_forward = false ->
 --   --torch-fsdp2-no-reshard-after-forward; ZeRO-2 over plain data
 --   parallelism is refused by the core, aps_check_framework); HSDP (dp > 1 and fsdp > 1) is NOT EXPRESSIBLE; with
@@ -430,6 +431,11 @@ function M.render(c)
     fsdp = true
   end
   local mfsdp = tr.fsdp_impl == "megatron_fsdp"
+  -- the data-parallel sync overlapped with the backward (the estimate's
+  -- training.dp_overlap, 0.8 by default): --overlap-grad-reduce (and with
+  -- the distributed optimizer --overlap-param-gather); with dp_overlap = 0
+  -- neither, as Megatron-LM defaults (arguments.py l.3121 @ d98e8a64)
+  local overlap = tr.dp_overlap == nil or tr.dp_overlap > 0
   -- --use-megatron-fsdp (version 1): validate_args (arguments.py:1118-1181
   -- @ d98e8a64) turns the distributed optimizer on, asserts --ckpt-format
   -- fsdp_dtensor and CUDA_DEVICE_MAX_CONNECTIONS != 1; Megatron-FSDP
@@ -467,8 +473,8 @@ function M.render(c)
     if (S > 1 and r.reshard_after_forward == false) then A("--torch-fsdp2-no-reshard-after-forward") end
   elseif z == 1 then
     A("--use-distributed-optimizer")
-    if c.data_parallel > 1 then A("--overlap-grad-reduce") A("--overlap-param-gather") end
-  elseif c.data_parallel > 1 then
+    if c.data_parallel > 1 and overlap then A("--overlap-grad-reduce") A("--overlap-param-gather") end
+  elseif c.data_parallel > 1 and overlap then
     A("--overlap-grad-reduce")
   end
 
@@ -574,6 +580,15 @@ function M.render(c)
   if m.attention_output_gate then A("--attention-output-gate") end
   if m.mlp == "relu2" then A("--squared-relu") end
   if m.position_embedding == "none" then A("--position-embedding-type", "none") end
+  -- ALiBi (MPT, BLOOM) has no flag: nothing written would train learned
+  -- absolute positions (Megatron's default, a table of parameters the model
+  -- lacks); none keeps the model's parameters and work
+  if m.position_embedding == "alibi" then
+    A("--position-embedding-type", "none")
+    N("NOT WRITTEN", "ALiBi attention biases: NOT EXPRESSIBLE in Megatron-LM d98e8a64 (--position-embedding-type " ..
+      "is learned_absolute, rope, yarn, mrope, relative or none, arguments.py); --position-embedding-type none is " ..
+      "written: no position information, the same parameters")
+  end
   M.qk_norm_args(m, mla, A, N)
   M.norm_args(m, A, N)
   if m.position_embedding == "rope" then M.rope_args(m, A, N, tr) end
@@ -938,14 +953,20 @@ end
 function M.qk_norm_args(m, mla, A, N)
   if not (m.qk_norm or mla) then return end
   A("--qk-layernorm")
+  if m.qk_norm_head_weights and not mla then
+    not_written(N, "Q/K norms with a weight of their own per head (qk_norm_head_weights, Command R+)",
+      "--qk-layernorm shares one head_dim-wide norm across the heads, " .. M.ARCH_SOURCES.qk_layernorm,
+      "--qk-layernorm is written: one weight for every head")
+  end
   if m.qk_norm_full_width and not mla then
     not_written(N, "Q/K norms over the whole projection (qk_norm_full_width)", "--qk-layernorm normalises " ..
       "each head, " .. M.ARCH_SOURCES.qk_layernorm, "--qk-layernorm is written: per-head norms")
   end
 end
 
---- The norm kind and what Megatron's GPT layer cannot carry: LayerNorm
--- without bias (Megatron's LayerNorm has one), norms after attention and
+--- The norm kind and what Megatron's GPT layer cannot carry: norms
+-- without weights (OLMo's norm_weightless), LayerNorm without bias
+-- (Megatron's LayerNorm has one), norms after attention and
 -- MLP (OLMo 2's reordered_norm) and norms beyond the two per layer
 -- (Gemma's sandwich norms, M.ARCH_SOURCES.norms).
 -- @tparam table m model
@@ -955,14 +976,24 @@ function M.norm_args(m, A, N)
   if m.norm == "rmsnorm" then A("--normalization", "RMSNorm") end
   -- TransformerConfig.layernorm_zero_centered_gamma (transformer_config.py:206)
   if m.norm_zero_centered then A("--apply-layernorm-1p") end
-  if m.norm == "layernorm" and m.norm_bias == false then
+  if m.norm_weightless then
+    not_written(N, "norms without a weight or bias (norm_weightless, OLMo)", "TENorm / FusedLayerNorm always " ..
+      "have a learnable weight and bias", "the script's norms have them")
+  elseif m.norm == "layernorm" and m.norm_bias == false then
     not_written(N, "LayerNorm without bias", "TENorm / FusedLayerNorm always have a bias", "the script's " ..
       "LayerNorms have biases")
   end
   if m.parallel_attn_mlp then
-    not_written(N, "attention and MLP in parallel on one normed input (parallel_attn_mlp, Cohere2)",
+    not_written(N, (m.norms_per_layer or 2) >= M.GPT_LAYER_NORMS and "attention and MLP in parallel, each on a " ..
+      "norm of its own (parallel_attn_mlp, Falcon-40B)" or "attention and MLP in parallel on one normed input " ..
+      "(parallel_attn_mlp, Cohere2)",
       "TransformerLayer runs the MLP after the attention's residual add (transformer_layer.py)",
       "the script's layers run them in sequence, each with its own norm")
+  end
+  if m.embedding_norm then
+    not_written(N, "a LayerNorm on the word embeddings (embedding_norm, BLOOM)", "GPTModel's " ..
+      "LanguageModelEmbedding has no norm", "the script's embeddings feed the first layer directly (" ..
+      (m.norm_bias == false and 1 or 2) * m.hidden_size .. " parameters fewer)")
   end
   if m.mup_multipliers then
     not_written(N, "the embedding, residual, attention and logit multipliers (mup_multipliers, Granite)",

@@ -34,12 +34,12 @@
 # candidates.csv), into the same DIR:
 #
 # 5. WORKERS runs (default 40) with one worker killed by SIGKILL at a
-#    random 0.15-0.8 s: each ends 2 with exactly the one line `search:
+#    random 0.1-0.55 s: each ends 2 with exactly the one line `search:
 #    worker process PID was killed by signal 9 before it finished` (PID
 #    the killed worker) and DIR still the previous set, or 0 (the worker
 #    had finished) with candidates.csv byte for byte that of `--jobs 1`;
 # 6. PKILLS runs (default 40) whose parent is killed by SIGKILL at a
-#    random 0.05-1.5 s: DIR one complete set, no worker left running, and
+#    random 0.05-0.8 s: DIR one complete set, no worker left running, and
 #    a finished one's candidates.csv that of `--jobs 1`;
 # 7. BIGPAIRS (default 10) pairs of such runs into DIR, each beside a run
 #    into a neighbouring DIR2 (`out2`): DIR holds a finished run's set,
@@ -235,7 +235,7 @@ for i in $(seq 1 "$WORKERS"); do
   k=$((1 + RANDOM % 8))
   "$BIN" "${BIGARGS[@]}" --top-k "$k" --out "$DIR" >/dev/null 2>"$W/err" &
   p=$!
-  sleep "$(rand_big 150 800)"
+  sleep "$(rand_big 100 550)"
   victim=$(workers_of "$p" | shuf -n 1)
   [ -n "$victim" ] && kill -9 "$victim" 2>/dev/null
   wait "$p"; r=$?
@@ -258,7 +258,7 @@ echo "worker kills: $WORKERS runs (--jobs 2, --candidates all): $w_killed stoppe
 f0=$faults; p_killed=0 p_done=0
 for i in $(seq 1 "$PKILLS"); do
   k=$((1 + RANDOM % 8))
-  timeout -s KILL "$(rand_big 50 1500)" "$BIN" "${BIGARGS[@]}" --top-k "$k" --out "$DIR" >/dev/null 2>"$W/err"
+  timeout -s KILL "$(rand_big 50 800)" "$BIN" "${BIGARGS[@]}" --top-k "$k" --out "$DIR" >/dev/null 2>"$W/err"
   r=$?
   id=$($CHECK "$DIR") || fault "parent kill $i (rc $r): DIR is not one complete set"
   case $r in

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/stress-out.sh [KILLS] [PAIRS] -- stresses the atomic result sets
+# scripts/stress-out.sh [KILLS] [PAIRS] [RACES] [WORKERS] [PKILLS] [BIGPAIRS] -- stresses the atomic result sets
 # of `apsearch run --out DIR` (docs/outputs.md, "Atomic result sets"):
 #
 # 1. KILLS runs (default 300), each killed with SIGKILL after a random
@@ -27,6 +27,27 @@
 #    permissions in the set that replaces it; a neighbouring --out whose
 #    name extends DIR's (`out.apsearch-set-<id>`) keeps its set.
 #
+# Then the search on worker processes (`--jobs 2`, BIG_POLICY, default the
+# 122,580-candidate examples/llama3_70b_h100_1024_sweep.lua, with
+# `--candidates all`: every worker writes its rows to an unnamed
+# temporary file in the new set directory, the parent copies them into
+# candidates.csv), into the same DIR:
+#
+# 5. WORKERS runs (default 40) with one worker killed by SIGKILL at a
+#    random 0.1-0.55 s: each ends 2 with exactly the one line `search:
+#    worker process PID was killed by signal 9 before it finished` (PID
+#    the killed worker) and DIR still the previous set, or 0 (the worker
+#    had finished) with candidates.csv byte for byte that of `--jobs 1`;
+# 6. PKILLS runs (default 40) whose parent is killed by SIGKILL at a
+#    random 0.05-0.8 s: DIR one complete set, no worker left running, and
+#    a finished one's candidates.csv that of `--jobs 1`;
+# 7. BIGPAIRS (default 10) pairs of such runs into DIR, each beside a run
+#    into a neighbouring DIR2 (`out2`): DIR holds a finished run's set,
+#    DIR2 its own.
+# After each, no set directory but DIR's, the kept set and the user's is
+# left next to DIR once the next run has cleaned, and the user's files
+# are unchanged.
+#
 # Prints the counts; exit 1 on any fault.  KEEP_W=1 keeps the work
 # directory (its final.err: the final run's log, with what it kept).
 set -u
@@ -36,6 +57,10 @@ POLICY=${POLICY:-examples/llama3_70b_h100.lua}
 KILLS=${1:-300}
 PAIRS=${2:-60}
 RACES=${3:-40}
+WORKERS=${4:-40}
+PKILLS=${5:-40}
+BIGPAIRS=${6:-10}
+BIG_POLICY=${BIG_POLICY:-examples/llama3_70b_h100_1024_sweep.lua}
 CHECK="lua5.4 scripts/check-out-set.lua"
 W=$(mktemp -d)
 B=$W/base
@@ -54,7 +79,13 @@ user_sum() {
 # a launch file added by hand to a real set: that set is kept from then on
 "$BIN" run "$POLICY" --quiet --top-k 1 --out "$DIR" >/dev/null 2>&1 || { echo "FAULT: first run"; exit 1; }
 KEPT=$(readlink "$DIR")
+KEPT_ID=$($CHECK "$DIR")
 echo "mine" > "$DIR/launch/rank9_megatron.sh"
+# check-out-set.lua DIR, but DIR still on the kept set (a launch file added
+# by hand, so not a set as apsearch wrote it) gives that set's run id
+check_dir() {
+  if [ "$(readlink "$DIR")" = "$KEPT" ]; then echo "$KEPT_ID"; else $CHECK "$DIR"; fi
+}
 user_sum() {
   { cat "$W/outside.sh" "$B/user.txt" "$B/.out.apsearch-set-user/notes.txt" \
         "$B/.out.apsearch-set-user/.apsearch-set" "$B/$KEPT/launch/rank9_megatron.sh"
@@ -79,14 +110,14 @@ leftovers() {
   echo $c
 }
 
-prev=$KEPT
+prev=$KEPT_ID
 killed=0 completed=0 switched_killed=0 kept_killed=0 none=0 max_left=0
 for i in $(seq 1 "$KILLS"); do
   k=$((1 + RANDOM % 8))
   timeout -s KILL "$(rand_time)" "$BIN" run "$POLICY" --quiet --top-k "$k" --out "$DIR" \
     >/dev/null 2>"$W/err"
   rc=$?
-  id=$($CHECK "$DIR")
+  id=$(check_dir)
   crc=$?
   if [ $crc = 3 ] && [ -z "$prev" ]; then
     none=$((none + 1))
@@ -120,7 +151,7 @@ for j in $(seq 1 "$PAIRS"); do
   p2=$!
   wait $p1; r1=$?
   wait $p2; r2=$?
-  id=$($CHECK "$DIR") || fault "pair $j ($r1, $r2): DIR is not one complete set"
+  id=$(check_dir) || fault "pair $j ($r1, $r2): DIR is not one complete set"
   ok_ids=""
   for n in 1 2; do
     eval "r=\$r$n"
@@ -187,5 +218,93 @@ nid=$($CHECK "$NB")
 [ "$($CHECK "$NB")" = "$nid" ] || fault "neighbour: its set was touched by a run into DIR"
 [ "$(user_sum)" = "$USER_SUM" ] || fault "a user file changed"
 echo "plain, private and neighbouring directories: $faults faults in all"
+
+# 5.-7. the search on worker processes, candidates.csv written by them
+BIGARGS=(run "$BIG_POLICY" --quiet --jobs 2 --candidates all --echarts none)
+"$BIN" "${BIGARGS[@]}" --jobs 1 --out "$W/ref" >/dev/null 2>&1 || fault "reference run (--jobs 1)"
+REF="$W/ref/candidates.csv"
+rand_big() { local ms=$(($1 + RANDOM % ($2 - $1 + 1))); printf '%d.%03d' $((ms / 1000)) $((ms % 1000)); }
+same_csv() { cmp -s "$REF" "$DIR/candidates.csv" || fault "$1: candidates.csv differs from --jobs 1's"; }
+# the worker processes of run p (its children), one a line
+workers_of() { pgrep -P "$1" 2>/dev/null; }
+prev=$($CHECK "$DIR")
+# what section 4 left that leftovers() counts (the neighbour's set and lock)
+L0=$(leftovers)
+f0=$faults; w_killed=0 w_done=0
+for i in $(seq 1 "$WORKERS"); do
+  k=$((1 + RANDOM % 8))
+  "$BIN" "${BIGARGS[@]}" --top-k "$k" --out "$DIR" >/dev/null 2>"$W/err" &
+  p=$!
+  sleep "$(rand_big 100 550)"
+  victim=$(workers_of "$p" | shuf -n 1)
+  [ -n "$victim" ] && kill -9 "$victim" 2>/dev/null
+  wait "$p"; r=$?
+  id=$($CHECK "$DIR") || fault "worker kill $i (rc $r): DIR is not one complete set"
+  case $r in
+    2) w_killed=$((w_killed + 1))
+       [ "$(cat "$W/err")" = "apsearch: search: worker process $victim was killed by signal 9 before it finished" ] \
+         || fault "worker kill $i: stderr is not the one line naming worker $victim: $(cat "$W/err")"
+       [ "$id" = "$prev" ] || fault "worker kill $i: exit 2 but DIR switched to $id" ;;
+    0) w_done=$((w_done + 1)); same_csv "worker kill $i"
+       [ "$id" != "$prev" ] || fault "worker kill $i: exit 0 but DIR still holds $prev" ;;
+    *) fault "worker kill $i: exit $r: $(cat "$W/err")" ;;
+  esac
+  l=$(leftovers); [ "$l" = "$L0" ] || fault "worker kill $i: $((l - L0)) set directories left beside DIR"
+  [ "$(user_sum)" = "$USER_SUM" ] || fault "worker kill $i: a user file changed"
+  prev=$id
+done
+echo "worker kills: $WORKERS runs (--jobs 2, --candidates all): $w_killed stopped by a killed worker (exit 2), $w_done finished first; $((faults - f0)) faults"
+
+f0=$faults; p_killed=0 p_done=0
+for i in $(seq 1 "$PKILLS"); do
+  k=$((1 + RANDOM % 8))
+  timeout -s KILL "$(rand_big 50 800)" "$BIN" "${BIGARGS[@]}" --top-k "$k" --out "$DIR" >/dev/null 2>"$W/err"
+  r=$?
+  id=$($CHECK "$DIR") || fault "parent kill $i (rc $r): DIR is not one complete set"
+  case $r in
+    137) p_killed=$((p_killed + 1)) ;;
+    0) p_done=$((p_done + 1)); same_csv "parent kill $i"
+       [ "$id" != "$prev" ] || fault "parent kill $i: exit 0 but DIR still holds $prev" ;;
+    *) fault "parent kill $i: exit $r: $(cat "$W/err")" ;;
+  esac
+  # the workers die with their parent (PR_SET_PDEATHSIG)
+  sleep 0.05
+  pgrep -f -- "--out $DIR\$" >/dev/null && fault "parent kill $i: a worker outlived its parent"
+  l=$(leftovers); [ "$l" -le $((L0 + 1)) ] || fault "parent kill $i: $((l - L0)) set directories left beside DIR"
+  [ "$(user_sum)" = "$USER_SUM" ] || fault "parent kill $i: a user file changed"
+  prev=$id
+done
+echo "parent kills: $PKILLS runs (--jobs 2, --candidates all): $p_killed killed, $p_done finished first; $((faults - f0)) faults"
+
+f0=$faults; bp_ok=0 bp_refused=0
+DIR2=$B/out2
+for j in $(seq 1 "$BIGPAIRS"); do
+  "$BIN" "${BIGARGS[@]}" --format json --out "$DIR" >"$W/o1" 2>"$W/e1" & p1=$!
+  "$BIN" "${BIGARGS[@]}" --format json --out "$DIR" >"$W/o2" 2>"$W/e2" & p2=$!
+  "$BIN" "${BIGARGS[@]}" --format json --out "$DIR2" >"$W/o3" 2>"$W/e3" & p3=$!
+  wait $p1; r1=$?; wait $p2; r2=$?; wait $p3; r3=$?
+  id=$($CHECK "$DIR") || fault "big pair $j: DIR is not one complete set"
+  ok_ids=""
+  for n in 1 2; do
+    eval "r=\$r$n"
+    case $r in
+      0) ok_ids="$ok_ids $(grep -o '"run_id":"[^"]*"' "$W/o$n" | cut -d'"' -f4)" ;;
+      2) grep -q "another apsearch run is writing this directory now" "$W/e$n" || fault "big pair $j: run $n: $(cat "$W/e$n")"
+         bp_refused=$((bp_refused + 1)) ;;
+      *) fault "big pair $j: run $n exited $r: $(cat "$W/e$n")" ;;
+    esac
+  done
+  case " $ok_ids " in *" $id "*) bp_ok=$((bp_ok + 1)) ;; *) fault "big pair $j: DIR holds $id, not a finished run's ($ok_ids)" ;; esac
+  same_csv "big pair $j"
+  [ "$r3" = 0 ] || fault "big pair $j: the run into DIR2 exited $r3: $(cat "$W/e3")"
+  [ "$($CHECK "$DIR2")" = "$(grep -o '"run_id":"[^"]*"' "$W/o3" | cut -d'"' -f4)" ] || fault "big pair $j: DIR2 is not its run's set"
+  cmp -s "$REF" "$DIR2/candidates.csv" || fault "big pair $j: DIR2's candidates.csv differs from --jobs 1's"
+  l=$(leftovers); [ "$l" = "$L0" ] || fault "big pair $j: $((l - L0)) set directories left beside DIR"
+  [ "$(user_sum)" = "$USER_SUM" ] || fault "big pair $j: a user file changed"
+done
+n2=$(ls -A "$B" | grep -c '^\.out2\.apsearch-set-')
+[ "$n2" = 1 ] || fault "DIR2: $n2 set directories beside it"
+echo "big pairs: $BIGPAIRS (two runs into DIR beside one into DIR2, --jobs 2): DIR held a finished run's set after $bp_ok, $bp_refused refused; $((faults - f0)) faults"
+
 [ "${KEEP_W:-}" ] && echo "kept $W" >&3 || rm -rf "$W"
 [ $faults = 0 ]

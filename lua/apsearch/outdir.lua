@@ -16,7 +16,9 @@
 --    to the marker before the file is created; at the end the size and
 --    modification time of every file, after one syncfs of the file system
 --    (every file's data and name on disk in one journal commit, not one
---    per file), then fsyncs the marker and the directories;
+--    per file; by the set directory's descriptor, opened before its first
+--    file: a write-back error since is reported), then fsyncs the marker
+--    and the directories;
 -- 4. makes a temporary link to it and swaps it with DIR (renameat2
 --    RENAME_EXCHANGE; RENAME_NOREPLACE when DIR did not exist): atomic,
 --    and what comes back is removed only when it is what DIR was when the
@@ -136,15 +138,25 @@ local function stat_of(p)
   return string.format("%d %d", a.size, a.modification)
 end
 
+-- The name core.fd_tmpfile gives its file for an instant where the file
+-- system has no O_TMPFILE (mkostemp, then unlink): a run killed between
+-- the two leaves it in the set it was writing.
+local TMP_NAME = "^%.apsearch%-tmp%-" .. ("[%w]"):rep(6) .. "$"
+
 -- What in setdir the manifest m does not allow removing: entries it does
--- not list, and listed files changed since the run recorded them.
+-- not list, and listed files changed since the run recorded them; and the
+-- temporary files (TMP_NAME) of an uncommitted set, removable with it.
 local function not_ours(setdir, m)
   local names, err = util.listdir(setdir)
   if not names then return nil, err end
-  local extra = {}
+  local extra, tmps = {}, {}
   local function check(rel)
     local p = util.join_path(setdir, rel)
     if rel == M.MARKER then return end
+    if not m.committed and rel:find(TMP_NAME) and stat_of(p) then
+      tmps[#tmps + 1] = rel
+      return
+    end
     if rel == "launch" and mode_of(p) == "directory" then
       for _, l in ipairs(util.listdir(p) or { "?" }) do check("launch/" .. l) end
       return
@@ -156,7 +168,7 @@ local function not_ours(setdir, m)
   end
   for _, n in ipairs(names) do check(n) end
   table.sort(extra)
-  return extra
+  return extra, tmps
 end
 
 --- Removes a set directory a run was killed in while writing its marker:
@@ -202,11 +214,12 @@ function M.remove_set(setdir, name)
     return false, m.out and ("it is the set of --out " .. m.out) or
       "written by an older apsearch (no file list in its marker); remove it yourself when you no longer need it"
   end
-  local extra, err = not_ours(setdir, m)
-  if not extra then return false, tostring(err) end
+  local extra, tmps = not_ours(setdir, m)
+  if not extra then return false, tostring(tmps) end
   if #extra > 0 then
     return false, "it holds files apsearch did not write or that changed since: " .. some(extra)
   end
+  for _, rel in ipairs(tmps) do os.remove(util.join_path(setdir, rel)) end
   for i = #m.files, 1, -1 do os.remove(util.join_path(setdir, m.files[i])) end
   lfs.rmdir(util.join_path(setdir, "launch"))
   os.remove(util.join_path(setdir, M.MARKER))
@@ -347,7 +360,15 @@ function Set:make_set()
     self:close()
     fail("cannot create a set directory in " .. self.parent .. ": " .. tostring(self.mkdir_err), self.shown)
   end
-  local ok, err = self:keep_access(self.path, true)
+  -- the descriptor commit's syncfs goes by, opened before any file is
+  -- written: it reports a write-back error met at any time since
+  -- (core.syncfs)
+  local ok, err = true, nil
+  if core then
+    self.syncfd, err = core.dir_open(self.path)
+    ok = self.syncfd ~= nil
+  end
+  if ok then ok, err = self:keep_access(self.path, true) end
   if ok then
     ok, err = self:write_raw(M.MARKER, string.format("%srun_id %s\nstarted %s\nout %s\n",
       MARKER_HEAD, self.id, os.date("!%Y-%m-%dT%H:%M:%SZ"), self.name))
@@ -448,8 +469,9 @@ function Set:file(rel) return util.join_path(self.path, rel) end
 -- the search runs, e.g. candidates.csv); listed in the manifest.
 -- @tparam string rel path inside the set
 -- @treturn table|nil `{write = function(text), close = function() -> ok,
---   err, tmpfile, copy}` (the last two with the core): `write` raises on
---   an error; `close` closes it (its data made durable at `commit`);
+--   err, fail = function(why), tmpfile, copy}` (the last two with the
+--   core): `write` raises on an error; `close` closes it (its data made
+--   durable at `commit`); `fail` raises the run's error for the file;
 --   `tmpfile()` an unnamed file in the set directory (an fd;
 --   apsearch.core.fd_tmpfile) and `copy(fd, offset, n)` appends a range of
 --   one (apsearch.core.fd_copy), for rows written by worker processes
@@ -468,6 +490,11 @@ function Set:stream(rel)
   end
   function s.close()
     return f:close()
+  end
+  -- raises the run's error for this file (what the writer of its parts
+  -- meets, in the parent or a worker): `--out: dir: cannot write REL: ...`
+  function s.fail(why)
+    fail("cannot write " .. rel .. ": " .. tostring(why), self.shown)
   end
   -- a file with no name in the set directory (parts written elsewhere,
   -- then copied in: candidates.csv's rows from worker processes), and
@@ -580,7 +607,10 @@ function Set:commit()
   -- every file written into the set, durable in one flush (they were
   -- written without an fsync each); the marker is then fsynced on its own
   local ok, err = true, nil
-  if core then ok, err = core.syncfs(self.path) end
+  if core then
+    ok, err = core.syncfs(self.syncfd or self.path)
+    if not ok then err = "cannot flush the set " .. self.path .. " to disk: " .. tostring(err) end
+  end
   if ok then ok, err = self:seal() end
   if ok then ok, err = sync(util.join_path(self.path, "launch")) end
   if ok then ok, err = sync(self.path) end
@@ -603,8 +633,12 @@ function Set:abort()
   self:close()
 end
 
---- Releases the lock.
+--- Releases the lock (and the set directory's descriptor).
 function Set:close()
+  if self.syncfd then
+    core.fd_close(self.syncfd)
+    self.syncfd = nil
+  end
   if self.lock then
     lfs.unlock(self.lock)
     self.lock:close()

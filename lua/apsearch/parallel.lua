@@ -16,10 +16,17 @@ local util = require "apsearch.util"
 
 local M = {}
 
---- Most tasks of one run: their numbers are written to the task pipe
--- before the workers start, 4 bytes each, and a pipe holds 64 KiB
--- (Linux's default; the writes must not block).
+--- Most tasks of one run.
 M.max_tasks = 4096
+
+--- Task numbers in the task pipe at once, at most: the first ones are
+-- written before the workers start, then one more each time a task ends
+-- (its number was read), so the pipe never holds more than this many
+-- (4 bytes each: 4 KiB, one page, what every pipe holds: a pipe may hold
+-- less than Linux's default 64 KiB, 8 KiB for a user past
+-- /proc/sys/fs/pipe-user-pages-soft, and a write that does not fit
+-- would block the run for ever).
+M.tasks_in_pipe = 1024
 
 -- the frame header: kind, task, payload length
 local HEADER = "<c1I4I4"
@@ -186,9 +193,19 @@ local function read_exactly(fd, n)
   return table.concat(parts)
 end
 
--- forks worker number i; returns its pid and the read end of its pipe
+-- the error of workers that cannot be started (a pipe or a fork refused:
+-- the open-file or process limit)
+local function cannot_start(opts, err)
+  error(string.format("search: cannot start the %d worker processes of --jobs %d: %s; raise the limit " ..
+    "(ulimit -n for open files, ulimit -u for processes) or search in one process with --jobs 1",
+    opts.jobs, opts.jobs, tostring(err)), 0)
+end
+
+-- forks worker number i; returns its pid and the read end of its pipe;
+-- the child closes the descriptors of `others` (the parent's ends)
 local function start_worker(opts, i, tasks, others)
-  local r, w = assert(core.pipe())
+  local r, w, perr = core.pipe()
+  if not r then cannot_start(opts, w or perr) end
   local sandbox = require "apsearch.sandbox"
   io.stdout:flush()
   io.stderr:flush()
@@ -202,14 +219,15 @@ local function start_worker(opts, i, tasks, others)
   core.fd_close(w)
   if not pid then
     core.fd_close(r)
-    error("parallel: " .. tostring(err), 0)
+    cannot_start(opts, err)
   end
   return pid, r
 end
 
--- the parent's side: reads every worker's frames until all have ended;
--- returns nil, or the error to raise
-local function collect(opts, fds)
+-- the parent's side: reads every worker's frames until all have ended,
+-- feeding the task pipe (`feed()` after each task that ended); returns
+-- nil, or the error to raise
+local function collect(opts, fds, feed)
   local pending, next_task, done = {}, 1, 0
   local err_task, err_msg = math.huge, nil
   local open, finished = #fds, {}
@@ -229,6 +247,7 @@ local function collect(opts, fds)
         done = done + string.unpack("<i8", payload)
         if opts.progress then opts.progress(done) end
       elseif kind == "R" then
+        feed()
         pending[task] = M.deserialize(payload)
         while pending[next_task] ~= nil and next_task < err_task do
           opts.on_result(next_task, pending[next_task])
@@ -236,6 +255,7 @@ local function collect(opts, fds)
           next_task = next_task + 1
         end
       elseif kind == "E" then
+        if task > 0 then feed() end
         if task < err_task then err_task, err_msg = task, payload end
       elseif kind == "F" then
         finished[fd] = true
@@ -267,20 +287,43 @@ end
 --   it finished`
 function M.run(opts)
   assert(opts.tasks >= 1 and opts.tasks <= M.max_tasks, "parallel: tasks out of range")
-  local tr, tw = assert(core.pipe())
-  local nums = {}
-  for t = 1, opts.tasks do nums[t] = string.pack(TASK, t) end
-  assert(core.fd_write(tw, table.concat(nums)))
-  core.fd_close(tw)
+  local tr, tw = core.pipe()
+  if not tr then cannot_start(opts, tw) end
+  -- task numbers: the first M.tasks_in_pipe now, then one each time a
+  -- task ends (`feed`); the write end closed after the last, so that a
+  -- worker's read then meets the end of the pipe
+  local written = 0
+  local function write_tasks(n)
+    local nums = {}
+    for t = written + 1, math.min(opts.tasks, written + n) do nums[#nums + 1] = string.pack(TASK, t) end
+    written = written + #nums
+    if #nums > 0 then assert(core.fd_write(tw, table.concat(nums))) end
+    if written == opts.tasks and tw then
+      core.fd_close(tw)
+      tw = nil
+    end
+  end
+  write_tasks(M.tasks_in_pipe)
   local pids, fds = {}, {}
   local ok, err = pcall(function()
-    for i = 1, opts.jobs do pids[i], fds[i] = start_worker(opts, i, tr, fds) end
+    for i = 1, opts.jobs do
+      -- the child closes the write end of the task pipe (else its reads
+      -- never meet the end) and the read ends of the workers before it
+      local others = {}
+      for k, fd in ipairs(fds) do others[k] = fd end
+      if tw then others[#others + 1] = tw end
+      pids[i], fds[i] = start_worker(opts, i, tr, others)
+    end
   end)
   core.fd_close(tr)
   local failure
   if ok then
-    ok, failure = pcall(collect, opts, fds)
+    ok, failure = pcall(collect, opts, fds, function() if tw then write_tasks(1) end end)
     if not ok then err = failure end
+  end
+  if tw then
+    core.fd_close(tw)
+    tw = nil
   end
   -- every worker is stopped and waited for, whatever happened
   if not ok or failure ~= nil then

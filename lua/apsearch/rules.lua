@@ -354,45 +354,66 @@ end
 local Ctx = { __name = "apsearch.rule_context", __metatable = "apsearch.rule_context" }
 Ctx.__index = Ctx
 local contexts = setmetatable({}, { __mode = "k" })   -- core ctx -> Ctx
-local is_context = setmetatable({}, { __mode = "k" })
+-- Ctx -> its core context, kept here and not as a field: a script that
+-- reached the core context could change what is searched
+-- (ctx:set_cluster puts another cluster into it)
+local core_of = setmetatable({}, { __mode = "k" })
 
 -- read-only candidate views (see rule_check) -> the candidate they show;
 -- the core reads tables raw, so a view is handed over as its candidate
 local views = setmetatable({}, { __mode = "k" })
 local function unview(s) return views[s] or s end
 
+-- the core context of a rule context, called as ctx:method (raises the
+-- script's one-line error otherwise)
+local function core_ctx(self, method)
+  local c = core_of[self]
+  if not c then error("call ctx:" .. method .. "(...) with a colon, on the ctx the search passed", 0) end
+  return c
+end
+
 -- (each through sandbox.helper: an error names the script's line that
 -- called the method, not this file)
 --- ctx:check(name, strategy) -> true | false, code, message (a core check)
-Ctx.check = sandbox.helper(function(self, name, s) return self.core:check(name, unview(s)) end)
+Ctx.check = sandbox.helper(function(self, name, s) return core_ctx(self, "check"):check(name, unview(s)) end)
 --- ctx:evaluate(strategy) -> evaluation (feasible, step_time, mem_peak, ...)
-Ctx.evaluate = sandbox.helper(function(self, s) return self.core:evaluate(unview(s)) end)
+Ctx.evaluate = sandbox.helper(function(self, s) return core_ctx(self, "evaluate"):evaluate(unview(s)) end)
 --- ctx:estimate(strategy) -> the full estimate with breakdowns
-Ctx.estimate = sandbox.helper(function(self, s) return self.core:estimate(unview(s)) end)
+Ctx.estimate = sandbox.helper(function(self, s) return core_ctx(self, "estimate"):estimate(unview(s)) end)
 --- ctx:flops(strategy, convention) -> FLOPs per step
-Ctx.flops = sandbox.helper(function(self, s, ...) return self.core:flops(unview(s), ...) end)
+Ctx.flops = sandbox.helper(function(self, s, ...) return core_ctx(self, "flops"):flops(unview(s), ...) end)
 --- ctx:inputs() -> {model, cluster, training}
-Ctx.inputs = sandbox.helper(function(self) return self.core:inputs() end)
+Ctx.inputs = sandbox.helper(function(self) return core_ctx(self, "inputs"):inputs() end)
 
 --- The context a rule or objective sees, for a core context
 -- (`apsearch.core.context`): `model`, `cluster`, `training` (the inputs
 -- with every default filled, from `ctx:inputs()`) and the methods check,
--- evaluate, estimate, flops, inputs; `core` is the core context itself.
--- One per core context (cached); a context or a non-userdata is returned
--- as is (so tests may pass a plain table).
+-- evaluate, estimate, flops, inputs.  The core context itself is not in
+-- it (trusted code gets it with `M.core_of`).  One per core context
+-- (cached); a context or a non-userdata is returned as is (so tests may
+-- pass a plain table).
 -- @param ctx a core context
 -- @treturn table context
 function M.context(ctx)
-  if type(ctx) ~= "userdata" or is_context[ctx] then return ctx end
+  if type(ctx) ~= "userdata" then return ctx end
   local c = contexts[ctx]
   if c then return c end
   local inputs = ctx:inputs()
-  c = setmetatable({ core = ctx, model = M.freeze(inputs.model, "ctx.model"),
+  c = setmetatable({ model = M.freeze(inputs.model, "ctx.model"),
     cluster = M.freeze(inputs.cluster, "ctx.cluster"),
     training = M.freeze(inputs.training, "ctx.training") }, Ctx)
   contexts[ctx] = c
-  is_context[c] = true
+  core_of[c] = ctx
   return c
+end
+
+--- The core context of a rule context (`M.context`), for trusted code;
+-- a core context is returned as is, anything else gives nil.
+-- @param ctx a rule context or a core context
+-- @return the core context, or nil
+function M.core_of(ctx)
+  if type(ctx) == "userdata" then return ctx end
+  return core_of[ctx]
 end
 
 --------------------------------------------------------------------- rules

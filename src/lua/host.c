@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,6 +285,11 @@ int aps_host_main(int argc, char **argv)
     int status, code = 2;
     lua_State *L;
 
+    /* A write past the file size limit (ulimit -f) fails with EFBIG, and
+     * the run stops with its one-line error and drops the set it was
+     * writing, instead of being killed by SIGXFSZ mid-write (the worker
+     * processes of --jobs inherit this). */
+    signal(SIGXFSZ, SIG_IGN);
     if (aps_host_find_root(root, sizeof root) == NULL) {
         report("APSEARCH_ROOT or the install path is too long");
         return 2;

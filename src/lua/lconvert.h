@@ -55,6 +55,7 @@ int apsl_read_regular(lua_State *L);
  *  core.syncfs(path): the file system holding path flushed (lfsync.c). */
 int apsl_write_file(lua_State *L);
 int apsl_syncfs(lua_State *L);
+int apsl_dir_open(lua_State *L);
 /** core.ncpu, pipe, fork, fd_read, fd_write, fd_close, poll, waitpid,
  *  kill, exit_now, fd_tmpfile, fd_pread and fd_copy (lproc.c, each
  *  documented there): the worker processes of `apsearch run --jobs N`

@@ -788,6 +788,7 @@ static const luaL_Reg module_funcs[] = {
     {"read_regular", apsl_read_regular},
     {"write_file", apsl_write_file},
     {"syncfs", apsl_syncfs},
+    {"dir_open", apsl_dir_open},
     {"ncpu", apsl_ncpu},
     {"pipe", apsl_pipe},
     {"fork", apsl_fork},

@@ -350,6 +350,134 @@ return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
     end)
   end)
 
+  -- candidates.csv that cannot be written (a full disk, a file size
+  -- limit): one line naming --out and DIR, exit 2, the set dropped
+  describe("candidates.csv that cannot be written", function()
+    local lfs = require "lfs"
+    local function names(dir)
+      local t = {}
+      for n in lfs.dir(dir) do if n ~= "." and n ~= ".." then t[#t + 1] = n end end
+      table.sort(t)
+      return t
+    end
+
+    it("past the file size limit (ulimit -f): exit 2 and one line, not SIGXFSZ; nothing left but the lock", function()
+      for _, jobs in ipairs({ "1", "2", "3" }) do
+        local dir = h.tmpdir()
+        -- 2,000 blocks of 512 bytes: the sweep's candidates.csv is 14 MB
+        local cmd = string.format("cd %s && (ulimit -f 2000; APSEARCH_ROOT=%s exec %s run " ..
+          "examples/llama3_70b_h100_1024_sweep.lua --quiet --candidates all --jobs %s --out %s/o) " ..
+          "> %s/stdout 2> %s/stderr", h.q(ROOT), h.q(ROOT), h.q(h.BIN), jobs, dir, dir, dir)
+        local _, _, code = os.execute(cmd)
+        local err = h.read(dir .. "/stderr")
+        os.remove(dir .. "/stdout")
+        os.remove(dir .. "/stderr")
+        assert.are.equal(2, code, "--jobs " .. jobs .. ": " .. tostring(err))
+        assert.truthy(err:find('^apsearch: %-%-out: dir: cannot write candidates%.csv: [^\n]*File too large ' ..
+          '%(got "[^\n]*/o"%)\n$'), err)
+        assert.are.same({ ".o.apsearch-lock" }, names(dir))
+      end
+    end)
+
+    it("workers that cannot be started (ulimit -n 10, --jobs 8): one line saying so, exit 2", function()
+      local dir = h.tmpdir()
+      for _, out in ipairs({ "", " --out " .. dir .. "/o" }) do
+        local cmd = string.format("cd %s && (exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; ulimit -n 10; APSEARCH_ROOT=%s exec %s run " ..
+          "examples/llama3_70b_h100_1024_sweep.lua --quiet --jobs 8%s) > %s/stdout 2> %s/stderr",
+          h.q(ROOT), h.q(ROOT), h.q(h.BIN), out, dir, dir)
+        local _, _, code = os.execute(cmd)
+        local err = h.read(dir .. "/stderr")
+        assert.are.equal(2, code, err)
+        assert.truthy(err:find("^apsearch: [^\n]*Too many open files[^\n]*\n$"), err)
+        assert.falsy(err:find(".lua:", 1, true), err)
+      end
+      os.remove(dir .. "/stdout")
+      os.remove(dir .. "/stderr")
+      assert.are.same({ ".o.apsearch-lock" }, names(dir))
+    end)
+
+    -- the fallbacks of src/lua/lproc.c, which ext4 and tmpfs never take:
+    -- no O_TMPFILE (NFS, vfat: a mkostemp file unlinked at once) and no
+    -- copy_file_range between the two files (EXDEV, EOPNOTSUPP: pread and
+    -- write), simulated by an LD_PRELOAD shim
+    it("without O_TMPFILE or copy_file_range (a shim): the same candidates.csv, nothing left", function()
+      local dir = h.tmpdir()
+      local shim = [[
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/types.h>
+int open(const char *p, int fl, ...) {
+    static int (*real)(const char *, int, ...);
+    if (!real) real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
+    mode_t m = 0;
+    if ((fl & O_CREAT) || (fl & O_TMPFILE) == O_TMPFILE) { va_list a; va_start(a, fl); m = va_arg(a, int); va_end(a); }
+    if ((fl & O_TMPFILE) == O_TMPFILE && getenv("SHIM_NO_TMPFILE")) { errno = EOPNOTSUPP; return -1; }
+    return real(p, fl, m);
+}
+int open64(const char *p, int fl, ...) __attribute__((alias("open")));
+ssize_t copy_file_range(int in, off_t *io, int out, off_t *oo, size_t len, unsigned fl) {
+    static ssize_t (*real)(int, off_t *, int, off_t *, size_t, unsigned);
+    if (!real) real = (ssize_t (*)(int, off_t *, int, off_t *, size_t, unsigned))dlsym(RTLD_NEXT, "copy_file_range");
+    if (getenv("SHIM_CFR_ERRNO")) { errno = atoi(getenv("SHIM_CFR_ERRNO")); return -1; }
+    return real(in, io, out, oo, len, fl);
+}
+]]
+      h.write(dir .. "/shim.c", shim)
+      if not os.execute(string.format("cc -shared -fPIC -o %s/shim.so %s/shim.c -ldl 2>/dev/null", dir, dir)) then
+        pending("no C compiler for the shim")
+        return
+      end
+      local function run(env, jobs, out)
+        local cmd = string.format("cd %s && %s LD_PRELOAD=%s/shim.so APSEARCH_ROOT=%s %s run " ..
+          "examples/llama3_70b_h100_1024_sweep.lua --quiet --candidates all --echarts none --jobs %s --out %s " ..
+          "> %s/stdout 2> %s/stderr", h.q(ROOT), env, dir, h.q(ROOT), h.q(h.BIN), jobs, out, dir, dir)
+        local _, _, code = os.execute(cmd)
+        return code, h.read(dir .. "/stderr")
+      end
+      assert.are.equal(0, (run("", "1", dir .. "/ref/o")))
+      local want = h.read(dir .. "/ref/o/candidates.csv")
+      -- EXDEV 18, EOPNOTSUPP 95, ENOSYS 38
+      for i, env in ipairs({ "SHIM_NO_TMPFILE=1", "SHIM_CFR_ERRNO=18", "SHIM_CFR_ERRNO=95",
+                             "SHIM_NO_TMPFILE=1 SHIM_CFR_ERRNO=38" }) do
+        local sub = dir .. "/s" .. i
+        local code, err = run(env, "2", sub .. "/o")
+        assert.are.equal(0, code, env .. ": " .. tostring(err))
+        assert.truthy(want == h.read(sub .. "/o/candidates.csv"), env .. ": candidates.csv differs")
+        -- the set directory holds only what its manifest lists
+        local set = sub .. "/" .. lfs.symlinkattributes(sub .. "/o", "target")
+        for _, n in ipairs(names(set)) do assert.is_nil(n:find("apsearch%-tmp"), env .. ": " .. n) end
+        assert.are.equal(3, #names(sub))
+      end
+      -- a copy that fails otherwise (EIO 5): the run's one line, nothing left
+      local code, err = run("SHIM_CFR_ERRNO=5", "2", dir .. "/eio/o")
+      assert.are.equal(2, code, err)
+      assert.truthy(err:find('^apsearch: %-%-out: dir: cannot write candidates%.csv: copy_file_range: ' ..
+        'Input/output error %(got "[^\n]*/o"%)\n$'), err)
+      assert.are.same({ ".o.apsearch-lock" }, names(dir .. "/eio"))
+    end)
+
+    it("a copy that fails raises the --out error naming DIR", function()
+      local dir = h.tmpdir()
+      local set = require("apsearch.outdir").open(dir .. "/o")
+      local stream = assert(set:stream("candidates.csv"))
+      local w = require("apsearch.format.csv").candidate_writer(stream.write, "all", nil, stream)
+      w.split(1)
+      -- a range the worker's file does not hold
+      local ok, err = pcall(w.take, { file = 1, offset = 0, bytes = 5, rows = 1 })
+      w.close_split()
+      stream.close()
+      set:abort()
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find('^%-%-out: dir: cannot write candidates%.csv: .* %(got "' ..
+        (dir .. "/o"):gsub("%p", "%%%0") .. '"%)$'), err)
+      assert.are.same({ ".o.apsearch-lock" }, names(dir))
+    end)
+  end)
+
   describe("the jobs of a space", function()
     it("one per min_chunk candidates at most, at least 1", function()
       assert.are.equal(1, search.jobs_for(nil, 10 ^ 6))
@@ -439,6 +567,47 @@ return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
       assert.is_false(ok)
       assert.are.equal("task 5 failed", err)
       assert.are.same({ 1, 2, 3, 4 }, ran)
+    end)
+
+    it("max_tasks tasks through pipes of two pages (a user past pipe-user-pages-soft): no hang", function()
+      -- every pipe made 8 KiB by an LD_PRELOAD shim, what Linux gives a
+      -- user past /proc/sys/fs/pipe-user-pages-soft (a second run beside
+      -- one of 64 workers or more): less than 4 bytes for each of 4,096
+      -- tasks; the run once blocked for ever writing them
+      local dir = h.tmpdir()
+      h.write(dir .. "/shim.c", [[
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
+static int set(int fd, int cmd, long arg) {
+    static int (*real)(int, int, ...);
+    if (!real) real = (int (*)(int, int, ...))dlsym(RTLD_NEXT, "fcntl");
+    if (cmd == F_SETPIPE_SZ) arg = 8192;
+    return real(fd, cmd, arg);
+}
+int fcntl(int fd, int cmd, ...) { va_list a; va_start(a, cmd); long arg = va_arg(a, long); va_end(a); return set(fd, cmd, arg); }
+int fcntl64(int fd, int cmd, ...) { va_list a; va_start(a, cmd); long arg = va_arg(a, long); va_end(a); return set(fd, cmd, arg); }
+]])
+      if not os.execute(string.format("cc -shared -fPIC -o %s/shim.so %s/shim.c -ldl 2>/dev/null", dir, dir)) then
+        pending("no C compiler for the shim")
+        return
+      end
+      h.write(dir .. "/run.lua", [[
+local parallel = require "apsearch.parallel"
+local n, sum = 0, 0
+parallel.run({ jobs = 3, tasks = parallel.max_tasks, work = function(t) return t end,
+  on_result = function(t, v) n = n + 1 assert(t == n and v == t) sum = sum + v end })
+assert(n == parallel.max_tasks and sum == n * (n + 1) // 2)
+print("ok " .. n)
+]])
+      -- this process's module paths (the core module is in the build tree)
+      h.write(dir .. "/paths.lua", string.format("package.path = %q\npackage.cpath = %q\n", package.path, package.cpath))
+      local cmd = string.format("cd %s && LD_PRELOAD=%s/shim.so timeout -s KILL 30 lua5.4 -e 'dofile(\"paths.lua\")' " ..
+        "run.lua > stdout 2> stderr", dir, dir)
+      local _, _, code = os.execute(cmd)
+      assert.are.equal(0, code, h.read(dir .. "/stderr"))
+      assert.are.equal("ok 4096\n", h.read(dir .. "/stdout"))
     end)
 
     it("reports a worker that was killed", function()

@@ -141,6 +141,66 @@ describe("apsearch run --out: atomic result sets", function()
     assert.is_nil(err:find("nomarker", 1, true), err)
   end)
 
+  it("cleans a set killed while its unnamed file had a name (no O_TMPFILE: mkostemp, then unlink)", function()
+    local base = tmpdir()
+    local dir = base .. "/out"
+    assert.are.equal(0, (apsearch("run", "--quiet", "--top-k", "2", "--out", dir)))
+    local function staged(id, committed, tmpname)
+      local p = base .. "/.out.apsearch-set-20250101T000000Z-" .. id
+      assert(lfs.mkdir(p)) assert(lfs.mkdir(p .. "/launch"))
+      write(p .. "/.apsearch-set", "apsearch result set\nrun_id 20250101T000000Z-" .. id .. "\nstarted x\nout out\n" ..
+        "file candidates.csv\n" .. (committed and "committed\n" or ""))
+      write(p .. "/candidates.csv", "index,")
+      write(p .. "/" .. tmpname, "1,feasible")
+      return p
+    end
+    -- killed in the instant: removed with its set
+    local killed = staged("1-aaaaaa", false, ".apsearch-tmp-Ab12Cd")
+    -- in a committed set, or not of that name: a user's file, kept
+    local done = staged("2-bbbbbb", true, ".apsearch-tmp-Ab12Cd")
+    local other = staged("3-cccccc", false, ".apsearch-tmp-Ab12Cd7")
+    local code, _, err = apsearch("run", "--top-k", "2", "--out", dir)
+    assert.are.equal(0, code, err)
+    assert.is_nil(mode(killed))
+    assert.are.equal("1,feasible", read(done .. "/.apsearch-tmp-Ab12Cd"))
+    assert.are.equal("1,feasible", read(other .. "/.apsearch-tmp-Ab12Cd7"))
+    assert.truthy(err:find("kept " .. other .. ": it holds files apsearch did not write", 1, true), err)
+  end)
+
+  it("a write-back error before commit stops the run, even one another process's syncfs saw first", function()
+    -- a loop-mounted ext2 of 64 MiB over a 4 MiB tmpfs (needs root, tmpfs
+    -- and a loop device): the set directory, its marker and launch/ reach
+    -- the disk first; then a file fills the tmpfs, so that the data of the
+    -- set's next file is written but cannot be written back; then the
+    -- space comes back, and what commit rewrites and fsyncs itself (the
+    -- marker, the directories, in blocks the tmpfs holds) succeeds
+    local base = tmpdir()
+    local lo, tiny = base .. "/lo", base .. "/tiny"
+    local made = os.execute(string.format("mkdir -p %s %s && mount -t tmpfs -o size=4m tmpfs %s 2>/dev/null && " ..
+      "truncate -s 64M %s/img && mkfs.ext2 -q -F %s/img >/dev/null 2>&1 && " ..
+      "mount -o loop,errors=continue %s/img %s 2>/dev/null", q(tiny), q(lo), q(tiny), q(tiny), q(tiny), q(tiny), q(lo)))
+    finally(function()
+      os.execute(string.format("umount %s 2>/dev/null; umount %s 2>/dev/null", q(lo), q(tiny)))
+    end)
+    if not made then
+      pending("needs root, tmpfs and a loop device")
+      return
+    end
+    local core = require "apsearch.core"
+    local set = require("apsearch.outdir").open(lo .. "/o")
+    assert(core.syncfs(lo))
+    os.execute(string.format("head -c 8388608 /dev/zero > %s/pad 2>/dev/null", q(tiny)))
+    assert(set:write("result.json", string.rep("x", 8 << 20)))
+    -- another process flushes the file system and is told of the error
+    assert.is_nil((core.syncfs(lo)))
+    os.remove(tiny .. "/pad")
+    local ok, err = pcall(set.commit, set)
+    assert.is_false(ok, "committed a set whose result.json did not reach the disk")
+    assert.truthy(tostring(err):find('^%-%-out: dir: cannot flush the set [^\n]* to disk: ' ..
+      '[^\n]*%(got "[^\n]*/o"%)$'), err)
+    assert.is_nil(mode(lo .. "/o"))
+  end)
+
   it("never deletes files apsearch did not write", function()
     local base = tmpdir()
     local outside = write(base .. "/outside.sh", "#!/bin/sh\necho mine\n")

@@ -172,6 +172,22 @@ describe("trusted code never runs a script's metamethods (issue 27, item 2)", fu
       { "run", "policy.lua", "--rules", "r_cand.lua" })
   end)
 
+  it("a rule cannot reach the core context (ctx:set_cluster would change the searched cluster)", function()
+    rule_file("r_core.lua", "", "  ctx.core:set_cluster(ctx:inputs().cluster)\n  return true")
+    stopped("r_core.lua", "r_core.lua:3: attempt to index a nil value (field 'core')", 0,
+      { "run", "policy.lua", "--rules", "r_core.lua" })
+    -- nothing the context holds is the core context (a userdata)
+    rule_file("r_scan.lua", "", "  for k, v in pairs(ctx) do\n" ..
+      "    if type(v) == 'userdata' then error('ctx.' .. tostring(k) .. ' is the core context') end\n" ..
+      "  end\n  return true")
+    local rc, _, err = run({ "run", "policy.lua", "--rules", "r_scan.lua", "--quiet" })
+    assert.are.equal(0, rc, err)
+    -- the methods need the ctx itself: a table in its place is refused
+    rule_file("r_self.lua", "", "  ctx.evaluate({}, c)\n  return true")
+    stopped("r_self.lua", "r_self.lua:3: call ctx:evaluate(...) with a colon, on the ctx the search passed", 0,
+      { "run", "policy.lua", "--rules", "r_self.lua" })
+  end)
+
   it("a rule returning an exponentially shared table is described, not walked", function()
     rule_file("r_ret.lua", "local t = {} for i = 1, 40 do t = { t, t, t, t, t, t } end", "  return t")
     stopped("r_ret.lua", 'r_ret.lua:2: rule "h" (check) returned {{{...}', 0,

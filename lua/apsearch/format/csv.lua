@@ -146,9 +146,10 @@ M.stream_rows = 4096
 -- @tparam[opt] integer gbs global batch size (sequences), to spell out a
 --   micro_batch_num left to the search as the derived count
 -- @tparam[opt] table out `{tmpfile = function() -> fd | nil, err, copy =
---   function(fd, offset, bytes) -> true | nil, err}`: a temporary file
---   beside the output, and the copy of a range of one into it (after
---   what `write` wrote)
+--   function(fd, offset, bytes) -> true | nil, err, fail = function(err)}`:
+--   a temporary file beside the output, the copy of a range of one into
+--   it (after what `write` wrote), and optionally the error to raise when
+--   either fails or a worker cannot write its file (it raises)
 -- @treturn table sink `{mode, row = function(index, entry, step, mem,
 --   cand), finish = function() -> rows written}`, and with `out` split,
 --   worker, task_begin, task_end, take and close_split (above)
@@ -202,8 +203,13 @@ end
 function M.add_split(sink, out, retarget, flush, reset)
   local core = require "apsearch.core"
   local files, mine, at = {}, nil, 0
+  -- (the output's own error when it has one: `--out: dir: ...` naming
+  -- DIR, as a write by the parent raises it)
   local function check(ok, err)
-    if not ok then error("cannot write candidates.csv: " .. tostring(err), 0) end
+    if not ok then
+      if out.fail then out.fail(err) end
+      error("cannot write candidates.csv: " .. tostring(err), 0)
+    end
     return ok
   end
   -- opens one temporary file per worker (in the parent, before the fork)

@@ -255,7 +255,7 @@ function M.launchable_rule(name, version)
     description = "the " .. name .. " launch file builds the strategy as estimated",
     check = function(candidate, ctx, evaluation)
       if not evaluation.feasible then return true end
-      local core = ctx.core or ctx
+      local core = require("apsearch.rules").core_of(ctx) or ctx
       inputs[core] = inputs[core] or core:inputs()
       local differs = M.estimate_differences(e, inputs[core], core:estimate(candidate), version)
       if #differs == 0 then return true end

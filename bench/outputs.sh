@@ -74,6 +74,32 @@
 # (field cache lookups 8 %), 13 % the kernel writing 310 MB.  Neither
 # ratio (2x, 3x) is within reach without rows written per block of
 # candidates in C and the report's per-stage text built in C.
+#
+# Fourth look (2026-12-04, main after the outputs' worker processes; the
+# 2-core AMD EPYC Firecracker VM idle, load 0.3-1.1; three runs each,
+# alternating, wall s (CPU s), median):
+#                                     --jobs 1       --jobs 2 (default)
+#   search alone                      0.56 (0.56)    0.43 (0.77)
+#   search alone --top-k 1000         1.30 (1.29)    1.20 (1.57)
+#   --out (candidates feasible)       0.82 (0.73)    0.75 (1.05)
+#   --out --candidates all            5.05 (4.69)    2.94 (5.06)
+#   --out --candidates none -k 1000   5.2  (4.8)     4.75 (6.8)
+# candidates.csv is now written by the workers (each appends its chunks'
+# rows to an unnamed temporary file, the parent copies them in order with
+# copy_file_range): --candidates all 1.72x faster in wall time, and the
+# default --out no longer falls back to one process.  A large top-k's
+# files are rendered and written by workers (launch files in parts, then
+# report.html beside result.json): about 5 % less wall time than one
+# process writing them after a two-worker search (4.75 against 5.0 s),
+# for twice the system time -- this VM charges about 20 us per page
+# fault, and a forked worker's heap pages fault in as it writes; on
+# hardware with ordinary fault costs the split is worth more.  The 3,000
+# launch files are flushed by one syncfs instead of 3,000 fsyncs (1.0 ->
+# 0.2 s of the write on this ext4).  Against issue 28's ratios: --out
+# --candidates all is 6.8x the search alone (it was 11.7x with the
+# one-process fallback), --out -k 1000 4.0x the search of the same top-k
+# (neither 3x nor 2x: the Lua walk of every candidate, about 1 us each,
+# and the Lua rendering of 57 MB of report, JSON and launch text remain).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 P=${1:-bench/llama3_405b_16k_wide.lua} RUNS=${2:-3}

@@ -39,7 +39,7 @@
 
 local json = require "cjson"
 local root = arg[0]:match("^(.*)/scripts/[^/]*$") or "."
-package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path
+package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. root .. "/tests/lua/?.lua;" .. package.path
 local defaults = require "apsearch.defaults"
 
 local MODELS = { "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen2.5-72b",
@@ -161,50 +161,9 @@ local function judge(r, row)
   return flags
 end
 
--- Megatron-LM's layers per model chunk from a script's flags, as
--- megatron/core/transformer/transformer_block.py get_num_layers_to_build
--- builds them: the layout's stages, the first / last stage counts, or an
--- even split, with the embedding and loss accounted (the first and the
--- last chunk one fewer); v from the layout,
--- --num-virtual-stages-per-pipeline-rank or (L + accounted) / p /
--- --num-layers-per-virtual-pipeline-stage (arguments.py validate_args)
-local function megatron_chunks(f, L)
-  local p = tonumber(f["--pipeline-model-parallel-size"]) or 1
-  local layout = f["--pipeline-model-parallel-layout"]
-  if layout then
-    layout = layout:gsub("'", "")
-    local out = {}
-    for stage in (layout .. "|"):gmatch("([^|]*)|") do
-      local n = 0
-      for star in stage:gmatch("t%*(%d+)") do n = n + tonumber(star) end
-      for _ in stage:gsub("t%*%d+", ""):gmatch("t") do n = n + 1 end
-      out[#out + 1] = n
-    end
-    return out, #out // p
-  end
-  local emb = f["--account-for-embedding-in-pipeline-split"] and 1 or 0
-  local loss = f["--account-for-loss-in-pipeline-split"] and 1 or 0
-  local first, last = tonumber(f["--decoder-first-pipeline-num-layers"]), tonumber(f["--decoder-last-pipeline-num-layers"])
-  local per = {}
-  if first or last then
-    local rest, left = L - (first or 0) - (last or 0), p - (first and 1 or 0) - (last and 1 or 0)
-    for i = 1, p do per[i] = left > 0 and rest // left or 0 end
-    if first then per[1] = first end
-    if last then per[p] = last end
-  else
-    for i = 1, p do per[i] = (L + emb + loss) // p end
-  end
-  local v = tonumber(f["--num-virtual-stages-per-pipeline-rank"]) or 1
-  local size = tonumber(f["--num-layers-per-virtual-pipeline-stage"])
-  if size then v = (L + emb + loss) // p // size end
-  local out = {}
-  for k = 0, v - 1 do
-    for i = 1, p do out[k * p + i] = per[i] // v end
-  end
-  out[1] = out[1] - emb
-  out[p * v] = out[p * v] - loss
-  return out, v
-end
+-- Megatron-LM's layers per model chunk from a script's flags, and v
+-- (the launch specs' oracle, tests/lua/megatron_layers.lua)
+local megatron_chunks = require("megatron_layers").chunks
 
 -- the launch check: rank 1's Megatron-LM script of `--out DIR` against
 -- the estimate of the same run (result.json); the differences, as text

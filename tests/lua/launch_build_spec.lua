@@ -48,58 +48,8 @@ local function script(m, strategy)
   return flags, est, rec
 end
 
---- Decoder layers per model chunk in schedule order (chunk j on rank
--- (j - 1) mod p, virtual stage (j - 1) // p) that Megatron-LM d98e8a64
--- builds from the flags:
--- * --pipeline-model-parallel-layout: '|'-separated stages in that order,
---   't' one decoder layer, 't*N' N of them ('E', 'L', 'm' are no decoder
---   layers): pipeline_parallel_layer_layout.py get_num_layers_to_build
---   (layout[pp_rank][vp_stage].count(decoder));
--- * else transformer_block.py get_num_layers_to_build (l.76-200): with
---   --decoder-first/last-pipeline-num-layers those ranks take them and the
---   other ranks share the rest equally; else (L + embedding + loss
---   accounted) / p per rank; a rank's count over its v virtual stages
---   (l.161-180); the first chunk one fewer with
---   --account-for-embedding-in-pipeline-split, the last with -loss- (l.186-200);
--- * v from arguments.py validate_args (l.941-979): the layout's stages / p,
---   --num-virtual-stages-per-pipeline-rank, or (L + accounted) / p /
---   --num-layers-per-virtual-pipeline-stage.
-local function megatron_chunks(f, L)
-  local p = tonumber(f["--pipeline-model-parallel-size"])
-  local layout = f["--pipeline-model-parallel-layout"]
-  if layout then
-    local out = {}
-    for stage in (layout .. "|"):gmatch("([^|]*)|") do
-      local n = 0
-      for star in stage:gmatch("t%*(%d+)") do n = n + tonumber(star) end
-      for _ in stage:gsub("t%*%d+", ""):gmatch("t") do n = n + 1 end
-      out[#out + 1] = n
-    end
-    return out
-  end
-  local emb = f["--account-for-embedding-in-pipeline-split"] and 1 or 0
-  local loss = f["--account-for-loss-in-pipeline-split"] and 1 or 0
-  local first, last = tonumber(f["--decoder-first-pipeline-num-layers"]), tonumber(f["--decoder-last-pipeline-num-layers"])
-  local per = {}
-  if first or last then
-    local rest, left = L - (first or 0) - (last or 0), p - (first and 1 or 0) - (last and 1 or 0)
-    for i = 1, p do per[i] = left > 0 and rest // left or 0 end
-    if first then per[1] = first end
-    if last then per[p] = last end
-  else
-    for i = 1, p do per[i] = (L + emb + loss) // p end
-  end
-  local v = tonumber(f["--num-virtual-stages-per-pipeline-rank"]) or 1
-  local size = tonumber(f["--num-layers-per-virtual-pipeline-stage"])
-  if size then v = (L + emb + loss) // p // size end
-  local out = {}
-  for k = 0, v - 1 do
-    for i = 1, p do out[k * p + i] = per[i] // v end
-  end
-  out[1] = out[1] - emb
-  out[p * v] = out[p * v] - loss
-  return out
-end
+-- Megatron-LM's layers per chunk from the flags (tests/lua/megatron_layers.lua)
+local megatron_chunks = require("megatron_layers").chunks
 
 --- The estimate's chunks, as the core split them.
 local function estimate_chunks(L, rec)
@@ -116,8 +66,8 @@ describe("Megatron-LM scripts build the estimated pipeline split", function()
     assert.is_nil(f["--account-for-embedding-in-pipeline-split"])
     assert.is_nil(f["--account-for-loss-in-pipeline-split"])
     assert.are.equal("17", f["--decoder-first-pipeline-num-layers"])
-    assert.are.same({ 17, 15 }, megatron_chunks(f, 32))
-    assert.are.same(estimate_chunks(32, rec), megatron_chunks(f, 32))
+    assert.are.same({ 17, 15 }, (megatron_chunks(f, 32)))
+    assert.are.same(estimate_chunks(32, rec), (megatron_chunks(f, 32)))
   end)
 
   it("every split, even and uneven, interleaved or not, builds the estimated chunks", function()
@@ -153,8 +103,8 @@ describe("Megatron-LM scripts build the estimated pipeline split", function()
       micro_batch_size = 1, pipeline_split = "embedding_loss", balance_stages = true })
     local per = {}
     for i, st in ipairs(est.stages) do per[i] = st.num_layers end
-    assert.are.same(per, megatron_chunks(f, 30))
-    assert.are.same(estimate_chunks(30, rec), megatron_chunks(f, 30))
+    assert.are.same(per, (megatron_chunks(f, 30)))
+    assert.are.same(estimate_chunks(30, rec), (megatron_chunks(f, 30)))
   end)
 end)
 

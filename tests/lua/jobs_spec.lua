@@ -16,6 +16,14 @@ local space_mod = require "apsearch.space"
 
 local ROOT = h.ROOT
 
+-- `LD_PRELOAD=...` for a shim library: after what the environment already
+-- preloads (the ASan/UBSan runtimes of a sanitized build, tests/CMakeLists.txt,
+-- which must come first in the library list)
+local function preload(shim)
+  local have = os.getenv("LD_PRELOAD")
+  return "LD_PRELOAD=" .. h.q((have and have ~= "" and have .. ":" or "") .. shim)
+end
+
 -- JSON text of a decoded value with every object's keys sorted
 local function canonical(v)
   if type(v) ~= "table" then
@@ -432,9 +440,9 @@ ssize_t copy_file_range(int in, off_t *io, int out, off_t *oo, size_t len, unsig
         return
       end
       local function run(env, jobs, out)
-        local cmd = string.format("cd %s && %s LD_PRELOAD=%s/shim.so APSEARCH_ROOT=%s %s run " ..
+        local cmd = string.format("cd %s && %s %s APSEARCH_ROOT=%s %s run " ..
           "examples/llama3_70b_h100_1024_sweep.lua --quiet --candidates all --echarts none --jobs %s --out %s " ..
-          "> %s/stdout 2> %s/stderr", h.q(ROOT), env, dir, h.q(ROOT), h.q(h.BIN), jobs, out, dir, dir)
+          "> %s/stdout 2> %s/stderr", h.q(ROOT), env, preload(dir .. "/shim.so"), h.q(ROOT), h.q(h.BIN), jobs, out, dir, dir)
         local _, _, code = os.execute(cmd)
         return code, h.read(dir .. "/stderr")
       end
@@ -603,8 +611,8 @@ print("ok " .. n)
 ]])
       -- this process's module paths (the core module is in the build tree)
       h.write(dir .. "/paths.lua", string.format("package.path = %q\npackage.cpath = %q\n", package.path, package.cpath))
-      local cmd = string.format("cd %s && LD_PRELOAD=%s/shim.so timeout -s KILL 30 lua5.4 -e 'dofile(\"paths.lua\")' " ..
-        "run.lua > stdout 2> stderr", dir, dir)
+      local cmd = string.format("cd %s && %s timeout -s KILL 30 lua5.4 -e 'dofile(\"paths.lua\")' " ..
+        "run.lua > stdout 2> stderr", dir, preload(dir .. "/shim.so"))
       local _, _, code = os.execute(cmd)
       assert.are.equal(0, code, h.read(dir .. "/stderr"))
       assert.are.equal("ok 4096\n", h.read(dir .. "/stdout"))

@@ -349,7 +349,7 @@ double aps_schedule_inflight_of(int schedule, int64_t p, int64_t v,
  *  once per (schedule, p, v, m) and cached per thread; O(p v m) ops.
  *  APS_EINVAL for bad arguments and for orders that deadlock (some
  *  interleaved orders with m not a multiple of p), APS_ERANGE past
- *  APS_MAX_SCHEDULE_CELLS or when out of memory. */
+ *  APS_MAX_SCHEDULE_CELLS, APS_ENOMEM when out of memory. */
 aps_status aps_schedule_simulate(const aps_schedule_in *in,
                                  aps_schedule_out *out);
 
@@ -543,10 +543,11 @@ double aps_flops_per_step(const aps_model *m, const aps_training *t,
 
 /** Evaluates one strategy: checks (aps_check_all), per-stage memory, time
  *  per step, derived throughput.  Inputs must have passed their
- *  aps_*_validate() and aps_inputs_validate().  Returns APS_OK (feasible or not, see out->feasible)
- *  or APS_EINVAL for a NULL argument, APS_ENOTIMPL for a mixture-of-
- *  experts or MLA model (aps_model_is_moe; reason_msg says so: "mixture-of-
- *  experts estimation is not implemented yet (issue 13): <name>").  Every field of out before
+ *  aps_*_validate() and aps_inputs_validate().  Returns APS_OK (feasible
+ *  or not, see out->feasible), APS_EINVAL for a NULL argument, APS_ERANGE
+ *  for a pipeline schedule past APS_MAX_SCHEDULE_CELLS (the policy checks
+ *  refuse such strategies first), or APS_ENOMEM when an allocation of the
+ *  schedule simulation fails.  Every field of out before
  *  `stages` is overwritten; stages[0 .. num_stages-1] are filled and later
  *  entries are left as they were (num_stages is 0 when a check failed). */
 aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,

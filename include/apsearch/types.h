@@ -54,7 +54,9 @@ typedef enum {
     APS_OK = 0,
     APS_EINVAL,        /**< bad input: a field out of range; message names it */
     APS_ENOTIMPL,      /**< a model or strategy apsearch does not model (MoE) */
-    APS_ERANGE         /**< a value overflows what can be represented */
+    APS_ERANGE,        /**< a value overflows what can be represented */
+    APS_ENOMEM         /**< an allocation the estimate needs failed (the
+                            process's memory limit, e.g. ulimit -v) */
 } aps_status;
 
 /* ------------------------------------------------------------------- model */

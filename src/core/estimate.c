@@ -82,9 +82,12 @@ static aps_status step_terms(const aps_model *m, const aps_cluster *c,
                              const stage_pass *sp, aps_estimate *out)
 {
     aps_stage_time_perf(&sp->slow, lay->m, out);
-    if (lay->p > 1 && aps_pipeline_perf(m, c, t, s, lay, &sp->ranks, sp->tf,
-                                        sp->tb, out) != APS_OK)
-        return APS_ERANGE;
+    aps_status st = lay->p > 1 ? aps_pipeline_perf(m, c, t, s, lay,
+                                                   &sp->ranks, sp->tf, sp->tb,
+                                                   out)
+                               : APS_OK;
+    if (st != APS_OK)
+        return st;
     aps_sync_perf(m, c, t, s, lay, plan, sp->tf, sp->tb, out);
     out->step_time = 0.0;
     for (int k = 0; k < APS_PERF_COUNT; k++)
@@ -130,8 +133,9 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
     memset(&sp.slow, 0, sizeof sp.slow);
     sp.tf = sp.tb = 0.0;
     run_stages(m, c, t, s, &lay, &plan, &lc, out, &sp);
-    if (step_terms(m, c, t, s, &lay, &plan, &sp, out) != APS_OK)
-        return APS_ERANGE;
+    aps_status st = step_terms(m, c, t, s, &lay, &plan, &sp, out);
+    if (st != APS_OK)
+        return st;
     aps_throughput(m, c, t, s, &lay, out);
     out->reason = aps_check_memory_limit(t, out, lay.p);
     out->feasible = out->reason == APS_REASON_NONE;

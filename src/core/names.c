@@ -105,6 +105,7 @@ const char *aps_status_name(aps_status s)
     case APS_EINVAL: return "EINVAL";
     case APS_ENOTIMPL: return "ENOTIMPL";
     case APS_ERANGE: return "ERANGE";
+    case APS_ENOMEM: return "ENOMEM";
     }
     return "UNKNOWN";
 }

@@ -405,9 +405,11 @@ static aps_status pipeline_bubble(const aps_model *m, const aps_cluster *c,
     double bubble = (double)(lay->p - 1) / (double)lay->v * (tf + tb);
     if (simulated) {
         double step;
-        if (aps_pipeline_step(m, c, s, lay, r, aps_timeline_capture(),
-                              HUGE_VAL, &step) != APS_OK)
-            return APS_ERANGE;
+        aps_status st = aps_pipeline_step(m, c, s, lay, r,
+                                          aps_timeline_capture(), HUGE_VAL,
+                                          &step);
+        if (st != APS_OK)
+            return st;
         bubble = max0(step - (double)lay->m * (tf + tb));
     }
     aps_set_perf(out, APS_PERF_PP_BUBBLE, bubble, bubble);
@@ -446,8 +448,9 @@ aps_status aps_pipeline_perf(const aps_model *m, const aps_cluster *c,
                              double tf, double tb, aps_estimate *out)
 {
     bool simulated = out->mem_limited <= out->mem_limit;
-    if (pipeline_bubble(m, c, s, lay, r, tf, tb, simulated, out) != APS_OK)
-        return APS_ERANGE;
+    aps_status st = pipeline_bubble(m, c, s, lay, r, tf, tb, simulated, out);
+    if (st != APS_OK)
+        return st;
     double bw, alpha;
     aps_p2p_link(c, pp_stride(s), lay->p, &bw, &alpha);
     double chunks = (double)lay->m * (double)lay->v;

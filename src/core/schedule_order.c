@@ -150,7 +150,7 @@ static int64_t place_round(aps_schedule_order *o, const aps_rank_op *ro,
     return moved;
 }
 
-/** The rounds over the rank orders ro into o->ops: APS_ERANGE
+/** The rounds over the rank orders ro into o->ops: APS_ENOMEM
  *  when out of memory, APS_EINVAL when a round places nothing (a
  *  deadlock). */
 static aps_status place_ops(aps_schedule_order *o, const aps_rank_op *ro)
@@ -159,7 +159,7 @@ static aps_status place_ops(aps_schedule_order *o, const aps_rank_op *ro)
     size_t n_at = (size_t)sentinel(cells) + 1;
     int32_t *at = aps_schedule_scratch(APS_SCRATCH_PLACED, n_at * sizeof *at);
     o->ops = order_ops(o);
-    aps_status st = APS_ERANGE; /* no memory for the order */
+    aps_status st = APS_ENOMEM; /* no memory for the order */
     if (at != NULL && o->ops != NULL) {
         for (size_t c = 0; c + 1 < n_at; c++)
             at[c] = INT32_MAX;
@@ -192,7 +192,7 @@ static aps_status order_build(int sched, int64_t p, int64_t v, int64_t m,
                                         : aps_schedule_order_slots(v, m);
     size_t ro_bytes = (size_t)p * slots * sizeof(aps_rank_op);
     aps_rank_op *ro = aps_schedule_scratch(APS_SCRATCH_RANK_OPS, ro_bytes);
-    aps_status st = APS_ERANGE; /* no memory for the rank orders */
+    aps_status st = APS_ENOMEM; /* no memory for the rank orders */
     if (o != NULL && ro != NULL) {
         *o = (aps_schedule_order){.sched = sched, .p = p, .v = v, .m = m};
         if (rank_orders(o, ro))

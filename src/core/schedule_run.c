@@ -151,13 +151,13 @@ aps_status aps_schedule_run_order(const aps_schedule_order *o,
     size_t bytes = ((size_t)o->n + 1) * sizeof(double);
     double *done = aps_schedule_scratch(APS_SCRATCH_FINISH, bytes);
     if (done == NULL)
-        return APS_ERANGE; /* no memory for the finish times */
+        return APS_ENOMEM; /* no memory for the finish times */
     aps_status st = APS_OK;
     if (in->timeline == NULL) {
         st = run_ops(o, t, hop, done, free_at, busy) ? APS_OK : APS_EINVAL;
     } else {
         aps_rank_op *ro = rank_orders(o);
-        st = ro == NULL ? APS_ERANGE /* no memory for the rank orders */
+        st = ro == NULL ? APS_ENOMEM /* no memory for the rank orders */
              : run_ops_recorded(o, in, ro, t, hop, done, free_at, busy)
                  ? APS_OK
                  : APS_EINVAL;

@@ -333,6 +333,17 @@ static void check_strategy(lua_State *L, apsl_context *ctx, int sidx,
         apsl_error(L, "strategy: %s", msg);
 }
 
+/* Raises the "strategy: ..." error of an estimate that returned st (not
+ * APS_OK): out of memory says whose limit it is. */
+static int estimate_failed(lua_State *L, aps_status st)
+{
+    if (st == APS_ENOMEM)
+        return apsl_error(L, "strategy: estimate: out of memory (ENOMEM: the "
+                             "process's memory limit, e.g. ulimit -v)");
+    return apsl_error(L, "strategy: estimate failed (%s)",
+                      aps_status_name(st));
+}
+
 /* Runs the estimate of the strategy table at sidx; *s and *e are the
  * caller's stack memory. */
 static void run_estimate(lua_State *L, apsl_context *ctx, int sidx,
@@ -342,8 +353,7 @@ static void run_estimate(lua_State *L, apsl_context *ctx, int sidx,
     aps_status st = aps_estimate_run(&ctx->model, &ctx->cluster,
                                      &ctx->training, s, e);
     if (st != APS_OK)
-        apsl_error(L, "strategy: the estimator failed (%s)",
-                   aps_status_name(st));
+        estimate_failed(L, st);
 }
 
 /**
@@ -577,8 +587,7 @@ static int ctx_timeline(lua_State *L)
     aps_status st = aps_estimate_timeline(&ctx->model, &ctx->cluster,
                                           &ctx->training, &s, &tl, &e);
     if (st != APS_OK)
-        return apsl_error(L, "strategy: the estimator failed (%s)",
-                          aps_status_name(st));
+        return estimate_failed(L, st);
     if (!tl.recorded) {
         lua_pushnil(L);
         if (e.reason != APS_REASON_NONE) {

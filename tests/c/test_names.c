@@ -67,6 +67,7 @@ static void test_status_names(void **state)
     assert_string_equal(aps_status_name(APS_EINVAL), "EINVAL");
     assert_string_equal(aps_status_name(APS_ENOTIMPL), "ENOTIMPL");
     assert_string_equal(aps_status_name(APS_ERANGE), "ERANGE");
+    assert_string_equal(aps_status_name(APS_ENOMEM), "ENOMEM");
     assert_string_equal(aps_status_name((aps_status)99), "UNKNOWN");
 }
 

@@ -94,7 +94,7 @@ end
 -- @tparam table rec a top-k record of M.load's result
 -- @treturn table strategy
 function M.strategy(rec)
-  local s = {}
+  local read = {}
   for f in pairs(schema.strategy) do
     local v, names = rec[f], M.PLACEHOLDERS[f]
     if names and type(v) == "table" then
@@ -104,11 +104,9 @@ function M.strategy(rec)
     elseif names and v ~= nil then
       v = names[v] or v
     end
-    s[f] = v
+    read[f] = v
   end
-  if type(s.stage_partition) == "table" then s.balance_stages, s.layer_offset = nil, nil end
-  if type(s.recompute_num_layers) == "table" then s.auto_recompute = nil end
-  return s
+  return require("apsearch.search").strategy_of(read)
 end
 
 --- The policy an estimate of the result runs with: its recorded model,

@@ -320,6 +320,20 @@ describe("AP-DENSE-08: chart data consistent with the result", function()
       assert.is_true(near(rec.performance_cost.step_time, s.step_time[3], 1e-12))
     end
   end)
+
+  it("chart 8 re-estimates an MoE top-k with its expert parallelism (factor 1 = the step time)", function()
+    -- the expert-parallel fields (ep_degree 8 and 4 in this top-k) were
+    -- dropped once, and each rank was re-estimated without experts sharded
+    local p = policy.load(ROOT .. "/examples/qwen3_30b_a3b_h100.lua", { top_k = 3 })
+    local r3 = search.run(p, { jobs = 1 })
+    local eps = {}
+    for i, s in ipairs(r3.bandwidth_sensitivity.series) do
+      local rec = r3.top_k_strategies[i]
+      eps[rec.ep_degree] = true
+      assert.are.equal(rec.performance_cost.step_time, s.step_time[3])
+    end
+    assert.is_true(eps[8] and eps[4], "the top-k has EP 8 and EP 4")
+  end)
 end)
 
 describe("chart 9: the pipeline schedule of the charted strategy", function()

@@ -3393,14 +3393,16 @@ M.ARCHITECTURES = {
   CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", GPTBigCodeForCausalLM = "gpt_bigcode", GPTJForCausalLM = "gptj", FalconForCausalLM = "falcon", BloomForCausalLM = "bloom", HeliumForCausalLM = "helium",
 }
 
---- The model_type a config is read as: its own when a reader has it,
--- else that of its `architectures` class (M.ARCHITECTURES).
+--- The model_type a config is read as: its own when a reader has it or
+-- apsearch knows it does not model it (M.UNMODELLED: refused naming what
+-- it lacks, whatever class `architectures` names), else that of its
+-- `architectures` class (M.ARCHITECTURES).
 -- @tparam table cfg config.json
 -- @treturn any the model_type
 -- @treturn string|nil the class it was taken from, when not its own
 function M.model_type_of(cfg)
   local mt = cfg.model_type
-  if type(mt) == "string" and builders[mt] then return mt end
+  if type(mt) == "string" and (builders[mt] or M.UNMODELLED[mt]) then return mt end
   local arch = type(cfg.architectures) == "table" and cfg.architectures[1]
   local as = type(arch) == "string" and M.ARCHITECTURES[arch]
   if as and builders[as] then return as, arch end
@@ -3659,7 +3661,7 @@ function M.from_config(cfg, source, name)
   local notes, extra = {}, {}
   if as then
     notes[#notes + 1] = ("%s: model_type %s read as %s (architectures names %s, that type's modelling class)")
-      :format(source, tostring(cfg.model_type), mt, as)
+      :format(source, cfg.model_type == nil and "(missing)" or tostring(cfg.model_type), mt, as)
   end
   if M.ADJUST[mt] then cfg = M.ADJUST[mt](cfg) end
   local model = numerics(build(reader(cfg, source), cfg, source, notes, extra), cfg, source)

@@ -765,6 +765,10 @@ describe("apsearch.hf architectures", function()
     local m, info = hf.from_config(cfg, "kimi/config.json")
     assert.truthy(table.concat(info.notes, "\n"):find("kimi/config.json: model_type kimi_k2 read as deepseek_v3 " ..
       "(architectures names DeepseekV3ForCausalLM, that type's modelling class)", 1, true))
+    cfg.model_type = nil
+    local _, info2 = hf.from_config(cfg, "kimi/config.json")
+    assert.truthy(table.concat(info2.notes, "\n"):find("kimi/config.json: model_type (missing) read as " ..
+      "deepseek_v3 (architectures", 1, true))
     cfg.model_type = "deepseek_v3"
     local same = hf.from_config(cfg, "kimi/config.json")
     assert.are.same(core.model_params(same), core.model_params(m))

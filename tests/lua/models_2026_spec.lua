@@ -701,6 +701,10 @@ describe("2025-26 families: refusals name what is not modelled", function()
     -- DeepSeek-V4 carries DSA's indexer keys too: its own reason first
     assert.truthy(err_of(hf.from_config, { model_type = "deepseek_v4", index_n_heads = 64, hc_mult = 4 },
       "m.json"):find("^NotImplemented: m%.json: model_type: deepseek_v4: DeepSeek%-V4's compressed sparse"))
+    -- refused whatever class `architectures` names (it was read as that
+    -- class's type, with a note)
+    assert.truthy(err_of(hf.from_config, { model_type = "deepseek_v4", architectures = { "Qwen3MoeForCausalLM" } },
+      "m.json"):find("^NotImplemented: m%.json: model_type: deepseek_v4: DeepSeek%-V4's compressed sparse"))
     -- a wrapper around one: the text type's reason
     assert.are.equal("NotImplemented: m.json: model_type: kimi_k3 is multimodal: its vision tower " ..
       '(vision_config) is not modelled; its text_config is not either (model_type "kimi_linear": Kimi Delta ' ..

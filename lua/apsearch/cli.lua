@@ -707,7 +707,7 @@ end
 local function cmd_run(args)
   local c = new_parser("run", "Search the parallel strategies of a policy.")
   c:splat("POLICY", "policy file (default: examples/llama3_8b_h100.lua)", nil, 1)
-  c:option("--top-k=N", "number of strategies to report")
+  c:option("-k, --top-k=N", "number of strategies to report")
   c:option("--fix=DIM=VALUE", "pin a search dimension, e.g. tp_degree=8 or tp_degree=4,8 (repeatable)", {})
   c:option("--out=DIR", "write result.json, result.csv, candidates.csv, report.html and launch/ into DIR")
   c:option("--candidates=MODE", "rows of DIR/candidates.csv: all, feasible (default) or none (no file)")

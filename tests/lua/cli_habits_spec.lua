@@ -72,6 +72,16 @@ describe("apsearch command line habits", function()
       :find('did you mean "--strategy"?', 1, true))
   end)
 
+  it("takes -k for --top-k, as the docs and most search tools spell it", function()
+    local code, out = apsearch("run", "examples/llama3_8b_h100.lua", "-k", "2", "--format", "json", "--quiet")
+    assert.are.equal(0, code)
+    local r = cjson.decode(out)
+    assert.are.equal(2, #r.top_k_strategies)
+    local _, out2 = apsearch("run", "examples/llama3_8b_h100.lua", "--top-k", "2", "--format", "json", "--quiet")
+    local r2 = cjson.decode(out2)
+    assert.are.equal(r2.top_k_strategies[2].performance_cost.step_time, r.top_k_strategies[2].performance_cost.step_time)
+  end)
+
   it("suggests policy fields, listing the valid ones as far as the line fits 120 columns", function()
     local err = err_line(apsearch("run", "--set", "training.global_bach_size=8"))
     assert.truthy(err:find('training.global_bach_size: unknown field; did you mean "global_batch_size"? '

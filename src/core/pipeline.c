@@ -103,11 +103,12 @@ static aps_reason split_rule(const aps_model *m, const aps_strategy *s,
         }
         if (last < 1 && first < 1) {
             aps_fmt(msg, n, "pipeline_split = fill_last: num_layers = %lld "
-                    "over %lld model chunks of ceil(%lld / %lld) = %lld "
-                    "leaves the first chunk %lld layers with the last "
-                    "holding the loss alone (needs >= 1)",
+                    "is too few for %lld model chunks of ceil(%lld / %lld) "
+                    "= %lld: the %lld middle chunks take %lld layers, the "
+                    "last holds the loss alone and the first needs >= 1",
                     (long long)L, (long long)S, (long long)L, (long long)S,
-                    (long long)fill, (long long)first);
+                    (long long)fill, (long long)(S - 2),
+                    (long long)((S - 2) * fill));
             return APS_REASON_PP_PARTITION;
         }
         for (int64_t j = 0; j < S - 1; j++)

@@ -215,7 +215,7 @@ static void test_split_fill_last(void **state)
     ASSERT_REASON(chunks_of(61, 4, 16, APS_SPLIT_FILL_LAST, c, msg,
                             sizeof msg), APS_REASON_PP_PARTITION, msg);
     ASSERT_HAS(msg, "pipeline_split = fill_last");
-    ASSERT_HAS(msg, "ceil(61 / 64) = 1 leaves the first chunk -1 layers");
+    ASSERT_HAS(msg, "ceil(61 / 64) = 1: the 62 middle chunks take 62 layers");
     ASSERT_REASON(chunks_of(10, 6, 1, APS_SPLIT_FILL_LAST, c, msg,
                             sizeof msg), APS_REASON_PP_PARTITION, msg);
     ASSERT_HAS(msg, "leaves stage 6 without layers");

@@ -115,6 +115,17 @@ describe("run --model M --cluster D:N without a policy", function()
       100 * (top[k].performance_cost.step_time / top[1].performance_cost.step_time - 1))
     local _, out = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "b200:8", "--wide")
     assert.truthy(out:find("slow the step beyond the estimate (docs/accuracy.md)" .. want .. "\n", 1, true), out)
+    -- only rank 1 listed: the margin that ranks only strategies below 90 %
+    -- of the capacity, ceil(0.1 x memory_bytes), and with it rank 1 is one
+    local margin = math.ceil(0.1 * r.inputs.cluster.device.memory_bytes)
+    local _, out1 = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "b200:8", "--wide", "-k", "1")
+    assert.truthy(out1:find(("; so is every strategy listed (--set training.memory_margin_bytes=%d ranks only " ..
+      "those below it)\n"):format(margin), 1, true), out1)
+    local code2, r2 = run("llama-3.1-70b", "b200:8", "--top-k", "1", "--set",
+      "training.memory_margin_bytes=" .. margin)
+    assert.are.equal(0, code2)
+    assert.is_false(r2.top_k_strategies[1].memory_cost.near_capacity)
+    assert.are.equal(top[k].performance_cost.step_time, r2.top_k_strategies[1].performance_cost.step_time)
     -- rank 1 with headroom (Llama-3.1-8B on 8 H100s, 64.42 GiB): the note as before, if any
     local _, out8 = H.apsearch("run", "-q", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1", "--wide")
     assert.is_nil(out8:find("rank 1 is above it", 1, true), out8)

@@ -592,8 +592,11 @@ end
 local function near_capacity(r) return r.memory_cost and r.memory_cost.near_capacity end
 
 -- when rank 1 is flagged near capacity: which rank is the first that is
--- not, and how much slower it is estimated ("" when rank 1 is not flagged)
-local function first_with_headroom(top)
+-- not, and how much slower it is estimated; when every listed one is, the
+-- margin that ranks only strategies below the fraction (the default limit
+-- is the capacity less training.memory_margin_bytes, on device memory in
+-- use: what the flag compares).  "" when rank 1 is not flagged.
+local function first_with_headroom(top, capacity)
   if not (top[1] and near_capacity(top[1])) then return "" end
   for _, r in ipairs(top) do
     if not near_capacity(r) then
@@ -601,7 +604,10 @@ local function first_with_headroom(top)
         100 * (r.performance_cost.step_time / top[1].performance_cost.step_time - 1))
     end
   end
-  return "; so is every strategy listed"
+  if not capacity then return "; so is every strategy listed" end
+  local margin = math.ceil((1 - require("apsearch.search").near_capacity_fraction) * capacity)
+  return string.format("; so is every strategy listed (--set training.memory_margin_bytes=%d ranks only "
+    .. "those below it)", margin)
 end
 
 --- The footnote of a top-k with a strategy flagged `near_capacity`
@@ -616,7 +622,8 @@ function M.near_capacity_note(result)
     if near_capacity(r) then
       return string.format("! peak above %.0f%% of device memory: the caching allocator may "
         .. "retry allocations and slow the step beyond the estimate (docs/accuracy.md)%s",
-        100 * require("apsearch.search").near_capacity_fraction, first_with_headroom(top))
+        100 * require("apsearch.search").near_capacity_fraction,
+        first_with_headroom(top, (((result.inputs or {}).cluster or {}).device or {}).memory_bytes))
     end
   end
   return nil

@@ -357,6 +357,12 @@ static aps_status validate_moe(aps_model *m, char *err, size_t n)
     }
     aps_status st = check_range("num_experts", m->num_experts,
                                 INT64_C(1) << 16, err, n);
+    if (st == APS_OK && m->experts_per_token > m->num_experts) {
+        aps_fmt(err, n, "model.experts_per_token: %lld exceeds num_experts = "
+                "%lld (a token is routed to that many distinct experts)",
+                (long long)m->experts_per_token, (long long)m->num_experts);
+        return APS_EINVAL;
+    }
     if (st == APS_OK)
         st = check_range("experts_per_token", m->experts_per_token,
                          m->num_experts, err, n);

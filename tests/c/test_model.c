@@ -832,7 +832,7 @@ static void test_moe_validate_names_the_field(void **state)
     m.num_experts = 8;
     m.moe_ffn_hidden_size = 128;
     m.experts_per_token = 9;
-    expect_einval(&m, "experts_per_token: absurd size 9 (limit 8)");
+    expect_einval(&m, "experts_per_token: 9 exceeds num_experts = 8");
     m.experts_per_token = 2;
     m.moe_first_dense_layers = 4;
     expect_einval(&m, "moe_first_dense_layers");

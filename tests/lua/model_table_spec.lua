@@ -66,7 +66,7 @@ describe("hand-written model tables", function()
     assert.truthy(err({ moe_dense_layers = 3.0 }):find("{3} (--set: 3,)", 1, true))
     assert.truthy(core_err(with({ moe_dense_layers = { 9 } })):find("model.moe_dense_layers[1]: must be a layer index in [0, 6)",
       1, true))
-    assert.truthy(core_err(with({ experts_per_token = 99 })):find("model.experts_per_token: absurd size 99", 1, true))
+    assert.truthy(core_err(with({ experts_per_token = 99 })):find("model.experts_per_token: 99 exceeds num_experts", 1, true))
     assert.truthy(core_err({ name = "d", num_layers = 2, hidden_size = 64, num_attention_heads = 4,
       num_query_groups = 4, ffn_hidden_size = 128, vocab_size = 100, experts_per_token = 2 }):find(
       "model.experts_per_token: given without num_experts (a dense model)", 1, true))

@@ -246,7 +246,7 @@ describe("2025 families: bad values exit 2 naming file, key and value", function
     f:close()
     local code, _, err = H.apsearch("inspect", path)
     assert.are.equal(2, code)
-    assert.truthy(err:find(path .. ": model.experts_per_token: absurd size 65 (limit 64)", 1, true), err)
+    assert.truthy(err:find(path .. ": model.experts_per_token: 65 exceeds num_experts = 64", 1, true), err)
   end)
 end)
 

@@ -312,6 +312,35 @@ describe("when nothing fits", function()
     assert.truthy(out:find("GiB over the 78.65 GiB limit", 1, true), out)
     assert.truthy(out:find("fits from 128 devices (h100-sxm-80gb:16x8; the same defaults, hosts doubled): ", 1, true), out)
   end)
+  it("does not offer a memory limit that --launchable would refuse anyway", function()
+    -- Gemma 3's GeGLU-tanh MLP is not expressible in Megatron: every
+    -- strategy's launch file differs, so a limit that admits the closest
+    -- one (16.29 GiB of the 79.65 GiB device) would only move it to
+    -- LAUNCH_DIFFERS; without --launchable the limit is the advice
+    local args = { "run", "-q", "--model", "gemma-3-4b-pt", "--cluster", "h100-sxm-80gb:1x8", "--set",
+      "cluster.memory_limit_gib=5" }
+    -- (lines folded at 120 columns joined back)
+    local function joined(text) return (text:gsub("\n +", " ")) end
+    local _, plain = H.apsearch(table.unpack(args))
+    plain = joined(plain)
+    assert.truthy(plain:find("1. The closest strategy needs 16.29 GiB, 11.29 GiB over the 5.00 GiB limit and within " ..
+      "the device's 79.65 GiB: --set cluster.memory_limit_gib=16.29 would admit it", 1, true), plain)
+    args[#args + 1] = "--launchable"
+    args[#args + 1] = "megatron"
+    local _, out = H.apsearch(table.unpack(args))
+    out = joined(out)
+    assert.truthy(out:find("1. The closest strategy needs 16.29 GiB, 11.29 GiB over the 5.00 GiB limit, but raising " ..
+      "the limit would not admit it: --launchable megatron refuses it too (NOT WRITTEN: the GeGLU MLP's GELU).", 1,
+      true), out)
+    assert.is_nil(out:find("memory_limit_gib=16.29", 1, true), out)
+  end)
+  it("says a miss of a few MiB in MiB, not as 0.00 GiB", function()
+    local common = require "apsearch.format.common"
+    assert.are.equal("+3.1 MiB", common.over_text(3.1 * 2 ^ 20))
+    assert.are.equal("-4.0 MiB", common.over_text(-4 * 2 ^ 20))
+    assert.are.equal("+0.17 GiB", common.over_text(0.17 * 2 ^ 30))
+    assert.are.equal("+0.00 GiB", common.over_text(0))
+  end)
   it("offers no knob of the framework's full space a built policy already searched; a --fix brings them back",
     function()
     -- DeepSeek-V3 on 64 B200s: 64 devices hold its model states

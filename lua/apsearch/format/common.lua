@@ -471,6 +471,18 @@ function M.fold_last_column(headers, rows, right, width)
   return M.align(headers, out, right)
 end
 
+--- How far a peak is over (or under) a memory limit, signed: GiB with two
+-- decimals, or MiB with one when that would print as 0.00 GiB (a limit
+-- missed by a few MiB is still missed).
+-- @tparam number bytes peak minus limit
+-- @treturn string e.g. "+0.17 GiB", "+3.1 MiB"
+function M.over_text(bytes)
+  if bytes ~= 0 and math.abs(bytes) < 0.005 * 2 ^ 30 then
+    return string.format("%+.1f MiB", bytes / 2 ^ 20)
+  end
+  return string.format("%+.2f GiB", bytes / 2 ^ 30)
+end
+
 --- Number with thousands separators: 8030261248 -> "8,030,261,248".
 -- @tparam number n
 -- @treturn string

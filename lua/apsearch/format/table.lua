@@ -336,8 +336,8 @@ function M.no_fit_lines(result)
   if #d.closest > 0 then
     lines[#lines + 1] = "\nclosest strategies (least estimated memory):"
     for _, c in ipairs(d.closest) do
-      lines[#lines + 1] = string.format("  %s: peak %.2f GiB (%+.2f over the limit), step %.3f s, %s",
-        c.short_text, c.mem_peak / 2 ^ 30, (c.over_bytes or 0) / 2 ^ 30, c.step_time, tostring(c.reason))
+      lines[#lines + 1] = string.format("  %s: peak %.2f GiB (%s over the limit), step %.3f s, %s",
+        c.short_text, c.mem_peak / 2 ^ 30, common.over_text(c.over_bytes or 0), c.step_time, tostring(c.reason))
     end
   end
   local fp = result.fit_probe

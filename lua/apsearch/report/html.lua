@@ -341,9 +341,10 @@ local function memory_suggestion(need, limit, cap, ndev, built)
     -- GiB, never past the capacity (policy refuses a limit above it)
     local gib = math.min(math.ceil(need / 2 ^ 30 * 100) / 100, math.floor(cap / 2 ^ 30 * 100) / 100)
     return string.format(
-      "The closest strategy needs %.2f GiB, %.2f GiB over the %.2f GiB limit and within the device's %.2f GiB: " ..
+      "The closest strategy needs %.2f GiB, %s over the %.2f GiB limit and within the device's %.2f GiB: " ..
       "--set cluster.memory_limit_gib=%s would admit it (less headroom for the allocator).",
-      need / 2 ^ 30, (need - limit) / 2 ^ 30, limit / 2 ^ 30, cap / 2 ^ 30, ("%.2f"):format(gib):gsub("%.?0+$", ""))
+      need / 2 ^ 30, common.over_text(need - limit):sub(2), limit / 2 ^ 30, cap / 2 ^ 30,
+      ("%.2f"):format(gib):gsub("%.?0+$", ""))
   end
   local help = ndev and string.format("no strategy on %s devices can hold the model states; use more devices",
     common.commas(ndev))
@@ -355,9 +356,32 @@ local function memory_suggestion(need, limit, cap, ndev, built)
     or built and "the framework's whole space was searched; use more devices"
     or "shard or recompute more (wider tp_degree, pp_degree, cp_degree or fsdp_degree, " ..
     "zero_stage, layer_recompute = full, a smaller micro_batch_size), or use more devices"
-  return string.format("The closest strategy needs %.2f GiB, %.2f GiB over the %.2f GiB limit%s: " ..
-    "raising the limit cannot help; %s.", need / 2 ^ 30, (need - limit) / 2 ^ 30, limit / 2 ^ 30,
+  return string.format("The closest strategy needs %.2f GiB, %s over the %.2f GiB limit%s: " ..
+    "raising the limit cannot help; %s.", need / 2 ^ 30, common.over_text(need - limit):sub(2), limit / 2 ^ 30,
     cap and string.format(" and beyond the device's %.2f GiB", cap / 2 ^ 30) or "", help)
+end
+
+-- under run --launchable: the first way the launch file of the closest
+-- strategy (closest_infeasible entry `index`) differs from its estimate,
+-- or nil (no --launchable, none, or it cannot be told): raising the
+-- memory limit would only have it refused as LAUNCH_DIFFERS
+local function launch_difference(result, index)
+  local inp = result.inputs or {}
+  if not inp.launchable then return nil end
+  local strategy
+  for _, c in ipairs(result.closest_infeasible or {}) do
+    if c.index == index then strategy = c.strategy break end
+  end
+  if not strategy then return nil end
+  local launch = require "apsearch.launch"
+  local ok, d = pcall(function()
+    local ctx = require("apsearch.core").context(inp.model, inp.cluster, inp.training)
+    return launch.estimate_differences(launch.engine(inp.launchable), ctx:inputs(), ctx:estimate(strategy),
+      inp.torchtitan_version)
+  end)
+  local first = ok and type(d) == "table" and d[1] or nil
+  -- a long one to its first parenthesis (the filter reasons quote it whole)
+  return first and #first > 100 and first:match("^(.-)%s*%(") or first
 end
 
 --- Filter reasons that only prune the framework's own full space (the
@@ -462,8 +486,14 @@ function M.diagnose(result, n)
   if memory_said then
     local fp = result.fit_probe or {}
     local smaller = built and (fp.smaller and "smaller" or fp.tried)
-    out.suggestions[#out.suggestions + 1] = memory_suggestion(c1.mem_peak, limit, out.capacity_bytes,
-      hopeless and ndev, smaller or built)
+    -- a limit that would admit it (within the device), which --launchable
+    -- would still refuse
+    local differs = out.capacity_bytes and c1.mem_peak <= out.capacity_bytes and launch_difference(result, c1.index)
+    out.suggestions[#out.suggestions + 1] = differs and string.format("The closest strategy needs %.2f GiB, " ..
+      "%s over the %.2f GiB limit, but raising the limit would not admit it: --launchable %s refuses it too " ..
+      "(%s).", c1.mem_peak / 2 ^ 30, common.over_text(c1.mem_peak - limit):sub(2), limit / 2 ^ 30,
+      result.inputs.launchable, differs)
+      or memory_suggestion(c1.mem_peak, limit, out.capacity_bytes, hopeless and ndev, smaller or built)
   end
   -- fewer devices than the model states need: before any other knob
   if too_few then

@@ -35,6 +35,14 @@ local function release_yymm(software)
   return nil
 end
 
+--- Month of a run's release or code, "YYYY-MM": a release "YY.MM" in
+-- `software` (release_yymm), else a date "YYYY-MM[-DD]" in it
+-- ("Megatron-Bridge main 2025-11-21 (PR 1348)" -> "2025-11"), or nil.
+function M.software_month(software)
+  if type(software) ~= "string" then return nil end
+  return release_yymm(software) or software:match("%f[%d](%d%d%d%d%-%d%d)%f[%D]")
+end
+
 --- Release lines, first match wins.
 -- `patterns`: Lua patterns on `software`; `before`: only releases dated
 -- "(YYYY-MM)" before it; `quantized`: settings for fp8, mxfp8 and nvfp4
@@ -83,6 +91,34 @@ M.LINES = {
       .. "fp4_param_gather = True for mxfp8, fp8 current scaling, nvfp4); "
       .. "scripts/performance/utils/executors.py:48 (PERF_ENV_VARS "
       .. "PYTORCH_CUDA_ALLOC_CONF = expandable_segments:True)",
+    -- settings of some releases of the line only, by the run's month
+    -- (M.software_month): `since` / `before` as in M.MOE_RECIPES
+    dated = {
+      {
+        -- The performance scripts run TransformerEngine's fused
+        -- cross-entropy (cross_entropy_loss_fusion, the provider's
+        -- default, with cross_entropy_fusion_impl "te";
+        -- Megatron-LM d98e8a64 language_module.py compute_language_model_loss
+        -- calls te_parallel_cross_entropy on the logits as they are).
+        -- TE 2.2-2.17 compute the gradient into the bf16 logits in place
+        -- and save only them (cross_entropy.py CrossEntropyFunction.forward
+        -- save_for_backward(_input), triton/cross_entropy.py "performed
+        -- in-place on the tensor pointed by X_ptr"; 3 fp32 per token
+        -- beside): 2 bytes per logit, not the 6 of Megatron's own fused
+        -- loss.  TE 2.18 (01bbe3eea, 2026-07-09) writes an fp32
+        -- gradient (empty_like(_input, dtype=float32)) beside the bf16
+        -- logits, 6 bytes again: releases from 2026-08 keep the default.
+        name = "TransformerEngine's fused cross-entropy in place (TE 2.2-2.17)",
+        since = "2025-09", before = "2026-08",
+        training = { logits_bytes = 2 },
+        source = "NVIDIA-NeMo/Megatron-Bridge 568b3a3ef (2025-08-28) on, v0.5.0 "
+          .. "scripts/performance/utils/overrides.py:69-70 (cross_entropy_fusion_impl = \"te\"), "
+          .. "src/megatron/bridge/models/gpt_provider.py:200 (cross_entropy_loss_fusion = True); "
+          .. "NVIDIA/TransformerEngine v2.2-v2.17 transformer_engine/pytorch/cross_entropy.py "
+          .. "(save_for_backward of the input, the gradient written into it), 01bbe3eea (v2.18) "
+          .. "the fp32 gradient buffer",
+      },
+    },
   },
   {
     -- NeMo 25.04 (the r2.3 branch): the performance scripts reduce

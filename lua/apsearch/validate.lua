@@ -577,6 +577,19 @@ function M.case_inputs(row)
         end
       end
     end
+    -- settings of the line's releases in a window of months; a run whose
+    -- month is not stated gets none of them
+    local month = stacks.software_month(row.software)
+    for _, d in ipairs(line.dated or {}) do
+      if month and month >= d.since and (not d.before or month < d.before) then
+        for k, v in pairs(d.training) do
+          if training[k] == nil then
+            training[k] = v
+            assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), d.name, d.source)
+          end
+        end
+      end
+    end
   end
   return model, cluster, training, strategy, preset, assumed
 end

@@ -503,7 +503,10 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
         double all = row * Tin * (double)g2;
         comm = aps_allgather_time(g2, all, bw, alpha) +
                aps_reducescatter_time(g2, all, bw, alpha);
-        buf = 2.0 * all;
+        /* a group of one gathers nothing: _gather_along_first_dim returns
+         * its input when the group's world size is 1 (Megatron-LM
+         * d98e8a64 megatron/core/tensor_parallel/mappings.py) */
+        buf = g2 > 1 ? 2.0 * all : 0.0;
     } else {
         /* copies each token sends: one per routed expert (alltoall), one
          * per distinct destination rank (flex); spread evenly over the ep
@@ -524,7 +527,14 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
         comm = 2.0 * aps_group_alltoall_time(c, aps_moe_etp(s), aps_moe_ep(s),
                                              gd >= aps_moe_ep(s) ? send : intra,
                                              gd >= aps_moe_ep(s) ? 0.0 : inter);
-        buf = 2.0 * send;
+        /* send and receive buffers only when tokens leave the rank: at
+         * ep 1 Megatron's _AllToAll returns its input ("Bypass the
+         * function if we are using only 1 GPU", Megatron-LM d98e8a64
+         * megatron/core/tensor_parallel/mappings.py l.433-436) and
+         * TorchTitan applies no ExpertParallel dispatch at all
+         * (models/deepseek_v3/infra/parallelize.py l.90 @ 99fee81:
+         * apply_moe_ep_tp only with TP or EP enabled) */
+        buf = ep > 1 ? 2.0 * send : 0.0;
         if (etp > 1) {
             double bw2, alpha2, gathered = row * Te;
             aps_group_link(c, 1, aps_moe_etp(s), &bw2, &alpha2);

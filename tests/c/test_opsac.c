@@ -191,6 +191,98 @@ static void test_score_operand_no_ac(void **state)
                        3.0 * 65536.0, 1e-6);
 }
 
+/* DeepSeek-V3 16B as TorchTitan defines it (torchtitan/models/
+ * deepseek_v3/__init__.py flavor "16B" @ c4e2291: dim 2048, 27 layers, 1
+ * dense, 16 heads, q_lora_rank 0, kv_lora_rank 512, 128 / 64 / 128, 64
+ * experts of 1408, 2 shared (2816), top 6) at the token count of the
+ * pull-request 1672 logs (pytorch/torchtitan c4e2291 message): 8 x 512 =
+ * 4,096 tokens per GPU, EP 4, balanced load.  Per MoE layer the policy
+ * of c4e2291 saves the two _c10d_functional.all_to_all_single outputs of
+ * torchtitan/distributed/expert_parallel.py (_token_dispatch: the rows
+ * this rank's experts receive; _token_combine: this rank's routed rows
+ * back), each T K rows of dim in bf16:
+ *   2 x 2 B x 4,096 x 6 x 2,048 = 201,326,592 bytes,
+ * x 26 MoE layers = 5,234,491,392 bytes = 4.875 GiB (the logs: 70.02 ->
+ * 74.53 GiB max reserved, +4.51).  The rest of the block, by the same
+ * walk (mm counter over the block):
+ *   block input                 2 T 2048              = 16,777,216
+ *   mm 1 wq (saved)             2 T 16 x 192          = 25,165,824
+ *   mm 2 wkv_a (recomputed)
+ *   mm 3 wkv_b (saved)          2 T 16 x (128 + 128)  = 33,554,432
+ *   attention output            2 T 16 x 128          = 16,777,216
+ *   its log-sum-exp (fp32)      4 T 16                =    262,144
+ *   mm 4 wo (recomputed); router mm forced to recompute
+ *   mm 5 shared w1 (saved)      2 T 2816              = 23,068,672
+ *   mm 6 shared w3 (recomputed)
+ *   mm 7 shared w2 (saved)      2 T 2048              = 16,777,216
+ *   without the all-to-alls 132,382,720; with them 333,709,312. */
+static void dsv3_16b(aps_model *m, aps_training *t, aps_strategy *s)
+{
+    fx_llama(m, "deepseek-v3-16b-torchtitan", 27, 2048, 16, 16, 10944,
+             102400);
+    m->q_lora_rank = 0;
+    m->kv_lora_rank = 512;
+    m->qk_nope_head_dim = 128;
+    m->qk_rope_head_dim = 64;
+    m->v_head_dim = 128;
+    m->num_experts = 64;
+    m->experts_per_token = 6;
+    m->moe_ffn_hidden_size = 1408;
+    m->shared_expert_ffn_hidden_size = 2816;
+    m->moe_first_dense_layers = 1;
+    fx_validate(m);
+    fx_training(t, 64, 512);
+    t->framework = APS_FW_FSDP2;
+    t->moe_load_imbalance = 1.0;
+    aps_strategy_defaults(s);
+    s->fsdp_degree = 8;
+    s->ep_degree = 4;
+    s->micro_batch_size = 8;
+    s->layer_recompute = APS_RECOMPUTE_SELECTIVE;
+}
+
+static void test_dsv3_16b_pr1672_alltoalls(void **state)
+{
+    (void)state;
+    aps_model m; aps_training t; aps_strategy s;
+    dsv3_16b(&m, &t, &s);
+    double on = aps_op_sac_layer_bytes(&m, &t, &s, true, true);
+    t.sac_save_alltoall = 0; /* the policy of c4e2291^ */
+    double off = aps_op_sac_layer_bytes(&m, &t, &s, true, true);
+    assert_float_equal(off, 132382720.0, 0.0);
+    assert_float_equal(on, 333709312.0, 0.0);
+    assert_float_equal(26.0 * (on - off), 5234491392.0, 0.0);
+    /* the default load factor (1.25) scales the dispatch output only:
+     * 2 B x 4,096 x 6 x 2,048 x (1.25 + 1) = 226,492,416 a layer */
+    t.sac_save_alltoall = APS_DEFAULT;
+    t.moe_load_imbalance = 0.0;
+    assert_float_equal(aps_op_sac_layer_bytes(&m, &t, &s, true, true) - off,
+                       226492416.0, 0.0);
+}
+
+/* The dispatch's send and receive buffers (moe.c ep_buffer) exist only
+ * when tokens leave the rank: at EP 1 Megatron's _AllToAll returns its
+ * input (megatron/core/tensor_parallel/mappings.py l.433-436 @ d98e8a64)
+ * and TorchTitan applies no ExpertParallel (deepseek_v3/infra/
+ * parallelize.py l.90 @ 99fee81).  small_moe at EP 2: 2 x 2 B x T K h =
+ * 2 x 2 x 256 x 2 x 64 = 131,072 bytes; at EP 1: none. */
+static void test_ep_buffer_only_with_ep(void **state)
+{
+    (void)state;
+    aps_model m; aps_training t; aps_strategy s; aps_cluster c;
+    small_moe(&m, &t, &s);
+    fx_h100(&c, 2);
+    aps_moe_cost mc;
+    aps_moe_layer_cost(&m, &c, &t, &s, &mc);
+    assert_float_equal(mc.ep_buffer, 131072.0, 1e-6);
+    s.ep_degree = 1;
+    aps_moe_layer_cost(&m, &c, &t, &s, &mc);
+    assert_float_equal(mc.ep_buffer, 0.0, 0.0);
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    assert_float_equal(e.mem[APS_MEM_COMM_EP], 0.0, 0.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -200,6 +292,8 @@ int main(void)
         cmocka_unit_test(test_dense_block_unchanged),
         cmocka_unit_test(test_alltoall_through_estimate),
         cmocka_unit_test(test_score_operand_no_ac),
+        cmocka_unit_test(test_dsv3_16b_pr1672_alltoalls),
+        cmocka_unit_test(test_ep_buffer_only_with_ep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -240,7 +240,7 @@ static void test_timeline_same_as_event_loop(void **state)
                 b.events = eb;
                 aps_schedule_in in = {4,   vs[s], m, t.tf, t.tb, t.p2p, t.w,
                                       scheds[s], t.tw, &a};
-                aps_schedule_out oa, ob;
+                aps_schedule_out oa = {0}, ob = {0};
                 assert_int_equal(aps_schedule_simulate(&in, &oa), APS_OK);
                 in.timeline = &b;
                 assert_int_equal(ref_simulate(&in, &ob), APS_OK);

@@ -106,7 +106,10 @@ function M.strategy(rec)
     end
     read[f] = v
   end
-  return require("apsearch.search").strategy_of(read)
+  local s = require("apsearch.search").strategy_of(read)
+  -- the recorded split is the one estimated, its offset moot
+  if type(s.stage_partition) == "table" then s.layer_offset = nil end
+  return s
 end
 
 --- The policy an estimate of the result runs with: its recorded model,

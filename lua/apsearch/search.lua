@@ -1844,15 +1844,16 @@ end
 --- The strategy of a top-k record as it was chosen: every strategy field
 -- (apsearch.schema.strategy: the MoE fields and recompute_modules too),
 -- with the stage split and per-stage recompute the core resolved
--- (`stage_partition`, `recompute_num_layers`) replacing `balance_stages`,
--- `layer_offset` and `auto_recompute`, so re-estimating it (chart 8,
--- `estimate --from`) keeps the same strategy.
+-- (`stage_partition`, `recompute_num_layers`) replacing `balance_stages`
+-- and `auto_recompute`, so re-estimating it (chart 8, `estimate --from`)
+-- keeps the same strategy (`layer_offset` stays: the launch files write
+-- a split as its offset, apsearch.launch).
 -- @tparam table rec top-k record (or one read back from result.json)
 -- @treturn table strategy
 function M.strategy_of(rec)
   local s = {}
   for f in pairs(schema.strategy) do s[f] = rec[f] end
-  if type(s.stage_partition) == "table" then s.balance_stages, s.layer_offset = nil, nil end
+  if type(s.stage_partition) == "table" then s.balance_stages = nil end
   if type(s.recompute_num_layers) == "table" then s.auto_recompute = nil end
   return s
 end

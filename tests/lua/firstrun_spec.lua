@@ -333,6 +333,11 @@ describe("when nothing fits", function()
       "the limit would not admit it: --launchable megatron refuses it too (NOT WRITTEN: the GeGLU MLP's GELU).", 1,
       true), out)
     assert.is_nil(out:find("memory_limit_gib=16.29", 1, true), out)
+    -- the limit it offers without --launchable is one the policy takes,
+    -- and admits the closest strategy
+    local code = H.apsearch("run", "-q", "--model", "gemma-3-4b-pt", "--cluster", "h100-sxm-80gb:1x8", "--set",
+      "cluster.memory_limit_gib=16.29", "-k", "1")
+    assert.are.equal(0, code)
   end)
   it("says a miss of a few MiB in MiB, not as 0.00 GiB", function()
     local common = require "apsearch.format.common"

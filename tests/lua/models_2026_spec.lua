@@ -277,7 +277,8 @@ describe("2025-26 families: refusals name what is not modelled", function()
     -- errors name ERNIE's own keys
     cfg.moe_layer_interval, cfg.moe_layer_end_index, cfg.num_hidden_layers = 1, 27, 28
     cfg.moe_k = 100
-    assert.are.equal("ernie.json: moe_k (model.experts_per_token): absurd size 100 (limit 64)",
+    assert.are.equal("ernie.json: moe_k (model.experts_per_token): 100 exceeds num_experts = 64 (a token is routed to " ..
+      "that many distinct experts)",
       err_of(hf.from_config, cfg, "ernie.json"))
     cfg.moe_k, cfg.moe_layer_start_index = 6, 100
     assert.are.equal("ernie.json: moe_layer_start_index: no layer would have experts (moe_layer_interval = 1, " ..

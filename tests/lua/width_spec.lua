@@ -183,6 +183,15 @@ describe("common.fold", function()
     for piece in folded:gmatch("[^\n]+") do assert.is_true(utf8.len(piece) <= 20, piece) end
   end)
 
+  it("keeps a unit on the line of its number (a summary once ended '... 0.17' / '  s')", function()
+    local head = string.rep("x", 100)
+    assert.are.equal(head .. " took\n  0.17 s, 78.65 GiB, 41.2 % done",
+      common.fold(head .. " took 0.17 s, 78.65 GiB, 41.2 % done", 110))
+    -- a word that is no unit, or a unit after no number, folds as before
+    assert.are.equal(head .. " 0.17\n  sec", common.fold(head .. " 0.17 sec", 105))
+    assert.are.equal(head .. " a\n  s", common.fold(head .. " a s", 103))
+  end)
+
   it("leaves a line that fits, and everything under math.huge", function()
     assert.are.equal("a b", common.fold("a b", 3))
     local long = string.rep("a ", 100)

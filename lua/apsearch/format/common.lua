@@ -393,9 +393,30 @@ local function cut(word, n)
   return pieces
 end
 
+--- Units a fold keeps on the line of the number before them ("2.57 s",
+-- "78.65 GiB", "41.2 %"), with any punctuation after them.
+M.FOLD_UNITS = { s = true, ms = true, us = true, GiB = true, MiB = true, KiB = true, GB = true, MB = true,
+  TB = true, ["GB/s"] = true, ["TB/s"] = true, ["%"] = true, x = true, GPUs = true, devices = true }
+
+-- the (separator, word) pairs of text, a unit joined to the number before it
+local function fold_words(text)
+  local words = {}
+  for sep, word in text:gmatch("( *)(%S+)") do
+    local prev = words[#words]
+    local unit = word:match("^(%%)") or word:match("^([%a/]+)[%p]*$")
+    if prev and sep == " " and unit and M.FOLD_UNITS[unit] and prev[2]:find("%d$") then
+      prev[2] = prev[2] .. sep .. word
+    else
+      words[#words + 1] = { sep, word }
+    end
+  end
+  return words
+end
+
 --- One line folded at spaces into lines of at most `width` characters;
 -- continuation lines are indented by the line's own indent plus
--- M.FOLD_INDENT; a word longer than a line is cut.
+-- M.FOLD_INDENT; a word longer than a line is cut; a unit stays with its
+-- number (M.FOLD_UNITS).
 -- @tparam string line (no newline)
 -- @tparam[opt=M.TERMINAL_WIDTH] number width (math.huge: unchanged)
 -- @treturn string the lines joined by "\n"
@@ -405,7 +426,8 @@ function M.fold(line, width)
   local lead = line:match("^ *")
   local indent = lead .. string.rep(" ", M.FOLD_INDENT)
   local out, cur = {}, lead
-  for sep, word in line:sub(#lead + 1):gmatch("( *)(%S+)") do
+  for _, w in ipairs(fold_words(line:sub(#lead + 1))) do
+    local sep, word = w[1], w[2]
     local start = cur == lead and "" or sep
     if M.width(cur) + M.width(start) + M.width(word) <= width then
       cur = cur .. start .. word

@@ -134,7 +134,8 @@ describe("Megatron-LM router flags", function()
     assert.are.same({ "--moe-router-score-function sigmoid", "--moe-router-enable-expert-bias",
       "--moe-router-num-groups 8", "--moe-router-group-topk 4", "--moe-router-topk-scaling-factor 2.5" }, flags)
     -- Megatron scores a group by its best 8 // 4 = 2 experts, as noaux_tc
-    assert.are.equal("NOTE: router settings the model does not give are Megatron's defaults: the " ..
+    assert.are.equal("NOTE: router settings the model does not use are left off, as Megatron's defaults have " ..
+      "them: the " ..
       "load-balancing loss (the model gives no coefficient: --moe-aux-loss-coeff 0, no auxiliary loss; " ..
       "balanced by the expert bias)", notes)
   end)
@@ -143,7 +144,7 @@ describe("Megatron-LM router flags", function()
     local flags, notes = router(hf.load(ROOT .. "/examples/models/mixtral-8x7b.json"))
     assert.are.same({ "--moe-router-load-balancing-type aux_loss", "--moe-aux-loss-coeff 0.02" }, flags)
     assert.truthy(notes:find("NOTE: --moe-aux-loss-coeff is the config's coefficient unchanged", 1, true), notes)
-    assert.truthy(notes:find("Megatron's defaults: group-limited routing, score scaling", 1, true), notes)
+    assert.truthy(notes:find("left off, as Megatron's defaults have them: group-limited routing, score scaling", 1, true), notes)
     flags = router(hf.load(ROOT .. "/examples/models/qwen3-30b-a3b.json"))
     assert.are.same({ "--moe-router-load-balancing-type aux_loss", "--moe-aux-loss-coeff 0.001" }, flags)
   end)

@@ -1296,7 +1296,7 @@ function M.router_args(c, A, N)
     absent[#absent + 1] = "score scaling"
   end
   if #absent > 0 then
-    N("NOTE", "router settings the model does not give are Megatron's defaults: " ..
+    N("NOTE", "router settings the model does not use are left off, as Megatron's defaults have them: " ..
       table.concat(absent, ", "))
   end
 end

@@ -310,7 +310,7 @@ describe("when nothing fits", function()
     assert.is_nil(out:find("wider tp_degree", 1, true), out)
     assert.truthy(out:find("closest strategies (least estimated memory):\n  dp=", 1, true), out)
     assert.truthy(out:find("GiB over the 78.65 GiB limit", 1, true), out)
-    assert.truthy(out:find("fits from 128 devices (h100-sxm-80gb:16x8; the same defaults, hosts doubled): ", 1, true), out)
+    assert.truthy(out:find("fits from 128 devices (h100-sxm-80gb:16x8; the same defaults, host counts tried in powers of two): ", 1, true), out)
   end)
   it("does not offer a memory limit that --launchable would refuse anyway", function()
     -- Gemma 3's GeGLU-tanh MLP is not expressible in Megatron: every
@@ -379,7 +379,7 @@ describe("when nothing fits", function()
     -- model states need (16 hosts), where nothing fits, then 32 hosts fit
     local code, out = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "h100-sxm-80gb:1")
     assert.are.equal(1, code)
-    assert.truthy(out:find("\nfits from 256 devices (h100-sxm-80gb:32x8, not on 128; the same defaults, hosts doubled): ",
+    assert.truthy(out:find("\nfits from 256 devices (h100-sxm-80gb:32x8, not on 128; the same defaults, host counts tried in powers of two): ",
       1, true), out)
     local _, r = run("deepseek-v3", "h100-sxm-80gb:1")
     assert.are.equal(256, r.fit_probe.devices)
@@ -391,7 +391,7 @@ describe("when nothing fits", function()
     -- devices (it said 256: the doubling started at 2 x 12 = 24 -> 32)
     local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:12")
     assert.are.equal(1, code)
-    assert.truthy(out:find("\nfits from 128 devices (h100-sxm-80gb:16x8; the same defaults, hosts doubled): ", 1, true),
+    assert.truthy(out:find("\nfits from 128 devices (h100-sxm-80gb:16x8; the same defaults, host counts tried in powers of two): ", 1, true),
       out)
   end)
 

@@ -348,7 +348,7 @@ function M.no_fit_lines(result)
       f.strategy, f.step_time)
   elseif fp and fp.devices then
     local below = fp.not_on and string.format(", not on %s", common.commas(fp.not_on)) or ""
-    lines[#lines + 1] = string.format("\nfits from %s devices (%s%s; the same defaults, hosts doubled): %s, step %.3f s",
+    lines[#lines + 1] = string.format("\nfits from %s devices (%s%s; the same defaults, host counts tried in powers of two): %s, step %.3f s",
       common.commas(fp.devices), fp.cluster, below, fp.strategy, fp.step_time)
   elseif fp then
     lines[#lines + 1] = string.format("\nno fit up to %s devices (%s) with the same defaults",

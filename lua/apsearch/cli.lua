@@ -1266,8 +1266,14 @@ end
 local function validate_status(result)
   local failed = result.summary and result.summary.failed or 0
   if failed > 0 then
-    util.log("apsearch: %s: %d of %d rows could not be estimated (see their errors)",
-      result.file, failed, result.summary.cases)
+    -- the first failed row's error on stderr too (the others are with their
+    -- rows on stdout): a script that reads only stderr sees what to fix
+    local first
+    for _, c in ipairs(result.cases or {}) do
+      if c.error then first = c break end
+    end
+    util.log("apsearch: %s: %d of %d rows could not be estimated%s", result.file, failed, result.summary.cases,
+      first and ("; row %s: %s"):format(tostring(first.case_id), first.error) or " (see their errors)")
     return 2
   end
   return 0

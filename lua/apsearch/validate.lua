@@ -385,8 +385,8 @@ function M.case_inputs(row)
   if not ok then
     local known = {}
     for _, d in ipairs(core.device_presets()) do known[#known + 1] = d.name or d end
-    error(("device = %q: unknown device preset (known: %s)"):format(
-      row.device or "", table.concat(known, ", ")), 0)
+    error(("device = %q: %s"):format(row.device or "",
+      require("apsearch.suggest").unknown("unknown device preset", row.device or "", known)), 0)
   end
   local assumed = {}
   if row.device_memory_gib and row.device_memory_gib ~= "" then

@@ -348,6 +348,17 @@ describe("apsearch validate --cv source", function()
     assert.truthy(out:find("\n  tests/fixtures/cases_small.csv: row c901: NotImplemented: training.precision: nvfp4",
       1, true), out)
     assert.truthy(err:find("tests/fixtures/cases_small.csv: 2 of 5 rows could not be estimated", 1, true), err)
+    -- without --cv: the first failed row's error on stderr too
+    local _, _, err1 = H.apsearch("validate", "tests/fixtures/cases_small.csv")
+    assert.truthy(err1:find('tests/fixtures/cases_small.csv: 2 of 5 rows could not be estimated; row c900: device = ' ..
+      '"tpu-v5p": unknown device preset', 1, true), err1)
+    -- a misspelt preset gets a suggestion
+    local dir = H.tmpdir()
+    local text = H.read(ROOT .. "/tests/fixtures/cases_small.csv"):gsub('"?tpu%-v5p"?', "h100-sxm-80g", 1)
+    H.write(dir .. "/c.csv", text)
+    local _, _, err2 = H.apsearch("validate", dir .. "/c.csv")
+    assert.truthy(err2:find('row c900: device = "h100-sxm-80g": unknown device preset; did you mean "h100-sxm-80gb"?',
+      1, true), err2)
     code = H.apsearch("validate", "tests/fixtures/cases_small.csv", "--cv", "source", "--format", "json")
     assert.are.equal(2, code)
   end)

@@ -287,6 +287,23 @@ describe("launch: TorchTitan release job files (--torchtitan-version)", function
     assert.truthy(joined:find("RoPE theta 1000000.0", 1, true))
   end)
 
+  it("writes a model of no flavour as the flavour with its layer count, so that the pipeline keys apply", function()
+    -- Qwen2.5-72B (80 layers, dim 8192, 64 heads, 8 kv) on 64 H100 at PP 4 x VPP 4: written as 8B (32
+    -- layers), v0.2.2's pipeline_llm refused pipeline_parallel_layers_per_stage = 5 ("Number of virtual
+    -- stages (7) must be divisible by pipeline parallel size (4)", pipeline_parallel.py at 73a0e697)
+    local fs = files("llama3_70b_h100.lua", { set = { "model=qwen2.5-72b" }, fix = { "pp_degree=4", "vpp_degree=4" } })
+    check_keys(fs[1].toml)
+    assert.are.equal("70B", fs[1].toml.model.flavor)
+    local joined = table.concat(fs[1].differs, "\n")
+    assert.truthy(joined:find("written as flavour 70B (80 layers", 1, true))
+    local lps = fs[1].toml.parallelism.pipeline_parallel_layers_per_stage
+    if lps then
+      local first = fs[1].toml.parallelism.pipeline_parallel_first_stage_less_layers or 1
+      local last = fs[1].toml.parallelism.pipeline_parallel_last_stage_less_layers or 1
+      assert.are.equal(0, math.ceil((80 + first + last) / lps) % 4)
+    end
+  end)
+
   it("run --torchtitan-version: the files, the recorded input, the refused value, --launchable", function()
     local dir = h.tmpdir()
     local code, _, err = h.apsearch("run", "examples/llama3_8b_h100.lua", "--top-k", "1", "--quiet",

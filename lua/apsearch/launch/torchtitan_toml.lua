@@ -108,7 +108,7 @@ end
 -- @tparam table rel an entry of options.torchtitan_releases
 -- @tparam table m model
 -- @treturn string flavour written (the matching one, else the named size,
---   else 8B)
+--   else the one with the model's layer count and most shape fields, else 8B)
 -- @treturn table differences, text each (empty when the model is the flavour)
 function M.flavor(rel, m)
   local H, nh = m.hidden_size, m.num_attention_heads
@@ -128,6 +128,21 @@ function M.flavor(rel, m)
   for _, f in ipairs(names) do if not flavor and fits(f) then flavor = f end end
   local diffs = {}
   local function D(t) diffs[#diffs + 1] = t end
+  if not flavor and not named then
+    -- the nearest flavour: the model's layer count first (the pipeline keys
+    -- below are the estimate's split of the model's layers; on a flavour
+    -- with another count the release refuses them or splits other layers,
+    -- pipeline_parallel.py pipeline_llm), then the most other shape fields
+    local best = 0
+    for _, f in ipairs(names) do
+      local fs, score = rel.flavors[f], 0
+      if fs.n_layers == shape.n_layers then score = score + 10 end
+      for _, k in ipairs({ "dim", "n_heads", "n_kv_heads", "hidden_dim" }) do
+        if fs[k] == shape[k] then score = score + 1 end
+      end
+      if score > best then best, named = score, f end
+    end
+  end
   if not flavor then
     flavor = named or "8B"
     local fs = rel.flavors[flavor]

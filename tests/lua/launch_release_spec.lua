@@ -304,6 +304,18 @@ describe("launch: TorchTitan release job files (--torchtitan-version)", function
     end
   end)
 
+  it("says when the pipeline keys split a layer count the written flavour does not have", function()
+    -- Qwen2.5-7B's 28 layers match no flavour (8B 32, 70B 80, 405B 126):
+    -- under PP the keys are the estimate's split of 28 layers
+    local fs = files("llama3_70b_h100.lua", { set = { "model=qwen2.5-7b" }, fix = { "pp_degree=2" } })
+    local joined = table.concat(fs[1].differs, "\n")
+    assert.truthy(joined:find("the pipeline keys below split the model's 28 layers; on flavour 8B's 32 the " ..
+      "release's pipeline_llm", 1, true), joined)
+    -- without PP, no such line
+    local fs1 = files("llama3_70b_h100.lua", { set = { "model=qwen2.5-7b" }, fix = { "pp_degree=1" } })
+    assert.is_nil(table.concat(fs1[1].differs, "\n"):find("pipeline keys below", 1, true))
+  end)
+
   it("run --torchtitan-version: the files, the recorded input, the refused value, --launchable", function()
     local dir = h.tmpdir()
     local code, _, err = h.apsearch("run", "examples/llama3_8b_h100.lua", "--top-k", "1", "--quiet",

@@ -267,6 +267,12 @@ function M.render(c, tag)
       N(NE, d .. " (a job file picks a flavour of llama3_args; it sets no model shape or numerics)")
     end
   end
+  local fl = rel.flavors[flavor] and rel.flavors[flavor].n_layers
+  if pp > 1 and fl and fl ~= m.num_layers then
+    N(NE, string.format("the pipeline keys below split the model's %d layers; on flavour %s's %d the release's " ..
+      "pipeline_llm (torchtitan/distributed/pipeline_parallel.py at %s) refuses them or splits other layers",
+      m.num_layers, flavor, fl, tag))
+  end
   K("model.flavor", flavor)
   local prec = tr.precision
   local gather = tr.fp8_param_gather == true

@@ -189,6 +189,13 @@ void aps_layout_one_recompute_count(aps_layout *lay);
 /** Layers of model chunk k (0 .. v-1) of pipeline rank i: lay->chunk, or
  *  the rank's layers split as evenly as they go (pipeline.c). */
 int64_t aps_layout_chunk(const aps_layout *lay, int64_t i, int64_t k);
+/** Rank i's decoder layers as ranges of the model's layer indices, one
+ *  per model chunk in its place (chunk k of rank i is the model's chunk
+ *  k p + i, Megatron's interleaving): start[k] .. start[k] + len[k] - 1
+ *  for k < the count returned (v; 1 without virtual stages: first[i],
+ *  layers[i]).  start and len hold APS_MAX_STAGES entries (pipeline.c). */
+int64_t aps_layout_rank_spans(const aps_layout *lay, int64_t i,
+                              int64_t *start, int64_t *len);
 /** Multi-token-prediction layers rank i runs: aps_layout.mtp on the rank
  *  holding the last model chunk, 0 elsewhere. */
 int64_t aps_layout_mtp_layers(const aps_layout *lay, int64_t i);
@@ -454,6 +461,11 @@ double aps_padded_vocab(const aps_model *m, const aps_training *t, int64_t tp);
  *  parallel biases / t, row-parallel biases and norms replicated
  *  (Shoeybi et al. 2019, s.3; megatron/core/tensor_parallel/layers.py). */
 double aps_layer_params_tp(const aps_model *m, int64_t tp);
+/** aps_layer_params_tp of the mean layer of pipeline rank i's decoder
+ *  layers (aps_hybrid_stage_mix; the model's mean layer unless a hybrid
+ *  model is split over stages), on one of lay->t ranks. */
+double aps_stage_layer_params_tp(const aps_model *m, const aps_layout *lay,
+                                 int64_t i);
 /** Parameters of one whole FFN of width f (a dense MLP, one routed
  *  expert or the shared expert): 3 h f gated or 2 h f, plus with mlp_bias
  *  the column-parallel biases (2 f gated, f) and the output bias h; 0 for
@@ -482,9 +494,15 @@ double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i);
 double aps_stage_nonunit_params(const aps_model *m, const aps_layout *lay,
                                 int64_t i);
 
+/** Matrix parameters of the mean layer of pipeline rank i's decoder
+ *  layers (aps_hybrid_stage_mix; aps_layer_matmul_params unless a hybrid
+ *  model is split over stages), whole (not split over TP). */
+double aps_stage_layer_matmul_params(const aps_model *m, const aps_layout *lay,
+                                     int64_t i);
+
 /** Parameters of the largest decoder layer on rank i under TP (0 when it
  *  runs none): aps_layer_params_tp, or the largest layer kind of a hybrid
- *  or Gated DeltaNet model. */
+ *  model among the rank's layers, or of a Gated DeltaNet model. */
 double aps_largest_layer_params(const aps_model *m, const aps_layout *lay,
                                 int64_t i);
 
@@ -651,6 +669,12 @@ const char *aps_gdn_refusal(const aps_training *t, const aps_strategy *s);
 bool aps_model_is_hybrid(const aps_model *m);
 /** The pattern resolved into counts and per-layer shares. */
 void aps_hybrid_mix(const aps_model *m, aps_hybrid_counts *out);
+/** The counts and shares of pipeline rank i's decoder layers as laid out
+ *  (its model chunks, aps_layout_rank_spans): the layers Megatron-LM's
+ *  HybridModel builds on the rank (hybrid.c).  aps_hybrid_mix when the
+ *  model is not hybrid or there is one stage. */
+void aps_hybrid_stage_mix(const aps_model *m, const aps_layout *lay,
+                          int64_t i, aps_hybrid_counts *out);
 /** Output width of in_proj, 2 d + 2 G N + nh (MambaMixer @ d98e8a64). */
 double aps_mamba_in_proj_width(const aps_model *m);
 /** in_proj and out_proj weights of one Mamba-2 layer, h (2d + 2GN + nh)
@@ -894,9 +918,12 @@ typedef struct {
     bool step_graphed;     /**< the whole step is one graph: no host time */
 } aps_host_program;
 
-/** Builds the layer program of strategy s (layerprog.c). */
+/** Builds the layer program of strategy s (layerprog.c) for the layer
+ *  whose blocks are mix w (NULL: the model's mean layer, aps_hybrid_mix;
+ *  a pipeline rank of a hybrid model: aps_hybrid_stage_mix). */
 void aps_host_program_build(const aps_model *m, const aps_training *t,
-                            const aps_strategy *s, aps_host_program *out);
+                            const aps_strategy *s, const aps_hybrid_counts *w,
+                            aps_host_program *out);
 /** Host seconds of py Python-launched and loop C++-launched kernels on
  *  device d's host. */
 double aps_host_seconds(const aps_device *d, double py, double loop);
@@ -963,13 +990,32 @@ double aps_op_sac_layer_bytes(const aps_model *m, const aps_training *t,
  *  checkpointing recomputes: the even-numbered matmuls (compute.c). */
 double aps_op_sac_recompute_params(const aps_model *m);
 
-/** Activation bytes (memory.c). */
+/** Activation bytes of one layer whose blocks are mix w (NULL: the
+ *  model's mean layer, aps_hybrid_mix), per micro-batch on one rank
+ *  (memory.c). */
 void aps_layer_activations(const aps_model *m, const aps_training *t,
-                           const aps_strategy *s, aps_layer_cost *out);
-/** Compute and communication seconds (compute.c). */
+                           const aps_strategy *s, const aps_hybrid_counts *w,
+                           aps_layer_cost *out);
+/** Compute and communication seconds of one layer whose blocks are mix w
+ *  (NULL: the model's mean layer), and its launches (compute.c). */
 void aps_layer_times(const aps_model *m, const aps_cluster *c,
                      const aps_training *t, const aps_strategy *s,
-                     aps_layer_cost *out);
+                     const aps_hybrid_counts *w, aps_layer_cost *out);
+
+/** The layer cost pipeline rank i's terms read: lc (the model's mean
+ *  layer, every per-MoE-layer term) when every rank holds the model's
+ *  mean layer -- a transformer, or a hybrid model on one stage -- else
+ *  the mean layer of the rank's own layers (aps_hybrid_stage_mix), built
+ *  into buf with lc's MoE terms, and buf returned.  aps_stage_memory and
+ *  aps_stage_time_build call it, so a rank's sums over its layers are its
+ *  layer kinds' (hybrid.c). */
+const aps_layer_cost *aps_stage_layer_cost(const aps_model *m,
+                                           const aps_cluster *c,
+                                           const aps_training *t,
+                                           const aps_strategy *s,
+                                           const aps_layout *lay,
+                                           const aps_layer_cost *lc,
+                                           int64_t i, aps_layer_cost *buf);
 
 /** Backward / forward FLOP ratios: a GEMM (dgrad + wgrad), and
  *  FlashAttention (5 matmuls of the forward's 2, Dao 2023, arXiv:

@@ -166,13 +166,13 @@ static void test_hybrid_moe_host_kernels(void **state)
     aps_strategy s;
     aps_strategy_defaults(&s);
     aps_host_program hp;
-    aps_host_program_build(&m, &t, &s, &hp);
+    aps_host_program_build(&m, &t, &s, NULL, &hp);
     ASSERT_REL(29.0 * hp.mlp.fwd, 23.0 * 11.0, 1e-12);
     ASSERT_REL(52.0 * hp.attn.fwd, 6.0 * 5.0, 1e-12);
     /* fp8: a quantize kernel before each of the mixer's two GEMMs, as
      * before the attention's */
     t.precision = APS_PREC_FP8;
-    aps_host_program_build(&m, &t, &s, &hp);
+    aps_host_program_build(&m, &t, &s, NULL, &hp);
     ASSERT_REL(29.0 * hp.mlp.fwd, 23.0 * (11.0 + 2.0), 1e-12);
     ASSERT_REL(52.0 * hp.attn.fwd, 6.0 * (5.0 + 2.0), 1e-12);
 }
@@ -267,7 +267,7 @@ static void test_hybrid_mamba_layer_cost(void **state)
     aps_strategy s;
     aps_strategy_defaults(&s);
     aps_layer_cost lc;
-    aps_layer_activations(&mm, &t, &s, &lc);
+    aps_layer_activations(&mm, &t, &s, NULL, &lc);
     ASSERT_DBL_EXACT(lc.act_full, 840957952.0);
     ASSERT_DBL_EXACT(lc.act_input, 2.0 * T * 4096.0);
 }
@@ -336,8 +336,9 @@ static void test_hybrid_validation(void **state)
                     "hybrid_layer_pattern");
 }
 
-/* PP > 1 is refused with its reason; TP must divide the Mamba heads and
- * groups (MambaMixer's asserts). */
+/* PP > 1 and full recompute are priced stage by stage
+ * (test_hybrid_stages); TP must divide the Mamba heads and groups
+ * (MambaMixer's asserts). */
 static void test_hybrid_refusals(void **state)
 {
     (void)state;
@@ -353,8 +354,11 @@ static void test_hybrid_refusals(void **state)
     s.pp_degree = 2;
     s.dp_degree = 4;
     aps_reason r = aps_check_all(&m, &c, &t, &s, msg, sizeof msg);
-    ASSERT_REASON(r, APS_REASON_FRAMEWORK_UNSUPPORTED, msg);
-    ASSERT_HAS(msg, "pp_degree = 1 only");
+    ASSERT_REASON(r, APS_REASON_NONE, msg);
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    r = aps_check_all(&m, &c, &t, &s, msg, sizeof msg);
+    ASSERT_REASON(r, APS_REASON_NONE, msg);
+
     aps_strategy_defaults(&s);
     s.dp_degree = 8;
     assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
@@ -414,7 +418,7 @@ static void test_hybrid_fp8_casts_and_copies(void **state)
     aps_strategy_defaults(&s);
     s.dp_degree = 8;
     aps_layer_cost lc;
-    aps_layer_times(&m, &c, &t, &s, &lc);
+    aps_layer_times(&m, &c, &t, &s, NULL, &lc);
     double hbm = c.device.hbm_bandwidth * c.device.hbm_efficiency;
     ASSERT_REL(52.0 * lc.fp8_cast_fwd * hbm, 24897388544.0, 1e-12);
     ASSERT_REL(52.0 * lc.fp8_cast_bwd * hbm, 35064381440.0, 1e-12);
@@ -459,7 +463,7 @@ static void test_hybrid_mxfp8_mamba_casts(void **state)
     aps_strategy s;
     aps_strategy_defaults(&s);
     aps_layer_cost lc;
-    aps_layer_times(&m, &c, &t, &s, &lc);
+    aps_layer_times(&m, &c, &t, &s, NULL, &lc);
     double hbm = c.device.hbm_bandwidth * c.device.hbm_efficiency;
     ASSERT_REL(lc.fp8_cast_fwd * hbm, 8192.0 * 49920.0, 1e-12);
     ASSERT_REL(lc.fp8_cast_bwd * hbm, 8192.0 * 92040.0, 1e-12);

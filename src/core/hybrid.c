@@ -53,11 +53,6 @@
  *  out_proj (1), bias-dropout-add (1). */
 #define APS_HK_MAMBA 11.0
 
-bool aps_model_is_hybrid(const aps_model *m)
-{
-    return m->hybrid_layer_pattern[0] != '\0';
-}
-
 /** Adds the kinds of pattern layers from .. from + n - 1 to out's counts
  *  (an E layer is an MLP block and an MoE layer, hybrid.c file comment). */
 static void count_kinds(const char *pattern, int64_t from, int64_t n,
@@ -98,7 +93,7 @@ void aps_hybrid_mix(const aps_model *m, aps_hybrid_counts *out)
 void aps_hybrid_stage_mix(const aps_model *m, const aps_layout *lay,
                           int64_t i, aps_hybrid_counts *out)
 {
-    if (!aps_model_is_hybrid(m) || lay->p <= 1) {
+    if (!aps_hybrid_split(m, lay)) {
         aps_hybrid_mix(m, out);
         return;
     }
@@ -110,16 +105,14 @@ void aps_hybrid_stage_mix(const aps_model *m, const aps_layout *lay,
     set_shares(out);
 }
 
-const aps_layer_cost *aps_stage_layer_cost(const aps_model *m,
-                                           const aps_cluster *c,
-                                           const aps_training *t,
-                                           const aps_strategy *s,
-                                           const aps_layout *lay,
-                                           const aps_layer_cost *lc,
-                                           int64_t i, aps_layer_cost *buf)
+const aps_layer_cost *aps_hybrid_stage_cost(const aps_model *m,
+                                            const aps_cluster *c,
+                                            const aps_training *t,
+                                            const aps_strategy *s,
+                                            const aps_layout *lay,
+                                            const aps_layer_cost *lc,
+                                            int64_t i, aps_layer_cost *buf)
 {
-    if (!aps_model_is_hybrid(m) || lay->p <= 1)
-        return lc; /* every stage holds the model's mean layer */
     aps_hybrid_counts w;
     aps_hybrid_stage_mix(m, lay, i, &w);
     buf->moe = lc->moe; /* per MoE layer: the same on every stage */

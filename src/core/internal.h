@@ -461,11 +461,6 @@ double aps_padded_vocab(const aps_model *m, const aps_training *t, int64_t tp);
  *  parallel biases / t, row-parallel biases and norms replicated
  *  (Shoeybi et al. 2019, s.3; megatron/core/tensor_parallel/layers.py). */
 double aps_layer_params_tp(const aps_model *m, int64_t tp);
-/** aps_layer_params_tp of the mean layer of pipeline rank i's decoder
- *  layers (aps_hybrid_stage_mix; the model's mean layer unless a hybrid
- *  model is split over stages), on one of lay->t ranks. */
-double aps_stage_layer_params_tp(const aps_model *m, const aps_layout *lay,
-                                 int64_t i);
 /** Parameters of one whole FFN of width f (a dense MLP, one routed
  *  expert or the shared expert): 3 h f gated or 2 h f, plus with mlp_bias
  *  the column-parallel biases (2 f gated, f) and the output bias h; 0 for
@@ -494,11 +489,6 @@ double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i);
 double aps_stage_nonunit_params(const aps_model *m, const aps_layout *lay,
                                 int64_t i);
 
-/** Matrix parameters of the mean layer of pipeline rank i's decoder
- *  layers (aps_hybrid_stage_mix; aps_layer_matmul_params unless a hybrid
- *  model is split over stages), whole (not split over TP). */
-double aps_stage_layer_matmul_params(const aps_model *m, const aps_layout *lay,
-                                     int64_t i);
 
 /** Parameters of the largest decoder layer on rank i under TP (0 when it
  *  runs none): aps_layer_params_tp, or the largest layer kind of a hybrid
@@ -666,7 +656,17 @@ aps_status aps_gdn_validate(const aps_model *m, char *err, size_t n);
 const char *aps_gdn_refusal(const aps_training *t, const aps_strategy *s);
 
 /** True when the model has a hybrid_layer_pattern. */
-bool aps_model_is_hybrid(const aps_model *m);
+static inline bool aps_model_is_hybrid(const aps_model *m)
+{
+    return m->hybrid_layer_pattern[0] != '\0';
+}
+/** True when the pipeline ranks of lay hold different layers than the
+ *  model's mean layer: a hybrid model over more than one stage (hybrid.c;
+ *  a transformer's ranks differ only by their MoE layers, moe.c). */
+static inline bool aps_hybrid_split(const aps_model *m, const aps_layout *lay)
+{
+    return aps_model_is_hybrid(m) && lay->p > 1;
+}
 /** The pattern resolved into counts and per-layer shares. */
 void aps_hybrid_mix(const aps_model *m, aps_hybrid_counts *out);
 /** The counts and shares of pipeline rank i's decoder layers as laid out
@@ -1002,20 +1002,59 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
                      const aps_training *t, const aps_strategy *s,
                      const aps_hybrid_counts *w, aps_layer_cost *out);
 
-/** The layer cost pipeline rank i's terms read: lc (the model's mean
- *  layer, every per-MoE-layer term) when every rank holds the model's
- *  mean layer -- a transformer, or a hybrid model on one stage -- else
- *  the mean layer of the rank's own layers (aps_hybrid_stage_mix), built
- *  into buf with lc's MoE terms, and buf returned.  aps_stage_memory and
- *  aps_stage_time_build call it, so a rank's sums over its layers are its
- *  layer kinds' (hybrid.c). */
-const aps_layer_cost *aps_stage_layer_cost(const aps_model *m,
-                                           const aps_cluster *c,
-                                           const aps_training *t,
-                                           const aps_strategy *s,
-                                           const aps_layout *lay,
-                                           const aps_layer_cost *lc,
-                                           int64_t i, aps_layer_cost *buf);
+/** aps_layer_params_tp and aps_layer_matmul_params of the mean layer of
+ *  a hybrid model's pipeline rank i (aps_hybrid_stage_mix; model.c). */
+double aps_hybrid_stage_params_tp(const aps_model *m, const aps_layout *lay,
+                                  int64_t i);
+double aps_hybrid_stage_matmul_params(const aps_model *m, const aps_layout *lay,
+                                      int64_t i);
+/** Parameters of the mean layer of pipeline rank i's decoder layers on one
+ *  of lay->t TP ranks: aps_layer_params_tp unless a hybrid model is split
+ *  over stages (aps_hybrid_split). */
+static inline double aps_stage_layer_params_tp(const aps_model *m,
+                                               const aps_layout *lay,
+                                               int64_t i)
+{
+    return aps_hybrid_split(m, lay) ? aps_hybrid_stage_params_tp(m, lay, i)
+                                    : aps_layer_params_tp(m, lay->t);
+}
+/** Matrix parameters (whole, not split over TP) of the mean layer of
+ *  pipeline rank i's decoder layers: aps_layer_matmul_params unless a
+ *  hybrid model is split over stages. */
+static inline double aps_stage_layer_matmul_params(const aps_model *m,
+                                                   const aps_layout *lay,
+                                                   int64_t i)
+{
+    return aps_hybrid_split(m, lay) ? aps_hybrid_stage_matmul_params(m, lay, i)
+                                    : aps_layer_matmul_params(m);
+}
+
+/** The mean layer of pipeline rank i's own layers (aps_hybrid_stage_mix)
+ *  built into buf with lc's MoE terms (per MoE layer, the same on every
+ *  rank); returns buf (hybrid.c). */
+const aps_layer_cost *aps_hybrid_stage_cost(const aps_model *m,
+                                            const aps_cluster *c,
+                                            const aps_training *t,
+                                            const aps_strategy *s,
+                                            const aps_layout *lay,
+                                            const aps_layer_cost *lc,
+                                            int64_t i, aps_layer_cost *buf);
+
+/** The layer cost pipeline rank i's terms read: lc, the model's mean
+ *  layer, when every rank holds it (a transformer, a hybrid model on one
+ *  stage), else aps_hybrid_stage_cost into buf.  aps_stage_memory and
+ *  aps_stage_time_build call it, so a rank's sums over its layers are
+ *  those of its layer kinds. */
+static inline const aps_layer_cost *
+aps_stage_layer_cost(const aps_model *m, const aps_cluster *c,
+                     const aps_training *t, const aps_strategy *s,
+                     const aps_layout *lay, const aps_layer_cost *lc,
+                     int64_t i, aps_layer_cost *buf)
+{
+    return aps_hybrid_split(m, lay)
+               ? aps_hybrid_stage_cost(m, c, t, s, lay, lc, i, buf)
+               : lc;
+}
 
 /** Backward / forward FLOP ratios: a GEMM (dgrad + wgrad), and
  *  FlashAttention (5 matmuls of the forward's 2, Dao 2023, arXiv:

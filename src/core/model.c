@@ -706,15 +706,14 @@ static double mlp_matmul_params(const aps_model *m)
  *  megatron/core/models/hybrid/hybrid_layer_specs.py: TELayerNorm-
  *  ColumnParallelLinear and TERowParallelLinear; ssm/mamba_mixer.py keeps
  *  conv1d, dt_bias, A_log, D and the gated norm as plain parameters). */
-static double layer_matmul_mix(const aps_model *m, const aps_hybrid_counts *mix)
+static inline double layer_matmul_mix(const aps_model *m, const aps_hybrid_counts *w)
 {
-    const aps_hybrid_counts w = *mix;
-    double p = w.attn_share * attn_matmul_params(m) +
-               w.mlp_share * mlp_matmul_params(m);
-    if (w.mamba_share > 0)
-        p += w.mamba_share * aps_mamba_matmul_params(m);
-    if (w.gdn_share > 0)
-        p += w.gdn_share * aps_gdn_matmul_params(m);
+    double p = w->attn_share * attn_matmul_params(m) +
+               w->mlp_share * mlp_matmul_params(m);
+    if (w->mamba_share > 0)
+        p += w->mamba_share * aps_mamba_matmul_params(m);
+    if (w->gdn_share > 0)
+        p += w->gdn_share * aps_gdn_matmul_params(m);
     return p;
 }
 
@@ -725,8 +724,8 @@ double aps_layer_matmul_params(const aps_model *m)
     return layer_matmul_mix(m, &w);
 }
 
-double aps_stage_layer_matmul_params(const aps_model *m, const aps_layout *lay,
-                                     int64_t i)
+double aps_hybrid_stage_matmul_params(const aps_model *m, const aps_layout *lay,
+                                      int64_t i)
 {
     aps_hybrid_counts w;
     aps_hybrid_stage_mix(m, lay, i, &w);
@@ -819,14 +818,13 @@ static double sink_params(const aps_model *m, double t)
 
 /** Parameters of the layer whose blocks are mix w split over tp ranks
  *  (tp = 1: the whole layer). */
-static double layer_params_mix(const aps_model *m, int64_t tp,
-                               const aps_hybrid_counts *mix)
+static inline double layer_params_mix(const aps_model *m, int64_t tp,
+                               const aps_hybrid_counts *w)
 {
     double t = (double)tp;
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
     double k = (double)m->num_query_groups, d = (double)m->head_dim;
     double f = (double)m->ffn_hidden_size;
-    const aps_hybrid_counts w = *mix;
     double attn = 0.0, mlp = 0.0;
     if (m->qkv_bias) /* column parallel: split */
         attn += (a * d + 2.0 * k * d) / t;
@@ -835,13 +833,13 @@ static double layer_params_mix(const aps_model *m, int64_t tp,
     attn += qk_norm_params(m, t) + sink_params(m, t);
     if (m->mlp_bias) /* fc1 (and gate) column parallel, fc2 row parallel */
         mlp += (m->mlp == APS_MLP_SWIGLU ? 2.0 * f : f) / t + h;
-    double p = (w.attn_share * attn_matmul_params(m) +
-                w.mlp_share * mlp_matmul_params(m)) / t +
-               w.attn_share * attn + w.mlp_share * mlp;
-    if (w.mamba_share > 0)
-        p += w.mamba_share * aps_mamba_params_tp(m, tp);
-    if (w.gdn_share > 0)
-        p += w.gdn_share * aps_gdn_params_tp(m, tp);
+    double p = (w->attn_share * attn_matmul_params(m) +
+                w->mlp_share * mlp_matmul_params(m)) / t +
+               w->attn_share * attn + w->mlp_share * mlp;
+    if (w->mamba_share > 0)
+        p += w->mamba_share * aps_mamba_params_tp(m, tp);
+    if (w->gdn_share > 0)
+        p += w->gdn_share * aps_gdn_params_tp(m, tp);
     p += (double)m->norms_per_layer * norm_params(m, h);
     return p;
 }
@@ -853,8 +851,8 @@ double aps_layer_params_tp(const aps_model *m, int64_t tp)
     return layer_params_mix(m, tp, &w);
 }
 
-double aps_stage_layer_params_tp(const aps_model *m, const aps_layout *lay,
-                                 int64_t i)
+double aps_hybrid_stage_params_tp(const aps_model *m, const aps_layout *lay,
+                                  int64_t i)
 {
     aps_hybrid_counts w;
     aps_hybrid_stage_mix(m, lay, i, &w);

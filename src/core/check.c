@@ -295,9 +295,12 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
     /* megatron/training/arguments.py (d98e8a64) asserts (num_layers + 2)
      * divisible by pp x vpp with both --account-for-embedding-in-pipeline-
      * split and --account-for-loss-in-pipeline-split; only a split by the
-     * rule is written with them (a layer_offset or balancing is not) */
+     * rule is written with them (a layer_offset or balancing is not).  A
+     * hybrid model's split is the '|' segments of its pattern, which take
+     * any chunks (and no account flags: arguments.py:827-836) */
     int64_t S = s->pp_degree * s->vpp_degree;
-    if (t->framework == APS_FW_MEGATRON && aps_split_by_rule(s) &&
+    if (t->framework == APS_FW_MEGATRON && !aps_model_is_hybrid(m) &&
+        aps_split_by_rule(s) &&
         s->pipeline_split == APS_SPLIT_EMBEDDING_LOSS &&
         (m->num_layers + 2) % S != 0) {
         aps_fmt(msg, n, "megatron: pipeline_split = embedding_loss needs "

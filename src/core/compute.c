@@ -60,8 +60,11 @@ typedef struct {
     aps_hybrid_counts w; /**< blocks of each kind in the mean layer */
 } layer_shape;
 
+/** The shapes of strategy s's layer whose blocks are mix w (NULL: the
+ *  model's mean layer, aps_hybrid_mix). */
 static void shape_of(const aps_model *m, const aps_training *t,
-                     const aps_strategy *s, layer_shape *x)
+                     const aps_strategy *s, const aps_hybrid_counts *w,
+                     layer_shape *x)
 {
     x->tp = (double)s->tp_degree;
     x->cp = (double)s->cp_degree;
@@ -77,7 +80,10 @@ static void shape_of(const aps_model *m, const aps_training *t,
     x->T = x->b * x->sl;
     x->rep = (s->tp_degree > 1 && s->sequence_parallel) ? x->tp : 1.0;
     x->mlp_up = (m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0) * x->f / x->tp;
-    aps_hybrid_mix(m, &x->w);
+    if (w != NULL)
+        x->w = *w;
+    else
+        aps_hybrid_mix(m, &x->w);
 }
 
 /** Input width of the Mamba-2 mixer's out_proj: d_inner = nh P. */
@@ -342,7 +348,7 @@ double aps_mlp_fwd_time(const aps_model *m, const aps_device *d,
                         const aps_training *t, const aps_strategy *s)
 {
     layer_shape x;
-    shape_of(m, t, s, &x);
+    shape_of(m, t, s, NULL, &x);
     return layer_mlp_fwd(m, d, t, &x);
 }
 
@@ -485,11 +491,11 @@ static void layer_cp(const aps_cluster *c, const aps_strategy *s,
 
 void aps_layer_times(const aps_model *m, const aps_cluster *c,
                      const aps_training *t, const aps_strategy *s,
-                     aps_layer_cost *out)
+                     const aps_hybrid_counts *w, aps_layer_cost *out)
 {
     const aps_device *d = &c->device;
     layer_shape x;
-    shape_of(m, t, s, &x);
+    shape_of(m, t, s, w, &x);
     out->gemm_fwd = layer_gemms(m, d, t, &x);
     layer_attention(m, d, t, &x, out);
     out->membound_fwd = aps_hbm_time(d, layer_membound_bytes(m, t, &x));
@@ -497,5 +503,5 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
     layer_selective(m, d, t, s, &x, out);
     layer_tp(c, t, s, &x, out);
     layer_cp(c, s, &x, out);
-    aps_host_program_build(m, t, s, &out->host);
+    aps_host_program_build(m, t, s, w, &out->host);
 }

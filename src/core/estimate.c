@@ -120,8 +120,8 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
     aps_dp_plan plan;
     aps_dp_plan_build(t, s, &plan);
     aps_layer_cost lc;
-    aps_layer_activations(m, t, s, &lc);
-    aps_layer_times(m, c, t, s, &lc);
+    aps_layer_activations(m, t, s, NULL, &lc);
+    aps_layer_times(m, c, t, s, NULL, &lc);
     aps_moe_layer_cost(m, c, t, s, &lc.moe);
     aps_balance_layout(m, c, t, s, &lay, &plan, &lc, out->mem_limit);
     out->micro_batch_num = lay.m;

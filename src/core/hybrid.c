@@ -53,9 +53,27 @@
  *  out_proj (1), bias-dropout-add (1). */
 #define APS_HK_MAMBA 11.0
 
-bool aps_model_is_hybrid(const aps_model *m)
+/** Adds the kinds of pattern layers from .. from + n - 1 to out's counts
+ *  (an E layer is an MLP block and an MoE layer, hybrid.c file comment). */
+static void count_kinds(const char *pattern, int64_t from, int64_t n,
+                        aps_hybrid_counts *out)
 {
-    return m->hybrid_layer_pattern[0] != '\0';
+    for (const char *c = pattern + from; c < pattern + from + n; c++) {
+        out->mamba += *c == 'M';
+        out->attn += *c == '*';
+        out->mlp += *c == '-' || *c == 'E';
+        out->moe += *c == 'E';
+    }
+}
+
+/** The shares of the mean layer of the layers counted in out. */
+static void set_shares(aps_hybrid_counts *out)
+{
+    double L = (double)(out->mamba + out->attn + out->mlp);
+    out->attn_share = L > 0 ? (double)out->attn / L : 0.0;
+    out->mlp_share = L > 0 ? (double)out->mlp / L : 0.0;
+    out->mamba_share = L > 0 ? (double)out->mamba / L : 0.0;
+    out->blocks = 1.0;
 }
 
 void aps_hybrid_mix(const aps_model *m, aps_hybrid_counts *out)
@@ -68,17 +86,39 @@ void aps_hybrid_mix(const aps_model *m, aps_hybrid_counts *out)
             aps_gdn_mix(m, out);
         return;
     }
-    for (const char *c = m->hybrid_layer_pattern; *c; c++) {
-        out->mamba += *c == 'M';
-        out->attn += *c == '*';
-        out->mlp += *c == '-' || *c == 'E';
-        out->moe += *c == 'E';
+    count_kinds(m->hybrid_layer_pattern, 0, m->num_layers, out);
+    set_shares(out);
+}
+
+void aps_hybrid_stage_mix(const aps_model *m, const aps_layout *lay,
+                          int64_t i, aps_hybrid_counts *out)
+{
+    if (!aps_hybrid_split(m, lay)) {
+        aps_hybrid_mix(m, out);
+        return;
     }
-    double L = (double)(out->mamba + out->attn + out->mlp);
-    out->attn_share = L > 0 ? (double)out->attn / L : 0.0;
-    out->mlp_share = L > 0 ? (double)out->mlp / L : 0.0;
-    out->mamba_share = L > 0 ? (double)out->mamba / L : 0.0;
-    out->blocks = 1.0;
+    *out = (aps_hybrid_counts){0};
+    int64_t start[APS_MAX_STAGES], len[APS_MAX_STAGES];
+    int64_t n = aps_layout_rank_spans(lay, i, start, len);
+    for (int64_t k = 0; k < n; k++)
+        count_kinds(m->hybrid_layer_pattern, start[k], len[k], out);
+    set_shares(out);
+}
+
+const aps_layer_cost *aps_hybrid_stage_cost(const aps_model *m,
+                                            const aps_cluster *c,
+                                            const aps_training *t,
+                                            const aps_strategy *s,
+                                            const aps_layout *lay,
+                                            const aps_layer_cost *lc,
+                                            int64_t i, aps_layer_cost *buf)
+{
+    aps_hybrid_counts w;
+    aps_hybrid_stage_mix(m, lay, i, &w);
+    buf->moe = lc->moe; /* per MoE layer: the same on every stage */
+    aps_layer_activations(m, t, s, &w, buf);
+    aps_layer_times(m, c, t, s, &w, buf);
+    return buf;
 }
 
 /** d_inner = nh P. */
@@ -272,17 +312,17 @@ aps_status aps_hybrid_validate(const aps_model *m, char *err, size_t n)
 
 const char *aps_hybrid_refusal(const aps_training *t, const aps_strategy *s)
 {
-    if (s->pp_degree > 1)
-        return "hybrid Mamba-2 models are priced with pp_degree = 1 only "
-               "(a stage's layers are priced as the pattern's mean layer)";
+    /* pp_degree > 1 (with virtual stages) and full recompute: every rank
+     * is priced by its own layers (aps_stage_layer_cost); Megatron-LM's
+     * HybridModel builds segment k p + i of the '|'-split pattern on rank
+     * i's chunk k (hybrid_layer_allocation.py select_pipeline_segment @
+     * d98e8a64), where aps_layout_rank_spans places it, Megatron running
+     * (interleaved) 1F1B only (check.c refuses its other schedules) */
     if (s->cp_degree > 1)
         return "hybrid Mamba-2 models: context parallelism of the Mamba "
                "layers is not modelled";
     if (t->framework != APS_FW_MEGATRON)
         return "hybrid Mamba-2 models are priced for Megatron-LM only";
-    if (s->layer_recompute == APS_RECOMPUTE_FULL)
-        return "hybrid Mamba-2 models: full recompute is not modelled "
-               "(the recomputed layers' kinds are not tracked)";
     /* the combined 1F1B schedule calls the model's build_schedule_plan,
      * which GPTModel has and HybridModel has not (Megatron-LM d98e8a64
      * megatron/core/pipeline_parallel/combined_1f1b.py l.377-382,

@@ -189,6 +189,13 @@ void aps_layout_one_recompute_count(aps_layout *lay);
 /** Layers of model chunk k (0 .. v-1) of pipeline rank i: lay->chunk, or
  *  the rank's layers split as evenly as they go (pipeline.c). */
 int64_t aps_layout_chunk(const aps_layout *lay, int64_t i, int64_t k);
+/** Rank i's decoder layers as ranges of the model's layer indices, one
+ *  per model chunk in its place (chunk k of rank i is the model's chunk
+ *  k p + i, Megatron's interleaving): start[k] .. start[k] + len[k] - 1
+ *  for k < the count returned (v; 1 without virtual stages: first[i],
+ *  layers[i]).  start and len hold APS_MAX_STAGES entries (pipeline.c). */
+int64_t aps_layout_rank_spans(const aps_layout *lay, int64_t i,
+                              int64_t *start, int64_t *len);
 /** Multi-token-prediction layers rank i runs: aps_layout.mtp on the rank
  *  holding the last model chunk, 0 elsewhere. */
 int64_t aps_layout_mtp_layers(const aps_layout *lay, int64_t i);
@@ -482,9 +489,10 @@ double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i);
 double aps_stage_nonunit_params(const aps_model *m, const aps_layout *lay,
                                 int64_t i);
 
+
 /** Parameters of the largest decoder layer on rank i under TP (0 when it
  *  runs none): aps_layer_params_tp, or the largest layer kind of a hybrid
- *  or Gated DeltaNet model. */
+ *  model among the rank's layers, or of a Gated DeltaNet model. */
 double aps_largest_layer_params(const aps_model *m, const aps_layout *lay,
                                 int64_t i);
 
@@ -648,9 +656,25 @@ aps_status aps_gdn_validate(const aps_model *m, char *err, size_t n);
 const char *aps_gdn_refusal(const aps_training *t, const aps_strategy *s);
 
 /** True when the model has a hybrid_layer_pattern. */
-bool aps_model_is_hybrid(const aps_model *m);
+static inline bool aps_model_is_hybrid(const aps_model *m)
+{
+    return m->hybrid_layer_pattern[0] != '\0';
+}
+/** True when the pipeline ranks of lay hold different layers than the
+ *  model's mean layer: a hybrid model over more than one stage (hybrid.c;
+ *  a transformer's ranks differ only by their MoE layers, moe.c). */
+static inline bool aps_hybrid_split(const aps_model *m, const aps_layout *lay)
+{
+    return aps_model_is_hybrid(m) && lay->p > 1;
+}
 /** The pattern resolved into counts and per-layer shares. */
 void aps_hybrid_mix(const aps_model *m, aps_hybrid_counts *out);
+/** The counts and shares of pipeline rank i's decoder layers as laid out
+ *  (its model chunks, aps_layout_rank_spans): the layers Megatron-LM's
+ *  HybridModel builds on the rank (hybrid.c).  aps_hybrid_mix when the
+ *  model is not hybrid or there is one stage. */
+void aps_hybrid_stage_mix(const aps_model *m, const aps_layout *lay,
+                          int64_t i, aps_hybrid_counts *out);
 /** Output width of in_proj, 2 d + 2 G N + nh (MambaMixer @ d98e8a64). */
 double aps_mamba_in_proj_width(const aps_model *m);
 /** in_proj and out_proj weights of one Mamba-2 layer, h (2d + 2GN + nh)
@@ -894,9 +918,12 @@ typedef struct {
     bool step_graphed;     /**< the whole step is one graph: no host time */
 } aps_host_program;
 
-/** Builds the layer program of strategy s (layerprog.c). */
+/** Builds the layer program of strategy s (layerprog.c) for the layer
+ *  whose blocks are mix w (NULL: the model's mean layer, aps_hybrid_mix;
+ *  a pipeline rank of a hybrid model: aps_hybrid_stage_mix). */
 void aps_host_program_build(const aps_model *m, const aps_training *t,
-                            const aps_strategy *s, aps_host_program *out);
+                            const aps_strategy *s, const aps_hybrid_counts *w,
+                            aps_host_program *out);
 /** Host seconds of py Python-launched and loop C++-launched kernels on
  *  device d's host. */
 double aps_host_seconds(const aps_device *d, double py, double loop);
@@ -963,13 +990,71 @@ double aps_op_sac_layer_bytes(const aps_model *m, const aps_training *t,
  *  checkpointing recomputes: the even-numbered matmuls (compute.c). */
 double aps_op_sac_recompute_params(const aps_model *m);
 
-/** Activation bytes (memory.c). */
+/** Activation bytes of one layer whose blocks are mix w (NULL: the
+ *  model's mean layer, aps_hybrid_mix), per micro-batch on one rank
+ *  (memory.c). */
 void aps_layer_activations(const aps_model *m, const aps_training *t,
-                           const aps_strategy *s, aps_layer_cost *out);
-/** Compute and communication seconds (compute.c). */
+                           const aps_strategy *s, const aps_hybrid_counts *w,
+                           aps_layer_cost *out);
+/** Compute and communication seconds of one layer whose blocks are mix w
+ *  (NULL: the model's mean layer), and its launches (compute.c). */
 void aps_layer_times(const aps_model *m, const aps_cluster *c,
                      const aps_training *t, const aps_strategy *s,
-                     aps_layer_cost *out);
+                     const aps_hybrid_counts *w, aps_layer_cost *out);
+
+/** aps_layer_params_tp and aps_layer_matmul_params of the mean layer of
+ *  a hybrid model's pipeline rank i (aps_hybrid_stage_mix; model.c). */
+double aps_hybrid_stage_params_tp(const aps_model *m, const aps_layout *lay,
+                                  int64_t i);
+double aps_hybrid_stage_matmul_params(const aps_model *m, const aps_layout *lay,
+                                      int64_t i);
+/** Parameters of the mean layer of pipeline rank i's decoder layers on one
+ *  of lay->t TP ranks: aps_layer_params_tp unless a hybrid model is split
+ *  over stages (aps_hybrid_split). */
+static inline double aps_stage_layer_params_tp(const aps_model *m,
+                                               const aps_layout *lay,
+                                               int64_t i)
+{
+    return aps_hybrid_split(m, lay) ? aps_hybrid_stage_params_tp(m, lay, i)
+                                    : aps_layer_params_tp(m, lay->t);
+}
+/** Matrix parameters (whole, not split over TP) of the mean layer of
+ *  pipeline rank i's decoder layers: aps_layer_matmul_params unless a
+ *  hybrid model is split over stages. */
+static inline double aps_stage_layer_matmul_params(const aps_model *m,
+                                                   const aps_layout *lay,
+                                                   int64_t i)
+{
+    return aps_hybrid_split(m, lay) ? aps_hybrid_stage_matmul_params(m, lay, i)
+                                    : aps_layer_matmul_params(m);
+}
+
+/** The mean layer of pipeline rank i's own layers (aps_hybrid_stage_mix)
+ *  built into buf with lc's MoE terms (per MoE layer, the same on every
+ *  rank); returns buf (hybrid.c). */
+const aps_layer_cost *aps_hybrid_stage_cost(const aps_model *m,
+                                            const aps_cluster *c,
+                                            const aps_training *t,
+                                            const aps_strategy *s,
+                                            const aps_layout *lay,
+                                            const aps_layer_cost *lc,
+                                            int64_t i, aps_layer_cost *buf);
+
+/** The layer cost pipeline rank i's terms read: lc, the model's mean
+ *  layer, when every rank holds it (a transformer, a hybrid model on one
+ *  stage), else aps_hybrid_stage_cost into buf.  aps_stage_memory and
+ *  aps_stage_time_build call it, so a rank's sums over its layers are
+ *  those of its layer kinds. */
+static inline const aps_layer_cost *
+aps_stage_layer_cost(const aps_model *m, const aps_cluster *c,
+                     const aps_training *t, const aps_strategy *s,
+                     const aps_layout *lay, const aps_layer_cost *lc,
+                     int64_t i, aps_layer_cost *buf)
+{
+    return aps_hybrid_split(m, lay)
+               ? aps_hybrid_stage_cost(m, c, t, s, lay, lc, i, buf)
+               : lc;
+}
 
 /** Backward / forward FLOP ratios: a GEMM (dgrad + wgrad), and
  *  FlashAttention (5 matmuls of the forward's 2, Dao 2023, arXiv:

@@ -206,11 +206,14 @@ static bool moe_syncs(const aps_strategy *s)
  *  its two GEMMs' quantize kernels, as an MLP's; a whole-layer graph
  *  captures every block, one launch each way. */
 static void hybrid_launches(const aps_model *m, const aps_training *t,
-                            const aps_strategy *s, bool layer_g,
-                            aps_host_program *out)
+                            const aps_strategy *s, const aps_hybrid_counts *mix,
+                            bool layer_g, aps_host_program *out)
 {
     aps_hybrid_counts w;
-    aps_hybrid_mix(m, &w);
+    if (mix != NULL)
+        w = *mix;
+    else
+        aps_hybrid_mix(m, &w);
     double sp = (s->tp_degree > 1 && s->sequence_parallel) ? APS_HK_SP : 0.0;
     double casts = APS_HK_MIXER_GEMMS * cast_kernels(t);
     aps_launches mamba = block(aps_mamba_kernels() + sp + casts, false);
@@ -233,7 +236,8 @@ static void hybrid_launches(const aps_model *m, const aps_training *t,
 }
 
 void aps_host_program_build(const aps_model *m, const aps_training *t,
-                            const aps_strategy *s, aps_host_program *out)
+                            const aps_strategy *s, const aps_hybrid_counts *w,
+                            aps_host_program *out)
 {
     memset(out, 0, sizeof *out);
     aps_cuda_graph_scope g = t->cuda_graphs ? t->cuda_graph_scope
@@ -260,7 +264,7 @@ void aps_host_program_build(const aps_model *m, const aps_training *t,
     out->mlp = layer_g ? (aps_launches){0.0, 0.0}
                        : block(mlp_kernels(t, s), false);
     if (aps_model_is_hybrid(m) || aps_model_has_gdn(m))
-        hybrid_launches(m, t, s, layer_g, out);
+        hybrid_launches(m, t, s, w, layer_g, out);
     if (!is_moe)
         return;
     out->sync = moe_syncs(s);

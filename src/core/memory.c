@@ -81,7 +81,8 @@ static double gemm_input_bytes(const aps_training *t, const aps_strategy *s,
 }
 
 void aps_layer_activations(const aps_model *m, const aps_training *t,
-                           const aps_strategy *s, aps_layer_cost *out)
+                           const aps_strategy *s, const aps_hybrid_counts *mix,
+                           aps_layer_cost *out)
 {
     double A = APS_ACT_BYTES;
     double tp = (double)s->tp_degree;
@@ -104,7 +105,10 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
      * its output (the first GEMM's input, gemm_input_bytes), the dropout
      * mask */
     aps_hybrid_counts w;
-    aps_hybrid_mix(m, &w);
+    if (mix != NULL)
+        w = *mix;
+    else
+        aps_hybrid_mix(m, &w);
     double replicated = w.blocks * ((A + drop * APS_MASK_BYTES) * sbh_rep +
                                     gemm_in);
     double attn = A * sl * b * (a * d + 2.0 * k * d) / tp    /* Q, K, V */
@@ -162,7 +166,7 @@ double aps_layer_activation_bytes(const aps_model *m, const aps_training *t,
                                   const aps_strategy *s, aps_recompute rc)
 {
     aps_layer_cost lc;
-    aps_layer_activations(m, t, s, &lc);
+    aps_layer_activations(m, t, s, NULL, &lc);
     switch (rc) {
     case APS_RECOMPUTE_SELECTIVE: return lc.act_selective;
     case APS_RECOMPUTE_FULL: return lc.act_input;
@@ -477,7 +481,7 @@ static double fsdp_buffers(const aps_model *m, const aps_training *t,
 {
     double layers = (double)aps_layout_run_layers(lay, i);
     double unit = aps_largest_unit_params(m, lay, i);
-    double layer_unit = aps_layer_params_tp(m, lay->t);
+    double layer_unit = aps_stage_layer_params_tp(m, lay, i);
     bool accumulate = lay->p > 1 && aps_profile(t)->pp_unsharded_grads;
     double gathered = s->reshard_after_forward && !accumulate
                           ? unit + layer_unit : psi;
@@ -487,7 +491,8 @@ static double fsdp_buffers(const aps_model *m, const aps_training *t,
         gathered = fw->gather_budget;
     if (fw->reduce_budget > 0 && reducing > fw->reduce_budget)
         reducing = fw->reduce_budget;
-    double layer_matmul = aps_layer_matmul_params(m) / (double)lay->t;
+    double layer_matmul = aps_stage_layer_matmul_params(m, lay, i) /
+                          (double)lay->t;
     double gm = (s->reshard_after_forward && !accumulate ? 2.0 : layers) *
                 layer_matmul;
     gm = gm < gathered ? gm : gathered; /* of which in linear layers */
@@ -576,13 +581,15 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
                       const aps_layer_cost *lc, int64_t i,
                       aps_stage_estimate *st)
 {
+    aps_layer_cost own; /* a hybrid rank's layers (aps_stage_layer_cost) */
+    lc = aps_stage_layer_cost(m, c, t, s, lay, lc, i, &own);
     double tp = (double)lay->t;
     double *mem = st->mem;
     for (int j = 0; j < APS_MEM_COUNT; j++)
         mem[j] = 0.0;
     double psi = aps_stage_params(m, lay, i);
-    double matmul_psi = (double)aps_layout_run_layers(lay, i) * aps_layer_matmul_params(m) /
-                        tp;
+    double matmul_psi = (double)aps_layout_run_layers(lay, i) *
+                        aps_stage_layer_matmul_params(m, lay, i) / tp;
     st->params = psi;
     st->expert_params = 0.0; /* aps_moe_stage_memory */
     aps_model_states(t, plan, psi, matmul_psi, mem);

@@ -136,7 +136,8 @@ double aps_mfsdp_buffers(const aps_model *m, const aps_training *t,
     /* linear weights: the units' (the output layer is not a TE GEMM);
      * their quantized copies counted for every gathered unit, an upper
      * bound: a prefetched unit is quantized when it runs */
-    double gm = units * aps_layer_matmul_params(m) / (double)lay->t;
+    double gm = units * aps_stage_layer_matmul_params(m, lay, i) /
+                (double)lay->t;
     return bytes + aps_gathered_param_bytes(t, gathered, gm < gathered ? gm
                                                                       : gathered);
 }

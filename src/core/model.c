@@ -712,17 +712,30 @@ static double mlp_matmul_params(const aps_model *m)
  *  megatron/core/models/hybrid/hybrid_layer_specs.py: TELayerNorm-
  *  ColumnParallelLinear and TERowParallelLinear; ssm/mamba_mixer.py keeps
  *  conv1d, dt_bias, A_log, D and the gated norm as plain parameters). */
+static inline double layer_matmul_mix(const aps_model *m, const aps_hybrid_counts *w)
+{
+    double p = w->attn_share * attn_matmul_params(m) +
+               w->mlp_share * mlp_matmul_params(m);
+    if (w->mamba_share > 0)
+        p += w->mamba_share * aps_mamba_matmul_params(m);
+    if (w->gdn_share > 0)
+        p += w->gdn_share * aps_gdn_matmul_params(m);
+    return p;
+}
+
 double aps_layer_matmul_params(const aps_model *m)
 {
     aps_hybrid_counts w;
     aps_hybrid_mix(m, &w);
-    double p = w.attn_share * attn_matmul_params(m) +
-               w.mlp_share * mlp_matmul_params(m);
-    if (w.mamba_share > 0)
-        p += w.mamba_share * aps_mamba_matmul_params(m);
-    if (w.gdn_share > 0)
-        p += w.gdn_share * aps_gdn_matmul_params(m);
-    return p;
+    return layer_matmul_mix(m, &w);
+}
+
+double aps_hybrid_stage_matmul_params(const aps_model *m, const aps_layout *lay,
+                                      int64_t i)
+{
+    aps_hybrid_counts w;
+    aps_hybrid_stage_mix(m, lay, i, &w);
+    return layer_matmul_mix(m, &w);
 }
 
 double aps_regathered_params(const aps_model *m, int64_t tp, double distance)
@@ -809,15 +822,15 @@ static double sink_params(const aps_model *m, double t)
     return m->attention_sinks ? (double)m->num_attention_heads / t : 0.0;
 }
 
-/** Parameters of one layer split over tp ranks (tp = 1: the whole layer). */
-double aps_layer_params_tp(const aps_model *m, int64_t tp)
+/** Parameters of the layer whose blocks are mix w split over tp ranks
+ *  (tp = 1: the whole layer). */
+static inline double layer_params_mix(const aps_model *m, int64_t tp,
+                               const aps_hybrid_counts *w)
 {
     double t = (double)tp;
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
     double k = (double)m->num_query_groups, d = (double)m->head_dim;
     double f = (double)m->ffn_hidden_size;
-    aps_hybrid_counts w;
-    aps_hybrid_mix(m, &w);
     double attn = 0.0, mlp = 0.0;
     if (m->qkv_bias) /* column parallel: split */
         attn += (a * d + 2.0 * k * d) / t;
@@ -826,15 +839,30 @@ double aps_layer_params_tp(const aps_model *m, int64_t tp)
     attn += qk_norm_params(m, t) + sink_params(m, t);
     if (m->mlp_bias) /* fc1 (and gate) column parallel, fc2 row parallel */
         mlp += (m->mlp == APS_MLP_SWIGLU ? 2.0 * f : f) / t + h;
-    double p = (w.attn_share * attn_matmul_params(m) +
-                w.mlp_share * mlp_matmul_params(m)) / t +
-               w.attn_share * attn + w.mlp_share * mlp;
-    if (w.mamba_share > 0)
-        p += w.mamba_share * aps_mamba_params_tp(m, tp);
-    if (w.gdn_share > 0)
-        p += w.gdn_share * aps_gdn_params_tp(m, tp);
+    double p = (w->attn_share * attn_matmul_params(m) +
+                w->mlp_share * mlp_matmul_params(m)) / t +
+               w->attn_share * attn + w->mlp_share * mlp;
+    if (w->mamba_share > 0)
+        p += w->mamba_share * aps_mamba_params_tp(m, tp);
+    if (w->gdn_share > 0)
+        p += w->gdn_share * aps_gdn_params_tp(m, tp);
     p += (double)m->norms_per_layer * norm_params(m, h);
     return p;
+}
+
+double aps_layer_params_tp(const aps_model *m, int64_t tp)
+{
+    aps_hybrid_counts w;
+    aps_hybrid_mix(m, &w);
+    return layer_params_mix(m, tp, &w);
+}
+
+double aps_hybrid_stage_params_tp(const aps_model *m, const aps_layout *lay,
+                                  int64_t i)
+{
+    aps_hybrid_counts w;
+    aps_hybrid_stage_mix(m, lay, i, &w);
+    return layer_params_mix(m, lay->t, &w);
 }
 
 /* Attention of one whole layer as aps_layer_params_tp counts it (tp = 1):
@@ -912,14 +940,14 @@ static void hybrid_kind_params(const aps_model *m, int64_t tp, double *attn,
     *mamba = aps_mamba_params_tp(m, tp) + norm;
 }
 
-/* The largest single layer of a hybrid model on one of tp ranks (its
- * FSDP unit). */
-static double hybrid_largest_layer(const aps_model *m, int64_t tp)
+/* The largest single layer among the layers of mix w of a hybrid model
+ * on one of tp ranks (its FSDP unit). */
+static double hybrid_largest_layer(const aps_model *m, int64_t tp,
+                                   const aps_hybrid_counts *mix)
 {
     double attn, mlp, mamba;
     hybrid_kind_params(m, tp, &attn, &mlp, &mamba);
-    aps_hybrid_counts w;
-    aps_hybrid_mix(m, &w);
+    const aps_hybrid_counts w = *mix;
     return fmax(w.attn ? attn : 0.0,
                 fmax(w.mlp > w.moe ? mlp : 0.0, w.mamba ? mamba : 0.0));
 }
@@ -1072,7 +1100,8 @@ double aps_stage_nonunit_params(const aps_model *m, const aps_layout *lay,
 
 double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i)
 {
-    return (double)aps_layout_run_layers(lay, i) * aps_layer_params_tp(m, lay->t) +
+    return (double)aps_layout_run_layers(lay, i) *
+               aps_stage_layer_params_tp(m, lay, i) +
            aps_stage_nonunit_params(m, lay, i);
 }
 
@@ -1081,8 +1110,11 @@ double aps_largest_layer_params(const aps_model *m, const aps_layout *lay,
 {
     if (aps_layout_run_layers(lay, i) <= 0)
         return 0.0;
-    if (aps_model_is_hybrid(m))
-        return hybrid_largest_layer(m, lay->t);
+    if (aps_model_is_hybrid(m)) {
+        aps_hybrid_counts w;
+        aps_hybrid_stage_mix(m, lay, i, &w);
+        return hybrid_largest_layer(m, lay->t, &w);
+    }
     if (aps_model_has_gdn(m))
         return gdn_largest_layer(m, lay->t);
     return aps_layer_params_tp(m, lay->t);

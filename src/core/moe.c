@@ -237,9 +237,9 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
 
 /* ------------------------------------------------------------ layers */
 
-/** Layers of pipeline rank i as laid out, and how many of them are MoE:
- *  the rank's model chunks sit at their places in the schedule order
- *  (chunk k of rank i is global chunk k p + i). */
+/** MoE layers among pipeline rank i's decoder layers (its model chunks at
+ *  their places, aps_layout_rank_spans) and its multi-token-prediction
+ *  layers. */
 int64_t aps_moe_stage_moe_layers(const aps_model *m, const aps_layout *lay,
                                  int64_t i)
 {
@@ -248,21 +248,11 @@ int64_t aps_moe_stage_moe_layers(const aps_model *m, const aps_layout *lay,
     /* the MTP layers: the last decoder layer's type */
     int64_t count = aps_layout_mtp_layers(lay, i) *
                     (int64_t)aps_model_is_moe_layer(m, m->num_layers);
-    if (lay->v <= 1) {
-        for (int64_t l = lay->first[i]; l < lay->first[i] + lay->layers[i];
-             l++)
+    int64_t start[APS_MAX_STAGES], len[APS_MAX_STAGES];
+    int64_t n = aps_layout_rank_spans(lay, i, start, len);
+    for (int64_t k = 0; k < n; k++)
+        for (int64_t l = start[k]; l < start[k] + len[k]; l++)
             count += aps_model_is_moe_layer(m, l);
-        return count;
-    }
-    int64_t start = 0;
-    for (int64_t k = 0; k < lay->v; k++)
-        for (int64_t r = 0; r < lay->p; r++) {
-            int64_t len = aps_layout_chunk(lay, r, k);
-            if (r == i)
-                for (int64_t l = start; l < start + len; l++)
-                    count += aps_model_is_moe_layer(m, l);
-            start += len;
-        }
     return count;
 }
 

@@ -382,6 +382,27 @@ int64_t aps_layout_run_recompute(const aps_layout *lay, int64_t i)
            (lay->mtp_recompute ? aps_layout_mtp_layers(lay, i) : 0);
 }
 
+int64_t aps_layout_rank_spans(const aps_layout *lay, int64_t i,
+                              int64_t *start, int64_t *len)
+{
+    if (lay->v <= 1) {
+        start[0] = lay->first[i];
+        len[0] = lay->layers[i];
+        return 1;
+    }
+    int64_t at = 0;
+    for (int64_t k = 0; k < lay->v; k++)
+        for (int64_t r = 0; r < lay->p; r++) {
+            int64_t n = aps_layout_chunk(lay, r, k);
+            if (r == i) {
+                start[k] = at;
+                len[k] = n;
+            }
+            at += n;
+        }
+    return lay->v;
+}
+
 int64_t aps_layout_chunk(const aps_layout *lay, int64_t i, int64_t k)
 {
     if (lay->chunks_valid)

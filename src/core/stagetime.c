@@ -256,6 +256,8 @@ void aps_stage_time_build(const aps_model *m, const aps_cluster *c,
                           aps_stage_time *st)
 {
     bool first = edges && i == 0, last = edges && i == lay->p - 1;
+    aps_layer_cost own; /* a hybrid rank's layers (aps_stage_layer_cost) */
+    lc = aps_stage_layer_cost(m, c, t, s, lay, lc, i, &own);
     memset(st, 0, sizeof *st);
     layers_compute(s, lay, lc, i, st);
     aps_moe_stage_cost mo;

@@ -220,7 +220,7 @@ static void test_gdn_fp8_casts(void **state)
     aps_strategy_defaults(&s);
     assert_null(aps_gdn_refusal(&t, &s));
     aps_layer_cost lc;
-    aps_layer_times(&m, &c, &t, &s, &lc);
+    aps_layer_times(&m, &c, &t, &s, NULL, &lc);
     double hbm = c.device.hbm_bandwidth * c.device.hbm_efficiency;
     ASSERT_REL(lc.fp8_cast_fwd * hbm, 4096.0 * 44032.0, 1e-12);
     ASSERT_REL(lc.fp8_cast_bwd * hbm, 4096.0 * 93376.0, 1e-12);

@@ -166,13 +166,13 @@ static void test_hybrid_moe_host_kernels(void **state)
     aps_strategy s;
     aps_strategy_defaults(&s);
     aps_host_program hp;
-    aps_host_program_build(&m, &t, &s, &hp);
+    aps_host_program_build(&m, &t, &s, NULL, &hp);
     ASSERT_REL(29.0 * hp.mlp.fwd, 23.0 * 11.0, 1e-12);
     ASSERT_REL(52.0 * hp.attn.fwd, 6.0 * 5.0, 1e-12);
     /* fp8: a quantize kernel before each of the mixer's two GEMMs, as
      * before the attention's */
     t.precision = APS_PREC_FP8;
-    aps_host_program_build(&m, &t, &s, &hp);
+    aps_host_program_build(&m, &t, &s, NULL, &hp);
     ASSERT_REL(29.0 * hp.mlp.fwd, 23.0 * (11.0 + 2.0), 1e-12);
     ASSERT_REL(52.0 * hp.attn.fwd, 6.0 * (5.0 + 2.0), 1e-12);
 }
@@ -267,7 +267,7 @@ static void test_hybrid_mamba_layer_cost(void **state)
     aps_strategy s;
     aps_strategy_defaults(&s);
     aps_layer_cost lc;
-    aps_layer_activations(&mm, &t, &s, &lc);
+    aps_layer_activations(&mm, &t, &s, NULL, &lc);
     ASSERT_DBL_EXACT(lc.act_full, 840957952.0);
     ASSERT_DBL_EXACT(lc.act_input, 2.0 * T * 4096.0);
 }
@@ -336,8 +336,9 @@ static void test_hybrid_validation(void **state)
                     "hybrid_layer_pattern");
 }
 
-/* PP > 1 is refused with its reason; TP must divide the Mamba heads and
- * groups (MambaMixer's asserts). */
+/* PP > 1 and full recompute are priced stage by stage
+ * (test_hybrid_stages); TP must divide the Mamba heads and groups
+ * (MambaMixer's asserts). */
 static void test_hybrid_refusals(void **state)
 {
     (void)state;
@@ -353,8 +354,11 @@ static void test_hybrid_refusals(void **state)
     s.pp_degree = 2;
     s.dp_degree = 4;
     aps_reason r = aps_check_all(&m, &c, &t, &s, msg, sizeof msg);
-    ASSERT_REASON(r, APS_REASON_FRAMEWORK_UNSUPPORTED, msg);
-    ASSERT_HAS(msg, "pp_degree = 1 only");
+    ASSERT_REASON(r, APS_REASON_NONE, msg);
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    r = aps_check_all(&m, &c, &t, &s, msg, sizeof msg);
+    ASSERT_REASON(r, APS_REASON_NONE, msg);
+
     aps_strategy_defaults(&s);
     s.dp_degree = 8;
     assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
@@ -414,7 +418,7 @@ static void test_hybrid_fp8_casts_and_copies(void **state)
     aps_strategy_defaults(&s);
     s.dp_degree = 8;
     aps_layer_cost lc;
-    aps_layer_times(&m, &c, &t, &s, &lc);
+    aps_layer_times(&m, &c, &t, &s, NULL, &lc);
     double hbm = c.device.hbm_bandwidth * c.device.hbm_efficiency;
     ASSERT_REL(52.0 * lc.fp8_cast_fwd * hbm, 24897388544.0, 1e-12);
     ASSERT_REL(52.0 * lc.fp8_cast_bwd * hbm, 35064381440.0, 1e-12);
@@ -459,10 +463,196 @@ static void test_hybrid_mxfp8_mamba_casts(void **state)
     aps_strategy s;
     aps_strategy_defaults(&s);
     aps_layer_cost lc;
-    aps_layer_times(&m, &c, &t, &s, &lc);
+    aps_layer_times(&m, &c, &t, &s, NULL, &lc);
     double hbm = c.device.hbm_bandwidth * c.device.hbm_efficiency;
     ASSERT_REL(lc.fp8_cast_fwd * hbm, 8192.0 * 49920.0, 1e-12);
     ASSERT_REL(lc.fp8_cast_bwd * hbm, 8192.0 * 92040.0, 1e-12);
+}
+
+/* Pipeline stages of a small pattern "M-M*M-M-" (Nemotron-H-8B widths:
+ * per layer M 109,640,064, * 41,947,136, - 176,164,864 parameters; test_
+ * hybrid_params_nemotron_h_8b) as Megatron-LM's HybridModel builds them:
+ * segment vp p + rank of the pattern split into the model chunks
+ * (hybrid_layer_allocation.py select_pipeline_segment @ d98e8a64).
+ * Parameters of each rank, TP 1, embedding and output layer 131072 x 4096
+ * = 536,870,912 each (Megatron pads to 128: 131072 stays), final norm
+ * 4096:
+ *   pp 2: "M-M*" 2 M + - + * + embedding = 974,263,040;
+ *         "M-M-" 2 M + 2 - + norm + output = 1,108,484,864
+ *   pp 4: "M-" 285,804,928 + embedding; "M*" 151,587,200; "M-";
+ *         "M-" + norm + output
+ *   pp 2, vpp 2 (chunks "M-" "M*" "M-" "M-"; rank 0 holds chunks 0 and
+ *         2, rank 1 chunks 1 and 3): "M-" "M-" + embedding =
+ *         1,108,480,768; "M*" "M-" + norm + output = 974,267,136.
+ * The pattern's mean layer would give every rank the same 4 layers. */
+static void test_hybrid_stage_params(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_nemotron_h(&m, "M-M*M-M-");
+    aps_training t;
+    fx_training(&t, 8, 8192);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    char msg[APS_REASON_LEN];
+    aps_layout lay;
+    const double E = 536870912.0, M = 109640064.0, A = 41947136.0,
+                 F = 176164864.0, N = 4096.0;
+    struct { int64_t p, v; double want[4]; } cases[] = {
+        {2, 1, {2 * M + F + A + E, 2 * M + 2 * F + N + E}},
+        {4, 1, {M + F + E, M + A, M + F, M + F + N + E}},
+        {2, 2, {2 * M + 2 * F + E, 2 * M + A + F + N + E}},
+    };
+    ASSERT_DBL_EXACT(cases[0].want[0], 974263040.0);
+    ASSERT_DBL_EXACT(cases[0].want[1], 1108484864.0);
+    ASSERT_DBL_EXACT(cases[2].want[0], 1108480768.0);
+    ASSERT_DBL_EXACT(cases[2].want[1], 974267136.0);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        s.pp_degree = cases[k].p;
+        s.vpp_degree = cases[k].v;
+        s.dp_degree = 8 / cases[k].p;
+        assert_int_equal(aps_layout_build(&m, &t, &s, &lay, msg, sizeof msg),
+                         APS_REASON_NONE);
+        for (int64_t i = 0; i < cases[k].p; i++)
+            ASSERT_DBL_EXACT(aps_stage_params(&m, &lay, i), cases[k].want[i]);
+    }
+    /* the FSDP unit: the largest layer the rank holds (rank 1 of pp 4:
+     * "M*", the Mamba-2 layer; the MLP layer elsewhere) */
+    s.pp_degree = 4;
+    s.vpp_degree = 1;
+    s.dp_degree = 2;
+    assert_int_equal(aps_layout_build(&m, &t, &s, &lay, msg, sizeof msg),
+                     APS_REASON_NONE);
+    ASSERT_DBL_EXACT(aps_largest_layer_params(&m, &lay, 1), M);
+    ASSERT_DBL_EXACT(aps_largest_layer_params(&m, &lay, 0), F);
+}
+
+/* Time terms of each rank's layers, "M-M*M-M-" over pp 2, T = 8192
+ * tokens, TP 1 (test_hybrid_fp8_casts_and_copies has the per-token cast
+ * bytes of each block):
+ *   fp8 casts, forward per token: attention 28,672, MLP 76,800, Mamba-2
+ *     45,056 -> "M-M*" 2 x 45,056 + 76,800 + 28,672 = 195,584;
+ *     "M-M-" 2 x 45,056 + 2 x 76,800 = 243,712;
+ *   backward: attention 40,960, MLP 80,896, Mamba-2 90,624 -> 303,104
+ *     and 343,040;
+ *   attention core (bf16, flash, causal: 4 T (T / 2) a d = 4 x 8192 x
+ *     4096 x 32 x 128 = 549,755,813,888 FLOPs) on the rank holding the
+ *     attention layer, none on the other;
+ *   host: 11 Mamba-2 kernels per layer on both; the attention layer's on
+ *     rank 0 only.
+ * Each is the rank's sum over its layers: layers x its mean layer
+ * (aps_stage_layer_cost). */
+static void test_hybrid_stage_time_terms(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_nemotron_h(&m, "M-M*M-M-");
+    aps_cluster c;
+    fx_h100(&c, 8);
+    aps_training t;
+    fx_training(&t, 8, 8192);
+    t.precision = APS_PREC_FP8;
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.pp_degree = 2;
+    s.dp_degree = 4;
+    char msg[APS_REASON_LEN];
+    aps_layout lay;
+    assert_int_equal(aps_layout_build(&m, &t, &s, &lay, msg, sizeof msg),
+                     APS_REASON_NONE);
+    aps_layer_cost lc, own[2];
+    aps_layer_activations(&m, &t, &s, NULL, &lc);
+    aps_layer_times(&m, &c, &t, &s, NULL, &lc);
+    double hbm = c.device.hbm_bandwidth * c.device.hbm_efficiency;
+    double rate = c.device.peak_flops_bf16 * 0.45, T = 8192.0;
+    double cast_f[] = {195584.0, 243712.0}, cast_b[] = {303104.0, 343040.0};
+    double core[] = {549755813888.0 / rate, 0.0};
+    for (int64_t i = 0; i < 2; i++) {
+        const aps_layer_cost *r =
+            aps_stage_layer_cost(&m, &c, &t, &s, &lay, &lc, i, &own[i]);
+        assert_ptr_equal(r, &own[i]);
+        ASSERT_REL(4.0 * r->fp8_cast_fwd * hbm, T * cast_f[i], 1e-12);
+        ASSERT_REL(4.0 * r->fp8_cast_bwd * hbm, T * cast_b[i], 1e-12);
+        ASSERT_REL(4.0 * r->attn_fwd, core[i], 1e-12);
+    }
+    /* launches: the attention slot holds the attention share of the
+     * rank's layers (rank 1: none), the MLP slot the Mamba-2 and MLP
+     * blocks of its non-MoE layers */
+    aps_host_program whole;
+    aps_host_program_build(&m, &t, &s, NULL, &whole);
+    assert_true(own[0].host.attn.fwd > 0.0);
+    ASSERT_DBL_EXACT(own[1].host.attn.fwd, 0.0);
+    ASSERT_REL(own[0].host.attn.fwd, 0.25 / 0.125 * whole.attn.fwd, 1e-12);
+    /* one stage: the model's mean layer itself */
+    s.pp_degree = 1;
+    s.dp_degree = 8;
+    assert_int_equal(aps_layout_build(&m, &t, &s, &lay, msg, sizeof msg),
+                     APS_REASON_NONE);
+    assert_ptr_equal(aps_stage_layer_cost(&m, &c, &t, &s, &lay, &lc, 0,
+                                          &own[0]), &lc);
+}
+
+/* Full recompute (uniform, one layer per group; Megatron-LM d98e8a64
+ * megatron/core/recompute.py checkpointed_forward, which HybridStack runs
+ * as TransformerBlock does): every layer keeps its input, A s h =
+ * 2 x 8192 x 4096 = 67,108,864 bytes, whatever its kind, and in the
+ * backward one layer's whole set is alive again, the rank's mean layer
+ * (as every per-layer term).  Saved per layer (bf16, TP 1, flash, no
+ * dropout), the block's norm input and output 2 x 67,108,864 =
+ * 134,217,728 plus: Mamba-2 706,740,224 (test_hybrid_mamba_layer_cost)
+ * -> 840,957,952; attention Q, K, V 2 x 8192 x (4096 + 2048) and the
+ * context 2 x 8192 x 4096 = 167,772,160 and the softmax statistics
+ * 4 x 32 x 8192 = 1,048,576 -> 303,038,464; MLP (squared ReLU) the fc1
+ * output and the fc2 input 4 x 8192 x 21504 = 704,643,072 -> 838,860,800.
+ * pp 2, 1F1B, 2 micro-batches (8 sequences over DP 4): rank 0 holds 2
+ * in flight, rank 1 one.
+ *   rank 0 "M-M*": 2 x 4 x 67,108,864 + (2 x 840,957,952 + 838,860,800 +
+ *     303,038,464) / 4 = 536,870,912 + 705,953,792 = 1,242,824,704
+ *   rank 1 "M-M-": (4 + 2) x 67,108,864 (with the final norm's and the
+ *     output layer's inputs) + (2 x 840,957,952 + 2 x 838,860,800) / 4 =
+ *     402,653,184 + 839,909,376 = 1,242,562,560 */
+static void test_hybrid_stage_full_recompute(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_nemotron_h(&m, "M-M*M-M-");
+    aps_cluster c;
+    fx_h100(&c, 8);
+    aps_training t;
+    fx_training(&t, 8, 8192);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.pp_degree = 2;
+    s.dp_degree = 4;
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    s.recompute_method = APS_RECOMPUTE_UNIFORM;
+    s.recompute_num_layers[0] = 1;
+    aps_estimate *e = test_malloc(sizeof *e);
+    fx_run(&m, &c, &t, &s, e);
+    assert_int_equal(e->reason, APS_REASON_NONE);
+    ASSERT_DBL_EXACT(e->stages[0].inflight_microbatches, 2.0);
+    ASSERT_DBL_EXACT(e->stages[1].inflight_microbatches, 1.0);
+    ASSERT_REL(e->stages[0].mem[APS_MEM_ACTIVATIONS], 1242824704.0, 1e-12);
+    ASSERT_REL(e->stages[1].mem[APS_MEM_ACTIVATIONS], 1242562560.0, 1e-12);
+    assert_int_equal(e->stages[0].recompute_layers, 4);
+    /* the recomputed forward is the rank's layers' forward: with every
+     * layer recomputed, the forward of its layers once more */
+    char msg[APS_REASON_LEN];
+    aps_layout lay;
+    assert_int_equal(aps_layout_build(&m, &t, &s, &lay, msg, sizeof msg),
+                     APS_REASON_NONE);
+    aps_dp_plan plan;
+    aps_dp_plan_build(&t, &s, &plan);
+    aps_layer_cost lc;
+    aps_layer_activations(&m, &t, &s, NULL, &lc);
+    aps_layer_times(&m, &c, &t, &s, NULL, &lc);
+    aps_moe_layer_cost(&m, &c, &t, &s, &lc.moe);
+    for (int64_t i = 0; i < 2; i++) {
+        aps_stage_time st;
+        aps_stage_time_build(&m, &c, &t, &s, &lay, &plan, &lc, i, false, &st);
+        ASSERT_REL(st.recompute, st.comp_fwd, 1e-12);
+    }
+    test_free(e);
 }
 
 int main(void)
@@ -473,6 +663,9 @@ int main(void)
         cmocka_unit_test(test_hybrid_step_flops),
         cmocka_unit_test(test_hybrid_validation),
         cmocka_unit_test(test_hybrid_refusals),
+        cmocka_unit_test(test_hybrid_stage_params),
+        cmocka_unit_test(test_hybrid_stage_time_terms),
+        cmocka_unit_test(test_hybrid_stage_full_recompute),
         cmocka_unit_test(test_hybrid_params_nemotron3_nano),
         cmocka_unit_test(test_hybrid_moe_step_flops),
         cmocka_unit_test(test_hybrid_moe_host_kernels),

@@ -32,7 +32,7 @@ static aps_host_program program_of(const aps_model *m, const aps_training *t,
                                    const aps_strategy *s)
 {
     aps_host_program hp;
-    aps_host_program_build(m, t, s, &hp);
+    aps_host_program_build(m, t, s, NULL, &hp);
     return hp;
 }
 

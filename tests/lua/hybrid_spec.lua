@@ -17,6 +17,14 @@ local PATTERN = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"
 local MOE = ROOT .. "/examples/models/nemotron-3-nano-30b-a3b.json"
 local NANO_PATTERN = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
 
+--- The --hybrid-layer-pattern of a Megatron script, and its '|' segments.
+local function pattern_flag(sh)
+  local v = assert(sh:match("%-%-hybrid%-layer%-pattern '([^']*)'"), sh)
+  local segs = {}
+  for seg in (v .. "|"):gmatch("([^|]*)|") do segs[#segs + 1] = seg end
+  return v, segs
+end
+
 local function decoded()
   local f = assert(io.open(PATH))
   local cfg = cjson.decode(f:read("a"))
@@ -173,14 +181,16 @@ describe("nemotron_h with MoE (E) layers: apsearch run", function()
     local r = cjson.decode(out)
     local top = r.top_k_strategies[1]
     assert.is_not_nil(top, out:sub(1, 400))
-    assert.are.equal(1, top.pp_degree)
     local with_ep = false
     for _, s in ipairs(r.top_k_strategies) do with_ep = with_ep or (s.ep_degree or 1) > 1 end
     assert.is_true(with_ep)
     assert.is_true(top.ep_degree > 1)
     assert.is_true(top.performance_cost.breakdown.ep_comm.total > 0, cjson.encode(top.performance_cost))
     local sh = H.read(dir .. "/launch/rank1_megatron.sh")
-    assert.truthy(sh:find("--hybrid-layer-pattern '" .. NANO_PATTERN .. "'", 1, true), sh)
+    -- the pattern, cut into the model chunks with pipeline parallelism
+    local v, segs = pattern_flag(sh)
+    assert.are.equal(NANO_PATTERN, (v:gsub("|", "")))
+    assert.are.equal(top.pp_degree > 1 and top.pp_degree * top.vpp_degree or 1, #segs)
     for _, flag in ipairs({ "--num-experts 128", "--moe-router-topk 6", "--moe-ffn-hidden-size 1856",
         "--moe-shared-expert-intermediate-size 3712", "--moe-router-score-function sigmoid",
         "--moe-router-enable-expert-bias", "--moe-router-topk-scaling-factor 2.5", "--squared-relu",
@@ -189,5 +199,70 @@ describe("nemotron_h with MoE (E) layers: apsearch run", function()
     end
     assert.falsy(sh:find("--moe-layer-freq", 1, true), sh) -- the pattern places the experts
     H.assert_megatron_flags(sh) -- every flag Megatron-LM's, valued ones within their facts
+  end)
+end)
+
+-- Pipeline parallelism (issue 25): a rank is priced by the layers it holds
+-- (src/core/hybrid.c aps_hybrid_stage_mix), and the script cuts the pattern
+-- into the same model chunks ('|' segments, which Megatron-LM's HybridModel
+-- builds, hybrid_layer_allocation.py select_pipeline_segment @ d98e8a64;
+-- checked with Megatron's own code out of the suite, docs/launch.md).
+describe("hybrid models with pipeline parallelism: apsearch run", function()
+  --- Every stage of the rank-1 strategy holds what the script's segments give
+  -- its rank: chunk j on rank (j - 1) % p.
+  local function stages_match_segments(r, sh)
+    local top, st = r.top_k_strategies[1], r.stage_summary[1].stages
+    local _, segs = pattern_flag(sh)
+    local p = top.pp_degree
+    assert.are.equal(p * top.vpp_degree, #segs)
+    for i = 1, p do
+      local n = 0
+      for j = i, #segs, p do n = n + #segs[j] end
+      assert.are.equal(st[i].num_layers, n, "stage " .. i)
+    end
+  end
+
+  -- ibm-granite/granite-4.0-h-small as tests/lua/models_2026_spec.lua reads
+  -- it (32.2B, 72 experts top 10, one Mamba group: TP 1 only): no strategy
+  -- fitted one stage of 80 GB; with PP it fits.
+  it("Granite-4.0-H-Small fits on 64 H100 nodes, pipelined", function()
+    local lt = {}
+    for i = 1, 40 do lt[i] = (i % 10 == 0) and "attention" or "mamba" end
+    local cfg = { architectures = { "GraniteMoeHybridForCausalLM" }, model_type = "granitemoehybrid",
+      hidden_size = 4096, intermediate_size = 768, layer_types = lt, mamba_d_head = 64, mamba_n_heads = 128,
+      mamba_d_state = 128, mamba_expand = 2, mamba_n_groups = 1, mamba_d_conv = 4, num_attention_heads = 32,
+      num_key_value_heads = 8, num_hidden_layers = 40, num_local_experts = 72, num_experts_per_tok = 10,
+      shared_intermediate_size = 1536, tie_word_embeddings = true, vocab_size = 100352, hidden_act = "silu",
+      max_position_embeddings = 131072, position_embedding_type = "nope" }
+    local dir = H.tmpdir()
+    H.write(dir .. "/config.json", cjson.encode(cfg))
+    local code, out, err = H.apsearch("run", "--model", dir .. "/config.json", "--cluster", "h100-sxm-80gb:64",
+      "--top-k", "3", "--format", "json", "--quiet", "--out", dir .. "/out")
+    assert.are.equal(0, code, err)
+    local r = cjson.decode(out)
+    local top = r.top_k_strategies[1]
+    assert.is_not_nil(top, out:sub(1, 400))
+    assert.is_true(top.pp_degree > 1)
+    assert.are.equal(1, top.tp_degree)
+    local sh = H.read(dir .. "/out/launch/rank1_megatron.sh")
+    stages_match_segments(r, sh)
+    H.assert_megatron_flags(sh)
+  end)
+
+  it("Nemotron-H-8B with pp_degree = 4, vpp_degree = 2 and full recompute", function()
+    local dir = H.tmpdir()
+    local code, out, err = H.apsearch("run", "--model", "examples/models/nemotron-h-8b-base-8k.json",
+      "--cluster", "h100-sxm-80gb:2", "--fix", "pp_degree=4", "--fix", "vpp_degree=2", "--fix",
+      "layer_recompute=full", "--fix", "recompute_method=uniform", "--fix", "recompute_num_layers=1", "--top-k", "1", "--format", "json", "--quiet",
+      "--out", dir)
+    assert.are.equal(0, code, err)
+    local r = cjson.decode(out)
+    local top = r.top_k_strategies[1]
+    assert.are.same({ 4, 2, "full" }, { top.pp_degree, top.vpp_degree, top.layer_recompute })
+    local sh = H.read(dir .. "/launch/rank1_megatron.sh")
+    stages_match_segments(r, sh)
+    assert.are.equal(PATTERN, (pattern_flag(sh):gsub("|", "")))
+    assert.truthy(sh:find("--recompute-granularity full", 1, true), sh)
+    H.assert_megatron_flags(sh)
   end)
 end)

@@ -98,6 +98,43 @@ describe("Megatron-LM scripts build the estimated pipeline split", function()
     end
   end)
 
+  -- a hybrid model: the chunks are the '|' segments of its pattern, and no
+  -- other split flag (Megatron-LM d98e8a64 arguments.py:802-862 asserts
+  -- the layout, the virtual-stage and the account flags away with a
+  -- hybrid pattern, and the first / last counts with '|')
+  it("a hybrid model's chunks are its pattern's '|' segments, every split", function()
+    local pattern = "M-M*M-M-M*M-M-M-M*M-"
+    local hyb = model(#pattern, { hybrid_layer_pattern = pattern, mamba_num_heads = 16, mamba_head_dim = 64,
+      mamba_state_dim = 64, mamba_num_groups = 2, mlp = "relu2", norms_per_layer = 1, position_embedding = "none" })
+    local cases = {
+      -- pp, vpp, split, layer_offset, balanced, Megatron's chunks (by hand)
+      { 2, 1, "even", nil, false, { 10, 10 } },
+      -- 20 + 2 units over 8 chunks: 3 on the first 6, 2 on the last 2, the
+      -- first and the last chunk one fewer (src/core/pipeline.c split_rule)
+      { 4, 2, "embedding_loss", nil, false, { 2, 3, 3, 3, 3, 3, 2, 1 } },
+      { 4, 1, "even", { 1, 1, -1, -1 }, false, { 6, 6, 4, 4 } },
+      { 2, 2, "even", { -2, 2 }, false, { 4, 6, 4, 6 } },
+      { 4, 1, "even", nil, true },
+    }
+    for _, c in ipairs(cases) do
+      local s = { pp_degree = c[1], vpp_degree = c[2], dp_degree = 8 // c[1], zero_stage = 1, micro_batch_size = 1,
+        pipeline_split = c[3], layer_offset = c[4], balance_stages = c[5] or nil }
+      local f, _, rec = script(hyb, s)
+      local what = string.format("pp %d vpp %d %s", c[1], c[2], c[3])
+      local got, v = megatron_chunks(f, #pattern)
+      if c[6] then assert.are.same(c[6], got, what) end
+      assert.are.same(estimate_chunks(#pattern, rec), got, what)
+      assert.are.equal(c[2], v, what)
+      assert.are.equal(pattern, (f["--hybrid-layer-pattern"]:gsub("|", "")), what)
+      for _, flag in ipairs({ "--pipeline-model-parallel-layout", "--decoder-first-pipeline-num-layers",
+          "--decoder-last-pipeline-num-layers", "--num-layers-per-virtual-pipeline-stage",
+          "--num-virtual-stages-per-pipeline-rank", "--account-for-embedding-in-pipeline-split",
+          "--account-for-loss-in-pipeline-split" }) do
+        assert.is_nil(f[flag], what .. ": " .. flag)
+      end
+    end
+  end)
+
   it("a balanced split (layer_offset = balanced) under embedding_loss is the balanced one", function()
     local f, est, rec = script(model(30), { pp_degree = 4, vpp_degree = 1, dp_degree = 2, zero_stage = 1,
       micro_batch_size = 1, pipeline_split = "embedding_loss", balance_stages = true })

@@ -17,7 +17,12 @@
 --   (l.186-200);
 -- * v from arguments.py validate_args (l.941-979): the layout's stages /
 --   p, --num-virtual-stages-per-pipeline-rank, or (L + accounted) / p /
---   --num-layers-per-virtual-pipeline-stage.
+--   --num-layers-per-virtual-pipeline-stage;
+-- * a hybrid model's --hybrid-layer-pattern with '|' separators: chunk j
+--   is segment j (HybridModel builds segment vp p + rank on rank `rank`'s
+--   virtual stage vp, hybrid_layer_allocation.py select_pipeline_segment),
+--   v = segments / p (arguments.py:841-862); the MTP part after '/' is no
+--   decoder layer.  Without '|' the pattern is split as any model's.
 
 local M = {}
 
@@ -29,6 +34,12 @@ local M = {}
 -- @treturn integer virtual stages per rank
 function M.chunks(f, L)
   local p = tonumber(f["--pipeline-model-parallel-size"]) or 1
+  local hybrid = f["--hybrid-layer-pattern"]
+  if hybrid and hybrid:find("|", 1, true) then
+    local out = {}
+    for seg in (hybrid:match("^[^/]*") .. "|"):gmatch("([^|]*)|") do out[#out + 1] = #seg end
+    return out, #out // p
+  end
   local layout = f["--pipeline-model-parallel-layout"]
   if layout then
     local out = {}

@@ -367,7 +367,16 @@ function M.render(c)
     vpp_written = true
     if why then N("NOTE", why) end
   end
-  if pp > 1 and per_chunk then
+  -- a hybrid model's chunks are the '|' segments of its pattern
+  -- (M.hybrid_pattern), which Megatron-LM takes in place of every other
+  -- split flag (arguments.py:802-862 @ d98e8a64 asserts the layout,
+  -- --num-layers-per-virtual-pipeline-stage, --num-virtual-stages-per-
+  -- pipeline-rank and the account flags away, and the first / last
+  -- counts with pipes; the segments set vpp)
+  local hybrid_pipes = m.hybrid_layer_pattern ~= nil and pp > 1
+  if hybrid_pipes then
+    vpp_written = true
+  elseif pp > 1 and per_chunk then
     -- per model chunk: only the layout gives each chunk its own count
     -- (pipeline_parallel_layer_layout.py; vpp = stages / pp)
     layout()
@@ -405,7 +414,7 @@ function M.render(c)
     end
   end
   if vpp > 1 then
-    if not vpp_written then
+    if not vpp_written and not hybrid_pipes then
       -- an uneven split needs the chunk count, not the chunk size (arguments.py)
       if L % (pp * vpp) == 0 and not uneven then
         A("--num-layers-per-virtual-pipeline-stage", L // (pp * vpp))
@@ -573,7 +582,7 @@ function M.render(c)
   -- TransformerConfig.mtp_num_layers (transformer_config.py:68 @ d98e8a64)
   if (tr.mtp_num_layers or 0) > 0 then A("--mtp-num-layers", tr.mtp_num_layers) end
   if m.mlp == "swiglu" then M.glu_args(c, A, N) end
-  if m.hybrid_layer_pattern then M.hybrid_args(m, A, N) end
+  if m.hybrid_layer_pattern then M.hybrid_args(m, A, N, hybrid_pipes and chunks or nil) end
   if (m.linear_attention_period or 0) > 0 then M.gdn_args(m, A) end
   if (m.index_n_heads or 0) > 0 then M.dsa_args(m, tr, A, N) end
   -- TransformerConfig.attention_output_gate (transformer_config.py:278)
@@ -769,6 +778,27 @@ M.ARCH_SOURCES = {
 -- @tparam string what the model's feature
 -- @tparam string why what Megatron-LM lacks (with its source)
 -- @tparam string instead what the script builds
+--- A hybrid pattern cut into pipeline segments: Megatron-LM's HybridModel
+-- builds segment vp p + rank (0-based) of the '|'-split pattern on pipeline
+-- rank `rank`'s virtual stage vp (hybrid_layer_allocation.py
+-- select_pipeline_segment @ d98e8a64), which is apsearch's model order of
+-- chunks (chunk j on rank (j - 1) % p); validate_args derives vpp =
+-- segments / p (arguments.py:841-862).  Without chunks (one stage), the
+-- pattern as given.
+-- @tparam string pattern the model's hybrid_layer_pattern
+-- @tparam[opt] table chunks decoder layers per model chunk, in model order
+-- @treturn string e.g. "M-M-|M*M-" for chunks {4, 4}
+function M.hybrid_pattern(pattern, chunks)
+  if not chunks then return pattern end
+  local parts, at = {}, 1
+  for j, n in ipairs(chunks) do
+    parts[j] = pattern:sub(at, at + n - 1)
+    at = at + n
+  end
+  assert(at == #pattern + 1, "hybrid_pattern: the chunks do not cover the pattern")
+  return table.concat(parts, "|")
+end
+
 --- The training script of the model: pretrain_hybrid.py for a hybrid
 -- Mamba-2 model (it builds HybridModel, hybrid_builders.py @ d98e8a64),
 -- pretrain_gpt.py otherwise.
@@ -796,11 +826,15 @@ M.MAMBA_FIXED = { mamba_conv_kernel = { 4, "d_conv" }, mamba_chunk_size = { 128,
 -- moe_layer: MoETransformerLayer, pre-MLP norm and the MoE block): the
 -- MoE flags are M.moe_args', without --moe-layer-freq, and --squared-relu
 -- is the experts' activation too (2 matrices each).
+-- With pipeline parallelism the pattern carries the model chunks as '|'
+-- segments (M.hybrid_pattern).
 -- @tparam table m model table
 -- @tparam function A flag writer
 -- @tparam function N note writer
-function M.hybrid_args(m, A, N)
-  A("--hybrid-layer-pattern", m.hybrid_layer_pattern)
+-- @tparam[opt] table chunks decoder layers per model chunk in model
+--   order (pipeline parallelism), nil for one stage
+function M.hybrid_args(m, A, N, chunks)
+  A("--hybrid-layer-pattern", M.hybrid_pattern(m.hybrid_layer_pattern, chunks))
   A("--mamba-num-heads", m.mamba_num_heads)
   A("--mamba-head-dim", m.mamba_head_dim)
   A("--mamba-state-dim", m.mamba_state_dim)

@@ -298,16 +298,20 @@ end
 
 
 --- The candidate space a policy's search walks (apsearch.space.new with the
--- inputs that shape it: devices, layers, framework, experts).
+-- inputs that shape it: devices, layers, framework, experts, and whether
+-- the core prices full recompute for this model and framework).
 -- @tparam table policy normalized policy
 -- @tparam table inputs the context's inputs (ctx:inputs())
+-- @tparam[opt] userdata ctx the core context (without one, full recompute
+--   is taken as priced)
 -- @treturn table the space object
-function M.space_of(policy, inputs)
+function M.space_of(policy, inputs, ctx)
   return space_mod.new(policy.search_space, {
     num_devices = inputs.cluster.num_devices,
     allow_idle_devices = policy.constraints.allow_idle_devices,
     num_layers = inputs.model.num_layers, framework = inputs.training.framework,
     num_experts = inputs.model.num_experts,
+    full_recompute = ctx == nil or ctx:check("framework", { layer_recompute = "full" }, false),
   })
 end
 
@@ -398,7 +402,7 @@ function M.run(policy, opts)
   -- = "check" keeps the separate ctx:check("all") call)
   local by_evaluate = fast and n_cheap == 0 and opts.fast_checks ~= "check"
 
-  local space = M.space_of(policy, inputs)
+  local space = M.space_of(policy, inputs, ctx)
   local cap = policy.constraints.max_candidates or schema.default_max_candidates
   local space_size, stopped = space:size(cap)
   if space_size > cap then

@@ -280,7 +280,10 @@ end
 --- Builds a space from a normalized search space.
 -- @tparam table ss normalized search space: `{data_parallel = "auto"|"manual",
 --   dims = {<dimension> = list of values}}` (see apsearch.policy)
--- @tparam table info `{num_devices = N, allow_idle_devices = bool}`
+-- @tparam table info `{num_devices = N, allow_idle_devices = bool,
+--   num_layers, framework, num_experts, full_recompute = bool}`
+--   (full_recompute false: the core refuses layer_recompute = "full" for
+--   the model, so "none" is searched beside it)
 -- @treturn table a space object with `:size()`, `:iter()`, `:levels_info()`
 -- @raise when N is missing with data_parallel = "auto"
 function M.new(ss, info)
@@ -421,11 +424,13 @@ function M.new(ss, info)
   local lr = list_of(dims, "layer_recompute")
   -- With recompute_num_layers "auto", "full" recomputes only where memory
   -- requires (nothing where it fits), which covers "none": not enumerated
-  -- twice.
+  -- twice -- unless the core refuses full recompute for this model and
+  -- framework (info.full_recompute false: Gated DeltaNet models), where
+  -- "none" is the only way to run without it.
   local has_auto, has_full = false, false
   for _, v in ipairs(rnl) do has_auto = has_auto or v == "auto" end
   for _, v in ipairs(lr) do has_full = has_full or v == "full" end
-  if has_auto and has_full then
+  if has_auto and has_full and info.full_recompute ~= false then
     local kept = {}
     for _, v in ipairs(lr) do if v ~= "none" then kept[#kept + 1] = v end end
     lr = kept

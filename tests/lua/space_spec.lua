@@ -249,6 +249,32 @@ describe("space recompute_method", function()
   end)
 end)
 
+describe("space layer_recompute with recompute_num_layers auto", function()
+  local function values(info)
+    local s = space.new({ data_parallel = "manual", dims = { layer_recompute = { "none", "full" },
+      recompute_num_layers = { "auto" } } }, info)
+    local got = {}
+    for c in s:iter() do got[#got + 1] = c.layer_recompute end
+    return got
+  end
+  it("leaves out none, which full with auto covers, unless the core refuses full for the model", function()
+    assert.are.same({ "full" }, values({ num_devices = 8 }))
+    assert.are.same({ "none", "full" }, values({ num_devices = 8, full_recompute = false }))
+    -- what search.space_of asks the core: Gated DeltaNet models are priced
+    -- without full recompute (src/core/gdn.c aps_gdn_refusal), a dense model with it
+    local search = require "apsearch.search"
+    for model, full in pairs({ ["qwen3-next-80b-a3b"] = false, ["llama-3.1-8b"] = true }) do
+      local p = policy.from_table({ model = model, cluster = { device = "h100-sxm-80gb", num_devices = 8 },
+        training = { global_batch_size = 64, seq_length = 4096, framework = "megatron" },
+        search_space = { layer_recompute = { "none", "full" }, recompute_num_layers = { "auto" } } }, "t.lua")
+      local ctx = search.context(p)
+      local got = {}
+      for c in search.space_of(p, ctx:inputs(), ctx):iter() do got[c.layer_recompute] = true end
+      assert.are.equal(not full, got.none == true, model)
+    end
+  end)
+end)
+
 describe("space reshard_after_forward under TorchTitan pipelining", function()
   it("takes false alone with pp > 1 (one candidate, as TorchTitan's default policy runs)", function()
     local s = space.new({ data_parallel = "manual", dims = { pp_degree = { 1, 2 }, fsdp_degree = { 4 },

@@ -10,6 +10,9 @@
 return {
   name = "framework",
   code = "FRAMEWORK_UNSUPPORTED",
+  -- what the framework runs and apsearch does not price (hybrid Mamba-2
+  -- and Gated DeltaNet layers under some strategies)
+  codes = { "FRAMEWORK_UNSUPPORTED", "NOT_MODELLED" },
   cheap = true,
   order = 90,
   core_check = "framework",

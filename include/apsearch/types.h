@@ -1063,6 +1063,9 @@ typedef enum {
     APS_REASON_EP_DIVISIBILITY,    /**< MoE: experts / ep, ep x etp x pp
                                         and the GPUs, etp and the expert
                                         width (moe.c) */
+    APS_REASON_NOT_MODELLED,       /**< the framework runs it, apsearch does
+                                        not price it (yet): e.g. context
+                                        parallelism of Mamba-2 layers */
     APS_REASON_COUNT
 } aps_reason;
 

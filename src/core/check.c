@@ -664,12 +664,13 @@ aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
     r = check_megatron_graph_recompute(m, t, s, msg, n);
     if (r != APS_REASON_NONE)
         return r;
-    const char *why = aps_model_is_hybrid(m) ? aps_hybrid_refusal(t, s)
-                      : aps_model_has_gdn(m) ? aps_gdn_refusal(t, s)
+    aps_reason code = APS_REASON_NONE;
+    const char *why = aps_model_is_hybrid(m) ? aps_hybrid_refusal(t, s, &code)
+                      : aps_model_has_gdn(m) ? aps_gdn_refusal(t, s, &code)
                                              : NULL;
     if (why != NULL) {
         aps_fmt(msg, n, "%s", why);
-        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        return code;
     }
     return check_megatron_fsdp2(m, t, s, msg, n);
 }

@@ -211,8 +211,10 @@ aps_status aps_gdn_validate(const aps_model *m, char *err, size_t n)
     return APS_OK;
 }
 
-const char *aps_gdn_refusal(const aps_training *t, const aps_strategy *s)
+const char *aps_gdn_refusal(const aps_training *t, const aps_strategy *s,
+                            aps_reason *code)
 {
+    *code = APS_REASON_NOT_MODELLED; /* each refusal: apsearch's pricing */
     if (s->pp_degree > 1)
         return "Gated DeltaNet models are priced with pp_degree = 1 only "
                "(a stage's layers are priced as the pattern's mean layer)";

@@ -310,8 +310,10 @@ aps_status aps_hybrid_validate(const aps_model *m, char *err, size_t n)
     return validate_moe_layers(m, err, n);
 }
 
-const char *aps_hybrid_refusal(const aps_training *t, const aps_strategy *s)
+const char *aps_hybrid_refusal(const aps_training *t, const aps_strategy *s,
+                               aps_reason *code)
 {
+    *code = APS_REASON_NOT_MODELLED;
     /* pp_degree > 1 (with virtual stages) and full recompute: every rank
      * is priced by its own layers (aps_stage_layer_cost); Megatron-LM's
      * HybridModel builds segment k p + i of the '|'-split pattern on rank
@@ -327,6 +329,7 @@ const char *aps_hybrid_refusal(const aps_training *t, const aps_strategy *s)
      * which GPTModel has and HybridModel has not (Megatron-LM d98e8a64
      * megatron/core/pipeline_parallel/combined_1f1b.py l.377-382,
      * models/gpt/gpt_model.py l.843) */
+    *code = APS_REASON_FRAMEWORK_UNSUPPORTED;
     if (t->overlap_moe_expert_parallel_comm)
         return "hybrid Mamba-2 models: training.overlap_moe_expert_parallel_"
                "comm needs GPTModel's build_schedule_plan, which Megatron's "

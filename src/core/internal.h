@@ -652,8 +652,10 @@ double aps_gdn_kernels(void);
 /** Checks the Gated DeltaNet fields (model.c calls it). */
 aps_status aps_gdn_validate(const aps_model *m, char *err, size_t n);
 /** Why a Gated DeltaNet model cannot be priced with this strategy, or
- *  NULL. */
-const char *aps_gdn_refusal(const aps_training *t, const aps_strategy *s);
+ *  NULL; *code is the reason (APS_REASON_NOT_MODELLED: apsearch's
+ *  pricing, not Megatron-LM, refuses it). */
+const char *aps_gdn_refusal(const aps_training *t, const aps_strategy *s,
+                            aps_reason *code);
 
 /** True when the model has a hybrid_layer_pattern. */
 static inline bool aps_model_is_hybrid(const aps_model *m)
@@ -703,8 +705,12 @@ double aps_mamba_saved_bytes(const aps_model *m, const aps_training *t,
 double aps_mamba_kernels(void);
 /** Checks the hybrid fields (model.c calls it from aps_model_validate). */
 aps_status aps_hybrid_validate(const aps_model *m, char *err, size_t n);
-/** Why a hybrid model cannot be priced with this strategy, or NULL. */
-const char *aps_hybrid_refusal(const aps_training *t, const aps_strategy *s);
+/** Why a hybrid model cannot be priced with this strategy, or NULL; *code
+ *  is the reason: APS_REASON_NOT_MODELLED where apsearch does not price
+ *  what the framework runs, APS_REASON_FRAMEWORK_UNSUPPORTED where the
+ *  framework refuses it. */
+const char *aps_hybrid_refusal(const aps_training *t, const aps_strategy *s,
+                               aps_reason *code);
 
 /* ---- precision.c: GEMM precisions ---- */
 

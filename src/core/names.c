@@ -32,6 +32,7 @@ static const char *const reason_codes[APS_REASON_COUNT] = {
     [APS_REASON_MEMORY_LIMIT] = "MEMORY_LIMIT",
     [APS_REASON_FRAMEWORK_UNSUPPORTED] = "FRAMEWORK_UNSUPPORTED",
     [APS_REASON_EP_DIVISIBILITY] = "EP_DIVISIBILITY",
+    [APS_REASON_NOT_MODELLED] = "NOT_MODELLED",
 };
 
 static const char *const recompute_modules[APS_RCM_COUNT] = {

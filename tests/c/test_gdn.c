@@ -173,13 +173,13 @@ static void test_gdn_refusals(void **state)
     s.pp_degree = 2;
     s.dp_degree = 4;
     aps_reason r = aps_check_all(&m, &c, &t, &s, msg, sizeof msg);
-    ASSERT_REASON(r, APS_REASON_FRAMEWORK_UNSUPPORTED, msg);
+    ASSERT_REASON(r, APS_REASON_NOT_MODELLED, msg);
     ASSERT_HAS(msg, "pp_degree = 1 only");
     aps_strategy_defaults(&s);
     s.cp_degree = 2;
     s.dp_degree = 4;
     r = aps_check_all(&m, &c, &t, &s, msg, sizeof msg);
-    ASSERT_REASON(r, APS_REASON_FRAMEWORK_UNSUPPORTED, msg);
+    ASSERT_REASON(r, APS_REASON_NOT_MODELLED, msg);
     ASSERT_HAS(msg, "all-to-all of heads");
     m.num_query_groups = 8;     /* divisible by tp 8, as the heads are */
     m.linear_num_key_heads = 4; /* 32 % 4 = 0, but tp 8 */
@@ -218,7 +218,14 @@ static void test_gdn_fp8_casts(void **state)
     t.precision = APS_PREC_FP8;
     aps_strategy s;
     aps_strategy_defaults(&s);
-    assert_null(aps_gdn_refusal(&t, &s));
+    aps_reason code = APS_REASON_NONE;
+    assert_null(aps_gdn_refusal(&t, &s, &code));
+    /* full recompute: refused as what apsearch does not price, not as
+     * what Megatron-LM cannot run */
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    assert_non_null(aps_gdn_refusal(&t, &s, &code));
+    assert_int_equal(code, APS_REASON_NOT_MODELLED);
+    s.layer_recompute = APS_RECOMPUTE_NONE;
     aps_layer_cost lc;
     aps_layer_times(&m, &c, &t, &s, NULL, &lc);
     double hbm = c.device.hbm_bandwidth * c.device.hbm_efficiency;

@@ -363,6 +363,13 @@ static void test_hybrid_refusals(void **state)
     s.dp_degree = 8;
     assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
                      APS_REASON_NONE);
+    /* context parallelism: Megatron runs it, apsearch does not price the
+     * Mamba layers under it */
+    s.dp_degree = 4;
+    s.cp_degree = 2;
+    r = aps_check_all(&m, &c, &t, &s, msg, sizeof msg);
+    ASSERT_REASON(r, APS_REASON_NOT_MODELLED, msg);
+    ASSERT_HAS(msg, "context parallelism of the Mamba layers");
     aps_model nano;
     fx_nemotron3_nano(&nano);
     aps_training to = t;

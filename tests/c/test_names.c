@@ -19,7 +19,7 @@ static void test_reason_code_names(void **state)
         "PP_DIVISIBILITY", "PP_PARTITION", "VPP_INVALID",
         "BATCH_DIVISIBILITY", "DEVICE_COUNT", "IDLE_DEVICES", "HSDP_INVALID",
         "ZERO_STAGE_INVALID", "MEMORY_LIMIT", "FRAMEWORK_UNSUPPORTED",
-        "EP_DIVISIBILITY"};
+        "EP_DIVISIBILITY", "NOT_MODELLED"};
     for (int r = 0; r < APS_REASON_COUNT; r++)
         assert_string_equal(aps_reason_code((aps_reason)r), want[r]);
     assert_string_equal(aps_reason_code(APS_REASON_COUNT), "UNKNOWN");

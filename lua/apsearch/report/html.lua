@@ -288,6 +288,7 @@ local RELAX = {
   HSDP_INVALID = "HSDP: the replicate x shard layout is not valid; allow fsdp_degree = 1 or other data-parallel splits",
   ZERO_STAGE_INVALID = "ZeRO: this zero_stage does not apply to the strategy; allow other zero_stage values",
   FRAMEWORK_UNSUPPORTED = "framework: training.framework cannot run these strategies; allow other degrees or choose another framework",
+  NOT_MODELLED = "not modelled: the framework runs these strategies but apsearch does not price them yet (the example says what); allow other degrees or recompute modes",
   INVALID_DEGREE = "degrees: a degree is out of range; check the search_space",
   LAUNCH_DIFFERS = "launch: --launchable keeps only the strategies its framework's launch file builds as estimated; run without --launchable (their launch files are marked differs) or with another framework",
 }
@@ -390,7 +391,7 @@ end
 -- allows every value their RELAX text asks for, so it is not offered.
 M.SPACE_RULES = { VPP_INVALID = true, PP_PARTITION = true, PP_DIVISIBILITY = true, DEVICE_COUNT = true,
   CP_DIVISIBILITY = true, TP_DIVISIBILITY = true, HSDP_INVALID = true, ZERO_STAGE_INVALID = true,
-  INVALID_DEGREE = true, FRAMEWORK_UNSUPPORTED = true }
+  INVALID_DEGREE = true, FRAMEWORK_UNSUPPORTED = true, NOT_MODELLED = true }
 
 -- true for a policy built from --model / --cluster (its `defaults` header)
 -- searched with no --set / --fix (top-k aside)

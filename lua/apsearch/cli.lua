@@ -1231,17 +1231,18 @@ local function cmd_inspect(args)
       "per_moe_layer_active", "layers", "final_norm", "output_layer", "total", "active" }
     if dense == 0 then table.remove(keys, 3) end
   end
-  -- hybrid Mamba-2: each kind of layer, and the core's per_layer is the
-  -- pattern's mean layer
+  -- hybrid Mamba-2: each kind of layer it has (the core's per_layer, a
+  -- mean over the pattern that counts an MoE layer as a dense MLP, is no
+  -- layer of the model: not shown)
   if counts.per_mamba_layer then
-    label.per_layer = "per_layer (mean)"
-    keys = { "embedding", "mamba_layers", "per_mamba_layer", "attention_layers", "per_attention_layer",
-      "mlp_layers", "per_mlp_layer", "per_layer", "layers", "final_norm", "output_layer", "total", "active" }
-    if counts.moe_layers then -- the E layers, before the mean layer
-      for i, k in ipairs({ "moe_layers", "per_moe_layer", "per_moe_layer_active" }) do
-        table.insert(keys, 7 + i, k)
+    keys = { "embedding" }
+    for _, kind in ipairs({ { "mamba_layers", "per_mamba_layer" }, { "attention_layers", "per_attention_layer" },
+      { "mlp_layers", "per_mlp_layer" }, { "moe_layers", "per_moe_layer", "per_moe_layer_active" } }) do
+      if (counts[kind[1]] or 0) > 0 then
+        for _, k in ipairs(kind) do keys[#keys + 1] = k end
       end
     end
+    for _, k in ipairs({ "layers", "final_norm", "output_layer", "total", "active" }) do keys[#keys + 1] = k end
   end
   if counts.mtp then
     keys[#keys + 1] = "mtp"

@@ -76,6 +76,17 @@ describe("nemotron_h import", function()
     assert.is_true(math.abs(c.total / 31.6e9 - 1) < 0.02)
     assert.is_true(math.abs((c.active - c.embedding) / 3.2e9 - 1) < 0.02)
     assert.is_true(math.abs(c.active / 3.6e9 - 1) < 0.02) -- "3.6B including embeddings"
+    -- inspect lists the kinds the model has, each layer's count and size,
+    -- and no mean layer (which counted an E layer as a dense MLP)
+    local code, out = H.apsearch("inspect", MOE)
+    assert.are.equal(0, code)
+    local rows = {}
+    for k, v in out:gmatch("\n([%w_]+)%s+([%d,]+)") do rows[k] = tonumber((v:gsub(",", ""))) end
+    assert.is_nil(out:find("\nper_layer", 1, true), out)
+    assert.is_nil(rows.mlp_layers, out)
+    assert.are.equal(rows.layers, rows.mamba_layers * rows.per_mamba_layer + rows.attention_layers *
+      rows.per_attention_layer + rows.moe_layers * rows.per_moe_layer)
+    assert.are.equal(30873294528, rows.layers)
   end)
 
   it("reads layers_block_type and the legacy key names", function()

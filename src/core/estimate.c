@@ -134,6 +134,13 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
     sp.tf = sp.tb = 0.0;
     run_stages(m, c, t, s, &lay, &plan, &lc, out, &sp);
     aps_status st = step_terms(m, c, t, s, &lay, &plan, &sp, out);
+    if (st == APS_ENOMEM) {
+        /* near the address-space limit the simulation's reserved buffers
+         * can be what is missing: handed back, it runs once more with
+         * buffers allocated per use (aps_schedule_release) */
+        aps_schedule_release();
+        st = step_terms(m, c, t, s, &lay, &plan, &sp, out);
+    }
     if (st != APS_OK)
         return st;
     aps_throughput(m, c, t, s, &lay, out);

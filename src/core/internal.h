@@ -393,6 +393,17 @@ void aps_schedule_scratch_done(int which, void *mem);
  *  the same memory at every call, its contents kept), reserved on first
  *  use; NULL when it cannot be (schedule_mem.c). */
 void *aps_schedule_reserved(int which);
+/** Hands back this thread's schedule memory after an allocation failed
+ *  (APS_ENOMEM): the cached orders, the remembered steps and every
+ *  reserved buffer are freed, and no buffer is reserved again in this
+ *  thread (each use then allocates what it needs), so a process near its
+ *  address-space limit (ulimit -v) has that room back for what follows
+ *  (schedule_mem.c). */
+void aps_schedule_release(void);
+/** Frees every cached order of this thread (schedule_order.c). */
+void aps_schedule_order_flush(void);
+/** Forgets every remembered step of this thread (schedule_memo.c). */
+void aps_schedule_memo_clear(void);
 /** `bytes` of this thread's arena (APS_SCHEDULE_RESERVE_BYTES, reserved
  *  on first use), 64-byte aligned, valid until aps_schedule_arena_reset;
  *  NULL when they do not fit in what is left of it, or when it cannot be

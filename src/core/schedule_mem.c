@@ -102,3 +102,21 @@ void aps_schedule_arena_reset(void)
 {
     arena_used = 0;
 }
+
+/** Frees r's memory and never reserves it again in this thread. */
+static void unreserve(reserved *r)
+{
+    free(r->mem);
+    r->mem = NULL;
+    r->failed = true;
+}
+
+void aps_schedule_release(void)
+{
+    aps_schedule_order_flush(); /* their ops live in the arena */
+    aps_schedule_memo_clear();  /* its keys live in a reserved buffer */
+    for (int k = 0; k < APS_SCRATCH_KINDS; k++)
+        unreserve(&scratch[k]);
+    unreserve(&arena);
+    arena_used = 0;
+}

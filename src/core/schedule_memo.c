@@ -194,3 +194,8 @@ void aps_inflight_memo_store(int64_t p, int64_t v, int64_t m, int64_t i,
     memcpy(e->w, w, (size_t)v * sizeof *w);
     e->peak = peak;
 }
+
+void aps_schedule_memo_clear(void)
+{
+    memset(table, 0, sizeof table);
+}

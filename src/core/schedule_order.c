@@ -250,3 +250,8 @@ aps_status aps_schedule_order_get(int sched, int64_t p, int64_t v, int64_t m,
     *out = o;
     return st;
 }
+
+void aps_schedule_order_flush(void)
+{
+    cache_flush();
+}

@@ -250,11 +250,22 @@ static int pmain(lua_State *L)
     return 1;
 }
 
+/** Lua's message for an allocation that failed (lstate.c, luaD_throw's
+ *  LUA_ERRMEM), alone or at the end of a message that wraps it. */
+#define APS_LUA_MEMERR "not enough memory"
+
 static void report(const char *msg)
 {
     static const char prefix[] = "apsearch: ";
     if (msg == NULL)
         msg = "(no error message)";
+    size_t len = strlen(msg), k = sizeof APS_LUA_MEMERR - 1;
+    if (len >= k && strcmp(msg + len - k, APS_LUA_MEMERR) == 0) {
+        /* whatever ran out (a module being loaded, a table being built),
+         * what the user can change is the limit */
+        msg = "out of memory (the process's memory limit, e.g. ulimit -v, "
+              "is too low for this run)";
+    }
     if (strncmp(msg, prefix, sizeof prefix - 1) == 0)
         msg += sizeof prefix - 1;
     fputs(prefix, stderr);

@@ -730,6 +730,9 @@ local function cmd_run(args)
     if not util.is_integer(top_k) or top_k < 1 then
       util.fail("--top-k", "top_k", "must be a positive integer", opts["top-k"])
     end
+    -- the policy's bound (schema posint), said here under the flag's name:
+    -- a number past 2^63 has no integer form and was dropped for the default
+    if top_k >= 2 ^ 31 then util.fail("--top-k", "top_k", "must be below 2^31", opts["top-k"]) end
     top_k = math.tointeger(top_k)
   end
   local path = opts.POLICY or (not (opts.model or opts.cluster) and default_policy()) or nil

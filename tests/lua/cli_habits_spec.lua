@@ -80,6 +80,10 @@ describe("apsearch command line habits", function()
     local _, out2 = apsearch("run", "examples/llama3_8b_h100.lua", "--top-k", "2", "--format", "json", "--quiet")
     local r2 = cjson.decode(out2)
     assert.are.equal(r2.top_k_strategies[2].performance_cost.step_time, r.top_k_strategies[2].performance_cost.step_time)
+    -- a number with no integer form was dropped for the default 10
+    local code3, _, err3 = apsearch("run", "examples/llama3_8b_h100.lua", "-k", "9999999999999999999", "--quiet")
+    assert.are.equal(2, code3)
+    assert.are.equal('apsearch: --top-k: top_k: must be below 2^31 (got "9999999999999999999")\n', err3)
   end)
 
   it("suggests policy fields, listing the valid ones as far as the line fits 120 columns", function()

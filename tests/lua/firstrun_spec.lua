@@ -126,6 +126,18 @@ describe("run --model M --cluster D:N without a policy", function()
     assert.are.equal(0, code2)
     assert.is_false(r2.top_k_strategies[1].memory_cost.near_capacity)
     assert.are.equal(top[k].performance_cost.step_time, r2.top_k_strategies[1].performance_cost.step_time)
+    -- a limit given bounds max reserved and the margin is not read: the
+    -- note offers a limit on device memory in use, 90 % of the capacity in
+    -- hundredths of a GiB rounded down, which the flag compares
+    local gib = math.floor(0.9 * r.inputs.cluster.device.memory_bytes / 2 ^ 30 * 100) / 100
+    local _, outl = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "b200:8", "--wide", "-k", "1",
+      "--set", "cluster.memory_limit_gib=178")
+    assert.truthy(outl:find(("; so is every strategy listed (--set constraints.memory_limit_kind=device --set " ..
+      "cluster.memory_limit_gib=%.2f ranks only those below it)\n"):format(gib), 1, true), outl)
+    local code3, r3 = run("llama-3.1-70b", "b200:8", "--top-k", "1", "--set", "cluster.memory_limit_gib=178", "--set",
+      "constraints.memory_limit_kind=device", "--set", ("cluster.memory_limit_gib=%.2f"):format(gib))
+    assert.are.equal(0, code3)
+    assert.is_false(r3.top_k_strategies[1].memory_cost.near_capacity)
     -- rank 1 with headroom (Llama-3.1-8B on 8 H100s, 64.42 GiB): the note as before, if any
     local _, out8 = H.apsearch("run", "-q", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1", "--wide")
     assert.is_nil(out8:find("rank 1 is above it", 1, true), out8)

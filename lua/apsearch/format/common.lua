@@ -630,7 +630,7 @@ local function near_capacity(r) return r.memory_cost and r.memory_cost.near_capa
 -- margin that ranks only strategies below the fraction (the default limit
 -- is the capacity less training.memory_margin_bytes, on device memory in
 -- use: what the flag compares).  "" when rank 1 is not flagged.
-local function first_with_headroom(top, capacity)
+local function first_with_headroom(top, capacity, training)
   if not (top[1] and near_capacity(top[1])) then return "" end
   for _, r in ipairs(top) do
     if not near_capacity(r) then
@@ -639,7 +639,15 @@ local function first_with_headroom(top, capacity)
     end
   end
   if not capacity then return "; so is every strategy listed" end
-  local margin = math.ceil((1 - require("apsearch.search").near_capacity_fraction) * capacity)
+  local frac = require("apsearch.search").near_capacity_fraction
+  if ((training or {}).memory_limit_bytes or 0) > 0 then
+    -- a limit given bounds max reserved unless its kind says otherwise:
+    -- the margin is not read then; a limit on device memory in use is
+    -- what the flag compares
+    return string.format("; so is every strategy listed (--set constraints.memory_limit_kind=device --set "
+      .. "cluster.memory_limit_gib=%.2f ranks only those below it)", math.floor(frac * capacity / 2 ^ 30 * 100) / 100)
+  end
+  local margin = math.ceil((1 - frac) * capacity)
   return string.format("; so is every strategy listed (--set training.memory_margin_bytes=%d ranks only "
     .. "those below it)", margin)
 end
@@ -657,7 +665,8 @@ function M.near_capacity_note(result)
       return string.format("! peak above %.0f%% of device memory: the caching allocator may "
         .. "retry allocations and slow the step beyond the estimate (docs/accuracy.md)%s",
         100 * require("apsearch.search").near_capacity_fraction,
-        first_with_headroom(top, (((result.inputs or {}).cluster or {}).device or {}).memory_bytes))
+        first_with_headroom(top, (((result.inputs or {}).cluster or {}).device or {}).memory_bytes,
+          (result.inputs or {}).training))
     end
   end
   return nil

@@ -210,9 +210,11 @@ end
 M.near_capacity_fraction = 0.9
 
 --- Estimated but infeasible candidates kept, the least memory first
--- (`result.closest_infeasible`: `{index, mem_peak, step_time, reason,
--- strategy}`), for the report's diagnosis of a search with no feasible
--- strategy; bounded so the search state stays small.
+-- (`result.closest_infeasible`: `{index, mem_peak, mem_limited,
+-- step_time, reason, strategy}`, mem_limited the figure the memory limit
+-- bounds, by which they are ordered), for the report's diagnosis of a
+-- search with no feasible strategy; bounded so the search state stays
+-- small.
 M.closest_keep = 20
 
 --- Reason code of the `run --launchable` rule (apsearch.launch
@@ -425,7 +427,7 @@ function M.run(policy, opts)
   local generated, filtered, estimated, feasible, infeasible = 0, 0, 0, 0, 0
   local closest, cl_n, cl_worst = {}, 0, math.huge
   local function closest_order(a, b)
-    if a.mem_peak ~= b.mem_peak then return a.mem_peak < b.mem_peak end
+    if a.mem_limited ~= b.mem_limited then return a.mem_limited < b.mem_limited end
     if a.step_time ~= b.step_time then return a.step_time < b.step_time end
     return a.index < b.index
   end
@@ -620,17 +622,21 @@ function M.run(policy, opts)
         end
         if bad then
           infeasible = infeasible + 1
+          -- how far from fitting: the figure the limit bounds (evaluate
+          -- gives it with a reason; a rule's refusal of a feasible one has
+          -- none, its device peak is that figure's upper bound)
+          local lim = ev.mem_limited or mem
           local e = summary[bad]
           if e then
             e.count = e.count + 1
             -- over the memory limit: the example is the candidate closest to
             -- fitting, the one a user would try to squeeze in
-            if bad == "MEMORY_LIMIT" and mem < e.mem_peak then
-              e.example, e.message, e.mem_peak, e.at = space_mod.copy(cand), bmsg, mem, index
+            if bad == "MEMORY_LIMIT" and lim < e.mem_limited then
+              e.example, e.message, e.mem_peak, e.mem_limited, e.at = space_mod.copy(cand), bmsg, mem, lim, index
             end
           else
             e = count_reason(summary, reasons, bad, cand, bmsg, "estimate", brule or code_rule[bad], index)
-            e.mem_peak = mem
+            e.mem_peak, e.mem_limited = mem, lim
           end
           if sink_all then sink_row(index, e, st, mem, cand) end
           -- the estimated candidates closest to fitting (least memory, then
@@ -640,13 +646,13 @@ function M.run(policy, opts)
           -- its launch file is what differs)
           -- (the least by memory, then step time, then index: a later
           -- candidate at the worst one's memory and step time is not closer)
-          if mem > 0 and bad ~= M.LAUNCH_DIFFERS and (cl_n < M.closest_keep or mem < cl_worst
-              or (mem == cl_worst and st < closest[cl_n].step_time)) then
+          if lim > 0 and bad ~= M.LAUNCH_DIFFERS and (cl_n < M.closest_keep or lim < cl_worst
+              or (lim == cl_worst and st < closest[cl_n].step_time)) then
             if cl_n < M.closest_keep then cl_n = cl_n + 1 end
-            closest[cl_n] = { index = index, mem_peak = mem, step_time = st, reason = bad,
+            closest[cl_n] = { index = index, mem_peak = mem, mem_limited = lim, step_time = st, reason = bad,
                               strategy = copy(cand) }
             table.sort(closest, closest_order)
-            cl_worst = closest[cl_n].mem_peak
+            cl_worst = closest[cl_n].mem_limited
           end
         else
           feasible = feasible + 1

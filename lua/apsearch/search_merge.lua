@@ -10,16 +10,17 @@
 -- `strategy`; scatter also `ord` and `stride`) and `trends` (per
 -- dimension `{best step time, its memory, candidate, index}` tables keyed
 -- by degree value), `summary` (per reason code `{count, phase, rule,
--- example, message, at, mem_peak}`, `at` the example's index) and
+-- example, message, at, mem_peak, mem_limited}`, `at` the example's
+-- index) and
 -- `counts`.
 -- @module apsearch.search_merge
 local M = {}
 
 -- entry e comes before entry p as the example of a reason: the first
 -- candidate with it, but for MEMORY_LIMIT the one closest to fitting
--- (least peak memory, then the first)
+-- (least of what the limit bounds, then the first)
 local function example_first(code, e, p)
-  if code == "MEMORY_LIMIT" and e.mem_peak ~= p.mem_peak then return e.mem_peak < p.mem_peak end
+  if code == "MEMORY_LIMIT" and e.mem_limited ~= p.mem_limited then return e.mem_limited < p.mem_limited end
   return e.at < p.at
 end
 

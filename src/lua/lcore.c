@@ -434,6 +434,9 @@ static int ctx_evaluate(lua_State *L)
         lua_setfield(L, -2, "reason");
         lua_pushstring(L, e.reason_msg);
         lua_setfield(L, -2, "message");
+        /* what the limit bounds (max reserved under a limit given): how
+         * far a strategy is from fitting; read with the reason only */
+        apsl_set_number(L, "mem_limited", e.mem_limited);
     } else if (reuse) {
         lua_pushnil(L);
         lua_setfield(L, -2, "reason");

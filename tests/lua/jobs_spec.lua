@@ -688,10 +688,10 @@ print("ok " .. n)
     it("the summary: counts add up; the first example, the least-memory one for MEMORY_LIMIT", function()
       local s = {}
       merge.summary(s, { X = { count = 2, at = 50, example = "x50" },
-        MEMORY_LIMIT = { count = 1, at = 3, mem_peak = 7, example = "m3" } })
+        MEMORY_LIMIT = { count = 1, at = 3, mem_limited = 7, example = "m3" } })
       merge.summary(s, { X = { count = 3, at = 10, example = "x10" },
-        MEMORY_LIMIT = { count = 4, at = 9, mem_peak = 7, example = "m9" } })
-      merge.summary(s, { MEMORY_LIMIT = { count = 1, at = 99, mem_peak = 6, example = "m99" } })
+        MEMORY_LIMIT = { count = 4, at = 9, mem_limited = 7, example = "m9" } })
+      merge.summary(s, { MEMORY_LIMIT = { count = 1, at = 99, mem_limited = 6, example = "m99" } })
       assert.are.equal(5, s.X.count)
       assert.are.equal("x10", s.X.example)
       assert.are.equal(6, s.MEMORY_LIMIT.count)

@@ -912,7 +912,8 @@ describe("issue 16: report colours, stage labels, top-k table, no feasible strat
   end)
 
   it("a search with no feasible strategy says why, lists the closest and what to relax", function()
-    local r = run({ constraints = { memory_limit_gib = 3 } })
+    -- a limit on device memory in use, the figure candidates.csv writes
+    local r = run({ constraints = { memory_limit_gib = 3, memory_limit_kind = "device" } })
     assert.are.equal(0, r.all_candidate_summary.feasible)
     local dg = html.diagnose(r)
     assert.is_true(#dg.reasons > 0)
@@ -947,6 +948,16 @@ describe("issue 16: report colours, stage labels, top-k table, no feasible strat
     assert.truthy(text:find('id="closest-table"', 1, true))
     assert.truthy(text:find('What to relax', 1, true))
     assert.truthy(text:find('3.00 GiB', 1, true))      -- the memory limit fact
+    -- a limit given on max reserved (the default kind): the closest are
+    -- those least over it, and the limit offered admits the first
+    local rr = run({ constraints = { memory_limit_gib = 3 } })
+    local dr = html.diagnose(rr)
+    for i = 2, #dr.closest do assert.is_true(dr.closest[i].mem_limited >= dr.closest[i - 1].mem_limited) end
+    assert.is_true(dr.closest[1].mem_limited < dr.closest[1].mem_peak)
+    local gib = dr.suggestions[1]:match("cluster%.memory_limit_gib=([%d%.]+) ")
+    assert.are.equal(math.ceil(dr.closest[1].mem_limited / 2 ^ 30 * 100) / 100, tonumber(gib))
+    local fits = run({ constraints = { memory_limit_gib = tonumber(gib) } })
+    assert.is_true(fits.all_candidate_summary.feasible > 0)
   end)
 
   it("the memory limit of a result without top-k is the core's (device less margin)", function()

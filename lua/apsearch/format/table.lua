@@ -335,9 +335,14 @@ function M.no_fit_lines(result)
   end
   if #d.closest > 0 then
     lines[#lines + 1] = "\nclosest strategies (least estimated memory):"
+    -- the figure the limit bounds: the device peak, or max reserved /
+    -- allocated under a limit given
+    local kind = common.limited_kind((result.inputs or {}).training)
+    local what = kind == "device" and "peak" or ("max " .. kind)
     for _, c in ipairs(d.closest) do
-      lines[#lines + 1] = string.format("  %s: peak %.2f GiB (%s over the limit), step %.3f s, %s",
-        c.short_text, c.mem_peak / 2 ^ 30, common.over_text(c.over_bytes or 0), c.step_time, tostring(c.reason))
+      lines[#lines + 1] = string.format("  %s: %s %.2f GiB (%s over the limit), step %.3f s, %s",
+        c.short_text, what, c.mem_limited / 2 ^ 30, common.over_text(c.over_bytes or 0), c.step_time,
+        tostring(c.reason))
     end
   end
   local fp = result.fit_probe

@@ -468,8 +468,11 @@ function M.diagnose(result, n)
     local key = (s and short_text(s) or c.index) .. string.format(" %.17g %.17g", c.mem_peak, c.step_time)
     if not seen_run[key] then
       seen_run[key] = true
+      -- how far from fitting: what the limit bounds (max reserved under a
+      -- limit given), not always the device peak
+      local need = c.mem_limited or c.mem_peak
       out.closest[#out.closest + 1] = { index = c.index, step_time = c.step_time, mem_peak = c.mem_peak,
-        over_bytes = limit and (c.mem_peak - limit) or nil, reason = c.reason,
+        mem_limited = need, over_bytes = limit and (need - limit) or nil, reason = c.reason,
         strategy_text = s and M.strategy_text(s, batch_of(result)) or "", short_text = s and short_text(s) or "" }
     end
   end
@@ -489,12 +492,12 @@ function M.diagnose(result, n)
     local smaller = built and (fp.smaller and "smaller" or fp.tried)
     -- a limit that would admit it (within the device), which --launchable
     -- would still refuse
-    local differs = out.capacity_bytes and c1.mem_peak <= out.capacity_bytes and launch_difference(result, c1.index)
+    local differs = out.capacity_bytes and c1.mem_limited <= out.capacity_bytes and launch_difference(result, c1.index)
     out.suggestions[#out.suggestions + 1] = differs and string.format("The closest strategy needs %.2f GiB, " ..
       "%s over the %.2f GiB limit, but raising the limit would not admit it: --launchable %s refuses it too " ..
-      "(%s).", c1.mem_peak / 2 ^ 30, common.over_text(c1.mem_peak - limit):sub(2), limit / 2 ^ 30,
+      "(%s).", c1.mem_limited / 2 ^ 30, common.over_text(c1.mem_limited - limit):sub(2), limit / 2 ^ 30,
       result.inputs.launchable, differs)
-      or memory_suggestion(c1.mem_peak, limit, out.capacity_bytes, hopeless and ndev, smaller or built)
+      or memory_suggestion(c1.mem_limited, limit, out.capacity_bytes, hopeless and ndev, smaller or built)
   end
   -- fewer devices than the model states need: before any other knob
   if too_few then

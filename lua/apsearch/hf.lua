@@ -3442,6 +3442,9 @@ M.UNMODELLED = {
     "swa_head_dim) and attention-sink biases are not modelled",
   gemma4_text = "Gemma 4's attention (attention_k_eq_v, global_head_dim, num_kv_shared_layers) and " ..
     "per-layer inputs (hidden_size_per_layer_input) are not modelled",
+  -- the multimodal Gemma4Config around it (transformers configuration_gemma4.py @ 008e5743)
+  gemma4 = "Gemma 4's text model (gemma4_text: attention_k_eq_v, global_head_dim, num_kv_shared_layers, " ..
+    "per-layer inputs hidden_size_per_layer_input) and its vision and audio towers are not modelled",
   -- transformers configuration_falcon_h1.py @ 7abb76c5 (FalconH1DecoderLayer)
   falcon_h1 = "Falcon-H1's layers run attention and a Mamba-2 mixer in parallel on one normed input " ..
     "(num_attention_heads beside mamba_d_ssm, mamba_n_heads): apsearch's hybrid layers have one mixer each; " ..
@@ -3661,7 +3664,8 @@ function M.from_config(cfg, source, name)
   local notes, extra = {}, {}
   if as then
     notes[#notes + 1] = ("%s: model_type %s read as %s (architectures names %s, that type's modelling class)")
-      :format(source, cfg.model_type == nil and "(missing)" or tostring(cfg.model_type), mt, as)
+      :format(source, (cfg.model_type == nil or is_null(cfg.model_type) or cfg.model_type == "") and "(missing)"
+        or util.describe(cfg.model_type), mt, as)
   end
   if M.ADJUST[mt] then cfg = M.ADJUST[mt](cfg) end
   local model = numerics(build(reader(cfg, source), cfg, source, notes, extra), cfg, source)

@@ -769,6 +769,12 @@ describe("apsearch.hf architectures", function()
     local _, info2 = hf.from_config(cfg, "kimi/config.json")
     assert.truthy(table.concat(info2.notes, "\n"):find("kimi/config.json: model_type (missing) read as " ..
       "deepseek_v3 (architectures", 1, true))
+    -- JSON null and "" are missing too
+    for _, v in ipairs({ require("cjson").null, "" }) do
+      cfg.model_type = v
+      local _, info3 = hf.from_config(cfg, "kimi/config.json")
+      assert.truthy(table.concat(info3.notes, "\n"):find("model_type (missing) read as deepseek_v3", 1, true))
+    end
     cfg.model_type = "deepseek_v3"
     local same = hf.from_config(cfg, "kimi/config.json")
     assert.are.same(core.model_params(same), core.model_params(m))

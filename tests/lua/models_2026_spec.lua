@@ -706,6 +706,10 @@ describe("2025-26 families: refusals name what is not modelled", function()
     -- class's type, with a note)
     assert.truthy(err_of(hf.from_config, { model_type = "deepseek_v4", architectures = { "Qwen3MoeForCausalLM" } },
       "m.json"):find("^NotImplemented: m%.json: model_type: deepseek_v4: DeepSeek%-V4's compressed sparse"))
+    -- Gemma 4's own multimodal type, whatever class it names
+    assert.truthy(err_of(hf.from_config, { model_type = "gemma4", architectures = { "Gemma3ForConditionalGeneration" },
+      text_config = { model_type = "gemma4_text" } }, "m.json"):find("^NotImplemented: m%.json: model_type: gemma4: " ..
+      "Gemma 4's text model"))
     -- a wrapper around one: the text type's reason
     assert.are.equal("NotImplemented: m.json: model_type: kimi_k3 is multimodal: its vision tower " ..
       '(vision_config) is not modelled; its text_config is not either (model_type "kimi_linear": Kimi Delta ' ..

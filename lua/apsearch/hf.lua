@@ -3545,7 +3545,10 @@ end
 -- whose text model has no reader either (one that has is read through,
 -- M.from_config).  Raises NotImplemented; returns otherwise.
 local function refuse_unmodelled(cfg, mt, file)
-  if type(mt) == "string" and not builders[mt] and M.UNMODELLED[mt] then
+  -- (a multimodal wrapper of an unmodelled text model is said as such below)
+  local towers = type(cfg.text_config) == "table" and
+    (type(cfg.vision_config) == "table" or type(cfg.audio_config) == "table")
+  if type(mt) == "string" and not builders[mt] and M.UNMODELLED[mt] and not towers then
     error(("NotImplemented: %s: model_type: %s: %s"):format(file, mt, M.UNMODELLED[mt]), 0)
   end
   for _, k in ipairs(M.DSA_KEYS) do
@@ -3665,7 +3668,7 @@ function M.from_config(cfg, source, name)
   if as then
     notes[#notes + 1] = ("%s: model_type %s read as %s (architectures names %s, that type's modelling class)")
       :format(source, (cfg.model_type == nil or is_null(cfg.model_type) or cfg.model_type == "") and "(missing)"
-        or util.describe(cfg.model_type), mt, as)
+        or type(cfg.model_type) == "string" and cfg.model_type or util.describe(cfg.model_type), mt, as)
   end
   if M.ADJUST[mt] then cfg = M.ADJUST[mt](cfg) end
   local model = numerics(build(reader(cfg, source), cfg, source, notes, extra), cfg, source)

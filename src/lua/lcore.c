@@ -357,14 +357,16 @@ static void run_estimate(lua_State *L, apsl_context *ctx, int sidx,
 }
 
 /**
- * ctx:evaluate(strategy [, out]) -> {feasible, reason, message, step_time,
- *     mem_peak, tokens_per_s_per_gpu, mfu, micro_batch_num, worst_stage,
- *     layout}
+ * ctx:evaluate(strategy [, out]) -> {feasible, reason, message, mem_limited,
+ *     step_time, mem_peak, tokens_per_s_per_gpu, mfu, micro_batch_num,
+ *     worst_stage, layout}
  * The light result of the search hot loop.  strategy: a strategy table
  * (fields of aps_strategy, plus the aliases hsdp_shard_degree and
  * hsdp_replicate_degree); missing fields take the core defaults.
  * feasible: boolean; reason: code string ("TP_DIVISIBILITY", ...) and
- * message: the numbers, both nil when feasible; step_time [s]; mem_peak
+ * message: the numbers, both nil when feasible; mem_limited [bytes, with a
+ * reason only]: the worst stage's figure the memory limit bounds (device
+ * memory in use, or max reserved / allocated under a limit given); step_time [s]; mem_peak
  * [bytes, worst stage]; tokens_per_s_per_gpu [tokens/s]; mfu [fraction];
  * micro_batch_num [count]; worst_stage [1-based, nil when no stage was
  * estimated]; layout [integer: a hash of the resolved micro-batch count and
@@ -442,6 +444,8 @@ static int ctx_evaluate(lua_State *L)
         lua_setfield(L, -2, "reason");
         lua_pushnil(L);
         lua_setfield(L, -2, "message");
+        lua_pushnil(L);
+        lua_setfield(L, -2, "mem_limited");
     }
     apsl_set_number(L, "step_time", e.step_time);
     apsl_set_number(L, "mem_peak", e.mem_peak);

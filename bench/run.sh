@@ -89,6 +89,17 @@
 # 1.57-2.02 M -> 1.68-2.13 M evaluations/s (noise of the shared cores).
 # Two ceil()s and a few multiplications per GEMM, no loop over tiles.
 #
+# Single-thread search against the day issue 28 was filed (3a8f2e2, the
+# commit before --jobs), 18 M space, `run bench/llama3_405b_16k_18m.lua`
+# (`--jobs 1` now), instructions by valgrind --tool=callgrind (this VM has
+# no hardware counters; they do not move with the neighbours): 28.45 G ->
+# 18.07 G (1.57x fewer; 2026-12-04, with the GEMM-shape, host-time, MoE and
+# hybrid terms in).  CPU s (user + sys), three alternating pairs at a load
+# of 1.4-2.2 (helpers building): 3.35-3.78 -> 2.70-2.80 (1.3x): fewer
+# instructions, not yet as much less time (the estimate's per-stage
+# memory and time, balance.c's split scoring, ~32 % of the instructions,
+# and the Lua walk, ~19 %, are what is left).
+#
 # validate --cv source on tests/fixtures/public_cases.csv (issue 28: under
 # 10 s): each row's estimator context made once and the calibrated
 # cluster put into it at every step of the fit (ctx:set_cluster) instead

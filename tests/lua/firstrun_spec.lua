@@ -339,12 +339,21 @@ describe("when nothing fits", function()
       "the device's 79.65 GiB: --set cluster.memory_limit_gib=13.3 would admit it", 1, true), plain)
     args[#args + 1] = "--launchable"
     args[#args + 1] = "megatron"
-    local _, out = H.apsearch(table.unpack(args))
-    out = joined(out)
+    local _, raw = H.apsearch(table.unpack(args))
+    local out = joined(raw)
     assert.truthy(out:find("1. The closest strategy needs 13.30 GiB, 8.30 GiB over the 5.00 GiB limit, but raising " ..
       "the limit would not admit it: --launchable megatron refuses it too (NOT WRITTEN: the GeGLU MLP's GELU).", 1,
       true), out)
     assert.is_nil(out:find("memory_limit_gib=13.3", 1, true), out)
+    -- at 20 GiB some strategies fit and their launch files differ as the
+    -- closest one's does (the model's MLP, not the strategy): no degree,
+    -- split or limit is offered, only the launch restriction and why more
+    -- memory does not help
+    local _, raw20 = H.apsearch("run", "-q", "--model", "gemma-3-4b-pt", "--cluster", "h100-sxm-80gb:1x8", "--set",
+      "cluster.memory_limit_gib=20", "--launchable", "megatron")
+    assert.truthy(raw20:find("what to relax:\n  1. launch: ", 1, true), raw20)
+    assert.truthy(raw20:find("\n  2. The closest strategy needs ", 1, true), raw20)
+    assert.is_nil(raw20:find("\n  3. ", 1, true), raw20)
     -- the limit it offers without --launchable is one the policy takes,
     -- and admits the closest strategy
     local code = H.apsearch("run", "-q", "--model", "gemma-3-4b-pt", "--cluster", "h100-sxm-80gb:1x8", "--set",

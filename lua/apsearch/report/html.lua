@@ -365,7 +365,8 @@ end
 -- under run --launchable: the first way the launch file of the closest
 -- strategy (closest_infeasible entry `index`) differs from its estimate,
 -- or nil (no --launchable, none, or it cannot be told): raising the
--- memory limit would only have it refused as LAUNCH_DIFFERS
+-- memory limit would only have it refused as LAUNCH_DIFFERS; a long one
+-- shortened, and the whole one second
 local function launch_difference(result, index)
   local inp = result.inputs or {}
   if not inp.launchable then return nil end
@@ -382,7 +383,7 @@ local function launch_difference(result, index)
   end)
   local first = ok and type(d) == "table" and d[1] or nil
   -- a long one to its first parenthesis (the filter reasons quote it whole)
-  return first and #first > 100 and first:match("^(.-)%s*%(") or first
+  return first and #first > 100 and first:match("^(.-)%s*%(") or first, first
 end
 
 --- Filter reasons that only prune the framework's own full space (the
@@ -408,10 +409,11 @@ end
 -- out.reasons (RELAX, or the policy rule that refused); MEMORY_LIMIT's
 -- is left out when `memory_said` (memory_suggestion said it), and
 -- M.SPACE_RULES' when the policy was searched as built
-local function relax_suggestions(out, memory_said, built)
+local function relax_suggestions(out, memory_said, built, launch_only)
   local seen = { MEMORY_LIMIT = memory_said }
   for _, r in ipairs(out.reasons) do
-    if not seen[r.code] and not (built and M.SPACE_RULES[r.code]) then
+    if not seen[r.code] and not (built and M.SPACE_RULES[r.code])
+        and not (launch_only and r.code ~= "LAUNCH_DIFFERS") then
       seen[r.code] = true
       local text = RELAX[r.code] or (r.rule and string.format(
         "policy rule %s: relax or remove it (constraints.rules)", tostring(r.rule))) or nil
@@ -486,13 +488,22 @@ function M.diagnose(result, n)
   local hopeless = too_few and (at_capacity == nil or at_capacity.devices > ndev)
   local c1 = out.closest[1]
   local memory_said = c1 and c1.reason == "MEMORY_LIMIT" and limit and true or false
+  local launch_only = false -- (set below: every launch file differs the same way)
   local built = as_built(result)
   if memory_said then
     local fp = result.fit_probe or {}
     local smaller = built and (fp.smaller and "smaller" or fp.tried)
     -- a limit that would admit it (within the device), which --launchable
     -- would still refuse
-    local differs = out.capacity_bytes and c1.mem_limited <= out.capacity_bytes and launch_difference(result, c1.index)
+    local differs, whole = nil, nil
+    if out.capacity_bytes and c1.mem_limited <= out.capacity_bytes then
+      differs, whole = launch_difference(result, c1.index)
+    end
+    -- the closest strategy's launch file differs as the example of those
+    -- that fit does: the model's, not the strategy's (Gemma's GeGLU-tanh
+    -- on Megatron): no degree, split or limit admits one
+    local ld = (result.infeasible_summary or {}).LAUNCH_DIFFERS
+    launch_only = whole ~= nil and ld ~= nil and ld.message == result.inputs.launchable .. ": " .. whole
     out.suggestions[#out.suggestions + 1] = differs and string.format("The closest strategy needs %.2f GiB, " ..
       "%s over the %.2f GiB limit, but raising the limit would not admit it: --launchable %s refuses it too " ..
       "(%s).", c1.mem_limited / 2 ^ 30, common.over_text(c1.mem_limited - limit):sub(2), limit / 2 ^ 30,
@@ -504,7 +515,7 @@ function M.diagnose(result, n)
     table.insert(out.suggestions, hopeless and 1 or math.min(#out.suggestions + 1, 2),
       M.min_devices_text(out.min_devices))
   end
-  if not hopeless then relax_suggestions(out, memory_said, built) end
+  if not hopeless then relax_suggestions(out, memory_said, built, launch_only) end
   return out
 end
 

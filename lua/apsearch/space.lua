@@ -425,7 +425,7 @@ function M.new(ss, info)
   -- With recompute_num_layers "auto", "full" recomputes only where memory
   -- requires (nothing where it fits), which covers "none": not enumerated
   -- twice -- unless the core refuses full recompute for this model and
-  -- framework (info.full_recompute false: Gated DeltaNet models), where
+  -- framework (info.full_recompute false), where
   -- "none" is the only way to run without it.
   local has_auto, has_full = false, false
   for _, v in ipairs(rnl) do has_auto = has_auto or v == "auto" end

@@ -12,9 +12,15 @@
  * 1-based, is full attention when i % k == 0).  Like the hybrid Mamba-2
  * models (hybrid.c) the per-layer estimates price the mean layer, through
  * aps_hybrid_mix: attn_share = floor(L / k) / L of an attention block,
- * gdn_share of a Gated DeltaNet block, one MLP block; so a stage is exact
- * only when it holds whole periods, and these models are priced with
- * pp_degree = 1 (aps_gdn_refusal).
+ * gdn_share of a Gated DeltaNet block, one MLP block.  Over pipeline
+ * stages each rank's mean layer is that of its own layers
+ * (aps_hybrid_stage_mix, aps_gdn_count over aps_layout_rank_spans):
+ * Megatron-Core builds the whole model's layer specs from the global
+ * pattern and keeps those of the rank's global layer ids, the layout's
+ * or offset .. offset + num_layers_to_build - 1 of each virtual stage
+ * (get_transformer_block_with_experimental_attention_variant_spec,
+ * experimental_attention_variant_module_specs.py l.322-332 @ d98e8a64),
+ * so the kinds follow the split as the MoE layers do (moe.c).
  *
  * Gated DeltaNet layer, K = nk dk, V = nv dv (Megatron-Core
  * megatron/core/ssm/gated_delta_net/common.py GatedDeltaNetBase @
@@ -45,18 +51,29 @@
  *  (6), the gated RMSNorm (1), out_proj (1), bias-dropout-add (1). */
 #define APS_HK_GDN 14.0
 
-bool aps_model_has_gdn(const aps_model *m)
+void aps_gdn_count(const aps_model *m, int64_t from, int64_t n,
+                   aps_hybrid_counts *out)
 {
-    return m->linear_attention_period > 0;
+    /* 0-based layer l is attention when (l + 1) % k == 0: those of
+     * 0 .. x - 1 are floor(x / k) */
+    int64_t k = m->linear_attention_period;
+    int64_t attn = (from + n) / k - from / k;
+    out->attn += attn;
+    out->gdn += n - attn;
+}
+
+void aps_gdn_set_shares(aps_hybrid_counts *out)
+{
+    double L = (double)(out->attn + out->gdn);
+    out->attn_share = L > 0 ? (double)out->attn / L : 0.0;
+    out->gdn_share = L > 0 ? (double)out->gdn / L : 0.0;
 }
 
 void aps_gdn_mix(const aps_model *m, aps_hybrid_counts *out)
 {
-    double L = (double)m->num_layers;
-    out->attn = m->num_layers / m->linear_attention_period;
-    out->gdn = m->num_layers - out->attn;
-    out->attn_share = L > 0 ? (double)out->attn / L : 0.0;
-    out->gdn_share = L > 0 ? (double)out->gdn / L : 0.0;
+    out->attn = out->gdn = 0;
+    aps_gdn_count(m, 0, m->num_layers, out);
+    aps_gdn_set_shares(out);
 }
 
 /** K = nk dk: the width of q (and of k). */
@@ -215,17 +232,16 @@ const char *aps_gdn_refusal(const aps_training *t, const aps_strategy *s,
                             aps_reason *code)
 {
     *code = APS_REASON_NOT_MODELLED; /* each refusal: apsearch's pricing */
-    if (s->pp_degree > 1)
-        return "Gated DeltaNet models are priced with pp_degree = 1 only "
-               "(a stage's layers are priced as the pattern's mean layer)";
+    /* pp_degree > 1 (with virtual stages) and full recompute: every rank
+     * is priced by its own layers (aps_stage_layer_cost, the gdn.c file
+     * comment), a recomputed layer as the rank's mean layer as for the
+     * hybrid Mamba-2 models (TransformerBlock._checkpointed_forward runs
+     * any TransformerLayer, transformer_block.py @ d98e8a64) */
     if (s->cp_degree > 1)
         return "Gated DeltaNet models: Megatron-Core splits the delta-rule "
                "scan over CP by an all-to-all of heads (gated_delta_net/"
                "common.py), which is not modelled";
     if (t->framework != APS_FW_MEGATRON)
         return "Gated DeltaNet models are priced for Megatron-LM only";
-    if (s->layer_recompute == APS_RECOMPUTE_FULL)
-        return "Gated DeltaNet models: full recompute is not modelled "
-               "(the recomputed layers' kinds are not tracked)";
     return NULL;
 }

@@ -10,9 +10,9 @@
  * estimate of apsearch prices "one layer" as attention + MLP, so for a
  * hybrid model a layer is priced as the pattern's mean layer: attn_share
  * of an attention block, mlp_share of an MLP block, mamba_share of a
- * Mamba-2 block (transformers: 1, 1, 0).  A stage's sum over its layers
- * is then exact when the stage holds the whole pattern, which is why
- * hybrid models are priced with pp_degree = 1 only (check.c).
+ * Mamba-2 block (transformers: 1, 1, 0).  Over pipeline stages each
+ * rank's mean layer is that of its own layers (aps_hybrid_stage_mix), so
+ * a rank's sum over its layers is exact.
  *
  * An MoE layer 'E' is one norm and one MoE block (hybrid_layer_specs.py
  * @ d98e8a64: moe_layer, a TransformerLayer with IdentityOp attention and
@@ -97,9 +97,17 @@ void aps_hybrid_stage_mix(const aps_model *m, const aps_layout *lay,
         aps_hybrid_mix(m, out);
         return;
     }
-    *out = (aps_hybrid_counts){0};
     int64_t start[APS_MAX_STAGES], len[APS_MAX_STAGES];
     int64_t n = aps_layout_rank_spans(lay, i, start, len);
+    if (aps_model_has_gdn(m)) { /* a transformer layer's MLP and blocks */
+        aps_hybrid_mix(m, out);
+        out->attn = out->gdn = 0;
+        for (int64_t k = 0; k < n; k++)
+            aps_gdn_count(m, start[k], len[k], out);
+        aps_gdn_set_shares(out);
+        return;
+    }
+    *out = (aps_hybrid_counts){0};
     for (int64_t k = 0; k < n; k++)
         count_kinds(m->hybrid_layer_pattern, start[k], len[k], out);
     set_shares(out);

@@ -632,7 +632,17 @@ void aps_dsa_layer_cost(const aps_model *m, const aps_device *d,
 /* ---- gdn.c: Gated DeltaNet linear-attention layers (Qwen3-Next) ---- */
 
 /** True when the model has a linear_attention_period. */
-bool aps_model_has_gdn(const aps_model *m);
+static inline bool aps_model_has_gdn(const aps_model *m)
+{
+    return m->linear_attention_period > 0;
+}
+/** Adds the attention and Gated DeltaNet layers among the model's layers
+ *  from .. from + n - 1 (0-based) to out's attn and gdn counts. */
+void aps_gdn_count(const aps_model *m, int64_t from, int64_t n,
+                   aps_hybrid_counts *out);
+/** The attention and Gated DeltaNet shares of the layers counted in out
+ *  (the MLP share and blocks stay). */
+void aps_gdn_set_shares(aps_hybrid_counts *out);
 /** The attention and Gated DeltaNet counts and shares of the mean layer
  *  into out (aps_hybrid_mix calls it; the MLP share and blocks stay). */
 void aps_gdn_mix(const aps_model *m, aps_hybrid_counts *out);
@@ -674,18 +684,20 @@ static inline bool aps_model_is_hybrid(const aps_model *m)
     return m->hybrid_layer_pattern[0] != '\0';
 }
 /** True when the pipeline ranks of lay hold different layers than the
- *  model's mean layer: a hybrid model over more than one stage (hybrid.c;
- *  a transformer's ranks differ only by their MoE layers, moe.c). */
+ *  model's mean layer: a hybrid Mamba-2 or Gated DeltaNet model over more
+ *  than one stage (hybrid.c, gdn.c; a transformer's ranks differ only by
+ *  their MoE layers, moe.c). */
 static inline bool aps_hybrid_split(const aps_model *m, const aps_layout *lay)
 {
-    return aps_model_is_hybrid(m) && lay->p > 1;
+    return lay->p > 1 && (aps_model_is_hybrid(m) || aps_model_has_gdn(m));
 }
 /** The pattern resolved into counts and per-layer shares. */
 void aps_hybrid_mix(const aps_model *m, aps_hybrid_counts *out);
 /** The counts and shares of pipeline rank i's decoder layers as laid out
  *  (its model chunks, aps_layout_rank_spans): the layers Megatron-LM's
- *  HybridModel builds on the rank (hybrid.c).  aps_hybrid_mix when the
- *  model is not hybrid or there is one stage. */
+ *  HybridModel builds on the rank (hybrid.c), or of a Gated DeltaNet
+ *  model the layers GPTModel builds there (gdn.c).  aps_hybrid_mix
+ *  without such a split (aps_hybrid_split). */
 void aps_hybrid_stage_mix(const aps_model *m, const aps_layout *lay,
                           int64_t i, aps_hybrid_counts *out);
 /** Output width of in_proj, 2 d + 2 G N + nh (MambaMixer @ d98e8a64). */

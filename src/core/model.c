@@ -952,19 +952,20 @@ static double hybrid_largest_layer(const aps_model *m, int64_t tp,
                 fmax(w.mlp > w.moe ? mlp : 0.0, w.mamba ? mamba : 0.0));
 }
 
-/* The largest layer of a Gated DeltaNet model on one of tp ranks (its
- * FSDP unit): the mean layer with its mixer share replaced by the larger
- * whole mixer, gated attention or Gated DeltaNet. */
-static double gdn_largest_layer(const aps_model *m, int64_t tp)
+/* The largest layer among the layers of mix w of a Gated DeltaNet model
+ * on one of tp ranks (its FSDP unit): their mean layer with its mixer
+ * share replaced by the larger whole mixer they hold, gated attention or
+ * Gated DeltaNet. */
+static double gdn_largest_layer(const aps_model *m, int64_t tp,
+                                const aps_hybrid_counts *w)
 {
     double t = (double)tp;
-    aps_hybrid_counts w;
-    aps_hybrid_mix(m, &w);
     double attn = attn_matmul_params(m) / t + qk_norm_params(m, t) +
                   sink_params(m, t);
     double gdn = aps_gdn_params_tp(m, tp);
-    double mean = w.attn_share * attn + w.gdn_share * gdn;
-    return aps_layer_params_tp(m, tp) - mean + fmax(attn, gdn);
+    double mean = w->attn_share * attn + w->gdn_share * gdn;
+    return layer_params_mix(m, tp, w) - mean +
+           fmax(w->attn ? attn : 0.0, w->gdn ? gdn : 0.0);
 }
 
 /* A hybrid model's layers kind by kind: the counts and per-layer
@@ -1110,14 +1111,12 @@ double aps_largest_layer_params(const aps_model *m, const aps_layout *lay,
 {
     if (aps_layout_run_layers(lay, i) <= 0)
         return 0.0;
-    if (aps_model_is_hybrid(m)) {
-        aps_hybrid_counts w;
-        aps_hybrid_stage_mix(m, lay, i, &w);
-        return hybrid_largest_layer(m, lay->t, &w);
-    }
-    if (aps_model_has_gdn(m))
-        return gdn_largest_layer(m, lay->t);
-    return aps_layer_params_tp(m, lay->t);
+    if (!aps_model_is_hybrid(m) && !aps_model_has_gdn(m))
+        return aps_layer_params_tp(m, lay->t);
+    aps_hybrid_counts w;
+    aps_hybrid_stage_mix(m, lay, i, &w);
+    return aps_model_is_hybrid(m) ? hybrid_largest_layer(m, lay->t, &w)
+                                  : gdn_largest_layer(m, lay->t, &w);
 }
 
 double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,

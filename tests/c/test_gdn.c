@@ -156,8 +156,9 @@ static void test_gdn_validation(void **state)
                     "linear_attention_period");
 }
 
-/* PP > 1 and CP > 1 are refused with their reasons; TP must divide the
- * delta rule's heads (TransformerConfig's asserts). */
+/* CP > 1 is refused with its reason (PP > 1 and full recompute are
+ * priced stage by stage, test_gdn_stage_*); TP must divide the delta
+ * rule's heads (TransformerConfig's asserts). */
 static void test_gdn_refusals(void **state)
 {
     (void)state;
@@ -173,8 +174,11 @@ static void test_gdn_refusals(void **state)
     s.pp_degree = 2;
     s.dp_degree = 4;
     aps_reason r = aps_check_all(&m, &c, &t, &s, msg, sizeof msg);
-    ASSERT_REASON(r, APS_REASON_NOT_MODELLED, msg);
-    ASSERT_HAS(msg, "pp_degree = 1 only");
+    ASSERT_REASON(r, APS_REASON_NONE, msg);
+    s.vpp_degree = 2;
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    r = aps_check_all(&m, &c, &t, &s, msg, sizeof msg);
+    ASSERT_REASON(r, APS_REASON_NONE, msg);
     aps_strategy_defaults(&s);
     s.cp_degree = 2;
     s.dp_degree = 4;
@@ -220,17 +224,163 @@ static void test_gdn_fp8_casts(void **state)
     aps_strategy_defaults(&s);
     aps_reason code = APS_REASON_NONE;
     assert_null(aps_gdn_refusal(&t, &s, &code));
-    /* full recompute: refused as what apsearch does not price, not as
-     * what Megatron-LM cannot run */
-    s.layer_recompute = APS_RECOMPUTE_FULL;
-    assert_non_null(aps_gdn_refusal(&t, &s, &code));
-    assert_int_equal(code, APS_REASON_NOT_MODELLED);
-    s.layer_recompute = APS_RECOMPUTE_NONE;
     aps_layer_cost lc;
     aps_layer_times(&m, &c, &t, &s, NULL, &lc);
     double hbm = c.device.hbm_bandwidth * c.device.hbm_efficiency;
     ASSERT_REL(lc.fp8_cast_fwd * hbm, 4096.0 * 44032.0, 1e-12);
     ASSERT_REL(lc.fp8_cast_bwd * hbm, 4096.0 * 93376.0, 1e-12);
+}
+
+/* A dense 6-layer Qwen3-Next shape (no experts, every 4th layer gated
+ * attention: "GGGAGG", 0-based layer 3 the attention) and an 8-layer one
+ * ("GGGAGGGA") for the virtual stages.  Per layer, TP 1: the Gated
+ * DeltaNet mixer 33,718,464 (test_gdn_params); the gated attention QKV
+ * (2 x 16 + 2 x 2) 256 x 2048 = 18,874,368, out-proj 4096 x 2048 =
+ * 8,388,608, Q/K norms 2 x 256 -> 27,263,488; the SwiGLU MLP 3 x 2048 x
+ * 5120 = 31,457,280; two RMSNorms 2 x 2048.  So a G layer 65,179,840, an
+ * A layer 58,724,864; embedding and output layer 151936 x 2048 =
+ * 311,164,928 each (151936 is a multiple of 128), final norm 2048. */
+static void fx_gdn_small(aps_model *m, int64_t layers)
+{
+    fx_qwen3_next(m);
+    m->num_layers = layers;
+    m->num_experts = 0;
+    m->experts_per_token = 0;
+    m->moe_ffn_hidden_size = 0;
+    m->shared_expert_ffn_hidden_size = 0;
+    m->shared_expert_gate = false;
+    m->moe_layer_freq = 0; /* the first validation's 1 (MoE): unset */
+    fx_validate(m);
+}
+
+/* Parameters of each rank as Megatron-LM builds it: the layer specs of
+ * the whole pattern sliced to the rank's global layer ids
+ * (experimental_attention_variant_module_specs.py l.322-332 @ d98e8a64):
+ *   pp 2 (3 + 3 layers): "GGG" + embedding = 506,704,448;
+ *     "AGG" + norm + output = 500,251,520;
+ *   pp 2, vpp 2 on 8 layers (chunks "GG" "GA" "GG" "GA"; rank 0 holds
+ *     chunks 0 and 2, rank 1 chunks 1 and 3): 4 G + embedding =
+ *     571,884,288; 2 G + 2 A + norm + output = 558,976,384.
+ * The model's mean layer would give both ranks the same layers.  The
+ * FSDP unit: the largest layer the rank holds (G on both; an all-G rank
+ * has no attention to weigh). */
+static void test_gdn_stage_params(void **state)
+{
+    (void)state;
+    const double G = 65179840.0, A = 58724864.0, E = 311164928.0, N = 2048.0;
+    struct { int64_t L, v; double want[2]; } cases[] = {
+        {6, 1, {3 * G + E, A + 2 * G + N + E}},
+        {8, 2, {4 * G + E, 2 * G + 2 * A + N + E}},
+    };
+    ASSERT_DBL_EXACT(cases[0].want[0], 506704448.0);
+    ASSERT_DBL_EXACT(cases[0].want[1], 500251520.0);
+    ASSERT_DBL_EXACT(cases[1].want[0], 571884288.0);
+    ASSERT_DBL_EXACT(cases[1].want[1], 558976384.0);
+    aps_training t;
+    fx_training(&t, 8, 4096);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.pp_degree = 2;
+    s.dp_degree = 4;
+    char msg[APS_REASON_LEN];
+    aps_layout lay;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        aps_model m;
+        fx_gdn_small(&m, cases[k].L);
+        s.vpp_degree = cases[k].v;
+        assert_int_equal(aps_layout_build(&m, &t, &s, &lay, msg, sizeof msg),
+                         APS_REASON_NONE);
+        for (int64_t i = 0; i < 2; i++) {
+            ASSERT_DBL_EXACT(aps_stage_params(&m, &lay, i), cases[k].want[i]);
+            ASSERT_DBL_EXACT(aps_largest_layer_params(&m, &lay, i), G);
+        }
+    }
+}
+
+/* The attention core of each rank, "GGGAGG" over pp 2, T = 4096 tokens,
+ * bf16, TP 1: the causal flash core of one gated-attention layer,
+ * 4 T (T / 2) a d = 4 x 4096 x 2048 x 16 x 256 = 137,438,953,472 FLOPs,
+ * on rank 1's 3 layers (its mean layer holds a third of it); none on
+ * rank 0.  The launches: rank 0's attention slot the Gated DeltaNet
+ * block's alone. */
+static void test_gdn_stage_time_terms(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_gdn_small(&m, 6);
+    aps_cluster c;
+    fx_h100(&c, 8);
+    aps_training t;
+    fx_training(&t, 8, 4096);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.pp_degree = 2;
+    s.dp_degree = 4;
+    char msg[APS_REASON_LEN];
+    aps_layout lay;
+    assert_int_equal(aps_layout_build(&m, &t, &s, &lay, msg, sizeof msg),
+                     APS_REASON_NONE);
+    aps_layer_cost lc, own[2];
+    aps_layer_activations(&m, &t, &s, NULL, &lc);
+    aps_layer_times(&m, &c, &t, &s, NULL, &lc);
+    double rate = c.device.peak_flops_bf16 * 0.45;
+    const aps_layer_cost *r0 =
+        aps_stage_layer_cost(&m, &c, &t, &s, &lay, &lc, 0, &own[0]);
+    const aps_layer_cost *r1 =
+        aps_stage_layer_cost(&m, &c, &t, &s, &lay, &lc, 1, &own[1]);
+    ASSERT_DBL_EXACT(r0->attn_fwd, 0.0);
+    ASSERT_REL(3.0 * r1->attn_fwd, 137438953472.0 / rate, 1e-12);
+    ASSERT_REL(3.0 * r1->attn_fwd, 6.0 * lc.attn_fwd, 1e-12);
+    aps_host_program gdn_only;
+    aps_hybrid_counts w = {.gdn = 1, .gdn_share = 1.0, .mlp_share = 1.0,
+                           .blocks = 2.0};
+    aps_host_program_build(&m, &t, &s, &w, &gdn_only);
+    ASSERT_REL(r0->host.attn.fwd, gdn_only.attn.fwd, 1e-12);
+}
+
+/* Full recompute (uniform, one layer per group), "GGGAGG" over pp 2,
+ * T = 4096, bf16, TP 1, flash, no dropout: every layer keeps its input,
+ * 2 x 4096 x 2048 = 16,777,216 bytes, and in the backward the rank's
+ * mean layer's whole set is alive again (as for the hybrid Mamba-2
+ * models).  Saved per layer: the two blocks' norm input and output
+ * 4 x 16,777,216 = 67,108,864; the SwiGLU MLP's fc1 output and fc2 input
+ * 2 x 4096 x (2 x 5120 + 5120) = 125,829,120; a Gated DeltaNet mixer
+ * 303,562,752 (test_gdn_layer_cost) -> G 496,500,736; the gated
+ * attention's Q, K, V 2 x 4096 x 5120 = 41,943,040, context 33,554,432,
+ * Q/K norms 2 x 4096 x 18 x 256 = 37,748,736, gate and gated context
+ * 67,108,864, softmax statistics 4 x 16 x 4096 = 262,144 -> A
+ * 373,555,200.  1F1B with 2 micro-batches (8 sequences over DP 4): rank 0
+ * holds 2 in flight, rank 1 one.
+ *   rank 0 "GGG": 2 x 3 x 16,777,216 + 496,500,736 = 597,164,032
+ *   rank 1 "AGG": (3 + 2) x 16,777,216 (with the final norm's and the
+ *     output layer's inputs) + (373,555,200 + 2 x 496,500,736) / 3 =
+ *     83,886,080 + 455,518,890.67 */
+static void test_gdn_stage_full_recompute(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_gdn_small(&m, 6);
+    aps_cluster c;
+    fx_h100(&c, 8);
+    aps_training t;
+    fx_training(&t, 8, 4096);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.pp_degree = 2;
+    s.dp_degree = 4;
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    s.recompute_method = APS_RECOMPUTE_UNIFORM;
+    s.recompute_num_layers[0] = 1;
+    aps_estimate *e = test_malloc(sizeof *e);
+    fx_run(&m, &c, &t, &s, e);
+    assert_int_equal(e->reason, APS_REASON_NONE);
+    ASSERT_DBL_EXACT(e->stages[0].inflight_microbatches, 2.0);
+    ASSERT_DBL_EXACT(e->stages[1].inflight_microbatches, 1.0);
+    ASSERT_REL(e->stages[0].mem[APS_MEM_ACTIVATIONS], 597164032.0, 1e-12);
+    ASSERT_REL(e->stages[1].mem[APS_MEM_ACTIVATIONS],
+               83886080.0 + (373555200.0 + 2.0 * 496500736.0) / 3.0, 1e-12);
+    assert_int_equal(e->stages[0].recompute_layers, 3);
+    test_free(e);
 }
 
 int main(void)
@@ -242,6 +392,9 @@ int main(void)
         cmocka_unit_test(test_gdn_validation),
         cmocka_unit_test(test_gdn_refusals),
         cmocka_unit_test(test_gdn_fp8_casts),
+        cmocka_unit_test(test_gdn_stage_params),
+        cmocka_unit_test(test_gdn_stage_time_terms),
+        cmocka_unit_test(test_gdn_stage_full_recompute),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

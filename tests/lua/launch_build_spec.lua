@@ -135,6 +135,44 @@ describe("Megatron-LM scripts build the estimated pipeline split", function()
     end
   end)
 
+  -- a Gated DeltaNet model: the split flags of any GPT model, and each rank
+  -- holds the kinds of its global layer ids (Megatron-LM d98e8a64
+  -- experimental_attention_variant_module_specs.py l.322-332 slices the
+  -- whole pattern's specs); the estimate prices each rank by them.  Per
+  -- layer (h 1024, 16 heads of 64, 8 KV heads, SwiGLU 4096, RMSNorm, two
+  -- norms): attention 1024 x 32 x 64 + 1024 x 1024 = 3,145,728, Gated
+  -- DeltaNet (K 4 x 64, V 8 x 64) in_proj 1024 x 1552, out_proj 512 x
+  -- 1024, conv 1024 x 4, dt_bias and A_log 16, norm 64 = 2,117,712, MLP
+  -- 12,582,912, norms 2048; embedding and output 32000 x 1024 each.
+  it("a Gated DeltaNet model's ranks hold the estimated layers and kinds, every split", function()
+    local gdn = model(16, { mlp = "swiglu", linear_attention_period = 4, linear_num_key_heads = 4,
+      linear_num_value_heads = 8, linear_key_head_dim = 64, linear_value_head_dim = 64, linear_conv_kernel_dim = 4 })
+    local MLP, N = 12582912, 2048
+    local A, G, E = 3145728 + MLP + N, 2117712 + MLP + N, 32000 * 1024
+    local cases = {
+      -- pp, vpp, split, layer_offset, Megatron's attention layers per rank (by hand)
+      { 2, 1, "even", nil, { 2, 2 } },
+      { 4, 2, "even", nil, { 0, 2, 0, 2 } },           -- chunks of 2: rank r layers 2r, 2r+1, 8+2r, 9+2r
+      { 4, 1, "even", { -1, 1, -1, 1 }, { 0, 2, 0, 2 } },  -- 3, 5, 3, 5 layers: 0-2, 3-7, 8-10, 11-15
+      { 2, 1, "fill_last", nil, { 2, 2 } },
+    }
+    for _, c in ipairs(cases) do
+      local f, est, rec = script(gdn, { pp_degree = c[1], vpp_degree = c[2], dp_degree = 8 // c[1], zero_stage = 1,
+        micro_batch_size = 1, pipeline_split = c[3], layer_offset = c[4] })
+      local what = string.format("pp %d vpp %d %s", c[1], c[2], c[3])
+      assert.are.equal("4", f["--linear-attention-freq"], what)
+      assert.are.same(estimate_chunks(16, rec), (megatron_chunks(f, 16)), what)
+      local kinds = require("megatron_layers").kinds(f, 16)
+      for i, st in ipairs(est.stages) do
+        local k = kinds[i]
+        assert.are.equal(c[5][i], k.attn, what .. " rank " .. i)
+        assert.are.equal(st.num_layers, k.attn + k.gdn, what .. " rank " .. i)
+        local want = k.attn * A + k.gdn * G + (i == 1 and E or 0) + (i == c[1] and E + 1024 or 0)
+        assert.are.equal(want, st.params, what .. " rank " .. i)
+      end
+    end
+  end)
+
   it("a balanced split (layer_offset = balanced) under embedding_loss is the balanced one", function()
     local f, est, rec = script(model(30), { pp_degree = 4, vpp_degree = 1, dp_degree = 2, zero_stage = 1,
       micro_batch_size = 1, pipeline_split = "embedding_loss", balance_stages = true })

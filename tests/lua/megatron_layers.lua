@@ -23,6 +23,11 @@
 --   virtual stage vp, hybrid_layer_allocation.py select_pipeline_segment),
 --   v = segments / p (arguments.py:841-862); the MTP part after '/' is no
 --   decoder layer.  Without '|' the pattern is split as any model's.
+-- * a Gated DeltaNet model's (--linear-attention-freq k) layer kinds come
+--   from the whole model's pattern, global layer l (0-based) softmax
+--   attention when (l + 1) % k == 0 (experimental_attention_variant_
+--   module_specs.py get_linear_attention_pattern l.458-492), sliced to
+--   each chunk's global layer ids (the same file l.322-332): M.kinds.
 
 local M = {}
 
@@ -73,6 +78,28 @@ function M.chunks(f, L)
   out[1] = out[1] - emb
   out[p * v] = out[p * v] - loss
   return out, v
+end
+
+--- Softmax-attention and Gated DeltaNet layers of each pipeline rank of a
+-- Gated DeltaNet model: chunk j (schedule order) on rank (j - 1) % p holds
+-- the next chunks[j] global layers.
+-- @tparam table f the script's flags
+-- @tparam integer L the model's decoder layers
+-- @treturn table per rank { attn = n, gdn = n }
+function M.kinds(f, L)
+  local p = tonumber(f["--pipeline-model-parallel-size"]) or 1
+  local k = assert(tonumber(f["--linear-attention-freq"]), "no --linear-attention-freq")
+  local out = {}
+  for r = 1, p do out[r] = { attn = 0, gdn = 0 } end
+  local l = 0
+  for j, n in ipairs((M.chunks(f, L))) do
+    local r = out[(j - 1) % p + 1]
+    for _ = 1, n do
+      if (l + 1) % k == 0 then r.attn = r.attn + 1 else r.gdn = r.gdn + 1 end
+      l = l + 1
+    end
+  end
+  return out
 end
 
 return M

@@ -127,6 +127,24 @@ describe("qwen3_next: bad values exit 2 naming file, key and value", function()
   end
 end)
 
+describe("qwen3_next: pipelined strategies rank", function()
+  it("--model qwen3-next-80b-a3b --cluster h100-sxm-80gb:64 ranks pp > 1 (and full recompute), never cp > 1", function()
+    local code, out, err = H.apsearch("run", "--model", "qwen3-next-80b-a3b", "--cluster", "h100-sxm-80gb:64",
+      "--top-k", "10", "--format", "json", "--quiet")
+    assert.are.equal(0, code, err)
+    local r = cjson.decode(out)
+    local pp, full = 0, false
+    for _, s in ipairs(r.top_k_strategies) do
+      assert.are.equal(1, s.cp_degree)
+      if s.pp_degree > 1 then pp = pp + 1 end
+      full = full or s.layer_recompute == "full"
+    end
+    assert.is_true(pp >= 5, out:sub(1, 600))
+    assert.is_true(r.top_k_strategies[1].pp_degree > 1)
+    assert.is_true(full, "no full recompute among the top 10")
+  end)
+end)
+
 describe("qwen3_next: apsearch run", function()
   it("finds feasible strategies on 64 H100 nodes, with a breakdown and the gdn flags", function()
     local dir = H.tmpdir()
@@ -136,7 +154,22 @@ describe("qwen3_next: apsearch run", function()
     local r = cjson.decode(out)
     local top = r.top_k_strategies[1]
     assert.is_not_nil(top, out:sub(1, 400))
-    assert.are.same({ 1, 1 }, { top.pp_degree, top.cp_degree })
+    -- pipelined strategies are priced rank by rank (src/core/gdn.c) and
+    -- rank first: pp 1 gave 7.802 s at best (tp 2, selective), pp 4 x
+    -- vpp 4 gives 5.094 s; CP stays refused
+    assert.is_true(top.pp_degree > 1, out:sub(1, 400))
+    assert.are.equal(1, top.cp_degree)
+    -- each rank's parameters by the kinds of its layers: chunk j of 3
+    -- layers holds global layers 3j .. 3j + 2, so rank 0 (chunks 0, 4, 8,
+    -- 12: layers = 0, 1, 2 mod 4) has no gated attention and every other
+    -- rank 4; with as many layers, rank 0's Gated DeltaNet mixers make its
+    -- decoder layers 4 x (33,718,464 - 27,263,488) = 25,819,904 larger
+    -- than rank 1's (mixers of tests/c/test_gdn.c; embedding 311,164,928)
+    if top.pp_degree == 4 and top.vpp_degree == 4 and top.tp_degree == 1 then
+      local st = r.stage_summary[1].stages
+      assert.are.equal(25819904, st[1].params - 311164928 - st[2].params)
+      assert.are.equal(st[2].params, st[3].params)
+    end
     assert.is_true(#r.memory_breakdown > 0 and #r.stage_summary > 0)
     assert.is_true(top.performance_cost.step_time > 0 and top.memory_cost.total > 0)
     local sh = H.read(dir .. "/launch/rank1_megatron.sh")

@@ -261,9 +261,10 @@ describe("space layer_recompute with recompute_num_layers auto", function()
     assert.are.same({ "full" }, values({ num_devices = 8 }))
     assert.are.same({ "none", "full" }, values({ num_devices = 8, full_recompute = false }))
     -- what search.space_of asks the core: Gated DeltaNet models are priced
-    -- without full recompute (src/core/gdn.c aps_gdn_refusal), a dense model with it
+    -- with full recompute too now (src/core/gdn.c aps_gdn_refusal), as a
+    -- dense model is; "none" is kept only where the core refuses full
     local search = require "apsearch.search"
-    for model, full in pairs({ ["qwen3-next-80b-a3b"] = false, ["llama-3.1-8b"] = true }) do
+    for model, full in pairs({ ["qwen3-next-80b-a3b"] = true, ["llama-3.1-8b"] = true }) do
       local p = policy.from_table({ model = model, cluster = { device = "h100-sxm-80gb", num_devices = 8 },
         training = { global_batch_size = 64, seq_length = 4096, framework = "megatron" },
         search_space = { layer_recompute = { "none", "full" }, recompute_num_layers = { "auto" } } }, "t.lua")

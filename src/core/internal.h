@@ -1341,6 +1341,13 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
 void aps_moe_stage(const aps_model *m, const aps_training *t,
                    const aps_strategy *s, const aps_layout *lay,
                    const aps_moe_cost *mc, int64_t i, aps_moe_stage_cost *out);
+/** Full recompute of rc layers on rank i: the layer inputs kept
+ *  (*kept_inputs: one per layer; uniform: one per group of
+ *  recompute_num_layers layers of each model chunk) and the layers of the
+ *  largest group rebuilt at once in the backward (*group) (memory.c). */
+void aps_recompute_groups(const aps_strategy *s, const aps_layout *lay,
+                          int64_t i, double rc, double *kept_inputs,
+                          double *group);
 /** Adds rank i's MoE / MLA model states (expert states over the expert-
  *  data-parallel group), activations (per_layer_kept: in-flight micro-
  *  batches) and dispatch buffers to st. */

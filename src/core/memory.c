@@ -370,9 +370,9 @@ static double hidden_bytes_rep(const aps_model *m, const aps_strategy *s,
  *  layer; uniform: one per group of recompute_num_layers layers of each
  *  model chunk) and the layers of the largest group rebuilt at once in
  *  the backward. */
-static void recompute_groups(const aps_strategy *s, const aps_layout *lay,
-                             int64_t i, double rc, double *kept_inputs,
-                             double *group)
+void aps_recompute_groups(const aps_strategy *s, const aps_layout *lay,
+                          int64_t i, double rc, double *kept_inputs,
+                          double *group)
 {
     *kept_inputs = rc;
     *group = 1.0;
@@ -419,7 +419,7 @@ static double stage_activations(const aps_model *m, const aps_training *t,
     double per_layer = s->layer_recompute == APS_RECOMPUTE_SELECTIVE
                            ? lc->act_selective : lc->act_full;
     double kept_inputs, group;
-    recompute_groups(s, lay, i, rc, &kept_inputs, &group);
+    aps_recompute_groups(s, lay, i, rc, &kept_inputs, &group);
     /* activation offload: the saved activations of the first offloaded
      * layers leave the device (TE get_cpu_offload_context: layer i's copy
      * runs during layer i + 1's forward and comes back during the

@@ -665,6 +665,29 @@ static void moe_kept_bytes(const aps_model *m, const aps_moe_cost *mc,
     *rebuilt = (m->num_experts > 0 ? mc->moe_int_act - inner : 0.0) + up;
 }
 
+/** Under full recompute, what the MoE and MLA layers among the largest
+ *  group rank i rebuilds at once hold beyond the dense GQA layers
+ *  memory.c's transient counts (group x its act_full): their whole saved
+ *  sets are alive again while the group's backward runs (Megatron's
+ *  CheckpointFunction re-runs the group's forward saving everything,
+ *  megatron/core/tensor_parallel/random.py @ d98e8a64); per MoE layer
+ *  mc->act (the MoE block in place of the dense FFN), per MLA layer
+ *  mc->mla_act, for as many of the group's layers as the rank has. */
+static double full_recompute_rebuilt(const aps_strategy *s,
+                                     const aps_layout *lay,
+                                     const aps_moe_cost *mc, int64_t i,
+                                     double rc, double nm, double nl)
+{
+    if (s->layer_recompute != APS_RECOMPUTE_FULL || rc <= 0)
+        return 0.0;
+    double kept_inputs, group;
+    aps_recompute_groups(s, lay, i, rc, &kept_inputs, &group);
+    double moe = nm < group ? nm : group, mla = nl < group ? nl : group;
+    double extra = moe * (mc->act > 0 ? mc->act : 0.0) +
+                   mla * (mc->mla_act > 0 ? mc->mla_act : 0.0);
+    return extra;
+}
+
 void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
                           const aps_strategy *s, const aps_layout *lay,
                           const aps_dp_plan *plan, const aps_moe_cost *mc,
@@ -718,6 +741,8 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
         per_layer_kept * kept * (nm * moe_b + nl * mla_b);
     if (L > rc)
         st->mem[APS_MEM_ACTIVATIONS] += rebuilt;
+    st->mem[APS_MEM_ACTIVATIONS] += full_recompute_rebuilt(s, lay, mc, i, rc,
+                                                           nm, nl);
     if (nm > 0)
         st->mem[APS_MEM_COMM_EP] = mc->ep_buffer;
 }

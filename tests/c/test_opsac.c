@@ -283,10 +283,56 @@ static void test_ep_buffer_only_with_ep(void **state)
     assert_float_equal(e.mem[APS_MEM_COMM_EP], 0.0, 0.0);
 }
 
+/* Megatron full recompute, uniform, of small_moe's 4 layers on one rank
+ * (the first dense, 3 MoE): while a group's backward runs, its MoE layers
+ * hold their whole sets again, the MoE block's beyond the dense layer
+ * memory.c's transient counts.  Per MoE layer (moe.c, T = Tin = 256,
+ * Te = Tin K = 512 rows at load 1, (up A + Ain) = 2 x 2 + 2 = 6 bytes per
+ * fc1/fc2 element):
+ *   minus the dense FFN      -6 T f          = -6*256*128  = -196,608
+ *   router scores + probs     4 Tin (E + K)  = 4*256*10    =   10,240
+ *   permuted input            2 Te h         = 2*512*64    =   65,536
+ *   experts                   6 Te fe        = 6*512*32    =   98,304
+ *   shared expert             6 T fs         = 6*256*64    =   98,304
+ *   total 75,776; groups of 1, 2, 4 layers rebuild 1, 2, 3 MoE layers
+ *   (min(group, 3)): 75,776, 151,552, 227,328 bytes. */
+static void test_moe_full_recompute_transient(void **state)
+{
+    (void)state;
+    aps_model m; aps_training t; aps_strategy s;
+    small_moe(&m, &t, &s);
+    t.framework = APS_FW_MEGATRON;
+    s.fsdp_degree = 1;
+    s.dp_degree = 2;
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    s.recompute_method = APS_RECOMPUTE_UNIFORM;
+    aps_cluster c;
+    fx_h100(&c, 2);
+    const double want[3] = {75776.0, 151552.0, 227328.0};
+    const int64_t n[3] = {1, 2, 4};
+    for (int k = 0; k < 3; k++) {
+        s.recompute_num_layers[0] = n[k];
+        char msg[APS_REASON_LEN];
+        aps_layout lay;
+        assert_int_equal(aps_layout_build(&m, &t, &s, &lay, msg, sizeof msg),
+                         APS_REASON_NONE);
+        aps_dp_plan plan;
+        aps_dp_plan_build(&t, &s, &plan);
+        aps_moe_cost mc;
+        aps_moe_layer_cost(&m, &c, &t, &s, &mc);
+        ASSERT_REL(mc.act, 75776.0, 1e-12);
+        aps_stage_estimate st;
+        memset(&st, 0, sizeof st);
+        aps_moe_stage_memory(&m, &t, &s, &lay, &plan, &mc, 0, 1.0, &st);
+        ASSERT_REL(st.mem[APS_MEM_ACTIVATIONS], want[k], 1e-12);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_moe_block_gqa),
+        cmocka_unit_test(test_moe_full_recompute_transient),
         cmocka_unit_test(test_moe_block_load_factor),
         cmocka_unit_test(test_mla_block_parity),
         cmocka_unit_test(test_dense_block_unchanged),

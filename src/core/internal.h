@@ -981,6 +981,9 @@ double aps_host_bound_fwd(const aps_host_stage_time *h, double gpu,
  *  identical on every stage, so computed once per strategy. */
 typedef struct {
     double act_full;       /**< bytes saved, no recompute */
+    double act_full_max;   /**< bytes saved by the largest kind of layer
+                                among those of the mix (act_full for a
+                                model whose layers are all alike) */
     double act_selective;  /**< bytes saved with selective recompute */
     double act_input;      /**< bytes saved with full recompute (input) */
     double gemm_fwd;       /**< s, linear layers */

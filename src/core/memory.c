@@ -44,6 +44,7 @@
  * A s' b h, sequence-split with SP (Megatron checkpoints the SP-sharded
  * hidden state; Table 2's "2sbh" is the t = 1 / no-SP case).
  */
+#include <math.h>
 #include "internal.h"
 
 double aps_mlp_saved_bytes(const aps_model *m, const aps_training *t,
@@ -78,6 +79,30 @@ static double gemm_input_bytes(const aps_training *t, const aps_strategy *s,
         return aps_tp_gather_bytes(t) * sl * b * h;
     return aps_gemm_input_bytes(t) * sl * b * h /
            (sp ? (double)s->tp_degree : 1.0);
+}
+
+/** The saved set of the largest kind of layer in the mix w: one block of
+ *  a hybrid Mamba-2 pattern (replicated the blocks' norm tensors, one
+ *  block each: attention, MLP or Mamba-2), or a Gated DeltaNet model's
+ *  layer (both blocks, the MLP, and attention or the delta rule); mean,
+ *  the mix's mean layer, for a model whose layers are all alike. */
+static double largest_layer_set(const aps_hybrid_counts *w, double replicated,
+                                double attn, double mlp, double mamba,
+                                double gdn, double mean)
+{
+    double best = 0.0;
+    if (w->mamba_share > 0 || w->blocks == 1.0) { /* one block a layer */
+        if (w->attn_share > 0) best = fmax(best, replicated + attn);
+        if (w->mlp_share > 0) best = fmax(best, replicated + mlp);
+        if (w->mamba_share > 0) best = fmax(best, replicated + mamba);
+        return best;
+    }
+    if (w->gdn_share > 0) {
+        double base = replicated + w->mlp_share * mlp;
+        if (w->attn_share > 0) best = fmax(best, base + attn);
+        return fmax(best, base + gdn);
+    }
+    return mean;
 }
 
 void aps_layer_activations(const aps_model *m, const aps_training *t,
@@ -134,20 +159,22 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
      * width where the fused SwiGLU keeps 3 */
     if ((t->hf_eager_layer || t->unfused_swiglu) && m->mlp == APS_MLP_SWIGLU)
         mlp += A * sl * b * (double)m->ffn_hidden_size / tp;
-    double split = w.attn_share * attn + w.mlp_share * mlp;
-    if (w.mamba_share > 0)
-        split += w.mamba_share * aps_mamba_saved_bytes(m, t, sl * b, tp);
-    if (w.gdn_share > 0)
-        split += w.gdn_share * aps_gdn_saved_bytes(m, t, sl * b, tp);
+    double mamba = w.mamba_share > 0 ? aps_mamba_saved_bytes(m, t, sl * b, tp)
+                                     : 0.0;
+    double gdn = w.gdn_share > 0 ? aps_gdn_saved_bytes(m, t, sl * b, tp) : 0.0;
+    double split = w.attn_share * attn + w.mlp_share * mlp +
+                   w.mamba_share * mamba + w.gdn_share * gdn;
 
-    double core;
+    double core_layer; /* an attention layer's core */
     if (t->flash_attention)
-        core = APS_FP32_BYTES * a * sl * b / tp;
+        core_layer = APS_FP32_BYTES * a * sl * b / tp;
     else
-        core = (A + drop * (APS_MASK_BYTES + A)) * a * sl * S * b / tp;
-    core *= w.attn_share;
+        core_layer = (A + drop * (APS_MASK_BYTES + A)) * a * sl * S * b / tp;
+    double core = w.attn_share * core_layer;
 
     out->act_full = replicated + split + core;
+    out->act_full_max = largest_layer_set(&w, replicated, attn + core_layer,
+                                          mlp, mamba, gdn, out->act_full);
     /* selective: what the recompute modules keep (aps_recompute_modules):
      * core_attn drops the core's, mlp the MLP's inner activations (fc1
      * outputs, fc2 input), layernorm the norms' outputs (the QKV and MLP
@@ -442,8 +469,11 @@ static double stage_activations(const aps_model *m, const aps_training *t,
     double inflight = aps_layout_inflight(lay, i);
     st->inflight_microbatches = inflight;
     /* Full recompute: while a layer is recomputed its whole activation set
-     * is alive once more (the transient peak of the backward). */
-    double transient = rc > 0 ? group * lc->act_full : 0.0;
+     * is alive once more (the transient peak of the backward); of a group
+     * of several, the largest kind the rank holds and the rest as its mean
+     * layer (a rank that mixes kinds: its peak layer, not the mean) */
+    double transient = rc > 0 ? lc->act_full_max + (group - 1.0) * lc->act_full
+                              : 0.0;
     /* Selective recompute rebuilds what it dropped for one layer at a
      * time in the backward: that difference is alive once more. */
     if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE && layers > rc &&

@@ -191,7 +191,14 @@ function M.env(base_dir, allow)
   end
   api.range = range_list
   api.pow2 = pow2_list
-  api.gib = function(x) return x * 2 ^ 30 end
+  api.gib = function(x)
+    -- a finite number: Lua's string arithmetic would coerce "70" and name
+    -- this file, not the policy, for anything else
+    if math.type(x) == nil or x ~= x or x == math.huge or x == -math.huge then
+      error(string.format("gib(%s): expected a number of GiB", util.describe(x)), 2)
+    end
+    return x * 2 ^ 30
+  end
   api.log = function(fmt, ...) util.log(fmt, ...) end
   -- through sandbox.helper: an error names the policy's line that called
   -- the helper, never apsearch's own sources

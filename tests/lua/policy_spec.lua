@@ -421,6 +421,13 @@ describe("policy files", function()
     local notab = write(dir .. "/n.lua", "return 42\n")
     assert.are.equal(notab .. ": (return value): a policy must return a table (got 42)", err_of(policy.load, notab))
     assert.truthy(err_of(policy.load, dir .. "/missing.lua"):find("cannot open policy file", 1, true))
+    -- a helper given a string names the policy's line, not apsearch's
+    -- source (a fuzz finding: gib"num_devices" fell into Lua's string
+    -- arithmetic inside policy.lua)
+    local g = write(dir .. "/g.lua", 'return {\n  training = { memory_limit_bytes = gib"num_devices" } }\n')
+    local e = err_of(policy.load, g)
+    assert.truthy(e:find(g .. ':2: gib("num_devices"): expected a number of GiB', 1, true), e)
+    assert.is_nil(e:find("apsearch/policy.lua", 1, true), e)
   end)
 
   it("loads rule files named in constraints.rules", function()

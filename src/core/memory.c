@@ -81,17 +81,19 @@ static double gemm_input_bytes(const aps_training *t, const aps_strategy *s,
            (sp ? (double)s->tp_degree : 1.0);
 }
 
-/** The saved set of the largest kind of layer in the mix w: one block of
- *  a hybrid Mamba-2 pattern (replicated the blocks' norm tensors, one
- *  block each: attention, MLP or Mamba-2), or a Gated DeltaNet model's
- *  layer (both blocks, the MLP, and attention or the delta rule); mean,
- *  the mix's mean layer, for a model whose layers are all alike. */
-static double largest_layer_set(const aps_hybrid_counts *w, double replicated,
-                                double attn, double mlp, double mamba,
-                                double gdn, double mean)
+/** The saved set of the largest kind of layer in the mix w (bytes):
+ *  `replicated` is a layer's norm input and output tensors (one block in a
+ *  hybrid Mamba-2 pattern, whose layers are attention, an MLP or Mamba-2;
+ *  both blocks in a Gated DeltaNet model, whose layers are the MLP with
+ *  attention or the delta rule); `mean` the mix's mean layer, returned for
+ *  a model whose layers are all alike.  An MoE layer counts as its dense
+ *  MLP here: moe.c adds its block's difference to the transient. */
+static double largest_layer_set(const aps_hybrid_counts *w, bool hybrid,
+                                double replicated, double attn, double mlp,
+                                double mamba, double gdn, double mean)
 {
     double best = 0.0;
-    if (w->mamba_share > 0 || w->blocks == 1.0) { /* one block a layer */
+    if (hybrid) { /* one block a layer */
         if (w->attn_share > 0) best = fmax(best, replicated + attn);
         if (w->mlp_share > 0) best = fmax(best, replicated + mlp);
         if (w->mamba_share > 0) best = fmax(best, replicated + mamba);
@@ -173,8 +175,9 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
     double core = w.attn_share * core_layer;
 
     out->act_full = replicated + split + core;
-    out->act_full_max = largest_layer_set(&w, replicated, attn + core_layer,
-                                          mlp, mamba, gdn, out->act_full);
+    out->act_full_max = largest_layer_set(&w, aps_model_is_hybrid(m), replicated,
+                                          attn + core_layer, mlp, mamba, gdn,
+                                          out->act_full);
     /* selective: what the recompute modules keep (aps_recompute_modules):
      * core_attn drops the core's, mlp the MLP's inner activations (fc1
      * outputs, fc2 input), layernorm the norms' outputs (the QKV and MLP

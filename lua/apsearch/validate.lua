@@ -71,10 +71,15 @@ local function need_int(row, col)
   return v
 end
 
+--- How spreadsheets and data-frame libraries write a boolean: Excel and
+-- LibreOffice TRUE / FALSE, pandas True / False, numeric exports 1 / 0.
+local BOOLS = { ["true"] = true, ["false"] = false, ["1"] = true, ["0"] = false }
+
 local function need_bool(row, col)
   local v = row[col]
-  if v == "true" then return true elseif v == "false" then return false end
-  error(("%s = %q is not true/false"):format(col, v or ""), 0)
+  local b = type(v) == "string" and BOOLS[v:lower()]
+  if b ~= nil then return b end
+  error(("%s = %q is not true/false (TRUE/FALSE, True/False and 1/0 are read too)"):format(col, v or ""), 0)
 end
 
 local function need_enum(row, col, allowed)
@@ -599,7 +604,7 @@ end
 -- rank, no dispatch): anything else on a dense row is a row that does not
 -- describe the run it measured.
 M.MOE_ONLY = {
-  { col = "moe_router_force_load_balancing", dense = { ["false"] = true },
+  { col = "moe_router_force_load_balancing", dense = { ["false"] = true, ["0"] = true },
     why = "the flag acts on the MoE router only" },
   { col = "ep_degree", dense = { ["1"] = true }, why = "expert parallelism needs experts" },
   { col = "etp_degree", dense = { ["1"] = true }, why = "expert tensor parallelism needs experts" },
@@ -1206,11 +1211,15 @@ end
 local function header_index(path, names)
   local index, known = {}, M.known_columns()
   for i, name in ipairs(names) do
+    if name == "" then
+      goto unnamed -- a spreadsheet's trailing empty columns (M.load checks they stay empty)
+    end
     if index[name] then
       error(("%s: header: column %s appears twice (columns %d and %d)"):format(
         path, util.describe(name), index[name], i), 0)
     end
     index[name] = i
+    ::unnamed::
   end
   local missing = {}
   for _, col in ipairs(M.REQUIRED) do
@@ -1222,7 +1231,7 @@ local function header_index(path, names)
   end
   local suggest = require("apsearch.suggest")
   for i, name in ipairs(names) do
-    if not known[name] then
+    if name ~= "" and not known[name] then
       local sugg = suggest.did_you_mean(name, suggest.keys(known))
       error(("%s: header: unknown column %s (column %d)%s (schema: docs/accuracy.md)"):format(
         path, util.describe(name), i, sugg and ("; " .. sugg) or ""), 0)
@@ -1247,6 +1256,11 @@ function M.load(path)
   end
   local text, rerr = util.read_file(path)
   if not text then error(("%s: cannot read: %s"):format(path, tostring(rerr)), 0) end
+  local first = (text:sub(1, 3) == "\239\187\191" and text:sub(4) or text):match("^[^\r\n]*")
+  if first:find(";", 1, true) and not first:find(",", 1, true) then
+    error(("%s:1: the header's fields are separated by ';': apsearch reads comma-separated CSV "
+      .. "(export with ',' as the field separator)"):format(path), 0)
+  end
   local records, lines = require("apsearch.csvread").parse(text, path)
   if #records == 0 then error(("%s: empty file (no header row)"):format(path), 0) end
   local names = {}
@@ -1259,6 +1273,12 @@ function M.load(path)
     if #fields ~= #names then
       error(("%s:%d: data row %d has %d fields, the header %d"):format(
         path, lines[r], r - 1, #fields, #names), 0)
+    end
+    for i, name in ipairs(names) do
+      if name == "" and fields[i]:match("%S") then
+        error(("%s:%d: column %d has no name in the header but holds %s"):format(
+          path, lines[r], i, util.describe(fields[i])), 0)
+      end
     end
     local row = {}
     for name, i in pairs(index) do row[name] = fields[i] end

@@ -141,6 +141,48 @@ describe("validate and calibrate read a spreadsheet export (issue 26)", function
     end
   end)
 
+  it("reads TRUE/FALSE, True/False and 1/0 as the booleans they are (Excel, pandas)", function()
+    local header = assert(H.read(FIXTURE)):match("^[^\r\n]*")
+    local first = assert(H.read(FIXTURE)):match("\n([^\r\n]*)")
+    local spellings = { { "TRUE", "FALSE" }, { "True", "False" }, { "1", "0" } }
+    for i, sp in ipairs(spellings) do
+      local row = ("," .. first .. ","):gsub(",true,", "," .. sp[1] .. ","):gsub(",false,", "," .. sp[2] .. ",")
+      row = row:gsub(",true,", "," .. sp[1] .. ","):gsub(",false,", "," .. sp[2] .. ",")
+      local f = H.write(dir .. "/b" .. i .. ".csv", header .. "\n" .. row:sub(2, -2) .. "\n")
+      local got = validate.load(f)[1]
+      local want = validate.load(FIXTURE)[1]
+      local code, out = H.apsearch("validate", f, "--format", "json")
+      assert.are.equal(0, code, out)
+      local code0, out0 = H.apsearch("validate", H.write(dir .. "/p.csv", header .. "\n" .. first .. "\n"), "--format", "json")
+      assert.are.equal(0, code0)
+      local json = require "cjson"
+      assert.are.same(json.decode(out0).cases[1].predicted, json.decode(out).cases[1].predicted)
+      assert.are_not.equal(want.flash_attention, got.flash_attention) -- the spelling really changed
+    end
+  end)
+
+  it("ignores unnamed trailing columns while they are empty, refuses a value in one", function()
+    local header = assert(H.read(FIXTURE)):match("^[^\r\n]*")
+    local first = assert(H.read(FIXTURE)):match("\n([^\r\n]*)")
+    local ok = H.write(dir .. "/trail.csv", header .. ",,\n" .. first .. ",,\n")
+    assert.are.equal(1, #validate.load(ok))
+    local ncol = select(2, header:gsub(",", "")) + 2
+    local bad = H.write(dir .. "/trailbad.csv", header .. ",\n" .. first .. ",x\n")
+    local okk, err = pcall(validate.load, bad)
+    assert.is_false(okk)
+    assert.are.equal(bad .. ":2: column " .. ncol .. ' has no name in the header but holds "x"', err)
+  end)
+
+  it("refuses a semicolon-separated export saying so", function()
+    local header = assert(H.read(FIXTURE)):match("^[^\r\n]*"):gsub(",", ";")
+    local f = H.write(dir .. "/semi.csv", csvread.BOM .. header .. "\nc1;x\n")
+    local code, out, err = H.apsearch("validate", f)
+    assert.are.equal(2, code)
+    assert.are.equal("", out)
+    assert.are.equal("apsearch: " .. f .. ":1: the header's fields are separated by ';': apsearch reads "
+      .. "comma-separated CSV (export with ',' as the field separator)\n", err)
+  end)
+
   it("exits 2 with file, line and column on malformed CSV, validate and calibrate alike", function()
     local header = assert(H.read(FIXTURE)):match("^[^\r\n]*")
     local bad = H.write(dir .. "/bad.csv", header .. "\nc1,\"never closed\n")

@@ -531,7 +531,7 @@ def main():
                 recipes = worlds.get((fam, case), {}).get(MACHINES[machine][2], {})
                 sizes = set(recipes.values())
                 fallback = False
-                if not sizes and fam in ("gpt", "moe") and not case.endswith("_1node"):
+                if not sizes and fam in ("gpt", "moe") and not case.endswith("_1node") and "release" not in case:
                     # a case no longer named by a recipe: its family's training
                     # recipe for the machine (h100/{gpt,moe}.yaml 1 x 8 GPUs,
                     # gb200/{gpt,moe}.yaml 2 x 4), said in notes, reliability C

@@ -581,8 +581,6 @@ def main():
 _VPP = ("apsearch refuses: VPP_INVALID, 5 micro-batches over PP 4 with VPP 3; Megatron runs it with "
         "--microbatch-group-size-per-virtual-pipeline-stage 5")
 _MLA_BIAS = "apsearch refuses: model.qkv_bias not modelled with MLA (the case keeps Megatron's linear biases)"
-_BOUND = ("apsearch validate refuses: measured step time beyond the physical bound (under 0.1 % of the "
-          "device's peak; validate.MIN_UTIL)")
 DROPS = {
     "mlf-gpt-gpt3_mcore_te_tp1_pp4_vp1_resume_torch_dist_tunable_overlap-h100": _VPP,
     "mlf-gpt-gpt3_mcore_te_tp1_pp4_vp1_resume_torch_dist_tunable_overlap-gb200": _VPP,
@@ -593,45 +591,6 @@ DROPS = {
     "mlf-gpt-gpt3_mcore_te_tp2_pp2_mla-h100": _MLA_BIAS,
     "mlf-gpt-gpt3_mcore_te_tp2_pp2_mla-gb200": _MLA_BIAS,
     "mlf-gpt-gpt3_mcore_te_tp2_pp2_mla-a100": _MLA_BIAS,
-    "mlf-gpt-gpt3_mcore_te_tp2_pp1_resume_torch_dist_cp2_nondeterministic-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp2_pp2_cp2-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp2_pp2_cp2_calculate_per_token_loss-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp2_pp2_cp2_calculate_per_token_loss_nondeterministic-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp2_pp2_cp2_etp4_calculate_per_token_loss_dp_last-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp2_pp2_cp2_etp4_calculate_per_token_loss_nondeterministic_dp_last-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp2_pp2_cp2_etp4_dp_last-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp2_pp2_cp2_etp4_nondeterministic_dp_last-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp2_pp2_cp2_nondeterministic-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp2_pp2_resume_torch_dist-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp2_pp2_resume_torch_dist_cp2_nondeterministic-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp2_pp2_resume_torch_dist_ddp_average_in_collective-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp2_pp2_resume_torch_dist_defer_embedding_wgrad_compute-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp2_pp2_resume_torch_dist_no_create_attention_mask_in_dataloader-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp4_pp1_dist_optimizer_overlap_grad_reduce_param_gather-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp4_pp1_resume_torch_dist_dist_optimizer_overlap_grad_reduce-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp4_pp1_resume_torch_dist_dist_optimizer_overlap_grad_reduce_param_gather-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp4_pp1_resume_torch_dist_qk_layernorm_test_mode-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp4_pp2_resume_torch_dist_reshard_8x1xNone-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_tp4_pp1_resume_torch-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_tp4_pp1_resume_torch_dist-gb200": _BOUND,
-    "mlf-gpt-gpt3_weekly_mcore_tp2_pp2_current_scaling_native_fp8_tp_pp_sp_tp_overlap-gb200": _BOUND,
-    "mlf-gpt-gpt3_weekly_mcore_tp4_cp2_current_scaling_native_fp8_tp_sp_cp_tp_overlap-h100": _BOUND,
-    "mlf-gpt-gpt3_weekly_mcore_tp4_cp2_current_scaling_native_fp8_tp_sp_cp_tp_overlap-gb200": _BOUND,
-    "mlf-moe-gpt3_mcore_cp2_pp2_ep2_te_4experts2parallel_nondeterministic-gb200": _BOUND,
-    "mlf-moe-gpt3_mcore_cp2_pp2_ep2_te_4experts2parallel_nondeterministic_dp_last-gb200": _BOUND,
-    "mlf-moe-gpt3_mcore_te_tp1_pp2_resume_torch_dist_reshard_2x1x4_te_8experts2parallel_dist_optimizer-gb200": _BOUND,
-    "mlf-moe-gpt3_mcore_te_tp2_pp1_resume_torch_dist_te_8experts2parallel_dist_optimizer-gb200": _BOUND,
-    "mlf-moe-gpt3_mcore_te_tp2_pp1_te_8experts2parallel_ddp_average_in_collective-gb200": _BOUND,
-    "mlf-moe-gpt3_mcore_te_tp2_pp1_te_8experts2parallel_overlap_grad_reduce_param_gather_groupedGEMM-gb200": _BOUND,
-    "mlf-moe-gpt3_mcore_te_tp2_pp1_te_a2a_ovlp_8experts_etp1_ep4-gb200": _BOUND,
-    "mlf-moe-gpt3_mcore_tp2_cp2_pp2_ep2_te_4experts2parallel-gb200": _BOUND,
-    "mlf-moe-gpt3_mcore_tp2_cp2_pp2_ep2_te_4experts2parallel_dp_last-gb200": _BOUND,
-    "mlf-moe-gpt3_mcore_tp2_pp2_ep2_etp2_te_4experts2parallel-gb200": _BOUND,
-    "mlf-moe-gpt3_mcore_tp2_pp2_ep2_etp2_te_4experts2parallel_dp_last-gb200": _BOUND,
-    "mlf-moe-gpt3_mcore_tp2_pp2_ep2_te_4experts2parallel-gb200": _BOUND,
-    "mlf-gpt-gpt3_mcore_te_tp2_pp1_resume_torch_dist_cp2_nondeterministic-gb200": _BOUND,
-    "mlf-moe-gpt3_moe_mcore_te_tp4_ep2_etp2_pp2_resume_torch_dist_dist_optimizer-gb200": _BOUND,
 }
 
 if __name__ == "__main__":

@@ -878,7 +878,15 @@ function Norm:constraints(v, routed)
                           util.join_path(util.root(), "rules/" .. r .. ".lua") }
           path = nil
           for _, cnd in ipairs(cands) do if util.file_exists(cnd) then path = cnd break end end
-          if not path then self:fail(p, "unknown rule (no rules/" .. r .. ".lua next to the policy or in the apsearch rules directory)", r) end
+          if not path then
+            -- the example rules ship beside the examples, not among the built-ins
+            local example = util.join_path(util.root(), "examples/rules/" .. r .. ".lua")
+            local hint = util.file_exists(example)
+              and ("; apsearch's example " .. example .. " is one: give its path, or copy it to rules/ next to the policy")
+              or ""
+            self:fail(p, "unknown rule (no rules/" .. r .. ".lua next to the policy or in the apsearch rules directory"
+              .. hint .. ")", r)
+          end
         elseif not util.file_exists(path) then
           self:fail(p, "rule file not found", r)
         end

@@ -447,6 +447,15 @@ describe("policy files", function()
     assert.truthy(err_of(policy.from_table, raw, dir .. "/policy.lua"):find("rule file not found", 1, true))
     raw.constraints = { rules = { { name = "x", check = 1 } } }
     assert.truthy(err_of(policy.from_table, raw, dir .. "/policy.lua"):find("check: expected a function", 1, true))
+    -- a name finds rules/<name>.lua beside the policy or a built-in; an
+    -- example rule by its name is pointed at, not found
+    raw.constraints = { rules = { "tp_in_node" } }
+    local e = err_of(policy.from_table, raw, dir .. "/policy.lua")
+    assert.truthy(e:find("unknown rule (no rules/tp_in_node.lua next to the policy or in the apsearch rules "
+      .. "directory; apsearch's example " .. ROOT .. "/examples/rules/tp_in_node.lua is one: give its path", 1, true), e)
+    raw.constraints = { rules = { "nope" } }
+    e = err_of(policy.from_table, raw, dir .. "/policy.lua")
+    assert.truthy(e:find("apsearch rules directory) (got \"nope\")", 1, true), e)
   end)
 
   it("loads every shipped example", function()

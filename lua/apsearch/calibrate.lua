@@ -239,7 +239,8 @@ function M.fit_rows(all, label, opts)
   local prepared = prepare(rows, meas)
   local before = loss(prepared, calib, opts.over_profile)
   local best = before
-  log(string.format("calibrate: %d rows, %d devices, loss before %.4f", #rows, #names, before))
+  log(string.format("calibrate: %d row%s, %d device%s, loss before %.4f", #rows, #rows == 1 and "" or "s",
+    #names, #names == 1 and "" or "s", before))
   -- one vector of every (family, field) pair, normalised by its bounds:
   -- the devices of one efficiency family (calibration.family: the same
   -- tensor cores and kernels, e.g. an H100 SXM and its 500 W variant)

@@ -134,9 +134,9 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
                     s->cp_degree;
     if (dense % (etp * ep) != 0) {
         aps_fmt(msg, n, "etp_degree x ep_degree = %lld x %lld does not divide "
-                "the %lld ranks of a pipeline stage (tp x cp x dp; "
+                "the %lld rank%s of a pipeline stage (tp x cp x dp; "
                 "megatron/core/parallel_state.py)", (long long)etp,
-                (long long)ep, (long long)dense);
+                (long long)ep, (long long)dense, dense == 1 ? "" : "s");
         return APS_REASON_EP_DIVISIBILITY;
     }
     if (m->moe_ffn_hidden_size % etp != 0) {

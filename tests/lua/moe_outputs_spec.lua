@@ -70,6 +70,15 @@ describe("multi-token prediction and experts in the outputs", function()
     assert.truthy(note:find("MoE runs never fitted spread wider (docs/accuracy.md, Prediction intervals)", 1, true), note)
     local dense = search.run(policy.load(ROOT .. "/examples/llama3_8b_h100.lua", { quiet = true, top_k = 2 }))
     assert.falsy(common.interval_note(dense):find("MoE", 1, true))
+    assert.falsy(common.interval_note(dense):find("hybrid", 1, true))
+  end)
+
+  it("says under the table that no run of a hybrid model is behind the factors, and how far off they were", function()
+    local code, out = H.apsearch("run", "--model", ROOT .. "/examples/models/nemotron-h-8b-base-8k.json",
+      "--cluster", "h100-sxm-80gb:4", "-k", "2", "--wide")
+    assert.are.equal(0, code, out)
+    assert.truthy(out:find("a hybrid Mamba-2 / linear-attention model: no published run of one is behind these "
+      .. "factors, and the 20 held-out Nemotron 3 Nano runs ran 24-59 % slower than estimated", 1, true), out)
   end)
 
   it("lists the expert settings among the report's full strategies", function()

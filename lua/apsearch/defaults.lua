@@ -354,9 +354,15 @@ function M.header(model, training, n, built)
   local tokens = training.global_batch_size * training.seq_length
   local rule = string.format("recipe tokens-per-GPU rule: clamp(%d GPUs x %s, %s, %s)", n,
     commas(b.tokens_per_gpu), commas(b.min_tokens), commas(b.max_tokens))
+  local want = math.max(b.min_tokens, math.min(b.max_tokens, n * b.tokens_per_gpu))
   if built then
     rule = string.format("as --set (the %s gives global batch %d x %d)", rule, built.global_batch_size,
       built.seq_length)
+  elseif tokens ~= want then
+    -- M.batch_sequences: the rule's tokens rounded down to 2^k x the odd part of n
+    rule = string.format("%s = %s, rounded down to %d sequences (2^k x %d, the odd part of %d GPUs, so that "
+      .. "the data-parallel degrees dividing the cluster divide the batch)", rule, commas(want),
+      training.global_batch_size, odd_part(n), n)
   end
   local lines = {
     string.format("defaults: %s, %s, %s, seq %d (%s recipes), the framework's full space",

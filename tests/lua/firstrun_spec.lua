@@ -194,6 +194,14 @@ describe("the recipe tokens-per-GPU rule", function()
     assert.are.equal(4096, defaults.seq_length({ num_layers = 32, max_position_embeddings = 4096 }))
     -- 24 GPUs: 128 sequences rounded to 2^k x 3
     assert.are.equal(96, defaults.training(dense, 24).global_batch_size)
+    -- and the header says so, not a batch below the floor it prints
+    local lines = defaults.header(dense, defaults.training(dense, 24), 24)
+    assert.are.equal("defaults: global batch 96 x 8192 = 786,432 tokens; recipe tokens-per-GPU rule: "
+      .. "clamp(24 GPUs x 16,384, 1,048,576, 16,777,216) = 1,048,576, rounded down to 96 sequences (2^k x 3, "
+      .. "the odd part of 24 GPUs, so that the data-parallel degrees dividing the cluster divide the batch)", lines[2])
+    -- 64 GPUs: the rule's batch itself, no rounding said
+    assert.are.equal("defaults: global batch 128 x 8192 = 1,048,576 tokens; recipe tokens-per-GPU rule: "
+      .. "clamp(64 GPUs x 16,384, 1,048,576, 16,777,216)", defaults.header(dense, defaults.training(dense, 64), 64)[2])
   end)
 end)
 

@@ -332,6 +332,18 @@ describe("when nothing fits", function()
     assert.truthy(out:find("GiB over the 78.65 GiB limit", 1, true), out)
     assert.truthy(out:find("fits from 128 devices (h100-sxm-80gb:16x8; the same defaults, host counts tried in powers of two): ", 1, true), out)
   end)
+  it("names a --fix that leaves no valid value before memory or devices", function()
+    local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:1",
+      "--fix", "tp_degree=3")
+    assert.are.equal(1, code)
+    -- Llama 3.1 70B has 64 heads: TP 3 divides none of them, so no
+    -- candidate reaches the estimate and no cluster size helps (the
+    -- suggestion is folded at 120 columns: joined back here)
+    out = out:gsub("\n    ", " ")
+    assert.truthy(out:find("what to relax:\n  1. No candidate reached the estimate: all 348 were refused by the "
+      .. "checks before it (TP_DIVISIBILITY 348: num_attention_heads = 64 is not divisible by tp_degree = 3); the "
+      .. "space was narrowed by --fix tp_degree=3: drop it or fix a value the checks accept.", 1, true), out)
+  end)
   it("does not offer a memory limit that --launchable would refuse anyway", function()
     -- Gemma 3's GeGLU-tanh MLP is not expressible in Megatron: every
     -- strategy's launch file differs, so a limit that admits the closest

@@ -434,6 +434,30 @@ local function relax_suggestions(out, memory_said, built, launch_only)
   end
 end
 
+-- When no candidate reached the estimate, every one was refused by the
+-- checks before it (a degree that cannot divide the model, a space a
+-- --fix narrowed to such values): the first thing to relax is that, not
+-- memory or the cluster size.  Returns the sentence, or nil when some
+-- candidate was estimated.
+local function early_only_text(result, reasons)
+  local acs = result.all_candidate_summary or {}
+  if (acs.estimated or 0) > 0 or (acs.filtered_early or 0) == 0 or #reasons == 0 then return nil end
+  local parts = {}
+  for i, r in ipairs(reasons) do
+    if i > 2 then break end
+    parts[#parts + 1] = string.format("%s %s%s", r.code, common.commas(r.count),
+      r.message and (": " .. r.message) or "")
+  end
+  local fixes = {}
+  for _, o in ipairs(((result.inputs or {}).overrides) or {}) do
+    if o.kind == "fix" then fixes[#fixes + 1] = string.format("--fix %s=%s", o.key, tostring(o.value)) end
+  end
+  local fixed = #fixes > 0 and string.format("; the space was narrowed by %s: drop it or fix a value the "
+    .. "checks accept", table.concat(fixes, ", ")) or "; widen the search space where it excludes every valid value"
+  return string.format("No candidate reached the estimate: all %s were refused by the checks before it (%s)%s.",
+    common.commas(acs.filtered_early), table.concat(parts, "; "), fixed)
+end
+
 --- Why a search found no feasible strategy: the binding reasons (every
 -- filter reason with its count, the ones after the estimate first: they
 -- stopped the candidates that came closest), the closest strategies (the
@@ -516,6 +540,12 @@ function M.diagnose(result, n)
       M.min_devices_text(out.min_devices))
   end
   if not hopeless then relax_suggestions(out, memory_said, built, launch_only) end
+  -- (unless a suggestion above already names the check that refused them)
+  local early = early_only_text(result, out.reasons)
+  for _, t in ipairs(out.suggestions) do
+    if t:find("before the estimate", 1, true) then early = nil end
+  end
+  if early then table.insert(out.suggestions, 1, early) end
   return out
 end
 

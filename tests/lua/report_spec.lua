@@ -948,6 +948,14 @@ describe("issue 16: report colours, stage labels, top-k table, no feasible strat
     assert.truthy(text:find('id="closest-table"', 1, true))
     assert.truthy(text:find('What to relax', 1, true))
     assert.truthy(text:find('3.00 GiB', 1, true))      -- the memory limit fact
+    -- no rank to pick: no empty rank dropdown above chart 3's notice
+    assert.is_nil(html.render(r, { echarts_js = "/*stub*/" }):find('id="stage-rank"', 1, true))
+    assert.truthy(html.render(run(), { echarts_js = "/*stub*/" }):find('id="stage-rank"', 1, true))
+    -- the fit probe's finding, as the terminal says it (format.common.fit_probe_text)
+    r.fit_probe = { tried = 512, cluster = "h100-sxm-80gb:64x8" }
+    assert.truthy(html.render(r, {}):find('<p id="fit-probe">No fit up to 512 devices (h100-sxm-80gb:64x8) with the '
+      .. 'same defaults.</p>', 1, true))
+    r.fit_probe = nil
     -- a limit given on max reserved (the default kind): the closest are
     -- those least over it, and the limit offered admits the first
     local rr = run({ constraints = { memory_limit_gib = 3 } })

@@ -345,20 +345,8 @@ function M.no_fit_lines(result)
         tostring(c.reason))
     end
   end
-  local fp = result.fit_probe
-  if fp and fp.smaller then
-    local f = fp.smaller
-    lines[#lines + 1] = string.format("\nfits on %s of the %s devices (%s; the same defaults): %s, step %.3f s",
-      common.commas(f.devices), common.commas(((result.inputs or {}).cluster or {}).num_devices or 0), f.cluster,
-      f.strategy, f.step_time)
-  elseif fp and fp.devices then
-    local below = fp.not_on and string.format(", not on %s", common.commas(fp.not_on)) or ""
-    lines[#lines + 1] = string.format("\nfits from %s devices (%s%s; the same defaults, host counts tried in powers of two): %s, step %.3f s",
-      common.commas(fp.devices), fp.cluster, below, fp.strategy, fp.step_time)
-  elseif fp then
-    lines[#lines + 1] = string.format("\nno fit up to %s devices (%s) with the same defaults",
-      common.commas(fp.tried), fp.cluster)
-  end
+  local probe = common.fit_probe_text(result)
+  if probe then lines[#lines + 1] = "\n" .. probe end
   return lines
 end
 

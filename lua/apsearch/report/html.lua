@@ -860,6 +860,8 @@ local function infeasible_html(result)
     for _, t in ipairs(d.suggestions) do out[#out + 1] = "<li>" .. esc(t) .. "</li>" end
     out[#out + 1] = "</ol>"
   end
+  local probe = common.fit_probe_text(result)
+  if probe then out[#out + 1] = "<p id=\"fit-probe\">" .. esc(probe:sub(1, 1):upper() .. probe:sub(2)) .. ".</p>" end
   out[#out + 1] = "</div>\n"
   if #d.closest > 0 then
     out[#out + 1] = "<h3 id=\"closest\">Closest strategies (least estimated memory)</h3>\n"
@@ -963,11 +965,17 @@ function M.render(result, opts)
     P("<h2 id=\"charts\">Charts</h2>\n<div class=\"charts\">\n")
     P("<div id=\"chart1\" class=\"chart\" data-empty=\"1. no feasible strategy: no step times to compare\"></div>\n")
     P("<div id=\"chart2\" class=\"chart\" data-empty=\"2. no feasible strategy: no memory to compare\"></div>\n")
-    P("<div class=\"chart-box\"><div class=\"control\"><label>rank <select id=\"stage-rank\">")
-    for _, t in ipairs(data.topk) do
-      P(string.format("<option value=\"%d\">%d (pp=%s)</option>", t.rank, t.rank, tostring(t.pp_degree)))
+    -- the rank picker only when there is a rank to pick (an empty
+    -- dropdown above the "no stages" notice read as broken)
+    P("<div class=\"chart-box\">")
+    if #data.topk > 0 then
+      P("<div class=\"control\"><label>rank <select id=\"stage-rank\">")
+      for _, t in ipairs(data.topk) do
+        P(string.format("<option value=\"%d\">%d (pp=%s)</option>", t.rank, t.rank, tostring(t.pp_degree)))
+      end
+      P("</select></label></div>")
     end
-    P("</select></label></div><div id=\"chart3\" class=\"chart\" data-empty=\"3. no feasible strategy: no stages\"></div></div>\n")
+    P("<div id=\"chart3\" class=\"chart\" data-empty=\"3. no feasible strategy: no stages\"></div></div>\n")
     P("<div id=\"chart4\" class=\"chart\" data-empty=\"4. no candidate generated\"></div>\n")
     -- in number order: 1-4 two by two, then 5-8 one per row
     P("<div id=\"chart5\" class=\"chart wide\" data-empty=\"5. no candidate was filtered\"></div>\n")

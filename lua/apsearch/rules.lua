@@ -652,8 +652,10 @@ function M.objective_comparator(obj, make_ctx)
     if s == nil then
       if ctx == nil and make_ctx then ctx = M.context(make_ctx()) end
       s = call(entry(e), ctx)
-      if type(s) ~= "number" or s ~= s then
-        bad_return(fn, label .. " (score)", "returned " .. util.describe(s) .. " (expected a number)")
+      -- a finite number: NaN orders nothing, and +-inf would reach every
+      -- output as "inf" (or JSON's null)
+      if type(s) ~= "number" or s ~= s or s == math.huge or s == -math.huge then
+        bad_return(fn, label .. " (score)", "returned " .. util.describe(s) .. " (expected a finite number)")
       end
       e.objective_value = s
     end

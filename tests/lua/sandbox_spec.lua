@@ -272,7 +272,7 @@ describe("values a script returns (issue 14)", function()
     ]]):gsub("SPIN", spin), nil))
     local better = rules.objective_comparator(obj)
     e = err_of(better, { step_time = 1, mem_peak = 1 }, { step_time = 2, mem_peak = 1 })
-    assert.truthy(e:find("returned {} (expected a number)", 1, true), e)
+    assert.truthy(e:find("returned {} (expected a finite number)", 1, true), e)
   end)
 end)
 
@@ -402,7 +402,16 @@ describe("reports", function()
       "return { name = 'o', score = function(e) return 'cheap' end }"))
     local better = rules.objective_comparator(obj, function() return nil end)
     local e = err_of(better, { step_time = 1, mem_peak = 1 }, { step_time = 2, mem_peak = 1 })
-    assert.truthy(e:find('obj.lua:1: objective "o" (score) returned "cheap" (expected a number)', 1, true), e)
+    assert.truthy(e:find('obj.lua:1: objective "o" (score) returned "cheap" (expected a finite number)', 1, true), e)
+    -- +-inf would reach the table and result.csv as "inf", result.json as null
+    for _, v in ipairs({ "math.huge", "-math.huge", "1e308 * 10" }) do
+      local oi = rules.load_objective(write(DIR .. "/obj_inf.lua",
+        "return { name = 'o', score = function(e) return " .. v .. " end }"))
+      e = err_of(rules.objective_comparator(oi, function() return nil end),
+        { step_time = 1, mem_peak = 1 }, { step_time = 2, mem_peak = 1 })
+      assert.truthy(e:find('obj_inf.lua:1: objective "o" (score) returned ', 1, true), e)
+      assert.truthy(e:find("(expected a finite number)", 1, true), e)
+    end
     local fmt = rules.load_formatter(write(DIR .. "/fmt.lua", "return { render = function(r) return 42 end }"))
     e = err_of(fmt.render, {})
     assert.truthy(e:find('fmt.lua:1: formatter "fmt" (render) returned 42 (expected a string)', 1, true), e)

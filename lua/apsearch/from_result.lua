@@ -69,6 +69,27 @@ function M.load(path)
   return plain(r), path
 end
 
+-- Kinds whose values a record holds as written (the split, offsets and
+-- recompute layers hold placeholders, read back by M.strategy and checked
+-- with the strategy).
+local SIMPLE = { posint = true, nonnegint = true, zero = true, bool = true, nonneg = true, string = true }
+
+-- The strategy fields of a record, checked before anything reads them: a
+-- hand-edited result.json (tp_degree = "2", -8, {}) is refused naming the
+-- file, the record and the field, not by a comparison deep in the search.
+local function check_fields(rec, path, i)
+  for f, kind in pairs(schema.strategy) do
+    local v = rec[f]
+    if v ~= nil and (type(kind) == "table" or SIMPLE[kind]) and not (M.PLACEHOLDERS[f] and v ~= nil
+        and M.PLACEHOLDERS[f][v] ~= nil) then
+      schema.check_value(kind, v, function(problem, got)
+        fail(path, ("top_k_strategies[%d].%s: %s (got %s)"):format(i, f, problem, util.describe(got)))
+      end)
+    end
+  end
+  return rec
+end
+
 --- The top-k record of rank `rank`.
 -- @tparam table result from M.load
 -- @param rank the --rank text or number
@@ -79,9 +100,9 @@ function M.record(result, rank, path)
   local n = math.tointeger(tonumber(rank))
   if not n or n < 1 then util.fail("--rank", "rank", "must be a positive integer", tonumber(rank) or rank) end
   local ranks = {}
-  for _, rec in ipairs(result.top_k_strategies) do
-    if rec.rank == n then return rec end
-    ranks[#ranks + 1] = rec.rank
+  for i, rec in ipairs(result.top_k_strategies) do
+    if type(rec) == "table" and rec.rank == n then return check_fields(rec, path, i) end
+    ranks[#ranks + 1] = type(rec) == "table" and rec.rank or "?"
   end
   local has = #ranks == 0 and "no top-k strategy (no feasible strategy)"
     or ("ranks " .. ranks[1] .. (#ranks > 1 and ("-" .. ranks[#ranks]) or ""))

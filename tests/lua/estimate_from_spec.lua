@@ -84,6 +84,21 @@ describe("estimate --from result.json --rank N", function()
     refused("--from: " .. path .. ": schema_version 99, not 1", "estimate", "--from", path, "--rank", "1")
   end)
 
+  it("refuses a hand-edited strategy field naming the file, the record and the field", function()
+    local _, result = searched(dir, "edit", "--top-k", "1")
+    for _, case in ipairs({ { "tp_degree", "2", 'must be a positive integer (got "2")' },
+        { "pp_degree", {}, "must be a positive integer (got {})" },
+        { "micro_batch_size", 0, "must be a positive integer (got 0)" },
+        { "zero_stage", 7, "must be 0, 1, 2 or 3 (got 7)" } }) do
+      local saved = result.top_k_strategies[1][case[1]]
+      result.top_k_strategies[1][case[1]] = case[2]
+      local path = H.write(dir .. "/edited.json", json.encode(result))
+      refused("--from: " .. path .. ": top_k_strategies[1]." .. case[1] .. ": " .. case[3],
+        "estimate", "--from", path, "--rank", "1")
+      result.top_k_strategies[1][case[1]] = saved
+    end
+  end)
+
   it("refuses a file that is not a result of apsearch run", function()
     refused("--from: " .. EX .. "llama3_8b_h100.lua: not JSON (",
       "estimate", "--from", EX .. "llama3_8b_h100.lua", "--rank", "1")

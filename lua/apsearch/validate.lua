@@ -59,6 +59,23 @@ M.OUTCOMES = { "ran", "oom" }
 --- Learned positions of the GPT rows (the README: "GPT: max 2048 positions").
 local GPT_POSITIONS = 2048
 
+-- string.format, with every %q argument written as util.describe writes
+-- it: quoted and cut to 60 characters, so a cell of megabytes (a number
+-- with two million zeros) stays a short one-line error.
+local function fmtq(fmt, ...)
+  local args, i = table.pack(...), 0
+  local f = fmt:gsub("%%[-+ #0]*%d*%.?%d*([%a%%])", function(conv)
+    if conv == "%" then return nil end
+    i = i + 1
+    if conv == "q" then
+      args[i] = util.describe(args[i] == nil and "" or args[i])
+      return "%s"
+    end
+    return nil
+  end)
+  return f:format(table.unpack(args, 1, args.n))
+end
+
 -- decimal numbers only (Lua's tonumber also reads 0x10 and " 1e3 ")
 local function decimal(text)
   if type(text) ~= "string" or not text:match("^[+-]?%d*%.?%d+[eE]?[+-]?%d*$") then return nil end
@@ -67,7 +84,7 @@ end
 
 local function need_int(row, col)
   local v = math.tointeger(decimal(row[col]))
-  if not v then error(("%s = %q is not an integer"):format(col, row[col] or ""), 0) end
+  if not v then error(fmtq("%s = %q is not an integer", col, row[col] or ""), 0) end
   return v
 end
 
@@ -79,13 +96,13 @@ local function need_bool(row, col)
   local v = row[col]
   local b = type(v) == "string" and BOOLS[v:lower()]
   if b ~= nil then return b end
-  error(("%s = %q is not true/false (TRUE/FALSE, True/False and 1/0 are read too)"):format(col, v or ""), 0)
+  error(fmtq("%s = %q is not true/false (TRUE/FALSE, True/False and 1/0 are read too)", col, v or ""), 0)
 end
 
 local function need_enum(row, col, allowed)
   local v = row[col]
   for _, a in ipairs(allowed) do if v == a then return v end end
-  error(("%s = %q is not one of %s"):format(col, v or "", table.concat(allowed, ", ")), 0)
+  error(fmtq("%s = %q is not one of %s", col, v or "", table.concat(allowed, ", ")), 0)
 end
 
 --- Optional boolean recipe columns, each the training field of the same
@@ -120,13 +137,13 @@ local function given(row, col) return row[col] ~= nil and row[col] ~= "" end
 
 local function need_posint(row, col)
   local v = need_int(row, col)
-  if v < 1 then error(("%s = %q is not a positive integer"):format(col, row[col]), 0) end
+  if v < 1 then error(fmtq("%s = %q is not a positive integer", col, row[col]), 0) end
   return v
 end
 
 local function need_nonneg_int(row, col)
   local v = need_int(row, col)
-  if v < 0 then error(("%s = %q is not a non-negative integer"):format(col, row[col]), 0) end
+  if v < 0 then error(fmtq("%s = %q is not a non-negative integer", col, row[col]), 0) end
   return v
 end
 
@@ -176,12 +193,12 @@ local function pipeline_layout(row, strategy, framework, L, assumed)
       for n in text:gmatch("%d+") do
         local k = math.tointeger(tonumber(n))
         if not k then
-          error(("pipeline_layout = %q: entry %s is out of range"):format(text, n), 0)
+          error(fmtq("pipeline_layout = %q: entry %s is out of range", text, n), 0)
         end
         list[#list + 1] = k
       end
       if #list ~= p and #list ~= p * v then
-        error(("pipeline_layout = %q has %d entries, expected pp_degree = %d or pp_degree x vpp_degree = %d"):format(
+        error(fmtq("pipeline_layout = %q has %d entries, expected pp_degree = %d or pp_degree x vpp_degree = %d", 
           text, #list, p, p * v), 0)
       end
       local unequal = false
@@ -199,7 +216,7 @@ local function pipeline_layout(row, strategy, framework, L, assumed)
       end
       strategy.stage_partition = list
     else
-      error(("pipeline_layout = %q is not account-embedding-loss, deepspeed-type-transformer or a list of layers per stage"):format(text), 0)
+      error(fmtq("pipeline_layout = %q is not account-embedding-loss, deepspeed-type-transformer or a list of layers per stage", text), 0)
     end
     return
   end
@@ -224,6 +241,12 @@ local function pipeline_layout(row, strategy, framework, L, assumed)
   assumed[#assumed + 1] = ("pipeline_layout = %s (num_layers %d over %d x %d stages, not stated)"):format(
     how, L, p, v)
 end
+
+--- Largest `device_memory_gib` a row may state: 1 TiB.  The largest
+-- device of any preset holds 288 GB (B300, MI355X class); a value beyond
+-- this is a unit mistake (MiB or bytes written as GiB), and 1e308 GiB would
+-- reach the core as an infinite capacity.
+M.MAX_DEVICE_MEMORY_GIB = 1024
 
 --- Relative tolerance within which a row's `device_memory_gib` names a
 -- preset's capacity (the presets give capacities to 0.5 %: nvidia-smi's
@@ -305,7 +328,7 @@ function M.columns_model(row)
   -- learned-position row of another family must state it
   if given(row, "max_position_embeddings") then
     if pos ~= "learned" then
-      error(("max_position_embeddings = %q needs position_embedding = learned (got %s)"):format(
+      error(fmtq("max_position_embeddings = %q needs position_embedding = learned (got %s)", 
         row.max_position_embeddings, pos), 0)
     end
     model.max_position_embeddings = need_posint(row, "max_position_embeddings")
@@ -335,7 +358,7 @@ function M.config_model(row)
   local presets = require "apsearch.presets"
   local name = row.model_config
   if not presets.is_model(name) then
-    error(("model_config = %q: %s"):format(name, require("apsearch.suggest").problem("unknown model preset",
+    error(fmtq("model_config = %q: %s", name, require("apsearch.suggest").problem("unknown model preset",
       name, presets.all_model_names())), 0)
   end
   local model = presets.model(name)
@@ -343,7 +366,7 @@ function M.config_model(row)
     if given(row, col) then
       local v, want = need_nonneg_int(row, col), model[col] or 0
       if v ~= want then
-        error(("%s = %q but model_config = %q has %d"):format(col, row[col], name, want), 0)
+        error(fmtq("%s = %q but model_config = %q has %d", col, row[col], name, want), 0)
       end
     end
   end
@@ -390,14 +413,18 @@ function M.case_inputs(row)
   if not ok then
     local known = {}
     for _, d in ipairs(core.device_presets()) do known[#known + 1] = d.name or d end
-    error(("device = %q: %s"):format(row.device or "",
+    error(fmtq("device = %q: %s", row.device or "",
       require("apsearch.suggest").unknown("unknown device preset", row.device or "", known)), 0)
   end
   local assumed = {}
   if row.device_memory_gib and row.device_memory_gib ~= "" then
     local gib = decimal(row.device_memory_gib)
     if not gib or gib <= 0 then
-      error(("device_memory_gib = %q is not a positive number"):format(row.device_memory_gib), 0)
+      error(fmtq("device_memory_gib = %q is not a positive number", row.device_memory_gib), 0)
+    end
+    if gib > M.MAX_DEVICE_MEMORY_GIB then
+      error(fmtq("device_memory_gib = %q is above %d GiB, more than any device holds (validate.MAX_DEVICE_MEMORY_GIB)",
+        row.device_memory_gib, M.MAX_DEVICE_MEMORY_GIB), 0)
     end
     device.memory_bytes = gib * GIB
     local variant = M.variant_of(row.device, gib * GIB)
@@ -445,8 +472,8 @@ function M.case_inputs(row)
   -- a run of Megatron-LM cannot have compiled its model: arguments.py
   -- (d98e8a64) has no torch.compile option, so the row contradicts itself
   if training.torch_compile and framework == "megatron" then
-    error(("torch_compile = %q contradicts framework = megatron (Megatron-LM has no option " ..
-      "that compiles the model)"):format(row.torch_compile), 0)
+    error(fmtq("torch_compile = %q contradicts framework = megatron (Megatron-LM has no option " ..
+      "that compiles the model)", row.torch_compile), 0)
   end
   if given(row, "activation_offload_layers") then
     training.activation_offload_layers = need_nonneg_int(row, "activation_offload_layers")
@@ -464,7 +491,7 @@ function M.case_inputs(row)
   if given(row, "fsdp_impl") then
     training.fsdp_impl = need_enum(row, "fsdp_impl", { "torch_fsdp2", "megatron_fsdp" })
     if framework ~= "megatron" then
-      error(("fsdp_impl = %q needs framework = megatron (Megatron-LM's FSDP implementations; got %s)"):format(
+      error(fmtq("fsdp_impl = %q needs framework = megatron (Megatron-LM's FSDP implementations; got %s)", 
         row.fsdp_impl, framework), 0)
     end
   end
@@ -553,7 +580,7 @@ function M.case_inputs(row)
   -- (blanks alone: not stated)
   if given(row, "recompute_modules") and row.recompute_modules:find("%S") then
     if strategy.layer_recompute ~= "selective" then
-      error(("recompute_modules = %q needs layer_recompute = selective (got %s%s)"):format(
+      error(fmtq("recompute_modules = %q needs layer_recompute = selective (got %s%s)", 
         row.recompute_modules, tostring(strategy.layer_recompute),
         given(row, "layer_recompute") and "" or ": layer_recompute not stated"), 0)
     end
@@ -621,7 +648,7 @@ function M.refuse_moe_only(row)
   for _, c in ipairs(M.MOE_ONLY) do
     local v = row[c.col]
     if v ~= nil and v ~= "" and not c.dense[v:lower()] then
-      error(("%s = %q on a model without experts (num_experts empty or 0): %s"):format(c.col, v, c.why), 0)
+      error(fmtq("%s = %q on a model without experts (num_experts empty or 0): %s", c.col, v, c.why), 0)
     end
   end
 end
@@ -793,7 +820,7 @@ function M.measured_value(row, column)
   if text == nil or text == "" then return nil end
   local v = decimal(text)
   if not v or v ~= v or v <= 0 or v == math.huge then
-    error(("%s = %q is not a positive number"):format(column, text), 0)
+    error(fmtq("%s = %q is not a positive number", column, text), 0)
   end
   return v
 end
@@ -823,7 +850,7 @@ function M.mfu_peak(row, preset)
   if not given(row, "mfu_peak_tflops") then return preset.peak_flops_bf16 end
   local v = decimal(row.mfu_peak_tflops)
   if not (v and v >= M.MIN_MFU_PEAK_TFLOPS and v <= M.MAX_MFU_PEAK_TFLOPS) then
-    error(("mfu_peak_tflops = %q: must be a number of TFLOP/s per GPU in [%g, %g]"):format(
+    error(fmtq("mfu_peak_tflops = %q: must be a number of TFLOP/s per GPU in [%g, %g]", 
       row.mfu_peak_tflops, M.MIN_MFU_PEAK_TFLOPS, M.MAX_MFU_PEAK_TFLOPS), 0)
   end
   return v * 1e12
@@ -884,7 +911,7 @@ function M.check_bounds(row, ctx, strategy, est, preset, cluster, training)
     measured_mfu_pct = { 100, 100 * floor_peak / peak, false },
   }
   local function fail(column, text, lo, hi, why)
-    error(("%s = %q is outside [%.4g, %.4g], the physical bounds for this row (%s)"):format(
+    error(fmtq("%s = %q is outside [%.4g, %.4g], the physical bounds for this row (%s)", 
       column, text, lo, hi, why), 0)
   end
   local why = ("%g %% of %s's bf16 peak, %.4g TFLOP/s, to %g %% of its highest dense peak, %s = %.4g TFLOP/s; "
@@ -970,15 +997,15 @@ function M.run_case(row, calib)
     -- a kind says which peak measured_mem_gib is: without the peak it
     -- describes nothing (a row that ran or stopped without a figure)
     if given(row, "measured_mem_kind") and not given(row, "measured_mem_gib") then
-      error(("measured_mem_kind = %q without measured_mem_gib: the kind names which peak the measured "
-        .. "memory is"):format(row.measured_mem_kind), 0)
+      error(fmtq("measured_mem_kind = %q without measured_mem_gib: the kind names which peak the measured "
+        .. "memory is", row.measured_mem_kind), 0)
     end
     local outcome = given(row, "outcome") and need_enum(row, "outcome", M.OUTCOMES) or "ran"
     if outcome == "oom" then
       -- an out-of-memory run has neither a peak nor a throughput to compare
       for _, m in ipairs(M.MEASURES) do
         if M.measured_value(row, m.column) then
-          error(("%s = %q with outcome = oom: a run that stopped out of memory has no %s to compare"):format(
+          error(fmtq("%s = %q with outcome = oom: a run that stopped out of memory has no %s to compare", 
             m.column, row[m.column], m.key == "mem_gib" and "peak" or "throughput"), 0)
         end
       end

@@ -381,6 +381,21 @@ describe("validate on tests/fixtures/cases_small.csv", function()
     end)
   end
 
+  it("refuses a device_memory_gib above any device naming the column, not the core's field", function()
+    local path = one_row(nil, set_column("device_memory_gib", "1e308"))
+    local r = validate.run(path)
+    os.remove(path)
+    assert.are.equal('device_memory_gib = "1e308" is above 1024 GiB, more than any device holds '
+      .. "(validate.MAX_DEVICE_MEMORY_GIB)", r.cases[1].error)
+  end)
+
+  it("cuts a huge cell in its error to a short quote (a number with 2,000 zeros)", function()
+    local path = one_row(nil, set_column("hidden_size", "48" .. ("0"):rep(2000)))
+    local r = validate.run(path)
+    os.remove(path)
+    assert.are.equal('hidden_size = "' .. "48" .. ("0"):rep(55) .. '..." is not an integer', r.cases[1].error)
+  end)
+
   it("accepts values inside the bounds (the fixture's own, and a plausible memory)", function()
     local path = one_row(nil, set_column("measured_mem_gib", "71.5"))
     local r = validate.run(path)

@@ -31,7 +31,14 @@ M.MAX_FILE_BYTES = 1 << 30
 -- rank and fewer steps (torch.profiler's schedule).
 M.MAX_JSON_BYTES = 512 << 20
 --- Bytes inflated per step.
-local INFLATE_CHUNK = 1 << 20
+local INFLATE_CHUNK = 1 << 16
+-- (deflate expands at most about 1,032:1, so one step inflates at most
+-- some 66 MB: a gzip bomb is refused near M.MAX_JSON_BYTES, not after
+-- inflating gigabytes in 1 MiB bites)
+--- Longest ProfilerStep a trace may hold, seconds: one day.  The
+-- calibration file records the median step; a zero or a 1e294-second step
+-- is a broken trace, not a measurement.
+M.MAX_STEP_SECONDS = 86400
 --- Fewest launch gaps for a measure.
 M.MIN_LAUNCHES = 100
 --- Microseconds per second (the trace-event format's unit).
@@ -167,7 +174,12 @@ local function scan(t)
         classes[c] = (classes[c] or 0) + 1
         if c == "unknown" then unknown[tostring(e.name)] = (unknown[tostring(e.name)] or 0) + 1 end
       elseif e.cat == "user_annotation" and tostring(e.name):match("^ProfilerStep#%d+$") then
-        steps[#steps + 1] = time_of(t.path, e, "dur", i) * US
+        local sec = time_of(t.path, e, "dur", i) * US
+        if not (sec > 0 and sec <= M.MAX_STEP_SECONDS) then
+          fail(t.path, ("event %d (%s): dur %s us is not a training step's length (0 to %d s)"):format(
+            i, tostring(e.name), util.describe(e.dur), M.MAX_STEP_SECONDS))
+        end
+        steps[#steps + 1] = sec
       end
     end
   end

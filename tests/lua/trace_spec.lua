@@ -141,6 +141,14 @@ describe("apsearch calibrate --trace", function()
     assert.are.equal(0, c2)
     assert.truthy(e2:find("apsearch: note: " .. FIXTURE .. " ran on NVIDIA A100-SXM4-80GB (a100-sxm4-80gb); its " ..
       "host costs are written for --device h100-sxm-80gb", 1, true), e2)
+    -- a ProfilerStep of zero or absurd length is a broken trace, not a step
+    for _, dur in ipairs({ 0, 1e300 }) do
+      local st = write(dir .. "/step.json", synthetic(200, 10, 3, { { ph = "X", cat = "user_annotation",
+        name = "ProfilerStep#3", pid = 1, tid = 1, ts = 1000, dur = dur } }))
+      assert.truthy(one_line(apsearch("calibrate", "--trace", st, "-o", dir .. "/o.json")):find(
+        st .. ": trace: event 201 (ProfilerStep#3): dur " .. (dur == 0 and "0" or "1e+300")
+        .. " us is not a training step's length (0 to 86400 s)", 1, true))
+    end
     -- a CASES file beside --trace is refused
     assert.truthy(one_line(apsearch("calibrate", "x.csv", "--trace", v100, "-o", dir .. "/o.json")):find(
       "--trace: takes no CASES file and no --group", 1, true))

@@ -261,13 +261,36 @@ function M.mkdir_p(dir)
   return true
 end
 
+--- Symbolic links followed before a write: as many as the kernel follows
+-- (Linux's MAXSYMLINKS, 40) before it gives ELOOP.
+M.MAX_SYMLINKS = 40
+
+-- The file a path names once its symbolic links are followed (the path
+-- itself when it is no link; a dangling link's target, which the write
+-- then creates, as a shell's `>` does).
+local function link_target(path)
+  local lfs = require "lfs"
+  for _ = 1, M.MAX_SYMLINKS do
+    if lfs.symlinkattributes(path, "mode") ~= "link" then return path end
+    local target = lfs.symlinkattributes(path, "target")
+    if not target then return nil, path .. ": cannot read the link" end
+    path = target:sub(1, 1) == "/" and target or M.join_path(M.dirname(path), target)
+  end
+  return nil, path .. ": too many levels of symbolic links"
+end
+
 --- Writes a file atomically: a temporary file in the same directory, then
--- `os.rename` over the target, so a crash never leaves half a file.
+-- `os.rename` over the target, so a crash never leaves half a file.  A
+-- path that is the user's symbolic link is written through: the link's
+-- target gets the file, the link stays.
 -- @tparam string path target file
 -- @tparam string data contents
 -- @treturn boolean|nil true on success
 -- @treturn[opt] string error message
 function M.write_atomic(path, data)
+  local lerr
+  path, lerr = link_target(path)
+  if not path then return nil, lerr end
   local tmp = string.format("%s.tmp-%d-%d", path, os.time(), math.random(1, 1e9))
   local f, err = io.open(tmp, "wb")
   if not f then return nil, err end

@@ -155,6 +155,25 @@ describe("apsearch calibrate --trace", function()
   end)
 end)
 
+describe("-o and --trace through the user's symbolic link", function()
+  it("write the link's target and keep the link (util.write_atomic)", function()
+    local lfs = require "lfs"
+    local dir = tmpdir()
+    assert(lfs.link("real.json", dir .. "/L", true))
+    local code, _, err = apsearch("calibrate", "--trace", FIXTURE, "-o", dir .. "/L", "--quiet")
+    assert.are.equal(0, code, err)
+    assert.are.equal("link", lfs.symlinkattributes(dir .. "/L", "mode"))
+    assert.are.equal("file", lfs.attributes(dir .. "/real.json", "mode"))
+    assert.truthy(cjson.decode(H.read(dir .. "/real.json")).devices["a100-sxm4-80gb"])
+    -- a loop of links is refused, not followed for ever
+    assert(lfs.link("B", dir .. "/A", true))
+    assert(lfs.link("A", dir .. "/B", true))
+    local c2, _, e2 = apsearch("estimate", "--trace", dir .. "/A", "--quiet")
+    assert.are.equal(2, c2)
+    assert.truthy(e2:find("too many levels of symbolic links", 1, true), e2)
+  end)
+end)
+
 describe("apsearch estimate --trace", function()
   local function spans(doc, pid, tid)
     local out = {}

@@ -252,8 +252,9 @@
           return s;
         }
       },
-      // every category visible: a plain legend wraps onto a second row
-      legend: { bottom: 0 },
+      // every category visible: a plain legend wraps onto a second row;
+      // the categories only (not the limit line's series)
+      legend: { bottom: 0, data: used },
       grid: { left: 60, right: 56, top: 88, bottom: 84 },
       xAxis: { type: 'category', data: topk.map(function (t) { return rankLabel(t.rank); }), name: 'rank' },
       yAxis: { type: 'value', name: 'step time (s)', max: roomy,
@@ -283,12 +284,18 @@
       return sr;
     });
     if (series.length && memLimit) {
-      series[0].markLine = {
-        symbol: 'none', silent: true, lineStyle: { color: '#d62728', type: 'dashed', width: 2 },
-        // right of the plot: above the bars it sat on their peak labels
-        label: { formatter: 'limit\n' + f(gib(memLimit), 2), position: 'end', color: '#d62728' },
-        data: [{ yAxis: gib(memLimit) }]
-      };
+      // the limit line on a data-less series of its own, drawn under the
+      // bars (z 1), so the bars' peak labels (white background) are drawn
+      // over it instead of crossed by it; a line series takes no bar slot
+      series.push({
+        type: 'line', data: [], z: 1, silent: true,
+        markLine: {
+          z: 1, symbol: 'none', silent: true, lineStyle: { color: '#d62728', type: 'dashed', width: 2 },
+          // right of the plot: above the bars it sat on their peak labels
+          label: { formatter: 'limit\n' + f(gib(memLimit), 2), position: 'end', color: '#d62728', lineHeight: 14 },
+          data: [{ yAxis: gib(memLimit) }]
+        }
+      });
     }
     return Object.assign({
       title: { text: '2. Peak memory per GPU of the top-' + topk.length, subtext: 'worst pipeline stage, GiB = 2^30 bytes; above a bar: peak, vs rank 1; dashed: limit' },
@@ -302,8 +309,9 @@
           return s;
         }
       },
-      // every category visible: a plain legend wraps onto a second row
-      legend: { bottom: 0 },
+      // every category visible: a plain legend wraps onto a second row;
+      // the categories only (not the limit line's series)
+      legend: { bottom: 0, data: used },
       grid: { left: 60, right: 56, top: 88, bottom: 84 },
       xAxis: { type: 'category', data: topk.map(function (t) { return rankLabel(t.rank); }), name: 'rank' },
       yAxis: { type: 'value', name: 'GiB', max: memMax },
@@ -402,7 +410,9 @@
       legend: { bottom: 0, data: data.map(function (x) { return x.name; }) },
       series: [{ type: 'pie', radius: ['35%', '62%'], center: ['50%', '52%'], avoidLabelOverlap: true,
         labelLine: { length: 18, length2: 14 },
-        label: { formatter: function (p) { return p.name + '\n' + p.value.toLocaleString('en-US'); } },
+        // name over count: a line height the default font fits (the
+        // default packed the two lines into each other)
+        label: { lineHeight: 16, formatter: function (p) { return p.name + '\n' + p.value.toLocaleString('en-US'); } },
         data: data.filter(function (x) { return x.value > 0; }) }]
     }, animation);
   });

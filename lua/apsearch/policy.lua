@@ -1111,6 +1111,8 @@ function M.from_table(raw, file, opts)
     end
     p.objective = { name = spec.name, description = spec.description, unit = spec.unit,
       source = spec.source, better = rules.objective_comparator(spec, make_ctx) }
+    -- a score's direction (a `better` comparator has none to say)
+    if spec.score then p.objective.maximize = spec.maximize == true end
     p.objective_name = spec.name
   elseif type(obj) == "string" and objectives.is_builtin(obj) then
     p.objective, p.objective_name = obj, obj

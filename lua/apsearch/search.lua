@@ -149,6 +149,13 @@ end
 
 local function gib(bytes) return bytes / 2 ^ 30 end
 
+-- A custom score objective's direction (true: higher is better), nil for
+-- the built-ins (their names say it) and for `better` comparators.
+local function custom_objective_maximize(obj)
+  if type(obj) ~= "table" then return nil end
+  return obj.maximize
+end
+
 --- One-line description of a strategy for logs.  The pipeline schedule
 -- is named (`schedule=dualpipev`) when the strategy pipelines with another
 -- than the default 1F1B, so strategies that differ only in it read apart.
@@ -991,6 +998,10 @@ function M.run(policy, opts)
     search_space = space_desc,
     constraints = { allow_idle_devices = policy.constraints.allow_idle_devices, rules = rule_names },
     objective = objective_name, top_k = k,
+    -- a custom objective's unit and direction (score objectives; nil for
+    -- the built-ins, whose names say them)
+    objective_unit = type(policy.objective) == "table" and policy.objective.unit or nil,
+    objective_maximize = custom_objective_maximize(policy.objective),
     overrides = policy.overrides or util.array(),
     calibration = policy.calibration,   -- {name, file} when --calibration was given
     stack = policy.stack,               -- training.stack, or the framework's newest

@@ -165,6 +165,29 @@ describe("outputs", function()
     assert.are.equal("1", cells[col])
   end)
 
+  it("says a custom objective's unit and direction, and writes its scores with four digits each", function()
+    local dir = tmpdir()
+    local obj = H.write(dir .. "/gpuh.lua", [[
+      return { name = "gpu_hours", unit = "GPU-h / 1e12 tokens", score = function(e, ctx)
+        local t = ctx.training.global_batch_size * ctx.training.seq_length
+        return ctx.cluster.num_devices * e.step_time / t * 1e12 / 3600 * 1000 end }
+    ]])
+    local code, out = apsearch("run", "--quiet", "--top-k", "3", "--objective", obj)
+    assert.are.equal(0, code, out)
+    assert.truthy(out:find("objective: gpu_hours (GPU-h / 1e12 tokens, lower is better)", 1, true), out)
+    -- every score with four significant digits, trailing zeros kept
+    for cell in out:gmatch("\n +%d+  (%S+)") do
+      assert.truthy(cell:match("^%d%.%d%d%de%+%d%d$") or cell:match("^%d+%.%d+$"), cell)
+      local digits = cell:gsub("e.*", ""):gsub("%D", "")
+      assert.are.equal(4, #digits:gsub("^0+", ""), cell)
+    end
+    local _, js = apsearch("run", "--quiet", "--top-k", "1", "--format", "json", "--objective", obj)
+    local inp = cjson.decode(js).inputs
+    assert.are.same({ "GPU-h / 1e12 tokens", false }, { inp.objective_unit, inp.objective_maximize })
+    local _, js2 = apsearch("run", "--quiet", "--top-k", "1", "--format", "json")
+    assert.is_nil(cjson.decode(js2).inputs.objective_maximize)
+  end)
+
   it("fits the table in 120 columns, with the wide columns behind --wide", function()
     local function table_width(out)
       local w = 0

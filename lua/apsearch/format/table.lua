@@ -55,7 +55,9 @@ function M.objective_cell(name, v)
   if name == "throughput" then return string.format("%.0f", v) end
   if name == "pareto" then return string.format("%d", v) end
   if type(name) == "string" and name:match("^composite") then return string.format("%.4f", v) end
-  return string.format("%.4g", v)
+  -- "%#.4g": four significant digits always written (3.020e+05 beside
+  -- 3.078e+05, not 3.02e+05)
+  return string.format("%#.4g", v)
 end
 
 --- One line naming the objective of the `objective` column and its unit.
@@ -73,6 +75,12 @@ function M.objective_note(result)
   local text = what[name]
   if not text and tostring(name):match("^composite") then
     text = "sum of weight x log(term), lower is better"
+  end
+  local inp = result.inputs or {}
+  if not text and inp.objective_unit then
+    local dir = inp.objective_maximize == true and ", higher is better"
+      or (inp.objective_maximize == false and ", lower is better" or "")
+    text = tostring(inp.objective_unit) .. dir
   end
   return string.format("objective: %s (%s)", tostring(name), text or "the objective's score")
 end

@@ -1019,6 +1019,8 @@ typedef enum {
     APS_MEM_LOGITS_LOSS,
     APS_MEM_RESERVED,
     APS_MEM_COMM_EP,    /**< MoE token dispatch buffers (moe.c) */
+    APS_MEM_WORKSPACES, /**< TransformerEngine's cuBLAS GEMM workspaces
+                             (memory.c te_workspaces) */
     APS_MEM_COUNT
 } aps_mem_category;
 

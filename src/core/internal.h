@@ -56,6 +56,10 @@ typedef struct {
     int64_t vocab_divisor;       /**< default vocab_size_divisible_by */
     bool transformer_engine;     /**< fp8 through TransformerEngine: fp8
                                       weight caches, fp8 saved GEMM inputs */
+    bool te_gemm_workspaces;     /**< every GEMM through TransformerEngine
+                                      (Megatron-Core's TE layer spec, also
+                                      in bf16): its cuBLAS workspaces are
+                                      allocated (memory.c te_workspaces) */
     bool op_sac_selective;       /**< "selective" = TorchTitan op-level AC */
     unsigned tp_gather_quantized;/**< bit (1u << aps_precision) set: under
                                       that precision the sequence-parallel

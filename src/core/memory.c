@@ -605,6 +605,47 @@ static void comm_buffers(const aps_model *m, const aps_training *t,
         mem[APS_MEM_COMM_CP] = cp_buffers(m, t, s, lay);
 }
 
+/** TransformerEngine's cuBLAS workspace per GEMM stream, bytes: 32 MiB
+ *  plus 1,024 B "for NVFP4 GEMM ... alignment and misc scales" where the
+ *  device's compute capability major is 9 or more (Hopper, Blackwell;
+ *  AMD CDNA 3 reports 9 too), 4 MiB on older parts (TransformerEngine
+ *  d0067d0da transformer_engine/pytorch/cpp_extensions/gemm.py
+ *  get_cublas_workspace_size_bytes).  apsearch tells the two apart by fp8
+ *  tensor cores (peak_flops_fp8 > 0): every preset that has them has a
+ *  major of 9 or more, every one without has less. */
+#define APS_TE_WORKSPACE_SM90 (32.0 * 1048576.0 + 1024.0)
+#define APS_TE_WORKSPACE_OLDER (4.0 * 1048576.0)
+/** Workspaces of one grouped GEMM call, one per compute stream
+ *  (get_cublas_workspace(..., grouped_gemm=True): tex.get_num_cublas_
+ *  streams(), transformer_engine/common/util/multi_stream.cpp
+ *  num_compute_streams = 4). */
+#define APS_TE_GROUPED_STREAMS 4.0
+/** Workspaces of a userbuffers (TP communication overlap) GEMM
+ *  (gemm.py _NUM_MAX_UB_STREAMS = 3). */
+#define APS_TE_UB_STREAMS 3.0
+
+/** TransformerEngine's cuBLAS workspaces on one rank, bytes: allocated
+ *  once per device at the first GEMM of each kind and kept for the run
+ *  (get_cublas_workspace is an lru_cache of torch.empty): one for plain
+ *  GEMMs, one per compute stream for the experts' grouped GEMMs (MoE
+ *  with --moe-grouped-gemm), one per userbuffers stream with
+ *  --tp-comm-overlap.  0 for a framework whose GEMMs are not TE's. */
+static double te_workspaces(const aps_model *m, const aps_cluster *c,
+                            const aps_training *t, const aps_strategy *s,
+                            const aps_layout *lay)
+{
+    if (!aps_profile(t)->te_gemm_workspaces)
+        return 0.0;
+    double ws = c->device.peak_flops_fp8 > 0 ? APS_TE_WORKSPACE_SM90
+                                             : APS_TE_WORKSPACE_OLDER;
+    double n = 1.0;
+    if (aps_model_is_moe(m) && s->moe_grouped_gemm != 0)
+        n += APS_TE_GROUPED_STREAMS;
+    if (t->tp_comm_overlap && lay->t > 1)
+        n += APS_TE_UB_STREAMS;
+    return n * ws;
+}
+
 static void allocator_peaks(const aps_cluster *c, const aps_training *t,
                             double nccl, aps_stage_estimate *st);
 
@@ -635,6 +676,7 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
     comm_buffers(m, t, s, lay, plan, i, psi, mem);
     aps_moe_stage_memory(m, t, s, lay, plan, &lc->moe, i,
                          st->inflight_microbatches, st);
+    mem[APS_MEM_WORKSPACES] = te_workspaces(m, c, t, s, lay);
 
     allocator_peaks(c, t, nccl_bytes(m, c, t, s, plan, lay, i), st);
 }

@@ -65,6 +65,7 @@ static const char *const mem_names[APS_MEM_COUNT] = {
     [APS_MEM_LOGITS_LOSS] = "logits_loss",
     [APS_MEM_RESERVED] = "reserved",
     [APS_MEM_COMM_EP] = "comm_buffers_ep",
+    [APS_MEM_WORKSPACES] = "workspaces",
 };
 
 const char *aps_mem_category_name(aps_mem_category c)

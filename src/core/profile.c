@@ -44,6 +44,11 @@ static const aps_framework_profile profiles[] = {
         .logits_bytes = 6.0,
         .vocab_divisor = APS_VOCAB_DIVISOR,
         .transformer_engine = true,
+        /* transformer_impl "transformer_engine", Megatron-Core's default
+         * (megatron/core/transformer/transformer_config.py:1314 @
+         * d98e8a64): every linear and grouped linear is a TE module, in
+         * bf16 as in fp8 */
+        .te_gemm_workspaces = true,
         .fp8_cast_bytes = APS_FP8_CAST_TE,
         .fp8_fused_cast_bytes = APS_FP8_FUSED_CAST_TE,
         /* TE quantizes before the sequence-parallel all-gather of a GEMM

@@ -482,6 +482,63 @@ static void test_allocator_peaks(void **state)
     ASSERT_REL(e.mem_peak, 1.02 * allocated + 1573741824.0, REL);
 }
 
+/* TransformerEngine's cuBLAS workspaces (memory.c te_workspaces; TE
+ * d0067d0da transformer_engine/pytorch/cpp_extensions/gemm.py): 32 MiB +
+ * 1,024 B per GEMM stream on a part with fp8 tensor cores (compute
+ * capability 9+), 4 MiB before; one stream for plain GEMMs, 4 more for
+ * grouped GEMMs (MoE), 3 more with TP communication overlap:
+ *  - Llama-3.1-8B, Megatron, H100, DP 8: 33,555,456 B;
+ *  - TP 2 + SP + --tp-comm-overlap: 4 x 33,555,456 = 134,221,824 B;
+ *  - the same on A100 (no fp8): 4 x 4,194,304 = 16,777,216 B;
+ *  - FSDP2 (TorchTitan's GEMMs are PyTorch's): 0;
+ *  - Qwen3-30B-A3B (128 experts) on H100, EP 8, grouped GEMM (the
+ *    default): 5 x 33,555,456 = 167,777,280 B, on every rank. */
+static void test_te_workspaces(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    aps_estimate e;
+    fx_setup_8b(&m, &c, &t, &s, 8, 64, 4096);
+    s.dp_degree = 8;
+    fx_run(&m, &c, &t, &s, &e);
+    assert_true(e.mem[APS_MEM_WORKSPACES] == 33555456.0);
+    s.dp_degree = 4;
+    s.tp_degree = 2;
+    s.sequence_parallel = true;
+    t.tp_comm_overlap = true;
+    fx_run(&m, &c, &t, &s, &e);
+    assert_true(e.mem[APS_MEM_WORKSPACES] == 134221824.0);
+    if (aps_device_preset("a100-sxm4-80gb", &c.device) != APS_OK)
+        fail_msg("no a100-sxm4-80gb preset");
+    fx_run(&m, &c, &t, &s, &e);
+    assert_true(e.mem[APS_MEM_WORKSPACES] == 16777216.0);
+    fx_h100(&c, 8);
+    t.tp_comm_overlap = false;
+    t.framework = APS_FW_FSDP2;
+    s.tp_degree = 1;
+    s.sequence_parallel = false;
+    s.dp_degree = 1;
+    s.fsdp_degree = 8;
+    fx_run(&m, &c, &t, &s, &e);
+    assert_true(e.mem[APS_MEM_WORKSPACES] == 0.0);
+
+    fx_llama(&m, "qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936);
+    m.head_dim = 128;
+    m.num_experts = 128;
+    m.experts_per_token = 8;
+    m.moe_ffn_hidden_size = 768;
+    fx_validate(&m);
+    fx_training(&t, 64, 4096);
+    aps_strategy_defaults(&s);
+    s.dp_degree = 8;
+    s.ep_degree = 8;
+    fx_run(&m, &c, &t, &s, &e);
+    assert_true(e.mem[APS_MEM_WORKSPACES] == 167777280.0);
+}
+
 /* NCCL communicators outside the allocator (memory.c nccl_bytes), by
  * hand, Llama-3.1-8B on H100 nodes of 8, nccl_comm_bytes 0.5e9 and
  * nccl_nvls_bytes_per_rank 192 MiB (NCCL 2.17-2.20) = 201,326,592 B:
@@ -586,6 +643,7 @@ static void test_memory_limit_kind(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_te_workspaces),
         cmocka_unit_test(test_korthikanti_table2_no_parallelism),
         cmocka_unit_test(test_korthikanti_table2_tp8),
         cmocka_unit_test(test_korthikanti_table2_tp8_sp),

@@ -27,7 +27,8 @@ static void test_reason_code_names(void **state)
 }
 
 /* MODELING.md s.3: params, grads, optimizer_states, activations,
- * comm_buffers (split tp / fsdp / dp / pp / cp), logits_loss, reserved. */
+ * comm_buffers (split tp / fsdp / dp / pp / cp), logits_loss, reserved,
+ * then the categories added later: comm_buffers_ep, workspaces. */
 static void test_mem_category_names(void **state)
 {
     (void)state;
@@ -35,7 +36,7 @@ static void test_mem_category_names(void **state)
         "params", "grads", "optimizer_states", "activations",
         "comm_buffers_tp", "comm_buffers_fsdp", "comm_buffers_dp",
         "comm_buffers_pp", "comm_buffers_cp", "logits_loss", "reserved",
-        "comm_buffers_ep"};
+        "comm_buffers_ep", "workspaces"};
     for (int k = 0; k < APS_MEM_COUNT; k++)
         assert_string_equal(aps_mem_category_name((aps_mem_category)k),
                             want[k]);

@@ -40,7 +40,9 @@ describe("JSON output of strings that are not UTF-8", function()
     assert.truthy(utf8.len(out), "output is not UTF-8")
     local r = json.decode(out)
     assert.truthy(r.cases[1].source:find("Narayanan \239\191\189t al", 1, true), r.cases[1].source)
-    assert.truthy(r.cases[2].error:find('device = "a100-\239\191\189"', 1, true), r.cases[2].error)
+    -- (the error quotes the cell as util.describe does: a byte that is
+    -- not UTF-8 as a decimal escape)
+    assert.truthy(r.cases[2].error:find('device = "a100-\\233"', 1, true), r.cases[2].error)
   end)
 
 end)

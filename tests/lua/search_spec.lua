@@ -375,7 +375,7 @@ describe("AP-DENSE-06: top-k output", function()
       local bd = mc.breakdown
       assert.are.equal(mc.total, bd.total)
       local sum = bd.params + bd.grads + bd.optimizer_states + bd.activations +
-        bd.comm_buffers.total + bd.logits_loss + bd.reserved
+        bd.comm_buffers.total + bd.logits_loss + bd.workspaces + bd.reserved
       assert.is_true(math.abs(sum - bd.total) <= 1e-9 * bd.total)
       assert.are.equal(1, #mc.per_stage)
       local exposed = 0

@@ -5,7 +5,7 @@ local M = {}
 
 --- memory_breakdown categories (MODELING.md section 3), display order.
 M.memory_categories = { "params", "grads", "optimizer_states", "activations",
-  "comm_buffers", "logits_loss", "reserved" }
+  "comm_buffers", "logits_loss", "workspaces", "reserved" }
 
 --- comm_buffers sub-categories.
 M.comm_categories = { "tp", "fsdp", "dp", "pp", "cp", "ep" }

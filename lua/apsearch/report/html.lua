@@ -42,13 +42,13 @@ local M = {}
 --- The colour of every memory and time category, the same in every chart
 -- (1, 2 and 3; chart 3's forward and backward lines take compute_fwd and
 -- compute_bwd) and in every report: the one place they are defined
--- (report.js reads them from the data block).  Twenty-one distinct colours,
+-- (report.js reads them from the data block).  Twenty-two distinct colours,
 -- so a memory category never looks like a time category either.
 M.category_colors = {
   -- memory (apsearch.format.common.memory_categories)
   params = "#3b5b92", grads = "#edc948", optimizer_states = "#6f4e7c",
   activations = "#d37295", comm_buffers = "#17becf", logits_loss = "#8c564b",
-  reserved = "#bab0ac",
+  workspaces = "#637939", reserved = "#bab0ac",
   -- time (apsearch.format.common.time_categories)
   compute_fwd = "#4e79a7", compute_bwd = "#a0cbe8", recompute = "#f28e2b",
   tp_comm = "#ffbe7d", cp_comm = "#59a14f", pp_p2p = "#8cd17d", pp_bubble = "#e15759",

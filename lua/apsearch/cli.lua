@@ -970,6 +970,45 @@ function M.inherit_dims(dims, given)
   return notes
 end
 
+--- Dimensions `estimate --strategy` filled in on its own (the devices
+-- left over); not named in M.defaulted_note.
+M.DERIVED_DIMS = { dp_degree = true, fsdp_degree = true, hsdp_shard_degree = true,
+  hsdp_replicate_degree = true, micro_batch_num = true }
+
+--- The note `estimate` prints when --strategy leaves out dimensions the
+-- policy searches over several values: the value the estimate took for
+-- each (the core's default, or the framework's) beside the values the
+-- search would try, so a layout typed from a recipe is not read as
+-- infeasible for a default (zero_stage 0 keeps Adam's states unsharded).
+-- @tparam table dims the policy's search_space.dims
+-- @tparam table given the --strategy fields (before defaults)
+-- @tparam table s the completed strategy
+-- @treturn string|nil
+function M.defaulted_note(dims, given, s)
+  local defaults = require("apsearch.core").defaults("strategy")
+  local split = {}
+  for _, f in ipairs(M.SPLIT_FIELDS) do split[f] = true end
+  local names = {}
+  for dim, list in pairs(dims) do
+    -- (under FSDP the sharding fixes zero_stage: derived too)
+    local derived = M.DERIVED_DIMS[dim] or (dim == "zero_stage" and (s.fsdp_degree or 1) > 1)
+    if #list > 1 and given[dim] == nil and not derived and not split[dim] then
+      names[#names + 1] = dim
+    end
+  end
+  if #names == 0 then return nil end
+  table.sort(names)
+  local parts = {}
+  for _, dim in ipairs(names) do
+    local v = s[dim]
+    if v == nil then v = defaults[dim] end
+    local vals = {}
+    for i, x in ipairs(dims[dim]) do vals[i] = value_text(x) end
+    parts[#parts + 1] = ("%s=%s (searched: %s)"):format(dim, value_text(v), table.concat(vals, ", "))
+  end
+  return "note: not given with --strategy, so taken as: " .. table.concat(parts, "; ")
+end
+
 -- fills what a --strategy leaves out as the search would: the framework's
 -- split, the devices left over, the MoE defaults, FSDP resharding
 local function complete_strategy(s, inputs, split_given)
@@ -1031,7 +1070,7 @@ local function strategy_from_policy(opts)
   local ctx = require("apsearch.search").context(p)
   local inputs = ctx:inputs()
   complete_strategy(s, inputs, split_given)
-  return p, ctx, inputs, s
+  return p, ctx, inputs, s, M.defaulted_note(p.search_space.dims, given, s)
 end
 
 -- the options `--from` excludes: the result's inputs and rank fix them
@@ -1078,16 +1117,18 @@ local function cmd_estimate(args)
   if opts.rank ~= nil and opts.from == nil then
     util.fail("--rank", "rank", "needs --from RESULT (the result.json the rank is of)", opts.rank)
   end
-  local p, ctx, inputs, s
+  local p, ctx, inputs, s, defaulted
   if opts.from then
     p, ctx, inputs, s = strategy_from_result(opts)
   else
-    p, ctx, inputs, s = strategy_from_policy(opts)
+    p, ctx, inputs, s, defaulted = strategy_from_policy(opts)
   end
   local ok, est = pcall(ctx.estimate, ctx, s)
   if not ok then -- the core's "strategy.<field>" is what --strategy gave
     error((tostring(est):gsub("^strategy[%.:] ?", "--strategy: ")), 0)
   end
+  -- (said once the estimate stands: a refusal stays one line)
+  if defaulted and not opts.quiet then io.stderr:write("apsearch: ", defaulted, "\n") end
   if est.feasible then
     local dev = inputs.cluster.device
     local iv = require("apsearch.intervals").of_estimate(est.step_time, est.mem_peak,

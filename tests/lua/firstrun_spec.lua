@@ -347,7 +347,7 @@ describe("when nothing fits", function()
   it("does not offer a memory limit that --launchable would refuse anyway", function()
     -- Gemma 3's GeGLU-tanh MLP is not expressible in Megatron: every
     -- strategy's launch file differs, so a limit that admits the closest
-    -- one (13.30 GiB max reserved on the 79.65 GiB device) would only move it to
+    -- one (13.33 GiB max reserved on the 79.65 GiB device) would only move it to
     -- LAUNCH_DIFFERS; without --launchable the limit is the advice
     local args = { "run", "-q", "--model", "gemma-3-4b-pt", "--cluster", "h100-sxm-80gb:1x8", "--set",
       "cluster.memory_limit_gib=5" }
@@ -355,13 +355,13 @@ describe("when nothing fits", function()
     local function joined(text) return (text:gsub("\n +", " ")) end
     local _, plain = H.apsearch(table.unpack(args))
     plain = joined(plain)
-    assert.truthy(plain:find("1. The closest strategy needs 13.30 GiB, 8.30 GiB over the 5.00 GiB limit and within " ..
-      "the device's 79.65 GiB: --set cluster.memory_limit_gib=13.3 would admit it", 1, true), plain)
+    assert.truthy(plain:find("1. The closest strategy needs 13.33 GiB, 8.33 GiB over the 5.00 GiB limit and within " ..
+      "the device's 79.65 GiB: --set cluster.memory_limit_gib=13.34 would admit it", 1, true), plain)
     args[#args + 1] = "--launchable"
     args[#args + 1] = "megatron"
     local _, raw = H.apsearch(table.unpack(args))
     local out = joined(raw)
-    assert.truthy(out:find("1. The closest strategy needs 13.30 GiB, 8.30 GiB over the 5.00 GiB limit, but raising " ..
+    assert.truthy(out:find("1. The closest strategy needs 13.33 GiB, 8.33 GiB over the 5.00 GiB limit, but raising " ..
       "the limit would not admit it: --launchable megatron refuses it too (NOT WRITTEN: the GeGLU MLP's GELU).", 1,
       true), out)
     assert.is_nil(out:find("memory_limit_gib=13.3", 1, true), out)
@@ -377,7 +377,7 @@ describe("when nothing fits", function()
     -- the limit it offers without --launchable is one the policy takes,
     -- and admits the closest strategy
     local code = H.apsearch("run", "-q", "--model", "gemma-3-4b-pt", "--cluster", "h100-sxm-80gb:1x8", "--set",
-      "cluster.memory_limit_gib=13.3", "-k", "1")
+      "cluster.memory_limit_gib=13.34", "-k", "1")
     assert.are.equal(0, code)
   end)
   it("says a miss of a few MiB in MiB, not as 0.00 GiB", function()

@@ -1127,8 +1127,7 @@ local function cmd_estimate(args)
   if not ok then -- the core's "strategy.<field>" is what --strategy gave
     error((tostring(est):gsub("^strategy[%.:] ?", "--strategy: ")), 0)
   end
-  -- (said once the estimate stands: a refusal stays one line)
-  if defaulted and not opts.quiet then io.stderr:write("apsearch: ", defaulted, "\n") end
+
   if est.feasible then
     local dev = inputs.cluster.device
     local iv = require("apsearch.intervals").of_estimate(est.step_time, est.mem_peak,
@@ -1146,6 +1145,8 @@ local function cmd_estimate(args)
   else
     out(require("apsearch.format.breakdown").format(est, inputs, p.stack))
   end
+  -- (said once everything else stood: a refusal stays one line)
+  if defaulted and not opts.quiet then io.stderr:write("apsearch: ", defaulted, "\n") end
   return est.feasible and 0 or 1
 end
 

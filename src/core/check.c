@@ -454,10 +454,9 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
             (s->tp_degree > 1 || s->pp_degree > 1 || aps_moe_ep(s) > 1)) {
             aps_fmt(msg, n, "automodel: DDP (dp_degree = %lld, fsdp_degree "
                     "= 1) with tp_degree = %lld, pp_degree = %lld, ep_degree "
-                    "= %lld; AutoModel's ddp strategy refuses tensor, "
-                    "pipeline and expert parallelism and its fsdp2 strategy "
-                    "needs dp_replicate_size < dp_size (nemo_automodel/"
-                    "components/distributed/mesh_utils.py)",
+                    "= %lld: strategy ddp refuses them, fsdp2 needs "
+                    "dp_replicate_size < dp_size (distributed/"
+                    "mesh_utils.py)",
                     (long long)s->dp_degree, (long long)s->tp_degree,
                     (long long)s->pp_degree, (long long)aps_moe_ep(s));
             return APS_REASON_FRAMEWORK_UNSUPPORTED;

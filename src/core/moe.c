@@ -173,12 +173,9 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
             why = "its routers are dropless, with no capacity factor "
                   "(moe/layers.py Gate); use moe_capacity_factor = 0";
         else if (s->moe_token_dispatcher == APS_MOE_ALLTOALL)
-            why = "dispatches with DeepEP / HybridEP (dispatcher deepep, "
-                  "hybridep: Megatron-Core's MoEFlexTokenDispatcher, "
-                  "moe/megatron/token_dispatcher.py) or all-gathers the "
-                  "tokens over the EP group (dispatcher torch, moe/"
-                  "experts.py GroupedExperts.forward); it has no all-to-all "
-                  "dispatcher: use flex or allgather";
+            why = "no all-to-all dispatcher: DeepEP / HybridEP (flex, "
+                  "moe/megatron/token_dispatcher.py) or an all-gather over "
+                  "EP (moe/experts.py GroupedExperts); use flex or allgather";
         if (why) {
             aps_fmt(msg, n, "automodel: %s (nemo_automodel/components/)",
                     why);

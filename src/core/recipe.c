@@ -203,12 +203,10 @@ aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
      * functional.py generate_hf_model_fqn_per_model_part, l.138-151) */
     if (s->pp_degree > 1 && s->pipeline_split != APS_SPLIT_EVEN &&
         t->framework == APS_FW_AUTOMODEL) {
-        aps_fmt(msg, n, "%s: pipeline_split = %s is not AutoModel's split "
-                "(L // S layers per stage, the first L mod S one more, the "
-                "embedding and lm_head not counted: nemo_automodel/"
-                "components/distributed/pipelining/functional.py "
-                "generate_hf_model_fqn_per_model_part); use even or give "
-                "stage_partition", fw,
+        aps_fmt(msg, n, "%s: pipeline_split = %s; AutoModel splits L // S "
+                "per stage, the first L mod S one more (pipelining/"
+                "functional.py generate_hf_model_fqn_per_model_part): use "
+                "even or stage_partition", fw,
                 aps_pipeline_split_name(s->pipeline_split));
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }

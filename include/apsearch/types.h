@@ -608,7 +608,10 @@ typedef enum {
     APS_FW_MEGATRON = 0, /**< Megatron-LM / NeMo */
     APS_FW_FSDP2,        /**< TorchTitan (FSDP2, DTensor) */
     APS_FW_FSDP,         /**< PyTorch FSDP1 (llm-foundry) */
-    APS_FW_DEEPSPEED     /**< DeepSpeed ZeRO */
+    APS_FW_DEEPSPEED,    /**< DeepSpeed ZeRO */
+    APS_FW_AUTOMODEL     /**< NVIDIA NeMo AutoModel (FSDP2 over Hugging
+                              Face models; MoE with DeepEP / HybridEP or
+                              an all-gather dispatcher) */
 } aps_framework;
 /** Megatron-LM's FSDP implementation (framework megatron): PyTorch's
  *  FSDP2 (--use-torch-fsdp2) or Megatron-FSDP (--use-megatron-fsdp,

@@ -1019,7 +1019,7 @@ local function complete_strategy(s, inputs, split_given)
     -- counts the embedding and the loss; Megatron where layers do not divide)
     s.pipeline_split = space.default_split(fw, inputs.model.num_layers, s.pp_degree or 1, s.vpp_degree or 1)
   end
-  local shard_fill = (fw == "fsdp2" or fw == "fsdp") and s.fsdp_degree == nil and s.hsdp_shard_degree == nil
+  local shard_fill = (fw == "fsdp2" or fw == "fsdp" or fw == "automodel") and s.fsdp_degree == nil and s.hsdp_shard_degree == nil
   if s.dp_degree == nil and s.hsdp_replicate_degree == nil then
     -- fill the cluster with the devices the strategy leaves: under PyTorch
     -- FSDP (TorchTitan data_parallel_shard_degree = -1, llm-foundry) they

@@ -99,7 +99,8 @@ M.RACK_JOB_GPUS = 64
 --- ZeRO stages each framework runs over plain data parallelism
 -- (rules/framework.lua): Megatron's distributed optimizer is ZeRO-1;
 -- TorchTitan and llm-foundry shard with FSDP only; DeepSpeed has 1-3.
-M.ZERO = { megatron = { 0, 1 }, fsdp2 = { 0 }, fsdp = { 0 }, deepspeed = { 0, 1, 2, 3 } }
+M.ZERO = { megatron = { 0, 1 }, fsdp2 = { 0 }, fsdp = { 0 }, deepspeed = { 0, 1, 2, 3 },
+  automodel = { 0 } }
 --- ... and with Megatron-FSDP (training.fsdp_impl = "megatron_fsdp"),
 -- whose optim_grads is ZeRO-2 (megatron/core/distributed/fsdp).
 M.ZERO_MEGATRON_FSDP = { 0, 1, 2 }
@@ -225,7 +226,10 @@ local NO_CP = { fsdp = true, deepspeed = true }
 -- @ d0067d0d); TorchTitan's context parallelism is ring attention only
 -- (torchtitan/distributed/context_parallel/api.py @ b5bcd76c), the space's
 -- default p2p.
-M.CP_COMM = { megatron = { "p2p", "all_gather", "a2a" } }
+M.CP_COMM = { megatron = { "p2p", "all_gather", "a2a" },
+  -- NeMo AutoModel passes cp_comm_type "p2p" (nemo_automodel/components/
+  -- distributed/parallelizer.py:577, moe/parallelizer.py apply_cp)
+  automodel = { "p2p" } }
 
 -- Megatron-LM's split rule (apsearch.space default_split) is even, else
 -- with the embedding and loss counted; a layer count odd with and without

@@ -140,7 +140,7 @@ M.training = {
   global_batch_size = "posint", seq_length = "posint",
   precision = M.PRECISION,
   optimizer = enum("adam", "adamw", "sgd"),
-  framework = enum("megatron", "fsdp2", "fsdp", "deepspeed"),
+  framework = enum("megatron", "fsdp2", "fsdp", "deepspeed", "automodel"),
   flash_attention = "bool", dropout = "bool",
   -- recipe settings (src/core/recipe.c; docs/modeling.md "Recipe settings")
   fp8_param_gather = "bool", grad_reduce_in_fp32 = "bool",

@@ -56,6 +56,18 @@ local DEFAULTS = {
 -- defaults of the MoE dimensions (levels of MoE models only)
 local MOE_DEFAULTS = { moe_token_dispatcher = "alltoall", moe_capacity_factor = 0 }
 
+--- The token dispatcher a framework runs when the strategy does not say:
+-- NeMo AutoModel's BackendConfig.dispatcher is "deepep" where DeepEP is
+-- installed (NVIDIA-NeMo/Automodel 36044ad3 nemo_automodel/components/
+-- models/common/utils.py:338-344), Megatron-Core's flex dispatcher, and it
+-- has no all-to-all one; elsewhere alltoall.
+-- @tparam[opt] string framework training.framework
+-- @treturn string moe_token_dispatcher
+function M.default_dispatcher(framework)
+  if framework == "automodel" then return "flex" end
+  return MOE_DEFAULTS.moe_token_dispatcher
+end
+
 --- The expert tensor-parallel size a framework runs when the strategy
 -- does not set it: Megatron-LM's is the tensor-parallel size
 -- (megatron/training/arguments.py:587-588 and megatron/core/
@@ -82,7 +94,7 @@ end
 -- @treturn table field -> value (a fresh table)
 function M.moe_defaults(framework, tp)
   return { ep_degree = 1, etp_degree = M.default_etp(framework, tp or 1),
-    moe_token_dispatcher = MOE_DEFAULTS.moe_token_dispatcher,
+    moe_token_dispatcher = M.default_dispatcher(framework),
     moe_capacity_factor = MOE_DEFAULTS.moe_capacity_factor }
 end
 
@@ -100,6 +112,10 @@ end
 local function default_split(framework, L, pp, vpp)
   if pp == 1 then return "even" end
   if framework == "fsdp2" then return "embedding_loss" end
+  -- NeMo AutoModel: L // S per stage, the first L mod S one more, the
+  -- embedding and lm_head not counted (pipelining/functional.py
+  -- generate_hf_model_fqn_per_model_part); the core refuses other rules
+  if framework == "automodel" then return "even" end
   if not L or L % (pp * vpp) == 0 then return "even" end
   if framework == "deepspeed" then return vpp == 1 and "deepspeed_type" or "even" end
   return "embedding_loss"
@@ -509,7 +525,7 @@ function M.new(ss, info)
         return ep_for(c.tp_degree * c.cp_degree * c.dp_degree * c.fsdp_degree, c.etp_degree)
       end }
     level { name = "moe_token_dispatcher", field = "moe_token_dispatcher",
-      static = dims.moe_token_dispatcher or { MOE_DEFAULTS.moe_token_dispatcher } }
+      static = dims.moe_token_dispatcher or { M.default_dispatcher(info.framework) } }
     level { name = "moe_capacity_factor", field = "moe_capacity_factor",
       static = dims.moe_capacity_factor or { MOE_DEFAULTS.moe_capacity_factor } }
     -- grouped GEMM only when listed (else the core's default, on: NeMo's

@@ -407,7 +407,7 @@ function M.case_inputs(row)
   else
     model, gpt = M.columns_model(row)
   end
-  local framework = need_enum(row, "framework", { "megatron", "fsdp", "fsdp2", "deepspeed" })
+  local framework = need_enum(row, "framework", { "megatron", "fsdp", "fsdp2", "deepspeed", "automodel" })
   local device = { base = row.device }
   local ok, preset = pcall(core.device_preset, row.device)
   if not ok then

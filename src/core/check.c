@@ -442,6 +442,45 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
         }
         break;
+    case APS_FW_AUTOMODEL:
+        /* NeMo AutoModel (NVIDIA-NeMo/Automodel 36044ad3) builds its
+         * meshes in nemo_automodel/components/distributed/mesh_utils.py
+         * _create_device_meshes: strategy fsdp2 (FSDP2Config) shards over
+         * dp_shard (x cp), replicates over dp_replicate_size, which "must
+         * be less than dp_size since DDP usecase is not supported by
+         * FSDP2" (l.310-314); strategy ddp refuses tensor, pipeline,
+         * context and expert parallelism (l.96-99, _require_size_one) */
+        if (s->fsdp_degree == 1 && s->cp_degree == 1 && s->dp_degree > 1 &&
+            (s->tp_degree > 1 || s->pp_degree > 1 || aps_moe_ep(s) > 1)) {
+            aps_fmt(msg, n, "automodel: DDP (dp_degree = %lld, fsdp_degree "
+                    "= 1) with tp_degree = %lld, pp_degree = %lld, ep_degree "
+                    "= %lld: strategy ddp refuses them, fsdp2 needs "
+                    "dp_replicate_size < dp_size (distributed/"
+                    "mesh_utils.py)",
+                    (long long)s->dp_degree, (long long)s->tp_degree,
+                    (long long)s->pp_degree, (long long)aps_moe_ep(s));
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+        if (s->fsdp_degree == 1 && s->cp_degree == 1 && s->zero_stage >= 1) {
+            aps_fmt(msg, n, "automodel: zero_stage = %lld over DDP does not "
+                    "exist in AutoModel (strategies fsdp2, megatron_fsdp, "
+                    "ddp: nemo_automodel/components/distributed/config.py); "
+                    "shard with fsdp_degree", (long long)s->zero_stage);
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+        /* context parallelism is TransformerEngine's attention with
+         * cp_comm_type "p2p", the one AutoModel passes (components/
+         * distributed/parallelizer.py:577, moe/parallelizer.py apply_cp
+         * default) */
+        if (s->cp_degree > 1 && s->cp_comm_type != APS_CP_P2P) {
+            aps_fmt(msg, n, "automodel: cp_comm_type = %s; AutoModel runs "
+                    "context parallelism with cp_comm_type = \"p2p\" (ring; "
+                    "nemo_automodel/components/distributed/parallelizer.py, "
+                    "moe/parallelizer.py apply_cp)",
+                    aps_cp_comm_name(s->cp_comm_type));
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+        break;
     case APS_FW_FSDP:
         /* llm-foundry trains with PyTorch FSDP (FULL_SHARD, SHARD_GRAD_OP,
          * HYBRID_SHARD) or DDP only. */

@@ -75,6 +75,12 @@ typedef struct {
                                       parameters and gradients unsharded
                                       across micro-batches, reducing once
                                       per step */
+    bool defer_grad_sync;        /**< without pipeline parallelism, FSDP
+                                      gradients of micro-batches before the
+                                      last are not reduced: they accumulate
+                                      unsharded, in fp32, and are reduce-
+                                      scattered once per step (parameters
+                                      still reshard after each backward) */
     bool first_last_partition_only; /**< balanced splits keep the middle
                                          stages equal (what per-stage flags
                                          express; any split runs as a
@@ -176,6 +182,12 @@ typedef struct {
                                             block skips them, with a
                                             warning) */
 } aps_layout;
+
+/** FSDP gradients held unsharded in fp32 until the step's last
+ *  micro-batch: under PP (profile pp_unsharded_grads) or with deferred
+ *  gradient sync and more than one micro-batch (defer_grad_sync);
+ *  memory.c. */
+bool aps_fsdp_grads_deferred(const aps_training *t, const aps_layout *lay);
 
 /** Layers fully recomputed on pipeline rank i of k layers as the strategy
  *  gives them (before auto_recompute): none unless layer_recompute is

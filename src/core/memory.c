@@ -500,6 +500,13 @@ double aps_gathered_param_bytes(const aps_training *t, double gathered,
     return held;
 }
 
+bool aps_fsdp_grads_deferred(const aps_training *t, const aps_layout *lay)
+{
+    const aps_framework_profile *fw = aps_profile(t);
+    return (lay->p > 1 && fw->pp_unsharded_grads) ||
+           (lay->m > 1 && fw->defer_grad_sync);
+}
+
 /** FSDP buffers of rank i (psi parameters): the unsharded parameters of
  *  the current and the prefetched unit (or all units when not resharding
  *  after forward) in the gather dtype -- bf16, or the quantized format
@@ -518,7 +525,11 @@ static double fsdp_buffers(const aps_model *m, const aps_training *t,
     bool accumulate = lay->p > 1 && aps_profile(t)->pp_unsharded_grads;
     double gathered = s->reshard_after_forward && !accumulate
                           ? unit + layer_unit : psi;
-    double reducing = accumulate ? psi : unit;
+    /* deferred gradient sync (profile defer_grad_sync, AutoModel):
+     * with more than one micro-batch the unsharded fp32 gradients of
+     * every unit stay until the last micro-batch's reduce-scatter */
+    bool deferred = aps_fsdp_grads_deferred(t, lay);
+    double reducing = deferred ? psi : unit;
     const aps_framework_profile *fw = aps_profile(t);
     if (fw->gather_budget > 0 && gathered > fw->gather_budget)
         gathered = fw->gather_budget;
@@ -530,7 +541,7 @@ static double fsdp_buffers(const aps_model *m, const aps_training *t,
                 layer_matmul;
     gm = gm < gathered ? gm : gathered; /* of which in linear layers */
     double held = aps_gathered_param_bytes(t, gathered, gm);
-    double unsharded_grad = accumulate ? APS_FP32_BYTES : plan->grad_reduce;
+    double unsharded_grad = deferred ? APS_FP32_BYTES : plan->grad_reduce;
     return held + unsharded_grad * reducing;
 }
 

@@ -152,6 +152,36 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
                 (long long)s->tp_degree);
         return APS_REASON_TP_DIVISIBILITY;
     }
+    /* NeMo AutoModel's MoE models (NVIDIA-NeMo/Automodel 36044ad3,
+     * nemo_automodel/components/moe/parallelizer.py _resolve_moe_tp_plan,
+     * l.219-276): sequence_parallel raises, and its TP plan keeps the
+     * attention and the router replicated across the TP ranks with the
+     * routed experts "EP-owned" -- a tensor parallelism apsearch does not
+     * model; it has no capacity factor (moe/layers.py Gate: dropless) */
+    if (t->framework == APS_FW_AUTOMODEL) {
+        const char *why = NULL;
+        if (s->tp_degree > 1)
+            why = "tensor parallelism of an MoE model replicates its "
+                  "attention and router across the TP ranks and refuses "
+                  "sequence_parallel (moe/parallelizer.py "
+                  "_resolve_moe_tp_plan); use tp_degree = 1";
+        else if (s->etp_degree > 1)
+            why = "routed experts must remain EP-owned: no expert tensor "
+                  "parallelism (moe/parallelizer.py _resolve_moe_tp_plan); "
+                  "use etp_degree = 1";
+        else if (s->moe_capacity_factor > 0)
+            why = "its routers are dropless, with no capacity factor "
+                  "(moe/layers.py Gate); use moe_capacity_factor = 0";
+        else if (s->moe_token_dispatcher == APS_MOE_ALLTOALL)
+            why = "no all-to-all dispatcher: DeepEP / HybridEP (flex, "
+                  "moe/megatron/token_dispatcher.py) or an all-gather over "
+                  "EP (moe/experts.py GroupedExperts); use flex or allgather";
+        if (why) {
+            aps_fmt(msg, n, "automodel: %s (nemo_automodel/components/)",
+                    why);
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+    }
     /* the MoE layer takes sequence-parallel input under TP (the
      * dispatchers gather over the expert TP group from the sequence
      * shard); without SP apsearch does not model it */
@@ -161,16 +191,17 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
                 "parallel input only", (long long)s->tp_degree);
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
-    if (t->framework != APS_FW_MEGATRON && t->framework != APS_FW_FSDP2) {
+    if (t->framework != APS_FW_MEGATRON && t->framework != APS_FW_FSDP2 &&
+        t->framework != APS_FW_AUTOMODEL) {
         aps_fmt(msg, n, "%s: mixture-of-experts training is modelled for "
-                "megatron and fsdp2 (TorchTitan) only",
+                "megatron, fsdp2 (TorchTitan) and automodel only",
                 aps_framework_name(t->framework));
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
     /* flex (DeepEP / HybridEP) and allgather are Megatron-Core
      * dispatchers; TorchTitan's expert parallelism is all-to-all
      * (torchtitan/distributed/expert_parallel.py) */
-    if (t->framework != APS_FW_MEGATRON &&
+    if (t->framework == APS_FW_FSDP2 &&
         s->moe_token_dispatcher != APS_MOE_ALLTOALL) {
         aps_fmt(msg, n, "%s: moe_token_dispatcher = %s is Megatron-Core's "
                 "(TorchTitan dispatches all-to-all)",
@@ -196,6 +227,17 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
     /* "DeepEP dispatcher requires TPxEP > 1" (token_dispatcher.py
      * MoEFlexTokenDispatcher.__init__ @ d98e8a64, the expert TP and EP
      * groups); HybridEP has no such assert */
+    if (s->moe_token_dispatcher == APS_MOE_FLEX && ep * etp == 1 &&
+        t->framework == APS_FW_AUTOMODEL) {
+        /* AutoModel's copy asserts it for both backends (nemo_automodel/
+         * components/moe/megatron/token_dispatcher.py:573 @ 36044ad3) */
+        aps_fmt(msg, n, "automodel: moe_token_dispatcher = flex (dispatcher "
+                "deepep / hybridep) with ep_degree = 1: \"Flex token "
+                "dispatcher requires TPxEP > 1\" (nemo_automodel/components/"
+                "moe/megatron/token_dispatcher.py); use allgather "
+                "(dispatcher torch) or ep_degree > 1");
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
     if (s->moe_token_dispatcher == APS_MOE_FLEX &&
         t->moe_flex_dispatcher_backend == APS_FLEX_DEEPEP && ep * etp == 1) {
         aps_fmt(msg, n, "moe_token_dispatcher = flex with ep_degree x "
@@ -725,6 +767,18 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
     for (int k = APS_MEM_PARAMS; k <= APS_MEM_OPTIMIZER_STATES; k++)
         st->mem[k] += em[k];
     st->expert_params = pe;
+    /* deferred gradient sync (profile defer_grad_sync, AutoModel): the
+     * FSDP buffers held every stage parameter's unsharded fp32 gradient
+     * as the dense model counts them (memory.c fsdp_buffers); the MoE
+     * layers' non-expert difference corrects that, and experts sharded
+     * over ep_shard (edp > 1: FSDP on their dim 1, AutoModel moe/
+     * parallelizer.py apply_fsdp) keep theirs unsharded too; with edp = 1
+     * FSDP ignores the experts (ignored_params) and their gradients are
+     * the grads category */
+    if (plan->fsdp_like && plan->mfsdp == APS_MFSDP_NONE &&
+        aps_profile(t)->defer_grad_sync && aps_fsdp_grads_deferred(t, lay))
+        st->mem[APS_MEM_COMM_FSDP] +=
+            APS_FP32_BYTES * (psi + (edp > 1 ? pe : 0.0));
     /* activations of the layers that keep theirs (not recomputed): the
      * MoE and MLA differences, per_layer_kept = in-flight micro-batches
      * x the fraction of the rank's layers not recomputed */

@@ -156,6 +156,7 @@ const char *aps_precision_name(aps_precision p)
 static const char *const framework_names[] = {
     [APS_FW_MEGATRON] = "megatron", [APS_FW_FSDP2] = "fsdp2",
     [APS_FW_FSDP] = "fsdp", [APS_FW_DEEPSPEED] = "deepspeed",
+    [APS_FW_AUTOMODEL] = "automodel",
 };
 
 const char *aps_framework_name(aps_framework f)

@@ -223,6 +223,78 @@ static const aps_framework_profile profiles[] = {
         .dropout_option = true,
         .expandable_segments = false,
     },
+    /* NVIDIA NeMo AutoModel (NVIDIA-NeMo/Automodel 36044ad3, below "AM";
+     * paths under nemo_automodel/components/): PyTorch FSDP2 over Hugging
+     * Face models, like TorchTitan where not said otherwise. */
+    [APS_FW_AUTOMODEL] = {
+        /* the same states as TorchTitan's: FSDP2Config.mp_policy
+         * param_dtype bf16, reduce_dtype fp32, output_dtype bf16 over fp32
+         * sharded parameters (AM distributed/config.py:306-311, and
+         * moe/parallelizer.py:665-671 for MoE models), optimizers from the
+         * YAML (torch.optim.Adam / AdamW: fp32 m, v) */
+        .weight_bytes = 4.0, .grad_bytes = 4.0, .grads_follow_params = true,
+        .optimizer_bytes_adam = 8.0, .optimizer_bytes_sgd = 4.0,
+        /* the recipes' default loss, MaskedCrossEntropy() (AM recipes/llm/
+         * train_ft.py:161), fp32_upcast = True (loss/masked_ce.py:24):
+         * logits.float() then F.cross_entropy (l.74-83), TorchTitan's
+         * eager loss: 4 + 4 + 4.  No compiled loss (compile_loss refused);
+         * no loss_parallel: under TP the loss sees the whole vocabulary */
+        .logits_bytes = 12.0,
+        /* DTensor parallel styles as TorchTitan's (distributed/
+         * parallelizer.py, optimized_tp_plans.py) */
+        .sp_saves_gathered = true,
+        .vocab_divisor = 1,
+        /* BackendConfig.linear = "te" when TransformerEngine is installed
+         * (AM models/common/utils.py:331): every linear a TE module, its
+         * fp8 TransformerEngine's (BackendConfig te_fp8; examples/
+         * llm_benchmark/qwen/qwen3_moe_30b_te_fp8.yaml), its cuBLAS
+         * workspaces allocated (the expert GEMMs are grouped_gemm /
+         * torch._grouped_mm, utils.py:335, not TE: the MoE streams are
+         * not counted apart) */
+        .transformer_engine = true,
+        .te_gemm_workspaces = true,
+        .fp8_cast_bytes = APS_FP8_CAST_TE,
+        .fp8_fused_cast_bytes = APS_FP8_FUSED_CAST_TE,
+        /* BackendConfig.rms_norm = "torch_fp32" (utils.py:332): eager
+         * norms; only RoPE is fused (rope_fusion, l.334) */
+        .eager_elementwise = true,
+        /* activation_checkpointing = "selective": "TorchTitan-style per-op
+         * selective activation checkpointing" (AM moe/parallelizer.py
+         * apply_ac, l.461-464; distributed/activation_checkpointing.py) */
+        .op_sac_selective = true,
+        /* the FSDP mesh is dp_shard_cp when cp > 1 (AM distributed/
+         * mesh_utils.py:330-334, moe/parallelizer.py:1078-1082) */
+        .shard_over_cp = true,
+        /* FSDP2Config.defer_fsdp_grad_sync = True (AM distributed/
+         * config.py:318): set_requires_gradient_sync(is_optim_step)
+         * (distributed/utils.py:254-256), so gradients are reduced after
+         * the last micro-batch only; DDP runs no_sync (l.258-259) */
+        .sync_every_microbatch = false,
+        .defer_grad_sync = true,
+        /* under PP the stage backward is patched to keep parameters and
+         * gradients unsharded until the last micro-batch (AM moe/
+         * fsdp_mixin.py:283-289 patched_backward_maybe_with_nosync;
+         * distributed/pipelining/autopipeline.py:170) */
+        .pp_unsharded_grads = true,
+        .dp_buffers = APS_DP_BUFFERS_DDP,
+        /* Hugging Face configs carry their dropout (policy reads it);
+         * AutoModel's own MoE models (models/qwen3_moe, deepseek_v3)
+         * build no dropout module: off by default, on when asked */
+        .dropout = false,
+        .dropout_option = true,
+        /* the benchmark YAMLs set PYTORCH_CUDA_ALLOC_CONF=
+         * "expandable_segments:True" in their env (AM examples/
+         * llm_benchmark/gpt_oss/gptoss_120b_te_deepep.yaml:118,
+         * qwen/qwen3_moe_30b_te_fp8.yaml:121; examples/convergence/tulu3/
+         * training/launch.sh:34) */
+        .expandable_segments = true,
+        /* the routing probabilities multiply inside the experts'
+         * activation, (inter * permuted_probs).to(x.dtype) (AM moe/
+         * experts.py:769, swiglu_deepep; the all-gather path passes
+         * permuted_probs to the same activation, l.692-716), as in
+         * Megatron: nothing saved outside the experts */
+        .moe_score_operand_bytes = 0.0,
+    },
 };
 
 const aps_framework_profile *aps_profile(const aps_training *t)

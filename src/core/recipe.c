@@ -196,6 +196,20 @@ aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
                 aps_pipeline_split_name(s->pipeline_split));
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
+    /* NeMo AutoModel splits the layers L // S per stage, one more to each
+     * of the first L mod S, the embedding on the first and the norm and
+     * lm_head on the last without counting them (NVIDIA-NeMo/Automodel
+     * 36044ad3 nemo_automodel/components/distributed/pipelining/
+     * functional.py generate_hf_model_fqn_per_model_part, l.138-151) */
+    if (s->pp_degree > 1 && s->pipeline_split != APS_SPLIT_EVEN &&
+        t->framework == APS_FW_AUTOMODEL) {
+        aps_fmt(msg, n, "%s: pipeline_split = %s; AutoModel splits L // S "
+                "per stage, the first L mod S one more (pipelining/"
+                "functional.py generate_hf_model_fqn_per_model_part): use "
+                "even or stage_partition", fw,
+                aps_pipeline_split_name(s->pipeline_split));
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
     /* pipeline schedules: Megatron-LM runs its own (interleaved) 1F1B
      * (megatron/core/pipeline_parallel/schedules.py, d98e8a64
      * get_forward_backward_func: no zero-bubble schedule), DeepSpeed its
@@ -255,7 +269,8 @@ aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
     if (s->layer_recompute == APS_RECOMPUTE_FULL &&
         s->recompute_method == APS_RECOMPUTE_UNIFORM &&
         s->recompute_num_layers[0] > 1 &&
-        (t->framework == APS_FW_FSDP2 || t->framework == APS_FW_FSDP)) {
+        (t->framework == APS_FW_FSDP2 || t->framework == APS_FW_FSDP ||
+         t->framework == APS_FW_AUTOMODEL)) {
         aps_fmt(msg, n, "%s: recompute_method = uniform in groups of %lld "
                 "layers; its activation checkpointing wraps each block on "
                 "its own", fw, (long long)s->recompute_num_layers[0]);
@@ -287,6 +302,20 @@ aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
                 "TorchTitan (its MX / NVFP4 linears gather bf16 weights; "
                 "enable_fsdp_float8_all_gather is the float8 tensorwise "
                 "recipe's)", fw, aps_precision_name(t->precision));
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    /* NeMo AutoModel's float8 all-gather is torchao's
+     * (FP8Config.enable_fsdp_float8_all_gather, nemo_automodel/components/
+     * quantization/fp8.py:37 @ 36044ad3) on torch linears; its default
+     * linears are TransformerEngine's (BackendConfig linear = "te",
+     * models/common/utils.py:331), whose fp8 (te_fp8) apsearch models
+     * with bf16 FSDP gathers */
+    if (t->fp8_param_gather > 0 && t->framework == APS_FW_AUTOMODEL) {
+        aps_fmt(msg, n, "%s: fp8_param_gather is torchao's "
+                "enable_fsdp_float8_all_gather on torch linears "
+                "(nemo_automodel/components/quantization/fp8.py); the "
+                "estimate models AutoModel's default TransformerEngine "
+                "linears, which gather bf16 weights", fw);
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
     /* Megatron --cpu-offloading (megatron/core/transformer/

@@ -109,6 +109,11 @@ void aps_fsdp_stage_times(const aps_model *m, const aps_cluster *c,
     bool once = lay->p > 1 && aps_profile(t)->pp_unsharded_grads;
     double per_mb = once ? 1.0 / (double)lay->m : 1.0;
     ag *= per_mb;
+    /* deferred gradient sync (profile defer_grad_sync, AutoModel): the
+     * parameters are gathered every micro-batch, the fp32 gradients
+     * reduce-scattered once per step */
+    bool deferred = once || aps_profile(t)->defer_grad_sync;
+    double rs_per_mb = deferred ? 1.0 / (double)lay->m : 1.0;
     /* ZeRO-3 recompute releases weights it will not reuse soon */
     if (rc > 0 && s->reshard_after_forward)
         ag_b += aps_allgather_time(
@@ -116,9 +121,10 @@ void aps_fsdp_stage_times(const aps_model *m, const aps_cluster *c,
                                         m, lay->t,
                                         aps_profile(t)->reuse_distance),
             bw, alpha);
-    double rs = per_mb * aps_reducescatter_time(
-                             G, (once ? APS_FP32_BYTES : plan->grad_reduce) *
-                                    psi, bw, alpha);
+    double rs = rs_per_mb * aps_reducescatter_time(
+                                G, (deferred ? APS_FP32_BYTES
+                                             : plan->grad_reduce) *
+                                       psi, bw, alpha);
     double units = L + (first ? 1.0 : 0.0) + (last ? 1.0 : 0.0);
     fsdp_exposed(t, units, ag, ag_b, rs, st);
 }

@@ -223,7 +223,7 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
     }
     if ((unsigned)t->precision > APS_PREC_NVFP4 ||
         (unsigned)t->optimizer > APS_OPT_ADAMW ||
-        (unsigned)t->framework > APS_FW_DEEPSPEED ||
+        (unsigned)t->framework > APS_FW_AUTOMODEL ||
         (unsigned)t->fsdp_impl > APS_FSDP_IMPL_MEGATRON_FSDP ||
         (unsigned)t->memory_limit_kind > APS_MEM_KIND_DEVICE) {
         aps_fmt(err, n, "training: enum field out of range");
@@ -253,7 +253,8 @@ aps_status aps_training_dependencies(const aps_training *t, char *err,
                                      size_t n)
 {
     const char *fw = aps_framework_name(t->framework);
-    bool pytorch = t->framework == APS_FW_FSDP2 || t->framework == APS_FW_FSDP;
+    bool pytorch = t->framework == APS_FW_FSDP2 || t->framework == APS_FW_FSDP ||
+                   t->framework == APS_FW_AUTOMODEL;
     if (t->compile_loss == 1 && !(aps_profile(t)->logits_bytes_compiled > 0)) {
         aps_fmt(err, n, "training.compile_loss: %s has no compiled loss "
                 "(TorchTitan's compile.components = [\"loss\"], fsdp2)", fw);

@@ -78,9 +78,10 @@ APSL_ENUM(enum_precision, "bf16, fp16, fp8, mxfp8, nvfp4",
 APSL_ENUM(enum_optimizer, "adam, adamw, sgd",
           {"adam", APS_OPT_ADAM}, {"adamw", APS_OPT_ADAMW},
           {"sgd", APS_OPT_SGD});
-APSL_ENUM(enum_framework, "megatron, fsdp2, fsdp, deepspeed",
+APSL_ENUM(enum_framework, "megatron, fsdp2, fsdp, deepspeed, automodel",
           {"megatron", APS_FW_MEGATRON}, {"fsdp2", APS_FW_FSDP2},
-          {"fsdp", APS_FW_FSDP}, {"deepspeed", APS_FW_DEEPSPEED});
+          {"fsdp", APS_FW_FSDP}, {"deepspeed", APS_FW_DEEPSPEED},
+          {"automodel", APS_FW_AUTOMODEL});
 APSL_ENUM(enum_fsdp_impl, "torch_fsdp2, megatron_fsdp",
           {"torch_fsdp2", APS_FSDP_IMPL_TORCH_FSDP2},
           {"megatron_fsdp", APS_FSDP_IMPL_MEGATRON_FSDP});

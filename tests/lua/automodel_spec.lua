@@ -1,0 +1,139 @@
+-- tests/lua/automodel_spec.lua -- training.framework = "automodel", NeMo
+-- AutoModel (NVIDIA-NeMo/Automodel 36044ad3), against TorchTitan's fsdp2
+-- profile: the same FSDP2 model states, its deferred gradient sync, its
+-- TransformerEngine workspaces, and what it refuses (src/core/profile.c,
+-- check.c, moe.c, recipe.c cite the AutoModel files).
+--
+-- Hand-computed: Llama-3.1-8B has 8,030,261,248 parameters; its largest
+-- FSDP unit is the last stage's head, 128,256 x 4,096 + the final norm's
+-- 4,096 = 525,340,672 (src/core/model.c aps_largest_unit_params).
+local core = require "apsearch.core"
+
+local function llama8b()
+  return {
+    name = "Llama-3.1-8B", num_layers = 32, hidden_size = 4096,
+    num_attention_heads = 32, num_query_groups = 8, ffn_hidden_size = 14336,
+    vocab_size = 128256, tie_word_embeddings = false,
+  }
+end
+
+local function moe8()
+  local m = llama8b()
+  m.name, m.num_experts, m.experts_per_token, m.moe_ffn_hidden_size = "moe8", 8, 2, 14336
+  m.num_layers = 8
+  return m
+end
+
+local function node(n)
+  return { device = "h100-sxm-80gb", num_devices = n or 8, devices_per_node = 8 }
+end
+
+local function ctx_of(model, fw, gbs, n)
+  return core.context(model, node(n), { global_batch_size = gbs or 64, seq_length = 8192,
+    framework = fw, optimizer = "adamw" })
+end
+
+local PSI, UNIT = 8030261248, 525340672
+
+local function with_dispatcher(s, d)
+  local c = {}
+  for k, v in pairs(s) do c[k] = v end
+  c.moe_token_dispatcher = d
+  return c
+end
+
+describe("framework automodel", function()
+  it("keeps TorchTitan's FSDP2 model states and loss bytes", function()
+    local s = { fsdp_degree = 8, micro_batch_size = 1 }
+    local a = ctx_of(llama8b(), "automodel"):estimate(s).memory_breakdown
+    local f = ctx_of(llama8b(), "fsdp2"):estimate(s).memory_breakdown
+    -- fp32 sharded params, fp32 grads, fp32 Adam m, v: 4 + 4 + 8 over 8
+    assert.are.equal(4 * PSI / 8, a.params)
+    assert.are.equal(f.params, a.params)
+    assert.are.equal(f.grads, a.grads)
+    assert.are.equal(8 * PSI / 8, a.optimizer_states)
+    assert.are.equal(f.optimizer_states, a.optimizer_states)
+    -- MaskedCrossEntropy(fp32_upcast=True): 12 B per logit, b s V
+    assert.are.equal(12 * 8192 * 128256, a.logits_loss)
+    assert.are.equal(f.logits_loss, a.logits_loss)
+    -- TE linears: one cuBLAS workspace of 32 MiB + 1 KiB on Hopper
+    assert.are.equal(32 * 2 ^ 20 + 1024, a.workspaces)
+    assert.are.equal(0, f.workspaces)
+  end)
+
+  it("holds the unsharded fp32 gradients until the last micro-batch", function()
+    -- 64 sequences over 8 ranks, 1 each: 8 micro-batches
+    local s = { fsdp_degree = 8, micro_batch_size = 1 }
+    local a = ctx_of(llama8b(), "automodel"):estimate(s)
+    local f = ctx_of(llama8b(), "fsdp2"):estimate(s)
+    -- TorchTitan reduces one unit's fp32 gradient at a time, AutoModel
+    -- keeps every parameter's: 4 (PSI - UNIT) bytes more
+    local d = a.memory_breakdown.comm_buffers.fsdp - f.memory_breakdown.comm_buffers.fsdp
+    assert.is_true(math.abs(d - 4 * (PSI - UNIT)) < 1, tostring(d))
+    -- one reduce-scatter per step instead of one per micro-batch
+    local ra = a.performance_breakdown.fsdp_reducescatter.total
+    local rf = f.performance_breakdown.fsdp_reducescatter.total
+    assert.is_true(math.abs(ra - rf / 8) <= 1e-12 * rf, ra .. " vs " .. rf)
+    -- one micro-batch: nothing deferred, the same buffers
+    local a1 = ctx_of(llama8b(), "automodel", 8):estimate(s)
+    local f1 = ctx_of(llama8b(), "fsdp2", 8):estimate(s)
+    assert.are.equal(f1.memory_breakdown.comm_buffers.fsdp, a1.memory_breakdown.comm_buffers.fsdp)
+  end)
+
+  it("defers the MoE layers' non-expert gradients, not the EP-owned experts'", function()
+    local s = { fsdp_degree = 8, ep_degree = 8, micro_batch_size = 1 }
+    local a = ctx_of(moe8(), "automodel"):estimate(with_dispatcher(s, "flex"))
+    local f = ctx_of(moe8(), "fsdp2"):estimate(with_dispatcher(s, "alltoall"))
+    assert.is_true(a.feasible ~= nil)
+    local st = a.stages[1]
+    -- edp = 8 / 8 = 1: FSDP ignores the experts (ignored_params), so only
+    -- the non-expert parameters' fp32 gradients are held (stage params,
+    -- which leave the routed experts to expert_params): 4 (params - UNIT)
+    -- over TorchTitan's one unit
+    assert.are.equal(8 * 8 / 8 * 3 * 4096 * 14336, st.expert_params)
+    local d = a.memory_breakdown.comm_buffers.fsdp - f.memory_breakdown.comm_buffers.fsdp
+    local want = 4 * (st.params - UNIT)
+    assert.is_true(math.abs(d - want) < 1, d .. " vs " .. want)
+    assert.are.equal(f.memory_breakdown.grads, a.memory_breakdown.grads)
+  end)
+
+  it("accepts DeepEP and all-gather dispatch and EP over replicas", function()
+    -- ep 8 over dp_replicate 2 x dp_shard 4 (AutoModel's moe mesh spans
+    -- every non-PP rank, mesh_utils.py _create_moe_mesh)
+    local c = ctx_of(moe8(), "automodel", 64, 8)
+    for _, d in ipairs({ "flex", "allgather" }) do
+      local e = c:estimate({ dp_degree = 2, fsdp_degree = 4, ep_degree = 8, moe_token_dispatcher = d })
+      assert.are_not.equal("FRAMEWORK_UNSUPPORTED", e.reason, tostring(e.message))
+      assert.are_not.equal("EP_DIVISIBILITY", e.reason, tostring(e.message))
+    end
+    -- TorchTitan takes EP from the sharded ranks only
+    local t = ctx_of(moe8(), "fsdp2", 64, 8):estimate({ dp_degree = 2, fsdp_degree = 4, ep_degree = 8 })
+    assert.are.equal("FRAMEWORK_UNSUPPORTED", t.reason)
+  end)
+
+  local function refused(model, s, pattern, n)
+    local e = ctx_of(model, "automodel", 64, n or 16):estimate(s)
+    assert.are.equal("FRAMEWORK_UNSUPPORTED", e.reason)
+    assert.matches(pattern, e.message)
+  end
+
+  it("refuses what AutoModel cannot run, naming the file", function()
+    refused(moe8(), { fsdp_degree = 16, ep_degree = 8, moe_token_dispatcher = "alltoall" },
+      "^automodel: no all%-to%-all dispatcher: DeepEP / HybridEP")
+    refused(moe8(), { fsdp_degree = 8, tp_degree = 2, sequence_parallel = true, ep_degree = 8,
+      moe_token_dispatcher = "flex" }, "replicates its attention and router .*_resolve_moe_tp_plan")
+    refused(moe8(), { fsdp_degree = 16, ep_degree = 8, etp_degree = 2, tp_degree = 1,
+      moe_token_dispatcher = "flex" }, "EP%-owned")
+    refused(moe8(), { fsdp_degree = 16, ep_degree = 8, moe_capacity_factor = 1.25,
+      moe_token_dispatcher = "flex" }, "dropless")
+    refused(moe8(), { fsdp_degree = 16, ep_degree = 1, moe_token_dispatcher = "flex" },
+      "Flex token dispatcher requires TPxEP > 1")
+    refused(llama8b(), { fsdp_degree = 8, cp_degree = 2, cp_comm_type = "a2a" },
+      "^automodel: cp_comm_type = a2a; .*parallelizer%.py")
+    refused(llama8b(), { dp_degree = 8, tp_degree = 2 },
+      "^automodel: DDP .*mesh_utils%.py")
+    refused(llama8b(), { dp_degree = 16, zero_stage = 1 }, "^automodel: zero_stage = 1 over DDP")
+    refused(llama8b(), { fsdp_degree = 4, pp_degree = 4, pipeline_split = "embedding_loss" },
+      "generate_hf_model_fqn_per_model_part")
+  end)
+end)

@@ -268,7 +268,7 @@ function M.render(c)
         "TP / PP / CP / EP; written as FSDP over the %d data-parallel ranks"):format(R,
         cp > 1 and ("cp_degree = " .. cp) or "model parallelism", R))
     end
-    if (r.zero_stage or 0) > 0 and Sd == 1 then
+    if (r.zero_stage or 0) > 0 and Sd == 1 and cp == 1 then
       N(NE, ("zero_stage = %d (AutoModel shards with FSDP2 only)"):format(r.zero_stage))
     end
   end

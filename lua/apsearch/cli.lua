@@ -283,7 +283,7 @@ end
 -- release) first: the launch files, and the launchable rule for
 -- torchtitan, are that target's.  Nothing more when `name` is nil.
 -- @tparam table p policy (apsearch.policy)
--- @tparam string|nil name megatron, torchtitan or mindformers
+-- @tparam string|nil name megatron, torchtitan, mindformers or automodel
 -- @tparam[opt] string|nil version `--torchtitan-version` (head, a release tag)
 -- @raise `--launchable: launchable: must be ...` for another name,
 --   `--torchtitan-version: torchtitan_version: must be ...` for another version
@@ -296,7 +296,7 @@ function M.add_launchable(p, name, version)
   p.launchable = name
   -- the engine's own framework, whose overheads and space the estimate
   -- should take (MindFormers has none of apsearch's frameworks)
-  local own = ({ megatron = "megatron", torchtitan = "fsdp2" })[name]
+  local own = ({ megatron = "megatron", torchtitan = "fsdp2", automodel = "automodel" })[name]
   local fw = p.training.framework or "megatron"
   if own and fw ~= own then
     p.warnings[#p.warnings + 1] = ("note: --launchable %s keeps the strategies %s's launch file builds, " ..
@@ -516,8 +516,8 @@ end
 --                     when `result.candidates_csv` says it was written
 -- * `report.html`     the report (apsearch.report.html), self-contained
 -- * `launch/rank<N>_megatron.sh`, `rank<N>_torchtitan.py` (`.toml` with
---   `--torchtitan-version` a release), `rank<N>_mindformers.yaml` per
---   top-k strategy (apsearch.launch)
+--   `--torchtitan-version` a release), `rank<N>_mindformers.yaml`,
+--   `rank<N>_automodel.yaml` per top-k strategy (apsearch.launch)
 -- @tparam string dir output directory (created)
 -- @tparam table result search result (gains visualization_report, output_files, run_id)
 -- @tparam[opt] table opts `echarts` (path of echarts.min.js); `set` (an
@@ -715,7 +715,7 @@ local function cmd_run(args)
   c:option("--baseline=FILE", "a previous result.json, or a result-set directory holding one (an --out DIR): report what changed in the inputs and the top-k")
   c:option("--echarts=FILE", "echarts.min.js to inline in report.html (default: the one the build fetched; 'none': tables only)")
   c:option("--rules=FILE", "add a constraint rule file (docs/writing-rules.md; repeatable)", {})
-  c:option("--launchable=FRAMEWORK", "rank only strategies whose launch file for FRAMEWORK (megatron, torchtitan or mindformers) builds the job as estimated; the others are filtered as LAUNCH_DIFFERS")
+  c:option("--launchable=FRAMEWORK", "rank only strategies whose launch file for FRAMEWORK (megatron, torchtitan, mindformers or automodel) builds the job as estimated; the others are filtered as LAUNCH_DIFFERS")
   c:option("--torchtitan-version=VERSION", "TorchTitan the launch files target: head (default: a Python config module for TorchTitan's main branch, at the commit the file names) or " .. table.concat(require("apsearch.launch.torchtitan_toml").releases, ", ") .. " (a TOML job file of that release, launch/rank<N>_torchtitan.toml; also what --launchable torchtitan checks)")
   c:option("--objective=NAME|FILE", "rank by a built-in objective or an objective file (replaces the policy's)")
   c:option("--formatter=FILE", "print the result with a formatter file instead of --format")

@@ -551,7 +551,7 @@ end
 -- checks every file of a result; returns them by rank and engine
 local function check_all(r)
   local files = launch.render_all(r)
-  assert.are.equal(3 * #r.top_k_strategies, #files)
+  assert.are.equal(#launch.engines * #r.top_k_strategies, #files)
   local by = {}
   for _, f in ipairs(files) do
     by[f.rank] = by[f.rank] or {}
@@ -613,6 +613,20 @@ local function check_all(r)
       end
       assert.are.equal(tin.compile_loss ~= false, tr.compile_loss)
       assert.are.equal(used, prod, "TorchTitan degrees multiply to the devices")
+    elseif f.engine == "automodel" then
+      -- tests/lua/launch_automodel_spec.lua checks its keys; here: only
+      -- listed keys, and dp x cp x tp x pp = the devices
+      local am = require "apsearch.launch.automodel"
+      local prod = 1
+      for _, leaf in ipairs(parse_yaml(f.text)) do
+        assert.is_truthy(am.keys[leaf.path], "AutoModel key not listed: " .. leaf.path)
+        local degree = { ["distributed.dp_size"] = true, ["distributed.tp_size"] = true,
+          ["distributed.cp_size"] = true, ["distributed.pp_size"] = true }
+        if degree[leaf.path] then prod = prod * num(leaf.value) end
+      end
+      if not f.text:find("\n  strategy: ddp", 1, true) then
+        assert.are.equal(used, prod, "AutoModel degrees multiply to the devices")
+      end
     else
       local prod = 1
       for _, leaf in ipairs(parse_yaml(f.text)) do
@@ -2024,7 +2038,7 @@ describe("launch configs", function()
     local dir = os.tmpname()
     os.remove(dir)
     local files = launch.write(dir .. "/launch", r)
-    assert.are.equal(6, #files)
+    assert.are.equal(8, #files)
     for _, f in ipairs(files) do
       local fh = assert(io.open(f.path, "rb"))
       assert.are.equal(f.text, fh:read("a"))

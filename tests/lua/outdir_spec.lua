@@ -45,7 +45,7 @@ local function check_set(dir)
   local got = {}
   for _, n in ipairs(ls(dir)) do got[n] = true end
   assert.are.same(want, got)
-  assert.are.equal(3 * #r.top_k_strategies, #ls(dir .. "/launch"))
+  assert.are.equal(4 * #r.top_k_strategies, #ls(dir .. "/launch"))
   local rows = select(2, read(dir .. "/result.csv"):gsub("\n", ""))
   assert.are.equal(#r.top_k_strategies + 1, rows)
   return id, r, target

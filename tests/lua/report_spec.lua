@@ -544,7 +544,7 @@ describe("apsearch run --out", function()
     local saved = cjson.decode(read(dir .. "/result.json"))
     assert.are.equal(dir .. "/report.html", r.visualization_report)
     assert.are.equal(dir .. "/report.html", saved.visualization_report)
-    assert.are.equal(4 + 3 * 3, #saved.output_files)
+    assert.are.equal(4 + 4 * 3, #saved.output_files)
     for _, f in ipairs(saved.output_files) do assert.truthy(read(f), f) end
     local p = io.popen("ls -a " .. q(dir) .. " " .. q(dir .. "/launch"))
     local names = {}
@@ -554,7 +554,8 @@ describe("apsearch run --out", function()
     local report = read(dir .. "/report.html")
     assert.truthy(report:find('id="chart8"', 1, true))
     assert.truthy(report:find("launch/rank1_megatron.sh", 1, true))
-    assert.truthy(err:find("wrote 13 files", 1, true))
+    assert.truthy(report:find("launch/rank1_automodel.yaml", 1, true))
+    assert.truthy(err:find("wrote 16 files", 1, true))
   end)
 
   it("streams candidates.csv: --candidates all, feasible (the default) or none", function()
@@ -577,12 +578,12 @@ describe("apsearch run --out", function()
         assert.is_nil(saved[mode])
         assert.is_nil(r.candidates_csv)
         for _, f in ipairs(r.output_files) do assert.is_nil(f:find("candidates.csv", 1, true)) end
-        assert.truthy(err:find("wrote 9 files to " .. dir .. ": result.json, result.csv, report.html, launch/ (6)", 1, true), err)
+        assert.truthy(err:find("wrote 11 files to " .. dir .. ": result.json, result.csv, report.html, launch/ (8)", 1, true), err)
       else
         local want = mode == "all" and s.generated or s.feasible
         assert.are.equal(want, rows(dir .. "/candidates.csv"))
         assert.are.same({ mode = mode == "" and "feasible" or mode, rows = want }, r.candidates_csv)
-        assert.truthy(err:find("wrote 10 files", 1, true), err)
+        assert.truthy(err:find("wrote 12 files", 1, true), err)
       end
     end
     assert.are.equal(saved.feasible, saved[""])

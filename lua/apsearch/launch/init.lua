@@ -14,7 +14,10 @@
 --                             (apsearch.launch.torchtitan_toml);
 -- * `rank<N>_mindformers.yaml` MindSpore Transformers parallel_config,
 --                             recompute_config, offset
---                             (apsearch.launch.mindspore).
+--                             (apsearch.launch.mindspore);
+-- * `rank<N>_automodel.yaml`  NeMo AutoModel recipe YAML (distributed,
+--                             model backend, batch, loss, optimizer) with
+--                             its torchrun line (apsearch.launch.automodel).
 --
 -- Only option names listed in apsearch.launch.options (each list cites the
 -- engine source it was read from) are written.  A strategy an engine
@@ -32,6 +35,7 @@ M.engines = {
   { name = "megatron", module = "apsearch.launch.megatron", suffix = "_megatron.sh" },
   { name = "torchtitan", module = "apsearch.launch.torchtitan", suffix = "_torchtitan.py" },
   { name = "mindformers", module = "apsearch.launch.mindspore", suffix = "_mindformers.yaml" },
+  { name = "automodel", module = "apsearch.launch.automodel", suffix = "_automodel.yaml" },
 }
 
 --- TorchTitan targets `--torchtitan-version` accepts: "head" (the Python
@@ -71,7 +75,8 @@ end
 -- @treturn table `{rec, model, cluster, training, stages, layers (per
 --   pipeline rank), recompute (per pipeline rank), devices_used, nodes,
 --   data_parallel (dp x fsdp), header (comment lines), torchtitan_version
---   (result.inputs.torchtitan_version, else "head")}`
+--   (result.inputs.torchtitan_version, else "head"), model_source (the
+--   model's config file, result.inputs.model_source, or nil)}`
 function M.context(result, rec)
   local inp = result.inputs or {}
   local ss = result.stage_summary and result.stage_summary[rec.rank]
@@ -107,6 +112,7 @@ function M.context(result, rec)
     devices_per_node = per_node, nodes = math.max(1, math.ceil(used / per_node)),
     data_parallel = (rec.dp_degree or 1) * (rec.fsdp_degree or 1), header = header,
     torchtitan_version = inp.torchtitan_version or M.TORCHTITAN_HEAD,
+    model_source = type(inp.model_source) == "string" and safe(inp.model_source) or nil,
   }
 end
 
@@ -193,7 +199,7 @@ function M.differences(notes)
 end
 
 --- The engine named `name` (an entry of M.engines), or nil.
--- @tparam string name megatron, torchtitan or mindformers
+-- @tparam string name megatron, torchtitan, mindformers or automodel
 -- @treturn table|nil
 function M.engine(name)
   for _, e in ipairs(M.engines) do
@@ -238,7 +244,7 @@ M.LAUNCHABLE_ORDER = 10000
 -- candidate whose launch file for engine NAME has a NOT WRITTEN or NOT
 -- EXPRESSIBLE line (M.differences) is filtered out with LAUNCH_DIFFERS
 -- and that line as its message; an infeasible one keeps its own reason.
--- @tparam string name megatron, torchtitan or mindformers
+-- @tparam string name megatron, torchtitan, mindformers or automodel
 -- @tparam[opt] string version the TorchTitan target (M.torchtitan_version)
 -- @treturn table a rule (apsearch.rules.normalize, trusted)
 -- @raise `--launchable: launchable: must be ... (got NAME)` (exit 2)

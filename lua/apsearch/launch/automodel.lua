@@ -1,0 +1,466 @@
+--- NeMo AutoModel recipe YAML for one strategy (`rank<N>_automodel.yaml`),
+-- written as AutoModel's own recipe YAMLs are (examples/llm_benchmark/
+-- qwen/qwen3_moe_30b_te_deepep.yaml, examples/llm_pretrain/
+-- llama3_70b_pretrain.yaml): recipe, step_scheduler, distributed,
+-- model (from_config over the estimate's Hugging Face config), loss_fn,
+-- dataset, optimizer.  Targets NVIDIA-NeMo/Automodel 36044ad3 (the commit
+-- the `automodel` profile models, src/core/profile.c).  Keys and where
+-- AutoModel reads them: M.keys.
+--
+-- Mapping (apsearch strategy field -> AutoModel key):
+--
+-- * dp_degree x fsdp_degree -> distributed.dp_size; HSDP (both > 1) ->
+--   dp_replicate_size = dp_degree (mesh_utils.py _create_fsdp2_device_mesh:
+--   dp_shard = dp_size / dp_replicate_size); plain DDP (fsdp_degree 1, no
+--   TP / PP / CP / EP) -> strategy ddp; DDP replicas with CP NOT
+--   EXPRESSIBLE (FSDP2 needs dp_replicate_size < dp_size, l.310-314)
+-- * tp_degree -> tp_size, sequence_parallel; cp_degree -> cp_size;
+--   ep_degree -> ep_size (EP over dp x cp x tp, ep_shard the rest)
+-- * pp_degree, vpp_degree -> pp_size, pipeline.pp_schedule
+--   (torch.distributed.pipelining names: 1F1B, Interleaved1F1B, ...),
+--   pipeline.layers_per_stage = L / (pp x vpp) (calculate_virtual_stages:
+--   ceil(L / layers_per_stage) stages); pp_microbatch_size =
+--   micro_batch_size and step_scheduler.local_batch_size = micro_batch_size
+--   x micro_batch_num, so one schedule runs every micro-batch of the step
+--   as the estimate does (train_ft.py: pp_batch_size = local_batch_size)
+-- * micro_batch_size -> step_scheduler.local_batch_size (no PP; gradient
+--   accumulation = global_batch_size / (local_batch_size x dp_size),
+--   step_scheduler.py:119)
+-- * layer_recompute: full -> activation_checkpointing true (every block),
+--   selective -> "selective" (TorchTitan-style op SAC); a partial full
+--   recompute NOT EXPRESSIBLE
+-- * reshard_after_forward false -> FSDP2Config.reshard_after_forward false;
+--   true -> null (AutoModel's heuristic: reshard all but the last layer)
+-- * moe_token_dispatcher flex -> model.backend.dispatcher deepep / hybridep
+--   (training.moe_flex_dispatcher_backend), allgather -> torch
+-- * precision bf16 -> mp_policy bf16 / fp32 reduce over fp32 weights
+--   (model.torch_dtype float32: from_config's "auto" is bf16, auto_model.py
+--   :846); fp8 / mxfp8 -> model.backend.te_fp8.recipe current / mxfp8
+-- * optimizer adamw / adam / sgd -> torch.optim.AdamW / Adam / SGD;
+--   loss MaskedCrossEntropy (fp32_upcast true, the profile's 12 B/logit)
+-- @module apsearch.launch.automodel
+local launch_util = require "apsearch.launch"
+
+local M = {}
+
+--- The commit the file is written for.
+M.COMMIT = "36044ad3d"
+
+--- Keys written, with the AutoModel file reading them (paths under
+-- nemo_automodel/ at M.COMMIT).
+M.keys = {
+  recipe = "cli/app.py (recipe class by name)",
+  ["benchmark.warmup_steps"] = "recipes/llm/benchmark.py",
+  ["benchmark.peak_tflops"] = "recipes/llm/benchmark.py",
+  ["benchmark.nsys_start"] = "recipes/llm/benchmark.py",
+  ["benchmark.nsys_end"] = "recipes/llm/benchmark.py",
+  ["benchmark.nsys_ranks"] = "recipes/llm/benchmark.py",
+  ["benchmark.num_nodes"] = "recipes/llm/benchmark.py",
+  ["step_scheduler.global_batch_size"] = "components/training/step_scheduler.py",
+  ["step_scheduler.local_batch_size"] = "components/training/step_scheduler.py",
+  ["step_scheduler.max_steps"] = "components/training/step_scheduler.py",
+  ["step_scheduler.num_epochs"] = "components/training/step_scheduler.py",
+  ["step_scheduler.ckpt_every_steps"] = "components/training/step_scheduler.py",
+  ["step_scheduler.val_every_steps"] = "components/training/step_scheduler.py",
+  ["dist_env.backend"] = "components/distributed/init_utils.py",
+  ["dist_env.timeout_minutes"] = "recipes/_dist_utils.py",
+  ["distributed.strategy"] = "recipes/_dist_utils.py parse_distributed_section",
+  ["distributed.dp_size"] = "components/distributed/mesh.py ParallelismSizes",
+  ["distributed.dp_replicate_size"] = "components/distributed/mesh.py ParallelismSizes",
+  ["distributed.tp_size"] = "components/distributed/mesh.py ParallelismSizes",
+  ["distributed.cp_size"] = "components/distributed/mesh.py ParallelismSizes",
+  ["distributed.pp_size"] = "components/distributed/mesh.py ParallelismSizes",
+  ["distributed.ep_size"] = "components/distributed/mesh.py ParallelismSizes",
+  ["distributed.sequence_parallel"] = "components/distributed/config.py FSDP2Config",
+  ["distributed.activation_checkpointing"] = "recipes/_dist_utils.py _normalize_activation_checkpointing",
+  ["distributed.defer_fsdp_grad_sync"] = "components/distributed/config.py FSDP2Config",
+  ["distributed.reshard_after_forward"] = "components/distributed/config.py FSDP2Config",
+  ["distributed.mp_policy._target_"] = "recipes/_dist_utils.py (mp_policy)",
+  ["distributed.mp_policy.param_dtype"] = "torch MixedPrecisionPolicy",
+  ["distributed.mp_policy.reduce_dtype"] = "torch MixedPrecisionPolicy",
+  ["distributed.mp_policy.output_dtype"] = "torch MixedPrecisionPolicy",
+  ["distributed.mp_policy.cast_forward_inputs"] = "torch MixedPrecisionPolicy",
+  ["distributed.pipeline.pp_schedule"] = "components/distributed/pipelining/config.py PipelineConfig",
+  ["distributed.pipeline.pp_microbatch_size"] = "components/distributed/pipelining/config.py PipelineConfig",
+  ["distributed.pipeline.layers_per_stage"] = "components/distributed/pipelining/config.py PipelineConfig",
+  ["distributed.pipeline.scale_grads_in_schedule"] = "components/distributed/pipelining/config.py PipelineConfig",
+  ["distributed.moe.reshard_after_forward"] = "components/distributed/config.py MoEParallelizerConfig",
+  ["distributed.moe.ignore_router_for_ac"] = "components/distributed/config.py MoEParallelizerConfig",
+  ["model._target_"] = "_transformers/auto_model.py NeMoAutoModelForCausalLM.from_config",
+  ["model.config._target_"] = "transformers AutoConfig.from_pretrained",
+  ["model.config.pretrained_model_name_or_path"] = "transformers AutoConfig.from_pretrained",
+  ["model.config.num_hidden_layers"] = "transformers PretrainedConfig kwargs",
+  ["model.config.hidden_size"] = "transformers PretrainedConfig kwargs",
+  ["model.config.num_attention_heads"] = "transformers PretrainedConfig kwargs",
+  ["model.config.num_key_value_heads"] = "transformers PretrainedConfig kwargs",
+  ["model.config.vocab_size"] = "transformers PretrainedConfig kwargs",
+  ["model.torch_dtype"] = "_transformers/auto_model.py from_config",
+  ["model.trust_remote_code"] = "_transformers/auto_model.py from_config",
+  ["model.backend._target_"] = "components/models/common/utils.py BackendConfig",
+  ["model.backend.attn"] = "components/models/common/utils.py BackendConfig",
+  ["model.backend.linear"] = "components/models/common/utils.py BackendConfig",
+  ["model.backend.rms_norm"] = "components/models/common/utils.py BackendConfig",
+  ["model.backend.rope_fusion"] = "components/models/common/utils.py BackendConfig",
+  ["model.backend.experts"] = "components/models/common/utils.py BackendConfig",
+  ["model.backend.dispatcher"] = "components/models/common/utils.py BackendConfig",
+  ["model.backend.fake_balanced_gate"] = "components/models/common/utils.py BackendConfig",
+  ["model.backend.enable_fsdp_optimizations"] = "components/models/common/utils.py BackendConfig",
+  ["model.backend.te_fp8.recipe"] = "components/models/common/utils.py TEFp8Config",
+  ["checkpoint.enabled"] = "components/checkpoint/checkpointing.py",
+  ["loss_fn._target_"] = "components/loss/masked_ce.py MaskedCrossEntropy",
+  ["loss_fn.fp32_upcast"] = "components/loss/masked_ce.py MaskedCrossEntropy",
+  ["dataset._target_"] = "components/datasets/llm/mock_iterable_dataset.py",
+  ["dataset.seq_len"] = "components/datasets/llm/mock_iterable_dataset.py",
+  ["dataset.vocab_size"] = "components/datasets/llm/mock_iterable_dataset.py",
+  ["dataset.num_samples"] = "components/datasets/llm/mock_iterable_dataset.py",
+  ["dataloader._target_"] = "recipes/_typed_config.py (dataloader)",
+  ["dataloader.batch_size"] = "recipes/_typed_config.py (dataloader)",
+  ["dataloader.num_workers"] = "recipes/_typed_config.py (dataloader)",
+  ["optimizer._target_"] = "components/optim/optimizer.py",
+  ["optimizer.lr"] = "torch.optim",
+  ["optimizer.betas"] = "torch.optim",
+  ["optimizer.eps"] = "torch.optim",
+  ["optimizer.weight_decay"] = "torch.optim",
+  ["optimizer.momentum"] = "torch.optim",
+  ["optimizer.foreach"] = "torch.optim",
+}
+
+--- Hugging Face ids of the bundled model configs (examples/models/
+-- README.md: the Hub's config.json of the model each is named after),
+-- for the comment next to the config path.
+M.hf_ids = {
+  ["llama-3.1-8b"] = "meta-llama/Llama-3.1-8B", ["llama-3.1-70b"] = "meta-llama/Llama-3.1-70B",
+  ["llama-3.1-405b"] = "meta-llama/Llama-3.1-405B", ["qwen3-30b-a3b"] = "Qwen/Qwen3-30B-A3B",
+  ["qwen3-235b-a22b"] = "Qwen/Qwen3-235B-A22B", ["qwen2.5-7b"] = "Qwen/Qwen2.5-7B",
+  ["qwen2.5-72b"] = "Qwen/Qwen2.5-72B", ["deepseek-v3"] = "deepseek-ai/DeepSeek-V3",
+  ["mixtral-8x7b"] = "mistralai/Mixtral-8x7B-v0.1", ["gpt-oss-20b"] = "openai/gpt-oss-20b",
+  ["gpt-oss-120b"] = "openai/gpt-oss-120b", ["mistral-7b-v0.1"] = "mistralai/Mistral-7B-v0.1",
+}
+
+local yaml_float = require("apsearch.launch.mindspore").yaml_float
+
+local function yaml_value(v)
+  if v == nil or v == "null" then return "null" end
+  if type(v) == "boolean" then return v and "true" or "false" end
+  if math.type(v) == "float" then return yaml_float(v) end
+  if type(v) == "string" then
+    if v:match("^[%w_%.%-/]+$") and not v:match("^[%d%.%-]") and v ~= "true" and v ~= "false"
+      and v ~= "null" and v ~= "yes" and v ~= "no" and v ~= "on" and v ~= "off" then
+      return v
+    end
+    return '"' .. v:gsub("\\", "\\\\"):gsub('"', '\\"') .. '"'
+  end
+  if type(v) == "table" then
+    local parts = {}
+    for i, x in ipairs(v) do parts[i] = yaml_value(x) end
+    return "[" .. table.concat(parts, ", ") .. "]"
+  end
+  return tostring(v)
+end
+
+local NE = "NOT EXPRESSIBLE in AutoModel"
+
+--- The pipeline schedule name torch.distributed.pipelining's
+-- get_schedule_class takes (case-insensitive), as AutoModel passes
+-- pipeline.pp_schedule on (pipelining/functional.py build_pipeline_schedule).
+-- @tparam table r the strategy
+-- @tparam integer vpp model chunks per rank
+-- @treturn string
+function M.schedule(r, vpp)
+  return require("apsearch.launch.torchtitan").schedule_class(r, vpp)
+end
+
+--- layers_per_stage giving S = pp x vpp stages of L layers as the estimate
+-- split them (calculate_virtual_stages: ceil(L / lps) stages, then
+-- generate_hf_model_fqn_per_model_part: L // S each, the first L mod S
+-- one more, the split the core's `even` rule makes for automodel).
+-- @treturn integer|nil
+function M.layers_per_stage(L, S)
+  for lps = 1, L do
+    if (L + lps - 1) // lps == S then return lps end
+  end
+  return nil
+end
+
+--- Renders the YAML for a launch context (apsearch.launch.context).
+-- @tparam table c context
+-- @treturn string text
+-- @treturn table notes (NOT EXPRESSIBLE / NOT WRITTEN / APPROXIMATE / NOTE)
+function M.render(c)
+  local r, m, tr = c.rec, c.model, c.training
+  local notes = {}
+  local function N(kind, text) notes[#notes + 1] = kind .. ": " .. text end
+  local tree = { keys = {}, sub = {} }
+  local function node(path)
+    local n = tree
+    for seg in path:gmatch("[^%.]+") do
+      if not n.sub[seg] then
+        n.sub[seg] = { keys = {}, sub = {} }
+        n.keys[#n.keys + 1] = { seg, nil, nil, true }
+      end
+      n = n.sub[seg]
+    end
+    return n
+  end
+  local function K(path, value, comment)
+    assert(M.keys[path], "automodel: key not in the list: " .. path)
+    local parent, key = path:match("^(.*)%.([^%.]+)$")
+    local n = parent and node(parent) or tree
+    n.keys[#n.keys + 1] = { key or path, value, comment }
+  end
+
+  local tp, pp, cp, vpp = r.tp_degree or 1, r.pp_degree or 1, r.cp_degree or 1, r.vpp_degree or 1
+  local R, Sd = r.dp_degree or 1, r.fsdp_degree or 1
+  local ep = (m.num_experts or 0) > 0 and (r.ep_degree or 1) or 1
+  local L = m.num_layers or 0
+  local mbs = r.micro_batch_size or 1
+  local mbn = r.micro_batch_num or 0
+  if mbn < 1 then mbn = math.max(1, (tr.global_batch_size or 1) // (R * Sd * mbs)) end
+  local dp = R * Sd
+  if tr.framework ~= nil and tr.framework ~= "automodel" then
+    N("NOTE", ("the estimate is of framework = %s (its overheads); for AutoModel's own, " ..
+      "--set training.framework=automodel"):format(tostring(tr.framework)))
+  end
+
+  K("recipe", "BenchmarkingRecipeForNextTokenPrediction",
+    "timed steps on mock data; TrainFinetuneRecipeForNextTokenPrediction with your dataset to train")
+  local devc = type(c.cluster.device) == "table" and c.cluster.device or {}
+  local peak = (devc.peak_flops_bf16 or 0) / 1e12
+  K("benchmark.warmup_steps", 10)
+  K("benchmark.peak_tflops", peak > 0 and math.floor(peak + 0.5) or 989,
+    "dense bf16 peak of " .. tostring(devc.name or "the device") .. ", for the MFU it logs")
+  K("benchmark.nsys_start", -1)
+  K("benchmark.nsys_end", -1)
+  K("benchmark.nsys_ranks", {})
+  K("benchmark.num_nodes", c.nodes)
+
+  -- batch
+  K("step_scheduler.global_batch_size", tr.global_batch_size)
+  if pp > 1 then
+    K("step_scheduler.local_batch_size", mbs * mbn,
+      ("one pipeline schedule of %d micro-batches of %d per step (pp_batch_size)"):format(mbn, mbs))
+  else
+    K("step_scheduler.local_batch_size", mbs,
+      ("micro-batch; %d accumulated per step = global / (local x dp_size %d)"):format(mbn, dp))
+  end
+  K("step_scheduler.max_steps", 30)
+  K("step_scheduler.num_epochs", 1)
+  K("step_scheduler.ckpt_every_steps", 1000)
+  K("step_scheduler.val_every_steps", 1000)
+  K("dist_env.backend", "nccl")
+  K("dist_env.timeout_minutes", 10)
+
+  -- distributed
+  local ddp = Sd == 1 and cp == 1 and tp == 1 and pp == 1 and ep == 1 and R > 1
+  if ddp then
+    K("distributed.strategy", "ddp", ("DDP over %d replicas"):format(R))
+    if (r.zero_stage or 0) > 0 then
+      N(NE, ("zero_stage = %d over DDP (strategies fsdp2, megatron_fsdp, ddp)"):format(r.zero_stage))
+    end
+  else
+    K("distributed.strategy", "fsdp2")
+    K("distributed.dp_size", dp, cp > 1 and ("FSDP shards over dp_shard x cp = %d"):format(Sd * cp) or nil)
+    if R > 1 and Sd > 1 then
+      K("distributed.dp_replicate_size", R, ("HSDP: %d replicas x %d shards"):format(R, Sd))
+    elseif R > 1 then
+      N(NE, ("DDP replicas (dp_degree = %d, fsdp_degree = 1) with %s: AutoModel's fsdp2 needs " ..
+        "dp_replicate_size < dp_size (distributed/mesh_utils.py _create_fsdp2_device_mesh) and ddp refuses " ..
+        "TP / PP / CP / EP; written as FSDP over the %d data-parallel ranks"):format(R,
+        cp > 1 and ("cp_degree = " .. cp) or "model parallelism", R))
+    end
+    if (r.zero_stage or 0) > 0 and Sd == 1 and cp == 1 then
+      N(NE, ("zero_stage = %d (AutoModel shards with FSDP2 only)"):format(r.zero_stage))
+    end
+  end
+  K("distributed.tp_size", tp)
+  K("distributed.cp_size", cp)
+  K("distributed.pp_size", pp)
+  K("distributed.ep_size", ep)
+  if not ddp then
+    K("distributed.sequence_parallel", tp > 1 and r.sequence_parallel == true)
+  end
+  local rc = r.layer_recompute or "none"
+  local ac = false
+  if rc == "full" then
+    ac = true
+    local total, done = 0, 0
+    for i, n in ipairs(c.layers) do total = total + n; done = done + (c.recompute[i] or 0) end
+    if #c.layers > 0 and done < total then
+      N(NE, ("full recompute of %d of %d layers: activation_checkpointing wraps every block; written as " ..
+        "true (more recompute time, less activation memory than estimated)"):format(done, total))
+    end
+  elseif rc == "selective" then
+    ac = "selective"
+  end
+  K("distributed.activation_checkpointing", ac,
+    rc == "selective" and "TorchTitan-style op SAC (distributed/activation_checkpointing.py)" or nil)
+  if not ddp then
+    K("distributed.defer_fsdp_grad_sync", true, "gradients reduce-scattered once per step, as estimated")
+    if Sd > 1 or cp > 1 then
+      if r.reshard_after_forward == false then
+        K("distributed.reshard_after_forward", false, "parameters stay gathered after the forward")
+      else
+        K("distributed.reshard_after_forward", "null", "AutoModel's: reshard all but the last layer")
+      end
+    end
+    local pdt = tr.precision == "fp16" and "float16" or "bfloat16"
+    K("distributed.mp_policy._target_", "torch.distributed.fsdp.MixedPrecisionPolicy")
+    K("distributed.mp_policy.param_dtype", pdt)
+    K("distributed.mp_policy.reduce_dtype", "float32")
+    K("distributed.mp_policy.output_dtype", pdt)
+    K("distributed.mp_policy.cast_forward_inputs", true)
+  end
+  if pp > 1 then
+    local S = pp * vpp
+    K("distributed.pipeline.pp_schedule", M.schedule(r, vpp))
+    K("distributed.pipeline.pp_microbatch_size", mbs)
+    local lps = M.layers_per_stage(L, S)
+    if lps then
+      K("distributed.pipeline.layers_per_stage", lps,
+        ("%d stages: %d // %d layers each, the first %d one more"):format(S, L, S, L % S))
+    else
+      N(NE, ("%d layers over %d pipeline stages: no layers_per_stage gives %d stages " ..
+        "(calculate_virtual_stages)"):format(L, S, S))
+    end
+    K("distributed.pipeline.scale_grads_in_schedule", false)
+    -- the split AutoModel builds is L // S per stage, the first L mod S one more
+    local want = launch_util.estimate_chunks(c)
+    local base, extra = L // S, L % S
+    for j = 1, S do
+      local got = base + ((j <= extra) and 1 or 0)
+      if want[j] and want[j] ~= got then
+        N(NE, ("the estimate's layers per stage %s: AutoModel splits %d layers %d // %d per stage, the " ..
+          "first %d one more (pipelining/functional.py generate_hf_model_fqn_per_model_part)"):format(
+          table.concat(want, ":"), L, L, S, extra))
+        break
+      end
+    end
+  end
+  if ep > 1 then
+    K("distributed.moe.reshard_after_forward", false)
+    K("distributed.moe.ignore_router_for_ac", true)
+  end
+
+  -- model
+  local name = tostring(m.name or "")
+  local hf = M.hf_ids[name:lower()]
+  local src = c.model_source
+  K("model._target_", "nemo_automodel.NeMoAutoModelForCausalLM.from_config", "random init (pretraining)")
+  K("model.config._target_", "transformers.AutoConfig.from_pretrained")
+  if src and src ~= "" then
+    K("model.config.pretrained_model_name_or_path", src, hf and ("the config.json of " .. hf) or nil)
+  elseif hf then
+    K("model.config.pretrained_model_name_or_path", hf)
+  else
+    N("NOTE", "the model's Hugging Face config (" .. name .. " has no config file or known Hub id): " ..
+      "set model.config.pretrained_model_name_or_path")
+    K("model.config.pretrained_model_name_or_path", "SET-ME")
+  end
+  -- the shape the estimate assumed (kwargs override the config's own)
+  K("model.config.num_hidden_layers", L)
+  K("model.config.hidden_size", m.hidden_size)
+  K("model.config.num_attention_heads", m.num_attention_heads)
+  K("model.config.num_key_value_heads", m.num_query_groups or m.num_attention_heads)
+  K("model.config.vocab_size", m.vocab_size)
+  K("model.torch_dtype", "float32", "fp32 master weights, bf16 compute (mp_policy), as estimated")
+  K("model.trust_remote_code", true)
+  K("model.backend._target_", "nemo_automodel.components.models.common.BackendConfig")
+  K("model.backend.attn", tr.flash_attention == false and "sdpa" or "te")
+  if tr.flash_attention == false then
+    N(NE, "attention without a fused kernel (flash_attention = false): AutoModel's attention backends " ..
+      "are all fused; written as sdpa")
+  end
+  K("model.backend.linear", "te")
+  K("model.backend.rms_norm", "torch_fp32", "eager norms, as estimated")
+  K("model.backend.rope_fusion", false)
+  N("APPROXIMATE", "RoPE: the estimate fuses it; AutoModel 36044ad3 forces rope_fusion off (BackendConfig." ..
+    "__post_init__, issue #3027)")
+  if (m.num_experts or 0) > 0 then
+    K("model.backend.experts", "torch_mm", "torch._grouped_mm")
+    local d = r.moe_token_dispatcher or "flex"
+    if d == "flex" then
+      K("model.backend.dispatcher", tr.moe_flex_dispatcher_backend == "hybridep" and "hybridep" or "deepep")
+    elseif d == "allgather" then
+      K("model.backend.dispatcher", "torch", "DTensor all-gather / reduce-scatter")
+    else
+      N(NE, "moe_token_dispatcher = " .. tostring(d) .. " (AutoModel: deepep, hybridep, torch)")
+    end
+    K("model.backend.fake_balanced_gate", false, "true for a routing-balanced benchmark, as AutoModel's own")
+    K("model.backend.enable_fsdp_optimizations", false)
+  end
+  if tr.precision == "fp8" then
+    K("model.backend.te_fp8.recipe", "current", "TE Float8CurrentScaling linears")
+  elseif tr.precision == "mxfp8" then
+    K("model.backend.te_fp8.recipe", "mxfp8", "TE MXFP8BlockScaling linears")
+  elseif tr.precision == "nvfp4" then
+    N(NE, "nvfp4 (TEFp8Config recipes: current, block, mxfp8); written as bf16")
+  elseif tr.precision == "fp16" then
+    N("APPROXIMATE", "fp16: mp_policy float16 is written; AutoModel's recipes run no loss scaler")
+  end
+  K("checkpoint.enabled", false)
+  K("loss_fn._target_", "nemo_automodel.components.loss.masked_ce.MaskedCrossEntropy")
+  K("loss_fn.fp32_upcast", true, "fp32 logits in the loss (12 B per logit, as estimated)")
+  K("dataset._target_", "nemo_automodel.components.datasets.llm.mock_iterable_dataset.MockIterableDataset")
+  K("dataset.seq_len", tr.seq_length)
+  K("dataset.vocab_size", m.vocab_size)
+  K("dataset.num_samples", 100000)
+  K("dataloader._target_", "torch.utils.data.DataLoader")
+  K("dataloader.batch_size", "null", "the dataset yields batches")
+  K("dataloader.num_workers", 0)
+  local opt = tr.optimizer or "adamw"
+  if opt == "sgd" then
+    K("optimizer._target_", "torch.optim.SGD")
+    K("optimizer.lr", 1.0e-4)
+    K("optimizer.momentum", 0.9, "one fp32 momentum buffer, as estimated")
+  else
+    K("optimizer._target_", opt == "adam" and "torch.optim.Adam" or "torch.optim.AdamW",
+      "fp32 exp_avg and exp_avg_sq")
+    K("optimizer.lr", 1.0e-4)
+    K("optimizer.betas", { 0.9, 0.95 })
+    K("optimizer.eps", 1.0e-8)
+    K("optimizer.weight_decay", opt == "adam" and 0 or 0.1)
+    K("optimizer.foreach", true)
+    if tr.exp_avg_bf16 then
+      N(NE, "bf16 Adam moments (exp_avg_bf16): torch.optim keeps them in the parameters' fp32")
+    end
+  end
+
+  -- recipe settings with no AutoModel key
+  if tr.torch_compile then N(NE, "torch_compile (the estimate compiles the model)") end
+  if tr.cuda_graphs then N(NE, "CUDA graphs (cuda_graphs)") end
+  if tr.tp_comm_overlap then N(NE, "TP communication overlapped with the matmuls (tp_comm_overlap)") end
+  if tr.grad_reduce_in_fp32 == false then
+    N(NE, "gradients reduced in bf16 (grad_reduce_in_fp32 = false); mp_policy.reduce_dtype float32 written")
+  end
+  if (tr.mtp_num_layers or 0) > 0 then
+    N("NOT WRITTEN", ("training.mtp_num_layers = %d: the YAML trains without multi-token prediction"):format(
+      tr.mtp_num_layers))
+  end
+
+  local nodes = c.nodes
+  local per = math.min(c.devices_per_node, c.devices_used)
+  local out = {}
+  for _, h in ipairs(c.header) do out[#out + 1] = "# " .. h end
+  out[#out + 1] = "# NeMo AutoModel recipe YAML, keys checked against NVIDIA-NeMo/Automodel " .. M.COMMIT
+  out[#out + 1] = "# Run on each of the " .. nodes .. " node(s):"
+  out[#out + 1] = "#   PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun --nnodes " .. nodes ..
+    " --nproc-per-node " .. per .. (nodes > 1 and " --node-rank $NODE_RANK --master-addr $MASTER_ADDR" ..
+    " --master-port 29500" or "") .. " -m nemo_automodel.cli.app rank" .. r.rank .. "_automodel.yaml"
+  out[#out + 1] = "# Data, tokenizer, checkpoints, learning rate and schedule are yours."
+  for _, n in ipairs(notes) do out[#out + 1] = "# " .. n end
+  local function emit(n, indent)
+    for _, kv in ipairs(n.keys) do
+      if kv[4] then
+        out[#out + 1] = string.rep("  ", indent) .. kv[1] .. ":"
+        emit(n.sub[kv[1]], indent + 1)
+      else
+        out[#out + 1] = string.rep("  ", indent) .. kv[1] .. ": " .. yaml_value(kv[2]) ..
+          (kv[3] and ("  # " .. kv[3]) or "")
+      end
+    end
+  end
+  emit(tree, 0)
+  return table.concat(out, "\n") .. "\n", notes
+end
+
+return M

@@ -1,0 +1,124 @@
+-- tests/lua/launch_automodel_spec.lua -- rank<N>_automodel.yaml, the NeMo
+-- AutoModel recipe YAML (apsearch.launch.automodel, Automodel 36044ad3):
+-- the keys each layout maps to, as AutoModel's own code reads them
+-- (recipes/_dist_utils.py parse_distributed_section, distributed/
+-- mesh_utils.py _create_fsdp2_device_mesh, pipelining/functional.py
+-- calculate_virtual_stages, training/step_scheduler.py), and the layouts it
+-- says it cannot build.  The files were also loaded by AutoModel's loader
+-- and mesh code by hand (docs/launch.md "NeMo AutoModel").
+local launch = require "apsearch.launch"
+local automodel = require "apsearch.launch.automodel"
+
+local function rec_of(s)
+  local r = { rank = 1, devices_used = 8, memory_cost = {}, performance_cost = {}, dp_degree = 1, fsdp_degree = 1,
+    tp_degree = 1, pp_degree = 1, vpp_degree = 1, cp_degree = 1, ep_degree = 1, micro_batch_size = 1,
+    micro_batch_num = 8, layer_recompute = "none", zero_stage = 0, pp_schedule = "1f1b", sequence_parallel = true }
+  for k, v in pairs(s) do r[k] = v end
+  return r
+end
+
+local function llama8b()
+  return { name = "llama-3.1-8b", num_layers = 32, hidden_size = 4096, num_attention_heads = 32,
+    num_query_groups = 8, ffn_hidden_size = 14336, vocab_size = 128256 }
+end
+
+local function qwen3_30b()
+  return { name = "qwen3-30b-a3b", num_layers = 48, hidden_size = 2048, num_attention_heads = 32,
+    num_query_groups = 4, vocab_size = 151936, num_experts = 128, experts_per_token = 8 }
+end
+
+local function render(model, s, training, n)
+  local rec = rec_of(s)
+  rec.devices_used = n or 8
+  local stages = {}
+  local p = rec.pp_degree
+  for i = 1, p do
+    stages[i] = { num_layers = model.num_layers // p, recompute_layers = rec.layer_recompute == "full" and
+      model.num_layers // p or 0 }
+  end
+  local tr = { global_batch_size = 64, seq_length = 8192, precision = "bf16", framework = "automodel",
+    optimizer = "adamw", moe_flex_dispatcher_backend = "deepep" }
+  for k, v in pairs(training or {}) do tr[k] = v end
+  local result = { inputs = { model = model, training = tr, model_source = "/m/config.json",
+    cluster = { device = { name = "h100-sxm-80gb", peak_flops_bf16 = 989.4e12 }, devices_per_node = 8,
+    num_devices = n or 8 } }, top_k_strategies = { rec }, stage_summary = { { stages = stages } } }
+  local text, notes = automodel.render(launch.context(result, rec))
+  return text, launch.differences(notes)
+end
+
+local function has(text, line) return text:find("\n" .. line, 1, true) ~= nil end
+
+describe("launch file rank<N>_automodel.yaml", function()
+  it("is one of the engines, named rank<N>_automodel.yaml", function()
+    local e = launch.engine("automodel")
+    assert.are.equal("apsearch.launch.automodel", e.module)
+    assert.are.equal("_automodel.yaml", e.suffix)
+  end)
+
+  it("writes HSDP as dp_size and dp_replicate_size, TP with sequence parallelism", function()
+    local text, differs = render(llama8b(), { dp_degree = 2, fsdp_degree = 2, tp_degree = 2, micro_batch_num = 16 })
+    assert.are.same({}, differs)
+    assert.truthy(has(text, "  strategy: fsdp2"))
+    assert.truthy(has(text, "  dp_size: 4"))
+    assert.truthy(has(text, "  dp_replicate_size: 2"))
+    assert.truthy(has(text, "  tp_size: 2"))
+    assert.truthy(has(text, "  sequence_parallel: true"))
+    -- gradient accumulation = 64 / (1 x 4) = 16 micro-batches
+    assert.truthy(has(text, "  local_batch_size: 1"))
+    assert.truthy(has(text, "  global_batch_size: 64"))
+    -- fp32 weights under a bf16 mp_policy, MaskedCrossEntropy with fp32 logits
+    assert.truthy(has(text, "  torch_dtype: float32"))
+    assert.truthy(has(text, "    param_dtype: bfloat16"))
+    assert.truthy(has(text, "    reduce_dtype: float32"))
+    assert.truthy(has(text, "  fp32_upcast: true"))
+    assert.truthy(has(text, "  defer_fsdp_grad_sync: true"))
+    assert.truthy(text:find("torchrun --nnodes 1 --nproc-per-node 8 -m nemo_automodel.cli.app rank1_automodel.yaml",
+      1, true))
+  end)
+
+  it("runs one pipeline schedule of every micro-batch per step", function()
+    local text, differs = render(llama8b(), { fsdp_degree = 2, tp_degree = 2, pp_degree = 2, vpp_degree = 2,
+      micro_batch_num = 32 })
+    assert.are.same({}, differs)
+    assert.truthy(has(text, "  local_batch_size: 32"))
+    assert.truthy(has(text, "    pp_microbatch_size: 1"))
+    assert.truthy(has(text, "    pp_schedule: Interleaved1F1B"))
+    -- 32 layers over 4 stages: ceil(32 / 8) = 4 (calculate_virtual_stages)
+    assert.truthy(has(text, "    layers_per_stage: 8"))
+    assert.are.equal(8, automodel.layers_per_stage(32, 4))
+    assert.are.equal(12, automodel.layers_per_stage(48, 4))
+    assert.are.equal(3, automodel.layers_per_stage(10, 4)) -- ceil(10 / 3) = 4 stages of 3, 3, 2, 2
+    assert.is_nil(automodel.layers_per_stage(5, 4))        -- ceil(5 / 1) = 5, ceil(5 / 2) = 3
+  end)
+
+  it("writes the MoE dispatcher and EP over the replicas", function()
+    local text, differs = render(qwen3_30b(), { dp_degree = 2, fsdp_degree = 8, ep_degree = 16, micro_batch_size = 1,
+      micro_batch_num = 4 }, nil, 16)
+    assert.are.same({}, differs)
+    assert.truthy(has(text, "  ep_size: 16"))
+    assert.truthy(has(text, "    dispatcher: deepep"))
+    text = render(qwen3_30b(), { fsdp_degree = 16, ep_degree = 4, micro_batch_num = 4 },
+      { moe_flex_dispatcher_backend = "hybridep" }, 16)
+    assert.truthy(has(text, "    dispatcher: hybridep"))
+    text = render(qwen3_30b(), { fsdp_degree = 16, ep_degree = 16, micro_batch_num = 4,
+      moe_token_dispatcher = "allgather" }, nil, 16)
+    assert.truthy(has(text, "    dispatcher: torch"))
+  end)
+
+  it("says what AutoModel cannot build", function()
+    -- DDP replicas with context parallelism: fsdp2 needs dp_replicate_size < dp_size
+    local _, differs = render(llama8b(), { dp_degree = 4, cp_degree = 2, micro_batch_num = 16 })
+    assert.are.equal(1, #differs)
+    assert.truthy(differs[1]:find("^NOT EXPRESSIBLE in AutoModel: DDP replicas"))
+    -- a partial full recompute: activation_checkpointing wraps every block
+    local rec = { fsdp_degree = 8, layer_recompute = "full" }
+    local text = render(llama8b(), rec)
+    assert.truthy(has(text, "  activation_checkpointing: true"))
+    text = render(llama8b(), { fsdp_degree = 8, layer_recompute = "selective" })
+    assert.truthy(has(text, '  activation_checkpointing: selective'))
+    -- plain DDP is strategy ddp
+    text, differs = render(llama8b(), { dp_degree = 8 })
+    assert.are.same({}, differs)
+    assert.truthy(has(text, "  strategy: ddp"))
+  end)
+end)

@@ -182,17 +182,12 @@ function M.layers_per_stage(L, S)
   return nil
 end
 
---- Renders the YAML for a launch context (apsearch.launch.context).
--- @tparam table c context
--- @treturn string text
--- @treturn table notes (NOT EXPRESSIBLE / NOT WRITTEN / APPROXIMATE / NOTE)
-function M.render(c)
-  local r, m, tr = c.rec, c.model, c.training
-  local notes = {}
-  local function N(kind, text) notes[#notes + 1] = kind .. ": " .. text end
-  local tree = { keys = {}, sub = {} }
+-- The YAML as a tree of keys in the order written: w.K(path, value,
+-- comment) adds a key (one of M.keys), w.N(kind, text) a note.
+local function writer()
+  local w = { notes = {}, tree = { keys = {}, sub = {} } }
   local function node(path)
-    local n = tree
+    local n = w.tree
     for seg in path:gmatch("[^%.]+") do
       if not n.sub[seg] then
         n.sub[seg] = { keys = {}, sub = {} }
@@ -202,26 +197,35 @@ function M.render(c)
     end
     return n
   end
-  local function K(path, value, comment)
+  function w.K(path, value, comment)
     assert(M.keys[path], "automodel: key not in the list: " .. path)
     local parent, key = path:match("^(.*)%.([^%.]+)$")
-    local n = parent and node(parent) or tree
+    local n = parent and node(parent) or w.tree
     n.keys[#n.keys + 1] = { key or path, value, comment }
   end
+  function w.N(kind, text) w.notes[#w.notes + 1] = kind .. ": " .. text end
+  return w
+end
 
-  local tp, pp, cp, vpp = r.tp_degree or 1, r.pp_degree or 1, r.cp_degree or 1, r.vpp_degree or 1
-  local R, Sd = r.dp_degree or 1, r.fsdp_degree or 1
-  local ep = (m.num_experts or 0) > 0 and (r.ep_degree or 1) or 1
-  local L = m.num_layers or 0
-  local mbs = r.micro_batch_size or 1
-  local mbn = r.micro_batch_num or 0
-  if mbn < 1 then mbn = math.max(1, (tr.global_batch_size or 1) // (R * Sd * mbs)) end
-  local dp = R * Sd
-  if tr.framework ~= nil and tr.framework ~= "automodel" then
-    N("NOTE", ("the estimate is of framework = %s (its overheads); for AutoModel's own, " ..
-      "--set training.framework=automodel"):format(tostring(tr.framework)))
-  end
+-- The degrees and batch the sections read, from the launch context.
+local function layout_of(c)
+  local r, m, tr = c.rec, c.model, c.training
+  local g = { r = r, m = m, tr = tr, c = c }
+  g.tp, g.pp, g.cp, g.vpp = r.tp_degree or 1, r.pp_degree or 1, r.cp_degree or 1, r.vpp_degree or 1
+  g.R, g.Sd = r.dp_degree or 1, r.fsdp_degree or 1
+  g.ep = (m.num_experts or 0) > 0 and (r.ep_degree or 1) or 1
+  g.L = m.num_layers or 0
+  g.mbs = r.micro_batch_size or 1
+  g.mbn = r.micro_batch_num or 0
+  if g.mbn < 1 then g.mbn = math.max(1, (tr.global_batch_size or 1) // (g.R * g.Sd * g.mbs)) end
+  g.dp = g.R * g.Sd
+  g.ddp = g.Sd == 1 and g.cp == 1 and g.tp == 1 and g.pp == 1 and g.ep == 1 and g.R > 1
+  return g
+end
 
+-- recipe, benchmark, step scheduler (the batch), dist_env
+local function recipe_keys(w, g)
+  local K, c, tr = w.K, g.c, g.tr
   K("recipe", "BenchmarkingRecipeForNextTokenPrediction",
     "timed steps on mock data; TrainFinetuneRecipeForNextTokenPrediction with your dataset to train")
   local devc = type(c.cluster.device) == "table" and c.cluster.device or {}
@@ -233,15 +237,13 @@ function M.render(c)
   K("benchmark.nsys_end", -1)
   K("benchmark.nsys_ranks", {})
   K("benchmark.num_nodes", c.nodes)
-
-  -- batch
   K("step_scheduler.global_batch_size", tr.global_batch_size)
-  if pp > 1 then
-    K("step_scheduler.local_batch_size", mbs * mbn,
-      ("one pipeline schedule of %d micro-batches of %d per step (pp_batch_size)"):format(mbn, mbs))
+  if g.pp > 1 then
+    K("step_scheduler.local_batch_size", g.mbs * g.mbn,
+      ("one pipeline schedule of %d micro-batches of %d per step (pp_batch_size)"):format(g.mbn, g.mbs))
   else
-    K("step_scheduler.local_batch_size", mbs,
-      ("micro-batch; %d accumulated per step = global / (local x dp_size %d)"):format(mbn, dp))
+    K("step_scheduler.local_batch_size", g.mbs,
+      ("micro-batch; %d accumulated per step = global / (local x dp_size %d)"):format(g.mbn, g.dp))
   end
   K("step_scheduler.max_steps", 30)
   K("step_scheduler.num_epochs", 1)
@@ -249,36 +251,43 @@ function M.render(c)
   K("step_scheduler.val_every_steps", 1000)
   K("dist_env.backend", "nccl")
   K("dist_env.timeout_minutes", 10)
+end
 
-  -- distributed
-  local ddp = Sd == 1 and cp == 1 and tp == 1 and pp == 1 and ep == 1 and R > 1
-  if ddp then
-    K("distributed.strategy", "ddp", ("DDP over %d replicas"):format(R))
+-- distributed: the data-parallel strategy (DDP, FSDP2, HSDP) and sizes
+local function mesh_keys(w, g)
+  local K, N, r = w.K, w.N, g.r
+  if g.ddp then
+    K("distributed.strategy", "ddp", ("DDP over %d replicas"):format(g.R))
     if (r.zero_stage or 0) > 0 then
       N(NE, ("zero_stage = %d over DDP (strategies fsdp2, megatron_fsdp, ddp)"):format(r.zero_stage))
     end
   else
     K("distributed.strategy", "fsdp2")
-    K("distributed.dp_size", dp, cp > 1 and ("FSDP shards over dp_shard x cp = %d"):format(Sd * cp) or nil)
-    if R > 1 and Sd > 1 then
-      K("distributed.dp_replicate_size", R, ("HSDP: %d replicas x %d shards"):format(R, Sd))
-    elseif R > 1 then
+    K("distributed.dp_size", g.dp, g.cp > 1 and ("FSDP shards over dp_shard x cp = %d"):format(g.Sd * g.cp) or nil)
+    if g.R > 1 and g.Sd > 1 then
+      K("distributed.dp_replicate_size", g.R, ("HSDP: %d replicas x %d shards"):format(g.R, g.Sd))
+    elseif g.R > 1 then
       N(NE, ("DDP replicas (dp_degree = %d, fsdp_degree = 1) with %s: AutoModel's fsdp2 needs " ..
         "dp_replicate_size < dp_size (distributed/mesh_utils.py _create_fsdp2_device_mesh) and ddp refuses " ..
-        "TP / PP / CP / EP; written as FSDP over the %d data-parallel ranks"):format(R,
-        cp > 1 and ("cp_degree = " .. cp) or "model parallelism", R))
+        "TP / PP / CP / EP; written as FSDP over the %d data-parallel ranks"):format(g.R,
+        g.cp > 1 and ("cp_degree = " .. g.cp) or "model parallelism", g.R))
     end
-    if (r.zero_stage or 0) > 0 and Sd == 1 and cp == 1 then
+    if (r.zero_stage or 0) > 0 and g.Sd == 1 and g.cp == 1 then
       N(NE, ("zero_stage = %d (AutoModel shards with FSDP2 only)"):format(r.zero_stage))
     end
   end
-  K("distributed.tp_size", tp)
-  K("distributed.cp_size", cp)
-  K("distributed.pp_size", pp)
-  K("distributed.ep_size", ep)
-  if not ddp then
-    K("distributed.sequence_parallel", tp > 1 and r.sequence_parallel == true)
+  K("distributed.tp_size", g.tp)
+  K("distributed.cp_size", g.cp)
+  K("distributed.pp_size", g.pp)
+  K("distributed.ep_size", g.ep)
+  if not g.ddp then
+    K("distributed.sequence_parallel", g.tp > 1 and r.sequence_parallel == true)
   end
+end
+
+-- distributed: activation checkpointing, FSDP settings, mixed precision
+local function fsdp_keys(w, g)
+  local K, N, r, c, tr = w.K, w.N, g.r, g.c, g.tr
   local rc = r.layer_recompute or "none"
   local ac = false
   if rc == "full" then
@@ -294,26 +303,30 @@ function M.render(c)
   end
   K("distributed.activation_checkpointing", ac,
     rc == "selective" and "TorchTitan-style op SAC (distributed/activation_checkpointing.py)" or nil)
-  if not ddp then
-    K("distributed.defer_fsdp_grad_sync", true, "gradients reduce-scattered once per step, as estimated")
-    if Sd > 1 or cp > 1 then
-      if r.reshard_after_forward == false then
-        K("distributed.reshard_after_forward", false, "parameters stay gathered after the forward")
-      else
-        K("distributed.reshard_after_forward", "null", "AutoModel's: reshard all but the last layer")
-      end
+  if g.ddp then return end
+  K("distributed.defer_fsdp_grad_sync", true, "gradients reduce-scattered once per step, as estimated")
+  if g.Sd > 1 or g.cp > 1 then
+    if r.reshard_after_forward == false then
+      K("distributed.reshard_after_forward", false, "parameters stay gathered after the forward")
+    else
+      K("distributed.reshard_after_forward", "null", "AutoModel's: reshard all but the last layer")
     end
-    local pdt = tr.precision == "fp16" and "float16" or "bfloat16"
-    K("distributed.mp_policy._target_", "torch.distributed.fsdp.MixedPrecisionPolicy")
-    K("distributed.mp_policy.param_dtype", pdt)
-    K("distributed.mp_policy.reduce_dtype", "float32")
-    K("distributed.mp_policy.output_dtype", pdt)
-    K("distributed.mp_policy.cast_forward_inputs", true)
   end
-  if pp > 1 then
-    local S = pp * vpp
-    K("distributed.pipeline.pp_schedule", M.schedule(r, vpp))
-    K("distributed.pipeline.pp_microbatch_size", mbs)
+  local pdt = tr.precision == "fp16" and "float16" or "bfloat16"
+  K("distributed.mp_policy._target_", "torch.distributed.fsdp.MixedPrecisionPolicy")
+  K("distributed.mp_policy.param_dtype", pdt)
+  K("distributed.mp_policy.reduce_dtype", "float32")
+  K("distributed.mp_policy.output_dtype", pdt)
+  K("distributed.mp_policy.cast_forward_inputs", true)
+end
+
+-- distributed.pipeline (the stages AutoModel builds) and distributed.moe
+local function pipeline_keys(w, g)
+  local K, N, r, L = w.K, w.N, g.r, g.L
+  if g.pp > 1 then
+    local S = g.pp * g.vpp
+    K("distributed.pipeline.pp_schedule", M.schedule(r, g.vpp))
+    K("distributed.pipeline.pp_microbatch_size", g.mbs)
     local lps = M.layers_per_stage(L, S)
     if lps then
       K("distributed.pipeline.layers_per_stage", lps,
@@ -324,7 +337,7 @@ function M.render(c)
     end
     K("distributed.pipeline.scale_grads_in_schedule", false)
     -- the split AutoModel builds is L // S per stage, the first L mod S one more
-    local want = launch_util.estimate_chunks(c)
+    local want = launch_util.estimate_chunks(g.c)
     local base, extra = L // S, L % S
     for j = 1, S do
       local got = base + ((j <= extra) and 1 or 0)
@@ -336,12 +349,15 @@ function M.render(c)
       end
     end
   end
-  if ep > 1 then
+  if g.ep > 1 then
     K("distributed.moe.reshard_after_forward", false)
     K("distributed.moe.ignore_router_for_ac", true)
   end
+end
 
-  -- model
+-- model: the config the estimate read and its shape, fp32 weights
+local function model_keys(w, g)
+  local K, N, m, c = w.K, w.N, g.m, g.c
   local name = tostring(m.name or "")
   local hf = M.hf_ids[name:lower()]
   local src = c.model_source
@@ -357,13 +373,18 @@ function M.render(c)
     K("model.config.pretrained_model_name_or_path", "SET-ME")
   end
   -- the shape the estimate assumed (kwargs override the config's own)
-  K("model.config.num_hidden_layers", L)
+  K("model.config.num_hidden_layers", g.L)
   K("model.config.hidden_size", m.hidden_size)
   K("model.config.num_attention_heads", m.num_attention_heads)
   K("model.config.num_key_value_heads", m.num_query_groups or m.num_attention_heads)
   K("model.config.vocab_size", m.vocab_size)
   K("model.torch_dtype", "float32", "fp32 master weights, bf16 compute (mp_policy), as estimated")
   K("model.trust_remote_code", true)
+end
+
+-- model.backend: attention, linears, norms, experts and dispatcher, fp8
+local function backend_keys(w, g)
+  local K, N, m, r, tr = w.K, w.N, g.m, g.r, g.tr
   K("model.backend._target_", "nemo_automodel.components.models.common.BackendConfig")
   K("model.backend.attn", tr.flash_attention == false and "sdpa" or "te")
   if tr.flash_attention == false then
@@ -397,6 +418,11 @@ function M.render(c)
   elseif tr.precision == "fp16" then
     N("APPROXIMATE", "fp16: mp_policy float16 is written; AutoModel's recipes run no loss scaler")
   end
+end
+
+-- checkpoint, loss, mock data, optimizer, and the settings with no key
+local function training_keys(w, g)
+  local K, N, m, tr = w.K, w.N, g.m, g.tr
   K("checkpoint.enabled", false)
   K("loss_fn._target_", "nemo_automodel.components.loss.masked_ce.MaskedCrossEntropy")
   K("loss_fn.fp32_upcast", true, "fp32 logits in the loss (12 B per logit, as estimated)")
@@ -424,8 +450,6 @@ function M.render(c)
       N(NE, "bf16 Adam moments (exp_avg_bf16): torch.optim keeps them in the parameters' fp32")
     end
   end
-
-  -- recipe settings with no AutoModel key
   if tr.torch_compile then N(NE, "torch_compile (the estimate compiles the model)") end
   if tr.cuda_graphs then N(NE, "CUDA graphs (cuda_graphs)") end
   if tr.tp_comm_overlap then N(NE, "TP communication overlapped with the matmuls (tp_comm_overlap)") end
@@ -436,7 +460,11 @@ function M.render(c)
     N("NOT WRITTEN", ("training.mtp_num_layers = %d: the YAML trains without multi-token prediction"):format(
       tr.mtp_num_layers))
   end
+end
 
+-- The file: the header, the run command, the notes, then the keys.
+local function text_of(w, c)
+  local r = c.rec
   local nodes = c.nodes
   local per = math.min(c.devices_per_node, c.devices_used)
   local out = {}
@@ -447,7 +475,7 @@ function M.render(c)
     " --nproc-per-node " .. per .. (nodes > 1 and " --node-rank $NODE_RANK --master-addr $MASTER_ADDR" ..
     " --master-port 29500" or "") .. " -m nemo_automodel.cli.app rank" .. r.rank .. "_automodel.yaml"
   out[#out + 1] = "# Data, tokenizer, checkpoints, learning rate and schedule are yours."
-  for _, n in ipairs(notes) do out[#out + 1] = "# " .. n end
+  for _, n in ipairs(w.notes) do out[#out + 1] = "# " .. n end
   local function emit(n, indent)
     for _, kv in ipairs(n.keys) do
       if kv[4] then
@@ -459,8 +487,28 @@ function M.render(c)
       end
     end
   end
-  emit(tree, 0)
-  return table.concat(out, "\n") .. "\n", notes
+  emit(w.tree, 0)
+  return table.concat(out, "\n") .. "\n"
+end
+
+--- Renders the YAML for a launch context (apsearch.launch.context).
+-- @tparam table c context
+-- @treturn string text
+-- @treturn table notes (NOT EXPRESSIBLE / NOT WRITTEN / APPROXIMATE / NOTE)
+function M.render(c)
+  local w, g = writer(), layout_of(c)
+  if g.tr.framework ~= nil and g.tr.framework ~= "automodel" then
+    w.N("NOTE", ("the estimate is of framework = %s (its overheads); for AutoModel's own, " ..
+      "--set training.framework=automodel"):format(tostring(g.tr.framework)))
+  end
+  recipe_keys(w, g)
+  mesh_keys(w, g)
+  fsdp_keys(w, g)
+  pipeline_keys(w, g)
+  model_keys(w, g)
+  backend_keys(w, g)
+  training_keys(w, g)
+  return text_of(w, c), w.notes
 end
 
 return M

@@ -990,8 +990,7 @@ function M.run_case(row, calib)
     end
     M.check_bounds(row, ctx, strategy, est, preset, cluster, training)
     local conv = row.flops_convention
-    local floor_peak = preset.peak_flops_bf16 or peak
-  local n = est.devices_used
+    local n = est.devices_used
     local kind = given(row, "measured_mem_kind") and need_enum(row, "measured_mem_kind", M.MEM_KINDS)
       or M.DEFAULT_MEM_KIND
     -- a kind says which peak measured_mem_gib is: without the peak it

@@ -252,9 +252,8 @@
           return s;
         }
       },
-      // every category visible: a plain legend wraps onto a second row;
-      // the categories only (not the limit line's series)
-      legend: { bottom: 0, data: used },
+      // every category visible: a plain legend wraps onto a second row
+      legend: { bottom: 0 },
       grid: { left: 60, right: 56, top: 88, bottom: 84 },
       xAxis: { type: 'category', data: topk.map(function (t) { return rankLabel(t.rank); }), name: 'rank' },
       yAxis: { type: 'value', name: 'step time (s)', max: roomy,

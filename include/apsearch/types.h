@@ -771,6 +771,14 @@ typedef struct {
                                         2025-04), with or without the
                                         model; APS_DEFAULT (-1) = as
                                         torch_compile */
+    int defer_fsdp_grad_sync;      /**< NeMo AutoModel FSDP2Config.
+                                        defer_fsdp_grad_sync (distributed/
+                                        config.py:318 @ 36044ad3, default
+                                        True): FSDP gradients reduce-
+                                        scattered once, after the last
+                                        micro-batch; false: every micro-
+                                        batch.  APS_DEFAULT (-1) = the
+                                        profile's (automodel: true) */
     int sac_save_alltoall;         /**< TorchTitan op-level selective
                                         checkpointing saves the
                                         all-to-all outputs (the MoE

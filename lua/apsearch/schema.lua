@@ -152,7 +152,7 @@ M.training = {
   moe_shared_expert_overlap = "bool", moe_router_fusion = "bool",
   moe_flex_dispatcher_backend = enum("deepep", "hybridep"),
   overlap_moe_expert_parallel_comm = "bool",
-  compile_loss = "bool", sac_save_alltoall = "bool",
+  compile_loss = "bool", sac_save_alltoall = "bool", defer_fsdp_grad_sync = "bool",
   vocab_size_divisible_by = "nonnegint",
   memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
   logits_bytes = "nonneg",

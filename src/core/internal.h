@@ -829,6 +829,10 @@ double aps_recipe_gather_bytes(const aps_training *t, double psi,
  *  training.torch_compile; only for a framework with a compiled loss
  *  (profile logits_bytes_compiled > 0). */
 bool aps_recipe_compile_loss(const aps_training *t);
+/** Whether FSDP gradients are reduce-scattered once per step, after the
+ *  last micro-batch: training.defer_fsdp_grad_sync when set (AutoModel
+ *  FSDP2Config), else the profile's defer_grad_sync. */
+bool aps_recipe_defer_grad_sync(const aps_training *t);
 
 /** Bytes per element of the T k x h routed-token operand an MoE layer keeps
  *  for the gradient of its routing scores when the framework multiplies

@@ -504,7 +504,7 @@ bool aps_fsdp_grads_deferred(const aps_training *t, const aps_layout *lay)
 {
     const aps_framework_profile *fw = aps_profile(t);
     return (lay->p > 1 && fw->pp_unsharded_grads) ||
-           (lay->m > 1 && fw->defer_grad_sync);
+           (lay->m > 1 && aps_recipe_defer_grad_sync(t));
 }
 
 /** FSDP buffers of rank i (psi parameters): the unsharded parameters of

@@ -776,7 +776,7 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
      * FSDP ignores the experts (ignored_params) and their gradients are
      * the grads category */
     if (plan->fsdp_like && plan->mfsdp == APS_MFSDP_NONE &&
-        aps_profile(t)->defer_grad_sync && aps_fsdp_grads_deferred(t, lay))
+        aps_recipe_defer_grad_sync(t) && aps_fsdp_grads_deferred(t, lay))
         st->mem[APS_MEM_COMM_FSDP] +=
             APS_FP32_BYTES * (psi + (edp > 1 ? pe : 0.0));
     /* activations of the layers that keep theirs (not recomputed): the

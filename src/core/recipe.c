@@ -54,6 +54,13 @@ bool aps_recipe_compile_loss(const aps_training *t)
     return on && aps_profile(t)->logits_bytes_compiled > 0;
 }
 
+bool aps_recipe_defer_grad_sync(const aps_training *t)
+{
+    return t->defer_fsdp_grad_sync == APS_DEFAULT
+               ? aps_profile(t)->defer_grad_sync
+               : t->defer_fsdp_grad_sync > 0;
+}
+
 double aps_recipe_moe_score_operand_bytes(const aps_training *t)
 {
     const aps_framework_profile *f = aps_profile(t);

@@ -112,7 +112,7 @@ void aps_fsdp_stage_times(const aps_model *m, const aps_cluster *c,
     /* deferred gradient sync (profile defer_grad_sync, AutoModel): the
      * parameters are gathered every micro-batch, the fp32 gradients
      * reduce-scattered once per step */
-    bool deferred = once || aps_profile(t)->defer_grad_sync;
+    bool deferred = once || aps_recipe_defer_grad_sync(t);
     double rs_per_mb = deferred ? 1.0 / (double)lay->m : 1.0;
     /* ZeRO-3 recompute releases weights it will not reuse soon */
     if (rc > 0 && s->reshard_after_forward)

@@ -82,6 +82,7 @@ void aps_training_defaults(aps_training *t)
     t->fp8_param_gather = APS_DEFAULT;
     t->compile_loss = APS_DEFAULT;
     t->sac_save_alltoall = APS_DEFAULT;
+    t->defer_fsdp_grad_sync = APS_DEFAULT;
     t->grad_reduce_in_fp32 = APS_DEFAULT;
     t->activation_offload_layers = 0;
     t->tp_comm_overlap = false;
@@ -201,6 +202,7 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
         {"grad_reduce_in_fp32", t->grad_reduce_in_fp32},
         {"compile_loss", t->compile_loss},
         {"sac_save_alltoall", t->sac_save_alltoall},
+        {"defer_fsdp_grad_sync", t->defer_fsdp_grad_sync},
         {"dropout", t->dropout},
         {"expandable_segments", t->expandable_segments},
     };
@@ -247,7 +249,8 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
  * sets Adam's moments (Megatron --exp-avg-dtype); store_param_remainders
  * needs bf16 weights beside an fp32 master (apex DistributedFusedAdam);
  * fsdp_impl = megatron_fsdp and suggested_communication_unit_size are
- * Megatron-LM's (--use-megatron-fsdp, megatron/training/arguments.py).
+ * Megatron-LM's (--use-megatron-fsdp, megatron/training/arguments.py);
+ * defer_fsdp_grad_sync is NeMo AutoModel's (FSDP2Config).
  */
 aps_status aps_training_dependencies(const aps_training *t, char *err,
                                      size_t n)
@@ -258,6 +261,15 @@ aps_status aps_training_dependencies(const aps_training *t, char *err,
     if (t->compile_loss == 1 && !(aps_profile(t)->logits_bytes_compiled > 0)) {
         aps_fmt(err, n, "training.compile_loss: %s has no compiled loss "
                 "(TorchTitan's compile.components = [\"loss\"], fsdp2)", fw);
+        return APS_EINVAL;
+    }
+    /* an AutoModel option (FSDP2Config.defer_fsdp_grad_sync, distributed/
+     * config.py:318 @ 36044ad3); TorchTitan reduce-scatters every
+     * micro-batch, no option to defer it */
+    if (t->defer_fsdp_grad_sync != APS_DEFAULT &&
+        t->framework != APS_FW_AUTOMODEL) {
+        aps_fmt(err, n, "training.defer_fsdp_grad_sync: NeMo AutoModel's "
+                "FSDP2Config option (framework automodel; got %s)", fw);
         return APS_EINVAL;
     }
     if (t->dropout == 1 && !aps_profile(t)->dropout_option) {

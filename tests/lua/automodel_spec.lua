@@ -80,6 +80,33 @@ describe("framework automodel", function()
     assert.are.equal(f1.memory_breakdown.comm_buffers.fsdp, a1.memory_breakdown.comm_buffers.fsdp)
   end)
 
+  it("defer_fsdp_grad_sync = false reduce-scatters every micro-batch, holding no unsharded gradients", function()
+    -- FSDP2Config.defer_fsdp_grad_sync (AutoModel distributed/config.py:318
+    -- @ 36044ad3); the 70B pre-training benchmark YAML sets it false
+    -- (examples/llm_pretrain/custom_llama3_1_70b_pretrain_benchmark_8nodes
+    -- .yaml @ 2013a4dd6): TorchTitan's buffers and reduce-scatters again
+    local s = { fsdp_degree = 8, micro_batch_size = 1 }
+    local function est(fw, defer)
+      return core.context(llama8b(), node(), { global_batch_size = 64, seq_length = 8192,
+        framework = fw, optimizer = "adamw", defer_fsdp_grad_sync = defer }):estimate(s)
+    end
+    local off, on, f = est("automodel", false), est("automodel", true), est("fsdp2", nil)
+    assert.are.equal(f.memory_breakdown.comm_buffers.fsdp, off.memory_breakdown.comm_buffers.fsdp)
+    assert.are.equal(est("automodel", nil).memory_breakdown.comm_buffers.fsdp, on.memory_breakdown.comm_buffers.fsdp)
+    local d = on.memory_breakdown.comm_buffers.fsdp - off.memory_breakdown.comm_buffers.fsdp
+    assert.is_true(math.abs(d - 4 * (PSI - UNIT)) < 1, tostring(d))
+    local roff = off.performance_breakdown.fsdp_reducescatter.total
+    local ron = on.performance_breakdown.fsdp_reducescatter.total
+    assert.is_true(math.abs(ron - roff / 8) <= 1e-12 * roff, ron .. " vs " .. roff)
+    -- TorchTitan has no such option: refused, not ignored
+    local ok, err = pcall(function()
+      return core.context(llama8b(), node(), { global_batch_size = 64, seq_length = 8192,
+        framework = "fsdp2", defer_fsdp_grad_sync = false })
+    end)
+    assert.is_false(ok)
+    assert.matches("defer_fsdp_grad_sync", tostring(err))
+  end)
+
   it("defers the MoE layers' non-expert gradients, not the EP-owned experts'", function()
     local s = { fsdp_degree = 8, ep_degree = 8, micro_batch_size = 1 }
     local a = ctx_of(moe8(), "automodel"):estimate(with_dispatcher(s, "flex"))

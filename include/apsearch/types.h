@@ -722,6 +722,18 @@ typedef struct {
                                         --exp-avg-sq-dtype bf16; NeMo's
                                         DeepSeek-V3 recipe): 2 x 2 bytes
                                         less per parameter; default off */
+    bool bf16_weights;             /**< weights, gradients and Adam's
+                                        moments held in bf16 with no fp32
+                                        master copy: NeMo AutoModel's MoE
+                                        models cast themselves to bf16 in
+                                        initialize_weights (e.g. models/
+                                        qwen3_moe/model.py:254-268 @
+                                        89e3a9fdd, dtype = bfloat16), and
+                                        torch.optim keeps its moments in
+                                        the parameters' dtype: 2 + 2 + 4
+                                        bytes per parameter (SGD 2 + 2 +
+                                        2); framework automodel only;
+                                        default off */
     bool store_param_remainders;   /**< bf16 Adam: the fp32 master held
                                         as the bf16 weight plus a 16-bit
                                         remainder (apex DistributedFused-

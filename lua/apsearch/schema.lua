@@ -147,7 +147,7 @@ M.training = {
   activation_offload_layers = "nonnegint", tp_comm_overlap = "bool",
   cuda_graphs = "bool",
   cuda_graph_scope = enum("layer", "attn", "moe_router", "attn+moe_router", "full_iteration", "none"),
-  store_param_remainders = "bool", exp_avg_bf16 = "bool",
+  store_param_remainders = "bool", exp_avg_bf16 = "bool", bf16_weights = "bool",
   hf_eager_layer = "bool", dp_loss_group = "bool", unfused_swiglu = "bool",
   moe_shared_expert_overlap = "bool", moe_router_fusion = "bool",
   moe_flex_dispatcher_backend = enum("deepep", "hybridep"),

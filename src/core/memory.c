@@ -234,6 +234,13 @@ void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
      * moments in bf16, the fp32 master kept */
     if (t->exp_avg_bf16 && t->optimizer != APS_OPT_SGD)
         by->optimizer -= APS_ADAM_MOMENTS * (APS_FP32_BYTES - APS_ACT_BYTES);
+    /* bf16 weights with no master (training.bf16_weights, AutoModel): the
+     * gradient in the parameters' dtype, the optimizer's buffers too */
+    if (t->bf16_weights) {
+        by->weight = APS_ACT_BYTES; /* by->grad: aps_recipe_grad_bytes */
+        by->optimizer = (t->optimizer == APS_OPT_SGD ? 1.0 : APS_ADAM_MOMENTS) *
+                        APS_ACT_BYTES;
+    }
     int64_t R = s->dp_degree, S = s->fsdp_degree, c = s->cp_degree;
     /* TorchTitan shards over dp_shard x cp whenever CP is on, even with
      * dp_shard = 1 (the profile's shard_over_cp) */

@@ -23,7 +23,7 @@ double aps_recipe_grad_bytes(const aps_training *t)
      * (fp32) parameter whatever it reduces in (FSDP2 MixedPrecisionPolicy
      * reduce_dtype casts for the reduce-scatter only) */
     if (fw->grads_follow_params)
-        return fw->grad_bytes;
+        return t->bf16_weights ? APS_ACT_BYTES : fw->grad_bytes;
     return aps_recipe_grad_reduce_in_fp32(t) ? APS_FP32_BYTES : APS_ACT_BYTES;
 }
 

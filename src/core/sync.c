@@ -250,6 +250,10 @@ static void optimizer_step(const aps_cluster *c, const aps_training *t,
     /* bf16 moments (exp_avg_bf16): each read and written in 2 bytes */
     if (t->exp_avg_bf16 && t->optimizer != APS_OPT_SGD)
         traffic -= 2.0 * APS_ADAM_MOMENTS * (APS_FP32_BYTES - APS_ACT_BYTES);
+    /* bf16 weights, no master (bf16_weights): the weight and each buffer
+     * read and written in 2 bytes, the gradient read */
+    if (t->bf16_weights)
+        traffic = 2.0 * by->weight + 2.0 * by->optimizer + by->grad;
     double psi_opt = psi / (by->shard_optimizer ? (double)plan->shard_group
                                                 : 1.0);
     psi_opt += expert_params / (by->shard_optimizer /* over expert-dp */

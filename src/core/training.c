@@ -272,6 +272,14 @@ aps_status aps_training_dependencies(const aps_training *t, char *err,
                 "FSDP2Config option (framework automodel; got %s)", fw);
         return APS_EINVAL;
     }
+    /* NeMo AutoModel's bf16-cast models (training.bf16_weights: types.h);
+     * the other frameworks keep fp32 weights or an fp32 master */
+    if (t->bf16_weights && t->framework != APS_FW_AUTOMODEL) {
+        aps_fmt(err, n, "training.bf16_weights: NeMo AutoModel's bf16-cast "
+                "models (framework automodel; got %s); for bf16 Adam "
+                "moments with an fp32 master see exp_avg_bf16", fw);
+        return APS_EINVAL;
+    }
     if (t->dropout == 1 && !aps_profile(t)->dropout_option) {
         aps_fmt(err, n, "training.dropout: %s trains without dropout "
                 "(TorchTitan's models have none: torchtitan/models); set it "

@@ -363,6 +363,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, cuda_graph_scope, FT_ENUM, &enum_cuda_graph_scope),
     FLD(aps_training, store_param_remainders, FT_BOOL, NULL),
     FLD(aps_training, exp_avg_bf16, FT_OBOOL, NULL),
+    FLD(aps_training, bf16_weights, FT_OBOOL, NULL),
     FLD(aps_training, hf_eager_layer, FT_OBOOL, NULL),
     FLD(aps_training, dp_loss_group, FT_OBOOL, NULL),
     FLD(aps_training, unfused_swiglu, FT_OBOOL, NULL),

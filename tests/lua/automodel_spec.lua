@@ -61,6 +61,31 @@ describe("framework automodel", function()
     assert.are.equal(0, f.workspaces)
   end)
 
+  it("bf16_weights: 2 + 2 + 4 bytes per parameter and the step's traffic in bf16", function()
+    -- AutoModel's MoE models cast themselves to bf16 (initialize_weights,
+    -- models/qwen3_moe/model.py:254-268 @ 89e3a9fdd) and torch.optim keeps
+    -- its moments in bf16: on FSDP 8, 8,030,261,248 x 2 / 8 = 2,007,565,312
+    -- bytes of weights and of gradients, x 4 / 8 = 4,015,130,624 of Adam;
+    -- the optimizer step reads and writes the weight and both moments and
+    -- reads the gradient: (2 x 2 + 2 x 4 + 2) = 14 bytes per parameter of
+    -- the shard (fp32 master: 24 + 4 = 28)
+    local s = { fsdp_degree = 8, micro_batch_size = 1 }
+    local c = core.context(llama8b(), node(), { global_batch_size = 8, seq_length = 8192,
+      framework = "automodel", optimizer = "adamw", bf16_weights = true })
+    local b = c:estimate(s).memory_breakdown
+    assert.are.equal(PSI * 2 / 8, b.params)
+    assert.are.equal(PSI * 2 / 8, b.grads)
+    assert.are.equal(PSI * 4 / 8, b.optimizer_states)
+    local est = c:estimate(s)
+    local fp32 = ctx_of(llama8b(), "automodel", 8):estimate(s)
+    assert.near(14 / 28, est.performance_breakdown.optimizer.total / fp32.performance_breakdown.optimizer.total, 1e-9)
+    local ok, err = pcall(core.context, llama8b(), node(), { global_batch_size = 8, seq_length = 8192,
+      framework = "fsdp2", optimizer = "adamw", bf16_weights = true })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("training.bf16_weights: NeMo AutoModel's bf16-cast models (framework "
+      .. "automodel; got fsdp2)", 1, true), err)
+  end)
+
   it("holds the unsharded fp32 gradients until the last micro-batch", function()
     -- 64 sequences over 8 ranks, 1 each: 8 micro-batches
     local s = { fsdp_degree = 8, micro_batch_size = 1 }

@@ -378,7 +378,11 @@ local function model_keys(w, g)
   K("model.config.num_attention_heads", m.num_attention_heads)
   K("model.config.num_key_value_heads", m.num_query_groups or m.num_attention_heads)
   K("model.config.vocab_size", m.vocab_size)
-  K("model.torch_dtype", "float32", "fp32 master weights, bf16 compute (mp_policy), as estimated")
+  if g.tr.bf16_weights then
+    K("model.torch_dtype", "bfloat16", "bf16 weights, gradients and Adam moments, as estimated (bf16_weights)")
+  else
+    K("model.torch_dtype", "float32", "fp32 master weights, bf16 compute (mp_policy), as estimated")
+  end
   K("model.trust_remote_code", true)
 end
 

@@ -783,6 +783,14 @@ typedef struct {
                                         2025-04), with or without the
                                         model; APS_DEFAULT (-1) = as
                                         torch_compile */
+    int loss_fp32_upcast;          /**< NeMo AutoModel MaskedCrossEntropy
+                                        fp32_upcast (components/loss/
+                                        masked_ce.py:24 @ 36044ad3,
+                                        default True): false keeps the
+                                        loss in bf16, 6 bytes per logit
+                                        instead of 12 (recipe.c).
+                                        APS_DEFAULT (-1) = the profile's
+                                        (automodel: true) */
     int defer_fsdp_grad_sync;      /**< NeMo AutoModel FSDP2Config.
                                         defer_fsdp_grad_sync (distributed/
                                         config.py:318 @ 36044ad3, default

@@ -80,6 +80,14 @@ double aps_recipe_logits_bytes(const aps_training *t)
     return aps_recipe_logits_bytes_tp(t, 1);
 }
 
+/** Bytes per logit of an eager F.cross_entropy over bf16 logits: the
+ *  profile's fp32 accounting (log-softmax, its dense gradient and the
+ *  input gradient alive entering the backward, 4 + 4 + 4: profile.c
+ *  fsdp2) in the logits' own dtype, 2 + 2 + 2 (AutoModel's
+ *  MaskedCrossEntropy with fp32_upcast false skips logits.float(),
+ *  loss/masked_ce.py:74-83 @ 36044ad3). */
+#define APS_LOGITS_BF16_EAGER 6.0
+
 double aps_recipe_logits_bytes_tp(const aps_training *t, int64_t tp)
 {
     const aps_framework_profile *fw = aps_profile(t);
@@ -87,6 +95,8 @@ double aps_recipe_logits_bytes_tp(const aps_training *t, int64_t tp)
      * the profile's (Megatron-LM before core 0.8, lua/apsearch/stacks.lua) */
     if (t->logits_bytes > 0)
         return t->logits_bytes;
+    if (t->loss_fp32_upcast == 0) /* training.c: automodel only */
+        return APS_LOGITS_BF16_EAGER;
     if (aps_recipe_compile_loss(t))
         return fw->logits_bytes_compiled;
     if (tp > 1 && fw->logits_bytes_loss_parallel > 0)

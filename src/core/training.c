@@ -83,6 +83,7 @@ void aps_training_defaults(aps_training *t)
     t->compile_loss = APS_DEFAULT;
     t->sac_save_alltoall = APS_DEFAULT;
     t->defer_fsdp_grad_sync = APS_DEFAULT;
+    t->loss_fp32_upcast = APS_DEFAULT;
     t->grad_reduce_in_fp32 = APS_DEFAULT;
     t->activation_offload_layers = 0;
     t->tp_comm_overlap = false;
@@ -203,6 +204,7 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
         {"compile_loss", t->compile_loss},
         {"sac_save_alltoall", t->sac_save_alltoall},
         {"defer_fsdp_grad_sync", t->defer_fsdp_grad_sync},
+        {"loss_fp32_upcast", t->loss_fp32_upcast},
         {"dropout", t->dropout},
         {"expandable_segments", t->expandable_segments},
     };
@@ -274,6 +276,14 @@ aps_status aps_training_dependencies(const aps_training *t, char *err,
     }
     /* NeMo AutoModel's bf16-cast models (training.bf16_weights: types.h);
      * the other frameworks keep fp32 weights or an fp32 master */
+    /* AutoModel's MaskedCrossEntropy option (loss/masked_ce.py:24) */
+    if (t->loss_fp32_upcast != APS_DEFAULT &&
+        t->framework != APS_FW_AUTOMODEL) {
+        aps_fmt(err, n, "training.loss_fp32_upcast: NeMo AutoModel's "
+                "MaskedCrossEntropy option (framework automodel; got %s)",
+                fw);
+        return APS_EINVAL;
+    }
     if (t->bf16_weights && t->framework != APS_FW_AUTOMODEL) {
         aps_fmt(err, n, "training.bf16_weights: NeMo AutoModel's bf16-cast "
                 "models (framework automodel; got %s); for bf16 Adam "

@@ -86,6 +86,21 @@ describe("framework automodel", function()
       .. "automodel; got fsdp2)", 1, true), err)
   end)
 
+  it("loss_fp32_upcast = false: the loss over bf16 logits, 2 + 2 + 2 bytes per logit", function()
+    -- MaskedCrossEntropy(fp32_upcast=False) skips logits.float()
+    -- (loss/masked_ce.py:74-83 @ 36044ad3): b s V = 8192 x 128,256 logits
+    -- at 6 bytes instead of 12
+    local s = { fsdp_degree = 8, micro_batch_size = 1 }
+    local c = core.context(llama8b(), node(), { global_batch_size = 8, seq_length = 8192,
+      framework = "automodel", optimizer = "adamw", loss_fp32_upcast = false })
+    assert.are.equal(6 * 8192 * 128256, c:estimate(s).memory_breakdown.logits_loss)
+    local ok, err = pcall(core.context, llama8b(), node(), { global_batch_size = 8, seq_length = 8192,
+      framework = "fsdp2", optimizer = "adamw", loss_fp32_upcast = false })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("training.loss_fp32_upcast: NeMo AutoModel's MaskedCrossEntropy option "
+      .. "(framework automodel; got fsdp2)", 1, true), err)
+  end)
+
   it("holds the unsharded fp32 gradients until the last micro-batch", function()
     -- 64 sequences over 8 ranks, 1 each: 8 micro-batches
     local s = { fsdp_degree = 8, micro_batch_size = 1 }

@@ -105,6 +105,20 @@ describe("launch file rank<N>_automodel.yaml", function()
     assert.truthy(has(text, "    dispatcher: torch"))
   end)
 
+  it("writes the estimate's weight dtype, loss upcast and gradient sync", function()
+    local text, differs = render(llama8b(), { fsdp_degree = 8 })
+    assert.are.same({}, differs)
+    assert.truthy(text:find("  torch_dtype: float32", 1, true), text)
+    assert.truthy(text:find("  fp32_upcast: true", 1, true), text)
+    assert.truthy(text:find("  defer_fsdp_grad_sync: true", 1, true), text)
+    text, differs = render(llama8b(), { fsdp_degree = 8 },
+      { bf16_weights = true, loss_fp32_upcast = false, defer_fsdp_grad_sync = false })
+    assert.are.same({}, differs)
+    assert.truthy(text:find("  torch_dtype: bfloat16", 1, true), text)
+    assert.truthy(text:find("  fp32_upcast: false", 1, true), text)
+    assert.truthy(text:find("  defer_fsdp_grad_sync: false", 1, true), text)
+  end)
+
   it("says what AutoModel cannot build", function()
     -- DDP replicas with context parallelism: fsdp2 needs dp_replicate_size < dp_size
     local _, differs = render(llama8b(), { dp_degree = 4, cp_degree = 2, micro_batch_num = 16 })

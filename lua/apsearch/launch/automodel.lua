@@ -304,7 +304,11 @@ local function fsdp_keys(w, g)
   K("distributed.activation_checkpointing", ac,
     rc == "selective" and "TorchTitan-style op SAC (distributed/activation_checkpointing.py)" or nil)
   if g.ddp then return end
-  K("distributed.defer_fsdp_grad_sync", true, "gradients reduce-scattered once per step, as estimated")
+  if tr.defer_fsdp_grad_sync == false then
+    K("distributed.defer_fsdp_grad_sync", false, "gradients reduce-scattered every micro-batch, as estimated")
+  else
+    K("distributed.defer_fsdp_grad_sync", true, "gradients reduce-scattered once per step, as estimated")
+  end
   if g.Sd > 1 or g.cp > 1 then
     if r.reshard_after_forward == false then
       K("distributed.reshard_after_forward", false, "parameters stay gathered after the forward")
@@ -429,7 +433,11 @@ local function training_keys(w, g)
   local K, N, m, tr = w.K, w.N, g.m, g.tr
   K("checkpoint.enabled", false)
   K("loss_fn._target_", "nemo_automodel.components.loss.masked_ce.MaskedCrossEntropy")
-  K("loss_fn.fp32_upcast", true, "fp32 logits in the loss (12 B per logit, as estimated)")
+  if tr.loss_fp32_upcast == false then
+    K("loss_fn.fp32_upcast", false, "bf16 logits in the loss (6 B per logit, as estimated)")
+  else
+    K("loss_fn.fp32_upcast", true, "fp32 logits in the loss (12 B per logit, as estimated)")
+  end
   K("dataset._target_", "nemo_automodel.components.datasets.llm.mock_iterable_dataset.MockIterableDataset")
   K("dataset.seq_len", tr.seq_length)
   K("dataset.vocab_size", m.vocab_size)

@@ -182,31 +182,6 @@ function M.layers_per_stage(L, S)
   return nil
 end
 
--- The YAML as a tree of keys in the order written: w.K(path, value,
--- comment) adds a key (one of M.keys), w.N(kind, text) a note.
-local function writer()
-  local w = { notes = {}, tree = { keys = {}, sub = {} } }
-  local function node(path)
-    local n = w.tree
-    for seg in path:gmatch("[^%.]+") do
-      if not n.sub[seg] then
-        n.sub[seg] = { keys = {}, sub = {} }
-        n.keys[#n.keys + 1] = { seg, nil, nil, true }
-      end
-      n = n.sub[seg]
-    end
-    return n
-  end
-  function w.K(path, value, comment)
-    assert(M.keys[path], "automodel: key not in the list: " .. path)
-    local parent, key = path:match("^(.*)%.([^%.]+)$")
-    local n = parent and node(parent) or w.tree
-    n.keys[#n.keys + 1] = { key or path, value, comment }
-  end
-  function w.N(kind, text) w.notes[#w.notes + 1] = kind .. ": " .. text end
-  return w
-end
-
 -- The degrees and batch the sections read, from the launch context.
 local function layout_of(c)
   local r, m, tr = c.rec, c.model, c.training
@@ -488,18 +463,7 @@ local function text_of(w, c)
     " --master-port 29500" or "") .. " -m nemo_automodel.cli.app rank" .. r.rank .. "_automodel.yaml"
   out[#out + 1] = "# Data, tokenizer, checkpoints, learning rate and schedule are yours."
   for _, n in ipairs(w.notes) do out[#out + 1] = "# " .. n end
-  local function emit(n, indent)
-    for _, kv in ipairs(n.keys) do
-      if kv[4] then
-        out[#out + 1] = string.rep("  ", indent) .. kv[1] .. ":"
-        emit(n.sub[kv[1]], indent + 1)
-      else
-        out[#out + 1] = string.rep("  ", indent) .. kv[1] .. ": " .. yaml_value(kv[2]) ..
-          (kv[3] and ("  # " .. kv[3]) or "")
-      end
-    end
-  end
-  emit(w.tree, 0)
+  launch_util.yaml_lines(w.tree, yaml_value, out)
   return table.concat(out, "\n") .. "\n"
 end
 
@@ -508,7 +472,7 @@ end
 -- @treturn string text
 -- @treturn table notes (NOT EXPRESSIBLE / NOT WRITTEN / APPROXIMATE / NOTE)
 function M.render(c)
-  local w, g = writer(), layout_of(c)
+  local w, g = launch_util.yaml_writer(M.keys, "automodel"), layout_of(c)
   if g.tr.framework ~= nil and g.tr.framework ~= "automodel" then
     w.N("NOTE", ("the estimate is of framework = %s (its overheads); for AutoModel's own, " ..
       "--set training.framework=automodel"):format(tostring(g.tr.framework)))

@@ -155,6 +155,57 @@ function M.split_by_rule(rec)
   return require("apsearch.core").split_by_rule(require("apsearch.search").strategy_of(rec))
 end
 
+--- A YAML file as a tree of keys in the order written, for the engines
+-- that write YAML (MindFormers, AutoModel): `w.K(path, value, comment)`
+-- adds the dotted key `path` (one of `known`, the engine's checked option
+-- list), `w.N(kind, text)` a note; `M.yaml_lines` writes the tree.
+-- @tparam table known set of the keys the engine may write
+-- @tparam string engine its name, for the assertion on an unknown key
+-- @treturn table `{K, N, notes, tree}`
+function M.yaml_writer(known, engine)
+  local w = { notes = {}, tree = { keys = {}, sub = {} } }
+  local function node(path)
+    local n = w.tree
+    for seg in path:gmatch("[^%.]+") do
+      if not n.sub[seg] then
+        n.sub[seg] = { keys = {}, sub = {} }
+        n.keys[#n.keys + 1] = { seg, nil, nil, true }
+      end
+      n = n.sub[seg]
+    end
+    return n
+  end
+  function w.K(path, value, comment)
+    assert(known[path], engine .. ": key not in the list: " .. path)
+    local parent, key = path:match("^(.*)%.([^%.]+)$")
+    local n = parent and node(parent) or w.tree
+    n.keys[#n.keys + 1] = { key or path, value, comment }
+  end
+  function w.N(kind, text) w.notes[#w.notes + 1] = kind .. ": " .. text end
+  return w
+end
+
+--- Appends the lines of a yaml_writer tree to `out`, two spaces a level,
+-- each value as `value_text` writes it and its comment after "  # ".
+-- @tparam table tree `w.tree`
+-- @tparam function value_text value -> YAML text
+-- @tparam table out lines (appended)
+function M.yaml_lines(tree, value_text, out)
+  local function emit(n, indent)
+    for _, kv in ipairs(n.keys) do
+      if kv[4] then
+        out[#out + 1] = string.rep("  ", indent) .. kv[1] .. ":"
+        emit(n.sub[kv[1]], indent + 1)
+      else
+        out[#out + 1] = string.rep("  ", indent) .. kv[1] .. ": " .. value_text(kv[2]) ..
+          (kv[3] and ("  # " .. kv[3]) or "")
+      end
+    end
+  end
+  emit(tree, 0)
+  return out
+end
+
 --- Layers per model chunk in schedule order (chunk j on rank (j-1) mod p),
 -- as the estimate built them (src/core/pipeline.c aps_chunk_layers): given
 -- per chunk, the pipeline_split rule (M.split_by_rule), or each rank's

@@ -356,27 +356,9 @@ end
 -- @treturn table notes
 function M.render(c)
   local r, m, tr = c.rec, c.model, c.training
-  local notes = {}
-  -- nested ordered tree of keys
-  local tree = { keys = {}, sub = {} }
-  local function node(path)
-    local n = tree
-    for seg in path:gmatch("[^%.]+") do
-      if not n.sub[seg] then
-        n.sub[seg] = { keys = {}, sub = {}, name = seg }
-        n.keys[#n.keys + 1] = { seg, nil, nil, true }
-      end
-      n = n.sub[seg]
-    end
-    return n
-  end
-  local function K(path, value, comment)
-    assert(options.mindformers.keys[path], "mindformers: key not in the list: " .. path)
-    local parent, key = path:match("^(.*)%.([^%.]+)$")
-    local n = parent and node(parent) or tree
-    n.keys[#n.keys + 1] = { key or path, value, comment }
-  end
-  local function N(kind, text) notes[#notes + 1] = kind .. ": " .. text end
+  -- nested ordered tree of keys (apsearch.launch.yaml_writer)
+  local w = require("apsearch.launch").yaml_writer(options.mindformers.keys, "mindformers")
+  local K, N, notes = w.K, w.N, w.notes
   if m.hybrid_layer_pattern then
     N("NOT EXPRESSIBLE in MindFormers", "the hybrid Mamba-2 layers (pattern " .. m.hybrid_layer_pattern ..
       "): MindSpore Transformers has no Mamba-2 / Nemotron-H model; only the parallel settings are " ..
@@ -631,18 +613,7 @@ function M.render(c)
   out[#out + 1] = "# MindFormers keys checked against " .. options.cite(options.mindformers)
   out[#out + 1] = "# Merge into the model's MindFormers training YAML (dataset, optimizer, callbacks are yours)."
   for _, n in ipairs(notes) do out[#out + 1] = "# " .. n end
-  local function emit(n, indent)
-    for _, kv in ipairs(n.keys) do
-      if kv[4] then
-        out[#out + 1] = string.rep("  ", indent) .. kv[1] .. ":"
-        emit(n.sub[kv[1]], indent + 1)
-      else
-        out[#out + 1] = string.rep("  ", indent) .. kv[1] .. ": " .. yaml_value(kv[2]) ..
-          (kv[3] and ("  # " .. kv[3]) or "")
-      end
-    end
-  end
-  emit(tree, 0)
+  require("apsearch.launch").yaml_lines(w.tree, yaml_value, out)
   return table.concat(out, "\n") .. "\n", notes
 end
 

@@ -449,19 +449,25 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
          * dp_shard (x cp), replicates over dp_replicate_size, which "must
          * be less than dp_size since DDP usecase is not supported by
          * FSDP2" (l.310-314); strategy ddp refuses tensor, pipeline,
-         * context and expert parallelism (l.96-99, _require_size_one) */
-        if (s->fsdp_degree == 1 && s->cp_degree == 1 && s->dp_degree > 1 &&
-            (s->tp_degree > 1 || s->pp_degree > 1 || aps_moe_ep(s) > 1)) {
+         * context and expert parallelism (l.96-99, _require_size_one).
+         * Replicas with fsdp_degree 1 are dp_replicate_size = dp_size
+         * under fsdp2 whatever cp is (FSDP over the CP ranks alone is
+         * dp_shard 1), so they need strategy ddp and none of those. */
+        if (s->fsdp_degree == 1 && s->dp_degree > 1 &&
+            (s->tp_degree > 1 || s->pp_degree > 1 || s->cp_degree > 1 ||
+             aps_moe_ep(s) > 1)) {
             aps_fmt(msg, n, "automodel: DDP (dp_degree = %lld, fsdp_degree "
-                    "= 1) with tp_degree = %lld, pp_degree = %lld, ep_degree "
-                    "= %lld: strategy ddp refuses them, fsdp2 needs "
-                    "dp_replicate_size < dp_size (distributed/"
-                    "mesh_utils.py)",
+                    "= 1) with tp %lld, pp %lld, cp %lld, ep %lld: strategy "
+                    "ddp refuses them, fsdp2 needs dp_replicate_size < "
+                    "dp_size (distributed/mesh_utils.py)",
                     (long long)s->dp_degree, (long long)s->tp_degree,
-                    (long long)s->pp_degree, (long long)aps_moe_ep(s));
+                    (long long)s->pp_degree, (long long)s->cp_degree,
+                    (long long)aps_moe_ep(s));
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
         }
-        if (s->fsdp_degree == 1 && s->cp_degree == 1 && s->zero_stage >= 1) {
+        /* (with cp > 1 and dp 1 the CP ranks are the FSDP group: a
+         * zero_stage would be ignored, so it is refused too) */
+        if (s->fsdp_degree == 1 && s->zero_stage >= 1) {
             aps_fmt(msg, n, "automodel: zero_stage = %lld over DDP does not "
                     "exist in AutoModel (strategies fsdp2, megatron_fsdp, "
                     "ddp: nemo_automodel/components/distributed/config.py); "

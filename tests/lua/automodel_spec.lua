@@ -200,6 +200,13 @@ describe("framework automodel", function()
     refused(llama8b(), { dp_degree = 8, tp_degree = 2 },
       "^automodel: DDP .*mesh_utils%.py")
     refused(llama8b(), { dp_degree = 16, zero_stage = 1 }, "^automodel: zero_stage = 1 over DDP")
+    -- replicas beside CP, PP or EP: fsdp2's dp_replicate_size would be
+    -- dp_size, ddp refuses them (cp did not lift it: a breaker found it)
+    refused(moe8(), { dp_degree = 4, pp_degree = 2, cp_degree = 2, ep_degree = 8, moe_token_dispatcher = "flex" },
+      "^automodel: DDP %(dp_degree = 4, fsdp_degree = 1%) with tp 1, pp 2, cp 2, ep 8: strategy ddp")
+    refused(llama8b(), { dp_degree = 8, cp_degree = 2 }, "^automodel: DDP .* cp 2, ep 1")
+    -- dp 1 with CP: the CP ranks are the FSDP group, a zero_stage would be ignored
+    refused(llama8b(), { dp_degree = 1, cp_degree = 16, zero_stage = 1 }, "^automodel: zero_stage = 1 over DDP")
     refused(llama8b(), { fsdp_degree = 4, pp_degree = 4, pipeline_split = "embedding_loss" },
       "generate_hf_model_fqn_per_model_part")
   end)

@@ -119,6 +119,13 @@ describe("launch file rank<N>_automodel.yaml", function()
     assert.truthy(text:find("  defer_fsdp_grad_sync: false", 1, true), text)
   end)
 
+  it("writes the estimate's per-micro-batch reduce-scatter for an estimate of TorchTitan", function()
+    -- fsdp2 reduce-scatters every micro-batch; AutoModel's default defers
+    -- it (and holds every unsharded fp32 gradient): the file must not
+    local text = render(llama8b(), { fsdp_degree = 8 }, { framework = "fsdp2" })
+    assert.truthy(text:find("  defer_fsdp_grad_sync: false", 1, true), text)
+  end)
+
   it("says what AutoModel cannot build", function()
     -- DDP replicas with context parallelism: fsdp2 needs dp_replicate_size < dp_size
     local _, differs = render(llama8b(), { dp_degree = 4, cp_degree = 2, micro_batch_num = 16 })

@@ -85,7 +85,7 @@ function M.recipe_line(r, t)
     parts[#parts + 1] = ("activation_offload_layers %d"):format(t.activation_offload_layers)
   end
   if t.store_param_remainders then parts[#parts + 1] = "store_param_remainders on" end
-  if t.bf16_weights then parts[#parts + 1] = "bf16 weights, gradients and Adam moments (no fp32 master)" end
+  if t.bf16_weights then parts[#parts + 1] = "bf16 weights, gradients and optimizer states (no fp32 master)" end
   if t.torch_compile then parts[#parts + 1] = "loss compiled " .. (r.compile_loss and "yes" or "no") end
   if r.dropout ~= nil then parts[#parts + 1] = "dropout " .. on(r.dropout) end
   if r.expandable_segments ~= nil then

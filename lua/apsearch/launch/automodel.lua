@@ -279,7 +279,11 @@ local function fsdp_keys(w, g)
   K("distributed.activation_checkpointing", ac,
     rc == "selective" and "TorchTitan-style op SAC (distributed/activation_checkpointing.py)" or nil)
   if g.ddp then return end
-  if tr.defer_fsdp_grad_sync == false then
+  -- deferred as the automodel profile defers; an estimate of another
+  -- framework (TorchTitan's fsdp2) reduce-scatters every micro-batch
+  local defer = tr.defer_fsdp_grad_sync
+  if defer == nil then defer = tr.framework == nil or tr.framework == "automodel" end
+  if defer == false then
     K("distributed.defer_fsdp_grad_sync", false, "gradients reduce-scattered every micro-batch, as estimated")
   else
     K("distributed.defer_fsdp_grad_sync", true, "gradients reduce-scattered once per step, as estimated")

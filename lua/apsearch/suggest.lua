@@ -19,12 +19,18 @@
 local M = {}
 
 --- Optimal-string-alignment distance between two strings (case-insensitive).
+-- With `max`, the work stops as soon as the distance is known to exceed it
+-- (a length difference above `max`, or a row of the table whose every
+-- entry does): a long misspelt name costs a few rows per known name, not
+-- its length times theirs.
 -- @tparam string a
 -- @tparam string b
--- @treturn integer
-function M.distance(a, b)
+-- @tparam[opt] integer max the largest distance of interest
+-- @treturn integer the distance, or `max + 1` when it exceeds `max`
+function M.distance(a, b, max)
   a, b = a:lower(), b:lower()
   local la, lb = #a, #b
+  if max and math.abs(la - lb) > max then return max + 1 end
   if la == 0 then return lb end
   if lb == 0 then return la end
   local d = {}
@@ -32,6 +38,7 @@ function M.distance(a, b)
   for j = 0, lb do d[0][j] = j end
   for i = 1, la do
     local ai = a:byte(i)
+    local low = i -- the row's smallest entry (d[i][0] = i)
     for j = 1, lb do
       local bj = b:byte(j)
       local cost = ai == bj and 0 or 1
@@ -40,7 +47,9 @@ function M.distance(a, b)
         v = math.min(v, d[i - 2][j - 2] + 1)
       end
       d[i][j] = v
+      if v < low then low = v end
     end
+    if max and low > max then return max + 1 end
   end
   return d[la][lb]
 end
@@ -103,7 +112,7 @@ function M.closest(word, candidates)
       elseif parts_within(word, c) then
         scored[#scored + 1] = { c, 0.75 }
       else
-        local d = M.distance(word, c)
+        local d = M.distance(word, c, limit)
         if d <= limit then scored[#scored + 1] = { c, d } end
       end
     end

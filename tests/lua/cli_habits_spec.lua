@@ -24,6 +24,27 @@ describe("suggest", function()
     assert.are.equal(1, suggest.distance("serch_space", "search_space"))
     assert.are.equal(3, suggest.distance("kitten", "sitting"))
   end)
+  it("stops at max: the length difference, or a row beyond it", function()
+    assert.are.equal(3, suggest.distance("kitten", "sitting", 3))
+    assert.are.equal(3, suggest.distance("kitten", "sitting", 2)) -- max + 1
+    assert.are.equal(3, suggest.distance(string.rep("a", 40), "run", 2)) -- |40 - 3| > 2
+    -- "zzzzzz" vs "aaaaaa": row 3 is all >= 3, so 3 = max + 1, not 6
+    assert.are.equal(3, suggest.distance("zzzzzz", "aaaaaa", 2))
+    assert.are.equal(6, suggest.distance("zzzzzz", "aaaaaa"))
+  end)
+  it("suggests for a long misspelt name within a small budget of Lua instructions", function()
+    -- a fuzzed policy gave preset() a 60-byte name: 33 full tables of 60 x ~20
+    -- entries went over the sandbox's million instructions of one call
+    local names = require("apsearch.presets").all_model_names()
+    local count = 0
+    debug.sethook(function() count = count + 1 end, "", 1000)
+    local got = suggest.closest("llama-3.1-8b" .. string.rep("A", 60), names)
+    local long = suggest.closest(string.rep("x", 30), names)
+    debug.sethook()
+    assert.are.same({ "llama-3.1-8b" }, got)
+    assert.are.same({}, long)
+    assert.is_true(count * 1000 < 200000, "instructions: " .. count * 1000)
+  end)
   it("suggests within max(2, #word // 3) or by prefix, nothing when far", function()
     assert.are.same({ "search_space" }, suggest.closest("serch_space", { "search_space", "model" }))
     assert.are.same({ "h100-sxm-80gb" }, suggest.closest("h100-sxm", { "h100-sxm-80gb", "b200" }))

@@ -36,7 +36,9 @@
 -- With `data_parallel = "auto"`, dp_degree x fsdp_degree is derived for each
 -- (tp, cp, pp) so that dp x fsdp x tp x cp x pp = N (num_devices): the pairs
 -- come from the dp_degree / fsdp_degree lists when given (only the pairs
--- whose product is N / (tp cp pp)), else fsdp = 1 and dp = N / (tp cp pp).
+-- whose product is N / (tp cp pp)), else the framework's own data
+-- parallelism (M.default_dp_pairs): replicas, dp = N / (tp cp pp), and on
+-- the FSDP frameworks also the full shard, fsdp = N / (tp cp pp).
 -- When tp x cp x pp does not divide N one candidate with
 -- dp = floor(N / (tp cp pp)) (at least 1), fsdp = 1 is produced, so that the
 -- devices rule reports why that combination cannot use every device.
@@ -96,6 +98,27 @@ function M.moe_defaults(framework, tp)
   return { ep_degree = 1, etp_degree = M.default_etp(framework, tp or 1),
     moe_token_dispatcher = M.default_dispatcher(framework),
     moe_capacity_factor = MOE_DEFAULTS.moe_capacity_factor }
+end
+
+--- FSDP frameworks: their data parallelism shards by default. TorchTitan's
+-- `parallelism.data_parallel_shard_degree` defaults to -1, every rank
+-- left (torchtitan/config/job_config.py `Parallelism`), and its DDP runs
+-- no other parallelism; NeMo AutoModel's FSDP2Manager shards over
+-- dp_size (nemo_automodel/components/distributed/fsdp2.py); FSDP1 is
+-- FSDP by name.
+M.SHARDING_FRAMEWORKS = { fsdp2 = true, fsdp = true, automodel = true }
+
+--- The (dp_degree, fsdp_degree) pairs `data_parallel = "auto"` searches
+-- when the policy lists neither: replicas, and on a framework whose data
+-- parallelism shards by default (M.SHARDING_FRAMEWORKS) the full shard
+-- too, so a policy of such a framework is not left with replicas only
+-- (rules/framework.lua refuses TorchTitan's DDP beside TP or PP).
+-- @tparam[opt] string framework training.framework
+-- @tparam integer D the data-parallel ranks, N / (tp cp pp)
+-- @treturn table array of `{dp, fsdp}` pairs with dp x fsdp = D
+function M.default_dp_pairs(framework, D)
+  if D > 1 and M.SHARDING_FRAMEWORKS[framework] then return { { D, 1 }, { 1, D } } end
+  return { { D, 1 } }
 end
 
 --- The split rule a framework applies when pipeline_split is not searched
@@ -395,7 +418,7 @@ function M.new(ss, info)
           if D % d == 0 then out[#out + 1] = { d, D // d } end
         end
       else
-        out[1] = { D, 1 }
+        out = M.default_dp_pairs(info.framework, D)
       end
       return out
     end)

@@ -111,6 +111,26 @@ describe("space sizes", function()
     assert.are.same({ 2, 4 }, { l2[1].dp_degree, l2[1].fsdp_degree })
   end)
 
+  it("adds the full shard to the replicas on an FSDP framework when no dp/fsdp list is given", function()
+    -- N 16, tp {1, 2}: D = 16 and 8; TorchTitan (fsdp2) and AutoModel shard
+    -- by default, so each D gives (D, 1) and (1, D): 4 candidates; Megatron
+    -- keeps the replicas alone (its sharding is zero_stage): 2
+    local function pairs_of(framework)
+      local s = space.new({ data_parallel = "auto", dims = { tp_degree = { 1, 2 } } },
+        { num_devices = 16, framework = framework })
+      local n, list = collect(s)
+      assert.are.equal(s:size(), n)
+      local out = {}
+      for _, c in ipairs(list) do out[#out + 1] = { c.dp_degree, c.fsdp_degree, c.tp_degree } end
+      return out
+    end
+    assert.are.same({ { 16, 1, 1 }, { 1, 16, 1 }, { 8, 1, 2 }, { 1, 8, 2 } }, pairs_of("fsdp2"))
+    assert.are.same({ { 16, 1, 1 }, { 1, 16, 1 }, { 8, 1, 2 }, { 1, 8, 2 } }, pairs_of("automodel"))
+    assert.are.same({ { 16, 1, 1 }, { 8, 1, 2 } }, pairs_of("megatron"))
+    -- one data-parallel rank: nothing to shard, one pair
+    assert.are.same({ { 1, 1 } }, space.default_dp_pairs("fsdp2", 1))
+  end)
+
   it("emits one device-rule candidate when tp x pp x cp does not divide N", function()
     local _, list = collect(make({ tp_degree = { 3, 16 } }, 8, true))
     assert.are.equal(2, #list)

@@ -101,11 +101,12 @@ function M.moe_defaults(framework, tp)
 end
 
 --- FSDP frameworks: their data parallelism shards by default. TorchTitan's
--- `parallelism.data_parallel_shard_degree` defaults to -1, every rank
--- left (torchtitan/config/job_config.py `Parallelism`), and its DDP runs
--- no other parallelism; NeMo AutoModel's FSDP2Manager shards over
--- dp_size (nemo_automodel/components/distributed/fsdp2.py); FSDP1 is
--- FSDP by name.
+-- `data_parallel_shard_degree` defaults to -1, every rank left
+-- (torchtitan/config/configs.py:133 @ b5bcd76c), and its DDP runs no
+-- other parallelism; NeMo AutoModel shards over all data-parallel ranks
+-- unless `dp_replicate_size` (default None) says otherwise
+-- (nemo_automodel/components/distributed/mesh.py:74, mesh_utils.py:72
+-- @ 36044ad3); FSDP1 is FSDP by name.
 M.SHARDING_FRAMEWORKS = { fsdp2 = true, fsdp = true, automodel = true }
 
 --- The (dp_degree, fsdp_degree) pairs `data_parallel = "auto"` searches

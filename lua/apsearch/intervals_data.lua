@@ -6,9 +6,9 @@ return {
   step_time = { level = 0.80, pooled = { lo = -0.170282, hi = 0.170282, rows = 71 }, classes = {
     ["moe"] = { lo = -0.194323, hi = 0.194323, rows = 13 },
   } },
-  mem_peak = { level = 0.80, pooled = { lo = -0.178297, hi = 0.178297, rows = 64 }, classes = {
+  mem_peak = { level = 0.80, pooled = { lo = -0.138931, hi = 0.138931, rows = 64 }, classes = {
     ["fsdp2"] = { lo = -0.086979, hi = 0.086979, rows = 42 },
-    ["megatron"] = { lo = -0.200277, hi = 0.200277, rows = 18 },
+    ["megatron"] = { lo = -0.145141, hi = 0.145141, rows = 18 },
   } },
   -- the highest MFU measured per hardware generation and precision
   -- family, in apsearch's convention (causal model FLOPs / the

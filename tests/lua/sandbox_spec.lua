@@ -19,15 +19,23 @@ local DIR
 local saved
 
 -- small limits keep the runaway cases fast; each test restores them
-local function limits(instructions, memory_mib)
-  sandbox.configure({ enabled = true, instructions = instructions, memory_mib = memory_mib })
+-- the time limits are left at the defaults (10 s wall, 5 s CPU) except
+-- where a test stops something else: the memory tests allocate until the
+-- cap, which under ASan on a loaded CI machine has taken over 10 s of
+-- wall-clock time (the time limit then fired first and the test failed)
+local function limits(instructions, memory_mib, seconds)
+  sandbox.configure({ enabled = true, instructions = instructions, memory_mib = memory_mib,
+    seconds = seconds, cpu_seconds = seconds and 0 or nil })
 end
+
+-- the time limit of the memory tests: an hour, far beyond any memory cap
+local MEMORY_TEST_SECONDS = 3600
 
 setup(function() DIR = tmpdir() end)
 before_each(function() saved = sandbox.limits() end)
 after_each(function()
   sandbox.configure({ enabled = saved.enabled, instructions = saved.instructions,
-    memory_bytes = saved.memory_bytes })
+    memory_bytes = saved.memory_bytes, seconds = saved.seconds, cpu_seconds = saved.cpu_seconds })
 end)
 
 -- runs a script file through the loader the policies and rules use
@@ -305,7 +313,7 @@ end)
 
 describe("memory cap", function()
   it("stops a memory blow-up with the file and line", function()
-    limits(1e9, 16)
+    limits(1e9, 16, MEMORY_TEST_SECONDS)
     local e = err_of(run_script, "mem.lua", "local t = {}\nwhile true do\n  t[#t + 1] = { #t }\nend\n")
     assert.truthy(e:match("^[^\n]*mem%.lua:%d: memory limit exceeded"), e)
     assert.truthy(e:find("more than 16 MiB", 1, true), e)
@@ -314,7 +322,7 @@ describe("memory cap", function()
   end)
 
   it("is not defeated by pcall, in Lua code or in a C function", function()
-    limits(1e9, 16)
+    limits(1e9, 16, MEMORY_TEST_SECONDS)
     local cases = {
       loop = [[
         while true do pcall(function() local t = {} while true do t[#t + 1] = ("x"):rep(64) .. #t end end) end ]],
@@ -332,7 +340,7 @@ describe("memory cap", function()
   end)
 
   it("counts live data, not garbage", function()
-    limits(1e9, 16)
+    limits(1e9, 16, MEMORY_TEST_SECONDS)
     local r = run_script("garbage.lua", [[
       for i = 1, 100 do local s = ("x"):rep(1 << 20) .. i end
       return { ok = true } ]])

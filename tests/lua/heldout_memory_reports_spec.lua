@@ -1,0 +1,68 @@
+-- tests/lua/heldout_memory_reports_spec.lua -- the held-out memory reports
+-- (tests/fixtures/heldout/memory_reports.csv; tests/fixtures/heldout/
+-- README.md): 38 public runs that trained or ran out of memory, none of
+-- them in the repository's other sets, never fitted.  Checked here: the
+-- file is read through `validate`, every row is estimated (none refused),
+-- and the rows keep their outcome and kind of peak.  No accuracy figure is
+-- asserted: the set is out of sample, and what the estimate gets wrong on
+-- it is reported in the README, not pinned by a test.
+
+local validate = require "apsearch.validate"
+
+local ROOT = os.getenv("APS_ROOT") or "."
+local FILE = ROOT .. "/tests/fixtures/heldout/memory_reports.csv"
+
+local function finite(x) return type(x) == "number" and x == x and x > -math.huge and x < math.huge end
+
+local result
+local function run()
+  result = result or validate.run(FILE)
+  return result
+end
+
+describe("held out: public memory reports", function()
+  it("reads and estimates all 38 rows, none refused", function()
+    local r = run()
+    assert.are.equal(38, r.summary.cases)
+    assert.are.equal(0, r.summary.failed)
+    assert.are.equal(38, #r.cases)
+    for _, c in ipairs(r.cases) do
+      assert.is_nil(c.error, c.case_id)
+      assert.is_true(finite(c.predicted.mem_device_gib) and c.predicted.mem_device_gib > 0, c.case_id)
+      assert.is_true(finite(c.predicted.mem_limit_gib) and c.predicted.mem_limit_gib > 0, c.case_id)
+      assert.is_boolean(c.predicted.fits, c.case_id)
+    end
+  end)
+
+  it("keeps each row's outcome: 27 trained, 11 out of memory, each called one way", function()
+    local r = run()
+    local n = { ran = 0, oom = 0 }
+    for _, c in ipairs(r.cases) do
+      assert.is_truthy(c.outcome == "ran" or c.outcome == "oom", c.case_id)
+      n[c.outcome] = n[c.outcome] + 1
+    end
+    assert.are.equal(27, n.ran)
+    assert.are.equal(11, n.oom)
+    local f = r.summary.fit_calls
+    assert.are.equal(27, f.ran.count)
+    assert.are.equal(11, f.oom.count)
+    assert.are.equal(f.ran.count, f.ran.called_fit + f.ran.called_oom)
+    assert.are.equal(f.oom.count, f.oom.called_fit + f.oom.called_oom)
+  end)
+
+  it("compares the 16 measured peaks by their kind: 15 max reserved (TorchTitan), 1 max allocated", function()
+    local r = run()
+    local kinds = { reserved = 0, allocated = 0 }
+    for _, c in ipairs(r.cases) do
+      if c.measured and c.measured.mem_gib then
+        assert.are.equal("ran", c.outcome, c.case_id)
+        assert.is_truthy(kinds[c.mem_kind], c.case_id)
+        kinds[c.mem_kind] = kinds[c.mem_kind] + 1
+        assert.is_true(finite(c.error_pct.mem_gib), c.case_id)
+      end
+    end
+    assert.are.equal(15, kinds.reserved)
+    assert.are.equal(1, kinds.allocated)
+    assert.are.equal(16, r.summary.memory.count)
+  end)
+end)

@@ -3393,10 +3393,23 @@ M.ARCHITECTURES = {
   CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", GPTBigCodeForCausalLM = "gpt_bigcode", GPTJForCausalLM = "gptj", FalconForCausalLM = "falcon", BloomForCausalLM = "bloom", HeliumForCausalLM = "helium",
 }
 
+--- Modelling classes of types apsearch knows and does not model
+-- (M.UNMODELLED), for configs that name the class under another
+-- model_type or none: sgl-project's DeepSeek-V4-Flash-FP8 and -Pro-FP8
+-- say "deepseek_ref" with DeepseekV4ForCausalLM; nvidia/MiniMax-M3-NVFP4's
+-- text_config gives no model_type, only MiniMaxM3SparseForCausalLM
+-- (ai-dynamo/aiconfigurator @ 095f58a5, aic-core/src/aiconfigurator_core/
+-- model_configs/); the classes are those the types' own configs name.
+M.UNMODELLED_ARCHITECTURES = {
+  DeepseekV4ForCausalLM = "deepseek_v4", MiniMaxM3ForCausalLM = "minimax_m3",
+  MiniMaxM3SparseForCausalLM = "minimax_m3", MiMoV2FlashForCausalLM = "mimo_v2_flash",
+}
+
 --- The model_type a config is read as: its own when a reader has it or
 -- apsearch knows it does not model it (M.UNMODELLED: refused naming what
 -- it lacks, whatever class `architectures` names), else that of its
--- `architectures` class (M.ARCHITECTURES).
+-- `architectures` class (M.ARCHITECTURES, or M.UNMODELLED_ARCHITECTURES:
+-- refused as that type).
 -- @tparam table cfg config.json
 -- @treturn any the model_type
 -- @treturn string|nil the class it was taken from, when not its own
@@ -3406,7 +3419,22 @@ function M.model_type_of(cfg)
   local arch = type(cfg.architectures) == "table" and cfg.architectures[1]
   local as = type(arch) == "string" and M.ARCHITECTURES[arch]
   if as and builders[as] then return as, arch end
+  local un = type(arch) == "string" and M.UNMODELLED_ARCHITECTURES[arch]
+  if un then return un, arch end
   return mt
+end
+
+-- How a refusal names the type a config is read as: `deepseek_v4`, or
+-- for one taken from its class (M.model_type_of), its own model_type with
+-- that class: `deepseek_ref (read as deepseek_v4 by its architectures
+-- class DeepseekV4ForCausalLM)`, `(missing) (read as ...)`; quoted: the
+-- config's own value as util.describe writes it.
+local function read_as(cfg, mt, as, quoted)
+  local function say(v) return quoted and util.describe(v) or tostring(v) end
+  if not as then return say(mt) end
+  local own = cfg.model_type
+  own = type(own) == "string" and own ~= "" and say(own) or "(missing)"
+  return ("%s (read as %s by its architectures class %s)"):format(own, mt, as)
 end
 
 --- The model types whose builders read DeepSeek Sparse Attention's
@@ -3544,12 +3572,12 @@ end
 -- multimodal wrapper (a text_config beside a vision or audio config)
 -- whose text model has no reader either (one that has is read through,
 -- M.from_config).  Raises NotImplemented; returns otherwise.
-local function refuse_unmodelled(cfg, mt, file)
+local function refuse_unmodelled(cfg, mt, file, as)
   -- (a multimodal wrapper of an unmodelled text model is said as such below)
   local towers = type(cfg.text_config) == "table" and
     (type(cfg.vision_config) == "table" or type(cfg.audio_config) == "table")
   if type(mt) == "string" and not builders[mt] and M.UNMODELLED[mt] and not towers then
-    error(("NotImplemented: %s: model_type: %s: %s"):format(file, mt, M.UNMODELLED[mt]), 0)
+    error(("NotImplemented: %s: model_type: %s: %s"):format(file, read_as(cfg, mt, as), M.UNMODELLED[mt]), 0)
   end
   for _, k in ipairs(M.DSA_KEYS) do
     if not is_null(cfg[k]) and not M.DSA_TYPES[mt] then
@@ -3566,11 +3594,12 @@ local function refuse_unmodelled(cfg, mt, file)
     return
   end
   local tmt, as = M.model_type_of(text)
-  local why = M.UNMODELLED[text.model_type]
+  local why = type(tmt) == "string" and M.UNMODELLED[tmt]
   local how = builders[tmt] and ("is (model_type %s%s), but apsearch does not know what %s adds to it: " ..
     "import text_config as a config.json of its own to train the text model"):format(util.describe(text.model_type),
     as and (", read as " .. tmt) or "", mt)
-    or ("is not either (model_type %s%s)"):format(util.describe(text.model_type), why and (": " .. why) or "")
+    or ("is not either (%s%s)"):format(is_null(text.model_type) and not as and "it gives no model_type" or
+      "model_type " .. read_as(text, tmt, as, true), why and (": " .. why) or "")
   error(("NotImplemented: %s: model_type: %s is multimodal: its vision tower (vision_config) is not modelled; " ..
     "its text_config %s"):format(file, mt, how), 0)
 end
@@ -3636,7 +3665,7 @@ function M.from_config(cfg, source, name)
     util.fail(source, "(top level)", "expected a JSON object", cfg)
   end
   local mt, as = M.model_type_of(cfg)
-  refuse_unmodelled(cfg, mt, source)
+  refuse_unmodelled(cfg, mt, source, as)
   local wrapped = M.wrapped_text(cfg, mt, source)
   if wrapped then return read_wrapped(cfg, wrapped, source, name) end
   misspelt_type(mt, source)

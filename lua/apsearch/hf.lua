@@ -271,7 +271,8 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
-                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom", "helium", "glm4v_text" }
+                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom", "helium", "glm4v_text",
+                "mimo" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1331,6 +1332,29 @@ function builders.dots1(r, cfg, file)
   local c = {}
   for k, v in pairs(cfg) do if k ~= "scoring_func" then c[k] = v end end
   return deepseek_router(m, r, c, file, true, "noaux_tc", false)
+end
+
+--- MiMo (XiaomiMiMo/MiMo-7B-Base, -SFT, -RL: model_type mimo, remote code
+-- of its Hub repository, MiMoForCausalLM(Qwen2ForCausalLM) around
+-- MiMoModel(Qwen2Model); vLLM vllm/model_executor/models/mimo.py and
+-- mimo_mtp.py @ 0bb55d60): Qwen2's model, q/k/v biases included
+-- (Qwen2Attention), read as builders.qwen2 reads it.  Its
+-- num_nextn_predict_layers multi-token-prediction layers
+-- (model.mtp_layers.N, MiMoMultiTokenPredictorLayer: token_layernorm,
+-- hidden_layernorm, input_proj 2h x h without a bias, a Qwen2 decoder
+-- layer, final_layernorm) share the model's embedding and lm_head, so
+-- they are not DeepSeek-V3's MTP module that mtp_layers counts (with an
+-- embedding and output layer of its own, src/core/model.c): they are
+-- neither counted nor priced, and a note says so.
+function builders.mimo(r, cfg, file, notes)
+  local m = builders.qwen2(r, cfg, file)
+  local mtp = count(cfg, "num_nextn_predict_layers", 0, file)
+  if mtp > 0 then
+    note(notes, file, "the checkpoint's %d multi-token-prediction layer(s) (num_nextn_predict_layers: " ..
+      "model.mtp_layers, each a Qwen2 decoder layer, input_proj 2h x h and three more RMSNorms, sharing the " ..
+      "embedding and lm_head) are neither counted nor priced", mtp)
+  end
+  return m
 end
 
 ---------------------------------------------------------------- 2025 families (issue 25)
@@ -3374,7 +3398,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
 M.ARCHITECTURES = {
   DeepseekV3ForCausalLM = "deepseek_v3", DeepseekV2ForCausalLM = "deepseek_v2",
   LlamaForCausalLM = "llama", MistralForCausalLM = "mistral", MixtralForCausalLM = "mixtral",
-  Qwen2ForCausalLM = "qwen2", Qwen3ForCausalLM = "qwen3", Qwen2MoeForCausalLM = "qwen2_moe",
+  Qwen2ForCausalLM = "qwen2", Qwen3ForCausalLM = "qwen3", Qwen2MoeForCausalLM = "qwen2_moe", MiMoForCausalLM = "mimo",
   Qwen3MoeForCausalLM = "qwen3_moe", Qwen3NextForCausalLM = "qwen3_next", Glm4MoeForCausalLM = "glm4_moe",
   Glm4MoeLiteForCausalLM = "glm4_moe_lite",
   Llama4ForCausalLM = "llama4_text", Llama4ForConditionalGeneration = "llama4",

@@ -43,7 +43,76 @@ local function qwen3_dense(c)
   return c.num_hidden_layers * layer + (c.tie_word_embeddings and 1 or 2) * V * h + h, V * h
 end
 
+--- What each file gives: its total and active counts, or the start of its
+-- refusal (after "NotImplemented: <file>: ").
+local EXPECT = {
+  ["Qwen--Qwen3-0.6B"] = { total = 596049920 },
+  ["Qwen--Qwen3-1.7B"] = { total = 1720574976 },
+  ["Qwen--Qwen3-8B"] = { total = 8190735360 },
+  ["Qwen--Qwen3-32B"] = { total = 32762123264 },
+  ["Qwen--Qwen3-32B-FP8"] = { total = 32762123264 },
+  ["Qwen--Qwen3-VL-4B-Instruct"] = { total = 4022468096 },
+  ["Qwen--Qwen3-VL-8B-Instruct"] = { total = 8190735360 },
+  ["Qwen--Qwen3.5-122B-A10B"] = { total = 122111526912, active = 9771288576 },
+  ["Qwen--Qwen3.5-397B-A17B"] = { total = 396346350336, active = 17349040896 },
+  ["Qwen--Qwen3.8-2.4T-A95B"] = { total = 2419804697984, active = 95287866752 },
+  ["MiniMaxAI--MiniMax-M2.5"] = { total = 228689764864, active = 11030553088 },
+  ["XiaomiMiMo--MiMo-7B-Base"] = { total = 7622619136 },
+  ["deepseek-ai--DeepSeek-R1"] = { total = 671026419200, active = 37552297472 },
+  ["google--gemma-3-27b"] = { total = 27009346304 },
+  ["his0si--EXAONE-4.0-1.2B-w4a16"] = { total = 1279391488 },
+  ["mistralai--Mixtral-8x22B-v0.1"] = { total = 140620634112, active = 39152031744 },
+  ["moonshotai--Kimi-K2.5"] = { total = 1026408232448, active = 32861500928 },
+  ["nvidia--Nemotron-H-56B-Base-8K"] = { total = 56324350464 },
+  ["zai-org--GLM-5.1"] = { total = 743911218432, active = 41784728832 },
+  ["MiniMaxAI--MiniMax-M3"] = { refused = "model_type: minimax_m3: block-sparse attention" },
+  ["XiaomiMiMo--MiMo-V2-Flash"] = { refused = "model_type: mimo_v2_flash: sliding-window layers" },
+  ["deepseek-ai--DeepSeek-V4-Flash"] = { refused = "model_type: deepseek_v4: DeepSeek-V4's compressed" },
+  ["sgl-project--DeepSeek-V4-Flash-FP8"] =
+    { refused = "model_type: deepseek_ref (read as deepseek_v4 by its architectures class" },
+  ["google--gemma-4-26B-A4B"] = { refused = "model_type: gemma4 is multimodal" },
+  ["meta-models--Muse-Glimmer-30B"] = { refused = "model_type: muse_glimmer is multimodal" },
+  ["moonshotai--Kimi-K3"] = { refused = "model_type: kimi_k3 is multimodal" },
+  ["nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8"] = { refused = "num_nextn_predict_layers: multi-token" },
+  ["poolside--Laguna-XS.2-FP8"] = { refused = "MoE config (num_experts = 256) of model_type \"laguna\"" },
+  ["stepfun-ai--Step-3.7-Flash"] = { refused = "MoE config (num_experts = 288) of model_type \"step3p7\"" },
+  ["zai-org--GLM-5.2"] = { refused = "indexer_types: cross-layer top-k sharing" },
+  -- not NotImplemented: an unknown type, named with the types apsearch reads
+  ["microsoft--Phi-4-reasoning-vision-15B"] = { unknown = "phi4-siglip" },
+}
+
 describe("held-out config.json files", function()
+  it("every file in the folder is listed here, and imports or is refused as listed", function()
+    local seen = 0
+    for entry in require("lfs").dir(DIR) do
+      local name = entry:match("^(.+)%.json$")
+      if name then
+        seen = seen + 1
+        local want = EXPECT[name]
+        assert.is_not_nil(want, name .. " is not listed in EXPECT")
+        local path = DIR .. entry
+        if want.total then
+          local m = hf.load(path)
+          local c = core.model_params(m)
+          assert.are.same({ want.total, want.active or want.total }, { c.total, c.active }, name)
+        else
+          local e = err_of(hf.load, path)
+          if want.refused then
+            assert.are.equal("NotImplemented: " .. path .. ": " .. want.refused,
+              e:sub(1, #("NotImplemented: " .. path .. ": " .. want.refused)), name)
+            assert.is_nil(e:find("\n"), name)
+          else
+            assert.truthy(e:find(path .. ": model_type: unsupported model type", 1, true), e)
+            assert.truthy(e:find('(got "' .. want.unknown .. '")', 1, true), e)
+          end
+        end
+      end
+    end
+    local listed = 0
+    for _ in pairs(EXPECT) do listed = listed + 1 end
+    assert.are.equal(listed, seen)
+  end)
+
   -- Qwen3 dense (cards: 0.6B, 0.44B without the embedding; 1.7B, 1.4B;
   -- 8.2B, 6.95B; 32.8B, 31.2B): the formula of qwen3_dense on each file.
   -- Qwen3-0.6B by hand: layer 3 x 2,097,152 (q, k + v, o) + 256 (Q/K
@@ -90,6 +159,34 @@ describe("held-out config.json files", function()
     text.architectures = nil
     assert.truthy(err_of(hf.from_config, wrapper, "m.json")
       :find("its text_config is not either (it gives no model_type)", 1, true))
+  end)
+
+  -- XiaomiMiMo/MiMo-7B-Base (mimo; card: 7B, "one MTP layer"): Qwen2's
+  -- model (Qwen2Attention's q/k/v biases), vLLM mimo.py / mimo_mtp.py @
+  -- 0bb55d60.  Layer: q 4096 x 4096 + 4096, k and v 4096 x 1024 + 1024
+  -- each, o 4096 x 4096, the MLP 3 x 4096 x 11008, two norms:
+  -- 177,223,680; x 36 = 6,380,052,480; embedding and lm_head 2 x 151680 x
+  -- 4096 = 1,242,562,560; final norm 4,096.  Total 7,622,619,136.  Its MTP
+  -- layer (a decoder layer, input_proj 2 x 4096 x 4096 = 33,554,432 and
+  -- three norms, 210,790,400) is not counted: with it the checkpoint has
+  -- 7,833,409,536.  It was refused as an unknown type ("did you mean
+  -- olmo?").
+  it("MiMo-7B-Base (mimo): Qwen2's 7,622,619,136; its MTP layer noted, not counted", function()
+    local m, info = load("XiaomiMiMo--MiMo-7B-Base")
+    local h, layer = 4096, 4096 * 4096 + 4096 + 2 * (4096 * 1024 + 1024) + 4096 * 4096 + 3 * 4096 * 11008 + 2 * 4096
+    assert.are.equal(177223680, layer)
+    local c = core.model_params(m)
+    assert.are.equal(36 * layer + 2 * 151680 * h + h, c.total)
+    assert.are.equal(7622619136, c.total)
+    assert.are.equal(7833409536, c.total + layer + 2 * h * h + 3 * h)
+    assert.is_true(near(c.total, 7e9, 0.1)) -- the card's "7B"
+    assert.is_true(m.qkv_bias and not m.attn_out_bias)
+    assert.is_nil(m.mtp_layers)
+    assert.is_true(has_note(info, "the checkpoint's 1 multi-token-prediction layer(s) (num_nextn_predict_layers"))
+    -- read by its class under another type name, as Kimi-K2 is
+    local cfg = decoded("XiaomiMiMo--MiMo-7B-Base")
+    cfg.model_type = "mimo_7b"
+    assert.are.equal(7622619136, core.model_params((hf.from_config(cfg, "m.json"))).total)
   end)
 
   -- google/gemma-3-27b (Gemma3ForConditionalGeneration): the text model

@@ -1495,11 +1495,6 @@ function builders.gpt_oss(r, cfg, file, notes)
   note(notes, file, "the experts' clamped SwiGLU (swiglu_limit %s) is estimated as SwiGLU: the clamps " ..
     "and the (up + 1) are element-wise and not priced",
     limit and util.describe(limit) or "absent: GptOssConfig's 7.0")
-  local q = cfg.quantization_config
-  if type(q) == "table" and type(q.quant_method) == "string" then
-    note(notes, file, "the checkpoint's %s weights (quantization_config) are not modelled: the estimate " ..
-      "trains in training.precision", q.quant_method)
-  end
   return m
 end
 
@@ -3628,6 +3623,22 @@ local function refuse_unmodelled(cfg, mt, file, as)
     "its text_config %s"):format(file, mt, how), 0)
 end
 
+-- A checkpoint's quantization (quantization_config: gpt-oss's mxfp4, the
+-- fp8 of DeepSeek-V3 / Kimi-K2 / Qwen3-FP8, NVIDIA's modelopt NVFP4,
+-- compressed-tensors) is not what the estimate trains: one note naming its
+-- quant_method and quant_algo, as far as it gives them (modelopt's files:
+-- "modelopt NVFP4"; a static FP8 file gives quant_algo alone).
+local function quantization_note(notes, q, file)
+  if type(q) ~= "table" then return end
+  local parts = {}
+  for _, k in ipairs({ "quant_method", "quant_algo" }) do
+    if type(q[k]) == "string" then parts[#parts + 1] = q[k] end
+  end
+  local how = #parts > 0 and table.concat(parts, " ") or "quantized"
+  note(notes, file, "the checkpoint's %s weights (quantization_config) are not modelled: the estimate " ..
+    "trains in training.precision", how)
+end
+
 -- Reads a multimodal wrapper's text model (M.wrapped_text): text_config
 -- as a config of its own, with the wrapper's tie_word_embeddings where
 -- the text_config leaves it out (transformers ties or unties the
@@ -3644,6 +3655,7 @@ local function read_wrapped(cfg, text, source, name)
     t.tie_word_embeddings = cfg.tie_word_embeddings
   end
   local model, info = M.from_config(t, source .. ": text_config", name or name_from_path(source))
+  if is_null(text.quantization_config) then quantization_note(info.notes, cfg.quantization_config, source) end
   table.insert(info.notes, 1, ("%s: model_type %s is multimodal: the estimate trains its text model " ..
     "(text_config, model_type %s); the vision tower (vision_config) is neither modelled nor counted")
     :format(source, tostring(cfg.model_type), tostring(t.model_type)))
@@ -3725,6 +3737,7 @@ function M.from_config(cfg, source, name)
   end
   if M.ADJUST[mt] then cfg = M.ADJUST[mt](cfg) end
   local model = numerics(build(reader(cfg, source), cfg, source, notes, extra), cfg, source)
+  quantization_note(notes, cfg.quantization_config, source)
   local dropout, dropout_key, dropout_value, dropout_stated = dropout_of(cfg, source)
   if not dropout_stated and type(cfg.text_config) == "table" then
     dropout, dropout_key, dropout_value, dropout_stated = dropout_of(cfg.text_config, source .. ": text_config")

@@ -189,6 +189,28 @@ describe("held-out config.json files", function()
     assert.are.equal(7622619136, core.model_params((hf.from_config(cfg, "m.json"))).total)
   end)
 
+  -- A quantized checkpoint's config imports as the model it is and says
+  -- that the estimate trains in training.precision: the note was written
+  -- for gpt-oss's mxfp4 only, and Qwen3-32B-FP8, a user's int4 re-save of
+  -- EXAONE-4.0-1.2B and Kimi-K2.5's compressed-tensors text_config
+  -- imported silently.
+  it("a quantization_config of any type or wrapper is noted, naming its method", function()
+    local function notes_of(name) return select(2, load(name)) end
+    local base = DIR .. "Qwen--Qwen3-32B-FP8.json"
+    assert.is_true(has_note(notes_of("Qwen--Qwen3-32B-FP8"), base .. ": the checkpoint's fp8 weights " ..
+      "(quantization_config) are not modelled: the estimate trains in training.precision"))
+    assert.is_true(has_note(notes_of("his0si--EXAONE-4.0-1.2B-w4a16"), "the checkpoint's compressed-tensors weights"))
+    assert.is_true(has_note(notes_of("moonshotai--Kimi-K2.5"), "text_config: the checkpoint's compressed-tensors"))
+    -- modelopt's files name the format in quant_algo; a wrapper's own
+    -- quantization_config (nvidia's NVFP4 Qwen3.5) is read too
+    local cfg = decoded("Qwen--Qwen3.5-122B-A10B")
+    cfg.quantization_config = { quant_method = "modelopt", quant_algo = "NVFP4" }
+    local _, info = hf.from_config(cfg, "m.json")
+    assert.is_true(has_note(info, "m.json: the checkpoint's modelopt NVFP4 weights (quantization_config)"))
+    assert.are.equal(122111526912, core.model_params((hf.from_config(cfg, "m.json"))).total)
+    assert.is_false(has_note(notes_of("Qwen--Qwen3-32B"), "quantization_config"))
+  end)
+
   -- google/gemma-3-27b (Gemma3ForConditionalGeneration): the text model
   -- 27,009,346,304 plus the SigLIP tower 416,866,032 and the projector
   -- 6,194,304 (1152 x 5376 + 1152) is 27,432,406,640, the checkpoint's

@@ -3679,6 +3679,23 @@ local function misspelt_type(mt, source)
   end
 end
 
+--- The keys of the native checkpoint format's params.json that Mistral's
+-- Hub repositories (mistralai/Devstral-Small-2507: dim, n_layers, n_heads,
+-- n_kv_heads, hidden_dim, head_dim, norm_eps, vocab_size; mistral-inference)
+-- and Meta's original Llama checkpoints ship beside config.json: a file
+-- with all of them and no model_type is such a params.json.
+M.NATIVE_PARAMS_KEYS = { "dim", "n_layers", "n_heads" }
+
+--- Whether a decoded file is a native params.json (M.NATIVE_PARAMS_KEYS).
+-- @tparam table cfg the decoded file
+-- @treturn boolean
+function M.is_native_params(cfg)
+  for _, k in ipairs(M.NATIVE_PARAMS_KEYS) do
+    if is_null(cfg[k]) then return false end
+  end
+  return true
+end
+
 --- Converts a decoded Hugging Face config table into a model table.
 -- @tparam table cfg the decoded config.json
 -- @tparam string source file name used in error messages (and for the name)
@@ -3720,6 +3737,11 @@ function M.from_config(cfg, source, name)
   local all = {}
   for _, t in ipairs(M.supported) do all[#all + 1] = t end
   for _, t in ipairs(M.moe_supported) do all[#all + 1] = t end
+  if is_null(mt) and M.is_native_params(cfg) then
+    util.fail(source, "model_type", "required key is missing: the file has the keys of a native " ..
+      "params.json (" .. util.join(M.NATIVE_PARAMS_KEYS) .. "), which Mistral's and Meta's Hub repositories " ..
+      "ship beside the Hugging Face config.json: give that config.json", nil)
+  end
   if is_null(mt) then
     util.fail(source, "model_type", "required key is missing (supported: " ..
       util.join(all) .. ")", nil)

@@ -65,6 +65,12 @@ local EXPECT = {
   ["moonshotai--Kimi-K2.5"] = { total = 1026408232448, active = 32861500928 },
   ["nvidia--Nemotron-H-56B-Base-8K"] = { total = 56324350464 },
   ["zai-org--GLM-5.1"] = { total = 743911218432, active = 41784728832 },
+  ["deepcogito--cogito-v1-preview-qwen-14B"] = { total = 14765947904 },
+  ["mistralai--Devstral-Small-2507"] = { total = 23572403200 },
+  ["google--medgemma-27b-it"] = { total = 27009346304 },
+  ["ibm-granite--granite-3.1-1b-a400m-instruct"] = { total = 1334628352, active = 428658688 },
+  ["jj8127--mimo_kor"] = { total = 7622619136 },
+  ["bryce-hoehn--Qwen3.5-18B-REAP-A3B-Coding"] = { total = 18543997568, active = 3444503168 },
   ["MiniMaxAI--MiniMax-M3"] = { refused = "model_type: minimax_m3: block-sparse attention" },
   ["XiaomiMiMo--MiMo-V2-Flash"] = { refused = "model_type: mimo_v2_flash: sliding-window layers" },
   ["deepseek-ai--DeepSeek-V4-Flash"] = { refused = "model_type: deepseek_v4: DeepSeek-V4's compressed" },
@@ -79,6 +85,9 @@ local EXPECT = {
   ["zai-org--GLM-5.2"] = { refused = "indexer_types: cross-layer top-k sharing" },
   -- not NotImplemented: an unknown type, named with the types apsearch reads
   ["microsoft--Phi-4-reasoning-vision-15B"] = { unknown = "phi4-siglip" },
+  ["IDLEOAK--openPangu-Embedded"] = { unknown = "PanguEmbedded" },
+  -- Mistral's native params.json, beside Devstral's config.json
+  ["mistralai--Devstral-Small-2507.params"] = { native_params = true },
 }
 
 describe("held-out config.json files", function()
@@ -97,7 +106,10 @@ describe("held-out config.json files", function()
           assert.are.same({ want.total, want.active or want.total }, { c.total, c.active }, name)
         else
           local e = err_of(hf.load, path)
-          if want.refused then
+          if want.native_params then
+            assert.truthy(e:find(path .. ": model_type: required key is missing: the file has the keys of a " ..
+              "native params.json", 1, true), e)
+          elseif want.refused then
             assert.are.equal("NotImplemented: " .. path .. ": " .. want.refused,
               e:sub(1, #("NotImplemented: " .. path .. ": " .. want.refused)), name)
             assert.is_nil(e:find("\n"), name)
@@ -209,6 +221,41 @@ describe("held-out config.json files", function()
     assert.is_true(has_note(info, "m.json: the checkpoint's modelopt NVFP4 weights (quantization_config)"))
     assert.are.equal(122111526912, core.model_params((hf.from_config(cfg, "m.json"))).total)
     assert.is_false(has_note(notes_of("Qwen--Qwen3-32B"), "quantization_config"))
+  end)
+
+  -- Where a copy of the checkpoint's safetensors index was at hand, the
+  -- count is the checkpoint's own: total_size / 2 bytes of bf16 (or the
+  -- index's total_parameters), each file's repository and commit in the
+  -- README.  MiMo (jj8127/mimo_kor, MiMo-7B's keys): 15,666,819,072 / 2 =
+  -- 7,833,409,536, the import's 7,622,619,136 and the MTP layer's
+  -- 210,790,400 (MiMo spec above).  medgemma-27b-it: 54,864,813,280 / 2 =
+  -- 27,432,406,640, Gemma-3-27B's (its total_parameters, 28,842,036,848,
+  -- counts the tied lm_head a second time: + 262208 x 5376).  A Qwen3.5
+  -- MoE pruned to 128 experts, with no vision tower or MTP weights in its
+  -- index: 37,087,995,136 / 2.
+  it("the counts equal the checkpoints' safetensors totals", function()
+    local function total(name) return core.model_params((load(name))).total end
+    assert.are.equal(29531895808 // 2, total("deepcogito--cogito-v1-preview-qwen-14B"))
+    assert.are.equal(23572403200, total("mistralai--Devstral-Small-2507")) -- total_parameters
+    assert.are.equal(15666819072 // 2, total("jj8127--mimo_kor") + 210790400)
+    local m, info = load("google--medgemma-27b-it")
+    assert.are.equal(54864813280 // 2, core.model_params(m).total + info.vision_params)
+    assert.are.equal(28842036848, 54864813280 // 2 + 262208 * 5376)
+    assert.are.equal(37087995136 // 2, total("bryce-hoehn--Qwen3.5-18B-REAP-A3B-Coding"))
+  end)
+
+  -- A user who gives the params.json of a Mistral repository (Devstral's
+  -- sits beside its config.json) was told only that model_type is
+  -- missing, with the list of supported types.
+  it("a native params.json is named as such, with the file to give instead", function()
+    local path = DIR .. "mistralai--Devstral-Small-2507.params.json"
+    assert.are.equal(path .. ": model_type: required key is missing: the file has the keys of a native " ..
+      "params.json (dim, n_layers, n_heads), which Mistral's and Meta's Hub repositories ship beside the " ..
+      "Hugging Face config.json: give that config.json (got nothing)", err_of(hf.load, path))
+    -- one of the keys missing: the generic message
+    local cfg = decoded("mistralai--Devstral-Small-2507.params")
+    cfg.n_heads = nil
+    assert.truthy(err_of(hf.from_config, cfg, "p.json"):find("^p%.json: model_type: required key is missing %(supported"))
   end)
 
   -- google/gemma-3-27b (Gemma3ForConditionalGeneration): the text model

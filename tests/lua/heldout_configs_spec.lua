@@ -71,6 +71,7 @@ local EXPECT = {
   ["ibm-granite--granite-3.1-1b-a400m-instruct"] = { total = 1334628352, active = 428658688 },
   ["jj8127--mimo_kor"] = { total = 7622619136 },
   ["bryce-hoehn--Qwen3.5-18B-REAP-A3B-Coding"] = { total = 18543997568, active = 3444503168 },
+  ["tencent--Hunyuan-A13B"] = { total = 80393183232, active = 12747448320 },
   ["MiniMaxAI--MiniMax-M3"] = { refused = "model_type: minimax_m3: block-sparse attention" },
   ["XiaomiMiMo--MiMo-V2-Flash"] = { refused = "model_type: mimo_v2_flash: sliding-window layers" },
   ["deepseek-ai--DeepSeek-V4-Flash"] = { refused = "model_type: deepseek_v4: DeepSeek-V4's compressed" },

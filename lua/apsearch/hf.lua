@@ -2912,9 +2912,9 @@ M.HYBRID_BLOCK_TYPES = { linear_attention = "M", mamba = "M", full_attention = "
   attention = "*", mlp = "-", moe = "E" }
 
 -- A NotImplemented error for a layer kind apsearch does not model.
-local function hybrid_unmodelled(file, key, what, got)
-  error(string.format("NotImplemented: %s: %s: %s layers are not modelled (got %s)", file, key, what,
-    util.describe(got)), 0)
+local function hybrid_unmodelled(file, key, what, got, also)
+  error(string.format("NotImplemented: %s: %s: %s layers are not modelled (got %s)%s", file, key, what,
+    util.describe(got), also or ""), 0)
 end
 
 -- The layer pattern of a nemotron_h config: `hybrid_override_pattern` or
@@ -3005,7 +3005,12 @@ function builders.nemotron_h(_, raw, file, notes)
     require_value(cfg, k, false, file, "biases are not modelled on a hybrid model")
   end
   if config_int(cfg.num_nextn_predict_layers, 0, file, "num_nextn_predict_layers") > 0 then
-    hybrid_unmodelled(file, "num_nextn_predict_layers", "multi-token-prediction", cfg.num_nextn_predict_layers)
+    -- Nemotron 3 Super and Ultra have latent MoE too: both are said at once,
+    -- so that a user does not learn of the second after dropping the first
+    local also = not is_null(cfg.moe_latent_size) and
+      ("; nor are its latent MoE (E) layers (moe_latent_size = %s)"):format(util.describe(cfg.moe_latent_size))
+    hybrid_unmodelled(file, "num_nextn_predict_layers", "multi-token-prediction", cfg.num_nextn_predict_layers,
+      also or nil)
   end
   int("expand") -- checked; d_inner is mamba_num_heads x mamba_head_dim (NemotronHMamba2Mixer)
   local m = {

@@ -259,6 +259,19 @@ describe("held-out config.json files", function()
     assert.truthy(err_of(hf.from_config, cfg, "p.json"):find("^p%.json: model_type: required key is missing %(supported"))
   end)
 
+  -- nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 has an MTP layer and
+  -- latent MoE (moe_latent_size 1024): the refusal named the MTP layer
+  -- only, and a user who dropped it learnt of the latent MoE next.
+  it("Nemotron 3 Super: its MTP layer and its latent MoE are refused in one line", function()
+    local path = DIR .. "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json"
+    assert.are.equal("NotImplemented: " .. path .. ": num_nextn_predict_layers: multi-token-prediction layers " ..
+      "are not modelled (got 1); nor are its latent MoE (E) layers (moe_latent_size = 1024)", err_of(hf.load, path))
+    local cfg = decoded("nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8")
+    cfg.num_nextn_predict_layers = 0
+    assert.are.equal("NotImplemented: s.json: moe_latent_size: latent MoE (E) layers are not modelled (got 1024)",
+      err_of(hf.from_config, cfg, "s.json"))
+  end)
+
   -- google/gemma-3-27b (Gemma3ForConditionalGeneration): the text model
   -- 27,009,346,304 plus the SigLIP tower 416,866,032 and the projector
   -- 6,194,304 (1152 x 5376 + 1152) is 27,432,406,640, the checkpoint's

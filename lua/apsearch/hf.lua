@@ -271,7 +271,8 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "mpt", "nemotron_h", "smollm3",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
-                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom", "helium", "glm4v_text" }
+                "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom", "helium", "glm4v_text",
+                "mimo" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1333,6 +1334,29 @@ function builders.dots1(r, cfg, file)
   return deepseek_router(m, r, c, file, true, "noaux_tc", false)
 end
 
+--- MiMo (XiaomiMiMo/MiMo-7B-Base, -SFT, -RL: model_type mimo, remote code
+-- of its Hub repository, MiMoForCausalLM(Qwen2ForCausalLM) around
+-- MiMoModel(Qwen2Model); vLLM vllm/model_executor/models/mimo.py and
+-- mimo_mtp.py @ 0bb55d60): Qwen2's model, q/k/v biases included
+-- (Qwen2Attention), read as builders.qwen2 reads it.  Its
+-- num_nextn_predict_layers multi-token-prediction layers
+-- (model.mtp_layers.N, MiMoMultiTokenPredictorLayer: token_layernorm,
+-- hidden_layernorm, input_proj 2h x h without a bias, a Qwen2 decoder
+-- layer, final_layernorm) share the model's embedding and lm_head, so
+-- they are not DeepSeek-V3's MTP module that mtp_layers counts (with an
+-- embedding and output layer of its own, src/core/model.c): they are
+-- neither counted nor priced, and a note says so.
+function builders.mimo(r, cfg, file, notes)
+  local m = builders.qwen2(r, cfg, file)
+  local mtp = count(cfg, "num_nextn_predict_layers", 0, file)
+  if mtp > 0 then
+    note(notes, file, "the checkpoint's %d multi-token-prediction layer(s) (num_nextn_predict_layers: " ..
+      "model.mtp_layers, each a Qwen2 decoder layer, input_proj 2h x h and three more RMSNorms, sharing the " ..
+      "embedding and lm_head) are neither counted nor priced", mtp)
+  end
+  return m
+end
+
 ---------------------------------------------------------------- 2025 families (issue 25)
 
 -- A nested config object at cfg[key] (DBRX attn_config / ffn_config,
@@ -1471,11 +1495,6 @@ function builders.gpt_oss(r, cfg, file, notes)
   note(notes, file, "the experts' clamped SwiGLU (swiglu_limit %s) is estimated as SwiGLU: the clamps " ..
     "and the (up + 1) are element-wise and not priced",
     limit and util.describe(limit) or "absent: GptOssConfig's 7.0")
-  local q = cfg.quantization_config
-  if type(q) == "table" and type(q.quant_method) == "string" then
-    note(notes, file, "the checkpoint's %s weights (quantization_config) are not modelled: the estimate " ..
-      "trains in training.precision", q.quant_method)
-  end
   return m
 end
 
@@ -2893,9 +2912,9 @@ M.HYBRID_BLOCK_TYPES = { linear_attention = "M", mamba = "M", full_attention = "
   attention = "*", mlp = "-", moe = "E" }
 
 -- A NotImplemented error for a layer kind apsearch does not model.
-local function hybrid_unmodelled(file, key, what, got)
-  error(string.format("NotImplemented: %s: %s: %s layers are not modelled (got %s)", file, key, what,
-    util.describe(got)), 0)
+local function hybrid_unmodelled(file, key, what, got, also)
+  error(string.format("NotImplemented: %s: %s: %s layers are not modelled (got %s)%s", file, key, what,
+    util.describe(got), also or ""), 0)
 end
 
 -- The layer pattern of a nemotron_h config: `hybrid_override_pattern` or
@@ -2986,7 +3005,12 @@ function builders.nemotron_h(_, raw, file, notes)
     require_value(cfg, k, false, file, "biases are not modelled on a hybrid model")
   end
   if config_int(cfg.num_nextn_predict_layers, 0, file, "num_nextn_predict_layers") > 0 then
-    hybrid_unmodelled(file, "num_nextn_predict_layers", "multi-token-prediction", cfg.num_nextn_predict_layers)
+    -- Nemotron 3 Super and Ultra have latent MoE too: both are said at once,
+    -- so that a user does not learn of the second after dropping the first
+    local also = not is_null(cfg.moe_latent_size) and
+      ("; nor are its latent MoE (E) layers (moe_latent_size = %s)"):format(util.describe(cfg.moe_latent_size))
+    hybrid_unmodelled(file, "num_nextn_predict_layers", "multi-token-prediction", cfg.num_nextn_predict_layers,
+      also or nil)
   end
   int("expand") -- checked; d_inner is mamba_num_heads x mamba_head_dim (NemotronHMamba2Mixer)
   local m = {
@@ -3374,7 +3398,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
 M.ARCHITECTURES = {
   DeepseekV3ForCausalLM = "deepseek_v3", DeepseekV2ForCausalLM = "deepseek_v2",
   LlamaForCausalLM = "llama", MistralForCausalLM = "mistral", MixtralForCausalLM = "mixtral",
-  Qwen2ForCausalLM = "qwen2", Qwen3ForCausalLM = "qwen3", Qwen2MoeForCausalLM = "qwen2_moe",
+  Qwen2ForCausalLM = "qwen2", Qwen3ForCausalLM = "qwen3", Qwen2MoeForCausalLM = "qwen2_moe", MiMoForCausalLM = "mimo",
   Qwen3MoeForCausalLM = "qwen3_moe", Qwen3NextForCausalLM = "qwen3_next", Glm4MoeForCausalLM = "glm4_moe",
   Glm4MoeLiteForCausalLM = "glm4_moe_lite",
   Llama4ForCausalLM = "llama4_text", Llama4ForConditionalGeneration = "llama4",
@@ -3393,10 +3417,23 @@ M.ARCHITECTURES = {
   CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", GPTBigCodeForCausalLM = "gpt_bigcode", GPTJForCausalLM = "gptj", FalconForCausalLM = "falcon", BloomForCausalLM = "bloom", HeliumForCausalLM = "helium",
 }
 
+--- Modelling classes of types apsearch knows and does not model
+-- (M.UNMODELLED), for configs that name the class under another
+-- model_type or none: sgl-project's DeepSeek-V4-Flash-FP8 and -Pro-FP8
+-- say "deepseek_ref" with DeepseekV4ForCausalLM; nvidia/MiniMax-M3-NVFP4's
+-- text_config gives no model_type, only MiniMaxM3SparseForCausalLM
+-- (ai-dynamo/aiconfigurator @ 095f58a5, aic-core/src/aiconfigurator_core/
+-- model_configs/); the classes are those the types' own configs name.
+M.UNMODELLED_ARCHITECTURES = {
+  DeepseekV4ForCausalLM = "deepseek_v4", MiniMaxM3ForCausalLM = "minimax_m3",
+  MiniMaxM3SparseForCausalLM = "minimax_m3", MiMoV2FlashForCausalLM = "mimo_v2_flash",
+}
+
 --- The model_type a config is read as: its own when a reader has it or
 -- apsearch knows it does not model it (M.UNMODELLED: refused naming what
 -- it lacks, whatever class `architectures` names), else that of its
--- `architectures` class (M.ARCHITECTURES).
+-- `architectures` class (M.ARCHITECTURES, or M.UNMODELLED_ARCHITECTURES:
+-- refused as that type).
 -- @tparam table cfg config.json
 -- @treturn any the model_type
 -- @treturn string|nil the class it was taken from, when not its own
@@ -3406,7 +3443,22 @@ function M.model_type_of(cfg)
   local arch = type(cfg.architectures) == "table" and cfg.architectures[1]
   local as = type(arch) == "string" and M.ARCHITECTURES[arch]
   if as and builders[as] then return as, arch end
+  local un = type(arch) == "string" and M.UNMODELLED_ARCHITECTURES[arch]
+  if un then return un, arch end
   return mt
+end
+
+-- How a refusal names the type a config is read as: `deepseek_v4`, or
+-- for one taken from its class (M.model_type_of), its own model_type with
+-- that class: `deepseek_ref (read as deepseek_v4 by its architectures
+-- class DeepseekV4ForCausalLM)`, `(missing) (read as ...)`; quoted: the
+-- config's own value as util.describe writes it.
+local function read_as(cfg, mt, as, quoted)
+  local function say(v) return quoted and util.describe(v) or tostring(v) end
+  if not as then return say(mt) end
+  local own = cfg.model_type
+  own = type(own) == "string" and own ~= "" and say(own) or "(missing)"
+  return ("%s (read as %s by its architectures class %s)"):format(own, mt, as)
 end
 
 --- The model types whose builders read DeepSeek Sparse Attention's
@@ -3544,12 +3596,12 @@ end
 -- multimodal wrapper (a text_config beside a vision or audio config)
 -- whose text model has no reader either (one that has is read through,
 -- M.from_config).  Raises NotImplemented; returns otherwise.
-local function refuse_unmodelled(cfg, mt, file)
+local function refuse_unmodelled(cfg, mt, file, as)
   -- (a multimodal wrapper of an unmodelled text model is said as such below)
   local towers = type(cfg.text_config) == "table" and
     (type(cfg.vision_config) == "table" or type(cfg.audio_config) == "table")
   if type(mt) == "string" and not builders[mt] and M.UNMODELLED[mt] and not towers then
-    error(("NotImplemented: %s: model_type: %s: %s"):format(file, mt, M.UNMODELLED[mt]), 0)
+    error(("NotImplemented: %s: model_type: %s: %s"):format(file, read_as(cfg, mt, as), M.UNMODELLED[mt]), 0)
   end
   for _, k in ipairs(M.DSA_KEYS) do
     if not is_null(cfg[k]) and not M.DSA_TYPES[mt] then
@@ -3566,13 +3618,30 @@ local function refuse_unmodelled(cfg, mt, file)
     return
   end
   local tmt, as = M.model_type_of(text)
-  local why = M.UNMODELLED[text.model_type]
+  local why = type(tmt) == "string" and M.UNMODELLED[tmt]
   local how = builders[tmt] and ("is (model_type %s%s), but apsearch does not know what %s adds to it: " ..
     "import text_config as a config.json of its own to train the text model"):format(util.describe(text.model_type),
     as and (", read as " .. tmt) or "", mt)
-    or ("is not either (model_type %s%s)"):format(util.describe(text.model_type), why and (": " .. why) or "")
+    or ("is not either (%s%s)"):format(is_null(text.model_type) and not as and "it gives no model_type" or
+      "model_type " .. read_as(text, tmt, as, true), why and (": " .. why) or "")
   error(("NotImplemented: %s: model_type: %s is multimodal: its vision tower (vision_config) is not modelled; " ..
     "its text_config %s"):format(file, mt, how), 0)
+end
+
+-- A checkpoint's quantization (quantization_config: gpt-oss's mxfp4, the
+-- fp8 of DeepSeek-V3 / Kimi-K2 / Qwen3-FP8, NVIDIA's modelopt NVFP4,
+-- compressed-tensors) is not what the estimate trains: one note naming its
+-- quant_method and quant_algo, as far as it gives them (modelopt's files:
+-- "modelopt NVFP4"; a static FP8 file gives quant_algo alone).
+local function quantization_note(notes, q, file)
+  if type(q) ~= "table" then return end
+  local parts = {}
+  for _, k in ipairs({ "quant_method", "quant_algo" }) do
+    if type(q[k]) == "string" then parts[#parts + 1] = q[k] end
+  end
+  local how = #parts > 0 and table.concat(parts, " ") or "quantized"
+  note(notes, file, "the checkpoint's %s weights (quantization_config) are not modelled: the estimate " ..
+    "trains in training.precision", how)
 end
 
 -- Reads a multimodal wrapper's text model (M.wrapped_text): text_config
@@ -3591,6 +3660,7 @@ local function read_wrapped(cfg, text, source, name)
     t.tie_word_embeddings = cfg.tie_word_embeddings
   end
   local model, info = M.from_config(t, source .. ": text_config", name or name_from_path(source))
+  if is_null(text.quantization_config) then quantization_note(info.notes, cfg.quantization_config, source) end
   table.insert(info.notes, 1, ("%s: model_type %s is multimodal: the estimate trains its text model " ..
     "(text_config, model_type %s); the vision tower (vision_config) is neither modelled nor counted")
     :format(source, tostring(cfg.model_type), tostring(t.model_type)))
@@ -3612,6 +3682,23 @@ local function misspelt_type(mt, source)
       util.fail(source, "model_type", ('unsupported model type; did you mean "%s"?'):format(t), mt)
     end
   end
+end
+
+--- The keys of the native checkpoint format's params.json that Mistral's
+-- Hub repositories (mistralai/Devstral-Small-2507: dim, n_layers, n_heads,
+-- n_kv_heads, hidden_dim, head_dim, norm_eps, vocab_size; mistral-inference)
+-- and Meta's original Llama checkpoints ship beside config.json: a file
+-- with all of them and no model_type is such a params.json.
+M.NATIVE_PARAMS_KEYS = { "dim", "n_layers", "n_heads" }
+
+--- Whether a decoded file is a native params.json (M.NATIVE_PARAMS_KEYS).
+-- @tparam table cfg the decoded file
+-- @treturn boolean
+function M.is_native_params(cfg)
+  for _, k in ipairs(M.NATIVE_PARAMS_KEYS) do
+    if is_null(cfg[k]) then return false end
+  end
+  return true
 end
 
 --- Converts a decoded Hugging Face config table into a model table.
@@ -3636,7 +3723,7 @@ function M.from_config(cfg, source, name)
     util.fail(source, "(top level)", "expected a JSON object", cfg)
   end
   local mt, as = M.model_type_of(cfg)
-  refuse_unmodelled(cfg, mt, source)
+  refuse_unmodelled(cfg, mt, source, as)
   local wrapped = M.wrapped_text(cfg, mt, source)
   if wrapped then return read_wrapped(cfg, wrapped, source, name) end
   misspelt_type(mt, source)
@@ -3655,6 +3742,11 @@ function M.from_config(cfg, source, name)
   local all = {}
   for _, t in ipairs(M.supported) do all[#all + 1] = t end
   for _, t in ipairs(M.moe_supported) do all[#all + 1] = t end
+  if is_null(mt) and M.is_native_params(cfg) then
+    util.fail(source, "model_type", "required key is missing: the file has the keys of a native " ..
+      "params.json (" .. util.join(M.NATIVE_PARAMS_KEYS) .. "), which Mistral's and Meta's Hub repositories " ..
+      "ship beside the Hugging Face config.json: give that config.json", nil)
+  end
   if is_null(mt) then
     util.fail(source, "model_type", "required key is missing (supported: " ..
       util.join(all) .. ")", nil)
@@ -3672,6 +3764,7 @@ function M.from_config(cfg, source, name)
   end
   if M.ADJUST[mt] then cfg = M.ADJUST[mt](cfg) end
   local model = numerics(build(reader(cfg, source), cfg, source, notes, extra), cfg, source)
+  quantization_note(notes, cfg.quantization_config, source)
   local dropout, dropout_key, dropout_value, dropout_stated = dropout_of(cfg, source)
   if not dropout_stated and type(cfg.text_config) == "table" then
     dropout, dropout_key, dropout_value, dropout_stated = dropout_of(cfg.text_config, source .. ": text_config")

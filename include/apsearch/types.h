@@ -791,6 +791,15 @@ typedef struct {
                                         instead of 12 (recipe.c).
                                         APS_DEFAULT (-1) = the profile's
                                         (automodel: true) */
+    int64_t loss_chunks;           /**< TorchTitan's ChunkedLossWrapper
+                                        num_chunks (torchtitan/components/
+                                        loss.py:544 @ b5bcd76c, default
+                                        8): the output layer and the loss
+                                        run over that many chunks of the
+                                        micro-batch's tokens, one chunk's
+                                        logits alive at a time; 1 = the
+                                        plain cross entropy; 0 = the
+                                        profile's (fsdp2: 8, others 1) */
     int defer_fsdp_grad_sync;      /**< NeMo AutoModel FSDP2Config.
                                         defer_fsdp_grad_sync (distributed/
                                         config.py:318 @ 36044ad3, default

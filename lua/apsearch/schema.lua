@@ -153,7 +153,7 @@ M.training = {
   moe_flex_dispatcher_backend = enum("deepep", "hybridep"),
   overlap_moe_expert_parallel_comm = "bool",
   compile_loss = "bool", sac_save_alltoall = "bool", defer_fsdp_grad_sync = "bool",
-  loss_fp32_upcast = "bool",
+  loss_fp32_upcast = "bool", loss_chunks = "posint",
   vocab_size_divisible_by = "nonnegint",
   memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
   logits_bytes = "nonneg",

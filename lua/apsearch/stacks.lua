@@ -228,10 +228,11 @@ M.LINES = {
     patterns = { "^torchtitan" },
     before = "2025-04",
     frameworks = { fsdp2 = true },
-    training = { compile_loss = false, sac_save_alltoall = false },
+    training = { compile_loss = false, sac_save_alltoall = false, loss_chunks = 1 },
     source = "pytorch/torchtitan bbb1b616 (2025-04-02, PR 1033: \"enable "
       .. "compiling the loss function\"); c4e2291 (2025-09-06, PR 1672: the "
-      .. "op-SAC policy saves the all-to-all outputs from then on)",
+      .. "op-SAC policy saves the all-to-all outputs from then on); 786e26f8e "
+      .. "(2026-04-27, PR 2937: the chunked loss)",
   },
   {
     -- TorchTitan's op-level selective checkpointing saved the all-to-all
@@ -243,9 +244,24 @@ M.LINES = {
     patterns = { "^torchtitan" },
     before = "2025-09",
     frameworks = { fsdp2 = true },
-    training = { sac_save_alltoall = false },
+    training = { sac_save_alltoall = false, loss_chunks = 1 },
     source = "pytorch/torchtitan c4e2291 (2025-09-06, PR 1672: \"Save "
-      .. "_to_copy and a2a in selective AC policy\")",
+      .. "_to_copy and a2a in selective AC policy\"); 786e26f8e (2026-04-27, "
+      .. "PR 2937: the chunked loss)",
+  },
+  {
+    -- TorchTitan's model configs run their loss in chunks
+    -- (ChunkedLossWrapper, 8) from 786e26f8e (2026-04-27) on; before, one
+    -- cross entropy over the whole micro-batch's logits (the lines above
+    -- carry it for earlier runs, first match wins).  A run of April 2026
+    -- after that commit states it (column loss_chunks).
+    name = "TorchTitan before 2026-05",
+    patterns = { "^torchtitan" },
+    before = "2026-05",
+    frameworks = { fsdp2 = true },
+    training = { loss_chunks = 1 },
+    source = "pytorch/torchtitan 786e26f8e (2026-04-27, PR 2937: \"ChunkedCELoss\"; "
+      .. "ChunkedLossWrapper in llama3, qwen3, deepseek_v3, gpt_oss config_registry.py @ b5bcd76c)",
   },
 }
 

@@ -482,6 +482,10 @@ function M.case_inputs(row)
   if given(row, "cuda_graph_scope") then
     training.cuda_graph_scope = need_enum(row, "cuda_graph_scope", M.CUDA_GRAPH_SCOPES)
   end
+  -- TorchTitan's ChunkedLossWrapper num_chunks (training.loss_chunks)
+  if given(row, "loss_chunks") then
+    training.loss_chunks = need_posint(row, "loss_chunks")
+  end
   -- the flex dispatcher's library (Megatron --moe-flex-dispatcher-backend);
   -- empty: Megatron's default, deepep
   if given(row, "moe_flex_dispatcher_backend") then
@@ -1225,7 +1229,7 @@ M.OPTIONAL = {
   -- cluster, strategy and recipe settings
   "nvlink_domain_size", "cp_comm_type", "reshard_after_forward", "pipeline_layout",
   "recompute_method", "recompute_modules", "recompute_num_layers", "activation_offload_layers",
-  "cuda_graph_scope", "fsdp_impl", "overlap_grad_reduce",
+  "cuda_graph_scope", "fsdp_impl", "overlap_grad_reduce", "loss_chunks",
 }
 
 --- Every column a cases file may have (a set): M.REQUIRED, M.OPTIONAL, the

@@ -53,6 +53,8 @@ typedef struct {
                                       shard, the eager loss under TP when
                                       the framework runs it vocab-parallel;
                                       0 = as logits_bytes */
+    int64_t loss_chunks;         /**< chunks of the output layer and loss
+                                      (training.loss_chunks); 0 = 1 */
     int64_t vocab_divisor;       /**< default vocab_size_divisible_by */
     bool transformer_engine;     /**< fp8 through TransformerEngine: fp8
                                       weight caches, fp8 saved GEMM inputs */
@@ -852,6 +854,9 @@ double aps_recipe_logits_bytes(const aps_training *t);
  *  where the profile says so (logits_bytes_loss_parallel), else as
  *  aps_recipe_logits_bytes (recipe.c). */
 double aps_recipe_logits_bytes_tp(const aps_training *t, int64_t tp);
+/** Chunks the output layer and the loss run in: training.loss_chunks,
+ *  else the profile's, at least 1 (recipe.c). */
+int64_t aps_recipe_loss_chunks(const aps_training *t);
 /** Training settings that act only with another setting or framework:
  *  APS_EINVAL with the one-line reason when one is given without it
  *  (training.c). */

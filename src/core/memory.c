@@ -667,6 +667,28 @@ static double te_workspaces(const aps_model *m, const aps_cluster *c,
 static void allocator_peaks(const aps_cluster *c, const aps_training *t,
                             double nccl, aps_stage_estimate *st);
 
+/** The loss at its peak on the last stage, bytes: one set of logits per
+ *  output head (1 + MTP depths) at the loss's bytes per logit
+ *  (recipe.c).  Chunked (training.loss_chunks, TorchTitan's
+ *  ChunkedLossWrapper, no MTP head), one chunk's logits at a time plus
+ *  the float32 gradient of the whole micro-batch's hidden states its
+ *  GradAccumulator fills and the chunk's own gradient in the activation
+ *  dtype (torchtitan/components/loss.py ChunkedLossWrapper.__call__,
+ *  GradAccumulator @ b5bcd76c: the hidden states are replicated over TP
+ *  before chunking, so the buffer is not divided by it). */
+static double logits_loss_bytes(const aps_model *m, const aps_training *t,
+                                const aps_layout *lay)
+{
+    double tokens = (double)lay->s_local * (double)lay->b;
+    double logits = aps_recipe_logits_bytes_tp(t, lay->t) * tokens *
+                    lay->vocab_padded / (double)lay->t;
+    double chunks = lay->mtp > 0 ? 1.0 : (double)aps_recipe_loss_chunks(t);
+    if (chunks <= 1.0)
+        return (1.0 + (double)lay->mtp) * logits;
+    return logits / chunks + (APS_FP32_BYTES + APS_ACT_BYTES / chunks) *
+                                 tokens * (double)m->hidden_size;
+}
+
 void aps_stage_memory(const aps_model *m, const aps_cluster *c,
                       const aps_training *t, const aps_strategy *s,
                       const aps_layout *lay, const aps_dp_plan *plan,
@@ -686,11 +708,8 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
     st->expert_params = 0.0; /* aps_moe_stage_memory */
     aps_model_states(t, plan, psi, matmul_psi, mem);
     mem[APS_MEM_ACTIVATIONS] = stage_activations(m, t, s, lay, lc, i, st);
-    if (i == lay->p - 1) /* one set per output head: 1 + MTP depths */
-        mem[APS_MEM_LOGITS_LOSS] = (1.0 + (double)lay->mtp) *
-                                   aps_recipe_logits_bytes_tp(t, lay->t) *
-                                   (double)lay->s_local * (double)lay->b *
-                                   lay->vocab_padded / tp;
+    if (i == lay->p - 1)
+        mem[APS_MEM_LOGITS_LOSS] = logits_loss_bytes(m, t, lay);
     comm_buffers(m, t, s, lay, plan, i, psi, mem);
     aps_moe_stage_memory(m, t, s, lay, plan, &lc->moe, i,
                          st->inflight_microbatches, st);

@@ -29,6 +29,9 @@
 #define APS_FP8_CAST_TE 4.0
 #define APS_FP8_FUSED_CAST_TE 3.0
 #define APS_FP8_CAST_DYNAMIC 6.0
+/** TorchTitan ChunkedLossWrapper.Config.num_chunks default
+ *  (torchtitan/components/loss.py:544 @ b5bcd76c). */
+#define APS_TORCHTITAN_LOSS_CHUNKS 8
 
 static const aps_framework_profile profiles[] = {
     [APS_FW_MEGATRON] = {
@@ -150,6 +153,12 @@ static const aps_framework_profile profiles[] = {
          * grad_input = zeros_like(x): the fp32 log-softmax output x, the
          * zeros, exp(x) and their sum are alive at once, 4 + 4 + 4 + 4 */
         .logits_bytes_loss_parallel = 16.0,
+        /* ChunkedLossWrapper, the loss of TorchTitan's model configs since
+         * 786e26f8e (2026-04-27, PR 2937: llama3, qwen3, qwen3_5,
+         * deepseek_v3, gpt_oss, kimi_k2_7 config_registry.py @ b5bcd76c),
+         * Config.num_chunks = 8 (components/loss.py:544); runs of earlier
+         * releases take 1 (lua/apsearch/stacks.lua) */
+        .loss_chunks = APS_TORCHTITAN_LOSS_CHUNKS,
         /* SequenceParallel norms, then PrepareModuleInput all-gathers to
          * Replicate() in front of the ColwiseParallel linears, whose
          * autograd saves that gathered input (memory.c gemm_input_bytes) */

@@ -104,6 +104,13 @@ double aps_recipe_logits_bytes_tp(const aps_training *t, int64_t tp)
     return fw->logits_bytes;
 }
 
+int64_t aps_recipe_loss_chunks(const aps_training *t)
+{
+    int64_t c = t->loss_chunks > 0 ? t->loss_chunks
+                                   : aps_profile(t)->loss_chunks;
+    return c > 1 ? c : 1;
+}
+
 bool aps_recipe_dropout(const aps_training *t)
 {
     if (t->dropout != APS_DEFAULT)

@@ -84,6 +84,7 @@ void aps_training_defaults(aps_training *t)
     t->sac_save_alltoall = APS_DEFAULT;
     t->defer_fsdp_grad_sync = APS_DEFAULT;
     t->loss_fp32_upcast = APS_DEFAULT;
+    t->loss_chunks = 0; /* the framework's (recipe.c) */
     t->grad_reduce_in_fp32 = APS_DEFAULT;
     t->activation_offload_layers = 0;
     t->tp_comm_overlap = false;
@@ -217,6 +218,7 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
     }
     struct { const char *f; int64_t v; } layers[] = {
         {"activation_offload_layers", t->activation_offload_layers},
+        {"loss_chunks", t->loss_chunks},
     };
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
         if (layers[i].v < 0 || layers[i].v > (INT64_C(1) << 20)) {
@@ -282,6 +284,14 @@ aps_status aps_training_dependencies(const aps_training *t, char *err,
         aps_fmt(err, n, "training.loss_fp32_upcast: NeMo AutoModel's "
                 "MaskedCrossEntropy option (framework automodel; got %s)",
                 fw);
+        return APS_EINVAL;
+    }
+    /* TorchTitan's ChunkedLossWrapper (components/loss.py @ b5bcd76c);
+     * the other frameworks run one cross entropy over the logits */
+    if (t->loss_chunks > 1 && t->framework != APS_FW_FSDP2) {
+        aps_fmt(err, n, "training.loss_chunks: TorchTitan's chunked loss "
+                "(ChunkedLossWrapper num_chunks, framework fsdp2; got %s "
+                "with %lld chunks)", fw, (long long)t->loss_chunks);
         return APS_EINVAL;
     }
     if (t->bf16_weights && t->framework != APS_FW_AUTOMODEL) {

@@ -399,6 +399,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, sac_save_alltoall, FT_TRI, NULL),
     FLD(aps_training, defer_fsdp_grad_sync, FT_TRI, NULL),
     FLD(aps_training, loss_fp32_upcast, FT_TRI, NULL),
+    FLD(aps_training, loss_chunks, FT_INT, NULL),
     /* the software stack (lua/apsearch/stacks.lua): its efficiency profile
      * is applied to the device in Lua; the core takes no field for it */
     {"stack", 5, FT_SKIP, -1, 1, 0, NULL},

@@ -1074,13 +1074,17 @@ static void test_balanced_megatron(void **state)
 /* Bytes per logit held by the loss (profile.c): Megatron's fused
  * cross-entropy 6, TorchTitan's eager F.cross_entropy(logits.float()) 12,
  * llm-foundry's flash-attn loss 4.  Llama-3.1-8B, t = 1, s = 8192, b = 1:
- * 8192 x 128256 = 1,050,673,152 logits (128256 needs no padding). */
+ * 8192 x 128256 = 1,050,673,152 logits (128256 needs no padding).  One
+ * cross entropy over them (training.loss_chunks = 1: TorchTitan before
+ * its chunked loss; test_memory.c test_logits_loss_chunked has the
+ * chunks). */
 static void test_logits_bytes_by_framework(void **state)
 {
     (void)state;
     aps_model m; aps_cluster c; aps_training t; aps_strategy s;
     fx_setup_8b(&m, &c, &t, &s, 8, 8, 8192);
     s.fsdp_degree = 8;
+    t.loss_chunks = 1;
     aps_estimate *e = test_malloc(sizeof *e);
     const struct { aps_framework f; double bytes; } cases[] = {
         {APS_FW_MEGATRON, 6.0}, {APS_FW_FSDP2, 12.0}, {APS_FW_FSDP, 4.0},
@@ -1100,12 +1104,14 @@ static void test_logits_bytes_by_framework(void **state)
  * their sum, 16 bytes.  Llama-3.1-8B, tp 2 (sequence parallel), s = 8192,
  * b = 1: 8192 x 128256 / 2 = 525,336,576 logits x 16 = 8,405,385,216.
  * Compiled (compile_loss): 4 bytes, 2,101,346,304.  Megatron at tp 2
- * keeps its 6 bytes: 3,152,019,456. */
+ * keeps its 6 bytes: 3,152,019,456.  One cross entropy
+ * (training.loss_chunks = 1). */
 static void test_logits_bytes_loss_parallel(void **state)
 {
     (void)state;
     aps_model m; aps_cluster c; aps_training t; aps_strategy s;
     fx_setup_8b(&m, &c, &t, &s, 8, 8, 8192);
+    t.loss_chunks = 1;
     s.fsdp_degree = 4;
     s.tp_degree = 2;
     s.sequence_parallel = true;

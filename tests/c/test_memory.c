@@ -447,6 +447,39 @@ static void test_logits_loss_bytes(void **state)
     ASSERT_REL(e.stages[0].mem[APS_MEM_LOGITS_LOSS], 6304038912.0, REL);
 }
 
+/* TorchTitan's chunked loss (training.loss_chunks; ChunkedLossWrapper,
+ * torchtitan/components/loss.py @ b5bcd76c) on the same run under fsdp2
+ * (FSDP 8, eager loss: 12 bytes per logit, V = 128,256 unpadded): one
+ * chunk's logits plus the fp32 hidden-state gradient buffer and one
+ * chunk's bf16 gradient, (4 + 2 / c) s b h with h = 4096:
+ *   c = 1 (plain cross entropy): 12 * 8192 * 128256 = 12,608,077,824
+ *   c = 8 (the default): 12,608,077,824 / 8 = 1,576,009,728
+ *                        + 4.25 * 8192 * 4096 = 142,606,336
+ *                        = 1,718,616,064
+ *   c = 4: 3,152,019,456 + 4.5 * 33,554,432 = 3,303,014,400 */
+static void test_logits_loss_chunked(void **state)
+{
+    (void)state;
+    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
+    fx_setup_8b(&m, &c, &t, &s, 8, 8, 8192);
+    t.framework = APS_FW_FSDP2;
+    s.fsdp_degree = 8;
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.stages[0].mem[APS_MEM_LOGITS_LOSS], 1718616064.0, REL);
+    t.loss_chunks = 1;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.stages[0].mem[APS_MEM_LOGITS_LOSS], 12608077824.0, REL);
+    t.loss_chunks = 4;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.stages[0].mem[APS_MEM_LOGITS_LOSS], 3303014400.0, REL);
+    /* the other frameworks have no chunked loss: refused, not ignored */
+    t.framework = APS_FW_MEGATRON;
+    char err[256];
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
+    assert_non_null(strstr(err, "training.loss_chunks"));
+}
+
 /* The allocator's three peaks (memory.c allocator_peaks) on Llama-3.1-8B,
  * DP 8 under Megatron: max allocated = every category but `reserved`;
  * max reserved = allocated x (1 + 0.05), Megatron's launcher leaving
@@ -661,6 +694,7 @@ int main(void)
         cmocka_unit_test(test_ap_ft_02_hsdp),
         cmocka_unit_test(test_state_bytes_through_estimate),
         cmocka_unit_test(test_logits_loss_bytes),
+        cmocka_unit_test(test_logits_loss_chunked),
         cmocka_unit_test(test_allocator_peaks),
         cmocka_unit_test(test_nccl_communicators),
         cmocka_unit_test(test_memory_limit_kind),

@@ -2051,3 +2051,26 @@ describe("launch configs", function()
     os.execute("rm -rf '" .. dir .. "'")
   end)
 end)
+
+describe("TorchTitan loss", function()
+  local tt = require "apsearch.launch.torchtitan"
+  local function loss_lines(training)
+    local lines, imported = {}, {}
+    tt.loss_config(training, lines, function(mod, name) imported[#imported + 1] = mod .. "." .. name end)
+    return lines, imported
+  end
+  it("is ChunkedLossWrapper with the estimate's chunks (8 by default, as HEAD's config functions)", function()
+    local lines, imported = loss_lines({})
+    assert.are.same({ "    config.loss = ChunkedLossWrapper.Config(num_chunks=8, " ..
+      "loss_fn=CrossEntropyLoss.Config(global_vocab_size=decoder_vocab_size(config.model_spec)))" }, lines)
+    assert.truthy(table.concat(imported, " "):find("torchtitan.components.loss.ChunkedLossWrapper", 1, true))
+    lines = loss_lines({ loss_chunks = 4 })
+    assert.truthy(lines[1]:find("num_chunks=4,", 1, true), lines[1])
+  end)
+  it("is one CrossEntropyLoss with training.loss_chunks = 1", function()
+    local lines, imported = loss_lines({ loss_chunks = 1 })
+    assert.are.same({ "    config.loss = CrossEntropyLoss.Config(global_vocab_size=" ..
+      "decoder_vocab_size(config.model_spec))" }, lines)
+    assert.is_nil(table.concat(imported, " "):find("ChunkedLossWrapper", 1, true))
+  end)
+end)

@@ -117,11 +117,33 @@ describe("public_memory_cases.csv", function()
     local stacks = require "apsearch.stacks"
     assert.is_false(stacks.match("torchtitan f738a03^ (2025-08)", "fsdp2").training.sac_save_alltoall)
     assert.is_false(stacks.match("torchtitan 9dec370 (2024-12)", "fsdp2").training.sac_save_alltoall)
-    assert.is_nil(stacks.match("torchtitan 99fee81 (2025-10)", "fsdp2"))
+    -- from 2025-09 on the all-to-alls are saved (the line of the chunked
+    -- loss, below, sets nothing else)
+    assert.is_nil(stacks.match("torchtitan 99fee81 (2025-10)", "fsdp2").training.sac_save_alltoall)
     local cases = by_id(validate.run(SET).cases)
     assert.is_true(cases.tc07.inputs.training.sac_save_alltoall == false)
     assert.is_true(cases.tc05.inputs.training.sac_save_alltoall == false)
     assert.is_nil(cases.tc06.inputs.training.sac_save_alltoall)
+  end)
+
+  it("reads TorchTitan before 2026-05 as one cross entropy, later releases as 8 chunks", function()
+    -- pytorch/torchtitan 786e26f8e (2026-04-27, PR 2937): ChunkedLossWrapper
+    local stacks = require "apsearch.stacks"
+    for _, sw in ipairs({ "torchtitan 9dec370 (2024-12)", "torchtitan f738a03^ (2025-08)",
+                          "torchtitan 99fee81 (2025-10)", "torchtitan abc1234 (2026-04)" }) do
+      assert.are.equal(1, stacks.match(sw, "fsdp2").training.loss_chunks, sw)
+    end
+    assert.is_nil(stacks.match("torchtitan 68f86f1 (2026-05)", "fsdp2"))
+    -- the public set's TorchTitan rows are all before 2026-05: one cross
+    -- entropy each, as before the field existed
+    local seen = 0
+    for _, c in ipairs(validate.run(SET).cases) do
+      if c.stack and c.stack:match("^torchtitan") then
+        assert.are.equal(1, c.inputs.training.loss_chunks, c.case_id)
+        seen = seen + 1
+      end
+    end
+    assert.is_true(seen >= 10, "TorchTitan rows: " .. seen)
   end)
 
   it("reads Megatron-LM before core 0.8 as shifting the logits out of place (10 bytes a logit)", function()

@@ -505,7 +505,10 @@ describe("validate on NVIDIA recipe shapes (tests/fixtures/cases_recipes.csv)", 
   it("splits an unstated uneven layout the way the framework does, and says so", function()
     -- TorchTitan: embedding and loss count as a layer each, by default
     assert.are.equal("embedding_loss", cases.r07.inputs.strategy.pipeline_split)
-    assert.is_nil(cases.r07.assumed)
+    -- (its one note is the release's loss: TorchTitan before its chunked loss)
+    for _, note in ipairs(cases.r07.assumed or {}) do
+      assert.is_nil(note:find("pipeline", 1, true), note)
+    end
     -- Megatron with 126 layers on 8 stages: (126 + 2) / 8 divides
     assert.are.equal("embedding_loss", cases.r10.inputs.strategy.pipeline_split)
     assert.matches("pipeline_layout = embedding_loss %(num_layers 126 over 8 x 1", cases.r10.assumed[1])

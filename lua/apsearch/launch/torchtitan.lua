@@ -77,6 +77,33 @@ local options = require "apsearch.launch.options"
 
 local M = {}
 
+--- The loss as the estimate prices it (training.loss_chunks, default 8 as
+-- TorchTitan HEAD's config functions: ChunkedLossWrapper, one chunk's
+-- logits at a time; 1: one CrossEntropyLoss over the micro-batch).
+-- @tparam table tr the result's training table
+-- @tparam table lines the config function's lines (appended to)
+-- @tparam function import adds a `from module import name`
+function M.loss_config(tr, lines, import)
+  import("torchtitan.components.loss", "CrossEntropyLoss")
+  import("torchtitan.models.common.config_utils", "decoder_vocab_size")
+  local ce = "CrossEntropyLoss.Config(global_vocab_size=decoder_vocab_size(config.model_spec))"
+  local chunks = tr.loss_chunks or M.DEFAULT_LOSS_CHUNKS
+  if chunks <= 1 then
+    lines[#lines + 1] = "    config.loss = " .. ce
+    return
+  end
+  import("torchtitan.components.loss", "ChunkedLossWrapper")
+  lines[#lines + 1] = string.format("    config.loss = ChunkedLossWrapper.Config(num_chunks=%d, loss_fn=%s)",
+    chunks, ce)
+end
+
+--- TorchTitan's ChunkedLossWrapper.Config.num_chunks default
+-- (torchtitan/components/loss.py:544 @ b5bcd76c), the estimate's
+-- (src/core/profile.c APS_TORCHTITAN_LOSS_CHUNKS) when the training table
+-- does not say.
+M.DEFAULT_LOSS_CHUNKS = 8
+
+
 local TT = options.torchtitan
 
 --- Python literal for a Lua value (strings, integers, booleans, lists).
@@ -873,15 +900,7 @@ function M.render(c)
         ".build().convert(config.model_spec.model)  # as model_registry applies converters"
     end
   end
-  -- HEAD's llama3 loss: cross entropy in 8 chunks
-  import("torchtitan.components.loss", "ChunkedLossWrapper")
-  import("torchtitan.components.loss", "CrossEntropyLoss")
-  import("torchtitan.models.common.config_utils", "decoder_vocab_size")
-  lines[#lines + 1] = "    config.loss = ChunkedLossWrapper.Config(loss_fn=CrossEntropyLoss.Config(" ..
-    "global_vocab_size=decoder_vocab_size(config.model_spec)))"
-  N("NOTE", "the loss is HEAD's llama3 default, ChunkedLossWrapper (8 chunks): the estimate holds the " ..
-    "whole sequence's logits at once (unchunked cross entropy), so its loss memory is an upper bound " ..
-    "(chunked: an eighth of the logits plus a float32 hidden-state gradient buffer)")
+  M.loss_config(tr, lines, import)
 
   M.model_numerics(m, lines, N, flavor ~= nil, mm ~= nil)
 

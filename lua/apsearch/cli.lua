@@ -1117,6 +1117,9 @@ local function cmd_estimate(args)
   if opts.rank ~= nil and opts.from == nil then
     util.fail("--rank", "rank", "needs --from RESULT (the result.json the rank is of)", opts.rank)
   end
+  -- the policy, result, calibration or model read: never written over
+  util.refuse_input_as_output("--trace", opts.trace, { n = 5, opts.POLICY or (not opts.from and default_policy()),
+    opts.from, opts.from and util.join_path(opts.from, "result.json"), opts.calibration, opts.model })
   local p, ctx, inputs, s, defaulted
   if opts.from then
     p, ctx, inputs, s = strategy_from_result(opts)
@@ -1818,6 +1821,9 @@ local function cmd_calibrate(args)
   if opts.output and lfs.attributes(util.dirname(opts.output), "mode") ~= "directory" then
     util.fail("--output", "file", "cannot write: no directory " .. util.dirname(opts.output), opts.output)
   end
+  -- the cases, trace, log, policy or result read: never written over
+  util.refuse_input_as_output("--output", opts.output, { n = 5, opts.CASES, opts.trace, opts.log,
+    opts.from, opts.from and util.join_path(opts.from, "result.json") })
   if opts.log then return calibrate_log(opts) end
   if opts.trace then
     if opts.CASES or opts.group then

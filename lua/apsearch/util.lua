@@ -287,6 +287,36 @@ end
 -- @tparam string data contents
 -- @treturn boolean|nil true on success
 -- @treturn[opt] string error message
+--- Whether two paths name the same existing file (the same device and
+-- inode after symbolic links are followed: a link, a hard link or another
+-- spelling of one path count as it).
+-- @tparam string a
+-- @tparam string b
+-- @treturn boolean false when either does not exist
+function M.same_file(a, b)
+  local lfs = require "lfs"
+  local x, y = lfs.attributes(a), lfs.attributes(b)
+  return x ~= nil and y ~= nil and x.dev == y.dev and x.ino == y.ino
+end
+
+--- Refuses (M.fail, exit 2) an output file that is one of the command's
+-- input files, before anything is written: writing over it would replace
+-- what the user gave (a cases file, a policy, a trace) with the output.
+-- @tparam string flag the output's option, e.g. "--output"
+-- @tparam string out the output path
+-- @tparam table inputs array of input paths (nil entries allowed, up to
+--   `inputs.n` when set)
+-- @raise the one-line error naming the output and the input it is
+function M.refuse_input_as_output(flag, out, inputs)
+  if type(out) ~= "string" then return end
+  for i = 1, inputs.n or #inputs do
+    local p = inputs[i]
+    if type(p) == "string" and M.same_file(out, p) then
+      M.fail(flag, "file", ("is an input of this command (%s): refusing to write over it"):format(p), out)
+    end
+  end
+end
+
 function M.write_atomic(path, data)
   local lerr
   path, lerr = link_target(path)

@@ -57,6 +57,34 @@ describe("suggest", function()
   end)
 end)
 
+describe("an output file that is an input", function()
+  -- found by a breaker pass (2026-12-05): calibrate -o over its own cases
+  -- file, and estimate --trace over its policy, replaced them with JSON
+  it("is refused before anything is written, through a symbolic link too", function()
+    local dir = tmpdir()
+    local cases = dir .. "/keep.csv"
+    local src = assert(io.open(ROOT .. "/tests/fixtures/public_cases.csv")):read("a")
+    local f = assert(io.open(cases, "w"))
+    f:write((src:match("^([^\n]*\n[^\n]*\n)")))
+    f:close()
+    local before = read(cases)
+    assert(os.execute("ln -s keep.csv " .. q(dir .. "/link.json")))
+    for _, out in ipairs({ cases, dir .. "/link.json" }) do
+      local err = err_line(apsearch("calibrate", cases, "-o", out))
+      assert.truthy(err:find("--output: file: is an input of this command (" .. cases ..
+        "): refusing to write over it", 1, true), err)
+    end
+    assert.are.equal(before, read(cases))
+    local policy = dir .. "/p.lua"
+    local pf = assert(io.open(policy, "w"))
+    pf:write(read(ROOT .. "/examples/llama3_8b_h100.lua"))
+    pf:close()
+    local err = err_line(apsearch("estimate", policy, "--strategy", "tp_degree=2", "--trace", policy))
+    assert.truthy(err:find("--trace: file: is an input of this command", 1, true), err)
+    assert.are.equal(read(ROOT .. "/examples/llama3_8b_h100.lua"), read(policy))
+  end)
+end)
+
 describe("apsearch command line habits", function()
   it("prints usage on stderr and exits 2 without arguments", function()
     local code, out, err = apsearch()

@@ -609,7 +609,8 @@ static void test_schedule_size_limit(void **state)
     double tf[16], tb[16];
     for (int j = 0; j < 16; j++)
         tf[j] = tb[j] = 1.0;
-    aps_schedule_in in = {8, 2, limit_m + 1, tf, tb, NULL, NULL, 0, NULL, NULL};
+    aps_schedule_in in = {8,    2,    limit_m + 1, tf,  tb,
+                          NULL, NULL, 0,           NULL, NULL, 0};
     aps_schedule_out out;
     assert_int_equal(aps_schedule_simulate(&in, &out), APS_ERANGE);
     in.schedule = APS_PP_INTERLEAVED_ZB;

@@ -15,7 +15,7 @@ static void run(int64_t p, int64_t v, int64_t m, const double *tf,
                 const double *tb, const double *p2p, const double *w,
                 aps_schedule_out *out)
 {
-    aps_schedule_in in = {p, v, m, tf, tb, p2p, w, 0, NULL, NULL};
+    aps_schedule_in in = {p, v, m, tf, tb, p2p, w, 0, NULL, NULL, 0};
     assert_int_equal(aps_schedule_simulate(&in, out), APS_OK);
 }
 
@@ -129,9 +129,9 @@ static void test_unequal_chunk_weights(void **state)
 {
     (void)state;
     double w0[2] = {0.25, 0.75}, w1[2] = {0.5, 0.5};
-    ASSERT_REL(aps_schedule_inflight(2, 2, 2, 0, w0), 2.0, 0);
-    ASSERT_REL(aps_schedule_inflight(2, 2, 2, 1, w1), 1.5, 0);
-    ASSERT_REL(aps_schedule_inflight(2, 2, 2, 1, NULL), 1.5, 0);
+    ASSERT_REL(aps_schedule_inflight(2, 2, 2, 0, 0, w0), 2.0, 0);
+    ASSERT_REL(aps_schedule_inflight(2, 2, 2, 0, 1, w1), 1.5, 0);
+    ASSERT_REL(aps_schedule_inflight(2, 2, 2, 0, 1, NULL), 1.5, 0);
     /* p = 4, v = 2, m = 8, rank 3: warm-up (v-1)p = 4 (chunk 0 of mb
      * 0..3), one more forward (chunk 1 of mb 0) before the first backward:
      * weights 0.25 / 0.75 give 4 * 0.25 + 0.75 = 1.75; then each 1F1B
@@ -140,14 +140,15 @@ static void test_unequal_chunk_weights(void **state)
      * the next group F chunk 0 (+0.25) pairs with B chunk 0 (-0.25): the
      * peak stays 1.75, not the even 2.5. */
     double w3[2] = {0.25, 0.75};
-    ASSERT_REL(aps_schedule_inflight(4, 2, 8, 3, w3), 1.75, 0);
+    ASSERT_REL(aps_schedule_inflight(4, 2, 8, 0, 3, w3), 1.75, 0);
 }
 
 static void run_zb(int schedule, int64_t p, int64_t v, int64_t m,
                    const double *tf, const double *tb, const double *tw,
                    aps_schedule_out *out)
 {
-    aps_schedule_in in = {p, v, m, tf, tb, NULL, NULL, schedule, tw, NULL};
+    aps_schedule_in in = {p,  v,    m,        tf, tb, NULL,
+                          NULL, schedule, tw, NULL, 0};
     assert_int_equal(aps_schedule_simulate(&in, out), APS_OK);
 }
 
@@ -284,7 +285,7 @@ static void run_tl(int schedule, int64_t p, int64_t v, int64_t m,
     tl->keep = KEEP;
     tl->events = ev_buf;
     tl->ranks_cap = RANKS;
-    aps_schedule_in in = {p, v, m, tf, tb, p2p, NULL, schedule, tw, tl};
+    aps_schedule_in in = {p, v, m, tf, tb, p2p, NULL, schedule, tw, tl, 0};
     assert_int_equal(aps_schedule_simulate(&in, out), APS_OK);
     assert_true(tl->recorded);
 }
@@ -454,7 +455,7 @@ static void test_timeline_keep(void **state)
     tl.events = small;
     tl.ranks_cap = 2;
     aps_schedule_in in = {2, 1, 4, tf, tb, NULL, NULL, APS_PP_1F1B, NULL,
-                          &tl};
+                          &tl, 0};
     aps_schedule_out o;
     assert_int_equal(aps_schedule_simulate(&in, &o), APS_OK);
     ASSERT_REL(o.step, 15.0, 0);
@@ -535,7 +536,7 @@ static void test_dualpipev_refused(void **state)
     fill(tb, 8, 2.0);
     aps_schedule_out o;
     aps_schedule_in in = {4, 2, 7, tf, tb, NULL, NULL, APS_PP_DUALPIPEV,
-                          NULL, NULL};
+                          NULL, NULL, 0};
     assert_int_equal(aps_schedule_simulate(&in, &o), APS_EINVAL);
     in.m = 8;
     assert_int_equal(aps_schedule_simulate(&in, &o), APS_OK);
@@ -557,7 +558,7 @@ static void test_lower_bound_hand(void **state)
     double tf[4] = {1, 1, 1, 2}, tb[4] = {2, 2, 2, 4}, p2p[3];
     fill(p2p, 3, 0.1);
     aps_schedule_in in = {4, 1, 2, tf, tb, p2p, NULL, APS_PP_1F1B, NULL,
-                          NULL};
+                          NULL, 0};
     ASSERT_REL(aps_schedule_lower_bound(&in), 21.6, 1e-12);
     aps_schedule_out o;
     assert_int_equal(aps_schedule_simulate(&in, &o), APS_OK);
@@ -590,7 +591,7 @@ static void test_lower_bound_below_step(void **state)
     for (int k = 0; k < 5; k++)
         for (int64_t m = 8; m <= 16; m += 8) {
             aps_schedule_in in = {4, v[k], m, tf, tb, p2p, NULL, sched[k],
-                                  tw, NULL};
+                                  tw, NULL, 0};
             aps_schedule_out o;
             assert_int_equal(aps_schedule_simulate(&in, &o), APS_OK);
             double lb = aps_schedule_lower_bound(&in);

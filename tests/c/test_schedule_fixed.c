@@ -278,7 +278,8 @@ static void test_inflight_same_as_before(void **state)
 
 /* The memo of simulated steps (schedule_memo.c): a step stored is found
  * for the same inputs in other arrays, and not for inputs that differ in
- * one bit of one array, in m, or in the schedule. */
+ * one bit of one array, in m, in the schedule, or in the interleaved
+ * table's group size (g 0 and g = p are one key: the same order). */
 static void test_step_memo_exact_inputs(void **state)
 {
     (void)state;
@@ -308,6 +309,11 @@ static void test_step_memo_exact_inputs(void **state)
     assert_false(aps_schedule_memo_find(&ib, &step, &hb));
     ib.schedule = 0;
     assert_true(aps_schedule_memo_find(&ib, &step, &hb));
+    ib.g = 8; /* G = m: one group */
+    assert_false(aps_schedule_memo_find(&ib, &step, &hb));
+    ib.g = 4; /* G = p, Megatron's default */
+    assert_true(aps_schedule_memo_find(&ib, &step, &hb));
+    ASSERT_DBL_EXACT(step, 42.5);
 }
 
 int main(void)

@@ -55,7 +55,6 @@ do
   -- candidates that differ in ep_degree are two strategies
   for _, f in ipairs(space_mod.moe_fields) do RUN_FIELDS[#RUN_FIELDS + 1] = f end
   RUN_FIELDS[#RUN_FIELDS + 1] = "recompute_modules"
-  RUN_FIELDS[#RUN_FIELDS + 1] = "microbatch_group_size"
 end
 local rules_mod = require "apsearch.rules"
 local objectives = require "apsearch.objectives"

@@ -171,7 +171,9 @@ M.fields = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "cp_comm_type", "micro_batch_size", "micro_batch_num", "stage_partition",
   "layer_offset", "balance_stages", "pipeline_split", "layer_recompute", "recompute_method",
   "recompute_num_layers",
-  "auto_recompute", "allow_idle_devices", "pp_schedule" }
+  "auto_recompute", "allow_idle_devices", "pp_schedule",
+  -- a level when listed (nil otherwise: 0, Megatron's default)
+  "microbatch_group_size" }
 
 --- The MoE strategy fields, carried by the candidates of MoE models only.
 M.moe_fields = { "ep_degree", "etp_degree", "moe_token_dispatcher", "moe_capacity_factor",
@@ -384,12 +386,21 @@ function M.new(ss, info)
     end }
   -- microbatch_group_size (Megatron --microbatch-group-size-per-virtual-
   -- pipeline-stage), a level only when listed: its values under the
-  -- interleaved 1F1B schedule, 0 (the default, pp_degree) otherwise
+  -- interleaved 1F1B schedule, pp_degree spelt 0 (the default, one
+  -- candidate for both), 0 otherwise
   if dims.microbatch_group_size then
-    local groups, none = dims.microbatch_group_size, { 0 }
+    local none = { 0 }
+    local groups = memo(function(pp)
+      local out, seen = {}, {}
+      for _, g in ipairs(dims.microbatch_group_size) do
+        if g == pp then g = 0 end
+        if not seen[g] then seen[g] = true out[#out + 1] = g end
+      end
+      return out
+    end)
     level { name = "microbatch_group_size", field = "microbatch_group_size",
       deps = { "pp_degree", "vpp_degree", "pp_schedule" },
-      values = function(c) return M.interleaved_1f1b(c) and groups or none end }
+      values = function(c) return M.interleaved_1f1b(c) and groups(c.pp_degree) or none end }
   end
   for _, name in ipairs({ "stage_partition", "layer_offset" }) do
     if dims[name] then

@@ -64,7 +64,7 @@ M.STRATEGY_FIELDS = { "dp_degree", "fsdp_degree", "zero_stage",
 -- * stage_partition and layer_offset all 0 (split by `pipeline_split`,
 --   no shift): nil;
 -- * pp_schedule without pipelining (pp_degree 1): nil (moot);
--- * microbatch_group_size 0 (Megatron's default, pp_degree) or outside
+-- * microbatch_group_size 0 or pp_degree (Megatron's default) or outside
 --   the interleaved 1F1B schedule (space.moot): nil.
 -- Other fields and values are returned as they are.
 -- @tparam table s strategy (candidate or top-k record)
@@ -87,7 +87,8 @@ function M.field_value(s, f, gbs)
     return nil
   elseif f == "pp_schedule" and (s.pp_degree or 1) == 1 then
     return nil
-  elseif f == "microbatch_group_size" and (v == 0 or require("apsearch.space").moot(s, f)) then
+  elseif f == "microbatch_group_size" and (v == 0 or v == s.pp_degree or
+      require("apsearch.space").moot(s, f)) then
     return nil
   elseif f == "recompute_modules" and s.layer_recompute ~= "selective" then
     return nil -- Megatron reads --recompute-modules with selective only

@@ -47,7 +47,7 @@ static double ns_per_op(int sched, int64_t p, int64_t v, int64_t m,
     aps_schedule_out out;
     for (int64_t k = 0; ops < BENCH_OPS; k++) {
         int64_t mk = m + p * (k % spread);
-        aps_schedule_in in = {p, v, mk, tf, tb, p2p, NULL, sched, tw, NULL};
+        aps_schedule_in in = {p, v, mk, tf, tb, p2p, NULL, sched, tw, NULL, 0};
         if (aps_schedule_simulate(&in, &out) != APS_OK)
             return -1.0;
         ops += (sched == APS_PP_1F1B ? 2.0 : 3.0) * (double)(mk * v * p);

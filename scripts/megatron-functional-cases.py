@@ -55,7 +55,8 @@ HEADER = (
     "sequence_parallel,pp_degree,vpp_degree,cp_degree,micro_batch_size,global_batch_size,layer_recompute,"
     "flops_convention,measured_step_time_s,measured_mem_gib,measured_mem_kind,nvlink_domain_size,"
     "pipeline_layout,cp_comm_type,fp8_param_gather,recompute_num_layers,recompute_method,recompute_modules,"
-    "tp_comm_overlap,cuda_graphs,cuda_graph_scope,overlap_grad_reduce,software,num_experts,experts_per_token,"
+    "tp_comm_overlap,cuda_graphs,cuda_graph_scope,overlap_grad_reduce,microbatch_group_size,software,"
+    "num_experts,experts_per_token,"
     "moe_ffn_hidden_size,shared_expert_ffn_hidden_size,num_dense_layers,dense_ffn_hidden_size,moe_layer_freq,"
     "ep_degree,etp_degree,moe_token_dispatcher,moe_capacity_factor,moe_flex_dispatcher_backend,"
     "moe_router_fusion,overlap_moe_expert_parallel_comm,attention,q_lora_rank,kv_lora_rank,qk_nope_head_dim,"
@@ -477,6 +478,11 @@ def build_row(fam, case, machine, top, a, env, world, golden_name, short, golden
         "tp_comm_overlap": "true" if truthy(a, "--tp-comm-overlap") else "false",
         "cuda_graphs": graphs, "cuda_graph_scope": scope,
         "overlap_grad_reduce": "true" if truthy(a, "--overlap-grad-reduce") else "false",
+        # ModelParallelConfig.microbatch_group_size_per_vp_stage: read by the
+        # interleaved schedule only (schedules.py forward_backward_pipelining_
+        # with_interleaving); empty: its default, the pipeline size
+        "microbatch_group_size": a.get("--microbatch-group-size-per-virtual-pipeline-stage", "")
+        if pp > 1 and vpp > 1 else "",
         "software": f"Megatron-LM {COMMIT[:8]} (functional tests, dev container)",
         "mtp_layers": mtp or "", "head_dim": head_dim or "",
         "qk_norm": "true" if truthy(a, "--qk-layernorm") and not mla else "false",
@@ -578,16 +584,8 @@ def main():
 
 # Rows the estimator refuses although the script states them as the YAML
 # says (case_id -> the refusal); filled in after running `apsearch validate`.
-_VPP = ("apsearch refuses: VPP_INVALID, 5 micro-batches over PP 4 with VPP 3; Megatron runs it with "
-        "--microbatch-group-size-per-virtual-pipeline-stage 5")
 _MLA_BIAS = "apsearch refuses: model.qkv_bias not modelled with MLA (the case keeps Megatron's linear biases)"
 DROPS = {
-    "mlf-gpt-gpt3_mcore_te_tp1_pp4_vp1_resume_torch_dist_tunable_overlap-h100": _VPP,
-    "mlf-gpt-gpt3_mcore_te_tp1_pp4_vp1_resume_torch_dist_tunable_overlap-gb200": _VPP,
-    "mlf-gpt-gpt3_mcore_te_tp1_pp4_vp1_resume_torch_dist_tunable_overlap-a100": _VPP,
-    "mlf-gpt-gpt3_mcore_te_tp1_pp4_vp1_tunable_overlap-h100": _VPP,
-    "mlf-gpt-gpt3_mcore_te_tp1_pp4_vp1_tunable_overlap-gb200": _VPP,
-    "mlf-gpt-gpt3_mcore_te_tp1_pp4_vp1_tunable_overlap-a100": _VPP,
     "mlf-gpt-gpt3_mcore_te_tp2_pp2_mla-h100": _MLA_BIAS,
     "mlf-gpt-gpt3_mcore_te_tp2_pp2_mla-gb200": _MLA_BIAS,
     "mlf-gpt-gpt3_mcore_te_tp2_pp2_mla-a100": _MLA_BIAS,

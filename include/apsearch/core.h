@@ -325,28 +325,36 @@ typedef struct {
                                 (zero-bubble schedules run it apart as
                                 W); NULL = none */
     aps_timeline *timeline; /**< NULL, or where to record every op */
+    int64_t g;             /**< interleaved 1F1B (v > 1): micro-batches
+                                per group of Megatron's schedule table
+                                (microbatch_group_size_per_vp_stage);
+                                0 = p, Megatron's default */
 } aps_schedule_in;
 
-/** Warm-up chunk forwards of rank i (Megatron schedules.py): v = 1,
- *  min(p - i - 1, m); v > 1, min(2(p - i - 1) + (v - 1) p, m v). */
-int64_t aps_schedule_warmup(int64_t p, int64_t v, int64_t m, int64_t i);
+/** Warm-up chunk forwards of rank i (Megatron schedules.py
+ *  get_pp_rank_microbatches, l.958-977 at d98e8a64): v = 1,
+ *  min(p - i - 1, m); v > 1, min(2(p - i - 1) + (v - 1) G, m v), G = g
+ *  micro-batches per group of the schedule table (0: p). */
+int64_t aps_schedule_warmup(int64_t p, int64_t v, int64_t m, int64_t g,
+                            int64_t i);
 
-/** Peak activation sets on rank i under (interleaved) 1F1B, chunk k
- *  weighing w[k] of the rank's set (NULL: 1/v each, which gives
- *  min(warm-up + 1, m v) / v). */
-double aps_schedule_inflight(int64_t p, int64_t v, int64_t m, int64_t i,
-                             const double *w);
+/** Peak activation sets on rank i under (interleaved) 1F1B, groups of g
+ *  micro-batches (0: p), chunk k weighing w[k] of the rank's set (NULL:
+ *  1/v each, which gives min(warm-up + 1, m v) / v). */
+double aps_schedule_inflight(int64_t p, int64_t v, int64_t m, int64_t g,
+                             int64_t i, const double *w);
 
-/** The same under any schedule (aps_pp_schedule): zero-bubble schedules
- *  hold a chunk's activations from its forward to its weight-gradient
- *  op W (schedule.c). */
+/** The same under any schedule (aps_pp_schedule; g only for 1F1B):
+ *  zero-bubble schedules hold a chunk's activations from its forward to
+ *  its weight-gradient op W (schedule.c). */
 double aps_schedule_inflight_of(int schedule, int64_t p, int64_t v,
-                                int64_t m, int64_t i, const double *w);
+                                int64_t m, int64_t g, int64_t i,
+                                const double *w);
 
 /** Simulates the schedule: a list scheduler over each rank's op order
  *  (an op starts when its rank is free and its input has arrived), run
  *  as one pass over the ops in a fixed dependency order that is built
- *  once per (schedule, p, v, m) and cached per thread; O(p v m) ops.
+ *  once per (schedule, p, v, m, g) and cached per thread; O(p v m) ops.
  *  APS_EINVAL for bad arguments and for orders that deadlock (some
  *  interleaved orders with m not a multiple of p), APS_ERANGE past
  *  APS_MAX_SCHEDULE_CELLS, APS_ENOMEM when out of memory. */

@@ -1041,6 +1041,14 @@ typedef struct {
                                       experts (--moe-grouped-gemm) or one
                                       GEMM per expert (0); APS_DEFAULT (-1)
                                       = on (NeMo's MoE recipes) */
+    int64_t microbatch_group_size; /**< interleaved 1F1B (pp_degree > 1,
+                                      vpp_degree > 1): micro-batches run
+                                      one model chunk after another
+                                      (Megatron --microbatch-group-size-
+                                      per-virtual-pipeline-stage,
+                                      ModelParallelConfig.microbatch_
+                                      group_size_per_vp_stage); 0 =
+                                      pp_degree, Megatron's default */
 } aps_strategy;
 
 /* ---------------------------------------------------------------- results */

@@ -207,6 +207,8 @@ M.strategy = {
   recompute_method = enum("block", "uniform"),
   pipeline_split = enum("even", "embedding_loss", "deepspeed_type", "fill_last"),
   pp_schedule = enum("1f1b", "interleaved_zero_bubble", "zbv_zero_bubble", "dualpipev"),
+  -- Megatron --microbatch-group-size-per-virtual-pipeline-stage; 0 = pp_degree
+  microbatch_group_size = "nonnegint",
   recompute_num_layers = "recompute_layers",
   stage_partition = "partition", layer_offset = "offsets",
   -- mixture of experts (issue 13): ignored for dense models
@@ -227,7 +229,8 @@ M.strategy_aliases = {
 --- Search dimensions, in enumeration order (outermost first).
 M.dimensions = {
   "tp_degree", "sequence_parallel", "cp_degree", "cp_comm_type",
-  "pp_degree", "vpp_degree", "pipeline_split", "pp_schedule", "stage_partition", "layer_offset",
+  "pp_degree", "vpp_degree", "pipeline_split", "pp_schedule", "microbatch_group_size",
+  "stage_partition", "layer_offset",
   "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "layer_recompute", "recompute_method", "recompute_num_layers", "micro_batch_size",
   "micro_batch_num", "ep_degree", "etp_degree", "moe_token_dispatcher", "moe_capacity_factor",

@@ -172,6 +172,7 @@ function M.describe_strategy(s)
   if (s.pp_degree or 1) > 1 and s.pp_schedule and s.pp_schedule ~= "1f1b" then
     parts[#parts + 1] = "schedule=" .. tostring(s.pp_schedule)
   end
+  if (s.microbatch_group_size or 0) > 0 then parts[#parts + 1] = "mbgroup=" .. s.microbatch_group_size end
   parts[#parts + 1] = string.format("cp=%s", s.cp_degree)
   if s.cp_degree and s.cp_degree > 1 then parts[#parts + 1] = "cp_comm=" .. tostring(s.cp_comm_type) end
   if s.zero_stage and s.zero_stage > 0 then parts[#parts + 1] = "zero=" .. s.zero_stage end
@@ -1166,7 +1167,7 @@ local NIL = {}
 -- fast path
 local TPCP_FIELDS = { "tp_degree", "sequence_parallel", "cp_degree", "cp_comm_type" }
 local PP_FIELDS = { "vpp_degree", "pipeline_split", "pp_schedule", "stage_partition",
-  "layer_offset", "balance_stages" }
+  "layer_offset", "balance_stages", "microbatch_group_size" }
 local DEVICES_FIELDS = { "tp_degree", "dp_degree", "fsdp_degree", "pp_degree", "cp_degree" }
 -- the late checks, after devices: moe (src/core/moe.c aps_check_moe,
 -- aps_moe_ep, aps_moe_etp), recompute_modules and framework (with
@@ -1174,7 +1175,7 @@ local DEVICES_FIELDS = { "tp_degree", "dp_degree", "fsdp_degree", "pp_degree", "
 local LATE_FIELDS = { "tp_degree", "sequence_parallel", "cp_degree", "dp_degree", "fsdp_degree",
   "pp_degree", "ep_degree", "etp_degree", "moe_capacity_factor", "moe_token_dispatcher",
   "moe_grouped_gemm", "recompute_modules", "layer_recompute", "zero_stage", "pipeline_split",
-  "pp_schedule" }
+  "pp_schedule", "microbatch_group_size" }
 -- the inner part of degrees: the outer ranges pass (Space:degree_bounds)
 -- and so do the micro-batch ranges (the hook is not made otherwise)
 local DEGREES_INNER_FIELDS = { "pp_degree", "layer_recompute", "recompute_method",
@@ -1251,6 +1252,9 @@ function M.block_pruner(space, ctx, on_block, outer)
     and all_of(inner.zero_stage, function(v) return int(v) and v >= 0 and v <= 3 end)
     and all_of(inner.layer_recompute, function(v) return v == "none" or v == "selective" or v == "full" end)
     and all_of(inner.recompute_method, function(v) return v == "block" or v == "uniform" end)
+    -- an outer level whose range degrees checks (aps_check_degrees): it
+    -- must pass, as the degrees' ranges do (Space:degree_bounds)
+    and all_of(space.dims.microbatch_group_size or {}, function(v) return int(v) and v >= 0 and v <= MAXD end)
   if not ok_inner then return nil end
   local lo, hi, pp_hi = space:degree_bounds()
   if not lo or lo < 1 or hi > MAXD or pp_hi > core.MAX_STAGES then return nil end

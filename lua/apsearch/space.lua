@@ -12,6 +12,8 @@
 -- (default_split below: info.framework and info.num_layers).  pp_schedule
 -- is "1f1b" (interleaved when vpp > 1) unless listed; listed values are
 -- searched when pp > 1 ("zbv_zero_bubble" only with vpp = 2).
+-- microbatch_group_size is 0 (Megatron's default, pp_degree) unless
+-- listed; listed values are searched under interleaved 1F1B only.
 --
 -- Dimensions left out take their defaults: degrees 1, zero_stage 0,
 -- reshard_after_forward true, layer_recompute "none", micro_batch_size 1,
@@ -169,7 +171,9 @@ M.fields = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "cp_comm_type", "micro_batch_size", "micro_batch_num", "stage_partition",
   "layer_offset", "balance_stages", "pipeline_split", "layer_recompute", "recompute_method",
   "recompute_num_layers",
-  "auto_recompute", "allow_idle_devices", "pp_schedule" }
+  "auto_recompute", "allow_idle_devices", "pp_schedule",
+  -- a level when listed (nil otherwise: 0, Megatron's default)
+  "microbatch_group_size" }
 
 --- The MoE strategy fields, carried by the candidates of MoE models only.
 M.moe_fields = { "ep_degree", "etp_degree", "moe_token_dispatcher", "moe_capacity_factor",
@@ -380,6 +384,24 @@ function M.new(ss, info)
       if c.pp_degree == 1 then return sched_first end
       return c.vpp_degree == 2 and sched_list or sched_v
     end }
+  -- microbatch_group_size (Megatron --microbatch-group-size-per-virtual-
+  -- pipeline-stage), a level only when listed: its values under the
+  -- interleaved 1F1B schedule, pp_degree spelt 0 (the default, one
+  -- candidate for both), 0 otherwise
+  if dims.microbatch_group_size then
+    local none = { 0 }
+    local groups = memo(function(pp)
+      local out, seen = {}, {}
+      for _, g in ipairs(dims.microbatch_group_size) do
+        if g == pp then g = 0 end
+        if not seen[g] then seen[g] = true out[#out + 1] = g end
+      end
+      return out
+    end)
+    level { name = "microbatch_group_size", field = "microbatch_group_size",
+      deps = { "pp_degree", "vpp_degree", "pp_schedule" },
+      values = function(c) return M.interleaved_1f1b(c) and groups(c.pp_degree) or none end }
+  end
   for _, name in ipairs({ "stage_partition", "layer_offset" }) do
     if dims[name] then
       local f = per_pp(dims[name], name == "stage_partition")
@@ -884,10 +906,20 @@ function Space:describe()
   return out
 end
 
+--- True when `s` runs Megatron's interleaved 1F1B (pp_degree > 1,
+-- vpp_degree > 1, pp_schedule "1f1b"), the one schedule whose table
+-- microbatch_group_size regroups (schedules.py get_schedule_table).
+-- @tparam table s strategy
+-- @treturn boolean
+function M.interleaved_1f1b(s)
+  return (s.pp_degree or 1) > 1 and (s.vpp_degree or 1) > 1 and (s.pp_schedule or "1f1b") == "1f1b"
+end
+
 --- True when strategy field `f` of `s` changes nothing because the
 -- dimension it tunes is off: sequence_parallel without TP, cp_comm_type
 -- without CP, reshard_after_forward without sharding, zero_stage without a
--- data-parallel group to shard over.
+-- data-parallel group to shard over, microbatch_group_size outside the
+-- interleaved 1F1B schedule.
 -- @tparam table s strategy
 -- @tparam string f field name
 -- @treturn boolean
@@ -900,6 +932,7 @@ function M.moot(s, f)
     return (s.pp_degree or 1) == 1 or s.balance_stages == true or type(s.stage_partition) == "table"
   end
   if f == "pp_schedule" then return (s.pp_degree or 1) == 1 end
+  if f == "microbatch_group_size" then return not M.interleaved_1f1b(s) end
   if f == "reshard_after_forward" then return (s.fsdp_degree or 1) == 1 end
   if f == "zero_stage" then
     return (s.fsdp_degree or 1) == 1 and (s.dp_degree or 1) * (s.cp_degree or 1) == 1

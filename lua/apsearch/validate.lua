@@ -537,6 +537,12 @@ function M.case_inputs(row)
   if given(row, "cp_comm_type") then
     strategy.cp_comm_type = need_enum(row, "cp_comm_type", M.CP_COMM_TYPES)
   end
+  -- optional `microbatch_group_size` (Megatron --microbatch-group-size-
+  -- per-virtual-pipeline-stage); empty: Megatron's default, pp_degree
+  -- (the core refuses it on the other frameworks)
+  if given(row, "microbatch_group_size") then
+    strategy.microbatch_group_size = need_nonneg_int(row, "microbatch_group_size")
+  end
   if given(row, "reshard_after_forward") then
     strategy.reshard_after_forward = need_bool(row, "reshard_after_forward")
   else
@@ -1229,7 +1235,7 @@ M.OPTIONAL = {
   -- cluster, strategy and recipe settings
   "nvlink_domain_size", "cp_comm_type", "reshard_after_forward", "pipeline_layout",
   "recompute_method", "recompute_modules", "recompute_num_layers", "activation_offload_layers",
-  "cuda_graph_scope", "fsdp_impl", "overlap_grad_reduce", "loss_chunks",
+  "cuda_graph_scope", "fsdp_impl", "overlap_grad_reduce", "loss_chunks", "microbatch_group_size",
 }
 
 --- Every column a cases file may have (a set): M.REQUIRED, M.OPTIONAL, the

@@ -40,6 +40,13 @@ aps_reason aps_check_degrees(const aps_strategy *s, char *msg, size_t n)
                 (long long)APS_MAX_DEGREE);
         return APS_REASON_INVALID_DEGREE;
     }
+    if (s->microbatch_group_size < 0 ||
+        s->microbatch_group_size > APS_MAX_DEGREE) {
+        aps_fmt(msg, n, "microbatch_group_size = %lld: must be 0 (pp_degree) "
+                "or in [1, %lld]", (long long)s->microbatch_group_size,
+                (long long)APS_MAX_DEGREE);
+        return APS_REASON_INVALID_DEGREE;
+    }
     if ((unsigned)s->layer_recompute > APS_RECOMPUTE_FULL ||
         (unsigned)s->cp_comm_type > APS_CP_A2A ||
         (unsigned)s->recompute_method > APS_RECOMPUTE_UNIFORM ||
@@ -277,6 +284,47 @@ aps_reason aps_check_zero(const aps_strategy *s, char *msg, size_t n)
     return APS_REASON_NONE;
 }
 
+/** Megatron's interleaved 1F1B (pp_schedule 1f1b with vpp_degree > 1,
+ *  the order schedule.c simulates) on m micro-batches in groups of G =
+ *  microbatch_group_size (0: pp_degree): forward_backward_pipelining_
+ *  with_interleaving (megatron/core/pipeline_parallel/schedules.py at
+ *  d98e8a64) raises ValueError unless p <= G <= m (l.1160-1168) and
+ *  RuntimeError when the last group, m mod G, is non-empty but smaller
+ *  than p (l.1170-1180: "dependency bubbles").  With G = p both reduce
+ *  to m a multiple of p. */
+static aps_reason check_interleaved_groups(const aps_strategy *s, int64_t m,
+                                           char *msg, size_t n)
+{
+    int64_t p = s->pp_degree;
+    int64_t G = aps_schedule_group(p, s->microbatch_group_size);
+    if (G == p && m % p != 0) { /* both rules, at the default group size */
+        aps_fmt(msg, n, "interleaved schedule (vpp_degree = %lld) needs "
+                "micro_batch_num = %lld divisible by pp_degree = %lld "
+                "(microbatch_group_size = pp_degree: Megatron schedules.py:"
+                "1160-1180)", (long long)s->vpp_degree, (long long)m,
+                (long long)p);
+        return APS_REASON_VPP_INVALID;
+    }
+    if (G < p || G > m) {
+        aps_fmt(msg, n, "interleaved schedule (vpp_degree = %lld) needs "
+                "microbatch_group_size = %lld in [pp_degree = %lld, "
+                "micro_batch_num = %lld] (Megatron schedules.py:1160-1168)",
+                (long long)s->vpp_degree, (long long)G, (long long)p,
+                (long long)m);
+        return APS_REASON_VPP_INVALID;
+    }
+    int64_t last = m % G;
+    if (last > 0 && last < p) {
+        aps_fmt(msg, n, "interleaved schedule (vpp_degree = %lld) needs "
+                "micro_batch_num = %lld mod microbatch_group_size = %lld "
+                "to be 0 or >= pp_degree = %lld (got %lld; Megatron "
+                "schedules.py:1170-1180)", (long long)s->vpp_degree,
+                (long long)m, (long long)G, (long long)p, (long long)last);
+        return APS_REASON_VPP_INVALID;
+    }
+    return APS_REASON_NONE;
+}
+
 aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
                         const aps_strategy *s, char *msg, size_t n)
 {
@@ -342,20 +390,13 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
                 (long long)mb, (long long)rounds);
         return APS_REASON_VPP_INVALID;
     }
-    /* Megatron's interleaved schedule (pp_schedule 1f1b, the order
-     * schedule.c simulates) needs m a multiple of p; PyTorch's zero-bubble
-     * orders do not: ScheduleInterleavedZeroBubble needs m a multiple of
-     * its rounds (checked above), ScheduleZBVZeroBubble builds its order
-     * for max(2p - 1, m) micro-batches and drops the ops of those >= m,
-     * ScheduleDualPipeV takes any m >= 2p */
-    if (s->vpp_degree > 1 && mb % s->pp_degree != 0 &&
-        !(s->pp_degree > 1 && s->pp_schedule != APS_PP_1F1B)) {
-        aps_fmt(msg, n, "interleaved schedule (vpp_degree = %lld) needs "
-                "micro_batch_num = %lld divisible by pp_degree = %lld",
-                (long long)s->vpp_degree, (long long)mb,
-                (long long)s->pp_degree);
-        return APS_REASON_VPP_INVALID;
-    }
+    /* PyTorch's zero-bubble orders take any m (beyond their own checks
+     * above): ScheduleZBVZeroBubble builds its order for max(2p - 1, m)
+     * micro-batches and drops the ops of those >= m, ScheduleDualPipeV
+     * takes any m >= 2p */
+    if (s->vpp_degree > 1 && s->pp_degree > 1 &&
+        s->pp_schedule == APS_PP_1F1B)
+        return check_interleaved_groups(s, mb, msg, n);
     return APS_REASON_NONE;
 }
 

@@ -172,6 +172,9 @@ typedef struct {
                                             then equal chunks) */
     double vocab_padded;
     int sched;                         /**< aps_pp_schedule */
+    int64_t g;                         /**< micro-batches per group of the
+                                            interleaved table (strategy
+                                            microbatch_group_size; 0 = p) */
     int64_t mtp;                       /**< multi-token-prediction layers
                                             (training.mtp_num_layers), after
                                             the last model chunk's decoder
@@ -283,6 +286,16 @@ static inline int64_t aps_chunk_stage(int sched, int64_t p, int64_t i,
     return i + k * p;
 }
 
+/** Micro-batches per group of Megatron's interleaved schedule table: g
+ *  (strategy microbatch_group_size, --microbatch-group-size-per-virtual-
+ *  pipeline-stage), or for g = 0 Megatron's default, p (ModelParallel
+ *  Config.__post_init__, megatron/core/model_parallel_config.py:567-568
+ *  at d98e8a64). */
+static inline int64_t aps_schedule_group(int64_t p, int64_t g)
+{
+    return g > 0 ? g : p;
+}
+
 /** The schedule a strategy runs: its pp_schedule when pipelined, else
  *  1F1B (one stage has no order to choose). */
 static inline int aps_strategy_sched(const aps_strategy *s)
@@ -318,14 +331,16 @@ bool aps_schedule_memo_find(const aps_schedule_in *in, double *step,
  *  out of memory (schedule_memo.c). */
 void aps_schedule_memo_store(const aps_schedule_in *in, uint64_t h,
                              double step);
-/** The peak aps_schedule_inflight(p, v, m, i, w) returned before on this
- *  thread for the same arguments (w's v doubles bit for bit) into *peak;
- *  false when none is remembered (schedule_memo.c). */
-bool aps_inflight_memo_find(int64_t p, int64_t v, int64_t m, int64_t i,
-                            const double *w, double *peak);
-/** Remembers peak as aps_schedule_inflight(p, v, m, i, w) (schedule_memo.c). */
-void aps_inflight_memo_store(int64_t p, int64_t v, int64_t m, int64_t i,
-                             const double *w, double peak);
+/** The peak aps_schedule_inflight(p, v, m, G, i, w) returned before on
+ *  this thread for the same arguments (G the group size, already resolved
+ *  by aps_schedule_group; w's v doubles bit for bit) into *peak; false
+ *  when none is remembered (schedule_memo.c). */
+bool aps_inflight_memo_find(int64_t p, int64_t v, int64_t m, int64_t G,
+                            int64_t i, const double *w, double *peak);
+/** Remembers peak as aps_schedule_inflight(p, v, m, G, i, w)
+ *  (schedule_memo.c). */
+void aps_inflight_memo_store(int64_t p, int64_t v, int64_t m, int64_t G,
+                             int64_t i, const double *w, double peak);
 
 /* ---- schedule_order.c, schedule_run.c: a schedule's ops in one fixed
  * dependency order, and its simulation on that order ---- */
@@ -355,6 +370,9 @@ typedef struct {
 typedef struct {
     int sched;                 /**< aps_pp_schedule; 1F1B for p = 1 */
     int64_t p, v, m;
+    int64_t g;                 /**< group size of Megatron's interleaved
+                                    table (aps_schedule_group; p under
+                                    the other schedules and for v = 1) */
     int64_t n;                 /**< ops of all ranks */
     int64_t placed;            /**< ops placed so far (while built) */
     aps_fixed_op *ops;         /**< n, in dependency order */
@@ -370,7 +388,9 @@ typedef struct {
 
 /** The fixed order of schedule `sched` (APS_PP_1F1B for Megatron's
  *  (interleaved) 1F1B, which also runs every schedule at p = 1) for p
- *  ranks, v chunks per rank and m micro-batches (checked by the caller:
+ *  ranks, v chunks per rank, m micro-batches and, under interleaved 1F1B,
+ *  groups of g micro-batches in Megatron's table (0 = p; ignored by the
+ *  other schedules and for v = 1) (checked by the caller:
  *  p v <= APS_MAX_STAGES, m p v <= APS_MAX_SCHEDULE_CELLS) into *o.
  *  Built once and kept in a per-thread cache (most recently used first,
  *  APS_SCHEDULE_ORDER_CACHE_BYTES at most beyond the newest); *o stays
@@ -380,7 +400,7 @@ typedef struct {
  *  m = 5; the event loop refused these the same way), APS_ERANGE when out
  *  of memory (schedule_order.c). */
 aps_status aps_schedule_order_get(int sched, int64_t p, int64_t v, int64_t m,
-                                  const aps_schedule_order **o);
+                                  int64_t g, const aps_schedule_order **o);
 
 /* ---- schedule_mem.c: the per-thread memory of the simulation ---- */
 
@@ -448,11 +468,12 @@ aps_status aps_schedule_run_order(const aps_schedule_order *o,
                                   const aps_schedule_in *in, bool hop_always,
                                   aps_schedule_out *out);
 
-/** Every rank's order under Megatron's (interleaved) 1F1B into ops (2 m
- *  v p entries), rank after rank, rank i's from start[i] (start: p + 1
- *  entries); returns their length, 2 m v p, or -1 when out of memory for
- *  the m v entries of Megatron's table (schedule.c). */
-int64_t aps_schedule_orders_1f1b(int64_t p, int64_t v, int64_t m,
+/** Every rank's order under Megatron's (interleaved) 1F1B, its table in
+ *  groups of g micro-batches (0 = p), into ops (2 m v p entries), rank
+ *  after rank, rank i's from start[i] (start: p + 1 entries); returns
+ *  their length, 2 m v p, or -1 when out of memory for the m v entries of
+ *  Megatron's table (schedule.c). */
+int64_t aps_schedule_orders_1f1b(int64_t p, int64_t v, int64_t m, int64_t g,
                                  aps_rank_op *ops, int64_t *start);
 
 /** Entries aps_schedule_order_zb needs in ops for v chunks and m

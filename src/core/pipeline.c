@@ -312,6 +312,7 @@ aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
                        (s->micro_batch_size * s->dp_degree * s->fsdp_degree);
     lay->vocab_padded = aps_padded_vocab(m, t, s->tp_degree);
     lay->sched = aps_strategy_sched(s);
+    lay->g = s->microbatch_group_size;
     aps_reason r = aps_chunk_layers(m, s, lay->chunk, msg, n);
     if (r != APS_REASON_NONE)
         return r;
@@ -413,7 +414,7 @@ int64_t aps_layout_chunk(const aps_layout *lay, int64_t i, int64_t k)
 double aps_inflight_microbatches(int64_t p, int64_t v, int64_t m, int64_t i)
 {
     /* the order of schedule.c: warm-up chunk forwards plus one */
-    return aps_schedule_inflight(p, v, m, i, NULL);
+    return aps_schedule_inflight(p, v, m, 0, i, NULL);
 }
 
 double aps_bubble_fraction(int64_t p, int64_t v, int64_t m)

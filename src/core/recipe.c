@@ -200,6 +200,24 @@ void aps_recipe_resolve(const aps_training *t, aps_recipe *out)
     out->fragmentation = aps_recipe_fragmentation(t);
 }
 
+/** microbatch_group_size is Megatron-LM's alone: --microbatch-group-size-
+ *  per-virtual-pipeline-stage (ModelParallelConfig, megatron/core/
+ *  model_parallel_config.py:431-436 at d98e8a64) regroups its own
+ *  interleaved table; PyTorch pipelining's Interleaved1F1B (TorchTitan,
+ *  AutoModel) and DeepSpeed's PipeSchedule have no such setting. */
+static aps_reason check_group_size(const aps_training *t,
+                                   const aps_strategy *s, char *msg, size_t n)
+{
+    if (s->microbatch_group_size == 0 || t->framework == APS_FW_MEGATRON)
+        return APS_REASON_NONE;
+    aps_fmt(msg, n, "%s: microbatch_group_size = %lld is Megatron-LM's "
+            "(--microbatch-group-size-per-virtual-pipeline-stage); this "
+            "framework's pipeline schedules take no group size (use 0)",
+            aps_framework_name(t->framework),
+            (long long)s->microbatch_group_size);
+    return APS_REASON_FRAMEWORK_UNSUPPORTED;
+}
+
 aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
                             char *msg, size_t n)
 {
@@ -251,6 +269,9 @@ aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
                 aps_pp_schedule_name(s->pp_schedule));
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
+    aps_reason r = check_group_size(t, s, msg, n);
+    if (r != APS_REASON_NONE)
+        return r;
     /* megatron/training/arguments.py (d98e8a64): CPU offloading asserts
      * pipeline parallelism off and no recompute */
     if (t->activation_offload_layers > 0 && t->framework == APS_FW_MEGATRON &&

@@ -8,13 +8,16 @@
  *     min(p - i - 1, m) warm-up forwards, then one forward and one
  *     backward at a time (1F1B), then the remaining backwards.
  *   v > 1, forward_backward_pipelining_with_interleaving: the m v chunk
- *     forwards of a rank follow get_schedule_table -- groups of p
- *     micro-batches (microbatch_group_size_per_vp_stage = p), within a
- *     group model chunk 0 for every micro-batch, then chunk 1, ...; the
- *     backwards follow the same table with the chunk order reversed
- *     (get_model_chunk_id(forward=False)).  Warm-up: 2(p - i - 1) +
- *     (v - 1) p chunk forwards (all m v when that is not fewer), then
- *     1F1B, then the remaining backwards.
+ *     forwards of a rank follow get_schedule_table (l.989-1016 at
+ *     d98e8a64) -- groups of G micro-batches (G = microbatch_group_size_
+ *     per_vp_stage, --microbatch-group-size-per-virtual-pipeline-stage,
+ *     default p: model_parallel_config.py:567-568), the last group the
+ *     m mod G left when fewer than G remain; within a group model chunk 0
+ *     for every micro-batch, then chunk 1, ...; the backwards follow the
+ *     same table with the chunk order reversed (get_model_chunk_id
+ *     (forward=False)).  Warm-up (get_pp_rank_microbatches, l.958-977):
+ *     2(p - i - 1) + (v - 1) G chunk forwards (all m v when that is not
+ *     fewer), then 1F1B, then the remaining backwards.
  * Model chunk k of rank i is stage j = i + k p of the p v in schedule
  * order; a forward of stage j > 0 waits for the forward of stage j - 1 of
  * the same micro-batch plus one p2p transfer, a backward of stage j <
@@ -24,24 +27,26 @@
  *
  * With equal stage times t_f, t_b per chunk and no transfer time this
  * reproduces the closed forms: v = 1, (m + p - 1)(t_f + t_b) (Narayanan
- * et al. SC'21 s.2.2.1); v > 1 and m a multiple of p, (m v + p - 1)
- * (t_f + t_b) per chunk, i.e. (m + (p-1)/v) times the rank's (s.2.2.2).
+ * et al. SC'21 s.2.2.1); v > 1, G = p and m a multiple of p, (m v + p -
+ * 1)(t_f + t_b) per chunk, i.e. (m + (p-1)/v) times the rank's (s.2.2.2).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
 
-int64_t aps_schedule_warmup(int64_t p, int64_t v, int64_t m, int64_t i)
+int64_t aps_schedule_warmup(int64_t p, int64_t v, int64_t m, int64_t g,
+                            int64_t i)
 {
     int64_t total = m * v;
-    int64_t w = v > 1 ? 2 * (p - i - 1) + (v - 1) * p : p - i - 1;
+    int64_t w = v > 1 ? 2 * (p - i - 1) + (v - 1) * aps_schedule_group(p, g)
+                      : p - i - 1;
     if (w > total)
         w = total;
     return w < 0 ? 0 : w;
 }
 
-/** Walks Megatron's schedule table (get_schedule_table: groups of p
+/** Walks Megatron's schedule table (get_schedule_table: groups of G
  *  micro-batches, the last group the remainder; within a group model
  *  chunk 0 for every micro-batch, then chunk 1, ...) one entry at a time,
  *  without divisions. */
@@ -49,13 +54,14 @@ typedef struct {
     int64_t mb, k, g, size; /* micro-batch, chunk, group start and size */
 } table_iter;
 
-static void iter_init(table_iter *it, int64_t p, int64_t m)
+/** The table's first entry; G: micro-batches per group (>= 1). */
+static void iter_init(table_iter *it, int64_t G, int64_t m)
 {
     it->mb = it->k = it->g = 0;
-    it->size = p < m ? p : m;
+    it->size = G < m ? G : m;
 }
 
-static void iter_next(table_iter *it, int64_t p, int64_t v, int64_t m)
+static void iter_next(table_iter *it, int64_t G, int64_t v, int64_t m)
 {
     if (++it->mb < it->g + it->size)
         return;
@@ -65,7 +71,7 @@ static void iter_next(table_iter *it, int64_t p, int64_t v, int64_t m)
     it->k = 0;
     it->g += it->size;
     it->mb = it->g;
-    it->size = m - it->g < p ? m - it->g : p;
+    it->size = m - it->g < G ? m - it->g : G;
 }
 
 /** Rank i's walk through its order: `warm` chunk forwards, then one
@@ -73,17 +79,18 @@ static void iter_next(table_iter *it, int64_t p, int64_t v, int64_t m)
  *  forwards in table order, backwards in table order with the chunk
  *  reversed. */
 typedef struct {
-    int64_t p, v, m, i, warm, nf, nb; /* forwards and backwards so far */
-    table_iter f, b;                  /* next forward, next backward */
+    int64_t p, v, m, G, i, warm, nf, nb; /* forwards, backwards so far */
+    table_iter f, b;                     /* next forward, next backward */
 } order_walk;
 
 static void walk_init(order_walk *w, int64_t p, int64_t v, int64_t m,
-                      int64_t i)
+                      int64_t g, int64_t i)
 {
-    *w = (order_walk){p, v, m, i, aps_schedule_warmup(p, v, m, i), 0, 0,
-                      {0, 0, 0, 0}, {0, 0, 0, 0}};
-    iter_init(&w->f, p, m);
-    iter_init(&w->b, p, m);
+    int64_t G = aps_schedule_group(p, g);
+    *w = (order_walk){p, v, m, G, i, aps_schedule_warmup(p, v, m, G, i), 0,
+                      0, {0, 0, 0, 0}, {0, 0, 0, 0}};
+    iter_init(&w->f, G, m);
+    iter_init(&w->b, G, m);
 }
 
 /** The rank's next op into op (its chunk into *k); false after the last. */
@@ -101,7 +108,7 @@ static bool walk_next(order_walk *w, aps_rank_op *op, int64_t *k)
         w->nf++;
     else
         w->nb++;
-    iter_next(it, w->p, w->v, w->m);
+    iter_next(it, w->G, w->v, w->m);
     return true;
 }
 
@@ -115,12 +122,13 @@ static aps_rank_op table_op(const aps_rank_op *tab, int64_t p, int64_t v,
                          fwd ? APS_OP_F : APS_OP_B, 0};
 }
 
-/** Rank i's order (see order_walk) from the table tab into ops; returns
- *  its length, 2 m v. */
+/** Rank i's order (see order_walk) from the table tab into ops, warm its
+ *  warm-up; returns its length, 2 m v. */
 static int64_t rank_order(const aps_rank_op *tab, int64_t p, int64_t v,
-                          int64_t m, int64_t i, aps_rank_op *ops)
+                          int64_t m, int64_t warm, int64_t i,
+                          aps_rank_op *ops)
 {
-    int64_t total = m * v, warm = aps_schedule_warmup(p, v, m, i), n = 0;
+    int64_t total = m * v, n = 0;
     for (int64_t f = 0; f < warm; f++)
         ops[n++] = table_op(tab, p, v, i, f, true);
     for (int64_t b = 0; b < total - warm; b++) {
@@ -132,20 +140,21 @@ static int64_t rank_order(const aps_rank_op *tab, int64_t p, int64_t v,
     return n;
 }
 
-int64_t aps_schedule_orders_1f1b(int64_t p, int64_t v, int64_t m,
+int64_t aps_schedule_orders_1f1b(int64_t p, int64_t v, int64_t m, int64_t g,
                                  aps_rank_op *ops, int64_t *start)
 {
-    int64_t total = m * v, n = 0;
+    int64_t total = m * v, n = 0, G = aps_schedule_group(p, g);
     aps_rank_op *tab = malloc((size_t)total * sizeof *tab);
     if (tab == NULL)
         return -1;
     table_iter it;
-    iter_init(&it, p, m);
-    for (int64_t q = 0; q < total; q++, iter_next(&it, p, v, m))
+    iter_init(&it, G, m);
+    for (int64_t q = 0; q < total; q++, iter_next(&it, G, v, m))
         tab[q] = (aps_rank_op){(int32_t)it.k, (int32_t)it.mb, APS_OP_F, 0};
     for (int64_t i = 0; i < p; i++) {
         start[i] = n;
-        n += rank_order(tab, p, v, m, i, ops + n);
+        n += rank_order(tab, p, v, m, aps_schedule_warmup(p, v, m, G, i), i,
+                        ops + n);
     }
     start[p] = n;
     free(tab);
@@ -155,29 +164,30 @@ int64_t aps_schedule_orders_1f1b(int64_t p, int64_t v, int64_t m,
 /** Peak of the activation sets held on rank i, each model chunk k's set
  *  weighing w[k] (NULL: 1/v each) of the rank's whole set: held from the
  *  chunk's forward to its backward. */
-double aps_schedule_inflight(int64_t p, int64_t v, int64_t m, int64_t i,
-                             const double *w)
+double aps_schedule_inflight(int64_t p, int64_t v, int64_t m, int64_t g,
+                             int64_t i, const double *w)
 {
     if (p <= 1 || v < 1 || m < 1)
         return m > 0 ? 1.0 : 0.0;
+    g = v > 1 ? aps_schedule_group(p, g) : p; /* one key per schedule */
     if (w == NULL) { /* the count only: the warm-up plus one */
-        int64_t warm = aps_schedule_warmup(p, v, m, i);
+        int64_t warm = aps_schedule_warmup(p, v, m, g, i);
         int64_t n = warm + 1 < m * v ? warm + 1 : m * v;
         return (double)n / (double)v;
     }
     double held = 0.0, peak = 0.0;
-    if (aps_inflight_memo_find(p, v, m, i, w, &peak))
+    if (aps_inflight_memo_find(p, v, m, g, i, w, &peak))
         return peak;
     order_walk walk;
     aps_rank_op op;
     int64_t k;
-    walk_init(&walk, p, v, m, i);
+    walk_init(&walk, p, v, m, g, i);
     while (walk_next(&walk, &op, &k)) {
         held += op.kind == APS_OP_F ? w[k] : -w[k];
         if (held > peak)
             peak = held;
     }
-    aps_inflight_memo_store(p, v, m, i, w, peak);
+    aps_inflight_memo_store(p, v, m, g, i, w, peak);
     return peak;
 }
 
@@ -187,9 +197,9 @@ double aps_schedule_inflight(int64_t p, int64_t v, int64_t m, int64_t i,
 static aps_status simulate_1f1b(const aps_schedule_in *in,
                                 aps_schedule_out *out)
 {
-    int64_t p = in->p, v = in->v, m = in->m;
+    int64_t p = in->p, v = in->v, m = in->m, g = in->g;
     const aps_schedule_order *o;
-    aps_status st = aps_schedule_order_get(APS_PP_1F1B, p, v, m, &o);
+    aps_status st = aps_schedule_order_get(APS_PP_1F1B, p, v, m, g, &o);
     if (st == APS_OK)
         st = aps_schedule_run_order(o, in, true, out);
     if (st != APS_OK)
@@ -201,7 +211,8 @@ static aps_status simulate_1f1b(const aps_schedule_in *in,
             w[k] = in->weight ? in->weight[i + k * p] : 1.0 / (double)v;
             even &= w[k] == w[0];
         }
-        out->inflight[i] = aps_schedule_inflight(p, v, m, i, even ? NULL : w);
+        out->inflight[i] =
+            aps_schedule_inflight(p, v, m, g, i, even ? NULL : w);
     }
     return APS_OK;
 }
@@ -287,9 +298,9 @@ double aps_layout_inflight(const aps_layout *lay, int64_t i)
             for (int64_t k = 0; k < lay->v; k++)
                 w[k] = 1.0 / (double)lay->v;
         return aps_schedule_inflight_of(lay->sched, lay->p, lay->v, lay->m,
-                                        i, w);
+                                        lay->g, i, w);
     }
-    return aps_schedule_inflight(lay->p, lay->v, lay->m, i,
+    return aps_schedule_inflight(lay->p, lay->v, lay->m, lay->g, i,
                                  uneven ? w : NULL);
 }
 
@@ -367,7 +378,8 @@ static void pipeline_in(const aps_model *m, const aps_cluster *c,
         st->cg[S - 1] += r->ew[p - 1];
     }
     *in = (aps_schedule_in){p,       v,      lay->m,     st->cf, st->cb,
-                            st->p2p, st->cw, lay->sched, st->cg, tl};
+                            st->p2p, st->cw, lay->sched, st->cg, tl,
+                            lay->g};
 }
 
 aps_status aps_pipeline_step(const aps_model *m, const aps_cluster *c,
@@ -419,7 +431,7 @@ static aps_status pipeline_bubble(const aps_model *m, const aps_cluster *c,
 /** Share of the p2p transfers hidden behind compute: training.
  *  pp_p2p_overlap, or under the interleaved schedule with
  *  overlap_p2p_comm (Megatron --overlap-p2p-communication) all but the
- *  warm-up chunks of the first rank, (p-1) x 2 + (v-1) x p, and as many in
+ *  warm-up chunks of the first rank, (p-1) x 2 + (v-1) x G, and as many in
  *  the flush (Megatron's get_num_warmup_microbatches; --overlap-p2p-
  *  communication-warmup-flush is off by default), of `chunks`. */
 static double p2p_hidden(const aps_training *t, const aps_layout *lay,
@@ -429,7 +441,8 @@ static double p2p_hidden(const aps_training *t, const aps_layout *lay,
     if (lay->v > 1 && t->overlap_p2p_comm &&
         aps_profile(t)->interleaved_p2p_overlap) {
         double p = (double)lay->p, v = (double)lay->v;
-        double warm = 2.0 * (p - 1.0) + (v - 1.0) * p;
+        double G = (double)aps_schedule_group(lay->p, lay->g);
+        double warm = 2.0 * (p - 1.0) + (v - 1.0) * G;
         double steady = 1.0 - warm / chunks; /* 2 warm of 2 chunks */
         /* simulated, the warm-up and flush transfers delay the next stage
          * on the schedule's critical path (in the bubble) and the rank

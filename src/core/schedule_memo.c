@@ -43,7 +43,7 @@
 /** One remembered simulation: its inputs and its step. */
 typedef struct {
     uint64_t hash;
-    int64_t p, v, m;
+    int64_t p, v, m, g; /**< g: the interleaved table's group size */
     int sched;
     bool used;
     double step;
@@ -81,13 +81,25 @@ static void key_of(const aps_schedule_in *in, double *key)
     memcpy(key + 4 * S, in->p2p, n - sizeof(double));
 }
 
+/** in's group size as its order is keyed (aps_schedule_order_get): g
+ *  resolved under interleaved 1F1B, else p (no group). */
+static int64_t group_of(const aps_schedule_in *in)
+{
+    bool grouped = in->schedule == APS_PP_1F1B && in->v > 1;
+    return grouped ? aps_schedule_group(in->p, in->g) : in->p;
+}
+
+/** Words of a key's shape: p, v, m, schedule, group size. */
+#define APS_MEMO_SHAPE 5
+
 /** FNV-1a on words over the shape and the bits of the key. */
 static uint64_t hash_of(const aps_schedule_in *in, const double *key)
 {
-    uint64_t shape[4] = {(uint64_t)in->p, (uint64_t)in->v, (uint64_t)in->m,
-                         (uint64_t)in->schedule};
+    uint64_t shape[APS_MEMO_SHAPE] = {(uint64_t)in->p, (uint64_t)in->v,
+                                      (uint64_t)in->m, (uint64_t)in->schedule,
+                                      (uint64_t)group_of(in)};
     uint64_t h = APS_FNV_OFFSET;
-    for (size_t k = 0; k < 4; k++)
+    for (size_t k = 0; k < APS_MEMO_SHAPE; k++)
         h = (h ^ shape[k]) * APS_FNV_PRIME;
     for (size_t k = 0; k < key_len(in->p * in->v); k++) {
         uint64_t w;
@@ -103,6 +115,7 @@ static bool matches(const memo_entry *e, const aps_schedule_in *in,
 {
     return e->used && e->hash == h && e->p == in->p && e->v == in->v &&
            e->m == in->m && e->sched == in->schedule &&
+           e->g == group_of(in) &&
            memcmp(key_room(e), key,
                   key_len(in->p * in->v) * sizeof *key) == 0;
 }
@@ -133,6 +146,7 @@ void aps_schedule_memo_store(const aps_schedule_in *in, uint64_t h,
     e->p = in->p;
     e->v = in->v;
     e->m = in->m;
+    e->g = group_of(in);
     e->sched = in->schedule;
     e->step = step;
 }
@@ -143,22 +157,24 @@ void aps_schedule_memo_store(const aps_schedule_in *in, uint64_t h,
  *  time). */
 #define APS_INFLIGHT_MEMO_MAX_V 16
 
-/** One remembered peak: (p, v, m, rank, chunk weights) and the peak. */
+/** One remembered peak: (p, v, m, group size, rank, chunk weights) and
+ *  the peak. */
 typedef struct {
-    int64_t p, v, m, i; /**< v = 0: empty */
+    int64_t p, v, m, G, i; /**< v = 0: empty */
     double w[APS_INFLIGHT_MEMO_MAX_V];
     double peak;
 } inflight_entry;
 
 static _Thread_local inflight_entry peaks[APS_INFLIGHT_MEMO_SLOTS];
 
-/** The slot of (p, v, m, i, w): FNV-1a on words, as hash_of. */
-static inflight_entry *peak_slot(int64_t p, int64_t v, int64_t m, int64_t i,
-                                 const double *w)
+/** The slot of (p, v, m, G, i, w): FNV-1a on words, as hash_of. */
+static inflight_entry *peak_slot(int64_t p, int64_t v, int64_t m, int64_t G,
+                                 int64_t i, const double *w)
 {
-    uint64_t shape[4] = {(uint64_t)p, (uint64_t)v, (uint64_t)m, (uint64_t)i};
+    uint64_t shape[APS_MEMO_SHAPE] = {(uint64_t)p, (uint64_t)v, (uint64_t)m,
+                                      (uint64_t)G, (uint64_t)i};
     uint64_t h = APS_FNV_OFFSET;
-    for (size_t k = 0; k < 4; k++)
+    for (size_t k = 0; k < APS_MEMO_SHAPE; k++)
         h = (h ^ shape[k]) * APS_FNV_PRIME;
     for (int64_t k = 0; k < v; k++) {
         uint64_t x;
@@ -168,28 +184,29 @@ static inflight_entry *peak_slot(int64_t p, int64_t v, int64_t m, int64_t i,
     return &peaks[(h ^ (h >> APS_HASH_FOLD)) % APS_INFLIGHT_MEMO_SLOTS];
 }
 
-bool aps_inflight_memo_find(int64_t p, int64_t v, int64_t m, int64_t i,
-                            const double *w, double *peak)
+bool aps_inflight_memo_find(int64_t p, int64_t v, int64_t m, int64_t G,
+                            int64_t i, const double *w, double *peak)
 {
     if (v > APS_INFLIGHT_MEMO_MAX_V)
         return false;
-    const inflight_entry *e = peak_slot(p, v, m, i, w);
-    if (e->v != v || e->p != p || e->m != m || e->i != i ||
+    const inflight_entry *e = peak_slot(p, v, m, G, i, w);
+    if (e->v != v || e->p != p || e->m != m || e->G != G || e->i != i ||
         memcmp(e->w, w, (size_t)v * sizeof *w) != 0)
         return false;
     *peak = e->peak;
     return true;
 }
 
-void aps_inflight_memo_store(int64_t p, int64_t v, int64_t m, int64_t i,
-                             const double *w, double peak)
+void aps_inflight_memo_store(int64_t p, int64_t v, int64_t m, int64_t G,
+                             int64_t i, const double *w, double peak)
 {
     if (v > APS_INFLIGHT_MEMO_MAX_V)
         return;
-    inflight_entry *e = peak_slot(p, v, m, i, w);
+    inflight_entry *e = peak_slot(p, v, m, G, i, w);
     e->p = p;
     e->v = v;
     e->m = m;
+    e->G = G;
     e->i = i;
     memcpy(e->w, w, (size_t)v * sizeof *w);
     e->peak = peak;

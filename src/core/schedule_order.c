@@ -74,7 +74,8 @@ static void op_cells(const aps_rank_op *r, int64_t S, int64_t cells,
 static bool rank_orders(aps_schedule_order *o, aps_rank_op *ro)
 {
     if (o->sched == APS_PP_1F1B) {
-        o->n = aps_schedule_orders_1f1b(o->p, o->v, o->m, ro, o->start);
+        o->n = aps_schedule_orders_1f1b(o->p, o->v, o->m, o->g, ro,
+                                        o->start);
         return o->n >= 0;
     }
     int64_t cnt[2 * APS_MAX_STAGES];
@@ -182,10 +183,10 @@ static void keep_rank_orders(aps_schedule_order *o, const aps_rank_op *ro)
         memcpy(o->rank_ops, ro, (size_t)o->n * sizeof *ro);
 }
 
-/** A new order of (sched, p, v, m) into *out (see
- *  aps_schedule_order_get). */
+/** A new order of (sched, p, v, m, g) into *out (see
+ *  aps_schedule_order_get; g resolved). */
 static aps_status order_build(int sched, int64_t p, int64_t v, int64_t m,
-                              aps_schedule_order **out)
+                              int64_t g, aps_schedule_order **out)
 {
     aps_schedule_order *o = calloc(1, sizeof *o);
     size_t slots = sched == APS_PP_1F1B ? 2 * (size_t)m * (size_t)v
@@ -194,7 +195,8 @@ static aps_status order_build(int sched, int64_t p, int64_t v, int64_t m,
     aps_rank_op *ro = aps_schedule_scratch(APS_SCRATCH_RANK_OPS, ro_bytes);
     aps_status st = APS_ENOMEM; /* no memory for the rank orders */
     if (o != NULL && ro != NULL) {
-        *o = (aps_schedule_order){.sched = sched, .p = p, .v = v, .m = m};
+        *o = (aps_schedule_order){.sched = sched, .p = p, .v = v, .m = m,
+                                  .g = g};
         if (rank_orders(o, ro))
             st = place_ops(o, ro);
     }
@@ -229,14 +231,16 @@ static void cache_push(aps_schedule_order *o)
 }
 
 aps_status aps_schedule_order_get(int sched, int64_t p, int64_t v, int64_t m,
-                                  const aps_schedule_order **out)
+                                  int64_t g, const aps_schedule_order **out)
 {
     if (p == 1)
         sched = APS_PP_1F1B;
+    /* one key per order: the group size shapes interleaved 1F1B only */
+    g = sched == APS_PP_1F1B && v > 1 ? aps_schedule_group(p, g) : p;
     for (int k = 0; k < APS_SCHEDULE_ORDER_ENTRIES; k++) {
         aps_schedule_order *o = cache[k];
         if (o != NULL && o->sched == sched && o->p == p && o->v == v &&
-            o->m == m) {
+            o->m == m && o->g == g) {
             memmove(cache + 1, cache, (size_t)k * sizeof *cache);
             cache[0] = o;
             *out = o;
@@ -244,7 +248,7 @@ aps_status aps_schedule_order_get(int sched, int64_t p, int64_t v, int64_t m,
         }
     }
     aps_schedule_order *o;
-    aps_status st = order_build(sched, p, v, m, &o);
+    aps_status st = order_build(sched, p, v, m, g, &o);
     if (st == APS_OK)
         cache_push(o);
     *out = o;

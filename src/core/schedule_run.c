@@ -80,7 +80,7 @@ static aps_rank_op *rank_orders(const aps_schedule_order *o)
     aps_rank_op *ro = aps_schedule_scratch(APS_SCRATCH_RANK_OPS,
                                            (size_t)o->n * sizeof *ro);
     if (ro != NULL &&
-        aps_schedule_orders_1f1b(o->p, o->v, o->m, ro, start) < 0) {
+        aps_schedule_orders_1f1b(o->p, o->v, o->m, o->g, ro, start) < 0) {
         aps_schedule_scratch_done(APS_SCRATCH_RANK_OPS, ro);
         ro = NULL;
     }

@@ -285,10 +285,11 @@ double aps_schedule_peak_held(int sched, int64_t p, int64_t v,
 }
 
 double aps_schedule_inflight_of(int schedule, int64_t p, int64_t v,
-                                int64_t m, int64_t i, const double *w)
+                                int64_t m, int64_t g, int64_t i,
+                                const double *w)
 {
     if (schedule == APS_PP_1F1B || p <= 1)
-        return aps_schedule_inflight(p, v, m, i, w);
+        return aps_schedule_inflight(p, v, m, g, i, w);
     /* the orders exist for two chunks per rank on the V, and DualPipeV's
      * for m >= 2p only (aps_check_pp refuses the rest first) */
     if ((aps_schedule_v_shaped(schedule) && v != 2) ||
@@ -311,7 +312,7 @@ aps_status aps_schedule_simulate_zb(const aps_schedule_in *in,
 {
     int64_t p = in->p, v = in->v, m = in->m, S = p * v;
     const aps_schedule_order *o;
-    aps_status st = aps_schedule_order_get(in->schedule, p, v, m, &o);
+    aps_status st = aps_schedule_order_get(in->schedule, p, v, m, 0, &o);
     if (st == APS_OK)
         st = aps_schedule_run_order(o, in, false, out);
     if (st != APS_OK)

@@ -410,7 +410,8 @@ enum {
     S_DP, S_FSDP, S_ZERO, S_RESHARD, S_TP, S_SP, S_PP, S_VPP, S_CP, S_CPCOMM,
     S_MBS, S_MBN, S_PART, S_OFFSET, S_RECOMP, S_RECOMPN, S_IDLE,
     S_BALANCE, S_AUTORC, S_RMETHOD, S_SPLIT, S_HSDP_SHARD, S_HSDP_REPL,
-    S_PPSCHED, S_EP, S_ETP, S_DISPATCH, S_CAPACITY, S_GROUPED, S_RCMODS, S_NFIELDS
+    S_PPSCHED, S_EP, S_ETP, S_DISPATCH, S_CAPACITY, S_GROUPED, S_RCMODS,
+    S_MBGROUP, S_NFIELDS
 };
 
 static const apsl_field strategy_fields[] = {
@@ -448,6 +449,7 @@ static const apsl_field strategy_fields[] = {
     FLD(aps_strategy, moe_capacity_factor, FT_ONUM, NULL),
     FLD(aps_strategy, moe_grouped_gemm, FT_TRI, NULL),
     FLD(aps_strategy, recompute_modules, FT_MODULES, NULL),
+    FLD(aps_strategy, microbatch_group_size, FT_OINT, NULL),
 };
 _Static_assert(sizeof(strategy_fields) / sizeof(strategy_fields[0]) ==
                S_NFIELDS, "strategy field table");

@@ -546,6 +546,62 @@ static void test_vpp_invalid(void **state)
     ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
 }
 
+/* Megatron's group size G (--microbatch-group-size-per-virtual-pipeline-
+ * stage; forward_backward_pipelining_with_interleaving, schedules.py:
+ * 1160-1180 @ d98e8a64): p = 2, v = 2, m = 5 runs in one group of G = 5
+ * and in groups of 3 (5 mod 3 = 2 >= p); G = 2, Megatron's default p,
+ * leaves a last group of 1 < p (RuntimeError), G = 6 > m and G = 1 < p
+ * are out of [p, m] (ValueError); only Megatron-LM has the setting. */
+static void test_vpp_group_size(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 2, 5);
+    x.s.pp_degree = 2;
+    x.s.vpp_degree = 2;
+    x.s.microbatch_group_size = 5;
+    ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_NONE, x.msg);
+    x.s.microbatch_group_size = 3;
+    ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_NONE, x.msg);
+    x.s.microbatch_group_size = 0; /* p: m % p = 1 */
+    ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_VPP_INVALID, x.msg);
+    ASSERT_HAS(x.msg, "micro_batch_num = 5 divisible by pp_degree = 2");
+    x.s.microbatch_group_size = 4;
+    ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_VPP_INVALID, x.msg);
+    ASSERT_HAS(x.msg, "micro_batch_num = 5 mod microbatch_group_size = 4");
+    ASSERT_HAS(x.msg, "got 1");
+    x.s.microbatch_group_size = 6;
+    ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_VPP_INVALID, x.msg);
+    ASSERT_HAS(x.msg, "in [pp_degree = 2, micro_batch_num = 5]");
+    x.s.microbatch_group_size = 1;
+    ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_VPP_INVALID, x.msg);
+    x.s.microbatch_group_size = -1;
+    ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_INVALID_DEGREE, x.msg);
+    /* without interleaving the group size is not read (Megatron's
+     * non-interleaved schedule ignores it) */
+    x.s.vpp_degree = 1;
+    x.s.microbatch_group_size = 6;
+    ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_NONE, x.msg);
+    /* Megatron-LM's alone */
+    x.s.vpp_degree = 2;
+    x.s.microbatch_group_size = 5;
+    x.t.framework = APS_FW_FSDP2;
+    ASSERT_REASON(aps_check_framework(&x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
+    ASSERT_HAS(x.msg, "microbatch_group_size = 5 is Megatron-LM's");
+    x.t.framework = APS_FW_MEGATRON;
+    ASSERT_REASON(aps_check_framework(&x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_NONE, x.msg);
+}
+
 /* PyTorch's zero-bubble orders do not need m a multiple of p (pytorch
  * 1fd7abc2 torch/distributed/pipelining/schedules.py):
  * ScheduleInterleavedZeroBubble needs m a multiple of its rounds, max(1,
@@ -609,7 +665,8 @@ static void test_schedule_size_limit(void **state)
     double tf[16], tb[16];
     for (int j = 0; j < 16; j++)
         tf[j] = tb[j] = 1.0;
-    aps_schedule_in in = {8, 2, limit_m + 1, tf, tb, NULL, NULL, 0, NULL, NULL};
+    aps_schedule_in in = {8,    2,    limit_m + 1, tf,  tb,
+                          NULL, NULL, 0,           NULL, NULL, 0};
     aps_schedule_out out;
     assert_int_equal(aps_schedule_simulate(&in, &out), APS_ERANGE);
     in.schedule = APS_PP_INTERLEAVED_ZB;
@@ -636,6 +693,7 @@ int main(void)
         cmocka_unit_test(test_invalid_degree),
         cmocka_unit_test(test_vpp_invalid),
         cmocka_unit_test(test_vpp_zero_bubble_microbatches),
+        cmocka_unit_test(test_vpp_group_size),
         cmocka_unit_test(test_framework_unsupported),
         cmocka_unit_test(test_check_order),
         cmocka_unit_test(test_schedule_size_limit),

@@ -15,7 +15,7 @@ static void run(int64_t p, int64_t v, int64_t m, const double *tf,
                 const double *tb, const double *p2p, const double *w,
                 aps_schedule_out *out)
 {
-    aps_schedule_in in = {p, v, m, tf, tb, p2p, w, 0, NULL, NULL};
+    aps_schedule_in in = {p, v, m, tf, tb, p2p, w, 0, NULL, NULL, 0};
     assert_int_equal(aps_schedule_simulate(&in, out), APS_OK);
 }
 
@@ -129,9 +129,9 @@ static void test_unequal_chunk_weights(void **state)
 {
     (void)state;
     double w0[2] = {0.25, 0.75}, w1[2] = {0.5, 0.5};
-    ASSERT_REL(aps_schedule_inflight(2, 2, 2, 0, w0), 2.0, 0);
-    ASSERT_REL(aps_schedule_inflight(2, 2, 2, 1, w1), 1.5, 0);
-    ASSERT_REL(aps_schedule_inflight(2, 2, 2, 1, NULL), 1.5, 0);
+    ASSERT_REL(aps_schedule_inflight(2, 2, 2, 0, 0, w0), 2.0, 0);
+    ASSERT_REL(aps_schedule_inflight(2, 2, 2, 0, 1, w1), 1.5, 0);
+    ASSERT_REL(aps_schedule_inflight(2, 2, 2, 0, 1, NULL), 1.5, 0);
     /* p = 4, v = 2, m = 8, rank 3: warm-up (v-1)p = 4 (chunk 0 of mb
      * 0..3), one more forward (chunk 1 of mb 0) before the first backward:
      * weights 0.25 / 0.75 give 4 * 0.25 + 0.75 = 1.75; then each 1F1B
@@ -140,14 +140,15 @@ static void test_unequal_chunk_weights(void **state)
      * the next group F chunk 0 (+0.25) pairs with B chunk 0 (-0.25): the
      * peak stays 1.75, not the even 2.5. */
     double w3[2] = {0.25, 0.75};
-    ASSERT_REL(aps_schedule_inflight(4, 2, 8, 3, w3), 1.75, 0);
+    ASSERT_REL(aps_schedule_inflight(4, 2, 8, 0, 3, w3), 1.75, 0);
 }
 
 static void run_zb(int schedule, int64_t p, int64_t v, int64_t m,
                    const double *tf, const double *tb, const double *tw,
                    aps_schedule_out *out)
 {
-    aps_schedule_in in = {p, v, m, tf, tb, NULL, NULL, schedule, tw, NULL};
+    aps_schedule_in in = {p,  v,    m,        tf, tb, NULL,
+                          NULL, schedule, tw, NULL, 0};
     assert_int_equal(aps_schedule_simulate(&in, out), APS_OK);
 }
 
@@ -284,7 +285,7 @@ static void run_tl(int schedule, int64_t p, int64_t v, int64_t m,
     tl->keep = KEEP;
     tl->events = ev_buf;
     tl->ranks_cap = RANKS;
-    aps_schedule_in in = {p, v, m, tf, tb, p2p, NULL, schedule, tw, tl};
+    aps_schedule_in in = {p, v, m, tf, tb, p2p, NULL, schedule, tw, tl, 0};
     assert_int_equal(aps_schedule_simulate(&in, out), APS_OK);
     assert_true(tl->recorded);
 }
@@ -454,7 +455,7 @@ static void test_timeline_keep(void **state)
     tl.events = small;
     tl.ranks_cap = 2;
     aps_schedule_in in = {2, 1, 4, tf, tb, NULL, NULL, APS_PP_1F1B, NULL,
-                          &tl};
+                          &tl, 0};
     aps_schedule_out o;
     assert_int_equal(aps_schedule_simulate(&in, &o), APS_OK);
     ASSERT_REL(o.step, 15.0, 0);
@@ -535,7 +536,7 @@ static void test_dualpipev_refused(void **state)
     fill(tb, 8, 2.0);
     aps_schedule_out o;
     aps_schedule_in in = {4, 2, 7, tf, tb, NULL, NULL, APS_PP_DUALPIPEV,
-                          NULL, NULL};
+                          NULL, NULL, 0};
     assert_int_equal(aps_schedule_simulate(&in, &o), APS_EINVAL);
     in.m = 8;
     assert_int_equal(aps_schedule_simulate(&in, &o), APS_OK);
@@ -557,7 +558,7 @@ static void test_lower_bound_hand(void **state)
     double tf[4] = {1, 1, 1, 2}, tb[4] = {2, 2, 2, 4}, p2p[3];
     fill(p2p, 3, 0.1);
     aps_schedule_in in = {4, 1, 2, tf, tb, p2p, NULL, APS_PP_1F1B, NULL,
-                          NULL};
+                          NULL, 0};
     ASSERT_REL(aps_schedule_lower_bound(&in), 21.6, 1e-12);
     aps_schedule_out o;
     assert_int_equal(aps_schedule_simulate(&in, &o), APS_OK);
@@ -590,13 +591,79 @@ static void test_lower_bound_below_step(void **state)
     for (int k = 0; k < 5; k++)
         for (int64_t m = 8; m <= 16; m += 8) {
             aps_schedule_in in = {4, v[k], m, tf, tb, p2p, NULL, sched[k],
-                                  tw, NULL};
+                                  tw, NULL, 0};
             aps_schedule_out o;
             assert_int_equal(aps_schedule_simulate(&in, &o), APS_OK);
             double lb = aps_schedule_lower_bound(&in);
             assert_true(lb > 0.0);
             assert_true(lb <= o.step + 1e-12);
         }
+}
+
+/* Megatron's interleaved 1F1B with microbatch_group_size_per_vp_stage G
+ * = 5, p = 2, v = 2, m = 5 (schedules.py @ d98e8a64): get_schedule_table
+ * is one group, chunk 0 of micro-batches 0-4 then chunk 1 of 0-4;
+ * get_pp_rank_microbatches' warm-up 2(p - i - 1) + (v - 1) G = 7 on rank
+ * 0 and 5 on rank 1 (G = p = 2, m = 4: 4 and 2).  Rank 0 (stages 0, 2)
+ * then runs 1F1B from the 8th forward (F2_2), backwards in table order
+ * with the chunks reversed (stage 2 first); in flight (warm-up + 1) / v
+ * = 4 and 3. */
+static void test_group_size_order(void **state)
+{
+    (void)state;
+    assert_int_equal(aps_schedule_warmup(2, 2, 5, 5, 0), 7);
+    assert_int_equal(aps_schedule_warmup(2, 2, 5, 5, 1), 5);
+    assert_int_equal(aps_schedule_warmup(2, 2, 4, 0, 0), 4);
+    assert_int_equal(aps_schedule_warmup(2, 2, 4, 0, 1), 2);
+    /* PP 4, VPP 3, m = 5, G = 5 (Megatron's tunable_overlap tests): 2 x 3
+     * + 2 x 5 = 16 >= m v = 15, every forward first on rank 0 */
+    assert_int_equal(aps_schedule_warmup(4, 3, 5, 5, 0), 15);
+    assert_int_equal(aps_schedule_warmup(4, 3, 5, 5, 3), 10);
+    double tf[4] = {1, 1, 1, 1}, tb[4] = {2, 2, 2, 2};
+    aps_timeline tl;
+    memset(&tl, 0, sizeof tl);
+    tl.keep = KEEP;
+    tl.events = ev_buf;
+    tl.ranks_cap = RANKS;
+    aps_schedule_in in = {2, 2, 5, tf, tb, NULL, NULL, APS_PP_1F1B, NULL,
+                          &tl, 5};
+    aps_schedule_out o;
+    assert_int_equal(aps_schedule_simulate(&in, &o), APS_OK);
+    assert_string_equal(rank_text(&tl, 0, false),
+                        "F0_0 F0_1 F0_2 F0_3 F0_4 F2_0 F2_1 F2_2 B2_0 F2_3 "
+                        "B2_1 F2_4 B2_2 B2_3 B2_4 B0_0 B0_1 B0_2 B0_3 B0_4");
+    assert_string_equal(rank_text(&tl, 1, false),
+                        "F1_0 F1_1 F1_2 F1_3 F1_4 F3_0 B3_0 F3_1 B3_1 F3_2 "
+                        "B3_2 F3_3 B3_3 F3_4 B3_4 B1_0 B1_1 B1_2 B1_3 B1_4");
+    ASSERT_REL(o.inflight[0], 4.0, 0);
+    ASSERT_REL(o.inflight[1], 3.0, 0);
+}
+
+/* The cached order is keyed by the group size too: m = 6 in groups of
+ * G = 6 after groups of p = 2 (g = 0) runs the one-group order (rank 0:
+ * six chunk-0 forwards first), and g = 0 after it the default's again. */
+static void test_group_size_cache_key(void **state)
+{
+    (void)state;
+    double tf[4] = {1, 1, 1, 1}, tb[4] = {2, 2, 2, 2};
+    aps_timeline tl;
+    aps_schedule_out o;
+    const int64_t groups[3] = {0, 6, 0};
+    const char *want[3] = {"F0_0 F0_1 F2_0 F2_1 F0_2",
+                           "F0_0 F0_1 F0_2 F0_3 F0_4",
+                           "F0_0 F0_1 F2_0 F2_1 F0_2"};
+    for (int k = 0; k < 3; k++) {
+        memset(&tl, 0, sizeof tl);
+        tl.keep = KEEP;
+        tl.events = ev_buf;
+        tl.ranks_cap = RANKS;
+        aps_schedule_in in = {2,    2,    6,           tf,   tb,
+                              NULL, NULL, APS_PP_1F1B, NULL, &tl,
+                              groups[k]};
+        assert_int_equal(aps_schedule_simulate(&in, &o), APS_OK);
+        assert_int_equal(strncmp(rank_text(&tl, 0, false), want[k],
+                                 strlen(want[k])), 0);
+    }
 }
 
 int main(void)
@@ -617,6 +684,8 @@ int main(void)
         cmocka_unit_test(test_dualpipev_refused),
         cmocka_unit_test(test_lower_bound_hand),
         cmocka_unit_test(test_lower_bound_below_step),
+        cmocka_unit_test(test_group_size_order),
+        cmocka_unit_test(test_group_size_cache_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -125,7 +125,7 @@ static int64_t sweep(int sched, const int64_t *vs, int nv)
                         aps_schedule_in in = {
                             p, v, ms[c], t.tf, t.tb,
                             opt & 1 ? t.p2p : NULL, opt & 2 ? t.w : NULL,
-                            sched, opt & 4 ? t.tw : NULL, NULL};
+                            sched, opt & 4 ? t.tw : NULL, NULL, 0};
                         ok += compare(&in) == APS_OK;
                     }
         }
@@ -185,7 +185,7 @@ static void test_negative_time_refused_alike(void **state)
     t.tf[0] = -5.0;
     for (int sched = APS_PP_1F1B; sched <= APS_PP_DUALPIPEV; sched++) {
         aps_schedule_in in = {4, 2, 8, t.tf, t.tb, NULL, NULL, sched, NULL,
-                              NULL};
+                              NULL, 0};
         assert_int_equal(compare(&in), APS_EINVAL);
     }
 }
@@ -239,7 +239,7 @@ static void test_timeline_same_as_event_loop(void **state)
                 aps_timeline b = a;
                 b.events = eb;
                 aps_schedule_in in = {4,   vs[s], m, t.tf, t.tb, t.p2p, t.w,
-                                      scheds[s], t.tw, &a};
+                                      scheds[s], t.tw, &a, 0};
                 aps_schedule_out oa = {0}, ob = {0};
                 assert_int_equal(aps_schedule_simulate(&in, &oa), APS_OK);
                 in.timeline = &b;
@@ -265,20 +265,21 @@ static void test_inflight_same_as_before(void **state)
                     double want = ref_inflight(p, v, m, i, w);
                     /* twice: walked, then remembered (schedule_memo.c) */
                     for (int twice = 0; twice < 2; twice++)
-                        ASSERT_DBL_EXACT(aps_schedule_inflight(p, v, m, i, w),
-                                         want);
-                    ASSERT_DBL_EXACT(aps_schedule_inflight(p, v, m, i, NULL),
+                        ASSERT_DBL_EXACT(
+                            aps_schedule_inflight(p, v, m, 0, i, w), want);
+                    ASSERT_DBL_EXACT(aps_schedule_inflight(p, v, m, 0, i, NULL),
                                      ref_inflight(p, v, m, i, NULL));
                     for (int s = APS_PP_1F1B; s <= APS_PP_DUALPIPEV; s++)
                         ASSERT_DBL_EXACT(
-                            aps_schedule_inflight_of(s, p, v, m, i, w),
+                            aps_schedule_inflight_of(s, p, v, m, 0, i, w),
                             ref_inflight_of(s, p, v, m, i, w));
                 }
 }
 
 /* The memo of simulated steps (schedule_memo.c): a step stored is found
  * for the same inputs in other arrays, and not for inputs that differ in
- * one bit of one array, in m, or in the schedule. */
+ * one bit of one array, in m, in the schedule, or in the interleaved
+ * table's group size (g 0 and g = p are one key: the same order). */
 static void test_step_memo_exact_inputs(void **state)
 {
     (void)state;
@@ -286,8 +287,8 @@ static void test_step_memo_exact_inputs(void **state)
     uint64_t rng = 5;
     make_times(TIMES_UNEVEN, 8, &rng, &a);
     b = a;
-    aps_schedule_in ia = {4, 2, 8, a.tf, a.tb, a.p2p, a.w, 0, a.tw, NULL};
-    aps_schedule_in ib = {4, 2, 8, b.tf, b.tb, b.p2p, b.w, 0, b.tw, NULL};
+    aps_schedule_in ia = {4, 2, 8, a.tf, a.tb, a.p2p, a.w, 0, a.tw, NULL, 0};
+    aps_schedule_in ib = {4, 2, 8, b.tf, b.tb, b.p2p, b.w, 0, b.tw, NULL, 0};
     double step = 0.0;
     uint64_t h, hb;
     assert_false(aps_schedule_memo_find(&ia, &step, &h));
@@ -308,6 +309,11 @@ static void test_step_memo_exact_inputs(void **state)
     assert_false(aps_schedule_memo_find(&ib, &step, &hb));
     ib.schedule = 0;
     assert_true(aps_schedule_memo_find(&ib, &step, &hb));
+    ib.g = 8; /* G = m: one group */
+    assert_false(aps_schedule_memo_find(&ib, &step, &hb));
+    ib.g = 4; /* G = p, Megatron's default */
+    assert_true(aps_schedule_memo_find(&ib, &step, &hb));
+    ASSERT_DBL_EXACT(step, 42.5);
 }
 
 int main(void)

@@ -85,8 +85,8 @@ describe("candidates.csv rows (core.csv_rows)", function()
     -- the values themselves: 512 / (1 x 8 x 1) = 64, 512 / (2 x 4 x 2) = 32
     local lines = {}
     for l in text:gmatch("[^\n]+") do lines[#lines + 1] = l end
-    assert.truthy(lines[2]:find(",1f1b,,,1,64,full,,,all,3;5,", 1, true), lines[2])
-    assert.truthy(lines[3]:find(",1,,,,,,2,32,selective,mlp,,,3;5,", 1, true), lines[3])
+    assert.truthy(lines[2]:find(",1f1b,,,,1,64,full,,,all,3;5,", 1, true), lines[2])
+    assert.truthy(lines[3]:find(",1,,,,,,,2,32,selective,mlp,,,3;5,", 1, true), lines[3])
     assert.truthy(lines[4]:find(',"a,""b",', 1, true), lines[4])
   end)
 

@@ -853,6 +853,28 @@ describe("launch configs", function()
     end
   end)
 
+  it("write Megatron's micro-batch group size; the other engines note it NOT EXPRESSIBLE", function()
+    -- 8B on PP 4 x VPP 2: G = 8 groups of the interleaved table (Megatron
+    -- --microbatch-group-size-per-virtual-pipeline-stage), written as
+    -- searched; G = 0 (Megatron's default, pp) writes nothing, and G = pp
+    -- is the same candidate
+    local r = run_example("llama3_8b_h100.lua", { top_k = 6, set = { "training.framework=megatron",
+      "search_space.pp_degree=4", "search_space.vpp_degree=2", "search_space.microbatch_group_size=0,4,8",
+      "search_space.micro_batch_size=1", "search_space.layer_recompute=full" } })
+    local by, groups = check_all(r), {}
+    for _, rec in ipairs(r.top_k_strategies) do
+      local G = rec.microbatch_group_size or 0
+      assert.are_not.equal(4, G)
+      groups[G] = true
+      local _, values = parse_megatron(by[rec.rank].megatron.text)
+      local flag = values["--microbatch-group-size-per-virtual-pipeline-stage"]
+      assert.are.equal(G == 8 and "8" or nil, flag)
+      local titan = by[rec.rank].torchtitan.text
+      assert.are.equal(G == 8, titan:find("NOT EXPRESSIBLE in TorchTitan: microbatch_group_size = 8", 1, true) ~= nil)
+    end
+    assert.is_true(groups[8] and groups[0], "both among the top 6")
+  end)
+
   it("write one stage per rank for InterleavedZeroBubble at vpp 1 (HEAD's default for it is two)", function()
     -- a looped schedule gets 2 stages per rank from TorchTitan unless told
     -- (pipeline_parallel.py _get_pipeline_metadata), and layers_per_stage

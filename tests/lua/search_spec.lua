@@ -665,6 +665,23 @@ describe("fast path vs full enumeration", function()
     local a = same(policy.from_table(raw, "modules.lua"))
     assert.is_true(a.infeasible_summary.FRAMEWORK_UNSUPPORTED.count > 0)
   end)
+  it("is the same with micro-batch group sizes (VPP_INVALID per count, FRAMEWORK_UNSUPPORTED off Megatron)", function()
+    -- G in [p, m] with m mod G 0 or >= p (Megatron's schedules.py checks)
+    -- depends on the micro-batch count of the inner levels: the pp cache
+    -- is per count; G != 0 is refused outside Megatron-LM (a late check)
+    for _, fw in ipairs({ "megatron", "fsdp2" }) do
+      local raw = pipeline_space(fw)
+      raw.search_space.stage_partition = nil
+      raw.search_space.pp_schedule = { "1f1b", "interleaved_zero_bubble" }
+      raw.search_space.microbatch_group_size = { 0, 3, 4, 6, 16 }
+      local a = same(policy.from_table(raw, "groups_" .. fw .. ".lua"))
+      if fw == "megatron" then
+        assert.is_true(a.infeasible_summary.VPP_INVALID.count > 0)
+      else
+        assert.is_true(a.infeasible_summary.FRAMEWORK_UNSUPPORTED.count > 0)
+      end
+    end
+  end)
   it("is the same under fsdp2 and deepspeed", function()
     for _, fw in ipairs({ "fsdp2", "deepspeed" }) do
       local raw = pipeline_space(fw)

@@ -65,6 +65,27 @@ describe("space sizes", function()
       ["2/2/dualpipev"] = 1 }, seen)
   end)
 
+  it("searches the listed microbatch_group_size values under interleaved 1F1B only, pp spelt 0", function()
+    local s = make({ pp_degree = { 1, 2, 4 }, vpp_degree = { 1, 2 },
+      pp_schedule = { "1f1b", "interleaved_zero_bubble" }, microbatch_group_size = { 0, 2, 4, 8 } })
+    local _, list = collect(s)
+    local seen = {}
+    for _, c in ipairs(list) do
+      local k = c.pp_degree .. "/" .. c.vpp_degree .. "/" .. c.pp_schedule .. "/" .. c.microbatch_group_size
+      seen[k] = (seen[k] or 0) + 1
+    end
+    -- 0 (the default) alone without pipelining, without interleaving and
+    -- under the zero-bubble schedule; under interleaved 1F1B the values,
+    -- pp itself as 0 (pp 2: 0, 4, 8; pp 4: 0, 2, 8 -- the core refuses 2)
+    assert.are.same({ ["1/1/1f1b/0"] = 1, ["1/2/1f1b/0"] = 1,
+      ["2/1/1f1b/0"] = 1, ["2/1/interleaved_zero_bubble/0"] = 1,
+      ["2/2/1f1b/0"] = 1, ["2/2/1f1b/4"] = 1, ["2/2/1f1b/8"] = 1, ["2/2/interleaved_zero_bubble/0"] = 1,
+      ["4/1/1f1b/0"] = 1, ["4/1/interleaved_zero_bubble/0"] = 1,
+      ["4/2/1f1b/0"] = 1, ["4/2/1f1b/2"] = 1, ["4/2/1f1b/8"] = 1, ["4/2/interleaved_zero_bubble/0"] = 1 }, seen)
+    assert.is_true(space.moot({ pp_degree = 4, vpp_degree = 1 }, "microbatch_group_size"))
+    assert.is_false(space.moot({ pp_degree = 4, vpp_degree = 2 }, "microbatch_group_size"))
+  end)
+
   it("is the plain product of independent dimensions", function()
     -- dp 4 x fsdp 2 x tp 2 x mbs 3 = 48 (sp follows tp; zero_stage 0)
     local s = make({ dp_degree = { 1, 2, 4, 8 }, fsdp_degree = { 1, 2 }, tp_degree = { 1, 2 },

@@ -48,6 +48,8 @@ function M.strategy_line(s, derived_mbn)
   if s.pp_schedule and s.pp_schedule ~= "1f1b" and (s.pp_degree or 1) > 1 then
     parts[#parts + 1] = "pp_schedule=" .. s.pp_schedule
   end
+  local group = common.field_value(s, "microbatch_group_size")
+  if group then parts[#parts + 1] = "microbatch_group_size=" .. tostring(group) end
   -- the split and recompute arrays as every output shows them
   -- (common.field_value: omitted at their neutral or moot value)
   for _, f in ipairs({ "stage_partition", "layer_offset", "recompute_num_layers" }) do

@@ -129,6 +129,9 @@ function M.build(est, tl, inputs)
       producer = "apsearch estimate --trace", model = inputs.model.name,
       step_time_s = est.step_time, micro_batch_num = est.micro_batch_num,
       pp_schedule = tl and tl.pp_schedule or nil,
+      -- Megatron's interleaved groups, when not its default (pp_degree)
+      microbatch_group_size = tl and est.strategy
+        and require("apsearch.format.common").field_value(est.strategy, "microbatch_group_size") or nil,
       note = note,
     },
   }

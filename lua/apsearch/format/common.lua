@@ -46,7 +46,8 @@ end
 -- spells it.
 M.STRATEGY_FIELDS = { "dp_degree", "fsdp_degree", "zero_stage",
   "reshard_after_forward", "tp_degree", "sequence_parallel", "pp_degree",
-  "vpp_degree", "pipeline_split", "pp_schedule", "cp_degree", "cp_comm_type",
+  "vpp_degree", "pipeline_split", "pp_schedule", "microbatch_group_size",
+  "cp_degree", "cp_comm_type",
   "micro_batch_size", "micro_batch_num", "layer_recompute", "recompute_modules",
   "recompute_method", "recompute_num_layers", "stage_partition",
   "layer_offset", "ep_degree", "etp_degree", "moe_token_dispatcher",
@@ -62,7 +63,9 @@ M.STRATEGY_FIELDS = { "dp_degree", "fsdp_degree", "zero_stage",
 --   per stage;
 -- * stage_partition and layer_offset all 0 (split by `pipeline_split`,
 --   no shift): nil;
--- * pp_schedule without pipelining (pp_degree 1): nil (moot).
+-- * pp_schedule without pipelining (pp_degree 1): nil (moot);
+-- * microbatch_group_size 0 or pp_degree (Megatron's default) or outside
+--   the interleaved 1F1B schedule (space.moot): nil.
 -- Other fields and values are returned as they are.
 -- @tparam table s strategy (candidate or top-k record)
 -- @tparam string f field name
@@ -84,6 +87,9 @@ function M.field_value(s, f, gbs)
     return nil
   elseif f == "pp_schedule" and (s.pp_degree or 1) == 1 then
     return nil
+  elseif f == "microbatch_group_size" and (v == 0 or v == s.pp_degree or
+      require("apsearch.space").moot(s, f)) then
+    return nil
   elseif f == "recompute_modules" and s.layer_recompute ~= "selective" then
     return nil -- Megatron reads --recompute-modules with selective only
   elseif (f == "moe_token_dispatcher" or f == "moe_capacity_factor") and v == nil and s.ep_degree ~= nil then
@@ -102,6 +108,7 @@ M.field_reads = {
   micro_batch_num = { "micro_batch_size", "dp_degree", "fsdp_degree" },
   recompute_num_layers = { "layer_recompute" },
   pp_schedule = { "pp_degree" },
+  microbatch_group_size = { "pp_degree", "vpp_degree", "pp_schedule" },
   recompute_modules = { "layer_recompute" },
   moe_token_dispatcher = { "ep_degree" },
   moe_capacity_factor = { "ep_degree" },

@@ -34,6 +34,16 @@ local function dispatcher_text(r)
     ((type(cf) == "number" and cf > 0) and string.format(" cap %g", cf) or "")
 end
 
+-- the "schedule" cell: the pipeline schedule, with " g5" when Megatron's
+-- interleaved table runs groups of 5 micro-batches per model chunk
+-- (microbatch_group_size; not shown at its default, pp_degree); "-"
+-- without pipelining
+local function schedule_text(r)
+  if (r.pp_degree or 1) == 1 then return "-" end
+  local g = common.field_value(r, "microbatch_group_size")
+  return tostring(r.pp_schedule or "1f1b") .. (g and (" g" .. tostring(g)) or "")
+end
+
 -- column of the objective's score (last of M.rows; the text table moves
 -- it next to rank)
 local OBJECTIVE_COL = #HEADERS
@@ -156,7 +166,7 @@ function M.rows(result)
       (r.fsdp_degree or 1) > 1 and yn(r.reshard_after_forward) or "-",
       tostring(r.tp_degree), r.tp_degree == 1 and "-" or yn(r.sequence_parallel),
       tostring(r.pp_degree), tostring(r.vpp_degree),
-      (r.pp_degree or 1) > 1 and tostring(r.pp_schedule or "1f1b") or "-",
+      schedule_text(r),
       M.split_text(mc.per_stage),
       tostring(r.cp_degree),
       (r.cp_degree or 1) > 1 and tostring(r.cp_comm_type) or "-",

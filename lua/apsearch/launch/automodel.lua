@@ -309,6 +309,8 @@ local function pipeline_keys(w, g)
   if g.pp > 1 then
     local S = g.pp * g.vpp
     K("distributed.pipeline.pp_schedule", M.schedule(r, g.vpp))
+    local group = launch_util.group_size_note(r)
+    if group then N(NE, group) end
     K("distributed.pipeline.pp_microbatch_size", g.mbs)
     local lps = M.layers_per_stage(L, S)
     if lps then

@@ -145,6 +145,22 @@ function M.rule_chunks(L, pp, vpp, split)
     { pp_degree = pp, vpp_degree = vpp, pipeline_split = split }))
 end
 
+--- What an engine other than Megatron-LM cannot run of a record's
+-- microbatch_group_size: Megatron's --microbatch-group-size-per-virtual-
+-- pipeline-stage regroups its own interleaved table (schedules.py
+-- get_schedule_table @ d98e8a64); PyTorch pipelining's Interleaved1F1B
+-- and MindFormers' 1f1b take no group size.  nil at the default (0 or
+-- pp_degree) or outside interleaved 1F1B.
+-- @tparam table rec top-k record
+-- @treturn string|nil the note's text
+function M.group_size_note(rec)
+  local g = require("apsearch.format.common").field_value(rec, "microbatch_group_size")
+  if g == nil or g == rec.pp_degree then return nil end
+  return string.format("microbatch_group_size = %d: Megatron-LM's --microbatch-group-size-per-" ..
+    "virtual-pipeline-stage; this engine's interleaved schedule runs groups of pp_degree = %d", g,
+    rec.pp_degree)
+end
+
 --- True when the estimate split a record's layers by its pipeline_split
 -- rule, the only split a framework's own split flags may stand for: a
 -- stage_partition, a layer_offset or balancing replaces the rule

@@ -12,7 +12,9 @@
 --   middle stages are equal -> --decoder-first/last-pipeline-num-layers;
 --   chunks that differ (per-chunk stage_partition, pipeline_split
 --   fill_last) -> --pipeline-model-parallel-layout;
---   vpp_degree v > 1 -> --num-layers-per-virtual-pipeline-stage L/(p v)
+--   vpp_degree v > 1 -> --num-layers-per-virtual-pipeline-stage L/(p v);
+--   microbatch_group_size G (v > 1, G not 0 or p, Megatron's default) ->
+--   --microbatch-group-size-per-virtual-pipeline-stage G
 -- * cp_degree -> --context-parallel-size, cp_comm_type -> --cp-comm-type
 --   (p2p | all_gather | a2a): Megatron passes the string to
 --   TransformerEngine unchanged (megatron/core/extensions/
@@ -423,6 +425,12 @@ function M.render(c)
       end
     end
     if tr.overlap_p2p_comm == false then A("--no-overlap-p2p-communication") end
+    -- ModelParallelConfig.microbatch_group_size_per_vp_stage, None = pp
+    -- (model_parallel_config.py:431-436, 567-568 @ d98e8a64)
+    local group = r.microbatch_group_size or 0
+    if group ~= 0 and group ~= pp then
+      A("--microbatch-group-size-per-virtual-pipeline-stage", group)
+    end
   end
   A("--context-parallel-size", cp)
   if cp > 1 then A("--cp-comm-type", r.cp_comm_type or "p2p") end

@@ -408,6 +408,8 @@ function M.render(c)
   if vpp > 1 then
     K("parallel.pipeline_config.pipeline_interleave", true)
     K("parallel.pipeline_config.pipeline_scheduler", "1f1b")
+    local group = launch_util.group_size_note(r)
+    if group then N("NOT EXPRESSIBLE in MindFormers", group) end
   end
   if pp > 1 and (r.pp_schedule or "1f1b") ~= "1f1b" then
     N("NOT EXPRESSIBLE in MindFormers", "pp_schedule = " .. r.pp_schedule .. ": the config runs " ..

@@ -81,6 +81,9 @@ M.megatron = {
     "--moe-router-num-groups", "--moe-router-group-topk", "--moe-router-topk-scaling-factor",
     -- ModelParallelConfig.overlap_moe_expert_parallel_comm (ArgumentGroupFactory)
     "--overlap-moe-expert-parallel-comm",
+    -- ModelParallelConfig.microbatch_group_size_per_vp_stage, arg_names
+    -- (model_parallel_config.py:431-436)
+    "--microbatch-group-size-per-virtual-pipeline-stage",
     -- _add_training_args / OptimizerConfig (precision-aware optimizer)
     "--use-precision-aware-optimizer", "--exp-avg-dtype", "--exp-avg-sq-dtype",
     "--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",
@@ -148,6 +151,10 @@ M.megatron.facts = {
   ["--decoder-last-pipeline-num-layers"] = { type = "int", min = 1 },
   ["--num-layers-per-virtual-pipeline-stage"] = { type = "int", min = 1 },
   ["--num-virtual-stages-per-pipeline-rank"] = { type = "int", min = 2 },
+  -- forward_backward_pipelining_with_interleaving raises unless in [pp,
+  -- micro-batches] with the remainder 0 or >= pp (schedules.py:1160-1180)
+  ["--microbatch-group-size-per-virtual-pipeline-stage"] = { type = "int", min = 1,
+    constraint = "in [--pipeline-model-parallel-size, micro-batches]; micro-batches mod it 0 or >= pp" },
   -- argparse takes any string (nargs '+'); TE's attention
   -- (transformer_engine.py:2153 TEDotProductAttention) passes it unchanged
   -- to TransformerEngine, whose attn_forward_func_with_cp knows "p2p",

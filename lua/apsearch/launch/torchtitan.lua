@@ -949,6 +949,8 @@ function M.render(c)
     local sched = M.schedule_class(r, vpp)
     F("parallelism.pipeline_parallel_schedule", sched)
     F("parallelism.num_pp_microbatches", nmb)
+    local group = require("apsearch.launch").group_size_note(r)
+    if group then N("NOT EXPRESSIBLE in TorchTitan", group) end
     local plan, chunks, parts = M.pipeline_plan(c, r, L, pp, vpp, sched, "lm_head")
     if plan then
       F("parallelism.pipeline_parallel_first_stage_less_layers", plan.first)

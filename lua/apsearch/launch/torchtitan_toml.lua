@@ -347,6 +347,8 @@ function M.render(c, tag)
     local sched = titan.schedule_class(r, vpp)
     K("parallelism.pipeline_parallel_schedule", sched)
     K("parallelism.pipeline_parallel_microbatch_size", b)
+    local group = require("apsearch.launch").group_size_note(r)
+    if group then N(NE, group) end
     local plan, chunks, parts = titan.pipeline_plan(c, r, L, pp, vpp, sched, rel.output)
     if plan then
       K("parallelism.pipeline_parallel_first_stage_less_layers", plan.first)

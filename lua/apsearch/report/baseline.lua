@@ -41,11 +41,12 @@ local FIELDS = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forwar
   "tp_degree", "sequence_parallel", "pp_degree", "vpp_degree", "pp_schedule", "cp_degree",
   "cp_comm_type", "micro_batch_size", "micro_batch_num", "stage_partition",
   "layer_offset", "layer_recompute", "recompute_method", "recompute_num_layers",
-  "ep_degree", "etp_degree", "moe_token_dispatcher", "moe_capacity_factor", "recompute_modules" }
+  "ep_degree", "etp_degree", "moe_token_dispatcher", "moe_capacity_factor", "recompute_modules",
+  "microbatch_group_size" }
 
 -- the value a field has when a record leaves it out (a result written
 -- before the field existed): the space's default (space.lua)
-local DEFAULT = { pp_schedule = "1f1b", recompute_method = "block",
+local DEFAULT = { pp_schedule = "1f1b", recompute_method = "block", microbatch_group_size = 0,
   -- a top-k record leaves an MoE strategy's dispatcher and capacity out
   -- when they are the search's defaults, which the space's candidates set
   moe_token_dispatcher = "alltoall", moe_capacity_factor = 0 }
@@ -298,7 +299,7 @@ end
 local MATCH = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "tp_degree", "sequence_parallel", "pp_degree", "vpp_degree", "pp_schedule", "cp_degree",
   "cp_comm_type", "micro_batch_size", "ep_degree", "etp_degree", "moe_token_dispatcher",
-  "moe_capacity_factor" }
+  "moe_capacity_factor", "microbatch_group_size" }
 
 local function close(a, b)
   return type(a) == "number" and type(b) == "number" and math.abs(a - b) <= 1e-6 * math.max(math.abs(a), math.abs(b))

@@ -123,8 +123,6 @@ static int64_t stage_recompute(const aps_model *m, const aps_cluster *c,
     aps_stage_memory(m, c, t, s, lay, plan, lc, i, &st);
     if (st.mem_limited <= limit)
         return 0;
-    if (aps_profile(t)->recompute_all_or_none)
-        return lay->layers[i];
     int64_t lo = 1, hi = lay->layers[i];
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
@@ -146,18 +144,10 @@ static void assign_recompute(const aps_model *m, const aps_cluster *c,
                              aps_layout *lay, const aps_dp_plan *plan,
                              const aps_layer_cost *lc, double limit)
 {
-    bool any = false;
-    for (int64_t i = 0; i < lay->p; i++) {
+    for (int64_t i = 0; i < lay->p; i++)
         lay->recompute[i] = stage_recompute(m, c, t, s, lay, plan, lc, i, limit);
-        any = any || lay->recompute[i] > 0;
-    }
     if (auto_full(s) && aps_profile(t)->recompute_count_per_chunk)
         aps_layout_one_recompute_count(lay);
-    /* one activation-checkpointing config for the whole model (TorchTitan):
-     * a stage that needs it recomputes every block of every stage */
-    if (auto_full(s) && aps_profile(t)->recompute_all_or_none && any)
-        for (int64_t i = 0; i < lay->p; i++)
-            lay->recompute[i] = lay->layers[i];
 }
 
 /** Time per micro-batch of stage i as laid out (its recompute chosen by

@@ -738,35 +738,6 @@ static aps_reason check_megatron_graph_recompute(const aps_model *m,
     return APS_REASON_FRAMEWORK_UNSUPPORTED;
 }
 
-/** A framework that checkpoints every block or none
- *  (recompute_all_or_none: TorchTitan's FullAC) cannot run full recompute
- *  of some layers: a given count below a stage's layers is refused
- *  (recompute_num_layers = "auto" picks none or all, balance.c). */
-static aps_reason check_recompute_all_or_none(const aps_model *m,
-                                              const aps_training *t,
-                                              const aps_strategy *s,
-                                              char *msg, size_t n)
-{
-    if (!aps_profile(t)->recompute_all_or_none ||
-        s->layer_recompute != APS_RECOMPUTE_FULL || s->auto_recompute)
-        return APS_REASON_NONE;
-    int64_t layers[APS_MAX_STAGES];
-    if (aps_stage_layers(m, s, layers, msg, n) != APS_REASON_NONE)
-        return APS_REASON_NONE; /* aps_check_pp says why */
-    for (int64_t i = 0; i < s->pp_degree; i++) {
-        int64_t k = aps_given_recompute(s, i, layers[i]);
-        if (k < layers[i]) {
-            aps_fmt(msg, n, "%s: full recompute of %lld of stage %lld's %lld "
-                    "layers; TorchTitan checkpoints every transformer block "
-                    "or none (FullAC; recompute_num_layers = -1 or \"auto\")",
-                    aps_framework_name(t->framework), (long long)k,
-                    (long long)i, (long long)layers[i]);
-            return APS_REASON_FRAMEWORK_UNSUPPORTED;
-        }
-    }
-    return APS_REASON_NONE;
-}
-
 aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
                                      const aps_strategy *s, char *msg, size_t n)
 {
@@ -777,9 +748,6 @@ aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
     if (r != APS_REASON_NONE)
         return r;
     r = check_megatron_graph_recompute(m, t, s, msg, n);
-    if (r != APS_REASON_NONE)
-        return r;
-    r = check_recompute_all_or_none(m, t, s, msg, n);
     if (r != APS_REASON_NONE)
         return r;
     aps_reason code = APS_REASON_NONE;

@@ -73,9 +73,6 @@ typedef struct {
     bool recompute_count_per_chunk; /**< one recompute count applies to
                                       every model chunk (Megatron
                                       --recompute-num-layers) */
-    bool recompute_all_or_none;  /**< full recompute checkpoints every
-                                      block of the model or none: no count
-                                      of layers, no per-stage choice */
     bool pp_unsharded_grads;     /**< FSDP under pipeline parallelism keeps
                                       parameters and gradients unsharded
                                       across micro-batches, reducing once

@@ -153,11 +153,6 @@ static const aps_framework_profile profiles[] = {
          * grad_input = zeros_like(x): the fp32 log-softmax output x, the
          * zeros, exp(x) and their sum are alive at once, 4 + 4 + 4 + 4 */
         .logits_bytes_loss_parallel = 16.0,
-        /* FullAC.apply wraps every transformer block of every model part
-         * (torchtitan/distributed/activation_checkpoint.py @ b5bcd76c:
-         * "Apply activation checkpointing to every transformer block"),
-         * and one config serves the whole model: all blocks or none */
-        .recompute_all_or_none = true,
         /* ChunkedLossWrapper, the loss of TorchTitan's model configs since
          * 786e26f8e (2026-04-27, PR 2937: llama3, qwen3, qwen3_5,
          * deepseek_v3, gpt_oss, kimi_k2_7 config_registry.py @ b5bcd76c),

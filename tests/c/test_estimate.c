@@ -921,44 +921,6 @@ static void test_auto_recompute_is_minimal(void **state)
     test_free(e);
 }
 
-/** TorchTitan checkpoints every block of the model or none (FullAC,
- *  profile recompute_all_or_none): under auto_recompute the pp4 run above,
- *  whose first stage needs some recompute, recomputes all 8 layers of
- *  every stage, and a given count below a stage's layers is refused. */
-static void test_recompute_all_or_none(void **state)
-{
-    (void)state;
-    aps_model m; aps_cluster c; aps_training t; aps_strategy s;
-    pp4_setup(&m, &c, &t, &s);
-    t.framework = APS_FW_FSDP2;
-    s.dp_degree = 1;
-    s.fsdp_degree = 2;
-    s.micro_batch_size = 2;
-    s.layer_recompute = APS_RECOMPUTE_FULL;
-    s.auto_recompute = true;
-    aps_estimate *e = test_malloc(sizeof *e);
-    fx_run(&m, &c, &t, &s, e);
-    assert_true(e->feasible);
-    for (int i = 0; i < 4; i++)
-        assert_int_equal(e->stages[i].recompute_layers, 8);
-    /* no recompute needed: none anywhere */
-    t.memory_limit_bytes = 1e15;
-    fx_run(&m, &c, &t, &s, e);
-    for (int i = 0; i < 4; i++)
-        assert_int_equal(e->stages[i].recompute_layers, 0);
-    /* 6 of 8 layers cannot be written as TorchTitan's FullAC */
-    s.auto_recompute = false;
-    for (int i = 0; i < 4; i++)
-        s.recompute_num_layers[i] = 6;
-    fx_run(&m, &c, &t, &s, e);
-    assert_int_equal(e->reason, APS_REASON_FRAMEWORK_UNSUPPORTED);
-    for (int i = 0; i < 4; i++)
-        s.recompute_num_layers[i] = -1; /* every layer: runs */
-    fx_run(&m, &c, &t, &s, e);
-    assert_int_equal(e->reason, APS_REASON_NONE);
-    test_free(e);
-}
-
 /** Korthikanti et al. 2022 eq. 5: with 1F1B the first stage holds p
  *  micro-batches of its L/p layers, the activations of L layers. */
 static void test_first_stage_holds_L_layers(void **state)
@@ -1580,7 +1542,6 @@ int main(void)
         cmocka_unit_test(test_balanced_by_simulated_step),
         cmocka_unit_test(test_balanced_megatron),
         cmocka_unit_test(test_auto_recompute_is_minimal),
-        cmocka_unit_test(test_recompute_all_or_none),
         cmocka_unit_test(test_first_stage_holds_L_layers),
         cmocka_unit_test(test_interleaved_bubble),
         cmocka_unit_test(test_v_schedule_places_output_layer),

@@ -817,7 +817,10 @@ local function cmd_run(args)
     -- a candidate the core refuses outright (a size limit): the policy's
     -- search space and training produced it
     if type(result) == "string" and result:find("^strategy: ") then
-      result = path .. ": search_space: a candidate's " .. result:sub(#"strategy: " + 1)
+      -- the policy file, or the one --model / --cluster built
+      local from = path or ("the policy --model " .. tostring(opts.model or "(default)") .. " --cluster " ..
+        tostring(opts.cluster or "(default)") .. " builds")
+      result = from .. ": search_space: a candidate's " .. result:sub(#"strategy: " + 1)
     end
     error(result, 0)
   end

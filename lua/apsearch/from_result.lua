@@ -87,6 +87,13 @@ local function check_fields(rec, path, i)
       end)
     end
   end
+  -- the step the record was ranked at, which estimate prints beside its own
+  local pc = rec.performance_cost
+  local step = type(pc) == "table" and pc.step_time
+  if type(step) ~= "number" or step ~= step or step <= 0 or step == math.huge then
+    fail(path, ("top_k_strategies[%d].performance_cost.step_time: expected a positive number (got %s)"):format(
+      i, util.describe(type(pc) == "table" and pc.step_time or pc)))
+  end
   return rec
 end
 

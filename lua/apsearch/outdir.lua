@@ -338,7 +338,8 @@ function Set:clean_leftovers()
       local m = M.read_manifest(p)
       if not m or m.out == nil or m.out == self.name then
         local removed, why = M.remove_set(p, self.name)
-        if not removed then self.notes[#self.notes + 1] = "kept " .. p .. ": " .. tostring(why) end
+        if not removed then self.notes[#self.notes + 1] = "kept " .. p .. ": " .. tostring(why)
+        else self.notes[#self.notes + 1] = "removed " .. p .. ", the set directory of an interrupted run" end
       end
     end
   end

@@ -99,6 +99,18 @@ describe("estimate --from result.json --rank N", function()
     end
   end)
 
+  it("refuses a record without the step it was ranked at (it crashed indexing nil)", function()
+    local _, result = searched(dir, "nostep", "--top-k", "1")
+    local saved = result.top_k_strategies[1].performance_cost
+    for _, case in ipairs({ { nil, "nil" }, { { step_time = "fast" }, '"fast"' }, { { step_time = -1 }, "-1" } }) do
+      result.top_k_strategies[1].performance_cost = case[1]
+      local path = H.write(dir .. "/nostep.json", json.encode(result))
+      refused("--from: " .. path .. ": top_k_strategies[1].performance_cost.step_time: expected a positive " ..
+        "number (got " .. case[2] .. ")", "estimate", "--from", path, "--rank", "1")
+    end
+    result.top_k_strategies[1].performance_cost = saved
+  end)
+
   it("refuses a file that is not a result of apsearch run", function()
     refused("--from: " .. EX .. "llama3_8b_h100.lua: not JSON (",
       "estimate", "--from", EX .. "llama3_8b_h100.lua", "--rank", "1")

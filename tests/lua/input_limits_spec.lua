@@ -98,6 +98,22 @@ describe("a pipeline schedule over the simulation's size limit (issue 27)", func
       "run", p, "--set", "training.global_batch_size=16777216", "-q")
   end)
 
+  it("run with --model and no policy file names the policy it built (it crashed on the missing path)", function()
+    -- a config whose max_position_embeddings of 2 makes the built policy
+    -- 524,288 sequences of 2 tokens (breaker pass, 2026-12-05)
+    local src = H.read(H.ROOT .. "/examples/models/llama-3.1-8b.json")
+    local cfg = H.tmpdir() .. "/mp2.json"
+    local f = assert(io.open(cfg, "w"))
+    f:write((src:gsub('"max_position_embeddings"%s*:%s*%d+', '"max_position_embeddings": 2')))
+    f:close()
+    local code, out, err = run("run", "--model", cfg, "-q")
+    assert.are.equal(2, code, err)
+    assert.are.equal("", out)
+    assert.truthy(err:find("apsearch: the policy --model " .. cfg .. " --cluster (default) builds: " ..
+      "search_space: a candidate's micro_batch_num = 524288", 1, true), err)
+    assert.is_nil(err:find("attempt to", 1, true), err)
+  end)
+
   it("the core's timeline refuses it too (ctx:timeline), and the limit itself still simulates", function()
     local core = require "apsearch.core"
     local policy = require "apsearch.policy"

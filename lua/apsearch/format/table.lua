@@ -409,8 +409,12 @@ function M.format_lines(result, opts)
   end)
   if #codes > 0 then
     out[#out + 1] = "\nfilter reasons:"
+    -- the codes' column as wide as the longest (FRAMEWORK_UNSUPPORTED is
+    -- 21 characters), so the counts line up
+    local w = 20
+    for _, ce in ipairs(codes) do w = math.max(w, #tostring(ce[1])) end
     for _, ce in ipairs(codes) do
-      out[#out + 1] = string.format("  %-20s %8d  (%s) e.g. %s", ce[1], ce[2].count,
+      out[#out + 1] = string.format("  %-" .. w .. "s %8d  (%s) e.g. %s", ce[1], ce[2].count,
         ce[2].phase == "early" and "early" or "after estimate", tostring(ce[2].message))
     end
   end

@@ -1313,6 +1313,11 @@ function M.load(path)
   local rows, line_of = {}, {}
   for r = 2, #records do
     local fields = records[r]
+    -- a row of empty fields (what a spreadsheet exports for a blank row,
+    -- ",,,,"): no run, skipped as a blank line is
+    local blank = true
+    for _, f in ipairs(fields) do blank = blank and not f:match("%S") end
+    if blank and #fields > 1 then goto next_record end
     if #fields ~= #names then
       error(("%s:%d: data row %d has %d fields, the header %d"):format(
         path, lines[r], r - 1, #fields, #names), 0)
@@ -1325,7 +1330,9 @@ function M.load(path)
     end
     local row = {}
     for name, i in pairs(index) do row[name] = fields[i] end
-    row.case_id = row.case_id ~= "" and row.case_id or ("row " .. (r - 1))
+    -- a row without an id is named by its data row ("#3"; messages say
+    -- "row #3", not "row row 3")
+    row.case_id = row.case_id ~= "" and row.case_id or ("#" .. (r - 1))
     -- every output names a row by its id: two rows of one id would mix
     if line_of[row.case_id] then
       error(("%s:%d: case_id %s repeats the row of line %d"):format(path, lines[r],
@@ -1333,6 +1340,7 @@ function M.load(path)
     end
     line_of[row.case_id] = lines[r]
     rows[#rows + 1] = row
+    ::next_record::
   end
   return rows
 end

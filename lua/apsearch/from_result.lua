@@ -62,8 +62,13 @@ function M.load(path)
       :format(util.describe(r.schema_version), version))
   end
   for _, part in ipairs({ "model", "cluster", "training" }) do
-    if type(r.inputs[part]) ~= "table" then
+    local v = r.inputs[part]
+    if v == nil then
       fail(path, "inputs." .. part .. " missing: not a result.json of apsearch run")
+    elseif type(v) ~= "table" then
+      -- a result records the resolved table, never a name or a path
+      fail(path, ("inputs.%s: expected the resolved %s table a result records (got %s)"):format(
+        part, part, util.describe(v)))
     end
   end
   return plain(r), path

@@ -120,6 +120,12 @@ describe("estimate --from result.json --rank N", function()
     refused("--from: " .. est .. ": not a result.json of apsearch run", "estimate", "--from", est, "--rank", "1")
     refused("--from: " .. dir .. "/none.json: cannot read the file", "estimate", "--from", dir .. "/none.json",
       "--rank", "1")
+    -- a preset name where the resolved model belongs: said as such (it said
+    -- "inputs.model missing")
+    local named = H.write(dir .. "/named.json", '{"schema_version":1,"inputs":{"model":"no-such-model",' ..
+      '"cluster":{},"training":{}},"top_k_strategies":[]}')
+    refused("--from: " .. named .. ': inputs.model: expected the resolved model table a result records ' ..
+      '(got "no-such-model")', "estimate", "--from", named, "--rank", "1")
   end)
 end)
 

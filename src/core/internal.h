@@ -63,6 +63,10 @@ typedef struct {
                                       in bf16): its cuBLAS workspaces are
                                       allocated (memory.c te_workspaces) */
     bool op_sac_selective;       /**< "selective" = TorchTitan op-level AC */
+    bool eager_unfused_swiglu;   /**< without training.torch_compile the
+                                      SwiGLU runs as w2(silu(w1 x) * w3 x)
+                                      in eager PyTorch, keeping the SiLU's
+                                      output too (memory.c) */
     unsigned tp_gather_quantized;/**< bit (1u << aps_precision) set: under
                                       that precision the sequence-parallel
                                       all-gathers of GEMM inputs (forward)
@@ -875,6 +879,11 @@ double aps_recipe_logits_bytes(const aps_training *t);
  *  where the profile says so (logits_bytes_loss_parallel), else as
  *  aps_recipe_logits_bytes (recipe.c). */
 double aps_recipe_logits_bytes_tp(const aps_training *t, int64_t tp);
+/** Whether the SwiGLU keeps the SiLU's output as well (an unfused
+ *  w2(silu(w1 x) * w3 x)): training.unfused_swiglu, Hugging Face's eager
+ *  layer, or a framework whose eager SwiGLU is unfused run without
+ *  training.torch_compile (profile eager_unfused_swiglu) (recipe.c). */
+bool aps_recipe_unfused_swiglu(const aps_training *t);
 /** Chunks the output layer and the loss run in: training.loss_chunks,
  *  else the profile's, at least 1 (recipe.c). */
 int64_t aps_recipe_loss_chunks(const aps_training *t);
@@ -1152,9 +1161,15 @@ unsigned aps_recompute_modules(const aps_training *t, const aps_strategy *s);
 double aps_mlp_fwd_time(const aps_model *m, const aps_device *d,
                         const aps_training *t, const aps_strategy *s);
 
+/** Bytes an MLP saves inside itself per token and element of its width:
+ *  the fc1 outputs (gate and up with SwiGLU) in bf16, the fc2 input as the
+ *  GEMM input dtype (Korthikanti et al. 2022 s.4.1), and with an unfused
+ *  SwiGLU (aps_recipe_unfused_swiglu) the SiLU's output (memory.c); dense
+ *  FFN, experts and shared experts alike (moe.c). */
+double aps_mlp_bytes_per_width(const aps_model *m, const aps_training *t);
+
 /** Bytes a dense MLP saves inside itself per micro-batch on one TP rank:
- *  the fc1 outputs (gate and up with SwiGLU) in bf16 and the fc2 input as
- *  the GEMM input dtype (Korthikanti et al. 2022 s.4.1, memory.c). */
+ *  aps_mlp_bytes_per_width x tokens x ffn_hidden_size / tp (memory.c). */
 double aps_mlp_saved_bytes(const aps_model *m, const aps_training *t,
                            const aps_strategy *s);
 

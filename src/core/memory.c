@@ -47,16 +47,28 @@
 #include <math.h>
 #include "internal.h"
 
+double aps_mlp_bytes_per_width(const aps_model *m, const aps_training *t)
+{
+    /* fc1 outputs (gate and up, or the GELU input) in bf16, and the fc2
+     * input (their product, or the GELU output); an unfused SwiGLU --
+     * LlamaMLP's down_proj(act_fn(gate_proj(x)) * up_proj(x)), Megatron's
+     * legacy swiglu F.silu(x[0]) * x[1] on the chunks of the fc1 output
+     * (FlagScale 26cd664 megatron/model/transformer.py:142-144),
+     * TorchTitan's eager FeedForward and GroupedExperts (recipe.c) --
+     * also keeps the SiLU's output: 4 tensors of the width where the fused
+     * SwiGLU keeps 3 */
+    bool swiglu = m->mlp == APS_MLP_SWIGLU;
+    return (swiglu ? 2.0 : 1.0) * APS_ACT_BYTES + aps_gemm_input_bytes(t) +
+           (swiglu && aps_recipe_unfused_swiglu(t) ? APS_ACT_BYTES : 0.0);
+}
+
 double aps_mlp_saved_bytes(const aps_model *m, const aps_training *t,
                            const aps_strategy *s)
 {
-    /* fc1 outputs (gate and up, or the GELU input) in bf16, and the fc2
-     * input (their product, or the GELU output) */
     double T = (double)t->seq_length / (double)s->cp_degree *
                (double)s->micro_batch_size;
-    return ((m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0) * APS_ACT_BYTES +
-            aps_gemm_input_bytes(t)) *
-           T * (double)m->ffn_hidden_size / (double)s->tp_degree;
+    return aps_mlp_bytes_per_width(m, t) * T *
+           (double)m->ffn_hidden_size / (double)s->tp_degree;
 }
 
 /** Bytes of one of the two column-parallel GEMM inputs a layer saves (the
@@ -144,7 +156,7 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
         attn += A * sl * b * (a + k) * d / tp;
     if (m->attention_output_gate) /* the gate's sigmoid and the context */
         attn += 2.0 * A * sl * b * a * d / tp;
-    double mlp = aps_mlp_saved_bytes(m, t, s);
+    double mlp = aps_mlp_saved_bytes(m, t, s); /* unfused SwiGLU included */
     /* Hugging Face's eager modules (transformers 00227283 models/llama/
      * modeling_llama.py, the code of the 4.3x releases): LlamaRMSNorm runs
      * hidden_states.to(torch.float32), whose pow(2) and multiply keep that
@@ -153,14 +165,6 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
      * input) */
     if (t->hf_eager_layer)
         replicated += w.blocks * APS_FP32_BYTES * sbh_rep;
-    /* an unfused SwiGLU -- LlamaMLP's down_proj(act_fn(gate_proj(x)) *
-     * up_proj(x)), Megatron's legacy swiglu F.silu(x[0]) * x[1] on the
-     * chunks of the fc1 output (FlagScale 26cd664 megatron/model/
-     * transformer.py:142-144) -- keeps the SiLU's input and output and the
-     * other half for the multiply, and the product: 4 tensors of the MLP
-     * width where the fused SwiGLU keeps 3 */
-    if ((t->hf_eager_layer || t->unfused_swiglu) && m->mlp == APS_MLP_SWIGLU)
-        mlp += A * sl * b * (double)m->ffn_hidden_size / tp;
     double mamba = w.mamba_share > 0 ? aps_mamba_saved_bytes(m, t, sl * b, tp)
                                      : 0.0;
     double gdn = w.gdn_share > 0 ? aps_gdn_saved_bytes(m, t, sl * b, tp) : 0.0;

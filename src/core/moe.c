@@ -414,6 +414,12 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     if (aps_prec_quantized(prec))
         aps_cast_bytes(t, &cast, &fused);
     double up = m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0;
+    /* bytes an MLP keeps per token and element of its width, the same in
+     * the dense FFN the block replaces, the experts (TorchTitan's eager
+     * GroupedExperts is unfused as its FeedForward: h = silu(gmm(x, w1)) *
+     * gmm(x, w3), torchtitan/models/common/moe.py:94-103 @ b5bcd76c) and
+     * the shared expert (memory.c aps_mlp_bytes_per_width) */
+    double wb = aps_mlp_bytes_per_width(m, t);
     double act_b = aps_act_fn_bytes(m, t);
 
     if (m->kv_lora_rank > 0) {
@@ -516,10 +522,8 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
      * the activation's output inside the experts, experts.py
      * activation_func_with_probs: nothing more saved), the shared
      * expert's */
-    out->act = -(up * A + Ain) * T * f / tp +
-               APS_FP32_BYTES * Tin * (E + K) +
-               Ain * Te * h + (up * A + Ain) * Te * fe / etp +
-               (up * A + Ain) * T * fs / tp;
+    out->act = -wb * T * f / tp + APS_FP32_BYTES * Tin * (E + K) +
+               Ain * Te * h + wb * Te * fe / etp + wb * T * fs / tp;
     /* a framework that multiplies the routing scores outside the experts
      * keeps one routed-token operand, T_in k rows of h, for the scores'
      * gradient (profile.c moe_score_operand_bytes) */
@@ -589,7 +593,7 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     out->moe_fwd = out->gemm_fwd + out->membound_fwd + out->cast_fwd +
                    out->dense_mlp_fwd;
     out->moe_int_act = out->act + out->dense_mlp_act;
-    out->shared_act = (up * A + Ain) * T * fs / tp;
+    out->shared_act = wb * T * fs / tp;
     out->shared_fwd = fs > 0 ? aps_gemm_time(d, prec, T, up * fs / tp, h) +
                                    aps_gemm_time(d, prec, T, h, fs / tp) +
                                    act_b * T * fs / tp / hbm

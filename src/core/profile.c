@@ -173,6 +173,14 @@ static const aps_framework_profile profiles[] = {
         /* "selective" = selective_ac_option "op"
          * (torchtitan/distributed/activation_checkpoint.py) */
         .op_sac_selective = true,
+        /* torchtitan/models/common/feed_forward.py:54 @ b5bcd76c:
+         * self.w2(F.silu(self.w1(x)) * self.w3(x)); eager autograd keeps
+         * w1's output (SiLU's input), the SiLU's output and w3's (the
+         * multiply's), and the product (w2's input); compiled, the
+         * partitioner recomputes the SiLU in the backward (the held-out
+         * Qwen3-14B pair on 8 B200, memory_reports.csv hq14 / hq17: 20.2
+         * GiB apart, 21.3 GiB by this term) */
+        .eager_unfused_swiglu = true,
         /* float8 tensorwise under TP: Float8ColwiseParallel /
          * Float8RowwiseParallel cast the input to float8 before the
          * all-gather and NoopFwToFloat8BwDynamic casts the output gradient

@@ -104,6 +104,12 @@ double aps_recipe_logits_bytes_tp(const aps_training *t, int64_t tp)
     return fw->logits_bytes;
 }
 
+bool aps_recipe_unfused_swiglu(const aps_training *t)
+{
+    return t->hf_eager_layer || t->unfused_swiglu ||
+           (!t->torch_compile && aps_profile(t)->eager_unfused_swiglu);
+}
+
 int64_t aps_recipe_loss_chunks(const aps_training *t)
 {
     int64_t c = t->loss_chunks > 0 ? t->loss_chunks

@@ -282,7 +282,7 @@ local RELAX = {
   IDLE_DEVICES = "idle devices: the degrees leave devices unused; allow it (--set constraints.allow_idle_devices=true) or widen the degree ranges",
   PP_DIVISIBILITY = "pipeline split: num_layers does not divide by pp_degree x vpp_degree; allow pipeline_split = embedding_loss or fill_last, layer_offset = balanced or a stage_partition, or other pp_degree values",
   PP_PARTITION = "pipeline split: the stage partition is not valid for these degrees; widen pp_degree / vpp_degree or change stage_partition / layer_offset",
-  VPP_INVALID = "interleaving: vpp_degree > 1 needs pp_degree > 1 and micro_batch_num divisible by pp_degree (Megatron-LM); allow vpp_degree = 1 or other pp_degree and micro_batch_num values",
+  VPP_INVALID = "interleaving: vpp_degree > 1 needs pp_degree > 1 and micro_batch_num divisible by pp_degree (Megatron-LM; or, listed as microbatch_group_size, groups of G in [pp_degree, micro_batch_num] that leave 0 or at least pp_degree micro-batches); allow vpp_degree = 1 or other pp_degree and micro_batch_num values",
   TP_DIVISIBILITY = "tensor parallel: tp_degree must divide the attention heads, query groups and FFN width; allow smaller tp_degree values",
   CP_DIVISIBILITY = "context parallel: seq_length must divide by 2 x cp_degree (x tp_degree with sequence parallelism); allow smaller cp_degree values",
   HSDP_INVALID = "HSDP: the replicate x shard layout is not valid; allow fsdp_degree = 1 or other data-parallel splits",

@@ -2571,6 +2571,17 @@ M.GEMMA3_TEXT_DEFAULTS = {
 -- k_norm; the window on the sliding_attention layers of layer_types,
 -- else on every layer but each sliding_window_pattern-th.
 local function gemma3_text(cfg, file, notes)
+  -- the shape keys taken from the defaults are said: a `text_config` of
+  -- {} or null is Gemma 3 4B's text model, which should not pass unseen
+  local absent = {}
+  for _, k in ipairs({ "num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads",
+                       "num_key_value_heads", "head_dim", "vocab_size" }) do
+    if is_null(cfg[k]) then absent[#absent + 1] = ("%s %s"):format(k, util.describe(M.GEMMA3_TEXT_DEFAULTS[k])) end
+  end
+  if #absent > 0 then
+    note(notes, file, "the text model's %s taken from transformers' Gemma3TextConfig defaults (not in the config)",
+      table.concat(absent, ", "))
+  end
   local t = with_defaults(cfg, M.GEMMA3_TEXT_DEFAULTS)
   local r = reader(t, file)
   local m = llama_like(r, t, file, { tied = true, norms_per_layer = 4 })

@@ -155,6 +155,17 @@ describe("2025 families: exact parameter counts", function()
     assert.are.equal(4300079472, c.total + info.vision_params)
     assert.is_true(has_note(info, "the vision tower (SigLIP, 416866032 parameters) and the " ..
       "multimodal projector (2950272) are counted apart"))
+    -- the published config leaves four shape keys to the defaults: said
+    assert.is_true(has_note(info, "the text model's num_attention_heads 8, num_key_value_heads 4, " ..
+      "head_dim 256, vocab_size 262208 taken from transformers' Gemma3TextConfig defaults"))
+  end)
+
+  it("Gemma 3 with an empty text_config says every shape it took from the defaults", function()
+    -- it imported a 26-layer 2,304-wide model without a word (breaker pass)
+    local path = H.write(H.tmpdir() .. "/g3.json", '{"model_type":"gemma3","text_config":{}}')
+    local m, info = hf.load(path)
+    assert.are.same({ 26, 2304 }, { m.num_layers, m.hidden_size })
+    assert.is_true(has_note(info, "num_hidden_layers 26, hidden_size 2304, intermediate_size 9216"))
   end)
 end)
 

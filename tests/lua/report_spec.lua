@@ -178,6 +178,14 @@ describe("AP-DENSE-08: chart data consistent with the result", function()
     end
     assert.are.equal(r.top_k_strategies[1].memory_cost.limit, d.memory_limit_bytes)
     assert.are.equal(50 * 2 ^ 30, d.memory_limit_bytes)
+    -- a limit given bounds max reserved: the charts' bars are the device
+    -- peak, so each rank carries the bounded figure and the line says what
+    -- it bounds (a feasible bar stood over the line unexplained: breaker pass)
+    assert.are.equal("reserved", d.memory_limit_kind)
+    for i, t in ipairs(d.topk) do
+      assert.are.equal(r.top_k_strategies[i].memory_cost.reserved, t.mem_limited)
+      assert.is_true(t.mem_limited <= d.memory_limit_bytes)
+    end
   end)
 
   it("chart 3: stages of the first pipelined top-k strategy, as stage_summary", function()

@@ -652,8 +652,11 @@ function M.chart_data(result, opts)
     end
     if not stage_rank and (t.pp_degree or 1) > 1 then stage_rank = t.rank end
     d.memory_limit_bytes = d.memory_limit_bytes or mc.limit
+    d.memory_limit_kind = d.memory_limit_kind or mc.limit_kind
     topk[i] = {
       rank = t.rank, index = t.index, step_time = pc.step_time, mem_peak = mc.total,
+      -- the quantity the limit bounds (max reserved, allocated or device)
+      mem_limited = mc.limit_kind and mc[mc.limit_kind] or nil,
       worst_stage = mc.worst_stage, mfu = pc.mfu, tokens_per_s_per_gpu = pc.tokens_per_s_per_gpu,
       pp_degree = t.pp_degree, vpp_degree = t.vpp_degree,
       mem = mem, time = time, stages = stages,

@@ -195,6 +195,12 @@
 
   var cats = D.categories || { memory: [], time: [] };
   var memLimit = D.memory_limit_bytes;
+  // what the limit bounds (the estimate's memory_limit_kind): the bars and
+  // points plot device memory in use, which adds the CUDA context and the
+  // NCCL buffers to max reserved, so a strategy within a limit on max
+  // reserved can stand above its line; the line and tooltips say so
+  var limitKind = D.memory_limit_kind || 'device';
+  var limitName = limitKind === 'device' ? 'limit' : 'limit (max ' + limitKind + ')';
   // one colour per category, from the map in html.lua (M.category_colors);
   // what each chart drew is read back from ECharts and reported on <html>
   var COLORS = D.colors || {};
@@ -291,19 +297,24 @@
         markLine: {
           z: 1, symbol: 'none', silent: true, lineStyle: { color: '#d62728', type: 'dashed', width: 2 },
           // right of the plot: above the bars it sat on their peak labels
-          label: { formatter: 'limit\n' + f(gib(memLimit), 2), position: 'end', color: '#d62728', lineHeight: 14 },
+          // (the plot's right margin holds about 8 characters a line)
+          label: { formatter: (limitKind === 'device' ? 'limit' : limitKind + '\nlimit') + '\n' + f(gib(memLimit), 2),
+            position: 'end', color: '#d62728', lineHeight: 14 },
           data: [{ yAxis: gib(memLimit) }]
         }
       });
     }
     return Object.assign({
-      title: { text: '2. Peak memory per GPU of the top-' + topk.length, subtext: 'worst pipeline stage, GiB = 2^30 bytes; above a bar: peak, vs rank 1; dashed: limit' },
+      title: { text: '2. Peak memory per GPU of the top-' + topk.length, subtext: 'worst stage, GiB; above a bar: device peak, vs rank 1; dashed: ' +
+        (limitKind === 'device' ? 'limit' : 'limit on max ' + limitKind) },
       tooltip: {
         trigger: 'axis', axisPointer: { type: 'shadow' }, confine: true,
         formatter: function (ps) {
           var t = topk[ps[0].dataIndex];
-          var s = '<b>rank ' + t.rank + '</b>: peak ' + f(gib(t.mem_peak), 2) + ' GiB of ' + f(gib(memLimit), 2) +
-            ' GiB (stage ' + t.worst_stage + ')' + strategyBlock(t.strategy_text);
+          var s = '<b>rank ' + t.rank + '</b>: peak ' + f(gib(t.mem_peak), 2) + ' GiB' +
+            (limitKind === 'device' || t.mem_limited == null ? ' of ' + f(gib(memLimit), 2) + ' GiB'
+              : ' (max ' + limitKind + ' ' + f(gib(t.mem_limited), 2) + ' GiB of its limit ' + f(gib(memLimit), 2) + ' GiB)') +
+            ' (stage ' + t.worst_stage + ')' + strategyBlock(t.strategy_text);
           ps.forEach(function (p) { if (p.value > 0) s += p.marker + esc(p.seriesName) + ': ' + f(p.value, 2) + ' GiB<br>'; });
           return s;
         }
@@ -351,7 +362,7 @@
     if (series.length && memLimit) {
       series[0].markLine = {
         symbol: 'none', silent: true, lineStyle: { color: '#d62728', type: 'dashed', width: 2 },
-        label: { formatter: 'limit', position: 'insideEndTop' }, data: [{ yAxis: gib(memLimit) }]
+        label: { formatter: limitName, position: 'insideEndTop' }, data: [{ yAxis: gib(memLimit) }]
       };
     }
     return Object.assign({
@@ -505,7 +516,7 @@
     if (memLimit) {
       series[0].markLine = {
         symbol: 'none', silent: true, lineStyle: { color: '#d62728', type: 'dashed', width: 2 },
-        label: { formatter: 'limit ' + f(gib(memLimit), 1) + ' GiB', position: 'end' },
+        label: { formatter: limitName + ' ' + f(gib(memLimit), 1) + ' GiB', position: 'end' },
         data: [{ xAxis: gib(memLimit) }]
       };
     }

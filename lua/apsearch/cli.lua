@@ -925,6 +925,7 @@ local function write_trace(path, ctx, s, est, inputs)
     util.fail("--trace", "file", "no timeline for this strategy: " .. tostring(code) .. ": " .. tostring(msg), path)
   end
   local text = require("apsearch.format.json").format(chrome.build(est, tl, inputs))
+  util.refuse_input_as_output("--trace", path, {}) -- every file read by now
   local ok, err = util.write_atomic(path, text)
   if not ok then util.fail("--trace", "file", "cannot write: " .. tostring(err), path) end
   util.log("wrote %s: the estimated step as a Chrome trace (open in ui.perfetto.dev)", path)
@@ -1576,6 +1577,7 @@ end
 local function calibrate_trace(opts)
   local calib, m = require("apsearch.trace").calibration(opts.trace, opts.device)
   local text = require("apsearch.format.json").format(calib)
+  util.refuse_input_as_output("--output", opts.output, {}) -- every file read by now
   local ok, err = util.write_atomic(opts.output, text)
   if not ok then util.fail("--output", "file", "cannot write: " .. tostring(err), opts.output) end
   local dev = next(calib.devices)
@@ -1768,6 +1770,7 @@ local function calibrate_log(opts)
     tokens_per_s_per_gpu = tps, estimated_step_seconds = est.step_time, scale = fit.scale }
   calibration.check(util.deepcopy(calib), opts.log .. ": fitted")
   local text = require("apsearch.format.json").format(calib)
+  util.refuse_input_as_output("--output", opts.output, {}) -- every file read by now
   local wok, err = util.write_atomic(opts.output, text)
   if not wok then util.fail("--output", "file", "cannot write: " .. tostring(err), opts.output) end
   local names = util.sorted_keys(base)
@@ -1845,6 +1848,7 @@ local function cmd_calibrate(args)
   local calib = opts.group and calibrate.fit_grouped(opts.CASES, { log = log, by = opts.group })
     or calibrate.fit(opts.CASES, { log = log })
   local text = require("apsearch.format.json").format(calib)
+  util.refuse_input_as_output("--output", opts.output, {}) -- every file read by now
   local ok, err = util.write_atomic(opts.output, text)
   if not ok then util.fail("--output", "file", "cannot write: " .. tostring(err), opts.output) end
   if calib.stacks then

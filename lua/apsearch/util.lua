@@ -183,8 +183,20 @@ M.max_input_bytes = 64 << 20
 --   named pipe)`, `No such file or directory`, ...), without the path:
 --   callers name the file themselves
 function M.read_file(path, max_bytes)
-  return require("apsearch.core").read_regular(path, max_bytes or M.max_input_bytes)
+  local data, err = require("apsearch.core").read_regular(path, max_bytes or M.max_input_bytes)
+  if data then
+    -- every file a command reads is an input it must not write over
+    -- (M.refuse_input_as_output): a policy, a model's config.json, a
+    -- rule or objective file, a preset, a cases file, a log or a trace
+    local a = lfs.attributes(path)
+    if a then M.inputs_read[a.dev .. ":" .. a.ino] = M.inputs_read[a.dev .. ":" .. a.ino] or path end
+  end
+  return data, err
 end
+
+--- The files read so far by M.read_file, `"dev:ino"` -> the path read
+-- (one entry a file, however often or by whatever spelling it is read).
+M.inputs_read = {}
 
 --- True if something exists at path (any file type; nothing is opened,
 -- so a FIFO cannot block).  Whether it can be read is `read_file`'s
@@ -314,6 +326,13 @@ function M.refuse_input_as_output(flag, out, inputs)
     if type(p) == "string" and M.same_file(out, p) then
       M.fail(flag, "file", ("is an input of this command (%s): refusing to write over it"):format(p), out)
     end
+  end
+  -- and every file read so far (the policy's model config, its rules and
+  -- objective, a preset: M.read_file records them)
+  local a = lfs.attributes(out)
+  local read = a and M.inputs_read[a.dev .. ":" .. a.ino]
+  if read then
+    M.fail(flag, "file", ("is an input of this command (%s): refusing to write over it"):format(read), out)
   end
 end
 

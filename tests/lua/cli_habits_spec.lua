@@ -82,6 +82,19 @@ describe("an output file that is an input", function()
     local err = err_line(apsearch("estimate", policy, "--strategy", "tp_degree=2", "--trace", policy))
     assert.truthy(err:find("--trace: file: is an input of this command", 1, true), err)
     assert.are.equal(read(ROOT .. "/examples/llama3_8b_h100.lua"), read(policy))
+    -- a file the policy names (its model's config.json) is an input too:
+    -- every file read counts (a second breaker pass overwrote it)
+    local cfg = dir .. "/cfg.json"
+    local cf = assert(io.open(cfg, "w"))
+    cf:write(read(ROOT .. "/examples/models/llama-3.1-8b.json"))
+    cf:close()
+    local pol2 = dir .. "/p2.lua"
+    local p2 = assert(io.open(pol2, "w"))
+    p2:write((read(ROOT .. "/examples/llama3_8b_h100.lua"):gsub('model = [^,\n]*,', 'model = ' .. q(cfg) .. ',', 1)))
+    p2:close()
+    err = err_line(apsearch("estimate", pol2, "--strategy", "tp_degree=2", "--trace", cfg))
+    assert.truthy(err:find("--trace: file: is an input of this command (" .. cfg .. ")", 1, true), err)
+    assert.are.equal(read(ROOT .. "/examples/models/llama-3.1-8b.json"), read(cfg))
   end)
 end)
 

@@ -738,6 +738,25 @@ static aps_reason check_megatron_graph_recompute(const aps_model *m,
     return APS_REASON_FRAMEWORK_UNSUPPORTED;
 }
 
+/** TorchTitan's chunked loss splits the micro-batch's tokens into equal
+ *  chunks: ChunkedLossWrapper asserts "sequence length must be divisible
+ *  by num_chunks" on them (torchtitan/components/loss.py:603-606 @
+ *  b5bcd76c), micro_batch_size x seq_length / cp_degree tokens on a rank
+ *  (the batch folded into the sequence). */
+static aps_reason check_loss_chunks(const aps_model *m, const aps_training *t,
+                                    const aps_strategy *s, char *msg, size_t n)
+{
+    int64_t c = aps_recipe_loss_chunks(t);
+    int64_t tokens = s->micro_batch_size * (t->seq_length / s->cp_degree);
+    if (c <= 1 || t->mtp_num_layers > 0 || m == NULL || tokens % c == 0)
+        return APS_REASON_NONE;
+    aps_fmt(msg, n, "%s: loss_chunks = %lld does not divide the micro-batch's "
+            "%lld tokens (micro_batch_size x seq_length / cp_degree); "
+            "TorchTitan's ChunkedLossWrapper asserts it (components/loss.py)",
+            aps_framework_name(t->framework), (long long)c, (long long)tokens);
+    return APS_REASON_FRAMEWORK_UNSUPPORTED;
+}
+
 aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
                                      const aps_strategy *s, char *msg, size_t n)
 {
@@ -748,6 +767,9 @@ aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
     if (r != APS_REASON_NONE)
         return r;
     r = check_megatron_graph_recompute(m, t, s, msg, n);
+    if (r != APS_REASON_NONE)
+        return r;
+    r = check_loss_chunks(m, t, s, msg, n);
     if (r != APS_REASON_NONE)
         return r;
     aps_reason code = APS_REASON_NONE;

@@ -480,6 +480,11 @@ static void test_logits_loss_chunked(void **state)
     t.loss_chunks = 4;
     fx_run(&m, &c, &t, &s, &e);
     ASSERT_REL(e.stages[0].mem[APS_MEM_LOGITS_LOSS], 3303014400.0, REL);
+    /* 7 chunks of 8192 tokens: TorchTitan asserts they divide */
+    t.loss_chunks = 7;
+    fx_run(&m, &c, &t, &s, &e);
+    assert_int_equal(e.reason, APS_REASON_FRAMEWORK_UNSUPPORTED);
+    t.loss_chunks = 4;
     /* the other frameworks have no chunked loss: refused, not ignored */
     t.framework = APS_FW_MEGATRON;
     char err[256];

@@ -290,7 +290,14 @@ end
 function M.add_launchable(p, name, version)
   local launch = require "apsearch.launch"
   local tt = launch.torchtitan_version(version)
-  if tt ~= launch.TORCHTITAN_HEAD then p.torchtitan_version = tt end
+  if tt ~= launch.TORCHTITAN_HEAD then
+    p.torchtitan_version = tt
+    -- a release's loss is one cross entropy (its launch file cannot chunk
+    -- it, launch/torchtitan_toml.lua): the estimate prices what it runs,
+    -- unless the policy said otherwise
+    local tr = p.training
+    if (tr.framework or "megatron") == "fsdp2" and tr.loss_chunks == nil then tr.loss_chunks = 1 end
+  end
   if not name then return end
   table.insert(p.constraints.rules, launch.launchable_rule(name, tt))
   p.launchable = name

@@ -276,6 +276,11 @@ describe("launch: TorchTitan release job files (--torchtitan-version)", function
     local fs = files(LLAMA8, { set = { "training.cuda_graphs=true" } })
     assert.truthy(fs[1].differs[1]:find("^NOT EXPRESSIBLE in TorchTitan v0.2.2: CUDA graphs"))
     assert.truthy(fs[1].text:find("does not build as estimated", 1, true))
+    -- a chunked loss, which v0.2.2 does not have (its loss is one cross
+    -- entropy; --torchtitan-version prices that unless the policy says)
+    fs = files(LLAMA8, { set = { "training.loss_chunks=8" } })
+    assert.truthy(table.concat(fs[1].differs, "\n"):find("NOT EXPRESSIBLE in TorchTitan v0.2.2: the chunked loss " ..
+      "the estimate prices (loss_chunks = 8)", 1, true))
     fs = files(LLAMA8, { set = { "training.precision=nvfp4", "cluster.device=b200" } })
     assert.truthy(fs[1].differs[1]:find("^NOT EXPRESSIBLE in TorchTitan v0.2.2: nvfp4"))
     assert.is_nil(fs[1].toml.model.converters)
@@ -326,6 +331,10 @@ describe("launch: TorchTitan release job files (--torchtitan-version)", function
     assert.is_nil(h.read(dir .. "/launch/rank1_torchtitan.py"))
     check_keys((parse_toml(text)))
     assert.truthy(h.read(dir .. "/result.json"):find('"torchtitan_version": *"v0.2.2"'))
+    -- the release's loss is one cross entropy: the estimate priced that
+    -- (the fsdp2 default is HEAD's 8 chunks; a second breaker pass found
+    -- v0.2.2 files ranked at the chunked loss's memory)
+    assert.truthy(h.read(dir .. "/result.json"):find('"loss_chunks": *1[,\n ]'))
     code, _, err = h.apsearch("run", "examples/llama3_8b_h100.lua", "--torchtitan-version", "v0.1.0")
     assert.are.equal(2, code)
     assert.are.equal("apsearch: --torchtitan-version: torchtitan_version: must be head, v0.2.2 (got \"v0.1.0\")\n", err)

@@ -58,6 +58,11 @@ local M = {}
 --- The releases this writer targets, newest first.
 M.releases = { "v0.2.2" }
 
+--- The chunks of TorchTitan HEAD's loss (ChunkedLossWrapper's default,
+-- the fsdp2 estimate's: src/core/profile.c APS_TORCHTITAN_LOSS_CHUNKS);
+-- the releases of M.releases have none (one cross entropy).
+M.HEAD_LOSS_CHUNKS = 8
+
 --- Tolerance for the model's float numerics against a flavour's (RoPE
 -- theta, scaling factors, norm epsilon), relative.
 M.NUMERIC_RTOL = 1e-9
@@ -252,6 +257,16 @@ function M.render(c, tag)
   if not nmb or nmb < 1 then nmb = math.max(1, tr.global_batch_size // math.max(1, b * R * Sd)) end
   local pytorch = tr.framework == "fsdp2" or tr.framework == "fsdp"
   local compile = tr.torch_compile == true or not pytorch
+
+  -- the release's loss is one cross entropy over the micro-batch's logits
+  -- (components/loss.py of v0.2.2: cross_entropy_loss; ChunkedLossWrapper
+  -- came with 786e26f8e, 2026-04-27); an estimate of a chunked loss (the
+  -- fsdp2 default, 8) holds less than the release will
+  local chunks = tr.loss_chunks or (tr.framework == "fsdp2" and M.HEAD_LOSS_CHUNKS or 1)
+  if chunks > 1 then
+    N(NE, string.format("the chunked loss the estimate prices (loss_chunks = %d): the release's loss is " ..
+      "one cross entropy over the whole micro-batch's logits (set training.loss_chunks = 1)", chunks))
+  end
 
   K("job.description", c.header[1])
 

@@ -96,8 +96,10 @@ local function check_fields(rec, path, i)
   local pc = rec.performance_cost
   local step = type(pc) == "table" and pc.step_time
   if type(step) ~= "number" or step ~= step or step <= 0 or step == math.huge then
+    local got = pc
+    if type(pc) == "table" then got = pc.step_time end
     fail(path, ("top_k_strategies[%d].performance_cost.step_time: expected a positive number (got %s)"):format(
-      i, util.describe(type(pc) == "table" and pc.step_time or pc)))
+      i, util.describe(got)))
   end
   return rec
 end

@@ -397,6 +397,16 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
     if (s->vpp_degree > 1 && s->pp_degree > 1 &&
         s->pp_schedule == APS_PP_1F1B)
         return check_interleaved_groups(s, mb, msg, n);
+    /* a group size anywhere else would be a setting nothing reads (the
+     * search gives such candidates 0; --strategy may not) */
+    if (s->microbatch_group_size != 0) {
+        aps_fmt(msg, n, "microbatch_group_size = %lld applies to Megatron's "
+                "interleaved schedule only (pp_degree > 1, vpp_degree > 1, "
+                "pp_schedule 1f1b; got pp_degree = %lld, vpp_degree = %lld)",
+                (long long)s->microbatch_group_size, (long long)s->pp_degree,
+                (long long)s->vpp_degree);
+        return APS_REASON_VPP_INVALID;
+    }
     return APS_REASON_NONE;
 }
 

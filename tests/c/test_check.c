@@ -584,10 +584,16 @@ static void test_vpp_group_size(void **state)
     x.s.microbatch_group_size = -1;
     ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
                   APS_REASON_INVALID_DEGREE, x.msg);
-    /* without interleaving the group size is not read (Megatron's
-     * non-interleaved schedule ignores it) */
+    /* without interleaving nothing reads a group size (Megatron's
+     * non-interleaved schedule ignores it): refused rather than kept as
+     * a setting the estimate never applied (a breaker pass found it
+     * recorded as 8 with vpp 1); 0 is the default there as anywhere */
     x.s.vpp_degree = 1;
     x.s.microbatch_group_size = 6;
+    ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_VPP_INVALID, x.msg);
+    ASSERT_HAS(x.msg, "applies to Megatron's interleaved schedule only");
+    x.s.microbatch_group_size = 0;
     ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
                   APS_REASON_NONE, x.msg);
     /* Megatron-LM's alone */

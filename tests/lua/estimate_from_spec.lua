@@ -102,7 +102,8 @@ describe("estimate --from result.json --rank N", function()
   it("refuses a record without the step it was ranked at (it crashed indexing nil)", function()
     local _, result = searched(dir, "nostep", "--top-k", "1")
     local saved = result.top_k_strategies[1].performance_cost
-    for _, case in ipairs({ { nil, "nil" }, { { step_time = "fast" }, '"fast"' }, { { step_time = -1 }, "-1" } }) do
+    for _, case in ipairs({ { nil, "nil" }, { { step_time = "fast" }, '"fast"' }, { { step_time = -1 }, "-1" },
+        { { mfu = 0.4 }, "nil" } }) do
       result.top_k_strategies[1].performance_cost = case[1]
       local path = H.write(dir .. "/nostep.json", json.encode(result))
       refused("--from: " .. path .. ": top_k_strategies[1].performance_cost.step_time: expected a positive " ..

@@ -587,10 +587,24 @@ end
 -- @tparam string framework the row's `framework`
 -- @treturn table|nil the matching entry of `M.LINES` (fields name,
 --   training, source), or nil when none matches
+--- TorchTitan's release tags and the month of their commits
+-- (pytorch/torchtitan tags v0.1.0 2025-06-17, v0.2.0 2025-10-17, v0.2.1
+-- 2025-12-26, v0.2.2 2026-02-20), for a `software` that names a release
+-- instead of a date.
+M.TORCHTITAN_RELEASES = { ["v0.1.0"] = "2025-06", ["v0.2.0"] = "2025-10", ["v0.2.1"] = "2025-12",
+  ["v0.2.2"] = "2026-02" }
+
+-- The month a release line compares with its `before`: "(YYYY-MM)", else
+-- a date YYYY-MM[-DD] anywhere in it, else a TorchTitan release tag
+local function line_month(software)
+  return month_of(software) or software:match("%f[%d](%d%d%d%d%-%d%d)%f[%D]")
+    or M.TORCHTITAN_RELEASES[(software:lower():match("^torchtitan%s+(v%d+%.%d+%.%d+)%f[^%w.]") or "")]
+end
+
 function M.match(software, framework)
   if type(software) ~= "string" or software == "" then return nil end
   software = M.framework_software(software)
-  local month = month_of(software)
+  local month = line_month(software)
   for _, line in ipairs(M.LINES) do
     if line.frameworks[framework] and (not line.before or (month and month < line.before))
       and any(line.patterns, software) then

@@ -134,6 +134,13 @@ describe("public_memory_cases.csv", function()
       assert.are.equal(1, stacks.match(sw, "fsdp2").training.loss_chunks, sw)
     end
     assert.is_nil(stacks.match("torchtitan 68f86f1 (2026-05)", "fsdp2"))
+    -- a date without parentheses, or a release tag, is read too (both
+    -- fell through to HEAD's 8 chunks: second breaker pass)
+    local d = stacks.match("torchtitan 9dec370 2024-12-10", "fsdp2").training
+    assert.are.same({ 1, false }, { d.loss_chunks, d.sac_save_alltoall })
+    assert.are.equal(1, stacks.match("torchtitan v0.2.2", "fsdp2").training.loss_chunks)
+    assert.is_nil(stacks.match("torchtitan v0.2.0", "fsdp2").training.sac_save_alltoall)
+    assert.is_nil(stacks.match("torchtitan 68f86f1 2026-05-15", "fsdp2"))
     -- the public set's TorchTitan rows are all before 2026-05: one cross
     -- entropy each, as before the field existed
     local seen = 0

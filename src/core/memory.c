@@ -679,7 +679,10 @@ static void allocator_peaks(const aps_cluster *c, const aps_training *t,
  *  GradAccumulator fills and the chunk's own gradient in the activation
  *  dtype (torchtitan/components/loss.py ChunkedLossWrapper.__call__,
  *  GradAccumulator @ b5bcd76c: the hidden states are replicated over TP
- *  before chunking, so the buffer is not divided by it). */
+ *  before chunking, so the buffer is not divided by it); after the last
+ *  chunk, `grad_accumulator.result().to(hidden_states.dtype)` holds the
+ *  fp32 buffer and its bf16 copy at once, 6 s b h, the peak when the
+ *  chunks are many. */
 static double logits_loss_bytes(const aps_model *m, const aps_training *t,
                                 const aps_layout *lay)
 {
@@ -689,8 +692,11 @@ static double logits_loss_bytes(const aps_model *m, const aps_training *t,
     double chunks = lay->mtp > 0 ? 1.0 : (double)aps_recipe_loss_chunks(t);
     if (chunks <= 1.0)
         return (1.0 + (double)lay->mtp) * logits;
-    return logits / chunks + (APS_FP32_BYTES + APS_ACT_BYTES / chunks) *
-                                 tokens * (double)m->hidden_size;
+    double h = (double)m->hidden_size;
+    double loop = logits / chunks +
+                  (APS_FP32_BYTES + APS_ACT_BYTES / chunks) * tokens * h;
+    double after = (APS_FP32_BYTES + APS_ACT_BYTES) * tokens * h;
+    return loop > after ? loop : after;
 }
 
 void aps_stage_memory(const aps_model *m, const aps_cluster *c,

@@ -480,6 +480,12 @@ static void test_logits_loss_chunked(void **state)
     t.loss_chunks = 4;
     fx_run(&m, &c, &t, &s, &e);
     ASSERT_REL(e.stages[0].mem[APS_MEM_LOGITS_LOSS], 3303014400.0, REL);
+    /* 8192 chunks: the loop holds 12 * 128256 + (4 + 2 / 8192) * 8192 *
+     * 4096 = 1,539,072 + 134,221,824 = 135,760,896; after it the fp32
+     * buffer and its bf16 copy, 6 * 8192 * 4096 = 201,326,592, the peak */
+    t.loss_chunks = 8192;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REL(e.stages[0].mem[APS_MEM_LOGITS_LOSS], 201326592.0, REL);
     /* 7 chunks of 8192 tokens: TorchTitan asserts they divide */
     t.loss_chunks = 7;
     fx_run(&m, &c, &t, &s, &e);

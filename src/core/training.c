@@ -218,7 +218,6 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
     }
     struct { const char *f; int64_t v; } layers[] = {
         {"activation_offload_layers", t->activation_offload_layers},
-        {"loss_chunks", t->loss_chunks},
     };
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
         if (layers[i].v < 0 || layers[i].v > (INT64_C(1) << 20)) {
@@ -226,6 +225,12 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
                     layers[i].f, (long long)layers[i].v);
             return APS_EINVAL;
         }
+    }
+    /* 0 is the profile's count (types.h); a policy writes 1 to 2^20 */
+    if (t->loss_chunks < 0 || t->loss_chunks > (INT64_C(1) << 20)) {
+        aps_fmt(err, n, "training.loss_chunks: must be in [1, 2^20] (got %lld)",
+                (long long)t->loss_chunks);
+        return APS_EINVAL;
     }
     if ((unsigned)t->precision > APS_PREC_NVFP4 ||
         (unsigned)t->optimizer > APS_OPT_ADAMW ||

@@ -1317,7 +1317,7 @@ function M.load(path)
     -- ",,,,"): no run, skipped as a blank line is
     local blank = true
     for _, f in ipairs(fields) do blank = blank and not f:match("%S") end
-    if blank and #fields > 1 then goto next_record end
+    if blank then goto next_record end
     if #fields ~= #names then
       error(("%s:%d: data row %d has %d fields, the header %d"):format(
         path, lines[r], r - 1, #fields, #names), 0)

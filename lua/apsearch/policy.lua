@@ -921,6 +921,36 @@ local function resolve_paths(raw, base)
   end
 end
 
+-- A command-line override replaces a field the file gives: the file's own
+-- value is checked first, so an invalid one is said rather than hidden
+-- (`top_k = 0/0` with --top-k 3 ran; a breaker pass).  Fields of the
+-- training, cluster and constraints sections and top_k, by their schema
+-- kinds; what else the normalization checks it checks on the result.
+local function check_replaced(raw, file, key, flag)
+  -- raw: the file's own table, before any override
+  local sec, field = tostring(key):match("^(%a+)%.([%w_]+)$")
+  local v, kind, factor
+  -- raw access: the script's tables may carry metamethods
+  if key == "top_k" then
+    v, kind = rawget(raw, "top_k"), "posint"
+  elseif sec and (sec == "training" or sec == "cluster" or sec == "constraints") and schema[sec]
+      and type(rawget(raw, sec)) == "table" then
+    v = rawget(rawget(raw, sec), field)
+    local name
+    name, factor = schema.resolve(schema[sec], field)
+    kind = name and schema[sec][name]
+  end
+  -- the scalar kinds (a device, a model or a layer list is its
+  -- section's own normalization's to check)
+  local SCALAR = { string = true, bool = true, posint = true, nonnegint = true, nonneg = true,
+                   fraction = true, zero = true, stack = true }
+  if v == nil or kind == nil or not (type(kind) == "table" and kind.enum or SCALAR[kind]) then return end
+  if factor and type(v) == "number" then v = v * factor end
+  schema.check_value(kind, v, function(problem, got)
+    util.fail(file, key, problem .. " (replaced by " .. flag .. ", but the file's own value is invalid)", got)
+  end)
+end
+
 --- Validates and normalizes a policy table.
 -- @tparam table raw the table a policy file returned
 -- @tparam string file its file name (used in error messages)
@@ -958,6 +988,7 @@ function M.from_table(raw, file, opts)
     local flag, text = nil, s
     if type(s) == "table" then flag, text = s.flag, s.text end
     local key, value = M.parse_assignment(text, flag or "--set")
+    check_replaced(original, file, key, flag or "--set")
     -- --cluster's spec as a table, so that --set cluster.<field> can follow
     local applied = value
     if flag == "--cluster" and type(value) == "string" then
@@ -972,6 +1003,7 @@ function M.from_table(raw, file, opts)
     overrides[#overrides + 1] = { kind = "fix", key = key, value = value }
   end
   if opts.top_k ~= nil then
+    check_replaced(original, file, "top_k", "--top-k")
     raw.top_k = opts.top_k
     overrides[#overrides + 1] = { kind = "set", key = "top_k", value = opts.top_k }
   end

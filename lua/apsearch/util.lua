@@ -60,6 +60,7 @@ function M.describe(v, depth)
     if math.type(v) == "float" and v == floor(v) and v > -2^53 and v < 2^53 then
       return format("%d", v)
     end
+    if v ~= v then return "nan" end -- tostring gives the C library's "-nan" or "nan"
     return tostring(v)
   elseif t == "table" then
     -- raw access only: v may be a script's table with __len / __index

@@ -303,3 +303,24 @@ describe("aps.context and the CLI use the same defaults", function()
     assert.are.same(p.model, d.model)
   end)
 end)
+
+describe("a file's own value that an override replaces", function()
+  -- `top_k = 0/0` in the file with --top-k 3 ran (a breaker pass, 2026-12-05)
+  it("is checked, and named as the file's", function()
+    local H = require "spec_helpers"
+    local dir = H.tmpdir()
+    local p = H.write(dir .. "/bad.lua", 'return { model = "llama-3.1-8b", cluster = cluster("h100-sxm-80gb", 1, 8), ' ..
+      'training = { global_batch_size = 8, seq_length = 1024, precision = "bf17" }, top_k = 0/0 }\n')
+    local code, out, err = H.apsearch("run", p, "--top-k", "3", "-q")
+    assert.are.equal(2, code)
+    assert.are.equal("", out)
+    assert.are.equal("apsearch: " .. p .. ": top_k: must be a positive integer (replaced by --top-k, but the " ..
+      "file's own value is invalid) (got nan)\n", err)
+    local good = H.write(dir .. "/good.lua", 'return { model = "llama-3.1-8b", cluster = cluster("h100-sxm-80gb", 1, 8), ' ..
+      'training = { global_batch_size = 8, seq_length = 1024, precision = "bf17" }, top_k = 2 }\n')
+    code, out, err = H.apsearch("run", good, "--set", "training.precision=bf16", "-q")
+    assert.are.equal(2, code)
+    assert.truthy(err:find(": training.precision: expected one of", 1, true), err)
+    assert.truthy(err:find("replaced by --set, but the file's own value is invalid", 1, true), err)
+  end)
+end)

@@ -272,14 +272,6 @@ aps_status aps_training_dependencies(const aps_training *t, char *err,
                 "(TorchTitan's compile.components = [\"loss\"], fsdp2)", fw);
         return APS_EINVAL;
     }
-    /* Megatron-LM compiles no model: arguments.py (d98e8a64) has no
-     * torch.compile option (validate refuses such a row the same way) */
-    if (t->torch_compile && t->framework == APS_FW_MEGATRON) {
-        aps_fmt(err, n, "training.torch_compile: Megatron-LM has no option "
-                "that compiles the model (framework megatron); its fused "
-                "kernels are priced without it");
-        return APS_EINVAL;
-    }
     /* an AutoModel option (FSDP2Config.defer_fsdp_grad_sync, distributed/
      * config.py:318 @ 36044ad3); TorchTitan reduce-scatters every
      * micro-batch, no option to defer it */

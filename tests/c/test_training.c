@@ -86,17 +86,9 @@ static void test_training_validate(void **state)
     fx_training(&t, 8, 4096);
     t.framework = (aps_framework)7;
     expect_training_einval(&t, "enum");
-    /* Megatron-LM has no torch.compile option: refused, not ignored */
-    fx_training(&t, 8, 4096);
-    t.framework = APS_FW_MEGATRON;
-    t.torch_compile = true;
-    expect_training_einval(&t, "torch_compile");
-    t.framework = APS_FW_FSDP2;
-    char ok[256] = "";
-    assert_int_equal(aps_training_validate(&t, ok, sizeof ok), APS_OK);
     /* TorchTitan's chunked loss only */
+    fx_training(&t, 8, 4096);
     t.framework = APS_FW_DEEPSPEED;
-    t.torch_compile = false;
     t.loss_chunks = 4;
     expect_training_einval(&t, "loss_chunks");
     char err[256] = "";

@@ -17,13 +17,9 @@ local H = require "spec_helpers"
 local ROOT = os.getenv("APS_ROOT") or "."
 local FILE = ROOT .. "/tests/fixtures/heldout/automodel_perf.csv"
 
-local function finite(x) return type(x) == "number" and x == x and x > -math.huge and x < math.huge end
+local finite = H.finite
 
-local result
-local function run()
-  result = result or validate.run(FILE)
-  return result
-end
+local function run() return H.validated(FILE) end
 
 -- tokens/s per GPU error, %, as docs/accuracy.md records them
 local RECORDED = {

@@ -7,18 +7,14 @@
 -- asserted: the set is out of sample, and what the estimate gets wrong on
 -- it is reported in the README, not pinned by a test.
 
-local validate = require "apsearch.validate"
+local H = require "spec_helpers"
 
 local ROOT = os.getenv("APS_ROOT") or "."
 local FILE = ROOT .. "/tests/fixtures/heldout/memory_reports.csv"
 
-local function finite(x) return type(x) == "number" and x == x and x > -math.huge and x < math.huge end
+local finite = H.finite
 
-local result
-local function run()
-  result = result or validate.run(FILE)
-  return result
-end
+local function run() return H.validated(FILE) end
 
 describe("held out: public memory reports", function()
   it("reads and estimates all 38 rows, none refused", function()

@@ -13,13 +13,9 @@ local H = require "spec_helpers"
 local ROOT = os.getenv("APS_ROOT") or "."
 local ZOO = ROOT .. "/tests/fixtures/heldout/megatron_moe_modelzoo.csv"
 
-local function finite(x) return type(x) == "number" and x == x and x > -math.huge and x < math.huge end
+local finite = H.finite
 
-local result
-local function run()
-  result = result or validate.run(ZOO)
-  return result
-end
+local function run() return H.validated(ZOO) end
 
 local by_id = H.by_id
 

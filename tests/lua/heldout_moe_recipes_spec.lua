@@ -14,13 +14,9 @@ local H = require "spec_helpers"
 local ROOT = os.getenv("APS_ROOT") or "."
 local RECIPES = ROOT .. "/tests/fixtures/heldout/megatron_lm_moe_recipes.csv"
 
-local function finite(x) return type(x) == "number" and x == x and x > -math.huge and x < math.huge end
+local finite = H.finite
 
-local result
-local function run()
-  result = result or validate.run(RECIPES)
-  return result
-end
+local function run() return H.validated(RECIPES) end
 
 describe("held out: Megatron-LM examples/moe_recipes (d48bd6be)", function()
   it("estimates all 14 rows with finite numbers and compares each measured tokens/s", function()

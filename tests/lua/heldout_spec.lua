@@ -23,7 +23,7 @@ local function moe_run()
   return moe_result
 end
 
-local function finite(x) return type(x) == "number" and x == x and x > -math.huge and x < math.huge end
+local finite = H.finite
 
 local function check_finite(r)
   for _, c in ipairs(r.cases) do

@@ -120,6 +120,19 @@ M.CARD_ROUNDING_2 = 0.05
 --- A shallow copy of a table (a config to change in one test).
 -- @tparam table t
 -- @treturn table
+--- True for a finite number (not NaN, not +-inf).
+function M.finite(x) return type(x) == "number" and x == x and x > -math.huge and x < math.huge end
+
+local validated = {}
+--- `apsearch.validate.run(path)`, once per path for the whole test run
+-- (the held-out specs read their set in several tests).
+-- @tparam string path cases CSV
+-- @treturn table validate.run's result
+function M.validated(path)
+  validated[path] = validated[path] or require("apsearch.validate").run(path)
+  return validated[path]
+end
+
 function M.copy(t)
   local c = {}
   for k, v in pairs(t) do c[k] = v end

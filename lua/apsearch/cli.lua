@@ -292,11 +292,15 @@ function M.add_launchable(p, name, version)
   local tt = launch.torchtitan_version(version)
   if tt ~= launch.TORCHTITAN_HEAD then
     p.torchtitan_version = tt
-    -- a release's loss is one cross entropy (its launch file cannot chunk
-    -- it, launch/torchtitan_toml.lua): the estimate prices what it runs,
-    -- unless the policy said otherwise
+    -- the estimate prices what the release runs: its release line's
+    -- settings (lua/apsearch/stacks.lua, read by the release's month, as
+    -- `validate` reads a row's), where the policy does not say -- v0.2.2's
+    -- loss is one cross entropy, which its launch file cannot chunk
     local tr = p.training
-    if (tr.framework or "megatron") == "fsdp2" and tr.loss_chunks == nil then tr.loss_chunks = 1 end
+    local line = require("apsearch.stacks").match("torchtitan " .. tt, tr.framework or "megatron")
+    for k, v in pairs(line and line.training or {}) do
+      if tr[k] == nil then tr[k] = v end
+    end
   end
   if not name then return end
   table.insert(p.constraints.rules, launch.launchable_rule(name, tt))

@@ -921,6 +921,11 @@ local function resolve_paths(raw, base)
   end
 end
 
+-- The schema kinds check_replaced checks (a device, a model or a layer
+-- list is its section's own normalization's to check).
+local SCALAR_KINDS = { string = true, bool = true, posint = true, nonnegint = true, nonneg = true,
+                       fraction = true, zero = true, stack = true }
+
 -- A command-line override replaces a field the file gives: the file's own
 -- value is checked first, so an invalid one is said rather than hidden
 -- (`top_k = 0/0` with --top-k 3 ran; a breaker pass).  Fields of the
@@ -940,11 +945,7 @@ local function check_replaced(raw, file, key, flag)
     name, factor = schema.resolve(schema[sec], field)
     kind = name and schema[sec][name]
   end
-  -- the scalar kinds (a device, a model or a layer list is its
-  -- section's own normalization's to check)
-  local SCALAR = { string = true, bool = true, posint = true, nonnegint = true, nonneg = true,
-                   fraction = true, zero = true, stack = true }
-  if v == nil or kind == nil or not (type(kind) == "table" and kind.enum or SCALAR[kind]) then return end
+  if v == nil or kind == nil or not (type(kind) == "table" and kind.enum or SCALAR_KINDS[kind]) then return end
   if factor and type(v) == "number" then v = v * factor end
   schema.check_value(kind, v, function(problem, got)
     util.fail(file, key, problem .. " (replaced by " .. flag .. ", but the file's own value is invalid)", got)

@@ -10,8 +10,23 @@
 -- @module apsearch.stacks
 local M = {}
 
---- Release date of a `software` string, "YYYY-MM" from "(YYYY-MM)", or nil.
-local function month_of(software) return software:match("%((%d%d%d%d%-%d%d)%)") end
+--- TorchTitan's release tags and the month of their commits
+-- (pytorch/torchtitan tags v0.1.0 2025-06-17, v0.2.0 2025-10-17, v0.2.1
+-- 2025-12-26, v0.2.2 2026-02-20), for a `software` that names a release
+-- instead of a date.
+M.TORCHTITAN_RELEASES = { ["v0.1.0"] = "2025-06", ["v0.2.0"] = "2025-10", ["v0.2.1"] = "2025-12",
+  ["v0.2.2"] = "2026-02" }
+
+--- The month of a run's code in `software`, "YYYY-MM", for the date
+-- bounds of the stacks and release lines: its first date YYYY-MM[-DD]
+-- ("(2024-12)", "2024-12-10"), else a TorchTitan release tag's month
+-- (M.TORCHTITAN_RELEASES), or nil.
+-- @tparam string software
+-- @treturn string|nil
+function M.run_month(software)
+  return software:match("%f[%d](%d%d%d%d%-%d%d)%f[%D]")
+    or M.TORCHTITAN_RELEASES[(software:lower():match("^torchtitan%s+(v%d+%.%d+%.%d+)%f[^%w.]") or "")]
+end
 
 --- Whether any of the Lua patterns matches s, case-insensitively (the
 -- patterns are lowered too: they use lower-case classes only, %d not %D).
@@ -539,7 +554,7 @@ end
 function M.of_software(software, framework)
   if type(software) == "string" and software ~= "" then
     software = M.framework_software(software)
-    local month = month_of(software)
+    local month = M.run_month(software)
     for _, st in ipairs(M.STACKS) do
       if st.framework == framework
         and (not st.before or (month and month < st.before))
@@ -587,24 +602,10 @@ end
 -- @tparam string framework the row's `framework`
 -- @treturn table|nil the matching entry of `M.LINES` (fields name,
 --   training, source), or nil when none matches
---- TorchTitan's release tags and the month of their commits
--- (pytorch/torchtitan tags v0.1.0 2025-06-17, v0.2.0 2025-10-17, v0.2.1
--- 2025-12-26, v0.2.2 2026-02-20), for a `software` that names a release
--- instead of a date.
-M.TORCHTITAN_RELEASES = { ["v0.1.0"] = "2025-06", ["v0.2.0"] = "2025-10", ["v0.2.1"] = "2025-12",
-  ["v0.2.2"] = "2026-02" }
-
--- The month a release line compares with its `before`: "(YYYY-MM)", else
--- a date YYYY-MM[-DD] anywhere in it, else a TorchTitan release tag
-local function line_month(software)
-  return month_of(software) or software:match("%f[%d](%d%d%d%d%-%d%d)%f[%D]")
-    or M.TORCHTITAN_RELEASES[(software:lower():match("^torchtitan%s+(v%d+%.%d+%.%d+)%f[^%w.]") or "")]
-end
-
 function M.match(software, framework)
   if type(software) ~= "string" or software == "" then return nil end
   software = M.framework_software(software)
-  local month = line_month(software)
+  local month = M.run_month(software)
   for _, line in ipairs(M.LINES) do
     if line.frameworks[framework] and (not line.before or (month and month < line.before))
       and any(line.patterns, software) then

@@ -141,6 +141,9 @@ describe("public_memory_cases.csv", function()
     assert.are.equal(1, stacks.match("torchtitan v0.2.2", "fsdp2").training.loss_chunks)
     assert.is_nil(stacks.match("torchtitan v0.2.0", "fsdp2").training.sac_save_alltoall)
     assert.is_nil(stacks.match("torchtitan 68f86f1 2026-05-15", "fsdp2"))
+    -- and the efficiency stack by the same month (stacks.run_month)
+    assert.are.equal("torchtitan-2024", stacks.of_software("torchtitan 9dec370 2024-12-10", "fsdp2"))
+    assert.are.equal("torchtitan-2025", stacks.of_software("torchtitan v0.2.2", "fsdp2"))
     -- the public set's TorchTitan rows are all before 2026-05: one cross
     -- entropy each, as before the field existed
     local seen = 0

@@ -40,18 +40,20 @@ local OUT_MOE = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf_moe.csv"
 local OUT_HYBRID = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf_hybrid.csv"
 
 --- NeMo container release -> Megatron-Bridge git ref whose performance
--- recipes produced it.  26.02.01 = r0.3.1 is stated by docs/releases/
--- known-issues.md ("Fixed in 26.02.01 (r0.3.1)"); the others pair each
--- container with the release tag of the same month (ASSUMED, noted per
--- row).  26.08's recipes moved out of scripts/performance/configs at
--- v0.6.0; its rows read v0.5.1's (noted).
+-- recipes produced it, as the documentation's version switcher pairs them
+-- (docs/versions1.json at 067f987df: "0.1.0 · 25.09", "0.2.0 · 25.11",
+-- "0.3.0 · 26.02", "0.3.1 · 26.02.01", "0.4.0 · 26.04", "0.4.2 · 26.04.01",
+-- "0.5.0 · 26.06", "0.5.1 · 26.06.01", "0.6.0 · 26.08"; 26.02.01 = r0.3.1
+-- is also in docs/releases/known-issues.md).  25.09 reads r0.1.0's YAML
+-- recipes.  26.08's recipes moved out of scripts/performance/configs at
+-- v0.6.0; its rows read v0.5.1's (noted per row).
 local RELEASES = {
   ["25.09"] = { ref = "r0.1.0", yaml = true },
   ["25.11"] = { ref = "v0.2.0", layout = "v0.2" },
   ["26.02"] = { ref = "v0.3.0" },
-  ["26.02.01"] = { ref = "v0.3.1", stated = true },
+  ["26.02.01"] = { ref = "v0.3.1" },
   ["26.04"] = { ref = "v0.4.0" },
-  ["26.04.01"] = { ref = "v0.4.1" },
+  ["26.04.01"] = { ref = "v0.4.2" },
   ["26.06"] = { ref = "v0.5.0" },
   ["26.06.01"] = { ref = "v0.5.1" },
   ["26.08"] = { ref = "v0.5.1", moved = true },
@@ -556,6 +558,7 @@ local function convert(r, alt)
   c.framework, c.precision = "megatron", prec[1]
   if row.fsdp then
     c.dp_degree, c.fsdp_degree, c.zero_stage = 1, row.n // model_par, 3
+    c.fsdp_impl = "megatron_fsdp"
     assumed[#assumed + 1] = "Megatron FSDP (table FSDP > 0): optim_grads_params (utils/overrides.py " ..
       "_set_megatron_fsdp_overrides)"
   else
@@ -641,10 +644,6 @@ local function convert(r, alt)
   if fields.cutedsl_fused_grouped_mlp == true then
     assumed[#assumed + 1] = "cutedsl_fused_grouped_mlp (fused grouped expert MLP kernel): not modelled"
   end
-  if not info.stated then
-    assumed[#assumed + 1] = ("release %s read as Megatron-Bridge %s (ASSUMED: the tag of the same month)"):format(
-      r.release, info.ref)
-  end
   if alt then assumed[#assumed + 1] = "the table's parenthesised values (FP8-MX)" end
   c.notes = recipe_note .. "; " .. table.concat(assumed, "; ")
   if info.yaml or not recipe_note:find("^recipe:") then c.reliability = "C" end
@@ -698,7 +697,12 @@ for _, k in ipairs({ "moe_flex_dispatcher_backend", "moe_router_force_load_balan
     "model_config" }) do
   hybrid_cols[#hybrid_cols + 1] = k
 end
-write(OUT_DENSE, dense, DENSE_COLS)
+-- the dense set: which FSDP runs (fsdp_impl: the tables' FSDP column is
+-- Megatron-FSDP, utils/overrides.py _set_megatron_fsdp_overrides)
+local dense_cols = {}
+for _, k in ipairs(DENSE_COLS) do dense_cols[#dense_cols + 1] = k end
+dense_cols[#dense_cols + 1] = "fsdp_impl"
+write(OUT_DENSE, dense, dense_cols)
 write(OUT_MOE, moe, moe_cols)
 write(OUT_HYBRID, hybrid, hybrid_cols)
 io.stderr:write(("%d dense, %d MoE, %d hybrid rows; left out %d table rows:\n"):format(#dense, #moe, #hybrid,

@@ -130,7 +130,7 @@ describe("held out: Megatron-Bridge performance summaries", function()
 
   it("writes the recipe's moe_a2a_overlap as overlap_moe_expert_parallel_comm, and validate prices it", function()
     -- v0.5.0 QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1: moe_a2a_overlap=True
-    -- (26.06, mbm073); v0.4.1's entry (26.04.01, mbm062, same layout) has none
+    -- (26.06, mbm073); v0.4.2's entry (26.04.01, mbm062, same layout) has none
     local rows = by_id(validate.load(MOE))
     assert.are.equal("true", rows.mbm073.overlap_moe_expert_parallel_comm)
     assert.are.equal("", rows.mbm062.overlap_moe_expert_parallel_comm)
@@ -151,6 +151,19 @@ describe("held out: Megatron-Bridge performance summaries", function()
     -- hides, exposed = APS_OVERLAP_INTERFERENCE (0.2, training.c) x total
     assert.is_true(math.abs(eb.exposed - 0.2 * eb.total) < 1e-9 * eb.total)
     assert.is_true(math.abs((a.step_time - b.step_time) - (ea.exposed - eb.exposed)) < 1e-6 * a.step_time)
+  end)
+
+  it("reads 26.04.01 at v0.4.2, the tag docs/versions1.json pairs with it (mbm060's B200 entry)", function()
+    -- v0.4.2 DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2 (5acef9309, absent
+    -- at v0.4.1): PP 8, VP 2, EP 32, DeepEP, moe_a2a_overlap, CUDA graphs
+    -- of attn + moe_router + moe_preprocess, recompute mla_up_proj and mlp
+    local row = by_id(validate.load(MOE)).mbm060
+    assert.truthy(row.notes:find("DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2 at v0.4.2", 1, true))
+    assert.are.equal("flex", row.moe_token_dispatcher)
+    assert.are.equal("true", row.overlap_moe_expert_parallel_comm)
+    assert.are.equal("attn+moe_router", row.cuda_graph_scope)
+    assert.are.equal("mla_up_proj/mlp", row.recompute_modules)
+    assert.is_nil(row.notes:find("ASSUMED: the tag of the same month", 1, true))
   end)
 end)
 

@@ -131,7 +131,7 @@ M.cluster = {
   device = "device", num_devices = "posint", devices_per_node = "posint",
   nvlink_domain_size = "nonnegint", nodes = "posint",
   -- routed to training (so `cluster.memory_limit_gib = 60` works)
-  memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
+  memory_limit_bytes = "pos", memory_margin_bytes = "nonneg",
   memory_limit_kind = enum("reserved", "allocated", "device"),
 }
 
@@ -155,7 +155,7 @@ M.training = {
   compile_loss = "bool", sac_save_alltoall = "bool", defer_fsdp_grad_sync = "bool",
   loss_fp32_upcast = "bool", loss_chunks = "posint",
   vocab_size_divisible_by = "nonnegint",
-  memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
+  memory_limit_bytes = "pos", memory_margin_bytes = "nonneg",
   logits_bytes = "nonneg",
   allocator_fragmentation = "fraction", ddp_bucket_bytes = "nonneg",
   -- the allocator (src/core/memory.c allocator_peaks; docs/modeling.md
@@ -179,7 +179,7 @@ M.training = {
 
 --- Constraint fields of a policy.
 M.constraints = {
-  memory_limit_bytes = "nonneg", memory_margin_bytes = "nonneg",
+  memory_limit_bytes = "pos", memory_margin_bytes = "nonneg",
   memory_limit_kind = enum("reserved", "allocated", "device"),
   allow_idle_devices = "bool", rules = "rules", max_candidates = "posint",
 }
@@ -259,7 +259,7 @@ local SUFFIXES = {
 -- degrees cannot overflow).
 M.INT_LIMIT = 2 ^ 31
 
-local NUMERIC = { nonneg = true, fraction = true, posint = true, nonnegint = true }
+local NUMERIC = { pos = true, nonneg = true, fraction = true, posint = true, nonnegint = true }
 
 --- Resolves a key of a field table, accepting the unit suffixes.
 -- @tparam table fields one of the field tables of this module
@@ -330,6 +330,8 @@ function M.check_value(kind, v, fail)
   elseif kind == "zero" then
     if not util.is_integer(v) or v < 0 or v > 3 then fail("must be 0, 1, 2 or 3", v) end
     return util.int(v)
+  elseif kind == "pos" then
+    if not util.is_finite(v) or not (v > 0) then fail("must be a finite number > 0", v) end
   elseif kind == "nonneg" then
     if not util.is_finite(v) or v < 0 then fail("must be a finite number >= 0", v) end
   elseif kind == "fraction" then

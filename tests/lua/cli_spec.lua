@@ -215,8 +215,11 @@ describe("apsearch binary", function()
     end)
 
     it("for a memory limit, naming the field as written and its value", function()
-      assert.are.equal("--set: cluster.memory_limit_gib: must be a finite number >= 0 (got -5)",
+      assert.are.equal("--set: cluster.memory_limit_gib: must be a finite number > 0 (got -5)",
         one_line_error(apsearch("run", "--set", "cluster.memory_limit_gib=-5")))
+      -- 0 is refused, not read as the default (the core's "unset")
+      assert.are.equal("--set: cluster.memory_limit_gib: must be a finite number > 0 (got 0)",
+        one_line_error(apsearch("run", "--set", "cluster.memory_limit_gib=0")))
       assert.are.equal("--set: constraints.memory_limit_gib: 90.00 GiB exceeds the device capacity "
         .. "79.65 GiB (cluster.device.memory_bytes)",
         one_line_error(apsearch("run", "--set", "constraints.memory_limit_gib=90")))

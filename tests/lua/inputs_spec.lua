@@ -56,7 +56,7 @@ describe("--set values replaced by a later option are still validated", function
     { { "--set", "training.global_batch_size=-1", "--set", "training.global_batch_size=64" },
       "--set: training.global_batch_size: must be a positive integer (got -1)" },
     { { "--set", "cluster.memory_limit_gib=-1", "--set", "training.memory_limit_bytes=1e10" },
-      "--set: cluster.memory_limit_gib: must be a finite number >= 0 (got -1)" },
+      "--set: cluster.memory_limit_gib: must be a finite number > 0 (got -1)" },
     { { "--set", "cluster.num_devices=-4", "--set", "cluster=h100-sxm-80gb:1x8" },
       "--set: cluster.num_devices: must be a positive integer (got -4)" },
     { { "--set", "cluster.num_devices=-1", "--cluster", "h100-sxm-80gb:1x8" },

@@ -1350,7 +1350,7 @@ local function validate_cv(opts, fmt)
     util.fail("validate", "--cv", "fits its own efficiencies per fold; give no --calibration", opts.cv, false)
   end
   local res = require("apsearch.crossval").run(opts.CASES, {
-    log = function(line) util.log("%s", line) end })
+    log = not opts.quiet and function(line) util.log("%s", line) end or nil })
   if fmt == "json" then
     out(require("apsearch.format.json").format(res))
     return validate_status(res)
@@ -1466,6 +1466,7 @@ local function cmd_validate(args)
   c:option("--calibration=FILE", "kernel efficiencies fitted by `apsearch calibrate`")
   c:option("--cv=SPLIT", "out-of-sample accuracy: leave one group out, fit the efficiencies on the rest (SPLIT: source)")
   c:flag("--wide", "table: whole model names and summary lines (default: fitted to 120 columns)")
+  c:flag("-q, --quiet", "no log lines on stderr (--cv's progress)")
   local opts, helped = parse(c, args, "validate")
   if helped then return 0 end
   local fmt = check_format("validate", opts.format, { "table", "json" }) or "table"

@@ -348,6 +348,14 @@ describe("apsearch validate --cv source", function()
     assert.truthy(out:find("\n  tests/fixtures/cases_small.csv: row c901: NotImplemented: training.precision: nvfp4",
       1, true), out)
     assert.truthy(err:find("tests/fixtures/cases_small.csv: 2 of 5 rows could not be estimated", 1, true), err)
+    assert.truthy(err:find("crossval: fold ", 1, true), err)
+    -- -q: the folds' progress lines go, the error stays (the same output)
+    local code_q, out_q, err_q = H.apsearch("validate", "tests/fixtures/cases_small.csv", "--cv", "source", "-q")
+    assert.are.equal(2, code_q)
+    assert.are.equal(out, out_q)
+    assert.is_nil(err_q:find("crossval:", 1, true), err_q)
+    assert.is_nil(err_q:find("calibrate:", 1, true), err_q)
+    assert.truthy(err_q:find("tests/fixtures/cases_small.csv: 2 of 5 rows could not be estimated", 1, true), err_q)
     -- without --cv: the first failed row's error on stderr too
     local _, _, err1 = H.apsearch("validate", "tests/fixtures/cases_small.csv")
     assert.truthy(err1:find('tests/fixtures/cases_small.csv: 2 of 5 rows could not be estimated; row c900: device = ' ..

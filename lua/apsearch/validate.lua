@@ -1291,7 +1291,10 @@ end
 -- header: column "<name>" appears twice (columns i and j)`, `<file>:
 -- header: unknown column "<name>" (column i)` (with the closest known
 -- name when one is close; M.known_columns), or
--- `<file>:<line>: data row <r> has <n> fields, the header <m>`.
+-- `<file>:<line>: data row <r> has <n> fields, the header <m>`, or, for a
+-- row without a case_id (named "#<r>") whose name another row gives as
+-- its case_id, `<file>:<line>: data row <r> has no case_id, and its name
+-- #<r> is the case_id of line <l>: give the row a case_id`.
 -- @return array of rows (column -> string)
 function M.load(path)
   if not util.file_exists(path) then
@@ -1311,6 +1314,13 @@ function M.load(path)
   local index = header_index(path, names)
   if #records == 1 then error(("%s: no data rows after the header"):format(path), 0) end
   local rows, line_of = {}, {}
+  -- the ids the file gives, so that the name of a row without one ("#3")
+  -- cannot be taken for another row's
+  local given, ci = {}, index.case_id
+  for r = 2, #records do
+    local id = ci and records[r][ci]
+    if id and id ~= "" and not given[id] then given[id] = lines[r] end
+  end
   for r = 2, #records do
     local fields = records[r]
     -- a row of empty fields (what a spreadsheet exports for a blank row,
@@ -1332,7 +1342,13 @@ function M.load(path)
     for name, i in pairs(index) do row[name] = fields[i] end
     -- a row without an id is named by its data row ("#3"; messages say
     -- "row #3", not "row row 3")
-    row.case_id = row.case_id ~= "" and row.case_id or ("#" .. (r - 1))
+    if row.case_id == "" then
+      row.case_id = "#" .. (r - 1)
+      if given[row.case_id] then
+        error(("%s:%d: data row %d has no case_id, and its name %s is the case_id of line %d: "
+          .. "give the row a case_id"):format(path, lines[r], r - 1, row.case_id, given[row.case_id]), 0)
+      end
+    end
     -- every output names a row by its id: two rows of one id would mix
     if line_of[row.case_id] then
       error(("%s:%d: case_id %s repeats the row of line %d"):format(path, lines[r],

@@ -253,6 +253,19 @@ describe("validate on tests/fixtures/cases_small.csv", function()
     assert.are.equal("#4", rows[2].case_id)
   end)
 
+  it("refuses a row without an id whose name (#N) is another row's case_id, naming both lines", function()
+    -- data row 2 has no id and row 3's id is "#2": they would have mixed
+    -- (breaker pass, 2026-12-05)
+    local path = one_row(nil, function(_, row)
+      return row .. "\n" .. row:gsub("^[^,]*", "") .. "\n" .. row:gsub("^[^,]*", "#2")
+    end)
+    local ok, err = pcall(validate.load, path)
+    os.remove(path)
+    assert.is_false(ok)
+    assert.truthy(err:find(":3: data row 2 has no case_id, and its name #2 is the case_id of line 4: "
+      .. "give the row a case_id", 1, true), err)
+  end)
+
   it("refuses a row whose field count differs from the header, naming it", function()
     local path = one_row(nil, function(_, row) return row .. ",x" end)
     local ok, err = pcall(validate.load, path)

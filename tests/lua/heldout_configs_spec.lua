@@ -8,8 +8,8 @@
 -- The counts of the families new here are computed in the comments from
 -- the modelling code's shapes (file and commit named) and checked against
 -- the published totals; the others are the counts apsearch gives, each
--- within the rounding of its card's total (FINDINGS.md of the h-models
--- branch lists the comparison).
+-- within the rounding of its card's total (tests/fixtures/heldout_configs/
+-- FINDINGS.md lists the comparison).
 
 local core = require "apsearch.core"
 local cjson = require "cjson"

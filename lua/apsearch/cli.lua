@@ -204,6 +204,20 @@ local function default_policy()
   return util.join_path(util.root(), "examples/llama3_8b_h100.lua")
 end
 
+--- The note for `--cluster DEVICE:NODES` (no `xGPUS`): NODES counts hosts,
+-- which a reader can take for GPUs, so the note states the GPUs and the
+-- spec for that many GPUs (nil for one host or an explicit `xGPUS`).
+-- @tparam string spec what --cluster gave
+-- @tparam table c its parse (policy.parse_cluster_spec)
+-- @treturn string|nil
+function M.cluster_note(spec, c)
+  local dev, nodes = spec:match("^([^:]+):(%d+)$")
+  if not nodes or c.num_devices <= c.devices_per_node then return nil end
+  local per, n = c.devices_per_node, math.tointeger(tonumber(nodes))
+  local hint = n % per == 0 and (" (for %d GPUs: %s:%dx%d)"):format(n, dev, n // per, per) or ""
+  return ("note: --cluster %s is %d hosts of %d GPUs, %d GPUs%s"):format(spec, n, per, c.num_devices, hint)
+end
+
 -- --model / --cluster as --set overrides
 local function shortcut_sets(opts)
   local sets = {}
@@ -215,6 +229,7 @@ local function shortcut_sets(opts)
       util.fail("--cluster", "cluster", "expected DEVICE[:NODES[xGPUS]], e.g. h100-sxm-80gb:2x8", opts.cluster)
     end
     sets[#sets + 1] = { flag = "--cluster", text = "cluster=" .. opts.cluster }
+    opts.cluster_note = M.cluster_note(opts.cluster, c)
   end
   for _, s in ipairs(opts.set or {}) do sets[#sets + 1] = s end
   return sets
@@ -225,6 +240,7 @@ end
 local function print_notes(p, opts, estimate_only)
   if opts.quiet then return end
   require("apsearch.search").context(p) -- raises the inputs' one-line error first
+  if opts.cluster_note then io.stderr:write("apsearch: ", opts.cluster_note, "\n") end
   -- folded at the table's width on a terminal (a log file keeps lines whole)
   local common = require "apsearch.format.common"
   local tty = require("apsearch.core").isatty(2)
@@ -401,7 +417,7 @@ function M.example_path(path)
     return installed
   end
   if util.file_exists(util.root() .. "/examples") then
-    error(("%s: cannot open policy file (No such file or directory; the examples are in %s/examples)")
+    error(("%s: cannot open policy file: No such file or directory (the examples are in %s/examples)")
       :format(path, util.root()), 0)
   end
   return path

@@ -257,8 +257,14 @@ end
 function M.run_file(path, env, label)
   label = label or "file"
   local text, rerr = util.read_file(path)
-  if not text then error(("%s: cannot open %s (%s)"):format(path, label, rerr), 0) end
+  if not text then error(("%s: cannot open %s: %s"):format(path, label, rerr), 0) end
   local chunk, err = load(script_source(text), "@" .. path, M.load_mode(), env or M.sandbox())
+  if not chunk and text:gsub("^\239\187\191", ""):match("^%s*[{%[]") then
+    -- a Lua chunk cannot begin with { or [: a JSON file given where a
+    -- script goes (most often a model's config.json as the policy)
+    error(("%s: not a Lua %s: the file is JSON (a Hugging Face config.json is given with --model %s)")
+      :format(path, label, path), 0)
+  end
   return run_chunk(chunk, err, path, label)
 end
 

@@ -24,6 +24,13 @@ M.PRECISION = enum("bf16", "fp16", "fp8", "mxfp8", "nvfp4")
 M.PRECISION.aliases = { bfloat16 = "bf16", float16 = "fp16", half = "fp16", float8 = "fp8",
   e4m3 = "fp8", hybrid = "fp8", delayed = "fp8", fp4 = "nvfp4", float4 = "nvfp4" }
 
+--- training.framework, with the names users give the same engines (the
+-- project or its launcher rather than the parallelism apsearch keys on),
+-- for "did you mean".
+M.FRAMEWORK = enum("megatron", "fsdp2", "fsdp", "deepspeed", "automodel")
+M.FRAMEWORK.aliases = { torchtitan = "fsdp2", ["megatron-lm"] = "megatron", ["megatron-core"] = "megatron",
+  mcore = "megatron", ["megatron-bridge"] = "megatron", nemo = "megatron", ["nemo-automodel"] = "automodel" }
+
 --- Model fields (aps_model) and their kinds.
 M.model = {
   name = "string",
@@ -140,7 +147,7 @@ M.training = {
   global_batch_size = "posint", seq_length = "posint",
   precision = M.PRECISION,
   optimizer = enum("adam", "adamw", "sgd"),
-  framework = enum("megatron", "fsdp2", "fsdp", "deepspeed", "automodel"),
+  framework = M.FRAMEWORK,
   flash_attention = "bool", dropout = "bool",
   -- recipe settings (src/core/recipe.c; docs/modeling.md "Recipe settings")
   fp8_param_gather = "bool", grad_reduce_in_fp32 = "bool",

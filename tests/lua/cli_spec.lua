@@ -214,6 +214,28 @@ describe("apsearch binary", function()
       assert.truthy(out:find("on 8 x h100-sxm-80gb", 1, true))
     end)
 
+    it("notes that --cluster DEVICE:NODES counts hosts, with the spec for that many GPUs", function()
+      local _, _, err = apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:64", "--top-k", "1")
+      assert.truthy(err:find("apsearch: note: --cluster h100-sxm-80gb:64 is 64 hosts of 8 GPUs, 512 GPUs "
+        .. "(for 64 GPUs: h100-sxm-80gb:8x8)\n", 1, true), err)
+      local cli = require "apsearch.cli"
+      local policy = require "apsearch.policy"
+      assert.are.equal("note: --cluster gb200:3 is 3 hosts of 4 GPUs, 12 GPUs",
+        cli.cluster_note("gb200:3", policy.parse_cluster_spec("gb200:3")))
+      -- one host, or xGPUS given: nothing to misread
+      assert.is_nil(cli.cluster_note("b200:1", policy.parse_cluster_spec("b200:1")))
+      assert.is_nil(cli.cluster_note("b200:8x8", policy.parse_cluster_spec("b200:8x8")))
+    end)
+
+    it("for another name of a framework, suggesting apsearch's (a new user's finding)", function()
+      assert.are.equal('--set: training.framework: expected one of megatron, fsdp2, fsdp, deepspeed, automodel; '
+        .. 'did you mean "fsdp2"? (got "torchtitan")',
+        one_line_error(apsearch("run", "--set", "training.framework=torchtitan")))
+      assert.are.equal('--launchable: launchable: must be megatron, torchtitan, mindformers, automodel; '
+        .. 'did you mean "megatron"? (got "megatrn")',
+        one_line_error(apsearch("run", "--launchable", "megatrn")))
+    end)
+
     it("for a memory limit, naming the field as written and its value", function()
       assert.are.equal("--set: cluster.memory_limit_gib: must be a finite number > 0 (got -5)",
         one_line_error(apsearch("run", "--set", "cluster.memory_limit_gib=-5")))
@@ -287,8 +309,8 @@ return { model = "mixtral.json", cluster = { device = "h100-sxm-80gb", nodes = 1
       assert.are.equal(("apsearch: examples/llama3_8b_h100.lua: not found here; using the installed " ..
         "%s/examples/llama3_8b_h100.lua\n"):format(ROOT), err)
       assert.truthy(out:find("llama-3.1-8b on 8 x h100-sxm-80gb", 1, true))
-      assert.are.equal(("examples/none.lua: cannot open policy file (No such file or directory; " ..
-        "the examples are in %s/examples)"):format(ROOT),
+      assert.are.equal(("examples/none.lua: cannot open policy file: No such file or directory " ..
+        "(the examples are in %s/examples)"):format(ROOT),
         one_line_error(from(elsewhere, "run", "examples/none.lua")))
     end)
 
@@ -296,6 +318,11 @@ return { model = "mixtral.json", cluster = { device = "h100-sxm-80gb", nodes = 1
       assert.truthy(one_line_error(apsearch("run", "--bogus")):find("unknown/bad flag: --bogus", 1, true))
       assert.truthy(one_line_error(apsearch("frobnicate")):find('unknown command "frobnicate"', 1, true))
       assert.truthy(one_line_error(apsearch("run", dir .. "/missing.lua")):find("cannot open policy file", 1, true))
+      -- a model's config.json given as the policy (a new user's mistake):
+      -- said so, not Lua's "unexpected symbol near '{'"
+      local cfg = ROOT .. "/tests/fixtures/heldout_configs/Qwen--Qwen3-8B.json"
+      assert.are.equal(cfg .. ": not a Lua policy file: the file is JSON (a Hugging Face config.json is given "
+        .. "with --model " .. cfg .. ")", one_line_error(apsearch("run", cfg)))
       assert.are.equal('run: --format: expected table, json, csv (got "yaml")',
         one_line_error(apsearch("run", "--format", "yaml")))
       assert.are.equal('--top-k: top_k: must be a positive integer (got "0")',

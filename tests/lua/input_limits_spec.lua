@@ -54,13 +54,13 @@ describe("input files that are not regular files (issue 27)", function()
   end)
 
   it("run and estimate refuse a FIFO as policy, rule, objective or formatter", function()
-    refused(fifo_lua .. ": cannot open policy file (" .. PIPE .. ")", "run", fifo_lua)
-    refused(fifo_lua .. ": cannot open policy file (" .. PIPE .. ")",
+    refused(fifo_lua .. ": cannot open policy file: " .. PIPE, "run", fifo_lua)
+    refused(fifo_lua .. ": cannot open policy file: " .. PIPE,
       "estimate", fifo_lua, "--strategy", "tp_degree=1")
-    refused(dir .. ": cannot open policy file (not a regular file (a directory))", "run", dir)
-    refused(fifo_lua .. ": cannot open rule file (" .. PIPE .. ")", "run", POLICY, "--rules", fifo_lua)
-    refused(fifo_lua .. ": cannot open objective file (" .. PIPE .. ")", "run", POLICY, "--objective", fifo_lua)
-    refused(fifo_lua .. ": cannot open formatter file (" .. PIPE .. ")", "run", POLICY, "--formatter", fifo_lua)
+    refused(dir .. ": cannot open policy file: not a regular file (a directory)", "run", dir)
+    refused(fifo_lua .. ": cannot open rule file: " .. PIPE, "run", POLICY, "--rules", fifo_lua)
+    refused(fifo_lua .. ": cannot open objective file: " .. PIPE, "run", POLICY, "--objective", fifo_lua)
+    refused(fifo_lua .. ": cannot open formatter file: " .. PIPE, "run", POLICY, "--formatter", fifo_lua)
   end)
 
   it("model configs, baselines and calibrations on run, estimate and inspect", function()

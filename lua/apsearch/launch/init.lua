@@ -320,7 +320,9 @@ function M.launchable_rule(name, version)
   if not e then
     local names = {}
     for i, x in ipairs(M.engines) do names[i] = x.name end
-    util.fail("--launchable", "launchable", "must be " .. table.concat(names, ", "), name)
+    local problem = "must be " .. table.concat(names, ", ")
+    if type(name) == "string" then problem = require("apsearch.suggest").problem(problem, name, names) end
+    util.fail("--launchable", "launchable", problem, name)
   end
   local inputs = setmetatable({}, { __mode = "k" }) -- per core context
   return require("apsearch.rules").normalize({

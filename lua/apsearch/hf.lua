@@ -3878,9 +3878,16 @@ function M.load(path, name)
   if not text then
     error(string.format("%s: cannot read config: %s", path, tostring(err)), 0)
   end
+  if not text:find("%S") then
+    error(string.format("%s: empty file (a Hugging Face config.json is one JSON object)", path), 0)
+  end
   local ok, cfg = pcall(cjson.decode, text)
   if not ok then
     error(string.format("%s: invalid JSON: %s", path, M.json_error_where(tostring(cfg), text)), 0)
+  end
+  if type(cfg) ~= "table" or rawget(cfg, 1) ~= nil then
+    error(string.format("%s: expected one JSON object (a Hugging Face config.json), got %s", path,
+      type(cfg) == "table" and "an array" or cfg == cjson.null and "null" or "a " .. type(cfg)), 0)
   end
   return M.from_config(cfg, path, name)
 end

@@ -465,6 +465,16 @@ describe("refusals", function()
     -- the decoder's character offset also as line and column (a trailing comma)
     path = tmpfile("comma.json", '{\n  "a": 1,\n}\n')
     assert.truthy(err_of(hf.load, path):find("at line 3, column 1 (character 13)", 1, true), err_of(hf.load, path))
+    -- an empty file and JSON that is no object say so (they read "invalid
+    -- JSON: ... T_END" and "model_type: required key is missing"; a new
+    -- user's finding)
+    path = tmpfile("empty.json", " \n")
+    assert.are.equal(path .. ": empty file (a Hugging Face config.json is one JSON object)", err_of(hf.load, path))
+    path = tmpfile("array.json", '[{"model_type": "llama"}]')
+    assert.are.equal(path .. ": expected one JSON object (a Hugging Face config.json), got an array",
+      err_of(hf.load, path))
+    path = tmpfile("null.json", "null")
+    assert.are.equal(path .. ": expected one JSON object (a Hugging Face config.json), got null", err_of(hf.load, path))
   end)
 end)
 

@@ -691,6 +691,32 @@ typedef struct {
                                         full recompute, not with the
                                         shared-expert overlap); default
                                         off */
+    double moe_expert_rank_capacity_factor; /**< MoE, Megatron flex
+                                        dispatcher with HybridEP: each
+                                        expert rank's static token budget
+                                        over the balanced share (Megatron
+                                        --moe-expert-rank-capacity-factor):
+                                        the receive buffer and the experts'
+                                        tensors get a fixed shape, capturable
+                                        by CUDA graphs (moe.c
+                                        aps_moe_static_rows); 0 = unset
+                                        (Megatron's None: sized per step) */
+    bool moe_paged_stash;          /**< MoE: the routed experts' saved
+                                        tensors packed into preallocated
+                                        paged buffers (Megatron
+                                        --moe-paged-stash; needs the rank
+                                        capacity factor; moe.c
+                                        aps_moe_stash_bytes); default off */
+    double moe_paged_stash_buffer_size_factor_cuda; /**< the stash's size
+                                        over the balanced routed tokens
+                                        (Megatron --moe-paged-stash-buffer-
+                                        size-factor-cuda, > 0: the avg-based
+                                        sizing); 0 = Megatron's default
+                                        APS_PAGED_STASH_FACTOR_CUDA */
+    int64_t moe_paged_stash_page_size; /**< tokens per stash page
+                                        (Megatron --moe-paged-stash-page-
+                                        size); 0 = Megatron's default
+                                        APS_PAGED_STASH_PAGE_SIZE */
     bool dp_loss_group;            /**< Megatron-LM all-reduces the
                                         reported loss over the data-parallel
                                         group without CP, a communicator

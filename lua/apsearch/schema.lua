@@ -159,6 +159,10 @@ M.training = {
   moe_shared_expert_overlap = "bool", moe_router_fusion = "bool",
   moe_flex_dispatcher_backend = enum("deepep", "hybridep"),
   overlap_moe_expert_parallel_comm = "bool",
+  -- Megatron-Core's sync-free MoE (src/core/moe.c; docs/modeling.md
+  -- "Sync-free experts and the paged stash")
+  moe_expert_rank_capacity_factor = "pos", moe_paged_stash = "bool",
+  moe_paged_stash_buffer_size_factor_cuda = "pos", moe_paged_stash_page_size = "posint",
   compile_loss = "bool", sac_save_alltoall = "bool", defer_fsdp_grad_sync = "bool",
   loss_fp32_upcast = "bool", loss_chunks = "posint",
   vocab_size_divisible_by = "nonnegint",

@@ -491,6 +491,10 @@ function M.case_inputs(row)
   if given(row, "moe_flex_dispatcher_backend") then
     training.moe_flex_dispatcher_backend = need_enum(row, "moe_flex_dispatcher_backend", { "deepep", "hybridep" })
   end
+  -- Megatron-Core's sync-free experts (--moe-expert-rank-capacity-factor,
+  -- --moe-paged-stash, --moe-paged-stash-buffer-size-factor-cuda; the
+  -- core refuses what Megatron refuses): empty = unset, Megatron's default
+  M.sync_free_columns(row, training)
   -- optional `fsdp_impl`: Megatron-LM's FSDP implementation
   -- (--use-torch-fsdp2 | --use-megatron-fsdp); empty: torch_fsdp2
   if given(row, "fsdp_impl") then
@@ -637,6 +641,27 @@ function M.case_inputs(row)
   return model, cluster, training, strategy, preset, assumed
 end
 
+--- Numeric columns of Megatron-Core's sync-free experts, each the training
+-- field of the same name (schema kind "pos": a finite number > 0).
+M.SYNC_FREE_NUMBERS = { "moe_expert_rank_capacity_factor", "moe_paged_stash_buffer_size_factor_cuda" }
+
+--- The sync-free columns of a row into training: moe_paged_stash (true /
+-- false) and M.SYNC_FREE_NUMBERS; empty = not stated.
+-- @tparam table row CSV row
+-- @tparam table training (mutated)
+function M.sync_free_columns(row, training)
+  if given(row, "moe_paged_stash") then training.moe_paged_stash = need_bool(row, "moe_paged_stash") end
+  for _, col in ipairs(M.SYNC_FREE_NUMBERS) do
+    if given(row, col) then
+      local v = decimal(row[col])
+      if not v or not (v > 0) or v == math.huge then
+        error(fmtq("%s = %q is not a finite number > 0", col, row[col]), 0)
+      end
+      training[col] = v
+    end
+  end
+end
+
 --- Columns that only say something of a model with experts, and the
 -- values a dense row may still carry (the schema's defaults: one expert
 -- rank, no dispatch): anything else on a dense row is a row that does not
@@ -649,6 +674,9 @@ M.MOE_ONLY = {
   { col = "moe_token_dispatcher", dense = {}, why = "there are no tokens to dispatch to experts" },
   { col = "moe_capacity_factor", dense = {}, why = "there are no experts to cap" },
   { col = "moe_flex_dispatcher_backend", dense = {}, why = "there are no tokens to dispatch to experts" },
+  { col = "moe_paged_stash", dense = { ["false"] = true, ["0"] = true }, why = "there are no experts to stash" },
+  { col = "moe_expert_rank_capacity_factor", dense = {}, why = "there are no expert ranks to budget" },
+  { col = "moe_paged_stash_buffer_size_factor_cuda", dense = {}, why = "there are no experts to stash" },
 }
 
 --- Refuses a dense row (num_experts empty or 0) that states an MoE-only

@@ -158,6 +158,10 @@ const aps_framework_profile *aps_profile(const aps_training *t);
 #define APS_ADAM_MOMENTS 2.0
 /** Bytes of a dropout mask element (torch.bool / uint8). */
 #define APS_MASK_BYTES 1.0
+/** Bytes of an MXFP8 element and of its block scale (float8_e4m3fn data,
+ *  float8_e8m0fnu scales; the paged stash keeps both as uint8,
+ *  moe/paged_stash.py allocate_stash_buffers). */
+#define APS_FP8_BYTES 1.0
 
 /** Layer counts per stage plus derived quantities every estimator needs. */
 typedef struct {
@@ -568,6 +572,29 @@ double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
  *  run). */
 #define APS_MOE_LOAD_IMBALANCE 1.25
 
+/** Megatron-Core's sync-free MoE and its paged stash (Megatron-LM
+ *  d98e8a64; paged stash added by f007db77b9 "Paged Stashing (#4247)",
+ *  2026-05-22).  Defaults of --moe-paged-stash-buffer-size-factor-cuda
+ *  and --moe-paged-stash-page-size (transformer_config.py l.1367-1374). */
+#define APS_PAGED_STASH_FACTOR_CUDA 1.10
+#define APS_PAGED_STASH_PAGE_SIZE 64
+/** Rows of an MXFP8 block: one e8m0 scale per 32 elements along the
+ *  token dimension of a columnwise copy (moe/paged_stash.py
+ *  SCALE_INV_BLOCK_SIZE = 32, a scale tensor's tokens are num_tokens //
+ *  32). */
+#define APS_MXFP8_SCALE_BLOCK 32.0
+/** The static expert-rank budget is rounded up to this many tokens: "TE's
+ *  grouped-tensor and fused grouped-MLP kernels require 256-token
+ *  alignment" (moe/moe_utils.py get_align_size_for_quantization with
+ *  use_transformer_engine_op_fuser, which the capacity factor needs). */
+#define APS_TE_GROUPED_ALIGN 256.0
+/** Bytes per token of one micro-batch's inputs GPTDataset returns
+ *  (megatron/core/datasets/gpt_dataset.py __getitem__ @ d98e8a64):
+ *  tokens and labels (int64, 8 each), loss_mask (float32, 4),
+ *  position_ids (int64, 8).  The attention mask, [1, s, s] bool, when
+ *  the dataloader creates one (create_attention_mask), is not counted. */
+#define APS_BATCH_BYTES_PER_TOKEN 28.0
+
 /** What one MoE layer (against the dense-FFN layer of aps_layer_cost) and
  *  one MLA layer (against its GQA attention) add, per micro-batch on one
  *  rank; differences may be negative.  Seconds, bytes, parameters. */
@@ -603,6 +630,13 @@ typedef struct {
     double mla_up_fwd, mla_up_act; /**< MLA up projections (mla_up_proj) */
     double dsa_indexer_fwd; /**< s: the DSA indexer's forward (dsa.c) */
     double dsa_indexer_bwd; /**< s: its backward, when trained (dsa.c) */
+    /* Megatron's sync-free experts (training.moe_expert_rank_capacity_
+     * factor): rows of the static receive buffer and expert tensors, and
+     * under the paged stash the balanced token copies one layer stashes
+     * per micro-batch and the bytes per row of the tensors it stashes */
+    double static_rows;     /**< budget B, 0 without a capacity factor */
+    double stash_tokens;    /**< avg_num_tokens = B // cf, 0 unstashed */
+    double stash_row_bytes; /**< stashed bytes per B row, 0 unstashed */
 } aps_moe_cost;
 
 /** The sums over pipeline rank i's layers of aps_moe_cost (seconds). */
@@ -1005,6 +1039,12 @@ typedef struct {
 /** Builds the layer program of strategy s (layerprog.c) for the layer
  *  whose blocks are mix w (NULL: the model's mean layer, aps_hybrid_mix;
  *  a pipeline rank of a hybrid model: aps_hybrid_stage_mix). */
+/** What training t's CUDA graphs capture under strategy s: none when they
+ *  are off; the whole iteration under full recompute or CPU offloading,
+ *  which take no other scope (Megatron-LM transformer_config.py @
+ *  d98e8a64, l.2800 and l.2854-2857; the launchers write so). */
+aps_cuda_graph_scope aps_cuda_graph_effective_scope(const aps_training *t,
+                                                    const aps_strategy *s);
 void aps_host_program_build(const aps_model *m, const aps_training *t,
                             const aps_strategy *s, const aps_hybrid_counts *w,
                             aps_host_program *out);
@@ -1420,6 +1460,19 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
                           const aps_dp_plan *plan, const aps_moe_cost *mc,
                           int64_t i, double per_layer_kept,
                           aps_stage_estimate *st);
+/** Static rows of one expert rank's receive buffer and expert tensors
+ *  under the rank capacity factor cf for `copies` balanced routed token
+ *  copies (moe/token_dispatcher.py setup_metadata l.1098-1110 @
+ *  d98e8a64): floor(copies x cf) rounded up to APS_TE_GROUPED_ALIGN; 0
+ *  when cf is unset. */
+double aps_moe_static_rows(double copies, double cf);
+/** Bytes of the paged stash's CUDA buffers when `live` layers' routed
+ *  tensors are saved at once, each layer's avg_num_tokens `avg`
+ *  (moe/paged_stash.py allocate_stash_buffers and PagedStashBuffer):
+ *  per stashed tensor floor(live x tokens x factor) tokens, in whole
+ *  pages of page_size tokens, times its width and element size. */
+double aps_moe_stash_bytes(const aps_model *m, const aps_training *t,
+                           const aps_strategy *s, double avg, double live);
 /** Model FLOPs of one sequence's forward pass over all layers as Megatron-
  *  Core's num_floating_point_operations counts them minus the dense
  *  count of flops_step (2 S matmul params + 4 S keys a d per layer). */

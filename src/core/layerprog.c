@@ -235,19 +235,23 @@ static void hybrid_launches(const aps_model *m, const aps_training *t,
     out->mlp.bwd = dense * out->mlp.bwd + ssm * mamba.bwd;
 }
 
+aps_cuda_graph_scope aps_cuda_graph_effective_scope(const aps_training *t,
+                                                    const aps_strategy *s)
+{
+    aps_cuda_graph_scope g = t->cuda_graphs ? t->cuda_graph_scope
+                                            : APS_CG_NONE;
+    if (g != APS_CG_NONE && (s->layer_recompute == APS_RECOMPUTE_FULL ||
+                             t->activation_offload_layers > 0))
+        g = APS_CG_FULL_ITERATION;
+    return g;
+}
+
 void aps_host_program_build(const aps_model *m, const aps_training *t,
                             const aps_strategy *s, const aps_hybrid_counts *w,
                             aps_host_program *out)
 {
     memset(out, 0, sizeof *out);
-    aps_cuda_graph_scope g = t->cuda_graphs ? t->cuda_graph_scope
-                                            : APS_CG_NONE;
-    /* full recompute and CPU offloading take CUDA graphs of the whole
-     * iteration only (Megatron-LM transformer_config.py @ d98e8a64,
-     * l.2800 and l.2854-2857; the launchers write so) */
-    if (g != APS_CG_NONE && (s->layer_recompute == APS_RECOMPUTE_FULL ||
-                             t->activation_offload_layers > 0))
-        g = APS_CG_FULL_ITERATION;
+    aps_cuda_graph_scope g = aps_cuda_graph_effective_scope(t, s);
     if (g == APS_CG_FULL_ITERATION) {
         out->step_graphed = true;
         return;

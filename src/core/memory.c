@@ -699,6 +699,30 @@ static double logits_loss_bytes(const aps_model *m, const aps_training *t,
     return loop > after ? loop : after;
 }
 
+/** What a full-iteration CUDA graph keeps that the eager step and the
+ *  per-layer graphs do not, bytes on rank i: StaticBufferLoader's copy of
+ *  every micro-batch's inputs, one set of num_microbatches per model
+ *  chunk that reads data (Megatron-LM d98e8a64 megatron/core/
+ *  full_cuda_graph.py FullCudaGraphWrapper.data_read; pretrain_gpt.py
+ *  is_dataset_built_on_rank: the first and last stages, TP rank 0, the
+ *  rank this estimate prices).  The capture's private pool (get_graph_
+ *  pool) holds what the captured forward-backward allocates, which the
+ *  other categories already price as the step's peak; how much more the
+ *  caching allocator keeps there (frees that cross streams during the
+ *  capture) is not in Megatron's code and is not priced. */
+static double full_graph_inputs(const aps_training *t, const aps_strategy *s,
+                                const aps_layout *lay, int64_t i)
+{
+    if (t->framework != APS_FW_MEGATRON ||
+        aps_cuda_graph_effective_scope(t, s) != APS_CG_FULL_ITERATION)
+        return 0.0;
+    double readers = (i == 0 ? 1.0 : 0.0) +
+                     (i == lay->p - 1 && (lay->p > 1 || lay->v > 1) ? 1.0
+                                                                    : 0.0);
+    return readers * (double)lay->m * (double)lay->b *
+           (double)t->seq_length * APS_BATCH_BYTES_PER_TOKEN;
+}
+
 void aps_stage_memory(const aps_model *m, const aps_cluster *c,
                       const aps_training *t, const aps_strategy *s,
                       const aps_layout *lay, const aps_dp_plan *plan,
@@ -717,7 +741,8 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
     st->params = psi;
     st->expert_params = 0.0; /* aps_moe_stage_memory */
     aps_model_states(t, plan, psi, matmul_psi, mem);
-    mem[APS_MEM_ACTIVATIONS] = stage_activations(m, t, s, lay, lc, i, st);
+    mem[APS_MEM_ACTIVATIONS] = stage_activations(m, t, s, lay, lc, i, st) +
+                               full_graph_inputs(t, s, lay, i);
     if (i == lay->p - 1)
         mem[APS_MEM_LOGITS_LOSS] = logits_loss_bytes(m, t, lay);
     comm_buffers(m, t, s, lay, plan, i, psi, mem);

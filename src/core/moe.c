@@ -113,6 +113,16 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
         }
     }
+    /* the rank capacity factor is the flex dispatcher's (its HybridEP
+     * backend: transformer_config.py l.1868-1883 @ d98e8a64) */
+    if (t->moe_expert_rank_capacity_factor > 0 &&
+        s->moe_token_dispatcher != APS_MOE_FLEX) {
+        aps_fmt(msg, n, "training.moe_expert_rank_capacity_factor needs "
+                "moe_token_dispatcher = flex (\"requires "
+                "moe_flex_dispatcher_backend to be 'hybridep' or 'ncclep'\", "
+                "megatron/core/transformer/transformer_config.py)");
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
     if (m->num_experts == 0) {
         if (ep > 1 || etp != s->tp_degree) {
             aps_fmt(msg, n, "ep_degree = %lld, etp_degree = %lld for a dense "
@@ -391,6 +401,129 @@ static double experts_miss(double E, double K, double held)
     return miss > 0.0 ? miss : 0.0;
 }
 
+/* ------------------------------------------------ sync-free experts */
+
+double aps_moe_static_rows(double copies, double cf)
+{
+    if (!(cf > 0))
+        return 0.0;
+    /* budget = int(padded_num_tokens * topk * cf); budget += -budget %
+     * pad_multiple */
+    double budget = floor(copies * cf);
+    return ceil(budget / APS_TE_GROUPED_ALIGN) * APS_TE_GROUPED_ALIGN;
+}
+
+/** Whether the routed experts' saved tensors go to the paged stash: only
+ *  those TransformerEngine's fused grouped MLP marks (mark_grouped_tensor,
+ *  TransformerEngine d0067d0da ops/fused/grouped_mlp.py l.1749), a fusion
+ *  built for the MXFP8 and NVFP4 recipes alone (fuse_grouped_mlp_ops
+ *  l.842; NVFP4 refused by training.c); other tensors pass the hooks
+ *  untouched (on_save_for_backward returns them) and no buffer is
+ *  allocated ("max_tokens_dict is None, skipping stash buffer
+ *  allocation", moe/paged_stash.py). */
+static bool moe_stashes(const aps_training *t)
+{
+    return t->moe_paged_stash && t->moe_expert_rank_capacity_factor > 0 &&
+           t->precision == APS_PREC_MXFP8;
+}
+
+/** The tensors the fused MXFP8 grouped MLP saves for backward and marks
+ *  for the stash (grouped_mlp.py l.1749-1772 @ d0067d0da: the GEMM inputs'
+ *  columnwise copies only, "MXFP8 wgrad only needs columnwise tiles"),
+ *  each a key of the stash (moe/paged_stash.py on_save_for_backward:
+ *  dtype and hidden_size = numel / tokens): width, bytes per element and
+ *  rows per routed row (a scale tensor has tokens // 32). */
+typedef struct { double width, bytes, rows; } stash_tensor;
+#define STASH_TENSORS 6
+
+static void stash_tensors(const aps_model *m, const aps_strategy *s,
+                          stash_tensor out[STASH_TENSORS])
+{
+    double h = (double)m->hidden_size, etp = (double)aps_moe_etp(s);
+    double fe = (double)m->moe_ffn_hidden_size / etp;
+    double up = m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0;
+    double sc = 1.0 / APS_MXFP8_SCALE_BLOCK;
+    double fp8 = APS_FP8_BYTES;
+    stash_tensor k[STASH_TENSORS] = {
+        {h, fp8, 1.0},       /* fc1 input, columnwise fp8 data */
+        {h, fp8, sc},        /* its e8m0 scales */
+        {up * fe, APS_ACT_BYTES, 1.0}, /* activation_in: fc1 output, bf16
+                                          (c_dtype, l.1407, 1550) */
+        {1.0, APS_FP32_BYTES, 1.0},    /* scales: routing probabilities */
+        {fe, fp8, 1.0},      /* fc2 input, columnwise fp8 data */
+        {fe, fp8, sc},       /* its e8m0 scales */
+    };
+    memcpy(out, k, sizeof k);
+}
+
+/** Bytes per static row of the tensors stash_tensors lists: what one
+ *  layer holds at its full budget shape before the stash copies it
+ *  (the originals live until the next layer's group start,
+ *  wait_for_stash_to_complete) and again when the backward reloads it
+ *  (reload_paged_tensors allocates original_shape). */
+static double stash_row_bytes(const aps_model *m, const aps_strategy *s)
+{
+    stash_tensor k[STASH_TENSORS];
+    stash_tensors(m, s, k);
+    double b = 0.0;
+    for (int j = 0; j < STASH_TENSORS; j++)
+        b += k[j].width * k[j].bytes * k[j].rows;
+    return b;
+}
+
+double aps_moe_stash_bytes(const aps_model *m, const aps_training *t,
+                           const aps_strategy *s, double avg, double live)
+{
+    if (!moe_stashes(t) || !(avg > 0) || !(live > 0))
+        return 0.0;
+    double f = t->moe_paged_stash_buffer_size_factor_cuda > 0
+                   ? t->moe_paged_stash_buffer_size_factor_cuda
+                   : APS_PAGED_STASH_FACTOR_CUDA;
+    double page = (double)(t->moe_paged_stash_page_size > 0
+                               ? t->moe_paged_stash_page_size
+                               : APS_PAGED_STASH_PAGE_SIZE);
+    stash_tensor k[STASH_TENSORS];
+    stash_tensors(m, s, k);
+    double bytes = 0.0;
+    for (int j = 0; j < STASH_TENSORS; j++) {
+        /* capture: temp += avg (avg // 32 for a scale) per saved tensor,
+         * the peak over the iteration; num_tokens = int(peak * factor);
+         * num_cuda_pages = ceil(num_tokens / page_size) */
+        double per_layer = floor(avg * k[j].rows);
+        double tokens = floor(live * per_layer * f);
+        bytes += ceil(tokens / page) * page * k[j].width * k[j].bytes;
+    }
+    return bytes;
+}
+
+/** The sync-free fields of out: the static budget for the rank's balanced
+ *  routed copies, and under the stash the layer's avg_num_tokens =
+ *  int(max_num_tokens // cap_factor) (moe/experts.py l.769-776) and the
+ *  stashed bytes per static row. */
+static void moe_sync_free(const aps_model *m, const aps_training *t,
+                          const aps_strategy *s, double copies,
+                          aps_moe_cost *out)
+{
+    double cf = t->moe_expert_rank_capacity_factor;
+    out->static_rows = aps_moe_static_rows(copies, cf);
+    if (!moe_stashes(t))
+        return;
+    out->stash_tokens = floor(out->static_rows / cf);
+    out->stash_row_bytes = stash_row_bytes(m, s);
+}
+
+/** One layer's receive buffer, bytes: as large as the send buffer,
+ *  unless a rank capacity factor fixes it at the static budget of rows
+ *  ("setting it selects static shapes (fixed receive buffer, CUDA-graph
+ *  capturable)", transformer_config.py l.1019-1025; HybridEP's
+ *  dispatch_with_permute returns num_permuted_tokens rows,
+ *  moe/fused_a2a.py l.415-433 @ d98e8a64). */
+static double moe_receive_bytes(double row, double send,
+                                const aps_moe_cost *out)
+{
+    return out->static_rows > 0 ? row * out->static_rows : send;
+}
+
 /* ------------------------------------------------------------ costs */
 
 void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
@@ -476,6 +609,13 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     double Tin = T / rep;                 /* tokens entering the block */
     double Te = Tin * K * etp * load;     /* rows the busiest rank runs */
     double Mexp = Te / local;             /* rows of each local expert */
+    /* the rows the experts' saved tensors have: the static budget under
+     * a rank capacity factor (padding rows included), else the busiest
+     * rank's; none kept per layer when the paged stash takes them
+     * (aps_moe_stage_memory prices the stash) */
+    moe_sync_free(m, t, s, Tin * K * etp, out);
+    double Tm = out->static_rows > 0 ? out->static_rows : Te;
+    double kept_rows = out->stash_row_bytes > 0 ? 0.0 : Tm;
 
     /* GEMMs: minus the dense FFN, plus router, shared expert, experts */
     double g = -aps_gemm_time(d, prec, T, up * f / tp, h) -
@@ -523,7 +663,8 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
      * activation_func_with_probs: nothing more saved), the shared
      * expert's */
     out->act = -wb * T * f / tp + APS_FP32_BYTES * Tin * (E + K) +
-               Ain * Te * h + wb * Te * fe / etp + wb * T * fs / tp;
+               Ain * kept_rows * h + wb * kept_rows * fe / etp +
+               wb * T * fs / tp;
     /* a framework that multiplies the routing scores outside the experts
      * keeps one routed-token operand, T_in k rows of h, for the scores'
      * gradient (profile.c moe_score_operand_bytes) */
@@ -570,7 +711,7 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
          * TorchTitan applies no ExpertParallel dispatch at all
          * (models/deepseek_v3/infra/parallelize.py l.90 @ 99fee81:
          * apply_moe_ep_tp only with TP or EP enabled) */
-        buf = ep > 1 ? 2.0 * send : 0.0;
+        buf = ep > 1 ? send + moe_receive_bytes(row, send, out) : 0.0;
         if (etp > 1) {
             double bw2, alpha2, gathered = row * Te;
             aps_group_link(c, 1, aps_moe_etp(s), &bw2, &alpha2);
@@ -598,7 +739,7 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
                                    aps_gemm_time(d, prec, T, h, fs / tp) +
                                    act_b * T * fs / tp / hbm
                              : 0.0;
-    out->actfn_act = Ain * Te * fe / etp;
+    out->actfn_act = Ain * kept_rows * fe / etp;
     out->actfn_fwd = act_b * Te * fe / etp / hbm;
     /* the MoE block replaces the dense FFN aps_layer_params_tp counted,
      * its biases included */
@@ -734,6 +875,48 @@ static double full_recompute_rebuilt(const aps_strategy *s,
     return extra;
 }
 
+/** The MoE layers of rank i whose routed tensors the paged stash holds
+ *  at its peak, the count its capture measures (moe/paged_stash.py
+ *  on_save_for_backward adds a layer's tokens when autograd saves them,
+ *  on_get_saved_tensor takes them off when the backward reads them):
+ *  the layers that keep theirs, per micro-batch in flight, and those
+ *  rebuilt at once in the backward (a full-recompute group, or the one
+ *  MoE layer the moe recompute module re-runs). */
+static double stash_live_layers(const aps_strategy *s, const aps_layout *lay,
+                                int64_t i, unsigned mods, double inflight,
+                                double nm)
+{
+    double L = (double)aps_layout_run_layers(lay, i);
+    double rc = (double)aps_layout_run_recompute(lay, i);
+    double kept = L > 0 ? (L - rc) / L : 0.0;
+    double live = (mods & APS_RCM_MOE) ? 0.0 : inflight * kept * nm;
+    if (s->layer_recompute == APS_RECOMPUTE_FULL && rc > 0) {
+        double kept_inputs, group;
+        aps_recompute_groups(s, lay, i, rc, &kept_inputs, &group);
+        live += nm < group ? nm : group;
+    } else if ((mods & APS_RCM_MOE) && L > rc && nm > 0) {
+        live += 1.0;
+    }
+    return live;
+}
+
+/** Rank i's paged stash, bytes: its CUDA buffers (aps_moe_stash_bytes)
+ *  and one layer's stashed tensors at their static shape, alive beside
+ *  them while the stash copies them in the forward and reloads them in
+ *  the backward (stash_row_bytes); 0 without the stash. */
+static double moe_stash_memory(const aps_model *m, const aps_training *t,
+                               const aps_strategy *s, const aps_layout *lay,
+                               const aps_moe_cost *mc, int64_t i,
+                               double inflight, unsigned mods)
+{
+    double nm = (double)aps_moe_stage_moe_layers(m, lay, i);
+    if (!(mc->stash_row_bytes > 0) || !(nm > 0))
+        return 0.0;
+    double live = stash_live_layers(s, lay, i, mods, inflight, nm);
+    return aps_moe_stash_bytes(m, t, s, mc->stash_tokens, live) +
+           mc->static_rows * mc->stash_row_bytes;
+}
+
 void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
                           const aps_strategy *s, const aps_layout *lay,
                           const aps_dp_plan *plan, const aps_moe_cost *mc,
@@ -803,6 +986,8 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
                                                            nm, nl);
     if (nm > 0)
         st->mem[APS_MEM_COMM_EP] = mc->ep_buffer;
+    st->mem[APS_MEM_ACTIVATIONS] += moe_stash_memory(m, t, s, lay, mc, i,
+                                                     per_layer_kept, mods);
 }
 
 /** Forward FLOPs per sequence of one MLA layer over the GQA layer of the

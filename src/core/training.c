@@ -261,9 +261,100 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
  * Megatron-LM's (--use-megatron-fsdp, megatron/training/arguments.py);
  * defer_fsdp_grad_sync is NeMo AutoModel's (FSDP2Config).
  */
+/**
+ * The sync-free MoE settings, refused as Megatron-LM refuses them
+ * (d98e8a64 megatron/core/transformer/transformer_config.py
+ * __post_init__ l.1868-1883 and l.2210-2226; paged stash added in
+ * f007db77b9, 2026-05-22): --moe-expert-rank-capacity-factor needs the
+ * flex dispatcher's HybridEP (or ncclEP, which apsearch does not model)
+ * backend; --moe-paged-stash needs the capacity factor ("there is no need
+ * to use paged stashing without it") and cannot run with CPU offloading.
+ * Values Megatron takes but apsearch cannot price are refused as such: a
+ * negative stash factor (sized from the capture step's actual token
+ * counts, moe/paged_stash.py allocate_stash_buffers) and NVFP4, whose
+ * fused grouped MLP stashes rowwise tensors too (TransformerEngine
+ * d0067d0da ops/fused/grouped_mlp.py l.1749-1766).
+ */
+static aps_status moe_stash_dependencies(const aps_training *t, char *err,
+                                         size_t n)
+{
+    double cf = t->moe_expert_rank_capacity_factor;
+    double f = t->moe_paged_stash_buffer_size_factor_cuda;
+    if (f < 0) {
+        aps_fmt(err, n, "training.moe_paged_stash_buffer_size_factor_cuda: "
+                "%g < 0 sizes the stash from the capture step's actual token "
+                "counts (moe/paged_stash.py allocate_stash_buffers), which "
+                "apsearch cannot know; give the avg-based factor (> 0)", f);
+        return APS_EINVAL;
+    }
+    struct { const char *f; double v; } num[] = {
+        {"moe_expert_rank_capacity_factor", cf},
+        {"moe_paged_stash_buffer_size_factor_cuda", f},
+    };
+    for (size_t i = 0; i < sizeof num / sizeof num[0]; i++) {
+        if (!(isfinite(num[i].v) && num[i].v >= 0 && num[i].v <= 1e6)) {
+            aps_fmt(err, n, "training.%s: must be finite and > 0 (0: unset, "
+                    "Megatron's default; got %g)", num[i].f, num[i].v);
+            return APS_EINVAL;
+        }
+    }
+    if (t->moe_paged_stash_page_size < 0 ||
+        t->moe_paged_stash_page_size > (INT64_C(1) << 20)) {
+        aps_fmt(err, n, "training.moe_paged_stash_page_size: must be in [1, "
+                "2^20] tokens (0: Megatron's default %d; got %lld)",
+                APS_PAGED_STASH_PAGE_SIZE,
+                (long long)t->moe_paged_stash_page_size);
+        return APS_EINVAL;
+    }
+    if ((cf > 0 || t->moe_paged_stash) && t->framework != APS_FW_MEGATRON) {
+        aps_fmt(err, n, "training.%s: Megatron-Core's sync-free MoE "
+                "(framework megatron; got %s)",
+                cf > 0 ? "moe_expert_rank_capacity_factor" : "moe_paged_stash",
+                aps_framework_name(t->framework));
+        return APS_EINVAL;
+    }
+    if (cf > 0 && t->moe_flex_dispatcher_backend != APS_FLEX_HYBRIDEP) {
+        aps_fmt(err, n, "training.moe_expert_rank_capacity_factor = %g: "
+                "\"requires moe_flex_dispatcher_backend to be 'hybridep' or "
+                "'ncclep'\" (transformer_config.py); set "
+                "training.moe_flex_dispatcher_backend = \"hybridep\"", cf);
+        return APS_EINVAL;
+    }
+    if (t->moe_paged_stash && !(cf > 0)) {
+        aps_fmt(err, n, "training.moe_paged_stash: \"requires "
+                "moe_expert_rank_capacity_factor to be set\" "
+                "(transformer_config.py)");
+        return APS_EINVAL;
+    }
+    if (t->moe_paged_stash && t->activation_offload_layers > 0) {
+        aps_fmt(err, n, "training.moe_paged_stash with "
+                "activation_offload_layers = %lld: \"cannot be enabled with "
+                "cpu_offloading\" (transformer_config.py)",
+                (long long)t->activation_offload_layers);
+        return APS_EINVAL;
+    }
+    if (t->moe_paged_stash && t->precision == APS_PREC_NVFP4) {
+        aps_fmt(err, n, "training.moe_paged_stash with precision nvfp4: its "
+                "stash (rowwise NVFP4 tensors too, TransformerEngine "
+                "grouped_mlp.py) is not modelled by apsearch");
+        return APS_ENOTIMPL;
+    }
+    if (!t->moe_paged_stash &&
+        (f > 0 || t->moe_paged_stash_page_size > 0)) {
+        aps_fmt(err, n, "training.%s: acts with moe_paged_stash only",
+                f > 0 ? "moe_paged_stash_buffer_size_factor_cuda"
+                      : "moe_paged_stash_page_size");
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
 aps_status aps_training_dependencies(const aps_training *t, char *err,
                                      size_t n)
 {
+    aps_status st = moe_stash_dependencies(t, err, n);
+    if (st != APS_OK)
+        return st;
     const char *fw = aps_framework_name(t->framework);
     bool pytorch = t->framework == APS_FW_FSDP2 || t->framework == APS_FW_FSDP ||
                    t->framework == APS_FW_AUTOMODEL;
@@ -468,6 +559,14 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
                 "finite and > 0 with DeepSeek Sparse Attention (got %g; %s "
                 "has %s)", t->dsa_indexer_loss_coeff, m->name,
                 aps_model_has_dsa(m) ? "an indexer" : "no indexer");
+        return APS_EINVAL;
+    }
+    if ((t->moe_expert_rank_capacity_factor > 0 || t->moe_paged_stash) &&
+        m->num_experts == 0) {
+        aps_fmt(err, n, "training.%s: %s has no experts (num_experts = 0)",
+                t->moe_paged_stash ? "moe_paged_stash"
+                                   : "moe_expert_rank_capacity_factor",
+                m->name);
         return APS_EINVAL;
     }
     if (t->overlap_moe_expert_parallel_comm && m->num_experts == 0) {

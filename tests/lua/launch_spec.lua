@@ -2000,6 +2000,25 @@ describe("launch configs", function()
     end
   end)
 
+  -- Megatron-LM d98e8a64 transformer_config.py l.1019, 1364-1375, 1876-1883
+  it("write the sync-free experts' flags under Megatron's names, the op fuser HybridEP needs with them", function()
+    local mg = require "apsearch.launch.megatron"
+    local opts = require("apsearch.launch.options").megatron.options
+    local function flags(tr)
+      local out = {}
+      mg.sync_free_args(tr, function(k, v) out[#out + 1] = v == nil and k or (k .. " " .. tostring(v)) end)
+      return out
+    end
+    assert.are.same({}, flags({}))
+    assert.are.same({ "--moe-expert-rank-capacity-factor 1.5", "--use-transformer-engine-op-fuser" },
+      flags({ moe_expert_rank_capacity_factor = 1.5 }))
+    local all = flags({ moe_expert_rank_capacity_factor = 1.5, moe_paged_stash = true,
+      moe_paged_stash_buffer_size_factor_cuda = 1.2, moe_paged_stash_page_size = 128 })
+    assert.are.same({ "--moe-expert-rank-capacity-factor 1.5", "--use-transformer-engine-op-fuser",
+      "--moe-paged-stash", "--moe-paged-stash-buffer-size-factor-cuda 1.2", "--moe-paged-stash-page-size 128" }, all)
+    for _, f in ipairs(all) do assert.is_true(opts[f:match("^%S+")], f) end
+  end)
+
   it("keep the MoE model NOT WRITTEN when HEAD's family cannot build it", function()
     local tt = require "apsearch.launch.torchtitan"
     -- Qwen3-30B-A3B with a width no qwen3 flavour has

@@ -321,14 +321,52 @@ describe("public_memory_cases.csv", function()
     -- DeepSeek-V3: recomputing the 3 dense MLPs saves far less than the
     -- MLA up projections of all 61 layers
     assert.is_true(gib("md01") > gib("md02") + 25)
-    -- no CUDA graph pool is counted: the full-iteration run that ran out of
-    -- memory and the partial-graph run that trained get the same estimate
-    assert.are.equal(gib("mw01"), gib("mw05"))
+    -- the full-iteration runs state the preset's sync-free experts
+    -- (_enable_hybridep_full_iteration_mxfp8 @ 9c0cd2575^): HybridEP, rank
+    -- capacity factor 1.5, paged stash with buffer factor 1.2
+    for _, id in ipairs({ "mw01", "mw02", "mw03", "mw04" }) do
+      local tr = cases[id].inputs.training
+      assert.are.same({ "hybridep", true, 1.5, 1.2 }, { tr.moe_flex_dispatcher_backend, tr.moe_paged_stash,
+        tr.moe_expert_rank_capacity_factor, tr.moe_paged_stash_buffer_size_factor_cuda }, id)
+    end
+    assert.is_nil(cases.mw05.inputs.training.moe_paged_stash)
+    -- what the full-iteration graph and the stash hold, as Megatron sizes
+    -- them, does not flip mw01: against the partial-graph mw05 (same
+    -- layout) 0.29 GiB less is allocated -- the stash, 42.05 GiB at 1.2 x
+    -- the balanced tokens, plus one layer at its 196608-row static shape
+    -- (1.10 GiB), in place of 43.77 GiB of expert tensors at the default
+    -- 1.25 load; the receive buffer at the static budget (0.75 GiB) in
+    -- place of a send-sized one (0.42 GiB); 0.007 GiB of static inputs
+    local d = (cases.mw01.predicted.mem_allocated_gib - cases.mw05.predicted.mem_allocated_gib)
+    assert.is_true(d > -0.30 and d < -0.27, d)
     -- the smallest full-iteration layout that ran out of memory is
     -- estimated under half the B200's 178 GiB limit
     assert.is_true(gib("mw04") < 0.5 * cases.mw04.predicted.mem_limit_gib)
     -- Llama 3 70B SFT: VPP 10 (trained) is estimated below VPP 5 (OOM)
     assert.is_true(gib("ml03") < gib("ml01"))
+  end)
+end)
+
+describe("validate: the sync-free MoE columns", function()
+  local rows
+  setup(function() rows = by_id(validate.load(SET)) end)
+  local function copy(r) local c = {} for k, v in pairs(r) do c[k] = v end return c end
+
+  it("refuses a bad value or a dense row naming the column and the value", function()
+    local r = copy(rows.mw01)
+    r.moe_expert_rank_capacity_factor = "-1.5"
+    assert.are.equal('moe_expert_rank_capacity_factor = "-1.5" is not a finite number > 0',
+      validate.run_case(r).error)
+    r = copy(rows.mw01)
+    r.moe_paged_stash = "yes"
+    assert.truthy(validate.run_case(r).error:find('moe_paged_stash = "yes" is not true/false', 1, true))
+    -- the core refuses what Megatron refuses: the stash without the budget
+    r = copy(rows.mw01)
+    r.moe_expert_rank_capacity_factor = ""
+    assert.truthy(validate.run_case(r).error:find("requires moe_expert_rank_capacity_factor", 1, true))
+    r = copy(rows.tt01)
+    r.moe_paged_stash = "true"
+    assert.truthy(validate.run_case(r).error:find('moe_paged_stash = "true" on a model without experts', 1, true))
   end)
 end)
 

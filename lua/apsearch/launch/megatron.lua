@@ -1402,6 +1402,7 @@ function M.moe_args(c, A, N)
   -- parallel_comm @ d98e8a64; the estimate checks what TransformerConfig
   -- asserts about it)
   if c.training.overlap_moe_expert_parallel_comm then A("--overlap-moe-expert-parallel-comm") end
+  M.sync_free_args(c.training, A, N)
   -- a capacity factor is the padded token drop the estimate prices (static
   -- splits, no host sync, capturable by CUDA graphs; without the pad flag
   -- Megatron drops unpadded, syncs, and refuses the moe graph module:
@@ -1417,6 +1418,34 @@ function M.moe_args(c, A, N)
       "estimate: set training.mtp_num_layers = %d to estimate and write --mtp-num-layers",
       m.mtp_layers, m.mtp_layers))
   end
+end
+
+--- Megatron-Core's sync-free experts (Megatron-LM d98e8a64
+-- transformer_config.py l.1019-1025, 1364-1375; docs/user-guide/features/
+-- paged_stash.md): the expert rank capacity factor, with the
+-- TransformerEngine op fuser its HybridEP backend requires (l.1876-1883:
+-- "requires use_transformer_engine_op_fuser=True or moe_use_grouped_
+-- tensor=True"), and the paged stash with its buffer factor and page size
+-- when set (empty: Megatron's defaults, 1.10 and 64).
+-- @tparam table tr training
+-- @tparam function A flag writer
+-- @tparam[opt] function N note writer
+function M.sync_free_args(tr, A, N)
+  local cf = tr.moe_expert_rank_capacity_factor or 0
+  if cf <= 0 then return end
+  A("--moe-expert-rank-capacity-factor", M.num(cf))
+  A("--use-transformer-engine-op-fuser")
+  if not tr.moe_paged_stash then return end
+  A("--moe-paged-stash")
+  if N and tr.precision ~= "mxfp8" then
+    N("NOTE", "--moe-paged-stash stashes only the tensors TransformerEngine's fused MXFP8 grouped MLP marks " ..
+      "(ops/fused/grouped_mlp.py mark_grouped_tensor); at " .. tostring(tr.precision or "bf16") ..
+      " the experts' tensors keep the capacity factor's static shape, as the estimate prices them")
+  end
+  local f = tr.moe_paged_stash_buffer_size_factor_cuda or 0
+  if f > 0 then A("--moe-paged-stash-buffer-size-factor-cuda", M.num(f)) end
+  local page = tr.moe_paged_stash_page_size or 0
+  if page > 0 then A("--moe-paged-stash-page-size", page) end
 end
 
 --- `--pipeline-model-parallel-layout` for layers per model chunk in

@@ -81,6 +81,12 @@ M.megatron = {
     "--moe-router-num-groups", "--moe-router-group-topk", "--moe-router-topk-scaling-factor",
     -- ModelParallelConfig.overlap_moe_expert_parallel_comm (ArgumentGroupFactory)
     "--overlap-moe-expert-parallel-comm",
+    -- TransformerConfig moe_expert_rank_capacity_factor, moe_paged_stash,
+    -- moe_paged_stash_page_size, moe_paged_stash_buffer_size_factor_cuda,
+    -- use_transformer_engine_op_fuser (transformer_config.py l.1019, 1364-1370,
+    -- 525; ArgumentGroupFactory)
+    "--moe-expert-rank-capacity-factor", "--moe-paged-stash", "--moe-paged-stash-page-size",
+    "--moe-paged-stash-buffer-size-factor-cuda", "--use-transformer-engine-op-fuser",
     -- ModelParallelConfig.microbatch_group_size_per_vp_stage, arg_names
     -- (model_parallel_config.py:431-436)
     "--microbatch-group-size-per-virtual-pipeline-stage",

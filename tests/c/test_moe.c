@@ -1,0 +1,239 @@
+/*
+ * test_moe.c -- Megatron-Core's sync-free experts and their paged stash
+ * (src/core/moe.c aps_moe_static_rows, aps_moe_stash_bytes; memory.c
+ * full_graph_inputs), hand-computed from Megatron-LM d98e8a64:
+ *
+ *   moe/token_dispatcher.py setup_metadata l.1098-1110: budget =
+ *     int(tokens * topk * moe_expert_rank_capacity_factor), rounded up
+ *     to pad_multiple = 256 (moe_utils.py get_align_size_for_quantization
+ *     with the TransformerEngine op fuser);
+ *   moe/experts.py l.769-776: avg_num_tokens = int(budget // cap_factor);
+ *   moe/paged_stash.py on_save_for_backward / allocate_stash_buffers /
+ *     PagedStashBuffer: per (dtype, width) the peak of the live layers'
+ *     avg tokens (// 32 for an MXFP8 scale), num_tokens = int(peak *
+ *     factor), ceil(num_tokens / page_size) pages of page_size tokens;
+ *   TransformerEngine d0067d0da ops/fused/grouped_mlp.py l.1749-1772: the
+ *     stashed tensors per routed row, fc1 input columnwise (h fp8 + h/32
+ *     e8m0), activation_in (2 f_e bf16), the probabilities (fp32), fc2
+ *     input columnwise (f_e fp8 + f_e/32 e8m0);
+ *   full_cuda_graph.py StaticBufferLoader: every micro-batch's inputs.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fixtures.h"
+#include "../../src/core/internal.h"
+
+/** Qwen3-30B-A3B (48 layers, h 2048, 32 heads of 128, 4 KV groups, qk
+ *  norm, 128 experts top-8 of width 768, vocab 151936) on 8 B200s, MXFP8,
+ *  Megatron, EP 8 with the flex dispatcher's HybridEP, MBS 4, global batch
+ *  512 of 4096 tokens: the public memory set's mw01. */
+static void qwen3_30b_b200(aps_model *m, aps_cluster *c, aps_training *t,
+                           aps_strategy *s)
+{
+    fx_llama(m, "qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936);
+    m->head_dim = 128;
+    m->qk_norm = true;
+    m->num_experts = 128;
+    m->experts_per_token = 8;
+    m->moe_ffn_hidden_size = 768;
+    fx_validate(m);
+    *c = (aps_cluster){0};
+    if (aps_device_preset("b200", &c->device) != APS_OK)
+        fail_msg("no b200 preset");
+    c->num_devices = 8;
+    c->devices_per_node = 8;
+    fx_training(t, 512, 4096);
+    t->framework = APS_FW_MEGATRON;
+    t->precision = APS_PREC_MXFP8;
+    t->moe_flex_dispatcher_backend = APS_FLEX_HYBRIDEP;
+    aps_strategy_defaults(s);
+    s->dp_degree = 8;
+    s->zero_stage = 1;
+    s->ep_degree = 8;
+    s->etp_degree = 1;
+    s->micro_batch_size = 4;
+    s->moe_token_dispatcher = APS_MOE_FLEX;
+}
+
+/* budget = ceil256(int(copies x cf)) */
+static void test_static_rows(void **state)
+{
+    (void)state;
+    /* mw01: 4 x 4096 tokens x top-8 = 131072 copies x 1.5 = 196608,
+     * 768 x 256 already */
+    assert_true(aps_moe_static_rows(131072.0, 1.5) == 196608.0);
+    /* 1000 x 1.3 = 1300 -> 6 x 256 = 1536 */
+    assert_true(aps_moe_static_rows(1000.0, 1.3) == 1536.0);
+    assert_true(aps_moe_static_rows(1000.0, 0.0) == 0.0);
+}
+
+/* The stash of mw01 (avg 196608 // 1.5 = 131072 tokens per layer, 48
+ * layers live, factor 1.2, 64-token pages), per stashed tensor:
+ *   fc1 data   int(48 x 131072 x 1.2) = 7549747 -> 117965 pages = 7549760
+ *              tokens x 2048 x 1 B  = 15461908480
+ *   fc1 scales int(48 x 4096 x 1.2) = 235929 -> 3687 pages = 235968
+ *              tokens x 2048 x 1 B  =   483262464
+ *   act_in     7549760 x 1536 x 2 B = 23192862720
+ *   probs      7549760 x 1 x 4 B    =    30199040
+ *   fc2 data   7549760 x 768 x 1 B  =  5798215680
+ *   fc2 scales 235968 x 768 x 1 B   =   181223424
+ *   total                             45147671808 (42.05 GiB) */
+static void test_stash_bytes(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    qwen3_30b_b200(&m, &c, &t, &s);
+    t.moe_expert_rank_capacity_factor = 1.5;
+    t.moe_paged_stash = true;
+    t.moe_paged_stash_buffer_size_factor_cuda = 1.2;
+    assert_true(aps_moe_stash_bytes(&m, &t, &s, 131072.0, 48.0) ==
+                45147671808.0);
+    /* Megatron's default factor 1.10: int(6291456 x 1.1) = 6920601 ->
+     * 108135 pages = 6920640 tokens; int(196608 x 1.1) = 216268 -> 3380
+     * pages = 216320 tokens: 6920640 x (2048 + 3072 + 4 + 768) + 216320 x
+     * (2048 + 768) = 40776410880 + 609157120 */
+    t.moe_paged_stash_buffer_size_factor_cuda = 0.0;
+    assert_true(aps_moe_stash_bytes(&m, &t, &s, 131072.0, 48.0) ==
+                41385568000.0);
+    /* bf16: the fused grouped MLP (MXFP8 / NVFP4 only) marks nothing */
+    t.precision = APS_PREC_BF16;
+    assert_true(aps_moe_stash_bytes(&m, &t, &s, 131072.0, 48.0) == 0.0);
+}
+
+/* The estimate of mw01 with and without the settings: the capacity factor
+ * alone sizes the 48 layers' expert tensors at the 196608-row budget
+ * instead of the 1.25-loaded 163840 rows (MXFP8 GEMM inputs at 1 + 1/32
+ * B with their scales: the fc1 input 2048 x 1.03125 = 2112 B, fc1 outputs
+ * and fc2 input 768 x (2 x 2 + 1.03125) = 3864 B, 5976 B per row; 48 x
+ * 32768 x 5976 = 9399435264 B more) and the receive buffer at 196608
+ * rows x 2048 x 2 B = 805306368 B (the send buffer unchanged, half of the
+ * dropless pair); the stash then takes those tensors (48 x 196608 x 5976
+ * = 56396611584 B) and holds 45147671808 B plus one layer at its static
+ * shape, 196608 x 5980 B (2048 + 64 + 3072 + 4 + 768 + 24) = 1175715840
+ * B. */
+static void test_stash_estimate(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    static aps_estimate base, cap, stash;
+    qwen3_30b_b200(&m, &c, &t, &s);
+    fx_run(&m, &c, &t, &s, &base);
+    t.moe_expert_rank_capacity_factor = 1.5;
+    fx_run(&m, &c, &t, &s, &cap);
+    double act0 = base.mem[APS_MEM_ACTIVATIONS];
+    double act1 = cap.mem[APS_MEM_ACTIVATIONS];
+    assert_true(fabs(act1 - act0 - 9399435264.0) < 1.0);
+    double ep0 = base.mem[APS_MEM_COMM_EP];
+    double ep1 = cap.mem[APS_MEM_COMM_EP];
+    assert_true(fabs(ep1 - (ep0 / 2.0 + 805306368.0)) < 1.0);
+    t.moe_paged_stash = true;
+    t.moe_paged_stash_buffer_size_factor_cuda = 1.2;
+    fx_run(&m, &c, &t, &s, &stash);
+    double act2 = stash.mem[APS_MEM_ACTIVATIONS];
+    assert_true(fabs(act2 - (act1 - 56396611584.0 + 45147671808.0 +
+                             1175715840.0)) < 1.0);
+}
+
+/* Full-iteration CUDA graphs keep every micro-batch's inputs: mw01 runs
+ * 512 / (8 x 4) = 16 micro-batches of 4 x 4096 tokens at 28 B (tokens,
+ * labels, position ids int64; loss mask fp32): 7340032 B; per-layer
+ * graphs keep none. */
+static void test_full_graph_inputs(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    static aps_estimate off, layer, full;
+    qwen3_30b_b200(&m, &c, &t, &s);
+    fx_run(&m, &c, &t, &s, &off);
+    t.cuda_graphs = true;
+    t.cuda_graph_scope = APS_CG_ATTN_MOE_ROUTER;
+    fx_run(&m, &c, &t, &s, &layer);
+    t.cuda_graph_scope = APS_CG_FULL_ITERATION;
+    fx_run(&m, &c, &t, &s, &full);
+    double a0 = off.mem[APS_MEM_ACTIVATIONS];
+    assert_true(layer.mem[APS_MEM_ACTIVATIONS] == a0);
+    assert_true(fabs(full.mem[APS_MEM_ACTIVATIONS] - a0 -
+                     7340032.0) < 1e-3);
+}
+
+/* Refused as Megatron refuses them (transformer_config.py __post_init__
+ * @ d98e8a64), or as apsearch cannot price them; one line naming the
+ * field. */
+static void test_stash_refusals(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    char err[APS_REASON_LEN];
+    qwen3_30b_b200(&m, &c, &t, &s);
+    t.moe_paged_stash = true;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
+    assert_non_null(strstr(err, "requires moe_expert_rank_capacity_factor"));
+    t.moe_expert_rank_capacity_factor = 1.5;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_OK);
+    t.activation_offload_layers = 1;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
+    assert_non_null(strstr(err, "cpu_offloading"));
+    t.activation_offload_layers = 0;
+    t.moe_paged_stash_buffer_size_factor_cuda = -1.2;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
+    assert_non_null(strstr(err, "moe_paged_stash_buffer_size_factor_cuda"));
+    t.moe_paged_stash_buffer_size_factor_cuda = 1.2;
+    t.precision = APS_PREC_NVFP4;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_ENOTIMPL);
+    t.precision = APS_PREC_MXFP8;
+    t.moe_flex_dispatcher_backend = APS_FLEX_DEEPEP;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
+    assert_non_null(strstr(err, "'hybridep' or 'ncclep'"));
+    t.moe_flex_dispatcher_backend = APS_FLEX_HYBRIDEP;
+    t.moe_paged_stash = false;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
+    assert_non_null(strstr(err, "acts with moe_paged_stash only"));
+    t.moe_paged_stash_buffer_size_factor_cuda = 0.0;
+    t.framework = APS_FW_FSDP2;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
+    assert_non_null(strstr(err, "moe_expert_rank_capacity_factor"));
+    t.framework = APS_FW_MEGATRON;
+    /* the strategy's dispatcher must be flex */
+    s.moe_token_dispatcher = APS_MOE_ALLTOALL;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, err, sizeof err),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    assert_non_null(strstr(err, "moe_token_dispatcher = flex"));
+    /* a dense model has nothing to budget */
+    m.num_experts = 0;
+    m.experts_per_token = 0;
+    m.moe_ffn_hidden_size = 0;
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err),
+                     APS_EINVAL);
+    assert_non_null(strstr(err, "has no experts"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_static_rows),
+        cmocka_unit_test(test_stash_bytes),
+        cmocka_unit_test(test_stash_estimate),
+        cmocka_unit_test(test_full_graph_inputs),
+        cmocka_unit_test(test_stash_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -190,12 +190,18 @@ static void moe_post_kernels(const aps_model *m, const aps_training *t,
  *  pads), all @ d98e8a64.  A capacity factor is padded token drop (the
  *  launch file writes --moe-pad-expert-input-to-capacity with it): static
  *  splits, no sync, on the alltoall dispatcher and on HybridEP; DeepEP
- *  cannot pad (aps_check_moe refuses it). */
-static bool moe_syncs(const aps_strategy *s)
+ *  cannot pad (aps_check_moe refuses it).  Nor does a dropless HybridEP
+ *  dispatch with a rank budget (training.moe_expert_rank_capacity_factor):
+ *  MoEFlexTokenDispatcher sets num_permuted_tokens to the static budget
+ *  (token_dispatcher.py l.1098-1110 @ d98e8a64), and HybridEP's dispatch
+ *  is then non-blocking (fused_a2a.py l.418-420: "we do not need to use
+ *  sync"). */
+static bool moe_syncs(const aps_training *t, const aps_strategy *s)
 {
     return (s->moe_token_dispatcher == APS_MOE_ALLTOALL ||
             s->moe_token_dispatcher == APS_MOE_FLEX) &&
            s->moe_capacity_factor <= 0 &&
+           !(t->moe_expert_rank_capacity_factor > 0) &&
            (aps_moe_ep(s) > 1 || aps_moe_etp(s) > 1);
 }
 
@@ -271,7 +277,7 @@ void aps_host_program_build(const aps_model *m, const aps_training *t,
         hybrid_launches(m, t, s, w, layer_g, out);
     if (!is_moe)
         return;
-    out->sync = moe_syncs(s);
+    out->sync = moe_syncs(t, s);
     if (layer_g && s->moe_capacity_factor > 0)
         return; /* the whole layer is the attention's one launch */
     out->moe_pre = moe_pre_launches(t, s, router_g);

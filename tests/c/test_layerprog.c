@@ -173,6 +173,17 @@ static void test_moe_counts(void **state)
     assert_true(!hp.sync);
     assert_int_equal(aps_check_moe(&m, &t, &s, msg, sizeof msg),
                      APS_REASON_NONE);
+    /* dropless HybridEP with a rank budget: num_permuted_tokens is the
+     * static budget, the dispatch non-blocking (token_dispatcher.py
+     * l.1098-1110, fused_a2a.py l.418-420 @ d98e8a64): no sync either */
+    s.moe_capacity_factor = 0.0;
+    hp = program_of(&m, &t, &s);
+    assert_true(hp.sync);
+    t.moe_expert_rank_capacity_factor = 1.5;
+    hp = program_of(&m, &t, &s);
+    assert_true(!hp.sync && hp.moe_pre.fwd == 18.0 && hp.moe_post.fwd == 9.0);
+    t.moe_expert_rank_capacity_factor = 0.0;
+    s.moe_capacity_factor = 1.0;
     t.moe_flex_dispatcher_backend = APS_FLEX_DEEPEP;
     assert_int_equal(aps_check_moe(&m, &t, &s, msg, sizeof msg),
                      APS_REASON_FRAMEWORK_UNSUPPORTED);

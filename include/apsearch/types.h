@@ -310,6 +310,17 @@ typedef struct {
                                           weights; DeepSeek-V3 e_score_
                                           correction_bias, Megatron --moe-
                                           router-enable-expert-bias) */
+    int64_t moe_latent_size;         /**< latent MoE (Nemotron 3 Super; HF
+                                          moe_latent_size, Megatron --moe-
+                                          latent-size): each MoE block
+                                          projects the token h -> l before
+                                          dispatch (fc1_latent_proj) and
+                                          l -> h after combine
+                                          (fc2_latent_proj), both duplicated
+                                          over TP; the routed experts and the
+                                          dispatcher work at width l, the
+                                          router and the shared expert at h
+                                          (moe.c); 0: none */
     bool moe_router_sigmoid;         /**< the routing scores are sigmoids of
                                           the logits, with no expert bias
                                           (Llama 4 Llama4Router; Megatron
@@ -425,6 +436,14 @@ typedef struct {
                                           conv_kernel); 0: 4 */
     int64_t mamba_chunk_size;        /**< SSD chunk length Q (HF chunk_size);
                                           0: 128; changes no estimate */
+    char mtp_layer_pattern[APS_MAX_HYBRID_LAYERS + 1]; /**< the layers of
+                                          each multi-token-prediction depth
+                                          of a hybrid model, in the
+                                          pattern's symbols (HF
+                                          mtp_hybrid_override_pattern;
+                                          Megatron the part after '/' of
+                                          --hybrid-layer-pattern); empty:
+                                          none (hybrid.c) */
     /* Gated DeltaNet linear attention (Qwen3-Next; src/core/gdn.c).
      * linear_attention_period = 0: none, and the linear_* fields must be
      * 0.  k > 0: layer i (1-based) has gated softmax attention when i % k

@@ -255,6 +255,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, shared_expert_ffn_hidden_size, FT_OINT, NULL),
     FLD(aps_model, shared_expert_gate, FT_OBOOL, NULL),
     FLD(aps_model, moe_router_bias, FT_OBOOL, NULL),
+    FLD(aps_model, moe_latent_size, FT_OINT, NULL),
     FLD(aps_model, moe_router_sigmoid, FT_OBOOL, NULL),
     FLD(aps_model, moe_router_softmax_bias, FT_OBOOL, NULL),
     FLD(aps_model, moe_router_input_probs, FT_OBOOL, NULL),
@@ -289,6 +290,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, mamba_num_groups, FT_OINT, NULL),
     FLD(aps_model, mamba_conv_kernel, FT_OINT, NULL),
     FLD(aps_model, mamba_chunk_size, FT_OINT, NULL),
+    FLD(aps_model, mtp_layer_pattern, FT_OPATTERN, NULL),
     /* Gated DeltaNet linear attention (src/core/gdn.c) */
     FLD(aps_model, linear_attention_period, FT_OINT, NULL),
     FLD(aps_model, linear_num_key_heads, FT_OINT, NULL),

@@ -1143,8 +1143,10 @@ typedef struct {
     int64_t first_layer;          /**< 0-based index of its first layer */
     int64_t num_layers;           /**< decoder layers */
     int64_t mtp_layers;           /**< multi-token-prediction layers after
-                                       them (training.mtp_num_layers, on
-                                       the rank of the last model chunk) */
+                                       them (training.mtp_num_layers
+                                       depths of one layer, or of a hybrid
+                                       model's mtp_layer_pattern, on the
+                                       rank of the last model chunk) */
     int64_t recompute_layers;     /**< layers fully recomputed */
     double params;                /**< parameters held (after TP), count;
                                        MoE: all but the routed experts */

@@ -47,9 +47,10 @@
  *   transformer/moe/experts.py l.219-242: each routed expert's fc1 takes
  *     l, its fc2 gives l; transformer/mlp.py l.215-243: only experts
  *     (is_expert) take the latent width, the shared expert stays at h.
- *   transformer/moe/token_dispatcher.py l.1535: the dispatcher's
- *     hidden_dim is moe_latent_size, so the tokens travel, are permuted
- *     and are gathered at width l.
+ *   moe_layer.py l.488-493: fc1_latent_proj runs before dispatch_
+ *     preprocess, so every dispatcher permutes, sends and gathers l-wide
+ *     tokens (token_dispatcher.py l.1535: the NCCL-EP manager sizes its
+ *     buffers to moe_latent_size for that reason).
  *   training/training.py l.847-858: routed FLOPs 4 T l f_e k (x 3/2
  *     gated) plus 4 T h l for the two projections.
  */
@@ -633,7 +634,7 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     /* token dispatch and combine, each way, forward (backward the same:
      * the gradients travel back the way the tokens came) */
     double bw, alpha, comm = 0.0, buf = 0.0;
-    double row = A * w; /* latent MoE: l wide (token_dispatcher.py l.1535) */
+    double row = A * w; /* latent MoE: l wide (moe_layer.py l.488-493) */
     if (s->moe_token_dispatcher == APS_MOE_ALLGATHER) {
         int64_t g2 = aps_moe_ep(s) * aps_moe_etp(s);
         aps_group_link(c, 1, g2, &bw, &alpha);

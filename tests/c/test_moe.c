@@ -7,8 +7,9 @@
  * replaces of 2688 (intermediate_size).  Megatron-LM @ d98e8a64:
  * moe_layer.py l.265-304 (fc1_latent_proj h x l, fc2_latent_proj l x h,
  * duplicated over TP), experts.py l.219-242 (each expert l -> f_e -> l),
- * mlp.py l.215-243 (the shared expert at h), token_dispatcher.py l.1535
- * (the dispatcher moves l-wide tokens), training.py l.847-858 (FLOPs).
+ * mlp.py l.215-243 (the shared expert at h), moe_layer.py l.488-493 (the
+ * projection before the dispatch: l-wide tokens travel), training.py
+ * l.847-858 (FLOPs).
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -28,7 +28,8 @@
  * and a HybridStack of mtp_layer_pattern's layers, then its own final
  * norm (Megatron-LM megatron/core/transformer/multi_token_prediction.py
  * @ d98e8a64 l.1157-1214; models/hybrid/hybrid_model.py l.295-307 builds
- * the block with mtp_layer_pattern on the post-process stage).  Those
+ * the block with mtp_layer_pattern where l.220-232 puts it, "on the final
+ * pipeline stage").  Those
  * layers run on the rank holding the last model chunk after its decoder
  * layers (aps_layout_mtp_layers: depths x the pattern's length), so that
  * rank's mix counts them with its own (aps_hybrid_stage_mix) and a

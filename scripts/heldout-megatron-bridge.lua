@@ -130,16 +130,15 @@ local MODELS = {
     -- nemotron_3_super_pretrain_config, the same v0.4.0-v0.5.1:
     -- mtp_num_layers = 2 forward passes of the one MTP block
     -- (mtp_use_repeated_layer True)
-    mtp_layers = 2,
+    mtp_layers = 2, mtp_repeated_layer = "true",
     recipe = { moe_router_fusion = "false", moe_router_force_load_balancing = "true",
       note = "src/megatron/bridge/recipes/nemotronh/nemotron_3_super.py nemotron_3_super_pretrain_config " ..
         "(moe_flex_dispatcher_backend hybridep, moe_shared_expert_overlap False, no recompute, seq_length 8192, " ..
         "mtp_num_layers 2 with mtp_use_repeated_layer True: the one MTP block (the config's " ..
         "num_nextn_predict_layers 1) run twice, keep_mtp_spec_in_bf16 True) and the script's " ..
         "set_nemotron_3_super_common_configs (moe_router_force_load_balancing True, gradients reduced in " ..
-        "bf16), the same v0.4.0-v0.5.1; mtp_use_repeated_layer's sharing is not modelled: the estimate " ..
-        "holds two MTP depths' weights (one more '*E' depth, eh_proj and norms than Megatron builds); " ..
-        "keep_mtp_spec_in_bf16 not modelled (the MTP layers priced in the row's precision)" } },
+        "bf16), the same v0.4.0-v0.5.1; keep_mtp_spec_in_bf16 not modelled (the MTP layers priced in the " ..
+        "row's precision)" } },
 }
 
 local RECIPE_FILES = {
@@ -597,7 +596,7 @@ local function convert(r, alt)
   c.flops_convention = "unknown"
   c.measured_tokens_per_s_per_gpu, c.measured_tflops_per_gpu = row.tok, row.tflops
   c.grad_reduce_in_fp32 = "false"
-  if mdl.mtp_layers then c.mtp_layers = mdl.mtp_layers end
+  if mdl.mtp_layers then c.mtp_layers, c.mtp_repeated_layer = mdl.mtp_layers, mdl.mtp_repeated_layer end
   if mtp then
     c.mtp_layers = 1
     assumed[#assumed + 1] = "mtp_layers 1: deepseek_v3_pretrain_config's default (recipes/deepseek/" ..
@@ -722,7 +721,7 @@ for _, k in ipairs(MOE_COLS) do moe_cols[#moe_cols + 1] = k end
 local hybrid_cols = {}
 for _, k in ipairs(moe_cols) do hybrid_cols[#hybrid_cols + 1] = k end
 for _, k in ipairs({ "moe_flex_dispatcher_backend", "moe_router_force_load_balancing", "moe_router_fusion",
-    "model_config" }) do
+    "model_config", "mtp_repeated_layer" }) do
   hybrid_cols[#hybrid_cols + 1] = k
 end
 -- the dense set: which FSDP runs (fsdp_impl: the tables' FSDP column is

@@ -854,6 +854,13 @@ typedef struct {
                                         the output layer and loss again, on
                                         the stage of the loss; 0 = none
                                         (the default); Megatron-LM only */
+    bool mtp_repeated_layer;       /**< one MTP depth's weights run
+                                        mtp_num_layers times (Megatron
+                                        --mtp-use-repeated-layer,
+                                        multi_token_prediction.py @
+                                        d98e8a64 l.1831-1832, 1958-1968):
+                                        the time and activations of every
+                                        depth, the parameters of one */
     aps_fsdp_impl fsdp_impl;       /**< framework megatron: the FSDP
                                         implementation that runs fsdp_degree
                                         > 1 and zero_stage 2 / 3; default

@@ -166,7 +166,7 @@ M.training = {
   dp_overlap = "fraction", fsdp_overlap = "fraction", tp_overlap = "fraction",
   pp_p2p_overlap = "fraction", dp_collective_rails = "nonnegint",
   overlap_interference = "fraction", moe_load_imbalance = "nonneg",
-  mtp_num_layers = "nonnegint",
+  mtp_num_layers = "nonnegint", mtp_repeated_layer = "bool",
   -- DeepSeek Sparse Attention: the indexer trained with its sparse KL loss
   dsa_indexer_loss_coeff = "nonneg",
   -- Megatron-LM's FSDP implementation (docs/policy.md "Megatron-FSDP")

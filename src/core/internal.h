@@ -188,6 +188,9 @@ typedef struct {
                                             a hybrid model's
                                             mtp_layer_pattern length
                                             (aps_hybrid_mtp_depth_layers) */
+    int64_t mtp_held;                  /**< MTP depths whose weights are
+                                            held: mtp, or 1 with
+                                            training.mtp_repeated_layer */
     bool mtp_recompute;                /**< full recompute also rebuilds the
                                             MTP layers: the uniform method
                                             (multi_token_prediction.py
@@ -228,6 +231,10 @@ int64_t aps_layout_rank_spans(const aps_layout *lay, int64_t i,
 /** Multi-token-prediction depths rank i runs: aps_layout.mtp on the rank
  *  holding the last model chunk, 0 elsewhere. */
 int64_t aps_layout_mtp_depths(const aps_layout *lay, int64_t i);
+/** Multi-token-prediction depths rank i runs on the weights of another
+ *  depth (training.mtp_repeated_layer: all but one), whose parameters it
+ *  does not hold. */
+int64_t aps_layout_mtp_shared_depths(const aps_layout *lay, int64_t i);
 /** Multi-token-prediction layers rank i runs: its depths x
  *  aps_layout.mtp_depth_layers. */
 int64_t aps_layout_mtp_layers(const aps_layout *lay, int64_t i);
@@ -542,6 +549,10 @@ double aps_regathered_params(const aps_model *m, int64_t tp, double distance);
  *  layer and final norm on rank p-1; a tied output layer is a second copy
  *  there when p > 1, megatron/core/models/common/language_module). */
 double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i);
+/** Matrix parameters of rank i's decoder and MTP layers on one of lay->t
+ *  TP ranks (the TE linears whose quantized copies fp8 / fp4 keep). */
+double aps_stage_matmul_params(const aps_model *m, const aps_layout *lay,
+                               int64_t i);
 
 /** Of aps_stage_params, those outside the decoder layers: the embedding
  *  (rank 0), the final norm, the output layer and the MTP depths' norms

@@ -1130,7 +1130,7 @@ double aps_stage_nonunit_params(const aps_model *m, const aps_layout *lay,
          * the first (gpt_model.py:289-290, skip_weight_param_allocation =
          * pre_process and tied), and a tied model's head then uses the
          * embedding's (language_module.py:352-360) */
-        double D = (double)lay->mtp;
+        double D = (double)lay->mtp_held; /* one with a repeated layer */
         p += D * (3.0 * norm_params(m, h) + 2.0 * h * h / t);
         if (lay->mtp > 0 && lay->p > 1)
             p += lay->vocab_padded * h / t;
@@ -1138,11 +1138,51 @@ double aps_stage_nonunit_params(const aps_model *m, const aps_layout *lay,
     return p;
 }
 
+/* The layers of one MTP depth as the rank's mean layer counts them (an E
+ * layer as an MLP block, moe.c adding the MoE difference) on one of tp
+ * ranks: *params, and *matmul their whole matrices.  A transformer's is
+ * one mean layer; a hybrid model's its mtp_layer_pattern kind by kind. */
+static void mtp_depth_params(const aps_model *m, int64_t tp, double *params,
+                             double *matmul)
+{
+    if (!aps_model_is_hybrid(m)) {
+        *params = aps_layer_params_tp(m, tp);
+        *matmul = aps_layer_matmul_params(m);
+        return;
+    }
+    aps_hybrid_counts w = {0};
+    aps_hybrid_mtp_counts(m, 1, &w);
+    double attn, mlp, mamba;
+    hybrid_kind_params(m, tp, &attn, &mlp, &mamba);
+    *params = (double)w.attn * attn + (double)w.mlp * mlp +
+              (double)w.mamba * mamba;
+    *matmul = (double)w.attn * attn_matmul_params(m) +
+              (double)w.mlp * mlp_matmul_params(m) +
+              (double)w.mamba * aps_mamba_matmul_params(m);
+}
+
 double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i)
 {
+    double p = 0.0, unused;
+    int64_t shared = aps_layout_mtp_shared_depths(lay, i);
+    if (shared > 0)
+        mtp_depth_params(m, lay->t, &p, &unused);
     return (double)aps_layout_run_layers(lay, i) *
                aps_stage_layer_params_tp(m, lay, i) +
-           aps_stage_nonunit_params(m, lay, i);
+           aps_stage_nonunit_params(m, lay, i) - (double)shared * p;
+}
+
+double aps_stage_matmul_params(const aps_model *m, const aps_layout *lay,
+                               int64_t i)
+{
+    double unused, mm = 0.0;
+    int64_t shared = aps_layout_mtp_shared_depths(lay, i);
+    if (shared > 0)
+        mtp_depth_params(m, lay->t, &unused, &mm);
+    return ((double)aps_layout_run_layers(lay, i) *
+                aps_stage_layer_matmul_params(m, lay, i) -
+            (double)shared * mm) /
+           (double)lay->t;
 }
 
 double aps_largest_layer_params(const aps_model *m, const aps_layout *lay,

@@ -322,6 +322,18 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
 
 /* ------------------------------------------------------------ layers */
 
+/** MoE layers of one multi-token-prediction depth: a hybrid model's MTP
+ *  pattern's E layers (hybrid.c), else one if the last decoder layer,
+ *  whose type the depth's layer has, is an MoE layer. */
+static int64_t mtp_depth_moe_layers(const aps_model *m)
+{
+    if (!aps_model_is_hybrid(m))
+        return (int64_t)aps_model_is_moe_layer(m, m->num_layers);
+    aps_hybrid_counts mtp = {0};
+    aps_hybrid_mtp_counts(m, 1, &mtp);
+    return mtp.moe;
+}
+
 /** MoE layers among pipeline rank i's decoder layers (its model chunks at
  *  their places, aps_layout_rank_spans) and its multi-token-prediction
  *  layers. */
@@ -330,17 +342,7 @@ int64_t aps_moe_stage_moe_layers(const aps_model *m, const aps_layout *lay,
 {
     if (m->num_experts <= 0)
         return 0;
-    /* the MTP layers: a hybrid model's MTP pattern's E layers (hybrid.c),
-     * else the last decoder layer's type */
-    int64_t count;
-    if (aps_model_is_hybrid(m)) {
-        aps_hybrid_counts mtp = {0};
-        aps_hybrid_mtp_counts(m, aps_layout_mtp_depths(lay, i), &mtp);
-        count = mtp.moe;
-    } else {
-        count = aps_layout_mtp_layers(lay, i) *
-                (int64_t)aps_model_is_moe_layer(m, m->num_layers);
-    }
+    int64_t count = aps_layout_mtp_depths(lay, i) * mtp_depth_moe_layers(m);
     int64_t start[APS_MAX_STAGES], len[APS_MAX_STAGES];
     int64_t n = aps_layout_rank_spans(lay, i, start, len);
     for (int64_t k = 0; k < n; k++)
@@ -849,9 +851,15 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
     double rc = (double)aps_layout_run_recompute(lay, i);
     double nm = (double)aps_moe_stage_moe_layers(m, lay, i);
     double nl = m->kv_lora_rank > 0 ? L : 0.0;
+    /* the layers whose weights the rank holds: not the MTP depths that
+     * run another depth's (training.mtp_repeated_layer) */
+    double shared = (double)aps_layout_mtp_shared_depths(lay, i);
+    double hm = nm - shared * (double)mtp_depth_moe_layers(m);
+    double hl = m->kv_lora_rank > 0
+                    ? nl - shared * (double)lay->mtp_depth_layers : 0.0;
     /* non-expert parameters: sharded as the dense ones */
-    double psi = nm * mc->dense_params + nl * mc->mla_params;
-    double matmul = nm * mc->dense_matmul_params + nl * mc->mla_matmul_params;
+    double psi = hm * mc->dense_params + hl * mc->mla_params;
+    double matmul = hm * mc->dense_matmul_params + hl * mc->mla_matmul_params;
     double dm[APS_MEM_COUNT] = {0};
     aps_model_states(t, plan, psi, matmul, dm);
     for (int k = APS_MEM_PARAMS; k <= APS_MEM_OPTIMIZER_STATES; k++)
@@ -861,7 +869,7 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
      * over the expert-data-parallel group (distributed optimizer per
      * expert-dp group, megatron/core/distributed; TorchTitan shards the
      * experts over dp_shard x cp / ep: the same size) */
-    double pe = nm * mc->expert_params;
+    double pe = hm * mc->expert_params;
     aps_dp_plan eplan = *plan;
     int64_t edp = aps_moe_edp(s);
     eplan.shard_group = edp;
@@ -870,7 +878,7 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
         eplan.bytes.shard_weights = eplan.bytes.shard_grads =
             eplan.bytes.shard_optimizer = 0;
     double em[APS_MEM_COUNT] = {0};
-    aps_model_states(t, &eplan, pe, nm * mc->expert_matmul_params, em);
+    aps_model_states(t, &eplan, pe, hm * mc->expert_matmul_params, em);
     for (int k = APS_MEM_PARAMS; k <= APS_MEM_OPTIMIZER_STATES; k++)
         st->mem[k] += em[k];
     st->expert_params = pe;

@@ -395,6 +395,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, moe_load_imbalance, FT_ONUM, NULL),
     FLD(aps_training, dsa_indexer_loss_coeff, FT_ONUM, NULL),
     FLD(aps_training, mtp_num_layers, FT_INT, NULL),
+    FLD(aps_training, mtp_repeated_layer, FT_OBOOL, NULL),
     FLD(aps_training, overlap_p2p_comm, FT_BOOL, NULL),
     FLD(aps_training, torch_compile, FT_BOOL, NULL),
     FLD(aps_training, compile_loss, FT_TRI, NULL),

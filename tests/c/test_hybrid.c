@@ -213,6 +213,20 @@ static void test_hybrid_mtp_stage(void **state)
     assert_int_equal(w.mamba, 40);
     assert_int_equal(aps_moe_stage_moe_layers(&m, &lay, 0), 42);
     ASSERT_REL(aps_stage_params(&m, &lay, 0), 6808054784.0, 1e-12);
+    /* --mtp-use-repeated-layer: the same 92 layers run, one depth's
+     * weights held: minus an attention layer (35,655,680), an E layer's
+     * MLP block (22,024,192), the norms and eh_proj (33,566,720) ->
+     * 6,716,808,192; the MoE difference on 41 MoE layers' weights */
+    t.mtp_repeated_layer = true;
+    assert_int_equal(aps_layout_build(&m, &t, &s, &lay, msg, sizeof msg),
+                     APS_REASON_NONE);
+    assert_int_equal(aps_layout_run_layers(&lay, 0), 92);
+    assert_int_equal(aps_layout_mtp_shared_depths(&lay, 0), 1);
+    ASSERT_REL(aps_stage_params(&m, &lay, 0), 6716808192.0, 1e-12);
+    ASSERT_REL(aps_stage_matmul_params(&m, &lay, 0),
+               40.0 * (76021760.0 + 33554432.0) + 9.0 * 35651584.0 +
+                   41.0 * 22020096.0,
+               1e-12);
 
     aps_training t1;
     fx_training(&t1, 1, 4096);

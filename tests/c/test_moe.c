@@ -151,6 +151,32 @@ static void test_latent_validation(void **state)
     ASSERT_HAS(msg, "latent MoE is priced for Megatron-LM only");
 }
 
+/* The expert and non-expert parameters a rank holds: per MoE layer it
+ * holds weights of (test_latent_params: 352,321,536 expert and 32,506,368
+ * non-expert at EP 8).  Two MTP depths "*E" of Nemotron 3 Super run 42
+ * MoE layers; with --mtp-use-repeated-layer the rank holds 41. */
+static void test_latent_repeated_mtp_experts(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    latent_setup(&m, &c, &t, &s);
+    t.mtp_num_layers = 2;
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_DBL_EXACT(e.stages[0].expert_params, 42.0 * 352321536.0);
+    t.mtp_repeated_layer = true;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_DBL_EXACT(e.stages[0].expert_params, 41.0 * 352321536.0);
+    char err[256];
+    t.mtp_num_layers = 0;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "training.mtp_repeated_layer: given without "
+                    "mtp_num_layers");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -158,6 +184,7 @@ int main(void)
         cmocka_unit_test(test_latent_dispatch_bytes),
         cmocka_unit_test(test_latent_flops),
         cmocka_unit_test(test_latent_validation),
+        cmocka_unit_test(test_latent_repeated_mtp_experts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -183,8 +183,8 @@ describe("held out: Megatron-Bridge hybrid Mamba-2 runs (Nemotron 3 Nano and Sup
       else
         -- the recipe's two forward passes of the MTP block, latent MoE
         super = super + 1
-        assert.are.same({ 1024, "*E", 2 }, { m.moe_latent_size, m.mtp_layer_pattern,
-          c.inputs.training.mtp_num_layers }, c.case_id)
+        assert.are.same({ 1024, "*E", 2, true }, { m.moe_latent_size, m.mtp_layer_pattern,
+          c.inputs.training.mtp_num_layers, c.inputs.training.mtp_repeated_layer }, c.case_id)
         assert.is_true(p == "nvfp4" or p == "mxfp8", c.case_id)
       end
     end
@@ -194,7 +194,7 @@ describe("held out: Megatron-Bridge hybrid Mamba-2 runs (Nemotron 3 Nano and Sup
   it("has the columns of the MoE file, plus the recipe columns its rows state and model_config", function()
     local function header(f) return (assert(io.open(f)):read("l"):gsub("\r$", "")) end
     assert.are.equal(header(MOE):gsub(",notes$", "") .. ",moe_flex_dispatcher_backend," ..
-      "moe_router_force_load_balancing,moe_router_fusion,model_config,notes", header(HYBRID))
+      "moe_router_force_load_balancing,moe_router_fusion,model_config,mtp_repeated_layer,notes", header(HYBRID))
   end)
 
   it("reads the H100 entries from their private base (EP 8, MBS 1, the recompute modules)", function()

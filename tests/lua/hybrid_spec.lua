@@ -213,8 +213,9 @@ describe("nemotron_h with MoE (E) layers: apsearch run", function()
 end)
 
 -- Nemotron 3 Super (the held-out config): latent MoE and an MTP depth
--- "*E", trained twice as the Megatron-Bridge recipe does (mtp_num_layers
--- 2): --moe-latent-size, and the MTP depths after the main pattern, each
+-- "*E", trained twice on one depth's weights as the Megatron-Bridge recipe
+-- does (mtp_num_layers 2, mtp_use_repeated_layer): --moe-latent-size,
+-- --mtp-use-repeated-layer, and the MTP depths after the main pattern, each
 -- after a '/' (Megatron-LM d98e8a64 arguments.py l.757-785, 866-876: the
 -- unified pattern, --mtp-num-layers inferred from it and equal).
 describe("Nemotron 3 Super: apsearch run", function()
@@ -222,7 +223,8 @@ describe("Nemotron 3 Super: apsearch run", function()
     local dir = H.tmpdir()
     local code, out, err = H.apsearch("run", "--model",
       "tests/fixtures/heldout_configs/nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json",
-      "--cluster", "gb200:16x4", "--set", "training.mtp_num_layers=2", "--top-k", "1", "--format", "json",
+      "--cluster", "gb200:16x4", "--set", "training.mtp_num_layers=2", "--set", "training.mtp_repeated_layer=true",
+      "--top-k", "1", "--format", "json",
       "--quiet", "--out", dir)
     assert.are.equal(0, code, err)
     local top = cjson.decode(out).top_k_strategies[1]
@@ -232,7 +234,8 @@ describe("Nemotron 3 Super: apsearch run", function()
     local main, mtp = v:match("^([^/]*)(/.*)$")
     assert.are.equal("/*E/*E", mtp, v)
     assert.are.equal(88, #(main:gsub("|", "")))
-    for _, flag in ipairs({ "--moe-latent-size 1024", "--mtp-num-layers 2", "--num-experts 512",
+    for _, flag in ipairs({ "--moe-latent-size 1024", "--mtp-num-layers 2", "--mtp-use-repeated-layer",
+        "--num-experts 512",
         "--moe-router-topk 22", "--moe-shared-expert-intermediate-size 5376", "pretrain_hybrid.py" }) do
       assert.truthy(sh:find(flag, 1, true), flag .. "\n" .. sh)
     end

@@ -589,6 +589,9 @@ function M.render(c)
   if (m.num_experts or 0) > 0 then M.moe_args(c, A, N) end
   -- TransformerConfig.mtp_num_layers (transformer_config.py:68 @ d98e8a64)
   if (tr.mtp_num_layers or 0) > 0 then A("--mtp-num-layers", tr.mtp_num_layers) end
+  -- TransformerConfig.mtp_use_repeated_layer (transformer_config.py:82):
+  -- one depth's weights run mtp_num_layers times
+  if tr.mtp_repeated_layer then A("--mtp-use-repeated-layer") end
   if m.mlp == "swiglu" then M.glu_args(c, A, N) end
   if m.hybrid_layer_pattern then M.hybrid_args(m, A, N, hybrid_pipes and chunks or nil, tr) end
   if (m.linear_attention_period or 0) > 0 then M.gdn_args(m, A) end

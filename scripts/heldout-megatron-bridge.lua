@@ -117,6 +117,28 @@ local MODELS = {
         "in bf16), the same v0.3.1-v0.5.1; first_last_layers_bf16 of the model recipe is overwritten by the " ..
         "precision config (False for fp8_cs and fp8_mx: scripts/performance/utils/precision.py, " ..
         "training/mixed_precision.py update_config_with_precision_overrides): every layer quantized" } },
+  -- Nemotron 3 Super: latent MoE and an MTP layer; its architecture is the
+  -- held-out config tests/fixtures/heldout_configs/nvidia--NVIDIA-Nemotron-
+  -- 3-Super-120B-A12B-FP8.json (validate's model_config by path), its
+  -- recipe read as the Nano's (v0.4.0 on, nemotron_3_workload_base_configs.py)
+  Nemotron_3_Super = { name = "Nemotron-3-Super-120B-A12B", cfg = "NEMOTRON_3_SUPER", family = "nemotronh",
+    id_prefix = "mbs",
+    config = "tests/fixtures/heldout_configs/nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json",
+    arch = { 88, 4096, nil, 32, 2, 131072 },
+    moe = { num_experts = 512, experts_per_token = 22, moe_ffn_hidden_size = 2688 },
+    -- src/megatron/bridge/recipes/nemotronh/nemotron_3_super.py
+    -- nemotron_3_super_pretrain_config, the same v0.4.0-v0.5.1:
+    -- mtp_num_layers = 2 forward passes of the one MTP block
+    -- (mtp_use_repeated_layer True)
+    mtp_layers = 2, mtp_repeated_layer = "true",
+    recipe = { moe_router_fusion = "false", moe_router_force_load_balancing = "true",
+      note = "src/megatron/bridge/recipes/nemotronh/nemotron_3_super.py nemotron_3_super_pretrain_config " ..
+        "(moe_flex_dispatcher_backend hybridep, moe_shared_expert_overlap False, no recompute, seq_length 8192, " ..
+        "mtp_num_layers 2 with mtp_use_repeated_layer True: the one MTP block (the config's " ..
+        "num_nextn_predict_layers 1) run twice, keep_mtp_spec_in_bf16 True) and the script's " ..
+        "set_nemotron_3_super_common_configs (moe_router_force_load_balancing True, gradients reduced in " ..
+        "bf16), the same v0.4.0-v0.5.1; keep_mtp_spec_in_bf16 not modelled (the MTP layers priced in the " ..
+        "row's precision)" } },
 }
 
 local RECIPE_FILES = {
@@ -435,7 +457,7 @@ local function csv_cell(v)
   return v
 end
 
-local skipped, dense, moe, hybrid = {}, {}, {}, {}
+local skipped, dense, moe, hybrid, ids = {}, {}, {}, {}, {}
 
 local function skip(r, why)
   skipped[#skipped + 1] = ("%s %s %s %s: %s"):format(r.release, r.Model or r.heading,
@@ -538,7 +560,11 @@ local function convert(r, alt)
   end
   local target = mdl.config and hybrid or mdl.moe and moe or dense
   local c = {}
-  c.case_id = ("%s%03d"):format(mdl.config and "mbh" or mdl.moe and "mbm" or "mbd", #target + 1)
+  -- a model added to a set later numbers its own rows (mdl.id_prefix), so
+  -- that the set's earlier case ids stay
+  local prefix = mdl.id_prefix or mdl.config and "mbh" or mdl.moe and "mbm" or "mbd"
+  ids[prefix] = (ids[prefix] or 0) + 1
+  c.case_id = ("%s%03d"):format(prefix, ids[prefix])
   c.source = ("NVIDIA-NeMo/Megatron-Bridge %s %s, %s NeMo Container, %s"):format(COMMIT, r.page, r.release,
     r.heading)
   c.reliability = "B"
@@ -570,6 +596,7 @@ local function convert(r, alt)
   c.flops_convention = "unknown"
   c.measured_tokens_per_s_per_gpu, c.measured_tflops_per_gpu = row.tok, row.tflops
   c.grad_reduce_in_fp32 = "false"
+  if mdl.mtp_layers then c.mtp_layers, c.mtp_repeated_layer = mdl.mtp_layers, mdl.mtp_repeated_layer end
   if mtp then
     c.mtp_layers = 1
     assumed[#assumed + 1] = "mtp_layers 1: deepseek_v3_pretrain_config's default (recipes/deepseek/" ..
@@ -694,7 +721,7 @@ for _, k in ipairs(MOE_COLS) do moe_cols[#moe_cols + 1] = k end
 local hybrid_cols = {}
 for _, k in ipairs(moe_cols) do hybrid_cols[#hybrid_cols + 1] = k end
 for _, k in ipairs({ "moe_flex_dispatcher_backend", "moe_router_force_load_balancing", "moe_router_fusion",
-    "model_config" }) do
+    "model_config", "mtp_repeated_layer" }) do
   hybrid_cols[#hybrid_cols + 1] = k
 end
 -- the dense set: which FSDP runs (fsdp_impl: the tables' FSDP column is

@@ -310,6 +310,17 @@ typedef struct {
                                           weights; DeepSeek-V3 e_score_
                                           correction_bias, Megatron --moe-
                                           router-enable-expert-bias) */
+    int64_t moe_latent_size;         /**< latent MoE (Nemotron 3 Super; HF
+                                          moe_latent_size, Megatron --moe-
+                                          latent-size): each MoE block
+                                          projects the token h -> l before
+                                          dispatch (fc1_latent_proj) and
+                                          l -> h after combine
+                                          (fc2_latent_proj), both duplicated
+                                          over TP; the routed experts and the
+                                          dispatcher work at width l, the
+                                          router and the shared expert at h
+                                          (moe.c); 0: none */
     bool moe_router_sigmoid;         /**< the routing scores are sigmoids of
                                           the logits, with no expert bias
                                           (Llama 4 Llama4Router; Megatron
@@ -425,6 +436,14 @@ typedef struct {
                                           conv_kernel); 0: 4 */
     int64_t mamba_chunk_size;        /**< SSD chunk length Q (HF chunk_size);
                                           0: 128; changes no estimate */
+    char mtp_layer_pattern[APS_MAX_HYBRID_LAYERS + 1]; /**< the layers of
+                                          each multi-token-prediction depth
+                                          of a hybrid model, in the
+                                          pattern's symbols (HF
+                                          mtp_hybrid_override_pattern;
+                                          Megatron the part after '/' of
+                                          --hybrid-layer-pattern); empty:
+                                          none (hybrid.c) */
     /* Gated DeltaNet linear attention (Qwen3-Next; src/core/gdn.c).
      * linear_attention_period = 0: none, and the linear_* fields must be
      * 0.  k > 0: layer i (1-based) has gated softmax attention when i % k
@@ -861,6 +880,13 @@ typedef struct {
                                         the output layer and loss again, on
                                         the stage of the loss; 0 = none
                                         (the default); Megatron-LM only */
+    bool mtp_repeated_layer;       /**< one MTP depth's weights run
+                                        mtp_num_layers times (Megatron
+                                        --mtp-use-repeated-layer,
+                                        multi_token_prediction.py @
+                                        d98e8a64 l.1831-1832, 1958-1968):
+                                        the time and activations of every
+                                        depth, the parameters of one */
     aps_fsdp_impl fsdp_impl;       /**< framework megatron: the FSDP
                                         implementation that runs fsdp_degree
                                         > 1 and zero_stage 2 / 3; default
@@ -1150,8 +1176,10 @@ typedef struct {
     int64_t first_layer;          /**< 0-based index of its first layer */
     int64_t num_layers;           /**< decoder layers */
     int64_t mtp_layers;           /**< multi-token-prediction layers after
-                                       them (training.mtp_num_layers, on
-                                       the rank of the last model chunk) */
+                                       them (training.mtp_num_layers
+                                       depths of one layer, or of a hybrid
+                                       model's mtp_layer_pattern, on the
+                                       rank of the last model chunk) */
     int64_t recompute_layers;     /**< layers fully recomputed */
     double params;                /**< parameters held (after TP), count;
                                        MoE: all but the routed experts */

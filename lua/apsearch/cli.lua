@@ -1244,7 +1244,7 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "yarn_no_truncate", "norm_eps", "rotary_percent",
   -- mixture of experts and multi-head latent attention (absent when dense)
   "num_experts", "experts_per_token", "moe_ffn_hidden_size",
-  "shared_expert_ffn_hidden_size", "shared_expert_gate", "moe_router_bias",
+  "shared_expert_ffn_hidden_size", "shared_expert_gate", "moe_router_bias", "moe_latent_size",
   "moe_router_sigmoid", "moe_router_softmax_bias", "moe_router_input_probs", "moe_router_linear_bias", "moe_aux_loss_coeff", "moe_seq_aux_loss", "moe_router_num_groups", "moe_router_group_topk",
   "moe_router_group_score_topk", "moe_router_topk_scaling_factor", "moe_router_pre_softmax",
   "moe_first_dense_layers", "moe_layer_freq", "moe_layer_phase",
@@ -1253,7 +1253,7 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "index_n_heads", "index_head_dim", "index_topk", "index_rope_interleave",
   -- hybrid Mamba-2 models (absent for a transformer)
   "hybrid_layer_pattern", "mamba_num_heads", "mamba_head_dim", "mamba_state_dim",
-  "mamba_num_groups", "mamba_conv_kernel", "mamba_chunk_size" }
+  "mamba_num_groups", "mamba_conv_kernel", "mamba_chunk_size", "mtp_layer_pattern" }
 
 local function cmd_inspect(args)
   local c = new_parser("inspect", "Show a normalized model and its parameter counts.")

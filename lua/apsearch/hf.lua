@@ -245,7 +245,12 @@
 --   `moe_shared_expert_intermediate_size`, NemotronHTopkRouter (DeepSeek-
 --   V3's: sigmoid scores plus `e_score_correction_bias`, `n_group` /
 --   `topk_group`, `norm_topk_prob`, `routed_scaling_factor`);
---   `moe_latent_size` (latent MoE) is refused.
+--   `moe_latent_size` (latent MoE, Nemotron 3 Super: fc1_latent_proj /
+--   fc2_latent_proj around the routed experts, which run at that width)
+--   -> moe_latent_size.  `num_nextn_predict_layers` multi-token-prediction
+--   depths (-> mtp_layers), each the layers of `mtp_hybrid_override_pattern`
+--   (-> mtp_layer_pattern; required with them, as Megatron-Bridge's
+--   nemotron_h_bridge.py @ 067f987df _hf_mtp_config requires it).
 --
 -- What such a config has that no estimate term prices (sinks' softmax
 -- column, clamps, soft-capping, the vision tower, ...) is listed in
@@ -2922,12 +2927,6 @@ M.HYBRID_SYMBOLS = { M = "M", ["*"] = "*", ["-"] = "-", E = "E" }
 M.HYBRID_BLOCK_TYPES = { linear_attention = "M", mamba = "M", full_attention = "*",
   attention = "*", mlp = "-", moe = "E" }
 
--- A NotImplemented error for a layer kind apsearch does not model.
-local function hybrid_unmodelled(file, key, what, got, also)
-  error(string.format("NotImplemented: %s: %s: %s layers are not modelled (got %s)%s", file, key, what,
-    util.describe(got), also or ""), 0)
-end
-
 -- The layer pattern of a nemotron_h config: `hybrid_override_pattern` or
 -- `layers_block_type`, as M / * / - / E characters.
 local function nemotron_h_pattern(cfg, file)
@@ -2957,9 +2956,7 @@ end
 local function nemotron_h_moe(m, cfg, file)
   if not m.hybrid_layer_pattern:find("E", 1, true) then return m end
   local r = reader(cfg, file)
-  if not is_null(cfg.moe_latent_size) then
-    hybrid_unmodelled(file, "moe_latent_size", "latent MoE (E)", cfg.moe_latent_size)
-  end
+  if not is_null(cfg.moe_latent_size) then m.moe_latent_size = r.int("moe_latent_size") end
   -- transformers builds one shared expert of moe_shared_expert_intermediate_size
   -- whatever n_shared_experts says (vLLM multiplies by it): only 1 is unambiguous
   if not is_null(cfg.n_shared_experts) and cfg.n_shared_experts ~= 1 then
@@ -2978,6 +2975,25 @@ local function nemotron_h_moe(m, cfg, file)
 end
 
 
+-- The multi-token-prediction depths of a nemotron_h config (file comment,
+-- "Hybrid Mamba-2 models"): `num_nextn_predict_layers` of
+-- `mtp_hybrid_override_pattern`'s layers each; none without them.
+local function nemotron_h_mtp(m, cfg, file)
+  local depths = config_int(cfg.num_nextn_predict_layers, 0, file, "num_nextn_predict_layers")
+  if depths == 0 then return end
+  local v = cfg.mtp_hybrid_override_pattern
+  if is_null(v) then
+    util.fail(file, "mtp_hybrid_override_pattern", "required with num_nextn_predict_layers > 0 " ..
+      "(the layers of an MTP depth)", nil)
+  end
+  if type(v) ~= "string" or #v == 0 then
+    util.fail(file, "mtp_hybrid_override_pattern", "expected a non-empty string", v)
+  end
+  local bad = v:find("[^M%*%-E]")
+  if bad then util.fail(file, "mtp_hybrid_override_pattern", ("character %d is not M, *, - or E"):format(bad), v) end
+  m.mtp_layers, m.mtp_layer_pattern = depths, v
+end
+
 --- Builds the model table of a `nemotron_h` config (file comment, "Hybrid
 -- Mamba-2 models"): the pattern, the Mamba-2 widths, the squared-ReLU MLP,
 -- attention without positions, one RMSNorm per layer, no biases.
@@ -2987,8 +3003,7 @@ end
 -- @tparam string file for errors
 -- @tparam table notes the import's notes
 -- @treturn table model table
--- @raise `<file>: <key>: <problem> (got <value>)`, or NotImplemented for
---   latent MoE and MTP layers
+-- @raise `<file>: <key>: <problem> (got <value>)`
 function builders.nemotron_h(_, raw, file, notes)
   -- cfg by transformers' names, NemotronHConfig's defaults filled in; key[k]
   -- the name the file used for k (a legacy alias, attention_head_dim), for
@@ -3015,14 +3030,6 @@ function builders.nemotron_h(_, raw, file, notes)
   for _, k in ipairs({ "use_bias", "mamba_proj_bias", "attention_bias", "mlp_bias" }) do
     require_value(cfg, k, false, file, "biases are not modelled on a hybrid model")
   end
-  if config_int(cfg.num_nextn_predict_layers, 0, file, "num_nextn_predict_layers") > 0 then
-    -- Nemotron 3 Super and Ultra have latent MoE too: both are said at once,
-    -- so that a user does not learn of the second after dropping the first
-    local also = not is_null(cfg.moe_latent_size) and
-      ("; nor are its latent MoE (E) layers (moe_latent_size = %s)"):format(util.describe(cfg.moe_latent_size))
-    hybrid_unmodelled(file, "num_nextn_predict_layers", "multi-token-prediction", cfg.num_nextn_predict_layers,
-      also or nil)
-  end
   int("expand") -- checked; d_inner is mamba_num_heads x mamba_head_dim (NemotronHMamba2Mixer)
   local m = {
     num_layers = #pattern, hidden_size = int("hidden_size"),
@@ -3040,6 +3047,7 @@ function builders.nemotron_h(_, raw, file, notes)
   if reader(cfg, file).bool("residual_in_fp32", false) then
     note(notes, file, "residual_in_fp32: the fp32 residual stream is not priced (bf16 assumed)")
   end
+  nemotron_h_mtp(m, cfg, file)
   return nemotron_h_moe(m, cfg, file)
 end
 

@@ -70,7 +70,7 @@ M.model = {
   -- that leaves an MoE layer) and multi-head latent attention
   num_experts = "nonnegint", experts_per_token = "nonnegint", moe_ffn_hidden_size = "nonnegint",
   shared_expert_ffn_hidden_size = "nonnegint", shared_expert_gate = "bool",
-  moe_router_bias = "bool", moe_router_linear_bias = "bool",
+  moe_router_bias = "bool", moe_router_linear_bias = "bool", moe_latent_size = "nonnegint",
   moe_first_dense_layers = "nonnegint", moe_layer_freq = "nonnegint", moe_layer_phase = "nonnegint",
   moe_dense_layers = "layerlist",
   q_lora_rank = "nonnegint", kv_lora_rank = "nonnegint", qk_nope_head_dim = "nonnegint",
@@ -86,7 +86,7 @@ M.model = {
   -- * attention, - MLP, E MoE) and the Mamba-2 widths
   hybrid_layer_pattern = "string", mamba_num_heads = "nonnegint", mamba_head_dim = "nonnegint",
   mamba_state_dim = "nonnegint", mamba_num_groups = "nonnegint", mamba_conv_kernel = "nonnegint",
-  mamba_chunk_size = "nonnegint",
+  mamba_chunk_size = "nonnegint", mtp_layer_pattern = "string",
   -- Gated DeltaNet linear attention (Qwen3-Next): every k-th layer gated
   -- softmax attention, the others Gated DeltaNet, and its widths
   linear_attention_period = "nonnegint", linear_num_key_heads = "nonnegint",
@@ -177,7 +177,7 @@ M.training = {
   dp_overlap = "fraction", fsdp_overlap = "fraction", tp_overlap = "fraction",
   pp_p2p_overlap = "fraction", dp_collective_rails = "nonnegint",
   overlap_interference = "fraction", moe_load_imbalance = "nonneg",
-  mtp_num_layers = "nonnegint",
+  mtp_num_layers = "nonnegint", mtp_repeated_layer = "bool",
   -- DeepSeek Sparse Attention: the indexer trained with its sparse KL loss
   dsa_indexer_loss_coeff = "nonneg",
   -- Megatron-LM's FSDP implementation (docs/policy.md "Megatron-FSDP")

@@ -109,7 +109,7 @@ end
 -- name (docs/modeling.md "Recipe settings").
 M.RECIPE_BOOLS = { "torch_compile", "compile_loss", "sac_save_alltoall", "grad_reduce_in_fp32", "fp8_param_gather",
   "tp_comm_overlap", "cuda_graphs", "overlap_moe_expert_parallel_comm", "moe_router_fusion",
-  "defer_fsdp_grad_sync", "bf16_weights", "loss_fp32_upcast" }
+  "defer_fsdp_grad_sync", "bf16_weights", "loss_fp32_upcast", "mtp_repeated_layer" }
 
 --- Longest model name the core takes (bytes, src/lua/lconvert.c); a row's
 -- longer `model` is cut there, with "...", as a label.
@@ -346,11 +346,14 @@ M.CONFIG_CHECKED = { "num_layers", "hidden_size", "num_attention_heads", "num_qu
   "num_experts", "experts_per_token", "moe_ffn_hidden_size" }
 
 --- The model of a row that names it by `model_config`: an example config
--- of `apsearch presets` (examples/models/<name>.json, read as its
--- config.json import reads it), for architectures the columns cannot
+-- of `apsearch presets` (examples/models/<name>.json), or a config.json
+-- named by its path under the apsearch root (a name ending in `.json`:
+-- the held-out configs of tests/fixtures/heldout_configs), read as its
+-- config.json import reads it, for architectures the columns cannot
 -- describe (hybrid Mamba-2 and Gated DeltaNet layer patterns, DeepSeek
--- Sparse Attention).  The row's own architecture columns, where given,
--- must agree with it (M.CONFIG_CHECKED); the others are not read.
+-- Sparse Attention, latent MoE).  The row's own architecture columns,
+-- where given, must agree with it (M.CONFIG_CHECKED); the others are not
+-- read.
 -- @tparam table row CSV row
 -- @treturn table model (named after the row's `model`)
 -- @raise `model_config = "x": unknown model preset ...`, or
@@ -358,11 +361,19 @@ M.CONFIG_CHECKED = { "num_layers", "hidden_size", "num_attention_heads", "num_qu
 function M.config_model(row)
   local presets = require "apsearch.presets"
   local name = row.model_config
-  if not presets.is_model(name) then
+  local model
+  if name:find("%.json$") then
+    local path = util.join_path(util.root(), name)
+    if not util.file_exists(path) then
+      error(fmtq("model_config = %q: no such config under the apsearch root", name), 0)
+    end
+    model = require("apsearch.hf").load(path)
+  elseif not presets.is_model(name) then
     error(fmtq("model_config = %q: %s", name, require("apsearch.suggest").problem("unknown model preset",
       name, presets.all_model_names())), 0)
+  else
+    model = presets.model(name)
   end
-  local model = presets.model(name)
   for _, col in ipairs(M.CONFIG_CHECKED) do
     if given(row, col) then
       local v, want = need_nonneg_int(row, col), model[col] or 0

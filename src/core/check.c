@@ -783,7 +783,7 @@ aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
     if (r != APS_REASON_NONE)
         return r;
     aps_reason code = APS_REASON_NONE;
-    const char *why = aps_model_is_hybrid(m) ? aps_hybrid_refusal(t, s, &code)
+    const char *why = aps_model_is_hybrid(m) ? aps_hybrid_refusal(m, t, s, &code)
                       : aps_model_has_gdn(m) ? aps_gdn_refusal(t, s, &code)
                                              : NULL;
     if (why != NULL) {

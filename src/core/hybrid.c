@@ -23,6 +23,18 @@
  * over the pattern is n_attn attention + n_mlp MLP + n_moe MoE + n_mamba
  * Mamba-2 blocks.
  *
+ * Multi-token prediction (Nemotron 3 Super): each of the
+ * training.mtp_num_layers depths is an enorm, an hnorm, eh_proj (2h -> h)
+ * and a HybridStack of mtp_layer_pattern's layers, then its own final
+ * norm (Megatron-LM megatron/core/transformer/multi_token_prediction.py
+ * @ d98e8a64 l.1157-1214; models/hybrid/hybrid_model.py l.295-307 builds
+ * the block with mtp_layer_pattern where l.220-232 puts it, "on the final
+ * pipeline stage").  Those
+ * layers run on the rank holding the last model chunk after its decoder
+ * layers (aps_layout_mtp_layers: depths x the pattern's length), so that
+ * rank's mix counts them with its own (aps_hybrid_stage_mix) and a
+ * hybrid model with MTP is priced rank by rank (aps_hybrid_split).
+ *
  * Mamba-2 layer, d = nh P (d_inner), G N the grouped B / C width, nh the
  * heads, K the conv width (Megatron-Core megatron/core/ssm/mamba_mixer.py
  * @ d98e8a64 MambaMixer.__init__; transformers NemotronHMamba2Mixer):
@@ -76,6 +88,26 @@ static void set_shares(aps_hybrid_counts *out)
     out->blocks = 1.0;
 }
 
+/** Length of a NUL-terminated pattern of at most APS_MAX_HYBRID_LAYERS. */
+static int64_t pattern_len(const char *p)
+{
+    const char *end = memchr(p, '\0', APS_MAX_HYBRID_LAYERS + 1);
+    return end ? (int64_t)(end - p) : APS_MAX_HYBRID_LAYERS + 1;
+}
+
+int64_t aps_hybrid_mtp_depth_layers(const aps_model *m)
+{
+    return aps_model_is_hybrid(m) ? pattern_len(m->mtp_layer_pattern) : 1;
+}
+
+void aps_hybrid_mtp_counts(const aps_model *m, int64_t depths,
+                           aps_hybrid_counts *out)
+{
+    int64_t n = pattern_len(m->mtp_layer_pattern);
+    for (int64_t d = 0; d < depths; d++)
+        count_kinds(m->mtp_layer_pattern, 0, n, out);
+}
+
 void aps_hybrid_mix(const aps_model *m, aps_hybrid_counts *out)
 {
     *out = (aps_hybrid_counts){0};
@@ -110,6 +142,7 @@ void aps_hybrid_stage_mix(const aps_model *m, const aps_layout *lay,
     *out = (aps_hybrid_counts){0};
     for (int64_t k = 0; k < n; k++)
         count_kinds(m->hybrid_layer_pattern, start[k], len[k], out);
+    aps_hybrid_mtp_counts(m, aps_layout_mtp_depths(lay, i), out);
     set_shares(out);
 }
 
@@ -242,6 +275,38 @@ static aps_status validate_pattern(const aps_model *m, char *err, size_t n)
     return APS_OK;
 }
 
+/** The MTP depth's layers: the pattern's symbols, required with
+ *  mtp_layers (Megatron-Bridge nemotron_h_bridge.py @ 067f987df
+ *  _hf_mtp_config: "An HF config with num_nextn_predict_layers > 0 must
+ *  define mtp_hybrid_override_pattern"), E only with experts. */
+static aps_status validate_mtp_pattern(const aps_model *m, char *err,
+                                       size_t n)
+{
+    const char *p = m->mtp_layer_pattern;
+    int64_t len = pattern_len(p);
+    if (len > APS_MAX_HYBRID_LAYERS) {
+        aps_fmt(err, n, "model.mtp_layer_pattern: more than %d layers",
+                APS_MAX_HYBRID_LAYERS);
+        return APS_EINVAL;
+    }
+    for (int64_t i = 0; i < len; i++)
+        if (strchr("M*-E", p[i]) == NULL ||
+            (p[i] == 'E' && m->num_experts <= 0)) {
+            aps_fmt(err, n, "model.mtp_layer_pattern: layer %lld is '%c'; "
+                    "apsearch models M, *, - and E (with num_experts) "
+                    "layers", (long long)i,
+                    (p[i] >= ' ' && p[i] < 127) ? p[i] : '?');
+            return APS_EINVAL;
+        }
+    if (m->mtp_layers > 0 && len == 0) {
+        aps_fmt(err, n, "model.mtp_layers: %lld multi-token-prediction "
+                "layers of a hybrid model need model.mtp_layer_pattern (HF "
+                "mtp_hybrid_override_pattern)", (long long)m->mtp_layers);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
 /** The pattern's E layers are the MoE layers: experts iff an E, and
  *  none of the transformer's MoE layer placement fields. */
 static aps_status validate_moe_layers(const aps_model *m, char *err, size_t n)
@@ -276,6 +341,12 @@ aps_status aps_hybrid_validate(const aps_model *m, char *err, size_t n)
         {"mamba_chunk_size", m->mamba_chunk_size, false},
     };
     size_t nf = sizeof f / sizeof f[0];
+    if (!aps_model_is_hybrid(m) && m->mtp_layer_pattern[0] != '\0') {
+        aps_fmt(err, n, "model.mtp_layer_pattern: given without a "
+                "hybrid_layer_pattern (a transformer's MTP layer is of its "
+                "last layer's type)");
+        return APS_EINVAL;
+    }
     if (!aps_model_is_hybrid(m)) {
         for (size_t i = 0; i < nf; i++)
             if (f[i].v != 0) {
@@ -310,18 +381,23 @@ aps_status aps_hybrid_validate(const aps_model *m, char *err, size_t n)
                 "modelled");
         return APS_EINVAL;
     }
-    if (m->kv_lora_rank > 0 || m->mtp_layers > 0) {
+    if (m->kv_lora_rank > 0) {
         aps_fmt(err, n, "model.hybrid_layer_pattern: a hybrid model with "
-                "MLA or MTP layers is not modelled");
+                "MLA layers is not modelled");
         return APS_EINVAL;
     }
-    return validate_moe_layers(m, err, n);
+    st = validate_mtp_pattern(m, err, n);
+    return st == APS_OK ? validate_moe_layers(m, err, n) : st;
 }
 
-const char *aps_hybrid_refusal(const aps_training *t, const aps_strategy *s,
-                               aps_reason *code)
+const char *aps_hybrid_refusal(const aps_model *m, const aps_training *t,
+                               const aps_strategy *s, aps_reason *code)
 {
     *code = APS_REASON_NOT_MODELLED;
+    if (t->mtp_num_layers > 0 && m->mtp_layer_pattern[0] == '\0')
+        return "hybrid Mamba-2 models: training.mtp_num_layers needs the "
+               "layers of an MTP depth, model.mtp_layer_pattern (Megatron "
+               "--hybrid-layer-pattern after '/')";
     /* pp_degree > 1 (with virtual stages) and full recompute: every rank
      * is priced by its own layers (aps_stage_layer_cost); Megatron-LM's
      * HybridModel builds segment k p + i of the '|'-split pattern on rank

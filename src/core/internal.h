@@ -188,6 +188,13 @@ typedef struct {
                                             their eh_proj, norms, output
                                             layer and loss are the loss
                                             stage's */
+    int64_t mtp_depth_layers;          /**< layers of one MTP depth: 1,
+                                            a hybrid model's
+                                            mtp_layer_pattern length
+                                            (aps_hybrid_mtp_depth_layers) */
+    int64_t mtp_held;                  /**< MTP depths whose weights are
+                                            held: mtp, or 1 with
+                                            training.mtp_repeated_layer */
     bool mtp_recompute;                /**< full recompute also rebuilds the
                                             MTP layers: the uniform method
                                             (multi_token_prediction.py
@@ -225,8 +232,15 @@ int64_t aps_layout_chunk(const aps_layout *lay, int64_t i, int64_t k);
  *  layers[i]).  start and len hold APS_MAX_STAGES entries (pipeline.c). */
 int64_t aps_layout_rank_spans(const aps_layout *lay, int64_t i,
                               int64_t *start, int64_t *len);
-/** Multi-token-prediction layers rank i runs: aps_layout.mtp on the rank
+/** Multi-token-prediction depths rank i runs: aps_layout.mtp on the rank
  *  holding the last model chunk, 0 elsewhere. */
+int64_t aps_layout_mtp_depths(const aps_layout *lay, int64_t i);
+/** Multi-token-prediction depths rank i runs on the weights of another
+ *  depth (training.mtp_repeated_layer: all but one), whose parameters it
+ *  does not hold. */
+int64_t aps_layout_mtp_shared_depths(const aps_layout *lay, int64_t i);
+/** Multi-token-prediction layers rank i runs: its depths x
+ *  aps_layout.mtp_depth_layers. */
 int64_t aps_layout_mtp_layers(const aps_layout *lay, int64_t i);
 /** Transformer layers rank i runs: its decoder layers (layers[i]) and its
  *  multi-token-prediction layers, each a layer of the last decoder
@@ -539,6 +553,10 @@ double aps_regathered_params(const aps_model *m, int64_t tp, double distance);
  *  layer and final norm on rank p-1; a tied output layer is a second copy
  *  there when p > 1, megatron/core/models/common/language_module). */
 double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i);
+/** Matrix parameters of rank i's decoder and MTP layers on one of lay->t
+ *  TP ranks (the TE linears whose quantized copies fp8 / fp4 keep). */
+double aps_stage_matmul_params(const aps_model *m, const aps_layout *lay,
+                               int64_t i);
 
 /** Of aps_stage_params, those outside the decoder layers: the embedding
  *  (rank 0), the final norm, the output layer and the MTP depths' norms
@@ -766,7 +784,9 @@ static inline bool aps_model_is_hybrid(const aps_model *m)
  *  their MoE layers, moe.c). */
 static inline bool aps_hybrid_split(const aps_model *m, const aps_layout *lay)
 {
-    return lay->p > 1 && (aps_model_is_hybrid(m) || aps_model_has_gdn(m));
+    /* a hybrid model's MTP layers are the last rank's (hybrid.c) */
+    return (lay->p > 1 && (aps_model_is_hybrid(m) || aps_model_has_gdn(m))) ||
+           (lay->mtp > 0 && aps_model_is_hybrid(m));
 }
 /** The pattern resolved into counts and per-layer shares. */
 void aps_hybrid_mix(const aps_model *m, aps_hybrid_counts *out);
@@ -809,8 +829,15 @@ aps_status aps_hybrid_validate(const aps_model *m, char *err, size_t n);
  *  is the reason: APS_REASON_NOT_MODELLED where apsearch does not price
  *  what the framework runs, APS_REASON_FRAMEWORK_UNSUPPORTED where the
  *  framework refuses it. */
-const char *aps_hybrid_refusal(const aps_training *t, const aps_strategy *s,
-                               aps_reason *code);
+const char *aps_hybrid_refusal(const aps_model *m, const aps_training *t,
+                               const aps_strategy *s, aps_reason *code);
+/** Layers of one multi-token-prediction depth: a hybrid model's
+ *  mtp_layer_pattern's length, a transformer's one layer (hybrid.c). */
+int64_t aps_hybrid_mtp_depth_layers(const aps_model *m);
+/** Adds the layer kinds of `depths` MTP depths of a hybrid model (its
+ *  mtp_layer_pattern each) to out's counts; the shares are not set. */
+void aps_hybrid_mtp_counts(const aps_model *m, int64_t depths,
+                           aps_hybrid_counts *out);
 
 /* ---- precision.c: GEMM precisions ---- */
 
@@ -1129,6 +1156,9 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
                      const aps_training *t, const aps_strategy *s,
                      const aps_hybrid_counts *w, aps_layer_cost *out);
 
+/** Matrix parameters of the mean layer of mix w (its shares of an
+ *  attention, an MLP, a Mamba-2 and a Gated DeltaNet block; model.c). */
+double aps_mix_matmul_params(const aps_model *m, const aps_hybrid_counts *w);
 /** aps_layer_params_tp and aps_layer_matmul_params of the mean layer of
  *  a hybrid model's pipeline rank i (aps_hybrid_stage_mix; model.c). */
 double aps_hybrid_stage_params_tp(const aps_model *m, const aps_layout *lay,
@@ -1473,6 +1503,21 @@ double aps_moe_static_rows(double copies, double cf);
  *  pages of page_size tokens, times its width and element size. */
 double aps_moe_stash_bytes(const aps_model *m, const aps_training *t,
                            const aps_strategy *s, double avg, double live);
+/** Forward FLOPs per sequence of one MoE layer's FFN over the dense FFN
+ *  (moe.c): routed experts at top-k at their width, the latent
+ *  projections, the shared expert in place of the dense FFN; the router
+ *  is not counted. */
+double aps_moe_ffn_flops_delta(const aps_model *m, double S);
+/** The width the routed experts take and give and the dispatcher moves:
+ *  moe_latent_size with latent MoE, else hidden_size (moe.c). */
+double aps_moe_expert_width(const aps_model *m);
+/** Parameters of one MoE block's latent projections, fc1 h x l and fc2
+ *  l x h (+ their biases with mlp_bias), whole on every TP rank; 0
+ *  without latent MoE (moe.c). */
+double aps_moe_latent_params(const aps_model *m);
+/** Parameters of one routed expert at the expert width, its biases with
+ *  mlp_bias (moe.c). */
+double aps_moe_expert_params(const aps_model *m);
 /** Model FLOPs of one sequence's forward pass over all layers as Megatron-
  *  Core's num_floating_point_operations counts them minus the dense
  *  count of flops_step (2 S matmul params + 4 S keys a d per layer). */

@@ -93,6 +93,10 @@
 /** A shared expert: a dense MLP block without its own norm (the MoE
  *  block's pre-MLP norm serves it). */
 #define APS_HK_SHARED_EXPERT (APS_HK_MLP - 1.0)
+/** Latent MoE: fc1_latent_proj before the dispatch and fc2_latent_proj
+ *  after the combine, one TELinear GEMM each (moe_layer.py l.488-490,
+ *  l.591-592 @ d98e8a64). */
+#define APS_HK_LATENT_PROJ 2.0
 /** A CUDA graph replay: one launch from Python per captured region. */
 #define APS_HK_GRAPH_LAUNCH 1.0
 /** Backward kernels per forward kernel. */
@@ -177,6 +181,8 @@ static void moe_post_kernels(const aps_model *m, const aps_training *t,
     }
     if (m->shared_expert_ffn_hidden_size > 0)
         *py += APS_HK_SHARED_EXPERT + APS_HK_MLP_GEMMS * cast;
+    if (m->moe_latent_size > 0) /* each GEMM with its input's quantize */
+        *py += APS_HK_LATENT_PROJ * (1.0 + cast);
 }
 
 /** A dropless dispatch with EP or TP > 1 syncs device and host in every

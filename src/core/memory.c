@@ -731,13 +731,11 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
 {
     aps_layer_cost own; /* a hybrid rank's layers (aps_stage_layer_cost) */
     lc = aps_stage_layer_cost(m, c, t, s, lay, lc, i, &own);
-    double tp = (double)lay->t;
     double *mem = st->mem;
     for (int j = 0; j < APS_MEM_COUNT; j++)
         mem[j] = 0.0;
     double psi = aps_stage_params(m, lay, i);
-    double matmul_psi = (double)aps_layout_run_layers(lay, i) *
-                        aps_stage_layer_matmul_params(m, lay, i) / tp;
+    double matmul_psi = aps_stage_matmul_params(m, lay, i);
     st->params = psi;
     st->expert_params = 0.0; /* aps_moe_stage_memory */
     aps_model_states(t, plan, psi, matmul_psi, mem);

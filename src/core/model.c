@@ -333,6 +333,10 @@ static aps_status validate_moe(aps_model *m, char *err, size_t n)
             {"shared_expert_gate", m->shared_expert_gate},
             {"moe_router_bias", m->moe_router_bias},
             {"moe_router_linear_bias", m->moe_router_linear_bias},
+            /* Megatron-LM d98e8a64 megatron/training/arguments.py
+             * l.1980-1982: "MoE latent projections are applicable only
+             * for MoE models" */
+            {"moe_latent_size", m->moe_latent_size},
             {"moe_first_dense_layers", m->moe_first_dense_layers},
             {"moe_layer_freq", m->moe_layer_freq},
             {"moe_layer_phase", m->moe_layer_phase},
@@ -371,6 +375,14 @@ static aps_status validate_moe(aps_model *m, char *err, size_t n)
                          APS_MAX_WIDTH, err, n);
     if (st != APS_OK)
         return st;
+    /* latent MoE: 0 (none) or a width > 0 (arguments.py l.1981 asserts
+     * moe_latent_size > 0; Megatron takes any width, a latent wider than
+     * h included) */
+    if (m->moe_latent_size < 0 || m->moe_latent_size > APS_MAX_WIDTH) {
+        aps_fmt(err, n, "model.moe_latent_size: must be 0 (none) or in "
+                "[1, 2^24] (got %lld)", (long long)m->moe_latent_size);
+        return APS_EINVAL;
+    }
     if (m->shared_expert_ffn_hidden_size < 0 ||
         m->shared_expert_ffn_hidden_size > APS_MAX_WIDTH) {
         aps_fmt(err, n, "model.shared_expert_ffn_hidden_size: must be 0 "
@@ -712,7 +724,7 @@ static double mlp_matmul_params(const aps_model *m)
  *  megatron/core/models/hybrid/hybrid_layer_specs.py: TELayerNorm-
  *  ColumnParallelLinear and TERowParallelLinear; ssm/mamba_mixer.py keeps
  *  conv1d, dt_bias, A_log, D and the gated norm as plain parameters). */
-static inline double layer_matmul_mix(const aps_model *m, const aps_hybrid_counts *w)
+double aps_mix_matmul_params(const aps_model *m, const aps_hybrid_counts *w)
 {
     double p = w->attn_share * attn_matmul_params(m) +
                w->mlp_share * mlp_matmul_params(m);
@@ -727,7 +739,7 @@ double aps_layer_matmul_params(const aps_model *m)
 {
     aps_hybrid_counts w;
     aps_hybrid_mix(m, &w);
-    return layer_matmul_mix(m, &w);
+    return aps_mix_matmul_params(m, &w);
 }
 
 double aps_hybrid_stage_matmul_params(const aps_model *m, const aps_layout *lay,
@@ -735,7 +747,7 @@ double aps_hybrid_stage_matmul_params(const aps_model *m, const aps_layout *lay,
 {
     aps_hybrid_counts w;
     aps_hybrid_stage_mix(m, lay, i, &w);
-    return layer_matmul_mix(m, &w);
+    return aps_mix_matmul_params(m, &w);
 }
 
 double aps_regathered_params(const aps_model *m, int64_t tp, double distance)
@@ -915,13 +927,15 @@ static double dense_mlp_params(const aps_model *m)
  * MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock, DeepseekV3MoE; gpt-oss
  * GptOssTopKRouter (weight E x h, bias E) and GptOssExperts (gate_up_proj
  * E x h x 2f, gate_up_proj_bias E x 2f, down_proj E x f x h,
- * down_proj_bias E x h). */
+ * down_proj_bias E x h).  Latent MoE (Nemotron 3 Super, modeling_nemotron_h
+ * NemotronHMOE; Megatron moe_layer.py l.279-304): each expert at the
+ * latent width and fc1 / fc2_latent_proj (aps_moe_latent_params). */
 static double moe_mlp_params(const aps_model *m, double experts)
 {
     double h = (double)m->hidden_size, E = (double)m->num_experts;
     double p = h * E + (m->moe_router_bias ? E : 0.0) +
                (m->moe_router_linear_bias ? E : 0.0);
-    p += experts * aps_ffn_params(m, (double)m->moe_ffn_hidden_size);
+    p += experts * aps_moe_expert_params(m) + aps_moe_latent_params(m);
     p += aps_ffn_params(m, (double)m->shared_expert_ffn_hidden_size);
     if (m->shared_expert_gate)
         p += h;
@@ -996,6 +1010,28 @@ static void hybrid_param_counts(const aps_model *m, aps_param_counts *out)
                   out->moe_layers * out->per_moe_layer;
 }
 
+/* The layers of one MTP depth of a hybrid model, its mtp_layer_pattern
+ * by kind (out's per-kind counts), into *layer and, with the top-k
+ * experts, *active; returns the embedding and output copies the depth
+ * holds: none.  Nemotron 3 Super's checkpoint stores mtp.layers.{0,1}
+ * (the "*E" depth), eh_proj and the three norms, and no embedding or
+ * head of its own: Megatron-Bridge 067f987df
+ * examples/model_verification_cards/nemotron-3-super-120b-a12b/card.yaml
+ * counts 123,611,033,088 elements in the BF16 checkpoint, the decoder's
+ * 120,668,707,840 plus this depth's 2,942,325,248 (tests/c/test_hybrid.c). */
+static double hybrid_mtp_layers(const aps_model *m, const aps_param_counts *out,
+                                double *layer, double *active)
+{
+    aps_hybrid_counts w = {0};
+    aps_hybrid_mtp_counts(m, 1, &w);
+    double dense = (double)w.mamba * out->per_mamba_layer +
+                   (double)w.attn * out->per_attention_layer +
+                   (double)(w.mlp - w.moe) * out->per_mlp_layer;
+    *layer = dense + (double)w.moe * out->per_moe_layer;
+    *active = dense + (double)w.moe * out->per_moe_layer_active;
+    return 0.0;
+}
+
 void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
 {
     double h = (double)m->hidden_size, V = (double)m->vocab_size;
@@ -1040,10 +1076,13 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
         double layer = moe_mtp ? out->per_moe_layer : out->per_layer;
         double layer_active = moe_mtp ? out->per_moe_layer_active
                                       : out->per_layer;
+        double copies = 2.0 * V * h;
+        if (aps_model_is_hybrid(m))
+            copies = hybrid_mtp_layers(m, out, &layer, &layer_active);
         double extra = 3.0 * norm_params(m, h) + 2.0 * h * h;
         double D = (double)m->mtp_layers;
         out->mtp_active = D * (layer_active + extra);
-        out->mtp = D * (layer + extra + 2.0 * V * h);
+        out->mtp = D * (layer + extra + copies);
     }
 }
 
@@ -1091,7 +1130,7 @@ double aps_stage_nonunit_params(const aps_model *m, const aps_layout *lay,
          * the first (gpt_model.py:289-290, skip_weight_param_allocation =
          * pre_process and tied), and a tied model's head then uses the
          * embedding's (language_module.py:352-360) */
-        double D = (double)lay->mtp;
+        double D = (double)lay->mtp_held; /* one with a repeated layer */
         p += D * (3.0 * norm_params(m, h) + 2.0 * h * h / t);
         if (lay->mtp > 0 && lay->p > 1)
             p += lay->vocab_padded * h / t;
@@ -1099,11 +1138,51 @@ double aps_stage_nonunit_params(const aps_model *m, const aps_layout *lay,
     return p;
 }
 
+/* The layers of one MTP depth as the rank's mean layer counts them (an E
+ * layer as an MLP block, moe.c adding the MoE difference) on one of tp
+ * ranks: *params, and *matmul their whole matrices.  A transformer's is
+ * one mean layer; a hybrid model's its mtp_layer_pattern kind by kind. */
+static void mtp_depth_params(const aps_model *m, int64_t tp, double *params,
+                             double *matmul)
+{
+    if (!aps_model_is_hybrid(m)) {
+        *params = aps_layer_params_tp(m, tp);
+        *matmul = aps_layer_matmul_params(m);
+        return;
+    }
+    aps_hybrid_counts w = {0};
+    aps_hybrid_mtp_counts(m, 1, &w);
+    double attn, mlp, mamba;
+    hybrid_kind_params(m, tp, &attn, &mlp, &mamba);
+    *params = (double)w.attn * attn + (double)w.mlp * mlp +
+              (double)w.mamba * mamba;
+    *matmul = (double)w.attn * attn_matmul_params(m) +
+              (double)w.mlp * mlp_matmul_params(m) +
+              (double)w.mamba * aps_mamba_matmul_params(m);
+}
+
 double aps_stage_params(const aps_model *m, const aps_layout *lay, int64_t i)
 {
+    double p = 0.0, unused;
+    int64_t shared = aps_layout_mtp_shared_depths(lay, i);
+    if (shared > 0)
+        mtp_depth_params(m, lay->t, &p, &unused);
     return (double)aps_layout_run_layers(lay, i) *
                aps_stage_layer_params_tp(m, lay, i) +
-           aps_stage_nonunit_params(m, lay, i);
+           aps_stage_nonunit_params(m, lay, i) - (double)shared * p;
+}
+
+double aps_stage_matmul_params(const aps_model *m, const aps_layout *lay,
+                               int64_t i)
+{
+    double unused, mm = 0.0;
+    int64_t shared = aps_layout_mtp_shared_depths(lay, i);
+    if (shared > 0)
+        mtp_depth_params(m, lay->t, &unused, &mm);
+    return ((double)aps_layout_run_layers(lay, i) *
+                aps_stage_layer_matmul_params(m, lay, i) -
+            (double)shared * mm) /
+           (double)lay->t;
 }
 
 double aps_largest_layer_params(const aps_model *m, const aps_layout *lay,

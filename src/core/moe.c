@@ -36,6 +36,23 @@
  *   training/training.py num_floating_point_operations: model FLOPs with
  *     the routed experts at top-k, the shared expert, the dense layers,
  *     MLA's projections and core attention; the router is not counted.
+ *
+ * Latent MoE (moe_latent_size l, Nemotron 3 Super; same commit):
+ *   transformer/moe/moe_layer.py l.265-304: fc1_latent_proj h -> l and
+ *     fc2_latent_proj l -> h, TELinear parallel_mode "duplicated" (whole
+ *     on every TP rank), not experts (sharded as the dense weights);
+ *     l.488-490 fc1 runs after the router on the block's tokens, l.591-592
+ *     fc2 after the combine; the shared expert (l.423-428) runs on the
+ *     full-width tokens.
+ *   transformer/moe/experts.py l.219-242: each routed expert's fc1 takes
+ *     l, its fc2 gives l; transformer/mlp.py l.215-243: only experts
+ *     (is_expert) take the latent width, the shared expert stays at h.
+ *   moe_layer.py l.488-493: fc1_latent_proj runs before dispatch_
+ *     preprocess, so every dispatcher permutes, sends and gathers l-wide
+ *     tokens (token_dispatcher.py l.1535: the NCCL-EP manager sizes its
+ *     buffers to moe_latent_size for that reason).
+ *   training/training.py l.847-858: routed FLOPs 4 T l f_e k (x 3/2
+ *     gated) plus 4 T h l for the two projections.
  */
 #include <math.h>
 #include <string.h>
@@ -74,6 +91,29 @@ double aps_moe_load_factor(const aps_training *t, const aps_strategy *s)
     if (s->moe_capacity_factor > 0 && s->moe_capacity_factor < f)
         f = s->moe_capacity_factor;
     return f;
+}
+
+/** Latent MoE: priced as Megatron-Core builds it (moe.c file comment),
+ *  for Megatron-LM only; its training forward raises with
+ *  --moe-shared-expert-overlap (moe_layer.py l.476-481 @ d98e8a64). */
+static aps_reason check_latent(const aps_model *m, const aps_training *t,
+                               char *msg, size_t n)
+{
+    if (m->moe_latent_size <= 0)
+        return APS_REASON_NONE;
+    if (t->framework != APS_FW_MEGATRON) {
+        aps_fmt(msg, n, "model.moe_latent_size: latent MoE is priced for "
+                "Megatron-LM only (--moe-latent-size)");
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    if (t->moe_shared_expert_overlap) {
+        aps_fmt(msg, n, "training.moe_shared_expert_overlap: Megatron's MoE "
+                "layer raises \"Shared expert overlap with MoE latent "
+                "projections is not supported during training\" "
+                "(moe_layer.py)");
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    return APS_REASON_NONE;
 }
 
 aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
@@ -123,6 +163,9 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
                 "megatron/core/transformer/transformer_config.py)");
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
+    aps_reason r = check_latent(m, t, msg, n);
+    if (r != APS_REASON_NONE)
+        return r;
     if (m->num_experts == 0) {
         if (ep > 1 || etp != s->tp_degree) {
             aps_fmt(msg, n, "ep_degree = %lld, etp_degree = %lld for a dense "
@@ -289,6 +332,18 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
 
 /* ------------------------------------------------------------ layers */
 
+/** MoE layers of one multi-token-prediction depth: a hybrid model's MTP
+ *  pattern's E layers (hybrid.c), else one if the last decoder layer,
+ *  whose type the depth's layer has, is an MoE layer. */
+static int64_t mtp_depth_moe_layers(const aps_model *m)
+{
+    if (!aps_model_is_hybrid(m))
+        return (int64_t)aps_model_is_moe_layer(m, m->num_layers);
+    aps_hybrid_counts mtp = {0};
+    aps_hybrid_mtp_counts(m, 1, &mtp);
+    return mtp.moe;
+}
+
 /** MoE layers among pipeline rank i's decoder layers (its model chunks at
  *  their places, aps_layout_rank_spans) and its multi-token-prediction
  *  layers. */
@@ -297,15 +352,38 @@ int64_t aps_moe_stage_moe_layers(const aps_model *m, const aps_layout *lay,
 {
     if (m->num_experts <= 0)
         return 0;
-    /* the MTP layers: the last decoder layer's type */
-    int64_t count = aps_layout_mtp_layers(lay, i) *
-                    (int64_t)aps_model_is_moe_layer(m, m->num_layers);
+    int64_t count = aps_layout_mtp_depths(lay, i) * mtp_depth_moe_layers(m);
     int64_t start[APS_MAX_STAGES], len[APS_MAX_STAGES];
     int64_t n = aps_layout_rank_spans(lay, i, start, len);
     for (int64_t k = 0; k < n; k++)
         for (int64_t l = start[k]; l < start[k] + len[k]; l++)
             count += aps_model_is_moe_layer(m, l);
     return count;
+}
+
+/* ------------------------------------------------------------ latent */
+
+double aps_moe_expert_width(const aps_model *m)
+{
+    return m->moe_latent_size > 0 ? (double)m->moe_latent_size
+                                  : (double)m->hidden_size;
+}
+
+double aps_moe_latent_params(const aps_model *m)
+{
+    if (m->moe_latent_size <= 0)
+        return 0.0;
+    double h = (double)m->hidden_size, l = (double)m->moe_latent_size;
+    /* fc1 h x l and fc2 l x h; bias = add_bias_linear (l and h) */
+    return 2.0 * h * l + (m->mlp_bias ? l + h : 0.0);
+}
+
+/** Biases of the latent projections (replicated: l + h with mlp_bias). */
+static double latent_bias(const aps_model *m)
+{
+    return m->moe_latent_size > 0 && m->mlp_bias
+               ? (double)m->moe_latent_size + (double)m->hidden_size
+               : 0.0;
 }
 
 /** Parameters of one dense FFN on one TP rank (compute.c's MLP). */
@@ -315,16 +393,15 @@ static double dense_ffn_tp(const aps_model *m, double tp)
     return mats * (double)m->hidden_size * (double)m->ffn_hidden_size / tp;
 }
 
-/** Biases of one FFN of width f on one of tp ranks, as
- *  aps_layer_params_tp splits the dense MLP's: the column-parallel input
- *  biases (2 f gated, f) / tp, the row-parallel output bias h replicated;
- *  0 without mlp_bias or for f = 0. */
-static double ffn_bias_tp(const aps_model *m, double f, double tp)
+/** Biases of one FFN of width f and output width out on one of tp ranks,
+ *  as aps_layer_params_tp splits the dense MLP's: the column-parallel
+ *  input biases (2 f gated, f) / tp, the row-parallel output bias out
+ *  replicated; 0 without mlp_bias or for f = 0. */
+static double ffn_bias_tp(const aps_model *m, double f, double out, double tp)
 {
     if (!m->mlp_bias || f <= 0)
         return 0.0;
-    return (m->mlp == APS_MLP_SWIGLU ? 2.0 * f : f) / tp +
-           (double)m->hidden_size;
+    return (m->mlp == APS_MLP_SWIGLU ? 2.0 * f : f) / tp + out;
 }
 
 /** Bias parameters of the non-expert part of one MoE block on one rank:
@@ -335,12 +412,15 @@ static double moe_dense_bias(const aps_model *m, double tp)
     double E = (double)m->num_experts;
     return (m->moe_router_bias ? E : 0.0) +
            (m->moe_router_linear_bias ? E : 0.0) +
-           ffn_bias_tp(m, (double)m->shared_expert_ffn_hidden_size, tp);
+           ffn_bias_tp(m, (double)m->shared_expert_ffn_hidden_size,
+                       (double)m->hidden_size, tp) +
+           latent_bias(m);
 }
 
 /** Non-expert parameters of one MoE block on one rank: the router
  *  (replicated, its biases with it), the shared expert / tp (+ its
- *  biases), its gate (replicated). */
+ *  biases), its gate (replicated), the latent projections (duplicated,
+ *  moe_layer.py l.279-304). */
 static double moe_dense_part(const aps_model *m, double tp)
 {
     double h = (double)m->hidden_size, E = (double)m->num_experts;
@@ -349,16 +429,16 @@ static double moe_dense_part(const aps_model *m, double tp)
     p += mats * h * (double)m->shared_expert_ffn_hidden_size / tp;
     if (m->shared_expert_gate)
         p += h;
-    return p;
+    return p + aps_moe_latent_params(m) - latent_bias(m);
 }
 
 /** Expert matrix parameters of one MoE layer on one rank: E / ep experts
- *  of mats h f_e / etp. */
+ *  of mats w f_e / etp, w the expert width (aps_moe_expert_width). */
 static double moe_expert_matmul(const aps_model *m, const aps_strategy *s)
 {
     double mats = m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0;
     return (double)(m->num_experts / aps_moe_ep(s)) * mats *
-           (double)m->hidden_size * (double)m->moe_ffn_hidden_size /
+           aps_moe_expert_width(m) * (double)m->moe_ffn_hidden_size /
            (double)aps_moe_etp(s);
 }
 
@@ -370,7 +450,15 @@ static double moe_expert_part(const aps_model *m, const aps_strategy *s)
     double local = (double)(m->num_experts / aps_moe_ep(s));
     return moe_expert_matmul(m, s) +
            local * ffn_bias_tp(m, (double)m->moe_ffn_hidden_size,
+                               aps_moe_expert_width(m),
                                (double)aps_moe_etp(s));
+}
+
+double aps_moe_expert_params(const aps_model *m)
+{
+    double f = (double)m->moe_ffn_hidden_size;
+    return (m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0) * aps_moe_expert_width(m) * f +
+           ffn_bias_tp(m, f, aps_moe_expert_width(m), 1.0);
 }
 
 /** MLA minus GQA parameters of one layer on one TP rank: the down
@@ -439,7 +527,9 @@ typedef struct { double width, bytes, rows; } stash_tensor;
 static void stash_tensors(const aps_model *m, const aps_strategy *s,
                           stash_tensor out[STASH_TENSORS])
 {
-    double h = (double)m->hidden_size, etp = (double)aps_moe_etp(s);
+    /* fc1's input is the experts' width: moe_latent_size under latent
+     * MoE (the dispatched tokens, moe_layer.py l.488-493) */
+    double h = aps_moe_expert_width(m), etp = (double)aps_moe_etp(s);
     double fe = (double)m->moe_ffn_hidden_size / etp;
     double up = m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0;
     double sc = 1.0 / APS_MXFP8_SCALE_BLOCK;
@@ -616,31 +706,44 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     moe_sync_free(m, t, s, Tin * K * etp, out);
     double Tm = out->static_rows > 0 ? out->static_rows : Te;
     double kept_rows = out->stash_row_bytes > 0 ? 0.0 : Tm;
+    /* the width the experts and the dispatcher work at, and the latent
+     * projections' (0 without latent MoE; moe.c file comment) */
+    double w = aps_moe_expert_width(m);
+    double l = (double)m->moe_latent_size;
 
-    /* GEMMs: minus the dense FFN, plus router, shared expert, experts */
+    /* GEMMs: minus the dense FFN, plus router, shared expert, experts,
+     * the latent projections on the block's tokens */
     double g = -aps_gemm_time(d, prec, T, up * f / tp, h) -
                aps_gemm_time(d, prec, T, h, f / tp);
     g += aps_gemm_time(d, APS_PREC_BF16, Tin, E, h); /* router, bf16 */
     if (fs > 0)
         g += aps_gemm_time(d, prec, T, up * fs / tp, h) +
              aps_gemm_time(d, prec, T, h, fs / tp);
-    g += local * (aps_gemm_time(d, prec, Mexp, up * fe / etp, h) +
-                  aps_gemm_time(d, prec, Mexp, h, fe / etp));
+    g += local * (aps_gemm_time(d, prec, Mexp, up * fe / etp, w) +
+                  aps_gemm_time(d, prec, Mexp, w, fe / etp));
+    if (l > 0)
+        g += aps_gemm_time(d, prec, Tin, l, h) + aps_gemm_time(d, prec, Tin, h, l);
     out->gemm_fwd = g;
     /* memory-bound: activation functions, permute and unpermute, the
      * router's softmax / sigmoid and top-k over fp32 scores */
     double bytes = act_b * (Te * fe / etp + T * fs / tp - T * f / tp) +
-                   APS_MOE_PERMUTE_PASSES * A * Tin * K * load * h +
+                   APS_MOE_PERMUTE_PASSES * A * Tin * K * load * w +
                    2.0 * APS_FP32_BYTES * Tin * E;
     out->membound_fwd = bytes / hbm;
     if (aps_prec_quantized(prec)) {
         /* experts: the permuted input (unfused), fc2's input from the
          * activation (fused); backward the output gradient and fc1's
          * output gradient; minus the dense FFN's (compute.c) */
-        double fw = cast * Te * h + fused * Te * fe / etp -
+        double fw = cast * Te * w + fused * Te * fe / etp -
                     fused * T * (h / rep + f / tp);
-        double bw = cast * Te * h + fused * Te * up * fe / etp -
+        double bw = cast * Te * w + fused * Te * up * fe / etp -
                     cast * T * h - fused * T * up * f / tp;
+        /* the latent projections (plain TELinear, unfused): their inputs
+         * forward (h, l), their output gradients backward (l, h) */
+        if (l > 0) {
+            fw += cast * Tin * (h + l);
+            bw += cast * Tin * (l + h);
+        }
         if (fs > 0) {
             fw += fused * T * (h / rep + fs / tp);
             bw += cast * T * h + fused * T * up * fs / tp;
@@ -652,9 +755,9 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
      * them (SharedExpertMLP gathers and reduce-scatters its sequence):
      * one block's, of the layer's blocks (compute.c tp_fwd: a transformer
      * layer two, a hybrid layer one) */
-    aps_hybrid_counts w;
-    aps_hybrid_mix(m, &w);
-    out->drop_mlp_tp = fs > 0 ? 0.0 : 1.0 / w.blocks;
+    aps_hybrid_counts mix;
+    aps_hybrid_mix(m, &mix);
+    out->drop_mlp_tp = fs > 0 ? 0.0 : 1.0 / mix.blocks;
 
     /* saved activations: minus the dense FFN's (memory.c), plus the
      * router scores and routing probabilities (fp32), the permuted input,
@@ -663,17 +766,20 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
      * activation_func_with_probs: nothing more saved), the shared
      * expert's */
     out->act = -wb * T * f / tp + APS_FP32_BYTES * Tin * (E + K) +
-               Ain * kept_rows * h + wb * kept_rows * fe / etp +
+               Ain * kept_rows * w + wb * kept_rows * fe / etp +
                wb * T * fs / tp;
+    /* fc2_latent_proj's input, the combined latent tokens (fc1's is the
+     * block's input, saved already) */
+    out->act += Ain * Tin * l;
     /* a framework that multiplies the routing scores outside the experts
      * keeps one routed-token operand, T_in k rows of h, for the scores'
      * gradient (profile.c moe_score_operand_bytes) */
-    out->act += aps_recipe_moe_score_operand_bytes(t) * Tin * K * h;
+    out->act += aps_recipe_moe_score_operand_bytes(t) * Tin * K * w;
 
     /* token dispatch and combine, each way, forward (backward the same:
      * the gradients travel back the way the tokens came) */
     double bw, alpha, comm = 0.0, buf = 0.0;
-    double row = A * h;
+    double row = A * w; /* latent MoE: l wide (moe_layer.py l.488-493) */
     if (s->moe_token_dispatcher == APS_MOE_ALLGATHER) {
         int64_t g2 = aps_moe_ep(s) * aps_moe_etp(s);
         aps_group_link(c, 1, g2, &bw, &alpha);
@@ -743,7 +849,8 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     out->actfn_fwd = act_b * Te * fe / etp / hbm;
     /* the MoE block replaces the dense FFN aps_layer_params_tp counted,
      * its biases included */
-    double dense_bias = ffn_bias_tp(m, (double)m->ffn_hidden_size, tp);
+    double dense_bias = ffn_bias_tp(m, (double)m->ffn_hidden_size,
+                                    (double)m->hidden_size, tp);
     out->dense_params = moe_dense_part(m, tp) - dense_ffn_tp(m, tp) -
                         dense_bias;
     out->dense_matmul_params = out->dense_params - moe_dense_bias(m, tp) +
@@ -929,9 +1036,15 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
     double rc = (double)aps_layout_run_recompute(lay, i);
     double nm = (double)aps_moe_stage_moe_layers(m, lay, i);
     double nl = m->kv_lora_rank > 0 ? L : 0.0;
+    /* the layers whose weights the rank holds: not the MTP depths that
+     * run another depth's (training.mtp_repeated_layer) */
+    double shared = (double)aps_layout_mtp_shared_depths(lay, i);
+    double hm = nm - shared * (double)mtp_depth_moe_layers(m);
+    double hl = m->kv_lora_rank > 0
+                    ? nl - shared * (double)lay->mtp_depth_layers : 0.0;
     /* non-expert parameters: sharded as the dense ones */
-    double psi = nm * mc->dense_params + nl * mc->mla_params;
-    double matmul = nm * mc->dense_matmul_params + nl * mc->mla_matmul_params;
+    double psi = hm * mc->dense_params + hl * mc->mla_params;
+    double matmul = hm * mc->dense_matmul_params + hl * mc->mla_matmul_params;
     double dm[APS_MEM_COUNT] = {0};
     aps_model_states(t, plan, psi, matmul, dm);
     for (int k = APS_MEM_PARAMS; k <= APS_MEM_OPTIMIZER_STATES; k++)
@@ -941,7 +1054,7 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
      * over the expert-data-parallel group (distributed optimizer per
      * expert-dp group, megatron/core/distributed; TorchTitan shards the
      * experts over dp_shard x cp / ep: the same size) */
-    double pe = nm * mc->expert_params;
+    double pe = hm * mc->expert_params;
     aps_dp_plan eplan = *plan;
     int64_t edp = aps_moe_edp(s);
     eplan.shard_group = edp;
@@ -950,7 +1063,7 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
         eplan.bytes.shard_weights = eplan.bytes.shard_grads =
             eplan.bytes.shard_optimizer = 0;
     double em[APS_MEM_COUNT] = {0};
-    aps_model_states(t, &eplan, pe, nm * mc->expert_matmul_params, em);
+    aps_model_states(t, &eplan, pe, hm * mc->expert_matmul_params, em);
     for (int k = APS_MEM_PARAMS; k <= APS_MEM_OPTIMIZER_STATES; k++)
         st->mem[k] += em[k];
     st->expert_params = pe;
@@ -1012,16 +1125,17 @@ static double mla_flops_delta(const aps_model *m, double S, bool causal)
     return 2.0 * S * (mla - gqa) + 2.0 * S * keys * a * (dn + dr + dv - 2.0 * d);
 }
 
-/** Forward FLOPs per sequence of one MoE layer's FFN over the dense FFN:
- *  routed experts at top-k and the shared expert in place of the dense
- *  FFN; the router is not counted. */
-static double moe_ffn_flops_delta(const aps_model *m, double S)
+double aps_moe_ffn_flops_delta(const aps_model *m, double S)
 {
     double h = (double)m->hidden_size, up = m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0;
-    double ffn = up * h * ((double)m->experts_per_token *
-                               (double)m->moe_ffn_hidden_size +
-                           (double)m->shared_expert_ffn_hidden_size -
+    /* routed experts at their width (training.py l.852-858: l f_e k and
+     * the projections' 2 h l with latent MoE) */
+    double ffn = up * aps_moe_expert_width(m) * (double)m->experts_per_token *
+                     (double)m->moe_ffn_hidden_size +
+                 up * h * ((double)m->shared_expert_ffn_hidden_size -
                            (double)m->ffn_hidden_size);
+    if (m->moe_latent_size > 0)
+        ffn += 2.0 * h * (double)m->moe_latent_size;
     return 2.0 * S * ffn;
 }
 
@@ -1031,7 +1145,7 @@ double aps_moe_flops_layer_delta(const aps_model *m, double S, bool causal,
     if (!aps_model_is_moe(m))
         return 0.0;
     return mla_flops_delta(m, S, causal) +
-           (aps_model_is_moe_layer(m, i) ? moe_ffn_flops_delta(m, S) : 0.0);
+           (aps_model_is_moe_layer(m, i) ? aps_moe_ffn_flops_delta(m, S) : 0.0);
 }
 
 double aps_moe_flops_delta(const aps_model *m, double S, bool causal)
@@ -1044,5 +1158,5 @@ double aps_moe_flops_delta(const aps_model *m, double S, bool causal)
     for (int64_t i = 0; i < m->num_layers; i++)
         moe_layers += aps_model_is_moe_layer(m, i);
     return (double)m->num_layers * mla_flops_delta(m, S, causal) +
-           (m->num_experts > 0 ? moe_layers * moe_ffn_flops_delta(m, S) : 0.0);
+           (m->num_experts > 0 ? moe_layers * aps_moe_ffn_flops_delta(m, S) : 0.0);
 }

@@ -320,6 +320,11 @@ aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
      * (mtp_on_this_rank: the post-process stage) builds the MTP block
      * after the decoder, in the last model chunk (aps_layout_run_layers) */
     lay->mtp = t->mtp_num_layers;
+    lay->mtp_depth_layers = aps_hybrid_mtp_depth_layers(m);
+    /* --mtp-use-repeated-layer builds one depth's layers and runs them
+     * mtp_num_layers times (multi_token_prediction.py @ d98e8a64
+     * l.1958-1968) */
+    lay->mtp_held = t->mtp_repeated_layer && lay->mtp > 0 ? 1 : lay->mtp;
     lay->mtp_recompute = s->layer_recompute == APS_RECOMPUTE_FULL &&
                          s->recompute_method == APS_RECOMPUTE_UNIFORM;
     for (int64_t i = 0; i < lay->p; i++) {
@@ -362,7 +367,7 @@ void aps_layout_one_recompute_count(aps_layout *lay)
         lay->recompute[i] = chunk_recompute(lay, i, n);
 }
 
-int64_t aps_layout_mtp_layers(const aps_layout *lay, int64_t i)
+int64_t aps_layout_mtp_depths(const aps_layout *lay, int64_t i)
 {
     if (lay->mtp == 0) /* the search's common case: no loop */
         return 0;
@@ -370,6 +375,17 @@ int64_t aps_layout_mtp_layers(const aps_layout *lay, int64_t i)
         if (aps_chunk_stage(lay->sched, lay->p, i, k) == lay->p * lay->v - 1)
             return lay->mtp;
     return 0;
+}
+
+int64_t aps_layout_mtp_shared_depths(const aps_layout *lay, int64_t i)
+{
+    int64_t d = aps_layout_mtp_depths(lay, i);
+    return d > 0 ? d - lay->mtp_held : 0;
+}
+
+int64_t aps_layout_mtp_layers(const aps_layout *lay, int64_t i)
+{
+    return aps_layout_mtp_depths(lay, i) * lay->mtp_depth_layers;
 }
 
 int64_t aps_layout_run_layers(const aps_layout *lay, int64_t i)

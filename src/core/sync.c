@@ -83,8 +83,7 @@ void aps_fsdp_stage_times(const aps_model *m, const aps_cluster *c,
     double rc = (double)aps_layout_run_recompute(lay, i);
     dp_group_link(c, t, lay->t, G, &bw, &alpha);
     double psi = aps_stage_params(m, lay, i);
-    double matmul = L * aps_stage_layer_matmul_params(m, lay, i) /
-                    (double)lay->t;
+    double matmul = aps_stage_matmul_params(m, lay, i);
     double ag = aps_allgather_time(G, aps_recipe_gather_bytes(t, psi, matmul),
                                    bw, alpha);
     double ag_b = s->reshard_after_forward ? ag : 0.0;
@@ -139,9 +138,7 @@ static void largest_stage(const aps_model *m, const aps_layout *lay,
     for (int64_t i = 0; i < lay->p; i++)
         if (out->stages[i].params > *psi) {
             *psi = out->stages[i].params;
-            *matmul = (double)aps_layout_run_layers(lay, i) *
-                      aps_stage_layer_matmul_params(m, lay, i) /
-                      (double)lay->t;
+            *matmul = aps_stage_matmul_params(m, lay, i);
         }
 }
 

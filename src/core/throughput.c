@@ -22,6 +22,45 @@
  *  over stages) and, if selective, what selective recompute repeats in
  *  every layer: the attention core (Megatron) or, with the fsdp2 profile,
  *  the even-numbered matmuls of TorchTitan's op-level checkpointing. */
+/** Forward FLOPs per sequence of the mean layer of mix w beyond its
+ *  matmuls: its share of the attention core, of the Mamba-2 scan and
+ *  conv beyond its projections' 2 S params (hybrid.c aps_mamba_flops),
+ *  of the Gated DeltaNet delta rule and conv (gdn.c aps_gdn_flops). */
+static double mix_mixer_flops(const aps_model *m, const aps_hybrid_counts *w,
+                              double S, bool causal)
+{
+    double f = w->attn_share * 4.0 * S * aps_attention_keys(m, S, causal) *
+               (double)m->num_attention_heads * (double)m->head_dim;
+    if (w->mamba_share > 0)
+        f += w->mamba_share * (aps_mamba_flops(m, S) -
+                               2.0 * S * aps_mamba_matmul_params(m));
+    if (w->gdn_share > 0)
+        f += w->gdn_share * (aps_gdn_flops(m, S) -
+                             2.0 * S * aps_gdn_matmul_params(m));
+    return f;
+}
+
+/** Forward FLOPs per sequence of one MTP depth's layers: a hybrid model's
+ *  mtp_layer_pattern (as training.py get_hybrid_layer_counts counts them,
+ *  l.1338-1346), else one layer of the last decoder layer's type
+ *  (l.1042-1046); matmul + attn is the model's mean layer. */
+static double mtp_layers_flops(const aps_model *m, double S, bool causal,
+                               double matmul, double attn)
+{
+    if (!aps_model_is_hybrid(m))
+        return matmul + attn +
+               aps_moe_flops_layer_delta(m, S, causal, m->num_layers);
+    aps_hybrid_counts w = {0};
+    aps_hybrid_mtp_counts(m, 1, &w);
+    double n = (double)(w.attn + w.mlp + w.mamba);
+    w.attn_share = (double)w.attn / n;
+    w.mlp_share = (double)w.mlp / n;
+    w.mamba_share = (double)w.mamba / n;
+    return n * (2.0 * S * aps_mix_matmul_params(m, &w) +
+                mix_mixer_flops(m, &w, S, causal)) +
+           (double)w.moe * aps_moe_ffn_flops_delta(m, S);
+}
+
 static double flops_step(const aps_model *m, const aps_training *t,
                          bool causal, double recomputed, bool selective)
 {
@@ -29,28 +68,18 @@ static double flops_step(const aps_model *m, const aps_training *t,
     double L = (double)m->num_layers, h = (double)m->hidden_size;
     aps_hybrid_counts w;
     aps_hybrid_mix(m, &w);
-    double attn = w.attn_share * 4.0 * S * aps_attention_keys(m, S, causal) *
-                  (double)m->num_attention_heads * (double)m->head_dim;
+    double attn = mix_mixer_flops(m, &w, S, causal);
     double matmul = 2.0 * S * aps_layer_matmul_params(m);
-    /* Mamba-2: the scan and the conv, beyond its projections' 2 S params
-     * (hybrid.c aps_mamba_flops) */
-    if (w.mamba_share > 0)
-        attn += w.mamba_share * (aps_mamba_flops(m, S) -
-                                 2.0 * S * aps_mamba_matmul_params(m));
-    /* Gated DeltaNet: the delta rule and the conv (gdn.c aps_gdn_flops) */
-    if (w.gdn_share > 0)
-        attn += w.gdn_share * (aps_gdn_flops(m, S) -
-                               2.0 * S * aps_gdn_matmul_params(m));
     double fwd = B * (L * (matmul + attn) + 2.0 * S * h * (double)m->vocab_size +
                       aps_moe_flops_delta(m, S, causal));
     /* multi-token prediction, per depth (Megatron-LM d98e8a64 megatron/
-     * training/training.py:1042-1046, 1285-1303): one more layer of the
-     * last decoder layer's type, the norms (3 h per token) and eh_proj
-     * (2 h^2) and one more output layer */
+     * training/training.py:1042-1046, 1285-1303): its layers, the norms
+     * (3 h per token) and eh_proj (2 h^2) and one more output layer
+     * (hybrid_flops, l.964-1010, leaves the norms and eh_proj out: they
+     * are computed, so counted here as for a transformer) */
     double D = (double)t->mtp_num_layers;
     if (D > 0)
-        fwd += B * D * (matmul + attn +
-                        aps_moe_flops_layer_delta(m, S, causal, m->num_layers) +
+        fwd += B * D * (mtp_layers_flops(m, S, causal, matmul, attn) +
                         2.0 * S * (3.0 * h + 2.0 * h * h) +
                         2.0 * S * h * (double)m->vocab_size);
     /* DeepSeek Sparse Attention's indexer on every layer and MTP depth:

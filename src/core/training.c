@@ -193,6 +193,11 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
                 aps_framework_name(t->framework));
         return APS_EINVAL;
     }
+    if (t->mtp_repeated_layer && t->mtp_num_layers == 0) {
+        aps_fmt(err, n, "training.mtp_repeated_layer: given without "
+                "mtp_num_layers (no MTP depth to repeat)");
+        return APS_EINVAL;
+    }
     if (t->dp_collective_rails < 0 || t->dp_collective_rails > 64) {
         aps_fmt(err, n, "training.dp_collective_rails: must be 0 (the "
                 "framework's default) or in [1, 64] (got %lld)",

@@ -255,6 +255,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, shared_expert_ffn_hidden_size, FT_OINT, NULL),
     FLD(aps_model, shared_expert_gate, FT_OBOOL, NULL),
     FLD(aps_model, moe_router_bias, FT_OBOOL, NULL),
+    FLD(aps_model, moe_latent_size, FT_OINT, NULL),
     FLD(aps_model, moe_router_sigmoid, FT_OBOOL, NULL),
     FLD(aps_model, moe_router_softmax_bias, FT_OBOOL, NULL),
     FLD(aps_model, moe_router_input_probs, FT_OBOOL, NULL),
@@ -289,6 +290,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, mamba_num_groups, FT_OINT, NULL),
     FLD(aps_model, mamba_conv_kernel, FT_OINT, NULL),
     FLD(aps_model, mamba_chunk_size, FT_OINT, NULL),
+    FLD(aps_model, mtp_layer_pattern, FT_OPATTERN, NULL),
     /* Gated DeltaNet linear attention (src/core/gdn.c) */
     FLD(aps_model, linear_attention_period, FT_OINT, NULL),
     FLD(aps_model, linear_num_key_heads, FT_OINT, NULL),
@@ -397,6 +399,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, moe_load_imbalance, FT_ONUM, NULL),
     FLD(aps_training, dsa_indexer_loss_coeff, FT_ONUM, NULL),
     FLD(aps_training, mtp_num_layers, FT_INT, NULL),
+    FLD(aps_training, mtp_repeated_layer, FT_OBOOL, NULL),
     FLD(aps_training, overlap_p2p_comm, FT_BOOL, NULL),
     FLD(aps_training, torch_compile, FT_BOOL, NULL),
     FLD(aps_training, compile_loss, FT_TRI, NULL),

@@ -199,6 +199,51 @@ static inline void fx_gpt2_124m(aps_model *m)
  *  0.80, latencies 3e-6 s (NVLink) and 8e-6 s (IB), CUDA context 0.75 GiB,
  *  0.5e9 B per NCCL communicator.
  *  Hence NVLink bw = 450e9 * 0.8 = 360e9 B/s, NIC bw = 50e9 * 0.8 = 40e9. */
+/** The pattern of nvidia/NVIDIA-Nemotron-3-Super-120B-A12B: 40 M, 40 E,
+ *  8 *. */
+#define NEMOTRON3_SUPER_PATTERN                                            \
+    "MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM" \
+    "*EMEMEMEM*EMEMEMEME"
+
+/** tests/fixtures/heldout_configs/nvidia--NVIDIA-Nemotron-3-Super-120B-
+ *  A12B-FP8.json: h 4096, 32 heads of 128, 2 KV heads; Mamba-2 nh 128,
+ *  P 64 (d 8192), N 128, G 8, K 4; 512 experts of 2688 (squared ReLU) at
+ *  the latent width 1024, top 22, one shared expert of 5376, the router's
+ *  expert bias; one MTP depth "*E"; V 131072 untied. */
+static inline void fx_nemotron3_super(aps_model *m)
+{
+    aps_model_defaults(m);
+    snprintf(m->name, sizeof m->name, "nemotron-3-super-120b-a12b");
+    snprintf(m->hybrid_layer_pattern, sizeof m->hybrid_layer_pattern, "%s",
+             NEMOTRON3_SUPER_PATTERN);
+    snprintf(m->mtp_layer_pattern, sizeof m->mtp_layer_pattern, "*E");
+    m->num_layers = (int64_t)strlen(NEMOTRON3_SUPER_PATTERN);
+    m->hidden_size = 4096;
+    m->num_attention_heads = 32;
+    m->num_query_groups = 2;
+    m->head_dim = 128;
+    m->ffn_hidden_size = 2688;
+    m->vocab_size = 131072;
+    m->max_position_embeddings = 262144;
+    m->norms_per_layer = 1;
+    m->mlp = APS_MLP_RELU2;
+    m->position_embedding = APS_POS_NONE;
+    m->mamba_num_heads = 128;
+    m->mamba_head_dim = 64;
+    m->mamba_state_dim = 128;
+    m->mamba_num_groups = 8;
+    m->mamba_conv_kernel = 4;
+    m->mamba_chunk_size = 128;
+    m->num_experts = 512;
+    m->experts_per_token = 22;
+    m->moe_ffn_hidden_size = 2688;
+    m->shared_expert_ffn_hidden_size = 5376;
+    m->moe_latent_size = 1024;
+    m->moe_router_bias = true;
+    m->mtp_layers = 1;
+    fx_validate(m);
+}
+
 static inline void fx_h100(aps_cluster *c, int64_t N)
 {
     *c = (aps_cluster){0};

@@ -131,6 +131,156 @@ static void test_hybrid_params_nemotron3_nano(void **state)
     assert_true(aps_model_is_moe_layer(&m, 51));
 }
 
+/* Nemotron 3 Super (fx_nemotron3_super), transformers NemotronHBlock /
+ * NemotronHMOE with the latent projections, Megatron's MTP block:
+ *   Mamba layer (nh 128, P 64, N 128, G 8 at h 4096, as Nemotron-H-8B's)
+ *     109,640,064
+ *   attention layer: Q, O 4096^2 each, K, V 4096*256 each; norm 4096 ->
+ *     35,655,680
+ *   MoE layer: router 512*4096 = 2,097,152, e_score_correction_bias 512,
+ *     fc1/fc2_latent_proj 2*4096*1024 = 8,388,608, experts 512 * 2*1024*
+ *     2688 = 2,818,572,288, shared expert 2*4096*5376 = 44,040,192, norm
+ *     4096 -> 2,873,102,848; with 22 experts (121,110,528) 175,641,088
+ *   40 M + 8 * + 40 E = 119,594,961,920; embedding + output 2*131072*4096
+ *     = 1,073,741,824; final norm 4096 -> 120,668,707,840 total,
+ *     12,770,237,440 active
+ *   MTP depth "*E": 35,655,680 + 2,873,102,848 + enorm, hnorm, final norm
+ *     3*4096 + eh_proj 2*4096^2 = 33,554,432 -> 2,942,325,248 (active
+ *     244,863,488)
+ * Total with the MTP depth 123,611,033,088: the element count of the
+ * BF16 checkpoint Megatron-Bridge's conversion reproduces (Megatron-Bridge
+ * 067f987df examples/model_verification_cards/nemotron-3-super-120b-a12b/
+ * card.yaml, "all 42,683 source tensors and 123,611,033,088 elements"). */
+static void test_hybrid_params_nemotron3_super(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_nemotron3_super(&m);
+    aps_param_counts pc;
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.per_mamba_layer, 109640064.0);
+    ASSERT_DBL_EXACT(pc.per_attention_layer, 35655680.0);
+    ASSERT_DBL_EXACT(pc.per_moe_layer, 2873102848.0);
+    ASSERT_DBL_EXACT(pc.per_moe_layer_active, 175641088.0);
+    ASSERT_DBL_EXACT(pc.moe_layers, 40.0);
+    ASSERT_DBL_EXACT(pc.mamba_layers, 40.0);
+    ASSERT_DBL_EXACT(pc.attention_layers, 8.0);
+    ASSERT_DBL_EXACT(pc.total, 120668707840.0);
+    ASSERT_DBL_EXACT(pc.active, 12770237440.0);
+    ASSERT_DBL_EXACT(pc.mtp, 2942325248.0);
+    ASSERT_DBL_EXACT(pc.mtp_active, 244863488.0);
+    ASSERT_DBL_EXACT(pc.total + pc.mtp, 123611033088.0);
+}
+
+/* Training two MTP depths (Megatron --mtp-num-layers 2) on one stage at
+ * TP 1: each depth runs the "*E" layers after the decoder
+ * (multi_token_prediction.py l.1196-1214), so the rank runs 88 + 4
+ * layers, 10 attention, 42 MoE, 40 Mamba-2; it holds (aps_stage_params)
+ * 40 M (109,640,064) + 10 * (35,655,680) + 42 E layers as MLP blocks
+ * (norm + 2*4096*2688 = 22,024,192; moe.c adds the MoE difference of its
+ * 42 MoE layers) + embedding and output 2*536,870,912 + final norm 4096
+ * + per depth enorm, hnorm, final norm and eh_proj (12,288 + 33,554,432)
+ * = 6,808,054,784.
+ * Step FLOPs of one 4096-token sequence grow by 3 x per depth (training.py
+ * l.1042-1046, 964-1010): attention layer 2 S 35,651,584 + 4 S (S/2) 32
+ * 128 = 429,496,729,600; MoE layer 2 S 22,020,096 + S 303,038,464 (moe.c
+ * test_latent_flops) = 1,421,634,174,976; norms and eh_proj 2 S (3 h +
+ * 2 h^2) = 274,978,570,240; logits 2 S h V = 4,398,046,511,104 -> 3 x
+ * 6,524,155,985,920 = 19,572,467,957,760. */
+static void test_hybrid_mtp_stage(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_nemotron3_super(&m);
+    aps_training t;
+    fx_training(&t, 8, 4096);
+    t.mtp_num_layers = 2;
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.dp_degree = 8;
+    s.ep_degree = 8;
+    char msg[APS_REASON_LEN];
+    aps_layout lay;
+    assert_int_equal(aps_layout_build(&m, &t, &s, &lay, msg, sizeof msg),
+                     APS_REASON_NONE);
+    assert_int_equal(aps_layout_mtp_depths(&lay, 0), 2);
+    assert_int_equal(aps_layout_mtp_layers(&lay, 0), 4);
+    assert_int_equal(aps_layout_run_layers(&lay, 0), 92);
+    aps_hybrid_counts w;
+    aps_hybrid_stage_mix(&m, &lay, 0, &w);
+    assert_int_equal(w.attn, 10);
+    assert_int_equal(w.moe, 42);
+    assert_int_equal(w.mamba, 40);
+    assert_int_equal(aps_moe_stage_moe_layers(&m, &lay, 0), 42);
+    ASSERT_REL(aps_stage_params(&m, &lay, 0), 6808054784.0, 1e-12);
+    /* --mtp-use-repeated-layer: the same 92 layers run, one depth's
+     * weights held: minus an attention layer (35,655,680), an E layer's
+     * MLP block (22,024,192), the norms and eh_proj (33,566,720) ->
+     * 6,716,808,192; the MoE difference on 41 MoE layers' weights */
+    t.mtp_repeated_layer = true;
+    assert_int_equal(aps_layout_build(&m, &t, &s, &lay, msg, sizeof msg),
+                     APS_REASON_NONE);
+    assert_int_equal(aps_layout_run_layers(&lay, 0), 92);
+    assert_int_equal(aps_layout_mtp_shared_depths(&lay, 0), 1);
+    ASSERT_REL(aps_stage_params(&m, &lay, 0), 6716808192.0, 1e-12);
+    ASSERT_REL(aps_stage_matmul_params(&m, &lay, 0),
+               40.0 * (76021760.0 + 33554432.0) + 9.0 * 35651584.0 +
+                   41.0 * 22020096.0,
+               1e-12);
+
+    aps_training t1;
+    fx_training(&t1, 1, 4096);
+    double base = aps_flops_per_step(&m, &t1, &s, true, false);
+    t1.mtp_num_layers = 1;
+    ASSERT_REL(aps_flops_per_step(&m, &t1, &s, true, false) - base,
+               19572467957760.0, 1e-9);
+}
+
+/* The MTP depth's pattern: M, *, - and E (E with experts), required with
+ * mtp_layers on a hybrid model, refused on a transformer; training
+ * mtp_num_layers on a hybrid model without it is not priced. */
+static void test_hybrid_mtp_validation(void **state)
+{
+    (void)state;
+    char err[256];
+    aps_model m;
+    fx_nemotron3_super(&m);
+    m.mtp_layer_pattern[1] = 'X';
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.mtp_layer_pattern: layer 1 is 'X'");
+    fx_nemotron3_super(&m);
+    m.mtp_layer_pattern[0] = '\0';
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.mtp_layers: 1 multi-token-prediction layers of "
+                    "a hybrid model need model.mtp_layer_pattern");
+    aps_model d;
+    fx_llama31_8b(&d);
+    snprintf(d.mtp_layer_pattern, sizeof d.mtp_layer_pattern, "*-");
+    assert_int_equal(aps_model_validate(&d, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.mtp_layer_pattern: given without a "
+                    "hybrid_layer_pattern");
+
+    aps_model nano;
+    fx_nemotron3_nano(&nano);
+    aps_cluster c;
+    fx_h100(&c, 8);
+    aps_training t;
+    fx_training(&t, 8, 4096);
+    t.mtp_num_layers = 1;
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.dp_degree = 8;
+    s.ep_degree = 8;
+    char msg[APS_REASON_LEN];
+    ASSERT_REASON(aps_check_all(&nano, &c, &t, &s, msg, sizeof msg),
+                  APS_REASON_NOT_MODELLED, msg);
+    ASSERT_HAS(msg, "training.mtp_num_layers needs the layers of an MTP "
+                    "depth, model.mtp_layer_pattern");
+    fx_nemotron3_super(&m);
+    ASSERT_REASON(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
+                  APS_REASON_NONE, msg);
+}
+
 /* Model FLOPs of one 4096-token sequence, each kind of layer once:
  * Mamba 2 S h 10304 + 2 S 6144 K + 7 S d N + 2 S d h = 332,323,094,528;
  * attention 2 S (2 h 4096 + 2 h 256) + 4 S (S / 2) 32 128 =
@@ -676,6 +826,9 @@ int main(void)
         cmocka_unit_test(test_hybrid_stage_full_recompute),
         cmocka_unit_test(test_hybrid_params_nemotron3_nano),
         cmocka_unit_test(test_hybrid_moe_step_flops),
+        cmocka_unit_test(test_hybrid_params_nemotron3_super),
+        cmocka_unit_test(test_hybrid_mtp_stage),
+        cmocka_unit_test(test_hybrid_mtp_validation),
         cmocka_unit_test(test_hybrid_moe_host_kernels),
         cmocka_unit_test(test_hybrid_moe_tp_drop),
         cmocka_unit_test(test_hybrid_fp8_casts_and_copies),

@@ -80,7 +80,9 @@ local EXPECT = {
   ["google--gemma-4-26B-A4B"] = { refused = "model_type: gemma4 is multimodal" },
   ["meta-models--Muse-Glimmer-30B"] = { refused = "model_type: muse_glimmer is multimodal" },
   ["moonshotai--Kimi-K3"] = { refused = "model_type: kimi_k3 is multimodal" },
-  ["nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8"] = { refused = "num_nextn_predict_layers: multi-token" },
+  -- latent MoE and one MTP depth "*E" (tests/c/test_hybrid.c
+  -- test_hybrid_params_nemotron3_super has the hand count)
+  ["nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8"] = { total = 120668707840, active = 12770237440 },
   ["poolside--Laguna-XS.2-FP8"] = { refused = "MoE config (num_experts = 256) of model_type \"laguna\"" },
   ["stepfun-ai--Step-3.7-Flash"] = { refused = "MoE config (num_experts = 288) of model_type \"step3p7\"" },
   ["zai-org--GLM-5.2"] = { refused = "indexer_types: cross-layer top-k sharing" },
@@ -259,16 +261,19 @@ describe("held-out config.json files", function()
     assert.truthy(err_of(hf.from_config, cfg, "p.json"):find("^p%.json: model_type: required key is missing %(supported"))
   end)
 
-  -- nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 has an MTP layer and
-  -- latent MoE (moe_latent_size 1024): the refusal named the MTP layer
-  -- only, and a user who dropped it learnt of the latent MoE next.
-  it("Nemotron 3 Super: its MTP layer and its latent MoE are refused in one line", function()
-    local path = DIR .. "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json"
-    assert.are.equal("NotImplemented: " .. path .. ": num_nextn_predict_layers: multi-token-prediction layers " ..
-      "are not modelled (got 1); nor are its latent MoE (E) layers (moe_latent_size = 1024)", err_of(hf.load, path))
+  -- nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8: latent MoE
+  -- (moe_latent_size 1024) and one MTP depth of mtp_hybrid_override_pattern
+  -- "*E".  With the MTP depth it is 123,611,033,088: the element count of
+  -- the BF16 checkpoint (Megatron-Bridge 067f987df examples/
+  -- model_verification_cards/nemotron-3-super-120b-a12b/card.yaml).
+  it("Nemotron 3 Super: latent MoE and its MTP depth, 123,611,033,088 with it", function()
+    local m = load("nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8")
+    assert.are.same({ 1024, 1, "*E" }, { m.moe_latent_size, m.mtp_layers, m.mtp_layer_pattern })
+    local c = core.model_params(m)
+    assert.are.equal(123611033088, c.total + c.mtp)
     local cfg = decoded("nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8")
-    cfg.num_nextn_predict_layers = 0
-    assert.are.equal("NotImplemented: s.json: moe_latent_size: latent MoE (E) layers are not modelled (got 1024)",
+    cfg.mtp_hybrid_override_pattern = "*X"
+    assert.are.equal('s.json: mtp_hybrid_override_pattern: character 2 is not M, *, - or E (got "*X")',
       err_of(hf.from_config, cfg, "s.json"))
   end)
 

@@ -167,24 +167,34 @@ describe("held out: Megatron-Bridge performance summaries", function()
   end)
 end)
 
-describe("held out: Megatron-Bridge hybrid Mamba-2 runs (Nemotron 3 Nano)", function()
-  it("estimates all 20 rows, fp8 and MXFP8, the model read from the example config", function()
+describe("held out: Megatron-Bridge hybrid Mamba-2 runs (Nemotron 3 Nano and Super)", function()
+  it("estimates all 50 rows: 20 Nano (fp8, MXFP8) from the example config, 30 Super from the held-out one", function()
     local r = validate.run(HYBRID)
-    assert.are.equal(20, r.summary.cases)
+    assert.are.equal(50, r.summary.cases)
     assert.are.equal(0, r.summary.failed)
     check_finite(r)
+    local nano, super = 0, 0
     for _, c in ipairs(r.cases) do
-      assert.are.equal("MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
-        c.inputs.model.hybrid_layer_pattern, c.case_id)
-      local p = c.inputs.training.precision
-      assert.is_true(p == "fp8" or p == "mxfp8", c.case_id)
+      local m, p = c.inputs.model, c.inputs.training.precision
+      if c.case_id:find("^mbh") then
+        nano = nano + 1
+        assert.are.equal("MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME", m.hybrid_layer_pattern, c.case_id)
+        assert.is_true(p == "fp8" or p == "mxfp8", c.case_id)
+      else
+        -- the recipe's two forward passes of the MTP block, latent MoE
+        super = super + 1
+        assert.are.same({ 1024, "*E", 2, true }, { m.moe_latent_size, m.mtp_layer_pattern,
+          c.inputs.training.mtp_num_layers, c.inputs.training.mtp_repeated_layer }, c.case_id)
+        assert.is_true(p == "nvfp4" or p == "mxfp8", c.case_id)
+      end
     end
+    assert.are.same({ 20, 30 }, { nano, super })
   end)
 
   it("has the columns of the MoE file, plus the recipe columns its rows state and model_config", function()
     local function header(f) return (assert(io.open(f)):read("l"):gsub("\r$", "")) end
     assert.are.equal(header(MOE):gsub(",notes$", "") .. ",moe_flex_dispatcher_backend," ..
-      "moe_router_force_load_balancing,moe_router_fusion,model_config,notes", header(HYBRID))
+      "moe_router_force_load_balancing,moe_router_fusion,model_config,mtp_repeated_layer,notes", header(HYBRID))
   end)
 
   it("reads the H100 entries from their private base (EP 8, MBS 1, the recompute modules)", function()

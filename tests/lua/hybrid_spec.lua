@@ -117,8 +117,7 @@ describe("nemotron_h: bad values exit 2 naming file, key and value", function()
     { "hybrid_override_pattern", "M-X", 'hybrid_override_pattern: character 3 is not M, *, - or E (got "M-X")' },
     { "hybrid_override_pattern", (PATTERN:gsub("%-", "E", 1)), "n_routed_experts: required key is missing " ..
       "(the pattern has E (MoE) layers) (got nothing)" },
-    { "moe_latent_size", 1024, 'NotImplemented: %s: moe_latent_size: latent MoE (E) layers are not modelled ' ..
-      '(got 1024)', nil, MOE },
+    { "moe_latent_size", 0, "moe_latent_size: expected a positive integer <= 16777216 (got 0)", nil, MOE },
     { "n_shared_experts", 2, "n_shared_experts: expected 1 (one shared expert of " ..
       "moe_shared_expert_intermediate_size) (got 2)", nil, MOE },
     { "num_hidden_layers", 50, "num_hidden_layers: expected 52, the layers of hybrid_override_pattern (got 50)" },
@@ -138,8 +137,8 @@ describe("nemotron_h: bad values exit 2 naming file, key and value", function()
       "(got true)" },
     { "attention_head_dim", 0, "attention_head_dim: expected a positive integer <= 16777216 (got 0)" },
     { "mamba_d_conv", -4, "mamba_d_conv: expected a positive integer <= 16777216 (got -4)", "conv_kernel" },
-    { "num_nextn_predict_layers", 1, "NotImplemented: %s: num_nextn_predict_layers: multi-token-prediction " ..
-      "layers are not modelled (got 1)" },
+    { "num_nextn_predict_layers", 1, "mtp_hybrid_override_pattern: required with num_nextn_predict_layers > 0 " ..
+      "(the layers of an MTP depth) (got nothing)" },
   }
   local dir = H.tmpdir()
   for i, case in ipairs(cases) do
@@ -210,6 +209,37 @@ describe("nemotron_h with MoE (E) layers: apsearch run", function()
     end
     assert.falsy(sh:find("--moe-layer-freq", 1, true), sh) -- the pattern places the experts
     H.assert_megatron_flags(sh) -- every flag Megatron-LM's, valued ones within their facts
+  end)
+end)
+
+-- Nemotron 3 Super (the held-out config): latent MoE and an MTP depth
+-- "*E", trained twice on one depth's weights as the Megatron-Bridge recipe
+-- does (mtp_num_layers 2, mtp_use_repeated_layer): --moe-latent-size,
+-- --mtp-use-repeated-layer, and the MTP depths after the main pattern, each
+-- after a '/' (Megatron-LM d98e8a64 arguments.py l.757-785, 866-876: the
+-- unified pattern, --mtp-num-layers inferred from it and equal).
+describe("Nemotron 3 Super: apsearch run", function()
+  it("writes --moe-latent-size and the MTP depths into --hybrid-layer-pattern", function()
+    local dir = H.tmpdir()
+    local code, out, err = H.apsearch("run", "--model",
+      "tests/fixtures/heldout_configs/nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json",
+      "--cluster", "gb200:16x4", "--set", "training.mtp_num_layers=2", "--set", "training.mtp_repeated_layer=true",
+      "--top-k", "1", "--format", "json",
+      "--quiet", "--out", dir)
+    assert.are.equal(0, code, err)
+    local top = cjson.decode(out).top_k_strategies[1]
+    assert.is_not_nil(top, out:sub(1, 400))
+    local sh = H.read(dir .. "/launch/rank1_megatron.sh")
+    local v = pattern_flag(sh)
+    local main, mtp = v:match("^([^/]*)(/.*)$")
+    assert.are.equal("/*E/*E", mtp, v)
+    assert.are.equal(88, #(main:gsub("|", "")))
+    for _, flag in ipairs({ "--moe-latent-size 1024", "--mtp-num-layers 2", "--mtp-use-repeated-layer",
+        "--num-experts 512",
+        "--moe-router-topk 22", "--moe-shared-expert-intermediate-size 5376", "pretrain_hybrid.py" }) do
+      assert.truthy(sh:find(flag, 1, true), flag .. "\n" .. sh)
+    end
+    H.assert_megatron_flags(sh)
   end)
 end)
 

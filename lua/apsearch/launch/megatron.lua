@@ -589,8 +589,11 @@ function M.render(c)
   if (m.num_experts or 0) > 0 then M.moe_args(c, A, N) end
   -- TransformerConfig.mtp_num_layers (transformer_config.py:68 @ d98e8a64)
   if (tr.mtp_num_layers or 0) > 0 then A("--mtp-num-layers", tr.mtp_num_layers) end
+  -- TransformerConfig.mtp_use_repeated_layer (transformer_config.py:82):
+  -- one depth's weights run mtp_num_layers times
+  if tr.mtp_repeated_layer then A("--mtp-use-repeated-layer") end
   if m.mlp == "swiglu" then M.glu_args(c, A, N) end
-  if m.hybrid_layer_pattern then M.hybrid_args(m, A, N, hybrid_pipes and chunks or nil) end
+  if m.hybrid_layer_pattern then M.hybrid_args(m, A, N, hybrid_pipes and chunks or nil, tr) end
   if (m.linear_attention_period or 0) > 0 then M.gdn_args(m, A) end
   if (m.index_n_heads or 0) > 0 then M.dsa_args(m, tr, A, N) end
   -- TransformerConfig.attention_output_gate (transformer_config.py:278)
@@ -835,14 +838,21 @@ M.MAMBA_FIXED = { mamba_conv_kernel = { 4, "d_conv" }, mamba_chunk_size = { 128,
 -- MoE flags are M.moe_args', without --moe-layer-freq, and --squared-relu
 -- is the experts' activation too (2 matrices each).
 -- With pipeline parallelism the pattern carries the model chunks as '|'
--- segments (M.hybrid_pattern).
+-- segments (M.hybrid_pattern).  Trained MTP depths follow the main
+-- pattern, each its mtp_layer_pattern after a '/' (the unified pattern,
+-- arguments.py l.757-785, 866-876 @ d98e8a64: Megatron infers
+-- --mtp-num-layers from the '/' parts; the deprecated
+-- --mtp-hybrid-override-pattern is not written).
 -- @tparam table m model table
 -- @tparam function A flag writer
 -- @tparam function N note writer
 -- @tparam[opt] table chunks decoder layers per model chunk in model
 --   order (pipeline parallelism), nil for one stage
-function M.hybrid_args(m, A, N, chunks)
-  A("--hybrid-layer-pattern", M.hybrid_pattern(m.hybrid_layer_pattern, chunks))
+-- @tparam[opt] table tr training table (mtp_num_layers; nil: none)
+function M.hybrid_args(m, A, N, chunks, tr)
+  local depths = (tr or {}).mtp_num_layers or 0
+  A("--hybrid-layer-pattern", M.hybrid_pattern(m.hybrid_layer_pattern, chunks) ..
+    string.rep("/" .. (m.mtp_layer_pattern or ""), depths))
   A("--mamba-num-heads", m.mamba_num_heads)
   A("--mamba-head-dim", m.mamba_head_dim)
   A("--mamba-state-dim", m.mamba_state_dim)
@@ -1360,6 +1370,10 @@ function M.moe_args(c, A, N)
   A("--num-experts", m.num_experts)
   A("--moe-router-topk", m.experts_per_token)
   A("--moe-ffn-hidden-size", m.moe_ffn_hidden_size)
+  -- latent MoE: TransformerConfig.moe_latent_size (transformer_config.py
+  -- l.952 @ d98e8a64, a flag by ArgumentGroupFactory; arguments.py
+  -- l.1980-1982 asserts it > 0 and experts)
+  if (m.moe_latent_size or 0) > 0 then A("--moe-latent-size", m.moe_latent_size) end
   if (m.shared_expert_ffn_hidden_size or 0) > 0 then
     A("--moe-shared-expert-intermediate-size", m.shared_expert_ffn_hidden_size)
     if m.shared_expert_gate then A("--moe-shared-expert-gate") end

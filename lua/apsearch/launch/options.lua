@@ -72,6 +72,11 @@ M.megatron = {
     "--moe-expert-capacity-factor", "--moe-router-score-function",
     "--moe-router-enable-expert-bias", "--moe-router-force-load-balancing",
     "--moe-shared-expert-overlap", "--mtp-num-layers",
+    -- TransformerConfig.moe_latent_size (l.952; not in _add_network_size_args'
+    -- exclude list, l.2290-2372)
+    "--moe-latent-size",
+    -- TransformerConfig.mtp_use_repeated_layer (l.82)
+    "--mtp-use-repeated-layer",
     -- TransformerConfig.moe_permute_fusion, moe_router_fusion (l.941-947)
     "--moe-permute-fusion", "--moe-router-fusion",
     -- TransformerConfig.moe_pad_expert_input_to_capacity (l.921)

@@ -165,7 +165,27 @@ local collecting = false
 -- What lua-cliargs (cliargs/parser.lua) stores for `--opt=` with nothing
 -- after the `=`: "nullify the option's default".  It turns a single-value
 -- option into nil itself, but leaves the marker in a repeatable one's list.
+-- apsearch refuses `--opt=` before parsing (M.refuse_empty_values), so the
+-- marker is removed only as a second guard.
 local CLIARGS_NULL = "__CLIARGS_NULL__"
+
+--- Refuses an option given as `--opt=` with nothing after the `=`: for
+-- lua-cliargs that unsets the option, so `--model=$MODEL` with MODEL unset
+-- would search the default model without a word (a breaker's finding).
+-- Arguments after `--` are positional and not looked at.
+-- @tparam string name the command
+-- @tparam table args its arguments
+-- @raise `<command>: --opt=: expected a value after "="`
+function M.refuse_empty_values(name, args)
+  for _, a in ipairs(args) do
+    if a == "--" then return end
+    local opt = type(a) == "string" and a:match("^(%-%-[%w][%w%-]*)=$")
+    if opt then
+      error(('%s: %s=: expected a value after "=" (an empty value would leave %s unset)'):format(
+        name, opt, opt), 0)
+    end
+  end
+end
 
 local function parse(c, args, name)
   if collecting then return nil, true end
@@ -175,6 +195,7 @@ local function parse(c, args, name)
       return nil, true
     end
   end
+  M.refuse_empty_values(name, args)
   local opts, err = c:parse(args)
   if not opts then
     err = tostring(err)
@@ -182,7 +203,6 @@ local function parse(c, args, name)
     local hint = bad and require("apsearch.suggest").did_you_mean(bad, M.option_names(M.specs[name]))
     error(string.format("%s: %s%s (see apsearch %s --help)", name, err, hint and ("; " .. hint) or "", name), 0)
   end
-  -- `--set=` adds nothing to the list, as `--model=` sets nothing
   for _, v in pairs(opts) do
     if type(v) == "table" then
       for i = #v, 1, -1 do

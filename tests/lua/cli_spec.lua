@@ -239,6 +239,14 @@ describe("apsearch binary", function()
     it("for a memory limit, naming the field as written and its value", function()
       assert.are.equal("--set: cluster.memory_limit_gib: must be a finite number > 0 (got -5)",
         one_line_error(apsearch("run", "--set", "cluster.memory_limit_gib=-5")))
+      -- a positive limit of a few bytes: nothing fits, said as such (the
+      -- devices the model states would need are past what a count says;
+      -- was an internal "attempt to compare number with nil")
+      local code_t, out_t, err_t = apsearch("run", "--model", "qwen3-30b-a3b", "--cluster", "b200:1x8",
+        "--set", "cluster.memory_limit_gib=1e-300", "--top-k", "1", "-q")
+      assert.are.equal(1, code_t)
+      assert.is_nil(err_t:find("attempt to", 1, true), err_t)
+      assert.truthy(out_t:find("0.00 GiB limit", 1, true), out_t)
       -- 0 is refused, not read as the default (the core's "unset")
       assert.are.equal("--set: cluster.memory_limit_gib: must be a finite number > 0 (got 0)",
         one_line_error(apsearch("run", "--set", "cluster.memory_limit_gib=0")))

@@ -12,25 +12,21 @@ describe("fuzz findings", function()
   -- keeps "__CLIARGS_NULL__" for `--opt=` (nothing after the `=`) in a
   -- repeatable option's list, so `--set=` failed with `--set: expected
   -- KEY=VALUE (got "__CLIARGS_NULL__")`, naming a value nobody wrote.  It
-  -- sets nothing now, as `--model=` does.
-  it("an empty --set=, --fix=, --rules= or --strategy= adds nothing", function()
-    local code, out, err = H.apsearch("run", "--set=", "--fix=", "--rules=", "--set=top_k=2",
-      "--format", "json", "--quiet")
-    assert.are.equal("", err)
-    assert.are.equal(0, code)
-    local r = cjson.decode(out)
-    -- the one real override, and the default policy's 117-candidate space
-    assert.are.same({ { kind = "set", key = "top_k", value = 2 } }, r.inputs.overrides)
-    assert.are.equal(2, #r.top_k_strategies)
-    assert.are.equal(117, r.all_candidate_summary.space_size)
-
-    code, out, err = H.apsearch("estimate", "--strategy=", "--format", "json", "--quiet")
-    assert.are.equal("", err)
-    assert.are.equal(0, code)
-    local e = cjson.decode(out).estimate
-    -- TorchTitan fills the 8 GPUs with FSDP: fsdp = 8 / (tp cp pp) = 8
-    assert.are.equal(8, e.strategy.fsdp_degree)
-    assert.are.equal(1, e.strategy.tp_degree)
+  -- then set nothing, as `--model=` did -- which a breaker found runs the
+  -- default model for `--model=$MODEL` with MODEL unset.  Every `--opt=`
+  -- is refused now, naming the option.
+  it("an empty --opt= is refused, naming the option (--set=, --model=, --strategy=, --format=)", function()
+    for _, case in ipairs({ { "run", "--set=" }, { "run", "--model=" }, { "run", "--cluster=" },
+        { "run", "--out=" }, { "estimate", "--strategy=" }, { "validate", "--format=", "x.csv" } }) do
+      local code, out, err = H.apsearch(table.unpack(case))
+      assert.are.equal(2, code)
+      assert.are.equal("", out)
+      assert.are.equal(("apsearch: %s: %s expected a value after \"=\" (an empty value would leave %s unset)\n")
+        :format(case[1], case[2] .. ":", case[2]:sub(1, -2)), err)
+    end
+    -- after `--` an argument is positional, not an option
+    local cli = require "apsearch.cli"
+    assert.has_no.errors(function() cli.refuse_empty_values("run", { "--", "--x=" }) end)
   end)
 
   -- fuzz_csv, 2026-12-03 (a 14-minute campaign, 74,000 inputs): a row of

@@ -316,8 +316,11 @@ function M.min_devices(result, limit)
   local bytes = counts.total * M.MODEL_STATE_BYTES_PER_PARAM
   local per = math.max(1, (inp.cluster or {}).devices_per_node or 1)
   local hosts = math.ceil(bytes / limit / per)
-  return { devices = math.tointeger(hosts * per), params = counts.total, bytes = bytes,
-           limit_bytes = limit, per_node = per }
+  -- a limit of a few bytes needs more devices than a count can say (past
+  -- 2^53, or inf): no bound to print
+  local devices = hosts * per < 2 ^ 53 and math.tointeger(hosts * per) or nil
+  if not devices then return nil end
+  return { devices = devices, params = counts.total, bytes = bytes, limit_bytes = limit, per_node = per }
 end
 
 --- The line that says how many devices the model needs at least.

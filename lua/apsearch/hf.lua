@@ -2953,8 +2953,14 @@ end
 -- "Hybrid Mamba-2 models"; transformers NemotronHMOE, NemotronHTopkRouter,
 -- configuration_nemotron_h.py): experts, top-k, the shared expert, the
 -- DeepSeek-V3 router with its expert bias.  Without E layers, none.
-local function nemotron_h_moe(m, cfg, file)
-  if not m.hybrid_layer_pattern:find("E", 1, true) then return m end
+local function nemotron_h_moe(m, cfg, file, notes)
+  if not m.hybrid_layer_pattern:find("E", 1, true) then
+    if not is_null(cfg.moe_latent_size) then
+      note(notes, file, "moe_latent_size = %s is not used: the pattern has no E (MoE) layers",
+        util.describe(cfg.moe_latent_size))
+    end
+    return m
+  end
   local r = reader(cfg, file)
   if not is_null(cfg.moe_latent_size) then m.moe_latent_size = r.int("moe_latent_size") end
   -- transformers builds one shared expert of moe_shared_expert_intermediate_size
@@ -2980,8 +2986,10 @@ end
 -- `mtp_hybrid_override_pattern`'s layers each; none without them.
 local function nemotron_h_mtp(m, cfg, file)
   local depths = config_int(cfg.num_nextn_predict_layers, 0, file, "num_nextn_predict_layers")
-  if depths == 0 then return end
   local v = cfg.mtp_hybrid_override_pattern
+  -- without depths the pattern still says what a depth would hold: kept, so
+  -- that training.mtp_num_layers can train some (Megatron's --mtp-num-layers)
+  if depths == 0 and is_null(v) then return end
   if is_null(v) then
     util.fail(file, "mtp_hybrid_override_pattern", "required with num_nextn_predict_layers > 0 " ..
       "(the layers of an MTP depth)", nil)
@@ -3048,7 +3056,7 @@ function builders.nemotron_h(_, raw, file, notes)
     note(notes, file, "residual_in_fp32: the fp32 residual stream is not priced (bf16 assumed)")
   end
   nemotron_h_mtp(m, cfg, file)
-  return nemotron_h_moe(m, cfg, file)
+  return nemotron_h_moe(m, cfg, file, notes)
 end
 
 --- GraniteMoeHybridConfig's defaults of the keys read here (transformers

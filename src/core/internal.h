@@ -596,6 +596,10 @@ double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
  *  and --moe-paged-stash-page-size (transformer_config.py l.1367-1374). */
 #define APS_PAGED_STASH_FACTOR_CUDA 1.10
 #define APS_PAGED_STASH_PAGE_SIZE 64
+/** Largest rank capacity factor or stash buffer factor apsearch takes: a
+ *  bound on the buffers it sizes (a million times the balanced share is
+ *  past any device), not a Megatron limit. */
+#define APS_MOE_SYNC_FREE_FACTOR_MAX 1e6
 /** Rows of an MXFP8 block: one e8m0 scale per 32 elements along the
  *  token dimension of a columnwise copy (moe/paged_stash.py
  *  SCALE_INV_BLOCK_SIZE = 32, a scale tensor's tokens are num_tokens //

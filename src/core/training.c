@@ -297,17 +297,30 @@ static aps_status moe_stash_dependencies(const aps_training *t, char *err,
         {"moe_paged_stash_buffer_size_factor_cuda", f},
     };
     for (size_t i = 0; i < sizeof num / sizeof num[0]; i++) {
-        if (!(isfinite(num[i].v) && num[i].v >= 0 && num[i].v <= 1e6)) {
-            aps_fmt(err, n, "training.%s: must be finite and > 0 (0: unset, "
-                    "Megatron's default; got %g)", num[i].f, num[i].v);
+        if (!(isfinite(num[i].v) && num[i].v >= 0 &&
+              num[i].v <= APS_MOE_SYNC_FREE_FACTOR_MAX)) {
+            aps_fmt(err, n, "training.%s: must be a finite number in (0, %g] "
+                    "(got %g)", num[i].f, APS_MOE_SYNC_FREE_FACTOR_MAX,
+                    num[i].v);
             return APS_EINVAL;
+        }
+        /* a budget or a stash below the balanced share overflows on every
+         * step; Megatron then spills the stash to pinned host memory or
+         * re-runs the step dropless, without the stash (moe/paged_stash.py
+         * PagedStashBuffer host buffer, _MAX_RERUN_ATTEMPTS and
+         * prepare_for_rerun @ d98e8a64), which apsearch does not price */
+        if (num[i].v > 0 && num[i].v < 1.0) {
+            aps_fmt(err, n, "training.%s = %g: below the balanced share (1) "
+                    "every step overflows, and Megatron spills to host memory "
+                    "or re-runs the step dropless (moe/paged_stash.py), which "
+                    "apsearch does not model", num[i].f, num[i].v);
+            return APS_ENOTIMPL;
         }
     }
     if (t->moe_paged_stash_page_size < 0 ||
         t->moe_paged_stash_page_size > (INT64_C(1) << 20)) {
         aps_fmt(err, n, "training.moe_paged_stash_page_size: must be in [1, "
-                "2^20] tokens (0: Megatron's default %d; got %lld)",
-                APS_PAGED_STASH_PAGE_SIZE,
+                "2^20] tokens (got %lld)",
                 (long long)t->moe_paged_stash_page_size);
         return APS_EINVAL;
     }
@@ -336,6 +349,17 @@ static aps_status moe_stash_dependencies(const aps_training *t, char *err,
                 "activation_offload_layers = %lld: \"cannot be enabled with "
                 "cpu_offloading\" (transformer_config.py)",
                 (long long)t->activation_offload_layers);
+        return APS_EINVAL;
+    }
+    /* the stash takes what TransformerEngine's fused grouped MLP marks,
+     * a fusion of the block-scaled recipes only (ops/fused/grouped_mlp.py
+     * l.842 @ d0067d0da): in bf16 or per-tensor fp8 nothing is stashed */
+    if (t->moe_paged_stash && t->precision != APS_PREC_MXFP8 &&
+        t->precision != APS_PREC_NVFP4) {
+        aps_fmt(err, n, "training.moe_paged_stash with precision %s: the "
+                "stash holds the tensors of TransformerEngine's fused "
+                "grouped MLP, which runs in mxfp8 or nvfp4 only (nothing "
+                "would be stashed)", aps_precision_name(t->precision));
         return APS_EINVAL;
     }
     if (t->moe_paged_stash && t->precision == APS_PREC_NVFP4) {

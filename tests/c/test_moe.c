@@ -199,7 +199,26 @@ static void test_stash_refusals(void **state)
     t.moe_paged_stash_buffer_size_factor_cuda = 1.2;
     t.precision = APS_PREC_NVFP4;
     assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_ENOTIMPL);
+    /* bf16 / per-tensor fp8: TE's fused grouped MLP, whose tensors the
+     * stash takes, runs in the block-scaled recipes only: nothing would
+     * be stashed (a breaker's finding: it was accepted and ignored) */
+    t.precision = APS_PREC_BF16;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
+    assert_non_null(strstr(err, "mxfp8 or nvfp4 only"));
+    t.precision = APS_PREC_FP8;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
     t.precision = APS_PREC_MXFP8;
+    /* below the balanced share every step overflows (Megatron spills or
+     * re-runs the step): not modelled; it priced a 0-row budget before */
+    t.moe_expert_rank_capacity_factor = 1e-6;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_ENOTIMPL);
+    assert_non_null(strstr(err, "below the balanced share"));
+    t.moe_expert_rank_capacity_factor = 1.5;
+    t.moe_paged_stash_buffer_size_factor_cuda = 0.5;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_ENOTIMPL);
+    t.moe_paged_stash_buffer_size_factor_cuda = 1.0;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_OK);
+    t.moe_paged_stash_buffer_size_factor_cuda = 1.2;
     t.moe_flex_dispatcher_backend = APS_FLEX_DEEPEP;
     assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
     assert_non_null(strstr(err, "'hybridep' or 'ncclep'"));

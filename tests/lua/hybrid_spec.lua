@@ -241,6 +241,30 @@ describe("Nemotron 3 Super: apsearch run", function()
     end
     H.assert_megatron_flags(sh)
   end)
+
+  it("keeps the MTP pattern without depths, and notes a latent size without E layers (a breaker's finding)", function()
+    local cfg = cjson.decode(H.read(ROOT ..
+      "/tests/fixtures/heldout_configs/nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json"))
+    -- num_nextn_predict_layers 0: the checkpoint has no depth, the pattern
+    -- still says what one holds (it was dropped, and training.mtp_num_layers
+    -- then asked for the pattern the file gives)
+    cfg.num_nextn_predict_layers = 0
+    local m = hf.from_config(cfg, "super0.json")
+    assert.are.equal("*E", m.mtp_layer_pattern)
+    assert.is_true((m.mtp_layers or 0) == 0)
+    -- no E layers: the latent width has nothing to act on, said in a note
+    cfg.hybrid_override_pattern = cfg.hybrid_override_pattern:gsub("E", "-")
+    cfg.mtp_hybrid_override_pattern = nil
+    local info
+    m, info = hf.from_config(cfg, "dense.json")
+    assert.is_nil(m.moe_latent_size)
+    local said = false
+    for _, n in ipairs(info.notes) do
+      said = said or n:find("dense.json: moe_latent_size = 1024 is not used: the pattern has no E (MoE) layers",
+        1, true) ~= nil
+    end
+    assert.is_true(said, table.concat(info.notes, "\n"))
+  end)
 end)
 
 -- Pipeline parallelism (issue 25): a rank is priced by the layers it holds

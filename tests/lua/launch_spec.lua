@@ -2019,6 +2019,23 @@ describe("launch configs", function()
     for _, f in ipairs(all) do assert.is_true(opts[f:match("^%S+")], f) end
   end)
 
+  it("mark the sync-free experts NOT EXPRESSIBLE where AutoModel and MindFormers have none", function()
+    local H = require "spec_helpers"
+    -- `run --launchable automodel` let such jobs through (a breaker's finding):
+    -- its file neither wrote nor named the budget and the stash
+    local dir = H.tmpdir()
+    local code, _, err = H.apsearch("run", "--model", "qwen3-30b-a3b", "--cluster", "b200:1x8", "--top-k", "1",
+      "--fix", "moe_token_dispatcher=flex", "--set", "training.moe_flex_dispatcher_backend=hybridep",
+      "--set", "training.moe_expert_rank_capacity_factor=1.5", "--set", "training.moe_paged_stash=true",
+      "--set", "training.precision=mxfp8", "-q", "--out", dir)
+    assert.are.equal(0, code, err)
+    local am = H.read(dir .. "/launch/rank1_automodel.yaml")
+    assert.truthy(am:find("# NOT EXPRESSIBLE in AutoModel: Megatron's rank capacity factor " ..
+      "(moe_expert_rank_capacity_factor = 1.5)", 1, true), am)
+    assert.truthy(am:find("# NOT EXPRESSIBLE in AutoModel: Megatron's paged stash of the experts' tensors " ..
+      "(moe_paged_stash)", 1, true), am)
+  end)
+
   it("keep the MoE model NOT WRITTEN when HEAD's family cannot build it", function()
     local tt = require "apsearch.launch.torchtitan"
     -- Qwen3-30B-A3B with a width no qwen3 flavour has

@@ -453,6 +453,13 @@ local function training_keys(w, g)
     N("NOT WRITTEN", ("training.mtp_num_layers = %d: the YAML trains without multi-token prediction"):format(
       tr.mtp_num_layers))
   end
+  -- Megatron-Core's sync-free MoE (its HybridEP budget and paged stash)
+  -- has no AutoModel counterpart
+  if (tr.moe_expert_rank_capacity_factor or 0) > 0 then
+    N(NE, ("Megatron's rank capacity factor (moe_expert_rank_capacity_factor = %g)"):format(
+      tr.moe_expert_rank_capacity_factor))
+  end
+  if tr.moe_paged_stash then N(NE, "Megatron's paged stash of the experts' tensors (moe_paged_stash)") end
 end
 
 -- The file: the header, the run command, the notes, then the keys.

@@ -605,6 +605,13 @@ function M.render(c)
     N("NOT EXPRESSIBLE in MindFormers", "TP communication overlapped with the matmuls (tp_comm_overlap)")
   end
   if tr.cuda_graphs then N("NOT EXPRESSIBLE in MindFormers", "CUDA graphs (cuda_graphs)") end
+  if (tr.moe_expert_rank_capacity_factor or 0) > 0 then
+    N("NOT EXPRESSIBLE in MindFormers", ("Megatron's rank capacity factor (moe_expert_rank_capacity_factor = %g)")
+      :format(tr.moe_expert_rank_capacity_factor))
+  end
+  if tr.moe_paged_stash then
+    N("NOT EXPRESSIBLE in MindFormers", "Megatron's paged stash of the experts' tensors (moe_paged_stash)")
+  end
   if tr.store_param_remainders then
     N("NOT EXPRESSIBLE in MindFormers", "store_param_remainders (apex DistributedFusedAdam, NeMo 1.x)")
   end

@@ -363,10 +363,12 @@ function M.header(model, training, n, built)
     rule = string.format("as --set (the %s gives global batch %d x %d)", rule, built.global_batch_size,
       built.seq_length)
   elseif tokens ~= want then
-    -- M.batch_sequences: the rule's tokens rounded down to 2^k x the odd part of n
-    rule = string.format("%s = %s, rounded down to %d sequences (2^k x %d, the odd part of %d GPUs, so that "
+    -- M.batch_sequences: the rule's tokens rounded down to 2^k x the odd
+    -- part of n, or raised to that odd part when the rule's tokens hold
+    -- fewer sequences
+    rule = string.format("%s = %s, %s to %d sequences (2^k x %d, the odd part of %d GPUs, so that "
       .. "the data-parallel degrees dividing the cluster divide the batch)", rule, commas(want),
-      training.global_batch_size, odd_part(n), n)
+      tokens > want and "raised" or "rounded down", training.global_batch_size, odd_part(n), n)
   end
   local lines = {
     string.format("defaults: %s, %s, %s, seq %d (%s recipes), the framework's full space",

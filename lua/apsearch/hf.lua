@@ -3894,6 +3894,8 @@ function M.load(path, name)
   if not text then
     error(string.format("%s: cannot read config: %s", path, tostring(err)), 0)
   end
+  -- a UTF-8 byte-order mark (what some editors write first) is not JSON
+  text = text:gsub("^\239\187\191", "")
   if not text:find("%S") then
     error(string.format("%s: empty file (a Hugging Face config.json is one JSON object)", path), 0)
   end

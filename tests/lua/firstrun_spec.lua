@@ -199,6 +199,14 @@ describe("the recipe tokens-per-GPU rule", function()
     assert.are.equal("defaults: global batch 96 x 8192 = 786,432 tokens; recipe tokens-per-GPU rule: "
       .. "clamp(24 GPUs x 16,384, 1,048,576, 16,777,216) = 1,048,576, rounded down to 96 sequences (2^k x 3, "
       .. "the odd part of 24 GPUs, so that the data-parallel degrees dividing the cluster divide the batch)", lines[2])
+    -- a cluster whose odd part holds more sequences than the rule's tokens:
+    -- the batch is raised to it, and said so (it said "rounded down"; a
+    -- breaker's finding): 1,572,867 GPUs, an odd count, take one sequence
+    -- each, far past the rule's 16,777,216 / 8,192 = 2,048
+    local n = 1572867
+    local tr = defaults.training(dense, n)
+    assert.are.equal(n, tr.global_batch_size)
+    assert.truthy(defaults.header(dense, tr, n)[2]:find("= 16,777,216, raised to 1572867 sequences", 1, true))
     -- 64 GPUs: the rule's batch itself, no rounding said
     assert.are.equal("defaults: global batch 128 x 8192 = 1,048,576 tokens; recipe tokens-per-GPU rule: "
       .. "clamp(64 GPUs x 16,384, 1,048,576, 16,777,216)", defaults.header(dense, defaults.training(dense, 64), 64)[2])

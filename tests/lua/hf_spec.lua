@@ -473,6 +473,12 @@ describe("refusals", function()
     path = tmpfile("array.json", '[{"model_type": "llama"}]')
     assert.are.equal(path .. ": expected one JSON object (a Hugging Face config.json), got an array",
       err_of(hf.load, path))
+    -- a UTF-8 byte-order mark before the object is read past
+    path = tmpfile("bom.json", "\239\187\191" .. '{"model_type": "llama", "num_hidden_layers": 2, ' ..
+      '"hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100}')
+    local ok_bom, m_bom = pcall(hf.load, path)
+    assert.is_true(ok_bom, tostring(m_bom))
+    assert.are.equal(2, m_bom.num_layers)
     path = tmpfile("null.json", "null")
     assert.are.equal(path .. ": expected one JSON object (a Hugging Face config.json), got null", err_of(hf.load, path))
   end)

@@ -1507,6 +1507,13 @@ double aps_moe_static_rows(double copies, double cf);
  *  pages of page_size tokens, times its width and element size. */
 double aps_moe_stash_bytes(const aps_model *m, const aps_training *t,
                            const aps_strategy *s, double avg, double live);
+/** Latent MoE (model.moe_latent_size) under the training: priced for
+ *  Megatron-LM only, and not with moe_shared_expert_overlap, which
+ *  Megatron's MoE layer refuses (moe_layer.py @ d98e8a64).  Writes the
+ *  reason to msg; APS_REASON_NONE when the model has no latent MoE or
+ *  the training suits it (moe.c). */
+aps_reason aps_moe_check_latent(const aps_model *m, const aps_training *t,
+                                char *msg, size_t n);
 /** Forward FLOPs per sequence of one MoE layer's FFN over the dense FFN
  *  (moe.c): routed experts at top-k at their width, the latent
  *  projections, the shared expert in place of the dense FFN; the router

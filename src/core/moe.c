@@ -96,8 +96,8 @@ double aps_moe_load_factor(const aps_training *t, const aps_strategy *s)
 /** Latent MoE: priced as Megatron-Core builds it (moe.c file comment),
  *  for Megatron-LM only; its training forward raises with
  *  --moe-shared-expert-overlap (moe_layer.py l.476-481 @ d98e8a64). */
-static aps_reason check_latent(const aps_model *m, const aps_training *t,
-                               char *msg, size_t n)
+aps_reason aps_moe_check_latent(const aps_model *m, const aps_training *t,
+                                char *msg, size_t n)
 {
     if (m->moe_latent_size <= 0)
         return APS_REASON_NONE;
@@ -163,7 +163,7 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
                 "megatron/core/transformer/transformer_config.py)");
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
-    aps_reason r = check_latent(m, t, msg, n);
+    aps_reason r = aps_moe_check_latent(m, t, msg, n);
     if (r != APS_REASON_NONE)
         return r;
     if (m->num_experts == 0) {

@@ -598,6 +598,18 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
                 m->name);
         return APS_EINVAL;
     }
+    /* model x training refusals that no strategy changes: said once, exit
+     * 2, rather than as every candidate's reason (a breaker's finding) */
+    if (aps_moe_check_latent(m, t, err, n) != APS_REASON_NONE)
+        return APS_EINVAL;
+    if (aps_model_is_hybrid(m) && t->mtp_num_layers > 0 &&
+        m->mtp_layer_pattern[0] == '\0') {
+        aps_fmt(err, n, "training.mtp_num_layers = %lld: a hybrid model's MTP "
+                "depth needs its layers, model.mtp_layer_pattern (Megatron "
+                "--hybrid-layer-pattern after '/'; a config's "
+                "mtp_hybrid_override_pattern)", (long long)t->mtp_num_layers);
+        return APS_ENOTIMPL;
+    }
     if (t->overlap_moe_expert_parallel_comm && m->num_experts == 0) {
         aps_fmt(err, n, "training.overlap_moe_expert_parallel_comm: %s has "
                 "no experts (num_experts = 0)", m->name);

@@ -149,6 +149,24 @@ static void test_latent_validation(void **state)
     ASSERT_REASON(aps_check_all(&d, &c, &t, &s, msg, sizeof msg),
                   APS_REASON_FRAMEWORK_UNSUPPORTED, msg);
     ASSERT_HAS(msg, "latent MoE is priced for Megatron-LM only");
+    /* and before any strategy: one refusal, exit 2, not every candidate's
+     * reason (a breaker's finding) */
+    assert_int_equal(aps_inputs_validate(&d, &c, &t, err, sizeof err),
+                     APS_EINVAL);
+    ASSERT_HAS(err, "latent MoE is priced for Megatron-LM only");
+    t.framework = APS_FW_MEGATRON;
+    assert_int_equal(aps_inputs_validate(&d, &c, &t, err, sizeof err), APS_OK);
+
+    /* a hybrid model trained with MTP depths needs their layers */
+    fx_nemotron3_super(&m);
+    m.mtp_layer_pattern[0] = '\0';
+    m.mtp_layers = 0;
+    fx_validate(&m);
+    t.mtp_num_layers = 2;
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err),
+                     APS_ENOTIMPL);
+    ASSERT_HAS(err, "a hybrid model's MTP depth needs its layers");
+    t.mtp_num_layers = 0;
 }
 
 /* The expert and non-expert parameters a rank holds: per MoE layer it

@@ -1934,6 +1934,9 @@ local function cmd_init(args)
   -- the policy as `run` would normalize it, --set applied, so that the
   -- space written is the one searched
   local p = policy_mod.from_table(raw, command, { set = opts.set or {}, base_dir = ".", built = true })
+  -- the estimator's checks of the model, cluster and training, as `run`
+  -- meets them first: a policy `run` would refuse is not written
+  require("apsearch.search").context(p)
   raw.search_space = policy_mod.default_search_space(p.cluster, p.model, p.training)
   for _, st in ipairs(opts.set or {}) do
     local key, value = policy_mod.parse_assignment(st, "--set")

@@ -507,6 +507,13 @@ describe("did you mean", function()
     assert.are.equal(2, code)
     assert.truthy(err:find('did you mean "qwen2.5-72b"?', 1, true), err)
   end)
+  it("init writes no policy that run would refuse (a breaker's finding: it wrote them and exited 0)", function()
+    local code, text, err = H.apsearch("init", "qwen3-30b-a3b", "b200:1x8",
+      "--set", "training.moe_paged_stash_page_size=64")
+    assert.are.equal(2, code)
+    assert.are.equal("", text)
+    assert.are.equal("apsearch: --set: training.moe_paged_stash_page_size: acts with moe_paged_stash only\n", err)
+  end)
 end)
 
 describe("estimate --model M --cluster D:N without a policy", function()

@@ -610,6 +610,14 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
                 "mtp_hybrid_override_pattern)", (long long)t->mtp_num_layers);
         return APS_ENOTIMPL;
     }
+    /* the flex dispatcher's backend (default DeepEP) acts on an MoE
+     * model's token dispatch only */
+    if (t->moe_flex_dispatcher_backend != APS_FLEX_DEEPEP &&
+        m->num_experts == 0) {
+        aps_fmt(err, n, "training.moe_flex_dispatcher_backend: %s has no "
+                "experts to dispatch (num_experts = 0)", m->name);
+        return APS_EINVAL;
+    }
     if (t->overlap_moe_expert_parallel_comm && m->num_experts == 0) {
         aps_fmt(err, n, "training.overlap_moe_expert_parallel_comm: %s has "
                 "no experts (num_experts = 0)", m->name);

@@ -243,6 +243,17 @@ static void test_stash_refusals(void **state)
     assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err),
                      APS_EINVAL);
     assert_non_null(strstr(err, "has no experts"));
+    /* the backend alone, on a dense model: nothing to dispatch (it was
+     * accepted and ignored; a breaker's finding) */
+    t.moe_paged_stash = false;
+    t.moe_expert_rank_capacity_factor = 0.0;
+    t.moe_paged_stash_buffer_size_factor_cuda = 0.0;
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err),
+                     APS_EINVAL);
+    assert_non_null(strstr(err, "moe_flex_dispatcher_backend"));
+    t.moe_flex_dispatcher_backend = APS_FLEX_DEEPEP;
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err),
+                     APS_OK);
 }
 
 int main(void)

@@ -314,8 +314,9 @@ local function pipeline_keys(w, g)
     K("distributed.pipeline.pp_microbatch_size", g.mbs)
     local lps = M.layers_per_stage(L, S)
     if lps then
-      K("distributed.pipeline.layers_per_stage", lps,
-        ("%d stages: %d // %d layers each, the first %d one more"):format(S, L, S, L % S))
+      K("distributed.pipeline.layers_per_stage", lps, L % S == 0
+        and ("%d stages of %d layers"):format(S, L // S)
+        or ("%d stages: %d // %d layers each, the first %d one more"):format(S, L, S, L % S))
     else
       N(NE, ("%d layers over %d pipeline stages: no layers_per_stage gives %d stages " ..
         "(calculate_virtual_stages)"):format(L, S, S))

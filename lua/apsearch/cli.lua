@@ -1279,6 +1279,7 @@ local function cmd_inspect(args)
   local c = new_parser("inspect", "Show a normalized model and its parameter counts.")
   c:argument("MODEL", "path to a Hugging Face config.json or a snapshot directory, or a model preset name")
   c:option("--format=FORMAT", "output format: table, json")
+  c:flag("-q, --quiet", "no notes on stderr (--format json keeps them in the output)")
   local opts, helped = parse(c, args, "inspect")
   if helped then return 0 end
   local fmt = check_format("inspect", opts.format, { "table", "json" }) or "table"
@@ -1301,7 +1302,9 @@ local function cmd_inspect(args)
   -- what the config has that no estimate prices (apsearch.hf notes), and a
   -- multimodal config's vision parameters, counted apart
   local notes = info and info.notes or {}
-  for _, n in ipairs(notes) do io.stderr:write("apsearch: note: ", n, "\n") end
+  if not opts.quiet then
+    for _, n in ipairs(notes) do io.stderr:write("apsearch: note: ", n, "\n") end
+  end
   if fmt == "json" then
     out(require("apsearch.format.json").format({ model = model, source = source, parameters = counts,
       vision_params = info and info.vision_params, notes = #notes > 0 and notes or nil }))

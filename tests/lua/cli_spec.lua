@@ -144,6 +144,14 @@ describe("apsearch binary", function()
       local c4, ij = apsearch("inspect", "qwen2.5-7b", "--format", "json")
       assert.are.equal(0, c4)
       assert.are.equal(7615616512, cjson.decode(ij).parameters.total)
+      -- -q drops the notes on stderr, as on every other command (it was
+      -- refused; a breaker's finding)
+      local r1 = ROOT .. "/tests/fixtures/heldout_configs/deepseek-ai--DeepSeek-R1.json"
+      local _, _, noted = apsearch("inspect", r1)
+      assert.truthy(noted:find("apsearch: note: ", 1, true), noted)
+      local c5, _, quiet = apsearch("inspect", r1, "-q")
+      assert.are.equal(0, c5)
+      assert.are.equal("", quiet)
     end)
 
     it("prints help", function()

@@ -1090,7 +1090,7 @@ local function complete_strategy(s, inputs, split_given)
   if (inputs.model.num_experts or 0) > 0 then
     -- the expert dimensions the strategy leaves out, as a space without
     -- them runs (so the strategy line and JSON say what was estimated)
-    for f, v in pairs(space.moe_defaults(inputs.training.framework, s.tp_degree)) do
+    for f, v in pairs(space.moe_defaults(inputs.training.framework, s.tp_degree, inputs.training)) do
       if s[f] == nil then s[f] = v end
     end
   end

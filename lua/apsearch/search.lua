@@ -320,7 +320,7 @@ function M.space_of(policy, inputs, ctx)
     num_devices = inputs.cluster.num_devices,
     allow_idle_devices = policy.constraints.allow_idle_devices,
     num_layers = inputs.model.num_layers, framework = inputs.training.framework,
-    num_experts = inputs.model.num_experts,
+    training = inputs.training, num_experts = inputs.model.num_experts,
     full_recompute = ctx == nil or ctx:check("framework", { layer_recompute = "full" }, false),
   })
 end

@@ -64,11 +64,18 @@ local MOE_DEFAULTS = { moe_token_dispatcher = "alltoall", moe_capacity_factor = 
 -- NeMo AutoModel's BackendConfig.dispatcher is "deepep" where DeepEP is
 -- installed (NVIDIA-NeMo/Automodel 36044ad3 nemo_automodel/components/
 -- models/common/utils.py:338-344), Megatron-Core's flex dispatcher, and it
--- has no all-to-all one; elsewhere alltoall.
+-- has no all-to-all one; elsewhere alltoall -- but flex where the training
+-- sets what only the flex dispatcher has (its HybridEP backend, a rank
+-- capacity factor): that setting asks for it.
 -- @tparam[opt] string framework training.framework
+-- @tparam[opt] table training the training settings
 -- @treturn string moe_token_dispatcher
-function M.default_dispatcher(framework)
+function M.default_dispatcher(framework, training)
   if framework == "automodel" then return "flex" end
+  if training and (training.moe_flex_dispatcher_backend == "hybridep" or
+      (training.moe_expert_rank_capacity_factor or 0) > 0) then
+    return "flex"
+  end
   return MOE_DEFAULTS.moe_token_dispatcher
 end
 
@@ -95,10 +102,11 @@ end
 -- (capacity factor 0: none).
 -- @tparam[opt] string framework training.framework (default megatron)
 -- @tparam[opt] integer tp tp_degree (default 1)
+-- @tparam[opt] table training the training settings (M.default_dispatcher)
 -- @treturn table field -> value (a fresh table)
-function M.moe_defaults(framework, tp)
+function M.moe_defaults(framework, tp, training)
   return { ep_degree = 1, etp_degree = M.default_etp(framework, tp or 1),
-    moe_token_dispatcher = M.default_dispatcher(framework),
+    moe_token_dispatcher = M.default_dispatcher(framework, training),
     moe_capacity_factor = MOE_DEFAULTS.moe_capacity_factor }
 end
 
@@ -571,7 +579,7 @@ function M.new(ss, info)
         return ep_for(c.tp_degree * c.cp_degree * c.dp_degree * c.fsdp_degree, c.etp_degree)
       end }
     level { name = "moe_token_dispatcher", field = "moe_token_dispatcher",
-      static = dims.moe_token_dispatcher or { M.default_dispatcher(info.framework) } }
+      static = dims.moe_token_dispatcher or { M.default_dispatcher(info.framework, info.training) } }
     level { name = "moe_capacity_factor", field = "moe_capacity_factor",
       static = dims.moe_capacity_factor or { MOE_DEFAULTS.moe_capacity_factor } }
     -- grouped GEMM only when listed (else the core's default, on: NeMo's

@@ -158,10 +158,14 @@ const aps_framework_profile *aps_profile(const aps_training *t);
 #define APS_ADAM_MOMENTS 2.0
 /** Bytes of a dropout mask element (torch.bool / uint8). */
 #define APS_MASK_BYTES 1.0
-/** Bytes of an MXFP8 element and of its block scale (float8_e4m3fn data,
- *  float8_e8m0fnu scales; the paged stash keeps both as uint8,
- *  moe/paged_stash.py allocate_stash_buffers). */
+/** Bytes of an fp8 element (E4M3 / E5M2) and of an MXFP8 block scale
+ *  (float8_e4m3fn data, float8_e8m0fnu scales; the paged stash keeps both
+ *  as uint8, moe/paged_stash.py allocate_stash_buffers). */
 #define APS_FP8_BYTES 1.0
+/** MXFP8: one E8M0 scale byte per 32-element block (OCP MX v1.0 s.5); a
+ *  columnwise copy's scales are num_tokens // 32 rows (moe/paged_stash.py
+ *  SCALE_INV_BLOCK_SIZE = 32). */
+#define APS_MXFP8_BLOCK 32.0
 
 /** Layer counts per stage plus derived quantities every estimator needs. */
 typedef struct {
@@ -600,11 +604,6 @@ double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
  *  bound on the buffers it sizes (a million times the balanced share is
  *  past any device), not a Megatron limit. */
 #define APS_MOE_SYNC_FREE_FACTOR_MAX 1e6
-/** Rows of an MXFP8 block: one e8m0 scale per 32 elements along the
- *  token dimension of a columnwise copy (moe/paged_stash.py
- *  SCALE_INV_BLOCK_SIZE = 32, a scale tensor's tokens are num_tokens //
- *  32). */
-#define APS_MXFP8_SCALE_BLOCK 32.0
 /** The static expert-rank budget is rounded up to this many tokens: "TE's
  *  grouped-tensor and fused grouped-MLP kernels require 256-token
  *  alignment" (moe/moe_utils.py get_align_size_for_quantization with

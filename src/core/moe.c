@@ -532,7 +532,7 @@ static void stash_tensors(const aps_model *m, const aps_strategy *s,
     double h = aps_moe_expert_width(m), etp = (double)aps_moe_etp(s);
     double fe = (double)m->moe_ffn_hidden_size / etp;
     double up = m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0;
-    double sc = 1.0 / APS_MXFP8_SCALE_BLOCK;
+    double sc = 1.0 / APS_MXFP8_BLOCK;
     double fp8 = APS_FP8_BYTES;
     stash_tensor k[STASH_TENSORS] = {
         {h, fp8, 1.0},       /* fc1 input, columnwise fp8 data */

@@ -21,12 +21,8 @@
  */
 #include "internal.h"
 
-/** Bytes of an fp8 (E4M3 / E5M2) element. */
-#define APS_FP8_BYTES 1.0
 /** Bytes of an E2M1 (fp4) element. */
 #define APS_FP4_BYTES 0.5
-/** MXFP8: one E8M0 scale byte per 32-element block (OCP MX v1.0 s.5). */
-#define APS_MXFP8_BLOCK 32.0
 /** NVFP4: one E4M3 scale byte per 16-element block (TE NVFP4BlockScaling). */
 #define APS_NVFP4_BLOCK 16.0
 /** Quantized layouts of a weight the GEMMs read: the forward's and the

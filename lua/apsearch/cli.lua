@@ -141,7 +141,7 @@ function M.configure_sandbox(opts)
   for flag, key in pairs({ ["sandbox-instructions"] = "instructions", ["sandbox-memory-mib"] = "memory_mib" }) do
     local v = opts[flag]
     if v ~= nil then
-      local n = tonumber(v)
+      local n = util.decimal(v)
       if not util.is_integer(n) or n < 0 then util.fail("--" .. flag, key, "must be an integer >= 0", v) end
       cfg[key] = math.tointeger(n)
     end
@@ -149,7 +149,7 @@ function M.configure_sandbox(opts)
   for flag, key in pairs({ ["sandbox-seconds"] = "seconds", ["sandbox-cpu-seconds"] = "cpu_seconds" }) do
     local v = opts[flag]
     if v ~= nil then
-      local n = tonumber(v)
+      local n = util.decimal(v)
       if not util.is_finite(n) or n < 0 or n > MAX_SANDBOX_SECONDS then
         util.fail("--" .. flag, key, "must be a number of seconds in [0, 1e9]", v)
       end
@@ -746,7 +746,7 @@ end
 -- @raise `--jobs: jobs: must be an integer >= 1 (got ...)`
 function M.jobs_option(text)
   if text == nil then return require("apsearch.core").ncpu() end
-  local n = tonumber(text)
+  local n = util.decimal(text)
   if not util.is_integer(n) or n < 1 then util.fail("--jobs", "jobs", "must be an integer >= 1", text) end
   return math.tointeger(n)
 end
@@ -773,7 +773,7 @@ local function cmd_run(args)
   local fmt = check_format("run", opts.format, { "table", "json", "csv" })
   local top_k
   if opts["top-k"] then
-    top_k = tonumber(opts["top-k"])
+    top_k = util.decimal(opts["top-k"])
     if not util.is_integer(top_k) or top_k < 1 then
       util.fail("--top-k", "top_k", "must be a positive integer", opts["top-k"])
     end

@@ -111,7 +111,7 @@ end
 -- @treturn table the record
 -- @raise `--rank: <problem> (got <rank>)`, one line
 function M.record(result, rank, path)
-  local n = math.tointeger(tonumber(rank))
+  local n = math.tointeger(util.decimal(rank))
   if not n or n < 1 then util.fail("--rank", "rank", "must be a positive integer", tonumber(rank) or rank) end
   local ranks = {}
   for i, rec in ipairs(result.top_k_strategies) do

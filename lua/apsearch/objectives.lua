@@ -39,6 +39,8 @@
 -- @module apsearch.objectives
 local M = {}
 
+local util = require "apsearch.util"
+
 local log = math.log
 local huge = math.huge
 
@@ -112,7 +114,7 @@ function M.parse_composite(spec)
       weight_error(spec, require("apsearch.suggest").unknown("unknown weight " .. string.format("%q", k), k,
         { "step_time", "memory", "throughput" }))
     end
-    local n = tonumber(v)
+    local n = util.decimal(v)
     if not n or n ~= n or n < 0 or n == huge then
       weight_error(spec, "weight " .. k .. " must be a finite number >= 0")
     end

@@ -103,6 +103,19 @@ function M.is_integer(v)
   return type(v) == "number" and v == floor(v) and v > -huge and v < huge
 end
 
+--- The number a user wrote in decimal: digits with an optional sign,
+-- decimal point and exponent ("8", "-0.5", "1e3", ".5"), else nil.  Lua's
+-- tonumber also reads "0x10" as 16, "inf"-like overflows and surrounding
+-- blanks; what a user types on a command line, in a CSV cell or after
+-- `--set K=` is read as decimal only, so "0x10" is refused (or stays a
+-- string) instead of becoming 16.
+-- @tparam string text
+-- @treturn number|nil
+function M.decimal(text)
+  if type(text) ~= "string" or not text:match("^[+-]?%d*%.?%d+[eE]?[+-]?%d*$") then return nil end
+  return tonumber(text)
+end
+
 --- True if v is a finite number.
 -- @param v any value
 -- @treturn boolean
@@ -369,7 +382,7 @@ function M.parse_scalar(s)
   local trimmed = s:match("^%s*(.-)%s*$")
   if trimmed == "true" then return true end
   if trimmed == "false" then return false end
-  local n = tonumber(trimmed)
+  local n = M.decimal(trimmed)
   if n ~= nil then return math.tointeger(n) or n end
   return trimmed
 end

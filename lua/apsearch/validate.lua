@@ -77,10 +77,7 @@ local function fmtq(fmt, ...)
 end
 
 -- decimal numbers only (Lua's tonumber also reads 0x10 and " 1e3 ")
-local function decimal(text)
-  if type(text) ~= "string" or not text:match("^[+-]?%d*%.?%d+[eE]?[+-]?%d*$") then return nil end
-  return tonumber(text)
-end
+local decimal = util.decimal
 
 local function need_int(row, col)
   local v = math.tointeger(decimal(row[col]))

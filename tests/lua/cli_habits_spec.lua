@@ -148,6 +148,26 @@ describe("apsearch command line habits", function()
     assert.are.equal('apsearch: --top-k: top_k: must be below 2^31 (got "9999999999999999999")\n', err3)
   end)
 
+
+  it("reads the numbers a user types as decimal: 0x10 is refused, not read as 16", function()
+    local cases = {
+      { { "-k", "0x10" }, 'apsearch: --top-k: top_k: must be a positive integer (got "0x10")\n' },
+      { { "--jobs", "0x2" }, 'apsearch: --jobs: jobs: must be an integer >= 1 (got "0x2")\n' },
+      { { "--set", "training.global_batch_size=0x40" },
+        'apsearch: --set: training.global_batch_size: must be a positive integer (got "0x40")\n' },
+    }
+    for _, c in ipairs(cases) do
+      local code, out, err = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", table.unpack(c[1]))
+      assert.are.equal(c[2], err_line(code, out, err))
+    end
+    -- decimal forms still read: blanks around a --set value, an exponent
+    local code, out = apsearch("run", "examples/llama3_8b_h100.lua", "-k", "1", "--format", "json", "--quiet",
+      "--set", "training.global_batch_size= 64 ", "--set", "training.seq_length=8.192e3")
+    assert.are.equal(0, code)
+    local r = cjson.decode(out)
+    assert.are.equal(64, r.inputs.training.global_batch_size)
+    assert.are.equal(8192, r.inputs.training.seq_length)
+  end)
   it("suggests policy fields, listing the valid ones as far as the line fits 120 columns", function()
     local err = err_line(apsearch("run", "--set", "training.global_bach_size=8"))
     assert.truthy(err:find('training.global_bach_size: unknown field; did you mean "global_batch_size"? '

@@ -1352,9 +1352,15 @@ function M.load(path)
   local rows, line_of = {}, {}
   -- the ids the file gives, so that the name of a row without one ("#3")
   -- cannot be taken for another row's
+  -- an id is its text without surrounding blanks (a spreadsheet cell's
+  -- stray space): "#1 " is the row name "#1", and a blank id is no id
   local given, ci = {}, index.case_id
   for r = 2, #records do
     local id = ci and records[r][ci]
+    if id then
+      id = id:match("^%s*(.-)%s*$")
+      records[r][ci] = id
+    end
     if id and id ~= "" and not given[id] then given[id] = lines[r] end
   end
   for r = 2, #records do

@@ -567,6 +567,13 @@ typedef struct {
                                        from a C++ loop inside one op
                                        (TransformerEngine's per-expert
                                        GEMMs), s */
+    double ssd_scan_rate;         /**< forward rate of Mamba-2's chunked
+                                       SSD scan kernels (mamba_ssm's
+                                       Triton kernels), state elements
+                                       (tokens x d_inner x d_state) per
+                                       second; 0: derived from
+                                       hbm_bandwidth (compute.c
+                                       aps_ssd_scan_rate) */
 } aps_device;
 
 /** What CUDA graphs capture (Megatron-Core --cuda-graph-impl and

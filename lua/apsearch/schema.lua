@@ -129,6 +129,7 @@ M.device = {
   unfused_attention_efficiency = "nonneg",
   hbm_efficiency = "nonneg", collective_efficiency = "nonneg",
   host_seconds_per_kernel = "nonneg", host_seconds_per_loop_kernel = "nonneg",
+  ssd_scan_rate = "nonneg",
 }
 
 --- Cluster fields; `nodes` is policy sugar for num_devices / devices_per_node.

@@ -99,20 +99,28 @@ static double gdn_out_in(const aps_model *m)
            (double)m->linear_value_head_dim;
 }
 
+double aps_ssd_scan_rate(const aps_device *d)
+{
+    return d->ssd_scan_rate > 0 ? d->ssd_scan_rate
+                                : APS_SSD_ELEMS_PER_HBM_BYTE * d->hbm_bandwidth;
+}
+
 /** Forward of one Mamba-2 mixer on one TP rank: in_proj (column
  *  parallel, h -> (2d + 2GN + nh) / t), out_proj (row parallel, d / t ->
- *  h), and the SSD scan's 7 T d N / t FLOPs (hybrid.c) in a fused Triton
- *  kernel, priced as the fused attention kernels are
- *  (aps_attention_efficiency of the bf16 peak). */
+ *  h), and the chunked SSD scan (mamba_ssm's five Triton kernels) over
+ *  its T d N / t state elements at the device's measured scan rate
+ *  (aps_ssd_scan_rate): the kernels run far below the tensor-core rate
+ *  their 7 T d N FLOPs would take at the attention efficiency (about a
+ *  tenth of H100's bf16 peak, internal.h APS_SSD_ELEMS_PER_HBM_BYTE). */
 static double mamba_fwd(const aps_model *m, const aps_device *d,
                         const aps_training *t, const layer_shape *x)
 {
-    double rate = d->peak_flops_bf16 * aps_attention_efficiency(d, t);
+    double elems = x->T * mamba_out_in(m) * (double)m->mamba_state_dim;
     return aps_gemm_time(d, t->precision, x->T,
                          aps_mamba_in_proj_width(m) / x->tp, x->h) +
            aps_gemm_time(d, t->precision, x->T, x->h,
                          mamba_out_in(m) / x->tp) +
-           aps_mamba_scan_flops(m, x->T) / x->tp / rate;
+           elems / x->tp / aps_ssd_scan_rate(d);
 }
 
 /** Forward of one Gated DeltaNet mixer on one TP rank: in_proj (column

@@ -1277,6 +1277,30 @@ double aps_gemm_shape_factor(const aps_device *d, double M, double N,
  *  (compute.c). */
 double aps_attention_efficiency(const aps_device *d, const aps_training *t);
 
+/** State elements of Mamba-2's chunked SSD scan per byte per second of
+ *  HBM bandwidth, forward.  Measured: vLLM PR 27299 (cyang49, 2025-10-25,
+ *  "supporting performance results on single H100"), the unfused
+ *  five-kernel SSD of mamba_ssm as vLLM carries it at 8,192 tokens with
+ *  nh 128, head dim 64, one group, state 128 (granite-4.0-h-small's
+ *  mixer): 1.262e7 tokens/s, i.e. 1.262e7 x 8192 x 128 = 1.323e13 state
+ *  elements/s, on the H100 SXM's 3.35e12 B/s: 3.95 elements per B/s
+ *  (7 FLOPs an element: 93 TFLOP/s, under a tenth of the bf16 peak).
+ *  The kernels write and re-read the chunk states and the chunk-local
+ *  C^T B in fp32 and are bound by memory bandwidth and latency (PyTorch
+ *  blog "Accelerating Mamba2 with kernel fusion"), so other devices take
+ *  the rate in proportion to their HBM bandwidth: no Blackwell or AMD
+ *  measurement of these kernels was found.  Forward only: the backward
+ *  is priced as twice the forward, as a GEMM's (no published backward
+ *  time of a stated shape was found).  A device's ssd_scan_rate
+ *  replaces it. */
+#define APS_SSD_ELEMS_PER_HBM_BYTE (1.262e7 * 8192.0 * 128.0 / 3.35e12)
+
+/** Forward rate of Mamba-2's chunked SSD scan on device d, state
+ *  elements (tokens x d_inner x d_state) per second: its ssd_scan_rate
+ *  when set, else APS_SSD_ELEMS_PER_HBM_BYTE x hbm_bandwidth (compute.c).
+ *  > 0 for a validated device. */
+double aps_ssd_scan_rate(const aps_device *d);
+
 /** Memory-bound seconds for `bytes` of HBM traffic: bytes /
  *  (hbm_bandwidth x hbm_efficiency) (compute.c). */
 double aps_hbm_time(const aps_device *d, double bytes);

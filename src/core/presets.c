@@ -203,6 +203,8 @@
 #define APS_MIN_FLOPS 1e9
 #define APS_MIN_BANDWIDTH 1e6
 #define APS_MIN_EFFICIENCY 1e-3
+/** Smallest explicit ssd_scan_rate, state elements per second. */
+#define APS_MIN_SSD_SCAN_RATE 1e6
 /** Achievable fraction of HBM bandwidth for streaming kernels. Assumed. */
 #define APS_HBM_EFF 0.80
 /** NCCL bus bandwidth / link bandwidth. Assumed. */
@@ -849,6 +851,15 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
         aps_fmt(err, n, "cluster.device.host_bandwidth: must be 0 (no host "
                 "link) or in [%g, 1e30] (got %g)", APS_MIN_BANDWIDTH,
                 d->host_bandwidth);
+        return APS_EINVAL;
+    }
+    /* 0 = derived from hbm_bandwidth; else a rate that keeps a scan's
+     * seconds finite */
+    if (d->ssd_scan_rate != 0 && !(d->ssd_scan_rate >= APS_MIN_SSD_SCAN_RATE &&
+                                   d->ssd_scan_rate <= 1e30)) {
+        aps_fmt(err, n, "cluster.device.ssd_scan_rate: must be 0 (derived "
+                "from hbm_bandwidth) or in [%g, 1e30] state elements per "
+                "second (got %g)", APS_MIN_SSD_SCAN_RATE, d->ssd_scan_rate);
         return APS_EINVAL;
     }
     struct { const char *f; double v; } nonneg[] = {

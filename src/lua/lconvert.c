@@ -337,6 +337,7 @@ static const apsl_field device_fields[] = {
     FLD(aps_device, collective_efficiency, FT_NUM, NULL),
     FLD(aps_device, host_seconds_per_kernel, FT_NUM, NULL),
     FLD(aps_device, host_seconds_per_loop_kernel, FT_NUM, NULL),
+    FLD(aps_device, ssd_scan_rate, FT_NUM, NULL),
     {"base", 4, FT_SKIP, -1, 1, 0, NULL},
 };
 #define DEVICE_NFIELDS ((int)(sizeof(device_fields) / sizeof(device_fields[0])))

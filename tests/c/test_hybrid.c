@@ -422,6 +422,47 @@ static void test_hybrid_mamba_layer_cost(void **state)
     ASSERT_DBL_EXACT(lc.act_input, 2.0 * T * 4096.0);
 }
 
+/* The SSD scan at its measured rate (internal.h
+ * APS_SSD_ELEMS_PER_HBM_BYTE, vLLM PR 27299 on H100): on the H100 preset
+ * (3.35e12 B/s) the rate is the measurement itself, 1.262e7 tokens/s x
+ * 8192 x 128 = 1.3233e13 state elements/s; a B200 (8e12 B/s) takes it
+ * x 8 / 3.35.  A Mamba-only layer's forward GEMM slot is in_proj + out_proj
+ * + T d N / rate: Nemotron-H 8B, T = 8192, d = 8192, N = 128:
+ * 8,589,934,592 elements / 1.3233e13 = 0.6491 ms.  A device's
+ * ssd_scan_rate replaces the derived rate. */
+static void test_hybrid_ssd_scan_rate(void **state)
+{
+    (void)state;
+    aps_cluster c;
+    fx_h100(&c, 8);
+    ASSERT_REL(aps_ssd_scan_rate(&c.device), 1.262e7 * 8192.0 * 128.0, 1e-12);
+    aps_device b200;
+    assert_int_equal(aps_device_preset("b200", &b200), APS_OK);
+    ASSERT_REL(aps_ssd_scan_rate(&b200), 1.262e7 * 8192.0 * 128.0 * 8.0 / 3.35,
+               1e-12);
+    aps_model mm;
+    fx_nemotron_h(&mm, "MMMM");
+    aps_training t;
+    fx_training(&t, 8, 8192);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    aps_layer_cost lc;
+    aps_layer_activations(&mm, &t, &s, NULL, &lc);
+    aps_layer_times(&mm, &c, &t, &s, NULL, &lc);
+    double T = 8192.0, gemms = aps_gemm_time(&c.device, t.precision, T,
+                                             18560.0, 4096.0) +
+                               aps_gemm_time(&c.device, t.precision, T,
+                                             4096.0, 8192.0);
+    ASSERT_REL(lc.gemm_fwd, gemms + T * 8192.0 * 128.0 / 1.3233e13, 1e-4);
+    c.device.ssd_scan_rate = 1e12; /* the user's own */
+    aps_layer_times(&mm, &c, &t, &s, NULL, &lc);
+    ASSERT_REL(lc.gemm_fwd, gemms + T * 8192.0 * 128.0 / 1e12, 1e-12);
+    c.device.ssd_scan_rate = 1.0; /* below the bound: refused */
+    char msg[APS_REASON_LEN];
+    assert_int_equal(aps_cluster_validate(&c, msg, sizeof msg), APS_EINVAL);
+    assert_non_null(strstr(msg, "cluster.device.ssd_scan_rate: must be 0"));
+}
+
 /* Model FLOPs of one 8192-token sequence against Megatron-LM's
  * hybrid_flops (training.py @ d98e8a64), plus the conv term it leaves out:
  * 3 x (4 attn + 24 mlp + 24 mamba + logits), attn = 4 T h (h + h g/n) +
@@ -818,6 +859,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hybrid_params_nemotron_h_8b),
         cmocka_unit_test(test_hybrid_mamba_layer_cost),
+        cmocka_unit_test(test_hybrid_ssd_scan_rate),
         cmocka_unit_test(test_hybrid_step_flops),
         cmocka_unit_test(test_hybrid_validation),
         cmocka_unit_test(test_hybrid_refusals),

@@ -112,7 +112,7 @@ describe("apsearch.core", function()
         "fp8_gemm_efficiency", "attention_efficiency", "unfused_attention_efficiency",
         "hbm_efficiency",
         "collective_efficiency", "peak_flops_fp4", "host_bandwidth",
-        "host_seconds_per_kernel", "host_seconds_per_loop_kernel" }
+        "host_seconds_per_kernel", "host_seconds_per_loop_kernel", "ssd_scan_rate" }
       local n = 0
       for _ in pairs(d) do n = n + 1 end
       assert.are.equal(#fields, n)

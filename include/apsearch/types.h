@@ -600,9 +600,22 @@ typedef enum {
     APS_FLEX_DEEPEP = 0, APS_FLEX_HYBRIDEP
 } aps_flex_backend;
 
+/** What training.cuda_graphs capture: whole layers (APS_CG_LAYER), a set
+ *  of Megatron-Core's per-layer modules (--cuda-graph-modules,
+ *  transformer_config.py @ d98e8a64 CudaGraphModule: the bits ATTN, MLP,
+ *  MAMBA and MOE_ROUTER, the last with the dispatcher's preprocess, in any
+ *  combination), the whole iteration, or nothing.  The module bits are
+ *  bit flags; APS_CG_ATTN_MOE_ROUTER is their most common pair. */
 typedef enum {
-    APS_CG_LAYER = 0, APS_CG_ATTN, APS_CG_MOE_ROUTER, APS_CG_ATTN_MOE_ROUTER,
-    APS_CG_FULL_ITERATION, APS_CG_NONE
+    APS_CG_LAYER = 0,
+    APS_CG_ATTN = 1,          /**< the attention block */
+    APS_CG_MOE_ROUTER = 2,    /**< MoE router and dispatcher preprocess */
+    APS_CG_ATTN_MOE_ROUTER = 3,
+    APS_CG_MAMBA = 4,         /**< a hybrid model's Mamba-2 mixer */
+    APS_CG_MLP = 8,           /**< a dense MLP block */
+    APS_CG_MODULES = 15,      /**< every module bit */
+    APS_CG_FULL_ITERATION = 16,
+    APS_CG_NONE = 32
 } aps_cuda_graph_scope;
 
 /** cluster_config. */

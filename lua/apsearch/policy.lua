@@ -924,7 +924,7 @@ end
 -- The schema kinds check_replaced checks (a device, a model or a layer
 -- list is its section's own normalization's to check).
 local SCALAR_KINDS = { string = true, bool = true, posint = true, nonnegint = true, nonneg = true,
-                       fraction = true, zero = true, stack = true }
+                       fraction = true, zero = true, stack = true, graph_scope = true }
 
 -- A command-line override replaces a field the file gives: the file's own
 -- value is checked first, so an invalid one is said rather than hidden

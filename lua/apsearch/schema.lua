@@ -154,7 +154,7 @@ M.training = {
   fp8_param_gather = "bool", grad_reduce_in_fp32 = "bool",
   activation_offload_layers = "nonnegint", tp_comm_overlap = "bool",
   cuda_graphs = "bool",
-  cuda_graph_scope = enum("layer", "attn", "moe_router", "attn+moe_router", "full_iteration", "none"),
+  cuda_graph_scope = "graph_scope",
   store_param_remainders = "bool", exp_avg_bf16 = "bool", bf16_weights = "bool",
   hf_eager_layer = "bool", dp_loss_group = "bool", unfused_swiglu = "bool",
   moe_shared_expert_overlap = "bool", moe_router_fusion = "bool",
@@ -298,6 +298,38 @@ function M.resolve(fields, key)
   return nil
 end
 
+--- The per-layer modules a CUDA graph scope may join with "+", in the
+-- order a scope is spelt back (Megatron-Core's --cuda-graph-modules names,
+-- transformer_config.py @ d98e8a64 CudaGraphModule; moe_router takes the
+-- dispatcher's preprocess with it), and the scopes that stand alone.
+M.GRAPH_MODULES = { "attn", "mlp", "mamba", "moe_router" }
+M.GRAPH_SCOPES = { "layer", "full_iteration", "none" }
+
+--- A training.cuda_graph_scope in its canonical spelling: a standalone
+-- scope, or modules joined by "+" (any order in, each once) spelt in
+-- M.GRAPH_MODULES' order ("mamba+attn" -> "attn+mamba"); an array of
+-- module names (Megatron-Bridge's cuda_graph_scope list) is read the same.
+-- @param v a string or an array of module names
+-- @treturn string|nil nil when v is not a scope
+function M.graph_scope(v)
+  if type(v) == "string" then
+    for _, s in ipairs(M.GRAPH_SCOPES) do if v == s then return v end end
+    local parts = {}
+    for part in (v .. "+"):gmatch("([^+]*)%+") do parts[#parts + 1] = part end
+    v = parts
+  end
+  if type(v) ~= "table" or #v == 0 then return nil end
+  local has, n = {}, 0
+  for _, part in ipairs(v) do
+    if has[part] then return nil end
+    has[part], n = true, n + 1
+  end
+  local out = {}
+  for _, m in ipairs(M.GRAPH_MODULES) do if has[m] then out[#out + 1] = m end end
+  if #out ~= n then return nil end
+  return table.concat(out, "+")
+end
+
 --- Checks one value against a field kind, raising a one-line error.
 -- @tparam string kind field kind (e.g. "posint", "bool", or `{enum=...}`, whose optional
 -- `refused` maps a value the frameworks know but apsearch does not model to the reason,
@@ -331,6 +363,13 @@ function M.check_value(kind, v, fail)
     end
   elseif kind == "bool" then
     if type(v) ~= "boolean" then fail("expected true or false", v) end
+  elseif kind == "graph_scope" then
+    local s = M.graph_scope(v)
+    if not s then
+      fail("expected " .. util.join(M.GRAPH_SCOPES) .. ", or modules joined by + (each once): "
+        .. util.join(M.GRAPH_MODULES) .. ", e.g. attn+moe_router", v)
+    end
+    return s
   elseif kind == "posint" then
     if not util.is_integer(v) or v < 1 then fail("must be a positive integer", v) end
     if v >= M.INT_LIMIT then fail("must be below 2^31", v) end

@@ -127,9 +127,6 @@ end
 -- exchange the run used (training strategies' cp_comm_type, docs/policy.md).
 M.CP_COMM_TYPES = require("apsearch.schema").strategy.cp_comm_type.enum
 
---- Values of the optional `cuda_graph_scope` column (training.cuda_graph_
--- scope, docs/policy.md): what the run's CUDA graphs capture.
-M.CUDA_GRAPH_SCOPES = { "layer", "attn", "moe_router", "attn+moe_router", "full_iteration", "none" }
 
 local function given(row, col) return row[col] ~= nil and row[col] ~= "" end
 
@@ -488,7 +485,14 @@ function M.case_inputs(row)
     training.activation_offload_layers = need_nonneg_int(row, "activation_offload_layers")
   end
   if given(row, "cuda_graph_scope") then
-    training.cuda_graph_scope = need_enum(row, "cuda_graph_scope", M.CUDA_GRAPH_SCOPES)
+    -- what the run's CUDA graphs capture (training.cuda_graph_scope,
+    -- docs/policy.md): a standalone scope or modules joined by "+"
+    local scope = require("apsearch.schema").graph_scope(row.cuda_graph_scope)
+    if not scope then
+      error(fmtq("cuda_graph_scope = %q is not a scope (layer, full_iteration, none, or modules joined by +: "
+        .. "attn, mlp, mamba, moe_router)", row.cuda_graph_scope), 0)
+    end
+    training.cuda_graph_scope = scope
   end
   -- TorchTitan's ChunkedLossWrapper num_chunks (training.loss_chunks)
   if given(row, "loss_chunks") then

@@ -735,15 +735,14 @@ static aps_reason check_megatron_graph_recompute(const aps_model *m,
         t->activation_offload_layers > 0)
         return APS_REASON_NONE;
     aps_cuda_graph_scope g = t->cuda_graph_scope;
-    bool router = g == APS_CG_MOE_ROUTER || g == APS_CG_ATTN_MOE_ROUTER ||
+    bool router = aps_cuda_graph_modules(g, APS_CG_MOE_ROUTER) ||
                   (g == APS_CG_LAYER && s->moe_capacity_factor <= 0);
     if (!router || !(aps_recompute_modules(t, s) & APS_RCM_MOE))
         return APS_REASON_NONE;
     aps_fmt(msg, n, "recompute_modules moe with a CUDA graph of the MoE router "
             "(cuda_graph_scope %s%s): Megatron-Core refuses it "
             "(transformer_config.py); recompute moe_act, or graph attn only",
-            g == APS_CG_MOE_ROUTER ? "moe_router"
-            : g == APS_CG_ATTN_MOE_ROUTER ? "attn+moe_router" : "layer",
+            g == APS_CG_LAYER ? "layer" : "with moe_router",
             g == APS_CG_LAYER ? " on a dropless model" : "");
     return APS_REASON_FRAMEWORK_UNSUPPORTED;
 }

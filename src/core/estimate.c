@@ -36,6 +36,27 @@ typedef struct {
     aps_stage_times ranks;
 } stage_pass;
 
+/** The strategy the layout runs: under auto_recompute a layout that
+ *  recomputes no layer runs without recompute -- the result says "none"
+ *  and the launch files write no recompute -- so it is priced as s
+ *  without recompute (buf), not as a full-recompute strategy, which takes
+ *  the whole-iteration CUDA graph (layerprog.c
+ *  aps_cuda_graph_effective_scope); else s. */
+static const aps_strategy *run_strategy(const aps_strategy *s,
+                                        const aps_layout *lay,
+                                        aps_strategy *buf)
+{
+    if (!(s->auto_recompute && s->layer_recompute == APS_RECOMPUTE_FULL))
+        return s;
+    for (int64_t i = 0; i < lay->p; i++)
+        if (lay->recompute[i] > 0)
+            return s;
+    *buf = *s;
+    buf->auto_recompute = false;
+    buf->layer_recompute = APS_RECOMPUTE_NONE;
+    return buf;
+}
+
 /** Memory and times of every stage into out->stages and sp; the stage
  *  with the most memory into out (worst_stage, mem, mem_peak). */
 static void run_stages(const aps_model *m, const aps_cluster *c,
@@ -124,6 +145,13 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
     aps_layer_times(m, c, t, s, NULL, &lc);
     aps_moe_layer_cost(m, c, t, s, &lc.moe);
     aps_balance_layout(m, c, t, s, &lay, &plan, &lc, out->mem_limit);
+    aps_strategy none_s;
+    if (run_strategy(s, &lay, &none_s) != s) {
+        s = &none_s;
+        aps_layer_activations(m, t, s, NULL, &lc);
+        aps_layer_times(m, c, t, s, NULL, &lc);
+        aps_moe_layer_cost(m, c, t, s, &lc.moe);
+    }
     out->micro_batch_num = lay.m;
     out->vocab_padded = lay.vocab_padded;
     out->devices_used = aps_strategy_devices(s);

@@ -1066,15 +1066,25 @@ typedef struct {
     bool step_graphed;     /**< the whole step is one graph: no host time */
 } aps_host_program;
 
-/** Builds the layer program of strategy s (layerprog.c) for the layer
- *  whose blocks are mix w (NULL: the model's mean layer, aps_hybrid_mix;
- *  a pipeline rank of a hybrid model: aps_hybrid_stage_mix). */
 /** What training t's CUDA graphs capture under strategy s: none when they
  *  are off; the whole iteration under full recompute or CPU offloading,
  *  which take no other scope (Megatron-LM transformer_config.py @
  *  d98e8a64, l.2800 and l.2854-2857; the launchers write so). */
 aps_cuda_graph_scope aps_cuda_graph_effective_scope(const aps_training *t,
                                                     const aps_strategy *s);
+
+/** True when scope g is a set of per-layer modules holding every bit of
+ *  `module` (APS_CG_ATTN, APS_CG_MLP, APS_CG_MAMBA, APS_CG_MOE_ROUTER);
+ *  false for whole layers, the whole iteration and none. */
+static inline bool aps_cuda_graph_modules(aps_cuda_graph_scope g, int module)
+{
+    return g != APS_CG_FULL_ITERATION && g != APS_CG_NONE &&
+           ((int)g & module) == module && module != 0;
+}
+
+/** Builds the layer program of strategy s (layerprog.c) for the layer
+ *  whose blocks are mix w (NULL: the model's mean layer, aps_hybrid_mix;
+ *  a pipeline rank of a hybrid model: aps_hybrid_stage_mix). */
 void aps_host_program_build(const aps_model *m, const aps_training *t,
                             const aps_strategy *s, const aps_hybrid_counts *w,
                             aps_host_program *out);

@@ -216,10 +216,12 @@ static bool moe_syncs(const aps_training *t, const aps_strategy *s)
  *  Mamba-2 block in the MLP's slot, a Gated DeltaNet block's (gdn.c) in
  *  the attention's slot -- a mixer's kernels with the SP collectives and
  *  its two GEMMs' quantize kernels, as an MLP's; a whole-layer graph
- *  captures every block, one launch each way. */
+ *  captures every block, one launch each way, and the "mamba" module
+ *  (mamba_g: Megatron-Core's CudaGraphModule.mamba, the Mamba-2 mixer)
+ *  each Mamba-2 block. */
 static void hybrid_launches(const aps_model *m, const aps_training *t,
                             const aps_strategy *s, const aps_hybrid_counts *mix,
-                            bool layer_g, aps_host_program *out)
+                            bool layer_g, bool mamba_g, aps_host_program *out)
 {
     aps_hybrid_counts w;
     if (mix != NULL)
@@ -228,7 +230,7 @@ static void hybrid_launches(const aps_model *m, const aps_training *t,
         aps_hybrid_mix(m, &w);
     double sp = (s->tp_degree > 1 && s->sequence_parallel) ? APS_HK_SP : 0.0;
     double casts = APS_HK_MIXER_GEMMS * cast_kernels(t);
-    aps_launches mamba = block(aps_mamba_kernels() + sp + casts, false);
+    aps_launches mamba = block(aps_mamba_kernels() + sp + casts, mamba_g);
     aps_launches gdn = block(aps_gdn_kernels() + sp + casts, false);
     if (layer_g)
         return; /* the attention slot holds the layer's one graph */
@@ -273,14 +275,15 @@ void aps_host_program_build(const aps_model *m, const aps_training *t,
      * dispatch outside, as the partial scopes do */
     bool is_moe = aps_model_is_moe(m);
     bool layer_g = g == APS_CG_LAYER;
-    bool attn_g = layer_g || g == APS_CG_ATTN || g == APS_CG_ATTN_MOE_ROUTER;
-    bool router_g = layer_g || g == APS_CG_MOE_ROUTER ||
-                    g == APS_CG_ATTN_MOE_ROUTER;
+    bool attn_g = layer_g || aps_cuda_graph_modules(g, APS_CG_ATTN);
+    bool router_g = layer_g || aps_cuda_graph_modules(g, APS_CG_MOE_ROUTER);
     out->attn = block(attn_kernels(m, t, s), attn_g);
     out->mlp = layer_g ? (aps_launches){0.0, 0.0}
-                       : block(mlp_kernels(t, s), false);
+                       : block(mlp_kernels(t, s),
+                               aps_cuda_graph_modules(g, APS_CG_MLP));
     if (aps_model_is_hybrid(m) || aps_model_has_gdn(m))
-        hybrid_launches(m, t, s, w, layer_g, out);
+        hybrid_launches(m, t, s, w, layer_g,
+                        aps_cuda_graph_modules(g, APS_CG_MAMBA), out);
     if (!is_moe)
         return;
     out->sync = moe_syncs(t, s);

@@ -126,7 +126,9 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
                 "backend %d", (int)t->moe_flex_dispatcher_backend);
         return APS_EINVAL;
     }
-    if (t->cuda_graph_scope < APS_CG_LAYER || t->cuda_graph_scope > APS_CG_NONE) {
+    int g = (int)t->cuda_graph_scope;
+    if (g != APS_CG_FULL_ITERATION && g != APS_CG_NONE &&
+        (g & ~APS_CG_MODULES) != 0) {
         aps_fmt(err, n, "training.cuda_graph_scope: unknown scope %d",
                 (int)t->cuda_graph_scope);
         return APS_EINVAL;
@@ -512,6 +514,37 @@ void aps_strategy_defaults(aps_strategy *s)
     s->moe_grouped_gemm = APS_DEFAULT;
 }
 
+/** The per-layer CUDA graph modules the model has (Megatron-LM
+ *  transformer_config.py @ d98e8a64 l.2825-2836): moe_router needs
+ *  experts ("moe cuda graph is only supported for MoE"), mlp a dense MLP
+ *  layer (an MoE model's moe_layer_freq with dense layers; a hybrid MoE
+ *  model takes Megatron's default of 1: none), mamba Mamba-2 layers. */
+static aps_status check_graph_modules(const aps_model *m,
+                                      const aps_training *t, char *err,
+                                      size_t n)
+{
+    aps_cuda_graph_scope g = t->cuda_graph_scope;
+    if (!t->cuda_graphs)
+        return APS_OK;
+    bool dense_mlp = !aps_model_is_moe(m);
+    for (int64_t i = 0; !dense_mlp && !aps_model_is_hybrid(m) &&
+                        i < m->num_layers; i++)
+        dense_mlp = !aps_model_is_moe_layer(m, i);
+    const char *why =
+        aps_cuda_graph_modules(g, APS_CG_MOE_ROUTER) && !aps_model_is_moe(m)
+            ? "moe_router: the model has no experts"
+        : aps_cuda_graph_modules(g, APS_CG_MLP) && !dense_mlp
+            ? "mlp: the model has no dense MLP layer (Megatron-Core: \"mlp "
+              "cuda graph is only supported for dense layers\")"
+        : aps_cuda_graph_modules(g, APS_CG_MAMBA) && !aps_model_is_hybrid(m)
+            ? "mamba: the model has no Mamba-2 layers"
+            : NULL;
+    if (why == NULL)
+        return APS_OK;
+    aps_fmt(err, n, "training.cuda_graph_scope: %s (%s)", why, m->name);
+    return APS_EINVAL;
+}
+
 aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
                                const aps_training *t, char *err, size_t n)
 {
@@ -601,6 +634,8 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
     /* model x training refusals that no strategy changes: said once, exit
      * 2, rather than as every candidate's reason (a breaker's finding) */
     if (aps_moe_check_latent(m, t, err, n) != APS_REASON_NONE)
+        return APS_EINVAL;
+    if (check_graph_modules(m, t, err, n) != APS_OK)
         return APS_EINVAL;
     if (aps_model_is_hybrid(m) && t->mtp_num_layers > 0 &&
         m->mtp_layer_pattern[0] == '\0') {

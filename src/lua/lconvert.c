@@ -92,11 +92,16 @@ APSL_ENUM(enum_mem_kind, "reserved, allocated, device",
 APSL_ENUM(enum_flex_backend, "deepep, hybridep",
           {"deepep", APS_FLEX_DEEPEP}, {"hybridep", APS_FLEX_HYBRIDEP});
 APSL_ENUM(enum_cuda_graph_scope,
-          "layer, attn, moe_router, attn+moe_router, full_iteration, none",
-          {"layer", APS_CG_LAYER}, {"attn", APS_CG_ATTN},
-          {"moe_router", APS_CG_MOE_ROUTER},
-          {"attn+moe_router", APS_CG_ATTN_MOE_ROUTER},
-          {"full_iteration", APS_CG_FULL_ITERATION}, {"none", APS_CG_NONE});
+          "layer, full_iteration, none, or modules joined by '+' (attn, "
+          "mlp, mamba, moe_router; e.g. attn+moe_router)",
+          {"layer", APS_CG_LAYER}, {"full_iteration", APS_CG_FULL_ITERATION},
+          {"none", APS_CG_NONE});
+/* The module bits of aps_cuda_graph_scope by Megatron-Core's
+ * --cuda-graph-modules names, in the order a scope is spelt back. */
+static const apsl_enum_item cg_modules[] = {
+    {"attn", APS_CG_ATTN}, {"mlp", APS_CG_MLP}, {"mamba", APS_CG_MAMBA},
+    {"moe_router", APS_CG_MOE_ROUTER}};
+#define APSL_CG_MODULE_COUNT (int)(sizeof cg_modules / sizeof cg_modules[0])
 APSL_ENUM(enum_recompute, "none, selective, full",
           {"none", APS_RECOMPUTE_NONE}, {"selective", APS_RECOMPUTE_SELECTIVE},
           {"full", APS_RECOMPUTE_FULL});
@@ -173,6 +178,8 @@ typedef enum {
     FT_LAYERS,  /* aps_model.moe_dense_layers (models only): array of layer
                    indices, its count in moe_dense_layer_count; not pushed
                    when empty */
+    FT_CGSCOPE, /* aps_cuda_graph_scope: an enum_cuda_graph_scope name or
+                   module names joined by '+' (cg_modules, any order) */
     FT_MODULES  /* unsigned bits of aps_recompute_module: Megatron's module
                    names separated by '/' or ',' (NeMo's "mla_up_proj/mlp/
                    moe") or an array of them; pushed back as the '/' string,
@@ -363,7 +370,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, activation_offload_layers, FT_INT, NULL),
     FLD(aps_training, tp_comm_overlap, FT_BOOL, NULL),
     FLD(aps_training, cuda_graphs, FT_BOOL, NULL),
-    FLD(aps_training, cuda_graph_scope, FT_ENUM, &enum_cuda_graph_scope),
+    FLD(aps_training, cuda_graph_scope, FT_CGSCOPE, &enum_cuda_graph_scope),
     FLD(aps_training, store_param_remainders, FT_BOOL, NULL),
     FLD(aps_training, exp_avg_bf16, FT_OBOOL, NULL),
     FLD(aps_training, bf16_weights, FT_OBOOL, NULL),
@@ -598,6 +605,59 @@ static int read_enum(lua_State *L, int vidx, const char *path,
     return 0;
 }
 
+/* FT_CGSCOPE: "layer" / "full_iteration" / "none", or module names joined
+ * by '+' ("attn+mamba+moe_router", any order, each once) -> their bits. */
+static int read_graph_scope(lua_State *L, int vidx, const char *path,
+                            const char *field, const apsl_enum *e)
+{
+    if (lua_type(L, vidx) != LUA_TSTRING)
+        expected_error(L, vidx, path, field, "a string");
+    size_t n;
+    const char *s = lua_tolstring(L, vidx, &n);
+    for (int i = 0; i < e->n; i++)
+        if (strlen(e->items[i].name) == n &&
+            memcmp(e->items[i].name, s, n) == 0)
+            return e->items[i].value;
+    int bits = 0;
+    for (size_t i = 0, j; i <= n; i = j + 1) {
+        for (j = i; j < n && s[j] != '+'; j++)
+            ;
+        int bit = 0;
+        for (int k = 0; k < APSL_CG_MODULE_COUNT; k++)
+            if (strlen(cg_modules[k].name) == j - i &&
+                memcmp(cg_modules[k].name, s + i, j - i) == 0)
+                bit = cg_modules[k].value;
+        if (bit == 0 || (bits & bit)) {
+            const char *got = apsl_push_describe(L, vidx);
+            apsl_error(L, "%s.%s: unknown value %s (expected %s%s)", path,
+                       field, got, e->expected,
+                       bit != 0 ? "; each module once" : "");
+        }
+        bits |= bit;
+    }
+    return bits;
+}
+
+/* Pushes scope v as read_graph_scope reads it: its name, or its modules
+ * joined by '+' in cg_modules' order. */
+static void push_graph_scope(lua_State *L, const apsl_enum *e, int v)
+{
+    for (int i = 0; i < e->n; i++)
+        if (e->items[i].value == v) {
+            lua_pushstring(L, e->items[i].name);
+            return;
+        }
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int k = 0; k < APSL_CG_MODULE_COUNT; k++)
+        if (v & cg_modules[k].value) {
+            if (luaL_bufflen(&b) > 0)
+                luaL_addchar(&b, '+');
+            luaL_addstring(&b, cg_modules[k].name);
+        }
+    luaL_pushresult(&b);
+}
+
 /* Array of integers at vidx into dst (at most APS_MAX_STAGES); returns its
  * length.  Index errors name the 1-based position: stage_partition[3]. */
 static int read_int_array(lua_State *L, int vidx, const char *path,
@@ -786,6 +846,11 @@ static void read_value(lua_State *L, apsl_reader *r, int fi, int vidx)
     case FT_OENUM:
     case FT_ENUM: {
         int v = read_enum(L, vidx, r->path, f->name, f->en);
+        memcpy(dst, &v, sizeof v);
+        break;
+    }
+    case FT_CGSCOPE: {
+        int v = read_graph_scope(L, vidx, r->path, f->name, f->en);
         memcpy(dst, &v, sizeof v);
         break;
     }
@@ -1132,6 +1197,12 @@ static void push_fields(lua_State *L, const apsl_field *fs, int n,
             int v;
             memcpy(&v, src, sizeof v);
             lua_pushstring(L, enum_name(f->en, v));
+            break;
+        }
+        case FT_CGSCOPE: {
+            int v;
+            memcpy(&v, src, sizeof v);
+            push_graph_scope(L, f->en, v);
             break;
         }
         case FT_NAME:

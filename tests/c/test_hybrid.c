@@ -325,6 +325,30 @@ static void test_hybrid_moe_host_kernels(void **state)
     aps_host_program_build(&m, &t, &s, NULL, &hp);
     ASSERT_REL(29.0 * hp.mlp.fwd, 23.0 * (11.0 + 2.0), 1e-12);
     ASSERT_REL(52.0 * hp.attn.fwd, 6.0 * (5.0 + 2.0), 1e-12);
+    /* the mamba module captured (Megatron-Bridge's Nemotron 3 recipes,
+     * cuda_graph_scope ["attn", "mamba", "moe_router", "moe_preprocess"]):
+     * each Mamba-2 block one graph each way, so the MLP slot of the 29
+     * non-MoE layers holds 23 launches; the attention slot's 6 graphs */
+    t.cuda_graphs = true;
+    t.cuda_graph_scope = APS_CG_ATTN | APS_CG_MAMBA | APS_CG_MOE_ROUTER;
+    aps_host_program_build(&m, &t, &s, NULL, &hp);
+    ASSERT_REL(29.0 * hp.mlp.fwd, 23.0 * 1.0, 1e-12);
+    ASSERT_REL(29.0 * hp.mlp.bwd, 23.0 * 1.0, 1e-12);
+    ASSERT_REL(52.0 * hp.attn.fwd, 6.0 * 1.0, 1e-12);
+    /* the mamba module alone (the H100 fp8 recipe): attention from Python */
+    t.cuda_graph_scope = APS_CG_MAMBA;
+    aps_host_program_build(&m, &t, &s, NULL, &hp);
+    ASSERT_REL(29.0 * hp.mlp.fwd, 23.0 * 1.0, 1e-12);
+    ASSERT_REL(52.0 * hp.attn.fwd, 6.0 * (5.0 + 2.0), 1e-12);
+    /* modules the model lacks are refused, as Megatron-Core asserts */
+    char err[APS_REASON_LEN] = "";
+    aps_cluster c;
+    fx_h100(&c, 8);
+    t.cuda_graph_scope = APS_CG_MLP;
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err),
+                     APS_EINVAL);
+    assert_non_null(strstr(err, "training.cuda_graph_scope: mlp: the model "
+                                "has no dense MLP layer"));
 }
 
 /* Without a shared expert an MoE layer's dense-FFN TP collectives go: the

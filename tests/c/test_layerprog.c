@@ -94,6 +94,30 @@ static void test_graph_scopes(void **state)
     t.cuda_graph_scope = APS_CG_ATTN;
     hp = program_of(&m, &t, &s);
     assert_true(hp.attn.fwd == 1.0 && hp.mlp.fwd == 5.0 && hp.mlp.bwd == 10.0);
+    /* modules: the dense MLP alone, then with the attention */
+    t.cuda_graph_scope = APS_CG_MLP;
+    hp = program_of(&m, &t, &s);
+    assert_true(hp.attn.fwd == 7.0 && hp.mlp.fwd == 1.0 && hp.mlp.bwd == 1.0);
+    t.cuda_graph_scope = APS_CG_ATTN | APS_CG_MLP;
+    hp = program_of(&m, &t, &s);
+    assert_true(hp.attn.fwd == 1.0 && hp.mlp.fwd == 1.0);
+    /* a dense model has no router, nor Mamba-2 mixers: refused */
+    aps_cluster c;
+    fx_h100(&c, 8);
+    char why[APS_REASON_LEN] = "";
+    t.cuda_graph_scope = APS_CG_ATTN | APS_CG_MOE_ROUTER;
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, why, sizeof why),
+                     APS_EINVAL);
+    assert_string_equal(why, "training.cuda_graph_scope: moe_router: the "
+                             "model has no experts (llama-3.1-8b)");
+    t.cuda_graph_scope = APS_CG_MAMBA;
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, why, sizeof why),
+                     APS_EINVAL);
+    assert_string_equal(why, "training.cuda_graph_scope: mamba: the model "
+                             "has no Mamba-2 layers (llama-3.1-8b)");
+    /* a value that is no scope */
+    t.cuda_graph_scope = (aps_cuda_graph_scope)64;
+    assert_int_equal(aps_training_validate(&t, why, sizeof why), APS_EINVAL);
     t.cuda_graph_scope = APS_CG_FULL_ITERATION;
     assert_true(program_of(&m, &t, &s).step_graphed);
     /* the scope does nothing without cuda_graphs, and is refused so */

@@ -42,6 +42,12 @@ describe("estimate --from result.json --rank N", function()
     { "cp128k", EX .. "llama3_8b_128k_cp.lua" },
     { "qwen3moe", EX .. "qwen3_30b_a3b_h100.lua" },
     { "built", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:8" },
+    -- auto recompute that resolves to no layer, with CUDA graphs: the search
+    -- priced such a strategy as full recompute under a whole-iteration graph
+    -- (no host time), while its record (and launch file) said no recompute
+    -- (breaker pass, 2026-12-05)
+    { "autograph", "--model", "nemotron-3-nano-30b-a3b", "--cluster", "h100-sxm-80gb:2",
+      "--set", "training.cuda_graphs=true", "--set", "training.cuda_graph_scope=attn", "--top-k", "3" },
   }
   for _, run in ipairs(RUNS) do
     it("estimates each top-k rank to the step time and memory it was ranked by: " .. run[1], function()

@@ -210,6 +210,40 @@ describe("nemotron_h with MoE (E) layers: apsearch run", function()
     assert.falsy(sh:find("--moe-layer-freq", 1, true), sh) -- the pattern places the experts
     H.assert_megatron_flags(sh) -- every flag Megatron-LM's, valued ones within their facts
   end)
+
+  it("captures the Mamba mixers as NVIDIA's recipes do: scope modules in any order, spelt back canonically", function()
+    -- Megatron-Bridge v0.4.2 nemotron_3_workload_base_configs.py: cuda_graph_scope
+    -- ["attn", "mamba", "moe_router", "moe_preprocess"]
+    local dir = H.tmpdir()
+    local function run(scope)
+      return H.apsearch("run", "--model", "examples/models/nemotron-3-nano-30b-a3b.json",
+        "--cluster", "h100-sxm-80gb:2", "--top-k", "1", "--format", "json", "--quiet", "--out", dir,
+        "--set", "training.cuda_graphs=true", "--set", "training.cuda_graph_scope=" .. scope)
+    end
+    local code, out, err = run("moe_router+mamba+attn")
+    assert.are.equal(0, code, err)
+    local r = cjson.decode(out)
+    assert.are.equal("attn+mamba+moe_router", r.inputs.training.cuda_graph_scope)
+    local sh = H.read(dir .. "/launch/rank1_megatron.sh")
+    assert.truthy(sh:find("--cuda-graph-modules attn mamba moe_router moe_preprocess", 1, true), sh)
+    H.assert_megatron_flags(sh)
+    -- the graphed mixers launch less from the host than the same run without them
+    local _, out2 = run("attn+moe_router")
+    local host = function(x) return cjson.decode(x).top_k_strategies[1].performance_cost.breakdown.host_launch.total end
+    assert.is_true(host(out) < host(out2), out2:sub(1, 200))
+    -- a module given twice, an unknown one, and one the model lacks: one line, exit 2
+    for scope, msg in pairs({
+      ["attn+attn"] = "training.cuda_graph_scope: expected layer, full_iteration, none, or modules joined by + "
+        .. "(each once): attn, mlp, mamba, moe_router, e.g. attn+moe_router (got \"attn+attn\")",
+      ["attn+mambo"] = "(got \"attn+mambo\")",
+      ["mlp"] = "training.cuda_graph_scope: mlp: the model has no dense MLP layer",
+    }) do
+      local c, o, e = run(scope)
+      assert.are.equal(2, c, o)
+      assert.truthy(e:find(msg, 1, true), e)
+      assert.truthy(e:match("^apsearch: [^\n]+\n$"), e)
+    end
+  end)
 end)
 
 -- Nemotron 3 Super (the held-out config): latent MoE and an MTP depth

@@ -94,7 +94,15 @@ function M.assert_megatron_flags(sh)
     assert(options.megatron.options[flag], "not a Megatron-LM flag: " .. flag)
     local fact = options.megatron.facts[flag]
     if fact and fact.type == "int" then assert(tonumber(val) >= (fact.min or 1), flag .. " " .. val) end
-    if fact and fact.values then assert(fact.values[val] == true, flag .. " " .. val) end
+    if fact and fact.values then
+      -- nargs "+": each of the values one of the choices
+      local vals = { val }
+      if fact.nargs == "+" then
+        vals = {}
+        for one in val:gmatch("[^ ]+") do vals[#vals + 1] = one end
+      end
+      for _, one in ipairs(vals) do assert(fact.values[one] == true, flag .. " " .. val) end
+    end
   end
 end
 

@@ -75,13 +75,15 @@ local M = {}
 -- (l.2841-2850).
 local function graph_modules(scope, moe, dropless, a2a_capacity)
   local router = a2a_capacity and { "moe_router" } or { "moe_router", "moe_preprocess" }
-  if scope == "attn" then return { "attn" } end
-  if not moe then return {} end
-  if scope == "moe_router" then return router end
-  if scope == "attn+moe_router" or (scope == "layer" and dropless) then
-    return { "attn", table.unpack(router) }
+  if scope == "layer" then
+    return (moe and dropless) and { "attn", table.unpack(router) } or {}
   end
-  return {}
+  local mods = {}
+  for part in scope:gmatch("[^+]+") do
+    if part ~= "moe_router" then mods[#mods + 1] = part
+    elseif moe then table.move(router, 1, #router, #mods + 1, mods) end
+  end
+  return mods
 end
 
 --- The CUDA graph flags (cuda_graphs on): full recompute and CPU offloading

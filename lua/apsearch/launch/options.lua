@@ -262,7 +262,8 @@ M.megatron.facts = {
   ["--megatron-fsdp-main-grads-dtype"] = { type = "string", values = set({ "fp32", "bf16", "fp16", "auto" }) },
   ["--cuda-graph-impl"] = { type = "string", values = set({ "none", "local", "transformer_engine", "full_iteration" }) },
   -- nargs '+' of CudaGraphModule (arguments.py _add_training_args @ d98e8a64)
-  ["--cuda-graph-modules"] = { type = "string", values = set({ "attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba" }),
+  ["--cuda-graph-modules"] = { type = "string", nargs = "+",
+    values = set({ "attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba" }),
     constraint = "moe_preprocess needs moe_router; none with --cuda-graph-impl full_iteration" },
   ["--cpu-offloading-num-layers"] = { type = "int", min = 0, constraint = "< num-layers" },
   ["--optimizer"] = { type = "string", values = set({ "adam", "sgd" }) },

@@ -35,6 +35,7 @@ local GIT_DIR = arg[1] or die("usage: heldout-megatron-bridge.lua GIT_DIR [COMMI
 local COMMIT = arg[2] or "067f987df"
 -- the fixtures of the tree the script is in, wherever it is run from
 local ROOT = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/.."
+package.path = ROOT .. "/lua/?.lua;" .. ROOT .. "/lua/?/init.lua;" .. package.path
 local OUT_DENSE = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf.csv"
 local OUT_MOE = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf_moe.csv"
 local OUT_HYBRID = ROOT .. "/tests/fixtures/heldout/megatron_bridge_perf_hybrid.csv"
@@ -202,24 +203,20 @@ YAML_2509.Qwen3_235B_a22B = qwen3_2509(false, false, true)
 --- Megatron-Core's CUDA graph scope of a recipe (cuda_graph_impl,
 -- cuda_graph_scope) as apsearch's training.cuda_graph_scope: "local"
 -- (enable_cuda_graph) and transformer_engine without a scope capture
--- whole layers; moe_router goes with moe_preprocess in every recipe.
--- The "mamba" scope (the hybrid recipes: the Mamba mixers captured) has
--- no apsearch scope: left out of the choice (the row's notes say so); a
--- scope of mamba alone is "none" (nothing apsearch models captured).
+-- whole layers; a list of modules is apsearch's set of them
+-- (apsearch.schema.graph_scope), moe_preprocess going with moe_router as
+-- in every recipe.
 local function graph_scope(fields)
   local impl = fields.cuda_graph_impl
   if impl == nil or impl == "none" then return nil end
   if impl == "full_iteration" then return "full_iteration" end
   local sc = type(fields.cuda_graph_scope) == "table" and fields.cuda_graph_scope or {}
-  local has = {}
-  for _, v in ipairs(sc) do has[v] = true end
-  if next(has) == nil then return "layer" end
-  has.mamba = nil
-  if next(has) == nil then return "none" end
-  if has.attn and has.moe_router then return "attn+moe_router" end
-  if has.moe_router then return "moe_router" end
-  if has.attn then return "attn" end
-  return "layer"
+  local mods = {}
+  for _, v in ipairs(sc) do
+    if v ~= "moe_preprocess" then mods[#mods + 1] = v end
+  end
+  if #mods == 0 then return "layer" end
+  return require("apsearch.schema").graph_scope(mods) or die("cuda_graph_scope: " .. table.concat(sc, " "))
 end
 
 local function git_show(ref, path)
@@ -619,13 +616,6 @@ local function convert(r, alt)
   elseif recipe_note:find("^recipe") then c.cuda_graphs = "false" end
   c.cuda_graph_scope = graph_scope(fields)
   if c.cuda_graph_scope == "none" then c.cuda_graphs, c.cuda_graph_scope = "false", nil end
-  local sc = type(fields.cuda_graph_scope) == "table" and fields.cuda_graph_scope or {}
-  for _, v in ipairs(sc) do
-    if v == "mamba" and fields.cuda_graph_impl ~= "none" then
-      assumed[#assumed + 1] = "cuda_graph_scope mamba (the Mamba mixers captured): not modelled, their kernels " ..
-        "priced as launched from Python"
-    end
-  end
   if row.tp > 1 then
     c.tp_comm_overlap = prec[1] == "nvfp4" and "false" or "true"
   end

@@ -973,8 +973,11 @@ local function write_trace(path, ctx, s, est, inputs)
   end
   local text = require("apsearch.format.json").format(chrome.build(est, tl, inputs))
   util.refuse_input_as_output("--trace", path, {}) -- every file read by now
-  local ok, err = util.write_atomic(path, text)
-  if not ok then util.fail("--trace", "file", "cannot write: " .. tostring(err), path) end
+  -- a trace of an earlier estimate is replaced; a user's own file (a
+  -- profile for `calibrate --trace`, anything else) is not
+  util.write_output("--trace", path, text, "a trace apsearch estimate wrote", function(head)
+    return head:sub(1, 200):find('"producer":"apsearch estimate --trace"', 1, true) ~= nil
+  end)
   util.log("wrote %s: the estimated step as a Chrome trace (open in ui.perfetto.dev)", path)
 end
 
@@ -1623,14 +1626,25 @@ end
 
 ------------------------------------------------------------------ calibrate
 
+--- Writes a calibration file (`calibrate --output`): an earlier
+-- calibration is replaced (a JSON object apsearch.calibration accepts),
+-- any other file refused (util.write_output).
+-- @tparam string path
+-- @tparam string text the calibration's JSON
+local function write_calibration(path, text)
+  util.write_output("--output", path, text, "a calibration apsearch wrote", function(head)
+    local ok, c = pcall(require("cjson").decode, head)
+    return ok and type(c) == "table" and pcall(require("apsearch.calibration").check, c, path)
+  end)
+end
+
 --- `calibrate --trace FILE`: the host's launch costs measured on a
 -- PyTorch profiler trace (apsearch.trace), written as a calibration.
 local function calibrate_trace(opts)
   local calib, m = require("apsearch.trace").calibration(opts.trace, opts.device)
   local text = require("apsearch.format.json").format(calib)
   util.refuse_input_as_output("--output", opts.output, {}) -- every file read by now
-  local ok, err = util.write_atomic(opts.output, text)
-  if not ok then util.fail("--output", "file", "cannot write: " .. tostring(err), opts.output) end
+  write_calibration(opts.output, text)
   local dev = next(calib.devices)
   local common = require "apsearch.format.common"
   local width = require("apsearch.format.table").max_width
@@ -1822,8 +1836,7 @@ local function calibrate_log(opts)
   calibration.check(util.deepcopy(calib), opts.log .. ": fitted")
   local text = require("apsearch.format.json").format(calib)
   util.refuse_input_as_output("--output", opts.output, {}) -- every file read by now
-  local wok, err = util.write_atomic(opts.output, text)
-  if not wok then util.fail("--output", "file", "cannot write: " .. tostring(err), opts.output) end
+  write_calibration(opts.output, text)
   local names = util.sorted_keys(base)
   say(("fitted: %s x %.4f (%s family) -> step time %.4f s (%+.2f %% of the measured)%s; wrote %s"):format(
     table.concat(names, ", "), fit.scale, calibration.family(dev), fit.step_after, pct_error(fit.step_after, step),
@@ -1900,8 +1913,7 @@ local function cmd_calibrate(args)
     or calibrate.fit(opts.CASES, { log = log })
   local text = require("apsearch.format.json").format(calib)
   util.refuse_input_as_output("--output", opts.output, {}) -- every file read by now
-  local ok, err = util.write_atomic(opts.output, text)
-  if not ok then util.fail("--output", "file", "cannot write: " .. tostring(err), opts.output) end
+  write_calibration(opts.output, text)
   if calib.stacks then
     for _, id in ipairs(util.sorted_keys(calib.stacks)) do
       local sc = calib.stacks[id]

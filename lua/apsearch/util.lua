@@ -305,14 +305,6 @@ local function link_target(path)
   return nil, path .. ": too many levels of symbolic links"
 end
 
---- Writes a file atomically: a temporary file in the same directory, then
--- `os.rename` over the target, so a crash never leaves half a file.  A
--- path that is the user's symbolic link is written through: the link's
--- target gets the file, the link stays.
--- @tparam string path target file
--- @tparam string data contents
--- @treturn boolean|nil true on success
--- @treturn[opt] string error message
 --- Whether two paths name the same existing file (the same device and
 -- inode after symbolic links are followed: a link, a hard link or another
 -- spelling of one path count as it).
@@ -350,6 +342,14 @@ function M.refuse_input_as_output(flag, out, inputs)
   end
 end
 
+--- Writes a file atomically: a temporary file in the same directory, then
+-- `os.rename` over the target, so a crash never leaves half a file.  A
+-- path that is the user's symbolic link is written through: the link's
+-- target gets the file, the link stays.
+-- @tparam string path target file
+-- @tparam string data contents
+-- @treturn boolean|nil true on success
+-- @treturn[opt] string error message
 function M.write_atomic(path, data)
   local lerr
   path, lerr = link_target(path)
@@ -364,6 +364,42 @@ function M.write_atomic(path, data)
   local rok, rerr = os.rename(tmp, path)
   if not rok then os.remove(tmp) return nil, rerr end
   return true
+end
+
+--- Bytes of an existing output file read to tell whether apsearch wrote
+-- it (M.write_output's `ours`).
+M.OUTPUT_HEAD_BYTES = 65536
+
+--- Writes a file an option names (`estimate --trace`, `calibrate
+-- --output`) without losing one of the user's: a path that does not exist
+-- is created; an existing one (a symbolic link is followed, as
+-- M.write_atomic writes through it) is replaced only when it is a
+-- writable regular file that `ours(head)` recognises as this output of a
+-- previous run (head: its first M.OUTPUT_HEAD_BYTES bytes).  Anything else
+-- -- the user's profile, another file, a read-only one -- is refused, exit
+-- 2, before anything is written.
+-- @tparam string flag the option, e.g. "--trace"
+-- @tparam string path
+-- @tparam string data
+-- @tparam string what the output's name in the message ("an apsearch trace")
+-- @tparam function ours `ours(head) -> boolean`
+-- @raise the one-line refusal, or "cannot write: <reason>"
+function M.write_output(flag, path, data, what, ours)
+  local target = link_target(path) or path
+  local mode = lfs.attributes(target, "mode")
+  if mode ~= nil then
+    if mode ~= "file" then M.fail(flag, "file", "cannot write: a " .. mode .. " is in the way", path) end
+    local f = io.open(target, "r+b") -- opened for writing, nothing written
+    if not f then M.fail(flag, "file", "exists and is not writable: refusing to replace it", path) end
+    local head = f:read(M.OUTPUT_HEAD_BYTES) or ""
+    f:close()
+    if not ours(head) then
+      M.fail(flag, "file", ("exists and is not %s: refusing to replace it (remove it or give a new path)")
+        :format(what), path)
+    end
+  end
+  local ok, err = M.write_atomic(path, data)
+  if not ok then M.fail(flag, "file", "cannot write: " .. tostring(err), path) end
 end
 
 --- Parses a command-line scalar: `true`/`false` -> boolean, numbers ->

@@ -96,6 +96,37 @@ describe("an output file that is an input", function()
     assert.truthy(err:find("--trace: file: is an input of this command (" .. cfg .. ")", 1, true), err)
     assert.are.equal(read(ROOT .. "/examples/models/llama-3.1-8b.json"), read(cfg))
   end)
+
+  it("replaces only an earlier output of its kind: a user's file, profile or link target is kept", function()
+    -- a breaker pass (2026-12-05): `estimate --trace my_profile.json.gz`
+    -- replaced the user's profile, and a read-only file, with the estimate
+    local dir = tmpdir()
+    local profile = dir .. "/profile.json.gz"
+    local f = assert(io.open(profile, "wb"))
+    f:write("\31\139\8\0\0\0\0\0") -- a gzip header: the user's own trace
+    f:close()
+    assert(os.execute("printf hello > " .. q(dir .. "/target.txt") .. " && ln -s target.txt " .. q(dir .. "/l.json")))
+    for _, out in ipairs({ profile, dir .. "/l.json" }) do
+      local err = err_line(apsearch("estimate", "--strategy", "tp_degree=2", "--trace", out, "--quiet"))
+      assert.truthy(err:find("--trace: file: exists and is not a trace apsearch estimate wrote: refusing to "
+        .. "replace it (remove it or give a new path)", 1, true), err)
+    end
+    assert.are.equal("\31\139\8\0\0\0\0\0", read(profile))
+    assert.are.equal("hello", read(dir .. "/target.txt"))
+    -- its own trace is replaced on a second run, as a calibration is
+    local trace = dir .. "/t.json"
+    for _, tp in ipairs({ "2", "4" }) do
+      local code, _, err = apsearch("estimate", "--strategy", "tp_degree=" .. tp, "--trace", trace, "--quiet")
+      assert.are.equal(0, code, err)
+    end
+    local cal = dir .. "/c.json"
+    for _ = 1, 2 do
+      local code, _, err = apsearch("calibrate", ROOT .. "/tests/fixtures/public_cases.csv", "-o", cal, "--quiet")
+      assert.are.equal(0, code, err)
+    end
+    local err = err_line(apsearch("calibrate", ROOT .. "/tests/fixtures/public_cases.csv", "-o", trace, "--quiet"))
+    assert.truthy(err:find("--output: file: exists and is not a calibration apsearch wrote", 1, true), err)
+  end)
 end)
 
 describe("apsearch command line habits", function()

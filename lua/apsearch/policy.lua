@@ -899,7 +899,8 @@ function Norm:constraints(v, routed)
   return out
 end
 
--- resolves paths written in the policy relative to its directory
+-- resolves paths written in the policy relative to its directory;
+-- returns the field and value of an output path that would leave it
 local function resolve_paths(raw, base)
   if type(raw.model) == "string" and pathish(raw.model) then
     raw.model = util.join_path(base, raw.model)
@@ -914,7 +915,13 @@ local function resolve_paths(raw, base)
     end
   end
   if type(raw.outputs) == "table" and type(raw.outputs.dir) == "string" then
-    raw.outputs.dir = util.join_path(base, raw.outputs.dir)
+    local d = raw.outputs.dir
+    -- a policy runs sandboxed: it may name a directory beside it, not
+    -- choose where on the machine the run writes (--out does that)
+    if d:sub(1, 1) == "/" or d:sub(1, 1) == "~" or ("/" .. d .. "/"):find("/%.%./") then
+      return "outputs.dir", d
+    end
+    raw.outputs.dir = util.join_path(base, d)
   end
   if type(raw.objective) == "string" and raw.objective:match("%.lua$") then
     raw.objective = util.join_path(base, raw.objective)
@@ -981,7 +988,11 @@ function M.from_table(raw, file, opts)
   -- no search_space in the policy: the default space (M.default_search_space)
   local default_space = raw.search_space == nil
   local base_dir = opts.base_dir or util.dirname(file)
-  resolve_paths(raw, base_dir)
+  local bad_field, bad_value = resolve_paths(raw, base_dir)
+  if bad_field then
+    util.fail(file, bad_field, "must be a directory beside the policy (no absolute path, no ..); "
+      .. "--out DIR writes anywhere else", bad_value)
+  end
 
   local overrides = util.array()
   for _, s in ipairs(opts.set or {}) do

@@ -217,4 +217,19 @@ describe("trusted code never runs a script's metamethods (issue 27, item 2)", fu
     stopped("f_meta.lua", 'formatter "f_meta" (render) returned {} (expected a string)', 0,
       { "run", "policy.lua", "--formatter", "f_meta.lua", "-q" })
   end)
+
+  it("a policy cannot choose where the run writes: outputs.dir stays beside it", function()
+    -- a breaker pass (2026-12-05): outputs.dir = "/abs/path" created the
+    -- directories and replaced an empty one of the user's with a link
+    local victim = DIR .. "/victim"
+    assert(os.execute("mkdir -p " .. q(victim .. "/empty")))
+    for name, dir in pairs({ p_abs = victim .. "/empty", p_up = "../" .. victim:match("[^/]+$") .. "/x" }) do
+      write(DIR .. "/" .. name .. ".lua", (POLICY:gsub("return {", "return { outputs = { dir = " .. q(dir) .. " },", 1)))
+      stopped(name .. ".lua", "outputs.dir: must be a directory beside the policy (no absolute path, no ..); "
+        .. "--out DIR writes anywhere else", 0, { "run", name .. ".lua", "-q" })
+    end
+    local lfs = require "lfs"
+    assert.are.equal("directory", lfs.symlinkattributes(victim .. "/empty", "mode"))
+    assert.is_nil(lfs.attributes(victim .. "/x"))
+  end)
 end)

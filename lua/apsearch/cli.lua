@@ -861,7 +861,7 @@ local function cmd_run(args)
   end
   if not okr then
     if set then set:abort() end
-    -- a candidate the core refuses outright (a size limit): the policy's
+    -- a candidate the core cannot estimate (out of memory): the policy's
     -- search space and training produced it
     if type(result) == "string" and result:find("^strategy: ") then
       -- the policy file, or the one --model / --cluster built

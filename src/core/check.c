@@ -803,6 +803,9 @@ aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
     if ((r = aps_check_cp(m, t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_batch(t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_pp(m, t, s, msg, n)) != APS_REASON_NONE) return r;
+    /* a schedule past the simulation's size: filtered as any candidate
+     * apsearch cannot price, not an error of the whole search */
+    if (!aps_check_schedule_size(t, s, msg, n)) return APS_REASON_NOT_MODELLED;
     if ((r = aps_check_devices(c, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_moe(m, t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_recompute_modules(m, t, s, msg, n)) != APS_REASON_NONE)

@@ -349,7 +349,9 @@ static int estimate_failed(lua_State *L, aps_status st)
 static void run_estimate(lua_State *L, apsl_context *ctx, int sidx,
                          aps_strategy *s, aps_estimate *e)
 {
-    check_strategy(L, ctx, sidx, s);
+    /* a schedule past the size limit is the estimate's NOT_MODELLED
+     * (aps_check_all), refused before anything is allocated */
+    apsl_check_strategy(L, sidx, &ctx->proto, s);
     aps_status st = aps_estimate_run(&ctx->model, &ctx->cluster,
                                      &ctx->training, s, e);
     if (st != APS_OK)

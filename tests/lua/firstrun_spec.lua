@@ -116,13 +116,14 @@ describe("run --model M --cluster D:N without a policy", function()
     local _, out = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "b200:8", "--wide")
     assert.truthy(out:find("slow the step beyond the estimate (docs/accuracy.md)" .. want .. "\n", 1, true), out)
     -- only rank 1 listed: the margin that ranks only strategies below 90 %
-    -- of the capacity, ceil(0.1 x memory_bytes), and with it rank 1 is one
-    local margin = math.ceil(0.1 * r.inputs.cluster.device.memory_bytes)
+    -- of the capacity, 0.1 x memory_bytes in GiB rounded up to hundredths,
+    -- and with it rank 1 is one
+    local margin = ("%.2f"):format(math.ceil(0.1 * r.inputs.cluster.device.memory_bytes / 2 ^ 30 * 100) / 100)
     local _, out1 = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "b200:8", "--wide", "-k", "1")
-    assert.truthy(out1:find(("; so is every strategy listed (--set training.memory_margin_bytes=%d ranks only " ..
+    assert.truthy(out1:find(("; so is every strategy listed (--set training.memory_margin_gib=%s ranks only " ..
       "those below it)\n"):format(margin), 1, true), out1)
     local code2, r2 = run("llama-3.1-70b", "b200:8", "--top-k", "1", "--set",
-      "training.memory_margin_bytes=" .. margin)
+      "training.memory_margin_gib=" .. margin)
     assert.are.equal(0, code2)
     assert.is_false(r2.top_k_strategies[1].memory_cost.near_capacity)
     assert.are.equal(top[k].performance_cost.step_time, r2.top_k_strategies[1].performance_cost.step_time)

@@ -654,8 +654,9 @@ local function first_with_headroom(top, capacity, training)
     return string.format("; so is every strategy listed (--set constraints.memory_limit_kind=device --set "
       .. "cluster.memory_limit_gib=%.2f ranks only those below it)", math.floor(frac * capacity / 2 ^ 30 * 100) / 100)
   end
-  local margin = math.ceil((1 - frac) * capacity)
-  return string.format("; so is every strategy listed (--set training.memory_margin_bytes=%d ranks only "
+  -- in hundredths of a GiB rounded up: at least the margin the flag needs
+  local margin = math.ceil((1 - frac) * capacity / 2 ^ 30 * 100) / 100
+  return string.format("; so is every strategy listed (--set training.memory_margin_gib=%.2f ranks only "
     .. "those below it)", margin)
 end
 

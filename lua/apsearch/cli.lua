@@ -138,11 +138,15 @@ local MAX_SANDBOX_SECONDS = 1e9
 --   `must be a number of seconds >= 0`
 function M.configure_sandbox(opts)
   local cfg = {}
+  -- the bounds the sandbox takes (src/lua/lsandbox.c sandbox.configure)
+  local max = { instructions = 9e18, memory_mib = 1e9 }
   for flag, key in pairs({ ["sandbox-instructions"] = "instructions", ["sandbox-memory-mib"] = "memory_mib" }) do
     local v = opts[flag]
     if v ~= nil then
       local n = util.decimal(v)
-      if not util.is_integer(n) or n < 0 then util.fail("--" .. flag, key, "must be an integer >= 0", v) end
+      if not util.is_integer(n) or n < 0 or n > max[key] then
+        util.fail("--" .. flag, key, ("must be an integer in [0, %.0e]"):format(max[key]), v)
+      end
       cfg[key] = math.tointeger(n)
     end
   end

@@ -3903,7 +3903,8 @@ function M.load(path, name)
   if not ok then
     error(string.format("%s: invalid JSON: %s", path, M.json_error_where(tostring(cfg), text)), 0)
   end
-  if type(cfg) ~= "table" or rawget(cfg, 1) ~= nil then
+  -- an empty array decodes to the empty table an empty object does
+  if type(cfg) ~= "table" or rawget(cfg, 1) ~= nil or text:match("^%s*%[") then
     error(string.format("%s: expected one JSON object (a Hugging Face config.json), got %s", path,
       type(cfg) == "table" and "an array" or cfg == cjson.null and "null" or "a " .. type(cfg)), 0)
   end

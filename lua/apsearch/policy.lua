@@ -467,6 +467,10 @@ function Norm:fields(tbl, fields, path, section, routed, skip)
       local kind = fields[name]
       if factor then
         if not util.is_finite(v) then self:fail(p, "expected a number", v) end
+        if not util.is_finite(v * factor) then
+          -- 1e308 GiB is finite, its bytes are not
+          self:fail(p, ("too large: %s x %g is past the largest number"):format(k, factor), v)
+        end
         v = v * factor
         if kind == "posint" or kind == "nonnegint" then v = util.int(math.floor(v + 0.5))
         else v = util.int(v) end

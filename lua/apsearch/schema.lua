@@ -371,10 +371,13 @@ function M.check_value(kind, v, fail)
     end
     return s
   elseif kind == "posint" then
+    -- a number past the bound (10^100000 reads as inf) says the bound
+    if type(v) == "number" and v >= M.INT_LIMIT then fail("must be below 2^31", v) end
     if not util.is_integer(v) or v < 1 then fail("must be a positive integer", v) end
     if v >= M.INT_LIMIT then fail("must be below 2^31", v) end
     return util.int(v)
   elseif kind == "nonnegint" then
+    if type(v) == "number" and v >= M.INT_LIMIT then fail("must be below 2^31", v) end
     if not util.is_integer(v) or v < 0 then fail("must be an integer >= 0", v) end
     if v >= M.INT_LIMIT then fail("must be below 2^31", v) end
     return util.int(v)

@@ -479,6 +479,11 @@ describe("refusals", function()
     local ok_bom, m_bom = pcall(hf.load, path)
     assert.is_true(ok_bom, tostring(m_bom))
     assert.are.equal(2, m_bom.num_layers)
+    -- an empty array too (it decodes to an empty table and read "model_type:
+    -- required key is missing"; breaker pass, 2026-12-05)
+    path = tmpfile("empty_array.json", " [ ] ")
+    assert.are.equal(path .. ": expected one JSON object (a Hugging Face config.json), got an array",
+      err_of(hf.load, path))
     path = tmpfile("null.json", "null")
     assert.are.equal(path .. ": expected one JSON object (a Hugging Face config.json), got null", err_of(hf.load, path))
   end)

@@ -41,6 +41,8 @@ usage: apsearch <command> [options]
 commands:
   run [POLICY.lua]     search parallel strategies (default policy:
                        examples/llama3_8b_h100.lua, Llama-3.1-8B on 8 x H100)
+  run --model MODEL --cluster DEVICE:HOSTS
+                       no policy file: one built for a preset or config.json
   estimate [POLICY.lua] --strategy KEY=VALUE,...
                        full memory and time breakdown of one strategy
   presets              model and device presets, with their sources
@@ -54,6 +56,8 @@ commands:
   calibrate --log TRAIN.log [POLICY.lua --strategy ...] [-o CALIB.json]
                        a Megatron-LM or TorchTitan log beside the estimate
                        of its job; -o fits the efficiencies to it
+  calibrate --trace PROFILE.json.gz -o CALIB.json
+                       the host's launch costs from a PyTorch profiler trace
   help [COMMAND]       this text, or the options of COMMAND (same as
                        `apsearch COMMAND --help`)
 

@@ -239,6 +239,13 @@ end
 -- @tparam table c its parse (policy.parse_cluster_spec)
 -- @treturn string|nil
 function M.cluster_note(spec, c)
+  -- hosts larger than the device's board: one switch joining them all
+  local d, g = spec:match("^([^:]+):%d+x(%d+)$")
+  local board = d and (policy_mod.HOST_GPUS[d:lower()] or policy_mod.HOST_GPUS_DEFAULT)
+  if board and math.tointeger(tonumber(g)) > board then
+    return ("note: --cluster %s gives hosts of %s GPUs on one NVLink switch each; a %s board holds %d "
+      .. "(an NVLink domain across hosts is cluster.nvlink_domain_size)"):format(spec, g, d, board)
+  end
   local dev, nodes = spec:match("^([^:]+):(%d+)$")
   if not nodes or c.num_devices <= c.devices_per_node then return nil end
   local per, n = c.devices_per_node, math.tointeger(tonumber(nodes))

@@ -233,6 +233,12 @@ describe("apsearch binary", function()
       -- one host, or xGPUS given: nothing to misread
       assert.is_nil(cli.cluster_note("b200:1", policy.parse_cluster_spec("b200:1")))
       assert.is_nil(cli.cluster_note("b200:8x8", policy.parse_cluster_spec("b200:8x8")))
+      -- a host larger than the device's board is said (1x1024 read as one
+      -- NVLink switch of 1,024 H100s; breaker pass, 2026-12-05)
+      assert.are.equal("note: --cluster h100-sxm-80gb:1x1024 gives hosts of 1024 GPUs on one NVLink switch each; "
+        .. "a h100-sxm-80gb board holds 8 (an NVLink domain across hosts is cluster.nvlink_domain_size)",
+        cli.cluster_note("h100-sxm-80gb:1x1024", policy.parse_cluster_spec("h100-sxm-80gb:1x1024")))
+      assert.is_nil(cli.cluster_note("gb200:2x4", policy.parse_cluster_spec("gb200:2x4")))
     end)
 
     it("for another name of a framework, suggesting apsearch's (a new user's finding)", function()

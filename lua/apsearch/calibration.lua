@@ -123,7 +123,12 @@ function M.check(c, where)
     for k, v in pairs(fields) do
       local known = false
       for _, p in ipairs(M.FIELDS) do known = known or p.field == k end
-      if not known then error(path .. ": devices." .. dev .. "." .. tostring(k) .. ": not a calibrated field", 0) end
+      if not known then
+        local names = {}
+        for i, p in ipairs(M.FIELDS) do names[i] = p.field end
+        error(path .. ": devices." .. dev .. "." .. tostring(k) .. ": "
+          .. require("apsearch.suggest").unknown("not a calibrated field", k, names), 0)
+      end
       local b
       for _, p in ipairs(M.FIELDS) do if p.field == k then b = p end end
       if type(v) ~= "number" or v ~= v or v < b.lo or v > b.hi then

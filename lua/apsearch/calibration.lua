@@ -76,6 +76,7 @@ function M.load(path)
   if not text then error(path .. ": " .. tostring(err), 0) end
   local c, jerr = cjson.decode(text)
   if type(c) ~= "table" then error(path .. ": not valid JSON (" .. tostring(jerr) .. ")", 0) end
+  util.refuse_duplicate_key(path, text)
   -- absent in a hand-written file: the current version
   if c.schema_version ~= nil and c.schema_version ~= M.SCHEMA_VERSION then
     error(("%s: schema_version: expected %d (got %s)"):format(path, M.SCHEMA_VERSION,

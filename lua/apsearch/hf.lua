@@ -3903,6 +3903,7 @@ function M.load(path, name)
   if not ok then
     error(string.format("%s: invalid JSON: %s", path, M.json_error_where(tostring(cfg), text)), 0)
   end
+  util.refuse_duplicate_key(path, text)
   -- an empty array decodes to the empty table an empty object does
   if type(cfg) ~= "table" or rawget(cfg, 1) ~= nil or text:match("^%s*%[") then
     error(string.format("%s: expected one JSON object (a Hugging Face config.json), got %s", path,

@@ -366,6 +366,21 @@ function M.write_atomic(path, data)
   return true
 end
 
+--- Refuses a JSON file (already decoded) whose object gives a key twice:
+-- lua-cjson keeps the last one silently, so a hand edit that repeats
+-- `hidden_size` would estimate another model than the file seems to say
+-- (apsearch.core.json_duplicate_key).
+-- @tparam string path the file, for the message
+-- @tparam string text its JSON text
+-- @raise `<path>:<line>: key "<key>" is given twice in one object (JSON keeps the last; remove one)`
+function M.refuse_duplicate_key(path, text)
+  local key, line = require("apsearch.core").json_duplicate_key(text)
+  if key then
+    error(("%s:%d: key %s is given twice in one object (JSON readers keep the last; remove one)")
+      :format(path, line, M.describe(key)), 0)
+  end
+end
+
 --- Bytes of an existing output file read to tell whether apsearch wrote
 -- it (M.write_output's `ours`).
 M.OUTPUT_HEAD_BYTES = 65536

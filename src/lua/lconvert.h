@@ -80,6 +80,9 @@ void apsl_csv_rows_register(lua_State *L);
 /** core.json_encode (ljson.c, documented there): the JSON text of a
  *  result, keys sorted (lua/apsearch/format/json.lua). */
 int apsl_json_encode(lua_State *L);
+/** core.json_duplicate_key (ljsondup.c, documented there): the first key
+ *  a JSON object gives twice, and its line. */
+int apsl_json_duplicate_key(lua_State *L);
 
 /* ------------------------------------------------------------ table -> C */
 

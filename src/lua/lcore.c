@@ -822,6 +822,7 @@ static const luaL_Reg module_funcs[] = {
     {"fd_copy", apsl_fd_copy},
     {"csv_rows", apsl_csv_rows},
     {"json_encode", apsl_json_encode},
+    {"json_duplicate_key", apsl_json_duplicate_key},
     {NULL, NULL}
 };
 

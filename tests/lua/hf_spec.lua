@@ -484,6 +484,16 @@ describe("refusals", function()
     path = tmpfile("empty_array.json", " [ ] ")
     assert.are.equal(path .. ": expected one JSON object (a Hugging Face config.json), got an array",
       err_of(hf.load, path))
+    -- a key given twice in one object: lua-cjson kept the last silently
+    -- (breaker pass, 2026-12-05); the same key in two objects is fine
+    path = tmpfile("dup.json", '{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,\n' ..
+      '"num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100,\n"hidden_size": 128}')
+    assert.are.equal(path .. ':3: key "hidden_size" is given twice in one object (JSON readers keep the last; ' ..
+      'remove one)', err_of(hf.load, path))
+    local core = require "apsearch.core"
+    assert.is_nil(core.json_duplicate_key('{"a": {"x": 1}, "b": {"x": 2}, "c": [{"x": 1}, {"x": 2}], "d": "a"}'))
+    -- keys in strings and escaped quotes are not keys; a nested object's repeat is found
+    assert.are.same({ "a", 2 }, { core.json_duplicate_key('{"s": "\\"a\\":", "a\\"": 1,\n"b": [1, {"a": 1, "a": 2}]}') })
     path = tmpfile("null.json", "null")
     assert.are.equal(path .. ": expected one JSON object (a Hugging Face config.json), got null", err_of(hf.load, path))
   end)

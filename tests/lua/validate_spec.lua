@@ -850,6 +850,8 @@ describe("calibrate", function()
         "peak_flops_bf16: not a calibrated field",
       ['{"schema_version": 1, "devices": {"h100-sxm-80gb": {"gemm_efficency": 0.6}}}'] =
         'gemm_efficency: not a calibrated field; did you mean "gemm_efficiency"?',
+      ['{"schema_version": 1, "devices": {"h100-sxm-80gb": {"gemm_efficiency": 0.5, "gemm_efficiency": 0.6}}}'] =
+        ':1: key "gemm_efficiency" is given twice in one object',
       ['{"schema_version": 1, "devices": {"z100": {"gemm_efficiency": 0.5}}}'] =
         "devices.z100: unknown device preset",
       ['{"schema_version": 2, "devices": {}}'] = "schema_version: expected 1 (got 2)",

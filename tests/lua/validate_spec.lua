@@ -866,7 +866,7 @@ describe("calibrate", function()
       local ok, err = pcall(calibration.load, path)
       os.remove(path)
       assert.is_false(ok)
-      assert.truthy(err:find(path .. ": ", 1, true) == 1, err)
+      assert.truthy(err:find(path .. ":", 1, true) == 1, err)
       assert.truthy(err:find(why, 1, true), err)
     end
   end)

@@ -87,13 +87,13 @@ static int dup_insert(dup_table *t, const char *text, size_t off, size_t len,
 }
 
 /** End of the string whose opening quote is at i: the index of its
- *  closing quote. */
+ *  closing quote, n when the text ends first (not valid JSON). */
 static size_t string_end(const char *s, size_t n, size_t i)
 {
     for (i++; i < n && s[i] != '"'; i++)
         if (s[i] == '\\')
             i++;
-    return i;
+    return i < n ? i : n;
 }
 
 /** The first repeated key: its offset and length (returns 1), or 0. */
@@ -117,6 +117,8 @@ static int find_duplicate(const char *s, size_t n, size_t *off, size_t *len)
             want_key[depth - 1] = stack[depth - 1] != 0;
         } else if (c == '"') {
             size_t e = string_end(s, n, i);
+            if (e == n)
+                break;
             if (depth > 0 && want_key[depth - 1]) {
                 want_key[depth - 1] = false;
                 int r = dup_insert(&t, s, i + 1, e - i - 1, stack[depth - 1]);

@@ -169,6 +169,19 @@
 --   (`use_qk_norm`), chunked attention on the RoPE layers; absent keys
 --   take Llama4TextConfig's defaults; the vision tower of `llama4` is
 --   counted apart (info.vision_params).
+-- * `gemma4_text`, `gemma4` (its `text_config`; transformers
+--   modeling_gemma4.py @ c308a309): Gemma 3's layer with a weightless
+--   v_norm; on the full-attention layers of `layer_types` (default every
+--   6th; the last always) `global_head_dim` wide heads and, with
+--   `attention_k_eq_v`, `num_global_key_value_heads` KV heads without a
+--   V projection (global_head_dim, global_num_query_groups,
+--   global_k_eq_v); with `enable_moe_block` `num_experts` experts of
+--   `moe_intermediate_size`, top `top_k_experts`, beside the dense MLP
+--   (read as a shared expert of `intermediate_size`), the router's
+--   scales (moe_router_scales) and 3 more norms; RoPE per layer type
+--   noted; per-layer inputs (`hidden_size_per_layer_input` > 0), KV
+--   sharing (`num_kv_shared_layers` > 0) and `use_bidirectional_attention`
+--   "all" refused; absent keys take Gemma4TextConfig's defaults.
 -- * `minimax_m2` (MiniMax-M2, M2.1, M2.5, M2.7): GQA without biases, Q/K
 --   RMSNorms over the whole projections (`qk_norm_type` per_layer), RoPE
 --   on `rotary_dim` of `head_dim`,

@@ -2703,6 +2703,12 @@ M.GEMMA4_ROPE_DEFAULTS = {
 M.GEMMA4_ROPE_TYPES = { sliding_attention = { default = true },
                         full_attention = { default = true, proportional = true } }
 
+--- The widest attention head FlashAttention and TransformerEngine's cuDNN
+-- fused attention train on Hopper (apsearch.te_attention: fused_attn.cpp
+-- :235 at TransformerEngine v2.2); a wider one falls back to unfused
+-- attention there.
+M.FUSED_ATTENTION_MAX_HEAD_DIM = 256
+
 --- Config keys of the model fields Gemma 4 names its own way, for the
 -- core's errors.
 M.GEMMA4_CONFIG_KEYS = {
@@ -2775,6 +2781,11 @@ local function gemma4_attention(m, r, t, file, notes)
   m.qkv_bias, m.attn_out_bias = ab, ab
   local gd = config_int(t.global_head_dim, 0, file, "global_head_dim")
   if gd > 0 and gd ~= m.head_dim then m.global_head_dim = gd end
+  if gd > M.FUSED_ATTENTION_MAX_HEAD_DIM then
+    note(notes, file, "global_head_dim %d is wider than the %d FlashAttention and cuDNN fused attention train on " ..
+      "Hopper: TransformerEngine may run those layers' attention unfused; priced as training.flash_attention says",
+      gd, M.FUSED_ATTENTION_MAX_HEAD_DIM)
+  end
   if r.bool("attention_k_eq_v", false) then
     m.global_k_eq_v = true
     local g = r.int("num_global_key_value_heads")

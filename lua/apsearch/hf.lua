@@ -169,8 +169,9 @@
 --   (`use_qk_norm`), chunked attention on the RoPE layers; absent keys
 --   take Llama4TextConfig's defaults; the vision tower of `llama4` is
 --   counted apart (info.vision_params).
--- * `gemma4_text`, `gemma4` (its `text_config`; transformers
---   modeling_gemma4.py @ c308a309): Gemma 3's layer with a weightless
+-- * `gemma4_text`, `gemma4` (its `text_config`, the vision tower counted
+--   apart, info.vision_params; transformers modeling_gemma4.py
+--   @ c308a309): Gemma 3's layer with a weightless
 --   v_norm; on the full-attention layers of `layer_types` (default every
 --   6th; the last always) `global_head_dim` wide heads and, with
 --   `attention_k_eq_v`, `num_global_key_value_heads` KV heads without a
@@ -2880,6 +2881,74 @@ end
 
 builders.gemma4_text = function(r, cfg, file, notes, extra) return gemma4_text(cfg, file, notes, extra) end
 
+--- Gemma4VisionConfig's defaults (configuration_gemma4.py @ 351f643a).
+M.GEMMA4_VISION_DEFAULTS = {
+  hidden_size = 768, intermediate_size = 3072, num_hidden_layers = 16, num_attention_heads = 12,
+  num_key_value_heads = 12, head_dim = 64, patch_size = 16, position_embedding_size = 10240,
+}
+
+--- Gemma4VisionPatchEmbedder's input_proj takes RGB patches (3 channels
+-- of patch_size^2) and its position_embedding_table has one table per
+-- spatial axis (2).
+M.GEMMA4_PATCH_CHANNELS, M.GEMMA4_POSITION_AXES = 3, 2
+
+--- Parameters of Gemma 4's vision tower and of its projection into the
+-- text model, which apsearch counts apart (it trains the text model;
+-- modeling_gemma4.py @ c308a309): Gemma4VisionPatchEmbedder input_proj
+-- 3 p^2 h and position_embedding_table 2 x position_embedding_size x h;
+-- per Gemma4VisionEncoderLayer q h a d, k and v h k d, o a d h (no
+-- biases; Gemma4ClippableLinear's bounds are buffers), q_norm and k_norm
+-- d (v_norm has no weight), the gated MLP 3 h f and the same 4 RMSNorms
+-- h as a text layer; Gemma4MultimodalEmbedder embedding_projection h x
+-- h_text (its norm has no weight).  std_bias and std_scale are buffers.
+-- @tparam table vc the decoded `vision_config`
+-- @tparam integer text_h the text model's hidden_size
+-- @tparam string file for errors
+-- @treturn integer the vision tower's parameters
+-- @treturn integer the projection's
+function M.gemma4_vision_params(vc, text_h, file)
+  local r = reader(with_defaults(vc, M.GEMMA4_VISION_DEFAULTS), file)
+  local h, f, p = r.int("hidden_size"), r.int("intermediate_size"), r.int("patch_size")
+  local a, k, d = r.int("num_attention_heads"), r.int("num_key_value_heads"), r.int("head_dim")
+  local layer = 2 * h * a * d + 2 * h * k * d + 2 * d + 3 * h * f + M.GEMMA4_NORMS * h
+  local tower = M.GEMMA4_PATCH_CHANNELS * p * p * h +
+                M.GEMMA4_POSITION_AXES * r.int("position_embedding_size") * h + r.int("num_hidden_layers") * layer
+  return tower, h * text_h
+end
+
+-- The config keys of the model fields `keys` names (beside
+-- M.CONFIG_KEY's) inside a wrapper's text_config, for the core's errors.
+local function text_config_keys(keys)
+  local out = {}
+  for f, k in pairs(M.CONFIG_KEY) do out[f] = "text_config: " .. k end
+  for f, k in pairs(keys) do out[f] = "text_config: " .. k end
+  return out
+end
+
+-- Gemma 4 multimodal (Gemma4ForConditionalGeneration; Gemma4Config
+-- builds Gemma4TextConfig(**text_config), configuration_gemma4.py
+-- @ 351f643a): the text model of `text_config` (absent: every default)
+-- with the wrapper's tie_word_embeddings where it leaves it out; the
+-- vision tower of `vision_config` (null: none) counted apart
+-- (info.vision_params); the audio tower said, not counted.
+function builders.gemma4(r, cfg, file, notes, info)
+  local t = with_defaults(sub_config(cfg, "text_config", file, false),
+    { tie_word_embeddings = r.bool("tie_word_embeddings", true) })
+  local m = gemma4_text(t, file .. ": text_config", notes, info)
+  info.config_keys = text_config_keys(info.config_keys)
+  if not is_null(cfg.vision_config) then
+    local tower, proj = M.gemma4_vision_params(sub_config(cfg, "vision_config", file, false), m.hidden_size,
+      file .. ": vision_config")
+    info.vision_params = tower + proj
+    note(notes, file, "the vision tower (%d parameters) and its projection into the text model (%d) are " ..
+      "counted apart, not in total or active and not estimated: apsearch trains the text model", tower, proj)
+  end
+  if not is_null(cfg.audio_config) then
+    note(notes, file, "the audio tower (audio_config) is neither modelled nor counted")
+  end
+  return m
+end
+
 --- Llama4TextConfig's defaults (transformers configuration_llama4.py @
 -- 008e5743): the keys a `llama4_text` config or Llama 4's nested
 -- `text_config` may leave out.  attention_chunk_size (8192) is read apart:
@@ -3639,7 +3708,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "olmoe", "dbrx", "gpt_oss", "glm4_moe", "glm4_moe_lite", "llama4_text", "llama4",
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
-                    "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text" }
+                    "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -3798,9 +3867,7 @@ M.MOE_BUILDER_REFUSES = { nemotron_h = true }
 -- transformers fills a missing vision_config with the class's default, so
 -- none is needed.
 M.WRAPPERS = { glm4v = "glm4v_text", glm4v_moe = "glm4v_moe_text", qwen3_vl = "qwen3_vl_text", qwen3_vl_moe = "qwen3_vl_moe_text",
-  qwen3_5 = "qwen3_5_text", qwen3_5_moe = "qwen3_5_moe_text", kimi_k25 = "deepseek_v3",
-  -- Gemma4Config builds Gemma4TextConfig(**text_config) (configuration_gemma4.py @ 351f643a)
-  gemma4 = "gemma4_text" }
+  qwen3_5 = "qwen3_5_text", qwen3_5_moe = "qwen3_5_moe_text", kimi_k25 = "deepseek_v3" }
 
 --- Multimodal wrappers whose text model is whatever its text_config's own
 -- model_type says (the value: the type when it says none), read through

@@ -110,9 +110,35 @@ describe("gemma4: exact parameter counts", function()
     assert.are.equal(1000000.0, m.rope_theta)
     assert.is_nil(m.rotary_percent)
     local notes = table.concat(info.notes, "\n")
-    assert.truthy(notes:find("the vision tower (vision_config) is neither modelled nor counted", 1, true))
+    assert.truthy(notes:find("the vision tower (569548080 parameters) and its projection into the text model " ..
+      "(3244032) are counted apart", 1, true))
     assert.truthy(notes:find("full_attention proportional, rope_theta 1000000, partial_rotary_factor 0.25", 1, true))
     assert.truthy(notes:find("final_logit_softcapping = 30", 1, true))
+  end)
+
+  it("counts the vision tower and its projection apart, as transformers builds them", function()
+    -- Gemma4VisionModel: input_proj 3 p^2 h, position_embedding_table
+    -- 2 x 10240 x h, 27 layers of q, k, v, o h x a d (a = k = 16, d = 72),
+    -- q_norm and k_norm d, the gated MLP 3 h f, 4 norms h;
+    -- Gemma4MultimodalEmbedder h x h_text (the card: a ~550M encoder)
+    local v = decoded("gemma-4-26b-a4b").vision_config
+    local h, f, d = v.hidden_size, v.intermediate_size, v.head_dim
+    local layer = 4 * h * 16 * d + 2 * d + 3 * h * f + 4 * h
+    local tower = 3 * 16 * 16 * h + 2 * 10240 * h + v.num_hidden_layers * layer
+    local _, info = load("gemma-4-26b-a4b")
+    assert.are.equal(569548080, tower)
+    assert.are.equal(tower + h * 2816, info.vision_params)
+    -- no vision_config: no tower; an audio_config is said
+    local cfg = decoded("gemma-4-26b-a4b")
+    cfg.vision_config, cfg.audio_config = cjson.null, {}
+    local _, i2 = hf.from_config(cfg, "g.json")
+    assert.is_nil(i2.vision_params)
+    assert.truthy(table.concat(i2.notes, "\n"):find("the audio tower (audio_config) is neither modelled nor counted",
+      1, true))
+    local bad = decoded("gemma-4-26b-a4b")
+    bad.vision_config.patch_size = 0
+    assert.are.equal("g.json: vision_config: patch_size: expected a positive integer <= 16777216 (got 0)",
+      err_of(hf.from_config, bad, "g.json"))
   end)
 
   it("without attention_k_eq_v the full layers keep their own V and the windowed layers' KV heads", function()

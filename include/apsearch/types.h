@@ -220,6 +220,22 @@ typedef struct {
                                           Megatron --window-attn-skip-freq k),
                                           and sliding_window_layers is
                                           L - floor(L / k); 0: not given */
+    /* A second attention shape on the layers without the sliding window
+     * (Gemma 4's full-attention layers: transformers Gemma4TextAttention,
+     * models/gemma4/modeling_gemma4.py @ c308a309).  All three 0 / false:
+     * every layer has the shape above.  Not with multi-head latent
+     * attention, a hybrid or Gated DeltaNet model, DSA or chunking. */
+    int64_t global_head_dim;         /**< head width of those layers (HF
+                                          global_head_dim); 0: head_dim */
+    int64_t global_num_query_groups; /**< their KV heads (HF
+                                          num_global_key_value_heads with
+                                          attention_k_eq_v); 0:
+                                          num_query_groups */
+    bool global_k_eq_v;              /**< those layers have no V projection:
+                                          V is K's projection output through
+                                          its own weightless norm (HF
+                                          attention_k_eq_v); K and V are
+                                          still two tensors */
     /* Numerics that change neither memory nor FLOPs, carried so that the
      * launch configs describe the exact model.  0 = not given (the
      * framework's default) or none; otherwise finite and > 0. */
@@ -339,6 +355,12 @@ typedef struct {
                                           hidden * score; Megatron --moe-
                                           apply-probs-on-input); top-1 only;
                                           no parameters */
+    bool moe_router_scales;          /**< the router scales its input by h
+                                          weights and the chosen experts'
+                                          weights by E per-expert weights
+                                          (Gemma 4 Gemma4TextRouter scale,
+                                          per_expert_scale; h + E per MoE
+                                          layer) */
     bool moe_router_linear_bias;     /**< the router's linear layer has a
                                           bias added to the logits before
                                           top-k (E weights; gpt-oss:

@@ -1311,7 +1311,8 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "max_position_embeddings", "norms_per_layer", "mlp", "norm",
   "position_embedding", "norm_bias", "qkv_bias", "attn_out_bias", "mlp_bias",
   "qk_norm", "qk_norm_full_width", "qk_norm_head_weights", "attention_sinks", "tie_word_embeddings", "lm_head_bias", "reordered_norm", "rotary_interleaved", "mup_multipliers", "parallel_attn_mlp", "norm_weightless", "embedding_norm",
-  "sliding_window", "sliding_window_layers", "sliding_window_period", "qk_l2_norm",
+  "sliding_window", "sliding_window_layers", "sliding_window_period",
+  "global_head_dim", "global_num_query_groups", "global_k_eq_v", "qk_l2_norm",
   "nope_layer_period", "attention_chunk_size", "chunked_attention_layers",
   "glu_activation", "glu_linear_offset", "glu_clamp", "attn_logit_softcapping",
   "final_logit_softcapping",
@@ -1322,7 +1323,7 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   -- mixture of experts and multi-head latent attention (absent when dense)
   "num_experts", "experts_per_token", "moe_ffn_hidden_size",
   "shared_expert_ffn_hidden_size", "shared_expert_gate", "moe_router_bias", "moe_latent_size",
-  "moe_router_sigmoid", "moe_router_softmax_bias", "moe_router_input_probs", "moe_router_linear_bias", "moe_aux_loss_coeff", "moe_seq_aux_loss", "moe_router_num_groups", "moe_router_group_topk",
+  "moe_router_sigmoid", "moe_router_softmax_bias", "moe_router_input_probs", "moe_router_linear_bias", "moe_router_scales", "moe_aux_loss_coeff", "moe_seq_aux_loss", "moe_router_num_groups", "moe_router_group_topk",
   "moe_router_group_score_topk", "moe_router_topk_scaling_factor", "moe_router_pre_softmax",
   "moe_first_dense_layers", "moe_layer_freq", "moe_layer_phase",
   "moe_dense_layers", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",

@@ -169,6 +169,20 @@
 --   (`use_qk_norm`), chunked attention on the RoPE layers; absent keys
 --   take Llama4TextConfig's defaults; the vision tower of `llama4` is
 --   counted apart (info.vision_params).
+-- * `gemma4_text`, `gemma4` (its `text_config`, the vision tower counted
+--   apart, info.vision_params; transformers modeling_gemma4.py
+--   @ c308a309): Gemma 3's layer with a weightless
+--   v_norm; on the full-attention layers of `layer_types` (default every
+--   6th; the last always) `global_head_dim` wide heads and, with
+--   `attention_k_eq_v`, `num_global_key_value_heads` KV heads without a
+--   V projection (global_head_dim, global_num_query_groups,
+--   global_k_eq_v); with `enable_moe_block` `num_experts` experts of
+--   `moe_intermediate_size`, top `top_k_experts`, beside the dense MLP
+--   (read as a shared expert of `intermediate_size`), the router's
+--   scales (moe_router_scales) and 3 more norms; RoPE per layer type
+--   noted; per-layer inputs (`hidden_size_per_layer_input` > 0), KV
+--   sharing (`num_kv_shared_layers` > 0) and `use_bidirectional_attention`
+--   "all" refused; absent keys take Gemma4TextConfig's defaults.
 -- * `minimax_m2` (MiniMax-M2, M2.1, M2.5, M2.7): GQA without biases, Q/K
 --   RMSNorms over the whole projections (`qk_norm_type` per_layer), RoPE
 --   on `rotary_dim` of `head_dim`,
@@ -2657,6 +2671,284 @@ function builders.gemma3(r, cfg, file, notes, info)
   return m
 end
 
+--- Gemma4TextConfig's defaults (transformers configuration_gemma4.py
+-- @ 351f643a): the keys a `gemma4_text` config or Gemma 4's nested
+-- `text_config` may leave out.
+M.GEMMA4_TEXT_DEFAULTS = {
+  vocab_size = 262144, hidden_size = 2304, intermediate_size = 9216, num_hidden_layers = 30,
+  num_attention_heads = 8, num_key_value_heads = 4, head_dim = 256, max_position_embeddings = 131072,
+  rms_norm_eps = 1e-6, sliding_window = 512, hidden_size_per_layer_input = 256, global_head_dim = 512,
+  num_kv_shared_layers = 0, tie_word_embeddings = true,
+}
+
+--- Gemma4TextConfig.__post_init__'s layers when `layer_types` is absent:
+-- layer i (1-based) has full attention when i % 6 == 0, the others the
+-- window.
+M.GEMMA4_WINDOW_PATTERN = 6
+
+--- RMSNorms with a weight in one Gemma4TextDecoderLayer: input,
+-- post-attention, pre- and post-feedforward; the MoE block adds
+-- post_feedforward_layernorm_1, post_feedforward_layernorm_2 and
+-- pre_feedforward_layernorm_2.
+M.GEMMA4_NORMS, M.GEMMA4_MOE_NORMS = 4, 3
+
+--- Gemma4TextConfig.__post_init__'s `rope_parameters` when absent, and
+-- the RoPE types Gemma4TextRotaryEmbedding computes per layer type
+-- (default; proportional on the full-attention layers, over
+-- global_head_dim): both only rotate Q and K, which no estimate prices
+-- apart from the kind of RoPE.
+M.GEMMA4_ROPE_DEFAULTS = {
+  sliding_attention = { rope_type = "default", rope_theta = 10000.0 },
+  full_attention = { rope_type = "proportional", partial_rotary_factor = 0.25, rope_theta = 1000000.0 },
+}
+M.GEMMA4_ROPE_TYPES = { sliding_attention = { default = true },
+                        full_attention = { default = true, proportional = true } }
+
+--- The widest attention head FlashAttention and TransformerEngine's cuDNN
+-- fused attention train on Hopper (apsearch.te_attention: fused_attn.cpp
+-- :235 at TransformerEngine v2.2); a wider one falls back to unfused
+-- attention there.
+M.FUSED_ATTENTION_MAX_HEAD_DIM = 256
+
+--- Config keys of the model fields Gemma 4 names its own way, for the
+-- core's errors.
+M.GEMMA4_CONFIG_KEYS = {
+  num_experts = "num_experts", experts_per_token = "top_k_experts",
+  moe_ffn_hidden_size = "moe_intermediate_size", global_head_dim = "global_head_dim",
+  global_num_query_groups = "num_global_key_value_heads",
+}
+
+-- A config value Gemma 4 has that apsearch does not price, refused with
+-- the file, key, value and why.
+local function not_modelled(file, key, why, v)
+  error(("NotImplemented: %s: %s: %s (got %s)"):format(file, key, why, util.describe(v)), 0)
+end
+
+-- Gemma 4's layer types as Gemma4TextConfig.__post_init__ leaves them:
+-- the config's (validated), else every GEMMA4_WINDOW_PATTERN-th layer
+-- full; the last layer full whatever they say (noted when they differ).
+local function gemma4_layer_types(t, L, file, notes)
+  local types = {}
+  if not is_null(t.layer_types) then sliding_layer_count(t, L, file) end
+  for i = 1, L do
+    types[i] = is_null(t.layer_types) and
+      (i % M.GEMMA4_WINDOW_PATTERN == 0 and "full_attention" or "sliding_attention") or t.layer_types[i]
+  end
+  if types[L] ~= "full_attention" then
+    note(notes, file, "the last layer is %s in %s: Gemma4TextConfig makes it full_attention; read so", types[L],
+      is_null(t.layer_types) and "the default layer_types" or "layer_types")
+    types[L] = "full_attention"
+  end
+  return types
+end
+
+-- Gemma 4's RoPE (rope_parameters, one object per layer type in use):
+-- validated, the full-attention layers' rope_theta carried, the rest
+-- noted; RoPE only rotates Q and K (element-wise: no estimate reads it).
+local function gemma4_rope(m, t, types, file, notes)
+  local rp = is_null(t.rope_parameters) and M.GEMMA4_ROPE_DEFAULTS or t.rope_parameters
+  if type(rp) ~= "table" or #rp > 0 then util.fail(file, "rope_parameters", "expected an object or null", rp) end
+  local used, said = {}, {}
+  for i = 1, #types do used[types[i]] = true end
+  for _, kind in ipairs(M.ROPE_LAYER_TYPES) do
+    local p, key = rp[kind], "rope_parameters." .. kind
+    if used[kind] then
+      if type(p) ~= "table" or #p > 0 then util.fail(file, key, "expected an object", p) end
+      local rt = is_null(p.rope_type) and "default" or p.rope_type
+      if not M.GEMMA4_ROPE_TYPES[kind][rt] then
+        not_modelled(file, key .. ".rope_type", "apsearch reads Gemma 4's " .. kind .. " layers with RoPE " ..
+          util.join(util.sorted_keys(M.GEMMA4_ROPE_TYPES[kind])) .. " only", p.rope_type)
+      end
+      local theta = positive(p, "rope_theta", file .. ": " .. key)
+      if not theta then util.fail(file, key .. ".rope_theta", "required key is missing", nil) end
+      local frac = M.rotary_fraction(p, file .. ": " .. key)
+      said[#said + 1] = ("%s %s, rope_theta %s%s"):format(kind, rt, util.describe(theta),
+        frac and (", partial_rotary_factor " .. util.describe(frac)) or "")
+      if kind == "full_attention" then m.rope_theta = theta end
+    end
+  end
+  note(notes, file, "RoPE per layer type (%s) rotates Q and K only and changes no estimate; the model " ..
+    "carries the full-attention layers' rope_theta", table.concat(said, "; "))
+end
+
+-- Gemma 4's attention (Gemma4TextAttention): per-head q_norm and k_norm
+-- (head_dim weights each), a weightless v_norm, attention_bias on q, k,
+-- v and o; on the full-attention layers global_head_dim (0: head_dim)
+-- and, with attention_k_eq_v, num_global_key_value_heads KV heads whose
+-- K projection is V's too (no v_proj).
+local function gemma4_attention(m, r, t, file, notes)
+  m.qk_norm = true
+  local ab = r.bool("attention_bias", false)
+  m.qkv_bias, m.attn_out_bias = ab, ab
+  local gd = config_int(t.global_head_dim, 0, file, "global_head_dim")
+  if gd > 0 and gd ~= m.head_dim then m.global_head_dim = gd end
+  if gd > M.FUSED_ATTENTION_MAX_HEAD_DIM then
+    note(notes, file, "global_head_dim %d is wider than the %d FlashAttention and cuDNN fused attention train on " ..
+      "Hopper: TransformerEngine may run those layers' attention unfused; priced as training.flash_attention says",
+      gd, M.FUSED_ATTENTION_MAX_HEAD_DIM)
+  end
+  if r.bool("attention_k_eq_v", false) then
+    m.global_k_eq_v = true
+    local g = r.int("num_global_key_value_heads")
+    if g ~= m.num_query_groups then m.global_num_query_groups = g end
+  elseif r.has("num_global_key_value_heads") then
+    r.int("num_global_key_value_heads")
+    note(notes, file, "num_global_key_value_heads is read only with attention_k_eq_v (Gemma4TextAttention); ignored")
+  end
+  note(notes, file, "v_norm (a weightless RMSNorm on V) is element-wise; not priced")
+  local bidir = t.use_bidirectional_attention
+  if bidir == "all" then
+    not_modelled(file, "use_bidirectional_attention", "bidirectional attention on every token (no causal " ..
+      "mask, a window of sliding_window // 2 + 1) is not modelled: apsearch trains a causal language model", bidir)
+  elseif not is_null(bidir) and bidir ~= "vision" then
+    util.fail(file, "use_bidirectional_attention", 'expected "vision", "all" or null', bidir)
+  end
+end
+
+-- What Gemma 4 has that apsearch does not price: per-layer inputs and
+-- KV sharing across layers (refused), and use_double_wide_mlp, which
+-- widens only the KV-shared layers' MLPs (Gemma4TextMLP).
+local function gemma4_refusals(r, t, file, notes)
+  local ple = config_int(t.hidden_size_per_layer_input, 0, file, "hidden_size_per_layer_input")
+  if ple > 0 then
+    not_modelled(file, "hidden_size_per_layer_input", "Gemma 4's per-layer inputs (a vocab_size_per_layer_input " ..
+      "x num_hidden_layers x hidden_size_per_layer_input embedding, its projection and each layer's gate) are " ..
+      "not modelled; 0 (none) is", ple)
+  end
+  if r.has("vocab_size_per_layer_input") then r.int("vocab_size_per_layer_input") end
+  local shared = config_int(t.num_kv_shared_layers, 0, file, "num_kv_shared_layers")
+  if shared > 0 then
+    not_modelled(file, "num_kv_shared_layers", "KV sharing (the last layers reuse an earlier layer's K and V " ..
+      "without K/V projections) is not modelled; 0 (none) is", shared)
+  end
+  if r.bool("use_double_wide_mlp", false) then
+    note(notes, file, "use_double_wide_mlp widens only the KV-shared layers' MLPs; there are none")
+  end
+end
+
+-- Gemma 4's MoE block (enable_moe_block; Gemma4TextRouter,
+-- Gemma4TextExperts): beside every layer's dense MLP of
+-- intermediate_size, num_experts experts of moe_intermediate_size, the
+-- top_k_experts of a softmax over them renormalised and scaled per
+-- expert; the outputs summed.  The dense MLP is read as an always-on
+-- expert (shared_expert_ffn_hidden_size, as Megatron's shared expert
+-- runs beside the routed ones); the router's scale (h) and
+-- per_expert_scale (E) as moe_router_scales.
+local function gemma4_moe(m, r, file, notes)
+  if not r.bool("enable_moe_block", false) then return end
+  m.num_experts = r.int("num_experts")
+  m.experts_per_token = r.int("top_k_experts")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  m.shared_expert_ffn_hidden_size = m.ffn_hidden_size
+  m.moe_router_scales = true
+  m.norms_per_layer = M.GEMMA4_NORMS + M.GEMMA4_MOE_NORMS
+  note(notes, file, "the router normalises its input (the residual) with a weightless RMSNorm, element-wise; " ..
+    "not priced")
+end
+
+-- Gemma 4's text model (transformers modeling_gemma4.py @ c308a309
+-- Gemma4TextModel, Gemma4TextDecoderLayer; configuration_gemma4.py
+-- @ 351f643a Gemma4TextConfig).  Its numerics are its own (the RoPE per
+-- layer type): info.own_numerics.
+local function gemma4_text(cfg, file, notes, extra)
+  local t = with_defaults(cfg, M.GEMMA4_TEXT_DEFAULTS)
+  local r = reader(t, file)
+  gemma4_refusals(r, t, file, notes)
+  local m = llama_like(r, t, file, { tied = true, norms_per_layer = M.GEMMA4_NORMS })
+  m.glu_activation = M.gemma_activation(t, file)
+  gemma4_attention(m, r, t, file, notes)
+  local types = gemma4_layer_types(t, m.num_layers, file, notes)
+  local n = 0
+  for i = 1, #types do n = n + (types[i] == "sliding_attention" and 1 or 0) end
+  window_on(m, r, n)
+  set_window_period(m, { layer_types = types }, nil)
+  gemma4_moe(m, r, file, notes)
+  local cap = positive(t, "final_logit_softcapping", file)
+  if cap then
+    m.final_logit_softcapping = cap
+    note(notes, file, "final_logit_softcapping = %s (tanh soft-capping) is element-wise; not priced",
+      util.describe(cap))
+  end
+  local plain = with_defaults({}, t)
+  plain.rope_parameters, plain.rope_theta = nil, nil
+  numerics(m, plain, file)
+  gemma4_rope(m, t, types, file, notes)
+  note(notes, file, "layer_scalar (one value per layer, a buffer in the checkpoint) is not a parameter; not counted")
+  extra.own_numerics = true
+  extra.config_keys = M.GEMMA4_CONFIG_KEYS
+  return m
+end
+
+builders.gemma4_text = function(r, cfg, file, notes, extra) return gemma4_text(cfg, file, notes, extra) end
+
+--- Gemma4VisionConfig's defaults (configuration_gemma4.py @ 351f643a).
+M.GEMMA4_VISION_DEFAULTS = {
+  hidden_size = 768, intermediate_size = 3072, num_hidden_layers = 16, num_attention_heads = 12,
+  num_key_value_heads = 12, head_dim = 64, patch_size = 16, position_embedding_size = 10240,
+}
+
+--- Gemma4VisionPatchEmbedder's input_proj takes RGB patches (3 channels
+-- of patch_size^2) and its position_embedding_table has one table per
+-- spatial axis (2).
+M.GEMMA4_PATCH_CHANNELS, M.GEMMA4_POSITION_AXES = 3, 2
+
+--- Parameters of Gemma 4's vision tower and of its projection into the
+-- text model, which apsearch counts apart (it trains the text model;
+-- modeling_gemma4.py @ c308a309): Gemma4VisionPatchEmbedder input_proj
+-- 3 p^2 h and position_embedding_table 2 x position_embedding_size x h;
+-- per Gemma4VisionEncoderLayer q h a d, k and v h k d, o a d h (no
+-- biases; Gemma4ClippableLinear's bounds are buffers), q_norm and k_norm
+-- d (v_norm has no weight), the gated MLP 3 h f and the same 4 RMSNorms
+-- h as a text layer; Gemma4MultimodalEmbedder embedding_projection h x
+-- h_text (its norm has no weight).  std_bias and std_scale are buffers.
+-- @tparam table vc the decoded `vision_config`
+-- @tparam integer text_h the text model's hidden_size
+-- @tparam string file for errors
+-- @treturn integer the vision tower's parameters
+-- @treturn integer the projection's
+function M.gemma4_vision_params(vc, text_h, file)
+  local r = reader(with_defaults(vc, M.GEMMA4_VISION_DEFAULTS), file)
+  local h, f, p = r.int("hidden_size"), r.int("intermediate_size"), r.int("patch_size")
+  local a, k, d = r.int("num_attention_heads"), r.int("num_key_value_heads"), r.int("head_dim")
+  local layer = 2 * h * a * d + 2 * h * k * d + 2 * d + 3 * h * f + M.GEMMA4_NORMS * h
+  local tower = M.GEMMA4_PATCH_CHANNELS * p * p * h +
+                M.GEMMA4_POSITION_AXES * r.int("position_embedding_size") * h + r.int("num_hidden_layers") * layer
+  return tower, h * text_h
+end
+
+-- The config keys of the model fields `keys` names (beside
+-- M.CONFIG_KEY's) inside a wrapper's text_config, for the core's errors.
+local function text_config_keys(keys)
+  local out = {}
+  for f, k in pairs(M.CONFIG_KEY) do out[f] = "text_config: " .. k end
+  for f, k in pairs(keys) do out[f] = "text_config: " .. k end
+  return out
+end
+
+-- Gemma 4 multimodal (Gemma4ForConditionalGeneration; Gemma4Config
+-- builds Gemma4TextConfig(**text_config), configuration_gemma4.py
+-- @ 351f643a): the text model of `text_config` (absent: every default)
+-- with the wrapper's tie_word_embeddings where it leaves it out; the
+-- vision tower of `vision_config` (null: none) counted apart
+-- (info.vision_params); the audio tower said, not counted.
+function builders.gemma4(r, cfg, file, notes, info)
+  local t = with_defaults(sub_config(cfg, "text_config", file, false),
+    { tie_word_embeddings = r.bool("tie_word_embeddings", true) })
+  local m = gemma4_text(t, file .. ": text_config", notes, info)
+  info.config_keys = text_config_keys(info.config_keys)
+  if not is_null(cfg.vision_config) then
+    local tower, proj = M.gemma4_vision_params(sub_config(cfg, "vision_config", file, false), m.hidden_size,
+      file .. ": vision_config")
+    info.vision_params = tower + proj
+    note(notes, file, "the vision tower (%d parameters) and its projection into the text model (%d) are " ..
+      "counted apart, not in total or active and not estimated: apsearch trains the text model", tower, proj)
+  end
+  if not is_null(cfg.audio_config) then
+    note(notes, file, "the audio tower (audio_config) is neither modelled nor counted")
+  end
+  return m
+end
+
 --- Llama4TextConfig's defaults (transformers configuration_llama4.py @
 -- 008e5743): the keys a `llama4_text` config or Llama 4's nested
 -- `text_config` may leave out.  attention_chunk_size (8192) is read apart:
@@ -3416,7 +3708,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "olmoe", "dbrx", "gpt_oss", "glm4_moe", "glm4_moe_lite", "llama4_text", "llama4",
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
-                    "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text" }
+                    "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -3428,7 +3720,7 @@ M.ARCHITECTURES = {
   Qwen2ForCausalLM = "qwen2", Qwen3ForCausalLM = "qwen3", Qwen2MoeForCausalLM = "qwen2_moe", MiMoForCausalLM = "mimo",
   Qwen3MoeForCausalLM = "qwen3_moe", Qwen3NextForCausalLM = "qwen3_next", Glm4MoeForCausalLM = "glm4_moe",
   Glm4MoeLiteForCausalLM = "glm4_moe_lite",
-  Llama4ForCausalLM = "llama4_text", Llama4ForConditionalGeneration = "llama4",
+  Llama4ForCausalLM = "llama4_text", Llama4ForConditionalGeneration = "llama4", Gemma4ForCausalLM = "gemma4_text",
   MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3", SeedOssForCausalLM = "seed_oss",
   Ernie4_5_MoeForCausalLM = "ernie4_5_moe",
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
@@ -3519,11 +3811,6 @@ M.UNMODELLED = {
   minimax_m3 = "block-sparse attention (sparse_attention_config) is not modelled",
   mimo_v2_flash = "sliding-window layers with their own heads and widths (swa_num_attention_heads, " ..
     "swa_head_dim) and attention-sink biases are not modelled",
-  gemma4_text = "Gemma 4's attention (attention_k_eq_v, global_head_dim, num_kv_shared_layers) and " ..
-    "per-layer inputs (hidden_size_per_layer_input) are not modelled",
-  -- the multimodal Gemma4Config around it (transformers configuration_gemma4.py @ 008e5743)
-  gemma4 = "Gemma 4's text model (gemma4_text: attention_k_eq_v, global_head_dim, num_kv_shared_layers, " ..
-    "per-layer inputs hidden_size_per_layer_input) and its vision and audio towers are not modelled",
   -- transformers configuration_falcon_h1.py @ 7abb76c5 (FalconH1DecoderLayer)
   falcon_h1 = "Falcon-H1's layers run attention and a Mamba-2 mixer in parallel on one normed input " ..
     "(num_attention_heads beside mamba_d_ssm, mamba_n_heads): apsearch's hybrid layers have one mixer each; " ..
@@ -3790,7 +4077,8 @@ function M.from_config(cfg, source, name)
         or type(cfg.model_type) == "string" and cfg.model_type or util.describe(cfg.model_type), mt, as)
   end
   if M.ADJUST[mt] then cfg = M.ADJUST[mt](cfg) end
-  local model = numerics(build(reader(cfg, source), cfg, source, notes, extra), cfg, source)
+  local model = build(reader(cfg, source), cfg, source, notes, extra)
+  if not extra.own_numerics then model = numerics(model, cfg, source) end
   quantization_note(notes, cfg.quantization_config, source)
   local dropout, dropout_key, dropout_value, dropout_stated = dropout_of(cfg, source)
   if not dropout_stated and type(cfg.text_config) == "table" then

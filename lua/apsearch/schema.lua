@@ -48,6 +48,7 @@ M.model = {
   norm_weightless = "bool", embedding_norm = "bool",
   sliding_window = "nonnegint", sliding_window_layers = "nonnegint",
   sliding_window_period = "nonnegint",
+  global_head_dim = "nonnegint", global_num_query_groups = "nonnegint", global_k_eq_v = "bool",
   -- Llama 4's attention: weightless L2 Q/K norms, NoPE layers, chunked
   -- attention (the chunk changes the attention FLOPs)
   qk_l2_norm = "bool", nope_layer_period = "nonnegint", attention_chunk_size = "nonnegint",
@@ -70,7 +71,7 @@ M.model = {
   -- that leaves an MoE layer) and multi-head latent attention
   num_experts = "nonnegint", experts_per_token = "nonnegint", moe_ffn_hidden_size = "nonnegint",
   shared_expert_ffn_hidden_size = "nonnegint", shared_expert_gate = "bool",
-  moe_router_bias = "bool", moe_router_linear_bias = "bool", moe_latent_size = "nonnegint",
+  moe_router_bias = "bool", moe_router_linear_bias = "bool", moe_router_scales = "bool", moe_latent_size = "nonnegint",
   moe_first_dense_layers = "nonnegint", moe_layer_freq = "nonnegint", moe_layer_phase = "nonnegint",
   moe_dense_layers = "layerlist",
   q_lora_rank = "nonnegint", kv_lora_rank = "nonnegint", qk_nope_head_dim = "nonnegint",

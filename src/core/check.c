@@ -96,6 +96,7 @@ aps_reason aps_check_tp(const aps_model *m, const aps_training *t,
     struct { const char *f; int64_t v; } div[] = {
         {"num_attention_heads", m->num_attention_heads},
         {"num_query_groups", m->num_query_groups},
+        {"global_num_query_groups", m->global_num_query_groups},
         {"hidden_size", m->hidden_size},
         {"ffn_hidden_size", m->ffn_hidden_size},
         /* MambaMixer @ d98e8a64 asserts nheads % tp == 0 and
@@ -141,6 +142,7 @@ static aps_reason check_cp_a2a_heads(const aps_model *m, const aps_strategy *s,
     struct { const char *f; int64_t v; } heads[] = {
         {"num_attention_heads", m->num_attention_heads},
         {"num_query_groups", m->num_query_groups},
+        {"global_num_query_groups", m->global_num_query_groups},
     };
     for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
         if (heads[i].v % t != 0 || (heads[i].v / t) % c == 0)
@@ -766,6 +768,24 @@ static aps_reason check_loss_chunks(const aps_model *m, const aps_training *t,
     return APS_REASON_FRAMEWORK_UNSUPPORTED;
 }
 
+/** A global attention shape (Gemma 4) under the op-level selective
+ *  recompute of TorchTitan and AutoModel (opsac.c): its walk alternates
+ *  saved and recomputed matmuls over one shape of layer, and a layer
+ *  without V projection shifts the alternation; not modelled. */
+static const char *global_attention_refusal(const aps_training *t,
+                                            const aps_strategy *s,
+                                            aps_reason *code)
+{
+    *code = APS_REASON_NOT_MODELLED;
+    if (aps_profile(t)->op_sac_selective &&
+        s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
+        return "selective recompute of a model with a global attention "
+               "shape (global_head_dim, global_num_query_groups, "
+               "global_k_eq_v: Gemma 4) under op-level selective activation "
+               "checkpointing is not modelled";
+    return NULL;
+}
+
 aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
                                      const aps_strategy *s, char *msg, size_t n)
 {
@@ -784,7 +804,9 @@ aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
     aps_reason code = APS_REASON_NONE;
     const char *why = aps_model_is_hybrid(m) ? aps_hybrid_refusal(m, t, s, &code)
                       : aps_model_has_gdn(m) ? aps_gdn_refusal(t, s, &code)
-                                             : NULL;
+                      : aps_model_has_global_attention(m)
+                          ? global_attention_refusal(t, s, &code)
+                          : NULL;
     if (why != NULL) {
         aps_fmt(msg, n, "%s", why);
         return code;

@@ -52,6 +52,9 @@ double aps_op_sac_recompute_params(const aps_model *m)
 /** Shapes of one layer on one device for one micro-batch. */
 typedef struct {
     double tp, cp, S, sl, b, h, a, k, dh, f;
+    double v;      /**< V projections per KV head: 1, 0 when V is K's
+                        output (aps_attn_kind) */
+    double keys;   /**< keys per query of the attention core */
     double qa;     /**< query columns per head dim: a, 2a with the output
                         gate in q_proj (attention_output_gate) */
     double T;      /**< tokens of one micro-batch on this device, b s/c */
@@ -76,6 +79,8 @@ static void shape_of(const aps_model *m, const aps_training *t,
     x->qa = m->attention_output_gate ? 2.0 * x->a : x->a;
     x->k = (double)m->num_query_groups;
     x->dh = (double)m->head_dim;
+    x->v = 1.0;
+    x->keys = aps_attention_keys(m, x->S, t->flash_attention);
     x->f = (double)m->ffn_hidden_size;
     x->T = x->b * x->sl;
     x->rep = (s->tp_degree > 1 && s->sequence_parallel) ? x->tp : 1.0;
@@ -145,8 +150,8 @@ static double layer_gemms(const aps_model *m, const aps_device *d,
 {
     aps_precision prec = t->precision;
     double attn =
-        aps_gemm_time(d, prec, x->T, (x->qa + 2.0 * x->k) * x->dh / x->tp,
-                      x->h) +
+        aps_gemm_time(d, prec, x->T,
+                      (x->qa + (1.0 + x->v) * x->k) * x->dh / x->tp, x->h) +
         aps_gemm_time(d, prec, x->T, x->h, x->a * x->dh / x->tp);
     double mlp = aps_gemm_time(d, prec, x->T, x->mlp_up, x->h) +
                  aps_gemm_time(d, prec, x->T, x->h, x->f / x->tp);
@@ -169,12 +174,10 @@ double aps_attention_efficiency(const aps_device *d, const aps_training *t)
  *  window), CP balances the halves; without it the scores are dense and
  *  the two products run as batched GEMMs at the device's
  *  unfused_attention_efficiency (aps_attention_efficiency). */
-static void layer_attention(const aps_model *m, const aps_device *d,
-                            const aps_training *t, const layer_shape *x,
-                            aps_layer_cost *out)
+static void layer_attention(const aps_device *d, const aps_training *t,
+                            const layer_shape *x, aps_layer_cost *out)
 {
-    double keys = aps_attention_keys(m, x->S, t->flash_attention);
-    double attn_flops = 4.0 * x->b * x->sl * keys * x->a * x->dh / x->tp;
+    double attn_flops = 4.0 * x->b * x->sl * x->keys * x->a * x->dh / x->tp;
     double attn_rate = d->peak_flops_bf16 * aps_attention_efficiency(d, t);
     out->attn_fwd = x->w.attn_share * attn_flops / attn_rate;
     out->attn_bwd = x->w.attn_share * attn_flops *
@@ -311,8 +314,8 @@ static void layer_casts(const aps_model *m, const aps_device *d,
     const aps_hybrid_counts *w = &x->w;
     double cast, fused, f, b;
     aps_cast_bytes(t, &cast, &fused);
-    proj_block_casts(t, x, (x->qa + 2.0 * x->k) * x->dh, x->a * x->dh, &f,
-                     &b);
+    proj_block_casts(t, x, (x->qa + (1.0 + x->v) * x->k) * x->dh,
+                     x->a * x->dh, &f, &b);
     double fwd = w->attn_share * f, bwd = w->attn_share * b;
     fwd += w->mlp_share * (aps_norm_cast_bytes(t) * x->T * x->h / x->rep +
                            fused * x->T * x->f / x->tp);
@@ -497,19 +500,70 @@ static void layer_cp(const aps_cluster *c, const aps_strategy *s,
     }
 }
 
+/** The times of the layer of shape x (one attention kind). */
+static void layer_times_of(const aps_model *m, const aps_cluster *c,
+                           const aps_training *t, const aps_strategy *s,
+                           const layer_shape *x, aps_layer_cost *out)
+{
+    const aps_device *d = &c->device;
+    out->gemm_fwd = layer_gemms(m, d, t, x);
+    layer_attention(d, t, x, out);
+    out->membound_fwd = aps_hbm_time(d, layer_membound_bytes(m, t, x));
+    layer_casts(m, d, t, x, out);
+    layer_selective(m, d, t, s, x, out);
+    layer_tp(c, t, s, x, out);
+    layer_cp(c, s, x, out);
+}
+
+/** The fields layer_times_of sets. */
+#define APS_KIND_COST_FIELDS 11
+static void kind_cost_fields(aps_layer_cost *c,
+                             double *f[APS_KIND_COST_FIELDS])
+{
+    double *all[APS_KIND_COST_FIELDS] = {
+        &c->gemm_fwd, &c->attn_fwd, &c->attn_bwd, &c->membound_fwd,
+        &c->fp8_cast_fwd, &c->fp8_cast_bwd, &c->selective_fwd, &c->tp_fwd,
+        &c->tp_bwd, &c->cp_fwd, &c->cp_bwd};
+    for (int i = 0; i < APS_KIND_COST_FIELDS; i++)
+        f[i] = all[i];
+}
+
+/** The mean layer of a model with a global attention shape: each kind's
+ *  times (its KV heads, head width, V projection and keys) by its share
+ *  of the layers. */
+static void layer_times_kinds(const aps_model *m, const aps_cluster *c,
+                              const aps_training *t, const aps_strategy *s,
+                              const layer_shape *x, aps_layer_cost *out)
+{
+    aps_attn_kind k[APS_ATTN_KINDS];
+    int n = aps_attn_kinds(m, k);
+    double *sum[APS_KIND_COST_FIELDS], *part_f[APS_KIND_COST_FIELDS];
+    aps_layer_cost part = *out;
+    kind_cost_fields(out, sum);
+    kind_cost_fields(&part, part_f);
+    for (int j = 0; j < APS_KIND_COST_FIELDS; j++)
+        *sum[j] = 0.0;
+    for (int i = 0; i < n; i++) {
+        layer_shape y = *x;
+        y.k = k[i].k;
+        y.dh = k[i].d;
+        y.v = k[i].v;
+        y.keys = aps_attn_kind_keys(m, &k[i], x->S, t->flash_attention);
+        layer_times_of(m, c, t, s, &y, &part);
+        for (int j = 0; j < APS_KIND_COST_FIELDS; j++)
+            *sum[j] += k[i].share * *part_f[j];
+    }
+}
+
 void aps_layer_times(const aps_model *m, const aps_cluster *c,
                      const aps_training *t, const aps_strategy *s,
                      const aps_hybrid_counts *w, aps_layer_cost *out)
 {
-    const aps_device *d = &c->device;
     layer_shape x;
     shape_of(m, t, s, w, &x);
-    out->gemm_fwd = layer_gemms(m, d, t, &x);
-    layer_attention(m, d, t, &x, out);
-    out->membound_fwd = aps_hbm_time(d, layer_membound_bytes(m, t, &x));
-    layer_casts(m, d, t, &x, out);
-    layer_selective(m, d, t, s, &x, out);
-    layer_tp(c, t, s, &x, out);
-    layer_cp(c, s, &x, out);
+    if (aps_model_has_global_attention(m))
+        layer_times_kinds(m, c, t, s, &x, out);
+    else
+        layer_times_of(m, c, t, s, &x, out);
     aps_host_program_build(m, t, s, w, &out->host);
 }

@@ -729,6 +729,41 @@ void aps_dsa_layer_cost(const aps_model *m, const aps_device *d,
 
 /* ---- gdn.c: Gated DeltaNet linear-attention layers (Qwen3-Next) ---- */
 
+/* ---- model.c: attention kinds (Gemma 4's full-attention layers) ---- */
+
+/** Most attention shapes one model has (the windowed and the global). */
+#define APS_ATTN_KINDS 2
+
+/** How a kind's keys are counted: the model's mean over its layers
+ *  (aps_attention_keys), within the window, or over the whole causal
+ *  prefix. */
+typedef enum { APS_KEYS_MEAN = 0, APS_KEYS_WINDOW, APS_KEYS_FULL } aps_keys_kind;
+
+/** One kind of attention layer: how many, and its shape. */
+typedef struct {
+    double layers;  /**< layers of this kind */
+    double share;   /**< layers / num_layers */
+    double k;       /**< KV heads */
+    double d;       /**< head width */
+    double v;       /**< V projections per KV head: 1, 0 when V is K's */
+    aps_keys_kind keys;
+} aps_attn_kind;
+
+/** True when the layers without the window have a shape of their own
+ *  (global_head_dim, global_num_query_groups, global_k_eq_v). */
+static inline bool aps_model_has_global_attention(const aps_model *m)
+{
+    return m->global_head_dim > 0 || m->global_num_query_groups > 0 ||
+           m->global_k_eq_v;
+}
+/** The model's attention kinds into out; returns how many (1: every layer
+ *  has the model's shape and the mean keys; 2: the windowed layers, then
+ *  the global ones, either possibly without layers). */
+int aps_attn_kinds(const aps_model *m, aps_attn_kind out[APS_ATTN_KINDS]);
+/** Keys one query of kind x attends to in an S-token sequence. */
+double aps_attn_kind_keys(const aps_model *m, const aps_attn_kind *x, double S,
+                          bool causal);
+
 /** True when the model has a linear_attention_period. */
 static inline bool aps_model_has_gdn(const aps_model *m)
 {
@@ -1562,6 +1597,10 @@ double aps_moe_latent_params(const aps_model *m);
 /** Parameters of one routed expert at the expert width, its biases with
  *  mlp_bias (moe.c). */
 double aps_moe_expert_params(const aps_model *m);
+/** The router's parameters beside its h x E weight: E score biases
+ *  (moe_router_bias), E logit biases (moe_router_linear_bias), h input
+ *  and E per-expert scales (moe_router_scales). */
+double aps_moe_router_extra_params(const aps_model *m);
 /** Model FLOPs of one sequence's forward pass over all layers as Megatron-
  *  Core's num_floating_point_operations counts them minus the dense
  *  count of flops_step (2 S matmul params + 4 S keys a d per layer). */

@@ -119,6 +119,29 @@ static double largest_layer_set(const aps_hybrid_counts *w, bool hybrid,
     return mean;
 }
 
+/** Bytes one attention block of kind x saves over T tokens on one of tp
+ *  ranks beyond its norm: Q, K, V (two tensors also when V is K's
+ *  projection output, through its own norm), the context (the output
+ *  projection's input), the Q/K norms' inputs, the output gate's sigmoid
+ *  and context. */
+static double attn_saved_bytes(const aps_model *m, const aps_training *t,
+                               double T, double tp, const aps_attn_kind *x)
+{
+    /* Inputs of the linear layers (QKV, out-proj, fc1, fc2): fp8 with
+     * TransformerEngine, which saves the fp8 cast it computed with for the
+     * weight-gradient GEMM (transformer_engine/pytorch/module/
+     * layernorm_linear.py, linear.py: saved inputmat); bf16 otherwise. */
+    double A = APS_ACT_BYTES, Ain = aps_gemm_input_bytes(t);
+    double a = (double)m->num_attention_heads, k = x->k, d = x->d;
+    double attn = A * T * (a * d + 2.0 * k * d) / tp    /* Q, K, V */
+                  + Ain * T * a * d / tp;               /* context */
+    if (m->qk_norm)
+        attn += A * T * (a + k) * d / tp;
+    if (m->attention_output_gate) /* the gate's sigmoid and the context */
+        attn += 2.0 * A * T * a * d / tp;
+    return attn;
+}
+
 void aps_layer_activations(const aps_model *m, const aps_training *t,
                            const aps_strategy *s, const aps_hybrid_counts *mix,
                            aps_layer_cost *out)
@@ -129,16 +152,10 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
     double S = (double)t->seq_length;
     double b = (double)s->micro_batch_size;
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
-    double k = (double)m->num_query_groups, d = (double)m->head_dim;
     double rep = (s->tp_degree > 1 && s->sequence_parallel) ? tp : 1.0;
     double sbh_rep = sl * b * h / rep;
     double drop = aps_recipe_dropout(t) ? 1.0 : 0.0;
 
-    /* Inputs of the linear layers (QKV, out-proj, fc1, fc2): fp8 with
-     * TransformerEngine, which saves the fp8 cast it computed with for the
-     * weight-gradient GEMM (transformer_engine/pytorch/module/
-     * layernorm_linear.py, linear.py: saved inputmat); bf16 otherwise. */
-    double Ain = aps_gemm_input_bytes(t);
     double gemm_in = gemm_input_bytes(t, s, sl, h); /* QKV, MLP inputs */
     /* per block (hybrid.c: a transformer layer is two): the norm's input,
      * its output (the first GEMM's input, gemm_input_bytes), the dropout
@@ -150,12 +167,11 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
         aps_hybrid_mix(m, &w);
     double replicated = w.blocks * ((A + drop * APS_MASK_BYTES) * sbh_rep +
                                     gemm_in);
-    double attn = A * sl * b * (a * d + 2.0 * k * d) / tp    /* Q, K, V */
-                  + Ain * sl * b * a * d / tp;               /* context */
-    if (m->qk_norm)
-        attn += A * sl * b * (a + k) * d / tp;
-    if (m->attention_output_gate) /* the gate's sigmoid and the context */
-        attn += 2.0 * A * sl * b * a * d / tp;
+    double attn = 0.0; /* the mean layer's, kind by kind */
+    aps_attn_kind kind[APS_ATTN_KINDS];
+    int nk = aps_attn_kinds(m, kind);
+    for (int i = 0; i < nk; i++)
+        attn += kind[i].share * attn_saved_bytes(m, t, sl * b, tp, &kind[i]);
     double mlp = aps_mlp_saved_bytes(m, t, s); /* unfused SwiGLU included */
     /* Hugging Face's eager modules (transformers 00227283 models/llama/
      * modeling_llama.py, the code of the 4.3x releases): LlamaRMSNorm runs
@@ -584,12 +600,13 @@ static double dp_buffers(const aps_training *t, const aps_dp_plan *plan)
  *  and the output are what the attention saves for its backward (l.4536-
  *  4576), as many elements as the p2p path's local Q, K, V, O: counted
  *  with the activations, not here. */
-static double cp_buffers(const aps_model *m, const aps_training *t,
-                         const aps_strategy *s, const aps_layout *lay)
+static double cp_kind_buffers(const aps_model *m, const aps_training *t,
+                              const aps_strategy *s, const aps_layout *lay,
+                              const aps_attn_kind *x)
 {
     double A = APS_ACT_BYTES, tp = (double)lay->t;
     double sl = (double)lay->s_local, b = (double)lay->b;
-    double d = (double)m->head_dim, k = (double)m->num_query_groups;
+    double d = x->d, k = x->k;
     if (s->cp_comm_type == APS_CP_A2A)
         return 2.0 * A * b * sl * ((double)m->num_attention_heads + 2.0 * k) *
                d / tp;
@@ -598,6 +615,20 @@ static double cp_buffers(const aps_model *m, const aps_training *t,
                        ? kv * (double)t->seq_length       /* gathered */
                        : 2.0 * kv * sl;                   /* 2 in flight */
     return 2.0 * chunk; /* + dK, dV in backward */
+}
+
+/** The CP buffers of the largest attention kind (one layer's in use at a
+ *  time): cp_kind_buffers. */
+static double cp_buffers(const aps_model *m, const aps_training *t,
+                         const aps_strategy *s, const aps_layout *lay)
+{
+    aps_attn_kind x[APS_ATTN_KINDS];
+    int n = aps_attn_kinds(m, x);
+    double best = 0.0;
+    for (int i = 0; i < n; i++)
+        if (x[i].layers > 0)
+            best = fmax(best, cp_kind_buffers(m, t, s, lay, &x[i]));
+    return best;
 }
 
 /** Communication buffers of rank i into mem: TP with SP, the gathered

@@ -333,6 +333,7 @@ static aps_status validate_moe(aps_model *m, char *err, size_t n)
             {"shared_expert_gate", m->shared_expert_gate},
             {"moe_router_bias", m->moe_router_bias},
             {"moe_router_linear_bias", m->moe_router_linear_bias},
+            {"moe_router_scales", m->moe_router_scales},
             /* Megatron-LM d98e8a64 megatron/training/arguments.py
              * l.1980-1982: "MoE latent projections are applicable only
              * for MoE models" */
@@ -546,6 +547,74 @@ static aps_status validate_llama4_attention(const aps_model *m, char *err,
     return APS_OK;
 }
 
+/* Layers with the sliding window: sliding_window_layers, 0 meaning all
+ * of them when there is a window. */
+static double windowed_layers(const aps_model *m)
+{
+    if (m->sliding_window <= 0)
+        return 0.0;
+    return m->sliding_window_layers > 0 ? (double)m->sliding_window_layers
+                                        : (double)m->num_layers;
+}
+
+/* Keys per query of a causal S-token sequence under a w-token window
+ * (w < S): query i attends min(i, w) keys, (S w - w^2 / 2) / S on
+ * average. */
+static double window_keys(double w, double S)
+{
+    return w - 0.5 * w * w / S;
+}
+
+/*
+ * The global layers' own attention shape (Gemma 4): widths in range, the
+ * KV heads dividing the query heads, at least one layer without the
+ * window, and none of the attention variants the kinds do not combine
+ * with (their costs assume one shape per layer).
+ */
+static aps_status validate_global_attention(const aps_model *m, char *err,
+                                            size_t n)
+{
+    if (!aps_model_has_global_attention(m))
+        return APS_OK;
+    struct { const char *f; int64_t v; } dims[] = {
+        {"global_head_dim", m->global_head_dim},
+        {"global_num_query_groups", m->global_num_query_groups},
+    };
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+        if (dims[i].v == 0)
+            continue;
+        aps_status st = check_range(dims[i].f, dims[i].v, APS_MAX_WIDTH, err, n);
+        if (st != APS_OK)
+            return st;
+    }
+    int64_t g = m->global_num_query_groups;
+    if (g > 0 && m->num_attention_heads % g != 0) {
+        aps_fmt(err, n, "model.global_num_query_groups: %lld does not divide "
+                "num_attention_heads %lld", (long long)g,
+                (long long)m->num_attention_heads);
+        return APS_EINVAL;
+    }
+    if (windowed_layers(m) >= (double)m->num_layers) {
+        aps_fmt(err, n, "model.global_head_dim: a global attention shape "
+                "with every layer windowed (no layer has it)");
+        return APS_EINVAL;
+    }
+    const char *other = m->kv_lora_rank > 0 ? "kv_lora_rank"
+                        : aps_model_is_hybrid(m) ? "hybrid_layer_pattern"
+                        : aps_model_has_gdn(m) ? "linear_attention_period"
+                        : m->index_n_heads > 0 ? "index_n_heads"
+                        : m->attention_chunk_size > 0 ? "attention_chunk_size"
+                        : m->attention_output_gate ? "attention_output_gate"
+                                                   : NULL;
+    if (other != NULL) {
+        aps_fmt(err, n, "model.%s: given with a global attention shape "
+                "(global_head_dim, global_num_query_groups, global_k_eq_v; "
+                "not modelled together)", other);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
 /* The gated MLP's activation, offset and clamp belong to mlp = swiglu. */
 static aps_status validate_glu(const aps_model *m, char *err, size_t n)
 {
@@ -660,6 +729,9 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
     st = validate_llama4_attention(m, err, n);
     if (st != APS_OK)
         return st;
+    st = validate_global_attention(m, err, n);
+    if (st != APS_OK)
+        return st;
     if (m->qk_norm_full_width && !m->qk_norm) {
         aps_fmt(err, n, "model.qk_norm_full_width: given without qk_norm "
                 "(it says how wide the Q/K norms are)");
@@ -699,13 +771,64 @@ static double q_proj_heads(const aps_model *m)
     return m->attention_output_gate ? 2.0 * a : a;
 }
 
-/* Linear-layer weights of one attention block: Q (and the output gate),
- * K, V, O. */
-static double attn_matmul_params(const aps_model *m)
+/* A quantity of one attention block of kind x on one of t ranks. */
+typedef double (*attn_kind_fn)(const aps_model *m, const aps_attn_kind *x,
+                               double t);
+
+/* Its mean over the model's layers (aps_attn_kinds: with one kind, the
+ * kind's value). */
+static double attn_mean(const aps_model *m, double t, attn_kind_fn f)
+{
+    aps_attn_kind x[APS_ATTN_KINDS];
+    int n = aps_attn_kinds(m, x);
+    double mean = 0.0;
+    for (int i = 0; i < n; i++)
+        mean += x[i].share * f(m, &x[i], t);
+    return mean;
+}
+
+/* Its largest value over the kinds that have layers. */
+static double attn_max(const aps_model *m, double t, attn_kind_fn f)
+{
+    aps_attn_kind x[APS_ATTN_KINDS];
+    int n = aps_attn_kinds(m, x);
+    double best = 0.0;
+    for (int i = 0; i < n; i++)
+        if (x[i].layers > 0)
+            best = fmax(best, f(m, &x[i], t));
+    return best;
+}
+
+/* Input-projection weights of attention kind x on one of t ranks: Q (and
+ * the output gate), K, and V unless V is K's output. */
+static double kind_in_params(const aps_model *m, const aps_attn_kind *x,
+                             double t)
+{
+    double h = (double)m->hidden_size;
+    return h * (q_proj_heads(m) * x->d + (1.0 + x->v) * x->k * x->d) / t;
+}
+
+/* Output-projection weights of attention kind x on one of t ranks. */
+static double kind_out_params(const aps_model *m, const aps_attn_kind *x,
+                              double t)
 {
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
-    double k = (double)m->num_query_groups, d = (double)m->head_dim;
-    return h * q_proj_heads(m) * d + 2.0 * h * k * d + a * d * h;
+    return a * x->d * h / t;
+}
+
+/* Linear-layer weights of one attention block of kind x. */
+static double kind_matmul_params(const aps_model *m, const aps_attn_kind *x,
+                                 double t)
+{
+    (void)t;
+    return kind_in_params(m, x, 1.0) + kind_out_params(m, x, 1.0);
+}
+
+/* Linear-layer weights of the mean layer's attention block: Q (and the
+ * output gate), K, V, O. */
+static double attn_matmul_params(const aps_model *m)
+{
+    return attn_mean(m, 1.0, kind_matmul_params);
 }
 
 /* Linear-layer weights of one dense MLP block. */
@@ -755,10 +878,10 @@ double aps_regathered_params(const aps_model *m, int64_t tp, double distance)
     if (!(distance > 0))
         return 0.0;
     double t = (double)tp;
-    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
-    double k = (double)m->num_query_groups, d = (double)m->head_dim;
+    double h = (double)m->hidden_size;
     double f = (double)m->ffn_hidden_size;
-    double w[] = {h * (q_proj_heads(m) * d + 2.0 * k * d) / t, a * d * h / t,
+    double w[] = {attn_mean(m, t, kind_in_params),
+                  attn_mean(m, t, kind_out_params),
                   (m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0) * h * f / t,
                   f * h / t};
     size_t nw = sizeof w / sizeof w[0];
@@ -803,11 +926,41 @@ double aps_attention_keys(const aps_model *m, double S, bool causal)
     if (w <= 0 || w >= S)
         return full;
     double L = (double)m->num_layers;
-    double local = m->sliding_window_layers > 0
-                       ? (double)m->sliding_window_layers : L;
-    /* query i attends min(i, w) keys: (S w - w^2 / 2) / S on average */
-    double windowed = w - 0.5 * w * w / S;
-    return (local * windowed + (L - local) * full) / L;
+    double local = windowed_layers(m);
+    return (local * window_keys(w, S) + (L - local) * full) / L;
+}
+
+int aps_attn_kinds(const aps_model *m, aps_attn_kind out[APS_ATTN_KINDS])
+{
+    double L = (double)m->num_layers;
+    out[0] = (aps_attn_kind){L, 1.0, (double)m->num_query_groups,
+                             (double)m->head_dim, 1.0, APS_KEYS_MEAN};
+    if (!aps_model_has_global_attention(m))
+        return 1;
+    double local = windowed_layers(m);
+    out[0].layers = local;
+    out[0].share = local / L;
+    out[0].keys = APS_KEYS_WINDOW;
+    out[1] = (aps_attn_kind){
+        L - local, (L - local) / L,
+        (double)(m->global_num_query_groups > 0 ? m->global_num_query_groups
+                                                : m->num_query_groups),
+        (double)(m->global_head_dim > 0 ? m->global_head_dim : m->head_dim),
+        m->global_k_eq_v ? 0.0 : 1.0, APS_KEYS_FULL};
+    return 2;
+}
+
+double aps_attn_kind_keys(const aps_model *m, const aps_attn_kind *x, double S,
+                          bool causal)
+{
+    double w = (double)m->sliding_window;
+    if (x->keys == APS_KEYS_MEAN)
+        return aps_attention_keys(m, S, causal);
+    if (!causal)
+        return S;
+    if (x->keys == APS_KEYS_FULL || w <= 0 || w >= S)
+        return 0.5 * S;
+    return window_keys(w, S);
 }
 
 /* Q/K norm weights of one layer on one of tp ranks: per head, one
@@ -816,14 +969,15 @@ double aps_attention_keys(const aps_model *m, double S, bool causal)
  * (OlmoeAttention q_norm = RMSNorm(hidden_size), k_norm = RMSNorm(
  * head_dim * num_key_value_heads)); per head with a weight each, the same
  * a*d and k*d split with the heads (CohereAttention q_norm, k_norm). */
-static double qk_norm_params(const aps_model *m, double t)
+static double qk_norm_params(const aps_model *m, const aps_attn_kind *x,
+                             double t)
 {
     double a = (double)m->num_attention_heads;
-    double k = (double)m->num_query_groups, d = (double)m->head_dim;
     if (!m->qk_norm)
         return 0.0;
-    return (m->qk_norm_full_width || m->qk_norm_head_weights) ? (a + k) * d / t
-                                                              : 2.0 * d;
+    return (m->qk_norm_full_width || m->qk_norm_head_weights)
+               ? (a + x->k) * x->d / t
+               : 2.0 * x->d;
 }
 
 /* Attention-sink logits of one layer on one of tp ranks: one per query
@@ -834,21 +988,36 @@ static double sink_params(const aps_model *m, double t)
     return m->attention_sinks ? (double)m->num_attention_heads / t : 0.0;
 }
 
+/* Attention parameters of kind x beside its linear weights on one of t
+ * ranks: biases, Q/K norms, sinks. */
+static double kind_extra_params(const aps_model *m, const aps_attn_kind *x,
+                                double t)
+{
+    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
+    double attn = 0.0;
+    if (m->qkv_bias) /* column parallel: split */
+        attn += (a * x->d + (1.0 + x->v) * x->k * x->d) / t;
+    if (m->attn_out_bias) /* row parallel: replicated */
+        attn += h;
+    return attn + qk_norm_params(m, x, t) + sink_params(m, t);
+}
+
+/* The whole attention block of kind x on one of t ranks. */
+static double kind_block_params(const aps_model *m, const aps_attn_kind *x,
+                                double t)
+{
+    return kind_matmul_params(m, x, t) / t + kind_extra_params(m, x, t);
+}
+
 /** Parameters of the layer whose blocks are mix w split over tp ranks
  *  (tp = 1: the whole layer). */
 static inline double layer_params_mix(const aps_model *m, int64_t tp,
                                const aps_hybrid_counts *w)
 {
     double t = (double)tp;
-    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
-    double k = (double)m->num_query_groups, d = (double)m->head_dim;
+    double h = (double)m->hidden_size;
     double f = (double)m->ffn_hidden_size;
-    double attn = 0.0, mlp = 0.0;
-    if (m->qkv_bias) /* column parallel: split */
-        attn += (a * d + 2.0 * k * d) / t;
-    if (m->attn_out_bias) /* row parallel: replicated */
-        attn += h;
-    attn += qk_norm_params(m, t) + sink_params(m, t);
+    double attn = attn_mean(m, t, kind_extra_params), mlp = 0.0;
     if (m->mlp_bias) /* fc1 (and gate) column parallel, fc2 row parallel */
         mlp += (m->mlp == APS_MLP_SWIGLU ? 2.0 * f : f) / t + h;
     double p = (w->attn_share * attn_matmul_params(m) +
@@ -881,14 +1050,7 @@ double aps_hybrid_stage_params_tp(const aps_model *m, const aps_layout *lay,
  * Q, K, V, O, their biases, per-head Q/K norms. */
 static double gqa_attention_params(const aps_model *m)
 {
-    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
-    double k = (double)m->num_query_groups, d = (double)m->head_dim;
-    double p = attn_matmul_params(m);
-    if (m->qkv_bias)
-        p += a * d + 2.0 * k * d;
-    if (m->attn_out_bias)
-        p += h;
-    return p + qk_norm_params(m, 1.0) + sink_params(m, 1.0);
+    return attn_matmul_params(m) + attn_mean(m, 1.0, kind_extra_params);
 }
 
 /* Multi-head latent attention (DeepSeek-V2 arXiv:2405.04434 s.2.1;
@@ -933,8 +1095,7 @@ static double dense_mlp_params(const aps_model *m)
 static double moe_mlp_params(const aps_model *m, double experts)
 {
     double h = (double)m->hidden_size, E = (double)m->num_experts;
-    double p = h * E + (m->moe_router_bias ? E : 0.0) +
-               (m->moe_router_linear_bias ? E : 0.0);
+    double p = h * E + aps_moe_router_extra_params(m);
     p += experts * aps_moe_expert_params(m) + aps_moe_latent_params(m);
     p += aps_ffn_params(m, (double)m->shared_expert_ffn_hidden_size);
     if (m->shared_expert_gate)
@@ -949,7 +1110,7 @@ static void hybrid_kind_params(const aps_model *m, int64_t tp, double *attn,
                                double *mlp, double *mamba)
 {
     double t = (double)tp, norm = norm_params(m, (double)m->hidden_size);
-    *attn = attn_matmul_params(m) / t + qk_norm_params(m, t) + norm;
+    *attn = attn_matmul_params(m) / t + attn_mean(m, t, qk_norm_params) + norm;
     *mlp = mlp_matmul_params(m) / t + norm;
     *mamba = aps_mamba_params_tp(m, tp) + norm;
 }
@@ -973,9 +1134,7 @@ static double hybrid_largest_layer(const aps_model *m, int64_t tp,
 static double gdn_largest_layer(const aps_model *m, int64_t tp,
                                 const aps_hybrid_counts *w)
 {
-    double t = (double)tp;
-    double attn = attn_matmul_params(m) / t + qk_norm_params(m, t) +
-                  sink_params(m, t);
+    double attn = attn_mean(m, (double)tp, kind_block_params);
     double gdn = aps_gdn_params_tp(m, tp);
     double mean = w->attn_share * attn + w->gdn_share * gdn;
     return layer_params_mix(m, tp, w) - mean +
@@ -1032,6 +1191,27 @@ static double hybrid_mtp_layers(const aps_model *m, const aps_param_counts *out,
     return 0.0;
 }
 
+/* The decoder layers of a model with a global attention shape, summed
+ * kind by kind (exact integers, where L times the mean layer is not):
+ * the layer without its attention block, moe of them with the MoE block
+ * for the dense MLP, plus each kind's attention blocks. */
+static double kinds_layer_params(const aps_model *m, double moe,
+                                 double dense_ffn)
+{
+    aps_hybrid_counts w;
+    aps_hybrid_mix(m, &w);
+    w.attn_share = 0.0;
+    double rest = layer_params_mix(m, 1, &w);
+    double p = ((double)m->num_layers - moe) * rest;
+    if (moe > 0)
+        p += moe * (rest - dense_ffn + moe_mlp_params(m, (double)m->num_experts));
+    aps_attn_kind x[APS_ATTN_KINDS];
+    int n = aps_attn_kinds(m, x);
+    for (int i = 0; i < n; i++)
+        p += x[i].layers * kind_block_params(m, &x[i], 1.0);
+    return p;
+}
+
 void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
 {
     double h = (double)m->hidden_size, V = (double)m->vocab_size;
@@ -1058,6 +1238,8 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
     }
     out->moe_layers = moe;
     out->layers = (L - moe) * out->per_layer + moe * out->per_moe_layer;
+    if (aps_model_has_global_attention(m))
+        out->layers = kinds_layer_params(m, moe, dense_ffn);
     if (aps_model_is_hybrid(m))
         hybrid_param_counts(m, out);
     out->final_norm = norm_params(m, h);
@@ -1067,6 +1249,11 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
                  out->output_layer;
     out->active = out->total - moe * (out->per_moe_layer -
                                       out->per_moe_layer_active);
+    if (aps_model_has_global_attention(m)) /* exact: per_moe_layer holds
+        * the fractional mean attention */
+        out->active = out->total -
+                      moe * (moe_mlp_params(m, (double)m->num_experts) -
+                             moe_mlp_params(m, (double)m->experts_per_token));
     /* DeepSeek-V3 MTP module (modeling in its checkpoint, model.layers.61):
      * enorm, hnorm, eh_proj 2h*h, one transformer layer (MoE when the
      * model has experts), shared_head.norm, and its own copies of the
@@ -1190,6 +1377,11 @@ double aps_largest_layer_params(const aps_model *m, const aps_layout *lay,
 {
     if (aps_layout_run_layers(lay, i) <= 0)
         return 0.0;
+    if (aps_model_has_global_attention(m)) /* the mean layer with the
+        * larger attention block */
+        return aps_layer_params_tp(m, lay->t) -
+               attn_mean(m, (double)lay->t, kind_block_params) +
+               attn_max(m, (double)lay->t, kind_block_params);
     if (!aps_model_is_hybrid(m) && !aps_model_has_gdn(m))
         return aps_layer_params_tp(m, lay->t);
     aps_hybrid_counts w;

@@ -404,14 +404,20 @@ static double ffn_bias_tp(const aps_model *m, double f, double out, double tp)
     return (m->mlp == APS_MLP_SWIGLU ? 2.0 * f : f) / tp + out;
 }
 
-/** Bias parameters of the non-expert part of one MoE block on one rank:
- *  the router's E score biases and E logit biases (replicated), the
- *  shared expert's biases. */
-static double moe_dense_bias(const aps_model *m, double tp)
+double aps_moe_router_extra_params(const aps_model *m)
 {
     double E = (double)m->num_experts;
     return (m->moe_router_bias ? E : 0.0) +
            (m->moe_router_linear_bias ? E : 0.0) +
+           (m->moe_router_scales ? (double)m->hidden_size + E : 0.0);
+}
+
+/** Bias parameters of the non-expert part of one MoE block on one rank:
+ *  the router's parameters beside its weight (replicated,
+ *  aps_moe_router_extra_params), the shared expert's biases. */
+static double moe_dense_bias(const aps_model *m, double tp)
+{
+    return aps_moe_router_extra_params(m) +
            ffn_bias_tp(m, (double)m->shared_expert_ffn_hidden_size,
                        (double)m->hidden_size, tp) +
            latent_bias(m);

@@ -77,7 +77,9 @@ local EXPECT = {
   ["deepseek-ai--DeepSeek-V4-Flash"] = { refused = "model_type: deepseek_v4: DeepSeek-V4's compressed" },
   ["sgl-project--DeepSeek-V4-Flash-FP8"] =
     { refused = "model_type: deepseek_ref (read as deepseek_v4 by its architectures class" },
-  ["google--gemma-4-26B-A4B"] = { refused = "model_type: gemma4 is multimodal" },
+  -- the text model, hand-counted in tests/lua/models_gemma4_spec.lua
+  -- (the card: 25.2B total, 3.8B active)
+  ["google--gemma-4-26B-A4B"] = { total = 25233141760, active = 3822530560 },
   ["meta-models--Muse-Glimmer-30B"] = { refused = "model_type: muse_glimmer is multimodal" },
   ["moonshotai--Kimi-K3"] = { refused = "model_type: kimi_k3 is multimodal" },
   -- latent MoE and one MTP depth "*E" (tests/c/test_hybrid.c

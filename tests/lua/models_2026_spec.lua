@@ -706,10 +706,12 @@ describe("2025-26 families: refusals name what is not modelled", function()
     -- class's type, with a note)
     assert.truthy(err_of(hf.from_config, { model_type = "deepseek_v4", architectures = { "Qwen3MoeForCausalLM" } },
       "m.json"):find("^NotImplemented: m%.json: model_type: deepseek_v4: DeepSeek%-V4's compressed sparse"))
-    -- Gemma 4's own multimodal type, whatever class it names
+    -- Gemma 4's own multimodal type, whatever class it names, is read
+    -- through its text_config, whose default per-layer inputs are refused
+    -- (tests/lua/models_gemma4_spec.lua)
     assert.truthy(err_of(hf.from_config, { model_type = "gemma4", architectures = { "Gemma3ForConditionalGeneration" },
-      text_config = { model_type = "gemma4_text" } }, "m.json"):find("^NotImplemented: m%.json: model_type: gemma4: " ..
-      "Gemma 4's text model"))
+      text_config = { model_type = "gemma4_text" } }, "m.json"):find("^NotImplemented: m%.json: text_config: " ..
+      "hidden_size_per_layer_input: Gemma 4's per%-layer inputs"))
     -- a wrapper around one: the text type's reason
     assert.are.equal("NotImplemented: m.json: model_type: kimi_k3 is multimodal: its vision tower " ..
       '(vision_config) is not modelled; its text_config is not either (model_type "kimi_linear": Kimi Delta ' ..
@@ -750,11 +752,12 @@ describe("2025-26 families: refusals name what is not modelled", function()
       "to train the text model", err_of(hf.from_config, { model_type = "ernie4_5_moe_vl", text_config = text,
       vision_config = {} }, "m.json"))
     -- a text model with no reader either: refused, naming both types
-    assert.are.equal("NotImplemented: m.json: model_type: gemma4 is multimodal: its vision tower " ..
-      '(vision_config) is not modelled; its text_config is not either (model_type "gemma4_text": Gemma 4\'s ' ..
-      "attention (attention_k_eq_v, global_head_dim, num_kv_shared_layers) and per-layer inputs " ..
-      "(hidden_size_per_layer_input) are not modelled)",
-      err_of(hf.from_config, { model_type = "gemma4", text_config = { model_type = "gemma4_text" },
+    assert.are.equal("NotImplemented: m.json: model_type: gemma3n is multimodal: its vision tower " ..
+      '(vision_config) is not modelled; its text_config is not either (model_type "gemma3n_text": Gemma 3n\'s ' ..
+      "text model (AltUp's altup_num_inputs parallel streams, LAuReL's laurel_rank residual, per-layer inputs " ..
+      "of hidden_size_per_layer_input, KV sharing across num_kv_shared_layers, activation_sparsity_pattern) is " ..
+      "not modelled)",
+      err_of(hf.from_config, { model_type = "gemma3n", text_config = { model_type = "gemma3n_text" },
         vision_config = {} }, "m.json"))
     -- the text model's errors name the text_config
     local bad = copy(text)

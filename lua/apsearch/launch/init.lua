@@ -367,6 +367,14 @@ M.LLAMA_BLOCK_LACKS = {
   { "norm_weightless", "norms without a weight or bias (norm_weightless, OLMo): the Llama norms have a weight" },
   { "norm_zero_centered", "norm weights used as 1 + w (norm_zero_centered: Nemotron's LayerNorm1P, Qwen3-Next): " ..
     "the Llama norms scale by w" },
+  { "global_head_dim", "the full-attention layers' own head width (global_head_dim, Gemma 4): the Llama block " ..
+    "has one head width" },
+  { "global_num_query_groups", "the full-attention layers' own KV heads (global_num_query_groups, Gemma 4): the " ..
+    "Llama block has one KV-head count" },
+  { "global_k_eq_v", "V taken from K's projection on the full-attention layers (global_k_eq_v, Gemma 4): the " ..
+    "Llama block projects V" },
+  { "moe_router_scales", "the router's input scale and per-expert scales (moe_router_scales, Gemma 4): the Llama " ..
+    "model's router has neither" },
 }
 
 --- Weights of a model's block and output layer a Llama builder

@@ -618,6 +618,7 @@ function M.render(c)
   if (m.norm_eps or 0) > 0 then A("--norm-epsilon", M.num(m.norm_eps)) end
   M.window_args(m, A, N)
   M.attention_extras(m, A, N)
+  M.global_attention_notes(m, N)
   M.llama4_attention_args(m, tr, A, N)
   -- not given: the estimate ran the framework's default (src/core/
   -- profile.c: on for megatron and deepspeed, off for fsdp2 and fsdp)
@@ -782,6 +783,9 @@ M.ARCH_SOURCES = {
     "transformer_config.py:3138-3151; attention.py:1320-1325",
   chunk = "no chunked attention in training (attention.py:952 passes attention_chunk 0 to flash inference only)",
   apply_probs = "transformer_config.py:949 moe_apply_probs_on_input; moe/experts.py:918-921 (top-1 only)",
+  layer_shape = "transformer_config.py:175, 184 (one num_query_groups and kv_channels for every layer); " ..
+    "attention.py:1689 (linear_qkv projects Q, K and V on every layer)",
+  router_scales = "moe/router.py:64-72 (TopKRouter has its weight and an optional bias only)",
 }
 
 --- A note that part of the model is not in the script: a "NOT WRITTEN"
@@ -1142,6 +1146,30 @@ function M.attention_extras(m, A, N)
     if (m[k] or 0) > 0 then
       not_written(N, k .. " " .. M.num(m[k]), M.ARCH_SOURCES.softcap, "the script's logits are not capped")
     end
+  end
+end
+
+--- Gemma 4's full-attention layers' own attention (global_head_dim,
+-- global_num_query_groups, global_k_eq_v; M.ARCH_SOURCES.layer_shape)
+-- and its router's scales (moe_router_scales; M.ARCH_SOURCES.
+-- router_scales): NOT WRITTEN, the script's layers all have the windowed
+-- layers' attention and its router neither scale.
+-- @tparam table m model
+-- @tparam function N note writer
+function M.global_attention_notes(m, N)
+  local parts = {}
+  if m.global_head_dim then parts[#parts + 1] = "head width " .. m.global_head_dim end
+  if m.global_num_query_groups then parts[#parts + 1] = m.global_num_query_groups .. " KV heads" end
+  if m.global_k_eq_v then parts[#parts + 1] = "V from K's projection" end
+  if #parts > 0 then
+    local L = m.num_layers
+    not_written(N, ("the full-attention layers' own attention (%s) on %d of %d layers"):format(
+      table.concat(parts, ", "), L - (m.sliding_window_layers or 0), L), M.ARCH_SOURCES.layer_shape,
+      "every layer of the script has the windowed layers' head width, KV heads and V projection")
+  end
+  if m.moe_router_scales then
+    not_written(N, "the router's input scale and per-expert scales (moe_router_scales)", M.ARCH_SOURCES.router_scales,
+      "the script's router has neither")
   end
 end
 

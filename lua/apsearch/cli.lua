@@ -90,9 +90,7 @@ local function new_parser(name, desc)
   for _, m in ipairs({ "option", "flag" }) do
     local orig = c[m]
     c[m] = function(self, key, d, ...)
-      -- a table default ({}) makes an option repeatable (cliargs collects)
-      spec.options[#spec.options + 1] = { key = key, desc = d, flag = m == "flag" or not key:find("=", 1, true),
-        repeatable = type((...)) == "table" }
+      spec.options[#spec.options + 1] = { key = key, desc = d, flag = m == "flag" or not key:find("=", 1, true) }
       return orig(self, key, d, ...)
     end
   end
@@ -197,42 +195,6 @@ function M.refuse_empty_values(name, args)
   end
 end
 
---- Refuses an option given twice that takes one value (`--model A
--- --model B`, `-k 1 --top-k 2`): the parser kept the last silently.
--- Repeatable options (--set, --fix, --rules) and flags may repeat.
--- @tparam string name the command
--- @tparam table args its arguments
--- @raise `<name>: --opt: given twice ("a" and "b"): give it once`
-function M.refuse_repeated(name, args)
-  local canon = {}
-  for _, o in ipairs(M.specs[name].options) do
-    if not o.flag and not o.repeatable then
-      local head = o.key:match("^([^=]+)")
-      local names = {}
-      for n in head:gmatch("%-%-?[%w%-]+") do names[#names + 1] = n end
-      for _, n in ipairs(names) do canon[n] = names[#names] end
-    end
-  end
-  local seen = {}
-  local i = 1
-  while i <= #args do
-    local a = args[i]
-    if a == "--" then return end
-    local opt, val = tostring(a):match("^(%-%-?[%w][%w%-]*)=(.*)$")
-    opt = opt or a
-    local key = canon[opt]
-    if key then
-      if val == nil then i, val = i + 1, args[i + 1] end
-      if seen[key] ~= nil then
-        error(("%s: %s: given twice (%s and %s): give it once"):format(name, key, util.describe(seen[key]),
-          util.describe(val)), 0)
-      end
-      seen[key] = val or ""
-    end
-    i = i + 1
-  end
-end
-
 local function parse(c, args, name)
   if collecting then return nil, true end
   for _, a in ipairs(args) do
@@ -242,7 +204,6 @@ local function parse(c, args, name)
     end
   end
   M.refuse_empty_values(name, args)
-  M.refuse_repeated(name, args)
   local opts, err = c:parse(args)
   if not opts then
     err = tostring(err)

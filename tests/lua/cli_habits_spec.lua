@@ -180,17 +180,6 @@ describe("apsearch command line habits", function()
   end)
 
 
-  it("refuses an option of one value given twice, naming both values; repeatable ones repeat", function()
-    -- a breaker pass (2026-12-05): --model A --model B searched B silently
-    local err = err_line(apsearch("run", "--model", "llama-3.1-8b", "--model=llama-3.1-70b", "-q"))
-    assert.are.equal('apsearch: run: --model: given twice ("llama-3.1-8b" and "llama-3.1-70b"): give it once\n', err)
-    err = err_line(apsearch("run", "examples/llama3_8b_h100.lua", "-k", "1", "--top-k", "2", "-q"))
-    assert.are.equal('apsearch: run: --top-k: given twice ("1" and "2"): give it once\n', err)
-    local code = apsearch("run", "examples/llama3_8b_h100.lua", "-k", "1", "-q", "-q", "--set",
-      "training.global_batch_size=64", "--set", "training.seq_length=4096")
-    assert.are.equal(0, code)
-  end)
-
   it("reads the numbers a user types as decimal: 0x10 is refused, not read as 16", function()
     local cases = {
       { { "-k", "0x10" }, 'apsearch: --top-k: top_k: must be a positive integer (got "0x10")\n' },

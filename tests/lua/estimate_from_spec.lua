@@ -47,7 +47,7 @@ describe("estimate --from result.json --rank N", function()
     -- (no host time), while its record (and launch file) said no recompute
     -- (breaker pass, 2026-12-05)
     { "autograph", "--model", "nemotron-3-nano-30b-a3b", "--cluster", "h100-sxm-80gb:2",
-      "--set", "training.cuda_graphs=true", "--set", "training.cuda_graph_scope=attn" },
+      "--set", "training.cuda_graphs=true", "--set", "training.cuda_graph_scope=attn", "--top-k", "3" },
   }
   for _, run in ipairs(RUNS) do
     it("estimates each top-k rank to the step time and memory it was ranked by: " .. run[1], function()

@@ -2132,3 +2132,43 @@ describe("TorchTitan loss", function()
     assert.is_nil(table.concat(imported, " "):find("ChunkedLossWrapper", 1, true))
   end)
 end)
+
+describe("launch files a framework's own checks refuse are marked, and --launchable filters them", function()
+  -- a pass running Megatron-LM's validate_args and TorchTitan's
+  -- Trainer.Config on 1,867 + 1,847 files (2026-12-05) found these two
+  local H = require "spec_helpers"
+  local function launch_text(dir, name)
+    local f = assert(io.open(dir .. "/launch/" .. name))
+    local t = f:read("a")
+    f:close()
+    return t
+  end
+
+  it("Megatron-LM: FSDP2 with expert parallelism (arguments.py asserts it)", function()
+    local dir = H.tmpdir()
+    local code, _, err = H.apsearch("run", "--model", "qwen3-30b-a3b", "--cluster", "h100-sxm-80gb:2x8",
+      "--set", "training.framework=fsdp2", "--fix", "ep_degree=8", "--fix", "fsdp_degree=16", "-k", "1", "-q",
+      "--out", dir)
+    assert.are.equal(0, code, err)
+    assert.truthy(launch_text(dir, "rank1_megatron.sh"):find('NOT EXPRESSIBLE in Megatron-LM: FSDP2 with expert '
+      .. 'parallelism: validate_args asserts "--use-torch-fsdp2 is not supported with expert parallelism"', 1, true))
+    local code2, out2 = H.apsearch("run", "--model", "qwen3-30b-a3b", "--cluster", "h100-sxm-80gb:2x8",
+      "--set", "training.framework=fsdp2", "--fix", "ep_degree=8", "--fix", "fsdp_degree=16", "-k", "1", "-q",
+      "--launchable", "megatron")
+    assert.are.equal(1, code2)
+    assert.truthy(out2:find("LAUNCH_DIFFERS", 1, true), out2)
+  end)
+
+  it("TorchTitan: CUDA graphs with expert parallelism over the standard all-to-all (trainer.py refuses them)", function()
+    local dir = H.tmpdir()
+    local code, _, err = H.apsearch("run", "--model", "qwen3-30b-a3b", "--cluster", "h100-sxm-80gb:2x8",
+      "--set", "training.framework=fsdp2", "--set", "training.cuda_graphs=true", "--fix", "pp_degree=1",
+      "--fix", "ep_degree=8", "--fix", "fsdp_degree=16", "-k", "1", "-q", "--out", dir)
+    assert.are.equal(0, code, err)
+    local tt = launch_text(dir, "rank1_torchtitan.py")
+    assert.truthy(tt:find("NOT EXPRESSIBLE in TorchTitan: CUDA graphs with expert parallelism over the standard "
+      .. "all-to-all dispatcher", 1, true), tt)
+    assert.truthy(tt:find("config.training.disable_cuda_graphs = True", 1, true), tt)
+    assert.truthy(tt:find("config.parallelism.expert_parallel_degree = 8", 1, true), tt)
+  end)
+end)

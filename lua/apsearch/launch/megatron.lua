@@ -440,14 +440,27 @@ function M.render(c)
   -- data parallelism
   -- --use-torch-fsdp2: validate_args asserts no gradient-accumulation
   -- fusion, --ckpt-format torch_dist (or torch_dcp), untied embeddings, no
-  -- pipeline parallelism, no fp16 and CUDA_DEVICE_MAX_CONNECTIONS != 1 (the
-  -- last three are refused by the core, src/core/check.c)
+  -- pipeline or expert parallelism, no fp16 and CUDA_DEVICE_MAX_CONNECTIONS
+  -- != 1 (arguments.py l.1031-1050 @ d98e8a64).  The core refuses the
+  -- strategy-level ones for a Megatron estimate (src/core/check.c); an
+  -- estimate of another framework's FSDP2 job is said NOT EXPRESSIBLE here
   local fsdp = false
   local function fsdp2()
     A("--use-torch-fsdp2")
     A("--no-gradient-accumulation-fusion")
     A("--ckpt-format", "torch_dist")
     fsdp = true
+    for _, no in ipairs({
+      { pp > 1, "pipeline parallelism", "is not supported with pipeline parallelism" },
+      { (r.ep_degree or 1) > 1, "expert parallelism", "is not supported with expert parallelism" },
+      { m.tie_word_embeddings, "tied embeddings", "requires --untie-embeddings-and-output-weights" },
+      { tr.precision == "fp16", "fp16", "not supported with fp16 yet" },
+    }) do
+      if no[1] then
+        N("NOT EXPRESSIBLE in Megatron-LM", ("FSDP2 with %s: validate_args asserts \"--use-torch-fsdp2 %s\" "
+          .. "(arguments.py @ d98e8a64)"):format(no[2], no[3]))
+      end
+    end
   end
   local mfsdp = tr.fsdp_impl == "megatron_fsdp"
   -- the data-parallel sync overlapped with the backward (the estimate's

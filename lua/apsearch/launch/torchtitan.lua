@@ -923,7 +923,16 @@ function M.render(c)
   if tr.cuda_graphs and pp > 1 then
     N("NOT EXPRESSIBLE in TorchTitan", "CUDA graphs with pipeline parallelism (Trainer.Config refuses them)")
   end
-  F("training.disable_cuda_graphs", not (tr.cuda_graphs and pp == 1) and true or false)
+  -- nor with expert parallelism over a dispatcher that syncs with the host,
+  -- as the standard all-to-all this file writes does (trainer.py
+  -- _validate_cuda_graphs, l.178-197 at options.torchtitan's commit)
+  local graph_ep = tr.cuda_graphs and pp == 1 and (m.num_experts or 0) > 0 and M.written_ep(r) > 1
+  if graph_ep then
+    N("NOT EXPRESSIBLE in TorchTitan", "CUDA graphs with expert parallelism over the standard all-to-all " ..
+      "dispatcher, which syncs with the host (Trainer.Config refuses them: only HybridEP with " ..
+      "non_blocking_capacity_factor or MinimalAsyncEP); written with the graphs off")
+  end
+  F("training.disable_cuda_graphs", not (tr.cuda_graphs and pp == 1 and not graph_ep) and true or false)
   if (tr.activation_offload_layers or 0) > 0 then
     N("NOT EXPRESSIBLE in TorchTitan", "activation offload to host (activation_offload_layers = " ..
       tr.activation_offload_layers .. "): TorchTitan's CPU offload moves parameters, gradients and " ..
@@ -1073,6 +1082,17 @@ end
 -- commit; ParallelDims accepts it for any dp_shard x cp x tp).
 local NO_EXPERT_PARALLEL = 1
 
+--- The expert_parallel_degree the file writes for record r: its
+-- ep_degree when that divides data_parallel_shard_degree x cp x tp
+-- (ParallelDims), else NO_EXPERT_PARALLEL (M.moe_fields says why).
+-- @tparam table r the top-k record
+-- @treturn integer
+function M.written_ep(r)
+  local ep, tp, cp = r.ep_degree or 1, r.tp_degree or 1, r.cp_degree or 1
+  local _, Sd = M.dp_degrees(r)
+  return (Sd * cp * tp) % ep == 0 and ep or NO_EXPERT_PARALLEL
+end
+
 --- Mixture-of-experts settings (TorchTitan at options.torchtitan's
 -- commit): ep_degree -> parallelism.expert_parallel_degree, which must
 -- divide dp_shard x cp x tp (ParallelDims, torchtitan/distributed/
@@ -1105,7 +1125,7 @@ function M.moe_fields(c, F, N, mm, why)
   -- Always written: the base config function's own value is not neutral
   -- (deepseek_v3_671b sets expert_parallel_degree = 2, which ParallelDims
   -- rejects when dp_shard x cp x tp is odd).
-  if shard % ep == 0 then
+  if M.written_ep(r) == ep then
     F("parallelism.expert_parallel_degree", ep)
   else
     F("parallelism.expert_parallel_degree", NO_EXPERT_PARALLEL)

@@ -838,6 +838,12 @@ function M.render(c)
   else
     import("torchtitan.models.llama3.config_registry", base)
     import("torchtitan.models.llama3", "model_registry")
+    if base == "llama3_405b" then
+      -- config_registry.py llama3_405b() builds its model_spec with a
+      -- Float8LinearConverter before this file replaces it
+      N("NOTE", "HEAD's llama3_405b() builds a Float8 converter (torchao) before this file replaces its " ..
+        "model: install torchao even for a bf16 job (torchtitan/components/quantization/float8.py imports it)")
+    end
   end
   import("torchtitan.trainer", "Trainer")
   -- the estimate's elementwise kernels: fused when compiled, eager otherwise

@@ -292,20 +292,29 @@ function M.open(dir)
   end
   if name:find("%c") then fail("must not hold a control character (a newline, a tab)", dir) end
   local parent = util.dirname(d)
-  local ok, err = util.mkdir_p(parent)
-  if not ok then fail("cannot create directory: " .. tostring(err), dir) end
+  local ok, created = util.mkdir_p(parent)
+  if not ok then fail("cannot create directory: " .. tostring(created), dir) end
   parent = core and core.realpath(parent) or parent
   local prefix = "." .. name .. ".apsearch-"
   local s = setmetatable({ dir = util.join_path(parent, name), shown = dir, parent = parent, name = name,
-    prefix = prefix, notes = {}, recorded = {} }, Set)
-  -- DIR checked before the lock file is made (no lock file is left next
-  -- to a directory apsearch refuses), and again under the lock
-  classify(s.dir, prefix, nil, dir)
-  s:take_lock()
-  s.kind, s.current = classify(s.dir, prefix, s, dir)
-  if s.kind ~= "none" then s.access = access_of(s.dir) end
-  s:clean_leftovers()
-  s:make_set()
+    prefix = prefix, notes = {}, recorded = {}, created = created }, Set)
+  local sok, serr = pcall(function()
+    -- DIR checked before the lock file is made (no lock file is left next
+    -- to a directory apsearch refuses), and again under the lock
+    classify(s.dir, prefix, nil, dir)
+    s:take_lock()
+    s.kind, s.current = classify(s.dir, prefix, s, dir)
+    if s.kind ~= "none" then s.access = access_of(s.dir) end
+    s:clean_leftovers()
+    s:make_set()
+  end)
+  if not sok then
+    -- the parents this run made go with it (a set name too long for the
+    -- file system left 21 of them; breaker pass, 2026-12-05)
+    s:close()
+    util.remove_created(created)
+    error(serr, 0)
+  end
   return s
 end
 
@@ -632,6 +641,7 @@ end
 function Set:abort()
   if self.path then M.remove_set(self.path, self.name) end
   self:close()
+  util.remove_created(self.created) -- what is left empty of the parents it made
 end
 
 --- Releases the lock (and the set directory's descriptor).

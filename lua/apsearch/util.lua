@@ -269,14 +269,18 @@ end
 --- Creates a directory (and its parents) if it does not exist.
 -- @tparam string dir
 -- @treturn boolean|nil true on success
--- @treturn[opt] string error message
+-- @treturn string|table the error message, or on success the directories
+--   this call created, outermost first (M.remove_created takes them back)
 function M.mkdir_p(dir)
   local path = dir:sub(1, 1) == "/" and "" or nil
+  local created = {}
   for part in dir:gmatch("[^/]+") do
     path = path and (path .. "/" .. part) or part
     if lfs.attributes(path, "mode") == nil then
       local mk, err = lfs.mkdir(path)
+      if mk then created[#created + 1] = path end
       if not mk and lfs.attributes(path, "mode") ~= "directory" then
+        M.remove_created(created)
         return nil, err
       end
     end
@@ -284,7 +288,16 @@ function M.mkdir_p(dir)
   if lfs.attributes(dir, "mode") ~= "directory" then
     return nil, dir .. ": not a directory"
   end
-  return true
+  return true, created
+end
+
+--- Removes the directories M.mkdir_p created, innermost first, each only
+-- while it is empty (rmdir): a run that fails leaves no parent it made.
+-- @tparam table created M.mkdir_p's second value
+function M.remove_created(created)
+  for i = #(created or {}), 1, -1 do
+    if not lfs.rmdir(created[i]) then return end
+  end
 end
 
 --- Symbolic links followed before a write: as many as the kernel follows

@@ -67,6 +67,24 @@ describe("apsearch run --out: atomic result sets", function()
     assert.truthy(id:match("^%d+T%d+Z%-%d+%-%x+$"), id)
   end)
 
+  it("a run that cannot make its set leaves none of the parent directories it created", function()
+    -- a breaker pass (2026-12-05): a name too long for the file system
+    -- failed the run and left 21 new directories behind
+    local base = tmpdir()
+    local dir = base .. "/a/b/c/" .. ("x"):rep(250)
+    local code, out, err = apsearch("run", "--quiet", "--top-k", "1", "--out", dir)
+    assert.are.equal(2, code, err)
+    assert.are.equal("", out)
+    assert.truthy(err:find("File name too long", 1, true), err)
+    assert.are.same({}, ls(base))
+    -- a parent that was there stays, and so does what it holds
+    assert(lfs.mkdir(base .. "/keep"))
+    write(base .. "/keep/mine.txt", "mine")
+    code = apsearch("run", "--quiet", "--top-k", "1", "--out", base .. "/keep/d/" .. ("y"):rep(250))
+    assert.are.equal(2, code)
+    assert.are.same({ "mine.txt" }, ls(base .. "/keep"))
+  end)
+
   it("replaces the set with a second run and removes the previous one", function()
     local base = tmpdir()
     local dir = base .. "/out"

@@ -3873,8 +3873,9 @@ local function mimo_v2_notes(m, cfg, file, notes)
     note(notes, file, "attention sinks (one learned logit per head, %d per windowed layer) are counted in the " ..
       "parameters; the softmax column they add is not in the attention FLOPs or time", m.num_attention_heads)
   end
-  note(notes, file, "the checkpoint's multi-token-prediction blocks (model.mtp.*, skipped by vLLM's " ..
-    "MiMoV2Model.load_weights) are not described by config.json: neither counted nor priced")
+  note(notes, file, "the card's 3-layer multi-token-prediction module (0.33B parameters per block; model.mtp.* " ..
+    "in the checkpoint, skipped by vLLM's MiMoV2Model.load_weights) is not described by config.json: neither " ..
+    "counted nor priced")
 end
 
 -- MiMo-V2-Flash (model_type mimo_v2_flash, MiMoV2FlashForCausalLM):

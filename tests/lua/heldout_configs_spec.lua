@@ -73,7 +73,8 @@ local EXPECT = {
   ["bryce-hoehn--Qwen3.5-18B-REAP-A3B-Coding"] = { total = 18543997568, active = 3444503168 },
   ["tencent--Hunyuan-A13B"] = { total = 80393183232, active = 12747448320 },
   ["MiniMaxAI--MiniMax-M3"] = { refused = "model_type: minimax_m3: block-sparse attention" },
-  ["XiaomiMiMo--MiMo-V2-Flash"] = { refused = "model_type: mimo_v2_flash: sliding-window layers" },
+  -- hand-counted layer by layer in tests/lua/models_mimo_v2_spec.lua (the card: 309B total, 15B active)
+  ["XiaomiMiMo--MiMo-V2-Flash"] = { total = 308778780864, active = 15445936320 },
   ["deepseek-ai--DeepSeek-V4-Flash"] = { refused = "model_type: deepseek_v4: DeepSeek-V4's compressed" },
   ["sgl-project--DeepSeek-V4-Flash-FP8"] =
     { refused = "model_type: deepseek_ref (read as deepseek_v4 by its architectures class" },

@@ -3940,6 +3940,7 @@ M.ARCHITECTURES = {
 M.UNMODELLED_ARCHITECTURES = {
   DeepseekV4ForCausalLM = "deepseek_v4", MiniMaxM3ForCausalLM = "minimax_m3",
   MiniMaxM3SparseForCausalLM = "minimax_m3",
+  Step3p7FlashForCausalLM = "step3p7", Step3p7ForConditionalGeneration = "step3p7",
 }
 
 --- The model_type a config is read as: its own when a reader has it or
@@ -4003,6 +4004,16 @@ M.UNMODELLED = {
     "replaced, its FFN width its own) are not modelled",
   kimi_linear = "Kimi Delta Attention linear-attention layers (linear_attn_config) are not modelled",
   minimax_m3 = "block-sparse attention (sparse_attention_config) is not modelled",
+  -- vLLM vllm/model_executor/models/step3p7.py @ 22c552fa and SGLang
+  -- python/sglang/srt/models/step3p7.py @ 07f4db31 run Step3p5ForCausalLM
+  -- on its text_config (vLLM step3p5.py @ 01b50b9e: Step3p5Attention,
+  -- Step3p5DecoderLayer, FusedMoEBlock), which reads keys no config of
+  -- this type read here gives
+  step3p7 = "Step-3.7-Flash's language model is Step3p5ForCausalLM (vLLM step3p5.py), whose attention and " ..
+    "experts are not modelled: head-wise attention gates (use_head_wise_attn_gate: a g_proj of h x heads per " ..
+    "layer), the windowed layers' own heads (attention_other_setting), MoE layers by moe_layers_enum with " ..
+    "moe_num_experts and moe_top_k, per-layer SwiGLU clamps (swiglu_limits), MTP layers; a config giving " ..
+    "num_experts, first_k_dense_replace and share_expert_dim instead says none of them",
   -- transformers configuration_falcon_h1.py @ 7abb76c5 (FalconH1DecoderLayer)
   falcon_h1 = "Falcon-H1's layers run attention and a Mamba-2 mixer in parallel on one normed input " ..
     "(num_attention_heads beside mamba_d_ssm, mamba_n_heads): apsearch's hybrid layers have one mixer each; " ..

@@ -236,6 +236,23 @@ typedef struct {
                                           its own weightless norm (HF
                                           attention_k_eq_v); K and V are
                                           still two tensors */
+    /* MiMo-V2-Flash's attention (vLLM vllm/model_executor/models/
+     * mimo_v2_flash.py @ 01ed47b4, MiMoV2Attention): V heads narrower than
+     * Q/K's, and sinks on the windowed layers only.  Not with multi-head
+     * latent attention, a hybrid or Gated DeltaNet model, DSA or the
+     * attention output gate. */
+    int64_t attn_v_head_dim;         /**< V head width of every attention
+                                          layer (HF v_head_dim beside
+                                          head_dim, MiMo-V2-Flash 128 with
+                                          192): v_proj k x it, o_proj reads
+                                          a x it; 0: the layer's head
+                                          width */
+    bool window_attention_sinks;     /**< with attention_sinks: the sinks
+                                          are on the windowed layers only
+                                          (HF add_swa_attention_sink_bias
+                                          without add_full_attention_sink_
+                                          bias); needs a global attention
+                                          shape */
     /* Numerics that change neither memory nor FLOPs, carried so that the
      * launch configs describe the exact model.  0 = not given (the
      * framework's default) or none; otherwise finite and > 0. */

@@ -3703,12 +3703,206 @@ function builders.ernie4_5_moe(_, cfg, file, notes, extra)
   return m
 end
 
+---------------------------------------------------------------- MiMo-V2-Flash
+
+-- MiMo-V2-Flash is read as vLLM builds it: vllm/model_executor/models/
+-- mimo_v2_flash.py @ 01ed47b4166b26251895a9c298352fcdb2385149
+-- (MiMoV2Attention, MiMoV2FlashDecoderLayer, MiMoV2MoE, MiMoV2MLP,
+-- MiMoV2Model), which reads config.json's own keys; transformers'
+-- models/mimo_v2_flash/modular_mimo_v2_flash.py builds the same modules.
+
+--- The core's model fields under the names MiMo-V2-Flash's config gives
+-- them (for the core's errors): the windowed layers' shape is the
+-- model's, the full-attention layers' the global one.
+M.MIMO_V2_CONFIG_KEYS = {
+  num_query_groups = "swa_num_key_value_heads", head_dim = "swa_head_dim",
+  global_num_query_groups = "num_key_value_heads", global_head_dim = "head_dim",
+  attn_v_head_dim = "v_head_dim", sliding_window = "sliding_window_size",
+  moe_router_num_groups = "n_group", moe_router_group_topk = "topk_group",
+}
+
+-- A per-layer list of 0/1 flags at cfg[key] (hybrid_layer_pattern:
+-- 1 = sliding window, MiMoV2FlashDecoderLayer.is_compressed_softmax_layer;
+-- moe_layer_freq: 1 = MoE, is_moe_layer): the flags and how many are 1.
+local function layer_flags(cfg, key, L, file)
+  local v = cfg[key]
+  local keys = 0
+  if type(v) == "table" then for _ in pairs(v) do keys = keys + 1 end end
+  if type(v) ~= "table" or #v ~= L or keys ~= L then
+    util.fail(file, key, "expected an array of num_hidden_layers = " .. L .. " entries of 0 or 1", v)
+  end
+  local flags, n = {}, 0
+  for i = 1, L do
+    if v[i] ~= 0 and v[i] ~= 1 then util.fail(file, key .. "[" .. i .. "]", "expected 0 or 1", v[i]) end
+    flags[i] = v[i] == 1
+    if flags[i] then n = n + 1 end
+  end
+  return flags, n
+end
+
+-- The window: sliding_window_size (vLLM's key), sliding_window
+-- (transformers') the same when both are given.
+local function mimo_v2_window(cfg, file)
+  local w, t = count(cfg, "sliding_window_size", nil, file), count(cfg, "sliding_window", nil, file)
+  if w and t and w ~= t then
+    util.fail(file, "sliding_window", ("expected sliding_window_size's %d (vLLM reads sliding_window_size, " ..
+      "transformers sliding_window)"):format(w), t)
+  end
+  w = w or t
+  if not w or w < 1 then
+    util.fail(file, "sliding_window_size", "expected a window of >= 1 tokens for the layers " ..
+      "hybrid_layer_pattern marks 1", cfg.sliding_window_size)
+  end
+  return w
+end
+
+-- One attention shape (MiMoV2Attention's arguments): KV heads, Q/K head
+-- width, V head width (absent: the Q/K width).
+local function mimo_v2_shape(r, kv, hd, vd)
+  local d = r.int(hd)
+  return { k = r.int(kv), d = d, v = r.int(vd, d), v_key = vd }
+end
+
+-- The V width of the layers in use: one for all of them (attn_v_head_dim),
+-- nothing when each kind's V is as wide as its Q/K.
+local function mimo_v2_v_width(m, file, used)
+  local same = true
+  for _, s in ipairs(used) do same = same and s.v == s.d end
+  if same then return end
+  for _, s in ipairs(used) do
+    if s.v ~= used[1].v then
+      not_modelled(file, s.v_key, ("V heads of another width than %s's %d: apsearch's V width is one for " ..
+        "every layer"):format(used[1].v_key, used[1].v), s.v)
+    end
+  end
+  m.attn_v_head_dim = used[1].v
+end
+
+-- The attention of both layer kinds: the windowed ones (hybrid_layer_
+-- pattern 1) with the swa_* heads and a sink per query head when
+-- add_swa_attention_sink_bias, the full ones with num_key_value_heads,
+-- head_dim, v_head_dim and no sink (neither reference builds one there);
+-- both with num_attention_heads query heads of their kind's Q/K width,
+-- q/k/v biases when attention_bias, o_proj without.
+local function mimo_v2_attention(m, r, cfg, file)
+  local L = m.num_layers
+  local _, n = layer_flags(cfg, "hybrid_layer_pattern", L, file)
+  local qa = r.int("swa_num_attention_heads")
+  if qa ~= m.num_attention_heads then
+    not_modelled(file, "swa_num_attention_heads", ("query heads of the windowed layers' own (num_attention_heads " ..
+      "is %d): apsearch's attention kinds share the query heads"):format(m.num_attention_heads), qa)
+  end
+  if r.bool("add_full_attention_sink_bias", false) then
+    not_modelled(file, "add_full_attention_sink_bias", "sinks on the full-attention layers are built by neither " ..
+      "vLLM's MiMoV2Attention nor transformers' MiMoV2FlashAttention; false is", true)
+  end
+  local sinks = r.bool("add_swa_attention_sink_bias", false)
+  local full = mimo_v2_shape(r, "num_key_value_heads", "head_dim", "v_head_dim")
+  local win = mimo_v2_shape(r, "swa_num_key_value_heads", "swa_head_dim", "swa_v_head_dim")
+  m.qkv_bias = r.bool("attention_bias", false)
+  local base = n > 0 and win or full
+  m.num_query_groups, m.head_dim = base.k, base.d
+  if n > 0 then
+    m.sliding_window, m.sliding_window_layers = mimo_v2_window(cfg, file), n
+    m.attention_sinks = sinks or nil
+  end
+  if n == 0 or n == L then return mimo_v2_v_width(m, file, { base }) end
+  -- both kinds: the full layers' KV heads always given, so that the core
+  -- prices the kinds apart (their sinks differ)
+  m.global_num_query_groups = full.k
+  if full.d ~= win.d then m.global_head_dim = full.d end
+  m.window_attention_sinks = sinks or nil
+  m.sliding_window_period = M.window_period(function(i) return cfg.hybrid_layer_pattern[i] == 1 end, L)
+  mimo_v2_v_width(m, file, { win, full })
+end
+
+-- The MLPs: moe_layer_freq's 1 layers a MiMoV2MoE (n_routed_experts of
+-- moe_intermediate_size, no shared expert; the gate h x E in float32 and
+-- its e_score_correction_bias, sigmoid scores, grouped top-k of
+-- DeepSeek-V3's noaux_tc), the 0 layers a MiMoV2MLP of intermediate_size;
+-- SiLU only.
+local function mimo_v2_moe(m, r, cfg, file)
+  require_silu(cfg, file, "vLLM's MiMoV2MLP and MiMoV2MoE raise on any other activation")
+  local flags, n = layer_flags(cfg, "moe_layer_freq", m.num_layers, file)
+  if n == 0 then return end
+  m.num_experts = r.int("n_routed_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  local shared = count(cfg, "n_shared_experts", 0, file)
+  if shared > 0 then
+    not_modelled(file, "n_shared_experts", "MiMoV2MoE has no shared expert; 0 or null is", shared)
+  end
+  local dense, first = {}, 0
+  for i = 1, m.num_layers do
+    if not flags[i] then dense[#dense + 1] = i - 1 end
+    if not flags[i] and first == i - 1 then first = i end
+  end
+  if first == #dense then
+    m.moe_first_dense_layers = first > 0 and first or nil
+  else
+    m.moe_dense_layers = dense
+  end
+  if not is_null(cfg.scoring_func) then
+    require_value(cfg, "scoring_func", "sigmoid", file, "MiMoV2MoE scores with a sigmoid whatever it says")
+  end
+  if not is_null(cfg.topk_method) then
+    require_value(cfg, "topk_method", "noaux_tc", file, "MiMoV2MoE always adds e_score_correction_bias")
+  end
+  m.moe_router_bias = true
+  deepseek_router(m, r, cfg, file, true, "noaux_tc", true)
+end
+
+-- What MiMo-V2-Flash has that changes no estimate, validated and noted.
+local function mimo_v2_notes(m, cfg, file, notes)
+  local swa_theta = positive(cfg, "swa_rope_theta", file)
+  if swa_theta and m.sliding_window then
+    note(notes, file, "the windowed layers' RoPE base swa_rope_theta %s rotates Q and K only and changes no " ..
+      "estimate; the model carries the full-attention layers' rope_theta", util.describe(swa_theta))
+  end
+  local vs = positive(cfg, "attention_value_scale", file)
+  if vs then
+    note(notes, file, "attention_value_scale = %s multiplies V element-wise before attention; not priced",
+      util.describe(vs))
+  end
+  if not is_null(cfg.attention_chunk_size) then
+    count(cfg, "attention_chunk_size", nil, file)
+    note(notes, file, "attention_chunk_size is read by neither vLLM's nor transformers' MiMo-V2-Flash " ..
+      "modelling; ignored")
+  end
+  if m.attention_sinks then
+    note(notes, file, "attention sinks (one learned logit per head, %d per windowed layer) are counted in the " ..
+      "parameters; the softmax column they add is not in the attention FLOPs or time", m.num_attention_heads)
+  end
+  note(notes, file, "the card's 3-layer multi-token-prediction module (0.33B parameters per block; model.mtp.* " ..
+    "in the checkpoint, skipped by vLLM's MiMoV2Model.load_weights) is not described by config.json: neither " ..
+    "counted nor priced")
+end
+
+-- MiMo-V2-Flash (model_type mimo_v2_flash, MiMoV2FlashForCausalLM):
+-- embeddings and lm_head (untied unless tie_word_embeddings), RMSNorm
+-- before attention and MLP and after the last layer
+-- (layernorm_epsilon), the attention and MLPs above.
+function builders.mimo_v2_flash(r, cfg, file, notes, extra)
+  local m = llama_like(r, cfg, file, {})
+  m.head_dim = nil
+  mimo_v2_attention(m, r, cfg, file)
+  mimo_v2_moe(m, r, cfg, file)
+  local eps = positive(cfg, "layernorm_epsilon", file)
+  mimo_v2_notes(m, cfg, file, notes)
+  m = numerics(m, cfg, file)
+  m.norm_eps = m.norm_eps or eps
+  extra.own_numerics = true
+  extra.config_keys = M.MIMO_V2_CONFIG_KEYS
+  return m
+end
+
 --- Mixture-of-experts model types imported with their experts.
 M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3",
                     "olmoe", "dbrx", "gpt_oss", "glm4_moe", "glm4_moe_lite", "llama4_text", "llama4",
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
-                    "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4" }
+                    "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
+                    "mimo_v2_flash" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -3722,7 +3916,7 @@ M.ARCHITECTURES = {
   Glm4MoeLiteForCausalLM = "glm4_moe_lite",
   Llama4ForCausalLM = "llama4_text", Llama4ForConditionalGeneration = "llama4", Gemma4ForCausalLM = "gemma4_text",
   MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3", SeedOssForCausalLM = "seed_oss",
-  Ernie4_5_MoeForCausalLM = "ernie4_5_moe",
+  Ernie4_5_MoeForCausalLM = "ernie4_5_moe", MiMoV2FlashForCausalLM = "mimo_v2_flash",
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
@@ -3745,7 +3939,8 @@ M.ARCHITECTURES = {
 -- model_configs/); the classes are those the types' own configs name.
 M.UNMODELLED_ARCHITECTURES = {
   DeepseekV4ForCausalLM = "deepseek_v4", MiniMaxM3ForCausalLM = "minimax_m3",
-  MiniMaxM3SparseForCausalLM = "minimax_m3", MiMoV2FlashForCausalLM = "mimo_v2_flash",
+  MiniMaxM3SparseForCausalLM = "minimax_m3",
+  Step3p7FlashForCausalLM = "step3p7", Step3p7ForConditionalGeneration = "step3p7",
 }
 
 --- The model_type a config is read as: its own when a reader has it or
@@ -3809,8 +4004,16 @@ M.UNMODELLED = {
     "replaced, its FFN width its own) are not modelled",
   kimi_linear = "Kimi Delta Attention linear-attention layers (linear_attn_config) are not modelled",
   minimax_m3 = "block-sparse attention (sparse_attention_config) is not modelled",
-  mimo_v2_flash = "sliding-window layers with their own heads and widths (swa_num_attention_heads, " ..
-    "swa_head_dim) and attention-sink biases are not modelled",
+  -- vLLM vllm/model_executor/models/step3p7.py @ 22c552fa and SGLang
+  -- python/sglang/srt/models/step3p7.py @ 07f4db31 run Step3p5ForCausalLM
+  -- on its text_config (vLLM step3p5.py @ 01b50b9e: Step3p5Attention,
+  -- Step3p5DecoderLayer, FusedMoEBlock), which reads keys no config of
+  -- this type read here gives
+  step3p7 = "Step-3.7-Flash's language model is Step3p5ForCausalLM (vLLM step3p5.py), whose attention and " ..
+    "experts are not modelled: head-wise attention gates (use_head_wise_attn_gate: a g_proj of h x heads per " ..
+    "layer), the windowed layers' own heads (attention_other_setting), MoE layers by moe_layers_enum with " ..
+    "moe_num_experts and moe_top_k, per-layer SwiGLU clamps (swiglu_limits), MTP layers; a config giving " ..
+    "num_experts, first_k_dense_replace and share_expert_dim instead says none of them",
   -- transformers configuration_falcon_h1.py @ 7abb76c5 (FalconH1DecoderLayer)
   falcon_h1 = "Falcon-H1's layers run attention and a Mamba-2 mixer in parallel on one normed input " ..
     "(num_attention_heads beside mamba_d_ssm, mamba_n_heads): apsearch's hybrid layers have one mixer each; " ..

@@ -49,6 +49,7 @@ M.model = {
   sliding_window = "nonnegint", sliding_window_layers = "nonnegint",
   sliding_window_period = "nonnegint",
   global_head_dim = "nonnegint", global_num_query_groups = "nonnegint", global_k_eq_v = "bool",
+  attn_v_head_dim = "nonnegint", window_attention_sinks = "bool",
   -- Llama 4's attention: weightless L2 Q/K norms, NoPE layers, chunked
   -- attention (the chunk changes the attention FLOPs)
   qk_l2_norm = "bool", nope_layer_period = "nonnegint", attention_chunk_size = "nonnegint",

@@ -768,9 +768,10 @@ static aps_reason check_loss_chunks(const aps_model *m, const aps_training *t,
     return APS_REASON_FRAMEWORK_UNSUPPORTED;
 }
 
-/** A global attention shape (Gemma 4) under the op-level selective
- *  recompute of TorchTitan and AutoModel (opsac.c): its walk alternates
- *  saved and recomputed matmuls over one shape of layer, and a layer
+/** A global attention shape (Gemma 4) or V heads narrower than Q/K's
+ *  (MiMo-V2-Flash) under the op-level selective recompute of TorchTitan
+ *  and AutoModel (opsac.c): its walk alternates saved and recomputed
+ *  matmuls over one shape of layer with V as wide as K, and a layer
  *  without V projection shifts the alternation; not modelled. */
 static const char *global_attention_refusal(const aps_training *t,
                                             const aps_strategy *s,
@@ -781,8 +782,9 @@ static const char *global_attention_refusal(const aps_training *t,
         s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
         return "selective recompute of a model with a global attention "
                "shape (global_head_dim, global_num_query_groups, "
-               "global_k_eq_v: Gemma 4) under op-level selective activation "
-               "checkpointing is not modelled";
+               "global_k_eq_v: Gemma 4) or attn_v_head_dim (MiMo-V2-Flash) "
+               "under op-level selective activation checkpointing is not "
+               "modelled";
     return NULL;
 }
 
@@ -804,7 +806,8 @@ aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
     aps_reason code = APS_REASON_NONE;
     const char *why = aps_model_is_hybrid(m) ? aps_hybrid_refusal(m, t, s, &code)
                       : aps_model_has_gdn(m) ? aps_gdn_refusal(t, s, &code)
-                      : aps_model_has_global_attention(m)
+                      : (aps_model_has_global_attention(m) ||
+                         m->attn_v_head_dim > 0)
                           ? global_attention_refusal(t, s, &code)
                           : NULL;
     if (why != NULL) {

@@ -54,6 +54,7 @@ typedef struct {
     double tp, cp, S, sl, b, h, a, k, dh, f;
     double v;      /**< V projections per KV head: 1, 0 when V is K's
                         output (aps_attn_kind) */
+    double dv;     /**< V head width (aps_attn_kind dv) */
     double keys;   /**< keys per query of the attention core */
     double qa;     /**< query columns per head dim: a, 2a with the output
                         gate in q_proj (attention_output_gate) */
@@ -80,6 +81,7 @@ static void shape_of(const aps_model *m, const aps_training *t,
     x->k = (double)m->num_query_groups;
     x->dh = (double)m->head_dim;
     x->v = 1.0;
+    x->dv = m->attn_v_head_dim > 0 ? (double)m->attn_v_head_dim : x->dh;
     x->keys = aps_attention_keys(m, x->S, t->flash_attention);
     x->f = (double)m->ffn_hidden_size;
     x->T = x->b * x->sl;
@@ -142,6 +144,13 @@ static double gdn_fwd(const aps_model *m, const aps_device *d,
            aps_gdn_scan_flops(m, x->T) / x->tp / rate;
 }
 
+/** Output columns of the QKV projection (all TP ranks): Q (and the
+ *  output gate) and K of dh per head, V of dv unless V is K's. */
+static double qkv_width(const layer_shape *x)
+{
+    return (x->qa + x->k) * x->dh + x->v * x->k * x->dv;
+}
+
 /** GEMMs of one layer, forward: QKV, output projection, MLP in and out,
  *  each block by its share of the mean layer (aps_hybrid_mix), and the
  *  Mamba-2 mixer's projections and scan. */
@@ -150,9 +159,8 @@ static double layer_gemms(const aps_model *m, const aps_device *d,
 {
     aps_precision prec = t->precision;
     double attn =
-        aps_gemm_time(d, prec, x->T,
-                      (x->qa + (1.0 + x->v) * x->k) * x->dh / x->tp, x->h) +
-        aps_gemm_time(d, prec, x->T, x->h, x->a * x->dh / x->tp);
+        aps_gemm_time(d, prec, x->T, qkv_width(x) / x->tp, x->h) +
+        aps_gemm_time(d, prec, x->T, x->h, x->a * x->dv / x->tp);
     double mlp = aps_gemm_time(d, prec, x->T, x->mlp_up, x->h) +
                  aps_gemm_time(d, prec, x->T, x->h, x->f / x->tp);
     double g = x->w.attn_share * attn + x->w.mlp_share * mlp;
@@ -169,7 +177,7 @@ double aps_attention_efficiency(const aps_device *d, const aps_training *t)
                               : d->unfused_attention_efficiency;
 }
 
-/** Attention core in bf16: QK^T and PV, 2 GEMMs of 2 b s' keys a d each;
+/** Attention core in bf16: QK^T and PV, 2 b s' keys a dh and dv FLOPs;
  *  flash attention skips the masked blocks (and those outside a sliding
  *  window), CP balances the halves; without it the scores are dense and
  *  the two products run as batched GEMMs at the device's
@@ -177,7 +185,8 @@ double aps_attention_efficiency(const aps_device *d, const aps_training *t)
 static void layer_attention(const aps_device *d, const aps_training *t,
                             const layer_shape *x, aps_layer_cost *out)
 {
-    double attn_flops = 4.0 * x->b * x->sl * x->keys * x->a * x->dh / x->tp;
+    double attn_flops =
+        2.0 * x->b * x->sl * x->keys * x->a * (x->dh + x->dv) / x->tp;
     double attn_rate = d->peak_flops_bf16 * aps_attention_efficiency(d, t);
     out->attn_fwd = x->w.attn_share * attn_flops / attn_rate;
     out->attn_bwd = x->w.attn_share * attn_flops *
@@ -314,8 +323,7 @@ static void layer_casts(const aps_model *m, const aps_device *d,
     const aps_hybrid_counts *w = &x->w;
     double cast, fused, f, b;
     aps_cast_bytes(t, &cast, &fused);
-    proj_block_casts(t, x, (x->qa + (1.0 + x->v) * x->k) * x->dh,
-                     x->a * x->dh, &f, &b);
+    proj_block_casts(t, x, qkv_width(x), x->a * x->dv, &f, &b);
     double fwd = w->attn_share * f, bwd = w->attn_share * b;
     fwd += w->mlp_share * (aps_norm_cast_bytes(t) * x->T * x->h / x->rep +
                            fused * x->T * x->f / x->tp);
@@ -387,7 +395,7 @@ static void layer_selective(const aps_model *m, const aps_device *d,
     double T = x->T, h = x->h, tp = x->tp;
     double kd = x->k * x->dh / tp;
     out->selective_fwd = aps_gemm_time(d, prec, T, kd, h) +
-                         aps_gemm_time(d, prec, T, h, x->a * x->dh / tp) +
+                         aps_gemm_time(d, prec, T, h, x->a * x->dv / tp) +
                          (m->mlp == APS_MLP_SWIGLU
                               ? aps_gemm_time(d, prec, T, x->f / tp, h)
                               : aps_gemm_time(d, prec, T, h, x->f / tp)) +
@@ -459,10 +467,13 @@ static double cp_alltoall(const aps_cluster *c, const aps_strategy *s,
 static void layer_cp_a2a(const aps_cluster *c, const aps_strategy *s,
                          const layer_shape *x, aps_layer_cost *out)
 {
-    double per_head = x->b * x->sl * x->dh / x->tp;  /* elements per head */
-    double q = cp_alltoall(c, s, x->a * per_head);   /* Q, O, dO, dQ */
-    double kv = cp_alltoall(c, s, x->k * per_head);  /* K, V, dK, dV */
-    out->cp_fwd = 2.0 * q + 2.0 * kv;
+    double qk_head = x->b * x->sl * x->dh / x->tp;  /* elements per head */
+    double v_head = x->b * x->sl * x->dv / x->tp;
+    double q = cp_alltoall(c, s, x->a * qk_head);   /* Q; dQ */
+    double o = cp_alltoall(c, s, x->a * v_head);    /* O; dO */
+    double k = cp_alltoall(c, s, x->k * qk_head);   /* K; dK */
+    double v = cp_alltoall(c, s, x->k * v_head);    /* V; dV */
+    out->cp_fwd = (q + o) + (k + v);
     out->cp_bwd = out->cp_fwd;
 }
 
@@ -487,7 +498,7 @@ static void layer_cp(const aps_cluster *c, const aps_strategy *s,
         aps_group_link(c, s->tp_degree, s->cp_degree, &bw, &alpha);
     else
         aps_p2p_link(c, s->tp_degree, s->cp_degree, &bw, &alpha);
-    double kv_chunk = 2.0 * APS_ACT_BYTES * x->b * x->sl * x->k * x->dh /
+    double kv_chunk = APS_ACT_BYTES * x->b * x->sl * x->k * (x->dh + x->dv) /
                       x->tp;
     if (gather) {
         out->cp_fwd = aps_allgather_time(s->cp_degree, kv_chunk * x->cp, bw,
@@ -548,6 +559,7 @@ static void layer_times_kinds(const aps_model *m, const aps_cluster *c,
         y.k = k[i].k;
         y.dh = k[i].d;
         y.v = k[i].v;
+        y.dv = k[i].dv;
         y.keys = aps_attn_kind_keys(m, &k[i], x->S, t->flash_attention);
         layer_times_of(m, c, t, s, &y, &part);
         for (int j = 0; j < APS_KIND_COST_FIELDS; j++)

@@ -746,6 +746,8 @@ typedef struct {
     double k;       /**< KV heads */
     double d;       /**< head width */
     double v;       /**< V projections per KV head: 1, 0 when V is K's */
+    double dv;      /**< V head width (attn_v_head_dim; else d) */
+    double sinks;   /**< 1 when the kind has attention sinks, else 0 */
     aps_keys_kind keys;
 } aps_attn_kind;
 

@@ -133,8 +133,8 @@ static double attn_saved_bytes(const aps_model *m, const aps_training *t,
      * layernorm_linear.py, linear.py: saved inputmat); bf16 otherwise. */
     double A = APS_ACT_BYTES, Ain = aps_gemm_input_bytes(t);
     double a = (double)m->num_attention_heads, k = x->k, d = x->d;
-    double attn = A * T * (a * d + 2.0 * k * d) / tp    /* Q, K, V */
-                  + Ain * T * a * d / tp;               /* context */
+    double attn = A * T * (a * d + k * d + k * x->dv) / tp /* Q, K, V */
+                  + Ain * T * a * x->dv / tp;              /* context */
     if (m->qk_norm)
         attn += A * T * (a + k) * d / tp;
     if (m->attention_output_gate) /* the gate's sigmoid and the context */
@@ -608,9 +608,9 @@ static double cp_kind_buffers(const aps_model *m, const aps_training *t,
     double sl = (double)lay->s_local, b = (double)lay->b;
     double d = x->d, k = x->k;
     if (s->cp_comm_type == APS_CP_A2A)
-        return 2.0 * A * b * sl * ((double)m->num_attention_heads + 2.0 * k) *
-               d / tp;
-    double kv = 2.0 * A * b * k * d / tp;          /* K and V per token */
+        return 2.0 * A * b * sl *
+               (((double)m->num_attention_heads + k) * d + k * x->dv) / tp;
+    double kv = A * b * k * (d + x->dv) / tp;      /* K and V per token */
     double chunk = s->cp_comm_type == APS_CP_ALL_GATHER
                        ? kv * (double)t->seq_length       /* gathered */
                        : 2.0 * kv * sl;                   /* 2 in flight */

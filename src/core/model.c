@@ -565,6 +565,19 @@ static double window_keys(double w, double S)
     return w - 0.5 * w * w / S;
 }
 
+/* The attention variant a shape per kind does not combine with (its
+ * costs assume one shape per layer), or NULL. */
+static const char *attn_kind_conflict(const aps_model *m)
+{
+    return m->kv_lora_rank > 0 ? "kv_lora_rank"
+           : aps_model_is_hybrid(m) ? "hybrid_layer_pattern"
+           : aps_model_has_gdn(m) ? "linear_attention_period"
+           : m->index_n_heads > 0 ? "index_n_heads"
+           : m->attention_chunk_size > 0 ? "attention_chunk_size"
+           : m->attention_output_gate ? "attention_output_gate"
+                                      : NULL;
+}
+
 /*
  * The global layers' own attention shape (Gemma 4): widths in range, the
  * KV heads dividing the query heads, at least one layer without the
@@ -599,17 +612,43 @@ static aps_status validate_global_attention(const aps_model *m, char *err,
                 "with every layer windowed (no layer has it)");
         return APS_EINVAL;
     }
-    const char *other = m->kv_lora_rank > 0 ? "kv_lora_rank"
-                        : aps_model_is_hybrid(m) ? "hybrid_layer_pattern"
-                        : aps_model_has_gdn(m) ? "linear_attention_period"
-                        : m->index_n_heads > 0 ? "index_n_heads"
-                        : m->attention_chunk_size > 0 ? "attention_chunk_size"
-                        : m->attention_output_gate ? "attention_output_gate"
-                                                   : NULL;
+    const char *other = attn_kind_conflict(m);
     if (other != NULL) {
         aps_fmt(err, n, "model.%s: given with a global attention shape "
                 "(global_head_dim, global_num_query_groups, global_k_eq_v; "
                 "not modelled together)", other);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
+/*
+ * MiMo-V2-Flash's attention: the V width in range, sinks on the windowed
+ * layers only with sinks and a global attention shape (the layers that
+ * have none), neither with the variants the kinds do not combine with.
+ */
+static aps_status validate_v_width_sinks(const aps_model *m, char *err,
+                                         size_t n)
+{
+    if (m->attn_v_head_dim == 0 && !m->window_attention_sinks)
+        return APS_OK;
+    if (m->attn_v_head_dim != 0) {
+        aps_status st = check_range("attn_v_head_dim", m->attn_v_head_dim,
+                                    APS_MAX_WIDTH, err, n);
+        if (st != APS_OK)
+            return st;
+    }
+    if (m->window_attention_sinks &&
+        (!m->attention_sinks || !aps_model_has_global_attention(m))) {
+        aps_fmt(err, n, "model.window_attention_sinks: needs attention_sinks "
+                "and a global attention shape (global_head_dim, "
+                "global_num_query_groups, global_k_eq_v)");
+        return APS_EINVAL;
+    }
+    const char *other = attn_kind_conflict(m);
+    if (other != NULL) {
+        aps_fmt(err, n, "model.%s: given with attn_v_head_dim or "
+                "window_attention_sinks (not modelled together)", other);
         return APS_EINVAL;
     }
     return APS_OK;
@@ -730,6 +769,8 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
     if (st != APS_OK)
         return st;
     st = validate_global_attention(m, err, n);
+    if (st == APS_OK)
+        st = validate_v_width_sinks(m, err, n);
     if (st != APS_OK)
         return st;
     if (m->qk_norm_full_width && !m->qk_norm) {
@@ -799,13 +840,19 @@ static double attn_max(const aps_model *m, double t, attn_kind_fn f)
     return best;
 }
 
-/* Input-projection weights of attention kind x on one of t ranks: Q (and
- * the output gate), K, and V unless V is K's output. */
+/* Output columns of attention kind x's input projection: Q (and the
+ * output gate) and K of d per head, V of dv unless V is K's output. */
+static double kind_in_width(const aps_model *m, const aps_attn_kind *x)
+{
+    return q_proj_heads(m) * x->d + x->k * x->d + x->v * x->k * x->dv;
+}
+
+/* Input-projection weights of attention kind x on one of t ranks. */
 static double kind_in_params(const aps_model *m, const aps_attn_kind *x,
                              double t)
 {
     double h = (double)m->hidden_size;
-    return h * (q_proj_heads(m) * x->d + (1.0 + x->v) * x->k * x->d) / t;
+    return h * kind_in_width(m, x) / t;
 }
 
 /* Output-projection weights of attention kind x on one of t ranks. */
@@ -813,7 +860,7 @@ static double kind_out_params(const aps_model *m, const aps_attn_kind *x,
                               double t)
 {
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
-    return a * x->d * h / t;
+    return a * x->dv * h / t;
 }
 
 /* Linear-layer weights of one attention block of kind x. */
@@ -930,23 +977,32 @@ double aps_attention_keys(const aps_model *m, double S, bool causal)
     return (local * window_keys(w, S) + (L - local) * full) / L;
 }
 
+/* The V head width of a kind whose Q/K heads are d wide. */
+static double kind_v_width(const aps_model *m, double d)
+{
+    return m->attn_v_head_dim > 0 ? (double)m->attn_v_head_dim : d;
+}
+
 int aps_attn_kinds(const aps_model *m, aps_attn_kind out[APS_ATTN_KINDS])
 {
-    double L = (double)m->num_layers;
-    out[0] = (aps_attn_kind){L, 1.0, (double)m->num_query_groups,
-                             (double)m->head_dim, 1.0, APS_KEYS_MEAN};
+    double L = (double)m->num_layers, d = (double)m->head_dim;
+    double sinks = m->attention_sinks ? 1.0 : 0.0;
+    out[0] = (aps_attn_kind){L, 1.0, (double)m->num_query_groups, d, 1.0,
+                             kind_v_width(m, d), sinks, APS_KEYS_MEAN};
     if (!aps_model_has_global_attention(m))
         return 1;
     double local = windowed_layers(m);
     out[0].layers = local;
     out[0].share = local / L;
     out[0].keys = APS_KEYS_WINDOW;
+    double gd = (double)(m->global_head_dim > 0 ? m->global_head_dim
+                                                : m->head_dim);
     out[1] = (aps_attn_kind){
         L - local, (L - local) / L,
         (double)(m->global_num_query_groups > 0 ? m->global_num_query_groups
                                                 : m->num_query_groups),
-        (double)(m->global_head_dim > 0 ? m->global_head_dim : m->head_dim),
-        m->global_k_eq_v ? 0.0 : 1.0, APS_KEYS_FULL};
+        gd, m->global_k_eq_v ? 0.0 : 1.0, kind_v_width(m, gd),
+        m->window_attention_sinks ? 0.0 : sinks, APS_KEYS_FULL};
     return 2;
 }
 
@@ -980,12 +1036,14 @@ static double qk_norm_params(const aps_model *m, const aps_attn_kind *x,
                : 2.0 * x->d;
 }
 
-/* Attention-sink logits of one layer on one of tp ranks: one per query
- * head (GptOssAttention.sinks = Parameter(num_attention_heads)), split
- * with the heads. */
-static double sink_params(const aps_model *m, double t)
+/* Attention-sink logits of one layer of kind x on one of tp ranks: one
+ * per query head (GptOssAttention.sinks = Parameter(num_attention_heads);
+ * MiMoV2Attention.attention_sink_bias on the windowed layers), split with
+ * the heads. */
+static double sink_params(const aps_model *m, const aps_attn_kind *x,
+                         double t)
 {
-    return m->attention_sinks ? (double)m->num_attention_heads / t : 0.0;
+    return x->sinks > 0 ? (double)m->num_attention_heads / t : 0.0;
 }
 
 /* Attention parameters of kind x beside its linear weights on one of t
@@ -995,11 +1053,11 @@ static double kind_extra_params(const aps_model *m, const aps_attn_kind *x,
 {
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
     double attn = 0.0;
-    if (m->qkv_bias) /* column parallel: split */
-        attn += (a * x->d + (1.0 + x->v) * x->k * x->d) / t;
+    if (m->qkv_bias) /* column parallel: split; none on the output gate */
+        attn += (a * x->d + x->k * x->d + x->v * x->k * x->dv) / t;
     if (m->attn_out_bias) /* row parallel: replicated */
         attn += h;
-    return attn + qk_norm_params(m, x, t) + sink_params(m, t);
+    return attn + qk_norm_params(m, x, t) + sink_params(m, x, t);
 }
 
 /* The whole attention block of kind x on one of t ranks. */

@@ -33,7 +33,8 @@ static double mix_mixer_flops(const aps_model *m, const aps_hybrid_counts *w,
     int n = aps_attn_kinds(m, x);
     double core = 0.0; /* keys x head width of the mean layer */
     for (int i = 0; i < n; i++)
-        core += x[i].share * aps_attn_kind_keys(m, &x[i], S, causal) * x[i].d;
+        core += x[i].share * aps_attn_kind_keys(m, &x[i], S, causal) *
+                (0.5 * (x[i].d + x[i].dv)); /* QK^T d wide, PV dv */
     double f = w->attn_share * 4.0 * S * core *
                (double)m->num_attention_heads;
     if (w->mamba_share > 0)

@@ -226,6 +226,8 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, global_head_dim, FT_OINT, NULL),
     FLD(aps_model, global_num_query_groups, FT_OINT, NULL),
     FLD(aps_model, global_k_eq_v, FT_OBOOL, NULL),
+    FLD(aps_model, attn_v_head_dim, FT_OINT, NULL),
+    FLD(aps_model, window_attention_sinks, FT_OBOOL, NULL),
     FLD(aps_model, qk_l2_norm, FT_OBOOL, NULL),
     FLD(aps_model, nope_layer_period, FT_OINT, NULL),
     FLD(aps_model, attention_chunk_size, FT_OINT, NULL),

@@ -193,6 +193,131 @@ static void test_global_attention_validate_and_tp(void **state)
     assert_non_null(strstr(msg, "global_num_query_groups = 4"));
 }
 
+/*
+ * V heads narrower than Q/K's and sinks on the windowed layers only
+ * (attn_v_head_dim, window_attention_sinks): XiaomiMiMo/MiMo-V2-Flash as
+ * vLLM builds it (vllm/model_executor/models/mimo_v2_flash.py @
+ * 01ed47b4): h 4096, 48 layers, 39 windowed (128 tokens) with 8 KV heads
+ * and a sink per query head, 9 full with 4 KV heads; 64 query heads of
+ * 192, V heads of 128; layer 0 a dense MLP of 16384, the 47 others 256
+ * experts of 2048 (top 8) with a router h x E and its score bias E;
+ * vocab 152576 untied.  Hand counts:
+ *   windowed attention: q 4096 x 12288 = 50,331,648, k 4096 x 1536 =
+ *     6,291,456, v 4096 x 1024 = 4,194,304, o 8192 x 4096 = 33,554,432,
+ *     sinks 64 -> 94,371,904;
+ *   full attention: q 50,331,648, k 3,145,728, v 2,097,152, o
+ *     33,554,432 -> 89,128,960;
+ *   dense MLP 3 x 4096 x 16384 = 201,326,592; an MoE block 256 x 3 x
+ *     4096 x 2048 + 4096 x 256 + 256 = 6,443,499,776 (active: 8 experts,
+ *     202,375,424); norms 2 x 4096 per layer;
+ *   39 x 94,371,904 + 9 x 89,128,960 + 201,326,592 + 47 x 6,443,499,776
+ *     + 48 x 8192 = 307,528,874,176 layers; embedding and output layer
+ *     152576 x 4096 = 624,951,296 each; final norm 4096
+ *   -> 308,778,780,864 total, 15,445,936,320 active (the card's 309B and
+ *   15B).
+ */
+#define MIMO_V2_TOTAL 308778780864.0
+#define MIMO_V2_ACTIVE 15445936320.0
+
+static void fx_mimo_v2_flash(aps_model *m)
+{
+    fx_llama(m, "mimo-v2-flash", 48, 4096, 64, 8, 16384, 152576);
+    m->head_dim = 192;
+    m->attn_v_head_dim = 128;
+    m->sliding_window = 128;
+    m->sliding_window_layers = 39;
+    m->global_num_query_groups = 4;
+    m->attention_sinks = true;
+    m->window_attention_sinks = true;
+    m->num_experts = 256;
+    m->experts_per_token = 8;
+    m->moe_ffn_hidden_size = 2048;
+    m->moe_router_bias = true;
+    m->moe_first_dense_layers = 1;
+    fx_validate(m);
+}
+
+static void test_v_width_params_mimo_v2_flash(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_mimo_v2_flash(&m);
+    aps_param_counts pc;
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.total, MIMO_V2_TOTAL);
+    ASSERT_DBL_EXACT(pc.active, MIMO_V2_ACTIVE);
+    ASSERT_DBL_EXACT(pc.layers, 307528874176.0);
+    aps_attn_kind k[APS_ATTN_KINDS];
+    assert_int_equal(aps_attn_kinds(&m, k), 2);
+    ASSERT_DBL_EXACT(k[0].dv, 128.0);
+    ASSERT_DBL_EXACT(k[1].dv, 128.0);
+    ASSERT_DBL_EXACT(k[0].sinks, 1.0);
+    ASSERT_DBL_EXACT(k[1].sinks, 0.0);
+}
+
+/* A dense model with V heads of dv beside Q/K heads of d: the attention
+ * core's FLOPs (QK^T d wide, PV dv wide) are (d + dv) / 2d of the model
+ * with V as wide as Q/K, each layer's weights h k (d - dv) + a (d - dv) h
+ * fewer, its activations and model FLOPs fewer too. */
+static void test_v_width_costs(void **state)
+{
+    (void)state;
+    aps_model m, same;
+    fx_llama(&m, "v-width", 8, 4096, 64, 8, 16384, 32000);
+    m.head_dim = 192;
+    same = m;
+    m.attn_v_head_dim = 128;
+    fx_validate(&m);
+    fx_validate(&same);
+    aps_param_counts pm, ps;
+    aps_model_param_counts(&m, &pm);
+    aps_model_param_counts(&same, &ps);
+    ASSERT_DBL_EXACT(ps.total - pm.total,
+                     8.0 * (4096.0 * 8 * 64 + 64.0 * 64 * 4096));
+    aps_cluster c;
+    fx_h100(&c, 1);
+    aps_training t;
+    fx_training(&t, 8, 4096);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.dp_degree = 8;
+    aps_layer_cost a = {0}, b = {0};
+    aps_layer_times(&m, &c, &t, &s, NULL, &a);
+    aps_layer_times(&same, &c, &t, &s, NULL, &b);
+    ASSERT_REL(a.attn_fwd, b.attn_fwd * (192.0 + 128.0) / 384.0, 1e-12);
+    assert_true(a.gemm_fwd < b.gemm_fwd);
+    aps_layer_activations(&m, &t, &s, NULL, &a);
+    aps_layer_activations(&same, &t, &s, NULL, &b);
+    assert_true(a.act_full < b.act_full);
+    assert_true(aps_flops_per_step(&m, &t, &s, true, false) <
+                aps_flops_per_step(&same, &t, &s, true, false));
+}
+
+static void test_v_width_validate(void **state)
+{
+    (void)state;
+    aps_model m;
+    char err[256] = "";
+    fx_mimo_v2_flash(&m);
+    m.attn_v_head_dim = -1;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.attn_v_head_dim: must be >= 1 (got -1)");
+    fx_mimo_v2_flash(&m);
+    m.attention_sinks = false;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.window_attention_sinks: needs attention_sinks");
+    fx_mimo_v2_flash(&m);
+    m.global_num_query_groups = 0;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "a global attention shape");
+    fx_llama(&m, "v-width", 8, 4096, 64, 8, 16384, 32000);
+    m.head_dim = 192;
+    m.attn_v_head_dim = 128;
+    m.attention_output_gate = true;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.attention_output_gate: given with attn_v_head_dim");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -200,6 +325,9 @@ int main(void)
         cmocka_unit_test(test_global_attention_params_gemma4_31b),
         cmocka_unit_test(test_global_attention_costs_by_share),
         cmocka_unit_test(test_global_attention_validate_and_tp),
+        cmocka_unit_test(test_v_width_params_mimo_v2_flash),
+        cmocka_unit_test(test_v_width_costs),
+        cmocka_unit_test(test_v_width_validate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,8 +15,13 @@ local policy = require "apsearch.policy"
 
 -- one run, as JSON; the exit status, the result and stderr
 local function run(model, cluster, ...)
-  local code, out, err = H.apsearch("run", "--model", model, "--cluster", cluster, "--top-k", "1",
-    "--format", "json", ...)
+  -- --top-k 1 unless the caller gives its own (an option given twice is
+  -- refused: cli.lua, 98e806f)
+  local args = { "run", "--model", model, "--cluster", cluster, "--format", "json", ... }
+  local own = false
+  for _, a in ipairs(args) do own = own or a == "--top-k" or a == "-k" end
+  if not own then args[#args + 1] = "--top-k" args[#args + 1] = "1" end
+  local code, out, err = H.apsearch(table.unpack(args))
   local ok, r = pcall(json.decode, out)
   return code, ok and r or nil, err
 end

@@ -73,7 +73,8 @@ local EXPECT = {
   ["bryce-hoehn--Qwen3.5-18B-REAP-A3B-Coding"] = { total = 18543997568, active = 3444503168 },
   ["tencent--Hunyuan-A13B"] = { total = 80393183232, active = 12747448320 },
   ["MiniMaxAI--MiniMax-M3"] = { refused = "model_type: minimax_m3: block-sparse attention" },
-  ["XiaomiMiMo--MiMo-V2-Flash"] = { refused = "model_type: mimo_v2_flash: sliding-window layers" },
+  -- hand-counted layer by layer in tests/lua/models_mimo_v2_spec.lua (the card: 309B total, 15B active)
+  ["XiaomiMiMo--MiMo-V2-Flash"] = { total = 308778780864, active = 15445936320 },
   ["deepseek-ai--DeepSeek-V4-Flash"] = { refused = "model_type: deepseek_v4: DeepSeek-V4's compressed" },
   ["sgl-project--DeepSeek-V4-Flash-FP8"] =
     { refused = "model_type: deepseek_ref (read as deepseek_v4 by its architectures class" },
@@ -86,7 +87,10 @@ local EXPECT = {
   -- test_hybrid_params_nemotron3_super has the hand count)
   ["nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8"] = { total = 120668707840, active = 12770237440 },
   ["poolside--Laguna-XS.2-FP8"] = { refused = "MoE config (num_experts = 256) of model_type \"laguna\"" },
-  ["stepfun-ai--Step-3.7-Flash"] = { refused = "MoE config (num_experts = 288) of model_type \"step3p7\"" },
+  -- vLLM's and SGLang's step3p7.py run Step3p5ForCausalLM, whose keys
+  -- (moe_num_experts, use_head_wise_attn_gate, ...) this file does not give
+  ["stepfun-ai--Step-3.7-Flash"] = { refused = "model_type: step3p7: Step-3.7-Flash's language model is " ..
+    "Step3p5ForCausalLM" },
   ["zai-org--GLM-5.2"] = { refused = "indexer_types: cross-layer top-k sharing" },
   -- not NotImplemented: an unknown type, named with the types apsearch reads
   ["microsoft--Phi-4-reasoning-vision-15B"] = { unknown = "phi4-siglip" },
@@ -176,6 +180,17 @@ describe("held-out config.json files", function()
     text.architectures = nil
     assert.truthy(err_of(hf.from_config, wrapper, "m.json")
       :find("its text_config is not either (it gives no model_type)", 1, true))
+  end)
+
+  it("Step-3.7-Flash is refused under its class too, naming the keys its reference reads", function()
+    local cfg = decoded("stepfun-ai--Step-3.7-Flash")
+    cfg.model_type = nil
+    assert.are.equal("NotImplemented: s.json: model_type: (missing) (read as step3p7 by its architectures class " ..
+      "Step3p7FlashForCausalLM): " .. hf.UNMODELLED.step3p7, err_of(hf.from_config, cfg, "s.json"))
+    for _, key in ipairs({ "use_head_wise_attn_gate", "attention_other_setting", "moe_layers_enum",
+      "moe_num_experts", "swiglu_limits" }) do
+      assert.truthy(hf.UNMODELLED.step3p7:find(key, 1, true), key)
+    end
   end)
 
   -- XiaomiMiMo/MiMo-7B-Base (mimo; card: 7B, "one MTP layer"): Qwen2's

@@ -375,6 +375,10 @@ M.LLAMA_BLOCK_LACKS = {
     "Llama block projects V" },
   { "moe_router_scales", "the router's input scale and per-expert scales (moe_router_scales, Gemma 4): the Llama " ..
     "model's router has neither" },
+  { "attn_v_head_dim", "V heads narrower than Q/K's (attn_v_head_dim, MiMo-V2-Flash): the Llama block has one " ..
+    "head width" },
+  { "window_attention_sinks", "attention sinks on the windowed layers only (window_attention_sinks, " ..
+    "MiMo-V2-Flash): the Llama block has no sinks" },
 }
 
 --- Weights of a model's block and output layer a Llama builder

@@ -799,6 +799,9 @@ M.ARCH_SOURCES = {
   layer_shape = "transformer_config.py:175, 184 (one num_query_groups and kv_channels for every layer); " ..
     "attention.py:1689 (linear_qkv projects Q, K and V on every layer)",
   router_scales = "moe/router.py:64-72 (TopKRouter has its weight and an optional bias only)",
+  v_width = "transformer_config.py:184 (kv_channels: one head width for Q, K and V; v_head_dim is multi-latent " ..
+    "attention's only, transformer_config.py MLATransformerConfig)",
+  sinks_per_layer = "transformer_config.py:170 (softmax_type: one for every layer)",
 }
 
 --- A note that part of the model is not in the script: a "NOT WRITTEN"
@@ -1183,6 +1186,16 @@ function M.global_attention_notes(m, N)
   if m.moe_router_scales then
     not_written(N, "the router's input scale and per-expert scales (moe_router_scales)", M.ARCH_SOURCES.router_scales,
       "the script's router has neither")
+  end
+  if m.attn_v_head_dim then
+    not_written(N, ("V heads %d wide beside Q/K heads %d wide (attn_v_head_dim)"):format(m.attn_v_head_dim,
+      m.head_dim or 0), M.ARCH_SOURCES.v_width, "the script's V heads are as wide as its Q/K heads")
+  end
+  if m.window_attention_sinks then
+    local L = m.num_layers
+    not_written(N, ("attention sinks on the %d windowed layers only (window_attention_sinks)"):format(
+      m.sliding_window_layers or 0), M.ARCH_SOURCES.sinks_per_layer, ("--softmax-type learnable puts them on " ..
+      "all %d layers"):format(L))
   end
 end
 

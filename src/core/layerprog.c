@@ -145,15 +145,23 @@ static aps_launches block(double fwd, bool graphed)
 /** The MoE block before the dispatcher's device-to-host sync (norm,
  *  router, preprocess), forward, from Python, the router fused or not
  *  (training.moe_router_fusion); with the router captured, the norm and
- *  the graph. */
+ *  the graph (and the all-to-all's preprocess under a capacity factor). */
 static aps_launches moe_pre_launches(const aps_training *t,
                                      const aps_strategy *s, bool router_graphed)
 {
-    if (router_graphed)
-        return (aps_launches){
-            APS_HK_MOE_NORM + APS_HK_GRAPH_LAUNCH,
-            APS_HOST_BWD_RATIO * APS_HK_MOE_NORM + APS_HK_GRAPH_LAUNCH};
     double router = t->moe_router_fusion ? APS_HK_ROUTER_FUSED : APS_HK_ROUTER;
+    /* the all-to-all's preprocess copies the capacity-padded split sizes
+     * to the host: Megatron-Core graphs the router without it
+     * (transformer_config.py l.2841-2850 @ d98e8a64; the launch file
+     * writes moe_router alone) */
+    bool pre_outside = s->moe_token_dispatcher == APS_MOE_ALLTOALL &&
+                       s->moe_capacity_factor > 0;
+    if (router_graphed) {
+        double outside = APS_HK_MOE_NORM + (pre_outside ? APS_HK_A2A_PRE : 0.0);
+        return (aps_launches){outside + APS_HK_GRAPH_LAUNCH,
+                              APS_HOST_BWD_RATIO * outside +
+                                  APS_HK_GRAPH_LAUNCH};
+    }
     if (s->moe_token_dispatcher == APS_MOE_FLEX)
         /* NVIDIA's flex count is with the fused router: the unfused one
          * adds its difference */
@@ -249,6 +257,28 @@ static void hybrid_launches(const aps_model *m, const aps_training *t,
     out->mlp.bwd = dense * out->mlp.bwd + ssm * mamba.bwd;
 }
 
+bool aps_model_has_dense_mlp_layer(const aps_model *m)
+{
+    if (!aps_model_is_moe(m))
+        return true;
+    for (int64_t i = 0; !aps_model_is_hybrid(m) && i < m->num_layers; i++)
+        if (!aps_model_is_moe_layer(m, i))
+            return true;
+    return false;
+}
+
+aps_cuda_graph_scope aps_cuda_graph_dropless_modules(const aps_model *m)
+{
+    aps_hybrid_counts w;
+    aps_hybrid_mix(m, &w);
+    int g = APS_CG_ATTN | APS_CG_MOE_ROUTER;
+    if (aps_model_is_hybrid(m) && w.mamba > 0)
+        g |= APS_CG_MAMBA;
+    if (aps_model_has_dense_mlp_layer(m))
+        g |= APS_CG_MLP;
+    return (aps_cuda_graph_scope)g;
+}
+
 aps_cuda_graph_scope aps_cuda_graph_effective_scope(const aps_training *t,
                                                     const aps_strategy *s)
 {
@@ -271,9 +301,11 @@ void aps_host_program_build(const aps_model *m, const aps_training *t,
         return;
     }
     /* whole-layer graphs capture an MoE block only when its shapes are
-     * static (padded token drop); a dropless one keeps its experts and
-     * dispatch outside, as the partial scopes do */
+     * static (padded token drop); of a dropless one, what the launch file
+     * writes Megatron-Core to capture: its modules but the experts */
     bool is_moe = aps_model_is_moe(m);
+    if (g == APS_CG_LAYER && is_moe && s->moe_capacity_factor <= 0)
+        g = aps_cuda_graph_dropless_modules(m);
     bool layer_g = g == APS_CG_LAYER;
     bool attn_g = layer_g || aps_cuda_graph_modules(g, APS_CG_ATTN);
     bool router_g = layer_g || aps_cuda_graph_modules(g, APS_CG_MOE_ROUTER);

@@ -526,16 +526,13 @@ static aps_status check_graph_modules(const aps_model *m,
     aps_cuda_graph_scope g = t->cuda_graph_scope;
     if (!t->cuda_graphs)
         return APS_OK;
-    bool dense_mlp = !aps_model_is_moe(m);
-    for (int64_t i = 0; !dense_mlp && !aps_model_is_hybrid(m) &&
-                        i < m->num_layers; i++)
-        dense_mlp = !aps_model_is_moe_layer(m, i);
     const char *why =
         aps_cuda_graph_modules(g, APS_CG_MOE_ROUTER) && !aps_model_is_moe(m)
             ? "moe_router: the model has no experts"
-        : aps_cuda_graph_modules(g, APS_CG_MLP) && !dense_mlp
-            ? "mlp: the model has no dense MLP layer (Megatron-Core: \"mlp "
-              "cuda graph is only supported for dense layers\")"
+        : aps_cuda_graph_modules(g, APS_CG_MLP) &&
+                !aps_model_has_dense_mlp_layer(m)
+            ? "mlp: every layer of the model is an MoE layer (Megatron-Core: "
+              "\"mlp cuda graph is only supported for dense layers\")"
         : aps_cuda_graph_modules(g, APS_CG_MAMBA) && !aps_model_is_hybrid(m)
             ? "mamba: the model has no Mamba-2 layers"
             : NULL;

@@ -347,8 +347,12 @@ static void test_hybrid_moe_host_kernels(void **state)
     t.cuda_graph_scope = APS_CG_MLP;
     assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err),
                      APS_EINVAL);
-    assert_non_null(strstr(err, "training.cuda_graph_scope: mlp: the model "
-                                "has no dense MLP layer"));
+    assert_non_null(strstr(err, "training.cuda_graph_scope: mlp: every layer "
+                                "of the model is an MoE layer"));
+    /* whole layers of this dropless MoE model: its attention, Mamba-2
+     * mixers and router, the modules the launch file writes */
+    assert_int_equal(aps_cuda_graph_dropless_modules(&m),
+                     APS_CG_ATTN | APS_CG_MAMBA | APS_CG_MOE_ROUTER);
 }
 
 /* Without a shared expert an MoE layer's dense-FFN TP collectives go: the

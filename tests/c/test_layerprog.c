@@ -161,6 +161,14 @@ static void test_moe_counts(void **state)
     hp = program_of(&m, &t, &s);
     assert_true(hp.moe_pre.fwd == 2.0 && hp.moe_pre.bwd == 3.0);
     assert_true(hp.attn.fwd == 11.0);
+    /* under a capacity factor the all-to-all's preprocess syncs with the
+     * host and stays outside the graph (Megatron-Core asserts
+     * moe_preprocess away; the launch file writes moe_router alone):
+     * norm 1 + graph 1 + preprocess 9, backward 2 x 10 + 1 */
+    s.moe_capacity_factor = 1.0;
+    hp = program_of(&m, &t, &s);
+    assert_true(hp.moe_pre.fwd == 11.0 && hp.moe_pre.bwd == 21.0);
+    s.moe_capacity_factor = 0.0;
 
     /* whole-layer graphs capture a token-drop layer, not a dropless one */
     t.cuda_graph_scope = APS_CG_LAYER;

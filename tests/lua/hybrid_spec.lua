@@ -231,12 +231,32 @@ describe("nemotron_h with MoE (E) layers: apsearch run", function()
     local _, out2 = run("attn+moe_router")
     local host = function(x) return cjson.decode(x).top_k_strategies[1].performance_cost.breakdown.host_launch.total end
     assert.is_true(host(out) < host(out2), out2:sub(1, 200))
+    -- whole layers of this dropless MoE model: what Megatron-Core can
+    -- capture, the same modules and the same price as written out (the
+    -- script wrote no mamba while the estimate priced the mixers captured;
+    -- breaker pass, 2026-12-05)
+    local code3, out3, err3 = run("layer")
+    assert.are.equal(0, code3, err3)
+    assert.truthy(H.read(dir .. "/launch/rank1_megatron.sh"):find(
+      "\n  --cuda-graph-modules attn mamba moe_router moe_preprocess\n", 1, true))
+    local _, out4 = run("attn+mamba+moe_router")
+    local step = function(x) return cjson.decode(x).top_k_strategies[1].performance_cost.step_time end
+    assert.are.equal(step(out4), step(out3))
+    -- a dense-first MoE model's whole layers add the dense MLP (its
+    -- moe_layer_freq has dense layers: Megatron-Core takes "mlp" there)
+    local ddir = H.tmpdir()
+    local dcode, _, derr = H.apsearch("run", "--model", "deepseek-v3", "--cluster", "h100-sxm-80gb:128",
+      "--set", "training.cuda_graphs=true", "--fix", "layer_recompute=selective", "-k", "1", "-q", "--out", ddir)
+    assert.are.equal(0, dcode, derr)
+    local dsh = H.read(ddir .. "/launch/rank1_megatron.sh")
+    assert.truthy(dsh:find("\n  --cuda-graph-modules attn mlp moe_router moe_preprocess\n", 1, true), dsh)
+    H.assert_megatron_flags(dsh)
     -- a module given twice, an unknown one, and one the model lacks: one line, exit 2
     for scope, msg in pairs({
       ["attn+attn"] = "training.cuda_graph_scope: expected layer, full_iteration, none, or modules joined by + "
         .. "(each once): attn, mlp, mamba, moe_router, e.g. attn+moe_router (got \"attn+attn\")",
       ["attn+mambo"] = "(got \"attn+mambo\")",
-      ["mlp"] = "training.cuda_graph_scope: mlp: the model has no dense MLP layer",
+      ["mlp"] = "training.cuda_graph_scope: mlp: every layer of the model is an MoE layer",
     }) do
       local c, o, e = run(scope)
       assert.are.equal(2, c, o)

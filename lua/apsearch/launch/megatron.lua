@@ -65,18 +65,36 @@ local launch_util = require "apsearch.launch"
 
 local M = {}
 
+--- The modules whole-layer graphs of a dropless MoE model capture: the
+-- attention, the router, a hybrid model's Mamba-2 mixers, and the dense
+-- MLP layers of a model whose moe_layer_freq has them (a hybrid MoE model
+-- has none by Megatron's rule) -- the core's
+-- aps_cuda_graph_dropless_modules, which the estimate prices.
+local function dropless_layer_scope(m)
+  local pattern = m.hybrid_layer_pattern
+  if pattern and pattern ~= "" then
+    return pattern:find("M", 1, true) and "attn+mamba+moe_router" or "attn+moe_router"
+  end
+  for _, v in ipairs(require("apsearch.core").model_params(m).moe_pattern or {}) do
+    if v == 0 then return "attn+mlp+moe_router" end
+  end
+  return "attn+moe_router"
+end
+
 --- Megatron-Core's --cuda-graph-modules for a scope of training.cuda_graph_
 -- scope (transformer_config.py @ d98e8a64 CudaGraphModule; empty: the
 -- whole layer).  A dropless MoE layer cannot be captured whole (its
 -- expert shapes change each step; "moe" needs drop-padding, l.2837-2840):
--- the layer scope then writes what can be captured, as the estimate
--- counts it (src/core/layerprog.c).  moe_preprocess goes with moe_router
--- (l.2821-2824) and not beside the all-to-all's capacity-factor sync
--- (l.2841-2850).
-local function graph_modules(scope, moe, dropless, a2a_capacity)
+-- the layer scope then writes what can be captured (dropless_layer_scope),
+-- as the estimate counts it (src/core/layerprog.c).  moe_preprocess goes
+-- with moe_router (l.2821-2824) and not beside the all-to-all's
+-- capacity-factor sync (l.2841-2850).
+local function graph_modules(scope, m, dropless, a2a_capacity)
+  local moe = (m.num_experts or 0) > 0
   local router = a2a_capacity and { "moe_router" } or { "moe_router", "moe_preprocess" }
   if scope == "layer" then
-    return (moe and dropless) and { "attn", table.unpack(router) } or {}
+    if not (moe and dropless) then return {} end
+    scope = dropless_layer_scope(m)
   end
   local mods = {}
   for part in scope:gmatch("[^+]+") do
@@ -102,11 +120,11 @@ local function graph_flags(A, N, m, r, tr, offload)
   local moe = (m.num_experts or 0) > 0
   local dropless = moe and not ((r.moe_capacity_factor or 0) > 0)
   local a2a_cap = moe and not dropless and (r.moe_token_dispatcher or "alltoall") == "alltoall"
-  local mods = graph_modules(scope, moe, dropless, a2a_cap)
+  local mods = graph_modules(scope, m, dropless, a2a_cap)
   if #mods > 0 then A("--cuda-graph-modules", mods) end
   if scope == "layer" and dropless then
     N("NOTE", "cuda_graph_scope layer on a dropless MoE model: its experts cannot be captured, so the " ..
-      "attention, router and preprocess graphs are written (--cuda-graph-modules " .. table.concat(mods, " ") .. ")")
+      "modules that can are written (--cuda-graph-modules " .. table.concat(mods, " ") .. ")")
   end
 end
 

@@ -925,7 +925,9 @@ local function resolve_paths(raw, base)
     if d:sub(1, 1) == "/" or d:sub(1, 1) == "~" or ("/" .. d .. "/"):find("/%.%./") then
       return "outputs.dir", d
     end
-    raw.outputs.dir = util.join_path(base, d)
+    local joined = util.join_path(base, d)
+    if not util.resolves_under(joined, base) then return "outputs.dir", d end
+    raw.outputs.dir = joined
   end
   if type(raw.objective) == "string" and raw.objective:match("%.lua$") then
     raw.objective = util.join_path(base, raw.objective)

@@ -291,6 +291,28 @@ function M.mkdir_p(dir)
   return true, created
 end
 
+--- Whether `path`, once the symbolic links of its existing part are
+-- followed, lies in directory `dir` (or is it): a policy's output
+-- directory must not leave the policy's directory through a linked
+-- subdirectory.  The deepest existing ancestor of `path` is resolved
+-- (apsearch.core.realpath); what does not exist yet adds no link.
+-- @tparam string path
+-- @tparam string dir
+-- @treturn boolean
+function M.resolves_under(path, dir)
+  local core = require "apsearch.core"
+  local root = core.realpath(dir)
+  if not root then return false end
+  local p = path
+  while lfs.symlinkattributes(p, "mode") == nil do
+    local up = M.dirname(p)
+    if up == p then return false end
+    p = up
+  end
+  local real = core.realpath(p)
+  return real ~= nil and (real == root or real:sub(1, #root + 1) == root:gsub("/$", "") .. "/")
+end
+
 --- Removes the directories M.mkdir_p created, innermost first, each only
 -- while it is empty (rmdir): a run that fails leaves no parent it made.
 -- @tparam table created M.mkdir_p's second value

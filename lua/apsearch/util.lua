@@ -407,9 +407,13 @@ end
 -- (apsearch.core.json_duplicate_key).
 -- @tparam string path the file, for the message
 -- @tparam string text its JSON text
--- @raise `<path>:<line>: key "<key>" is given twice in one object (JSON keeps the last; remove one)`
+-- @raise `<path>:<line>: key "<key>" is given twice in one object (JSON keeps the last; remove one)`,
+--   or `<path>: more than N keys: not a file apsearch reads` (past what the scan tracks)
 function M.refuse_duplicate_key(path, text)
   local key, line = require("apsearch.core").json_duplicate_key(text)
+  if key == false then
+    error(("%s: %s: not a file apsearch reads (a config.json has hundreds)"):format(path, line), 0)
+  end
   if key then
     error(("%s:%d: key %s is given twice in one object (JSON readers keep the last; remove one)")
       :format(path, line, M.describe(key)), 0)

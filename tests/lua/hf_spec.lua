@@ -492,6 +492,10 @@ describe("refusals", function()
       'remove one)', err_of(hf.load, path))
     local core = require "apsearch.core"
     assert.is_nil(core.json_duplicate_key('{"a": {"x": 1}, "b": {"x": 2}, "c": [{"x": 1}, {"x": 2}], "d": "a"}'))
+    -- a key spelt with an escape is the key it decodes to (it overrode
+    -- hidden_size silently; a second breaker pass)
+    assert.are.same({ "hidd\\u0065n_size", 1 }, { core.json_duplicate_key('{"hidden_size": 1, "hidd\\u0065n_size": 2}') })
+    assert.are.same({ "\\ud83d\\ude00", 1 }, { core.json_duplicate_key('{"\240\159\152\128": 1, "\\ud83d\\ude00": 2}') })
     -- keys in strings and escaped quotes are not keys; a nested object's repeat is found
     assert.are.same({ "a", 2 }, { core.json_duplicate_key('{"s": "\\"a\\":", "a\\"": 1,\n"b": [1, {"a": 1, "a": 2}]}') })
     path = tmpfile("null.json", "null")

@@ -969,7 +969,7 @@ end
 
 --- `estimate --trace FILE`: the estimated step as a Chrome trace
 -- (apsearch.format.chrome_trace), written atomically.
-local function write_trace(path, ctx, s, est, inputs)
+local function write_trace(path, ctx, s, est, inputs, quiet)
   local lfs = require "lfs"
   local mode = lfs.attributes(path, "mode")
   if mode and mode ~= "file" then util.fail("--trace", "file", "cannot write: a " .. mode .. " is in the way", path) end
@@ -991,9 +991,11 @@ local function write_trace(path, ctx, s, est, inputs)
   -- a trace of an earlier estimate is replaced; a user's own file (a
   -- profile for `calibrate --trace`, anything else) is not
   util.write_output("--trace", path, text, "a trace apsearch estimate wrote", function(head)
-    return head:sub(1, 200):find('"producer":"apsearch estimate --trace"', 1, true) ~= nil
+    -- the first bytes our writer puts (keys in byte order), then its producer
+    return head:find('^{"displayTimeUnit":"ms","otherData":{') ~= nil
+      and head:sub(1, 400):find('"producer":"apsearch estimate --trace"', 1, true) ~= nil
   end)
-  util.log("wrote %s: the estimated step as a Chrome trace (open in ui.perfetto.dev)", path)
+  if not quiet then util.log("wrote %s: the estimated step as a Chrome trace (open in ui.perfetto.dev)", path) end
 end
 
 --- `--strategy` values the help of `estimate` shows; each runs on the
@@ -1207,7 +1209,7 @@ local function cmd_estimate(args)
       (inputs.model.num_experts or 0) > 0)
     est.step_time_interval, est.mem_peak_interval = iv.step_time, iv.mem_peak
   end
-  if opts.trace then write_trace(opts.trace, ctx, s, est, inputs) end
+  if opts.trace then write_trace(opts.trace, ctx, s, est, inputs, opts.quiet) end
   if fmt == "json" then
     local json = require "apsearch.format.json"
     out(json.format({ schema_version = require("apsearch.search").schema_version, estimate = est,

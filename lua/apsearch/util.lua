@@ -443,8 +443,19 @@ function M.write_output(flag, path, data, what, ours)
   local mode = lfs.attributes(target, "mode")
   if mode ~= nil then
     if mode ~= "file" then M.fail(flag, "file", "cannot write: a " .. mode .. " is in the way", path) end
-    local f = io.open(target, "r+b") -- opened for writing, nothing written
-    if not f then M.fail(flag, "file", "exists and is not writable: refusing to replace it", path) end
+    -- the owner's write bit, not whether this process may write (root
+    -- may), says whether the file is meant to be replaced; a hard link
+    -- would keep the old content under its other name
+    local a = lfs.attributes(target)
+    if not tostring(a.permissions):match("^.w") then
+      M.fail(flag, "file", "exists and is read-only: refusing to replace it", path)
+    end
+    if (a.nlink or 1) > 1 then
+      M.fail(flag, "file", ("exists with %d hard links: refusing to replace it (the others would keep the "
+        .. "old content)"):format(a.nlink), path)
+    end
+    local f = io.open(target, "rb")
+    if not f then M.fail(flag, "file", "exists and cannot be read: refusing to replace it", path) end
     local head = f:read(M.OUTPUT_HEAD_BYTES) or ""
     f:close()
     if not ours(head) then

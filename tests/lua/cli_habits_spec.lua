@@ -126,6 +126,22 @@ describe("an output file that is an input", function()
     end
     local err = err_line(apsearch("calibrate", ROOT .. "/tests/fixtures/public_cases.csv", "-o", trace, "--quiet"))
     assert.truthy(err:find("--output: file: exists and is not a calibration apsearch wrote", 1, true), err)
+    -- its own trace made read-only, or hard-linked, is kept too (as root
+    -- the file could be opened for writing: the owner's write bit rules;
+    -- a second breaker pass)
+    assert(os.execute("chmod 444 " .. q(trace)))
+    err = err_line(apsearch("estimate", "--strategy", "tp_degree=2", "--trace", trace, "--quiet"))
+    assert.truthy(err:find("--trace: file: exists and is read-only: refusing to replace it", 1, true), err)
+    assert(os.execute("chmod 644 " .. q(trace) .. " && ln " .. q(trace) .. " " .. q(dir .. "/t2.json")))
+    err = err_line(apsearch("estimate", "--strategy", "tp_degree=2", "--trace", trace, "--quiet"))
+    assert.truthy(err:find("--trace: file: exists with 2 hard links: refusing to replace it", 1, true), err)
+    -- a file with the producer's words planted is not a trace of ours
+    local planted = dir .. "/planted.txt"
+    local pf = assert(io.open(planted, "w"))
+    pf:write('IMPORTANT "producer":"apsearch estimate --trace"')
+    pf:close()
+    err = err_line(apsearch("estimate", "--strategy", "tp_degree=2", "--trace", planted, "--quiet"))
+    assert.truthy(err:find("exists and is not a trace apsearch estimate wrote", 1, true), err)
   end)
 end)
 

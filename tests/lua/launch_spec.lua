@@ -2172,3 +2172,21 @@ describe("launch files a framework's own checks refuse are marked, and --launcha
     assert.truthy(tt:find("config.parallelism.expert_parallel_degree = 8", 1, true), tt)
   end)
 end)
+
+describe("TorchTitan files follow the estimate's CUDA graph scope", function()
+  local H = require "spec_helpers"
+  it("none writes the graphs off; a module set is said NOT EXPRESSIBLE; whole layers capture", function()
+    -- a breaker pass (2026-12-05): scope none was priced without graphs
+    -- while the file kept TorchTitan's default graphs on
+    local want = { none = "True", attn = "False", layer = "False" }
+    for scope, off in pairs(want) do
+      local dir = H.tmpdir()
+      local code, _, err = H.apsearch("run", "-q", "-k", "1", "--set", "training.cuda_graphs=true",
+        "--set", "training.cuda_graph_scope=" .. scope, "--out", dir)
+      assert.are.equal(0, code, err)
+      local tt = H.read(dir .. "/launch/rank1_torchtitan.py")
+      assert.truthy(tt:find("config.training.disable_cuda_graphs = " .. off, 1, true), scope)
+      assert.are.equal(scope == "attn", tt:find("NOT EXPRESSIBLE in TorchTitan: cuda_graph_scope attn", 1, true) ~= nil)
+    end
+  end)
+end)

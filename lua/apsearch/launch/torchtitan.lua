@@ -938,7 +938,16 @@ function M.render(c)
       "dispatcher, which syncs with the host (Trainer.Config refuses them: only HybridEP with " ..
       "non_blocking_capacity_factor or MinimalAsyncEP); written with the graphs off")
   end
-  F("training.disable_cuda_graphs", not (tr.cuda_graphs and pp == 1 and not graph_ep) and true or false)
+  -- HEAD captures the whole forward and backward: the scope "none" is no
+  -- graph, as the estimate prices it; a set of Megatron-Core modules has
+  -- no TorchTitan option
+  local scope = tr.cuda_graph_scope or "layer"
+  local graphs = tr.cuda_graphs and scope ~= "none" and pp == 1 and not graph_ep
+  if graphs and scope ~= "layer" and scope ~= "full_iteration" then
+    N("NOT EXPRESSIBLE in TorchTitan", ("cuda_graph_scope %s: HEAD captures the whole forward and backward " ..
+      "(training.disable_cuda_graphs), not Megatron-Core's per-layer modules"):format(scope))
+  end
+  F("training.disable_cuda_graphs", not graphs)
   if (tr.activation_offload_layers or 0) > 0 then
     N("NOT EXPRESSIBLE in TorchTitan", "activation offload to host (activation_offload_layers = " ..
       tr.activation_offload_layers .. "): TorchTitan's CPU offload moves parameters, gradients and " ..

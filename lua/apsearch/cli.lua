@@ -158,8 +158,9 @@ function M.configure_sandbox(opts)
     local v = opts[flag]
     if v ~= nil then
       local n = util.decimal(v)
-      if not util.is_finite(n) or n < 0 or n > MAX_SANDBOX_SECONDS then
-        util.fail("--" .. flag, key, "must be a number of seconds in [0, 1e9]", v)
+      -- 1e-400 reads as 0, which turns the limit off: not what was asked
+      if not util.is_finite(n) or n < 0 or n > MAX_SANDBOX_SECONDS or (n == 0 and v:find("[1-9]")) then
+        util.fail("--" .. flag, key, "must be a number of seconds in [0, 1e9] (0: no limit)", v)
       end
       cfg[key] = n
     end

@@ -112,7 +112,7 @@ end
 -- @raise `--rank: <problem> (got <rank>)`, one line
 function M.record(result, rank, path)
   local n = math.tointeger(util.decimal(rank))
-  if not n or n < 1 then util.fail("--rank", "rank", "must be a positive integer", tonumber(rank) or rank) end
+  if not n or n < 1 then util.fail("--rank", "rank", "must be a positive integer", rank) end
   local ranks = {}
   for i, rec in ipairs(result.top_k_strategies) do
     if type(rec) == "table" and rec.rank == n then return check_fields(rec, path, i) end

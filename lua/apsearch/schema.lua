@@ -321,6 +321,10 @@ function M.graph_scope(v)
     v = parts
   end
   if type(v) ~= "table" or #v == 0 then return nil end
+  -- an array only: {"attn", nil, "mamba"} or a key beside would lose a module
+  local count = 0
+  for _ in pairs(v) do count = count + 1 end
+  if count ~= #v then return nil end
   local has, n = {}, 0
   for _, part in ipairs(v) do
     if has[part] then return nil end

@@ -112,7 +112,11 @@ end
 -- @tparam string text
 -- @treturn number|nil
 function M.decimal(text)
-  if type(text) ~= "string" or not text:match("^[+-]?%d*%.?%d+[eE]?[+-]?%d*$") then return nil end
+  if type(text) ~= "string" then return nil end
+  -- a sign, digits with at most one point ("5", "5.", ".5"), an exponent
+  local mant, exp = text:match("^[+-]?([%d%.]+)(.*)$")
+  if not mant or not mant:find("%d") or select(2, mant:gsub("%.", "")) > 1 then return nil end
+  if exp ~= "" and not exp:match("^[eE][+-]?%d+$") then return nil end
   return tonumber(text)
 end
 

@@ -207,6 +207,18 @@ describe("apsearch command line habits", function()
       local code, out, err = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", table.unpack(c[1]))
       assert.are.equal(c[2], err_line(code, out, err))
     end
+    -- util.decimal, form by form: "5." reads as ".5" does (a second breaker
+    -- pass found one refused beside the other); no hex, no underscore
+    local util = require "apsearch.util"
+    for text, want in pairs({ ["5"] = 5, ["5."] = 5, [".5"] = 0.5, ["+5"] = 5, ["1e3"] = 1000,
+        ["1e+3"] = 1000, ["-0"] = 0 }) do
+      assert.are.equal(want, util.decimal(text), text)
+    end
+    for _, text in ipairs({ ".", "1e", "0x10", "1_000", "", "-", "5.5.5", " 8 ", "inf", "nan" }) do
+      assert.is_nil(util.decimal(text), text)
+    end
+    local serr = err_line(apsearch("run", "examples/llama3_8b_h100.lua", "-q", "--sandbox-seconds", "1e-400"))
+    assert.truthy(serr:find("must be a number of seconds in [0, 1e9] (0: no limit)", 1, true), serr)
     -- decimal forms still read: blanks around a --set value, an exponent
     local code, out = apsearch("run", "examples/llama3_8b_h100.lua", "-k", "1", "--format", "json", "--quiet",
       "--set", "training.global_batch_size= 64 ", "--set", "training.seq_length=8.192e3")

@@ -76,7 +76,9 @@ describe("estimate --from result.json --rank N", function()
     local path = searched(dir, "three", "--top-k", "3")
     refused("--rank: rank: not in " .. path .. ", which has ranks 1-3 (got 7)",
       "estimate", "--from", path, "--rank", "7")
-    refused("--rank: rank: must be a positive integer (got 0)", "estimate", "--from", path, "--rank", "0")
+    refused('--rank: rank: must be a positive integer (got "0")', "estimate", "--from", path, "--rank", "0")
+    -- the value as typed (0x1 was said as "got 1"; a second breaker pass)
+    refused('--rank: rank: must be a positive integer (got "0x1")', "estimate", "--from", path, "--rank", "0x1")
     refused("--from: rank: needs --rank N", "estimate", "--from", path)
     refused("--rank: rank: needs --from RESULT", "estimate", "--rank", "1")
     refused("--from: strategy: --strategy cannot be given with --from",

@@ -251,6 +251,12 @@ describe("nemotron_h with MoE (E) layers: apsearch run", function()
     local dsh = H.read(ddir .. "/launch/rank1_megatron.sh")
     assert.truthy(dsh:find("\n  --cuda-graph-modules attn mlp moe_router moe_preprocess\n", 1, true), dsh)
     H.assert_megatron_flags(dsh)
+    -- an array of modules reads as Megatron-Bridge writes it; one with a
+    -- hole or a key would lose a module, and is refused
+    local schema = require "apsearch.schema"
+    assert.are.equal("attn+mamba+moe_router", schema.graph_scope({ "moe_router", "mamba", "attn" }))
+    assert.is_nil(schema.graph_scope({ "attn", nil, "mamba" }))
+    assert.is_nil(schema.graph_scope({ "attn", x = "mamba" }))
     -- a module given twice, an unknown one, and one the model lacks: one line, exit 2
     for scope, msg in pairs({
       ["attn+attn"] = "training.cuda_graph_scope: expected layer, full_iteration, none, or modules joined by + "

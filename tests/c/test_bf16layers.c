@@ -225,6 +225,46 @@ static void test_bf16_layers_hybrid_kind(void **state)
     ASSERT_REL(on.wgrad - off.wgrad, mlp_b - mlp_q, 1e-9);
 }
 
+/* An MoE model of 4 layers, every one MoE (128 experts top 8, width
+ * 768), MXFP8 on 8 B200 with EP 8: start 1 and end 1 put half the rank's
+ * layers, and half its MoE layers, in bf16, so each of the rank's compute
+ * terms -- dense parts, expert GEMMs, casts -- is the mean of the same
+ * rank all-MXFP8 and all-bf16 (edges left out: the output layer stays
+ * quantized). */
+static void test_bf16_layers_moe_mean(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_llama(&m, "moe-4", TINY_LAYERS, 2048, 32, 4, 6144, 151936);
+    m.head_dim = 128;
+    m.num_experts = 128;
+    m.experts_per_token = 8;
+    m.moe_ffn_hidden_size = 768;
+    fx_validate(&m);
+    aps_cluster c = {0};
+    assert_int_equal(aps_device_preset("b200", &c.device), APS_OK);
+    c.num_devices = 8;
+    c.devices_per_node = 8;
+    aps_training t;
+    fx_bf16_training(&t, APS_PREC_MXFP8, true);
+    t.moe_flex_dispatcher_backend = APS_FLEX_HYBRIDEP;
+    aps_strategy s;
+    fx_strategy(&s, 1);
+    s.ep_degree = 8;
+    s.moe_token_dispatcher = APS_MOE_FLEX;
+    aps_stage_time on, q, b;
+    stage_time(&m, &c, &t, &s, 0, &on);
+    fx_bf16_training(&t, APS_PREC_MXFP8, false);
+    t.moe_flex_dispatcher_backend = APS_FLEX_HYBRIDEP;
+    stage_time(&m, &c, &t, &s, 0, &q);
+    t.precision = APS_PREC_BF16;
+    stage_time(&m, &c, &t, &s, 0, &b);
+    assert_true(b.comp_fwd > q.comp_fwd);
+    ASSERT_REL(on.comp_fwd, 0.5 * (q.comp_fwd + b.comp_fwd), 1e-12);
+    ASSERT_REL(on.comp_bwd, 0.5 * (q.comp_bwd + b.comp_bwd), 1e-12);
+    ASSERT_REL(on.wgrad, 0.5 * (q.wgrad + b.wgrad), 1e-12);
+}
+
 /* Refusals: the counts without the bool, a negative count, the setting
  * off Megatron; under fp8 a count above num_layers // pp filters the
  * strategy (Megatron's check), under nvfp4 it does not. */
@@ -312,6 +352,7 @@ int main(void)
         cmocka_unit_test(test_bf16_layers_gemm_pp2),
         cmocka_unit_test(test_bf16_layers_activations),
         cmocka_unit_test(test_bf16_layers_hybrid_kind),
+        cmocka_unit_test(test_bf16_layers_moe_mean),
         cmocka_unit_test(test_bf16_layers_refusals),
         cmocka_unit_test(test_bf16_layers_split),
     };

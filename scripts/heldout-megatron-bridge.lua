@@ -132,6 +132,10 @@ local MODELS = {
     -- mtp_num_layers = 2 forward passes of the one MTP block
     -- (mtp_use_repeated_layer True)
     mtp_layers = 2, mtp_repeated_layer = "true",
+    -- Megatron's first and last layers in bf16 under NVFP4, as the
+    -- performance script sets them (read per release: bf16_layers)
+    bf16_layers = { precision = "nvfp4", script = "scripts/performance/configs/nemotronh/nemotron_3_llm_pretrain.py",
+      fn = "set_nemotron_3_super_common_configs" },
     recipe = { moe_router_fusion = "false", moe_router_force_load_balancing = "true",
       note = "src/megatron/bridge/recipes/nemotronh/nemotron_3_super.py nemotron_3_super_pretrain_config " ..
         "(moe_flex_dispatcher_backend hybridep, moe_shared_expert_overlap False, no recompute, seq_length 8192, " ..
@@ -227,6 +231,52 @@ local function git_show(ref, path)
 end
 
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
+
+--- The body of the top-level Python function `fn` in text (its def line to
+-- the next line starting at column 0), or nil.
+local function py_body(text, fn)
+  local s = text and text:find("\ndef " .. fn .. "%(")
+  if not s then return nil end
+  local e = text:find("\n[^%s%)]", s + 1)
+  return text:sub(s, e or #text)
+end
+
+local MIXED_PRECISION = "src/megatron/bridge/training/mixed_precision.py"
+
+--- Megatron's first and last layers in bf16 of a model's rows in
+-- precision prec at Megatron-Bridge ref, as its performance script's
+-- function mdl.bf16_layers.fn sets them (v0.4.0-v0.4.2: the fields
+-- themselves; v0.5.0 on: a mixed-precision recipe of mixed_precision.py it
+-- calls); a count the code leaves is MixedPrecisionConfig's default,
+-- which update_config_with_precision_overrides copies into the model's
+-- TransformerConfig with every other field (0, not Megatron's 1).
+-- @return {start, end, note} or nil when the rows do not set it
+local function bf16_layers(ref, mdl, prec)
+  local b = mdl.bf16_layers
+  if not b or b.precision ~= prec then return nil end
+  local body = py_body(git_show(ref, b.script), b.fn)
+  if not body then return nil end
+  local where = ("%s %s"):format(b.script, b.fn)
+  local mp = git_show(ref, MIXED_PRECISION)
+  local recipe = body:match("(nemotron[%w_]*_mixed)%(%)")
+  if recipe then
+    body = py_body(mp, recipe) or body
+    where = ("%s (%s %s)"):format(where, MIXED_PRECISION, recipe)
+  end
+  if not body:find("first_last_layers_bf16%s*=%s*True") then return nil end
+  local function count(field)
+    local v = body:match(field .. "%s*=%s*(%d+)")
+    if v then return tonumber(v), "" end
+    v = mp and mp:match(field .. ":%s*int%s*=%s*(%d+)")
+    return tonumber(v), " (MixedPrecisionConfig's default)"
+  end
+  local start, s_from = count("num_layers_at_start_in_bf16")
+  local last, e_from = count("num_layers_at_end_in_bf16")
+  if not (start and last) then die(("%s at %s: first_last_layers_bf16 without readable counts"):format(where, ref)) end
+  return { start = start, ["end"] = last, note = ("first_last_layers_bf16 with %d layers at the start%s and %d " ..
+    "at the end%s in bf16: %s at %s; the recipe's te_quant.cfg (attention and latent projections in bf16) " ..
+    "not modelled"):format(start, s_from, last, e_from, where, ref) }
+end
 
 --- "3986 (3546)" -> "3986", "3546"; "64" -> "64", nil.
 local function split_alt(cell)
@@ -655,6 +705,12 @@ local function convert(r, alt)
       assumed[#assumed + 1] = mdl.recipe.note
     end
   end
+  local bl = not info.yaml and bf16_layers(info.ref, mdl, prec[1])
+  if bl then
+    c.first_last_layers_bf16 = "true"
+    c.num_layers_at_start_in_bf16, c.num_layers_at_end_in_bf16 = bl.start, bl["end"]
+    assumed[#assumed + 1] = bl.note
+  end
   if fields.fp8_dot_product_attention == true then
     assumed[#assumed + 1] = "fp8_dot_product_attention (attention in fp8): not modelled, attention priced in bf16"
   end
@@ -711,7 +767,8 @@ for _, k in ipairs(MOE_COLS) do moe_cols[#moe_cols + 1] = k end
 local hybrid_cols = {}
 for _, k in ipairs(moe_cols) do hybrid_cols[#hybrid_cols + 1] = k end
 for _, k in ipairs({ "moe_flex_dispatcher_backend", "moe_router_force_load_balancing", "moe_router_fusion",
-    "model_config", "mtp_repeated_layer" }) do
+    "model_config", "mtp_repeated_layer", "first_last_layers_bf16", "num_layers_at_start_in_bf16",
+    "num_layers_at_end_in_bf16" }) do
   hybrid_cols[#hybrid_cols + 1] = k
 end
 -- the dense set: which FSDP runs (fsdp_impl: the tables' FSDP column is

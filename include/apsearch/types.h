@@ -44,6 +44,10 @@ extern "C" {
 #define APS_NAME_LEN 64
 /** A tri-state option left to the framework's default. */
 #define APS_DEFAULT (-1)
+/** Megatron-LM's num_layers_at_start_in_bf16 and num_layers_at_end_in_bf16
+ *  when first_last_layers_bf16 is on and they are unset
+ *  (transformer_config.py l.652-658 @ d98e8a64). */
+#define APS_BF16_LAYERS_DEFAULT 1
 /** Capacity of a filter reason message, including the NUL. */
 #define APS_REASON_LEN 256
 
@@ -795,6 +799,22 @@ typedef struct {
                                         (Megatron --moe-paged-stash-page-
                                         size); 0 = Megatron's default
                                         APS_PAGED_STASH_PAGE_SIZE */
+    bool first_last_layers_bf16;   /**< Megatron --first-last-layers-bf16:
+                                        under fp8, mxfp8 or nvfp4 the first
+                                        and last decoder layers run without
+                                        the quantized autocast, in bf16
+                                        (Megatron-LM d98e8a64 fp8_utils.py
+                                        is_first_last_bf16_layer; priced by
+                                        bf16layers.c); default off */
+    int64_t num_layers_at_start_in_bf16; /**< of them the first ones, global
+                                        layer index < this (Megatron
+                                        --num-layers-at-start-in-bf16, >= 0);
+                                        APS_DEFAULT (-1) = unset: Megatron's
+                                        default APS_BF16_LAYERS_DEFAULT */
+    int64_t num_layers_at_end_in_bf16; /**< the last ones, index >=
+                                        num_layers - this (Megatron
+                                        --num-layers-at-end-in-bf16, >= 0);
+                                        APS_DEFAULT (-1) = unset, as above */
     bool dp_loss_group;            /**< Megatron-LM all-reduces the
                                         reported loss over the data-parallel
                                         group without CP, a communicator

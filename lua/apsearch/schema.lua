@@ -166,6 +166,10 @@ M.training = {
   -- "Sync-free experts and the paged stash")
   moe_expert_rank_capacity_factor = "pos", moe_paged_stash = "bool",
   moe_paged_stash_buffer_size_factor_cuda = "pos", moe_paged_stash_page_size = "posint",
+  -- Megatron-LM's first and last layers in bf16 (src/core/bf16layers.c;
+  -- docs/modeling.md "First and last layers in bf16")
+  first_last_layers_bf16 = "bool", num_layers_at_start_in_bf16 = "nonnegint",
+  num_layers_at_end_in_bf16 = "nonnegint",
   compile_loss = "bool", sac_save_alltoall = "bool", defer_fsdp_grad_sync = "bool",
   loss_fp32_upcast = "bool", loss_chunks = "posint",
   vocab_size_divisible_by = "nonnegint",

@@ -507,6 +507,7 @@ function M.case_inputs(row)
   -- --moe-paged-stash, --moe-paged-stash-buffer-size-factor-cuda; the
   -- core refuses what Megatron refuses): empty = unset, Megatron's default
   M.sync_free_columns(row, training)
+  M.bf16_layers_columns(row, training)
   -- optional `fsdp_impl`: Megatron-LM's FSDP implementation
   -- (--use-torch-fsdp2 | --use-megatron-fsdp); empty: torch_fsdp2
   if given(row, "fsdp_impl") then
@@ -671,6 +672,22 @@ function M.sync_free_columns(row, training)
       end
       training[col] = v
     end
+  end
+end
+
+--- Megatron-LM's first and last layers in bf16 (--first-last-layers-bf16,
+-- --num-layers-at-start-in-bf16, --num-layers-at-end-in-bf16) from a row
+-- into training: first_last_layers_bf16 (true / false) and the two counts
+-- (integers >= 0); empty = not stated (the counts: Megatron's default 1;
+-- the core refuses what Megatron refuses).
+-- @tparam table row CSV row
+-- @tparam table training (mutated)
+function M.bf16_layers_columns(row, training)
+  if given(row, "first_last_layers_bf16") then
+    training.first_last_layers_bf16 = need_bool(row, "first_last_layers_bf16")
+  end
+  for _, col in ipairs({ "num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16" }) do
+    if given(row, col) then training[col] = need_nonneg_int(row, col) end
   end
 end
 
@@ -1276,6 +1293,8 @@ M.OPTIONAL = {
   "nvlink_domain_size", "cp_comm_type", "reshard_after_forward", "pipeline_layout",
   "recompute_method", "recompute_modules", "recompute_num_layers", "activation_offload_layers",
   "cuda_graph_scope", "fsdp_impl", "overlap_grad_reduce", "loss_chunks", "microbatch_group_size",
+  -- Megatron's first and last layers in bf16 (M.bf16_layers_columns)
+  "first_last_layers_bf16", "num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16",
 }
 
 --- Every column a cases file may have (a set): M.REQUIRED, M.OPTIONAL, the

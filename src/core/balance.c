@@ -7,9 +7,12 @@
  * beating one that does not.  Layers move in units of v (a rank's model
  * chunks stay equal).
  *
- * 1. Every layer costs the same, so stage i costs about e_i + k u_i for k
- *    layers, e_i being its fixed work (embedding on the first, output layer
- *    and loss on the last), sampled from the estimator for every stage.
+ * 1. Every layer costs the same (the uniform per-layer cost: a rank's
+ *    first/last layers in bf16, bf16layers.c, are not told apart here;
+ *    steps 2 and 3 score layouts with them), so stage i costs about
+ *    e_i + k u_i for k layers, e_i being its fixed work (embedding on the
+ *    first, output layer and loss on the last), sampled from the
+ *    estimator for every stage.
  *    For Megatron-LM the split keeps the middle stages equal, what
  *    --decoder-first/last-pipeline-num-layers express: there the middle
  *    count is searched and the rest split between first and last.  Otherwise a

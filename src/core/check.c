@@ -409,7 +409,7 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
                 (long long)s->vpp_degree);
         return APS_REASON_VPP_INVALID;
     }
-    return APS_REASON_NONE;
+    return aps_check_bf16_layers(m, t, s, msg, n);
 }
 
 aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,

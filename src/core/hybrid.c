@@ -131,6 +131,13 @@ void aps_hybrid_stage_mix(const aps_model *m, const aps_layout *lay,
     }
     int64_t start[APS_MAX_STAGES], len[APS_MAX_STAGES];
     int64_t n = aps_layout_rank_spans(lay, i, start, len);
+    aps_hybrid_spans_mix(m, start, len, n, aps_layout_mtp_depths(lay, i), out);
+}
+
+void aps_hybrid_spans_mix(const aps_model *m, const int64_t *start,
+                          const int64_t *len, int64_t n, int64_t mtp_depths,
+                          aps_hybrid_counts *out)
+{
     if (aps_model_has_gdn(m)) { /* a transformer layer's MLP and blocks */
         aps_hybrid_mix(m, out);
         out->attn = out->gdn = 0;
@@ -142,7 +149,7 @@ void aps_hybrid_stage_mix(const aps_model *m, const aps_layout *lay,
     *out = (aps_hybrid_counts){0};
     for (int64_t k = 0; k < n; k++)
         count_kinds(m->hybrid_layer_pattern, start[k], len[k], out);
-    aps_hybrid_mtp_counts(m, aps_layout_mtp_depths(lay, i), out);
+    aps_hybrid_mtp_counts(m, mtp_depths, out);
     set_shares(out);
 }
 
@@ -156,10 +163,18 @@ const aps_layer_cost *aps_hybrid_stage_cost(const aps_model *m,
 {
     aps_hybrid_counts w;
     aps_hybrid_stage_mix(m, lay, i, &w);
-    buf->moe = lc->moe; /* per MoE layer: the same on every stage */
-    aps_layer_activations(m, t, s, &w, buf);
-    aps_layer_times(m, c, t, s, &w, buf);
+    aps_mix_layer_cost(m, c, t, s, &w, &lc->moe, buf);
     return buf;
+}
+
+void aps_mix_layer_cost(const aps_model *m, const aps_cluster *c,
+                        const aps_training *t, const aps_strategy *s,
+                        const aps_hybrid_counts *w, const aps_moe_cost *moe,
+                        aps_layer_cost *buf)
+{
+    buf->moe = *moe; /* per MoE layer: the same on every stage */
+    aps_layer_activations(m, t, s, w, buf);
+    aps_layer_times(m, c, t, s, w, buf);
 }
 
 /** d_inner = nh P. */

@@ -837,6 +837,12 @@ void aps_hybrid_mix(const aps_model *m, aps_hybrid_counts *out);
  *  without such a split (aps_hybrid_split). */
 void aps_hybrid_stage_mix(const aps_model *m, const aps_layout *lay,
                           int64_t i, aps_hybrid_counts *out);
+/** The counts and shares of the decoder layers in spans start[k] ..
+ *  start[k] + len[k] - 1 (k < n) and mtp_depths multi-token-prediction
+ *  depths, as aps_hybrid_stage_mix counts a rank's (hybrid.c). */
+void aps_hybrid_spans_mix(const aps_model *m, const int64_t *start,
+                          const int64_t *len, int64_t n, int64_t mtp_depths,
+                          aps_hybrid_counts *out);
 /** Output width of in_proj, 2 d + 2 G N + nh (MambaMixer @ d98e8a64). */
 double aps_mamba_in_proj_width(const aps_model *m);
 /** in_proj and out_proj weights of one Mamba-2 layer, h (2d + 2GN + nh)
@@ -1263,20 +1269,76 @@ const aps_layer_cost *aps_hybrid_stage_cost(const aps_model *m,
                                             const aps_layer_cost *lc,
                                             int64_t i, aps_layer_cost *buf);
 
+/** The layer cost of mix w (its activations and times, aps_layer_times)
+ *  with the MoE terms moe of one MoE layer, into buf (hybrid.c). */
+void aps_mix_layer_cost(const aps_model *m, const aps_cluster *c,
+                        const aps_training *t, const aps_strategy *s,
+                        const aps_hybrid_counts *w, const aps_moe_cost *moe,
+                        aps_layer_cost *buf);
+
+/* ---- bf16layers.c: Megatron's first and last layers in bf16 ---- */
+
+/** Decoder layers as ranges of the model's layer indices, start[k] ..
+ *  start[k] + len[k] - 1 for k < n; layers = the sum of len. */
+typedef struct {
+    int64_t start[2 * APS_MAX_STAGES], len[2 * APS_MAX_STAGES];
+    int64_t n, layers;
+} aps_layer_spans;
+
+/** Layers at the model's start (resp. end) that training t runs in bf16:
+ *  0 unless first_last_layers_bf16, else the count given or Megatron's
+ *  default APS_BF16_LAYERS_DEFAULT. */
+int64_t aps_bf16_layers_at_start(const aps_training *t);
+int64_t aps_bf16_layers_at_end(const aps_training *t);
+/** Pipeline rank i's decoder layers split into those run in bf16 (global
+ *  index < the start count or >= num_layers - the end count, Megatron-LM
+ *  fp8_utils.py is_first_last_bf16_layer @ d98e8a64) and the others,
+ *  quantized; bf16 is empty unless t's GEMMs are quantized.  Its
+ *  multi-token-prediction layers take no layer index there and stay
+ *  quantized. */
+void aps_bf16_rank_split(const aps_model *m, const aps_training *t,
+                         const aps_layout *lay, int64_t i,
+                         aps_layer_spans *bf16, aps_layer_spans *quant);
+/** Pipeline rank i's layer cost when some of its layers run in bf16
+ *  (aps_bf16_rank_split): per field the mean of its quantized layers'
+ *  cost (base: lc or the hybrid rank's, else its quantized kinds') and
+ *  its bf16 layers' cost (t at bf16), weighted by their counts, so the
+ *  rank's sums are (L - k) quantized + k bf16 layers; MoE terms by its
+ *  MoE layers, host launches by the blocks they count.  Returns base when
+ *  the rank runs none in bf16 (unchanged bit for bit), else buf. */
+const aps_layer_cost *aps_bf16_stage_cost(const aps_model *m,
+                                          const aps_cluster *c,
+                                          const aps_training *t,
+                                          const aps_strategy *s,
+                                          const aps_layout *lay,
+                                          const aps_layer_cost *lc,
+                                          const aps_layer_cost *base,
+                                          int64_t i, aps_layer_cost *buf);
+/** Strategy s's check of Megatron's bounds under fp8 and mxfp8: each
+ *  count in [0, num_layers // pp_degree] (transformer_config.py
+ *  l.1534-1560 @ d98e8a64); APS_REASON_PP_PARTITION with msg if not. */
+aps_reason aps_check_bf16_layers(const aps_model *m, const aps_training *t,
+                                 const aps_strategy *s, char *msg, size_t n);
+
 /** The layer cost pipeline rank i's terms read: lc, the model's mean
  *  layer, when every rank holds it (a transformer, a hybrid model on one
- *  stage), else aps_hybrid_stage_cost into buf.  aps_stage_memory and
- *  aps_stage_time_build call it, so a rank's sums over its layers are
- *  those of its layer kinds. */
+ *  stage), else aps_hybrid_stage_cost into buf; with first/last layers
+ *  in bf16 on the rank, aps_bf16_stage_cost over that.  aps_stage_memory
+ *  and aps_stage_time_build call it, so a rank's sums over its layers are
+ *  those of its layer kinds and precisions. */
 static inline const aps_layer_cost *
 aps_stage_layer_cost(const aps_model *m, const aps_cluster *c,
                      const aps_training *t, const aps_strategy *s,
                      const aps_layout *lay, const aps_layer_cost *lc,
                      int64_t i, aps_layer_cost *buf)
 {
-    return aps_hybrid_split(m, lay)
-               ? aps_hybrid_stage_cost(m, c, t, s, lay, lc, i, buf)
-               : lc;
+    const aps_layer_cost *base =
+        aps_hybrid_split(m, lay)
+            ? aps_hybrid_stage_cost(m, c, t, s, lay, lc, i, buf)
+            : lc;
+    return t->first_last_layers_bf16
+               ? aps_bf16_stage_cost(m, c, t, s, lay, lc, base, i, buf)
+               : base;
 }
 
 /** Backward / forward FLOP ratios: a GEMM (dgrad + wgrad), and

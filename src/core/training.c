@@ -95,6 +95,8 @@ void aps_training_defaults(aps_training *t)
      * model_configs); apsearch's Megatron launch file writes it */
     t->moe_router_fusion = true;
     t->moe_flex_dispatcher_backend = APS_FLEX_DEEPEP; /* Megatron's default */
+    t->num_layers_at_start_in_bf16 = APS_DEFAULT; /* Megatron's, when on */
+    t->num_layers_at_end_in_bf16 = APS_DEFAULT;
 }
 
 aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
@@ -380,10 +382,51 @@ static aps_status moe_stash_dependencies(const aps_training *t, char *err,
     return APS_OK;
 }
 
+/** Most layers a bf16 count may name: 2^20, far past any model (the
+ *  model-dependent bound is aps_check_bf16_layers'). */
+#define APS_MAX_BF16_LAYERS (INT64_C(1) << 20)
+
+/* Megatron-LM's first and last layers in bf16 (bf16layers.c): counts in
+ * [0, 2^20] or unset (APS_DEFAULT), only with first_last_layers_bf16, and
+ * a Megatron-Core setting.  Delayed scaling, which Megatron refuses with
+ * it, is not apsearch's: its Megatron file writes --fp8-recipe tensorwise
+ * then (launch/megatron.lua). */
+static aps_status bf16_layers_dependencies(const aps_training *t, char *err,
+                                           size_t n)
+{
+    struct { const char *f; int64_t v; } c[] = {
+        {"num_layers_at_start_in_bf16", t->num_layers_at_start_in_bf16},
+        {"num_layers_at_end_in_bf16", t->num_layers_at_end_in_bf16}};
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+        if (c[k].v == APS_DEFAULT)
+            continue;
+        if (c[k].v < 0 || c[k].v > APS_MAX_BF16_LAYERS) {
+            aps_fmt(err, n, "training.%s: must be in [0, 2^20] layers "
+                    "(got %lld)", c[k].f, (long long)c[k].v);
+            return APS_EINVAL;
+        }
+        if (!t->first_last_layers_bf16) {
+            aps_fmt(err, n, "training.%s = %lld: acts with "
+                    "first_last_layers_bf16 only", c[k].f, (long long)c[k].v);
+            return APS_EINVAL;
+        }
+    }
+    if (t->first_last_layers_bf16 && t->framework != APS_FW_MEGATRON) {
+        aps_fmt(err, n, "training.first_last_layers_bf16: a Megatron-Core "
+                "setting (framework megatron; got %s)",
+                aps_framework_name(t->framework));
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
 aps_status aps_training_dependencies(const aps_training *t, char *err,
                                      size_t n)
 {
     aps_status st = moe_stash_dependencies(t, err, n);
+    if (st != APS_OK)
+        return st;
+    st = bf16_layers_dependencies(t, err, n);
     if (st != APS_OK)
         return st;
     const char *fw = aps_framework_name(t->framework);

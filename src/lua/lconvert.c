@@ -172,6 +172,9 @@ typedef enum {
     FT_OINT,    /* int64_t, not pushed when 0 (MoE/MLA fields of a dense
                    model: its table stays as before issue 13) */
     FT_OBOOL,   /* bool, not pushed when false */
+    FT_DINT,    /* int64_t >= 0, APS_DEFAULT (-1) absent and not pushed:
+                   0 stays an explicit value (aps_training.num_layers_at_
+                   start_in_bf16) */
     FT_ONUM,    /* double, not pushed when 0 (MoE fields: a dense
                    strategy's table stays as before issue 13) */
     FT_OENUM,   /* enum, not pushed when 0 (its default) */
@@ -391,6 +394,9 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, moe_paged_stash, FT_OBOOL, NULL),
     FLD(aps_training, moe_paged_stash_buffer_size_factor_cuda, FT_ONUM, NULL),
     FLD(aps_training, moe_paged_stash_page_size, FT_OINT, NULL),
+    FLD(aps_training, first_last_layers_bf16, FT_OBOOL, NULL),
+    FLD(aps_training, num_layers_at_start_in_bf16, FT_DINT, NULL),
+    FLD(aps_training, num_layers_at_end_in_bf16, FT_DINT, NULL),
     FLD(aps_training, vocab_size_divisible_by, FT_INT, NULL),
     FLD(aps_training, memory_limit_bytes, FT_NUM, NULL),
     FLD(aps_training, memory_margin_bytes, FT_NUM, NULL),
@@ -828,6 +834,14 @@ static void read_value(lua_State *L, apsl_reader *r, int fi, int vidx)
         memcpy(dst, &v, sizeof v);
         break;
     }
+    case FT_DINT: {
+        int64_t v = (int64_t)read_integer(L, vidx, r->path, f->name);
+        if (v < 0)
+            apsl_error(L, "%s.%s: must be >= 0 (got %I)", r->path, f->name,
+                       (LUAI_UACINT)v);
+        memcpy(dst, &v, sizeof v);
+        break;
+    }
     case FT_ONUM:
     case FT_NUM: {
         double v = read_number(L, vidx, r->path, f->name);
@@ -1135,6 +1149,14 @@ static void push_fields(lua_State *L, const apsl_field *fs, int n,
             memcpy(&v, src, sizeof v);
             if (v == 0)
                 continue;
+            lua_pushinteger(L, (lua_Integer)v);
+            break;
+        }
+        case FT_DINT: {
+            int64_t v;
+            memcpy(&v, src, sizeof v);
+            if (v == APS_DEFAULT)
+                continue; /* unset: Megatron's default */
             lua_pushinteger(L, (lua_Integer)v);
             break;
         }

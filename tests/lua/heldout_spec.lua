@@ -180,7 +180,18 @@ describe("held out: Megatron-Bridge hybrid Mamba-2 runs (Nemotron 3 Nano and Sup
         nano = nano + 1
         assert.are.equal("MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME", m.hybrid_layer_pattern, c.case_id)
         assert.is_true(p == "fp8" or p == "mxfp8", c.case_id)
+        assert.is_nil(c.inputs.training.first_last_layers_bf16, c.case_id)
       else
+        -- set_nemotron_3_super_common_configs (v0.4.0 on) under NVFP4:
+        -- first_last_layers_bf16 True, num_layers_at_end_in_bf16 14, the
+        -- start MixedPrecisionConfig's default 0; MXFP8 rows state none
+        local tr = c.inputs.training
+        if p == "nvfp4" then
+          assert.are.same({ true, 0, 14 }, { tr.first_last_layers_bf16, tr.num_layers_at_start_in_bf16,
+            tr.num_layers_at_end_in_bf16 }, c.case_id)
+        else
+          assert.is_nil(tr.first_last_layers_bf16, c.case_id)
+        end
         -- the recipe's two forward passes of the MTP block, latent MoE
         super = super + 1
         assert.are.same({ 1024, "*E", 2, true }, { m.moe_latent_size, m.mtp_layer_pattern,
@@ -194,7 +205,8 @@ describe("held out: Megatron-Bridge hybrid Mamba-2 runs (Nemotron 3 Nano and Sup
   it("has the columns of the MoE file, plus the recipe columns its rows state and model_config", function()
     local function header(f) return (assert(io.open(f)):read("l"):gsub("\r$", "")) end
     assert.are.equal(header(MOE):gsub(",notes$", "") .. ",moe_flex_dispatcher_backend," ..
-      "moe_router_force_load_balancing,moe_router_fusion,model_config,mtp_repeated_layer,notes", header(HYBRID))
+      "moe_router_force_load_balancing,moe_router_fusion,model_config,mtp_repeated_layer," ..
+      "first_last_layers_bf16,num_layers_at_start_in_bf16,num_layers_at_end_in_bf16,notes", header(HYBRID))
   end)
 
   it("reads the H100 entries from their private base (EP 8, MBS 1, the recompute modules)", function()

@@ -680,6 +680,10 @@ function M.render(c)
     A("--bf16")
     if p == "fp8" then
       A("--fp8-format", "hybrid")
+      -- Megatron's default recipe (delayed) refuses first/last layers in
+      -- bf16 (transformer_config.py l.1531-1532 @ d98e8a64); apsearch's fp8
+      -- is per-tensor scaling, delayed or current (tensorwise)
+      if tr.first_last_layers_bf16 then A("--fp8-recipe", "tensorwise") end
     elseif p == "mxfp8" then
       -- TE MXFP8BlockScaling takes E4M3 or HYBRID; E4M3 as Megatron-Bridge's
       -- bf16_with_mxfp8_mixed
@@ -690,6 +694,7 @@ function M.render(c)
       A("--fp4-recipe", "nvfp4")
     end
   end
+  M.bf16_layers_args(tr, A)
   -- recipe settings (src/core/recipe.c)
   local function has(flag)
     for _, a in ipairs(args) do if a == flag then return true end end
@@ -1216,6 +1221,23 @@ function M.global_attention_notes(m, N)
       "all %d layers"):format(L))
   end
 end
+
+--- Megatron-LM's first and last layers in bf16 (TransformerConfig
+-- first_last_layers_bf16, num_layers_at_start_in_bf16,
+-- num_layers_at_end_in_bf16, transformer_config.py l.649-658 @ d98e8a64;
+-- src/core/bf16layers.c): the flag and both counts, Megatron's default 1
+-- written when a count is unset.
+-- @tparam table tr the training table
+-- @tparam function A appends a flag and its value
+function M.bf16_layers_args(tr, A)
+  if not tr.first_last_layers_bf16 then return end
+  A("--first-last-layers-bf16")
+  A("--num-layers-at-start-in-bf16", tr.num_layers_at_start_in_bf16 or M.BF16_LAYERS_DEFAULT)
+  A("--num-layers-at-end-in-bf16", tr.num_layers_at_end_in_bf16 or M.BF16_LAYERS_DEFAULT)
+end
+--- Megatron's count of first (and of last) layers in bf16 when unset
+-- (APS_BF16_LAYERS_DEFAULT, include/apsearch/types.h).
+M.BF16_LAYERS_DEFAULT = 1
 
 --- Linear-layer biases (M.ARCH_SOURCES.bias).  Megatron has two switches:
 -- add_bias_linear (q/k/v, output projection, MLP or experts and the

@@ -594,6 +594,9 @@ function M.render(c)
   if tr.fp8_param_gather == true then
     N("NOT EXPRESSIBLE in MindFormers", "fp8_param_gather (weights gathered in a low-precision format)")
   end
+  if tr.first_last_layers_bf16 then
+    N("NOT EXPRESSIBLE in MindFormers", "Megatron's first and last layers in bf16 (first_last_layers_bf16)")
+  end
   if (tr.activation_offload_layers or 0) > 0 then
     N("NOT EXPRESSIBLE in MindFormers", "activation offload to host (activation_offload_layers = " ..
       tr.activation_offload_layers .. ")")

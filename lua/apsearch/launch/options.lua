@@ -92,6 +92,9 @@ M.megatron = {
     -- 525; ArgumentGroupFactory)
     "--moe-expert-rank-capacity-factor", "--moe-paged-stash", "--moe-paged-stash-page-size",
     "--moe-paged-stash-buffer-size-factor-cuda", "--use-transformer-engine-op-fuser",
+    -- TransformerConfig first_last_layers_bf16, num_layers_at_start_in_bf16,
+    -- num_layers_at_end_in_bf16 (transformer_config.py:649-658, ArgumentGroupFactory)
+    "--first-last-layers-bf16", "--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16",
     -- ModelParallelConfig.microbatch_group_size_per_vp_stage, arg_names
     -- (model_parallel_config.py:431-436)
     "--microbatch-group-size-per-virtual-pipeline-stage",
@@ -254,6 +257,13 @@ M.megatron.facts = {
   ["--fp8-recipe"] = { type = "string", values = set({ "tensorwise", "delayed", "mxfp8", "blockwise", "custom" }) },
   ["--fp4-format"] = { type = "string", values = set({ "e2m1" }) },
   ["--fp4-recipe"] = { type = "string", values = set({ "nvfp4", "custom" }) },
+  -- TransformerConfig.__post_init__ under fp8: each in [0, num_layers //
+  -- pipeline_model_parallel_size], refused with delayed scaling
+  -- (transformer_config.py:1529-1560)
+  ["--num-layers-at-start-in-bf16"] = { type = "int", min = 0,
+    constraint = "<= num-layers // pipeline-model-parallel-size under fp8; not with --fp8-recipe delayed" },
+  ["--num-layers-at-end-in-bf16"] = { type = "int", min = 0,
+    constraint = "<= num-layers // pipeline-model-parallel-size under fp8; not with --fp8-recipe delayed" },
   ["--ckpt-format"] = { type = "string", values = set({ "torch", "torch_dist", "torch_dcp", "fsdp_dtensor" }),
     constraint = "--use-torch-fsdp2 needs torch_dist or torch_dcp; --use-megatron-fsdp needs fsdp_dtensor" },
   ["--data-parallel-sharding-strategy"] = { type = "string",

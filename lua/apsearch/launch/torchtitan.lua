@@ -875,6 +875,10 @@ function M.render(c)
   if tr.store_param_remainders then
     N("NOT EXPRESSIBLE in TorchTitan", "store_param_remainders (apex DistributedFusedAdam, NeMo 1.x)")
   end
+  if tr.first_last_layers_bf16 then
+    N("NOT EXPRESSIBLE in TorchTitan", "Megatron's first and last layers in bf16 (first_last_layers_bf16): " ..
+      "the converter quantizes every module its fqns name")
+  end
 
   lines[#lines + 1] = string.format("    config = %s()", base)
   if mm then

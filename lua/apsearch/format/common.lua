@@ -749,7 +749,7 @@ function M.interval_note(result)
   local model = (result.inputs or {}).model or {}
   if (model.hybrid_layer_pattern or "") ~= "" or (tonumber(model.linear_num_value_heads) or 0) > 0 then
     parts[#parts] = parts[#parts] .. "; a hybrid Mamba-2 / linear-attention model: no published run of one is "
-      .. "behind these factors, and the 50 held-out Nemotron 3 Nano and Super runs ran 11-110 % slower than estimated"
+      .. "behind these factors, and the 50 held-out Nemotron 3 Nano and Super runs ran 11-97 % slower than estimated"
   end
   return string.format("%d %% of measured runs land within: %s; out-of-sample errors, docs/accuracy.md",
     math.floor(level * 100 + 0.5), table.concat(parts, "; "))

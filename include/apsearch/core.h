@@ -98,6 +98,14 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out);
 
 /** Whether layer i (0-based) of a validated model has routed experts. */
 bool aps_model_is_moe_layer(const aps_model *m, int64_t i);
+/** What whole-layer CUDA graphs capture of a dropless MoE model m:
+ *  Megatron-Core cannot graph its experts (their shapes change each step;
+ *  its "moe" module needs drop-padding, transformer_config.py @ d98e8a64
+ *  l.2837-2840), so the modules it can -- attention, the router with its
+ *  preprocess, a hybrid model's Mamba-2 mixers, the dense MLP layers of a
+ *  model whose moe_layer_freq has them -- which the estimate prices and
+ *  the Megatron launch file writes (src/core/layerprog.c). */
+aps_cuda_graph_scope aps_cuda_graph_dropless_modules(const aps_model *m);
 
 /** A model with routed experts or multi-head latent attention (issue 13),
  *  whose MoE and MLA terms moe.c adds to the dense estimate. */

@@ -1132,15 +1132,6 @@ static inline bool aps_cuda_graph_modules(aps_cuda_graph_scope g, int module)
  *  (transformer_config.py @ d98e8a64 l.2825-2836; layerprog.c). */
 bool aps_model_has_dense_mlp_layer(const aps_model *m);
 
-/** What whole-layer CUDA graphs capture of a dropless MoE model:
- *  Megatron-Core cannot graph its experts (their shapes change each
- *  step; "moe" needs drop-padding, l.2837-2840), so the launch file
- *  writes the modules it can -- attention, the router with its
- *  preprocess, a hybrid model's Mamba-2 mixers, the dense MLP layers
- *  where aps_model_has_dense_mlp_layer -- and the estimate prices those
- *  (layerprog.c). */
-aps_cuda_graph_scope aps_cuda_graph_dropless_modules(const aps_model *m);
-
 /** Builds the layer program of strategy s (layerprog.c) for the layer
  *  whose blocks are mix w (NULL: the model's mean layer, aps_hybrid_mix;
  *  a pipeline rank of a hybrid model: aps_hybrid_stage_mix). */

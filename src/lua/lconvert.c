@@ -654,6 +654,13 @@ static int read_graph_scope(lua_State *L, int vidx, const char *path,
  * joined by '+' in cg_modules' order. */
 static void push_graph_scope(lua_State *L, const apsl_enum *e, int v)
 {
+    (void)e; /* always enum_cuda_graph_scope */
+    apsl_push_graph_scope(L, v);
+}
+
+void apsl_push_graph_scope(lua_State *L, int v)
+{
+    const apsl_enum *e = &enum_cuda_graph_scope;
     for (int i = 0; i < e->n; i++)
         if (e->items[i].value == v) {
             lua_pushstring(L, e->items[i].name);

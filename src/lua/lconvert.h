@@ -80,6 +80,10 @@ void apsl_csv_rows_register(lua_State *L);
 /** core.json_encode (ljson.c, documented there): the JSON text of a
  *  result, keys sorted (lua/apsearch/format/json.lua). */
 int apsl_json_encode(lua_State *L);
+/** Pushes a CUDA graph scope (aps_cuda_graph_scope) as a policy spells it:
+ *  "layer", "full_iteration", "none", or its modules joined by '+'
+ *  (lconvert.c). */
+void apsl_push_graph_scope(lua_State *L, int v);
 /** core.json_duplicate_key (ljsondup.c, documented there): the first key
  *  a JSON object gives twice, and its line. */
 int apsl_json_duplicate_key(lua_State *L);

@@ -78,7 +78,10 @@ static apsl_context *check_context(lua_State *L, int idx)
  *                              output_layer, total, active; MoE: moe_layers,
  *                              per_moe_layer, per_moe_layer_active,
  *                              moe_pattern (per layer 1: routed experts,
- *                              0: dense FFN; aps_model_is_moe_layer); MTP:
+ *                              0: dense FFN; aps_model_is_moe_layer),
+ *                              dropless_graph_scope (what whole-layer CUDA
+ *                              graphs of it capture when dropless,
+ *                              aps_cuda_graph_dropless_modules); MTP:
  *                              mtp, mtp_active; hybrid Mamba-2: mamba_layers,
  *                              per_mamba_layer, attention_layers,
  *                              per_attention_layer, mlp_layers,
@@ -169,6 +172,8 @@ static int l_model_params(lua_State *L)
             lua_rawseti(L, -2, (lua_Integer)i + 1);
         }
         lua_setfield(L, -2, "moe_pattern");
+        apsl_push_graph_scope(L, (int)aps_cuda_graph_dropless_modules(&m));
+        lua_setfield(L, -2, "dropless_graph_scope");
     }
     if (pc.mamba_layers > 0 || pc.attention_layers > 0 || pc.mlp_layers > 0) {
         apsl_set_number(L, "mamba_layers", pc.mamba_layers);

@@ -251,6 +251,14 @@ describe("nemotron_h with MoE (E) layers: apsearch run", function()
     local dsh = H.read(ddir .. "/launch/rank1_megatron.sh")
     assert.truthy(dsh:find("\n  --cuda-graph-modules attn mlp moe_router moe_preprocess\n", 1, true), dsh)
     H.assert_megatron_flags(dsh)
+    -- the one rule the estimate and the script read (core.model_params,
+    -- aps_cuda_graph_dropless_modules): mixers for a hybrid model, the
+    -- dense MLP for a dense-first one, neither for an all-MoE transformer
+    local core = require "apsearch.core"
+    assert.are.equal("attn+mamba+moe_router", core.model_params(H.example_model("nemotron-3-nano-30b-a3b"))
+      .dropless_graph_scope)
+    assert.are.equal("attn+mlp+moe_router", core.model_params(H.example_model("deepseek-v3")).dropless_graph_scope)
+    assert.are.equal("attn+moe_router", core.model_params(H.example_model("qwen3-30b-a3b")).dropless_graph_scope)
     -- an array of modules reads as Megatron-Bridge writes it; one with a
     -- hole or a key would lose a module, and is refused
     local schema = require "apsearch.schema"

@@ -65,28 +65,13 @@ local launch_util = require "apsearch.launch"
 
 local M = {}
 
---- The modules whole-layer graphs of a dropless MoE model capture: the
--- attention, the router, a hybrid model's Mamba-2 mixers, and the dense
--- MLP layers of a model whose moe_layer_freq has them (a hybrid MoE model
--- has none by Megatron's rule) -- the core's
--- aps_cuda_graph_dropless_modules, which the estimate prices.
-local function dropless_layer_scope(m)
-  local pattern = m.hybrid_layer_pattern
-  if pattern and pattern ~= "" then
-    return pattern:find("M", 1, true) and "attn+mamba+moe_router" or "attn+moe_router"
-  end
-  for _, v in ipairs(require("apsearch.core").model_params(m).moe_pattern or {}) do
-    if v == 0 then return "attn+mlp+moe_router" end
-  end
-  return "attn+moe_router"
-end
-
 --- Megatron-Core's --cuda-graph-modules for a scope of training.cuda_graph_
 -- scope (transformer_config.py @ d98e8a64 CudaGraphModule; empty: the
 -- whole layer).  A dropless MoE layer cannot be captured whole (its
 -- expert shapes change each step; "moe" needs drop-padding, l.2837-2840):
--- the layer scope then writes what can be captured (dropless_layer_scope),
--- as the estimate counts it (src/core/layerprog.c).  moe_preprocess goes
+-- the layer scope then writes what can be captured, the scope the core
+-- prices (core.model_params dropless_graph_scope:
+-- aps_cuda_graph_dropless_modules, src/core/layerprog.c).  moe_preprocess goes
 -- with moe_router (l.2821-2824) and not beside the all-to-all's
 -- capacity-factor sync (l.2841-2850).
 local function graph_modules(scope, m, dropless, a2a_capacity)
@@ -94,7 +79,7 @@ local function graph_modules(scope, m, dropless, a2a_capacity)
   local router = a2a_capacity and { "moe_router" } or { "moe_router", "moe_preprocess" }
   if scope == "layer" then
     if not (moe and dropless) then return {} end
-    scope = dropless_layer_scope(m)
+    scope = require("apsearch.core").model_params(m).dropless_graph_scope
   end
   local mods = {}
   for part in scope:gmatch("[^+]+") do

@@ -276,11 +276,11 @@ end
 local function print_notes(p, opts, estimate_only)
   if opts.quiet then return end
   require("apsearch.search").context(p) -- raises the inputs' one-line error first
-  if opts.cluster_note then io.stderr:write("apsearch: ", opts.cluster_note, "\n") end
   -- folded at the table's width on a terminal (a log file keeps lines whole)
   local common = require "apsearch.format.common"
   local tty = require("apsearch.core").isatty(2)
   local width = (opts.wide or not tty) and math.huge or require("apsearch.format.table").max_width
+  if opts.cluster_note then io.stderr:write(common.fold_text("apsearch: " .. opts.cluster_note, width), "\n") end
   for _, w in ipairs(p.warnings or {}) do
     -- the default space's note only where a space is searched (estimate
     -- and calibrate --log run one strategy)

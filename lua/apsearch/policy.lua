@@ -777,7 +777,8 @@ end
 M.RACK_NVLINK_DOMAIN = { gb200 = 72, gb300 = 72 }
 
 --- The note for a multi-host cluster of a rack-scale device
--- (M.RACK_NVLINK_DOMAIN) whose NVLink domain is left at one host: every
+-- (M.RACK_NVLINK_DOMAIN) whose NVLink domain is left at one host smaller
+-- than the rack's domain: every
 -- collective and all-to-all between its compute trays is then priced on
 -- the NICs, which is not how an NVL72 rack runs (docs/modeling.md "Rank
 -- placement and links").  nil otherwise.
@@ -790,7 +791,10 @@ function M.rack_note(cluster)
   local name = type(d) == "table" and (d.base or d.name) or d
   local rack = M.RACK_NVLINK_DOMAIN[tostring(name or ""):lower()]
   local per_node, n = cluster.devices_per_node or 0, cluster.num_devices or 0
-  if not rack or n <= per_node or (cluster.nvlink_domain_size or 0) > per_node then return nil end
+  -- hosts of a rack or more (gb200:3x72) already span an NVL72 domain
+  if not rack or n <= per_node or per_node >= rack or (cluster.nvlink_domain_size or 0) > per_node then
+    return nil
+  end
   return string.format("note: cluster.device %s with an NVLink domain of one %d-GPU host: its %d GPUs talk " ..
     "over the NICs between hosts; an NVL72 rack is one NVLink domain of %d GPUs: set " ..
     "cluster.nvlink_domain_size (--set cluster.nvlink_domain_size=64 for 64 GPUs a rack; docs/policy.md \"cluster\")",

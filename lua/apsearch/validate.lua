@@ -1028,6 +1028,24 @@ local function top_terms(est)
 end
 
 
+--- An estimator's refusal of a row's inputs, in the row's terms: the
+-- core names the policy field ("training.cuda_graph_scope: ..."); where
+-- a column of that name holds the value, the line names the column and
+-- its value as the row's other errors do (`cuda_graph_scope = "mamba":
+-- ...`). Other messages are returned unchanged.
+-- @tparam table row column -> string
+-- @param err the error raised by core.context
+-- @treturn string
+function M.column_error(row, err)
+  local msg = tostring(err)
+  local path, rest = msg:match("^([%w_%.]+): (.*)$")
+  local col = path and path:match("^[%w_%.]*%.([%w_]+)$")
+  if col and path:match("^[mct]") and given(row, col) then
+    return fmtq("%s = %q: %s", col, row[col], rest)
+  end
+  return msg
+end
+
 --- Estimates one row and compares it with what was measured.
 -- @param row table column -> string
 -- @param calib optional calibration {device = {...}, training = {...}}
@@ -1050,7 +1068,8 @@ function M.run_case(row, calib)
     case.stack = stack
     stacks.apply(cluster, stack)
     calibration.apply(cluster, calib, stack)
-    local ctx = core.context(model, cluster, training)
+    local cok, ctx = pcall(core.context, model, cluster, training)
+    if not cok then error(M.column_error(row, ctx), 0) end
     local est = ctx:estimate(strategy)
     case.inputs = { model = model, cluster = cluster, training = training, strategy = strategy }
     if est.reason and est.reason ~= "MEMORY_LIMIT" then

@@ -427,6 +427,9 @@ describe("a GB200 / GB300 cluster whose NVLink domain is one host", function()
     assert.is_nil(policy.rack_note({ device = "gb200", devices_per_node = 4, num_devices = 256, nvlink_domain_size = 64 }))
     assert.is_nil(policy.rack_note({ device = "gb200", devices_per_node = 4, num_devices = 4 }))
     assert.is_nil(policy.rack_note({ device = "b200", devices_per_node = 8, num_devices = 64 }))
+    -- hosts of a whole rack (--cluster gb200:3x72) already are a rack's domain: no note
+    assert.is_nil(policy.rack_note({ device = "gb200", devices_per_node = 72, num_devices = 216 }))
+    assert.truthy(policy.rack_note({ device = "gb200", devices_per_node = 36, num_devices = 216 }))
     -- on stderr, from the command line; --quiet drops it
     local code, _, err = H.apsearch("run", ROOT .. "/examples/deepseek_v3_h100_1024.lua", "--cluster", "gb200:64x4",
       "--fix", "tp_degree=1", "--fix", "pp_degree=16", "--fix", "ep_degree=8", "--fix", "layer_recompute=full", "--top-k", "1")

@@ -238,7 +238,8 @@ describe("validate on tests/fixtures/cases_small.csv", function()
     path = gb200_row("6")
     r = validate.run(path)
     os.remove(path)
-    assert.truthy(r.cases[1].error:find("cluster.nvlink_domain_size: must be 0 or a multiple of "
+    -- the core's refusal, in the row's terms (column and value)
+    assert.truthy(r.cases[1].error:find('nvlink_domain_size = "6": must be 0 or a multiple of '
       .. "devices_per_node=4 in [4, 1024] (got 6)", 1, true), r.cases[1].error)
   end)
 
@@ -618,6 +619,14 @@ describe("validate: recipe columns and release defaults", function()
     assert.truthy(one(",fsdp_impl", ",megatron_fsdp", titan).error:find("needs framework = megatron", 1, true))
   end)
 
+  it("names the row's cuda_graph_scope column when the core refuses a module the model lacks", function()
+    -- a dense model has no experts: Megatron-Core asserts on moe_router
+    local graphs = one(",cuda_graphs,cuda_graph_scope", ",true,attn+moe_router")
+    assert.are.equal('cuda_graph_scope = "attn+moe_router": moe_router: the model has no experts (' ..
+      graphs.model .. ")", graphs.error)
+    assert.is_nil(one(",cuda_graphs,cuda_graph_scope", ",true,attn").error)
+  end)
+
   it("reads overlap_grad_reduce (Megatron --overlap-grad-reduce), on a megatron row only", function()
     -- DP 8: the gradient all-reduce hides behind the backward by default,
     -- not when Megatron's overlap is off
@@ -637,9 +646,10 @@ describe("validate: recipe columns and release defaults", function()
     assert.are.equal('torch_compile = "true" contradicts framework = megatron (Megatron-LM has no option '
       .. "that compiles the model)", one(",torch_compile", ",true").error)
     assert.is_nil(one(",torch_compile", ",false").error)
-    -- TorchTitan's models have no dropout: the core refuses the training table
+    -- TorchTitan's models have no dropout: the core refuses the training
+    -- table, and the line names the row's column and value
     local tt = base:gsub(",megatron,", ",fsdp2,"):gsub(",8,1,1,1,false,", ",1,8,3,1,false,")
-    assert.matches("training.dropout: fsdp2 trains without dropout", one(",dropout", ",true", tt).error)
+    assert.matches('^dropout = "true": fsdp2 trains without dropout', one(",dropout", ",true", tt).error)
     assert.is_nil(one(",dropout", ",false", tt).error)
     assert.is_nil(one(",torch_compile", ",true", tt).error)
   end)

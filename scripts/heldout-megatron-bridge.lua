@@ -714,8 +714,15 @@ local function convert(r, alt)
   if fields.fp8_dot_product_attention == true then
     assumed[#assumed + 1] = "fp8_dot_product_attention (attention in fp8): not modelled, attention priced in bf16"
   end
+  -- utils/overrides.py: use_transformer_engine_op_fuser (and the
+  -- NVTE_CUTEDSL_FUSED_GROUPED_MLP the recipes export): TE's fused grouped
+  -- MLP, priced for the SwiGLU experts of the MoE set
   if fields.cutedsl_fused_grouped_mlp == true then
-    assumed[#assumed + 1] = "cutedsl_fused_grouped_mlp (fused grouped expert MLP kernel): not modelled"
+    if target == moe then
+      c.cutedsl_fused_grouped_mlp = "true"
+    else
+      assumed[#assumed + 1] = "cutedsl_fused_grouped_mlp (fused grouped expert MLP kernel): not modelled"
+    end
   end
   if alt then assumed[#assumed + 1] = "the table's parenthesised values (FP8-MX)" end
   c.notes = recipe_note .. "; " .. table.concat(assumed, "; ")
@@ -761,11 +768,13 @@ end
 local moe_cols = {}
 for _, k in ipairs(DENSE_COLS) do moe_cols[#moe_cols + 1] = k end
 for _, k in ipairs(MOE_COLS) do moe_cols[#moe_cols + 1] = k end
+local hybrid_base = #moe_cols
+moe_cols[#moe_cols + 1] = "cutedsl_fused_grouped_mlp"
 -- the hybrid set: the MoE layout, the recipe columns its rows state (the
 -- flex backend and forced balance as tests/fixtures/heldout/megatron_lm_
 -- moe_recipes.csv has them, the router fusion) and the example config
 local hybrid_cols = {}
-for _, k in ipairs(moe_cols) do hybrid_cols[#hybrid_cols + 1] = k end
+for i = 1, hybrid_base do hybrid_cols[#hybrid_cols + 1] = moe_cols[i] end
 for _, k in ipairs({ "moe_flex_dispatcher_backend", "moe_router_force_load_balancing", "moe_router_fusion",
     "model_config", "mtp_repeated_layer", "first_last_layers_bf16", "num_layers_at_start_in_bf16",
     "num_layers_at_end_in_bf16" }) do

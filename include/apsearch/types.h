@@ -750,6 +750,16 @@ typedef struct {
                                         >= 2.7): 31 forward kernels, 72
                                         without (layerprog.c); default on,
                                         as the launch file writes it */
+    bool cutedsl_fused_grouped_mlp; /**< MoE, megatron, mxfp8 / nvfp4 on
+                                        Blackwell: TransformerEngine's fused
+                                        grouped MLP (--use-transformer-engine-
+                                        op-fuser, NVTE_CUTEDSL_FUSED_GROUPED_
+                                        MLP=1; Megatron-Bridge
+                                        cutedsl_fused_grouped_mlp): the
+                                        experts' activation runs in fc1's
+                                        GEMM epilogue and its backward in
+                                        fc2's dgrad GEMM, with MXFP8 their
+                                        quantizes too (moe.c); default off */
     aps_flex_backend moe_flex_dispatcher_backend; /**< MoE, flex
                                         dispatcher: DeepEP (Megatron's
                                         default) or HybridEP; decides the

@@ -160,6 +160,7 @@ M.training = {
   store_param_remainders = "bool", exp_avg_bf16 = "bool", bf16_weights = "bool",
   hf_eager_layer = "bool", dp_loss_group = "bool", unfused_swiglu = "bool",
   moe_shared_expert_overlap = "bool", moe_router_fusion = "bool",
+  cutedsl_fused_grouped_mlp = "bool",
   moe_flex_dispatcher_backend = enum("deepep", "hybridep"),
   overlap_moe_expert_parallel_comm = "bool",
   -- Megatron-Core's sync-free MoE (src/core/moe.c; docs/modeling.md

@@ -106,7 +106,7 @@ end
 -- name (docs/modeling.md "Recipe settings").
 M.RECIPE_BOOLS = { "torch_compile", "compile_loss", "sac_save_alltoall", "grad_reduce_in_fp32", "fp8_param_gather",
   "tp_comm_overlap", "cuda_graphs", "overlap_moe_expert_parallel_comm", "moe_router_fusion",
-  "defer_fsdp_grad_sync", "bf16_weights", "loss_fp32_upcast", "mtp_repeated_layer" }
+  "defer_fsdp_grad_sync", "bf16_weights", "loss_fp32_upcast", "mtp_repeated_layer", "cutedsl_fused_grouped_mlp" }
 
 --- Longest model name the core takes (bytes, src/lua/lconvert.c); a row's
 -- longer `model` is cut there, with "...", as a label.

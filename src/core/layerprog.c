@@ -87,6 +87,12 @@
 #define APS_HK_GROUPED_PY 3.0
 /** Per local expert and grouped GEMM, from TE's C++ loop: the GEMM. */
 #define APS_HK_GROUPED_PER_EXPERT 1.0
+/** TransformerEngine's fused grouped MLP (training.cutedsl_fused_grouped_
+ *  mlp), from Python: fc1's input quantized for all experts at once, the
+ *  fc1 + activation kernel, fc2's grouped GEMM -- none per expert; NVFP4
+ *  quantizes fc2's input apart (+1; ops/fused/grouped_mlp.py @ d0067d0da
+ *  l.1287, l.1530, l.1572-1588). */
+#define APS_HK_FUSED_GROUPED_MLP 3.0
 /** Per local expert without grouped GEMM (SequentialMLP, Python): fc1,
  *  activation, fc2. */
 #define APS_HK_SEQUENTIAL_PER_EXPERT 3.0
@@ -181,7 +187,10 @@ static void moe_post_kernels(const aps_model *m, const aps_training *t,
                                                   : APS_HK_A2A_COMM;
     *py += APS_HK_UNPERMUTE + (local > 1 ? APS_HK_SORT : 0.0);
     *loop = 0.0;
-    if (s->moe_grouped_gemm != 0) {
+    if (t->cutedsl_fused_grouped_mlp) { /* aps_check_moe: grouped GEMM */
+        *py += APS_HK_FUSED_GROUPED_MLP +
+               (t->precision == APS_PREC_NVFP4 ? 1.0 : 0.0);
+    } else if (s->moe_grouped_gemm != 0) {
         *py += APS_HK_GROUPED_PY;
         *loop = local * APS_HK_MLP_GEMMS * (APS_HK_GROUPED_PER_EXPERT + cast);
     } else {

@@ -163,6 +163,16 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
                 "megatron/core/transformer/transformer_config.py)");
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
+    /* TEGroupedMLP asserts _is_fused_impl_supported() under the op fuser:
+     * the grouped GEMM's GroupedLinear modules and an expert TP group of
+     * one (experts.py l.287-290, l.382-400 @ d98e8a64) */
+    if (t->cutedsl_fused_grouped_mlp && (etp > 1 || s->moe_grouped_gemm == 0)) {
+        aps_fmt(msg, n, "training.cutedsl_fused_grouped_mlp needs %s "
+                "(\"Fused GroupedMLP is not supported for this "
+                "configuration\", megatron/core/transformer/moe/experts.py)",
+                etp > 1 ? "etp_degree = 1" : "moe_grouped_gemm");
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
     aps_reason r = aps_moe_check_latent(m, t, msg, n);
     if (r != APS_REASON_NONE)
         return r;
@@ -732,7 +742,11 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     out->gemm_fwd = g;
     /* memory-bound: activation functions, permute and unpermute, the
      * router's softmax / sigmoid and top-k over fp32 scores */
-    double bytes = act_b * (Te * fe / etp + T * fs / tp - T * f / tp) +
+    /* TE's fused grouped MLP runs the experts' activation in fc1's GEMM
+     * epilogue (its backward in fc2's dgrad GEMM): no pass of its own */
+    bool fused_mlp = t->cutedsl_fused_grouped_mlp;
+    double expert_act = fused_mlp ? 0.0 : act_b * Te * fe / etp;
+    double bytes = expert_act + act_b * (T * fs / tp - T * f / tp) +
                    APS_MOE_PERMUTE_PASSES * A * Tin * K * load * w +
                    2.0 * APS_FP32_BYTES * Tin * E;
     out->membound_fwd = bytes / hbm;
@@ -744,6 +758,15 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
                     fused * T * (h / rep + f / tp);
         double bw = cast * Te * w + fused * Te * up * fe / etp -
                     cast * T * h - fused * T * up * f / tp;
+        /* the fused grouped MLP under MXFP8 writes fc2's input and fc1's
+         * output gradient quantized from those GEMM epilogues (cuDNN
+         * grouped_gemm_glu / dglu, d_dtype float8_e4m3fn); NVFP4 still
+         * quantizes both apart (TransformerEngine ops/fused/grouped_mlp.py
+         * @ d0067d0da l.1356-1400, l.1572-1588, l.2300-2320) */
+        if (fused_mlp && prec == APS_PREC_MXFP8) {
+            fw -= fused * Te * fe / etp;
+            bw -= fused * Te * up * fe / etp;
+        }
         /* the latent projections (plain TELinear, unfused): their inputs
          * forward (h, l), their output gradients backward (l, h) */
         if (l > 0) {

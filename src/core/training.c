@@ -420,10 +420,39 @@ static aps_status bf16_layers_dependencies(const aps_training *t, char *err,
     return APS_OK;
 }
 
+/* TransformerEngine's fused grouped MLP: a Megatron-Core module path
+ * (TEGroupedMLP under --use-transformer-engine-op-fuser) whose fusion TE
+ * applies to the block-scaled recipes only (ops/fused/grouped_mlp.py
+ * l.842 @ d0067d0da: "recipe.mxfp8() or recipe.nvfp4()"); in bf16 or
+ * per-tensor fp8 the flag would run the unfused ops, not the estimate. */
+static aps_status fused_mlp_dependencies(const aps_training *t, char *err,
+                                         size_t n)
+{
+    if (!t->cutedsl_fused_grouped_mlp)
+        return APS_OK;
+    if (t->framework != APS_FW_MEGATRON) {
+        aps_fmt(err, n, "training.cutedsl_fused_grouped_mlp: a Megatron-Core "
+                "setting (framework megatron; got %s)",
+                aps_framework_name(t->framework));
+        return APS_EINVAL;
+    }
+    if (!aps_prec_block_scaled(t->precision)) {
+        aps_fmt(err, n, "training.cutedsl_fused_grouped_mlp with precision "
+                "%s: TransformerEngine fuses the grouped MLP in mxfp8 or "
+                "nvfp4 only (ops/fused/grouped_mlp.py)",
+                aps_precision_name(t->precision));
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
 aps_status aps_training_dependencies(const aps_training *t, char *err,
                                      size_t n)
 {
     aps_status st = moe_stash_dependencies(t, err, n);
+    if (st != APS_OK)
+        return st;
+    st = fused_mlp_dependencies(t, err, n);
     if (st != APS_OK)
         return st;
     st = bf16_layers_dependencies(t, err, n);
@@ -632,6 +661,27 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
                 (long long)t->activation_offload_layers,
                 (long long)m->num_layers);
         return APS_EINVAL;
+    }
+    /* the fused grouped MLP is the experts' (TEGroupedMLP): Megatron-Core
+     * fuses SwiGLU, quick GeGLU and weighted squared ReLU (experts.py
+     * _is_fused_impl_supported @ d98e8a64); apsearch prices SwiGLU's */
+    if (t->cutedsl_fused_grouped_mlp && m->moe_router_input_probs) {
+        aps_fmt(err, n, "training.cutedsl_fused_grouped_mlp: %s scales the "
+                "experts' input by the routing weight, which the fused "
+                "grouped MLP does not (\"Pre-multiplying probs is not "
+                "supported\", megatron/core/transformer/moe/experts.py)",
+                m->name);
+        return APS_EINVAL;
+    }
+    if (t->cutedsl_fused_grouped_mlp &&
+        !(m->num_experts > 0 && m->mlp == APS_MLP_SWIGLU)) {
+        aps_fmt(err, n, "training.cutedsl_fused_grouped_mlp: %s %s", m->name,
+                m->num_experts > 0
+                    ? "has no SwiGLU experts (apsearch prices the fused "
+                      "grouped MLP of SwiGLU experts)"
+                    : "has no experts");
+        return m->num_experts > 0 && m->mlp == APS_MLP_RELU2 ? APS_ENOTIMPL
+                                                              : APS_EINVAL;
     }
     /* --moe-shared-expert-overlap overlaps the shared expert; the combined
      * 1F1B schedule overlaps expert-parallel all-to-alls: neither acts on

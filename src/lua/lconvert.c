@@ -387,6 +387,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, dp_loss_group, FT_OBOOL, NULL),
     FLD(aps_training, unfused_swiglu, FT_OBOOL, NULL),
     FLD(aps_training, moe_router_fusion, FT_BOOL, NULL),
+    FLD(aps_training, cutedsl_fused_grouped_mlp, FT_BOOL, NULL),
     FLD(aps_training, moe_flex_dispatcher_backend, FT_ENUM, &enum_flex_backend),
     FLD(aps_training, moe_shared_expert_overlap, FT_OBOOL, NULL),
     FLD(aps_training, overlap_moe_expert_parallel_comm, FT_OBOOL, NULL),

@@ -256,6 +256,100 @@ static void test_stash_refusals(void **state)
                      APS_OK);
 }
 
+/* TransformerEngine's fused grouped MLP (training.cutedsl_fused_grouped_
+ * mlp): the experts' SwiGLU runs in fc1's GEMM epilogue, its backward in
+ * fc2's dgrad GEMM, and under MXFP8 fc2's input and fc1's output gradient
+ * leave those epilogues quantized (ops/fused/grouped_mlp.py @ d0067d0da).
+ * Qwen3-30B-A3B on 8 B200s, MBS 4 x 4096, EP 8: T = 16,384 tokens, each
+ * routed to 8 experts, 131,072 rows of width f_e = 768 (load 1). */
+static void test_fused_grouped_mlp(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    char err[APS_REASON_LEN];
+    qwen3_30b_b200(&m, &c, &t, &s);
+    t.moe_load_imbalance = 1.0;
+    aps_moe_cost off, on;
+    aps_moe_layer_cost(&m, &c, &t, &s, &off);
+    t.cutedsl_fused_grouped_mlp = true;
+    aps_moe_layer_cost(&m, &c, &t, &s, &on);
+    double rows = 16384.0 * 8.0, fe = 768.0;
+    double hbm = c.device.hbm_bandwidth * c.device.hbm_efficiency;
+    /* the activation pass: SwiGLU reads 2 f_e bf16 and writes f_e bf16
+     * per row, 6 bytes per element of f_e (aps_act_fn_bytes) */
+    assert_true(fabs(aps_act_fn_bytes(&m, &t) - 6.0) < 1e-12);
+    ASSERT_REL(off.membound_fwd - on.membound_fwd,
+                    6.0 * rows * fe / hbm, REL);
+    /* MXFP8's fused quantize: fc2's input (f_e) forward, fc1's output
+     * gradient (2 f_e) backward, at the fused cast's bytes per element */
+    double unfused, fused;
+    aps_cast_bytes(&t, &unfused, &fused);
+    ASSERT_REL(off.cast_fwd - on.cast_fwd, fused * rows * fe / hbm, REL);
+    ASSERT_REL(off.cast_bwd - on.cast_bwd, fused * rows * 2.0 * fe / hbm, REL);
+    /* the GEMMs are unchanged */
+    ASSERT_REL(off.gemm_fwd, on.gemm_fwd, REL);
+    /* NVFP4 quantizes both apart: only the activation pass goes */
+    t.precision = APS_PREC_NVFP4;
+    t.cutedsl_fused_grouped_mlp = false;
+    aps_moe_layer_cost(&m, &c, &t, &s, &off);
+    t.cutedsl_fused_grouped_mlp = true;
+    aps_moe_layer_cost(&m, &c, &t, &s, &on);
+    ASSERT_REL(off.cast_fwd, on.cast_fwd, REL);
+    ASSERT_REL(off.membound_fwd - on.membound_fwd,
+                    6.0 * rows * fe / hbm, REL);
+    /* host: 3 kernels from Python (fc1's input quantize, fc1 + SwiGLU,
+     * fc2), none per expert; NVFP4 one more (fc2's input quantize) */
+    aps_host_program hp;
+    t.cuda_graphs = false;
+    aps_host_program_build(&m, &t, &s, NULL, &hp);
+    assert_true(hp.moe_loop.fwd == 0.0);
+    t.precision = APS_PREC_MXFP8;
+    aps_host_program hq;
+    aps_host_program_build(&m, &t, &s, NULL, &hq);
+    ASSERT_REL(hp.moe_post.fwd - hq.moe_post.fwd, 1.0, REL);
+    t.cutedsl_fused_grouped_mlp = false;
+    aps_host_program hr;
+    aps_host_program_build(&m, &t, &s, NULL, &hr);
+    /* unfused: TEGroupedMLP's 3 Python calls, 16 local experts x 2 GEMMs
+     * x (GEMM + quantize) from TE's loop */
+    ASSERT_REL(hr.moe_loop.fwd, 16.0 * 2.0 * 2.0, REL);
+    ASSERT_REL(hr.moe_post.fwd, hq.moe_post.fwd, REL);
+    /* refusals: Megatron-Core and the block-scaled recipes only; SwiGLU
+     * experts; an expert TP group of one and the grouped GEMM */
+    t.cutedsl_fused_grouped_mlp = true;
+    t.precision = APS_PREC_BF16;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
+    assert_non_null(strstr(err, "mxfp8 or nvfp4 only"));
+    t.precision = APS_PREC_MXFP8;
+    t.framework = APS_FW_FSDP2;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
+    assert_non_null(strstr(err, "framework megatron"));
+    t.framework = APS_FW_MEGATRON;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_OK);
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, err, sizeof err),
+                     APS_REASON_NONE);
+    s.tp_degree = 2;
+    s.dp_degree = 4;
+    s.etp_degree = 2;
+    s.ep_degree = 4;
+    assert_int_equal(aps_check_all(&m, &c, &t, &s, err, sizeof err),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    assert_non_null(strstr(err, "etp_degree = 1"));
+    m.mlp = APS_MLP_RELU2;
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err),
+                     APS_ENOTIMPL);
+    m.mlp = APS_MLP_SWIGLU;
+    m.num_experts = 0;
+    m.experts_per_token = 0;
+    m.moe_ffn_hidden_size = 0;
+    assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err),
+                     APS_EINVAL);
+    assert_non_null(strstr(err, "has no experts"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -264,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_stash_estimate),
         cmocka_unit_test(test_full_graph_inputs),
         cmocka_unit_test(test_stash_refusals),
+        cmocka_unit_test(test_fused_grouped_mlp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -140,10 +140,15 @@ describe("held out: Megatron-Bridge performance summaries", function()
     -- the same layout (8 GB200, EP 8, MBS 4, flex): the overlap hides the
     -- all-to-all, so the estimate of mbm073 is faster by what it hid (less
     -- the interference the hidden part still costs)
-    local function est(c)
-      return core.context(c.inputs.model, c.inputs.cluster, c.inputs.training):estimate(c.inputs.strategy)
+    -- (mbm073 without its recipe's fused grouped MLP, which the next test
+    -- prices: the two rows then differ in the overlap alone)
+    local function est(c, drop)
+      local tr = {}
+      for k, v in pairs(c.inputs.training) do tr[k] = v end
+      if drop then tr[drop] = nil end
+      return core.context(c.inputs.model, c.inputs.cluster, tr):estimate(c.inputs.strategy)
     end
-    local a, b = est(by.mbm062), est(by.mbm073)
+    local a, b = est(by.mbm062), est(by.mbm073, "cutedsl_fused_grouped_mlp")
     local ea, eb = a.performance_breakdown.ep_comm, b.performance_breakdown.ep_comm
     assert.are.equal(ea.total, eb.total)
     assert.are.equal(ea.total, ea.exposed)
@@ -151,6 +156,27 @@ describe("held out: Megatron-Bridge performance summaries", function()
     -- hides, exposed = APS_OVERLAP_INTERFERENCE (0.2, training.c) x total
     assert.is_true(math.abs(eb.exposed - 0.2 * eb.total) < 1e-9 * eb.total)
     assert.is_true(math.abs((a.step_time - b.step_time) - (ea.exposed - eb.exposed)) < 1e-6 * a.step_time)
+  end)
+
+  it("writes the recipes' cutedsl_fused_grouped_mlp (26.06 on), and validate prices TE's fused grouped MLP", function()
+    -- v0.5.0 QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1 (26.06, mbm073):
+    -- cutedsl_fused_grouped_mlp; v0.4.2's (26.04.01, mbm062) has none
+    local rows = by_id(validate.load(MOE))
+    assert.are.equal("true", rows.mbm073.cutedsl_fused_grouped_mlp)
+    assert.are.equal("", rows.mbm062.cutedsl_fused_grouped_mlp)
+    assert.is_nil(rows.mbm073.notes:find("cutedsl_fused_grouped_mlp", 1, true))
+    local c = by_id(moe_run().cases).mbm073
+    assert.is_true(c.inputs.training.cutedsl_fused_grouped_mlp)
+    -- the experts' activation pass and MXFP8 quantizes go: faster than the
+    -- same inputs without it, the GEMMs and the all-to-all unchanged
+    local tr = {}
+    for k, v in pairs(c.inputs.training) do tr[k] = v end
+    tr.cutedsl_fused_grouped_mlp = nil
+    local plain = core.context(c.inputs.model, c.inputs.cluster, tr):estimate(c.inputs.strategy)
+    assert.is_true(c.predicted.step_time_s < plain.step_time)
+    local ctx = core.context(c.inputs.model, c.inputs.cluster, c.inputs.training)
+    assert.are.equal(plain.performance_breakdown.ep_comm.total,
+      ctx:estimate(c.inputs.strategy).performance_breakdown.ep_comm.total)
   end)
 
   it("reads 26.04.01 at v0.4.2, the tag docs/versions1.json pairs with it (mbm060's B200 entry)", function()
@@ -204,7 +230,9 @@ describe("held out: Megatron-Bridge hybrid Mamba-2 runs (Nemotron 3 Nano and Sup
 
   it("has the columns of the MoE file, plus the recipe columns its rows state and model_config", function()
     local function header(f) return (assert(io.open(f)):read("l"):gsub("\r$", "")) end
-    assert.are.equal(header(MOE):gsub(",notes$", "") .. ",moe_flex_dispatcher_backend," ..
+    -- (the MoE file's last column, cutedsl_fused_grouped_mlp, is its own: the
+    -- hybrid rows' squared-ReLU experts keep the recipe's kernel as a note)
+    assert.are.equal(header(MOE):gsub(",cutedsl_fused_grouped_mlp,notes$", "") .. ",moe_flex_dispatcher_backend," ..
       "moe_router_force_load_balancing,moe_router_fusion,model_config,mtp_repeated_layer," ..
       "first_last_layers_bf16,num_layers_at_start_in_bf16,num_layers_at_end_in_bf16,notes", header(HYBRID))
   end)

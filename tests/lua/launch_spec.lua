@@ -2019,6 +2019,34 @@ describe("launch configs", function()
     for _, f in ipairs(all) do assert.is_true(opts[f:match("^%S+")], f) end
   end)
 
+  -- Megatron-Bridge 067f987df scripts/performance/utils/overrides.py l.366-368
+  -- (cutedsl_fused_grouped_mlp); TransformerEngine d0067d0da
+  -- ops/fused/grouped_mlp.py reads NVTE_CUTEDSL_FUSED_GROUPED_MLP
+  it("write TransformerEngine's fused grouped MLP as Megatron-Bridge sets it, once with the sync-free experts",
+    function()
+    local H = require "spec_helpers"
+    local function files(extra)
+      local dir = H.tmpdir()
+      local args = { "run", "--model", "qwen3-30b-a3b", "--cluster", "b200:1x8", "--top-k", "1",
+        "--fix", "moe_token_dispatcher=flex", "--set", "training.moe_flex_dispatcher_backend=hybridep",
+        "--set", "training.precision=mxfp8", "--set", "training.cutedsl_fused_grouped_mlp=true", "-q", "--out", dir }
+      for _, a in ipairs(extra or {}) do args[#args + 1] = a end
+      local code, _, err = H.apsearch(table.unpack(args))
+      assert.are.equal(0, code, err)
+      return H.read(dir .. "/launch/rank1_megatron.sh"), H.read(dir .. "/launch/rank1_torchtitan.py")
+    end
+    local mg, tt = files()
+    assert.truthy(mg:find("\nexport NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 ", 1, true), mg)
+    local _, n1 = mg:gsub("%-%-use%-transformer%-engine%-op%-fuser\n", "")
+    assert.are.equal(1, n1)
+    assert.truthy(mg:find("--moe-mlp-glu-interleave-size 32\n", 1, true), mg)
+    assert.truthy(tt:find("# NOT EXPRESSIBLE in TorchTitan: TransformerEngine's fused grouped MLP under " ..
+      "Megatron-Core (cutedsl_fused_grouped_mlp)", 1, true), tt)
+    mg = files({ "--set", "training.moe_expert_rank_capacity_factor=1.5" })
+    local _, n2 = mg:gsub("%-%-use%-transformer%-engine%-op%-fuser\n", "")
+    assert.are.equal(1, n2)
+  end)
+
   it("mark the sync-free experts NOT EXPRESSIBLE where AutoModel and MindFormers have none", function()
     local H = require "spec_helpers"
     -- `run --launchable automodel` let such jobs through (a breaker's finding):

@@ -461,6 +461,7 @@ local function training_keys(w, g)
       tr.moe_expert_rank_capacity_factor))
   end
   if tr.moe_paged_stash then N(NE, "Megatron's paged stash of the experts' tensors (moe_paged_stash)") end
+  if tr.cutedsl_fused_grouped_mlp then N(NE, "TransformerEngine's fused grouped MLP under Megatron-Core (cutedsl_fused_grouped_mlp)") end
   if tr.first_last_layers_bf16 then
     N(NE, "Megatron's first and last layers in bf16 (first_last_layers_bf16): TEFp8Config quantizes every layer")
   end

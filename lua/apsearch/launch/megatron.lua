@@ -757,6 +757,10 @@ function M.render(c)
     -- validate_args asserts it before Blackwell with TP or CP (and without FSDP)
     out[#out + 1] = "export CUDA_DEVICE_MAX_CONNECTIONS=1  # TP / CP: asserted by validate_args before Blackwell"
   end
+  if tr.cutedsl_fused_grouped_mlp then
+    -- TransformerEngine's CuTe DSL grouped MLP kernels (ops/fused/grouped_mlp.py)
+    out[#out + 1] = "export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1  # training.cutedsl_fused_grouped_mlp"
+  end
   out[#out + 1] = "MEGATRON_LM=${MEGATRON_LM:-/path/to/Megatron-LM}"
   out[#out + 1] = "NNODES=${NNODES:-" .. c.nodes .. "}"
   out[#out + 1] = "GPUS_PER_NODE=${GPUS_PER_NODE:-" .. math.min(c.devices_per_node, c.devices_used) .. "}"
@@ -773,6 +777,11 @@ function M.render(c)
   out[#out + 1] = "  \"$MEGATRON_LM/" .. M.entry_point(m) .. "\" \"${MEGATRON_ARGS[@]}\" \"$@\""
   return table.concat(out, "\n") .. "\n", notes
 end
+
+--- The GLU block interleave of the experts' fc1 under the fused grouped
+-- MLP (--moe-mlp-glu-interleave-size): Megatron-Bridge's utils/overrides.py
+-- sets 32 with cutedsl_fused_grouped_mlp (067f987df l.366-368).
+M.FUSED_GROUPED_MLP_GLU_INTERLEAVE = 32
 
 --- Where Megatron-LM (d98e8a64) reads each model-architecture flag below:
 -- file:line of megatron/training/arguments.py, megatron/training/
@@ -1497,6 +1506,16 @@ function M.moe_args(c, A, N)
   -- parallel_comm @ d98e8a64; the estimate checks what TransformerConfig
   -- asserts about it)
   if c.training.overlap_moe_expert_parallel_comm then A("--overlap-moe-expert-parallel-comm") end
+  -- TransformerEngine's fused grouped MLP: TEGroupedMLP on TE's op fuser
+  -- (TransformerConfig.use_transformer_engine_op_fuser, its GLU halves
+  -- interleaved in blocks of 32 as Megatron-Bridge's utils/overrides.py
+  -- sets with cutedsl_fused_grouped_mlp; the script exports
+  -- NVTE_CUTEDSL_FUSED_GROUPED_MLP=1, which TE's fusion reads)
+  if c.training.cutedsl_fused_grouped_mlp then
+    -- (sync_free_args writes the op fuser with a rank capacity factor)
+    if (c.training.moe_expert_rank_capacity_factor or 0) <= 0 then A("--use-transformer-engine-op-fuser") end
+    A("--moe-mlp-glu-interleave-size", M.FUSED_GROUPED_MLP_GLU_INTERLEAVE)
+  end
   M.sync_free_args(c.training, A, N)
   -- a capacity factor is the padded token drop the estimate prices (static
   -- splits, no host sync, capturable by CUDA graphs; without the pad flag

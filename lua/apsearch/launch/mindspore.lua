@@ -615,6 +615,7 @@ function M.render(c)
   if tr.moe_paged_stash then
     N("NOT EXPRESSIBLE in MindFormers", "Megatron's paged stash of the experts' tensors (moe_paged_stash)")
   end
+  if tr.cutedsl_fused_grouped_mlp then N("NOT EXPRESSIBLE in MindFormers", "TransformerEngine's fused grouped MLP under Megatron-Core (cutedsl_fused_grouped_mlp)") end
   if tr.store_param_remainders then
     N("NOT EXPRESSIBLE in MindFormers", "store_param_remainders (apex DistributedFusedAdam, NeMo 1.x)")
   end

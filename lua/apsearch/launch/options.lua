@@ -79,6 +79,9 @@ M.megatron = {
     "--mtp-use-repeated-layer",
     -- TransformerConfig.moe_permute_fusion, moe_router_fusion (l.941-947)
     "--moe-permute-fusion", "--moe-router-fusion",
+    -- TransformerConfig.use_transformer_engine_op_fuser (l.525) and
+    -- moe_mlp_glu_interleave_size (l.1011): TE's fused grouped MLP
+    "--use-transformer-engine-op-fuser", "--moe-mlp-glu-interleave-size",
     -- TransformerConfig.moe_pad_expert_input_to_capacity (l.921)
     "--moe-pad-expert-input-to-capacity",
     -- _add_moe_args (load balancing) and TransformerConfig router fields

@@ -879,6 +879,10 @@ function M.render(c)
     N("NOT EXPRESSIBLE in TorchTitan", "Megatron's first and last layers in bf16 (first_last_layers_bf16): " ..
       "the converter quantizes every module its fqns name")
   end
+  if tr.cutedsl_fused_grouped_mlp then
+    N("NOT EXPRESSIBLE in TorchTitan", "TransformerEngine's fused grouped MLP under Megatron-Core (cutedsl_fused_grouped_mlp): GroupedExperts " ..
+      "runs its own grouped GEMMs and activation")
+  end
 
   lines[#lines + 1] = string.format("    config = %s()", base)
   if mm then

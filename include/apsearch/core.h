@@ -106,6 +106,12 @@ bool aps_model_is_moe_layer(const aps_model *m, int64_t i);
  *  model whose moe_layer_freq has them -- which the estimate prices and
  *  the Megatron launch file writes (src/core/layerprog.c). */
 aps_cuda_graph_scope aps_cuda_graph_dropless_modules(const aps_model *m);
+/** What training t's CUDA graphs capture under strategy s: none when they
+ *  are off; the whole iteration under full recompute or CPU offloading,
+ *  which take no other scope (Megatron-LM transformer_config.py @
+ *  d98e8a64, l.2800 and l.2854-2857; the launchers write so). */
+aps_cuda_graph_scope aps_cuda_graph_effective_scope(const aps_training *t,
+                                                    const aps_strategy *s);
 
 /** A model with routed experts or multi-head latent attention (issue 13),
  *  whose MoE and MLA terms moe.c adds to the dense estimate. */

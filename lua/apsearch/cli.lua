@@ -280,12 +280,14 @@ local function print_notes(p, opts, estimate_only)
   local common = require "apsearch.format.common"
   local tty = require("apsearch.core").isatty(2)
   local width = (opts.wide or not tty) and math.huge or require("apsearch.format.table").max_width
-  if opts.cluster_note then io.stderr:write(common.fold_text("apsearch: " .. opts.cluster_note, width), "\n") end
+  if opts.cluster_note then
+    io.stderr:write(common.fold_text("apsearch: " .. util.printable(opts.cluster_note), width), "\n")
+  end
   for _, w in ipairs(p.warnings or {}) do
     -- the default space's note only where a space is searched (estimate
     -- and calibrate --log run one strategy)
     if w:match("^note:") and not (estimate_only and w:find(policy_mod.DEFAULT_SPACE_NOTE, 1, true)) then
-      io.stderr:write(common.fold_text("apsearch: " .. w, width), "\n")
+      io.stderr:write(common.fold_text("apsearch: " .. util.printable(w), width), "\n")
     end
   end
 end
@@ -350,8 +352,17 @@ function M.add_launchable(p, name, version)
     -- loss is one cross entropy, which its launch file cannot chunk
     local tr = p.training
     local line = require("apsearch.stacks").match("torchtitan " .. tt, tr.framework or "megatron")
-    for k, v in pairs(line and line.training or {}) do
-      if tr[k] == nil then tr[k] = v end
+    local set = {}
+    for _, k in ipairs(util.sorted_keys(line and line.training or {})) do
+      if tr[k] == nil then
+        tr[k] = line.training[k]
+        set[#set + 1] = ("training.%s = %s"):format(k, util.describe(line.training[k]))
+      end
+    end
+    -- said: the estimate changes with the target, not only the files
+    if #set > 0 then
+      p.warnings[#p.warnings + 1] = ("note: --torchtitan-version %s: estimated as that release runs, %s " ..
+        "(set them in the policy to price another setting)"):format(tt, table.concat(set, ", "))
     end
   end
   if not name then return end
@@ -499,7 +510,7 @@ local function load_policy(path, opts, extra)
   -- core refuses gets no warning either (its error follows, alone)
   local model_ok = pcall(require("apsearch.core").model_params, p.model)
   for _, w in ipairs(model_ok and p.warnings or {}) do
-    if not w:match("^note:") then io.stderr:write("apsearch: ", w, "\n") end
+    if not w:match("^note:") then io.stderr:write("apsearch: ", util.printable(w), "\n") end
   end
   if opts.calibration then
     -- kernel efficiencies fitted by `apsearch calibrate` replace the
@@ -1128,10 +1139,18 @@ local function strategy_from_policy(opts)
   local p = load_policy(path, opts)
   print_notes(p, opts, true)
   local given = M.parse_strategy(opts.strategy or {})
-  local split_given = false
-  for _, f in ipairs(M.SPLIT_FIELDS) do split_given = split_given or given[f] ~= nil end
+  local split_given, named = false, {}
+  for _, f in ipairs(M.SPLIT_FIELDS) do
+    if given[f] ~= nil then split_given, named[#named + 1] = true, f end
+  end
+  -- one way to say the split (pipeline_split, stage_partition or
+  -- layer_offset): two of them contradict each other, bad input
+  if #named > 1 then
+    util.fail("--strategy", named[2], ("%s and %s both given: give one of them"):format(named[1], named[2]),
+      given[named[2]])
+  end
   for _, note in ipairs(M.inherit_dims(p.search_space.dims, given)) do
-    if not opts.quiet then io.stderr:write("apsearch: ", note, "\n") end
+    if not opts.quiet then io.stderr:write("apsearch: ", util.printable(note), "\n") end
   end
   local space = require "apsearch.space"
   local s = {}
@@ -1326,7 +1345,7 @@ local function cmd_inspect(args)
   -- multimodal config's vision parameters, counted apart
   local notes = info and info.notes or {}
   if not opts.quiet then
-    for _, n in ipairs(notes) do io.stderr:write("apsearch: note: ", n, "\n") end
+    for _, n in ipairs(notes) do io.stderr:write("apsearch: note: ", util.printable(n), "\n") end
   end
   if fmt == "json" then
     out(require("apsearch.format.json").format({ model = model, source = source, parameters = counts,

@@ -741,6 +741,11 @@ end
 
 -- Llama family defaults: RMSNorm, RoPE, gated MLP, no biases.
 local function llama_like(r, cfg, file, opts)
+  -- LlamaMLP and its copies apply ACT2FN[hidden_act] to the gate: only
+  -- silu is the SwiGLU priced here (a builder with its own MLP says so)
+  if not opts.own_activation then
+    require_silu(cfg, file, "the gated MLP is priced as SwiGLU; transformers applies hidden_act to its gate")
+  end
   local m = {
     num_layers = r.int("num_hidden_layers"),
     hidden_size = r.int("hidden_size"),
@@ -775,13 +780,16 @@ end
 
 local builders = {}
 
-function builders.llama(r, cfg, file)
-  local m = llama_like(r, cfg, file, {})
+-- Llama's layer; `opts` as llama_like's (arcee: its own MLP activation)
+local function llama_layer(r, cfg, file, opts)
+  local m = llama_like(r, cfg, file, opts or {})
   local ab = r.bool("attention_bias", false)
   m.qkv_bias, m.attn_out_bias = ab, ab
   m.mlp_bias = r.bool("mlp_bias", false)
   return m
 end
+
+function builders.llama(r, cfg, file) return llama_layer(r, cfg, file) end
 
 --- Seed-OSS (transformers models/seed_oss: modular_seed_oss.py @ 6e4054ae,
 -- configuration_seed_oss.py @ d9aa776f): Llama's layer with q, k, v
@@ -916,7 +924,7 @@ end
 
 function builders.gemma(r, cfg, file)
   -- gated MLP (gate_proj, up_proj, down_proj) with GELU-tanh: "swiglu" here
-  local m = llama_like(r, cfg, file, { head_dim = 256, tied = true })
+  local m = llama_like(r, cfg, file, { head_dim = 256, tied = true, own_activation = true })
   m.glu_activation = M.gemma_activation(cfg, file)
   return m
 end
@@ -944,7 +952,7 @@ end
 M.GEMMA2_WINDOW_PERIOD = 2
 
 function builders.gemma2(r, cfg, file, notes)
-  local m = llama_like(r, cfg, file, { head_dim = 256, tied = true, norms_per_layer = 4 })
+  local m = llama_like(r, cfg, file, { head_dim = 256, tied = true, norms_per_layer = 4, own_activation = true })
   local k = M.GEMMA2_WINDOW_PERIOD
   window(m, r, m.num_layers - m.num_layers // k)
   if m.sliding_window then m.sliding_window_period = k end
@@ -1950,7 +1958,7 @@ function builders.nemotron(r, cfg, file)
         "reads it)", cfg[key])
     end
   end
-  local m = relu2_mlp(llama_like(r, cfg, file, {}), r, cfg, file, "NemotronMLP's squared ReLU")
+  local m = relu2_mlp(llama_like(r, cfg, file, { own_activation = true }), r, cfg, file, "NemotronMLP's squared ReLU")
   m.norm, m.norm_bias, m.norm_zero_centered = "layernorm", true, true
   local ab = r.bool("attention_bias", false)
   m.qkv_bias, m.attn_out_bias = ab, ab
@@ -1963,7 +1971,7 @@ end
 -- in place of the SwiGLU (ArceeMLP: up and down projections, squared
 -- ReLU, `mlp_bias`).
 function builders.arcee(r, cfg, file)
-  return relu2_mlp(builders.llama(r, cfg, file), r, cfg, file, "ArceeMLP's squared ReLU")
+  return relu2_mlp(llama_layer(r, cfg, file, { own_activation = true }), r, cfg, file, "ArceeMLP's squared ReLU")
 end
 
 --- Ernie4_5Config's defaults (configuration_ernie4_5.py @ 2b6c089d) of the
@@ -2034,7 +2042,7 @@ end
 function builders.starcoder2(_, cfg, file, notes)
   local c = with_defaults(cfg, M.STARCODER2_DEFAULTS)
   local r = reader(c, file)
-  local m = gelu_mlp(window(llama_like(r, c, file, {}), r), c, file, notes, "gelu_pytorch_tanh",
+  local m = gelu_mlp(window(llama_like(r, c, file, { own_activation = true }), r), c, file, notes, "gelu_pytorch_tanh",
     "Starcoder2MLP's two matrices are priced with GELU")
   local b = r.bool("use_bias")
   m.norm, m.norm_bias = "layernorm", true
@@ -2226,8 +2234,8 @@ function builders.phi(r, cfg, file, notes)
     error(("NotImplemented: %s: qk_layernorm: Phi's LayerNorms with bias on Q and K are not modelled (got true)")
       :format(file), 0)
   end
-  local m = gelu_mlp(llama_like(r, cfg, file, { norms_per_layer = 1 }), cfg, file, notes, "gelu_new",
-    "PhiMLP's fc1 and fc2 are priced with GELU")
+  local m = gelu_mlp(llama_like(r, cfg, file, { norms_per_layer = 1, own_activation = true }), cfg, file, notes,
+    "gelu_new", "PhiMLP's fc1 and fc2 are priced with GELU")
   m.norm, m.norm_bias, m.parallel_attn_mlp, m.lm_head_bias = "layernorm", true, true, true
   m.qkv_bias, m.attn_out_bias, m.mlp_bias = true, true, true
   m.rotary_percent = M.rotary_fraction(cfg, file, M.PHI_ROTARY_FRACTION)

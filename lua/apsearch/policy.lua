@@ -801,6 +801,20 @@ function M.rack_note(cluster)
     tostring(name), per_node, n, rack)
 end
 
+--- True when a policy's own search_space pins layer_recompute to full
+-- alone (`--fix layer_recompute=full`) and says nothing of
+-- recompute_num_layers.
+-- @tparam table|nil ss the raw search_space the policy or --fix gave
+-- @treturn boolean
+function M.only_full_recompute(ss)
+  if type(ss) ~= "table" or ss.recompute_num_layers ~= nil then return false end
+  local v = ss.layer_recompute
+  if type(v) == "string" then return v == "full" end
+  if type(v) ~= "table" or #v == 0 then return false end
+  for _, x in ipairs(v) do if x ~= "full" then return false end end
+  return true
+end
+
 --- The search space of a policy that gives none (`search_space` left
 -- out): the training framework's full space for the model on the cluster
 -- (apsearch.defaults.search_space: DP / FSDP / HSDP, ZeRO, TP + SP, PP +
@@ -1064,6 +1078,11 @@ function M.from_table(raw, file, opts)
       space[dim] = nil
       space[k] = v
     end
+    -- a full recompute pinned alone recomputes every layer, as
+    -- `estimate --strategy layer_recompute=full` and Megatron's
+    -- --recompute-granularity full do; the default space's "auto" (the
+    -- fewest layers that fit) could resolve to none of them
+    if M.only_full_recompute(raw.search_space) then space.recompute_num_layers = { -1 } end
     p.search_space = n:search_space(space)
     p.search_space.default = true
     local whose = opts.built and "no policy file" or (file .. " has no search_space")

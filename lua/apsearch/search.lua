@@ -278,6 +278,8 @@ local function topk_record(rank, est, capacity, training)
     model_tflops_per_gpu = est.model_tflops_per_gpu, mfu = est.mfu, hfu = est.hfu,
     model_flops_per_step = est.model_flops_per_step,
     hardware_flops_per_step = est.hardware_flops_per_step,
+    -- what the CUDA graphs the step is priced with capture (ctx:estimate)
+    cuda_graph_scope = est.cuda_graph_scope,
   }
   rec.devices_used = est.devices_used
   rec.feasible = est.feasible

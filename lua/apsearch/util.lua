@@ -532,6 +532,15 @@ function M.root()
   return "."
 end
 
+--- Text safe to print on a terminal: control characters (bytes 0-31 and
+-- 127: escape sequences, line breaks a config's string could carry) as
+-- `\ddd` escapes, the rest unchanged.
+-- @tparam string s
+-- @treturn string
+function M.printable(s)
+  return (tostring(s):gsub("[%z\1-\31\127]", function(c) return format("\\%d", c:byte()) end))
+end
+
 --- Writes one line to stderr (logs and progress; stdout carries results).
 -- @tparam string fmt `string.format` format
 -- @param ... format arguments

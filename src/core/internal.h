@@ -1109,12 +1109,7 @@ typedef struct {
     bool step_graphed;     /**< the whole step is one graph: no host time */
 } aps_host_program;
 
-/** What training t's CUDA graphs capture under strategy s: none when they
- *  are off; the whole iteration under full recompute or CPU offloading,
- *  which take no other scope (Megatron-LM transformer_config.py @
- *  d98e8a64, l.2800 and l.2854-2857; the launchers write so). */
-aps_cuda_graph_scope aps_cuda_graph_effective_scope(const aps_training *t,
-                                                    const aps_strategy *s);
+/* aps_cuda_graph_effective_scope: public, apsearch/core.h */
 
 /** True when scope g is a set of per-layer modules holding every bit of
  *  `module` (APS_CG_ATTN, APS_CG_MLP, APS_CG_MAMBA, APS_CG_MOE_ROUTER);

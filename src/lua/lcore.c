@@ -487,6 +487,9 @@ static int ctx_evaluate(lua_State *L)
  *     (aps_recipe_resolve): grad_reduce_in_fp32, fp8_param_gather,
  *     compile_loss [booleans], grad_bytes, grad_reduce_bytes,
  *     logits_bytes [bytes per parameter / element];
+ *   cuda_graph_scope = with training.cuda_graphs, what the graphs the step
+ *     is priced with capture ("full_iteration" under full recompute or CPU
+ *     offloading whatever the training's scope; else its scope);
  *   stages = { {stage [1-based], first_layer [0-based], num_layers,
  *     recompute_layers, params, inflight_microbatches, memory_breakdown,
  *     time_fwd, time_bwd, host_fwd, host_bwd [s per micro-batch]}, ... };
@@ -502,6 +505,14 @@ static int ctx_estimate(lua_State *L)
     apsl_push_estimate(L, &e, &s);
     apsl_push_recipe(L, &ctx->training);
     lua_setfield(L, -2, "recipe");
+    /* what the CUDA graphs the step was priced with capture: the whole
+     * iteration under full recompute or CPU offloading, whatever the
+     * training's scope (aps_cuda_graph_effective_scope) */
+    if (ctx->training.cuda_graphs) {
+        apsl_push_graph_scope(
+            L, (int)aps_cuda_graph_effective_scope(&ctx->training, &s));
+        lua_setfield(L, -2, "cuda_graph_scope");
+    }
     return 1;
 }
 

@@ -658,3 +658,73 @@ describe("did you mean, a prefix first", function()
     assert.are.same({ "tp_degree" }, suggest.closest("tp_degre", { "tp_degree", "pp_degree", "cp_degree" }))
   end)
 end)
+
+-- a new user's pass on 2026-12-05: what it found, each fixed
+describe("a new user's findings", function()
+  it("prints a config's control characters escaped, never raw (a terminal would run them)", function()
+    local dir = tmpdir()
+    local cfg = cjson.decode(read(ROOT .. "/examples/models/llama-3.1-8b.json"))
+    cfg.model_type = "llama\27[2J\27[31mEVIL\nline2"
+    local path = dir .. "/x.json"
+    local f = assert(io.open(path, "w")); f:write(cjson.encode(cfg)); f:close()
+    local code, _, err = apsearch("inspect", path)
+    assert.are.equal(0, code, err)
+    assert.is_nil(err:find("\27", 1, true), err)
+    assert.truthy(err:find("model_type llama\\27[2J\\27[31mEVIL\\10line2 read as llama", 1, true), err)
+  end)
+
+  it("refuses a Llama config whose hidden_act is not SwiGLU's silu (LlamaMLP applies it to the gate)", function()
+    local dir = tmpdir()
+    local cfg = cjson.decode(read(ROOT .. "/examples/models/llama-3.1-8b.json"))
+    cfg.hidden_act = "gelu"
+    local path = dir .. "/gelu.json"
+    local f = assert(io.open(path, "w")); f:write(cjson.encode(cfg)); f:close()
+    local err = err_line(apsearch("inspect", path))
+    assert.truthy(err:find('gelu.json: hidden_act: expected "silu" (the gated MLP is priced as SwiGLU', 1, true),
+      err)
+  end)
+
+  it("refuses two ways of saying the pipeline split in --strategy as bad input (exit 2)", function()
+    local err = err_line(apsearch("estimate", "-q", "--strategy",
+      "pp_degree=2,layer_offset=balanced,stage_partition=16:16"))
+    assert.truthy(err:find("stage_partition and layer_offset both given: give one of them", 1, true), err)
+  end)
+
+  it("recomputes every layer for --fix layer_recompute=full (auto could resolve to none)", function()
+    local code, out, err = apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1x8", "--fix",
+      "layer_recompute=full", "--top-k", "2", "--jobs", "1", "--format", "json")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("recompute_num_layers = {-1}", 1, true), err)
+    local r = cjson.decode(out)
+    for _, rec in ipairs(r.top_k_strategies) do
+      assert.are.equal("full", rec.layer_recompute)
+      for _, st in ipairs(rec.memory_cost.per_stage) do assert.are.equal(st.num_layers, st.recompute_layers) end
+    end
+  end)
+
+  it("says when Megatron-Core's CPU offloading turns the graphs into one of the whole iteration", function()
+    local code, out, err = apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1x8", "--set",
+      "training.cuda_graphs=true", "--set", "training.activation_offload_layers=4", "--fix", "tp_degree=1",
+      "--fix", "pp_degree=1", "--top-k", "1", "--jobs", "1", "--format", "json")
+    assert.are.equal(0, code, err)
+    local r = cjson.decode(out)
+    assert.are.equal("full_iteration", r.top_k_strategies[1].performance_cost.cuda_graph_scope)
+    local common = require "apsearch.format.common"
+    local note = common.full_graph_note(r)
+    assert.truthy(note:find("^every rank: CUDA graphs of the whole iteration %(Megatron%-Core captures"), note)
+    assert.truthy(note:find("cuda_graph_scope layer was asked", 1, true), note)
+    -- asked for: no "switched" part
+    r.inputs.training.cuda_graph_scope = "full_iteration"
+    assert.is_nil(common.full_graph_note(r):find("was asked", 1, true))
+    r.top_k_strategies[1].performance_cost.cuda_graph_scope = "layer"
+    assert.is_nil(common.full_graph_note(r))
+  end)
+
+  it("says which settings --torchtitan-version changes in the estimate", function()
+    local code, _, err = apsearch("run", "--torchtitan-version", "v0.2.2", "--set", "training.framework=fsdp2",
+      "--top-k", "1", "--jobs", "1")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("--torchtitan-version v0.2.2: estimated as that release runs, training.loss_chunks = 1",
+      1, true), err)
+  end)
+end)

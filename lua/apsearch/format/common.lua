@@ -680,6 +680,30 @@ function M.near_capacity_note(result)
   return nil
 end
 
+--- The footnote of a top-k priced with CUDA graphs of the whole
+-- iteration (`performance_cost.cuda_graph_scope`, what ctx:estimate
+-- priced), or nil when none is: which ranks Megatron-Core switches to them
+-- (full recompute or CPU offloading take no other scope) when the training
+-- asked for another scope, and that the private pool such a capture keeps
+-- is not in the peak (docs/accuracy.md "Memory: public measured peaks").
+-- @tparam table result search result
+-- @treturn string|nil
+function M.full_graph_note(result)
+  local asked = (((result.inputs or {}).training or {}).cuda_graph_scope) or "layer"
+  local ranks = {}
+  for _, r in ipairs(result.top_k_strategies or {}) do
+    if (r.performance_cost or {}).cuda_graph_scope == "full_iteration" then ranks[#ranks + 1] = r.rank end
+  end
+  if #ranks == 0 then return nil end
+  local which = #ranks == #(result.top_k_strategies or {}) and "every rank" or
+    ("rank" .. (#ranks > 1 and "s " or " ") .. table.concat(ranks, ", "))
+  local switched = asked == "full_iteration" and "" or
+    (" (Megatron-Core captures the whole iteration under full recompute or CPU offloading; "
+      .. "cuda_graph_scope " .. tostring(asked) .. " was asked)")
+  return string.format("%s: CUDA graphs of the whole iteration%s, priced without host time; the memory "
+    .. "pool the capture keeps is not in the peak, so a fit near the limit is not one to bet on", which, switched)
+end
+
 --- What the fit probe found when nothing fits (`result.fit_probe`, set
 -- by the CLI for a built policy: the same defaults on part of the
 -- cluster, or on doubled host counts), one sentence for the terminal and

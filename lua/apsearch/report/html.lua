@@ -955,6 +955,8 @@ function M.render(result, opts)
     P(topk_html(result, opts.launch))
     local note = common.near_capacity_note(result)
     if note then P("<p class=\"notice\">" .. esc(note) .. "</p>\n") end
+    local graphs = common.full_graph_note(result)
+    if graphs then P("<p class=\"notice\">" .. esc(graphs) .. "</p>\n") end
     local range = common.interval_note(result)
     if range then P("<p>" .. esc(range) .. "</p>\n") end
     local mfu = common.mfu_note(result)

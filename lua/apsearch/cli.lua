@@ -933,6 +933,13 @@ local function cmd_run(args)
         #files - (result.candidates_csv and 4 or 3))
       if note then util.log("apsearch: %s", note) end
       for _, n in ipairs(notes) do util.log("apsearch: %s", n) end
+      local differ = M.launch_differs_note(result)
+      if differ then
+        -- folded at the table's width on a terminal, as the notes are
+        local tty = require("apsearch.core").isatty(2)
+        local width = (opts.wide or not tty) and math.huge or require("apsearch.format.table").max_width
+        util.log("%s", require("apsearch.format.common").fold_text(differ, width))
+      end
     end
   end
   out(text)
@@ -1162,6 +1169,23 @@ local function strategy_from_policy(opts)
   local inputs = ctx:inputs()
   complete_strategy(s, inputs, split_given)
   return p, ctx, inputs, s, M.defaulted_note(p.search_space.dims, given, s)
+end
+
+--- The terminal's line for launch files that build another job than the
+-- estimated one (the ranked records' `launch_differs`, set when the files
+-- are written): the engines per rank, or nil when every file builds it.
+-- @tparam table result a result whose launch files were written
+-- @treturn string|nil
+function M.launch_differs_note(result)
+  local parts = {}
+  for _, rec in ipairs(result.top_k_strategies or {}) do
+    local engines = util.sorted_keys(rec.launch_differs or {})
+    if #engines > 0 then parts[#parts + 1] = ("rank %d: %s"):format(rec.rank, table.concat(engines, ", ")) end
+  end
+  if #parts == 0 then return nil end
+  return "apsearch: note: launch files that build another job than the one estimated (the NOT WRITTEN / NOT "
+    .. "EXPRESSIBLE lines atop each say how; --launchable ENGINE ranks only what an engine runs as estimated): "
+    .. table.concat(parts, "; ")
 end
 
 -- the options `--from` excludes: the result's inputs and rank fix them

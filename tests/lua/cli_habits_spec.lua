@@ -720,6 +720,20 @@ describe("a new user's findings", function()
     assert.is_nil(common.full_graph_note(r))
   end)
 
+  it("names on the terminal the ranks whose launch files build another job (they were only in the files)", function()
+    local dir = tmpdir()
+    local code, _, err = apsearch("run", "--model", "gemma-4-31b-it-nvfp4", "--cluster", "h100-sxm-80gb:4",
+      "--top-k", "2", "--jobs", "1", "--out", dir .. "/o")
+    assert.are.equal(0, code, err)
+    local r = cjson.decode(read(dir .. "/o/result.json"))
+    -- Megatron-LM has no Gemma 4 (its file is NOT WRITTEN), so every rank's differs
+    assert.truthy(r.top_k_strategies[1].launch_differs.megatron, err)
+    assert.truthy(err:find("launch files that build another job than the one estimated", 1, true), err)
+    assert.truthy(err:find("rank 1: automodel, megatron, mindformers, torchtitan; rank 2:", 1, true), err)
+    local cli = require "apsearch.cli"
+    assert.is_nil(cli.launch_differs_note({ top_k_strategies = { { rank = 1 } } }))
+  end)
+
   it("says which settings --torchtitan-version changes in the estimate", function()
     local code, _, err = apsearch("run", "--torchtitan-version", "v0.2.2", "--set", "training.framework=fsdp2",
       "--top-k", "1", "--jobs", "1")

@@ -3941,7 +3941,12 @@ M.DSV4_CONFIG_KEYS = {
   num_query_groups = "num_key_value_heads", csa_layers = "compress_ratios", hca_layers = "compress_ratios",
   csa_compress_rate = "compress_rates", hca_compress_rate = "compress_rates",
   moe_hash_layers = "num_hash_layers", glu_clamp = "swiglu_limit",
-  moe_router_topk_scaling_factor = "routed_scaling_factor",
+  moe_router_topk_scaling_factor = "routed_scaling_factor", hc_mult = "hc_mult",
+  hc_sinkhorn_iters = "hc_sinkhorn_iters", o_groups = "o_groups", o_lora_rank = "o_lora_rank",
+  q_lora_rank = "q_lora_rank", index_n_heads = "index_n_heads", index_head_dim = "index_head_dim",
+  index_topk = "index_topk", sliding_window = "sliding_window", head_dim = "head_dim",
+  num_experts = "n_routed_experts", experts_per_token = "num_experts_per_tok",
+  moe_ffn_hidden_size = "moe_intermediate_size", shared_expert_ffn_hidden_size = "moe_intermediate_size",
 }
 
 -- An array at cfg[key] of n or more entries (`extra` allowed beyond n:

@@ -475,17 +475,17 @@ const char *aps_dsv4_refusal(const aps_training *t, const aps_strategy *s,
                              aps_reason *code)
 {
     *code = APS_REASON_NOT_MODELLED;
+    /* each under APS_REASON_LEN */
     if (s->tp_degree > 1)
         return "DeepSeek-V4 with tp_degree > 1: no framework read here "
-               "splits its attention over TP (one shared KV head with a "
-               "grouped output projection; Megatron-Bridge 067f987df "
-               "examples/models/deepseek_v4/README.md: \"DSv4 currently "
-               "requires TP=1\"; transformers ships no TP plan for it), so "
-               "apsearch does not price it";
+               "splits its one shared KV head and grouped output projection "
+               "over TP (Megatron-Bridge 067f987df: \"DSv4 currently requires "
+               "TP=1\"; transformers, AutoModel 36044ad3: no TP plan)";
     if (s->cp_degree > 1)
         return "DeepSeek-V4 with cp_degree > 1: context parallelism of its "
-               "compressed and sliding-window attention is not modelled "
-               "(Megatron-Bridge 067f987df: a draft Megatron-LM PR, #5087)";
+               "compressed attention is not modelled (AutoModel 36044ad3 "
+               "all-gathers K/V and the compressed K/V, models/deepseek_v4/"
+               "cp.py; Megatron-Bridge: draft Megatron-LM PR #5087)";
     if (aps_profile(t)->op_sac_selective &&
         s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
         return "selective recompute of DeepSeek-V4 under op-level selective "

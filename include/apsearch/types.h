@@ -532,6 +532,39 @@ typedef struct {
                                           indexer_rope_interleave; Megatron
                                           --dsa-indexer-rope-interleaved);
                                           changes no estimate; DSA only */
+    /* DeepSeek-V4 (src/core/dsv4.c; transformers models/deepseek_v4/
+     * modeling_deepseek_v4.py @ 36145589): shared-KV MQA (num_query_groups
+     * 1) with a low-rank query (q_lora_rank), a grouped low-rank output
+     * projection, sinks and a sliding window on every layer; on csa_layers
+     * layers a compressor of csa_compress_rate tokens per entry with the
+     * lightning indexer (index_n_heads, index_head_dim, index_topk), on
+     * hca_layers one of hca_compress_rate; hyper-connections of hc_mult
+     * residual streams around every block.  hc_mult = 0: none, and every
+     * field below must be 0. */
+    int64_t hc_mult;                 /**< mHC residual streams n (HF
+                                          hc_mult, 4) */
+    int64_t hc_sinkhorn_iters;       /**< Sinkhorn-Knopp iterations of the
+                                          comb matrix (HF hc_sinkhorn_iters,
+                                          20) */
+    int64_t o_groups;                /**< head groups g of the grouped
+                                          output projection (HF o_groups) */
+    int64_t o_lora_rank;             /**< each group's output width r (HF
+                                          o_lora_rank): o_a a d -> g r in g
+                                          blocks, o_b g r -> h */
+    int64_t csa_layers;              /**< layers with compressed sparse
+                                          attention (HF compress_ratios
+                                          entries 4 / layer_types
+                                          compressed_sparse_attention) */
+    int64_t hca_layers;              /**< layers with heavily compressed
+                                          attention (compress_ratios 128 /
+                                          heavily_compressed_attention); the
+                                          rest are sliding-window only */
+    int64_t csa_compress_rate;       /**< tokens per CSA entry m (4) */
+    int64_t hca_compress_rate;       /**< tokens per HCA entry m' (128) */
+    int64_t moe_hash_layers;         /**< leading MoE layers routed by a
+                                          token-id table (HF num_hash_layers /
+                                          mlp_layer_types hash_moe); the gate
+                                          GEMM still runs: no cost apart */
 } aps_model;
 
 /* ----------------------------------------------------------------- cluster */

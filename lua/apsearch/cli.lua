@@ -1337,6 +1337,8 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "moe_dense_layers", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
   "qk_rope_head_dim", "v_head_dim", "mtp_layers",
   "index_n_heads", "index_head_dim", "index_topk", "index_rope_interleave",
+  "hc_mult", "hc_sinkhorn_iters", "o_groups", "o_lora_rank", "csa_layers", "hca_layers",
+  "csa_compress_rate", "hca_compress_rate", "moe_hash_layers",
   -- hybrid Mamba-2 models (absent for a transformer)
   "hybrid_layer_pattern", "mamba_num_heads", "mamba_head_dim", "mamba_state_dim",
   "mamba_num_groups", "mamba_conv_kernel", "mamba_chunk_size", "mtp_layer_pattern" }

@@ -3904,13 +3904,307 @@ function builders.mimo_v2_flash(r, cfg, file, notes, extra)
   return m
 end
 
+---------------------------------------------------------------- DeepSeek-V4
+
+-- DeepSeek-V4 (model_type deepseek_v4, DeepseekV4ForCausalLM) is read as
+-- transformers builds it: src/transformers/models/deepseek_v4/
+-- modeling_deepseek_v4.py @ 361455895daf94ca66f78cf6792b09af397b4b30 and
+-- configuration_deepseek_v4.py @ b5b741e52e24b1c394ae4a0b13df86846284a1d3
+-- (DeepseekV4Config.__post_init__ folds the legacy keys the published
+-- config.json files give: compress_ratios, num_hash_layers,
+-- qk_rope_head_dim); its MTP module as vLLM's vllm/model_executor/models/
+-- deepseek_v4_mtp.py @ 45292767 loads the checkpoint's mtp.N.*.
+-- src/core/dsv4.c prices what it adds to the GQA layer of its widths.
+
+--- DeepseekV4Config's defaults for the keys a config.json may leave out
+-- (sgl-project's DeepSeek-V4-Flash-FP8 gives no hidden_act, swiglu_limit,
+-- routed_scaling_factor, rope_theta, ...): the class's field defaults.
+M.DSV4_DEFAULTS = {
+  hidden_act = "silu", swiglu_limit = 10.0, routed_scaling_factor = 1.5, rope_theta = 10000.0,
+  compress_rope_theta = 160000.0, scoring_func = "sqrtsoftplus", norm_topk_prob = true,
+  tie_word_embeddings = false, attention_bias = false, rms_norm_eps = 1e-6,
+  hc_mult = 4, hc_sinkhorn_iters = 20, hc_eps = 1e-6, sliding_window = 128, o_groups = 8, o_lora_rank = 1024,
+  index_n_heads = 64, index_head_dim = 128, index_topk = 512, num_nextn_predict_layers = 1,
+  num_key_value_heads = 1, n_shared_experts = 1,
+}
+
+--- The compression rates of the two compressed kinds when the config
+-- gives no compress_rates (configuration_deepseek_v4.py
+-- default_compress_rates): CSA m = 4, HCA m' = 128.
+M.DSV4_COMPRESS_RATES = { compressed_sparse_attention = 4, heavily_compressed_attention = 128 }
+
+--- The attention kinds compress_ratios' entries name (configuration_
+-- deepseek_v4.py _COMPRESS_RATIO_TO_LAYER_TYPE: 0 sliding, 4 CSA, 128 HCA;
+-- any other entry raises a KeyError there).
+M.DSV4_RATIO_KIND = { [0] = "sliding_attention", [4] = "compressed_sparse_attention",
+                      [128] = "heavily_compressed_attention" }
+
+--- Leading hash-routed MoE layers when the config gives neither
+-- mlp_layer_types nor num_hash_layers (default_num_hash_layers).
+M.DSV4_HASH_LAYERS = 3
+
+--- The core's model fields under the names DeepSeek-V4's config gives
+-- them (for the core's errors).
+M.DSV4_CONFIG_KEYS = {
+  num_query_groups = "num_key_value_heads", csa_layers = "compress_ratios", hca_layers = "compress_ratios",
+  csa_compress_rate = "compress_rates", hca_compress_rate = "compress_rates",
+  moe_hash_layers = "num_hash_layers", glu_clamp = "swiglu_limit",
+  moe_router_topk_scaling_factor = "routed_scaling_factor", hc_mult = "hc_mult",
+  hc_sinkhorn_iters = "hc_sinkhorn_iters", o_groups = "o_groups", o_lora_rank = "o_lora_rank",
+  q_lora_rank = "q_lora_rank", index_n_heads = "index_n_heads", index_head_dim = "index_head_dim",
+  index_topk = "index_topk", sliding_window = "sliding_window", head_dim = "head_dim",
+  num_experts = "n_routed_experts", experts_per_token = "num_experts_per_tok",
+  moe_ffn_hidden_size = "moe_intermediate_size", shared_expert_ffn_hidden_size = "moe_intermediate_size",
+}
+
+-- An array at cfg[key] of n or more entries (`extra` allowed beyond n:
+-- compress_ratios lists the MTP layers' too).
+local function dsv4_array(cfg, key, n, extra, file)
+  local v = cfg[key]
+  local keys = 0
+  if type(v) == "table" then for _ in pairs(v) do keys = keys + 1 end end
+  if type(v) ~= "table" or keys ~= #v or #v < n or #v > n + extra then
+    util.fail(file, key, ("expected an array of num_hidden_layers = %d entries%s"):format(n,
+      extra > 0 and (" (or %d with the MTP layers')"):format(n + extra) or ""), v)
+  end
+  return v
+end
+
+-- The rates of the two compressed kinds: compress_rates (an object keyed
+-- by kind), else the legacy compress_rate_csa / compress_rate_hca, else
+-- M.DSV4_COMPRESS_RATES.
+local function dsv4_rates(cfg, file)
+  local rates = { compressed_sparse_attention = M.DSV4_COMPRESS_RATES.compressed_sparse_attention,
+                  heavily_compressed_attention = M.DSV4_COMPRESS_RATES.heavily_compressed_attention }
+  local cr = cfg.compress_rates
+  if not is_null(cr) then
+    if type(cr) ~= "table" then util.fail(file, "compress_rates", "expected an object of rates by layer type", cr) end
+    for kind in pairs(rates) do
+      if not is_null(cr[kind]) then rates[kind] = config_int(cr[kind], 1, file, "compress_rates." .. kind) end
+    end
+  end
+  local csa = count(cfg, "compress_rate_csa", nil, file)
+  local hca = count(cfg, "compress_rate_hca", nil, file)
+  if csa then rates.compressed_sparse_attention = csa end
+  if hca then rates.heavily_compressed_attention = hca end
+  for kind, v in pairs(rates) do
+    if v < 1 then util.fail(file, "compress_rates." .. kind, "expected a rate >= 1", v) end
+  end
+  return rates
+end
+
+-- The decoder layers' attention kinds as DeepseekV4Config.__post_init__
+-- leaves them: layer_types (validated), else the legacy compress_ratios
+-- (0, 4 or 128 each; entries past num_hidden_layers, the MTP layers',
+-- must be 0: their layer is priced sliding-window only), else the class
+-- default (2 HCA layers, then CSA and HCA alternating), noted.  Counts
+-- of CSA and HCA layers.
+local function dsv4_layer_kinds(cfg, L, mtp, file, notes)
+  local csa, hca = 0, 0
+  local function add(kind)
+    if kind == "compressed_sparse_attention" then csa = csa + 1
+    elseif kind == "heavily_compressed_attention" then hca = hca + 1 end
+  end
+  if not is_null(cfg.layer_types) then
+    local t = dsv4_array(cfg, "layer_types", L, 0, file)
+    for i = 1, L do
+      if t[i] ~= "sliding_attention" and t[i] ~= "compressed_sparse_attention" and
+         t[i] ~= "heavily_compressed_attention" then
+        util.fail(file, ("layer_types[%d]"):format(i), "expected sliding_attention, " ..
+          "compressed_sparse_attention or heavily_compressed_attention", t[i])
+      end
+      add(t[i])
+    end
+    return csa, hca
+  end
+  if not is_null(cfg.compress_ratios) then
+    local t = dsv4_array(cfg, "compress_ratios", L, mtp, file)
+    for i = 1, #t do
+      local kind = type(t[i]) == "number" and M.DSV4_RATIO_KIND[t[i]]
+      if not kind then
+        util.fail(file, ("compress_ratios[%d]"):format(i), "expected 0, 4 or 128 (transformers' " ..
+          "_COMPRESS_RATIO_TO_LAYER_TYPE: sliding, CSA, HCA)", t[i])
+      end
+      if i > L and t[i] ~= 0 then
+        not_modelled(file, ("compress_ratios[%d]"):format(i), "a compressed MTP layer: apsearch prices the " ..
+          "MTP layer sliding-window only (0)", t[i])
+      end
+      if i <= L then add(kind) end
+    end
+    return csa, hca
+  end
+  for i = 1, L do
+    add((i <= 2 or i % 2 == 1) and "heavily_compressed_attention" or "compressed_sparse_attention")
+  end
+  note(notes, file, "neither layer_types nor compress_ratios given: DeepseekV4Config's default schedule " ..
+    "(2 HCA layers, then CSA and HCA alternating) is read")
+  return csa, hca
+end
+
+-- Hash-routed layers: mlp_layer_types' hash_moe entries, else the legacy
+-- num_hash_layers, else M.DSV4_HASH_LAYERS (capped at num_hidden_layers).
+local function dsv4_hash_layers(cfg, L, file)
+  if not is_null(cfg.mlp_layer_types) then
+    local t, n = dsv4_array(cfg, "mlp_layer_types", L, 0, file), 0
+    for i = 1, L do
+      if t[i] ~= "hash_moe" and t[i] ~= "moe" then
+        util.fail(file, ("mlp_layer_types[%d]"):format(i), "expected hash_moe or moe", t[i])
+      end
+      if t[i] == "hash_moe" then n = n + 1 end
+    end
+    return n
+  end
+  local n = count(cfg, "num_hash_layers", M.DSV4_HASH_LAYERS, file)
+  if n > L then
+    util.fail(file, "num_hash_layers", ("expected at most num_hidden_layers = %d"):format(L), n)
+  end
+  return n
+end
+
+-- The attention: q_a_proj h -> q_lora_rank, q_b_proj to num_attention_
+-- heads x head_dim, one kv_proj to head_dim whatever num_key_value_heads
+-- says (refused when not 1), partial RoPE over qk_rope_head_dim
+-- (partial_rotary_factor), the grouped output projection, a sink per
+-- head, the window on every layer, the compressed kinds and the indexer.
+local function dsv4_attention(m, r, cfg, file, notes)
+  local L = m.num_layers
+  if r.int("num_key_value_heads") ~= 1 then
+    not_modelled(file, "num_key_value_heads", "DeepseekV4Attention builds one shared KV head (kv_proj h -> " ..
+      "head_dim) whatever it says; 1 is", cfg.num_key_value_heads)
+  end
+  if r.bool("attention_bias") then
+    not_modelled(file, "attention_bias", "DeepseekV4Attention's projections have no bias; false is", true)
+  end
+  m.num_query_groups = 1
+  m.head_dim = r.int("head_dim")
+  m.q_lora_rank = r.int("q_lora_rank")
+  local rope = count(cfg, "qk_rope_head_dim", nil, file)
+  if rope and is_null(cfg.partial_rotary_factor) then
+    if rope > m.head_dim then
+      util.fail(file, "qk_rope_head_dim", ("expected at most head_dim = %d"):format(m.head_dim), rope)
+    end
+    m.rotary_percent = rope < m.head_dim and rope / m.head_dim or nil
+  end
+  m.o_groups, m.o_lora_rank = r.int("o_groups"), r.int("o_lora_rank")
+  m.sliding_window = r.int("sliding_window")
+  m.attention_sinks = true
+  local rates = dsv4_rates(cfg, file)
+  m.csa_compress_rate = rates.compressed_sparse_attention
+  m.hca_compress_rate = rates.heavily_compressed_attention
+  local csa, hca = dsv4_layer_kinds(cfg, L, m.mtp_layers or 0, file, notes)
+  m.csa_layers, m.hca_layers = csa, hca
+  if csa > 0 then
+    m.index_n_heads, m.index_head_dim = r.int("index_n_heads"), r.int("index_head_dim")
+    m.index_topk = r.int("index_topk")
+  end
+  m.hc_mult, m.hc_sinkhorn_iters = r.int("hc_mult"), r.int("hc_sinkhorn_iters")
+  positive(cfg, "hc_eps", file)
+end
+
+-- The MoE block on every layer: n_routed_experts of moe_intermediate_size
+-- with the clamped SwiGLU (swiglu_limit), one shared expert of the same
+-- width (DeepseekV4MLP reads intermediate_size = moe_intermediate_size:
+-- one whatever n_shared_experts says, refused when not 1), the router
+-- (gate h x E; sqrtsoftplus, softmax or sigmoid scores, the top-k
+-- renormalised and scaled by routed_scaling_factor); e_score_correction_
+-- bias and tid2eid are buffers, not parameters.
+local function dsv4_moe(m, r, cfg, file)
+  require_silu(cfg, file, "DeepseekV4Experts clamps and gates with SiLU")
+  m.num_experts = r.int("n_routed_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  m.ffn_hidden_size = m.moe_ffn_hidden_size -- no dense layer: never built
+  local shared = count(cfg, "n_shared_experts", 1, file)
+  if shared ~= 1 then
+    not_modelled(file, "n_shared_experts", "DeepseekV4SparseMoeBlock builds one shared expert of " ..
+      "moe_intermediate_size whatever it says; 1 is", shared)
+  end
+  m.shared_expert_ffn_hidden_size = m.moe_ffn_hidden_size
+  local sf = cfg.scoring_func
+  if sf ~= "sqrtsoftplus" and sf ~= "softmax" and sf ~= "sigmoid" then
+    util.fail(file, "scoring_func", "expected sqrtsoftplus, softmax or sigmoid (DeepseekV4TopKRouter's score_fn)", sf)
+  end
+  if not is_null(cfg.topk_method) then
+    require_value(cfg, "topk_method", "noaux_tc", file, "DeepseekV4TopKRouter adds e_score_correction_bias " ..
+      "to choose the top-k")
+  end
+  if m.experts_per_token > 1 and not r.bool("norm_topk_prob", true) then m.moe_router_pre_softmax = true end
+  local rsf = nonneg(cfg, "routed_scaling_factor", file)
+  if rsf and rsf > 0 then m.moe_router_topk_scaling_factor = rsf end
+  local limit = positive(cfg, "swiglu_limit", file)
+  m.glu_clamp = limit
+  m.moe_hash_layers = dsv4_hash_layers(cfg, m.num_layers, file)
+end
+
+-- What DeepSeek-V4 has that changes no estimate or is priced by an
+-- approximation, noted.
+local function dsv4_notes(m, cfg, file, notes)
+  note(notes, file, "DeepSeek-V4: %d sliding-window, %d CSA (1 entry per %d tokens, the indexer's top-%s) and " ..
+    "%d HCA (1 entry per %d tokens) layers, mHC of %d streams; the compressed keys are priced as the mean " ..
+    "layer's (src/core/dsv4.c), not stage by stage", m.num_layers - m.csa_layers - m.hca_layers, m.csa_layers,
+    m.csa_compress_rate, tostring(m.index_topk or 0), m.hca_layers, m.hca_compress_rate, m.hc_mult)
+  note(notes, file, "the first %d MoE layers route by the token-id table tid2eid (hash_moe; a buffer of " ..
+    "vocab_size x num_experts_per_tok, not a parameter) and still run the gate GEMM: priced as the others",
+    m.moe_hash_layers)
+  note(notes, file, "e_score_correction_bias (on the top-k routed layers) and tid2eid are buffers, not counted " ..
+    "in the parameters; the %s scores change no estimate", util.describe(cfg.scoring_func))
+  local ct = positive(cfg, "compress_rope_theta", file)
+  if ct then
+    note(notes, file, "compress_rope_theta %s (the compressed layers' RoPE base, with rope_scaling's yarn) " ..
+      "changes no estimate; the model carries the sliding layers' rope_theta", util.describe(ct))
+  end
+  note(notes, file, "the indexer's scores, top-k and pooled keys run forward only (no indexer loss: " ..
+    "Megatron-Bridge's DeepSeek-V4 recipes disable it); its scores are priced at S / (2 x %d) causal entries " ..
+    "per query", m.csa_compress_rate)
+  if not is_null(cfg.expert_dtype) then
+    note(notes, file, "expert_dtype %s is the released checkpoint's expert format; training is priced in the " ..
+      "run's precision", util.describe(cfg.expert_dtype))
+  end
+end
+
+-- DeepSeek-V4 (model_type deepseek_v4, DeepseekV4ForCausalLM): embeddings
+-- and lm_head (untied), the layers above with input_layernorm and
+-- post_attention_layernorm, hc_head and the final norm; MTP modules
+-- counted apart (num_nextn_predict_layers).
+function builders.deepseek_v4(r0, cfg, file, notes, extra)
+  cfg = with_defaults(cfg, M.DSV4_DEFAULTS)
+  local r = reader(cfg, file)
+  if r.bool("tie_word_embeddings") then
+    not_modelled(file, "tie_word_embeddings", "DeepseekV4ForCausalLM's lm_head is its own; false is", true)
+  end
+  local m = {
+    num_layers = r.int("num_hidden_layers"), hidden_size = r.int("hidden_size"),
+    num_attention_heads = r.int("num_attention_heads"), vocab_size = r.int("vocab_size"),
+    norms_per_layer = 2, mlp = "swiglu", norm = "rmsnorm", position_embedding = "rope",
+    norm_bias = false, qkv_bias = false, attn_out_bias = false, mlp_bias = false, qk_norm = false,
+    tie_word_embeddings = false,
+  }
+  if r.has("max_position_embeddings") then m.max_position_embeddings = r.int("max_position_embeddings") end
+  local mtp = count(cfg, "num_nextn_predict_layers", 0, file)
+  if mtp > 0 then m.mtp_layers = mtp end
+  dsv4_attention(m, r, cfg, file, notes)
+  dsv4_moe(m, r, cfg, file)
+  dsv4_notes(m, cfg, file, notes)
+  -- numerics of the sliding layers' RoPE: a nested rope_parameters'
+  -- "main" entry (transformers 5's layout), else the top-level keys
+  local rp = cfg.rope_parameters
+  local ncfg = cfg
+  if type(rp) == "table" and type(rp.main) == "table" then
+    ncfg = with_defaults({ rope_parameters = rp.main }, cfg)
+  end
+  m = numerics(m, ncfg, file)
+  extra.own_numerics = true
+  extra.config_keys = M.DSV4_CONFIG_KEYS
+  return m
+end
+
 --- Mixture-of-experts model types imported with their experts.
 M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3",
                     "olmoe", "dbrx", "gpt_oss", "glm4_moe", "glm4_moe_lite", "llama4_text", "llama4",
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
-                    "mimo_v2_flash" }
+                    "mimo_v2_flash", "deepseek_v4" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -3926,6 +4220,7 @@ M.ARCHITECTURES = {
   MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3", SeedOssForCausalLM = "seed_oss",
   Ernie4_5_MoeForCausalLM = "ernie4_5_moe", MiMoV2FlashForCausalLM = "mimo_v2_flash",
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
+  DeepseekV4ForCausalLM = "deepseek_v4",
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",
@@ -3940,13 +4235,14 @@ M.ARCHITECTURES = {
 
 --- Modelling classes of types apsearch knows and does not model
 -- (M.UNMODELLED), for configs that name the class under another
--- model_type or none: sgl-project's DeepSeek-V4-Flash-FP8 and -Pro-FP8
--- say "deepseek_ref" with DeepseekV4ForCausalLM; nvidia/MiniMax-M3-NVFP4's
+-- model_type or none (sgl-project's DeepSeek-V4-Flash-FP8 and -Pro-FP8,
+-- "deepseek_ref" with DeepseekV4ForCausalLM, are read by M.ARCHITECTURES
+-- now that deepseek_v4 has a reader); nvidia/MiniMax-M3-NVFP4's
 -- text_config gives no model_type, only MiniMaxM3SparseForCausalLM
 -- (ai-dynamo/aiconfigurator @ 095f58a5, aic-core/src/aiconfigurator_core/
 -- model_configs/); the classes are those the types' own configs name.
 M.UNMODELLED_ARCHITECTURES = {
-  DeepseekV4ForCausalLM = "deepseek_v4", MiniMaxM3ForCausalLM = "minimax_m3",
+  MiniMaxM3ForCausalLM = "minimax_m3",
   MiniMaxM3SparseForCausalLM = "minimax_m3",
   Step3p7FlashForCausalLM = "step3p7", Step3p7ForConditionalGeneration = "step3p7",
 }
@@ -3984,8 +4280,9 @@ local function read_as(cfg, mt, as, quoted)
 end
 
 --- The model types whose builders read DeepSeek Sparse Attention's
--- indexer (M.DSA_KEYS): DeepSeek-V3.2 and GLM-5.
-M.DSA_TYPES = { deepseek_v32 = true, glm_moe_dsa = true }
+-- indexer (M.DSA_KEYS): DeepSeek-V3.2 and GLM-5, and DeepSeek-V4 (its
+-- CSA layers' indexer over compressed entries, src/core/dsv4.c).
+M.DSA_TYPES = { deepseek_v32 = true, glm_moe_dsa = true, deepseek_v4 = true }
 
 --- Why DSA keys on any other type are refused: that type's builder would
 -- drop the indexer and price dense attention.
@@ -4006,8 +4303,6 @@ local GEMMA3N_UNMODELLED = "Gemma 3n's text model (AltUp's altup_num_inputs para
 -- the refusal names it.
 M.UNMODELLED = {
   -- each named by the config keys that carry what is not modelled
-  deepseek_v4 = "DeepSeek-V4's compressed sparse attention (compress_ratios, index_n_heads, o_lora_rank), " ..
-    "hyper-connections (hc_mult) and hash-routed MoE layers (num_hash_layers) are not modelled",
   ["nemotron-nas"] = "per-layer heterogeneous blocks (block_configs: a layer's attention skipped or " ..
     "replaced, its FFN width its own) are not modelled",
   kimi_linear = "Kimi Delta Attention linear-attention layers (linear_attn_config) are not modelled",

@@ -99,6 +99,11 @@ M.model = {
   -- indexer's heads and width, and the keys each query attends to
   index_n_heads = "nonnegint", index_head_dim = "nonnegint", index_topk = "nonnegint",
   index_rope_interleave = "bool",
+  -- DeepSeek-V4 (src/core/dsv4.c): hyper-connections, the grouped output
+  -- projection, the compressed layers and their rates, hash-routed layers
+  hc_mult = "nonnegint", hc_sinkhorn_iters = "nonnegint", o_groups = "nonnegint",
+  o_lora_rank = "nonnegint", csa_layers = "nonnegint", hca_layers = "nonnegint",
+  csa_compress_rate = "nonnegint", hca_compress_rate = "nonnegint", moe_hash_layers = "nonnegint",
 }
 
 --- Hugging Face config.json keys a hand-written model table may carry

@@ -824,6 +824,15 @@ aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
     aps_reason r;
     if ((r = aps_check_degrees(s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_zero(s, msg, n)) != APS_REASON_NONE) return r;
+    /* DeepSeek-V4: TP and CP are not priced (dsv4.c), said before the
+     * generic head-divisibility checks would name its one KV head */
+    if (m != NULL && aps_model_is_dsv4(m)) {
+        const char *why = aps_dsv4_refusal(t, s, &r);
+        if (why != NULL) {
+            aps_fmt(msg, n, "%s", why);
+            return r;
+        }
+    }
     if ((r = aps_check_tp(m, t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_cp(m, t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_batch(t, s, msg, n)) != APS_REASON_NONE) return r;

@@ -46,12 +46,15 @@
 
 bool aps_model_has_dsa(const aps_model *m)
 {
-    return m->index_n_heads > 0;
+    /* DeepSeek-V4's indexer reads compressed entries: dsv4.c prices it */
+    return m->index_n_heads > 0 && !aps_model_is_dsv4(m);
 }
 
 aps_status aps_dsa_validate(const aps_model *m, char *err, size_t n)
 {
     int64_t hi = m->index_n_heads, di = m->index_head_dim, k = m->index_topk;
+    if (aps_model_is_dsv4(m)) /* checked by aps_dsv4_validate */
+        return APS_OK;
     if (hi == 0) {
         if (m->index_rope_interleave) {
             aps_fmt(err, n, "model.index_rope_interleave: given without "

@@ -727,6 +727,49 @@ void aps_dsa_layer_cost(const aps_model *m, const aps_device *d,
                         const aps_training *t, const aps_strategy *s,
                         aps_moe_cost *out);
 
+/* ---- dsv4.c: DeepSeek-V4's attention and hyper-connections ---- */
+
+/** True for a DeepSeek-V4 model (hc_mult > 0). */
+bool aps_model_is_dsv4(const aps_model *m);
+/** True when every layer's attention differs from the GQA block of its
+ *  widths by an aps_moe_cost "mla_*" difference: MLA or DeepSeek-V4. */
+bool aps_model_has_attn_delta(const aps_model *m);
+/** Checks the DeepSeek-V4 fields (model.c calls it): all of them with
+ *  hc_mult, none without; EINVAL / ENOTIMPL naming the field. */
+aps_status aps_dsv4_validate(const aps_model *m, char *err, size_t n);
+/** mHC parameters of one layer, both sites: 2 ((2 + n) n n h + (2 + n) n
+ *  + 3); 0 without DeepSeek-V4. */
+double aps_dsv4_hc_layer_params(const aps_model *m);
+/** The final stream collapse (hc_head): n n h + n + 1; 0 without V4. */
+double aps_dsv4_hc_head_params(const aps_model *m);
+/** Exact sum over the decoder layers of what each has beyond the GQA
+ *  layer of its widths (attention projections and norms, its kind's
+ *  compressor and indexer, mHC); 0 without DeepSeek-V4. */
+double aps_dsv4_layers_delta_params(const aps_model *m);
+/** The same for one MTP layer (sliding-window attention, no compressor). */
+double aps_dsv4_mtp_layer_delta_params(const aps_model *m);
+/** Compressed keys one query reads on a CSA (csa) or HCA layer of an
+ *  S-token sequence: the index_topk best of S / m causal entries
+ *  (aps_dsa_keys), or S / (2 m') (all of S / m' without causal skipping). */
+double aps_dsv4_compressed_keys(const aps_model *m, bool csa, double S,
+                                bool causal);
+/** Forward FLOPs per S-token sequence of the mean layer's indexer (CSA
+ *  layers' share): projections and causal scores; no backward. */
+double aps_dsv4_indexer_flops(const aps_model *m, double S);
+/** Trained forward FLOPs per S-token sequence of the mean V4 layer over
+ *  the GQA layer of its widths: projections, compressors, the core over
+ *  the compressed keys, mHC; 0 without DeepSeek-V4. */
+double aps_dsv4_flops_delta(const aps_model *m, double S, bool causal);
+/** What DeepSeek-V4 adds to the mean layer's aps_moe_cost (mla_* and
+ *  dsa_indexer_fwd fields). */
+void aps_dsv4_layer_cost(const aps_model *m, const aps_device *d,
+                         const aps_training *t, const aps_strategy *s,
+                         aps_moe_cost *out);
+/** Why a strategy of a DeepSeek-V4 model is not priced (tp or cp > 1,
+ *  op-level selective recompute), with *code; NULL when it is. */
+const char *aps_dsv4_refusal(const aps_training *t, const aps_strategy *s,
+                             aps_reason *code);
+
 /* ---- gdn.c: Gated DeltaNet linear-attention layers (Qwen3-Next) ---- */
 
 /* ---- model.c: attention kinds (Gemma 4's full-attention layers) ---- */

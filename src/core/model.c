@@ -183,7 +183,9 @@ static aps_status validate_mla(aps_model *m, char *err, size_t n)
         {"v_head_dim", m->v_head_dim},
     };
     if (m->kv_lora_rank == 0) {
-        for (size_t i = 0; i < sizeof mla / sizeof mla[0]; i++)
+        /* DeepSeek-V4's low-rank query without MLA (dsv4.c checks it) */
+        for (size_t i = aps_model_is_dsv4(m) ? 1 : 0;
+             i < sizeof mla / sizeof mla[0]; i++)
             if (mla[i].v != 0) {
                 aps_fmt(err, n, "model.%s: %lld given without kv_lora_rank "
                         "(multi-head latent attention)", mla[i].f,
@@ -793,6 +795,9 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
     st = aps_dsa_validate(m, err, n);
     if (st != APS_OK)
         return st;
+    st = aps_dsv4_validate(m, err, n);
+    if (st != APS_OK)
+        return st;
     return validate_moe(m, err, n);
 }
 
@@ -1283,6 +1288,9 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
     if (m->kv_lora_rank > 0)
         out->per_layer += mla_attention_params(m) - gqa_attention_params(m);
     out->per_layer += aps_dsa_indexer_params(m);
+    /* DeepSeek-V4: each layer's difference, summed exactly below */
+    double v4 = aps_dsv4_layers_delta_params(m);
+    out->per_layer += v4 / (double)m->num_layers;
     double L = (double)m->num_layers, moe = 0.0;
     for (int64_t i = 0; i < m->num_layers && m->num_experts > 0; i++)
         moe += aps_model_is_moe_layer(m, i);
@@ -1296,11 +1304,15 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
     }
     out->moe_layers = moe;
     out->layers = (L - moe) * out->per_layer + moe * out->per_moe_layer;
+    if (aps_model_is_dsv4(m)) /* exact: per_layer holds the mean */
+        out->layers = (L - moe) * (out->per_layer - v4 / L) +
+                      moe * (out->per_moe_layer - v4 / L) + v4;
     if (aps_model_has_global_attention(m))
         out->layers = kinds_layer_params(m, moe, dense_ffn);
     if (aps_model_is_hybrid(m))
         hybrid_param_counts(m, out);
-    out->final_norm = norm_params(m, h);
+    /* DeepSeek-V4's hc_head collapses the streams before the norm */
+    out->final_norm = norm_params(m, h) + aps_dsv4_hc_head_params(m);
     out->output_layer = (m->tie_word_embeddings ? 0.0 : V * h) +
                         (m->lm_head_bias ? V : 0.0);
     out->total = out->embedding + out->layers + out->final_norm +
@@ -1325,6 +1337,16 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
         if (aps_model_is_hybrid(m))
             copies = hybrid_mtp_layers(m, out, &layer, &layer_active);
         double extra = 3.0 * norm_params(m, h) + 2.0 * h * h;
+        if (aps_model_is_dsv4(m)) {
+            /* DeepSeek-V4: its layer sliding-window only (the mean layer
+             * less the mean difference plus that kind's), e_proj and
+             * h_proj (the 2 h^2) and its own hc_head (vLLM
+             * deepseek_v4_mtp.py @ 45292767) */
+            double kind = aps_dsv4_mtp_layer_delta_params(m) - v4 / L;
+            layer += kind;
+            layer_active += kind;
+            extra += aps_dsv4_hc_head_params(m);
+        }
         double D = (double)m->mtp_layers;
         out->mtp_active = D * (layer_active + extra);
         out->mtp = D * (layer + extra + copies);
@@ -1358,7 +1380,7 @@ double aps_stage_nonunit_params(const aps_model *m, const aps_layout *lay,
             p += norm_params(m, h); /* replicated */
     }
     if (i == lay->p - 1) {
-        p += norm_params(m, h);
+        p += norm_params(m, h) + aps_dsv4_hc_head_params(m); /* V4 hc_head */
         /* Untied: its own output layer.  Tied with p > 1: Megatron keeps a
          * copy of the word embeddings on the last stage (and all-reduces
          * their gradients with the first); tied with p = 1: shared. */
@@ -1376,7 +1398,8 @@ double aps_stage_nonunit_params(const aps_model *m, const aps_layout *lay,
          * pre_process and tied), and a tied model's head then uses the
          * embedding's (language_module.py:352-360) */
         double D = (double)lay->mtp_held; /* one with a repeated layer */
-        p += D * (3.0 * norm_params(m, h) + 2.0 * h * h / t);
+        p += D * (3.0 * norm_params(m, h) + 2.0 * h * h / t +
+                  aps_dsv4_hc_head_params(m)); /* V4: its own hc_head */
         if (lay->mtp > 0 && lay->p > 1)
             p += lay->vocab_padded * h / t;
     }

@@ -701,6 +701,8 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
         out->mla_up_act = A * T * (2.0 * a * (dn + dr) + a * dv) / tp;
         out->mla_params = mla_delta_params(m, tp, &out->mla_matmul_params);
         aps_dsa_layer_cost(m, d, t, s, out);
+    } else if (aps_model_is_dsv4(m)) {
+        aps_dsv4_layer_cost(m, d, t, s, out);
     }
     if (m->num_experts <= 0)
         return;
@@ -900,9 +902,9 @@ void aps_moe_stage(const aps_model *m, const aps_training *t,
     double L = (double)aps_layout_run_layers(lay, i);
     double rc = (double)aps_layout_run_recompute(lay, i);
     double nm = (double)aps_moe_stage_moe_layers(m, lay, i);
-    double nl = m->kv_lora_rank > 0 ? L : 0.0;
+    double nl = aps_model_has_attn_delta(m) ? L : 0.0;
     /* recomputed layers: the rank's MoE share of them */
-    double rm = L > 0 ? rc * nm / L : 0.0, rl = m->kv_lora_rank > 0 ? rc : 0.0;
+    double rm = L > 0 ? rc * nm / L : 0.0, rl = aps_model_has_attn_delta(m) ? rc : 0.0;
     double gm = mc->gemm_fwd, gl = mc->mla_gemm_fwd;
     double fm = gm + mc->membound_fwd + mc->cast_fwd;
     double fl = gl + mc->mla_attn_fwd + mc->dsa_indexer_fwd; /* no bwd */
@@ -1064,12 +1066,12 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
     double L = (double)aps_layout_run_layers(lay, i);
     double rc = (double)aps_layout_run_recompute(lay, i);
     double nm = (double)aps_moe_stage_moe_layers(m, lay, i);
-    double nl = m->kv_lora_rank > 0 ? L : 0.0;
+    double nl = aps_model_has_attn_delta(m) ? L : 0.0;
     /* the layers whose weights the rank holds: not the MTP depths that
      * run another depth's (training.mtp_repeated_layer) */
     double shared = (double)aps_layout_mtp_shared_depths(lay, i);
     double hm = nm - shared * (double)mtp_depth_moe_layers(m);
-    double hl = m->kv_lora_rank > 0
+    double hl = aps_model_has_attn_delta(m)
                     ? nl - shared * (double)lay->mtp_depth_layers : 0.0;
     /* non-expert parameters: sharded as the dense ones */
     double psi = hm * mc->dense_params + hl * mc->mla_params;
@@ -1136,6 +1138,8 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
  *  same widths (0 without MLA). */
 static double mla_flops_delta(const aps_model *m, double S, bool causal)
 {
+    if (aps_model_is_dsv4(m)) /* its attention's difference (dsv4.c) */
+        return aps_dsv4_flops_delta(m, S, causal);
     if (m->kv_lora_rank <= 0)
         return 0.0;
     /* num_floating_point_operations, multi_latent_attention branch:

@@ -317,8 +317,11 @@ static double p2p_bytes(const aps_model *m, const aps_strategy *s,
                         const aps_layout *lay)
 {
     double rep = (lay->t > 1 && s->sequence_parallel) ? (double)lay->t : 1.0;
+    /* DeepSeek-V4 passes its hc_mult residual streams, [b, s, n, h]
+     * (DeepseekV4DecoderLayer) */
+    double streams = m->hc_mult > 0 ? (double)m->hc_mult : 1.0;
     return APS_ACT_BYTES * (double)lay->b * (double)lay->s_local *
-           (double)m->hidden_size / rep;
+           (double)m->hidden_size * streams / rep;
 }
 
 void aps_pipeline_p2p(const aps_model *m, const aps_cluster *c,

@@ -75,9 +75,12 @@ local EXPECT = {
   ["MiniMaxAI--MiniMax-M3"] = { refused = "model_type: minimax_m3: block-sparse attention" },
   -- hand-counted layer by layer in tests/lua/models_mimo_v2_spec.lua (the card: 309B total, 15B active)
   ["XiaomiMiMo--MiMo-V2-Flash"] = { total = 308778780864, active = 15445936320 },
-  ["deepseek-ai--DeepSeek-V4-Flash"] = { refused = "model_type: deepseek_v4: DeepSeek-V4's compressed" },
-  ["sgl-project--DeepSeek-V4-Flash-FP8"] =
-    { refused = "model_type: deepseek_ref (read as deepseek_v4 by its architectures class" },
+  -- hand-counted module by module in tests/lua/models_deepseek_v4_spec.lua
+  -- and tests/c/test_dsv4.c (the cards: 284B / 13B, 1.6T / 49B); the
+  -- FP8 copy names the class under model_type deepseek_ref
+  ["deepseek-ai--DeepSeek-V4-Flash"] = { total = 284332230231, active = 13799622231 },
+  ["sgl-project--DeepSeek-V4-Flash-FP8"] = { total = 284332230231, active = 13799622231 },
+  ["nvidia--DeepSeek-V4-Pro-NVFP4"] = { total = 1572997179491, active = 49779058787 },
   -- the text model, hand-counted in tests/lua/models_gemma4_spec.lua
   -- (the card: 25.2B total, 3.8B active)
   ["google--gemma-4-26B-A4B"] = { total = 25233141760, active = 3822530560 },
@@ -158,16 +161,22 @@ describe("held-out config.json files", function()
   end)
 
   -- sgl-project/DeepSeek-V4-Flash-FP8 names DeepSeek-V4's class under
-  -- model_type "deepseek_ref": refused as DeepSeek-V4 (it was refused for
-  -- its index_n_heads as if DSA were modelled on other types), and
+  -- model_type "deepseek_ref": read as DeepSeek-V4 (it was refused for its
+  -- index_n_heads as if DSA were modelled on other types, then as
+  -- DeepSeek-V4 while that was not modelled), with DeepseekV4Config's
+  -- defaults for the keys it leaves out (swiglu_limit, hidden_act, ...);
   -- nvidia/MiniMax-M3-NVFP4's text_config names MiniMax-M3's sparse class
   -- and no model_type (its refusal said "model_type nil").  That file is
   -- 3 MB of quantization lists and not kept: its wrapper is rebuilt here
   -- around MiniMax-M3's own config, as the NVFP4 file has it.
-  it("a class of a type apsearch does not model, under another model_type or none, is refused as that type", function()
+  it("a class under another model_type or none is read as its type, or refused as that type", function()
     local path = DIR .. "sgl-project--DeepSeek-V4-Flash-FP8.json"
-    assert.are.equal("NotImplemented: " .. path .. ": model_type: deepseek_ref (read as deepseek_v4 by its " ..
-      "architectures class DeepseekV4ForCausalLM): " .. hf.UNMODELLED.deepseek_v4, err_of(hf.load, path))
+    local m, info = hf.load(path)
+    assert.are.equal("deepseek_v4", info.model_type)
+    assert.truthy(table.concat(info.notes, "\n"):find(path .. ": model_type deepseek_ref read as deepseek_v4 " ..
+      "(architectures names DeepseekV4ForCausalLM, that type's modelling class)", 1, true))
+    assert.are.equal(10.0, m.glu_clamp) -- DeepseekV4Config's swiglu_limit
+    assert.are.same(core.model_params((hf.load(DIR .. "deepseek-ai--DeepSeek-V4-Flash.json"))), core.model_params(m))
     local text = decoded("MiniMaxAI--MiniMax-M3")
     text.model_type, text.architectures = nil, { "MiniMaxM3SparseForCausalLM" }
     local wrapper = { model_type = "minimax_m3_vl", architectures = { "MiniMaxM3SparseForConditionalGeneration" },

@@ -699,13 +699,13 @@ describe("2025-26 families: refusals name what is not modelled", function()
       "(block_configs: a layer's attention skipped or replaced, its FFN width its own) are not modelled",
       err_of(hf.from_config, { model_type = "nemotron-nas", architectures = { "DeciLMForCausalLM" },
         block_configs = {} }, "m.json"))
-    -- DeepSeek-V4 carries DSA's indexer keys too: its own reason first
-    assert.truthy(err_of(hf.from_config, { model_type = "deepseek_v4", index_n_heads = 64, hc_mult = 4 },
-      "m.json"):find("^NotImplemented: m%.json: model_type: deepseek_v4: DeepSeek%-V4's compressed sparse"))
-    -- refused whatever class `architectures` names (it was read as that
-    -- class's type, with a note)
-    assert.truthy(err_of(hf.from_config, { model_type = "deepseek_v4", architectures = { "Qwen3MoeForCausalLM" } },
-      "m.json"):find("^NotImplemented: m%.json: model_type: deepseek_v4: DeepSeek%-V4's compressed sparse"))
+    -- DeepSeek-V4 carries DSA's indexer keys too: now read by its own
+    -- builder (tests/lua/models_deepseek_v4_spec.lua), whatever class
+    -- `architectures` names, its own keys asked for first
+    assert.are.equal("m.json: num_hidden_layers: required key is missing (got nothing)",
+      err_of(hf.from_config, { model_type = "deepseek_v4", index_n_heads = 64, hc_mult = 4 }, "m.json"))
+    assert.are.equal("m.json: num_hidden_layers: required key is missing (got nothing)",
+      err_of(hf.from_config, { model_type = "deepseek_v4", architectures = { "Qwen3MoeForCausalLM" } }, "m.json"))
     -- Gemma 4's own multimodal type, whatever class it names, is read
     -- through its text_config, whose default per-layer inputs are refused
     -- (tests/lua/models_gemma4_spec.lua)

@@ -379,6 +379,9 @@ M.LLAMA_BLOCK_LACKS = {
     "head width" },
   { "window_attention_sinks", "attention sinks on the windowed layers only (window_attention_sinks, " ..
     "MiMo-V2-Flash): the Llama block has no sinks" },
+  { "hc_mult", "DeepSeek-V4's layers (hyper-connections hc_mult, the CSA / HCA KV compressors and their " ..
+    "indexer, the grouped output projection, the low-rank query, hash-routed MoE layers): no model of this " ..
+    "engine has them; only the parallel settings are written" },
 }
 
 --- Weights of a model's block and output layer a Llama builder

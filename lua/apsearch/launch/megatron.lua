@@ -613,7 +613,9 @@ function M.render(c)
   if m.mlp == "swiglu" then M.glu_args(c, A, N) end
   if m.hybrid_layer_pattern then M.hybrid_args(m, A, N, hybrid_pipes and chunks or nil, tr) end
   if (m.linear_attention_period or 0) > 0 then M.gdn_args(m, A) end
-  if (m.index_n_heads or 0) > 0 then M.dsa_args(m, tr, A, N) end
+  -- DeepSeek-V4's indexer is its CSA layers' (global_attention_notes
+  -- says the whole attention is not written): no DSA flags
+  if (m.index_n_heads or 0) > 0 and not m.hc_mult then M.dsa_args(m, tr, A, N) end
   -- TransformerConfig.attention_output_gate (transformer_config.py:278)
   if m.attention_output_gate then A("--attention-output-gate") end
   if m.mlp == "relu2" then A("--squared-relu") end
@@ -819,6 +821,11 @@ M.ARCH_SOURCES = {
   v_width = "transformer_config.py:184 (kv_channels: one head width for Q, K and V; v_head_dim is multi-latent " ..
     "attention's only, transformer_config.py MLATransformerConfig)",
   sinks_per_layer = "transformer_config.py:170 (softmax_type: one for every layer)",
+  dsv4 = "no compressed sparse or heavily compressed attention (CSA/HCA compressors, their indexer), grouped " ..
+    "output projection or hash routing (tid2eid) in megatron/core; transformer_config.py:1142 " ..
+    "enable_mhc_connections is its only DeepSeek-V4 piece; Megatron-Bridge 067f987df deepseek_v4_bridge.py " ..
+    "needs DSv4HybridSelfAttention / CompressedSparseAttention / CSAIndexer / Compressor from a Megatron-LM " ..
+    "dev commit (examples/models/deepseek_v4/README.md: 35f36c7c9dba with PR #4839)",
 }
 
 --- A note that part of the model is not in the script: a "NOT WRITTEN"
@@ -1190,6 +1197,13 @@ end
 -- @tparam table m model
 -- @tparam function N note writer
 function M.global_attention_notes(m, N)
+  if m.hc_mult then
+    not_written(N, ("DeepSeek-V4's layers (%d CSA and %d HCA compressed layers with the indexer, the grouped " ..
+      "output projection of o_groups %d x o_lora_rank %d, the low-rank query, %d hash-routed MoE layers, " ..
+      "hyper-connections of %d streams)"):format(m.csa_layers or 0, m.hca_layers or 0, m.o_groups or 0,
+      m.o_lora_rank or 0, m.moe_hash_layers or 0, m.hc_mult), M.ARCH_SOURCES.dsv4,
+      "the script builds a GQA model of one KV head with a dense output projection, not the model estimated")
+  end
   local parts = {}
   if m.global_head_dim then parts[#parts + 1] = "head width " .. m.global_head_dim end
   if m.global_num_query_groups then parts[#parts + 1] = m.global_num_query_groups .. " KV heads" end

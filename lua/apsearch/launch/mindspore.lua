@@ -369,7 +369,7 @@ function M.render(c)
       "has no Qwen3-Next / Gated DeltaNet model; only the parallel settings are written (apsearch prices " ..
       "Gated DeltaNet models for Megatron-LM only)")
   end
-  if (m.index_n_heads or 0) > 0 then
+  if (m.index_n_heads or 0) > 0 and not m.hc_mult then -- V4's: llama_block_features
     N("NOT EXPRESSIBLE in MindFormers", "DeepSeek Sparse Attention (the lightning indexer and top-" ..
       m.index_topk .. " sparse attention): the config written has no indexer; only the parallel settings " ..
       "are written (apsearch prices DSA for Megatron-LM only)")

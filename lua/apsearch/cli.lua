@@ -387,9 +387,10 @@ local function probe_fit(opts, dev, h, per)
   local o = util.copy(opts)
   o.cluster = spec
   local raw, header, command = M.built_policy(o)
+  local built = M.built_batch(raw)
   local q = policy_mod.from_table(raw, command, { set = opts.set or {}, fix = opts.fix or {},
     base_dir = ".", built = true, shadow_check = false })
-  q.defaults = M.built_header(q, raw, header)
+  q.defaults = M.built_header(q, built, header)
   -- the run's --calibration, as load_policy applies it
   if opts.calibration then
     local calibration = require "apsearch.calibration"
@@ -456,6 +457,11 @@ end
 -- @treturn string the file to load
 function M.example_path(path)
   if path:sub(1, 1) == "/" or util.file_exists(path) then return path end
+  -- a model preset given where the policy goes (`run llama-3.1-8b`)
+  if require("apsearch.presets").is_model(path) then
+    error(("%s: cannot open policy file: No such file or directory; %s is a model preset: "
+      .. "give --model %s --cluster DEVICE:NODES instead"):format(path, path, path), 0)
+  end
   local rel = path:gsub("^%./", "")
   if rel:sub(1, 9) ~= "examples/" then return path end
   local installed = util.root() .. "/" .. rel
@@ -474,13 +480,22 @@ end
 -- when a --set changed the batch or the sequence, lines that say so
 -- (apsearch.defaults.header).
 -- @tparam table p the normalized policy
--- @tparam table raw the built policy table (M.built_policy)
+-- @tparam table b the built batch, `{global_batch_size, seq_length}` as
+--   M.built_policy made them (M.built_batch, taken before --set applies)
 -- @tparam table header its header lines
 -- @treturn table lines
-function M.built_header(p, raw, header)
-  local t, b = p.training, raw.training
+function M.built_header(p, b, header)
+  local t = p.training
   if t.global_batch_size == b.global_batch_size and t.seq_length == b.seq_length then return header end
   return require("apsearch.defaults").header(p.model, t, p.cluster.num_devices, b)
+end
+
+--- The batch a built policy holds before any --set (from_table applies
+-- them to the table it is given): what M.built_header compares with.
+-- @tparam table raw the built policy table (M.built_policy)
+-- @treturn table `{global_batch_size, seq_length}`
+function M.built_batch(raw)
+  return { global_batch_size = raw.training.global_batch_size, seq_length = raw.training.seq_length }
 end
 
 --- Names for a message: comma-separated, or "none" for an empty list.
@@ -500,9 +515,10 @@ local function load_policy(path, opts, extra)
     p = policy_mod.load(path, o)
   else
     local raw, header, command = M.built_policy(opts)
+    local built = M.built_batch(raw)
     o.set, o.base_dir, o.built = opts.set or {}, ".", true
     p = policy_mod.from_table(raw, command, o)
-    p.defaults = M.built_header(p, raw, header)
+    p.defaults = M.built_header(p, built, header)
   end
   -- warnings of the policy (a sequence past max_position_embeddings) now;
   -- its notes (the default search space) once the inputs are known good
@@ -2010,6 +2026,7 @@ local function cmd_init(args)
     model = require("apsearch.core").realpath(model) or model
   end
   local raw, header = M.built_policy({ model = model, cluster = opts.CLUSTER })
+  local built = M.built_batch(raw)
   local command = "apsearch init " .. opts.MODEL .. " " .. opts.CLUSTER
   -- the policy as `run` would normalize it, --set applied, so that the
   -- space written is the one searched
@@ -2022,7 +2039,9 @@ local function cmd_init(args)
     local key, value = policy_mod.parse_assignment(st, "--set")
     policy_mod.apply_set(raw, key, value)
   end
-  out(require("apsearch.defaults").render(raw, header, command))
+  -- the header says what --set changed of the batch or the sequence, as
+  -- run's does (it said the built 4096 above a body of 8192)
+  out(require("apsearch.defaults").render(raw, M.built_header(p, built, header), command))
   return 0
 end
 

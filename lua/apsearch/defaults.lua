@@ -370,9 +370,12 @@ function M.header(model, training, n, built)
       .. "the data-parallel degrees dividing the cluster divide the batch)", rule, commas(want),
       tokens > want and "raised" or "rounded down", training.global_batch_size, odd_part(n), n)
   end
+  -- a sequence --set changed is the user's, not the recipes'
+  local seq_from = (built and built.seq_length ~= training.seq_length)
+    and string.format("--set; %s recipes: %d", class, built.seq_length) or (class .. " recipes")
   local lines = {
-    string.format("defaults: %s, %s, %s, seq %d (%s recipes), the framework's full space",
-      training.framework, training.precision, training.optimizer, training.seq_length, class),
+    string.format("defaults: %s, %s, %s, seq %d (%s), the framework's full space",
+      training.framework, training.precision, training.optimizer, training.seq_length, seq_from),
     string.format("defaults: global batch %d x %d = %s tokens; %s", training.global_batch_size,
       training.seq_length, commas(tokens), rule),
   }

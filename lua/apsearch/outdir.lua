@@ -324,6 +324,7 @@ function Set:take_lock()
   self.lockpath = util.join_path(self.parent, self.prefix .. "lock")
   local lm = mode_of(self.lockpath)
   if lm and lm ~= "file" then fail("cannot lock: " .. self.lockpath .. " is a " .. lm, self.shown) end
+  self.lock_created = lm == nil
   local fh, ferr = io.open(self.lockpath, "a")
   if not fh then fail("cannot create the lock file: " .. tostring(ferr), self.shown) end
   if not lfs.lock(fh, "w") then
@@ -368,6 +369,9 @@ function Set:make_set()
   end
   if not self.path then
     self:close()
+    -- nothing of this DIR was made: the lock file this run created goes
+    -- too (a name too long for a set directory left it behind)
+    if self.lock_created and mode_of(self.dir) == nil then os.remove(self.lockpath) end
     fail("cannot create a set directory in " .. self.parent .. ": " .. tostring(self.mkdir_err), self.shown)
   end
   -- the descriptor commit's syncfs goes by, opened before any file is

@@ -529,11 +529,17 @@ function Norm:model(v)
         " (known: " .. util.join(all) .. "; or a path to a config.json)", ref)
     end
     local m, info = presets.model(ref)
-    -- a file or snapshot directory of the same name here: the preset wins
-    -- (pathish), and the user is told how to name the other
-    local notes = lfs.attributes(ref, "mode") and { ("%s names a preset and a %s here: the preset is "
-      .. "taken (./%s for the local one)"):format(ref, lfs.attributes(ref, "mode"), ref) } or nil
-    return m, info.source, { dropout = info.dropout, dropout_stated = info.dropout_stated, notes = notes }
+    -- the preset's config notes (what is priced how), as its file gives
+    -- them; a file or snapshot directory of the same name here: the
+    -- preset wins (pathish), and the user is told how to name the other
+    local notes = {}
+    for _, n in ipairs(info.notes or {}) do notes[#notes + 1] = n end
+    if lfs.attributes(ref, "mode") then
+      notes[#notes + 1] = ("%s names a preset and a %s here: the preset is taken (./%s for the local one)")
+        :format(ref, lfs.attributes(ref, "mode"), ref)
+    end
+    return m, info.source, { dropout = info.dropout, dropout_stated = info.dropout_stated,
+      notes = #notes > 0 and notes or nil }
   end
   if type(v) == "string" then
     model, source, info = load_ref(v, "model")

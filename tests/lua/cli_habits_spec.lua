@@ -734,6 +734,41 @@ describe("a new user's findings", function()
     assert.is_nil(cli.launch_differs_note({ top_k_strategies = { { rank = 1 } } }))
   end)
 
+  it("prints a preset's import notes as its config file's path does", function()
+    local _, _, err = apsearch("run", "--model", "gpt-oss-120b", "--cluster", "h100-sxm-80gb:2x8", "--top-k", "1",
+      "--jobs", "1", "--fix", "pp_degree=1")
+    assert.truthy(err:find("gpt-oss-120b.json: attention sinks", 1, true), err)
+  end)
+
+  it("points a preset given where the policy goes to --model", function()
+    local err = err_line(apsearch("run", "llama-3.1-8b"))
+    assert.truthy(err:find("llama-3.1-8b is a model preset: give --model llama-3.1-8b --cluster DEVICE:NODES", 1,
+      true), err)
+  end)
+
+  it("heads a policy whose sequence --set changed with the user's sequence, not the recipes'", function()
+    local code, out, err = apsearch("init", "deepseek-v3", "b200:32", "--set", "training.seq_length=8192")
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("-- defaults: megatron, bf16, adamw, seq 8192 (--set; moe recipes: 4096)", 1, true), out)
+    assert.truthy(out:find("seq_length = 8192", 1, true), out)
+  end)
+
+  it("leaves no lock file behind an --out that cannot make its set directory", function()
+    local dir = tmpdir()
+    local name = dir .. "/" .. string.rep("a", 230)
+    local code = apsearch("run", "--top-k", "1", "--jobs", "1", "-q", "--out", name)
+    assert.are.equal(2, code)
+    local left = {}
+    for f in require("lfs").dir(dir) do if f ~= "." and f ~= ".." then left[#left + 1] = f end end
+    assert.are.same({}, left)
+  end)
+
+  it("names the memory margin as the user wrote it (gib) beside the core's field", function()
+    local err = err_line(apsearch("run", "-q", "--set", "training.memory_margin_gib=100"))
+    assert.truthy(err:find("training.memory_margin_gib (memory_margin_bytes): 100.00 GiB leaves no memory", 1,
+      true), err)
+  end)
+
   it("says which settings --torchtitan-version changes in the estimate", function()
     local code, _, err = apsearch("run", "--torchtitan-version", "v0.2.2", "--set", "training.framework=fsdp2",
       "--top-k", "1", "--jobs", "1")

@@ -163,7 +163,10 @@ end
 -- family: its attention (softmax) throughput differs from Blackwell's
 -- (NVIDIA Blackwell Ultra datasheet, 2025).  AMD's MI300X and MI325X
 -- (one CDNA 3 compute die, ROCm kernels and RCCL) are "cdna3", so that a
--- calibration fitted on NVIDIA runs never applies to them.  A name matching
+-- calibration fitted on NVIDIA runs never applies to them; the MI355X
+-- (CDNA 4, its MFMA rates doubled) is "cdna4", apart from CDNA 3.  The
+-- H20 (a GH100 with its tensor rate cut) is a family of its own: a
+-- calibration of the H100's fractions of peak does not reach it.  A name matching
 -- no pattern is a family of its own.  Order matters: the first match wins.
 M.FAMILIES = {
   { pattern = "^a[18]00", family = "ampere" },
@@ -171,6 +174,7 @@ M.FAMILIES = {
   { pattern = "^g?b300", family = "blackwell-ultra" },
   { pattern = "^g?b200", family = "blackwell" },
   { pattern = "^mi3[02][05]x", family = "cdna3" },
+  { pattern = "^mi35[05]x", family = "cdna4" },
 }
 
 --- The efficiency family of a device preset name (M.FAMILIES).

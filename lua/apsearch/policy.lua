@@ -570,9 +570,9 @@ end
 
 --- Parts users name that have no preset, for want of a vendor datasheet
 -- (src/core/presets.c "No preset either"): their name gets that reason
--- rather than the nearest preset's name (`h20` is not an `h200`, an H800
--- PCIe card not the `h800-sxm-80gb`).
-M.NO_PRESET = { "^h800.*pcie", "^h800.*nvl", "^a800.*pcie", "^a800.*40g", "^h20$", "^h20%-", "^mi35[05]x" }
+-- rather than the nearest preset's name (an H800 PCIe card is not the
+-- `h800-sxm-80gb`, an MI350X not the `mi355x-288gb`).
+M.NO_PRESET = { "^h800.*pcie", "^h800.*nvl", "^a800.*pcie", "^a800.*40g", "^mi350x" }
 
 local function no_preset_problem(name)
   local n = name:lower()

@@ -222,7 +222,8 @@ end
 -- first match wins; `preset = false`: a part with no preset (its trace
 -- needs --device).  Grace Hopper and the PCIe H100 are not the SXM part;
 -- CUDA names the export variants "NVIDIA H800 80GB HBM3" (SXM5, the PCIe
--- card "NVIDIA H800 PCIe") and "NVIDIA A800-SXM4-80GB".
+-- card "NVIDIA H800 PCIe") and "NVIDIA A800-SXM4-80GB"; the H20 is
+-- "NVIDIA H20" (nvidia-smi), matched whole so that no H200 is taken for it.
 M.DEVICE_NAMES = {
   { pattern = "gh200", preset = false },
   { pattern = "h100 pcie", preset = false },
@@ -234,6 +235,7 @@ M.DEVICE_NAMES = {
   { pattern = "a800.*40gb", preset = false },
   { pattern = "h800", preset = "h800-sxm-80gb" },
   { pattern = "a800", preset = "a800-sxm4-80gb" },
+  { pattern = "h20$", preset = "h20-96gb" },
   { pattern = "a100.*40gb", preset = "a100-sxm4-40gb" },
   { pattern = "a100", preset = "a100-sxm4-80gb" },
   { pattern = "h200", preset = "h200-sxm-141gb" },
@@ -244,6 +246,8 @@ M.DEVICE_NAMES = {
   { pattern = "b200", preset = "b200" },
   { pattern = "mi300x", preset = "mi300x-192gb" },
   { pattern = "mi325x", preset = "mi325x-256gb" },
+  { pattern = "mi355x", preset = "mi355x-288gb" },
+  { pattern = "mi350x", preset = false },
 }
 
 --- The device preset of a trace's GPU, or nil.

@@ -180,6 +180,12 @@
 #define APS_SMS_B200 148
 #define APS_SMS_B300 158
 #define APS_CUS_CDNA3 304
+/* MI355X 256 CUs ("256 (32 per XCD)", ROCm GPU specifications,
+ * https://rocm.docs.amd.com/en/latest/reference/gpu-specs.html); H20 78
+ * SMs, a secondary figure (the Geekbench 6 listing Wccftech reported, as
+ * zangshuxian.com quotes it: "H20配备78组SM"): NVIDIA publishes none. */
+#define APS_CUS_CDNA4 256
+#define APS_SMS_H20 78
 #define APS_FP8_GEMM_EFF_HOPPER 0.604
 #define APS_ATTN_EFF_AMPERE 0.349
 #define APS_ATTN_EFF_HOPPER 0.195
@@ -316,6 +322,116 @@
 #define APS_HBM_SCALE_CDNA3 ((4.09 / 5.3) / (2.97 / 3.35))
 #define APS_COLL_EFF_CDNA3 (316.82 * GB / APS_IF_CDNA3)
 
+/*
+ * AMD Instinct MI355X (CDNA 4).  Vendor-primary figures (AMD):
+ *   Peaks, dense (AMD ROCm blog "Matrix Core Programming on AMD CDNA3 and
+ *   CDNA4 architecture", 2025-09-30, https://rocm.blogs.amd.com/software-
+ *   tools-optimization/matrix-cores-cdna/README.html, its MI355X table:
+ *   "Matrix FP64 78.6 TF, Matrix FP32 157.3 TF, Matrix FP16 2.5 PF,
+ *   Matrix FP8 5 PF, Matrix FP6 10 PF, Matrix FP4 10 PF"): dense, as its
+ *   MI325X column (1,307.4 TF FP16 = the CDNA 3 white paper's dense
+ *   figure) and its formula 2 M N K x matrix cores x clock / cycles show;
+ *   BF16 runs at the FP16 rate (its MFMA table: the same instructions and
+ *   cycle counts, "both A and B are either FP16 or BF16").  The blog rounds
+ *   (its formula with 1,024 matrix cores at 2,400 MHz gives 2,516.6 TF
+ *   FP16); the preset holds AMD's stated 2.5 / 5 PF, and the measured GEMM
+ *   fraction below is taken against the same figure.  Sparse peaks are
+ *   twice these (not used).
+ *   Memory: 288 GiB VRAM, 256 CUs (ROCm GPU specifications,
+ *   https://rocm.docs.amd.com/en/latest/reference/gpu-specs.html).
+ *   Host link: "PCIe Gen 5 x16" (AMD's MLPerf Inference v6.0 system
+ *   description, https://github.com/mlcommons/inference_results_v6.0
+ *   closed/AMD, 87xMI355X_22xEPYC_9575F).
+ * Secondary figures (no AMD page with them could be read here; the AMD
+ * CDNA 4 white paper, https://www.amd.com/content/dam/amd/en/documents/
+ * instinct-tech-docs/white-papers/amd-cdna-4-architecture-whitepaper.pdf,
+ * and the product page https://www.amd.com/en/products/accelerators/
+ * instinct/mi350/mi355x.html are what they cite):
+ *   HBM3E bandwidth 8 TB/s (launch coverage: hyper.ai, humeconsulting.co,
+ *     aiwiki.ai, Boston Ltd's MI355X blog "an aggregate bandwidth of 8
+ *     TB/s"; a TraceLens contributor's MI355X arch file "from AMD-
+ *     published specs", AMD-AGI/TraceLens a895738e);
+ *   host topology: "7 IF links per socket", "up to 8 GPUs in a fully
+ *     connected topology via Infinity Fabric" (Hot Chips 2025 talk as
+ *     pudn.club reports it); 153.6 GB/s per link both ways
+ *     (humeconsulting.co "~153 GB/s of bidirectional bandwidth"; 7 x 153.6
+ *     = 1,075 GB/s aggregate): 7 x 153.6 / 2 = 537.6 GB/s per GPU and
+ *     direction, 76.8 GB/s per link (x16 at 38.4 Gb/s);
+ *   total board power 1,400 W (not used by the model).
+ * The NIC: one 400 Gb/s NIC per GPU, assumed as for CDNA 3 (AMD's MLPerf
+ * hosts list none per GPU).
+ * MI350X (the same die air-cooled at 1,000 W and a lower clock): AMD's
+ * tables read here give no MI350X peak (its 2.2 GHz clock and 2.3 PF FP16
+ * are secondary), so it has no preset.
+ */
+#define APS_MI355X_PEAK_FP16 2500.0 /* TFLOPS, dense */
+#define APS_MI355X_PEAK_FP8 5000.0  /* TFLOPS, dense */
+#define APS_MI355X_PEAK_FP32 157.3  /* TFLOPS, matrix */
+#define APS_MI355X_HBM (8000.0 * GB)
+#define APS_IF_LINKS_CDNA4 7
+#define APS_IF_LINK_CDNA4_BIDIR (153.6 * GB)
+#define APS_IF_CDNA4 (APS_IF_LINKS_CDNA4 * APS_IF_LINK_CDNA4_BIDIR / 2.0)
+/* Kernel efficiencies of CDNA 4.  No MI355X training run is in the
+ * validation set.  The GEMMs: AMD measured hipBLASLt's FP8 GEMM (E4M3FN
+ * in, BF16 out, FP32 accumulate; ROCm 7.1.0) on an MI355X at 3,130.21
+ * TFLOPS for M = N = K = 8,192 (2,750.42 at 4,096) (AMD ROCm blog "FP8
+ * GEMM Optimization on AMD CDNA4 Architecture", 2026-03-10,
+ * https://rocm.blogs.amd.com/software-tools-optimization/cdna4-gemm-
+ * kernels/README.html, Table 5): 0.626 of the 5 PF peak, against H100's
+ * 1,290.1 of 1,978.9 (0.652, cuBLASLt, the Azure harness of the CDNA 3
+ * scale above): x 0.960 on the joint Hopper values, as CDNA 3 scales them.
+ * Two harnesses, not one as for CDNA 3 (hipblaslt-bench with rotating
+ * buffers against Azure's, random inputs and 10,000 warm-up iterations):
+ * an assumption.  bf16 GEMMs take the same scale (no MI355X bf16 GEMM
+ * figure from AMD was found), attention the joint Hopper value, HBM and
+ * collectives CDNA 3's measured fractions (the MI355X has no such
+ * measurement here), host and framework costs the NVIDIA values: all
+ * assumed.  `apsearch calibrate` on a few MI355X runs replaces them
+ * (calibration family "cdna4"). */
+#define APS_MI355X_FP8_GEMM_8K (3130.21 / APS_MI355X_PEAK_FP8)
+#define APS_GEMM_SCALE_CDNA4 (APS_MI355X_FP8_GEMM_8K / APS_H100_FP8_GEMM_8K)
+#define APS_HBM_SCALE_CDNA4 APS_HBM_SCALE_CDNA3
+/* RCCL's bus bandwidth over the host as a fraction of the links: CDNA 3's
+ * measured 0.707, assumed for CDNA 4. */
+#define APS_COLL_EFF_CDNA4 APS_COLL_EFF_CDNA3
+
+/*
+ * NVIDIA H20 (Hopper, GH100: "H20 | Hopper | GH100 | 9.0 | 96GB", NVIDIA
+ * Multi-Instance GPU user guide, supported GPUs, https://docs.nvidia.com/
+ * datacenter/tesla/mig-user-guide/supported-gpus.html).  No NVIDIA
+ * datasheet or product page with its peaks could be read here; the figures
+ * below are secondary, each named:
+ *   FP16/BF16 148 TFLOPS dense, INT8 296 TOPS, FP32 44 TFLOPS, HBM 4.0 TB/s
+ *     (zangshuxian.com, "H20的FP16稠密算力为148TFLOPS ... INT8为296 ...
+ *     FP32为44TFLOPS ... 内存带宽为4.0TB/s"; willitrunai.com/gpus/h20-96gb
+ *     "96 GB HBM3 - 4,000 GB/s bandwidth, 148 TFLOPS FP16 ... / 296 INT8
+ *     TOPS, NVLink 4.0 (900 GB/s)"; huggingface.co/hardware/h20 "148");
+ *   FP8 296 TFLOPS dense: no source states it; Hopper's FP8 and INT8 dense
+ *     rates are equal on every NVIDIA datasheet (H100 SXM5: 1,979 each),
+ *     so the INT8 296 is taken, an assumption;
+ *   NVLink 900 GB/s both ways (willitrunai.com "NVLink 4.0 (900 GB/s) -
+ *     multi-GPU scaling retained"): 450 GB/s per direction; the host an
+ *     HGX board of 8 behind NVSwitch as the H100's (intra_node_links 0),
+ *     assumed;
+ *   78 SMs (APS_SMS_H20).
+ * Memory: 97,871 MiB, what nvidia-smi reports for an "NVIDIA H20" (driver
+ * 550.144.03, in public repositories' nvidia-smi logs, with a 500 W cap;
+ * the secondary pages say 400 W).  Host link PCIe Gen5 x16 and one 400
+ * Gb/s NIC per GPU, as the HGX H100: assumed.
+ * Efficiencies: no training run or GEMM microbenchmark of an H20 with its
+ * peak could be read; it takes Hopper's fitted fractions of peak (the same
+ * die, its tensor rate cut by NVIDIA), an assumption: with compute at 15 %
+ * of an H100's and more HBM bandwidth, its GEMMs may reach a larger
+ * fraction of peak than the H100's.  It is its own calibration family (a
+ * Hopper calibration does not reach it).
+ */
+#define APS_H20_PEAK_BF16 148.0 /* TFLOPS, dense */
+#define APS_H20_PEAK_FP8 296.0  /* TFLOPS, dense (= INT8, assumed) */
+#define APS_H20_PEAK_FP32 44.0  /* TFLOPS */
+#define APS_H20_MEMORY (97871.0 * MIB)
+#define APS_H20_HBM (4000.0 * GB)
+#define APS_H20_NVLINK (900.0 / 2.0 * GB)
+
 typedef struct {
     aps_device dev;
     const char *source;
@@ -379,6 +495,15 @@ typedef struct {
                .unfused_attention_efficiency = APS_ATTN_EFF_JOINT,    \
                .hbm_efficiency = APS_HBM_EFF * APS_HBM_SCALE_CDNA3,   \
                .collective_efficiency = APS_COLL_EFF_CDNA3
+/* AMD CDNA 4 (MI355X): the CDNA 3 rule with the MI355X's GEMM scale. */
+#define CDNA4 HOST_FIELDS,                                              \
+               .intra_node_links = APS_IF_LINKS_CDNA4,                 \
+               .gemm_efficiency = APS_GEMM_EFF_JOINT * APS_GEMM_SCALE_CDNA4, \
+               .fp8_gemm_efficiency = APS_FP8_GEMM_EFF_JOINT * APS_GEMM_SCALE_CDNA4, \
+               .attention_efficiency = APS_ATTN_EFF_JOINT,            \
+               .unfused_attention_efficiency = APS_ATTN_EFF_JOINT,    \
+               .hbm_efficiency = APS_HBM_EFF * APS_HBM_SCALE_CDNA4,   \
+               .collective_efficiency = APS_COLL_EFF_CDNA4
 
 /* The compute die and HBM of the A100 SXM4 80GB (NVIDIA A100 datasheet,
  * 2021: BF16 312 TFLOPS dense, FP32 19.5, HBM2e 2,039 GB/s; 108 SMs; its
@@ -540,6 +665,25 @@ static const preset presets[] = {
      "https://arxiv.org/abs/2604.27085); 81,920 MiB and 400 W reported by "
      "nvidia-smi; 200 Gb/s InfiniBand (FlagPerf DGX A800), one NIC per GPU "
      "as the DGX A100 (assumed)"},
+    /* NVIDIA H20: see "NVIDIA H20" above (secondary peaks, named). */
+    {{.name = "h20-96gb",
+      .memory_bytes = APS_H20_MEMORY,
+      .peak_flops_bf16 = APS_H20_PEAK_BF16 * TFLOPS,
+      .peak_flops_fp8 = APS_H20_PEAK_FP8 * TFLOPS,
+      .peak_flops_fp32 = APS_H20_PEAK_FP32 * TFLOPS,
+      .hbm_bandwidth = APS_H20_HBM,
+      .intra_node_bandwidth = APS_H20_NVLINK,
+      .inter_node_bandwidth = 400.0 / 8.0 * GB,
+      .host_bandwidth = APS_PCIE_GEN5_X16,
+      COMMON_FIELDS, HOPPER_ON, GEMM_SHAPE(APS_SMS_H20)},
+     "no NVIDIA datasheet read: Hopper GH100, 96GB (NVIDIA MIG user guide, "
+     "docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-gpus.html); "
+     "SECONDARY figures: FP16/BF16 148 TFLOPS dense, INT8 296 TOPS, FP32 44, "
+     "HBM3 4.0 TB/s, NVLink 900 GB/s (zangshuxian.com, willitrunai.com, "
+     "huggingface.co/hardware/h20); FP8 296 dense assumed (= INT8, as on "
+     "every Hopper datasheet); 78 SMs (Geekbench 6 via zangshuxian.com); "
+     "97,871 MiB reported by nvidia-smi; one 400 Gb/s NIC per GPU "
+     "(assumed); Hopper efficiencies (assumed)"},
     {{.name = "b200",
       .memory_bytes = 183359 * MIB,
       .peak_flops_bf16 = 2250 * TFLOPS,
@@ -647,6 +791,30 @@ static const preset presets[] = {
      "fully connecting 8 GPUs, 896 GB/s P2P ring aggregate, PCIe Gen5 x16; "
      "256 GiB (ROCm GPU specifications); one 400 Gb/s NIC per GPU (typical "
      "host)"},
+    /* AMD CDNA 4: see "AMD Instinct MI355X" above.  peak_flops_fp4 is the
+     * dense NVFP4 peak (types.h), which CDNA 4 lacks: its block-scaled
+     * matrix cores take MX formats (E8M0 scales over 32 elements), 10 PF
+     * dense in MXFP4 / MXFP6, not NVFP4; mxfp8 and nvfp4 are refused on it
+     * (training.c). */
+    {{.name = "mi355x-288gb",
+      .memory_bytes = 288 * GIB,
+      .peak_flops_bf16 = APS_MI355X_PEAK_FP16 * TFLOPS,
+      .peak_flops_fp8 = APS_MI355X_PEAK_FP8 * TFLOPS,
+      .peak_flops_fp32 = APS_MI355X_PEAK_FP32 * TFLOPS,
+      .peak_flops_fp4 = 0,
+      .hbm_bandwidth = APS_MI355X_HBM,
+      .intra_node_bandwidth = APS_IF_CDNA4,
+      .inter_node_bandwidth = 400.0 / 8.0 * GB,
+      .host_bandwidth = APS_PCIE_GEN5_X16,
+      CDNA4, GEMM_SHAPE(APS_CUS_CDNA4)},
+     "AMD ROCm blog \"Matrix Core Programming on AMD CDNA3 and CDNA4\" "
+     "(rocm.blogs.amd.com, 2025-09-30; AMD's figures, the CDNA 4 white paper "
+     "could not be read): FP16/BF16 2.5 PFLOPS dense, FP8 5, MXFP6/MXFP4 10 "
+     "(not held: no NVFP4), FP32 matrix 157.3 TFLOPS; 288 GiB, 256 CUs (ROCm "
+     "GPU specifications); PCIe Gen5 x16 (AMD MLPerf Inference v6.0); "
+     "SECONDARY: HBM3E 8 TB/s, 7 Infinity Fabric links of 153.6 GB/s both "
+     "ways fully connecting 8 GPUs (Hot Chips 2025 coverage); one 400 Gb/s "
+     "NIC per GPU (assumed)"},
 };
 
 /*
@@ -678,23 +846,14 @@ static const preset presets[] = {
  */
 /*
  * No preset either, for want of a vendor figure that could be read here:
- *   NVIDIA H20 (Hopper, 96 GB HBM3): no NVIDIA datasheet, and no paper by
- *     a team that trained on it, with its figures was found; secondary
- *     figures: 4.0 TB/s, FP16/BF16 148 TFLOPS dense, INT8 296 TOPS, FP32
- *     44 TFLOPS, NVLink 900 GB/s, 400 W (willitrunai.com, zangshuxian.com,
- *     huggingface.co/hardware/h20), its HBM given as HBM3 by some and
- *     HBM3e by others, and no fp8 figure from NVIDIA.  By these figures
- *     it is not a parent's die with fewer NVLink lanes, as the H800 and
- *     A800 are: its tensor peak is cut too, so no preset's figures carry
- *     over.
  *   NVIDIA H800 PCIe / NVL and A800 PCIe / 40GB: only the SXM parts have a
  *     source above (the PCIe H100's peaks are lower than the SXM5's).
- *   AMD Instinct MI355X (CDNA 4): the ROCm GPU specifications list 288 GiB
- *     and 256 CUs, but no AMD page with the dense peaks, the HBM bandwidth
- *     or the Infinity Fabric link rate could be read; the secondary
- *     figures disagree (dense FP4 9.2 or 10 PFLOPS; "2.5 PFLOPS" BF16
- *     rounded from 2,516.6 = 256 CUs x 4,096 FLOP/clock x 2.4 GHz, the
- *     per-CU rate and clock unsourced).
+ *   AMD Instinct MI350X: the MI355X's die at a lower clock and power; the
+ *     AMD tables read here (the ROCm blog above) give the MI355X's peaks
+ *     only.
+ * (NVIDIA H20 and AMD MI355X have presets above: the H20's peaks from
+ * secondary sources, named; the MI355X's peaks from AMD, its HBM and
+ * Infinity Fabric figures secondary.)
  * docs/policy.md "cluster" shows how to describe such a part from a base
  * preset and the figures of its vendor documentation.
  */

@@ -639,12 +639,17 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
         return APS_ENOTIMPL;
     }
     /* MXFP8 and NVFP4 GEMMs run on Blackwell's block-scaled tensor cores
-     * (TransformerEngine: MXFP8 and NVFP4 need compute capability 10.0+) */
+     * (TransformerEngine: MXFP8 and NVFP4 need compute capability 10.0+),
+     * priced on a device with an NVFP4 peak.  AMD's CDNA 4 has MX block-
+     * scaled matrix cores but no NVFP4 (presets.c, mi355x-288gb): its
+     * MXFP8 path (ROCm's TransformerEngine) is not priced, so both are
+     * refused there too, and the message says what is missing. */
     if (aps_prec_block_scaled(t->precision) &&
         !(d->peak_flops_fp4 > 0 && d->peak_flops_fp8 > 0)) {
-        aps_fmt(err, n, "training.precision: %s on %s, which has no "
-                "block-scaled (MX / NVFP4) tensor cores "
-                "(cluster.device.peak_flops_fp4 = 0)",
+        aps_fmt(err, n, "training.precision: %s on %s, which has no NVFP4 "
+                "peak (cluster.device.peak_flops_fp4 = 0): apsearch prices "
+                "mxfp8 and nvfp4 only on block-scaled tensor cores with "
+                "NVFP4 (NVIDIA Blackwell)",
                 aps_precision_name(t->precision), d->name);
         return APS_ENOTIMPL;
     }

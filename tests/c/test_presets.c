@@ -157,9 +157,14 @@ static void test_preset_list(void **state)
         const char *src = aps_device_preset_source(i);
         assert_non_null(name);
         assert_non_null(src);
-        /* a vendor datasheet, or the vendor's white paper table */
-        if (!strstr(src, "datasheet") && !strstr(src, "white paper"))
-            fail_msg("preset %s cites no datasheet: %s", name, src);
+        /* a vendor datasheet, the vendor's white paper table or its
+         * documentation (AMD's ROCm blog and GPU specifications, NVIDIA's
+         * MIG guide), and a part known only from secondary figures says
+         * so in capitals */
+        if (!strstr(src, "datasheet") && !strstr(src, "white paper") &&
+            !strstr(src, "rocm.blogs.amd.com") &&
+            !strstr(src, "docs.nvidia.com"))
+            fail_msg("preset %s cites no vendor document: %s", name, src);
         aps_cluster c = {0};
         assert_int_equal(aps_device_preset(name, &c.device), APS_OK);
         assert_string_equal(c.device.name, name);
@@ -399,6 +404,92 @@ static void test_preset_cdna3(void **state)
     ASSERT_DBL_EXACT(y.collective_efficiency, x.collective_efficiency);
 }
 
+/* AMD Instinct MI355X (CDNA 4).  AMD's ROCm blog "Matrix Core Programming
+ * on AMD CDNA3 and CDNA4 architecture" (2025-09-30): Matrix FP16 2.5 PF,
+ * FP8 5 PF, FP32 157.3 TF, FP4 10 PF, dense; BF16 at the FP16 rate.  ROCm
+ * GPU specifications: 288 GiB, 256 CUs.  Secondary: HBM3E 8 TB/s; 7
+ * Infinity Fabric links of 153.6 GB/s both ways -> 7 x 153.6 / 2 = 537.6e9
+ * B/s per direction.  PCIe Gen5 x16 (AMD's MLPerf system description) ->
+ * 63e9; one 400 Gb/s NIC (assumed) -> 50e9.  No NVFP4: peak_flops_fp4 0.
+ * Efficiencies: AMD's hipBLASLt FP8 8192^3 3,130.21 TFLOPS of 5,000 over
+ * H100's cuBLASLt 1,290.1 of 1,978.9 -> scale 0.960287; bf16 0.638 x
+ * 0.960287 = 0.612667, fp8 0.689 x 0.960287 = 0.661642; HBM and RCCL
+ * fractions CDNA 3's (0.69635, 0.70719). */
+static void test_preset_cdna4(void **state)
+{
+    (void)state;
+    aps_device x = preset("mi355x-288gb");
+    aps_device c3 = preset("mi300x-192gb");
+    ASSERT_DBL_EXACT(x.memory_bytes, 288.0 * 1024 * MIB);
+    ASSERT_DBL_EXACT(x.peak_flops_bf16, 2500e12);
+    ASSERT_DBL_EXACT(x.peak_flops_fp8, 5000e12);
+    ASSERT_REL(x.peak_flops_fp32, 157.3e12, REL);
+    ASSERT_DBL_EXACT(x.peak_flops_fp4, 0.0);
+    ASSERT_DBL_EXACT(x.hbm_bandwidth, 8000e9);
+    ASSERT_REL(x.intra_node_bandwidth, 537.6e9, REL);
+    ASSERT_REL(x.intra_node_bandwidth, 7.0 * 16 * 38.4e9 / 8, REL);
+    assert_int_equal(x.intra_node_links, 7);
+    ASSERT_REL(x.inter_node_bandwidth, 400e9 / 8.0, REL);
+    ASSERT_DBL_EXACT(x.host_bandwidth, 63e9);
+    assert_int_equal(x.sm_count, 256);
+    ASSERT_REL(x.gemm_efficiency, 0.638 * 0.960287, 1e-5);
+    ASSERT_REL(x.fp8_gemm_efficiency, 0.689 * 0.960287, 1e-5);
+    /* the fp8 GEMM at 8192^3 as AMD measured it, before the shape factor */
+    ASSERT_REL(x.fp8_gemm_efficiency * x.peak_flops_fp8,
+               3130.21e12 * 0.689 / (1290.1 / 1978.9), 1e-9);
+    ASSERT_DBL_EXACT(x.hbm_efficiency, c3.hbm_efficiency);
+    ASSERT_DBL_EXACT(x.collective_efficiency, c3.collective_efficiency);
+    ASSERT_DBL_EXACT(x.attention_efficiency, c3.attention_efficiency);
+    ASSERT_DBL_EXACT(x.gemm_half_dim, c3.gemm_half_dim);
+    ASSERT_DBL_EXACT(x.host_seconds_per_kernel, c3.host_seconds_per_kernel);
+    ASSERT_DBL_EXACT(x.nccl_nvls_bytes_per_rank, 0.0);
+    /* a fully connected host of 8, as CDNA 3's */
+    aps_cluster c = {0};
+    c.device = x;
+    c.num_devices = 16;
+    c.devices_per_node = 8;
+    char err[256] = "";
+    assert_int_equal(aps_cluster_validate(&c, err, sizeof err), APS_OK);
+    c.devices_per_node = 16;
+    assert_int_equal(aps_cluster_validate(&c, err, sizeof err), APS_EINVAL);
+}
+
+/* NVIDIA H20: GH100, 96GB (NVIDIA MIG user guide).  Secondary: FP16/BF16
+ * 148 TFLOPS dense, INT8 296 TOPS (FP8 taken equal, as every Hopper
+ * datasheet has them), FP32 44, HBM 4.0 TB/s, NVLink 900 GB/s -> 450e9 per
+ * direction, 78 SMs; nvidia-smi 97,871 MiB.  PCIe Gen5 x16 and one 400
+ * Gb/s NIC (assumed).  Hopper's fitted efficiencies (assumed), an NVSwitch
+ * host (intra_node_links 0). */
+static void test_preset_h20(void **state)
+{
+    (void)state;
+    aps_device d = preset("h20-96gb");
+    aps_device h = preset("h100-sxm-80gb");
+    ASSERT_DBL_EXACT(d.memory_bytes, 97871.0 * MIB);
+    ASSERT_DBL_EXACT(d.peak_flops_bf16, 148e12);
+    ASSERT_DBL_EXACT(d.peak_flops_fp8, 296e12);
+    ASSERT_DBL_EXACT(d.peak_flops_fp32, 44e12);
+    ASSERT_DBL_EXACT(d.peak_flops_fp4, 0.0);
+    ASSERT_DBL_EXACT(d.hbm_bandwidth, 4000e9);
+    ASSERT_DBL_EXACT(d.intra_node_bandwidth, 900e9 / 2.0);
+    assert_int_equal(d.intra_node_links, 0);
+    ASSERT_REL(d.inter_node_bandwidth, 400e9 / 8.0, REL);
+    ASSERT_DBL_EXACT(d.host_bandwidth, 63e9);
+    assert_int_equal(d.sm_count, 78);
+    ASSERT_DBL_EXACT(d.gemm_efficiency, h.gemm_efficiency);
+    ASSERT_DBL_EXACT(d.fp8_gemm_efficiency, h.fp8_gemm_efficiency);
+    ASSERT_DBL_EXACT(d.attention_efficiency, h.attention_efficiency);
+    ASSERT_DBL_EXACT(d.unfused_attention_efficiency,
+                     h.unfused_attention_efficiency);
+    ASSERT_DBL_EXACT(d.hbm_efficiency, h.hbm_efficiency);
+    ASSERT_DBL_EXACT(d.collective_efficiency, h.collective_efficiency);
+    ASSERT_DBL_EXACT(d.nccl_nvls_bytes_per_rank, h.nccl_nvls_bytes_per_rank);
+    /* the secondary sources are named as such */
+    for (size_t i = 0; i < aps_device_preset_count(); i++)
+        if (strcmp(aps_device_preset_name(i), "h20-96gb") == 0)
+            ASSERT_HAS(aps_device_preset_source(i), "SECONDARY");
+}
+
 /* A fully connected host links every GPU to every other one: 7 links
  * connect at most 8 GPUs, and the mesh ends at the host. */
 static void test_cluster_validate_mesh(void **state)
@@ -489,6 +580,8 @@ int main(void)
         cmocka_unit_test(test_preset_blackwell_gemm),
         cmocka_unit_test(test_preset_cdna3),
         cmocka_unit_test(test_cluster_validate_mesh),
+        cmocka_unit_test(test_preset_cdna4),
+        cmocka_unit_test(test_preset_h20),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

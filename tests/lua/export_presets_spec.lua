@@ -2,7 +2,10 @@
 -- h800-sxm-80gb and a800-sxm4-80gb (src/core/presets.c "Export variants")
 -- as a user meets them: the parent's compute die and HBM, the NVLink and
 -- NICs of the cited papers, the parent's efficiency family, the CUDA
--- device names of a trace, and `--cluster h800-sxm-80gb:16` searching.
+-- device names of a trace, and `--cluster h800-sxm-80gb:16` searching;
+-- and the H20 (presets.c "NVIDIA H20"), whose tensor rate is cut too: its
+-- own (secondary) peaks, Hopper's fractions of peak, a family of its own,
+-- `--cluster h20-96gb:2x8` searching.
 --
 -- APS_ROOT is the repo root, APS_BIN the built binary (CTest sets both).
 
@@ -114,8 +117,43 @@ describe("NVIDIA export-variant presets", function()
     assert.near(15360 * 4096 / 19.926 / 2048, c.measured.tokens_per_s_per_gpu, 0.05)
   end)
 
+  it("h20-96gb: its own secondary peaks, named as such, on Hopper's fitted fractions of peak", function()
+    local d, h = core.device_preset("h20-96gb"), core.device_preset("h100-sxm-80gb")
+    assert.are.equal(148e12, d.peak_flops_bf16)
+    assert.are.equal(296e12, d.peak_flops_fp8) -- = INT8 296, assumed
+    assert.are.equal(4000e9, d.hbm_bandwidth)
+    assert.are.equal(450e9, d.intra_node_bandwidth)
+    assert.are.equal(97871 * 2 ^ 20, d.memory_bytes) -- nvidia-smi
+    assert.are.equal(78, d.sm_count)
+    assert.is_nil(d.intra_node_links) -- an NVSwitch host, as the H100's
+    for _, k in ipairs({ "gemm_efficiency", "fp8_gemm_efficiency", "attention_efficiency", "hbm_efficiency",
+                         "collective_efficiency" }) do
+      assert.are.equal(h[k], d[k], k)
+    end
+    local src
+    for _, p in ipairs(core.device_presets()) do if p.name == "h20-96gb" then src = p.source end end
+    assert.truthy(src:find("SECONDARY", 1, true), src)
+    assert.truthy(src:find("docs.nvidia.com", 1, true), src)
+    -- a family of its own: an H100 calibration does not reach it
+    assert.are.equal("h20-96gb", calibration.family("h20-96gb"))
+    assert.is_nil(calibration.fields_for({ devices = { ["h100-sxm-80gb"] = { gemm_efficiency = 0.66 } } },
+      "h20-96gb"))
+    -- CUDA's name, and no H200 taken for it
+    assert.are.equal("h20-96gb", trace.preset_of({ devices = { "NVIDIA H20" } }))
+    assert.are.equal("h200-sxm-141gb", trace.preset_of({ devices = { "NVIDIA H200" } }))
+  end)
+
+  it("find feasible strategies for Llama-3.1-70B on --cluster h20-96gb:2x8", function()
+    local code, out, err = H.apsearch("run", "--model", "llama-3.1-70b", "--cluster", "h20-96gb:2x8",
+      "--jobs", "1", "--fix", "tp_degree=8", "--fix", "cp_degree=1", "--top-k", "1")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("16 x h20-96gb (8 per node)", 1, true), err)
+    local n = tonumber(out:match("(%d+) feasible of"))
+    assert.is_true(n ~= nil and n > 0, out)
+  end)
+
   it("suggest the preset for the bare part name", function()
-    for name, preset in pairs({ h800 = "h800-sxm-80gb", a800 = "a800-sxm4-80gb" }) do
+    for name, preset in pairs({ h800 = "h800-sxm-80gb", a800 = "a800-sxm4-80gb", h20 = "h20-96gb" }) do
       local code, _, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", name)
       assert.are.equal(2, code, err)
       assert.truthy(err:find('did you mean "' .. preset .. '"', 1, true), err)

@@ -14,7 +14,8 @@ describe("GEMM shape fields", function()
     -- white papers and XLA's device specs (presets.c APS_SMS_*)
     local want = { ["a100-sxm4-80gb"] = 108, ["h100-sxm-80gb"] = 132, ["h200-sxm-141gb"] = 132,
       ["h800-sxm-80gb"] = 132, ["a800-sxm4-80gb"] = 108,
-      b200 = 148, gb200 = 148, gb300 = 158, ["mi300x-192gb"] = 304, ["mi325x-256gb"] = 304 }
+      b200 = 148, gb200 = 148, gb300 = 158, ["mi300x-192gb"] = 304, ["mi325x-256gb"] = 304,
+      ["mi355x-288gb"] = 256, ["h20-96gb"] = 78 }
     for name, sms in pairs(want) do
       local d = core.device_preset(name)
       assert.are.equal(sms, d.sm_count, name)

@@ -69,8 +69,9 @@ describe("validate on tests/fixtures/cases_small.csv", function()
   it("reports a row it cannot estimate and still runs the others", function()
     assert.matches('device = "tpu%-v5p": unknown device preset %(known: a100', cases.c900.error)
     -- fp4 is read as nvfp4, which needs Blackwell's block-scaled tensor
-    -- cores; the row's 96 GiB H100 is the 500 W variant (variant_of)
-    assert.matches("nvfp4 on h100%-96gb%-500w, which has no block%-scaled", cases.c901.error)
+    -- cores (an NVFP4 peak); the row's 96 GiB H100 is the 500 W variant
+    -- (variant_of)
+    assert.matches("nvfp4 on h100%-96gb%-500w, which has no NVFP4 peak", cases.c901.error)
     assert.is_nil(cases.c016.error)
     assert.are.equal(5, r.summary.cases)
     assert.are.equal(2, r.summary.failed)

@@ -238,9 +238,7 @@ function M.format(est, inputs, stack)
       local mb = st.memory_breakdown or {}
       local top = common.top_memory(mb)
       local row = {
-        tostring(st.stage), common.chunks_text(chunks[i] or {}) ..
-          ((st.mtp_layers or 0) > 0 and (" +" .. st.mtp_layers .. " MTP") or ""),
-        tostring(st.num_layers), tostring(st.recompute_layers),
+        tostring(st.stage), tostring(st.num_layers), tostring(st.recompute_layers),
         string.format("%.1f", ((st.params or 0) + (st.expert_params or 0)) / 1e6),
       }
       if moe then row[#row + 1] = string.format("%.1f", (st.expert_params or 0) / 1e6) end
@@ -248,19 +246,22 @@ function M.format(est, inputs, stack)
         g(mb.total), tostring(top), f3(st.time_fwd), f3(st.time_bwd) }) do
         row[#row + 1] = v
       end
+      -- the layers last, folded: one range per model chunk grows with vpp
+      row[#row + 1] = common.chunks_text(chunks[i] or {}) ..
+        ((st.mtp_layers or 0) > 0 and (" +" .. st.mtp_layers .. " MTP") or "")
       rows[#rows + 1] = row
     end
-    local head = { "stage", "layers", "n", "recomp", "params (M)" }
-    local right = { true, false, true, true, true }
+    local head = { "stage", "n", "recomp", "params (M)" }
+    local right = { true, true, true, true }
     if moe then
       head[#head + 1] = "experts (M)"
       right[#right + 1] = true
     end
-    for _, h in ipairs({ "mb in flight", "memory (GiB)", "top memory", "fwd/mb (s)", "bwd/mb (s)" }) do
+    for _, h in ipairs({ "mb in flight", "memory (GiB)", "top memory", "fwd/mb (s)", "bwd/mb (s)", "layers" }) do
       head[#head + 1] = h
-      right[#right + 1] = h ~= "top memory"
+      right[#right + 1] = h ~= "top memory" and h ~= "layers"
     end
-    out[#out + 1] = (common.align(head, rows, right):gsub("\n$", ""))
+    out[#out + 1] = (common.fold_last_column(head, rows, right):gsub("\n$", ""))
   end
   return table.concat(out, "\n") .. "\n"
 end

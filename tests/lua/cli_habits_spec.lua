@@ -769,6 +769,17 @@ describe("a new user's findings", function()
       true), err)
   end)
 
+  it("says a readable --echarts file is not ECharts rather than unreadable", function()
+    local dir = tmpdir()
+    local f = assert(io.open(dir .. "/bad.js", "w")); f:write("garbage\n"); f:close()
+    local err = err_line(apsearch("run", "--top-k", "1", "--jobs", "1", "-q", "--out", dir .. "/o",
+      "--echarts", dir .. "/bad.js"))
+    assert.truthy(err:find("--echarts: echarts: 8 bytes read, not the ECharts script", 1, true), err)
+    err = err_line(apsearch("run", "--top-k", "1", "--jobs", "1", "-q", "--out", dir .. "/o",
+      "--echarts", dir .. "/none.js"))
+    assert.truthy(err:find("cannot read the ECharts script: No such file or directory", 1, true), err)
+  end)
+
   it("says which settings --torchtitan-version changes in the estimate", function()
     local code, _, err = apsearch("run", "--torchtitan-version", "v0.2.2", "--set", "training.framework=fsdp2",
       "--top-k", "1", "--jobs", "1")

@@ -130,6 +130,10 @@ function M.echarts_candidates(opts)
   return list
 end
 
+--- Fewest bytes a file must hold to be taken for the ECharts script (its
+-- minified build is about a megabyte; a few bytes is some other file).
+M.ECHARTS_MIN_BYTES = 1000
+
 --- Finds and reads the ECharts script.
 -- @tparam[opt] table opts as for `echarts_candidates`; `echarts = "none"`
 --   turns the charts off (a tables-only report)
@@ -140,10 +144,13 @@ function M.find_echarts(opts)
   if opts and opts.echarts == "none" then return nil, "--echarts none" end
   local tried = M.echarts_candidates(opts)
   for i, p in ipairs(tried) do
-    local s = util.read_file(p)
-    if s and #s > 1000 then return s, p end
+    local s, err = util.read_file(p)
+    if s and #s > M.ECHARTS_MIN_BYTES then return s, p end
     if i == 1 and opts and opts.echarts then
-      error(string.format("--echarts: echarts: cannot read the ECharts script (got %q)", p), 0)
+      -- said as it is: unreadable, or read and too short to be ECharts
+      local why = s and string.format("%d bytes read, not the ECharts script (echarts.min.js is about 1 MB)", #s)
+        or ("cannot read the ECharts script: " .. tostring(err))
+      error(string.format("--echarts: echarts: %s (got %s)", why, util.describe(p)), 0)
     end
   end
   return nil, "looked for " .. table.concat(tried, ", ")

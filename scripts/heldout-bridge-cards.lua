@@ -159,6 +159,7 @@ end
 --- file:line of literal text pat in function fn of file at ref (the first
 -- occurrence), or dies.
 local function cite(ref, c)
+  if not c.pat then return "ASSUMED: no line of the recipe chain sets it" end
   local path = c.file:match("^scripts/") and c.file or SRC .. c.file
   local text = git_show(ref, path) or die(("%s at %s: no such file"):format(path, ref))
   local L = lines_of(text)
@@ -299,7 +300,178 @@ local function dsv3_mxfp8(gpu, fn, v)
   return { file = P, fn = fn, settings = s }
 end
 
+-- Nemotron 3 (hybrid Mamba-2 + latent MoE): perf_recipes/nemotronh/
+-- <gpu>/nemotronh.py on the base configs perf_recipes/nemotronh/common.py
+-- imports at each commit (recipes/nemotronh/h100/nemotron_3_{nano,super}.py)
+local NC = "perf_recipes/nemotronh/common.py"
+local NANO_B, NANO_BF = "recipes/nemotronh/h100/nemotron_3_nano.py", "nemotron_3_nano_pretrain_8gpu_h100_bf16_config"
+local SUP_B = "recipes/nemotronh/h100/nemotron_3_super.py"
+local ROUTER_FUSION_DEFAULT = "moe_router_fusion false: no line of the recipe chain or the Nemotron-H provider " ..
+  "(src/megatron/bridge/models/nemotronh) sets it; ASSUMED Megatron-Core's TransformerConfig default (False)"
+local NO_RECOMPUTE = "no recompute: no line of the base function or _pretrain_common sets recompute_granularity; " ..
+  "ASSUMED Megatron-Core's default (none)"
+local function super_mtp(base_fn)
+  return {
+    S("mtp_layers", 2, SUP_B, base_fn, "mtp_num_layers = 2"),
+    S("mtp_repeated_layer", "true", SUP_B, base_fn, "mtp_use_repeated_layer = True"),
+    N("keep_mtp_spec_in_bf16 True: NOT MODELLED (the MTP layers priced in the row's precision)", SUP_B, base_fn,
+      "keep_mtp_spec_in_bf16 = True"),
+  }
+end
+local function append(t, more) for _, x in ipairs(more) do t[#t + 1] = x end return t end
+
 local RECIPES = {
+  nemotron_3_nano_pretrain_8gpu_gb300_fp8mx_config = (function()
+    local P, fn = "perf_recipes/nemotronh/gb300/nemotronh.py", "nemotron_3_nano_pretrain_8gpu_gb300_fp8mx_config"
+    local BU = "_build_nemotron_3_nano_gb300_mxfp8"
+    local D = "_apply_nemotron_3_nano_perf_defaults"
+    return { file = P, fn = fn, settings = {
+      N("base: " .. NANO_B .. " " .. NANO_BF .. " (recipes/nemotronh/nemotron_3_nano.py alias)", NC, nil,
+        "from megatron.bridge.recipes.nemotronh.nemotron_3_nano import nemotron_3_nano_pretrain_config"),
+      S("precision", "mxfp8", P, BU, '_perf_precision("fp8_mx")'),
+      S("fp8_param_gather", "true", MP, "bf16_with_mxfp8_mixed", "cfg.fp8_param_gather = True"),
+      N("first_last_layers_bf16 False: _perf_precision replaces the model recipe's mixed precision " ..
+        "(MixedPrecisionConfig default), every layer quantized", MP, nil, "first_last_layers_bf16: bool = False"),
+      S("tp_degree", 1, P, BU, "tensor_model_parallel_size = 1"),
+      S("pp_degree", 1, P, BU, "pipeline_model_parallel_size = 1"),
+      S("vpp_degree", 1, P, BU, "virtual_pipeline_model_parallel_size = None"),
+      S("cp_degree", 1, P, BU, "context_parallel_size = 1"),
+      S("ep_degree", 8, P, BU, "expert_model_parallel_size = 8"),
+      S("etp_degree", 1, NANO_B, NANO_BF, "expert_tensor_parallel_size=1"),
+      S("sequence_parallel", "false", P, BU, "sequence_parallel = False"),
+      S("global_batch_size", 512, P, BU, "global_batch_size = 512"),
+      S("micro_batch_size", 4, P, BU, "micro_batch_size = 4"),
+      S("seq_length", 8192, NC, D, "cfg.model.seq_length = 8192"),
+      S("layer_recompute", "none", NC, D, "recompute_granularity = None"),
+      S("moe_token_dispatcher", "flex", NANO_B, NANO_BF, 'moe_token_dispatcher_type = "flex"'),
+      S("moe_flex_dispatcher_backend", "hybridep", P, BU, 'moe_flex_dispatcher_backend = "hybridep"'),
+      S("moe_router_force_load_balancing", "true", P, BU, "moe_router_force_load_balancing = True"),
+      S("moe_router_fusion", "false", NANO_B, NANO_BF, "moe_router_fusion = False"),
+      S("cuda_graphs", "true", P, BU, 'cuda_graph_impl = "transformer_engine"'),
+      S("cuda_graph_scope", "attn+mamba+moe_router", P, BU,
+        'set_cuda_graph_modules(cfg.model, ["attn", "mamba", "moe_router", "moe_preprocess"])'),
+      S("overlap_moe_expert_parallel_comm", "false", NANO_B, NANO_BF, "overlap_moe_expert_parallel_comm = False"),
+      S("cutedsl_fused_grouped_mlp", "true", P, fn, '"NVTE_CUTEDSL_FUSED_GROUPED_MLP": 1'),
+      N("use_transformer_engine_op_fuser True, set after _benchmark_common", P, fn,
+        "use_transformer_engine_op_fuser = True"),
+      N("fp8_dot_product_attention True: NOT MODELLED (attention priced in bf16)", P, fn,
+        "fp8_dot_product_attention = True"),
+      S("grad_reduce_in_fp32", "false", BC, "_benchmark_common", "cfg.ddp.grad_reduce_in_fp32 = False"),
+    } }
+  end)(),
+  nemotron_3_super_pretrain_64gpu_h100_bf16_config = (function()
+    local P, fn = "perf_recipes/nemotronh/h100/nemotronh.py", "nemotron_3_super_pretrain_64gpu_h100_bf16_config"
+    local B = "_nemotron_3_super_pretrain_64gpu_h100_bf16_config"
+    return { file = P, fn = fn, settings = append({
+      N("base: recipes/nemotronh/nemotron_3_super.py nemotron_3_super_pretrain_config = " .. SUP_B .. " " .. B ..
+        " on nemotron_3_super_pretrain_16gpu_h100_bf16_config", "recipes/nemotronh/nemotron_3_super.py",
+        "nemotron_3_super_pretrain_config", "return _nemotron_3_super_pretrain_64gpu_h100_bf16_config()"),
+      S("precision", "bf16", P, fn, '_perf_precision("bf16")'),
+      S("tp_degree", 1, SUP_B, B, "tensor_model_parallel_size = 1"),
+      S("pp_degree", 2, SUP_B, B, "pipeline_model_parallel_size = 2"),
+      S("vpp_degree", 1, SUP_B, B, "virtual_pipeline_model_parallel_size = None"),
+      N("pipeline_model_parallel_layout None: Megatron's default split", SUP_B, B,
+        "pipeline_model_parallel_layout = None"),
+      S("cp_degree", 1, SUP_B, B, "context_parallel_size = 1"),
+      S("ep_degree", 32, SUP_B, B, "expert_model_parallel_size = 32"),
+      S("etp_degree", 1, SUP_B, B, "expert_tensor_parallel_size = 1"),
+      S("sequence_parallel", "false", SUP_B, B, "sequence_parallel = False"),
+      S("global_batch_size", 1280, SUP_B, B, "global_batch_size = 1280"),
+      S("micro_batch_size", 1, SUP_B, B, "micro_batch_size = 1"),
+      S("seq_length", 4096, SUP_B, B, "cfg.model.seq_length = 4096"),
+      S("layer_recompute", "selective", SUP_B, B, 'recompute_granularity = "selective"'),
+      S("recompute_modules", "layernorm/moe_act/moe/core_attn", SUP_B, B,
+        'recompute_modules = ["layernorm", "moe_act", "moe", "core_attn"]'),
+      S("moe_token_dispatcher", "flex", SUP_B, B, 'moe_token_dispatcher_type = "flex"'),
+      S("moe_flex_dispatcher_backend", "hybridep", SUP_B, B, 'moe_flex_dispatcher_backend = "hybridep"'),
+      S("moe_capacity_factor", 1.1, SUP_B, B, "moe_expert_capacity_factor = 1.10"),
+      N("moe_pad_expert_input_to_capacity True", SUP_B, B, "moe_pad_expert_input_to_capacity = True"),
+      S("moe_router_force_load_balancing", "true", P, fn, "moe_router_force_load_balancing = True"),
+      S("moe_router_fusion", "false", nil, nil, nil),
+      N(ROUTER_FUSION_DEFAULT),
+      S("cuda_graphs", "false", SUP_B, B, 'cuda_graph_impl = "none"'),
+      S("overlap_grad_reduce", "false", SUP_B, B, "cfg.ddp.overlap_grad_reduce = False"),
+      S("grad_reduce_in_fp32", "false", BC, "_benchmark_common", "cfg.ddp.grad_reduce_in_fp32 = False"),
+    }, super_mtp("nemotron_3_super_pretrain_16gpu_h100_bf16_config")) }
+  end)(),
+  nemotron_3_super_pretrain_64gpu_gb200_bf16_config = (function()
+    local P, fn = "perf_recipes/nemotronh/gb200/nemotronh.py", "nemotron_3_super_pretrain_64gpu_gb200_bf16_config"
+    local B = "nemotron_3_super_pretrain_8gpu_h100_bf16_config"
+    return { file = P, fn = fn, settings = append({
+      N("base: " .. SUP_B .. " " .. B .. " (the recipes/nemotronh/nemotron_3_super.py alias)",
+        "recipes/nemotronh/nemotron_3_super.py", nil, "nemotron_3_super_pretrain_8gpu_h100_bf16_config as " ..
+        "nemotron_3_super_pretrain_config"),
+      S("precision", "bf16", P, fn, '_perf_precision("bf16")'),
+      S("tp_degree", 2, P, fn, "tensor_model_parallel_size = 2"),
+      S("pp_degree", 1, P, fn, "pipeline_model_parallel_size = 1"),
+      S("vpp_degree", 1, P, fn, "virtual_pipeline_model_parallel_size = None"),
+      S("cp_degree", 1, P, fn, "context_parallel_size = 1"),
+      S("ep_degree", 64, P, fn, "expert_model_parallel_size = 64"),
+      S("etp_degree", 1, P, fn, "expert_tensor_parallel_size = 1"),
+      S("sequence_parallel", "true", P, fn, "sequence_parallel = True"),
+      S("global_batch_size", 512, P, fn, "global_batch_size = 512"),
+      S("micro_batch_size", 1, P, fn, "micro_batch_size = 1"),
+      S("seq_length", 8192, SUP_B, B, "cfg.model.seq_length = 8192"),
+      S("layer_recompute", "none", nil, nil, nil),
+      N(NO_RECOMPUTE),
+      S("moe_token_dispatcher", "flex", P, fn, 'moe_token_dispatcher_type = "flex"'),
+      S("moe_flex_dispatcher_backend", "hybridep", P, fn, 'moe_flex_dispatcher_backend = "hybridep"'),
+      S("moe_router_force_load_balancing", "true", NC, "_apply_nemotron_3_super_perf_defaults",
+        "moe_router_force_load_balancing = True"),
+      S("moe_router_fusion", "false", nil, nil, nil),
+      N(ROUTER_FUSION_DEFAULT),
+      S("cuda_graphs", "true", P, fn, 'cuda_graph_impl = "transformer_engine"'),
+      S("cuda_graph_scope", "attn+mamba+moe_router", P, fn,
+        'cuda_graph_scope = ["attn", "mamba", "moe_router", "moe_preprocess"]'),
+      S("tp_comm_overlap", "false", "recipes/common.py", "_pretrain_common", "comm_overlap=None"),
+      S("overlap_grad_reduce", "true", SUP_B, B, "cfg.ddp.overlap_grad_reduce = True"),
+      S("grad_reduce_in_fp32", "false", NC, "_apply_nemotron_3_super_perf_defaults",
+        "cfg.ddp.grad_reduce_in_fp32 = False"),
+    }, super_mtp(B)) }
+  end)(),
+  nemotron_3_super_pretrain_64gpu_gb300_nvfp4_config = (function()
+    local P, fn = "perf_recipes/nemotronh/gb300/nemotronh.py", "nemotron_3_super_pretrain_64gpu_gb300_nvfp4_config"
+    local B = "nemotron_3_super_pretrain_16gpu_h100_bf16_config"
+    return { file = P, fn = fn, settings = append({
+      N("base: " .. SUP_B .. " " .. B .. " (imported by " .. NC .. ")", NC, nil,
+        "nemotron_3_super_pretrain_16gpu_h100_bf16_config as nemotron_3_super_pretrain_config"),
+      S("precision", "nvfp4", NC, "_nemotron_3_super_nvfp4_precision", "nemotron_3_super_bf16_with_nvfp4_mixed()"),
+      S("fp8_param_gather", "false", NC, "_nemotron_3_super_nvfp4_precision", "cfg.fp4_param_gather = False"),
+      S("first_last_layers_bf16", "true", MP, "nemotron_3_super_bf16_with_nvfp4_mixed",
+        "cfg.first_last_layers_bf16 = True"),
+      S("num_layers_at_start_in_bf16", 0, MP, nil, "num_layers_at_start_in_bf16: int = 0"),
+      S("num_layers_at_end_in_bf16", 14, MP, "nemotron_3_super_bf16_with_nvfp4_mixed",
+        "cfg.num_layers_at_end_in_bf16 = 14"),
+      N("quant_recipe (TE quantization config: some projections kept in bf16): NOT MODELLED", P, fn,
+        "load_quantization_recipe(str(_TE_QUANT_CFG_PATH))"),
+      S("tp_degree", 1, P, fn, "tensor_model_parallel_size = 1"),
+      S("pp_degree", 1, P, fn, "pipeline_model_parallel_size = 1"),
+      S("vpp_degree", 1, P, fn, "virtual_pipeline_model_parallel_size = None"),
+      S("cp_degree", 1, P, fn, "context_parallel_size = 1"),
+      S("ep_degree", 64, P, fn, "expert_model_parallel_size = 64"),
+      S("etp_degree", 1, P, fn, "expert_tensor_parallel_size = 1"),
+      S("sequence_parallel", "false", P, fn, "sequence_parallel = False"),
+      S("global_batch_size", 512, P, fn, "global_batch_size = 512"),
+      S("micro_batch_size", 1, P, fn, "micro_batch_size = 1"),
+      S("seq_length", 8192, SUP_B, B, "cfg.model.seq_length = 8192"),
+      S("layer_recompute", "none", nil, nil, nil),
+      N(NO_RECOMPUTE),
+      S("moe_token_dispatcher", "flex", P, fn, 'moe_token_dispatcher_type = "flex"'),
+      S("moe_flex_dispatcher_backend", "hybridep", P, fn, 'moe_flex_dispatcher_backend = "hybridep"'),
+      S("moe_router_force_load_balancing", "true", NC, "_apply_nemotron_3_super_perf_defaults",
+        "moe_router_force_load_balancing = True"),
+      S("moe_router_fusion", "false", nil, nil, nil),
+      N(ROUTER_FUSION_DEFAULT),
+      S("cuda_graphs", "true", P, fn, 'cuda_graph_impl = "transformer_engine"'),
+      S("cuda_graph_scope", "attn+mamba+moe_router", P, fn,
+        'cuda_graph_scope = ["attn", "mamba", "moe_router", "moe_preprocess"]'),
+      S("overlap_grad_reduce", "true", NC, "_apply_nemotron_3_super_perf_defaults",
+        "cfg.ddp.overlap_grad_reduce = True"),
+      S("grad_reduce_in_fp32", "false", NC, "_apply_nemotron_3_super_perf_defaults",
+        "cfg.ddp.grad_reduce_in_fp32 = False"),
+    }, super_mtp(B)) }
+  end)(),
+
   qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config = (function()
     local P, fn = "perf_recipes/qwen/h100/qwen3_moe.py", "qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config"
     local B = "recipes/qwen/h100/qwen3_moe.py" -- the base, same function name (imported as
@@ -446,10 +618,17 @@ local RECIPES = {
 --- Cards whose model apsearch reads: card directory -> model name and
 -- example config (examples/models/<config>.json).
 local MODELS = {
-  ["qwen3-30b-a3b"] = { name = "Qwen3-30B-A3B", config = "qwen3-30b-a3b", family = "Qwen3" },
-  ["qwen3-235b-a22b"] = { name = "Qwen3-235B-A22B", config = "qwen3-235b-a22b", family = "Qwen3" },
-  ["deepseek-v3"] = { name = "DeepSeek-V3", config = "deepseek-v3", family = "DeepSeek-V3" },
-  ["gpt-oss-120b"] = { name = "gpt-oss-120b", config = "gpt-oss-120b", family = "gpt-oss" },
+  ["qwen3-30b-a3b"] = { name = "Qwen3-30B-A3B", swiglu_experts = true, config = "qwen3-30b-a3b", family = "Qwen3" },
+  ["qwen3-235b-a22b"] = { name = "Qwen3-235B-A22B", swiglu_experts = true, config = "qwen3-235b-a22b", family = "Qwen3" },
+  ["deepseek-v3"] = { name = "DeepSeek-V3", swiglu_experts = true, config = "deepseek-v3", family = "DeepSeek-V3" },
+  ["gpt-oss-120b"] = { name = "gpt-oss-120b", swiglu_experts = true, config = "gpt-oss-120b", family = "gpt-oss" },
+  ["nemotron-3-nano-30b-a3b"] = { name = "Nemotron-3-Nano-30B-A3B", config = "nemotron-3-nano-30b-a3b",
+    family = "Nemotron 3" },
+  -- the held-out config of the FP8 checkpoint: the same architecture as the
+  -- card's BF16 checkpoint (tests/fixtures/heldout/README.md)
+  ["nemotron-3-super-120b-a12b"] = { name = "Nemotron-3-Super-120B-A12B",
+    config = "tests/fixtures/heldout_configs/nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json",
+    family = "Nemotron 3" },
 }
 
 --- Cards with performance items left out whole, and why.
@@ -457,11 +636,6 @@ local LEFT_OUT = {
   ["deepseek-v4-flash"] = "recipe not transcribed: deepseek_v4_flash_pretrain_128gpu_gb200_fp8mx_config is not " ..
     "in the mirror at the GB200 item's bridge_commit 3ecb452af (src/ and scripts/ grep), and the model's " ..
     "hybrid CSA/HCA attention is not checked against apsearch's reading of deepseek-v4-flash.json in the time",
-  ["nemotron-3-nano-30b-a3b"] = "recipe not transcribed in the time (nemotron_3_nano_pretrain_8gpu_gb300_fp8mx_" ..
-    "config builds on _build_nemotron_3_nano_gb300_mxfp8; its helpers not read)",
-  ["nemotron-3-super-120b-a12b"] = "recipes not transcribed in the time (nemotron_3_super_pretrain_config, " ..
-    "_apply_nemotron_3_super_perf_defaults, _nemotron_3_super_nvfp4_precision and the H100 function's base " ..
-    "not read)",
   ["nemotron-3.5-lightning"] = "model not readable: no example config of Nemotron 3.5 Lightning under " ..
     "examples/models (and the GB200 item's bridge_commit 9b0c2dff4 is not in the mirror)",
   ["qwen3.6-35b-a3b"] = "vision-language recipes (qwen35_vl_35b_a3b_*: the H100 item a functional config on " ..
@@ -490,7 +664,9 @@ local COLS = { "case_id", "source", "reliability", "model", "model_config", "num
   "grad_reduce_in_fp32", "overlap_grad_reduce", "tp_comm_overlap", "cuda_graphs", "cuda_graph_scope",
   "moe_token_dispatcher", "moe_flex_dispatcher_backend", "moe_router_force_load_balancing",
   "moe_router_fusion", "overlap_moe_expert_parallel_comm", "cutedsl_fused_grouped_mlp", "moe_paged_stash",
-  "moe_expert_rank_capacity_factor", "moe_paged_stash_buffer_size_factor_cuda", "mtp_layers", "software",
+  "moe_expert_rank_capacity_factor", "moe_paged_stash_buffer_size_factor_cuda", "moe_capacity_factor",
+  "mtp_layers", "mtp_repeated_layer", "first_last_layers_bf16", "num_layers_at_start_in_bf16",
+  "num_layers_at_end_in_bf16", "software",
   "notes" }
 
 local function csv_cell(v)
@@ -566,6 +742,11 @@ local function convert(dir, card_path, env, section, dev, item, point)
   if point and tonumber(point.global_batch_size) ~= c.global_batch_size then
     return skip(where, "the point's global_batch_size disagrees with its command")
   end
+  if c.cutedsl_fused_grouped_mlp == "true" and not mdl.swiglu_experts then
+    return skip(where, "NVTE_CUTEDSL_FUSED_GROUPED_MLP with the op fuser: a setting apsearch cannot express for " ..
+      "this model (it prices TE's fused grouped MLP of SwiGLU experts only; Nemotron 3's experts are " ..
+      "squared-ReLU and validate refuses the column)")
+  end
   local mp = c.tp_degree * c.pp_degree * c.cp_degree
   if n % mp ~= 0 then return skip(where, "GPUs not divisible by TP*PP*CP") end
   if (n // c.pp_degree) % c.ep_degree ~= 0 then return skip(where, "EP does not divide a stage's ranks") end
@@ -589,7 +770,19 @@ local function convert(dir, card_path, env, section, dev, item, point)
   c.framework = "megatron"
   c.dp_degree, c.fsdp_degree, c.zero_stage = dp, 1, 1
   c.flops_convention = "unknown"
-  c.measured_tokens_per_s_per_gpu = m.raw.last_10_steps_tokens_per_second_per_gpu_avg
+  -- the card's tokens/s per GPU must be GBS x sequence / (GPUs x step
+  -- time): where it is not (within 1 %), the step time (which the card's
+  -- model TFLOP/s agree with) is kept and the tokens/s left out
+  local implied = c.global_batch_size * c.seq_length / (n * m.step / 1000)
+  if math.abs(m.tok / implied - 1) > 0.01 then
+    notes[#notes + 1] = ("measured_tokens_per_s_per_gpu LEFT EMPTY: the card's %s is %.3f x the %.1f that GBS %d " ..
+      "x seq %d / (%d GPUs x %s ms) gives; the step time is kept"):format(
+      m.raw.last_10_steps_tokens_per_second_per_gpu_avg, m.tok / implied, implied, c.global_batch_size,
+      c.seq_length, n, m.raw.last_10_steps_step_time_ms_avg)
+    c.reliability = "C"
+  else
+    c.measured_tokens_per_s_per_gpu = m.raw.last_10_steps_tokens_per_second_per_gpu_avg
+  end
   c.measured_step_time_s = ("%.5f"):format(m.step / 1000):gsub("0+$", ""):gsub("%.$", "")
   c.measured_tflops_per_gpu = m.raw.last_10_steps_model_tflops_per_gpu_avg
   c.software = ("Megatron-Bridge %s (%s)"):format(commit:sub(1, 9), env.base_container or "?")

@@ -6,9 +6,9 @@
 -- verification cards".
 --
 -- Usage:
---   lua5.4 scripts/heldout-bridge-cards.lua GIT_DIR [COMMIT] > /dev/null
---     writes tests/fixtures/heldout/megatron_bridge_cards.csv and prints
---     the items it left out, with the reason, on stderr.
+--   lua5.4 scripts/heldout-bridge-cards.lua GIT_DIR [COMMIT [OUT]] > /dev/null
+--     writes tests/fixtures/heldout/megatron_bridge_cards.csv (or OUT) and
+--     prints the items it left out, with the reason, on stderr.
 -- GIT_DIR: a clone of NVIDIA-NeMo/Megatron-Bridge (a bare mirror will do);
 -- COMMIT: the commit whose cards are read (default 067f987df).
 --
@@ -31,11 +31,11 @@ local function die(msg)
   io.stderr:write("heldout-bridge-cards.lua: ", msg, "\n")
   os.exit(2)
 end
-local GIT_DIR = arg[1] or die("usage: heldout-bridge-cards.lua GIT_DIR [COMMIT]")
+local GIT_DIR = arg[1] or die("usage: heldout-bridge-cards.lua GIT_DIR [COMMIT [OUT]]")
 local COMMIT = arg[2] or "067f987df"
 local ROOT = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/.."
 package.path = ROOT .. "/lua/?.lua;" .. ROOT .. "/lua/?/init.lua;" .. package.path
-local OUT = ROOT .. "/tests/fixtures/heldout/megatron_bridge_cards.csv"
+local OUT = arg[3] or ROOT .. "/tests/fixtures/heldout/megatron_bridge_cards.csv"
 local CARDS = "examples/model_verification_cards"
 
 local show_cache = {}

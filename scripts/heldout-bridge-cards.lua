@@ -292,6 +292,10 @@ local function dsv3_mxfp8(gpu, fn, v)
   }) do s[#s + 1] = x end
   if v.recompute then
     s[#s + 1] = S("recompute_modules", v.recompute, P, fn, 'recompute_modules = ["mla_up_proj"]')
+  else
+    s[#s + 1] = N("recompute_modules [] under the selective granularity: nothing recomputed (Megatron-Core fills " ..
+      "core_attn only when the list is None: NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/" ..
+      "transformer_config.py:1940-1941)", P, fn, "recompute_modules = []")
   end
   if v.fp8_dpa then
     s[#s + 1] = N("fp8_dot_product_attention True: NOT MODELLED (attention priced in bf16)", P, fn,
@@ -307,7 +311,8 @@ local NC = "perf_recipes/nemotronh/common.py"
 local NANO_B, NANO_BF = "recipes/nemotronh/h100/nemotron_3_nano.py", "nemotron_3_nano_pretrain_8gpu_h100_bf16_config"
 local SUP_B = "recipes/nemotronh/h100/nemotron_3_super.py"
 local ROUTER_FUSION_DEFAULT = "moe_router_fusion false: no line of the recipe chain or the Nemotron-H provider " ..
-  "(src/megatron/bridge/models/nemotronh) sets it; ASSUMED Megatron-Core's TransformerConfig default (False)"
+  "(src/megatron/bridge/models/nemotronh) sets it; ASSUMED Megatron-Core's TransformerConfig default (False: " ..
+  "NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/transformer_config.py:944)"
 local NO_RECOMPUTE = "no recompute: no line of the base function or _pretrain_common sets recompute_granularity; " ..
   "ASSUMED Megatron-Core's default (none)"
 local function super_mtp(base_fn)

@@ -638,9 +638,15 @@ local MODELS = {
 
 --- Cards with performance items left out whole, and why.
 local LEFT_OUT = {
-  ["deepseek-v4-flash"] = "recipe not transcribed: deepseek_v4_flash_pretrain_128gpu_gb200_fp8mx_config is not " ..
-    "in the mirror at the GB200 item's bridge_commit 3ecb452af (src/ and scripts/ grep), and the model's " ..
-    "hybrid CSA/HCA attention is not checked against apsearch's reading of deepseek-v4-flash.json in the time",
+  ["deepseek-v4-flash"] = {
+    GB200 = "recipe not at the item's commit: deepseek_v4_flash_pretrain_128gpu_gb200_fp8mx_config is not in " ..
+      "src/ or scripts/ at bridge_commit 3ecb452af (it is at c93251151a and HEAD), so the run's settings cannot " ..
+      "be traced to the code it ran",
+    GB300 = "a setting apsearch cannot express: the recipe trains the DSA indexer with its loss " ..
+      "(dsa_indexer_loss_coeff 0.01, dsa_indexer_use_sparse_loss True: src/megatron/bridge/perf_recipes/" ..
+      "deepseek/gb200/deepseek_v4.py:82-83 at c93251151a, which the GB300 function calls), while apsearch " ..
+      "prices the indexer forward only (deepseek-v4-flash.json: 'no indexer loss') and has no column for it",
+  },
   ["nemotron-3.5-lightning"] = "model not readable: no example config of Nemotron 3.5 Lightning under " ..
     "examples/models (and the GB200 item's bridge_commit 9b0c2dff4 is not in the mirror)",
   ["qwen3.6-35b-a3b"] = "vision-language recipes (qwen35_vl_35b_a3b_*: the H100 item a functional config on " ..
@@ -700,7 +706,11 @@ local function fmt_num(s) return s end
 local function convert(dir, card_path, env, section, dev, item, point)
   local where = ("%s %s.%s%s"):format(dir, section, dev, point and ("[%s GPUs]"):format(point.num_gpus) or "")
   local mdl = MODELS[dir]
-  if not mdl then return skip(where, LEFT_OUT[dir] or "model not readable by apsearch") end
+  if not mdl then
+    local why = LEFT_OUT[dir]
+    if type(why) == "table" then why = why[dev] end
+    return skip(where, why or "model not readable by apsearch")
+  end
   local sys = SYSTEMS[dev]
   if not sys then return skip(where, "device has no apsearch preset") end
   local src = point or item

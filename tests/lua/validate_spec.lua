@@ -362,7 +362,7 @@ describe("validate on tests/fixtures/cases_small.csv", function()
     for _, f in ipairs({ "public_cases.csv", "moe/public_moe_cases.csv", "memory/public_memory_cases.csv",
       "heldout/megatron_bridge_perf.csv", "heldout/megatron_bridge_perf_moe.csv", "heldout/megatron_moe_modelzoo.csv",
       "heldout/megatron_lm_moe_recipes.csv", "heldout/deepseek_h800.csv",
-      "heldout/megatron_bridge_perf_hybrid.csv" }) do
+      "heldout/megatron_bridge_perf_hybrid.csv", "heldout/megatron_bridge_cards.csv" }) do
       local head = assert(io.open(ROOT .. "/tests/fixtures/" .. f)):read("l"):gsub("\r$", "")
       for col in (head .. ","):gmatch("([^,]*),") do assert.is_true(known[col] == true, f .. ": " .. col) end
     end

@@ -493,6 +493,9 @@ function Norm:fields(tbl, fields, path, section, routed, skip)
       else
         if out[name] ~= nil then self:fail(p, "given twice (as " .. name .. ")", v) end
         out[name] = v
+        -- a unit suffix (memory_margin_gib): the core's refusal of the
+        -- field (training.memory_margin_bytes) is said as the user wrote it
+        if factor and self.aliases then self.aliases[path .. "." .. name] = p end
       end
     end
   end

@@ -619,16 +619,15 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
 {
     const aps_device *d = &c->device;
     if (t->memory_limit_bytes > d->memory_bytes) {
-        aps_fmt(err, n, "training.memory_limit_gib (memory_limit_bytes): "
-                "%.2f GiB exceeds the device capacity %.2f GiB "
-                "(cluster.device.memory_bytes)",
+        aps_fmt(err, n, "training.memory_limit_bytes: %.2f GiB exceeds the "
+                "device capacity %.2f GiB (cluster.device.memory_bytes)",
                 t->memory_limit_bytes / 1073741824.0,
                 d->memory_bytes / 1073741824.0);
         return APS_EINVAL;
     }
     if (t->memory_limit_bytes == 0 && !(d->memory_bytes - t->memory_margin_bytes > 0)) {
-        aps_fmt(err, n, "training.memory_margin_gib (memory_margin_bytes): "
-                "%.2f GiB leaves no memory of the device's %.2f GiB",
+        aps_fmt(err, n, "training.memory_margin_bytes: %.2f GiB leaves no "
+                "memory of the device's %.3g GiB (cluster.device.memory_bytes)",
                 t->memory_margin_bytes / 1073741824.0,
                 d->memory_bytes / 1073741824.0);
         return APS_EINVAL;

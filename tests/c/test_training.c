@@ -140,7 +140,7 @@ static void test_inputs_validate(void **state)
     /* a limit above the 81,559 MiB of the H100 */
     t.memory_limit_bytes = 200.0 * 1073741824.0;
     assert_int_equal(aps_inputs_validate(&m, &c, &t, err, sizeof err), APS_EINVAL);
-    ASSERT_HAS(err, "training.memory_limit_gib (memory_limit_bytes): 200.00 GiB exceeds");
+    ASSERT_HAS(err, "training.memory_limit_bytes: 200.00 GiB exceeds");
     t.memory_limit_bytes = 0;
     /* fp8 on an A100, which has no fp8 tensor cores */
     aps_device_preset("a100-sxm4-80gb", &c.device);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/fuzz.sh SECONDS [TARGET...] -- builds the libFuzzer harnesses of
 # fuzz/ (clang, ASan + UBSan; docs/fuzzing.md) in their own build directory
-# and runs each target for SECONDS, one after the other (one job: the
-# machine is shared).  Targets: config_json csv baseline args policy sandbox (all
+# and runs each target for SECONDS, one after the other (APS_FUZZ_JOBS
+# at a time: default 1, the machine is shared).  Targets: config_json csv baseline args policy sandbox (all
 # when none is named).  Prints the executions of each and exits 1 on a
 # finding (the input is kept in build-fuzz/fuzz-work/artifacts/<target>/),
 # 2 on bad usage or a missing toolchain.
@@ -14,6 +14,7 @@
 #                     a normal input takes milliseconds)
 #   APS_FUZZ_RSS_MB   memory limit of the process, MiB (2048)
 #   APS_FUZZ_FLAGS    more libFuzzer flags, e.g. "-seed=1 -max_len=8192"
+#   APS_FUZZ_JOBS     targets fuzzed at a time (1)
 #
 # The corpus each target grows is kept in build-fuzz/fuzz-work/corpus/
 # <target> and read again next time, with the seeds of fuzz/corpus/<target>
@@ -81,7 +82,10 @@ seeds_of() {
     config_json) ls "$ROOT"/examples/models/*.json "$ROOT"/tests/fixtures/moe/*.json ;;
   esac
 }
-for t in $TARGETS; do
+# one target: fuzzes it and writes its table line (and the status) to
+# $WORK/$t.result
+run_target() {
+  local t="$1" log rc execs rate corpus result unit
   mkdir -p "$WORK/corpus/$t" "$WORK/artifacts/$t"
   rm -rf "$WORK/seeds/$t" && mkdir -p "$WORK/seeds/$t"
   for f in $(seeds_of "$t"); do cp "$f" "$WORK/seeds/$t/"; done
@@ -106,13 +110,35 @@ for t in $TARGETS; do
   else
     unit="$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)"
     result="FINDING (exit $rc)${unit:+: $WORK/$unit}"
-    status=1
   fi
-  printf '%-12s %12s %8s %8s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "$corpus" "$result"
-  total=$((total + ${execs:-0}))
+  printf '%s %s %-12s %12s %8s %8s  %s\n' "$rc" "${execs:-0}" "$t" "${execs:-?}" "${rate:-?}" "$corpus" \
+    "$result" > "$WORK/$t.result"
+}
+# APS_FUZZ_JOBS targets at a time (default 1: the machine is shared; CI,
+# which has the machine to itself, runs 2); each prints in target order
+JOBS="${APS_FUZZ_JOBS:-1}"
+case "$JOBS" in ''|*[!0-9]*|0) echo "scripts/fuzz.sh: APS_FUZZ_JOBS must be a positive integer (got \"$JOBS\")" >&2; exit 2 ;; esac
+running=0
+for t in $TARGETS; do
+  rm -f "$WORK/$t.result"
+  run_target "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$JOBS" ]; then wait -n || true; running=$((running - 1)); fi
+done
+wait
+for t in $TARGETS; do
+  if [ ! -f "$WORK/$t.result" ]; then
+    printf '%-12s %12s %8s %8s  %s\n' "$t" "?" "?" "?" "FINDING (the harness run did not finish)"
+    status=1
+    continue
+  fi
+  read -r rc execs line < "$WORK/$t.result"
+  printf '%s\n' "$line"
+  total=$((total + execs))
   if [ "$rc" -ne 0 ]; then
-    echo "--- $log (last 40 lines):"
-    tail -n 40 "$log"
+    status=1
+    echo "--- $WORK/$t.log (last 40 lines):"
+    tail -n 40 "$WORK/$t.log"
   fi
 done
 echo "total executions: $total"

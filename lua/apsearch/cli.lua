@@ -457,10 +457,14 @@ end
 -- @treturn string the file to load
 function M.example_path(path)
   if path:sub(1, 1) == "/" or util.file_exists(path) then return path end
-  -- a model preset given where the policy goes (`run llama-3.1-8b`)
+  -- a model or device preset given where the policy goes (`run llama-3.1-8b`)
   if require("apsearch.presets").is_model(path) then
     error(("%s: cannot open policy file: No such file or directory; %s is a model preset: "
       .. "give --model %s --cluster DEVICE:NODES instead"):format(path, path, path), 0)
+  end
+  if pcall(require("apsearch.core").device_preset, path) then
+    error(("%s: cannot open policy file: No such file or directory; %s is a device preset: "
+      .. "give --model MODEL --cluster %s:NODES instead"):format(path, path, path), 0)
   end
   local rel = path:gsub("^%./", "")
   if rel:sub(1, 9) ~= "examples/" then return path end
@@ -480,23 +484,32 @@ end
 -- when a --set changed the batch or the sequence, lines that say so
 -- (apsearch.defaults.header).
 -- @tparam table p the normalized policy
--- @tparam table b the built batch, `{global_batch_size, seq_length}` as
---   M.built_policy made them (M.built_batch, taken before --set applies)
+-- @tparam table b the built training's header fields (global batch,
+--   sequence, framework, precision, optimizer) as M.built_policy made them
+--   (M.built_batch, taken before --set applies)
 -- @tparam table header its header lines
 -- @treturn table lines
 function M.built_header(p, b, header)
   local t = p.training
-  if t.global_batch_size == b.global_batch_size and t.seq_length == b.seq_length then return header end
+  local same = true
+  for k in pairs(b) do same = same and t[k] == b[k] end
+  if same then return header end
   return require("apsearch.defaults").header(p.model, t, p.cluster.num_devices, b)
 end
 
---- The batch a built policy holds before any --set (from_table applies
--- them to the table it is given): what M.built_header compares with.
+--- The header fields a built policy holds before any --set (from_table
+-- applies them to the table it is given): what M.built_header compares
+-- with.
 -- @tparam table raw the built policy table (M.built_policy)
--- @treturn table `{global_batch_size, seq_length}`
+-- @treturn table M.BUILT_HEADER_FIELDS -> value
 function M.built_batch(raw)
-  return { global_batch_size = raw.training.global_batch_size, seq_length = raw.training.seq_length }
+  local b = {}
+  for _, k in ipairs(M.BUILT_HEADER_FIELDS) do b[k] = raw.training[k] end
+  return b
 end
+
+--- The training fields a built policy's header states (M.built_batch).
+M.BUILT_HEADER_FIELDS = { "global_batch_size", "seq_length", "framework", "precision", "optimizer" }
 
 --- Names for a message: comma-separated, or "none" for an empty list.
 -- @tparam table names array of strings
@@ -1166,6 +1179,10 @@ local function strategy_from_policy(opts)
   for _, f in ipairs(M.SPLIT_FIELDS) do
     if given[f] ~= nil then split_given, named[#named + 1] = true, f end
   end
+  -- a full recompute given without its layers recomputes every layer
+  -- (Megatron's --recompute-granularity full), not the policy's "auto"
+  -- (the fewest that fit, which may be none)
+  if given.layer_recompute == "full" and given.recompute_num_layers == nil then given.recompute_num_layers = -1 end
   -- one way to say the split (pipeline_split, stage_partition or
   -- layer_offset): two of them contradict each other, bad input
   if #named > 1 then

@@ -359,7 +359,7 @@ function M.header(model, training, n, built)
   local rule = string.format("recipe tokens-per-GPU rule: clamp(%d GPUs x %s, %s, %s)", n,
     commas(b.tokens_per_gpu), commas(b.min_tokens), commas(b.max_tokens))
   local want = math.max(b.min_tokens, math.min(b.max_tokens, n * b.tokens_per_gpu))
-  if built then
+  if built and (built.global_batch_size ~= training.global_batch_size or built.seq_length ~= training.seq_length) then
     rule = string.format("as --set (the %s gives global batch %d x %d)", rule, built.global_batch_size,
       built.seq_length)
   elseif tokens ~= want then
@@ -373,9 +373,14 @@ function M.header(model, training, n, built)
   -- a sequence --set changed is the user's, not the recipes'
   local seq_from = (built and built.seq_length ~= training.seq_length)
     and string.format("--set; %s recipes: %d", class, built.seq_length) or (class .. " recipes")
+  -- a framework, precision or optimizer --set changed is said so
+  local function v(k)
+    local x = tostring(training[k])
+    return (built and built[k] ~= nil and built[k] ~= training[k]) and (x .. " (--set)") or x
+  end
   local lines = {
     string.format("defaults: %s, %s, %s, seq %d (%s), the framework's full space",
-      training.framework, training.precision, training.optimizer, training.seq_length, seq_from),
+      v("framework"), v("precision"), v("optimizer"), training.seq_length, seq_from),
     string.format("defaults: global batch %d x %d = %s tokens; %s", training.global_batch_size,
       training.seq_length, commas(tokens), rule),
   }

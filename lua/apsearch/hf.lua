@@ -494,7 +494,10 @@ end
 -- "silu" (the classes' default); another activation is refused, `why`
 -- saying which MLP.
 local function require_silu(cfg, file, why)
-  if not is_null(cfg.hidden_act) then require_value(cfg, "hidden_act", "silu", file, why) end
+  -- transformers' ACT2CLS maps "swish" to the same SiLU
+  if not is_null(cfg.hidden_act) and cfg.hidden_act ~= "swish" then
+    require_value(cfg, "hidden_act", "silu", file, why)
+  end
 end
 
 
@@ -2611,7 +2614,7 @@ local function gemma3_text(cfg, file, notes)
   end
   local t = with_defaults(cfg, M.GEMMA3_TEXT_DEFAULTS)
   local r = reader(t, file)
-  local m = llama_like(r, t, file, { tied = true, norms_per_layer = 4 })
+  local m = llama_like(r, t, file, { tied = true, norms_per_layer = 4, own_activation = true })
   local ab = r.bool("attention_bias", false)
   m.qkv_bias, m.attn_out_bias = ab, ab
   m.qk_norm = true
@@ -2862,7 +2865,7 @@ local function gemma4_text(cfg, file, notes, extra)
   local t = with_defaults(cfg, M.GEMMA4_TEXT_DEFAULTS)
   local r = reader(t, file)
   gemma4_refusals(r, t, file, notes)
-  local m = llama_like(r, t, file, { tied = true, norms_per_layer = M.GEMMA4_NORMS })
+  local m = llama_like(r, t, file, { tied = true, norms_per_layer = M.GEMMA4_NORMS, own_activation = true })
   m.glu_activation = M.gemma_activation(t, file)
   gemma4_attention(m, r, t, file, notes)
   local types = gemma4_layer_types(t, m.num_layers, file, notes)
@@ -3978,7 +3981,10 @@ local function dsv4_rates(cfg, file)
                   heavily_compressed_attention = M.DSV4_COMPRESS_RATES.heavily_compressed_attention }
   local cr = cfg.compress_rates
   if not is_null(cr) then
-    if type(cr) ~= "table" then util.fail(file, "compress_rates", "expected an object of rates by layer type", cr) end
+    -- an object keyed by layer type; a list ([4, 128]) names no type
+    if type(cr) ~= "table" or #cr > 0 then
+      util.fail(file, "compress_rates", "expected an object of rates by layer type", cr)
+    end
     for kind in pairs(rates) do
       if not is_null(cr[kind]) then rates[kind] = config_int(cr[kind], 1, file, "compress_rates." .. kind) end
     end

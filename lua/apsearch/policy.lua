@@ -66,6 +66,12 @@ local sandbox = require "apsearch.sandbox"
 
 local M = {}
 
+--- Largest amount a field with a unit suffix may hold, in its base unit
+-- (bytes, FLOP/s, ...; the core's bound on byte counts, src/core/training.c
+-- APS_MAX_TRAINING_AMOUNT and the device presets' memory range).
+M.MAX_AMOUNT = 1e30
+
+
 --- The words of the note a policy without a search space gets (its
 -- `warnings`): commands that search print it, commands that estimate one
 -- strategy leave it out.
@@ -471,6 +477,12 @@ function Norm:fields(tbl, fields, path, section, routed, skip)
           -- 1e308 GiB is finite, its bytes are not
           self:fail(p, ("too large: %s x %g is past the largest number"):format(k, factor), v)
         end
+        -- past what the core takes (its bound, in bytes, said in the unit
+        -- the user wrote)
+        if v * factor > M.MAX_AMOUNT then
+          self:fail(p, ("too large: above %g in the base unit (%g in this field's)"):format(M.MAX_AMOUNT,
+            M.MAX_AMOUNT / factor), v)
+        end
         v = v * factor
         if kind == "posint" or kind == "nonnegint" then v = util.int(math.floor(v + 0.5))
         else v = util.int(v) end
@@ -810,10 +822,9 @@ function M.rack_note(cluster)
     tostring(name), per_node, n, rack)
 end
 
---- True when a policy's own search_space pins layer_recompute to full
--- alone (`--fix layer_recompute=full`) and says nothing of
--- recompute_num_layers.
--- @tparam table|nil ss the raw search_space the policy or --fix gave
+--- True when a search_space table pins layer_recompute to full alone and
+-- says nothing of recompute_num_layers (`--fix layer_recompute=full`).
+-- @tparam table|nil ss a raw search_space (or the --fix values)
 -- @treturn boolean
 function M.only_full_recompute(ss)
   if type(ss) ~= "table" or ss.recompute_num_layers ~= nil then return false end
@@ -1042,10 +1053,20 @@ function M.from_table(raw, file, opts)
     apply_set(raw, key, applied)
     overrides[#overrides + 1] = { kind = "set", key = key, value = value, flag = flag }
   end
+  local fixed = {}
   for _, s in ipairs(opts.fix or {}) do
     local key, value = M.parse_assignment(s, "--fix")
     apply_fix(raw, key, value)
     overrides[#overrides + 1] = { kind = "fix", key = key, value = value }
+    fixed[schema.strategy_aliases[key] or key] = value
+  end
+  -- `--fix layer_recompute=full` alone recomputes every layer, as
+  -- `estimate --strategy layer_recompute=full` and Megatron's
+  -- --recompute-granularity full do: the space's recompute_num_layers
+  -- "auto" (the fewest layers that fit) could resolve to none of them
+  if fixed.recompute_num_layers == nil and M.only_full_recompute({ layer_recompute = fixed.layer_recompute }) then
+    apply_fix(raw, "recompute_num_layers", -1)
+    overrides[#overrides + 1] = { kind = "fix", key = "recompute_num_layers", value = -1 }
   end
   if opts.top_k ~= nil then
     check_replaced(original, file, "top_k", "--top-k")
@@ -1087,11 +1108,7 @@ function M.from_table(raw, file, opts)
       space[dim] = nil
       space[k] = v
     end
-    -- a full recompute pinned alone recomputes every layer, as
-    -- `estimate --strategy layer_recompute=full` and Megatron's
-    -- --recompute-granularity full do; the default space's "auto" (the
-    -- fewest layers that fit) could resolve to none of them
-    if M.only_full_recompute(raw.search_space) then space.recompute_num_layers = { -1 } end
+
     p.search_space = n:search_space(space)
     p.search_space.default = true
     local whose = opts.built and "no policy file" or (file .. " has no search_space")

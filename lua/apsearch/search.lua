@@ -99,7 +99,9 @@ function M.context(policy)
   if not ok then
     local msg = tostring(ctx)
     local label = policy.file or "policy"
-    local path = msg:match("^([%w_%.%[%]]+):")
+    -- the field the message starts with ("training.x: ..." or
+    -- "training.x with precision bf16: ...")
+    local path = msg:match("^([%w_%.%[%]]+)[:%s]")
     local alias = path and policy.aliases and policy.aliases[path]
     if alias then msg, path = alias .. msg:sub(#path + 1), alias end
     for i = #(policy.overrides or {}), 1, -1 do

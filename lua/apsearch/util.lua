@@ -534,11 +534,15 @@ end
 
 --- Text safe to print on a terminal: control characters (bytes 0-31 and
 -- 127: escape sequences, line breaks a config's string could carry) as
--- `\ddd` escapes, the rest unchanged.
+-- `\ddd` escapes, and the Unicode bidirectional controls (U+202A-U+202E,
+-- U+2066-U+2069, which reorder what a terminal shows) as `\u{XXXX}`; the
+-- rest unchanged.
 -- @tparam string s
 -- @treturn string
 function M.printable(s)
-  return (tostring(s):gsub("[%z\1-\31\127]", function(c) return format("\\%d", c:byte()) end))
+  s = tostring(s):gsub("[%z\1-\31\127]", function(c) return format("\\%d", c:byte()) end)
+  s = s:gsub("\226\128([\170-\174])", function(c) return format("\\u{%X}", 0x2000 + c:byte() - 0x80) end)
+  return (s:gsub("\226\129([\166-\169])", function(c) return format("\\u{%X}", 0x2040 + c:byte() - 0x80) end))
 end
 
 --- Writes one line to stderr (logs and progress; stdout carries results).

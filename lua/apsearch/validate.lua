@@ -1038,10 +1038,11 @@ end
 -- @treturn string
 function M.column_error(row, err)
   local msg = tostring(err)
-  local path, rest = msg:match("^([%w_%.]+): (.*)$")
+  -- "training.x: ..." or "training.x with precision bf16: ..."
+  local path, sep, rest = msg:match("^([%w_%.]+)(:? )(.*)$")
   local col = path and path:match("^[%w_%.]*%.([%w_]+)$")
   if col and path:match("^[mct]") and given(row, col) then
-    return fmtq("%s = %q: %s", col, row[col], rest)
+    return fmtq("%s = %q", col, row[col]) .. sep .. rest
   end
   return msg
 end

@@ -76,6 +76,11 @@
 /** Largest accepted V4 width, group count or rate: 2^24, model.c's limit
  *  on every model width. */
 #define APS_DSV4_MAX_WIDTH (INT64_C(1) << 24)
+/** Most mHC residual streams accepted: 64, sixteen times the model's 4
+ *  (configuration_deepseek_v4.py hc_mult; the mixing matrices grow with
+ *  its square and every activation with it): past any design, short of
+ *  the nonsense 2^24 streams a typo gives. */
+#define APS_DSV4_MAX_HC_MULT INT64_C(64)
 
 bool aps_model_is_dsv4(const aps_model *m)
 {
@@ -105,6 +110,12 @@ aps_status aps_dsv4_validate(const aps_model *m, char *err, size_t n)
                 return APS_EINVAL;
             }
         return APS_OK;
+    }
+    if (m->hc_mult > APS_DSV4_MAX_HC_MULT) {
+        aps_fmt(err, n, "model.hc_mult: must be in [1, %lld] residual "
+                "streams (got %lld)", (long long)APS_DSV4_MAX_HC_MULT,
+                (long long)m->hc_mult);
+        return APS_EINVAL;
     }
     /* the first six: widths and rates, >= 1; the layer counts >= 0 */
     for (size_t i = 0; i < nw; i++) {

@@ -975,18 +975,21 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
     /* Lower bounds far below any real accelerator, so that a typo (a value
      * in the wrong unit) is refused rather than turned into inf or NaN
      * seconds: 1 MiB, 1 GFLOP/s, 1 MB/s. */
-    struct { const char *f; double v, min; } pos[] = {
-        {"memory_bytes", d->memory_bytes, APS_MIN_MEMORY},
-        {"peak_flops_bf16", d->peak_flops_bf16, APS_MIN_FLOPS},
-        {"peak_flops_fp32", d->peak_flops_fp32, APS_MIN_FLOPS},
-        {"hbm_bandwidth", d->hbm_bandwidth, APS_MIN_BANDWIDTH},
-        {"intra_node_bandwidth", d->intra_node_bandwidth, APS_MIN_BANDWIDTH},
-        {"inter_node_bandwidth", d->inter_node_bandwidth, APS_MIN_BANDWIDTH},
+    struct { const char *f; double v, min; const char *unit; } pos[] = {
+        {"memory_bytes", d->memory_bytes, APS_MIN_MEMORY, "bytes"},
+        {"peak_flops_bf16", d->peak_flops_bf16, APS_MIN_FLOPS, "FLOP/s"},
+        {"peak_flops_fp32", d->peak_flops_fp32, APS_MIN_FLOPS, "FLOP/s"},
+        {"hbm_bandwidth", d->hbm_bandwidth, APS_MIN_BANDWIDTH, "bytes/s"},
+        {"intra_node_bandwidth", d->intra_node_bandwidth, APS_MIN_BANDWIDTH,
+         "bytes/s"},
+        {"inter_node_bandwidth", d->inter_node_bandwidth, APS_MIN_BANDWIDTH,
+         "bytes/s"},
     };
     for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++) {
         if (!(pos[i].v >= pos[i].min) || pos[i].v > 1e30) {
-            aps_fmt(err, n, "cluster.device.%s: must be in [%g, 1e30] (got %g)",
-                    pos[i].f, pos[i].min, pos[i].v);
+            /* the unit named: a field written as memory_gib gets bytes */
+            aps_fmt(err, n, "cluster.device.%s: must be in [%g, 1e30] %s "
+                    "(got %g)", pos[i].f, pos[i].min, pos[i].unit, pos[i].v);
             return APS_EINVAL;
         }
     }

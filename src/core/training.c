@@ -99,6 +99,10 @@ void aps_training_defaults(aps_training *t)
     t->num_layers_at_end_in_bf16 = APS_DEFAULT;
 }
 
+/** Largest byte count or size a training field may take (1e30: past any
+ *  memory or bucket, yet a finite value every sum stays finite with). */
+#define APS_MAX_TRAINING_AMOUNT 1e30
+
 aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
 {
     if (t == NULL) {
@@ -149,9 +153,9 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
         {"logits_bytes", t->logits_bytes},
     };
     for (size_t i = 0; i < sizeof nonneg / sizeof nonneg[0]; i++) {
-        if (!(nonneg[i].v >= 0) || nonneg[i].v > 1e30) {
-            aps_fmt(err, n, "training.%s: must be >= 0 and finite (got %g)",
-                    nonneg[i].f, nonneg[i].v);
+        if (!(nonneg[i].v >= 0) || nonneg[i].v > APS_MAX_TRAINING_AMOUNT) {
+            aps_fmt(err, n, "training.%s: must be in [0, %g] (got %g)",
+                    nonneg[i].f, APS_MAX_TRAINING_AMOUNT, nonneg[i].v);
             return APS_EINVAL;
         }
     }
@@ -627,7 +631,7 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
     }
     if (t->memory_limit_bytes == 0 && !(d->memory_bytes - t->memory_margin_bytes > 0)) {
         aps_fmt(err, n, "training.memory_margin_bytes: %.2f GiB leaves no "
-                "memory of the device's %.3g GiB (cluster.device.memory_bytes)",
+                "memory of the device's %.4g GiB (cluster.device.memory_bytes)",
                 t->memory_margin_bytes / 1073741824.0,
                 d->memory_bytes / 1073741824.0);
         return APS_EINVAL;

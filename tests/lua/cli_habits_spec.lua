@@ -775,9 +775,81 @@ describe("a new user's findings", function()
     local err = err_line(apsearch("run", "--top-k", "1", "--jobs", "1", "-q", "--out", dir .. "/o",
       "--echarts", dir .. "/bad.js"))
     assert.truthy(err:find("--echarts: echarts: 8 bytes read, not the ECharts script", 1, true), err)
+    -- a readable file of the size but not ECharts (no "echarts" in it)
+    local g = assert(io.open(dir .. "/big.js", "w")); g:write(string.rep("x", 5000)); g:close()
+    err = err_line(apsearch("run", "--top-k", "1", "--jobs", "1", "-q", "--out", dir .. "/o",
+      "--echarts", dir .. "/big.js"))
+    assert.truthy(err:find("5000 bytes read, not the ECharts script", 1, true), err)
     err = err_line(apsearch("run", "--top-k", "1", "--jobs", "1", "-q", "--out", dir .. "/o",
       "--echarts", dir .. "/none.js"))
     assert.truthy(err:find("cannot read the ECharts script: No such file or directory", 1, true), err)
+  end)
+
+  -- a breaker's pass over the fixes above
+  it("recomputes every layer for layer_recompute=full given alone: estimate, and run of a policy with auto", function()
+    local code, out, err = apsearch("estimate", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:8",
+      "--strategy", "pp_degree=2,tp_degree=4,layer_recompute=full", "--format", "json")
+    assert.are.equal(0, code, err)
+    local e = cjson.decode(out).estimate
+    for _, st in ipairs(e.stages) do assert.are.equal(st.num_layers, st.recompute_layers) end
+    local dir = tmpdir()
+    local pol = dir .. "/p8.lua"
+    local c2, text = apsearch("init", "llama-3.1-8b", "h100-sxm-80gb:8")
+    assert.are.equal(0, c2)
+    assert.truthy(text:find('recompute_num_layers = { "auto" }', 1, true), text)
+    local f = assert(io.open(pol, "w")); f:write(text); f:close()
+    local c3, csv = apsearch("run", "-q", "--jobs", "1", "-k", "1", pol, "--fix", "layer_recompute=full", "--fix",
+      "tp_degree=4", "--fix", "pp_degree=2", "--format", "csv")
+    assert.are.equal(0, c3, csv)
+    assert.truthy(csv:find(",full,,block,16;16,", 1, true), csv)
+  end)
+
+  it("reads a Llama config's hidden_act swish as the silu it is (transformers' ACT2CLS)", function()
+    local dir = tmpdir()
+    local cfg = cjson.decode(read(ROOT .. "/examples/models/llama-3.1-8b.json"))
+    cfg.hidden_act = "swish"
+    local path = dir .. "/swish.json"
+    local f = assert(io.open(path, "w")); f:write(cjson.encode(cfg)); f:close()
+    local code, _, err = apsearch("inspect", "-q", path)
+    assert.are.equal(0, code, err)
+  end)
+
+  it("names a device preset given where the policy goes", function()
+    local err = err_line(apsearch("estimate", "h20-96gb"))
+    assert.truthy(err:find("h20-96gb is a device preset: give --model MODEL --cluster h20-96gb:NODES", 1, true), err)
+  end)
+
+  it("escapes the Unicode bidirectional controls a config string could carry", function()
+    local util = require "apsearch.util"
+    assert.are.equal("a\\u{202E}b\\u{2069}c", util.printable("a\u{202E}b\u{2069}c"))
+  end)
+
+  it("heads a built policy whose precision --set changed with the user's value", function()
+    local code, out = apsearch("init", "qwen3-30b-a3b", "b200:1x8", "--set", "training.precision=mxfp8")
+    assert.are.equal(0, code)
+    assert.truthy(out:find("-- defaults: megatron, mxfp8 (--set), adamw, seq 4096 (moe recipes)", 1, true), out)
+    assert.is_nil(out:find("as --set", 1, true), out)
+  end)
+
+  it("refuses a unit-suffixed amount past the core's bound in the unit written", function()
+    local err = err_line(apsearch("run", "-q", "--set", "training.memory_margin_gib=1e30"))
+    assert.truthy(err:find("training.memory_margin_gib: too large: above 1e+30 in the base unit", 1, true), err)
+  end)
+
+  it("says the Megatron-only settings a TorchTitan release file cannot build (launchable ranks none)", function()
+    local code, out, err = apsearch("run", "--jobs", "1", "-k", "1", "--model", "llama-3.1-8b", "--cluster", "b200:1",
+      "--set", "training.precision=fp8", "--set", "training.first_last_layers_bf16=true", "--torchtitan-version",
+      "v0.2.2", "--launchable", "torchtitan")
+    assert.are.equal(1, code, err)
+    assert.truthy(out:find("NOT EXPRESSIBLE in TorchTitan v0.2.2: Megatron's first and last layers in bf16", 1, true),
+      out)
+  end)
+
+  it("names a row's cutedsl_fused_grouped_mlp column when the core refuses its precision", function()
+    local validate = require "apsearch.validate"
+    local c = validate.column_error({ cutedsl_fused_grouped_mlp = "true" },
+      "training.cutedsl_fused_grouped_mlp with precision bf16: TransformerEngine fuses ...")
+    assert.are.equal('cutedsl_fused_grouped_mlp = "true" with precision bf16: TransformerEngine fuses ...', c)
   end)
 
   it("says which settings --torchtitan-version changes in the estimate", function()

@@ -182,6 +182,9 @@ describe("deepseek_v4: refusals and bad values name the file, key and value", fu
       { { o_groups = 3 }, "o_groups (model.o_groups): 3 does not divide num_attention_heads x head_dim = 32768" },
       { { o_lora_rank = 0 }, "o_lora_rank: expected a positive integer" },
       { { hc_mult = 0 }, "hc_mult: expected a positive integer" },
+      -- (a breaker's findings: 2^24 streams were priced, a list of rates ignored)
+      { { hc_mult = 16777216 }, "hc_mult (model.hc_mult): must be in [1, 64] residual streams (got 16777216)" },
+      { { compress_rates = { 4, 128 } }, "compress_rates: expected an object of rates by layer type" },
       { { hc_sinkhorn_iters = 1.5 }, "hc_sinkhorn_iters: expected a positive integer" },
       { { hc_eps = -1 }, "hc_eps: expected a finite number > 0 (got -1)" },
       { { head_dim = cjson.null }, "head_dim: required key is missing" },

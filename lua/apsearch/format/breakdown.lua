@@ -7,6 +7,12 @@ local common = require "apsearch.format.common"
 
 local M = {}
 
+--- Narrowest the stage table's layers column folds to (the width of two
+-- ranges of three-digit layers, "100-103, 204-207"), so that the table
+-- stays within 120 columns with an MoE experts column and the longest
+-- memory category.
+M.MIN_LAYERS_COLUMN = 16
+
 local function f3(x) return string.format("%.3f", x or 0) end
 local function g(x) return string.format("%.2f", common.gib(x)) end
 
@@ -261,7 +267,8 @@ function M.format(est, inputs, stack)
       head[#head + 1] = h
       right[#right + 1] = h ~= "top memory" and h ~= "layers"
     end
-    out[#out + 1] = (common.fold_last_column(head, rows, right):gsub("\n$", ""))
+    -- (a range per chunk folds well: down to the width of "100-103, 204-207")
+    out[#out + 1] = (common.fold_last_column(head, rows, right, nil, M.MIN_LAYERS_COLUMN):gsub("\n$", ""))
   end
   return table.concat(out, "\n") .. "\n"
 end

@@ -470,8 +470,10 @@ end
 -- @tparam table rows arrays of cell strings
 -- @tparam[opt] table right right-alignment flags
 -- @tparam[opt=M.TERMINAL_WIDTH] number width (math.huge: M.align)
+-- @tparam[opt=M.MIN_FOLD_COLUMN] number min narrowest the last column is
+--   folded to (the table goes past `width` rather than below it)
 -- @treturn string
-function M.fold_last_column(headers, rows, right, width)
+function M.fold_last_column(headers, rows, right, width, min)
   width = width or M.TERMINAL_WIDTH
   local n = #headers
   local start = 0
@@ -480,7 +482,7 @@ function M.fold_last_column(headers, rows, right, width)
     for _, r in ipairs(rows) do w = math.max(w, M.width(r[i] or "")) end
     start = start + w + 2
   end
-  local avail = math.max(width - start, M.MIN_FOLD_COLUMN)
+  local avail = math.max(width - start, min or M.MIN_FOLD_COLUMN)
   local out = {}
   for _, r in ipairs(rows) do
     local parts = {}

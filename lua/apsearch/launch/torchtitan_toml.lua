@@ -309,6 +309,14 @@ function M.render(c, tag)
   elseif gather and Sd == 1 then
     N(NE, "fp8_param_gather without FSDP: enable_fsdp_float8_all_gather acts on FSDP's all-gather only")
   end
+  -- Megatron-only settings the estimate prices (as the HEAD file says them)
+  if tr.first_last_layers_bf16 then
+    N(NE, "Megatron's first and last layers in bf16 (first_last_layers_bf16): the release quantizes every " ..
+      "module its filter_fqns do not name")
+  end
+  if tr.cutedsl_fused_grouped_mlp then
+    N(NE, "TransformerEngine's fused grouped MLP under Megatron-Core (cutedsl_fused_grouped_mlp)")
+  end
   if tr.store_param_remainders then
     N(NE, "store_param_remainders (apex DistributedFusedAdam, NeMo 1.x)")
   end

@@ -145,10 +145,12 @@ function M.find_echarts(opts)
   local tried = M.echarts_candidates(opts)
   for i, p in ipairs(tried) do
     local s, err = util.read_file(p)
-    if s and #s > M.ECHARTS_MIN_BYTES then return s, p end
+    -- the library's build names itself (`echarts`) early and often
+    if s and #s > M.ECHARTS_MIN_BYTES and s:find("echarts", 1, true) then return s, p end
     if i == 1 and opts and opts.echarts then
       -- said as it is: unreadable, or read and too short to be ECharts
-      local why = s and string.format("%d bytes read, not the ECharts script (echarts.min.js is about 1 MB)", #s)
+      local why = s and string.format("%d bytes read, not the ECharts script (echarts.min.js: about 1 MB "
+        .. "that names echarts)", #s)
         or ("cannot read the ECharts script: " .. tostring(err))
       error(string.format("--echarts: echarts: %s (got %s)", why, util.describe(p)), 0)
     end

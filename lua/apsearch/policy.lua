@@ -263,6 +263,10 @@ function M.parse_assignment(s, label)
   if not key then
     error(string.format("%s: expected KEY=VALUE (got %s)", label, util.describe(s)), 0)
   end
+  -- a list with an empty entry ("1,,2", ",2") is a typo, not {1, 2}
+  if value:find(",", 1, true) and ("," .. value):find(",%s*,") then
+    error(string.format("%s: %s: an empty entry in the list (got %s)", label, key, util.describe(value)), 0)
+  end
   return key, util.parse_scalar(value)
 end
 

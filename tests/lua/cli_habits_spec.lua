@@ -852,6 +852,13 @@ describe("a new user's findings", function()
     assert.are.equal('cutedsl_fused_grouped_mlp = "true" with precision bf16: TransformerEngine fuses ...', c)
   end)
 
+  it("refuses a list with an empty entry in --set / --fix (1,,2 was read as {1, 2})", function()
+    local err = err_line(apsearch("run", "-q", "--set", "search_space.tp_degree=1,,2"))
+    assert.truthy(err:find('--set: search_space.tp_degree: an empty entry in the list (got "1,,2")', 1, true), err)
+    err = err_line(apsearch("run", "-q", "--fix", "tp_degree=,2"))
+    assert.truthy(err:find("--fix: tp_degree: an empty entry in the list", 1, true), err)
+  end)
+
   it("says which settings --torchtitan-version changes in the estimate", function()
     local code, _, err = apsearch("run", "--torchtitan-version", "v0.2.2", "--set", "training.framework=fsdp2",
       "--top-k", "1", "--jobs", "1")

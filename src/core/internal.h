@@ -1633,6 +1633,14 @@ int64_t aps_moe_edp(const aps_strategy *s);
 /** Busiest rank's load over the balanced share: training.moe_load_
  *  imbalance (0: APS_MOE_LOAD_IMBALANCE) capped by the capacity factor. */
 double aps_moe_load_factor(const aps_training *t, const aps_strategy *s);
+/** Expected NVLink domains, other than the sender's, that one token's K
+ *  routed experts (of E, spread evenly over `domains` domains) fall in:
+ *  DeepEP's RDMA copies per token.  Uniform routing, or DeepSeek-V3's
+ *  group-limited routing when its groups are the domains
+ *  (moe_router_num_groups = domains: at most moe_router_group_topk of
+ *  them; moe.c says how). */
+double aps_moe_flex_remote_domains(const aps_model *m, double E, double K,
+                                   double domains);
 /** MoE layers among pipeline rank i's layers as laid out. */
 int64_t aps_moe_stage_moe_layers(const aps_model *m, const aps_layout *lay,
                                  int64_t i);

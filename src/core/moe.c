@@ -505,6 +505,28 @@ static double experts_miss(double E, double K, double held)
     return miss > 0.0 ? miss : 0.0;
 }
 
+/* aps_moe_flex_remote_domains (internal.h): the NVLink domains other than
+ * the sender's that one token's K experts
+ * (of E, spread evenly over `domains` domains) fall in: what DeepEP sends
+ * over RDMA, one copy per destination domain.  Uniform routing: each of
+ * the other domains is hit unless all K experts miss it.  Group-limited
+ * routing (DeepSeek-V3's node-limited routing, arXiv:2412.19437 s.2.1.2;
+ * Megatron-Core --moe-router-num-groups G, --moe-router-group-topk g,
+ * moe_utils.py group_limited_topk @ d98e8a64) whose groups are the domains
+ * (G = domains: contiguous experts, as EP ranks hold them): the token's K
+ * experts lie in its g chosen groups, each hit unless all K miss it (K
+ * spread over the g E / G experts), and the sender's own domain is one of
+ * them with probability g / G. */
+double aps_moe_flex_remote_domains(const aps_model *m, double E, double K,
+                                   double domains)
+{
+    double G = (double)m->moe_router_num_groups;
+    double g = (double)m->moe_router_group_topk;
+    if (G > 0.0 && g > 0.0 && G == domains)
+        return g * (1.0 - experts_miss(g * E / G, K, E / G)) * (1.0 - 1.0 / G);
+    return (domains - 1.0) * (1.0 - experts_miss(E, K, E / domains));
+}
+
 /* ------------------------------------------------ sync-free experts */
 
 double aps_moe_static_rows(double copies, double cf)
@@ -831,9 +853,7 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
         double copies = K, remote = K * (ep - (double)gd) / ep;
         if (s->moe_token_dispatcher == APS_MOE_FLEX && ep > 1) {
             copies = ep * (1.0 - experts_miss(E, K, local));
-            double domains = ep / (double)gd;
-            remote = (domains - 1.0) *
-                     (1.0 - experts_miss(E, K, E / domains));
+            remote = aps_moe_flex_remote_domains(m, E, K, ep / (double)gd);
         }
         double send = row * Tin * copies * load;
         double inter = row * Tin * remote * load;

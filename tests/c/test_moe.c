@@ -350,6 +350,38 @@ static void test_fused_grouped_mlp(void **state)
     assert_non_null(strstr(err, "has no experts"));
 }
 
+/* DeepEP's copies across NVLink domains under DeepSeek-V3's node-limited
+ * routing (256 experts top-8 in 8 groups, 4 groups a token; EP 64 over 8
+ * hosts of 8: a host's 32 experts are a group).  Uniform: 7 other hosts,
+ * each missed by all 8 experts with p = prod (224 - j) / (256 - j); with
+ * the groups: 4 chosen hosts, each missed with q = prod (96 - j) / (128 -
+ * j), the sender's own among them with probability 4 / 8. */
+static void test_flex_remote_domains(void **state)
+{
+    (void)state;
+    aps_model m;
+    memset(&m, 0, sizeof m);
+    double p = 1.0, q = 1.0;
+    for (int j = 0; j < 8; j++) {
+        p *= (224.0 - j) / (256.0 - j);
+        q *= (96.0 - j) / (128.0 - j);
+    }
+    ASSERT_REL(aps_moe_flex_remote_domains(&m, 256, 8, 8), 7.0 * (1.0 - p), REL);
+    m.moe_router_num_groups = 8;
+    m.moe_router_group_topk = 4;
+    double grouped = 4.0 * (1.0 - q) * (1.0 - 1.0 / 8.0);
+    ASSERT_REL(aps_moe_flex_remote_domains(&m, 256, 8, 8), grouped, REL);
+    /* 3.18 remote hosts a token, against 4.63 spread uniformly */
+    assert_true(grouped > 3.1 && grouped < 3.2);
+    assert_true(7.0 * (1.0 - p) > 4.5 && 7.0 * (1.0 - p) < 4.7);
+    /* groups that are not the domains (4 hosts of 64 experts): priced
+     * uniformly, 3 other hosts each missed with prod (192 - j) / (256 - j) */
+    double r = 1.0;
+    for (int j = 0; j < 8; j++)
+        r *= (192.0 - j) / (256.0 - j);
+    ASSERT_REL(aps_moe_flex_remote_domains(&m, 256, 8, 4), 3.0 * (1.0 - r), REL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -359,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_full_graph_inputs),
         cmocka_unit_test(test_stash_refusals),
         cmocka_unit_test(test_fused_grouped_mlp),
+        cmocka_unit_test(test_flex_remote_domains),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,7 +23,9 @@ local function run() return H.validated(FILE) end
 
 -- tokens/s per GPU error, %, as docs/accuracy.md records them
 local RECORDED = {
-  am001 = -46.0, am002 = -35.2, am003 = -19.8, am004 = -43.2,
+  -- (DeepSeek-V3's DeepEP copies under its node-limited routing, 2026-12-05:
+  -- am001 -46.0 and am002 -35.2 before)
+  am001 = -39.6, am002 = -27.5, am003 = -19.8, am004 = -43.2,
   am005 = -13.4, am006 = -18.3, am007 = -11.3,
 }
 
@@ -40,14 +42,14 @@ describe("held out: NeMo AutoModel performance summary", function()
     end
   end)
 
-  it("keeps the recorded errors (mean |error| 26.8 %)", function()
+  it("keeps the recorded errors (mean |error| 24.7 %)", function()
     local r = run()
     for _, c in ipairs(r.cases) do
       local want = assert(RECORDED[c.case_id], c.case_id)
       assert.is_true(math.abs(c.error_pct.tokens_per_s_per_gpu - want) < 0.1,
         c.case_id .. ": " .. c.error_pct.tokens_per_s_per_gpu)
     end
-    assert.is_true(math.abs(r.summary.throughput.mape_pct - 26.8) < 0.1, tostring(r.summary.throughput.mape_pct))
+    assert.is_true(math.abs(r.summary.throughput.mape_pct - 24.7) < 0.1, tostring(r.summary.throughput.mape_pct))
   end)
 
   it("holds the MoE rows' weights, gradients and Adam moments in bf16 (bf16_weights), as their models do", function()

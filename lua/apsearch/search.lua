@@ -957,9 +957,12 @@ function M.run(policy, opts)
   -- a built policy's file is the `apsearch init` command that writes it
   local source = policy.built and string.format("built by --model / --cluster (`%s` writes it)", policy.file)
     or tostring(policy.file)
-  L("policy %s: model %s, %d x %s (%d per node), global batch %s x seq %s, %s, %s%s",
+  -- the NVLink domain when it spans hosts (a GB200 / GB300 rack: a built
+  -- policy takes 64 of a rack's 72, defaults.RACK_JOB_GPUS)
+  L("policy %s: model %s, %d x %s (%d per node%s), global batch %s x seq %s, %s, %s%s",
     source, tostring(m.name), cl.num_devices, device_name,
-    cl.devices_per_node, tostring(tr.global_batch_size), tostring(tr.seq_length),
+    cl.devices_per_node, require("apsearch.format.common").nvlink_domain_note(cl),
+    tostring(tr.global_batch_size), tostring(tr.seq_length),
     tostring(tr.precision), tostring(tr.framework), require("apsearch.format.common").mtp_note(tr))
   -- a policy built from --model / --cluster: which defaults it chose, and why
   for _, line in ipairs(policy.defaults or {}) do L("%s", line) end

@@ -35,7 +35,7 @@ describe("--cluster DEVICE:NODES", function()
       "--set", "cluster.nvlink_domain_size=64", "--fix", "tp_degree=1", "--fix", "layer_recompute=none",
       "--fix", "micro_batch_size=1", "--fix", "ep_degree=8", "--top-k", "1")
     assert.are.equal(0, code, err)
-    assert.truthy(err:find("64 x gb200 (4 per node)", 1, true), err)
+    assert.truthy(err:find("64 x gb200 (4 per node, NVLink domain 64)", 1, true), err)
   end)
 end)
 

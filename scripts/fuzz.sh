@@ -118,19 +118,13 @@ run_target() {
 # which has the machine to itself, runs 2); each prints in target order
 JOBS="${APS_FUZZ_JOBS:-1}"
 case "$JOBS" in ''|*[!0-9]*|0) echo "scripts/fuzz.sh: APS_FUZZ_JOBS must be a positive integer (got \"$JOBS\")" >&2; exit 2 ;; esac
-running=0
-for t in $TARGETS; do
-  rm -f "$WORK/$t.result"
-  run_target "$t" &
-  running=$((running + 1))
-  if [ "$running" -ge "$JOBS" ]; then wait -n || true; running=$((running - 1)); fi
-done
-wait
-for t in $TARGETS; do
+# prints a target's table line (and its log's end on a finding)
+print_result() {
+  local t="$1" rc execs line
   if [ ! -f "$WORK/$t.result" ]; then
     printf '%-12s %12s %8s %8s  %s\n' "$t" "?" "?" "?" "FINDING (the harness run did not finish)"
     status=1
-    continue
+    return
   fi
   read -r rc execs line < "$WORK/$t.result"
   printf '%s\n' "$line"
@@ -140,6 +134,24 @@ for t in $TARGETS; do
     echo "--- $WORK/$t.log (last 40 lines):"
     tail -n 40 "$WORK/$t.log"
   fi
-done
+}
+if [ "$JOBS" -eq 1 ]; then
+  # one after the other, each line as its target ends
+  for t in $TARGETS; do
+    rm -f "$WORK/$t.result"
+    run_target "$t"
+    print_result "$t"
+  done
+else
+  running=0
+  for t in $TARGETS; do
+    rm -f "$WORK/$t.result"
+    run_target "$t" &
+    running=$((running + 1))
+    if [ "$running" -ge "$JOBS" ]; then wait -n || true; running=$((running - 1)); fi
+  done
+  wait
+  for t in $TARGETS; do print_result "$t"; done
+fi
 echo "total executions: $total"
 exit "$status"

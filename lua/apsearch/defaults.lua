@@ -283,12 +283,16 @@ function M.search_space(model, cluster, training)
   local seq = training.seq_length or M.seq_length(model)
   local single = DATA_ONLY[fw]
   local cp = NO_CP[fw] and { 1 } or M.cp_degrees(seq, n)
+  -- DeepSeek-V4 (mHC streams, model.hc_mult): TP and CP are not priced
+  -- (src/core/dsv4.c refuses them), so the space leaves them out
+  local v4 = (model.hc_mult or 0) > 0
+  if v4 then cp = { 1 } end
   local space = {
     data_parallel = "auto",
     fsdp_degree = fsdp_degrees(fw, training.fsdp_impl, model, n),
     zero_stage = (fw == "megatron" and training.fsdp_impl == "megatron_fsdp") and M.ZERO_MEGATRON_FSDP
       or M.ZERO[fw] or { 0 },
-    tp_degree = single and { 1 } or M.tp_degrees(cluster),
+    tp_degree = (single or v4) and { 1 } or M.tp_degrees(cluster),
     pp_degree = single and { 1 } or M.pp_degrees(model, n),
     vpp_degree = single and { 1 } or M.VPP,
     cp_degree = cp,

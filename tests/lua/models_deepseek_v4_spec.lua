@@ -244,6 +244,16 @@ describe("deepseek_v4: apsearch run estimates it and the launch files say what t
     end
   end)
 
+  it("searches no tp or cp of DeepSeek-V4 in the built space (the core refuses them)", function()
+    local defaults = require "apsearch.defaults"
+    local m = load(NAME)
+    local space = defaults.search_space(m, { num_devices = 128, devices_per_node = 4 },
+      { framework = "megatron", seq_length = 4096 })
+    assert.are.same({ 1 }, space.tp_degree)
+    assert.are.same({ 1 }, space.cp_degree)
+    assert.is_nil(space.cp_comm_type)
+  end)
+
   it("refuses tp > 1 and cp > 1 as NOT_MODELLED with the reason (no feasible strategy: exit 1)", function()
     for _, fix in ipairs({ { "tp_degree=2", "DeepSeek-V4 with tp_degree > 1" },
                            { "cp_degree=2", "DeepSeek-V4 with cp_degree > 1" } }) do

@@ -41,6 +41,10 @@ for t in $TARGETS; do
   case " $ALL " in *" $t "*) ;; *) echo "scripts/fuzz.sh: unknown target \"$t\"" >&2; usage ;; esac
 done
 
+# APS_FUZZ_JOBS targets at a time (default 1: the machine is shared; CI,
+# which has the machine to itself, runs 2); checked before the build
+JOBS="${APS_FUZZ_JOBS:-1}"
+case "$JOBS" in ''|*[!0-9]*|0) echo "scripts/fuzz.sh: APS_FUZZ_JOBS must be a positive integer (got \"$JOBS\")" >&2; exit 2 ;; esac
 BUILD="${APS_FUZZ_BUILD:-build-fuzz}"
 CC_FUZZ="${APS_FUZZ_CC:-clang}"
 TIMEOUT="${APS_FUZZ_TIMEOUT:-25}"
@@ -114,10 +118,6 @@ run_target() {
   printf '%s %s %-12s %12s %8s %8s  %s\n' "$rc" "${execs:-0}" "$t" "${execs:-?}" "${rate:-?}" "$corpus" \
     "$result" > "$WORK/$t.result"
 }
-# APS_FUZZ_JOBS targets at a time (default 1: the machine is shared; CI,
-# which has the machine to itself, runs 2); each prints in target order
-JOBS="${APS_FUZZ_JOBS:-1}"
-case "$JOBS" in ''|*[!0-9]*|0) echo "scripts/fuzz.sh: APS_FUZZ_JOBS must be a positive integer (got \"$JOBS\")" >&2; exit 2 ;; esac
 # prints a target's table line (and its log's end on a finding)
 print_result() {
   local t="$1" rc execs line

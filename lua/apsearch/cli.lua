@@ -958,7 +958,7 @@ local function cmd_run(args)
       before_commit = render, jobs = jobs })
     if not quiet then
       util.log("wrote %d files to %s: result.json, result.csv, %sreport.html, launch/ (%d)",
-        #files, dir, result.candidates_csv and "candidates.csv, " or "",
+        #files, util.printable(dir), result.candidates_csv and "candidates.csv, " or "",
         #files - (result.candidates_csv and 4 or 3))
       if note then util.log("apsearch: %s", note) end
       for _, n in ipairs(notes) do util.log("apsearch: %s", n) end
@@ -2115,7 +2115,9 @@ function M.main(args)
   local ok, res = pcall(M.dispatch, args)
   if ok then return res end
   if type(res) == "string" and not res:find("\nstack traceback:", 1, true) then
-    res = require("apsearch.suggest").fold_known(res)
+    -- one line a terminal shows as written: a file name or value with
+    -- control characters, bidi controls or bytes that are not UTF-8 escaped
+    res = util.printable(require("apsearch.suggest").fold_known(res))
   end
   error(res, 0)
 end

@@ -1068,10 +1068,14 @@ function M.from_table(raw, file, opts)
   -- `estimate --strategy layer_recompute=full` and Megatron's
   -- --recompute-granularity full do: the space's recompute_num_layers
   -- "auto" (the fewest layers that fit) could resolve to none of them
-  if fixed.recompute_num_layers == nil and M.only_full_recompute({ layer_recompute = fixed.layer_recompute }) then
-    apply_fix(raw, "recompute_num_layers", -1)
-    overrides[#overrides + 1] = { kind = "fix", key = "recompute_num_layers", value = -1 }
-  end
+  -- -- unless recompute_num_layers was given as a number: by --fix, by
+  -- --set or by the policy's own space
+  local rnl = type(raw.search_space) == "table" and raw.search_space.recompute_num_layers
+  local auto = rnl == nil or rnl == false or rnl == "auto" or
+    (type(rnl) == "table" and #rnl == 1 and rnl[1] == "auto")
+  local full_all = fixed.recompute_num_layers == nil and auto and
+    M.only_full_recompute({ layer_recompute = fixed.layer_recompute })
+  if full_all then apply_fix(raw, "recompute_num_layers", -1) end
   if opts.top_k ~= nil then
     check_replaced(original, file, "top_k", "--top-k")
     raw.top_k = opts.top_k
@@ -1102,6 +1106,10 @@ function M.from_table(raw, file, opts)
   p.model, p.model_source, model_info = n:model(raw.model)
   p.cluster = n:cluster(raw.cluster, routed)
   p.warnings = util.array()
+  if full_all then
+    p.warnings[#p.warnings + 1] = "note: --fix layer_recompute=full recomputes every layer (recompute_num_layers "
+      .. "= -1): the space's \"auto\", the fewest layers that fit, could have been none"
+  end
   p.constraints = n:constraints(raw.constraints, routed)
   p.training = n:training(raw.training, routed)
   if default_space then

@@ -55,7 +55,8 @@ function M.describe(v, depth)
     if not utf8.len(q) then -- bytes that are not UTF-8, as escapes
       q = q:gsub("[\128-\255]", function(c) return format("\\%d", c:byte()) end)
     end
-    return q
+    -- and the bidirectional controls (M.printable)
+    return (M.printable(q))
   elseif t == "number" then
     if math.type(v) == "float" and v == floor(v) and v > -2^53 and v < 2^53 then
       return format("%d", v)
@@ -535,12 +536,15 @@ end
 --- Text safe to print on a terminal: control characters (bytes 0-31 and
 -- 127: escape sequences, line breaks a config's string could carry) as
 -- `\ddd` escapes, and the Unicode bidirectional controls (U+202A-U+202E,
--- U+2066-U+2069, which reorder what a terminal shows) as `\u{XXXX}`; the
--- rest unchanged.
+-- U+2066-U+2069, which reorder what a terminal shows) as `\u{XXXX}`; in
+-- text that is not UTF-8, every byte past 127 as `\ddd`; the rest
+-- unchanged.
 -- @tparam string s
 -- @treturn string
 function M.printable(s)
   s = tostring(s):gsub("[%z\1-\31\127]", function(c) return format("\\%d", c:byte()) end)
+  -- bytes that are not UTF-8: each as an escape, as describe does
+  if not utf8.len(s) then s = s:gsub("[\128-\255]", function(c) return format("\\%d", c:byte()) end) end
   s = s:gsub("\226\128([\170-\174])", function(c) return format("\\u{%X}", 0x2000 + c:byte() - 0x80) end)
   return (s:gsub("\226\129([\166-\169])", function(c) return format("\\u{%X}", 0x2040 + c:byte() - 0x80) end))
 end

@@ -228,6 +228,9 @@
  *  launches): the median duration of the cudaLaunchKernel calls in the
  *  same traces (6 us over 18,158 calls). */
 #define APS_HOST_LOOP_KERNEL_X86 6e-6
+/** Largest latency of a link step a device may take: 1 s, a million times
+ *  InfiniBand's microseconds. */
+#define APS_MAX_LATENCY 1.0
 /** Largest host time per kernel a device may take: 10 ms, 300 times the
  *  traces' median and beyond any host (a step-time scale, not a launch). */
 #define APS_MAX_HOST_SECONDS 1e-2
@@ -1024,9 +1027,21 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
                 "second (got %g)", APS_MIN_SSD_SCAN_RATE, d->ssd_scan_rate);
         return APS_EINVAL;
     }
-    struct { const char *f; double v; } nonneg[] = {
+    /* a link's latency: a step of a collective, at most APS_MAX_LATENCY
+     * (a second: past any network, short of the 1e30 s a typo in
+     * inter_node_latency_us gave steps of 1e25 s) */
+    struct { const char *f; double v; } lat[] = {
         {"intra_node_latency", d->intra_node_latency},
         {"inter_node_latency", d->inter_node_latency},
+    };
+    for (size_t i = 0; i < sizeof lat / sizeof lat[0]; i++) {
+        if (!(lat[i].v >= 0 && lat[i].v <= APS_MAX_LATENCY)) {
+            aps_fmt(err, n, "cluster.device.%s: must be in [0, %g] s (got %g)",
+                    lat[i].f, APS_MAX_LATENCY, lat[i].v);
+            return APS_EINVAL;
+        }
+    }
+    struct { const char *f; double v; } nonneg[] = {
         {"cuda_context_bytes", d->cuda_context_bytes},
         {"nccl_comm_bytes", d->nccl_comm_bytes},
         {"nccl_nvls_bytes_per_rank", d->nccl_nvls_bytes_per_rank},

@@ -804,6 +804,31 @@ describe("a new user's findings", function()
     assert.truthy(csv:find(",full,,block,16;16,", 1, true), csv)
   end)
 
+  it("keeps a number of recomputed layers given beside --fix layer_recompute=full, and says when it sets -1", function()
+    local base = { "run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1", "--jobs", "1", "-k", "1",
+      "--fix", "tp_degree=2", "--fix", "pp_degree=2", "--format", "json" }
+    local function top(...)
+      local args = { table.unpack(base) }
+      for _, a in ipairs({ ... }) do args[#args + 1] = a end
+      local code, out, err = apsearch(table.unpack(args))
+      assert.are.equal(0, code, err)
+      return cjson.decode(out).top_k_strategies[1], err
+    end
+    local kept, err1 = top("--set", "search_space.recompute_num_layers=2", "--fix", "layer_recompute=full")
+    assert.are.same({ 2, 2 }, kept.recompute_num_layers)
+    assert.is_nil(err1:find("recomputes every layer", 1, true), err1)
+    local all, err2 = top("--fix", "layer_recompute=full")
+    assert.are.same({ 16, 16 }, all.recompute_num_layers)
+    assert.truthy(err2:find("note: --fix layer_recompute=full recomputes every layer", 1, true), err2)
+  end)
+
+  it("escapes bidi controls and bytes that are not UTF-8 in every one-line error", function()
+    local err = err_line(apsearch("run", "x\u{202E}y.lua"))
+    assert.truthy(err:find("x\\u{202E}y.lua: cannot open policy file", 1, true), err)
+    err = err_line(apsearch("run", "a\255\254b.lua"))
+    assert.truthy(err:find("a\\255\\254b.lua: cannot open policy file", 1, true), err)
+  end)
+
   it("reads a Llama config's hidden_act swish as the silu it is (transformers' ACT2CLS)", function()
     local dir = tmpdir()
     local cfg = cjson.decode(read(ROOT .. "/examples/models/llama-3.1-8b.json"))

@@ -619,7 +619,8 @@ function M.case_inputs(row)
   -- the preset sets (a part with the feature), the run's release's value
   local box = stacks.container(row.software)
   if box then
-    for k, v in pairs(box.device) do
+    for _, k in ipairs(util.sorted_keys(box.device)) do
+      local v = box.device[k]
       if cluster.device[k] == nil and (preset[k] or 0) > 0 then
         cluster.device[k] = v
         assumed[#assumed + 1] = ("device.%s = %s (%s: %s)"):format(k, tostring(v), box.name, box.source)
@@ -630,7 +631,8 @@ function M.case_inputs(row)
   if line then
     local quantized = training.precision ~= "bf16" and training.precision ~= "fp16"
     for _, set in ipairs({ line.training, quantized and line.quantized or {} }) do
-      for k, v in pairs(set) do
+      for _, k in ipairs(util.sorted_keys(set)) do
+        local v = set[k]
         if training[k] == nil then
           training[k] = v
           assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), line.name, line.source)
@@ -642,7 +644,8 @@ function M.case_inputs(row)
     local month = stacks.software_month(row.software)
     for _, d in ipairs(line.dated or {}) do
       if month and month >= d.since and (not d.before or month < d.before) then
-        for k, v in pairs(d.training) do
+        for _, k in ipairs(util.sorted_keys(d.training)) do
+          local v = d.training[k]
           if training[k] == nil then
             training[k] = v
             assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), d.name, d.source)
@@ -831,11 +834,11 @@ function M.moe_recipes(row, model, training, strategy, assumed)
       strategy.stage_partition = { table.unpack(layout) }
       assumed[#assumed + 1] = ("pipeline_layout = %s (%s: %s)"):format(table.concat(layout, ","), e.name, e.source)
     end
-    for k, v in pairs(e.strategy or {}) do
-      if not stated[k] then assume(strategy, k, v, e) end
+    for _, k in ipairs(util.sorted_keys(e.strategy or {})) do
+      if not stated[k] then assume(strategy, k, e.strategy[k], e) end
     end
-    for k, v in pairs(e.training or {}) do
-      if training[k] == nil then assume(training, k, v, e) end
+    for _, k in ipairs(util.sorted_keys(e.training or {})) do
+      if training[k] == nil then assume(training, k, e.training[k], e) end
     end
     ::continue::
   end

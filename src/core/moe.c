@@ -505,26 +505,58 @@ static double experts_miss(double E, double K, double held)
     return miss > 0.0 ? miss : 0.0;
 }
 
+/* C(n, k) as a double (n small: router groups), 0 outside 0 <= k <= n. */
+static double choose(double n, double k)
+{
+    if (k < 0.0 || k > n)
+        return 0.0;
+    double c = 1.0;
+    for (double i = 1.0; i <= k; i += 1.0)
+        c *= (n - k + i) / i;
+    return c;
+}
+
+/** Most router groups the grouped spread below is computed for (past it,
+ *  the uniform spread: no router has so many). */
+#define APS_MAX_ROUTER_GROUPS 4096.0
+
 /* aps_moe_flex_remote_domains (internal.h): the NVLink domains other than
- * the sender's that one token's K experts
- * (of E, spread evenly over `domains` domains) fall in: what DeepEP sends
- * over RDMA, one copy per destination domain.  Uniform routing: each of
- * the other domains is hit unless all K experts miss it.  Group-limited
- * routing (DeepSeek-V3's node-limited routing, arXiv:2412.19437 s.2.1.2;
- * Megatron-Core --moe-router-num-groups G, --moe-router-group-topk g,
- * moe_utils.py group_limited_topk @ d98e8a64) whose groups are the domains
- * (G = domains: contiguous experts, as EP ranks hold them): the token's K
- * experts lie in its g chosen groups, each hit unless all K miss it (K
- * spread over the g E / G experts), and the sender's own domain is one of
- * them with probability g / G. */
+ * the sender's that one token's K experts (of E, spread evenly over
+ * `domains` domains) fall in: what DeepEP sends over RDMA, one copy per
+ * destination domain; by symmetry (1 - 1 / domains) of the domains the
+ * token reaches.  Uniform routing: a domain is reached unless all K
+ * experts miss it.  Group-limited routing (DeepSeek-V3's node-limited
+ * routing, arXiv:2412.19437 s.2.1.2; Megatron-Core --moe-router-num-groups
+ * G, --moe-router-group-topk g, moe_utils.py group_limited_topk @
+ * d98e8a64; groups of contiguous experts, as EP ranks hold them): the K
+ * experts lie in the token's g chosen groups, spread over their g E / G
+ * experts.  With r = G / domains whole groups a domain, the domain is
+ * missed when j of its groups are chosen (hypergeometric, j of g drawn
+ * from G with r marked) and all K experts miss those j E / G experts;
+ * with q = domains / G domains a group, it is reached only through its
+ * group (chosen with probability g / G) and the K experts not all missing
+ * its E / domains.  Groups that do not tile the domains: uniform. */
 double aps_moe_flex_remote_domains(const aps_model *m, double E, double K,
                                    double domains)
 {
     double G = (double)m->moe_router_num_groups;
     double g = (double)m->moe_router_group_topk;
-    if (G > 0.0 && g > 0.0 && G == domains)
-        return g * (1.0 - experts_miss(g * E / G, K, E / G)) * (1.0 - 1.0 / G);
-    return (domains - 1.0) * (1.0 - experts_miss(E, K, E / domains));
+    double uniform = (domains - 1.0) * (1.0 - experts_miss(E, K, E / domains));
+    if (!(G > 0.0 && g > 0.0 && G <= APS_MAX_ROUTER_GROUPS && domains > 1.0))
+        return uniform;
+    double pool = g * E / G, reached;
+    if (fmod(G, domains) == 0.0) {
+        double r = G / domains, missed = 0.0, all = choose(G, g);
+        for (double j = 0.0; j <= r && j <= g; j += 1.0)
+            missed += choose(r, j) * choose(G - r, g - j) / all *
+                      experts_miss(pool, K, j * E / G);
+        reached = domains * (1.0 - missed);
+    } else if (fmod(domains, G) == 0.0) {
+        reached = domains * (g / G) * (1.0 - experts_miss(pool, K, E / domains));
+    } else {
+        return uniform;
+    }
+    return reached * (1.0 - 1.0 / domains);
 }
 
 /* ------------------------------------------------ sync-free experts */

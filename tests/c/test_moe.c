@@ -374,12 +374,31 @@ static void test_flex_remote_domains(void **state)
     /* 3.18 remote hosts a token, against 4.63 spread uniformly */
     assert_true(grouped > 3.1 && grouped < 3.2);
     assert_true(7.0 * (1.0 - p) > 4.5 && 7.0 * (1.0 - p) < 4.7);
-    /* groups that are not the domains (4 hosts of 64 experts): priced
-     * uniformly, 3 other hosts each missed with prod (192 - j) / (256 - j) */
+    /* two groups a domain (4 hosts of 64 experts): j of a host's 2 groups
+     * among the 4 of 8 chosen, C(2, j) C(6, 4 - j) / C(8, 4) = 15, 40, 15
+     * over 70; the host missed with prod over the 128 chosen experts of
+     * (128 - 32 j - i) / (128 - i) */
+    double u = 1.0, w = 1.0;
+    for (int j = 0; j < 8; j++) {
+        u *= (64.0 - j) / (128.0 - j);
+        w *= (112.0 - j) / (128.0 - j);
+    }
+    double missed = (15.0 + 40.0 * q + 15.0 * u) / 70.0;
+    ASSERT_REL(aps_moe_flex_remote_domains(&m, 256, 8, 4),
+               4.0 * (1.0 - missed) * 3.0 / 4.0, REL);
+    /* two domains a group (16 hosts of 16 experts): a host reached when its
+     * group is chosen (4 / 8) and the 8 experts do not all miss its 16 of
+     * the 128 chosen */
+    ASSERT_REL(aps_moe_flex_remote_domains(&m, 256, 8, 16),
+               16.0 * 0.5 * (1.0 - w) * 15.0 / 16.0, REL);
+    /* the stricter routing reaches fewer hosts: G 16, g 4 on 8 hosts */
+    m.moe_router_num_groups = 16;
+    assert_true(aps_moe_flex_remote_domains(&m, 256, 8, 8) < grouped);
+    /* groups that do not tile the domains (6): the uniform spread */
     double r = 1.0;
     for (int j = 0; j < 8; j++)
-        r *= (192.0 - j) / (256.0 - j);
-    ASSERT_REL(aps_moe_flex_remote_domains(&m, 256, 8, 4), 3.0 * (1.0 - r), REL);
+        r *= (256.0 - 256.0 / 6.0 - j) / (256.0 - j);
+    ASSERT_REL(aps_moe_flex_remote_domains(&m, 256, 8, 6), 5.0 * (1.0 - r), REL);
 }
 
 int main(void)

@@ -505,19 +505,25 @@ static double experts_miss(double E, double K, double held)
     return miss > 0.0 ? miss : 0.0;
 }
 
-/* C(n, k) as a double (n small: router groups), 0 outside 0 <= k <= n. */
-static double choose(double n, double k)
+/* ln C(n, k) for 0 <= k <= n (lgamma: no overflow for any group count). */
+static double log_choose(double n, double k)
 {
-    if (k < 0.0 || k > n)
+    return lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0);
+}
+
+/* Hypergeometric weight C(r, j) C(G - r, g - j) / C(G, g): the chance
+ * that j of the g groups drawn from G fall among r marked ones; 0 where
+ * j is impossible. */
+static double groups_drawn(double G, double r, double g, double j)
+{
+    if (j > r || g - j > G - r || j > g)
         return 0.0;
-    double c = 1.0;
-    for (double i = 1.0; i <= k; i += 1.0)
-        c *= (n - k + i) / i;
-    return c;
+    return exp(log_choose(r, j) + log_choose(G - r, g - j) - log_choose(G, g));
 }
 
 /** Most router groups the grouped spread below is computed for (past it,
- *  the uniform spread: no router has so many). */
+ *  the uniform spread: no router has so many, and the sum over a domain's
+ *  groups stays short). */
 #define APS_MAX_ROUTER_GROUPS 4096.0
 
 /* aps_moe_flex_remote_domains (internal.h): the NVLink domains other than
@@ -546,10 +552,9 @@ double aps_moe_flex_remote_domains(const aps_model *m, double E, double K,
         return uniform;
     double pool = g * E / G, reached;
     if (fmod(G, domains) == 0.0) {
-        double r = G / domains, missed = 0.0, all = choose(G, g);
+        double r = G / domains, missed = 0.0;
         for (double j = 0.0; j <= r && j <= g; j += 1.0)
-            missed += choose(r, j) * choose(G - r, g - j) / all *
-                      experts_miss(pool, K, j * E / G);
+            missed += groups_drawn(G, r, g, j) * experts_miss(pool, K, j * E / G);
         reached = domains * (1.0 - missed);
     } else if (fmod(domains, G) == 0.0) {
         reached = domains * (g / G) * (1.0 - experts_miss(pool, K, E / domains));

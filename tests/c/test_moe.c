@@ -394,6 +394,20 @@ static void test_flex_remote_domains(void **state)
     /* the stricter routing reaches fewer hosts: G 16, g 4 on 8 hosts */
     m.moe_router_num_groups = 16;
     assert_true(aps_moe_flex_remote_domains(&m, 256, 8, 8) < grouped);
+    /* 4,096 groups of one expert, 2,048 chosen: C(4096, 2048) is past a
+     * double's range, the spread stays a count of hosts (no inf / NaN) */
+    aps_model big = m;
+    big.num_experts = 4096;
+    big.moe_router_num_groups = 4096;
+    big.moe_router_group_topk = 2048;
+    double wide = aps_moe_flex_remote_domains(&big, 4096, 8, 8);
+    assert_true(isfinite(wide) && wide > 0.0 && wide <= 7.0);
+    /* each of the 8 experts a group of its own, chosen among 2,048 of
+     * 4,096: the hosts are hit as under the uniform spread over 4,096 */
+    double v = 1.0;
+    for (int j = 0; j < 8; j++)
+        v *= (4096.0 - 512.0 - j) / (4096.0 - j);
+    ASSERT_REL(wide, 7.0 * (1.0 - v), 1e-6);
     /* groups that do not tile the domains (6): the uniform spread */
     double r = 1.0;
     for (int j = 0; j < 8; j++)

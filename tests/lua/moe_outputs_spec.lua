@@ -81,6 +81,15 @@ describe("multi-token prediction and experts in the outputs", function()
       .. "factors, and the 50 held-out Nemotron 3 Nano and Super runs ran 11-97 % slower than estimated", 1, true), out)
   end)
 
+  it("says under the table how far off the held-out gpt-oss runs were, and not for other MoE models", function()
+    local code, out = H.apsearch("run", "--model", ROOT .. "/examples/models/gpt-oss-20b.json",
+      "--cluster", "h100-sxm-80gb:1", "-k", "1", "--wide")
+    assert.are.equal(0, code, out)
+    assert.truthy(out:find("a gpt-oss model: the 2 held-out gpt-oss-120b runs (GB200 bf16, GB300 mxfp8) ran "
+      .. "1.5-1.85x slower than estimated, outside these factors", 1, true), out)
+    assert.falsy(common.interval_note(result):find("gpt-oss", 1, true))
+  end)
+
   it("lists the expert settings among the report's full strategies", function()
     local text = html.strategy_text(result.top_k_strategies[1], 4096)
     assert.truthy(text:find("ep_degree=16 etp_degree=1 moe_token_dispatcher=alltoall moe_capacity_factor=0",

@@ -46,7 +46,7 @@ end
 -- @treturn string the file read
 -- @raise `--from: <path>: <problem>`, one line
 function M.load(path)
-  path = require("apsearch.report.baseline").path(path)
+  path = require("apsearch.report.baseline").path(path, "--from")
   local text, err = util.read_file(path)
   if not text then fail(path, "cannot read the file (" .. tostring(err):gsub("^[^:]*: ", "") .. ")") end
   local ok, r = pcall(require("apsearch.format.json").decode, text)

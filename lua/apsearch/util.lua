@@ -177,14 +177,6 @@ function M.join(list)
   return table.concat(parts, ", ")
 end
 
---- A string safe to print on a terminal: control characters (and DEL)
--- as `\ddd` escapes.
--- @tparam string s
--- @treturn string
-function M.printable(s)
-  return (s:gsub("[%c\127]", function(c) return format("\\%d", c:byte()) end))
-end
-
 --- Largest input file `read_file` reads (bytes): model configs, cluster
 -- files, measurements.
 M.max_input_bytes = 64 << 20

@@ -129,6 +129,14 @@ describe("estimate --from result.json --rank N", function()
     refused("--from: " .. est .. ": not a result.json of apsearch run", "estimate", "--from", est, "--rank", "1")
     refused("--from: " .. dir .. "/none.json: cannot read the file", "estimate", "--from", dir .. "/none.json",
       "--rank", "1")
+    -- an --out link copied without its set (cp -r, tar): the link and why,
+    -- not "No such file or directory" beside a name ls lists
+    assert(os.execute("ln -sfn .gone.apsearch-set-x " .. dir .. "/copied"))
+    refused("--from: " .. dir .. "/copied: a symbolic link to .gone.apsearch-set-x, which does not exist (an "
+      .. "--out DIR is a link to the result set beside it: copy it with cp -rL, tar -h or rsync -L",
+      "estimate", "--from", dir .. "/copied", "--rank", "1")
+    refused("--baseline: " .. dir .. "/copied: a symbolic link to .gone.apsearch-set-x, which does not exist",
+      "run", EX .. "llama3_8b_h100.lua", "--baseline", dir .. "/copied")
     -- a preset name where the resolved model belongs: said as such (it said
     -- "inputs.model missing")
     local named = H.write(dir .. "/named.json", '{"schema_version":1,"inputs":{"model":"no-such-model",' ..

@@ -145,14 +145,25 @@ local function is_array(t)
   return true
 end
 
---- The file a `--baseline` argument names: `DIR/result.json` for a
--- directory (an `--out` result set, or the symbolic link to the latest
--- one), else the argument itself.
+--- The file a `--baseline` (or `--from`) argument names: `DIR/result.json`
+-- for a directory (an `--out` result set, or the symbolic link to the
+-- latest one), else the argument itself.
 -- @tparam string path
+-- @tparam string option the option named in the error (`--baseline`, `--from`)
 -- @treturn string
-function M.path(path)
-  if type(path) == "string" and require("lfs").attributes(path, "mode") == "directory" then
+-- @raise `<option>: <path>: ...` when path is a symbolic link to nothing
+--   (an `--out DIR` link copied or archived without its set)
+function M.path(path, option)
+  if type(path) ~= "string" then return path end
+  local lfs = require("lfs")
+  if lfs.attributes(path, "mode") == "directory" then
     return (path:gsub("/+$", "")) .. "/result.json"
+  end
+  if lfs.symlinkattributes(path, "mode") == "link" and lfs.attributes(path, "mode") == nil then
+    error(("%s: %s: a symbolic link to %s, which does not exist (an --out DIR is a link to the result set "
+      .. "beside it: copy it with cp -rL, tar -h or rsync -L, or name the set's directory)"):format(
+      option or "--baseline", util.printable(path),
+      util.printable(lfs.symlinkattributes(path, "target") or "?")), 0)
   end
   return path
 end
@@ -164,7 +175,7 @@ end
 -- @raise `--baseline: <path>: <problem>` when it cannot be read or is not
 --   an apsearch result
 function M.load(path)
-  path = M.path(path)
+  path = M.path(path, "--baseline")
   local text, err = util.read_file(path)
   if not text then
     error(string.format("--baseline: %s: cannot read the file (%s)", path,

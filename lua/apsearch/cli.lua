@@ -380,15 +380,18 @@ function M.add_launchable(p, name, version)
 end
 
 -- the top strategy of the built policy on `h` hosts of `per` devices of
--- `dev` (the same options), as the fit probe reports it, or nil
-local function probe_fit(opts, dev, h, per)
+-- `dev` (the same options, and `extra` --set entries after the run's), as
+-- the fit probe reports it, or nil
+local function probe_fit(opts, dev, h, per, extra)
   local search = require "apsearch.search"
   local spec = string.format("%s:%dx%d", dev, h, per)
   local o = util.copy(opts)
   o.cluster = spec
   local raw, header, command = M.built_policy(o)
   local built = M.built_batch(raw)
-  local q = policy_mod.from_table(raw, command, { set = opts.set or {}, fix = opts.fix or {},
+  local set = util.copy(opts.set or {})
+  for _, e in ipairs(extra or {}) do set[#set + 1] = e end
+  local q = policy_mod.from_table(raw, command, { set = set, fix = opts.fix or {},
     base_dir = ".", built = true, shadow_check = false })
   q.defaults = M.built_header(q, built, header)
   -- the run's --calibration, as load_policy applies it
@@ -402,29 +405,32 @@ local function probe_fit(opts, dev, h, per)
                    step_time = top.performance_cost.step_time }, spec
 end
 
---- When a built policy (run --model / --cluster) has no feasible strategy:
--- on a host count that is not a power of two, the largest power of two
--- below it first, when it holds the model states (its devices can divide
--- into the degrees the cluster's cannot: 125 hosts of 8 into no PP 16 x
--- TP 2); when that fits, nothing more.  Else the same defaults on more
--- hosts, doubling from `probe_start`, up to M.FIT_PROBE_DOUBLINGS times
--- and below the core's 2^24 devices; the first cluster with a feasible
--- strategy.
--- @tparam table opts parsed options of `run`
--- @tparam table p the policy searched
--- @tparam table result its result (no feasible strategy)
--- @treturn table|nil `{smaller = {devices, cluster, strategy, step_time}}`
---   (the power of two below fits), `{devices, cluster, strategy,
---   step_time, not_on}` (not_on: the devices last tried without a fit, nil
---   when the first try fit), `{tried, cluster}`, or nil when even the
---   first doubling is past the device limit
-function M.fit_probe(opts, p, result)
-  local search = require "apsearch.search"
-  -- strategies that fit but whose launch file differs (run --launchable):
-  -- more hosts do not change what the launch file can express
-  if (result.infeasible_summary or {})[search.LAUNCH_DIFFERS] then return nil end
-  local dev = p.cluster.device
-  dev = type(dev) == "table" and (dev.base or dev.name) or dev
+--- The framework the fit probe tries on the same devices when the built
+-- policy's has no fit and the run did not choose one (--set
+-- training.framework, --launchable): the two keep weights, gradients,
+-- optimizer states and activations differently (docs/modeling.md), so one
+-- can fit where the other does not.
+M.FIT_PROBE_FRAMEWORKS = { megatron = "fsdp2", fsdp2 = "megatron" }
+
+-- the other framework's top strategy on the run's own cluster, as the fit
+-- probe reports it (`framework` added), or nil
+local function framework_fit(opts, p, dev)
+  if opts.launchable then return nil end
+  for _, e in ipairs(opts.set or {}) do
+    if tostring(e):match("^training%.framework=") then return nil end
+  end
+  local alt = M.FIT_PROBE_FRAMEWORKS[p.training.framework or "megatron"]
+  local per = p.cluster.devices_per_node
+  local hosts = p.cluster.num_devices / per
+  if not alt or hosts ~= math.floor(hosts) then return nil end
+  local fit = probe_fit(opts, dev, math.tointeger(hosts), per, { "training.framework=" .. alt })
+  if fit then fit.framework = alt end
+  return fit
+end
+
+-- fit_probe's search over host counts with the same framework: the table
+-- M.fit_probe describes without `framework`, or nil
+local function devices_fit(opts, p, result, dev)
   local h, per, need = probe_start(p, result)
   local below = h // 2
   if below >= need and below * per < p.cluster.num_devices then
@@ -446,6 +452,38 @@ function M.fit_probe(opts, p, result)
   end
   if not tried then return nil end
   return { tried = math.tointeger(tried), cluster = spec }
+end
+
+--- When a built policy (run --model / --cluster) has no feasible strategy:
+-- the other framework of M.FIT_PROBE_FRAMEWORKS on the same devices, and
+-- on a host count that is not a power of two, the largest power of two
+-- below it first, when it holds the model states (its devices can divide
+-- into the degrees the cluster's cannot: 125 hosts of 8 into no PP 16 x
+-- TP 2); when that fits, nothing more.  Else the same defaults on more
+-- hosts, doubling from `probe_start`, up to M.FIT_PROBE_DOUBLINGS times
+-- and below the core's 2^24 devices; the first cluster with a feasible
+-- strategy.
+-- @tparam table opts parsed options of `run`
+-- @tparam table p the policy searched
+-- @tparam table result its result (no feasible strategy)
+-- @treturn table|nil `{smaller = {devices, cluster, strategy, step_time}}`
+--   (the power of two below fits), `{devices, cluster, strategy,
+--   step_time, not_on}` (not_on: the devices last tried without a fit, nil
+--   when the first try fit), `{tried, cluster}`, or `{}` when even the
+--   first doubling is past the device limit; each with `framework =
+--   {devices, cluster, strategy, step_time, framework}` when the other
+--   framework fits on the run's devices; nil when none of these
+function M.fit_probe(opts, p, result)
+  local search = require "apsearch.search"
+  -- strategies that fit but whose launch file differs (run --launchable):
+  -- more hosts do not change what the launch file can express
+  if (result.infeasible_summary or {})[search.LAUNCH_DIFFERS] then return nil end
+  local dev = p.cluster.device
+  dev = type(dev) == "table" and (dev.base or dev.name) or dev
+  local other = framework_fit(opts, p, dev)
+  local fp = devices_fit(opts, p, result, dev) or (other and {})
+  if fp then fp.framework = other end
+  return fp
 end
 
 --- A policy path as given, or, when a relative `examples/...` path is not

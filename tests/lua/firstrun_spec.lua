@@ -411,7 +411,7 @@ describe("when nothing fits", function()
     assert.are.equal(1, code)
     assert.truthy(out:find("what to relax:\n  1. The closest strategy needs ", 1, true), out)
     assert.truthy(out:find("raising the limit cannot help; the framework's whole space was searched; use more "
-      .. "devices.\n", 1, true), out)
+      .. "devices; training.framework =\n    fsdp2 fits on these devices (below).\n", 1, true), out)
     assert.is_nil(out:find("\n  2. ", 1, true), out)
     assert.truthy(out:find("fits from 128 devices (b200:16x8; ", 1, true), out)
     local _, fixed = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "b200:8", "--fix", "vpp_degree=4")
@@ -457,12 +457,30 @@ describe("when nothing fits", function()
     local code, out = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "h100-sxm-80gb:125", "--wide")
     assert.are.equal(1, code)
     assert.truthy(out:find("\nfits on 512 of the 1,000 devices (h100-sxm-80gb:64x8; the same defaults): ", 1, true), out)
-    assert.truthy(out:find("the degrees that would fit do not divide these devices, a part of them does (below).", 1,
-      true), out)
+    assert.truthy(out:find("the degrees that would fit do not divide these devices, a part of them does (below); "
+      .. "training.framework = fsdp2 fits on these devices (below).", 1, true), out)
     assert.is_nil(out:find("fits from", 1, true), out)
     local _, r = run("deepseek-v3", "h100-sxm-80gb:125")
     assert.are.equal(512, r.fit_probe.smaller.devices)
     assert.are.equal("h100-sxm-80gb:64x8", r.fit_probe.smaller.cluster)
+  end)
+
+  it("says when the other framework fits on the same devices, and not when the run chose the framework", function()
+    -- Llama 3.1 70B on 16 H100s: Megatron's closest needs 81.98 GiB (bf16
+    -- weights beside fp32 main weights and gradients on a 16-way model
+    -- split), FSDP2's TP 4 x PP 4 fits; "use more devices" alone misled
+    local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:2", "--wide")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("use more devices; training.framework = fsdp2 fits on these devices (below).", 1, true), out)
+    assert.truthy(out:find("\nfits with training.framework = fsdp2 on these devices (--set training.framework=fsdp2; "
+      .. "its own default space): dp=1 fsdp=1 tp=4 sp=on pp=4 ", 1, true), out)
+    local _, r = run("llama-3.1-70b", "h100-sxm-80gb:2")
+    assert.are.equal("fsdp2", r.fit_probe.framework.framework)
+    assert.are.equal(16, r.fit_probe.framework.devices)
+    -- the same search with the framework chosen: no other framework tried
+    local _, chosen = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:2", "--set",
+      "training.framework=megatron")
+    assert.is_nil(chosen:find("training.framework = fsdp2", 1, true), chosen)
   end)
 
   it("stops doubling the hosts at the core's 2^24 devices (it failed with exit 2 naming a cluster never given)",

@@ -707,25 +707,35 @@ function M.full_graph_note(result)
 end
 
 --- What the fit probe found when nothing fits (`result.fit_probe`, set
--- by the CLI for a built policy: the same defaults on part of the
--- cluster, or on doubled host counts), one sentence for the terminal and
+-- by the CLI for a built policy: the other framework on the same devices,
+-- the same defaults on part of the cluster, or on doubled host counts),
+-- one sentence for the terminal and
 -- the report alike; nil without a probe.
 -- @tparam table result a result with no feasible strategy
 -- @treturn string|nil
 function M.fit_probe_text(result)
   local fp = result.fit_probe
   if not fp then return nil end
+  local parts = {}
+  if fp.framework then
+    local f = fp.framework
+    parts[1] = string.format("fits with training.framework = %s on these devices (--set training.framework=%s; "
+      .. "its own default space): %s, step %.3f s", f.framework, f.framework, f.strategy, f.step_time)
+  end
   if fp.smaller then
     local f = fp.smaller
-    return string.format("fits on %s of the %s devices (%s; the same defaults): %s, step %.3f s",
+    parts[#parts + 1] = string.format("fits on %s of the %s devices (%s; the same defaults): %s, step %.3f s",
       M.commas(f.devices), M.commas(((result.inputs or {}).cluster or {}).num_devices or 0), f.cluster,
       f.strategy, f.step_time)
   elseif fp.devices then
     local below = fp.not_on and string.format(", not on %s", M.commas(fp.not_on)) or ""
-    return string.format("fits from %s devices (%s%s; the same defaults, host counts tried in powers of two): "
-      .. "%s, step %.3f s", M.commas(fp.devices), fp.cluster, below, fp.strategy, fp.step_time)
+    parts[#parts + 1] = string.format("fits from %s devices (%s%s; the same defaults, host counts tried in "
+      .. "powers of two): %s, step %.3f s", M.commas(fp.devices), fp.cluster, below, fp.strategy, fp.step_time)
+  elseif fp.tried then
+    parts[#parts + 1] = string.format("no fit up to %s devices (%s) with the same defaults", M.commas(fp.tried),
+      fp.cluster)
   end
-  return string.format("no fit up to %s devices (%s) with the same defaults", M.commas(fp.tried), fp.cluster)
+  return #parts > 0 and table.concat(parts, "\n") or nil
 end
 
 --- One line on the prediction intervals of a result's top-k (the

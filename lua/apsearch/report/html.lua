@@ -347,8 +347,9 @@ end
 -- more devices when `ndev`, the devices of a cluster too small for the
 -- model states, is given, or when `built`: the framework's whole space
 -- was searched; `built` "smaller": a power-of-two part of the devices
--- fits, a number: nothing fits up to that many devices, result.fit_probe)
-local function memory_suggestion(need, limit, cap, ndev, built)
+-- fits, a number: nothing fits up to that many devices, result.fit_probe;
+-- `other`: the framework that fits on these devices, fit_probe.framework)
+local function memory_suggestion(need, limit, cap, ndev, built, other)
   if cap and need <= cap then
     -- a limit the policy takes: the need rounded up to a hundredth of a
     -- GiB, never past the capacity (policy refuses a limit above it)
@@ -369,6 +370,9 @@ local function memory_suggestion(need, limit, cap, ndev, built)
     or built and "the framework's whole space was searched; use more devices"
     or "shard or recompute more (wider tp_degree, pp_degree, cp_degree or fsdp_degree, " ..
     "zero_stage, layer_recompute = full, a smaller micro_batch_size), or use more devices"
+  if other then
+    help = help .. string.format("; training.framework = %s fits on these devices (below)", other)
+  end
   return string.format("The closest strategy needs %.2f GiB, %s over the %.2f GiB limit%s: " ..
     "raising the limit cannot help; %s.", need / 2 ^ 30, common.over_text(need - limit):sub(2), limit / 2 ^ 30,
     cap and string.format(" and beyond the device's %.2f GiB", cap / 2 ^ 30) or "", help)
@@ -544,7 +548,8 @@ function M.diagnose(result, n)
       "%s over the %.2f GiB limit, but raising the limit would not admit it: --launchable %s refuses it too " ..
       "(%s).", c1.mem_limited / 2 ^ 30, common.over_text(c1.mem_limited - limit):sub(2), limit / 2 ^ 30,
       result.inputs.launchable, differs)
-      or memory_suggestion(c1.mem_limited, limit, out.capacity_bytes, hopeless and ndev, smaller or built)
+      or memory_suggestion(c1.mem_limited, limit, out.capacity_bytes, hopeless and ndev, smaller or built,
+        built and fp.framework and fp.framework.framework)
   end
   -- fewer devices than the model states need: before any other knob
   if too_few then
@@ -876,7 +881,12 @@ local function infeasible_html(result)
     out[#out + 1] = "</ol>"
   end
   local probe = common.fit_probe_text(result)
-  if probe then out[#out + 1] = "<p id=\"fit-probe\">" .. esc(probe:sub(1, 1):upper() .. probe:sub(2)) .. ".</p>" end
+  local i = 0
+  for line in (probe or ""):gmatch("[^\n]+") do
+    i = i + 1
+    out[#out + 1] = string.format("<p%s>%s.</p>", i == 1 and ' id="fit-probe"' or "",
+      esc(line:sub(1, 1):upper() .. line:sub(2)))
+  end
   out[#out + 1] = "</div>\n"
   if #d.closest > 0 then
     out[#out + 1] = "<h3 id=\"closest\">Closest strategies (least estimated memory)</h3>\n"

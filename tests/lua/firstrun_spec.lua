@@ -414,6 +414,15 @@ describe("when nothing fits", function()
       .. "devices; training.framework =\n    fsdp2 fits on these devices (below).\n", 1, true), out)
     assert.is_nil(out:find("\n  2. ", 1, true), out)
     assert.truthy(out:find("fits from 128 devices (b200:16x8; ", 1, true), out)
+    -- a --set of a training field leaves the space whole: still no knob
+    -- of it offered (a new user's Megatron-FSDP run was told to "allow
+    -- vpp_degree = 1", already searched)
+    local _, set = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "b200:8", "--set",
+      "training.framework=megatron", "--set", "training.fsdp_impl=megatron_fsdp")
+    assert.truthy(set:find("what to relax:\n  1. The closest strategy needs ", 1, true), set)
+    local relax = set:match("what to relax:\n(.-)\n\n") or ""
+    assert.is_nil(relax:find("\n  2. ", 1, true), set)
+    assert.is_nil(relax:find("vpp_degree", 1, true), set)
     local _, fixed = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "b200:8", "--fix", "vpp_degree=4")
     assert.truthy(fixed:find("\n  2. interleaving: vpp_degree > 1 needs pp_degree > 1 and micro_batch_num divisible by pp_degree",
       1, true), fixed)

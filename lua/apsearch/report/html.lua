@@ -411,12 +411,14 @@ M.SPACE_RULES = { VPP_INVALID = true, PP_PARTITION = true, PP_DIVISIBILITY = tru
   INVALID_DEGREE = true, FRAMEWORK_UNSUPPORTED = true, NOT_MODELLED = true }
 
 -- true for a policy built from --model / --cluster (its `defaults` header)
--- searched with no --set / --fix (top-k aside)
+-- searched over its whole space: no --fix and no --set of a search_space
+-- field (a --set of training, model or cluster fields leaves the space the
+-- framework's full one)
 local function as_built(result)
   local inp = result.inputs or {}
   if inp.defaults == nil then return false end
   for _, o in ipairs(inp.overrides or {}) do
-    if o.key ~= "top_k" then return false end
+    if o.kind == "fix" or tostring(o.key):match("^search_space%.") then return false end
   end
   return true
 end

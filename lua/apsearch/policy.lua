@@ -545,7 +545,8 @@ function Norm:model(v)
       end
       local all = presets.all_model_names()
       self:fail(path, suggest.problem("unknown model preset", ref, all) ..
-        " (known: " .. util.join(all) .. "; or a path to a config.json)", ref)
+        " (known: " .. util.join(all) .. "), or a config.json path",
+        ref)
     end
     local m, info = presets.model(ref)
     -- the preset's config notes (what is priced how), as its file gives

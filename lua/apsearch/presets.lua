@@ -72,7 +72,8 @@ function M.model(name)
   if not M.is_model(lname) then
     local all = M.all_model_names()
     util.fail("model", "preset", require("apsearch.suggest").problem("unknown model preset", name, all) ..
-      " (known: " .. util.join(all) .. ")", name)
+      " (known: " .. util.join(all) .. "), or a config.json path",
+      name)
   end
   local model, info = hf.load(M.model_path(lname), lname)
   info.preset = lname

@@ -212,8 +212,10 @@ describe("apsearch binary", function()
     end)
 
     it("for --model and --cluster, naming the option; --set cluster.* after --cluster works", function()
-      assert.truthy(one_line_error(apsearch("run", "--model", "nosuch"))
-        :find("--model: model: unknown model preset", 1, true) == 1)
+      local unknown = one_line_error(apsearch("run", "--model", "nosuch"))
+      assert.truthy(unknown:find("--model: model: unknown model preset", 1, true) == 1)
+      -- and that a config.json path is taken too (a new user did not know)
+      assert.truthy(unknown:find("), or a config.json path (got \"nosuch\")", 1, true), unknown)
       assert.are.equal("--cluster: nodes: expected a positive integer (got 0)",
         one_line_error(apsearch("run", "--cluster", "h100-sxm-80gb:0")))
       local code, out = apsearch("run", "--quiet", "--cluster", "h100-sxm-80gb:1x8",

@@ -486,6 +486,18 @@ function M.fit_probe(opts, p, result)
   return fp
 end
 
+-- the installed copy of a relative `examples/...` path not found from the
+-- current directory (under util.root()), said on stderr, or nil
+local function installed_example(path)
+  local rel = path:gsub("^%./", "")
+  if rel:sub(1, 9) ~= "examples/" or util.file_exists(path) then return nil end
+  local installed = util.root() .. "/" .. rel
+  if installed == path or not util.file_exists(installed) then return nil end
+  io.stderr:write(("apsearch: %s: not found here; using the installed %s\n"):format(util.printable(path),
+    util.printable(installed)))
+  return installed
+end
+
 --- A policy path as given, or, when a relative `examples/...` path is not
 -- found from the current directory, the installed example of that name
 -- (under `util.root()`, `<prefix>/share/apsearch` after `cmake --install`),
@@ -504,13 +516,8 @@ function M.example_path(path)
     error(("%s: cannot open policy file: No such file or directory; %s is a device preset: "
       .. "give --model MODEL --cluster %s:NODES instead"):format(path, path, path), 0)
   end
-  local rel = path:gsub("^%./", "")
-  if rel:sub(1, 9) ~= "examples/" then return path end
-  local installed = util.root() .. "/" .. rel
-  if installed ~= path and util.file_exists(installed) then
-    io.stderr:write(("apsearch: %s: not found here; using the installed %s\n"):format(path, installed))
-    return installed
-  end
+  local installed = installed_example(path)
+  if installed then return installed end
   if util.file_exists(util.root() .. "/examples") then
     error(("%s: cannot open policy file: No such file or directory (the examples are in %s/examples)")
       :format(path, util.root()), 0)
@@ -559,6 +566,9 @@ end
 local function load_policy(path, opts, extra)
   M.configure_sandbox(opts)
   path = path and M.example_path(path)
+  -- `--model examples/models/X.json` from another directory: the
+  -- installed example, as for a policy path
+  opts.model = opts.model and installed_example(opts.model) or opts.model
   local o = { set = shortcut_sets(opts), fix = opts.fix or {} }
   for k, v in pairs(extra or {}) do o[k] = v end
   local p

@@ -336,6 +336,13 @@ return { model = "mixtral.json", cluster = { device = "h100-sxm-80gb", nodes = 1
       assert.are.equal(("examples/none.lua: cannot open policy file: No such file or directory " ..
         "(the examples are in %s/examples)"):format(ROOT),
         one_line_error(from(elsewhere, "run", "examples/none.lua")))
+      -- a --model path of the examples too (it failed as a missing config)
+      code, out, err = from(elsewhere, "run", "--model", "examples/models/llama-3.1-8b.json", "--cluster",
+        "h100-sxm-80gb:1", "-q", "--top-k", "1")
+      assert.are.equal(0, code, err)
+      assert.are.equal(("apsearch: examples/models/llama-3.1-8b.json: not found here; using the installed " ..
+        "%s/examples/models/llama-3.1-8b.json\n"):format(ROOT), err)
+      assert.truthy(out:find("llama-3.1-8b on 8 x h100-sxm-80gb", 1, true), out)
     end)
 
     it("for bad options, commands and files", function()

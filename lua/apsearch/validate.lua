@@ -295,7 +295,7 @@ function M.columns_model(row)
     position_embedding = pos,
     tie_word_embeddings = need_bool(row, "tie_word_embeddings"),
     qkv_bias = gpt, attn_out_bias = gpt, mlp_bias = gpt,
-    norm_bias = not mpt,
+    norm_bias = norm == "layernorm" and not mpt, -- (RMSNorm has no bias)
     max_position_embeddings = gpt and GPT_POSITIONS or 0,
   }
   -- optional `head_dim`: the attention head width where it is not

@@ -58,6 +58,30 @@
 #include <string.h>
 #include "internal.h"
 
+/** HBM bytes per element of the experts' output width that Megatron-Core's
+ *  quick-GEGLU experts (gpt-oss) spend clamping before the compiled
+ *  kernel, forward, bf16: weighted_bias_quick_geglu_impl chunks fc1's
+ *  output, clamps each half (2 + 2 each) and concatenates them (4 + 4)
+ *  as eager PyTorch ops (megatron/core/fusions/fused_bias_geglu.py @
+ *  d98e8a64 and d12f6c8c, which Megatron-Bridge's gpt-oss card pins):
+ *  16.  Clamp's autograd keeps fc1's output for its mask while the
+ *  compiled function keeps the concatenation: 2 A a width element more
+ *  saved (APS_EAGER_GLU_CLAMP_SAVED). */
+#define APS_EAGER_GLU_CLAMP_BYTES 16.0
+#define APS_EAGER_GLU_CLAMP_SAVED (2.0 * APS_ACT_BYTES)
+
+/** Whether the experts clamp eagerly (APS_EAGER_GLU_CLAMP_BYTES): a
+ *  clamped quick-GEGLU on Megatron-Core's TEGroupedMLP path; TE's fused
+ *  grouped MLP and the op fuser (the sync-free experts' rank capacity)
+ *  clamp inside their kernels (experts.py ScaledClampedQGeGLU). */
+static bool eager_glu_clamp(const aps_model *m, const aps_training *t)
+{
+    return t->framework == APS_FW_MEGATRON &&
+           m->glu_activation == APS_GLU_QUICK_GELU && m->glu_clamp > 0.0 &&
+           !t->cutedsl_fused_grouped_mlp &&
+           !(t->moe_expert_rank_capacity_factor > 0.0);
+}
+
 /** Passes over a token copy's hidden state in permute + unpermute, each
  *  element A bytes: permute reads the token and writes its k copies
  *  (A + A k, rounded to 2 A k: the index_select reads each copy's row),
@@ -806,7 +830,8 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     /* TE's fused grouped MLP runs the experts' activation in fc1's GEMM
      * epilogue (its backward in fc2's dgrad GEMM): no pass of its own */
     bool fused_mlp = t->cutedsl_fused_grouped_mlp;
-    double expert_act = fused_mlp ? 0.0 : act_b * Te * fe / etp;
+    double clamp_b = eager_glu_clamp(m, t) ? APS_EAGER_GLU_CLAMP_BYTES : 0.0;
+    double expert_act = fused_mlp ? 0.0 : (act_b + clamp_b) * Te * fe / etp;
     double bytes = expert_act + act_b * (T * fs / tp - T * f / tp) +
                    APS_MOE_PERMUTE_PASSES * A * Tin * K * load * w +
                    2.0 * APS_FP32_BYTES * Tin * E;
@@ -934,7 +959,13 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
                                    act_b * T * fs / tp / hbm
                              : 0.0;
     out->actfn_act = Ain * kept_rows * fe / etp;
-    out->actfn_fwd = act_b * Te * fe / etp / hbm;
+    out->actfn_fwd = (act_b + clamp_b) * Te * fe / etp / hbm;
+    if (clamp_b > 0.0) { /* freed with the activation under moe_act */
+        double kept = APS_EAGER_GLU_CLAMP_SAVED * kept_rows * fe / etp;
+        out->act += kept;
+        out->moe_int_act += kept;
+        out->actfn_act += kept;
+    }
     /* the MoE block replaces the dense FFN aps_layer_params_tp counted,
      * its biases included */
     double dense_bias = ffn_bias_tp(m, (double)m->ffn_hidden_size,

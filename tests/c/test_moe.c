@@ -415,6 +415,65 @@ static void test_flex_remote_domains(void **state)
     ASSERT_REL(aps_moe_flex_remote_domains(&m, 256, 8, 6), 5.0 * (1.0 - r), REL);
 }
 
+/* Megatron-Core's quick-GEGLU experts clamp eagerly before the compiled
+ * kernel (fused_bias_geglu.py weighted_bias_quick_geglu_impl): chunk,
+ * clamp each half (2 + 2 bytes an element each), concatenate (4 + 4):
+ * 16 bytes per element of f_e forward, and fc1's output kept for clamp's
+ * mask (2 f_e bf16 = 4 bytes an element), freed under moe_act */
+static void test_eager_glu_clamp(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    qwen3_30b_b200(&m, &c, &t, &s);
+    t.moe_load_imbalance = 1.0;
+    t.precision = APS_PREC_BF16;
+    m.glu_activation = APS_GLU_QUICK_GELU;
+    m.glu_linear_offset = 1.0;
+    aps_moe_cost off, on;
+    aps_moe_layer_cost(&m, &c, &t, &s, &off);
+    m.glu_clamp = 7.0;
+    aps_moe_layer_cost(&m, &c, &t, &s, &on);
+    /* 4 x 4,096 tokens, top 8, EP 8 over 128 experts: 131,072 rows */
+    double rows = 16384.0 * 8.0, fe = 768.0;
+    double hbm = c.device.hbm_bandwidth * c.device.hbm_efficiency;
+    ASSERT_REL(on.membound_fwd - off.membound_fwd, 16.0 * rows * fe / hbm, REL);
+    ASSERT_REL(on.actfn_fwd - off.actfn_fwd, 16.0 * rows * fe / hbm, REL);
+    ASSERT_REL(on.act - off.act, 4.0 * rows * fe, REL);
+    ASSERT_REL(on.actfn_act - off.actfn_act, 4.0 * rows * fe, REL);
+    ASSERT_REL(on.moe_int_act - off.moe_int_act, 4.0 * rows * fe, REL);
+    ASSERT_REL(on.gemm_fwd, off.gemm_fwd, REL);
+    /* clamped inside a kernel: TE's fused grouped MLP (MXFP8), the op
+     * fuser of the sync-free experts, and another framework's experts */
+    aps_moe_cost a, b;
+    t.precision = APS_PREC_MXFP8;
+    t.cutedsl_fused_grouped_mlp = true;
+    m.glu_clamp = 0.0;
+    aps_moe_layer_cost(&m, &c, &t, &s, &a);
+    m.glu_clamp = 7.0;
+    aps_moe_layer_cost(&m, &c, &t, &s, &b);
+    ASSERT_REL(a.membound_fwd, b.membound_fwd, REL);
+    ASSERT_REL(a.act, b.act, REL);
+    t.cutedsl_fused_grouped_mlp = false;
+    t.moe_expert_rank_capacity_factor = 1.5;
+    m.glu_clamp = 0.0;
+    aps_moe_layer_cost(&m, &c, &t, &s, &a);
+    m.glu_clamp = 7.0;
+    aps_moe_layer_cost(&m, &c, &t, &s, &b);
+    ASSERT_REL(a.membound_fwd, b.membound_fwd, REL);
+    t.moe_expert_rank_capacity_factor = 0.0;
+    t.framework = APS_FW_FSDP2;
+    t.precision = APS_PREC_BF16;
+    m.glu_clamp = 0.0;
+    aps_moe_layer_cost(&m, &c, &t, &s, &a);
+    m.glu_clamp = 7.0;
+    aps_moe_layer_cost(&m, &c, &t, &s, &b);
+    ASSERT_REL(a.membound_fwd, b.membound_fwd, REL);
+    ASSERT_REL(a.act, b.act, REL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -425,6 +484,7 @@ int main(void)
         cmocka_unit_test(test_stash_refusals),
         cmocka_unit_test(test_fused_grouped_mlp),
         cmocka_unit_test(test_flex_remote_domains),
+        cmocka_unit_test(test_eager_glu_clamp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

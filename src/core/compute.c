@@ -11,6 +11,8 @@
  * matmuls of the forward's 2 (it recomputes the scores), 2.5 x (Dao 2023,
  * arXiv:2307.08691 s.3.1).  Per device: matmuls / t, tokens / c.
  */
+#include <math.h>
+
 #include "internal.h"
 
 /** HBM bytes per element of the memory-bound ops, forward, bf16 (2 B)
@@ -27,6 +29,12 @@
 #define APS_EAGER_RMSNORM_BYTES 36.0
 #define APS_EAGER_ROPE_BYTES 20.0
 #define APS_EAGER_SWIGLU_BYTES 10.0
+/** Megatron-Core's unfused RoPE (rope_utils.py _apply_rotary_pos_emb_bshd
+ *  @ d98e8a64 and d12f6c8c), bytes per element of Q or K forward: t * cos
+ *  (2 + 2), _rotate_half's -x2 over half the elements (1 + 1) and
+ *  cat((-x2, x1)) (2 + 2), * sin (2 + 2), the sum (2 + 2 + 2), and the
+ *  closing cat((t, t_pass)) (2 + 2): 24. */
+#define APS_MEGATRON_UNFUSED_ROPE_BYTES 24.0
 
 
 double aps_hbm_time(const aps_device *d, double bytes)
@@ -230,13 +238,47 @@ static double layer_qk_norm_bytes(const aps_model *m, const aps_training *t,
  *  (and the Q / K norms), residuals, RoPE on q and k, the activation
  *  function, dropout, and the softmax over the scores without flash
  *  attention. */
+/** YaRN's cos/sin factor at scale s with log coefficient ms:
+ *  0.1 ms ln s + 1, 1 for s <= 1 (Megatron-LM _yarn_get_mscale,
+ *  transformers get_mscale). */
+static double yarn_mscale(double s, double ms)
+{
+    return s <= 1.0 ? 1.0 : 0.1 * ms * log(s) + 1.0;
+}
+
+/** Whether Megatron-Core applies a GQA model's RoPE unfused: a YaRN
+ *  scaling whose cos/sin factor is not 1, which TE's fused RoPE does not
+ *  take ("mscale=... is not supported by TE's fused RoPE. Using unfused
+ *  implementation.", rope_utils.py apply_rotary_pos_emb @ d98e8a64 and
+ *  d12f6c8c; gpt-oss: factor 32, 1 + 0.1 ln 32 = 1.35).  The factor is
+ *  transformers' attention_factor, which the launch file makes Megatron's
+ *  _yarn_get_concentration_factor (lua/apsearch/launch/megatron.lua
+ *  yarn_mscale): given outright, else the mscale ratio when both are
+ *  given, else get_mscale(factor).  MLA applies its own RoPE kernels. */
+static bool megatron_unfused_rope(const aps_model *m, const aps_training *t)
+{
+    if (t->framework != APS_FW_MEGATRON || m->position_embedding != APS_POS_ROPE ||
+        m->rope_scaling_type != APS_ROPE_SCALING_YARN || m->kv_lora_rank > 0)
+        return false;
+    double f = m->rope_scaling_factor, c;
+    if (m->yarn_attention_factor > 0.0)
+        c = m->yarn_attention_factor;
+    else if (m->yarn_mscale > 0.0 && m->yarn_mscale_all_dim > 0.0)
+        c = yarn_mscale(f, m->yarn_mscale) / yarn_mscale(f, m->yarn_mscale_all_dim);
+    else
+        c = yarn_mscale(f, 1.0);
+    return c != 1.0;
+}
+
 static double layer_membound_bytes(const aps_model *m, const aps_training *t,
                                    const layer_shape *x)
 {
     double A = APS_ACT_BYTES;
     bool eager = !t->torch_compile && aps_profile(t)->eager_elementwise;
     double rope_b = m->position_embedding != APS_POS_ROPE ? 0.0
-                    : eager ? APS_EAGER_ROPE_BYTES : APS_FUSED_ELEMENTWISE_BYTES;
+                    : eager ? APS_EAGER_ROPE_BYTES
+                    : megatron_unfused_rope(m, t) ? APS_MEGATRON_UNFUSED_ROPE_BYTES
+                                                  : APS_FUSED_ELEMENTWISE_BYTES;
     double act_b = aps_act_fn_bytes(m, t);
     double hrep = x->T * x->h / x->rep;
     const aps_hybrid_counts *w = &x->w;

@@ -250,6 +250,37 @@ static void test_compute_qk_norm(void **state)
                2684354560.0 / (3350e9 * 0.8), 1e-9);
 }
 
+/* Megatron-Core's RoPE under a YaRN factor whose cos/sin factor is not 1
+ * (gpt-oss: factor 32, 1 + 0.1 ln 32): TE's fused RoPE refuses the
+ * mscale and the unfused one runs (rope_utils.py), 24 B an element of Q
+ * and K against the fused 4: 20 x 4096 x 40 x 128 = 419,430,400 B more
+ * per layer, x 32 layers = 13,421,772,800 B / (3350e9 x 0.8) forward.
+ * A factor of 1 (DeepSeek's mscale = mscale_all_dim) keeps it fused. */
+static void test_compute_megatron_yarn_rope(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    setup(&m, &c, &t, &s);
+    c.device.hbm_bandwidth = 3350e9;
+    aps_estimate plain, yarn, unit;
+    fx_run(&m, &c, &t, &s, &plain);
+    m.rope_scaling_type = APS_ROPE_SCALING_YARN;
+    m.rope_scaling_factor = 32.0;
+    m.original_max_position_embeddings = 4096;
+    fx_run(&m, &c, &t, &s, &yarn);
+    ASSERT_REL(yarn.perf_total[APS_PERF_COMPUTE_FWD] -
+                   plain.perf_total[APS_PERF_COMPUTE_FWD],
+               13421772800.0 / (3350e9 * 0.8), 1e-9);
+    m.yarn_mscale = 1.0;
+    m.yarn_mscale_all_dim = 1.0;
+    fx_run(&m, &c, &t, &s, &unit);
+    ASSERT_REL(unit.perf_total[APS_PERF_COMPUTE_FWD],
+               plain.perf_total[APS_PERF_COMPUTE_FWD], 1e-12);
+}
+
 /* CP ring (p2p), c = 2 on 2 GPUs of one node, s = 8192, b = 1, B = 1.
  * Per layer: K, V chunk of the local s/c = 4096 tokens,
  *   2 (K and V) x 2 B x 4096 x k d = 2 * 2 * 4096 * 8 * 128 = 16,777,216 B;
@@ -490,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_compute_recompute),
         cmocka_unit_test(test_compute_memory_bound),
         cmocka_unit_test(test_compute_qk_norm),
+        cmocka_unit_test(test_compute_megatron_yarn_rope),
         cmocka_unit_test(test_compute_cp_ring_overlap),
         cmocka_unit_test(test_compute_cp_allgather),
         cmocka_unit_test(test_compute_cp_a2a),

@@ -93,7 +93,8 @@ static int64_t span_moe_layers(const aps_model *m, const aps_layer_spans *sp)
     X(fp8_cast_bwd) X(tp_fwd) X(tp_bwd) X(cp_fwd) X(cp_bwd)
 /** The fields of aps_moe_cost (per MoE layer; ep_buffer taken apart). */
 #define APS_BF16_MOE_FIELDS(X)                                               \
-    X(gemm_fwd) X(membound_fwd) X(cast_fwd) X(cast_bwd) X(drop_mlp_tp)       \
+    X(gemm_fwd) X(membound_fwd) X(cast_fwd) X(cast_bwd) X(bias_fwd)          \
+    X(bias_bwd) X(drop_mlp_tp)                                               \
     X(act) X(ep_fwd) X(ep_bwd) X(dense_params) X(dense_matmul_params)        \
     X(expert_params) X(expert_matmul_params) X(mla_gemm_fwd)                 \
     X(mla_attn_fwd) X(mla_attn_bwd) X(mla_act) X(mla_params)                 \

@@ -625,6 +625,9 @@ typedef struct {
     double membound_fwd;    /**< s: activation functions, permute,
                                  unpermute, router scores */
     double cast_fwd, cast_bwd; /**< s: quantized-GEMM casts */
+    double bias_fwd, bias_bwd; /**< s: the experts' fc2 bias added expert
+                                    by expert in PyTorch (moe.c
+                                    eager_expert_bias) */
     double drop_mlp_tp;     /**< the layer's share of TP collectives that
                                  go with the dense FFN (its block's: 1 /
                                  blocks), 0 with a shared expert */

@@ -82,6 +82,30 @@ static bool eager_glu_clamp(const aps_model *m, const aps_training *t)
            !(t->moe_expert_rank_capacity_factor > 0.0);
 }
 
+/** HBM bytes per element of the hidden width that adding the experts'
+ *  fc2 bias costs per routed row on Megatron-Core's TEGroupedMLP path
+ *  (experts.py _apply_bias @ d12f6c8c, which Megatron-Bridge's gpt-oss
+ *  card pins, and d98e8a64's path for bias lists): per local expert
+ *  t + b * p with fp32 routing probabilities p, then the pieces
+ *  concatenated and cast back.  Forward: b * p written fp32 (4), the sum
+ *  (2 + 4 read, 4 written), the concatenation (4 + 4), the cast to bf16
+ *  (4 + 2): 28.  Backward: the cast's gradient to fp32 (2 + 4), the
+ *  sum's gradient to t in bf16 (4 + 2), the bias and probability
+ *  gradients reduced from it (4 + 4): 20. */
+#define APS_EAGER_EXPERT_BIAS_FWD_BYTES 28.0
+#define APS_EAGER_EXPERT_BIAS_BWD_BYTES 20.0
+
+/** Whether the experts add their fc2 bias eagerly
+ *  (APS_EAGER_EXPERT_BIAS_FWD_BYTES): experts with biases on
+ *  Megatron-Core's TEGroupedMLP path; TE's fused grouped MLP and the op
+ *  fuser add it in their kernels (experts.py scale_bias). */
+static bool eager_expert_bias(const aps_model *m, const aps_training *t)
+{
+    return t->framework == APS_FW_MEGATRON && m->mlp_bias &&
+           !t->cutedsl_fused_grouped_mlp &&
+           !(t->moe_expert_rank_capacity_factor > 0.0);
+}
+
 /** Passes over a token copy's hidden state in permute + unpermute, each
  *  element A bytes: permute reads the token and writes its k copies
  *  (A + A k, rounded to 2 A k: the index_select reads each copy's row),
@@ -836,6 +860,10 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
                    APS_MOE_PERMUTE_PASSES * A * Tin * K * load * w +
                    2.0 * APS_FP32_BYTES * Tin * E;
     out->membound_fwd = bytes / hbm;
+    if (eager_expert_bias(m, t)) {
+        out->bias_fwd = APS_EAGER_EXPERT_BIAS_FWD_BYTES * Te * w / hbm;
+        out->bias_bwd = APS_EAGER_EXPERT_BIAS_BWD_BYTES * Te * w / hbm;
+    }
     if (aps_prec_quantized(prec)) {
         /* experts: the permuted input (unfused), fc2's input from the
          * activation (fused); backward the output gradient and fc1's
@@ -951,7 +979,7 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     out->dense_mlp_fwd = aps_mlp_fwd_time(m, d, t, s);
     out->dense_mlp_act = aps_mlp_saved_bytes(m, t, s);
     out->moe_fwd = out->gemm_fwd + out->membound_fwd + out->cast_fwd +
-                   out->dense_mlp_fwd;
+                   out->bias_fwd + out->dense_mlp_fwd;
     out->moe_int_act = out->act + out->dense_mlp_act;
     out->shared_act = wb * T * fs / tp;
     out->shared_fwd = fs > 0 ? aps_gemm_time(d, prec, T, up * fs / tp, h) +
@@ -994,11 +1022,12 @@ void aps_moe_stage(const aps_model *m, const aps_training *t,
     /* recomputed layers: the rank's MoE share of them */
     double rm = L > 0 ? rc * nm / L : 0.0, rl = aps_model_has_attn_delta(m) ? rc : 0.0;
     double gm = mc->gemm_fwd, gl = mc->mla_gemm_fwd;
-    double fm = gm + mc->membound_fwd + mc->cast_fwd;
+    double fm = gm + mc->membound_fwd + mc->cast_fwd + mc->bias_fwd;
     double fl = gl + mc->mla_attn_fwd + mc->dsa_indexer_fwd; /* no bwd */
     out->moe_layers = nm;
     out->comp_fwd = nm * fm + nl * fl;
-    out->comp_bwd = nm * (2.0 * gm + 2.0 * mc->membound_fwd + mc->cast_bwd) +
+    out->comp_bwd = nm * (2.0 * gm + 2.0 * mc->membound_fwd + mc->cast_bwd +
+                          mc->bias_bwd) +
                     nl * (2.0 * gl + mc->mla_attn_bwd + mc->dsa_indexer_bwd);
     out->wgrad = nm * gm + nl * gl;
     out->recompute = rm * fm + rl * fl;

@@ -474,6 +474,51 @@ static void test_eager_glu_clamp(void **state)
     ASSERT_REL(a.act, b.act, REL);
 }
 
+/* Megatron-Core adds the experts' fc2 bias expert by expert in PyTorch
+ * (experts.py _apply_bias: t + b * p with fp32 probabilities, the pieces
+ * concatenated and cast back): 28 bytes per routed row and element of h
+ * forward, 20 backward; none without biases, under TE's fused grouped
+ * MLP, or on another framework */
+static void test_eager_expert_bias(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    qwen3_30b_b200(&m, &c, &t, &s);
+    t.moe_load_imbalance = 1.0;
+    t.precision = APS_PREC_BF16;
+    aps_moe_cost plain, biased;
+    aps_moe_layer_cost(&m, &c, &t, &s, &plain);
+    assert_true(plain.bias_fwd == 0.0 && plain.bias_bwd == 0.0);
+    m.mlp_bias = true;
+    aps_moe_layer_cost(&m, &c, &t, &s, &biased);
+    double rows = 16384.0 * 8.0, h = 2048.0;
+    double hbm = c.device.hbm_bandwidth * c.device.hbm_efficiency;
+    ASSERT_REL(biased.bias_fwd, 28.0 * rows * h / hbm, REL);
+    ASSERT_REL(biased.bias_bwd, 20.0 * rows * h / hbm, REL);
+    ASSERT_REL(biased.moe_fwd - plain.moe_fwd, 28.0 * rows * h / hbm, REL);
+    /* in a rank's stage: forward and backward of each MoE layer */
+    aps_layout lay;
+    char msg[APS_REASON_LEN];
+    assert_int_equal(aps_layout_build(&m, &t, &s, &lay, msg, sizeof msg),
+                     APS_REASON_NONE);
+    aps_moe_stage_cost a, b;
+    aps_moe_stage(&m, &t, &s, &lay, &plain, 0, &a);
+    aps_moe_stage(&m, &t, &s, &lay, &biased, 0, &b);
+    ASSERT_REL(b.comp_fwd - a.comp_fwd, 48.0 * 28.0 * rows * h / hbm, REL);
+    ASSERT_REL(b.comp_bwd - a.comp_bwd, 48.0 * 20.0 * rows * h / hbm, REL);
+    t.cutedsl_fused_grouped_mlp = true;
+    t.precision = APS_PREC_MXFP8;
+    aps_moe_layer_cost(&m, &c, &t, &s, &biased);
+    assert_true(biased.bias_fwd == 0.0 && biased.bias_bwd == 0.0);
+    t.cutedsl_fused_grouped_mlp = false;
+    t.framework = APS_FW_FSDP2;
+    aps_moe_layer_cost(&m, &c, &t, &s, &biased);
+    assert_true(biased.bias_fwd == 0.0 && biased.bias_bwd == 0.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -485,6 +530,7 @@ int main(void)
         cmocka_unit_test(test_fused_grouped_mlp),
         cmocka_unit_test(test_flex_remote_domains),
         cmocka_unit_test(test_eager_glu_clamp),
+        cmocka_unit_test(test_eager_expert_bias),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -86,7 +86,7 @@ describe("multi-token prediction and experts in the outputs", function()
       "--cluster", "h100-sxm-80gb:1", "-k", "1", "--wide")
     assert.are.equal(0, code, out)
     assert.truthy(out:find("a gpt-oss model: the 2 held-out gpt-oss-120b runs (GB200 bf16, GB300 mxfp8) ran "
-      .. "1.4-1.6x slower than estimated, outside these factors", 1, true), out)
+      .. "1.4-1.5x slower than estimated, outside these factors", 1, true), out)
     assert.falsy(common.interval_note(result):find("gpt-oss", 1, true))
   end)
 

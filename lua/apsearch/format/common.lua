@@ -788,11 +788,11 @@ function M.interval_note(result)
       .. "behind these factors, and the 50 held-out Nemotron 3 Nano and Super runs ran 11-97 % slower than estimated"
   end
   -- gpt-oss (quick-GELU gated experts with attention sinks): the two
-  -- held-out verification-card runs were estimated 1.4-1.6x too fast
+  -- held-out verification-card runs were estimated 1.4-1.5x too fast
   -- (docs/accuracy.md, "Held out: Megatron-Bridge verification cards")
   if model.glu_activation == "quick_gelu" and model.attention_sinks then
     parts[#parts] = parts[#parts] .. "; a gpt-oss model: the 2 held-out gpt-oss-120b runs (GB200 bf16, GB300 "
-      .. "mxfp8) ran 1.4-1.6x slower than estimated, outside these factors"
+      .. "mxfp8) ran 1.4-1.5x slower than estimated, outside these factors"
   end
   return string.format("%d %% of measured runs land within: %s; out-of-sample errors, docs/accuracy.md",
     math.floor(level * 100 + 0.5), table.concat(parts, "; "))

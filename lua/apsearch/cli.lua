@@ -384,15 +384,18 @@ end
 -- the fit probe reports it, or nil
 local function probe_fit(opts, dev, h, per, extra)
   local search = require "apsearch.search"
-  local spec = string.format("%s:%dx%d", dev, h, per)
+  -- h nil: the run's own --cluster, so that its --set cluster.* and the
+  -- built batch are the run's
+  local spec = h and string.format("%s:%dx%d", dev, h, per) or opts.cluster
   local o = util.copy(opts)
   o.cluster = spec
   local raw, header, command = M.built_policy(o)
   local built = M.built_batch(raw)
   local set = util.copy(opts.set or {})
   for _, e in ipairs(extra or {}) do set[#set + 1] = e end
+  -- the run's rules and objective too (a strategy they refuse is no fit)
   local q = policy_mod.from_table(raw, command, { set = set, fix = opts.fix or {},
-    base_dir = ".", built = true, shadow_check = false })
+    base_dir = ".", built = true, shadow_check = false, rules = opts.rules, objective = opts.objective })
   q.defaults = M.built_header(q, built, header)
   -- the run's --calibration, as load_policy applies it
   if opts.calibration then
@@ -401,8 +404,8 @@ local function probe_fit(opts, dev, h, per, extra)
   end
   M.add_launchable(q, opts.launchable, opts["torchtitan-version"])
   local top = search.run(q, { scatter_points = 0 }).top_k_strategies[1]
-  return top and { devices = math.tointeger(h * per), cluster = spec, strategy = search.describe_strategy(top),
-                   step_time = top.performance_cost.step_time }, spec
+  return top and { devices = math.tointeger(q.cluster.num_devices), cluster = spec,
+                   strategy = search.describe_strategy(top), step_time = top.performance_cost.step_time }, spec
 end
 
 --- The framework the fit probe tries on the same devices when the built
@@ -412,19 +415,27 @@ end
 -- can fit where the other does not.
 M.FIT_PROBE_FRAMEWORKS = { megatron = "fsdp2", fsdp2 = "megatron" }
 
--- the other framework's top strategy on the run's own cluster, as the fit
--- probe reports it (`framework` added), or nil
-local function framework_fit(opts, p, dev)
-  if opts.launchable then return nil end
-  for _, e in ipairs(opts.set or {}) do
-    if tostring(e):match("^training%.framework=") then return nil end
+-- whether the run chose training.framework itself (--set; a key written
+-- with spaces or doubled dots as the policy reads it)
+local function framework_chosen(p)
+  for _, o in ipairs(p.overrides or {}) do
+    local key = tostring(o.key or ""):gsub("%s+", ""):gsub("%.%.+", ".")
+    if o.kind == "set" and key == "training.framework" then return true end
   end
+  return false
+end
+
+-- the other framework's top strategy on the run's own cluster and
+-- settings, as the fit probe reports it (`framework` added), or nil: also
+-- when the other framework refuses a setting the run gave (--set
+-- training.mtp_num_layers is Megatron-LM's), which is no fit, not an error
+local function framework_fit(opts, p, dev)
+  if opts.launchable or framework_chosen(p) then return nil end
   local alt = M.FIT_PROBE_FRAMEWORKS[p.training.framework or "megatron"]
-  local per = p.cluster.devices_per_node
-  local hosts = p.cluster.num_devices / per
-  if not alt or hosts ~= math.floor(hosts) then return nil end
-  local fit = probe_fit(opts, dev, math.tointeger(hosts), per, { "training.framework=" .. alt })
-  if fit then fit.framework = alt end
+  if not alt then return nil end
+  local ok, fit = pcall(probe_fit, opts, dev, nil, nil, { "training.framework=" .. alt })
+  if not ok or not fit then return nil end
+  fit.framework = alt
   return fit
 end
 

@@ -719,8 +719,8 @@ function M.fit_probe_text(result)
   local parts = {}
   if fp.framework then
     local f = fp.framework
-    parts[1] = string.format("fits with training.framework = %s on these devices (--set training.framework=%s; "
-      .. "its own default space): %s, step %.3f s", f.framework, f.framework, f.strategy, f.step_time)
+    parts[1] = string.format("fits with training.framework = %s on these devices (this run's command with "
+      .. "--set training.framework=%s added): %s, step %.3f s", f.framework, f.framework, f.strategy, f.step_time)
   end
   if fp.smaller then
     local f = fp.smaller

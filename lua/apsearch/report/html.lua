@@ -410,6 +410,22 @@ M.SPACE_RULES = { VPP_INVALID = true, PP_PARTITION = true, PP_DIVISIBILITY = tru
   CP_DIVISIBILITY = true, TP_DIVISIBILITY = true, HSDP_INVALID = true, ZERO_STAGE_INVALID = true,
   INVALID_DEGREE = true, FRAMEWORK_UNSUPPORTED = true, NOT_MODELLED = true }
 
+--- The early-filter reasons a --set of a training, model or cluster field
+-- can cause (a setting the framework refuses with a layout: Megatron-LM's
+-- --cpu-offloading needs pipeline parallelism off): offered even when
+-- the built space was searched whole, unlike the other M.SPACE_RULES.
+M.SETTING_RULES = { FRAMEWORK_UNSUPPORTED = true, NOT_MODELLED = true }
+
+-- true when the run gave --set of fields outside the search space
+-- (training, model, cluster; top-k aside)
+local function settings_set(result)
+  for _, o in ipairs((result.inputs or {}).overrides or {}) do
+    local key = tostring(o.key)
+    if o.kind == "set" and key ~= "top_k" and not key:match("^search_space%.") then return true end
+  end
+  return false
+end
+
 -- true for a policy built from --model / --cluster (its `defaults` header)
 -- searched over its whole space: no --fix and no --set of a search_space
 -- field (a --set of training, model or cluster fields leaves the space the
@@ -426,11 +442,14 @@ end
 -- out.suggestions gains what to relax for each filter reason of
 -- out.reasons (RELAX, or the policy rule that refused); MEMORY_LIMIT's
 -- is left out when `memory_said` (memory_suggestion said it), and
--- M.SPACE_RULES' when the policy was searched as built
-local function relax_suggestions(out, memory_said, built, launch_only)
+-- M.SPACE_RULES' when the policy was searched as built, but for
+-- M.SETTING_RULES' when `settings` (the run set training, model or
+-- cluster fields, which those reasons may come from)
+local function relax_suggestions(out, memory_said, built, launch_only, settings)
   local seen = { MEMORY_LIMIT = memory_said }
   for _, r in ipairs(out.reasons) do
-    if not seen[r.code] and not (built and M.SPACE_RULES[r.code])
+    local whole = built and M.SPACE_RULES[r.code] and not (settings and M.SETTING_RULES[r.code])
+    if not seen[r.code] and not whole
         and not (launch_only and r.code ~= "LAUNCH_DIFFERS") then
       seen[r.code] = true
       local text = RELAX[r.code] or (r.rule and string.format(
@@ -558,7 +577,7 @@ function M.diagnose(result, n)
     table.insert(out.suggestions, hopeless and 1 or math.min(#out.suggestions + 1, 2),
       M.min_devices_text(out.min_devices))
   end
-  if not hopeless then relax_suggestions(out, memory_said, built, launch_only) end
+  if not hopeless then relax_suggestions(out, memory_said, built, launch_only, settings_set(result)) end
   -- (unless a suggestion above already names the check that refused them)
   local early = early_only_text(result, out.reasons)
   for _, t in ipairs(out.suggestions) do

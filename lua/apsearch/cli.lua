@@ -500,8 +500,12 @@ end
 -- the installed copy of a relative `examples/...` path not found from the
 -- current directory (under util.root()), said on stderr, or nil
 local function installed_example(path)
-  local rel = path:gsub("^%./", "")
-  if rel:sub(1, 9) ~= "examples/" or util.file_exists(path) then return nil end
+  -- ./examples, .//examples, examples//x: the same relative path; one
+  -- with a ".." component never leaves for the installed tree
+  local rel = path:gsub("/+", "/")
+  repeat local before = rel; rel = rel:gsub("^%./", "") until rel == before
+  if rel:sub(1, 9) ~= "examples/" or ("/" .. rel .. "/"):find("/../", 1, true)
+      or util.file_exists(path) then return nil end
   local installed = util.root() .. "/" .. rel
   if installed == path or not util.file_exists(installed) then return nil end
   io.stderr:write(("apsearch: %s: not found here; using the installed %s\n"):format(util.printable(path),
@@ -529,6 +533,7 @@ function M.example_path(path)
   end
   local installed = installed_example(path)
   if installed then return installed end
+  if not path:gsub("^%./+", ""):match("^examples/") then return path end
   if util.file_exists(util.root() .. "/examples") then
     error(("%s: cannot open policy file: No such file or directory (the examples are in %s/examples)")
       :format(path, util.root()), 0)
@@ -1445,7 +1450,7 @@ local function cmd_inspect(args)
   local fmt = check_format("inspect", opts.format, { "table", "json" }) or "table"
   local presets = require "apsearch.presets"
   local hf = require "apsearch.hf"
-  local ref, model, source, info = opts.MODEL, nil, nil, nil
+  local ref, model, source, info = installed_example(opts.MODEL) or opts.MODEL, nil, nil, nil
   local is_dir = select(2, hf.config_path(ref))
   if ref:find("/", 1, true) or ref:match("%.json$") or (is_dir and not presets.is_model(ref)) then
     model, info = hf.load(ref)
@@ -2096,7 +2101,7 @@ local function cmd_init(args)
   c:option("--set=KEY=VALUE", "override a field of the written policy, e.g. training.precision=fp8 (repeatable)", {})
   local opts, helped = parse(c, args, "init")
   if helped then return 0 end
-  local model = opts.MODEL
+  local model = installed_example(opts.MODEL) or opts.MODEL
   if policy_mod.is_path(model) then
     -- the written file may live anywhere: an absolute path reads the same
     model = require("apsearch.core").realpath(model) or model

@@ -343,6 +343,16 @@ return { model = "mixtral.json", cluster = { device = "h100-sxm-80gb", nodes = 1
       assert.are.equal(("apsearch: examples/models/llama-3.1-8b.json: not found here; using the installed " ..
         "%s/examples/models/llama-3.1-8b.json\n"):format(ROOT), err)
       assert.truthy(out:find("llama-3.1-8b on 8 x h100-sxm-80gb", 1, true), out)
+      -- inspect and init too, and ./ or // spellings of the same path
+      code, out, err = from(elsewhere, "inspect", ".//examples/models/llama-3.1-8b.json")
+      assert.are.equal(0, code, err)
+      assert.truthy(err:find("not found here; using the installed", 1, true), err)
+      code, out, err = from(elsewhere, "init", "examples/models/llama-3.1-8b.json", "h100-sxm-80gb:1")
+      assert.are.equal(0, code, err)
+      -- a ".." component never resolves into the installed tree
+      code, out, err = from(elsewhere, "inspect", "examples/../examples/models/llama-3.1-8b.json")
+      assert.are.equal(2, code, err)
+      assert.is_nil(err:find("using the installed", 1, true), err)
     end)
 
     it("for bad options, commands and files", function()

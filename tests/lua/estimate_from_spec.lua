@@ -132,11 +132,20 @@ describe("estimate --from result.json --rank N", function()
     -- an --out link copied without its set (cp -r, tar): the link and why,
     -- not "No such file or directory" beside a name ls lists
     assert(os.execute("ln -sfn .gone.apsearch-set-x " .. dir .. "/copied"))
-    refused("--from: " .. dir .. "/copied: a symbolic link to .gone.apsearch-set-x, which does not exist (an "
+    refused("--from: " .. dir .. "/copied: a symbolic link to .gone.apsearch-set-x, which does not resolve (an "
       .. "--out DIR is a link to the result set beside it: copy it with cp -rL, tar -h or rsync -L",
       "estimate", "--from", dir .. "/copied", "--rank", "1")
-    refused("--baseline: " .. dir .. "/copied: a symbolic link to .gone.apsearch-set-x, which does not exist",
+    refused("--baseline: " .. dir .. "/copied: a symbolic link to .gone.apsearch-set-x, which does not resolve",
       "run", EX .. "llama3_8b_h100.lua", "--baseline", dir .. "/copied")
+    -- DIR/ and DIR/result.json say the same; a loop or another link to
+    -- nothing is not called an --out set
+    refused("--from: " .. dir .. "/copied/: a symbolic link to .gone.apsearch-set-x, which does not resolve",
+      "estimate", "--from", dir .. "/copied/", "--rank", "1")
+    refused("--from: " .. dir .. "/copied/result.json: a symbolic link to .gone.apsearch-set-x, which does not "
+      .. "resolve", "estimate", "--from", dir .. "/copied/result.json", "--rank", "1")
+    assert(os.execute("ln -sfn loopb " .. dir .. "/loopa && ln -sfn loopa " .. dir .. "/loopb"))
+    refused("--from: " .. dir .. "/loopa: a symbolic link to loopb, which does not resolve (a link to nothing or "
+      .. "a loop)", "estimate", "--from", dir .. "/loopa", "--rank", "1")
     -- a preset name where the resolved model belongs: said as such (it said
     -- "inputs.model missing")
     local named = H.write(dir .. "/named.json", '{"schema_version":1,"inputs":{"model":"no-such-model",' ..

@@ -159,11 +159,16 @@ function M.path(path, option)
   if lfs.attributes(path, "mode") == "directory" then
     return (path:gsub("/+$", "")) .. "/result.json"
   end
-  if lfs.symlinkattributes(path, "mode") == "link" and lfs.attributes(path, "mode") == nil then
-    error(("%s: %s: a symbolic link to %s, which does not exist (an --out DIR is a link to the result set "
-      .. "beside it: copy it with cp -rL, tar -h or rsync -L, or name the set's directory)"):format(
-      option or "--baseline", util.printable(path),
-      util.printable(lfs.symlinkattributes(path, "target") or "?")), 0)
+  -- DIR, DIR/ or DIR/result.json where DIR is a link that resolves to
+  -- nothing (a copied --out link, a loop, a link to such a link)
+  local link = path:gsub("/+$", "")
+  if lfs.symlinkattributes(link, "mode") ~= "link" then link = path:match("^(.-)/+result%.json$") end
+  if link and lfs.symlinkattributes(link, "mode") == "link" and lfs.attributes(link, "mode") == nil then
+    local target = lfs.symlinkattributes(link, "target") or "?"
+    local set = target:find(".apsearch-set-", 1, true) and ("an --out DIR is a link to the result set beside "
+      .. "it: copy it with cp -rL, tar -h or rsync -L, or name the set's directory") or "a link to nothing or a loop"
+    error(("%s: %s: a symbolic link to %s, which does not resolve (%s)"):format(option or "--baseline",
+      util.printable(path), util.printable(target), set), 0)
   end
   return path
 end

@@ -161,6 +161,29 @@ end
 -- narrower (docs/accuracy.md).
 M.MOE_CLASS = "moe"
 
+--- What no interval factor covers for a model: the families whose
+-- held-out runs fell outside the factors, each one sentence (the
+-- interval's `caveats`; docs/accuracy.md).  A hybrid Mamba-2 or linear-
+-- attention model (no published run of one behind the factors; "Held
+-- out: Megatron-Bridge hybrid Mamba-2 runs"); gpt-oss, known by its
+-- quick-GEGLU experts with attention sinks ("Held out: Megatron-Bridge
+-- verification cards").
+-- @tparam table model normalized model table
+-- @treturn table array of strings, empty when none applies
+function M.model_caveats(model)
+  local out = {}
+  model = model or {}
+  if (model.hybrid_layer_pattern or "") ~= "" or (tonumber(model.linear_num_value_heads) or 0) > 0 then
+    out[#out + 1] = "a hybrid Mamba-2 / linear-attention model: no published run of one is behind these factors, "
+      .. "and the 50 held-out Nemotron 3 Nano and Super runs ran 11-97 % slower than estimated"
+  end
+  if model.glu_activation == "quick_gelu" and model.attention_sinks then
+    out[#out + 1] = "a gpt-oss model: the 2 held-out gpt-oss-120b runs (GB200 bf16, GB300 mxfp8) ran 1.4-1.5x "
+      .. "slower than estimated, outside these factors"
+  end
+  return out
+end
+
 --- Step-time and peak-memory intervals of an estimate from the shipped
 -- residual table (nil fields when no table is installed).
 -- @tparam number step_time s
@@ -171,14 +194,18 @@ M.MOE_CLASS = "moe"
 -- @tparam[opt] boolean moe the model has experts: the step time takes the
 --   MoE runs' interval (M.MOE_CLASS; the pooled dense one only when the
 --   table has none)
+-- @tparam[opt] table model the model: its M.model_caveats become the step
+--   time interval's `caveats` (absent when none)
 -- @treturn table {step_time = interval|nil, mem_peak = interval|nil}; the
 --   memory interval is the framework's class when the table has one
-function M.of_estimate(step_time, mem_peak, framework, device, precision, moe)
+function M.of_estimate(step_time, mem_peak, framework, device, precision, moe, model)
   local d = table_data()
   if not d then return {} end
   local class = moe and M.MOE_CLASS or M.class_of(framework, device, precision)
-  return { step_time = M.interval(step_time, d.step_time, class),
-           mem_peak = M.interval(mem_peak, d.mem_peak, tostring(framework)) }
+  local st = M.interval(step_time, d.step_time, class)
+  local caveats = M.model_caveats(model)
+  if st and #caveats > 0 then st.caveats = caveats end
+  return { step_time = st, mem_peak = M.interval(mem_peak, d.mem_peak, tostring(framework)) }
 end
 
 return M

@@ -88,6 +88,20 @@ describe("multi-token prediction and experts in the outputs", function()
     assert.truthy(out:find("a gpt-oss model: the 2 held-out gpt-oss-120b runs (GB200 bf16, GB300 mxfp8) ran "
       .. "1.4-1.5x slower than estimated, outside these factors", 1, true), out)
     assert.falsy(common.interval_note(result):find("gpt-oss", 1, true))
+    -- in result.json (the interval's caveats) and under estimate's interval
+    local intervals = require "apsearch.intervals"
+    assert.are.same({}, intervals.model_caveats(result.inputs.model))
+    local dir = H.tmpdir() .. "/go"
+    local c2, o2 = H.apsearch("run", "-q", "--model", ROOT .. "/examples/models/gpt-oss-20b.json", "--cluster",
+      "h100-sxm-80gb:1", "-k", "1", "--out", dir)
+    assert.are.equal(0, c2, o2)
+    local r = require("cjson").decode(H.read(dir .. "/result.json"))
+    local cv = r.top_k_strategies[1].performance_cost.step_time_interval.caveats
+    assert.truthy(cv and cv[1]:find("^a gpt%-oss model: "), tostring(cv))
+    local c3, o3 = H.apsearch("estimate", "--from", dir, "--rank", "1")
+    assert.are.equal(0, c3, o3)
+    assert.truthy(o3:find("published runs; out-of-sample errors, docs/accuracy.md)\n  a gpt-oss model: the 2 "
+      .. "held-out gpt-oss-120b runs", 1, true), o3)
   end)
 
   it("lists the expert settings among the report's full strategies", function()

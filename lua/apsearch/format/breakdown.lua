@@ -217,6 +217,9 @@ function M.format(est, inputs, stack)
       P("%d %% interval  %s-%s s (%s, %d published runs; out-of-sample errors, docs/accuracy.md)",
         math.floor(si.level * 100 + 0.5), f3(si.lo), f3(si.hi),
         si.pooled and "all classes" or tostring(si.class), si.rows or 0)
+      for _, c in ipairs(si.caveats or {}) do
+        out[#out + 1] = common.fold_text("  " .. c, require("apsearch.format.table").max_width)
+      end
     end
     P("")
     P("throughput  %.0f tokens/s, %.0f tokens/s per GPU", est.tokens_per_s or 0, est.tokens_per_s_per_gpu or 0)

@@ -779,21 +779,9 @@ function M.interval_note(result)
   if si1.class == require("apsearch.intervals").MOE_CLASS and not si1.pooled then
     parts[#parts] = parts[#parts] .. "; MoE runs never fitted spread wider (docs/accuracy.md, Prediction intervals)"
   end
-  -- no published run of a hybrid model is behind any interval, and the
-  -- held-out ones were all estimated too fast (docs/accuracy.md, "Held
-  -- out: Megatron-Bridge hybrid Mamba-2 runs"): said, not hidden
-  local model = (result.inputs or {}).model or {}
-  if (model.hybrid_layer_pattern or "") ~= "" or (tonumber(model.linear_num_value_heads) or 0) > 0 then
-    parts[#parts] = parts[#parts] .. "; a hybrid Mamba-2 / linear-attention model: no published run of one is "
-      .. "behind these factors, and the 50 held-out Nemotron 3 Nano and Super runs ran 11-97 % slower than estimated"
-  end
-  -- gpt-oss (quick-GELU gated experts with attention sinks): the two
-  -- held-out verification-card runs were estimated 1.4-1.5x too fast
-  -- (docs/accuracy.md, "Held out: Megatron-Bridge verification cards")
-  if model.glu_activation == "quick_gelu" and model.attention_sinks then
-    parts[#parts] = parts[#parts] .. "; a gpt-oss model: the 2 held-out gpt-oss-120b runs (GB200 bf16, GB300 "
-      .. "mxfp8) ran 1.4-1.5x slower than estimated, outside these factors"
-  end
+  -- what no factor covers for the model (intervals.model_caveats): said,
+  -- not hidden
+  for _, c in ipairs(si1.caveats or {}) do parts[#parts] = parts[#parts] .. "; " .. c end
   return string.format("%d %% of measured runs land within: %s; out-of-sample errors, docs/accuracy.md",
     math.floor(level * 100 + 0.5), table.concat(parts, "; "))
 end

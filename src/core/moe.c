@@ -559,56 +559,80 @@ static double log_choose(double n, double k)
     return lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0);
 }
 
-/* Hypergeometric weight C(r, j) C(G - r, g - j) / C(G, g): the chance
- * that j of the g groups drawn from G fall among r marked ones; 0 where
- * j is impossible. */
-static double groups_drawn(double G, double r, double g, double j)
+/* The chance that a given set of `chosen` groups, of `o` marked ones, is
+ * exactly the marked part of the g groups drawn from G: C(G - o, g -
+ * chosen) / C(G, g); 0 where impossible. */
+static double groups_drawn(double G, double o, double g, double chosen)
 {
-    if (j > r || g - j > G - r || j > g)
+    if (chosen > g || g - chosen > G - o)
         return 0.0;
-    return exp(log_choose(r, j) + log_choose(G - r, g - j) - log_choose(G, g));
+    return exp(log_choose(G - o, g - chosen) - log_choose(G, g));
 }
 
-/** Most router groups the grouped spread below is computed for (past it,
- *  the uniform spread: no router has so many, and the sum over a domain's
- *  groups stays short). */
+/** Most router groups, and most domains, the grouped spread below is
+ *  computed for (past it, the uniform spread: no router has so many, and
+ *  the sum over the domains stays short). */
 #define APS_MAX_ROUTER_GROUPS 4096.0
+
+/* The chance that domain d (experts [d ed, (d + 1) ed)) gets none of a
+ * token's K experts, drawn among the E / G experts of each of its g
+ * chosen groups (groups of eg = E / G contiguous experts): the domain
+ * overlaps a first and a last group by a1 and a2 experts (one group when
+ * it lies inside it) and m whole groups between; summed over how many of
+ * the middle ones (C(m, j) ways) and whether each edge group is among the
+ * chosen, the K experts all missing the overlap. */
+static double domain_missed(double G, double g, double K, double eg,
+                            double ed, double d)
+{
+    double lo = d * ed, hi = lo + ed, pool = g * eg;
+    double jl = floor(lo / eg), jr = floor((hi - 1.0) / eg);
+    double a1 = fmin(hi, (jl + 1.0) * eg) - lo;
+    double a2 = jr > jl ? hi - jr * eg : 0.0;
+    double m = jr > jl ? jr - jl - 1.0 : 0.0;
+    double o = m + (jr > jl ? 2.0 : 1.0), missed = 0.0;
+    for (double j = 0.0; j <= m && j <= g; j += 1.0)
+        for (int e1 = 0; e1 <= 1; e1++)
+            for (int e2 = 0; e2 <= (jr > jl ? 1 : 0); e2++) {
+                double chosen = j + e1 + e2;
+                double w = groups_drawn(G, o, g, chosen);
+                if (w > 0.0)
+                    missed += exp(log_choose(m, j)) * w *
+                              experts_miss(pool, K, j * eg + e1 * a1 + e2 * a2);
+            }
+    return missed;
+}
 
 /* aps_moe_flex_remote_domains (internal.h): the NVLink domains other than
  * the sender's that one token's K experts (of E, spread evenly over
  * `domains` domains) fall in: what DeepEP sends over RDMA, one copy per
- * destination domain; by symmetry (1 - 1 / domains) of the domains the
- * token reaches.  Uniform routing: a domain is reached unless all K
- * experts miss it.  Group-limited routing (DeepSeek-V3's node-limited
- * routing, arXiv:2412.19437 s.2.1.2; Megatron-Core --moe-router-num-groups
- * G, --moe-router-group-topk g, moe_utils.py group_limited_topk @
- * d98e8a64; groups of contiguous experts, as EP ranks hold them): the K
- * experts lie in the token's g chosen groups, spread over their g E / G
- * experts.  With r = G / domains whole groups a domain, the domain is
- * missed when j of its groups are chosen (hypergeometric, j of g drawn
- * from G with r marked) and all K experts miss those j E / G experts;
- * with q = domains / G domains a group, it is reached only through its
- * group (chosen with probability g / G) and the K experts not all missing
- * its E / domains.  Groups that do not tile the domains: uniform. */
+ * destination domain; a token's routing does not depend on where it is,
+ * so (1 - 1 / domains) of the domains it reaches are remote.  Uniform
+ * routing: a domain is reached unless all K experts miss it.
+ * Group-limited routing (DeepSeek-V3's node-limited routing,
+ * arXiv:2412.19437 s.2.1.2; Megatron-Core --moe-router-num-groups G,
+ * --moe-router-group-topk g, moe_utils.py group_limited_topk @ d98e8a64;
+ * groups of contiguous experts, as EP ranks hold them): the K experts lie
+ * in the token's g chosen groups, spread over their g E / G experts;
+ * each domain is missed with domain_missed's chance, whatever the groups'
+ * and domains' boundaries (r whole groups a domain gives the
+ * hypergeometric sum over its chosen groups, q domains a group the
+ * group's g / G).  A domain count that does not divide the experts
+ * (domains of a rack that is not whole hosts) or past
+ * APS_MAX_ROUTER_GROUPS: uniform. */
 double aps_moe_flex_remote_domains(const aps_model *m, double E, double K,
                                    double domains)
 {
     double G = (double)m->moe_router_num_groups;
     double g = (double)m->moe_router_group_topk;
     double uniform = (domains - 1.0) * (1.0 - experts_miss(E, K, E / domains));
-    if (!(G > 0.0 && g > 0.0 && G <= APS_MAX_ROUTER_GROUPS && domains > 1.0))
+    double ed = E / domains;
+    if (!(G > 0.0 && g > 0.0 && G <= APS_MAX_ROUTER_GROUPS && domains > 1.0 &&
+          domains <= APS_MAX_ROUTER_GROUPS && ed == floor(ed) &&
+          domains == floor(domains)))
         return uniform;
-    double pool = g * E / G, reached;
-    if (fmod(G, domains) == 0.0) {
-        double r = G / domains, missed = 0.0;
-        for (double j = 0.0; j <= r && j <= g; j += 1.0)
-            missed += groups_drawn(G, r, g, j) * experts_miss(pool, K, j * E / G);
-        reached = domains * (1.0 - missed);
-    } else if (fmod(domains, G) == 0.0) {
-        reached = domains * (g / G) * (1.0 - experts_miss(pool, K, E / domains));
-    } else {
-        return uniform;
-    }
+    double reached = 0.0;
+    for (double d = 0.0; d < domains; d += 1.0)
+        reached += 1.0 - domain_missed(G, g, K, E / G, ed, d);
     return reached * (1.0 - 1.0 / domains);
 }
 

@@ -408,7 +408,37 @@ static void test_flex_remote_domains(void **state)
     for (int j = 0; j < 8; j++)
         v *= (4096.0 - 512.0 - j) / (4096.0 - j);
     ASSERT_REL(wide, 7.0 * (1.0 - v), 1e-6);
-    /* groups that do not tile the domains (6): the uniform spread */
+    /* groups that do not tile the domains: DeepSeek-V2's 160 experts in 8
+     * groups of 20, top-3 groups, 6 experts, on 5 domains of 32 and 10 of
+     * 16 -- against every one of the C(8, 3) = 56 group choices, each
+     * domain missed with C(60 - overlap, 6) / C(60, 6) */
+    aps_model v2 = m;
+    v2.num_experts = 160;
+    v2.moe_router_num_groups = 8;
+    v2.moe_router_group_topk = 3;
+    static const double doms[] = {5.0, 10.0};
+    for (int t = 0; t < 2; t++) {
+        double D = doms[t], ed = 160.0 / D, reached = 0.0;
+        int choices = 0;
+        for (int mask = 0; mask < 256; mask++) {
+            if (__builtin_popcount((unsigned)mask) != 3)
+                continue;
+            choices++;
+            for (int d = 0; d < (int)D; d++) {
+                double over = 0.0;
+                for (int e = (int)(d * ed); e < (int)((d + 1) * ed); e++)
+                    over += (mask >> (e / 20)) & 1 ? 1.0 : 0.0;
+                double miss = 1.0;
+                for (int j = 0; j < 6; j++)
+                    miss *= (60.0 - over - j) / (60.0 - j);
+                reached += 1.0 - (miss > 0.0 ? miss : 0.0);
+            }
+        }
+        assert_int_equal(choices, 56);
+        ASSERT_REL(aps_moe_flex_remote_domains(&v2, 160, 6, D),
+                   reached / choices * (1.0 - 1.0 / D), 1e-9);
+    }
+    /* a domain count that does not divide the experts (6): uniform */
     double r = 1.0;
     for (int j = 0; j < 8; j++)
         r *= (256.0 - 256.0 / 6.0 - j) / (256.0 - j);

@@ -676,6 +676,14 @@ typedef enum {
     APS_FLEX_DEEPEP = 0, APS_FLEX_HYBRIDEP
 } aps_flex_backend;
 
+/** The RMSNorm kernel NeMo AutoModel runs (its BackendConfig.rms_norm,
+ *  nemo_automodel/components/models/common/utils.py @ 36044ad3): the
+ *  framework's own (unset), "torch_fp32" (eager PyTorch in fp32, the
+ *  default) or "te" (TransformerEngine's fused RMSNorm). */
+typedef enum {
+    APS_RMS_NORM_FRAMEWORK = 0, APS_RMS_NORM_TORCH_FP32, APS_RMS_NORM_TE
+} aps_rms_norm_backend;
+
 /** What training.cuda_graphs capture: whole layers (APS_CG_LAYER), a set
  *  of Megatron-Core's per-layer modules (--cuda-graph-modules,
  *  transformer_config.py @ d98e8a64 CudaGraphModule: the bits ATTN, MLP,
@@ -793,6 +801,10 @@ typedef struct {
                                         GEMM epilogue and its backward in
                                         fc2's dgrad GEMM, with MXFP8 their
                                         quantizes too (moe.c); default off */
+    aps_rms_norm_backend rms_norm_backend; /**< automodel: the RMSNorm
+                                        kernel (BackendConfig.rms_norm);
+                                        unset: the framework's (eager
+                                        fp32 for AutoModel) */
     aps_flex_backend moe_flex_dispatcher_backend; /**< MoE, flex
                                         dispatcher: DeepEP (Megatron's
                                         default) or HybridEP; decides the

@@ -166,6 +166,7 @@ M.training = {
   hf_eager_layer = "bool", dp_loss_group = "bool", unfused_swiglu = "bool",
   moe_shared_expert_overlap = "bool", moe_router_fusion = "bool",
   cutedsl_fused_grouped_mlp = "bool",
+  rms_norm_backend = enum("torch_fp32", "te"),
   moe_flex_dispatcher_backend = enum("deepep", "hybridep"),
   overlap_moe_expert_parallel_comm = "bool",
   -- Megatron-Core's sync-free MoE (src/core/moe.c; docs/modeling.md

@@ -500,6 +500,11 @@ function M.case_inputs(row)
   end
   -- the flex dispatcher's library (Megatron --moe-flex-dispatcher-backend);
   -- empty: Megatron's default, deepep
+  -- NeMo AutoModel's BackendConfig.rms_norm (an automodel row; the core
+  -- refuses it on another framework, naming the field)
+  if given(row, "rms_norm_backend") then
+    training.rms_norm_backend = need_enum(row, "rms_norm_backend", { "torch_fp32", "te" })
+  end
   if given(row, "moe_flex_dispatcher_backend") then
     training.moe_flex_dispatcher_backend = need_enum(row, "moe_flex_dispatcher_backend", { "deepep", "hybridep" })
   end
@@ -1316,6 +1321,7 @@ M.OPTIONAL = {
   "nvlink_domain_size", "cp_comm_type", "reshard_after_forward", "pipeline_layout",
   "recompute_method", "recompute_modules", "recompute_num_layers", "activation_offload_layers",
   "cuda_graph_scope", "fsdp_impl", "overlap_grad_reduce", "loss_chunks", "microbatch_group_size",
+  "rms_norm_backend",
   -- Megatron's first and last layers in bf16 (M.bf16_layers_columns)
   "first_last_layers_bf16", "num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16",
 }

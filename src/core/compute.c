@@ -205,7 +205,9 @@ static void layer_attention(const aps_device *d, const aps_training *t,
 /** HBM bytes per element of one norm in the forward, fused or eager. */
 static double norm_elem_bytes(const aps_model *m, const aps_training *t)
 {
-    bool eager = !t->torch_compile && aps_profile(t)->eager_elementwise;
+    /* AutoModel's rms_norm "te": TransformerEngine's fused RMSNorm */
+    bool eager = !t->torch_compile && aps_profile(t)->eager_elementwise &&
+                 t->rms_norm_backend != APS_RMS_NORM_TE;
     return (eager && m->norm == APS_NORM_RMSNORM) ? APS_EAGER_RMSNORM_BYTES
                                                   : APS_FUSED_ELEMENTWISE_BYTES;
 }

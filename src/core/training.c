@@ -126,6 +126,21 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
                 (long long)t->vocab_size_divisible_by);
         return APS_EINVAL;
     }
+    if ((int)t->rms_norm_backend < APS_RMS_NORM_FRAMEWORK ||
+        t->rms_norm_backend > APS_RMS_NORM_TE) {
+        aps_fmt(err, n, "training.rms_norm_backend: unknown backend %d",
+                (int)t->rms_norm_backend);
+        return APS_EINVAL;
+    }
+    if (t->rms_norm_backend != APS_RMS_NORM_FRAMEWORK &&
+        t->framework != APS_FW_AUTOMODEL) {
+        aps_fmt(err, n, "training.rms_norm_backend: NeMo AutoModel's "
+                "BackendConfig.rms_norm; framework %s runs its own norm "
+                "kernel (Megatron-LM TransformerEngine's, TorchTitan eager "
+                "or compiled with torch_compile)",
+                aps_framework_name(t->framework));
+        return APS_EINVAL;
+    }
     if (t->moe_flex_dispatcher_backend < APS_FLEX_DEEPEP ||
         t->moe_flex_dispatcher_backend > APS_FLEX_HYBRIDEP) {
         aps_fmt(err, n, "training.moe_flex_dispatcher_backend: unknown "

@@ -89,6 +89,8 @@ APSL_ENUM(enum_mem_kind, "reserved, allocated, device",
           {"reserved", APS_MEM_KIND_RESERVED},
           {"allocated", APS_MEM_KIND_ALLOCATED},
           {"device", APS_MEM_KIND_DEVICE});
+APSL_ENUM(enum_rms_norm_backend, "torch_fp32, te",
+          {"torch_fp32", APS_RMS_NORM_TORCH_FP32}, {"te", APS_RMS_NORM_TE});
 APSL_ENUM(enum_flex_backend, "deepep, hybridep",
           {"deepep", APS_FLEX_DEEPEP}, {"hybridep", APS_FLEX_HYBRIDEP});
 APSL_ENUM(enum_cuda_graph_scope,
@@ -397,6 +399,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, unfused_swiglu, FT_OBOOL, NULL),
     FLD(aps_training, moe_router_fusion, FT_BOOL, NULL),
     FLD(aps_training, cutedsl_fused_grouped_mlp, FT_BOOL, NULL),
+    FLD(aps_training, rms_norm_backend, FT_OENUM, &enum_rms_norm_backend),
     FLD(aps_training, moe_flex_dispatcher_backend, FT_ENUM, &enum_flex_backend),
     FLD(aps_training, moe_shared_expert_overlap, FT_OBOOL, NULL),
     FLD(aps_training, overlap_moe_expert_parallel_comm, FT_OBOOL, NULL),

@@ -281,6 +281,35 @@ static void test_compute_megatron_yarn_rope(void **state)
                plain.perf_total[APS_PERF_COMPUTE_FWD], 1e-12);
 }
 
+/* NeMo AutoModel's norms: eager fp32 by default (36 B an element of h,
+ * op by op), TransformerEngine's fused RMSNorm with rms_norm_backend te
+ * (4 B): 2 norms x 32 B x 4096 tokens x 4096 = 1,073,741,824 B less per
+ * layer, x 32 layers = 34,359,738,368 B / (3350e9 x 0.8) forward.  On
+ * Megatron-LM the setting is refused (its norm is TransformerEngine's). */
+static void test_compute_automodel_te_rms_norm(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    setup(&m, &c, &t, &s);
+    c.device.hbm_bandwidth = 3350e9;
+    t.framework = APS_FW_AUTOMODEL;
+    s.fsdp_degree = 1;
+    aps_estimate eager, te;
+    fx_run(&m, &c, &t, &s, &eager);
+    t.rms_norm_backend = APS_RMS_NORM_TE;
+    fx_run(&m, &c, &t, &s, &te);
+    ASSERT_REL(eager.perf_total[APS_PERF_COMPUTE_FWD] -
+                   te.perf_total[APS_PERF_COMPUTE_FWD],
+               34359738368.0 / (3350e9 * 0.8), 1e-9);
+    char err[256] = "";
+    t.framework = APS_FW_MEGATRON;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
+    assert_non_null(strstr(err, "training.rms_norm_backend: NeMo AutoModel's"));
+}
+
 /* CP ring (p2p), c = 2 on 2 GPUs of one node, s = 8192, b = 1, B = 1.
  * Per layer: K, V chunk of the local s/c = 4096 tokens,
  *   2 (K and V) x 2 B x 4096 x k d = 2 * 2 * 4096 * 8 * 128 = 16,777,216 B;
@@ -522,6 +551,7 @@ int main(void)
         cmocka_unit_test(test_compute_memory_bound),
         cmocka_unit_test(test_compute_qk_norm),
         cmocka_unit_test(test_compute_megatron_yarn_rope),
+        cmocka_unit_test(test_compute_automodel_te_rms_norm),
         cmocka_unit_test(test_compute_cp_ring_overlap),
         cmocka_unit_test(test_compute_cp_allgather),
         cmocka_unit_test(test_compute_cp_a2a),

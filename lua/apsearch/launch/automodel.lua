@@ -382,7 +382,9 @@ local function backend_keys(w, g)
       "are all fused; written as sdpa")
   end
   K("model.backend.linear", "te")
-  K("model.backend.rms_norm", "torch_fp32", "eager norms, as estimated")
+  local norm = tr.rms_norm_backend or "torch_fp32"
+  K("model.backend.rms_norm", norm, norm == "te" and "TransformerEngine's fused RMSNorm, as estimated"
+    or "eager norms, as estimated")
   K("model.backend.rope_fusion", false)
   N("APPROXIMATE", "RoPE: the estimate fuses it; AutoModel 36044ad3 forces rope_fusion off (BackendConfig." ..
     "__post_init__, issue #3027)")

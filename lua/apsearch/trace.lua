@@ -118,14 +118,26 @@ function M.load(path)
   local text = M.read_text(path)
   local cjson = require "cjson.safe"
   local doc, err = cjson.decode(text)
-  if doc == nil then fail(path, "not valid JSON (" .. tostring(err) .. ")") end
+  if doc == nil then
+    -- one JSON object per line (an Nsight Systems `nsys export` NDJSON):
+    -- said as such, not as a JSON syntax error at its second object
+    local first = text:match("^%s*(%b{})%s*\n%s*{")
+    if first and cjson.decode(first) then
+      fail(path, "one JSON object per line (an Nsight Systems export?): apsearch reads a PyTorch profiler " ..
+        "(Kineto) Chrome trace, torch.profiler's export_chrome_trace or tensorboard_trace_handler output")
+    end
+    fail(path, "not valid JSON (" .. tostring(err) .. ")")
+  end
   local events = type(doc) == "table" and (doc.traceEvents or (doc[1] and doc)) or nil
   if type(events) ~= "table" then fail(path, "no traceEvents array") end
-  local devices = {}
+  local devices, memory = {}, {}
   for _, d in ipairs(type(doc.deviceProperties) == "table" and doc.deviceProperties or {}) do
-    if type(d) == "table" and type(d.name) == "string" then devices[#devices + 1] = d.name end
+    if type(d) == "table" and type(d.name) == "string" then
+      devices[#devices + 1] = d.name
+      memory[#devices] = math.type(d.totalGlobalMem) and d.totalGlobalMem or tonumber(d.totalGlobalMem)
+    end
   end
-  return { events = events, devices = devices, path = path }
+  return { events = events, devices = devices, memory = memory, path = path }
 end
 
 local function median(xs)
@@ -211,7 +223,11 @@ function M.measure(t)
   local ulist = {}
   for name, n in pairs(unknown) do ulist[#ulist + 1] = { name = name, count = n } end
   table.sort(ulist, function(a, b) return a.count > b.count or (a.count == b.count and a.name < b.name) end)
+  local q = {}
+  table.sort(gaps)
+  for k, f in ipairs({ 0.25, 0.5, 0.75 }) do q[k] = gaps[math.max(1, math.ceil(f * #gaps))] end
   return {
+    gap_quartiles = q,
     host_seconds_per_kernel = median(gaps), host_seconds_per_loop_kernel = median(durs),
     launches = launches, gaps = #gaps, threads = nthreads, kernels = classes, unknown = ulist,
     step_seconds = median(steps), steps = #steps,
@@ -237,6 +253,8 @@ M.DEVICE_NAMES = {
   { pattern = "a800", preset = "a800-sxm4-80gb" },
   { pattern = "h20$", preset = "h20-96gb" },
   { pattern = "a100.*40gb", preset = "a100-sxm4-40gb" },
+  -- an A100 named without its memory (A100-PG509-200): by totalGlobalMem
+  { pattern = "a100", preset = "a100-sxm4-40gb", max_bytes = 48e9 },
   { pattern = "a100", preset = "a100-sxm4-80gb" },
   { pattern = "h200", preset = "h200-sxm-141gb" },
   { pattern = "h100", preset = "h100-sxm-80gb" },
@@ -252,13 +270,42 @@ M.DEVICE_NAMES = {
 
 --- The device preset of a trace's GPU, or nil.
 function M.preset_of(t)
-  for _, name in ipairs(t.devices) do
-    local n = name:lower()
+  for i, name in ipairs(t.devices) do
+    local n, bytes = name:lower(), (t.memory or {})[i]
     for _, d in ipairs(M.DEVICE_NAMES) do
-      if n:find(d.pattern) then return d.preset or nil end
+      if n:find(d.pattern) and not (d.max_bytes and not (bytes and bytes <= d.max_bytes)) then
+        return d.preset or nil
+      end
     end
   end
   return nil
+end
+
+--- How far from the preset's value a measured host cost is said to be
+-- (a factor): a trace whose launch gaps hold other runtime work (copies,
+-- event records, cuDNN's setup) or come from inference gives such values.
+M.HOST_NOTE_FACTOR = 3
+
+-- One line when the measured host cost is M.HOST_NOTE_FACTOR or more away
+-- from the device preset's, or when the trace has no training steps; nil
+-- otherwise.
+local function plausibility_note(path, m, preset)
+  local ok, dev = pcall(require("apsearch.core").device_preset, preset)
+  local ref = ok and dev.host_seconds_per_kernel or nil
+  local v = m.host_seconds_per_kernel
+  local parts = {}
+  if ref and ref > 0 and (v > ref * M.HOST_NOTE_FACTOR or v < ref / M.HOST_NOTE_FACTOR) then
+    local q = m.gap_quartiles
+    parts[#parts + 1] = ("host %.1f us per kernel is %.1fx the %s preset's %.0f us (gaps between launches: " ..
+      "quartiles %.1f / %.1f / %.1f us); gaps that hold other runtime work (copies, event records, syncs) " ..
+      "count too, so profile a training step of the model you estimate"):format(v * 1e6, v / ref, preset,
+      ref * 1e6, q[1] * 1e6, q[2] * 1e6, q[3] * 1e6)
+  end
+  if m.steps == 0 then
+    parts[#parts + 1] = "no ProfilerStep annotation: not torch.profiler's record of a training loop?"
+  end
+  if #parts == 0 then return nil end
+  return ("apsearch: note: %s: %s"):format(util.printable(path), table.concat(parts, "; "))
 end
 
 --- A calibration (apsearch.calibration's format) with the trace's host
@@ -298,6 +345,8 @@ function M.calibration(path, device)
   if not ok then
     error(tostring(err) .. " (are the trace's ts and dur in microseconds?)", 0)
   end
+  local note = plausibility_note(path, m, preset)
+  if note then util.log("%s", note) end
   return calib, m
 end
 

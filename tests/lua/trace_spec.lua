@@ -59,6 +59,33 @@ describe("apsearch.trace", function()
     assert.truthy(m.unknown[1].name:find("permute_pooled_embs_kernel", 1, true))
   end)
 
+  it("says when a trace's host cost is far from the preset's, names an A100 by its memory, spots NDJSON", function()
+    local dir = tmpdir()
+    -- 400 launches 200 us apart, no ProfilerStep: 6.7x H100's 30 us
+    local slow = write(dir .. "/slow.json", synthetic(400, 200, 3))
+    local code, _, err = apsearch("calibrate", "--trace", slow, "-o", dir .. "/s.json")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("apsearch: note: " .. slow .. ": host 200.0 us per kernel is 6.7x the h100-sxm-80gb " ..
+      "preset's 30 us (gaps between launches: quartiles 200.0 / 200.0 / 200.0 us)", 1, true), err)
+    assert.truthy(err:find("no ProfilerStep annotation", 1, true), err)
+    -- near the preset: no note of the cost
+    local ok = write(dir .. "/ok.json", synthetic(400, 30, 3))
+    code, _, err = apsearch("calibrate", "--trace", ok, "-o", dir .. "/k.json")
+    assert.are.equal(0, code, err)
+    assert.is_nil(err:find("preset's 30 us", 1, true), err)
+    -- "A100-PG509-200" with 40 GiB: the 40 GB part, not the 80 GB one
+    local ev = cjson.decode(synthetic(200, 30, 3))
+    ev.deviceProperties = { { name = "A100-PG509-200", totalGlobalMem = 42314694656 } }
+    assert.are.equal("a100-sxm4-40gb", trace.preset_of({ devices = { ev.deviceProperties[1].name },
+      memory = { ev.deviceProperties[1].totalGlobalMem } }))
+    assert.are.equal("a100-sxm4-80gb", trace.preset_of({ devices = { "A100-PG509-200" },
+      memory = { 85e9 } }))
+    -- an Nsight Systems export (one JSON object per line)
+    local nd = write(dir .. "/nsys.json", '{"Type": 1}\n{"Type": 2}\n')
+    assert.truthy(one_line(apsearch("calibrate", "--trace", nd, "-o", dir .. "/n.json")):find(
+      "one JSON object per line (an Nsight Systems export?)", 1, true))
+  end)
+
   it("takes medians: one long wait at a sync does not move them", function()
     local dir = tmpdir()
     -- 200 launches 10 us apart, then one 5 s wait, then 200 more

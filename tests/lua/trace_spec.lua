@@ -239,6 +239,26 @@ describe("apsearch estimate --trace", function()
     end
   end)
 
+  it("gives each chunk's launches its share of the rank's layers (a loss-only chunk launched as many)", function()
+    -- layers 2 | 14 | 15 | 1 over pp 2 x vpp 2: rank 1 holds chunks of 2
+    -- and 15 layers, rank 2 of 14 and 1
+    local path = tmpdir() .. "/uneven.json"
+    local code, out, err = apsearch("estimate", H.ROOT .. "/examples/llama3_8b_h100.lua", "--strategy",
+      "pp_degree=2,vpp_degree=2,stage_partition=2:14:15:1,micro_batch_size=1,tp_degree=2,layer_recompute=full",
+      "--format", "json", "--trace", path)
+    assert.are.equal(0, code, err)
+    local est = cjson.decode(out).estimate
+    local doc = cjson.decode(H.read(path))
+    local want = { [1] = { 2 / 17, 15 / 17 }, [2] = { 14 / 15, 1 / 15 } }
+    for rank = 1, 2 do
+      for _, e in ipairs(spans(doc, rank, 2)) do
+        local kind, chunk = e.name:match("^launch (%u) mb %d+ chunk (%d+)$")
+        local per = kind == "F" and est.stages[rank].host_fwd or est.stages[rank].host_bwd
+        assert.is_true(math.abs(e.dur / 1e6 - per * want[rank][tonumber(chunk)]) < 1e-9 * per, e.name)
+      end
+    end
+  end)
+
   it("without pipelining runs the micro-batches one after the other", function()
     local dir = tmpdir()
     local path = dir .. "/step.json"

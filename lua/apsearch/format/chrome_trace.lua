@@ -36,17 +36,41 @@ end
 local SPLIT_BWD_SHARE = 0.5
 
 -- The rank's host time for one op: the stage's per micro-batch host time
--- over its model chunks (a B op launches the backward's kernels, I and W
--- half of them each).
-local function host_of(stage, kind, v)
-  if kind == "F" then return (stage.host_fwd or 0) / v end
-  local share = (kind == "I" or kind == "W") and SPLIT_BWD_SHARE or 1
-  return (stage.host_bwd or 0) * share / v
+-- times the chunk's share of the rank's layers (`share`; the launches are
+-- per layer, so a chunk that holds only the loss launches none), a B op
+-- the backward's kernels, I and W half of them each.
+local function host_of(stage, kind, share)
+  if kind == "F" then return (stage.host_fwd or 0) * share end
+  local half = (kind == "I" or kind == "W") and SPLIT_BWD_SHARE or 1
+  return (stage.host_bwd or 0) * half * share
+end
+
+-- Each rank's chunks' shares of its layers (format.common.chunk_layers:
+-- the layout the stage table shows), by rank and 1-based chunk; equal
+-- shares where the ranks' layer counts are not known.
+local function chunk_shares(est, tl, stages)
+  local p, v = tl.pp_degree or 1, tl.vpp_degree or 1
+  local counts, known = {}, est.strategy ~= nil
+  for i = 1, p do
+    counts[i] = (stages[i] or {}).num_layers
+    known = known and counts[i] ~= nil
+  end
+  local shares = {}
+  local chunks = known and require("apsearch.format.common").chunk_layers(est.strategy, counts) or {}
+  for i = 1, p do
+    shares[i] = {}
+    for k = 1, v do
+      local c = (chunks[i] or {})[k]
+      shares[i][k] = (c and counts[i] > 0) and (c[3] - c[2] + 1) / counts[i] or 1 / v
+    end
+  end
+  return shares
 end
 
 -- Schedule ops of every rank from a timeline (ctx:timeline).
-local function from_timeline(events, tl, stages)
+local function from_timeline(events, tl, stages, est)
   local v = tl.vpp_degree or 1
+  local shares = chunk_shares(est, tl, stages)
   local ends = 0
   for _, rank in ipairs(tl.ranks) do
     local pid, st = rank.rank, stages[rank.rank] or {}
@@ -54,7 +78,7 @@ local function from_timeline(events, tl, stages)
       local name = ("%s mb %d chunk %d"):format(op.kind, op.mb, op.chunk)
       span(events, pid, 1, NAMES[op.kind] or op.kind, name, op.start, op["end"] - op.start,
         { micro_batch = op.mb, chunk = op.chunk, stage = op.stage, overlap = op.overlap })
-      local h = host_of(st, op.kind, v)
+      local h = host_of(st, op.kind, (shares[pid] or {})[op.chunk] or 1 / v)
       if h > 0 then span(events, pid, 2, "host", "launch " .. name, op.start, h) end
       ends = math.max(ends, op["end"])
     end
@@ -105,7 +129,7 @@ function M.build(est, tl, inputs)
   local stages = {}
   for _, s in ipairs(est.stages or {}) do stages[s.stage] = s end
   local t, skipped
-  if tl then t = from_timeline(events, tl, stages) else t, skipped = sequential(events, est) end
+  if tl then t = from_timeline(events, tl, stages, est) else t, skipped = sequential(events, est) end
   -- after the last backward, on every rank: what the step exposes of the
   -- pipeline transfers (not in the simulated ops), the gradient sync and the
   -- optimizer

@@ -219,6 +219,17 @@ local function parse(c, args, name)
       end
     end
   end
+  -- an option given twice keeps its last value (docs/cli.md); for
+  -- --calibration that drops a whole file, so it is said
+  local given = 0
+  for _, a in ipairs(args) do
+    if a == "--calibration" or tostring(a):match("^%-%-calibration=") then given = given + 1 end
+  end
+  if given > 1 and not opts.quiet then
+    util.log("apsearch: note: --calibration given %d times: only the last, %s, applies (a calibration file " ..
+      "is not merged with another: put both files' device entries in one)", given,
+      util.printable(tostring(opts.calibration)))
+  end
   return opts
 end
 

@@ -229,6 +229,20 @@ describe("apsearch command line habits", function()
     assert.are.equal(64, r.inputs.training.global_batch_size)
     assert.are.equal(8192, r.inputs.training.seq_length)
   end)
+  it("says a second --calibration drops the first file (calibrations are not merged)", function()
+    local dir = tmpdir()
+    local calib = dir .. "/c.json"
+    local f = assert(io.open(calib, "w"))
+    f:write('{"schema_version": 1, "name": "c", "devices": {"h100-sxm-80gb": {"gemm_efficiency": 0.7}}}')
+    f:close()
+    local code, _, err = apsearch("estimate", "examples/llama3_8b_h100.lua", "--calibration", calib,
+      "--calibration=" .. calib)
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("apsearch: note: --calibration given 2 times: only the last, " .. calib .. ", applies", 1,
+      true), err)
+    local _, _, once = apsearch("estimate", "examples/llama3_8b_h100.lua", "--calibration", calib)
+    assert.is_nil(once:find("given 2 times", 1, true), once)
+  end)
   it("suggests policy fields, listing the valid ones as far as the line fits 120 columns", function()
     local err = err_line(apsearch("run", "--set", "training.global_bach_size=8"))
     assert.truthy(err:find('training.global_bach_size: unknown field; did you mean "global_batch_size"? '

@@ -120,7 +120,12 @@ function M.check(c, where)
   for dev, fields in pairs(c.devices) do
     if type(fields) ~= "table" then error(path .. ": devices." .. tostring(dev) .. ": expected an object", 0) end
     local ok = pcall(core.device_preset, dev)
-    if not ok then error(path .. ": devices." .. tostring(dev) .. ": unknown device preset", 0) end
+    if not ok then
+      local names = {}
+      for i, d in ipairs(core.device_presets()) do names[i] = d.name end
+      error(path .. ": devices." .. util.printable(tostring(dev)) .. ": " ..
+        require("apsearch.suggest").problem("unknown device preset", tostring(dev), names), 0)
+    end
     for k, v in pairs(fields) do
       local known = false
       for _, p in ipairs(M.FIELDS) do known = known or p.field == k end

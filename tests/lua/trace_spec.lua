@@ -161,6 +161,9 @@ describe("apsearch calibrate --trace", function()
       1, true))
     assert.truthy(one_line(apsearch("calibrate", "--trace", v100, "--device", "v100", "-o", dir .. "/o.json")):find(
       "--device: devices.v100: unknown device preset", 1, true))
+    -- a near name gets its suggestion, as a policy's device does
+    assert.truthy(one_line(apsearch("calibrate", "--trace", FIXTURE, "--device", "h100", "-o", tmpdir() .. "/o.json"))
+      :find('--device: devices.h100: unknown device preset; did you mean "h100-96gb-500w" or "h100-sxm-80gb"?', 1, true))
     local code = apsearch("calibrate", "--trace", v100, "--device", "a100-sxm4-40gb", "-o", dir .. "/o.json")
     assert.are.equal(0, code)
     -- a device other than the trace's is taken, and said

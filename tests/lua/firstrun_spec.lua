@@ -467,6 +467,13 @@ describe("when nothing fits", function()
       out)
   end)
 
+  it("doubles the hosts past a --set cluster.num_devices (it searched the run's 16 GPUs at every size)", function()
+    local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:1", "--set",
+      "cluster.num_devices=16", "--wide")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("\nfits from 128 devices (h100-sxm-80gb:16x8; the same defaults", 1, true), out)
+  end)
+
   it("on a host count that is not a power of two, tries the power of two below it first", function()
     -- DeepSeek-V3 on 1,000 H100s (125 hosts): 1000 = 8 x 125 divides into
     -- no TP x PP over 8, and nothing that fits; 64 hosts (512 devices, over

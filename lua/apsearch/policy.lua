@@ -1058,12 +1058,18 @@ function M.from_table(raw, file, opts)
     apply_set(raw, key, applied)
     overrides[#overrides + 1] = { kind = "set", key = key, value = value, flag = flag }
   end
-  local fixed = {}
+  local fixed, fix_notes = {}, {}
   for _, s in ipairs(opts.fix or {}) do
     local key, value = M.parse_assignment(s, "--fix")
     apply_fix(raw, key, value)
     overrides[#overrides + 1] = { kind = "fix", key = key, value = value }
-    fixed[schema.strategy_aliases[key] or key] = value
+    local dim = schema.strategy_aliases[key] or key
+    -- a dimension fixed twice keeps the last (as an option given twice)
+    if fixed[dim] ~= nil then
+      fix_notes[#fix_notes + 1] = ("note: --fix %s given twice: %s replaces %s"):format(key,
+        util.describe(value), util.describe(fixed[dim]))
+    end
+    fixed[dim] = value
   end
   -- `--fix layer_recompute=full` alone recomputes every layer, as
   -- `estimate --strategy layer_recompute=full` and Megatron's
@@ -1107,6 +1113,7 @@ function M.from_table(raw, file, opts)
   p.model, p.model_source, model_info = n:model(raw.model)
   p.cluster = n:cluster(raw.cluster, routed)
   p.warnings = util.array()
+  for _, w in ipairs(fix_notes) do p.warnings[#p.warnings + 1] = w end
   if full_all then
     p.warnings[#p.warnings + 1] = "note: --fix layer_recompute=full recomputes every layer (recompute_num_layers "
       .. "= -1): the space's \"auto\", the fewest layers that fit, could have been none"

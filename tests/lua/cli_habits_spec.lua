@@ -245,6 +245,12 @@ describe("apsearch command line habits", function()
     local _, fits = apsearch("estimate", "examples/llama3_8b_h100.lua")
     assert.is_nil(fits:find("closed form", 1, true), fits)
   end)
+  it("says a dimension fixed twice keeps the last value", function()
+    local code, _, err = apsearch("run", "examples/llama3_8b_h100.lua", "-k", "1", "--fix", "tp_degree=2",
+      "--fix", "tp_degree=4")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("apsearch: note: --fix tp_degree given twice: 4 replaces 2", 1, true), err)
+  end)
   it("says a second --calibration drops the first file (calibrations are not merged)", function()
     local dir = tmpdir()
     local calib = dir .. "/c.json"

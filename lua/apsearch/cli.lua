@@ -402,13 +402,16 @@ local function probe_fit(opts, dev, h, per, extra)
   o.cluster = spec
   local raw, header, command = M.built_policy(o)
   local built = M.built_batch(raw)
-  -- a probe of h hosts: the run's --set of the cluster's size would undo it
+  -- a probe of h hosts: the run's --set of the cluster's size (devices,
+  -- hosts or devices a host) would undo it
   -- (it searched the run's 16 GPUs at every doubling and found no fit)
   local set = {}
   for _, e in ipairs(opts.set or {}) do
     local key = tostring(e):match("^%s*([%w_%.]+)%s*=")
     key = key and key:gsub("%.%.+", ".")
-    if not (h and (key == "cluster.num_devices" or key == "cluster.devices_per_node")) then set[#set + 1] = e end
+    if not (h and (key == "cluster.num_devices" or key == "cluster.devices_per_node" or key == "cluster.nodes")) then
+      set[#set + 1] = e
+    end
   end
   for _, e in ipairs(extra or {}) do set[#set + 1] = e end
   -- the run's rules and objective too (a strategy they refuse is no fit)

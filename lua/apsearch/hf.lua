@@ -1522,8 +1522,9 @@ function builders.gpt_oss(r, cfg, file, notes)
     "in the parameters; the softmax column they add is not in the attention FLOPs or time",
     m.num_attention_heads)
   local limit = quoted(cfg, "swiglu_limit", file)
-  note(notes, file, "the experts' clamped SwiGLU (swiglu_limit %s) is estimated as SwiGLU: the clamps " ..
-    "and the (up + 1) are element-wise and not priced",
+  note(notes, file, "the experts' clamped SwiGLU (swiglu_limit %s) is estimated as SwiGLU, plus the eager " ..
+    "clamps Megatron-Core runs before its fused kernel (docs/modeling.md \"Mixture of experts\"); other " ..
+    "frameworks' clamps and the (up + 1) are element-wise and not priced",
     limit and util.describe(limit) or "absent: GptOssConfig's 7.0")
   return m
 end

@@ -165,19 +165,21 @@ M.MOE_CLASS = "moe"
 -- held-out runs fell outside the factors, each one sentence (the
 -- interval's `caveats`; docs/accuracy.md).  A hybrid Mamba-2 or linear-
 -- attention model (no published run of one behind the factors; "Held
--- out: Megatron-Bridge hybrid Mamba-2 runs"); gpt-oss, known by its
--- quick-GEGLU experts with attention sinks ("Held out: Megatron-Bridge
--- verification cards").
+-- out: Megatron-Bridge hybrid Mamba-2 runs"); gpt-oss on Megatron-LM,
+-- known by its quick-GEGLU experts with attention sinks ("Held out:
+-- Megatron-Bridge verification cards"; NeMo AutoModel's gpt-oss runs were
+-- estimated on the slow side, within the factors).
 -- @tparam table model normalized model table
+-- @tparam[opt] string framework training.framework (default megatron)
 -- @treturn table array of strings, empty when none applies
-function M.model_caveats(model)
+function M.model_caveats(model, framework)
   local out = {}
   model = model or {}
   if (model.hybrid_layer_pattern or "") ~= "" or (tonumber(model.linear_num_value_heads) or 0) > 0 then
     out[#out + 1] = "a hybrid Mamba-2 / linear-attention model: no published run of one is behind these factors, "
       .. "and the 50 held-out Nemotron 3 Nano and Super runs ran 11-97 % slower than estimated"
   end
-  if model.glu_activation == "quick_gelu" and model.attention_sinks then
+  if model.glu_activation == "quick_gelu" and model.attention_sinks and (framework or "megatron") == "megatron" then
     out[#out + 1] = "a gpt-oss model: the 2 held-out gpt-oss-120b runs (GB200 bf16, GB300 mxfp8) ran 1.4-1.5x "
       .. "slower than estimated, outside these factors"
   end
@@ -203,7 +205,7 @@ function M.of_estimate(step_time, mem_peak, framework, device, precision, moe, m
   if not d then return {} end
   local class = moe and M.MOE_CLASS or M.class_of(framework, device, precision)
   local st = M.interval(step_time, d.step_time, class)
-  local caveats = M.model_caveats(model)
+  local caveats = M.model_caveats(model, framework)
   if st and #caveats > 0 then st.caveats = caveats end
   return { step_time = st, mem_peak = M.interval(mem_peak, d.mem_peak, tostring(framework)) }
 end

@@ -123,8 +123,9 @@ function M.load(path)
     -- said as such, not as a JSON syntax error at its second object
     local first = text:match("^%s*(%b{})%s*\n%s*{")
     if first and cjson.decode(first) then
-      fail(path, "one JSON object per line (an Nsight Systems export?): apsearch reads a PyTorch profiler " ..
-        "(Kineto) Chrome trace, torch.profiler's export_chrome_trace or tensorboard_trace_handler output")
+      fail(path, "one JSON object per line (an Nsight Systems export, or traces joined?): apsearch reads one " ..
+        "PyTorch profiler (Kineto) Chrome trace, torch.profiler's export_chrome_trace or " ..
+        "tensorboard_trace_handler output")
     end
     fail(path, "not valid JSON (" .. tostring(err) .. ")")
   end
@@ -254,7 +255,7 @@ M.DEVICE_NAMES = {
   { pattern = "h20$", preset = "h20-96gb" },
   { pattern = "a100.*40gb", preset = "a100-sxm4-40gb" },
   -- an A100 named without its memory (A100-PG509-200): by totalGlobalMem
-  { pattern = "a100", preset = "a100-sxm4-40gb", max_bytes = 48e9 },
+  { pattern = "a100", preset = "a100-sxm4-40gb", max_bytes = 48e9, unnamed_memory = true },
   { pattern = "a100", preset = "a100-sxm4-80gb" },
   { pattern = "h200", preset = "h200-sxm-141gb" },
   { pattern = "h100", preset = "h100-sxm-80gb" },
@@ -271,9 +272,16 @@ M.DEVICE_NAMES = {
 --- The device preset of a trace's GPU, or nil.
 function M.preset_of(t)
   for i, name in ipairs(t.devices) do
+    -- a MIG slice names its part first ("A100-SXM4-80GB MIG 3g.40gb") and
+    -- reports the slice's memory: the part is what the preset is of
     local n, bytes = name:lower(), (t.memory or {})[i]
+    local mig = n:find("%s+mig[%s%d]")
+    if mig then n, bytes = n:sub(1, mig - 1), nil end
     for _, d in ipairs(M.DEVICE_NAMES) do
-      if n:find(d.pattern) and not (d.max_bytes and not (bytes and bytes <= d.max_bytes)) then
+      -- a rule for a name without its memory size, by the memory reported
+      local applies = not (d.unnamed_memory and n:find("%d+gb"))
+        and not (d.max_bytes and not (bytes and bytes <= d.max_bytes))
+      if applies and n:find(d.pattern) then
         return d.preset or nil
       end
     end
@@ -346,7 +354,12 @@ function M.calibration(path, device)
     error(tostring(err) .. " (are the trace's ts and dur in microseconds?)", 0)
   end
   local note = plausibility_note(path, m, preset)
-  if note then util.log("%s", note) end
+  if note then
+    -- folded at the table's width on a terminal, as the other notes
+    local common = require "apsearch.format.common"
+    local tty = require("apsearch.core").isatty(2)
+    util.log("%s", tty and common.fold_text(note, require("apsearch.format.table").max_width) or note)
+  end
   return calib, m
 end
 

@@ -273,7 +273,9 @@ static const aps_framework_profile profiles[] = {
         .fp8_cast_bytes = APS_FP8_CAST_TE,
         .fp8_fused_cast_bytes = APS_FP8_FUSED_CAST_TE,
         /* BackendConfig.rms_norm = "torch_fp32" (utils.py:332): eager
-         * norms; only RoPE is fused (rope_fusion, l.334) */
+         * norms (training.rms_norm_backend "te": TE's fused RMSNorm);
+         * RoPE eager too: __post_init__ forces rope_fusion off (issue
+         * #3027) */
         .eager_elementwise = true,
         /* activation_checkpointing = "selective": "TorchTitan-style per-op
          * selective activation checkpointing" (AM moe/parallelizer.py

@@ -135,9 +135,8 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
     if (t->rms_norm_backend != APS_RMS_NORM_FRAMEWORK &&
         t->framework != APS_FW_AUTOMODEL) {
         aps_fmt(err, n, "training.rms_norm_backend: NeMo AutoModel's "
-                "BackendConfig.rms_norm; framework %s runs its own norm "
-                "kernel (Megatron-LM TransformerEngine's, TorchTitan eager "
-                "or compiled with torch_compile)",
+                "BackendConfig.rms_norm (framework automodel); framework "
+                "%s runs its own norm kernel",
                 aps_framework_name(t->framework));
         return APS_EINVAL;
     }

@@ -472,6 +472,10 @@ describe("when nothing fits", function()
       "cluster.num_devices=16", "--wide")
     assert.are.equal(1, code)
     assert.truthy(out:find("\nfits from 128 devices (h100-sxm-80gb:16x8; the same defaults", 1, true), out)
+    -- and past a --set cluster.nodes
+    local _, nodes = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:1", "--set",
+      "cluster.nodes=2", "--wide")
+    assert.truthy(nodes:find("\nfits from 128 devices (h100-sxm-80gb:16x8; the same defaults", 1, true), nodes)
   end)
 
   it("on a host count that is not a power of two, tries the power of two below it first", function()

@@ -91,6 +91,12 @@ describe("multi-token prediction and experts in the outputs", function()
     -- in result.json (the interval's caveats) and under estimate's interval
     local intervals = require "apsearch.intervals"
     assert.are.same({}, intervals.model_caveats(result.inputs.model))
+    -- the held-out evidence is Megatron-LM's: AutoModel's own gpt-oss runs
+    -- were estimated slow, within the factors
+    local gptoss = { glu_activation = "quick_gelu", attention_sinks = true }
+    assert.are.equal(1, #intervals.model_caveats(gptoss, "megatron"))
+    assert.are.same({}, intervals.model_caveats(gptoss, "automodel"))
+    assert.are.same({}, intervals.model_caveats(gptoss, "fsdp2"))
     local dir = H.tmpdir() .. "/go"
     local c2, o2 = H.apsearch("run", "-q", "--model", ROOT .. "/examples/models/gpt-oss-20b.json", "--cluster",
       "h100-sxm-80gb:1", "-k", "1", "--out", dir)

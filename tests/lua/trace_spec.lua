@@ -80,10 +80,15 @@ describe("apsearch.trace", function()
       memory = { ev.deviceProperties[1].totalGlobalMem } }))
     assert.are.equal("a100-sxm4-80gb", trace.preset_of({ devices = { "A100-PG509-200" },
       memory = { 85e9 } }))
+    -- a MIG slice of an 80 GB part reports the slice's memory: the part counts
+    for _, slice in ipairs({ "1g.10gb", "3g.40gb" }) do
+      assert.are.equal("a100-sxm4-80gb", trace.preset_of({ devices = { "NVIDIA A100-SXM4-80GB MIG " .. slice },
+        memory = { 10.2e9 } }), slice)
+    end
     -- an Nsight Systems export (one JSON object per line)
     local nd = write(dir .. "/nsys.json", '{"Type": 1}\n{"Type": 2}\n')
     assert.truthy(one_line(apsearch("calibrate", "--trace", nd, "-o", dir .. "/n.json")):find(
-      "one JSON object per line (an Nsight Systems export?)", 1, true))
+      "one JSON object per line (an Nsight Systems export, or traces joined?)", 1, true))
   end)
 
   it("takes medians: one long wait at a sync does not move them", function()

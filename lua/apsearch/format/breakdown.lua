@@ -213,12 +213,11 @@ function M.format(est, inputs, stack)
     rows[#rows + 1] = { "step time", "", f3(est.step_time) }
     out[#out + 1] = (common.align({ "category", "total (s)", "exposed (s)" }, rows, { false, true, true }):gsub("\n$", ""))
     -- an estimate over the memory limit is not simulated (schedule.c
-    -- pipeline_bubble): its bubble is the closed form on the slowest stage,
-    -- the same for every schedule
+    -- pipeline_bubble): its bubble is the closed form on the slowest stage
     if est.feasible == false and ((est.strategy or {}).pp_degree or 1) > 1 then
       out[#out + 1] = common.fold_text("pp_bubble: the closed form (p - 1) / v x (forward + backward) of the "
-        .. "slowest stage, the same for every schedule: a strategy over the memory limit is not simulated",
-        require("apsearch.format.table").max_width)
+        .. "slowest stage: a strategy over the memory limit is not simulated, so its schedule (pp_schedule) "
+        .. "changes no more than the stages' layers", require("apsearch.format.table").max_width)
     end
     local si = est.step_time_interval
     if si then

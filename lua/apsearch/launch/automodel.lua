@@ -382,12 +382,16 @@ local function backend_keys(w, g)
       "are all fused; written as sdpa")
   end
   K("model.backend.linear", "te")
+  -- what the estimate priced, said only where it is AutoModel's own (an
+  -- estimate of another framework prices that framework's kernels) and
+  -- the model has RMSNorms
+  local own = (tr.framework or "megatron") == "automodel" and (m.norm or "rmsnorm") == "rmsnorm"
   local norm = tr.rms_norm_backend or "torch_fp32"
-  K("model.backend.rms_norm", norm, norm == "te" and "TransformerEngine's fused RMSNorm, as estimated"
-    or "eager norms, as estimated")
+  K("model.backend.rms_norm", norm, own and (norm == "te" and "TransformerEngine's fused RMSNorm, as estimated"
+    or "eager norms, as estimated") or nil)
+  -- eager RoPE, as the automodel profile prices it (AutoModel 36044ad3
+  -- forces rope_fusion off: BackendConfig.__post_init__, issue #3027)
   K("model.backend.rope_fusion", false)
-  N("APPROXIMATE", "RoPE: the estimate fuses it; AutoModel 36044ad3 forces rope_fusion off (BackendConfig." ..
-    "__post_init__, issue #3027)")
   if (m.num_experts or 0) > 0 then
     K("model.backend.experts", "torch_mm", "torch._grouped_mm")
     local d = r.moe_token_dispatcher or "flex"

@@ -267,6 +267,24 @@ describe("apsearch estimate --trace", function()
     end
   end)
 
+  it("counts the multi-token-prediction layer with the last model chunk's launches", function()
+    -- DeepSeek-V3 on 64 GB200, pp 8 x vpp 4: rank 8 holds 2, 2, 2 decoder
+    -- layers and the loss chunk, which also runs the MTP layer: 2:2:2:1
+    local path = tmpdir() .. "/mtp.json"
+    local code, out, err = apsearch("estimate", "--model", "deepseek-v3", "--cluster", "gb200:64", "--strategy",
+      "pp_degree=8,vpp_degree=4,ep_degree=32,tp_degree=1,micro_batch_size=1,layer_recompute=full", "--set",
+      "training.mtp_num_layers=1", "--format", "json", "--trace", path)
+    assert.are.equal(0, code, err)
+    local est = cjson.decode(out).estimate
+    local doc = cjson.decode(H.read(path))
+    local want = { 2 / 7, 2 / 7, 2 / 7, 1 / 7 }
+    for _, e in ipairs(spans(doc, 8, 2)) do
+      local kind, chunk = e.name:match("^launch (%u) mb %d+ chunk (%d+)$")
+      local per = kind == "F" and est.stages[8].host_fwd or est.stages[8].host_bwd
+      assert.is_true(math.abs(e.dur / 1e6 - per * want[tonumber(chunk)]) < 1e-9 * per, e.name)
+    end
+  end)
+
   it("without pipelining runs the micro-batches one after the other", function()
     local dir = tmpdir()
     local path = dir .. "/step.json"

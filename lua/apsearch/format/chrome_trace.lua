@@ -46,9 +46,11 @@ local function host_of(stage, kind, share)
 end
 
 -- Each rank's chunks' shares of its layers (format.common.chunk_layers:
--- the layout the stage table shows), by rank and 1-based chunk; equal
--- shares where the ranks' layer counts are not known.
-local function chunk_shares(est, tl, stages)
+-- the layout the stage table shows), the multi-token-prediction layers
+-- (`mtp`) with the last model chunk, as Megatron-LM places them; by rank
+-- and 1-based chunk; equal shares where the ranks' layer counts are not
+-- known.
+local function chunk_shares(est, tl, stages, mtp)
   local p, v = tl.pp_degree or 1, tl.vpp_degree or 1
   local counts, known = {}, est.strategy ~= nil
   for i = 1, p do
@@ -59,18 +61,23 @@ local function chunk_shares(est, tl, stages)
   local chunks = known and require("apsearch.format.common").chunk_layers(est.strategy, counts) or {}
   for i = 1, p do
     shares[i] = {}
+    local sizes, total = {}, 0
     for k = 1, v do
       local c = (chunks[i] or {})[k]
-      shares[i][k] = (c and counts[i] > 0) and (c[3] - c[2] + 1) / counts[i] or 1 / v
+      sizes[k] = c and (c[3] - c[2] + 1) + (c[1] == p * v and mtp or 0) or nil
+      total = total + (sizes[k] or 0)
+    end
+    for k = 1, v do
+      shares[i][k] = (sizes[k] and total > 0) and sizes[k] / total or 1 / v
     end
   end
   return shares
 end
 
 -- Schedule ops of every rank from a timeline (ctx:timeline).
-local function from_timeline(events, tl, stages, est)
+local function from_timeline(events, tl, stages, est, mtp)
   local v = tl.vpp_degree or 1
-  local shares = chunk_shares(est, tl, stages)
+  local shares = chunk_shares(est, tl, stages, mtp)
   local ends = 0
   for _, rank in ipairs(tl.ranks) do
     local pid, st = rank.rank, stages[rank.rank] or {}
@@ -129,7 +136,8 @@ function M.build(est, tl, inputs)
   local stages = {}
   for _, s in ipairs(est.stages or {}) do stages[s.stage] = s end
   local t, skipped
-  if tl then t = from_timeline(events, tl, stages, est) else t, skipped = sequential(events, est) end
+  local mtp = ((inputs or {}).training or {}).mtp_num_layers or 0
+  if tl then t = from_timeline(events, tl, stages, est, mtp) else t, skipped = sequential(events, est) end
   -- after the last backward, on every rank: what the step exposes of the
   -- pipeline transfers (not in the simulated ops), the gradient sync and the
   -- optimizer

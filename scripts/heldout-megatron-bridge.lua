@@ -92,7 +92,13 @@ local MODELS = {
     moe = { num_experts = 128, experts_per_token = 8, moe_ffn_hidden_size = 1536,
       shared_expert_ffn_hidden_size = 0, num_dense_layers = 0, moe_layer_freq = 1,
       attention = "gqa", head_dim = 128, qk_norm = "true" } },
-  DeepSeekV3 = { name = "DeepSeek-V3", cfg = "DEEPSEEK_V3", family = "deepseek",
+  -- DeepSeek-V3 names its example config too (`router_config`, validate's
+  -- model_config; its columns stay, checked against it): its router's 8
+  -- groups and top-4 groups (node-limited routing), which Megatron-Bridge's
+  -- DeepSeek bridge maps from the Hugging Face config's n_group /
+  -- topk_group (models/conversion/model_bridge.py l.487-488 @ 067f987df)
+  -- and no column states
+  DeepSeekV3 = { name = "DeepSeek-V3", cfg = "DEEPSEEK_V3", family = "deepseek", router_config = "deepseek-v3",
     arch = { 61, 7168, 18432, 128, 128, 129280 },
     moe = { num_experts = 256, experts_per_token = 8, moe_ffn_hidden_size = 2048,
       shared_expert_ffn_hidden_size = 2048, num_dense_layers = 3, dense_ffn_hidden_size = 18432,
@@ -625,6 +631,7 @@ local function convert(r, alt)
     c.model_config = mdl.config
   else
     c.mlp, c.norm, c.position_embedding, c.tie_word_embeddings = "swiglu", "rmsnorm", "rope", "false"
+    c.model_config = mdl.router_config
   end
   c.device, c.num_devices, c.devices_per_node = sys.device, row.n, sys.per_node
   if sys.rack then c.nvlink_domain_size = math.min(row.n, sys.rack) end
@@ -770,6 +777,7 @@ for _, k in ipairs(DENSE_COLS) do moe_cols[#moe_cols + 1] = k end
 for _, k in ipairs(MOE_COLS) do moe_cols[#moe_cols + 1] = k end
 local hybrid_base = #moe_cols
 moe_cols[#moe_cols + 1] = "cutedsl_fused_grouped_mlp"
+moe_cols[#moe_cols + 1] = "model_config"
 -- the hybrid set: the MoE layout, the recipe columns its rows state (the
 -- flex backend and forced balance as tests/fixtures/heldout/megatron_lm_
 -- moe_recipes.csv has them, the router fusion) and the example config

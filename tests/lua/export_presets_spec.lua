@@ -115,6 +115,10 @@ describe("NVIDIA export-variant presets", function()
     assert.is_true(c.predicted.tokens_per_s_per_gpu > 0 and c.predicted.tokens_per_s_per_gpu < math.huge)
     -- the row's tokens/s is the paper's batch over its step time
     assert.near(15360 * 4096 / 19.926 / 2048, c.measured.tokens_per_s_per_gpu, 0.05)
+    -- the model is the example config's, with its node-limited routing
+    -- (8 groups, 4 chosen: the report's 4 nodes of a token's 8)
+    assert.are.equal(8, c.inputs.model.moe_router_num_groups)
+    assert.are.equal(4, c.inputs.model.moe_router_group_topk)
   end)
 
   it("h20-96gb: its own secondary peaks, named as such, on Hopper's fitted fractions of peak", function()

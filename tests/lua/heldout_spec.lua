@@ -230,9 +230,11 @@ describe("held out: Megatron-Bridge hybrid Mamba-2 runs (Nemotron 3 Nano and Sup
 
   it("has the columns of the MoE file, plus the recipe columns its rows state and model_config", function()
     local function header(f) return (assert(io.open(f)):read("l"):gsub("\r$", "")) end
-    -- (the MoE file's last column, cutedsl_fused_grouped_mlp, is its own: the
-    -- hybrid rows' squared-ReLU experts keep the recipe's kernel as a note)
-    assert.are.equal(header(MOE):gsub(",cutedsl_fused_grouped_mlp,notes$", "") .. ",moe_flex_dispatcher_backend," ..
+    -- (the MoE file's last columns are its own: cutedsl_fused_grouped_mlp,
+    -- which the hybrid rows' squared-ReLU experts keep as a note, and the
+    -- DeepSeek-V3 rows' model_config, which the hybrid file has below)
+    assert.are.equal(header(MOE):gsub(",cutedsl_fused_grouped_mlp,model_config,notes$", "") ..
+      ",moe_flex_dispatcher_backend," ..
       "moe_router_force_load_balancing,moe_router_fusion,model_config,mtp_repeated_layer," ..
       "first_last_layers_bf16,num_layers_at_start_in_bf16,num_layers_at_end_in_bf16,notes", header(HYBRID))
   end)

@@ -123,6 +123,16 @@ double aps_layer_matmul_params(const aps_model *m);
 
 /* ---------------------------------------------------------------- cluster */
 
+/** Seconds of one GEMM of M x K by K x N on device d in precision p (M:
+ *  rows, e.g. tokens; N: output features; K: depth; each > 0, else 0 s):
+ *  gemm_fixed_seconds + 2 M N K / (peak(p) x eta_max(p) x shape factor),
+ *  the shape factor being tile and wave quantization over the device's
+ *  gemm_tile_m x gemm_tile_n tiles and sm_count SMs and the pipeline's
+ *  K / (K + gemm_half_dim) (src/core/gemm.c, which cites its sources).
+ *  The time every GEMM of the estimate is priced at. */
+double aps_gemm_time(const aps_device *d, aps_precision p, double M,
+                     double N, double K);
+
 /** Number of built-in device presets, and their names (NULL past the end). */
 size_t aps_device_preset_count(void);
 const char *aps_device_preset_name(size_t i);

@@ -23,7 +23,9 @@ M.FIELDS = {
   -- with the tile and wave terms to GEMM microbenchmarks (presets.c
   -- APS_GEMM_K0), never to step times (a step's GEMMs barely vary in K,
   -- so a step time mistakes it for the efficiency): no row gives
-  -- "microbenchmark" evidence; a calibration file may still set it
+  -- "microbenchmark" evidence; `calibrate --trace` fits it from a
+  -- profile's GEMMs when their K spans a factor of 2 (apsearch.trace
+  -- gemm_fit), and a calibration file may set it
   { field = "gemm_half_dim", lo = 0.0, hi = 4096.0, needs = "microbenchmark" },
   { field = "attention_efficiency", lo = 0.10, hi = 0.90, needs = "flash" },
   { field = "unfused_attention_efficiency", lo = 0.10, hi = 0.90, needs = "unfused" },

@@ -57,7 +57,8 @@ commands:
                        a Megatron-LM or TorchTitan log beside the estimate
                        of its job; -o fits the efficiencies to it
   calibrate --trace PROFILE.json.gz -o CALIB.json
-                       the host's launch costs from a PyTorch profiler trace
+                       the host's launch costs and GEMM efficiencies from
+                       a PyTorch profiler trace
   help [COMMAND]       this text, or the options of COMMAND (same as
                        `apsearch COMMAND --help`)
 
@@ -1821,6 +1822,50 @@ local function write_calibration(path, text)
   end)
 end
 
+-- What `calibrate --trace` measured of the trace's GEMMs (trace.calibration's
+-- `trace.gemms`), as lines.
+local function gemm_lines(g)
+  local lines = {}
+  for _, class in ipairs({ "bf16", "fp8" }) do
+    local r = g[class]
+    if r then
+      local bins = {}
+      for _, b in ipairs(r.bins) do
+        if b.count > 0 then
+          bins[#bins + 1] = ("%s %d x%.2f"):format(b.name, b.count, b.measured / b.fitted)
+        end
+      end
+      local fitted = "not fitted"
+      if r.efficiency then
+        fitted = ("%.3f (preset %.3f)"):format(r.efficiency, r.preset_efficiency)
+        if r.half_dim_fitted then
+          fitted = fitted .. (", gemm_half_dim %.0f (preset %.0f)"):format(r.half_dim, r.preset_half_dim)
+        elseif r.half_dim ~= r.preset_half_dim then
+          fitted = fitted .. (" at the bf16 GEMMs' gemm_half_dim %.0f"):format(r.half_dim)
+        elseif r.half_dim_rejected then
+          fitted = fitted .. (" at the preset's gemm_half_dim (a fit of both gave %.0f)"):format(r.half_dim_rejected)
+        end
+      end
+      lines[#lines + 1] = ("%s GEMMs with recorded shapes: %d, %.4f s of kernels where the preset prices them at " ..
+        "%.4f s: %s %s%s; measured over fitted, by work: %s"):format(
+        class == "bf16" and "bf16/fp16" or class, r.count, r.measured_seconds, r.preset_seconds, r.field, fitted,
+        r.why_not and (", not written: " .. r.why_not) or "", table.concat(bins, ", "))
+    end
+  end
+  if g.other_device then
+    lines[#lines + 1] = ("%d shaped GEMMs ran on the trace's own GPU, not the --device given: GEMM efficiencies " ..
+      "not fitted (a GEMM rate is the GPU's, not the host's)"):format(g.other_device)
+  elseif not (g.bf16 or g.fp8) then
+    lines[#lines + 1] = "no bf16, fp16 or fp8 GEMM with recorded shapes (torch.profiler's record_shapes=True " ..
+      "records them): GEMM efficiencies not measured"
+  end
+  if g.float32 > 0 then
+    lines[#lines + 1] = ("%d float32 GEMMs (FP32 or TF32, which the trace does not say: not a precision apsearch " ..
+      "prices) not used"):format(g.float32)
+  end
+  return lines
+end
+
 --- `calibrate --trace FILE`: the host's launch costs measured on a
 -- PyTorch profiler trace (apsearch.trace), written as a calibration.
 local function calibrate_trace(opts)
@@ -1832,9 +1877,9 @@ local function calibrate_trace(opts)
   local common = require "apsearch.format.common"
   local width = require("apsearch.format.table").max_width
   local function say(text) out(common.fold_text(text, width) .. "\n") end
-  say(string.format("trace %s (%s): %d kernel launches on %d threads; host %.1f us per kernel from Python " ..
+  say(string.format("trace %s (%s): %d kernel launches on %d thread%s; host %.1f us per kernel from Python " ..
     "(median launch gap), %.1f us per launch call (median); %s", opts.trace, calib.trace.gpu or "GPU not recorded",
-    m.launches, m.threads, m.host_seconds_per_kernel * 1e6, m.host_seconds_per_loop_kernel * 1e6,
+    m.launches, m.threads, m.threads == 1 and "" or "s", m.host_seconds_per_kernel * 1e6, m.host_seconds_per_loop_kernel * 1e6,
     m.step_seconds and string.format("step %.4f s (median of %d ProfilerStep)", m.step_seconds, m.steps)
     or "no ProfilerStep annotation"))
   local classes = {}
@@ -1846,8 +1891,9 @@ local function calibrate_trace(opts)
     for i = 1, math.min(#m.unknown, 5) do names[i] = m.unknown[i].name .. " x" .. m.unknown[i].count end
     say("unknown kernels (not classed, most frequent): " .. table.concat(names, "; "))
   end
-  out(string.format("wrote %s (devices.%s: host_seconds_per_kernel, host_seconds_per_loop_kernel)\n",
-    opts.output, dev))
+  for _, line in ipairs(gemm_lines(calib.trace.gemms)) do say(line) end
+  say(string.format("wrote %s (devices.%s: %s)", opts.output, dev,
+    table.concat(util.sorted_keys(calib.devices[dev]), ", ")))
   return 0
 end
 
@@ -2030,13 +2076,14 @@ end
 
 local function cmd_calibrate(args)
   local c = new_parser("calibrate", "Fit the device kernel efficiencies to measured runs (CSV) or to a training " ..
-    "log (--log), or the host's launch costs to a profiler trace (--trace).")
+    "log (--log), or the host's launch costs and the GEMM efficiencies to a profiler trace (--trace).")
   c:splat("CASES", "CSV of measured runs (schema: docs/accuracy.md); none with --trace; with --log the job's " ..
     "policy file, as estimate's POLICY", nil, 1)
   c:option("-o, --output=FILE", "calibration file to write (JSON); optional with --log")
   c:option("--group=KEY", "fit one calibration per group: software (the stack of each row's `software`)")
   c:option("--trace=FILE", "PyTorch profiler (Kineto) trace JSON, plain or .gz: measure the host's " ..
-    "seconds per kernel launch instead of fitting cases")
+    "seconds per kernel launch and, from a training step recorded with record_shapes=True, fit the GEMM " ..
+    "efficiencies instead of fitting cases")
   c:option("--device=NAME", "device preset the trace's values are for (default: the trace's GPU)")
   c:option("--log=FILE", "Megatron-LM or TorchTitan training log: its median step time and memory; with the job " ..
     "(policy and --strategy, or --from and --rank) beside the estimate, and -o fits the efficiencies to it")

@@ -19,6 +19,16 @@
 -- Medians, so that a thread waiting at a sync (one long gap) does not move
 -- them.  The shipped x86 defaults are these medians over three public
 -- traces (src/core/presets.c).
+--
+-- And, when the profile recorded shapes (torch.profiler's
+-- `record_shapes=True`), the large-GEMM efficiency of the device
+-- (`gemm_efficiency`, and `fp8_gemm_efficiency` from fp8 GEMMs): every
+-- `aten::mm` / `aten::addmm` / `aten::_scaled_mm` with its operands' dims
+-- and types is matched to the kernels launched inside it (same thread,
+-- the launch within the op's span; the runtime call's `correlation` is
+-- the kernel's), and the efficiency is the one at which apsearch's own
+-- price of those GEMMs (src/core/gemm.c: tile, wave and K-depth factors,
+-- fixed time) sums to the kernels' measured time (M.gemm_fit).
 -- @module apsearch.trace
 local util = require "apsearch.util"
 
@@ -64,6 +74,48 @@ M.KERNEL_CLASSES = {
     "layer_norm", "rms", "copy", "fill", "cat", "index", "scatter", "gather", "adam", "multi_tensor",
     "triton", "fused", "cast", "amax", "quantize", "transpose", "embedding", "memset", "unrolled",
     "cub::", "sort", "scan" } },
+}
+
+--- aten ops that run one GEMM whose shape the profiler records: the
+-- positions in `Input Dims` of the M x K and K x N operands.  `aten::bmm`
+-- and the attention ops are left out (the estimate prices no batched
+-- GEMM at such a shape); `aten::linear` / `aten::matmul` are the
+-- composites that call these.
+M.GEMM_OPS = {
+  ["aten::mm"] = { a = 1, b = 2 },
+  ["aten::addmm"] = { a = 2, b = 3 },
+  ["aten::_scaled_mm"] = { a = 1, b = 2 },
+}
+
+--- The precision of a GEMM by its first operand's `Input type` (c10's
+-- ScalarType names as the profiler writes them), and the calibrated field
+-- it measures.  float32 GEMMs (FP32 or TF32, which the trace does not say)
+-- are not a precision the estimate prices, and are counted only.
+M.GEMM_TYPES = {
+  ["c10::BFloat16"] = "bf16", ["c10::Half"] = "fp16",
+  ["c10::Float8_e4m3fn"] = "fp8", ["c10::Float8_e5m2"] = "fp8",
+  ["c10::Float8_e4m3fnuz"] = "fp8", ["c10::Float8_e5m2fnuz"] = "fp8",
+}
+M.GEMM_FIELD = { bf16 = "gemm_efficiency", fp16 = "gemm_efficiency", fp8 = "fp8_gemm_efficiency" }
+
+--- The name autograd gives the CPU op of each backward function it runs
+-- (torch/csrc/autograd/engine.cpp, "autograd::engine::evaluate_function:
+-- MmBackward0"): a trace holding one profiled a training step.
+M.BACKWARD_OP = "autograd::engine::evaluate_function"
+
+--- Fewest shaped GEMMs of a precision for its efficiency to be fitted: one
+-- training step of a transformer launches hundreds (a dense layer runs 4
+-- forward and 8 backward; fewer is a trace of something else).
+M.MIN_GEMMS = 20
+
+--- Bins of the per-GEMM work (FLOPs, 2 M N K) in which the measured time
+-- is set beside the estimate's after the fit: where the shape model holds
+-- each bin's ratio is near 1.  Reporting bins, not fitted: a decade below
+-- a GFLOP (launch- and latency-bound), up to 100 GFLOP, and above.
+M.GEMM_BINS = {
+  { name = "below 1 GFLOP", max = 1e9 },
+  { name = "1-100 GFLOP", max = 1e11 },
+  { name = "above 100 GFLOP", max = math.huge },
 }
 
 local function fail(path, problem) util.fail(path, "trace", problem, nil, false) end
@@ -170,22 +222,56 @@ function M.kernel_class(name)
   return "unknown"
 end
 
--- Launch calls by thread, kernels by class, step durations.
+-- A GEMM op's shape and precision from its recorded `Input Dims` and
+-- `Input type`: {prec, M, N, K}, or nil (no shapes recorded, operands that
+-- are not M x K by K x N of positive sizes); prec nil for a type the
+-- estimate does not price (float32).
+local function gemm_shape(e, spec)
+  local args = type(e.args) == "table" and e.args or {}
+  local dims, types = args["Input Dims"], args["Input type"]
+  if type(dims) ~= "table" or type(types) ~= "table" then return nil end
+  local a, b = dims[spec.a], dims[spec.b]
+  -- a whole positive count (cjson reads every number as a float)
+  local function size(v)
+    return type(v) == "number" and v >= 1 and v < 2 ^ 53 and v == math.floor(v) and v or nil
+  end
+  if type(a) ~= "table" or type(b) ~= "table" or #a ~= 2 or #b ~= 2 then return nil end
+  local m, k, k2, n = size(a[1]), size(a[2]), size(b[1]), size(b[2])
+  if not (m and k and n) or k ~= k2 then return nil end
+  return { prec = M.GEMM_TYPES[types[spec.a]], M = m, N = n, K = k }
+end
+
+-- Launch calls by thread, kernels by class, step durations; GEMM ops with
+-- shapes by thread and kernel microseconds by correlation (M.gemm_fit).
 local function scan(t)
   local threads, classes, unknown, steps = {}, {}, {}, {}
-  local launches = 0
+  local gemm_ops, kernel_us = {}, {}
+  local launches, training = 0, false
   for i, e in ipairs(t.events) do
     if type(e) == "table" and e.ph == "X" then
+      local key = tostring(e.pid) .. "/" .. tostring(e.tid)
       if M.LAUNCH_CALLS[e.name] then
-        local key = tostring(e.pid) .. "/" .. tostring(e.tid)
         threads[key] = threads[key] or {}
         local th = threads[key]
-        th[#th + 1] = { ts = time_of(t.path, e, "ts", i), dur = time_of(t.path, e, "dur", i) }
+        th[#th + 1] = { ts = time_of(t.path, e, "ts", i), dur = time_of(t.path, e, "dur", i),
+          corr = type(e.args) == "table" and e.args.correlation or nil }
         launches = launches + 1
+      elseif e.cat == "cpu_op" and not training and tostring(e.name):find(M.BACKWARD_OP, 1, true) == 1 then
+        training = true
+      elseif e.cat == "cpu_op" and M.GEMM_OPS[e.name] then
+        local g = gemm_shape(e, M.GEMM_OPS[e.name])
+        if g then
+          g.ts = time_of(t.path, e, "ts", i)
+          g.te = g.ts + time_of(t.path, e, "dur", i)
+          gemm_ops[key] = gemm_ops[key] or {}
+          table.insert(gemm_ops[key], g)
+        end
       elseif e.cat == "kernel" then
         local c = M.kernel_class(e.name)
         classes[c] = (classes[c] or 0) + 1
         if c == "unknown" then unknown[tostring(e.name)] = (unknown[tostring(e.name)] or 0) + 1 end
+        local corr = type(e.args) == "table" and e.args.correlation or nil
+        if corr ~= nil then kernel_us[corr] = (kernel_us[corr] or 0) + time_of(t.path, e, "dur", i) end
       elseif e.cat == "user_annotation" and tostring(e.name):match("^ProfilerStep#%d+$") then
         local sec = time_of(t.path, e, "dur", i) * US
         if not (sec > 0 and sec <= M.MAX_STEP_SECONDS) then
@@ -196,7 +282,32 @@ local function scan(t)
       end
     end
   end
-  return threads, launches, classes, unknown, steps
+  return threads, launches, classes, unknown, steps, gemm_ops, kernel_us, training
+end
+
+-- The kernel seconds of each shaped GEMM op: the kernels launched on the
+-- op's thread within its span (ops on one thread do not overlap; the
+-- last op starting at or before a launch is the one that can hold it).
+-- Returns the ops that launched a kernel, each with `.seconds`.
+local function gemm_kernels(threads, gemm_ops, kernel_us)
+  local out = {}
+  for key, ops in pairs(gemm_ops) do
+    table.sort(ops, function(x, y) return x.ts < y.ts end)
+    for _, l in ipairs(threads[key] or {}) do
+      local us = l.corr ~= nil and kernel_us[l.corr]
+      local lo, hi = 1, #ops
+      while lo <= hi do -- last op with ts <= the launch's
+        local mid = (lo + hi) // 2
+        if ops[mid].ts <= l.ts then lo = mid + 1 else hi = mid - 1 end
+      end
+      local op = ops[hi]
+      if us and op and l.ts <= op.te then op.seconds = (op.seconds or 0) + us * US end
+    end
+    for _, op in ipairs(ops) do
+      if op.seconds then out[#out + 1] = op end
+    end
+  end
+  return out
 end
 
 --- Measures a loaded trace.
@@ -204,10 +315,12 @@ end
 -- @treturn table `{host_seconds_per_kernel, host_seconds_per_loop_kernel,
 --   launches, gaps, threads, kernels = {class = count}, unknown = {{name,
 --   count}...} (most frequent first), step_seconds (median of the
---   ProfilerStep annotations, nil without), steps}`
+--   ProfilerStep annotations, nil without), steps, gemms = {{prec, M, N, K,
+--   seconds}...} (the shaped GEMM ops that launched kernels; prec nil for
+--   float32), training (an autograd backward op ran: a training step)}`
 -- @raise `<path>: trace: ...` with fewer than M.MIN_LAUNCHES launch gaps
 function M.measure(t)
-  local threads, launches, classes, unknown, steps = scan(t)
+  local threads, launches, classes, unknown, steps, gemm_ops, kernel_us, training = scan(t)
   local gaps, durs, nthreads = {}, {}, 0
   for _, th in pairs(threads) do
     nthreads = nthreads + 1
@@ -232,7 +345,149 @@ function M.measure(t)
     host_seconds_per_kernel = median(gaps), host_seconds_per_loop_kernel = median(durs),
     launches = launches, gaps = #gaps, threads = nthreads, kernels = classes, unknown = ulist,
     step_seconds = median(steps), steps = #steps,
+    gemms = gemm_kernels(threads, gemm_ops, kernel_us), training = training,
   }
+end
+
+--- Largest K over smallest K a bf16 class needs for its `gemm_half_dim`
+-- to be fitted: with the K of a step barely varying, k0 and the
+-- efficiency cannot be told apart (apsearch.calibration.FIELDS).
+M.MIN_K_SPREAD = 2
+
+-- One precision class of M.gemm_fit: the priced times, the fit, the bins.
+-- k0 is the K-depth term to use when it is not fitted here.
+local function fit_class(class, list, preset, dev, k0, inside)
+  local core = require "apsearch.core"
+  local field = M.GEMM_FIELD[class]
+  local t0 = dev.gemm_fixed_seconds
+  local r = { class = class, field = field, count = #list, measured = 0, estimated = 0, eta_preset = dev[field],
+    k0_preset = dev.gemm_half_dim, written = {} }
+  local kmin, kmax = math.huge, 0
+  for _, g in ipairs(list) do
+    local priced = core.gemm_seconds(preset, g.prec, g.M, g.N, g.K)
+    g.base = (priced - t0) * r.eta_preset * g.K / (g.K + dev.gemm_half_dim)
+    r.measured, r.estimated = r.measured + g.seconds, r.estimated + priced
+    kmin, kmax = math.min(kmin, g.K), math.max(kmax, g.K)
+  end
+  if class == "fp8" and not (dev.peak_flops_fp8 > dev.peak_flops_bf16) then
+    r.why = ("the %s preset has no fp8 rate above its bf16 one"):format(preset)
+  elseif #list < M.MIN_GEMMS then
+    r.why = ("%d GEMMs, %d are needed"):format(#list, M.MIN_GEMMS)
+  elseif not (r.measured > t0 * #list) then
+    r.why = "their kernels took no more than the fixed time of each"
+  else
+    local a, b
+    if class == "bf16" and kmax >= M.MIN_K_SPREAD * kmin then
+      -- weighted least squares of y = a + b x, x = 1 / K
+      local sw, sx, sy, sxx, sxy = 0, 0, 0, 0, 0
+      for _, g in ipairs(list) do
+        local w, x, y = g.base * (1 + dev.gemm_half_dim / g.K), 1 / g.K, (g.seconds - t0) / g.base
+        sw, sx, sy, sxx, sxy = sw + w, sx + w * x, sy + w * y, sxx + w * x * x, sxy + w * x * y
+      end
+      local d = sw * sxx - sx * sx
+      b = d > 0 and (sw * sxy - sx * sy) / d or nil
+      a = b and (sy - b * sx) / sw
+      if not (a and a > 0 and inside("gemm_half_dim", b / a) and inside(field, 1 / a)) then
+        r.k0_rejected = a and a > 0 and b / a or nil
+        a, b = nil, nil
+      end
+    end
+    if not a then
+      local base, var = 0, 0
+      for _, g in ipairs(list) do base, var = base + g.base * (1 + k0 / g.K), var + g.seconds - t0 end
+      a, b = var / base, k0 * var / base
+    end
+    r.eta, r.k0, r.k0_fitted = 1 / a, b / a, b / a ~= k0
+    if inside(field, r.eta) then
+      r.written[field] = r.eta
+      if r.k0_fitted then r.written.gemm_half_dim = r.k0 end
+    else
+      local lo, hi = inside(field)
+      r.why = ("%s %.3f is outside [%g, %g]: GEMMs slowed or sped by what the shape model does not describe " ..
+        "(communication overlapped on another stream, another library's kernels)"):format(field, r.eta, lo, hi)
+    end
+    r.fitted_a, r.fitted_b = a, b
+  end
+  r.bins = {}
+  for i, bin in ipairs(M.GEMM_BINS) do r.bins[i] = { name = bin.name, count = 0, measured = 0, fitted = 0 } end
+  local a, b = r.fitted_a or 1 / r.eta_preset, r.fitted_b or dev.gemm_half_dim / r.eta_preset
+  for _, g in ipairs(list) do
+    local flops = 2.0 * g.M * g.N * g.K
+    for i, bin in ipairs(M.GEMM_BINS) do
+      if flops < bin.max then
+        local c = r.bins[i]
+        c.count, c.measured = c.count + 1, c.measured + g.seconds
+        c.fitted = c.fitted + t0 + g.base * (a + b / g.K)
+        break
+      end
+    end
+  end
+  return r
+end
+
+--- Fits a device's GEMM terms to a trace's shaped GEMMs
+-- (src/core/gemm.c: t = t0 + 2 M N K / (peak eta q(M, N) K / (K + k0)),
+-- q the tile and wave factor, t0 the fixed time).  For GEMM i measured at
+-- t_i, let base_i = 2 M N K / (peak q) (the preset's price less t0, times
+-- eta_preset K / (K + k0_preset)) and y_i = (t_i - t0) / base_i: the model
+-- says y = a + b / K with a = 1 / eta, b = k0 / eta.
+--   * bf16 and fp16 GEMMs (`gemm_efficiency`) whose largest K is
+--     M.MIN_K_SPREAD times their smallest or more: a and b by least
+--     squares weighted by each GEMM's priced time (the large GEMMs that
+--     dominate a step weigh most), giving eta and `gemm_half_dim` k0;
+--   * otherwise, and for fp8 GEMMs (`fp8_gemm_efficiency`; k0 is one
+--     field for every precision, the bf16 fit's or the preset's): eta
+--     alone, the value at which the priced time sums to the measured,
+--     eta = sum(base_i (1 + k0 / K_i)) / sum(t_i - t0).
+-- A class is fitted with M.MIN_GEMMS GEMMs or more; its values are written
+-- only inside the fields' bounds (apsearch.calibration.FIELDS) and only
+-- from a training step (`training`: a forward-only profile runs at burst
+-- clocks a training job does not sustain).
+-- @tparam table m from M.measure
+-- @tparam string preset device preset name
+-- @treturn table list of `{class = "bf16"|"fp8", field, count, measured,
+--   estimated (s, at the preset), eta_preset, eta (nil: not fitted),
+--   k0_preset, k0 (the K-depth used; nil: not fitted), k0_fitted (fitted
+--   here, not taken), written (field -> value), why (nil
+--   when every fitted value is written; else the reason), bins = {{name,
+--   count, measured, fitted (s)}...}}`, and `float32 = count` of GEMMs not
+--   priced
+function M.gemm_fit(m, preset)
+  local core = require "apsearch.core"
+  local dev = core.device_preset(preset)
+  local bounds = {}
+  for _, f in ipairs(require("apsearch.calibration").FIELDS) do bounds[f.field] = f end
+  -- whether v is inside a field's bounds; without v, the bounds
+  local function inside(field, v)
+    if v == nil then return bounds[field].lo, bounds[field].hi end
+    return v == v and v >= bounds[field].lo and v <= bounds[field].hi
+  end
+  local by, float32 = {}, 0
+  for _, g in ipairs(m.gemms or {}) do
+    if g.prec == nil then
+      float32 = float32 + 1
+    else
+      local class = g.prec == "fp8" and "fp8" or "bf16"
+      by[class] = by[class] or {}
+      table.insert(by[class], g)
+    end
+  end
+  local k0 = dev.gemm_half_dim
+  local out = { float32 = float32 }
+  for _, class in ipairs({ "bf16", "fp8" }) do
+    local list = by[class]
+    if list then
+      local r = fit_class(class, list, preset, dev, k0, inside)
+      if r.written.gemm_half_dim then k0 = r.k0 end
+      if not m.training and r.eta then
+        r.written = {}
+        r.why = "a forward-only profile (no autograd backward op): its GEMMs run at clocks a training step " ..
+          "does not sustain; profile a training step"
+      end
+      out[#out + 1] = r
+    end
+  end
+  return out
 end
 
 --- Device presets by the GPU names CUDA or HIP reports (deviceProperties.name),
@@ -317,7 +572,9 @@ local function plausibility_note(path, m, preset)
 end
 
 --- A calibration (apsearch.calibration's format) with the trace's host
--- measures for one device.
+-- measures for one device and, where the trace recorded GEMM shapes on
+-- that device's GPU, its GEMM efficiencies (M.gemm_fit; `trace.gemms`
+-- says what was fitted, or why not).
 -- @tparam string path the trace
 -- @tparam[opt] string device preset name; default: the trace's GPU
 -- @treturn table calibration
@@ -337,16 +594,29 @@ function M.calibration(path, device)
       (t.devices[1] or "none recorded") .. "): give --device NAME", nil, false)
   end
   local calibration = require "apsearch.calibration"
+  local fields = {
+    host_seconds_per_kernel = m.host_seconds_per_kernel,
+    host_seconds_per_loop_kernel = m.host_seconds_per_loop_kernel,
+  }
+  -- GEMM rates are the traced GPU's: fitted only for its own preset
+  local fit = (own == nil or own == preset:lower()) and M.gemm_fit(m, preset) or { float32 = 0 }
+  fit.other_device = own ~= nil and own ~= preset:lower() and #m.gemms or nil
+  local gemms = { float32 = fit.float32, other_device = fit.other_device }
+  for _, r in ipairs(fit) do
+    for k, v in pairs(r.written) do fields[k] = v end
+    gemms[r.class] = { field = r.field, count = r.count, measured_seconds = r.measured,
+      preset_seconds = r.estimated, preset_efficiency = r.eta_preset, efficiency = r.eta,
+      preset_half_dim = r.k0_preset, half_dim = r.k0, half_dim_rejected = r.k0_rejected, half_dim_fitted = r.k0_fitted,
+      written = next(r.written) ~= nil, why_not = r.why, bins = r.bins }
+  end
+  gemms.training = m.training
   local calib = {
     schema_version = calibration.SCHEMA_VERSION,
     name = "trace " .. util.basename(path),
     fitted_on = path,
-    devices = { [preset] = {
-      host_seconds_per_kernel = m.host_seconds_per_kernel,
-      host_seconds_per_loop_kernel = m.host_seconds_per_loop_kernel,
-    } },
+    devices = { [preset] = fields },
     trace = { launches = m.launches, launch_gaps = m.gaps, threads = m.threads, kernels = m.kernels,
-      step_seconds = m.step_seconds, steps = m.steps, gpu = t.devices[1] },
+      step_seconds = m.step_seconds, steps = m.steps, gpu = t.devices[1], gemms = gemms },
   }
   -- what --calibration will accept, checked before anything is written
   local ok, err = pcall(calibration.check, calib, path .. ": measured")

@@ -1413,12 +1413,6 @@ double aps_act_fn_bytes(const aps_model *m, const aps_training *t);
 void aps_model_states(const aps_training *t, const aps_dp_plan *plan,
                       double psi, double matmul_psi, double mem[]);
 
-/** Seconds of a GEMM of M x K by K x N (M: tokens, N: output features,
- *  K: depth, each > 0; 0 s when one is not): gemm_fixed_seconds +
- *  2 M N K / (peak(p) x eta_max(p) x aps_gemm_shape_factor), gemm.c. */
-double aps_gemm_time(const aps_device *d, aps_precision p, double M,
-                     double N, double K);
-
 /** Fraction of the large-GEMM rate a GEMM of M x K by K x N reaches, in
  *  (0, 1]: tile quantization of M and N on gemm_tile_m x gemm_tile_n
  *  output tiles, wave quantization of the tiles over sm_count SMs, and

@@ -21,6 +21,7 @@
  * runs, so a raised error (longjmp) never leaks C memory.
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -223,6 +224,35 @@ static int l_device_preset(lua_State *L)
     luaL_checkstring(L, 1);
     apsl_check_device(L, 1, &d, "device");
     apsl_push_device(L, &d);
+    return 1;
+}
+
+/**
+ * core.gemm_seconds(device, precision, M, N, K) -> seconds
+ * The time the estimate prices one GEMM of M x K by K x N at
+ * (aps_gemm_time, src/core/gemm.c): device a preset name or a device
+ * table (as a policy's cluster.device), precision one of bf16, fp16, fp8,
+ * mxfp8, nvfp4, M N K element counts (finite, >= 0; 0 s when one is 0).
+ * Raises on an unknown device or precision and on a negative, infinite or
+ * NaN dimension.
+ */
+static int l_gemm_seconds(lua_State *L)
+{
+    static const char *const names[] = {"bf16", "fp16", "fp8", "mxfp8",
+                                        "nvfp4", NULL};
+    static const aps_precision precs[] = {APS_PREC_BF16, APS_PREC_FP16,
+                                          APS_PREC_FP8, APS_PREC_MXFP8,
+                                          APS_PREC_NVFP4};
+    aps_device d;
+    apsl_check_device(L, 1, &d, "device");
+    aps_precision p = precs[luaL_checkoption(L, 2, NULL, names)];
+    double dim[3];
+    for (int i = 0; i < 3; i++) {
+        dim[i] = luaL_checknumber(L, 3 + i);
+        if (!(dim[i] >= 0 && dim[i] < HUGE_VAL))
+            return luaL_argerror(L, 3 + i, "a finite number >= 0 expected");
+    }
+    lua_pushnumber(L, aps_gemm_time(&d, p, dim[0], dim[1], dim[2]));
     return 1;
 }
 
@@ -807,6 +837,7 @@ static const luaL_Reg module_funcs[] = {
     {"split_by_rule", l_split_by_rule},
     {"device_presets", l_device_presets},
     {"device_preset", l_device_preset},
+    {"gemm_seconds", l_gemm_seconds},
     {"defaults", l_defaults},
     {"context", l_context},
     {"fsync", apsl_fsync},
@@ -881,7 +912,7 @@ static const char *perf_name(int i)
 
 /**
  * require "apsearch.core" -> module table:
- *   model_params, device_presets, device_preset, defaults, context
+ *   model_params, device_presets, device_preset, gemm_seconds, defaults, context
  *   (functions above); fsync, getpid, realpath, monotime, isatty,
  *   rename_noreplace, rename_exchange, chmod, read_regular, write_file, syncfs
  *   (lfsync.c);

@@ -17,6 +17,19 @@ local H = require "spec_helpers"
 local write, tmpdir, apsearch = H.write, H.tmpdir, H.apsearch
 
 local FIXTURE = H.ROOT .. "/tests/fixtures/traces/hta_a100_rank0.json.gz"
+-- AMD-AGI/TraceLens 171dd747 tests/traces/h100/Qwen_Qwen1.5-0.5B-Chat__
+-- 1016005.json.gz (MIT): a forward pass of Qwen1.5-0.5B-Chat (batch 16 x
+-- 2,048 tokens, bf16, transformers 4.49, torch 2.6, cuBLAS 12.4) on one
+-- H100 80GB HBM3, profiled with record_shapes.  Its top-level "metadata"
+-- object (the profiling harness's environment, which held an access
+-- token) is removed; the events are as published.  168 aten::addmm / mm
+-- of shapes 8,944 x {1,024, 2,816} x {1,024, 2,816}.  Measured with an
+-- independent script (Python; each op's kernels found by the launches in
+-- its span, the model of src/core/gemm.c with the H100 preset's terms):
+-- 0.008854707 s of GEMM kernels; fitted gemm_efficiency 0.824475,
+-- gemm_half_dim 185.3777 (the time-weighted least squares of
+-- M.gemm_fit); eta alone at the preset's k0 0.886.
+local QWEN = H.ROOT .. "/tests/fixtures/traces/tracelens_h100_qwen1.5_0.5b_forward.json.gz"
 
 local function one_line(code, out, err)
   assert.are.equal(2, code, err)
@@ -101,6 +114,139 @@ describe("apsearch.trace", function()
     assert.is_true(math.abs(m.host_seconds_per_kernel - 10e-6) < 1e-15)
     assert.is_true(math.abs(m.host_seconds_per_loop_kernel - 3e-6) < 1e-15)
     assert.is_nil(m.step_seconds)
+  end)
+end)
+
+-- A trace of GEMMs timed by the model of src/core/gemm.c on the H100
+-- preset (peak 989.4 TFLOP/s bf16 and fp16, 1,978.9 fp8; tiles 64 x 128,
+-- 132 SMs, t0 4 us) at a
+-- chosen eta and k0: shapes of 8,448 x 1,024 fill 8 whole waves of tiles
+-- (q = 1), so t = 4e-6 + 2 M N K (K + k0) / (peak eta K).  Each GEMM
+-- is an op holding one launch and its kernel; `backward` adds autograd's
+-- op (a training step).
+local function gemm_trace(list, backward)
+  local ev, ts, corr = {}, 1000, 0
+  for _, g in ipairs(list) do
+    corr = corr + 1
+    local peak = g.type:find("Float8", 1, true) and 1978.9e12 or 989.4e12
+    local sec = 4e-6 + 2 * g.M * g.N * g.K * (g.K + g.k0) / (peak * g.eta * g.K)
+    ev[#ev + 1] = { ph = "X", cat = "cpu_op", name = "aten::mm", pid = 1, tid = 1, ts = ts, dur = 20,
+      args = { ["Input Dims"] = { { g.M, g.K }, { g.K, g.N } }, ["Input type"] = { g.type, g.type } } }
+    ev[#ev + 1] = { ph = "X", cat = "cuda_runtime", name = "cudaLaunchKernel", pid = 1, tid = 1, ts = ts + 5,
+      dur = 3, args = { correlation = corr } }
+    ev[#ev + 1] = { ph = "X", cat = "kernel", name = "sm90_xmma_gemm_bf16", pid = 0, tid = 7, ts = ts + 10,
+      dur = sec * 1e6, args = { correlation = corr } }
+    ts = ts + 30
+  end
+  if backward then
+    ev[#ev + 1] = { ph = "X", cat = "cpu_op", name = "autograd::engine::evaluate_function: MmBackward0",
+      pid = 1, tid = 2, ts = 10, dur = 5 }
+  end
+  return cjson.encode({ traceEvents = ev, deviceProperties = { { name = "NVIDIA H100 80GB HBM3" } } })
+end
+
+-- n GEMMs of 8,448 x 1,024 at each K of ks.
+local function gemms_at(ks, n, eta, k0, type)
+  local list = {}
+  for _, k in ipairs(ks) do
+    for _ = 1, n do list[#list + 1] = { M = 8448, N = 1024, K = k, eta = eta, k0 = k0, type = type } end
+  end
+  return list
+end
+
+describe("apsearch.trace GEMMs", function()
+  local trace = require "apsearch.trace"
+  local function near(want, got, tol) assert.is_true(math.abs(got - want) <= tol, tostring(got)) end
+
+  it("prices one GEMM as the core does (core.gemm_seconds)", function()
+    local core = require "apsearch.core"
+    -- 8,448 x 1,024 fills 8 whole waves of 64 x 128 tiles on 132 SMs:
+    -- 4 us + 2 M N K (K + 288) / (989.4e12 x 0.639 x K)
+    near(4e-6 + 2 * 8448 * 1024 * 1024 * (1024 + 288) / (989.4e12 * 0.639 * 1024),
+      core.gemm_seconds("h100-sxm-80gb", "bf16", 8448, 1024, 1024), 1e-15)
+    assert.are.equal(0, core.gemm_seconds("h100-sxm-80gb", "bf16", 0, 1024, 1024))
+    assert.has_error(function() core.gemm_seconds("h100-sxm-80gb", "bf17", 1, 1, 1) end)
+    assert.has_error(function() core.gemm_seconds("h100-sxm-80gb", "bf16", 0 / 0, 1, 1) end)
+    assert.has_error(function() core.gemm_seconds("h100-sxm-80gb", "bf16", 1, math.huge, 1) end)
+    assert.has_error(function() core.gemm_seconds("h99", "bf16", 1, 1, 1) end)
+  end)
+
+  it("fits a public H100 profile's GEMMs as an independent script does, and does not write a forward pass's", function()
+    local m = trace.measure(trace.load(QWEN))
+    assert.is_false(m.training)
+    local fit = trace.gemm_fit(m, "h100-sxm-80gb")
+    assert.are.equal(1, #fit)
+    local r = fit[1]
+    assert.are.equal("bf16", r.class)
+    assert.are.equal(168, r.count)
+    near(0.008854707, r.measured, 1e-12)
+    near(0.824475, r.eta, 1e-6)
+    near(185.3777, r.k0, 1e-4)
+    assert.are.same({}, r.written)
+    assert.truthy(r.why:find("a forward-only profile", 1, true))
+  end)
+
+  it("recovers the efficiency and K-depth a training trace's GEMMs were timed at, fp8 at the fitted depth", function()
+    local list = gemms_at({ 1024, 4096 }, 30, 0.7, 200, "c10::BFloat16")
+    for _, g in ipairs(gemms_at({ 2048 }, 45, 0.5, 200, "c10::Float8_e4m3fn")) do list[#list + 1] = g end
+    local dir = tmpdir()
+    local p = write(dir .. "/t.json", gemm_trace(list, true))
+    local m = trace.measure(trace.load(p))
+    assert.is_true(m.training)
+    local fit = trace.gemm_fit(m, "h100-sxm-80gb")
+    near(0.7, fit[1].eta, 1e-9)
+    near(200, fit[1].k0, 1e-6)
+    near(0.7, fit[1].written.gemm_efficiency, 1e-9)
+    near(200, fit[1].written.gemm_half_dim, 1e-6)
+    assert.are.equal("fp8", fit[2].class)
+    near(0.5, fit[2].written.fp8_gemm_efficiency, 1e-9)
+    assert.is_nil(fit[2].written.gemm_half_dim)
+    -- and calibrate writes them beside the host costs
+    local code, out, err = apsearch("calibrate", "--trace", p, "-o", dir .. "/c.json")
+    assert.are.equal(0, code, err)
+    local c = cjson.decode(H.read(dir .. "/c.json")).devices["h100-sxm-80gb"]
+    near(0.7, c.gemm_efficiency, 1e-9)
+    near(200, c.gemm_half_dim, 1e-6)
+    near(0.5, c.fp8_gemm_efficiency, 1e-9)
+    local flat = out:gsub("\n  ", " ")
+    assert.truthy(flat:find("bf16/fp16 GEMMs with recorded shapes: 60, ", 1, true), out)
+    assert.truthy(flat:find("gemm_efficiency 0.700 (preset 0.639), gemm_half_dim 200 (preset 288); measured over " ..
+      "fitted, by work: 1-100 GFLOP 60 x1.00", 1, true), out)
+    assert.truthy(flat:find("fp8_gemm_efficiency 0.500 (preset 0.604) at the bf16 GEMMs' gemm_half_dim 200; ", 1, true), out)
+    assert.truthy(flat:find("fp8_gemm_efficiency, gemm_efficiency, gemm_half_dim, host_seconds_per_kernel", 1, true), out)
+    for line in out:gmatch("[^\n]+") do assert.is_true(utf8.len(line) <= 120, line) end
+  end)
+
+  it("fits the efficiency alone at one K, and writes nothing out of bounds or from too few GEMMs", function()
+    -- one K: eta = base (1 + 288 / 1024) / (t - t0) at the preset's k0,
+    -- timed at eta 0.6 with k0 288: 0.6 exactly
+    local m = trace.measure(trace.load(write(tmpdir() .. "/t.json",
+      gemm_trace(gemms_at({ 1024 }, 120, 0.6, 288, "c10::Half"), true))))
+    local r = trace.gemm_fit(m, "h100-sxm-80gb")[1]
+    near(0.6, r.written.gemm_efficiency, 1e-9)
+    assert.is_nil(r.written.gemm_half_dim)
+    -- timed at eta 1.2: above the bound 0.95, said and not written
+    m = trace.measure(trace.load(write(tmpdir() .. "/t.json",
+      gemm_trace(gemms_at({ 1024 }, 120, 1.2, 288, "c10::BFloat16"), true))))
+    r = trace.gemm_fit(m, "h100-sxm-80gb")[1]
+    near(1.2, r.eta, 1e-9)
+    assert.are.same({}, r.written)
+    assert.truthy(r.why:find("gemm_efficiency 1.200 is outside [0.3, 0.95]", 1, true), r.why)
+    -- 19 GEMMs: fewer than M.MIN_GEMMS (and 101 launches, as measure needs)
+    local list = gemms_at({ 1024 }, 19, 0.6, 288, "c10::BFloat16")
+    for _ = 1, 82 do list[#list + 1] = { M = 64, N = 64, K = 64, eta = 0.6, k0 = 288, type = "float" } end
+    m = trace.measure(trace.load(write(tmpdir() .. "/t.json", gemm_trace(list, true))))
+    local fit = trace.gemm_fit(m, "h100-sxm-80gb")
+    assert.are.equal("19 GEMMs, 20 are needed", fit[1].why)
+    assert.are.equal(82, fit.float32)
+  end)
+
+  it("counts a float32 profile's GEMMs without fitting them (the public A100 trace)", function()
+    local m = trace.measure(trace.load(FIXTURE))
+    assert.is_true(m.training)
+    local fit = trace.gemm_fit(m, "a100-sxm4-80gb")
+    assert.are.equal(0, #fit)
+    assert.are.equal(25, fit.float32)
   end)
 end)
 

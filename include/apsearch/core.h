@@ -133,6 +133,17 @@ double aps_layer_matmul_params(const aps_model *m);
 double aps_gemm_time(const aps_device *d, aps_precision p, double M,
                      double N, double K);
 
+/** Seconds of an attention core of `flops` forward FLOPs (QK^T and PV:
+ *  2 x batch x queries x keys per query x heads x (dh + dv), keys per
+ *  query S / 2 under a causal mask) on device d: at the bf16 peak times
+ *  attention_efficiency for fused (flash) kernels, else
+ *  unfused_attention_efficiency; the backward at 2.5x the forward's time
+ *  for fused kernels (FlashAttention-2's five matmuls to the forward's
+ *  two) and 2x for unfused batched GEMMs (src/core/compute.c; the ratios
+ *  are internal.h APS_FLASH_BWD_RATIO and APS_GEMM_BWD_RATIO). */
+double aps_attention_core_time(const aps_device *d, bool flash,
+                               bool backward, double flops);
+
 /** Number of built-in device presets, and their names (NULL past the end). */
 size_t aps_device_preset_count(void);
 const char *aps_device_preset_name(size_t i);

@@ -233,7 +233,8 @@ end
 -- such rows out of that field's fit); a grouped calibration's entry and a
 -- calibration from one job's log (`calibrate --log`, its `log` field) on a
 -- job of that stack (`log.stack`), each fitted on the stack's own runs,
--- replace it, and so does `over_profile`.
+-- replace it, and so do a calibration from a profile of the user's own
+-- job (`calibrate --trace`, its `trace` field) and `over_profile`.
 -- @param cluster normalized or policy cluster table
 -- @param calib calibration table (or nil)
 -- @param stack stack identifier (apsearch.stacks.resolve), for a grouped one
@@ -247,8 +248,10 @@ function M.apply(cluster, calib, stack, over_profile)
   -- a log's fit is its job's stack's own (`log.stack`; a file written
   -- before it was recorded: any stack's)
   local log = calib ~= nil and type(calib.log) == "table" and calib.log
+  -- a trace's fit is of the kernels the user's own job ran
   over_profile = over_profile or (calib ~= nil and calib.stacks ~= nil)
-    or (log and (log.stack == nil or log.stack == stack)) or false
+    or (log and (log.stack == nil or log.stack == stack))
+    or (calib ~= nil and type(calib.trace) == "table") or false
   calib = M.for_stack(calib, stack)
   if not calib then return cluster, false, {} end
   local dev = cluster.device

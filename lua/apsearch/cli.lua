@@ -57,8 +57,8 @@ commands:
                        a Megatron-LM or TorchTitan log beside the estimate
                        of its job; -o fits the efficiencies to it
   calibrate --trace PROFILE.json.gz -o CALIB.json
-                       the host's launch costs and GEMM efficiencies from
-                       a PyTorch profiler trace
+                       the host's launch costs, GEMM and attention
+                       efficiencies from a PyTorch profiler trace
   help [COMMAND]       this text, or the options of COMMAND (same as
                        `apsearch COMMAND --help`)
 
@@ -1842,8 +1842,9 @@ local function gemm_lines(g)
           fitted = fitted .. (", gemm_half_dim %.0f (preset %.0f)"):format(r.half_dim, r.preset_half_dim)
         elseif r.half_dim ~= r.preset_half_dim then
           fitted = fitted .. (" at the bf16 GEMMs' gemm_half_dim %.0f"):format(r.half_dim)
-        elseif r.half_dim_rejected then
-          fitted = fitted .. (" at the preset's gemm_half_dim (a fit of both gave %.0f)"):format(r.half_dim_rejected)
+        elseif r.half_dim_unseparated then
+          fitted = fitted .. " at the preset's gemm_half_dim (the GEMMs' times do not fall with K as the " ..
+            "shape model's do)"
         end
       end
       lines[#lines + 1] = ("%s GEMMs with recorded shapes: %d, %.4f s of kernels where the preset prices them at " ..
@@ -1853,8 +1854,8 @@ local function gemm_lines(g)
     end
   end
   if g.other_device then
-    lines[#lines + 1] = ("%d shaped GEMMs ran on the trace's own GPU, not the --device given: GEMM efficiencies " ..
-      "not fitted (a GEMM rate is the GPU's, not the host's)"):format(g.other_device)
+    lines[#lines + 1] = ("%d shaped GEMMs ran on the trace's own GPU, not the --device given: GEMM and attention " ..
+      "efficiencies not fitted (a kernel's rate is the GPU's, not the host's)"):format(g.other_device)
   elseif not (g.bf16 or g.fp8) then
     lines[#lines + 1] = "no bf16, fp16 or fp8 GEMM with recorded shapes (torch.profiler's record_shapes=True " ..
       "records them): GEMM efficiencies not measured"
@@ -1885,13 +1886,25 @@ local function calibrate_trace(opts)
   local classes = {}
   for _, k in ipairs(util.sorted_keys(m.kernels)) do classes[#classes + 1] = k .. " " .. m.kernels[k] end
   say("kernels run, by class (whatever call launched them: NCCL and library kernels too): " ..
-    table.concat(classes, ", "))
+    (#classes > 0 and table.concat(classes, ", ") or "none"))
   if #m.unknown > 0 then
     local names = {}
     for i = 1, math.min(#m.unknown, 5) do names[i] = m.unknown[i].name .. " x" .. m.unknown[i].count end
     say("unknown kernels (not classed, most frequent): " .. table.concat(names, "; "))
   end
   for _, line in ipairs(gemm_lines(calib.trace.gemms)) do say(line) end
+  local a = calib.trace.attention
+  if a then
+    local bins = {}
+    for _, b in ipairs(a.bins) do
+      if b.count > 0 then bins[#bins + 1] = ("%s %d x%.2f"):format(b.name, b.count, b.measured / b.fitted) end
+    end
+    say(("attention calls with recorded shapes: %d (%d backward), %.4f s of kernels where the device preset " ..
+      "prices them at %.4f s: attention_efficiency %s%s%s"):format(a.count, a.backward, a.measured, a.estimated,
+      a.eta and ("%.3f (preset %.3f; a stack's benchmarked kernel may replace the preset's)"):format(a.eta,
+        a.eta_preset) or "not fitted", a.why and (", not written: " .. a.why) or "",
+      #bins > 0 and ("; measured over fitted, by keys: " .. table.concat(bins, ", ")) or ""))
+  end
   say(string.format("wrote %s (devices.%s: %s)", opts.output, dev,
     table.concat(util.sorted_keys(calib.devices[dev]), ", ")))
   return 0
@@ -2076,14 +2089,14 @@ end
 
 local function cmd_calibrate(args)
   local c = new_parser("calibrate", "Fit the device kernel efficiencies to measured runs (CSV) or to a training " ..
-    "log (--log), or the host's launch costs and the GEMM efficiencies to a profiler trace (--trace).")
+    "log (--log), or the host's launch costs and the GEMM and attention efficiencies to a profiler trace (--trace).")
   c:splat("CASES", "CSV of measured runs (schema: docs/accuracy.md); none with --trace; with --log the job's " ..
     "policy file, as estimate's POLICY", nil, 1)
   c:option("-o, --output=FILE", "calibration file to write (JSON); optional with --log")
   c:option("--group=KEY", "fit one calibration per group: software (the stack of each row's `software`)")
   c:option("--trace=FILE", "PyTorch profiler (Kineto) trace JSON, plain or .gz: measure the host's " ..
     "seconds per kernel launch and, from a training step recorded with record_shapes=True, fit the GEMM " ..
-    "efficiencies instead of fitting cases")
+    "and attention efficiencies instead of fitting cases")
   c:option("--device=NAME", "device preset the trace's values are for (default: the trace's GPU)")
   c:option("--log=FILE", "Megatron-LM or TorchTitan training log: its median step time and memory; with the job " ..
     "(policy and --strategy, or --from and --rank) beside the estimate, and -o fits the efficiencies to it")

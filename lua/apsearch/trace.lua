@@ -98,6 +98,35 @@ M.GEMM_TYPES = {
 }
 M.GEMM_FIELD = { bf16 = "gemm_efficiency", fp16 = "gemm_efficiency", fp8 = "fp8_gemm_efficiency" }
 
+--- PyTorch's fused attention ops whose shapes the profiler records: the
+-- positions of query, key and value ([batch, heads, sequence, head dim])
+-- in `Input Dims` and of is_causal in `Concrete Inputs` (the schemas of
+-- aten/src/ATen/native/native_functions.yaml: `_scaled_dot_product_
+-- flash_attention(query, key, value, dropout_p, is_causal, ...)`, its
+-- backward `(grad_out, query, key, value, out, logsumexp, cum_seq_q,
+-- cum_seq_k, max_q, max_k, dropout_p, is_causal, ...)`; the cuDNN ones
+-- `(query, key, value, attn_bias, compute_log_sumexp, dropout_p,
+-- is_causal, ...)` and `(grad_out, query, key, value, out, logsumexp,
+-- philox_seed, philox_offset, attn_bias, cum_seq_q, cum_seq_k, max_q,
+-- max_k, dropout_p, is_causal, ...)`).  TransformerEngine's and the
+-- flash-attn package's attention record no shapes and are not read.
+M.ATTENTION_OPS = {
+  ["aten::_scaled_dot_product_flash_attention"] = { q = 1, k = 2, v = 3, causal = 5 },
+  ["aten::_scaled_dot_product_cudnn_attention"] = { q = 1, k = 2, v = 3, causal = 7 },
+  ["aten::_scaled_dot_product_flash_attention_backward"] = { q = 2, k = 3, v = 4, causal = 12, backward = true },
+  ["aten::_scaled_dot_product_cudnn_attention_backward"] = { q = 2, k = 3, v = 4, causal = 15, backward = true },
+}
+
+--- Bins of the keys a query sees (the key sequence) in which an attention
+-- fit's measured time is set beside the fitted: where one efficiency
+-- holds every bin's ratio is near 1.  Reporting bins, not fitted.
+M.ATTENTION_BINS = {
+  { name = "up to 2K keys", max = 2048 },
+  { name = "2K-8K", max = 8192 },
+  { name = "8K-32K", max = 32768 },
+  { name = "above 32K", max = math.huge },
+}
+
 --- The name autograd gives the CPU op of each backward function it runs
 -- (torch/csrc/autograd/engine.cpp, "autograd::engine::evaluate_function:
 -- MmBackward0"): a trace holding one profiled a training step.
@@ -222,6 +251,18 @@ function M.kernel_class(name)
   return "unknown"
 end
 
+-- A whole positive count (cjson reads every number as a float), or nil.
+local function size(v)
+  return type(v) == "number" and v >= 1 and v < 2 ^ 53 and v == math.floor(v) and v or nil
+end
+
+-- An operand's dims of n whole positive sizes, or nil.
+local function dims_of(d, n)
+  if type(d) ~= "table" or #d ~= n then return nil end
+  for i = 1, n do if not size(d[i]) then return nil end end
+  return d
+end
+
 -- A GEMM op's shape and precision from its recorded `Input Dims` and
 -- `Input type`: {prec, M, N, K}, or nil (no shapes recorded, operands that
 -- are not M x K by K x N of positive sizes); prec nil for a type the
@@ -230,48 +271,98 @@ local function gemm_shape(e, spec)
   local args = type(e.args) == "table" and e.args or {}
   local dims, types = args["Input Dims"], args["Input type"]
   if type(dims) ~= "table" or type(types) ~= "table" then return nil end
-  local a, b = dims[spec.a], dims[spec.b]
-  -- a whole positive count (cjson reads every number as a float)
-  local function size(v)
-    return type(v) == "number" and v >= 1 and v < 2 ^ 53 and v == math.floor(v) and v or nil
-  end
-  if type(a) ~= "table" or type(b) ~= "table" or #a ~= 2 or #b ~= 2 then return nil end
-  local m, k, k2, n = size(a[1]), size(a[2]), size(b[1]), size(b[2])
-  if not (m and k and n) or k ~= k2 then return nil end
-  return { prec = M.GEMM_TYPES[types[spec.a]], M = m, N = n, K = k }
+  local a, b = dims_of(dims[spec.a], 2), dims_of(dims[spec.b], 2)
+  if not (a and b) or a[2] ~= b[1] then return nil end
+  return { prec = M.GEMM_TYPES[types[spec.a]], M = a[1], N = b[2], K = a[2] }
 end
 
--- Launch calls by thread, kernels by class, step durations; GEMM ops with
--- shapes by thread and kernel microseconds by correlation (M.gemm_fit).
+-- An attention op's shape from its recorded `Input Dims` (query, key and
+-- value [batch, heads, sequence, head dim]), `Input type` and the
+-- is_causal of `Concrete Inputs`: {prec, B, H, Sq, Sk, dh, dv, causal,
+-- backward}, or nil (no shapes or no is_causal recorded); prec nil for a
+-- type the estimate does not price.
+local function attention_shape(e, spec)
+  local args = type(e.args) == "table" and e.args or {}
+  local dims, types, concrete = args["Input Dims"], args["Input type"], args["Concrete Inputs"]
+  if type(dims) ~= "table" or type(types) ~= "table" or type(concrete) ~= "table" then return nil end
+  local q, k, v = dims_of(dims[spec.q], 4), dims_of(dims[spec.k], 4), dims_of(dims[spec.v], 4)
+  local causal = ({ True = true, False = false })[concrete[spec.causal]]
+  if not (q and k and v) or causal == nil or q[1] ~= k[1] then return nil end
+  local prec = M.GEMM_TYPES[types[spec.q]]
+  return { prec = prec ~= "fp8" and prec or nil, B = q[1], H = q[2], Sq = q[3], dh = q[4], Sk = k[3],
+    dv = v[4], causal = causal, backward = spec.backward or false }
+end
+
+-- A kernel's duration in microseconds: no longer than M.MAX_STEP_SECONDS
+-- (a kernel of a day or of 1e308 us is a broken trace; their sums must
+-- stay finite).
+local function kernel_dur(path, e, i)
+  local us = time_of(path, e, "dur", i)
+  if us * US > M.MAX_STEP_SECONDS then
+    fail(path, ("traceEvents[%d] (%s): dur %s us is not a kernel's length (0 to %d s)"):format(
+      i, util.printable(tostring(e.name)):sub(1, 60), util.describe(e.dur), M.MAX_STEP_SECONDS))
+  end
+  return us
+end
+
+-- The correlation id of a runtime or kernel event (a finite number or a
+-- string, as Kineto writes it), or nil.
+local function correlation(e)
+  local c = type(e.args) == "table" and e.args.correlation or nil
+  if type(c) == "string" or (type(c) == "number" and c == c and c > -math.huge and c < math.huge) then
+    return c
+  end
+  return nil
+end
+
+-- A CPU op of a scan: marks a training step, records shaped GEMM and
+-- attention ops by thread in acc.
+local function cpu_op(t, e, i, key, acc)
+  local name = tostring(e.name)
+  if not acc.training and name:find(M.BACKWARD_OP, 1, true) == 1 then
+    acc.training = true
+    return
+  end
+  local spec, ops, shape = M.GEMM_OPS[name], acc.gemm_ops, gemm_shape
+  if not spec then spec, ops, shape = M.ATTENTION_OPS[name], acc.attention_ops, attention_shape end
+  local g = spec and shape(e, spec)
+  if g then
+    g.ts = time_of(t.path, e, "ts", i)
+    g.te = g.ts + time_of(t.path, e, "dur", i)
+    ops[key] = ops[key] or {}
+    table.insert(ops[key], g)
+  end
+end
+
+-- Launch calls by thread, kernels by class, step durations; GEMM and
+-- attention ops with shapes by thread and kernel microseconds by
+-- correlation (M.gemm_fit, M.attention_fit) in acc.
 local function scan(t)
   local threads, classes, unknown, steps = {}, {}, {}, {}
-  local gemm_ops, kernel_us = {}, {}
-  local launches, training = 0, false
+  local kernel_us, launched = {}, {}
+  local acc = { training = false, gemm_ops = {}, attention_ops = {}, shared_correlations = 0 }
+  local launches = 0
   for i, e in ipairs(t.events) do
     if type(e) == "table" and e.ph == "X" then
       local key = tostring(e.pid) .. "/" .. tostring(e.tid)
       if M.LAUNCH_CALLS[e.name] then
         threads[key] = threads[key] or {}
         local th = threads[key]
-        th[#th + 1] = { ts = time_of(t.path, e, "ts", i), dur = time_of(t.path, e, "dur", i),
-          corr = type(e.args) == "table" and e.args.correlation or nil }
-        launches = launches + 1
-      elseif e.cat == "cpu_op" and not training and tostring(e.name):find(M.BACKWARD_OP, 1, true) == 1 then
-        training = true
-      elseif e.cat == "cpu_op" and M.GEMM_OPS[e.name] then
-        local g = gemm_shape(e, M.GEMM_OPS[e.name])
-        if g then
-          g.ts = time_of(t.path, e, "ts", i)
-          g.te = g.ts + time_of(t.path, e, "dur", i)
-          gemm_ops[key] = gemm_ops[key] or {}
-          table.insert(gemm_ops[key], g)
+        local corr = correlation(e)
+        th[#th + 1] = { ts = time_of(t.path, e, "ts", i), dur = time_of(t.path, e, "dur", i), corr = corr }
+        if corr ~= nil then
+          if launched[corr] then acc.shared_correlations = acc.shared_correlations + 1 end
+          launched[corr] = true
         end
+        launches = launches + 1
+      elseif e.cat == "cpu_op" then
+        cpu_op(t, e, i, key, acc)
       elseif e.cat == "kernel" then
         local c = M.kernel_class(e.name)
         classes[c] = (classes[c] or 0) + 1
         if c == "unknown" then unknown[tostring(e.name)] = (unknown[tostring(e.name)] or 0) + 1 end
-        local corr = type(e.args) == "table" and e.args.correlation or nil
-        if corr ~= nil then kernel_us[corr] = (kernel_us[corr] or 0) + time_of(t.path, e, "dur", i) end
+        local corr = correlation(e)
+        if corr ~= nil then kernel_us[corr] = (kernel_us[corr] or 0) + kernel_dur(t.path, e, i) end
       elseif e.cat == "user_annotation" and tostring(e.name):match("^ProfilerStep#%d+$") then
         local sec = time_of(t.path, e, "dur", i) * US
         if not (sec > 0 and sec <= M.MAX_STEP_SECONDS) then
@@ -282,16 +373,17 @@ local function scan(t)
       end
     end
   end
-  return threads, launches, classes, unknown, steps, gemm_ops, kernel_us, training
+  acc.kernel_us = kernel_us
+  return threads, launches, classes, unknown, steps, acc
 end
 
--- The kernel seconds of each shaped GEMM op: the kernels launched on the
--- op's thread within its span (ops on one thread do not overlap; the
--- last op starting at or before a launch is the one that can hold it).
--- Returns the ops that launched a kernel, each with `.seconds`.
-local function gemm_kernels(threads, gemm_ops, kernel_us)
+-- The kernel seconds of each shaped op: the kernels launched on the op's
+-- thread within its span (ops of one table on one thread do not overlap;
+-- the last op starting at or before a launch is the one that can hold
+-- it).  Returns the ops that launched a kernel, each with `.seconds`.
+local function op_kernels(threads, by_thread, kernel_us)
   local out = {}
-  for key, ops in pairs(gemm_ops) do
+  for key, ops in pairs(by_thread) do
     table.sort(ops, function(x, y) return x.ts < y.ts end)
     for _, l in ipairs(threads[key] or {}) do
       local us = l.corr ~= nil and kernel_us[l.corr]
@@ -317,10 +409,13 @@ end
 --   count}...} (most frequent first), step_seconds (median of the
 --   ProfilerStep annotations, nil without), steps, gemms = {{prec, M, N, K,
 --   seconds}...} (the shaped GEMM ops that launched kernels; prec nil for
---   float32), training (an autograd backward op ran: a training step)}`
+--   float32), attention = {{prec, B, H, Sq, Sk, dh, dv, causal, backward,
+--   seconds}...} (likewise), training (an autograd backward op ran: a
+--   training step), shared_correlations (launches whose correlation id an
+--   earlier launch had: traces of several processes joined)}`
 -- @raise `<path>: trace: ...` with fewer than M.MIN_LAUNCHES launch gaps
 function M.measure(t)
-  local threads, launches, classes, unknown, steps, gemm_ops, kernel_us, training = scan(t)
+  local threads, launches, classes, unknown, steps, acc = scan(t)
   local gaps, durs, nthreads = {}, {}, 0
   for _, th in pairs(threads) do
     nthreads = nthreads + 1
@@ -345,7 +440,9 @@ function M.measure(t)
     host_seconds_per_kernel = median(gaps), host_seconds_per_loop_kernel = median(durs),
     launches = launches, gaps = #gaps, threads = nthreads, kernels = classes, unknown = ulist,
     step_seconds = median(steps), steps = #steps,
-    gemms = gemm_kernels(threads, gemm_ops, kernel_us), training = training,
+    gemms = op_kernels(threads, acc.gemm_ops, acc.kernel_us),
+    attention = op_kernels(threads, acc.attention_ops, acc.kernel_us), training = acc.training,
+    shared_correlations = acc.shared_correlations,
   }
 end
 
@@ -354,12 +451,85 @@ end
 -- efficiency cannot be told apart (apsearch.calibration.FIELDS).
 M.MIN_K_SPREAD = 2
 
+--- Relative slack on a fitted value's bounds: a value the fit's rounding
+-- puts just past a bound (0.9500000001) is that bound.
+M.BOUND_SLACK = 1e-9
+
+-- v clamped into [lo, hi] when within M.BOUND_SLACK of them, else nil.
+local function within(v, lo, hi)
+  local slack = M.BOUND_SLACK * math.max(1, math.abs(lo), math.abs(hi))
+  if not (v >= lo - slack and v <= hi + slack) then return nil end
+  return math.min(hi, math.max(lo, v))
+end
+
+-- 1 / eta at K-depth k0: the priced times sum to the measured ones.
+local function inverse_eta_at(list, k0, t0)
+  local base, var = 0, 0
+  for _, g in ipairs(list) do base, var = base + g.base * (1 + k0 / g.K), var + g.seconds - t0 end
+  return var / base
+end
+
+-- a = 1 / eta and b = k0 / eta by least squares of y = a + b / K weighted
+-- by each GEMM's priced time (M.gemm_fit), or nil when the K do not
+-- separate them.
+local function fit_both(list, k0_preset, t0)
+  local sw, sx, sy, sxx, sxy = 0, 0, 0, 0, 0
+  for _, g in ipairs(list) do
+    local w, x, y = g.base * (1 + k0_preset / g.K), 1 / g.K, (g.seconds - t0) / g.base
+    sw, sx, sy, sxx, sxy = sw + w, sx + w * x, sy + w * y, sxx + w * x * x, sxy + w * x * y
+  end
+  local d = sw * sxx - sx * sx
+  if not (d > 0) then return nil end
+  local b = (sw * sxy - sx * sy) / d
+  return (sy - b * sx) / sw, b
+end
+
+-- The measured over fitted times of a class's GEMMs by work (M.GEMM_BINS),
+-- the fit being a = 1 / eta, b = k0 / eta.
+local function gemm_bins(list, t0, a, b)
+  local bins = {}
+  for i, bin in ipairs(M.GEMM_BINS) do bins[i] = { name = bin.name, count = 0, measured = 0, fitted = 0 } end
+  for _, g in ipairs(list) do
+    local flops = 2.0 * g.M * g.N * g.K
+    for i, bin in ipairs(M.GEMM_BINS) do
+      if flops < bin.max then
+        local c = bins[i]
+        c.count, c.measured = c.count + 1, c.measured + g.seconds
+        c.fitted = c.fitted + t0 + g.base * (a + b / g.K)
+        break
+      end
+    end
+  end
+  return bins
+end
+
+-- Why no kernel can be matched to its op, or nil.
+local function shared_reason(m)
+  if (m.shared_correlations or 0) == 0 then return nil end
+  return ("%d launches share a correlation id with an earlier one (traces of several processes joined?): " ..
+    "kernels cannot be matched to their ops; profile one process"):format(m.shared_correlations)
+end
+
+-- Why a class of n GEMMs cannot be fitted, or nil.
+local function unfit_reason(class, m, n, measured, preset, dev)
+  if class == "fp8" and not (dev.peak_flops_fp8 > dev.peak_flops_bf16) then
+    return ("the %s preset has no fp8 rate above its bf16 one"):format(preset)
+  elseif shared_reason(m) then
+    return shared_reason(m)
+  elseif n < M.MIN_GEMMS then
+    return ("%d GEMMs, %d are needed"):format(n, M.MIN_GEMMS)
+  elseif not (measured > dev.gemm_fixed_seconds * n) then
+    return "their kernels took no more than the fixed time of each"
+  end
+  return nil
+end
+
 -- One precision class of M.gemm_fit: the priced times, the fit, the bins.
--- k0 is the K-depth term to use when it is not fitted here.
-local function fit_class(class, list, preset, dev, k0, inside)
+-- k0 is the K-depth term to use when it is not fitted here; bounds maps a
+-- field to its apsearch.calibration.FIELDS entry.
+local function fit_class(m, class, list, preset, dev, k0, bounds)
   local core = require "apsearch.core"
-  local field = M.GEMM_FIELD[class]
-  local t0 = dev.gemm_fixed_seconds
+  local field, t0 = M.GEMM_FIELD[class], dev.gemm_fixed_seconds
   local r = { class = class, field = field, count = #list, measured = 0, estimated = 0, eta_preset = dev[field],
     k0_preset = dev.gemm_half_dim, written = {} }
   local kmin, kmax = math.huge, 0
@@ -369,59 +539,36 @@ local function fit_class(class, list, preset, dev, k0, inside)
     r.measured, r.estimated = r.measured + g.seconds, r.estimated + priced
     kmin, kmax = math.min(kmin, g.K), math.max(kmax, g.K)
   end
-  if class == "fp8" and not (dev.peak_flops_fp8 > dev.peak_flops_bf16) then
-    r.why = ("the %s preset has no fp8 rate above its bf16 one"):format(preset)
-  elseif #list < M.MIN_GEMMS then
-    r.why = ("%d GEMMs, %d are needed"):format(#list, M.MIN_GEMMS)
-  elseif not (r.measured > t0 * #list) then
-    r.why = "their kernels took no more than the fixed time of each"
-  else
-    local a, b
-    if class == "bf16" and kmax >= M.MIN_K_SPREAD * kmin then
-      -- weighted least squares of y = a + b x, x = 1 / K
-      local sw, sx, sy, sxx, sxy = 0, 0, 0, 0, 0
-      for _, g in ipairs(list) do
-        local w, x, y = g.base * (1 + dev.gemm_half_dim / g.K), 1 / g.K, (g.seconds - t0) / g.base
-        sw, sx, sy, sxx, sxy = sw + w, sx + w * x, sy + w * y, sxx + w * x * x, sxy + w * x * y
-      end
-      local d = sw * sxx - sx * sx
-      b = d > 0 and (sw * sxy - sx * sy) / d or nil
-      a = b and (sy - b * sx) / sw
-      if not (a and a > 0 and inside("gemm_half_dim", b / a) and inside(field, 1 / a)) then
-        r.k0_rejected = a and a > 0 and b / a or nil
-        a, b = nil, nil
-      end
-    end
-    if not a then
-      local base, var = 0, 0
-      for _, g in ipairs(list) do base, var = base + g.base * (1 + k0 / g.K), var + g.seconds - t0 end
-      a, b = var / base, k0 * var / base
-    end
-    r.eta, r.k0, r.k0_fitted = 1 / a, b / a, b / a ~= k0
-    if inside(field, r.eta) then
-      r.written[field] = r.eta
-      if r.k0_fitted then r.written.gemm_half_dim = r.k0 end
+  r.why = unfit_reason(class, m, #list, r.measured, preset, dev)
+  if r.why then
+    r.bins = gemm_bins(list, t0, 1 / r.eta_preset, dev.gemm_half_dim / r.eta_preset)
+    return r
+  end
+  local a, b
+  if class == "bf16" and kmax >= M.MIN_K_SPREAD * kmin then
+    a, b = fit_both(list, dev.gemm_half_dim, t0)
+    if a and a > 0 then
+      -- a K-depth past its bounds: the constrained optimum is at the bound
+      local kb = bounds.gemm_half_dim
+      local kf = math.min(kb.hi, math.max(kb.lo, b / a))
+      if kf ~= b / a then a = inverse_eta_at(list, kf, t0) end
+      b, r.k0_fitted = a * kf, true
     else
-      local lo, hi = inside(field)
-      r.why = ("%s %.3f is outside [%g, %g]: GEMMs slowed or sped by what the shape model does not describe " ..
-        "(communication overlapped on another stream, another library's kernels)"):format(field, r.eta, lo, hi)
-    end
-    r.fitted_a, r.fitted_b = a, b
-  end
-  r.bins = {}
-  for i, bin in ipairs(M.GEMM_BINS) do r.bins[i] = { name = bin.name, count = 0, measured = 0, fitted = 0 } end
-  local a, b = r.fitted_a or 1 / r.eta_preset, r.fitted_b or dev.gemm_half_dim / r.eta_preset
-  for _, g in ipairs(list) do
-    local flops = 2.0 * g.M * g.N * g.K
-    for i, bin in ipairs(M.GEMM_BINS) do
-      if flops < bin.max then
-        local c = r.bins[i]
-        c.count, c.measured = c.count + 1, c.measured + g.seconds
-        c.fitted = c.fitted + t0 + g.base * (a + b / g.K)
-        break
-      end
+      a, r.k0_unseparated = nil, true
     end
   end
+  if not a then a = inverse_eta_at(list, k0, t0); b = a * k0 end
+  r.eta, r.k0 = 1 / a, b / a
+  local eta = within(r.eta, bounds[field].lo, bounds[field].hi)
+  if eta then
+    r.written[field] = eta
+    if r.k0_fitted then r.written.gemm_half_dim = r.k0 end
+  else
+    r.why = ("%s %.3f is outside [%g, %g]: GEMMs slowed or sped by what the shape model does not describe " ..
+      "(communication overlapped on another stream, another library's kernels)"):format(field, r.eta,
+      bounds[field].lo, bounds[field].hi)
+  end
+  r.bins = gemm_bins(list, t0, a, b)
   return r
 end
 
@@ -448,7 +595,8 @@ end
 -- @treturn table list of `{class = "bf16"|"fp8", field, count, measured,
 --   estimated (s, at the preset), eta_preset, eta (nil: not fitted),
 --   k0_preset, k0 (the K-depth used; nil: not fitted), k0_fitted (fitted
---   here, not taken), written (field -> value), why (nil
+--   here, possibly at a bound, not taken), k0_unseparated (a fit of both
+--   gave no positive efficiency), written (field -> value), why (nil
 --   when every fitted value is written; else the reason), bins = {{name,
 --   count, measured, fitted (s)}...}}`, and `float32 = count` of GEMMs not
 --   priced
@@ -457,11 +605,6 @@ function M.gemm_fit(m, preset)
   local dev = core.device_preset(preset)
   local bounds = {}
   for _, f in ipairs(require("apsearch.calibration").FIELDS) do bounds[f.field] = f end
-  -- whether v is inside a field's bounds; without v, the bounds
-  local function inside(field, v)
-    if v == nil then return bounds[field].lo, bounds[field].hi end
-    return v == v and v >= bounds[field].lo and v <= bounds[field].hi
-  end
   local by, float32 = {}, 0
   for _, g in ipairs(m.gemms or {}) do
     if g.prec == nil then
@@ -477,7 +620,7 @@ function M.gemm_fit(m, preset)
   for _, class in ipairs({ "bf16", "fp8" }) do
     local list = by[class]
     if list then
-      local r = fit_class(class, list, preset, dev, k0, inside)
+      local r = fit_class(m, class, list, preset, dev, k0, bounds)
       if r.written.gemm_half_dim then k0 = r.k0 end
       if not m.training and r.eta then
         r.written = {}
@@ -488,6 +631,76 @@ function M.gemm_fit(m, preset)
     end
   end
   return out
+end
+
+--- Fewest shaped bf16 / fp16 attention calls (forward and backward
+-- together) for `attention_efficiency` to be fitted: a training step runs
+-- one each way per layer, so ten layers.
+M.MIN_ATTENTION = 20
+
+--- Fits a device's fused-attention efficiency to a trace's shaped attention
+-- calls (M.ATTENTION_OPS): each is priced as the estimate prices an
+-- attention core (core.attention_seconds: forward FLOPs 2 B Sq keys H (dh
+-- + dv), keys Sk / 2 under a causal mask, at the bf16 peak times
+-- attention_efficiency; the backward 2.5x), and the efficiency is the one
+-- at which the priced times sum to the measured ones:
+--   eta = eta_preset x sum(priced) / sum(measured)
+-- (the price is inverse in eta).  Written, as the GEMM fit's, only from a
+-- training step and inside the field's bounds.
+-- @tparam table m from M.measure
+-- @tparam string preset device preset name
+-- @treturn table|nil nil without shaped attention calls; else `{count,
+--   backward (of count), unpriced (calls of another precision), measured,
+--   estimated (s, at the preset), eta_preset, eta (nil: not fitted),
+--   written (field -> value), why, bins = {{name, count, measured, fitted}
+--   ...} by keys}`
+function M.attention_fit(m, preset)
+  local core = require "apsearch.core"
+  local dev = core.device_preset(preset)
+  if #(m.attention or {}) == 0 then return nil end
+  local r = { count = 0, backward = 0, unpriced = 0, measured = 0, estimated = 0,
+    eta_preset = dev.attention_efficiency, written = {}, bins = {} }
+  for i, bin in ipairs(M.ATTENTION_BINS) do r.bins[i] = { name = bin.name, count = 0, measured = 0, fitted = 0 } end
+  local list = {}
+  for _, g in ipairs(m.attention) do
+    if g.prec == nil then
+      r.unpriced = r.unpriced + 1
+    else
+      g.priced = core.attention_seconds(preset, true, g.backward, g.B, g.H, g.Sq, g.Sk, g.dh, g.dv, g.causal)
+      r.count, r.measured, r.estimated = r.count + 1, r.measured + g.seconds, r.estimated + g.priced
+      r.backward = r.backward + (g.backward and 1 or 0)
+      list[#list + 1] = g
+    end
+  end
+  local lo, hi
+  for _, f in ipairs(require("apsearch.calibration").FIELDS) do
+    if f.field == "attention_efficiency" then lo, hi = f.lo, f.hi end
+  end
+  if shared_reason(m) then
+    r.why = shared_reason(m)
+  elseif r.count < M.MIN_ATTENTION then
+    r.why = ("%d calls, %d are needed"):format(r.count, M.MIN_ATTENTION)
+  else
+    r.eta = r.eta_preset * r.estimated / r.measured
+    if not (r.eta >= lo and r.eta <= hi) then
+      r.why = ("attention_efficiency %.3f is outside [%g, %g]"):format(r.eta, lo, hi)
+    elseif not m.training then
+      r.why = "a forward-only profile (no autograd backward op); profile a training step"
+    else
+      r.written.attention_efficiency = r.eta
+    end
+  end
+  local scale = r.eta and r.eta_preset / r.eta or 1
+  for _, g in ipairs(list) do
+    for i, bin in ipairs(M.ATTENTION_BINS) do
+      if g.Sk <= bin.max then
+        local c = r.bins[i]
+        c.count, c.measured, c.fitted = c.count + 1, c.measured + g.seconds, c.fitted + g.priced * scale
+        break
+      end
+    end
+  end
+  return r
 end
 
 --- Device presets by the GPU names CUDA or HIP reports (deviceProperties.name),
@@ -544,6 +757,14 @@ function M.preset_of(t)
   return nil
 end
 
+-- A note on stderr, folded at the table's width on a terminal as the other
+-- notes are.
+local function log_note(note)
+  local common = require "apsearch.format.common"
+  local tty = require("apsearch.core").isatty(2)
+  util.log("%s", tty and common.fold_text(note, require("apsearch.format.table").max_width) or note)
+end
+
 --- How far from the preset's value a measured host cost is said to be
 -- (a factor): a trace whose launch gaps hold other runtime work (copies,
 -- event records, cuDNN's setup) or come from inference gives such values.
@@ -571,6 +792,32 @@ local function plausibility_note(path, m, preset)
   return ("apsearch: note: %s: %s"):format(util.printable(path), table.concat(parts, "; "))
 end
 
+-- The GEMM and attention fits of a measured trace for its GPU's preset
+-- (nil: the trace ran on another GPU than the one the calibration is
+-- for), as calibrate writes them; the written values go into fields.
+local function kernel_fits(m, preset, fields)
+  if not preset then
+    local n = #m.gemms + #m.attention
+    return { float32 = 0, other_device = n > 0 and n or nil, training = m.training }, nil
+  end
+  local gemms = { float32 = 0, training = m.training }
+  local fit = M.gemm_fit(m, preset)
+  gemms.float32 = fit.float32
+  for _, r in ipairs(fit) do
+    for k, v in pairs(r.written) do fields[k] = v end
+    gemms[r.class] = { field = r.field, count = r.count, measured_seconds = r.measured,
+      preset_seconds = r.estimated, preset_efficiency = r.eta_preset, efficiency = r.eta,
+      preset_half_dim = r.k0_preset, half_dim = r.k0, half_dim_unseparated = r.k0_unseparated,
+      half_dim_fitted = r.k0_fitted, written = next(r.written) ~= nil, why_not = r.why, bins = r.bins }
+  end
+  local attn = M.attention_fit(m, preset)
+  if attn then
+    for k, v in pairs(attn.written) do fields[k] = v end
+    attn.written = next(attn.written) ~= nil
+  end
+  return gemms, attn
+end
+
 --- A calibration (apsearch.calibration's format) with the trace's host
 -- measures for one device and, where the trace recorded GEMM shapes on
 -- that device's GPU, its GEMM efficiencies (M.gemm_fit; `trace.gemms`
@@ -586,8 +833,9 @@ function M.calibration(path, device)
   local own = M.preset_of(t)
   local preset = device or own
   if device and t.devices[1] and device:lower() ~= own then
-    util.log("apsearch: note: %s ran on %s%s; its host costs are written for --device %s (a host property: right " ..
-      "when that device's hosts are the same CPUs)", path, t.devices[1], own and (" (" .. own .. ")") or "", device)
+    log_note(("apsearch: note: %s ran on %s%s; its host costs are written for --device %s (a host property: right " ..
+      "when that device's hosts are the same CPUs), its kernel rates are not"):format(util.printable(path),
+      util.printable(t.devices[1]), own and (" (" .. own .. ")") or "", device))
   end
   if not preset then
     util.fail(path, "deviceProperties", "no device preset for the trace's GPU (" ..
@@ -598,25 +846,17 @@ function M.calibration(path, device)
     host_seconds_per_kernel = m.host_seconds_per_kernel,
     host_seconds_per_loop_kernel = m.host_seconds_per_loop_kernel,
   }
-  -- GEMM rates are the traced GPU's: fitted only for its own preset
-  local fit = (own == nil or own == preset:lower()) and M.gemm_fit(m, preset) or { float32 = 0 }
-  fit.other_device = own ~= nil and own ~= preset:lower() and #m.gemms or nil
-  local gemms = { float32 = fit.float32, other_device = fit.other_device }
-  for _, r in ipairs(fit) do
-    for k, v in pairs(r.written) do fields[k] = v end
-    gemms[r.class] = { field = r.field, count = r.count, measured_seconds = r.measured,
-      preset_seconds = r.estimated, preset_efficiency = r.eta_preset, efficiency = r.eta,
-      preset_half_dim = r.k0_preset, half_dim = r.k0, half_dim_rejected = r.k0_rejected, half_dim_fitted = r.k0_fitted,
-      written = next(r.written) ~= nil, why_not = r.why, bins = r.bins }
-  end
-  gemms.training = m.training
+  -- kernel rates are the traced GPU's: fitted only for its own preset (or
+  -- for --device when the trace names no GPU)
+  local same_gpu = t.devices[1] == nil or (own ~= nil and own == preset:lower())
+  local gemms, attn = kernel_fits(m, same_gpu and preset or nil, fields)
   local calib = {
     schema_version = calibration.SCHEMA_VERSION,
     name = "trace " .. util.basename(path),
     fitted_on = path,
     devices = { [preset] = fields },
     trace = { launches = m.launches, launch_gaps = m.gaps, threads = m.threads, kernels = m.kernels,
-      step_seconds = m.step_seconds, steps = m.steps, gpu = t.devices[1], gemms = gemms },
+      step_seconds = m.step_seconds, steps = m.steps, gpu = t.devices[1], gemms = gemms, attention = attn },
   }
   -- what --calibration will accept, checked before anything is written
   local ok, err = pcall(calibration.check, calib, path .. ": measured")
@@ -624,12 +864,7 @@ function M.calibration(path, device)
     error(tostring(err) .. " (are the trace's ts and dur in microseconds?)", 0)
   end
   local note = plausibility_note(path, m, preset)
-  if note then
-    -- folded at the table's width on a terminal, as the other notes
-    local common = require "apsearch.format.common"
-    local tty = require("apsearch.core").isatty(2)
-    util.log("%s", tty and common.fold_text(note, require("apsearch.format.table").max_width) or note)
-  end
+  if note then log_note(note) end
   return calib, m
 end
 

@@ -195,11 +195,23 @@ static void layer_attention(const aps_device *d, const aps_training *t,
 {
     double attn_flops =
         2.0 * x->b * x->sl * x->keys * x->a * (x->dh + x->dv) / x->tp;
-    double attn_rate = d->peak_flops_bf16 * aps_attention_efficiency(d, t);
-    out->attn_fwd = x->w.attn_share * attn_flops / attn_rate;
-    out->attn_bwd = x->w.attn_share * attn_flops *
-                    (t->flash_attention ? APS_FLASH_BWD_RATIO
-                                        : APS_GEMM_BWD_RATIO) / attn_rate;
+    out->attn_fwd = x->w.attn_share *
+                    aps_attention_core_time(d, t->flash_attention, false,
+                                            attn_flops);
+    out->attn_bwd = x->w.attn_share *
+                    aps_attention_core_time(d, t->flash_attention, true,
+                                            attn_flops);
+}
+
+double aps_attention_core_time(const aps_device *d, bool flash,
+                               bool backward, double flops)
+{
+    double eff = flash ? d->attention_efficiency
+                       : d->unfused_attention_efficiency;
+    double ratio = !backward ? 1.0
+                   : flash   ? APS_FLASH_BWD_RATIO
+                             : APS_GEMM_BWD_RATIO;
+    return flops * ratio / (d->peak_flops_bf16 * eff);
 }
 
 /** HBM bytes per element of one norm in the forward, fused or eager. */

@@ -257,6 +257,35 @@ static int l_gemm_seconds(lua_State *L)
 }
 
 /**
+ * core.attention_seconds(device, flash, backward, batch, heads, queries,
+ *                        keys, dh, dv, causal) -> seconds
+ * The time the estimate prices one attention core at
+ * (aps_attention_core_time): device a preset name or a device table,
+ * flash a fused kernel (else the unfused batched GEMMs), backward the
+ * backward pass; batch, query heads, queries and keys per sequence, the
+ * Q/K and V head widths (finite, >= 0); causal halves the keys a query
+ * sees (the continuous S / 2 of aps_attention_keys).  Forward FLOPs:
+ * 2 x batch x queries x keys seen x heads x (dh + dv).  Raises on a bad
+ * device or a negative, infinite or NaN size.
+ */
+static int l_attention_seconds(lua_State *L)
+{
+    aps_device d;
+    apsl_check_device(L, 1, &d, "device");
+    bool flash = lua_toboolean(L, 2), backward = lua_toboolean(L, 3);
+    double v[6];
+    for (int i = 0; i < 6; i++) {
+        v[i] = luaL_checknumber(L, 4 + i);
+        if (!(v[i] >= 0 && v[i] < HUGE_VAL))
+            return luaL_argerror(L, 4 + i, "a finite number >= 0 expected");
+    }
+    double keys = lua_toboolean(L, 10) ? 0.5 * v[3] : v[3];
+    double flops = 2.0 * v[0] * v[2] * keys * v[1] * (v[4] + v[5]);
+    lua_pushnumber(L, aps_attention_core_time(&d, flash, backward, flops));
+    return 1;
+}
+
+/**
  * core.defaults(kind) -> table
  * The defaults the core fills in before a table is laid over them, kind one
  * of "model" (sizes 0), "training" or "strategy" (as ctx:inputs() and
@@ -838,6 +867,7 @@ static const luaL_Reg module_funcs[] = {
     {"device_presets", l_device_presets},
     {"device_preset", l_device_preset},
     {"gemm_seconds", l_gemm_seconds},
+    {"attention_seconds", l_attention_seconds},
     {"defaults", l_defaults},
     {"context", l_context},
     {"fsync", apsl_fsync},
@@ -912,7 +942,8 @@ static const char *perf_name(int i)
 
 /**
  * require "apsearch.core" -> module table:
- *   model_params, device_presets, device_preset, gemm_seconds, defaults, context
+ *   model_params, device_presets, device_preset, gemm_seconds,
+ *   attention_seconds, defaults, context
  *   (functions above); fsync, getpid, realpath, monotime, isatty,
  *   rename_noreplace, rename_exchange, chmod, read_regular, write_file, syncfs
  *   (lfsync.c);

@@ -241,6 +241,134 @@ describe("apsearch.trace GEMMs", function()
     assert.are.equal(82, fit.float32)
   end)
 
+  it("fits K-depth only where K spans 2x, takes a bound as the constrained optimum, and refuses joined traces",
+    function()
+    local function fit_of(list, name, edit)
+      local text = gemm_trace(list, true)
+      if edit then text = edit(text) end
+      return trace.gemm_fit(trace.measure(trace.load(write(tmpdir() .. "/" .. name, text))), "h100-sxm-80gb")
+    end
+    -- one K: the efficiency alone, no K-depth written or claimed
+    local r = fit_of(gemms_at({ 2048 }, 120, 0.55, 288, "c10::BFloat16"), "one.json")[1]
+    near(0.55, r.written.gemm_efficiency, 1e-9)
+    assert.is_nil(r.written.gemm_half_dim)
+    assert.is_nil(r.k0_fitted)
+    -- timed with k0 0, the bound: the fit lands within rounding of it
+    -- (below it would be clamped to it, with the efficiency refitted there)
+    r = fit_of(gemms_at({ 1024, 4096 }, 60, 0.7, 0, "c10::BFloat16"), "k0.json")[1]
+    near(0.7, r.written.gemm_efficiency, 1e-9)
+    near(0, r.written.gemm_half_dim, 1e-6)
+    assert.is_true(r.written.gemm_half_dim >= 0)
+    -- timed a rounding past the efficiency bound 0.95: written as 0.95
+    r = fit_of(gemms_at({ 1024, 4096 }, 60, 0.95 + 1e-11, 200, "c10::BFloat16"), "hi.json")[1]
+    assert.are.equal(0.95, r.written.gemm_efficiency)
+    -- and a real excess is refused
+    r = fit_of(gemms_at({ 1024, 4096 }, 60, 0.96, 200, "c10::BFloat16"), "over.json")[1]
+    assert.are.same({}, r.written)
+    -- two processes' traces joined: their correlation ids repeat
+    r = fit_of(gemms_at({ 1024, 4096 }, 60, 0.7, 200, "c10::BFloat16"), "joined.json", function(text)
+      local t = cjson.decode(text)
+      for _, e in ipairs(t.traceEvents) do
+        if e.args and e.args.correlation and e.args.correlation > 60 then e.args.correlation = e.args.correlation - 60 end
+      end
+      return cjson.encode(t)
+    end)[1]
+    assert.are.same({}, r.written)
+    assert.truthy(r.why:find("60 launches share a correlation id with an earlier one", 1, true), r.why)
+  end)
+
+  it("ignores a NaN correlation, refuses a kernel longer than a day, fits no GPU but the trace's", function()
+    local dir = tmpdir()
+    local text = gemm_trace(gemms_at({ 1024, 4096 }, 60, 0.7, 200, "c10::BFloat16"), true)
+    -- cjson reads NaN; a kernel whose correlation is NaN matches no launch
+    local nan = write(dir .. "/nan.json", (text:gsub('"correlation":1}', '"correlation":NaN}', 1)))
+    local r = trace.gemm_fit(trace.measure(trace.load(nan)), "h100-sxm-80gb")[1]
+    assert.are.equal(119, r.count)
+    near(0.7, r.written.gemm_efficiency, 1e-9)
+    local t = cjson.decode(text)
+    t.traceEvents[3].dur = 1e308
+    local long = write(dir .. "/long.json", cjson.encode(t))
+    assert.truthy(one_line(apsearch("calibrate", "--trace", long, "-o", dir .. "/c.json")):find(
+      long .. ": trace: traceEvents[3] (sm90_xmma_gemm_bf16): dur 1e+308 us is not a kernel's length (0 to 86400 s)",
+      1, true))
+    -- an H100 PCIe (no preset) written for --device h100-sxm-80gb: host costs only
+    t.traceEvents[3].dur = 10
+    t.deviceProperties = { { name = "NVIDIA H100 PCIe" } }
+    local pcie = write(dir .. "/pcie.json", cjson.encode(t))
+    local code, out, err = apsearch("calibrate", "--trace", pcie, "--device", "h100-sxm-80gb", "-o", dir .. "/p.json")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("its kernel rates are not", 1, true), err)
+    assert.truthy(out:gsub("\n  ", " "):find("120 shaped GEMMs ran on the trace's own GPU, not the --device given",
+      1, true), out)
+    assert.are.same({ "host_seconds_per_kernel", "host_seconds_per_loop_kernel" },
+      require("apsearch.util").sorted_keys(cjson.decode(H.read(dir .. "/p.json")).devices["h100-sxm-80gb"]))
+  end)
+
+  it("fits the fused-attention efficiency of a training trace's SDPA calls, by keys", function()
+    -- flash calls of 2 x 32 heads x S x 128, causal, forward and backward,
+    -- timed at efficiency 0.4: forward 2 B S (S / 2) H (128 + 128) /
+    -- (989.4e12 x 0.4), backward 2.5x
+    local ev, corr = {}, 0
+    local function call(S, backward)
+      corr = corr + 1
+      local q = { 2, 32, S, 128 }
+      local flops = 2 * 2 * S * (S / 2) * 32 * 256
+      local sec = flops * (backward and 2.5 or 1) / (989.4e12 * 0.4)
+      local dims = backward and { q, q, q, q } or { q, q, q }
+      local concrete = backward and { "", "", "", "", "", "", "", "", "", "", "0.", "True" }
+        or { "", "", "", "0.", "True", "False" }
+      local ts = corr * 100
+      ev[#ev + 1] = { ph = "X", cat = "cpu_op", pid = 1, tid = backward and 2 or 1, ts = ts, dur = 50,
+        name = "aten::_scaled_dot_product_flash_attention" .. (backward and "_backward" or ""),
+        args = { ["Input Dims"] = dims, ["Input type"] = { "c10::BFloat16", "c10::BFloat16", "c10::BFloat16",
+          "c10::BFloat16" }, ["Concrete Inputs"] = concrete } }
+      ev[#ev + 1] = { ph = "X", cat = "cuda_runtime", name = "cudaLaunchKernel", pid = 1, tid = backward and 2 or 1,
+        ts = ts + 5, dur = 3, args = { correlation = corr } }
+      ev[#ev + 1] = { ph = "X", cat = "kernel", name = "pytorch_flash::flash_fwd_kernel", pid = 0, tid = 7,
+        ts = ts + 10, dur = sec * 1e6, args = { correlation = corr } }
+    end
+    for _, S in ipairs({ 4096, 16384 }) do
+      for _ = 1, 30 do call(S, false); call(S, true) end
+    end
+    ev[#ev + 1] = { ph = "X", cat = "cpu_op", name = "autograd::engine::evaluate_function: MmBackward0",
+      pid = 1, tid = 2, ts = 10, dur = 5 }
+    local p = write(tmpdir() .. "/a.json", cjson.encode({ traceEvents = ev,
+      deviceProperties = { { name = "NVIDIA H100 80GB HBM3" } } }))
+    local r = trace.attention_fit(trace.measure(trace.load(p)), "h100-sxm-80gb")
+    assert.are.equal(120, r.count)
+    assert.are.equal(60, r.backward)
+    near(0.4, r.written.attention_efficiency, 1e-9)
+    assert.are.equal(60, r.bins[2].count)
+    assert.are.equal(60, r.bins[3].count)
+    near(1, r.bins[3].measured / r.bins[3].fitted, 1e-9)
+    -- written, and applied over the stack's benchmarked kernel (a
+    -- TorchTitan job's SDPA 0.326): the trace measured the user's own
+    local dir = tmpdir()
+    local code, out, err = apsearch("calibrate", "--trace", p, "-o", dir .. "/c.json")
+    assert.are.equal(0, code, err)
+    assert.truthy(out:gsub("\n  ", " "):find("attention calls with recorded shapes: 120 (60 backward), ", 1, true), out)
+    near(0.4, cjson.decode(H.read(dir .. "/c.json")).devices["h100-sxm-80gb"].attention_efficiency, 1e-9)
+    local pol = write(dir .. "/p.lua", [[return { model = "llama-3.1-8b",
+      cluster = { device = "h100-sxm-80gb", nodes = 1 },
+      training = { framework = "fsdp2", global_batch_size = 8, seq_length = 8192 } }]])
+    code, out, err = apsearch("estimate", pol, "--strategy", "fsdp_degree=8,micro_batch_size=1",
+      "--calibration", dir .. "/c.json")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("applied to h100-sxm-80gb: attention_efficiency, host_seconds_per_kernel", 1, true), err)
+    assert.is_nil(err:find("kept at stack", 1, true), err)
+  end)
+
+  it("fits a public profile's attention as an independent script does (forward only: not written)", function()
+    -- 24 flash calls of 16 x 16 heads x 559 x 64, causal: 2.4575e11 FLOPs
+    -- in 0.002722705 s of kernels, 0.091225 of the H100's bf16 peak
+    local r = trace.attention_fit(trace.measure(trace.load(QWEN)), "h100-sxm-80gb")
+    assert.are.equal(24, r.count)
+    near(0.002722705, r.measured, 1e-12)
+    near(0.091225, r.eta, 1e-6)
+    assert.are.same({}, r.written)
+    assert.truthy(r.why:find("outside [0.1, 0.9]", 1, true), r.why)
+  end)
+
   it("counts a float32 profile's GEMMs without fitting them (the public A100 trace)", function()
     local m = trace.measure(trace.load(FIXTURE))
     assert.is_true(m.training)

@@ -451,9 +451,10 @@ describe("refusals", function()
     assert.are.equal("b.json: num_hidden_layers: expected a positive integer <= 16777216 (got 1e+30)", e)
   end)
 
-  it("names an unknown model_type and the supported list", function()
+  it("names an unknown model_type, the way through and the supported list", function()
     local e = err_of(hf.from_config, with(base, { model_type = "rwkv" }), "f.json")
-    assert.truthy(e:find('f.json: model_type: unsupported model type', 1, true))
+    assert.truthy(e:find('f.json: model_type: unsupported model type; a model of another type can be written as ' ..
+      'a policy\'s model table of its sizes (docs/policy.md "model")', 1, true), e)
     assert.truthy(e:find("llama, mistral, qwen2, qwen3", 1, true))
     assert.truthy(e:find('(got "rwkv")', 1, true))
   end)

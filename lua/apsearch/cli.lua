@@ -1884,9 +1884,11 @@ local function calibrate_trace(opts)
     m.step_seconds and string.format("step %.4f s (median of %d ProfilerStep)", m.step_seconds, m.steps)
     or "no ProfilerStep annotation"))
   local classes = {}
-  for _, k in ipairs(util.sorted_keys(m.kernels)) do classes[#classes + 1] = k .. " " .. m.kernels[k] end
-  say("kernels run, by class (whatever call launched them: NCCL and library kernels too): " ..
-    (#classes > 0 and table.concat(classes, ", ") or "none"))
+  for _, k in ipairs(util.sorted_keys(m.kernels)) do
+    classes[#classes + 1] = ("%s %d (%.4f s)"):format(k, m.kernels[k], m.kernel_seconds[k])
+  end
+  say("kernels run, by class, with their seconds summed over streams (whatever call launched them: NCCL and " ..
+    "library kernels too): " .. (#classes > 0 and table.concat(classes, ", ") or "none"))
   if #m.unknown > 0 then
     local names = {}
     for i = 1, math.min(#m.unknown, 5) do names[i] = m.unknown[i].name .. " x" .. m.unknown[i].count end

@@ -340,7 +340,7 @@ end
 local function scan(t)
   local threads, classes, unknown, steps = {}, {}, {}, {}
   local kernel_us, launched = {}, {}
-  local acc = { training = false, gemm_ops = {}, attention_ops = {}, shared_correlations = 0 }
+  local acc = { training = false, gemm_ops = {}, attention_ops = {}, shared_correlations = 0, class_seconds = {} }
   local launches = 0
   for i, e in ipairs(t.events) do
     if type(e) == "table" and e.ph == "X" then
@@ -358,11 +358,12 @@ local function scan(t)
       elseif e.cat == "cpu_op" then
         cpu_op(t, e, i, key, acc)
       elseif e.cat == "kernel" then
-        local c = M.kernel_class(e.name)
+        local c, us = M.kernel_class(e.name), kernel_dur(t.path, e, i)
         classes[c] = (classes[c] or 0) + 1
+        acc.class_seconds[c] = (acc.class_seconds[c] or 0) + us * US
         if c == "unknown" then unknown[tostring(e.name)] = (unknown[tostring(e.name)] or 0) + 1 end
         local corr = correlation(e)
-        if corr ~= nil then kernel_us[corr] = (kernel_us[corr] or 0) + kernel_dur(t.path, e, i) end
+        if corr ~= nil then kernel_us[corr] = (kernel_us[corr] or 0) + us end
       elseif e.cat == "user_annotation" and tostring(e.name):match("^ProfilerStep#%d+$") then
         local sec = time_of(t.path, e, "dur", i) * US
         if not (sec > 0 and sec <= M.MAX_STEP_SECONDS) then
@@ -412,7 +413,8 @@ end
 --   float32), attention = {{prec, B, H, Sq, Sk, dh, dv, causal, backward,
 --   seconds}...} (likewise), training (an autograd backward op ran: a
 --   training step), shared_correlations (launches whose correlation id an
---   earlier launch had: traces of several processes joined)}`
+--   earlier launch had: traces of several processes joined),
+--   kernel_seconds = {class = seconds of its kernels, summed over streams}}`
 -- @raise `<path>: trace: ...` with fewer than M.MIN_LAUNCHES launch gaps
 function M.measure(t)
   local threads, launches, classes, unknown, steps, acc = scan(t)
@@ -442,7 +444,7 @@ function M.measure(t)
     step_seconds = median(steps), steps = #steps,
     gemms = op_kernels(threads, acc.gemm_ops, acc.kernel_us),
     attention = op_kernels(threads, acc.attention_ops, acc.kernel_us), training = acc.training,
-    shared_correlations = acc.shared_correlations,
+    shared_correlations = acc.shared_correlations, kernel_seconds = acc.class_seconds,
   }
 end
 
@@ -856,6 +858,7 @@ function M.calibration(path, device)
     fitted_on = path,
     devices = { [preset] = fields },
     trace = { launches = m.launches, launch_gaps = m.gaps, threads = m.threads, kernels = m.kernels,
+      kernel_seconds = m.kernel_seconds,
       step_seconds = m.step_seconds, steps = m.steps, gpu = t.devices[1], gemms = gemms, attention = attn },
   }
   -- what --calibration will accept, checked before anything is written

@@ -386,12 +386,18 @@ describe("apsearch calibrate --trace", function()
     local flat = out:gsub("\n  ", " ")
     assert.truthy(flat:find("5240 kernel launches on 2 threads; host 23.0 us per kernel from Python " ..
       "(median launch gap), 4.0 us per launch call (median); step 0.2161 s (median of 5 ProfilerStep)", 1, true), out)
-    assert.truthy(flat:find("whatever call launched them: NCCL and library kernels too): elementwise 5784, gemm 205, " ..
-      "nccl 80, unknown 11", 1, true), out)
+    -- seconds by class, checked with an independent script: NCCL kernels
+    -- 0.190345 s, all kernels 0.401445 s
+    assert.truthy(flat:find("whatever call launched them: NCCL and library kernels too): elementwise 5784 (0.0838 s), " ..
+      "gemm 205 (0.1269 s), nccl 80 (0.1903 s), unknown 11 (0.0004 s)", 1, true), out)
     for line in out:gmatch("[^\n]+") do assert.is_true(utf8.len(line) <= 120, line) end
     local c = cjson.decode(H.read(dir .. "/c.json"))
     assert.are.same({ host_seconds_per_kernel = 23e-6, host_seconds_per_loop_kernel = 4e-6 },
       c.devices["a100-sxm4-80gb"])
+    local total = 0
+    for _, sec in pairs(c.trace.kernel_seconds) do total = total + sec end
+    assert.is_true(math.abs(total - 0.401445) < 1e-9, total)
+    assert.is_true(math.abs(c.trace.kernel_seconds.nccl - 0.190345) < 1e-9)
     -- applied: the estimate's host time follows the trace's 23 us
     local pol = write(dir .. "/p.lua", [[return { model = "llama-3.1-8b",
       cluster = { device = "a100-sxm4-80gb", nodes = 1 },

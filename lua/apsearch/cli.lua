@@ -1857,8 +1857,10 @@ local function gemm_lines(g)
     lines[#lines + 1] = ("%d shaped GEMMs ran on the trace's own GPU, not the --device given: GEMM and attention " ..
       "efficiencies not fitted (a kernel's rate is the GPU's, not the host's)"):format(g.other_device)
   elseif not (g.bf16 or g.fp8) then
-    lines[#lines + 1] = "no bf16, fp16 or fp8 GEMM with recorded shapes (torch.profiler's record_shapes=True " ..
-      "records them): GEMM efficiencies not measured"
+    local why = (g.unshaped or 0) > 0 and (" (%d GEMM ops without recorded shapes: torch.profiler's " ..
+      "record_shapes=True records them)"):format(g.unshaped)
+      or g.float32 > 0 and "" or " (no aten::mm, aten::addmm or aten::_scaled_mm op with recorded shapes)"
+    lines[#lines + 1] = ("no bf16, fp16 or fp8 GEMM op%s: GEMM efficiencies not measured"):format(why)
   end
   if g.float32 > 0 then
     lines[#lines + 1] = ("%d float32 GEMMs (FP32 or TF32, which the trace does not say: not a precision apsearch " ..
@@ -1872,15 +1874,20 @@ end
 local function calibrate_trace(opts)
   local calib, m = require("apsearch.trace").calibration(opts.trace, opts.device)
   local text = require("apsearch.format.json").format(calib)
-  util.refuse_input_as_output("--output", opts.output, {}) -- every file read by now
-  write_calibration(opts.output, text)
+  if opts.output then
+    util.refuse_input_as_output("--output", opts.output, {}) -- every file read by now
+    write_calibration(opts.output, text)
+  end
   local dev = next(calib.devices)
   local common = require "apsearch.format.common"
   local width = require("apsearch.format.table").max_width
   local function say(text) out(common.fold_text(text, width) .. "\n") end
+  local ok, preset = pcall(require("apsearch.core").device_preset, dev)
+  local function was(f) return ok and ("; preset %.1f"):format(preset[f] * 1e6) or "" end
   say(string.format("trace %s (%s): %d kernel launches on %d thread%s; host %.1f us per kernel from Python " ..
-    "(median launch gap), %.1f us per launch call (median); %s", opts.trace, calib.trace.gpu or "GPU not recorded",
-    m.launches, m.threads, m.threads == 1 and "" or "s", m.host_seconds_per_kernel * 1e6, m.host_seconds_per_loop_kernel * 1e6,
+    "(median launch gap%s), %.1f us per launch call (median%s); %s", opts.trace, calib.trace.gpu or "GPU not recorded",
+    m.launches, m.threads, m.threads == 1 and "" or "s", m.host_seconds_per_kernel * 1e6,
+    was("host_seconds_per_kernel"), m.host_seconds_per_loop_kernel * 1e6, was("host_seconds_per_loop_kernel"),
     m.step_seconds and string.format("step %.4f s (median of %d ProfilerStep)", m.step_seconds, m.steps)
     or "no ProfilerStep annotation"))
   local classes = {}
@@ -1896,6 +1903,10 @@ local function calibrate_trace(opts)
   end
   for _, line in ipairs(gemm_lines(calib.trace.gemms)) do say(line) end
   local a = calib.trace.attention
+  if not a and not calib.trace.gemms.other_device then
+    say("no fused attention op with recorded shapes (PyTorch SDPA's flash or cuDNN; TransformerEngine's and " ..
+      "flash-attn's record none): attention_efficiency not measured")
+  end
   if a then
     local bins = {}
     for _, b in ipairs(a.bins) do
@@ -1907,8 +1918,12 @@ local function calibrate_trace(opts)
         a.eta_preset) or "not fitted", a.why and (", not written: " .. a.why) or "",
       #bins > 0 and ("; measured over fitted, by keys: " .. table.concat(bins, ", ")) or ""))
   end
-  say(string.format("wrote %s (devices.%s: %s)", opts.output, dev,
-    table.concat(util.sorted_keys(calib.devices[dev]), ", ")))
+  local fields = table.concat(util.sorted_keys(calib.devices[dev]), ", ")
+  if opts.output then
+    say(string.format("wrote %s (devices.%s: %s)", opts.output, dev, fields))
+  else
+    say(string.format("nothing written (no -o FILE): a calibration would hold devices.%s: %s", dev, fields))
+  end
   return 0
 end
 
@@ -2094,7 +2109,8 @@ local function cmd_calibrate(args)
     "log (--log), or the host's launch costs and the GEMM and attention efficiencies to a profiler trace (--trace).")
   c:splat("CASES", "CSV of measured runs (schema: docs/accuracy.md); none with --trace; with --log the job's " ..
     "policy file, as estimate's POLICY", nil, 1)
-  c:option("-o, --output=FILE", "calibration file to write (JSON); optional with --log")
+  c:option("-o, --output=FILE", "calibration file to write (JSON); optional with --log and --trace (without it " ..
+    "nothing is written)")
   c:option("--group=KEY", "fit one calibration per group: software (the stack of each row's `software`)")
   c:option("--trace=FILE", "PyTorch profiler (Kineto) trace JSON, plain or .gz: measure the host's " ..
     "seconds per kernel launch and, from a training step recorded with record_shapes=True, fit the GEMM " ..
@@ -2127,7 +2143,9 @@ local function cmd_calibrate(args)
       if #(opts[k] or {}) > 0 then util.fail("calibrate", "--" .. k, "is an option of --log", opts[k][1]) end
     end
   end
-  if not opts.output and not opts.log then util.fail("calibrate", "--output", "is required", nil, false) end
+  if not opts.output and not opts.log and not opts.trace then
+    util.fail("calibrate", "--output", "is required", nil, false)
+  end
   local lfs = require "lfs"
   local mode = opts.output and lfs.attributes(opts.output, "mode")
   if mode and mode ~= "file" then

@@ -3,7 +3,7 @@
 -- -q .. q of log(measured / estimated), q the split-conformal radius
 -- of the residuals at the interval level (apsearch.intervals).
 return {
-  step_time = { level = 0.80, pooled = { lo = -0.170282, hi = 0.170282, rows = 71 }, classes = {
+  step_time = { level = 0.80, pooled = { lo = -0.138938, hi = 0.138938, rows = 71 }, classes = {
     ["moe"] = { lo = -0.194323, hi = 0.194323, rows = 13 },
   } },
   mem_peak = { level = 0.80, pooled = { lo = -0.138931, hi = 0.138931, rows = 64 }, classes = {

@@ -326,6 +326,7 @@ local function cpu_op(t, e, i, key, acc)
   local spec, ops, shape = M.GEMM_OPS[name], acc.gemm_ops, gemm_shape
   if not spec then spec, ops, shape = M.ATTENTION_OPS[name], acc.attention_ops, attention_shape end
   local g = spec and shape(e, spec)
+  if spec and not g and ops == acc.gemm_ops then acc.unshaped_gemms = acc.unshaped_gemms + 1 end
   if g then
     g.ts = time_of(t.path, e, "ts", i)
     g.te = g.ts + time_of(t.path, e, "dur", i)
@@ -340,7 +341,8 @@ end
 local function scan(t)
   local threads, classes, unknown, steps = {}, {}, {}, {}
   local kernel_us, launched = {}, {}
-  local acc = { training = false, gemm_ops = {}, attention_ops = {}, shared_correlations = 0, class_seconds = {} }
+  local acc = { training = false, gemm_ops = {}, attention_ops = {}, shared_correlations = 0, class_seconds = {},
+    unshaped_gemms = 0 }
   local launches = 0
   for i, e in ipairs(t.events) do
     if type(e) == "table" and e.ph == "X" then
@@ -414,7 +416,8 @@ end
 --   seconds}...} (likewise), training (an autograd backward op ran: a
 --   training step), shared_correlations (launches whose correlation id an
 --   earlier launch had: traces of several processes joined),
---   kernel_seconds = {class = seconds of its kernels, summed over streams}}`
+--   kernel_seconds = {class = seconds of its kernels, summed over streams},
+--   unshaped_gemms (GEMM ops whose shapes were not recorded)}`
 -- @raise `<path>: trace: ...` with fewer than M.MIN_LAUNCHES launch gaps
 function M.measure(t)
   local threads, launches, classes, unknown, steps, acc = scan(t)
@@ -445,6 +448,7 @@ function M.measure(t)
     gemms = op_kernels(threads, acc.gemm_ops, acc.kernel_us),
     attention = op_kernels(threads, acc.attention_ops, acc.kernel_us), training = acc.training,
     shared_correlations = acc.shared_correlations, kernel_seconds = acc.class_seconds,
+    unshaped_gemms = acc.unshaped_gemms,
   }
 end
 
@@ -773,7 +777,7 @@ end
 M.HOST_NOTE_FACTOR = 3
 
 -- One line when the measured host cost is M.HOST_NOTE_FACTOR or more away
--- from the device preset's, or when the trace has no training steps; nil
+-- from the device preset's, when the trace has no training steps, or no backward; nil
 -- otherwise.
 local function plausibility_note(path, m, preset)
   local ok, dev = pcall(require("apsearch.core").device_preset, preset)
@@ -790,6 +794,11 @@ local function plausibility_note(path, m, preset)
   if m.steps == 0 then
     parts[#parts + 1] = "no ProfilerStep annotation: not torch.profiler's record of a training loop?"
   end
+  if not m.training then
+    parts[#parts + 1] = "no autograd backward op: a forward-only profile, whose launch gaps are an inference " ..
+      "loop's (a training step's backward launches from autograd's C++ engine); its host costs are written, " ..
+      "its kernel rates are not"
+  end
   if #parts == 0 then return nil end
   return ("apsearch: note: %s: %s"):format(util.printable(path), table.concat(parts, "; "))
 end
@@ -802,7 +811,7 @@ local function kernel_fits(m, preset, fields)
     local n = #m.gemms + #m.attention
     return { float32 = 0, other_device = n > 0 and n or nil, training = m.training }, nil
   end
-  local gemms = { float32 = 0, training = m.training }
+  local gemms = { float32 = 0, training = m.training, unshaped = m.unshaped_gemms }
   local fit = M.gemm_fit(m, preset)
   gemms.float32 = fit.float32
   for _, r in ipairs(fit) do

@@ -184,6 +184,13 @@ describe("apsearch.trace GEMMs", function()
     near(185.3777, r.k0, 1e-4)
     assert.are.same({}, r.written)
     assert.truthy(r.why:find("a forward-only profile", 1, true))
+    -- without -o: what it measured, and nothing written; the host costs'
+    -- caveat on stderr
+    local code, out, err = apsearch("calibrate", "--trace", QWEN)
+    assert.are.equal(0, code, err)
+    assert.truthy(out:gsub("\n  ", " "):find("nothing written (no -o FILE): a calibration would hold " ..
+      "devices.h100-sxm-80gb: host_seconds_per_kernel, host_seconds_per_loop_kernel", 1, true), out)
+    assert.truthy(err:find("no autograd backward op: a forward-only profile", 1, true), err)
   end)
 
   it("recovers the efficiency and K-depth a training trace's GEMMs were timed at, fp8 at the fitted depth", function()
@@ -385,7 +392,10 @@ describe("apsearch calibrate --trace", function()
     assert.are.equal(0, code, err)
     local flat = out:gsub("\n  ", " ")
     assert.truthy(flat:find("5240 kernel launches on 2 threads; host 23.0 us per kernel from Python " ..
-      "(median launch gap), 4.0 us per launch call (median); step 0.2161 s (median of 5 ProfilerStep)", 1, true), out)
+      "(median launch gap; preset 30.0), 4.0 us per launch call (median; preset 6.0); step 0.2161 s (median of 5 " ..
+      "ProfilerStep)", 1, true), out)
+    assert.truthy(flat:find("no bf16, fp16 or fp8 GEMM op: GEMM efficiencies not measured\n25 float32 GEMMs", 1,
+      true), out)
     -- seconds by class, checked with an independent script: NCCL kernels
     -- 0.190345 s, all kernels 0.401445 s
     assert.truthy(flat:find("whatever call launched them: NCCL and library kernels too): elementwise 5784 (0.0838 s), " ..

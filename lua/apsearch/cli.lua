@@ -530,8 +530,7 @@ local function installed_example(path)
       or util.file_exists(path) then return nil end
   local installed = util.root() .. "/" .. rel
   if installed == path or not util.file_exists(installed) then return nil end
-  io.stderr:write(("apsearch: %s: not found here; using the installed %s\n"):format(util.printable(path),
-    util.printable(installed)))
+  util.log("apsearch: %s: not found here; using the installed %s", util.printable(path), util.printable(installed))
   return installed
 end
 
@@ -625,7 +624,7 @@ local function load_policy(path, opts, extra)
   -- core refuses gets no warning either (its error follows, alone)
   local model_ok = pcall(require("apsearch.core").model_params, p.model)
   for _, w in ipairs(model_ok and p.warnings or {}) do
-    if not w:match("^note:") then io.stderr:write("apsearch: ", util.printable(w), "\n") end
+    if not w:match("^note:") then util.log("apsearch: %s", util.printable(w)) end
   end
   if opts.calibration then
     -- kernel efficiencies fitted by `apsearch calibrate` replace the
@@ -639,8 +638,9 @@ local function load_policy(path, opts, extra)
         calibration.device_name(p.cluster)) or {}
       local is_kept, set = {}, {}
       for _, k in ipairs(kept) do is_kept[k] = true end
+      -- each field with the value it now has
       for _, k in ipairs(util.sorted_keys(fields)) do
-        if not is_kept[k] then set[#set + 1] = k end
+        if not is_kept[k] then set[#set + 1] = ("%s %.4g"):format(k, fields[k]) end
       end
       -- an entry without unfused_attention_efficiency gives unfused
       -- attention its flash value (calibration.apply), also when that flash
@@ -649,9 +649,9 @@ local function load_policy(path, opts, extra)
           and p.cluster.device.unfused_attention_efficiency == fields.attention_efficiency then
         set[#set + 1] = "unfused_attention_efficiency (the entry's attention_efficiency)"
       end
-      io.stderr:write(("apsearch: note: calibration %s applied to %s: %s\n"):format(opts.calibration,
+      util.log("apsearch: note: calibration %s applied to %s: %s", opts.calibration,
         tostring(calibration.device_name(p.cluster)),
-        #set > 0 and table.concat(set, ", ") or "no field (each of its fields for the device is kept)"))
+        #set > 0 and table.concat(set, ", ") or "no field (each of its fields for the device is kept)")
       -- a kept field holds the profile's value, or the one the policy's
       -- device table (--set cluster.device.<field>) gave over it
       local profile = require("apsearch.stacks").profile_fields(p.stack, calibration.device_name(p.cluster))
@@ -661,31 +661,30 @@ local function load_policy(path, opts, extra)
         list[#list + 1] = k
       end
       if #bench > 0 then
-        io.stderr:write(("apsearch: note: %s kept at stack %s's benchmarked value (a calibration fitted "
+        util.log("apsearch: note: %s kept at stack %s's benchmarked value (a calibration fitted "
           .. "across stacks does not replace it; one fitted with --group software or --log on a job of this "
           .. "stack does, and so "
-          .. "does --set cluster.device.%s=VALUE)\n"):format(table.concat(bench, ", "), p.stack, bench[1]))
+          .. "does --set cluster.device.%s=VALUE)", table.concat(bench, ", "), p.stack, bench[1])
       end
       if #own > 0 then
-        io.stderr:write(("apsearch: note: %s kept at the policy's cluster.device value\n"):format(
-          table.concat(own, ", ")))
+        util.log("apsearch: note: %s kept at the policy's cluster.device value", table.concat(own, ", "))
       end
     end
     local own = calibration.for_stack(calib, p.stack)
     if own and not applied then
       -- a file fitted on other hardware: say so rather than change nothing
       local dev = tostring(calibration.device_name(p.cluster))
-      io.stderr:write(("apsearch: note: %s has no calibration for device %s (family %s; has %s); "
-        .. "the device's own efficiencies apply\n"):format(opts.calibration, dev,
-        calibration.family(dev), M.listed(util.sorted_keys(own.devices))))
+      util.log("apsearch: note: %s has no calibration for device %s (family %s; has %s); "
+        .. "the device's own efficiencies apply", opts.calibration, dev,
+        calibration.family(dev), M.listed(util.sorted_keys(own.devices)))
     end
     if calib.stacks then
       -- a grouped file (calibrate --group software): the run's stack's entry
       p.calibration.stack = p.stack
       if calib.stacks[p.stack] == nil then
-        io.stderr:write(("apsearch: note: %s has no calibration for stack %s (has %s); "
-          .. "the stack's defaults apply\n"):format(opts.calibration, p.stack,
-          M.listed(util.sorted_keys(calib.stacks))))
+        util.log("apsearch: note: %s has no calibration for stack %s (has %s); "
+          .. "the stack's defaults apply", opts.calibration, p.stack,
+          M.listed(util.sorted_keys(calib.stacks)))
       end
     end
   end
@@ -1276,7 +1275,7 @@ local function strategy_from_policy(opts)
       given[named[2]])
   end
   for _, note in ipairs(M.inherit_dims(p.search_space.dims, given)) do
-    if not opts.quiet then io.stderr:write("apsearch: ", util.printable(note), "\n") end
+    if not opts.quiet then util.log("apsearch: %s", util.printable(note)) end
   end
   local space = require "apsearch.space"
   local s = {}
@@ -1383,7 +1382,7 @@ local function cmd_estimate(args)
     out(require("apsearch.format.breakdown").format(est, inputs, p.stack))
   end
   -- (said once everything else stood: a refusal stays one line)
-  if defaulted and not opts.quiet then io.stderr:write("apsearch: ", defaulted, "\n") end
+  if defaulted and not opts.quiet then util.log("apsearch: %s", defaulted) end
   return est.feasible and 0 or 1
 end
 
@@ -1490,7 +1489,7 @@ local function cmd_inspect(args)
   -- multimodal config's vision parameters, counted apart
   local notes = info and info.notes or {}
   if not opts.quiet then
-    for _, n in ipairs(notes) do io.stderr:write("apsearch: note: ", util.printable(n), "\n") end
+    for _, n in ipairs(notes) do util.log("apsearch: note: %s", util.printable(n)) end
   end
   if fmt == "json" then
     out(require("apsearch.format.json").format({ model = model, source = source, parameters = counts,
@@ -1599,13 +1598,18 @@ local function validate_cv(opts, fmt)
   out(common.align({ "held-out source", "rows", "compared", "in-sample MAPE (%)",
     "out-of-sample MAPE (%)", "max (%)", "devices not fitted" }, rows,
     { false, true, true, true, true, true, false }))
-  out(string.format("\nthroughput, %d rows: in-sample MAPE %s%% (defaults fitted on every row), "
+  -- the summary lines, folded at the tables' width on a terminal
+  local tty = require("apsearch.core").isatty(1)
+  local function say(text)
+    out(tty and common.fold_text(text, require("apsearch.format.table").max_width) or text)
+  end
+  say(string.format("\nthroughput, %d rows: in-sample MAPE %s%% (defaults fitted on every row), "
     .. "out-of-sample MAPE %s%% (median %s%%, max %s%%)\n", res.out_of_sample.count or 0,
     num(res.in_sample.mape_pct), num(res.out_of_sample.mape_pct),
     num(res.out_of_sample.median_abs_pct), num(res.out_of_sample.max_abs_pct)))
   if res.release_gap_cases then
     local wi, wo = res.in_sample_without_release_gaps, res.out_of_sample_without_release_gaps
-    out(string.format("without the %d runs of a release far below its successors (%s; no fold fits on them): "
+    say(string.format("without the %d runs of a release far below its successors (%s; no fold fits on them): "
       .. "in-sample MAPE %s%%, out-of-sample MAPE %s%% (median %s%%, max %s%%)\n", #res.release_gap_cases,
       table.concat(res.release_gap_cases, ", "), num(wi.mape_pct), num(wo.mape_pct),
       num(wo.median_abs_pct), num(wo.max_abs_pct)))
@@ -1615,7 +1619,7 @@ local function validate_cv(opts, fmt)
     return (t.no_interval or 0) > 0 and string.format(" (%d without an interval: too few residuals "
       .. "from the other sources)", t.no_interval) or ""
   end
-  out(string.format("%d %% prediction intervals, each source against the others' residuals: "
+  say(string.format("%d %% prediction intervals, each source against the others' residuals: "
     .. "step time covers %d of %d runs (%s%%)%s, peak memory %d of %d%s\n",
     math.floor(cov.level * 100 + 0.5), cov.step_time.covered, cov.step_time.rows,
     num(cov.step_time.pct), none(cov.step_time), cov.mem_peak.covered, cov.mem_peak.rows,
@@ -1637,7 +1641,7 @@ local function validate_cv(opts, fmt)
     end
   end
   if #lines > 0 then
-    out("\nfields the other sources cannot fit:\n" .. table.concat(lines, "\n") .. "\n")
+    say("\nfields the other sources cannot fit:\n" .. table.concat(lines, "\n") .. "\n")
   end
   local prow = {}
   for _, dev in ipairs(util.sorted_keys(res.parameter_spread)) do

@@ -2795,8 +2795,9 @@ local function gemma4_attention(m, r, t, file, notes)
   local gd = config_int(t.global_head_dim, 0, file, "global_head_dim")
   if gd > 0 and gd ~= m.head_dim then m.global_head_dim = gd end
   if gd > M.FUSED_ATTENTION_MAX_HEAD_DIM then
-    note(notes, file, "global_head_dim %d is wider than the %d FlashAttention and cuDNN fused attention train on " ..
-      "Hopper: TransformerEngine may run those layers' attention unfused; priced as training.flash_attention says",
+    note(notes, file, "global_head_dim %d is wider than the %d FlashAttention and cuDNN fused attention train " ..
+      "(TransformerEngine v2.2's limit, read for Hopper; other parts: your kernels' own): TransformerEngine may run " ..
+      "those layers' attention unfused; priced as training.flash_attention says",
       gd, M.FUSED_ATTENTION_MAX_HEAD_DIM)
   end
   if r.bool("attention_k_eq_v", false) then

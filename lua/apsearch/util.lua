@@ -541,11 +541,25 @@ function M.printable(s)
   return (s:gsub("\226\129([\166-\169])", function(c) return format("\\u{%X}", 0x2040 + c:byte() - 0x80) end))
 end
 
---- Writes one line to stderr (logs and progress; stdout carries results).
+-- The width notes on stderr are folded at (the tables' width) when stderr
+-- is a terminal, else false; nil until the first line is written.
+local log_width
+
+--- Writes one line to stderr (logs and progress; stdout carries results),
+-- folded at the tables' width (apsearch.format.table.max_width, 120
+-- columns) when stderr is a terminal, as the tables are; a pipe or a
+-- file gets the line whole.
 -- @tparam string fmt `string.format` format
 -- @param ... format arguments
 function M.log(fmt, ...)
-  io.stderr:write(string.format(fmt, ...), "\n")
+  local text = string.format(fmt, ...)
+  if log_width == nil then
+    local ok, core = pcall(require, "apsearch.core")
+    log_width = ok and type(core) == "table" and core.isatty and core.isatty(2)
+      and require("apsearch.format.table").max_width or false
+  end
+  if log_width and #text > log_width then text = require("apsearch.format.common").fold_text(text, log_width) end
+  io.stderr:write(text, "\n")
 end
 
 return M

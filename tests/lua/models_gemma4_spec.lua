@@ -114,6 +114,9 @@ describe("gemma4: exact parameter counts", function()
       "(3244032) are counted apart", 1, true))
     assert.truthy(notes:find("full_attention proportional, rope_theta 1000000, partial_rotary_factor 0.25", 1, true))
     assert.truthy(notes:find("final_logit_softcapping = 30", 1, true))
+    -- the head-width note names where its limit was read, not the cluster
+    assert.truthy(notes:find("global_head_dim 512 is wider than the 256 FlashAttention and cuDNN fused attention " ..
+      "train (TransformerEngine v2.2's limit, read for Hopper; other parts: your kernels' own)", 1, true), notes)
   end)
 
   it("counts the vision tower and its projection apart, as transformers builds them", function()

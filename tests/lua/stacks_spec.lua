@@ -315,7 +315,7 @@ describe("software stacks", function()
     local code, _, err = H.apsearch("run", ROOT .. "/examples/llama3_8b_h100.lua", "--calibration", calib,
       "--top-k", "1")
     assert.are.equal(0, code, err)
-    assert.truthy(err:find("applied to h100-sxm-80gb: gemm_efficiency, unfused_attention_efficiency (the entry's "
+    assert.truthy(err:find("applied to h100-sxm-80gb: gemm_efficiency 0.6, unfused_attention_efficiency (the entry's "
       .. "attention_efficiency)\n", 1, true), err)
     assert.truthy(err:find("attention_efficiency kept at stack torchtitan-2025's benchmarked value", 1, true), err)
     assert.truthy(err:find("--set cluster.device.attention_efficiency=VALUE", 1, true), err)

@@ -1316,7 +1316,9 @@ local function strategy_from_result(opts)
     local v = opts[k]
     if v ~= nil and not (type(v) == "table" and #v == 0) then
       local name = k == "POLICY" and "a policy file" or ("--" .. k)
-      util.fail("--from", k, name .. " cannot be given with --from (the result's inputs and rank fix it)",
+      local how = k == "calibration" and ("; to rank under a calibration, run the search again with " ..
+        "--calibration FILE") or ""
+      util.fail("--from", k, name .. " cannot be given with --from (the result's inputs and rank fix it)" .. how,
         type(v) == "table" and v[1] or v)
     end
   end

@@ -1086,7 +1086,7 @@ function M.from_table(raw, file, opts)
   if opts.top_k ~= nil then
     check_replaced(original, file, "top_k", "--top-k")
     raw.top_k = opts.top_k
-    overrides[#overrides + 1] = { kind = "set", key = "top_k", value = opts.top_k }
+    overrides[#overrides + 1] = { kind = "set", key = "top_k", value = opts.top_k, flag = "--top-k" }
   end
 
   local n = setmetatable({ file = file, base_dir = base_dir, overrides = overrides,

@@ -967,7 +967,12 @@ function M.run(policy, opts)
   -- a policy built from --model / --cluster: which defaults it chose, and why
   for _, line in ipairs(policy.defaults or {}) do L("%s", line) end
   for _, ov in ipairs(policy.overrides or {}) do
-    L("override: --%s %s=%s", ov.kind, ov.key, util.describe(ov.value))
+    -- as typed: a shortcut option (--model, --cluster, --top-k) by its name
+    if ov.flag then
+      L("override: %s %s", ov.flag, util.describe(ov.value))
+    else
+      L("override: --%s %s=%s", ov.kind, ov.key, util.describe(ov.value))
+    end
   end
   if policy.launchable then
     L("--launchable %s: only strategies its launch file builds as estimated (the others: LAUNCH_DIFFERS)",

@@ -83,6 +83,9 @@ describe("estimate --from result.json --rank N", function()
     refused("--rank: rank: needs --from RESULT", "estimate", "--rank", "1")
     refused("--from: strategy: --strategy cannot be given with --from",
       "estimate", "--from", path, "--rank", "1", "--strategy", "tp_degree=2")
+    refused("--from: calibration: --calibration cannot be given with --from (the result's inputs and rank fix it); " ..
+      "to rank under a calibration, run the search again with --calibration FILE",
+      "estimate", "--from", path, "--rank", "1", "--calibration", path)
   end)
 
   it("refuses a result of another schema_version", function()

@@ -1295,10 +1295,21 @@ end
 -- @tparam table result a result whose launch files were written
 -- @treturn string|nil
 function M.launch_differs_note(result)
-  local parts = {}
+  -- runs of consecutive ranks with the same engines: "ranks 1-10: ..."
+  local runs = {}
   for _, rec in ipairs(result.top_k_strategies or {}) do
-    local engines = util.sorted_keys(rec.launch_differs or {})
-    if #engines > 0 then parts[#parts + 1] = ("rank %d: %s"):format(rec.rank, table.concat(engines, ", ")) end
+    local engines = table.concat(util.sorted_keys(rec.launch_differs or {}), ", ")
+    local last = runs[#runs]
+    if engines ~= "" and last and last.engines == engines and last.to == rec.rank - 1 then
+      last.to = rec.rank
+    elseif engines ~= "" then
+      runs[#runs + 1] = { from = rec.rank, to = rec.rank, engines = engines }
+    end
+  end
+  local parts = {}
+  for i, r in ipairs(runs) do
+    parts[i] = r.from == r.to and ("rank %d: %s"):format(r.from, r.engines)
+      or ("ranks %d-%d: %s"):format(r.from, r.to, r.engines)
   end
   if #parts == 0 then return nil end
   return "apsearch: note: launch files that build another job than the one estimated (the NOT WRITTEN / NOT "

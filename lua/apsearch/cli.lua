@@ -247,7 +247,8 @@ end
 
 --- The note for `--cluster DEVICE:NODES` (no `xGPUS`): NODES counts hosts,
 -- which a reader can take for GPUs, so the note states the GPUs and the
--- spec for that many GPUs (nil for one host or an explicit `xGPUS`).
+-- spec for that many GPUs (nil for one host); for `xGPUS` other than the
+-- device's host size, what that size means for NVLink.
 -- @tparam string spec what --cluster gave
 -- @tparam table c its parse (policy.parse_cluster_spec)
 -- @treturn string|nil
@@ -258,6 +259,12 @@ function M.cluster_note(spec, c)
   if board and math.tointeger(tonumber(g)) > board then
     return ("note: --cluster %s gives hosts of %s GPUs on one NVLink switch each; a %s board holds %d "
       .. "(an NVLink domain across hosts is cluster.nvlink_domain_size)"):format(spec, g, d, board)
+  end
+  -- hosts smaller than the board: part of each, its NVLink domain that part
+  if board and math.tointeger(tonumber(g)) < board then
+    local joins = g == "1" and "no NVLink between them: the network joins every GPU"
+      or ("NVLink joins those %s, the network the hosts"):format(g)
+    return ("note: --cluster %s uses %s of each host's %d %s GPUs: %s"):format(spec, g, board, d, joins)
   end
   local dev, nodes = spec:match("^([^:]+):(%d+)$")
   if not nodes or c.num_devices <= c.devices_per_node then return nil end

@@ -241,6 +241,13 @@ describe("apsearch binary", function()
         .. "a h100-sxm-80gb board holds 8 (an NVLink domain across hosts is cluster.nvlink_domain_size)",
         cli.cluster_note("h100-sxm-80gb:1x1024", policy.parse_cluster_spec("h100-sxm-80gb:1x1024")))
       assert.is_nil(cli.cluster_note("gb200:2x4", policy.parse_cluster_spec("gb200:2x4")))
+      -- and a host smaller than the board (a new user's finding: b200:2x4
+      -- passed without a word while gb200:1x8 was explained)
+      assert.are.equal("note: --cluster b200:2x4 uses 4 of each host's 8 b200 GPUs: NVLink joins those 4, the "
+        .. "network the hosts", cli.cluster_note("b200:2x4", policy.parse_cluster_spec("b200:2x4")))
+      assert.are.equal("note: --cluster h100-sxm-80gb:4x1 uses 1 of each host's 8 h100-sxm-80gb GPUs: no NVLink "
+        .. "between them: the network joins every GPU",
+        cli.cluster_note("h100-sxm-80gb:4x1", policy.parse_cluster_spec("h100-sxm-80gb:4x1")))
     end)
 
     it("for another name of a framework, suggesting apsearch's (a new user's finding)", function()

@@ -56,9 +56,10 @@ commands:
   calibrate --log TRAIN.log [POLICY.lua --strategy ...] [-o CALIB.json]
                        a Megatron-LM or TorchTitan log beside the estimate
                        of its job; -o fits the efficiencies to it
-  calibrate --trace PROFILE.json.gz -o CALIB.json
+  calibrate --trace PROFILE.json.gz [POLICY.lua --strategy ...] [-o CALIB.json]
                        the host's launch costs, GEMM and attention
-                       efficiencies from a PyTorch profiler trace
+                       efficiencies from a PyTorch profiler trace; with
+                       the job, its kernel time per step beside the estimate
   help [COMMAND]       this text, or the options of COMMAND (same as
                        `apsearch COMMAND --help`)
 
@@ -1893,10 +1894,88 @@ local function gemm_lines(g)
   return lines
 end
 
+-- the error of an estimate against a measure, in % of the measure
+local function pct_error(est, meas) return (est - meas) / meas * 100 end
+
+-- The estimate's categories (performance_breakdown) that run as GPU
+-- kernels other than NCCL's, and as NCCL's collectives.
+M.TRACE_COMPUTE_CATEGORIES = { "compute_fwd", "compute_bwd", "recompute", "optimizer" }
+M.TRACE_NCCL_CATEGORIES = { "tp_comm", "cp_comm", "ep_comm", "pp_p2p", "dp_grad_sync", "fsdp_allgather",
+  "fsdp_reducescatter", "hsdp_replicate_sync" }
+
+-- The job given with `calibrate --trace` (a policy and --strategy, or
+-- --from and --rank) estimated, or nil when none is given.
+local function trace_job_estimate(opts)
+  local job = opts.CASES or opts.from or opts.model or opts.cluster or #(opts.strategy or {}) > 0
+    or #(opts.set or {}) > 0
+  if not job then return nil end
+  opts.POLICY = opts.CASES
+  local p, ctx, _, strat = (opts.from and strategy_from_result or strategy_from_policy)(opts)
+  local ok, est = pcall(ctx.estimate, ctx, strat)
+  if not ok then error((tostring(est):gsub("^strategy[%.:] ?", "--strategy: ")), 0) end
+  if est.reason and est.reason ~= "MEMORY_LIMIT" then
+    util.fail("calibrate", "--strategy", ("the job cannot be estimated: %s: %s"):format(est.reason,
+      tostring(est.message)), nil, false)
+  end
+  return est, { policy = p, strategy = strat, device = require("apsearch.calibration").device_name(p.cluster) }
+end
+
+-- The job's estimate with a calibration applied (as --calibration applies
+-- it), or nil when the calibration has no entry for the job's device.
+local function calibrated_job_estimate(job, calib)
+  local calibration = require "apsearch.calibration"
+  local p = util.copy(job.policy)
+  local _, applied = calibration.apply(p.cluster, calib, p.stack)
+  if not applied then return nil end
+  local ok, est = pcall(function() return require("apsearch.search").context(p):estimate(job.strategy) end)
+  return ok and est or nil
+end
+
+-- A trace's kernel time per ProfilerStep beside the job's estimate, as
+-- lines: the step, the GPU's compute kernels (all but NCCL's) against
+-- the estimate's compute, NCCL's against its collectives.
+local function trace_beside_job(m, est)
+  -- a field (total, exposed) summed over categories of the breakdown
+  local function sum(t, keys, field)
+    local total = 0
+    for _, k in ipairs(keys) do total = total + (t[k] and t[k][field or "total"] or 0) end
+    return total
+  end
+  local ks, n = m.kernel_seconds, m.steps
+  local compute, parts = 0, {}
+  for _, k in ipairs(util.sorted_keys(ks)) do
+    if k ~= "nccl" then
+      compute = compute + ks[k]
+      parts[#parts + 1] = ("%s %.4f"):format(k, ks[k] / n)
+    end
+  end
+  local pb = est.performance_breakdown or {}
+  local est_compute, est_nccl = sum(pb, M.TRACE_COMPUTE_CATEGORIES), sum(pb, M.TRACE_NCCL_CATEGORIES)
+  local lines = {
+    ("beside the job's estimate, per step of one rank (the trace's kernel time over its %d ProfilerStep; under " ..
+      "pipeline parallelism the estimate's is the slowest stage's):"):format(n),
+    ("  step time: measured %.4f s (median ProfilerStep), estimated %.4f s (%+.1f %%)"):format(m.step_seconds,
+      est.step_time, pct_error(est.step_time, m.step_seconds)),
+    ("  GPU compute kernels (all but NCCL's): measured %.4f s (%s), estimated %.4f s (forward, backward, " ..
+      "recompute, optimizer) (%+.1f %%)"):format(compute / n, table.concat(parts, ", "), est_compute,
+      compute > 0 and pct_error(est_compute, compute / n) or 0),
+    ("  NCCL kernels: measured %.4f s (their time on the GPU, waits for other ranks included), estimated %.4f s of " ..
+      "collectives, %.4f s of them exposed"):format((ks.nccl or 0) / n, est_nccl,
+      sum(pb, M.TRACE_NCCL_CATEGORIES, "exposed")),
+  }
+  return lines
+end
+
 --- `calibrate --trace FILE`: the host's launch costs measured on a
 -- PyTorch profiler trace (apsearch.trace), written as a calibration.
 local function calibrate_trace(opts)
-  local calib, m = require("apsearch.trace").calibration(opts.trace, opts.device)
+  local est, job = trace_job_estimate(opts)
+  local calib, m = require("apsearch.trace").calibration(opts.trace, opts.device, est ~= nil)
+  local traced = next(calib.devices)
+  if est and job.device and tostring(job.device):lower() ~= traced:lower() then
+    util.log("apsearch: note: the trace ran on %s, the job is estimated on %s: the comparison below sets " ..
+      "different parts side by side", traced, tostring(job.device))
+  end
   local text = require("apsearch.format.json").format(calib)
   if opts.output then
     util.refuse_input_as_output("--output", opts.output, {}) -- every file read by now
@@ -1942,6 +2021,15 @@ local function calibrate_trace(opts)
         a.eta_preset) or "not fitted", a.why and (", not written: " .. a.why) or "",
       #bins > 0 and ("; measured over fitted, by keys: " .. table.concat(bins, ", ")) or ""))
   end
+  if est then
+    for _, line in ipairs(trace_beside_job(m, est)) do say(line) end
+    local after = calibrated_job_estimate(job, calib)
+    if after then
+      say(("  with this trace's calibration (%s): estimated step time %.4f s (%+.1f %%)"):format(
+        table.concat(util.sorted_keys(calib.devices[traced]), ", "), after.step_time,
+        pct_error(after.step_time, m.step_seconds)))
+    end
+  end
   local fields = table.concat(util.sorted_keys(calib.devices[dev]), ", ")
   if opts.output then
     say(string.format("wrote %s (devices.%s: %s)", opts.output, dev, fields))
@@ -1951,8 +2039,6 @@ local function calibrate_trace(opts)
   return 0
 end
 
--- the error of an estimate against a measure, in % of the measure
-local function pct_error(est, meas) return (est - meas) / meas * 100 end
 
 local GIB = 2 ^ 30
 
@@ -2131,7 +2217,7 @@ end
 local function cmd_calibrate(args)
   local c = new_parser("calibrate", "Fit the device kernel efficiencies to measured runs (CSV) or to a training " ..
     "log (--log), or the host's launch costs and the GEMM and attention efficiencies to a profiler trace (--trace).")
-  c:splat("CASES", "CSV of measured runs (schema: docs/accuracy.md); none with --trace; with --log the job's " ..
+  c:splat("CASES", "CSV of measured runs (schema: docs/accuracy.md); with --log or --trace the job's " ..
     "policy file, as estimate's POLICY", nil, 1)
   c:option("-o, --output=FILE", "calibration file to write (JSON); optional with --log and --trace (without it " ..
     "nothing is written)")
@@ -2143,12 +2229,12 @@ local function cmd_calibrate(args)
   c:option("--log=FILE", "Megatron-LM or TorchTitan training log: its median step time and memory; with the job " ..
     "(policy and --strategy, or --from and --rank) beside the estimate, and -o fits the efficiencies to it")
   c:option("--skip=N", "--log: logged iterations to skip as warm-up (default: the first 3, or the first tenth when that is more)")
-  c:option("--strategy=KEY=VALUE,...", "--log: the job's strategy, as estimate's (repeatable)", {})
-  c:option("--from=RESULT", "--log: the job is a strategy of this result.json (or its DIR), with --rank")
-  c:option("--rank=N", "--log: the top-k rank of --from")
-  c:option("--set=KEY=VALUE", "--log: override a field of the job's policy (repeatable)", {})
-  c:option("--model=MODEL", "--log: the job's model (preset, config.json or snapshot directory)")
-  c:option("--cluster=SPEC", "--log: the job's cluster, DEVICE[:NODES[xGPUS]]")
+  c:option("--strategy=KEY=VALUE,...", "--log, --trace: the job's strategy, as estimate's (repeatable)", {})
+  c:option("--from=RESULT", "--log, --trace: the job is a strategy of this result.json (or its DIR), with --rank")
+  c:option("--rank=N", "--log, --trace: the top-k rank of --from")
+  c:option("--set=KEY=VALUE", "--log, --trace: override a field of the job's policy (repeatable)", {})
+  c:option("--model=MODEL", "--log, --trace: the job's model (preset, config.json or snapshot directory)")
+  c:option("--cluster=SPEC", "--log, --trace: the job's cluster, DEVICE[:NODES[xGPUS]]")
   c:flag("-q, --quiet", "no log lines on stderr")
   local opts, helped = parse(c, args, "calibrate")
   if helped then return 0 end
@@ -2156,15 +2242,20 @@ local function cmd_calibrate(args)
     if opts.trace or opts.group then
       util.fail("calibrate", "--log", "takes no --trace and no --group", opts.trace or opts.group)
     end
+  end
+  if opts.log or opts.trace then
     if opts.rank ~= nil and opts.from == nil then
       util.fail("--rank", "rank", "needs --from RESULT (the result.json the rank is of)", opts.rank)
     end
+    if opts.trace and opts.skip ~= nil then util.fail("calibrate", "--skip", "is an option of --log", opts.skip) end
   else
     for _, k in ipairs({ "skip", "from", "rank", "model", "cluster" }) do
-      if opts[k] ~= nil then util.fail("calibrate", "--" .. k, "is an option of --log", opts[k]) end
+      if opts[k] ~= nil then util.fail("calibrate", "--" .. k, "is an option of --log and --trace", opts[k]) end
     end
     for _, k in ipairs({ "strategy", "set" }) do
-      if #(opts[k] or {}) > 0 then util.fail("calibrate", "--" .. k, "is an option of --log", opts[k][1]) end
+      if #(opts[k] or {}) > 0 then
+        util.fail("calibrate", "--" .. k, "is an option of --log and --trace", opts[k][1])
+      end
     end
   end
   if not opts.output and not opts.log and not opts.trace then
@@ -2183,9 +2274,7 @@ local function cmd_calibrate(args)
     opts.from, opts.from and util.join_path(opts.from, "result.json") })
   if opts.log then return calibrate_log(opts) end
   if opts.trace then
-    if opts.CASES or opts.group then
-      util.fail("calibrate", "--trace", "takes no CASES file and no --group", opts.CASES or opts.group)
-    end
+    if opts.group then util.fail("calibrate", "--trace", "takes no --group", opts.group) end
     if opts.device then require("apsearch.calibration").check({ devices = { [opts.device] = {} } }, "--device") end
     return calibrate_trace(opts)
   end

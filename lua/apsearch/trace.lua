@@ -835,12 +835,19 @@ end
 -- says what was fitted, or why not).
 -- @tparam string path the trace
 -- @tparam[opt] string device preset name; default: the trace's GPU
+-- @tparam[opt] boolean per_step the trace's time is wanted per step (set
+--   beside a job's estimate): a trace without ProfilerStep is refused
 -- @treturn table calibration
 -- @treturn table the measures (M.measure)
--- @raise `<path>: trace: ...` when the device is neither given nor known
-function M.calibration(path, device)
+-- @raise `<path>: trace: ...` when the device is neither given nor known,
+--   or per_step and no ProfilerStep
+function M.calibration(path, device, per_step)
   local t = M.load(path)
   local m = M.measure(t)
+  if per_step and m.steps == 0 then
+    fail(path, "no ProfilerStep annotation: its kernel time cannot be set per step beside the job's estimate " ..
+      "(torch.profiler's schedule with prof.step() records them)")
+  end
   local own = M.preset_of(t)
   local preset = device or own
   if device and t.devices[1] and device:lower() ~= own then

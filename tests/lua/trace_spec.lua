@@ -377,6 +377,54 @@ describe("apsearch.trace GEMMs", function()
     assert.truthy(r.why:find("outside [0.1, 0.9]", 1, true), r.why)
   end)
 
+  it("sets a training trace's kernel time per step beside the job's estimate, before and after its calibration",
+    function()
+    local list = gemms_at({ 1024, 4096 }, 60, 0.7, 200, "c10::BFloat16")
+    local t = cjson.decode(gemm_trace(list, true))
+    -- two ProfilerSteps of 0.5 and 0.7 s (median 0.6) and two NCCL
+    -- kernels of 10 ms
+    t.traceEvents[#t.traceEvents + 1] = { ph = "X", cat = "user_annotation", name = "ProfilerStep#1", pid = 1, tid = 1,
+      ts = 0, dur = 5e5 }
+    t.traceEvents[#t.traceEvents + 1] = { ph = "X", cat = "user_annotation", name = "ProfilerStep#2", pid = 1, tid = 1,
+      ts = 5e5, dur = 7e5 }
+    for i = 1, 2 do
+      t.traceEvents[#t.traceEvents + 1] = { ph = "X", cat = "kernel", name = "ncclDevKernel_AllGather_RING_LL",
+        pid = 0, tid = 9, ts = i * 1000, dur = 1e4 }
+    end
+    local dir = tmpdir()
+    local path = write(dir .. "/t.json", cjson.encode(t))
+    -- the GEMM kernels' seconds, as gemm_trace timed them
+    local gemm = 0
+    for _, g in ipairs(list) do gemm = gemm + 4e-6 + 2 * g.M * g.N * g.K * (g.K + g.k0) / (989.4e12 * 0.7 * g.K) end
+    local pol = write(dir .. "/p.lua", [[return { model = "llama-3.1-8b",
+      cluster = { device = "h100-sxm-80gb", nodes = 1 },
+      training = { framework = "fsdp2", global_batch_size = 8, seq_length = 2048 } }]])
+    local strat = "fsdp_degree=8,micro_batch_size=1"
+    local code, out, err = apsearch("calibrate", "--trace", path, pol, "--strategy", strat, "-o", dir .. "/c.json")
+    assert.are.equal(0, code, err)
+    local flat = out:gsub("\n    ", " "):gsub("\n  (%l)", " %1")
+    local function est_of(...)
+      local c2, o2, e2 = apsearch("estimate", pol, "--strategy", strat, "--format", "json", ...)
+      assert.are.equal(0, c2, e2)
+      return cjson.decode(o2).estimate
+    end
+    local before, after = est_of(), est_of("--calibration", dir .. "/c.json")
+    local pb, compute = before.performance_breakdown, 0
+    for _, k in ipairs({ "compute_fwd", "compute_bwd", "recompute", "optimizer" }) do compute = compute + pb[k].total end
+    assert.truthy(flat:find(("step time: measured 0.6000 s (median ProfilerStep), estimated %.4f s"):format(
+      before.step_time), 1, true), flat)
+    assert.truthy(flat:find(("GPU compute kernels (all but NCCL's): measured %.4f s (gemm %.4f), estimated %.4f s"):format(
+      gemm / 2, gemm / 2, compute), 1, true), flat)
+    assert.truthy(flat:find("NCCL kernels: measured 0.0100 s", 1, true), flat)
+    assert.truthy(flat:find(("with this trace's calibration (gemm_efficiency, gemm_half_dim, host_seconds_per_kernel, " ..
+      "host_seconds_per_loop_kernel): estimated step time %.4f s"):format(after.step_time), 1, true), flat)
+    assert.are_not.equal(before.step_time, after.step_time)
+    -- a trace without ProfilerStep cannot be set per step
+    local bare = write(dir .. "/b.json", gemm_trace(list, true))
+    assert.truthy(one_line(apsearch("calibrate", "--trace", bare, pol, "--strategy", strat)):find(
+      bare .. ": trace: no ProfilerStep annotation: its kernel time cannot be set per step", 1, true))
+  end)
+
   it("counts a float32 profile's GEMMs without fitting them (the public A100 trace)", function()
     local m = trace.measure(trace.load(FIXTURE))
     assert.is_true(m.training)
@@ -475,9 +523,11 @@ describe("apsearch calibrate --trace", function()
         st .. ": trace: event 201 (ProfilerStep#3): dur " .. (dur == 0 and "0" or "1e+300")
         .. " us is not a training step's length (0 to 86400 s)", 1, true))
     end
-    -- a CASES file beside --trace is refused
+    -- --group is refused; a file beside --trace is the job's policy
+    assert.truthy(one_line(apsearch("calibrate", "--trace", v100, "--group", "software", "-o", dir .. "/o.json")):find(
+      "--trace: takes no --group", 1, true))
     assert.truthy(one_line(apsearch("calibrate", "x.csv", "--trace", v100, "-o", dir .. "/o.json")):find(
-      "--trace: takes no CASES file and no --group", 1, true))
+      "x.csv", 1, true))
   end)
 end)
 

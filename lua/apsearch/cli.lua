@@ -2008,7 +2008,7 @@ local function calibrate_trace(opts)
   local a = calib.trace.attention
   if not a and not calib.trace.gemms.other_device then
     say("no fused attention op with recorded shapes (PyTorch SDPA's flash or cuDNN; TransformerEngine's and " ..
-      "flash-attn's record none): attention_efficiency not measured")
+      "flash-attn's are not read): attention_efficiency not measured")
   end
   if a then
     local bins = {}

@@ -109,7 +109,7 @@ M.GEMM_FIELD = { bf16 = "gemm_efficiency", fp16 = "gemm_efficiency", fp8 = "fp8_
 -- is_causal, ...)` and `(grad_out, query, key, value, out, logsumexp,
 -- philox_seed, philox_offset, attn_bias, cum_seq_q, cum_seq_k, max_q,
 -- max_k, dropout_p, is_causal, ...)`).  TransformerEngine's and the
--- flash-attn package's attention record no shapes and are not read.
+-- flash-attn package's attention are other ops and are not read.
 M.ATTENTION_OPS = {
   ["aten::_scaled_dot_product_flash_attention"] = { q = 1, k = 2, v = 3, causal = 5 },
   ["aten::_scaled_dot_product_cudnn_attention"] = { q = 1, k = 2, v = 3, causal = 7 },

@@ -114,6 +114,13 @@ end
 function M.check(c, where)
   local path = where
   if type(c.devices) ~= "table" then error(path .. ": devices: expected an object", 0) end
+  -- a profile's record (`calibrate --trace`): an object with its launch
+  -- count; a calibration that has one replaces a stack's benchmarked
+  -- fields (M.apply), so no other value may stand in for it
+  if c.trace ~= nil and not (type(c.trace) == "table" and type(c.trace.launches) == "number") then
+    error(("%s: trace: expected the object calibrate --trace writes (with its launches) (got %s)"):format(
+      path, util.describe(c.trace)), 0)
+  end
   -- no training field is calibrated (yet): an empty object or nothing
   if c.training ~= nil and (type(c.training) ~= "table" or next(c.training) ~= nil) then
     error(("%s: training: expected an empty object, no training field is calibrated (got %s)"):format(

@@ -221,6 +221,8 @@ local function parse(c, args, name)
       end
     end
   end
+  -- --wide: no width limit on the notes either
+  util.set_log_fold(not opts.wide)
   -- an option given twice keeps its last value (docs/cli.md); for
   -- --calibration that drops a whole file, so it is said
   local given = 0
@@ -257,15 +259,18 @@ function M.cluster_note(spec, c)
   -- hosts larger than the device's board: one switch joining them all
   local d, g = spec:match("^([^:]+):%d+x(%d+)$")
   local board = d and (policy_mod.HOST_GPUS[d:lower()] or policy_mod.HOST_GPUS_DEFAULT)
-  if board and math.tointeger(tonumber(g)) > board then
-    return ("note: --cluster %s gives hosts of %s GPUs on one NVLink switch each; a %s board holds %d "
-      .. "(an NVLink domain across hosts is cluster.nvlink_domain_size)"):format(spec, g, d, board)
+  g = g and math.tointeger(tonumber(g))
+  -- AMD's parts join a host's GPUs with Infinity Fabric, NVIDIA's with NVLink
+  local fabric = d and d:lower():match("^mi%d") and "Infinity Fabric" or "NVLink"
+  if board and g > board then
+    return ("note: --cluster %s gives hosts of %d GPUs on one %s switch each; a %s board holds %d "
+      .. "(an NVLink domain across hosts is cluster.nvlink_domain_size)"):format(spec, g, fabric, d, board)
   end
   -- hosts smaller than the board: part of each, its NVLink domain that part
-  if board and math.tointeger(tonumber(g)) < board then
-    local joins = g == "1" and "no NVLink between them: the network joins every GPU"
-      or ("NVLink joins those %s, the network the hosts"):format(g)
-    return ("note: --cluster %s uses %s of each host's %d %s GPUs: %s"):format(spec, g, board, d, joins)
+  if board and g < board then
+    local joins = g == 1 and ("no %s between them: the network joins every GPU"):format(fabric)
+      or ("%s joins those %d, the network the hosts"):format(fabric, g)
+    return ("note: --cluster %s uses %d of each host's %d %s GPUs: %s"):format(spec, g, board, d, joins)
   end
   local dev, nodes = spec:match("^([^:]+):(%d+)$")
   if not nodes or c.num_devices <= c.devices_per_node then return nil end
@@ -1879,8 +1884,9 @@ local function gemm_lines(g)
     end
   end
   if g.other_device then
-    lines[#lines + 1] = ("%d shaped GEMMs ran on the trace's own GPU, not the --device given: GEMM and attention " ..
-      "efficiencies not fitted (a kernel's rate is the GPU's, not the host's)"):format(g.other_device)
+    lines[#lines + 1] = ("%d shaped GEMMs and %d attention calls ran on the trace's own GPU, not the --device " ..
+      "given: GEMM and attention efficiencies not fitted (a kernel's rate is the GPU's, not the host's)"):format(
+      g.other_device.gemms, g.other_device.attention)
   elseif not (g.bf16 or g.fp8) then
     local why = (g.unshaped or 0) > 0 and (" (%d GEMM ops without recorded shapes: torch.profiler's " ..
       "record_shapes=True records them)"):format(g.unshaped)
@@ -1903,21 +1909,29 @@ M.TRACE_COMPUTE_CATEGORIES = { "compute_fwd", "compute_bwd", "recompute", "optim
 M.TRACE_NCCL_CATEGORIES = { "tp_comm", "cp_comm", "ep_comm", "pp_p2p", "dp_grad_sync", "fsdp_allgather",
   "fsdp_reducescatter", "hsdp_replicate_sync" }
 
+-- Whether `calibrate --trace` was given the job the trace is of.
+local function trace_job_given(opts)
+  return (opts.CASES or opts.from or opts.model or opts.cluster or #(opts.strategy or {}) > 0
+    or #(opts.set or {}) > 0) and true or false
+end
+
 -- The job given with `calibrate --trace` (a policy and --strategy, or
--- --from and --rank) estimated, or nil when none is given.
+-- --from and --rank) estimated, with `{policy, strategy, device, from}`,
+-- or nil when none is given.  The strategy's defaulted dimensions are
+-- said (unless --quiet), as estimate says them.
 local function trace_job_estimate(opts)
-  local job = opts.CASES or opts.from or opts.model or opts.cluster or #(opts.strategy or {}) > 0
-    or #(opts.set or {}) > 0
-  if not job then return nil end
+  if not trace_job_given(opts) then return nil end
   opts.POLICY = opts.CASES
-  local p, ctx, _, strat = (opts.from and strategy_from_result or strategy_from_policy)(opts)
+  local p, ctx, _, strat, defaulted = (opts.from and strategy_from_result or strategy_from_policy)(opts)
+  if defaulted and not opts.quiet then util.log("apsearch: %s", defaulted) end
   local ok, est = pcall(ctx.estimate, ctx, strat)
   if not ok then error((tostring(est):gsub("^strategy[%.:] ?", "--strategy: ")), 0) end
   if est.reason and est.reason ~= "MEMORY_LIMIT" then
     util.fail("calibrate", "--strategy", ("the job cannot be estimated: %s: %s"):format(est.reason,
       tostring(est.message)), nil, false)
   end
-  return est, { policy = p, strategy = strat, device = require("apsearch.calibration").device_name(p.cluster) }
+  return est, { policy = p, strategy = strat, from = opts.from ~= nil,
+    device = require("apsearch.calibration").device_name(p.cluster) }
 end
 
 -- The job's estimate with a calibration applied (as --calibration applies
@@ -1925,6 +1939,17 @@ end
 local function calibrated_job_estimate(job, calib)
   local calibration = require "apsearch.calibration"
   local p = util.copy(job.policy)
+  -- a result's device table spells every field; one at the preset's value
+  -- was not set by the job, and the calibration's flash value reaches it
+  -- as it does a policy's named device (calibration.apply)
+  local dev, name = p.cluster.device, calibration.device_name(p.cluster)
+  local fields = calibration.fields_for(calibration.for_stack(calib, p.stack), name) or {}
+  if job.from and type(dev) == "table" and fields.attention_efficiency and not fields.unfused_attention_efficiency then
+    local ok, preset = pcall(require("apsearch.core").device_preset, name)
+    if ok and dev.unfused_attention_efficiency == preset.unfused_attention_efficiency then
+      dev.unfused_attention_efficiency = nil
+    end
+  end
   local _, applied = calibration.apply(p.cluster, calib, p.stack)
   if not applied then return nil end
   local ok, est = pcall(function() return require("apsearch.search").context(p):estimate(job.strategy) end)
@@ -1954,8 +1979,9 @@ local function trace_beside_job(m, est)
   local lines = {
     ("beside the job's estimate, per step of one rank (the trace's kernel time over its %d ProfilerStep; under " ..
       "pipeline parallelism the estimate's is the slowest stage's):"):format(n),
-    ("  step time: measured %.4f s (median ProfilerStep), estimated %.4f s (%+.1f %%)"):format(m.step_seconds,
-      est.step_time, pct_error(est.step_time, m.step_seconds)),
+    ("  step time: measured %.4f s (median ProfilerStep), estimated %.4f s (%+.1f %%)%s"):format(m.step_seconds,
+      est.step_time, pct_error(est.step_time, m.step_seconds),
+      est.feasible and "" or "; the job is estimated over the memory limit"),
     ("  GPU compute kernels (all but NCCL's): measured %.4f s (%s), estimated %.4f s (forward, backward, " ..
       "recompute, optimizer) (%+.1f %%)"):format(compute / n, table.concat(parts, ", "), est_compute,
       compute > 0 and pct_error(est_compute, compute / n) or 0),
@@ -1966,67 +1992,86 @@ local function trace_beside_job(m, est)
   return lines
 end
 
---- `calibrate --trace FILE`: the host's launch costs measured on a
--- PyTorch profiler trace (apsearch.trace), written as a calibration.
-local function calibrate_trace(opts)
-  local est, job = trace_job_estimate(opts)
-  local calib, m = require("apsearch.trace").calibration(opts.trace, opts.device, est ~= nil)
-  local traced = next(calib.devices)
-  if est and job.device and tostring(job.device):lower() ~= traced:lower() then
-    util.log("apsearch: note: the trace ran on %s, the job is estimated on %s: the comparison below sets " ..
-      "different parts side by side", traced, tostring(job.device))
+-- What calibrate --trace measured of the trace's attention calls (its
+-- calibration's `trace`), as a line.
+local function attention_line(tr)
+  local a = tr.attention
+  if not a then
+    if tr.gemms.other_device then return nil end
+    return "no fused attention op with recorded shapes (PyTorch SDPA's flash or cuDNN; TransformerEngine's and " ..
+      "flash-attn's are not read): attention_efficiency not measured"
   end
-  local text = require("apsearch.format.json").format(calib)
-  if opts.output then
-    util.refuse_input_as_output("--output", opts.output, {}) -- every file read by now
-    write_calibration(opts.output, text)
+  local bins = {}
+  for _, b in ipairs(a.bins) do
+    if b.count > 0 then bins[#bins + 1] = ("%s %d x%.2f"):format(b.name, b.count, b.measured / b.fitted) end
   end
-  local dev = next(calib.devices)
-  local common = require "apsearch.format.common"
-  local width = require("apsearch.format.table").max_width
-  local function say(text) out(common.fold_text(text, width) .. "\n") end
+  local unpriced = a.unpriced > 0 and ("; %d calls of another precision than bf16 / fp16 not used"):format(a.unpriced)
+    or ""
+  return ("attention calls with recorded shapes: %d (%d backward), %.4f s of kernels where the device preset " ..
+    "prices them at %.4f s: attention_efficiency %s%s%s%s"):format(a.count, a.backward, a.measured, a.estimated,
+    a.eta and ("%.3f (preset %.3f; a stack's benchmarked kernel may replace the preset's)"):format(a.eta,
+      a.eta_preset) or "not fitted", a.why and (", not written: " .. a.why) or "",
+    #bins > 0 and ("; measured over fitted, by keys: " .. table.concat(bins, ", ")) or "", unpriced)
+end
+
+-- What calibrate --trace measured, as lines.
+local function trace_measure_lines(opts, calib, m)
+  local lines, dev = {}, next(calib.devices)
   local ok, preset = pcall(require("apsearch.core").device_preset, dev)
   local function was(f) return ok and ("; preset %.1f"):format(preset[f] * 1e6) or "" end
-  say(string.format("trace %s (%s): %d kernel launches on %d thread%s; host %.1f us per kernel from Python " ..
-    "(median launch gap%s), %.1f us per launch call (median%s); %s", opts.trace, calib.trace.gpu or "GPU not recorded",
-    m.launches, m.threads, m.threads == 1 and "" or "s", m.host_seconds_per_kernel * 1e6,
-    was("host_seconds_per_kernel"), m.host_seconds_per_loop_kernel * 1e6, was("host_seconds_per_loop_kernel"),
+  lines[#lines + 1] = string.format("trace %s (%s): %d kernel launches on %d thread%s; host %.1f us per kernel " ..
+    "from Python (median launch gap%s), %.1f us per launch call (median%s); %s", util.printable(opts.trace),
+    calib.trace.gpu and util.printable(calib.trace.gpu) or "GPU not recorded", m.launches, m.threads,
+    m.threads == 1 and "" or "s", m.host_seconds_per_kernel * 1e6, was("host_seconds_per_kernel"),
+    m.host_seconds_per_loop_kernel * 1e6, was("host_seconds_per_loop_kernel"),
     m.step_seconds and string.format("step %.4f s (median of %d ProfilerStep)", m.step_seconds, m.steps)
-    or "no ProfilerStep annotation"))
+    or "no ProfilerStep annotation")
   local classes = {}
   for _, k in ipairs(util.sorted_keys(m.kernels)) do
     classes[#classes + 1] = ("%s %d (%.4f s)"):format(k, m.kernels[k], m.kernel_seconds[k])
   end
-  say("kernels run, by class, with their seconds summed over streams (whatever call launched them: NCCL and " ..
-    "library kernels too): " .. (#classes > 0 and table.concat(classes, ", ") or "none"))
+  lines[#lines + 1] = "kernels run, by class, with their seconds summed over streams (whatever call launched " ..
+    "them: NCCL and library kernels too): " .. (#classes > 0 and table.concat(classes, ", ") or "none")
   if #m.unknown > 0 then
     local names = {}
-    for i = 1, math.min(#m.unknown, 5) do names[i] = m.unknown[i].name .. " x" .. m.unknown[i].count end
-    say("unknown kernels (not classed, most frequent): " .. table.concat(names, "; "))
-  end
-  for _, line in ipairs(gemm_lines(calib.trace.gemms)) do say(line) end
-  local a = calib.trace.attention
-  if not a and not calib.trace.gemms.other_device then
-    say("no fused attention op with recorded shapes (PyTorch SDPA's flash or cuDNN; TransformerEngine's and " ..
-      "flash-attn's are not read): attention_efficiency not measured")
-  end
-  if a then
-    local bins = {}
-    for _, b in ipairs(a.bins) do
-      if b.count > 0 then bins[#bins + 1] = ("%s %d x%.2f"):format(b.name, b.count, b.measured / b.fitted) end
+    for i = 1, math.min(#m.unknown, 5) do
+      names[i] = util.printable(m.unknown[i].name) .. " x" .. m.unknown[i].count
     end
-    say(("attention calls with recorded shapes: %d (%d backward), %.4f s of kernels where the device preset " ..
-      "prices them at %.4f s: attention_efficiency %s%s%s"):format(a.count, a.backward, a.measured, a.estimated,
-      a.eta and ("%.3f (preset %.3f; a stack's benchmarked kernel may replace the preset's)"):format(a.eta,
-        a.eta_preset) or "not fitted", a.why and (", not written: " .. a.why) or "",
-      #bins > 0 and ("; measured over fitted, by keys: " .. table.concat(bins, ", ")) or ""))
+    lines[#lines + 1] = "unknown kernels (not classed, most frequent): " .. table.concat(names, "; ")
   end
+  for _, line in ipairs(gemm_lines(calib.trace.gemms)) do lines[#lines + 1] = line end
+  lines[#lines + 1] = attention_line(calib.trace)
+  return lines
+end
+
+--- `calibrate --trace FILE`: the host's launch costs measured on a
+-- PyTorch profiler trace (apsearch.trace), written as a calibration, and
+-- with the job the trace is of, its kernel time beside the estimate.
+local function calibrate_trace(opts)
+  -- the trace first: a bad one is one line, before any note of the job
+  local calib, m, notes = require("apsearch.trace").calibration(opts.trace, opts.device, trace_job_given(opts))
+  local est, job = trace_job_estimate(opts)
+  local dev = next(calib.devices)
+  local traced = calib.trace.preset or dev
+  if est and job.device and tostring(job.device):lower() ~= traced:lower() then
+    notes[#notes + 1] = ("apsearch: note: the trace ran on %s, the job is estimated on %s: the comparison below " ..
+      "sets different parts side by side"):format(traced, tostring(job.device))
+  end
+  if not opts.quiet then for _, n in ipairs(notes) do util.log("%s", n) end end
+  if opts.output then
+    util.refuse_input_as_output("--output", opts.output, {}) -- every file read by now
+    write_calibration(opts.output, require("apsearch.format.json").format(calib))
+  end
+  local common = require "apsearch.format.common"
+  local width = require("apsearch.format.table").max_width
+  local function say(text) out(common.fold_text(text, width) .. "\n") end
+  for _, line in ipairs(trace_measure_lines(opts, calib, m)) do say(line) end
   if est then
     for _, line in ipairs(trace_beside_job(m, est)) do say(line) end
     local after = calibrated_job_estimate(job, calib)
     if after then
       say(("  with this trace's calibration (%s): estimated step time %.4f s (%+.1f %%)"):format(
-        table.concat(util.sorted_keys(calib.devices[traced]), ", "), after.step_time,
+        table.concat(util.sorted_keys(calib.devices[dev]), ", "), after.step_time,
         pct_error(after.step_time, m.step_seconds)))
     end
   end

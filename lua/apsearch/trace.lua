@@ -686,6 +686,8 @@ function M.attention_fit(m, preset)
     r.why = shared_reason(m)
   elseif r.count < M.MIN_ATTENTION then
     r.why = ("%d calls, %d are needed"):format(r.count, M.MIN_ATTENTION)
+  elseif not (r.measured > 0) then
+    r.why = "their kernels took no time"
   else
     r.eta = r.eta_preset * r.estimated / r.measured
     if not (r.eta >= lo and r.eta <= hi) then
@@ -763,14 +765,6 @@ function M.preset_of(t)
   return nil
 end
 
--- A note on stderr, folded at the table's width on a terminal as the other
--- notes are.
-local function log_note(note)
-  local common = require "apsearch.format.common"
-  local tty = require("apsearch.core").isatty(2)
-  util.log("%s", tty and common.fold_text(note, require("apsearch.format.table").max_width) or note)
-end
-
 --- How far from the preset's value a measured host cost is said to be
 -- (a factor): a trace whose launch gaps hold other runtime work (copies,
 -- event records, cuDNN's setup) or come from inference gives such values.
@@ -809,7 +803,8 @@ end
 local function kernel_fits(m, preset, fields)
   if not preset then
     local n = #m.gemms + #m.attention
-    return { float32 = 0, other_device = n > 0 and n or nil, training = m.training }, nil
+    return { float32 = 0, other_device = n > 0 and { gemms = #m.gemms, attention = #m.attention } or nil,
+      training = m.training }, nil
   end
   local gemms = { float32 = 0, training = m.training, unshaped = m.unshaped_gemms }
   local fit = M.gemm_fit(m, preset)
@@ -837,8 +832,11 @@ end
 -- @tparam[opt] string device preset name; default: the trace's GPU
 -- @tparam[opt] boolean per_step the trace's time is wanted per step (set
 --   beside a job's estimate): a trace without ProfilerStep is refused
--- @treturn table calibration
+-- @treturn table calibration (`trace.preset`: the trace's own GPU's
+--   preset, nil when it has none)
 -- @treturn table the measures (M.measure)
+-- @treturn table notes for stderr (the caller prints them, or not under
+--   --quiet), each one line
 -- @raise `<path>: trace: ...` when the device is neither given nor known,
 --   or per_step and no ProfilerStep
 function M.calibration(path, device, per_step)
@@ -850,10 +848,11 @@ function M.calibration(path, device, per_step)
   end
   local own = M.preset_of(t)
   local preset = device or own
+  local notes = {}
   if device and t.devices[1] and device:lower() ~= own then
-    log_note(("apsearch: note: %s ran on %s%s; its host costs are written for --device %s (a host property: right " ..
-      "when that device's hosts are the same CPUs), its kernel rates are not"):format(util.printable(path),
-      util.printable(t.devices[1]), own and (" (" .. own .. ")") or "", device))
+    notes[#notes + 1] = ("apsearch: note: %s ran on %s%s; its host costs are written for --device %s (a host " ..
+      "property: right when that device's hosts are the same CPUs), its kernel rates are not"):format(
+      util.printable(path), util.printable(t.devices[1]), own and (" (" .. own .. ")") or "", device)
   end
   if not preset then
     util.fail(path, "deviceProperties", "no device preset for the trace's GPU (" ..
@@ -875,16 +874,16 @@ function M.calibration(path, device, per_step)
     devices = { [preset] = fields },
     trace = { launches = m.launches, launch_gaps = m.gaps, threads = m.threads, kernels = m.kernels,
       kernel_seconds = m.kernel_seconds,
-      step_seconds = m.step_seconds, steps = m.steps, gpu = t.devices[1], gemms = gemms, attention = attn },
+      step_seconds = m.step_seconds, steps = m.steps, gpu = t.devices[1], preset = own, gemms = gemms,
+      attention = attn },
   }
   -- what --calibration will accept, checked before anything is written
   local ok, err = pcall(calibration.check, calib, path .. ": measured")
   if not ok then
     error(tostring(err) .. " (are the trace's ts and dur in microseconds?)", 0)
   end
-  local note = plausibility_note(path, m, preset)
-  if note then log_note(note) end
-  return calib, m
+  notes[#notes + 1] = plausibility_note(path, m, preset)
+  return calib, m, notes
 end
 
 return M

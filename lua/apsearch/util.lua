@@ -545,6 +545,13 @@ end
 -- is a terminal, else false; nil until the first line is written.
 local log_width
 
+--- Turns the folding of M.log's lines off (`--wide`: no width limit) or
+-- back to its default (folded on a terminal).
+-- @tparam boolean fold
+function M.set_log_fold(fold)
+  if fold then log_width = nil else log_width = false end
+end
+
 --- Writes one line to stderr (logs and progress; stdout carries results),
 -- folded at the tables' width (apsearch.format.table.max_width, 120
 -- columns) when stderr is a terminal, as the tables are; a pipe or a

@@ -305,8 +305,8 @@ describe("apsearch.trace GEMMs", function()
     local code, out, err = apsearch("calibrate", "--trace", pcie, "--device", "h100-sxm-80gb", "-o", dir .. "/p.json")
     assert.are.equal(0, code, err)
     assert.truthy(err:find("its kernel rates are not", 1, true), err)
-    assert.truthy(out:gsub("\n  ", " "):find("120 shaped GEMMs ran on the trace's own GPU, not the --device given",
-      1, true), out)
+    assert.truthy(out:gsub("\n  ", " "):find("120 shaped GEMMs and 0 attention calls ran on the trace's own GPU, " ..
+      "not the --device given", 1, true), out)
     assert.are.same({ "host_seconds_per_kernel", "host_seconds_per_loop_kernel" },
       require("apsearch.util").sorted_keys(cjson.decode(H.read(dir .. "/p.json")).devices["h100-sxm-80gb"]))
   end)
@@ -425,6 +425,84 @@ describe("apsearch.trace GEMMs", function()
       bare .. ": trace: no ProfilerStep annotation: its kernel time cannot be set per step", 1, true))
   end)
 
+  it("a second breaker's findings: --from agrees with the policy, the trace's own GPU is named, no inf, --quiet",
+    function()
+    local dir = tmpdir()
+    local list = gemms_at({ 1024, 4096 }, 60, 0.7, 200, "c10::BFloat16")
+    local t = cjson.decode(gemm_trace(list, true))
+    t.traceEvents[#t.traceEvents + 1] = { ph = "X", cat = "user_annotation", name = "ProfilerStep#1", pid = 1, tid = 1,
+      ts = 0, dur = 5e5 }
+    -- 30 causal flash calls of 2 x 32 heads x 4,096 x 128 at 0.4 of the peak
+    for i = 1, 30 do
+      local q, corr, ts = { 2, 32, 4096, 128 }, 1000 + i, 1e6 + i * 100
+      t.traceEvents[#t.traceEvents + 1] = { ph = "X", cat = "cpu_op", pid = 1, tid = 1, ts = ts, dur = 50,
+        name = "aten::_scaled_dot_product_flash_attention", args = { ["Input Dims"] = { q, q, q },
+          ["Input type"] = { "c10::BFloat16", "c10::BFloat16", "c10::BFloat16" },
+          ["Concrete Inputs"] = { "", "", "", "0.", "True", "False" } } }
+      t.traceEvents[#t.traceEvents + 1] = { ph = "X", cat = "cuda_runtime", name = "cudaLaunchKernel", pid = 1,
+        tid = 1, ts = ts + 5, dur = 3, args = { correlation = corr } }
+      t.traceEvents[#t.traceEvents + 1] = { ph = "X", cat = "kernel", name = "flash_fwd_kernel", pid = 0, tid = 7,
+        ts = ts + 10, dur = 2 * 2 * 4096 * 2048 * 32 * 256 / (989.4e12 * 0.4) * 1e6, args = { correlation = corr } }
+    end
+    local path = write(dir .. "/t.json", cjson.encode(t))
+    -- a job without flash attention: the trace's flash value reaches its
+    -- unfused attention on both paths, as --calibration's does
+    local pol = write(dir .. "/p.lua", [[return { model = "llama-3.1-8b",
+      cluster = { device = "h100-sxm-80gb", nodes = 1 },
+      training = { global_batch_size = 8, seq_length = 4096, flash_attention = false } }]])
+    local code, _, err = apsearch("run", pol, "--top-k", "1", "--out", dir .. "/r", "--quiet")
+    assert.are.equal(0, code, err)
+    local rec = cjson.decode(H.read(dir .. "/r/result.json")).top_k_strategies[1]
+    local strat = {}
+    for _, k in ipairs({ "dp_degree", "fsdp_degree", "tp_degree", "pp_degree", "vpp_degree", "cp_degree",
+        "micro_batch_size", "zero_stage" }) do
+      if rec[k] ~= nil then strat[#strat + 1] = k .. "=" .. tostring(rec[k]) end
+    end
+    local function calibrated(...)
+      local c2, o2, e2 = apsearch("calibrate", "--trace", path, ...)
+      assert.are.equal(0, c2, e2)
+      return o2:gsub("\n%s+", " "):match("with this trace's calibration %b(): estimated step time ([%d.]+) s")
+    end
+    local a = calibrated("--from", dir .. "/r", "--rank", "1")
+    local b = calibrated(pol, "--strategy", table.concat(strat, ","), "--set", "search_space.layer_recompute=" ..
+      tostring(rec.layer_recompute))
+    assert.truthy(a, "no calibrated line")
+    assert.are.equal(a, b)
+    -- --device for another part: the note names the trace's own GPU
+    local _, _, e3 = apsearch("calibrate", "--trace", path, "--device", "h200-sxm-141gb", pol, "--strategy",
+      "fsdp_degree=8")
+    assert.truthy(e3:find("the trace ran on h100-sxm-80gb, the job is estimated on h100-sxm-80gb", 1, true) == nil, e3)
+    -- --quiet: no note at all
+    local _, _, e4 = apsearch("calibrate", "--trace", path, "--device", "h200-sxm-141gb", "--quiet")
+    assert.are.equal("", e4)
+  end)
+
+  it("says an attention fit whose kernels took no time, and prints a GPU's control characters escaped", function()
+    local ev, corr = {}, 0
+    for _ = 1, 120 do
+      corr = corr + 1
+      local q = { 2, 32, 4096, 128 }
+      ev[#ev + 1] = { ph = "X", cat = "cpu_op", pid = 1, tid = 1, ts = corr * 100, dur = 50,
+        name = "aten::_scaled_dot_product_flash_attention", args = { ["Input Dims"] = { q, q, q },
+          ["Input type"] = { "c10::BFloat16", "c10::BFloat16", "c10::BFloat16" },
+          ["Concrete Inputs"] = { "", "", "", "0.", "True", "False" } } }
+      ev[#ev + 1] = { ph = "X", cat = "cuda_runtime", name = "cudaLaunchKernel", pid = 1, tid = 1,
+        ts = corr * 100 + 5, dur = 3, args = { correlation = corr } }
+      ev[#ev + 1] = { ph = "X", cat = "kernel", name = "flash_fwd_kernel", pid = 0, tid = 7, ts = corr * 100 + 10,
+        dur = 0, args = { correlation = corr } }
+    end
+    local p = write(tmpdir() .. "/z.json", cjson.encode({ traceEvents = ev,
+      deviceProperties = { { name = "NVIDIA H100 80GB HBM3\27]0;x\7" } } }))
+    local code, out, err = apsearch("calibrate", "--trace", p)
+    assert.are.equal(0, code, err)
+    local flat = out:gsub("\n  ", " ")
+    assert.truthy(flat:find("attention_efficiency not fitted, not written: their kernels took no time", 1, true), out)
+    assert.is_nil(out:find("inf", 1, true), out)
+    assert.is_nil(out:find("nan", 1, true), out)
+    assert.is_nil(out:find("\27", 1, true), out)
+    assert.truthy(flat:find("(NVIDIA H100 80GB HBM3\\27]0;x\\7)", 1, true), out)
+  end)
+
   it("counts a float32 profile's GEMMs without fitting them (the public A100 trace)", function()
     local m = trace.measure(trace.load(FIXTURE))
     assert.is_true(m.training)
@@ -526,7 +604,7 @@ describe("apsearch calibrate --trace", function()
     -- --group is refused; a file beside --trace is the job's policy
     assert.truthy(one_line(apsearch("calibrate", "--trace", v100, "--group", "software", "-o", dir .. "/o.json")):find(
       "--trace: takes no --group", 1, true))
-    assert.truthy(one_line(apsearch("calibrate", "x.csv", "--trace", v100, "-o", dir .. "/o.json")):find(
+    assert.truthy(one_line(apsearch("calibrate", "x.csv", "--trace", FIXTURE, "-o", dir .. "/o.json")):find(
       "x.csv", 1, true))
   end)
 end)

@@ -869,6 +869,10 @@ describe("calibrate", function()
       ['{"schema_version": 1, "devices": {}, "training": {"dp_overlap": 3}}'] =
         "training: expected an empty object",
       ['not json'] = "not valid JSON",
+      -- a profile's record stands for the trace the fields came from: only
+      -- the object calibrate --trace writes (it lets them replace a stack's)
+      ['{"schema_version": 1, "devices": {}, "trace": []}'] = "trace: expected the object calibrate --trace writes",
+      ['{"schema_version": 1, "devices": {}, "trace": "yes"}'] = "trace: expected the object calibrate --trace writes",
     }) do
       local path = os.tmpname()
       local f = assert(io.open(path, "w"))

@@ -6,7 +6,7 @@ SUDO=""
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 pkgs="build-essential cmake pkg-config liblua5.4-dev lua5.4 lua-cjson
-  lua-busted lua-filesystem lua-penlight lua-zlib libcmocka-dev"
+  lua-busted lua-filesystem lua-penlight lua-zlib lua-sql-sqlite3 libcmocka-dev"
 # the fuzz harnesses (scripts/fuzz.sh, docs/fuzzing.md): clang, and its
 # libFuzzer and sanitizer runtimes, which clang only recommends
 pkgs="$pkgs clang libclang-rt-dev"

@@ -2267,7 +2267,8 @@ local function cmd_calibrate(args)
   c:option("-o, --output=FILE", "calibration file to write (JSON); optional with --log and --trace (without it " ..
     "nothing is written)")
   c:option("--group=KEY", "fit one calibration per group: software (the stack of each row's `software`)")
-  c:option("--trace=FILE", "PyTorch profiler (Kineto) trace JSON, plain or .gz: measure the host's " ..
+  c:option("--trace=FILE", "PyTorch profiler (Kineto) trace JSON, plain or .gz, or an Nsight Systems SQLite " ..
+    "export (nsys export --type sqlite): measure the host's " ..
     "seconds per kernel launch and, from a training step recorded with record_shapes=True, fit the GEMM " ..
     "and attention efficiencies instead of fitting cases")
   c:option("--device=NAME", "device preset the trace's values are for (default: the trace's GPU)")

@@ -30,6 +30,15 @@ local FIXTURE = H.ROOT .. "/tests/fixtures/traces/hta_a100_rank0.json.gz"
 -- gemm_half_dim 185.3777 (the time-weighted least squares of
 -- M.gemm_fit); eta alone at the preset's k0 0.886.
 local QWEN = H.ROOT .. "/tests/fixtures/traces/tracelens_h100_qwen1.5_0.5b_forward.json.gz"
+-- hpcgroup/pipit ad30bc84 pipit/tests/data/cloverleaf-nsys/perlmutter-
+-- cloverleaf-cuda.sqlite (MIT): an Nsight Systems SQLite export of the
+-- CloverLeaf CUDA mini-app on Perlmutter's A100-SXM4-80GB (a sync after
+-- every kernel).  Measured with an independent script (Python's sqlite3
+-- and statistics.median over CUPTI_ACTIVITY_KIND_RUNTIME's
+-- cudaLaunchKernel rows and CUPTI_ACTIVITY_KIND_KERNEL): 1,312 launches on
+-- one thread, median gap 13.566 us, median call 3.687 us, 1,312 kernels of
+-- 0.29440454 s in all.
+local NSYS = H.ROOT .. "/tests/fixtures/traces/pipit_nsys_cloverleaf_a100.sqlite"
 
 local function one_line(code, out, err)
   assert.are.equal(2, code, err)
@@ -101,7 +110,7 @@ describe("apsearch.trace", function()
     -- an Nsight Systems export (one JSON object per line)
     local nd = write(dir .. "/nsys.json", '{"Type": 1}\n{"Type": 2}\n')
     assert.truthy(one_line(apsearch("calibrate", "--trace", nd, "-o", dir .. "/n.json")):find(
-      "one JSON object per line (an Nsight Systems export, or traces joined?)", 1, true))
+      "one JSON object per line (an Nsight Systems JSON export, or traces joined?)", 1, true))
   end)
 
   it("takes medians: one long wait at a sync does not move them", function()
@@ -501,6 +510,29 @@ describe("apsearch.trace GEMMs", function()
     assert.is_nil(out:find("nan", 1, true), out)
     assert.is_nil(out:find("\27", 1, true), out)
     assert.truthy(flat:find("(NVIDIA H100 80GB HBM3\\27]0;x\\7)", 1, true), out)
+  end)
+
+  it("reads an Nsight Systems SQLite export as a Kineto trace (a public one, checked by an independent script)",
+    function()
+    local t = trace.load(NSYS)
+    assert.are.equal("NVIDIA A100-SXM4-80GB", t.devices[1])
+    assert.are.equal("a100-sxm4-80gb", trace.preset_of(t))
+    local m = trace.measure(t)
+    assert.are.equal(1312, m.launches)
+    assert.are.equal(1, m.threads)
+    near(13.566e-6, m.host_seconds_per_kernel, 1e-12)
+    near(3.687e-6, m.host_seconds_per_loop_kernel, 1e-12)
+    local total, count = 0, 0
+    for c, sec in pairs(m.kernel_seconds) do total, count = total + sec, count + m.kernels[c] end
+    assert.are.equal(1312, count)
+    near(0.29440454, total, 1e-9)
+    -- an SQLite file that is not such an export is said so
+    local dir = tmpdir()
+    local f = assert(io.open(dir .. "/x.sqlite", "wb"))
+    f:write("SQLite format 3\0", string.rep("\0", 1008))
+    f:close()
+    assert.truthy(one_line(apsearch("calibrate", "--trace", dir .. "/x.sqlite")):find(dir .. "/x.sqlite: trace: ",
+      1, true))
   end)
 
   it("counts a float32 profile's GEMMs without fitting them (the public A100 trace)", function()

@@ -1526,6 +1526,11 @@ function builders.gpt_oss(r, cfg, file, notes)
     "clamps Megatron-Core runs before its fused kernel (docs/modeling.md \"Mixture of experts\"); other " ..
     "frameworks' clamps and the (up + 1) are element-wise and not priced",
     limit and util.describe(limit) or "absent: GptOssConfig's 7.0")
+  -- OpenAI's model card counts 5.1B active for gpt-oss-120b (3.6B for 20b):
+  -- one vocabulary matrix fewer than apsearch's active count, which takes
+  -- both the input embedding and the untied output layer
+  note(notes, file, "the active count includes the input embedding and the output layer (%d x %d each); the " ..
+    "model card's active figure counts one of them", m.vocab_size, m.hidden_size)
   return m
 end
 

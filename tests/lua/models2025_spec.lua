@@ -175,6 +175,10 @@ describe("2025 families: what the estimate does not price is said", function()
     assert.is_true(has_note(info, "attention sinks (one learned logit per head and layer, 64 per layer)"))
     assert.is_true(has_note(info, "clamped SwiGLU (swiglu_limit 7)"))
     assert.is_true(has_note(info, "mxfp4 weights (quantization_config) are not modelled"))
+    -- OpenAI's 3.6B active for gpt-oss-20b is apsearch's 4,187,440,704 less
+    -- one 201,088 x 2,880 vocabulary matrix: 3,608,307,264
+    assert.is_true(has_note(info, "the active count includes the input embedding and the output layer " ..
+      "(201088 x 2880 each); the model card's active figure counts one of them"))
   end)
 
   it("notes DBRX's clip_qkv and router jitter, OLMoE's full-width norms", function()

@@ -1909,6 +1909,23 @@ M.TRACE_COMPUTE_CATEGORIES = { "compute_fwd", "compute_bwd", "recompute", "optim
 M.TRACE_NCCL_CATEGORIES = { "tp_comm", "cp_comm", "ep_comm", "pp_p2p", "dp_grad_sync", "fsdp_allgather",
   "fsdp_reducescatter", "hsdp_replicate_sync" }
 
+-- The job of `calibrate --log` or `--trace` (its policy and --strategy,
+-- or --from and --rank) estimated: the estimate, policy, inputs, strategy
+-- and the note of the strategy's defaulted dimensions (nil for --from).
+-- A job that cannot be estimated (another reason than the memory limit)
+-- exits 2 with one line.
+local function estimate_job(opts)
+  opts.POLICY = opts.CASES
+  local p, ctx, inputs, strat, defaulted = (opts.from and strategy_from_result or strategy_from_policy)(opts)
+  local ok, est = pcall(ctx.estimate, ctx, strat)
+  if not ok then error((tostring(est):gsub("^strategy[%.:] ?", "--strategy: ")), 0) end
+  if est.reason and est.reason ~= "MEMORY_LIMIT" then
+    util.fail("calibrate", "--strategy", ("the job cannot be estimated: %s: %s"):format(est.reason,
+      tostring(est.message)), nil, false)
+  end
+  return est, p, inputs, strat, defaulted
+end
+
 -- Whether `calibrate --trace` was given the job the trace is of.
 local function trace_job_given(opts)
   return (opts.CASES or opts.from or opts.model or opts.cluster or #(opts.strategy or {}) > 0
@@ -1921,15 +1938,8 @@ end
 -- said (unless --quiet), as estimate says them.
 local function trace_job_estimate(opts)
   if not trace_job_given(opts) then return nil end
-  opts.POLICY = opts.CASES
-  local p, ctx, _, strat, defaulted = (opts.from and strategy_from_result or strategy_from_policy)(opts)
+  local est, p, _, strat, defaulted = estimate_job(opts)
   if defaulted and not opts.quiet then util.log("apsearch: %s", defaulted) end
-  local ok, est = pcall(ctx.estimate, ctx, strat)
-  if not ok then error((tostring(est):gsub("^strategy[%.:] ?", "--strategy: ")), 0) end
-  if est.reason and est.reason ~= "MEMORY_LIMIT" then
-    util.fail("calibrate", "--strategy", ("the job cannot be estimated: %s: %s"):format(est.reason,
-      tostring(est.message)), nil, false)
-  end
   return est, { policy = p, strategy = strat, from = opts.from ~= nil,
     device = require("apsearch.calibration").device_name(p.cluster) }
 end
@@ -2156,19 +2166,7 @@ local function calibrate_log(opts)
     print_log_summary(opts.log, s)
     return 0
   end
-  opts.POLICY = opts.CASES
-  local p, ctx, inputs, strat
-  if opts.from then
-    p, ctx, inputs, strat = strategy_from_result(opts)
-  else
-    p, ctx, inputs, strat = strategy_from_policy(opts)
-  end
-  local ok, est = pcall(ctx.estimate, ctx, strat)
-  if not ok then error((tostring(est):gsub("^strategy[%.:] ?", "--strategy: ")), 0) end
-  if est.reason and est.reason ~= "MEMORY_LIMIT" then
-    util.fail("calibrate", "--strategy", ("the job cannot be estimated: %s: %s"):format(est.reason,
-      tostring(est.message)), nil, false)
-  end
+  local est, p, inputs, strat = estimate_job(opts)
   local training = inputs.training
   local tokens = training.global_batch_size * training.seq_length
   -- a log of another job would fit the efficiencies to the wrong step:

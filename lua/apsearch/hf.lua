@@ -3291,18 +3291,48 @@ local function nemotron_h_moe(m, cfg, file, notes)
 end
 
 
+--- The layers of an MTP depth transformers' NemotronHConfig takes when a
+-- config in its list form (`layers_block_type`) gives none
+-- (configuration_nemotron_h.py: `mtp_layers_block_type` "defaults to
+-- ['attention', 'moe']"), as pattern characters.
+M.NEMOTRON_H_MTP_DEFAULT = "*E"
+
+-- The layers of one MTP depth of a nemotron_h config: the string
+-- `mtp_hybrid_override_pattern`, or the list `mtp_layers_block_type`
+-- (transformers' newer spelling, as M.HYBRID_BLOCK_TYPES names its kinds);
+-- nil with neither.
+local function nemotron_h_mtp_pattern(cfg, file)
+  local list = cfg.mtp_layers_block_type
+  if not is_null(cfg.mtp_hybrid_override_pattern) or is_null(list) then return cfg.mtp_hybrid_override_pattern end
+  if type(list) ~= "table" or #list == 0 then
+    util.fail(file, "mtp_layers_block_type", "expected a non-empty list of mamba, attention, mlp or moe", list)
+  end
+  local chars = {}
+  for i, t in ipairs(list) do
+    chars[i] = M.HYBRID_BLOCK_TYPES[t] or
+      util.fail(file, "mtp_layers_block_type[" .. i .. "]", "expected mamba, attention, mlp or moe", t)
+  end
+  return table.concat(chars)
+end
+
 -- The multi-token-prediction depths of a nemotron_h config (file comment,
--- "Hybrid Mamba-2 models"): `num_nextn_predict_layers` of
--- `mtp_hybrid_override_pattern`'s layers each; none without them.
-local function nemotron_h_mtp(m, cfg, file)
+-- "Hybrid Mamba-2 models"): `num_nextn_predict_layers` of the depth's
+-- layers each (nemotron_h_mtp_pattern; with neither key, transformers'
+-- default for a config in the list form, noted); none without depths.
+local function nemotron_h_mtp(m, cfg, file, notes)
   local depths = config_int(cfg.num_nextn_predict_layers, 0, file, "num_nextn_predict_layers")
-  local v = cfg.mtp_hybrid_override_pattern
+  local v = nemotron_h_mtp_pattern(cfg, file)
   -- without depths the pattern still says what a depth would hold: kept, so
   -- that training.mtp_num_layers can train some (Megatron's --mtp-num-layers)
   if depths == 0 and is_null(v) then return end
+  if is_null(v) and not is_null(cfg.layers_block_type) and is_null(cfg.hybrid_override_pattern) then
+    v = M.NEMOTRON_H_MTP_DEFAULT
+    note(notes, file, "num_nextn_predict_layers %d with no MTP layer list: each depth taken as transformers' " ..
+      "default mtp_layers_block_type ['attention', 'moe']", depths)
+  end
   if is_null(v) then
     util.fail(file, "mtp_hybrid_override_pattern", "required with num_nextn_predict_layers > 0 " ..
-      "(the layers of an MTP depth)", nil)
+      "(the layers of an MTP depth; or mtp_layers_block_type)", nil)
   end
   if type(v) ~= "string" or #v == 0 then
     util.fail(file, "mtp_hybrid_override_pattern", "expected a non-empty string", v)
@@ -3365,7 +3395,7 @@ function builders.nemotron_h(_, raw, file, notes)
   if reader(cfg, file).bool("residual_in_fp32", false) then
     note(notes, file, "residual_in_fp32: the fp32 residual stream is not priced (bf16 assumed)")
   end
-  nemotron_h_mtp(m, cfg, file)
+  nemotron_h_mtp(m, cfg, file, notes)
   return nemotron_h_moe(m, cfg, file, notes)
 end
 

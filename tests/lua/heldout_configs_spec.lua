@@ -89,6 +89,10 @@ local EXPECT = {
   -- latent MoE and one MTP depth "*E" (tests/c/test_hybrid.c
   -- test_hybrid_params_nemotron3_super has the hand count)
   ["nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8"] = { total = 120668707840, active = 12770237440 },
+  -- transformers' newer list form: the layers and the MTP depth as
+  -- layers_block_type / mtp_layers_block_type, no num_hidden_layers
+  ["nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16"] = { total = 549308993536, active = 56058843136 },
+  ["nvidia--NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"] = { total = 31577940288, active = 3580076352 },
   ["poolside--Laguna-XS.2-FP8"] = { refused = "MoE config (num_experts = 256) of model_type \"laguna\"" },
   -- vLLM's and SGLang's step3p7.py run Step3p5ForCausalLM, whose keys
   -- (moe_num_experts, use_head_wise_attn_gate, ...) this file does not give
@@ -301,6 +305,27 @@ describe("held-out config.json files", function()
     cfg.mtp_hybrid_override_pattern = "*X"
     assert.are.equal('s.json: mtp_hybrid_override_pattern: character 2 is not M, *, - or E (got "*X")',
       err_of(hf.from_config, cfg, "s.json"))
+  end)
+
+  it("Nemotron 3 Ultra and 3.5 Lightning: the list form's layers and MTP depth, the default depth noted", function()
+    local m, info = load("nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16")
+    assert.are.same({ 108, 2048, 1, "*E" }, { m.num_layers, m.moe_latent_size, m.mtp_layers, m.mtp_layer_pattern })
+    assert.is_false(has_note(info, "default mtp_layers_block_type"))
+    -- less the input embedding (131,072 x 8,192), the active count is the
+    -- name's 55B: 56,058,843,136 - 1,073,741,824 = 54,985,101,312
+    local c = core.model_params(m)
+    assert.are.equal(54985101312, c.active - 131072 * 8192)
+    assert.are.equal(11215610368, c.mtp)
+    -- no MTP list: transformers' default ['attention', 'moe'], said
+    local cfg = decoded("nvidia--NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4")
+    cfg.mtp_layers_block_type = nil
+    local m2, info2 = hf.from_config(cfg, "l.json")
+    assert.are.same({ 1, "*E" }, { m2.mtp_layers, m2.mtp_layer_pattern })
+    assert.is_true(has_note(info2, "each depth taken as transformers' default mtp_layers_block_type " ..
+      "['attention', 'moe']"))
+    cfg.mtp_layers_block_type = { "attention", "router" }
+    assert.are.equal('l.json: mtp_layers_block_type[2]: expected mamba, attention, mlp or moe (got "router")',
+      err_of(hf.from_config, cfg, "l.json"))
   end)
 
   -- google/gemma-3-27b (Gemma3ForConditionalGeneration): the text model

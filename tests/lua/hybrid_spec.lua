@@ -138,7 +138,7 @@ describe("nemotron_h: bad values exit 2 naming file, key and value", function()
     { "attention_head_dim", 0, "attention_head_dim: expected a positive integer <= 16777216 (got 0)" },
     { "mamba_d_conv", -4, "mamba_d_conv: expected a positive integer <= 16777216 (got -4)", "conv_kernel" },
     { "num_nextn_predict_layers", 1, "mtp_hybrid_override_pattern: required with num_nextn_predict_layers > 0 " ..
-      "(the layers of an MTP depth) (got nothing)" },
+      "(the layers of an MTP depth; or mtp_layers_block_type) (got nothing)" },
   }
   local dir = H.tmpdir()
   for i, case in ipairs(cases) do

@@ -160,10 +160,14 @@ function M.finding(err, user)
   if type(msg) ~= "string" then return "the error is a " .. type(msg) .. ", not a message" end
   local first = msg:match("^[^\n]*")
   if first:match("^%s*$") then return "an empty error message" end
-  -- a message that begins with the input's own text (a path it gave)
+  -- a message that begins with the input's own text (a path it gave), as
+  -- given or as the messages print it (util.printable escapes control
+  -- bytes and bytes that are not UTF-8)
   local own = false
   for _, u in ipairs(user) do
-    if #u > 0 and first:sub(1, #u) == u then own = true end
+    for _, form in ipairs({ u, util.printable(u) }) do
+      if #form > 0 and first:sub(1, #form) == form then own = true end
+    end
   end
   first = unquoted(first)
   for _, f in ipairs(positions(first)) do

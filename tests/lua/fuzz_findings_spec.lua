@@ -8,6 +8,21 @@ local cjson = require "cjson"
 local H = require "spec_helpers"
 
 describe("fuzz findings", function()
+  -- fuzz_args, 2026-12-05 (149,821 inputs): a policy path beginning
+  -- "not enough memory" and holding bytes that are not UTF-8 was refused
+  -- in one line, as it should be, but the message prints the path escaped
+  -- (util.printable), so the harness did not see its own input at the
+  -- start and took the text for Lua's out-of-memory error: a finding in
+  -- the harness, not the tool.  It compares the escaped input too now.
+  it("the harness takes a message that begins with the escaped input for the input's own text", function()
+    local targets = dofile(H.ROOT .. "/fuzz/targets.lua")
+    local path = "not enough memoryexamp\187x.lua"
+    local msg = "not enough memoryexamp\\187x.lua: cannot open policy file: No such file or directory"
+    assert.is_nil(targets.finding(msg, { "run", path }))
+    -- Lua's own error is still one
+    assert.truthy(targets.finding("not enough memory", { "run", "x.lua" }))
+  end)
+
   -- fuzz_args, while triaging `validate` with an empty argument: lua-cliargs
   -- keeps "__CLIARGS_NULL__" for `--opt=` (nothing after the `=`) in a
   -- repeatable option's list, so `--set=` failed with `--set: expected

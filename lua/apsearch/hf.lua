@@ -3237,25 +3237,42 @@ M.HYBRID_SYMBOLS = { M = "M", ["*"] = "*", ["-"] = "-", E = "E" }
 M.HYBRID_BLOCK_TYPES = { linear_attention = "M", mamba = "M", full_attention = "*",
   attention = "*", mlp = "-", moe = "E" }
 
--- The layer pattern of a nemotron_h config: `hybrid_override_pattern` or
--- `layers_block_type`, as M / * / - / E characters.
-local function nemotron_h_pattern(cfg, file)
-  local v, key = cfg.hybrid_override_pattern, "hybrid_override_pattern"
-  if is_null(v) then
-    v, key = cfg.layers_block_type, "layers_block_type"
-    if type(v) ~= "table" or #v == 0 then
-      util.fail(file, "hybrid_override_pattern", "required key is missing (or layers_block_type)", v)
-    end
-    local chars = {}
-    for i, t in ipairs(v) do
-      chars[i] = M.HYBRID_BLOCK_TYPES[t] or
-        util.fail(file, key .. "[" .. i .. "]", "expected mamba, attention, mlp or moe", t)
-    end
-    return table.concat(chars), key
+-- A list of layer kinds (`layers_block_type`, `mtp_layers_block_type`)
+-- as M / * / - / E characters.
+local function block_type_chars(list, file, key)
+  if type(list) ~= "table" or #list == 0 then
+    util.fail(file, key, "expected a non-empty list of mamba, attention, mlp or moe", list)
   end
+  local chars = {}
+  for i, t in ipairs(list) do
+    chars[i] = M.HYBRID_BLOCK_TYPES[t] or util.fail(file, key .. "[" .. i .. "]", "expected mamba, attention, " ..
+      "mlp or moe", t)
+  end
+  return table.concat(chars)
+end
+
+-- The pattern of a string key and its list twin (the list form of
+-- transformers' NemotronHConfig): either one, or both when they agree.
+local function pattern_or_list(cfg, file, key, list_key)
+  local v, list = cfg[key], cfg[list_key]
+  local from_list = not is_null(list) and block_type_chars(list, file, list_key) or nil
+  if is_null(v) then return from_list, list_key end
   if type(v) ~= "string" or #v == 0 then util.fail(file, key, "expected a non-empty string", v) end
   local bad = v:find("[^M%*%-E]")
   if bad then util.fail(file, key, ("character %d is not M, *, - or E"):format(bad), v) end
+  if from_list and from_list ~= v then
+    util.fail(file, key, ("disagrees with %s (%s): give one of them"):format(list_key, from_list), v)
+  end
+  return v, key
+end
+
+-- The layer pattern of a nemotron_h config: `hybrid_override_pattern` or
+-- `layers_block_type`, as M / * / - / E characters.
+local function nemotron_h_pattern(cfg, file)
+  local v, key = pattern_or_list(cfg, file, "hybrid_override_pattern", "layers_block_type")
+  if not v then
+    util.fail(file, "hybrid_override_pattern", "required key is missing (or layers_block_type)", nil)
+  end
   return v, key
 end
 
@@ -3302,17 +3319,7 @@ M.NEMOTRON_H_MTP_DEFAULT = "*E"
 -- (transformers' newer spelling, as M.HYBRID_BLOCK_TYPES names its kinds);
 -- nil with neither.
 local function nemotron_h_mtp_pattern(cfg, file)
-  local list = cfg.mtp_layers_block_type
-  if not is_null(cfg.mtp_hybrid_override_pattern) or is_null(list) then return cfg.mtp_hybrid_override_pattern end
-  if type(list) ~= "table" or #list == 0 then
-    util.fail(file, "mtp_layers_block_type", "expected a non-empty list of mamba, attention, mlp or moe", list)
-  end
-  local chars = {}
-  for i, t in ipairs(list) do
-    chars[i] = M.HYBRID_BLOCK_TYPES[t] or
-      util.fail(file, "mtp_layers_block_type[" .. i .. "]", "expected mamba, attention, mlp or moe", t)
-  end
-  return table.concat(chars)
+  return (pattern_or_list(cfg, file, "mtp_hybrid_override_pattern", "mtp_layers_block_type"))
 end
 
 -- The multi-token-prediction depths of a nemotron_h config (file comment,
@@ -3334,11 +3341,6 @@ local function nemotron_h_mtp(m, cfg, file, notes)
     util.fail(file, "mtp_hybrid_override_pattern", "required with num_nextn_predict_layers > 0 " ..
       "(the layers of an MTP depth; or mtp_layers_block_type)", nil)
   end
-  if type(v) ~= "string" or #v == 0 then
-    util.fail(file, "mtp_hybrid_override_pattern", "expected a non-empty string", v)
-  end
-  local bad = v:find("[^M%*%-E]")
-  if bad then util.fail(file, "mtp_hybrid_override_pattern", ("character %d is not M, *, - or E"):format(bad), v) end
   m.mtp_layers, m.mtp_layer_pattern = depths, v
 end
 

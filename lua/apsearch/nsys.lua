@@ -9,9 +9,14 @@
 
 local M = {}
 
---- Most rows read from one table of an Nsight Systems export: a longer
--- profile, record one rank and fewer steps (`nsys profile --capture-range`).
-M.MAX_ROWS = 5000000
+--- Most rows read from an export: the runtime calls, kernels and NVTX
+-- ranges together, and apart the strings they name (StringIds).  About
+-- 2 GB of memory at this many events; a longer profile: record one rank
+-- and fewer steps (`nsys profile --capture-range`).
+M.MAX_ROWS = 2000000
+
+--- The columns of `CUPTI_ACTIVITY_KIND_RUNTIME` read.
+M.RUNTIME_COLUMNS = { "start", "end", "globalTid", "correlationId", "nameId" }
 
 -- The rows of a query on an open export, as tables of named columns.
 local function nsys_rows(fail, con, sql)
@@ -34,70 +39,118 @@ local function nsys_columns(fail, con, tbl)
   return cols
 end
 
+-- The rows of a table, refused past M.MAX_ROWS together with `seen` rows
+-- read before; returns the rows and the new total.
+local function counted(fail, con, tbl, sql, seen)
+  local n = nsys_rows(fail, con, "SELECT count(*) AS n FROM " .. tbl)[1].n
+  if seen + n > M.MAX_ROWS then
+    fail(("Nsight Systems export: %d rows in %s%s, more than %d: profile fewer steps (nsys profile " ..
+      "--capture-range)"):format(n, tbl, seen > 0 and " beyond the ones read before" or "", M.MAX_ROWS))
+  end
+  return nsys_rows(fail, con, sql), seen + n
+end
+
+-- A timestamp column of a row as a number of nanoseconds (NULL, text or a
+-- blob is refused naming the table, row and column).
+local function ns(fail, tbl, i, r, col)
+  local v = r[col]
+  if math.type(v) ~= "integer" and not (type(v) == "number" and v == v and v > -math.huge and v < math.huge) then
+    fail(("Nsight Systems export: %s row %d: %s must be a number of nanoseconds (got %s)"):format(tbl, i, col,
+      require("apsearch.util").describe(v)))
+  end
+  return v
+end
+
+-- A Kineto event of a row: ts and dur in microseconds, `src` naming the
+-- row for apsearch.trace's messages.
+local function event(fail, tbl, i, r, e)
+  local start, stop = ns(fail, tbl, i, r, "start"), ns(fail, tbl, i, r, "end")
+  e.ph, e.ts, e.dur, e.src = "X", start / 1000, (stop - start) / 1000, ("%s row %d"):format(tbl, i)
+  return e
+end
+
 -- Nsight Systems' tables as Kineto events (ts and dur in microseconds):
 -- runtime calls (`CUPTI_ACTIVITY_KIND_RUNTIME`, their names without the
--- `_v7000` version suffix), kernels (`CUPTI_ACTIVITY_KIND_KERNEL`) and
--- ProfilerStep NVTX ranges (`NVTX_EVENTS`, as PyTorch's emit_nvtx or
--- torch.cuda.nvtx name them), with the correlation ids that join a launch
--- to its kernel; globalTid packs the process in bits 24-47 and the
--- thread in bits 0-23 (Nsight Systems' SQLite schema reference).
-local function nsys_events(fail, con, names)
+-- `_v7000` version suffix), kernels (`CUPTI_ACTIVITY_KIND_KERNEL`, absent
+-- when nothing was launched) and ProfilerStep NVTX ranges (`NVTX_EVENTS`,
+-- as PyTorch's emit_nvtx or torch.cuda.nvtx name them), with the
+-- correlation ids that join a launch to its kernel; globalTid packs the
+-- process in bits 24-47 and the thread in bits 0-23 (Nsight Systems'
+-- SQLite schema reference).
+local function nsys_events(fail, con, names, seen)
   local events = {}
-  for _, tbl in ipairs({ "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "NVTX_EVENTS" }) do
-    local cols = nsys_columns(fail, con, tbl)
-    local n = next(cols) and nsys_rows(fail, con, "SELECT count(*) AS n FROM " .. tbl)[1].n or 0
-    if n > M.MAX_ROWS then
-      fail(("Nsight Systems export: %s has %d rows, more than %d: profile fewer steps"):format(tbl, n,
-        M.MAX_ROWS))
-    end
-  end
-  for _, r in ipairs(nsys_rows(fail, con, "SELECT start, end, globalTid, correlationId, nameId " ..
-      "FROM CUPTI_ACTIVITY_KIND_RUNTIME")) do
+  local rows
+  rows, seen = counted(fail, con, "CUPTI_ACTIVITY_KIND_RUNTIME", "SELECT start, end, globalTid, correlationId, " ..
+    "nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME", seen)
+  for i, r in ipairs(rows) do
     local name = tostring(names[r.nameId] or ""):gsub("_v%d+$", "")
     local gtid = math.tointeger(r.globalTid) or 0
-    events[#events + 1] = { ph = "X", cat = "cuda_runtime", name = name, pid = (gtid >> 24) & 0xFFFFFF,
-      tid = gtid & 0xFFFFFF, ts = r.start / 1000, dur = (r["end"] - r.start) / 1000,
-      args = { correlation = r.correlationId } }
+    events[#events + 1] = event(fail, "CUPTI_ACTIVITY_KIND_RUNTIME", i, r, { cat = "cuda_runtime", name = name,
+      pid = (gtid >> 24) & 0xFFFFFF, tid = gtid & 0xFFFFFF, args = { correlation = r.correlationId } })
   end
-  for _, r in ipairs(nsys_rows(fail, con, "SELECT start, end, deviceId, streamId, correlationId, demangledName, " ..
-      "shortName FROM CUPTI_ACTIVITY_KIND_KERNEL")) do
-    events[#events + 1] = { ph = "X", cat = "kernel", name = names[r.demangledName] or names[r.shortName] or "",
-      pid = r.deviceId, tid = r.streamId, ts = r.start / 1000, dur = (r["end"] - r.start) / 1000,
-      args = { correlation = r.correlationId } }
+  if nsys_columns(fail, con, "CUPTI_ACTIVITY_KIND_KERNEL").start then
+    rows, seen = counted(fail, con, "CUPTI_ACTIVITY_KIND_KERNEL", "SELECT start, end, deviceId, streamId, " ..
+      "correlationId, demangledName, shortName FROM CUPTI_ACTIVITY_KIND_KERNEL", seen)
+    for i, r in ipairs(rows) do
+      events[#events + 1] = event(fail, "CUPTI_ACTIVITY_KIND_KERNEL", i, r, { cat = "kernel",
+        name = names[r.demangledName] or names[r.shortName] or "", pid = r.deviceId, tid = r.streamId,
+        args = { correlation = r.correlationId } })
+    end
   end
   local nvtx = nsys_columns(fail, con, "NVTX_EVENTS")
-  if nvtx.start then
+  if nvtx.start and nvtx["end"] and (nvtx.textId or nvtx.text) then
     local text = nvtx.textId and "textId" or "text"
-    for _, r in ipairs(nsys_rows(fail, con, "SELECT start, end, " .. text .. " AS t FROM NVTX_EVENTS " ..
-        "WHERE end IS NOT NULL")) do
+    rows = counted(fail, con, "NVTX_EVENTS", "SELECT start, end, " .. text .. " AS t FROM NVTX_EVENTS " ..
+      "WHERE end IS NOT NULL", seen)
+    for i, r in ipairs(rows) do
       local name = text == "textId" and names[r.t] or r.t
       if type(name) == "string" and name:match("^ProfilerStep#%d+$") then
-        events[#events + 1] = { ph = "X", cat = "user_annotation", name = name, pid = 0, tid = 0,
-          ts = r.start / 1000, dur = (r["end"] - r.start) / 1000 }
+        events[#events + 1] = event(fail, "NVTX_EVENTS", i, r, { cat = "user_annotation", name = name,
+          pid = 0, tid = 0 })
       end
     end
   end
   return events
 end
 
+-- The export's runtime table checked: present, with the columns read.
+local function check_runtime(fail, con)
+  local cols = nsys_columns(fail, con, "CUPTI_ACTIVITY_KIND_RUNTIME")
+  if not next(cols) then
+    fail("an SQLite file without CUPTI_ACTIVITY_KIND_RUNTIME: not an Nsight Systems export of a CUDA trace " ..
+      "(nsys profile --trace=cuda, then nsys export --type sqlite)")
+  end
+  for _, c in ipairs(M.RUNTIME_COLUMNS) do
+    if not cols[c] then fail("Nsight Systems export: CUPTI_ACTIVITY_KIND_RUNTIME has no column " .. c) end
+  end
+end
+
+-- An SQLite URI that opens the file read-only and immutable: the export
+-- is never written, and a WAL or journal beside it is neither replayed
+-- nor removed (SQLite's URI filenames, `mode=ro`, `immutable=1`).
+local function readonly_uri(path)
+  local abs = require("apsearch.core").realpath(path) or path
+  return "file:" .. abs:gsub("[%%?#]", function(c) return ("%%%02X"):format(c:byte()) end) ..
+    "?mode=ro&immutable=1"
+end
+
 --- Loads an export as apsearch.trace.load does a Kineto trace.
 -- @tparam string path an SQLite file (its magic checked by the caller)
 -- @tparam function fail called with a one-line problem; must not return
 -- @treturn table `{events = {...}, devices = {name...}, memory = {bytes...},
---   path}`
+--   path}`; each event's `src` names its table and row
 function M.load(path, fail)
   local ok, driver = pcall(require, "luasql.sqlite3")
   if not ok then fail("an Nsight Systems SQLite export needs lua-sql-sqlite3 (Debian package lua-sql-sqlite3)") end
   local env = driver.sqlite3()
-  local con, err = env:connect(path)
+  local con, err = env:connect(readonly_uri(path))
   if not con then fail("Nsight Systems export: " .. tostring(err)) end
   local good, result = pcall(function()
-    if not nsys_columns(fail, con, "CUPTI_ACTIVITY_KIND_RUNTIME").start then
-      fail("an SQLite file without CUPTI_ACTIVITY_KIND_RUNTIME: not an Nsight Systems export of a CUDA trace " ..
-        "(nsys profile --trace=cuda, then nsys export --type sqlite)")
-    end
+    check_runtime(fail, con)
     local names = {}
-    for _, r in ipairs(nsys_rows(fail, con, "SELECT id, value FROM StringIds")) do names[r.id] = r.value end
+    for _, r in ipairs((counted(fail, con, "StringIds", "SELECT id, value FROM StringIds", 0))) do
+      names[r.id] = r.value
+    end
     local devices, memory = {}, {}
     local gpu = nsys_columns(fail, con, "TARGET_INFO_GPU")
     if gpu.name then
@@ -107,7 +160,7 @@ function M.load(path, fail)
         memory[#devices] = r.totalMemory
       end
     end
-    return { events = nsys_events(fail, con, names), devices = devices, memory = memory, path = path }
+    return { events = nsys_events(fail, con, names, 0), devices = devices, memory = memory, path = path }
   end)
   con:close()
   env:close()

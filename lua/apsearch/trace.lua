@@ -248,12 +248,18 @@ local function median(xs)
   return (xs[n // 2] + xs[n // 2 + 1]) / 2
 end
 
+-- Where event i came from, for a message: its index in traceEvents, or
+-- the table and row of an Nsight Systems export (apsearch.nsys's `src`).
+local function where(e, i)
+  return e.src or ("traceEvents[%d]"):format(i)
+end
+
 -- A finite, non-negative time field of an event, in microseconds.
 local function time_of(path, e, key, i)
   local v = e[key]
   if type(v) ~= "number" or v ~= v or v < 0 or v == math.huge then
-    fail(path, ("traceEvents[%d] (%s): %s must be a finite number of microseconds (got %s)"):format(
-      i, tostring(e.name), key, util.describe(v)))
+    fail(path, ("%s (%s): %s must be a finite number of microseconds (got %s)"):format(
+      where(e, i), util.printable(tostring(e.name)):sub(1, 60), key, util.describe(v)))
   end
   return v
 end
@@ -317,8 +323,8 @@ end
 local function kernel_dur(path, e, i)
   local us = time_of(path, e, "dur", i)
   if us * US > M.MAX_STEP_SECONDS then
-    fail(path, ("traceEvents[%d] (%s): dur %s us is not a kernel's length (0 to %d s)"):format(
-      i, util.printable(tostring(e.name)):sub(1, 60), util.describe(e.dur), M.MAX_STEP_SECONDS))
+    fail(path, ("%s (%s): dur %s us is not a kernel's length (0 to %d s)"):format(
+      where(e, i), util.printable(tostring(e.name)):sub(1, 60), util.describe(e.dur), M.MAX_STEP_SECONDS))
   end
   return us
 end
@@ -387,8 +393,8 @@ local function scan(t)
       elseif e.cat == "user_annotation" and tostring(e.name):match("^ProfilerStep#%d+$") then
         local sec = time_of(t.path, e, "dur", i) * US
         if not (sec > 0 and sec <= M.MAX_STEP_SECONDS) then
-          fail(t.path, ("event %d (%s): dur %s us is not a training step's length (0 to %d s)"):format(
-            i, tostring(e.name), util.describe(e.dur), M.MAX_STEP_SECONDS))
+          fail(t.path, ("%s (%s): dur %s us is not a training step's length (above 0, up to %d s)"):format(
+            where(e, i), tostring(e.name), util.describe(e.dur), M.MAX_STEP_SECONDS))
         end
         steps[#steps + 1] = sec
       end

@@ -326,6 +326,19 @@ describe("held-out config.json files", function()
     cfg.mtp_layers_block_type = { "attention", "router" }
     assert.are.equal('l.json: mtp_layers_block_type[2]: expected mamba, attention, mlp or moe (got "router")',
       err_of(hf.from_config, cfg, "l.json"))
+    -- both spellings: taken when they agree, refused when they do not
+    cfg.mtp_layers_block_type, cfg.mtp_hybrid_override_pattern = { "attention", "moe" }, "*E"
+    assert.are.equal("*E", hf.from_config(cfg, "l.json").mtp_layer_pattern)
+    cfg.mtp_hybrid_override_pattern = "MMMM"
+    assert.are.equal('l.json: mtp_hybrid_override_pattern: disagrees with mtp_layers_block_type (*E): give one of ' ..
+      'them (got "MMMM")', err_of(hf.from_config, cfg, "l.json"))
+    cfg.mtp_hybrid_override_pattern = nil
+    cfg.hybrid_override_pattern = string.rep("ME", 10)
+    assert.truthy(err_of(hf.from_config, cfg, "l.json"):find("l.json: hybrid_override_pattern: disagrees with " ..
+      "layers_block_type (", 1, true))
+    cfg.hybrid_override_pattern, cfg.layers_block_type = nil, "mamba"
+    assert.are.equal('l.json: layers_block_type: expected a non-empty list of mamba, attention, mlp or moe ' ..
+      '(got "mamba")', err_of(hf.from_config, cfg, "l.json"))
   end)
 
   -- google/gemma-3-27b (Gemma3ForConditionalGeneration): the text model

@@ -535,6 +535,55 @@ describe("apsearch.trace GEMMs", function()
       1, true))
   end)
 
+  it("reads an export read-only, names a bad row's table and row, takes an export without kernels", function()
+    local dir = tmpdir()
+    -- a copy with a (hot-looking) journal beside it: neither is written,
+    -- the journal neither replayed nor removed
+    local copy = dir .. "/c.sqlite"
+    write(copy, H.read(NSYS), "wb")
+    write(copy .. "-journal", string.rep("\217", 512), "wb")
+    local before = H.read(copy)
+    assert.are.equal(1312, trace.measure(trace.load(copy)).launches)
+    assert.are.equal(before, H.read(copy))
+    assert.truthy(H.read(copy .. "-journal"))
+    -- exports built with lua-sql-sqlite3: 150 launches, no kernel table
+    local driver = require("luasql.sqlite3").sqlite3()
+    local function export(name, runtime_cols, rows)
+      local path = dir .. "/" .. name
+      local con = assert(driver:connect(path))
+      assert(con:execute("CREATE TABLE StringIds (id INTEGER, value TEXT)"))
+      assert(con:execute("INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000')"))
+      assert(con:execute("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (" .. runtime_cols .. ")"))
+      for _, r in ipairs(rows) do assert(con:execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES " .. r)) end
+      con:close()
+      return path
+    end
+    local rows = {}
+    for i = 1, 150 do rows[i] = ("(%d, %d, 1, %d, 1)"):format(i * 20000, i * 20000 + 3000, i) end
+    local cols = "start, end, globalTid, correlationId, nameId"
+    local m = trace.measure(trace.load(export("ok.sqlite", cols, rows)))
+    assert.are.equal(150, m.launches)
+    near(20e-6, m.host_seconds_per_kernel, 1e-12)
+    near(3e-6, m.host_seconds_per_loop_kernel, 1e-12)
+    assert.is_nil(next(m.kernels))
+    -- a NULL start, named by table and row; a missing column, named
+    rows[7] = "(NULL, 5, 1, 7, 1)"
+    local bad = export("null.sqlite", cols, rows)
+    assert.truthy(one_line(apsearch("calibrate", "--trace", bad)):find(bad .. ": trace: Nsight Systems export: " ..
+      "CUPTI_ACTIVITY_KIND_RUNTIME row 7: start must be a number of nanoseconds (got nil)", 1, true))
+    local nocol = export("nocol.sqlite", "start, end, globalTid, correlationId", { "(1, 2, 1, 1)" })
+    assert.truthy(one_line(apsearch("calibrate", "--trace", nocol)):find(
+      "Nsight Systems export: CUPTI_ACTIVITY_KIND_RUNTIME has no column nameId", 1, true))
+    -- the row limit counts the strings too
+    local nsys = require "apsearch.nsys"
+    local limit = nsys.MAX_ROWS
+    nsys.MAX_ROWS = 1000
+    local ok, err = pcall(trace.load, NSYS)
+    nsys.MAX_ROWS = limit
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("rows in StringIds, more than 1000", 1, true), err)
+  end)
+
   it("counts a float32 profile's GEMMs without fitting them (the public A100 trace)", function()
     local m = trace.measure(trace.load(FIXTURE))
     assert.is_true(m.training)
@@ -630,8 +679,8 @@ describe("apsearch calibrate --trace", function()
       local st = write(dir .. "/step.json", synthetic(200, 10, 3, { { ph = "X", cat = "user_annotation",
         name = "ProfilerStep#3", pid = 1, tid = 1, ts = 1000, dur = dur } }))
       assert.truthy(one_line(apsearch("calibrate", "--trace", st, "-o", dir .. "/o.json")):find(
-        st .. ": trace: event 201 (ProfilerStep#3): dur " .. (dur == 0 and "0" or "1e+300")
-        .. " us is not a training step's length (0 to 86400 s)", 1, true))
+        st .. ": trace: traceEvents[201] (ProfilerStep#3): dur " .. (dur == 0 and "0" or "1e+300")
+        .. " us is not a training step's length (above 0, up to 86400 s)", 1, true))
     end
     -- --group is refused; a file beside --trace is the job's policy
     assert.truthy(one_line(apsearch("calibrate", "--trace", v100, "--group", "software", "-o", dir .. "/o.json")):find(

@@ -112,6 +112,9 @@ describe("deepseek_v4: exact parameter counts", function()
     assert.are.equal(49779058787, p.active)
     assert.is_true(H.near_card(p.total, 1.6e12, H.CARD_ROUNDING_2), tostring(p.total))
     assert.is_true(p.active >= 49e9 and p.active < 50e9, tostring(p.active))
+    -- the example under examples/models is the same file, by its preset name
+    local ex = core.model_params((hf.load(H.ROOT .. "/examples/models/deepseek-v4-pro-nvfp4.json")))
+    assert.are.same({ 1572997179491, 49779058787 }, { ex.total, ex.active })
   end)
 
   it("reads the layer kinds and hash layers from compress_ratios, layer_types, mlp_layer_types, num_hash_layers", function()

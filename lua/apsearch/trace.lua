@@ -714,12 +714,13 @@ function M.attention_fit(m, preset)
     r.why = "their kernels took no time"
   else
     r.eta = r.eta_preset * r.estimated / r.measured
-    if not (r.eta >= lo and r.eta <= hi) then
+    local eta = within(r.eta, lo, hi)
+    if not eta then
       r.why = ("attention_efficiency %.3f is outside [%g, %g]"):format(r.eta, lo, hi)
     elseif not m.training then
       r.why = "a forward-only profile (no autograd backward op); profile a training step"
     else
-      r.written.attention_efficiency = r.eta
+      r.written.attention_efficiency = eta
     end
   end
   local scale = r.eta and r.eta_preset / r.eta or 1

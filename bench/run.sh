@@ -47,6 +47,9 @@
 # subtree-count misses in the two workers against 4,511 and 8,256 in one
 # process (the schedule orders of src/core/schedule_order.c likewise);
 # and 5 k more page faults in all (10.8 k -> 16.0 k, +0.1 s of system time).
+# (2026-12-05, the 2-core AMD EPYC VM idle at a load of 1.0, eight pairs
+# alternating, /usr/bin/time wall: --jobs 1 1.80-2.10 s, median 1.87;
+# --jobs 2 0.99-1.11 s, median 1.065: 1.76x, near the bound below.)
 # That bounds --jobs 2 at 2 x 17.82 / 20.17 = 1.77x on idle cores before
 # the parent's part, 1.7x with it.  Tried and dropped: one region of the
 # space per worker, then a shared tail (19.82 G instead of 20.17, the

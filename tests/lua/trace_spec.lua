@@ -166,6 +166,27 @@ local function gemms_at(ks, n, eta, k0, type)
   return list
 end
 
+-- One causal flash call of 2 x 32 heads x S x 128 appended to ev, with its
+-- launch and kernel (correlation corr, at ts): forward FLOPs 2 B S (S / 2)
+-- H (128 + 128), timed at `eta` of the H100's bf16 peak (989.4 TFLOP/s),
+-- the backward at 2.5x (compute.c); eta nil: a kernel of no time.
+local function flash_call(ev, corr, ts, S, backward, eta)
+  local q = { 2, 32, S, 128 }
+  local flops = 2 * 2 * S * (S / 2) * 32 * 256
+  local sec = eta and flops * (backward and 2.5 or 1) / (989.4e12 * eta) or 0
+  local tid = backward and 2 or 1
+  ev[#ev + 1] = { ph = "X", cat = "cpu_op", pid = 1, tid = tid, ts = ts, dur = 50,
+    name = "aten::_scaled_dot_product_flash_attention" .. (backward and "_backward" or ""),
+    args = { ["Input Dims"] = backward and { q, q, q, q } or { q, q, q },
+      ["Input type"] = { "c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "c10::BFloat16" },
+      ["Concrete Inputs"] = backward and { "", "", "", "", "", "", "", "", "", "", "0.", "True" }
+        or { "", "", "", "0.", "True", "False" } } }
+  ev[#ev + 1] = { ph = "X", cat = "cuda_runtime", name = "cudaLaunchKernel", pid = 1, tid = tid, ts = ts + 5,
+    dur = 3, args = { correlation = corr } }
+  ev[#ev + 1] = { ph = "X", cat = "kernel", name = "pytorch_flash::flash_fwd_kernel", pid = 0, tid = 7,
+    ts = ts + 10, dur = sec * 1e6, args = { correlation = corr } }
+end
+
 describe("apsearch.trace GEMMs", function()
   local trace = require "apsearch.trace"
   local function near(want, got, tol) assert.is_true(math.abs(got - want) <= tol, tostring(got)) end
@@ -324,30 +345,15 @@ describe("apsearch.trace GEMMs", function()
   end)
 
   it("fits the fused-attention efficiency of a training trace's SDPA calls, by keys", function()
-    -- flash calls of 2 x 32 heads x S x 128, causal, forward and backward,
-    -- timed at efficiency 0.4: forward 2 B S (S / 2) H (128 + 128) /
-    -- (989.4e12 x 0.4), backward 2.5x
+    -- flash calls forward and backward at 4K and 16K, timed at 0.4
     local ev, corr = {}, 0
-    local function call(S, backward)
-      corr = corr + 1
-      local q = { 2, 32, S, 128 }
-      local flops = 2 * 2 * S * (S / 2) * 32 * 256
-      local sec = flops * (backward and 2.5 or 1) / (989.4e12 * 0.4)
-      local dims = backward and { q, q, q, q } or { q, q, q }
-      local concrete = backward and { "", "", "", "", "", "", "", "", "", "", "0.", "True" }
-        or { "", "", "", "0.", "True", "False" }
-      local ts = corr * 100
-      ev[#ev + 1] = { ph = "X", cat = "cpu_op", pid = 1, tid = backward and 2 or 1, ts = ts, dur = 50,
-        name = "aten::_scaled_dot_product_flash_attention" .. (backward and "_backward" or ""),
-        args = { ["Input Dims"] = dims, ["Input type"] = { "c10::BFloat16", "c10::BFloat16", "c10::BFloat16",
-          "c10::BFloat16" }, ["Concrete Inputs"] = concrete } }
-      ev[#ev + 1] = { ph = "X", cat = "cuda_runtime", name = "cudaLaunchKernel", pid = 1, tid = backward and 2 or 1,
-        ts = ts + 5, dur = 3, args = { correlation = corr } }
-      ev[#ev + 1] = { ph = "X", cat = "kernel", name = "pytorch_flash::flash_fwd_kernel", pid = 0, tid = 7,
-        ts = ts + 10, dur = sec * 1e6, args = { correlation = corr } }
-    end
     for _, S in ipairs({ 4096, 16384 }) do
-      for _ = 1, 30 do call(S, false); call(S, true) end
+      for _ = 1, 30 do
+        for _, backward in ipairs({ false, true }) do
+          corr = corr + 1
+          flash_call(ev, corr, corr * 100, S, backward, 0.4)
+        end
+      end
     end
     ev[#ev + 1] = { ph = "X", cat = "cpu_op", name = "autograd::engine::evaluate_function: MmBackward0",
       pid = 1, tid = 2, ts = 10, dur = 5 }
@@ -444,18 +450,8 @@ describe("apsearch.trace GEMMs", function()
     local t = cjson.decode(gemm_trace(list, true))
     t.traceEvents[#t.traceEvents + 1] = { ph = "X", cat = "user_annotation", name = "ProfilerStep#1", pid = 1, tid = 1,
       ts = 0, dur = 5e5 }
-    -- 30 causal flash calls of 2 x 32 heads x 4,096 x 128 at 0.4 of the peak
-    for i = 1, 30 do
-      local q, corr, ts = { 2, 32, 4096, 128 }, 1000 + i, 1e6 + i * 100
-      t.traceEvents[#t.traceEvents + 1] = { ph = "X", cat = "cpu_op", pid = 1, tid = 1, ts = ts, dur = 50,
-        name = "aten::_scaled_dot_product_flash_attention", args = { ["Input Dims"] = { q, q, q },
-          ["Input type"] = { "c10::BFloat16", "c10::BFloat16", "c10::BFloat16" },
-          ["Concrete Inputs"] = { "", "", "", "0.", "True", "False" } } }
-      t.traceEvents[#t.traceEvents + 1] = { ph = "X", cat = "cuda_runtime", name = "cudaLaunchKernel", pid = 1,
-        tid = 1, ts = ts + 5, dur = 3, args = { correlation = corr } }
-      t.traceEvents[#t.traceEvents + 1] = { ph = "X", cat = "kernel", name = "flash_fwd_kernel", pid = 0, tid = 7,
-        ts = ts + 10, dur = 2 * 2 * 4096 * 2048 * 32 * 256 / (989.4e12 * 0.4) * 1e6, args = { correlation = corr } }
-    end
+    -- 30 causal forward flash calls at 4,096 at 0.4 of the peak
+    for i = 1, 30 do flash_call(t.traceEvents, 1000 + i, 1e6 + i * 100, 4096, false, 0.4) end
     local path = write(dir .. "/t.json", cjson.encode(t))
     -- a job without flash attention: the trace's flash value reaches its
     -- unfused attention on both paths, as --calibration's does
@@ -490,19 +486,8 @@ describe("apsearch.trace GEMMs", function()
   end)
 
   it("says an attention fit whose kernels took no time, and prints a GPU's control characters escaped", function()
-    local ev, corr = {}, 0
-    for _ = 1, 120 do
-      corr = corr + 1
-      local q = { 2, 32, 4096, 128 }
-      ev[#ev + 1] = { ph = "X", cat = "cpu_op", pid = 1, tid = 1, ts = corr * 100, dur = 50,
-        name = "aten::_scaled_dot_product_flash_attention", args = { ["Input Dims"] = { q, q, q },
-          ["Input type"] = { "c10::BFloat16", "c10::BFloat16", "c10::BFloat16" },
-          ["Concrete Inputs"] = { "", "", "", "0.", "True", "False" } } }
-      ev[#ev + 1] = { ph = "X", cat = "cuda_runtime", name = "cudaLaunchKernel", pid = 1, tid = 1,
-        ts = corr * 100 + 5, dur = 3, args = { correlation = corr } }
-      ev[#ev + 1] = { ph = "X", cat = "kernel", name = "flash_fwd_kernel", pid = 0, tid = 7, ts = corr * 100 + 10,
-        dur = 0, args = { correlation = corr } }
-    end
+    local ev = {}
+    for corr = 1, 120 do flash_call(ev, corr, corr * 100, 4096, false, nil) end
     local p = write(tmpdir() .. "/z.json", cjson.encode({ traceEvents = ev,
       deviceProperties = { { name = "NVIDIA H100 80GB HBM3\27]0;x\7" } } }))
     local code, out, err = apsearch("calibrate", "--trace", p)

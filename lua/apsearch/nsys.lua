@@ -10,9 +10,10 @@
 local M = {}
 
 --- Most rows read from an export: the runtime calls, kernels and NVTX
--- ranges together, and apart the strings they name (StringIds).  About
--- 2 GB of memory at this many events; a longer profile: record one rank
--- and fewer steps (`nsys profile --capture-range`).
+-- ranges together, and apart the strings they name (StringIds).  A
+-- breaker's export of 15 M such rows took 9.0 GB (600 B a row), so this
+-- many take about 1.2 GB; a longer profile: record one rank and fewer
+-- steps (`nsys profile --capture-range`).
 M.MAX_ROWS = 2000000
 
 --- The columns of `CUPTI_ACTIVITY_KIND_RUNTIME` read.

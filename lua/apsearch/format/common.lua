@@ -821,4 +821,10 @@ function M.value_text(v)
   return table.concat(parts, ":")
 end
 
+--- The error of an estimate against a measure, in percent of the measure.
+-- @tparam number est
+-- @tparam number meas (not 0)
+-- @treturn number
+function M.pct_error(est, meas) return (est - meas) / meas * 100 end
+
 return M

@@ -272,7 +272,10 @@ bool aps_split_by_rule(const aps_strategy *s);
  *  pipeline_split rule (pipeline.c: embedding_loss, deepspeed_type,
  *  fill_last, with their sources), or the even split plus layer_offset.
  *  Returns APS_REASON_NONE or PP_DIVISIBILITY / PP_PARTITION /
- *  VPP_INVALID with a message. */
+ *  VPP_INVALID with a message; PP_PARTITION too when a model with
+ *  cross-layer top-k sharing (model.index_topk_freq > 1) has a chunk that
+ *  starts on a layer reusing another's top-k (Megatron-Core refuses it;
+ *  balance_stages' split is checked after balancing instead). */
 aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
                             int64_t *chunks, char *msg, size_t n);
 

@@ -532,6 +532,17 @@ typedef struct {
                                           indexer_rope_interleave; Megatron
                                           --dsa-indexer-rope-interleaved);
                                           changes no estimate; DSA only */
+    /* Cross-layer top-k sharing (GLM-5.2; Megatron-LM d98e8a64 megatron/
+     * core/transformer/experimental_attention_variant/dsa.py
+     * is_dsa_skip_topk_layer): 1-based layer n computes its own top-k iff
+     * max(n - max(offset, 1), 0) % freq == 0, every other layer builds no
+     * indexer and reuses the top-k of the last computing layer before it,
+     * which must be in its own pipeline model chunk.  0 or 1: every layer
+     * computes (Megatron's default 1). */
+    int64_t index_topk_freq;         /**< HF index_topk_freq; Megatron
+                                          --dsa-indexer-topk-freq */
+    int64_t index_skip_topk_offset;  /**< HF index_skip_topk_offset;
+                                          --dsa-indexer-skip-topk-offset */
     /* DeepSeek-V4 (src/core/dsv4.c; transformers models/deepseek_v4/
      * modeling_deepseek_v4.py @ 36145589): shared-KV MQA (num_query_groups
      * 1) with a low-rank query (q_lora_rank), a grouped low-rank output

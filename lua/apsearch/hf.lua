@@ -159,8 +159,10 @@
 -- * `deepseek_v32` (DeepSeek-V3.2), `glm_moe_dsa` (GLM-5): DeepSeek-V3's
 --   MLA and experts plus DeepSeek Sparse Attention, `index_n_heads`,
 --   `index_head_dim`, `index_topk` (and GLM-5's `indexer_rope_interleave`),
---   absent keys their config classes' defaults; cross-layer top-k sharing
---   (`indexer_types` "shared", `index_topk_freq` > 1) is refused.
+--   absent keys their config classes' defaults; GLM-5.2's cross-layer
+--   top-k sharing (`indexer_types` "shared", `index_topk_freq` > 1 with
+--   `index_skip_topk_offset`) as Megatron-Core's schedule, indexers on the
+--   computing layers only.
 -- * `llama4_text`, `llama4` (its `text_config`): experts on every
 --   `interleave_moe_layer_step`-th layer (or `moe_layers`), one shared
 --   expert, dense layers of `intermediate_size_mlp`, a top-1 sigmoid router
@@ -2477,27 +2479,65 @@ M.GLM_MOE_DSA_DEFAULTS = {
   index_topk = 2048, index_head_dim = 128, index_n_heads = 32,
 }
 
---- Why cross-layer top-k sharing is refused: its "shared" layers reuse an
--- earlier layer's top-k and have no indexer of their own (transformers
--- GlmMoeDsaAttention, indexer_types; Megatron --dsa-indexer-topk-freq).
-M.DSA_SHARING_UNMODELLED = "cross-layer top-k sharing (layers without an indexer of their own) is not modelled"
+--- Whether the 0-based layer i computes its own top-k under cross-layer
+-- sharing of index_topk_freq = freq after index_skip_topk_offset = offset:
+-- Megatron-LM d98e8a64 megatron/core/transformer/experimental_attention_
+-- variant/dsa.py is_dsa_skip_topk_layer on the 1-based layer i + 1 (vLLM's
+-- GLM-5.2 schedule, max(i - offset + 1, 0) % freq == 0, is the same).
+-- @tparam integer i 0-based layer
+-- @tparam integer freq layers per computing layer (>= 1)
+-- @tparam integer offset index_skip_topk_offset (>= 0)
+-- @treturn boolean
+function M.dsa_computes_topk(i, freq, offset)
+  return math.max(i + 1 - math.max(offset, 1), 0) % freq == 0
+end
 
--- Refuses GlmMoeDsaConfig's cross-layer top-k sharing: an indexer_types
--- entry "shared", an index_topk_pattern with an S, index_topk_freq > 1.
-local function refuse_topk_sharing(cfg, file)
-  local why = "NotImplemented: %s: %s: " .. M.DSA_SHARING_UNMODELLED .. " (got %s)"
+-- GlmMoeDsaConfig's cross-layer top-k sharing (GLM-5.2, IndexShare): a
+-- "shared" layer of indexer_types (an S of index_topk_pattern) builds no
+-- indexer and reuses the last computing layer's top-k (vLLM serves it
+-- without those layers' indexer weights).  Megatron-Core expresses it as
+-- index_topk_freq and index_skip_topk_offset only, so both must be given
+-- and any per-layer list must be that schedule.  Sets m.index_topk_freq
+-- and m.index_skip_topk_offset (src/core/dsa.c prices the mean layer).
+local function topk_sharing(m, cfg, file)
   local types, pattern = cfg.indexer_types, cfg.index_topk_pattern
-  if type(types) == "table" then
-    for _, v in ipairs(types) do
-      if v ~= "full" then error(why:format(file, "indexer_types", util.describe(v)), 0) end
+  local L = m.num_layers
+  if not is_null(pattern) then
+    if type(pattern) ~= "string" or #pattern ~= L or pattern:find("[^FS]") then
+      util.fail(file, "index_topk_pattern", ("expected %d letters F (computes its top-k) or S (shares)"):format(L), pattern)
+    end
+    local list = {}
+    for i = 1, L do list[i] = pattern:sub(i, i) == "S" and "shared" or "full" end
+    types = list
+  elseif not is_null(types) then
+    if type(types) ~= "table" or #types ~= L then
+      util.fail(file, "indexer_types", ("expected a list of %d entries \"full\" or \"shared\""):format(L), types)
+    end
+    for i, v in ipairs(types) do
+      if v ~= "full" and v ~= "shared" then util.fail(file, ("indexer_types[%d]"):format(i), 'expected "full" or "shared"', v) end
     end
   end
-  if type(pattern) == "string" and pattern:find("[^F]") then
-    error(why:format(file, "index_topk_pattern", util.describe(pattern)), 0)
+  local shares = count(cfg, "index_topk_freq", 1, file) > 1
+  for _, v in ipairs(type(types) == "table" and types or {}) do shares = shares or v == "shared" end
+  if not shares then return m end
+  for _, k in ipairs({ "index_topk_freq", "index_skip_topk_offset" }) do
+    if is_null(cfg[k]) then
+      util.fail(file, k, "required with cross-layer top-k sharing (Megatron-Core's --dsa-indexer-topk-freq and " ..
+        "--dsa-indexer-skip-topk-offset express the schedule)", cfg[k])
+    end
   end
-  if count(cfg, "index_topk_freq", 1, file) > 1 then
-    error(why:format(file, "index_topk_freq", util.describe(cfg.index_topk_freq)), 0)
+  local freq = count(cfg, "index_topk_freq", 1, file)
+  local offset = config_int(cfg.index_skip_topk_offset, 0, file, "index_skip_topk_offset")
+  if freq < 2 then util.fail(file, "index_topk_freq", "expected >= 2 when layers share their top-k", cfg.index_topk_freq) end
+  for i, v in ipairs(type(types) == "table" and types or {}) do
+    if (v == "full") ~= M.dsa_computes_topk(i - 1, freq, offset) then
+      error(("NotImplemented: %s: indexer_types[%d]: %s differs from the schedule of index_topk_freq = %d and " ..
+        "index_skip_topk_offset = %d, the only one Megatron-Core expresses (got %s)"):format(file, i,
+        util.describe(v), freq, offset, util.describe(v)), 0)
+    end
   end
+  m.index_topk_freq, m.index_skip_topk_offset = freq, offset
+  return m
 end
 
 -- DeepSeek Sparse Attention on a DeepSeek-V3-like model (DeepseekV32Config,
@@ -2507,7 +2547,6 @@ end
 -- index_head_dim, index_topk (src/core/dsa.c prices them).
 local function dsa_model(cfg, file, defaults)
   local t = with_defaults(cfg, defaults)
-  refuse_topk_sharing(t, file)
   local r = reader(t, file)
   local m = deepseek(r, t, file, true)
   if not is_null(t.mlp_layer_types) then glm4_moe_lite_dense(m, t, file) end
@@ -2515,7 +2554,7 @@ local function dsa_model(cfg, file, defaults)
   m.index_head_dim = r.int("index_head_dim")
   m.index_topk = r.int("index_topk")
   if r.bool("indexer_rope_interleave", false) then m.index_rope_interleave = true end
-  return numerics(m, t, file)
+  return numerics(topk_sharing(m, t, file), t, file)
 end
 
 --- Builds the model table of a `deepseek_v32` config (DeepSeek-V3.2;

@@ -99,6 +99,9 @@ M.model = {
   -- indexer's heads and width, and the keys each query attends to
   index_n_heads = "nonnegint", index_head_dim = "nonnegint", index_topk = "nonnegint",
   index_rope_interleave = "bool",
+  -- cross-layer top-k sharing (GLM-5.2): a layer computes its own top-k
+  -- every index_topk_freq layers after index_skip_topk_offset
+  index_topk_freq = "nonnegint", index_skip_topk_offset = "nonnegint",
   -- DeepSeek-V4 (src/core/dsv4.c): hyper-connections, the grouped output
   -- projection, the compressed layers and their rates, hash-routed layers
   hc_mult = "nonnegint", hc_sinkhorn_iters = "nonnegint", o_groups = "nonnegint",

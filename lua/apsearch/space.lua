@@ -410,9 +410,16 @@ function M.new(ss, info)
       deps = { "pp_degree", "vpp_degree", "pp_schedule" },
       values = function(c) return M.interleaved_1f1b(c) and groups(c.pp_degree) or none end }
   end
-  for _, name in ipairs({ "stage_partition", "layer_offset" }) do
-    if dims[name] then
-      local f = per_pp(dims[name], name == "stage_partition")
+  -- a model whose layers share their top-k (GLM-5.2, info.topk_shared)
+  -- pipelines only where every model chunk starts on a layer computing its
+  -- own, which no split rule gives: its stages are balanced (the core's
+  -- Megatron split keeps to such layers) unless the policy says otherwise
+  local offsets = dims.layer_offset
+  if info.topk_shared and not offsets and not dims.stage_partition then offsets = { "balanced" } end
+  for _, pv in ipairs({ { "stage_partition", dims.stage_partition }, { "layer_offset", offsets } }) do
+    local name, values = pv[1], pv[2]
+    if values then
+      local f = per_pp(values, name == "stage_partition")
       level { name = name, deps = { "pp_degree", "vpp_degree" },
         values = function(c) return f(c.pp_degree, c.vpp_degree or 1) end,
         set = function(c, v) M.set_dim(c, name, v) end }

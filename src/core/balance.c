@@ -208,14 +208,65 @@ static bool affine_costs(const aps_model *m, const aps_cluster *c,
     return true;
 }
 
+/** True when k layers per rank, each rank's split into v chunks as
+ *  aps_layout_chunk splits it, start every model chunk on a layer that
+ *  computes its top-k (aps_dsa_chunks_check); always without cross-layer
+ *  top-k sharing. */
+static bool dsa_split_ok(const aps_model *m, const aps_layout *lay,
+                         const int64_t *k)
+{
+    if (m->index_topk_freq <= 1)
+        return true;
+    int64_t chunks[APS_MAX_STAGES];
+    for (int64_t i = 0; i < lay->p; i++)
+        for (int64_t c = 0; c < lay->v; c++)
+            chunks[aps_chunk_stage(lay->sched, lay->p, i, c)] =
+                k[i] / lay->v + (c < k[i] % lay->v ? 1 : 0);
+    return aps_dsa_chunks_check(m, chunks, lay->p * lay->v, NULL, 0) ==
+           APS_REASON_NONE;
+}
+
+/** Moves each boundary of the one-chunk-per-rank split k to the nearest
+ *  layer that computes its top-k (ties: the earlier), keeping every rank
+ *  at least one layer, so that the bottleneck split of a model sharing
+ *  top-k across layers starts from a layout Megatron-Core builds; with v
+ *  > 1 or without sharing k is left as it is. */
+static void snap_to_computing(const aps_model *m, const aps_layout *lay,
+                              int64_t *k)
+{
+    int64_t p = lay->p, L = m->num_layers;
+    if (m->index_topk_freq <= 1 || lay->v != 1)
+        return;
+    int64_t prev = 0, at = 0;
+    for (int64_t i = 1; i < p; i++) {
+        at += k[i - 1];
+        int64_t lo = prev + 1, hi = L - (p - i), best = -1;
+        for (int64_t d = 0; best < 0 && d <= L; d++) {
+            if (at - d >= lo && at - d <= hi && aps_dsa_layer_computes_topk(m, at - d))
+                best = at - d;
+            else if (at + d >= lo && at + d <= hi && aps_dsa_layer_computes_topk(m, at + d))
+                best = at + d;
+        }
+        if (best < 0)
+            return; /* none: the check after balancing refuses it */
+        k[i - 1] = best - prev;
+        prev = best;
+    }
+    k[p - 1] = L - prev;
+}
+
 /** Megatron's split (p > 2) with km layers on each middle stage: the
  *  rest, R = L - (p - 2) km, split between the first and the last stage
  *  as the pair (k0, R - k0) that minimises the largest affine cost, into
  *  k; returns that cost, or -1 when no pair exists (R < 2 v). */
-static double split_first_last_at(int64_t p, int64_t L, int64_t v,
+static double split_first_last_at(const aps_model *m, const aps_layout *lay,
                                   const double *e, const double *u,
                                   int64_t km, int64_t *k)
 {
+    int64_t p = lay->p, L = m->num_layers, v = lay->v;
+    int64_t kk[APS_MAX_STAGES];
+    for (int64_t i = 1; i < p - 1; i++)
+        kk[i] = km;
     double best = -1.0, cm = 0.0;
     for (int64_t i = 1; i < p - 1; i++) {
         double ci = e[i] + (double)km * u[i];
@@ -231,12 +282,11 @@ static double split_first_last_at(int64_t p, int64_t L, int64_t v,
         double cl = e[p - 1] + (double)(R - k0) * u[p - 1];
         double cost = cm > c0 ? cm : c0;
         cost = cl > cost ? cl : cost;
-        if (best < 0.0 || cost < best) {
+        kk[0] = k0;
+        kk[p - 1] = R - k0;
+        if ((best < 0.0 || cost < best) && dsa_split_ok(m, lay, kk)) {
             best = cost;
-            k[0] = k0;
-            k[p - 1] = R - k0;
-            for (int64_t i = 1; i < p - 1; i++)
-                k[i] = km;
+            memcpy(k, kk, (size_t)p * sizeof kk[0]);
         }
     }
     return best;
@@ -245,13 +295,14 @@ static double split_first_last_at(int64_t p, int64_t L, int64_t v,
 /** Megatron's split (p > 2): km layers on each middle stage, the rest
  *  split between the first and the last, the (km, k0) that minimises the
  *  largest affine cost, into k; false if none exists. */
-static bool split_first_last(int64_t p, int64_t L, int64_t v,
+static bool split_first_last(const aps_model *m, const aps_layout *lay,
                              const double *e, const double *u, int64_t *k)
 {
+    int64_t p = lay->p, L = m->num_layers, v = lay->v;
     double best = -1.0;
     for (int64_t km = v; km * (p - 2) <= L - 2 * v; km += v) {
         int64_t kk[APS_MAX_STAGES];
-        double cost = split_first_last_at(p, L, v, e, u, km, kk);
+        double cost = split_first_last_at(m, lay, e, u, km, kk);
         if (cost >= 0.0 && (best < 0.0 || cost < best)) {
             best = cost;
             memcpy(k, kk, (size_t)p * sizeof kk[0]);
@@ -441,8 +492,8 @@ score_layout(const aps_model *m, const aps_cluster *c, const aps_training *t,
              const aps_dp_plan *plan, const aps_layer_cost *lc, double limit,
              layout_scores *sc)
 {
-    if (sc == NULL)
-        return NULL;
+    if (sc == NULL || !dsa_split_ok(m, lay, lay->layers))
+        return NULL; /* a split Megatron-Core refuses is never the best */
     size_t bytes = (size_t)lay->p * sizeof lay->layers[0];
     for (int j = 0; j < sc->n; j++)
         if (memcmp(sc->seen[j].layers, lay->layers, bytes) == 0)
@@ -490,7 +541,7 @@ static void simulated_climb(const aps_model *m, const aps_cluster *c,
                             bool first_last, const double *e, const double *u,
                             layout_scores *sc)
 {
-    int64_t p = lay->p, v = lay->v, L = m->num_layers;
+    int64_t p = lay->p, v = lay->v;
     const scored_layout *from = NULL;
     while (sc != NULL && sc->best != NULL && sc->best != from &&
            sc->n < APS_BALANCE_SIM_LAYOUTS &&
@@ -506,7 +557,7 @@ static void simulated_climb(const aps_model *m, const aps_cluster *c,
             memcpy(lay->layers, base, bytes);
             if (first_last && n >= 2) {
                 int64_t km = base[1] + (n == 2 ? v : -v);
-                if (km < v || split_first_last_at(p, L, v, e, u, km,
+                if (km < v || split_first_last_at(m, lay, e, u, km,
                                                   lay->layers) < 0.0)
                     continue;
             } else {
@@ -578,9 +629,11 @@ static void balance_partition(const aps_model *m, const aps_cluster *c,
         return;
     int64_t k[APS_MAX_STAGES];
     bool first_last = aps_profile(t)->first_last_partition_only && p > 2;
-    if (!(first_last ? split_first_last(p, L, v, e, u, k)
+    if (!(first_last ? split_first_last(m, lay, e, u, k)
                      : split_bisect(p, L, v, e, u, k)))
         return;
+    if (!first_last)
+        snap_to_computing(m, lay, k);
     memcpy(lay->layers, k, (size_t)p * sizeof k[0]);
     set_firsts(lay);
     if (scores == NULL) /* kept for the thread's next search */
@@ -597,7 +650,8 @@ static void balance_partition(const aps_model *m, const aps_cluster *c,
             cost[i] = stage_cost(m, c, t, s, lay, plan, lc, i, limit);
         local_search(m, c, t, s, lay, plan, lc, limit, cost, sc);
     }
-    memcpy(k, lay->layers, (size_t)p * sizeof k[0]); /* the bottleneck's */
+    if (dsa_split_ok(m, lay, lay->layers)) /* the bottleneck's */
+        memcpy(k, lay->layers, (size_t)p * sizeof k[0]);
     simulated_climb(m, c, t, s, lay, plan, lc, limit, first_last, e, u, sc);
     bool fits = sc != NULL && sc->best != NULL && sc->best->fits;
     memcpy(lay->layers, fits ? sc->best->layers : k, (size_t)p * sizeof k[0]);

@@ -50,11 +50,113 @@ bool aps_model_has_dsa(const aps_model *m)
     return m->index_n_heads > 0 && !aps_model_is_dsv4(m);
 }
 
+/** True when layers share top-k across layers (index_topk_freq > 1). */
+static bool shares_topk(const aps_model *m)
+{
+    return aps_model_has_dsa(m) && m->index_topk_freq > 1;
+}
+
+bool aps_dsa_layer_computes_topk(const aps_model *m, int64_t i)
+{
+    if (!shares_topk(m))
+        return true;
+    /* dsa.py is_dsa_skip_topk_layer on the 1-based layer number i + 1:
+     * "the default offset 0 must still start at layer 1" */
+    int64_t off = m->index_skip_topk_offset > 1 ? m->index_skip_topk_offset : 1;
+    int64_t past = i + 1 - off;
+    return (past > 0 ? past : 0) % m->index_topk_freq == 0;
+}
+
+int64_t aps_dsa_indexer_layers(const aps_model *m)
+{
+    if (!aps_model_has_dsa(m))
+        return 0;
+    if (!shares_topk(m))
+        return m->num_layers;
+    int64_t n = 0;
+    for (int64_t i = 0; i < m->num_layers; i++)
+        n += aps_dsa_layer_computes_topk(m, i);
+    return n;
+}
+
+/** Indexers per decoder layer: the share of layers that compute their
+ *  own top-k (1 without sharing), so that the mean layer's indexer terms
+ *  sum over the L layers to the computing layers' (as dsv4.c prices its
+ *  CSA layers' share). */
+static double indexer_share(const aps_model *m)
+{
+    if (!shares_topk(m) || m->num_layers < 1)
+        return 1.0;
+    return (double)aps_dsa_indexer_layers(m) / (double)m->num_layers;
+}
+
+/** The 1-based number of the computing layer whose top-k the 0-based
+ *  layer i reuses (dsa.py source_dsa_compute_layer). */
+static int64_t source_layer(const aps_model *m, int64_t i)
+{
+    int64_t off = m->index_skip_topk_offset > 1 ? m->index_skip_topk_offset : 1;
+    int64_t n = i + 1;
+    return n <= off ? n : n - (n - off) % m->index_topk_freq;
+}
+
+aps_reason aps_dsa_chunks_check(const aps_model *m, const int64_t *chunks,
+                                int64_t nchunks, char *msg, size_t n)
+{
+    if (!shares_topk(m))
+        return APS_REASON_NONE;
+    int64_t first = 0;
+    for (int64_t j = 0; j < nchunks; j++) {
+        if (chunks[j] <= 0)
+            continue;
+        if (!aps_dsa_layer_computes_topk(m, first)) {
+            aps_fmt(msg, n, "model chunk %lld starts on layer %lld (1-based), "
+                    "which reuses the top-k of layer %lld "
+                    "(index_topk_freq = %lld, index_skip_topk_offset = %lld): "
+                    "Megatron-Core's cross-layer top-k sharing does not cross "
+                    "pipeline chunks (experimental_attention_variant_module_"
+                    "specs.py _validate_dsa_index_share_pipeline_split); give "
+                    "a split whose every chunk starts on a layer that computes "
+                    "its top-k", (long long)j + 1, (long long)first + 1,
+                    (long long)source_layer(m, first),
+                    (long long)m->index_topk_freq,
+                    (long long)m->index_skip_topk_offset);
+            return APS_REASON_PP_PARTITION;
+        }
+        first += chunks[j];
+    }
+    return APS_REASON_NONE;
+}
+
 aps_status aps_dsa_validate(const aps_model *m, char *err, size_t n)
 {
     int64_t hi = m->index_n_heads, di = m->index_head_dim, k = m->index_topk;
+    if (aps_model_is_dsv4(m) &&
+        (m->index_topk_freq > 1 || m->index_skip_topk_offset > 0)) {
+        aps_fmt(err, n, "model.index_topk_freq: cross-layer top-k sharing "
+                "(GLM-5.2's) given with DeepSeek-V4's compressed attention "
+                "(hc_mult), which has none");
+        return APS_EINVAL;
+    }
     if (aps_model_is_dsv4(m)) /* checked by aps_dsv4_validate */
         return APS_OK;
+    if (m->index_topk_freq < 0 || m->index_topk_freq > APS_DSA_MAX_WIDTH ||
+        m->index_skip_topk_offset < 0 ||
+        m->index_skip_topk_offset > APS_DSA_MAX_WIDTH) {
+        bool f = m->index_topk_freq < 0 || m->index_topk_freq > APS_DSA_MAX_WIDTH;
+        aps_fmt(err, n, "model.%s: must be in [0, %lld] (got %lld)",
+                f ? "index_topk_freq" : "index_skip_topk_offset",
+                (long long)APS_DSA_MAX_WIDTH,
+                (long long)(f ? m->index_topk_freq : m->index_skip_topk_offset));
+        return APS_EINVAL;
+    }
+    if (hi == 0 && (m->index_topk_freq > 1 || m->index_skip_topk_offset > 0)) {
+        aps_fmt(err, n, "model.%s: %lld given without index_n_heads",
+                m->index_topk_freq > 1 ? "index_topk_freq"
+                                       : "index_skip_topk_offset",
+                (long long)(m->index_topk_freq > 1 ? m->index_topk_freq
+                                                   : m->index_skip_topk_offset));
+        return APS_EINVAL;
+    }
     if (hi == 0) {
         if (m->index_rope_interleave) {
             aps_fmt(err, n, "model.index_rope_interleave: given without "
@@ -101,21 +203,37 @@ static double indexer_q_in(const aps_model *m)
     return (double)(m->q_lora_rank > 0 ? m->q_lora_rank : m->hidden_size);
 }
 
+/** Linear weights of one indexer: wq_b, wk, weights_proj. */
+static double one_indexer_matmul_params(const aps_model *m)
+{
+    double h = (double)m->hidden_size;
+    double hi = (double)m->index_n_heads, di = (double)m->index_head_dim;
+    return indexer_q_in(m) * hi * di + h * di + h * hi;
+}
+
 double aps_dsa_indexer_matmul_params(const aps_model *m)
 {
     if (!aps_model_has_dsa(m))
         return 0.0;
-    double h = (double)m->hidden_size;
-    double hi = (double)m->index_n_heads, di = (double)m->index_head_dim;
-    return indexer_q_in(m) * hi * di + h * di + h * hi;
+    return indexer_share(m) * one_indexer_matmul_params(m);
 }
 
 double aps_dsa_indexer_params(const aps_model *m)
 {
     if (!aps_model_has_dsa(m))
         return 0.0;
-    return aps_dsa_indexer_matmul_params(m) +
-           APS_DSA_KNORM_PER_CHANNEL * (double)m->index_head_dim;
+    return indexer_share(m) *
+           (one_indexer_matmul_params(m) +
+            APS_DSA_KNORM_PER_CHANNEL * (double)m->index_head_dim);
+}
+
+double aps_dsa_mtp_indexer_delta(const aps_model *m)
+{
+    if (!shares_topk(m))
+        return 0.0;
+    double one = one_indexer_matmul_params(m) +
+                 APS_DSA_KNORM_PER_CHANNEL * (double)m->index_head_dim;
+    return one - aps_dsa_indexer_params(m);
 }
 
 double aps_dsa_keys(const aps_model *m, double S, bool causal)
@@ -137,8 +255,8 @@ double aps_dsa_indexer_flops(const aps_model *m, double S)
     double hi = (double)m->index_n_heads, di = (double)m->index_head_dim;
     /* projections 2 S params; index scores q k^T over the causal keys,
      * S / 2 per query, 2 Hi Di FLOPs each */
-    return 2.0 * S * aps_dsa_indexer_matmul_params(m) +
-           2.0 * S * (0.5 * S) * hi * di;
+    return indexer_share(m) * (2.0 * S * one_indexer_matmul_params(m) +
+                               2.0 * S * (0.5 * S) * hi * di);
 }
 
 /** Forward FLOPs per token and key of the indexer loss's sparse target:
@@ -165,9 +283,11 @@ double aps_dsa_indexer_train_flops(const aps_model *m, const aps_training *t,
         return 0.0;
     double keys = aps_dsa_keys(m, S, true);
     /* the target forward, the scores' backward, the projections' weight
-     * gradients (their inputs are detached: no input gradients) */
-    return S * keys * (target_flops_per_pair(m) + indexer_bwd_flops_per_pair(m)) +
-           2.0 * S * aps_dsa_indexer_matmul_params(m);
+     * gradients (their inputs are detached: no input gradients), on the
+     * layers with an indexer */
+    return indexer_share(m) *
+           (S * keys * (target_flops_per_pair(m) + indexer_bwd_flops_per_pair(m)) +
+            2.0 * S * one_indexer_matmul_params(m));
 }
 
 /** Score and value widths of the absorbed sparse MLA core per head and
@@ -200,10 +320,11 @@ static void trained_indexer_cost(const aps_model *m, const aps_device *d,
     double gemms = aps_gemm_time(d, t->precision, T, hi * di, indexer_q_in(m)) +
                    aps_gemm_time(d, t->precision, T, di, (double)m->hidden_size) +
                    aps_gemm_time(d, t->precision, T, hi, (double)m->hidden_size);
-    out->dsa_indexer_fwd += T * keys * target_flops_per_pair(m) / tp / rate;
-    out->dsa_indexer_bwd = T * keys * indexer_bwd_flops_per_pair(m) / rate + gemms;
-    out->mla_act += APS_ACT_BYTES * (T * hi * di + b * S * di + T * hi) +
-                    APS_FP32_BYTES * T * (k < S ? k : S);
+    double f = indexer_share(m); /* only layers with an indexer train it */
+    out->dsa_indexer_fwd += f * T * keys * target_flops_per_pair(m) / tp / rate;
+    out->dsa_indexer_bwd = f * (T * keys * indexer_bwd_flops_per_pair(m) / rate + gemms);
+    out->mla_act += f * (APS_ACT_BYTES * (T * hi * di + b * S * di + T * hi) +
+                         APS_FP32_BYTES * T * (k < S ? k : S));
 }
 
 void aps_dsa_layer_cost(const aps_model *m, const aps_device *d,
@@ -224,10 +345,12 @@ void aps_dsa_layer_cost(const aps_model *m, const aps_device *d,
     /* the indexer, whole on every TP rank over the rank's sl queries
      * (sequence-parallel inputs gathered): its projections and the causal
      * index scores (the keys all-gathered over CP) */
-    double scores = 2.0 * T * (0.5 * S) * hi * di;
-    out->dsa_indexer_fwd = aps_gemm_time(d, prec, T, hi * di, indexer_q_in(m)) +
-                           aps_gemm_time(d, prec, T, di, h) +
-                           aps_gemm_time(d, prec, T, hi, h) + scores / rate;
+    /* (of the mean layer: with cross-layer sharing only the computing
+     * layers run one, indexer_share) */
+    double scores = 2.0 * T * (0.5 * S) * hi * di, f = indexer_share(m);
+    out->dsa_indexer_fwd = f * (aps_gemm_time(d, prec, T, hi * di, indexer_q_in(m)) +
+                                aps_gemm_time(d, prec, T, di, h) +
+                                aps_gemm_time(d, prec, T, hi, h) + scores / rate);
     /* the sparse core at the absorbed widths over the capped keys
      * (aps_attention_keys, as moe.c counts them), beyond the dense MLA
      * core moe.c prices; its backward recomputes the whole forward first */
@@ -243,7 +366,9 @@ void aps_dsa_layer_cost(const aps_model *m, const aps_device *d,
      * (a kr) in place of the dense core's Q, K (a (dn + dr) each) and V
      * (a dv); the latent kv is moe.c's compressed kv */
     double kept = (double)m->index_topk < S ? (double)m->index_topk : S;
-    out->mla_act += T * kept * APS_DSA_INDEX_BYTES +
+    /* a layer reusing a top-k saves the same index tensor as its source
+     * (dsa.py topk_holder): one copy per computing layer */
+    out->mla_act += f * T * kept * APS_DSA_INDEX_BYTES +
                     A * T * a * ((kr + dr) + dn + kr -
                                  (2.0 * (dn + dr) + dv)) / tp;
     if (t->dsa_indexer_loss_coeff > 0)

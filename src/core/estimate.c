@@ -145,6 +145,10 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
     aps_layer_times(m, c, t, s, NULL, &lc);
     aps_moe_layer_cost(m, c, t, s, &lc.moe);
     aps_balance_layout(m, c, t, s, &lay, &plan, &lc, out->mem_limit);
+    out->reason = aps_layout_dsa_check(m, &lay, out->reason_msg,
+                                       sizeof out->reason_msg);
+    if (out->reason != APS_REASON_NONE)
+        return APS_OK;
     aps_strategy none_s;
     if (run_strategy(s, &lay, &none_s) != s) {
         s = &none_s;

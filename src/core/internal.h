@@ -226,6 +226,10 @@ int64_t aps_given_recompute(const aps_strategy *s, int64_t i, int64_t k);
  *  min(n, chunk layers) (pipeline.c). */
 void aps_layout_one_recompute_count(aps_layout *lay);
 
+/** aps_dsa_chunks_check on the layout's model chunks (after balancing:
+ *  balance.c's layouts are checked here, not by aps_chunk_layers). */
+aps_reason aps_layout_dsa_check(const aps_model *m, const aps_layout *lay,
+                                char *msg, size_t n);
 /** Layers of model chunk k (0 .. v-1) of pipeline rank i: lay->chunk, or
  *  the rank's layers split as evenly as they go (pipeline.c). */
 int64_t aps_layout_chunk(const aps_layout *lay, int64_t i, int64_t k);
@@ -704,19 +708,39 @@ typedef struct {
 bool aps_model_has_dsa(const aps_model *m);
 /** Checks the index_* fields (model.c calls it). */
 aps_status aps_dsa_validate(const aps_model *m, char *err, size_t n);
-/** Linear weights of one layer's indexer: wq_b, wk, weights_proj. */
+/** True when the 0-based decoder layer i computes its own top-k (builds
+ *  an indexer): always without cross-layer sharing (index_topk_freq <= 1),
+ *  else Megatron-Core's is_dsa_skip_topk_layer (types.h). */
+bool aps_dsa_layer_computes_topk(const aps_model *m, int64_t i);
+/** Decoder layers with an indexer: num_layers without sharing, the
+ *  computing layers with it; 0 without DSA. */
+int64_t aps_dsa_indexer_layers(const aps_model *m);
+/** APS_REASON_PP_PARTITION, with msg, when a non-empty model chunk of
+ *  chunks[0 .. nchunks - 1] (layers per chunk in model order) starts on a
+ *  layer that reuses another layer's top-k (Megatron-Core d98e8a64
+ *  _validate_dsa_index_share_pipeline_split); NONE without sharing. */
+aps_reason aps_dsa_chunks_check(const aps_model *m, const int64_t *chunks,
+                                int64_t nchunks, char *msg, size_t n);
+/** Linear weights of the mean layer's indexer: wq_b, wk, weights_proj,
+ *  times the share of layers with an indexer (aps_dsa_indexer_layers /
+ *  num_layers). */
 double aps_dsa_indexer_matmul_params(const aps_model *m);
-/** Parameters of one layer's indexer, its key LayerNorm included (whole
- *  on every TP rank); 0 without DSA. */
+/** Parameters of the mean layer's indexer, its key LayerNorm included
+ *  (whole on every TP rank), times that share; 0 without DSA. */
 double aps_dsa_indexer_params(const aps_model *m);
+/** What one MTP layer's indexer adds over the mean layer's: an MTP layer
+ *  computes its own top-k (vLLM's GLM-5.2 schedule builds an indexer on
+ *  every layer past num_hidden_layers), so one whole indexer less
+ *  aps_dsa_indexer_params; 0 without cross-layer sharing. */
+double aps_dsa_mtp_indexer_delta(const aps_model *m);
 /** Keys one query attends to under DSA in an S-token sequence: the causal
  *  count capped at index_topk, min(i + 1, k) for query i, averaged:
  *  S / 2 for S <= k, else k - k^2 / (2 S); min(k, S) without causal
  *  skipping. */
 double aps_dsa_keys(const aps_model *m, double S, bool causal);
-/** Forward FLOPs of one layer's indexer per S-token sequence: its
- *  projections and the causal index scores (2 S (S / 2) Hi Di); it has
- *  no backward unless trained (dsa.c). */
+/** Forward FLOPs of the mean layer's indexer per S-token sequence: its
+ *  projections and the causal index scores (2 S (S / 2) Hi Di) times the
+ *  share of layers with an indexer; no backward unless trained (dsa.c). */
 double aps_dsa_indexer_flops(const aps_model *m, double S);
 /** FLOPs of one layer's indexer training per S-token sequence
  *  (training.dsa_indexer_loss_coeff > 0): the loss's sparse target and

@@ -1337,6 +1337,8 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
         if (aps_model_is_hybrid(m))
             copies = hybrid_mtp_layers(m, out, &layer, &layer_active);
         double extra = 3.0 * norm_params(m, h) + 2.0 * h * h;
+        layer += aps_dsa_mtp_indexer_delta(m);
+        layer_active += aps_dsa_mtp_indexer_delta(m);
         if (aps_model_is_dsv4(m)) {
             /* DeepSeek-V4: its layer sliding-window only (the mean layer
              * less the mean difference plus that kind's), e_proj and

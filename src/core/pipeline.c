@@ -131,8 +131,10 @@ static aps_reason split_rule(const aps_model *m, const aps_strategy *s,
     return APS_REASON_NONE;
 }
 
-aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
-                            int64_t *chunks, char *msg, size_t n)
+/** The layers per model chunk the strategy asks for (aps_chunk_layers
+ *  before the cross-layer top-k check). */
+static aps_reason chunk_layers(const aps_model *m, const aps_strategy *s,
+                               int64_t *chunks, char *msg, size_t n)
 {
     int64_t p = s->pp_degree, v = s->vpp_degree, L = m->num_layers;
     int sched = aps_strategy_sched(s); /* which rank runs each chunk */
@@ -268,6 +270,35 @@ aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
             chunks[aps_chunk_stage(sched, p, i, k)] = layers[i] / v;
     }
     return APS_REASON_NONE;
+}
+
+/** True when chunk_layers gives balance_stages' placeholder split, which
+ *  aps_estimate_run replaces (balance.c). */
+static bool balanced_placeholder(const aps_strategy *s)
+{
+    return s->balance_stages && s->pp_degree > 1 &&
+           aps_partition_entries(s) == 0 && !aps_split_by_rule(s);
+}
+
+aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
+                            int64_t *chunks, char *msg, size_t n)
+{
+    aps_reason r = chunk_layers(m, s, chunks, msg, n);
+    if (r != APS_REASON_NONE || balanced_placeholder(s))
+        return r;
+    return aps_dsa_chunks_check(m, chunks, s->pp_degree * s->vpp_degree,
+                                msg, n);
+}
+
+aps_reason aps_layout_dsa_check(const aps_model *m, const aps_layout *lay,
+                                char *msg, size_t n)
+{
+    int64_t chunks[APS_MAX_STAGES];
+    for (int64_t i = 0; i < lay->p; i++)
+        for (int64_t k = 0; k < lay->v; k++)
+            chunks[aps_chunk_stage(lay->sched, lay->p, i, k)] =
+                aps_layout_chunk(lay, i, k);
+    return aps_dsa_chunks_check(m, chunks, lay->p * lay->v, msg, n);
 }
 
 aps_reason aps_stage_layers(const aps_model *m, const aps_strategy *s,

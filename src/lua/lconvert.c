@@ -300,6 +300,8 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, index_head_dim, FT_OINT, NULL),
     FLD(aps_model, index_topk, FT_OINT, NULL),
     FLD(aps_model, index_rope_interleave, FT_OBOOL, NULL),
+    FLD(aps_model, index_topk_freq, FT_OINT, NULL),
+    FLD(aps_model, index_skip_topk_offset, FT_OINT, NULL),
     FLD(aps_model, hc_mult, FT_OINT, NULL),
     FLD(aps_model, hc_sinkhorn_iters, FT_OINT, NULL),
     FLD(aps_model, o_groups, FT_OINT, NULL),

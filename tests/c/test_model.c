@@ -774,6 +774,75 @@ static void test_dsa_validate_names_the_field(void **state)
     expect_einval(&m, "model.index_n_heads: 4 given without multi-head latent attention");
 }
 
+/* Cross-layer top-k sharing (GLM-5.2's IndexShare) on DeepSeek-V3.2's
+ * shapes, index_topk_freq 4 after index_skip_topk_offset 3 (Megatron-LM
+ * d98e8a64 dsa.py is_dsa_skip_topk_layer, 1-based n: max(n - 3, 0) % 4 ==
+ * 0 computes): 0-based layers 0, 1, 2, then 6, 10, ..., 58 -> 3 + 14 = 17
+ * of 61 build an indexer.  Total 671,026,419,200 + 17 x 13,959,424 =
+ * 671,263,729,408; the MTP layer keeps its own indexer (13,477,385,728 as
+ * without sharing); the indexer's FLOPs are 17 / 61 of every layer's.
+ * Offset 0 is Megatron's offset 1 (its unit test test_attention_variant_
+ * dsa.py: layer 1 computes, 2-4 reuse layer 1's, 5 computes). */
+static void test_dsa_topk_sharing(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_param_counts pc;
+    dsv32_model(&m);
+    double every = aps_dsa_indexer_flops(&m, 32768.0);
+    m.index_topk_freq = 4;
+    m.index_skip_topk_offset = 3;
+    bool want[8] = {true, true, true, false, false, false, true, false};
+    for (int64_t i = 0; i < 8; i++)
+        assert_int_equal(aps_dsa_layer_computes_topk(&m, i), want[i]);
+    assert_int_equal(aps_dsa_indexer_layers(&m), 17);
+    counts_of(&m, &pc);
+    ASSERT_DBL_EXACT(pc.total, 671263729408.0);
+    ASSERT_DBL_EXACT(pc.mtp, 13477385728.0);
+    ASSERT_REL(aps_dsa_indexer_flops(&m, 32768.0), every * 17.0 / 61.0, 1e-12);
+    /* a model chunk must start on a computing layer */
+    char msg[APS_REASON_LEN];
+    int64_t ok[3] = {2, 4, 55}, bad[2] = {3, 58}, empty_first[3] = {0, 6, 55};
+    assert_int_equal(aps_dsa_chunks_check(&m, ok, 3, msg, sizeof msg), APS_REASON_NONE);
+    assert_int_equal(aps_dsa_chunks_check(&m, empty_first, 3, msg, sizeof msg),
+                     APS_REASON_NONE);
+    assert_int_equal(aps_dsa_chunks_check(&m, bad, 2, msg, sizeof msg),
+                     APS_REASON_PP_PARTITION);
+    assert_non_null(strstr(msg, "model chunk 2 starts on layer 4 (1-based), "
+                                "which reuses the top-k of layer 3"));
+    m.index_skip_topk_offset = 0;
+    assert_true(aps_dsa_layer_computes_topk(&m, 0));
+    assert_false(aps_dsa_layer_computes_topk(&m, 1));
+    assert_false(aps_dsa_layer_computes_topk(&m, 3));
+    assert_true(aps_dsa_layer_computes_topk(&m, 4));
+    /* the mean layer's cost: the indexer's parameters, forward and saved
+     * top-k indices (4 T k = 33,554,432 bytes at T = 4096) at 17 / 61 */
+    m.index_skip_topk_offset = 3;
+    {
+        aps_model all = m;
+        all.index_topk_freq = 1;
+        aps_cluster c;
+        aps_training t;
+        aps_strategy s;
+        fx_h100(&c, 8);
+        fx_training(&t, 8, 4096);
+        aps_strategy_defaults(&s);
+        aps_moe_cost sc, ac;
+        aps_moe_layer_cost(&m, &c, &t, &s, &sc);
+        aps_moe_layer_cost(&all, &c, &t, &s, &ac);
+        ASSERT_REL(ac.mla_params - sc.mla_params, 13959424.0 * 44.0 / 61.0, 1e-12);
+        ASSERT_REL(ac.mla_act - sc.mla_act, 33554432.0 * 44.0 / 61.0, 1e-12);
+        ASSERT_REL(sc.dsa_indexer_fwd, ac.dsa_indexer_fwd * 17.0 / 61.0, 1e-12);
+    }
+    /* without sharing every layer computes and any split stands */
+    m.index_topk_freq = 1;
+    assert_int_equal(aps_dsa_indexer_layers(&m), 61);
+    assert_int_equal(aps_dsa_chunks_check(&m, bad, 2, msg, sizeof msg), APS_REASON_NONE);
+    m.index_topk_freq = 4;
+    m.index_n_heads = m.index_head_dim = m.index_topk = 0;
+    expect_einval(&m, "model.index_topk_freq: 4 given without index_n_heads");
+}
+
 /* DeepSeek-V2-Lite: no query compression, q_proj 2048*16*192; kv_a
  * 2048*576 + 512 + kv_b 512*16*256 + o 16*128*2048 -> 13,763,072; dense
  * layer 81,007,104; MoE layer with 2 shared experts 2*3*2048*1408 and 64
@@ -1483,6 +1552,7 @@ int main(void)
         cmocka_unit_test(test_moe_params_deepseek_v2_lite),
         cmocka_unit_test(test_dsa_params_deepseek_v32),
         cmocka_unit_test(test_dsa_keys_and_indexer_flops),
+        cmocka_unit_test(test_dsa_topk_sharing),
         cmocka_unit_test(test_dsa_validate_names_the_field),
         cmocka_unit_test(test_dsa_layer_cost),
         cmocka_unit_test(test_moe_params_dense_active_is_total),

@@ -67,18 +67,76 @@ describe("DeepSeek Sparse Attention: parameters", function()
 end)
 
 describe("DeepSeek Sparse Attention: configs", function()
-  it("reads the class defaults and refuses cross-layer top-k sharing", function()
+  it("reads the class defaults", function()
     local c = decoded("glm-5")
     c.index_topk, c.index_n_heads = nil, nil
     local m = hf.from_config(c, "m.json")
     assert.are.same({ 32, 2048 }, { m.index_n_heads, m.index_topk })
+    assert.is_nil(m.index_topk_freq)
+  end)
+
+  -- GLM-5.2's IndexShare (zai-org/GLM-5.2 config.json, held out in
+  -- tests/fixtures/heldout_configs): index_topk_freq 4 after
+  -- index_skip_topk_offset 3, 78 indexer_types; Megatron-LM d98e8a64
+  -- is_dsa_skip_topk_layer computes on 1-based layers 1-3, 7, 11, ..., 75
+  it("cross-layer top-k sharing: Megatron's schedule, every per-layer list checked against it", function()
+    local function shared(freq, offset, L)
+      local t = {}
+      for i = 1, L do t[i] = hf.dsa_computes_topk(i - 1, freq, offset) and "full" or "shared" end
+      return t
+    end
+    local types = shared(4, 3, 78)
+    assert.are.same({ "full", "full", "full", "shared", "shared", "shared", "full", "shared" },
+      { table.unpack(types, 1, 8) })
+    local n = 0
+    for _, v in ipairs(types) do n = n + (v == "full" and 1 or 0) end
+    assert.are.equal(21, n)
+    local c = decoded("glm-5")
+    c.index_topk_freq, c.index_skip_topk_offset, c.indexer_types = 4, 3, types
+    local m = hf.from_config(c, "m.json")
+    assert.are.same({ 4, 3 }, { m.index_topk_freq, m.index_skip_topk_offset })
+    local pc = require("apsearch.core").model_params(m)
+    assert.are.equal(743911218432 - 57 * 9371904, pc.total)
+    -- the letters of index_topk_pattern say the same
+    c.indexer_types = nil
+    c.index_topk_pattern = ("FFF" .. ("SSSF"):rep(18) .. "SSS")
+    assert.are.same({ 4, 3 }, { hf.from_config(c, "m.json").index_topk_freq, 3 })
+    -- a list Megatron cannot express, a schedule without its offset
     c = decoded("glm-5")
-    c.index_topk_freq = 4
-    assert.are.equal("NotImplemented: m.json: index_topk_freq: cross-layer top-k sharing (layers without an " ..
-      "indexer of their own) is not modelled (got 4)", err_of(hf.from_config, c, "m.json"))
-    c = decoded("glm-5")
-    c.indexer_types = { "full", "shared" }
-    assert.truthy(err_of(hf.from_config, c, "m.json"):find("^NotImplemented: m%.json: indexer_types: cross"))
+    c.index_topk_freq, c.index_skip_topk_offset, c.indexer_types = 4, 3, shared(4, 3, 78)
+    c.indexer_types[7] = "shared"
+    assert.are.equal('NotImplemented: m.json: indexer_types[7]: "shared" differs from the schedule of ' ..
+      'index_topk_freq = 4 and index_skip_topk_offset = 3, the only one Megatron-Core expresses (got "shared")',
+      err_of(hf.from_config, c, "m.json"))
+    c.indexer_types, c.index_skip_topk_offset = nil, nil
+    assert.truthy(err_of(hf.from_config, c, "m.json"):find("^m%.json: index_skip_topk_offset: required with " ..
+      "cross%-layer top%-k sharing"))
+    c.index_skip_topk_offset, c.indexer_types = 3, { "full", "shared" }
+    assert.truthy(err_of(hf.from_config, c, "m.json"):find("^m%.json: indexer_types: expected a list of 78 entries"))
+  end)
+
+  it("GLM-5.2 pipelines only where every model chunk starts on a layer computing its top-k", function()
+    local dir = H.tmpdir()
+    local code, _, err = H.apsearch("run", "--model", "tests/fixtures/heldout_configs/zai-org--GLM-5.2.json",
+      "--cluster", "h100-sxm-80gb:64", "--top-k", "3", "--quiet", "--out", dir)
+    assert.are.equal(0, code, err)
+    local res = H.read_json(dir .. "/result.json")
+    local pipelined = 0
+    for _, r in ipairs(res.stage_summary) do
+      for _, st in ipairs(r.stages) do
+        assert.is_true(hf.dsa_computes_topk(st.first_layer, 4, 3), "stage starts on layer " .. st.first_layer)
+        pipelined = pipelined + (st.first_layer > 0 and 1 or 0)
+      end
+    end
+    assert.is_true(pipelined > 0)
+    local sh = H.read(dir .. "/launch/rank1_megatron.sh")
+    assert.truthy(sh:find("\n  --dsa-indexer-topk-freq 4\n  --dsa-indexer-skip-topk-offset 3\n", 1, true))
+    -- a split that starts a chunk on a sharing layer is refused as Megatron-Core refuses it
+    local out
+    code, out = H.apsearch("estimate", "--model", "tests/fixtures/heldout_configs/zai-org--GLM-5.2.json",
+      "--cluster", "h100-sxm-80gb:64", "--strategy", "pp_degree=2,stage_partition=39:39,ep_degree=8")
+    assert.truthy(out:find("NO: PP_PARTITION: model chunk 2 starts on layer 40 (1-based), which reuses the top-k " ..
+      "of layer 39", 1, true), out)
   end)
 
   it("the core refuses an indexer without MLA, naming the field", function()

@@ -98,7 +98,12 @@ local EXPECT = {
   -- (moe_num_experts, use_head_wise_attn_gate, ...) this file does not give
   ["stepfun-ai--Step-3.7-Flash"] = { refused = "model_type: step3p7: Step-3.7-Flash's language model is " ..
     "Step3p5ForCausalLM" },
-  ["zai-org--GLM-5.2"] = { refused = "indexer_types: cross-layer top-k sharing" },
+  -- GLM-5.1's shapes with indexers on 21 of the 78 layers (Megatron-Core's
+  -- and vLLM's schedule of index_topk_freq 4, offset 3: layers 1-3, 7, 11,
+  -- ..., 75 1-based): GLM-5.1 less 57 indexers of 2048 x 32 x 128 (wq_b) +
+  -- 6144 x 128 (wk) + 6144 x 32 (weights_proj) + 2 x 128 (k_norm) =
+  -- 9,371,904 parameters each
+  ["zai-org--GLM-5.2"] = { total = 743911218432 - 57 * 9371904, active = 41784728832 - 57 * 9371904 },
   -- not NotImplemented: an unknown type, named with the types apsearch reads
   ["microsoft--Phi-4-reasoning-vision-15B"] = { unknown = "phi4-siglip" },
   ["IDLEOAK--openPangu-Embedded"] = { unknown = "PanguEmbedded" },

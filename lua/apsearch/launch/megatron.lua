@@ -969,6 +969,15 @@ function M.dsa_args(m, tr, A, N)
     "--dsa-kernel-backend none runs the PyTorch fallback, which materialises S x S scores and is not what " ..
     "the estimate prices")
   if m.index_rope_interleave then A("--dsa-indexer-rope-interleaved") end
+  if (m.index_topk_freq or 0) > 1 then
+    -- cross-layer top-k sharing (GLM-5.2): TransformerConfig fields
+    -- dsa_indexer_topk_freq / dsa_indexer_skip_topk_offset
+    -- (transformer_config.py:326-331 @ d98e8a64), flags by the
+    -- ArgumentGroupFactory; the layer split keeps every model chunk
+    -- starting on a computing layer, as the model spec asserts
+    A("--dsa-indexer-topk-freq", m.index_topk_freq)
+    A("--dsa-indexer-skip-topk-offset", m.index_skip_topk_offset or 0)
+  end
   A("--no-rope-fusion")
   local coeff = tr.dsa_indexer_loss_coeff or 0
   if coeff > 0 then

@@ -148,6 +148,9 @@ M.megatron = {
     -- through _add_training_args --no-rope-fusion (arguments.py:2902)
     "--dsa-indexer-n-heads", "--dsa-indexer-head-dim", "--dsa-indexer-topk", "--dsa-kernel-backend",
     "--dsa-indexer-rope-interleaved", "--dsa-indexer-loss-coeff", "--dsa-indexer-use-sparse-loss",
+    -- dsa_indexer_topk_freq, dsa_indexer_skip_topk_offset
+    -- (transformer_config.py:326-331)
+    "--dsa-indexer-topk-freq", "--dsa-indexer-skip-topk-offset",
     "--no-rope-fusion",
   }),
 }

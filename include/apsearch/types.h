@@ -231,6 +231,10 @@ typedef struct {
      * attention, a hybrid or Gated DeltaNet model, DSA or chunking. */
     int64_t global_head_dim;         /**< head width of those layers (HF
                                           global_head_dim); 0: head_dim */
+    int64_t global_num_attention_heads; /**< their query heads (HF
+                                          num_attention_heads_per_layer on
+                                          the full-attention layers,
+                                          Laguna); 0: num_attention_heads */
     int64_t global_num_query_groups; /**< their KV heads (HF
                                           num_global_key_value_heads with
                                           attention_k_eq_v); 0:
@@ -503,6 +507,13 @@ typedef struct {
                                           in q_proj (its width doubles:
                                           transformers Qwen3NextAttention;
                                           Megatron --attention-output-gate) */
+    bool attention_head_gate;        /**< one gate per query head on the
+                                          attention output: g_proj h x a,
+                                          softplus, multiplied into the
+                                          context head by head (Laguna
+                                          gating true / "per-head",
+                                          transformers LagunaAttention);
+                                          not with attention_output_gate */
     bool norm_zero_centered;         /**< norm weights w used as 1 + w
                                           (Qwen3NextRMSNorm, Nemotron's
                                           LayerNorm1P; Megatron

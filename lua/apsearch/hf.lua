@@ -3985,6 +3985,134 @@ function builders.mimo_v2_flash(r, cfg, file, notes, extra)
   return m
 end
 
+---------------------------------------------------------------- Laguna
+
+-- Laguna (poolside; model_type laguna) is read as transformers builds it:
+-- src/transformers/models/laguna/modeling_laguna.py @ 0205eec1 and
+-- configuration_laguna.py @ 08911d5f.  LagunaAttention: q_proj h x a d of
+-- the layer's own query heads (num_attention_heads_per_layer), k_proj and
+-- v_proj h x k d, per-head q_norm / k_norm (RMSNorm(head_dim)), g_proj
+-- h x a (gating true or "per-head": softplus, one gate per head; h x a d
+-- for "per-element"), o_proj a d x h, biases on q, k, v, o with
+-- attention_bias; the sliding_attention layers of layer_types windowed by
+-- sliding_window.  The "dense" layers of mlp_layer_types (default the
+-- first) a LagunaMLP of intermediate_size, the "sparse" ones a
+-- LagunaSparseMoeBlock: num_experts of moe_intermediate_size, one shared
+-- expert of shared_expert_intermediate_size, a router h x E without bias
+-- and its e_score_correction_bias, sigmoid scores, the top-k renormalised,
+-- times moe_routed_scaling_factor.  Untied lm_head by default.
+
+--- LagunaConfig's defaults (configuration_laguna.py @ 08911d5f) for the
+-- keys a config may leave out.
+M.LAGUNA_DEFAULTS = {
+  vocab_size = 100352, hidden_size = 2048, intermediate_size = 8192, num_hidden_layers = 40,
+  num_attention_heads = 48, num_key_value_heads = 8, hidden_act = "silu", max_position_embeddings = 131072,
+  rms_norm_eps = 1e-6, tie_word_embeddings = false, sliding_window = 512, moe_intermediate_size = 512,
+  shared_expert_intermediate_size = 512, num_experts_per_tok = 8, num_experts = 256, router_aux_loss_coef = 0.001,
+  head_dim = 128, attention_bias = false, gating = true, moe_routed_scaling_factor = 1.0,
+  moe_router_logit_softcapping = 0.0,
+}
+
+--- Config keys of the model fields Laguna names its own way, for the
+-- core's errors.
+M.LAGUNA_CONFIG_KEYS = {
+  num_experts = "num_experts", experts_per_token = "num_experts_per_tok",
+  moe_ffn_hidden_size = "moe_intermediate_size", shared_expert_ffn_hidden_size = "shared_expert_intermediate_size",
+  num_attention_heads = "num_attention_heads_per_layer", global_num_attention_heads = "num_attention_heads_per_layer",
+}
+
+-- The query heads of each layer kind from num_attention_heads_per_layer
+-- (default num_attention_heads on every layer): one count per kind of
+-- layer_types, else refused.  Returns the windowed and the full layers'.
+local function laguna_heads(t, types, file)
+  local L = #types
+  local v = is_null(t.num_attention_heads_per_layer) and {} or t.num_attention_heads_per_layer
+  if type(v) ~= "table" or (#v ~= L and #v ~= 0) then
+    util.fail(file, "num_attention_heads_per_layer", "expected a list of num_hidden_layers = " .. L .. " entries", v)
+  end
+  local per = {}
+  for i = 1, L do
+    local a = v[i] == nil and t.num_attention_heads or v[i]
+    a = config_int(a, 1, file, ("num_attention_heads_per_layer[%d]"):format(i))
+    local kind = types[i]
+    if per[kind] and per[kind] ~= a then
+      not_modelled(file, ("num_attention_heads_per_layer[%d]"):format(i), ("%s layers with %d and %d query heads: " ..
+        "apsearch prices one query-head count per layer type"):format(kind, per[kind], a), a)
+    end
+    per[kind] = a
+  end
+  return per.sliding_attention, per.full_attention
+end
+
+-- Laguna's attention: the window on the sliding_attention layers, each
+-- kind's query heads, per-head Q/K norms, the output gate.
+local function laguna_attention(m, r, t, file)
+  local L = m.num_layers
+  local n = sliding_layer_count(t, L, file) or 0
+  local types = {}
+  for i = 1, L do types[i] = n == 0 and "full_attention" or t.layer_types[i] end
+  local sa, fa = laguna_heads(t, types, file)
+  m.num_attention_heads = sa or fa
+  if sa and fa and fa ~= sa then m.global_num_attention_heads = fa end
+  window_on(m, r, n)
+  if m.sliding_window and n < L then
+    m.sliding_window_period = M.window_period(function(i) return types[i] == "sliding_attention" end, L)
+  end
+  m.qk_norm = true
+  local ab = r.bool("attention_bias", false)
+  m.qkv_bias, m.attn_out_bias = ab, ab
+  local g = t.gating
+  if g == true or g == "per-head" then
+    m.attention_head_gate = true
+  elseif g == "per-element" then
+    m.attention_output_gate = true
+  elseif g ~= false then
+    util.fail(file, "gating", 'expected true, false, "per-head" or "per-element"', g)
+  end
+end
+
+-- Laguna's MLPs: the dense layers of mlp_layer_types, the experts and
+-- their router on the rest.
+local function laguna_moe(m, r, t, file, notes)
+  glm4_moe_lite_dense(m, t, file)
+  m.num_experts = r.int("num_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  local shared = count(t, "shared_expert_intermediate_size", 0, file)
+  if shared > 0 then m.shared_expert_ffn_hidden_size = shared end
+  m.moe_router_bias = true -- sigmoid scores with e_score_correction_bias
+  local rsf = positive(t, "moe_routed_scaling_factor", file)
+  if rsf and rsf ~= 1 then m.moe_router_topk_scaling_factor = rsf end
+  if r.bool("moe_apply_router_weight_on_input", false) then
+    not_modelled(file, "moe_apply_router_weight_on_input", "transformers' Laguna raises NotImplementedError on it",
+      true)
+  end
+  local cap = nonneg(t, "moe_router_logit_softcapping", file)
+  if cap and cap > 0 then
+    note(notes, file, "the router's logit soft-capping (moe_router_logit_softcapping %s) is element-wise and " ..
+      "changes no estimate", util.describe(cap))
+  end
+  aux_loss(m, t, file, "router_aux_loss_coef")
+end
+
+--- Builds the model table of a `laguna` config (Laguna XS.2; see above).
+-- @tparam table _ the reader of the raw config (unused: read with the defaults)
+-- @tparam table cfg the decoded config.json
+-- @tparam string file for errors
+-- @tparam table notes collects the notes
+-- @tparam table extra the builder's extras (config_keys)
+-- @treturn table model table
+-- @raise `<file>: <key>: <problem> (got <value>)`
+function builders.laguna(_, cfg, file, notes, extra)
+  local t = with_defaults(cfg, M.LAGUNA_DEFAULTS)
+  local r = reader(t, file)
+  local m = llama_like(r, t, file, {})
+  laguna_attention(m, r, t, file)
+  laguna_moe(m, r, t, file, notes)
+  extra.config_keys = M.LAGUNA_CONFIG_KEYS
+  return numerics(m, t, file)
+end
+
 ---------------------------------------------------------------- DeepSeek-V4
 
 -- DeepSeek-V4 (model_type deepseek_v4, DeepseekV4ForCausalLM) is read as
@@ -4288,7 +4416,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
-                    "mimo_v2_flash", "deepseek_v4" }
+                    "mimo_v2_flash", "deepseek_v4", "laguna" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -4302,7 +4430,7 @@ M.ARCHITECTURES = {
   Glm4MoeLiteForCausalLM = "glm4_moe_lite",
   Llama4ForCausalLM = "llama4_text", Llama4ForConditionalGeneration = "llama4", Gemma4ForCausalLM = "gemma4_text",
   MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3", SeedOssForCausalLM = "seed_oss",
-  Ernie4_5_MoeForCausalLM = "ernie4_5_moe", MiMoV2FlashForCausalLM = "mimo_v2_flash",
+  Ernie4_5_MoeForCausalLM = "ernie4_5_moe", MiMoV2FlashForCausalLM = "mimo_v2_flash", LagunaForCausalLM = "laguna",
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
   DeepseekV4ForCausalLM = "deepseek_v4",
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",

@@ -49,6 +49,7 @@ M.model = {
   sliding_window = "nonnegint", sliding_window_layers = "nonnegint",
   sliding_window_period = "nonnegint",
   global_head_dim = "nonnegint", global_num_query_groups = "nonnegint", global_k_eq_v = "bool",
+  global_num_attention_heads = "nonnegint",
   attn_v_head_dim = "nonnegint", window_attention_sinks = "bool",
   -- Llama 4's attention: weightless L2 Q/K norms, NoPE layers, chunked
   -- attention (the chunk changes the attention FLOPs)
@@ -94,7 +95,7 @@ M.model = {
   linear_attention_period = "nonnegint", linear_num_key_heads = "nonnegint",
   linear_num_value_heads = "nonnegint", linear_key_head_dim = "nonnegint",
   linear_value_head_dim = "nonnegint", linear_conv_kernel_dim = "nonnegint",
-  attention_output_gate = "bool", norm_zero_centered = "bool",
+  attention_output_gate = "bool", norm_zero_centered = "bool", attention_head_gate = "bool",
   -- DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning
   -- indexer's heads and width, and the keys each query attends to
   index_n_heads = "nonnegint", index_head_dim = "nonnegint", index_topk = "nonnegint",

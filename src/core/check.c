@@ -96,6 +96,7 @@ aps_reason aps_check_tp(const aps_model *m, const aps_training *t,
     struct { const char *f; int64_t v; } div[] = {
         {"num_attention_heads", m->num_attention_heads},
         {"num_query_groups", m->num_query_groups},
+        {"global_num_attention_heads", m->global_num_attention_heads},
         {"global_num_query_groups", m->global_num_query_groups},
         {"hidden_size", m->hidden_size},
         {"ffn_hidden_size", m->ffn_hidden_size},
@@ -142,6 +143,7 @@ static aps_reason check_cp_a2a_heads(const aps_model *m, const aps_strategy *s,
     struct { const char *f; int64_t v; } heads[] = {
         {"num_attention_heads", m->num_attention_heads},
         {"num_query_groups", m->num_query_groups},
+        {"global_num_attention_heads", m->global_num_attention_heads},
         {"global_num_query_groups", m->global_num_query_groups},
     };
     for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {

@@ -65,12 +65,23 @@ typedef struct {
     double dv;     /**< V head width (aps_attn_kind dv) */
     double keys;   /**< keys per query of the attention core */
     double qa;     /**< query columns per head dim: a, 2a with the output
-                        gate in q_proj (attention_output_gate) */
+                        gate in q_proj (attention_output_gate), a + a / dh
+                        with a gate per head (attention_head_gate) */
     double T;      /**< tokens of one micro-batch on this device, b s/c */
     double rep;    /**< t under SP (sequence-split tensors), else 1 */
     double mlp_up; /**< columns of the MLP input GEMM on one TP rank */
     aps_hybrid_counts w; /**< blocks of each kind in the mean layer */
 } layer_shape;
+
+/** Sets x's query heads a and the Q projection's columns per head dim
+ *  qa (the gates' columns included) for head width x->dh. */
+static void set_query_heads(const aps_model *m, layer_shape *x, double a)
+{
+    x->a = a;
+    x->qa = m->attention_head_gate      ? a + a / x->dh
+            : m->attention_output_gate ? 2.0 * a
+                                       : a;
+}
 
 /** The shapes of strategy s's layer whose blocks are mix w (NULL: the
  *  model's mean layer, aps_hybrid_mix). */
@@ -84,10 +95,9 @@ static void shape_of(const aps_model *m, const aps_training *t,
     x->sl = x->S / x->cp;
     x->b = (double)s->micro_batch_size;
     x->h = (double)m->hidden_size;
-    x->a = (double)m->num_attention_heads;
-    x->qa = m->attention_output_gate ? 2.0 * x->a : x->a;
     x->k = (double)m->num_query_groups;
     x->dh = (double)m->head_dim;
+    set_query_heads(m, x, (double)m->num_attention_heads);
     x->v = 1.0;
     x->dv = m->attn_v_head_dim > 0 ? (double)m->attn_v_head_dim : x->dh;
     x->keys = aps_attention_keys(m, x->S, t->flash_attention);
@@ -325,6 +335,10 @@ static double layer_membound_bytes(const aps_model *m, const aps_training *t,
      * product out) */
     if (m->attention_output_gate)
         bytes += w->attn_share * 3.0 * A * x->T * x->a * x->dh / x->tp;
+    /* the per-head gate: softplus (gate in, out) and the product with the
+     * context (context and gate in, product out) */
+    if (m->attention_head_gate)
+        bytes += w->attn_share * A * x->T * x->a * (2.0 * x->dh + 3.0) / x->tp;
     /* dropout: 3 per transformer layer (two blocks), its share per block */
     if (aps_recipe_dropout(t))
         bytes += 3.0 * w->blocks / 2.0 * (2.0 * A + APS_MASK_BYTES) * hrep;
@@ -614,6 +628,7 @@ static void layer_times_kinds(const aps_model *m, const aps_cluster *c,
         layer_shape y = *x;
         y.k = k[i].k;
         y.dh = k[i].d;
+        set_query_heads(m, &y, k[i].a);
         y.v = k[i].v;
         y.dv = k[i].dv;
         y.keys = aps_attn_kind_keys(m, &k[i], x->S, t->flash_attention);

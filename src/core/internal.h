@@ -813,6 +813,7 @@ typedef enum { APS_KEYS_MEAN = 0, APS_KEYS_WINDOW, APS_KEYS_FULL } aps_keys_kind
 typedef struct {
     double layers;  /**< layers of this kind */
     double share;   /**< layers / num_layers */
+    double a;       /**< query heads */
     double k;       /**< KV heads */
     double d;       /**< head width */
     double v;       /**< V projections per KV head: 1, 0 when V is K's */
@@ -822,11 +823,12 @@ typedef struct {
 } aps_attn_kind;
 
 /** True when the layers without the window have a shape of their own
- *  (global_head_dim, global_num_query_groups, global_k_eq_v). */
+ *  (global_head_dim, global_num_attention_heads, global_num_query_groups,
+ *  global_k_eq_v). */
 static inline bool aps_model_has_global_attention(const aps_model *m)
 {
     return m->global_head_dim > 0 || m->global_num_query_groups > 0 ||
-           m->global_k_eq_v;
+           m->global_num_attention_heads > 0 || m->global_k_eq_v;
 }
 /** The model's attention kinds into out; returns how many (1: every layer
  *  has the model's shape and the mean keys; 2: the windowed layers, then

@@ -132,13 +132,15 @@ static double attn_saved_bytes(const aps_model *m, const aps_training *t,
      * weight-gradient GEMM (transformer_engine/pytorch/module/
      * layernorm_linear.py, linear.py: saved inputmat); bf16 otherwise. */
     double A = APS_ACT_BYTES, Ain = aps_gemm_input_bytes(t);
-    double a = (double)m->num_attention_heads, k = x->k, d = x->d;
+    double a = x->a, k = x->k, d = x->d;
     double attn = A * T * (a * d + k * d + k * x->dv) / tp /* Q, K, V */
                   + Ain * T * a * x->dv / tp;              /* context */
     if (m->qk_norm)
         attn += A * T * (a + k) * d / tp;
     if (m->attention_output_gate) /* the gate's sigmoid and the context */
         attn += 2.0 * A * T * a * d / tp;
+    if (m->attention_head_gate) /* the gate's input and the context */
+        attn += A * T * a * (d + 1.0) / tp;
     return attn;
 }
 
@@ -170,8 +172,12 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
     double attn = 0.0; /* the mean layer's, kind by kind */
     aps_attn_kind kind[APS_ATTN_KINDS];
     int nk = aps_attn_kinds(m, kind);
-    for (int i = 0; i < nk; i++)
+    double a_mean = 0.0; /* query heads of the mean layer */
+    for (int i = 0; i < nk; i++) {
         attn += kind[i].share * attn_saved_bytes(m, t, sl * b, tp, &kind[i]);
+        a_mean += kind[i].share * kind[i].a;
+    }
+    a = a_mean;
     double mlp = aps_mlp_saved_bytes(m, t, s); /* unfused SwiGLU included */
     /* Hugging Face's eager modules (transformers 00227283 models/llama/
      * modeling_llama.py, the code of the 4.3x releases): LlamaRMSNorm runs
@@ -600,7 +606,7 @@ static double dp_buffers(const aps_training *t, const aps_dp_plan *plan)
  *  and the output are what the attention saves for its backward (l.4536-
  *  4576), as many elements as the p2p path's local Q, K, V, O: counted
  *  with the activations, not here. */
-static double cp_kind_buffers(const aps_model *m, const aps_training *t,
+static double cp_kind_buffers(const aps_training *t,
                               const aps_strategy *s, const aps_layout *lay,
                               const aps_attn_kind *x)
 {
@@ -609,7 +615,7 @@ static double cp_kind_buffers(const aps_model *m, const aps_training *t,
     double d = x->d, k = x->k;
     if (s->cp_comm_type == APS_CP_A2A)
         return 2.0 * A * b * sl *
-               (((double)m->num_attention_heads + k) * d + k * x->dv) / tp;
+               ((x->a + k) * d + k * x->dv) / tp;
     double kv = A * b * k * (d + x->dv) / tp;      /* K and V per token */
     double chunk = s->cp_comm_type == APS_CP_ALL_GATHER
                        ? kv * (double)t->seq_length       /* gathered */
@@ -627,7 +633,7 @@ static double cp_buffers(const aps_model *m, const aps_training *t,
     double best = 0.0;
     for (int i = 0; i < n; i++)
         if (x[i].layers > 0)
-            best = fmax(best, cp_kind_buffers(m, t, s, lay, &x[i]));
+            best = fmax(best, cp_kind_buffers(t, s, lay, &x[i]));
     return best;
 }
 

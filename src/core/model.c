@@ -593,6 +593,7 @@ static aps_status validate_global_attention(const aps_model *m, char *err,
         return APS_OK;
     struct { const char *f; int64_t v; } dims[] = {
         {"global_head_dim", m->global_head_dim},
+        {"global_num_attention_heads", m->global_num_attention_heads},
         {"global_num_query_groups", m->global_num_query_groups},
     };
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
@@ -602,11 +603,19 @@ static aps_status validate_global_attention(const aps_model *m, char *err,
         if (st != APS_OK)
             return st;
     }
-    int64_t g = m->global_num_query_groups;
-    if (g > 0 && m->num_attention_heads % g != 0) {
-        aps_fmt(err, n, "model.global_num_query_groups: %lld does not divide "
-                "num_attention_heads %lld", (long long)g,
-                (long long)m->num_attention_heads);
+    int64_t g = m->global_num_query_groups > 0 ? m->global_num_query_groups
+                                               : m->num_query_groups;
+    int64_t ga = m->global_num_attention_heads > 0
+                     ? m->global_num_attention_heads
+                     : m->num_attention_heads;
+    if (ga % g != 0) {
+        aps_fmt(err, n, "model.%s: %lld does not divide %s %lld",
+                m->global_num_query_groups > 0 ? "global_num_query_groups"
+                                               : "num_query_groups",
+                (long long)g,
+                m->global_num_attention_heads > 0 ? "global_num_attention_heads"
+                                                  : "num_attention_heads",
+                (long long)ga);
         return APS_EINVAL;
     }
     if (windowed_layers(m) >= (double)m->num_layers) {
@@ -617,8 +626,9 @@ static aps_status validate_global_attention(const aps_model *m, char *err,
     const char *other = attn_kind_conflict(m);
     if (other != NULL) {
         aps_fmt(err, n, "model.%s: given with a global attention shape "
-                "(global_head_dim, global_num_query_groups, global_k_eq_v; "
-                "not modelled together)", other);
+                "(global_head_dim, global_num_attention_heads, "
+                "global_num_query_groups, global_k_eq_v; not modelled "
+                "together)", other);
         return APS_EINVAL;
     }
     return APS_OK;
@@ -651,6 +661,26 @@ static aps_status validate_v_width_sinks(const aps_model *m, char *err,
     if (other != NULL) {
         aps_fmt(err, n, "model.%s: given with attn_v_head_dim or "
                 "window_attention_sinks (not modelled together)", other);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
+/* The per-head output gate is priced on GQA attention only (q_proj_heads:
+ * one more column per head), not beside the full-width gate. */
+static aps_status validate_head_gate(const aps_model *m, char *err, size_t n)
+{
+    if (!m->attention_head_gate)
+        return APS_OK;
+    const char *other = m->attention_output_gate ? "attention_output_gate"
+                        : m->kv_lora_rank > 0     ? "kv_lora_rank"
+                        : aps_model_is_hybrid(m) ? "hybrid_layer_pattern"
+                        : aps_model_has_gdn(m)   ? "linear_attention_period"
+                        : m->hc_mult > 0         ? "hc_mult"
+                                                 : NULL;
+    if (other != NULL) {
+        aps_fmt(err, n, "model.attention_head_gate: given with %s (not "
+                "modelled together)", other);
         return APS_EINVAL;
     }
     return APS_OK;
@@ -773,6 +803,8 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
     st = validate_global_attention(m, err, n);
     if (st == APS_OK)
         st = validate_v_width_sinks(m, err, n);
+    if (st == APS_OK)
+        st = validate_head_gate(m, err, n);
     if (st != APS_OK)
         return st;
     if (m->qk_norm_full_width && !m->qk_norm) {
@@ -809,11 +841,14 @@ static double norm_params(const aps_model *m, double w)
     return (m->norm == APS_NORM_LAYERNORM && m->norm_bias) ? 2.0 * w : w;
 }
 
-/* Query columns of the Q projection per head dim: a, 2a with an output
- * gate (Qwen3NextAttention q_proj: a d 2 outputs, query and gate). */
-static double q_proj_heads(const aps_model *m)
+/* Query columns of kind x's Q projection per head dim: a, 2a with an
+ * output gate (Qwen3NextAttention q_proj: a d 2 outputs, query and gate),
+ * a + a / d with a gate per head (LagunaAttention g_proj h x a). */
+static double q_proj_heads(const aps_model *m, const aps_attn_kind *x)
 {
-    double a = (double)m->num_attention_heads;
+    double a = x->a;
+    if (m->attention_head_gate)
+        return a + a / x->d;
     return m->attention_output_gate ? 2.0 * a : a;
 }
 
@@ -849,7 +884,7 @@ static double attn_max(const aps_model *m, double t, attn_kind_fn f)
  * output gate) and K of d per head, V of dv unless V is K's output. */
 static double kind_in_width(const aps_model *m, const aps_attn_kind *x)
 {
-    return q_proj_heads(m) * x->d + x->k * x->d + x->v * x->k * x->dv;
+    return q_proj_heads(m, x) * x->d + x->k * x->d + x->v * x->k * x->dv;
 }
 
 /* Input-projection weights of attention kind x on one of t ranks. */
@@ -864,8 +899,8 @@ static double kind_in_params(const aps_model *m, const aps_attn_kind *x,
 static double kind_out_params(const aps_model *m, const aps_attn_kind *x,
                               double t)
 {
-    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
-    return a * x->dv * h / t;
+    double h = (double)m->hidden_size;
+    return x->a * x->dv * h / t;
 }
 
 /* Linear-layer weights of one attention block of kind x. */
@@ -992,7 +1027,8 @@ int aps_attn_kinds(const aps_model *m, aps_attn_kind out[APS_ATTN_KINDS])
 {
     double L = (double)m->num_layers, d = (double)m->head_dim;
     double sinks = m->attention_sinks ? 1.0 : 0.0;
-    out[0] = (aps_attn_kind){L, 1.0, (double)m->num_query_groups, d, 1.0,
+    double a = (double)m->num_attention_heads;
+    out[0] = (aps_attn_kind){L, 1.0, a, (double)m->num_query_groups, d, 1.0,
                              kind_v_width(m, d), sinks, APS_KEYS_MEAN};
     if (!aps_model_has_global_attention(m))
         return 1;
@@ -1004,6 +1040,9 @@ int aps_attn_kinds(const aps_model *m, aps_attn_kind out[APS_ATTN_KINDS])
                                                 : m->head_dim);
     out[1] = (aps_attn_kind){
         L - local, (L - local) / L,
+        (double)(m->global_num_attention_heads > 0
+                     ? m->global_num_attention_heads
+                     : m->num_attention_heads),
         (double)(m->global_num_query_groups > 0 ? m->global_num_query_groups
                                                 : m->num_query_groups),
         gd, m->global_k_eq_v ? 0.0 : 1.0, kind_v_width(m, gd),
@@ -1033,11 +1072,10 @@ double aps_attn_kind_keys(const aps_model *m, const aps_attn_kind *x, double S,
 static double qk_norm_params(const aps_model *m, const aps_attn_kind *x,
                              double t)
 {
-    double a = (double)m->num_attention_heads;
     if (!m->qk_norm)
         return 0.0;
     return (m->qk_norm_full_width || m->qk_norm_head_weights)
-               ? (a + x->k) * x->d / t
+               ? (x->a + x->k) * x->d / t
                : 2.0 * x->d;
 }
 
@@ -1048,7 +1086,8 @@ static double qk_norm_params(const aps_model *m, const aps_attn_kind *x,
 static double sink_params(const aps_model *m, const aps_attn_kind *x,
                          double t)
 {
-    return x->sinks > 0 ? (double)m->num_attention_heads / t : 0.0;
+    (void)m;
+    return x->sinks > 0 ? x->a / t : 0.0;
 }
 
 /* Attention parameters of kind x beside its linear weights on one of t
@@ -1056,10 +1095,10 @@ static double sink_params(const aps_model *m, const aps_attn_kind *x,
 static double kind_extra_params(const aps_model *m, const aps_attn_kind *x,
                                 double t)
 {
-    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
+    double h = (double)m->hidden_size;
     double attn = 0.0;
     if (m->qkv_bias) /* column parallel: split; none on the output gate */
-        attn += (a * x->d + x->k * x->d + x->v * x->k * x->dv) / t;
+        attn += (x->a * x->d + x->k * x->d + x->v * x->k * x->dv) / t;
     if (m->attn_out_bias) /* row parallel: replicated */
         attn += h;
     return attn + qk_norm_params(m, x, t) + sink_params(m, x, t);

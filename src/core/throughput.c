@@ -31,12 +31,11 @@ static double mix_mixer_flops(const aps_model *m, const aps_hybrid_counts *w,
 {
     aps_attn_kind x[APS_ATTN_KINDS];
     int n = aps_attn_kinds(m, x);
-    double core = 0.0; /* keys x head width of the mean layer */
+    double core = 0.0; /* heads x keys x head width of the mean layer */
     for (int i = 0; i < n; i++)
-        core += x[i].share * aps_attn_kind_keys(m, &x[i], S, causal) *
+        core += x[i].share * x[i].a * aps_attn_kind_keys(m, &x[i], S, causal) *
                 (0.5 * (x[i].d + x[i].dv)); /* QK^T d wide, PV dv */
-    double f = w->attn_share * 4.0 * S * core *
-               (double)m->num_attention_heads;
+    double f = w->attn_share * 4.0 * S * core;
     if (w->mamba_share > 0)
         f += w->mamba_share * (aps_mamba_flops(m, S) -
                                2.0 * S * aps_mamba_matmul_params(m));

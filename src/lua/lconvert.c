@@ -229,6 +229,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, sliding_window_layers, FT_INT, NULL),
     FLD(aps_model, sliding_window_period, FT_OINT, NULL),
     FLD(aps_model, global_head_dim, FT_OINT, NULL),
+    FLD(aps_model, global_num_attention_heads, FT_OINT, NULL),
     FLD(aps_model, global_num_query_groups, FT_OINT, NULL),
     FLD(aps_model, global_k_eq_v, FT_OBOOL, NULL),
     FLD(aps_model, attn_v_head_dim, FT_OINT, NULL),
@@ -328,6 +329,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, linear_value_head_dim, FT_OINT, NULL),
     FLD(aps_model, linear_conv_kernel_dim, FT_OINT, NULL),
     FLD(aps_model, attention_output_gate, FT_OBOOL, NULL),
+    FLD(aps_model, attention_head_gate, FT_OBOOL, NULL),
     FLD(aps_model, norm_zero_centered, FT_OBOOL, NULL),
 };
 /** Bits of apsl_reader.seen. */

@@ -65,6 +65,7 @@ static void uniform(const aps_model *m, bool full, aps_model *out)
         out->sliding_window_layers = out->num_layers;
         out->sliding_window_period = 0;
         out->global_head_dim = 0;
+        out->global_num_attention_heads = 0;
         out->global_num_query_groups = 0;
         out->global_k_eq_v = false;
     }
@@ -155,6 +156,94 @@ static void test_global_attention_costs_by_share(void **state)
     double fl = aps_flops_per_step(&local, &t, &s, true, false);
     double fg = aps_flops_per_step(&full, &t, &s, true, false);
     ASSERT_REL(fm, wl * fl + wg * fg, 1e-12);
+}
+
+/* Laguna XS.2's attention (transformers models/laguna/modeling_laguna.py
+ * @ 0205eec1 LagunaAttention) on a dense model of its widths: h 2048, 40
+ * layers, 30 windowed (512 tokens) with 64 query heads, 10 full with 48
+ * (global_num_attention_heads), 8 KV heads of 128, per-head Q/K norms,
+ * g_proj h x a (attention_head_gate), SwiGLU 8192, untied vocabulary
+ * 100352.  Hand counts: windowed attention 2048 x 64 x 128 (q) + 2 x
+ * 2048 x 8 x 128 (k, v) + 64 x 128 x 2048 (o) + 2048 x 64 (g) + 2 x 128
+ * = 37,880,064; full 29,458,688 (48 heads); MLP 3 x 2048 x 8192 =
+ * 50,331,648; norms 2 x 2048 -> 30 x 88,215,808 + 10 x 79,794,432 +
+ * 2 x 100352 x 2048 + 2048 = 3,855,462,400. */
+static void fx_laguna_dense(aps_model *m)
+{
+    fx_llama(m, "laguna-dense", 40, 2048, 64, 8, 8192, 100352);
+    m->head_dim = 128;
+    m->tie_word_embeddings = false;
+    m->qk_norm = true;
+    m->sliding_window = 512;
+    m->sliding_window_layers = 30;
+    m->global_num_attention_heads = 48;
+    m->attention_head_gate = true;
+    fx_validate(m);
+}
+
+static void test_query_heads_per_kind(void **state)
+{
+    (void)state;
+    aps_model m, local, full;
+    fx_laguna_dense(&m);
+    aps_attn_kind k[APS_ATTN_KINDS];
+    assert_int_equal(aps_attn_kinds(&m, k), 2);
+    ASSERT_DBL_EXACT(k[0].a, 64.0);
+    ASSERT_DBL_EXACT(k[1].a, 48.0);
+    aps_param_counts pc;
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.total, 3855462400.0);
+    ASSERT_DBL_EXACT(pc.layers, 30.0 * 88215808.0 + 10.0 * 79794432.0);
+    /* the mean layer's costs are each kind's by its share */
+    uniform(&m, false, &local);
+    uniform(&m, true, &full);
+    aps_cluster c;
+    fx_h100(&c, 8);
+    aps_training t;
+    fx_training(&t, 8, 4096);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.tp_degree = 4;
+    s.sequence_parallel = true;
+    s.dp_degree = 2;
+    const double wl = 30.0 / 40.0, wg = 10.0 / 40.0;
+    aps_layer_cost two = {0}, a = {0}, b = {0};
+    aps_layer_times(&m, &c, &t, &s, NULL, &two);
+    aps_layer_times(&local, &c, &t, &s, NULL, &a);
+    aps_layer_times(&full, &c, &t, &s, NULL, &b);
+    ASSERT_REL(two.gemm_fwd, wl * a.gemm_fwd + wg * b.gemm_fwd, 1e-12);
+    ASSERT_REL(two.attn_fwd, wl * a.attn_fwd + wg * b.attn_fwd, 1e-12);
+    ASSERT_REL(two.membound_fwd, wl * a.membound_fwd + wg * b.membound_fwd,
+               1e-12);
+    aps_layer_activations(&m, &t, &s, NULL, &two);
+    aps_layer_activations(&local, &t, &s, NULL, &a);
+    aps_layer_activations(&full, &t, &s, NULL, &b);
+    ASSERT_REL(two.act_full, wl * a.act_full + wg * b.act_full, 1e-12);
+    double fm = aps_flops_per_step(&m, &t, &s, true, false);
+    double fl = aps_flops_per_step(&local, &t, &s, true, false);
+    double fg = aps_flops_per_step(&full, &t, &s, true, false);
+    ASSERT_REL(fm, wl * fl + wg * fg, 1e-12);
+    /* the gate: g_proj h x a more weights and the gate's saved input and
+     * context, T a (d + 1) bytes of bf16 per layer (T = 4096 tokens of a
+     * micro-batch, a / t = 16 heads on a rank of the windowed model) */
+    aps_model nog = local;
+    nog.attention_head_gate = false;
+    aps_param_counts pg, pn;
+    aps_model_param_counts(&local, &pg);
+    aps_model_param_counts(&nog, &pn);
+    ASSERT_DBL_EXACT(pg.total - pn.total, 40.0 * 2048.0 * 64.0);
+    aps_layer_cost gc = {0}, nc = {0};
+    aps_layer_activations(&local, &t, &s, NULL, &gc);
+    aps_layer_activations(&nog, &t, &s, NULL, &nc);
+    ASSERT_REL(gc.act_full - nc.act_full, 2.0 * 4096.0 * 16.0 * 129.0, 1e-12);
+    /* the KV heads must divide each kind's query heads (and so TP, which
+     * must divide the KV heads, divides both) */
+    aps_model bad = m;
+    bad.global_num_attention_heads = 44;
+    char err[256];
+    assert_int_equal(aps_model_validate(&bad, err, sizeof err), APS_EINVAL);
+    assert_string_equal(err, "model.num_query_groups: 8 does not divide "
+                             "global_num_attention_heads 44");
 }
 
 static void test_global_attention_validate_and_tp(void **state)
@@ -325,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_global_attention_params_gemma4_31b),
         cmocka_unit_test(test_global_attention_costs_by_share),
         cmocka_unit_test(test_global_attention_validate_and_tp),
+        cmocka_unit_test(test_query_heads_per_kind),
         cmocka_unit_test(test_v_width_params_mimo_v2_flash),
         cmocka_unit_test(test_v_width_costs),
         cmocka_unit_test(test_v_width_validate),

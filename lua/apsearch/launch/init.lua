@@ -369,6 +369,10 @@ M.LLAMA_BLOCK_LACKS = {
     "the Llama norms scale by w" },
   { "global_head_dim", "the full-attention layers' own head width (global_head_dim, Gemma 4): the Llama block " ..
     "has one head width" },
+  { "global_num_attention_heads", "the full-attention layers' own query heads (global_num_attention_heads, " ..
+    "Laguna): the Llama block has one query-head count" },
+  { "attention_head_gate", "a softplus gate per query head on the attention output (attention_head_gate, " ..
+    "Laguna): the Llama block has no output gate" },
   { "global_num_query_groups", "the full-attention layers' own KV heads (global_num_query_groups, Gemma 4): the " ..
     "Llama block has one KV-head count" },
   { "global_k_eq_v", "V taken from K's projection on the full-attention layers (global_k_eq_v, Gemma 4): the " ..

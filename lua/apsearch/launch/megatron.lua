@@ -815,6 +815,9 @@ M.ARCH_SOURCES = {
     "transformer_config.py:3138-3151; attention.py:1320-1325",
   chunk = "no chunked attention in training (attention.py:952 passes attention_chunk 0 to flash inference only)",
   apply_probs = "transformer_config.py:949 moe_apply_probs_on_input; moe/experts.py:918-921 (top-1 only)",
+  heads_per_layer = "transformer_config.py:148 (one num_attention_heads for every layer)",
+  head_gate = "transformer_config.py:278 attention_output_gate (an element-wise sigmoid gate from linear_qkv, " ..
+    "Qwen3-Next's; no gate per head, no softplus)",
   layer_shape = "transformer_config.py:175, 184 (one num_query_groups and kv_channels for every layer); " ..
     "attention.py:1689 (linear_qkv projects Q, K and V on every layer)",
   router_scales = "moe/router.py:64-72 (TopKRouter has its weight and an optional bias only)",
@@ -1214,6 +1217,16 @@ function M.global_attention_notes(m, N)
       "the script builds a GQA model of one KV head with a dense output projection, not the model estimated")
   end
   local parts = {}
+  if m.global_num_attention_heads then
+    not_written(N, ("%d query heads on the %d full-attention layers (global_num_attention_heads) beside %d on " ..
+      "the windowed ones"):format(m.global_num_attention_heads, m.num_layers - (m.sliding_window_layers or 0),
+      m.num_attention_heads), M.ARCH_SOURCES.heads_per_layer,
+      ("every layer of the script has %d query heads"):format(m.num_attention_heads))
+  end
+  if m.attention_head_gate then
+    not_written(N, "the softplus gate per query head on the attention output (attention_head_gate, g_proj h x a)",
+      M.ARCH_SOURCES.head_gate, "the script's attention has no output gate")
+  end
   if m.global_head_dim then parts[#parts + 1] = "head width " .. m.global_head_dim end
   if m.global_num_query_groups then parts[#parts + 1] = m.global_num_query_groups .. " KV heads" end
   if m.global_k_eq_v then parts[#parts + 1] = "V from K's projection" end

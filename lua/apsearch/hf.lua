@@ -3876,11 +3876,7 @@ end
 local function mimo_v2_attention(m, r, cfg, file)
   local L = m.num_layers
   local _, n = layer_flags(cfg, "hybrid_layer_pattern", L, file)
-  local qa = r.int("swa_num_attention_heads")
-  if qa ~= m.num_attention_heads then
-    not_modelled(file, "swa_num_attention_heads", ("query heads of the windowed layers' own (num_attention_heads " ..
-      "is %d): apsearch's attention kinds share the query heads"):format(m.num_attention_heads), qa)
-  end
+  local qa, fa = r.int("swa_num_attention_heads"), m.num_attention_heads
   if r.bool("add_full_attention_sink_bias", false) then
     not_modelled(file, "add_full_attention_sink_bias", "sinks on the full-attention layers are built by neither " ..
       "vLLM's MiMoV2Attention nor transformers' MiMoV2FlashAttention; false is", true)
@@ -3894,11 +3890,14 @@ local function mimo_v2_attention(m, r, cfg, file)
   if n > 0 then
     m.sliding_window, m.sliding_window_layers = mimo_v2_window(cfg, file), n
     m.attention_sinks = sinks or nil
+    m.num_attention_heads = qa -- the windowed layers' query heads
   end
   if n == 0 or n == L then return mimo_v2_v_width(m, file, { base }) end
   -- both kinds: the full layers' KV heads always given, so that the core
-  -- prices the kinds apart (their sinks differ)
+  -- prices the kinds apart (their sinks differ); their query heads when
+  -- they differ from the windowed layers'
   m.global_num_query_groups = full.k
+  if fa ~= qa then m.global_num_attention_heads = fa end
   if full.d ~= win.d then m.global_head_dim = full.d end
   m.window_attention_sinks = sinks or nil
   m.sliding_window_period = M.window_period(function(i) return cfg.hybrid_layer_pattern[i] == 1 end, L)

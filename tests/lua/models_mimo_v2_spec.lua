@@ -31,10 +31,11 @@ local NAME = "mimo-v2-flash"
 -- and lm_head V x h each (untied).
 -- @treturn table {total=, active=}
 local function mimo_counts(c)
-  local h, a, V = c.hidden_size, c.num_attention_heads, c.vocab_size
-  local function attn(k, d, dv, sinks) return h * a * d + h * k * d + h * k * dv + a * dv * h + (sinks and a or 0) end
-  local swa = attn(c.swa_num_key_value_heads, c.swa_head_dim, c.swa_v_head_dim, c.add_swa_attention_sink_bias)
-  local full = attn(c.num_key_value_heads, c.head_dim, c.v_head_dim, false)
+  local h, V = c.hidden_size, c.vocab_size
+  local function attn(a, k, d, dv, sinks) return h * a * d + h * k * d + h * k * dv + a * dv * h + (sinks and a or 0) end
+  local swa = attn(c.swa_num_attention_heads, c.swa_num_key_value_heads, c.swa_head_dim, c.swa_v_head_dim,
+    c.add_swa_attention_sink_bias)
+  local full = attn(c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.v_head_dim, false)
   local E, expert = c.n_routed_experts, 3 * h * c.moe_intermediate_size
   local total, active = 2 * V * h + h, 2 * V * h + h
   for i = 1, c.num_hidden_layers do
@@ -116,13 +117,17 @@ describe("mimo_v2_flash: exact parameter counts", function()
     end
   end)
 
-  it("counts other layouts as vLLM builds them: a dense middle layer, every layer full, every layer windowed", function()
+  it("counts other layouts as vLLM builds them: a dense middle layer, every layer full, every layer windowed, " ..
+    "windowed layers with their own query heads", function()
     local L = 48
     local cases = {
       { moe_layer_freq = flags(L, 1, 0, { [1] = true, [20] = true }) },
       { hybrid_layer_pattern = flags(L, 0, 1, {}) },
       { hybrid_layer_pattern = flags(L, 1, 0, {}) },
       { swa_head_dim = 128, swa_v_head_dim = 128 },
+      -- the windowed layers' own query heads (swa_num_attention_heads),
+      -- priced as their kind's since attention kinds carry query heads
+      { swa_num_attention_heads = 32 },
     }
     for i, c in ipairs(cases) do
       local cfg = changed(c)
@@ -137,6 +142,8 @@ describe("mimo_v2_flash: exact parameter counts", function()
     assert.is_nil(m.sliding_window)
     assert.are.equal(4, m.num_query_groups)
     assert.is_nil(m.attention_sinks)
+    m = hf.from_config(changed(cases[5]), "m.json")
+    assert.are.same({ 32, 64 }, { m.num_attention_heads, m.global_num_attention_heads })
   end)
 end)
 
@@ -145,8 +152,6 @@ describe("mimo_v2_flash: refusals and bad values name the file, key and value", 
 
   it("refuses what neither reference builds or apsearch cannot price, one line each", function()
     local cases = {
-      { { swa_num_attention_heads = 32 }, "NotImplemented: m.json: swa_num_attention_heads: query heads of the " ..
-        "windowed layers' own (num_attention_heads is 64): apsearch's attention kinds share the query heads (got 32)" },
       { { add_full_attention_sink_bias = true }, "NotImplemented: m.json: add_full_attention_sink_bias: sinks on " ..
         "the full-attention layers are built by neither vLLM's MiMoV2Attention nor transformers' " ..
         "MiMoV2FlashAttention; false is (got true)" },

@@ -118,16 +118,15 @@ static void test_global_attention_params_gemma4_31b(void **state)
                      GEMMA4_31B_FULL_ATTN + 346838016.0);
 }
 
-/* The mean layer's times, activations and FLOPs are each kind's by its
- * share of the layers: 50/60 of the windowed model's and 10/60 of the
- * full model's. */
-static void test_global_attention_costs_by_share(void **state)
+/* Asserts that m's mean-layer times, activations and FLOPs are each
+ * kind's by its share of the layers, wl of the windowed model's and wg of
+ * the full model's (TP 4 with SP, DP 2, 8 x 4096 tokens on one H100
+ * host). */
+static void assert_costs_by_share(const aps_model *m, double wl, double wg)
 {
-    (void)state;
-    aps_model m, local, full;
-    fx_gemma4_31b(&m);
-    uniform(&m, false, &local);
-    uniform(&m, true, &full);
+    aps_model local, full;
+    uniform(m, false, &local);
+    uniform(m, true, &full);
     aps_cluster c;
     fx_h100(&c, 8);
     aps_training t;
@@ -137,25 +136,35 @@ static void test_global_attention_costs_by_share(void **state)
     s.tp_degree = 4;
     s.sequence_parallel = true;
     s.dp_degree = 2;
-    const double wl = 50.0 / 60.0, wg = 10.0 / 60.0;
     aps_layer_cost two = {0}, a = {0}, b = {0};
-    aps_layer_times(&m, &c, &t, &s, NULL, &two);
+    aps_layer_times(m, &c, &t, &s, NULL, &two);
     aps_layer_times(&local, &c, &t, &s, NULL, &a);
     aps_layer_times(&full, &c, &t, &s, NULL, &b);
     ASSERT_REL(two.gemm_fwd, wl * a.gemm_fwd + wg * b.gemm_fwd, 1e-12);
     ASSERT_REL(two.attn_fwd, wl * a.attn_fwd + wg * b.attn_fwd, 1e-12);
     ASSERT_REL(two.membound_fwd, wl * a.membound_fwd + wg * b.membound_fwd,
                1e-12);
-    aps_layer_activations(&m, &t, &s, NULL, &two);
+    aps_layer_activations(m, &t, &s, NULL, &two);
     aps_layer_activations(&local, &t, &s, NULL, &a);
     aps_layer_activations(&full, &t, &s, NULL, &b);
     ASSERT_REL(two.act_full, wl * a.act_full + wg * b.act_full, 1e-12);
     /* model FLOPs: the layers' matrices and attention cores by kind, the
      * output layer once */
-    double fm = aps_flops_per_step(&m, &t, &s, true, false);
+    double fm = aps_flops_per_step(m, &t, &s, true, false);
     double fl = aps_flops_per_step(&local, &t, &s, true, false);
     double fg = aps_flops_per_step(&full, &t, &s, true, false);
     ASSERT_REL(fm, wl * fl + wg * fg, 1e-12);
+}
+
+/* The mean layer's times, activations and FLOPs are each kind's by its
+ * share of the layers: 50/60 of the windowed model's and 10/60 of the
+ * full model's. */
+static void test_global_attention_costs_by_share(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_gemma4_31b(&m);
+    assert_costs_by_share(&m, 50.0 / 60.0, 10.0 / 60.0);
 }
 
 /* Laguna XS.2's attention (transformers models/laguna/modeling_laguna.py
@@ -184,7 +193,7 @@ static void fx_laguna_dense(aps_model *m)
 static void test_query_heads_per_kind(void **state)
 {
     (void)state;
-    aps_model m, local, full;
+    aps_model m, local;
     fx_laguna_dense(&m);
     aps_attn_kind k[APS_ATTN_KINDS];
     assert_int_equal(aps_attn_kinds(&m, k), 2);
@@ -195,34 +204,14 @@ static void test_query_heads_per_kind(void **state)
     ASSERT_DBL_EXACT(pc.total, 3855462400.0);
     ASSERT_DBL_EXACT(pc.layers, 30.0 * 88215808.0 + 10.0 * 79794432.0);
     /* the mean layer's costs are each kind's by its share */
+    assert_costs_by_share(&m, 30.0 / 40.0, 10.0 / 40.0);
     uniform(&m, false, &local);
-    uniform(&m, true, &full);
-    aps_cluster c;
-    fx_h100(&c, 8);
     aps_training t;
     fx_training(&t, 8, 4096);
     aps_strategy s;
     aps_strategy_defaults(&s);
     s.tp_degree = 4;
     s.sequence_parallel = true;
-    s.dp_degree = 2;
-    const double wl = 30.0 / 40.0, wg = 10.0 / 40.0;
-    aps_layer_cost two = {0}, a = {0}, b = {0};
-    aps_layer_times(&m, &c, &t, &s, NULL, &two);
-    aps_layer_times(&local, &c, &t, &s, NULL, &a);
-    aps_layer_times(&full, &c, &t, &s, NULL, &b);
-    ASSERT_REL(two.gemm_fwd, wl * a.gemm_fwd + wg * b.gemm_fwd, 1e-12);
-    ASSERT_REL(two.attn_fwd, wl * a.attn_fwd + wg * b.attn_fwd, 1e-12);
-    ASSERT_REL(two.membound_fwd, wl * a.membound_fwd + wg * b.membound_fwd,
-               1e-12);
-    aps_layer_activations(&m, &t, &s, NULL, &two);
-    aps_layer_activations(&local, &t, &s, NULL, &a);
-    aps_layer_activations(&full, &t, &s, NULL, &b);
-    ASSERT_REL(two.act_full, wl * a.act_full + wg * b.act_full, 1e-12);
-    double fm = aps_flops_per_step(&m, &t, &s, true, false);
-    double fl = aps_flops_per_step(&local, &t, &s, true, false);
-    double fg = aps_flops_per_step(&full, &t, &s, true, false);
-    ASSERT_REL(fm, wl * fl + wg * fg, 1e-12);
     /* the gate: g_proj h x a more weights and the gate's saved input and
      * context, T a (d + 1) bytes of bf16 per layer (T = 4096 tokens of a
      * micro-batch, a / t = 16 heads on a rank of the windowed model) */

@@ -554,6 +554,30 @@ typedef struct {
                                           --dsa-indexer-topk-freq */
     int64_t index_skip_topk_offset;  /**< HF index_skip_topk_offset;
                                           --dsa-indexer-skip-topk-offset */
+    /* MiniMax-M3's block-sparse attention (src/core/msa.c; NeMo
+     * AutoModel 00affc66 components/models/minimax_m3_vl/layers.py
+     * MiniMaxM3Indexer, select_sparse_blocks): on msa_layers of the
+     * layers a selection-only indexer scores every causal key and each
+     * query attends to the msa_topk_blocks best blocks of msa_block_size
+     * keys (its own block, msa_local_blocks = 1, and the first
+     * msa_init_blocks forced).  msa_layers = 0: none, and the rest 0;
+     * GQA mixture-of-experts models only. */
+    int64_t msa_layers;              /**< layers with it (HF
+                                          sparse_attention_config.
+                                          sparse_attention_freq non-zero) */
+    int64_t msa_index_heads;         /**< index query heads Hi
+                                          (sparse_num_index_heads) */
+    int64_t msa_index_dim;           /**< their width Di, and the one
+                                          shared index key's
+                                          (sparse_index_dim) */
+    int64_t msa_block_size;          /**< keys per block B
+                                          (sparse_block_size) */
+    int64_t msa_topk_blocks;         /**< blocks a query attends to K
+                                          (sparse_topk_blocks) */
+    int64_t msa_init_blocks;         /**< leading blocks always attended
+                                          (sparse_init_block) */
+    int64_t msa_local_blocks;        /**< the query's own block attended:
+                                          1 (sparse_local_block) */
     /* DeepSeek-V4 (src/core/dsv4.c; transformers models/deepseek_v4/
      * modeling_deepseek_v4.py @ 36145589): shared-KV MQA (num_query_groups
      * 1) with a low-rank query (q_lora_rank), a grouped low-rank output

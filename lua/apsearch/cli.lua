@@ -1482,6 +1482,8 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "qk_rope_head_dim", "v_head_dim", "mtp_layers",
   "index_n_heads", "index_head_dim", "index_topk", "index_rope_interleave",
   "index_topk_freq", "index_skip_topk_offset",
+  "msa_layers", "msa_index_heads", "msa_index_dim", "msa_block_size", "msa_topk_blocks", "msa_init_blocks",
+  "msa_local_blocks",
   "hc_mult", "hc_sinkhorn_iters", "o_groups", "o_lora_rank", "csa_layers", "hca_layers",
   "csa_compress_rate", "hca_compress_rate", "moe_hash_layers",
   -- hybrid Mamba-2 models (absent for a transformer)

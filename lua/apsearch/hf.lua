@@ -3984,6 +3984,154 @@ function builders.mimo_v2_flash(r, cfg, file, notes, extra)
   return m
 end
 
+---------------------------------------------------------------- MiniMax-M3
+
+-- MiniMax-M3 (model_type minimax_m3) is read as NeMo AutoModel builds its
+-- text model: nemo_automodel/components/models/minimax_m3_vl/layers.py @
+-- 00affc66 (MiniMaxM3Attention, MiniMaxM3Indexer, MiniMaxM3MLP, Block),
+-- which mirrors SGLang's sglang.srt.models.minimax_m3.  GQA attention
+-- (q h x a d, k and v h x k d, o a d x h, no biases) with per-head Gemma
+-- Q/K norms; on the layers sparse_attention_config.sparse_attention_freq
+-- marks, the selection-only indexer and block-sparse attention
+-- (src/core/msa.c); the moe_layer_freq 0 layers a SwiGLU-OAI MLP of
+-- dense_intermediate_size, the others num_local_experts of
+-- moe_intermediate_size (top num_experts_per_tok, sigmoid scores with
+-- the routing bias, routed_scaling_factor) beside n_shared_experts x
+-- shared_intermediate_size; Gemma RMSNorms; SwiGLU-OAI is gpt-oss's
+-- clamped quick-GELU GLU (swiglu_alpha, swiglu_limit).
+
+--- The MiniMax-M3 keys read with the value AutoModel implements (a
+-- config giving another is refused, naming the key).
+M.MINIMAX_M3_FIXED = {
+  { "hidden_act", "swigluoai", "an MLP activation other than SwiGLU-OAI" },
+  { "swiglu_alpha", 1.702, "a SwiGLU-OAI alpha other than quick GELU's 1.702" },
+  { "qk_norm_type", "per_head", "Q/K norms other than per head (AutoModel asserts per_head)" },
+  { "attention_output_gate", false, "the attention output gate (AutoModel asserts it off)" },
+  { "scoring_func", "sigmoid", "router scores other than sigmoid" },
+}
+
+--- Config keys of the model fields MiniMax-M3 names its own way.
+M.MINIMAX_M3_CONFIG_KEYS = {
+  num_experts = "num_local_experts", experts_per_token = "num_experts_per_tok",
+  moe_ffn_hidden_size = "moe_intermediate_size", ffn_hidden_size = "dense_intermediate_size",
+  shared_expert_ffn_hidden_size = "shared_intermediate_size",
+  msa_layers = "sparse_attention_config.sparse_attention_freq",
+  msa_index_heads = "sparse_attention_config.sparse_num_index_heads",
+  msa_index_dim = "sparse_attention_config.sparse_index_dim",
+  msa_block_size = "sparse_attention_config.sparse_block_size",
+  msa_topk_blocks = "sparse_attention_config.sparse_topk_blocks",
+  msa_init_blocks = "sparse_attention_config.sparse_init_block",
+  msa_local_blocks = "sparse_attention_config.sparse_local_block",
+}
+
+-- MiniMax-M3's sparse layers and their indexer (Block: sparse where
+-- sparse_attention_freq is non-zero, all when it is absent; only the
+-- selection-only indexer, sparse_disable_index_value non-zero).
+local function minimax_m3_sparse(m, cfg, file)
+  local sc = sub_config(cfg, "sparse_attention_config", file)
+  if next(sc) == nil or sc.use_sparse_attention == false then return end
+  local where = file .. ": sparse_attention_config"
+  local L, n = m.num_layers, 0
+  local freq = sc.sparse_attention_freq
+  if is_null(freq) then
+    n = L
+  else
+    if type(freq) ~= "table" or #freq ~= L then
+      util.fail(where, "sparse_attention_freq", "expected an array of num_hidden_layers = " .. L .. " entries", freq)
+    end
+    for i = 1, L do
+      if type(freq[i]) ~= "number" then util.fail(where, ("sparse_attention_freq[%d]"):format(i), "expected a number", freq[i]) end
+      if freq[i] ~= 0 then n = n + 1 end
+    end
+  end
+  if n == 0 then return end
+  local dis = sc.sparse_disable_index_value
+  if not is_null(dis) then
+    if type(dis) ~= "table" or #dis ~= L then
+      util.fail(where, "sparse_disable_index_value", "expected an array of num_hidden_layers = " .. L .. " entries", dis)
+    end
+    for i = 1, L do
+      if (is_null(freq) or freq[i] ~= 0) and dis[i] == 0 then
+        not_modelled(where, ("sparse_disable_index_value[%d]"):format(i), "an index value and output projection " ..
+          "on a sparse layer (AutoModel implements the selection-only indexer)", 0)
+      end
+    end
+  end
+  local r = reader(sc, where)
+  m.msa_layers = n
+  m.msa_index_heads = r.int("sparse_num_index_heads")
+  m.msa_index_dim = r.int("sparse_index_dim")
+  m.msa_block_size = r.int("sparse_block_size")
+  m.msa_topk_blocks = r.int("sparse_topk_blocks")
+  local init = count(sc, "sparse_init_block", 0, where)
+  if init > 0 then m.msa_init_blocks = init end
+  m.msa_local_blocks = count(sc, "sparse_local_block", 1, where)
+  local st = sc.sparse_score_type
+  if not is_null(st) and st ~= "max" and st ~= "lse" then
+    util.fail(where, "sparse_score_type", 'expected "max" or "lse"', st)
+  end
+end
+
+--- Builds the model table of a `minimax_m3` config (see above).
+-- @tparam table _ the reader of the raw config (unused)
+-- @tparam table cfg the decoded config.json
+-- @tparam string file for errors
+-- @tparam table notes collects the notes
+-- @tparam table extra the builder's extras (config_keys)
+-- @treturn table model table
+-- @raise `<file>: <key>: <problem> (got <value>)`
+function builders.minimax_m3(_, cfg, file, notes, extra)
+  for _, f in ipairs(M.MINIMAX_M3_FIXED) do
+    local key, want, what = f[1], f[2], f[3]
+    if not is_null(cfg[key]) and cfg[key] ~= want then
+      not_modelled(file, key, what .. " is not modelled (expected " .. util.describe(want) .. ")", cfg[key])
+    end
+  end
+  local r = reader(cfg, file)
+  local m = llama_like(r, cfg, file, { own_activation = true })
+  m.ffn_hidden_size = r.int("dense_intermediate_size")
+  m.qk_norm = r.bool("use_qk_norm", false) or nil
+  if r.bool("use_gemma_norm", false) then m.norm_zero_centered = true end
+  m.glu_activation, m.glu_linear_offset = "quick_gelu", M.GPT_OSS_GLU.offset
+  m.glu_clamp = positive(cfg, "swiglu_limit", file) or M.GPT_OSS_GLU.limit
+  -- Block: every layer MoE without moe_layer_freq
+  local flags, nm = {}, m.num_layers
+  if not is_null(cfg.moe_layer_freq) then flags, nm = layer_flags(cfg, "moe_layer_freq", m.num_layers, file) end
+  if nm > 0 then
+    m.num_experts = r.int("num_local_experts")
+    m.experts_per_token = r.int("num_experts_per_tok")
+    m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+    local shared = count(cfg, "n_shared_experts", 0, file)
+    if shared > 0 then m.shared_expert_ffn_hidden_size = shared * r.int("shared_intermediate_size") end
+    if r.bool("use_routing_bias", false) then m.moe_router_bias = true end
+    local rsf = positive(cfg, "routed_scaling_factor", file)
+    if rsf and rsf ~= 1 then m.moe_router_topk_scaling_factor = rsf end
+    aux_loss(m, cfg, file, "router_aux_loss_coef")
+    local dense = {}
+    for i = 1, m.num_layers do if flags[i] == false then dense[#dense + 1] = i end end
+    local lead = 0
+    while lead < #dense and dense[lead + 1] == lead + 1 do lead = lead + 1 end
+    if lead ~= #dense then
+      not_modelled(file, "moe_layer_freq", "dense layers after the first MoE layer (AutoModel builds them; " ..
+        "apsearch reads leading ones)", cfg.moe_layer_freq)
+    end
+    if lead > 0 then m.moe_first_dense_layers = lead end
+    local fk = cfg.first_k_dense_replace
+    if not is_null(fk) and fk ~= lead then
+      util.fail(file, "first_k_dense_replace", ("expected %d, the leading dense layers of moe_layer_freq " ..
+        "(AutoModel builds those, not this key's)"):format(lead), fk)
+    end
+  end
+  minimax_m3_sparse(m, cfg, file)
+  local mtp = count(cfg, "num_mtp_modules", 0, file)
+  if mtp > 0 then
+    note(notes, file, "the checkpoint's %d multi-token-prediction modules (num_mtp_modules) are built by " ..
+      "neither AutoModel nor transformers and are not priced", mtp)
+  end
+  extra.config_keys = M.MINIMAX_M3_CONFIG_KEYS
+  return numerics(m, cfg, file)
+end
+
 ---------------------------------------------------------------- Laguna
 
 -- Laguna (poolside; model_type laguna) is read as transformers builds it:
@@ -4415,7 +4563,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
-                    "mimo_v2_flash", "deepseek_v4", "laguna" }
+                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -4517,7 +4665,6 @@ M.UNMODELLED = {
   ["nemotron-nas"] = "per-layer heterogeneous blocks (block_configs: a layer's attention skipped or " ..
     "replaced, its FFN width its own) are not modelled",
   kimi_linear = "Kimi Delta Attention linear-attention layers (linear_attn_config) are not modelled",
-  minimax_m3 = "block-sparse attention (sparse_attention_config) is not modelled",
   -- vLLM vllm/model_executor/models/step3p7.py @ 22c552fa and SGLang
   -- python/sglang/srt/models/step3p7.py @ 07f4db31 run Step3p5ForCausalLM
   -- on its text_config (vLLM step3p5.py @ 01b50b9e: Step3p5Attention,
@@ -4584,7 +4731,10 @@ M.MOE_BUILDER_REFUSES = { nemotron_h = true }
 -- transformers fills a missing vision_config with the class's default, so
 -- none is needed.
 M.WRAPPERS = { glm4v = "glm4v_text", glm4v_moe = "glm4v_moe_text", qwen3_vl = "qwen3_vl_text", qwen3_vl_moe = "qwen3_vl_moe_text",
-  qwen3_5 = "qwen3_5_text", qwen3_5_moe = "qwen3_5_moe_text", kimi_k25 = "deepseek_v3" }
+  qwen3_5 = "qwen3_5_text", qwen3_5_moe = "qwen3_5_moe_text", kimi_k25 = "deepseek_v3",
+  -- NeMo AutoModel 00affc66 components/models/minimax_m3_vl: the text
+  -- backbone is MiniMax-M3's (layers.py)
+  minimax_m3_vl = "minimax_m3" }
 
 --- Multimodal wrappers whose text model is whatever its text_config's own
 -- model_type says (the value: the type when it says none), read through

@@ -100,6 +100,10 @@ M.model = {
   -- indexer's heads and width, and the keys each query attends to
   index_n_heads = "nonnegint", index_head_dim = "nonnegint", index_topk = "nonnegint",
   index_rope_interleave = "bool",
+  -- MiniMax-M3's block-sparse attention (src/core/msa.c)
+  msa_layers = "nonnegint", msa_index_heads = "nonnegint", msa_index_dim = "nonnegint",
+  msa_block_size = "nonnegint", msa_topk_blocks = "nonnegint", msa_init_blocks = "nonnegint",
+  msa_local_blocks = "nonnegint",
   -- cross-layer top-k sharing (GLM-5.2): a layer computes its own top-k
   -- every index_topk_freq layers after index_skip_topk_offset
   index_topk_freq = "nonnegint", index_skip_topk_offset = "nonnegint",

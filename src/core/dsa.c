@@ -227,6 +227,15 @@ double aps_dsa_indexer_params(const aps_model *m)
             APS_DSA_KNORM_PER_CHANNEL * (double)m->index_head_dim);
 }
 
+double aps_dsa_indexer_params_sum(const aps_model *m)
+{
+    if (!aps_model_has_dsa(m))
+        return 0.0;
+    return (double)aps_dsa_indexer_layers(m) *
+           (one_indexer_matmul_params(m) +
+            APS_DSA_KNORM_PER_CHANNEL * (double)m->index_head_dim);
+}
+
 double aps_dsa_mtp_indexer_delta(const aps_model *m)
 {
     if (!shares_topk(m))

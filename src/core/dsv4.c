@@ -89,7 +89,7 @@ bool aps_model_is_dsv4(const aps_model *m)
 
 bool aps_model_has_attn_delta(const aps_model *m)
 {
-    return m->kv_lora_rank > 0 || aps_model_is_dsv4(m);
+    return m->kv_lora_rank > 0 || aps_model_is_dsv4(m) || aps_model_has_msa(m);
 }
 
 aps_status aps_dsv4_validate(const aps_model *m, char *err, size_t n)

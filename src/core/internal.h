@@ -728,6 +728,9 @@ double aps_dsa_indexer_matmul_params(const aps_model *m);
 /** Parameters of the mean layer's indexer, its key LayerNorm included
  *  (whole on every TP rank), times that share; 0 without DSA. */
 double aps_dsa_indexer_params(const aps_model *m);
+/** Parameters of all the decoder layers' indexers, exactly: the layers
+ *  with one (aps_dsa_indexer_layers) times one indexer's; 0 without DSA. */
+double aps_dsa_indexer_params_sum(const aps_model *m);
 /** What one MTP layer's indexer adds over the mean layer's: an MTP layer
  *  computes its own top-k (vLLM's GLM-5.2 schedule builds an indexer on
  *  every layer past num_hidden_layers), so one whole indexer less
@@ -751,6 +754,36 @@ double aps_dsa_indexer_train_flops(const aps_model *m, const aps_training *t,
  *  the absorbed sparse core beyond the dense MLA core, its saved bytes
  *  and the indexer's parameters. */
 void aps_dsa_layer_cost(const aps_model *m, const aps_device *d,
+                        const aps_training *t, const aps_strategy *s,
+                        aps_moe_cost *out);
+
+/* ---- msa.c: MiniMax-M3's block-sparse attention ---- */
+
+/** True when the model has block-sparse attention layers (msa_layers). */
+bool aps_model_has_msa(const aps_model *m);
+/** Checks the msa_* fields (model.c calls it): EINVAL / ENOTIMPL naming
+ *  the field. */
+aps_status aps_msa_validate(const aps_model *m, char *err, size_t n);
+/** Parameters of the mean layer's indexer: index_q_proj h Hi Di,
+ *  index_k_proj h Di and two Gemma norms of Di, times msa_layers /
+ *  num_layers; 0 without MSA. */
+double aps_msa_indexer_params(const aps_model *m);
+/** Parameters of all the MSA layers' indexers, exactly: msa_layers times
+ *  one indexer's; 0 without MSA. */
+double aps_msa_indexer_params_sum(const aps_model *m);
+/** Keys one query of an MSA layer attends to in an S-token sequence:
+ *  AutoModel's selected pairs over S (the first B K queries every causal
+ *  key, each later one K - 1 blocks and its own up to itself), in the
+ *  continuous causal form; min(B K, S) without causal skipping. */
+double aps_msa_keys(const aps_model *m, double S, bool causal);
+/** Forward FLOPs per S-token sequence of the mean layer's indexer: its
+ *  projections and causal scores (2 S (S / 2) Hi Di), times the MSA
+ *  layers' share; no backward (it runs under no_grad). */
+double aps_msa_indexer_flops(const aps_model *m, double S);
+/** What MSA adds to the mean layer's aps_moe_cost: the indexer's forward
+ *  time (dsa_indexer_fwd), its parameters (mla_params,
+ *  mla_matmul_params) and the saved block selection (mla_act). */
+void aps_msa_layer_cost(const aps_model *m, const aps_device *d,
                         const aps_training *t, const aps_strategy *s,
                         aps_moe_cost *out);
 

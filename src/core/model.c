@@ -828,6 +828,8 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
     if (st != APS_OK)
         return st;
     st = aps_dsv4_validate(m, err, n);
+    if (st == APS_OK)
+        st = aps_msa_validate(m, err, n);
     if (st != APS_OK)
         return st;
     return validate_moe(m, err, n);
@@ -999,6 +1001,11 @@ double aps_attention_keys(const aps_model *m, double S, bool causal)
 {
     if (aps_model_has_dsa(m)) /* every layer sparse (dsa.c) */
         return aps_dsa_keys(m, S, causal);
+    if (aps_model_has_msa(m)) { /* msa_layers sparse, the rest dense */
+        double L = (double)m->num_layers, n = (double)m->msa_layers;
+        double dense = causal ? 0.5 * S : S;
+        return (n * aps_msa_keys(m, S, causal) + (L - n) * dense) / L;
+    }
     if (!causal)
         return S;
     double full = 0.5 * S;
@@ -1326,9 +1333,11 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
     out->per_layer = aps_layer_params_tp(m, 1);
     if (m->kv_lora_rank > 0)
         out->per_layer += mla_attention_params(m) - gqa_attention_params(m);
-    out->per_layer += aps_dsa_indexer_params(m);
-    /* DeepSeek-V4: each layer's difference, summed exactly below */
-    double v4 = aps_dsv4_layers_delta_params(m);
+    /* what only some layers have, summed exactly below: DeepSeek-V4's
+     * difference per layer; the indexers of GLM-5.2's computing layers
+     * and of MiniMax-M3's sparse ones */
+    double v4 = aps_dsv4_layers_delta_params(m) +
+                aps_dsa_indexer_params_sum(m) + aps_msa_indexer_params_sum(m);
     out->per_layer += v4 / (double)m->num_layers;
     double L = (double)m->num_layers, moe = 0.0;
     for (int64_t i = 0; i < m->num_layers && m->num_experts > 0; i++)
@@ -1343,7 +1352,7 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
     }
     out->moe_layers = moe;
     out->layers = (L - moe) * out->per_layer + moe * out->per_moe_layer;
-    if (aps_model_is_dsv4(m)) /* exact: per_layer holds the mean */
+    if (v4 != 0.0) /* exact: per_layer holds the mean */
         out->layers = (L - moe) * (out->per_layer - v4 / L) +
                       moe * (out->per_moe_layer - v4 / L) + v4;
     if (aps_model_has_global_attention(m))

@@ -834,6 +834,8 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
         aps_dsa_layer_cost(m, d, t, s, out);
     } else if (aps_model_is_dsv4(m)) {
         aps_dsv4_layer_cost(m, d, t, s, out);
+    } else if (aps_model_has_msa(m)) {
+        aps_msa_layer_cost(m, d, t, s, out);
     }
     if (m->num_experts <= 0)
         return;

@@ -90,7 +90,8 @@ static double flops_step(const aps_model *m, const aps_training *t,
     /* DeepSeek Sparse Attention's indexer on every layer and MTP depth:
      * its forward, and when trained its loss's target and its backward
      * (dsa.c); a recomputed layer runs its forward again */
-    double indexer = aps_dsa_indexer_flops(m, S) + aps_dsv4_indexer_flops(m, S);
+    double indexer = aps_dsa_indexer_flops(m, S) + aps_dsv4_indexer_flops(m, S) +
+                     aps_msa_indexer_flops(m, S);
     double flops = 3.0 * fwd +
                    B * (L + D) * (indexer + aps_dsa_indexer_train_flops(m, t, S)) +
                    B * recomputed * (matmul + attn + indexer);

@@ -303,6 +303,14 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, index_rope_interleave, FT_OBOOL, NULL),
     FLD(aps_model, index_topk_freq, FT_OINT, NULL),
     FLD(aps_model, index_skip_topk_offset, FT_OINT, NULL),
+    /* MiniMax-M3's block-sparse attention (src/core/msa.c) */
+    FLD(aps_model, msa_layers, FT_OINT, NULL),
+    FLD(aps_model, msa_index_heads, FT_OINT, NULL),
+    FLD(aps_model, msa_index_dim, FT_OINT, NULL),
+    FLD(aps_model, msa_block_size, FT_OINT, NULL),
+    FLD(aps_model, msa_topk_blocks, FT_OINT, NULL),
+    FLD(aps_model, msa_init_blocks, FT_OINT, NULL),
+    FLD(aps_model, msa_local_blocks, FT_OINT, NULL),
     FLD(aps_model, hc_mult, FT_OINT, NULL),
     FLD(aps_model, hc_sinkhorn_iters, FT_OINT, NULL),
     FLD(aps_model, o_groups, FT_OINT, NULL),
@@ -333,7 +341,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, norm_zero_centered, FT_OBOOL, NULL),
 };
 /** Bits of apsl_reader.seen. */
-#define APSL_SEEN_BITS 128
+#define APSL_SEEN_BITS 192
 _Static_assert(sizeof(model_fields) / sizeof(model_fields[0]) <= APSL_SEEN_BITS,
                "apsl_reader.seen has APSL_SEEN_BITS bits");
 

@@ -843,6 +843,67 @@ static void test_dsa_topk_sharing(void **state)
     expect_einval(&m, "model.index_topk_freq: 4 given without index_n_heads");
 }
 
+/* MiniMax-M3's block-sparse attention (NeMo AutoModel 00affc66
+ * minimax_m3_vl/layers.py) on its shapes: 60 layers, 57 sparse, index
+ * heads 4 x 128, blocks of 128, the top 16.  Keys per query at S = 4096
+ * (AutoModel's selected pairs, continuous): 2048^2 / 2 + 2048 x 15 x 128
+ * + 16 x 128^2 / 2 = 6,160,384 pairs, 1504 keys; at S = 1024 (within the
+ * 2048 budget) the causal 512; without causal skipping min(2048, S); the
+ * model's mean (57 x 1504 + 3 x 2048) / 60 = 1531.2.  One indexer:
+ * 6144 x 512 + 6144 x 128 + 2 x 128 = 3,932,416, the mean layer 57 / 60
+ * of it; forward FLOPs per sequence and sparse layer 2 S 3,932,160 +
+ * 2 S (S / 2) 512. */
+static void msa_model(aps_model *m)
+{
+    moe_model(m, "minimax-m3", 60, 6144, 64, 4, 12288, 200064);
+    m->head_dim = 128;
+    m->num_experts = 128;
+    m->experts_per_token = 4;
+    m->moe_ffn_hidden_size = 3072;
+    m->moe_first_dense_layers = 3;
+    m->msa_layers = 57;
+    m->msa_index_heads = 4;
+    m->msa_index_dim = 128;
+    m->msa_block_size = 128;
+    m->msa_topk_blocks = 16;
+    m->msa_local_blocks = 1;
+}
+
+static void test_msa_keys_params_and_validate(void **state)
+{
+    (void)state;
+    aps_model m;
+    msa_model(&m);
+    char err[256] = "";
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+    ASSERT_DBL_EXACT(aps_msa_keys(&m, 4096.0, true), 1504.0);
+    ASSERT_DBL_EXACT(aps_msa_keys(&m, 1024.0, true), 512.0);
+    ASSERT_DBL_EXACT(aps_msa_keys(&m, 4096.0, false), 2048.0);
+    ASSERT_REL(aps_attention_keys(&m, 4096.0, true), 1531.2, 1e-12);
+    ASSERT_DBL_EXACT(aps_msa_indexer_params_sum(&m), 57.0 * 3932416.0);
+    ASSERT_REL(aps_msa_indexer_params(&m), 57.0 / 60.0 * 3932416.0, 1e-12);
+    ASSERT_REL(aps_msa_indexer_flops(&m, 4096.0),
+               57.0 / 60.0 * (2.0 * 4096.0 * 3932160.0 +
+                              2.0 * 4096.0 * 2048.0 * 512.0), 1e-12);
+    m.msa_topk_blocks = 0;
+    expect_einval(&m, "model.msa_topk_blocks: must be in [1, 16777216]");
+    msa_model(&m);
+    m.msa_init_blocks = 16;
+    expect_einval(&m, "model.msa_init_blocks: 16 forced blocks and the local one");
+    msa_model(&m);
+    m.msa_layers = 0;
+    expect_einval(&m, "model.msa_index_heads: 4 given without msa_layers");
+    msa_model(&m);
+    m.num_experts = 0;
+    m.experts_per_token = 0;
+    m.moe_ffn_hidden_size = 0;
+    m.moe_first_dense_layers = 0;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_ENOTIMPL);
+    ASSERT_HAS(err, "model.msa_layers: block-sparse attention is priced on "
+                    "GQA mixture-of-experts models (MiniMax-M3) without "
+                    "num_experts");
+}
+
 /* DeepSeek-V2-Lite: no query compression, q_proj 2048*16*192; kv_a
  * 2048*576 + 512 + kv_b 512*16*256 + o 16*128*2048 -> 13,763,072; dense
  * layer 81,007,104; MoE layer with 2 shared experts 2*3*2048*1408 and 64
@@ -1553,6 +1614,7 @@ int main(void)
         cmocka_unit_test(test_dsa_params_deepseek_v32),
         cmocka_unit_test(test_dsa_keys_and_indexer_flops),
         cmocka_unit_test(test_dsa_topk_sharing),
+        cmocka_unit_test(test_msa_keys_params_and_validate),
         cmocka_unit_test(test_dsa_validate_names_the_field),
         cmocka_unit_test(test_dsa_layer_cost),
         cmocka_unit_test(test_moe_params_dense_active_is_total),

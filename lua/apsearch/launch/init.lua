@@ -369,6 +369,8 @@ M.LLAMA_BLOCK_LACKS = {
     "the Llama norms scale by w" },
   { "global_head_dim", "the full-attention layers' own head width (global_head_dim, Gemma 4): the Llama block " ..
     "has one head width" },
+  { "msa_layers", "MiniMax-M3's block-sparse attention (msa_layers with their indexer): the Llama block " ..
+    "attends densely and has no indexer" },
   { "global_num_attention_heads", "the full-attention layers' own query heads (global_num_attention_heads, " ..
     "Laguna): the Llama block has one query-head count" },
   { "attention_head_gate", "a softplus gate per query head on the attention output (attention_head_gate, " ..

@@ -816,6 +816,8 @@ M.ARCH_SOURCES = {
   chunk = "no chunked attention in training (attention.py:952 passes attention_chunk 0 to flash inference only)",
   apply_probs = "transformer_config.py:949 moe_apply_probs_on_input; moe/experts.py:918-921 (top-1 only)",
   heads_per_layer = "transformer_config.py:148 (one num_attention_heads for every layer)",
+  msa = "no block-sparse attention in megatron/core (experimental_attention_variant_module_specs.py: the " ..
+    "variants are gated_delta_net and dsa, DeepSeek's token-level top-k on multi-latent attention)",
   head_gate = "transformer_config.py:278 attention_output_gate (an element-wise sigmoid gate from linear_qkv, " ..
     "Qwen3-Next's; no gate per head, no softplus)",
   layer_shape = "transformer_config.py:175, 184 (one num_query_groups and kv_channels for every layer); " ..
@@ -1217,6 +1219,12 @@ function M.global_attention_notes(m, N)
       "the script builds a GQA model of one KV head with a dense output projection, not the model estimated")
   end
   local parts = {}
+  if m.msa_layers then
+    not_written(N, ("MiniMax-M3's block-sparse attention on %d of %d layers (a selection-only indexer of %d heads " ..
+      "x %d, the top %d blocks of %d keys)"):format(m.msa_layers, m.num_layers, m.msa_index_heads or 0,
+      m.msa_index_dim or 0, m.msa_topk_blocks or 0, m.msa_block_size or 0), M.ARCH_SOURCES.msa,
+      "the script's layers attend densely, without the indexer: not the time and memory estimated")
+  end
   if m.global_num_attention_heads then
     not_written(N, ("%d query heads on the %d full-attention layers (global_num_attention_heads) beside %d on " ..
       "the windowed ones"):format(m.global_num_attention_heads, m.num_layers - (m.sliding_window_layers or 0),

@@ -1232,9 +1232,15 @@ local function complete_strategy(s, inputs, split_given)
   local space = require "apsearch.space"
   local fw = inputs.training.framework
   if s.pipeline_split == nil and not split_given then
-    -- the framework's own split, as the search enumerates it (TorchTitan
-    -- counts the embedding and the loss; Megatron where layers do not divide)
-    s.pipeline_split = space.default_split(fw, inputs.model.num_layers, s.pp_degree or 1, s.vpp_degree or 1)
+    if (inputs.model.index_topk_freq or 0) > 1 and (s.pp_degree or 1) > 1 then
+      -- layers sharing their top-k: balanced within the chunks Megatron
+      -- accepts, as the search does (space.lua)
+      s.balance_stages = true
+    else
+      -- the framework's own split, as the search enumerates it (TorchTitan
+      -- counts the embedding and the loss; Megatron where layers do not divide)
+      s.pipeline_split = space.default_split(fw, inputs.model.num_layers, s.pp_degree or 1, s.vpp_degree or 1)
+    end
   end
   local shard_fill = (fw == "fsdp2" or fw == "fsdp" or fw == "automodel") and s.fsdp_degree == nil and s.hsdp_shard_degree == nil
   if s.dp_degree == nil and s.hsdp_replicate_degree == nil then
@@ -1464,7 +1470,7 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "qk_norm", "qk_norm_full_width", "qk_norm_head_weights", "attention_sinks", "tie_word_embeddings", "lm_head_bias", "reordered_norm", "rotary_interleaved", "mup_multipliers", "parallel_attn_mlp", "norm_weightless", "embedding_norm",
   "sliding_window", "sliding_window_layers", "sliding_window_period",
   "global_head_dim", "global_num_attention_heads", "global_num_query_groups", "global_k_eq_v",
-  "attn_v_head_dim", "window_attention_sinks", "qk_l2_norm",
+  "attn_v_head_dim", "window_attention_sinks", "qk_l2_norm", "attention_output_gate", "attention_head_gate",
   "nope_layer_period", "attention_chunk_size", "chunked_attention_layers",
   "glu_activation", "glu_linear_offset", "glu_clamp", "attn_logit_softcapping",
   "final_logit_softcapping",

@@ -4173,20 +4173,26 @@ M.LAGUNA_CONFIG_KEYS = {
 -- layer_types, else refused.  Returns the windowed and the full layers'.
 local function laguna_heads(t, types, file)
   local L = #types
-  local v = is_null(t.num_attention_heads_per_layer) and {} or t.num_attention_heads_per_layer
-  if type(v) ~= "table" or (#v ~= L and #v ~= 0) then
+  local v = t.num_attention_heads_per_layer
+  if is_null(v) then
+    v = {}
+    for i = 1, L do v[i] = t.num_attention_heads end
+  end
+  local keys = 0
+  if type(v) == "table" then for _ in pairs(v) do keys = keys + 1 end end
+  if type(v) ~= "table" or #v ~= L or keys ~= L then
     util.fail(file, "num_attention_heads_per_layer", "expected a list of num_hidden_layers = " .. L .. " entries", v)
   end
-  local per = {}
+  local per, first = {}, {}
   for i = 1, L do
-    local a = v[i] == nil and t.num_attention_heads or v[i]
-    a = config_int(a, 1, file, ("num_attention_heads_per_layer[%d]"):format(i))
+    local a = config_int(v[i], 1, file, ("num_attention_heads_per_layer[%d]"):format(i))
     local kind = types[i]
     if per[kind] and per[kind] ~= a then
-      not_modelled(file, ("num_attention_heads_per_layer[%d]"):format(i), ("%s layers with %d and %d query heads: " ..
-        "apsearch prices one query-head count per layer type"):format(kind, per[kind], a), a)
+      not_modelled(file, ("num_attention_heads_per_layer[%d]"):format(i), ("%s layers with %d query heads (layer " ..
+        "%d, 1-based) and %d (this one): apsearch prices one query-head count per layer type"):format(kind,
+        per[kind], first[kind], a), a)
     end
-    per[kind] = a
+    per[kind], first[kind] = a, first[kind] or i
   end
   return per.sliding_attention, per.full_attention
 end
@@ -4212,6 +4218,11 @@ local function laguna_attention(m, r, t, file)
   if g == true or g == "per-head" then
     m.attention_head_gate = true
   elseif g == "per-element" then
+    if m.global_num_attention_heads then
+      not_modelled(file, "gating", ("a gate per head and channel beside two query-head counts (%d windowed, %d " ..
+        "full): apsearch prices that gate on one attention shape"):format(m.num_attention_heads,
+        m.global_num_attention_heads), g)
+    end
     m.attention_output_gate = true
   elseif g ~= false then
     util.fail(file, "gating", 'expected true, false, "per-head" or "per-element"', g)

@@ -551,27 +551,37 @@ static void simulated_climb(const aps_model *m, const aps_cluster *c,
         size_t bytes = (size_t)p * sizeof base[0];
         memcpy(base, from->layers, bytes);
         /* neighbours: a move of v from stage a to stage b, or (first_last)
-         * the middle count one step of v either way */
+         * the middle count one step of v either way; for a model sharing
+         * top-k across layers the smallest multiple of v (up to its
+         * index_topk_freq) that keeps every chunk on a computing layer */
         int64_t moves = first_last ? 4 : 2 * (p - 1);
+        int64_t steps = m->index_topk_freq > 1 ? m->index_topk_freq : 1;
         for (int64_t n = 0; n < moves; n++) {
-            memcpy(lay->layers, base, bytes);
-            if (first_last && n >= 2) {
-                int64_t km = base[1] + (n == 2 ? v : -v);
-                if (km < v || split_first_last_at(m, lay, e, u, km,
-                                                  lay->layers) < 0.0)
+            for (int64_t j = 1; j <= steps; j++) {
+                int64_t step = j * v;
+                memcpy(lay->layers, base, bytes);
+                if (first_last && n >= 2) {
+                    int64_t km = base[1] + (n == 2 ? step : -step);
+                    if (km < v || split_first_last_at(m, lay, e, u, km,
+                                                      lay->layers) < 0.0)
+                        continue;
+                } else {
+                    /* boundary n / 2: odd n moves up, even n down */
+                    int64_t a = first_last ? (n == 0 ? 0 : p - 1)
+                                           : n / 2 + (n % 2 ? 0 : 1);
+                    int64_t b = first_last ? p - 1 - a
+                                           : n / 2 + (n % 2 ? 1 : 0);
+                    if (lay->layers[a] - step < v)
+                        break;
+                    lay->layers[a] -= step;
+                    lay->layers[b] += step;
+                }
+                if (!dsa_split_ok(m, lay, lay->layers))
                     continue;
-            } else {
-                /* boundary n / 2: odd n moves up, even n down */
-                int64_t a = first_last ? (n == 0 ? 0 : p - 1)
-                                       : n / 2 + (n % 2 ? 0 : 1);
-                int64_t b = first_last ? p - 1 - a : n / 2 + (n % 2 ? 1 : 0);
-                if (lay->layers[a] - v < v)
-                    continue;
-                lay->layers[a] -= v;
-                lay->layers[b] += v;
+                set_firsts(lay);
+                score_layout(m, c, t, s, lay, plan, lc, limit, sc);
+                break;
             }
-            set_firsts(lay);
-            score_layout(m, c, t, s, lay, plan, lc, limit, sc);
         }
         if (!better(sc->best, from))
             sc->best = from; /* a tie: no gain, stop here */

@@ -109,17 +109,18 @@ aps_reason aps_dsa_chunks_check(const aps_model *m, const int64_t *chunks,
         if (chunks[j] <= 0)
             continue;
         if (!aps_dsa_layer_computes_topk(m, first)) {
+            int64_t next = first + 1; /* the next layer that computes */
+            while (next < m->num_layers && !aps_dsa_layer_computes_topk(m, next))
+                next++;
             aps_fmt(msg, n, "model chunk %lld starts on layer %lld (1-based), "
-                    "which reuses the top-k of layer %lld "
-                    "(index_topk_freq = %lld, index_skip_topk_offset = %lld): "
-                    "Megatron-Core's cross-layer top-k sharing does not cross "
-                    "pipeline chunks (experimental_attention_variant_module_"
-                    "specs.py _validate_dsa_index_share_pipeline_split); give "
-                    "a split whose every chunk starts on a layer that computes "
-                    "its top-k", (long long)j + 1, (long long)first + 1,
-                    (long long)source_layer(m, first),
+                    "which reuses layer %lld's top-k (index_topk_freq %lld, "
+                    "offset %lld): Megatron-Core refuses it "
+                    "(_validate_dsa_index_share_pipeline_split); start it on "
+                    "layer %lld or %lld", (long long)j + 1,
+                    (long long)first + 1, (long long)source_layer(m, first),
                     (long long)m->index_topk_freq,
-                    (long long)m->index_skip_topk_offset);
+                    (long long)m->index_skip_topk_offset,
+                    (long long)source_layer(m, first), (long long)next + 1);
             return APS_REASON_PP_PARTITION;
         }
         first += chunks[j];

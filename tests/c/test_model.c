@@ -808,8 +808,11 @@ static void test_dsa_topk_sharing(void **state)
                      APS_REASON_NONE);
     assert_int_equal(aps_dsa_chunks_check(&m, bad, 2, msg, sizeof msg),
                      APS_REASON_PP_PARTITION);
-    assert_non_null(strstr(msg, "model chunk 2 starts on layer 4 (1-based), "
-                                "which reuses the top-k of layer 3"));
+    assert_string_equal(msg, "model chunk 2 starts on layer 4 (1-based), "
+                             "which reuses layer 3's top-k (index_topk_freq "
+                             "4, offset 3): Megatron-Core refuses it "
+                             "(_validate_dsa_index_share_pipeline_split); "
+                             "start it on layer 3 or 7");
     m.index_skip_topk_offset = 0;
     assert_true(aps_dsa_layer_computes_topk(&m, 0));
     assert_false(aps_dsa_layer_computes_topk(&m, 1));

@@ -87,7 +87,7 @@ describe("Laguna XS.2", function()
     local c = config()
     c.num_attention_heads_per_layer[5] = 64 -- a full layer like the windowed ones
     assert.truthy(H.err_of(hf.from_config, c, "l.json"):find("^NotImplemented: l%.json: num_attention_heads_per_layer%[5%]: " ..
-      "full_attention layers with 48 and 64 query heads"))
+      "full_attention layers with 48 query heads %(layer 1, 1%-based%) and 64 %(this one%)"))
     c = config()
     c.gating = "per-channel"
     assert.are.equal('l.json: gating: expected true, false, "per-head" or "per-element" (got "per-channel")',
@@ -96,6 +96,20 @@ describe("Laguna XS.2", function()
     c.moe_apply_router_weight_on_input = true
     assert.truthy(H.err_of(hf.from_config, c, "l.json"):find("moe_apply_router_weight_on_input: transformers' " ..
       "Laguna raises NotImplementedError", 1, true))
+    c = config()
+    c.gating = "per-element"
+    assert.truthy(H.err_of(hf.from_config, c, "l.json"):find('^NotImplemented: l%.json: gating: a gate per head ' ..
+      'and channel beside two query%-head counts %(64 windowed, 48 full%)'))
+    for _, bad in ipairs({ {}, { ["0"] = 48 }, { 48, 64 } }) do
+      c = config()
+      c.num_attention_heads_per_layer = bad
+      assert.truthy(H.err_of(hf.from_config, c, "l.json"):find("^l%.json: num_attention_heads_per_layer: expected a " ..
+        "list of num_hidden_layers = 40 entries"))
+    end
+    c = config()
+    c.num_attention_heads_per_layer[2] = 32 -- the first windowed layer
+    assert.truthy(H.err_of(hf.from_config, c, "l.json"):find("num_attention_heads_per_layer[3]: sliding_attention " ..
+      "layers with 32 query heads (layer 2, 1-based) and 64 (this one)", 1, true))
     c = config()
     c.num_attention_heads_per_layer = { 48, 64 }
     assert.truthy(H.err_of(hf.from_config, c, "l.json"):find("^l%.json: num_attention_heads_per_layer: expected a " ..

@@ -97,6 +97,8 @@ describe("DeepSeek Sparse Attention: configs", function()
     assert.are.same({ 4, 3 }, { m.index_topk_freq, m.index_skip_topk_offset })
     local pc = require("apsearch.core").model_params(m)
     assert.are.equal(743911218432 - 57 * 9371904, pc.total)
+    -- the example (zai-org/GLM-5.2's config) reads the same
+    assert.are.same(pc, require("apsearch.core").model_params((hf.load(ROOT .. "/examples/models/glm-5.2.json"))))
     -- the letters of index_topk_pattern say the same
     c.indexer_types = nil
     c.index_topk_pattern = ("FFF" .. ("SSSF"):rep(18) .. "SSS")

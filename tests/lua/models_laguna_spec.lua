@@ -51,6 +51,8 @@ describe("Laguna XS.2", function()
     local pc = core.model_params(m)
     assert.are.equal(total, pc.total)
     assert.are.equal(active, pc.active)
+    -- the example is the same file
+    assert.are.same(pc, core.model_params((hf.load(H.ROOT .. "/examples/models/laguna-xs.2-fp8.json"))))
   end)
 
   -- the model FLOPs of the attention cores: each kind's heads over its

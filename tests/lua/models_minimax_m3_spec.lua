@@ -44,6 +44,8 @@ describe("MiniMax-M3", function()
     local pc = core.model_params(m)
     assert.are.equal(total, pc.total)
     assert.are.equal(active, pc.active)
+    -- the example is the same file
+    assert.are.same(pc, core.model_params((hf.load(H.ROOT .. "/examples/models/minimax-m3.json"))))
   end)
 
   -- S = 4096, blocks of 128, the top 16: the first 2048 queries attend

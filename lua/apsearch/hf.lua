@@ -4029,7 +4029,11 @@ M.MINIMAX_M3_CONFIG_KEYS = {
 -- selection-only indexer, sparse_disable_index_value non-zero).
 local function minimax_m3_sparse(m, cfg, file)
   local sc = sub_config(cfg, "sparse_attention_config", file)
-  if next(sc) == nil or sc.use_sparse_attention == false then return end
+  -- Block: sparse_cfg.get("use_sparse_attention", True), a Python truth
+  -- test: absent is on; false, 0, "", null, an empty list are off
+  local use = sc.use_sparse_attention
+  local off = use == false or use == 0 or use == "" or use == cjson.null or (type(use) == "table" and next(use) == nil)
+  if next(sc) == nil or off then return end
   local where = file .. ": sparse_attention_config"
   local L, n = m.num_layers, 0
   local freq = sc.sparse_attention_freq
@@ -4051,7 +4055,8 @@ local function minimax_m3_sparse(m, cfg, file)
       util.fail(where, "sparse_disable_index_value", "expected an array of num_hidden_layers = " .. L .. " entries", dis)
     end
     for i = 1, L do
-      if (is_null(freq) or freq[i] ~= 0) and dis[i] == 0 then
+      -- Python's `disable_flags[i] != 0`: False equals 0 there too
+      if (is_null(freq) or freq[i] ~= 0) and (dis[i] == 0 or dis[i] == false) then
         not_modelled(where, ("sparse_disable_index_value[%d]"):format(i), "an index value and output projection " ..
           "on a sparse layer (AutoModel implements the selection-only indexer)", 0)
       end
@@ -4065,7 +4070,12 @@ local function minimax_m3_sparse(m, cfg, file)
   m.msa_topk_blocks = r.int("sparse_topk_blocks")
   local init = count(sc, "sparse_init_block", 0, where)
   if init > 0 then m.msa_init_blocks = init end
-  m.msa_local_blocks = count(sc, "sparse_local_block", 1, where)
+  local lb = count(sc, "sparse_local_block", 1, where)
+  if lb ~= 1 then
+    not_modelled(where, "sparse_local_block", "only 1 (the query's own block always attended, MiniMax-M3's) is " ..
+      "modelled", lb)
+  end
+  m.msa_local_blocks = 1
   local st = sc.sparse_score_type
   if not is_null(st) and st ~= "max" and st ~= "lse" then
     util.fail(where, "sparse_score_type", 'expected "max" or "lse"', st)

@@ -76,13 +76,23 @@ aps_status aps_msa_validate(const aps_model *m, char *err, size_t n)
                     (long long)APS_MSA_MAX_WIDTH, (long long)w[i].v);
             return APS_EINVAL;
         }
-    if (m->msa_local_blocks != 1) {
+    if (m->msa_local_blocks != 0 && m->msa_local_blocks != 1) {
         /* AutoModel's FLOPs and the kernels force the query's own block;
-         * without it the count of keys below does not hold */
+         * without it the count of keys below does not hold (0: not
+         * given, taken as 1) */
         aps_fmt(err, n, "model.msa_local_blocks: only 1 (the query's own "
                 "block always attended, MiniMax-M3's) is modelled (got "
                 "%lld)", (long long)m->msa_local_blocks);
         return APS_ENOTIMPL;
+    }
+    if (m->num_attention_heads % m->msa_index_heads != 0) {
+        /* build_block_sparse_attn_mask repeat-interleaves each index
+         * head's selection over num_q_heads // H_idx query heads */
+        aps_fmt(err, n, "model.msa_index_heads: %lld does not divide "
+                "num_attention_heads %lld (each index head selects for "
+                "a group of query heads)", (long long)m->msa_index_heads,
+                (long long)m->num_attention_heads);
+        return APS_EINVAL;
     }
     if (m->msa_init_blocks < 0 ||
         m->msa_init_blocks + m->msa_local_blocks > m->msa_topk_blocks) {
@@ -91,18 +101,22 @@ aps_status aps_msa_validate(const aps_model *m, char *err, size_t n)
                 (long long)m->msa_init_blocks, (long long)m->msa_topk_blocks);
         return APS_EINVAL;
     }
+    if (m->num_experts <= 0) {
+        aps_fmt(err, n, "model.msa_layers: block-sparse attention is priced "
+                "on GQA mixture-of-experts models (MiniMax-M3) only: it "
+                "needs num_experts");
+        return APS_ENOTIMPL;
+    }
     const char *other = m->kv_lora_rank > 0       ? "kv_lora_rank"
                         : m->index_n_heads > 0    ? "index_n_heads"
                         : m->sliding_window > 0   ? "sliding_window"
                         : m->attention_chunk_size > 0 ? "attention_chunk_size"
                         : aps_model_is_hybrid(m)  ? "hybrid_layer_pattern"
                         : aps_model_has_gdn(m)    ? "linear_attention_period"
-                        : m->num_experts <= 0     ? "num_experts"
                                                   : NULL;
     if (other != NULL) {
-        aps_fmt(err, n, "model.msa_layers: block-sparse attention is priced "
-                "on GQA mixture-of-experts models (MiniMax-M3) without %s",
-                other);
+        aps_fmt(err, n, "model.msa_layers: block-sparse attention is not "
+                "modelled together with %s", other);
         return APS_ENOTIMPL;
     }
     return APS_OK;
@@ -186,9 +200,12 @@ void aps_msa_layer_cost(const aps_model *m, const aps_device *d,
     out->dsa_indexer_fwd = f * (aps_gemm_time(d, t->precision, T, hi * di, h) +
                                 aps_gemm_time(d, t->precision, T, di, h) +
                                 2.0 * T * (0.5 * S) * hi * di / rate);
-    /* saved: the selected blocks, K int32 per index head and query */
-    out->mla_act += f * APS_MSA_INDEX_BYTES * T * hi *
-                    (double)m->msa_topk_blocks;
+    /* saved: the selected blocks, min(K, blocks of the sequence) int32 per
+     * index head and query (_select_sparse_blocks_chunk k_eff) */
+    double blocks = ceil(S / (double)m->msa_block_size);
+    double K = (double)m->msa_topk_blocks < blocks ? (double)m->msa_topk_blocks
+                                                   : blocks;
+    out->mla_act += f * APS_MSA_INDEX_BYTES * T * hi * K;
     out->mla_params += aps_msa_indexer_params(m);
     out->mla_matmul_params += f * indexer_matmul_params(m);
 }

@@ -903,8 +903,15 @@ static void test_msa_keys_params_and_validate(void **state)
     m.moe_first_dense_layers = 0;
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_ENOTIMPL);
     ASSERT_HAS(err, "model.msa_layers: block-sparse attention is priced on "
-                    "GQA mixture-of-experts models (MiniMax-M3) without "
-                    "num_experts");
+                    "GQA mixture-of-experts models (MiniMax-M3) only: it "
+                    "needs num_experts");
+    msa_model(&m);
+    m.msa_index_heads = 3;
+    expect_einval(&m, "model.msa_index_heads: 3 does not divide "
+                      "num_attention_heads 64");
+    msa_model(&m);
+    m.msa_local_blocks = 0; /* not given: the own block, 1 */
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
 }
 
 /* DeepSeek-V2-Lite: no query compression, q_proj 2048*16*192; kv_a

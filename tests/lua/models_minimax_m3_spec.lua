@@ -89,8 +89,14 @@ describe("MiniMax-M3", function()
     assert.truthy(refused(function(c) c.sparse_attention_config.sparse_disable_index_value[10] = 0 end):find(
       "sparse_disable_index_value[10]: an index value and output projection on a sparse layer", 1, true))
     assert.truthy(refused(function(c) c.sparse_attention_config.sparse_local_block = 0 end):find(
-      "m.json: sparse_attention_config.sparse_local_block (model.msa_local_blocks): only 1 (the query's own " ..
-      "block always attended, MiniMax-M3's) is modelled (got 0)", 1, true))
+      "NotImplemented: m.json: sparse_attention_config: sparse_local_block: only 1 (the query's own block always " ..
+      "attended, MiniMax-M3's) is modelled (got 0)", 1, true))
+    assert.truthy(refused(function(c) c.sparse_attention_config.sparse_disable_index_value[10] = false end):find(
+      "sparse_disable_index_value[10]: an index value and output projection on a sparse layer", 1, true))
+    -- AutoModel's truth test: use_sparse_attention 0 builds dense attention
+    local c = config()
+    c.sparse_attention_config.use_sparse_attention = 0
+    assert.is_nil(hf.from_config(c, "m.json").msa_layers)
     assert.truthy(refused(function(c) c.sparse_attention_config.sparse_attention_freq = { 1, 0 } end):find(
       "sparse_attention_config: sparse_attention_freq: expected an array of num_hidden_layers = 60 entries", 1, true))
     assert.truthy(refused(function(c) c.first_k_dense_replace = 2 end):find(

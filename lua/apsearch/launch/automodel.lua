@@ -382,6 +382,16 @@ local function backend_keys(w, g)
       "are all fused; written as sdpa")
   end
   K("model.backend.linear", "te")
+  if m.msa_layers then
+    -- the estimate's MiniMax-M3 is AutoModel 00affc66's (components/
+    -- models/minimax_m3_vl/layers.py, msa.py), after the commit these keys
+    -- target
+    N(NE, ("MiniMax-M3's block-sparse attention on %d layers: AutoModel %s has no MiniMax-M3 model; from " ..
+      "00affc66 (components/models/minimax_m3_vl) backend.sparse_attn 'msa' runs it on SM100 GPUs only, with " ..
+      "context parallelism 1 and those blocks never checkpointed (MiniMaxM3MSAAttention), and 'generic' masks a " ..
+      "dense attention (no FLOPs saved)%s"):format(m.msa_layers, M.COMMIT,
+      (r.cp_degree or 1) > 1 and ("; this strategy's cp_degree = " .. r.cp_degree .. " rules 'msa' out") or ""))
+  end
   -- what the estimate priced, said only where it is AutoModel's own (an
   -- estimate of another framework prices that framework's kernels) and
   -- the model has RMSNorms

@@ -293,7 +293,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
                 "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom", "helium", "glm4v_text",
-                "mimo" }
+                "mimo", "PanguEmbedded" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -795,6 +795,19 @@ local function llama_layer(r, cfg, file, opts)
 end
 
 function builders.llama(r, cfg, file) return llama_layer(r, cfg, file) end
+
+--- openPangu-Embedded (model_type PanguEmbedded, remote code:
+-- IDLEOAK/openpangu-lightweight-methods @ 26a4a87d modeling_openpangu_
+-- dense.py): LlamaForCausalLM whose PanguEmbeddedAttention gives q, k, v
+-- and o a bias when the config's `bias` is true, and whose
+-- PanguEmbeddedMLP has none; the rest is Llama's (decoder layer, norms,
+-- RoPE).
+builders["PanguEmbedded"] = function(r, cfg, file)
+  local m = llama_like(r, cfg, file, {})
+  local b = r.bool("bias", false)
+  m.qkv_bias, m.attn_out_bias = b, b
+  return m
+end
 
 --- Seed-OSS (transformers models/seed_oss: modular_seed_oss.py @ 6e4054ae,
 -- configuration_seed_oss.py @ d9aa776f): Llama's layer with q, k, v
@@ -4622,7 +4635,7 @@ M.ARCHITECTURES = {
 -- (ai-dynamo/aiconfigurator @ 095f58a5, aic-core/src/aiconfigurator_core/
 -- model_configs/); the classes are those the types' own configs name.
 M.UNMODELLED_ARCHITECTURES = {
-  MiniMaxM3ForCausalLM = "minimax_m3",
+  MiniMaxM3ForCausalLM = "minimax_m3", PanguEmbeddedForCausalLM = "PanguEmbedded",
   MiniMaxM3SparseForCausalLM = "minimax_m3",
   Step3p7FlashForCausalLM = "step3p7", Step3p7ForConditionalGeneration = "step3p7",
 }

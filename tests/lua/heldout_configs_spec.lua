@@ -108,7 +108,14 @@ local EXPECT = {
   ["zai-org--GLM-5.2"] = { total = 743911218432 - 57 * 9371904, active = 41784728832 - 57 * 9371904 },
   -- not NotImplemented: an unknown type, named with the types apsearch reads
   ["microsoft--Phi-4-reasoning-vision-15B"] = { unknown = "phi4-siglip" },
-  ["IDLEOAK--openPangu-Embedded"] = { unknown = "PanguEmbedded" },
+  -- Llama with q, k, v and o biases (its modeling_openpangu_dense.py @
+  -- 26a4a87d): 34 layers of 4096 x 4096 + 4096 (q), 2 x (4096 x 1024 +
+  -- 1024) (k, v), 4096 x 4096 + 4096 (o), 3 x 4096 x 12800 (MLP), 2 x
+  -- 4096 (norms) = 199,247,872; untied 153376 x 4096 twice; the final
+  -- norm: 8,030,887,936 (6,774,427,648 without the embeddings: the
+  -- name's 7B)
+  ["IDLEOAK--openPangu-Embedded"] = { total = 34 * (4096 * 4096 + 4096 + 2 * (4096 * 1024 + 1024) + 4096 * 4096 +
+    4096 + 3 * 4096 * 12800 + 2 * 4096) + 2 * 153376 * 4096 + 4096 },
   -- Mistral's native params.json, beside Devstral's config.json
   ["mistralai--Devstral-Small-2507.params"] = { native_params = true },
 }

@@ -4008,8 +4008,9 @@ end
 -- marks, the selection-only indexer and block-sparse attention
 -- (src/core/msa.c); the moe_layer_freq 0 layers a SwiGLU-OAI MLP of
 -- dense_intermediate_size, the others num_local_experts of
--- moe_intermediate_size (top num_experts_per_tok, sigmoid scores with
--- the routing bias, routed_scaling_factor) beside n_shared_experts x
+-- intermediate_size (model.py build_moe_config; top num_experts_per_tok,
+-- sigmoid scores with the routing bias, renormalised, routed_scaling_
+-- factor) beside n_shared_experts x
 -- shared_intermediate_size; Gemma RMSNorms; SwiGLU-OAI is gpt-oss's
 -- clamped quick-GELU GLU (swiglu_alpha, swiglu_limit).
 
@@ -4123,7 +4124,14 @@ function builders.minimax_m3(_, cfg, file, notes, extra)
   if nm > 0 then
     m.num_experts = r.int("num_local_experts")
     m.experts_per_token = r.int("num_experts_per_tok")
-    m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+    -- model.py build_moe_config: moe_inter_dim = config.intermediate_size
+    -- (nvidia/MiniMax-M3-NVFP4's text_config gives no moe_intermediate_size)
+    m.moe_ffn_hidden_size = r.int("intermediate_size")
+    local mi = cfg.moe_intermediate_size
+    if not is_null(mi) and mi ~= m.moe_ffn_hidden_size then
+      not_modelled(file, "moe_intermediate_size", ("experts of another width than intermediate_size = %d, which " ..
+        "AutoModel's build_moe_config gives them"):format(m.moe_ffn_hidden_size), mi)
+    end
     local shared = count(cfg, "n_shared_experts", 0, file)
     if shared > 0 then m.shared_expert_ffn_hidden_size = shared * r.int("shared_intermediate_size") end
     if r.bool("use_routing_bias", false) then m.moe_router_bias = true end
@@ -4148,8 +4156,8 @@ function builders.minimax_m3(_, cfg, file, notes, extra)
   minimax_m3_sparse(m, cfg, file)
   local mtp = count(cfg, "num_mtp_modules", 0, file)
   if mtp > 0 then
-    note(notes, file, "the checkpoint's %d multi-token-prediction modules (num_mtp_modules) are built by " ..
-      "neither AutoModel nor transformers and are not priced", mtp)
+    note(notes, file, "the checkpoint's %d multi-token-prediction modules (num_mtp_modules) are not priced: " ..
+      "AutoModel builds them (MiniMaxM3MTP) but not beside its MSA kernels ('supports MTP0 only')", mtp)
   end
   extra.config_keys = M.MINIMAX_M3_CONFIG_KEYS
   return numerics(m, cfg, file)

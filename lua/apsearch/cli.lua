@@ -333,6 +333,18 @@ function M.built_policy(opts)
   local dev = probe.cluster.device
   local rack = policy_mod.RACK_NVLINK_DOMAIN[tostring(type(dev) == "table" and dev.base or dev):lower()]
   local raw = defaults.build(given.model, probe.model, probe.cluster, rack)
+  -- a sequence --set without a batch: the rule's tokens at that sequence
+  -- (sequences = tokens / seq), not the default sequence's count of them
+  local seq, batch_set
+  for _, e in ipairs(opts.set or {}) do
+    local key, val = tostring(e):match("^%s*([%w_%.]+)%s*=%s*(.-)%s*$")
+    if key == "training.seq_length" then seq = math.tointeger(tonumber(val)) end
+    if key == "training.global_batch_size" then batch_set = true end
+  end
+  if seq and seq > 0 and not batch_set then
+    local n = probe.cluster.num_devices
+    raw.training.global_batch_size = defaults.batch_sequences(defaults.batch_tokens(probe.model, n), seq, n)
+  end
   local header = defaults.header(probe.model, raw.training, probe.cluster.num_devices)
   return raw, header, "apsearch init " .. given.model .. " " .. given.cluster
 end

@@ -363,7 +363,7 @@ function M.header(model, training, n, built)
   local rule = string.format("recipe tokens-per-GPU rule: clamp(%d GPUs x %s, %s, %s)", n,
     commas(b.tokens_per_gpu), commas(b.min_tokens), commas(b.max_tokens))
   local want = math.max(b.min_tokens, math.min(b.max_tokens, n * b.tokens_per_gpu))
-  if built and (built.global_batch_size ~= training.global_batch_size or built.seq_length ~= training.seq_length) then
+  if built and built.global_batch_size ~= training.global_batch_size then
     rule = string.format("as --set (the %s gives global batch %d x %d)", rule, built.global_batch_size,
       built.seq_length)
   elseif tokens ~= want then

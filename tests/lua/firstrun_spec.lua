@@ -158,6 +158,18 @@ describe("run --model M --cluster D:N without a policy", function()
     assert.truthy(line:find(") gives global batch ", 1, true), line)
   end)
 
+  -- a sequence --set alone keeps the rule's tokens: MiniMax-M3 on 256
+  -- B200 at 32K, clamp(256 x 32,768, 2,097,152, 62,914,560) = 8,388,608
+  -- tokens, 256 sequences (not the 2048 the default 4K sequence gives)
+  it("a sequence --set without a batch takes the rule's tokens at that sequence", function()
+    local code, _, err = H.apsearch("run", "--model", "minimax-m3", "--cluster", "b200:32", "--top-k", "1",
+      "--set", "training.seq_length=32768")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("seq 32768 (--set; moe recipes: 4096)", 1, true), err)
+    assert.truthy(err:find("defaults: global batch 256 x 32768 = 8,388,608 tokens; recipe tokens-per-GPU rule",
+      1, true), err)
+  end)
+
   it("names --cluster for a cluster the core refuses", function()
     local code, out, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "mi300x-192gb:1x16")
     assert.are.equal(2, code)

@@ -61,14 +61,8 @@ describe("Laguna XS.2", function()
   -- the 512-token window's: the 10 full layers of 48 heads against the
   -- same model with 64 heads on them
   it("prices each kind's query heads: 16 fewer on the 10 full layers", function()
-    local policy, search = require "apsearch.policy", require "apsearch.search"
     local function flops(m)
-      local p = policy.from_table({ model = m, cluster = { device = "h100-sxm-80gb", nodes = 1,
-        devices_per_node = 8 }, training = { global_batch_size = 8, seq_length = 4096, framework = "megatron" },
-        top_k = 1 }, H.ROOT .. "/examples/x.lua")
-      local est = search.context(p):estimate({ dp_degree = 8, ep_degree = 8, micro_batch_size = 1 })
-      assert.is_true(est.model_flops_per_step > 0, tostring(est.reason))
-      return est.model_flops_per_step
+      return H.model_flops(m, 1, 8, { dp_degree = 8, ep_degree = 8, micro_batch_size = 1 })
     end
     local m = hf.from_config(config(), "l.json")
     local same = H.copy(m)

@@ -56,15 +56,9 @@ describe("MiniMax-M3", function()
   -- 1504) a d on each of the 57 sparse layers, less the indexer's forward
   -- 2 S (index_q + index_k weights) + 2 S (S / 2) 4 x 128.
   it("prices the sparse layers' keys and the indexer's forward", function()
-    local policy, search = require "apsearch.policy", require "apsearch.search"
     local function flops(m)
-      local p = policy.from_table({ model = m, cluster = { device = "h100-sxm-80gb", nodes = 8,
-        devices_per_node = 8 }, training = { global_batch_size = 64, seq_length = 4096, framework = "megatron" },
-        top_k = 1 }, H.ROOT .. "/examples/x.lua")
-      local est = search.context(p):estimate({ dp_degree = 16, tp_degree = 4, sequence_parallel = true,
+      return H.model_flops(m, 8, 64, { dp_degree = 16, tp_degree = 4, sequence_parallel = true,
         ep_degree = 16, micro_batch_size = 1 })
-      assert.is_true(est.model_flops_per_step > 0, tostring(est.reason))
-      return est.model_flops_per_step
     end
     local m = hf.from_config(config(), "m.json")
     local dense = H.copy(m)

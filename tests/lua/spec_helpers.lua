@@ -154,6 +154,19 @@ function M.err_of(f, ...)
   return tostring(e)
 end
 
+--- Model FLOPs per step (estimate.model_flops_per_step) of model table m
+-- on `nodes` hosts of 8 H100s, Megatron, `batch` sequences of 4,096
+-- tokens, under strategy s (fails the spec if the strategy is refused).
+function M.model_flops(m, nodes, batch, s)
+  local policy, search = require "apsearch.policy", require "apsearch.search"
+  local p = policy.from_table({ model = m, cluster = { device = "h100-sxm-80gb", nodes = nodes,
+    devices_per_node = 8 }, training = { global_batch_size = batch, seq_length = 4096, framework = "megatron" },
+    top_k = 1 }, M.ROOT .. "/examples/x.lua")
+  local est = search.context(p):estimate(s)
+  assert.is_true(est.model_flops_per_step > 0, tostring(est.reason))
+  return est.model_flops_per_step
+end
+
 --- An error message without its suggestion parts (apsearch.suggest):
 -- `; did you mean "x"?` and ` (known: ...)` removed, for specs that check
 -- the rest of a message exactly.

@@ -187,8 +187,17 @@ function M.describe_strategy(s)
   parts[#parts + 1] = string.format("mbs=%s", s.micro_batch_size)
   if s.micro_batch_num and s.micro_batch_num > 0 then parts[#parts + 1] = "mbn=" .. s.micro_batch_num end
   parts[#parts + 1] = "recompute=" .. tostring(s.layer_recompute)
-  if s.layer_recompute == "full" and type(s.recompute_num_layers) == "number" and s.recompute_num_layers >= 0 then
-    parts[#parts + 1] = "recompute_num_layers=" .. s.recompute_num_layers
+  -- a ranked record's resolved per-stage recompute and split (balanced or
+  -- auto), spelt as --strategy takes them, so that the line re-estimates
+  -- the job it ranked
+  local rl = s.recompute_num_layers
+  if s.layer_recompute == "full" and type(rl) == "number" and rl >= 0 then
+    parts[#parts + 1] = "recompute_num_layers=" .. rl
+  elseif s.layer_recompute == "full" and type(rl) == "table" and #rl > 0 then
+    parts[#parts + 1] = "recompute_num_layers=" .. table.concat(rl, ":")
+  end
+  if (s.pp_degree or 1) > 1 and type(s.stage_partition) == "table" and #s.stage_partition > 0 then
+    parts[#parts + 1] = "stage_partition=" .. table.concat(s.stage_partition, ":")
   end
   return table.concat(parts, " ")
 end

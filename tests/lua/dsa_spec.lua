@@ -133,6 +133,14 @@ describe("DeepSeek Sparse Attention: configs", function()
     assert.is_true(pipelined > 0)
     local sh = H.read(dir .. "/launch/rank1_megatron.sh")
     assert.truthy(sh:find("\n  --dsa-indexer-topk-freq 4\n  --dsa-indexer-skip-topk-offset 3\n", 1, true))
+    -- the log line of a ranked record names its resolved split and
+    -- recompute, as --strategy takes them (a new user re-estimated the
+    -- balanced job from it and got another split)
+    local rec = res.top_k_strategies[1]
+    local line = require("apsearch.search").describe_strategy(rec)
+    local parts = {}
+    for _, st in ipairs(res.stage_summary[1].stages) do parts[#parts + 1] = st.num_layers end
+    assert.truthy(line:find("stage_partition=" .. table.concat(parts, ":"), 1, true), line)
     -- a split that starts a chunk on a sharing layer is refused as Megatron-Core refuses it
     local out
     code, out = H.apsearch("estimate", "--model", "tests/fixtures/heldout_configs/zai-org--GLM-5.2.json",

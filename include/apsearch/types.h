@@ -509,11 +509,14 @@ typedef struct {
                                           Megatron --attention-output-gate) */
     bool attention_head_gate;        /**< one gate per query head on the
                                           attention output: g_proj h x a,
-                                          softplus, multiplied into the
-                                          context head by head (Laguna
-                                          gating true / "per-head",
-                                          transformers LagunaAttention);
-                                          not with attention_output_gate */
+                                          softplus (Laguna gating true /
+                                          "per-head", transformers
+                                          LagunaAttention) or sigmoid
+                                          (Step-3.5 use_head_wise_attn_
+                                          gate, vLLM step3p5.py),
+                                          multiplied into the context head
+                                          by head; not with
+                                          attention_output_gate */
     bool norm_zero_centered;         /**< norm weights w used as 1 + w
                                           (Qwen3NextRMSNorm, Nemotron's
                                           LayerNorm1P; Megatron

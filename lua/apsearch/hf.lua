@@ -4163,6 +4163,180 @@ function builders.minimax_m3(_, cfg, file, notes, extra)
   return numerics(m, cfg, file)
 end
 
+---------------------------------------------------------------- Step-3.5
+
+-- Step-3.5-Flash (model_type step3p5, Step3p5ForCausalLM) is read as vLLM
+-- builds it: vllm/model_executor/models/step3p5.py @ 01b50b9e.  Every
+-- layer's Step3p5Attention has q a d, k and v k d (num_attention_groups),
+-- o a d x h, per-head Gemma q_norm and k_norm, and with
+-- use_head_wise_attn_gate a g_proj h x a (one sigmoid gate per head); the
+-- layers of layer_types equal to attention_other_setting.attention_type
+-- (sliding_attention) take that setting's heads, groups and head_dim and
+-- the sliding_window.  Layers of moe_layers_enum are a FusedMoEBlock
+-- (moe_num_experts of moe_intermediate_size, top moe_top_k, a gate h x E
+-- in fp32 without bias and its router_bias, sigmoid scores, renormalised
+-- with norm_expert_weight, moe_router_scaling_factor) beside a
+-- share_expert of share_expert_dim; the others a Step3p5MLP of
+-- intermediate_size; two Gemma RMSNorms a layer, the final norm, untied
+-- lm_head.  The num_nextn_predict_layers MTP layers (model.layers.L..)
+-- are skipped by vLLM's main model: noted, not counted.
+
+--- Config keys of the model fields Step-3.5 names its own way.
+M.STEP3P5_CONFIG_KEYS = {
+  num_query_groups = "num_attention_groups", num_experts = "moe_num_experts", experts_per_token = "moe_top_k",
+  moe_ffn_hidden_size = "moe_intermediate_size", shared_expert_ffn_hidden_size = "share_expert_dim",
+  num_attention_heads = "attention_other_setting.num_attention_heads",
+  global_num_attention_heads = "num_attention_heads", global_num_query_groups = "num_attention_groups",
+}
+
+-- The values vLLM's Step3p5 asserts or hard-wires (a config giving another
+-- is refused, naming the key).
+M.STEP3P5_FIXED = {
+  { "att_impl_type", "GQA", "an attention other than GQA (Step3p5DecoderLayer raises)" },
+  { "moe_router_activation", "sigmoid", "router scores other than sigmoid" },
+  { "use_moe_router_bias", true, "a router without its bias (FusedMoEBlock asserts it)" },
+  { "sink", false, "attention sinks" },
+}
+
+-- The attention of both layer kinds: the full layers' num_attention_heads /
+-- num_attention_groups / head_dim, the sliding ones' attention_other_setting.
+local function step3p5_attention(m, r, cfg, file, L)
+  local types = cfg.layer_types
+  if type(types) ~= "table" or #types < L then
+    util.fail(file, "layer_types", "expected at least num_hidden_layers = " .. L .. " entries", types)
+  end
+  local n = 0
+  for i = 1, L do
+    if types[i] ~= "full_attention" and types[i] ~= "sliding_attention" then
+      util.fail(file, ("layer_types[%d]"):format(i), 'expected "full_attention" or "sliding_attention"', types[i])
+    end
+    if types[i] == "sliding_attention" then n = n + 1 end
+  end
+  local full = { a = m.num_attention_heads, k = r.int("num_attention_groups"), d = r.int("head_dim") }
+  local win = full
+  local other = cfg.attention_other_setting
+  if not is_null(other) then
+    if type(other) ~= "table" then util.fail(file, "attention_other_setting", "expected an object", other) end
+    if other.attention_type ~= "sliding_attention" then
+      not_modelled(file, "attention_other_setting.attention_type", "another shape on layers other than the " ..
+        "sliding_attention ones", other.attention_type)
+    end
+    local ro = reader(other, file .. ": attention_other_setting")
+    win = { a = ro.int("num_attention_heads"), k = ro.int("num_attention_groups"), d = ro.int("head_dim") }
+  end
+  local base = n > 0 and win or full
+  m.num_attention_heads, m.num_query_groups, m.head_dim = base.a, base.k, base.d
+  if n > 0 then
+    m.sliding_window, m.sliding_window_layers = r.int("sliding_window"), n
+    if n < L then
+      if full.a ~= win.a then m.global_num_attention_heads = full.a end
+      if full.k ~= win.k then m.global_num_query_groups = full.k end
+      if full.d ~= win.d then m.global_head_dim = full.d end
+      m.sliding_window_period = M.window_period(function(i) return types[i] == "sliding_attention" end, L)
+    end
+  end
+  m.qk_norm = r.bool("use_qk_norm", false) or nil
+  m.attention_head_gate = r.bool("use_head_wise_attn_gate", false) or nil
+  m.qkv_bias = r.bool("attention_bias", false)
+end
+
+-- The MoE layers of moe_layers_enum (default 1 .. L - 1), the others dense.
+local function step3p5_moe(m, r, cfg, file, L)
+  local moe = {}
+  local enum = cfg.moe_layers_enum
+  if is_null(enum) then
+    for i = 1, L - 1 do moe[i] = true end
+  else
+    if type(enum) ~= "string" then util.fail(file, "moe_layers_enum", "expected a comma-separated string", enum) end
+    for tok in enum:gmatch("[^,]+") do
+      local i = math.tointeger(tonumber(tok))
+      if not i or i < 0 or i >= L then
+        util.fail(file, "moe_layers_enum", ("expected layer indices in [0, %d)"):format(L), enum)
+      end
+      moe[i] = true
+    end
+  end
+  local dense = {}
+  for i = 0, L - 1 do if not moe[i] then dense[#dense + 1] = i end end
+  if #dense == L then return end
+  local lead = 0
+  while lead < #dense and dense[lead + 1] == lead do lead = lead + 1 end
+  if lead == #dense then
+    if lead > 0 then m.moe_first_dense_layers = lead end
+  elseif #dense > M.MAX_DENSE_LAYERS then
+    util.fail(file, "moe_layers_enum", ("leaves %d dense layers; at most %d are modelled"):format(#dense,
+      M.MAX_DENSE_LAYERS), enum)
+  else
+    m.moe_dense_layers = dense
+  end
+  m.num_experts = r.int("moe_num_experts")
+  m.experts_per_token = r.int("moe_top_k")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  local share = count(cfg, "share_expert_dim", 0, file)
+  if share > 0 then m.shared_expert_ffn_hidden_size = share end
+  m.moe_router_bias = true
+  if not r.bool("norm_expert_weight", false) then m.moe_router_pre_softmax = true end
+  local rsf = positive(cfg, "moe_router_scaling_factor", file)
+  if rsf and rsf ~= 1 then m.moe_router_topk_scaling_factor = rsf end
+end
+
+--- Builds the model table of a `step3p5` config (see above).
+-- @tparam table _ the reader of the raw config (unused)
+-- @tparam table cfg the decoded config.json
+-- @tparam string file for errors
+-- @tparam table notes collects the notes
+-- @tparam table extra the builder's extras (config_keys, own_numerics)
+-- @treturn table model table
+-- @raise `<file>: <key>: <problem> (got <value>)`
+function builders.step3p5(_, cfg, file, notes, extra)
+  for _, f in ipairs(M.STEP3P5_FIXED) do
+    local key, want, what = f[1], f[2], f[3]
+    if not is_null(cfg[key]) and cfg[key] ~= want then
+      not_modelled(file, key, what .. " is not modelled (expected " .. util.describe(want) .. ")", cfg[key])
+    end
+  end
+  if cfg.use_moe == false then not_modelled(file, "use_moe", "a dense Step-3.5 (vLLM builds MoE layers)", false) end
+  local r = reader(cfg, file)
+  local m = llama_like(r, cfg, file, {})
+  local L = m.num_layers
+  step3p5_attention(m, r, cfg, file, L)
+  step3p5_moe(m, r, cfg, file, L)
+  if r.bool("zero_centered", false) then m.norm_zero_centered = true end
+  -- RoPE: one theta per layer (the full layers' carried), the llama3
+  -- scaling on yarn_only_types' layers, partial rotation per layer: all
+  -- rotate Q and K only
+  local t = {}
+  for k, v in pairs(cfg) do t[k] = v end
+  local theta = cfg.rope_theta
+  if type(theta) == "table" then
+    local full
+    for i = 1, L do if cfg.layer_types[i] == "full_attention" then full = full or theta[i] end end
+    t.rope_theta = full or theta[1]
+    note(notes, file, "rope_theta per layer (%s on the full-attention layers) and partial_rotary_factors rotate " ..
+      "Q and K only and change no estimate; the model carries the full-attention layers' theta",
+      util.describe(t.rope_theta))
+  end
+  t.partial_rotary_factors = nil
+  local clamps = 0
+  for _, key in ipairs({ "swiglu_limits", "swiglu_limits_shared" }) do
+    for _, v in ipairs(type(cfg[key]) == "table" and cfg[key] or {}) do
+      if type(v) == "number" and v > 0 then clamps = clamps + 1 end
+    end
+  end
+  if clamps > 0 then
+    note(notes, file, "%d per-layer SwiGLU clamps (swiglu_limits, swiglu_limits_shared) are element-wise and " ..
+      "change no estimate", clamps)
+  end
+  local mtp = count(cfg, "num_nextn_predict_layers", 0, file)
+  if mtp > 0 then
+    note(notes, file, "the checkpoint's %d multi-token-prediction layers (num_nextn_predict_layers) are skipped " ..
+      "by vLLM's main model and neither counted nor priced", mtp)
+  end
+  extra.own_numerics = true
+  extra.config_keys = M.STEP3P5_CONFIG_KEYS
+  return numerics(m, t, file)
+end
+
 ---------------------------------------------------------------- Laguna
 
 -- Laguna (poolside; model_type laguna) is read as transformers builds it:
@@ -4605,7 +4779,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
-                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3" }
+                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -4644,6 +4818,7 @@ M.ARCHITECTURES = {
 -- model_configs/); the classes are those the types' own configs name.
 M.UNMODELLED_ARCHITECTURES = {
   MiniMaxM3ForCausalLM = "minimax_m3", PanguEmbeddedForCausalLM = "PanguEmbedded",
+  Step3p5ForCausalLM = "step3p5",
   MiniMaxM3SparseForCausalLM = "minimax_m3",
   Step3p7FlashForCausalLM = "step3p7", Step3p7ForConditionalGeneration = "step3p7",
 }
@@ -4712,11 +4887,12 @@ M.UNMODELLED = {
   -- on its text_config (vLLM step3p5.py @ 01b50b9e: Step3p5Attention,
   -- Step3p5DecoderLayer, FusedMoEBlock), which reads keys no config of
   -- this type read here gives
-  step3p7 = "Step-3.7-Flash's language model is Step3p5ForCausalLM (vLLM step3p5.py), whose attention and " ..
-    "experts are not modelled: head-wise attention gates (use_head_wise_attn_gate: a g_proj of h x heads per " ..
-    "layer), the windowed layers' own heads (attention_other_setting), MoE layers by moe_layers_enum with " ..
-    "moe_num_experts and moe_top_k, per-layer SwiGLU clamps (swiglu_limits), MTP layers; a config giving " ..
-    "num_experts, first_k_dense_replace and share_expert_dim instead says none of them",
+  step3p7 = "Step-3.7-Flash's language model is Step3p5ForCausalLM (vLLM step3p5.py; apsearch reads it as " ..
+    "model_type step3p5), which reads keys this config does not give: the head-wise attention gate " ..
+    "(use_head_wise_attn_gate), the windowed layers' own heads (attention_other_setting), moe_layers_enum, " ..
+    "moe_num_experts and moe_top_k, per-layer SwiGLU clamps (swiglu_limits); a config giving num_experts, " ..
+    "first_k_dense_replace and share_expert_dim instead says none of them: give its text model as a step3p5 " ..
+    "config",
   -- transformers configuration_falcon_h1.py @ 7abb76c5 (FalconH1DecoderLayer)
   falcon_h1 = "Falcon-H1's layers run attention and a Mamba-2 mixer in parallel on one normed input " ..
     "(num_attention_heads beside mamba_d_ssm, mamba_n_heads): apsearch's hybrid layers have one mixer each; " ..

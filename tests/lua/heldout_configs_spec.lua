@@ -96,6 +96,9 @@ local EXPECT = {
   ["nvidia--NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"] = { total = 31577940288, active = 3580076352 },
   -- counted module by module in tests/lua/models_laguna_spec.lua (33B-A3B)
   ["poolside--Laguna-XS.2-FP8"] = { total = 33442617088, active = 3017135872 },
+  -- counted module by module in tests/lua/models_step3p5_spec.lua (196B-A11B
+  -- without the embeddings)
+  ["stepfun-ai--Step-3.5-Flash"] = { total = 196956130368, active = 11987323968 },
   -- vLLM's and SGLang's step3p7.py run Step3p5ForCausalLM, whose keys
   -- (moe_num_experts, use_head_wise_attn_gate, ...) this file does not give
   ["stepfun-ai--Step-3.7-Flash"] = { refused = "model_type: step3p7: Step-3.7-Flash's language model is " ..

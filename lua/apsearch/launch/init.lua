@@ -373,8 +373,8 @@ M.LLAMA_BLOCK_LACKS = {
     "attends densely and has no indexer" },
   { "global_num_attention_heads", "the full-attention layers' own query heads (global_num_attention_heads, " ..
     "Laguna): the Llama block has one query-head count" },
-  { "attention_head_gate", "a softplus gate per query head on the attention output (attention_head_gate, " ..
-    "Laguna): the Llama block has no output gate" },
+  { "attention_head_gate", "a gate per query head on the attention output (attention_head_gate: softplus in " ..
+    "Laguna, sigmoid in Step-3.5): the Llama block has no output gate" },
   { "global_num_query_groups", "the full-attention layers' own KV heads (global_num_query_groups, Gemma 4): the " ..
     "Llama block has one KV-head count" },
   { "global_k_eq_v", "V taken from K's projection on the full-attention layers (global_k_eq_v, Gemma 4): the " ..

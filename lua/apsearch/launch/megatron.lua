@@ -1232,7 +1232,7 @@ function M.global_attention_notes(m, N)
       ("every layer of the script has %d query heads"):format(m.num_attention_heads))
   end
   if m.attention_head_gate then
-    not_written(N, "the softplus gate per query head on the attention output (attention_head_gate, g_proj h x a)",
+    not_written(N, "the gate per query head on the attention output (attention_head_gate, g_proj h x a)",
       M.ARCH_SOURCES.head_gate, "the script's attention has no output gate")
   end
   if m.global_head_dim then parts[#parts + 1] = "head width " .. m.global_head_dim end

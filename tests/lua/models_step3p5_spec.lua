@@ -1,0 +1,76 @@
+-- tests/lua/models_step3p5_spec.lua -- Step-3.5-Flash (model_type
+-- step3p5) read as vLLM builds it (vllm/model_executor/models/step3p5.py
+-- @ 01b50b9e): the held-out config (tests/fixtures/heldout_configs, the
+-- Hub config a Megatron-Bridge fork vendors for its step3p5 bridge test)
+-- counted module by module, its two attention kinds, refusals naming the
+-- key.
+
+local cjson = require "cjson"
+local hf = require "apsearch.hf"
+local core = require "apsearch.core"
+local H = require "spec_helpers"
+
+local FILE = "tests/fixtures/heldout_configs/stepfun-ai--Step-3.5-Flash.json"
+
+local function config()
+  return cjson.decode(H.read(H.ROOT .. "/" .. FILE))
+end
+
+describe("Step-3.5-Flash", function()
+  -- h 4096, 45 layers, every 4th (12) full attention of 64 heads, the
+  -- other 33 a 512-token window with 96 heads (attention_other_setting),
+  -- both 8 KV heads of 128: q and o h a d, k and v h 8 d, g_proj h a (the
+  -- head-wise gate), per-head q_norm and k_norm; layers 1-3 a SwiGLU MLP of
+  -- 11264, layers 4-45 288 experts of 1280 (top 8), the share_expert of
+  -- 1280, the gate 288 x h and its router_bias; two norms a layer, untied
+  -- embedding and lm_head of 128896 x h, the final norm.  The card's 196B
+  -- and 11B are without the embeddings (195.9B, 10.9B).
+  it("counts 196,956,130,368 parameters, 11,987,323,968 active", function()
+    local h = 4096
+    local function attn(a) return 2 * h * a * 128 + 2 * h * 8 * 128 + h * a + 2 * 128 end
+    local expert = 3 * h * 1280
+    local moe = 288 * expert + 3 * h * 1280 + 288 * h + 288
+    local total = 12 * attn(64) + 33 * attn(96) + 45 * 2 * h + 3 * 3 * h * 11264 + 42 * moe +
+      2 * 128896 * h + h
+    local active = total - 42 * 280 * expert
+    assert.are.equal(196956130368, total)
+    assert.are.equal(11987323968, active)
+    local m = hf.from_config(config(), "s.json")
+    assert.are.same({ 96, 64, 8, 128, 512, 33, 3 }, { m.num_attention_heads, m.global_num_attention_heads,
+      m.num_query_groups, m.head_dim, m.sliding_window, m.sliding_window_layers, m.moe_first_dense_layers })
+    assert.is_true(m.attention_head_gate)
+    assert.are.same({ 288, 8, 1280, 1280, 3.0 }, { m.num_experts, m.experts_per_token, m.moe_ffn_hidden_size,
+      m.shared_expert_ffn_hidden_size, m.moe_router_topk_scaling_factor })
+    local pc = core.model_params(m)
+    assert.are.equal(total, pc.total)
+    assert.are.equal(active, pc.active)
+    -- the example is the same file
+    assert.are.same(pc, core.model_params((hf.load(H.ROOT .. "/examples/models/step-3.5-flash.json"))))
+  end)
+
+  it("refuses what vLLM would not build, naming the key", function()
+    local function refused(change)
+      local c = config()
+      change(c)
+      return H.err_of(hf.from_config, c, "s.json")
+    end
+    assert.truthy(refused(function(c) c.att_impl_type = "MLA" end):find("^NotImplemented: s%.json: att_impl_type: " ..
+      "an attention other than GQA"))
+    assert.truthy(refused(function(c) c.attention_other_setting.attention_type = "full_attention" end):find(
+      "attention_other_setting.attention_type: another shape on layers other than the sliding_attention ones", 1, true))
+    assert.truthy(refused(function(c) c.moe_layers_enum = "3,4,99" end):find(
+      "s.json: moe_layers_enum: expected layer indices in [0, 45)", 1, true))
+    assert.truthy(refused(function(c) c.layer_types = { "full_attention" } end):find(
+      "s.json: layer_types: expected at least num_hidden_layers = 45 entries", 1, true))
+  end)
+
+  it("runs on 64 H100s and says what Megatron's script does not build", function()
+    local dir = H.tmpdir()
+    local code, _, err = H.apsearch("run", "--model", FILE, "--cluster", "h100-sxm-80gb:8", "--top-k", "1",
+      "--quiet", "--out", dir)
+    assert.are.equal(0, code, err)
+    local sh = H.read(dir .. "/launch/rank1_megatron.sh")
+    assert.truthy(sh:find("NOT WRITTEN: 64 query heads on the 12 full-attention layers", 1, true), sh)
+    assert.truthy(sh:find("NOT WRITTEN: the gate per query head", 1, true), sh)
+  end)
+end)

@@ -293,7 +293,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
                 "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom", "helium", "glm4v_text",
-                "mimo", "PanguEmbedded" }
+                "mimo", "PanguEmbedded", "openpangu_dense" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -804,10 +804,15 @@ function builders.llama(r, cfg, file) return llama_layer(r, cfg, file) end
 -- RoPE).
 builders["PanguEmbedded"] = function(r, cfg, file)
   local m = llama_like(r, cfg, file, {})
-  local b = r.bool("bias", false)
+  -- PanguEmbeddedConfig (its configuration_openpangu_dense.py): bias=True
+  -- by default
+  local b = r.bool("bias", true)
   m.qkv_bias, m.attn_out_bias = b, b
   return m
 end
+--- The same model under the type name of its transformers port
+-- (PanguEmbeddedConfig.model_type "openpangu_dense").
+builders.openpangu_dense = builders["PanguEmbedded"]
 
 --- Seed-OSS (transformers models/seed_oss: modular_seed_oss.py @ 6e4054ae,
 -- configuration_seed_oss.py @ d9aa776f): Llama's layer with q, k, v
@@ -4183,8 +4188,9 @@ end
 
 --- Config keys of the model fields Step-3.5 names its own way.
 M.STEP3P5_CONFIG_KEYS = {
-  num_query_groups = "num_attention_groups", num_experts = "moe_num_experts", experts_per_token = "moe_top_k",
-  moe_ffn_hidden_size = "moe_intermediate_size", shared_expert_ffn_hidden_size = "share_expert_dim",
+  num_query_groups = "attention_other_setting.num_attention_groups", num_experts = "moe_num_experts",
+  experts_per_token = "moe_top_k", moe_ffn_hidden_size = "moe_intermediate_size",
+  shared_expert_ffn_hidden_size = "share_expert_dim",
   num_attention_heads = "attention_other_setting.num_attention_heads",
   global_num_attention_heads = "num_attention_heads", global_num_query_groups = "num_attention_groups",
 }
@@ -4195,6 +4201,7 @@ M.STEP3P5_FIXED = {
   { "att_impl_type", "GQA", "an attention other than GQA (Step3p5DecoderLayer raises)" },
   { "moe_router_activation", "sigmoid", "router scores other than sigmoid" },
   { "use_moe_router_bias", true, "a router without its bias (FusedMoEBlock asserts it)" },
+  { "need_fp32_gate", true, "a router gate outside fp32 (FusedMoEBlock asserts it)" },
   { "sink", false, "attention sinks" },
 }
 
@@ -4208,7 +4215,8 @@ local function step3p5_attention(m, r, cfg, file, L)
   local n = 0
   for i = 1, L do
     if types[i] ~= "full_attention" and types[i] ~= "sliding_attention" then
-      util.fail(file, ("layer_types[%d]"):format(i), 'expected "full_attention" or "sliding_attention"', types[i])
+      util.fail(file, ("layer_types[%d]"):format(i - 1), 'expected "full_attention" or "sliding_attention" (0-based index)',
+        types[i])
     end
     if types[i] == "sliding_attention" then n = n + 1 end
   end
@@ -4223,6 +4231,12 @@ local function step3p5_attention(m, r, cfg, file, L)
     end
     local ro = reader(other, file .. ": attention_other_setting")
     win = { a = ro.int("num_attention_heads"), k = ro.int("num_attention_groups"), d = ro.int("head_dim") }
+  end
+  for _, kind in ipairs({ full, win }) do
+    if kind.k < 2 then -- Step3p5Model.load_weights: "Only support GQA"
+      not_modelled(file, "num_attention_groups", "one KV group (vLLM's Step3p5 asserts num_attention_groups > 1)",
+        kind.k)
+    end
   end
   local base = n > 0 and win or full
   m.num_attention_heads, m.num_query_groups, m.head_dim = base.a, base.k, base.d
@@ -4248,10 +4262,11 @@ local function step3p5_moe(m, r, cfg, file, L)
     for i = 1, L - 1 do moe[i] = true end
   else
     if type(enum) ~= "string" then util.fail(file, "moe_layers_enum", "expected a comma-separated string", enum) end
-    for tok in enum:gmatch("[^,]+") do
-      local i = math.tointeger(tonumber(tok))
-      if not i or i < 0 or i >= L then
-        util.fail(file, "moe_layers_enum", ("expected layer indices in [0, %d)"):format(L), enum)
+    -- int(i) for i in enum.strip().split(","): every piece a decimal integer
+    for tok in (enum .. ","):gmatch("([^,]*),") do
+      local i = tok:match("^%s*(%d+)%s*$") and math.tointeger(tonumber(tok))
+      if not i or i >= L then
+        util.fail(file, "moe_layers_enum", ("expected comma-separated layer indices in [0, %d)"):format(L), enum)
       end
       moe[i] = true
     end
@@ -4272,10 +4287,12 @@ local function step3p5_moe(m, r, cfg, file, L)
   m.num_experts = r.int("moe_num_experts")
   m.experts_per_token = r.int("moe_top_k")
   m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
-  local share = count(cfg, "share_expert_dim", 0, file)
-  if share > 0 then m.shared_expert_ffn_hidden_size = share end
+  -- FusedMoEBlock always builds the share_expert; the config classes that
+  -- mirror Step3p5Config disagree on its default: required
+  m.shared_expert_ffn_hidden_size = r.int("share_expert_dim")
   m.moe_router_bias = true
-  if not r.bool("norm_expert_weight", false) then m.moe_router_pre_softmax = true end
+  -- vLLM's Step3p5Config: norm_expert_weight True by default
+  if not r.bool("norm_expert_weight", true) then m.moe_router_pre_softmax = true end
   local rsf = positive(cfg, "moe_router_scaling_factor", file)
   if rsf and rsf ~= 1 then m.moe_router_topk_scaling_factor = rsf end
 end
@@ -4296,6 +4313,11 @@ function builders.step3p5(_, cfg, file, notes, extra)
     end
   end
   if cfg.use_moe == false then not_modelled(file, "use_moe", "a dense Step-3.5 (vLLM builds MoE layers)", false) end
+  -- vLLM's Step3p5Config defaults moe_router_activation to "softmax"
+  if is_null(cfg.moe_router_activation) then
+    not_modelled(file, "moe_router_activation", "router scores other than sigmoid (absent: Step3p5Config's " ..
+      "\"softmax\") are not modelled", cfg.moe_router_activation)
+  end
   local r = reader(cfg, file)
   local m = llama_like(r, cfg, file, {})
   local L = m.num_layers

@@ -212,6 +212,17 @@ describe("held-out config.json files", function()
       core.model_params((hf.from_config(wrapper, "m.json"))))
   end)
 
+  -- PanguEmbeddedConfig (its remote configuration_openpangu_dense.py)
+  -- defaults bias to True: q, k, v and o keep their biases without the key
+  it("openPangu-Embedded: the biases by the config class's default when bias is absent", function()
+    local cfg = decoded("IDLEOAK--openPangu-Embedded")
+    cfg.bias = nil
+    local m = hf.from_config(cfg, "p.json")
+    assert.are.same({ true, true }, { m.qkv_bias, m.attn_out_bias })
+    cfg.bias = false
+    assert.are.equal(8030887936 - 34 * (4096 + 2 * 1024 + 4096), core.model_params((hf.from_config(cfg, "p.json"))).total)
+  end)
+
   it("Step-3.7-Flash is refused under its class too, naming the keys its reference reads", function()
     local cfg = decoded("stepfun-ai--Step-3.7-Flash")
     cfg.model_type = nil

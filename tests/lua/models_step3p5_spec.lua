@@ -58,8 +58,23 @@ describe("Step-3.5-Flash", function()
       "an attention other than GQA"))
     assert.truthy(refused(function(c) c.attention_other_setting.attention_type = "full_attention" end):find(
       "attention_other_setting.attention_type: another shape on layers other than the sliding_attention ones", 1, true))
-    assert.truthy(refused(function(c) c.moe_layers_enum = "3,4,99" end):find(
-      "s.json: moe_layers_enum: expected layer indices in [0, 45)", 1, true))
+    for _, bad in ipairs({ "3,4,99", "", "5,,6", "3,", "3.0", "0x3" }) do
+      assert.truthy(refused(function(c) c.moe_layers_enum = bad end):find(
+        "s.json: moe_layers_enum: expected comma-separated layer indices in [0, 45)", 1, true), bad)
+    end
+    -- the keys whose defaults the Step3p5Config mirrors disagree on, or
+    -- that vLLM defaults to what is not modelled
+    assert.truthy(refused(function(c) c.share_expert_dim = nil end):find("s.json: share_expert_dim: required", 1,
+      true))
+    assert.truthy(refused(function(c) c.moe_router_activation = nil end):find("^NotImplemented: s%.json: " ..
+      "moe_router_activation: router scores other than sigmoid"))
+    assert.truthy(refused(function(c) c.need_fp32_gate = false end):find("need_fp32_gate: a router gate outside " ..
+      "fp32", 1, true))
+    assert.truthy(refused(function(c) c.layer_types[6] = "sliding_attnetion" end):find(
+      'layer_types[5]: expected "full_attention" or "sliding_attention" (0-based index)', 1, true))
+    local c = config()
+    c.norm_expert_weight = nil -- vLLM's default: renormalised
+    assert.is_nil(hf.from_config(c, "s.json").moe_router_pre_softmax)
     assert.truthy(refused(function(c) c.layer_types = { "full_attention" } end):find(
       "s.json: layer_types: expected at least num_hidden_layers = 45 entries", 1, true))
   end)

@@ -1244,7 +1244,7 @@ local function complete_strategy(s, inputs, split_given)
   local space = require "apsearch.space"
   local fw = inputs.training.framework
   if s.pipeline_split == nil and not split_given then
-    if (inputs.model.index_topk_freq or 0) > 1 and (s.pp_degree or 1) > 1 then
+    if space.shares_topk(inputs.model) and (s.pp_degree or 1) > 1 then
       -- layers sharing their top-k: balanced within the chunks Megatron
       -- accepts, as the search does (space.lua)
       s.balance_stages = true

@@ -2316,11 +2316,12 @@ M.MINIMAX_M2_FIXED = {
   { "use_routing_bias", true, "a sigmoid router without the expert score bias (MiniMaxM2SparseMoeBlock)" },
 }
 
--- The keys of M.MINIMAX_M2_FIXED at the value transformers implements
--- (absent: assumed); NotImplemented otherwise, saying what is not
--- modelled.
-local function minimax_fixed(cfg, file)
-  for _, f in ipairs(M.MINIMAX_M2_FIXED) do
+-- The keys of `fixed` ({key, value, what} entries: M.MINIMAX_M2_FIXED,
+-- M.MINIMAX_M3_FIXED, M.STEP3P5_FIXED) at the value the reference
+-- implements (absent: assumed); NotImplemented otherwise, saying what is
+-- not modelled.
+local function refuse_unfixed(cfg, file, fixed)
+  for _, f in ipairs(fixed) do
     local key, want, what = f[1], f[2], f[3]
     if not is_null(cfg[key]) and cfg[key] ~= want then
       error(("NotImplemented: %s: %s: %s is not modelled (expected %s, got %s)"):format(file, key, what,
@@ -2369,7 +2370,7 @@ function builders.minimax_m2(_, cfg, file, notes)
   local r = reader(t, file)
   local m = llama_like(r, t, file, {})
   minimax_attention_types(cfg.attn_type_list, m.num_layers, file)
-  minimax_fixed(cfg, file)
+  refuse_unfixed(cfg, file, M.MINIMAX_M2_FIXED)
   if count(t, "shared_intermediate_size", 0, file) > 0 then
     error(("NotImplemented: %s: shared_intermediate_size: MiniMax's shared expert is not modelled (got %s)")
       :format(file, util.describe(cfg.shared_intermediate_size)), 0)
@@ -2415,6 +2416,24 @@ M.GLM4_MOE_LITE_DENSE_DEFAULT = 1
 -- moe_first_dense_layers when they lead, else moe_dense_layers.  The
 -- class does not read first_k_dense_replace: one that disagrees is
 -- refused rather than silently ignored.
+-- The model's dense layers (0-based indices, ascending) as its fields:
+-- leading ones as moe_first_dense_layers, any other set as
+-- moe_dense_layers (at most M.MAX_DENSE_LAYERS, else an error naming key
+-- and its value v).
+local function set_dense_layers(m, dense, file, key, v)
+  local lead = 0
+  while lead < #dense and dense[lead + 1] == lead do lead = lead + 1 end
+  m.moe_first_dense_layers, m.moe_dense_layers = nil, nil
+  if lead == #dense then
+    if lead > 0 then m.moe_first_dense_layers = lead end
+  elseif #dense > M.MAX_DENSE_LAYERS then
+    util.fail(file, key, ("has %d dense layers; at most %d are modelled"):format(#dense, M.MAX_DENSE_LAYERS), v)
+  else
+    m.moe_dense_layers = dense
+  end
+  return m
+end
+
 local function glm4_moe_lite_dense(m, cfg, file)
   local L, v = m.num_layers, cfg.mlp_layer_types
   local dense = {}
@@ -2438,16 +2457,7 @@ local function glm4_moe_lite_dense(m, cfg, file)
     util.fail(file, "first_k_dense_replace", ("expected %d, the leading dense layers of mlp_layer_types " ..
       "(Glm4MoeLiteConfig builds those, not this key's)"):format(leading and #dense or 0), fk)
   end
-  m.moe_first_dense_layers, m.moe_dense_layers = nil, nil
-  if leading then
-    if #dense > 0 then m.moe_first_dense_layers = #dense end
-  elseif #dense > M.MAX_DENSE_LAYERS then
-    util.fail(file, "mlp_layer_types", ("has %d dense layers; at most %d are modelled"):format(#dense,
-      M.MAX_DENSE_LAYERS), v)
-  else
-    m.moe_dense_layers = dense
-  end
-  return m
+  return set_dense_layers(m, dense, file, "mlp_layer_types", v)
 end
 
 --- Builds the model table of a `glm4_moe_lite` config (GLM-4.7-Flash;
@@ -4110,12 +4120,7 @@ end
 -- @treturn table model table
 -- @raise `<file>: <key>: <problem> (got <value>)`
 function builders.minimax_m3(_, cfg, file, notes, extra)
-  for _, f in ipairs(M.MINIMAX_M3_FIXED) do
-    local key, want, what = f[1], f[2], f[3]
-    if not is_null(cfg[key]) and cfg[key] ~= want then
-      not_modelled(file, key, what .. " is not modelled (expected " .. util.describe(want) .. ")", cfg[key])
-    end
-  end
+  refuse_unfixed(cfg, file, M.MINIMAX_M3_FIXED)
   local r = reader(cfg, file)
   local m = llama_like(r, cfg, file, { own_activation = true })
   m.ffn_hidden_size = r.int("dense_intermediate_size")
@@ -4274,16 +4279,7 @@ local function step3p5_moe(m, r, cfg, file, L)
   local dense = {}
   for i = 0, L - 1 do if not moe[i] then dense[#dense + 1] = i end end
   if #dense == L then return end
-  local lead = 0
-  while lead < #dense and dense[lead + 1] == lead do lead = lead + 1 end
-  if lead == #dense then
-    if lead > 0 then m.moe_first_dense_layers = lead end
-  elseif #dense > M.MAX_DENSE_LAYERS then
-    util.fail(file, "moe_layers_enum", ("leaves %d dense layers; at most %d are modelled"):format(#dense,
-      M.MAX_DENSE_LAYERS), enum)
-  else
-    m.moe_dense_layers = dense
-  end
+  set_dense_layers(m, dense, file, "moe_layers_enum", enum)
   m.num_experts = r.int("moe_num_experts")
   m.experts_per_token = r.int("moe_top_k")
   m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
@@ -4306,12 +4302,7 @@ end
 -- @treturn table model table
 -- @raise `<file>: <key>: <problem> (got <value>)`
 function builders.step3p5(_, cfg, file, notes, extra)
-  for _, f in ipairs(M.STEP3P5_FIXED) do
-    local key, want, what = f[1], f[2], f[3]
-    if not is_null(cfg[key]) and cfg[key] ~= want then
-      not_modelled(file, key, what .. " is not modelled (expected " .. util.describe(want) .. ")", cfg[key])
-    end
-  end
+  refuse_unfixed(cfg, file, M.STEP3P5_FIXED)
   if cfg.use_moe == false then not_modelled(file, "use_moe", "a dense Step-3.5 (vLLM builds MoE layers)", false) end
   -- vLLM's Step3p5Config defaults moe_router_activation to "softmax"
   if is_null(cfg.moe_router_activation) then

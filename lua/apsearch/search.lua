@@ -334,7 +334,7 @@ function M.space_of(policy, inputs, ctx)
     allow_idle_devices = policy.constraints.allow_idle_devices,
     num_layers = inputs.model.num_layers, framework = inputs.training.framework,
     training = inputs.training, num_experts = inputs.model.num_experts,
-    topk_shared = (inputs.model.index_topk_freq or 0) > 1,
+    topk_shared = space_mod.shares_topk(inputs.model),
     full_recompute = ctx == nil or ctx:check("framework", { layer_recompute = "full" }, false),
   })
 end

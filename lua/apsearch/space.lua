@@ -154,6 +154,16 @@ local function default_split(framework, L, pp, vpp)
   if framework == "deepspeed" then return vpp == 1 and "deepspeed_type" or "even" end
   return "embedding_loss"
 end
+--- Whether a model's layers share their top-k across layers (GLM-5.2:
+-- model.index_topk_freq > 1), so that every pipeline chunk must start on
+-- a layer computing its own (src/core/dsa.c): no split rule keeps that,
+-- and the search and `estimate` balance its stages instead.
+-- @tparam table model normalized model
+-- @treturn boolean
+function M.shares_topk(model)
+  return (model.index_topk_freq or 0) > 1
+end
+
 --- The split rule a framework applies when pipeline_split is not given
 -- (the function above; `apsearch estimate` uses it too, so that a
 -- strategy estimates as the search ranked it).

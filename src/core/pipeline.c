@@ -293,6 +293,8 @@ aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
 aps_reason aps_layout_dsa_check(const aps_model *m, const aps_layout *lay,
                                 char *msg, size_t n)
 {
+    if (m->index_topk_freq <= 1) /* every estimate: no sharing, no loop */
+        return APS_REASON_NONE;
     int64_t chunks[APS_MAX_STAGES];
     for (int64_t i = 0; i < lay->p; i++)
         for (int64_t k = 0; k < lay->v; k++)

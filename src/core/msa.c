@@ -25,8 +25,9 @@
 /** Weights of the indexer's two Gemma RMSNorms per channel: one each
  *  (MiniMaxM3RMSNorm weight, no bias). */
 #define APS_MSA_NORMS_PER_CHANNEL 2.0
-/** Bytes of one selected block index (int32, as the DSA top-k indices,
- *  dsa.c APS_DSA_INDEX_BYTES). */
+/** Bytes of one selected block index: MSAMicrobatch.select_blocks returns
+ *  "int32 [4, tokens, 16] document-local block ids, padded with -1"
+ *  (AutoModel 00affc66 components/models/minimax_m3_vl/msa.py). */
 #define APS_MSA_INDEX_BYTES 4.0
 /** Largest accepted indexer width, block size or block count: model.c's
  *  limit on every model width. */
@@ -200,12 +201,11 @@ void aps_msa_layer_cost(const aps_model *m, const aps_device *d,
     out->dsa_indexer_fwd = f * (aps_gemm_time(d, t->precision, T, hi * di, h) +
                                 aps_gemm_time(d, t->precision, T, di, h) +
                                 2.0 * T * (0.5 * S) * hi * di / rate);
-    /* saved: the selected blocks, min(K, blocks of the sequence) int32 per
-     * index head and query (_select_sparse_blocks_chunk k_eff) */
-    double blocks = ceil(S / (double)m->msa_block_size);
-    double K = (double)m->msa_topk_blocks < blocks ? (double)m->msa_topk_blocks
-                                                   : blocks;
-    out->mla_act += f * APS_MSA_INDEX_BYTES * T * hi * K;
+    /* saved: the selected blocks the sparse kernel's backward reads, K
+     * int32 per index head and query (select_blocks pads a short
+     * sequence's to K with -1) */
+    out->mla_act += f * APS_MSA_INDEX_BYTES * T * hi *
+                    (double)m->msa_topk_blocks;
     out->mla_params += aps_msa_indexer_params(m);
     out->mla_matmul_params += f * indexer_matmul_params(m);
 }

@@ -888,6 +888,34 @@ static void test_msa_keys_params_and_validate(void **state)
     ASSERT_REL(aps_msa_indexer_flops(&m, 4096.0),
                57.0 / 60.0 * (2.0 * 4096.0 * 3932160.0 +
                               2.0 * 4096.0 * 2048.0 * 512.0), 1e-12);
+    /* the mean layer's cost on one H100, b = 1, S = T = 4096: the
+     * indexer's weights, its saved block selection (4 bytes x Hi 4 x K 16
+     * a token: select_blocks' int32 [4, tokens, 16]) and its forward (the
+     * two projections' GEMMs and the scores 2 T (S / 2) Hi Di at the
+     * attention rate), each at 57 / 60 */
+    {
+        aps_model dense = m;
+        dense.msa_layers = dense.msa_index_heads = dense.msa_index_dim = 0;
+        dense.msa_block_size = dense.msa_topk_blocks = dense.msa_local_blocks = 0;
+        aps_cluster c;
+        aps_training t;
+        aps_strategy s;
+        fx_h100(&c, 8);
+        fx_training(&t, 8, 4096);
+        aps_strategy_defaults(&s);
+        aps_moe_cost sc, dc;
+        aps_moe_layer_cost(&m, &c, &t, &s, &sc);
+        aps_moe_layer_cost(&dense, &c, &t, &s, &dc);
+        const double f = 57.0 / 60.0, T = 4096.0;
+        ASSERT_REL(sc.mla_params - dc.mla_params, f * 3932416.0, 1e-12);
+        ASSERT_REL(sc.mla_act - dc.mla_act, f * 4.0 * T * 4.0 * 16.0, 1e-12);
+        double rate = c.device.peak_flops_bf16 * c.device.attention_efficiency;
+        double fwd = aps_gemm_time(&c.device, t.precision, T, 512.0, 6144.0) +
+                     aps_gemm_time(&c.device, t.precision, T, 128.0, 6144.0) +
+                     2.0 * T * 2048.0 * 512.0 / rate;
+        ASSERT_REL(sc.dsa_indexer_fwd, f * fwd, 1e-12);
+        ASSERT_DBL_EXACT(sc.dsa_indexer_bwd, 0.0);
+    }
     m.msa_topk_blocks = 0;
     expect_einval(&m, "model.msa_topk_blocks: must be in [1, 16777216]");
     msa_model(&m);

@@ -1356,7 +1356,13 @@ typedef enum {
 
 /** Per pipeline rank (one "stage" per pipeline rank, all its chunks). */
 typedef struct {
-    int64_t first_layer;          /**< 0-based index of its first layer */
+    int64_t first_layer;          /**< the layers of the ranks before it,
+                                       in rank order: its first layer's
+                                       0-based index with one chunk a rank;
+                                       under interleaving (vpp > 1) its
+                                       chunks are spread over the model
+                                       (aps_layout_rank_spans) and this is
+                                       not where they start */
     int64_t num_layers;           /**< decoder layers */
     int64_t mtp_layers;           /**< multi-token-prediction layers after
                                        them (training.mtp_num_layers

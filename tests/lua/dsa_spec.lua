@@ -124,7 +124,9 @@ describe("DeepSeek Sparse Attention: configs", function()
     assert.are.equal(0, code, err)
     local res = H.read_json(dir .. "/result.json")
     local pipelined = 0
-    for _, r in ipairs(res.stage_summary) do
+    for rank, r in ipairs(res.stage_summary) do
+      -- first_layer is where a rank's layers start with one chunk a rank
+      assert.are.equal(1, res.top_k_strategies[rank].vpp_degree)
       for _, st in ipairs(r.stages) do
         assert.is_true(hf.dsa_computes_topk(st.first_layer, 4, 3), "stage starts on layer " .. st.first_layer)
         pipelined = pipelined + (st.first_layer > 0 and 1 or 0)

@@ -196,8 +196,12 @@ function M.describe_strategy(s)
   elseif s.layer_recompute == "full" and type(rl) == "table" and #rl > 0 then
     parts[#parts + 1] = "recompute_num_layers=" .. table.concat(rl, ":")
   end
-  if (s.pp_degree or 1) > 1 and type(s.stage_partition) == "table" and #s.stage_partition > 0 then
-    parts[#parts + 1] = "stage_partition=" .. table.concat(s.stage_partition, ":")
+  -- (a partition of zeros is none: the split rule's)
+  local sp = s.stage_partition
+  local given = false
+  for _, v in ipairs(type(sp) == "table" and sp or {}) do given = given or v ~= 0 end
+  if (s.pp_degree or 1) > 1 and given then
+    parts[#parts + 1] = "stage_partition=" .. table.concat(sp, ":")
   end
   return table.concat(parts, " ")
 end

@@ -143,6 +143,10 @@ describe("DeepSeek Sparse Attention: configs", function()
     local parts = {}
     for _, st in ipairs(res.stage_summary[1].stages) do parts[#parts + 1] = st.num_layers end
     assert.truthy(line:find("stage_partition=" .. table.concat(parts, ":"), 1, true), line)
+    -- a strategy split by its rule has no partition of its own to name
+    assert.is_nil(require("apsearch.search").describe_strategy({ dp_degree = 1, fsdp_degree = 1, tp_degree = 1,
+      pp_degree = 4, cp_degree = 1, micro_batch_size = 1, layer_recompute = "none",
+      stage_partition = { 0, 0, 0, 0 } }):find("stage_partition", 1, true))
     -- a split that starts a chunk on a sharing layer is refused as Megatron-Core refuses it
     local out
     code, out = H.apsearch("estimate", "--model", "tests/fixtures/heldout_configs/zai-org--GLM-5.2.json",

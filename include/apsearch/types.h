@@ -78,6 +78,14 @@ typedef enum {
     APS_GLU_SILU = 0, APS_GLU_GELU_TANH, APS_GLU_QUICK_GELU
 } aps_glu_activation;
 typedef enum { APS_NORM_RMSNORM = 0, APS_NORM_LAYERNORM } aps_norm;
+/** The mixer of a model's linear-attention layers (src/core/gdn.c):
+ *  Qwen3-Next's Gated DeltaNet (one decay per head, a fused in_proj) or
+ *  Kimi Linear's Kimi Delta Attention (one decay per key channel from a
+ *  low-rank forget gate, a low-rank output gate; transformers models/
+ *  kimi_linear, NeMo AutoModel components/models/kimi_linear @ 36044ad3). */
+typedef enum {
+    APS_LINEAR_GDN = 0, APS_LINEAR_KDA
+} aps_linear_attention;
 /** Position embedding: RoPE, learned absolute, ALiBi, or none (Nemotron-H's
  *  attention layers: Megatron --position-embedding-type none). */
 typedef enum {
@@ -492,8 +500,8 @@ typedef struct {
                                           --hybrid-layer-pattern); empty:
                                           none (hybrid.c) */
     /* Gated DeltaNet linear attention (Qwen3-Next; src/core/gdn.c).
-     * linear_attention_period = 0: none, and the linear_* fields must be
-     * 0.  k > 0: layer i (1-based) has gated softmax attention when i % k
+     * linear_attention_period = 0 and no linear_attention_pattern: none,
+     * and the linear_* fields must be 0.  k > 0: layer i (1-based) has gated softmax attention when i % k
      * == 0, else a Gated DeltaNet mixer (HF full_attention_interval;
      * Megatron --linear-attention-freq k). */
     int64_t linear_attention_period; /**< k; 0: every layer attention */
@@ -502,6 +510,17 @@ typedef struct {
     int64_t linear_key_head_dim;     /**< dk */
     int64_t linear_value_head_dim;   /**< dv */
     int64_t linear_conv_kernel_dim;  /**< depthwise conv width (HF 4) */
+    aps_linear_attention linear_attention; /**< the linear layers' mixer:
+                                          Gated DeltaNet (default) or Kimi
+                                          Delta Attention (gdn.c) */
+    char linear_attention_pattern[APS_MAX_HYBRID_LAYERS + 1]; /**< one
+                                          letter a layer, L linear
+                                          attention, A full attention
+                                          (Kimi Linear's full_attn_layers;
+                                          Megatron --linear-attention-freq
+                                          as a list); empty: the period's
+                                          rule.  Set instead of
+                                          linear_attention_period */
     bool attention_output_gate;      /**< the softmax attention's output is
                                           multiplied by sigmoid(x W_g), W_g
                                           in q_proj (its width doubles:

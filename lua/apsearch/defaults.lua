@@ -28,6 +28,17 @@ local M = {}
 -- (Megatron-Bridge, NeMo) the batch and sequence constants come from.
 M.FRAMEWORK = "megatron"
 
+--- The framework of a built policy for `model`: M.FRAMEWORK, or NeMo
+-- AutoModel for a model with Kimi Delta Attention layers, the one
+-- framework that trains them (its components/models/kimi_linear;
+-- Megatron-LM, TorchTitan and MindFormers have no KDA layer).
+-- @tparam table model normalized model
+-- @treturn string framework
+function M.framework(model)
+  if model.linear_attention == "kda" then return "automodel" end
+  return M.FRAMEWORK
+end
+
 --- Training precision and optimizer of a built policy: bf16 mixed precision
 -- with AdamW, the baseline of every Megatron-Bridge recipe (fp8 / mxfp8 are
 -- opt-in there, `--set training.precision=fp8`).
@@ -166,7 +177,7 @@ function M.training(model, n)
   return {
     global_batch_size = M.batch_sequences(M.batch_tokens(model, n), seq, n),
     seq_length = seq, precision = M.PRECISION, optimizer = M.OPTIMIZER,
-    framework = M.FRAMEWORK,
+    framework = M.framework(model),
   }
 end
 
@@ -286,19 +297,24 @@ function M.search_space(model, cluster, training)
   -- DeepSeek-V4 (mHC streams, model.hc_mult): TP and CP are not priced
   -- (src/core/dsv4.c refuses them), so the space leaves them out
   local v4 = (model.hc_mult or 0) > 0
-  if v4 then cp = { 1 } end
+  -- Kimi Delta Attention: NeMo AutoModel's Kimi Linear has no TP or PP
+  -- (ModelCapabilities), its CP is not priced (src/core/gdn.c)
+  local kda = model.linear_attention == "kda"
+  if v4 or kda then cp = { 1 } end
   local space = {
     data_parallel = "auto",
     fsdp_degree = fsdp_degrees(fw, training.fsdp_impl, model, n),
     zero_stage = (fw == "megatron" and training.fsdp_impl == "megatron_fsdp") and M.ZERO_MEGATRON_FSDP
       or M.ZERO[fw] or { 0 },
-    tp_degree = (single or v4) and { 1 } or M.tp_degrees(cluster),
-    pp_degree = single and { 1 } or M.pp_degrees(model, n),
-    vpp_degree = single and { 1 } or M.VPP,
+    tp_degree = (single or v4 or kda) and { 1 } or M.tp_degrees(cluster),
+    pp_degree = (single or kda) and { 1 } or M.pp_degrees(model, n),
+    vpp_degree = (single or kda) and { 1 } or M.VPP,
     cp_degree = cp,
     cp_comm_type = #cp > 1 and M.CP_COMM[fw] or nil,
     layer_recompute = { "none", "selective", "full" },
-    recompute_num_layers = { "auto" },
+    -- NeMo AutoModel's activation_checkpointing wraps every block
+    -- (launch/automodel.lua): full recompute there is of every layer
+    recompute_num_layers = { fw == "automodel" and -1 or "auto" },
     micro_batch_size = M.MICRO_BATCH[M.class(model)],
   }
   if needs_fill_last(fw, model) then space.pipeline_split = { "fill_last" } end

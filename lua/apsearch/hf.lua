@@ -3715,6 +3715,108 @@ function builders.qwen3_5_text(r, cfg, file, notes)
   return gated_deltanet(r, cfg, file, notes, false)
 end
 
+---------------------------------------------------------------- Kimi Linear (Kimi Delta Attention)
+-- transformers models/kimi_linear (configuration_kimi_linear.py @ 630ebd85)
+-- and NeMo AutoModel, which trains it (nemo_automodel/components/models/
+-- kimi_linear config.py, model.py @ 36044ad3: KimiLinear48BConfig,
+-- KimiMLAAttention, KimiDeltaAttention, KimiDecoderLayer): layer i
+-- (1-based) has MLA when linear_attn_config.full_attn_layers lists it and
+-- Kimi Delta Attention when kda_layers does (KimiLinear48BConfig requires
+-- both lists); MLA without query compression and without RoPE
+-- (KimiMLAAttention raises for q_lora_rank or mla_use_nope = false); the
+-- MLP of DeepSeek-V3 (KimiMoE in vLLM kimi_linear.py: a sigmoid router with
+-- e_score_correction_bias, num_shared_experts experts of
+-- moe_intermediate_size, the first first_k_dense_replace layers dense of
+-- intermediate_size, the others MoE when i % moe_layer_freq == 0).
+
+--- What Kimi K3's text model (the same model_type: transformers
+-- KimiLinearConfig's K3 fields, AutoModel's separate kimi_k3 model) adds
+-- beyond Kimi Linear, each a key and its Kimi Linear value: none is
+-- modelled.
+M.KIMI_K3_KEYS = { mla_use_output_gate = false, attn_res_block_size = 0,
+  routed_expert_hidden_size = cjson.null, latent_moe_use_norm = false, dense_ffn_hidden = cjson.null }
+M.KIMI_K3_KDA_KEYS = { use_full_rank_gate = false, gate_lower_bound = cjson.null }
+
+-- The Kimi K3 keys cfg (and its linear_attn_config la) sets, in order.
+local function kimi_k3_keys(cfg, la)
+  local set = {}
+  if cfg.hidden_act == "situ" then set[#set + 1] = "hidden_act situ" end
+  for _, scope in ipairs({ { cfg, M.KIMI_K3_KEYS, "" }, { la, M.KIMI_K3_KDA_KEYS, "linear_attn_config." } }) do
+    local keys = {}
+    for k in pairs(scope[2]) do keys[#keys + 1] = k end
+    table.sort(keys)
+    for _, k in ipairs(keys) do
+      local v, off = scope[1][k], scope[2][k]
+      if not is_null(v) and v ~= off then set[#set + 1] = scope[3] .. k end
+    end
+  end
+  return set
+end
+
+-- linear_attn_config's 1-based layer lists as linear_attention_pattern
+-- (A full attention, L KDA); every layer in exactly one list.
+local function kimi_pattern(la, L, file)
+  local p = {}
+  for _, list in ipairs({ { "full_attn_layers", "A" }, { "kda_layers", "L" } }) do
+    local v = la[list[1]]
+    local key = "linear_attn_config." .. list[1]
+    if type(v) ~= "table" then util.fail(file, key, "expected an array of 1-based layer numbers", v) end
+    for k, n in ipairs(v) do
+      local i = config_int(n, 1, file, key .. "[" .. k .. "]")
+      if i > L then util.fail(file, key .. "[" .. k .. "]", "expected a layer in [1, num_hidden_layers = " .. L .. "]", n) end
+      if p[i] then util.fail(file, key .. "[" .. k .. "]", "layer " .. i .. " is listed twice", n) end
+      p[i] = list[2]
+    end
+  end
+  for i = 1, L do
+    if not p[i] then
+      util.fail(file, "linear_attn_config", "layer " .. i .. " is in neither full_attn_layers nor kda_layers", cjson.null)
+    end
+  end
+  return table.concat(p)
+end
+
+function builders.kimi_linear(_, cfg, file, notes)
+  local la = cfg.linear_attn_config
+  if type(la) ~= "table" then
+    util.fail(file, "linear_attn_config", "expected an object (KimiLinear48BConfig requires kda_layers and " ..
+      "full_attn_layers)", la)
+  end
+  local k3 = kimi_k3_keys(cfg, la)
+  if #k3 > 0 then
+    error(("NotImplemented: %s: %s: Kimi K3's text model (block attention residuals, the SiTU activation, " ..
+      "MLA output gate, latent experts, full-rank KDA gates) is not modelled; apsearch reads Kimi Linear"):format(
+      file, table.concat(k3, ", ")), 0)
+  end
+  require_value(cfg, "mla_use_nope", true, file, "NeMo AutoModel's KimiMLAAttention runs MLA without RoPE only")
+  require_value(cfg, "moe_router_activation_func", "sigmoid", file,
+    "the router with e_score_correction_bias is priced as DeepSeek-V3's sigmoid gate")
+  if not is_null(cfg.q_lora_rank) then
+    util.fail(file, "q_lora_rank", "expected null (NeMo AutoModel's KimiMLAAttention has no query compression)",
+      cfg.q_lora_rank)
+  end
+  -- DeepSeek-V3's names for Kimi Linear's MoE keys (vLLM KimiMoE)
+  local c = util.copy(cfg)
+  c.n_routed_experts, c.num_experts_per_tok = cfg.num_experts, cfg.num_experts_per_token
+  c.n_shared_experts, c.n_group = cfg.num_shared_experts, cfg.num_expert_group
+  c.norm_topk_prob = is_null(cfg.moe_renormalize) and true or cfg.moe_renormalize
+  c.topk_method, c.scoring_func = "noaux_tc", "sigmoid"
+  c.max_position_embeddings = cfg.model_max_length
+  local m = builders.deepseek_v3(reader(c, file), c, file)
+  m.position_embedding = "none"
+  local lr = reader(la, file .. ": linear_attn_config")
+  m.linear_attention = "kda"
+  m.linear_attention_pattern = kimi_pattern(la, m.num_layers, file)
+  m.linear_num_key_heads = lr.int("num_heads")
+  m.linear_num_value_heads = m.linear_num_key_heads
+  m.linear_key_head_dim = lr.int("head_dim")
+  m.linear_value_head_dim = m.linear_key_head_dim
+  m.linear_conv_kernel_dim = lr.int("short_conv_kernel_size")
+  note(notes, file, "Kimi Delta Attention is trained by NeMo AutoModel only (FSDP2, expert and context " ..
+    "parallelism; no tensor or pipeline parallelism): a built policy uses framework = automodel")
+  return m
+end
+
 --- Qwen3-VL's dense text model (transformers models/qwen3_vl/
 -- configuration_qwen3_vl.py @ 000c33fd Qwen3VLTextConfig: head_dim 128,
 -- untied, attention_bias on q, k, v, o; Qwen3's attention with Q/K norms
@@ -4792,7 +4894,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
-                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5" }
+                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -4894,7 +4996,6 @@ M.UNMODELLED = {
   -- each named by the config keys that carry what is not modelled
   ["nemotron-nas"] = "per-layer heterogeneous blocks (block_configs: a layer's attention skipped or " ..
     "replaced, its FFN width its own) are not modelled",
-  kimi_linear = "Kimi Delta Attention linear-attention layers (linear_attn_config) are not modelled",
   -- vLLM vllm/model_executor/models/step3p7.py @ 22c552fa and SGLang
   -- python/sglang/srt/models/step3p7.py @ 07f4db31 run Step3p5ForCausalLM
   -- on its text_config (vLLM step3p5.py @ 01b50b9e: Step3p5Attention,
@@ -5031,6 +5132,14 @@ local function refuse_unmodelled(cfg, mt, file, as)
   end
   local tmt, as = M.model_type_of(text)
   local why = type(tmt) == "string" and M.UNMODELLED[tmt]
+  -- Kimi K3's text model shares Kimi Linear's type (kimi_linear)
+  local k3 = tmt == "kimi_linear" and kimi_k3_keys(text, type(text.linear_attn_config) == "table" and
+    text.linear_attn_config or {}) or {}
+  if #k3 > 0 then
+    error(("NotImplemented: %s: model_type: %s is multimodal: its vision tower (vision_config) is not modelled; " ..
+      "its text_config is not either (model_type kimi_linear with Kimi K3's %s: not modelled)"):format(
+      file, mt, table.concat(k3, ", ")), 0)
+  end
   local how = builders[tmt] and ("is (model_type %s%s), but apsearch does not know what %s adds to it: " ..
     "import text_config as a config.json of its own to train the text model"):format(util.describe(text.model_type),
     as and (", read as " .. tmt) or "", mt)

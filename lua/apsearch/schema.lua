@@ -90,11 +90,15 @@ M.model = {
   hybrid_layer_pattern = "string", mamba_num_heads = "nonnegint", mamba_head_dim = "nonnegint",
   mamba_state_dim = "nonnegint", mamba_num_groups = "nonnegint", mamba_conv_kernel = "nonnegint",
   mamba_chunk_size = "nonnegint", mtp_layer_pattern = "string",
-  -- Gated DeltaNet linear attention (Qwen3-Next): every k-th layer gated
-  -- softmax attention, the others Gated DeltaNet, and its widths
+  -- linear attention (Qwen3-Next's Gated DeltaNet, Kimi Linear's Kimi
+  -- Delta Attention): every k-th layer softmax attention, the others
+  -- linear, and its widths
   linear_attention_period = "nonnegint", linear_num_key_heads = "nonnegint",
   linear_num_value_heads = "nonnegint", linear_key_head_dim = "nonnegint",
   linear_value_head_dim = "nonnegint", linear_conv_kernel_dim = "nonnegint",
+  -- the linear layers' mixer and, instead of the period, their pattern
+  -- (one letter a layer: L linear attention, A full attention)
+  linear_attention = enum("gated_deltanet", "kda"), linear_attention_pattern = "string",
   attention_output_gate = "bool", norm_zero_centered = "bool", attention_head_gate = "bool",
   -- DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning
   -- indexer's heads and width, and the keys each query attends to

@@ -807,7 +807,7 @@ aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
         return r;
     aps_reason code = APS_REASON_NONE;
     const char *why = aps_model_is_hybrid(m) ? aps_hybrid_refusal(m, t, s, &code)
-                      : aps_model_has_gdn(m) ? aps_gdn_refusal(t, s, &code)
+                      : aps_model_has_gdn(m) ? aps_gdn_refusal(m, t, s, &code)
                       : (aps_model_has_global_attention(m) ||
                          m->attn_v_head_dim > 0)
                           ? global_attention_refusal(t, s, &code)

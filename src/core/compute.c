@@ -148,16 +148,22 @@ static double mamba_fwd(const aps_model *m, const aps_device *d,
            elems / x->tp / aps_ssd_scan_rate(d);
 }
 
-/** Forward of one Gated DeltaNet mixer on one TP rank: in_proj (column
- *  parallel, h -> (2K + 2V + 2nv) / t), out_proj (row parallel, V / t ->
- *  h), and the chunked delta rule (gdn.c aps_gdn_scan_flops / t) in FLA's
- *  Triton kernels, priced as the fused attention kernels are. */
+/** Forward of one linear-attention mixer on one TP rank: the
+ *  projections from h (Gated DeltaNet's in_proj, h -> (2K + 2V + 2nv) /
+ *  t; KDA's q, k, v, gate downs and beta, aps_gdn_in_proj_width), KDA's
+ *  gate ups (dv -> 2V / t), out_proj (row parallel, V / t -> h), and the
+ *  chunked delta rule (gdn.c aps_gdn_scan_flops / t) in FLA's Triton
+ *  kernels, priced as the fused attention kernels are. */
 static double gdn_fwd(const aps_model *m, const aps_device *d,
                       const aps_training *t, const layer_shape *x)
 {
     double rate = d->peak_flops_bf16 * aps_attention_efficiency(d, t);
+    double up = aps_gdn_gate_up_width(m);
     return aps_gemm_time(d, t->precision, x->T,
                          aps_gdn_in_proj_width(m) / x->tp, x->h) +
+           (up > 0 ? aps_gemm_time(d, t->precision, x->T, up / x->tp,
+                                   (double)m->linear_value_head_dim)
+                   : 0.0) +
            aps_gemm_time(d, t->precision, x->T, x->h, gdn_out_in(m) / x->tp) +
            aps_gdn_scan_flops(m, x->T) / x->tp / rate;
 }

@@ -35,7 +35,30 @@
  * The delta-rule scan runs per value head (q and k repeated nv / nk
  * times) in chunks of C = 64 tokens (gdn.py GatedDeltaNet._setup_variant_
  * attrs chunk_size = 64, FLA chunk_gated_delta_rule's BT).
+ *
+ * Kimi Delta Attention (Kimi Linear; linear_attention = kda), H heads of
+ * d = dk = dv (NeMo AutoModel nemo_automodel/components/models/
+ * kimi_linear/model.py @ 36044ad3 KimiDeltaAttention, l.517-571;
+ * transformers models/kimi_linear KimiLinearDeltaAttention):
+ *   q_proj, k_proj, v_proj   h -> H d each
+ *   q/k/v_conv1d             FLA ShortConvolution, K weights a channel,
+ *                            no bias, over 3 H d channels
+ *   f_a_proj, f_b_proj       h -> d -> H d: the forget gate, one decay
+ *                            per key channel
+ *   b_proj                   h -> H (beta)
+ *   A_log H, dt_bias H d     fp32
+ *   g_a_proj, g_b_proj       h -> d -> H d: the output gate
+ *   o_norm                   gated RMSNorm over d
+ *   o_proj                   H d -> h
+ * and FLA's chunk_kda for the rule (fla/ops/kda/chunk.py @ df21b259:
+ * chunk_kda_fwd_intra, chunk_gated_delta_rule_fwd_h, chunk_gla_fwd_o_gk
+ * over 64-token chunks).  Its chunked form is Gated DeltaNet's with the
+ * decay folded into q and k per channel (Kimi Linear, arXiv:2510.26692
+ * s.3), so its FLOPs are priced by the same count.  The layers are
+ * placed by linear_attention_pattern (Kimi Linear's 1-based
+ * full_attn_layers are not periodic: 4, 8, ..., 24, 27).
  */
+#include <string.h>
 #include "internal.h"
 
 /** Chunk length of the chunked delta rule, tokens: Megatron-Core
@@ -50,14 +73,29 @@
  *  solve_tril, recompute_w_u, chunk_gated_delta_rule_fwd_h, chunk_fwd_o
  *  (6), the gated RMSNorm (1), out_proj (1), bias-dropout-add (1). */
 #define APS_HK_GDN 14.0
+/** Forward kernels of a KDA mixer from Python (KimiDeltaAttention.
+ *  _kda_core @ 36044ad3 with FLA @ df21b259): q, k, v projections (3),
+ *  their short convolutions (3), f_a and f_b (2), b_proj with its cast
+ *  and sigmoid (3), the fp32 gate (1), chunk_kda: the L2 norms of q and
+ *  k (2), chunk_local_cumsum (1), chunk_kda_fwd_intra (2),
+ *  chunk_gated_delta_rule_fwd_h (1), chunk_gla_fwd_o_gk (1); g_a and
+ *  g_b (2), o_norm (1), o_proj (1), the residual add (1). */
+#define APS_HK_KDA 23.0
 
 void aps_gdn_count(const aps_model *m, int64_t from, int64_t n,
                    aps_hybrid_counts *out)
 {
-    /* 0-based layer l is attention when (l + 1) % k == 0: those of
-     * 0 .. x - 1 are floor(x / k) */
-    int64_t k = m->linear_attention_period;
-    int64_t attn = (from + n) / k - from / k;
+    int64_t attn = 0;
+    if (m->linear_attention_pattern[0] != '\0') {
+        /* the pattern's letters, validated to num_layers of L and A */
+        for (int64_t l = from; l < from + n; l++)
+            attn += m->linear_attention_pattern[l] == 'A';
+    } else {
+        /* 0-based layer l is attention when (l + 1) % k == 0: those of
+         * 0 .. x - 1 are floor(x / k) */
+        int64_t k = m->linear_attention_period;
+        attn = (from + n) / k - from / k;
+    }
     out->attn += attn;
     out->gdn += n - attn;
 }
@@ -76,6 +114,15 @@ void aps_gdn_mix(const aps_model *m, aps_hybrid_counts *out)
     aps_gdn_set_shares(out);
 }
 
+double aps_gdn_attn_share(const aps_model *m)
+{
+    if (!aps_model_has_gdn(m))
+        return 1.0;
+    aps_hybrid_counts w = {0};
+    aps_gdn_mix(m, &w);
+    return w.attn_share;
+}
+
 /** K = nk dk: the width of q (and of k). */
 static double key_width(const aps_model *m)
 {
@@ -91,8 +138,16 @@ static double value_width(const aps_model *m)
 
 double aps_gdn_in_proj_width(const aps_model *m)
 {
-    return 2.0 * key_width(m) + 2.0 * value_width(m) +
-           2.0 * (double)m->linear_num_value_heads;
+    double nv = (double)m->linear_num_value_heads;
+    if (aps_model_has_kda(m)) /* q, k, v; f_a, g_a; b_proj */
+        return 2.0 * key_width(m) + value_width(m) +
+               2.0 * (double)m->linear_value_head_dim + nv;
+    return 2.0 * key_width(m) + 2.0 * value_width(m) + 2.0 * nv;
+}
+
+double aps_gdn_gate_up_width(const aps_model *m)
+{
+    return aps_model_has_kda(m) ? 2.0 * value_width(m) : 0.0; /* f_b, g_b */
 }
 
 double aps_gdn_conv_dim(const aps_model *m)
@@ -103,14 +158,19 @@ double aps_gdn_conv_dim(const aps_model *m)
 double aps_gdn_matmul_params(const aps_model *m)
 {
     double h = (double)m->hidden_size;
-    return h * aps_gdn_in_proj_width(m) + value_width(m) * h;
+    return h * aps_gdn_in_proj_width(m) +
+           (double)m->linear_value_head_dim * aps_gdn_gate_up_width(m) +
+           value_width(m) * h;
 }
 
 double aps_gdn_params_tp(const aps_model *m, int64_t tp)
 {
     double t = (double)tp;
     double conv = aps_gdn_conv_dim(m) * (double)m->linear_conv_kernel_dim;
-    double gates = 2.0 * (double)m->linear_num_value_heads; /* dt_bias, A_log */
+    double nv = (double)m->linear_num_value_heads;
+    /* A_log and dt_bias: nv each (GDN); nv and nv dv (KDA's per-channel
+     * dt_bias, KimiKDAFp32Params) */
+    double gates = aps_model_has_kda(m) ? nv + value_width(m) : 2.0 * nv;
     return (aps_gdn_matmul_params(m) + conv + gates) / t +
            (double)m->linear_value_head_dim; /* out_norm, replicated */
 }
@@ -146,19 +206,50 @@ double aps_gdn_flops(const aps_model *m, double T)
  * are taken as rebuilt in the backward, as its chunk_gated_delta_rule_bwd
  * calls the forward's state pass), the scan output for the gated norm,
  * out_proj's input. */
-double aps_gdn_saved_bytes(const aps_model *m, const aps_training *t,
-                           double T, double tp)
+static double gdn_saved_per_token(const aps_model *m, const aps_training *t)
 {
     double A = APS_ACT_BYTES, K = key_width(m), V = value_width(m);
     double nv = (double)m->linear_num_value_heads;
-    return T * (A * aps_gdn_in_proj_width(m)    /* qkvzba, the conv input */
-                + A * aps_gdn_conv_dim(m)       /* conv output (L2 norm in) */
-                + A * 2.0 * K                   /* normalised q, k */
-                + APS_FP32_BYTES * 2.0 * nv     /* g, beta */
-                + APS_FP32_BYTES * nv * APS_GDN_CHUNK /* the chunk's A */
-                + A * V                         /* scan output, norm input */
-                + aps_gemm_input_bytes(t) * V)  /* out_proj input */
-           / tp;
+    return A * aps_gdn_in_proj_width(m)    /* qkvzba, the conv input */
+           + A * aps_gdn_conv_dim(m)       /* conv output (L2 norm in) */
+           + A * 2.0 * K                   /* normalised q, k */
+           + APS_FP32_BYTES * 2.0 * nv     /* g, beta */
+           + APS_FP32_BYTES * nv * APS_GDN_CHUNK /* the chunk's A */
+           + A * V                         /* scan output, norm input */
+           + aps_gemm_input_bytes(t) * V;  /* out_proj input */
+}
+
+/* What KimiDeltaAttention._kda_core (@ 36044ad3) keeps: the projections'
+ * outputs for the convs' backward (ShortConvolution keeps its input),
+ * the gates' low-rank inputs (f_a, g_a outputs) and outputs (the forget
+ * gate's input to the fp32 gate, the output gate for o_norm), and what
+ * ChunkKDAFunction.forward saves (FLA fla/ops/kda/chunk.py @ df21b259
+ * ctx.save_for_backward): the normalised q and k and v, the rstd of q and
+ * k (fp32, one a head), g (fp32, one a key channel, AutoModel passes the
+ * computed gate), beta (fp32), Aqk and Akk (C per token and head, taken
+ * as fp32); then the kernel output (o_norm's input) and o_proj's input. */
+static double kda_saved_per_token(const aps_model *m, const aps_training *t)
+{
+    double A = APS_ACT_BYTES, F = APS_FP32_BYTES;
+    double K = key_width(m), V = value_width(m);
+    double nk = (double)m->linear_num_key_heads;
+    double nv = (double)m->linear_num_value_heads;
+    double dv = (double)m->linear_value_head_dim;
+    return A * aps_gdn_conv_dim(m)            /* q, k, v proj outputs */
+           + A * 2.0 * dv                     /* f_a, g_a outputs */
+           + A * aps_gdn_gate_up_width(m)     /* f_b, g_b outputs */
+           + A * aps_gdn_conv_dim(m)          /* q, k (normed), v */
+           + F * (2.0 * nk + K + nv)          /* rstd, g, beta */
+           + F * 2.0 * nv * APS_GDN_CHUNK     /* Aqk, Akk */
+           + A * V                            /* kernel output */
+           + aps_gemm_input_bytes(t) * V;     /* o_proj input */
+}
+
+double aps_gdn_saved_bytes(const aps_model *m, const aps_training *t,
+                           double T, double tp)
+{
+    return T * (aps_model_has_kda(m) ? kda_saved_per_token(m, t)
+                                     : gdn_saved_per_token(m, t)) / tp;
 }
 
 double aps_gdn_state_bytes(const aps_model *m)
@@ -167,13 +258,13 @@ double aps_gdn_state_bytes(const aps_model *m)
            (double)m->linear_key_head_dim * (double)m->linear_value_head_dim;
 }
 
-double aps_gdn_kernels(void)
+double aps_gdn_kernels(const aps_model *m)
 {
-    return APS_HK_GDN;
+    return aps_model_has_kda(m) ? APS_HK_KDA : APS_HK_GDN;
 }
 
-/** The Gated DeltaNet widths: all in [1, APS_MAX_HYBRID_WIDTH] with a
- *  period, all 0 without one. */
+/** The linear-attention widths: all in [1, APS_MAX_HYBRID_WIDTH] with a
+ *  period or pattern, all 0 without. */
 static aps_status validate_widths(const aps_model *m, char *err, size_t n)
 {
     struct { const char *f; int64_t v; } f[] = {
@@ -189,12 +280,73 @@ static aps_status validate_widths(const aps_model *m, char *err, size_t n)
                        : f[i].v != 0;
         if (bad) {
             aps_fmt(err, n, aps_model_has_gdn(m)
-                        ? "model.%s: must be in [1, 1048576] with a "
-                          "linear_attention_period (got %lld)"
+                        ? "model.%s: must be in [1, 1048576] with linear "
+                          "attention layers (got %lld)"
                         : "model.%s: %lld given without a "
-                          "linear_attention_period", f[i].f, (long long)f[i].v);
+                          "linear_attention_period or "
+                          "linear_attention_pattern", f[i].f, (long long)f[i].v);
             return APS_EINVAL;
         }
+    }
+    return APS_OK;
+}
+
+/** linear_attention_pattern: num_layers letters L and A, at least one
+ *  of each, and not together with a period. */
+static aps_status validate_pattern(const aps_model *m, char *err, size_t n)
+{
+    const char *p = m->linear_attention_pattern;
+    if (p[0] == '\0')
+        return APS_OK;
+    if (m->linear_attention_period > 0) {
+        aps_fmt(err, n, "model.linear_attention_pattern: give it or "
+                "linear_attention_period, not both");
+        return APS_EINVAL;
+    }
+    const char *end = memchr(p, '\0', APS_MAX_HYBRID_LAYERS + 1);
+    size_t len = end ? (size_t)(end - p) : APS_MAX_HYBRID_LAYERS + 1;
+    int64_t attn = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] != 'L' && p[i] != 'A') {
+            aps_fmt(err, n, "model.linear_attention_pattern: letter %zu is "
+                    "'%c', expected L (linear attention) or A (full "
+                    "attention)", i + 1, p[i]);
+            return APS_EINVAL;
+        }
+        attn += p[i] == 'A';
+    }
+    if ((int64_t)len != m->num_layers || attn == 0) {
+        aps_fmt(err, n, "model.linear_attention_pattern: %s (got %zu letters, "
+                "%lld A)", attn == 0 ? "needs at least one full-attention "
+                "layer A" : "needs one letter per layer, num_layers",
+                len, (long long)attn);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
+/** Kimi Delta Attention: one key head per value head of one width (FLA's
+ *  chunk_kda asserts q, k and g share a shape; AutoModel builds H heads
+ *  of head_dim for q, k and v). */
+static aps_status validate_kda(const aps_model *m, char *err, size_t n)
+{
+    if (m->linear_attention == APS_LINEAR_GDN)
+        return APS_OK;
+    if (!aps_model_has_gdn(m)) {
+        aps_fmt(err, n, "model.linear_attention: kda given without a "
+                "linear_attention_pattern or linear_attention_period");
+        return APS_EINVAL;
+    }
+    if (m->linear_num_key_heads != m->linear_num_value_heads ||
+        m->linear_key_head_dim != m->linear_value_head_dim) {
+        aps_fmt(err, n, "model.linear_num_key_heads: Kimi Delta Attention "
+                "has as many key heads as value heads of one width (got "
+                "%lld x %lld keys, %lld x %lld values)",
+                (long long)m->linear_num_key_heads,
+                (long long)m->linear_key_head_dim,
+                (long long)m->linear_num_value_heads,
+                (long long)m->linear_value_head_dim);
+        return APS_EINVAL;
     }
     return APS_OK;
 }
@@ -208,8 +360,12 @@ aps_status aps_gdn_validate(const aps_model *m, char *err, size_t n)
                 (long long)k);
         return APS_EINVAL;
     }
-    aps_status st = validate_widths(m, err, n);
-    if (st != APS_OK || k == 0)
+    aps_status st = validate_pattern(m, err, n);
+    if (st == APS_OK)
+        st = validate_widths(m, err, n);
+    if (st == APS_OK)
+        st = validate_kda(m, err, n);
+    if (st != APS_OK || !aps_model_has_gdn(m))
         return st;
     if (m->linear_num_value_heads % m->linear_num_key_heads != 0) {
         aps_fmt(err, n, "model.linear_num_value_heads: %lld is not a multiple "
@@ -218,20 +374,55 @@ aps_status aps_gdn_validate(const aps_model *m, char *err, size_t n)
                 (long long)m->linear_num_key_heads);
         return APS_EINVAL;
     }
-    if (aps_model_is_hybrid(m) || m->kv_lora_rank > 0 || m->mtp_layers > 0 ||
-        m->sliding_window > 0 || m->attention_chunk_size > 0) {
-        aps_fmt(err, n, "model.linear_attention_period: Gated DeltaNet layers "
-                "with a hybrid_layer_pattern, MLA, MTP layers or local "
-                "attention are not modelled");
+    if (aps_model_is_hybrid(m) || m->mtp_layers > 0 ||
+        m->sliding_window > 0 || m->attention_chunk_size > 0 ||
+        aps_model_is_dsv4(m) || aps_model_has_msa(m) || m->index_topk > 0) {
+        aps_fmt(err, n, "model.%s: linear attention layers with a "
+                "hybrid_layer_pattern, MTP layers, local or sparse "
+                "attention are not modelled",
+                k > 0 ? "linear_attention_period" : "linear_attention_pattern");
         return APS_EINVAL;
     }
     return APS_OK;
 }
 
-const char *aps_gdn_refusal(const aps_training *t, const aps_strategy *s,
-                            aps_reason *code)
+/** Why a Kimi Delta Attention model cannot be priced, or NULL: NeMo
+ *  AutoModel is the framework that trains it (Megatron-LM @ d98e8a64 has
+ *  no KDA: experimental_attention_variant gdn, gdn2, dsa), and its
+ *  KimiLinear48BForCausalLM declares no tensor or pipeline parallelism
+ *  (ModelCapabilities supports_tp = supports_pp = False, model.py
+ *  l.1117-1123 @ 36044ad3); its context parallelism (FLA passing the
+ *  recurrent state rank to rank, MLA gathering the latent) is not priced. */
+static const char *kda_refusal(const aps_training *t, const aps_strategy *s,
+                               aps_reason *code)
+{
+    if (t->framework != APS_FW_AUTOMODEL)
+        return "Kimi Delta Attention models are priced for NeMo AutoModel "
+               "only (Megatron-LM, TorchTitan and MindFormers have no KDA "
+               "layer)";
+    *code = APS_REASON_FRAMEWORK_UNSUPPORTED;
+    if (s->tp_degree > 1)
+        return "NeMo AutoModel's Kimi Linear has no tensor parallelism "
+               "(KimiLinear48BForCausalLM.ModelCapabilities supports_tp = "
+               "False)";
+    if (s->pp_degree > 1)
+        return "NeMo AutoModel's Kimi Linear has no pipeline parallelism "
+               "(KimiLinear48BForCausalLM.ModelCapabilities supports_pp = "
+               "False)";
+    *code = APS_REASON_NOT_MODELLED;
+    if (s->cp_degree > 1)
+        return "Kimi Delta Attention under context parallelism (FLA's "
+               "rank-to-rank state passing, MLA's gathered latent) is not "
+               "modelled";
+    return NULL;
+}
+
+const char *aps_gdn_refusal(const aps_model *m, const aps_training *t,
+                            const aps_strategy *s, aps_reason *code)
 {
     *code = APS_REASON_NOT_MODELLED; /* each refusal: apsearch's pricing */
+    if (aps_model_has_kda(m))
+        return kda_refusal(t, s, code);
     /* pp_degree > 1 (with virtual stages) and full recompute: every rank
      * is priced by its own layers (aps_stage_layer_cost, the gdn.c file
      * comment), a recomputed layer as the rank's mean layer as for the
@@ -243,5 +434,11 @@ const char *aps_gdn_refusal(const aps_training *t, const aps_strategy *s,
                "common.py), which is not modelled";
     if (t->framework != APS_FW_MEGATRON)
         return "Gated DeltaNet models are priced for Megatron-LM only";
+    /* MLA on the full-attention layers is priced by the model's mean
+     * share of them (moe.c aps_moe_layer_cost): one rank's own share is
+     * not */
+    if (m->kv_lora_rank > 0 && s->pp_degree > 1)
+        return "linear attention with MLA full-attention layers over "
+               "pipeline stages is not modelled";
     return NULL;
 }

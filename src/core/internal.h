@@ -871,10 +871,17 @@ int aps_attn_kinds(const aps_model *m, aps_attn_kind out[APS_ATTN_KINDS]);
 double aps_attn_kind_keys(const aps_model *m, const aps_attn_kind *x, double S,
                           bool causal);
 
-/** True when the model has a linear_attention_period. */
+/** True when the model has linear-attention layers: a
+ *  linear_attention_period or a linear_attention_pattern. */
 static inline bool aps_model_has_gdn(const aps_model *m)
 {
-    return m->linear_attention_period > 0;
+    return m->linear_attention_period > 0 ||
+           m->linear_attention_pattern[0] != '\0';
+}
+/** True when the linear-attention layers are Kimi Delta Attention. */
+static inline bool aps_model_has_kda(const aps_model *m)
+{
+    return aps_model_has_gdn(m) && m->linear_attention == APS_LINEAR_KDA;
 }
 /** Adds the attention and Gated DeltaNet layers among the model's layers
  *  from .. from + n - 1 (0-based) to out's attn and gdn counts. */
@@ -886,12 +893,17 @@ void aps_gdn_set_shares(aps_hybrid_counts *out);
 /** The attention and Gated DeltaNet counts and shares of the mean layer
  *  into out (aps_hybrid_mix calls it; the MLP share and blocks stay). */
 void aps_gdn_mix(const aps_model *m, aps_hybrid_counts *out);
-/** in_proj output width, 2 nk dk + 2 nv dv + 2 nv (GatedDeltaNet @
- *  d98e8a64). */
+/** Output width of the projections from the hidden state: Gated
+ *  DeltaNet's in_proj, 2 nk dk + 2 nv dv + 2 nv (GatedDeltaNet @
+ *  d98e8a64); KDA's q, k, v, the forget and output gates' down
+ *  projections and beta, 2 nk dk + nv dv + 2 dv + nv (gdn.c). */
 double aps_gdn_in_proj_width(const aps_model *m);
+/** Output width of KDA's gate up projections (f_b, g_b: dv -> nv dv
+ *  each), 2 nv dv; 0 for Gated DeltaNet. */
+double aps_gdn_gate_up_width(const aps_model *m);
 /** Channels of the depthwise conv, 2 nk dk + nv dv. */
 double aps_gdn_conv_dim(const aps_model *m);
-/** in_proj and out_proj weights of one Gated DeltaNet layer. */
+/** The projections' weights of one linear-attention mixer. */
 double aps_gdn_matmul_params(const aps_model *m);
 /** Parameters of one Gated DeltaNet mixer on one of tp ranks: projections,
  *  conv, dt_bias and A_log split over TP, the out_norm (dv) replicated;
@@ -908,15 +920,18 @@ double aps_gdn_saved_bytes(const aps_model *m, const aps_training *t,
                            double T, double tp);
 /** The recurrent state of one layer and sequence, bytes (fp32 nv dk dv). */
 double aps_gdn_state_bytes(const aps_model *m);
-/** Forward kernels of one Gated DeltaNet layer from Python. */
-double aps_gdn_kernels(void);
+/** Forward kernels of one linear-attention mixer from Python. */
+double aps_gdn_kernels(const aps_model *m);
 /** Checks the Gated DeltaNet fields (model.c calls it). */
 aps_status aps_gdn_validate(const aps_model *m, char *err, size_t n);
 /** Why a Gated DeltaNet model cannot be priced with this strategy, or
  *  NULL; *code is the reason (APS_REASON_NOT_MODELLED: apsearch's
  *  pricing, not Megatron-LM, refuses it). */
-const char *aps_gdn_refusal(const aps_training *t, const aps_strategy *s,
-                            aps_reason *code);
+const char *aps_gdn_refusal(const aps_model *m, const aps_training *t,
+                            const aps_strategy *s, aps_reason *code);
+/** The share of the model's layers with full (softmax) attention: 1
+ *  without linear attention. */
+double aps_gdn_attn_share(const aps_model *m);
 
 /** True when the model has a hybrid_layer_pattern. */
 static inline bool aps_model_is_hybrid(const aps_model *m)

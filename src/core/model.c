@@ -1331,8 +1331,9 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
     if (m->embedding_norm)
         out->embedding += norm_params(m, h);
     out->per_layer = aps_layer_params_tp(m, 1);
-    if (m->kv_lora_rank > 0)
-        out->per_layer += mla_attention_params(m) - gqa_attention_params(m);
+    if (m->kv_lora_rank > 0) /* on the full-attention layers (gdn.c) */
+        out->per_layer += aps_gdn_attn_share(m) *
+                          (mla_attention_params(m) - gqa_attention_params(m));
     /* what only some layers have, summed exactly below: DeepSeek-V4's
      * difference per layer; the indexers of GLM-5.2's computing layers
      * and of MiniMax-M3's sparse ones */

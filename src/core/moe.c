@@ -763,6 +763,24 @@ static double moe_receive_bytes(double row, double send,
 
 /* ------------------------------------------------------------ costs */
 
+/** Scales the MLA terms of out to the mean layer of a model whose MLA is
+ *  on a share of its layers only (Kimi Linear: its full-attention layers,
+ *  the others Kimi Delta Attention; gdn.c), as the GQA block they replace
+ *  is priced at that share (aps_hybrid_mix's attn_share); share 1
+ *  otherwise.  Exact per rank only without pipeline stages (gdn.c refuses
+ *  them for such a model). */
+static void scale_mla_delta(aps_moe_cost *out, double share)
+{
+    out->mla_gemm_fwd *= share;
+    out->mla_attn_fwd *= share;
+    out->mla_attn_bwd *= share;
+    out->mla_act *= share;
+    out->mla_up_fwd *= share;
+    out->mla_up_act *= share;
+    out->mla_params *= share;
+    out->mla_matmul_params *= share;
+}
+
 void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
                         const aps_training *t, const aps_strategy *s,
                         aps_moe_cost *out)
@@ -832,6 +850,7 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
         out->mla_up_act = A * T * (2.0 * a * (dn + dr) + a * dv) / tp;
         out->mla_params = mla_delta_params(m, tp, &out->mla_matmul_params);
         aps_dsa_layer_cost(m, d, t, s, out);
+        scale_mla_delta(out, aps_gdn_attn_share(m));
     } else if (aps_model_is_dsv4(m)) {
         aps_dsv4_layer_cost(m, d, t, s, out);
     } else if (aps_model_has_msa(m)) {

@@ -62,6 +62,8 @@ APSL_ENUM(enum_mlp, "swiglu, gelu, relu2",
 APSL_ENUM(enum_glu_activation, "silu, gelu_tanh, quick_gelu",
           {"silu", APS_GLU_SILU}, {"gelu_tanh", APS_GLU_GELU_TANH},
           {"quick_gelu", APS_GLU_QUICK_GELU});
+APSL_ENUM(enum_linear_attention, "gated_deltanet, kda",
+          {"gated_deltanet", APS_LINEAR_GDN}, {"kda", APS_LINEAR_KDA});
 APSL_ENUM(enum_norm, "rmsnorm, layernorm",
           {"rmsnorm", APS_NORM_RMSNORM}, {"layernorm", APS_NORM_LAYERNORM});
 APSL_ENUM(enum_pos, "rope, learned, alibi, none",
@@ -336,6 +338,8 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, linear_key_head_dim, FT_OINT, NULL),
     FLD(aps_model, linear_value_head_dim, FT_OINT, NULL),
     FLD(aps_model, linear_conv_kernel_dim, FT_OINT, NULL),
+    FLD(aps_model, linear_attention, FT_OENUM, &enum_linear_attention),
+    FLD(aps_model, linear_attention_pattern, FT_OPATTERN, NULL),
     FLD(aps_model, attention_output_gate, FT_OBOOL, NULL),
     FLD(aps_model, attention_head_gate, FT_OBOOL, NULL),
     FLD(aps_model, norm_zero_centered, FT_OBOOL, NULL),

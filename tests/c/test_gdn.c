@@ -223,7 +223,7 @@ static void test_gdn_fp8_casts(void **state)
     aps_strategy s;
     aps_strategy_defaults(&s);
     aps_reason code = APS_REASON_NONE;
-    assert_null(aps_gdn_refusal(&t, &s, &code));
+    assert_null(aps_gdn_refusal(&m, &t, &s, &code));
     aps_layer_cost lc;
     aps_layer_times(&m, &c, &t, &s, NULL, &lc);
     double hbm = c.device.hbm_bandwidth * c.device.hbm_efficiency;
@@ -382,6 +382,139 @@ static void test_gdn_stage_full_recompute(void **state)
     test_free(e);
 }
 
+/* Kimi Linear (moonshotai/Kimi-Linear-48B-A3B-Instruct): h 2304, 27
+ * layers, MLA (32 heads, no query compression, kv_lora 512, nope 128,
+ * rope 64, v 128) on the 1-based layers 4, 8, ..., 24, 27, Kimi Delta
+ * Attention on the others (H = 32 heads of d = 128, conv 4); experts as
+ * tests/lua/models_kimi_linear_spec.lua.  One KDA mixer (AutoModel
+ * KimiDeltaAttention @ 36044ad3):
+ *   from h: q, k, v 3 x 4096, f_a and g_a 2 x 128, b_proj 32 -> 12,576
+ *     columns, 2304 x 12,576 = 28,975,104;
+ *   gate ups f_b, g_b: 128 x 2 x 4096 = 1,048,576; o_proj 4096 x 2304 =
+ *     9,437,184 -> matrices 39,460,864;
+ *   convs 12,288 x 4 = 49,152; A_log 32, dt_bias 4096; o_norm 128
+ *   -> 39,514,272. */
+static void fx_kimi_linear(aps_model *m)
+{
+    aps_model_defaults(m);
+    snprintf(m->name, sizeof m->name, "kimi-linear");
+    m->num_layers = 27;
+    m->hidden_size = 2304;
+    m->num_attention_heads = 32;
+    m->num_query_groups = 32;
+    m->head_dim = 192;
+    m->ffn_hidden_size = 9216;
+    m->vocab_size = 163840;
+    m->max_position_embeddings = 1048576;
+    m->position_embedding = APS_POS_NONE;
+    m->kv_lora_rank = 512;
+    m->qk_nope_head_dim = 128;
+    m->qk_rope_head_dim = 64;
+    m->v_head_dim = 128;
+    m->num_experts = 256;
+    m->experts_per_token = 8;
+    m->moe_ffn_hidden_size = 1024;
+    m->shared_expert_ffn_hidden_size = 1024;
+    m->moe_first_dense_layers = 1;
+    m->moe_router_bias = true;
+    m->linear_attention = APS_LINEAR_KDA;
+    snprintf(m->linear_attention_pattern, sizeof m->linear_attention_pattern,
+             "%s", "LLLALLLALLLALLLALLLALLLALLA");
+    m->linear_num_key_heads = m->linear_num_value_heads = 32;
+    m->linear_key_head_dim = m->linear_value_head_dim = 128;
+    m->linear_conv_kernel_dim = 4;
+    fx_validate(m);
+}
+
+/* Over T = 4096 tokens, forward: projections 2 T 39,460,864 =
+ * 323,263,397,888; convs 2 T 12,288 x 4 = 402,653,184; the chunked rule
+ * as Gated DeltaNet's (test_gdn_layer_cost: 2 T 32 x 91,445.5 =
+ * 23,971,889,152) -> 347,637,940,224.  Saved per token (bf16, FLA
+ * chunk_kda's ctx.save_for_backward @ df21b259 and _kda_core's
+ * autograd): projections' outputs 2 x 12,288 = 24,576; f_a, g_a 2 x 2 x
+ * 128 = 512; f_b, g_b outputs 2 x 8192 = 16,384; q, k, v into the kernel
+ * 24,576; rstd 2 x 32, g 4096 and beta 32 in fp32, 4 x 4192 = 16,768;
+ * Aqk and Akk 4 x 2 x 32 x 64 = 16,384; the kernel output 8192; o_proj's
+ * input 8192 -> 115,584 bytes. */
+static void test_kda_layer(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_kimi_linear(&m);
+    ASSERT_DBL_EXACT(aps_gdn_in_proj_width(&m), 12576.0);
+    ASSERT_DBL_EXACT(aps_gdn_gate_up_width(&m), 8192.0);
+    ASSERT_DBL_EXACT(aps_gdn_matmul_params(&m), 39460864.0);
+    ASSERT_DBL_EXACT(aps_gdn_params_tp(&m, 1), 39514272.0);
+    ASSERT_DBL_EXACT(aps_gdn_flops(&m, 4096.0), 347637940224.0);
+    aps_training t;
+    fx_training(&t, 8, 4096);
+    ASSERT_DBL_EXACT(aps_gdn_saved_bytes(&m, &t, 1.0, 1.0), 115584.0);
+    ASSERT_DBL_EXACT(aps_gdn_kernels(&m), 23.0);
+    aps_hybrid_counts w;
+    aps_hybrid_mix(&m, &w);
+    assert_int_equal(w.attn, 7);
+    assert_int_equal(w.gdn, 20);
+    ASSERT_DBL_EXACT(aps_gdn_attn_share(&m), 7.0 / 27.0);
+    /* pipeline stages count the pattern's letters: layers 9 .. 17 hold
+     * the 1-based 12 and 16 */
+    aps_hybrid_counts part = {0};
+    aps_gdn_count(&m, 9, 9, &part);
+    assert_int_equal(part.attn, 2);
+    assert_int_equal(part.gdn, 7);
+}
+
+/* NeMo AutoModel trains it (no TP, no PP; its CP not priced); another
+ * framework is refused with the reason. */
+static void test_kda_refusals(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_kimi_linear(&m);
+    aps_training t;
+    fx_training(&t, 64, 4096);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    aps_reason code = APS_REASON_NONE;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "priced for NeMo "
+               "AutoModel only");
+    assert_int_equal(code, APS_REASON_NOT_MODELLED);
+    t.framework = APS_FW_AUTOMODEL;
+    assert_null(aps_gdn_refusal(&m, &t, &s, &code));
+    s.tp_degree = 2;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "supports_tp = False");
+    assert_int_equal(code, APS_REASON_FRAMEWORK_UNSUPPORTED);
+    aps_strategy_defaults(&s);
+    s.pp_degree = 3;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "supports_pp = False");
+    aps_strategy_defaults(&s);
+    s.cp_degree = 2;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "context parallelism");
+    assert_int_equal(code, APS_REASON_NOT_MODELLED);
+}
+
+static void test_kda_validation(void **state)
+{
+    (void)state;
+    char err[256];
+    aps_model m;
+    fx_kimi_linear(&m);
+    m.linear_attention_pattern[3] = 'M';
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.linear_attention_pattern: letter 4 is 'M'");
+    fx_kimi_linear(&m);
+    m.linear_attention_pattern[26] = '\0';
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "needs one letter per layer, num_layers (got 26 letters");
+    fx_kimi_linear(&m);
+    m.linear_attention_period = 4;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "give it or linear_attention_period, not both");
+    fx_kimi_linear(&m);
+    m.linear_value_head_dim = 64;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "as many key heads as value heads of one width");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -394,6 +527,9 @@ int main(void)
         cmocka_unit_test(test_gdn_stage_params),
         cmocka_unit_test(test_gdn_stage_time_terms),
         cmocka_unit_test(test_gdn_stage_full_recompute),
+        cmocka_unit_test(test_kda_layer),
+        cmocka_unit_test(test_kda_refusals),
+        cmocka_unit_test(test_kda_validation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,6 +45,9 @@ local M = {}
 
 --- The commit the file is written for.
 M.COMMIT = "36044ad3d"
+--- The config class AutoModel's Kimi Linear recipes name (a published
+-- Kimi Linear config.json says kimi_linear, AutoModel's Kimi K3 type).
+M.KIMI_LINEAR_CONFIG = "nemo_automodel.components.models.kimi_linear.config.KimiLinear48BConfig.from_pretrained"
 
 --- Keys written, with the AutoModel file reading them (paths under
 -- nemo_automodel/ at M.COMMIT).
@@ -348,7 +351,15 @@ local function model_keys(w, g)
   local hf = M.hf_ids[name:lower()]
   local src = c.model_source
   K("model._target_", "nemo_automodel.NeMoAutoModelForCausalLM.from_config", "random init (pretraining)")
-  K("model.config._target_", "transformers.AutoConfig.from_pretrained")
+  if m.linear_attention == "kda" then
+    -- Kimi Linear's published config says model_type kimi_linear, which
+    -- AutoModel leaves to Kimi K3's text model: its recipes name the 48B
+    -- A3B config class (examples/llm_finetune/kimi/kimi_linear_48b_a3b_
+    -- hellaswag.yaml, components/models/kimi_linear/config.py)
+    K("model.config._target_", M.KIMI_LINEAR_CONFIG, "KimiLinear48BConfig: the model with KDA layers estimated")
+  else
+    K("model.config._target_", "transformers.AutoConfig.from_pretrained")
+  end
   if src and src ~= "" then
     K("model.config.pretrained_model_name_or_path", src, hf and ("the config.json of " .. hf) or nil)
   elseif hf then

@@ -390,6 +390,15 @@ M.LLAMA_BLOCK_LACKS = {
     "engine has them; only the parallel settings are written" },
 }
 
+--- True when the model has linear-attention layers (Gated DeltaNet or
+-- Kimi Delta Attention: a linear_attention_period or a
+-- linear_attention_pattern, src/core/gdn.c).
+-- @tparam table m model
+-- @treturn boolean
+function M.has_linear_attention(m)
+  return (m.linear_attention_period or 0) > 0 or (m.linear_attention_pattern or "") ~= ""
+end
+
 --- Weights of a model's block and output layer a Llama builder
 -- (TorchTitan's llama3, MindFormers' LlamaConfig) does not have: norms
 -- beyond the block's two (Gemma 2's and GLM-4's sandwich norms after

@@ -612,7 +612,8 @@ function M.render(c)
   if tr.mtp_repeated_layer then A("--mtp-use-repeated-layer") end
   if m.mlp == "swiglu" then M.glu_args(c, A, N) end
   if m.hybrid_layer_pattern then M.hybrid_args(m, A, N, hybrid_pipes and chunks or nil, tr) end
-  if (m.linear_attention_period or 0) > 0 then M.gdn_args(m, A) end
+  -- Kimi Delta Attention: NOT WRITTEN (architecture notes below)
+  if launch_util.has_linear_attention(m) and m.linear_attention ~= "kda" then M.gdn_args(m, A) end
   -- DeepSeek-V4's indexer is its CSA layers' (global_attention_notes
   -- says the whole attention is not written): no DSA flags
   if (m.index_n_heads or 0) > 0 and not m.hc_mult then M.dsa_args(m, tr, A, N) end
@@ -816,6 +817,8 @@ M.ARCH_SOURCES = {
   chunk = "no chunked attention in training (attention.py:952 passes attention_chunk 0 to flash inference only)",
   apply_probs = "transformer_config.py:949 moe_apply_probs_on_input; moe/experts.py:918-921 (top-1 only)",
   heads_per_layer = "transformer_config.py:148 (one num_attention_heads for every layer)",
+  kda = "no Kimi Delta Attention in megatron/core (transformer_config.py:301 experimental_attention_variant: " ..
+    "gdn, gdn2, dsa)",
   msa = "no block-sparse attention in megatron/core (experimental_attention_variant_module_specs.py: the " ..
     "variants are gated_delta_net and dsa, DeepSeek's token-level top-k on multi-latent attention)",
   head_gate = "transformer_config.py:278 attention_output_gate (an element-wise sigmoid gate from linear_qkv, " ..
@@ -932,7 +935,11 @@ end
 -- @tparam function A flag writer
 function M.gdn_args(m, A)
   A("--experimental-attention-variant", "gdn")
-  A("--linear-attention-freq", m.linear_attention_period)
+  -- a pattern as la_freq_type's list (arguments.py:352-372: 1 linear
+  -- attention, 0 softmax attention, one per layer)
+  local p = m.linear_attention_pattern
+  A("--linear-attention-freq", p and ("[" .. p:gsub("L", "1,"):gsub("A", "0,"):gsub(",$", "") .. "]")
+    or m.linear_attention_period)
   A("--linear-conv-kernel-dim", m.linear_conv_kernel_dim)
   A("--linear-key-head-dim", m.linear_key_head_dim)
   A("--linear-value-head-dim", m.linear_value_head_dim)
@@ -1219,6 +1226,11 @@ function M.global_attention_notes(m, N)
       "the script builds a GQA model of one KV head with a dense output projection, not the model estimated")
   end
   local parts = {}
+  if m.linear_attention == "kda" then
+    not_written(N, "Kimi Delta Attention on the linear layers (" .. (m.linear_attention_pattern or "") ..
+      ": L Kimi Delta Attention, A MLA)", M.ARCH_SOURCES.kda,
+      "the script's layers all have multi-latent attention: not the model estimated (NeMo AutoModel trains it)")
+  end
   if m.msa_layers then
     not_written(N, ("MiniMax-M3's block-sparse attention on %d of %d layers (a selection-only indexer of %d heads " ..
       "x %d, the top %d blocks of %d keys)"):format(m.msa_layers, m.num_layers, m.msa_index_heads or 0,

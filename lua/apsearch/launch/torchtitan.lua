@@ -343,11 +343,16 @@ function M.model_shape(m, seq, pp)
       "): TorchTitan has no Mamba-2 / Nemotron-H model; written as the llama3 decoder, which is not this " ..
       "model (apsearch prices hybrid models for Megatron-LM only)")
   end
-  if (m.linear_attention_period or 0) > 0 then
-    N("NOT EXPRESSIBLE in TorchTitan", "the Gated DeltaNet layers (Qwen3-Next: every " ..
-      m.linear_attention_period .. "-th layer gated attention, the others Gated DeltaNet): TorchTitan has " ..
-      "no Qwen3-Next model (HEAD b5bcd76c6 has a Gated DeltaNet only inside its qwen3_5 model, which " ..
-      "apsearch does not write); written as the llama3 decoder, which is not this model (apsearch " ..
+  if m.linear_attention == "kda" then
+    N("NOT EXPRESSIBLE in TorchTitan", "the Kimi Delta Attention layers (Kimi Linear): TorchTitan has no KDA " ..
+      "model; written as the llama3 decoder, which is not this model (apsearch prices KDA models for NeMo " ..
+      "AutoModel only)")
+  elseif (m.linear_attention_period or 0) > 0 or m.linear_attention_pattern then
+    N("NOT EXPRESSIBLE in TorchTitan", "the Gated DeltaNet layers (Qwen3-Next: " ..
+      (m.linear_attention_period and ("every " .. m.linear_attention_period .. "-th layer") or
+        ("the A layers of " .. m.linear_attention_pattern)) .. " gated attention, the others Gated DeltaNet): " ..
+      "TorchTitan has no Qwen3-Next model (HEAD b5bcd76c6 has a Gated DeltaNet only inside its qwen3_5 model, " ..
+      "which apsearch does not write); written as the llama3 decoder, which is not this model (apsearch " ..
       "prices Gated DeltaNet models for Megatron-LM only)")
   end
   if m.mlp and m.mlp ~= "swiglu" then

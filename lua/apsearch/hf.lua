@@ -3760,7 +3760,12 @@ local function kimi_pattern(la, L, file)
   for _, list in ipairs({ { "full_attn_layers", "A" }, { "kda_layers", "L" } }) do
     local v = la[list[1]]
     local key = "linear_attn_config." .. list[1]
-    if type(v) ~= "table" then util.fail(file, key, "expected an array of 1-based layer numbers", v) end
+    if type(v) ~= "table" or (#v == 0 and next(v) ~= nil) then
+      util.fail(file, key, "expected an array of 1-based layer numbers", v)
+    end
+    if list[2] == "A" and #v == 0 then
+      util.fail(file, key, "needs at least one layer (apsearch prices a Kimi Linear model with MLA layers)", v)
+    end
     for k, n in ipairs(v) do
       local i = config_int(n, 1, file, key .. "[" .. k .. "]")
       if i > L then util.fail(file, key .. "[" .. k .. "]", "expected a layer in [1, num_hidden_layers = " .. L .. "]", n) end
@@ -3778,9 +3783,13 @@ end
 
 function builders.kimi_linear(_, cfg, file, notes)
   local la = cfg.linear_attn_config
-  if type(la) ~= "table" then
+  if type(la) ~= "table" or la[1] ~= nil then
     util.fail(file, "linear_attn_config", "expected an object (KimiLinear48BConfig requires kda_layers and " ..
       "full_attn_layers)", la)
+  end
+  if count(cfg, "num_nextn_predict_layers", 0, file) > 0 then
+    util.fail(file, "num_nextn_predict_layers", "expected 0: MTP layers beside linear attention are not modelled",
+      cfg.num_nextn_predict_layers)
   end
   local k3 = kimi_k3_keys(cfg, la)
   if #k3 > 0 then
@@ -3805,8 +3814,12 @@ function builders.kimi_linear(_, cfg, file, notes)
   local m = builders.deepseek_v3(reader(c, file), c, file)
   m.position_embedding = "none"
   local lr = reader(la, file .. ": linear_attn_config")
-  m.linear_attention = "kda"
   m.linear_attention_pattern = kimi_pattern(la, m.num_layers, file)
+  if not m.linear_attention_pattern:find("L", 1, true) then -- every layer MLA
+    m.linear_attention_pattern = nil
+    return m
+  end
+  m.linear_attention = "kda"
   m.linear_num_key_heads = lr.int("num_heads")
   m.linear_num_value_heads = m.linear_num_key_heads
   m.linear_key_head_dim = lr.int("head_dim")

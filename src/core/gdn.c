@@ -337,6 +337,17 @@ static aps_status validate_kda(const aps_model *m, char *err, size_t n)
                 "linear_attention_pattern or linear_attention_period");
         return APS_EINVAL;
     }
+    if (m->kv_lora_rank == 0 || m->q_lora_rank > 0 ||
+        m->position_embedding != APS_POS_NONE) {
+        aps_fmt(err, n, "model.linear_attention: kda is priced as NeMo "
+                "AutoModel's Kimi Linear, whose full-attention layers are MLA "
+                "without query compression and without RoPE "
+                "(KimiMLAAttention: kv_lora_rank > 0, q_lora_rank 0, "
+                "position_embedding none; got %lld, %lld, %s)",
+                (long long)m->kv_lora_rank, (long long)m->q_lora_rank,
+                m->position_embedding == APS_POS_NONE ? "none" : "positions");
+        return APS_EINVAL;
+    }
     if (m->linear_num_key_heads != m->linear_num_value_heads ||
         m->linear_key_head_dim != m->linear_value_head_dim) {
         aps_fmt(err, n, "model.linear_num_key_heads: Kimi Delta Attention "

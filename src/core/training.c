@@ -751,12 +751,20 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
         return APS_EINVAL;
     if (check_graph_modules(m, t, err, n) != APS_OK)
         return APS_EINVAL;
-    /* Kimi Delta Attention: NeMo AutoModel's (gdn.c kda_refusal) */
+    /* Kimi Delta Attention: NeMo AutoModel's; Gated DeltaNet: Megatron-
+     * LM's (gdn.c aps_gdn_refusal) */
     if (aps_model_has_kda(m) && t->framework != APS_FW_AUTOMODEL) {
         aps_fmt(err, n, "training.framework: %s has Kimi Delta Attention "
                 "layers, priced for NeMo AutoModel only (framework = "
                 "automodel): Megatron-LM, TorchTitan and MindFormers have no "
                 "KDA layer", m->name);
+        return APS_ENOTIMPL;
+    }
+    if (aps_model_has_gdn(m) && !aps_model_has_kda(m) &&
+        t->framework != APS_FW_MEGATRON) {
+        aps_fmt(err, n, "training.framework: %s has Gated DeltaNet layers, "
+                "priced for Megatron-LM only (framework = megatron)",
+                m->name);
         return APS_ENOTIMPL;
     }
     if (aps_model_is_hybrid(m) && t->mtp_num_layers > 0 &&

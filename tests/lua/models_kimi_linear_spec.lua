@@ -106,6 +106,27 @@ describe("Kimi Linear", function()
     c = config()
     c.mla_use_nope = false
     assert.matches("mla_use_nope", H.err_of(hf.from_config, c, "k.json"), 1, true)
+    c = config()
+    c.linear_attn_config.full_attn_layers = {}
+    assert.matches("k.json: linear_attn_config.full_attn_layers: needs at least one layer",
+      H.err_of(hf.from_config, c, "k.json"), 1, true)
+    c = config()
+    c.num_nextn_predict_layers = 1
+    assert.matches("k.json: num_nextn_predict_layers: expected 0: MTP layers beside linear attention",
+      H.err_of(hf.from_config, c, "k.json"), 1, true)
+    -- no KDA layer: an MLA model, not pinned to AutoModel
+    c = config()
+    c.linear_attn_config.full_attn_layers, c.linear_attn_config.kda_layers = {}, {}
+    for i = 1, 27 do c.linear_attn_config.full_attn_layers[i] = i end
+    local m = hf.from_config(c, "k.json")
+    assert.are.same({ false, false }, { m.linear_attention ~= nil, m.linear_attention_pattern ~= nil })
+  end)
+
+  it("refuses KDA in a model table without Kimi Linear's MLA", function()
+    local m = hf.from_config(config(), "k.json")
+    m.q_lora_rank = 1536
+    local e = H.err_of(core.model_params, m)
+    assert.matches("model.linear_attention: kda is priced as NeMo AutoModel's Kimi Linear", e, 1, true)
   end)
 
   it("is searched as NeMo AutoModel runs it: FSDP2 and EP, no TP, PP or CP", function()

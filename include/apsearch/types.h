@@ -72,10 +72,14 @@ typedef enum {
 typedef enum { APS_MLP_SWIGLU = 0, APS_MLP_GELU, APS_MLP_RELU2 } aps_mlp;
 /** The activation of a gated MLP (mlp = swiglu, "gated, 3 matrices"): SiLU
  *  (SwiGLU, the default); GELU with the tanh approximation (GeGLU as Gemma's
- *  gelu_pytorch_tanh); quick GELU x * sigmoid(1.702 x) (gpt-oss's experts).
- *  Changes neither memory nor FLOPs; the launch configs write it. */
+ *  gelu_pytorch_tanh); quick GELU x * sigmoid(1.702 x) (gpt-oss's experts);
+ *  Kimi K3's SiTU, beta tanh(g / beta) sigmoid(g) times the bounded up
+ *  projection beta' tanh(u / beta'), in fp32 eager ops (NeMo AutoModel
+ *  components/models/kimi_k3/model.py @ 36044ad3 SituAndMul): it changes
+ *  the saved bytes and the memory traffic (memory.c, compute.c).  The
+ *  others change neither memory nor FLOPs; the launch configs write them. */
 typedef enum {
-    APS_GLU_SILU = 0, APS_GLU_GELU_TANH, APS_GLU_QUICK_GELU
+    APS_GLU_SILU = 0, APS_GLU_GELU_TANH, APS_GLU_QUICK_GELU, APS_GLU_SITU
 } aps_glu_activation;
 typedef enum { APS_NORM_RMSNORM = 0, APS_NORM_LAYERNORM } aps_norm;
 /** The mixer of a model's linear-attention layers (src/core/gdn.c):
@@ -370,6 +374,11 @@ typedef struct {
                                           dispatcher work at width l, the
                                           router and the shared expert at h
                                           (moe.c); 0: none */
+    bool moe_latent_norm;            /**< an RMSNorm over the experts'
+                                          l-wide output before the up
+                                          projection (Kimi K3 latent_moe_
+                                          use_norm, KimiK3MoE.routed_
+                                          expert_norm) */
     bool moe_router_sigmoid;         /**< the routing scores are sigmoids of
                                           the logits, with no expert bias
                                           (Llama 4 Llama4Router; Megatron
@@ -510,6 +519,21 @@ typedef struct {
     int64_t linear_key_head_dim;     /**< dk */
     int64_t linear_value_head_dim;   /**< dv */
     int64_t linear_conv_kernel_dim;  /**< depthwise conv width (HF 4) */
+    bool linear_output_gate_full_rank; /**< KDA's output gate one h -> V
+                                          projection (Kimi K3 use_full_rank_
+                                          gate, g_proj), not the low-rank
+                                          pair g_a, g_b */
+    bool mla_output_gate;            /**< MLA's context multiplied by
+                                          sigmoid(x W_g), W_g h x a dv
+                                          (Kimi K3 mla_use_output_gate,
+                                          KimiMLAAttention.g_proj) */
+    int64_t attn_res_block_size;     /**< Kimi K3's block attention
+                                          residuals (AttnRes, src/core/
+                                          attnres.c): each sub-layer's input
+                                          a softmax mix of the completed
+                                          blocks of this many layers and the
+                                          running sum; 0: the additive
+                                          residual */
     aps_linear_attention linear_attention; /**< the linear layers' mixer:
                                           Gated DeltaNet (default) or Kimi
                                           Delta Attention (gdn.c) */

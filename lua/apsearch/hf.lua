@@ -3731,8 +3731,8 @@ end
 
 --- What Kimi K3's text model (the same model_type: transformers
 -- KimiLinearConfig's K3 fields, AutoModel's separate kimi_k3 model) adds
--- beyond Kimi Linear, each a key and its Kimi Linear value: none is
--- modelled.
+-- beyond Kimi Linear, each a key and its Kimi Linear value: a config that
+-- sets one is read as Kimi K3 (kimi_k3 below).
 M.KIMI_K3_KEYS = { mla_use_output_gate = false, attn_res_block_size = 0,
   routed_expert_hidden_size = cjson.null, latent_moe_use_norm = false, dense_ffn_hidden = cjson.null }
 M.KIMI_K3_KDA_KEYS = { use_full_rank_gate = false, gate_lower_bound = cjson.null }
@@ -3751,6 +3751,42 @@ local function kimi_k3_keys(cfg, la)
     end
   end
   return set
+end
+
+--- What Kimi K3's text model adds (NeMo AutoModel components/models/
+-- kimi_k3/model.py @ 36044ad3: SituAndMul and _weighted_situ, KimiMLAAttention
+-- g_proj, KimiDeltaAttention g_proj with use_full_rank_gate, KimiK3MoE's
+-- routed_expert_down/up_proj and routed_expert_norm, KimiDecoderLayer's
+-- attention residuals) into m.
+local function kimi_k3(m, cfg, la, file, notes)
+  local act = cfg.hidden_act
+  if not is_null(act) and act ~= "silu" then
+    if act ~= "situ" then util.fail(file, "hidden_act", "expected silu or situ (Kimi K3)", act) end
+    if is_null(cfg.activation_situ_linear_beta) then
+      error(("NotImplemented: %s: activation_situ_linear_beta: SiTU without the bounded up projection is not " ..
+        "modelled (got null)"):format(file), 0)
+    end
+    positive(cfg, "activation_situ_linear_beta", file)
+    m.glu_activation = "situ"
+  end
+  if cfg.mla_use_output_gate == true then m.mla_output_gate = true end
+  local bs = count(cfg, "attn_res_block_size", 0, file)
+  if bs > 0 then m.attn_res_block_size = bs end
+  local lat = count(cfg, "routed_expert_hidden_size", 0, file)
+  if lat > 0 then
+    m.moe_latent_size = lat
+    if cfg.latent_moe_use_norm == true then m.moe_latent_norm = true end
+  end
+  if not is_null(cfg.dense_ffn_hidden) and cfg.dense_ffn_hidden ~= cfg.intermediate_size then
+    util.fail(file, "dense_ffn_hidden", "expected null or intermediate_size (NeMo AutoModel's Kimi K3 builds its " ..
+      "dense layers of intermediate_size, transformers of dense_ffn_hidden)", cfg.dense_ffn_hidden)
+  end
+  if la.use_full_rank_gate == true then m.linear_output_gate_full_rank = true end
+  if not is_null(la.gate_lower_bound) then
+    note(notes, file, "linear_attn_config.gate_lower_bound %s bounds the KDA decay (numerics only, not priced)",
+      util.describe(la.gate_lower_bound))
+  end
+  note(notes, file, "read as NeMo AutoModel's Kimi K3 text model (components/models/kimi_k3)")
 end
 
 -- linear_attn_config's 1-based layer lists as linear_attention_pattern
@@ -3791,18 +3827,13 @@ function builders.kimi_linear(_, cfg, file, notes)
     util.fail(file, "num_nextn_predict_layers", "expected 0: MTP layers beside linear attention are not modelled",
       cfg.num_nextn_predict_layers)
   end
-  local k3 = kimi_k3_keys(cfg, la)
-  if #k3 > 0 then
-    error(("NotImplemented: %s: %s: Kimi K3's text model (block attention residuals, the SiTU activation, " ..
-      "MLA output gate, latent experts, full-rank KDA gates) is not modelled; apsearch reads Kimi Linear"):format(
-      file, table.concat(k3, ", ")), 0)
-  end
+  local k3 = #kimi_k3_keys(cfg, la) > 0
   require_value(cfg, "mla_use_nope", true, file, "NeMo AutoModel's KimiMLAAttention runs MLA without RoPE only")
   require_value(cfg, "moe_router_activation_func", "sigmoid", file,
     "the router with e_score_correction_bias is priced as DeepSeek-V3's sigmoid gate")
-  if not is_null(cfg.q_lora_rank) then
-    util.fail(file, "q_lora_rank", "expected null (NeMo AutoModel's KimiMLAAttention has no query compression)",
-      cfg.q_lora_rank)
+  if not k3 and not is_null(cfg.q_lora_rank) then
+    util.fail(file, "q_lora_rank", "expected null (NeMo AutoModel's Kimi Linear MLA has no query compression; " ..
+      "Kimi K3's, with attn_res_block_size, has)", cfg.q_lora_rank)
   end
   -- DeepSeek-V3's names for Kimi Linear's MoE keys (vLLM KimiMoE)
   local c = util.copy(cfg)
@@ -3811,7 +3842,9 @@ function builders.kimi_linear(_, cfg, file, notes)
   c.norm_topk_prob = is_null(cfg.moe_renormalize) and true or cfg.moe_renormalize
   c.topk_method, c.scoring_func = "noaux_tc", "sigmoid"
   c.max_position_embeddings = cfg.model_max_length
+  if k3 then c.hidden_act = "silu" end -- SiTU: read below (llama_like asks for SwiGLU's silu)
   local m = builders.deepseek_v3(reader(c, file), c, file)
+  if k3 then kimi_k3(m, cfg, la, file, notes) end
   m.position_embedding = "none"
   local lr = reader(la, file .. ": linear_attn_config")
   m.linear_attention_pattern = kimi_pattern(la, m.num_layers, file)
@@ -5079,7 +5112,10 @@ M.WRAPPERS = { glm4v = "glm4v_text", glm4v_moe = "glm4v_moe_text", qwen3_vl = "q
   qwen3_5 = "qwen3_5_text", qwen3_5_moe = "qwen3_5_moe_text", kimi_k25 = "deepseek_v3",
   -- NeMo AutoModel 00affc66 components/models/minimax_m3_vl: the text
   -- backbone is MiniMax-M3's (layers.py)
-  minimax_m3_vl = "minimax_m3" }
+  minimax_m3_vl = "minimax_m3",
+  -- NeMo AutoModel 36044ad3 components/models/kimi_k3: KimiK3ForConditionalGeneration's
+  -- text model is Kimi Linear's layers with K3's additions (builders.kimi_linear)
+  kimi_k3 = "kimi_linear" }
 
 --- Multimodal wrappers whose text model is whatever its text_config's own
 -- model_type says (the value: the type when it says none), read through
@@ -5145,14 +5181,6 @@ local function refuse_unmodelled(cfg, mt, file, as)
   end
   local tmt, as = M.model_type_of(text)
   local why = type(tmt) == "string" and M.UNMODELLED[tmt]
-  -- Kimi K3's text model shares Kimi Linear's type (kimi_linear)
-  local k3 = tmt == "kimi_linear" and kimi_k3_keys(text, type(text.linear_attn_config) == "table" and
-    text.linear_attn_config or {}) or {}
-  if #k3 > 0 then
-    error(("NotImplemented: %s: model_type: %s is multimodal: its vision tower (vision_config) is not modelled; " ..
-      "its text_config is not either (model_type kimi_linear with Kimi K3's %s: not modelled)"):format(
-      file, mt, table.concat(k3, ", ")), 0)
-  end
   local how = builders[tmt] and ("is (model_type %s%s), but apsearch does not know what %s adds to it: " ..
     "import text_config as a config.json of its own to train the text model"):format(util.describe(text.model_type),
     as and (", read as " .. tmt) or "", mt)

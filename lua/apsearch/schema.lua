@@ -57,7 +57,7 @@ M.model = {
   chunked_attention_layers = "nonnegint",
   -- the gated MLP's activation and soft-capping (change no estimate; the
   -- launch configs write them or say they cannot)
-  glu_activation = enum("silu", "gelu_tanh", "quick_gelu"),
+  glu_activation = enum("silu", "gelu_tanh", "quick_gelu", "situ"),
   glu_linear_offset = "nonneg", glu_clamp = "nonneg",
   attn_logit_softcapping = "nonneg", final_logit_softcapping = "nonneg",
   -- numerics that change neither memory nor FLOPs, written into the launch
@@ -99,6 +99,10 @@ M.model = {
   -- the linear layers' mixer and, instead of the period, their pattern
   -- (one letter a layer: L linear attention, A full attention)
   linear_attention = enum("gated_deltanet", "kda"), linear_attention_pattern = "string",
+  -- Kimi K3: KDA's full-rank output gate, MLA's output gate, block
+  -- attention residuals, the latent experts' output norm
+  linear_output_gate_full_rank = "bool", mla_output_gate = "bool", attn_res_block_size = "nonnegint",
+  moe_latent_norm = "bool",
   attention_output_gate = "bool", norm_zero_centered = "bool", attention_head_gate = "bool",
   -- DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning
   -- indexer's heads and width, and the keys each query attends to

@@ -29,6 +29,12 @@
 #define APS_EAGER_RMSNORM_BYTES 36.0
 #define APS_EAGER_ROPE_BYTES 20.0
 #define APS_EAGER_SWIGLU_BYTES 10.0
+/** Kimi K3's SiTU in fp32 eager ops (SituAndMul @ 36044ad3), bytes moved
+ *  per element of the MLP width (read + write): gate.float() (2 + 4),
+ *  up.float() (2 + 4), gate / beta (4 + 4), tanh (4 + 4), beta x (4 + 4),
+ *  sigmoid (4 + 4), their product (8 + 4), up / beta' (4 + 4), tanh
+ *  (4 + 4), beta' x (4 + 4), the product (8 + 4), .to(bf16) (4 + 2). */
+#define APS_EAGER_SITU_BYTES 98.0
 /** Megatron-Core's unfused RoPE (rope_utils.py _apply_rotary_pos_emb_bshd
  *  @ d98e8a64 and d12f6c8c), bytes per element of Q or K forward: t * cos
  *  (2 + 2), _rotate_half's -x2 over half the elements (1 + 1) and
@@ -45,6 +51,8 @@ double aps_hbm_time(const aps_device *d, double bytes)
 double aps_act_fn_bytes(const aps_model *m, const aps_training *t)
 {
     bool eager = !t->torch_compile && aps_profile(t)->eager_elementwise;
+    if (m->mlp == APS_MLP_SWIGLU && m->glu_activation == APS_GLU_SITU)
+        return APS_EAGER_SITU_BYTES;
     return m->mlp != APS_MLP_SWIGLU ? APS_FUSED_ELEMENTWISE_BYTES
            : eager ? APS_EAGER_SWIGLU_BYTES : APS_FUSED_SWIGLU_BYTES;
 }
@@ -345,6 +353,8 @@ static double layer_membound_bytes(const aps_model *m, const aps_training *t,
      * context (context and gate in, product out) */
     if (m->attention_head_gate)
         bytes += w->attn_share * A * x->T * x->a * (2.0 * x->dh + 3.0) / x->tp;
+    /* Kimi K3's attention residual mixes, eager fp32 (attnres.c) */
+    bytes += aps_attnres_traffic_per_token(m) * x->T;
     /* dropout: 3 per transformer layer (two blocks), its share per block */
     if (aps_recipe_dropout(t))
         bytes += 3.0 * w->blocks / 2.0 * (2.0 * A + APS_MASK_BYTES) * hrep;

@@ -139,15 +139,19 @@ static double value_width(const aps_model *m)
 double aps_gdn_in_proj_width(const aps_model *m)
 {
     double nv = (double)m->linear_num_value_heads;
-    if (aps_model_has_kda(m)) /* q, k, v; f_a, g_a; b_proj */
-        return 2.0 * key_width(m) + value_width(m) +
-               2.0 * (double)m->linear_value_head_dim + nv;
+    double dv = (double)m->linear_value_head_dim;
+    if (aps_model_has_kda(m)) /* q, k, v; f_a; g_a (or K3's g_proj); b */
+        return 2.0 * key_width(m) + value_width(m) + dv +
+               (m->linear_output_gate_full_rank ? value_width(m) : dv) + nv;
     return 2.0 * key_width(m) + 2.0 * value_width(m) + 2.0 * nv;
 }
 
 double aps_gdn_gate_up_width(const aps_model *m)
 {
-    return aps_model_has_kda(m) ? 2.0 * value_width(m) : 0.0; /* f_b, g_b */
+    if (!aps_model_has_kda(m))
+        return 0.0;
+    /* f_b, and g_b unless the output gate is one full-rank g_proj */
+    return (m->linear_output_gate_full_rank ? 1.0 : 2.0) * value_width(m);
 }
 
 double aps_gdn_conv_dim(const aps_model *m)
@@ -235,9 +239,10 @@ static double kda_saved_per_token(const aps_model *m, const aps_training *t)
     double nk = (double)m->linear_num_key_heads;
     double nv = (double)m->linear_num_value_heads;
     double dv = (double)m->linear_value_head_dim;
+    double downs = m->linear_output_gate_full_rank ? 1.0 : 2.0;
     return A * aps_gdn_conv_dim(m)            /* q, k, v proj outputs */
-           + A * 2.0 * dv                     /* f_a, g_a outputs */
-           + A * aps_gdn_gate_up_width(m)     /* f_b, g_b outputs */
+           + A * downs * dv                   /* f_a (and g_a) outputs */
+           + A * 2.0 * V                      /* the two gates' outputs */
            + A * aps_gdn_conv_dim(m)          /* q, k (normed), v */
            + F * (2.0 * nk + K + nv)          /* rstd, g, beta */
            + F * 2.0 * nv * APS_GDN_CHUNK     /* Aqk, Akk */
@@ -328,21 +333,57 @@ static aps_status validate_pattern(const aps_model *m, char *err, size_t n)
 /** Kimi Delta Attention: one key head per value head of one width (FLA's
  *  chunk_kda asserts q, k and g share a shape; AutoModel builds H heads
  *  of head_dim for q, k and v). */
+/** Kimi K3's fields: only on a KDA model (NeMo AutoModel's Kimi K3,
+ *  components/models/kimi_k3 @ 36044ad3), each with what it acts on. */
+static aps_status validate_k3(const aps_model *m, char *err, size_t n)
+{
+    if (m->attn_res_block_size < 0 || m->attn_res_block_size > m->num_layers) {
+        aps_fmt(err, n, "model.attn_res_block_size: must be 0 (none) or in [1, "
+                "num_layers = %lld] (got %lld)", (long long)m->num_layers,
+                (long long)m->attn_res_block_size);
+        return APS_EINVAL;
+    }
+    static const char *const kda = "Kimi Delta Attention layers "
+                                   "(linear_attention = kda)";
+    const struct { bool bad; const char *f, *needs; } c[] = {
+        {m->attn_res_block_size > 0 && !aps_model_has_kda(m),
+         "attn_res_block_size", kda},
+        {m->linear_output_gate_full_rank && !aps_model_has_kda(m),
+         "linear_output_gate_full_rank", kda},
+        {m->mla_output_gate && m->kv_lora_rank == 0, "mla_output_gate",
+         "multi-latent attention (kv_lora_rank)"},
+        {m->moe_latent_norm && m->moe_latent_size == 0, "moe_latent_norm",
+         "latent experts (moe_latent_size)"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        if (c[i].bad) {
+            aps_fmt(err, n, "model.%s: Kimi K3's setting given without %s",
+                    c[i].f, c[i].needs);
+            return APS_EINVAL;
+        }
+    return APS_OK;
+}
+
 static aps_status validate_kda(const aps_model *m, char *err, size_t n)
 {
-    if (m->linear_attention == APS_LINEAR_GDN)
-        return APS_OK;
+    aps_status st = validate_k3(m, err, n);
+    if (st != APS_OK || m->linear_attention == APS_LINEAR_GDN)
+        return st;
     if (!aps_model_has_gdn(m)) {
         aps_fmt(err, n, "model.linear_attention: kda given without a "
                 "linear_attention_pattern or linear_attention_period");
         return APS_EINVAL;
     }
-    if (m->kv_lora_rank == 0 || m->q_lora_rank > 0 ||
+    /* query compression: Kimi K3's MLA only (its attention residuals mark
+     * it), not Kimi Linear's */
+    if (m->kv_lora_rank == 0 ||
+        (m->q_lora_rank > 0 && m->attn_res_block_size == 0) ||
         m->position_embedding != APS_POS_NONE) {
         aps_fmt(err, n, "model.linear_attention: kda is priced as NeMo "
-                "AutoModel's Kimi Linear, whose full-attention layers are MLA "
-                "without query compression and without RoPE "
-                "(KimiMLAAttention: kv_lora_rank > 0, q_lora_rank 0, "
+                "AutoModel's Kimi Linear and Kimi K3, whose full-attention "
+                "layers are MLA without RoPE, Kimi Linear's without query "
+                "compression (KimiMLAAttention: kv_lora_rank > 0, "
+                "q_lora_rank 0 without attn_res_block_size, "
                 "position_embedding none; got %lld, %lld, %s)",
                 (long long)m->kv_lora_rank, (long long)m->q_lora_rank,
                 m->position_embedding == APS_POS_NONE ? "none" : "positions");
@@ -404,22 +445,31 @@ aps_status aps_gdn_validate(const aps_model *m, char *err, size_t n)
  *  (ModelCapabilities supports_tp = supports_pp = False, model.py
  *  l.1117-1123 @ 36044ad3); its context parallelism (FLA passing the
  *  recurrent state rank to rank, MLA gathering the latent) is not priced. */
-static const char *kda_refusal(const aps_training *t, const aps_strategy *s,
-                               aps_reason *code)
+static const char *kda_refusal(const aps_model *m, const aps_training *t,
+                               const aps_strategy *s, aps_reason *code)
 {
     if (t->framework != APS_FW_AUTOMODEL)
         return "Kimi Delta Attention models are priced for NeMo AutoModel "
                "only (Megatron-LM, TorchTitan and MindFormers have no KDA "
                "layer)";
     *code = APS_REASON_FRAMEWORK_UNSUPPORTED;
+    bool k3 = m->attn_res_block_size > 0;
     if (s->tp_degree > 1)
-        return "NeMo AutoModel's Kimi Linear has no tensor parallelism "
-               "(KimiLinear48BForCausalLM.ModelCapabilities supports_tp = "
-               "False)";
-    if (s->pp_degree > 1)
+        return k3 ? "NeMo AutoModel's Kimi K3 has no tensor parallelism "
+                    "(KimiK3ForCausalLM.ModelCapabilities supports_tp = False)"
+                  : "NeMo AutoModel's Kimi Linear has no tensor parallelism "
+                    "(KimiLinear48BForCausalLM.ModelCapabilities supports_tp = "
+                    "False)";
+    if (s->pp_degree > 1 && !k3)
         return "NeMo AutoModel's Kimi Linear has no pipeline parallelism "
                "(KimiLinear48BForCausalLM.ModelCapabilities supports_pp = "
                "False)";
+    *code = APS_REASON_NOT_MODELLED;
+    if (s->pp_degree > 1)
+        return "Kimi K3 over pipeline stages (AutoModel splits it at "
+               "attention-residual block boundaries and passes the block "
+               "stack between stages, _partition_attn_residual_blocks) is not "
+               "modelled";
     *code = APS_REASON_NOT_MODELLED;
     if (s->cp_degree > 1)
         return "Kimi Delta Attention under context parallelism (FLA's "
@@ -433,7 +483,7 @@ const char *aps_gdn_refusal(const aps_model *m, const aps_training *t,
 {
     *code = APS_REASON_NOT_MODELLED; /* each refusal: apsearch's pricing */
     if (aps_model_has_kda(m))
-        return kda_refusal(t, s, code);
+        return kda_refusal(m, t, s, code);
     /* pp_degree > 1 (with virtual stages) and full recompute: every rank
      * is priced by its own layers (aps_stage_layer_cost, the gdn.c file
      * comment), a recomputed layer as the rank's mean layer as for the

@@ -933,6 +933,29 @@ const char *aps_gdn_refusal(const aps_model *m, const aps_training *t,
  *  without linear attention. */
 double aps_gdn_attn_share(const aps_model *m);
 
+/* ---- attnres.c: Kimi K3's block attention residuals ---- */
+
+/** True when the model has attn_res_block_size. */
+bool aps_model_has_attnres(const aps_model *m);
+/** The mixes of the whole model (two a layer, less layer 0's attention
+ *  input, plus the output's) into *mixes, and the values they mix (the
+ *  blocks so far and the running sum) into *values; 0 without AttnRes. */
+void aps_attnres_mixes(const aps_model *m, double *mixes, double *values);
+/** Weights of one layer's mixes: two RMSNorms and two h -> 1 projections,
+ *  4 h. */
+double aps_attnres_layer_params(const aps_model *m);
+/** Weights of the output mix, 2 h. */
+double aps_attnres_model_params(const aps_model *m);
+/** Bytes the mixes save for backward per token, the model's mean layer
+ *  (not split over TP). */
+double aps_attnres_saved_per_token(const aps_model *m);
+/** Memory traffic of the mixes' forward per token, the mean layer, bytes. */
+double aps_attnres_traffic_per_token(const aps_model *m);
+/** Under full recompute of every layer, what stays per token, the mean
+ *  layer: the checkpointed layers' block_residual inputs (one tensor of
+ *  each size, shared within a block) and the output mix's saved set. */
+double aps_attnres_kept_per_token(const aps_model *m);
+
 /** True when the model has a hybrid_layer_pattern. */
 static inline bool aps_model_is_hybrid(const aps_model *m)
 {
@@ -1465,6 +1488,9 @@ unsigned aps_recompute_modules(const aps_training *t, const aps_strategy *s);
 double aps_mlp_fwd_time(const aps_model *m, const aps_device *d,
                         const aps_training *t, const aps_strategy *s);
 
+/** fp32 tensors Kimi K3's SiTU keeps per element of the MLP width
+ *  (memory.c aps_mlp_bytes_per_width). */
+#define APS_SITU_SAVED_FP32 6.0
 /** Bytes an MLP saves inside itself per token and element of its width:
  *  the fc1 outputs (gate and up with SwiGLU) in bf16, the fc2 input as the
  *  GEMM input dtype (Korthikanti et al. 2022 s.4.1), and with an unfused

@@ -58,6 +58,13 @@ double aps_mlp_bytes_per_width(const aps_model *m, const aps_training *t)
      * also keeps the SiLU's output: 4 tensors of the width where the fused
      * SwiGLU keeps 3 */
     bool swiglu = m->mlp == APS_MLP_SWIGLU;
+    /* Kimi K3's SiTU in fp32 eager ops (SituAndMul @ 36044ad3): tanh's
+     * output, beta times it, the sigmoid's output, their product, the
+     * bounded up projection's tanh output and itself, each fp32 and kept
+     * by the op after it; the bf16 fc1 outputs are not kept (float()
+     * keeps nothing) */
+    if (swiglu && m->glu_activation == APS_GLU_SITU)
+        return APS_SITU_SAVED_FP32 * APS_FP32_BYTES + aps_gemm_input_bytes(t);
     return (swiglu ? 2.0 : 1.0) * APS_ACT_BYTES + aps_gemm_input_bytes(t) +
            (swiglu && aps_recipe_unfused_swiglu(t) ? APS_ACT_BYTES : 0.0);
 }
@@ -200,10 +207,14 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
         core_layer = (A + drop * (APS_MASK_BYTES + A)) * a * sl * S * b / tp;
     double core = w.attn_share * core_layer;
 
-    out->act_full = replicated + split + core;
+    /* Kimi K3's attention residuals: the mixes' fp32 values and keys,
+     * whole on every rank (attnres.c); no recompute module drops them */
+    double attnres = aps_attnres_saved_per_token(m) * sl * b;
+    out->act_full = replicated + split + core + attnres;
     out->act_full_max = largest_layer_set(&w, aps_model_is_hybrid(m), replicated,
                                           attn + core_layer, mlp, mamba, gdn,
-                                          out->act_full);
+                                          out->act_full - attnres) +
+                        attnres;
     /* selective: what the recompute modules keep (aps_recompute_modules):
      * core_attn drops the core's, mlp the MLP's inner activations (fc1
      * outputs, fc2 input), layernorm the norms' outputs (the QKV and MLP
@@ -211,11 +222,13 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
     unsigned mods = aps_recompute_modules(t, s);
     out->act_selective =
         aps_profile(t)->op_sac_selective
-            ? aps_op_sac_bytes(m, t, s)
+            ? aps_op_sac_bytes(m, t, s) + attnres
             : out->act_full - ((mods & APS_RCM_CORE_ATTN) ? core : 0.0) -
                   ((mods & APS_RCM_MLP) ? w.mlp_share * mlp : 0.0) -
                   ((mods & APS_RCM_LAYERNORM) ? w.blocks * gemm_in : 0.0);
-    out->act_input = A * sbh_rep;
+    /* under full recompute a layer keeps its input; Kimi K3's layers also
+     * their block stack, and its output mix its saved set (attnres.c) */
+    out->act_input = A * sbh_rep + aps_attnres_kept_per_token(m) * sl * b;
 }
 
 double aps_layer_activation_bytes(const aps_model *m, const aps_training *t,

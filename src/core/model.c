@@ -689,7 +689,7 @@ static aps_status validate_head_gate(const aps_model *m, char *err, size_t n)
 /* The gated MLP's activation, offset and clamp belong to mlp = swiglu. */
 static aps_status validate_glu(const aps_model *m, char *err, size_t n)
 {
-    if ((unsigned)m->glu_activation > APS_GLU_QUICK_GELU) {
+    if ((unsigned)m->glu_activation > APS_GLU_SITU) {
         aps_fmt(err, n, "model.glu_activation: enum field out of range");
         return APS_EINVAL;
     }
@@ -1137,6 +1137,7 @@ static inline double layer_params_mix(const aps_model *m, int64_t tp,
     if (w->gdn_share > 0)
         p += w->gdn_share * aps_gdn_params_tp(m, tp);
     p += (double)m->norms_per_layer * norm_params(m, h);
+    p += aps_attnres_layer_params(m); /* replicated (attnres.c) */
     return p;
 }
 
@@ -1174,7 +1175,8 @@ static double mla_attention_params(const aps_model *m)
     double dn = (double)m->qk_nope_head_dim, dr = (double)m->qk_rope_head_dim;
     double dv = (double)m->v_head_dim;
     double q = qr > 0 ? h * qr + qr + qr * a * (dn + dr) : h * a * (dn + dr);
-    return q + h * (kr + dr) + kr + kr * a * (dn + dv) + a * dv * h;
+    double gate = m->mla_output_gate ? h * a * dv : 0.0; /* Kimi K3 g_proj */
+    return q + h * (kr + dr) + kr + kr * a * (dn + dv) + a * dv * h + gate;
 }
 
 double aps_ffn_params(const aps_model *m, double f)
@@ -1358,10 +1360,16 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
                       moe * (out->per_moe_layer - v4 / L) + v4;
     if (aps_model_has_global_attention(m))
         out->layers = kinds_layer_params(m, moe, dense_ffn);
+    /* linear attention: per_layer is the mean of attn and linear layers
+     * (shares of L), so the sum is an integer up to the shares' rounding
+     * (Kimi K3: 69 / 93 and 24 / 93 of half-trillion layer sums) */
+    if (aps_model_has_gdn(m))
+        out->layers = round(out->layers);
     if (aps_model_is_hybrid(m))
         hybrid_param_counts(m, out);
     /* DeepSeek-V4's hc_head collapses the streams before the norm */
-    out->final_norm = norm_params(m, h) + aps_dsv4_hc_head_params(m);
+    out->final_norm = norm_params(m, h) + aps_dsv4_hc_head_params(m) +
+                      aps_attnres_model_params(m); /* K3's output mix */
     out->output_layer = (m->tie_word_embeddings ? 0.0 : V * h) +
                         (m->lm_head_bias ? V : 0.0);
     out->total = out->embedding + out->layers + out->final_norm +

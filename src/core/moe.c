@@ -149,9 +149,12 @@ aps_reason aps_moe_check_latent(const aps_model *m, const aps_training *t,
 {
     if (m->moe_latent_size <= 0)
         return APS_REASON_NONE;
-    if (t->framework != APS_FW_MEGATRON) {
+    /* NeMo AutoModel's MoE: MoEConfig.moe_latent_size, the same down and
+     * up projections around the experts (components/moe/layers.py
+     * l.823-828 @ 36044ad3) */
+    if (t->framework != APS_FW_MEGATRON && t->framework != APS_FW_AUTOMODEL) {
         aps_fmt(msg, n, "model.moe_latent_size: latent MoE is priced for "
-                "Megatron-LM only (--moe-latent-size)");
+                "Megatron-LM (--moe-latent-size) and NeMo AutoModel only");
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
     if (t->moe_shared_expert_overlap) {
@@ -432,8 +435,10 @@ double aps_moe_latent_params(const aps_model *m)
     if (m->moe_latent_size <= 0)
         return 0.0;
     double h = (double)m->hidden_size, l = (double)m->moe_latent_size;
-    /* fc1 h x l and fc2 l x h; bias = add_bias_linear (l and h) */
-    return 2.0 * h * l + (m->mlp_bias ? l + h : 0.0);
+    /* fc1 h x l and fc2 l x h; bias = add_bias_linear (l and h); Kimi
+     * K3's RMSNorm over the experts' latent output, l */
+    return 2.0 * h * l + (m->mlp_bias ? l + h : 0.0) +
+           (m->moe_latent_norm ? l : 0.0);
 }
 
 /** Biases of the latent projections (replicated: l + h with mlp_bias). */
@@ -536,7 +541,7 @@ static double mla_delta_params(const aps_model *m, double tp, double *matmul)
     double dv = (double)m->v_head_dim;
     double dup = (qr > 0 ? h * qr : 0.0) + h * (kr + dr);
     double split = (qr > 0 ? qr : h) * a * (dn + dr) + kr * a * (dn + dv) +
-                   a * dv * h;
+                   a * dv * h + (m->mla_output_gate ? h * a * dv : 0.0);
     double gqa = (h * a * d + 2.0 * h * k * d + a * d * h) / tp;
     *matmul = dup + split / tp - gqa;
     return *matmul + (qr > 0 ? qr : 0.0) + kr; /* + q/kv norms */
@@ -827,6 +832,10 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
         g += aps_gemm_time(d, prec, T, kr + dr, h) +
              aps_gemm_time(d, prec, T, a * (dn + dv) / tp, kr) +
              aps_gemm_time(d, prec, T, h, a * dv / tp);
+        /* Kimi K3's output gate: g_proj h -> a dv, its sigmoid and the
+         * product (KimiMLAAttention.forward @ 36044ad3 l.525-526) */
+        if (m->mla_output_gate)
+            g += aps_gemm_time(d, prec, T, a * dv / tp, h);
         out->mla_gemm_fwd = g;
         double keys = aps_attention_keys(m, S, t->flash_attention);
         double core = 2.0 * b * sl * keys * a * ((dn + dr + dv) - 2.0 * dh) / tp;
@@ -841,6 +850,10 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
         double keep = T * ((A + Ain) * (qr + kr) + A * dr);
         double split = T * (A * (2.0 * a * (dn + dr) + a * dv) + Ain * a * dv) /
                        tp;
+        /* the output gate's product keeps the sigmoid's output and the
+         * context */
+        if (m->mla_output_gate)
+            split += T * 2.0 * A * a * dv / tp;
         double gqa = T * (A * (a * dh + 2.0 * k * dh) + Ain * a * dh) / tp;
         out->mla_act = keep + split - gqa;
         /* mla_up_proj: the up projections re-run, Q, K, V freed */
@@ -957,8 +970,13 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
                Ain * kept_rows * w + wb * kept_rows * fe / etp +
                wb * T * fs / tp;
     /* fc2_latent_proj's input, the combined latent tokens (fc1's is the
-     * block's input, saved already) */
-    out->act += Ain * Tin * l;
+     * block's input, saved already); Kimi K3's norm before it keeps its
+     * input too (KimiK3MoE.routed_expert_norm @ 36044ad3) */
+    out->act += Ain * Tin * l + (m->moe_latent_norm ? A * Tin * l : 0.0);
+    /* SiTU in the experts (_weighted_situ @ 36044ad3): the fp32 product
+     * with the routing weights keeps one more fp32 operand a row */
+    if (m->glu_activation == APS_GLU_SITU)
+        out->act += APS_FP32_BYTES * kept_rows * fe / etp;
     /* a framework that multiplies the routing scores outside the experts
      * keeps one routed-token operand, T_in k rows of h, for the scores'
      * gradient (profile.c moe_score_operand_bytes) */

@@ -59,9 +59,9 @@ typedef struct {
 APSL_ENUM(enum_mlp, "swiglu, gelu, relu2",
           {"swiglu", APS_MLP_SWIGLU}, {"gelu", APS_MLP_GELU},
           {"relu2", APS_MLP_RELU2});
-APSL_ENUM(enum_glu_activation, "silu, gelu_tanh, quick_gelu",
+APSL_ENUM(enum_glu_activation, "silu, gelu_tanh, quick_gelu, situ",
           {"silu", APS_GLU_SILU}, {"gelu_tanh", APS_GLU_GELU_TANH},
-          {"quick_gelu", APS_GLU_QUICK_GELU});
+          {"quick_gelu", APS_GLU_QUICK_GELU}, {"situ", APS_GLU_SITU});
 APSL_ENUM(enum_linear_attention, "gated_deltanet, kda",
           {"gated_deltanet", APS_LINEAR_GDN}, {"kda", APS_LINEAR_KDA});
 APSL_ENUM(enum_norm, "rmsnorm, layernorm",
@@ -340,6 +340,10 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, linear_conv_kernel_dim, FT_OINT, NULL),
     FLD(aps_model, linear_attention, FT_OENUM, &enum_linear_attention),
     FLD(aps_model, linear_attention_pattern, FT_OPATTERN, NULL),
+    FLD(aps_model, linear_output_gate_full_rank, FT_OBOOL, NULL),
+    FLD(aps_model, mla_output_gate, FT_OBOOL, NULL),
+    FLD(aps_model, attn_res_block_size, FT_OINT, NULL),
+    FLD(aps_model, moe_latent_norm, FT_OBOOL, NULL),
     FLD(aps_model, attention_output_gate, FT_OBOOL, NULL),
     FLD(aps_model, attention_head_gate, FT_OBOOL, NULL),
     FLD(aps_model, norm_zero_centered, FT_OBOOL, NULL),

@@ -515,6 +515,71 @@ static void test_kda_validation(void **state)
     ASSERT_HAS(err, "as many key heads as value heads of one width");
 }
 
+/* Kimi K3's attention residuals (attnres.c), 93 layers in blocks of 12,
+ * h 7168 (the held-out Kimi-K3 config).  Layer i mixes its attention
+ * input from the blocks so far and the running sum (not layer 0), then
+ * its MLP input from those and, when i % 12 == 0, its own new block:
+ * attention mixes over layers 1-92 of 2 (x 12), 3, ..., 8 (x 12 each)
+ * and 9 (x 8) values: 492; MLP mixes 2 + 11 x 2, 3 + 11 x 3, ..., 8 + 11
+ * x 8, 9 + 8 x 9: 501; the output mix the 8 blocks and the sum: 9.
+ * 186 mixes of 1002 values.  Per token and value: v and keys fp32, 2 x 4
+ * x 7168, and two fp32 scalars: 1002 x 57,352 / 93 = 617,921.548...
+ * bytes the mean layer saves; traffic (1002 x 46 + 186 x 10) x 7168 /
+ * 93.  Under full recompute: the block stack, sizes 1 .. 8 bf16, 36 x
+ * 2 x 7168, and the output mix's 9 x 57,352, over 93 layers. */
+static void test_attnres(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_model_defaults(&m);
+    m.num_layers = 93;
+    m.hidden_size = 7168;
+    m.attn_res_block_size = 12;
+    double mixes, values;
+    aps_attnres_mixes(&m, &mixes, &values);
+    ASSERT_DBL_EXACT(mixes, 186.0);
+    ASSERT_DBL_EXACT(values, 1002.0);
+    ASSERT_REL(aps_attnres_saved_per_token(&m), 1002.0 * 57352.0 / 93.0, 1e-15);
+    ASSERT_REL(aps_attnres_traffic_per_token(&m),
+               (1002.0 * 46.0 + 186.0 * 10.0) * 7168.0 / 93.0, 1e-15);
+    ASSERT_REL(aps_attnres_kept_per_token(&m),
+               (36.0 * 2.0 * 7168.0 + 9.0 * 57352.0) / 93.0, 1e-15);
+    ASSERT_DBL_EXACT(aps_attnres_layer_params(&m), 4.0 * 7168.0);
+    ASSERT_DBL_EXACT(aps_attnres_model_params(&m), 2.0 * 7168.0);
+    m.attn_res_block_size = 0;
+    aps_attnres_mixes(&m, &mixes, &values);
+    ASSERT_DBL_EXACT(values, 0.0);
+    ASSERT_DBL_EXACT(aps_attnres_kept_per_token(&m), 0.0);
+}
+
+/* Kimi K3's KDA with the full-rank output gate and its SiTU (h 7168, 96
+ * heads of 128,
+ * V = 12,288): from h q, k, v 3 x 12,288, f_a 128, g_proj 12,288, beta
+ * 96 -> 49,376 columns; the gate up f_b alone, 12,288.  Saved per token:
+ * f_a's output alone, 2 x 128 (the low-rank pair's two: 4 x 128). */
+static void test_kda_full_rank_gate(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_kimi_linear(&m);
+    m.hidden_size = 7168;
+    m.linear_num_key_heads = m.linear_num_value_heads = 96;
+    m.linear_output_gate_full_rank = true;
+    ASSERT_DBL_EXACT(aps_gdn_in_proj_width(&m), 49376.0);
+    ASSERT_DBL_EXACT(aps_gdn_gate_up_width(&m), 12288.0);
+    aps_training t;
+    fx_training(&t, 8, 4096);
+    double full = aps_gdn_saved_bytes(&m, &t, 1.0, 1.0);
+    m.linear_output_gate_full_rank = false;
+    ASSERT_DBL_EXACT(aps_gdn_saved_bytes(&m, &t, 1.0, 1.0) - full, 2.0 * 128.0);
+    /* SiTU (SituAndMul): six fp32 tensors a width element and the bf16
+     * fc2 input, 6 x 4 + 2, against SwiGLU's gate and up and the fc2
+     * input, 3 x 2 */
+    ASSERT_DBL_EXACT(aps_mlp_bytes_per_width(&m, &t), 6.0);
+    m.glu_activation = APS_GLU_SITU;
+    ASSERT_DBL_EXACT(aps_mlp_bytes_per_width(&m, &t), 26.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -530,6 +595,8 @@ int main(void)
         cmocka_unit_test(test_kda_layer),
         cmocka_unit_test(test_kda_refusals),
         cmocka_unit_test(test_kda_validation),
+        cmocka_unit_test(test_attnres),
+        cmocka_unit_test(test_kda_full_rank_gate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -148,12 +148,19 @@ static void test_latent_validation(void **state)
     t.framework = APS_FW_FSDP2;
     ASSERT_REASON(aps_check_all(&d, &c, &t, &s, msg, sizeof msg),
                   APS_REASON_FRAMEWORK_UNSUPPORTED, msg);
-    ASSERT_HAS(msg, "latent MoE is priced for Megatron-LM only");
+    ASSERT_HAS(msg, "latent MoE is priced for Megatron-LM (--moe-latent-size) "
+                    "and NeMo AutoModel only");
     /* and before any strategy: one refusal, exit 2, not every candidate's
      * reason (a breaker's finding) */
     assert_int_equal(aps_inputs_validate(&d, &c, &t, err, sizeof err),
                      APS_EINVAL);
-    ASSERT_HAS(err, "latent MoE is priced for Megatron-LM only");
+    ASSERT_HAS(err, "latent MoE is priced for Megatron-LM (--moe-latent-size) "
+                    "and NeMo AutoModel only");
+    /* NeMo AutoModel builds the same projections (MoEConfig.
+     * moe_latent_size, components/moe/layers.py @ 36044ad3) */
+    t.framework = APS_FW_AUTOMODEL;
+    assert_int_equal(aps_moe_check_latent(&d, &t, err, sizeof err),
+                     APS_REASON_NONE);
     t.framework = APS_FW_MEGATRON;
     assert_int_equal(aps_inputs_validate(&d, &c, &t, err, sizeof err), APS_OK);
 

@@ -76,18 +76,62 @@ describe("Kimi Linear", function()
     assert.are.equal(active, pc.active)
   end)
 
-  it("refuses Kimi K3's text model, naming its keys", function()
-    local c = config()
-    c.hidden_act, c.attn_res_block_size = "situ", 12
-    c.linear_attn_config.use_full_rank_gate = true
-    local e = H.err_of(hf.from_config, c, "k3.json")
-    assert.matches("NotImplemented: k3.json: hidden_act situ, attn_res_block_size, " ..
-      "linear_attn_config.use_full_rank_gate: Kimi K3's text model", e, 1, true)
-    -- the held-out K3 file (a multimodal wrapper) says the same of its text_config
-    e = H.err_of(hf.load, H.ROOT .. "/tests/fixtures/heldout_configs/moonshotai--Kimi-K3.json")
-    assert.matches("its text_config is not either (model_type kimi_linear with Kimi K3's hidden_act situ, " ..
-      "attn_res_block_size, latent_moe_use_norm, mla_use_output_gate, routed_expert_hidden_size, " ..
-      "linear_attn_config.gate_lower_bound, linear_attn_config.use_full_rank_gate: not modelled)", e, 1, true)
+  -- Kimi K3 (the held-out multimodal file; its text model as NeMo
+  -- AutoModel components/models/kimi_k3 @ 36044ad3 builds it): h 7168, 93
+  -- layers; KDA (69 layers) of 96 heads of 128 (V 12,288) with the
+  -- full-rank output gate: q, k, v 3 h V, convs 3 V 4, f_a h 128, f_b 128
+  -- V, b_proj h 96, g_proj h V, A_log 96, dt_bias V, o_norm 128, o_proj V h;
+  -- MLA (24 layers) of 96 heads with q_lora 1536 and the output gate: q_a
+  -- h 1536 + 1536, q_b 1536 x 96 x 192, kv_a h 576 + 512, kv_b 512 x 96 x
+  -- 256, o_proj 96 x 128 x h, g_proj h x 96 x 128; per layer 2 norms and
+  -- the attention residuals' 2 norms and 2 h -> 1 projections (6 h);
+  -- layer 1 a SiTU MLP of 33,792; 92 MoE layers: 896 latent experts of
+  -- 3 x 3584 x 3072 (top 16), the router 896 h and its bias 896, 2 shared
+  -- experts (3 h 6144), the latent projections 2 h 3584 and their norm
+  -- 3584; untied embedding and lm_head 163,840 x h; the final norm and the
+  -- output mix's norm and projection (3 h).
+  it("reads Kimi K3's text model: 2,779,484,476,000 parameters, 105,364,017,760 active", function()
+    local h, V = 7168, 12288
+    local kda = 3 * h * V + 3 * V * 4 + h * 128 + 128 * V + h * 96 + h * V + 96 + V + 128 + V * h
+    local mla = h * 1536 + 1536 + 1536 * 96 * 192 + h * 576 + 512 + 512 * 96 * 256 + 96 * 128 * h +
+      h * 96 * 128
+    local expert = 3 * 3584 * 3072
+    local moe = 896 * expert + 896 * h + 896 + 3 * h * 6144 + 2 * h * 3584 + 3584
+    local total = 69 * kda + 24 * mla + 93 * 6 * h + 3 * h * 33792 + 92 * moe + 2 * 163840 * h + 3 * h
+    local active = total - 92 * (896 - 16) * expert
+    assert.are.equal(2779484476000, total)
+    assert.are.equal(105364017760, active)
+    local path = H.ROOT .. "/tests/fixtures/heldout_configs/moonshotai--Kimi-K3.json"
+    local m = hf.load(path)
+    assert.are.same({ "situ", 12, true, true, 3584, true, 1536 }, { m.glu_activation, m.attn_res_block_size,
+      m.mla_output_gate, m.linear_output_gate_full_rank, m.moe_latent_size, m.moe_latent_norm, m.q_lora_rank })
+    local pc = core.model_params(m)
+    assert.are.equal(total, pc.total)
+    assert.are.equal(active, pc.active)
+    -- a search as AutoModel runs it (no TP; its block-aligned PP not
+    -- priced): on 2,048 H100 nothing fits, and the report says by how much
+    local code, out, err = H.apsearch("run", "--model", path, "--cluster", "h100-sxm-80gb:256x8")
+    assert.are.equal(1, code, err)
+    assert.matches("framework = automodel", err, 1, true)
+    assert.matches("tp_degree = {1}, cp_degree = {1}, pp_degree = {1}", err, 1, true)
+    assert.matches("MEMORY_LIMIT", out, 1, true)
+    code, out = H.apsearch("estimate", "--model", path, "--cluster", "h100-sxm-80gb:192x8",
+      "--strategy", "pp_degree=3,fsdp_degree=512,ep_degree=64")
+    assert.matches("Kimi K3 over pipeline stages", out, 1, true)
+  end)
+
+  it("refuses Kimi K3's settings on a model without what they act on", function()
+    local m = hf.from_config(config(), "k.json")
+    m.linear_attention, m.linear_attention_pattern = nil, nil
+    m.linear_num_key_heads, m.linear_num_value_heads, m.linear_key_head_dim = nil, nil, nil
+    m.linear_value_head_dim, m.linear_conv_kernel_dim = nil, nil
+    m.attn_res_block_size = 12
+    assert.matches("model.attn_res_block_size: Kimi K3's setting given without Kimi Delta Attention layers",
+      H.err_of(core.model_params, m), 1, true)
+    m = hf.from_config(config(), "k.json")
+    m.moe_latent_norm = true
+    assert.matches("model.moe_latent_norm: Kimi K3's setting given without latent experts",
+      H.err_of(core.model_params, m), 1, true)
   end)
 
   it("refuses layer lists that miss or repeat a layer, and what AutoModel refuses", function()
@@ -101,7 +145,7 @@ describe("Kimi Linear", function()
       H.err_of(hf.from_config, c, "k.json"), 1, true)
     c = config()
     c.q_lora_rank = 1536
-    assert.matches("q_lora_rank: expected null (NeMo AutoModel's KimiMLAAttention has no query compression)",
+    assert.matches("q_lora_rank: expected null (NeMo AutoModel's Kimi Linear MLA has no query compression",
       H.err_of(hf.from_config, c, "k.json"), 1, true)
     c = config()
     c.mla_use_nope = false

@@ -351,7 +351,7 @@ local function model_keys(w, g)
   local hf = M.hf_ids[name:lower()]
   local src = c.model_source
   K("model._target_", "nemo_automodel.NeMoAutoModelForCausalLM.from_config", "random init (pretraining)")
-  if m.linear_attention == "kda" then
+  if m.linear_attention == "kda" and not m.attn_res_block_size then
     -- Kimi Linear's published config says model_type kimi_linear, which
     -- AutoModel leaves to Kimi K3's text model: its recipes name the 48B
     -- A3B config class (examples/llm_finetune/kimi/kimi_linear_48b_a3b_

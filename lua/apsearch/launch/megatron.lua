@@ -1019,8 +1019,12 @@ end
 function M.glu_args(c, A, N)
   local m = c.model
   local act = m.glu_activation or "silu"
-  if act == "silu" then
+  if act == "silu" or act == "situ" then
     A("--swiglu")
+    if act == "situ" then
+      not_written(N, "Kimi K3's SiTU activation", "gated MLPs only with SiLU, --swiglu, or quick GELU, " ..
+        "--quick-geglu; " .. M.ARCH_SOURCES.activation_excluded, "--swiglu is written")
+    end
   else
     A("--quick-geglu")
   end

@@ -146,6 +146,11 @@ typedef struct {
                                           CohereAttention q_norm, k_norm of
                                           (heads, head_dim)); the statistic
                                           per head, as Qwen3's */
+    bool qk_norm_weightless;         /**< with qk_norm: per-head RMSNorms
+                                          without a weight (Muse Glimmer:
+                                          NeMo AutoModel 36044ad3
+                                          MuseGlimmerScalelessRMSNorm), 0
+                                          parameters, the same work */
     bool attention_sinks;            /**< a learned sink logit per query head
                                           and layer (a weights; gpt-oss:
                                           transformers GptOssAttention.sinks);

@@ -3715,6 +3715,60 @@ function builders.qwen3_5_text(r, cfg, file, notes)
   return gated_deltanet(r, cfg, file, notes, false)
 end
 
+---------------------------------------------------------------- Muse Glimmer
+-- NeMo AutoModel nemo_automodel/components/models/muse_glimmer @ 36044ad3
+-- (config.py MuseGlimmerTextConfig and MuseGlimmerConfig; model.py
+-- MuseGlimmerAttention l.175-210, MuseGlimmerDecoderLayer l.352-386,
+-- MuseGlimmerModel l.424-460): GQA without biases, its Q and K
+-- normalised per head by a weightless RMSNorm (use_qk_norm) and its output
+-- multiplied by sigmoid(output_gate_proj(x)), output_gate_proj h -> a d
+-- (use_attn_output_gate); sandwich norms (input, post-attention,
+-- pre-MLP, post-MLP; RMSNorm weights stored as an offset from one) and a
+-- SwiGLU MLP; a window on the sliding_attention layers of layer_types and
+-- no RoPE on the layers whose layer_rope_theta is 0 (the full ones);
+-- a weightless RMSNorm on the token embeddings (normalize_tok_embeddings);
+-- the final norm's weight the gain itself; logits soft-capped and scaled
+-- (final_logit_softcapping, output_multiplier), queries by
+-- qk_scale_factor.  use_qk_norm, use_attn_output_gate and
+-- normalize_tok_embeddings are MuseGlimmerConfig's (the wrapper's,
+-- default true), not the text config's: M.WRAPPER_KEYS passes them on.
+
+--- MuseGlimmerConfig's defaults of the wrapper keys its text model uses.
+M.MUSE_GLIMMER_DEFAULTS = { use_qk_norm = true, use_attn_output_gate = true, normalize_tok_embeddings = true }
+
+function builders.muse_glimmer_text(r, cfg, file, notes)
+  require_value(cfg, "hidden_activation", "silu", file, "MuseGlimmerMLP is a SwiGLU (F.silu)")
+  if r.bool("attention_bias", false) then
+    util.fail(file, "attention_bias", "expected false (NeMo AutoModel's MuseGlimmerAttention builds its " ..
+      "projections without biases)", true)
+  end
+  local m = llama_like(r, cfg, file, { norms_per_layer = 4, own_activation = true })
+  local D = M.MUSE_GLIMMER_DEFAULTS
+  m.norm_zero_centered = true -- MuseGlimmerRMSNorm: 1 + w (the final norm's w itself)
+  if r.bool("use_attn_output_gate", D.use_attn_output_gate) then m.attention_output_gate = true end
+  if r.bool("use_qk_norm", D.use_qk_norm) then m.qk_norm, m.qk_norm_weightless = true, true end
+  m.mup_multipliers = true -- output_multiplier on the logits, qk_scale_factor on the queries
+  softcapping(m, cfg, file, notes, {})
+  -- the NoPE layers (layer_rope_theta 0) are the full-attention ones, as
+  -- MuseGlimmerConfig derives both from one pattern
+  local L, lt, th = m.num_layers, cfg.layer_types, cfg.layer_rope_theta
+  if type(lt) == "table" and type(th) == "table" then
+    if #th ~= L then util.fail(file, "layer_rope_theta", "expected " .. L .. " entries (num_hidden_layers)", th) end
+    for i = 1, L do
+      if (th[i] == 0) ~= (lt[i] == "full_attention") then
+        util.fail(file, "layer_rope_theta[" .. i .. "]", "expected 0 exactly on the full_attention layers " ..
+          "(apsearch prices NoPE on the full layers)", th[i])
+      end
+    end
+  end
+  global_nope_window(m, r, cfg, file, 4)
+  if r.bool("normalize_tok_embeddings", D.normalize_tok_embeddings) then
+    note(notes, file, "the weightless RMSNorm on the token embeddings (normalize_tok_embeddings) is not priced")
+  end
+  note(notes, file, "read as NeMo AutoModel's Muse Glimmer text model (components/models/muse_glimmer)")
+  return m
+end
+
 ---------------------------------------------------------------- Kimi Linear (Kimi Delta Attention)
 -- transformers models/kimi_linear (configuration_kimi_linear.py @ 630ebd85)
 -- and NeMo AutoModel, which trains it (nemo_automodel/components/models/
@@ -3735,7 +3789,7 @@ end
 -- sets one is read as Kimi K3 (kimi_k3 below).
 M.KIMI_K3_KEYS = { mla_use_output_gate = false, attn_res_block_size = 0,
   routed_expert_hidden_size = cjson.null, latent_moe_use_norm = false, dense_ffn_hidden = cjson.null }
-M.KIMI_K3_KDA_KEYS = { use_full_rank_gate = false, gate_lower_bound = cjson.null }
+M.KIMI_K3_KDA_KEYS = { use_full_rank_gate = false }
 
 -- The Kimi K3 keys cfg (and its linear_attn_config la) sets, in order.
 local function kimi_k3_keys(cfg, la)
@@ -3753,39 +3807,78 @@ local function kimi_k3_keys(cfg, la)
   return set
 end
 
+--- KimiK3TextConfig's defaults (NeMo AutoModel components/models/kimi_k3/
+-- config.py l.31-86 @ 36044ad3): AutoModel reads a kimi_linear or kimi_k3
+-- config as Kimi K3's (_transformers/registry.py l.333-334), so a key a
+-- Kimi K3 config leaves out takes these; null keeps null (None).
+M.KIMI_K3_DEFAULTS = { vocab_size = 163840, hidden_size = 7168, intermediate_size = 18432,
+  num_hidden_layers = 93, num_attention_heads = 56, tie_word_embeddings = false, model_max_length = 1048576,
+  moe_intermediate_size = 3072, moe_renormalize = true, moe_router_activation_func = "sigmoid",
+  num_experts = 896, num_experts_per_token = 16, num_shared_experts = 2, routed_scaling_factor = 1.0,
+  first_k_dense_replace = 1, moe_layer_freq = 1, num_expert_group = 1, topk_group = 1,
+  routed_expert_hidden_size = 3584, latent_moe_use_norm = true, q_lora_rank = 1536, kv_lora_rank = 512,
+  qk_nope_head_dim = 128, qk_rope_head_dim = 64, v_head_dim = 128, mla_use_nope = true,
+  mla_use_output_gate = true, attn_res_block_size = 12, activation_situ_beta = 4.0,
+  activation_situ_linear_beta = 25.0, num_nextn_predict_layers = 0 }
+
+-- KimiK3TextConfig's default linear_attn_config for L layers: full
+-- attention on 4, 8, ... and the last, KDA of 96 heads of 128 elsewhere,
+-- the full-rank output gate (config.py l.91-104).
+local function kimi_k3_linear_default(L)
+  local full, kda, on = {}, {}, {}
+  for i = 4, L, 4 do full[#full + 1], on[i] = i, true end
+  if not on[L] then full[#full + 1], on[L] = L, true end
+  for i = 1, L do if not on[i] then kda[#kda + 1] = i end end
+  return { head_dim = 128, num_heads = 96, short_conv_kernel_size = 4, kda_layers = kda,
+    full_attn_layers = full, use_full_rank_gate = true, gate_lower_bound = -5.0 }
+end
+
+-- A Kimi K3 config with KimiK3TextConfig's defaults filled in (a copy).
+local function kimi_k3_config(cfg)
+  local c = util.copy(cfg)
+  for k, v in pairs(M.KIMI_K3_DEFAULTS) do
+    if c[k] == nil then c[k] = v end
+  end
+  if c.linear_attn_config == nil then c.linear_attn_config = kimi_k3_linear_default(c.num_hidden_layers) end
+  return c
+end
+
 --- What Kimi K3's text model adds (NeMo AutoModel components/models/
--- kimi_k3/model.py @ 36044ad3: SituAndMul and _weighted_situ, KimiMLAAttention
--- g_proj, KimiDeltaAttention g_proj with use_full_rank_gate, KimiK3MoE's
--- routed_expert_down/up_proj and routed_expert_norm, KimiDecoderLayer's
--- attention residuals) into m.
+-- kimi_k3/model.py @ 36044ad3), into m: SiTU on every MLP whatever
+-- hidden_act says (KimiK3MLP and KimiK3MoE build SituAndMul, l.327-330,
+-- 1056-1060), MLA's output gate (KimiMLAAttention g_proj), the KDA
+-- output gate's full rank (use_full_rank_gate), latent experts and their
+-- norm (KimiK3MoE routed_expert_down/up_proj, routed_expert_norm), the
+-- attention residuals (attn_res_block_size; null: none, 0 divides by
+-- zero in KimiDecoderLayer l.1326).
 local function kimi_k3(m, cfg, la, file, notes)
-  local act = cfg.hidden_act
-  if not is_null(act) and act ~= "silu" then
-    if act ~= "situ" then util.fail(file, "hidden_act", "expected silu or situ (Kimi K3)", act) end
-    if is_null(cfg.activation_situ_linear_beta) then
-      error(("NotImplemented: %s: activation_situ_linear_beta: SiTU without the bounded up projection is not " ..
-        "modelled (got null)"):format(file), 0)
-    end
-    positive(cfg, "activation_situ_linear_beta", file)
-    m.glu_activation = "situ"
+  if is_null(cfg.activation_situ_linear_beta) then
+    error(("NotImplemented: %s: activation_situ_linear_beta: SiTU without the bounded up projection is not " ..
+      "modelled (got null)"):format(file), 0)
   end
-  if cfg.mla_use_output_gate == true then m.mla_output_gate = true end
-  local bs = count(cfg, "attn_res_block_size", 0, file)
-  if bs > 0 then m.attn_res_block_size = bs end
-  local lat = count(cfg, "routed_expert_hidden_size", 0, file)
-  if lat > 0 then
-    m.moe_latent_size = lat
-    if cfg.latent_moe_use_norm == true then m.moe_latent_norm = true end
+  positive(cfg, "activation_situ_linear_beta", file)
+  m.glu_activation = "situ"
+  local function flag(t, key, where)
+    local v = t[key]
+    if is_null(v) then return false end
+    if type(v) ~= "boolean" then util.fail(file, where .. key, "expected true or false", v) end
+    return v
   end
+  m.mla_output_gate = flag(cfg, "mla_use_output_gate", "") or nil
+  if not is_null(cfg.attn_res_block_size) then
+    m.attn_res_block_size = config_int(cfg.attn_res_block_size, 1, file, "attn_res_block_size")
+  end
+  if is_null(cfg.routed_expert_hidden_size) then
+    util.fail(file, "routed_expert_hidden_size", "expected the latent width (KimiK3MoE builds " ..
+      "nn.Linear(hidden_size, routed_expert_hidden_size))", cfg.routed_expert_hidden_size)
+  end
+  m.moe_latent_size = config_int(cfg.routed_expert_hidden_size, 1, file, "routed_expert_hidden_size")
+  m.moe_latent_norm = flag(cfg, "latent_moe_use_norm", "") or nil
   if not is_null(cfg.dense_ffn_hidden) and cfg.dense_ffn_hidden ~= cfg.intermediate_size then
     util.fail(file, "dense_ffn_hidden", "expected null or intermediate_size (NeMo AutoModel's Kimi K3 builds its " ..
       "dense layers of intermediate_size, transformers of dense_ffn_hidden)", cfg.dense_ffn_hidden)
   end
-  if la.use_full_rank_gate == true then m.linear_output_gate_full_rank = true end
-  if not is_null(la.gate_lower_bound) then
-    note(notes, file, "linear_attn_config.gate_lower_bound %s bounds the KDA decay (numerics only, not priced)",
-      util.describe(la.gate_lower_bound))
-  end
+  m.linear_output_gate_full_rank = flag(la, "use_full_rank_gate", "linear_attn_config.") or nil
   note(notes, file, "read as NeMo AutoModel's Kimi K3 text model (components/models/kimi_k3)")
 end
 
@@ -3817,7 +3910,11 @@ local function kimi_pattern(la, L, file)
   return table.concat(p)
 end
 
-function builders.kimi_linear(_, cfg, file, notes)
+-- Kimi Linear, or Kimi K3's text model when k3 (its wrapper, or a config
+-- with K3's keys: kimi_k3_keys).
+local function kimi_linear(cfg, file, notes, k3)
+  k3 = k3 or (type(cfg.linear_attn_config) == "table" and #kimi_k3_keys(cfg, cfg.linear_attn_config) > 0)
+  if k3 then cfg = kimi_k3_config(cfg) end
   local la = cfg.linear_attn_config
   if type(la) ~= "table" or la[1] ~= nil then
     util.fail(file, "linear_attn_config", "expected an object (KimiLinear48BConfig requires kda_layers and " ..
@@ -3827,13 +3924,12 @@ function builders.kimi_linear(_, cfg, file, notes)
     util.fail(file, "num_nextn_predict_layers", "expected 0: MTP layers beside linear attention are not modelled",
       cfg.num_nextn_predict_layers)
   end
-  local k3 = #kimi_k3_keys(cfg, la) > 0
   require_value(cfg, "mla_use_nope", true, file, "NeMo AutoModel's KimiMLAAttention runs MLA without RoPE only")
   require_value(cfg, "moe_router_activation_func", "sigmoid", file,
     "the router with e_score_correction_bias is priced as DeepSeek-V3's sigmoid gate")
   if not k3 and not is_null(cfg.q_lora_rank) then
     util.fail(file, "q_lora_rank", "expected null (NeMo AutoModel's Kimi Linear MLA has no query compression; " ..
-      "Kimi K3's, with attn_res_block_size, has)", cfg.q_lora_rank)
+      "Kimi K3's has)", cfg.q_lora_rank)
   end
   -- DeepSeek-V3's names for Kimi Linear's MoE keys (vLLM KimiMoE)
   local c = util.copy(cfg)
@@ -3842,12 +3938,16 @@ function builders.kimi_linear(_, cfg, file, notes)
   c.norm_topk_prob = is_null(cfg.moe_renormalize) and true or cfg.moe_renormalize
   c.topk_method, c.scoring_func = "noaux_tc", "sigmoid"
   c.max_position_embeddings = cfg.model_max_length
-  if k3 then c.hidden_act = "silu" end -- SiTU: read below (llama_like asks for SwiGLU's silu)
+  if k3 then c.hidden_act = "silu" end -- SiTU: kimi_k3 (llama_like asks for SwiGLU's silu)
   local m = builders.deepseek_v3(reader(c, file), c, file)
   if k3 then kimi_k3(m, cfg, la, file, notes) end
   m.position_embedding = "none"
   local lr = reader(la, file .. ": linear_attn_config")
   m.linear_attention_pattern = kimi_pattern(la, m.num_layers, file)
+  if not is_null(la.gate_lower_bound) then
+    note(notes, file, "linear_attn_config.gate_lower_bound %s bounds the KDA decay (numerics only, not priced)",
+      util.describe(la.gate_lower_bound))
+  end
   if not m.linear_attention_pattern:find("L", 1, true) then -- every layer MLA
     m.linear_attention_pattern = nil
     return m
@@ -3859,9 +3959,15 @@ function builders.kimi_linear(_, cfg, file, notes)
   m.linear_value_head_dim = m.linear_key_head_dim
   m.linear_conv_kernel_dim = lr.int("short_conv_kernel_size")
   note(notes, file, "Kimi Delta Attention is trained by NeMo AutoModel only (FSDP2, expert and context " ..
-    "parallelism; no tensor or pipeline parallelism): a built policy uses framework = automodel")
+    "parallelism; no tensor parallelism): a built policy uses framework = automodel")
   return m
 end
+
+function builders.kimi_linear(_, cfg, file, notes) return kimi_linear(cfg, file, notes, false) end
+
+--- Kimi K3's text model through its wrapper (KimiK3Config builds
+-- KimiK3TextConfig(**text_config), config.py l.311-312).
+function builders.kimi_k3_text(_, cfg, file, notes) return kimi_linear(cfg, file, notes, true) end
 
 --- Qwen3-VL's dense text model (transformers models/qwen3_vl/
 -- configuration_qwen3_vl.py @ 000c33fd Qwen3VLTextConfig: head_dim 128,
@@ -4940,7 +5046,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
-                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear" }
+                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -5115,7 +5221,15 @@ M.WRAPPERS = { glm4v = "glm4v_text", glm4v_moe = "glm4v_moe_text", qwen3_vl = "q
   minimax_m3_vl = "minimax_m3",
   -- NeMo AutoModel 36044ad3 components/models/kimi_k3: KimiK3ForConditionalGeneration's
   -- text model is Kimi Linear's layers with K3's additions (builders.kimi_linear)
-  kimi_k3 = "kimi_linear" }
+  kimi_k3 = "kimi_k3_text",
+  -- NeMo AutoModel 36044ad3 components/models/muse_glimmer
+  muse_glimmer = "muse_glimmer_text" }
+
+--- Keys of a wrapper's own config its text model reads (NeMo AutoModel's
+-- MuseGlimmerConfig holds use_qk_norm, use_attn_output_gate and
+-- normalize_tok_embeddings for its text model), copied into the text
+-- config read when the wrapper gives them.
+M.WRAPPER_KEYS = { muse_glimmer = { "use_qk_norm", "use_attn_output_gate", "normalize_tok_embeddings" } }
 
 --- Multimodal wrappers whose text model is whatever its text_config's own
 -- model_type says (the value: the type when it says none), read through
@@ -5147,6 +5261,9 @@ function M.wrapped_text(cfg, mt, file)
     if not builders[M.model_type_of(t)] then return nil end
   else
     t.model_type = fixed
+  end
+  for _, k in ipairs(M.WRAPPER_KEYS[mt] or {}) do
+    if cfg[k] ~= nil then t[k] = cfg[k] end
   end
   return t
 end

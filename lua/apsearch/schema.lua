@@ -43,6 +43,7 @@ M.model = {
   position_embedding = enum("rope", "learned", "alibi", "none"),
   norm_bias = "bool", qkv_bias = "bool", attn_out_bias = "bool", mlp_bias = "bool",
   qk_norm = "bool", qk_norm_full_width = "bool", qk_norm_head_weights = "bool", attention_sinks = "bool",
+  qk_norm_weightless = "bool",
   tie_word_embeddings = "bool", lm_head_bias = "bool", reordered_norm = "bool",
   rotary_interleaved = "bool", mup_multipliers = "bool", parallel_attn_mlp = "bool",
   norm_weightless = "bool", embedding_norm = "bool",

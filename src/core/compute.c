@@ -33,8 +33,11 @@
  *  per element of the MLP width (read + write): gate.float() (2 + 4),
  *  up.float() (2 + 4), gate / beta (4 + 4), tanh (4 + 4), beta x (4 + 4),
  *  sigmoid (4 + 4), their product (8 + 4), up / beta' (4 + 4), tanh
- *  (4 + 4), beta' x (4 + 4), the product (8 + 4), .to(bf16) (4 + 2). */
-#define APS_EAGER_SITU_BYTES 98.0
+ *  (4 + 4), beta' x (4 + 4), the product (8 + 4), .to(bf16) (4 + 2); and
+ *  the gate and up projections' torch.cat (4 + 4) in KimiK3MLP.forward
+ *  (l.334), or the routing weights' product (4 + 4) in _weighted_situ
+ *  (l.991) in the experts.  Compiled: a fused SwiGLU's. */
+#define APS_EAGER_SITU_BYTES 106.0
 /** Megatron-Core's unfused RoPE (rope_utils.py _apply_rotary_pos_emb_bshd
  *  @ d98e8a64 and d12f6c8c), bytes per element of Q or K forward: t * cos
  *  (2 + 2), _rotate_half's -x2 over half the elements (1 + 1) and
@@ -52,7 +55,7 @@ double aps_act_fn_bytes(const aps_model *m, const aps_training *t)
 {
     bool eager = !t->torch_compile && aps_profile(t)->eager_elementwise;
     if (m->mlp == APS_MLP_SWIGLU && m->glu_activation == APS_GLU_SITU)
-        return APS_EAGER_SITU_BYTES;
+        return eager ? APS_EAGER_SITU_BYTES : APS_FUSED_SWIGLU_BYTES;
     return m->mlp != APS_MLP_SWIGLU ? APS_FUSED_ELEMENTWISE_BYTES
            : eager ? APS_EAGER_SWIGLU_BYTES : APS_FUSED_SWIGLU_BYTES;
 }

@@ -354,6 +354,10 @@ static aps_status validate_k3(const aps_model *m, char *err, size_t n)
          "multi-latent attention (kv_lora_rank)"},
         {m->moe_latent_norm && m->moe_latent_size == 0, "moe_latent_norm",
          "latent experts (moe_latent_size)"},
+        /* SiTU: AutoModel's Kimi K3 only (SituAndMul); no other model or
+         * framework has it */
+        {m->glu_activation == APS_GLU_SITU && !aps_model_has_kda(m),
+         "glu_activation", kda},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
         if (c[i].bad) {
@@ -374,18 +378,14 @@ static aps_status validate_kda(const aps_model *m, char *err, size_t n)
                 "linear_attention_pattern or linear_attention_period");
         return APS_EINVAL;
     }
-    /* query compression: Kimi K3's MLA only (its attention residuals mark
-     * it), not Kimi Linear's */
-    if (m->kv_lora_rank == 0 ||
-        (m->q_lora_rank > 0 && m->attn_res_block_size == 0) ||
-        m->position_embedding != APS_POS_NONE) {
+    /* query compression: Kimi K3's MLA has it, Kimi Linear's not (the
+     * config reader tells them apart) */
+    if (m->kv_lora_rank == 0 || m->position_embedding != APS_POS_NONE) {
         aps_fmt(err, n, "model.linear_attention: kda is priced as NeMo "
                 "AutoModel's Kimi Linear and Kimi K3, whose full-attention "
-                "layers are MLA without RoPE, Kimi Linear's without query "
-                "compression (KimiMLAAttention: kv_lora_rank > 0, "
-                "q_lora_rank 0 without attn_res_block_size, "
-                "position_embedding none; got %lld, %lld, %s)",
-                (long long)m->kv_lora_rank, (long long)m->q_lora_rank,
+                "layers are MLA without RoPE (KimiMLAAttention: kv_lora_rank "
+                "> 0, position_embedding none; got %lld, %s)",
+                (long long)m->kv_lora_rank,
                 m->position_embedding == APS_POS_NONE ? "none" : "positions");
         return APS_EINVAL;
     }

@@ -812,6 +812,14 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
                 "(it says how wide the Q/K norms are)");
         return APS_EINVAL;
     }
+    if (m->qk_norm_weightless &&
+        (!m->qk_norm || m->qk_norm_full_width || m->qk_norm_head_weights)) {
+        aps_fmt(err, n, "model.qk_norm_weightless: given %s (it says the "
+                "per-head Q/K norms have no weight)",
+                m->qk_norm ? "with qk_norm_full_width or qk_norm_head_weights"
+                           : "without qk_norm");
+        return APS_EINVAL;
+    }
     if (m->qk_norm_head_weights && (!m->qk_norm || m->qk_norm_full_width)) {
         aps_fmt(err, n, "model.qk_norm_head_weights: given %s (it says the "
                 "per-head Q/K norms have a weight each)",
@@ -1079,7 +1087,7 @@ double aps_attn_kind_keys(const aps_model *m, const aps_attn_kind *x, double S,
 static double qk_norm_params(const aps_model *m, const aps_attn_kind *x,
                              double t)
 {
-    if (!m->qk_norm)
+    if (!m->qk_norm || m->qk_norm_weightless)
         return 0.0;
     return (m->qk_norm_full_width || m->qk_norm_head_weights)
                ? (x->a + x->k) * x->d / t

@@ -832,8 +832,9 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
         g += aps_gemm_time(d, prec, T, kr + dr, h) +
              aps_gemm_time(d, prec, T, a * (dn + dv) / tp, kr) +
              aps_gemm_time(d, prec, T, h, a * dv / tp);
-        /* Kimi K3's output gate: g_proj h -> a dv, its sigmoid and the
-         * product (KimiMLAAttention.forward @ 36044ad3 l.525-526) */
+        /* Kimi K3's output gate: g_proj h -> a dv (KimiMLAAttention.
+         * forward @ 36044ad3 l.525-526); its sigmoid and product, 10
+         * bytes of traffic per context element, are not priced */
         if (m->mla_output_gate)
             g += aps_gemm_time(d, prec, T, a * dv / tp, h);
         out->mla_gemm_fwd = g;

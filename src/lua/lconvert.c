@@ -226,6 +226,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, qk_norm, FT_BOOL, NULL),
     FLD(aps_model, qk_norm_full_width, FT_OBOOL, NULL),
     FLD(aps_model, qk_norm_head_weights, FT_OBOOL, NULL),
+    FLD(aps_model, qk_norm_weightless, FT_OBOOL, NULL),
     FLD(aps_model, attention_sinks, FT_OBOOL, NULL),
     FLD(aps_model, sliding_window, FT_INT, NULL),
     FLD(aps_model, sliding_window_layers, FT_INT, NULL),

@@ -120,6 +120,27 @@ describe("Kimi Linear", function()
     assert.matches("Kimi K3 over pipeline stages", out, 1, true)
   end)
 
+  it("fills a Kimi K3 config's missing keys with KimiK3TextConfig's defaults", function()
+    local path = H.ROOT .. "/tests/fixtures/heldout_configs/moonshotai--Kimi-K3.json"
+    local c = cjson.decode(H.read(path))
+    -- AutoModel builds KimiK3TextConfig(**text_config): the output gate,
+    -- the latent norm and width, the block size and SiTU default on
+    c.text_config.mla_use_output_gate, c.text_config.latent_moe_use_norm = nil, nil
+    c.text_config.routed_expert_hidden_size, c.text_config.attn_res_block_size = nil, nil
+    c.text_config.hidden_act = "silu" -- ignored: KimiK3MLP and KimiK3MoE build SiTU
+    local m = hf.from_config(c, "k3.json")
+    assert.are.same({ true, true, 3584, 12, "situ" }, { m.mla_output_gate, m.moe_latent_norm, m.moe_latent_size,
+      m.attn_res_block_size, m.glu_activation })
+    assert.are.equal(2779484476000, core.model_params(m).total)
+    -- null turns the attention residuals off (KimiDecoderLayer: is not
+    -- None); 0 divides by zero in AutoModel and is refused
+    c.text_config.attn_res_block_size = cjson.null
+    assert.are.equal(2779484476000 - 93 * 4 * 7168 - 2 * 7168, core.model_params(hf.from_config(c, "k3.json")).total)
+    c.text_config.attn_res_block_size = 0
+    assert.matches("k3.json: text_config: attn_res_block_size: expected a positive integer",
+      H.err_of(hf.from_config, c, "k3.json"), 1, true)
+  end)
+
   it("refuses Kimi K3's settings on a model without what they act on", function()
     local m = hf.from_config(config(), "k.json")
     m.linear_attention, m.linear_attention_pattern = nil, nil
@@ -132,6 +153,11 @@ describe("Kimi Linear", function()
     m.moe_latent_norm = true
     assert.matches("model.moe_latent_norm: Kimi K3's setting given without latent experts",
       H.err_of(core.model_params, m), 1, true)
+    -- SiTU is Kimi K3's (AutoModel's SituAndMul): not on a Llama
+    local llama = H.example_model("llama-3.1-8b")
+    llama.glu_activation = "situ"
+    assert.matches("model.glu_activation: Kimi K3's setting given without Kimi Delta Attention layers",
+      H.err_of(core.model_params, llama), 1, true)
   end)
 
   it("refuses layer lists that miss or repeat a layer, and what AutoModel refuses", function()
@@ -168,7 +194,7 @@ describe("Kimi Linear", function()
 
   it("refuses KDA in a model table without Kimi Linear's MLA", function()
     local m = hf.from_config(config(), "k.json")
-    m.q_lora_rank = 1536
+    m.position_embedding = "rope"
     local e = H.err_of(core.model_params, m)
     assert.matches("model.linear_attention: kda is priced as NeMo AutoModel's Kimi Linear", e, 1, true)
   end)

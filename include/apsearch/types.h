@@ -539,6 +539,20 @@ typedef struct {
                                           blocks of this many layers and the
                                           running sum; 0: the additive
                                           residual */
+    /* Heterogeneous layers (Llama-Nemotron NAS, HF model_type nemotron-nas,
+     * block_configs; Megatron --heterogeneous-layers-config-path;
+     * src/core/nas.c).  Empty patterns: every layer alike. */
+    char nas_attention_pattern[APS_MAX_HYBRID_LAYERS + 1]; /**< one letter
+                                          a layer: A attention (GQA of
+                                          num_query_groups), - none (no-op:
+                                          no block, no norm) */
+    char nas_ffn_pattern[APS_MAX_HYBRID_LAYERS + 1]; /**< one letter a
+                                          layer: a, b, ... the MLP of that
+                                          width of nas_ffn_widths, - none */
+    char nas_ffn_widths[APS_MAX_HYBRID_LAYERS + 1]; /**< the MLP widths
+                                          the letters name, comma separated
+                                          ("28672,7168"); ffn_hidden_size is
+                                          the widest */
     aps_linear_attention linear_attention; /**< the linear layers' mixer:
                                           Gated DeltaNet (default) or Kimi
                                           Delta Attention (gdn.c) */

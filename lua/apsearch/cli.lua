@@ -403,7 +403,7 @@ function M.add_launchable(p, name, version)
     end
   end
   if not name then return end
-  table.insert(p.constraints.rules, launch.launchable_rule(name, tt))
+  table.insert(p.constraints.rules, launch.launchable_rule(name, tt, p.model_source))
   p.launchable = name
   -- the engine's own framework, whose overheads and space the estimate
   -- should take (MindFormers has none of apsearch's frameworks)

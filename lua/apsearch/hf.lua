@@ -3715,6 +3715,105 @@ function builders.qwen3_5_text(r, cfg, file, notes)
   return gated_deltanet(r, cfg, file, notes, false)
 end
 
+---------------------------------------------------------------- Llama-Nemotron NAS (nemotron-nas)
+-- DeciLM's block_configs (the HF config of nvidia/Llama-3_3-Nemotron-
+-- Super-49B-v1 and its kin) as Megatron-Core reads them
+-- (megatron/core/transformer/heterogeneous/heterogeneous_config.py @
+-- d98e8a64: AttentionConfig from n_heads_in_group, MLPConfig from ffn_mult
+-- through ffn_mult_to_intermediate_size; training/arguments.py
+-- validate_model_config_args_from_heterogeneous_config: SiLU, RMSNorm,
+-- GQA with one n_heads_in_group for every layer, RoPE with llama3
+-- scaling).  A layer's attention or MLP replaced by a linear layer, and
+-- attention windows, sinks or sparsity, are refused.
+
+--- Megatron's ffn_mult_to_intermediate_size: int(2 ffn_mult h / 3)
+-- rounded up to a multiple of 256.
+function M.nas_ffn_width(mult, h)
+  local n = math.floor(2 * mult * h / 3)
+  return math.tointeger(n % 256 == 0 and n or n + 256 - n % 256)
+end
+
+-- The attention letter of block i and its query groups per head (nil: no
+-- attention).
+local function nas_attention(b, i, file)
+  local a, key = b.attention, "block_configs[" .. i .. "].attention"
+  if type(a) ~= "table" then util.fail(file, key, "expected an object", a) end
+  for _, k in ipairs({ "window_length", "num_sink_tokens", "sparsify" }) do
+    if not is_null(a[k]) then
+      error(("NotImplemented: %s: %s.%s: attention windows, sinks and sparsity of heterogeneous layers are not " ..
+        "modelled (got %s)"):format(file, key, k, util.describe(a[k])), 0)
+    end
+  end
+  if a.replace_with_linear == true then
+    error(("NotImplemented: %s: %s.replace_with_linear: an attention block replaced by a linear layer is not " ..
+      "modelled (got true)"):format(file, key), 0)
+  end
+  if a.no_op == true then return "-" end
+  return "A", config_int(a.n_heads_in_group, 1, file, key .. ".n_heads_in_group")
+end
+
+-- The MLP width of block i (nil: none).
+local function nas_ffn(b, i, h, file)
+  local f, key = b.ffn or b.mlp, "block_configs[" .. i .. "].ffn"
+  if type(f) ~= "table" then util.fail(file, key, "expected an object", f) end
+  if not is_null(f.sparsify) then
+    error(("NotImplemented: %s: %s.sparsify: sparse MLPs are not modelled (got %s)"):format(file, key,
+      util.describe(f.sparsify)), 0)
+  end
+  if f.replace_with_linear == true then
+    error(("NotImplemented: %s: %s.replace_with_linear: an MLP replaced by a linear layer is not modelled " ..
+      "(got true)"):format(file, key), 0)
+  end
+  if f.no_op == true then return nil end
+  local mult = positive(f, "ffn_mult", file)
+  if not mult then util.fail(file, key .. ".ffn_mult", "expected a positive number", f.ffn_mult) end
+  return M.nas_ffn_width(mult, h)
+end
+
+builders["nemotron-nas"] = function(_, cfg, file, notes)
+  local blocks, r0 = cfg.block_configs, reader(cfg, file)
+  local L = r0.int("num_hidden_layers")
+  if type(blocks) ~= "table" or #blocks ~= L then
+    util.fail(file, "block_configs", "expected an array of num_hidden_layers = " .. L .. " blocks", blocks)
+  end
+  require_value(cfg, "hidden_act", "silu", file, "Megatron's heterogeneous config asserts SiLU")
+  local h = r0.int("hidden_size")
+  local attn, ffn, widths, letter, group = {}, {}, {}, {}, nil
+  for i, b in ipairs(blocks) do
+    local a, g = nas_attention(b, i, file)
+    if g then
+      if group and g ~= group then
+        error(("NotImplemented: %s: block_configs[%d].attention.n_heads_in_group: %d where earlier layers have %d " ..
+          "(Megatron asserts one value for every layer) (got %d)"):format(file, i, g, group, g), 0)
+      end
+      group = g
+    end
+    attn[i] = a
+    local w = nas_ffn(b, i, h, file)
+    if w and not letter[w] then
+      widths[#widths + 1] = w
+      letter[w] = string.char(string.byte("a") + #widths - 1)
+    end
+    ffn[i] = w and letter[w] or "-"
+  end
+  if not group then util.fail(file, "block_configs", "no layer has attention", cjson.null) end
+  local c = util.copy(cfg)
+  local widest = 0
+  for _, w in ipairs(widths) do widest = math.max(widest, w) end
+  c.intermediate_size, c.num_key_value_heads = widest, cfg.num_attention_heads // group
+  local r = reader(c, file)
+  local m = llama_like(r, c, file, {})
+  m.nas_attention_pattern, m.nas_ffn_pattern = table.concat(attn), table.concat(ffn)
+  local ws = {}
+  for k, w in ipairs(widths) do ws[k] = tostring(w) end
+  m.nas_ffn_widths = table.concat(ws, ",")
+  m.qkv_bias, m.attn_out_bias = r.bool("attention_bias", false), r.bool("attention_bias", false)
+  m.mlp_bias = r.bool("mlp_bias", false)
+  note(notes, file, "heterogeneous layers (block_configs): %d of %d with attention, MLP widths %s; priced for " ..
+    "Megatron-LM (--heterogeneous-layers-config-path)", #(table.concat(attn):gsub("-", "")), L, m.nas_ffn_widths)
+  return m
+end
+
 ---------------------------------------------------------------- Muse Glimmer
 -- NeMo AutoModel nemo_automodel/components/models/muse_glimmer @ 36044ad3
 -- (config.py MuseGlimmerTextConfig and MuseGlimmerConfig; model.py
@@ -5146,8 +5245,6 @@ local GEMMA3N_UNMODELLED = "Gemma 3n's text model (AltUp's altup_num_inputs para
 -- the refusal names it.
 M.UNMODELLED = {
   -- each named by the config keys that carry what is not modelled
-  ["nemotron-nas"] = "per-layer heterogeneous blocks (block_configs: a layer's attention skipped or " ..
-    "replaced, its FFN width its own) are not modelled",
   -- vLLM vllm/model_executor/models/step3p7.py @ 22c552fa and SGLang
   -- python/sglang/srt/models/step3p7.py @ 07f4db31 run Step3p5ForCausalLM
   -- on its text_config (vLLM step3p5.py @ 01b50b9e: Step3p5Attention,

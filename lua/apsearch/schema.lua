@@ -104,6 +104,9 @@ M.model = {
   -- attention residuals, the latent experts' output norm
   linear_output_gate_full_rank = "bool", mla_output_gate = "bool", attn_res_block_size = "nonnegint",
   moe_latent_norm = "bool",
+  -- heterogeneous layers (Llama-Nemotron NAS): per layer A attention or -
+  -- none; per layer a letter naming an MLP width of nas_ffn_widths or -
+  nas_attention_pattern = "string", nas_ffn_pattern = "string", nas_ffn_widths = "string",
   attention_output_gate = "bool", norm_zero_centered = "bool", attention_head_gate = "bool",
   -- DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning
   -- indexer's heads and width, and the keys each query attends to

@@ -806,7 +806,8 @@ aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
     if (r != APS_REASON_NONE)
         return r;
     aps_reason code = APS_REASON_NONE;
-    const char *why = aps_model_is_hybrid(m) ? aps_hybrid_refusal(m, t, s, &code)
+    const char *why = aps_model_is_nas(m)      ? aps_nas_refusal(t, s, &code)
+                      : aps_model_is_hybrid(m) ? aps_hybrid_refusal(m, t, s, &code)
                       : aps_model_has_gdn(m) ? aps_gdn_refusal(m, t, s, &code)
                       : (aps_model_has_global_attention(m) ||
                          m->attn_v_head_dim > 0)

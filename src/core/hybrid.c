@@ -111,6 +111,10 @@ void aps_hybrid_mtp_counts(const aps_model *m, int64_t depths,
 void aps_hybrid_mix(const aps_model *m, aps_hybrid_counts *out)
 {
     *out = (aps_hybrid_counts){0};
+    if (aps_model_is_nas(m)) {
+        aps_nas_mix(m, out);
+        return;
+    }
     if (!aps_model_is_hybrid(m)) {
         out->attn_share = out->mlp_share = 1.0;
         out->blocks = 2.0;
@@ -138,6 +142,16 @@ void aps_hybrid_spans_mix(const aps_model *m, const int64_t *start,
                           const int64_t *len, int64_t n, int64_t mtp_depths,
                           aps_hybrid_counts *out)
 {
+    if (aps_model_is_nas(m)) { /* the rank's own layers' blocks */
+        double sum = 0.0, layers = 0.0;
+        *out = (aps_hybrid_counts){0};
+        for (int64_t k = 0; k < n; k++) {
+            aps_nas_count(m, start[k], len[k], out, &sum);
+            layers += (double)len[k];
+        }
+        aps_nas_set_shares(m, (int64_t)layers, sum, out);
+        return;
+    }
     if (aps_model_has_gdn(m)) { /* a transformer layer's MLP and blocks */
         aps_hybrid_mix(m, out);
         out->attn = out->gdn = 0;

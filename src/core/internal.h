@@ -933,6 +933,36 @@ const char *aps_gdn_refusal(const aps_model *m, const aps_training *t,
  *  without linear attention. */
 double aps_gdn_attn_share(const aps_model *m);
 
+/* ---- nas.c: heterogeneous layers (Llama-Nemotron NAS) ---- */
+
+/** Most MLP widths nas_ffn_widths may list (letters a ..). */
+#define APS_NAS_MAX_WIDTHS 26
+/** True when the model has nas_attention_pattern or nas_ffn_pattern. */
+bool aps_model_is_nas(const aps_model *m);
+/** The MLP width of 0-based layer `layer` (0: none). */
+double aps_nas_ffn_width(const aps_model *m, int64_t layer);
+/** Adds the attention and MLP layers among layers from .. from + n - 1
+ *  to out's attn and mlp counts and their MLP widths to *width_sum. */
+void aps_nas_count(const aps_model *m, int64_t from, int64_t n,
+                   aps_hybrid_counts *out, double *width_sum);
+/** The shares of `layers` layers counted in out: attention blocks a
+ *  layer, MLP width a layer over ffn_hidden_size, blocks a layer. */
+void aps_nas_set_shares(const aps_model *m, int64_t layers, double width_sum,
+                        aps_hybrid_counts *out);
+/** The whole model's counts and shares into out. */
+void aps_nas_mix(const aps_model *m, aps_hybrid_counts *out);
+/** MLP blocks a layer of the mix (not width-weighted): host launches. */
+double aps_nas_mlp_blocks(const aps_hybrid_counts *w);
+/** Checks the patterns and widths (model.c calls it). */
+aps_status aps_nas_validate(const aps_model *m, char *err, size_t n);
+/** Why a heterogeneous model cannot be priced under t and s, or NULL. */
+const char *aps_nas_refusal(const aps_training *t, const aps_strategy *s,
+                            aps_reason *code);
+/** The decoder layers' parameters summed layer by layer, given one
+ *  attention block's and one norm's. */
+double aps_nas_layers_params(const aps_model *m, double attn_block,
+                             double norm);
+
 /* ---- attnres.c: Kimi K3's block attention residuals ---- */
 
 /** True when the model has attn_res_block_size. */
@@ -968,7 +998,8 @@ static inline bool aps_model_is_hybrid(const aps_model *m)
 static inline bool aps_hybrid_split(const aps_model *m, const aps_layout *lay)
 {
     /* a hybrid model's MTP layers are the last rank's (hybrid.c) */
-    return (lay->p > 1 && (aps_model_is_hybrid(m) || aps_model_has_gdn(m))) ||
+    return (lay->p > 1 && (aps_model_is_hybrid(m) || aps_model_has_gdn(m) ||
+                           aps_model_is_nas(m))) ||
            (lay->mtp > 0 && aps_model_is_hybrid(m));
 }
 /** The pattern resolved into counts and per-layer shares. */

@@ -260,8 +260,10 @@ static void hybrid_launches(const aps_model *m, const aps_training *t,
     double other = L - (double)w.moe;
     double dense = other > 0 ? (double)(w.mlp - w.moe) / other : 0.0;
     double ssm = other > 0 ? (double)w.mamba / other : 0.0;
-    if (!aps_model_is_hybrid(m)) /* Gated DeltaNet: the MLP on every layer */
-        dense = w.mlp_share, ssm = 0.0;
+    if (!aps_model_is_hybrid(m)) /* Gated DeltaNet: the MLP on every layer;
+                                    * NAS: its MLP blocks, not widths */
+        dense = aps_model_is_nas(m) ? aps_nas_mlp_blocks(&w) : w.mlp_share,
+        ssm = 0.0;
     out->mlp.fwd = dense * out->mlp.fwd + ssm * mamba.fwd;
     out->mlp.bwd = dense * out->mlp.bwd + ssm * mamba.bwd;
 }

@@ -792,6 +792,8 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
     if (st != APS_OK)
         return st;
     st = aps_gdn_validate(m, err, n);
+    if (st == APS_OK)
+        st = aps_nas_validate(m, err, n);
     if (st != APS_OK)
         return st;
     st = validate_glu(m, err, n);
@@ -1144,7 +1146,9 @@ static inline double layer_params_mix(const aps_model *m, int64_t tp,
         p += w->mamba_share * aps_mamba_params_tp(m, tp);
     if (w->gdn_share > 0)
         p += w->gdn_share * aps_gdn_params_tp(m, tp);
-    p += (double)m->norms_per_layer * norm_params(m, h);
+    /* a heterogeneous layer's norms are its present blocks' (nas.c) */
+    p += (aps_model_is_nas(m) ? w->blocks : (double)m->norms_per_layer) *
+         norm_params(m, h);
     p += aps_attnres_layer_params(m); /* replicated (attnres.c) */
     return p;
 }
@@ -1368,6 +1372,9 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
                       moe * (out->per_moe_layer - v4 / L) + v4;
     if (aps_model_has_global_attention(m))
         out->layers = kinds_layer_params(m, moe, dense_ffn);
+    if (aps_model_is_nas(m)) /* layer by layer (nas.c) */
+        out->layers = aps_nas_layers_params(m, gqa_attention_params(m),
+                                            norm_params(m, h));
     /* linear attention: per_layer is the mean of attn and linear layers
      * (shares of L), so the sum is an integer up to the shares' rounding
      * (Kimi K3: 69 / 93 and 24 / 93 of half-trillion layer sums) */
@@ -1530,6 +1537,10 @@ double aps_largest_layer_params(const aps_model *m, const aps_layout *lay,
         return aps_layer_params_tp(m, lay->t) -
                attn_mean(m, (double)lay->t, kind_block_params) +
                attn_max(m, (double)lay->t, kind_block_params);
+    if (aps_model_is_nas(m)) /* attention and the widest MLP */
+        return attn_mean(m, (double)lay->t, kind_block_params) +
+               mlp_matmul_params(m) / (double)lay->t +
+               2.0 * norm_params(m, (double)m->hidden_size);
     if (!aps_model_is_hybrid(m) && !aps_model_has_gdn(m))
         return aps_layer_params_tp(m, lay->t);
     aps_hybrid_counts w;

@@ -313,9 +313,11 @@ M.LAUNCHABLE_ORDER = 10000
 -- and that line as its message; an infeasible one keeps its own reason.
 -- @tparam string name megatron, torchtitan, mindformers or automodel
 -- @tparam[opt] string version the TorchTitan target (M.torchtitan_version)
+-- @tparam[opt] string source the model's config file (policy model_source),
+--   which a launch file may name (Megatron's heterogeneous layers)
 -- @treturn table a rule (apsearch.rules.normalize, trusted)
 -- @raise `--launchable: launchable: must be ... (got NAME)` (exit 2)
-function M.launchable_rule(name, version)
+function M.launchable_rule(name, version, source)
   local e = M.engine(name)
   if not e then
     local names = {}
@@ -331,7 +333,10 @@ function M.launchable_rule(name, version)
     check = function(candidate, ctx, evaluation)
       if not evaluation.feasible then return true end
       local core = require("apsearch.rules").core_of(ctx) or ctx
-      inputs[core] = inputs[core] or core:inputs()
+      if not inputs[core] then
+        inputs[core] = core:inputs()
+        inputs[core].model_source = source
+      end
       local differs = M.estimate_differences(e, inputs[core], core:estimate(candidate), version)
       if #differs == 0 then return true end
       return false, M.LAUNCH_DIFFERS, name .. ": " .. differs[1]
@@ -369,6 +374,8 @@ M.LLAMA_BLOCK_LACKS = {
     "the Llama norms scale by w" },
   { "global_head_dim", "the full-attention layers' own head width (global_head_dim, Gemma 4): the Llama block " ..
     "has one head width" },
+  { "nas_ffn_pattern", "heterogeneous layers (Llama-Nemotron NAS block_configs: attention left out of some " ..
+    "layers, each layer's MLP width its own): the Llama block is the same on every layer" },
   { "msa_layers", "MiniMax-M3's block-sparse attention (msa_layers with their indexer): the Llama block " ..
     "attends densely and has no indexer" },
   { "global_num_attention_heads", "the full-attention layers' own query heads (global_num_attention_heads, " ..

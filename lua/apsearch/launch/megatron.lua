@@ -612,6 +612,7 @@ function M.render(c)
   if tr.mtp_repeated_layer then A("--mtp-use-repeated-layer") end
   if m.mlp == "swiglu" then M.glu_args(c, A, N) end
   if m.hybrid_layer_pattern then M.hybrid_args(m, A, N, hybrid_pipes and chunks or nil, tr) end
+  if m.nas_attention_pattern or m.nas_ffn_pattern then M.nas_args(c, A, N) end
   -- Kimi Delta Attention: NOT WRITTEN (architecture notes below)
   if launch_util.has_linear_attention(m) and m.linear_attention ~= "kda" then M.gdn_args(m, A) end
   -- DeepSeek-V4's indexer is its CSA layers' (global_attention_notes
@@ -1005,6 +1006,28 @@ end
 
 local function not_written(N, what, why, instead)
   N("NOT WRITTEN", string.format("%s: NOT EXPRESSIBLE in Megatron-LM d98e8a64 (%s); %s", what, why, instead))
+end
+
+--- Heterogeneous layers (Llama-Nemotron NAS): Megatron reads their
+-- attention and MLP per layer from the HF config's block_configs
+-- (--heterogeneous-layers-config-path, arguments.py l.3629; HeterogeneousTransformerConfig,
+-- transformer/heterogeneous/heterogeneous_config.py @ d98e8a64), the
+-- config the estimate read; without one, NOT WRITTEN.
+-- @tparam table c context (model_source: the config file read)
+-- @tparam function A flag writer
+-- @tparam function N note writer
+function M.nas_args(c, A, N)
+  if c.model_source then
+    A("--heterogeneous-layers-config-path", c.model_source)
+    -- validate_model_config_args_from_heterogeneous_config compares
+    -- use_rotary_position_embeddings with True (arguments.py:220), which
+    -- only this deprecated flag sets
+    A("--use-rotary-position-embeddings")
+  else
+    N("NOT WRITTEN", "the heterogeneous layers (nas_attention_pattern, nas_ffn_pattern): Megatron reads them from " ..
+      "a config.json's block_configs (--heterogeneous-layers-config-path), and this model came from no file; add " ..
+      "the flag with its config")
+  end
 end
 
 --- The gated MLP's activation (model.glu_activation), offset and clamp.

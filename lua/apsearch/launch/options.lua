@@ -140,6 +140,9 @@ M.megatron = {
     "--experimental-attention-variant", "--linear-attention-freq", "--linear-conv-kernel-dim",
     "--linear-key-head-dim", "--linear-value-head-dim", "--linear-num-key-heads",
     "--linear-num-value-heads", "--attention-output-gate", "--apply-layernorm-1p",
+    -- heterogeneous layers (Llama-Nemotron NAS): _add_heterogeneous_args
+    -- (arguments.py:3629 @ d98e8a64)
+    "--heterogeneous-layers-config-path", "--use-rotary-position-embeddings",
     -- DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): TransformerConfig
     -- dsa_indexer_n_heads, dsa_indexer_head_dim, dsa_indexer_topk,
     -- dsa_kernel_backend, dsa_indexer_rope_interleaved, dsa_indexer_loss_coeff,
@@ -206,6 +209,7 @@ M.megatron.facts = {
   ["--experimental-attention-variant"] = { type = "string",
     values = { gdn = true, gdn2 = true, dsa = true, gated_delta_net = true } },
   ["--linear-attention-freq"] = { type = "int", min = 1, constraint = "la_freq_type: N or a list" },
+  ["--heterogeneous-layers-config-path"] = { type = "string" },
   -- TransformerConfig dsa_* (transformer_config.py:317-340, 1510-1525 @ d98e8a64)
   ["--dsa-indexer-n-heads"] = { type = "int", min = 1 },
   ["--dsa-indexer-head-dim"] = { type = "int", min = 1, constraint = ">= qk-pos-emb-head-dim (the rotated part)" },

@@ -5523,6 +5523,13 @@ function M.from_config(cfg, source, name)
       "params.json (" .. util.join(M.NATIVE_PARAMS_KEYS) .. "), which Mistral's and Meta's Hub repositories " ..
       "ship beside the Hugging Face config.json: give that config.json", nil)
   end
+  -- NVIDIA ModelOpt's hf_quant_config.json ({producer, quantization}),
+  -- shipped beside the config.json of every quantized checkpoint
+  if is_null(mt) and type(cfg.quantization) == "table" and type(cfg.producer) == "table" then
+    util.fail(source, "model_type", "required key is missing: the file is a quantization config " ..
+      "(hf_quant_config.json: producer, quantization), which quantized checkpoints ship beside their " ..
+      "config.json: give that config.json", nil)
+  end
   if is_null(mt) then
     util.fail(source, "model_type", "required key is missing (supported: " ..
       util.join(all) .. ")", nil)

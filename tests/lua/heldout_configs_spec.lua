@@ -321,6 +321,12 @@ describe("held-out config.json files", function()
     local cfg = decoded("mistralai--Devstral-Small-2507.params")
     cfg.n_heads = nil
     assert.truthy(err_of(hf.from_config, cfg, "p.json"):find("^p%.json: model_type: required key is missing %(supported"))
+    -- NVIDIA ModelOpt's hf_quant_config.json (aiconfigurator's model_configs
+    -- folder holds 27 of them beside the configs) is named too
+    assert.are.equal("q.json: model_type: required key is missing: the file is a quantization config " ..
+      "(hf_quant_config.json: producer, quantization), which quantized checkpoints ship beside their " ..
+      "config.json: give that config.json (got nothing)", err_of(hf.from_config, { producer = { name = "modelopt" },
+        quantization = { quant_algo = "NVFP4" } }, "q.json"))
   end)
 
   -- nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8: latent MoE

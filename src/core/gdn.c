@@ -470,7 +470,6 @@ static const char *kda_refusal(const aps_model *m, const aps_training *t,
                "attention-residual block boundaries and passes the block "
                "stack between stages, _partition_attn_residual_blocks) is not "
                "modelled";
-    *code = APS_REASON_NOT_MODELLED;
     if (s->cp_degree > 1)
         return "Kimi Delta Attention under context parallelism (FLA's "
                "rank-to-rank state passing, MLA's gathered latent) is not "

@@ -374,6 +374,8 @@ M.LLAMA_BLOCK_LACKS = {
     "the Llama norms scale by w" },
   { "global_head_dim", "the full-attention layers' own head width (global_head_dim, Gemma 4): the Llama block " ..
     "has one head width" },
+  { "linear_attention", "Kimi Delta Attention layers (Kimi Linear, Kimi K3: linear_attention = kda): no model " ..
+    "of this engine has them (apsearch prices them for NeMo AutoModel)" },
   { "nas_ffn_pattern", "heterogeneous layers (Llama-Nemotron NAS block_configs: attention left out of some " ..
     "layers, each layer's MLP width its own): the Llama block is the same on every layer" },
   { "msa_layers", "MiniMax-M3's block-sparse attention (msa_layers with their indexer): the Llama block " ..

@@ -364,11 +364,8 @@ function M.render(c)
       "): MindSpore Transformers has no Mamba-2 / Nemotron-H model; only the parallel settings are " ..
       "written (apsearch prices hybrid models for Megatron-LM only)")
   end
-  if m.linear_attention == "kda" then
-    N("NOT EXPRESSIBLE in MindFormers", "the Kimi Delta Attention layers (Kimi Linear): MindSpore " ..
-      "Transformers has no KDA model; only the parallel settings are written (apsearch prices KDA models for " ..
-      "NeMo AutoModel only)")
-  elseif (m.linear_attention_period or 0) > 0 or m.linear_attention_pattern then
+  -- Kimi Delta Attention: launch.LLAMA_BLOCK_LACKS
+  if m.linear_attention ~= "kda" and ((m.linear_attention_period or 0) > 0 or m.linear_attention_pattern) then
     N("NOT EXPRESSIBLE in MindFormers", "the Gated DeltaNet layers (Qwen3-Next): MindSpore Transformers " ..
       "has no Qwen3-Next / Gated DeltaNet model; only the parallel settings are written (apsearch prices " ..
       "Gated DeltaNet models for Megatron-LM only)")

@@ -193,9 +193,9 @@ function M.flavor(rel, m)
     D(tostring(m.position_embedding) .. " positions: the llama3 model applies RoPE")
   end
   if m.hybrid_layer_pattern then D("the hybrid Mamba-2 layers: the release has no Mamba-2 model") end
-  if require("apsearch.launch").has_linear_attention(m) then
-    D(m.linear_attention == "kda" and "the Kimi Delta Attention layers (Kimi Linear): the release has no KDA model"
-      or "the Gated DeltaNet layers (Qwen3-Next): the release has no Gated DeltaNet model")
+  -- (Kimi Delta Attention: launch.LLAMA_BLOCK_LACKS below)
+  if require("apsearch.launch").has_linear_attention(m) and m.linear_attention ~= "kda" then
+    D("the Gated DeltaNet layers (Qwen3-Next): the release has no Gated DeltaNet model")
   end
   if (m.rotary_percent or 0) > 0 and m.rotary_percent < 1 then D("partial RoPE: every dimension is rotated") end
   for _, what in ipairs(require("apsearch.launch").llama_block_features(m)) do D(what) end

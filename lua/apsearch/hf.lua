@@ -3727,15 +3727,27 @@ end
 -- attention windows, sinks or sparsity, are refused.
 
 --- Megatron's ffn_mult_to_intermediate_size: int(2 ffn_mult h / 3)
--- rounded up to a multiple of 256.
+-- rounded up to a multiple of 256; nil past 2^24 (no integer width).
 function M.nas_ffn_width(mult, h)
   local n = math.floor(2 * mult * h / 3)
+  if not (n >= 0 and n <= 2 ^ 24) then return nil end
   return math.tointeger(n % 256 == 0 and n or n + 256 - n % 256)
 end
 
--- The attention letter of block i and its query groups per head (nil: no
--- attention).
-local function nas_attention(b, i, file)
+-- A flag of a block's attention or ffn: true, false or null (Megatron's
+-- dataclasses test it for truth; apsearch takes only booleans).
+local function nas_flag(t, k, key, file)
+  local v = t[k]
+  if is_null(v) then return false end
+  if type(v) ~= "boolean" then util.fail(file, key .. "." .. k, "expected true or false", v) end
+  return v
+end
+
+-- The attention letter of block i (0-based in messages) and its query
+-- groups (nil: no attention), as AttentionConfig.build_config_from_dict
+-- reads them: num_query_groups when given, else num_attention_heads //
+-- n_heads_in_group.
+local function nas_attention(b, i, heads, file)
   local a, key = b.attention, "block_configs[" .. i .. "].attention"
   if type(a) ~= "table" then util.fail(file, key, "expected an object", a) end
   for _, k in ipairs({ "window_length", "num_sink_tokens", "sparsify" }) do
@@ -3744,15 +3756,37 @@ local function nas_attention(b, i, file)
         "modelled (got %s)"):format(file, key, k, util.describe(a[k])), 0)
     end
   end
-  if a.replace_with_linear == true then
+  for _, k in ipairs({ "unshifted_sink", "use_prefill_window_in_sink_attention" }) do
+    if nas_flag(a, k, key, file) then
+      error(("NotImplemented: %s: %s.%s: attention sinks of heterogeneous layers are not modelled (got true)")
+        :format(file, key, k), 0)
+    end
+  end
+  if nas_flag(a, "replace_with_linear", key, file) then
     error(("NotImplemented: %s: %s.replace_with_linear: an attention block replaced by a linear layer is not " ..
       "modelled (got true)"):format(file, key), 0)
   end
-  if a.no_op == true then return "-" end
-  return "A", config_int(a.n_heads_in_group, 1, file, key .. ".n_heads_in_group")
+  local no_op = nas_flag(a, "no_op", key, file)
+  local given = not is_null(a.num_query_groups) and "num_query_groups" or
+    (not is_null(a.n_heads_in_group) and "n_heads_in_group" or nil)
+  if no_op then
+    -- get_config_for_layer asserts a no-op layer has no query groups, and
+    -- validate_model_config_args_from_heterogeneous_config counts every
+    -- layer's n_heads_in_group
+    if given then util.fail(file, key .. "." .. given, "expected null on a no_op layer", a[given]) end
+    return "-"
+  end
+  if not given then util.fail(file, key .. ".n_heads_in_group", "expected an integer (or num_query_groups)", nil) end
+  local v = config_int(a[given], 1, file, key .. "." .. given)
+  local groups = given == "num_query_groups" and v or heads // v
+  if given == "n_heads_in_group" and heads % v ~= 0 or given == "num_query_groups" and heads % v ~= 0 then
+    util.fail(file, key .. "." .. given, "expected a divisor of num_attention_heads = " .. heads, a[given])
+  end
+  return "A", groups
 end
 
--- The MLP width of block i (nil: none).
+-- The MLP width of block i (nil: none), as MLPConfig.build_config_from_dict
+-- reads it: ffn_hidden_size when given, else from ffn_mult.
 local function nas_ffn(b, i, h, file)
   local f, key = b.ffn or b.mlp, "block_configs[" .. i .. "].ffn"
   if type(f) ~= "table" then util.fail(file, key, "expected an object", f) end
@@ -3760,14 +3794,19 @@ local function nas_ffn(b, i, h, file)
     error(("NotImplemented: %s: %s.sparsify: sparse MLPs are not modelled (got %s)"):format(file, key,
       util.describe(f.sparsify)), 0)
   end
-  if f.replace_with_linear == true then
+  if nas_flag(f, "replace_with_linear", key, file) then
     error(("NotImplemented: %s: %s.replace_with_linear: an MLP replaced by a linear layer is not modelled " ..
       "(got true)"):format(file, key), 0)
   end
-  if f.no_op == true then return nil end
+  if nas_flag(f, "no_op", key, file) then return nil end
+  if not is_null(f.ffn_hidden_size) then return config_int(f.ffn_hidden_size, 1, file, key .. ".ffn_hidden_size") end
   local mult = positive(f, "ffn_mult", file)
-  if not mult then util.fail(file, key .. ".ffn_mult", "expected a positive number", f.ffn_mult) end
-  return M.nas_ffn_width(mult, h)
+  local w = mult and M.nas_ffn_width(mult, h)
+  if not w or w < 1 then
+    util.fail(file, key .. ".ffn_mult", "expected a multiplier giving a width in [1, 2^24] " ..
+      "(int(2 ffn_mult hidden_size / 3) rounded up to 256)", f.ffn_mult)
+  end
+  return w
 end
 
 builders["nemotron-nas"] = function(_, cfg, file, notes)
@@ -3777,38 +3816,50 @@ builders["nemotron-nas"] = function(_, cfg, file, notes)
     util.fail(file, "block_configs", "expected an array of num_hidden_layers = " .. L .. " blocks", blocks)
   end
   require_value(cfg, "hidden_act", "silu", file, "Megatron's heterogeneous config asserts SiLU")
-  local h = r0.int("hidden_size")
+  for _, k in ipairs({ "attention_bias", "mlp_bias" }) do
+    if r0.bool(k, false) then
+      error(("NotImplemented: %s: %s: biases of heterogeneous layers are not modelled (got true)"):format(file, k), 0)
+    end
+  end
+  if type(cfg.rope_scaling) ~= "table" then
+    util.fail(file, "rope_scaling", "expected an object (Megatron's heterogeneous config reads its factor)",
+      cfg.rope_scaling)
+  end
+  local h, heads = r0.int("hidden_size"), r0.int("num_attention_heads")
   local attn, ffn, widths, letter, group = {}, {}, {}, {}, nil
   for i, b in ipairs(blocks) do
-    local a, g = nas_attention(b, i, file)
+    local a, g = nas_attention(b, i - 1, heads, file)
     if g then
       if group and g ~= group then
-        error(("NotImplemented: %s: block_configs[%d].attention.n_heads_in_group: %d where earlier layers have %d " ..
-          "(Megatron asserts one value for every layer) (got %d)"):format(file, i, g, group, g), 0)
+        error(("NotImplemented: %s: block_configs[%d].attention: %d query groups where earlier layers have %d " ..
+          "(Megatron asserts one value for every layer) (got %d)"):format(file, i - 1, g, group, g), 0)
       end
       group = g
     end
     attn[i] = a
-    local w = nas_ffn(b, i, h, file)
+    local w = nas_ffn(b, i - 1, h, file)
     if w and not letter[w] then
+      if #widths == 26 then
+        error(("NotImplemented: %s: block_configs[%d].ffn: a 27th MLP width (apsearch names at most 26) (got %d)")
+          :format(file, i - 1, w), 0)
+      end
       widths[#widths + 1] = w
       letter[w] = string.char(string.byte("a") + #widths - 1)
     end
     ffn[i] = w and letter[w] or "-"
   end
   if not group then util.fail(file, "block_configs", "no layer has attention", cjson.null) end
+  if #widths == 0 then util.fail(file, "block_configs", "no layer has an MLP", cjson.null) end
   local c = util.copy(cfg)
   local widest = 0
   for _, w in ipairs(widths) do widest = math.max(widest, w) end
-  c.intermediate_size, c.num_key_value_heads = widest, cfg.num_attention_heads // group
+  c.intermediate_size, c.num_key_value_heads = widest, group
   local r = reader(c, file)
   local m = llama_like(r, c, file, {})
   m.nas_attention_pattern, m.nas_ffn_pattern = table.concat(attn), table.concat(ffn)
   local ws = {}
   for k, w in ipairs(widths) do ws[k] = tostring(w) end
   m.nas_ffn_widths = table.concat(ws, ",")
-  m.qkv_bias, m.attn_out_bias = r.bool("attention_bias", false), r.bool("attention_bias", false)
-  m.mlp_bias = r.bool("mlp_bias", false)
   note(notes, file, "heterogeneous layers (block_configs): %d of %d with attention, MLP widths %s; priced for " ..
     "Megatron-LM (--heterogeneous-layers-config-path)", #(table.concat(attn):gsub("-", "")), L, m.nas_ffn_widths)
   return m

@@ -117,6 +117,13 @@ aps_reason aps_check_tp(const aps_model *m, const aps_training *t,
             return APS_REASON_TP_DIVISIBILITY;
         }
     }
+    /* every heterogeneous layer's MLP is column parallel (nas.c) */
+    int64_t w = aps_nas_width_not_divisible(m, tp);
+    if (w != 0) {
+        aps_fmt(msg, n, "nas_ffn_widths: %lld is not divisible by tp_degree = "
+                "%lld", (long long)w, (long long)tp);
+        return APS_REASON_TP_DIVISIBILITY;
+    }
     if (tp > 1 && s->sequence_parallel) {
         int64_t local = t->seq_length / s->cp_degree;
         if (local % tp != 0) {

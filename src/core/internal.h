@@ -955,6 +955,8 @@ void aps_nas_mix(const aps_model *m, aps_hybrid_counts *out);
 double aps_nas_mlp_blocks(const aps_hybrid_counts *w);
 /** Checks the patterns and widths (model.c calls it). */
 aps_status aps_nas_validate(const aps_model *m, char *err, size_t n);
+/** The first MLP width of nas_ffn_widths not divisible by tp, or 0. */
+int64_t aps_nas_width_not_divisible(const aps_model *m, int64_t tp);
 /** Why a heterogeneous model cannot be priced under t and s, or NULL. */
 const char *aps_nas_refusal(const aps_training *t, const aps_strategy *s,
                             aps_reason *code);

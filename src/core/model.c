@@ -1527,6 +1527,26 @@ double aps_stage_matmul_params(const aps_model *m, const aps_layout *lay,
            (double)lay->t;
 }
 
+/* The largest of rank i's heterogeneous layers on one of t ranks: its
+ * attention block and norm where present, its MLP of its own width and
+ * norm (nas.c). */
+static double nas_largest_layer(const aps_model *m, const aps_layout *lay,
+                                int64_t i)
+{
+    double t = (double)lay->t, norm = norm_params(m, (double)m->hidden_size);
+    double attn = attn_mean(m, t, kind_block_params) + norm, best = 0.0;
+    int64_t start[APS_MAX_STAGES], len[APS_MAX_STAGES];
+    int64_t n = aps_layout_rank_spans(lay, i, start, len);
+    for (int64_t k = 0; k < n; k++)
+        for (int64_t l = start[k]; l < start[k] + len[k]; l++) {
+            double f = aps_nas_ffn_width(m, l);
+            double p = (m->nas_attention_pattern[l] == 'A' ? attn : 0.0) +
+                       (f > 0 ? aps_ffn_params(m, f) / t + norm : 0.0);
+            best = p > best ? p : best;
+        }
+    return best;
+}
+
 double aps_largest_layer_params(const aps_model *m, const aps_layout *lay,
                                 int64_t i)
 {
@@ -1537,10 +1557,8 @@ double aps_largest_layer_params(const aps_model *m, const aps_layout *lay,
         return aps_layer_params_tp(m, lay->t) -
                attn_mean(m, (double)lay->t, kind_block_params) +
                attn_max(m, (double)lay->t, kind_block_params);
-    if (aps_model_is_nas(m)) /* attention and the widest MLP */
-        return attn_mean(m, (double)lay->t, kind_block_params) +
-               mlp_matmul_params(m) / (double)lay->t +
-               2.0 * norm_params(m, (double)m->hidden_size);
+    if (aps_model_is_nas(m))
+        return nas_largest_layer(m, lay, i);
     if (!aps_model_is_hybrid(m) && !aps_model_has_gdn(m))
         return aps_layer_params_tp(m, lay->t);
     aps_hybrid_counts w;

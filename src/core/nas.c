@@ -51,10 +51,12 @@ static int parse_widths(const aps_model *m, int64_t w[APS_NAS_MAX_WIDTHS])
     const char *p = m->nas_ffn_widths;
     int n = 0;
     while (*p != '\0') {
+        if (*p < '0' || *p > '9') /* digits only: no sign, space, empty */
+            return -1;
         char *end;
         long long v = strtoll(p, &end, 10);
-        if (end == p || v < 1 || v > APS_NAS_MAX_WIDTH || n == APS_NAS_MAX_WIDTHS ||
-            (*end != ',' && *end != '\0'))
+        if (v < 1 || v > APS_NAS_MAX_WIDTH || n == APS_NAS_MAX_WIDTHS ||
+            (*end != ',' && *end != '\0') || (*end == ',' && end[1] == '\0'))
             return -1;
         w[n++] = (int64_t)v;
         p = *end == ',' ? end + 1 : end;
@@ -144,6 +146,18 @@ aps_status aps_nas_validate(const aps_model *m, char *err, size_t n)
             }
         }
     }
+    if (!memchr(m->nas_attention_pattern, 'A', (size_t)m->num_layers)) {
+        aps_fmt(err, n, "model.nas_attention_pattern: no layer has attention "
+                "(Megatron reads the query groups of the attention layers)");
+        return APS_EINVAL;
+    }
+    if (m->mlp != APS_MLP_SWIGLU || m->glu_activation != APS_GLU_SILU ||
+        m->mlp_bias || m->qkv_bias || m->attn_out_bias) {
+        aps_fmt(err, n, "model.nas_ffn_pattern: heterogeneous layers are "
+                "SwiGLU without biases (Megatron's heterogeneous config "
+                "asserts SiLU; biases are not modelled)");
+        return APS_EINVAL;
+    }
     if (m->ffn_hidden_size != widest) {
         aps_fmt(err, n, "model.ffn_hidden_size: with nas_ffn_widths it is the "
                 "widest, %lld (got %lld)", (long long)widest,
@@ -159,6 +173,16 @@ aps_status aps_nas_validate(const aps_model *m, char *err, size_t n)
         return APS_EINVAL;
     }
     return APS_OK;
+}
+
+int64_t aps_nas_width_not_divisible(const aps_model *m, int64_t tp)
+{
+    int64_t w[APS_NAS_MAX_WIDTHS];
+    int nw = aps_model_is_nas(m) ? parse_widths(m, w) : 0;
+    for (int k = 0; k < nw; k++)
+        if (w[k] % tp != 0)
+            return w[k];
+    return 0;
 }
 
 const char *aps_nas_refusal(const aps_training *t, const aps_strategy *s,

@@ -60,6 +60,43 @@ static void test_nas_counts(void **state)
     ASSERT_DBL_EXACT(sum, 7168.0);
 }
 
+/* The FSDP unit of each pipeline rank is its own largest layer: PP 2 puts
+ * layers 1-2 ("A-", "ab") and 3-4 ("AA", "-a") on the ranks; rank 0's
+ * largest is layer 1 (attention 41,943,040 + MLP 176,160,768 + 2 norms),
+ * rank 1's layer 4 the same; with layer 1's MLP 7168 wide ("bb-a")
+ * rank 0's is layer 1 at 41,943,040 + 88,080,384 + 2 norms. */
+static void test_nas_largest_layer(void **state)
+{
+    (void)state;
+    char msg[256];
+    aps_model m;
+    fx_nas(&m);
+    aps_training t;
+    fx_training(&t, 8, 4096);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.pp_degree = 2;
+    aps_layout lay;
+    assert_int_equal(aps_layout_build(&m, &t, &s, &lay, msg, sizeof msg),
+                     APS_REASON_NONE);
+    ASSERT_DBL_EXACT(aps_largest_layer_params(&m, &lay, 0),
+                     41943040.0 + 176160768.0 + 2.0 * 4096.0);
+    m.nas_ffn_pattern[0] = 'b';
+    assert_int_equal(aps_layout_build(&m, &t, &s, &lay, msg, sizeof msg),
+                     APS_REASON_NONE);
+    ASSERT_DBL_EXACT(aps_largest_layer_params(&m, &lay, 0),
+                     41943040.0 + 88080384.0 + 2.0 * 4096.0);
+    ASSERT_DBL_EXACT(aps_largest_layer_params(&m, &lay, 1),
+                     41943040.0 + 176160768.0 + 2.0 * 4096.0);
+    /* TP 4 divides 14336 and 7168; a width it does not is refused */
+    snprintf(m.nas_ffn_widths, sizeof m.nas_ffn_widths, "14336,7170");
+    s.pp_degree = 1;
+    s.tp_degree = 4;
+    assert_int_equal(aps_check_tp(&m, &t, &s, msg, sizeof msg),
+                     APS_REASON_TP_DIVISIBILITY);
+    ASSERT_HAS(msg, "nas_ffn_widths: 7170 is not divisible by tp_degree = 4");
+}
+
 static void test_nas_validation(void **state)
 {
     (void)state;
@@ -82,6 +119,21 @@ static void test_nas_validation(void **state)
     snprintf(m.nas_ffn_widths, sizeof m.nas_ffn_widths, "14336,x");
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
     ASSERT_HAS(err, "model.nas_ffn_widths: expected up to 26 positive");
+    /* digits and commas only: a trailing comma, a space, a sign refused */
+    const char *bad[] = {"14336,7168,", "14336, 7168", "+14336,7168", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fx_nas(&m);
+        snprintf(m.nas_ffn_widths, sizeof m.nas_ffn_widths, "%s", bad[i]);
+        assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    }
+    fx_nas(&m);
+    snprintf(m.nas_attention_pattern, sizeof m.nas_attention_pattern, "----");
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "no layer has attention");
+    fx_nas(&m);
+    m.mlp = APS_MLP_GELU;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "SwiGLU without biases");
 }
 
 /* Megatron-LM builds them (--heterogeneous-layers-config-path); the
@@ -107,6 +159,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nas_counts),
+        cmocka_unit_test(test_nas_largest_layer),
         cmocka_unit_test(test_nas_validation),
         cmocka_unit_test(test_nas_refusal),
     };

@@ -64,17 +64,43 @@ describe("Llama-Nemotron NAS", function()
     assert.matches("priced for Megatron-LM only", out .. _, 1, true)
   end)
 
+  -- (blocks named by their 0-based JSON index)
   it("refuses what Megatron's heterogeneous config does not build, naming the block", function()
     local c = config()
     c.block_configs[3].attention.n_heads_in_group = 4
-    assert.matches("m.json: block_configs[3].attention.n_heads_in_group: 4 where earlier layers have 8",
+    assert.matches("m.json: block_configs[2].attention: 16 query groups where earlier layers have 8",
       H.err_of(hf.from_config, c, "m.json"), 1, true)
     c = config()
     c.block_configs[5].ffn.replace_with_linear = true
-    assert.matches("block_configs[5].ffn.replace_with_linear: an MLP replaced by a linear layer",
+    assert.matches("block_configs[4].ffn.replace_with_linear: an MLP replaced by a linear layer",
       H.err_of(hf.from_config, c, "m.json"), 1, true)
     c = config()
     c.block_configs[2].attention.window_length = 4096
-    assert.matches("block_configs[2].attention.window_length", H.err_of(hf.from_config, c, "m.json"), 1, true)
+    assert.matches("block_configs[1].attention.window_length", H.err_of(hf.from_config, c, "m.json"), 1, true)
+    -- what Megatron reads as true is not taken as false
+    c = config()
+    c.block_configs[4].attention.no_op = "true"
+    assert.matches('block_configs[3].attention.no_op: expected true or false (got "true")',
+      H.err_of(hf.from_config, c, "m.json"), 1, true)
+    -- a multiplier past any integer width is refused, not read as no MLP
+    c = config()
+    c.block_configs[4].ffn.ffn_mult = 1e30
+    assert.matches("block_configs[3].ffn.ffn_mult: expected a multiplier giving a width in [1, 2^24]",
+      H.err_of(hf.from_config, c, "m.json"), 1, true)
+    -- Megatron asserts a no-op layer has no query groups
+    c = config()
+    c.block_configs[7].attention.n_heads_in_group = 8 -- index 6 is a no-op layer
+    assert.matches("block_configs[6].attention.n_heads_in_group: expected null on a no_op layer",
+      H.err_of(hf.from_config, c, "m.json"), 1, true)
+    c = config()
+    c.block_configs[1].attention.n_heads_in_group = 3
+    assert.matches("block_configs[0].attention.n_heads_in_group: expected a divisor of num_attention_heads = 64",
+      H.err_of(hf.from_config, c, "m.json"), 1, true)
+  end)
+
+  it("takes a block's ffn_hidden_size before its ffn_mult, as MLPConfig does", function()
+    local c = config()
+    c.block_configs[4].ffn.ffn_hidden_size = 4096 -- index 3: 5.25 -> 28672
+    assert.are.equal(49867145216 - 3 * 8192 * (28672 - 4096), core.model_params(hf.from_config(c, "m.json")).total)
   end)
 end)

@@ -856,6 +856,18 @@ function builders.phi3(r, cfg, file)
   return window(llama_like(r, cfg, file, {}), r)
 end
 
+--- Phi-4-reasoning-vision (`phi4-siglip`, remote code Phi4ForCausalLMV):
+-- its language model is Phi3ForCausalLM on the top-level config (vLLM
+-- vllm/model_executor/models/phi4siglip.py @ 055e47c2:
+-- init_vllm_registered_model(hf_config=config, architectures=
+-- ["Phi3ForCausalLM"])), beside a SigLIP2 tower (vision_config,
+-- mm_hidden_size) and a two-layer projector, which are not counted.
+builders["phi4-siglip"] = function(r, cfg, file, notes)
+  note(notes, file, "model_type phi4-siglip is multimodal: the estimate trains its Phi-3 language model; the " ..
+    "SigLIP2 vision tower (vision_config) and its projector are neither modelled nor counted")
+  return builders.phi3(r, cfg, file)
+end
+
 --- RoPE scaling types Phi3Config reads as longrope, for the Phi-3 configs
 -- written before it had that name (configuration_phi3.py @ 008e5743
 -- convert_rope_params_to_dict: "su" or "yarn" -> "longrope").

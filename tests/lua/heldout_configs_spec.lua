@@ -114,7 +114,12 @@ local EXPECT = {
   -- 9,371,904 parameters each
   ["zai-org--GLM-5.2"] = { total = 743911218432 - 57 * 9371904, active = 41784728832 - 57 * 9371904 },
   -- not NotImplemented: an unknown type, named with the types apsearch reads
-  ["microsoft--Phi-4-reasoning-vision-15B"] = { unknown = "phi4-siglip" },
+  -- the Phi-3 language model vLLM's phi4siglip.py builds on the top-level
+  -- config: 40 layers of qkv (40 + 2 x 10) x 128 x 5120, o 5120^2, MLP 3 x
+  -- 5120 x 17920, 2 norms; untied 100352 x 5120 twice; the final norm
+  -- (Phi-4's card: 14.7B; the name's 15B counts the SigLIP2 tower)
+  ["microsoft--Phi-4-reasoning-vision-15B"] = { total = 40 * (60 * 128 * 5120 + 5120 * 5120 + 3 * 5120 * 17920 +
+    2 * 5120) + 2 * 100352 * 5120 + 5120 },
   -- Llama with q, k, v and o biases (its modeling_openpangu_dense.py @
   -- 26a4a87d): 34 layers of 4096 x 4096 + 4096 (q), 2 x (4096 x 1024 +
   -- 1024) (k, v), 4096 x 4096 + 4096 (o), 3 x 4096 x 12800 (MLP), 2 x

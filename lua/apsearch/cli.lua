@@ -343,7 +343,8 @@ function M.built_policy(opts)
   end
   if seq and seq > 0 and not batch_set then
     local n = probe.cluster.num_devices
-    raw.training.global_batch_size = defaults.batch_sequences(defaults.batch_tokens(probe.model, n), seq, n)
+    raw.training.global_batch_size = defaults.batch_sequences(defaults.batch_tokens(probe.model, n), seq, n,
+      defaults.whole_sequences(probe.model))
   end
   local header = defaults.header(probe.model, raw.training, probe.cluster.num_devices)
   return raw, header, "apsearch init " .. given.model .. " " .. given.cluster
@@ -403,6 +404,15 @@ function M.add_launchable(p, name, version)
     end
   end
   if not name then return end
+  -- models only one engine builds: said once, not as every candidate's
+  -- LAUNCH_DIFFERS
+  local m, only = p.model or {}, nil
+  if m.linear_attention == "kda" then only = { "automodel", "Kimi Delta Attention layers" } end
+  if m.nas_attention_pattern or m.nas_ffn_pattern then only = { "megatron", "heterogeneous layers" } end
+  if only and name ~= only[1] then
+    util.fail("--launchable", "launchable", ("%s's %s are built by the %s launch file only"):format(
+      m.name or "the model", only[2], only[1]), name)
+  end
   table.insert(p.constraints.rules, launch.launchable_rule(name, tt, p.model_source))
   p.launchable = name
   -- the engine's own framework, whose overheads and space the estimate

@@ -29,13 +29,15 @@ local M = {}
 M.FRAMEWORK = "megatron"
 
 --- The framework of a built policy for `model`: M.FRAMEWORK, or NeMo
--- AutoModel for a model with Kimi Delta Attention layers, the one
--- framework that trains them (its components/models/kimi_linear;
--- Megatron-LM, TorchTitan and MindFormers have no KDA layer).
+-- AutoModel for the models it alone builds as read: Kimi Delta Attention
+-- layers (its components/models/kimi_linear, kimi_k3; Megatron-LM,
+-- TorchTitan and MindFormers have no KDA layer) and Muse Glimmer's
+-- weightless per-head Q/K norms with its output gate and sandwich norms
+-- (components/models/muse_glimmer; the others' files cannot express them).
 -- @tparam table model normalized model
 -- @treturn string framework
 function M.framework(model)
-  if model.linear_attention == "kda" then return "automodel" end
+  if model.linear_attention == "kda" or model.qk_norm_weightless then return "automodel" end
   return M.FRAMEWORK
 end
 
@@ -159,13 +161,24 @@ end
 -- @tparam integer tokens
 -- @tparam integer seq
 -- @tparam integer n devices
+-- @tparam[opt] boolean whole at least n sequences (M.whole_sequences)
 -- @treturn integer
-function M.batch_sequences(tokens, seq, n)
+function M.batch_sequences(tokens, seq, n, whole)
   local odd = odd_part(n)
   local want = tokens // seq
   local s = odd
   while s * 2 <= want do s = s * 2 end
+  -- a model whose sequence no strategy splits: a sequence a GPU at least
+  if whole and s < n then s = n end
   return math.tointeger(s)
+end
+
+--- True when no strategy of a built policy splits one sequence over GPUs
+-- (Kimi Delta Attention: no TP or PP in AutoModel, its CP not priced).
+-- @tparam table model normalized model
+-- @treturn boolean
+function M.whole_sequences(model)
+  return model.linear_attention == "kda"
 end
 
 --- Training settings of a built policy.
@@ -175,7 +188,7 @@ end
 function M.training(model, n)
   local seq = M.seq_length(model)
   return {
-    global_batch_size = M.batch_sequences(M.batch_tokens(model, n), seq, n),
+    global_batch_size = M.batch_sequences(M.batch_tokens(model, n), seq, n, M.whole_sequences(model)),
     seq_length = seq, precision = M.PRECISION, optimizer = M.OPTIMIZER,
     framework = M.framework(model),
   }
@@ -300,6 +313,8 @@ function M.search_space(model, cluster, training)
   -- Kimi Delta Attention: NeMo AutoModel's Kimi Linear has no TP or PP
   -- (ModelCapabilities), its CP is not priced (src/core/gdn.c)
   local kda = model.linear_attention == "kda"
+  -- Muse Glimmer: AutoModel's has no PP (MuseGlimmerForConditionalGeneration.ModelCapabilities)
+  local no_pp = kda or (fw == "automodel" and model.qk_norm_weightless)
   if v4 or kda then cp = { 1 } end
   local space = {
     data_parallel = "auto",
@@ -307,8 +322,8 @@ function M.search_space(model, cluster, training)
     zero_stage = (fw == "megatron" and training.fsdp_impl == "megatron_fsdp") and M.ZERO_MEGATRON_FSDP
       or M.ZERO[fw] or { 0 },
     tp_degree = (single or v4 or kda) and { 1 } or M.tp_degrees(cluster),
-    pp_degree = (single or kda) and { 1 } or M.pp_degrees(model, n),
-    vpp_degree = (single or kda) and { 1 } or M.VPP,
+    pp_degree = (single or no_pp) and { 1 } or M.pp_degrees(model, n),
+    vpp_degree = (single or no_pp) and { 1 } or M.VPP,
     cp_degree = cp,
     cp_comm_type = #cp > 1 and M.CP_COMM[fw] or nil,
     layer_recompute = { "none", "selective", "full" },
@@ -404,7 +419,12 @@ function M.header(model, training, n, built)
     string.format("defaults: global batch %d x %d = %s tokens; %s", training.global_batch_size,
       training.seq_length, commas(tokens), rule),
   }
-  lines[#lines + 1] = M.split_note(training.global_batch_size, n)
+  if M.whole_sequences(model) and training.global_batch_size >= n then
+    lines[#lines + 1] = ("defaults: at least a sequence a GPU (%d): no strategy splits a sequence of this model " ..
+      "(no TP or PP; its CP not priced)"):format(n)
+  else
+    lines[#lines + 1] = M.split_note(training.global_batch_size, n)
+  end
   return lines
 end
 

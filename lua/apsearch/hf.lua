@@ -3812,8 +3812,8 @@ local function nas_ffn(b, i, h, file)
   end
   if nas_flag(f, "no_op", key, file) then return nil end
   if not is_null(f.ffn_hidden_size) then return config_int(f.ffn_hidden_size, 1, file, key .. ".ffn_hidden_size") end
-  local mult = positive(f, "ffn_mult", file)
-  local w = mult and M.nas_ffn_width(mult, h)
+  local mult = f.ffn_mult
+  local w = type(mult) == "number" and mult > 0 and M.nas_ffn_width(mult, h)
   if not w or w < 1 then
     util.fail(file, key .. ".ffn_mult", "expected a multiplier giving a width in [1, 2^24] " ..
       "(int(2 ffn_mult hidden_size / 3) rounded up to 256)", f.ffn_mult)
@@ -4093,7 +4093,11 @@ local function kimi_linear(cfg, file, notes, k3)
     util.fail(file, "q_lora_rank", "expected null (NeMo AutoModel's Kimi Linear MLA has no query compression; " ..
       "Kimi K3's has)", cfg.q_lora_rank)
   end
-  -- DeepSeek-V3's names for Kimi Linear's MoE keys (vLLM KimiMoE)
+  -- DeepSeek-V3's names for Kimi Linear's MoE keys (vLLM KimiMoE), each
+  -- checked under the file's own name first
+  for _, k in ipairs({ "num_experts", "num_experts_per_token", "num_shared_experts", "num_expert_group" }) do
+    if not is_null(cfg[k]) then config_int(cfg[k], k == "num_shared_experts" and 0 or 1, file, k) end
+  end
   local c = util.copy(cfg)
   c.n_routed_experts, c.num_experts_per_tok = cfg.num_experts, cfg.num_experts_per_token
   c.n_shared_experts, c.n_group = cfg.num_shared_experts, cfg.num_expert_group

@@ -797,6 +797,23 @@ static const char *global_attention_refusal(const aps_training *t,
     return NULL;
 }
 
+/* NeMo AutoModel's Muse Glimmer (the model with weightless per-head Q/K
+ * norms read here) declares no pipeline parallelism:
+ * MuseGlimmerForConditionalGeneration.ModelCapabilities supports_pp =
+ * False (components/models/muse_glimmer/model.py l.689-693 @ 36044ad3). */
+static aps_reason check_automodel_muse(const aps_model *m,
+                                       const aps_training *t,
+                                       const aps_strategy *s, char *msg,
+                                       size_t n)
+{
+    if (!m->qk_norm_weightless || t->framework != APS_FW_AUTOMODEL ||
+        s->pp_degree <= 1)
+        return APS_REASON_NONE;
+    aps_fmt(msg, n, "NeMo AutoModel's Muse Glimmer has no pipeline parallelism "
+            "(ModelCapabilities supports_pp = False)");
+    return APS_REASON_FRAMEWORK_UNSUPPORTED;
+}
+
 aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
                                      const aps_strategy *s, char *msg, size_t n)
 {
@@ -810,6 +827,9 @@ aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
     if (r != APS_REASON_NONE)
         return r;
     r = check_loss_chunks(m, t, s, msg, n);
+    if (r != APS_REASON_NONE)
+        return r;
+    r = check_automodel_muse(m, t, s, msg, n);
     if (r != APS_REASON_NONE)
         return r;
     aps_reason code = APS_REASON_NONE;

@@ -115,6 +115,8 @@ describe("Kimi Linear", function()
     assert.matches("framework = automodel", err, 1, true)
     assert.matches("tp_degree = {1}, cp_degree = {1}, pp_degree = {1}", err, 1, true)
     assert.matches("MEMORY_LIMIT", out, 1, true)
+    -- AutoModel's deferred gradient sync is named as what to relax
+    assert.matches("--set training.defer_fsdp_grad_sync=false", out, 1, true)
     code, out = H.apsearch("estimate", "--model", path, "--cluster", "h100-sxm-80gb:192x8",
       "--strategy", "pp_degree=3,fsdp_degree=512,ep_degree=64")
     assert.matches("Kimi K3 over pipeline stages", out, 1, true)
@@ -214,6 +216,17 @@ describe("Kimi Linear", function()
     assert.are.equal(2, code)
     assert.matches("training.framework: kimi-linear has Kimi Delta Attention layers, priced for NeMo AutoModel " ..
       "only", err, 1, true)
+    -- only AutoModel's file builds KDA: --launchable another engine is
+    -- refused once, not as every candidate's LAUNCH_DIFFERS
+    code, _, err = H.apsearch("run", "--model", path, "--cluster", "h100-sxm-80gb:2x8", "--launchable", "megatron")
+    assert.are.equal(2, code)
+    assert.matches("--launchable: launchable: kimi-linear's Kimi Delta Attention layers are built by the automodel " ..
+      "launch file only", err, 1, true)
+    -- no strategy splits its sequence: a long one still gives every GPU one
+    code, _, err = H.apsearch("run", "--model", path, "--cluster", "h100-sxm-80gb:8x8", "--set",
+      "training.seq_length=131072")
+    assert.matches("global batch 64 x 131072", err, 1, true)
+    assert.matches("at least a sequence a GPU (64): no strategy splits a sequence", err, 1, true)
     -- AutoModel's Kimi Linear has no pipeline parallelism
     code, out = H.apsearch("estimate", "--model", path, "--cluster", "h100-sxm-80gb:3x8",
       "--strategy", "pp_degree=3,fsdp_degree=8,ep_degree=8")

@@ -39,6 +39,18 @@ describe("Muse Glimmer", function()
     assert.are.equal(27854780928 - 52 * 6656 * 4096, core.model_params(m).total)
   end)
 
+  it("is searched as NeMo AutoModel runs it: no pipeline parallelism", function()
+    local code, _, err = H.apsearch("run", "--model", FILE, "--cluster", "h100-sxm-80gb:8", "--quiet")
+    assert.are.equal(0, code, err)
+    code, _, err = H.apsearch("run", "--model", FILE, "--cluster", "h100-sxm-80gb:8")
+    assert.matches("pp_degree = {1}", err, 1, true)
+    assert.matches("defaults: automodel", err, 1, true)
+    local out
+    code, out = H.apsearch("estimate", "--model", FILE, "--cluster", "h100-sxm-80gb:8", "--strategy",
+      "pp_degree=2,fsdp_degree=32")
+    assert.matches("FRAMEWORK_UNSUPPORTED: NeMo AutoModel's Muse Glimmer has no pipeline parallelism", out, 1, true)
+  end)
+
   it("refuses what AutoModel does not build, naming the key", function()
     local c = cjson.decode(H.read(FILE))
     c.text_config.attention_bias = true

@@ -571,6 +571,15 @@ function M.diagnose(result, n)
       result.inputs.launchable, differs)
       or memory_suggestion(c1.mem_limited, limit, out.capacity_bytes, hopeless and ndev, smaller or built,
         built and fp.framework and fp.framework.framework)
+    -- NeMo AutoModel defers the FSDP gradient sync by default (profile.c):
+    -- with more than one micro-batch every parameter's fp32 gradient stays
+    -- unsharded until the last one, which only micro_batch_num 1 avoids
+    local tr = (result.inputs or {}).training or {}
+    if tr.framework == "automodel" and tr.defer_fsdp_grad_sync == nil then
+      out.suggestions[#out.suggestions + 1] = "NeMo AutoModel defers the FSDP gradient sync (its default): with " ..
+        "more than one micro-batch a step holds every parameter's fp32 gradient unsharded; " ..
+        "--set training.defer_fsdp_grad_sync=false shards them after each micro-batch (more reduce-scatters)."
+    end
   end
   -- fewer devices than the model states need: before any other knob
   if too_few then

@@ -1516,7 +1516,14 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "csa_compress_rate", "hca_compress_rate", "moe_hash_layers",
   -- hybrid Mamba-2 models (absent for a transformer)
   "hybrid_layer_pattern", "mamba_num_heads", "mamba_head_dim", "mamba_state_dim",
-  "mamba_num_groups", "mamba_conv_kernel", "mamba_chunk_size", "mtp_layer_pattern" }
+  "mamba_num_groups", "mamba_conv_kernel", "mamba_chunk_size", "mtp_layer_pattern",
+  -- linear attention (Qwen3-Next, Kimi Linear / K3) and Kimi K3's additions
+  "linear_attention", "linear_attention_period", "linear_attention_pattern", "linear_num_key_heads",
+  "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim",
+  "linear_output_gate_full_rank", "mla_output_gate", "attn_res_block_size", "moe_latent_norm",
+  "qk_norm_weightless",
+  -- heterogeneous layers (Llama-Nemotron NAS; per_layer is then their mean)
+  "nas_attention_pattern", "nas_ffn_pattern", "nas_ffn_widths" }
 
 local function cmd_inspect(args)
   local c = new_parser("inspect", "Show a normalized model and its parameter counts.")
@@ -1555,10 +1562,19 @@ local function cmd_inspect(args)
   end
   local common = require "apsearch.format.common"
   local rows = { { "source", tostring(source) } }
+  -- a value past the 120 columns (a layer pattern of 93 letters) goes on
+  -- as many lines as it needs, under its field
+  local width = 120 - 32
   for _, f in ipairs(MODEL_FIELDS) do
     local v = model[f]
     if type(v) == "table" then v = "{" .. table.concat(v, ", ") .. "}" end
-    if v ~= nil then rows[#rows + 1] = { f, tostring(v) } end
+    if v ~= nil then
+      v = tostring(v)
+      local long = f:find("pattern", 1, true) and #v > width
+      for i = 1, long and #v or 1, width do
+        rows[#rows + 1] = { i == 1 and f or "", long and v:sub(i, i + width - 1) or v }
+      end
+    end
   end
   out(common.align({ "field", "value" }, rows))
   rows = {}

@@ -3727,6 +3727,49 @@ function builders.qwen3_5_text(r, cfg, file, notes)
   return gated_deltanet(r, cfg, file, notes, false)
 end
 
+---------------------------------------------------------------- AFMoE (Arcee Trinity)
+-- transformers models/afmoe (configuration_afmoe.py @ 053f59ef,
+-- modular_afmoe.py @ 06ee2866): AfmoeAttention is Llama's GQA with
+-- per-head RMSNorms on Q and K and its output multiplied by
+-- sigmoid(gate_proj(x)), gate_proj h -> a d; RoPE on the
+-- sliding_attention layers only (is_local_attention), every
+-- global_attn_every_n_layers-th layer full attention without RoPE; four
+-- norms a layer (input, post-attention, pre-MLP, post-MLP); the first
+-- num_dense_layers layers a SwiGLU MLP of intermediate_size, the others
+-- AfmoeMoE: a sigmoid router h -> E without bias, its expert_bias (E, not
+-- trained: requires_grad False), top-k renormalised and scaled by
+-- route_scale, num_shared_experts shared experts of moe_intermediate_size
+-- (one MLP of their sum); mup_enabled scales the embeddings.
+
+--- AfmoeConfig's defaults of the keys read here.
+M.AFMOE_DEFAULTS = { head_dim = 128, num_dense_layers = 1, num_experts = 64, num_experts_per_tok = 6,
+  num_shared_experts = 2, moe_intermediate_size = 1408, route_scale = 1.0, global_attn_every_n_layers = 4 }
+
+function builders.afmoe(r, cfg, file, notes)
+  local D = M.AFMOE_DEFAULTS
+  local m = llama_like(r, cfg, file, { norms_per_layer = 4, head_dim = D.head_dim })
+  m.qk_norm, m.attention_output_gate = true, true
+  local k = count(cfg, "global_attn_every_n_layers", D.global_attn_every_n_layers, file)
+  if k < 1 then util.fail(file, "global_attn_every_n_layers", "expected a positive integer", cfg.global_attn_every_n_layers) end
+  global_nope_window(m, r, cfg, file, k)
+  m.num_experts = r.int("num_experts", D.num_experts)
+  m.experts_per_token = r.int("num_experts_per_tok", D.num_experts_per_tok)
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size", D.moe_intermediate_size)
+  local shared = count(cfg, "num_shared_experts", D.num_shared_experts, file)
+  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
+  local dense = count(cfg, "num_dense_layers", D.num_dense_layers, file)
+  if dense >= m.num_layers then
+    util.fail(file, "num_dense_layers", "no layer would have experts (num_hidden_layers = " .. m.num_layers .. ")",
+      dense)
+  end
+  if dense > 0 then m.moe_first_dense_layers = dense end
+  m.moe_router_bias = true -- expert_bias, the sigmoid router's (counted as the checkpoint holds it)
+  local rs = nonneg(cfg, "route_scale", file)
+  if rs and rs > 0 and rs ~= 1 then m.moe_router_topk_scaling_factor = rs end
+  if r.bool("mup_enabled", false) then m.mup_multipliers = true end
+  return m
+end
+
 ---------------------------------------------------------------- Llama-Nemotron NAS (nemotron-nas)
 -- DeciLM's block_configs (the HF config of nvidia/Llama-3_3-Nemotron-
 -- Super-49B-v1 and its kin) as Megatron-Core reads them
@@ -5212,7 +5255,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
-                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text" }
+                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text", "afmoe" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is

@@ -1117,6 +1117,11 @@ function M.parse_strategy(list)
             schema.dimensions), v)
         end
         local value
+        -- recompute_modules joins its modules with '/' (Megatron's list);
+        -- ':' is the per-stage separator of the array fields
+        if name == "recompute_modules" and v:find(":", 1, true) then
+          util.fail("--strategy", k, "expected module names joined by '/' (e.g. mlp/core_attn), not ':'", v)
+        end
         if v:find(":", 1, true) then
           value = {}
           for part in v:gmatch("[^:]+") do value[#value + 1] = util.parse_scalar(part) end

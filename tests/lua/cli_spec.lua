@@ -93,6 +93,11 @@ describe("apsearch binary", function()
     end)
 
     it("estimates one strategy with its breakdown", function()
+      -- recompute_modules' modules are joined by '/': ':' (the per-stage
+      -- separator) says so
+      local c2, _, e2 = apsearch("estimate", "--strategy", "layer_recompute=selective,recompute_modules=mlp:core_attn")
+      assert.are.equal(2, c2)
+      assert.truthy(e2:find("recompute_modules: expected module names joined by '/'", 1, true), e2)
       local code, out = apsearch("estimate", "--strategy", "fsdp_degree=8,micro_batch_size=1")
       assert.are.equal(0, code)
       assert.truthy(out:find("feasible  yes", 1, true))

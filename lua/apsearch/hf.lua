@@ -1274,7 +1274,12 @@ end
 -- dense (intermediate_size); topk_method "noaux_tc" (always for V3) adds
 -- the router's e_score_correction_bias (E); num_nextn_predict_layers MTP
 -- modules (counted apart).
-local function deepseek(r, cfg, file, v3)
+-- The Llama-like layer with DeepSeek's multi-head latent attention
+-- (DeepseekV3Attention and its copies): q_a_proj (h x q_lora_rank, none
+-- when q_lora_rank is null: q_proj), its RMSNorm, q_b_proj, kv_a_proj_
+-- with_mqa (h x (kv_lora_rank + qk_rope_head_dim)), its RMSNorm, kv_b_proj,
+-- o_proj; attention_bias (biases on q_a, kv_a and o) refused.
+local function mla_layer(r, cfg, file)
   local m = llama_like(r, cfg, file, {})
   if r.bool("attention_bias", false) then
     error(string.format("NotImplemented: %s: attention_bias = true with multi-head latent " ..
@@ -1288,6 +1293,11 @@ local function deepseek(r, cfg, file, v3)
   m.qk_rope_head_dim = r.int("qk_rope_head_dim")
   m.v_head_dim = r.int("v_head_dim")
   m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim
+  return m
+end
+
+local function deepseek(r, cfg, file, v3)
+  local m = mla_layer(r, cfg, file)
   local mtp = count(cfg, "num_nextn_predict_layers", 0, file)
   if mtp > 0 then m.mtp_layers = mtp end
   local E = count(cfg, "n_routed_experts", 0, file)
@@ -1310,6 +1320,46 @@ end
 
 builders.deepseek_v2 = function(r, cfg, file) return deepseek(r, cfg, file, false) end
 builders.deepseek_v3 = function(r, cfg, file) return deepseek(r, cfg, file, true) end
+
+--- Mistral4Config's defaults (transformers configuration_mistral4.py @
+-- 008e5743, documented as mistralai/Mistral-Small-4-119B-2603's), for the
+-- keys a config.json may leave out.
+M.MISTRAL4_DEFAULTS = {
+  vocab_size = 131072, hidden_size = 4096, intermediate_size = 12288, moe_intermediate_size = 2048,
+  num_hidden_layers = 36, num_attention_heads = 32, n_shared_experts = 1, n_routed_experts = 128,
+  routed_scaling_factor = 1.0, kv_lora_rank = 256, q_lora_rank = 1024, qk_rope_head_dim = 64,
+  v_head_dim = 128, qk_nope_head_dim = 64, n_group = 1, topk_group = 1, num_experts_per_tok = 4,
+  first_k_dense_replace = 0, norm_topk_prob = true, hidden_act = "silu", tie_word_embeddings = false,
+  attention_bias = false,
+}
+
+--- Mistral Small 4 (`mistral4`, also the text_config of its `mistral3`
+-- wrapper; transformers modeling_mistral4.py @ 0205eec1 / modular_
+-- mistral4.py @ 02075795): DeepSeek-V3's multi-head latent attention
+-- (Mistral4Attention; the query's per-position llama-4 scale is one
+-- elementwise product, not priced) and its MoE block on every layer from
+-- first_k_dense_replace on (Mistral4MoE: n_routed_experts of moe_
+-- intermediate_size, shared experts of moe_intermediate_size x
+-- n_shared_experts, dense layers of intermediate_size). Its router
+-- (Mistral4TopkRouter: E x h, no bias, no e_score_correction_bias) takes a
+-- softmax, keeps topk_group of n_group groups by their top-2 sum,
+-- renormalises the top-k weights when norm_topk_prob and multiplies them
+-- by routed_scaling_factor. No MTP module, no moe_layer_freq, no
+-- scoring_func or topk_method: the class reads none of them.
+function builders.mistral4(_, cfg, file)
+  local c = with_defaults(cfg, M.MISTRAL4_DEFAULTS)
+  if cfg.q_lora_rank == cjson.null then c.q_lora_rank = nil end -- q_proj
+  c.scoring_func, c.topk_method, c.num_nextn_predict_layers, c.moe_layer_freq = nil, nil, nil, nil
+  local r = reader(c, file)
+  local m = mla_layer(r, c, file)
+  m.num_experts = r.int("n_routed_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  local shared = count(c, "n_shared_experts", 0, file)
+  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
+  first_dense(m, c, file)
+  return deepseek_router(m, r, c, file, true, "noaux_tc")
+end
 
 --- Glm4MoeConfig's defaults for keys a config.json may leave out
 -- (transformers configuration_glm4_moe.py @ 008c726d): RoPE on half of
@@ -5255,7 +5305,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
-                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text", "afmoe" }
+                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text", "afmoe", "mistral4" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -5271,7 +5321,7 @@ M.ARCHITECTURES = {
   MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3", SeedOssForCausalLM = "seed_oss",
   Ernie4_5_MoeForCausalLM = "ernie4_5_moe", MiMoV2FlashForCausalLM = "mimo_v2_flash", LagunaForCausalLM = "laguna",
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
-  DeepseekV4ForCausalLM = "deepseek_v4",
+  DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4",
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",

@@ -397,7 +397,8 @@ describe("2025-26 families: refusals name what is not modelled", function()
   -- per layer q, o 5120 x 4096 each, k, v 5120 x 1024 each, MLP
   -- 3 x 5120 x 32768, two norms = 555,755,520; embed + lm_head
   -- 2 x 131072 x 5120; final norm.  A text_config of a type without a
-  -- reader (Mistral Small 4's mistral4) is refused naming it.
+  -- reader (xLSTM's xlstm) is refused naming it; Mistral Small 4's
+  -- mistral4: tests/lua/models_mistral4_spec.lua.
   it("Mistral Small 3.x (mistral3): its mistral text model, 23,572,403,200 without the vision tower", function()
     local cfg = { architectures = { "Mistral3ForConditionalGeneration" }, model_type = "mistral3",
       image_token_index = 10, projector_hidden_act = "gelu", spatial_merge_size = 2,
@@ -415,9 +416,9 @@ describe("2025-26 families: refusals name what is not modelled", function()
     assert.truthy(info.notes[1]:find("trains its text model (text_config, model_type mistral)", 1, true))
     cfg.text_config.model_type = nil -- Mistral3Config's default text type
     assert.are.equal(23572403200, core.model_params((hf.from_config(cfg, "mistral3.json"))).total)
-    cfg.text_config.model_type = "mistral4"
+    cfg.text_config.model_type = "xlstm"
     assert.are.equal("NotImplemented: mistral3.json: model_type: mistral3 is multimodal: its vision tower " ..
-      "(vision_config) is not modelled; its text_config is not either (model_type \"mistral4\")",
+      "(vision_config) is not modelled; its text_config is not either (model_type \"xlstm\")",
       err_of(hf.from_config, cfg, "mistral3.json"))
   end)
 

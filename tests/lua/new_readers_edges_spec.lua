@@ -168,9 +168,9 @@ describe("mistral3: the wrapper reads its text_config", function()
 
   it("a text type without a reader is refused as such, with or without a vision_config", function()
     local msg = "NotImplemented: m.json: model_type: mistral3 is multimodal: its vision tower (vision_config) " ..
-      'is not modelled; its text_config is not either (model_type "mistral4")'
-    assert.are.equal(msg, err_of(hf.from_config, mistral3({ model_type = "mistral4" }), "m.json"))
-    assert.are.equal(msg, err_of(hf.from_config, mistral3({ model_type = "mistral4" },
+      'is not modelled; its text_config is not either (model_type "xlstm")'
+    assert.are.equal(msg, err_of(hf.from_config, mistral3({ model_type = "xlstm" }), "m.json"))
+    assert.are.equal(msg, err_of(hf.from_config, mistral3({ model_type = "xlstm" },
       { vision_config = { model_type = "pixtral" } }), "m.json"))
     -- a wrapper inside the wrapper
     assert.truthy(err_of(hf.from_config, mistral3(mistral3(text)), "m.json"):find(

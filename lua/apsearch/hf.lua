@@ -1399,6 +1399,37 @@ function builders.glm4_moe(r, cfg, file)
   return deepseek_router(m, r, cfg, file, true, "noaux_tc", D.norm_topk_prob)
 end
 
+--- SolarOpenConfig's defaults (transformers configuration_solar_open.py
+-- @ 008e5743, documented as upstage/Solar-Open-100B's), for the keys a
+-- config.json may leave out; RoPE on every dimension (partial_rotary_
+-- factor 1.0, set before Glm4MoeConfig's 0.5).
+M.SOLAR_OPEN_DEFAULTS = {
+  vocab_size = 196608, hidden_size = 4096, num_hidden_layers = 48, num_attention_heads = 64,
+  num_key_value_heads = 8, head_dim = 128, hidden_act = "silu", tie_word_embeddings = false,
+  attention_bias = false, moe_intermediate_size = 1280, num_experts_per_tok = 8, n_shared_experts = 1,
+  n_routed_experts = 128, routed_scaling_factor = 1.0, n_group = 1, topk_group = 1, norm_topk_prob = true,
+  partial_rotary_factor = 1.0,
+}
+--- SolarOpenConfig.default_theta: the RoPE base when the config gives none.
+M.SOLAR_OPEN_DEFAULT_THETA = 1000000.0
+
+--- Solar Open (`solar_open`, Upstage; transformers modular_solar_open.py
+-- @ 02e8340b): Llama's attention (q, k, v biases when attention_bias, o_proj
+-- without; no Q/K norms) and GLM-4.5's MoE block (Glm4MoeMoE: the sigmoid
+-- router with e_score_correction_bias, n_shared_experts shared experts) on
+-- every layer. SolarOpenConfig removes intermediate_size,
+-- first_k_dense_replace and use_qk_norm (AttributeError): no dense layer,
+-- whatever a config.json says; Megatron's unused --ffn-hidden-size is
+-- written as the expert width.
+function builders.solar_open(_, cfg, file)
+  local c = with_defaults(cfg, M.SOLAR_OPEN_DEFAULTS)
+  c.first_k_dense_replace, c.use_qk_norm, c.num_nextn_predict_layers = nil, nil, nil
+  c.intermediate_size = c.moe_intermediate_size
+  local m = builders.glm4_moe(reader(c, file), c, file)
+  m.rope_theta = M.SOLAR_OPEN_DEFAULT_THETA -- numerics keeps a config's own
+  return m
+end
+
 --- Glm4vMoeTextConfig's defaults that differ from Glm4MoeConfig's
 -- (transformers modular_glm4v_moe.py @ 0067189d): q, k, v biases.
 M.GLM4V_MOE_TEXT_DEFAULTS = { attention_bias = true }
@@ -5305,7 +5336,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
-                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text", "afmoe", "mistral4" }
+                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text", "afmoe", "mistral4", "solar_open" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -5321,7 +5352,7 @@ M.ARCHITECTURES = {
   MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3", SeedOssForCausalLM = "seed_oss",
   Ernie4_5_MoeForCausalLM = "ernie4_5_moe", MiMoV2FlashForCausalLM = "mimo_v2_flash", LagunaForCausalLM = "laguna",
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
-  DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4",
+  DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open",
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",

@@ -2527,11 +2527,16 @@ local function set_dense_layers(m, dense, file, key, v)
   return m
 end
 
-local function glm4_moe_lite_dense(m, cfg, file)
+-- The dense layers `mlp_layer_types` ("dense" / "sparse", one per layer)
+-- gives, else the first `first` (clamped: at least one layer must have
+-- experts), into m's fields (set_dense_layers); `class` names the config
+-- class in an error.  With `fk_checked`, a first_k_dense_replace that
+-- disagrees with the list is refused (the class does not read it).
+local function mlp_layer_types_dense(m, cfg, file, first, fk_checked, class)
   local L, v = m.num_layers, cfg.mlp_layer_types
   local dense = {}
   if is_null(v) then
-    for i = 0, M.GLM4_MOE_LITE_DENSE_DEFAULT - 1 do dense[#dense + 1] = i end
+    for i = 0, first - 1 do dense[#dense + 1] = i end
   else
     if type(v) ~= "table" or #v ~= L then
       util.fail(file, "mlp_layer_types", "expected an array of num_hidden_layers = " .. L .. " entries", v)
@@ -2546,11 +2551,17 @@ local function glm4_moe_lite_dense(m, cfg, file)
   if #dense == L then util.fail(file, "mlp_layer_types", "no layer would have experts", v) end
   local leading = #dense == 0 or dense[#dense] == #dense - 1
   local fk = cfg.first_k_dense_replace
-  if not is_null(fk) and not (leading and fk == #dense) then
+  if fk_checked and not is_null(fk) and not (leading and fk == #dense) then
     util.fail(file, "first_k_dense_replace", ("expected %d, the leading dense layers of mlp_layer_types " ..
-      "(Glm4MoeLiteConfig builds those, not this key's)"):format(leading and #dense or 0), fk)
+      "(%s builds those, not this key's)"):format(leading and #dense or 0, class), fk)
   end
-  return set_dense_layers(m, dense, file, "mlp_layer_types", v)
+  return set_dense_layers(m, dense, file, is_null(v) and "first_k_dense_replace" or "mlp_layer_types", v)
+end
+
+-- Glm4MoeLiteConfig's dense layers (and the classes that copy its
+-- mlp_layer_types: DeepseekV32Config, GlmMoeDsaConfig, Laguna's).
+local function glm4_moe_lite_dense(m, cfg, file)
+  return mlp_layer_types_dense(m, cfg, file, M.GLM4_MOE_LITE_DENSE_DEFAULT, true, "Glm4MoeLiteConfig")
 end
 
 --- Builds the model table of a `glm4_moe_lite` config (GLM-4.7-Flash;
@@ -2571,6 +2582,66 @@ function builders.glm4_moe_lite(_, cfg, file)
   local t = with_defaults(cfg, M.GLM4_MOE_LITE_DEFAULTS)
   local m = deepseek(reader(t, file), t, file, true)
   return numerics(glm4_moe_lite_dense(m, t, file), t, file)
+end
+
+-- The per-layer SwiGLU clamps of `swiglu_limits` / `swiglu_limits_shared`
+-- (Step-3.5, K-EXAONE: a limit > 0 clamps that layer's gate and up
+-- projections) in the notes: element-wise, they change no estimate.
+local function swiglu_limits_note(notes, cfg, file)
+  local clamps = 0
+  for _, key in ipairs({ "swiglu_limits", "swiglu_limits_shared" }) do
+    for _, v in ipairs(type(cfg[key]) == "table" and cfg[key] or {}) do
+      if type(v) == "number" and v > 0 then clamps = clamps + 1 end
+    end
+  end
+  if clamps > 0 then
+    note(notes, file, "%d per-layer SwiGLU clamps (swiglu_limits, swiglu_limits_shared) are element-wise and " ..
+      "change no estimate", clamps)
+  end
+end
+
+--- ExaoneMoeConfig's defaults (transformers modular_exaone_moe.py @
+-- 02e8340b) for the keys a config.json may leave out (its class defaults,
+-- not K-EXAONE's shapes); the window's defaults are EXAONE 4.0's
+-- (M.EXAONE4_WINDOW, M.EXAONE4_PATTERN).
+M.EXAONE_MOE_DEFAULTS = {
+  vocab_size = 102400, hidden_size = 4096, intermediate_size = 16384, num_hidden_layers = 32,
+  num_attention_heads = 32, num_key_value_heads = 32, hidden_act = "silu", tie_word_embeddings = false,
+  first_k_dense_replace = 1, moe_intermediate_size = 1024, num_experts = 64, num_experts_per_tok = 8,
+  num_shared_experts = 1, norm_topk_prob = true, routed_scaling_factor = 2.5, n_group = 1, topk_group = 1,
+}
+
+--- K-EXAONE (`exaone_moe`, LG AI Research; transformers modular_exaone_moe.py
+-- @ 02e8340b): EXAONE 4.0's attention (Exaone4Attention: per-head Q/K
+-- norms, the window on the sliding layers, no RoPE on the full layers when
+-- there is a window) in OLMoE's pre-norm layer (OlmoeDecoderLayer: two
+-- norms, not EXAONE 4.0's reordered ones); the MLP a DeepSeek-V3 MoE block
+-- (num_experts of moe_intermediate_size, num_shared_experts shared ones,
+-- the sigmoid router with e_score_correction_bias, group-limited, top-k
+-- renormalised when norm_topk_prob, times routed_scaling_factor) on the
+-- "sparse" layers of mlp_layer_types (else every layer from
+-- first_k_dense_replace on), a dense MLP of intermediate_size on the others.
+-- The checkpoint's MTP weights (mtp.*) are skipped by transformers: not
+-- counted; per-layer swiglu_limits are noted.
+function builders.exaone_moe(_, cfg, file, notes)
+  local c = with_defaults(cfg, M.EXAONE_MOE_DEFAULTS)
+  local r = reader(c, file)
+  local m = builders.exaone4(r, c, file, notes)
+  m.reordered_norm = nil
+  m.num_experts = r.int("num_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  local shared = count(c, "num_shared_experts", 0, file)
+  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
+  local first = count(c, "first_k_dense_replace", 0, file)
+  if is_null(c.mlp_layer_types) and first >= m.num_layers then
+    util.fail(file, "first_k_dense_replace", "no layer would have experts (num_hidden_layers = " ..
+      m.num_layers .. ")", first)
+  end
+  mlp_layer_types_dense(m, c, file, first, false, "ExaoneMoeConfig")
+  swiglu_limits_note(notes, c, file)
+  m.moe_router_bias = true
+  return deepseek_router(m, r, c, file, true, "noaux_tc")
 end
 
 --- DeepseekV32Config's defaults (transformers modular_deepseek_v32.py @
@@ -4874,16 +4945,7 @@ function builders.step3p5(_, cfg, file, notes, extra)
       util.describe(t.rope_theta))
   end
   t.partial_rotary_factors = nil
-  local clamps = 0
-  for _, key in ipairs({ "swiglu_limits", "swiglu_limits_shared" }) do
-    for _, v in ipairs(type(cfg[key]) == "table" and cfg[key] or {}) do
-      if type(v) == "number" and v > 0 then clamps = clamps + 1 end
-    end
-  end
-  if clamps > 0 then
-    note(notes, file, "%d per-layer SwiGLU clamps (swiglu_limits, swiglu_limits_shared) are element-wise and " ..
-      "change no estimate", clamps)
-  end
+  swiglu_limits_note(notes, cfg, file)
   local mtp = count(cfg, "num_nextn_predict_layers", 0, file)
   if mtp > 0 then
     note(notes, file, "the checkpoint's %d multi-token-prediction layers (num_nextn_predict_layers) are skipped " ..
@@ -5336,7 +5398,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
-                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text", "afmoe", "mistral4", "solar_open" }
+                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text", "afmoe", "mistral4", "solar_open", "exaone_moe" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -5352,7 +5414,7 @@ M.ARCHITECTURES = {
   MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3", SeedOssForCausalLM = "seed_oss",
   Ernie4_5_MoeForCausalLM = "ernie4_5_moe", MiMoV2FlashForCausalLM = "mimo_v2_flash", LagunaForCausalLM = "laguna",
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
-  DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open",
+  DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open", ExaoneMoeForCausalLM = "exaone_moe",
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",

@@ -293,7 +293,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
                 "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom", "helium", "glm4v_text",
-                "mimo", "PanguEmbedded", "openpangu_dense" }
+                "mimo", "PanguEmbedded", "openpangu_dense", "jais2" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -2094,6 +2094,29 @@ end
 -- ReLU, `mlp_bias`).
 function builders.arcee(r, cfg, file)
   return relu2_mlp(llama_layer(r, cfg, file, { own_activation = true }), r, cfg, file, "ArceeMLP's squared ReLU")
+end
+
+--- Jais2Config's defaults (transformers modular_jais2.py @ 1060b88e,
+-- documented as inceptionai/Jais-2-8B-Chat's) for the keys a config.json
+-- may leave out; num_key_value_heads absent: one per head (LlamaConfig).
+M.JAIS2_DEFAULTS = {
+  vocab_size = 150272, hidden_size = 3328, intermediate_size = 26624, num_hidden_layers = 32,
+  num_attention_heads = 26, hidden_act = "relu2", tie_word_embeddings = false, attention_bias = true,
+  mlp_bias = true, rope_theta = 500000.0, max_position_embeddings = 8192,
+}
+
+--- Jais 2 (jais2; transformers modular_jais2.py @ 1060b88e): Llama's
+-- attention (q, k, v, o biases when `attention_bias`, default true),
+-- NemotronMLP (up and down projections with `mlp_bias`, default true;
+-- squared ReLU) and two nn.LayerNorm (weight and bias) a layer plus the
+-- final one, epsilon `layer_norm_eps`; untied.
+function builders.jais2(_, cfg, file)
+  local c = with_defaults(cfg, M.JAIS2_DEFAULTS)
+  local r = reader(c, file)
+  local m = relu2_mlp(llama_layer(r, c, file, { own_activation = true }), r, c, file, "Jais2MLP's squared ReLU")
+  m.norm, m.norm_bias = "layernorm", true
+  m.rope_theta = c.rope_theta -- the class's default when the config has none (numerics keeps a given one)
+  return m
 end
 
 --- Ernie4_5Config's defaults (configuration_ernie4_5.py @ 2b6c089d) of the
@@ -5414,7 +5437,7 @@ M.ARCHITECTURES = {
   MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3", SeedOssForCausalLM = "seed_oss",
   Ernie4_5_MoeForCausalLM = "ernie4_5_moe", MiMoV2FlashForCausalLM = "mimo_v2_flash", LagunaForCausalLM = "laguna",
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
-  DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open", ExaoneMoeForCausalLM = "exaone_moe",
+  DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open", ExaoneMoeForCausalLM = "exaone_moe", Jais2ForCausalLM = "jais2",
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",

@@ -293,7 +293,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
                 "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom", "helium", "glm4v_text",
-                "mimo", "PanguEmbedded", "openpangu_dense", "jais2" }
+                "mimo", "PanguEmbedded", "openpangu_dense", "jais2", "youtu" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -1320,6 +1320,26 @@ end
 
 builders.deepseek_v2 = function(r, cfg, file) return deepseek(r, cfg, file, false) end
 builders.deepseek_v3 = function(r, cfg, file) return deepseek(r, cfg, file, true) end
+
+--- YoutuConfig's defaults (transformers configuration_youtu.py @
+-- 008e5743, documented as tencent/Youtu-LLM-2B's) for the keys a
+-- config.json may leave out.
+M.YOUTU_DEFAULTS = {
+  vocab_size = 128256, hidden_size = 2048, intermediate_size = 6144, num_hidden_layers = 32,
+  num_attention_heads = 16, kv_lora_rank = 512, q_lora_rank = 1536, qk_rope_head_dim = 64, v_head_dim = 128,
+  qk_nope_head_dim = 128, hidden_act = "silu", tie_word_embeddings = true, attention_bias = false,
+}
+
+--- Youtu-LLM (`youtu`, Tencent; transformers modular_youtu.py @ 07497505):
+-- Llama's dense layer (SwiGLU MLP of intermediate_size, two RMSNorms) with
+-- DeepSeek-V3's multi-head latent attention (YoutuAttention); tied
+-- embeddings by default. YoutuConfig removes DeepSeek-V3's MoE and MTP
+-- keys: a config that still has them gets none.
+function builders.youtu(_, cfg, file)
+  local c = with_defaults(cfg, M.YOUTU_DEFAULTS)
+  if cfg.q_lora_rank == cjson.null then c.q_lora_rank = nil end -- q_proj
+  return mla_layer(reader(c, file), c, file)
+end
 
 --- Mistral4Config's defaults (transformers configuration_mistral4.py @
 -- 008e5743, documented as mistralai/Mistral-Small-4-119B-2603's), for the
@@ -5437,7 +5457,7 @@ M.ARCHITECTURES = {
   MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3", SeedOssForCausalLM = "seed_oss",
   Ernie4_5_MoeForCausalLM = "ernie4_5_moe", MiMoV2FlashForCausalLM = "mimo_v2_flash", LagunaForCausalLM = "laguna",
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
-  DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open", ExaoneMoeForCausalLM = "exaone_moe", Jais2ForCausalLM = "jais2",
+  DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open", ExaoneMoeForCausalLM = "exaone_moe", Jais2ForCausalLM = "jais2", YoutuForCausalLM = "youtu",
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",

@@ -1697,6 +1697,29 @@ function builders.olmoe(r, cfg, file, notes)
   return m
 end
 
+--- FlexOlmoConfig's defaults (transformers modular_flex_olmo.py @
+-- 008e5743, documented as allenai/FlexOlmo-7x7B-1T's) for the keys a
+-- config.json may leave out, and its RoPE base (default_theta).
+M.FLEX_OLMO_DEFAULTS = {
+  vocab_size = 100352, hidden_size = 4096, intermediate_size = 11008, num_hidden_layers = 32,
+  num_attention_heads = 32, hidden_act = "silu", tie_word_embeddings = false, attention_bias = false,
+  num_experts_per_tok = 5, num_experts = 7, router_aux_loss_coef = 0.01, norm_topk_prob = false,
+}
+M.FLEX_OLMO_DEFAULT_THETA = 500000.0
+
+--- FlexOlmo (flex_olmo; transformers modular_flex_olmo.py @ 008e5743):
+-- OLMoE's MoE layer (builders.olmoe: experts of intermediate_size on
+-- every layer, softmax router, Q/K norms over the whole projection --
+-- Olmo2Attention's) with OLMo 2's norms after attention and MLP
+-- (FlexOlmoDecoderLayer: reordered_norm).
+function builders.flex_olmo(_, cfg, file, notes)
+  local c = with_defaults(cfg, M.FLEX_OLMO_DEFAULTS)
+  local m = builders.olmoe(reader(c, file), c, file, notes)
+  m.reordered_norm = true
+  m.rope_theta = M.FLEX_OLMO_DEFAULT_THETA -- numerics keeps a config's own
+  return m
+end
+
 --- Granite's multipliers (GraniteConfig, GraniteMoeConfig: embedding_
 -- multiplier, residual_multiplier, attention_multiplier -- the attention
 -- scale itself, in place of 1/sqrt(d) -- and logits_scaling): constants
@@ -5441,7 +5464,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
-                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text", "afmoe", "mistral4", "solar_open", "exaone_moe" }
+                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text", "afmoe", "mistral4", "solar_open", "exaone_moe", "flex_olmo" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -5457,7 +5480,7 @@ M.ARCHITECTURES = {
   MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3", SeedOssForCausalLM = "seed_oss",
   Ernie4_5_MoeForCausalLM = "ernie4_5_moe", MiMoV2FlashForCausalLM = "mimo_v2_flash", LagunaForCausalLM = "laguna",
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
-  DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open", ExaoneMoeForCausalLM = "exaone_moe", Jais2ForCausalLM = "jais2", YoutuForCausalLM = "youtu",
+  DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open", ExaoneMoeForCausalLM = "exaone_moe", Jais2ForCausalLM = "jais2", YoutuForCausalLM = "youtu", FlexOlmoForCausalLM = "flex_olmo",
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",

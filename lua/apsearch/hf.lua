@@ -293,7 +293,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
                 "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom", "helium", "glm4v_text",
-                "mimo", "PanguEmbedded", "openpangu_dense", "jais2", "youtu" }
+                "mimo", "PanguEmbedded", "openpangu_dense", "jais2", "youtu", "nanochat" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -2160,6 +2160,33 @@ function builders.jais2(_, cfg, file)
   m.norm, m.norm_bias = "layernorm", true
   m.rope_theta = c.rope_theta -- the class's default when the config has none (numerics keeps a given one)
   return m
+end
+
+--- NanoChatConfig's defaults (transformers configuration_nanochat.py @
+-- 008e5743) for the keys a config.json may leave out.
+M.NANOCHAT_DEFAULTS = {
+  vocab_size = 50304, hidden_size = 768, intermediate_size = 8192, num_hidden_layers = 12,
+  num_attention_heads = 6, hidden_act = "relu2", final_logit_softcapping = 15.0, attention_bias = false,
+  tie_word_embeddings = false,
+}
+
+--- nanochat (nanochat; transformers modular_nanochat.py @ a1530d2a):
+-- Qwen3's attention (q, k, v, o biases when `attention_bias`) whose Q/K
+-- norms have no weight (Llama4TextL2Norm: qk_norm_weightless), every norm
+-- weightless (norm_weightless) with one more on the embeddings before the
+-- first layer (NanoChatModel: embedding_norm), a squared-ReLU MLP of two
+-- projections without bias (NanoChatMLP fc1, fc2), the logits
+-- soft-capped (final_logit_softcapping, null: none); untied.
+function builders.nanochat(_, cfg, file, notes)
+  local c = with_defaults(cfg, M.NANOCHAT_DEFAULTS)
+  if cfg.final_logit_softcapping == cjson.null then c.final_logit_softcapping = nil end
+  c.attn_logit_softcapping = nil -- the class has none
+  local r = reader(c, file)
+  local m = relu2_mlp(llama_layer(r, c, file, { own_activation = true }), r, c, file, "NanoChatMLP's squared ReLU")
+  m.mlp_bias = false
+  m.qk_norm, m.qk_norm_weightless = true, true
+  m.norm_weightless, m.embedding_norm = true, true
+  return softcapping(m, c, file, notes, {})
 end
 
 --- Ernie4_5Config's defaults (configuration_ernie4_5.py @ 2b6c089d) of the
@@ -5480,7 +5507,7 @@ M.ARCHITECTURES = {
   MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3", SeedOssForCausalLM = "seed_oss",
   Ernie4_5_MoeForCausalLM = "ernie4_5_moe", MiMoV2FlashForCausalLM = "mimo_v2_flash", LagunaForCausalLM = "laguna",
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
-  DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open", ExaoneMoeForCausalLM = "exaone_moe", Jais2ForCausalLM = "jais2", YoutuForCausalLM = "youtu", FlexOlmoForCausalLM = "flex_olmo",
+  DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open", ExaoneMoeForCausalLM = "exaone_moe", Jais2ForCausalLM = "jais2", YoutuForCausalLM = "youtu", FlexOlmoForCausalLM = "flex_olmo", NanoChatForCausalLM = "nanochat",
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",

@@ -5679,8 +5679,11 @@ M.WRAPPER_KEYS = { muse_glimmer = { "use_qk_norm", "use_attn_output_gate", "norm
 -- when apsearch has a reader for that type: Mistral 3 (Mistral Small 3.1 /
 -- 3.2, Magistral; Mistral3Config builds CONFIG_MAPPING[text_config
 -- ["model_type"]], default "mistral", and Mistral3Model its AutoModel,
--- configuration_mistral3.py / modeling_mistral3.py @ 0db25542).
-M.WRAPPERS_OWN_TEXT = { mistral3 = "mistral" }
+-- configuration_mistral3.py / modeling_mistral3.py @ 0db25542); GLM-4.6V
+-- (Glm46VConfig builds CONFIG_MAPPING[text_config["model_type"]], default
+-- "glm4v_text", and Glm46VModel its AutoModel; modular_glm46v.py @
+-- 020a37d2; GLM-4.6V's glm4v_moe_text, GLM-4.6V-Flash's glm4v_text).
+M.WRAPPERS_OWN_TEXT = { mistral3 = "mistral", glm46v = "glm4v_text" }
 
 --- The text model of a multimodal wrapper of M.WRAPPERS or M.WRAPPERS_OWN_TEXT (a config of a
 -- type apsearch has no reader for, with a `text_config`), as the config to

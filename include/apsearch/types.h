@@ -241,6 +241,15 @@ typedef struct {
                                           Megatron --window-attn-skip-freq k),
                                           and sliding_window_layers is
                                           L - floor(L / k); 0: not given */
+    char sliding_window_layout[APS_MAX_HYBRID_LAYERS + 1]; /**< one letter
+                                          a layer, S windowed, F full, where
+                                          no period places the window (CWM:
+                                          the 0-based layers i % 4 == 0 full,
+                                          transformers modular_cwm.py; Megatron
+                                          --window-attn-skip-freq's list form,
+                                          1 windowed, 0 full); its S count is
+                                          sliding_window_layers; not with a
+                                          period; "": not given */
     /* A second attention shape on the layers without the sliding window
      * (Gemma 4's full-attention layers: transformers Gemma4TextAttention,
      * models/gemma4/modeling_gemma4.py @ c308a309).  All three 0 / false:

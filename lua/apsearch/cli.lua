@@ -1495,7 +1495,7 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "max_position_embeddings", "norms_per_layer", "mlp", "norm",
   "position_embedding", "norm_bias", "qkv_bias", "attn_out_bias", "mlp_bias",
   "qk_norm", "qk_norm_full_width", "qk_norm_head_weights", "attention_sinks", "tie_word_embeddings", "lm_head_bias", "reordered_norm", "rotary_interleaved", "mup_multipliers", "parallel_attn_mlp", "norm_weightless", "embedding_norm",
-  "sliding_window", "sliding_window_layers", "sliding_window_period",
+  "sliding_window", "sliding_window_layers", "sliding_window_period", "sliding_window_layout",
   "global_head_dim", "global_num_attention_heads", "global_num_query_groups", "global_k_eq_v",
   "attn_v_head_dim", "window_attention_sinks", "qk_l2_norm", "attention_output_gate", "attention_head_gate",
   "nope_layer_period", "attention_chunk_size", "chunked_attention_layers",

@@ -293,7 +293,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
                 "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom", "helium", "glm4v_text",
-                "mimo", "PanguEmbedded", "openpangu_dense", "jais2", "youtu", "nanochat" }
+                "mimo", "PanguEmbedded", "openpangu_dense", "jais2", "youtu", "nanochat", "cwm" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -460,6 +460,12 @@ function M.rotary_fraction(cfg, file, default)
     util.fail(file, "partial_rotary_factor", "expected a number in (0, 1]", v)
   end
   return v < 1 and v + 0.0 or nil
+end
+
+-- A config value apsearch does not price, refused with the file, key,
+-- value and why.
+local function not_modelled(file, key, why, v)
+  error(("NotImplemented: %s: %s: %s (got %s)"):format(file, key, why, util.describe(v)), 0)
 end
 
 -- cfg with every absent or null key of `defaults` filled in: the
@@ -1341,6 +1347,16 @@ function builders.youtu(_, cfg, file)
   return mla_layer(reader(c, file), c, file)
 end
 
+--- Keys a config class removes from its parent's (`key = AttributeError()`
+-- in the class body): transformers' model never reads them, so a
+-- config.json that still carries them is read without them (YoutuConfig,
+-- modular_youtu.py @ 07497505: DeepSeek-V3's MoE and MTP keys).
+M.REMOVED_KEYS = {
+  youtu = { "n_shared_experts", "n_routed_experts", "output_router_logits", "routed_scaling_factor", "n_group",
+    "topk_group", "num_experts_per_tok", "first_k_dense_replace", "norm_topk_prob", "pretraining_tp",
+    "moe_intermediate_size", "num_mtp_layers" },
+}
+
 --- Mistral4Config's defaults (transformers configuration_mistral4.py @
 -- 008e5743, documented as mistralai/Mistral-Small-4-119B-2603's), for the
 -- keys a config.json may leave out.
@@ -1352,6 +1368,13 @@ M.MISTRAL4_DEFAULTS = {
   first_k_dense_replace = 0, norm_topk_prob = true, hidden_act = "silu", tie_word_embeddings = false,
   attention_bias = false,
 }
+--- Mistral4Config's rope_parameters when the config gives none (its
+-- __post_init__; rope_theta 10000, YaRN factor 128 over 8192 tokens).
+M.MISTRAL4_ROPE = { type = "yarn", rope_theta = 10000.0, factor = 128.0, original_max_position_embeddings = 8192,
+  beta_fast = 32.0, beta_slow = 1.0, mscale_all_dim = 1.0, mscale = 1.0, llama_4_scaling_beta = 0.1 }
+--- The attribute_map of Mistral4Config and SolarOpenConfig: a config's
+-- num_local_experts is n_routed_experts (PreTrainedConfig.__setattr__).
+M.N_ROUTED_ALIASES = { num_local_experts = "n_routed_experts" }
 
 --- Mistral Small 4 (`mistral4`, also the text_config of its `mistral3`
 -- wrapper; transformers modeling_mistral4.py @ 0205eec1 / modular_
@@ -1366,10 +1389,21 @@ M.MISTRAL4_DEFAULTS = {
 -- renormalises the top-k weights when norm_topk_prob and multiplies them
 -- by routed_scaling_factor. No MTP module, no moe_layer_freq, no
 -- scoring_func or topk_method: the class reads none of them.
-function builders.mistral4(_, cfg, file)
-  local c = with_defaults(cfg, M.MISTRAL4_DEFAULTS)
+function builders.mistral4(_, cfg, file, notes, extra)
+  local c = with_defaults(with_aliases(cfg, M.N_ROUTED_ALIASES), M.MISTRAL4_DEFAULTS)
   if cfg.q_lora_rank == cjson.null then c.q_lora_rank = nil end -- q_proj
   c.scoring_func, c.topk_method, c.num_nextn_predict_layers, c.moe_layer_freq = nil, nil, nil, nil
+  if is_null(cfg.rope_parameters) and is_null(cfg.rope_scaling) and is_null(cfg.rope_theta) then
+    c.rope_parameters = M.MISTRAL4_ROPE
+  end
+  local rp = type(c.rope_parameters) == "table" and c.rope_parameters or {}
+  local beta = rp.llama_4_scaling_beta
+  if type(beta) == "number" and beta ~= 0 then
+    note(notes, file, "rope_parameters.llama_4_scaling_beta %s scales the queries by position (1 + beta " ..
+      "log(1 + floor(p / original_max_position_embeddings))): element-wise, not priced; Megatron-LM has no " ..
+      "such scale, so its script trains without it", util.describe(beta))
+  end
+  extra.own_numerics = true
   local r = reader(c, file)
   local m = mla_layer(r, c, file)
   m.num_experts = r.int("n_routed_experts")
@@ -1378,7 +1412,7 @@ function builders.mistral4(_, cfg, file)
   local shared = count(c, "n_shared_experts", 0, file)
   if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
   first_dense(m, c, file)
-  return deepseek_router(m, r, c, file, true, "noaux_tc")
+  return numerics(deepseek_router(m, r, c, file, true, "noaux_tc"), c, file)
 end
 
 --- Glm4MoeConfig's defaults for keys a config.json may leave out
@@ -1442,8 +1476,9 @@ M.SOLAR_OPEN_DEFAULT_THETA = 1000000.0
 -- whatever a config.json says; Megatron's unused --ffn-hidden-size is
 -- written as the expert width.
 function builders.solar_open(_, cfg, file)
-  local c = with_defaults(cfg, M.SOLAR_OPEN_DEFAULTS)
+  local c = with_defaults(with_aliases(cfg, M.N_ROUTED_ALIASES), M.SOLAR_OPEN_DEFAULTS)
   c.first_k_dense_replace, c.use_qk_norm, c.num_nextn_predict_layers = nil, nil, nil
+  c.scoring_func, c.topk_method = nil, nil -- Glm4MoeTopkRouter is always sigmoid
   c.intermediate_size = c.moe_intermediate_size
   local m = builders.glm4_moe(reader(c, file), c, file)
   m.rope_theta = M.SOLAR_OPEN_DEFAULT_THETA -- numerics keeps a config's own
@@ -1602,7 +1637,8 @@ end
 
 -- The model's window period from `layer_types` (validated by
 -- sliding_layer_count), else from `default_k` (the class's rule); only
--- when the window is on some but not all layers.
+-- when the window is on some but not all layers.  Layer types no period
+-- fits are kept as sliding_window_layout (S windowed, F full).
 local function set_window_period(m, cfg, default_k)
   local n, L = m.sliding_window_layers or 0, m.num_layers
   if not m.sliding_window or n == 0 or n == L then return m end
@@ -1610,7 +1646,13 @@ local function set_window_period(m, cfg, default_k)
   if is_null(v) then
     m.sliding_window_period = default_k
   else
-    m.sliding_window_period = M.window_period(function(i) return M.LAYER_TYPES[v[i]] end, L)
+    local function windowed(i) return M.LAYER_TYPES[v[i]] end
+    m.sliding_window_period = M.window_period(windowed, L)
+    if not m.sliding_window_period then
+      local letters = {}
+      for i = 1, L do letters[i] = windowed(i) and "S" or "F" end
+      m.sliding_window_layout = table.concat(letters)
+    end
   end
   return m
 end
@@ -1713,7 +1755,8 @@ M.FLEX_OLMO_DEFAULT_THETA = 500000.0
 -- Olmo2Attention's) with OLMo 2's norms after attention and MLP
 -- (FlexOlmoDecoderLayer: reordered_norm).
 function builders.flex_olmo(_, cfg, file, notes)
-  local c = with_defaults(cfg, M.FLEX_OLMO_DEFAULTS)
+  local c = with_defaults(with_aliases(cfg, { num_local_experts = "num_experts" }), M.FLEX_OLMO_DEFAULTS)
+  c.clip_qkv = nil -- FlexOlmoConfig deletes it; Olmo2Attention never clips
   local m = builders.olmoe(reader(c, file), c, file, notes)
   m.reordered_norm = true
   m.rope_theta = M.FLEX_OLMO_DEFAULT_THETA -- numerics keeps a config's own
@@ -1966,11 +2009,23 @@ end
 -- layers of `layer_types`, else on every layer but each k-th, and no RoPE
 -- on the global layers (EXAONE 4, Cohere2: "global NoPE",
 -- nope_layer_period the window's period).
+-- The NoPE layers are then the full ones: every layer full, or full
+-- layers no period counts (sliding_window_layout), are refused -- the
+-- model's RoPE layers would not be the script's.
 local function global_nope_window(m, r, cfg, file, k)
   if is_null(cfg.sliding_window) then return end
   local L = m.num_layers
-  window_on(m, r, sliding_layer_count(cfg, L, file) or (L - L // k))
+  local n = sliding_layer_count(cfg, L, file) or (L - L // k)
+  if n == 0 then
+    not_modelled(file, "layer_types", "every layer full_attention beside a sliding_window: the class applies RoPE " ..
+      "to none of them (its full layers are NoPE)", cfg.layer_types)
+  end
+  window_on(m, r, n)
   set_window_period(m, cfg, k)
+  if m.sliding_window_layout then
+    not_modelled(file, "layer_types", "full (NoPE) layers no period counts: only every k-th layer's NoPE is " ..
+      "modelled (nope_layer_period)", cfg.layer_types)
+  end
   if m.sliding_window and m.sliding_window_period then m.nope_layer_period = m.sliding_window_period end
 end
 
@@ -2139,13 +2194,14 @@ function builders.arcee(r, cfg, file)
   return relu2_mlp(llama_layer(r, cfg, file, { own_activation = true }), r, cfg, file, "ArceeMLP's squared ReLU")
 end
 
---- Jais2Config's defaults (transformers modular_jais2.py @ 1060b88e,
--- documented as inceptionai/Jais-2-8B-Chat's) for the keys a config.json
--- may leave out; num_key_value_heads absent: one per head (LlamaConfig).
+--- Jais2Config's defaults (transformers configuration_jais2.py @
+-- 008e5743, documented as inceptionai/Jais-2-8B-Chat's) for the keys a
+-- config.json may leave out; num_key_value_heads absent: one per head; no
+-- RoPE base of its own (PreTrainedConfig's 10000).
 M.JAIS2_DEFAULTS = {
   vocab_size = 150272, hidden_size = 3328, intermediate_size = 26624, num_hidden_layers = 32,
   num_attention_heads = 26, hidden_act = "relu2", tie_word_embeddings = false, attention_bias = true,
-  mlp_bias = true, rope_theta = 500000.0, max_position_embeddings = 8192,
+  mlp_bias = true, max_position_embeddings = 8192,
 }
 
 --- Jais 2 (jais2; transformers modular_jais2.py @ 1060b88e): Llama's
@@ -2158,7 +2214,6 @@ function builders.jais2(_, cfg, file)
   local r = reader(c, file)
   local m = relu2_mlp(llama_layer(r, c, file, { own_activation = true }), r, c, file, "Jais2MLP's squared ReLU")
   m.norm, m.norm_bias = "layernorm", true
-  m.rope_theta = c.rope_theta -- the class's default when the config has none (numerics keeps a given one)
   return m
 end
 
@@ -2187,6 +2242,49 @@ function builders.nanochat(_, cfg, file, notes)
   m.qk_norm, m.qk_norm_weightless = true, true
   m.norm_weightless, m.embedding_norm = true, true
   return softcapping(m, c, file, notes, {})
+end
+
+--- CwmConfig's defaults (transformers modular_cwm.py @ 000c33fd,
+-- documented as facebook/cwm's) for the keys a config.json may leave
+-- out; its RoPE base (rope_parameters' default rope_theta, llama3-scaled);
+-- without `layer_types`, layer i (0-based) attends fully when i %
+-- M.CWM_FULL_EVERY == 0, else within the window.
+M.CWM_DEFAULTS = {
+  vocab_size = 128256, hidden_size = 6144, intermediate_size = 21504, num_hidden_layers = 64,
+  num_attention_heads = 48, num_key_value_heads = 8, head_dim = 128, hidden_act = "silu",
+  tie_word_embeddings = false, mlp_bias = false, sliding_window = 8192,
+}
+M.CWM_FULL_EVERY = 4
+--- CwmConfig's rope_parameters when the config gives none (llama3 scaling)
+M.CWM_ROPE = { rope_theta = 1000000.0, factor = 16.0, high_freq_factor = 4.0, low_freq_factor = 1.0,
+  original_max_position_embeddings = 8192, rope_type = "llama3" }
+
+--- Code World Model (cwm; transformers modular_cwm.py @ 000c33fd): Llama's
+-- layer with no attention bias (CwmConfig deletes attention_bias; CwmAttention
+-- q, k, v and Qwen2Attention's o_proj without), `mlp_bias`, the window of
+-- `sliding_window` (0 or null: none) on the sliding_attention layers of
+-- `layer_types` (default: all but the 0-based multiples of 4, the first
+-- layer of each four full -- no period counts that way, so the layout
+-- is kept: sliding_window_layout).
+function builders.cwm(_, cfg, file, _, extra)
+  local c = with_defaults(cfg, M.CWM_DEFAULTS)
+  if cfg.sliding_window == cjson.null or cfg.sliding_window == 0 then c.sliding_window = nil end
+  if is_null(cfg.rope_parameters) and is_null(cfg.rope_scaling) and is_null(cfg.rope_theta) then
+    c.rope_parameters = M.CWM_ROPE
+  end
+  c.attention_bias = false
+  local r = reader(c, file)
+  local m = llama_layer(r, c, file)
+  extra.own_numerics = true
+  if is_null(c.sliding_window) then return numerics(m, c, file) end
+  local L = m.num_layers
+  if is_null(c.layer_types) then
+    local types = {}
+    for i = 1, L do types[i] = (i - 1) % M.CWM_FULL_EVERY == 0 and "full_attention" or "sliding_attention" end
+    c.layer_types = types
+  end
+  window_on(m, r, sliding_layer_count(c, L, file))
+  return numerics(set_window_period(m, c, nil), c, file)
 end
 
 --- Ernie4_5Config's defaults (configuration_ernie4_5.py @ 2b6c089d) of the
@@ -2718,6 +2816,7 @@ M.EXAONE_MOE_DEFAULTS = {
 -- counted; per-layer swiglu_limits are noted.
 function builders.exaone_moe(_, cfg, file, notes)
   local c = with_defaults(cfg, M.EXAONE_MOE_DEFAULTS)
+  c.scoring_func, c.topk_method = nil, nil -- DeepseekV3TopkRouter's sigmoid, whatever they say
   local r = reader(c, file)
   local m = builders.exaone4(r, c, file, notes)
   m.reordered_norm = nil
@@ -3058,12 +3157,6 @@ M.GEMMA4_CONFIG_KEYS = {
   moe_ffn_hidden_size = "moe_intermediate_size", global_head_dim = "global_head_dim",
   global_num_query_groups = "num_global_key_value_heads",
 }
-
--- A config value Gemma 4 has that apsearch does not price, refused with
--- the file, key, value and why.
-local function not_modelled(file, key, why, v)
-  error(("NotImplemented: %s: %s: %s (got %s)"):format(file, key, why, util.describe(v)), 0)
-end
 
 -- Gemma 4's layer types as Gemma4TextConfig.__post_init__ leaves them:
 -- the config's (validated), else every GEMMA4_WINDOW_PATTERN-th layer
@@ -5507,7 +5600,7 @@ M.ARCHITECTURES = {
   MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3", SeedOssForCausalLM = "seed_oss",
   Ernie4_5_MoeForCausalLM = "ernie4_5_moe", MiMoV2FlashForCausalLM = "mimo_v2_flash", LagunaForCausalLM = "laguna",
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
-  DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open", ExaoneMoeForCausalLM = "exaone_moe", Jais2ForCausalLM = "jais2", YoutuForCausalLM = "youtu", FlexOlmoForCausalLM = "flex_olmo", NanoChatForCausalLM = "nanochat",
+  DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open", ExaoneMoeForCausalLM = "exaone_moe", Jais2ForCausalLM = "jais2", YoutuForCausalLM = "youtu", FlexOlmoForCausalLM = "flex_olmo", NanoChatForCausalLM = "nanochat", CwmForCausalLM = "cwm",
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",
@@ -5852,6 +5945,12 @@ function M.from_config(cfg, source, name)
   local wrapped = M.wrapped_text(cfg, mt, source)
   if wrapped then return read_wrapped(cfg, wrapped, source, name) end
   misspelt_type(mt, source)
+  if M.REMOVED_KEYS[mt] then
+    local t = {}
+    for k, v in pairs(cfg) do t[k] = v end
+    for _, k in ipairs(M.REMOVED_KEYS[mt]) do t[k] = nil end
+    cfg = t
+  end
   local moe_ok = M.MOE_BUILDER_REFUSES[mt] or false
   for _, t in ipairs(M.moe_supported) do moe_ok = moe_ok or t == mt end
   local key, n = moe_key(cfg)

@@ -48,7 +48,7 @@ M.model = {
   rotary_interleaved = "bool", mup_multipliers = "bool", parallel_attn_mlp = "bool",
   norm_weightless = "bool", embedding_norm = "bool",
   sliding_window = "nonnegint", sliding_window_layers = "nonnegint",
-  sliding_window_period = "nonnegint",
+  sliding_window_period = "nonnegint", sliding_window_layout = "string",
   global_head_dim = "nonnegint", global_num_query_groups = "nonnegint", global_k_eq_v = "bool",
   global_num_attention_heads = "nonnegint",
   attn_v_head_dim = "nonnegint", window_attention_sinks = "bool",

@@ -509,6 +509,40 @@ static aps_status validate_window_period(const aps_model *m, char *err,
 }
 
 /*
+ * The windowed layers' layout: num_layers letters S (windowed) and F
+ * (full), as many S as sliding_window_layers, with a window and without a
+ * period (the period says the same of a periodic layout).
+ */
+static aps_status validate_window_layout(const aps_model *m, char *err,
+                                         size_t n)
+{
+    const char *p = m->sliding_window_layout;
+    if (p[0] == '\0')
+        return APS_OK;
+    size_t len = strlen(p);
+    int64_t windowed = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] != 'S' && p[i] != 'F') {
+            aps_fmt(err, n, "model.sliding_window_layout: letter %zu is '%c' "
+                    "(expected S, windowed, or F, full)", i + 1, p[i]);
+            return APS_EINVAL;
+        }
+        windowed += p[i] == 'S';
+    }
+    if ((int64_t)len != m->num_layers || m->sliding_window == 0 ||
+        m->sliding_window_period != 0 ||
+        windowed != m->sliding_window_layers) {
+        aps_fmt(err, n, "model.sliding_window_layout: must have num_layers = "
+                "%lld letters, %lld of them S (sliding_window_layers), with a "
+                "sliding_window and no sliding_window_period (got %zu "
+                "letters, %lld S)", (long long)m->num_layers,
+                (long long)m->sliding_window_layers, len, (long long)windowed);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
+/*
  * Llama 4's attention variants: weightless L2 Q/K norms (not with the
  * RMSNorm ones), NoPE layers every k-th layer of a RoPE model, chunked
  * attention (not together with a sliding window: aps_attention_keys
@@ -786,6 +820,8 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
         return APS_EINVAL;
     }
     st = validate_window_period(m, err, n);
+    if (st == APS_OK)
+        st = validate_window_layout(m, err, n);
     if (st != APS_OK)
         return st;
     st = aps_hybrid_validate(m, err, n);

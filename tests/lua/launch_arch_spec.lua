@@ -120,6 +120,26 @@ describe("Megatron-LM model architecture flags (issue 25)", function()
     assert.truthy(nw[2]:find("4 norms per layer", 1, true))
   end)
 
+  it("CWM: the window on all but the first layer of each four, as --window-attn-skip-freq's list", function()
+    local m = hf.from_config({ model_type = "cwm", num_hidden_layers = 8, hidden_size = 512,
+      num_attention_heads = 4, num_key_value_heads = 2, intermediate_size = 1024, vocab_size = 1000 }, "cwm.json")
+    local flags, notes = script(m)
+    has(flags, { ["--window-size"] = "8191,0", ["--window-attn-skip-freq"] = "'([0]+[1]*3)*2'" })
+    assert.are.same({}, not_written(notes))
+  end)
+
+  it("Mistral Small 4: softmax groups written, the logit ranking Megatron uses said (NOT EXPRESSIBLE)", function()
+    local m = hf.from_config({ model_type = "mistral4", num_hidden_layers = 2, hidden_size = 512,
+      num_attention_heads = 4, n_routed_experts = 16, num_experts_per_tok = 4, moe_intermediate_size = 128,
+      n_group = 8, topk_group = 2, vocab_size = 1000 }, "m4.json")
+    local flags, notes = script(m, { dp_degree = 8, ep_degree = 8, zero_stage = 1, micro_batch_size = 1 })
+    has(flags, { ["--moe-router-num-groups"] = "8", ["--moe-router-group-topk"] = "2" },
+      { "--moe-router-pre-softmax", "--moe-router-enable-expert-bias" })
+    local found = false
+    for _, n in ipairs(notes) do found = found or n:find("Megatron ranks the groups by their logits", 1, true) ~= nil end
+    assert.is_true(found)
+  end)
+
   it("gemma-3-4b: window 1023 with period 6; linear RoPE scaling not written", function()
     local flags, notes = script(load("gemma-3-4b-pt"))
     has(flags, { ["--quick-geglu"] = true, ["--window-size"] = "1023,0", ["--window-attn-skip-freq"] = "6",
@@ -390,7 +410,7 @@ describe("model fields of the architecture (issue 25)", function()
       ["--untie-embeddings-and-output-weights"] = true }, { "--normalization", "--apply-layernorm-1p" })
     local nw = not_written(notes)
     assert.are.equal(1, #nw, table.concat(nw, "\n"))
-    assert.truthy(nw[1]:find("norms without a weight or bias (norm_weightless, OLMo)", 1, true), nw[1])
+    assert.truthy(nw[1]:find("norms without a weight or bias (norm_weightless, OLMo, nanochat)", 1, true), nw[1])
     H.assert_megatron_flags(text)
     assert.truthy(table.concat(launch.llama_block_features(m), "\n"):find("norm_weightless", 1, true))
   end)

@@ -91,4 +91,19 @@ describe("K-EXAONE (exaone_moe)", function()
     assert.matches("t.json: mlp_layer_types: no layer would have experts", H.err_of(hf.from_config,
       config({ mlp_layer_types = { "dense", "dense", "dense", "dense" } }), "t.json"), 1, true)
   end)
+
+  it("refuses full (NoPE) layers no period counts, and a window on no layer", function()
+    local types = { "full_attention", "sliding_attention", "sliding_attention", "sliding_attention" }
+    assert.matches("t.json: layer_types: full (NoPE) layers no period counts", H.err_of(hf.from_config,
+      config({ num_hidden_layers = 8, is_moe_layer = cjson_null, layer_types = { types[1], types[2], types[3],
+        types[4], types[1], types[2], types[3], types[4] } }), "t.json"), 1, true)
+    assert.matches("t.json: layer_types: every layer full_attention beside a sliding_window", H.err_of(hf.from_config,
+      config({ layer_types = { "full_attention", "full_attention", "full_attention", "full_attention" } }), "t.json"),
+      1, true)
+  end)
+
+  it("ignores scoring_func: DeepseekV3TopkRouter is sigmoid whatever it says", function()
+    local m = hf.from_config(config({ scoring_func = "softmax" }), "t.json")
+    assert.are.equal(total(4), core.model_params(m).total)
+  end)
 end)

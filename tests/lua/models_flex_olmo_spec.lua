@@ -33,4 +33,10 @@ describe("FlexOlmo (flex_olmo)", function()
     assert.is_nil(m.moe_router_pre_softmax)
     assert.are.equal(1e4, m.rope_theta)
   end)
+
+  it("reads num_local_experts as num_experts, and no clip_qkv (FlexOlmoConfig deletes it)", function()
+    local m, info = hf.from_config({ model_type = "flex_olmo", num_local_experts = 8, clip_qkv = 8 }, "t.json")
+    assert.are.equal(TOTAL + 32 * (expert + h), core.model_params(m).total)
+    for _, n in ipairs(info.notes) do assert.is_nil(n:find("clip_qkv", 1, true), n) end
+  end)
 end)

@@ -28,8 +28,9 @@ describe("Jais 2 (jais2)", function()
     assert.are.equal(8090401280, TOTAL)
     local m = hf.from_config(config(), "t.json")
     assert.are.equal(TOTAL, core.model_params(m).total)
-    assert.are.same({ "relu2", "layernorm", true, true, true, true, 500000.0 }, { m.mlp, m.norm, m.norm_bias,
-      m.qkv_bias, m.attn_out_bias, m.mlp_bias, m.rope_theta })
+    assert.are.same({ "relu2", "layernorm", true, true, true, true }, { m.mlp, m.norm, m.norm_bias,
+      m.qkv_bias, m.attn_out_bias, m.mlp_bias })
+    assert.is_nil(m.rope_theta) -- Jais2Config has no base of its own: PreTrainedConfig's 10000
   end)
 
   it("drops the biases the config turns off and reads grouped KV heads", function()

@@ -77,4 +77,17 @@ describe("Mistral Small 4 (mistral4)", function()
     assert.matches("t.json: first_k_dense_replace: no layer would have experts",
       H.err_of(hf.from_config, config({ first_k_dense_replace = 36 }), "t.json"), 1, true)
   end)
+
+  it("reads num_local_experts as n_routed_experts (Mistral4Config's attribute_map)", function()
+    local m = hf.from_config(config({ num_local_experts = 64 }), "t.json")
+    assert.are.equal(TOTAL - 36 * 64 * (expert + h), core.model_params(m).total)
+    assert.are.equal(60981330944, TOTAL - 36 * 64 * (expert + h))
+  end)
+
+  it("takes Mistral4Config's YaRN when the config gives no RoPE, and notes the Llama-4 query scale", function()
+    local m, info = hf.from_config(config(), "t.json")
+    assert.are.same({ "yarn", 128.0, 8192, 10000.0, 1.0, 1.0 }, { m.rope_scaling_type, m.rope_scaling_factor,
+      m.original_max_position_embeddings, m.rope_theta, m.yarn_mscale, m.yarn_mscale_all_dim })
+    assert.truthy(info.notes[1]:find("llama_4_scaling_beta 0.1 scales the queries by position", 1, true))
+  end)
 end)

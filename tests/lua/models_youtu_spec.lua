@@ -45,4 +45,11 @@ describe("Youtu-LLM (youtu)", function()
     local q_proj = h * 16 * 192 - (h * 1536 + 1536 + 1536 * 16 * 192)
     assert.are.equal(TOTAL + 32 * q_proj + 128256 * h, core.model_params(m).total)
   end)
+
+  it("reads a config that still has DeepSeek-V3's MoE keys without them (YoutuConfig removes them)", function()
+    local m = hf.from_config(config({ n_routed_experts = 64, num_experts_per_tok = 8, moe_intermediate_size = 1408,
+      n_shared_experts = 2 }), "t.json")
+    assert.are.equal(TOTAL, core.model_params(m).total)
+    assert.is_nil(m.num_experts)
+  end)
 end)

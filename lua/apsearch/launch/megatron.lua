@@ -1107,6 +1107,10 @@ function M.qk_norm_args(m, mla, A, N)
       "--qk-layernorm shares one head_dim-wide norm across the heads, " .. M.ARCH_SOURCES.qk_layernorm,
       "--qk-layernorm is written: one weight for every head")
   end
+  if m.qk_norm_weightless and not mla then
+    not_written(N, "Q/K norms without a weight (qk_norm_weightless, nanochat)", "--qk-layernorm's norms have a " ..
+      "learnable weight, " .. M.ARCH_SOURCES.qk_layernorm, "--qk-layernorm is written: weighted norms")
+  end
   if m.qk_norm_full_width and not mla then
     not_written(N, "Q/K norms over the whole projection (qk_norm_full_width)", "--qk-layernorm normalises " ..
       "each head, " .. M.ARCH_SOURCES.qk_layernorm, "--qk-layernorm is written: per-head norms")
@@ -1126,8 +1130,8 @@ function M.norm_args(m, A, N)
   -- TransformerConfig.layernorm_zero_centered_gamma (transformer_config.py:206)
   if m.norm_zero_centered then A("--apply-layernorm-1p") end
   if m.norm_weightless then
-    not_written(N, "norms without a weight or bias (norm_weightless, OLMo)", "TENorm / FusedLayerNorm always " ..
-      "have a learnable weight and bias", "the script's norms have them")
+    not_written(N, "norms without a weight or bias (norm_weightless, OLMo, nanochat)", "TENorm / FusedLayerNorm " ..
+      "always have a learnable weight (and a LayerNorm its bias)", "the script's norms have them")
   elseif m.norm == "layernorm" and m.norm_bias == false then
     not_written(N, "LayerNorm without bias", "TENorm / FusedLayerNorm always have a bias", "the script's " ..
       "LayerNorms have biases")
@@ -1142,7 +1146,8 @@ function M.norm_args(m, A, N)
   if m.embedding_norm then
     not_written(N, "a LayerNorm on the word embeddings (embedding_norm, BLOOM)", "GPTModel's " ..
       "LanguageModelEmbedding has no norm", "the script's embeddings feed the first layer directly (" ..
-      (m.norm_bias == false and 1 or 2) * m.hidden_size .. " parameters fewer)")
+      (m.norm_weightless and 0 or (m.norm_bias == false or m.norm == "rmsnorm") and 1 or 2) * m.hidden_size ..
+      " parameters fewer)")
   end
   if m.mup_multipliers then
     not_written(N, "the embedding, residual, attention and logit multipliers (mup_multipliers, Granite)",
@@ -1170,8 +1175,11 @@ M.GPT_LAYER_NORMS = 2
 -- window (HF sliding_window) being W - 1 tokens back; on every layer
 -- without --window-attn-skip-freq, on the layers whose 1-based number is
 -- not a multiple of k with --window-attn-skip-freq k
--- (model.sliding_window_period).  A window on some layers without a
--- period: not written (full attention everywhere), the file partial.
+-- (model.sliding_window_period), or on the S layers of
+-- model.sliding_window_layout with --window-attn-skip-freq's list form
+-- (1 windowed, 0 full: megatron/core/transformer/utils.py @ d98e8a64
+-- is_layer_window_attention).  A window on some layers with neither: not
+-- written (full attention everywhere), the file partial.
 -- @tparam table m model
 -- @tparam function A flag writer
 -- @tparam function N note writer
@@ -1180,9 +1188,16 @@ function M.window_args(m, A, N)
   if W <= 0 then return end
   local L = m.num_layers
   local wl, k = m.sliding_window_layers or 0, m.sliding_window_period or 0
-  if wl == 0 or wl >= L or k > 0 then
+  local layout = m.sliding_window_layout or ""
+  if wl == 0 or wl >= L or k > 0 or #layout == L then
     A("--window-size", string.format("%d,0", W - 1))
-    if k > 0 and wl < L then A("--window-attn-skip-freq", k) end
+    if k > 0 and wl < L then
+      A("--window-attn-skip-freq", k)
+    elseif #layout == L and wl < L then
+      local bits = {}
+      for i = 1, L do bits[i] = layout:sub(i, i) == "S" and 1 or 0 end
+      A("--window-attn-skip-freq", M.freq_list(bits))
+    end
     return
   end
   not_written(N, string.format("a %d-token sliding window on %d of %d layers", W, wl, L), "the model gives " ..
@@ -1383,28 +1398,17 @@ function M.mla_args(m, A)
   A("--v-head-dim", m.v_head_dim)
 end
 
---- `--moe-layer-freq` for a per-layer pattern (1: routed experts, 0:
--- dense FFN): nothing when every layer is MoE (the default 1), k when
--- layer i is MoE exactly for i mod k = 0, else the Python list expression
+--- A per-layer 0/1 pattern as the Python list expression Megatron's
 -- moe_freq_type evaluates (megatron/training/arguments.py @ d98e8a64),
 -- run-length coded over its shortest period, e.g. "[0]*3+[1]*58",
 -- "([0]+[1])*24".
--- @tparam table pattern 0/1 per layer (core.model_params(m).moe_pattern)
--- @treturn string|nil
-function M.moe_layer_freq(pattern)
+-- @tparam table pattern 0 or 1 per layer
+-- @treturn string
+function M.freq_list(pattern)
   local L = #pattern
   local function periodic(p)
     for i = p + 1, L do if pattern[i] ~= pattern[i - p] then return false end end
     return true
-  end
-  -- an integer k: layer i (0-based) is MoE when i % k == 0
-  -- (get_gpt_decoder_block_spec's moe_layer_pattern)
-  for k = 1, L do
-    local every = true
-    for i = 1, L do
-      if pattern[i] ~= ((i - 1) % k == 0 and 1 or 0) then every = false break end
-    end
-    if every then return k > 1 and tostring(k) or nil end
   end
   local period = L
   for p = 1, L - 1 do
@@ -1421,6 +1425,25 @@ function M.moe_layer_freq(pattern)
   local body = table.concat(runs, "+")
   if period < L then return "(" .. body .. ")*" .. (L // period) end
   return body
+end
+
+--- `--moe-layer-freq` for a per-layer pattern (1: routed experts, 0:
+-- dense FFN): nothing when every layer is MoE (the default 1), k when
+-- layer i is MoE exactly for i mod k = 0, else M.freq_list's list.
+-- @tparam table pattern 0/1 per layer (core.model_params(m).moe_pattern)
+-- @treturn string|nil
+function M.moe_layer_freq(pattern)
+  local L = #pattern
+  -- an integer k: layer i (0-based) is MoE when i % k == 0
+  -- (get_gpt_decoder_block_spec's moe_layer_pattern)
+  for k = 1, L do
+    local every = true
+    for i = 1, L do
+      if pattern[i] ~= ((i - 1) % k == 0 and 1 or 0) then every = false break end
+    end
+    if every then return k > 1 and tostring(k) or nil end
+  end
+  return M.freq_list(pattern)
 end
 
 --- The router flags: the model's router settings (hf.lua reads them from
@@ -1509,6 +1532,13 @@ function M.router_args(c, A, N)
     if sk == 0 or sk == k // gk then
       A("--moe-router-num-groups", g)
       A("--moe-router-group-topk", gk)
+      if not sigmoid and not m.moe_router_pre_softmax then
+        -- moe_utils.py topk_routing_with_score_function @ d98e8a64: softmax
+        -- without pre-softmax runs compute_topk on the logits
+        N("NOT EXPRESSIBLE in Megatron-LM", string.format("n_group = %d, topk_group = %d over softmax " ..
+          "probabilities with the top-k renormalised: without --moe-router-pre-softmax Megatron ranks the " ..
+          "groups by their logits, not their probabilities (the groups chosen can differ); written as that", g, gk))
+      end
     else
       N("NOT EXPRESSIBLE in Megatron-LM", string.format("n_group = %d, topk_group = %d with a group " ..
         "scored by its best %d expert(s): group_limited_topk scores it by its best moe_router_topk / " ..

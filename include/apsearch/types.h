@@ -533,6 +533,13 @@ typedef struct {
     int64_t linear_key_head_dim;     /**< dk */
     int64_t linear_value_head_dim;   /**< dv */
     int64_t linear_conv_kernel_dim;  /**< depthwise conv width (HF 4) */
+    bool linear_beta_doubled;        /**< the Gated DeltaNet's beta is 2
+                                          sigmoid(b), in [0, 2] (OLMo Hybrid
+                                          linear_allow_neg_eigval,
+                                          transformers modular_olmo_hybrid.py
+                                          @ 009e78d6); element-wise, changes
+                                          no estimate; Megatron-LM's is
+                                          sigmoid(b) */
     bool linear_output_gate_full_rank; /**< KDA's output gate one h -> V
                                           projection (Kimi K3 use_full_rank_
                                           gate, g_proj), not the low-rank

@@ -293,7 +293,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
                 "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom", "helium", "glm4v_text",
-                "mimo", "PanguEmbedded", "openpangu_dense", "jais2", "youtu", "nanochat", "cwm" }
+                "mimo", "PanguEmbedded", "openpangu_dense", "jais2", "youtu", "nanochat", "cwm", "olmo_hybrid" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -4065,6 +4065,110 @@ function builders.qwen3_5_text(r, cfg, file, notes)
   return gated_deltanet(r, cfg, file, notes, false)
 end
 
+---------------------------------------------------------------- OLMo Hybrid
+
+--- OlmoHybridConfig's defaults (transformers modular_olmo_hybrid.py @
+-- 009e78d6, documented as allenai/Olmo-Hybrid-7B's) for the keys a
+-- config.json may leave out; the linear widths' defaults are computed
+-- (builders.olmo_hybrid).
+M.OLMO_HYBRID_DEFAULTS = {
+  vocab_size = 100352, hidden_size = 3840, intermediate_size = 11008, num_hidden_layers = 32,
+  num_attention_heads = 30, max_position_embeddings = 65536, hidden_act = "silu", tie_word_embeddings = false,
+  attention_bias = false, linear_conv_kernel_dim = 4,
+}
+--- OlmoHybridConfig.__post_init__'s layer types when the config gives
+-- none: layer i (0-based) full attention when i % k == k - 1 (the last
+-- layer when that leaves none), the others Gated DeltaNet.
+M.OLMO_HYBRID_FULL_EVERY = 4
+
+--- OLMo Hybrid (olmo_hybrid; transformers modular_olmo_hybrid.py @
+-- 009e78d6): OLMo 3's attention layers (Q/K norms over the whole
+-- projection, the norms after attention and MLP: builders.olmo2) between
+-- Gated DeltaNet layers in Llama's pre-norm layer. OlmoHybridGatedDeltaNet
+-- has separate q, k, v, a, b and g projections where Qwen3-Next fuses them
+-- (in_proj_qkvz, in_proj_ba): the same weights, the conv over q, k and v
+-- without bias, A_log, dt_bias and the gated RMSNorm of a value head, so
+-- the Gated DeltaNet terms are Qwen3-Next's (linear_num_key_heads and
+-- _value_heads default num_attention_heads, linear_key_head_dim
+-- int(0.75 h / key heads), linear_value_head_dim twice that). RoPE only
+-- when rope_parameters gives a rope_theta (the released checkpoints give
+-- none: position_embedding "none"); the attention layers' reordered norms
+-- are carried for the whole model (the linear layers' are before; the
+-- same two norms a layer).
+-- OLMo Hybrid's layer_types into the period of its full-attention layers
+-- (1-based multiples of k), else the layer pattern (L Gated DeltaNet, A
+-- attention: linear_attention_pattern); at least one of each, as
+-- OlmoHybridConfig.validate_architecture asks.
+local function olmo_hybrid_layers(m, lt, L, file)
+  if type(lt) ~= "table" or #lt ~= L then
+    util.fail(file, "layer_types", "expected an array of num_hidden_layers = " .. L .. " layer types", lt)
+  end
+  local letters, first = {}, nil
+  for i = 1, L do
+    if lt[i] ~= "linear_attention" and lt[i] ~= "full_attention" then
+      util.fail(file, "layer_types[" .. i .. "]", "expected linear_attention or full_attention", lt[i])
+    end
+    letters[i] = lt[i] == "full_attention" and "A" or "L"
+    first = first or (letters[i] == "A" and i or nil)
+  end
+  local pattern = table.concat(letters)
+  if not first or not pattern:find("L", 1, true) then
+    util.fail(file, "layer_types", "expected at least one linear_attention and one full_attention layer", lt)
+  end
+  for i = 1, L do
+    if (letters[i] == "A") ~= (i % first == 0) then
+      m.linear_attention_pattern = pattern
+      return m
+    end
+  end
+  m.linear_attention_period = first
+  return m
+end
+
+function builders.olmo_hybrid(_, cfg, file, notes, extra)
+  local c = with_defaults(cfg, M.OLMO_HYBRID_DEFAULTS)
+  c.head_dim, c.mlp_bias, c.pretraining_tp = nil, nil, nil -- OlmoHybridConfig removes them
+  local L = config_int(c.num_hidden_layers, 1, file, "num_hidden_layers")
+  if is_null(c.layer_types) then
+    local k, t, full = M.OLMO_HYBRID_FULL_EVERY, {}, false
+    for i = 1, L do
+      t[i] = (i - 1) % k == k - 1 and "full_attention" or "linear_attention"
+      full = full or t[i] == "full_attention"
+    end
+    if not full then t[L] = "full_attention" end
+    c.layer_types = t
+  end
+  local heads = config_int(c.num_attention_heads, 1, file, "num_attention_heads")
+  c.linear_num_key_heads = is_null(c.linear_num_key_heads) and heads or c.linear_num_key_heads
+  c.linear_num_value_heads = is_null(c.linear_num_value_heads) and heads or c.linear_num_value_heads
+  if is_null(c.linear_key_head_dim) then
+    c.linear_key_head_dim = math.floor(0.75 * config_int(c.hidden_size, 1, file, "hidden_size") /
+      config_int(c.linear_num_key_heads, 1, file, "linear_num_key_heads"))
+  end
+  if is_null(c.linear_value_head_dim) then
+    c.linear_value_head_dim = 2 * config_int(c.linear_key_head_dim, 1, file, "linear_key_head_dim")
+  end
+  local r = reader(c, file)
+  local m = builders.olmo2(r, c, file, notes)
+  m.linear_attention = "gated_deltanet"
+  olmo_hybrid_layers(m, c.layer_types, L, file)
+  for _, k in ipairs({ "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                       "linear_value_head_dim", "linear_conv_kernel_dim" }) do
+    m[k] = r.int(k)
+  end
+  if r.bool("linear_allow_neg_eigval", true) then m.linear_beta_doubled = true end
+  local rp = c.rope_parameters
+  if type(rp) ~= "table" or is_null(rp.rope_theta) then
+    m.position_embedding = "none" -- OlmoHybridModel builds no rotary embedding
+    extra.own_numerics = true
+    c.rope_theta, c.rope_scaling = nil, nil
+    local nm = numerics(m, c, file)
+    nm.rope_theta = nil
+    return nm
+  end
+  return m
+end
+
 ---------------------------------------------------------------- AFMoE (Arcee Trinity)
 -- transformers models/afmoe (configuration_afmoe.py @ 053f59ef,
 -- modular_afmoe.py @ 06ee2866): AfmoeAttention is Llama's GQA with
@@ -5600,7 +5704,7 @@ M.ARCHITECTURES = {
   MiniMaxM2ForCausalLM = "minimax_m2", SmolLM3ForCausalLM = "smollm3", SeedOssForCausalLM = "seed_oss",
   Ernie4_5_MoeForCausalLM = "ernie4_5_moe", MiMoV2FlashForCausalLM = "mimo_v2_flash", LagunaForCausalLM = "laguna",
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
-  DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open", ExaoneMoeForCausalLM = "exaone_moe", Jais2ForCausalLM = "jais2", YoutuForCausalLM = "youtu", FlexOlmoForCausalLM = "flex_olmo", NanoChatForCausalLM = "nanochat", CwmForCausalLM = "cwm",
+  DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open", ExaoneMoeForCausalLM = "exaone_moe", Jais2ForCausalLM = "jais2", YoutuForCausalLM = "youtu", FlexOlmoForCausalLM = "flex_olmo", NanoChatForCausalLM = "nanochat", CwmForCausalLM = "cwm", OlmoHybridForCausalLM = "olmo_hybrid",
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",

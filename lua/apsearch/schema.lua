@@ -102,7 +102,7 @@ M.model = {
   linear_attention = enum("gated_deltanet", "kda"), linear_attention_pattern = "string",
   -- Kimi K3: KDA's full-rank output gate, MLA's output gate, block
   -- attention residuals, the latent experts' output norm
-  linear_output_gate_full_rank = "bool", mla_output_gate = "bool", attn_res_block_size = "nonnegint",
+  linear_output_gate_full_rank = "bool", linear_beta_doubled = "bool", mla_output_gate = "bool", attn_res_block_size = "nonnegint",
   moe_latent_norm = "bool",
   -- heterogeneous layers (Llama-Nemotron NAS): per layer A attention or -
   -- none; per layer a letter naming an MLP width of nas_ffn_widths or -

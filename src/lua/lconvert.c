@@ -343,6 +343,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, linear_attention_pattern, FT_OPATTERN, NULL),
     FLD(aps_model, sliding_window_layout, FT_OPATTERN, NULL),
     FLD(aps_model, linear_output_gate_full_rank, FT_OBOOL, NULL),
+    FLD(aps_model, linear_beta_doubled, FT_OBOOL, NULL),
     FLD(aps_model, nas_attention_pattern, FT_OPATTERN, NULL),
     FLD(aps_model, nas_ffn_pattern, FT_OPATTERN, NULL),
     FLD(aps_model, nas_ffn_widths, FT_OPATTERN, NULL),

@@ -614,7 +614,7 @@ function M.render(c)
   if m.hybrid_layer_pattern then M.hybrid_args(m, A, N, hybrid_pipes and chunks or nil, tr) end
   if m.nas_attention_pattern or m.nas_ffn_pattern then M.nas_args(c, A, N) end
   -- Kimi Delta Attention: NOT WRITTEN (architecture notes below)
-  if launch_util.has_linear_attention(m) and m.linear_attention ~= "kda" then M.gdn_args(m, A) end
+  if launch_util.has_linear_attention(m) and m.linear_attention ~= "kda" then M.gdn_args(m, A, N) end
   -- DeepSeek-V4's indexer is its CSA layers' (global_attention_notes
   -- says the whole attention is not written): no DSA flags
   if (m.index_n_heads or 0) > 0 and not m.hc_mult then M.dsa_args(m, tr, A, N) end
@@ -932,10 +932,18 @@ end
 -- the linear_* widths (transformer_config.py:363-382); the flags are
 -- TransformerConfig's field names (arguments.py _add_experimental_
 -- attention_variant_args and the config-derived groups).
+-- A beta of 2 sigmoid(b) (OLMo Hybrid's linear_beta_doubled) is NOT
+-- EXPRESSIBLE: gdn.py:88 takes sigmoid(b).
 -- @tparam table m model table
 -- @tparam function A flag writer
-function M.gdn_args(m, A)
+-- @tparam function N note writer
+function M.gdn_args(m, A, N)
   A("--experimental-attention-variant", "gdn")
+  if m.linear_beta_doubled then
+    N("NOT WRITTEN", "the Gated DeltaNet's beta 2 sigmoid(b) (linear_beta_doubled, OLMo Hybrid " ..
+      "linear_allow_neg_eigval): NOT EXPRESSIBLE in Megatron-LM d98e8a64 (GatedDeltaNet takes " ..
+      "sigmoid(b), megatron/core/ssm/gated_delta_net/gdn.py:88); the script's beta is in [0, 1]")
+  end
   -- a pattern as la_freq_type's list (arguments.py:352-372: 1 linear
   -- attention, 0 softmax attention, one per layer)
   local p = m.linear_attention_pattern

@@ -1274,6 +1274,18 @@ local function first_dense(m, cfg, file)
   return m
 end
 
+-- DeepSeek's experts: n_routed_experts of moe_intermediate_size, top
+-- num_experts_per_tok, n_shared_experts shared ones of the same width (one
+-- MLP of their sum), dense layers before first_k_dense_replace.
+local function deepseek_experts(m, r, cfg, file)
+  m.num_experts = r.int("n_routed_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  local shared = count(cfg, "n_shared_experts", 0, file)
+  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
+  return first_dense(m, cfg, file)
+end
+
 -- DeepSeek-V2/V3 (modeling_deepseek.py): multi-head latent attention;
 -- n_shared_experts experts of moe_intermediate_size always active; the
 -- first first_k_dense_replace layers and those with i % moe_layer_freq ~= 0
@@ -1306,14 +1318,8 @@ local function deepseek(r, cfg, file, v3)
   local m = mla_layer(r, cfg, file)
   local mtp = count(cfg, "num_nextn_predict_layers", 0, file)
   if mtp > 0 then m.mtp_layers = mtp end
-  local E = count(cfg, "n_routed_experts", 0, file)
-  if E == 0 then return m end
-  m.num_experts = E
-  m.experts_per_token = r.int("num_experts_per_tok")
-  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
-  local shared = count(cfg, "n_shared_experts", 0, file)
-  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
-  first_dense(m, cfg, file)
+  if count(cfg, "n_routed_experts", 0, file) == 0 then return m end
+  deepseek_experts(m, r, cfg, file)
   m.moe_layer_freq = r.int("moe_layer_freq", 1)
   local method = cfg.topk_method
   if is_null(method) then method = v3 and "noaux_tc" or "greedy" end
@@ -1405,13 +1411,7 @@ function builders.mistral4(_, cfg, file, notes, extra)
   end
   extra.own_numerics = true
   local r = reader(c, file)
-  local m = mla_layer(r, c, file)
-  m.num_experts = r.int("n_routed_experts")
-  m.experts_per_token = r.int("num_experts_per_tok")
-  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
-  local shared = count(c, "n_shared_experts", 0, file)
-  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
-  first_dense(m, c, file)
+  local m = deepseek_experts(mla_layer(r, c, file), r, c, file)
   return numerics(deepseek_router(m, r, c, file, true, "noaux_tc"), c, file)
 end
 
@@ -1518,12 +1518,7 @@ function builders.dots1(r, cfg, file)
   if is_null(first) then first = 62 end
   first = math.min(config_int(first, 0, file, "max_window_layers"), m.num_layers)
   if first < m.num_layers then window(m, r, m.num_layers - first) end
-  m.num_experts = r.int("n_routed_experts")
-  m.experts_per_token = r.int("num_experts_per_tok")
-  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
-  local shared = count(cfg, "n_shared_experts", 0, file)
-  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
-  first_dense(m, cfg, file)
+  deepseek_experts(m, r, cfg, file)
   m.moe_router_bias = true
   -- Dots1Config reads no scoring_func (the router is always sigmoid with
   -- the bias): a config's value is not checked

@@ -140,6 +140,18 @@ describe("Megatron-LM model architecture flags (issue 25)", function()
     assert.is_true(found)
   end)
 
+  it("Jais 2: squared ReLU with biases turns the bias-activation fusion off (TransformerConfig refuses it)", function()
+    local m = hf.from_config({ model_type = "jais2", num_hidden_layers = 2, hidden_size = 512,
+      num_attention_heads = 4, intermediate_size = 1024, vocab_size = 1000 }, "j2.json")
+    local flags = script(m)
+    has(flags, { ["--squared-relu"] = true, ["--no-bias-gelu-fusion"] = true, ["--normalization"] = nil },
+      { "--disable-bias-linear" })
+    -- without biases validate_args turns it off itself (arguments.py:1605): not written
+    local nb = hf.from_config({ model_type = "jais2", num_hidden_layers = 2, hidden_size = 512, num_attention_heads = 4,
+      intermediate_size = 1024, vocab_size = 1000, attention_bias = false, mlp_bias = false }, "j2.json")
+    has(script(nb), { ["--squared-relu"] = true, ["--disable-bias-linear"] = true }, { "--no-bias-gelu-fusion" })
+  end)
+
   it("gemma-3-4b: window 1023 with period 6; linear RoPE scaling not written", function()
     local flags, notes = script(load("gemma-3-4b-pt"))
     has(flags, { ["--quick-geglu"] = true, ["--window-size"] = "1023,0", ["--window-attn-skip-freq"] = "6",

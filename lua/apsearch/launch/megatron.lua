@@ -1375,6 +1375,10 @@ function M.bias_args(c, A, N)
     end
     return
   end
+  -- with biases, validate_args keeps bias_gelu_fusion on and TransformerConfig
+  -- refuses a fused bias-activation of squared ReLU (transformer_config.py:2420-2424
+  -- @ d98e8a64: gelu, silu or quick_gelu only; arguments.py:1605, :2892)
+  if m.mlp == "relu2" then A("--no-bias-gelu-fusion") end
   local missing = {}
   for _, k in ipairs({ "qkv", "proj", "mlp", "router" }) do
     if has[k] == false then missing[#missing + 1] = k end

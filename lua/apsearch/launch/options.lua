@@ -41,7 +41,7 @@ M.megatron = {
     -- _add_training_args
     "--micro-batch-size", "--global-batch-size", "--recompute-granularity",
     "--recompute-method", "--recompute-num-layers", "--sequence-parallel",
-    "--optimizer", "--disable-bias-linear", "--add-qkv-bias",
+    "--optimizer", "--disable-bias-linear", "--add-qkv-bias", "--no-bias-gelu-fusion",
     -- _add_network_size_args
     "--num-layers", "--hidden-size", "--ffn-hidden-size", "--num-attention-heads",
     "--group-query-attention", "--num-query-groups", "--kv-channels",

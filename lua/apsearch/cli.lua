@@ -1569,13 +1569,18 @@ local function cmd_inspect(args)
   local rows = { { "source", tostring(source) } }
   -- a value past the 120 columns (a layer pattern of 93 letters) goes on
   -- as many lines as it needs, under its field
-  local width = 120 - 32
+  -- (the value column starts after the longest field shown and two spaces)
+  local name_width = #"source"
+  for _, f in ipairs(MODEL_FIELDS) do
+    if model[f] ~= nil then name_width = math.max(name_width, #f) end
+  end
+  local width = 120 - name_width - 2
   for _, f in ipairs(MODEL_FIELDS) do
     local v = model[f]
     if type(v) == "table" then v = "{" .. table.concat(v, ", ") .. "}" end
     if v ~= nil then
       v = tostring(v)
-      local long = f:find("pattern", 1, true) and #v > width
+      local long = (f:find("pattern", 1, true) or f:find("layout", 1, true)) and #v > width
       for i = 1, long and #v or 1, width do
         rows[#rows + 1] = { i == 1 and f or "", long and v:sub(i, i + width - 1) or v }
       end

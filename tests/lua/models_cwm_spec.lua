@@ -79,3 +79,21 @@ describe("sliding_window_layout", function()
     assert.are.equal("[0]*3+[1]*58", megatron.freq_list(bits(("0"):rep(3) .. ("1"):rep(58), 1)))
   end)
 end)
+
+describe("inspect", function()
+  it("folds a window layout past 120 columns under its field, every line within 120", function()
+    local dir = H.tmpdir()
+    H.write(dir .. "/cwm.json", '{"model_type": "cwm", "num_hidden_layers": 160}')
+    local code, out = H.apsearch("inspect", dir .. "/cwm.json")
+    assert.are.equal(0, code)
+    local layout, on = {}, false
+    for line in out:gmatch("[^\n]+") do
+      assert.is_true(#line <= 120, line)
+      if line:match("^sliding_window_layout ") then on = true
+      elseif on and not line:match("^ ") then on = false end
+      if on then layout[#layout + 1] = line:match("([FS]+)%s*$") end
+    end
+    assert.is_true(#layout > 1)
+    assert.are.equal(("FSSS"):rep(40), table.concat(layout))
+  end)
+end)

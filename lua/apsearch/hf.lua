@@ -6070,9 +6070,12 @@ function M.from_config(cfg, source, name)
       "params.json (" .. util.join(M.NATIVE_PARAMS_KEYS) .. "), which Mistral's and Meta's Hub repositories " ..
       "ship beside the Hugging Face config.json: give that config.json", nil)
   end
-  -- NVIDIA ModelOpt's hf_quant_config.json ({producer, quantization}),
-  -- shipped beside the config.json of every quantized checkpoint
-  if is_null(mt) and type(cfg.quantization) == "table" and type(cfg.producer) == "table" then
+  -- NVIDIA ModelOpt's hf_quant_config.json ({producer, quantization}; the
+  -- Nemotron 3 Super and Ultra FP8 files have no producer: {quantization:
+  -- {quant_algo, ...}}), shipped beside the config.json of every quantized
+  -- checkpoint
+  local q = cfg.quantization
+  if is_null(mt) and type(q) == "table" and (type(cfg.producer) == "table" or type(q.quant_algo) == "string") then
     util.fail(source, "model_type", "required key is missing: the file is a quantization config " ..
       "(hf_quant_config.json: producer, quantization), which quantized checkpoints ship beside their " ..
       "config.json: give that config.json", nil)

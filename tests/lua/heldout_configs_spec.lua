@@ -332,6 +332,9 @@ describe("held-out config.json files", function()
       "(hf_quant_config.json: producer, quantization), which quantized checkpoints ship beside their " ..
       "config.json: give that config.json (got nothing)", err_of(hf.from_config, { producer = { name = "modelopt" },
         quantization = { quant_algo = "NVFP4" } }, "q.json"))
+    -- the Nemotron 3 Super / Ultra FP8 files have no producer
+    assert.truthy(err_of(hf.from_config, { quantization = { quant_algo = "FP8", kv_cache_quant_algo = "FP8" } },
+      "q.json"):find("the file is a quantization config", 1, true))
   end)
 
   -- nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8: latent MoE

@@ -1353,14 +1353,34 @@ function builders.youtu(_, cfg, file)
   return mla_layer(reader(c, file), c, file)
 end
 
---- Keys a config class removes from its parent's (`key = AttributeError()`
--- in the class body): transformers' model never reads them, so a
--- config.json that still carries them is read without them (YoutuConfig,
--- modular_youtu.py @ 07497505: DeepSeek-V3's MoE and MTP keys).
-M.REMOVED_KEYS = {
+--- Keys a model's transformers class never reads although the reader it
+-- shares here would: those its config class removes from its parent's
+-- (`key = AttributeError()` or `del`), and the parent's keys its own
+-- modules ignore.  from_config reads a config.json without them, before
+-- any check, so a file that still carries them is read as transformers
+-- builds it.
+-- youtu: YoutuConfig removes DeepSeek-V3's MoE and MTP keys
+-- (modular_youtu.py @ 07497505); mistral4: Mistral4MoE / Mistral4TopkRouter
+-- read no scoring_func, topk_method, moe_layer_freq or MTP depth
+-- (modeling_mistral4.py @ 0205eec1); solar_open: SolarOpenConfig removes
+-- first_k_dense_replace and use_qk_norm, and Glm4MoeTopkRouter is sigmoid
+-- whatever scoring_func says (modular_solar_open.py @ 02e8340b);
+-- exaone_moe: DeepseekV3TopkRouter is sigmoid whatever scoring_func says
+-- (modular_exaone_moe.py @ 02e8340b); flex_olmo: FlexOlmoConfig deletes
+-- clip_qkv (modular_flex_olmo.py @ 008e5743); olmo_hybrid:
+-- OlmoHybridConfig removes head_dim, mlp_bias, pretraining_tp
+-- (modular_olmo_hybrid.py @ 009e78d6); nanochat: no attention
+-- soft-capping (modular_nanochat.py @ a1530d2a).
+M.IGNORED_KEYS = {
   youtu = { "n_shared_experts", "n_routed_experts", "output_router_logits", "routed_scaling_factor", "n_group",
     "topk_group", "num_experts_per_tok", "first_k_dense_replace", "norm_topk_prob", "pretraining_tp",
     "moe_intermediate_size", "num_mtp_layers" },
+  mistral4 = { "scoring_func", "topk_method", "num_nextn_predict_layers", "moe_layer_freq" },
+  solar_open = { "first_k_dense_replace", "use_qk_norm", "num_nextn_predict_layers", "scoring_func", "topk_method" },
+  exaone_moe = { "scoring_func", "topk_method" },
+  flex_olmo = { "clip_qkv" },
+  olmo_hybrid = { "head_dim", "mlp_bias", "pretraining_tp" },
+  nanochat = { "attn_logit_softcapping" },
 }
 
 --- Mistral4Config's defaults (transformers configuration_mistral4.py @
@@ -1398,7 +1418,6 @@ M.N_ROUTED_ALIASES = { num_local_experts = "n_routed_experts" }
 function builders.mistral4(_, cfg, file, notes, extra)
   local c = with_defaults(with_aliases(cfg, M.N_ROUTED_ALIASES), M.MISTRAL4_DEFAULTS)
   if cfg.q_lora_rank == cjson.null then c.q_lora_rank = nil end -- q_proj
-  c.scoring_func, c.topk_method, c.num_nextn_predict_layers, c.moe_layer_freq = nil, nil, nil, nil
   if is_null(cfg.rope_parameters) and is_null(cfg.rope_scaling) and is_null(cfg.rope_theta) then
     c.rope_parameters = M.MISTRAL4_ROPE
   end
@@ -1477,8 +1496,6 @@ M.SOLAR_OPEN_DEFAULT_THETA = 1000000.0
 -- written as the expert width.
 function builders.solar_open(_, cfg, file)
   local c = with_defaults(with_aliases(cfg, M.N_ROUTED_ALIASES), M.SOLAR_OPEN_DEFAULTS)
-  c.first_k_dense_replace, c.use_qk_norm, c.num_nextn_predict_layers = nil, nil, nil
-  c.scoring_func, c.topk_method = nil, nil -- Glm4MoeTopkRouter is always sigmoid
   c.intermediate_size = c.moe_intermediate_size
   local m = builders.glm4_moe(reader(c, file), c, file)
   m.rope_theta = M.SOLAR_OPEN_DEFAULT_THETA -- numerics keeps a config's own
@@ -1751,7 +1768,6 @@ M.FLEX_OLMO_DEFAULT_THETA = 500000.0
 -- (FlexOlmoDecoderLayer: reordered_norm).
 function builders.flex_olmo(_, cfg, file, notes)
   local c = with_defaults(with_aliases(cfg, { num_local_experts = "num_experts" }), M.FLEX_OLMO_DEFAULTS)
-  c.clip_qkv = nil -- FlexOlmoConfig deletes it; Olmo2Attention never clips
   local m = builders.olmoe(reader(c, file), c, file, notes)
   m.reordered_norm = true
   m.rope_theta = M.FLEX_OLMO_DEFAULT_THETA -- numerics keeps a config's own
@@ -2230,7 +2246,6 @@ M.NANOCHAT_DEFAULTS = {
 function builders.nanochat(_, cfg, file, notes)
   local c = with_defaults(cfg, M.NANOCHAT_DEFAULTS)
   if cfg.final_logit_softcapping == cjson.null then c.final_logit_softcapping = nil end
-  c.attn_logit_softcapping = nil -- the class has none
   local r = reader(c, file)
   local m = relu2_mlp(llama_layer(r, c, file, { own_activation = true }), r, c, file, "NanoChatMLP's squared ReLU")
   m.mlp_bias = false
@@ -2811,7 +2826,6 @@ M.EXAONE_MOE_DEFAULTS = {
 -- counted; per-layer swiglu_limits are noted.
 function builders.exaone_moe(_, cfg, file, notes)
   local c = with_defaults(cfg, M.EXAONE_MOE_DEFAULTS)
-  c.scoring_func, c.topk_method = nil, nil -- DeepseekV3TopkRouter's sigmoid, whatever they say
   local r = reader(c, file)
   local m = builders.exaone4(r, c, file, notes)
   m.reordered_norm = nil
@@ -4122,7 +4136,6 @@ end
 
 function builders.olmo_hybrid(_, cfg, file, notes, extra)
   local c = with_defaults(cfg, M.OLMO_HYBRID_DEFAULTS)
-  c.head_dim, c.mlp_bias, c.pretraining_tp = nil, nil, nil -- OlmoHybridConfig removes them
   local L = config_int(c.num_hidden_layers, 1, file, "num_hidden_layers")
   if is_null(c.layer_types) then
     local k, t, full = M.OLMO_HYBRID_FULL_EVERY, {}, false
@@ -6044,10 +6057,10 @@ function M.from_config(cfg, source, name)
   local wrapped = M.wrapped_text(cfg, mt, source)
   if wrapped then return read_wrapped(cfg, wrapped, source, name) end
   misspelt_type(mt, source)
-  if M.REMOVED_KEYS[mt] then
+  if M.IGNORED_KEYS[mt] then
     local t = {}
     for k, v in pairs(cfg) do t[k] = v end
-    for _, k in ipairs(M.REMOVED_KEYS[mt]) do t[k] = nil end
+    for _, k in ipairs(M.IGNORED_KEYS[mt]) do t[k] = nil end
     cfg = t
   end
   local moe_ok = M.MOE_BUILDER_REFUSES[mt] or false

@@ -41,5 +41,7 @@ describe("nanochat (nanochat)", function()
     assert.are.equal(TOTAL + 20 * 4 * h, core.model_params(m).total)
     assert.is_false(m.mlp_bias)
     assert.is_nil(m.final_logit_softcapping)
+    -- NanoChatConfig has no attention soft-capping
+    assert.is_nil(hf.from_config(config({ attn_logit_softcapping = 50 }), "t.json").attn_logit_softcapping)
   end)
 end)

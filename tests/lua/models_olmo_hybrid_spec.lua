@@ -37,6 +37,9 @@ describe("OLMo Hybrid (olmo_hybrid)", function()
     local m = hf.from_config({ model_type = "olmo_hybrid", rope_parameters = { rope_type = "default",
       rope_theta = 500000 }, linear_allow_neg_eigval = false }, "t.json")
     assert.are.same({ "rope", 500000 }, { m.position_embedding, m.rope_theta })
+    -- OlmoHybridConfig removes head_dim and mlp_bias: a file that has them builds the same model
+    local kept = hf.from_config({ model_type = "olmo_hybrid", head_dim = 64, mlp_bias = true }, "t.json")
+    assert.are.equal(TOTAL, core.model_params(kept).total)
     assert.is_nil(m.linear_beta_doubled)
   end)
 

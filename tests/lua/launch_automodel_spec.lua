@@ -145,3 +145,16 @@ describe("launch file rank<N>_automodel.yaml", function()
     assert.truthy(has(text, "  strategy: ddp"))
   end)
 end)
+
+describe("the model's config file in the launch files", function()
+  local H = require "spec_helpers"
+  it("is named by its absolute path, whatever directory the run was given it from", function()
+    local dir = H.tmpdir()
+    local code = H.apsearch("run", "--model", "examples/models/llama-3.1-8b.json", "--cluster", "h100-sxm-80gb:1x8",
+      "--out", dir .. "/o", "--top-k", "1", "--quiet")
+    assert.are.equal(0, code)
+    local yaml = assert(H.read(dir .. "/o/launch/rank1_automodel.yaml"))
+    assert.truthy(yaml:find("pretrained_model_name_or_path: " .. H.ROOT .. "/examples/models/llama-3.1-8b.json", 1,
+      true), yaml)
+  end)
+end)

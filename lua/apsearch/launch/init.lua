@@ -69,6 +69,14 @@ function M.suffix(e, c)
   return e.suffix
 end
 
+-- A path made absolute (core.realpath), as the launch files name it: they
+-- run from wherever the cluster starts them; a path that does not resolve
+-- (a result.json read elsewhere) is kept as given.
+local function absolute(path)
+  local ok, core = pcall(require, "apsearch.core")
+  return ok and core.realpath and core.realpath(path) or path
+end
+
 --- Everything a generator needs about one top-k strategy.
 -- @tparam table result search result
 -- @tparam table rec one of result.top_k_strategies
@@ -76,7 +84,8 @@ end
 --   pipeline rank), recompute (per pipeline rank), devices_used, nodes,
 --   data_parallel (dp x fsdp), header (comment lines), torchtitan_version
 --   (result.inputs.torchtitan_version, else "head"), model_source (the
---   model's config file, result.inputs.model_source, or nil)}`
+--   model's config file, result.inputs.model_source made absolute where
+--   it resolves, or nil)}`
 function M.context(result, rec)
   local inp = result.inputs or {}
   local ss = result.stage_summary and result.stage_summary[rec.rank]
@@ -112,7 +121,7 @@ function M.context(result, rec)
     devices_per_node = per_node, nodes = math.max(1, math.ceil(used / per_node)),
     data_parallel = (rec.dp_degree or 1) * (rec.fsdp_degree or 1), header = header,
     torchtitan_version = inp.torchtitan_version or M.TORCHTITAN_HEAD,
-    model_source = type(inp.model_source) == "string" and safe(inp.model_source) or nil,
+    model_source = type(inp.model_source) == "string" and safe(absolute(inp.model_source)) or nil,
   }
 end
 

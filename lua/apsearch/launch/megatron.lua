@@ -1026,10 +1026,7 @@ end
 -- @tparam function N note writer
 function M.nas_args(c, A, N)
   if c.model_source then
-    -- absolute: the script runs from wherever the cluster starts it
-    local ok, core = pcall(require, "apsearch.core")
-    local path = ok and core.realpath and core.realpath(c.model_source) or c.model_source
-    A("--heterogeneous-layers-config-path", path)
+    A("--heterogeneous-layers-config-path", c.model_source) -- absolute (launch.context)
     -- validate_model_config_args_from_heterogeneous_config compares
     -- use_rotary_position_embeddings with True (arguments.py:220), which
     -- only this deprecated flag sets

@@ -769,7 +769,13 @@ typedef struct {
     double host_seconds_per_loop_kernel; /**< host time per kernel launched
                                        from a C++ loop inside one op
                                        (TransformerEngine's per-expert
-                                       GEMMs), s */
+                                       quantize kernels), s */
+    double host_seconds_per_loop_gemm; /**< host time per GEMM of
+                                       TransformerEngine's multi-stream
+                                       cuBLASLt loop (the per-expert
+                                       GEMMs of GroupedLinear: descriptors,
+                                       heuristic query and launch per
+                                       GEMM), s */
     double ssd_scan_rate;         /**< forward rate of Mamba-2's chunked
                                        SSD scan kernels (mamba_ssm's
                                        Triton kernels), state elements

@@ -156,6 +156,7 @@ M.device = {
   unfused_attention_efficiency = "nonneg",
   hbm_efficiency = "nonneg", collective_efficiency = "nonneg",
   host_seconds_per_kernel = "nonneg", host_seconds_per_loop_kernel = "nonneg",
+  host_seconds_per_loop_gemm = "nonneg",
   ssd_scan_rate = "nonneg",
 }
 

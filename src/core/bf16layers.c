@@ -143,6 +143,7 @@ static void blend_cost(aps_layer_cost *q, const aps_layer_cost *b,
     blend_launches(&q->host.moe_pre, &b->host.moe_pre, w->moe);
     blend_launches(&q->host.moe_post, &b->host.moe_post, w->moe);
     blend_launches(&q->host.moe_loop, &b->host.moe_loop, w->moe);
+    blend_launches(&q->host.moe_loop_gemm, &b->host.moe_loop_gemm, w->moe);
 }
 
 /** k over n, 0 when n is 0. */

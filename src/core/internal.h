@@ -1279,7 +1279,9 @@ typedef struct {
     aps_launches mlp;      /**< a dense MLP block */
     aps_launches moe_pre;  /**< MoE: norm, router, dispatcher preprocess */
     aps_launches moe_post; /**< MoE: dispatch, experts, combine, shared */
-    aps_launches moe_loop; /**< MoE: per-expert GEMMs and quantizes */
+    aps_launches moe_loop; /**< MoE: per-expert quantizes (TE's loop) */
+    aps_launches moe_loop_gemm; /**< MoE: per-expert cuBLASLt GEMMs (TE's
+                                     multi-stream loop) */
     bool sync;             /**< a device-to-host sync between moe_pre and
                                 moe_post (dropless all-to-all) */
     bool step_graphed;     /**< the whole step is one graph: no host time */
@@ -1309,9 +1311,12 @@ bool aps_model_has_dense_mlp_layer(const aps_model *m);
 void aps_host_program_build(const aps_model *m, const aps_training *t,
                             const aps_strategy *s, const aps_hybrid_counts *w,
                             aps_host_program *out);
-/** Host seconds of py Python-launched and loop C++-launched kernels on
- *  device d's host. */
-double aps_host_seconds(const aps_device *d, double py, double loop);
+/** Host seconds of py Python-launched kernels, loop kernels launched from
+ *  a C++ loop and gemms cuBLASLt GEMMs of TE's multi-stream loop on
+ *  device d's host (its host_seconds_per_kernel, _loop_kernel and
+ *  _loop_gemm). */
+double aps_host_seconds(const aps_device *d, double py, double loop,
+                        double gemms);
 
 /** Host seconds of one micro-batch on one pipeline rank. */
 typedef struct {

@@ -85,7 +85,8 @@
 /** TEGroupedMLP from Python: fc1 and fc2 GroupedLinear calls and the
  *  activation with the routed probabilities (experts.py). */
 #define APS_HK_GROUPED_PY 3.0
-/** Per local expert and grouped GEMM, from TE's C++ loop: the GEMM. */
+/** Per local expert and grouped GEMM, from TE's C++ loop: the GEMM (a
+ *  cuBLASLt call, priced at aps_device.host_seconds_per_loop_gemm). */
 #define APS_HK_GROUPED_PER_EXPERT 1.0
 /** TransformerEngine's fused grouped MLP (training.cutedsl_fused_grouped_
  *  mlp), from Python: fc1's input quantized for all experts at once, the
@@ -177,9 +178,12 @@ static aps_launches moe_pre_launches(const aps_training *t,
 }
 
 /** The MoE block after the sync (dispatch, experts, combine, shared
- *  expert), forward: *py from Python, *loop from TE's per-expert loop. */
+ *  expert), forward: *py from Python; from TE's per-expert loops, *loop
+ *  quantize kernels (_split_quantize) and *gemms cuBLASLt GEMMs
+ *  (general_grouped_gemm). */
 static void moe_post_kernels(const aps_model *m, const aps_training *t,
-                             const aps_strategy *s, double *py, double *loop)
+                             const aps_strategy *s, double *py, double *loop,
+                             double *gemms)
 {
     double local = (double)m->num_experts / (double)aps_moe_ep(s);
     double cast = cast_kernels(t);
@@ -187,12 +191,14 @@ static void moe_post_kernels(const aps_model *m, const aps_training *t,
                                                   : APS_HK_A2A_COMM;
     *py += APS_HK_UNPERMUTE + (local > 1 ? APS_HK_SORT : 0.0);
     *loop = 0.0;
+    *gemms = 0.0;
     if (t->cutedsl_fused_grouped_mlp) { /* aps_check_moe: grouped GEMM */
         *py += APS_HK_FUSED_GROUPED_MLP +
                (t->precision == APS_PREC_NVFP4 ? 1.0 : 0.0);
     } else if (s->moe_grouped_gemm != 0) {
         *py += APS_HK_GROUPED_PY;
-        *loop = local * APS_HK_MLP_GEMMS * (APS_HK_GROUPED_PER_EXPERT + cast);
+        *gemms = local * APS_HK_MLP_GEMMS * APS_HK_GROUPED_PER_EXPERT;
+        *loop = local * APS_HK_MLP_GEMMS * cast;
     } else {
         *py += local * (APS_HK_SEQUENTIAL_PER_EXPERT + APS_HK_MLP_GEMMS * cast);
     }
@@ -333,16 +339,19 @@ void aps_host_program_build(const aps_model *m, const aps_training *t,
     if (layer_g && s->moe_capacity_factor > 0)
         return; /* the whole layer is the attention's one launch */
     out->moe_pre = moe_pre_launches(t, s, router_g);
-    double py, loop;
-    moe_post_kernels(m, t, s, &py, &loop);
+    double py, loop, gemms;
+    moe_post_kernels(m, t, s, &py, &loop, &gemms);
     out->moe_post = block(py, false);
     out->moe_loop = block(loop, false);
+    out->moe_loop_gemm = block(gemms, false);
 }
 
-double aps_host_seconds(const aps_device *d, double py, double loop)
+double aps_host_seconds(const aps_device *d, double py, double loop,
+                        double gemms)
 {
     return py * d->host_seconds_per_kernel +
-           loop * d->host_seconds_per_loop_kernel;
+           loop * d->host_seconds_per_loop_kernel +
+           gemms * d->host_seconds_per_loop_gemm;
 }
 
 void aps_host_stage(const aps_device *d, const aps_host_program *hp,
@@ -353,15 +362,17 @@ void aps_host_stage(const aps_device *d, const aps_host_program *hp,
     if (hp->step_graphed)
         return;
     double dense = layers - moe_layers;
-    out->attn = aps_host_seconds(d, hp->attn.fwd, 0.0);
-    out->moe_pre = aps_host_seconds(d, hp->moe_pre.fwd, 0.0);
-    out->moe_post = aps_host_seconds(d, hp->moe_post.fwd, hp->moe_loop.fwd);
+    out->attn = aps_host_seconds(d, hp->attn.fwd, 0.0, 0.0);
+    out->moe_pre = aps_host_seconds(d, hp->moe_pre.fwd, 0.0, 0.0);
+    out->moe_post = aps_host_seconds(d, hp->moe_post.fwd, hp->moe_loop.fwd,
+                                     hp->moe_loop_gemm.fwd);
     out->fwd = layers * out->attn +
-               dense * aps_host_seconds(d, hp->mlp.fwd, 0.0) +
+               dense * aps_host_seconds(d, hp->mlp.fwd, 0.0, 0.0) +
                moe_layers * (out->moe_pre + out->moe_post);
     double bwd_py = layers * hp->attn.bwd + dense * hp->mlp.bwd +
                     moe_layers * (hp->moe_pre.bwd + hp->moe_post.bwd);
-    out->bwd = aps_host_seconds(d, bwd_py, moe_layers * hp->moe_loop.bwd) +
+    out->bwd = aps_host_seconds(d, bwd_py, moe_layers * hp->moe_loop.bwd,
+                                moe_layers * hp->moe_loop_gemm.bwd) +
                (layers > 0 ? recomputed / layers : 0.0) * out->fwd;
     out->sync_layers = hp->sync ? moe_layers : 0.0;
 }

@@ -228,6 +228,20 @@
  *  launches): the median duration of the cudaLaunchKernel calls in the
  *  same traces (6 us over 18,158 calls). */
 #define APS_HOST_LOOP_KERNEL_X86 6e-6
+/** Host seconds per GEMM of TransformerEngine's multi-stream grouped GEMM
+ *  (GroupedLinear's per-expert loop, cublaslt_gemm.cu
+ *  multi_stream_cublas_gemm): every GEMM creates its cuBLASLt matmul
+ *  descriptor, three or four matrix layouts and a preference, queries
+ *  cublasLtMatmulAlgoGetHeuristic, launches and destroys them
+ *  (cublas_gemm, l.430-760 @ v2.9; the same at d0067d0d), which the bare
+ *  launch call (APS_HOST_LOOP_KERNEL_X86) does not include.  Measured:
+ *  NVIDIA/TransformerEngine PR #3134 (2026-06-17), SM100,
+ *  benchmark_grouped_linear.py --compare-nvfp4-grouped-gemm, 8 experts x
+ *  128 tokens, N = K = 2048, the "pure" multi-stream row (operands
+ *  pre-swizzled): 0.267 ms for the 8 GEMMs, whose GPU work is a few
+ *  microseconds (8 x 2 MiB of NVFP4 weights), so the host's: 33 us a GEMM.
+ *  The PR does not name the host CPU. */
+#define APS_HOST_LOOP_GEMM (0.267e-3 / 8.0)
 /** Largest latency of a link step a device may take: 1 s, a million times
  *  InfiniBand's microseconds. */
 #define APS_MAX_LATENCY 1.0
@@ -451,7 +465,8 @@ typedef struct {
     .cuda_context_bytes = APS_CUDA_CONTEXT,                             \
     .nccl_comm_bytes = APS_NCCL_COMM,                                   \
     .host_seconds_per_kernel = APS_HOST_KERNEL_X86,                     \
-    .host_seconds_per_loop_kernel = APS_HOST_LOOP_KERNEL_X86
+    .host_seconds_per_loop_kernel = APS_HOST_LOOP_KERNEL_X86,             \
+    .host_seconds_per_loop_gemm = APS_HOST_LOOP_GEMM
 /* NVIDIA presets: NVSwitch hosts (intra_node_links 0) and NCCL. */
 #define COMMON_FIELDS HOST_FIELDS,                                      \
     .hbm_efficiency = APS_HBM_EFF,                                      \
@@ -1056,6 +1071,7 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
     struct { const char *f; double v; } host[] = {
         {"host_seconds_per_kernel", d->host_seconds_per_kernel},
         {"host_seconds_per_loop_kernel", d->host_seconds_per_loop_kernel},
+        {"host_seconds_per_loop_gemm", d->host_seconds_per_loop_gemm},
     };
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) {
         if (!(host[i].v >= 0 && host[i].v <= APS_MAX_HOST_SECONDS)) {

@@ -146,7 +146,11 @@ static void test_moe_counts(void **state)
     assert_true(hp.attn.fwd == 13.0 - 2.0);   /* no SP at TP 1 */
     assert_true(hp.moe_pre.fwd == 41.0 && hp.moe_pre.bwd == 82.0);
     assert_true(hp.moe_post.fwd == 10.0 && hp.moe_post.bwd == 20.0);
-    assert_true(hp.moe_loop.fwd == 64.0 && hp.moe_loop.bwd == 128.0);
+    /* TE's loops: per local expert and GEMM (fc1, fc2) one quantize
+     * (_split_quantize) and one cuBLASLt GEMM (general_grouped_gemm);
+     * the backward's dgrad and wgrad twice as many */
+    assert_true(hp.moe_loop.fwd == 32.0 && hp.moe_loop.bwd == 64.0);
+    assert_true(hp.moe_loop_gemm.fwd == 32.0 && hp.moe_loop_gemm.bwd == 64.0);
 
     /* the router unfused (training.moe_router_fusion off): NVIDIA's 72
      * router kernels for the fused 31 */
@@ -302,12 +306,14 @@ static void test_graph_recompute_refused(void **state)
 }
 
 /* Host seconds of a rank: 4 layers, 2 of them MoE, 1 recomputed, at 1 ms
- * per Python launch and 0.1 ms per loop launch, with the program of
- * test_moe_counts (fp8, EP 8, no graphs):
+ * per Python launch, 0.1 ms per loop launch and 0.5 ms per loop GEMM,
+ * with the program of test_moe_counts (fp8, EP 8, no graphs; 32 quantizes
+ * and 32 GEMMs in TE's loops forward):
  *   forward  4 x 11 ms (attention) + 2 x 7 ms (the dense layers' fp8
- *            MLP) + 2 x (41 + 10 + 6.4) ms = 172.8 ms
- *   backward 4 x 22 + 2 x 14 + 2 x (82 + 20) = 320 ms Python, 2 x 12.8
- *            ms loop, + 1/4 of the forward = 320 + 25.6 + 43.2 ms */
+ *            MLP) + 2 x (41 + 10 + 3.2 + 16) ms = 198.4 ms
+ *   backward 4 x 22 + 2 x 14 + 2 x (82 + 20) = 320 ms Python, 2 x 6.4
+ *            ms quantizes, 2 x 32 ms GEMMs, + 1/4 of the forward
+ *            = 320 + 12.8 + 64 + 49.6 ms */
 static void test_host_stage_seconds(void **state)
 {
     (void)state;
@@ -319,13 +325,14 @@ static void test_host_stage_seconds(void **state)
     aps_device d = {0};
     d.host_seconds_per_kernel = 1e-3;
     d.host_seconds_per_loop_kernel = 1e-4;
+    d.host_seconds_per_loop_gemm = 5e-4;
     aps_host_stage_time h;
     aps_host_stage(&d, &hp, 4.0, 2.0, 1.0, &h);
     ASSERT_REL(h.attn, 11e-3, REL);
     ASSERT_REL(h.moe_pre, 41e-3, REL);
-    ASSERT_REL(h.moe_post, 16.4e-3, REL);
-    ASSERT_REL(h.fwd, 172.8e-3, REL);
-    ASSERT_REL(h.bwd, (320.0 + 25.6 + 43.2) * 1e-3, REL);
+    ASSERT_REL(h.moe_post, 29.2e-3, REL);
+    ASSERT_REL(h.fwd, 198.4e-3, REL);
+    ASSERT_REL(h.bwd, (320.0 + 12.8 + 64.0 + 49.6) * 1e-3, REL);
     ASSERT_REL(h.sync_layers, 2.0, 0.0);
 }
 

@@ -314,8 +314,10 @@ static void test_fused_grouped_mlp(void **state)
     aps_host_program hr;
     aps_host_program_build(&m, &t, &s, NULL, &hr);
     /* unfused: TEGroupedMLP's 3 Python calls, 16 local experts x 2 GEMMs
-     * x (GEMM + quantize) from TE's loop */
-    ASSERT_REL(hr.moe_loop.fwd, 16.0 * 2.0 * 2.0, REL);
+     * from TE's loops: a quantize and a cuBLASLt GEMM each */
+    ASSERT_REL(hr.moe_loop.fwd, 16.0 * 2.0, REL);
+    ASSERT_REL(hr.moe_loop_gemm.fwd, 16.0 * 2.0, REL);
+    assert_true(hp.moe_loop_gemm.fwd == 0.0);
     ASSERT_REL(hr.moe_post.fwd, hq.moe_post.fwd, REL);
     /* refusals: Megatron-Core and the block-scaled recipes only; SwiGLU
      * experts; an expert TP group of one and the grouped GEMM */

@@ -112,7 +112,8 @@ describe("apsearch.core", function()
         "fp8_gemm_efficiency", "attention_efficiency", "unfused_attention_efficiency",
         "hbm_efficiency",
         "collective_efficiency", "peak_flops_fp4", "host_bandwidth",
-        "host_seconds_per_kernel", "host_seconds_per_loop_kernel", "ssd_scan_rate" }
+        "host_seconds_per_kernel", "host_seconds_per_loop_kernel", "host_seconds_per_loop_gemm",
+        "ssd_scan_rate" }
       local n = 0
       for _ in pairs(d) do n = n + 1 end
       assert.are.equal(#fields, n)
@@ -121,6 +122,8 @@ describe("apsearch.core", function()
       -- the HTA traces' medians (src/core/presets.c APS_HOST_KERNEL_X86)
       assert.are.equal(30e-6, d.host_seconds_per_kernel)
       assert.are.equal(6e-6, d.host_seconds_per_loop_kernel)
+      -- TransformerEngine PR #3134's 8 GEMMs in 0.267 ms (APS_HOST_LOOP_GEMM)
+      assert.are.equal(0.267e-3 / 8, d.host_seconds_per_loop_gemm)
     end)
 
     it("quotes a long bad string cut at 40 characters (lua_pushfstring takes no precision)", function()

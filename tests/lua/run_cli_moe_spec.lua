@@ -43,7 +43,7 @@ describe("the run log's top-k lines", function()
   it("print tokens/s per GPU as the table does, in whole tokens (was 2.358e+04)", function()
     local code, out, err = H.apsearch("run", "--model", "qwen3-30b-a3b", "--cluster", "gb200:16",
       "--set", "cluster.nvlink_domain_size=64", "--fix", "tp_degree=1", "--fix", "layer_recompute=none",
-      "--fix", "micro_batch_size=1", "--fix", "ep_degree=2", "--top-k", "1", "--format", "json")
+      "--fix", "micro_batch_size=1", "--fix", "ep_degree=16", "--top-k", "1", "--format", "json")
     assert.are.equal(0, code, err)
     local tps = require("cjson").decode(out).top_k_strategies[1].performance_cost.tokens_per_s_per_gpu
     assert.is_true(tps > 1e4, tostring(tps))

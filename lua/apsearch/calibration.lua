@@ -37,6 +37,10 @@ M.FIELDS = {
   -- bounded as the core bounds them (presets.c APS_MAX_HOST_SECONDS)
   { field = "host_seconds_per_kernel", lo = 0.0, hi = 1e-2, needs = "trace" },
   { field = "host_seconds_per_loop_kernel", lo = 0.0, hi = 1e-2, needs = "trace" },
+  -- the host's seconds per GEMM of TransformerEngine's per-expert loop:
+  -- no trace apsearch reads separates it yet, so only a hand-written
+  -- calibration sets it
+  { field = "host_seconds_per_loop_gemm", lo = 0.0, hi = 1e-2, needs = "trace" },
 }
 
 --- Whether a stack's profile sets, for a device, a field that evidence

@@ -153,8 +153,28 @@ end
 -- @tparam table result from M.load
 -- @tparam string path the file read
 -- @treturn table `{file, model, cluster, training, overrides, stack, calibration, from_policy}`
+-- A result written before a device field existed records no value for
+-- it, and a device table without `base` must set every field: the preset
+-- the recorded device is named after supplies what is missing, said in a
+-- note (the estimate then is this version's, not the one ranked).
+local function fill_device(cluster, path)
+  local d = cluster.device
+  if type(d) ~= "table" or type(d.name) ~= "string" then return end
+  local ok, preset = pcall(require("apsearch.core").device_preset, d.name)
+  if not ok or type(preset) ~= "table" then return end
+  local filled = {}
+  for f, v in pairs(preset) do
+    if d[f] == nil then d[f], filled[#filled + 1] = v, f end
+  end
+  if #filled == 0 then return end
+  table.sort(filled)
+  util.log("apsearch: note: %s records no cluster.device.%s (an earlier apsearch wrote it): the %s preset's "
+    .. "value taken", path, table.concat(filled, ", "), d.name)
+end
+
 function M.policy(result, path)
   local inp = result.inputs
+  fill_device(inp.cluster, path)
   return {
     file = "--from: " .. path .. ": inputs", model = inp.model, cluster = inp.cluster,
     training = inp.training, overrides = inp.overrides or util.array(), stack = inp.stack,

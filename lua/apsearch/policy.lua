@@ -1043,7 +1043,7 @@ function M.from_table(raw, file, opts)
       .. "--out DIR writes anywhere else", bad_value)
   end
 
-  local overrides = util.array()
+  local overrides, set_notes, applied_values = util.array(), {}, {}
   for _, s in ipairs(opts.set or {}) do
     -- {flag = "--model", text = "model=..."}: a shortcut option, named as given
     local flag, text = nil, s
@@ -1056,9 +1056,26 @@ function M.from_table(raw, file, opts)
       applied = M.parse_cluster_spec(value) or value
     end
     apply_set(raw, key, applied)
+    -- a table replaced after --set gave fields inside it (--set
+    -- cluster.device.X=v, then --set cluster.device=b200): those fields
+    -- apply on top of the new table, as given, and a note says so
+    local kept, node = {}, raw
+    for seg in key:gmatch("[^%.]+") do node = type(node) == "table" and node[seg] or nil end
+    local holds = type(node) == "table" or (type(node) == "string" and (key == "model" or key == "cluster.device"))
+    for i, ov in ipairs(overrides) do
+      if holds and ov.key:sub(1, #key + 1) == key .. "." then
+        apply_set(raw, ov.key, applied_values[i])
+        kept[#kept + 1] = ov.key
+      end
+    end
+    if #kept > 0 then
+      set_notes[#set_notes + 1] = ("note: %s %s replaces that table; %s, given before it, still applied on top")
+        :format(flag or "--set", key, table.concat(kept, ", "))
+    end
     overrides[#overrides + 1] = { kind = "set", key = key, value = value, flag = flag }
+    applied_values[#overrides] = applied
   end
-  local fixed, fix_notes = {}, {}
+  local fixed, fix_notes = {}, set_notes
   for _, s in ipairs(opts.fix or {}) do
     local key, value = M.parse_assignment(s, "--fix")
     apply_fix(raw, key, value)

@@ -1271,8 +1271,9 @@ typedef struct {
 
 /** One layer's launches per micro-batch after CUDA-graph capture
  *  (layerprog.c counts them): kernels from Python code, and from
- *  TransformerEngine's per-expert C++ loop (moe_loop); a captured block
- *  is one graph launch each way. */
+ *  TransformerEngine's per-expert C++ loops, quantize kernels (moe_loop)
+ *  and cuBLASLt GEMMs (moe_loop_gemm); a captured block is one graph
+ *  launch each way. */
 typedef struct {
     aps_launches attn;     /**< attention block (norm, QKV, RoPE, core,
                                 projection) */

@@ -10,8 +10,10 @@
  * one cuBLAS GEMM and one quantize kernel per local expert:
  * transformer_engine/pytorch/module/grouped_linear.py @ d0067d0d,
  * general_grouped_gemm, _split_quantize).  The first costs the host
- * aps_device.host_seconds_per_kernel, the second host_seconds_per_loop_
- * kernel (both measured on public profiler traces: presets.c).
+ * aps_device.host_seconds_per_kernel, a quantize of the loop
+ * host_seconds_per_loop_kernel (both measured on public profiler traces),
+ * a GEMM of the loop host_seconds_per_loop_gemm (its cuBLASLt set-up
+ * besides the launch; TransformerEngine's own benchmark): presets.c.
  *
  * Counts are Megatron-Core's with the TransformerEngine layer spec
  * (megatron/core/transformer/transformer_layer.py, attention.py,

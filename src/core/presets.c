@@ -1068,15 +1068,17 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
             return APS_EINVAL;
         }
     }
-    struct { const char *f; double v; } host[] = {
-        {"host_seconds_per_kernel", d->host_seconds_per_kernel},
-        {"host_seconds_per_loop_kernel", d->host_seconds_per_loop_kernel},
-        {"host_seconds_per_loop_gemm", d->host_seconds_per_loop_gemm},
+    struct { const char *f, *per; double v; } host[] = {
+        {"host_seconds_per_kernel", "kernel", d->host_seconds_per_kernel},
+        {"host_seconds_per_loop_kernel", "kernel",
+         d->host_seconds_per_loop_kernel},
+        {"host_seconds_per_loop_gemm", "GEMM", d->host_seconds_per_loop_gemm},
     };
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) {
         if (!(host[i].v >= 0 && host[i].v <= APS_MAX_HOST_SECONDS)) {
-            aps_fmt(err, n, "cluster.device.%s: must be in [0, %g] s per kernel "
-                    "(got %g)", host[i].f, APS_MAX_HOST_SECONDS, host[i].v);
+            aps_fmt(err, n, "cluster.device.%s: must be in [0, %g] s per %s "
+                    "(got %g)", host[i].f, APS_MAX_HOST_SECONDS, host[i].per,
+                    host[i].v);
             return APS_EINVAL;
         }
     }

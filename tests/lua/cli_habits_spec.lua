@@ -251,6 +251,23 @@ describe("apsearch command line habits", function()
     assert.are.equal(0, code, err)
     assert.truthy(err:find("apsearch: note: --fix tp_degree given twice: 4 replaces 2", 1, true), err)
   end)
+  it("keeps a --set field inside a table a later --set replaces, with a note (it was dropped silently)", function()
+    local args = { "estimate", "examples/qwen3_30b_a3b_h100.lua", "--strategy",
+      "pp_degree=2,ep_degree=8,micro_batch_size=1", "--format", "json" }
+    local function step(...)
+      local a = { table.unpack(args) }
+      for _, x in ipairs({ ... }) do a[#a + 1] = x end
+      local code, out, err = apsearch(table.unpack(a))
+      assert.are.equal(0, code, err)
+      return require("cjson").decode(out).estimate.step_time, err
+    end
+    local after = step("--set", "cluster.device=b200", "--set", "cluster.device.host_seconds_per_loop_gemm=0.01")
+    local before, err = step("--set", "cluster.device.host_seconds_per_loop_gemm=0.01", "--set", "cluster.device=b200")
+    assert.are.equal(after, before)
+    assert.truthy(err:find("apsearch: note: --set cluster.device replaces that table; " ..
+      "cluster.device.host_seconds_per_loop_gemm, given before it, still applied on top", 1, true), err)
+    assert.is_true(before > step("--set", "cluster.device=b200"))
+  end)
   it("says a second --calibration drops the first file (calibrations are not merged)", function()
     local dir = tmpdir()
     local calib = dir .. "/c.json"

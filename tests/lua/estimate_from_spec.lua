@@ -95,6 +95,26 @@ describe("estimate --from result.json --rank N", function()
     refused("--from: " .. path .. ": schema_version 99, not 1", "estimate", "--from", path, "--rank", "1")
   end)
 
+  it("takes a device field an earlier apsearch did not record from the device's preset, with a note", function()
+    -- the MoE example at micro-batch 1, dropless on EP 8: host-bound, so the
+    -- loop GEMMs' host cost (added 2026-12-05) moves its step
+    local path, result = searched(dir, "old", "--top-k", "1", EX .. "qwen3_30b_a3b_h100.lua")
+    local dev = result.inputs.cluster.device
+    local preset = require("apsearch.core").device_preset(dev.name)
+    assert.are.equal(preset.host_seconds_per_loop_gemm, dev.host_seconds_per_loop_gemm)
+    dev.host_seconds_per_loop_gemm = nil
+    local old = H.write(dir .. "/old_missing.json", json.encode(result))
+    local code, out, err = H.apsearch("estimate", "--from", old, "--rank", "1", "--format", "json")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("apsearch: note: " .. old .. " records no cluster.device.host_seconds_per_loop_gemm " ..
+      "(an earlier apsearch wrote it): the " .. dev.name .. " preset's value taken", 1, true), err)
+    local rec = result.top_k_strategies[1]
+    assert.is_true(close(rec.performance_cost.step_time, json.decode(out).estimate.step_time), out)
+    -- the file named it: nothing to fill, no note
+    local _, _, err2 = H.apsearch("estimate", "--from", path, "--rank", "1")
+    assert.falsy(err2:find("records no", 1, true), err2)
+  end)
+
   it("refuses a hand-edited strategy field naming the file, the record and the field", function()
     local _, result = searched(dir, "edit", "--top-k", "1")
     for _, case in ipairs({ { "tp_degree", "2", 'must be a positive integer (got "2")' },

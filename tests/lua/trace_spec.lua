@@ -840,10 +840,33 @@ describe("trace edge cases found by the break pass", function()
     assert.is_nil(H.read(dir .. "/inf.json"))
   end)
 
+  it("applies a hand-written calibration of the loop GEMMs' host cost (no trace measures it)", function()
+    local dir = tmpdir()
+    local cal = write(dir .. "/g.json", cjson.encode({ schema_version = 1, name = "hand",
+      devices = { ["h100-sxm-80gb"] = { host_seconds_per_loop_gemm = 1e-3 } } }))
+    local args = { "estimate", H.ROOT .. "/examples/qwen3_30b_a3b_h100.lua", "--strategy",
+      "pp_degree=2,ep_degree=8,micro_batch_size=1", "--format", "json" }
+    local code, out, err = apsearch(table.unpack(args))
+    assert.are.equal(0, code, err)
+    local before = cjson.decode(out).estimate.step_time
+    args[#args + 1] = "--calibration"
+    args[#args + 1] = cal
+    code, out, err = apsearch(table.unpack(args))
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("applied to h100-sxm-80gb: host_seconds_per_loop_gemm 0.001", 1, true), err)
+    -- 30 times the preset's 33 us per GEMM: a dropless EP 8 layer at
+    -- micro-batch 1 is bound by the host, the step grows
+    assert.is_true(cjson.decode(out).estimate.step_time > 2 * before, out)
+  end)
+
   it("bounds the host's seconds per kernel in a device table", function()
     local e = one_line(apsearch("run", H.ROOT .. "/examples/llama3_8b_h100.lua", "--set",
       "cluster.device.host_seconds_per_kernel=1e30"))
     assert.truthy(e:find("cluster.device.host_seconds_per_kernel: must be in [0, 0.01] s per kernel (got 1e+30)",
+      1, true), e)
+    e = one_line(apsearch("run", H.ROOT .. "/examples/llama3_8b_h100.lua", "--set",
+      "cluster.device.host_seconds_per_loop_gemm=0.011"))
+    assert.truthy(e:find("cluster.device.host_seconds_per_loop_gemm: must be in [0, 0.01] s per GEMM (got 0.011)",
       1, true), e)
   end)
 end)

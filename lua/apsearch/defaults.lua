@@ -337,16 +337,18 @@ function M.search_space(model, cluster, training)
   return space
 end
 
---- The NVLink domain of a built cluster: a rack-scale device
--- (`rack`, GPUs of its NVLink domain) gets min(N, M.RACK_JOB_GPUS) rounded
--- down to whole hosts; other devices keep one host (nil).
+--- The NVLink domain of a built cluster on a rack-scale device (`rack`,
+-- GPUs of its NVLink domain): a job of at most one rack is one domain, N
+-- GPUs; a larger job M.RACK_JOB_GPUS a rack (capped at `rack`), as the
+-- recipes place them, rounded down to whole hosts; other devices keep one
+-- host (nil).
 -- @tparam table cluster `devices_per_node`, `num_devices`
 -- @tparam[opt] integer rack GPUs of the device's rack domain
 -- @treturn integer|nil nvlink_domain_size
 function M.nvlink_domain(cluster, rack)
   local per, n = cluster.devices_per_node, cluster.num_devices
   if not rack or n <= per then return nil end
-  local dom = math.min(n, M.RACK_JOB_GPUS, rack)
+  local dom = n <= rack and n or math.min(M.RACK_JOB_GPUS, rack)
   return math.tointeger(dom - dom % per)
 end
 

@@ -6100,8 +6100,8 @@ function M.from_config(cfg, source, name)
   local build = builders[mt]
   if not build then
     util.fail(source, "model_type", require("apsearch.suggest").problem("unsupported model type",
-      tostring(mt), all) .. "; a model of another type can be written as a policy's model table of its " ..
-      "sizes (docs/policy.md \"model\") (supported: " .. util.join(all) .. ")", mt)
+      tostring(mt), all) .. " (supported: " .. util.join(all) .. "); write another as a policy's " ..
+      "model table of its sizes (docs/policy.md \"model\")", mt)
   end
   local notes, extra = {}, {}
   if as then

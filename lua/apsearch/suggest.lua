@@ -168,7 +168,12 @@ end
 -- src/lua/host.c report).
 M.ERROR_PREFIX = "apsearch: "
 
-local KNOWN_OPEN = " (known: "
+-- the openings of the name lists fold_known cuts: unknown fields, presets
+-- and options; the model types a config.json may name (apsearch.hf)
+local KNOWN_OPENS = { " (known: ", " (supported: ", " (supported MoE types: " }
+-- what stands for a list none of whose names fits, by its opening
+local NONE_FITS = { [" (known: "] = " (%d known names",
+  [" (supported: "] = " (%d supported types", [" (supported MoE types: "] = " (%d supported MoE types" }
 
 --- Sorts `names` (in place) by their distance to the misspelt word of
 -- an error message -- the last name before ": unknown" (`--set: training.
@@ -189,7 +194,8 @@ function M.closest_first(names, head)
   end)
 end
 
---- An error message whose "(known: a, b, ...)" list is cut so that the
+--- An error message whose "(known: a, b, ...)" list (or "(supported:
+-- ...)", "(supported MoE types: ...)") is cut so that the
 -- line the host prints (M.ERROR_PREFIX and the message) fits `width`
 -- characters: the names that fit, closest to the misspelt word first
 -- (M.closest_first), then "... and N more" ("(N known names)" when none
@@ -202,12 +208,16 @@ end
 function M.fold_known(msg, width)
   local common = require "apsearch.format.common"
   width = (width or common.TERMINAL_WIDTH) - common.width(M.ERROR_PREFIX)
-  local a = msg:find(KNOWN_OPEN, 1, true)
+  local a, open
+  for _, o in ipairs(KNOWN_OPENS) do
+    a = msg:find(o, 1, true)
+    if a then open = o break end
+  end
   local b = a and msg:find(")", a, true)
   if not b or common.width(msg) <= width then return msg end
-  local head, tail = msg:sub(1, a - 1) .. KNOWN_OPEN, msg:sub(b)
+  local head, tail = msg:sub(1, a - 1) .. open, msg:sub(b)
   local names = {}
-  for name in (msg:sub(a + #KNOWN_OPEN, b - 1) .. ", "):gmatch("(.-), ") do names[#names + 1] = name end
+  for name in (msg:sub(a + #open, b - 1) .. ", "):gmatch("(.-), ") do names[#names + 1] = name end
   M.closest_first(names, msg:sub(1, a - 1))
   local kept = {}
   for i, name in ipairs(names) do
@@ -217,7 +227,7 @@ function M.fold_known(msg, width)
     kept[#kept + 1] = name
   end
   if #kept == #names then return msg end
-  if #kept == 0 then return msg:sub(1, a - 1) .. (" (%d known names"):format(#names) .. tail end
+  if #kept == 0 then return msg:sub(1, a - 1) .. NONE_FITS[open]:format(#names) .. tail end
   return head .. table.concat(kept, ", ") .. (", ... and %d more"):format(#names - #kept) .. tail
 end
 

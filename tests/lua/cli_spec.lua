@@ -331,9 +331,11 @@ return { model = "mixtral.json", cluster = { device = "h100-sxm-80gb", nodes = 1
       local jetmoe = write(dir .. "/jetmoe.json", cjson.encode({ model_type = "jetmoe",
         hidden_size = 1536, num_hidden_layers = 32, num_attention_heads = 24,
         intermediate_size = 512, vocab_size = 49155, num_local_experts = 40, num_experts_per_tok = 8 }))
-      assert.are.equal("NotImplemented: " .. jetmoe .. ": MoE config (num_local_experts = 40) of model_type " ..
-        "\"jetmoe\" is not modelled (supported MoE types: " ..
-        table.concat(require("apsearch.hf").moe_supported, ", ") .. ")", one_line_error(apsearch("inspect", jetmoe)))
+      -- the list cut to the terminal's 120 columns (suggest.fold_known)
+      local e = one_line_error(apsearch("inspect", jetmoe))
+      assert.truthy(e:find("NotImplemented: " .. jetmoe .. ": MoE config (num_local_experts = 40) of model_type " ..
+        "\"jetmoe\" is not modelled (", 1, true), e)
+      assert.truthy(e:find("supported MoE types", 1, true), e)
     end)
 
     it("finds an example from outside the tree, or names where the examples are", function()

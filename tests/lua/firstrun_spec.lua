@@ -192,6 +192,15 @@ describe("run --model M --cluster D:N without a policy", function()
     assert.are.equal(64, r.inputs.cluster.nvlink_domain_size)
     assert.falsy(err:find("NVLink domain of one", 1, true), err)
   end)
+
+  it("makes a job of one rack or less one NVLink domain (72 GPUs: 72, not 64)", function()
+    local d = require "apsearch.defaults"
+    assert.are.equal(72, d.nvlink_domain({ devices_per_node = 4, num_devices = 72 }, 72))
+    assert.are.equal(32, d.nvlink_domain({ devices_per_node = 4, num_devices = 32 }, 72))
+    assert.are.equal(64, d.nvlink_domain({ devices_per_node = 4, num_devices = 144 }, 72))
+    assert.is_nil(d.nvlink_domain({ devices_per_node = 4, num_devices = 4 }, 72))
+    assert.is_nil(d.nvlink_domain({ devices_per_node = 8, num_devices = 64 }, nil))
+  end)
 end)
 
 describe("the recipe tokens-per-GPU rule", function()

@@ -1358,9 +1358,33 @@ function M.launch_differs_note(result)
       or ("ranks %d-%d: %s"):format(r.from, r.to, r.engines)
   end
   if #parts == 0 then return nil end
-  return "apsearch: note: launch files that build another job than the one estimated (the NOT WRITTEN / NOT "
+  return "apsearch: note: " .. M.no_engine_note(result)
+    .. "launch files that build another job than the one estimated (the NOT WRITTEN / NOT "
     .. "EXPRESSIBLE lines atop each say how; --launchable ENGINE ranks only what an engine runs as estimated): "
     .. table.concat(parts, "; ")
+end
+
+-- the engine whose files run a framework's jobs
+local ENGINE_OF = { megatron = "megatron", fsdp2 = "torchtitan", automodel = "automodel" }
+
+--- The sentence that leads the launch note when no engine builds any
+-- ranked job as estimated (every record differs on every engine apsearch
+-- writes, apsearch.launch.engines), naming rank 1's first difference for
+-- the policy's framework; "" otherwise.
+-- @tparam table result a result whose launch files were written
+-- @treturn string
+function M.no_engine_note(result)
+  local top = result.top_k_strategies or {}
+  local n = #require("apsearch.launch").engines
+  for _, rec in ipairs(top) do
+    if #util.sorted_keys(rec.launch_differs or {}) < n then return "" end
+  end
+  if #top == 0 then return "" end
+  local fw = ((result.inputs or {}).training or {}).framework
+  local d = top[1].launch_differs
+  local engine = d[ENGINE_OF[fw] or ""] and ENGINE_OF[fw] or util.sorted_keys(d)[1]
+  return ("no engine apsearch writes runs any ranked job as estimated (rank 1, %s: %s); the ranking is "
+    .. "the estimate's, not a job you can launch as it is. "):format(engine, util.printable(tostring(d[engine])))
 end
 
 -- the options `--from` excludes: the result's inputs and rank fix them

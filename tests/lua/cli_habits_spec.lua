@@ -792,6 +792,16 @@ describe("a new user's findings", function()
     assert.truthy(cli.launch_differs_note({ top_k_strategies = { { rank = 1, launch_differs = ab },
       { rank = 2, launch_differs = ab }, { rank = 3, launch_differs = ab }, { rank = 4, launch_differs = c },
       { rank = 5 }, { rank = 6, launch_differs = ab } } }):find(": ranks 1-3: a, b; rank 4: c; rank 6: a, b", 1, true))
+    -- every rank differing on every engine: said first, with rank 1's
+    -- difference for the policy's framework (a DeepSeek-V4 run read
+    -- "defaults: megatron" and ranked jobs no engine builds)
+    local all = { megatron = "NOT WRITTEN: m", torchtitan = "NOT WRITTEN: t", mindformers = "x", automodel = "y" }
+    local r = { inputs = { training = { framework = "fsdp2" } },
+      top_k_strategies = { { rank = 1, launch_differs = all }, { rank = 2, launch_differs = all } } }
+    assert.truthy(cli.launch_differs_note(r):find("apsearch: note: no engine apsearch writes runs any ranked job " ..
+      "as estimated (rank 1, torchtitan: NOT WRITTEN: t); the ranking is the estimate's", 1, true))
+    r.top_k_strategies[2].launch_differs = ab
+    assert.are.equal("", cli.no_engine_note(r))
   end)
 
   it("prints a preset's import notes as its config file's path does", function()

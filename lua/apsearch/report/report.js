@@ -495,6 +495,7 @@
   // zoom: the mouse wheel and the sliders on both axes; the checkbox above
   // the chart switches both axes to a log scale
   var logBox = document.getElementById('scatter-log');
+  var SCATTER_TOPK_SPAN = 1.6;
   function scatterOption(log) {
     var front = D.front || [];
     var series = [
@@ -524,6 +525,19 @@
     sc.points.forEach(function (p) { byIndex[p[2]] = p; });
     var frontBy = {};
     front.forEach(function (p) { frontBy[p.index] = p; });
+    // slow outliers (up to 40x the best step in a wide space) squeeze the
+    // top-k onto the bottom line, their rank labels over each other: the
+    // step axis opens on the top-k, from the fastest point to
+    // SCATTER_TOPK_SPAN times the slowest rank (the sliders and the
+    // reset button show every point)
+    var yZoom = {};
+    var lo = Infinity, hi = 0, worst = 0;
+    sc.points.forEach(function (p) { if (p[1] > 0) { lo = Math.min(lo, p[1]); hi = Math.max(hi, p[1]); } });
+    topk.forEach(function (t) { worst = Math.max(worst, t.step_time || 0); });
+    if (!log && worst > 0 && hi > SCATTER_TOPK_SPAN * worst) {
+      yZoom = { startValue: lo, endValue: SCATTER_TOPK_SPAN * worst };
+    }
+    root.setAttribute('data-scatter-topk-zoom', yZoom.endValue ? f(yZoom.endValue, 3) : '0');
     function axis(name, extra) {
       var a = { type: log ? 'log' : 'value', name: name, scale: true,
         axisLabel: { formatter: function (v) { return +Number(v).toPrecision(4); } } };
@@ -533,7 +547,8 @@
     return Object.assign({
       title: { text: '7. Memory vs step time of every feasible candidate',
         subtext: (sc.shown < sc.total ? 'showing ' + sc.shown.toLocaleString('en-US') + ' of ' + sc.total.toLocaleString('en-US') + ' (about 1 in ' + sc.stride + ' feasible candidates, an even sample; front and top-k always)' : sc.total.toLocaleString('en-US') + ' feasible candidates') +
-          '; orange: Pareto front; wheel or sliders: zoom' + (log ? '; log scales' : '') },
+          '; orange: Pareto front; wheel or sliders: zoom' + (log ? '; log scales' : '') +
+          (yZoom.endValue ? '; step axis opened on the top-k (reset shows every point)' : '') },
       tooltip: {
         trigger: 'item', confine: true,
         formatter: function (p) {
@@ -547,14 +562,19 @@
       toolbox: { right: 150, top: 4, feature: { dataZoom: { title: { zoom: 'zoom a box', back: 'undo zoom' } }, restore: { title: 'reset' } } },
       dataZoom: [
         { type: 'inside', xAxisIndex: 0, filterMode: 'none' },
-        { type: 'inside', yAxisIndex: 0, filterMode: 'none' },
+        Object.assign({ type: 'inside', yAxisIndex: 0, filterMode: 'none' }, yZoom),
         { type: 'slider', xAxisIndex: 0, filterMode: 'none', height: 18, bottom: 34 },
-        { type: 'slider', yAxisIndex: 0, filterMode: 'none', width: 18, right: 8 }
+        Object.assign({ type: 'slider', yAxisIndex: 0, filterMode: 'none', width: 18, right: 8 }, yZoom)
       ],
       legend: { bottom: 0 },
       grid: { left: 64, right: 70, top: 80, bottom: 96 },
       xAxis: axis('peak memory per GPU (GiB)', { nameLocation: 'middle', nameGap: 26 }),
-      yAxis: axis('step time (s)', {}),
+      yAxis: (function () {
+        var a = axis('step time (s)', {});
+        // the window's top is no round number: no label of its own
+        if (yZoom.endValue) a.axisLabel.showMaxLabel = false;
+        return a;
+      })(),
       series: series
     }, animation);
   }

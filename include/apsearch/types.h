@@ -604,6 +604,13 @@ typedef struct {
                                           num_nextn_predict_layers); counted
                                           apart (aps_param_counts.mtp), not in
                                           total */
+    bool mtp_shared_embeddings;      /**< the MTP modules run the model's own
+                                          embedding and output layer, with no
+                                          copies of them in the checkpoint
+                                          (Ling 2.0's BailingMoeV2MTPLayer);
+                                          false: DeepSeek-V3's checkpoint
+                                          copies, counted in
+                                          aps_param_counts.mtp */
     /* DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5; src/core/dsa.c):
      * on every MLA layer a lightning indexer scores each query against its
      * causal keys and the attention reads only the index_topk best

@@ -671,10 +671,12 @@ end
 -- checked: GPT-2 (transformers GPT2Config), GPT-NeoX and the Llama family
 -- (GPTNeoXConfig, LlamaConfig.attention_dropout), BERT-style configs
 -- (BertConfig), Seed-OSS and StarCoder2 (residual_dropout; StarCoder2's
--- embedding_dropout).  Any of them > 0 means the model trains with dropout.
+-- embedding_dropout), Ling 2.0 (output_dropout).  Any of them > 0 means the
+-- model trains with dropout.
 M.DROPOUT_KEYS = { "attn_pdrop", "resid_pdrop", "embd_pdrop", "hidden_dropout",
                    "attention_dropout", "hidden_dropout_prob",
-                   "attention_probs_dropout_prob", "residual_dropout", "embedding_dropout" }
+                   "attention_probs_dropout_prob", "residual_dropout", "embedding_dropout",
+                   "output_dropout" }
 
 --- Whether a config asks for dropout: the first of M.DROPOUT_KEYS that is
 -- a number > 0; and whether it says at all (any of them present, 0
@@ -1517,6 +1519,61 @@ function builders.glm4v_moe_text(_, cfg, file)
   local c = with_defaults(cfg, M.GLM4V_MOE_TEXT_DEFAULTS)
   c.use_qk_norm = nil
   return builders.glm4_moe(reader(c, file), c, file)
+end
+
+--- BailingMoeV2Config's defaults for the keys a config.json may leave out
+-- (Megatron-Bridge 067f987df src/megatron/bridge/models/bailing/
+-- configuration_bailing_moe_v2.py, "local copy of the configuration from
+-- inclusionAI/Ling-mini-2.0"): Ling-mini-2.0's shapes, Q/K norms on, no
+-- biases, expert groups 8 / 4, no MTP module. RoPE covers the whole head
+-- unless the config gives partial_rotary_factor (BailingMoeV2Attention
+-- reads it with hasattr, default 1.0).
+M.BAILING_MOE_V2_DEFAULTS = {
+  vocab_size = 157184, hidden_size = 2048, intermediate_size = 5120, num_hidden_layers = 20,
+  num_attention_heads = 16, num_key_value_heads = 4, hidden_act = "silu", use_qkv_bias = false,
+  use_bias = false, tie_word_embeddings = false, max_position_embeddings = 32768, rope_theta = 600000.0,
+  num_experts = 256, num_shared_experts = 1, num_experts_per_tok = 8, n_group = 8, topk_group = 4,
+  moe_intermediate_size = 512, first_k_dense_replace = 1, head_dim = 128, use_qk_norm = true,
+  num_nextn_predict_layers = 0, routed_scaling_factor = 1.0, partial_rotary_factor = 1.0,
+  attention_dropout = 0.0, embedding_dropout = 0.0, output_dropout = 0.0, rms_norm_eps = 1e-6,
+}
+
+--- A bailing_moe_v2 config as BailingMoeV2Config reads it (its defaults,
+-- M.BAILING_MOE_V2_DEFAULTS, for the RoPE base and dropout too): `head_dim`
+-- null is hidden_size // num_attention_heads, `num_shared_experts` null no
+-- shared expert (BailingMoeV2SparseMoeBlock: "if config.num_shared_experts
+-- is not None").
+function M.ADJUST.bailing_moe_v2(cfg)
+  local c = with_defaults(cfg, M.BAILING_MOE_V2_DEFAULTS)
+  if is_null(cfg.head_dim) and cfg.head_dim ~= nil then c.head_dim = nil end
+  if is_null(cfg.num_shared_experts) and cfg.num_shared_experts ~= nil then c.num_shared_experts = 0 end
+  return c
+end
+
+--- Ling 2.0 / Ring 2.0 (`bailing_moe_v2`, inclusionAI; remote code, read
+-- in the copy Megatron-Bridge vendors, 067f987df models/bailing/
+-- modeling_bailing_moe_v2.py, and as its bridge builds it in Megatron-Core,
+-- bailing_moe2_bridge.py): GLM-4.5's layer (builders.glm4_moe) under other
+-- names. BailingMoeV2Attention: one query_key_value GEMM (biases when
+-- use_qkv_bias), per-head query_layernorm / key_layernorm RMSNorm(head_dim)
+-- when use_qk_norm, RoPE on partial_rotary_factor of each head, `dense`
+-- (a bias when use_bias); layers from first_k_dense_replace on hold
+-- BailingMoeV2SparseMoeBlock: num_experts experts of moe_intermediate_size,
+-- top num_experts_per_tok, one shared MLP of moe_intermediate_size x
+-- num_shared_experts (none when null), BailingMoeV2Gate (E x h, sigmoid
+-- scores plus the expert_bias buffer, topk_group of n_group groups by
+-- their top-2 sum, the top-k weights always renormalised and scaled by
+-- routed_scaling_factor); num_nextn_predict_layers BailingMoeV2MTPLayer
+-- modules after the layers, sharing the embedding and lm_head.
+function builders.bailing_moe_v2(_, cfg, file)
+  local c = with_defaults(cfg, {}) -- a copy; from_config has applied M.ADJUST.bailing_moe_v2
+  c.n_routed_experts, c.n_shared_experts = c.num_experts, c.num_shared_experts
+  c.attention_bias, c.norm_topk_prob = c.use_qkv_bias, true
+  if type(c.use_bias) ~= "boolean" then util.fail(file, "use_bias", "expected true or false", c.use_bias) end
+  local m = builders.glm4_moe(reader(c, file), c, file)
+  m.attn_out_bias = c.use_bias
+  if m.mtp_layers then m.mtp_shared_embeddings = true end
+  return m
 end
 
 --- dots.llm1 (dots1; transformers modular_dots1.py and configuration_dots1.py
@@ -5696,7 +5753,8 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
-                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text", "afmoe", "mistral4", "solar_open", "exaone_moe", "flex_olmo" }
+                    "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text", "afmoe", "mistral4", "solar_open", "exaone_moe", "flex_olmo",
+                    "bailing_moe_v2" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -5713,7 +5771,7 @@ M.ARCHITECTURES = {
   Ernie4_5_MoeForCausalLM = "ernie4_5_moe", MiMoV2FlashForCausalLM = "mimo_v2_flash", LagunaForCausalLM = "laguna",
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
   DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open", ExaoneMoeForCausalLM = "exaone_moe", Jais2ForCausalLM = "jais2", YoutuForCausalLM = "youtu", FlexOlmoForCausalLM = "flex_olmo", NanoChatForCausalLM = "nanochat", CwmForCausalLM = "cwm", OlmoHybridForCausalLM = "olmo_hybrid",
-  PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe",
+  PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe", BailingMoeV2ForCausalLM = "bailing_moe_v2",
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",
   GraniteMoeHybridForCausalLM = "granitemoehybrid", Exaone4ForCausalLM = "exaone4",
@@ -5812,9 +5870,6 @@ M.UNMODELLED = {
     "(num_attention_heads beside mamba_d_ssm, mamba_n_heads): apsearch's hybrid layers have one mixer each; " ..
     "nor are its multipliers (mlp_multipliers, ssm_multipliers, attention_in_multiplier, key_multiplier) modelled",
   -- Ling 2.0 / Ling 1.x (inclusionAI): remote code, in no transformers release read here
-  bailing_moe_v2 = "Ling 2.0's model is remote code (auto_map BailingMoeV2ForCausalLM, " ..
-    "modeling_bailing_moe_v2.py of its Hub repository) that apsearch has not read, so its experts, router and " ..
-    "multi-token-prediction layers (num_experts, num_shared_experts, num_nextn_predict_layers) are not modelled",
   bailing_moe = "Ling's model is remote code (auto_map BailingMoeForCausalLM, modeling_bailing_moe.py of its " ..
     "Hub repository) that apsearch has not read, so its experts (num_experts, num_shared_experts) are not modelled",
   -- transformers modular_apertus.py @ f93a9482 (ApertusMLP: NemotronMLP with ACT2FN["xielu"])

@@ -107,7 +107,7 @@ M.model = {
   -- heterogeneous layers (Llama-Nemotron NAS): per layer A attention or -
   -- none; per layer a letter naming an MLP width of nas_ffn_widths or -
   nas_attention_pattern = "string", nas_ffn_pattern = "string", nas_ffn_widths = "string",
-  attention_output_gate = "bool", norm_zero_centered = "bool", attention_head_gate = "bool",
+  attention_output_gate = "bool", norm_zero_centered = "bool", mtp_shared_embeddings = "bool", attention_head_gate = "bool",
   -- DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning
   -- indexer's heads and width, and the keys each query attends to
   index_n_heads = "nonnegint", index_head_dim = "nonnegint", index_topk = "nonnegint",

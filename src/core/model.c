@@ -1435,13 +1435,17 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
     /* DeepSeek-V3 MTP module (modeling in its checkpoint, model.layers.61):
      * enorm, hnorm, eh_proj 2h*h, one transformer layer (MoE when the
      * model has experts), shared_head.norm, and its own copies of the
-     * embedding and output layer; a token uses all of it but the copies. */
+     * embedding and output layer; a token uses all of it but the copies.
+     * Ling 2.0's (BailingMoeV2MTPLayer, Megatron-Bridge 067f987df
+     * models/bailing/modeling_bailing_moe_v2.py l.894-907): enorm, hnorm,
+     * eh_proj, its layer and final_layernorm, the model's word_embeddings
+     * and lm_head shared: no copies (mtp_shared_embeddings). */
     if (m->mtp_layers > 0) {
         bool moe_mtp = m->num_experts > 0;
         double layer = moe_mtp ? out->per_moe_layer : out->per_layer;
         double layer_active = moe_mtp ? out->per_moe_layer_active
                                       : out->per_layer;
-        double copies = 2.0 * V * h;
+        double copies = m->mtp_shared_embeddings ? 0.0 : 2.0 * V * h;
         if (aps_model_is_hybrid(m))
             copies = hybrid_mtp_layers(m, out, &layer, &layer_active);
         double extra = 3.0 * norm_params(m, h) + 2.0 * h * h;

@@ -299,6 +299,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, qk_rope_head_dim, FT_OINT, NULL),
     FLD(aps_model, v_head_dim, FT_OINT, NULL),
     FLD(aps_model, mtp_layers, FT_OINT, NULL),
+    FLD(aps_model, mtp_shared_embeddings, FT_OBOOL, NULL),
     /* DeepSeek Sparse Attention's indexer (src/core/dsa.c) */
     FLD(aps_model, index_n_heads, FT_OINT, NULL),
     FLD(aps_model, index_head_dim, FT_OINT, NULL),

@@ -380,9 +380,10 @@ describe("dense 2024-26 families: refusals name the file, key and value", functi
     assert.truthy(err_of(hf.from_config, { model_type = "falcon_h1", mamba_d_ssm = 1024, mamba_n_heads = 128 },
       "f.json"):find("^NotImplemented: f%.json: model_type: falcon_h1: Falcon%-H1's layers run attention and a " ..
       "Mamba%-2 mixer in parallel on one normed input %(num_attention_heads beside mamba_d_ssm, mamba_n_heads%)"))
-    -- Ling 2.0 (remote code not read): refused as such, not as a generic MoE config
-    assert.truthy(err_of(hf.from_config, { model_type = "bailing_moe_v2", num_experts = 256 }, "l.json"):find(
-      "^NotImplemented: l%.json: model_type: bailing_moe_v2: Ling 2%.0's model is remote code %(auto_map " ..
-      "BailingMoeV2ForCausalLM"))
+    -- Ling 1.x (remote code not read): refused as such, not as a generic MoE
+    -- config (Ling 2.0 is read: models_bailing_spec.lua)
+    assert.truthy(err_of(hf.from_config, { model_type = "bailing_moe", num_experts = 64 }, "l.json"):find(
+      "^NotImplemented: l%.json: model_type: bailing_moe: Ling's model is remote code %(auto_map " ..
+      "BailingMoeForCausalLM"))
   end)
 end)

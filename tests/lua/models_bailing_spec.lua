@@ -1,0 +1,110 @@
+-- tests/lua/models_bailing_spec.lua -- Ling 2.0 (model_type
+-- bailing_moe_v2, inclusionAI) read as its remote code builds it, in the
+-- copy Megatron-Bridge vendors (067f987df src/megatron/bridge/models/
+-- bailing/configuration_bailing_moe_v2.py, modeling_bailing_moe_v2.py):
+-- the count of BailingMoeV2Config() (its "local copy of the configuration
+-- from inclusionAI/Ling-mini-2.0") module by module, the MTP modules that
+-- share the embedding and lm_head, and what the Megatron-LM script writes
+-- as the bridge (bailing_moe2_bridge.py) builds it.
+
+local hf = require "apsearch.hf"
+local core = require "apsearch.core"
+local H = require "spec_helpers"
+
+local function config(extra)
+  local c = { architectures = { "BailingMoeV2ForCausalLM" }, model_type = "bailing_moe_v2" }
+  for k, v in pairs(extra or {}) do c[k] = v end
+  return c
+end
+
+-- BailingMoeV2Config's defaults: h 2048, 20 layers, 16 heads of 128, 4 KV
+-- heads: query_key_value 2048 x (16 + 8) x 128 and dense 2048 x 2048 (no
+-- biases); query_layernorm and key_layernorm of 128; two norms of 2048.
+-- Layer 0 dense (first_k_dense_replace 1): 3 x 2048 x 5120. Layers 1-19:
+-- 256 experts of 3 x 2048 x 512 (top 8), one shared expert of 512, the
+-- gate 256 x 2048 and its expert_bias buffer (256, in the state dict).
+-- Untied word_embeddings and lm_head 157184 x 2048; the final norm.
+-- Megatron-Bridge's docs: 16B total, 1.5B active (the card: 1.4B).
+local h, V = 2048, 157184
+local attn = h * 24 * 128 + h * h + 2 * 128 + 2 * h
+local expert = 3 * h * 512
+local moe = attn + 256 * expert + expert + 256 * h + 256
+local TOTAL = attn + 3 * h * 5120 + 19 * moe + 2 * V * h + h
+local ACTIVE = TOTAL - 19 * 248 * expert
+
+describe("Ling 2.0 (bailing_moe_v2)", function()
+  it("counts BailingMoeV2Config(): 16,255,643,392 parameters, 1,432,973,056 active", function()
+    assert.are.equal(16255643392, TOTAL)
+    assert.are.equal(1432973056, ACTIVE)
+    local m = hf.from_config(config(), "t.json")
+    local pc = core.model_params(m)
+    assert.are.equal(TOTAL, pc.total)
+    assert.are.equal(ACTIVE, pc.active)
+    assert.are.same({ true, true, 8, 4, 1, 6e5 },
+      { m.moe_router_bias, m.qk_norm, m.moe_router_num_groups, m.moe_router_group_topk, m.moe_first_dense_layers,
+        m.rope_theta })
+    assert.is_nil(m.rotary_percent) -- BailingMoeV2Attention: partial_rotary_factor 1.0 unless given
+    assert.is_nil(m.mtp_layers)
+  end)
+
+  it("counts an MTP module without copies of the embedding and lm_head (BailingMoeV2MTPLayer shares them)", function()
+    local m = hf.from_config(config({ num_nextn_predict_layers = 1, partial_rotary_factor = 0.5 }), "t.json")
+    local pc = core.model_params(m)
+    assert.are.equal(TOTAL, pc.total)
+    -- its layer (MoE), enorm, hnorm, final_layernorm, eh_proj 2h x h
+    assert.are.equal(moe + 3 * h + 2 * h * h, pc.mtp)
+    assert.are.equal(moe - 248 * expert + 3 * h + 2 * h * h, pc.mtp_active)
+    assert.are.same({ 1, true, 0.5 }, { m.mtp_layers, m.mtp_shared_embeddings, m.rotary_percent })
+    -- DeepSeek-V3's checkpoint keeps its own copies: the same module counts 2 V h more
+    m.mtp_shared_embeddings = false
+    assert.are.equal(moe + 3 * h + 2 * h * h + 2 * V * h, core.model_params(m).mtp)
+  end)
+
+  it("puts use_qkv_bias on query_key_value and use_bias on dense", function()
+    local m = hf.from_config(config({ use_qkv_bias = true, use_bias = true }), "t.json")
+    assert.are.equal(TOTAL + 20 * (24 * 128 + h), core.model_params(m).total)
+    assert.are.same({ true, true, false }, { m.qkv_bias, m.attn_out_bias, m.mlp_bias or false })
+  end)
+
+  it("builds no shared expert when num_shared_experts is null, and head_dim null as h / heads", function()
+    local m = hf.from_config(config({ num_shared_experts = require("cjson").null, head_dim = require("cjson").null, num_attention_heads = 32,
+      num_key_value_heads = 8 }), "t.json")
+    assert.is_nil(m.shared_expert_ffn_hidden_size)
+    assert.are.equal(64, m.head_dim)
+    -- 32 heads of 64 (h) and 8 KV heads of 64: q/k/v 2048 x 3072 as before
+    local attn64 = h * (2048 + 1024) + h * h + 2 * 64 + 2 * h
+    assert.are.equal(attn64 + 3 * h * 5120 + 19 * (attn64 + 256 * expert + 256 * h + 256) + 2 * V * h + h,
+      core.model_params(m).total)
+  end)
+
+  it("says no dropout by the class's 0.0 and reads output_dropout", function()
+    local _, info = hf.from_config(config(), "t.json")
+    assert.are.same({ false, true }, { info.dropout, info.dropout_stated })
+    _, info = hf.from_config(config({ output_dropout = 0.1 }), "t.json")
+    assert.are.same({ true, "output_dropout" }, { info.dropout, info.dropout_key })
+  end)
+
+  it("refuses a non-SiLU activation and a use_bias that is no boolean, naming the key", function()
+    assert.matches("t.json: hidden_act", H.err_of(hf.from_config, config({ hidden_act = "gelu" }), "t.json"), 1, true)
+    assert.matches("t.json: use_bias: expected true or false", H.err_of(hf.from_config, config({ use_bias = 1 }),
+      "t.json"), 1, true)
+  end)
+
+  it("writes the Megatron-LM script as the bridge builds the model", function()
+    local dir = H.tmpdir()
+    local path = H.write(dir .. "/ling.json", require("cjson").encode(config({ num_nextn_predict_layers = 1,
+      partial_rotary_factor = 0.5 })))
+    local code, _, err = H.apsearch("run", "--model", path, "--cluster", "h100-sxm-80gb:2", "--top-k", "1", "--quiet",
+      "--set", "training.mtp_num_layers=1", "--out", dir .. "/o")
+    assert.are.equal(0, code, err)
+    local sh = H.read(dir .. "/o/launch/rank1_megatron.sh")
+    for _, flag in ipairs({ "--num-experts 256", "--moe-router-topk 8", "--moe-ffn-hidden-size 512",
+      "--moe-shared-expert-intermediate-size 512", "--moe-layer-freq '[0]+[1]*19'", "--moe-router-score-function sigmoid",
+      "--moe-router-enable-expert-bias", "--moe-router-num-groups 8", "--moe-router-group-topk 4", "--qk-layernorm",
+      "--rotary-percent 0.5", "--rotary-base 600000", "--mtp-num-layers 1", "--untie-embeddings-and-output-weights",
+      "--disable-bias-linear", "--attention-dropout 0", "--hidden-dropout 0" }) do
+      assert.truthy(sh:find(flag, 1, true), flag)
+    end
+    assert.falsy(sh:find("NOT WRITTEN", 1, true), sh)
+  end)
+end)

@@ -671,12 +671,10 @@ end
 -- checked: GPT-2 (transformers GPT2Config), GPT-NeoX and the Llama family
 -- (GPTNeoXConfig, LlamaConfig.attention_dropout), BERT-style configs
 -- (BertConfig), Seed-OSS and StarCoder2 (residual_dropout; StarCoder2's
--- embedding_dropout), Ling 2.0 (output_dropout).  Any of them > 0 means the
--- model trains with dropout.
+-- embedding_dropout).  Any of them > 0 means the model trains with dropout.
 M.DROPOUT_KEYS = { "attn_pdrop", "resid_pdrop", "embd_pdrop", "hidden_dropout",
                    "attention_dropout", "hidden_dropout_prob",
-                   "attention_probs_dropout_prob", "residual_dropout", "embedding_dropout",
-                   "output_dropout" }
+                   "attention_probs_dropout_prob", "residual_dropout", "embedding_dropout" }
 
 --- Whether a config asks for dropout: the first of M.DROPOUT_KEYS that is
 -- a number > 0; and whether it says at all (any of them present, 0
@@ -882,7 +880,8 @@ end
 M.PHI3_LONGROPE_ALIASES = { su = true, yarn = true }
 
 --- A config as its model type's config class reads it, before any builder
--- (type -> function(cfg) returning the config to read).
+-- (type -> function(cfg, file) returning the config to read; raises
+-- `<file>: <key>: ...` for a value the class cannot take).
 M.ADJUST = {}
 
 function M.ADJUST.phi3(cfg)
@@ -1538,15 +1537,37 @@ M.BAILING_MOE_V2_DEFAULTS = {
   attention_dropout = 0.0, embedding_dropout = 0.0, output_dropout = 0.0, rms_norm_eps = 1e-6,
 }
 
+--- Keys whose JSON null BailingMoeV2Config keeps as None and its model
+-- reads as false: no biases, no Q/K norms, tied embeddings off.
+M.BAILING_NULL_FALSE = { "use_qkv_bias", "use_bias", "use_qk_norm", "tie_word_embeddings" }
+--- Keys whose null is read otherwise (head_dim: h // heads) or not at all.
+M.BAILING_NULL_OK = { head_dim = true, attention_dropout = true, embedding_dropout = true, output_dropout = true,
+  use_qkv_bias = true, use_bias = true, use_qk_norm = true, tie_word_embeddings = true }
+
 --- A bailing_moe_v2 config as BailingMoeV2Config reads it (its defaults,
 -- M.BAILING_MOE_V2_DEFAULTS, for the RoPE base and dropout too): `head_dim`
 -- null is hidden_size // num_attention_heads, `num_shared_experts` null no
 -- shared expert (BailingMoeV2SparseMoeBlock: "if config.num_shared_experts
 -- is not None").
-function M.ADJUST.bailing_moe_v2(cfg)
+function M.ADJUST.bailing_moe_v2(cfg, file)
   local c = with_defaults(cfg, M.BAILING_MOE_V2_DEFAULTS)
-  if is_null(cfg.head_dim) and cfg.head_dim ~= nil then c.head_dim = nil end
-  if is_null(cfg.num_shared_experts) and cfg.num_shared_experts ~= nil then c.num_shared_experts = 0 end
+  -- a JSON null is None to the class: what the model makes of it
+  local given_null = function(k) return cfg[k] ~= nil and is_null(cfg[k]) end
+  if given_null("head_dim") or cfg.head_dim == 0 then c.head_dim = nil end -- head_dim or h // heads
+  if given_null("num_shared_experts") then c.num_shared_experts = 0 end
+  for _, k in ipairs(M.BAILING_NULL_FALSE) do
+    if given_null(k) then c[k] = false end
+  end
+  for k in pairs(M.BAILING_MOE_V2_DEFAULTS) do
+    if given_null(k) and c[k] ~= nil and k ~= "num_shared_experts" and not M.BAILING_NULL_OK[k] then
+      util.fail(file or "config.json", k, k == "num_experts"
+        and "null: BailingMoeV2Config keeps None and its model builds every layer dense; give the experts"
+        or "null: BailingMoeV2Config keeps None, which its model cannot run with; give a value", nil)
+    end
+  end
+  -- BailingMoeV2Attention applies attention_dropout only; embedding_dropout
+  -- and output_dropout are stored and never used
+  c.embedding_dropout, c.output_dropout = nil, nil
   return c
 end
 
@@ -5808,10 +5829,14 @@ M.UNMODELLED_ARCHITECTURES = {
 -- @treturn string|nil the class it was taken from, when not its own
 function M.model_type_of(cfg)
   local mt = cfg.model_type
-  if type(mt) == "string" and (builders[mt] or M.UNMODELLED[mt]) then return mt end
+  if type(mt) == "string" and builders[mt] then return mt end
   local arch = type(cfg.architectures) == "table" and cfg.architectures[1]
   local as = type(arch) == "string" and M.ARCHITECTURES[arch]
+  -- an unmodelled type whose class is a modelled one is that class's (Ling
+  -- 2.0's config.json says model_type bailing_moe, Ling 1.x's, beside
+  -- BailingMoeV2ForCausalLM, whose remote code auto_map loads)
   if as and builders[as] then return as, arch end
+  if type(mt) == "string" and M.UNMODELLED[mt] then return mt end
   local un = type(arch) == "string" and M.UNMODELLED_ARCHITECTURES[arch]
   if un then return un, arch end
   return mt
@@ -6164,7 +6189,7 @@ function M.from_config(cfg, source, name)
       :format(source, (cfg.model_type == nil or is_null(cfg.model_type) or cfg.model_type == "") and "(missing)"
         or type(cfg.model_type) == "string" and cfg.model_type or util.describe(cfg.model_type), mt, as)
   end
-  if M.ADJUST[mt] then cfg = M.ADJUST[mt](cfg) end
+  if M.ADJUST[mt] then cfg = M.ADJUST[mt](cfg, source) end
   local model = build(reader(cfg, source), cfg, source, notes, extra)
   if not extra.own_numerics then model = numerics(model, cfg, source) end
   quantization_note(notes, cfg.quantization_config, source)

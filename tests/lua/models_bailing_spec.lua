@@ -77,11 +77,45 @@ describe("Ling 2.0 (bailing_moe_v2)", function()
       core.model_params(m).total)
   end)
 
-  it("says no dropout by the class's 0.0 and reads output_dropout", function()
+  it("says no dropout by the class's 0.0; only attention_dropout is applied", function()
     local _, info = hf.from_config(config(), "t.json")
     assert.are.same({ false, true }, { info.dropout, info.dropout_stated })
-    _, info = hf.from_config(config({ output_dropout = 0.1 }), "t.json")
-    assert.are.same({ true, "output_dropout" }, { info.dropout, info.dropout_key })
+    -- embedding_dropout and output_dropout are stored, never used
+    _, info = hf.from_config(config({ output_dropout = 0.1, embedding_dropout = 0.1 }), "t.json")
+    assert.are.same({ false, true }, { info.dropout, info.dropout_stated })
+    _, info = hf.from_config(config({ attention_dropout = 0.1 }), "t.json")
+    assert.are.same({ true, "attention_dropout" }, { info.dropout, info.dropout_key })
+  end)
+
+  it("reads a JSON null as the class keeps it (None), and refuses the ones its model cannot take", function()
+    local null = require("cjson").null
+    -- use_qk_norm None: no query_layernorm / key_layernorm (20 x 2 x 128 fewer)
+    local m = hf.from_config(config({ use_qk_norm = null }), "t.json")
+    assert.are.equal(TOTAL - 20 * 256, core.model_params(m).total)
+    -- head_dim 0 is falsy: hidden_size // num_attention_heads
+    assert.are.equal(128, hf.from_config(config({ head_dim = 0 }), "t.json").head_dim)
+    assert.matches("t.json: num_experts: null: BailingMoeV2Config keeps None and its model builds every layer dense",
+      H.err_of(hf.from_config, config({ num_experts = null }), "t.json"), 1, true)
+    assert.matches("t.json: rope_theta: null: BailingMoeV2Config keeps None, which its model cannot run with",
+      H.err_of(hf.from_config, config({ rope_theta = null }), "t.json"), 1, true)
+  end)
+
+  -- Ling-flash-2.0's shapes: h 4096, 32 layers (the first dense, 9216
+  -- wide), 32 heads of 128, 4 KV heads, 256 experts of 1024 and one shared,
+  -- vocab 157184, untied. Its Hub page (sha 649f8b94, the safetensors
+  -- metadata as a public copy of the Hub API's model.json holds it) counts
+  -- BF16 102,889,697,280 + F32 7,936 (the 31 MoE layers' expert_bias) =
+  -- 102,889,705,216; its config.json says model_type bailing_moe beside
+  -- the class BailingMoeV2ForCausalLM, which is what its auto_map loads.
+  it("reads Ling-flash-2.0's shapes to the Hub's safetensors count, its model_type bailing_moe by its class", function()
+    local c = config({ model_type = "bailing_moe", hidden_size = 4096, num_hidden_layers = 32,
+      num_attention_heads = 32, num_key_value_heads = 4, head_dim = 128, intermediate_size = 9216,
+      moe_intermediate_size = 1024, num_experts = 256, num_shared_experts = 1, first_k_dense_replace = 1 })
+    local m, info = hf.from_config(c, "flash.json")
+    local pc = core.model_params(m)
+    assert.are.equal(102889697280 + 7936, pc.total)
+    assert.are.equal(6152277760, pc.active) -- the card's 6.1B active
+    assert.truthy(info.notes[1]:find("model_type bailing_moe read as bailing_moe_v2", 1, true), info.notes[1])
   end)
 
   it("refuses a non-SiLU activation and a use_bias that is no boolean, naming the key", function()

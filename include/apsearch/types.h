@@ -377,6 +377,12 @@ typedef struct {
                                           weights; DeepSeek-V3 e_score_
                                           correction_bias, Megatron --moe-
                                           router-enable-expert-bias) */
+    bool moe_router_fp32;            /**< the router's logits and the
+                                          experts' weighting in fp32
+                                          (Megatron --moe-router-dtype fp32,
+                                          as Megatron-Bridge's bridge of the
+                                          family sets it); a launch setting:
+                                          changes no estimate */
     int64_t moe_latent_size;         /**< latent MoE (Nemotron 3 Super; HF
                                           moe_latent_size, Megatron --moe-
                                           latent-size): each MoE block

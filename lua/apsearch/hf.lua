@@ -5768,6 +5768,26 @@ function builders.deepseek_v4(r0, cfg, file, notes, extra)
   return m
 end
 
+--- Model types whose Megatron-Bridge bridge routes in fp32
+-- (`provider.moe_router_dtype = "fp32"`; NVIDIA-NeMo/Megatron-Bridge
+-- 067f987df src/megatron/bridge/models/, the file and line of each): their
+-- MoE models get `moe_router_fp32` (Megatron `--moe-router-dtype fp32`).
+-- Step-3.5's sets it when the config's need_fp32_gate is true. Not here:
+-- qwen3_moe, qwen2_moe, mixtral, gpt_oss, llama4, ..., whose bridges leave
+-- Megatron's default (the router in the activations' dtype).
+M.ROUTER_FP32 = {
+  deepseek_v2 = "deepseek/deepseek_v2_bridge.py:61", deepseek_v3 = "deepseek/deepseek_v3_bridge.py:75",
+  deepseek_v32 = "deepseek/deepseek_v3_bridge.py:75", deepseek_v4 = "deepseek/deepseek_v4_bridge.py:492",
+  kimi_k3_text = "kimi/kimi_k3_bridge.py:99", ernie4_5_moe = "ernie/ernie_45_bridge.py:227",
+  exaone_moe = "exaone/exaone_moe/exaone_moe_provider.py:206", gemma4_text = "gemma/gemma4_provider.py:316",
+  glm4_moe = "glm/glm45_bridge.py:77", glm4_moe_lite = "glm/glm47_flash_bridge.py:88",
+  glm_moe_dsa = "glm_moe_dsa/glm5_bridge.py:104", glm4v_moe_text = "glm_vl/glm_45v_provider.py:87",
+  minimax_m3 = "minimax_m3/minimax_m3_bridge.py:357", nemotron_h = "nemotronh/nemotron_h_bridge.py:314",
+  olmoe = "olmoe/olmoe_bridge.py:95", qwen3_next = "qwen/qwen3_next_bridge.py:76",
+  qwen3_5_moe_text = "qwen_vl/qwen35_vl_provider.py:390", qwen3_vl_moe_text = "qwen_vl/qwen3_vl_provider.py:256",
+  step3p5 = "stepfun/step35_bridge.py:366-367 (need_fp32_gate)", bailing_moe_v2 = "bailing/bailing_moe2_bridge.py:99",
+}
+
 --- Mixture-of-experts model types imported with their experts.
 M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3",
                     "olmoe", "dbrx", "gpt_oss", "glm4_moe", "glm4_moe_lite", "llama4_text", "llama4",
@@ -6192,6 +6212,9 @@ function M.from_config(cfg, source, name)
   if M.ADJUST[mt] then cfg = M.ADJUST[mt](cfg, source) end
   local model = build(reader(cfg, source), cfg, source, notes, extra)
   if not extra.own_numerics then model = numerics(model, cfg, source) end
+  if M.ROUTER_FP32[mt] and (model.num_experts or 0) > 0 and (mt ~= "step3p5" or cfg.need_fp32_gate == true) then
+    model.moe_router_fp32 = true
+  end
   quantization_note(notes, cfg.quantization_config, source)
   local dropout, dropout_key, dropout_value, dropout_stated = dropout_of(cfg, source)
   if not dropout_stated and type(cfg.text_config) == "table" then

@@ -74,7 +74,7 @@ M.model = {
   -- that leaves an MoE layer) and multi-head latent attention
   num_experts = "nonnegint", experts_per_token = "nonnegint", moe_ffn_hidden_size = "nonnegint",
   shared_expert_ffn_hidden_size = "nonnegint", shared_expert_gate = "bool",
-  moe_router_bias = "bool", moe_router_linear_bias = "bool", moe_router_scales = "bool", moe_latent_size = "nonnegint",
+  moe_router_bias = "bool", moe_router_fp32 = "bool", moe_router_linear_bias = "bool", moe_router_scales = "bool", moe_latent_size = "nonnegint",
   moe_first_dense_layers = "nonnegint", moe_layer_freq = "nonnegint", moe_layer_phase = "nonnegint",
   moe_dense_layers = "layerlist",
   q_lora_rank = "nonnegint", kv_lora_rank = "nonnegint", qk_nope_head_dim = "nonnegint",

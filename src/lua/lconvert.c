@@ -276,6 +276,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, shared_expert_ffn_hidden_size, FT_OINT, NULL),
     FLD(aps_model, shared_expert_gate, FT_OBOOL, NULL),
     FLD(aps_model, moe_router_bias, FT_OBOOL, NULL),
+    FLD(aps_model, moe_router_fp32, FT_OBOOL, NULL),
     FLD(aps_model, moe_latent_size, FT_OINT, NULL),
     FLD(aps_model, moe_router_sigmoid, FT_OBOOL, NULL),
     FLD(aps_model, moe_router_softmax_bias, FT_OBOOL, NULL),

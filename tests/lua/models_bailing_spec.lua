@@ -136,7 +136,8 @@ describe("Ling 2.0 (bailing_moe_v2)", function()
       "--moe-shared-expert-intermediate-size 512", "--moe-layer-freq '[0]+[1]*19'", "--moe-router-score-function sigmoid",
       "--moe-router-enable-expert-bias", "--moe-router-num-groups 8", "--moe-router-group-topk 4", "--qk-layernorm",
       "--rotary-percent 0.5", "--rotary-base 600000", "--mtp-num-layers 1", "--untie-embeddings-and-output-weights",
-      "--disable-bias-linear", "--attention-dropout 0", "--hidden-dropout 0" }) do
+      "--disable-bias-linear", "--attention-dropout 0", "--hidden-dropout 0",
+      "--moe-router-dtype fp32" }) do -- bailing_moe2_bridge.py:99 moe_router_dtype = "fp32"
       assert.truthy(sh:find(flag, 1, true), flag)
     end
     assert.falsy(sh:find("NOT WRITTEN", 1, true), sh)

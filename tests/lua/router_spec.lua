@@ -131,8 +131,11 @@ end)
 describe("Megatron-LM router flags", function()
   it("train DeepSeek-V3 with its group-limited routing and score scaling", function()
     local flags, notes = router(hf.load(ROOT .. "/examples/models/deepseek-v3.json"))
+    -- fp32 routing as Megatron-Bridge's DeepSeek-V3 bridge sets it (moe_router_dtype = "fp32",
+    -- models/deepseek/deepseek_v3_bridge.py:75 @ 067f987df)
     assert.are.same({ "--moe-router-score-function sigmoid", "--moe-router-enable-expert-bias",
-      "--moe-router-num-groups 8", "--moe-router-group-topk 4", "--moe-router-topk-scaling-factor 2.5" }, flags)
+      "--moe-router-dtype fp32", "--moe-router-num-groups 8", "--moe-router-group-topk 4",
+      "--moe-router-topk-scaling-factor 2.5" }, flags)
     -- Megatron scores a group by its best 8 // 4 = 2 experts, as noaux_tc
     assert.are.equal("NOTE: router settings the model does not use are left off, as Megatron's defaults have " ..
       "them: the " ..
@@ -145,6 +148,7 @@ describe("Megatron-LM router flags", function()
     assert.are.same({ "--moe-router-load-balancing-type aux_loss", "--moe-aux-loss-coeff 0.02" }, flags)
     assert.truthy(notes:find("NOTE: --moe-aux-loss-coeff is the config's coefficient unchanged", 1, true), notes)
     assert.truthy(notes:find("left off, as Megatron's defaults have them: group-limited routing, score scaling", 1, true), notes)
+    -- neither bridge sets moe_router_dtype: Megatron's default, no flag
     flags = router(hf.load(ROOT .. "/examples/models/qwen3-30b-a3b.json"))
     assert.are.same({ "--moe-router-load-balancing-type aux_loss", "--moe-aux-loss-coeff 0.001" }, flags)
   end)
@@ -153,12 +157,14 @@ describe("Megatron-LM router flags", function()
     local flags, notes = router(hf.load(MOE .. "/qwen1.5-moe-a2.7b.json"))
     assert.are.same({ "--moe-router-pre-softmax" }, flags)
     assert.truthy(notes:find("the load-balancing loss (the model gives no coefficient", 1, true), notes)
+    -- DeepSeek-V2's bridge routes in fp32 (deepseek_v2_bridge.py:61)
     flags = router(hf.load(MOE .. "/deepseek-v2-lite.json"))
-    assert.are.same({ "--moe-router-pre-softmax", "--moe-router-topk-scaling-factor 1" }, flags)
+    assert.are.same({ "--moe-router-dtype fp32", "--moe-router-pre-softmax", "--moe-router-topk-scaling-factor 1" },
+      flags)
     -- with DeepSeek's per-sequence loss
     flags = router(model_of(MOE .. "/deepseek-v2-lite.json", function(c) c.aux_loss_alpha = 0.001 end))
-    assert.are.same({ "--moe-router-load-balancing-type seq_aux_loss", "--moe-aux-loss-coeff 0.001",
-      "--moe-router-pre-softmax", "--moe-router-topk-scaling-factor 1" }, flags)
+    assert.are.same({ "--moe-router-dtype fp32", "--moe-router-load-balancing-type seq_aux_loss",
+      "--moe-aux-loss-coeff 0.001", "--moe-router-pre-softmax", "--moe-router-topk-scaling-factor 1" }, flags)
   end)
 
   it("write no flag whose meaning differs from the config's, and say so", function()
@@ -167,15 +173,16 @@ describe("Megatron-LM router flags", function()
     -- scores a group by its best 6 // 3 = 2
     local flags, notes = router(model_of(lite, function(c)
       c.topk_method, c.n_group, c.topk_group = "group_limited_greedy", 8, 3 end))
-    assert.are.same({ "--moe-router-pre-softmax", "--moe-router-topk-scaling-factor 1" }, flags)
+    assert.are.same({ "--moe-router-dtype fp32", "--moe-router-pre-softmax", "--moe-router-topk-scaling-factor 1" },
+      flags)
     assert.truthy(notes:find("NOT EXPRESSIBLE in Megatron-LM: n_group = 8, topk_group = 3 with a group scored " ..
       "by its best 1 expert(s): group_limited_topk scores it by its best moe_router_topk / group_topk = 2", 1, true),
       notes)
     -- with topk_group 6, 6 // 6 = 1: the same group score, written
     flags = router(model_of(lite, function(c)
       c.topk_method, c.n_group, c.topk_group = "group_limited_greedy", 8, 6 end))
-    assert.are.same({ "--moe-router-pre-softmax", "--moe-router-num-groups 8", "--moe-router-group-topk 6",
-      "--moe-router-topk-scaling-factor 1" }, flags)
+    assert.are.same({ "--moe-router-dtype fp32", "--moe-router-pre-softmax", "--moe-router-num-groups 8",
+      "--moe-router-group-topk 6", "--moe-router-topk-scaling-factor 1" }, flags)
     -- sigmoid without renormalisation: Megatron divides by the sum
     flags, notes = router(model_of(ROOT .. "/examples/models/deepseek-v3.json",
       function(c) c.norm_topk_prob = false end))

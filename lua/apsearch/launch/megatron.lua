@@ -1508,6 +1508,8 @@ function M.router_args(c, A, N)
       "(or sqrtsoftplus) scores only (transformer_config.py @ d98e8a64); written as softmax routing " ..
       "without the bias")
   end
+  -- the model family's bridge routes in fp32 (apsearch.hf ROUTER_FP32)
+  if m.moe_router_fp32 then A("--moe-router-dtype", "fp32") end
   local coeff = m.moe_aux_loss_coeff or 0
   if coeff > 0 then
     A("--moe-router-load-balancing-type", m.moe_seq_aux_loss and "seq_aux_loss" or "aux_loss")

@@ -69,7 +69,7 @@ M.megatron = {
     "--moe-shared-expert-intermediate-size", "--moe-shared-expert-gate", "--moe-layer-freq",
     "--expert-model-parallel-size", "--expert-tensor-parallel-size",
     "--moe-token-dispatcher-type", "--moe-flex-dispatcher-backend", "--moe-grouped-gemm",
-    "--moe-expert-capacity-factor", "--moe-router-score-function",
+    "--moe-expert-capacity-factor", "--moe-router-score-function", "--moe-router-dtype",
     "--moe-router-enable-expert-bias", "--moe-router-force-load-balancing",
     "--moe-shared-expert-overlap", "--mtp-num-layers",
     -- TransformerConfig.moe_latent_size (l.952; not in _add_network_size_args'
@@ -293,6 +293,9 @@ M.megatron.facts = {
   ["--moe-router-score-function"] = { type = "string", values = set({ "softmax", "sigmoid", "sqrtsoftplus" }),
     constraint = "default softmax; --moe-router-enable-expert-bias needs sigmoid or sqrtsoftplus " ..
       "(TransformerConfig)" },
+  -- TransformerConfig.moe_router_dtype (l.811 @ d98e8a64): None, fp32 or fp64
+  ["--moe-router-dtype"] = { type = "string", values = set({ "fp32", "fp64" }),
+    constraint = "default none (the router in the activations' dtype)" },
   ["--moe-router-load-balancing-type"] = { type = "string",
     values = set({ "aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "quantile_balancing", "none" }),
     constraint = "default aux_loss; with --moe-expert-capacity-factor only aux_loss, seq_aux_loss, " ..

@@ -213,6 +213,14 @@ typedef struct {
  *  memory.c. */
 bool aps_fsdp_grads_deferred(const aps_training *t, const aps_layout *lay);
 
+/** FSDP holds every parameter of the stage unsharded (not only the
+ *  current and the prefetched unit): parameters not resharded after
+ *  forward, or AutoModel's pipeline stages (profile pp_unsharded_grads:
+ *  moe/fsdp_mixin.py patched_backward_maybe_with_nosync keeps them
+ *  gathered until the last micro-batch); memory.c. */
+bool aps_fsdp_holds_stage(const aps_training *t, const aps_strategy *s,
+                          const aps_layout *lay);
+
 /** Layers fully recomputed on pipeline rank i of k layers as the strategy
  *  gives them (before auto_recompute): none unless layer_recompute is
  *  full; recompute_num_layers[i] (-1: all) under the block method; all

@@ -553,6 +553,13 @@ bool aps_fsdp_grads_deferred(const aps_training *t, const aps_layout *lay)
            (lay->m > 1 && aps_recipe_defer_grad_sync(t));
 }
 
+bool aps_fsdp_holds_stage(const aps_training *t, const aps_strategy *s,
+                          const aps_layout *lay)
+{
+    return !s->reshard_after_forward ||
+           (lay->p > 1 && aps_profile(t)->pp_unsharded_grads);
+}
+
 /** FSDP buffers of rank i (psi parameters): the unsharded parameters of
  *  the current and the prefetched unit (or all units when not resharding
  *  after forward) in the gather dtype -- bf16, or the quantized format
@@ -568,9 +575,8 @@ static double fsdp_buffers(const aps_model *m, const aps_training *t,
     double layers = (double)aps_layout_run_layers(lay, i);
     double unit = aps_largest_unit_params(m, lay, i);
     double layer_unit = aps_stage_layer_params_tp(m, lay, i);
-    bool accumulate = lay->p > 1 && aps_profile(t)->pp_unsharded_grads;
-    double gathered = s->reshard_after_forward && !accumulate
-                          ? unit + layer_unit : psi;
+    bool whole = aps_fsdp_holds_stage(t, s, lay);
+    double gathered = whole ? psi : unit + layer_unit;
     /* deferred gradient sync (profile defer_grad_sync, AutoModel):
      * with more than one micro-batch the unsharded fp32 gradients of
      * every unit stay until the last micro-batch's reduce-scatter */
@@ -583,8 +589,7 @@ static double fsdp_buffers(const aps_model *m, const aps_training *t,
         reducing = fw->reduce_budget;
     double layer_matmul = aps_stage_layer_matmul_params(m, lay, i) /
                           (double)lay->t;
-    double gm = (s->reshard_after_forward && !accumulate ? 2.0 : layers) *
-                layer_matmul;
+    double gm = (whole ? layers : 2.0) * layer_matmul;
     gm = gm < gathered ? gm : gathered; /* of which in linear layers */
     double held = aps_gathered_param_bytes(t, gathered, gm);
     double unsharded_grad = deferred ? APS_FP32_BYTES : plan->grad_reduce;

@@ -1291,6 +1291,19 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
         aps_recipe_defer_grad_sync(t) && aps_fsdp_grads_deferred(t, lay))
         st->mem[APS_MEM_COMM_FSDP] +=
             APS_FP32_BYTES * (psi + (edp > 1 ? pe : 0.0));
+    /* likewise the unsharded parameters when FSDP holds the whole stage
+     * gathered (aps_fsdp_holds_stage; memory.c fsdp_buffers counted the
+     * dense FFN): the MoE block's non-expert part instead, and experts
+     * sharded over ep_shard (edp > 1) held gathered too (AutoModel
+     * moe/parallelizer.py apply_fsdp @ 89e3a9fdd: fully_shard(experts,
+     * reshard_after_forward = not pp_enabled)); with edp = 1 they are no
+     * FSDP parameters (ignored_params) and are counted in params.  Not
+     * under a gather budget (DeepSpeed's), which caps the dense count. */
+    if (plan->fsdp_like && plan->mfsdp == APS_MFSDP_NONE &&
+        aps_profile(t)->gather_budget <= 0 && aps_fsdp_holds_stage(t, s, lay))
+        st->mem[APS_MEM_COMM_FSDP] += aps_gathered_param_bytes(
+            t, psi + (edp > 1 ? pe : 0.0),
+            matmul + (edp > 1 ? hm * mc->expert_matmul_params : 0.0));
     /* activations of the layers that keep theirs (not recomputed): the
      * MoE and MLA differences, per_layer_kept = in-flight micro-batches
      * x the fraction of the rank's layers not recomputed */

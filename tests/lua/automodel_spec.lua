@@ -167,6 +167,29 @@ describe("framework automodel", function()
     assert.are.equal(f.memory_breakdown.grads, a.memory_breakdown.grads)
   end)
 
+  it("holds a pipeline stage's non-expert parameters gathered, in bf16, beside their fp32 gradients", function()
+    -- Under PP, AutoModel keeps every FSDP unit of the stage unsharded until
+    -- the step's last backward (moe/fsdp_mixin.py patched_backward_maybe_
+    -- with_nosync; moe/parallelizer.py apply_fsdp: reshard_after_forward =
+    -- not pp_enabled, @ 89e3a9fdd): 2 + 4 bytes per non-expert parameter.
+    -- EP 8 = FSDP 8: the experts are ignored_params, held whole in params.
+    -- Qwen3-30B-A3B, stage 1 of 2: 24 layers of q 2048 x 4096, k and v
+    -- 2048 x 512, o 4096 x 2048, Q/K norms 2 x 128, two norms of 2048, the
+    -- router 128 x 2048, and the embedding 151,936 x 2048. (It counted the
+    -- dense FFN the dense model would hold, and DeepSeek-V3 on 256 H100s,
+    -- which trained, was estimated at 86.5 GiB of 80.)
+    local layer = 2048 * 4096 + 2 * 2048 * 512 + 4096 * 2048 + 2 * 128 + 2 * 2048 + 128 * 2048
+    local psi = 24 * layer + 151936 * 2048
+    assert.are.equal(770545664, psi)
+    local m = require("apsearch.hf").load(os.getenv("APS_ROOT") .. "/examples/models/qwen3-30b-a3b.json")
+    local e = core.context(m, node(16), { global_batch_size = 64, seq_length = 4096, framework = "automodel",
+      optimizer = "adamw", bf16_weights = true }):estimate({ pp_degree = 2, fsdp_degree = 8, ep_degree = 8,
+      micro_batch_size = 1, layer_recompute = "full", moe_token_dispatcher = "flex" })
+    local st = e.stages[1]
+    assert.are.equal(psi, st.params)
+    assert.are.equal(6 * psi, st.memory_breakdown.comm_buffers.fsdp)
+  end)
+
   it("accepts DeepEP and all-gather dispatch and EP over replicas", function()
     -- ep 8 over dp_replicate 2 x dp_shard 4 (AutoModel's moe mesh spans
     -- every non-PP rank, mesh_utils.py _create_moe_mesh)

@@ -27,7 +27,10 @@ local RECORDED = {
   -- am001 -46.0 and am002 -35.2 before; the TE recipes' fused RMSNorm,
   -- rms_norm_backend te, 2026-12-05: -39.6, -27.5, -19.8, -43.2, -13.4,
   -- -18.3 before)
-  am001 = -38.0, am002 = -25.5, am003 = -17.0, am004 = -34.3,
+  -- (the stage's gathered parameters as the MoE layers hold them,
+  -- 2026-12-05: am001 -38.0 and am002 -25.5 before, estimated over the
+  -- memory limit, so with the closed-form bubble)
+  am001 = -38.2, am002 = -26.0, am003 = -17.0, am004 = -34.3,
   am005 = -6.4, am006 = -14.3, am007 = -11.3,
 }
 
@@ -44,21 +47,22 @@ describe("held out: NeMo AutoModel performance summary", function()
     end
   end)
 
-  it("keeps the recorded errors (mean |error| 21.0 %)", function()
+  it("keeps the recorded errors (mean |error| 21.1 %)", function()
     local r = run()
     for _, c in ipairs(r.cases) do
       local want = assert(RECORDED[c.case_id], c.case_id)
       assert.is_true(math.abs(c.error_pct.tokens_per_s_per_gpu - want) < 0.1,
         c.case_id .. ": " .. c.error_pct.tokens_per_s_per_gpu)
     end
-    assert.is_true(math.abs(r.summary.throughput.mape_pct - 21.0) < 0.1, tostring(r.summary.throughput.mape_pct))
+    assert.is_true(math.abs(r.summary.throughput.mape_pct - 21.1) < 0.1, tostring(r.summary.throughput.mape_pct))
   end)
 
   it("holds the MoE rows' weights, gradients and Adam moments in bf16 (bf16_weights), as their models do", function()
     -- initialize_weights(dtype = torch.bfloat16) @ 89e3a9fdd; the dense
     -- 70B row keeps fp32 master weights; the MoE YAMLs' loss keeps bf16
-    -- logits (fp32_upcast false); two DeepSeek-V3 runs that trained stay
-    -- over the 80 GB limit (am001, am002: docs/accuracy.md)
+    -- logits (fp32_upcast false); every run, which trained, fits (the two
+    -- DeepSeek-V3 runs were over the 80 GB limit while a pipeline stage's
+    -- gathered parameters were counted with the dense FFN: docs/accuracy.md)
     local over = {}
     for _, c in ipairs(run().cases) do
       assert.are.equal(c.case_id ~= "am007", c.inputs.training.bf16_weights == true, c.case_id)
@@ -66,7 +70,7 @@ describe("held out: NeMo AutoModel performance summary", function()
       if not c.predicted.fits then over[#over + 1] = c.case_id end
     end
     table.sort(over)
-    assert.are.same({ "am001", "am002" }, over)
+    assert.are.same({}, over)
   end)
 
   it("carries the YAMLs' settings: DeepEP, the balanced gate, the 70B run's per-micro-batch reduce-scatter", function()

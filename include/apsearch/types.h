@@ -1235,10 +1235,14 @@ typedef enum {
                                     default split) */
     APS_SPLIT_DEEPSPEED_TYPE,  /**< Megatron-DeepSpeed --pp-partition-method
                                     'type:transformer|embedding' */
-    APS_SPLIT_FILL_LAST        /**< ceil(L / (p v)) per model chunk, the
+    APS_SPLIT_FILL_LAST,       /**< ceil(L / (p v)) per model chunk, the
                                     last chunk the rest (NVIDIA's
                                     DeepSeek-V3 layouts, Megatron
                                     --pipeline-model-parallel-layout) */
+    APS_SPLIT_FILL_FIRST       /**< floor(L / (p v)) per model chunk, one
+                                    more to each of the first L mod (p v)
+                                    (NeMo AutoModel's split,
+                                    generate_hf_model_fqn_per_model_part) */
 } aps_pipeline_split;
 
 /** Pipeline schedule (strategy pp_schedule), named as PyTorch pipelining's

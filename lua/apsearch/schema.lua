@@ -251,7 +251,7 @@ M.strategy = {
       "Megatron's --hierarchical-context-parallel-sizes, an inner all-to-all degree apsearch " ..
       "does not search; use a2a or p2p" } },
   recompute_method = enum("block", "uniform"),
-  pipeline_split = enum("even", "embedding_loss", "deepspeed_type", "fill_last"),
+  pipeline_split = enum("even", "embedding_loss", "deepspeed_type", "fill_last", "fill_first"),
   pp_schedule = enum("1f1b", "interleaved_zero_bubble", "zbv_zero_bubble", "dualpipev"),
   -- Megatron --microbatch-group-size-per-virtual-pipeline-stage; 0 = pp_degree
   microbatch_group_size = "nonnegint",

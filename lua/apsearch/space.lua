@@ -148,8 +148,11 @@ local function default_split(framework, L, pp, vpp)
   if framework == "fsdp2" then return "embedding_loss" end
   -- NeMo AutoModel: L // S per stage, the first L mod S one more, the
   -- embedding and lm_head not counted (pipelining/functional.py
-  -- generate_hf_model_fqn_per_model_part); the core refuses other rules
-  if framework == "automodel" then return "even" end
+  -- generate_hf_model_fqn_per_model_part: fill_first); the core refuses
+  -- other rules
+  if framework == "automodel" then
+    return (not L or L % (pp * vpp) == 0) and "even" or "fill_first"
+  end
   if not L or L % (pp * vpp) == 0 then return "even" end
   if framework == "deepspeed" then return vpp == 1 and "deepspeed_type" or "even" end
   return "embedding_loss"

@@ -50,7 +50,7 @@ aps_reason aps_check_degrees(const aps_strategy *s, char *msg, size_t n)
     if ((unsigned)s->layer_recompute > APS_RECOMPUTE_FULL ||
         (unsigned)s->cp_comm_type > APS_CP_A2A ||
         (unsigned)s->recompute_method > APS_RECOMPUTE_UNIFORM ||
-        (unsigned)s->pipeline_split > APS_SPLIT_FILL_LAST ||
+        (unsigned)s->pipeline_split > APS_SPLIT_FILL_FIRST ||
         (unsigned)s->pp_schedule > APS_PP_DUALPIPEV) {
         aps_fmt(msg, n, "layer_recompute, cp_comm_type, recompute_method, "
                 "pipeline_split or pp_schedule out of range");

@@ -198,6 +198,7 @@ static const char *const pipeline_split_names[] = {
     [APS_SPLIT_EMBEDDING_LOSS] = "embedding_loss",
     [APS_SPLIT_DEEPSPEED_TYPE] = "deepspeed_type",
     [APS_SPLIT_FILL_LAST] = "fill_last",
+    [APS_SPLIT_FILL_FIRST] = "fill_first",
 };
 
 const char *aps_pipeline_split_name(aps_pipeline_split s)

@@ -79,6 +79,13 @@ bool aps_split_by_rule(const aps_strategy *s)
  * Refused (PP_PARTITION) when the first chunk is then left with fewer
  * than one layer (61 over 64: 1 x 62 > 61); a pipeline rank left without
  * layers is refused below (aps_chunk_layers).
+ *
+ * fill_first: floor(L / S) per chunk, one more to each of the first
+ * L mod S, as NeMo AutoModel splits the layers over its S virtual stages
+ * (NVIDIA-NeMo/Automodel 36044ad3 nemo_automodel/components/distributed/
+ * pipelining/functional.py generate_hf_model_fqn_per_model_part,
+ * l.138-151; the embedding and the head not counted): 61 over 32, 29 x 2
+ * then 3 x 1.
  */
 static aps_reason split_rule(const aps_model *m, const aps_strategy *s,
                              int64_t *chunks, char *msg, size_t n)
@@ -91,6 +98,18 @@ static aps_reason split_rule(const aps_model *m, const aps_strategy *s,
             chunks[j] = E / S + (j < E % S ? 1 : 0);
         chunks[0] -= 1;
         chunks[S - 1] -= 1;
+        return APS_REASON_NONE;
+    }
+    if (s->pipeline_split == APS_SPLIT_FILL_FIRST) {
+        if (S > L) { /* functional.py l.135-136 raises */
+            aps_fmt(msg, n, "pipeline_split = fill_first: %lld model chunks "
+                    "for num_layers = %lld; AutoModel: \"Number of stages "
+                    "cannot exceed number of layers\"", (long long)S,
+                    (long long)L);
+            return APS_REASON_PP_PARTITION;
+        }
+        for (int64_t j = 0; j < S; j++)
+            chunks[j] = L / S + (j < L % S ? 1 : 0);
         return APS_REASON_NONE;
     }
     if (s->pipeline_split == APS_SPLIT_FILL_LAST) {

@@ -236,11 +236,13 @@ aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
      * partition_method uniform | parameters | type:, deepspeed/runtime/
      * pipe/module.py _partition_layers, microsoft/DeepSpeed 38327e07) */
     bool ds = t->framework == APS_FW_DEEPSPEED;
-    if (s->pp_degree > 1 && s->pipeline_split != APS_SPLIT_EVEN &&
-        ds != (s->pipeline_split == APS_SPLIT_DEEPSPEED_TYPE)) {
+    bool am = t->framework == APS_FW_AUTOMODEL;
+    if (s->pp_degree > 1 && s->pipeline_split != APS_SPLIT_EVEN && !am &&
+        (ds != (s->pipeline_split == APS_SPLIT_DEEPSPEED_TYPE) ||
+         s->pipeline_split == APS_SPLIT_FILL_FIRST)) {
         aps_fmt(msg, n, "%s: pipeline_split = %s is not offered (Megatron-LM "
                 "and TorchTitan: embedding_loss, fill_last; Megatron-"
-                "DeepSpeed: deepspeed_type)", fw,
+                "DeepSpeed: deepspeed_type; NeMo AutoModel: fill_first)", fw,
                 aps_pipeline_split_name(s->pipeline_split));
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
@@ -250,11 +252,11 @@ aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
      * 36044ad3 nemo_automodel/components/distributed/pipelining/
      * functional.py generate_hf_model_fqn_per_model_part, l.138-151) */
     if (s->pp_degree > 1 && s->pipeline_split != APS_SPLIT_EVEN &&
-        t->framework == APS_FW_AUTOMODEL) {
+        s->pipeline_split != APS_SPLIT_FILL_FIRST && am) {
         aps_fmt(msg, n, "%s: pipeline_split = %s; AutoModel splits L // S "
                 "per stage, the first L mod S one more (pipelining/"
                 "functional.py generate_hf_model_fqn_per_model_part): use "
-                "even or stage_partition", fw,
+                "fill_first, even or stage_partition", fw,
                 aps_pipeline_split_name(s->pipeline_split));
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }

@@ -111,10 +111,10 @@ APSL_ENUM(enum_recompute, "none, selective, full",
           {"full", APS_RECOMPUTE_FULL});
 APSL_ENUM(enum_recompute_method, "block, uniform",
           {"block", APS_RECOMPUTE_BLOCK}, {"uniform", APS_RECOMPUTE_UNIFORM});
-APSL_ENUM(enum_pipeline_split, "even, embedding_loss, deepspeed_type, fill_last",
+APSL_ENUM(enum_pipeline_split, "even, embedding_loss, deepspeed_type, fill_last, fill_first",
           {"even", APS_SPLIT_EVEN}, {"embedding_loss", APS_SPLIT_EMBEDDING_LOSS},
           {"deepspeed_type", APS_SPLIT_DEEPSPEED_TYPE},
-          {"fill_last", APS_SPLIT_FILL_LAST});
+          {"fill_last", APS_SPLIT_FILL_LAST}, {"fill_first", APS_SPLIT_FILL_FIRST});
 APSL_ENUM(enum_pp_schedule, "1f1b, interleaved_zero_bubble, zbv_zero_bubble, dualpipev",
           {"1f1b", APS_PP_1F1B},
           {"interleaved_zero_bubble", APS_PP_INTERLEAVED_ZB},

@@ -83,7 +83,9 @@ static void test_pipeline_split_names(void **state)
                         "deepspeed_type");
     assert_string_equal(aps_pipeline_split_name(APS_SPLIT_FILL_LAST),
                         "fill_last");
-    assert_string_equal(aps_pipeline_split_name((aps_pipeline_split)4),
+    assert_string_equal(aps_pipeline_split_name(APS_SPLIT_FILL_FIRST),
+                        "fill_first");
+    assert_string_equal(aps_pipeline_split_name((aps_pipeline_split)5),
                         "UNKNOWN");
     assert_string_equal(aps_pipeline_split_name((aps_pipeline_split)-1),
                         "UNKNOWN");

@@ -236,4 +236,30 @@ describe("framework automodel", function()
     refused(llama8b(), { fsdp_degree = 4, pp_degree = 4, pipeline_split = "embedding_loss" },
       "generate_hf_model_fqn_per_model_part")
   end)
+
+  it("pipelines a model whose layers do not divide as AutoModel splits them (fill_first), and writes it", function()
+    -- DeepSeek-V3's 61 layers: the built policy's space found no feasible
+    -- strategy on 256 H100s, every PP layout refused as not divisible
+    local H = require "spec_helpers"
+    local dir = H.tmpdir()
+    local code, out, err = H.apsearch("run", "--model", "deepseek-v3", "--cluster", "h100-sxm-80gb:32", "--set",
+      "training.framework=automodel", "--top-k", "1", "--quiet", "--format", "json", "--out", dir .. "/o")
+    assert.are.equal(0, code, err)
+    local rec = require("cjson").decode(out).top_k_strategies[1]
+    assert.is_true(rec.pp_degree > 1)
+    local S = rec.pp_degree * rec.vpp_degree
+    assert.are.equal("fill_first", rec.pipeline_split)
+    local yaml = H.read(dir .. "/o/launch/rank1_automodel.yaml")
+    -- AutoModel's own split of S stages, reached through layers_per_stage
+    -- (rounded to a multiple of pp where no layers_per_stage gives S)
+    local lps = tonumber(yaml:match("layers_per_stage: (%d+)"))
+    local v = (61 + lps - 1) // lps
+    if v == S then
+      assert.falsy(yaml:find("round_virtual_stages_to_pp_multiple", 1, true), yaml)
+    else
+      local round = yaml:match("round_virtual_stages_to_pp_multiple: (%a+)")
+      assert.are.equal(S, round == "up" and v + rec.pp_degree - v % rec.pp_degree or v - v % rec.pp_degree)
+    end
+    assert.falsy(yaml:find("NOT EXPRESSIBLE in AutoModel: 61 layers", 1, true), yaml)
+  end)
 end)

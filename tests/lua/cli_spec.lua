@@ -124,7 +124,7 @@ describe("apsearch binary", function()
       -- rank 8 runs chunks 8 and 16: 4 + 1
       assert.are.equal(5, e.stages[8].num_layers)
       assert.are.equal("--strategy: pipeline_split: expected one of even, embedding_loss, deepspeed_type, " ..
-        "fill_last; did you mean \"fill_last\"? (got \"fill_lst\")",
+        "fill_last, fill_first; did you mean \"fill_last\"? (got \"fill_lst\")",
         one_line_error(apsearch("estimate", "--strategy", "pipeline_split=fill_lst")))
     end)
 

@@ -842,6 +842,21 @@ describe("core.chunk_layers", function()
     assert.truthy(msg:find("num_layers = 126 is not divisible", 1, true))
   end)
 
+  it("fill_first: floor(L / (p v)) per chunk, the first L mod (p v) one more (AutoModel's split)", function()
+    -- functional.py generate_hf_model_fqn_per_model_part @ 36044ad3, by
+    -- hand: 61 over 32 chunks (8 x 4), 61 // 32 = 1, the first 29 get 2
+    local c = core.chunk_layers(61, { pp_degree = 8, vpp_degree = 4, pipeline_split = "fill_first" })
+    assert.are.equal(32, #c)
+    for j = 1, 29 do assert.are.equal(2, c[j]) end
+    for j = 30, 32 do assert.are.equal(1, c[j]) end
+    assert.are.same({ 16, 15, 15, 15 }, core.chunk_layers(61, { pp_degree = 4, pipeline_split = "fill_first" }))
+    -- more stages than layers: AutoModel raises
+    local none, code, msg = core.chunk_layers(61, { pp_degree = 16, vpp_degree = 4, pipeline_split = "fill_first" })
+    assert.is_nil(none)
+    assert.are.equal("PP_PARTITION", code)
+    assert.truthy(msg:find('"Number of stages cannot exceed number of layers"', 1, true), msg)
+  end)
+
   it("fill_last: ceil(L / (p v)) per chunk, the last the rest (NVIDIA's DeepSeek-V3 layouts)", function()
     -- NeMo 8cfedd72 pretrain_deepseek_v3.py map_pp_vp_to_layout, by hand:
     -- 61 over 16 chunks: ceil = 4, 15 x 4 = 60, last 1

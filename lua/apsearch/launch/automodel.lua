@@ -86,6 +86,8 @@ M.keys = {
   ["distributed.pipeline.pp_schedule"] = "components/distributed/pipelining/config.py PipelineConfig",
   ["distributed.pipeline.pp_microbatch_size"] = "components/distributed/pipelining/config.py PipelineConfig",
   ["distributed.pipeline.layers_per_stage"] = "components/distributed/pipelining/config.py PipelineConfig",
+  ["distributed.pipeline.round_virtual_stages_to_pp_multiple"] =
+    "components/distributed/pipelining/config.py PipelineConfig",
   ["distributed.pipeline.scale_grads_in_schedule"] = "components/distributed/pipelining/config.py PipelineConfig",
   ["distributed.moe.reshard_after_forward"] = "components/distributed/config.py MoEParallelizerConfig",
   ["distributed.moe.ignore_router_for_ac"] = "components/distributed/config.py MoEParallelizerConfig",
@@ -181,6 +183,25 @@ end
 function M.layers_per_stage(L, S)
   for lps = 1, L do
     if (L + lps - 1) // lps == S then return lps end
+  end
+  return nil
+end
+
+--- Where no layers_per_stage gives S stages, the one whose stage count
+-- calculate_virtual_stages rounds to S, a multiple of pp, with
+-- round_virtual_stages_to_pp_multiple "up" or "down" (functional.py
+-- l.198-214 @ 36044ad3; the split of the S stages is the same:
+-- generate_hf_model_fqn_per_model_part takes S).
+-- @treturn integer|nil layers_per_stage
+-- @treturn string|nil "up" or "down"
+function M.rounded_layers_per_stage(L, S, pp)
+  if S % pp ~= 0 then return nil end
+  for lps = 1, L do
+    local v = (L + lps - 1) // lps
+    if v % pp ~= 0 then
+      if v + pp - v % pp == S then return lps, "up" end
+      if v - v % pp == S then return lps, "down" end
+    end
   end
   return nil
 end
@@ -316,10 +337,15 @@ local function pipeline_keys(w, g)
     if group then N(NE, group) end
     K("distributed.pipeline.pp_microbatch_size", g.mbs)
     local lps = M.layers_per_stage(L, S)
+    local rlps, round = M.rounded_layers_per_stage(L, S, g.pp)
     if lps then
       K("distributed.pipeline.layers_per_stage", lps, L % S == 0
         and ("%d stages of %d layers"):format(S, L // S)
         or ("%d stages: %d // %d layers each, the first %d one more"):format(S, L, S, L % S))
+    elseif rlps then
+      K("distributed.pipeline.layers_per_stage", rlps, ("ceil(%d / %d) = %d stages, rounded %s to %d: " ..
+        "%d // %d layers each, the first %d one more"):format(L, rlps, (L + rlps - 1) // rlps, round, S, L, S, L % S))
+      K("distributed.pipeline.round_virtual_stages_to_pp_multiple", round)
     else
       N(NE, ("%d layers over %d pipeline stages: no layers_per_stage gives %d stages " ..
         "(calculate_virtual_stages)"):format(L, S, S))

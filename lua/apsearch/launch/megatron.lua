@@ -400,10 +400,11 @@ function M.render(c)
       layout("the embedding-and-loss split of " .. L .. " layers over " .. pp * vpp ..
         " model chunks is uneven ((L + 2) mod (p v) ~= 0); written as a layout")
     end
-  elseif split == "fill_last" and not launch_util.all_equal(chunks) then
+  elseif (split == "fill_last" or split == "fill_first") and not launch_util.all_equal(chunks) then
     -- ceil(L / (p v)) per chunk, the last the rest: NVIDIA's DeepSeek-V3
-    -- layouts (NeMo 8cfedd72 pretrain_deepseek_v3.py map_pp_vp_to_layout),
-    -- which only the layout writes (a rank's chunks differ)
+    -- layouts (NeMo 8cfedd72 pretrain_deepseek_v3.py map_pp_vp_to_layout);
+    -- fill_first, AutoModel's: only the layout writes them (a rank's
+    -- chunks differ)
     layout()
   elseif uneven then
     local middle = {}

@@ -159,9 +159,22 @@ end
 -- note (the estimate then is this version's, not the one ranked).
 local function fill_device(cluster, path)
   local d = cluster.device
-  if type(d) ~= "table" or type(d.name) ~= "string" then return end
-  local ok, preset = pcall(require("apsearch.core").device_preset, d.name)
-  if not ok or type(preset) ~= "table" then return end
+  if type(d) ~= "table" then return end
+  local core = require "apsearch.core"
+  local ok, preset = pcall(core.device_preset, type(d.name) == "string" and d.name or "")
+  if not ok or type(preset) ~= "table" then
+    -- no preset of that name (a device table of the user's own): say which
+    -- field the file lacks, not what a policy's table must set
+    local missing = {}
+    for f in pairs(core.device_preset("h100-sxm-80gb")) do
+      if d[f] == nil then missing[#missing + 1] = f end
+    end
+    if #missing == 0 then return end
+    table.sort(missing)
+    fail(path, ("inputs.cluster.device.%s: missing (an earlier apsearch wrote this result) and its device %s is no " ..
+      "preset to take it from: run the search again, or add the field to the file"):format(missing[1],
+      util.describe(d.name)))
+  end
   local filled = {}
   for f, v in pairs(preset) do
     if d[f] == nil then d[f], filled[#filled + 1] = v, f end

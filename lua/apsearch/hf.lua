@@ -5780,6 +5780,7 @@ M.ROUTER_FP32 = {
   deepseek_v32 = "deepseek/deepseek_v3_bridge.py:75", deepseek_v4 = "deepseek/deepseek_v4_bridge.py:492",
   kimi_k3_text = "kimi/kimi_k3_bridge.py:99", ernie4_5_moe = "ernie/ernie_45_bridge.py:227",
   exaone_moe = "exaone/exaone_moe/exaone_moe_provider.py:206", gemma4_text = "gemma/gemma4_provider.py:316",
+  gemma4 = "gemma_vl/gemma4_vl_bridge.py:70 (Gemma4VLModelProvider of gemma/gemma4_provider.py:316)",
   glm4_moe = "glm/glm45_bridge.py:77", glm4_moe_lite = "glm/glm47_flash_bridge.py:88",
   glm_moe_dsa = "glm_moe_dsa/glm5_bridge.py:104", glm4v_moe_text = "glm_vl/glm_45v_provider.py:87",
   minimax_m3 = "minimax_m3/minimax_m3_bridge.py:357", nemotron_h = "nemotronh/nemotron_h_bridge.py:314",

@@ -300,6 +300,10 @@ local function drop_aliases(tbl, section, id, keep)
   end
 end
 
+--- The keys that name what a model or device table is (a preset, a file,
+-- a base): a later --set replacing the table does not keep them.
+M.TABLE_IDENTITY = { base = true, preset = true, config = true, name = true }
+
 local function apply_set(raw, key, value)
   local segs = split_dots(key)
   if #segs == 0 then error(string.format("--set: expected KEY=VALUE (got %s)", util.describe(key)), 0) end
@@ -1050,9 +1054,10 @@ function M.from_table(raw, file, opts)
     if type(s) == "table" then flag, text = s.flag, s.text end
     local key, value = M.parse_assignment(text, flag or "--set")
     check_replaced(original, file, key, flag or "--set")
-    -- --cluster's spec as a table, so that --set cluster.<field> can follow
+    -- --cluster's spec (or --set cluster=SPEC) as a table, so that --set
+    -- cluster.<field> can follow
     local applied = value
-    if flag == "--cluster" and type(value) == "string" then
+    if (flag == "--cluster" or key == "cluster") and type(value) == "string" then
       applied = M.parse_cluster_spec(value) or value
     end
     apply_set(raw, key, applied)
@@ -1063,7 +1068,10 @@ function M.from_table(raw, file, opts)
     for seg in key:gmatch("[^%.]+") do node = type(node) == "table" and node[seg] or nil end
     local holds = type(node) == "table" or (type(node) == "string" and (key == "model" or key == "cluster.device"))
     for i, ov in ipairs(overrides) do
-      if holds and ov.key:sub(1, #key + 1) == key .. "." then
+      -- which preset or file the table is (base, preset, config, name) is
+      -- what the replacement changes: not carried over
+      local rest = ov.key:sub(#key + 2)
+      if holds and ov.key:sub(1, #key + 1) == key .. "." and not M.TABLE_IDENTITY[rest] then
         apply_set(raw, ov.key, applied_values[i])
         kept[#kept + 1] = ov.key
       end

@@ -230,19 +230,20 @@ aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
     const char *fw = aps_framework_name(t->framework);
     /* split rules: Megatron-LM and TorchTitan count the embedding and the
      * loss (--account-for-*-in-pipeline-split; TorchTitan's default) and
-     * take any per-chunk split, fill_last's too (--pipeline-model-
-     * parallel-layout; module_fqns_per_model_part); Megatron-DeepSpeed
+     * take any per-chunk split, fill_last's and fill_first's too
+     * (--pipeline-model-parallel-layout; module_fqns_per_model_part);
+     * Megatron-DeepSpeed
      * partitions by layer type and has no per-part list (PipelineModule
      * partition_method uniform | parameters | type:, deepspeed/runtime/
      * pipe/module.py _partition_layers, microsoft/DeepSpeed 38327e07) */
     bool ds = t->framework == APS_FW_DEEPSPEED;
     bool am = t->framework == APS_FW_AUTOMODEL;
     if (s->pp_degree > 1 && s->pipeline_split != APS_SPLIT_EVEN && !am &&
-        (ds != (s->pipeline_split == APS_SPLIT_DEEPSPEED_TYPE) ||
-         s->pipeline_split == APS_SPLIT_FILL_FIRST)) {
+        ds != (s->pipeline_split == APS_SPLIT_DEEPSPEED_TYPE)) {
         aps_fmt(msg, n, "%s: pipeline_split = %s is not offered (Megatron-LM "
-                "and TorchTitan: embedding_loss, fill_last; Megatron-"
-                "DeepSpeed: deepspeed_type; NeMo AutoModel: fill_first)", fw,
+                "and TorchTitan: even, embedding_loss, fill_last, "
+                "fill_first; Megatron-DeepSpeed: even, deepspeed_type; NeMo "
+                "AutoModel: even, fill_first)", fw,
                 aps_pipeline_split_name(s->pipeline_split));
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }

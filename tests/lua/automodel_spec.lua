@@ -262,4 +262,19 @@ describe("framework automodel", function()
     end
     assert.falsy(yaml:find("NOT EXPRESSIBLE in AutoModel: 61 layers", 1, true), yaml)
   end)
+
+  it("takes fill_first on Megatron-LM and TorchTitan too (a layout, module_fqns_per_model_part), not on DeepSpeed", function()
+    -- 32 layers over 3 stages: 11, 11, 10
+    local s = { pp_degree = 3, dp_degree = 1, pipeline_split = "fill_first", micro_batch_size = 1 }
+    for _, fw in ipairs({ "megatron", "fsdp2", "automodel" }) do
+      local e = core.context(llama8b(), node(3), { global_batch_size = 12, seq_length = 4096, framework = fw,
+        optimizer = "adamw" }):estimate(s)
+      assert.is_nil(e.reason, fw .. ": " .. tostring(e.message))
+      assert.are.same({ 11, 11, 10 }, { e.stages[1].num_layers, e.stages[2].num_layers, e.stages[3].num_layers }, fw)
+    end
+    local e = core.context(llama8b(), node(3), { global_batch_size = 12, seq_length = 4096, framework = "deepspeed",
+      optimizer = "adamw" }):estimate(s)
+    assert.are.equal("FRAMEWORK_UNSUPPORTED", e.reason)
+    assert.truthy(e.message:find("Megatron-DeepSpeed: even, deepspeed_type", 1, true), e.message)
+  end)
 end)

@@ -267,6 +267,21 @@ describe("apsearch command line habits", function()
     assert.truthy(err:find("apsearch: note: --set cluster.device replaces that table; " ..
       "cluster.device.host_seconds_per_loop_gemm, given before it, still applied on top", 1, true), err)
     assert.is_true(before > step("--set", "cluster.device=b200"))
+    -- --set cluster=SPEC replaces the cluster the same way (it dropped the
+    -- device memory silently); which preset a table is does not carry over
+    local function est(...)
+      local a = { "estimate", "examples/llama3_8b_h100.lua", "--strategy", "tp_degree=8", "--format", "json", ... }
+      local code, out, err = apsearch(table.unpack(a))
+      assert.are.equal(0, code, err)
+      return require("cjson").decode(out), err
+    end
+    local e, err2 = est("--set", "cluster.device.memory_gib=40", "--set", "cluster=b200:2")
+    assert.are.equal(40 * 2 ^ 30, e.inputs.cluster.device.memory_bytes)
+    assert.truthy(err2:find("note: --set cluster replaces that table; cluster.device.memory_gib", 1, true), err2)
+    e = est("--set", "cluster.device.base=h100-sxm-80gb", "--set", "cluster.device=b200")
+    assert.are.equal("b200", e.inputs.cluster.device.name)
+    e = est("--set", "model.preset=llama-3.1-70b", "--set", "model=llama-3.1-8b")
+    assert.are.equal(32, e.inputs.model.num_layers)
   end)
   it("says a second --calibration drops the first file (calibrations are not merged)", function()
     local dir = tmpdir()

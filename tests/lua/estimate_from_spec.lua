@@ -113,6 +113,13 @@ describe("estimate --from result.json --rank N", function()
     -- the file named it: nothing to fill, no note
     local _, _, err2 = H.apsearch("estimate", "--from", path, "--rank", "1")
     assert.falsy(err2:find("records no", 1, true), err2)
+    -- a device of the user's own (no preset of its name): the field the
+    -- file lacks, not what a policy's device table must set
+    dev.name = "my-gpu"
+    local own = H.write(dir .. "/old_own.json", json.encode(result))
+    refused("--from: " .. own .. ": inputs.cluster.device.host_seconds_per_loop_gemm: missing (an earlier apsearch " ..
+      "wrote this result) and its device \"my-gpu\" is no preset to take it from", "estimate", "--from", own,
+      "--rank", "1")
   end)
 
   it("refuses a hand-edited strategy field naming the file, the record and the field", function()

@@ -148,6 +148,9 @@ describe("Megatron-LM router flags", function()
     assert.are.same({ "--moe-router-load-balancing-type aux_loss", "--moe-aux-loss-coeff 0.02" }, flags)
     assert.truthy(notes:find("NOTE: --moe-aux-loss-coeff is the config's coefficient unchanged", 1, true), notes)
     assert.truthy(notes:find("left off, as Megatron's defaults have them: group-limited routing, score scaling", 1, true), notes)
+    -- Gemma 4's multimodal config (gemma4): its VL bridge's provider is
+    -- Gemma4ModelProvider, moe_router_dtype fp32 (gemma4_provider.py:316)
+    assert.is_true(hf.load(ROOT .. "/examples/models/gemma-4-26b-a4b.json").moe_router_fp32)
     -- neither bridge sets moe_router_dtype: Megatron's default, no flag
     flags = router(hf.load(ROOT .. "/examples/models/qwen3-30b-a3b.json"))
     assert.are.same({ "--moe-router-load-balancing-type aux_loss", "--moe-aux-loss-coeff 0.001" }, flags)

@@ -185,8 +185,24 @@ local function fill_device(cluster, path)
     .. "value taken", path, table.concat(filled, ", "), d.name)
 end
 
+--- Fields every result records (a resolved model, cluster and training
+-- always have them): one absent is a hand-edited or truncated file, said
+-- as missing rather than as its 0 default out of range.
+M.REQUIRED = {
+  model = { "num_layers", "hidden_size", "num_attention_heads", "vocab_size" },
+  cluster = { "num_devices", "devices_per_node" },
+  training = { "seq_length", "global_batch_size" },
+}
+
 function M.policy(result, path)
   local inp = result.inputs
+  for _, part in ipairs({ "model", "cluster", "training" }) do
+    for _, f in ipairs(M.REQUIRED[part]) do
+      if inp[part][f] == nil then
+        fail(path, ("inputs.%s.%s: missing (every result of apsearch run records it)"):format(part, f))
+      end
+    end
+  end
   fill_device(inp.cluster, path)
   return {
     file = "--from: " .. path .. ": inputs", model = inp.model, cluster = inp.cluster,

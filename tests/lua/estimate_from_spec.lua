@@ -113,6 +113,13 @@ describe("estimate --from result.json --rank N", function()
     -- the file named it: nothing to fill, no note
     local _, _, err2 = H.apsearch("estimate", "--from", path, "--rank", "1")
     assert.falsy(err2:find("records no", 1, true), err2)
+    -- a field every result records, absent: said missing, not "got 0"
+    local seq = result.inputs.training.seq_length
+    result.inputs.training.seq_length = nil
+    local noseq = H.write(dir .. "/old_noseq.json", json.encode(result))
+    refused("--from: " .. noseq .. ": inputs.training.seq_length: missing (every result of apsearch run records it)",
+      "estimate", "--from", noseq, "--rank", "1")
+    result.inputs.training.seq_length = seq
     -- a device of the user's own (no preset of its name): the field the
     -- file lacks, not what a policy's device table must set
     dev.name = "my-gpu"

@@ -240,7 +240,11 @@
  *  128 tokens, N = K = 2048, the "pure" multi-stream row (operands
  *  pre-swizzled): 0.267 ms for the 8 GEMMs, whose GPU work is a few
  *  microseconds (8 x 2 MiB of NVFP4 weights), so the host's: 33 us a GEMM.
- *  The PR does not name the host CPU. */
+ *  An upper bound: the row times the whole call, its one binding call
+ *  included; the PR's single-launch CUTLASS row, the same work in one
+ *  call, 0.069 ms, bounds that fixed part, which leaves at least
+ *  (0.267 - 0.069) / 8 = 25 us a GEMM.  The PR does not name the host
+ *  CPU. */
 #define APS_HOST_LOOP_GEMM (0.267e-3 / 8.0)
 /** Largest latency of a link step a device may take: 1 s, a million times
  *  InfiniBand's microseconds. */

@@ -102,11 +102,14 @@ describe("Ling 2.0 (bailing_moe_v2)", function()
 
   -- Ling-flash-2.0's shapes: h 4096, 32 layers (the first dense, 9216
   -- wide), 32 heads of 128, 4 KV heads, 256 experts of 1024 and one shared,
-  -- vocab 157184, untied. Its Hub page (sha 649f8b94, the safetensors
+  -- vocab 157184, untied. No copy of its config.json was reachable: the
+  -- shapes were typed (a reviewer's reading of the model), and what checks
+  -- them is the count. Its Hub page (sha 649f8b94, the safetensors
   -- metadata as a public copy of the Hub API's model.json holds it) counts
-  -- BF16 102,889,697,280 + F32 7,936 (the 31 MoE layers' expert_bias) =
-  -- 102,889,705,216; its config.json says model_type bailing_moe beside
-  -- the class BailingMoeV2ForCausalLM, which is what its auto_map loads.
+  -- BF16 102,889,697,280 + F32 7,936 (31 x 256: the MoE layers'
+  -- expert_bias) = 102,889,705,216, matched to the unit; its config.json
+  -- says model_type bailing_moe beside the class BailingMoeV2ForCausalLM,
+  -- which is what its auto_map loads.
   it("reads Ling-flash-2.0's shapes to the Hub's safetensors count, its model_type bailing_moe by its class", function()
     local c = config({ model_type = "bailing_moe", hidden_size = 4096, num_hidden_layers = 32,
       num_attention_heads = 32, num_key_value_heads = 4, head_dim = 128, intermediate_size = 9216,

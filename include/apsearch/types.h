@@ -789,6 +789,12 @@ typedef struct {
                                        GEMMs of GroupedLinear: descriptors,
                                        heuristic query and launch per
                                        GEMM), s */
+    double gpu_seconds_per_kernel; /**< GPU time between two kernels of
+                                       one stream when the second is
+                                       already queued (the front end
+                                       starting it), s; every kernel of a
+                                       layer program pays it (presets.c,
+                                       layerprog.c) */
     double ssd_scan_rate;         /**< forward rate of Mamba-2's chunked
                                        SSD scan kernels (mamba_ssm's
                                        Triton kernels), state elements
@@ -1427,6 +1433,9 @@ typedef enum {
     APS_PERF_HOST,             /**< the host launching kernels (layerprog.c):
                                     total launch time; exposed, what the
                                     GPU waits for it */
+    APS_PERF_KERNEL_GAPS,      /**< the GPU idle between queued kernels
+                                    (layerprog.c): kernels x
+                                    gpu_seconds_per_kernel */
     APS_PERF_COUNT
 } aps_perf_category;
 

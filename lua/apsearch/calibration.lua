@@ -41,6 +41,10 @@ M.FIELDS = {
   -- no trace apsearch reads separates it yet, so only a hand-written
   -- calibration sets it
   { field = "host_seconds_per_loop_gemm", lo = 0.0, hi = 1e-2, needs = "trace" },
+  -- the GPU's gap between two queued kernels of a stream
+  -- (src/core/layerprog.c): measured by `calibrate --trace` on the traced
+  -- GPU (apsearch.trace queued_gaps), never fitted to cases
+  { field = "gpu_seconds_per_kernel", lo = 0.0, hi = 1e-2, needs = "trace" },
 }
 
 --- Whether a stack's profile sets, for a device, a field that evidence

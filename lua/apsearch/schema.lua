@@ -156,7 +156,7 @@ M.device = {
   unfused_attention_efficiency = "nonneg",
   hbm_efficiency = "nonneg", collective_efficiency = "nonneg",
   host_seconds_per_kernel = "nonneg", host_seconds_per_loop_kernel = "nonneg",
-  host_seconds_per_loop_gemm = "nonneg",
+  host_seconds_per_loop_gemm = "nonneg", gpu_seconds_per_kernel = "nonneg",
   ssd_scan_rate = "nonneg",
 }
 

@@ -364,7 +364,7 @@ end
 -- correlation (M.gemm_fit, M.attention_fit) in acc.
 local function scan(t)
   local threads, classes, unknown, steps = {}, {}, {}, {}
-  local kernel_us, launched = {}, {}
+  local kernel_us, launched, streams, launch_end = {}, {}, {}, {}
   local acc = { training = false, gemm_ops = {}, attention_ops = {}, shared_correlations = 0, class_seconds = {},
     unshaped_gemms = 0 }
   local launches = 0
@@ -379,6 +379,7 @@ local function scan(t)
         if corr ~= nil then
           if launched[corr] then acc.shared_correlations = acc.shared_correlations + 1 end
           launched[corr] = true
+          launch_end[corr] = th[#th].ts + th[#th].dur
         end
         launches = launches + 1
       elseif e.cat == "cpu_op" then
@@ -390,6 +391,9 @@ local function scan(t)
         if c == "unknown" then unknown[tostring(e.name)] = (unknown[tostring(e.name)] or 0) + 1 end
         local corr = correlation(e)
         if corr ~= nil then kernel_us[corr] = (kernel_us[corr] or 0) + us end
+        streams[key] = streams[key] or {}
+        local ts = time_of(t.path, e, "ts", i)
+        table.insert(streams[key], { ts = ts, te = ts + us, corr = corr, nccl = c == "nccl" })
       elseif e.cat == "user_annotation" and tostring(e.name):match("^ProfilerStep#%d+$") then
         local sec = time_of(t.path, e, "dur", i) * US
         if not (sec > 0 and sec <= M.MAX_STEP_SECONDS) then
@@ -401,7 +405,31 @@ local function scan(t)
     end
   end
   acc.kernel_us = kernel_us
+  acc.streams, acc.launch_end = streams, launch_end
   return threads, launches, classes, unknown, steps, acc
+end
+
+--- Fewest queued kernel pairs for `gpu_seconds_per_kernel`.
+M.MIN_QUEUED_PAIRS = 100
+
+-- The GPU's gaps between queued kernels, seconds: for each two successive
+-- kernels of one stream whose second was launched (its launch call ended)
+-- by the time the first ended, the second's start less the first's end.
+-- NCCL kernels are left out (they wait for their peers, not for the GPU's
+-- front end); so are kernels without a launch call in the trace.  A
+-- stream runs one kernel at a time: a start before the previous end is
+-- the clocks' jitter, a gap of 0.
+local function queued_gaps(streams, launch_end)
+  local gaps = {}
+  for _, ks in pairs(streams) do
+    table.sort(ks, function(a, b) return a.ts < b.ts end)
+    for k = 2, #ks do
+      local a, b = ks[k - 1], ks[k]
+      local sent = b.corr ~= nil and launch_end[b.corr]
+      if sent and not a.nccl and not b.nccl and sent <= a.te then gaps[#gaps + 1] = math.max(0, b.ts - a.te) * US end
+    end
+  end
+  return gaps
 end
 
 -- The kernel seconds of each shaped op: the kernels launched on the op's
@@ -464,7 +492,9 @@ function M.measure(t)
   local q = {}
   table.sort(gaps)
   for k, f in ipairs({ 0.25, 0.5, 0.75 }) do q[k] = gaps[math.max(1, math.ceil(f * #gaps))] end
+  local queued = queued_gaps(acc.streams, acc.launch_end)
   return {
+    gpu_seconds_per_kernel = #queued >= M.MIN_QUEUED_PAIRS and median(queued) or nil, queued_pairs = #queued,
     gap_quartiles = q,
     host_seconds_per_kernel = median(gaps), host_seconds_per_loop_kernel = median(durs),
     launches = launches, gaps = #gaps, threads = nthreads, kernels = classes, unknown = ulist,
@@ -891,6 +921,8 @@ function M.calibration(path, device, per_step)
   -- kernel rates are the traced GPU's: fitted only for its own preset (or
   -- for --device when the trace names no GPU)
   local same_gpu = t.devices[1] == nil or (own ~= nil and own == preset:lower())
+  -- the GPU's gap between queued kernels is the traced GPU's too
+  if same_gpu then fields.gpu_seconds_per_kernel = m.gpu_seconds_per_kernel end
   local gemms, attn = kernel_fits(m, same_gpu and preset or nil, fields)
   local calib = {
     schema_version = calibration.SCHEMA_VERSION,

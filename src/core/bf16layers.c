@@ -123,6 +123,20 @@ typedef struct {
     double layers, moe, dense;
 } bf16_shares;
 
+/** A layer program's launches blended by the shares w: its attention by
+ *  all layers', its MLP by the dense layers', its MoE blocks by the MoE
+ *  layers'. */
+static void blend_program(aps_host_program *q, const aps_host_program *b,
+                          const bf16_shares *w)
+{
+    blend_launches(&q->attn, &b->attn, w->layers);
+    blend_launches(&q->mlp, &b->mlp, w->dense);
+    blend_launches(&q->moe_pre, &b->moe_pre, w->moe);
+    blend_launches(&q->moe_post, &b->moe_post, w->moe);
+    blend_launches(&q->moe_loop, &b->moe_loop, w->moe);
+    blend_launches(&q->moe_loop_gemm, &b->moe_loop_gemm, w->moe);
+}
+
 /** q (the quantized layers' mean) blended with b (the bf16 layers') by
  *  the shares w, into q. */
 static void blend_cost(aps_layer_cost *q, const aps_layer_cost *b,
@@ -138,12 +152,8 @@ static void blend_cost(aps_layer_cost *q, const aps_layer_cost *b,
         q->act_full_max = b->act_full_max;
     if (b->moe.ep_buffer > q->moe.ep_buffer)
         q->moe.ep_buffer = b->moe.ep_buffer;
-    blend_launches(&q->host.attn, &b->host.attn, w->layers);
-    blend_launches(&q->host.mlp, &b->host.mlp, w->dense);
-    blend_launches(&q->host.moe_pre, &b->host.moe_pre, w->moe);
-    blend_launches(&q->host.moe_post, &b->host.moe_post, w->moe);
-    blend_launches(&q->host.moe_loop, &b->host.moe_loop, w->moe);
-    blend_launches(&q->host.moe_loop_gemm, &b->host.moe_loop_gemm, w->moe);
+    blend_program(&q->host, &b->host, w);
+    blend_program(&q->kernels, &b->kernels, w);
 }
 
 /** k over n, 0 when n is 0. */

@@ -668,4 +668,5 @@ void aps_layer_times(const aps_model *m, const aps_cluster *c,
     else
         layer_times_of(m, c, t, s, &x, out);
     aps_host_program_build(m, t, s, w, &out->host);
+    aps_kernel_program_build(m, t, s, w, &out->kernels);
 }

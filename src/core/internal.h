@@ -1320,12 +1320,27 @@ bool aps_model_has_dense_mlp_layer(const aps_model *m);
 void aps_host_program_build(const aps_model *m, const aps_training *t,
                             const aps_strategy *s, const aps_hybrid_counts *w,
                             aps_host_program *out);
-/** Host seconds of py Python-launched kernels, loop kernels launched from
- *  a C++ loop and gemms cuBLASLt GEMMs of TE's multi-stream loop on
- *  device d's host (its host_seconds_per_kernel, _loop_kernel and
- *  _loop_gemm). */
-double aps_host_seconds(const aps_device *d, double py, double loop,
-                        double gemms);
+/** The same program with nothing captured (APS_CG_NONE): the kernels the
+ *  GPU runs per micro-batch, graphed or not, which the GPU's gap between
+ *  queued kernels (aps_device.gpu_seconds_per_kernel) is paid on. */
+void aps_kernel_program_build(const aps_model *m, const aps_training *t,
+                              const aps_strategy *s,
+                              const aps_hybrid_counts *w,
+                              aps_host_program *out);
+
+/** Seconds per launch of each kind of a layer program: a kernel from
+ *  Python (py), a kernel from a C++ loop (loop), a GEMM of TE's
+ *  multi-stream cuBLASLt loop (gemm). */
+typedef struct {
+    double py, loop, gemm;
+} aps_launch_costs;
+
+/** The host's costs on device d: its host_seconds_per_kernel,
+ *  _loop_kernel and _loop_gemm. */
+aps_launch_costs aps_host_launch_costs(const aps_device *d);
+/** The GPU's costs on device d: gpu_seconds_per_kernel for every kernel,
+ *  whichever code launched it. */
+aps_launch_costs aps_gpu_gap_costs(const aps_device *d);
 
 /** Host seconds of one micro-batch on one pipeline rank. */
 typedef struct {
@@ -1334,9 +1349,12 @@ typedef struct {
     double sync_layers;    /**< MoE layers with a device-to-host sync */
 } aps_host_stage_time;
 
-/** The host time of a rank with layers layers (moe_layers of them MoE,
- *  recomputed of them recomputed in the backward). */
-void aps_host_stage(const aps_device *d, const aps_host_program *hp,
+/** The seconds of a rank's launches at costs k (the host's,
+ *  aps_host_launch_costs, or the GPU's gaps, aps_gpu_gap_costs) with
+ *  layers layers (moe_layers of them MoE, recomputed of them recomputed
+ *  in the backward): its forward, its backward and one MoE layer's
+ *  forward pieces; a step-graphed program costs nothing. */
+void aps_host_stage(const aps_launch_costs *k, const aps_host_program *hp,
                     double layers, double moe_layers, double recomputed,
                     aps_host_stage_time *out);
 /** Forward seconds of a rank whose GPU needs gpu seconds when the host
@@ -1369,6 +1387,8 @@ typedef struct {
     double cp_bwd;         /**< s */
     aps_moe_cost moe;      /**< MoE / MLA differences (moe.c) */
     aps_host_program host; /**< kernels launched per layer (layerprog.c) */
+    aps_host_program kernels; /**< kernels the GPU runs per layer, graphed
+                                   or not (aps_kernel_program_build) */
 } aps_layer_cost;
 
 /** Memory of pipeline rank i by category into st (memory.c). */
@@ -1648,8 +1668,11 @@ typedef struct {
     double ep_total, ep_exposed_fwd, ep_exposed_bwd; /**< MoE dispatch and
                                             combine (all-to-all) */
     aps_host_stage_time host; /**< the host's launches (layerprog.c) */
+    aps_host_stage_time gaps; /**< the GPU's gaps between its queued
+                                   kernels (layerprog.c), GPU time */
     double moe_g_pre, moe_g_post; /**< GPU forward of one MoE layer before
-                                       and after its dispatch sync */
+                                       and after its dispatch sync, its
+                                       kernel gaps included */
 } aps_stage_time;
 
 /** Times of one micro-batch on pipeline rank i as laid out into st; with

@@ -309,12 +309,13 @@ aps_cuda_graph_scope aps_cuda_graph_effective_scope(const aps_training *t,
     return g;
 }
 
-void aps_host_program_build(const aps_model *m, const aps_training *t,
-                            const aps_strategy *s, const aps_hybrid_counts *w,
-                            aps_host_program *out)
+/** The layer program of s with CUDA graph scope g (APS_CG_NONE: every
+ *  kernel its own launch). */
+static void program_build(const aps_model *m, const aps_training *t,
+                          const aps_strategy *s, const aps_hybrid_counts *w,
+                          aps_cuda_graph_scope g, aps_host_program *out)
 {
     memset(out, 0, sizeof *out);
-    aps_cuda_graph_scope g = aps_cuda_graph_effective_scope(t, s);
     if (g == APS_CG_FULL_ITERATION) {
         out->step_graphed = true;
         return;
@@ -348,15 +349,43 @@ void aps_host_program_build(const aps_model *m, const aps_training *t,
     out->moe_loop_gemm = block(gemms, false);
 }
 
-double aps_host_seconds(const aps_device *d, double py, double loop,
-                        double gemms)
+void aps_host_program_build(const aps_model *m, const aps_training *t,
+                            const aps_strategy *s, const aps_hybrid_counts *w,
+                            aps_host_program *out)
 {
-    return py * d->host_seconds_per_kernel +
-           loop * d->host_seconds_per_loop_kernel +
-           gemms * d->host_seconds_per_loop_gemm;
+    program_build(m, t, s, w, aps_cuda_graph_effective_scope(t, s), out);
 }
 
-void aps_host_stage(const aps_device *d, const aps_host_program *hp,
+void aps_kernel_program_build(const aps_model *m, const aps_training *t,
+                              const aps_strategy *s,
+                              const aps_hybrid_counts *w,
+                              aps_host_program *out)
+{
+    program_build(m, t, s, w, APS_CG_NONE, out);
+}
+
+aps_launch_costs aps_host_launch_costs(const aps_device *d)
+{
+    return (aps_launch_costs){d->host_seconds_per_kernel,
+                              d->host_seconds_per_loop_kernel,
+                              d->host_seconds_per_loop_gemm};
+}
+
+aps_launch_costs aps_gpu_gap_costs(const aps_device *d)
+{
+    double g = d->gpu_seconds_per_kernel;
+    return (aps_launch_costs){g, g, g};
+}
+
+/** Seconds of py Python-launched kernels, loop loop kernels and gemms
+ *  cuBLASLt GEMMs at costs k. */
+static double launch_seconds(const aps_launch_costs *k, double py,
+                             double loop, double gemms)
+{
+    return py * k->py + loop * k->loop + gemms * k->gemm;
+}
+
+void aps_host_stage(const aps_launch_costs *k, const aps_host_program *hp,
                     double layers, double moe_layers, double recomputed,
                     aps_host_stage_time *out)
 {
@@ -364,17 +393,17 @@ void aps_host_stage(const aps_device *d, const aps_host_program *hp,
     if (hp->step_graphed)
         return;
     double dense = layers - moe_layers;
-    out->attn = aps_host_seconds(d, hp->attn.fwd, 0.0, 0.0);
-    out->moe_pre = aps_host_seconds(d, hp->moe_pre.fwd, 0.0, 0.0);
-    out->moe_post = aps_host_seconds(d, hp->moe_post.fwd, hp->moe_loop.fwd,
-                                     hp->moe_loop_gemm.fwd);
+    out->attn = launch_seconds(k, hp->attn.fwd, 0.0, 0.0);
+    out->moe_pre = launch_seconds(k, hp->moe_pre.fwd, 0.0, 0.0);
+    out->moe_post = launch_seconds(k, hp->moe_post.fwd, hp->moe_loop.fwd,
+                                   hp->moe_loop_gemm.fwd);
     out->fwd = layers * out->attn +
-               dense * aps_host_seconds(d, hp->mlp.fwd, 0.0, 0.0) +
+               dense * launch_seconds(k, hp->mlp.fwd, 0.0, 0.0) +
                moe_layers * (out->moe_pre + out->moe_post);
     double bwd_py = layers * hp->attn.bwd + dense * hp->mlp.bwd +
                     moe_layers * (hp->moe_pre.bwd + hp->moe_post.bwd);
-    out->bwd = aps_host_seconds(d, bwd_py, moe_layers * hp->moe_loop.bwd,
-                                moe_layers * hp->moe_loop_gemm.bwd) +
+    out->bwd = launch_seconds(k, bwd_py, moe_layers * hp->moe_loop.bwd,
+                              moe_layers * hp->moe_loop_gemm.bwd) +
                (layers > 0 ? recomputed / layers : 0.0) * out->fwd;
     out->sync_layers = hp->sync ? moe_layers : 0.0;
 }

@@ -91,6 +91,7 @@ static const char *const perf_names[APS_PERF_COUNT] = {
     [APS_PERF_OFFLOAD] = "activation_offload",
     [APS_PERF_EP_COMM] = "ep_comm",
     [APS_PERF_HOST] = "host_launch",
+    [APS_PERF_KERNEL_GAPS] = "kernel_gaps",
 };
 
 const char *aps_perf_category_name(aps_perf_category c)

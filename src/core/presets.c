@@ -246,6 +246,24 @@
  *  (0.267 - 0.069) / 8 = 25 us a GEMM.  The PR does not name the host
  *  CPU. */
 #define APS_HOST_LOOP_GEMM (0.267e-3 / 8.0)
+/** GPU seconds between two kernels of one stream when the second was
+ *  launched before the first ended: the median, over such pairs, of the
+ *  second's start less the first's end (NCCL kernels left out: they wait
+ *  for their peers), in two public PyTorch profiler traces, measured with
+ *  an independent script and by `apsearch calibrate --trace`
+ *  (trace.lua):
+ *    Hopper: AMD-AGI/TraceLens 171dd747 tests/traces/h100/Qwen_Qwen1.5-
+ *      0.5B-Chat__1016005.json.gz, one H100 80GB HBM3 (CUDA 12.4):
+ *      1.696 us over 1,001 pairs;
+ *    Ampere: facebookresearch/HolisticTraceAnalysis f4d0062c tests/data/
+ *      negative_queue_length_values_check/rank0.json.gz, A100-SXM4-80GB:
+ *      4 us over 5,082 pairs (the trace's timestamps are whole us).
+ *  Profiled: CUPTI's kernel records may lengthen the gap, so these are an
+ *  upper bound of an unprofiled run's.  A kernel inside a CUDA graph is
+ *  charged the same (no trace of graph replays was found).  Blackwell and
+ *  AMD take the Hopper value: no public trace of theirs was found. */
+#define APS_GPU_KERNEL_GAP_HOPPER 1.696e-6
+#define APS_GPU_KERNEL_GAP_AMPERE 4e-6
 /** Largest latency of a link step a device may take: 1 s, a million times
  *  InfiniBand's microseconds. */
 #define APS_MAX_LATENCY 1.0
@@ -478,13 +496,15 @@ typedef struct {
 #define AMPERE .gemm_efficiency = APS_GEMM_EFF_AMPERE,                  \
                .fp8_gemm_efficiency = APS_FP8_GEMM_EFF_JOINT,            \
                .attention_efficiency = APS_ATTN_EFF_AMPERE,              \
-               .unfused_attention_efficiency = APS_UNFUSED_ATTN_EFF_AMPERE
+               .unfused_attention_efficiency = APS_UNFUSED_ATTN_EFF_AMPERE, \
+               .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_AMPERE
 /* Hopper defaults. */
 #define HOPPER_ON .nccl_nvls_bytes_per_rank = APS_NCCL_NVLS_PER_RANK,    \
                .gemm_efficiency = APS_GEMM_EFF_HOPPER,               \
                .fp8_gemm_efficiency = APS_FP8_GEMM_EFF_HOPPER,          \
                .attention_efficiency = APS_ATTN_EFF_HOPPER,           \
-               .unfused_attention_efficiency = APS_ATTN_EFF_HOPPER
+               .unfused_attention_efficiency = APS_ATTN_EFF_HOPPER,   \
+               .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_HOPPER
 /* Blackwell: Hopper's fp8 GEMM efficiency scaled by the microbenchmark
  * (APS_GEMM_SCALE_BLACKWELL), bf16's from it by the B300 benchmark
  * (APS_BF16_OVER_FP8_GEMM_BLACKWELL); attention as Hopper's, an
@@ -496,7 +516,8 @@ typedef struct {
                .fp8_gemm_efficiency =                                 \
                    APS_FP8_GEMM_EFF_JOINT * APS_GEMM_SCALE_BLACKWELL,  \
                .attention_efficiency = APS_ATTN_EFF_JOINT,            \
-               .unfused_attention_efficiency = APS_ATTN_EFF_JOINT
+               .unfused_attention_efficiency = APS_ATTN_EFF_JOINT,    \
+               .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_HOPPER
 /* Blackwell Ultra: the exponentials run in the fused attention loop only;
  * unfused attention's batched GEMMs are priced as on Blackwell. */
 #define BLACKWELL_ULTRA .nccl_nvls_bytes_per_rank = APS_NCCL_NVLS_PER_RANK, \
@@ -507,7 +528,8 @@ typedef struct {
                    APS_FP8_GEMM_EFF_JOINT * APS_GEMM_SCALE_BLACKWELL,  \
                .attention_efficiency =                                \
                    APS_ATTN_EFF_JOINT * APS_ATTN_SFU_SPEEDUP_BLACKWELL_ULTRA, \
-               .unfused_attention_efficiency = APS_ATTN_EFF_JOINT
+               .unfused_attention_efficiency = APS_ATTN_EFF_JOINT,    \
+               .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_HOPPER
 /* AMD CDNA 3 (MI300X, MI325X: one compute die), RCCL, x86 host. */
 #define CDNA3 HOST_FIELDS,                                              \
                .intra_node_links = APS_IF_LINKS_CDNA3,                 \
@@ -516,7 +538,8 @@ typedef struct {
                .attention_efficiency = APS_ATTN_EFF_JOINT,            \
                .unfused_attention_efficiency = APS_ATTN_EFF_JOINT,    \
                .hbm_efficiency = APS_HBM_EFF * APS_HBM_SCALE_CDNA3,   \
-               .collective_efficiency = APS_COLL_EFF_CDNA3
+               .collective_efficiency = APS_COLL_EFF_CDNA3,           \
+               .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_HOPPER
 /* AMD CDNA 4 (MI355X): the CDNA 3 rule with the MI355X's GEMM scale. */
 #define CDNA4 HOST_FIELDS,                                              \
                .intra_node_links = APS_IF_LINKS_CDNA4,                 \
@@ -525,7 +548,8 @@ typedef struct {
                .attention_efficiency = APS_ATTN_EFF_JOINT,            \
                .unfused_attention_efficiency = APS_ATTN_EFF_JOINT,    \
                .hbm_efficiency = APS_HBM_EFF * APS_HBM_SCALE_CDNA4,   \
-               .collective_efficiency = APS_COLL_EFF_CDNA4
+               .collective_efficiency = APS_COLL_EFF_CDNA4,           \
+               .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_HOPPER
 
 /* The compute die and HBM of the A100 SXM4 80GB (NVIDIA A100 datasheet,
  * 2021: BF16 312 TFLOPS dense, FP32 19.5, HBM2e 2,039 GB/s; 108 SMs; its
@@ -1077,6 +1101,7 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
         {"host_seconds_per_loop_kernel", "kernel",
          d->host_seconds_per_loop_kernel},
         {"host_seconds_per_loop_gemm", "GEMM", d->host_seconds_per_loop_gemm},
+        {"gpu_seconds_per_kernel", "kernel", d->gpu_seconds_per_kernel},
     };
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) {
         if (!(host[i].v >= 0 && host[i].v <= APS_MAX_HOST_SECONDS)) {

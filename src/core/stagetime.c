@@ -232,20 +232,26 @@ static void stage_cp(const aps_training *t, const aps_strategy *s,
     st->cp_exposed_bwd = L * eb + rc * ef;
 }
 
-/** The host's launches of rank i's layers, and the GPU forward of one
- *  MoE layer before its dispatch sync (attention, norm, router: the
- *  layer's forward without the FFN it replaces) and after it (the MoE
- *  block and its exposed dispatch and combine). */
+/** The host's launches of rank i's layers, the GPU's gaps between their
+ *  kernels, and the GPU forward of one MoE layer before its dispatch sync
+ *  (attention, norm, router: the layer's forward without the FFN it
+ *  replaces) and after it (the MoE block and its exposed dispatch and
+ *  combine), each with its kernels' gaps. */
 static void stage_host(const aps_cluster *c, const aps_layout *lay,
                        const aps_layer_cost *lc, const aps_moe_stage_cost *mo,
                        int64_t i, double layer_fwd, aps_stage_time *st)
 {
     double L = (double)aps_layout_run_layers(lay, i);
     double rc = (double)aps_layout_run_recompute(lay, i);
-    aps_host_stage(&c->device, &lc->host, L, mo->moe_layers, rc, &st->host);
+    aps_launch_costs host = aps_host_launch_costs(&c->device);
+    aps_launch_costs gap = aps_gpu_gap_costs(&c->device);
+    aps_host_stage(&host, &lc->host, L, mo->moe_layers, rc, &st->host);
+    aps_host_stage(&gap, &lc->kernels, L, mo->moe_layers, rc, &st->gaps);
     if (mo->moe_layers > 0) {
-        st->moe_g_pre = layer_fwd - lc->moe.dense_mlp_fwd;
-        st->moe_g_post = lc->moe.moe_fwd + st->ep_exposed_fwd / mo->moe_layers;
+        st->moe_g_pre = layer_fwd - lc->moe.dense_mlp_fwd + st->gaps.attn +
+                        st->gaps.moe_pre;
+        st->moe_g_post = lc->moe.moe_fwd + st->ep_exposed_fwd / mo->moe_layers +
+                         st->gaps.moe_post;
     }
 }
 
@@ -278,14 +284,16 @@ void aps_stage_time_build(const aps_model *m, const aps_cluster *c,
     stage_host(c, lay, lc, &mo, i, layer_fwd, st);
 }
 
-/** GPU seconds of one micro-batch's forward and backward on the rank. */
+/** GPU seconds of one micro-batch's forward and backward on the rank,
+ *  the gaps between its kernels included. */
 static void stage_gpu_fwd_bwd(const aps_stage_time *st, double *tf, double *tb)
 {
     *tf = st->comp_fwd + st->tp_exposed_fwd + st->cp_exposed_fwd +
-          st->fsdp_exposed_fwd + st->offload_exposed_fwd + st->ep_exposed_fwd;
+          st->fsdp_exposed_fwd + st->offload_exposed_fwd + st->ep_exposed_fwd +
+          st->gaps.fwd;
     *tb = st->comp_bwd + st->recompute + st->tp_exposed_bwd +
           st->cp_exposed_bwd + st->fsdp_exposed_bwd + st->offload_exposed_bwd +
-          st->ep_exposed_bwd;
+          st->ep_exposed_bwd + st->gaps.bwd;
 }
 
 void aps_stage_fwd_bwd(const aps_stage_time *st, double *tf, double *tb)
@@ -402,4 +410,6 @@ void aps_stage_time_perf(const aps_stage_time *slow, int64_t m,
                  mb * (slow->ep_exposed_fwd + slow->ep_exposed_bwd));
     aps_set_perf(out, APS_PERF_HOST, mb * (slow->host.fwd + slow->host.bwd),
                  mb * stage_host_exposed(slow));
+    aps_set_perf(out, APS_PERF_KERNEL_GAPS, mb * (slow->gaps.fwd + slow->gaps.bwd),
+                 mb * (slow->gaps.fwd + slow->gaps.bwd));
 }

@@ -327,13 +327,58 @@ static void test_host_stage_seconds(void **state)
     d.host_seconds_per_loop_kernel = 1e-4;
     d.host_seconds_per_loop_gemm = 5e-4;
     aps_host_stage_time h;
-    aps_host_stage(&d, &hp, 4.0, 2.0, 1.0, &h);
+    aps_launch_costs k = aps_host_launch_costs(&d);
+    aps_host_stage(&k, &hp, 4.0, 2.0, 1.0, &h);
     ASSERT_REL(h.attn, 11e-3, REL);
     ASSERT_REL(h.moe_pre, 41e-3, REL);
     ASSERT_REL(h.moe_post, 29.2e-3, REL);
     ASSERT_REL(h.fwd, 198.4e-3, REL);
     ASSERT_REL(h.bwd, (320.0 + 12.8 + 64.0 + 49.6) * 1e-3, REL);
     ASSERT_REL(h.sync_layers, 2.0, 0.0);
+}
+
+/* The GPU's side of the same program: every kernel, captured or not,
+ * pays the gap between queued kernels.  Qwen3-30B-A3B on EP 8 in fp8
+ * with attention and router captured: the host launches one graph for
+ * each, the GPU still runs attention 11, MoE before the sync 41, after
+ * it 10 + 16 x 2 quantizes + 16 x 2 GEMMs = 74 kernels a layer forward.
+ * At 2 us a kernel, 4 layers (2 MoE, 2 with a dense MLP of 5 + 2 fp8
+ * quantizes = 7) and 1 recomputed:
+ *   forward  4 x 11 + 2 x 7 + 2 x (41 + 74) = 288 kernels = 576 us
+ *   backward 2 x 288 + 288 / 4 (recompute) = 648 kernels = 1,296 us */
+static void test_kernel_gaps(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_training t;
+    aps_strategy s;
+    qwen3_moe(&m, &t, &s);
+    t.cuda_graphs = true;
+    t.cuda_graph_scope = APS_CG_ATTN | APS_CG_MOE_ROUTER;
+    aps_host_program host = program_of(&m, &t, &s), gpu;
+    aps_kernel_program_build(&m, &t, &s, NULL, &gpu);
+    assert_true(host.attn.fwd == 1.0 && gpu.attn.fwd == 11.0);
+    assert_true(gpu.moe_pre.fwd == 41.0 && gpu.moe_post.fwd == 10.0);
+    assert_true(gpu.moe_loop.fwd == 32.0 && gpu.moe_loop_gemm.fwd == 32.0);
+    assert_true(gpu.mlp.fwd == 7.0 && gpu.mlp.bwd == 14.0);
+    aps_device d = {0};
+    d.gpu_seconds_per_kernel = 2e-6;
+    d.host_seconds_per_loop_gemm = 1.0; /* the host's costs are not read */
+    aps_launch_costs k = aps_gpu_gap_costs(&d);
+    aps_host_stage_time g;
+    aps_host_stage(&k, &gpu, 4.0, 2.0, 1.0, &g);
+    ASSERT_REL(g.attn, 22e-6, REL);
+    ASSERT_REL(g.moe_pre, 82e-6, REL);
+    ASSERT_REL(g.moe_post, 148e-6, REL);
+    ASSERT_REL(g.fwd, 576e-6, REL);
+    ASSERT_REL(g.bwd, 1296e-6, REL);
+    /* a step captured whole: the host launches nothing, the GPU runs the
+     * same kernels */
+    t.cuda_graph_scope = APS_CG_FULL_ITERATION;
+    host = program_of(&m, &t, &s);
+    aps_kernel_program_build(&m, &t, &s, NULL, &gpu);
+    assert_true(host.step_graphed && !gpu.step_graphed);
+    assert_true(gpu.attn.fwd == 11.0 && gpu.moe_loop_gemm.fwd == 32.0);
 }
 
 /* The larger of GPU and host: without a sync over the whole forward;
@@ -357,7 +402,10 @@ static void test_host_bound_forward(void **state)
  * 32 layers x (7 + 5) x 3 = 1,152 launches a step.  At the preset's
  * 30 us the GPU sets the pace (host_launch exposed 0); at 1 ms a launch
  * the host does, and the step grows by exactly what the breakdown says
- * the GPU waited: 1.152 s less the GPU's forward and backward. */
+ * the GPU waited: 1.152 s less the GPU's forward and backward, its 1,152
+ * kernels' gaps of 1.696 us (the H100 preset's gpu_seconds_per_kernel)
+ * included.  Captured whole, the host launches nothing and the GPU still
+ * runs, and pays the gaps of, the same 1,152 kernels. */
 static void test_host_bound_step(void **state)
 {
     (void)state;
@@ -370,6 +418,8 @@ static void test_host_bound_step(void **state)
     c.device.memory_bytes = 1e15; /* the memory limit is not the point */
     fx_run(&m, &c, &t, &s, &gpu);
     ASSERT_REL(gpu.perf_total[APS_PERF_HOST], 1152 * 30e-6, REL);
+    ASSERT_REL(gpu.perf_total[APS_PERF_KERNEL_GAPS], 1152 * 1.696e-6, REL);
+    ASSERT_REL(gpu.perf_exposed[APS_PERF_KERNEL_GAPS], 1152 * 1.696e-6, REL);
     ASSERT_REL(gpu.perf_exposed[APS_PERF_HOST], 0.0, 0.0);
     c.device.host_seconds_per_kernel = 1e-3;
     fx_run(&m, &c, &t, &s, &host);
@@ -380,13 +430,15 @@ static void test_host_bound_step(void **state)
     /* one GPU, one micro-batch: what the GPU would have taken is its
      * forward and backward compute */
     ASSERT_REL(1.152 - exposed, gpu.perf_exposed[APS_PERF_COMPUTE_FWD] +
-                                    gpu.perf_exposed[APS_PERF_COMPUTE_BWD],
+                                    gpu.perf_exposed[APS_PERF_COMPUTE_BWD] +
+                                    gpu.perf_exposed[APS_PERF_KERNEL_GAPS],
                1e-9);
     /* whole-step graphs: nothing for the host */
     t.cuda_graphs = true;
     t.cuda_graph_scope = APS_CG_FULL_ITERATION;
     fx_run(&m, &c, &t, &s, &host);
     ASSERT_REL(host.perf_total[APS_PERF_HOST], 0.0, 0.0);
+    ASSERT_REL(host.perf_total[APS_PERF_KERNEL_GAPS], 1152 * 1.696e-6, REL);
     ASSERT_REL(host.step_time, gpu.step_time, 1e-12);
 }
 
@@ -397,6 +449,7 @@ int main(void)
         cmocka_unit_test(test_graph_scopes),
         cmocka_unit_test(test_moe_counts),
         cmocka_unit_test(test_host_stage_seconds),
+        cmocka_unit_test(test_kernel_gaps),
         cmocka_unit_test(test_host_bound_forward),
         cmocka_unit_test(test_host_bound_step),
         cmocka_unit_test(test_graph_recompute_refused),

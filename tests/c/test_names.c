@@ -54,7 +54,7 @@ static void test_perf_category_names(void **state)
         "compute_fwd", "compute_bwd", "recompute", "tp_comm", "cp_comm",
         "pp_p2p", "pp_bubble", "fsdp_allgather", "fsdp_reducescatter",
         "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload",
-        "ep_comm", "host_launch"};
+        "ep_comm", "host_launch", "kernel_gaps"};
     for (int k = 0; k < APS_PERF_COUNT; k++)
         assert_string_equal(aps_perf_category_name((aps_perf_category)k),
                             want[k]);

@@ -336,7 +336,7 @@ static void test_pp_405b_bubble_in_estimate(void **state)
     const aps_perf_category per_mb[] = {
         APS_PERF_COMPUTE_FWD, APS_PERF_COMPUTE_BWD, APS_PERF_RECOMPUTE,
         APS_PERF_TP_COMM, APS_PERF_CP_COMM, APS_PERF_FSDP_ALLGATHER,
-        APS_PERF_FSDP_REDUCESCATTER};
+        APS_PERF_FSDP_REDUCESCATTER, APS_PERF_KERNEL_GAPS};
     double work = 0.0;
     for (size_t k = 0; k < sizeof per_mb / sizeof per_mb[0]; k++)
         work += e.perf_exposed[per_mb[k]];

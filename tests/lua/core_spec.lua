@@ -113,7 +113,7 @@ describe("apsearch.core", function()
         "hbm_efficiency",
         "collective_efficiency", "peak_flops_fp4", "host_bandwidth",
         "host_seconds_per_kernel", "host_seconds_per_loop_kernel", "host_seconds_per_loop_gemm",
-        "ssd_scan_rate" }
+        "gpu_seconds_per_kernel", "ssd_scan_rate" }
       local n = 0
       for _ in pairs(d) do n = n + 1 end
       assert.are.equal(#fields, n)
@@ -124,6 +124,11 @@ describe("apsearch.core", function()
       assert.are.equal(6e-6, d.host_seconds_per_loop_kernel)
       -- TransformerEngine PR #3134's 8 GEMMs in 0.267 ms (APS_HOST_LOOP_GEMM)
       assert.are.equal(0.267e-3 / 8, d.host_seconds_per_loop_gemm)
+      -- TraceLens's H100 trace's median gap between queued kernels
+      -- (APS_GPU_KERNEL_GAP_HOPPER; trace_spec measures the same trace)
+      assert.are.equal(1.696e-6, d.gpu_seconds_per_kernel)
+      -- HTA's A100 trace's (APS_GPU_KERNEL_GAP_AMPERE)
+      assert.are.equal(4e-6, core.device_preset("a100-sxm4-80gb").gpu_seconds_per_kernel)
     end)
 
     it("quotes a long bad string cut at 40 characters (lua_pushfstring takes no precision)", function()
@@ -422,10 +427,10 @@ describe("apsearch.core", function()
       local cats = { "compute_fwd", "compute_bwd", "recompute", "tp_comm", "cp_comm",
         "pp_p2p", "pp_bubble", "fsdp_allgather", "fsdp_reducescatter",
         "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload", "ep_comm",
-        "host_launch" }
+        "host_launch", "kernel_gaps" }
       local n, exposed = 0, 0
       for _ in pairs(e.performance_breakdown) do n = n + 1 end
-      assert.are.equal(15, n)
+      assert.are.equal(16, n)
       for _, k in ipairs(cats) do
         local c = e.performance_breakdown[k]
         assert.is_true(c.exposed <= c.total * (1 + 1e-12), k)
@@ -693,7 +698,7 @@ describe("apsearch.core", function()
       assert.are.equal("NONE", core.reason_codes[1])
       assert.is_truthy(table.concat(core.reason_codes, ","):find("TP_DIVISIBILITY", 1, true))
       assert.are.equal("params", core.memory_categories[1])
-      assert.are.equal(15, #core.performance_categories)
+      assert.are.equal(16, #core.performance_categories)
       local m = core.defaults("model")
       assert.are.equal(0, m.hidden_size)
       assert.are.equal("rmsnorm", m.norm)

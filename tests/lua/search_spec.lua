@@ -381,7 +381,8 @@ describe("AP-DENSE-06: top-k output", function()
       local exposed = 0
       for _, cat in ipairs({ "compute_fwd", "compute_bwd", "recompute", "tp_comm", "cp_comm",
         "pp_p2p", "pp_bubble", "fsdp_allgather", "fsdp_reducescatter", "dp_grad_sync",
-        "hsdp_replicate_sync", "optimizer", "activation_offload" }) do
+        "hsdp_replicate_sync", "optimizer", "activation_offload", "ep_comm", "host_launch",
+        "kernel_gaps" }) do
         exposed = exposed + pc.breakdown[cat].exposed
       end
       assert.is_true(math.abs(exposed - pc.step_time) <= 1e-9 * pc.step_time)

@@ -204,6 +204,67 @@ describe("apsearch.trace GEMMs", function()
     assert.has_error(function() core.gemm_seconds("h99", "bf16", 1, 1, 1) end)
   end)
 
+  -- The GPU's gap between queued kernels, checked with an independent
+  -- script (Python over the same events: successive kernels of one
+  -- stream, no NCCL kernel, the second's cudaLaunchKernel* call ended by
+  -- the first's end; statistics.median of start less end): the H100
+  -- trace 1,001 pairs, median 1.696045 us; the A100 trace 5,082 pairs,
+  -- 4 us (whole-us timestamps); the Nsight export none (its CloverLeaf
+  -- syncs after every kernel, so no kernel is queued).
+  it("measures the GPU's gap between queued kernels on public traces as an independent script does", function()
+    local m = trace.measure(trace.load(QWEN))
+    assert.are.equal(1001, m.queued_pairs)
+    near(1.696045e-6, m.gpu_seconds_per_kernel, 1e-12)
+    m = trace.measure(trace.load(FIXTURE))
+    assert.are.equal(5082, m.queued_pairs)
+    near(4e-6, m.gpu_seconds_per_kernel, 1e-15)
+    m = trace.measure(trace.load(NSYS))
+    assert.are.equal(0, m.queued_pairs)
+    assert.is_nil(m.gpu_seconds_per_kernel)
+  end)
+
+  it("counts a gap only after a queued launch, leaves NCCL kernels out and reads overlap as no gap", function()
+    -- stream 7: 200 launches 10 us apart (1 us calls), kernel i at 1100 +
+    -- 5 (i - 1) for 4 us: kernel i + 1's call ends (1001 + 10 i) by kernel
+    -- i's end (1099 + 5 i) for i <= 19, so 19 queued pairs, 1 us apart;
+    -- the later ones were launched late.  Stream 8: 151 kernels queued
+    -- long before, 0.5 us apart, every other one NCCL: no pair counts.
+    -- Stream 9: 11 queued kernels overlapping by 0.2 us: 10 gaps of 0.
+    -- Stream 10: 121 queued kernels 2 us apart: 120 gaps of 2 us.  Median
+    -- of 149 gaps (10 x 0, 19 x 1, 120 x 2 us): 2 us.
+    local ev = {}
+    local function kernel(tid, ts, corr, name)
+      ev[#ev + 1] = { ph = "X", cat = "kernel", name = name or "vectorized_elementwise_kernel", pid = 0, tid = tid,
+        ts = ts, dur = 4, args = { correlation = corr } }
+    end
+    local function launch(ts, corr)
+      ev[#ev + 1] = { ph = "X", cat = "cuda_runtime", name = "cudaLaunchKernel", pid = 1, tid = 1, ts = ts, dur = 1,
+        args = { correlation = corr } }
+    end
+    for i = 1, 200 do
+      launch(1000 + 10 * (i - 1), i)
+      kernel(7, 1100 + 5 * (i - 1), i)
+    end
+    for i = 1, 151 do
+      launch(10 + 0.01 * i, 1000 + i)
+      kernel(8, 1e6 + 4.5 * (i - 1), 1000 + i, i % 2 == 0 and "ncclDevKernel_AllReduce" or nil)
+    end
+    for i = 1, 11 do
+      launch(500 + 0.01 * i, 2000 + i)
+      kernel(9, 2e6 + 3.8 * (i - 1), 2000 + i)
+    end
+    for i = 1, 121 do
+      launch(600 + 0.01 * i, 3000 + i)
+      kernel(10, 3e6 + 6 * (i - 1), 3000 + i)
+    end
+    local dir = tmpdir()
+    local p = write(dir .. "/t.json", cjson.encode({ traceEvents = ev,
+      deviceProperties = { { name = "NVIDIA H100 80GB HBM3" } } }))
+    local m = trace.measure(trace.load(p))
+    assert.are.equal(149, m.queued_pairs)
+    near(2e-6, m.gpu_seconds_per_kernel, 1e-12)
+  end)
+
   it("fits a public H100 profile's GEMMs as an independent script does, and does not write a forward pass's", function()
     local m = trace.measure(trace.load(QWEN))
     assert.is_false(m.training)
@@ -222,7 +283,8 @@ describe("apsearch.trace GEMMs", function()
     local code, out, err = apsearch("calibrate", "--trace", QWEN)
     assert.are.equal(0, code, err)
     assert.truthy(out:gsub("\n  ", " "):find("nothing written (no -o FILE): a calibration would hold " ..
-      "devices.h100-sxm-80gb: host_seconds_per_kernel, host_seconds_per_loop_kernel", 1, true), out)
+      "devices.h100-sxm-80gb: gpu_seconds_per_kernel, host_seconds_per_kernel, host_seconds_per_loop_kernel", 1, true),
+      out)
     assert.truthy(err:find("no autograd backward op: a forward-only profile", 1, true), err)
   end)
 
@@ -253,7 +315,8 @@ describe("apsearch.trace GEMMs", function()
     assert.truthy(flat:find("gemm_efficiency 0.700 (preset 0.639), gemm_half_dim 200 (preset 288); measured over " ..
       "fitted, by work: 1-100 GFLOP 60 x1.00", 1, true), out)
     assert.truthy(flat:find("fp8_gemm_efficiency 0.500 (preset 0.604) at the bf16 GEMMs' gemm_half_dim 200; ", 1, true), out)
-    assert.truthy(flat:find("fp8_gemm_efficiency, gemm_efficiency, gemm_half_dim, host_seconds_per_kernel", 1, true), out)
+    assert.truthy(flat:find("fp8_gemm_efficiency, gemm_efficiency, gemm_half_dim, gpu_seconds_per_kernel, " ..
+      "host_seconds_per_kernel", 1, true), out)
     for line in out:gmatch("[^\n]+") do assert.is_true(utf8.len(line) <= 120, line) end
   end)
 
@@ -379,8 +442,8 @@ describe("apsearch.trace GEMMs", function()
     code, out, err = apsearch("estimate", pol, "--strategy", "fsdp_degree=8,micro_batch_size=1",
       "--calibration", dir .. "/c.json")
     assert.are.equal(0, code, err)
-    assert.truthy(err:find("applied to h100-sxm-80gb: attention_efficiency 0.4, host_seconds_per_kernel 0.0002", 1,
-      true), err)
+    assert.truthy(err:find("applied to h100-sxm-80gb: attention_efficiency 0.4, gpu_seconds_per_kernel 0, " ..
+      "host_seconds_per_kernel 0.0002", 1, true), err)
     assert.is_nil(err:find("kept at stack", 1, true), err)
   end)
 
@@ -434,8 +497,9 @@ describe("apsearch.trace GEMMs", function()
     assert.truthy(flat:find(("GPU compute kernels (all but NCCL's): measured %.4f s (gemm %.4f), estimated %.4f s"):format(
       gemm / 2, gemm / 2, compute), 1, true), flat)
     assert.truthy(flat:find("NCCL kernels: measured 0.0100 s", 1, true), flat)
-    assert.truthy(flat:find(("with this trace's calibration (gemm_efficiency, gemm_half_dim, host_seconds_per_kernel, " ..
-      "host_seconds_per_loop_kernel): estimated step time %.4f s"):format(after.step_time), 1, true), flat)
+    assert.truthy(flat:find(("with this trace's calibration (gemm_efficiency, gemm_half_dim, gpu_seconds_per_kernel, " ..
+      "host_seconds_per_kernel, host_seconds_per_loop_kernel): estimated step time %.4f s"):format(after.step_time), 1,
+      true), flat)
     assert.are_not.equal(before.step_time, after.step_time)
     -- a trace without ProfilerStep cannot be set per step
     local bare = write(dir .. "/b.json", gemm_trace(list, true))
@@ -598,8 +662,10 @@ describe("apsearch calibrate --trace", function()
       "gemm 205 (0.1269 s), nccl 80 (0.1903 s), unknown 11 (0.0004 s)", 1, true), out)
     for line in out:gmatch("[^\n]+") do assert.is_true(utf8.len(line) <= 120, line) end
     local c = cjson.decode(H.read(dir .. "/c.json"))
-    assert.are.same({ host_seconds_per_kernel = 23e-6, host_seconds_per_loop_kernel = 4e-6 },
-      c.devices["a100-sxm4-80gb"])
+    assert.are.same({ host_seconds_per_kernel = 23e-6, host_seconds_per_loop_kernel = 4e-6,
+      gpu_seconds_per_kernel = 4e-6 }, c.devices["a100-sxm4-80gb"])
+    assert.truthy(flat:find("GPU 4.00 us between two kernels of a stream when the second was queued (median of " ..
+      "5082 such pairs, NCCL left out; preset 4.00): gpu_seconds_per_kernel", 1, true), out)
     local total = 0
     for _, sec in pairs(c.trace.kernel_seconds) do total = total + sec end
     assert.is_true(math.abs(total - 0.401445) < 1e-9, total)
@@ -620,7 +686,7 @@ describe("apsearch calibrate --trace", function()
     local _, _, e3 = apsearch("estimate", pol, "--strategy", "fsdp_degree=8,micro_batch_size=1",
       "--calibration", dir .. "/c.json")
     assert.truthy(e3:find("apsearch: note: calibration " .. dir .. "/c.json applied to a100-sxm4-80gb: " ..
-      "host_seconds_per_kernel 2.3e-05, host_seconds_per_loop_kernel 4e-06", 1, true), e3)
+      "gpu_seconds_per_kernel 4e-06, host_seconds_per_kernel 2.3e-05, host_seconds_per_loop_kernel 4e-06", 1, true), e3)
   end)
 
   it("refuses bad traces with one line naming the file", function()

@@ -13,7 +13,8 @@ M.comm_categories = { "tp", "fsdp", "dp", "pp", "cp", "ep" }
 --- performance_breakdown categories (MODELING.md section 4), display order.
 M.time_categories = { "compute_fwd", "compute_bwd", "recompute", "tp_comm",
   "cp_comm", "pp_p2p", "pp_bubble", "fsdp_allgather", "fsdp_reducescatter",
-  "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload", "ep_comm", "host_launch" }
+  "dp_grad_sync", "hsdp_replicate_sync", "optimizer", "activation_offload", "ep_comm", "host_launch",
+  "kernel_gaps" }
 
 --- The micro-batch count a strategy runs when it leaves `micro_batch_num`
 -- at the search space's placeholder 0 ("derive from the global batch"):

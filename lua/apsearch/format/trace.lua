@@ -140,6 +140,13 @@ function M.measure_lines(path, calib, m)
     m.host_seconds_per_loop_kernel * 1e6, was("host_seconds_per_loop_kernel"),
     m.step_seconds and string.format("step %.4f s (median of %d ProfilerStep)", m.step_seconds, m.steps)
     or "no ProfilerStep annotation")
+  local gap = calib.devices[dev].gpu_seconds_per_kernel
+  lines[#lines + 1] = gap and ("GPU %.2f us between two kernels of a stream when the second was queued (median " ..
+    "of %d such pairs, NCCL left out%s): gpu_seconds_per_kernel"):format(gap * 1e6, m.queued_pairs,
+      ok and ("; preset %.2f"):format(preset.gpu_seconds_per_kernel * 1e6) or "")
+    or (m.gpu_seconds_per_kernel and "GPU gap between queued kernels not written: the trace ran on another GPU"
+      or ("GPU gap between queued kernels not measured: %d pairs of successive kernels of a stream with the " ..
+        "second queued, %d needed"):format(m.queued_pairs, require("apsearch.trace").MIN_QUEUED_PAIRS))
   local classes = {}
   for _, k in ipairs(util.sorted_keys(m.kernels)) do
     classes[#classes + 1] = ("%s %d (%.4f s)"):format(k, m.kernels[k], m.kernel_seconds[k])

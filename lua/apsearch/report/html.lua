@@ -54,7 +54,7 @@ M.category_colors = {
   tp_comm = "#ffbe7d", cp_comm = "#59a14f", pp_p2p = "#8cd17d", pp_bubble = "#e15759",
   fsdp_allgather = "#b07aa1", fsdp_reducescatter = "#d4a6c8", dp_grad_sync = "#9d7660",
   hsdp_replicate_sync = "#d7b5a6", optimizer = "#499894", activation_offload = "#86bcb6",
-  ep_comm = "#7f7f7f", host_launch = "#bcbd22",
+  ep_comm = "#7f7f7f", host_launch = "#bcbd22", kernel_gaps = "#dbdb8d",
 }
 
 --- Largest number of points drawn in chart 7.

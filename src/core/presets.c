@@ -260,8 +260,11 @@
  *      4 us over 5,082 pairs (the trace's timestamps are whole us).
  *  Profiled: CUPTI's kernel records may lengthen the gap, so these are an
  *  upper bound of an unprofiled run's.  A kernel inside a CUDA graph is
- *  charged the same (no trace of graph replays was found).  Blackwell and
- *  AMD take the Hopper value: no public trace of theirs was found. */
+ *  charged the same: the one replay measurement found (ahrefs/ocannl
+ *  issue #488, no-op kernels on a laptop sm_120 GPU: 0.58 us a graph
+ *  node) made the held-out MoE sets worse when applied (docs/accuracy.md
+ *  "The GPU's gap between queued kernels").  Blackwell and AMD take the
+ *  Hopper value: no public trace of theirs was found. */
 #define APS_GPU_KERNEL_GAP_HOPPER 1.696e-6
 #define APS_GPU_KERNEL_GAP_AMPERE 4e-6
 /** Largest latency of a link step a device may take: 1 s, a million times

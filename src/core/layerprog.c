@@ -2,7 +2,9 @@
  * layerprog.c -- the host (CPU) side of a step: the kernels one layer launches
  * per micro-batch (its "layer program", counted by block), what CUDA
  * graphs capture of them, and the seconds the host needs to launch the
- * rest (docs/modeling.md "Host time").
+ * rest (docs/modeling.md "Host time"); and the GPU's own time per kernel,
+ * the gap between queued kernels (aps_device.gpu_seconds_per_kernel),
+ * which every kernel of the program pays, captured or not.
  *
  * A kernel is launched either from the framework's Python code (every
  * PyTorch op, every TransformerEngine module call) or from a C++ loop

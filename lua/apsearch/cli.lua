@@ -1248,7 +1248,15 @@ function M.defaulted_note(dims, given, s)
     if v == nil then v = defaults[dim] end
     local vals = {}
     for i, x in ipairs(dims[dim]) do vals[i] = value_text(x) end
-    parts[#parts + 1] = ("%s=%s (searched: %s)"):format(dim, value_text(v), table.concat(vals, ", "))
+    -- an expert TP taken from the TP degree is Megatron-Core's default
+    -- (expert_tensor_parallel_size = tensor_model_parallel_size unless set:
+    -- megatron/core/model_parallel_config.py l.506-507, training/
+    -- arguments.py l.587-588 @ d98e8a64), which moves the expert group
+    local why = ""
+    if dim == "etp_degree" and (s.tp_degree or 1) > 1 and v == s.tp_degree then
+      why = "Megatron-Core's default: the tensor-parallel degree; "
+    end
+    parts[#parts + 1] = ("%s=%s (%ssearched: %s)"):format(dim, value_text(v), why, table.concat(vals, ", "))
   end
   return "note: not given with --strategy, so taken as: " .. table.concat(parts, "; ")
 end
@@ -1646,6 +1654,15 @@ local function cmd_inspect(args)
   if info and info.vision_params then
     keys[#keys + 1] = "vision (apart)"
     value["vision (apart)"] = info.vision_params
+  end
+  -- "active" counts the embedding and output layer, as the core does;
+  -- model cards often quote it without them: both shown
+  if counts.active then
+    label.active = "active (with embedding, output)"
+    local i = 0
+    for j, k in ipairs(keys) do if k == "active" then i = j end end
+    table.insert(keys, i + 1, "active without embedding, output")
+    value["active without embedding, output"] = counts.active - (counts.embedding or 0) - (counts.output_layer or 0)
   end
   for _, k in ipairs(keys) do
     rows[#rows + 1] = { label[k] or k, common.commas(value[k] or counts[k] or 0) }
@@ -2206,7 +2223,8 @@ local function cmd_calibrate(args)
   c:option("--group=KEY", "fit one calibration per group: software (the stack of each row's `software`)")
   c:option("--trace=FILE", "PyTorch profiler (Kineto) trace JSON, plain or .gz, or an Nsight Systems SQLite " ..
     "export (nsys export --type sqlite): measure the host's " ..
-    "seconds per kernel launch and, from a training step recorded with record_shapes=True, fit the GEMM " ..
+    "seconds per kernel launch and the GPU's gap between queued kernels and, from a training step recorded " ..
+    "with record_shapes=True, fit the GEMM " ..
     "and attention efficiencies instead of fitting cases")
   c:option("--device=NAME", "device preset the trace's values are for (default: the trace's GPU)")
   c:option("--log=FILE", "Megatron-LM or TorchTitan training log: its median step time and memory; with the job " ..

@@ -359,9 +359,26 @@ local function cpu_op(t, e, i, key, acc)
   end
 end
 
+-- What a stream ran, for the GPU's gap between queued kernels: a kernel,
+-- an NCCL kernel, a copy or memset.
+local KERNEL, NCCL, COPY = 1, 2, 3
+
+-- Appends an activity to its stream's columns (parallel arrays: a table
+-- per kernel costs a million tables on a long profile).
+local function stream_add(streams, key, ts, us, corr, kind)
+  local st = streams[key]
+  if not st then
+    st = { ts = {}, te = {}, corr = {}, kind = {}, n = 0 }
+    streams[key] = st
+  end
+  local n = st.n + 1
+  st.n, st.ts[n], st.te[n], st.corr[n], st.kind[n] = n, ts, ts + us, corr or false, kind
+end
+
 -- Launch calls by thread, kernels by class, step durations; GEMM and
 -- attention ops with shapes by thread and kernel microseconds by
--- correlation (M.gemm_fit, M.attention_fit) in acc.
+-- correlation (M.gemm_fit, M.attention_fit) in acc; every stream's
+-- kernels and copies in acc.streams.
 local function scan(t)
   local threads, classes, unknown, steps = {}, {}, {}, {}
   local kernel_us, launched, streams, launch_end = {}, {}, {}, {}
@@ -391,9 +408,9 @@ local function scan(t)
         if c == "unknown" then unknown[tostring(e.name)] = (unknown[tostring(e.name)] or 0) + 1 end
         local corr = correlation(e)
         if corr ~= nil then kernel_us[corr] = (kernel_us[corr] or 0) + us end
-        streams[key] = streams[key] or {}
-        local ts = time_of(t.path, e, "ts", i)
-        table.insert(streams[key], { ts = ts, te = ts + us, corr = corr, nccl = c == "nccl" })
+        stream_add(streams, key, time_of(t.path, e, "ts", i), us, corr, c == "nccl" and NCCL or KERNEL)
+      elseif e.cat == "gpu_memcpy" or e.cat == "gpu_memset" then
+        stream_add(streams, key, time_of(t.path, e, "ts", i), kernel_dur(t.path, e, i), nil, COPY)
       elseif e.cat == "user_annotation" and tostring(e.name):match("^ProfilerStep#%d+$") then
         local sec = time_of(t.path, e, "dur", i) * US
         if not (sec > 0 and sec <= M.MAX_STEP_SECONDS) then
@@ -409,27 +426,62 @@ local function scan(t)
   return threads, launches, classes, unknown, steps, acc
 end
 
+--- Timestamps' resolution, over the measured gap, above which a note
+-- says so (5 %: the gap's first digit in doubt).
+M.GAP_RESOLUTION_NOTE = 0.05
+
+--- Largest `gpu_seconds_per_kernel` written (src/core/presets.c
+-- APS_MAX_HOST_SECONDS, the core's bound on every per-kernel time).
+M.MAX_GAP_SECONDS = 1e-2
+
 --- Fewest queued kernel pairs for `gpu_seconds_per_kernel`.
 M.MIN_QUEUED_PAIRS = 100
 
--- The GPU's gaps between queued kernels, seconds: for each two successive
--- kernels of one stream whose second was launched (its launch call ended)
--- by the time the first ended, the second's start less the first's end.
--- NCCL kernels are left out (they wait for their peers, not for the GPU's
--- front end); so are kernels without a launch call in the trace.  A
--- stream runs one kernel at a time: a start before the previous end is
--- the clocks' jitter, a gap of 0.
+-- The spacing of doubles at x's magnitude, 2^(e - 52) for 2^e <= |x| <
+-- 2^(e + 1) (0 at 0): what a timestamp of that size can resolve.
+local function spacing(x)
+  x = math.abs(x)
+  if x == 0 or x ~= x or x == math.huge then return x == 0 and 0 or math.huge end
+  local e = math.floor(math.log(x, 2))
+  if 2.0 ^ e > x then e = e - 1 elseif 2.0 ^ (e + 1) <= x then e = e + 1 end
+  return 2.0 ^ (e - 52)
+end
+
+-- A stream's activities in start order: 1..n when they came in order (a
+-- profiler writes them so), else their indices sorted by start.
+local function stream_order(st)
+  local order, sorted = {}, true
+  for k = 1, st.n do
+    order[k] = k
+    if k > 1 and st.ts[k] < st.ts[k - 1] then sorted = false end
+  end
+  if not sorted then table.sort(order, function(a, b) return st.ts[a] < st.ts[b] end) end
+  return order
+end
+
+-- The GPU's gaps between queued kernels, seconds, and the coarsest step of
+-- the timestamps they came from, microseconds: for each two successive
+-- activities of one stream that are both kernels and whose second was
+-- launched (its launch call ended) by the time the first ended, the
+-- second's start less the first's end.  A copy or memset between two
+-- kernels breaks the pair (its time is not the front end's); NCCL kernels
+-- are left out (they wait for their peers); so are kernels without a
+-- launch call in the trace.  A stream runs one kernel at a time: a start
+-- before the previous end is the clocks' jitter, a gap of 0.
 local function queued_gaps(streams, launch_end)
-  local gaps = {}
-  for _, ks in pairs(streams) do
-    table.sort(ks, function(a, b) return a.ts < b.ts end)
-    for k = 2, #ks do
-      local a, b = ks[k - 1], ks[k]
-      local sent = b.corr ~= nil and launch_end[b.corr]
-      if sent and not a.nccl and not b.nccl and sent <= a.te then gaps[#gaps + 1] = math.max(0, b.ts - a.te) * US end
+  local gaps, step = {}, 0
+  for _, st in pairs(streams) do
+    local order = stream_order(st)
+    for k = 2, st.n do
+      local a, b = order[k - 1], order[k]
+      local sent = st.corr[b] and launch_end[st.corr[b]]
+      if sent and st.kind[a] == KERNEL and st.kind[b] == KERNEL and sent <= st.te[a] then
+        gaps[#gaps + 1] = math.max(0, st.ts[b] - st.te[a]) * US
+        step = math.max(step, spacing(st.ts[b]), spacing(st.te[a]))
+      end
     end
   end
-  return gaps
+  return gaps, step
 end
 
 -- The kernel seconds of each shaped op: the kernels launched on the op's
@@ -455,6 +507,36 @@ local function op_kernels(threads, by_thread, kernel_us)
     end
   end
   return out
+end
+
+--- The GPU's gap between queued kernels from the queued pairs' gaps
+-- (seconds) and their timestamps' coarsest step (microseconds): their
+-- median, or nil and why not -- too few pairs (M.MIN_QUEUED_PAIRS),
+-- launches of several processes sharing correlation ids (a kernel cannot
+-- be told which launch was its), or timestamps too large to resolve the
+-- gap (a step of the doubles at least the median itself and at least the
+-- format's unit, 1 us).
+-- @tparam table gaps seconds
+-- @tparam number step microseconds
+-- @tparam number shared launches whose correlation id an earlier had
+-- @treturn number|nil seconds
+-- @treturn string|nil why not measured
+function M.gap_measure(gaps, step, shared)
+  if shared > 0 then
+    return nil, ("%d launches share a correlation id with an earlier one (the traces of several processes " ..
+      "joined): a kernel cannot be matched to its launch; profile one process"):format(shared)
+  end
+  if #gaps < M.MIN_QUEUED_PAIRS then
+    return nil, ("%d pairs of successive kernels of a stream with the second queued, %d needed"):format(#gaps,
+      M.MIN_QUEUED_PAIRS)
+  end
+  local m = median(gaps)
+  -- (a median of 0 from fine timestamps is a measure: kernels back to back)
+  if step * US >= math.max(m, US) then
+    return nil, ("the timestamps' magnitude resolves only %.3g us, not less than the gaps' median %.3g us"):format(
+      step, m * 1e6)
+  end
+  return m, nil
 end
 
 --- Measures a loaded trace.
@@ -492,9 +574,10 @@ function M.measure(t)
   local q = {}
   table.sort(gaps)
   for k, f in ipairs({ 0.25, 0.5, 0.75 }) do q[k] = gaps[math.max(1, math.ceil(f * #gaps))] end
-  local queued = queued_gaps(acc.streams, acc.launch_end)
+  local queued, step = queued_gaps(acc.streams, acc.launch_end)
+  local gap, why = M.gap_measure(queued, step, acc.shared_correlations)
   return {
-    gpu_seconds_per_kernel = #queued >= M.MIN_QUEUED_PAIRS and median(queued) or nil, queued_pairs = #queued,
+    gpu_seconds_per_kernel = gap, gap_not_measured = why, queued_pairs = #queued, gap_resolution = step * US,
     gap_quartiles = q,
     host_seconds_per_kernel = median(gaps), host_seconds_per_loop_kernel = median(durs),
     launches = launches, gaps = #gaps, threads = nthreads, kernels = classes, unknown = ulist,
@@ -845,8 +928,18 @@ local function plausibility_note(path, m, preset)
   end
   if not m.training then
     parts[#parts + 1] = "no autograd backward op: a forward-only profile, whose launch gaps are an inference " ..
-      "loop's (a training step's backward launches from autograd's C++ engine); its host costs are written, " ..
-      "its kernel rates are not"
+      "loop's (a training step's backward launches from autograd's C++ engine); its host costs and the GPU's gap " ..
+      "between kernels are written, its kernel rates are not"
+  end
+  local g, gref = m.gpu_seconds_per_kernel, ok and dev.gpu_seconds_per_kernel or nil
+  if g and gref and gref > 0 and (g > gref * M.HOST_NOTE_FACTOR or g < gref / M.HOST_NOTE_FACTOR) then
+    parts[#parts + 1] = ("GPU %.2f us between queued kernels is %.1fx the %s preset's %.2f us: kernels that wait " ..
+      "on other streams' events count too"):format(g * 1e6, g / gref, preset, gref * 1e6)
+  end
+  -- timestamps as large as epoch microseconds resolve a gap coarsely
+  if g and m.gap_resolution > M.GAP_RESOLUTION_NOTE * g then
+    parts[#parts + 1] = ("the GPU's gap is measured from timestamps a double resolves to %.3g us at their " ..
+      "magnitude, %.0f %% of it"):format(m.gap_resolution * 1e6, 100 * m.gap_resolution / g)
   end
   if #parts == 0 then return nil end
   return ("apsearch: note: %s: %s"):format(util.printable(path), table.concat(parts, "; "))
@@ -921,8 +1014,15 @@ function M.calibration(path, device, per_step)
   -- kernel rates are the traced GPU's: fitted only for its own preset (or
   -- for --device when the trace names no GPU)
   local same_gpu = t.devices[1] == nil or (own ~= nil and own == preset:lower())
-  -- the GPU's gap between queued kernels is the traced GPU's too
-  if same_gpu then fields.gpu_seconds_per_kernel = m.gpu_seconds_per_kernel end
+  -- the GPU's gap between queued kernels is the traced GPU's too; one
+  -- beyond the core's bound is said, not written (the rest still is)
+  local gap, gap_not_written = same_gpu and m.gpu_seconds_per_kernel, nil
+  if gap and gap > M.MAX_GAP_SECONDS then
+    gap_not_written = ("its median %.3g s is beyond the %g s a device may take (a profile of queued kernels " ..
+      "waiting on other work?)"):format(gap, M.MAX_GAP_SECONDS)
+    gap = nil
+  end
+  fields.gpu_seconds_per_kernel = gap or nil
   local gemms, attn = kernel_fits(m, same_gpu and preset or nil, fields)
   local calib = {
     schema_version = calibration.SCHEMA_VERSION,
@@ -932,7 +1032,7 @@ function M.calibration(path, device, per_step)
     trace = { launches = m.launches, launch_gaps = m.gaps, threads = m.threads, kernels = m.kernels,
       kernel_seconds = m.kernel_seconds,
       step_seconds = m.step_seconds, steps = m.steps, gpu = t.devices[1], preset = own, gemms = gemms,
-      attention = attn },
+      attention = attn, queued_pairs = m.queued_pairs, gap_not_written = gap_not_written },
   }
   -- what --calibration will accept, checked before anything is written
   local ok, err = pcall(calibration.check, calib, path .. ": measured")

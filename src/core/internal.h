@@ -685,6 +685,9 @@ typedef struct {
     double drop_tp_recompute; /**< of them recomputed */
     double ep_hidden_fwd, ep_hidden_bwd; /**< of ep_fwd, ep_bwd: hidden
                                               behind the shared expert */
+    double attn_delta_fwd;  /**< one layer's MLA / DSA attention forward
+                                 beyond the layer cost's (comp_fwd adds it
+                                 on every layer), 0 without */
 } aps_moe_stage_cost;
 
 /* ---- hybrid.c: hybrid Mamba-2 models (Nemotron-H) ---- */

@@ -1089,6 +1089,7 @@ void aps_moe_stage(const aps_model *m, const aps_training *t,
     double fm = gm + mc->membound_fwd + mc->cast_fwd + mc->bias_fwd;
     double fl = gl + mc->mla_attn_fwd + mc->dsa_indexer_fwd; /* no bwd */
     out->moe_layers = nm;
+    out->attn_delta_fwd = nl > 0 ? fl : 0.0;
     out->comp_fwd = nm * fm + nl * fl;
     out->comp_bwd = nm * (2.0 * gm + 2.0 * mc->membound_fwd + mc->cast_bwd +
                           mc->bias_bwd) +

@@ -247,17 +247,17 @@
  *  CPU. */
 #define APS_HOST_LOOP_GEMM (0.267e-3 / 8.0)
 /** GPU seconds between two kernels of one stream when the second was
- *  launched before the first ended: the median, over such pairs, of the
- *  second's start less the first's end (NCCL kernels left out: they wait
- *  for their peers), in two public PyTorch profiler traces, measured with
- *  an independent script and by `apsearch calibrate --trace`
- *  (trace.lua):
+ *  launched before the first ended: the median, over such pairs of
+ *  successive activities (no copy or memset between them, neither an NCCL
+ *  kernel: those wait for their peers), of the second's start less the
+ *  first's end, in two public PyTorch profiler traces, measured with an
+ *  independent script and by `apsearch calibrate --trace` (trace.lua):
  *    Hopper: AMD-AGI/TraceLens 171dd747 tests/traces/h100/Qwen_Qwen1.5-
  *      0.5B-Chat__1016005.json.gz, one H100 80GB HBM3 (CUDA 12.4):
- *      1.696 us over 1,001 pairs;
+ *      1.184 us over 838 pairs;
  *    Ampere: facebookresearch/HolisticTraceAnalysis f4d0062c tests/data/
  *      negative_queue_length_values_check/rank0.json.gz, A100-SXM4-80GB:
- *      4 us over 5,082 pairs (the trace's timestamps are whole us).
+ *      3 us over 4,222 pairs (the trace's timestamps are whole us).
  *  Profiled: CUPTI's kernel records may lengthen the gap, so these are an
  *  upper bound of an unprofiled run's.  A kernel inside a CUDA graph is
  *  charged the same: the one replay measurement found (ahrefs/ocannl
@@ -265,8 +265,8 @@
  *  node) made the held-out MoE sets worse when applied (docs/accuracy.md
  *  "The GPU's gap between queued kernels").  Blackwell and AMD take the
  *  Hopper value: no public trace of theirs was found. */
-#define APS_GPU_KERNEL_GAP_HOPPER 1.696e-6
-#define APS_GPU_KERNEL_GAP_AMPERE 4e-6
+#define APS_GPU_KERNEL_GAP_HOPPER 1.184e-6
+#define APS_GPU_KERNEL_GAP_AMPERE 3e-6
 /** Largest latency of a link step a device may take: 1 s, a million times
  *  InfiniBand's microseconds. */
 #define APS_MAX_LATENCY 1.0

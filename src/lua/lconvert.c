@@ -625,7 +625,9 @@ static double read_number(lua_State *L, int vidx, const char *path,
     double v = (double)lua_tonumber(L, vidx);
     if (!isfinite(v))
         expected_error(L, vidx, path, field, "a finite number");
-    return v;
+    /* -0.0 is 0 (a JSON or Lua "-0.0" would print as "-0" in every output
+     * that carries the field or a time it scales) */
+    return v == 0.0 ? 0.0 : v;
 }
 
 static void read_string(lua_State *L, int vidx, const char *path,

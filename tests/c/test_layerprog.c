@@ -403,7 +403,7 @@ static void test_host_bound_forward(void **state)
  * 30 us the GPU sets the pace (host_launch exposed 0); at 1 ms a launch
  * the host does, and the step grows by exactly what the breakdown says
  * the GPU waited: 1.152 s less the GPU's forward and backward, its 1,152
- * kernels' gaps of 1.696 us (the H100 preset's gpu_seconds_per_kernel)
+ * kernels' gaps of 1.184 us (the H100 preset's gpu_seconds_per_kernel)
  * included.  Captured whole, the host launches nothing and the GPU still
  * runs, and pays the gaps of, the same 1,152 kernels. */
 static void test_host_bound_step(void **state)
@@ -418,8 +418,8 @@ static void test_host_bound_step(void **state)
     c.device.memory_bytes = 1e15; /* the memory limit is not the point */
     fx_run(&m, &c, &t, &s, &gpu);
     ASSERT_REL(gpu.perf_total[APS_PERF_HOST], 1152 * 30e-6, REL);
-    ASSERT_REL(gpu.perf_total[APS_PERF_KERNEL_GAPS], 1152 * 1.696e-6, REL);
-    ASSERT_REL(gpu.perf_exposed[APS_PERF_KERNEL_GAPS], 1152 * 1.696e-6, REL);
+    ASSERT_REL(gpu.perf_total[APS_PERF_KERNEL_GAPS], 1152 * 1.184e-6, REL);
+    ASSERT_REL(gpu.perf_exposed[APS_PERF_KERNEL_GAPS], 1152 * 1.184e-6, REL);
     ASSERT_REL(gpu.perf_exposed[APS_PERF_HOST], 0.0, 0.0);
     c.device.host_seconds_per_kernel = 1e-3;
     fx_run(&m, &c, &t, &s, &host);
@@ -438,7 +438,7 @@ static void test_host_bound_step(void **state)
     t.cuda_graph_scope = APS_CG_FULL_ITERATION;
     fx_run(&m, &c, &t, &s, &host);
     ASSERT_REL(host.perf_total[APS_PERF_HOST], 0.0, 0.0);
-    ASSERT_REL(host.perf_total[APS_PERF_KERNEL_GAPS], 1152 * 1.696e-6, REL);
+    ASSERT_REL(host.perf_total[APS_PERF_KERNEL_GAPS], 1152 * 1.184e-6, REL);
     ASSERT_REL(host.step_time, gpu.step_time, 1e-12);
 }
 

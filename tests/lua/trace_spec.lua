@@ -205,19 +205,24 @@ describe("apsearch.trace GEMMs", function()
   end)
 
   -- The GPU's gap between queued kernels, checked with an independent
-  -- script (Python over the same events: successive kernels of one
-  -- stream, no NCCL kernel, the second's cudaLaunchKernel* call ended by
-  -- the first's end; statistics.median of start less end): the H100
-  -- trace 1,001 pairs, median 1.696045 us; the A100 trace 5,082 pairs,
-  -- 4 us (whole-us timestamps); the Nsight export none (its CloverLeaf
-  -- syncs after every kernel, so no kernel is queued).
+  -- script (Python over the same events: successive activities of one
+  -- stream, kernels, copies and memsets, a pair when both are kernels, no
+  -- NCCL one, the second's cudaLaunchKernel* call ended by the first's
+  -- end; statistics.median of start less end, 0 at least): the H100
+  -- trace 838 pairs, median 1.183838 us (1,001 and 1.696 us with the 163
+  -- pairs that have a copy or memset between them); the A100 trace 4,222
+  -- pairs, 3 us (whole-us timestamps; 5,082 and 4 us with copies); the
+  -- Nsight export none (its CloverLeaf syncs after every kernel, so no
+  -- kernel is queued).
   it("measures the GPU's gap between queued kernels on public traces as an independent script does", function()
     local m = trace.measure(trace.load(QWEN))
-    assert.are.equal(1001, m.queued_pairs)
-    near(1.696045e-6, m.gpu_seconds_per_kernel, 1e-12)
+    assert.are.equal(838, m.queued_pairs)
+    near(1.183838e-6, m.gpu_seconds_per_kernel, 1e-12)
     m = trace.measure(trace.load(FIXTURE))
-    assert.are.equal(5082, m.queued_pairs)
-    near(4e-6, m.gpu_seconds_per_kernel, 1e-15)
+    assert.are.equal(4222, m.queued_pairs)
+    near(3e-6, m.gpu_seconds_per_kernel, 1e-15)
+    -- epoch microseconds near 1.68e15: a double resolves 0.25 us there
+    assert.are.equal(0.25e-6, m.gap_resolution)
     m = trace.measure(trace.load(NSYS))
     assert.are.equal(0, m.queued_pairs)
     assert.is_nil(m.gpu_seconds_per_kernel)
@@ -263,6 +268,40 @@ describe("apsearch.trace GEMMs", function()
     local m = trace.measure(trace.load(p))
     assert.are.equal(149, m.queued_pairs)
     near(2e-6, m.gpu_seconds_per_kernel, 1e-12)
+    -- a memset between kernels 1 and 2 of stream 10 breaks that pair
+    ev[#ev + 1] = { ph = "X", cat = "gpu_memset", name = "Memset (Device)", pid = 0, tid = 10, ts = 3e6 + 4.5,
+      dur = 1 }
+    p = write(dir .. "/t2.json", cjson.encode({ traceEvents = ev,
+      deviceProperties = { { name = "NVIDIA H100 80GB HBM3" } } }))
+    m = trace.measure(trace.load(p))
+    assert.are.equal(148, m.queued_pairs)
+    -- launches of another process with the same correlation ids (traces
+    -- joined): not measured, and why
+    for i = 1, 121 do
+      ev[#ev + 1] = { ph = "X", cat = "cuda_runtime", name = "cudaLaunchKernel", pid = 2, tid = 1, ts = 900 + i,
+        dur = 1, args = { correlation = 3000 + i } }
+    end
+    p = write(dir .. "/t3.json", cjson.encode({ traceEvents = ev,
+      deviceProperties = { { name = "NVIDIA H100 80GB HBM3" } } }))
+    m = trace.measure(trace.load(p))
+    assert.is_nil(m.gpu_seconds_per_kernel)
+    assert.truthy(m.gap_not_measured:find("121 launches share a correlation id", 1, true), m.gap_not_measured)
+  end)
+
+  it("does not measure a gap its timestamps cannot resolve", function()
+    -- 121 queued kernels 2 us apart at 1e18 us: a double's step there is
+    -- 128 us
+    local gaps = {}
+    for i = 1, 120 do gaps[i] = 2e-6 end
+    local g, why = trace.gap_measure(gaps, 128, 0)
+    assert.is_nil(g)
+    assert.truthy(why:find("resolves only 128 us", 1, true), why)
+    g, why = trace.gap_measure(gaps, 0.25, 0)
+    near(2e-6, g, 1e-18)
+    assert.is_nil(why)
+    g, why = trace.gap_measure({ 1e-6 }, 0, 0)
+    assert.is_nil(g)
+    assert.truthy(why:find("1 pairs", 1, true), why)
   end)
 
   it("fits a public H100 profile's GEMMs as an independent script does, and does not write a forward pass's", function()
@@ -663,9 +702,10 @@ describe("apsearch calibrate --trace", function()
     for line in out:gmatch("[^\n]+") do assert.is_true(utf8.len(line) <= 120, line) end
     local c = cjson.decode(H.read(dir .. "/c.json"))
     assert.are.same({ host_seconds_per_kernel = 23e-6, host_seconds_per_loop_kernel = 4e-6,
-      gpu_seconds_per_kernel = 4e-6 }, c.devices["a100-sxm4-80gb"])
-    assert.truthy(flat:find("GPU 4.00 us between two kernels of a stream when the second was queued (median of " ..
-      "5082 such pairs, NCCL left out; preset 4.00): gpu_seconds_per_kernel", 1, true), out)
+      gpu_seconds_per_kernel = 3e-6 }, c.devices["a100-sxm4-80gb"])
+    assert.truthy(flat:find("GPU 3.00 us between two kernels of a stream when the second was queued (median of " ..
+      "4222 such pairs, NCCL kernels and pairs with a copy between left out; preset 3.00): gpu_seconds_per_kernel",
+      1, true), out)
     local total = 0
     for _, sec in pairs(c.trace.kernel_seconds) do total = total + sec end
     assert.is_true(math.abs(total - 0.401445) < 1e-9, total)
@@ -686,7 +726,7 @@ describe("apsearch calibrate --trace", function()
     local _, _, e3 = apsearch("estimate", pol, "--strategy", "fsdp_degree=8,micro_batch_size=1",
       "--calibration", dir .. "/c.json")
     assert.truthy(e3:find("apsearch: note: calibration " .. dir .. "/c.json applied to a100-sxm4-80gb: " ..
-      "gpu_seconds_per_kernel 4e-06, host_seconds_per_kernel 2.3e-05, host_seconds_per_loop_kernel 4e-06", 1, true), e3)
+      "gpu_seconds_per_kernel 3e-06, host_seconds_per_kernel 2.3e-05, host_seconds_per_loop_kernel 4e-06", 1, true), e3)
   end)
 
   it("refuses bad traces with one line naming the file", function()

@@ -1042,7 +1042,7 @@ describe("published GB200 runs of later releases (tests/fixtures/gb200_later_che
   -- the 8B rows within 16 % and all under (the 8B runs of the held-out
   -- tables are under on every device: H100 -18 %, B200 -13 %, GB200 -7 %;
   -- docs/accuracy.md "Blackwell GEMMs from a microbenchmark"; the GPU's
-  -- gaps between kernels, 2026-12-05, took gd01 from -14.9 to -15.3 %)
+  -- gaps between kernels, 2026-12-05, took gd01 from -14.9 to -15.2 %)
   it("dense Llama 3 on GB200: 70B within 10 %, 8B within 16 % and under", function()
     local res = validate.run(path)
     local n = 0

@@ -212,6 +212,13 @@ function M.format(est, inputs, stack)
     end
     rows[#rows + 1] = { "step time", "", f3(est.step_time) }
     out[#out + 1] = (common.align({ "category", "total (s)", "exposed (s)" }, rows, { false, true, true }):gsub("\n$", ""))
+    -- the two categories no framework log names, said where they are
+    -- nonzero (docs/outputs.md "Breakdowns")
+    if common.time_value(pb, "host_launch", "total") > 0 or common.time_value(pb, "kernel_gaps", "total") > 0 then
+      out[#out + 1] = common.fold_text("host_launch: the host launching the layers' kernels (exposed: what the GPU "
+        .. "waits for it); kernel_gaps: the GPU idle between two queued kernels, every kernel's, always exposed "
+        .. "(docs/modeling.md \"Host time\")", require("apsearch.format.table").max_width)
+    end
     -- an estimate over the memory limit is not simulated (schedule.c
     -- pipeline_bubble): its bubble is the closed form on the slowest stage
     if est.feasible == false and ((est.strategy or {}).pp_degree or 1) > 1 then

@@ -142,11 +142,10 @@ function M.measure_lines(path, calib, m)
     or "no ProfilerStep annotation")
   local gap = calib.devices[dev].gpu_seconds_per_kernel
   lines[#lines + 1] = gap and ("GPU %.2f us between two kernels of a stream when the second was queued (median " ..
-    "of %d such pairs, NCCL left out%s): gpu_seconds_per_kernel"):format(gap * 1e6, m.queued_pairs,
-      ok and ("; preset %.2f"):format(preset.gpu_seconds_per_kernel * 1e6) or "")
-    or (m.gpu_seconds_per_kernel and "GPU gap between queued kernels not written: the trace ran on another GPU"
-      or ("GPU gap between queued kernels not measured: %d pairs of successive kernels of a stream with the " ..
-        "second queued, %d needed"):format(m.queued_pairs, require("apsearch.trace").MIN_QUEUED_PAIRS))
+    "of %d such pairs, NCCL kernels and pairs with a copy between left out%s): gpu_seconds_per_kernel"):format(
+      gap * 1e6, m.queued_pairs, ok and ("; preset %.2f"):format(preset.gpu_seconds_per_kernel * 1e6) or "")
+    or ("GPU gap between queued kernels not written: " .. (calib.trace.gap_not_written or m.gap_not_measured
+      or "the trace ran on another GPU"))
   local classes = {}
   for _, k in ipairs(util.sorted_keys(m.kernels)) do
     classes[#classes + 1] = ("%s %d (%.4f s)"):format(k, m.kernels[k], m.kernel_seconds[k])

@@ -196,8 +196,10 @@ end
 -- @tparam[opt] boolean moe the model has experts: the step time takes the
 --   MoE runs' interval (M.MOE_CLASS; the pooled dense one only when the
 --   table has none)
--- @tparam[opt] table model the model: its M.model_caveats become the step
---   time interval's `caveats` (absent when none)
+-- @tparam[opt] table model the model: its M.model_caveats, and the range
+--   of its held-out runs on the device when outside the interval
+--   (apsearch.evidence), become the step time interval's `caveats`
+--   (absent when none)
 -- @treturn table {step_time = interval|nil, mem_peak = interval|nil}; the
 --   memory interval is the framework's class when the table has one
 function M.of_estimate(step_time, mem_peak, framework, device, precision, moe, model)
@@ -206,6 +208,10 @@ function M.of_estimate(step_time, mem_peak, framework, device, precision, moe, m
   local class = moe and M.MOE_CLASS or M.class_of(framework, device, precision)
   local st = M.interval(step_time, d.step_time, class)
   local caveats = M.model_caveats(model, framework)
+  -- the model's own held-out runs on this GPU, when they fell outside
+  local held = st and step_time > 0 and
+    require("apsearch.evidence").caveat(model, device, st.lo / step_time, st.hi / step_time)
+  if held then caveats[#caveats + 1] = held end
   if st and #caveats > 0 then st.caveats = caveats end
   return { step_time = st, mem_peak = M.interval(mem_peak, d.mem_peak, tostring(framework)) }
 end

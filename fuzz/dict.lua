@@ -23,6 +23,8 @@ local FILES = {
     "src/core/presets.c", "src/core/names.c" },
   -- a rule's body: the fields of a candidate and of ctx
   sandbox = { "lua/apsearch/rules.lua", "lua/apsearch/schema.lua" },
+  -- a profiler trace: its event keys, categories, op and kernel names
+  trace = { "lua/apsearch/trace.lua", "lua/apsearch/calibration.lua" },
 }
 
 -- how a word appears in each target's input, and the syntax around it
@@ -33,6 +35,13 @@ local FORMS = {
     extra = { ",", '"', "\n", "\r\n", "true", "false", "1e308", "-1", "0", "\239\187\191" } },
   baseline = { function(w) return '"' .. w .. '":' end,
     extra = { "{", "}", "[", "]", ":", ",", "null", "true", "false", "1e308", "-1" } },
+  -- a key (`"ts":`) or a value (`"kernel"`): categories and names are
+  -- values in a trace
+  trace = { function(w) return '"' .. w .. '":', '"' .. w .. '"' end,
+    extra = { "{", "}", "[", "]", ":", ",", "null", "true", "false", "1e308", "-1", "-0", "0.5",
+      '"ph":"X"', '"cat":"kernel"', '"cat":"cuda_runtime"', '"cat":"gpu_memset"', '"cat":"cpu_op"',
+      '"name":"cudaLaunchKernel"', '"args":{"correlation":', '"traceEvents":[', '"deviceProperties":[',
+      "ProfilerStep#1", "nccl" } },
   args = { function(w) return w end,
     extra = { "--set=", "--fix=", "--strategy=", "--cluster=", "--model=", "--format=",
       "--top-k=", "--rules=", "--objective=", "--calibration=", "--baseline=", "..", ",",
@@ -62,7 +71,7 @@ local FORMS = {
 local target, root = arg[1], arg[2] or "."
 if not FILES[target] then
   io.stderr:write("usage: lua5.4 fuzz/dict.lua TARGET [ROOT] (targets: config_json, csv, ",
-    "baseline, args, policy, sandbox)\n")
+    "baseline, args, trace, policy, sandbox)\n")
   os.exit(2)
 end
 

@@ -387,6 +387,32 @@ function targets.args()
   end
 end
 
+--- Profiler traces: the input is a Kineto (Chrome trace-event) JSON
+-- profile, read as `apsearch calibrate --trace FILE` without -o
+-- (apsearch.trace: the reader, the launch, kernel-gap and step measures,
+-- the GEMM and attention fits, what a calibration would hold); and what
+-- apsearch.trace.calibration would write is a finding unless every value
+-- is a finite number of at least 0 (a nan or inf would reach every
+-- estimate that applies the file).
+function targets.trace()
+  local trace = require "apsearch.trace"
+  return function(data)
+    local path = write("fuzz_trace.json", data)
+    local why, status = apsearch({}, { "calibrate", "--trace", path, "--quiet" })
+    if why or status ~= 0 then return why end
+    local ok, calib = pcall(trace.calibration, path)
+    if not ok then return nil end -- refused: main said so above
+    for dev, fields in pairs(calib.devices) do
+      for k, v in pairs(fields) do
+        if type(v) ~= "number" or v ~= v or v < 0 or v == math.huge then
+          return ("calibrate --trace would write devices.%s.%s = %s"):format(dev, k, tostring(v))
+        end
+      end
+    end
+    return nil
+  end
+end
+
 --- Policy loading: the input is a policy file, run as `apsearch run
 -- FILE --out tmp/out` (the sandbox with M.SANDBOX_* limits, the fields'
 -- validation, the search with its rules and objective, every output).
@@ -446,8 +472,8 @@ function targets.sandbox()
 end
 
 --- Prepares the target `name` and returns the function to run per input.
--- @tparam string name a target: config_json, csv, baseline, args, policy,
---   sandbox
+-- @tparam string name a target: config_json, csv, baseline, args, trace,
+--   policy, sandbox
 -- @tparam string dir the harness's temporary directory
 -- @treturn function(data) -> nil | finding
 function M.setup(name, dir)

@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
 
 usage() {
-  echo "usage: scripts/fuzz.sh SECONDS [TARGET...]  (targets: config_json csv baseline args policy sandbox)" >&2
+  echo "usage: scripts/fuzz.sh SECONDS [TARGET...]  (targets: config_json csv baseline args trace policy sandbox)" >&2
   exit 2
 }
 [ $# -ge 1 ] || usage
@@ -35,7 +35,7 @@ case "$1" in ''|*[!0-9]*) echo "scripts/fuzz.sh: SECONDS must be a positive inte
 [ "$1" -gt 0 ] || usage
 TIME="$1"
 shift
-ALL="config_json csv baseline args policy sandbox"
+ALL="config_json csv baseline args trace policy sandbox"
 TARGETS="${*:-$ALL}"
 for t in $TARGETS; do
   case " $ALL " in *" $t "*) ;; *) echo "scripts/fuzz.sh: unknown target \"$t\"" >&2; usage ;; esac

@@ -795,6 +795,11 @@ typedef struct {
                                        starting it), s; every kernel of a
                                        layer program pays it (presets.c,
                                        layerprog.c) */
+    double gpu_min_kernel_seconds; /**< the shortest a kernel runs, s:
+                                       the MoE router's and dispatcher
+                                       preprocess's kernels on T x E
+                                       tensors run at least this each
+                                       (presets.c, layerprog.c) */
     double ssd_scan_rate;         /**< forward rate of Mamba-2's chunked
                                        SSD scan kernels (mamba_ssm's
                                        Triton kernels), state elements

@@ -45,6 +45,9 @@ M.FIELDS = {
   -- (src/core/layerprog.c): measured by `calibrate --trace` on the traced
   -- GPU (apsearch.trace queued_gaps), never fitted to cases
   { field = "gpu_seconds_per_kernel", lo = 0.0, hi = 1e-2, needs = "trace" },
+  -- the shortest a kernel runs on the traced GPU (the 1st percentile of
+  -- its kernels' durations, apsearch.trace min_kernel_measure)
+  { field = "gpu_min_kernel_seconds", lo = 0.0, hi = 1e-2, needs = "trace" },
 }
 
 --- Whether a stack's profile sets, for a device, a field that evidence

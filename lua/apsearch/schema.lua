@@ -157,6 +157,7 @@ M.device = {
   hbm_efficiency = "nonneg", collective_efficiency = "nonneg",
   host_seconds_per_kernel = "nonneg", host_seconds_per_loop_kernel = "nonneg",
   host_seconds_per_loop_gemm = "nonneg", gpu_seconds_per_kernel = "nonneg",
+  gpu_min_kernel_seconds = "nonneg",
   ssd_scan_rate = "nonneg",
 }
 

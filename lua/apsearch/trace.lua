@@ -368,11 +368,11 @@ local KERNEL, NCCL, COPY = 1, 2, 3
 local function stream_add(streams, key, ts, us, corr, kind)
   local st = streams[key]
   if not st then
-    st = { ts = {}, te = {}, corr = {}, kind = {}, n = 0 }
+    st = { ts = {}, te = {}, dur = {}, corr = {}, kind = {}, n = 0 }
     streams[key] = st
   end
   local n = st.n + 1
-  st.n, st.ts[n], st.te[n], st.corr[n], st.kind[n] = n, ts, ts + us, corr or false, kind
+  st.n, st.ts[n], st.te[n], st.dur[n], st.corr[n], st.kind[n] = n, ts, ts + us, us, corr or false, kind
 end
 
 -- Launch calls by thread, kernels by class, step durations; GEMM and
@@ -539,6 +539,32 @@ function M.gap_measure(gaps, step, shared)
   return m, nil
 end
 
+--- Fewest kernels for `gpu_min_kernel_seconds`.
+M.MIN_KERNELS = 100
+--- Largest `gpu_min_kernel_seconds` written: the shortest kernel runs 1.5
+-- to 3.8 us on every GPU traced (src/core/presets.c); a 1st percentile
+-- above 20 us means the profile ran no small kernels to measure it on (a
+-- GEMM benchmark), and is said, not written.
+M.MAX_MIN_KERNEL_SECONDS = 20e-6
+
+--- The shortest a kernel runs: the 1st percentile of the durations of the
+-- kernels of every stream (the ceil(n / 100)-th shortest; NCCL kernels,
+-- copies and memsets left out), seconds, or nil with fewer than
+-- M.MIN_KERNELS kernels.
+-- @tparam table streams the scan's columns by stream
+-- @treturn number|nil
+function M.min_kernel_measure(streams)
+  local durs = {}
+  for _, st in pairs(streams) do
+    for k = 1, st.n do
+      if st.kind[k] == KERNEL then durs[#durs + 1] = st.dur[k] end
+    end
+  end
+  if #durs < M.MIN_KERNELS then return nil end
+  table.sort(durs)
+  return durs[math.ceil(#durs / 100)] * US
+end
+
 --- Measures a loaded trace.
 -- @tparam table t from M.load
 -- @treturn table `{host_seconds_per_kernel, host_seconds_per_loop_kernel,
@@ -576,7 +602,9 @@ function M.measure(t)
   for k, f in ipairs({ 0.25, 0.5, 0.75 }) do q[k] = gaps[math.max(1, math.ceil(f * #gaps))] end
   local queued, step = queued_gaps(acc.streams, acc.launch_end)
   local gap, why = M.gap_measure(queued, step, acc.shared_correlations)
+  local shortest = M.min_kernel_measure(acc.streams)
   return {
+    gpu_min_kernel_seconds = shortest,
     gpu_seconds_per_kernel = gap, gap_not_measured = why, queued_pairs = #queued, gap_resolution = step * US,
     gap_quartiles = q,
     host_seconds_per_kernel = median(gaps), host_seconds_per_loop_kernel = median(durs),
@@ -1016,6 +1044,9 @@ function M.calibration(path, device, per_step)
   local same_gpu = t.devices[1] == nil or (own ~= nil and own == preset:lower())
   -- the GPU's gap between queued kernels is the traced GPU's too; one
   -- beyond the core's bound is said, not written (the rest still is)
+  -- the shortest kernel, when the profile has small kernels to show it
+  fields.gpu_min_kernel_seconds = same_gpu and m.gpu_min_kernel_seconds and
+    m.gpu_min_kernel_seconds <= M.MAX_MIN_KERNEL_SECONDS and m.gpu_min_kernel_seconds or nil
   local gap, gap_not_written = same_gpu and m.gpu_seconds_per_kernel, nil
   if gap and gap > M.MAX_GAP_SECONDS then
     gap_not_written = ("its median %.3g s is beyond the %g s a device may take (a profile of queued kernels " ..

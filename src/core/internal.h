@@ -666,6 +666,13 @@ typedef struct {
     double mla_up_fwd, mla_up_act; /**< MLA up projections (mla_up_proj) */
     double dsa_indexer_fwd; /**< s: the DSA indexer's forward (dsa.c) */
     double dsa_indexer_bwd; /**< s: its backward, when trained (dsa.c) */
+    double router_fwd;      /**< s: of membound_fwd, the router's softmax /
+                                 sigmoid and top-k over fp32 scores */
+    double router_floor_fwd, router_floor_bwd; /**< s: what the router's and
+                                 preprocess's kernels take beyond router_fwd
+                                 (forward) and twice it (backward) at the
+                                 device's shortest kernel each
+                                 (aps_router_floor) */
     /* Megatron's sync-free experts (training.moe_expert_rank_capacity_
      * factor): rows of the static receive buffer and expert tensors, and
      * under the paged stash the balanced token copies one layer stashes
@@ -685,6 +692,8 @@ typedef struct {
     double drop_tp_recompute; /**< of them recomputed */
     double ep_hidden_fwd, ep_hidden_bwd; /**< of ep_fwd, ep_bwd: hidden
                                               behind the shared expert */
+    double router_floor_fwd; /**< one MoE layer's router_floor_fwd (in
+                                  comp_fwd), GPU time before the sync */
     double attn_delta_fwd;  /**< one layer's MLA / DSA attention forward
                                  beyond the layer cost's (comp_fwd adds it
                                  on every layer), 0 without */
@@ -1330,6 +1339,14 @@ void aps_kernel_program_build(const aps_model *m, const aps_training *t,
                               const aps_strategy *s,
                               const aps_hybrid_counts *w,
                               aps_host_program *out);
+
+/** The router's floor: the MoE block's router and preprocess kernels
+ *  (the kernel program k's moe_pre, norm included) run at least
+ *  d->gpu_min_kernel_seconds each, whatever bytes moe.c prices for them
+ *  (mc->router_fwd forward, twice it backward); sets
+ *  mc->router_floor_fwd and _bwd to what that adds, 0 at least. */
+void aps_router_floor(const aps_device *d, const aps_host_program *k,
+                      aps_moe_cost *mc);
 
 /** Seconds per launch of each kind of a layer program: a kernel from
  *  Python (py), a kernel from a C++ loop (loop), a GEMM of TE's

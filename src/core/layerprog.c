@@ -366,6 +366,16 @@ void aps_kernel_program_build(const aps_model *m, const aps_training *t,
     program_build(m, t, s, w, APS_CG_NONE, out);
 }
 
+void aps_router_floor(const aps_device *d, const aps_host_program *k,
+                      aps_moe_cost *mc)
+{
+    double dmin = d->gpu_min_kernel_seconds;
+    double f = k->moe_pre.fwd * dmin - mc->router_fwd;
+    double b = k->moe_pre.bwd * dmin - APS_HOST_BWD_RATIO * mc->router_fwd;
+    mc->router_floor_fwd = f > 0 ? f : 0.0;
+    mc->router_floor_bwd = b > 0 ? b : 0.0;
+}
+
 aps_launch_costs aps_host_launch_costs(const aps_device *d)
 {
     return (aps_launch_costs){d->host_seconds_per_kernel,

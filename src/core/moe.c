@@ -919,6 +919,7 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
                    APS_MOE_PERMUTE_PASSES * A * Tin * K * load * w +
                    2.0 * APS_FP32_BYTES * Tin * E;
     out->membound_fwd = bytes / hbm;
+    out->router_fwd = 2.0 * APS_FP32_BYTES * Tin * E / hbm;
     if (eager_expert_bias(m, t)) {
         out->bias_fwd = APS_EAGER_EXPERT_BIAS_FWD_BYTES * Te * w / hbm;
         out->bias_bwd = APS_EAGER_EXPERT_BIAS_BWD_BYTES * Te * w / hbm;
@@ -1068,6 +1069,11 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
                                dense_bias;
     out->expert_params = moe_expert_part(m, s);
     out->expert_matmul_params = moe_expert_matmul(m, s);
+    /* the router's and preprocess's kernels at the device's shortest
+     * kernel each (the layer program's count, graphed or not) */
+    aps_host_program k;
+    aps_kernel_program_build(m, t, s, NULL, &k);
+    aps_router_floor(d, &k, out);
 }
 
 void aps_moe_stage(const aps_model *m, const aps_training *t,
@@ -1090,12 +1096,15 @@ void aps_moe_stage(const aps_model *m, const aps_training *t,
     double fl = gl + mc->mla_attn_fwd + mc->dsa_indexer_fwd; /* no bwd */
     out->moe_layers = nm;
     out->attn_delta_fwd = nl > 0 ? fl : 0.0;
-    out->comp_fwd = nm * fm + nl * fl;
+    out->router_floor_fwd = mc->router_floor_fwd;
+    /* the router's and preprocess's kernels at their floor (layerprog.c
+     * aps_router_floor) */
+    out->comp_fwd = nm * (fm + mc->router_floor_fwd) + nl * fl;
     out->comp_bwd = nm * (2.0 * gm + 2.0 * mc->membound_fwd + mc->cast_bwd +
-                          mc->bias_bwd) +
+                          mc->bias_bwd + mc->router_floor_bwd) +
                     nl * (2.0 * gl + mc->mla_attn_bwd + mc->dsa_indexer_bwd);
     out->wgrad = nm * gm + nl * gl;
-    out->recompute = rm * fm + rl * fl;
+    out->recompute = rm * (fm + mc->router_floor_fwd) + rl * fl;
     out->ep_fwd = nm * mc->ep_fwd;
     out->ep_bwd = nm * mc->ep_bwd + rm * mc->ep_fwd;
     out->drop_tp_layers = nm * mc->drop_mlp_tp;
@@ -1103,7 +1112,7 @@ void aps_moe_stage(const aps_model *m, const aps_training *t,
     /* selective recompute modules on the layers not fully recomputed */
     double km = nm - rm, kl = nl - rl;
     if (mods & APS_RCM_MOE) {
-        out->recompute += km * mc->moe_fwd;
+        out->recompute += km * (mc->moe_fwd + mc->router_floor_fwd);
         out->ep_bwd += km * mc->ep_fwd; /* dispatched and combined again */
     } else {
         if (mods & APS_RCM_SHARED_EXPERTS)

@@ -267,6 +267,15 @@
  *  Hopper value: no public trace of theirs was found. */
 #define APS_GPU_KERNEL_GAP_HOPPER 1.184e-6
 #define APS_GPU_KERNEL_GAP_AMPERE 3e-6
+/** The shortest a kernel runs on the GPU, seconds: the 1st percentile of
+ *  the kernels' durations (the ceil(n / 100)-th shortest, NCCL's left out)
+ *  in the same two traces, the tiniest elementwise kernels: H100 1.568 us
+ *  of 1,465 kernels (the shortest 1.471 us), A100 3 us of 6,000 (whole
+ *  us; the shortest 2).
+ *  The MoE router's and preprocess's kernels, on T x E and T x k tensors,
+ *  run about this each whatever their bytes (layerprog.c). */
+#define APS_GPU_MIN_KERNEL_HOPPER 1.568e-6
+#define APS_GPU_MIN_KERNEL_AMPERE 3e-6
 /** Largest latency of a link step a device may take: 1 s, a million times
  *  InfiniBand's microseconds. */
 #define APS_MAX_LATENCY 1.0
@@ -500,14 +509,16 @@ typedef struct {
                .fp8_gemm_efficiency = APS_FP8_GEMM_EFF_JOINT,            \
                .attention_efficiency = APS_ATTN_EFF_AMPERE,              \
                .unfused_attention_efficiency = APS_UNFUSED_ATTN_EFF_AMPERE, \
-               .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_AMPERE
+               .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_AMPERE, \
+               .gpu_min_kernel_seconds = APS_GPU_MIN_KERNEL_AMPERE
 /* Hopper defaults. */
 #define HOPPER_ON .nccl_nvls_bytes_per_rank = APS_NCCL_NVLS_PER_RANK,    \
                .gemm_efficiency = APS_GEMM_EFF_HOPPER,               \
                .fp8_gemm_efficiency = APS_FP8_GEMM_EFF_HOPPER,          \
                .attention_efficiency = APS_ATTN_EFF_HOPPER,           \
                .unfused_attention_efficiency = APS_ATTN_EFF_HOPPER,   \
-               .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_HOPPER
+               .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_HOPPER, \
+               .gpu_min_kernel_seconds = APS_GPU_MIN_KERNEL_HOPPER
 /* Blackwell: Hopper's fp8 GEMM efficiency scaled by the microbenchmark
  * (APS_GEMM_SCALE_BLACKWELL), bf16's from it by the B300 benchmark
  * (APS_BF16_OVER_FP8_GEMM_BLACKWELL); attention as Hopper's, an
@@ -520,7 +531,8 @@ typedef struct {
                    APS_FP8_GEMM_EFF_JOINT * APS_GEMM_SCALE_BLACKWELL,  \
                .attention_efficiency = APS_ATTN_EFF_JOINT,            \
                .unfused_attention_efficiency = APS_ATTN_EFF_JOINT,    \
-               .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_HOPPER
+               .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_HOPPER, \
+               .gpu_min_kernel_seconds = APS_GPU_MIN_KERNEL_HOPPER
 /* Blackwell Ultra: the exponentials run in the fused attention loop only;
  * unfused attention's batched GEMMs are priced as on Blackwell. */
 #define BLACKWELL_ULTRA .nccl_nvls_bytes_per_rank = APS_NCCL_NVLS_PER_RANK, \
@@ -532,7 +544,8 @@ typedef struct {
                .attention_efficiency =                                \
                    APS_ATTN_EFF_JOINT * APS_ATTN_SFU_SPEEDUP_BLACKWELL_ULTRA, \
                .unfused_attention_efficiency = APS_ATTN_EFF_JOINT,    \
-               .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_HOPPER
+               .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_HOPPER, \
+               .gpu_min_kernel_seconds = APS_GPU_MIN_KERNEL_HOPPER
 /* AMD CDNA 3 (MI300X, MI325X: one compute die), RCCL, x86 host. */
 #define CDNA3 HOST_FIELDS,                                              \
                .intra_node_links = APS_IF_LINKS_CDNA3,                 \
@@ -542,7 +555,8 @@ typedef struct {
                .unfused_attention_efficiency = APS_ATTN_EFF_JOINT,    \
                .hbm_efficiency = APS_HBM_EFF * APS_HBM_SCALE_CDNA3,   \
                .collective_efficiency = APS_COLL_EFF_CDNA3,           \
-               .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_HOPPER
+               .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_HOPPER, \
+               .gpu_min_kernel_seconds = APS_GPU_MIN_KERNEL_HOPPER
 /* AMD CDNA 4 (MI355X): the CDNA 3 rule with the MI355X's GEMM scale. */
 #define CDNA4 HOST_FIELDS,                                              \
                .intra_node_links = APS_IF_LINKS_CDNA4,                 \
@@ -552,7 +566,8 @@ typedef struct {
                .unfused_attention_efficiency = APS_ATTN_EFF_JOINT,    \
                .hbm_efficiency = APS_HBM_EFF * APS_HBM_SCALE_CDNA4,   \
                .collective_efficiency = APS_COLL_EFF_CDNA4,           \
-               .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_HOPPER
+               .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_HOPPER, \
+               .gpu_min_kernel_seconds = APS_GPU_MIN_KERNEL_HOPPER
 
 /* The compute die and HBM of the A100 SXM4 80GB (NVIDIA A100 datasheet,
  * 2021: BF16 312 TFLOPS dense, FP32 19.5, HBM2e 2,039 GB/s; 108 SMs; its
@@ -1105,6 +1120,7 @@ aps_status aps_cluster_validate(const aps_cluster *c, char *err, size_t n)
          d->host_seconds_per_loop_kernel},
         {"host_seconds_per_loop_gemm", "GEMM", d->host_seconds_per_loop_gemm},
         {"gpu_seconds_per_kernel", "kernel", d->gpu_seconds_per_kernel},
+        {"gpu_min_kernel_seconds", "kernel", d->gpu_min_kernel_seconds},
     };
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) {
         if (!(host[i].v >= 0 && host[i].v <= APS_MAX_HOST_SECONDS)) {

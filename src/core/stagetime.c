@@ -251,7 +251,7 @@ static void stage_host(const aps_cluster *c, const aps_layout *lay,
         /* an MLA / DSA model's attention is the layer cost's plus its
          * delta, which comp_fwd adds on every layer (moe.c) */
         st->moe_g_pre = layer_fwd - lc->moe.dense_mlp_fwd + mo->attn_delta_fwd +
-                        st->gaps.attn + st->gaps.moe_pre;
+                        mo->router_floor_fwd + st->gaps.attn + st->gaps.moe_pre;
         st->moe_g_post = lc->moe.moe_fwd + st->ep_exposed_fwd / mo->moe_layers +
                          st->gaps.moe_post;
     }

@@ -394,6 +394,7 @@ static const apsl_field device_fields[] = {
     FLD(aps_device, host_seconds_per_loop_kernel, FT_NUM, NULL),
     FLD(aps_device, host_seconds_per_loop_gemm, FT_NUM, NULL),
     FLD(aps_device, gpu_seconds_per_kernel, FT_NUM, NULL),
+    FLD(aps_device, gpu_min_kernel_seconds, FT_NUM, NULL),
     FLD(aps_device, ssd_scan_rate, FT_NUM, NULL),
     {"base", 4, FT_SKIP, -1, 1, 0, NULL},
 };

@@ -22,6 +22,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "fixtures.h"
@@ -381,6 +382,34 @@ static void test_kernel_gaps(void **state)
     assert_true(gpu.attn.fwd == 11.0 && gpu.moe_loop_gemm.fwd == 32.0);
 }
 
+/* The router's floor: Qwen3-30B-A3B's MoE block runs 41 kernels before
+ * the sync (norm 1, fused router 31, preprocess 9) and 82 backward; at
+ * 1.5 us each against a priced router of 10 us forward (20 backward):
+ *   forward  41 x 1.5 - 10 = 51.5 us;  backward 82 x 1.5 - 20 = 103 us;
+ * a router priced above its kernels' floor adds nothing. */
+static void test_router_floor(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_training t;
+    aps_strategy s;
+    qwen3_moe(&m, &t, &s);
+    aps_host_program k;
+    aps_kernel_program_build(&m, &t, &s, NULL, &k);
+    aps_device d = {0};
+    d.gpu_min_kernel_seconds = 1.5e-6;
+    aps_moe_cost mc;
+    memset(&mc, 0, sizeof mc);
+    mc.router_fwd = 10e-6;
+    aps_router_floor(&d, &k, &mc);
+    ASSERT_REL(mc.router_floor_fwd, 51.5e-6, REL);
+    ASSERT_REL(mc.router_floor_bwd, 103e-6, REL);
+    mc.router_fwd = 1e-3;
+    aps_router_floor(&d, &k, &mc);
+    ASSERT_REL(mc.router_floor_fwd, 0.0, 0.0);
+    ASSERT_REL(mc.router_floor_bwd, 0.0, 0.0);
+}
+
 /* The larger of GPU and host: without a sync over the whole forward;
  * with one per MoE layer, before and after it apart.  Host: attention
  * 1, router 2, after the sync 5 per MoE layer, 2 MoE layers, 3 s in the
@@ -450,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_moe_counts),
         cmocka_unit_test(test_host_stage_seconds),
         cmocka_unit_test(test_kernel_gaps),
+        cmocka_unit_test(test_router_floor),
         cmocka_unit_test(test_host_bound_forward),
         cmocka_unit_test(test_host_bound_step),
         cmocka_unit_test(test_graph_recompute_refused),

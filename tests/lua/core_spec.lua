@@ -113,7 +113,7 @@ describe("apsearch.core", function()
         "hbm_efficiency",
         "collective_efficiency", "peak_flops_fp4", "host_bandwidth",
         "host_seconds_per_kernel", "host_seconds_per_loop_kernel", "host_seconds_per_loop_gemm",
-        "gpu_seconds_per_kernel", "ssd_scan_rate" }
+        "gpu_seconds_per_kernel", "gpu_min_kernel_seconds", "ssd_scan_rate" }
       local n = 0
       for _ in pairs(d) do n = n + 1 end
       assert.are.equal(#fields, n)
@@ -129,6 +129,9 @@ describe("apsearch.core", function()
       assert.are.equal(1.184e-6, d.gpu_seconds_per_kernel)
       -- HTA's A100 trace's (APS_GPU_KERNEL_GAP_AMPERE)
       assert.are.equal(3e-6, core.device_preset("a100-sxm4-80gb").gpu_seconds_per_kernel)
+      -- the traces' 1st percentile of kernel durations (APS_GPU_MIN_KERNEL_*)
+      assert.are.equal(1.568e-6, d.gpu_min_kernel_seconds)
+      assert.are.equal(3e-6, core.device_preset("a100-sxm4-80gb").gpu_min_kernel_seconds)
     end)
 
     it("quotes a long bad string cut at 40 characters (lua_pushfstring takes no precision)", function()

@@ -223,6 +223,12 @@ describe("apsearch.trace GEMMs", function()
     near(3e-6, m.gpu_seconds_per_kernel, 1e-15)
     -- epoch microseconds near 1.68e15: a double resolves 0.25 us there
     assert.are.equal(0.25e-6, m.gap_resolution)
+    -- the shortest kernels, the ceil(n / 100)-th of the non-NCCL kernels'
+    -- durations (same script): A100 60th of 6,000, 3 us; H100 15th of
+    -- 1,465, 1.568 us; the Nsight export 14th of 1,312, 3.808 us
+    near(3e-6, m.gpu_min_kernel_seconds, 1e-15)
+    near(1.568e-6, trace.measure(trace.load(QWEN)).gpu_min_kernel_seconds, 1e-15)
+    near(3.808e-6, trace.measure(trace.load(NSYS)).gpu_min_kernel_seconds, 1e-15)
     m = trace.measure(trace.load(NSYS))
     assert.are.equal(0, m.queued_pairs)
     assert.is_nil(m.gpu_seconds_per_kernel)
@@ -322,8 +328,8 @@ describe("apsearch.trace GEMMs", function()
     local code, out, err = apsearch("calibrate", "--trace", QWEN)
     assert.are.equal(0, code, err)
     assert.truthy(out:gsub("\n  ", " "):find("nothing written (no -o FILE): a calibration would hold " ..
-      "devices.h100-sxm-80gb: gpu_seconds_per_kernel, host_seconds_per_kernel, host_seconds_per_loop_kernel", 1, true),
-      out)
+      "devices.h100-sxm-80gb: gpu_min_kernel_seconds, gpu_seconds_per_kernel, host_seconds_per_kernel, " ..
+      "host_seconds_per_loop_kernel", 1, true), out)
     assert.truthy(err:find("no autograd backward op: a forward-only profile", 1, true), err)
   end)
 
@@ -702,7 +708,7 @@ describe("apsearch calibrate --trace", function()
     for line in out:gmatch("[^\n]+") do assert.is_true(utf8.len(line) <= 120, line) end
     local c = cjson.decode(H.read(dir .. "/c.json"))
     assert.are.same({ host_seconds_per_kernel = 23e-6, host_seconds_per_loop_kernel = 4e-6,
-      gpu_seconds_per_kernel = 3e-6 }, c.devices["a100-sxm4-80gb"])
+      gpu_seconds_per_kernel = 3e-6, gpu_min_kernel_seconds = 3e-6 }, c.devices["a100-sxm4-80gb"])
     assert.truthy(flat:find("GPU 3.00 us between two kernels of a stream when the second was queued (median of " ..
       "4222 such pairs, NCCL kernels and pairs with a copy between left out; preset 3.00): gpu_seconds_per_kernel",
       1, true), out)
@@ -726,7 +732,8 @@ describe("apsearch calibrate --trace", function()
     local _, _, e3 = apsearch("estimate", pol, "--strategy", "fsdp_degree=8,micro_batch_size=1",
       "--calibration", dir .. "/c.json")
     assert.truthy(e3:find("apsearch: note: calibration " .. dir .. "/c.json applied to a100-sxm4-80gb: " ..
-      "gpu_seconds_per_kernel 3e-06, host_seconds_per_kernel 2.3e-05, host_seconds_per_loop_kernel 4e-06", 1, true), e3)
+      "gpu_min_kernel_seconds 3e-06, gpu_seconds_per_kernel 3e-06, host_seconds_per_kernel 2.3e-05, " ..
+      "host_seconds_per_loop_kernel 4e-06", 1, true), e3)
   end)
 
   it("refuses bad traces with one line naming the file", function()

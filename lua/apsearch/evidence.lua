@@ -22,14 +22,7 @@ local M = {}
 M.MIN_RUNS = 2
 
 -- the shipped table (apsearch.evidence_data), read once; nil without it
-local data
-local function table_data()
-  if data == nil then
-    local ok, d = pcall(require, "apsearch.evidence_data")
-    data = ok and d or false
-  end
-  return data or nil
-end
+local function table_data() return require("apsearch.util").data_module("apsearch.evidence_data") end
 
 local function int(v)
   v = tonumber(v) or 0

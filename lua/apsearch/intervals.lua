@@ -44,14 +44,7 @@ M.MIN_SOURCES = 2
 M.RANK_TOLERANCE = 1e-9
 
 -- the shipped table (apsearch.intervals_data), read once; nil without it
-local data
-local function table_data()
-  if data == nil then
-    local ok, d = pcall(require, "apsearch.intervals_data")
-    data = ok and d or false
-  end
-  return data or nil
-end
+local function table_data() return require("apsearch.util").data_module("apsearch.intervals_data") end
 
 --- Hardware generation of a device: "ampere", "hopper", "blackwell" or
 -- "other", from its preset name (a100/a800, h100/h200/h800,

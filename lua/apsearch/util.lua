@@ -569,4 +569,18 @@ function M.log(fmt, ...)
   io.stderr:write(text, "\n")
 end
 
+--- A generated data module (a table a script writes, e.g.
+-- apsearch.intervals_data), or nil when it is not installed: required once
+-- per name and remembered either way.
+-- @tparam string name module name
+-- @treturn table|nil
+local data_modules = {}
+function M.data_module(name)
+  if data_modules[name] == nil then
+    local ok, d = pcall(require, name)
+    data_modules[name] = ok and type(d) == "table" and d or false
+  end
+  return data_modules[name] or nil
+end
+
 return M

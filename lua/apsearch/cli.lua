@@ -1586,6 +1586,11 @@ local function cmd_inspect(args)
   end
   local core = require "apsearch.core"
   local counts = core.model_params(model)
+  -- "active" counts the embedding and output layer, as the core does;
+  -- model cards often quote it without them: both shown, in both formats
+  if counts.active then
+    counts.active_without_embedding_output = counts.active - (counts.embedding or 0) - (counts.output_layer or 0)
+  end
   -- what the config has that no estimate prices (apsearch.hf notes), and a
   -- multimodal config's vision parameters, counted apart
   local notes = info and info.notes or {}
@@ -1655,14 +1660,12 @@ local function cmd_inspect(args)
     keys[#keys + 1] = "vision (apart)"
     value["vision (apart)"] = info.vision_params
   end
-  -- "active" counts the embedding and output layer, as the core does;
-  -- model cards often quote it without them: both shown
   if counts.active then
     label.active = "active (with embedding, output)"
+    label.active_without_embedding_output = "active without embedding, output"
     local i = 0
     for j, k in ipairs(keys) do if k == "active" then i = j end end
-    table.insert(keys, i + 1, "active without embedding, output")
-    value["active without embedding, output"] = counts.active - (counts.embedding or 0) - (counts.output_layer or 0)
+    table.insert(keys, i + 1, "active_without_embedding_output")
   end
   for _, k in ipairs(keys) do
     rows[#rows + 1] = { label[k] or k, common.commas(value[k] or counts[k] or 0) }

@@ -373,6 +373,8 @@ local function stream_add(streams, key, ts, us, corr, kind)
   end
   local n = st.n + 1
   st.n, st.ts[n], st.te[n], st.dur[n], st.corr[n], st.kind[n] = n, ts, ts + us, us, corr or false, kind
+  -- a fractional start or duration: the profile records below 1 us
+  if kind ~= COPY and (ts % 1 ~= 0 or us % 1 ~= 0) then streams.fine = true end
 end
 
 -- Launch calls by thread, kernels by class, step durations; GEMM and
@@ -471,6 +473,7 @@ end
 local function queued_gaps(streams, launch_end)
   local gaps, step = {}, 0
   for _, st in pairs(streams) do
+    if type(st) ~= "table" then goto next_stream end
     local order = stream_order(st)
     for k = 2, st.n do
       local a, b = order[k - 1], order[k]
@@ -480,7 +483,10 @@ local function queued_gaps(streams, launch_end)
         step = math.max(step, spacing(st.ts[b]), spacing(st.te[a]))
       end
     end
+    ::next_stream::
   end
+  -- a profile in whole microseconds resolves no finer than that
+  if not streams.fine and #gaps > 0 then step = math.max(step, 1) end
   return gaps, step
 end
 
@@ -533,8 +539,8 @@ function M.gap_measure(gaps, step, shared)
   local m = median(gaps)
   -- (a median of 0 from fine timestamps is a measure: kernels back to back)
   if step * US >= math.max(m, US) then
-    return nil, ("the timestamps' magnitude resolves only %.3g us, not less than the gaps' median %.3g us"):format(
-      step, m * 1e6)
+    return nil, ("the timestamps resolve only %.3g us (whole microseconds, or a double at their magnitude), not " ..
+      "less than the gaps' median %.3g us"):format(step, m * 1e6)
   end
   return m, nil
 end
@@ -546,6 +552,11 @@ M.MIN_KERNELS = 100
 -- above 20 us means the profile ran no small kernels to measure it on (a
 -- GEMM benchmark), and is said, not written.
 M.MAX_MIN_KERNEL_SECONDS = 20e-6
+--- Smallest `gpu_min_kernel_seconds` written: the shortest kernel of every
+-- trace read ran 1.47 us (H100) or more; under half a microsecond is a
+-- trace of zero-length kernel records, not a GPU, and is said, not
+-- written (0 would turn the router's floor off).
+M.MIN_MIN_KERNEL_SECONDS = 0.5e-6
 
 --- The shortest a kernel runs: the 1st percentile of the durations of the
 -- kernels of every stream (the ceil(n / 100)-th shortest; NCCL kernels,
@@ -556,13 +567,24 @@ M.MAX_MIN_KERNEL_SECONDS = 20e-6
 function M.min_kernel_measure(streams)
   local durs = {}
   for _, st in pairs(streams) do
-    for k = 1, st.n do
+    for k = 1, type(st) == "table" and st.n or 0 do
       if st.kind[k] == KERNEL then durs[#durs + 1] = st.dur[k] end
     end
   end
-  if #durs < M.MIN_KERNELS then return nil end
+  if #durs < M.MIN_KERNELS then
+    return nil, ("%d kernels (NCCL's left out), %d needed"):format(#durs, M.MIN_KERNELS)
+  end
   table.sort(durs)
-  return durs[math.ceil(#durs / 100)] * US
+  local v = durs[math.ceil(#durs / 100)] * US
+  if v < M.MIN_MIN_KERNEL_SECONDS then
+    return nil, ("the 1st percentile of the kernels' durations is %.3g us, under the %g us no GPU traced runs a " ..
+      "kernel in (records of dur 0?)"):format(v * 1e6, M.MIN_MIN_KERNEL_SECONDS * 1e6)
+  end
+  if v > M.MAX_MIN_KERNEL_SECONDS then
+    return nil, ("the 1st percentile of the kernels' durations is %.1f us, above %g us: no small kernels in this " ..
+      "profile"):format(v * 1e6, M.MAX_MIN_KERNEL_SECONDS * 1e6)
+  end
+  return v, nil
 end
 
 --- Measures a loaded trace.
@@ -602,9 +624,10 @@ function M.measure(t)
   for k, f in ipairs({ 0.25, 0.5, 0.75 }) do q[k] = gaps[math.max(1, math.ceil(f * #gaps))] end
   local queued, step = queued_gaps(acc.streams, acc.launch_end)
   local gap, why = M.gap_measure(queued, step, acc.shared_correlations)
-  local shortest = M.min_kernel_measure(acc.streams)
+  local shortest, shortest_why = M.min_kernel_measure(acc.streams)
   return {
-    gpu_min_kernel_seconds = shortest,
+    gpu_min_kernel_seconds = shortest, min_kernel_not_measured = shortest_why,
+    whole_us = not acc.streams.fine,
     gpu_seconds_per_kernel = gap, gap_not_measured = why, queued_pairs = #queued, gap_resolution = step * US,
     gap_quartiles = q,
     host_seconds_per_kernel = median(gaps), host_seconds_per_loop_kernel = median(durs),
@@ -956,8 +979,8 @@ local function plausibility_note(path, m, preset)
   end
   if not m.training then
     parts[#parts + 1] = "no autograd backward op: a forward-only profile, whose launch gaps are an inference " ..
-      "loop's (a training step's backward launches from autograd's C++ engine); its host costs and the GPU's gap " ..
-      "between kernels are written, its kernel rates are not"
+      "loop's (a training step's backward launches from autograd's C++ engine); its host costs and, on its own " ..
+      "GPU, the GPU's gap and shortest kernel are written, its kernel rates are not"
   end
   local g, gref = m.gpu_seconds_per_kernel, ok and dev.gpu_seconds_per_kernel or nil
   if g and gref and gref > 0 and (g > gref * M.HOST_NOTE_FACTOR or g < gref / M.HOST_NOTE_FACTOR) then
@@ -965,9 +988,20 @@ local function plausibility_note(path, m, preset)
       "on other streams' events count too"):format(g * 1e6, g / gref, preset, gref * 1e6)
   end
   -- timestamps as large as epoch microseconds resolve a gap coarsely
-  if g and m.gap_resolution > M.GAP_RESOLUTION_NOTE * g then
-    parts[#parts + 1] = ("the GPU's gap is measured from timestamps a double resolves to %.3g us at their " ..
-      "magnitude, %.0f %% of it"):format(m.gap_resolution * 1e6, 100 * m.gap_resolution / g)
+  if g and g > 0 and m.gap_resolution > M.GAP_RESOLUTION_NOTE * g then
+    parts[#parts + 1] = ("the GPU's gap is measured from timestamps resolved to %.3g us (%s), %.0f %% of it"):format(
+      m.gap_resolution * 1e6, m.whole_us and "the profile's whole microseconds" or "a double at their magnitude",
+      100 * m.gap_resolution / g)
+  end
+  local sk = m.gpu_min_kernel_seconds
+  if sk and m.whole_us then
+    parts[#parts + 1] = ("the shortest kernel, %.0f us, is from durations in whole microseconds (within 1 us)"):format(
+      sk * 1e6)
+  end
+  local skref = ok and dev.gpu_min_kernel_seconds or nil
+  if sk and skref and skref > 0 and (sk > skref * M.HOST_NOTE_FACTOR or sk < skref / M.HOST_NOTE_FACTOR) then
+    parts[#parts + 1] = ("the shortest kernel, %.2f us, is %.1fx the %s preset's %.2f us"):format(sk * 1e6, sk / skref,
+      preset, skref * 1e6)
   end
   if #parts == 0 then return nil end
   return ("apsearch: note: %s: %s"):format(util.printable(path), table.concat(parts, "; "))
@@ -1044,10 +1078,11 @@ function M.calibration(path, device, per_step)
   local same_gpu = t.devices[1] == nil or (own ~= nil and own == preset:lower())
   -- the GPU's gap between queued kernels is the traced GPU's too; one
   -- beyond the core's bound is said, not written (the rest still is)
-  -- the shortest kernel, when the profile has small kernels to show it
-  fields.gpu_min_kernel_seconds = same_gpu and m.gpu_min_kernel_seconds and
-    m.gpu_min_kernel_seconds <= M.MAX_MIN_KERNEL_SECONDS and m.gpu_min_kernel_seconds or nil
-  local gap, gap_not_written = same_gpu and m.gpu_seconds_per_kernel, nil
+  -- the shortest kernel, the traced GPU's, when the profile shows it
+  fields.gpu_min_kernel_seconds = same_gpu and m.gpu_min_kernel_seconds or nil
+  local min_not_written = not same_gpu and "the trace ran on another GPU" or m.min_kernel_not_measured
+  local gap, gap_not_written = same_gpu and m.gpu_seconds_per_kernel, not same_gpu and
+    "the trace ran on another GPU" or nil
   if gap and gap > M.MAX_GAP_SECONDS then
     gap_not_written = ("its median %.3g s is beyond the %g s a device may take (a profile of queued kernels " ..
       "waiting on other work?)"):format(gap, M.MAX_GAP_SECONDS)
@@ -1063,7 +1098,8 @@ function M.calibration(path, device, per_step)
     trace = { launches = m.launches, launch_gaps = m.gaps, threads = m.threads, kernels = m.kernels,
       kernel_seconds = m.kernel_seconds,
       step_seconds = m.step_seconds, steps = m.steps, gpu = t.devices[1], preset = own, gemms = gemms,
-      attention = attn, queued_pairs = m.queued_pairs, gap_not_written = gap_not_written },
+      attention = attn, queued_pairs = m.queued_pairs, gap_not_written = gap_not_written,
+      min_kernel_not_written = min_not_written },
   }
   -- what --calibration will accept, checked before anything is written
   local ok, err = pcall(calibration.check, calib, path .. ": measured")

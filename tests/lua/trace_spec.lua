@@ -221,8 +221,9 @@ describe("apsearch.trace GEMMs", function()
     m = trace.measure(trace.load(FIXTURE))
     assert.are.equal(4222, m.queued_pairs)
     near(3e-6, m.gpu_seconds_per_kernel, 1e-15)
-    -- epoch microseconds near 1.68e15: a double resolves 0.25 us there
-    assert.are.equal(0.25e-6, m.gap_resolution)
+    -- whole microseconds (a double would resolve 0.25 us at 1.68e15)
+    assert.is_true(m.whole_us)
+    assert.are.equal(1e-6, m.gap_resolution)
     -- the shortest kernels, the ceil(n / 100)-th of the non-NCCL kernels'
     -- durations (same script): A100 60th of 6,000, 3 us; H100 15th of
     -- 1,465, 1.568 us; the Nsight export 14th of 1,312, 3.808 us
@@ -294,6 +295,33 @@ describe("apsearch.trace GEMMs", function()
     assert.truthy(m.gap_not_measured:find("121 launches share a correlation id", 1, true), m.gap_not_measured)
   end)
 
+  it("says why the shortest kernel is not measured: too few, zero-length or no small kernels", function()
+    local function streams_of(durs)
+      local st = { ts = {}, te = {}, dur = {}, corr = {}, kind = {}, n = #durs }
+      for i, d in ipairs(durs) do
+        st.ts[i], st.te[i], st.dur[i], st.corr[i], st.kind[i] = 10 * i, 10 * i + d, d, false, 1
+      end
+      return { [1] = st, fine = true }
+    end
+    local few = {}
+    for i = 1, 99 do few[i] = 2 end
+    local v, why = trace.min_kernel_measure(streams_of(few))
+    assert.is_nil(v)
+    assert.truthy(why:find("99 kernels (NCCL's left out), 100 needed", 1, true), why)
+    few[100] = 2
+    few[1] = 0 -- the 1st percentile of 100 is the shortest: 0
+    v, why = trace.min_kernel_measure(streams_of(few))
+    assert.is_nil(v)
+    assert.truthy(why:find("under the 0.5 us", 1, true), why)
+    local big = {}
+    for i = 1, 200 do big[i] = 100 + i end -- the 2nd shortest of 200: 102 us
+    v, why = trace.min_kernel_measure(streams_of(big))
+    assert.is_nil(v)
+    assert.truthy(why:find("102.0 us, above 20 us", 1, true), why)
+    big[1], big[2] = 1.5, 1.5 -- two short ones: the 2nd shortest is 1.5 us
+    near(1.5e-6, trace.min_kernel_measure(streams_of(big)), 1e-18)
+  end)
+
   it("does not measure a gap its timestamps cannot resolve", function()
     -- 121 queued kernels 2 us apart at 1e18 us: a double's step there is
     -- 128 us
@@ -301,7 +329,7 @@ describe("apsearch.trace GEMMs", function()
     for i = 1, 120 do gaps[i] = 2e-6 end
     local g, why = trace.gap_measure(gaps, 128, 0)
     assert.is_nil(g)
-    assert.truthy(why:find("resolves only 128 us", 1, true), why)
+    assert.truthy(why:find("resolve only 128 us", 1, true), why)
     g, why = trace.gap_measure(gaps, 0.25, 0)
     near(2e-6, g, 1e-18)
     assert.is_nil(why)

@@ -151,10 +151,9 @@ function M.measure_lines(path, calib, m)
     lines[#lines + 1] = ("GPU %.2f us the shortest a kernel runs (the 1st percentile of the kernels' durations%s): " ..
       "gpu_min_kernel_seconds"):format(shortest * 1e6,
       ok and ("; preset %.2f"):format(preset.gpu_min_kernel_seconds * 1e6) or "")
-  elseif m.gpu_min_kernel_seconds then
-    lines[#lines + 1] = ("GPU shortest kernel not written: the 1st percentile of the kernels' durations is %.1f us " ..
-      "(above %g: no small kernels in this profile, or another GPU's)"):format(m.gpu_min_kernel_seconds * 1e6,
-      require("apsearch.trace").MAX_MIN_KERNEL_SECONDS * 1e6)
+  else
+    lines[#lines + 1] = "GPU shortest kernel not written: " .. tostring(calib.trace.min_kernel_not_written or
+      m.min_kernel_not_measured or "the trace ran on another GPU")
   end
   local classes = {}
   for _, k in ipairs(util.sorted_keys(m.kernels)) do

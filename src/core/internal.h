@@ -1381,7 +1381,8 @@ void aps_host_stage(const aps_launch_costs *k, const aps_host_program *hp,
  *  must launch h: the larger of the two where the host may run ahead,
  *  else per synced MoE layer the larger before the sync (g_pre: the GPU's
  *  attention, norm and router of one layer) plus the larger after it
- *  (g_post: its experts, dispatch and combine). */
+ *  (g_post: its experts, dispatch and combine); at most gpu + h->fwd,
+ *  the two one after the other. */
 double aps_host_bound_fwd(const aps_host_stage_time *h, double gpu,
                           double g_pre, double g_post);
 

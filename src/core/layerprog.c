@@ -432,7 +432,11 @@ double aps_host_bound_fwd(const aps_host_stage_time *h, double gpu,
         g_other = 0;
     if (h_other < 0)
         h_other = 0;
-    return (g_other > h_other ? g_other : h_other) +
-           n * ((g_pre > h_pre ? g_pre : h_pre) +
-                (g_post > h_post ? g_post : h_post));
+    double t = (g_other > h_other ? g_other : h_other) +
+               n * ((g_pre > h_pre ? g_pre : h_pre) +
+                    (g_post > h_post ? g_post : h_post));
+    /* never longer than the host's launches and the GPU's work one after
+     * the other: pieces that sum past the rank's GPU time (g_other clamped
+     * at 0) must not charge the host a wait it cannot cause */
+    return t < gpu + h->fwd ? t : gpu + h->fwd;
 }

@@ -425,6 +425,12 @@ static void test_host_bound_forward(void **state)
     ASSERT_REL(aps_host_bound_fwd(&h, 25.0, 4.0, 3.0), 25.0, 0.0);
     h.sync_layers = 2.0;
     ASSERT_REL(aps_host_bound_fwd(&h, 15.0, 4.0, 3.0), 21.0, 0.0);
+    /* pieces summing past the GPU time (2 x (4 + 3) = 14 > 10) with a host
+     * of 0.5 s: 2 x (4 + 3) = 14 by the pieces, bounded by the two one
+     * after the other, 10 + 0.5 */
+    aps_host_stage_time tiny = {.fwd = 0.5, .attn = 0.1, .moe_pre = 0.1,
+                                .moe_post = 0.05, .sync_layers = 2.0};
+    ASSERT_REL(aps_host_bound_fwd(&tiny, 10.0, 4.0, 3.0), 10.5, 1e-12);
 }
 
 /* End to end, Llama-3.1-8B on one H100, one micro-batch of 4,096 tokens:

@@ -520,6 +520,11 @@ typedef struct {
                                           conv_kernel); 0: 4 */
     int64_t mamba_chunk_size;        /**< SSD chunk length Q (HF chunk_size);
                                           0: 128; changes no estimate */
+    bool mamba_no_rmsnorm;           /**< the Mamba-2 mixer gates its output
+                                          without the gated RMSNorm, so it
+                                          has no norm weights (Megatron
+                                          MambaMixer rmsnorm=False; HF
+                                          Falcon-H1 mamba_rms_norm false) */
     char mtp_layer_pattern[APS_MAX_HYBRID_LAYERS + 1]; /**< the layers of
                                           each multi-token-prediction depth
                                           of a hybrid model, in the

@@ -1553,7 +1553,7 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   "csa_compress_rate", "hca_compress_rate", "moe_hash_layers",
   -- hybrid Mamba-2 models (absent for a transformer)
   "hybrid_layer_pattern", "mamba_num_heads", "mamba_head_dim", "mamba_state_dim",
-  "mamba_num_groups", "mamba_conv_kernel", "mamba_chunk_size", "mtp_layer_pattern",
+  "mamba_num_groups", "mamba_conv_kernel", "mamba_chunk_size", "mamba_no_rmsnorm", "mtp_layer_pattern",
   -- linear attention (Qwen3-Next, Kimi Linear / K3) and Kimi K3's additions
   "linear_attention", "linear_attention_period", "linear_attention_pattern", "linear_num_key_heads",
   "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim",

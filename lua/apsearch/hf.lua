@@ -224,6 +224,9 @@
 --   bias (norm_weightless: no parameters), `clip_qkv` noted.
 -- * `bamba` (Bamba-9B): Granite 4.0's hybrid blocks (builders.bamba) with
 --   attention at `attn_layer_indices` and RoPE on half of each head.
+-- * `falcon_h1` (Falcon-H1): every layer a parallel layer P, Mamba-2 and
+--   GQA attention side by side under one norm, then a SwiGLU MLP
+--   (builders.falcon_h1); the Mamba-2 gated norm only with mamba_rms_norm.
 -- * `gpt_bigcode` (StarCoder, SantaCoder): GPT-2's layer with one K and V
 --   head (`multi_query`, default true), the GELU of `activation_function`.
 -- * `gptj` (GPT-J-6B): one LayerNorm feeding attention (no biases) and a
@@ -293,7 +296,8 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "qwen3_vl_text", "seed_oss", "qwen3_5_text", "olmo2", "olmo3", "glm4", "granite", "exaone4",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
                 "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom", "helium", "glm4v_text",
-                "mimo", "PanguEmbedded", "openpangu_dense", "jais2", "youtu", "nanochat", "cwm", "olmo_hybrid" }
+                "mimo", "PanguEmbedded", "openpangu_dense", "jais2", "youtu", "nanochat", "cwm", "olmo_hybrid",
+                "falcon_h1" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -4047,6 +4051,98 @@ function builders.bamba(_, raw, file, notes)
   return m
 end
 
+---------------------------------------------------------------- Falcon-H1 (parallel hybrid)
+-- transformers configuration_falcon_h1.py @ 7abb76c5 (FalconH1Config) and
+-- modular_falcon_h1.py @ 3c0a5c70 (FalconH1DecoderLayer, FalconH1Mixer,
+-- FalconH1Attention = LlamaAttention, FalconH1MLP); trained by
+-- Megatron-Bridge 067f987df src/megatron/bridge/models/falcon_h1
+-- (FalconH1Bridge: every layer FalconH1Layer with use_mamba, use_attention
+-- and use_mlp, the "P" symbol of its mamba_hybrid_layer_allocation.py).
+
+--- FalconH1Config's defaults of the keys read here.
+M.FALCON_H1_DEFAULTS = { vocab_size = 128000, hidden_size = 4096, intermediate_size = 14336,
+  num_hidden_layers = 32, num_attention_heads = 32, num_key_value_heads = 8, max_position_embeddings = 8192,
+  mamba_d_ssm = 1024, mamba_n_heads = 128, mamba_d_head = "auto", mamba_n_groups = 1, mamba_d_state = 256,
+  mamba_d_conv = 4, mamba_expand = 2, mamba_chunk_size = 256, mamba_conv_bias = true, mamba_proj_bias = false,
+  mamba_rms_norm = false, projectors_bias = false, attention_bias = false, mlp_bias = false,
+  tie_word_embeddings = false }
+
+--- Falcon-H1's muP multipliers (FalconH1Config): scalars on the
+-- embedding, the logits, each branch's input and output, the keys, the
+-- MLP's gate and output and the five parts of the Mamba-2 in_proj output.
+M.FALCON_H1_MULTIPLIERS = { "embedding_multiplier", "lm_head_multiplier", "attention_in_multiplier",
+  "attention_out_multiplier", "key_multiplier", "ssm_in_multiplier", "ssm_out_multiplier", "mlp_multipliers",
+  "ssm_multipliers" }
+
+--- Builds the model table of a `falcon_h1` config: every layer one
+-- parallel layer P (hybrid_layer_pattern): input_layernorm, a Mamba-2
+-- mixer (FalconH1Mixer: d_inner = mamba_d_ssm, or mamba_expand x
+-- hidden_size when null, = mamba_n_heads x mamba_d_head; its gated RMSNorm
+-- only with mamba_rms_norm) beside GQA attention with RoPE (head_dim,
+-- default hidden_size / num_attention_heads), then pre_ff_layernorm and a
+-- SwiGLU MLP of intermediate_size.  Biases (attention_bias, mlp_bias,
+-- mamba_proj_bias, projectors_bias) are refused, as on every hybrid model;
+-- the multipliers change no estimate and are noted.
+-- @tparam table _ the reader of the top-level config (unused: the config
+--   is read with FalconH1Config's defaults filled in)
+-- @tparam table raw the decoded config.json
+-- @tparam string file for errors
+-- @tparam table notes the import's notes
+-- @treturn table model table
+-- @raise `<file>: <key>: <problem> (got <value>)`
+function builders.falcon_h1(_, raw, file, notes)
+  require_silu(raw, file, "Falcon-H1's SwiGLU MLP and Mamba-2 mixer")
+  if not is_null(raw.attn_layer_indices) then
+    util.fail(file, "attn_layer_indices", "expected null (FalconH1Config runs attention on every layer)",
+      raw.attn_layer_indices)
+  end
+  local cfg = with_defaults(raw, M.FALCON_H1_DEFAULTS)
+  local r = reader(cfg, file)
+  local L, h = r.int("num_hidden_layers"), r.int("hidden_size")
+  local heads = r.int("num_attention_heads")
+  -- mamba_d_ssm null: mamba_expand x hidden_size; absent: the default 1024
+  local d = raw.mamba_d_ssm == cjson.null and r.int("mamba_expand") * h or r.int("mamba_d_ssm")
+  local nh = r.int("mamba_n_heads")
+  if d % nh ~= 0 then
+    util.fail(file, "mamba_d_ssm", ("mamba_n_heads %d must divide the Mamba-2 width (FalconH1Config; absent: " ..
+      "1024, null: mamba_expand x hidden_size)"):format(nh), d)
+  end
+  local P = cfg.mamba_d_head == "auto" and d // nh or r.int("mamba_d_head")
+  if P * nh ~= d then
+    util.fail(file, "mamba_d_head", ("expected mamba_n_heads x mamba_d_head = the Mamba-2 width %d " ..
+      "(FalconH1Config)"):format(d), cfg.mamba_d_head)
+  end
+  require_value(cfg, "mamba_conv_bias", true, file, "Megatron's MambaMixer asserts a conv bias")
+  for _, k in ipairs({ "mamba_proj_bias", "projectors_bias", "attention_bias", "mlp_bias" }) do
+    require_value(cfg, k, false, file, "biases are not modelled on a hybrid model")
+  end
+  local m = {
+    num_layers = L, hidden_size = h, num_attention_heads = heads,
+    num_query_groups = r.int("num_key_value_heads"), head_dim = r.int("head_dim", h // heads),
+    ffn_hidden_size = r.int("intermediate_size"), vocab_size = r.int("vocab_size"),
+    max_position_embeddings = r.int("max_position_embeddings"),
+    norms_per_layer = 1, mlp = "swiglu", norm = "rmsnorm", position_embedding = "rope",
+    norm_bias = false, qkv_bias = false, attn_out_bias = false, mlp_bias = false, qk_norm = false,
+    tie_word_embeddings = r.bool("tie_word_embeddings", false),
+    hybrid_layer_pattern = string.rep("P", L),
+    mamba_num_heads = nh, mamba_head_dim = P, mamba_state_dim = r.int("mamba_d_state"),
+    mamba_num_groups = r.int("mamba_n_groups"), mamba_conv_kernel = r.int("mamba_d_conv"),
+    mamba_chunk_size = r.int("mamba_chunk_size"),
+    mamba_no_rmsnorm = not r.bool("mamba_rms_norm", false) or nil,
+  }
+  local given = {}
+  for _, k in ipairs(M.FALCON_H1_MULTIPLIERS) do
+    if not is_null(raw[k]) then given[#given + 1] = k end
+  end
+  if #given > 0 then
+    note(notes, file, "Falcon-H1's multipliers (%s) are element-wise scalings: no estimate prices them",
+      table.concat(given, ", "))
+  end
+  note(notes, file, "each of its %d layers is a parallel layer P: a Mamba-2 and an attention mixer side by " ..
+    "side under one norm, then the MLP under a second (Megatron-Bridge's FalconH1Layer)", L)
+  return m
+end
+
 ---------------------------------------------------------------- Qwen3-Next (Gated DeltaNet)
 -- transformers Qwen3NextConfig (configuration_qwen3_next.py @ 249ef816)
 -- and Qwen3NextDecoderLayer / Qwen3NextGatedDeltaNet / Qwen3NextAttention /
@@ -5822,7 +5918,7 @@ M.ARCHITECTURES = {
   NemotronForCausalLM = "nemotron", ArceeForCausalLM = "arcee", Ernie4_5ForCausalLM = "ernie4_5",
   Ernie4_5_ForCausalLM = "ernie4_5", -- the name Baidu's own config.json files give the class
   Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm", PhiForCausalLM = "phi",
-  CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", GPTBigCodeForCausalLM = "gpt_bigcode", GPTJForCausalLM = "gptj", FalconForCausalLM = "falcon", BloomForCausalLM = "bloom", HeliumForCausalLM = "helium",
+  CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", FalconH1ForCausalLM = "falcon_h1", GPTBigCodeForCausalLM = "gpt_bigcode", GPTJForCausalLM = "gptj", FalconForCausalLM = "falcon", BloomForCausalLM = "bloom", HeliumForCausalLM = "helium",
 }
 
 --- Modelling classes of types apsearch knows and does not model
@@ -5911,10 +6007,6 @@ M.UNMODELLED = {
     "moe_num_experts and moe_top_k, per-layer SwiGLU clamps (swiglu_limits); a config giving num_experts, " ..
     "first_k_dense_replace and share_expert_dim instead says none of them: give its text model as a step3p5 " ..
     "config",
-  -- transformers configuration_falcon_h1.py @ 7abb76c5 (FalconH1DecoderLayer)
-  falcon_h1 = "Falcon-H1's layers run attention and a Mamba-2 mixer in parallel on one normed input " ..
-    "(num_attention_heads beside mamba_d_ssm, mamba_n_heads): apsearch's hybrid layers have one mixer each; " ..
-    "nor are its multipliers (mlp_multipliers, ssm_multipliers, attention_in_multiplier, key_multiplier) modelled",
   -- Ling 2.0 / Ling 1.x (inclusionAI): remote code, in no transformers release read here
   bailing_moe = "Ling's model is remote code (auto_map BailingMoeForCausalLM, modeling_bailing_moe.py of its " ..
     "Hub repository) that apsearch has not read, so its experts (num_experts, num_shared_experts) are not modelled",

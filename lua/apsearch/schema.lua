@@ -90,7 +90,7 @@ M.model = {
   -- * attention, - MLP, E MoE) and the Mamba-2 widths
   hybrid_layer_pattern = "string", mamba_num_heads = "nonnegint", mamba_head_dim = "nonnegint",
   mamba_state_dim = "nonnegint", mamba_num_groups = "nonnegint", mamba_conv_kernel = "nonnegint",
-  mamba_chunk_size = "nonnegint", mtp_layer_pattern = "string",
+  mamba_chunk_size = "nonnegint", mamba_no_rmsnorm = "bool", mtp_layer_pattern = "string",
   -- linear attention (Qwen3-Next's Gated DeltaNet, Kimi Linear's Kimi
   -- Delta Attention): every k-th layer softmax attention, the others
   -- linear, and its widths

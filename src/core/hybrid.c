@@ -23,6 +23,19 @@
  * over the pattern is n_attn attention + n_mlp MLP + n_moe MoE + n_mamba
  * Mamba-2 blocks.
  *
+ * A parallel layer 'P' (Falcon-H1; Megatron-Bridge 067f987df
+ * src/megatron/bridge/models/falcon_h1/modeling_falconh1/falconh1_layer.py
+ * FalconH1Layer, mamba_hybrid_layer_allocation.py Symbols.PARALLEL;
+ * transformers FalconH1DecoderLayer) is one norm, then a Mamba-2 and an
+ * attention mixer side by side on its output, their sum added to the
+ * residual, then a second norm and an MLP with its residual add: it counts
+ * as one layer of each kind (mamba, attn, mlp) and two blocks, so the
+ * mean layer of a pattern holds its share of each (set_shares) and two
+ * norms (model.c).  Side by side or one after the other, the GPU runs the
+ * same kernels; each branch's input is its own tensor (the multipliers
+ * make ssm_in_multiplier x and attention_in_multiplier x), as the
+ * separate layers' inputs are.
+ *
  * Multi-token prediction (Nemotron 3 Super): each of the
  * training.mtp_num_layers depths is an enorm, an hnorm, eh_proj (2h -> h)
  * and a HybridStack of mtp_layer_pattern's layers, then its own final
@@ -42,7 +55,8 @@
  *   conv1d    depthwise over x, B, C: conv_dim = d + 2 G N, K weights and
  *             a bias each (split over TP with the heads and groups)
  *   dt_bias, A_log, D: nh each (split over TP)
- *   norm      gated RMSNorm over d (split over TP)
+ *   norm      gated RMSNorm over d (split over TP; none with
+ *             mamba_no_rmsnorm, MambaMixer rmsnorm=False)
  *   out_proj  d -> h                  (row parallel)
  *   plus the layer's pre-norm, h (fused into in_proj in Megatron's
  *   TELayerNormColumnParallelLinear).
@@ -75,17 +89,26 @@ static void count_kinds(const char *pattern, int64_t from, int64_t n,
         out->attn += *c == '*';
         out->mlp += *c == '-' || *c == 'E';
         out->moe += *c == 'E';
+        if (*c == 'P') { /* a Mamba-2 and an attention mixer, then an MLP */
+            out->mamba++;
+            out->attn++;
+            out->mlp++;
+            out->parallel++;
+        }
     }
 }
 
-/** The shares of the mean layer of the layers counted in out. */
+/** The shares of the mean layer of the layers counted in out: L layers
+ *  (a P layer counted once, not in each of its three kinds), each one
+ *  block but a P layer two (its mixers' and its MLP's). */
 static void set_shares(aps_hybrid_counts *out)
 {
-    double L = (double)(out->mamba + out->attn + out->mlp);
+    double L = (double)(out->mamba + out->attn + out->mlp -
+                        2 * out->parallel);
     out->attn_share = L > 0 ? (double)out->attn / L : 0.0;
     out->mlp_share = L > 0 ? (double)out->mlp / L : 0.0;
     out->mamba_share = L > 0 ? (double)out->mamba / L : 0.0;
-    out->blocks = 1.0;
+    out->blocks = L > 0 ? (L + (double)out->parallel) / L : 1.0;
 }
 
 /** Length of a NUL-terminated pattern of at most APS_MAX_HYBRID_LAYERS. */
@@ -227,7 +250,8 @@ double aps_mamba_params_tp(const aps_model *m, int64_t tp)
     double t = (double)tp, d = d_inner(m), nh = (double)m->mamba_num_heads;
     double conv_dim = d + 2.0 * bc_width(m);
     double conv = conv_dim * conv_kernel(m) + conv_dim; /* weight, bias */
-    return (aps_mamba_matmul_params(m) + conv + 3.0 * nh + d) / t;
+    double norm = m->mamba_no_rmsnorm ? 0.0 : d; /* the gated RMSNorm */
+    return (aps_mamba_matmul_params(m) + conv + 3.0 * nh + norm) / t;
 }
 
 double aps_mamba_flops(const aps_model *m, double T)
@@ -289,10 +313,11 @@ static aps_status validate_pattern(const aps_model *m, char *err, size_t n)
         len++;
     for (size_t i = 0; i < len; i++) {
         char c = m->hybrid_layer_pattern[i];
-        if (c != 'M' && c != '*' && c != '-' && c != 'E') {
+        if (c != 'M' && c != '*' && c != '-' && c != 'E' && c != 'P') {
             aps_fmt(err, n, "model.hybrid_layer_pattern: layer %zu is '%c'; "
-                    "apsearch models M (Mamba-2), * (attention), - (MLP) "
-                    "and E (MoE) layers", i, (c >= ' ' && c < 127) ? c : '?');
+                    "apsearch models M (Mamba-2), * (attention), - (MLP), "
+                    "E (MoE) and P (parallel Mamba-2 and attention, then an "
+                    "MLP) layers", i, (c >= ' ' && c < 127) ? c : '?');
             return APS_EINVAL;
         }
     }
@@ -374,6 +399,11 @@ aps_status aps_hybrid_validate(const aps_model *m, char *err, size_t n)
         aps_fmt(err, n, "model.mtp_layer_pattern: given without a "
                 "hybrid_layer_pattern (a transformer's MTP layer is of its "
                 "last layer's type)");
+        return APS_EINVAL;
+    }
+    if (!aps_model_is_hybrid(m) && m->mamba_no_rmsnorm) {
+        aps_fmt(err, n, "model.mamba_no_rmsnorm: given without a "
+                "hybrid_layer_pattern");
         return APS_EINVAL;
     }
     if (!aps_model_is_hybrid(m)) {

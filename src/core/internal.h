@@ -714,6 +714,9 @@ typedef struct {
     int64_t gdn;                /**< Gated DeltaNet layers (gdn.c) */
     int64_t moe;                /**< MoE layers 'E' (hybrid only; counted
                                      in mlp too, hybrid.c) */
+    int64_t parallel;           /**< parallel layers 'P' (hybrid only;
+                                     counted in mamba, attn and mlp too,
+                                     hybrid.c) */
     double attn_share;          /**< attention blocks per layer */
     double mlp_share;           /**< dense MLP blocks per layer (MoE
                                      layers included: moe.c swaps them) */

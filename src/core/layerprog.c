@@ -265,8 +265,9 @@ static void hybrid_launches(const aps_model *m, const aps_training *t,
     out->attn.bwd = w.attn_share * out->attn.bwd + w.gdn_share * gdn.bwd;
     /* aps_host_stage launches the MLP slot on the layers that are not
      * MoE, the MoE block on the E layers: the slot is the mean of the
-     * other layers' MLP and Mamba-2 blocks */
-    double L = (double)(w.attn + w.mlp + w.mamba);
+     * other layers' MLP and Mamba-2 blocks (a P layer, one layer of each
+     * kind, runs both) */
+    double L = (double)(w.attn + w.mlp + w.mamba - 2 * w.parallel);
     double other = L - (double)w.moe;
     double dense = other > 0 ? (double)(w.mlp - w.moe) / other : 0.0;
     double ssm = other > 0 ? (double)w.mamba / other : 0.0;

@@ -1182,8 +1182,10 @@ static inline double layer_params_mix(const aps_model *m, int64_t tp,
         p += w->mamba_share * aps_mamba_params_tp(m, tp);
     if (w->gdn_share > 0)
         p += w->gdn_share * aps_gdn_params_tp(m, tp);
-    /* a heterogeneous layer's norms are its present blocks' (nas.c) */
-    p += (aps_model_is_nas(m) ? w->blocks : (double)m->norms_per_layer) *
+    /* a heterogeneous layer's norms are its present blocks' (nas.c); a
+     * hybrid layer's one per block (two in a P layer, hybrid.c) */
+    p += (aps_model_is_nas(m) || aps_model_is_hybrid(m)
+              ? w->blocks : (double)m->norms_per_layer) *
          norm_params(m, h);
     p += aps_attnres_layer_params(m); /* replicated (attnres.c) */
     return p;
@@ -1282,8 +1284,12 @@ static double hybrid_largest_layer(const aps_model *m, int64_t tp,
     double attn, mlp, mamba;
     hybrid_kind_params(m, tp, &attn, &mlp, &mamba);
     const aps_hybrid_counts w = *mix;
-    return fmax(w.attn ? attn : 0.0,
-                fmax(w.mlp > w.moe ? mlp : 0.0, w.mamba ? mamba : 0.0));
+    /* a P layer: both mixers and the MLP, one norm fewer than three */
+    double parallel = attn + mlp + mamba - norm_params(m, (double)m->hidden_size);
+    return fmax(w.parallel ? parallel : 0.0,
+                fmax(w.attn > w.parallel ? attn : 0.0,
+                     fmax(w.mlp > w.moe + w.parallel ? mlp : 0.0,
+                          w.mamba > w.parallel ? mamba : 0.0)));
 }
 
 /* The largest layer among the layers of mix w of a Gated DeltaNet model
@@ -1322,10 +1328,13 @@ static void hybrid_param_counts(const aps_model *m, aps_param_counts *out)
         out->per_moe_layer_active =
             norm + moe_mlp_params(m, (double)m->experts_per_token);
     }
+    /* a P layer is counted in each of its three kinds with a norm each:
+     * it has two (hybrid.c) */
     out->layers = out->mamba_layers * out->per_mamba_layer +
                   out->attention_layers * out->per_attention_layer +
                   out->mlp_layers * out->per_mlp_layer +
-                  out->moe_layers * out->per_moe_layer;
+                  out->moe_layers * out->per_moe_layer -
+                  (double)w.parallel * norm;
 }
 
 /* The layers of one MTP depth of a hybrid model, its mtp_layer_pattern

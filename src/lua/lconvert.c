@@ -333,6 +333,7 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, mamba_num_groups, FT_OINT, NULL),
     FLD(aps_model, mamba_conv_kernel, FT_OINT, NULL),
     FLD(aps_model, mamba_chunk_size, FT_OINT, NULL),
+    FLD(aps_model, mamba_no_rmsnorm, FT_OBOOL, NULL),
     FLD(aps_model, mtp_layer_pattern, FT_OPATTERN, NULL),
     /* Gated DeltaNet linear attention (src/core/gdn.c) */
     FLD(aps_model, linear_attention_period, FT_OINT, NULL),

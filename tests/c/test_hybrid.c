@@ -418,6 +418,39 @@ static void test_hybrid_params_nemotron_h_8b(void **state)
     ASSERT_DBL_EXACT(pc.active, 8100852736.0);
 }
 
+/* A pattern with parallel layers P (Falcon-H1's FalconH1Layer: a Mamba-2
+ * and an attention mixer under one norm, then an MLP under a second) on
+ * Nemotron-H-8B's widths, "PPM*": 4 layers, each P one layer of every
+ * kind and two blocks.  Kinds: mamba 3, attn 3, mlp 2, parallel 2;
+ * shares per layer 3/4, 3/4, 2/4; blocks (4 + 2) / 4 = 1.5.  Parameters:
+ * the kinds' per-layer counts (each with a norm, test above) less one
+ * norm per P: 3 x 109,640,064 + 3 x 41,947,136 + 2 x 176,164,864 -
+ * 2 x 4,096 = 807,083,136; the mean layer on one rank the same over 4. */
+static void test_hybrid_parallel_layers(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_nemotron_h(&m, "PPM*");
+    aps_hybrid_counts w;
+    aps_hybrid_mix(&m, &w);
+    assert_int_equal(w.mamba, 3);
+    assert_int_equal(w.attn, 3);
+    assert_int_equal(w.mlp, 2);
+    assert_int_equal(w.parallel, 2);
+    ASSERT_DBL_EXACT(w.mamba_share, 0.75);
+    ASSERT_DBL_EXACT(w.attn_share, 0.75);
+    ASSERT_DBL_EXACT(w.mlp_share, 0.5);
+    ASSERT_DBL_EXACT(w.blocks, 1.5);
+    aps_param_counts pc;
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.layers, 807083136.0);
+    assert_true(fabs(4.0 * aps_layer_params_tp(&m, 1) - 807083136.0) < 1e-3);
+    /* without the gated RMSNorm: d = 8192 fewer per Mamba-2 mixer */
+    m.mamba_no_rmsnorm = true;
+    aps_model_param_counts(&m, &pc);
+    ASSERT_DBL_EXACT(pc.layers, 807083136.0 - 3.0 * 8192.0);
+}
+
 /* One Mamba-2 layer of Nemotron-H-8B over T = 8192 tokens, forward:
  *   in_proj 2 T h 18560 = 1,245,540,515,840
  *   conv    2 T 10240 * 4 = 671,088,640
@@ -890,6 +923,7 @@ int main(void)
         cmocka_unit_test(test_hybrid_ssd_scan_rate),
         cmocka_unit_test(test_hybrid_step_flops),
         cmocka_unit_test(test_hybrid_validation),
+        cmocka_unit_test(test_hybrid_parallel_layers),
         cmocka_unit_test(test_hybrid_refusals),
         cmocka_unit_test(test_hybrid_stage_params),
         cmocka_unit_test(test_hybrid_stage_time_terms),

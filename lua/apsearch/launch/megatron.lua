@@ -588,7 +588,8 @@ function M.render(c)
   end
 
   -- model shape
-  A("--num-layers", L)
+  -- a parallel layer P is written as three (M.hybrid_args)
+  A("--num-layers", L + 2 * select(2, (m.hybrid_layer_pattern or ""):gsub("P", "")))
   A("--hidden-size", m.hidden_size)
   A("--ffn-hidden-size", m.ffn_hidden_size)
   A("--num-attention-heads", m.num_attention_heads)
@@ -831,6 +832,10 @@ M.ARCH_SOURCES = {
   v_width = "transformer_config.py:184 (kv_channels: one head width for Q, K and V; v_head_dim is multi-latent " ..
     "attention's only, transformer_config.py MLATransformerConfig)",
   sinks_per_layer = "transformer_config.py:170 (softmax_type: one for every layer)",
+  parallel = "models/hybrid/hybrid_layer_allocation.py Symbols: M, *, -, E and the attention variants, no " ..
+    "parallel layer; Megatron-Bridge 067f987df models/falcon_h1 builds FalconH1Layer with its own allocation " ..
+    "(Symbols.PARALLEL 'P')",
+  mamba_norm = "ssm/mamba_mixer.py MambaMixer(rmsnorm=True), which hybrid_layer_specs.py does not set",
   dsv4 = "no compressed sparse or heavily compressed attention (CSA/HCA compressors, their indexer), grouped " ..
     "output projection or hash routing (tid2eid) in megatron/core; transformer_config.py:1142 " ..
     "enable_mhc_connections is its only DeepSeek-V4 piece; Megatron-Bridge 067f987df deepseek_v4_bridge.py " ..
@@ -845,6 +850,10 @@ M.ARCH_SOURCES = {
 -- @tparam string what the model's feature
 -- @tparam string why what Megatron-LM lacks (with its source)
 -- @tparam string instead what the script builds
+local function not_written(N, what, why, instead)
+  N("NOT WRITTEN", string.format("%s: NOT EXPRESSIBLE in Megatron-LM d98e8a64 (%s); %s", what, why, instead))
+end
+
 --- A hybrid pattern cut into pipeline segments: Megatron-LM's HybridModel
 -- builds segment vp p + rank (0-based) of the '|'-split pattern on pipeline
 -- rank `rank`'s virtual stage vp (hybrid_layer_allocation.py
@@ -907,8 +916,20 @@ M.MAMBA_FIXED = { mamba_conv_kernel = { 4, "d_conv" }, mamba_chunk_size = { 128,
 -- @tparam[opt] table tr training table (mtp_num_layers; nil: none)
 function M.hybrid_args(m, A, N, chunks, tr)
   local depths = (tr or {}).mtp_num_layers or 0
-  A("--hybrid-layer-pattern", M.hybrid_pattern(m.hybrid_layer_pattern, chunks) ..
-    string.rep("/" .. (m.mtp_layer_pattern or ""), depths))
+  local pattern = M.hybrid_pattern(m.hybrid_layer_pattern, chunks)
+  if pattern:find("P", 1, true) then
+    local n = select(2, m.hybrid_layer_pattern:gsub("P", ""))
+    not_written(N, ("Falcon-H1's %d parallel layers P (a Mamba-2 and an attention mixer side by side under one " ..
+      "norm, then the MLP)"):format(n), M.ARCH_SOURCES.parallel, ("the script builds each as the three layers " ..
+      "M*- (the same mixers and MLP one after the other, %d layers, one norm more each), not the model " ..
+      "estimated; Megatron-Bridge's FalconH1Bridge trains it"):format(3 * n + #m.hybrid_layer_pattern - n))
+    pattern = pattern:gsub("P", "M*-")
+  end
+  if m.mamba_no_rmsnorm then
+    not_written(N, "a Mamba-2 mixer without its gated RMSNorm (mamba_no_rmsnorm)", M.ARCH_SOURCES.mamba_norm,
+      "the script's mixers have the norm")
+  end
+  A("--hybrid-layer-pattern", pattern .. string.rep("/" .. (m.mtp_layer_pattern or ""), depths))
   A("--mamba-num-heads", m.mamba_num_heads)
   A("--mamba-head-dim", m.mamba_head_dim)
   A("--mamba-state-dim", m.mamba_state_dim)
@@ -1011,10 +1032,6 @@ function M.dsa_args(m, tr, A, N)
   end
   N("APPROXIMATE", "DeepSeek Sparse Attention: the indexer's Hadamard rotation and score ReLU are Megatron's " ..
     "defaults (Megatron-Bridge's GLM-5 bridge turns the rotation off); they change no estimate")
-end
-
-local function not_written(N, what, why, instead)
-  N("NOT WRITTEN", string.format("%s: NOT EXPRESSIBLE in Megatron-LM d98e8a64 (%s); %s", what, why, instead))
 end
 
 --- Heterogeneous layers (Llama-Nemotron NAS): Megatron reads their

@@ -227,6 +227,8 @@
 -- * `falcon_h1` (Falcon-H1): every layer a parallel layer P, Mamba-2 and
 --   GQA attention side by side under one norm, then a SwiGLU MLP
 --   (builders.falcon_h1); the Mamba-2 gated norm only with mamba_rms_norm.
+-- * `mamba2` (Mamba-2, Mamba-Codestral): num_hidden_layers Mamba-2 layers,
+--   nothing else (builders.mamba2).
 -- * `gpt_bigcode` (StarCoder, SantaCoder): GPT-2's layer with one K and V
 --   head (`multi_query`, default true), the GELU of `activation_function`.
 -- * `gptj` (GPT-J-6B): one LayerNorm feeding attention (no biases) and a
@@ -297,7 +299,7 @@ M.supported = { "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                 "qwen2_vl", "qwen2_5_vl", "hunyuan_v1_dense", "ministral3", "cohere2", "nemotron", "arcee",
                 "ernie4_5", "starcoder2", "stablelm", "phi", "cohere", "glm", "olmo", "bamba", "gpt_bigcode", "gptj", "falcon", "bloom", "helium", "glm4v_text",
                 "mimo", "PanguEmbedded", "openpangu_dense", "jais2", "youtu", "nanochat", "cwm", "olmo_hybrid",
-                "falcon_h1" }
+                "falcon_h1", "mamba2" }
 
 --- config.json key of each model field for error messages (Llama-family
 -- names; GPT-2 and MPT configs use their own, listed in the builders).
@@ -4051,6 +4053,63 @@ function builders.bamba(_, raw, file, notes)
   return m
 end
 
+---------------------------------------------------------------- Mamba-2 (pure)
+-- transformers configuration_mamba2.py @ f2a39d49 (Mamba2Config) and
+-- modeling_mamba2.py (Mamba2Block: one RMSNorm and a Mamba2Mixer; the
+-- mixer's gated RMSNorm whatever `rms_norm` says); Megatron-LM's
+-- pretrain_hybrid.py builds it from an all-M pattern.
+
+--- Megatron-LM's ffn_hidden_size when not given, per unit of hidden_size
+-- (megatron/training/arguments.py @ d98e8a64: 4 x hidden_size).
+M.MEGATRON_FFN_PER_HIDDEN = 4
+
+--- Mamba2Config's defaults of the keys read here.
+M.MAMBA2_DEFAULTS = { num_heads = 128, head_dim = 64, vocab_size = 32768, hidden_size = 4096, state_size = 128,
+  num_hidden_layers = 64, expand = 2, conv_kernel = 4, n_groups = 8, use_bias = false, use_conv_bias = true,
+  chunk_size = 256, tie_word_embeddings = false }
+
+--- Builds the model table of a `mamba2` config: num_hidden_layers
+-- Mamba-2 layers (hybrid_layer_pattern all M), d_inner = expand x
+-- hidden_size, which must equal num_heads x head_dim (the mixer reshapes
+-- its input to num_heads heads of head_dim).  No attention layer: the
+-- attention fields take the mixer's heads and groups, so they constrain
+-- TP no more than the mixer does (Megatron-LM reads --num-attention-heads
+-- for every model) and change no estimate; no MLP layer, so
+-- ffn_hidden_size is Megatron-LM's default, 4 x hidden_size
+-- (arguments.py @ d98e8a64), which changes no estimate either.
+-- @tparam table _ the reader of the top-level config (unused)
+-- @tparam table raw the decoded config.json
+-- @tparam string file for errors
+-- @tparam table notes the import's notes
+-- @treturn table model table
+-- @raise `<file>: <key>: <problem> (got <value>)`
+function builders.mamba2(_, raw, file, notes)
+  require_silu(raw, file, "the Mamba-2 kernels' activation")
+  local cfg = with_defaults(raw, M.MAMBA2_DEFAULTS)
+  local r = reader(cfg, file)
+  local h, nh, P = r.int("hidden_size"), r.int("num_heads"), r.int("head_dim")
+  local expand = cfg.expand
+  if type(expand) ~= "number" or expand * h ~= nh * P then
+    util.fail(file, "expand", ("expected expand x hidden_size = num_heads x head_dim = %d"):format(nh * P), expand)
+  end
+  require_value(cfg, "use_conv_bias", true, file, "Megatron's MambaMixer asserts a conv bias")
+  require_value(cfg, "use_bias", false, file, "biases are not modelled on a hybrid model")
+  local L, G = r.int("num_hidden_layers"), r.int("n_groups")
+  local m = {
+    num_layers = L, hidden_size = h, num_attention_heads = nh, num_query_groups = G, head_dim = P,
+    ffn_hidden_size = M.MEGATRON_FFN_PER_HIDDEN * h, vocab_size = r.int("vocab_size"), norms_per_layer = 1, mlp = "swiglu",
+    norm = "rmsnorm", position_embedding = "none", norm_bias = false, qkv_bias = false, attn_out_bias = false,
+    mlp_bias = false, qk_norm = false, tie_word_embeddings = r.bool("tie_word_embeddings", false),
+    hybrid_layer_pattern = string.rep("M", L), mamba_num_heads = nh, mamba_head_dim = P,
+    mamba_state_dim = r.int("state_size"), mamba_num_groups = G, mamba_conv_kernel = r.int("conv_kernel"),
+    mamba_chunk_size = r.int("chunk_size"),
+  }
+  if r.bool("residual_in_fp32", true) then
+    note(notes, file, "residual_in_fp32: the fp32 residual stream is not priced (bf16 assumed)")
+  end
+  return m
+end
+
 ---------------------------------------------------------------- Falcon-H1 (parallel hybrid)
 -- transformers configuration_falcon_h1.py @ 7abb76c5 (FalconH1Config) and
 -- modular_falcon_h1.py @ 3c0a5c70 (FalconH1DecoderLayer, FalconH1Mixer,
@@ -5918,7 +5977,7 @@ M.ARCHITECTURES = {
   NemotronForCausalLM = "nemotron", ArceeForCausalLM = "arcee", Ernie4_5ForCausalLM = "ernie4_5",
   Ernie4_5_ForCausalLM = "ernie4_5", -- the name Baidu's own config.json files give the class
   Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm", PhiForCausalLM = "phi",
-  CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", FalconH1ForCausalLM = "falcon_h1", GPTBigCodeForCausalLM = "gpt_bigcode", GPTJForCausalLM = "gptj", FalconForCausalLM = "falcon", BloomForCausalLM = "bloom", HeliumForCausalLM = "helium",
+  CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", FalconH1ForCausalLM = "falcon_h1", Mamba2ForCausalLM = "mamba2", GPTBigCodeForCausalLM = "gpt_bigcode", GPTJForCausalLM = "gptj", FalconForCausalLM = "falcon", BloomForCausalLM = "bloom", HeliumForCausalLM = "helium",
 }
 
 --- Modelling classes of types apsearch knows and does not model

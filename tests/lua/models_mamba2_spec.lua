@@ -1,0 +1,58 @@
+-- tests/lua/models_mamba2_spec.lua -- pure Mamba-2 models (model_type
+-- mamba2; transformers configuration_mamba2.py @ f2a39d49 Mamba2Config,
+-- modeling_mamba2.py Mamba2Block / Mamba2Mixer): every layer one RMSNorm
+-- and a Mamba-2 mixer with its gated RMSNorm, an all-M hybrid pattern,
+-- which Megatron-LM's pretrain_hybrid.py builds.
+
+local core = require "apsearch.core"
+local hf = require "apsearch.hf"
+
+local function copy(t)
+  local c = {}
+  for k, v in pairs(t) do c[k] = type(v) == "table" and copy(v) or v end
+  return c
+end
+
+local function err_of(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok)
+  return tostring(e)
+end
+
+-- mistralai/Mamba-Codestral-7B-v0.1's shape keys
+local CODESTRAL = {
+  architectures = { "Mamba2ForCausalLM" }, model_type = "mamba2", chunk_size = 256, conv_kernel = 4, expand = 2,
+  head_dim = 64, hidden_act = "silu", hidden_size = 4096, layer_norm_epsilon = 1e-5, n_groups = 8, num_heads = 128,
+  num_hidden_layers = 64, residual_in_fp32 = true, rms_norm = true, state_size = 128, tie_word_embeddings = false,
+  use_bias = false, use_conv_bias = true, vocab_size = 32768,
+}
+
+describe("mamba2 import", function()
+  -- per layer (Mamba2Mixer, d = 2 x 4096 = 128 x 64 = 8192, conv_dim
+  -- 8192 + 2 x 8 x 128 = 10240): in_proj 4096 x (8192 + 10240 + 128) =
+  -- 76,021,760, conv1d 10240 x 4 + 10240 = 51,200, dt_bias, A_log, D
+  -- 3 x 128, the gated norm 8192, out_proj 8192 x 4096 = 33,554,432, the
+  -- block's norm 4096: 109,640,064; 64 layers 7,016,964,096; embedding and
+  -- lm_head 2 x 32768 x 4096; norm_f 4096.  Published: 7,285,403,648
+  -- (Mamba-Codestral-7B's model card).
+  it("Mamba-Codestral-7B: 7,285,403,648 parameters", function()
+    local m = hf.from_config(copy(CODESTRAL), "c.json")
+    assert.are.same({ 64, string.rep("M", 64), 128, 64, 128, 8, 4, 256 },
+      { m.num_layers, m.hybrid_layer_pattern, m.mamba_num_heads, m.mamba_head_dim, m.mamba_state_dim,
+        m.mamba_num_groups, m.mamba_conv_kernel, m.mamba_chunk_size })
+    local c = core.model_params(m)
+    assert.are.same({ 64, 109640064, 0, 0 }, { c.mamba_layers, c.per_mamba_layer, c.attention_layers, c.mlp_layers })
+    assert.are.equal(7285403648, c.total)
+  end)
+
+  it("refuses a width the mixer cannot reshape, and biases", function()
+    local c = copy(CODESTRAL)
+    c.head_dim = 32
+    assert.are.equal("c.json: expand: expected expand x hidden_size = num_heads x head_dim = 4096 (got 2)",
+      err_of(hf.from_config, c, "c.json"))
+    c = copy(CODESTRAL)
+    c.use_bias = true
+    assert.are.equal("c.json: use_bias: expected false (biases are not modelled on a hybrid model) (got true)",
+      err_of(hf.from_config, c, "c.json"))
+  end)
+end)

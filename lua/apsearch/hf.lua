@@ -4156,6 +4156,8 @@ function builders.falcon_h1(_, raw, file, notes)
       raw.attn_layer_indices)
   end
   local cfg = with_defaults(raw, M.FALCON_H1_DEFAULTS)
+  -- FalconH1Config: a null num_key_value_heads is num_attention_heads
+  if raw.num_key_value_heads == cjson.null then cfg.num_key_value_heads = cfg.num_attention_heads end
   local r = reader(cfg, file)
   local L, h = r.int("num_hidden_layers"), r.int("hidden_size")
   local heads = r.int("num_attention_heads")
@@ -4198,7 +4200,9 @@ function builders.falcon_h1(_, raw, file, notes)
       table.concat(given, ", "))
   end
   note(notes, file, "each of its %d layers is a parallel layer P: a Mamba-2 and an attention mixer side by " ..
-    "side under one norm, then the MLP under a second (Megatron-Bridge's FalconH1Layer)", L)
+    "side under one norm, then the MLP under a second (Megatron-Bridge's FalconH1Layer, built with an fp32 " ..
+    "residual stream, not priced: bf16 assumed); inspect's per-kind rows each hold a norm, so its layers row " ..
+    "is their sum less one norm per P layer", L)
   return m
 end
 

@@ -517,9 +517,13 @@ static void layer_tp(const aps_cluster *c, const aps_training *t,
                                                   alpha)
                      : aps_allreduce_time(s->tp_degree, act, bw, alpha);
     /* one pair per block: attention, MLP, Mamba-2 (in_proj column
-     * parallel, out_proj row parallel, as an MLP) */
-    out->tp_fwd = x->w.blocks * one;
-    out->tp_bwd = x->w.blocks * one;
+     * parallel, out_proj row parallel, as an MLP); a P layer's block holds
+     * two mixers, each its own pair (Megatron-Bridge 067f987df
+     * falconh1_layer_specs.py: the mixer's in_proj / out_proj and the
+     * attention's linear_qkv / linear_proj parallel linears) */
+    double pairs = x->w.blocks + x->w.parallel_share;
+    out->tp_fwd = pairs * one;
+    out->tp_bwd = pairs * one;
 }
 
 /** Time of one all-to-all of a tensor of `elems` bf16 elements per rank

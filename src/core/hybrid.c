@@ -109,6 +109,7 @@ static void set_shares(aps_hybrid_counts *out)
     out->mlp_share = L > 0 ? (double)out->mlp / L : 0.0;
     out->mamba_share = L > 0 ? (double)out->mamba / L : 0.0;
     out->blocks = L > 0 ? (L + (double)out->parallel) / L : 1.0;
+    out->parallel_share = L > 0 ? (double)out->parallel / L : 0.0;
 }
 
 /** Length of a NUL-terminated pattern of at most APS_MAX_HYBRID_LAYERS. */
@@ -428,8 +429,9 @@ aps_status aps_hybrid_validate(const aps_model *m, char *err, size_t n)
         return APS_EINVAL;
     }
     if (m->norms_per_layer != 1) {
-        aps_fmt(err, n, "model.norms_per_layer: %lld; a hybrid model's layer "
-                "has one pre-norm", (long long)m->norms_per_layer);
+        aps_fmt(err, n, "model.norms_per_layer: %lld; a hybrid model takes 1: "
+                "its layers carry their norms, one per block (two in a P "
+                "layer)", (long long)m->norms_per_layer);
         return APS_EINVAL;
     }
     if (m->qkv_bias || m->attn_out_bias || m->mlp_bias ||
@@ -447,6 +449,40 @@ aps_status aps_hybrid_validate(const aps_model *m, char *err, size_t n)
     }
     st = validate_mtp_pattern(m, err, n);
     return st == APS_OK ? validate_moe_layers(m, err, n) : st;
+}
+
+/** What Megatron-Bridge's Falcon-H1 model, the one framework that builds
+ *  parallel layers P, cannot run (067f987df src/megatron/bridge/models/
+ *  falcon_h1): virtual pipeline stages (falconh1_provider.py:126,
+ *  falconh1_block.py:244), a split other than num_layers / pp layers per
+ *  rank (falconh1_block.py:242-249 _select_layers_for_pipeline_parallel:
+ *  the layers past pp x that are not built), activation recompute
+ *  (FalconH1Stack.forward checkpoints nothing) and CUDA graphs of layers or
+ *  modules (FalconH1Layer is a plain MegatronModule); NULL when it runs. */
+static const char *parallel_refusal(const aps_model *m, const aps_training *t,
+                                    const aps_strategy *s)
+{
+    bool even = s->pipeline_split == APS_SPLIT_EVEN &&
+                m->num_layers % s->pp_degree == 0;
+    for (int i = 0; i < APS_MAX_STAGES; i++)
+        even = even && s->stage_partition[i] == 0 && s->layer_offset[i] == 0;
+    aps_cuda_graph_scope g = aps_cuda_graph_effective_scope(t, s);
+    if (s->vpp_degree > 1)
+        return "parallel layers P (Falcon-H1): Megatron-Bridge's FalconH1 "
+               "model refuses virtual pipeline stages (falconh1_provider.py:"
+               "126)";
+    if (!even)
+        return "parallel layers P (Falcon-H1): Megatron-Bridge's FalconH1 "
+               "stack builds num_layers / pp_degree layers on every rank "
+               "(falconh1_block.py:242); another split is not built";
+    if (s->layer_recompute != APS_RECOMPUTE_NONE)
+        return "parallel layers P (Falcon-H1): Megatron-Bridge's FalconH1 "
+               "stack recomputes no activations (FalconH1Stack.forward)";
+    if (g != APS_CG_NONE && g != APS_CG_FULL_ITERATION)
+        return "parallel layers P (Falcon-H1): Megatron-Bridge's "
+               "FalconH1Layer is not graphable per layer or module "
+               "(training.cuda_graph_scope); a full-iteration graph is";
+    return NULL;
 }
 
 const char *aps_hybrid_refusal(const aps_model *m, const aps_training *t,
@@ -477,5 +513,6 @@ const char *aps_hybrid_refusal(const aps_model *m, const aps_training *t,
         return "hybrid Mamba-2 models: training.overlap_moe_expert_parallel_"
                "comm needs GPTModel's build_schedule_plan, which Megatron's "
                "HybridModel does not have";
-    return NULL;
+    return strchr(m->hybrid_layer_pattern, 'P') ? parallel_refusal(m, t, s)
+                                                : NULL;
 }

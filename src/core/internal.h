@@ -723,6 +723,9 @@ typedef struct {
     double mamba_share;         /**< Mamba-2 blocks per layer */
     double gdn_share;           /**< Gated DeltaNet blocks per layer */
     double blocks;              /**< blocks (pre-norm + residual) per layer */
+    double parallel_share;      /**< P layers per layer: each a block with
+                                     two mixers, so one TP pair more than
+                                     its blocks (compute.c layer_tp) */
 } aps_hybrid_counts;
 
 /* ---- dsa.c: DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5) ---- */

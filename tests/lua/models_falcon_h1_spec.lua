@@ -111,6 +111,10 @@ describe("falcon_h1 import", function()
     c.attention_bias = true
     assert.are.equal("f.json: attention_bias: expected false (biases are not modelled on a hybrid model) " ..
       "(got true)", err_of(hf.from_config, c, "f.json"))
+    -- FalconH1Config: a null num_key_value_heads is num_attention_heads
+    c = copy(F05)
+    c.num_key_value_heads = require("cjson").null
+    assert.are.equal(8, hf.from_config(c, "f.json").num_query_groups)
     c = copy(F05)
     c.attn_layer_indices = { 0, 2 }
     assert.truthy(err_of(hf.from_config, c, "f.json"):find("f.json: attn_layer_indices: expected null", 1, true))
@@ -135,6 +139,47 @@ describe("a parallel layer P", function()
     assert.are.equal(es.model_flops_per_step, ep.model_flops_per_step)
     assert.is_true(ep.performance_breakdown.compute_fwd.total < es.performance_breakdown.compute_fwd.total)
     assert.is_true(ep.memory_breakdown.activations < es.memory_breakdown.activations)
+  end)
+
+  -- TP: the P layer's mixers and MLP each have their parallel linears
+  -- (falconh1_layer_specs.py), three all-gather / reduce-scatter pairs as
+  -- M*- has; a hand-written table with 4 heads, groups and KV heads
+  it("has the TP collectives of its three blocks", function()
+    local p = hf.from_config(copy(F05), "f.json")
+    p.num_attention_heads, p.num_query_groups, p.mamba_num_groups = 8, 4, 4
+    p.mamba_num_heads, p.mamba_head_dim = 24, 64
+    local s = copy(p)
+    s.hybrid_layer_pattern, s.num_layers = string.rep("M*-", 36), 108
+    local cluster = { device = "h100-sxm-80gb", num_devices = 8, devices_per_node = 8 }
+    local tr = { global_batch_size = 64, seq_length = 4096, framework = "megatron", precision = "bf16" }
+    local st = { dp_degree = 2, tp_degree = 4, sequence_parallel = true, micro_batch_size = 1 }
+    local tp = core.context(p, cluster, tr):estimate(st).performance_breakdown.tp_comm.total
+    local ts = core.context(s, cluster, tr):estimate(st).performance_breakdown.tp_comm.total
+    assert.is_true(tp > 0)
+    assert.is_true(math.abs(tp - ts) < 1e-12 * ts, ("P %.6f s, M*- %.6f s"):format(tp, ts))
+  end)
+
+  -- Megatron-Bridge 067f987df models/falcon_h1: no virtual stages
+  -- (falconh1_provider.py:126), num_layers / pp per rank
+  -- (falconh1_block.py:242), no recompute, no per-layer CUDA graphs
+  it("refuses what Megatron-Bridge's Falcon-H1 model cannot run", function()
+    local p = hf.from_config(copy(F05), "f.json")
+    local cluster = { device = "h100-sxm-80gb", num_devices = 8, devices_per_node = 8 }
+    local tr = { global_batch_size = 64, seq_length = 4096, framework = "megatron", precision = "bf16" }
+    local ctx = core.context(p, cluster, tr)
+    local function why(st)
+      local e = ctx:estimate(st)
+      assert.is_false(e.feasible)
+      return e.message
+    end
+    assert.is_true(ctx:estimate({ dp_degree = 2, pp_degree = 4, micro_batch_size = 1 }).feasible)
+    assert.truthy(why({ dp_degree = 2, pp_degree = 4, vpp_degree = 3, micro_batch_size = 1 })
+      :find("refuses virtual pipeline stages", 1, true))
+    assert.truthy(why({ dp_degree = 1, pp_degree = 8, pipeline_split = "fill_last", micro_batch_size = 1 }):find("num_layers / pp_degree", 1, true))
+    assert.truthy(why({ dp_degree = 8, layer_recompute = "full", micro_batch_size = 1 })
+      :find("recomputes no activations", 1, true))
+    tr.cuda_graphs, tr.cuda_graph_scope = true, "attn"
+    assert.truthy(core.context(p, cluster, tr):estimate({ dp_degree = 8, micro_batch_size = 1 }).feasible == false)
   end)
 
   it("the Megatron-LM script builds each P as M*- and says so", function()

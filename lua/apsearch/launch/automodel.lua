@@ -544,7 +544,12 @@ end
 -- @treturn table notes (NOT EXPRESSIBLE / NOT WRITTEN / APPROXIMATE / NOTE)
 function M.render(c)
   local w, g = launch_util.yaml_writer(M.keys, "automodel"), layout_of(c)
-  if g.tr.framework ~= nil and g.tr.framework ~= "automodel" then
+  if c.model.hybrid_layer_pattern then
+    -- the core prices hybrid models for Megatron-LM only (hybrid.c
+    -- aps_hybrid_refusal): no AutoModel estimate to point to
+    w.N(NE, "the hybrid Mamba-2 layers (pattern " .. c.model.hybrid_layer_pattern:sub(1, 16) ..
+      "...): apsearch prices them for Megatron-LM only, so this YAML runs a job it has not estimated")
+  elseif g.tr.framework ~= nil and g.tr.framework ~= "automodel" then
     w.N("NOTE", ("the estimate is of framework = %s (its overheads); for AutoModel's own, " ..
       "--set training.framework=automodel"):format(tostring(g.tr.framework)))
   end

@@ -455,8 +455,9 @@ aps_status aps_hybrid_validate(const aps_model *m, char *err, size_t n)
  *  parallel layers P, cannot run (067f987df src/megatron/bridge/models/
  *  falcon_h1): virtual pipeline stages (falconh1_provider.py:126,
  *  falconh1_block.py:244), a split other than num_layers / pp layers per
- *  rank (falconh1_block.py:242-249 _select_layers_for_pipeline_parallel:
- *  the layers past pp x that are not built), activation recompute
+ *  rank (falconh1_block.py:242-249 _select_layers_for_pipeline_parallel
+ *  builds num_layers // pp on each rank: the rest are never built, and a
+ *  split of its own is not read), activation recompute
  *  (FalconH1Stack.forward checkpoints nothing) and CUDA graphs of layers or
  *  modules (FalconH1Layer is a plain MegatronModule); NULL when it runs. */
 static const char *parallel_refusal(const aps_model *m, const aps_training *t,

@@ -528,6 +528,15 @@ static double stage_activations(const aps_model *m, const aps_training *t,
     if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE && layers > rc &&
         lc->act_full - lc->act_selective > transient)
         transient = lc->act_full - lc->act_selective;
+    /* EP overlap (Megatron's combined 1F1B): each step runs a layer's
+     * forward of the newer micro-batch beside a layer's backward of the
+     * older, which frees its saved tensors only after both (Megatron-LM
+     * d98e8a64 megatron/core/models/common/model_chunk_schedule_plan.py
+     * l.560-575: run(f_layer, b_layer), then b_layer.release_state()): one
+     * layer's saved set more than the schedule's in-flight micro-batches;
+     * its MoE and MLA parts in moe.c aps_moe_stage_memory */
+    if (t->overlap_moe_expert_parallel_comm && layers > rc)
+        transient += per_layer;
     return inflight * per_mb + transient;
 }
 

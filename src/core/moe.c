@@ -1211,9 +1211,9 @@ static double full_recompute_rebuilt(const aps_strategy *s,
  *  the layers that keep theirs, per micro-batch in flight, and those
  *  rebuilt at once in the backward (a full-recompute group, or the one
  *  MoE layer the moe recompute module re-runs). */
-static double stash_live_layers(const aps_strategy *s, const aps_layout *lay,
-                                int64_t i, unsigned mods, double inflight,
-                                double nm)
+static double stash_live_layers(const aps_training *t, const aps_strategy *s,
+                                const aps_layout *lay, int64_t i,
+                                unsigned mods, double inflight, double nm)
 {
     double L = (double)aps_layout_run_layers(lay, i);
     double rc = (double)aps_layout_run_recompute(lay, i);
@@ -1226,6 +1226,12 @@ static double stash_live_layers(const aps_strategy *s, const aps_layout *lay,
     } else if ((mods & APS_RCM_MOE) && L > rc && nm > 0) {
         live += 1.0;
     }
+    /* EP overlap: the older micro-batch's layer still holds its tokens
+     * while the newer one's forward stashes its own (memory.c
+     * stage_activations) */
+    if (t->overlap_moe_expert_parallel_comm && !(mods & APS_RCM_MOE) &&
+        L > rc && nm > 0)
+        live += 1.0;
     return live;
 }
 
@@ -1241,7 +1247,7 @@ static double moe_stash_memory(const aps_model *m, const aps_training *t,
     double nm = (double)aps_moe_stage_moe_layers(m, lay, i);
     if (!(mc->stash_row_bytes > 0) || !(nm > 0))
         return 0.0;
-    double live = stash_live_layers(s, lay, i, mods, inflight, nm);
+    double live = stash_live_layers(t, s, lay, i, mods, inflight, nm);
     return aps_moe_stash_bytes(m, t, s, mc->stash_tokens, live) +
            mc->static_rows * mc->stash_row_bytes;
 }
@@ -1330,6 +1336,10 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
         per_layer_kept * kept * (nm * moe_b + nl * mla_b);
     if (L > rc)
         st->mem[APS_MEM_ACTIVATIONS] += rebuilt;
+    /* EP overlap: one layer's saved set more (memory.c stage_activations),
+     * of an MoE layer: its MoE and MLA parts */
+    if (t->overlap_moe_expert_parallel_comm && L > rc && nm > 0)
+        st->mem[APS_MEM_ACTIVATIONS] += moe_b + (nl > 0 ? mla_b : 0.0);
     st->mem[APS_MEM_ACTIVATIONS] += full_recompute_rebuilt(s, lay, mc, i, rc,
                                                            nm, nl);
     if (nm > 0)

@@ -311,11 +311,12 @@ describe("public_memory_cases.csv", function()
       assert.are.equal(not called_oom[id], c.predicted.fits, id)
     end
     local function gib(id) return cases[id].predicted.mem_gib end
-    -- mq03 (trained) is called out of memory by under 2 %: 180.8 of 178.1
+    -- mq03 (trained) is called out of memory by under 2.5 %: 182.0 of 178.1
     -- GiB (179.8 before the gradient-norm world group and the NVLS buffers
-    -- were counted, memory.c nccl_bytes)
+    -- were counted, memory.c nccl_bytes; 180.9 before the EP overlap's one
+    -- layer more, memory.c stage_activations)
     assert.is_true(gib("mq03") > cases.mq03.predicted.mem_limit_gib)
-    assert.is_true(gib("mq03") < 1.02 * cases.mq03.predicted.mem_limit_gib)
+    assert.is_true(gib("mq03") < 1.025 * cases.mq03.predicted.mem_limit_gib)
     -- mq02 (fp8, out of memory) is estimated below the trained bf16 mq03
     assert.is_true(gib("mq02") < gib("mq03"))
     -- DeepSeek-V3: recomputing the 3 dense MLPs saves far less than the
@@ -332,13 +333,14 @@ describe("public_memory_cases.csv", function()
     assert.is_nil(cases.mw05.inputs.training.moe_paged_stash)
     -- what the full-iteration graph and the stash hold, as Megatron sizes
     -- them, does not flip mw01: against the partial-graph mw05 (same
-    -- layout) 0.29 GiB less is allocated -- the stash, 42.05 GiB at 1.2 x
+    -- layout) 0.32 GiB less is allocated (0.29 before the EP overlap's
+    -- one layer more, which mw01 stashes at the stash's budget) -- the stash, 42.05 GiB at 1.2 x
     -- the balanced tokens, plus one layer at its 196608-row static shape
     -- (1.10 GiB), in place of 43.77 GiB of expert tensors at the default
     -- 1.25 load; the receive buffer at the static budget (0.75 GiB) in
     -- place of a send-sized one (0.42 GiB); 0.007 GiB of static inputs
     local d = (cases.mw01.predicted.mem_allocated_gib - cases.mw05.predicted.mem_allocated_gib)
-    assert.is_true(d > -0.30 and d < -0.27, d)
+    assert.is_true(d > -0.34 and d < -0.31, d)
     -- the smallest full-iteration layout that ran out of memory is
     -- estimated under half the B200's 178 GiB limit
     assert.is_true(gib("mw04") < 0.5 * cases.mw04.predicted.mem_limit_gib)

@@ -1650,6 +1650,15 @@ local function cmd_inspect(args)
         for _, k in ipairs(kind) do keys[#keys + 1] = k end
       end
     end
+    -- P layers (Falcon-H1) count in each of their three kinds, whose rows
+    -- hold a norm each: a P layer has two, so layers is the rows' sum less
+    -- one norm per P layer
+    local parallel = select(2, (model.hybrid_layer_pattern or ""):gsub("P", ""))
+    if parallel > 0 then
+      keys[#keys + 1] = "parallel_layers"
+      value.parallel_layers = parallel
+      label.parallel_layers = "parallel_layers (in each kind; one norm fewer)"
+    end
     for _, k in ipairs({ "layers", "final_norm", "output_layer", "total", "active" }) do keys[#keys + 1] = k end
   end
   if counts.mtp then

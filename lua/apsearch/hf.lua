@@ -4201,8 +4201,7 @@ function builders.falcon_h1(_, raw, file, notes)
   end
   note(notes, file, "each of its %d layers is a parallel layer P: a Mamba-2 and an attention mixer side by " ..
     "side under one norm, then the MLP under a second (Megatron-Bridge's FalconH1Layer, built with an fp32 " ..
-    "residual stream, not priced: bf16 assumed); inspect's per-kind rows each hold a norm, so its layers row " ..
-    "is their sum less one norm per P layer", L)
+    "residual stream, not priced: bf16 assumed)", L)
   return m
 end
 

@@ -11,17 +11,7 @@ local core = require "apsearch.core"
 local hf = require "apsearch.hf"
 local H = require "spec_helpers"
 
-local function copy(t)
-  local c = {}
-  for k, v in pairs(t) do c[k] = type(v) == "table" and copy(v) or v end
-  return c
-end
-
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok)
-  return tostring(e)
-end
+local copy, err_of = H.copy, H.err_of
 
 -- Falcon-H1-0.5B: Megatron-Bridge 067f987df tests/unit_tests/models/
 -- falcon_h1/test_falcon_h1_bridge.py FALCON_H1_500M_CONFIG (the shape

@@ -6,18 +6,9 @@
 
 local core = require "apsearch.core"
 local hf = require "apsearch.hf"
+local H = require "spec_helpers"
 
-local function copy(t)
-  local c = {}
-  for k, v in pairs(t) do c[k] = type(v) == "table" and copy(v) or v end
-  return c
-end
-
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok)
-  return tostring(e)
-end
+local copy, err_of = H.copy, H.err_of
 
 -- mistralai/Mamba-Codestral-7B-v0.1's shape keys
 local CODESTRAL = {

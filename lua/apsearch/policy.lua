@@ -586,6 +586,12 @@ function Norm:model(v)
     end
     local over = self:fields(v, schema.model, "model", nil, nil, { preset = true, config = true })
     for k, x in pairs(over) do model[k] = x end
+    -- a hand-written hybrid table: its layers carry their norms, one per
+    -- block (src/core/hybrid.c), so norms_per_layer is 1 unless given
+    if source == "table" and type(model.hybrid_layer_pattern) == "string" and model.hybrid_layer_pattern ~= ""
+        and model.norms_per_layer == nil then
+      model.norms_per_layer = 1
+    end
   else
     self:fail("model", "expected a preset name, a path to a config.json, or a table", v)
   end

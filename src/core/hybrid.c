@@ -314,6 +314,12 @@ static aps_status validate_pattern(const aps_model *m, char *err, size_t n)
         len++;
     for (size_t i = 0; i < len; i++) {
         char c = m->hybrid_layer_pattern[i];
+        if (c == '|') {
+            aps_fmt(err, n, "model.hybrid_layer_pattern: layer %zu is '|', "
+                    "Megatron's pipeline separator: give the layers only "
+                    "and the split as the strategy's stage_partition", i);
+            return APS_EINVAL;
+        }
         if (c != 'M' && c != '*' && c != '-' && c != 'E' && c != 'P') {
             aps_fmt(err, n, "model.hybrid_layer_pattern: layer %zu is '%c'; "
                     "apsearch models M (Mamba-2), * (attention), - (MLP), "
@@ -481,8 +487,8 @@ static const char *parallel_refusal(const aps_model *m, const aps_training *t,
                "stack recomputes no activations (FalconH1Stack.forward)";
     if (g != APS_CG_NONE && g != APS_CG_FULL_ITERATION)
         return "parallel layers P (Falcon-H1): Megatron-Bridge's "
-               "FalconH1Layer is not graphable per layer or module "
-               "(training.cuda_graph_scope); a full-iteration graph is";
+               "FalconH1Layer is not graphable per layer or module; "
+               "training.cuda_graph_scope = \"full_iteration\" is";
     return NULL;
 }
 

@@ -172,6 +172,29 @@ describe("a parallel layer P", function()
     assert.truthy(core.context(p, cluster, tr):estimate({ dp_degree = 8, micro_batch_size = 1 }).feasible == false)
   end)
 
+  -- a hand-written table: norms_per_layer 1 unless given (policy.lua), and
+  -- Megatron's pipeline separator '|' refused with where the split goes
+  it("a hand-written hybrid table takes one norm per block and refuses '|'", function()
+    local dir = H.tmpdir()
+    local function policy(pattern)
+      return ([[return { model = { name = "hyb", num_layers = %d, hidden_size = 1024, num_attention_heads = 8,
+        num_query_groups = 2, head_dim = 64, ffn_hidden_size = 2048, vocab_size = 32768, mlp = "swiglu",
+        norm = "rmsnorm", position_embedding = "rope", hybrid_layer_pattern = %q, mamba_num_heads = 24,
+        mamba_head_dim = 64, mamba_state_dim = 128, mamba_num_groups = 1 },
+        cluster = { device = "h100-sxm-80gb", num_devices = 8, devices_per_node = 8 },
+        training = { global_batch_size = 64, seq_length = 4096 } }]]):format(#pattern:gsub("|", ""), pattern)
+    end
+    H.write(dir .. "/ok.lua", policy("PPM*-PM-"))
+    local code, out, err = H.apsearch("estimate", dir .. "/ok.lua", "--strategy", "dp_degree=8")
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("feasible  yes", 1, true), out)
+    H.write(dir .. "/bar.lua", policy("PPM*|-PM-"))
+    code, _, err = H.apsearch("estimate", dir .. "/bar.lua", "--strategy", "dp_degree=8")
+    assert.are.equal(2, code)
+    assert.truthy(err:find("model.hybrid_layer_pattern: layer 4 is '|', Megatron's pipeline separator: give the " ..
+      "layers only and the split as the strategy's stage_partition", 1, true), err)
+  end)
+
   it("the Megatron-LM script builds each P as M*- and says so", function()
     local dir = H.tmpdir()
     local path = dir .. "/falcon-h1-0.5b.json"

@@ -92,6 +92,9 @@ function M.recipe_line(r, t)
   if (t.activation_offload_layers or 0) > 0 then
     parts[#parts + 1] = ("activation_offload_layers %d"):format(t.activation_offload_layers)
   end
+  if t.overlap_moe_expert_parallel_comm then
+    parts[#parts + 1] = "EP overlap on (one layer's activations more)"
+  end
   if t.store_param_remainders then parts[#parts + 1] = "store_param_remainders on" end
   if t.bf16_weights then parts[#parts + 1] = "bf16 weights, gradients and optimizer states (no fp32 master)" end
   if t.torch_compile then parts[#parts + 1] = "loss compiled " .. (r.compile_loss and "yes" or "no") end

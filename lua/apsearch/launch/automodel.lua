@@ -547,8 +547,9 @@ function M.render(c)
   if c.model.hybrid_layer_pattern then
     -- the core prices hybrid models for Megatron-LM only (hybrid.c
     -- aps_hybrid_refusal): no AutoModel estimate to point to
-    w.N(NE, "the hybrid Mamba-2 layers (pattern " .. c.model.hybrid_layer_pattern:sub(1, 16) ..
-      "...): apsearch prices them for Megatron-LM only, so this YAML runs a job it has not estimated")
+    w.N("NOTE", "the hybrid Mamba-2 layers (pattern " .. c.model.hybrid_layer_pattern:sub(1, 16) ..
+      "...): AutoModel builds the model from its config, and apsearch prices hybrid models for " ..
+      "Megatron-LM only: this YAML's time and memory are not estimated")
   elseif g.tr.framework ~= nil and g.tr.framework ~= "automodel" then
     w.N("NOTE", ("the estimate is of framework = %s (its overheads); for AutoModel's own, " ..
       "--set training.framework=automodel"):format(tostring(g.tr.framework)))

@@ -735,6 +735,12 @@ function M.fit_probe_text(result)
   elseif fp.tried then
     parts[#parts + 1] = string.format("no fit up to %s devices (%s) with the same defaults", M.commas(fp.tried),
       fp.cluster)
+    -- nothing here was over a memory limit: the filter reasons' rules
+    -- refused every strategy, which more devices may not change
+    if not (result.infeasible_summary or {}).MEMORY_LIMIT then
+      parts[#parts] = parts[#parts] .. "; no strategy here was over a memory limit: the rules in the " ..
+        "filter reasons refused them all"
+    end
   end
   return #parts > 0 and table.concat(parts, "\n") or nil
 end

@@ -464,8 +464,9 @@ aps_status aps_hybrid_validate(const aps_model *m, char *err, size_t n)
  *  rank (falconh1_block.py:242-249 _select_layers_for_pipeline_parallel
  *  builds num_layers // pp on each rank: the rest are never built, and a
  *  split of its own is not read), activation recompute
- *  (FalconH1Stack.forward checkpoints nothing) and CUDA graphs of layers or
- *  modules (FalconH1Layer is a plain MegatronModule); NULL when it runs. */
+ *  (FalconH1Stack.forward checkpoints nothing), Megatron-FSDP (below) and
+ *  CUDA graphs of layers or modules (FalconH1Layer is a plain
+ *  MegatronModule); NULL when it runs. */
 static const char *parallel_refusal(const aps_model *m, const aps_training *t,
                                     const aps_strategy *s)
 {
@@ -485,6 +486,17 @@ static const char *parallel_refusal(const aps_model *m, const aps_training *t,
     if (s->layer_recompute != APS_RECOMPUTE_NONE)
         return "parallel layers P (Falcon-H1): Megatron-Bridge's FalconH1 "
                "stack recomputes no activations (FalconH1Stack.forward)";
+    /* Megatron-FSDP's units are TransformerLayer, MoETransformerLayer and
+     * MambaLayer by default (Megatron-LM d98e8a64 megatron/core/
+     * distributed/fsdp/mcore_fsdp_adapter.py:171; Megatron-Bridge sets no
+     * other): a FalconH1Layer's parameters fall to the root unit, gathered
+     * for the whole model at once, which the per-layer FSDP terms do not
+     * price */
+    if (s->fsdp_degree > 1)
+        return "parallel layers P (Falcon-H1): Megatron-FSDP shards by "
+               "TransformerLayer, MoETransformerLayer and MambaLayer units "
+               "(mcore_fsdp_adapter.py:171); a FalconH1Layer is none, so "
+               "its parameters would be gathered with the whole model";
     if (g != APS_CG_NONE && g != APS_CG_FULL_ITERATION)
         return "parallel layers P (Falcon-H1): Megatron-Bridge's "
                "FalconH1Layer is not graphable per layer or module; "

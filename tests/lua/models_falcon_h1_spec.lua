@@ -151,7 +151,8 @@ describe("a parallel layer P", function()
 
   -- Megatron-Bridge 067f987df models/falcon_h1: no virtual stages
   -- (falconh1_provider.py:126), num_layers / pp per rank
-  -- (falconh1_block.py:242), no recompute, no per-layer CUDA graphs
+  -- (falconh1_block.py:242), no recompute, no Megatron-FSDP, no per-layer
+  -- CUDA graphs
   it("refuses what Megatron-Bridge's Falcon-H1 model cannot run", function()
     local p = hf.from_config(copy(F05), "f.json")
     local cluster = { device = "h100-sxm-80gb", num_devices = 8, devices_per_node = 8 }
@@ -168,6 +169,9 @@ describe("a parallel layer P", function()
     assert.truthy(why({ dp_degree = 1, pp_degree = 8, pipeline_split = "fill_last", micro_batch_size = 1 }):find("num_layers / pp_degree", 1, true))
     assert.truthy(why({ dp_degree = 8, layer_recompute = "full", micro_batch_size = 1 })
       :find("recomputes no activations", 1, true))
+    -- Megatron-FSDP's default units (mcore_fsdp_adapter.py:171) do not
+    -- include FalconH1Layer
+    assert.truthy(why({ fsdp_degree = 8, micro_batch_size = 1 }):find("a FalconH1Layer is none", 1, true))
     tr.cuda_graphs, tr.cuda_graph_scope = true, "attn"
     assert.truthy(core.context(p, cluster, tr):estimate({ dp_degree = 8, micro_batch_size = 1 }).feasible == false)
   end)

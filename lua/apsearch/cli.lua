@@ -1653,7 +1653,7 @@ local function cmd_inspect(args)
     -- P layers (Falcon-H1) count in each of their three kinds, whose rows
     -- hold a norm each: a P layer has two, so layers is the rows' sum less
     -- one norm per P layer
-    local parallel = select(2, (model.hybrid_layer_pattern or ""):gsub("P", ""))
+    local parallel = require("apsearch.launch.megatron").parallel_layers(model)
     if parallel > 0 then
       keys[#keys + 1] = "parallel_layers"
       value.parallel_layers = parallel

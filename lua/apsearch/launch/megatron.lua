@@ -589,7 +589,7 @@ function M.render(c)
 
   -- model shape
   -- a parallel layer P is written as three (M.hybrid_args)
-  A("--num-layers", L + 2 * select(2, (m.hybrid_layer_pattern or ""):gsub("P", "")))
+  A("--num-layers", M.written_layers(m))
   A("--hidden-size", m.hidden_size)
   A("--ffn-hidden-size", m.ffn_hidden_size)
   A("--num-attention-heads", m.num_attention_heads)
@@ -917,13 +917,13 @@ M.MAMBA_FIXED = { mamba_conv_kernel = { 4, "d_conv" }, mamba_chunk_size = { 128,
 function M.hybrid_args(m, A, N, chunks, tr)
   local depths = (tr or {}).mtp_num_layers or 0
   local pattern = M.hybrid_pattern(m.hybrid_layer_pattern, chunks)
-  if pattern:find("P", 1, true) then
-    local n = select(2, m.hybrid_layer_pattern:gsub("P", ""))
+  local n = M.parallel_layers(m)
+  if n > 0 then
     not_written(N, ("Falcon-H1's %d parallel layers P (a Mamba-2 and an attention mixer side by side under one " ..
       "norm, then the MLP)"):format(n), M.ARCH_SOURCES.parallel, ("the script builds each as the three layers " ..
       "M*- (the same mixers and MLP one after the other, %d layers, one norm more each), not the model " ..
-      "estimated; Megatron-Bridge's FalconH1Bridge trains it"):format(3 * n + #m.hybrid_layer_pattern - n))
-    pattern = pattern:gsub("P", "M*-")
+      "estimated; Megatron-Bridge's FalconH1Bridge trains it"):format(M.written_layers(m)))
+    pattern = pattern:gsub("P", M.PARALLEL_AS)
   end
   if m.mamba_no_rmsnorm then
     not_written(N, "a Mamba-2 mixer without its gated RMSNorm (mamba_no_rmsnorm)", M.ARCH_SOURCES.mamba_norm,
@@ -942,6 +942,26 @@ function M.hybrid_args(m, A, N, chunks, tr)
         key, v, fixed[2], fixed[1]))
     end
   end
+end
+
+--- What the script writes for a parallel layer P, which Megatron-LM's
+-- hybrid_layer_allocation.py has no symbol for: its Mamba-2 mixer,
+-- attention and MLP as three layers (M.hybrid_args says so).
+M.PARALLEL_AS = "M*-"
+
+--- The parallel layers P of a model's hybrid pattern (0 without).
+-- @tparam table m model table
+-- @treturn integer
+function M.parallel_layers(m)
+  return select(2, (m.hybrid_layer_pattern or ""):gsub("P", ""))
+end
+
+--- Decoder layers the script builds: num_layers, each P written as
+-- #M.PARALLEL_AS layers.
+-- @tparam table m model table
+-- @treturn integer
+function M.written_layers(m)
+  return m.num_layers + (#M.PARALLEL_AS - 1) * M.parallel_layers(m)
 end
 
 --- Gated DeltaNet layers (Qwen3-Next) on Megatron-LM d98e8a64, as

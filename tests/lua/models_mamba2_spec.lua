@@ -31,6 +31,10 @@ describe("mamba2 import", function()
     assert.are.same({ 64, string.rep("M", 64), 128, 64, 128, 8, 4, 256 },
       { m.num_layers, m.hybrid_layer_pattern, m.mamba_num_heads, m.mamba_head_dim, m.mamba_state_dim,
         m.mamba_num_groups, m.mamba_conv_kernel, m.mamba_chunk_size })
+    -- no attention or MLP layer: the mixer's heads and groups, Megatron's
+    -- default FFN width (4 x hidden_size), none priced
+    assert.are.same({ 128, 8, 64, 16384 }, { m.num_attention_heads, m.num_query_groups, m.head_dim,
+      m.ffn_hidden_size })
     local c = core.model_params(m)
     assert.are.same({ 64, 109640064, 0, 0 }, { c.mamba_layers, c.per_mamba_layer, c.attention_layers, c.mlp_layers })
     assert.are.equal(7285403648, c.total)

@@ -33,4 +33,12 @@ describe("EP overlap", function()
     assert.is_true(layer > 0)
     assert.is_true(math.abs((with - without) - layer) < 1, ("%.1f vs %.1f"):format(with - without, layer))
   end)
+
+  it("is named on estimate's recipe line", function()
+    local code, out, err = H.apsearch("estimate", "--model", "qwen3-30b-a3b", "--cluster", "h100-sxm-80gb:4x8",
+      "--set", "training.overlap_moe_expert_parallel_comm=true", "--strategy", "dp_degree=32,ep_degree=8,zero_stage=1")
+
+    assert.are.equal(0, code, err)
+    assert.truthy(out:gsub("\n%s+", " "):find("EP overlap on (one layer's activations more)", 1, true), out)
+  end)
 end)

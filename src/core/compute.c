@@ -146,8 +146,9 @@ double aps_ssd_scan_rate(const aps_device *d)
  *  h), and the chunked SSD scan (mamba_ssm's five Triton kernels) over
  *  its T d N / t state elements at the device's measured scan rate
  *  (aps_ssd_scan_rate): the kernels run far below the tensor-core rate
- *  their 7 T d N FLOPs would take at the attention efficiency (about a
- *  tenth of H100's bf16 peak, internal.h APS_SSD_ELEMS_PER_HBM_BYTE). */
+ *  their 7 T d N FLOPs would take at the attention efficiency (in
+ *  training about 22 TFLOP/s on an H100, internal.h
+ *  APS_SSD_ELEMS_PER_HBM_BYTE). */
 static double mamba_fwd(const aps_model *m, const aps_device *d,
                         const aps_training *t, const layer_shape *x)
 {

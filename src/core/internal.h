@@ -1623,22 +1623,36 @@ double aps_gemm_shape_factor(const aps_device *d, double M, double N,
 double aps_attention_efficiency(const aps_device *d, const aps_training *t);
 
 /** State elements of Mamba-2's chunked SSD scan per byte per second of
- *  HBM bandwidth, forward.  Measured: vLLM PR 27299 (cyang49, 2025-10-25,
- *  "supporting performance results on single H100"), the unfused
- *  five-kernel SSD of mamba_ssm as vLLM carries it at 8,192 tokens with
- *  nh 128, head dim 64, one group, state 128 (granite-4.0-h-small's
- *  mixer): 1.262e7 tokens/s, i.e. 1.262e7 x 8192 x 128 = 1.323e13 state
- *  elements/s, on the H100 SXM's 3.35e12 B/s: 3.95 elements per B/s
- *  (7 FLOPs an element: 93 TFLOP/s, under a tenth of the bf16 peak).
- *  The kernels write and re-read the chunk states and the chunk-local
- *  C^T B in fp32 and are bound by memory bandwidth and latency (PyTorch
- *  blog "Accelerating Mamba2 with kernel fusion"), so other devices take
- *  the rate in proportion to their HBM bandwidth: no Blackwell or AMD
- *  measurement of these kernels was found.  Forward only: the backward
- *  is priced as twice the forward, as a GEMM's (no published backward
- *  time of a stated shape was found).  A device's ssd_scan_rate
- *  replaces it. */
-#define APS_SSD_ELEMS_PER_HBM_BYTE (1.262e7 * 8192.0 * 128.0 / 3.35e12)
+ *  HBM bandwidth, the forward's rate in training (the backward is priced
+ *  at twice the forward).  Derived from the one published training
+ *  measurement of a pure Mamba-2 model on several GPUs, state-spaces/mamba
+ *  issue 904 (2026-04-06): d_model 2048, 48 layers, 4 x 4,096 tokens,
+ *  bf16, 239.2 TFLOP/s on an H200 and 102.5 on an A100.  The step those
+ *  give (FLOPs per token the mean of 6N and apsearch's count, 6 % apart),
+ *  less apsearch's estimate of the same job with the scan free (GEMMs,
+ *  norms, conv, gated norm, loss, optimizer), leaves the scan its time:
+ *  H200 0.268 s for 48 x 16,384 x 4,096 x 128 forward elements, 4.61e12
+ *  elements/s forward, 0.960 per B/s of its 4.8 TB/s
+ *  (scripts/derive-ssd-rate.sh).  The A100 gives 1.013, 5.5 % apart: on
+ *  Ampere and Hopper the kernels (mamba_ssm's Triton SSD forward and
+ *  backward, the same mamba_split_conv1d_scan_combined Megatron-Core's
+ *  MambaMixer runs) scale with memory bandwidth.  A quarter of the
+ *  forward-only inference rate measured on one H100 (vLLM PR 27299:
+ *  1.262e7 tokens/s at 8,192 tokens, 128 heads of 64, state 128, 3.95
+ *  per B/s), which this replaces: training's backward recomputes the
+ *  chunk states and writes fp32 gradients with atomics.  A device's
+ *  ssd_scan_rate replaces it (Blackwell's presets:
+ *  APS_SSD_SCAN_RATE_BLACKWELL). */
+#define APS_SSD_ELEMS_PER_HBM_BYTE 0.960
+
+/** Forward rate of the same scan on Blackwell (B200, GB200, B300,
+ *  GB300, all 8 TB/s), state elements per second: the GB200 column of
+ *  the same measurement (360.4 TFLOP/s; the scan 0.243 s of a 0.379 s
+ *  step), 5.09e12, 0.636 per B/s, two thirds of the Hopper rule: the
+ *  Triton kernels gain 1.10x from H200 to GB200 where the bandwidth gains
+ *  1.67x and the GEMMs 2.44x (the issue's aten::mm times, 1,324 and 543
+ *  ms).  The presets set it as their ssd_scan_rate (presets.c). */
+#define APS_SSD_SCAN_RATE_BLACKWELL 5.088e12
 
 /** Forward rate of Mamba-2's chunked SSD scan on device d, state
  *  elements (tokens x d_inner x d_state) per second: its ssd_scan_rate

@@ -522,7 +522,8 @@ typedef struct {
 /* Blackwell: Hopper's fp8 GEMM efficiency scaled by the microbenchmark
  * (APS_GEMM_SCALE_BLACKWELL), bf16's from it by the B300 benchmark
  * (APS_BF16_OVER_FP8_GEMM_BLACKWELL); attention as Hopper's, an
- * assumption. */
+ * assumption; Mamba-2's SSD scan at its measured GB200 rate
+ * (APS_SSD_SCAN_RATE_BLACKWELL). */
 #define BLACKWELL .nccl_nvls_bytes_per_rank = APS_NCCL_NVLS_PER_RANK,    \
                .gemm_efficiency =                                    \
                    APS_FP8_GEMM_EFF_JOINT * APS_GEMM_SCALE_BLACKWELL * \
@@ -532,7 +533,8 @@ typedef struct {
                .attention_efficiency = APS_ATTN_EFF_JOINT,            \
                .unfused_attention_efficiency = APS_ATTN_EFF_JOINT,    \
                .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_HOPPER, \
-               .gpu_min_kernel_seconds = APS_GPU_MIN_KERNEL_HOPPER
+               .gpu_min_kernel_seconds = APS_GPU_MIN_KERNEL_HOPPER,   \
+               .ssd_scan_rate = APS_SSD_SCAN_RATE_BLACKWELL
 /* Blackwell Ultra: the exponentials run in the fused attention loop only;
  * unfused attention's batched GEMMs are priced as on Blackwell. */
 #define BLACKWELL_ULTRA .nccl_nvls_bytes_per_rank = APS_NCCL_NVLS_PER_RANK, \
@@ -545,7 +547,8 @@ typedef struct {
                    APS_ATTN_EFF_JOINT * APS_ATTN_SFU_SPEEDUP_BLACKWELL_ULTRA, \
                .unfused_attention_efficiency = APS_ATTN_EFF_JOINT,    \
                .gpu_seconds_per_kernel = APS_GPU_KERNEL_GAP_HOPPER, \
-               .gpu_min_kernel_seconds = APS_GPU_MIN_KERNEL_HOPPER
+               .gpu_min_kernel_seconds = APS_GPU_MIN_KERNEL_HOPPER,   \
+               .ssd_scan_rate = APS_SSD_SCAN_RATE_BLACKWELL
 /* AMD CDNA 3 (MI300X, MI325X: one compute die), RCCL, x86 host. */
 #define CDNA3 HOST_FIELDS,                                              \
                .intra_node_links = APS_IF_LINKS_CDNA3,                 \

@@ -3870,8 +3870,19 @@ function builders.nemotron_h(_, raw, file, notes)
   -- errors
   local cfg, key = {}, setmetatable({}, { __index = function(_, k) return k end })
   for k, v in pairs(raw) do
-    local canon = M.NEMOTRON_H_ALIASES[k] or k
-    cfg[canon], key[canon] = v, k
+    if not M.NEMOTRON_H_ALIASES[k] then cfg[k] = v end
+  end
+  -- a legacy key wins over its new name when a file has both, as
+  -- __post_init__ pops it over the field (@ 13923c63); sorted, so that the
+  -- result never depends on the table's order
+  local legacy = {}
+  for k in pairs(M.NEMOTRON_H_ALIASES) do legacy[#legacy + 1] = k end
+  table.sort(legacy)
+  for _, k in ipairs(legacy) do
+    if raw[k] ~= nil then
+      local canon = M.NEMOTRON_H_ALIASES[k]
+      cfg[canon], key[canon] = raw[k], k
+    end
   end
   -- the older configs (Nemotron-H-8B) name it attention_head_dim
   if is_null(raw.head_dim) and not is_null(raw.attention_head_dim) then

@@ -464,17 +464,34 @@ aps_status aps_hybrid_validate(const aps_model *m, char *err, size_t n)
  *  rank (falconh1_block.py:242-249 _select_layers_for_pipeline_parallel
  *  builds num_layers // pp on each rank: the rest are never built, and a
  *  split of its own is not read), activation recompute
- *  (FalconH1Stack.forward checkpoints nothing), Megatron-FSDP (below) and
+ *  (FalconH1Stack.forward checkpoints nothing), Megatron-FSDP (below),
  *  CUDA graphs of layers or modules (FalconH1Layer is a plain
- *  MegatronModule); NULL when it runs. */
+ *  MegatronModule), MoE layers (its allocation's Symbols.VALID is M, *,
+ *  -, P), multi-token prediction and activation offloading (no file of
+ *  models/falcon_h1 has either); NULL when it runs. */
 static const char *parallel_refusal(const aps_model *m, const aps_training *t,
                                     const aps_strategy *s)
 {
-    bool even = s->pipeline_split == APS_SPLIT_EVEN &&
+    /* num_layers / pp on every rank: the default split, or a
+     * stage_partition that writes it out (a result.json's record) */
+    int64_t per_rank = m->num_layers / s->pp_degree;
+    bool even = s->pipeline_split == APS_SPLIT_EVEN && !s->balance_stages &&
                 m->num_layers % s->pp_degree == 0;
     for (int i = 0; i < APS_MAX_STAGES; i++)
-        even = even && s->stage_partition[i] == 0 && s->layer_offset[i] == 0;
+        even = even && s->layer_offset[i] == 0 &&
+               (s->stage_partition[i] == 0 ||
+                (i < s->pp_degree && s->stage_partition[i] == per_rank));
     aps_cuda_graph_scope g = aps_cuda_graph_effective_scope(t, s);
+    if (strchr(m->hybrid_layer_pattern, 'E'))
+        return "parallel layers P (Falcon-H1) beside MoE layers E: "
+               "Megatron-Bridge's FalconH1 layer allocation accepts M, *, - "
+               "and P only (mamba_hybrid_layer_allocation.py:98)";
+    if (t->mtp_num_layers > 0)
+        return "parallel layers P (Falcon-H1): Megatron-Bridge's FalconH1 "
+               "model has no multi-token prediction (falconh1_model.py)";
+    if (t->activation_offload_layers > 0)
+        return "parallel layers P (Falcon-H1): Megatron-Bridge's FalconH1 "
+               "stack offloads no activations (FalconH1Stack.forward)";
     if (s->vpp_degree > 1)
         return "parallel layers P (Falcon-H1): Megatron-Bridge's FalconH1 "
                "model refuses virtual pipeline stages (falconh1_provider.py:"

@@ -99,6 +99,15 @@ describe("nemotron_h import", function()
     local m = hf.from_config(cfg, "n.json")
     assert.are.equal(PATTERN, m.hybrid_layer_pattern)
     assert.are.equal(8, m.mamba_num_groups)
+    -- both names in one file: the legacy key wins, as NemotronHConfig.
+    -- __post_init__ pops it over the field (@ 13923c63), whatever the
+    -- table's order (a fresh table each time: Lua's order varies)
+    for _ = 1, 20 do
+      local both = H.copy(cfg)
+      both.n_groups, both.mamba_n_groups, both.chunk_size, both.mamba_chunk_size = 8, 4, 128, 256
+      local b = hf.from_config(both, "n.json")
+      assert.are.same({ 4, 256 }, { b.mamba_num_groups, b.mamba_chunk_size })
+    end
     list[3] = "conv"
     assert.are.equal('n.json: layers_block_type[3]: expected mamba, attention, mlp or moe (got "conv")',
       H.err_of(hf.from_config, cfg, "n.json"))

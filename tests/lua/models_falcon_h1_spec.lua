@@ -174,6 +174,32 @@ describe("a parallel layer P", function()
     assert.truthy(why({ fsdp_degree = 8, micro_batch_size = 1 }):find("a FalconH1Layer is none", 1, true))
     tr.cuda_graphs, tr.cuda_graph_scope = true, "attn"
     assert.truthy(core.context(p, cluster, tr):estimate({ dp_degree = 8, micro_batch_size = 1 }).feasible == false)
+    tr.cuda_graphs, tr.cuda_graph_scope = nil, nil
+    -- the even split written out (a result.json records it so) runs; a
+    -- balanced or any other split is not built (falconh1_block.py:242)
+    assert.is_true(ctx:estimate({ dp_degree = 2, pp_degree = 4, stage_partition = { 9, 9, 9, 9 },
+      micro_batch_size = 1 }).feasible)
+    assert.truthy(why({ dp_degree = 2, pp_degree = 4, stage_partition = { 10, 8, 9, 9 }, micro_batch_size = 1 })
+      :find("num_layers / pp_degree", 1, true))
+    assert.truthy(why({ dp_degree = 4, pp_degree = 2, balance_stages = true, micro_batch_size = 1 })
+      :find("num_layers / pp_degree", 1, true))
+    -- no MTP, no activation offloading in models/falcon_h1
+    tr.activation_offload_layers = 2
+    assert.truthy(core.context(p, cluster, tr):estimate({ dp_degree = 8, micro_batch_size = 1 }).message
+      :find("offloads no activations", 1, true))
+  end)
+
+  -- Megatron-Bridge's FalconH1 allocation (mamba_hybrid_layer_allocation.py
+  -- :98) raises on a symbol outside M, *, -, P: no MoE layer beside P
+  it("refuses MoE layers E beside parallel layers P", function()
+    local p = hf.from_config(copy(F05), "f.json")
+    p.hybrid_layer_pattern = "PE" .. string.rep("P", 34)
+    p.num_experts, p.experts_per_token, p.moe_ffn_hidden_size = 8, 2, 512
+    local e = core.context(p, { device = "h100-sxm-80gb", num_devices = 8, devices_per_node = 8 },
+      { global_batch_size = 64, seq_length = 4096, framework = "megatron", precision = "bf16" })
+      :estimate({ dp_degree = 8, micro_batch_size = 1 })
+    assert.is_false(e.feasible)
+    assert.truthy(e.message:find("accepts M, *, - and P only", 1, true), e.message)
   end)
 
   -- a hand-written table: norms_per_layer 1 unless given (policy.lua), and

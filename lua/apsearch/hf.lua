@@ -485,6 +485,17 @@ local function with_defaults(cfg, defaults)
   return t
 end
 
+--- Refuses a null among `keys` of a config whose class has no use for
+-- one (it would fail on it, where with_defaults would read the default).
+-- @raise `<file>: <key>: null is not a value here (<class> ...) (got null)`
+local function refuse_nulls(raw, keys, file, class)
+  for _, k in ipairs(keys) do
+    if raw[k] == cjson.null then
+      util.fail(file, k, ("null is not a value here (%s computes with it)"):format(class), raw[k])
+    end
+  end
+end
+
 -- cfg with each absent or null key of `aliases` (old name -> name)
 -- filled in from its old name: a config class's attribute_map.
 local function with_aliases(cfg, aliases)
@@ -4074,6 +4085,14 @@ end
 -- (megatron/training/arguments.py @ d98e8a64: 4 x hidden_size).
 M.MEGATRON_FFN_PER_HIDDEN = 4
 
+--- config.json keys of the model fields a mamba2 config sets (the
+-- attention fields are the mixer's heads and groups), for the core's
+-- errors.
+M.MAMBA2_CONFIG_KEYS = { num_attention_heads = "num_heads", num_query_groups = "n_groups",
+  head_dim = "head_dim", ffn_hidden_size = "hidden_size", mamba_num_heads = "num_heads",
+  mamba_head_dim = "head_dim", mamba_state_dim = "state_size", mamba_num_groups = "n_groups",
+  mamba_conv_kernel = "conv_kernel", mamba_chunk_size = "chunk_size", hybrid_layer_pattern = "num_hidden_layers" }
+
 --- Mamba2Config's defaults of the keys read here.
 M.MAMBA2_DEFAULTS = { num_heads = 128, head_dim = 64, vocab_size = 32768, hidden_size = 4096, state_size = 128,
   num_hidden_layers = 64, expand = 2, conv_kernel = 4, n_groups = 8, use_bias = false, use_conv_bias = true,
@@ -4094,8 +4113,11 @@ M.MAMBA2_DEFAULTS = { num_heads = 128, head_dim = 64, vocab_size = 32768, hidden
 -- @tparam table notes the import's notes
 -- @treturn table model table
 -- @raise `<file>: <key>: <problem> (got <value>)`
-function builders.mamba2(_, raw, file, notes)
+function builders.mamba2(_, raw, file, notes, extra)
   require_silu(raw, file, "the Mamba-2 kernels' activation")
+  refuse_nulls(raw, { "hidden_size", "num_hidden_layers", "num_heads", "head_dim", "state_size", "n_groups",
+    "conv_kernel", "chunk_size", "expand", "vocab_size" }, file, "Mamba2Config")
+  extra.config_keys = M.MAMBA2_CONFIG_KEYS
   local cfg = with_defaults(raw, M.MAMBA2_DEFAULTS)
   local r = reader(cfg, file)
   local h, nh, P = r.int("hidden_size"), r.int("num_heads"), r.int("head_dim")
@@ -4129,6 +4151,12 @@ end
 -- (FalconH1Bridge: every layer FalconH1Layer with use_mamba, use_attention
 -- and use_mlp, the "P" symbol of its mamba_hybrid_layer_allocation.py).
 
+--- config.json keys of the model fields a falcon_h1 config sets under its
+-- own names, for the core's errors (the pattern is num_hidden_layers P's).
+M.FALCON_H1_CONFIG_KEYS = { mamba_num_heads = "mamba_n_heads", mamba_head_dim = "mamba_d_head",
+  mamba_state_dim = "mamba_d_state", mamba_num_groups = "mamba_n_groups", mamba_conv_kernel = "mamba_d_conv",
+  mamba_chunk_size = "mamba_chunk_size", hybrid_layer_pattern = "num_hidden_layers" }
+
 --- FalconH1Config's defaults of the keys read here.
 M.FALCON_H1_DEFAULTS = { vocab_size = 128000, hidden_size = 4096, intermediate_size = 14336,
   num_hidden_layers = 32, num_attention_heads = 32, num_key_value_heads = 8, max_position_embeddings = 8192,
@@ -4160,8 +4188,11 @@ M.FALCON_H1_MULTIPLIERS = { "embedding_multiplier", "lm_head_multiplier", "atten
 -- @tparam table notes the import's notes
 -- @treturn table model table
 -- @raise `<file>: <key>: <problem> (got <value>)`
-function builders.falcon_h1(_, raw, file, notes)
+function builders.falcon_h1(_, raw, file, notes, extra)
   require_silu(raw, file, "Falcon-H1's SwiGLU MLP and Mamba-2 mixer")
+  refuse_nulls(raw, { "hidden_size", "num_hidden_layers", "num_attention_heads", "mamba_n_heads", "mamba_d_head",
+    "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_chunk_size", "vocab_size" }, file, "FalconH1Config")
+  extra.config_keys = M.FALCON_H1_CONFIG_KEYS
   if not is_null(raw.attn_layer_indices) then
     util.fail(file, "attn_layer_indices", "expected null (FalconH1Config runs attention on every layer)",
       raw.attn_layer_indices)

@@ -108,6 +108,16 @@ describe("falcon_h1 import", function()
     c = copy(F05)
     c.attn_layer_indices = { 0, 2 }
     assert.truthy(err_of(hf.from_config, c, "f.json"):find("f.json: attn_layer_indices: expected null", 1, true))
+    -- the core's checks name the file's own keys; a null FalconH1Config
+    -- would compute with is refused, not read as the default
+    c = copy(F05)
+    c.mamba_n_groups = 5
+    assert.are.equal("f.json: mamba_n_groups (model.mamba_num_groups): 5 does not divide mamba_num_heads 24 " ..
+      "(Megatron MambaMixer)", err_of(hf.from_config, c, "f.json"))
+    c = copy(F05)
+    c.mamba_n_heads = require("cjson").null
+    assert.are.equal("f.json: mamba_n_heads: null is not a value here (FalconH1Config computes with it) (got null)",
+      err_of(hf.from_config, c, "f.json"))
   end)
 end)
 

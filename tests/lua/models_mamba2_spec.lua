@@ -49,5 +49,15 @@ describe("mamba2 import", function()
     c.use_bias = true
     assert.are.equal("c.json: use_bias: expected false (biases are not modelled on a hybrid model) (got true)",
       err_of(hf.from_config, c, "c.json"))
+    -- the core's checks name the file's own keys (n_groups, not
+    -- num_key_value_heads); a null is refused, not read as the default
+    c = copy(CODESTRAL)
+    c.n_groups = 3
+    assert.are.equal("c.json: n_groups (model.num_query_groups): 3 does not divide num_attention_heads 128",
+      err_of(hf.from_config, c, "c.json"))
+    c = copy(CODESTRAL)
+    c.state_size = require("cjson").null
+    assert.are.equal("c.json: state_size: null is not a value here (Mamba2Config computes with it) (got null)",
+      err_of(hf.from_config, c, "c.json"))
   end)
 end)

@@ -182,6 +182,32 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
       - 1)) < 1e-9)
   end)
 
+  it("does not call a strategy without recompute still feasible when only its recomputing variant fits", function()
+    -- a longer sequence: the "none" runs need more than the limit; the
+    -- same degrees with layers recomputed fit, which is said, not taken
+    -- for the run (newuser, 2026-12-06: "outranked: still feasible" with
+    -- the full-recompute variant's figures)
+    local dir = H.tmpdir() .. "/dsv3"
+    local code, _, err = apsearch("run", "--model", "deepseek-v3", "--cluster", "b200:32", "--quiet",
+      "--top-k", "5", "--out", dir)
+    assert.are.equal(0, code, err)
+    local base5 = cjson.decode(read(dir .. "/result.json"))
+    local out
+    code, out, err = apsearch("run", "--model", "deepseek-v3", "--cluster", "b200:32", "--quiet",
+      "--format", "json", "--top-k", "3", "--set", "training.seq_length=8192", "--baseline", dir .. "/result.json")
+    assert.are.equal(0, code, err)
+    local seen = 0
+    for _, e in ipairs(cjson.decode(out).baseline_diff.top_k.left) do
+      if base5.top_k_strategies[e.rank].layer_recompute == "none" then
+        seen = seen + 1
+        assert.are.equal("filtered", e.why.kind, e.why.text)
+        assert.are.equal("MEMORY_LIMIT", e.why.reason, e.why.text)
+        assert.truthy(e.why.text:find("its degrees fit with another recompute", 1, true), e.why.text)
+      end
+    end
+    assert.is_true(seen > 0)
+  end)
+
   it("says why each strategy left: not in the space, outranked, or filtered by which reason", function()
     -- a narrower space: the strategies with another tp_degree are not in it
     local code, out, err = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--format", "json",

@@ -333,6 +333,25 @@ function M.step_size_changed(diff)
   return false
 end
 
+-- The evaluation of candidate cand with the fields of `with` replaced
+-- (false: removed), as why_left records a match.
+local function estimate_as(ctx, cand, with)
+  local c = {}
+  for k, v in pairs(cand) do c[k] = v end
+  for k, v in pairs(with) do c[k] = v or nil end
+  local ev = ctx:evaluate(c)
+  return { code = ev.feasible and 0 or (ev.reason or "INFEASIBLE"), step = ev.step_time, mem = ev.mem_peak,
+           estimated = true }
+end
+
+-- True when estimate est recomputes a layer on some stage.
+local function recomputes(est)
+  for _, st in ipairs(est.stages or {}) do
+    if (st.recompute_layers or 0) > 0 then return true end
+  end
+  return false
+end
+
 --- Why each strategy that left the top-k left: looks it up in this
 -- search's candidates (the same degrees, pipeline schedule, ZeRO stage, SP, CP exchange,
 -- micro-batch size and recompute mode; any split or recompute count) and
@@ -361,7 +380,7 @@ function M.why_left(left, result, policy)
     local k = {}
     for _, f in ipairs(MATCH) do k[#k + 1] = field_key(o, f) end
     want[n] = table.concat(k, " ")
-    e.matches = {}
+    e.matches, e.alternatives = {}, {}
   end
   local by_key = {}
   for n, key in ipairs(want) do
@@ -392,11 +411,23 @@ function M.why_left(left, result, policy)
               local ev = ctx:evaluate(cand)
               m = { code = ev.feasible and 0 or (ev.reason or "INFEASIBLE"),
                     step = ev.step_time, mem = ev.mem_peak, estimated = true }
+              -- "full" that recomputes some layer is another recompute
+              -- than a "none" record's, not its run
+              if mode == "full" and recomputes(ctx:estimate(cand)) then m.other = true end
             else
               m = { code = code or "?", estimated = false }
             end
           end
-          table.insert(left[n].matches, m)
+          -- the same mode, or "none" resolved from "full" with nothing
+          -- recomputed; else an alternative for the left strategy's
+          -- degrees, and the run as it was (no recompute) estimated apart
+          if was ~= mode and m.other then
+            table.insert(left[n].alternatives, m)
+            m.none = m.none or estimate_as(ctx, cand, { layer_recompute = "none", recompute_num_layers = false })
+            table.insert(left[n].matches, m.none)
+          else
+            table.insert(left[n].matches, m)
+          end
         end
       end
     end
@@ -419,6 +450,12 @@ function M.why_left(left, result, policy)
         if m.estimated and (not first_est[m.code] or m.mem < first_est[m.code].mem) then
           first_est[m.code] = m
         end
+      end
+    end
+    -- its degrees with another recompute, when none of its own mode runs
+    if not best then
+      for _, m in ipairs(e.alternatives) do
+        if m.code == 0 and (not e.alt or m.step < e.alt.step) then e.alt = m end
       end
     end
     local lim = require("apsearch.report.html").memory_limit(result)
@@ -461,6 +498,10 @@ function M.why_left(left, result, policy)
       elseif i then
         detail = string.format(": estimated %.3f s, %.2f GiB", i.step, i.mem / 2 ^ 30)
       end
+      if e.alt then
+        detail = detail .. string.format("; its degrees fit with another recompute: %.3f s, %.2f GiB",
+          e.alt.step, e.alt.mem / 2 ^ 30)
+      end
       e.why.text = string.format("filtered: %s (%s%s)%s", tostring(code),
         sum.phase == "early" and "before the estimate" or "after the estimate",
         sum.rule and (", rule " .. tostring(sum.rule)) or "", detail)
@@ -468,7 +509,7 @@ function M.why_left(left, result, policy)
       e.why = { kind = "not_in_space",
         text = "not in the search space any more (a --fix, --set search_space or changed input removed it)" }
     end
-    e.matches = nil
+    e.matches, e.alternatives, e.alt = nil, nil, nil
   end
 end
 

@@ -293,7 +293,7 @@ local RELAX = {
   PP_PARTITION = "pipeline split: the stage partition is not valid for these degrees; widen pp_degree / vpp_degree or change stage_partition / layer_offset",
   VPP_INVALID = "interleaving: vpp_degree > 1 needs pp_degree > 1 and micro_batch_num divisible by pp_degree (Megatron-LM; or, listed as microbatch_group_size, groups of G in [pp_degree, micro_batch_num] that leave 0 or at least pp_degree micro-batches); allow vpp_degree = 1 or other pp_degree and micro_batch_num values",
   TP_DIVISIBILITY = "tensor parallel: tp_degree must divide the attention heads, query groups and FFN width; allow smaller tp_degree values",
-  CP_DIVISIBILITY = "context parallel: seq_length must divide by 2 x cp_degree (x tp_degree with sequence parallelism); allow smaller cp_degree values",
+  CP_DIVISIBILITY = "context parallel: seq_length must divide by 2 x cp_degree (x tp_degree with sequence parallelism), and with cp_comm_type = a2a the heads and query groups per TP rank by cp_degree (the filter reasons say which); allow smaller cp_degree values or another cp_comm_type",
   HSDP_INVALID = "HSDP: the replicate x shard layout is not valid; allow fsdp_degree = 1 or other data-parallel splits",
   ZERO_STAGE_INVALID = "ZeRO: this zero_stage does not apply to the strategy; allow other zero_stage values",
   FRAMEWORK_UNSUPPORTED = "framework: training.framework cannot run these strategies; allow other degrees or choose another framework",

@@ -294,7 +294,8 @@ end
 -- the framework's ZeRO stages (M.ZERO), TP with SP inside an NVLink domain,
 -- PP with interleaving by the framework's split rule, CP for long
 -- sequences with the framework's K/V exchanges (M.CP_COMM), recompute none / selective / full (full only on the layers
--- memory needs, `recompute_num_layers = "auto"`), micro-batch sizes; for
+-- memory needs, `recompute_num_layers = "auto"`; every layer on NeMo
+-- AutoModel and TorchTitan), micro-batch sizes; for
 -- MoE models every expert-parallel degree that fits (the space's default)
 -- and expert TP up to the TP degrees.
 -- @tparam table model normalized model
@@ -328,8 +329,10 @@ function M.search_space(model, cluster, training)
     cp_comm_type = #cp > 1 and M.CP_COMM[fw] or nil,
     layer_recompute = { "none", "selective", "full" },
     -- NeMo AutoModel's activation_checkpointing wraps every block
-    -- (launch/automodel.lua): full recompute there is of every layer
-    recompute_num_layers = { fw == "automodel" and -1 or "auto" },
+    -- (launch/automodel.lua), as TorchTitan's FullAC does at the commit
+    -- its launch files target (launch/torchtitan.lua: every block or
+    -- none): full recompute there is of every layer
+    recompute_num_layers = { (fw == "automodel" or fw == "fsdp2") and -1 or "auto" },
     micro_batch_size = M.MICRO_BATCH[M.class(model)],
   }
   if needs_fill_last(fw, model) then space.pipeline_split = { "fill_last" } end

@@ -337,6 +337,12 @@ function M.search_space(model, cluster, training)
   }
   if needs_fill_last(fw, model) then space.pipeline_split = { "fill_last" } end
   if is_moe(model) and not single then space.etp_degree = space.tp_degree end
+  -- Mamba-2 layers only: Megatron's selective recompute modules (core_attn,
+  -- mlp, moe, ...) name none of its layers, so "selective" is "none" again
+  local pattern = model.hybrid_layer_pattern
+  if type(pattern) == "string" and pattern ~= "" and not pattern:find("[^M]") then
+    space.layer_recompute = { "none", "full" }
+  end
   return space
 end
 

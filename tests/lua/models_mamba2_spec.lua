@@ -61,3 +61,19 @@ describe("mamba2 import", function()
       err_of(hf.from_config, c, "c.json"))
   end)
 end)
+
+describe("mamba2 search space", function()
+  -- no attention, MLP or MoE layer: Megatron's selective recompute modules
+  -- name none of its layers, so the full space leaves "selective" out (it
+  -- would rank a copy of "none")
+  it("offers none and full recompute, not selective", function()
+    local m = hf.from_config(copy(CODESTRAL), "c.json")
+    local space = require("apsearch.defaults").search_space(m,
+      { device = "h100-sxm-80gb", num_devices = 8, devices_per_node = 8 }, { framework = "megatron" })
+    assert.are.same({ "none", "full" }, space.layer_recompute)
+    m.hybrid_layer_pattern = "M*" .. string.rep("M", 62)
+    space = require("apsearch.defaults").search_space(m,
+      { device = "h100-sxm-80gb", num_devices = 8, devices_per_node = 8 }, { framework = "megatron" })
+    assert.are.same({ "none", "selective", "full" }, space.layer_recompute)
+  end)
+end)

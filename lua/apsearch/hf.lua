@@ -716,6 +716,19 @@ local function dropout_of(cfg, file)
   return found, key, value, stated
 end
 
+-- "required key is missing", with the file's own key when one is close
+-- to it (a misspelt num_hiden_layers).
+local function missing_problem(cfg, key)
+  local present = {}
+  for k, v in pairs(cfg) do
+    if type(k) == "string" and not is_null(v) then present[#present + 1] = k end
+  end
+  table.sort(present)
+  local close = require("apsearch.suggest").closest(key, present)
+  return #close > 0 and ("required key is missing; the file has %q: misspelt?"):format(close[1])
+    or "required key is missing"
+end
+
 -- Reader bound to one config and file, raising errors that name both.
 local function reader(cfg, file)
   local r = {}
@@ -724,7 +737,7 @@ local function reader(cfg, file)
     local v = cfg[key]
     if is_null(v) then
       if default ~= nil then return default end
-      util.fail(file, key, "required key is missing", nil)
+      util.fail(file, key, missing_problem(cfg, key), nil)
     end
     return config_int(v, 1, file, key)
   end
@@ -6364,9 +6377,10 @@ function M.from_config(cfg, source, name)
   for _, t in ipairs(M.moe_supported) do moe_ok = moe_ok or t == mt end
   local key, n = moe_key(cfg)
   if key and not moe_ok then
+    local dym = type(mt) == "string" and require("apsearch.suggest").did_you_mean(mt, M.moe_supported)
     error(string.format("NotImplemented: %s: MoE config (%s = %s) of model_type %s is not " ..
-      "modelled (supported MoE types: %s)", source, key, util.describe(n), util.describe(mt),
-      util.join(M.moe_supported)), 0)
+      "modelled%s (supported MoE types: %s)", source, key, util.describe(n), util.describe(mt),
+      dym and ("; " .. dym) or "", util.join(M.moe_supported)), 0)
   end
   if not moe_ok and type(mt) == "string" and mt:lower():find("moe", 1, true) then
     error(string.format("NotImplemented: %s: MoE config (model_type = %q) is not modelled " ..

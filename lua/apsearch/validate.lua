@@ -99,7 +99,13 @@ end
 local function need_enum(row, col, allowed)
   local v = row[col]
   for _, a in ipairs(allowed) do if v == a then return v end end
-  error(fmtq("%s = %q is not one of %s", col, v or "", table.concat(allowed, ", ")), 0)
+  -- a close name (or the same one in other case: SwiGLU) is suggested
+  local dym
+  for _, a in ipairs(allowed) do
+    if type(v) == "string" and v:lower() == a:lower() then dym = ("did you mean %q?"):format(a) end
+  end
+  dym = dym or (type(v) == "string" and v ~= "" and require("apsearch.suggest").did_you_mean(v, allowed))
+  error(fmtq("%s = %q is not one of %s%s", col, v or "", table.concat(allowed, ", "), dym and ("; " .. dym) or ""), 0)
 end
 
 --- Optional boolean recipe columns, each the training field of the same

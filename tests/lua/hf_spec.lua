@@ -420,6 +420,13 @@ describe("refusals", function()
       { model_type = "jetmoe", num_local_experts = 40, num_experts_per_tok = 8 })))
     assert.are.equal("NotImplemented: " .. path .. ": MoE config (num_local_experts = 40) of model_type " ..
       "\"jetmoe\" is not modelled (supported MoE types: " .. table.concat(hf.moe_supported, ", ") .. ")", err_of(hf.load, path))
+    -- a misspelt supported MoE type is suggested (gpt_os: gpt_oss)
+    assert.truthy(err_of(hf.from_config, with(base, { model_type = "gpt_os", num_local_experts = 32 }), "g.json")
+      :find('of model_type "gpt_os" is not modelled; did you mean "gpt_oss"? (supported MoE types: ', 1, true))
+    -- a missing key with a close one in the file: the file's is named
+    assert.are.equal('m.json: num_hidden_layers: required key is missing; the file has "num_hiden_layers": ' ..
+      "misspelt? (got nothing)", err_of(hf.from_config, { model_type = "llama", hidden_size = 4096,
+        num_hiden_layers = 32, num_attention_heads = 32, intermediate_size = 11008, vocab_size = 32000 }, "m.json"))
     local e1 = err_of(hf.from_config, with(base, { model_type = "llama", num_local_experts = 8 }), "l.json")
     assert.truthy(e1:match("^NotImplemented: l%.json: MoE config %(num_local_experts = 8%) of model_type \"llama\""), e1)
     local e2 = err_of(hf.from_config, with(base, { model_type = "falcon", ffn_config = { moe_num_experts = 16 } }), "d.json")

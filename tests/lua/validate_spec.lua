@@ -604,6 +604,11 @@ describe("validate: recipe columns and release defaults", function()
     assert.are_not.equal(ring.predicted.step_time_s, a2a.predicted.step_time_s)
     assert.are.equal('cp_comm_type = "bogus" is not one of p2p, all_gather, a2a',
       one(",cp_comm_type", ",bogus", cp2).error)
+    -- a close name, or the same in another case, is suggested
+    assert.are.equal('cp_comm_type = "P2P" is not one of p2p, all_gather, a2a; did you mean "p2p"?',
+      one(",cp_comm_type", ",P2P", cp2).error)
+    assert.are.equal('cp_comm_type = "all_gathr" is not one of p2p, all_gather, a2a; did you mean "all_gather"?',
+      one(",cp_comm_type", ",all_gathr", cp2).error)
   end)
 
   it("reads the fsdp_impl column (Megatron-FSDP or FSDP2), on a megatron row only", function()

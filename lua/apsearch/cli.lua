@@ -1710,7 +1710,7 @@ local function validate_cv(opts, fmt)
   if opts.calibration then
     util.fail("validate", "--cv", "fits its own efficiencies per fold; give no --calibration", opts.cv, false)
   end
-  local res = require("apsearch.crossval").run(opts.CASES, {
+  local res = require("apsearch.crossval").run(opts.CASES, { jobs = M.jobs_option(opts.jobs),
     log = not opts.quiet and function(line) util.log("%s", line) end or nil })
   if fmt == "json" then
     out(require("apsearch.format.json").format(res))
@@ -1832,11 +1832,13 @@ local function cmd_validate(args)
   c:option("--calibration=FILE", "kernel efficiencies fitted by `apsearch calibrate`")
   c:option("--cv=SPLIT", "out-of-sample accuracy: leave one group out, fit the efficiencies on the rest (SPLIT: source)")
   c:flag("--wide", "table: whole model names and summary lines (default: fitted to 120 columns)")
+  c:option("--jobs=N", "worker processes fitting --cv's folds (default: one per core)")
   c:flag("-q, --quiet", "no log lines on stderr (--cv's progress)")
   local opts, helped = parse(c, args, "validate")
   if helped then return 0 end
   local fmt = check_format("validate", opts.format, { "table", "json" }) or "table"
   if opts.cv then return validate_cv(opts, fmt) end
+  if opts.jobs then util.fail("validate", "--jobs", "fits --cv's folds; give it with --cv", opts.jobs, false) end
   local calib = opts.calibration and require("apsearch.calibration").load(opts.calibration)
   local result = require("apsearch.validate").run(opts.CASES, calib)
   if fmt == "json" then

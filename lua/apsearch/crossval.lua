@@ -152,10 +152,37 @@ function M.priors(calib, rows)
   return out, used, unfitted
 end
 
+-- The efficiencies each fold fits on its training rows (nil where the fit
+-- failed), folds[i]'s at [i]: on `jobs` worker processes
+-- (apsearch.parallel) when jobs > 1, the folds being independent (each
+-- worker a fork holding its own estimator contexts), else here.  A run
+-- marked as a release gap measures its release, not the device: no
+-- efficiency is fitted on it (it is still predicted).
+local function fold_fits(folds, fit, path, jobs)
+  local function work(i)
+    local fold, train = folds[i], {}
+    for _, row in ipairs(fold.train) do
+      if not stacks.release_gap(row.software, row.model, row.device) then train[#train + 1] = row end
+    end
+    local ok, calib = pcall(fit, train, path .. " without " .. fold.group)
+    return { calib = ok and calib or nil }
+  end
+  local fits = {}
+  if jobs <= 1 or #folds <= 1 then
+    for i = 1, #folds do fits[i] = work(i).calib end
+    return fits
+  end
+  require("apsearch.parallel").run({ jobs = math.min(jobs, #folds), tasks = #folds, work = work,
+    on_result = function(i, v) fits[i] = v.calib end })
+  return fits
+end
+
 --- Runs the cross-validation.
 -- @tparam string path CSV in the validation schema
 -- @tparam[opt] table opts {by = "source", log = function(line), fit = function(rows, label)
---   returning a calibration (tests replace the fit)}
+--   returning a calibration (tests replace the fit), jobs = worker
+--   processes fitting the folds (default 1: here); the result is the same
+--   whatever jobs}
 -- @treturn table {file, by, folds = {{group, rows, in_sample = stats,
 --   out_of_sample = stats, unfitted_devices (no device of their family in
 --   the fit), unfitted_fields ("device.field" left at the preset default),
@@ -189,18 +216,12 @@ function M.run(path, opts)
     util.fail(path, "--cv " .. by, ("needs runs of at least 2 %ss to leave one out (got %d: %s)"):format(by,
       #folds, folds[1] and folds[1].group or "none"), nil, false)
   end
-  for _, fold in ipairs(folds) do
-    log(("crossval: fold %q: fitting on %d rows, predicting %d"):format(
+  local fits = fold_fits(folds, fit, path, opts.jobs or 1)
+  for i, fold in ipairs(folds) do
+    log(("crossval: fold %q: fitted on %d rows, predicting %d"):format(
       fold.group, #fold.train, #fold.test))
-    -- a run marked as a release gap measures its release, not the device:
-    -- no efficiency is fitted on it (it is still predicted)
-    local train = {}
-    for _, row in ipairs(fold.train) do
-      if not stacks.release_gap(row.software, row.model, row.device) then train[#train + 1] = row end
-    end
-    local ok, calib = pcall(fit, train, path .. " without " .. fold.group)
-    if not ok then calib = nil end
-    local fitted = calib
+    local fitted = fits[i]
+    local calib
     local priors, unfitted_fields
     calib, priors, unfitted_fields = M.priors(fitted, fold.test)
     local out_err, in_err, unfitted = {}, {}, {}

@@ -42,6 +42,19 @@ describe("crossval on tests/fixtures/cases_small.csv", function()
     rows = validate.load(FIXTURE)
   end)
 
+  it("fits the folds on worker processes to the same result, number for number", function()
+    -- each fold's fit runs in a forked worker and comes back serialized
+    -- (apsearch.parallel, floats in hexadecimal): nothing may change
+    local par = crossval.run(FIXTURE, { jobs = 2 })
+    assert.are.same(res.folds, par.folds)
+    assert.are.same(res.out_of_sample, par.out_of_sample)
+    assert.are.equal(#res.cases, #par.cases)
+    for i, c in ipairs(res.cases) do
+      assert.are.same({ c.case_id, c.predicted, c.error }, { par.cases[i].case_id, par.cases[i].predicted,
+        par.cases[i].error })
+    end
+  end)
+
   it("predicts every row once, with its fold's group", function()
     assert.are.equal(#rows, #res.cases)
     assert.are.equal(3, #res.folds)

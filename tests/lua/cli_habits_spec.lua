@@ -415,7 +415,7 @@ describe("outputs", function()
       assert.is_true(table_width(out) <= 120, p .. ": " .. table_width(out))
       local _, wide = apsearch("run", p, "--quiet", "--wide")
       assert.truthy(wide:find("top overhead (s)", 1, true))
-      assert.truthy(wide:find("step time (s)", 1, true))
+      assert.truthy(wide:find("step (s)", 1, true))
     end
   end)
 

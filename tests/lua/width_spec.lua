@@ -63,14 +63,19 @@ describe("stdout within 120 columns", function()
     for r = 1, rows do assert.truthy(lines[at + 1 + r]:match("^ *" .. r .. " "), lines[at + 1 + r]) end
   end
 
-  it("an MoE top-k with expert TP (ep cells \"8 x etp 4\") leaves out the step-time objective column", function()
+  it("an MoE top-k with expert TP (ep cells \"8 x etp 4\") fits, its step-time objective in the step column", function()
     -- Mixtral-8x7B on 16,384 H100s: its table was 128 columns after the
     -- "top" columns were left out, and the fold cut its header in two
     local code, out = H.apsearch("run", "--model", "mixtral-8x7b", "--cluster", "h100-sxm-80gb:2048", "--quiet")
     assert.are.equal(0, code)
     assert.are.same({}, too_wide(out))
     whole_table(out, 10)
-    assert.truthy(out:find("objective (= step (s)): left out to fit 120 columns", 1, true), out)
+    -- the step time objective's score is the step column's: no column
+    -- of its own (issue 26: the column repeated the step time)
+    assert.truthy(out:find("\n(top overhead (s), top memory (GiB): left out to fit 120 columns", 1, true), out)
+    assert.is_nil(out:find("\nrank +objective", 1), out)
+    assert.truthy(out:find("\nobjective: step_time (step time in s, lower is better: the step (s) column)\n", 1, true),
+      out)
   end)
 
   it("a top-k whose strategies differ in every column leaves out tok/s/GPU last", function()
@@ -80,7 +85,7 @@ describe("stdout within 120 columns", function()
     assert.are.equal(0, code)
     assert.are.same({}, too_wide(out))
     whole_table(out, 10)
-    assert.truthy(out:find("\n(top overhead (s), top memory (GiB), objective (= step (s)), tok/s/GPU: left out to fit "
+    assert.truthy(out:find("\n(top overhead (s), top memory (GiB), tok/s/GPU: left out to fit "
       .. "120 columns; --wide shows them)\n", 1, true), out)
   end)
 

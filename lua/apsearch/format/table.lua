@@ -77,7 +77,8 @@ function M.objective_note(result)
   local name = (result.inputs or {}).objective
   if name == nil then return nil end
   local what = {
-    step_time = "step time in s, lower is better",
+    -- (the text table shows it in its step time column alone)
+    step_time = "step time in s, lower is better: the step (s) column",
     memory = "peak memory in GiB, lower is better",
     throughput = "tokens/s per GPU, higher is better",
     pareto = "Pareto front number, 1 = on the step time / memory front",
@@ -215,15 +216,14 @@ function M.fold_columns(headers, rows, foldable)
   return keep, same
 end
 
--- columns fitted to M.max_width, in this order, until the table fits:
--- headers abbreviated, then the "top ..." columns left out, then the
--- objective's score when it is the step time (the "step (s)" column shows
--- the same number) (--wide shows them), then one space between columns
--- instead of two, and last the throughput column (for one model, batch
--- and cluster the step time says the same)
+-- columns fitted to M.max_width, in this order, until the table fits
+-- (headers always abbreviated): the "top ..." columns left out (--wide shows
+-- them), then one space between columns instead of two, and last the
+-- throughput column (for one model, batch and cluster the step time says
+-- the same)
 local ABBREV = { ["step time (s)"] = "step (s)", ["tokens/s/GPU"] = "tok/s/GPU",
   ["recompute"] = "recomp", ["peak (GiB)"] = "peak GiB" }
-local DROP = { "top overhead (s)", "top memory (GiB)", "objective" }
+local DROP = { "top overhead (s)", "top memory (GiB)" }
 
 local function width_of(text)
   local w = 0
@@ -247,16 +247,15 @@ end
 -- the aligned table of headers h, rows rr, right flags rt fitted to
 -- `width` as the comment of ABBREV / DROP says (in place); returns the
 -- text and the names of the columns left out
-local function fit_columns(h, rr, rt, width, objective)
+local function fit_columns(h, rr, rt, width)
+  -- the short headers always, so that every table names its columns alike
+  for n, name in ipairs(h) do h[n] = ABBREV[name] or name end
   local out = common.align(h, rr, rt):gsub("\n$", "")
   local hidden = {}
-  if width_of(out) <= width then return out, hidden end
-  for n, name in ipairs(h) do h[n] = ABBREV[name] or name end
-  out = common.align(h, rr, rt):gsub("\n$", "")
   for _, name in ipairs(DROP) do
     if width_of(out) <= width then break end
-    if (name ~= "objective" or objective == "step_time") and leave_out(h, rr, rt, name) then
-      hidden[#hidden + 1] = name == "objective" and "objective (= step (s))" or name
+    if leave_out(h, rr, rt, name) then
+      hidden[#hidden + 1] = name
       out = common.align(h, rr, rt):gsub("\n$", "")
     end
   end
@@ -270,11 +269,11 @@ end
 
 --- The top-k table as text: constant strategy columns folded into a
 -- "same for every row" line (when there are two rows or more); the
--- objective's score next to rank; at most M.max_width columns wide unless
--- `opts.wide` (abbreviated headers, then the "top memory" and "top
--- overhead" columns left out, then a step-time objective's score, with a
--- line saying so; then one space between columns, and last the
--- throughput column).
+-- objective's score next to rank (none for the step time, which the step
+-- time column shows); at most M.max_width columns wide unless
+-- `opts.wide` (abbreviated headers; the "top memory" and "top
+-- overhead" columns left out, with a line saying so; then one space
+-- between columns, and last the throughput column).
 -- @tparam table result search result
 -- @tparam[opt] table opts `wide` (no width limit)
 -- @treturn string
@@ -301,8 +300,10 @@ function M.table_text(result, opts)
     if fronts then table.insert(row, 2, tostring(result.top_k_strategies[i].pareto_front or "-")) end
     rr[i] = row
   end
-  local out, hidden = fit_columns(h, rr, rt, opts.wide and math.huge or M.max_width,
-    (result.inputs or {}).objective)
+  -- a step-time objective's score is the step time column's number: not
+  -- printed twice
+  if (result.inputs or {}).objective == "step_time" then leave_out(h, rr, rt, "objective") end
+  local out, hidden = fit_columns(h, rr, rt, opts.wide and math.huge or M.max_width)
   if #hidden > 0 then
     out = out .. "\n(" .. table.concat(hidden, ", ") .. ": left out to fit " .. M.max_width ..
       " columns; --wide shows them)"

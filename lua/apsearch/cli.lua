@@ -1522,6 +1522,23 @@ end
 
 -------------------------------------------------------------------- inspect
 
+-- The fields of a hybrid model's table that no layer of its pattern reads
+-- (a pure Mamba-2 model's attention and MLP fields: the mixer's heads and
+-- Megatron's default FFN width, hf.lua builders.mamba2), which `inspect`'s
+-- table leaves out (its JSON keeps them).
+local function unused_fields(model)
+  local p, out = model.hybrid_layer_pattern, {}
+  if type(p) ~= "string" or p == "" then return out end
+  if not p:find("[*P]") then
+    for _, f in ipairs({ "num_attention_heads", "num_query_groups", "head_dim", "qkv_bias", "attn_out_bias",
+      "qk_norm", "position_embedding", "rope_theta" }) do out[f] = true end
+  end
+  if not p:find("[-EP]") then
+    for _, f in ipairs({ "ffn_hidden_size", "mlp", "mlp_bias" }) do out[f] = true end
+  end
+  return out
+end
+
 local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads",
   "num_query_groups", "head_dim", "ffn_hidden_size", "vocab_size",
   "max_position_embeddings", "norms_per_layer", "mlp", "norm",
@@ -1612,8 +1629,9 @@ local function cmd_inspect(args)
     if model[f] ~= nil then name_width = math.max(name_width, #f) end
   end
   local width = 120 - name_width - 2
+  local unused = unused_fields(model)
   for _, f in ipairs(MODEL_FIELDS) do
-    local v = model[f]
+    local v = not unused[f] and model[f] or nil
     if type(v) == "table" then v = "{" .. table.concat(v, ", ") .. "}" end
     if v ~= nil then
       v = tostring(v)

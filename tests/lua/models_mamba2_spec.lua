@@ -77,3 +77,22 @@ describe("mamba2 search space", function()
     assert.are.same({ "none", "selective", "full" }, space.layer_recompute)
   end)
 end)
+
+describe("mamba2 inspect", function()
+  -- the attention and MLP fields of a model without such layers (the
+  -- mixer's heads, Megatron's default FFN width) are not shown as if they
+  -- were the model's; the JSON keeps the table the estimate reads
+  it("shows the Mamba-2 fields, not attention or MLP ones", function()
+    local dir = H.tmpdir()
+    H.write(dir .. "/c.json", require("cjson").encode(CODESTRAL))
+    local code, out, err = H.apsearch("inspect", dir .. "/c.json")
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("\nmamba_num_heads +128\n", 1), out)
+    for _, f in ipairs({ "num_attention_heads", "num_query_groups", "ffn_hidden_size", "mlp " }) do
+      assert.is_nil(out:find("\n" .. f, 1, true), f)
+    end
+    code, out = H.apsearch("inspect", dir .. "/c.json", "--format", "json")
+    assert.are.equal(0, code)
+    assert.are.equal(16384, require("cjson").decode(out).model.ffn_hidden_size)
+  end)
+end)

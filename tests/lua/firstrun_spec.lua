@@ -354,11 +354,13 @@ describe("when nothing fits", function()
   it("says what to relax with numbers: the closest strategies and the devices the model needs", function()
     local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:1")
     assert.are.equal(1, code)
-    -- 405,853,388,800 x 16 B = 6048 GiB over 78.65 GiB a device = 76.9,
-    -- whole hosts of 8: 80 devices; on 8 only more devices help, so that
-    -- comes first and no knob of the space is offered
-    assert.truthy(out:find("no feasible strategy\n\nwhat to relax:\n  1. The model needs at least 80 devices: "
-      .. "405,853,388,800 parameters x 16 bytes of model states", 1, true), out)
+    -- Megatron-LM's 18 B a parameter (bf16 weights, fp32 main gradients,
+    -- fp32 Adam: its dist_optimizer.md): 405,853,388,800 x 18 B = 6804
+    -- GiB over 78.65 GiB a device = 86.5, whole hosts of 8: 88 devices;
+    -- on 8 only more devices help, so that comes first and no knob of the
+    -- space is offered
+    assert.truthy(out:find("no feasible strategy\n\nwhat to relax:\n  1. The model needs at least 88 devices: "
+      .. "405,853,388,800 parameters x 18 bytes of model states", 1, true), out)
     assert.truthy(out:find("\n  2. The closest strategy needs ", 1, true), out)
     assert.truthy(out:find("no strategy on 8 devices can hold the model states; use more devices.", 1, true), out)
     assert.is_nil(out:find("\n  3. ", 1, true), out)
@@ -468,15 +470,21 @@ describe("when nothing fits", function()
     assert.truthy(relax:find("training.moe_flex_dispatcher_backend", 1, true), out)
   end)
   it("names the doubled cluster tried before the one that fits", function()
-    -- DeepSeek-V3 on 8 H100s: the probe starts at the 128 devices its
-    -- model states need (16 hosts), where nothing fits, then 32 hosts fit
-    local code, out = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "h100-sxm-80gb:1")
+    -- Llama-3.1-70B on 8 H100s: its model states need 15 devices (70.6e9
+    -- x 18 B over 78.65 GiB), 2 hosts; the probe starts there, where
+    -- nothing fits, then 4 hosts fit
+    local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:1")
     assert.are.equal(1, code)
-    assert.truthy(out:find("\nfits from 256 devices (h100-sxm-80gb:32x8, not on 128; the same defaults, host counts tried in powers of two): ",
+    assert.truthy(out:find("\nfits from 32 devices (h100-sxm-80gb:4x8, not on 16; the same defaults, host counts tried in powers of two): ",
       1, true), out)
-    local _, r = run("deepseek-v3", "h100-sxm-80gb:1")
+    local _, r = run("llama-3.1-70b", "h100-sxm-80gb:1")
+    assert.are.equal(32, r.fit_probe.devices)
+    assert.are.equal(16, r.fit_probe.not_on)
+    -- DeepSeek-V3: its states need 144 devices (671e9 x 18 B), 18 hosts;
+    -- the probe starts at 32 hosts, past the 16 that cannot hold them
+    _, r = run("deepseek-v3", "h100-sxm-80gb:1")
     assert.are.equal(256, r.fit_probe.devices)
-    assert.are.equal(128, r.fit_probe.not_on)
+    assert.is_nil(r.fit_probe.not_on)
   end)
   it("doubles from the power of two above the hosts given, not from twice them", function()
     -- Llama-3.1-405B on 96 H100s (12 hosts): its model states need 80

@@ -306,11 +306,21 @@ local RELAX = {
 -- fully sharded: bf16 weights 2 + bf16 gradients 2 + fp32 master weights,
 -- momentum and variance 12 = 16 (Rajbhandari et al., "ZeRO: Memory
 -- Optimizations Toward Training Trillion Parameter Models", SC 2020,
--- section 3.1: 16 Psi).
+-- section 3.1: 16 Psi); TorchTitan's fp32 weights 4 + fp32 gradients 4 +
+-- Adam 8 are 16 too.
 M.MODEL_STATE_BYTES_PER_PARAM = 16
 
+--- The same per framework where it differs: Megatron-LM keeps its main
+-- gradients in fp32 (`--bf16` accumulates in fp32 unless
+-- --grad-reduce-in-bf16): bf16 parameters 2 + fp32 gradients 4 + fp32
+-- master, momentum and variance 12 = 18 (NVIDIA/Megatron-LM d98e8a64
+-- docs/user-guide/features/dist_optimizer.md: "bf16 parameters, fp32
+-- gradients | 18 | 6 + 12/d").
+M.MODEL_STATE_BYTES_BY_FRAMEWORK = { megatron = 18 }
+
 --- The fewest devices that could hold the model: its model states (every
--- parameter x M.MODEL_STATE_BYTES_PER_PARAM) sharded over all of them
+-- parameter x M.MODEL_STATE_BYTES_PER_PARAM, or the framework's
+-- M.MODEL_STATE_BYTES_BY_FRAMEWORK) sharded over all of them
 -- within the memory limit, before any activation, rounded up to whole
 -- hosts.  A lower bound: activations, buffers and the framework's
 -- sharding rules ask for more.
@@ -322,14 +332,19 @@ function M.min_devices(result, limit)
   if type(inp.model) ~= "table" or not limit or limit <= 0 then return nil end
   local ok, counts = pcall(require("apsearch.core").model_params, inp.model)
   if not ok then return nil end
-  local bytes = counts.total * M.MODEL_STATE_BYTES_PER_PARAM
+  local tr = inp.training or {}
+  -- (bf16 main gradients, --grad-reduce-in-bf16: the 16 of the others)
+  local per_param = tr.grad_reduce_in_fp32 ~= false and M.MODEL_STATE_BYTES_BY_FRAMEWORK[tr.framework or "megatron"]
+    or M.MODEL_STATE_BYTES_PER_PARAM
+  local bytes = counts.total * per_param
   local per = math.max(1, (inp.cluster or {}).devices_per_node or 1)
   local hosts = math.ceil(bytes / limit / per)
   -- a limit of a few bytes needs more devices than a count can say (past
   -- 2^53, or inf): no bound to print
   local devices = hosts * per < 2 ^ 53 and math.tointeger(hosts * per) or nil
   if not devices then return nil end
-  return { devices = devices, params = counts.total, bytes = bytes, limit_bytes = limit, per_node = per }
+  return { devices = devices, params = counts.total, bytes = bytes, limit_bytes = limit, per_node = per,
+           bytes_per_param = per_param }
 end
 
 --- The line that says how many devices the model needs at least.
@@ -339,7 +354,7 @@ function M.min_devices_text(md)
   return string.format("The model needs at least %s devices: %s parameters x %d bytes of model states " ..
     "(weights, gradients, Adam) = %.0f GiB, fully sharded within %.2f GiB a device, before activations " ..
     "(whole hosts of %d).", common.commas(md.devices), common.commas(md.params),
-    M.MODEL_STATE_BYTES_PER_PARAM, md.bytes / 2 ^ 30, md.limit_bytes / 2 ^ 30, md.per_node)
+    md.bytes_per_param or M.MODEL_STATE_BYTES_PER_PARAM, md.bytes / 2 ^ 30, md.limit_bytes / 2 ^ 30, md.per_node)
 end
 
 -- the suggestion for the closest strategy's memory overflow: a limit to

@@ -172,8 +172,13 @@ local function fold_fits(folds, fit, path, jobs)
     for i = 1, #folds do fits[i] = work(i).calib end
     return fits
   end
-  require("apsearch.parallel").run({ jobs = math.min(jobs, #folds), tasks = #folds, work = work,
-    on_result = function(i, v) fits[i] = v.calib end })
+  -- in runs of at most parallel.max_tasks folds (a task is a fold)
+  local parallel = require "apsearch.parallel"
+  for first = 1, #folds, parallel.max_tasks do
+    local n = math.min(parallel.max_tasks, #folds - first + 1)
+    parallel.run({ jobs = math.min(jobs, n), tasks = n, work = function(i) return work(first + i - 1) end,
+      on_result = function(i, v) fits[first + i - 1] = v.calib end })
+  end
   return fits
 end
 

@@ -716,17 +716,26 @@ local function dropout_of(cfg, file)
   return found, key, value, stated
 end
 
--- "required key is missing", with the file's own key when one is close
--- to it (a misspelt num_hiden_layers).
+--- Edits between a missing config key and a key of the file that is
+-- named as its misspelling (num_hiden_layers: one); a longer name that
+-- merely begins the same (intermediate_size_mlp) is another key.
+M.MISSPELT_KEY_EDITS = 2
+
+-- "required key is missing", with the file's own key when it is a
+-- misspelling of it (M.MISSPELT_KEY_EDITS), and whether one was named
 local function missing_problem(cfg, key)
+  local suggest, best, bd = require "apsearch.suggest", nil, M.MISSPELT_KEY_EDITS + 1
   local present = {}
   for k, v in pairs(cfg) do
     if type(k) == "string" and not is_null(v) then present[#present + 1] = k end
   end
   table.sort(present)
-  local close = require("apsearch.suggest").closest(key, present)
-  return #close > 0 and ("required key is missing; the file has %q: misspelt?"):format(close[1])
-    or "required key is missing"
+  for _, k in ipairs(present) do
+    local dist = suggest.distance(key, k, M.MISSPELT_KEY_EDITS)
+    if dist < bd then best, bd = k, dist end
+  end
+  if not best then return "required key is missing" end
+  return ("required key is missing; the file has %s: misspelt?"):format(util.describe(best)), true
 end
 
 -- Reader bound to one config and file, raising errors that name both.
@@ -737,7 +746,8 @@ local function reader(cfg, file)
     local v = cfg[key]
     if is_null(v) then
       if default ~= nil then return default end
-      util.fail(file, key, missing_problem(cfg, key), nil)
+      local problem, named = missing_problem(cfg, key)
+      util.fail(file, key, problem, nil, not named)
     end
     return config_int(v, 1, file, key)
   end
@@ -3902,6 +3912,9 @@ function builders.nemotron_h(_, raw, file, notes)
   local legacy = {}
   for k in pairs(M.NEMOTRON_H_ALIASES) do legacy[#legacy + 1] = k end
   table.sort(legacy)
+  -- (a null legacy key is popped over the field as None, which the
+  -- mixer cannot build with: refused, not read as the default)
+  refuse_nulls(raw, legacy, file, "NemotronHConfig")
   for _, k in ipairs(legacy) do
     if raw[k] ~= nil then
       local canon = M.NEMOTRON_H_ALIASES[k]
@@ -4129,7 +4142,7 @@ M.MAMBA2_DEFAULTS = { num_heads = 128, head_dim = 64, vocab_size = 32768, hidden
 function builders.mamba2(_, raw, file, notes, extra)
   require_silu(raw, file, "the Mamba-2 kernels' activation")
   refuse_nulls(raw, { "hidden_size", "num_hidden_layers", "num_heads", "head_dim", "state_size", "n_groups",
-    "conv_kernel", "chunk_size", "expand", "vocab_size" }, file, "Mamba2Config")
+    "conv_kernel", "chunk_size", "expand", "vocab_size", "hidden_act", "use_conv_bias" }, file, "Mamba2Config")
   extra.config_keys = M.MAMBA2_CONFIG_KEYS
   local cfg = with_defaults(raw, M.MAMBA2_DEFAULTS)
   local r = reader(cfg, file)
@@ -4204,7 +4217,10 @@ M.FALCON_H1_MULTIPLIERS = { "embedding_multiplier", "lm_head_multiplier", "atten
 function builders.falcon_h1(_, raw, file, notes, extra)
   require_silu(raw, file, "Falcon-H1's SwiGLU MLP and Mamba-2 mixer")
   refuse_nulls(raw, { "hidden_size", "num_hidden_layers", "num_attention_heads", "mamba_n_heads", "mamba_d_head",
-    "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_chunk_size", "vocab_size" }, file, "FalconH1Config")
+    "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_chunk_size", "vocab_size", "intermediate_size",
+    "mamba_conv_bias", "hidden_act" }, file, "FalconH1Config")
+  -- a null mamba_d_ssm is mamba_expand x hidden_size: then expand is read
+  if raw.mamba_d_ssm == cjson.null then refuse_nulls(raw, { "mamba_expand" }, file, "FalconH1Config") end
   extra.config_keys = M.FALCON_H1_CONFIG_KEYS
   if not is_null(raw.attn_layer_indices) then
     util.fail(file, "attn_layer_indices", "expected null (FalconH1Config runs attention on every layer)",

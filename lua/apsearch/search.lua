@@ -1031,6 +1031,8 @@ function M.run(policy, opts)
     -- the built-ins, whose names say them)
     objective_unit = type(policy.objective) == "table" and policy.objective.unit or nil,
     objective_maximize = custom_objective_maximize(policy.objective),
+    -- a policy's own objective (a table; true), whatever its name
+    objective_custom = type(policy.objective) == "table" or nil,
     overrides = policy.overrides or util.array(),
     calibration = policy.calibration,   -- {name, file} when --calibration was given
     stack = policy.stack,               -- training.stack, or the framework's newest

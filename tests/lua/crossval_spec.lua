@@ -55,6 +55,21 @@ describe("crossval on tests/fixtures/cases_small.csv", function()
     end
   end)
 
+  it("fits more folds than one worker run takes, in runs of that many", function()
+    -- parallel.max_tasks tasks a run (4096): a file of more sources ran
+    -- into its assert (breaker, 2026-12-06); here 2 a run for 3 folds
+    local parallel = require "apsearch.parallel"
+    local keep = parallel.max_tasks
+    parallel.max_tasks = 2
+    local fit = function(rows, label) return { devices = {}, training = {}, name = label, n = #rows } end
+    local ok, par = pcall(crossval.run, FIXTURE, { jobs = 2, fit = fit })
+    parallel.max_tasks = keep
+    assert.is_true(ok, tostring(par))
+    local one = crossval.run(FIXTURE, { jobs = 1, fit = fit })
+    assert.are.equal(3, #par.folds)
+    assert.are.same(one.folds, par.folds)
+  end)
+
   it("predicts every row once, with its fold's group", function()
     assert.are.equal(#rows, #res.cases)
     assert.are.equal(3, #res.folds)

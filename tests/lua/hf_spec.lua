@@ -425,8 +425,12 @@ describe("refusals", function()
       :find('of model_type "gpt_os" is not modelled; did you mean "gpt_oss"? (supported MoE types: ', 1, true))
     -- a missing key with a close one in the file: the file's is named
     assert.are.equal('m.json: num_hidden_layers: required key is missing; the file has "num_hiden_layers": ' ..
-      "misspelt? (got nothing)", err_of(hf.from_config, { model_type = "llama", hidden_size = 4096,
+      "misspelt?", err_of(hf.from_config, { model_type = "llama", hidden_size = 4096,
         num_hiden_layers = 32, num_attention_heads = 32, intermediate_size = 11008, vocab_size = 32000 }, "m.json"))
+    -- a longer key that begins the same is another key, not a misspelling
+    assert.are.equal("m.json: intermediate_size: required key is missing (got nothing)",
+      err_of(hf.from_config, { model_type = "llama", hidden_size = 4096, num_hidden_layers = 32,
+        num_attention_heads = 32, intermediate_size_mlp = 11008, vocab_size = 32000 }, "m.json"))
     local e1 = err_of(hf.from_config, with(base, { model_type = "llama", num_local_experts = 8 }), "l.json")
     assert.truthy(e1:match("^NotImplemented: l%.json: MoE config %(num_local_experts = 8%) of model_type \"llama\""), e1)
     local e2 = err_of(hf.from_config, with(base, { model_type = "falcon", ffn_config = { moe_num_experts = 16 } }), "d.json")

@@ -251,6 +251,15 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
       end
     end
     assert.is_true(seen, "a strategy over the new limit left")
+    -- a strategy that recomputed nothing still names its degrees' variant
+    -- that recomputes layers and fits (lost once: breaker, 2026-12-06)
+    local hinted = false
+    for _, e in ipairs(d.top_k.left) do
+      if by_rank[e.rank].layer_recompute == "none" and e.why.reason == "MEMORY_LIMIT" then
+        hinted = hinted or e.why.text:find("its degrees fit with another recompute or split: ", 1, true) ~= nil
+      end
+    end
+    assert.is_true(hinted)
     -- the text section and the report say it; the report lists every change
     local dir = tmpdir()
     code, out = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--out", dir,

@@ -78,6 +78,24 @@ describe("stdout within 120 columns", function()
       out)
   end)
 
+  it("keeps the objective column of a policy's own objective, whatever its name", function()
+    -- a custom objective called step_time ranks by memory: its scores are
+    -- no column's (breaker, 2026-12-06: they were hidden)
+    local dir = H.tmpdir()
+    H.write(dir .. "/o.lua", 'return { name = "step_time", unit = "GiB", ' ..
+      'score = function(e) return e.mem_peak / 2^30 end }')
+    local code, out = H.apsearch("run", "examples/llama3_8b_h100.lua", "--objective", dir .. "/o.lua", "-k", "3", "-q")
+    assert.are.equal(0, code)
+    assert.truthy(out:find("\nrank  objective ", 1, true), out)
+    assert.truthy(out:find("\nobjective: step_time (GiB, lower is better)\n", 1, true), out)
+    -- the built-in memory objective's score is the peak GiB column
+    code, out = H.apsearch("run", "examples/llama3_8b_h100.lua", "--set", "objective=memory", "-k", "3", "-q")
+    assert.are.equal(0, code)
+    assert.is_nil(out:find("\nrank  objective ", 1, true), out)
+    assert.truthy(out:find("\nobjective: memory (peak memory in GiB, lower is better: the peak GiB column)\n", 1, true),
+      out)
+  end)
+
   it("a top-k whose strategies differ in every column leaves out tok/s/GPU last", function()
     -- Llama-3.1-70B on 4,096 H100s: 18 columns differ; 121 columns with
     -- one space between them and tok/s/GPU kept

@@ -70,6 +70,17 @@ function M.objective_cell(name, v)
   return string.format("%#.4g", v)
 end
 
+--- The column of the text table that shows the built-in objective's score
+-- (step_time: "step (s)", memory: "peak GiB"), or nil: another objective,
+-- or a policy's own (`inputs.objective_custom`) whatever its name.
+-- @tparam table result
+-- @treturn string|nil
+function M.score_column(result)
+  local inp = result.inputs or {}
+  if inp.objective_custom then return nil end
+  return ({ step_time = "step (s)", memory = "peak GiB" })[inp.objective]
+end
+
 --- One line naming the objective of the `objective` column and its unit.
 -- @tparam table result
 -- @treturn string|nil
@@ -77,8 +88,7 @@ function M.objective_note(result)
   local name = (result.inputs or {}).objective
   if name == nil then return nil end
   local what = {
-    -- (the text table shows it in its step time column alone)
-    step_time = "step time in s, lower is better: the step (s) column",
+    step_time = "step time in s, lower is better",
     memory = "peak memory in GiB, lower is better",
     throughput = "tokens/s per GPU, higher is better",
     pareto = "Pareto front number, 1 = on the step time / memory front",
@@ -88,6 +98,9 @@ function M.objective_note(result)
     text = "sum of weight x log(term), lower is better"
   end
   local inp = result.inputs or {}
+  if inp.objective_custom then text = nil end
+  -- (the text table shows a built-in's score in that column alone)
+  if text and M.score_column(result) then text = text .. ": the " .. M.score_column(result) .. " column" end
   if not text and inp.objective_unit then
     local dir = inp.objective_maximize == true and ", higher is better"
       or (inp.objective_maximize == false and ", lower is better" or "")
@@ -300,9 +313,9 @@ function M.table_text(result, opts)
     if fronts then table.insert(row, 2, tostring(result.top_k_strategies[i].pareto_front or "-")) end
     rr[i] = row
   end
-  -- a step-time objective's score is the step time column's number: not
-  -- printed twice
-  if (result.inputs or {}).objective == "step_time" then leave_out(h, rr, rt, "objective") end
+  -- a built-in objective whose score a column shows (step time, peak
+  -- memory): not printed twice
+  if M.score_column(result) then leave_out(h, rr, rt, "objective") end
   local out, hidden = fit_columns(h, rr, rt, opts.wide and math.huge or M.max_width)
   if #hidden > 0 then
     out = out .. "\n(" .. table.concat(hidden, ", ") .. ": left out to fit " .. M.max_width ..

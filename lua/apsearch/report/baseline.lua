@@ -466,11 +466,14 @@ function M.why_left(left, result, policy)
     if same_i then best = same_i end
     if type(old_mem) == "number" and lim and old_mem > lim * (1 + 1e-9) and not same_run then
       -- as it ran it no longer fits; its degrees may with more recompute
+      -- (a variant of its own mode, else one recomputing layers)
+      local other = best or e.alt
+      local other_top = other and last_st and cmp and other.step < last_st * (1 - 1e-9)
       e.why = { kind = "filtered", reason = "MEMORY_LIMIT", phase = "estimate", mem_peak = old_mem,
         text = string.format("filtered: MEMORY_LIMIT: as it ran it needs %.2f GiB > limit %.2f GiB%s",
-          old_mem / 2 ^ 30, lim / 2 ^ 30, best and string.format(
+          old_mem / 2 ^ 30, lim / 2 ^ 30, other and string.format(
             " (its degrees fit with another recompute or split: %.3f s, %.2f GiB%s)",
-            best.step, best.mem / 2 ^ 30, in_top and ", in the top-k" or "") or "") }
+            other.step, other.mem / 2 ^ 30, other_top and ", in the top-k" or "") or "") }
     elseif best and in_top and not same_run then
       e.why = { kind = "changed", step_time = best.step, mem_peak = best.mem,
         text = string.format("runs differently now: its degrees are in the top-k with another split or recompute (%.3f s, %.2f GiB)",

@@ -544,6 +544,21 @@ const char *aps_hybrid_refusal(const aps_model *m, const aps_training *t,
      * which GPTModel has and HybridModel has not (Megatron-LM d98e8a64
      * megatron/core/pipeline_parallel/combined_1f1b.py l.377-382,
      * models/gpt/gpt_model.py l.843) */
+    /* PyTorch FSDP2 as Megatron-LM applies it shards TransformerLayer,
+     * LanguageModelEmbedding, RotaryEmbedding and ColumnParallelLinear
+     * units (megatron/core/distributed/torch_fully_sharded_data_parallel.py
+     * l.60-65 @ d98e8a64); MambaLayer is a GraphableMegatronModule
+     * (ssm/mamba_layer.py l.59): its parameters fall to the root unit,
+     * gathered for the whole step, which the per-layer FSDP terms do not
+     * price.  Megatron-FSDP's units include MambaLayer. */
+    if (s->fsdp_degree > 1 && t->fsdp_impl == APS_FSDP_IMPL_TORCH_FSDP2 &&
+        strchr(m->hybrid_layer_pattern, 'M'))
+        return "hybrid Mamba-2 models: Megatron-LM's torch FSDP2 shards "
+               "TransformerLayer units, not MambaLayer "
+               "(torch_fully_sharded_data_parallel.py:60): the Mamba layers' "
+               "parameters would be gathered with the whole model, which is "
+               "not priced; use training.fsdp_impl = \"megatron_fsdp\" or "
+               "the distributed optimizer";
     *code = APS_REASON_FRAMEWORK_UNSUPPORTED;
     if (t->overlap_moe_expert_parallel_comm)
         return "hybrid Mamba-2 models: training.overlap_moe_expert_parallel_"

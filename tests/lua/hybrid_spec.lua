@@ -408,3 +408,23 @@ describe("hybrid models with pipeline parallelism: apsearch run", function()
     H.assert_megatron_flags(sh)
   end)
 end)
+
+describe("hybrid FSDP", function()
+  -- Megatron-LM's torch FSDP2 wraps TransformerLayer units only
+  -- (torch_fully_sharded_data_parallel.py l.60-65 @ d98e8a64): a
+  -- MambaLayer's parameters would sit in the root unit, gathered for the
+  -- whole step, which is not priced (new user, 2026-12-06: ranked first
+  -- and likely out of memory); Megatron-FSDP's units include MambaLayer
+  it("refuses torch FSDP2 on a model with Mamba-2 layers, takes Megatron-FSDP", function()
+    local m = require("apsearch.hf").load(PATH)
+    local cluster = { device = "h100-sxm-80gb", num_devices = 8, devices_per_node = 8 }
+    local tr = { global_batch_size = 64, seq_length = 8192, framework = "megatron", precision = "bf16" }
+    local e = core.context(m, cluster, tr):estimate({ fsdp_degree = 8, micro_batch_size = 1 })
+    assert.is_false(e.feasible)
+    assert.are.equal("NOT_MODELLED", e.reason)
+    assert.truthy(e.message:find("torch FSDP2 shards TransformerLayer units, not MambaLayer", 1, true), e.message)
+    tr.fsdp_impl = "megatron_fsdp"
+    e = core.context(m, cluster, tr):estimate({ fsdp_degree = 8, micro_batch_size = 1 })
+    assert.is_nil(e.message and e.message:find("MambaLayer", 1, true))
+  end)
+end)

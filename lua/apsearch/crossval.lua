@@ -235,9 +235,9 @@ function M.run(path, opts)
       local c = validate.run_case(row, calib)
       c.group = fold.group
       result.cases[#result.cases + 1] = c
-      local e = c.error_pct and c.error_pct.tokens_per_s_per_gpu
-      local ei = in_by_id[row.case_id] and in_by_id[row.case_id].error_pct
-        and in_by_id[row.case_id].error_pct.tokens_per_s_per_gpu
+      -- (a run measured in step time or TFLOP/s compares too)
+      local e = validate.throughput_error(c)
+      local ei = in_by_id[row.case_id] and validate.throughput_error(in_by_id[row.case_id])
       if e and ei then
         out_err[#out_err + 1], in_err[#in_err + 1] = e, ei
         all_out[#all_out + 1], all_in[#all_in + 1] = e, ei
@@ -286,7 +286,7 @@ end
 -- estimated step time) = log(estimated tokens/s / measured tokens/s), and
 -- its interval class; nil when the case has no throughput comparison.
 local function step_residual(c)
-  local meas = c.measured and c.measured.tokens_per_s_per_gpu
+  local meas = validate.measured_throughput(c)
   local pred = c.predicted and c.predicted.tokens_per_s_per_gpu
   if not (meas and pred and pred > 0) then return nil end
   local tr, cl = c.inputs.training, c.inputs.cluster
@@ -408,7 +408,7 @@ end
 function M.best_mfu(res)
   local best = {}
   for _, c in ipairs(res.cases) do
-    local meas = c.measured and c.measured.tokens_per_s_per_gpu
+    local meas = validate.measured_throughput(c)
     local p = c.predicted
     if meas and p and p.tokens_per_s_per_gpu and p.tokens_per_s_per_gpu > 0 and p.mfu then
       local tr, cl = c.inputs.training, c.inputs.cluster

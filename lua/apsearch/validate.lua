@@ -1166,6 +1166,18 @@ function M.measured_throughput(case)
   return nil
 end
 
+--- A case's throughput error in percent of its measured throughput
+-- (M.measured_throughput: tokens/s, or derived from its step time or
+-- TFLOP/s), nil when it measured none of them.
+-- @tparam table case a result of M.run_case
+-- @treturn number|nil signed error, %
+function M.throughput_error(case)
+  local meas = M.measured_throughput(case)
+  local pred = (case.predicted or {}).tokens_per_s_per_gpu
+  if not (meas and meas > 0 and pred) then return nil end
+  return pct(pred, meas)
+end
+
 --- The group of a row's source for per-source figures: the `source`
 -- column's first word (a publication or benchmark suite), "?" if empty.
 -- @tparam string|nil source

@@ -70,6 +70,41 @@ describe("crossval on tests/fixtures/cases_small.csv", function()
     assert.are.same(one.folds, par.folds)
   end)
 
+  it("compares a run measured in step time only, as validate does", function()
+    -- (new user, 2026-12-06: such rows were predicted and never compared)
+    -- the fixture with each row's tokens/s written as its step time
+    local H = require "spec_helpers"
+    local lines = {}
+    for line in (H.read(FIXTURE)):gmatch("[^\n]+") do lines[#lines + 1] = line end
+    local csvread = require "apsearch.csvread"
+    local records = csvread.parse(table.concat(lines, "\n") .. "\n", FIXTURE)
+    local head = records[1]
+    local col = {}
+    for i, name in ipairs(head) do col[name] = i end
+    local out = { table.concat(head, ",") }
+    for r = 2, #records do
+      local f = records[r]
+      local tps = tonumber(f[col.measured_tokens_per_s_per_gpu])
+      if tps then
+        f[col.measured_step_time_s] = string.format("%.17g", tonumber(f[col.global_batch_size]) *
+          tonumber(f[col.seq_length]) / (tps * tonumber(f[col.num_devices])))
+        f[col.measured_tokens_per_s_per_gpu] = ""
+      end
+      for i = 1, #head do
+        local v = f[i] or ""
+        if v:find('[,"\n]') then v = '"' .. v:gsub('"', '""') .. '"' end
+        f[i] = v
+      end
+      out[#out + 1] = table.concat(f, ",", 1, #head)
+    end
+    local path = H.tmpdir() .. "/steps.csv"
+    H.write(path, table.concat(out, "\n") .. "\n")
+    local steps = crossval.run(path)
+    assert.are.equal(res.out_of_sample.count, steps.out_of_sample.count)
+    assert.is_true(steps.out_of_sample.count > 0)
+    assert.is_true(math.abs(res.out_of_sample.mape_pct - steps.out_of_sample.mape_pct) < 1e-6 * res.out_of_sample.mape_pct)
+  end)
+
   it("predicts every row once, with its fold's group", function()
     assert.are.equal(#rows, #res.cases)
     assert.are.equal(3, #res.folds)

@@ -1867,15 +1867,23 @@ local function cmd_validate(args)
   local function pct(v) return v and string.format("%+.1f", v) or "-" end
   local function num(v, f) return v and string.format(f, v) or "-" end
   local rows, errors = {}, {}
+  local V = require "apsearch.validate"
+  local derived = false
   for _, cs in ipairs(result.cases or {}) do
     if cs.error then
       errors[#errors + 1] = util.printable(tostring(result.file)) .. ": row " ..
         util.printable(tostring(cs.case_id)) .. ": " .. util.printable(tostring(cs.error))
     else
       local p, m, e = cs.predicted or {}, cs.measured or {}, cs.error_pct or {}
+      -- a run measured in step time or TFLOP/s: its tokens/s through the
+      -- estimate's tokens and FLOPs, marked (validate.measured_throughput)
+      local meas = num(m.tokens_per_s_per_gpu, "%.0f")
+      if not m.tokens_per_s_per_gpu and V.measured_throughput(cs) then
+        meas, derived = string.format("%.0f*", V.measured_throughput(cs)), true
+      end
       rows[#rows + 1] = { util.printable(tostring(cs.case_id)), util.printable(tostring(cs.model)),
-        num(p.tokens_per_s_per_gpu, "%.0f"), num(m.tokens_per_s_per_gpu, "%.0f"),
-        pct(e.tokens_per_s_per_gpu), num(p.mem_gib, "%.1f"), p.mem_kind or "-", p.fits and "yes" or "NO",
+        num(p.tokens_per_s_per_gpu, "%.0f"), meas,
+        pct(V.throughput_error(cs)), num(p.mem_gib, "%.1f"), p.mem_kind or "-", p.fits and "yes" or "NO",
         cs.outcome or "ran", num(m.mem_gib, "%.1f"), pct(e.mem_gib) }
     end
   end
@@ -1890,8 +1898,8 @@ local function cmd_validate(args)
   -- what each estimate took for the columns its row leaves empty (the
   -- release's recipe, the framework's default), so that an error can be
   -- read against it; the summary lines stay last (scripts read them)
+  if derived then say("* from the run's measured step time or TFLOP/s, through the estimate's tokens and FLOPs a step\n") end
   local alines = {}
-  local V = require "apsearch.validate"
   for _, cs in ipairs(result.cases or {}) do
     for i, a in ipairs(cs.assumed or {}) do
       local id = util.printable(tostring(cs.case_id))

@@ -1066,3 +1066,18 @@ describe("published GB200 runs of later releases (tests/fixtures/gb200_later_che
     assert.are.equal(6, n)
   end)
 end)
+
+describe("validate's table", function()
+  -- a run measured in step time shows its tokens/s through the estimate,
+  -- marked, with its error (new user, 2026-12-06: '-' and '-' while the
+  -- summary counted it)
+  it("marks a measured throughput derived from a step time, and gives its error", function()
+    local H = require "spec_helpers"
+    local code, out = H.apsearch("validate", "tests/fixtures/heldout/megatron_lm_functional.csv")
+    assert.is_true(code == 0 or code == 2)
+    assert.truthy(out:find("\n* from the run's measured step time or TFLOP/s, through the estimate's tokens and " ..
+      "FLOPs a step\n", 1, true), out)
+    local row = out:match("\n(%S+ [^\n]-%d%*%s+[%+%-]%d+%.%d[^\n]*)")
+    assert.truthy(row, out)
+  end)
+end)

@@ -275,7 +275,7 @@ function M.fit_rows(all, label, opts)
   end
   if #rows < 2 * #slots then
     log(string.format("calibrate: warning: %d rows for %d parameters; the fit is "
-      .. "underdetermined, give runs that differ in sequence length and model size", #rows, #slots))
+      .. "weakly determined (fewer than two rows a parameter), give runs that differ in sequence length and model size", #rows, #slots))
   end
   local function objective(y) set(y) return loss(prepared, calib, opts.over_profile) end
   for r = 1, M.RESTARTS do

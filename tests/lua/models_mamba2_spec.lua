@@ -96,3 +96,28 @@ describe("mamba2 inspect", function()
     assert.are.equal(16384, require("cjson").decode(out).model.ffn_hidden_size)
   end)
 end)
+
+describe("mamba2 Megatron-LM script", function()
+  -- MambaMixer fixes chunk_size = 128 and d_conv = 4 (mamba_mixer.py @
+  -- d98e8a64): another chunk computes the same function (a NOTE, the job
+  -- estimated); another conv width is another model (NOT EXPRESSIBLE)
+  it("notes Codestral's chunk of 256 and refuses to call another conv width the same job", function()
+    local dir = H.tmpdir()
+    H.write(dir .. "/c.json", require("cjson").encode(CODESTRAL))
+    local code, _, err = H.apsearch("run", "--model", dir .. "/c.json", "--cluster", "h100-sxm-80gb:1", "-q",
+      "--top-k", "1", "--out", dir .. "/o")
+    assert.are.equal(0, code, err)
+    local sh = H.read(dir .. "/o/launch/rank1_megatron.sh")
+    assert.truthy(sh:find("# NOTE: mamba_chunk_size 256: MambaMixer fixes chunk_size = 128", 1, true), sh)
+    assert.is_nil(sh:find("NOT EXPRESSIBLE", 1, true), sh)
+    local c = copy(CODESTRAL)
+    c.conv_kernel = 3
+    H.write(dir .. "/k.json", require("cjson").encode(c))
+    code, _, err = H.apsearch("run", "--model", dir .. "/k.json", "--cluster", "h100-sxm-80gb:1", "-q",
+      "--top-k", "1", "--out", dir .. "/k")
+    assert.are.equal(0, code, err)
+    sh = H.read(dir .. "/k/launch/rank1_megatron.sh")
+    assert.truthy(sh:find("NOT EXPRESSIBLE in Megatron-LM: mamba_conv_kernel 3: MambaMixer fixes d_conv = 4", 1, true),
+      sh)
+  end)
+end)

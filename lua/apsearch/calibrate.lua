@@ -274,8 +274,9 @@ function M.fit_rows(all, label, opts)
     x[i] = math.min(1, math.max(0, (v - sl.p.lo) / (sl.p.hi - sl.p.lo)))
   end
   if #rows < 2 * #slots then
-    log(string.format("calibrate: warning: %d rows for %d parameters; the fit is "
-      .. "weakly determined (fewer than two rows a parameter), give runs that differ in sequence length and model size", #rows, #slots))
+    log(string.format("calibrate: warning: %d rows for %d parameters; the fit is weakly determined "
+      .. "(fewer than two rows a parameter), give runs that differ in sequence length and model size",
+      #rows, #slots))
   end
   local function objective(y) set(y) return loss(prepared, calib, opts.over_profile) end
   for r = 1, M.RESTARTS do

@@ -94,16 +94,18 @@ aps_reason aps_check_tp(const aps_model *m, const aps_training *t,
         return r0; /* keeps this check safe to call on its own */
     int64_t tp = s->tp_degree;
     struct { const char *f; int64_t v; } div[] = {
+        /* MambaMixer @ d98e8a64 asserts nheads % tp == 0 and
+         * ngroups % tp == 0 (0 for a transformer: divisible); first, so
+         * that a pure Mamba-2 model, whose attention fields are its
+         * mixer's (hf.lua builders.mamba2), is told of its mixer */
+        {"mamba_num_heads", m->mamba_num_heads},
+        {"mamba_num_groups", m->mamba_num_groups},
         {"num_attention_heads", m->num_attention_heads},
         {"num_query_groups", m->num_query_groups},
         {"global_num_attention_heads", m->global_num_attention_heads},
         {"global_num_query_groups", m->global_num_query_groups},
         {"hidden_size", m->hidden_size},
         {"ffn_hidden_size", m->ffn_hidden_size},
-        /* MambaMixer @ d98e8a64 asserts nheads % tp == 0 and
-         * ngroups % tp == 0 (0 for a transformer: divisible) */
-        {"mamba_num_heads", m->mamba_num_heads},
-        {"mamba_num_groups", m->mamba_num_groups},
         /* Megatron TransformerConfig.__post_init__ @ d98e8a64 (gated delta
          * net): linear_num_key_heads and linear_num_value_heads % (tp x
          * cp) == 0 (CP > 1 is refused for them, aps_gdn_refusal) */

@@ -353,10 +353,16 @@ end)
 
 describe("outputs", function()
   it("shows the objective's score in the table, JSON and CSV", function()
+    -- the built-in memory objective's score is the peak GiB column, the
+    -- throughput objective's its own column
     local code, out = apsearch("run", "--quiet", "--top-k", "3", "--objective", "memory")
     assert.are.equal(0, code)
+    assert.is_nil(out:find("rank  objective", 1, true))
+    assert.truthy(out:find("objective: memory (peak memory in GiB, lower is better: the peak GiB column)", 1, true))
+    code, out = apsearch("run", "--quiet", "--top-k", "3", "--objective", "throughput")
+    assert.are.equal(0, code)
     assert.truthy(out:find("rank  objective", 1, true))
-    assert.truthy(out:find("objective: memory (peak memory in GiB, lower is better)", 1, true))
+    assert.truthy(out:find("objective: throughput (tokens/s per GPU, higher is better)", 1, true))
     local _, js = apsearch("run", "--quiet", "--top-k", "3", "--format", "json", "--objective", "composite")
     local r = cjson.decode(js)
     for _, t in ipairs(r.top_k_strategies) do assert.is_number(t.objective_value) end

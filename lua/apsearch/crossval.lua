@@ -176,7 +176,8 @@ local function fold_fits(folds, fit, path, jobs)
   local parallel = require "apsearch.parallel"
   for first = 1, #folds, parallel.max_tasks do
     local n = math.min(parallel.max_tasks, #folds - first + 1)
-    parallel.run({ jobs = math.min(jobs, n), tasks = n, work = function(i) return work(first + i - 1) end,
+    parallel.run({ jobs = math.min(jobs, n), tasks = n, label = "validate --cv",
+      work = function(i) return work(first + i - 1) end,
       on_result = function(i, v) fits[first + i - 1] = v.calib end })
   end
   return fits

@@ -196,9 +196,9 @@ end
 -- the error of workers that cannot be started (a pipe or a fork refused:
 -- the open-file or process limit)
 local function cannot_start(opts, err)
-  error(string.format("search: cannot start the %d worker processes of --jobs %d: %s; raise the limit " ..
-    "(ulimit -n for open files, ulimit -u for processes) or search in one process with --jobs 1",
-    opts.jobs, opts.jobs, tostring(err)), 0)
+  error(string.format("%s: cannot start the %d worker processes of --jobs %d: %s; raise the limit " ..
+    "(ulimit -n for open files, ulimit -u for processes) or run in one process with --jobs 1",
+    opts.label or "search", opts.jobs, opts.jobs, tostring(err)), 0)
 end
 
 -- forks worker number i; returns its pid and the read end of its pipe;
@@ -281,9 +281,10 @@ end
 --   `finish()` (in a worker, after its last task: its final value);
 --   `on_result(task, value)` (in the parent, in task order);
 --   `on_finish(value)` (in the parent, once per worker, in any order);
---   `progress(done)` (in the parent: the sum of every task's reports)
+--   `progress(done)` (in the parent: the sum of every task's reports);
+--   `label` (the command its errors name, default "search")
 -- @raise the error of the earliest task that raised one (its message, as
---   raised), or `search: worker process N was killed by signal S before
+--   raised), or `<label>: worker process N was killed by signal S before
 --   it finished`
 function M.run(opts)
   assert(opts.tasks >= 1 and opts.tasks <= M.max_tasks, "parallel: tasks out of range")
@@ -342,7 +343,7 @@ function M.run(opts)
   if not ok then error(err, 0) end
   if failure then error(failure, 0) end
   if failure == false then
-    error("search: " .. (died or "a worker process ended") .. " before it finished", 0)
+    error((opts.label or "search") .. ": " .. (died or "a worker process ended") .. " before it finished", 0)
   end
 end
 

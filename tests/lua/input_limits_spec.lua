@@ -245,6 +245,21 @@ describe("a baseline whose step time is huge or tiny (issue 27)", function()
     end
   end)
 
+  it("refuses a recompute mode or a memory figure the diff would print as junk", function()
+    -- (breaker, 2026-12-06: recompute=userdata: (nil), a 290-digit GiB)
+    local function edited(name, edit)
+      local r = json.decode(assert(H.read(dir .. "/base.json")))
+      edit(r.top_k_strategies[1])
+      return H.write(dir .. "/" .. name .. ".json", json.encode(r))
+    end
+    local path = edited("rc", function(rec) rec.layer_recompute = "bogus" end)
+    refused(('--baseline: %s: top_k_strategies[1].layer_recompute: expected none, selective or full (got "bogus")')
+      :format(path), "run", POLICY, "--baseline", path)
+    path = edited("mem", function(rec) rec.memory_cost.total = 1e300 end)
+    refused(("--baseline: %s: top_k_strategies[1].memory_cost.total: expected bytes in [0, 1.15292e+18] "
+      .. "(got 1e+300)"):format(path), "run", POLICY, "--baseline", path)
+  end)
+
   it("at the ends of the range prints finite percentages in text, JSON and the report", function()
     for _, step in ipairs({ baseline.MIN_STEP_TIME, baseline.MAX_STEP_TIME }) do
       local path = with_step("edge", step)

@@ -209,6 +209,13 @@ M.MAX_STEP_TIME = 1e9
 local POSITIVE = { "dp_degree", "fsdp_degree", "tp_degree", "pp_degree", "vpp_degree",
   "cp_degree", "micro_batch_size" }
 
+--- Largest memory figure a baseline record may state, bytes (1 EiB: more
+-- than any device holds; a hand-edited 1e300 is refused, not printed).
+M.MAX_MEMORY_BYTES = 2 ^ 60
+
+-- the recompute modes a record may name (apsearch.schema strategy enum)
+local RECOMPUTE = { none = true, selective = true, full = true }
+
 --- Checks the fields a diff reads: the top-k records (rank, degrees,
 -- micro-batch count, ZeRO stage, step time, the per-stage records the
 -- split is read from) and the candidate summary.
@@ -244,9 +251,16 @@ function M.check(r, path)
     if z ~= nil and not (math.type(z) == "integer" and z >= 0 and z <= 3) then
       fail(at .. ".zero_stage", "expected 0, 1, 2 or 3", z)
     end
+    if not RECOMPUTE[rec.layer_recompute] then
+      fail(at .. ".layer_recompute", "expected none, selective or full", rec.layer_recompute)
+    end
     local mc = rec.memory_cost
     if mc ~= nil then
       if type(mc) ~= "table" then fail(at .. ".memory_cost", "expected an object", mc) end
+      local total = mc.total
+      if total ~= nil and not (type(total) == "number" and total >= 0 and total <= M.MAX_MEMORY_BYTES) then
+        fail(at .. ".memory_cost.total", string.format("expected bytes in [0, %g]", M.MAX_MEMORY_BYTES), total)
+      end
       if mc.per_stage ~= nil then
         if not is_array(mc.per_stage) then fail(at .. ".memory_cost.per_stage", "expected an array", mc.per_stage) end
         for j, st in ipairs(mc.per_stage) do

@@ -875,6 +875,13 @@ local function topk_html(result, launch)
   local headers, rows, right = tbl.rows(result)
   headers, right = util.copy(headers), util.copy(right or {})
   local keep, folded = tbl.fold_columns(headers, rows, function(j) return j > 1 end)
+  -- a built-in objective whose score a column shows has none of its own
+  -- (as in the text table, format.table.score_column)
+  if tbl.score_column(result) then
+    local k2 = {}
+    for _, j in ipairs(keep) do if headers[j] ~= "objective" then k2[#k2 + 1] = j end end
+    keep = k2
+  end
   local same = {}
   for n, hv in ipairs(folded) do same[n] = hv[1] .. " " .. hv[2] end
   local H, R, RT = {}, {}, {}

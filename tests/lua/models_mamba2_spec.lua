@@ -68,13 +68,14 @@ describe("mamba2 search space", function()
   -- would rank a copy of "none")
   it("offers none and full recompute, not selective", function()
     local m = hf.from_config(copy(CODESTRAL), "c.json")
-    local space = require("apsearch.defaults").search_space(m,
-      { device = "h100-sxm-80gb", num_devices = 8, devices_per_node = 8 }, { framework = "megatron" })
-    assert.are.same({ "none", "full" }, space.layer_recompute)
+    local function modes()
+      return require("apsearch.defaults").search_space(m,
+        { device = "h100-sxm-80gb", num_devices = 8, devices_per_node = 8 }, { framework = "megatron" })
+        .layer_recompute
+    end
+    assert.are.same({ "none", "full" }, modes())
     m.hybrid_layer_pattern = "M*" .. string.rep("M", 62)
-    space = require("apsearch.defaults").search_space(m,
-      { device = "h100-sxm-80gb", num_devices = 8, devices_per_node = 8 }, { framework = "megatron" })
-    assert.are.same({ "none", "selective", "full" }, space.layer_recompute)
+    assert.are.same({ "none", "selective", "full" }, modes())
   end)
 end)
 
@@ -101,22 +102,23 @@ describe("mamba2 Megatron-LM script", function()
   -- MambaMixer fixes chunk_size = 128 and d_conv = 4 (mamba_mixer.py @
   -- d98e8a64): another chunk computes the same function (a NOTE, the job
   -- estimated); another conv width is another model (NOT EXPRESSIBLE)
+  -- rank 1's Megatron-LM script of a run on one H100 host of config c
+  local function script(dir, name, c)
+    H.write(dir .. "/" .. name .. ".json", require("cjson").encode(c))
+    local code, _, err = H.apsearch("run", "--model", dir .. "/" .. name .. ".json", "--cluster", "h100-sxm-80gb:1",
+      "-q", "--top-k", "1", "--out", dir .. "/" .. name)
+    assert.are.equal(0, code, err)
+    return H.read(dir .. "/" .. name .. "/launch/rank1_megatron.sh")
+  end
+
   it("notes Codestral's chunk of 256 and refuses to call another conv width the same job", function()
     local dir = H.tmpdir()
-    H.write(dir .. "/c.json", require("cjson").encode(CODESTRAL))
-    local code, _, err = H.apsearch("run", "--model", dir .. "/c.json", "--cluster", "h100-sxm-80gb:1", "-q",
-      "--top-k", "1", "--out", dir .. "/o")
-    assert.are.equal(0, code, err)
-    local sh = H.read(dir .. "/o/launch/rank1_megatron.sh")
+    local sh = script(dir, "c", CODESTRAL)
     assert.truthy(sh:find("# NOTE: mamba_chunk_size 256: MambaMixer fixes chunk_size = 128", 1, true), sh)
     assert.is_nil(sh:find("NOT EXPRESSIBLE", 1, true), sh)
     local c = copy(CODESTRAL)
     c.conv_kernel = 3
-    H.write(dir .. "/k.json", require("cjson").encode(c))
-    code, _, err = H.apsearch("run", "--model", dir .. "/k.json", "--cluster", "h100-sxm-80gb:1", "-q",
-      "--top-k", "1", "--out", dir .. "/k")
-    assert.are.equal(0, code, err)
-    sh = H.read(dir .. "/k/launch/rank1_megatron.sh")
+    sh = script(dir, "k", c)
     assert.truthy(sh:find("NOT EXPRESSIBLE in Megatron-LM: mamba_conv_kernel 3: MambaMixer fixes d_conv = 4", 1, true),
       sh)
   end)

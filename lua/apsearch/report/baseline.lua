@@ -347,15 +347,19 @@ function M.step_size_changed(diff)
   return false
 end
 
--- The evaluation of candidate cand with the fields of `with` replaced
--- (false: removed), as why_left records a match.
-local function estimate_as(ctx, cand, with)
-  local c = {}
-  for k, v in pairs(cand) do c[k] = v end
-  for k, v in pairs(with) do c[k] = v or nil end
-  local ev = ctx:evaluate(c)
+-- A match as why_left records it: an evaluation's outcome, step and peak.
+local function match_of(ev)
   return { code = ev.feasible and 0 or (ev.reason or "INFEASIBLE"), step = ev.step_time, mem = ev.mem_peak,
            estimated = true }
+end
+
+-- The match of candidate cand with its recompute mode "none" (the run as
+-- a record that recomputed nothing ran it).
+local function match_without_recompute(ctx, cand)
+  local c = {}
+  for k, v in pairs(cand) do c[k] = v end
+  c.layer_recompute, c.recompute_num_layers = "none", nil
+  return match_of(ctx:evaluate(c))
 end
 
 -- True when estimate est recomputes a layer on some stage.
@@ -421,23 +425,16 @@ function M.why_left(left, result, policy)
         if was == mode or (was == "none" and mode == "full") then
           if not m then
             local ok, code = ctx:check("all", cand)
-            if ok then
-              local ev = ctx:evaluate(cand)
-              m = { code = ev.feasible and 0 or (ev.reason or "INFEASIBLE"),
-                    step = ev.step_time, mem = ev.mem_peak, estimated = true }
-              -- "full" that recomputes some layer is another recompute
-              -- than a "none" record's, not its run
-              if mode == "full" and recomputes(ctx:estimate(cand)) then m.other = true end
-            else
-              m = { code = code or "?", estimated = false }
-            end
+            m = ok and match_of(ctx:evaluate(cand)) or { code = code or "?", estimated = false }
           end
-          -- the same mode, or "none" resolved from "full" with nothing
-          -- recomputed; else an alternative for the left strategy's
-          -- degrees, and the run as it was (no recompute) estimated apart
+          -- a "none" record meets "full": the same run when nothing is
+          -- recomputed; when a layer is (asked once per candidate), an
+          -- alternative for its degrees, and the run as it was (no
+          -- recompute) estimated apart
+          if was ~= mode and m.estimated and m.other == nil then m.other = recomputes(ctx:estimate(cand)) end
           if was ~= mode and m.other then
             table.insert(left[n].alternatives, m)
-            m.none = m.none or estimate_as(ctx, cand, { layer_recompute = "none", recompute_num_layers = false })
+            m.none = m.none or match_without_recompute(ctx, cand)
             table.insert(left[n].matches, m.none)
           else
             table.insert(left[n].matches, m)

@@ -386,7 +386,7 @@ describe("crossval.run on one source", function()
 end)
 
 describe("apsearch validate --cv source", function()
-  it("prints the priors and the fields left at the preset, per held-out source", function()
+  it("prints the priors and the fields left at the preset, per held-out source #bulk", function()
     local H = require "spec_helpers"
     local code, out = H.apsearch("validate", "tests/fixtures/cases_small.csv", "--cv", "source")
     assert.are.equal(2, code) -- c900 (tpu-v5p) is not estimated, below
@@ -399,7 +399,7 @@ describe("apsearch validate --cv source", function()
     assert.truthy(out:find("Narayanan held out: a100-sxm4-80gb unfused_attention_efficiency = ", 1, true), out)
   end)
 
-  it("names the rows no fold could estimate and exits 2, as validate does", function()
+  it("names the rows no fold could estimate and exits 2, as validate does #bulk", function()
     local H = require "spec_helpers"
     -- c900's device (tpu-v5p) is no preset and c901 runs nvfp4 on an H100:
     -- every fold fails them (was: exit 0, the rows only missing from the

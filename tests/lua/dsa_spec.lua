@@ -117,7 +117,7 @@ describe("DeepSeek Sparse Attention: configs", function()
     assert.truthy(err_of(hf.from_config, c, "m.json"):find("^m%.json: indexer_types: expected a list of 78 entries"))
   end)
 
-  it("GLM-5.2 pipelines only where every model chunk starts on a layer computing its top-k", function()
+  it("GLM-5.2 pipelines only where every model chunk starts on a layer computing its top-k #bulk", function()
     local dir = H.tmpdir()
     local code, _, err = H.apsearch("run", "--model", "tests/fixtures/heldout_configs/zai-org--GLM-5.2.json",
       "--cluster", "h100-sxm-80gb:64", "--top-k", "3", "--quiet", "--out", dir)
@@ -264,7 +264,7 @@ describe("DeepSeek Sparse Attention: estimate", function()
     assert.truthy(sh:find("\n  --dsa-indexer-n-heads 32", 1, true))
   end)
 
-  it("Megatron: context parallelism with DSA is all_gather only", function()
+  it("Megatron: context parallelism with DSA is all_gather only #bulk", function()
     local code, out, err = H.apsearch("run", "--model", "examples/models/glm-5.json",
       "--cluster", "h100-sxm-80gb:128", "--top-k", "20", "--format", "json", "--quiet",
       "--set", "training.seq_length=32768")

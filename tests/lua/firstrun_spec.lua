@@ -323,7 +323,7 @@ describe("the built space holds the recipes' layouts", function()
 end)
 
 describe("apsearch init MODEL CLUSTER", function()
-  it("writes a policy run accepts, searching what run --model --cluster searches", function()
+  it("writes a policy run accepts, searching what run --model --cluster searches #bulk", function()
     local code, text, err = H.apsearch("init", "deepseek-v3", "h100-sxm-80gb:128")
     assert.are.equal(0, code, err)
     assert.truthy(text:find("-- defaults: global batch 8192 x 4096", 1, true), text)
@@ -424,7 +424,7 @@ describe("when nothing fits", function()
     assert.are.equal("+0.17 GiB", common.over_text(0.17 * 2 ^ 30))
     assert.are.equal("+0.00 GiB", common.over_text(0))
   end)
-  it("offers no knob of the framework's full space a built policy already searched; a --fix brings them back",
+  it("offers no knob of the framework's full space a built policy already searched; a --fix brings them back #bulk",
     function()
     -- DeepSeek-V3 on 64 B200s: 64 devices hold its model states
     -- (671,026,419,200 x 16 B = 9999 GiB / 178.06 GiB = 56.2, 64 in whole
@@ -469,7 +469,7 @@ describe("when nothing fits", function()
     assert.truthy(relax:find("1. framework:", 1, true), out)
     assert.truthy(relax:find("training.moe_flex_dispatcher_backend", 1, true), out)
   end)
-  it("names the doubled cluster tried before the one that fits", function()
+  it("names the doubled cluster tried before the one that fits #bulk", function()
     -- Llama-3.1-70B on 8 H100s: its model states need 15 devices (70.6e9
     -- x 18 B over 78.65 GiB), 2 hosts; the probe starts there, where
     -- nothing fits, then 4 hosts fit
@@ -507,7 +507,7 @@ describe("when nothing fits", function()
     assert.truthy(nodes:find("\nfits from 128 devices (h100-sxm-80gb:16x8; the same defaults", 1, true), nodes)
   end)
 
-  it("on a host count that is not a power of two, tries the power of two below it first", function()
+  it("on a host count that is not a power of two, tries the power of two below it first #bulk", function()
     -- DeepSeek-V3 on 1,000 H100s (125 hosts): 1000 = 8 x 125 divides into
     -- no TP x PP over 8, and nothing that fits; 64 hosts (512 devices, over
     -- the 128 its model states need) fit, where it said "fits from 2,048"
@@ -586,7 +586,7 @@ describe("when nothing fits", function()
     local _, r3 = run("llama-3.1-70b", probe.cluster, "-q")
     assert.is_true(r3.top_k_strategies[1].performance_cost.step_time < probe.step_time)
   end)
-  it("puts the same in the JSON result (fit_probe) and the report's suggestions", function()
+  it("puts the same in the JSON result (fit_probe) and the report's suggestions #bulk", function()
     local code, r = run("deepseek-v3", "b200:1")
     assert.are.equal(1, code)
     assert.are.equal(128, r.fit_probe.devices)

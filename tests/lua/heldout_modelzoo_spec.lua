@@ -126,7 +126,7 @@ describe("held out: NVIDIA's DeepSeek-V3 GB200 optimisation series", function()
 end)
 
 describe("a row's measured throughput from its step time or TFLOP/s", function()
-  it("is the estimate's tokens/s scaled by the measured step or TFLOP/s, and calibrate fits every such row", function()
+  it("is the estimate's tokens/s scaled by the measured step or TFLOP/s, and calibrate fits every such row #bulk", function()
     local by = by_id(validate.run(ZOO).cases)
     -- mz01 measured tokens/s (from its step time, in the file): as given
     assert.are.equal(by.mz01.measured.tokens_per_s_per_gpu, validate.measured_throughput(by.mz01))

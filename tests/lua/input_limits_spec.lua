@@ -93,7 +93,7 @@ describe("a pipeline schedule over the simulation's size limit (issue 27)", func
     assert.truthy(out:find("the simulation's limit of " .. LIMIT, 1, true), out)
   end)
 
-  it("run filters those candidates and searches the others (the whole run stopped, exit 2)", function()
+  it("run filters those candidates and searches the others (the whole run stopped, exit 2) #bulk", function()
     -- a breaker pass (2026-12-05): one --set global batch aborted the run
     -- naming the policy's search space
     local code, out, err = run("run", H.ROOT .. "/examples/llama3_405b_h100_16k.lua",
@@ -104,7 +104,7 @@ describe("a pipeline schedule over the simulation's size limit (issue 27)", func
     assert.truthy(out:find(" feasible of 288 candidates", 1, true), out)
   end)
 
-  it("run with --model and no policy file searches what it can (it crashed on the missing path)", function()
+  it("run with --model and no policy file searches what it can (it crashed on the missing path) #bulk", function()
     -- a config whose max_position_embeddings of 2 makes the built policy
     -- 524,288 sequences of 2 tokens (breaker pass, 2026-12-05)
     local src = H.read(H.ROOT .. "/examples/models/llama-3.1-8b.json")

@@ -142,7 +142,7 @@ describe("run --jobs", function()
     end
     -- spaces of thousands of candidates or more: the CLI splits a space in
     -- chunks of search.min_chunk_candidates at least
-    it("dense: the 122,580-candidate sweep, --jobs 1, 2 and 3", function()
+    it("dense: the 122,580-candidate sweep, --jobs 1, 2 and 3 #bulk", function()
       local one = cli_text("examples/llama3_70b_h100_1024_sweep.lua", "--format", "json", "--jobs", "1")
       assert.truthy(one:find('"generated":122580', 1, true))
       assert.are.equal(one, cli_text("examples/llama3_70b_h100_1024_sweep.lua", "--format", "json", "--jobs", "2"))

@@ -182,7 +182,7 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
       - 1)) < 1e-9)
   end)
 
-  it("does not call a strategy without recompute still feasible when only its recomputing variant fits", function()
+  it("does not call a strategy without recompute still feasible when only its recomputing variant fits #bulk", function()
     -- a longer sequence: the "none" runs need more than the limit; the
     -- same degrees with layers recomputed fit, which is said, not taken
     -- for the run (newuser, 2026-12-06: "outranked: still feasible" with

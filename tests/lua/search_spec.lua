@@ -603,11 +603,11 @@ describe("fast path vs full enumeration", function()
   end
   for _, f in ipairs({ "llama3_405b_h100_16k.lua", "llama3_70b_h100.lua", "llama3_8b_128k_cp.lua",
     "llama3_8b_h100.lua", "qwen25_7b_a100.lua", "llama3_70b_h100_1024_sweep.lua" }) do
-    it("gives the same counts, reasons, examples and top-k on examples/" .. f, function()
+    it("gives the same counts, reasons, examples and top-k on examples/" .. f .. " #bulk", function()
       same(policy.load(ROOT .. "/examples/" .. f))
     end)
   end
-  it("is the same on a wide space with uniform/auto recompute, ranges and idle devices", function()
+  it("is the same on a wide space with uniform/auto recompute, ranges and idle devices #bulk", function()
     local p
     local raw = policy.load_raw(ROOT .. "/examples/llama3_405b_h100_16k.lua")
     raw.cluster = { device = "h100-sxm-80gb", nodes = 16, devices_per_node = 8 }
@@ -648,12 +648,12 @@ describe("fast path vs full enumeration", function()
     }
     return raw
   end
-  it("is the same with splits per rank and per chunk, schedules and micro-batch counts", function()
+  it("is the same with splits per rank and per chunk, schedules and micro-batch counts #bulk", function()
     local a = same(policy.from_table(pipeline_space("megatron"), "pipe.lua"))
     assert.is_true(a.all_candidate_summary.space_size > 20000)
     assert.is_true(a.all_candidate_summary.feasible > 0)
   end)
-  it("is the same with split rules, offsets per rank and recompute modules", function()
+  it("is the same with split rules, offsets per rank and recompute modules #bulk", function()
     -- recompute_modules "mla_up_proj" fails the late checks on a model
     -- without MLA, "moe_act" without grouped GEMM: per inner signature
     local raw = pipeline_space("megatron")
@@ -666,7 +666,7 @@ describe("fast path vs full enumeration", function()
     local a = same(policy.from_table(raw, "modules.lua"))
     assert.is_true(a.infeasible_summary.FRAMEWORK_UNSUPPORTED.count > 0)
   end)
-  it("is the same with micro-batch group sizes (VPP_INVALID per count, FRAMEWORK_UNSUPPORTED off Megatron)", function()
+  it("is the same with micro-batch group sizes (VPP_INVALID per count, FRAMEWORK_UNSUPPORTED off Megatron) #bulk", function()
     -- G in [p, m] with m mod G 0 or >= p (Megatron's schedules.py checks)
     -- depends on the micro-batch count of the inner levels: the pp cache
     -- is per count; G != 0 is refused outside Megatron-LM (a late check)
@@ -683,7 +683,7 @@ describe("fast path vs full enumeration", function()
       end
     end
   end)
-  it("is the same under fsdp2 and deepspeed", function()
+  it("is the same under fsdp2 and deepspeed #bulk", function()
     for _, fw in ipairs({ "fsdp2", "deepspeed" }) do
       local raw = pipeline_space(fw)
       raw.search_space.stage_partition = nil
@@ -692,7 +692,7 @@ describe("fast path vs full enumeration", function()
       same(policy.from_table(raw, fw .. ".lua"))
     end
   end)
-  it("is the same with data_parallel manual and idle devices allowed", function()
+  it("is the same with data_parallel manual and idle devices allowed #bulk", function()
     local raw = pipeline_space("megatron")
     raw.search_space.data_parallel = "manual"
     raw.search_space.dp_degree = { 1, 2, 4, 8, 16 }

@@ -388,7 +388,7 @@ describe("software stacks", function()
 end)
 
 describe("calibrate --group software", function()
-  it("starts a stack's fit at the values its runs are estimated with: loss_before is the uncalibrated error",
+  it("starts a stack's fit at the values its runs are estimated with: loss_before is the uncalibrated error #bulk",
     function()
     -- the NeMo 1.x rows (H100, FlashAttention-2 by the stack's profile):
     -- the fit started at the preset's attention (0.195), not the profile's
@@ -448,7 +448,7 @@ describe("calibrate --group software", function()
     return path, n
   end
 
-  it("fits one calibration per stack and applies the matching one", function()
+  it("fits one calibration per stack and applies the matching one #bulk", function()
     local path, n = synthetic_csv()
     local logs = {}
     local calib = calibrate.fit_grouped(path, { log = function(l) logs[#logs + 1] = l end })

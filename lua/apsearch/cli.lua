@@ -496,6 +496,20 @@ local function framework_fit(opts, p, dev)
   return fit
 end
 
+-- the fit on the fewest hosts in (lo, hi] the bisection finds, `fit` being
+-- hi's, and the host count below it known to have none (lo's last value:
+-- a probe's, or `lo` itself); a fit is not monotone in the host count
+-- (13 hosts divide into degrees 12 and 14 cannot), so the one found is
+-- the bisection's, not always the fewest
+local function narrow_hosts(opts, dev, lo, hi, per, fit)
+  while hi - lo > 1 do
+    local mid = (lo + hi) // 2
+    local f = probe_fit(opts, dev, mid, per)
+    if f then hi, fit = mid, f else lo = mid end
+  end
+  return fit, lo
+end
+
 -- fit_probe's search over host counts with the same framework: the table
 -- M.fit_probe describes without `framework`, or nil
 local function devices_fit(opts, p, result, dev)
@@ -505,6 +519,9 @@ local function devices_fit(opts, p, result, dev)
     local fit = probe_fit(opts, dev, below, per)
     if fit then return { smaller = fit } end
   end
+  -- below the first doubling: the run's own hosts had no fit, and fewer
+  -- than `need` cannot hold the model states
+  local known = math.max(math.floor(p.cluster.num_devices / per), need - 1)
   local spec, tried
   for _ = 1, M.FIT_PROBE_DOUBLINGS do
     -- the core takes fewer than 2^24 devices (policy.parse_cluster_spec)
@@ -512,7 +529,10 @@ local function devices_fit(opts, p, result, dev)
     local fit
     fit, spec = probe_fit(opts, dev, h, per)
     if fit then
-      fit.not_on = tried and math.tointeger(tried)
+      local lo = tried and tried // per or known
+      local none
+      fit, none = narrow_hosts(opts, dev, lo, h, per, fit)
+      fit.not_on = none > 0 and math.tointeger(none * per) or nil
       return fit
     end
     tried = h * per
@@ -529,15 +549,17 @@ end
 -- into the degrees the cluster's cannot: 125 hosts of 8 into no PP 16 x
 -- TP 2); when that fits, nothing more.  Else the same defaults on more
 -- hosts, doubling from `probe_start`, up to M.FIT_PROBE_DOUBLINGS times
--- and below the core's 2^24 devices; the first cluster with a feasible
--- strategy.
+-- and below the core's 2^24 devices, then bisecting the host count between
+-- the first doubling that fits and the count below it without a fit (the
+-- last doubling tried, else the run's own hosts or the fewest that hold
+-- the model states): that cluster's top strategy.
 -- @tparam table opts parsed options of `run`
 -- @tparam table p the policy searched
 -- @tparam table result its result (no feasible strategy)
 -- @treturn table|nil `{smaller = {devices, cluster, strategy, step_time}}`
 --   (the power of two below fits), `{devices, cluster, strategy,
---   step_time, not_on}` (not_on: the devices last tried without a fit, nil
---   when the first try fit), `{tried, cluster}`, or `{}` when even the
+--   step_time, not_on}` (not_on: the devices one host below, known
+--   without a fit: probed, or the run's own; nil when that is no host), `{tried, cluster}`, or `{}` when even the
 --   first doubling is past the device limit; each with `framework =
 --   {devices, cluster, strategy, step_time, framework}` when the other
 --   framework fits on the run's devices; nil when none of these

@@ -367,7 +367,19 @@ describe("when nothing fits", function()
     assert.is_nil(out:find("wider tp_degree", 1, true), out)
     assert.truthy(out:find("closest strategies (least estimated memory):\n  dp=", 1, true), out)
     assert.truthy(out:find("GiB over the 78.65 GiB limit", 1, true), out)
-    assert.truthy(out:find("fits from 128 devices (h100-sxm-80gb:16x8; the same defaults, host counts tried in powers of two): ", 1, true), out)
+    -- doubling from 16 hosts (the first power of two over the 11 the
+    -- states need) fits, then bisecting 11..16: 13 no, 14 yes (FSDP 14 x
+    -- TP 4 x CP 2); it said 128, the doubling's, where 112 fit
+    assert.truthy(out:find("fits from 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults, host counts doubled, "
+      .. "then bisected): ", 1, true), out)
+    -- and the clusters named are what a run on them finds
+    local _, r = run("llama-3.1-405b", "h100-sxm-80gb:1")
+    local c14, r14, e14 = run("llama-3.1-405b", r.fit_probe.cluster)
+    assert.are.equal(0, c14, e14)
+    assert.are.equal(r14.top_k_strategies[1].performance_cost.step_time, r.fit_probe.step_time)
+    local c13, r13 = run("llama-3.1-405b", "h100-sxm-80gb:13x8")
+    assert.are.equal(1, c13)
+    assert.are.equal(0, #r13.top_k_strategies)
   end)
   it("names a --fix that leaves no valid value before memory or devices", function()
     local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:1",
@@ -436,7 +448,7 @@ describe("when nothing fits", function()
     assert.truthy(out:find("raising the limit cannot help; the framework's whole space was searched; use more "
       .. "devices; training.framework =\n    fsdp2 fits on these devices (below).\n", 1, true), out)
     assert.is_nil(out:find("\n  2. ", 1, true), out)
-    assert.truthy(out:find("fits from 128 devices (b200:16x8; ", 1, true), out)
+    assert.truthy(out:find("fits from 128 devices (b200:16x8, not on 120; ", 1, true), out)
     -- a --set of a training field leaves the space whole: still no knob
     -- of it offered (a new user's Megatron-FSDP run was told to "allow
     -- vpp_degree = 1", already searched)
@@ -472,39 +484,41 @@ describe("when nothing fits", function()
   it("names the doubled cluster tried before the one that fits #bulk", function()
     -- Llama-3.1-70B on 8 H100s: its model states need 15 devices (70.6e9
     -- x 18 B over 78.65 GiB), 2 hosts; the probe starts there, where
-    -- nothing fits, then 4 hosts fit
+    -- nothing fits, then 4 hosts fit, and the bisection between finds 3
     local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:1")
     assert.are.equal(1, code)
-    assert.truthy(out:find("\nfits from 32 devices (h100-sxm-80gb:4x8, not on 16; the same defaults, host counts tried in powers of two): ",
-      1, true), out)
+    assert.truthy(out:find("\nfits from 24 devices (h100-sxm-80gb:3x8, not on 16; the same defaults, host counts doubled, "
+      .. "then bisected): ", 1, true), out)
     local _, r = run("llama-3.1-70b", "h100-sxm-80gb:1")
-    assert.are.equal(32, r.fit_probe.devices)
+    assert.are.equal(24, r.fit_probe.devices)
     assert.are.equal(16, r.fit_probe.not_on)
     -- DeepSeek-V3: its states need 144 devices (671e9 x 18 B), 18 hosts;
-    -- the probe starts at 32 hosts, past the 16 that cannot hold them
+    -- the probe starts at 32 hosts, past the 16 that cannot hold them, and
+    -- bisects 17..32 down to 31 (no fit) below 32
     _, r = run("deepseek-v3", "h100-sxm-80gb:1")
     assert.are.equal(256, r.fit_probe.devices)
-    assert.is_nil(r.fit_probe.not_on)
+    assert.are.equal(248, r.fit_probe.not_on)
   end)
   it("doubles from the power of two above the hosts given, not from twice them", function()
     -- Llama-3.1-405B on 96 H100s (12 hosts): its model states need 80
     -- devices, 10 hosts; the first power of two above 12 is 16 hosts, 128
-    -- devices (it said 256: the doubling started at 2 x 12 = 24 -> 32)
+    -- devices (it said 256: the doubling started at 2 x 12 = 24 -> 32);
+    -- bisecting from the run's own 12 hosts: 14 fit, 13 do not
     local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:12")
     assert.are.equal(1, code)
-    assert.truthy(out:find("\nfits from 128 devices (h100-sxm-80gb:16x8; the same defaults, host counts tried in powers of two): ", 1, true),
-      out)
+    assert.truthy(out:find("\nfits from 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults, host counts doubled, "
+      .. "then bisected): ", 1, true), out)
   end)
 
   it("doubles the hosts past a --set cluster.num_devices (it searched the run's 16 GPUs at every size)", function()
     local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:1", "--set",
       "cluster.num_devices=16", "--wide")
     assert.are.equal(1, code)
-    assert.truthy(out:find("\nfits from 128 devices (h100-sxm-80gb:16x8; the same defaults", 1, true), out)
+    assert.truthy(out:find("\nfits from 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults", 1, true), out)
     -- and past a --set cluster.nodes
     local _, nodes = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:1", "--set",
       "cluster.nodes=2", "--wide")
-    assert.truthy(nodes:find("\nfits from 128 devices (h100-sxm-80gb:16x8; the same defaults", 1, true), nodes)
+    assert.truthy(nodes:find("\nfits from 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults", 1, true), nodes)
   end)
 
   it("on a host count that is not a power of two, tries the power of two below it first #bulk", function()
@@ -578,7 +592,7 @@ describe("when nothing fits", function()
     local code, r, err = run("llama-3.1-70b", "h100-sxm-80gb:1", "-q", "--calibration", calib)
     assert.are.equal(1, code, err)
     local probe = r.fit_probe
-    assert.are.equal("h100-sxm-80gb:4x8", probe.cluster)
+    assert.are.equal("h100-sxm-80gb:3x8", probe.cluster)
     local c2, r2, e2 = run("llama-3.1-70b", probe.cluster, "-q", "--calibration", calib)
     assert.are.equal(0, c2, e2)
     assert.are.equal(r2.top_k_strategies[1].performance_cost.step_time, probe.step_time)

@@ -1838,6 +1838,11 @@ aps_reason aps_check_memory_limit(const aps_training *t, aps_estimate *out,
 int64_t aps_moe_ep(const aps_strategy *s);
 int64_t aps_moe_etp(const aps_strategy *s);
 int64_t aps_moe_edp(const aps_strategy *s);
+/** Ranks each routed expert's weights, gradients and optimizer states
+ *  are sharded over: aps_moe_edp, divided by the replicas of a TorchTitan
+ *  (fsdp2) HSDP plan, whose efsdp mesh leaves dp_replicate out (moe.c). */
+int64_t aps_moe_expert_shard(const aps_training *t, const aps_strategy *s,
+                             const aps_dp_plan *plan);
 /** Busiest rank's load over the balanced share: training.moe_load_
  *  imbalance (0: APS_MOE_LOAD_IMBALANCE) capped by the capacity factor. */
 double aps_moe_load_factor(const aps_training *t, const aps_strategy *s);

@@ -131,6 +131,24 @@ int64_t aps_moe_edp(const aps_strategy *s)
     return fold > 0 && world % fold == 0 ? world / fold : 1;
 }
 
+int64_t aps_moe_expert_shard(const aps_training *t, const aps_strategy *s,
+                             const aps_dp_plan *plan)
+{
+    int64_t edp = aps_moe_edp(s);
+    /* HSDP: TorchTitan shards the experts over efsdp = dp_shard x cp x tp
+     * / ep and replicates them over dp_replicate, as the dense weights
+     * (pytorch/torchtitan b5bcd76c torchtitan/distributed/
+     * parallel_dims.py l.280-282 efsdp, l.242 sparse mesh ["pp",
+     * "dp_replicate", "efsdp", "ep"]; distributed/fsdp.py l.29, l.81).
+     * NeMo AutoModel's ep_shard spans the replicas too (ep over
+     * dp_replicate x dp_shard x cp x tp, distributed/mesh_utils.py
+     * l.316-319, 385-427 @ 36044ad3): the whole expert-dp group. */
+    if (t->framework == APS_FW_FSDP2 && plan->fsdp_like &&
+        plan->replicate > 1 && edp % plan->replicate == 0)
+        return edp / plan->replicate;
+    return edp;
+}
+
 double aps_moe_load_factor(const aps_training *t, const aps_strategy *s)
 {
     double f = t->moe_load_imbalance > 0 ? t->moe_load_imbalance
@@ -1281,10 +1299,11 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
     /* expert parameters: their gradients and optimizer states sharded
      * over the expert-data-parallel group (distributed optimizer per
      * expert-dp group, megatron/core/distributed; TorchTitan shards the
-     * experts over dp_shard x cp / ep: the same size) */
+     * experts over dp_shard x cp x tp / ep: the same size), less the
+     * replicas under HSDP (aps_moe_expert_shard) */
     double pe = hm * mc->expert_params;
     aps_dp_plan eplan = *plan;
-    int64_t edp = aps_moe_edp(s);
+    int64_t edp = aps_moe_expert_shard(t, s, plan);
     eplan.shard_group = edp;
     eplan.bytes.shard_group = (double)edp;
     if (edp <= 1)

@@ -203,25 +203,35 @@ static void hsdp_sync(const aps_cluster *c, const aps_training *t,
  *  expert_data_parallel group, parallel_state.py) for expert_params on
  *  the busiest rank, added to DP_GRAD_SYNC: a reduce-scatter and an
  *  all-gather of the updated parameters under a sharded optimizer, else
- *  an all-reduce; hidden behind dp_overlap of tb (tf for the gather). */
+ *  an all-reduce; under HSDP the reduce-scatter and gather span the
+ *  expert shard group (aps_moe_expert_shard) and the shard is
+ *  all-reduced across the replicas; hidden behind dp_overlap of tb (tf
+ *  for the gather). */
 static void expert_sync(const aps_cluster *c, const aps_training *t,
                         const aps_strategy *s, const aps_dp_plan *plan,
                         double expert_params, double tf, double tb,
                         aps_estimate *out)
 {
-    int64_t edp = aps_moe_edp(s);
+    int64_t edp = aps_moe_edp(s), shard = aps_moe_expert_shard(t, s, plan);
     if (edp <= 1 || expert_params <= 0)
         return;
-    double bw, alpha, sync, gather = 0.0;
-    aps_group_link(c, aps_moe_etp(s) * aps_moe_ep(s), edp, &bw, &alpha);
+    double bw, alpha, sync = 0.0, gather = 0.0;
+    int64_t apart = aps_moe_etp(s) * aps_moe_ep(s);
+    aps_group_link(c, apart, shard, &bw, &alpha);
     double grads = plan->grad_reduce * expert_params;
-    if (plan->bytes.shard_optimizer) {
-        sync = aps_reducescatter_time(edp, grads, bw, alpha);
+    if (plan->bytes.shard_optimizer && shard > 1) {
+        sync = aps_reducescatter_time(shard, grads, bw, alpha);
         gather = aps_allgather_time(
-            edp, aps_recipe_gather_bytes(t, expert_params, expert_params), bw,
-            alpha);
-    } else {
+            shard, aps_recipe_gather_bytes(t, expert_params, expert_params),
+            bw, alpha);
+    } else if (!plan->bytes.shard_optimizer) {
         sync = aps_allreduce_time(edp, grads, bw, alpha);
+    }
+    if (plan->bytes.shard_optimizer && edp > shard) { /* HSDP replicas */
+        double rbw, ralpha;
+        aps_group_link(c, apart * shard, edp / shard, &rbw, &ralpha);
+        sync += aps_allreduce_time(edp / shard, grads / (double)shard, rbw,
+                                   ralpha);
     }
     aps_set_perf(out, APS_PERF_DP_GRAD_SYNC,
                  out->perf_total[APS_PERF_DP_GRAD_SYNC] + sync + gather,
@@ -254,7 +264,8 @@ static void optimizer_step(const aps_cluster *c, const aps_training *t,
     double psi_opt = psi / (by->shard_optimizer ? (double)plan->shard_group
                                                 : 1.0);
     psi_opt += expert_params / (by->shard_optimizer /* over expert-dp */
-                                    ? (double)aps_moe_edp(s) : 1.0);
+                                    ? (double)aps_moe_expert_shard(t, s, plan)
+                                    : 1.0);
     double opt = aps_hbm_time(&c->device, psi_opt * traffic);
     aps_set_perf(out, APS_PERF_OPTIMIZER, opt, opt);
 }

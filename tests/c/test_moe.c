@@ -551,6 +551,64 @@ static void test_eager_expert_bias(void **state)
     assert_true(biased.bias_fwd == 0.0 && biased.bias_bwd == 0.0);
 }
 
+/* HSDP under FSDP2 replicates the experts as it does the dense weights:
+ * Qwen3-30B-A3B on 8 B200s at EP 4, dp_replicate 2 x dp_shard 4 against
+ * dp_shard 8 alone.  TorchTitan's efsdp is dp_shard x cp x tp / ep: 1
+ * under HSDP, 2 under FSDP 8 (parallel_dims.py l.282 @ b5bcd76c); the
+ * dense weights are sharded over 4 and 8.  Every model state, dense or
+ * expert, is then held twice over under HSDP: exactly twice FSDP 8's
+ * bytes in each of params, grads and optimizer states (the experts were
+ * sharded over dp x dp_shard / ep = 2 under both, a wrong "fits"). */
+static void test_hsdp_expert_shard(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    qwen3_30b_b200(&m, &c, &t, &s);
+    t.framework = APS_FW_FSDP2;
+    t.precision = APS_PREC_BF16;
+    t.moe_flex_dispatcher_backend = APS_FLEX_DEEPEP;
+    s.moe_token_dispatcher = APS_MOE_ALLTOALL;
+    s.zero_stage = 3;
+    s.ep_degree = 4;
+    s.micro_batch_size = 1;
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    aps_dp_plan plan;
+    s.dp_degree = 2;
+    s.fsdp_degree = 4;
+    aps_dp_plan_build(&t, &s, &plan);
+    assert_int_equal(aps_moe_edp(&s), 2);
+    assert_int_equal(aps_moe_expert_shard(&t, &s, &plan), 1);
+    static aps_estimate hsdp, fsdp;
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &hsdp), APS_OK);
+    s.dp_degree = 1;
+    s.fsdp_degree = 8;
+    aps_dp_plan_build(&t, &s, &plan);
+    assert_int_equal(aps_moe_expert_shard(&t, &s, &plan), 2);
+    assert_int_equal(aps_estimate_run(&m, &c, &t, &s, &fsdp), APS_OK);
+    assert_true(hsdp.num_stages == 1 && fsdp.num_stages == 1);
+    for (int k = APS_MEM_PARAMS; k <= APS_MEM_OPTIMIZER_STATES; k++)
+        ASSERT_REL(hsdp.stages[0].mem[k], 2.0 * fsdp.stages[0].mem[k], 1e-12);
+    /* Megatron's distributed optimizer: the expert-dp group is dp x ... /
+     * ep whole (no replicas) */
+    t.framework = APS_FW_MEGATRON;
+    s.dp_degree = 8;
+    s.fsdp_degree = 1;
+    s.zero_stage = 1;
+    aps_dp_plan_build(&t, &s, &plan);
+    assert_int_equal(aps_moe_expert_shard(&t, &s, &plan), 2);
+    /* NeMo AutoModel's ep_shard spans its replicas: dp 2 x dp_shard 4 / ep
+     * 4 = 2, as edp */
+    t.framework = APS_FW_AUTOMODEL;
+    s.dp_degree = 2;
+    s.fsdp_degree = 4;
+    s.zero_stage = 3;
+    aps_dp_plan_build(&t, &s, &plan);
+    assert_int_equal(aps_moe_expert_shard(&t, &s, &plan), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -563,6 +621,7 @@ int main(void)
         cmocka_unit_test(test_flex_remote_domains),
         cmocka_unit_test(test_eager_glu_clamp),
         cmocka_unit_test(test_eager_expert_bias),
+        cmocka_unit_test(test_hsdp_expert_shard),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

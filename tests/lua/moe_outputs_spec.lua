@@ -470,3 +470,19 @@ describe("a GB200 / GB300 cluster whose NVLink domain is one host", function()
     assert.falsy(qerr:find("note:", 1, true), qerr)
   end)
 end)
+
+describe("TorchTitan HSDP with experts (fsdp2, dp_degree > 1)", function()
+  it("holds each expert sharded over dp_shard x cp x tp / ep, not over the replicas too (a wrong 'fits')", function()
+    -- Mixtral-8x7B, dp_replicate 32 x dp_shard 2, EP 1: every parameter,
+    -- dense or expert, sharded over 2 in fp32 (TorchTitan's efsdp mesh,
+    -- parallel_dims.py): 46,702,792,704 x 4 B / 2 = 86.99 GiB of weights,
+    -- where it said 5.62 (the experts over 64) and called it feasible
+    local code, out = H.apsearch("estimate", "--model", "mixtral-8x7b", "--cluster", "h100-sxm-80gb:8", "--quiet",
+      "--set", "training.framework=fsdp2", "--strategy",
+      "dp_degree=32,fsdp_degree=2,tp_degree=1,ep_degree=1,etp_degree=1,pp_degree=1,vpp_degree=1,"
+      .. "micro_batch_size=1,layer_recompute=none")
+    assert.are.equal(1, code, out)
+    assert.truthy(out:find(("\nparams%%s+%.2f\n"):format(46702792704 * 4 / 2 / 2 ^ 30)), out)
+    assert.truthy(out:find("feasible  NO: MEMORY_LIMIT", 1, true), out)
+  end)
+end)

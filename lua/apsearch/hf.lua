@@ -6533,6 +6533,20 @@ end
 --   dropout_value=}` (as `from_config`)
 -- @raise `<file>: cannot read (...)`, `<file>: invalid JSON (...)`, or any
 --   error of `from_config`
+-- a Hugging Face Hub id given where a config goes (`meta-llama/Llama-3.1-8B`,
+-- not a file here): what to give instead, or nil for another path
+local function hub_hint(ref)
+  if not ref:match("^[%w][%w%-_%.]*/[%w][%w%-_%.]*$") or ref:match("%.json$") then return nil end
+  local presets = require "apsearch.presets"
+  local name = ref:match("/(.*)$"):lower()
+  local hint = string.format("apsearch reads a config.json on disk, it does not download from the Hugging " ..
+    "Face Hub (hf download %s config.json fetches it)", ref)
+  if presets.is_model(name) then return hint .. "; or its preset, " .. name end
+  local near = require("apsearch.suggest").closest(name, presets.all_model_names())
+  if #near > 0 then return hint .. "; or a preset: " .. table.concat(near, ", ") end
+  return hint
+end
+
 function M.load(path, name)
   local dir = path
   local is_dir
@@ -6543,7 +6557,9 @@ function M.load(path, name)
   end
   local text, err = util.read_file(path)
   if not text then
-    error(string.format("%s: cannot read config: %s", path, tostring(err)), 0)
+    local hint = lfs.attributes(dir) == nil and hub_hint(dir)
+    error(string.format("%s: cannot read config: %s%s", hint and dir or path, tostring(err),
+      hint and "; " .. hint or ""), 0)
   end
   -- a UTF-8 byte-order mark (what some editors write first) is not JSON
   text = text:gsub("^\239\187\191", "")

@@ -370,7 +370,7 @@ describe("when nothing fits", function()
     -- doubling from 16 hosts (the first power of two over the 11 the
     -- states need) fits, then bisecting 11..16: 13 no, 14 yes (FSDP 14 x
     -- TP 4 x CP 2); it said 128, the doubling's, where 112 fit
-    assert.truthy(out:find("fits from 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults, host counts doubled, "
+    assert.truthy(out:find("fits on 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults, host counts doubled, "
       .. "then bisected): ", 1, true), out)
     -- and the clusters named are what a run on them finds
     local _, r = run("llama-3.1-405b", "h100-sxm-80gb:1")
@@ -448,7 +448,7 @@ describe("when nothing fits", function()
     assert.truthy(out:find("raising the limit cannot help; the framework's whole space was searched; use more "
       .. "devices; training.framework =\n    fsdp2 fits on these devices (below).\n", 1, true), out)
     assert.is_nil(out:find("\n  2. ", 1, true), out)
-    assert.truthy(out:find("fits from 128 devices (b200:16x8, not on 120; ", 1, true), out)
+    assert.truthy(out:find("fits on 128 devices (b200:16x8, not on 120; ", 1, true), out)
     -- a --set of a training field leaves the space whole: still no knob
     -- of it offered (a new user's Megatron-FSDP run was told to "allow
     -- vpp_degree = 1", already searched)
@@ -487,7 +487,7 @@ describe("when nothing fits", function()
     -- nothing fits, then 4 hosts fit, and the bisection between finds 3
     local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:1")
     assert.are.equal(1, code)
-    assert.truthy(out:find("\nfits from 24 devices (h100-sxm-80gb:3x8, not on 16; the same defaults, host counts doubled, "
+    assert.truthy(out:find("\nfits on 24 devices (h100-sxm-80gb:3x8, not on 16; the same defaults, host counts doubled, "
       .. "then bisected): ", 1, true), out)
     local _, r = run("llama-3.1-70b", "h100-sxm-80gb:1")
     assert.are.equal(24, r.fit_probe.devices)
@@ -506,7 +506,7 @@ describe("when nothing fits", function()
     -- bisecting from the run's own 12 hosts: 14 fit, 13 do not
     local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:12")
     assert.are.equal(1, code)
-    assert.truthy(out:find("\nfits from 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults, host counts doubled, "
+    assert.truthy(out:find("\nfits on 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults, host counts doubled, "
       .. "then bisected): ", 1, true), out)
   end)
 
@@ -514,11 +514,11 @@ describe("when nothing fits", function()
     local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:1", "--set",
       "cluster.num_devices=16", "--wide")
     assert.are.equal(1, code)
-    assert.truthy(out:find("\nfits from 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults", 1, true), out)
+    assert.truthy(out:find("\nfits on 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults", 1, true), out)
     -- and past a --set cluster.nodes
     local _, nodes = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:1", "--set",
       "cluster.nodes=2", "--wide")
-    assert.truthy(nodes:find("\nfits from 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults", 1, true), nodes)
+    assert.truthy(nodes:find("\nfits on 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults", 1, true), nodes)
   end)
 
   it("on a host count that is not a power of two, tries the power of two below it first #bulk", function()
@@ -530,7 +530,7 @@ describe("when nothing fits", function()
     assert.truthy(out:find("\nfits on 512 of the 1,000 devices (h100-sxm-80gb:64x8; the same defaults): ", 1, true), out)
     assert.truthy(out:find("the degrees that would fit do not divide these devices, a part of them does (below); "
       .. "training.framework = fsdp2 fits on these devices (below).", 1, true), out)
-    assert.is_nil(out:find("fits from", 1, true), out)
+    assert.is_nil(out:find("fits on [%d,]+ devices"), out)
     local _, r = run("deepseek-v3", "h100-sxm-80gb:125")
     assert.are.equal(512, r.fit_probe.smaller.devices)
     assert.are.equal("h100-sxm-80gb:64x8", r.fit_probe.smaller.cluster)
@@ -611,6 +611,22 @@ describe("when nothing fits", function()
 end)
 
 describe("did you mean", function()
+  it("for a Hugging Face Hub id: not downloaded, the command that fetches it, the preset of that name", function()
+    -- a new user's first try (it said only "No such file or directory")
+    local code, _, err = H.apsearch("run", "--model", "meta-llama/Llama-3.1-405B", "--cluster", "h100-sxm-80gb:8")
+    assert.are.equal(2, code)
+    assert.are.equal("apsearch: meta-llama/Llama-3.1-405B: cannot read config: No such file or directory; apsearch "
+      .. "reads a config.json on disk, it does not download from the Hugging Face Hub (hf download "
+      .. "meta-llama/Llama-3.1-405B config.json fetches it); or its preset, llama-3.1-405b\n", err)
+    local c2, _, e2 = H.apsearch("inspect", "Qwen/Qwen3-235B-A22B")
+    assert.are.equal(2, c2)
+    local tail = "; or its preset, qwen3-235b-a22b\n"
+    assert.are.equal(tail, e2:sub(-#tail), e2)
+    -- a path that is not an id keeps the plain error
+    local c3, _, e3 = H.apsearch("inspect", "./nothere/config.json")
+    assert.are.equal(2, c3)
+    assert.are.equal("apsearch: ./nothere/config.json: cannot read config: No such file or directory\n", e3)
+  end)
   it("for a model type (qwen25 -> qwen2)", function()
     local dir = H.tmpdir()
     local cfg = H.write(dir .. "/config.json", json.encode({ model_type = "qwen25", hidden_size = 64,

@@ -730,7 +730,7 @@ function M.fit_probe_text(result)
       f.strategy, f.step_time)
   elseif fp.devices then
     local below = fp.not_on and string.format(", not on %s", M.commas(fp.not_on)) or ""
-    parts[#parts + 1] = string.format("fits from %s devices (%s%s; the same defaults, host counts doubled, then "
+    parts[#parts + 1] = string.format("fits on %s devices (%s%s; the same defaults, host counts doubled, then "
       .. "bisected): %s, step %.3f s", M.commas(fp.devices), fp.cluster, below, fp.strategy, fp.step_time)
   elseif fp.tried then
     parts[#parts + 1] = string.format("no fit up to %s devices (%s) with the same defaults", M.commas(fp.tried),

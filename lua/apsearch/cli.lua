@@ -460,9 +460,11 @@ local function probe_fit(opts, dev, h, per, extra)
     calibration.apply(q.cluster, calibration.load(opts.calibration), q.stack)
   end
   M.add_launchable(q, opts.launchable, opts["torchtitan-version"])
-  local top = search.run(q, { scatter_points = 0 }).top_k_strategies[1]
+  local r = search.run(q, { scatter_points = 0 })
+  local top = r.top_k_strategies[1]
   return top and { devices = math.tointeger(q.cluster.num_devices), cluster = spec,
-                   strategy = search.describe_strategy(top), step_time = top.performance_cost.step_time }, spec
+                   strategy = search.describe_strategy(top), step_time = top.performance_cost.step_time }, spec,
+    r.infeasible_summary or {}
 end
 
 --- The framework the fit probe tries on the same devices when the built
@@ -504,7 +506,8 @@ end
 local function narrow_hosts(opts, dev, lo, hi, per, fit)
   while hi - lo > 1 do
     local mid = (lo + hi) // 2
-    local f = probe_fit(opts, dev, mid, per)
+    local ok, f = pcall(probe_fit, opts, dev, mid, per)
+    if not ok then break end -- a rule's error: the fit found stands (M.fit_probe)
     if f then hi, fit = mid, f else lo = mid end
   end
   return fit, lo
@@ -513,11 +516,12 @@ end
 -- fit_probe's search over host counts with the same framework: the table
 -- M.fit_probe describes without `framework`, or nil
 local function devices_fit(opts, p, result, dev)
+  local search = require "apsearch.search"
   local h, per, need = probe_start(p, result)
   local below = h // 2
   if below >= need and below * per < p.cluster.num_devices then
-    local fit = probe_fit(opts, dev, below, per)
-    if fit then return { smaller = fit } end
+    local ok, fit = pcall(probe_fit, opts, dev, below, per)
+    if ok and fit then return { smaller = fit } end
   end
   -- below the first doubling: the run's own hosts had no fit, and fewer
   -- than `need` cannot hold the model states
@@ -526,8 +530,20 @@ local function devices_fit(opts, p, result, dev)
   for _ = 1, M.FIT_PROBE_DOUBLINGS do
     -- the core takes fewer than 2^24 devices (policy.parse_cluster_spec)
     if h * per >= 2 ^ 24 then break end
-    local fit
-    fit, spec = probe_fit(opts, dev, h, per)
+    local ok, fit, at, refused = pcall(probe_fit, opts, dev, h, per)
+    if not ok then
+      -- a rule of the run's that fails on a cluster the user did not ask
+      -- for: said, and no probe (the run's own result stands)
+      util.log("apsearch: note: the fit probe stopped on %s:%dx%d: %s", dev, h, per,
+        util.printable(tostring(fit):match("^[^\n]*")))
+      return nil
+    end
+    spec = at
+    -- strategies that fit but whose launch file differs (--launchable):
+    -- more hosts do not change what the launch file can express
+    if not fit and refused[search.LAUNCH_DIFFERS] then
+      return { tried = math.tointeger(h * per), cluster = spec, launch_differs = true }
+    end
     if fit then
       local lo = tried and tried // per or known
       local none
@@ -559,7 +575,10 @@ end
 -- @treturn table|nil `{smaller = {devices, cluster, strategy, step_time}}`
 --   (the power of two below fits), `{devices, cluster, strategy,
 --   step_time, not_on}` (not_on: the devices one host below, known
---   without a fit: probed, or the run's own; nil when that is no host), `{tried, cluster}`, or `{}` when even the
+--   without a fit: probed, or the run's own; nil when that is no host),
+--   `{tried, cluster, launch_differs = true}` when a probe's strategies
+--   fit but the --launchable file builds none of them (no more hosts
+--   tried), nil when a probe fails (a rule's error, said on stderr), `{tried, cluster}`, or `{}` when even the
 --   first doubling is past the device limit; each with `framework =
 --   {devices, cluster, strategy, step_time, framework}` when the other
 --   framework fits on the run's devices; nil when none of these

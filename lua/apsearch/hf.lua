@@ -6536,14 +6536,15 @@ end
 -- a Hugging Face Hub id given where a config goes (`meta-llama/Llama-3.1-8B`,
 -- not a file here): what to give instead, or nil for another path
 local function hub_hint(ref)
-  if not ref:match("^[%w][%w%-_%.]*/[%w][%w%-_%.]*$") or ref:match("%.json$") then return nil end
+  local id = ref:gsub("/+$", "")
+  if not id:match("^[%w][%w%-_%.]*/[%w][%w%-_%.]*$") or id:match("%.json$") then return nil end
   local presets = require "apsearch.presets"
-  local name = ref:match("/(.*)$"):lower()
+  local name = id:match("/(.*)$"):lower()
   local hint = string.format("apsearch reads a config.json on disk, it does not download from the Hugging " ..
-    "Face Hub (hf download %s config.json fetches it)", ref)
+    "Face Hub (hf download %s config.json --local-dir DIR writes DIR/config.json)", id)
+  -- only the preset of that very name: a near name is another model
+  -- (Mixtral-8x22B is not mistral-7b)
   if presets.is_model(name) then return hint .. "; or its preset, " .. name end
-  local near = require("apsearch.suggest").closest(name, presets.all_model_names())
-  if #near > 0 then return hint .. "; or a preset: " .. table.concat(near, ", ") end
   return hint
 end
 

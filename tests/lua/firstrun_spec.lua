@@ -584,8 +584,44 @@ describe("when nothing fits", function()
     assert.are.equal(1, code, err)
     assert.are.equal("", err)
     -- no strategy of that size is over a memory limit: the rules refused them all
-    assert.truthy(out:find("\nno fit up to 8,388,608 devices (h100-sxm-80gb:1048576x8) with the same defaults; no " ..
-      "strategy here was over a memory\n  limit: the rules in the filter reasons refused them all\n", 1, true), out)
+    assert.truthy(out:find("\nno fit up to 8,388,608 devices (h100-sxm-80gb:1048576x8) with the same defaults, on the "
+      .. "host counts tried (doubled;\n  counts between them were not); no strategy here was over a memory limit: the "
+      .. "rules in the filter reasons refused them\n  all\n", 1, true), out)
+  end)
+  it("says the doublings are all it tried: a count of 3 hosts is never probed (a breaker's --fix fsdp_degree=12)",
+    function()
+    local _, out = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:1", "--fix",
+      "fsdp_degree=12", "--wide")
+    assert.truthy(out:find("\nno fit up to 512 devices (h100-sxm-80gb:64x8) with the same defaults, on the host counts "
+      .. "tried (doubled; counts between them were not)", 1, true), out)
+    -- and 3 hosts do fit
+    local code = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:3", "--fix",
+      "fsdp_degree=12")
+    assert.are.equal(0, code)
+  end)
+  it("stops at the first doubling where strategies fit but the --launchable file builds none (it took 10 s)",
+    function()
+    local code, r = run("deepseek-v3", "h100-sxm-80gb:1", "--launchable", "torchtitan")
+    assert.are.equal(1, code)
+    assert.is_true(r.fit_probe.launch_differs)
+    assert.are.equal(256, r.fit_probe.tried)
+    local _, out = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "h100-sxm-80gb:1", "--launchable",
+      "torchtitan", "--wide")
+    assert.truthy(out:find("\nno fit on 256 devices (h100-sxm-80gb:32x8) with the same defaults: strategies fit there, "
+      .. "but the --launchable file builds none of them as estimated (LAUNCH_DIFFERS), on any number of devices", 1, true),
+      out)
+  end)
+  it("keeps the run's result when a rule fails on a probed cluster, and says where (it exited 2 with a traceback)",
+    function()
+    local rule = H.write(H.tmpdir() .. "/r_err.lua", 'return { name = "err_big", code = "ERRBIG", check = '
+      .. 'function(c, ctx) if ctx.cluster.num_devices > 64 then error("boom at " .. ctx.cluster.num_devices) end '
+      .. 'return true end }')
+    local code, out, err = H.apsearch("run", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:1", "--rules", rule)
+    assert.are.equal(1, code, err)
+    assert.truthy(out:find("no feasible strategy", 1, true), out)
+    assert.truthy(err:find("apsearch: note: the fit probe stopped on h100-sxm-80gb:16x8: " .. rule
+      .. ":1: boom at 128\n", 1, true), err)
+    assert.is_nil(err:find("traceback", 1, true), err)
   end)
   it("estimates the doubled cluster with the --calibration the run was given (it was left out)", function()
     local calib = H.write(H.tmpdir() .. "/c.json", '{"devices": {"h100-sxm-80gb": {"gemm_efficiency": 0.35}}}')
@@ -617,11 +653,18 @@ describe("did you mean", function()
     assert.are.equal(2, code)
     assert.are.equal("apsearch: meta-llama/Llama-3.1-405B: cannot read config: No such file or directory; apsearch "
       .. "reads a config.json on disk, it does not download from the Hugging Face Hub (hf download "
-      .. "meta-llama/Llama-3.1-405B config.json fetches it); or its preset, llama-3.1-405b\n", err)
+      .. "meta-llama/Llama-3.1-405B config.json --local-dir DIR writes DIR/config.json); or its preset, "
+      .. "llama-3.1-405b\n", err)
     local c2, _, e2 = H.apsearch("inspect", "Qwen/Qwen3-235B-A22B")
     assert.are.equal(2, c2)
     local tail = "; or its preset, qwen3-235b-a22b\n"
     assert.are.equal(tail, e2:sub(-#tail), e2)
+    -- no near preset offered: a near name is another model (breaker pass:
+    -- Mixtral-8x22B was offered mistral-7b-v0.1); a trailing slash is the id
+    local c4, _, e4 = H.apsearch("inspect", "mistralai/Mixtral-8x22B-v0.1/")
+    assert.are.equal(2, c4)
+    assert.is_nil(e4:find("preset", 1, true), e4)
+    assert.truthy(e4:find("(hf download mistralai/Mixtral-8x22B-v0.1 config.json --local-dir DIR", 1, true), e4)
     -- a path that is not an id keeps the plain error
     local c3, _, e3 = H.apsearch("inspect", "./nothere/config.json")
     assert.are.equal(2, c3)

@@ -732,9 +732,13 @@ function M.fit_probe_text(result)
     local below = fp.not_on and string.format(", not on %s", M.commas(fp.not_on)) or ""
     parts[#parts + 1] = string.format("fits on %s devices (%s%s; the same defaults, host counts doubled, then "
       .. "bisected): %s, step %.3f s", M.commas(fp.devices), fp.cluster, below, fp.strategy, fp.step_time)
+  elseif fp.tried and fp.launch_differs then
+    parts[#parts + 1] = string.format("no fit on %s devices (%s) with the same defaults: strategies fit there, but "
+      .. "the --launchable file builds none of them as estimated (LAUNCH_DIFFERS), on any number of devices",
+      M.commas(fp.tried), fp.cluster)
   elseif fp.tried then
-    parts[#parts + 1] = string.format("no fit up to %s devices (%s) with the same defaults", M.commas(fp.tried),
-      fp.cluster)
+    parts[#parts + 1] = string.format("no fit up to %s devices (%s) with the same defaults, on the host counts "
+      .. "tried (doubled; counts between them were not)", M.commas(fp.tried), fp.cluster)
     -- nothing here was over a memory limit: the filter reasons' rules
     -- refused every strategy, which more devices may not change
     if not (result.infeasible_summary or {}).MEMORY_LIMIT then

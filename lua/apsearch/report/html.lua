@@ -379,9 +379,9 @@ local function memory_suggestion(need, limit, cap, ndev, built, other)
     common.commas(ndev))
     or built == "smaller" and "the framework's whole space was searched; the degrees that would fit do not divide " ..
       "these devices, a part of them does (below)"
-    or type(built) == "number" and string.format("the framework's whole space was searched and nothing fits up to " ..
-      "%s devices either: more devices do not help; the filter reasons below say what the model and the " ..
-      "framework rule out", common.commas(built))
+    or type(built) == "number" and string.format("the framework's whole space was searched and nothing fits on the " ..
+      "doubled host counts up to %s devices either (counts between them were not tried); the filter reasons below " ..
+      "say what the model and the framework rule out", common.commas(built))
     or built and "the framework's whole space was searched; use more devices"
     or "shard or recompute more (wider tp_degree, pp_degree, cp_degree or fsdp_degree, " ..
     "zero_stage, layer_recompute = full, a smaller micro_batch_size), or use more devices"

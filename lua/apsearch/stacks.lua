@@ -816,6 +816,28 @@ M.RELEASE_GAPS = {
       "NeMo containers, DGX-GB200 tables); NVIDIA/dgxc-benchmarking 1f6d9f4 deepseek_v3/pretraining/" ..
       "launch.sh, setup.sh (nemo:25.04.01, NeMo 7a8f1cc7)",
   },
+  {
+    -- the two releases whose known issues name DeepEP on H100; the patch
+    -- release 26.02.01 is not one of them (the pattern stops at "26.02 ")
+    name = "Qwen3-30B-A3B on H100 in Megatron-Bridge 25.11 and 26.02 (DeepEP on H100)",
+    models = { "^Qwen3%-30B%-A3B" }, devices = { "^h100" },
+    software = { "^Megatron%-Bridge 25%.11 ", "^Megatron%-Bridge 26%.02 " },
+    releases = { "2025-11", "2026-02" },
+    evidence = "measured 5,275 tokens/s/GPU in 25.11 on the layout 25.09 measured at 10,494 (FP8, TP 1, PP 2, " ..
+      "VP 24, EP 8, MBS 2, GBS 512; apsearch 13,066 and 13,299), and 5,113 in 26.02 with the flex dispatcher " ..
+      "on DeepEP (PP 2, VP 12, MBS 1, GBS 1024) where the patch release 26.02.01 measured 9,058 with alltoall " ..
+      "at that layout (apsearch 8,815, -2.7 %); the releases' known issues: 25.11 \"Deepseek V3 on H100 has " ..
+      "an issue when using DeepEP and fails with RuntimeError: DeepEP error: timeout (dispatch CPU)\", 26.02 " ..
+      "\"DeepEP is not supported in the current NeMo framework 26.02 container, which results in reduced DSv3 " ..
+      "performance compared to the NeMo framework 25.09 container on H100 machines\"; the 26.02 H100 FP8 " ..
+      "recipe of this model sets moe_flex_dispatcher_backend = \"deepep\", and no H100 recipe entry of 25.11 " ..
+      "has that table's layout",
+    source = "NVIDIA-NeMo/Megatron-Bridge 067f987d docs/releases/known-issues.md (25.11, 26.02), " ..
+      "docs/performance-summary-archive.md (25.09, 25.11, 26.02, 26.02.01 NeMo containers, DGX-H100 tables); " ..
+      "v0.3.0 scripts/performance/configs/qwen/qwen3_workload_base_configs.py:421-429 " ..
+      "(QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1); v0.2.0 scripts/performance/configs/qwen3/" ..
+      "workload_base_configs.py:233-239",
+  },
 }
 
 --- The release-gap entry (`M.RELEASE_GAPS`) a measured run falls under,

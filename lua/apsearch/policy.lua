@@ -411,19 +411,27 @@ local function check_shadowed(raw, file, opts)
   for i, s in ipairs(opts.set or {}) do
     local text = type(s) == "table" and s.text or s
     local key = tostring(text):match("^%s*([%w_%.]+)%s*=")
-    list[#list + 1] = { kind = "set", index = i, key = key }
+    list[#list + 1] = { kind = "set", index = i, key = key, text = tostring(text) }
   end
   for i, s in ipairs(opts.fix or {}) do
     local key = tostring(s):match("^%s*([%w_%.]+)%s*=")
     list[#list + 1] = { kind = "fix", index = i, key = key and ("search_space." .. (schema.strategy_aliases[key] or key)) }
   end
   if opts.top_k ~= nil then list[#list + 1] = { kind = "top_k", key = "top_k" } end
+  local notes = {}
   for i, a in ipairs(list) do
     if a.key then
       local drop = {}
       for j = i + 1, #list do
         local b = list[j]
         if b.key and shadows(b.key, a.key) then drop[b.kind .. (b.index or "")] = true end
+        -- one setting given twice under two names (cluster.memory_limit_gib
+        -- and constraints.memory_limit_gib): said, the last one wins
+        if a.kind == "set" and b.kind == "set" and b.key and b.key ~= a.key
+            and canon_key(b.key) == canon_key(a.key) then
+          notes[#notes + 1] = ("note: --set %s replaces --set %s: the same setting (the last one given wins)")
+            :format(util.printable(b.text), util.printable(a.text))
+        end
       end
       if next(drop) then
         local o = {}
@@ -437,6 +445,7 @@ local function check_shadowed(raw, file, opts)
       end
     end
   end
+  return notes
 end
 
 ------------------------------------------------------------- normalization
@@ -1292,7 +1301,9 @@ function M.from_table(raw, file, opts)
       end
     end
   end
-  if opts.shadow_check ~= false then check_shadowed(original, file, opts) end
+  if opts.shadow_check ~= false then
+    for _, note in ipairs(check_shadowed(original, file, opts)) do p.warnings[#p.warnings + 1] = note end
+  end
   p.overrides = overrides
   return p
 end

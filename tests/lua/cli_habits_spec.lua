@@ -229,6 +229,20 @@ describe("apsearch command line habits", function()
     assert.are.equal(64, r.inputs.training.global_batch_size)
     assert.are.equal(8192, r.inputs.training.seq_length)
   end)
+  it("says when one setting is given twice under two names, and which wins (it was silent)", function()
+    -- cluster.memory_limit_gib and constraints.memory_limit_gib are the
+    -- same limit (schema routes both to training.memory_limit_bytes)
+    local code, out, err = apsearch("run", "examples/llama3_8b_h100.lua", "-k", "1", "--format", "json", "--set",
+      "cluster.memory_limit_gib=60", "--set", "constraints.memory_limit_gib=70")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("apsearch: note: --set constraints.memory_limit_gib=70 replaces --set "
+      .. "cluster.memory_limit_gib=60: the same setting (the last one given wins)\n", 1, true), err)
+    assert.are.equal(70 * 2 ^ 30, cjson.decode(out).inputs.training.memory_limit_bytes)
+    -- the same name twice: the usual last-one-wins, nothing said
+    local _, _, err2 = apsearch("run", "examples/llama3_8b_h100.lua", "-k", "1", "--set",
+      "cluster.memory_limit_gib=60", "--set", "cluster.memory_limit_gib=70")
+    assert.is_nil(err2:find("replaces", 1, true), err2)
+  end)
   it("says an estimate over the memory limit prices its bubble by the closed form (1f1b and dualpipev alike here)", function()
     local steps = {}
     for _, sched in ipairs({ "1f1b", "dualpipev" }) do

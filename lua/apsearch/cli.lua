@@ -540,7 +540,10 @@ local function devices_fit(opts, p, result, dev)
     end
     spec = at
     -- strategies that fit but whose launch file differs (--launchable):
-    -- more hosts do not change what the launch file can express
+    -- stop, as M.fit_probe does on the run's own cluster; what a launch
+    -- file cannot express is mostly the model (TorchTitan's file and an
+    -- MoE model's experts), which more hosts do not change, and the
+    -- output says that more were not tried
     if not fit and refused[search.LAUNCH_DIFFERS] then
       return { tried = math.tointeger(h * per), cluster = spec, launch_differs = true }
     end
@@ -575,7 +578,8 @@ end
 -- @treturn table|nil `{smaller = {devices, cluster, strategy, step_time}}`
 --   (the power of two below fits), `{devices, cluster, strategy,
 --   step_time, not_on}` (not_on: the devices one host below, known
---   without a fit: probed, or the run's own; nil when that is no host),
+--   without a fit: probed, the run's own, or fewer than hold the model
+--   states (report.html min_devices); nil when that is no host),
 --   `{tried, cluster, launch_differs = true}` when a probe's strategies
 --   fit but the --launchable file builds none of them (no more hosts
 --   tried), nil when a probe fails (a rule's error, said on stderr), `{tried, cluster}`, or `{}` when even the

@@ -6523,16 +6523,6 @@ function M.json_error_where(msg, text)
   return (msg:gsub("at character %d+", ("at line %d, column %d (character %d)"):format(line, col, n)))
 end
 
---- Reads and imports a Hugging Face config.json file, or the config.json
--- of a snapshot directory (the model is then named after the directory).
--- @tparam string path path of the config file
--- @tparam[opt] string name model name (default: the file name without .json,
---   or the directory name for `config.json`)
--- @treturn table model table
--- @treturn table info `{source=path, model_type=, dropout=, dropout_key=,
---   dropout_value=}` (as `from_config`)
--- @raise `<file>: cannot read (...)`, `<file>: invalid JSON (...)`, or any
---   error of `from_config`
 -- a Hugging Face Hub id given where a config goes (`meta-llama/Llama-3.1-8B`,
 -- not a file here): what to give instead, or nil for another path
 local function hub_hint(ref)
@@ -6548,6 +6538,16 @@ local function hub_hint(ref)
   return hint
 end
 
+--- Reads and imports a Hugging Face config.json file, or the config.json
+-- of a snapshot directory (the model is then named after the directory).
+-- @tparam string path path of the config file
+-- @tparam[opt] string name model name (default: the file name without .json,
+--   or the directory name for `config.json`)
+-- @treturn table model table
+-- @treturn table info `{source=path, model_type=, dropout=, dropout_key=,
+--   dropout_value=}` (as `from_config`)
+-- @raise `<file>: cannot read (...)`, `<file>: invalid JSON (...)`, or any
+--   error of `from_config`
 function M.load(path, name)
   local dir = path
   local is_dir

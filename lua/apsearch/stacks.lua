@@ -818,13 +818,13 @@ M.RELEASE_GAPS = {
   },
   {
     -- the two releases whose known issues name DeepEP on H100; the patch
-    -- release 26.02.01 is not one of them (the pattern stops at "26.02 ")
-    name = "Qwen3-30B-A3B on H100 in Megatron-Bridge 25.11 and 26.02 (DeepEP on H100)",
+    -- release 26.02.01 is not one of them (the frontier: no ".01" after)
+    name = "Qwen3-30B-A3B on H100 in Megatron-Bridge 25.11 and 26.02 (releases with DeepEP known issues on H100)",
     models = { "^Qwen3%-30B%-A3B" }, devices = { "^h100" },
-    software = { "^Megatron%-Bridge 25%.11 ", "^Megatron%-Bridge 26%.02 " },
+    software = { "^Megatron%-Bridge 25%.11%f[^%.%d]", "^Megatron%-Bridge 26%.02%f[^%.%d]" },
     releases = { "2025-11", "2026-02" },
     evidence = "measured 5,275 tokens/s/GPU in 25.11 on the layout 25.09 measured at 10,494 (FP8, TP 1, PP 2, " ..
-      "VP 24, EP 8, MBS 2, GBS 512; apsearch 13,066 and 13,299), and 5,113 in 26.02 with the flex dispatcher " ..
+      "VP 24, EP 8, MBS 2, GBS 512; apsearch 13,066 and 13,299 on 2026-12-06), and 5,113 in 26.02 with the flex dispatcher " ..
       "on DeepEP (PP 2, VP 12, MBS 1, GBS 1024) where the patch release 26.02.01 measured 9,058 with alltoall " ..
       "at that layout (apsearch 8,815, -2.7 %); the releases' known issues: 25.11 \"Deepseek V3 on H100 has " ..
       "an issue when using DeepEP and fails with RuntimeError: DeepEP error: timeout (dispatch CPU)\", 26.02 " ..

@@ -73,6 +73,11 @@ typedef struct {
                                       and output gradients (backward) carry
                                       the quantized tensor */
     bool shard_over_cp;          /**< FSDP over dp_shard x cp when cp > 1 */
+    bool experts_replicated;     /**< under HSDP the routed experts are
+                                      sharded within a replica and copied
+                                      across dp_replicate, not sharded over
+                                      the whole expert-dp group
+                                      (aps_moe_expert_shard) */
     bool sync_every_microbatch;  /**< DDP / HSDP reduce per micro-batch */
     bool recompute_count_per_chunk; /**< one recompute count applies to
                                       every model chunk (Megatron
@@ -1839,8 +1844,9 @@ int64_t aps_moe_ep(const aps_strategy *s);
 int64_t aps_moe_etp(const aps_strategy *s);
 int64_t aps_moe_edp(const aps_strategy *s);
 /** Ranks each routed expert's weights, gradients and optimizer states
- *  are sharded over: aps_moe_edp, divided by the replicas of a TorchTitan
- *  (fsdp2) HSDP plan, whose efsdp mesh leaves dp_replicate out (moe.c). */
+ *  are sharded over: aps_moe_edp, divided by the replicas of an HSDP plan
+ *  under a profile with experts_replicated (TorchTitan's efsdp mesh
+ *  leaves dp_replicate out; moe.c). */
 int64_t aps_moe_expert_shard(const aps_training *t, const aps_strategy *s,
                              const aps_dp_plan *plan);
 /** Busiest rank's load over the balanced share: training.moe_load_

@@ -135,15 +135,9 @@ int64_t aps_moe_expert_shard(const aps_training *t, const aps_strategy *s,
                              const aps_dp_plan *plan)
 {
     int64_t edp = aps_moe_edp(s);
-    /* HSDP: TorchTitan shards the experts over efsdp = dp_shard x cp x tp
-     * / ep and replicates them over dp_replicate, as the dense weights
-     * (pytorch/torchtitan b5bcd76c torchtitan/distributed/
-     * parallel_dims.py l.280-282 efsdp, l.242 sparse mesh ["pp",
-     * "dp_replicate", "efsdp", "ep"]; distributed/fsdp.py l.29, l.81).
-     * NeMo AutoModel's ep_shard spans the replicas too (ep over
-     * dp_replicate x dp_shard x cp x tp, distributed/mesh_utils.py
-     * l.316-319, 385-427 @ 36044ad3): the whole expert-dp group. */
-    if (t->framework == APS_FW_FSDP2 && plan->fsdp_like &&
+    /* HSDP under a profile whose experts are copied across replicas
+     * (TorchTitan's efsdp = dp_shard x cp x tp / ep; profile.c) */
+    if (aps_profile(t)->experts_replicated && plan->fsdp_like &&
         plan->replicate > 1 && edp % plan->replicate == 0)
         return edp / plan->replicate;
     return edp;

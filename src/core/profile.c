@@ -192,6 +192,14 @@ static const aps_framework_profile profiles[] = {
         /* fsdp_enabled = dp_shard_enabled or cp_enabled
          * (torchtitan/distributed/parallel_dims.py) */
         .shard_over_cp = true,
+        /* the experts' sparse mesh pp x dp_replicate x efsdp x ep, efsdp =
+         * dp_shard x cp x tp / ep (pytorch/torchtitan b5bcd76c torchtitan/
+         * distributed/parallel_dims.py l.242, l.280-282; distributed/
+         * fsdp.py l.29, l.81): sharded within a replica, copied across
+         * replicas as the dense weights.  AutoModel's ep_shard spans the
+         * replicas (distributed/mesh_utils.py l.316-319, 385-427 @
+         * 36044ad3): false there. */
+        .experts_replicated = true,
         /* gradient accumulation without no_sync / set_requires_all_reduce
          * (torchtitan train.py) */
         .sync_every_microbatch = true,

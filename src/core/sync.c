@@ -213,25 +213,29 @@ static void expert_sync(const aps_cluster *c, const aps_training *t,
                         aps_estimate *out)
 {
     int64_t edp = aps_moe_edp(s), shard = aps_moe_expert_shard(t, s, plan);
+    int64_t replicas = edp / shard; /* HSDP's copies of each shard, else 1 */
     if (edp <= 1 || expert_params <= 0)
         return;
     double bw, alpha, sync = 0.0, gather = 0.0;
     int64_t apart = aps_moe_etp(s) * aps_moe_ep(s);
-    aps_group_link(c, apart, shard, &bw, &alpha);
     double grads = plan->grad_reduce * expert_params;
-    if (plan->bytes.shard_optimizer && shard > 1) {
-        sync = aps_reducescatter_time(shard, grads, bw, alpha);
-        gather = aps_allgather_time(
-            shard, aps_recipe_gather_bytes(t, expert_params, expert_params),
-            bw, alpha);
-    } else if (!plan->bytes.shard_optimizer) {
+    if (!plan->bytes.shard_optimizer) {
+        aps_group_link(c, apart, edp, &bw, &alpha);
         sync = aps_allreduce_time(edp, grads, bw, alpha);
-    }
-    if (plan->bytes.shard_optimizer && edp > shard) { /* HSDP replicas */
-        double rbw, ralpha;
-        aps_group_link(c, apart * shard, edp / shard, &rbw, &ralpha);
-        sync += aps_allreduce_time(edp / shard, grads / (double)shard, rbw,
-                                   ralpha);
+    } else {
+        aps_group_link(c, apart, shard, &bw, &alpha);
+        if (shard > 1) {
+            sync = aps_reducescatter_time(shard, grads, bw, alpha);
+            gather = aps_allgather_time(
+                shard,
+                aps_recipe_gather_bytes(t, expert_params, expert_params), bw,
+                alpha);
+        }
+        if (replicas > 1) {
+            aps_group_link(c, apart * shard, replicas, &bw, &alpha);
+            sync += aps_allreduce_time(replicas, grads / (double)shard, bw,
+                                       alpha);
+        }
     }
     aps_set_perf(out, APS_PERF_DP_GRAD_SYNC,
                  out->perf_total[APS_PERF_DP_GRAD_SYNC] + sync + gather,

@@ -151,6 +151,7 @@ describe("release gaps (stacks.RELEASE_GAPS)", function()
     assert.truthy(e)
     assert.truthy(e.evidence:find("DeepEP is not supported in the current NeMo framework 26.02 container", 1, true))
     assert.are.equal(e, stacks.release_gap("Megatron-Bridge 26.02 (NeMo container)", "Qwen3-30B-A3B", "h100-sxm-80gb"))
+    assert.are.equal(e, stacks.release_gap("Megatron-Bridge 26.02", "Qwen3-30B-A3B", "h100-sxm-80gb"))
     -- 26.02.01 measured 9,058 at the layout 26.02 ran at half that: not marked
     assert.is_nil(stacks.release_gap("Megatron-Bridge 26.02.01 (NeMo container)", "Qwen3-30B-A3B", "h100-sxm-80gb"))
     assert.is_nil(stacks.release_gap("Megatron-Bridge 25.09 (NeMo container)", "Qwen3-30B-A3B", "h100-sxm-80gb"))

@@ -734,7 +734,7 @@ function M.fit_probe_text(result)
       .. "bisected): %s, step %.3f s", M.commas(fp.devices), fp.cluster, below, fp.strategy, fp.step_time)
   elseif fp.tried and fp.launch_differs then
     parts[#parts + 1] = string.format("no fit on %s devices (%s) with the same defaults: strategies fit there, but "
-      .. "the --launchable file builds none of them as estimated (LAUNCH_DIFFERS), on any number of devices",
+      .. "the --launchable file builds none of them as estimated (LAUNCH_DIFFERS); more hosts were not tried",
       M.commas(fp.tried), fp.cluster)
   elseif fp.tried then
     parts[#parts + 1] = string.format("no fit up to %s devices (%s) with the same defaults, on the host counts "

@@ -67,9 +67,22 @@ typedef enum {
 
 /** MLP kind: swiglu (gated, 3 matrices), gelu (2 matrices), relu2 (2
  *  matrices, squared ReLU max(x, 0)^2 without a gate: Nemotron-H
- *  mlp_hidden_act "relu2", Megatron --squared-relu); gelu and relu2 have
- *  the same parameters, FLOPs and saved bytes. */
-typedef enum { APS_MLP_SWIGLU = 0, APS_MLP_GELU, APS_MLP_RELU2 } aps_mlp;
+ *  mlp_hidden_act "relu2", Megatron --squared-relu), xielu (2 matrices,
+ *  xIELU between them: Apertus's hidden_act "xielu", whose alpha_p and
+ *  alpha_n are APS_XIELU_PARAMS learned scalars per MLP, transformers
+ *  activations.py XIELUActivation); gelu, relu2 and xielu have the same
+ *  FLOPs and saved bytes (an element-wise activation of the fc1 output). */
+typedef enum {
+    APS_MLP_SWIGLU = 0,
+    APS_MLP_GELU,
+    APS_MLP_RELU2,
+    APS_MLP_XIELU
+} aps_mlp;
+/** Learned scalars of one xIELU activation: alpha_p and alpha_n, each an
+ *  nn.Parameter of shape (1,); beta and eps are buffers (transformers
+ *  activations.py XIELUActivation; swiss-ai/Megatron-LM 81d44dbe
+ *  megatron/training/activations.py XIELU). */
+#define APS_XIELU_PARAMS 2
 /** The activation of a gated MLP (mlp = swiglu, "gated, 3 matrices"): SiLU
  *  (SwiGLU, the default); GELU with the tanh approximation (GeGLU as Gemma's
  *  gelu_pytorch_tanh); quick GELU x * sigmoid(1.702 x) (gpt-oss's experts);

@@ -2323,6 +2323,37 @@ function builders.arcee(r, cfg, file)
   return relu2_mlp(llama_layer(r, cfg, file, { own_activation = true }), r, cfg, file, "ArceeMLP's squared ReLU")
 end
 
+--- transformers' ACT2FN name of xIELU (activations.py XIELUActivation),
+-- ApertusConfig's default `hidden_act`.
+M.XIELU_ACT = "xielu"
+
+--- Apertus (apertus; transformers models/apertus/modular_apertus.py @
+-- 008e5743; swiss-ai/Apertus-8B-2509 8,053,338,176, -70B-2509): Llama's
+-- attention (q, k, v, o biases when `attention_bias`, default false) with
+-- per-head RMSNorms on q and k that ApertusAttention always builds (the
+-- config's `qk_norm` and `post_norm` are not read), two RMSNorms per layer
+-- (attention_layernorm, feedforward_layernorm), ApertusMLP: up_proj and
+-- down_proj without bias whatever `mlp_bias` says, ACT2FN[hidden_act]
+-- between them -- xIELU by default (mlp xielu: its alpha_p and alpha_n
+-- counted, APS_XIELU_PARAMS), the squared ReLU of NemotronMLP it derives
+-- from when `hidden_act` says relu2; untied by default.
+function builders.apertus(r, cfg, file)
+  local m = llama_like(r, cfg, file, { own_activation = true })
+  local act = cfg.hidden_act
+  if is_null(act) then act = M.XIELU_ACT end
+  if act == M.XIELU_ACT then
+    m.mlp = "xielu"
+  elseif act == M.RELU2_ACT then
+    m.mlp = "relu2"
+  else
+    util.fail(file, "hidden_act", "expected xielu or relu2 (ApertusMLP's two matrices are priced with those)", act)
+  end
+  local ab = r.bool("attention_bias", false)
+  m.qkv_bias, m.attn_out_bias = ab, ab
+  m.qk_norm = true
+  return m
+end
+
 --- Jais2Config's defaults (transformers configuration_jais2.py @
 -- 008e5743, documented as inceptionai/Jais-2-8B-Chat's) for the keys a
 -- config.json may leave out; num_key_value_heads absent: one per head; no
@@ -6143,9 +6174,6 @@ M.UNMODELLED = {
   -- Ling 2.0 / Ling 1.x (inclusionAI): remote code, in no transformers release read here
   bailing_moe = "Ling's model is remote code (auto_map BailingMoeForCausalLM, modeling_bailing_moe.py of its " ..
     "Hub repository) that apsearch has not read, so its experts (num_experts, num_shared_experts) are not modelled",
-  -- transformers modular_apertus.py @ f93a9482 (ApertusMLP: NemotronMLP with ACT2FN["xielu"])
-  apertus = "the xIELU activation (hidden_act \"xielu\": learnable alpha_p and alpha_n in every layer's MLP) " ..
-    "is not modelled: apsearch prices SwiGLU, GELU and squared-ReLU MLPs, and Megatron-LM has no xIELU",
   -- transformers configuration_jamba.py (JambaMambaMixer: Mamba-1's selective scan)
   jamba = "Jamba's Mamba-1 mixers (mamba_d_state, mamba_dt_rank, mamba_expand: the selective scan with its " ..
     "x_proj and dt_proj; apsearch's hybrid layers are Mamba-2) among attention layers (attn_layer_period, " ..

@@ -38,7 +38,7 @@ M.model = {
   num_query_groups = "posint", head_dim = "posint", ffn_hidden_size = "posint",
   vocab_size = "posint", max_position_embeddings = "nonnegint",
   norms_per_layer = "nonnegint",
-  mlp = enum("swiglu", "gelu", "relu2"),
+  mlp = enum("swiglu", "gelu", "relu2", "xielu"),
   norm = enum("rmsnorm", "layernorm"),
   position_embedding = enum("rope", "learned", "alibi", "none"),
   norm_bias = "bool", qkv_bias = "bool", attn_out_bias = "bool", mlp_bias = "bool",

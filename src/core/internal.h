@@ -556,8 +556,8 @@ double aps_padded_vocab(const aps_model *m, const aps_training *t, int64_t tp);
 double aps_layer_params_tp(const aps_model *m, int64_t tp);
 /** Parameters of one whole FFN of width f (a dense MLP, one routed
  *  expert or the shared expert): 3 h f gated or 2 h f, plus with mlp_bias
- *  the column-parallel biases (2 f gated, f) and the output bias h; 0 for
- *  f = 0. */
+ *  the column-parallel biases (2 f gated, f) and the output bias h, plus
+ *  xIELU's APS_XIELU_PARAMS scalars; 0 for f = 0. */
 double aps_ffn_params(const aps_model *m, double f);
 /** Matrix parameters of one layer (split over tp ranks) that a ZeRO-3
  *  recompute gathers a second time: walking the layer's weights in forward

@@ -737,6 +737,15 @@ static aps_status validate_glu(const aps_model *m, char *err, size_t n)
                 "it", f);
         return APS_EINVAL;
     }
+    /* xIELU is Apertus's dense MLP; its scalars are counted per dense MLP
+     * on every TP rank (layer_params_mix), not per expert or NAS block */
+    if (m->mlp == APS_MLP_XIELU &&
+        (m->num_experts > 0 || m->nas_ffn_pattern[0] != '\0')) {
+        aps_fmt(err, n, "model.mlp: \"xielu\" is modelled for dense MLPs "
+                "only (%s)", m->num_experts > 0 ? "num_experts > 0"
+                                                : "nas_ffn_pattern");
+        return APS_EINVAL;
+    }
     return APS_OK;
 }
 
@@ -813,7 +822,7 @@ aps_status aps_model_validate(aps_model *m, char *err, size_t n)
                 (long long)m->sliding_window_layers);
         return APS_EINVAL;
     }
-    if ((unsigned)m->mlp > APS_MLP_RELU2 || (unsigned)m->norm > APS_NORM_LAYERNORM ||
+    if ((unsigned)m->mlp > APS_MLP_XIELU || (unsigned)m->norm > APS_NORM_LAYERNORM ||
         (unsigned)m->position_embedding > APS_POS_NONE ||
         (unsigned)m->rope_scaling_type > APS_ROPE_SCALING_LONGROPE) {
         aps_fmt(err, n, "model: enum field out of range");
@@ -1175,6 +1184,8 @@ static inline double layer_params_mix(const aps_model *m, int64_t tp,
     double attn = attn_mean(m, t, kind_extra_params), mlp = 0.0;
     if (m->mlp_bias) /* fc1 (and gate) column parallel, fc2 row parallel */
         mlp += (m->mlp == APS_MLP_SWIGLU ? 2.0 * f : f) / t + h;
+    if (m->mlp == APS_MLP_XIELU) /* its scalars on every TP rank */
+        mlp += APS_XIELU_PARAMS;
     double p = (w->attn_share * attn_matmul_params(m) +
                 w->mlp_share * mlp_matmul_params(m)) / t +
                w->attn_share * attn + w->mlp_share * mlp;
@@ -1235,6 +1246,8 @@ double aps_ffn_params(const aps_model *m, double f)
     double p = (m->mlp == APS_MLP_SWIGLU ? 3.0 : 2.0) * h * f;
     if (m->mlp_bias && f > 0)
         p += (m->mlp == APS_MLP_SWIGLU ? 2.0 * f : f) + h;
+    if (m->mlp == APS_MLP_XIELU && f > 0)
+        p += APS_XIELU_PARAMS;
     return p;
 }
 

@@ -56,9 +56,9 @@ typedef struct {
     static const apsl_enum var = {var##_items,                            \
         (int)(sizeof(var##_items) / sizeof(var##_items[0])), list}
 
-APSL_ENUM(enum_mlp, "swiglu, gelu, relu2",
+APSL_ENUM(enum_mlp, "swiglu, gelu, relu2, xielu",
           {"swiglu", APS_MLP_SWIGLU}, {"gelu", APS_MLP_GELU},
-          {"relu2", APS_MLP_RELU2});
+          {"relu2", APS_MLP_RELU2}, {"xielu", APS_MLP_XIELU});
 APSL_ENUM(enum_glu_activation, "silu, gelu_tanh, quick_gelu, situ",
           {"silu", APS_GLU_SILU}, {"gelu_tanh", APS_GLU_GELU_TANH},
           {"quick_gelu", APS_GLU_QUICK_GELU}, {"situ", APS_GLU_SITU});

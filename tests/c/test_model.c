@@ -1110,6 +1110,36 @@ static void test_model_qk_norm_head_weights(void **state)
     expect_einval(&m, "model.qk_norm_head_weights: given without qk_norm");
 }
 
+/* Apertus-8B (transformers modular_apertus.py @ 008e5743): per layer q, o
+ * 2*4096*4096 + k, v 2*4096*1024 + q_norm, k_norm 2*128 + up, down
+ * 2*4096*21504 + xIELU's alpha_p, alpha_n 2 + two norms 2*4096 =
+ * 218,112,258; x32 + untied embedding and lm_head 2*131072*4096 + the final
+ * norm 4096 = 8,053,338,176 (the count transformers loads).  On 4 TP ranks
+ * the matrices split and the two scalars stay whole on every rank; with
+ * experts the scalars would be per expert, which is refused. */
+static void test_model_xielu_apertus_8b(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_param_counts pc;
+    moe_model(&m, "apertus-8b", 32, 4096, 32, 8, 21504, 131072);
+    m.mlp = APS_MLP_XIELU;
+    m.qk_norm = true;
+    m.tie_word_embeddings = false;
+    counts_of(&m, &pc);
+    ASSERT_DBL_EXACT(pc.total, 8053338176.0);
+    double xielu_tp4 = aps_layer_params_tp(&m, 4);
+    m.mlp = APS_MLP_GELU;
+    counts_of(&m, &pc);
+    ASSERT_DBL_EXACT(pc.total, 8053338176.0 - 32.0 * APS_XIELU_PARAMS);
+    ASSERT_DBL_EXACT(xielu_tp4 - aps_layer_params_tp(&m, 4), 2.0);
+    m.mlp = APS_MLP_XIELU;
+    m.num_experts = 8;
+    m.experts_per_token = 2;
+    m.moe_ffn_hidden_size = 1024;
+    expect_einval(&m, "model.mlp: \"xielu\" is modelled for dense MLPs only");
+}
+
 /* The new fields are refused where they mean nothing: full-width Q/K
  * norms without Q/K norms, a router logit bias without experts, sinks
  * with multi-head latent attention (not in its count). */
@@ -1633,6 +1663,7 @@ int main(void)
         cmocka_unit_test(test_model_params_gpt2_124m),
         cmocka_unit_test(test_model_params_norm_weightless_and_embedding_norm),
         cmocka_unit_test(test_model_qk_norm_head_weights),
+        cmocka_unit_test(test_model_xielu_apertus_8b),
         cmocka_unit_test(test_model_validate_zero_hidden_size),
         cmocka_unit_test(test_model_validate_defaults_name_first_missing_field),
         cmocka_unit_test(test_model_validate_kv_heads_not_dividing),

@@ -367,19 +367,97 @@ describe("dense 2024-26 families: refusals name the file, key and value", functi
       err_of(hf.from_config, c, "s.json"))
   end)
 
-  -- Apertus (modular_apertus.py @ f93a9482: XIELUActivation's alpha_p and
-  -- alpha_n are parameters of every layer's MLP) is refused naming the key
-  -- that carries it (Falcon-H1 is read: models_falcon_h1_spec.lua)
-  it("Apertus is refused, naming what is not modelled", function()
-    assert.are.equal('NotImplemented: a.json: model_type: apertus: the xIELU activation (hidden_act "xielu": ' ..
-      "learnable alpha_p and alpha_n in every layer's MLP) is not modelled: apsearch prices SwiGLU, GELU and " ..
-      "squared-ReLU MLPs, and Megatron-LM has no xIELU",
-      err_of(hf.from_config, { model_type = "apertus", architectures = { "ApertusForCausalLM" },
-        hidden_act = "xielu" }, "a.json"))
+  -- Apertus (transformers modular_apertus.py @ 008e5743) is read: its
+  -- counts and refusals are in the describe block below
+  it("Ling 1.x is refused as remote code", function()
     -- Ling 1.x (remote code not read): refused as such, not as a generic MoE
     -- config (Ling 2.0 is read: models_bailing_spec.lua)
     assert.truthy(err_of(hf.from_config, { model_type = "bailing_moe", num_experts = 64 }, "l.json"):find(
       "^NotImplemented: l%.json: model_type: bailing_moe: Ling's model is remote code %(auto_map " ..
       "BailingMoeForCausalLM"))
+  end)
+end)
+
+--- swiss-ai/Apertus-8B-2509's config keys as public loaders' tests copy
+-- them (examples/models/README.md "Apertus"): 32 layers, h 4096, 32
+-- heads, 8 KV heads, MLP 21504, vocab 131,072, untied, qk_norm true.
+local APERTUS_8B = { architectures = { "ApertusForCausalLM" }, model_type = "apertus",
+  attention_bias = false, attention_dropout = 0.0, bos_token_id = 1, eos_token_id = 2, hidden_act = "xielu",
+  hidden_dropout = 0.0, hidden_size = 4096, initializer_range = 0.02, intermediate_size = 21504,
+  max_position_embeddings = 65536, mlp_bias = false, num_attention_heads = 32, num_hidden_layers = 32,
+  num_key_value_heads = 8, pad_token_id = 3, post_norm = false, qk_norm = true, rms_norm_eps = 1e-05,
+  rope_scaling = { factor = 8.0, high_freq_factor = 4.0, low_freq_factor = 1.0,
+    original_max_position_embeddings = 8192, rope_type = "llama3" },
+  rope_theta = 12000000, tie_word_embeddings = false, vocab_size = 131072 }
+
+describe("Apertus (xIELU MLP)", function()
+  -- Apertus-8B (transformers modular_apertus.py @ 008e5743; published
+  -- 8,053,338,176: a public tool's log of the model loaded with
+  -- transformers).  Per layer q, o 4096 x 4096 = 16,777,216 each, k, v
+  -- 4096 x 1024 = 4,194,304 each; q_norm, k_norm 2 x 128; up and down
+  -- 2 x 4096 x 21504 = 176,160,768; XIELUActivation's alpha_p and alpha_n
+  -- 2; attention_layernorm and feedforward_layernorm 2 x 4096:
+  -- 218,112,258; x32 = 6,979,592,256.  Untied embedding and lm_head
+  -- 2 x 131072 x 4096 = 1,073,741,824; the final norm 4,096.
+  it("Apertus-8B: 8,053,338,176 with xIELU's two scalars per layer", function()
+    local m, info = hf.from_config(copy(APERTUS_8B), "apertus-8b.json")
+    local layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 2 * 128 + 2 * 4096 * 21504 + 2 + 2 * 4096
+    assert.are.equal(218112258, layer)
+    local total = core.model_params(m).total
+    assert.are.equal(32 * layer + 2 * 131072 * 4096 + 4096, total)
+    assert.are.equal(8053338176, total)
+    assert.are.same({ "xielu", "rmsnorm", true, false, false, 8 },
+      { m.mlp, m.norm, m.qk_norm, m.qkv_bias, m.mlp_bias, m.num_query_groups })
+    assert.are.same({}, info.notes)
+    -- the MLP's FLOPs are GELU's: 2 matrices (xIELU is element-wise)
+    local g = copy(m)
+    g.mlp = "gelu"
+    assert.are.equal(core.model_params(m).total - 32 * 2, core.model_params(g).total)
+  end)
+
+  -- Apertus-70B-2509's shape keys (h 8192, 80 layers, 64 heads, 8 KV
+  -- heads, MLP 43008, vocab 131,072): per layer q, o 8192^2 each, k, v
+  -- 8192 x 1024 each, q_norm, k_norm 2 x 128, up and down 2 x 8192 x
+  -- 43008, xIELU 2, two norms 2 x 8192 = 855,654,658; x80 plus untied
+  -- embedding and lm_head 2 x 131072 x 8192 and the final norm:
+  -- 70,599,864,480 (the card names it 70B).
+  it("Apertus-70B: 70,599,864,480", function()
+    local c = copy(APERTUS_8B)
+    c.hidden_size, c.num_hidden_layers, c.num_attention_heads, c.intermediate_size = 8192, 80, 64, 43008
+    local m = hf.from_config(c, "apertus-70b.json")
+    local layer = 2 * 8192 * 8192 + 2 * 8192 * 1024 + 2 * 128 + 2 * 8192 * 43008 + 2 + 2 * 8192
+    assert.are.equal(855654658, layer)
+    assert.are.equal(70599864480, 80 * layer + 2 * 131072 * 8192 + 8192)
+    assert.are.equal(70599864480, core.model_params(m).total)
+  end)
+
+  it("reads the keys transformers reads and refuses another activation", function()
+    -- ApertusAttention builds q_norm and k_norm whatever qk_norm says, and
+    -- ApertusMLP's projections have no bias whatever mlp_bias says
+    local c = copy(APERTUS_8B)
+    c.qk_norm, c.mlp_bias, c.hidden_act = false, true, nil
+    local m = hf.from_config(c, "a.json")
+    assert.are.same({ true, false, "xielu" }, { m.qk_norm, m.mlp_bias, m.mlp })
+    assert.are.equal(8053338176, core.model_params(m).total)
+    c.hidden_act = "relu2" -- NemotronMLP's own activation: the same two matrices
+    m = hf.from_config(c, "a.json")
+    assert.are.equal("relu2", m.mlp)
+    assert.are.equal(8053338176 - 32 * 2, core.model_params(m).total)
+    c.hidden_act = "silu"
+    assert.are.equal('a.json: hidden_act: expected xielu or relu2 (ApertusMLP\'s two matrices are priced with ' ..
+      'those) (got "silu")', err_of(hf.from_config, c, "a.json"))
+    -- q, k, v, o biases with attention_bias: 4096 + 2 x 1024 + 4096 per layer
+    c = copy(APERTUS_8B)
+    c.attention_bias = true
+    assert.are.equal(8053338176 + 32 * (4096 + 2 * 1024 + 4096), core.model_params(hf.from_config(c, "a.json")).total)
+  end)
+
+  it("a hand-written xIELU model is dense only", function()
+    local m = hf.from_config(copy(APERTUS_8B), "a.json")
+    m.num_experts, m.experts_per_token, m.moe_ffn_hidden_size = 8, 2, 1024
+    local ok, err = pcall(core.context, m, { device = "h100-sxm-80gb", num_devices = 8 },
+      { global_batch_size = 8, seq_length = 4096 })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find('model.mlp: "xielu" is modelled for dense MLPs only (num_experts > 0)', 1, true))
   end)
 end)

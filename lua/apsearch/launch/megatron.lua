@@ -623,6 +623,14 @@ function M.render(c)
   -- TransformerConfig.attention_output_gate (transformer_config.py:278)
   if m.attention_output_gate then A("--attention-output-gate") end
   if m.mlp == "relu2" then A("--squared-relu") end
+  -- xIELU (Apertus): only swiss-ai's fork has it (81d44dbe megatron/
+  -- training/activations.py XIELU, arguments.py --xielu)
+  if m.mlp == "xielu" then
+    N("NOT WRITTEN", "the xIELU MLP activation (mlp = xielu, Apertus): NOT EXPRESSIBLE in Megatron-LM d98e8a64 " ..
+      "(non-gated MLPs with GELU or --squared-relu only; swiss-ai/Megatron-LM 81d44dbe adds --xielu, " ..
+      "megatron/training/activations.py XIELU); the non-gated MLP is written with GELU: the same two " ..
+      "matrices, FLOPs and saved tensors, without xIELU's two scalars per layer")
+  end
   if m.position_embedding == "none" then A("--position-embedding-type", "none") end
   -- ALiBi (MPT, BLOOM) has no flag: nothing written would train learned
   -- absolute positions (Megatron's default, a table of parameters the model

@@ -2403,6 +2403,32 @@ function builders.nanochat(_, cfg, file, notes)
   return softcapping(m, c, file, notes, {})
 end
 
+--- MinistralConfig's defaults (transformers modular_ministral.py @
+-- 05cd1ec1, documented as mistralai/Ministral-8B-Instruct-2410's) of the
+-- keys a config.json may leave out: its shapes, 8 KV heads (a null: one
+-- per head, the class's "backward compatibility"), the window of 4096
+-- tokens (a null: none), untied.
+M.MINISTRAL_DEFAULTS = { vocab_size = 32000, hidden_size = 4096, intermediate_size = 14336,
+  num_hidden_layers = 32, num_attention_heads = 32, num_key_value_heads = 8, sliding_window = 4096,
+  tie_word_embeddings = false, max_position_embeddings = 4096 * 32 }
+
+--- Ministral (ministral: Ministral-8B-Instruct-2410; transformers
+-- modular_ministral.py @ 05cd1ec1): Qwen2's layer without biases
+-- (MinistralAttention's q, k, v and Qwen2's o_proj have none), `head_dim`
+-- (default h / a), the window `sliding_window` on the sliding_attention
+-- layers of `layer_types` (absent: every layer when there is a window,
+-- MinistralConfig.__init__).
+function builders.ministral(_, cfg, file)
+  local c = with_defaults(cfg, M.MINISTRAL_DEFAULTS)
+  if cfg.sliding_window == cjson.null then c.sliding_window = nil end
+  if cfg.num_key_value_heads == cjson.null then c.num_key_value_heads = nil end
+  local r = reader(c, file)
+  local m = llama_like(r, c, file, {})
+  if is_null(c.sliding_window) then return m end
+  window_on(m, r, sliding_layer_count(c, m.num_layers, file) or m.num_layers)
+  return set_window_period(m, c, nil)
+end
+
 --- CwmConfig's defaults (transformers modular_cwm.py @ 000c33fd,
 -- documented as facebook/cwm's) for the keys a config.json may leave
 -- out; its RoPE base (rope_parameters' default rope_theta, llama3-scaled);

@@ -461,3 +461,55 @@ describe("Apertus (xIELU MLP)", function()
     assert.truthy(tostring(err):find('model.mlp: "xielu" is modelled for dense MLPs only (num_experts > 0)', 1, true))
   end)
 end)
+
+--- mistralai/Ministral-8B-Instruct-2410's shape keys (its card and
+-- config.json: hidden 4096, MLP 12288, 36 layers, 32 heads of 128, 8 KV
+-- heads, vocab 131,072, a 32,768-token window, untied), typed (no copy of
+-- the file reachable).
+local MINISTRAL_8B = { architectures = { "MinistralForCausalLM" }, model_type = "ministral",
+  hidden_size = 4096, intermediate_size = 12288, num_hidden_layers = 36, num_attention_heads = 32,
+  num_key_value_heads = 8, head_dim = 128, vocab_size = 131072, rope_theta = 100000000.0,
+  sliding_window = 32768, tie_word_embeddings = false, max_position_embeddings = 32768, rms_norm_eps = 1e-5 }
+
+describe("Ministral (ministral)", function()
+  -- transformers modular_ministral.py @ 05cd1ec1: Qwen2's layer without
+  -- biases.  Per layer q, o 4096 x 4096 = 16,777,216 each, k, v 4096 x
+  -- 1024 = 4,194,304 each, gate, up, down 3 x 4096 x 12288 = 150,994,944,
+  -- two RMSNorms 8,192: 192,946,176; x36 = 6,946,062,336; untied
+  -- embedding and lm_head 2 x 131072 x 4096 = 1,073,741,824; the final
+  -- norm 4,096.  8,019,808,256 is the count a public table gives the
+  -- checkpoint.
+  it("Ministral-8B-Instruct-2410: 8,019,808,256, the window on every layer or on layer_types'", function()
+    local m = hf.from_config(copy(MINISTRAL_8B), "ministral-8b.json")
+    local layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 12288 + 2 * 4096
+    assert.are.equal(192946176, layer)
+    assert.are.equal(8019808256, 36 * layer + 2 * 131072 * 4096 + 4096)
+    assert.are.equal(8019808256, core.model_params(m).total)
+    assert.are.same({ 32768, 36, false, false }, { m.sliding_window, m.sliding_window_layers, m.qkv_bias,
+      m.attn_out_bias })
+    -- layer_types with every 4th layer full: 27 windowed, period 4
+    local c = copy(MINISTRAL_8B)
+    c.layer_types = {}
+    for i = 1, 36 do c.layer_types[i] = i % 4 == 0 and "full_attention" or "sliding_attention" end
+    m = hf.from_config(c, "ministral-8b.json")
+    assert.are.same({ 27, 4 }, { m.sliding_window_layers, m.sliding_window_period })
+  end)
+
+  it("takes MinistralConfig's defaults and refuses a bad layer type", function()
+    -- absent window: the class's 4096 on every layer; null: none
+    local c = copy(MINISTRAL_8B)
+    c.sliding_window = nil
+    assert.are.equal(4096, hf.from_config(c, "m.json").sliding_window)
+    c.sliding_window = cjson.null
+    assert.is_nil(hf.from_config(c, "m.json").sliding_window)
+    -- a null num_key_value_heads: one per head (32 x 128 for k and v)
+    c = copy(MINISTRAL_8B)
+    c.num_key_value_heads = cjson.null
+    assert.are.equal(8019808256 + 36 * 2 * 4096 * (4096 - 1024),
+      core.model_params(hf.from_config(c, "m.json")).total)
+    c = copy(MINISTRAL_8B)
+    c.layer_types = { "sliding_attention" }
+    assert.are.equal('m.json: layer_types: expected an array of num_hidden_layers = 36 entries (got ' ..
+      '{"sliding_attention"})', err_of(hf.from_config, c, "m.json"))
+  end)
+end)

@@ -2403,6 +2403,28 @@ function builders.nanochat(_, cfg, file, notes)
   return softcapping(m, c, file, notes, {})
 end
 
+--- VaultGemma (vaultgemma: google/vaultgemma-1b; transformers
+-- modular_vaultgemma.py @ 0eec8c78): Gemma 2's model (VaultGemmaConfig is
+-- Gemma2Config: head_dim 256, GeGLU, soft-capping, tied) whose decoder
+-- layer drops the post-attention and post-feedforward norms (two RMSNorms
+-- per layer, not four); the window on the sliding_attention layers of
+-- `layer_types`, else on every other layer (Gemma2Config's default).
+function builders.vaultgemma(r, cfg, file, notes)
+  local m = builders.gemma2(r, cfg, file, notes)
+  m.norms_per_layer = 2
+  local n = sliding_layer_count(cfg, m.num_layers, file)
+  if n and m.sliding_window then
+    m.sliding_window_period = nil
+    if n == 0 then
+      m.sliding_window, m.sliding_window_layers = nil, nil
+    else
+      m.sliding_window_layers = n
+      set_window_period(m, cfg, nil)
+    end
+  end
+  return m
+end
+
 --- MinistralConfig's defaults (transformers modular_ministral.py @
 -- 05cd1ec1, documented as mistralai/Ministral-8B-Instruct-2410's) of the
 -- keys a config.json may leave out: its shapes, 8 KV heads (a null: one

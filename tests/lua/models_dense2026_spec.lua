@@ -513,3 +513,38 @@ describe("Ministral (ministral)", function()
       '{"sliding_attention"})', err_of(hf.from_config, c, "m.json"))
   end)
 end)
+
+--- google/vaultgemma-1b's shape keys as keras-hub's converter test copies
+-- them (26 layers, 4 heads and 4 KV heads of 256, hidden 1152, MLP 6912,
+-- vocab 256,000, a 512-token window).
+local VAULTGEMMA_1B = { model_type = "vaultgemma", architectures = { "VaultGemmaForCausalLM" },
+  vocab_size = 256000, num_hidden_layers = 26, num_attention_heads = 4, num_key_value_heads = 4,
+  hidden_size = 1152, intermediate_size = 6912, head_dim = 256, query_pre_attn_scalar = 256,
+  sliding_window = 512 }
+
+describe("VaultGemma (vaultgemma)", function()
+  -- transformers modular_vaultgemma.py @ 0eec8c78: Gemma 2 without the
+  -- post-attention and post-feedforward norms.  Per layer q, o 1152 x 1024
+  -- = 1,179,648 each, k, v the same (4 KV heads of 256), GeGLU 3 x 1152 x
+  -- 6912 = 23,887,872, two RMSNorms 2,304: 28,608,768; x26 = 743,827,968;
+  -- tied embedding 256000 x 1152 = 294,912,000; the final norm 1,152:
+  -- 1,038,741,120 (the card's 1B).
+  it("VaultGemma-1B: 1,038,741,120, two norms per layer, Gemma 2's window pattern", function()
+    local m = hf.from_config(copy(VAULTGEMMA_1B), "vaultgemma-1b.json")
+    local layer = 4 * 1152 * 1024 + 3 * 1152 * 6912 + 2 * 1152
+    assert.are.equal(28608768, layer)
+    assert.are.equal(1038741120, 26 * layer + 256000 * 1152 + 1152)
+    assert.are.equal(1038741120, core.model_params(m).total)
+    assert.are.same({ 2, 512, 13, 2, true, "gelu_tanh" }, { m.norms_per_layer, m.sliding_window,
+      m.sliding_window_layers, m.sliding_window_period, m.tie_word_embeddings, m.glu_activation })
+    -- Gemma 2's four norms per layer are 2 x 1152 more each
+    local g = copy(VAULTGEMMA_1B)
+    g.model_type = "gemma2"
+    assert.are.equal(1038741120 + 26 * 2 * 1152, core.model_params(hf.from_config(g, "g.json")).total)
+    -- layer_types read: every layer full, no window
+    local c = copy(VAULTGEMMA_1B)
+    c.layer_types = {}
+    for i = 1, 26 do c.layer_types[i] = "full_attention" end
+    assert.is_nil(hf.from_config(c, "v.json").sliding_window)
+  end)
+end)

@@ -3,8 +3,8 @@
 -- Megatron-Core r0.8.0; tests/fixtures/heldout/megatron_lm_readme_h100.csv,
 -- tests/fixtures/heldout/README.md): nine GPT runs on 48 to 6,144 H100,
 -- never fitted.  Checked here: the tokens/s derived from the printed
--- TFLOP/s with Megatron's own FLOPs formula, the parameter counts the
--- table names, and that every row is estimated with a finite throughput;
+-- TFLOP/s with Megatron's own FLOPs formula, the model sizes against the
+-- table's labels, and that every row is estimated with a finite throughput;
 -- no accuracy figure is asserted (out of sample: docs/accuracy.md).
 
 local H = require "spec_helpers"
@@ -37,12 +37,13 @@ describe("held out: Megatron-LM's H100 weak-scaling table", function()
     assert.are.equal(36259, tonumber(rows[1].measured_tokens_per_s_per_gpu))
   end)
 
-  it("holds the parameter counts the table names (12 L h^2 + 2 V h)", function()
+  it("holds models within 0.6B of the sizes the table names (12 L h^2 + 2 V h)", function()
     local named = { 1.7, 7.1, 16, 32, 70, 119, 177, 314, 462 }
     for i, r in ipairs(rows) do
       local L, h, V = tonumber(r.num_layers), tonumber(r.hidden_size), tonumber(r.vocab_size)
       local billions = (12 * L * h * h + 2 * V * h) / 1e9
-      -- the table rounds to the nearest billion above 10B, to 0.1B below
+      -- the labels are approximate: 32B is 31.47B and 119B 118.45B by this
+      -- count (tests/fixtures/heldout/README.md); 0.05B below 10B
       local tol = named[i] < 10 and 0.05 or 0.6
       assert.is_true(math.abs(billions - named[i]) <= tol, r.case_id .. ": " .. billions)
       assert.are.equal(tonumber(r.num_devices),

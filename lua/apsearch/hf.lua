@@ -1028,22 +1028,6 @@ local function softcapping(m, cfg, file, notes, defaults)
   return m
 end
 
---- Gemma-2's window period: the even-numbered (0-based) layers are local
--- (transformers Gemma2DecoderLayer: is_sliding = not layer_idx % 2), so
--- every 2nd layer (1-based) is global.
-M.GEMMA2_WINDOW_PERIOD = 2
-
-function builders.gemma2(r, cfg, file, notes)
-  local m = llama_like(r, cfg, file, { head_dim = 256, tied = true, norms_per_layer = 4, own_activation = true })
-  local k = M.GEMMA2_WINDOW_PERIOD
-  window(m, r, m.num_layers - m.num_layers // k)
-  if m.sliding_window then m.sliding_window_period = k end
-  m.qkv_bias = r.bool("attention_bias", false)
-  m.attn_out_bias = m.qkv_bias
-  m.glu_activation = M.gemma_activation(cfg, file)
-  return softcapping(m, cfg, file, notes, M.GEMMA2_SOFTCAPPING)
-end
-
 function builders.gpt2(r, cfg, file)
   local h = r.int("n_embd")
   return {
@@ -2403,25 +2387,35 @@ function builders.nanochat(_, cfg, file, notes)
   return softcapping(m, c, file, notes, {})
 end
 
+--- Gemma-2's window period: the even-numbered (0-based) layers are local
+-- (Gemma2Config.__post_init__'s default `layer_types`: sliding_attention
+-- when (i + 1) % 2, transformers configuration_gemma2.py @ 008e5743), so
+-- every 2nd layer (1-based) is global.
+M.GEMMA2_WINDOW_PERIOD = 2
+
+--- Gemma 2 (gemma2): head_dim 256, four RMSNorms per layer, GeGLU,
+-- soft-capping, tied; the window `sliding_window` on the sliding_attention
+-- layers of `layer_types`, or of the class's default (every other layer,
+-- M.GEMMA2_WINDOW_PERIOD).
+function builders.gemma2(r, cfg, file, notes)
+  local m = llama_like(r, cfg, file, { head_dim = 256, tied = true, norms_per_layer = 4, own_activation = true })
+  local L, k = m.num_layers, M.GEMMA2_WINDOW_PERIOD
+  window_on(m, r, sliding_layer_count(cfg, L, file) or L - L // k)
+  set_window_period(m, cfg, k)
+  m.qkv_bias = r.bool("attention_bias", false)
+  m.attn_out_bias = m.qkv_bias
+  m.glu_activation = M.gemma_activation(cfg, file)
+  return softcapping(m, cfg, file, notes, M.GEMMA2_SOFTCAPPING)
+end
+
 --- VaultGemma (vaultgemma: google/vaultgemma-1b; transformers
 -- modular_vaultgemma.py @ 0eec8c78): Gemma 2's model (VaultGemmaConfig is
 -- Gemma2Config: head_dim 256, GeGLU, soft-capping, tied) whose decoder
 -- layer drops the post-attention and post-feedforward norms (two RMSNorms
--- per layer, not four); the window on the sliding_attention layers of
--- `layer_types`, else on every other layer (Gemma2Config's default).
+-- per layer, not four); its window as Gemma 2 reads it.
 function builders.vaultgemma(r, cfg, file, notes)
   local m = builders.gemma2(r, cfg, file, notes)
   m.norms_per_layer = 2
-  local n = sliding_layer_count(cfg, m.num_layers, file)
-  if n and m.sliding_window then
-    m.sliding_window_period = nil
-    if n == 0 then
-      m.sliding_window, m.sliding_window_layers = nil, nil
-    else
-      m.sliding_window_layers = n
-      set_window_period(m, cfg, nil)
-    end
-  end
   return m
 end
 

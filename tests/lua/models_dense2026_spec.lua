@@ -541,10 +541,17 @@ describe("VaultGemma (vaultgemma)", function()
     local g = copy(VAULTGEMMA_1B)
     g.model_type = "gemma2"
     assert.are.equal(1038741120 + 26 * 2 * 1152, core.model_params(hf.from_config(g, "g.json")).total)
-    -- layer_types read: every layer full, no window
+    -- layer_types read (Gemma2Config has it, and Gemma 2 reads it the same
+    -- way): every layer full, no window; every third full, period 3
     local c = copy(VAULTGEMMA_1B)
     c.layer_types = {}
     for i = 1, 26 do c.layer_types[i] = "full_attention" end
     assert.is_nil(hf.from_config(c, "v.json").sliding_window)
+    for i = 1, 26 do c.layer_types[i] = i % 3 == 0 and "full_attention" or "sliding_attention" end
+    local v = hf.from_config(c, "v.json")
+    assert.are.same({ 18, 3 }, { v.sliding_window_layers, v.sliding_window_period })
+    g.layer_types = c.layer_types
+    v = hf.from_config(g, "g.json")
+    assert.are.same({ 18, 3 }, { v.sliding_window_layers, v.sliding_window_period })
   end)
 end)

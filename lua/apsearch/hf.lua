@@ -1621,6 +1621,92 @@ function builders.bailing_moe_v2(_, cfg, file)
   return m
 end
 
+--- BailingMoeConfig's defaults for the keys a Ling 1.x config.json may
+-- leave out (inclusionAI/Ling 69823a61 models/configuration_bailing_moe.py,
+-- the remote code its Hub repositories' auto_map loads). Not here:
+-- num_key_value_heads (the class's 0 divides by zero in BailingMoeAttention),
+-- intermediate_size and moe_intermediate_size (None: required where a layer
+-- uses them), head_dim (None: hidden_size // num_attention_heads).
+M.BAILING_MOE_DEFAULTS = {
+  vocab_size = 30592, hidden_size = 1024, num_hidden_layers = 24, num_attention_heads = 16,
+  hidden_act = "silu", use_qkv_bias = false, use_bias = true, tie_word_embeddings = false,
+  max_position_embeddings = 16384, rope_theta = 10000.0, num_experts = 16, num_shared_experts = 0,
+  num_experts_per_tok = 2, norm_topk_prob = true, first_k_dense_replace = 0, attention_dropout = 0.1,
+  rms_norm_eps = 1e-5,
+}
+
+--- A bailing_moe config as BailingMoeConfig reads it: its defaults
+-- (M.BAILING_MOE_DEFAULTS); a JSON null is the class's None: no biases, no
+-- tied embeddings, no shared expert ("if config.num_shared_experts is not
+-- None"), every layer dense ("config.num_experts is not None"), head_dim
+-- from the width; refused where the model cannot run with None.
+-- embedding_dropout and output_dropout are stored and never used (the
+-- model applies attention_dropout only).
+-- @raise `<file>: num_key_value_heads: ...` when missing, null or 0
+function M.ADJUST.bailing_moe(cfg, file)
+  file = file or "config.json"
+  local c = with_defaults(cfg, M.BAILING_MOE_DEFAULTS)
+  local given_null = function(k) return cfg[k] ~= nil and is_null(cfg[k]) end
+  local kv = cfg.num_key_value_heads
+  if is_null(kv) or kv == 0 then
+    util.fail(file, "num_key_value_heads", "BailingMoeConfig's default 0 (and None) fails in " ..
+      "BailingMoeAttention (num_heads // num_key_value_heads): give the K/V heads", kv)
+  end
+  if given_null("head_dim") or cfg.head_dim == 0 then c.head_dim = nil end
+  if given_null("num_shared_experts") then c.num_shared_experts = 0 end
+  if given_null("num_experts") then c.num_experts = false end -- every layer dense
+  for _, k in ipairs(M.BAILING_NULL_FALSE) do
+    if given_null(k) then c[k] = false end
+  end
+  for k in pairs(M.BAILING_MOE_DEFAULTS) do
+    if given_null(k) and c[k] ~= nil and c[k] ~= false and k ~= "num_shared_experts"
+        and not M.BAILING_NULL_OK[k] then
+      util.fail(file, k, "null: BailingMoeConfig keeps None, which its model cannot run with; give a value", nil)
+    end
+  end
+  c.embedding_dropout, c.output_dropout = nil, nil
+  return c
+end
+
+--- Ling 1.x (`bailing_moe`, inclusionAI: Ling-lite, Ling-lite-1.5,
+-- Ling-plus, Ling-Coder-lite; remote code, inclusionAI/Ling 69823a61
+-- models/modeling_bailing_moe.py, which vLLM's bailing_moe.py @ 00566618
+-- adapts): Llama's layer under other names -- one query_key_value GEMM
+-- (a bias when use_qkv_bias), `dense` (a bias when use_bias), RoPE on the
+-- whole head, no Q/K norms; layers from first_k_dense_replace on hold
+-- BailingMoeSparseMoeBlock: num_experts SwiGLU experts of
+-- moe_intermediate_size, top num_experts_per_tok of a softmax over all of
+-- them (BailingMoeGate: E x h, no bias; renormalised when top_k > 1 and
+-- norm_topk_prob), one shared MLP of moe_intermediate_size x
+-- num_shared_experts; the layers before it a BailingMoeMLP of
+-- intermediate_size. An untied lm_head unless tie_word_embeddings; no
+-- auxiliary loss (BailingMoeForCausalLM.forward returns aux_loss None);
+-- `use_sliding_window` and the window keys are stored and not read by
+-- any attention class. A model without experts (num_experts null) gets
+-- Megatron's --ffn-hidden-size from intermediate_size; with no dense layer
+-- and no intermediate_size the expert width stands in for that unused
+-- value, as builders.solar_open does.
+function builders.bailing_moe(_, cfg, file)
+  require_silu(cfg, file, "Ling's MLP and experts are SwiGLU (BailingMoeMLP: act_fn(gate_proj(x)) * up_proj(x))")
+  local c = with_defaults(cfg, {})
+  local moe = c.num_experts ~= false
+  if moe and is_null(c.intermediate_size) and count(c, "first_k_dense_replace", 0, file) == 0 then
+    c.intermediate_size = c.moe_intermediate_size
+  end
+  local r = reader(c, file)
+  local m = llama_like(r, c, file, { own_activation = true })
+  m.qkv_bias, m.attn_out_bias = r.bool("use_qkv_bias", false), r.bool("use_bias", true)
+  if not moe then return m end
+  m.num_experts = r.int("num_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  local shared = count(c, "num_shared_experts", 0, file)
+  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
+  first_dense(m, c, file)
+  if not (m.experts_per_token > 1 and r.bool("norm_topk_prob", true)) then m.moe_router_pre_softmax = true end
+  return m
+end
+
 --- dots.llm1 (dots1; transformers modular_dots1.py and configuration_dots1.py
 -- @ 008e5743): Qwen3's attention (per-head Q/K norms) with DeepSeek-V3's
 -- experts (Dots1MoE, Dots1TopkRouter: sigmoid scores with the
@@ -6098,7 +6184,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
                     "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text", "afmoe", "mistral4", "solar_open", "exaone_moe", "flex_olmo",
-                    "bailing_moe_v2" }
+                    "bailing_moe_v2", "bailing_moe" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -6116,6 +6202,7 @@ M.ARCHITECTURES = {
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
   DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open", ExaoneMoeForCausalLM = "exaone_moe", Jais2ForCausalLM = "jais2", YoutuForCausalLM = "youtu", FlexOlmoForCausalLM = "flex_olmo", NanoChatForCausalLM = "nanochat", CwmForCausalLM = "cwm", OlmoHybridForCausalLM = "olmo_hybrid",
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe", BailingMoeV2ForCausalLM = "bailing_moe_v2",
+  BailingMoeForCausalLM = "bailing_moe",
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",
   GraniteMoeHybridForCausalLM = "granitemoehybrid", Exaone4ForCausalLM = "exaone4",
@@ -6142,7 +6229,14 @@ M.UNMODELLED_ARCHITECTURES = {
   Step3p7FlashForCausalLM = "step3p7", Step3p7ForConditionalGeneration = "step3p7",
 }
 
---- The model_type a config is read as: its own when a reader has it or
+--- Model types whose released config.json files name more than one
+-- model: the `architectures` class, which their auto_map loads, decides.
+-- Ling 2.0's files say model_type bailing_moe, Ling 1.x's, beside
+-- BailingMoeV2ForCausalLM (inclusionAI/Ling-flash-2.0 config.json).
+M.CLASS_DECIDES = { bailing_moe = true }
+
+--- The model_type a config is read as: its own when a reader has it (for
+-- M.CLASS_DECIDES, when its class is not another reader's) or
 -- apsearch knows it does not model it (M.UNMODELLED: refused naming what
 -- it lacks, whatever class `architectures` names), else that of its
 -- `architectures` class (M.ARCHITECTURES, or M.UNMODELLED_ARCHITECTURES:
@@ -6152,12 +6246,13 @@ M.UNMODELLED_ARCHITECTURES = {
 -- @treturn string|nil the class it was taken from, when not its own
 function M.model_type_of(cfg)
   local mt = cfg.model_type
-  if type(mt) == "string" and builders[mt] then return mt end
   local arch = type(cfg.architectures) == "table" and cfg.architectures[1]
   local as = type(arch) == "string" and M.ARCHITECTURES[arch]
-  -- an unmodelled type whose class is a modelled one is that class's (Ling
-  -- 2.0's config.json says model_type bailing_moe, Ling 1.x's, beside
-  -- BailingMoeV2ForCausalLM, whose remote code auto_map loads)
+  if type(mt) == "string" and builders[mt] and not (M.CLASS_DECIDES[mt] and as and as ~= mt) then
+    return mt
+  end
+  -- an unmodelled type, or one of M.CLASS_DECIDES, whose class is a
+  -- modelled one is that class's
   if as and builders[as] then return as, arch end
   if type(mt) == "string" and M.UNMODELLED[mt] then return mt end
   local un = type(arch) == "string" and M.UNMODELLED_ARCHITECTURES[arch]
@@ -6213,9 +6308,6 @@ M.UNMODELLED = {
     "moe_num_experts and moe_top_k, per-layer SwiGLU clamps (swiglu_limits); a config giving num_experts, " ..
     "first_k_dense_replace and share_expert_dim instead says none of them: give its text model as a step3p5 " ..
     "config",
-  -- Ling 2.0 / Ling 1.x (inclusionAI): remote code, in no transformers release read here
-  bailing_moe = "Ling's model is remote code (auto_map BailingMoeForCausalLM, modeling_bailing_moe.py of its " ..
-    "Hub repository) that apsearch has not read, so its experts (num_experts, num_shared_experts) are not modelled",
   -- transformers configuration_jamba.py (JambaMambaMixer: Mamba-1's selective scan)
   jamba = "Jamba's Mamba-1 mixers (mamba_d_state, mamba_dt_rank, mamba_expand: the selective scan with its " ..
     "x_proj and dt_proj; apsearch's hybrid layers are Mamba-2) among attention layers (attn_layer_period, " ..

@@ -146,3 +146,111 @@ describe("Ling 2.0 (bailing_moe_v2)", function()
     assert.falsy(sh:find("NOT WRITTEN", 1, true), sh)
   end)
 end)
+
+-- Ling 1.x (model_type bailing_moe, BailingMoeForCausalLM; remote code,
+-- inclusionAI/Ling 69823a61 models/configuration_bailing_moe.py and
+-- modeling_bailing_moe.py). Ling-lite-1.5's config.json as a public MLX
+-- port's test copies it from the Hub ("the real Ling-lite-1.5 config", its
+-- shapes checked there against the checkpoint: query_key_value [3072,
+-- 2048], shared_experts.gate_proj [2816, 2048]).
+local null = require("cjson").null
+local LING_LITE_15 = {
+  architectures = { "BailingMoeForCausalLM" }, model_type = "bailing_moe",
+  auto_map = { AutoConfig = "configuration_bailing_moe.BailingMoeConfig",
+    AutoModel = "modeling_bailing_moe.BailingMoeModel",
+    AutoModelForCausalLM = "modeling_bailing_moe.BailingMoeForCausalLM" },
+  eos_token_id = 126081, pad_token_id = 126081, first_k_dense_replace = 0, hidden_act = "silu",
+  hidden_size = 2048, initializer_range = 0.006, intermediate_size = 1408, max_position_embeddings = 32768,
+  moe_intermediate_size = 1408, num_experts = 64, num_shared_experts = 2, norm_topk_prob = true,
+  num_attention_heads = 16, num_experts_per_tok = 6, num_hidden_layers = 28, num_key_value_heads = 4,
+  pretraining_tp = 1, rms_norm_eps = 1e-06, rope_scaling = null, rope_theta = 600000, tie_word_embeddings = false,
+  torch_dtype = "bfloat16", transformers_version = "4.40.0", use_cache = true, use_bias = false,
+  use_qkv_bias = false, vocab_size = 126464, output_router_logits = false, embedding_dropout = 0.0,
+  norm_head = false, norm_softmax = false, output_dropout = 0.0,
+}
+
+local function ling(extra)
+  local c = {}
+  for k, v in pairs(LING_LITE_15) do c[k] = v end
+  for k, v in pairs(extra or {}) do c[k] = v end
+  return c
+end
+
+describe("Ling 1.x (bailing_moe)", function()
+  -- Per layer: query_key_value 2048 x (16 + 2 x 4) x 128, dense 2048 x
+  -- 2048 (no biases); 64 experts of 3 x 2048 x 1408, the shared MLP of
+  -- 3 x 2048 x 2816, the gate 64 x 2048; two norms. Untied word_embeddings
+  -- and lm_head 126464 x 2048; the final norm. The card: 16.8B total,
+  -- 2.75B activated (6 experts and the shared MLP).
+  local h, V = 2048, 126464
+  local attn = h * 24 * 128 + h * h + 2 * h
+  local expert = 3 * h * 1408
+  local layer = attn + 64 * expert + 3 * h * 2816 + 64 * h
+  local TOTAL = 28 * layer + 2 * V * h + h
+  local ACTIVE = TOTAL - 28 * 58 * expert
+
+  it("counts Ling-lite-1.5: 16,801,974,272 parameters, 2,753,153,024 active", function()
+    assert.are.equal(16801974272, TOTAL)
+    assert.are.equal(2753153024, ACTIVE)
+    local m, info = hf.from_config(ling(), "lite.json")
+    local pc = core.model_params(m)
+    assert.are.equal(TOTAL, pc.total)
+    assert.are.equal(ACTIVE, pc.active)
+    assert.are.same({ 64, 6, 1408, 2816, false, false, false },
+      { m.num_experts, m.experts_per_token, m.moe_ffn_hidden_size, m.shared_expert_ffn_hidden_size,
+        m.qkv_bias, m.attn_out_bias, m.qk_norm })
+    assert.is_nil(m.moe_first_dense_layers)
+    assert.is_nil(m.moe_router_pre_softmax) -- top-6, renormalised: top-k then softmax
+    assert.is_nil(m.moe_aux_loss_coeff) -- BailingMoeForCausalLM returns aux_loss None
+    assert.is_nil(m.moe_router_bias)
+    assert.are.equal(0, #info.notes)
+    -- BailingMoeConfig's attention_dropout 0.1, which the config does not override
+    assert.are.same({ true, "attention_dropout", 0.1 }, { info.dropout, info.dropout_key, info.dropout_value })
+  end)
+
+  it("prices dense layers before first_k_dense_replace at intermediate_size, biases where use_bias says", function()
+    local m = hf.from_config(ling({ first_k_dense_replace = 2, intermediate_size = 5632, use_bias = true,
+      use_qkv_bias = true }), "t.json")
+    local pc = core.model_params(m)
+    local dense = attn + 3 * h * 5632
+    -- use_qkv_bias: (16 + 8) x 128 on query_key_value; use_bias: h on dense
+    local bias = 24 * 128 + h
+    assert.are.equal(2 * dense + 26 * layer + 28 * bias + 2 * V * h + h, pc.total)
+    assert.are.same({ 2, true, true }, { m.moe_first_dense_layers, m.qkv_bias, m.attn_out_bias })
+  end)
+
+  it("takes BailingMoeConfig's defaults and nulls as the class does", function()
+    -- use_bias defaults to true in BailingMoeConfig; null is None: no bias
+    local dflt = hf.from_config(ling({ use_bias = null }), "t.json")
+    assert.is_false(dflt.attn_out_bias)
+    local c = ling()
+    c.use_bias = nil
+    assert.is_true(hf.from_config(c, "t.json").attn_out_bias)
+    -- num_shared_experts null: no shared MLP; num_experts null: every layer dense
+    assert.is_nil(hf.from_config(ling({ num_shared_experts = null }), "t.json").shared_expert_ffn_hidden_size)
+    local dense = hf.from_config(ling({ num_experts = null, intermediate_size = 5632 }), "t.json")
+    assert.is_nil(dense.num_experts)
+    assert.are.equal(5632, dense.ffn_hidden_size)
+    -- top-1 or norm_topk_prob false: softmax over all experts, top-k weights as they are
+    assert.is_true(hf.from_config(ling({ norm_topk_prob = false }), "t.json").moe_router_pre_softmax)
+  end)
+
+  it("refuses what BailingMoeConfig's model cannot run, naming the key", function()
+    local c = ling()
+    c.num_key_value_heads = nil
+    assert.matches("t.json: num_key_value_heads: BailingMoeConfig's default 0", H.err_of(hf.from_config, c, "t.json"),
+      1, true)
+    assert.matches("t.json: intermediate_size: required key is missing",
+      H.err_of(hf.from_config, ling({ first_k_dense_replace = 1, intermediate_size = null }), "t.json"), 1, true)
+    assert.matches("t.json: hidden_size: null", H.err_of(hf.from_config, ling({ hidden_size = null }), "t.json"),
+      1, true)
+    assert.matches("t.json: hidden_act", H.err_of(hf.from_config, ling({ hidden_act = "gelu" }), "t.json"), 1, true)
+  end)
+
+  it("reads model_type bailing_moe by its class: Ling 1.x's as bailing_moe, Ling 2.0's as bailing_moe_v2", function()
+    assert.are.equal("bailing_moe", hf.model_type_of(ling()))
+    assert.are.equal("bailing_moe", hf.model_type_of({ model_type = "bailing_moe" }))
+    local v2, as = hf.model_type_of({ model_type = "bailing_moe", architectures = { "BailingMoeV2ForCausalLM" } })
+    assert.are.same({ "bailing_moe_v2", "BailingMoeV2ForCausalLM" }, { v2, as })
+  end)
+end)

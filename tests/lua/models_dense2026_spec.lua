@@ -369,13 +369,7 @@ describe("dense 2024-26 families: refusals name the file, key and value", functi
 
   -- Apertus (transformers modular_apertus.py @ 008e5743) is read: its
   -- counts and refusals are in the describe block below
-  it("Ling 1.x is refused as remote code", function()
-    -- Ling 1.x (remote code not read): refused as such, not as a generic MoE
-    -- config (Ling 2.0 is read: models_bailing_spec.lua)
-    assert.truthy(err_of(hf.from_config, { model_type = "bailing_moe", num_experts = 64 }, "l.json"):find(
-      "^NotImplemented: l%.json: model_type: bailing_moe: Ling's model is remote code %(auto_map " ..
-      "BailingMoeForCausalLM"))
-  end)
+  -- Ling 1.x (bailing_moe) is read: models_bailing_spec.lua
 end)
 
 --- swiss-ai/Apertus-8B-2509's config keys as public loaders' tests copy

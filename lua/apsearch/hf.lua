@@ -842,6 +842,40 @@ end
 
 function builders.llama(r, cfg, file) return llama_layer(r, cfg, file) end
 
+--- InternLM2 / InternLM2.5 (`internlm2`, remote code: modeling_internlm2.py
+-- as OpenGVLab/InternVL 34a81000 and SGLang copy it, InternLM2Config
+-- "Modified from transformers.model.llama.configuration_llama"): Llama's
+-- layer with one packed `wqkv` GEMM of (heads + 2 x kv heads) x head_dim
+-- and `wo`, both with a bias when `bias` (InternLM2Config's default true),
+-- head_dim always hidden_size / num_attention_heads (InternLM2Attention
+-- raises otherwise; a head_dim key is not read), the w1 / w3 / w2 SwiGLU
+-- MLP without biases, `output` untied unless tie_word_embeddings. No
+-- dropout in any attention class.
+function builders.internlm2(r, cfg, file)
+  local m = llama_like(r, cfg, file, {})
+  if m.hidden_size % m.num_attention_heads ~= 0 then
+    util.fail(file, "num_attention_heads", ("hidden_size %d is not a multiple of it (InternLM2Attention " ..
+      "raises)"):format(m.hidden_size), m.num_attention_heads)
+  end
+  m.head_dim = nil -- hidden_size // num_attention_heads (from_config)
+  local b = r.bool("bias", true)
+  m.qkv_bias, m.attn_out_bias = b, b
+  return m
+end
+
+--- InternLM3 (`internlm3`, remote code: modeling_internlm3.py, as a public
+-- copy of it and the Neuron port agree): Llama's layer with q / k / v
+-- biases when `qkv_bias`, o_proj and the SwiGLU MLP's biases when `bias`
+-- (both false in InternLM3Config, as TensorRT-LLM's local copy of it for
+-- its tests gives them), head_dim from the config when given.
+function builders.internlm3(r, cfg, file)
+  local m = llama_like(r, cfg, file, {})
+  m.qkv_bias = r.bool("qkv_bias", false)
+  local b = r.bool("bias", false)
+  m.attn_out_bias, m.mlp_bias = b, b
+  return m
+end
+
 --- openPangu-Embedded (model_type PanguEmbedded, remote code:
 -- IDLEOAK/openpangu-lightweight-methods @ 26a4a87d modeling_openpangu_
 -- dense.py): LlamaForCausalLM whose PanguEmbeddedAttention gives q, k, v
@@ -6202,7 +6236,7 @@ M.ARCHITECTURES = {
   DeepseekV32ForCausalLM = "deepseek_v32", GlmMoeDsaForCausalLM = "glm_moe_dsa",
   DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open", ExaoneMoeForCausalLM = "exaone_moe", Jais2ForCausalLM = "jais2", YoutuForCausalLM = "youtu", FlexOlmoForCausalLM = "flex_olmo", NanoChatForCausalLM = "nanochat", CwmForCausalLM = "cwm", OlmoHybridForCausalLM = "olmo_hybrid",
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe", BailingMoeV2ForCausalLM = "bailing_moe_v2",
-  BailingMoeForCausalLM = "bailing_moe",
+  BailingMoeForCausalLM = "bailing_moe", InternLM2ForCausalLM = "internlm2", InternLM3ForCausalLM = "internlm3",
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",
   GraniteMoeHybridForCausalLM = "granitemoehybrid", Exaone4ForCausalLM = "exaone4",

@@ -876,6 +876,29 @@ function builders.internlm3(r, cfg, file)
   return m
 end
 
+--- EXAONE 3.0 / 3.5 (`exaone`, LG AI Research; remote code
+-- modeling_exaone.py, as TensorRT-LLM's reference copy of ExaoneAttention
+-- and ExaoneMLP for its tests and MLX's port read it): Llama's layer
+-- under GPT-2's names -- ln_1, attn.attention q / k / v / out_proj
+-- without biases (head_dim from the config when given, else
+-- hidden_size / num_attention_heads), ln_2, the SwiGLU c_fc_0 / c_fc_1 /
+-- c_proj without biases -- keyed `num_layers`, `activation_function`,
+-- `layer_norm_epsilon`; EXAONE-3.5-2.4B ties wte and lm_head.
+-- tie_word_embeddings must be given (no copy of ExaoneConfig's default was
+-- read).
+function builders.exaone(_, cfg, file)
+  if is_null(cfg.num_layers) then util.fail(file, "num_layers", "required key is missing", nil) end
+  if is_null(cfg.tie_word_embeddings) then
+    util.fail(file, "tie_word_embeddings", "required key is missing (EXAONE-3.5-2.4B ties, 7.8B and 32B do not)", nil)
+  end
+  local c = with_aliases(cfg, { num_layers = "num_hidden_layers", activation_function = "hidden_act" })
+  if not is_null(c.hidden_act) and c.hidden_act ~= "swish" then
+    require_value(c, "hidden_act", "silu", file, "EXAONE's c_fc_0 / c_fc_1 MLP is priced as SwiGLU; it applies " ..
+      "the activation to c_fc_0", is_null(cfg.hidden_act) and "activation_function" or "hidden_act")
+  end
+  return llama_like(reader(c, file), c, file, { own_activation = true })
+end
+
 --- openPangu-Embedded (model_type PanguEmbedded, remote code:
 -- IDLEOAK/openpangu-lightweight-methods @ 26a4a87d modeling_openpangu_
 -- dense.py): LlamaForCausalLM whose PanguEmbeddedAttention gives q, k, v
@@ -6237,6 +6260,7 @@ M.ARCHITECTURES = {
   DeepseekV4ForCausalLM = "deepseek_v4", Mistral4ForCausalLM = "mistral4", SolarOpenForCausalLM = "solar_open", ExaoneMoeForCausalLM = "exaone_moe", Jais2ForCausalLM = "jais2", YoutuForCausalLM = "youtu", FlexOlmoForCausalLM = "flex_olmo", NanoChatForCausalLM = "nanochat", CwmForCausalLM = "cwm", OlmoHybridForCausalLM = "olmo_hybrid",
   PhimoeForCausalLM = "phimoe", PhiMoEForCausalLM = "phimoe", BailingMoeV2ForCausalLM = "bailing_moe_v2",
   BailingMoeForCausalLM = "bailing_moe", InternLM2ForCausalLM = "internlm2", InternLM3ForCausalLM = "internlm3",
+  ExaoneForCausalLM = "exaone",
   Olmo2ForCausalLM = "olmo2", Olmo3ForCausalLM = "olmo3", Glm4ForCausalLM = "glm4",
   GraniteForCausalLM = "granite", GraniteMoeForCausalLM = "granitemoe", GraniteMoeSharedForCausalLM = "granitemoeshared",
   GraniteMoeHybridForCausalLM = "granitemoehybrid", Exaone4ForCausalLM = "exaone4",

@@ -6285,6 +6285,12 @@ M.UNMODELLED_ARCHITECTURES = {
   Step3p5ForCausalLM = "step3p5",
   MiniMaxM3SparseForCausalLM = "minimax_m3",
   Step3p7FlashForCausalLM = "step3p7", Step3p7ForConditionalGeneration = "step3p7",
+  -- the classes transformers' modeling files (and vLLM's registry, for
+  -- MiniMax-Text-01 / M1) give the types M.UNMODELLED refuses
+  JambaForCausalLM = "jamba", Zamba2ForCausalLM = "zamba2", MiniMaxForCausalLM = "minimax",
+  MiniMaxText01ForCausalLM = "minimax", MiniMaxM1ForCausalLM = "minimax", LongcatFlashForCausalLM = "longcat_flash",
+  Lfm2ForCausalLM = "lfm2", Lfm2MoeForCausalLM = "lfm2_moe", Gemma3nForConditionalGeneration = "gemma3n",
+  Gemma3nForCausalLM = "gemma3n_text",
 }
 
 --- Model types whose released config.json files name more than one
@@ -6292,6 +6298,27 @@ M.UNMODELLED_ARCHITECTURES = {
 -- Ling 2.0's files say model_type bailing_moe, Ling 1.x's, beside
 -- BailingMoeV2ForCausalLM (inclusionAI/Ling-flash-2.0 config.json).
 M.CLASS_DECIDES = { bailing_moe = true }
+
+--- Model types without a reader whose released config.json files name
+-- the modelling class of one (their auto_map loads that remote code): a
+-- copy of the file without `architectures` is read by that class.
+-- Kimi-K2 (moonshotai/Kimi-K2-Instruct: model_type kimi_k2,
+-- DeepseekV3ForCausalLM, modeling_deepseek.py).
+M.TYPE_CLASSES = { kimi_k2 = "DeepseekV3ForCausalLM" }
+
+--- Model types without a reader whose name is close to a reader's but
+-- whose model is not that reader's: no "did you mean" is offered (a
+-- config renamed to the hint would be read as another model without a
+-- word), the error says what differs instead.
+M.NOT_LIKE = {
+  qwen = 'Qwen v1 (QWenLMHeadModel: one c_attn GEMM with biases, no grouped K/V heads, an intermediate_size ' ..
+    'twice its MLP width), not the model of "qwen2"',
+  opt = 'OPT (learned positions, a ReLU MLP, LayerNorms with biases), not the model of "mpt"',
+  falcon_mamba = 'Falcon-Mamba (Mamba-1 mixers), not the model of "falcon"',
+  mamba = 'Mamba-1 (the selective scan with x_proj and dt_proj), not the SSD mixers of "mamba2"',
+  hunyuan = 'Hunyuan-Large (K/V shared across layers, use_cla and cla_share_factor), not the model of ' ..
+    '"hunyuan_v1_moe"',
+}
 
 --- The model_type a config is read as: its own when a reader has it (for
 -- M.CLASS_DECIDES, when its class is not another reader's) or
@@ -6305,6 +6332,9 @@ M.CLASS_DECIDES = { bailing_moe = true }
 function M.model_type_of(cfg)
   local mt = cfg.model_type
   local arch = type(cfg.architectures) == "table" and cfg.architectures[1]
+  if is_null(cfg.architectures) and type(mt) == "string" and not builders[mt] then
+    arch = M.TYPE_CLASSES[mt] or arch
+  end
   local as = type(arch) == "string" and M.ARCHITECTURES[arch]
   if type(mt) == "string" and builders[mt] and not (M.CLASS_DECIDES[mt] and as and as ~= mt) then
     return mt
@@ -6613,7 +6643,8 @@ function M.from_config(cfg, source, name)
   for _, t in ipairs(M.moe_supported) do moe_ok = moe_ok or t == mt end
   local key, n = moe_key(cfg)
   if key and not moe_ok then
-    local dym = type(mt) == "string" and require("apsearch.suggest").did_you_mean(mt, M.moe_supported)
+    local dym = type(mt) == "string" and (M.NOT_LIKE[mt] and "it is " .. M.NOT_LIKE[mt]
+      or require("apsearch.suggest").did_you_mean(mt, M.moe_supported))
     error(string.format("NotImplemented: %s: MoE config (%s = %s) of model_type %s is not " ..
       "modelled%s (supported MoE types: %s)", source, key, util.describe(n), util.describe(mt),
       dym and ("; " .. dym) or "", util.join(M.moe_supported)), 0)
@@ -6646,13 +6677,16 @@ function M.from_config(cfg, source, name)
   end
   local build = builders[mt]
   if not build then
-    util.fail(source, "model_type", require("apsearch.suggest").problem("unsupported model type",
-      tostring(mt), all) .. " (supported: " .. util.join(all) .. "); write another as a policy's " ..
+    util.fail(source, "model_type", (M.NOT_LIKE[mt] and "unsupported model type: " .. M.NOT_LIKE[mt]
+      or require("apsearch.suggest").problem("unsupported model type", tostring(mt), all)) ..
+      " (supported: " .. util.join(all) .. "); write another as a policy's " ..
       "model table of its sizes (docs/policy.md \"model\")", mt)
   end
   local notes, extra = {}, {}
   if as then
-    notes[#notes + 1] = ("%s: model_type %s read as %s (architectures names %s, that type's modelling class)")
+    notes[#notes + 1] = ("%s: model_type %s read as %s (" .. (is_null(cfg.architectures) and
+      "its released config.json names %s in architectures" or "architectures names %s") ..
+      ", that type's modelling class)")
       :format(source, (cfg.model_type == nil or is_null(cfg.model_type) or cfg.model_type == "") and "(missing)"
         or type(cfg.model_type) == "string" and cfg.model_type or util.describe(cfg.model_type), mt, as)
   end
@@ -6798,6 +6832,21 @@ function M.load(path, name)
       type(cfg) == "table" and "an array" or cfg == cjson.null and "null" or "a " .. type(cfg)), 0)
   end
   return M.from_config(cfg, path, name)
+end
+
+-- Every type a reader has is a supported one (errors list them, hints draw
+-- on them): those of M.supported and M.moe_supported in their order, then
+-- the other readers' types by name.
+do
+  local listed = {}
+  for _, t in ipairs(M.supported) do listed[t] = true end
+  for _, t in ipairs(M.moe_supported) do listed[t] = true end
+  local rest = {}
+  for t in pairs(builders) do
+    if not listed[t] then rest[#rest + 1] = t end
+  end
+  table.sort(rest)
+  for _, t in ipairs(rest) do M.supported[#M.supported + 1] = t end
 end
 
 return M

@@ -973,8 +973,8 @@ function M.run(policy, opts)
     or tostring(policy.file)
   -- the NVLink domain when it spans hosts (a GB200 / GB300 rack: a built
   -- policy takes 64 of a rack's 72, defaults.RACK_JOB_GPUS)
-  L("policy %s: model %s, %d x %s (%d per node%s), global batch %s x seq %s, %s, %s%s",
-    source, tostring(m.name), cl.num_devices, device_name,
+  L("policy %s: model %s%s, %d x %s (%d per node%s), global batch %s x seq %s, %s, %s%s",
+    source, tostring(m.name), require("apsearch.format.common").params_note(m), cl.num_devices, device_name,
     cl.devices_per_node, require("apsearch.format.common").nvlink_domain_note(cl),
     tostring(tr.global_batch_size), tostring(tr.seq_length),
     tostring(tr.precision), tostring(tr.framework), require("apsearch.format.common").mtp_note(tr))

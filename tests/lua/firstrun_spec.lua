@@ -86,7 +86,7 @@ describe("run --model M --cluster D:N without a policy", function()
     assert.truthy(err:find("note: no policy file; searching the framework's full space: ", 1, true), err)
     -- the log names the policy as built, not as a file called "apsearch init ..."
     assert.truthy(err:find("\npolicy built by --model / --cluster (`apsearch init llama-3.1-405b h100-sxm-80gb:2048` "
-      .. "writes it): model llama-3.1-405b, 16384 x h100-sxm-80gb", 1, true), err)
+      .. "writes it): model llama-3.1-405b (405.85B parameters), 16384 x h100-sxm-80gb", 1, true), err)
     assert.truthy(out:find("llama-3.1-405b on 16384 x h100-sxm-80gb", 1, true), out)
   end)
 

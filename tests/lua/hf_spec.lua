@@ -862,3 +862,40 @@ describe("apsearch.hf and the Hugging Face cache", function()
     os.execute("rm -rf '" .. base .. "'")
   end)
 end)
+
+describe("model types a new user brings", function()
+  local hf = require "apsearch.hf"
+  local H = require "spec_helpers"
+
+  it("lists every type a reader has among the supported ones", function()
+    local listed = {}
+    for _, t in ipairs(hf.supported) do listed[t] = true end
+    for _, t in ipairs(hf.moe_supported) do listed[t] = true end
+    for _, t in ipairs({ "apertus", "exaone", "internlm2", "internlm3", "ministral", "vaultgemma", "bailing_moe",
+                         "llama", "deepseek_v3" }) do
+      assert.is_true(listed[t], t)
+    end
+  end)
+
+  it("offers no hint towards a reader whose model is another (Qwen v1 is not qwen2), and says why", function()
+    local e = H.err_of(hf.from_config, { model_type = "qwen", hidden_size = 2048 }, "q.json")
+    assert.matches('q.json: model_type: unsupported model type: Qwen v1 (QWenLMHeadModel', e, 1, true)
+    assert.is_nil(e:find("did you mean", 1, true))
+    e = H.err_of(hf.from_config, { model_type = "hunyuan", num_experts = 16 }, "h.json")
+    assert.matches('it is Hunyuan-Large (K/V shared across layers', e, 1, true)
+    assert.is_nil(e:find("did you mean", 1, true))
+  end)
+
+  it("reads a Kimi-K2 config copied without architectures by the class its released file names", function()
+    assert.are.same({ "deepseek_v3", "DeepseekV3ForCausalLM" }, { hf.model_type_of({ model_type = "kimi_k2" }) })
+    -- a file that names another class keeps it
+    assert.are.same({ "kimi_k2" }, { hf.model_type_of({ model_type = "kimi_k2", architectures = { "X" } }) })
+  end)
+
+  it("refuses an unmodelled family named only by its class as that family", function()
+    assert.matches("(read as lfm2 by its architectures class Lfm2ForCausalLM): LFM2's gated short-convolution",
+      H.err_of(hf.from_config, { architectures = { "Lfm2ForCausalLM" }, hidden_size = 1024 }, "l.json"), 1, true)
+    assert.matches("(read as jamba by its architectures class JambaForCausalLM)",
+      H.err_of(hf.from_config, { architectures = { "JambaForCausalLM" } }, "j.json"), 1, true)
+  end)
+end)

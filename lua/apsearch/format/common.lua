@@ -569,6 +569,25 @@ function M.mtp_note(training)
   return ""
 end
 
+--- " (P parameters)" or " (P parameters, A active)" of a model, in
+-- billions with two decimals (millions below one billion): the count
+-- core.model_params gives (embedding and output layer included, MTP
+-- modules apart), so a user sees which model the estimate read.
+-- @tparam table model normalized model table
+-- @treturn string "" when the count cannot be taken
+function M.params_note(model)
+  local ok, pc = pcall(require("apsearch.core").model_params, model)
+  if not ok or type(pc) ~= "table" or type(pc.total) ~= "number" then return "" end
+  local function n(x)
+    if x >= 1e9 then return string.format("%.2fB", x / 1e9) end
+    return string.format("%.1fM", x / 1e6)
+  end
+  if pc.active and pc.active < pc.total then
+    return string.format(" (%s parameters, %s active)", n(pc.total), n(pc.active))
+  end
+  return string.format(" (%s parameters)", n(pc.total))
+end
+
 --- ", E experts top-k" for a mixture-of-experts model (`num_experts` > 0,
 -- `experts_per_token`), else "".
 -- @tparam table model normalized model table

@@ -169,12 +169,7 @@ local LING_LITE_15 = {
   norm_head = false, norm_softmax = false, output_dropout = 0.0,
 }
 
-local function ling(extra)
-  local c = {}
-  for k, v in pairs(LING_LITE_15) do c[k] = v end
-  for k, v in pairs(extra or {}) do c[k] = v end
-  return c
-end
+local function ling(extra) return H.with(LING_LITE_15, extra) end
 
 describe("Ling 1.x (bailing_moe)", function()
   -- Per layer: query_key_value 2048 x (16 + 2 x 4) x 128, dense 2048 x

@@ -20,12 +20,7 @@ local EXAONE_30_78B = {
   vocab_size = 102400,
 }
 
-local function with(extra)
-  local c = {}
-  for k, v in pairs(EXAONE_30_78B) do c[k] = v end
-  for k, v in pairs(extra or {}) do c[k] = v end
-  return c
-end
+local function with(extra) return H.with(EXAONE_30_78B, extra) end
 
 describe("EXAONE 3.x (exaone)", function()
   -- q, out 4096 x 4096; k, v 4096 x 1024; c_fc_0, c_fc_1, c_proj of

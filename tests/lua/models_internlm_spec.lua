@@ -9,12 +9,7 @@ local hf = require "apsearch.hf"
 local core = require "apsearch.core"
 local H = require "spec_helpers"
 
-local function with(base, extra)
-  local c = {}
-  for k, v in pairs(base) do c[k] = v end
-  for k, v in pairs(extra or {}) do c[k] = v end
-  return c
-end
+local with = H.with
 
 -- internlm2-7b's config.json keys as a public MLX loader's test copies
 -- them from a converted checkpoint ("trimmed to the fields ModelArgs

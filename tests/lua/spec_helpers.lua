@@ -147,6 +147,13 @@ function M.copy(t)
   return c
 end
 
+--- A copy of config `base` with the keys of `extra` set over it.
+function M.with(base, extra)
+  local c = M.copy(base)
+  for k, v in pairs(extra or {}) do c[k] = v end
+  return c
+end
+
 --- The message of the error f(...) raises (fails the spec if none).
 function M.err_of(f, ...)
   local ok, e = pcall(f, ...)

@@ -1625,31 +1625,41 @@ M.BAILING_NULL_FALSE = { "use_qkv_bias", "use_bias", "use_qk_norm", "tie_word_em
 M.BAILING_NULL_OK = { head_dim = true, attention_dropout = true, embedding_dropout = true, output_dropout = true,
   use_qkv_bias = true, use_bias = true, use_qk_norm = true, tie_word_embeddings = true }
 
---- A bailing_moe_v2 config as BailingMoeV2Config reads it (its defaults,
--- M.BAILING_MOE_V2_DEFAULTS, for the RoPE base and dropout too): `head_dim`
--- null is hidden_size // num_attention_heads, `num_shared_experts` null no
--- shared expert (BailingMoeV2SparseMoeBlock: "if config.num_shared_experts
--- is not None").
-function M.ADJUST.bailing_moe_v2(cfg, file)
-  local c = with_defaults(cfg, M.BAILING_MOE_V2_DEFAULTS)
-  -- a JSON null is None to the class: what the model makes of it
+--- A Ling config (bailing_moe, bailing_moe_v2) as its class reads it:
+-- `defaults` for a missing key; a JSON null is the class's None, which
+-- both models read alike: head_dim from the width, no shared expert ("if
+-- config.num_shared_experts is not None"), no biases, Q/K norms or tied
+-- embeddings (M.BAILING_NULL_FALSE); any other null of `defaults` is
+-- refused, with the message `why[key]` when given, unless `why[key]` is
+-- false (the caller reads that None itself) or M.BAILING_NULL_OK has it
+-- (read as the model reads None). embedding_dropout and output_dropout are stored and
+-- never used by either model (they apply attention_dropout only): dropped.
+-- @raise `<file>: <key>: null: <class> keeps None ...`
+local function bailing_config(cfg, file, defaults, class, why)
+  local c = with_defaults(cfg, defaults)
   local given_null = function(k) return cfg[k] ~= nil and is_null(cfg[k]) end
   if given_null("head_dim") or cfg.head_dim == 0 then c.head_dim = nil end -- head_dim or h // heads
   if given_null("num_shared_experts") then c.num_shared_experts = 0 end
   for _, k in ipairs(M.BAILING_NULL_FALSE) do
     if given_null(k) then c[k] = false end
   end
-  for k in pairs(M.BAILING_MOE_V2_DEFAULTS) do
-    if given_null(k) and c[k] ~= nil and k ~= "num_shared_experts" and not M.BAILING_NULL_OK[k] then
-      util.fail(file or "config.json", k, k == "num_experts"
-        and "null: BailingMoeV2Config keeps None and its model builds every layer dense; give the experts"
-        or "null: BailingMoeV2Config keeps None, which its model cannot run with; give a value", nil)
+  for k in pairs(defaults) do
+    if given_null(k) and k ~= "num_shared_experts" and not M.BAILING_NULL_OK[k] and why[k] ~= false then
+      util.fail(file, k, why[k] or ("null: " .. class .. " keeps None, which its model cannot run with; give a value"),
+        nil)
     end
   end
-  -- BailingMoeV2Attention applies attention_dropout only; embedding_dropout
-  -- and output_dropout are stored and never used
   c.embedding_dropout, c.output_dropout = nil, nil
   return c
+end
+
+--- A bailing_moe_v2 config as BailingMoeV2Config reads it
+-- (bailing_config with M.BAILING_MOE_V2_DEFAULTS, for the RoPE base and
+-- dropout too); a null num_experts is refused (the model would build every
+-- layer dense).
+function M.ADJUST.bailing_moe_v2(cfg, file)
+  return bailing_config(cfg, file or "config.json", M.BAILING_MOE_V2_DEFAULTS, "BailingMoeV2Config",
+    { num_experts = "null: BailingMoeV2Config keeps None and its model builds every layer dense; give the experts" })
 end
 
 --- Ling 2.0 / Ring 2.0 (`bailing_moe_v2`, inclusionAI; remote code, read
@@ -1702,26 +1712,13 @@ M.BAILING_MOE_DEFAULTS = {
 -- @raise `<file>: num_key_value_heads: ...` when missing, null or 0
 function M.ADJUST.bailing_moe(cfg, file)
   file = file or "config.json"
-  local c = with_defaults(cfg, M.BAILING_MOE_DEFAULTS)
-  local given_null = function(k) return cfg[k] ~= nil and is_null(cfg[k]) end
   local kv = cfg.num_key_value_heads
   if is_null(kv) or kv == 0 then
     util.fail(file, "num_key_value_heads", "BailingMoeConfig's default 0 (and None) fails in " ..
       "BailingMoeAttention (num_heads // num_key_value_heads): give the K/V heads", kv)
   end
-  if given_null("head_dim") or cfg.head_dim == 0 then c.head_dim = nil end
-  if given_null("num_shared_experts") then c.num_shared_experts = 0 end
-  if given_null("num_experts") then c.num_experts = false end -- every layer dense
-  for _, k in ipairs(M.BAILING_NULL_FALSE) do
-    if given_null(k) then c[k] = false end
-  end
-  for k in pairs(M.BAILING_MOE_DEFAULTS) do
-    if given_null(k) and c[k] ~= nil and c[k] ~= false and k ~= "num_shared_experts"
-        and not M.BAILING_NULL_OK[k] then
-      util.fail(file, k, "null: BailingMoeConfig keeps None, which its model cannot run with; give a value", nil)
-    end
-  end
-  c.embedding_dropout, c.output_dropout = nil, nil
+  local c = bailing_config(cfg, file, M.BAILING_MOE_DEFAULTS, "BailingMoeConfig", { num_experts = false })
+  if cfg.num_experts ~= nil and is_null(cfg.num_experts) then c.num_experts = nil end -- every layer dense
   return c
 end
 
@@ -1746,7 +1743,7 @@ end
 function builders.bailing_moe(_, cfg, file)
   require_silu(cfg, file, "Ling's MLP and experts are SwiGLU (BailingMoeMLP: act_fn(gate_proj(x)) * up_proj(x))")
   local c = with_defaults(cfg, {})
-  local moe = c.num_experts ~= false
+  local moe = not is_null(c.num_experts) -- null: from_config's M.ADJUST.bailing_moe made it none
   if moe and is_null(c.intermediate_size) and count(c, "first_k_dense_replace", 0, file) == 0 then
     c.intermediate_size = c.moe_intermediate_size
   end

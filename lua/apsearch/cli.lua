@@ -256,9 +256,22 @@ end
 -- @tparam table c its parse (policy.parse_cluster_spec)
 -- @treturn string|nil
 function M.cluster_note(spec, c)
+  local note = M.cluster_size_note(spec, c)
+  local name = spec:match("^([^:]+)")
+  local preset, aliased = policy_mod.device_preset_name(name or "")
+  if not aliased then return note end
+  local alias = ("note: device %s read as the preset %s (apsearch presets lists the others)")
+    :format(util.describe(name), preset)
+  return note and (alias .. "; " .. note:gsub("^note: ", "")) or alias
+end
+
+--- The part of M.cluster_note about hosts and GPUs (nil when there is
+-- nothing to say).
+function M.cluster_size_note(spec, c)
   -- hosts larger than the device's board: one switch joining them all
   local d, g = spec:match("^([^:]+):%d+x(%d+)$")
-  local board = d and (policy_mod.HOST_GPUS[d:lower()] or policy_mod.HOST_GPUS_DEFAULT)
+  local board = d and (policy_mod.HOST_GPUS[(policy_mod.device_preset_name(d) or d):lower()]
+    or policy_mod.HOST_GPUS_DEFAULT)
   g = g and math.tointeger(tonumber(g))
   -- AMD's parts join a host's GPUs with Infinity Fabric, NVIDIA's with NVLink
   local fabric = d and d:lower():match("^mi%d") and "Infinity Fabric" or "NVLink"

@@ -624,10 +624,43 @@ local function no_preset_problem(name)
   return nil
 end
 
+--- Short names users give a part with one preset, read as that preset
+-- (the SXM board of an HGX / DGX host; an A100 has two presets, 40 and
+-- 80 GB, and gets no alias: its name asks which).  `h100` is the SXM5 80
+-- GB part of NVIDIA's H100 datasheet, not the power-limited 96 GB variant
+-- of TorchTitan's benchmark hosts (`h100-96gb-500w`).  Read in any case;
+-- the run's notes say which preset a short name was read as.
+M.DEVICE_ALIASES = {
+  h100 = "h100-sxm-80gb", h200 = "h200-sxm-141gb", h800 = "h800-sxm-80gb",
+  a800 = "a800-sxm4-80gb", h20 = "h20-96gb", mi300x = "mi300x-192gb",
+  mi325x = "mi325x-256gb", mi355x = "mi355x-288gb",
+}
+
+--- The preset a device name stands for: the name itself when it is a
+-- preset, else the preset of its short name (M.DEVICE_ALIASES, any case,
+-- e.g. "H100"), else nil.
+-- @tparam string name
+-- @treturn string|nil preset name
+-- @treturn boolean whether it was read through an alias
+function M.device_preset_name(name)
+  local is_preset = require("apsearch.core").device_preset
+  local lower = name:lower()
+  if lower == name and pcall(is_preset, name) then return name, false end
+  if M.DEVICE_ALIASES[lower] then return M.DEVICE_ALIASES[lower], true end
+  if pcall(is_preset, lower) then return lower, true end
+  return nil, false
+end
+
 function Norm:device(v, path)
   if type(v) == "string" then
     local core = require "apsearch.core"
-    if not pcall(core.device_preset, v) then
+    local preset, aliased = M.device_preset_name(v)
+    if aliased then
+      self.device_alias = ("note: device %s read as the preset %s (apsearch presets lists the others)")
+        :format(util.describe(v), preset)
+      return preset
+    end
+    if not preset then
       local names = {}
       for i, d in ipairs(core.device_presets()) do names[i] = d.name end
       self:fail(path, (no_preset_problem(v) or suggest.problem("unknown device preset", v, names)) ..
@@ -659,7 +692,7 @@ M.HOST_GPUS = { gb200 = 4, gb300 = 4 }
 function M.parse_cluster_spec(s)
   local dev, colon, rest = s:match("^([^:]+)(:?)(.*)$")
   if not dev or (colon == ":" and rest == "") then return nil end
-  local host = M.HOST_GPUS[dev:lower()] or M.HOST_GPUS_DEFAULT
+  local host = M.HOST_GPUS[(M.device_preset_name(dev) or dev):lower()] or M.HOST_GPUS_DEFAULT
   if rest == "" then return presets.cluster(dev, 1, host) end
   local nodes, gpus = rest:match("^(%d+)x(%d+)$")
   if not nodes then nodes, gpus = rest:match("^(%d+)$"), tostring(host) end
@@ -1181,6 +1214,7 @@ function M.from_table(raw, file, opts)
   else
     p.search_space = n:search_space(raw.search_space)
   end
+  if n.device_alias then p.warnings[#p.warnings + 1] = n.device_alias end
   local rack = M.rack_note(p.cluster)
   if rack then p.warnings[#p.warnings + 1] = rack end
   -- the stack's efficiency profile (training.stack, else the framework's

@@ -264,6 +264,31 @@ describe("apsearch binary", function()
         cli.cluster_note("mi300x-192gb:1x4", policy.parse_cluster_spec("mi300x-192gb:1x4")))
     end)
 
+    it("reads a part's short name as its one preset, and says so (a new user wrote h100:8)", function()
+      local cli = require "apsearch.cli"
+      local policy = require "apsearch.policy"
+      assert.are.same({ "h100-sxm-80gb", true }, { policy.device_preset_name("H100") })
+      assert.are.same({ "gb200", false }, { policy.device_preset_name("gb200") })
+      assert.are.same({ "gb200", true }, { policy.device_preset_name("GB200") })
+      assert.are.same({ "mi355x-288gb", true }, { policy.device_preset_name("mi355x") })
+      -- two A100 presets (40 and 80 GB): no alias, the name asks which
+      assert.is_nil(policy.device_preset_name("a100"))
+      local c = policy.parse_cluster_spec("h200:2")
+      assert.are.equal(16, c.num_devices)
+      assert.are.equal('note: device "h200" read as the preset h200-sxm-141gb (apsearch presets lists the '
+        .. 'others); --cluster h200:2 is 2 hosts of 8 GPUs, 16 GPUs', cli.cluster_note("h200:2", c))
+      -- a GB200 tray's 4 GPUs by its short name in any case
+      assert.are.equal(4, policy.parse_cluster_spec("GB200:3").devices_per_node)
+      local code, out, err = apsearch("run", "--model", "llama-3.1-8b", "--cluster", "H100:1", "--top-k", "1")
+      assert.are.equal(0, code, err)
+      assert.truthy(out:find("on 8 x h100-sxm-80gb", 1, true), out)
+      assert.truthy(err:find('apsearch: note: device "H100" read as the preset h100-sxm-80gb', 1, true), err)
+      -- in a policy file's cluster table too
+      local code2, _, err2 = apsearch("run", "--cluster", "a100:1")
+      assert.are.equal(2, code2)
+      assert.truthy(err2:find('did you mean "a100-sxm4-40gb" or "a100-sxm4-80gb"?', 1, true), err2)
+    end)
+
     it("for another name of a framework, suggesting apsearch's (a new user's finding)", function()
       assert.are.equal('--set: training.framework: expected one of megatron, fsdp2, fsdp, deepspeed, automodel; '
         .. 'did you mean "fsdp2"? (got "torchtitan")',

@@ -91,6 +91,21 @@ local function parts_within(word, name)
   return true
 end
 
+--- Extra edit charged to a name that is close only once the separators
+-- ("-", "_", ".") of both are left out: "llama3-8b" is one digit from
+-- "llama-3.1-8b" that way, so it ranks before "llama-2-7b" (three edits
+-- either way with the separators), and never ties a name as close with them.
+M.UNSEPARATED_PENALTY = 0.25
+
+-- the edit distance of a and b without their separators, plus
+-- M.UNSEPARATED_PENALTY (math.huge when beyond max)
+local function unseparated_distance(a, b, max)
+  local sa, sb = (a:gsub("[%-_%.]", "")), (b:gsub("[%-_%.]", ""))
+  if sa == a and sb == b then return math.huge end
+  local d = M.distance(sa, sb, max)
+  return d <= max and d + M.UNSEPARATED_PENALTY or math.huge
+end
+
 --- The known names closest to `word`.
 -- @tparam string word what was given
 -- @tparam table candidates array of known names (or a set: name -> true)
@@ -112,7 +127,7 @@ function M.closest(word, candidates)
       elseif parts_within(word, c) then
         scored[#scored + 1] = { c, 0.75 }
       else
-        local d = M.distance(word, c, limit)
+        local d = math.min(M.distance(word, c, limit), unseparated_distance(word, c, limit))
         if d <= limit then scored[#scored + 1] = { c, d } end
       end
     end

@@ -55,6 +55,15 @@ describe("suggest", function()
     assert.are.same({}, suggest.closest("t", { "tp_degree" }))
     assert.is_nil(suggest.did_you_mean("qqq", { "run" }))
   end)
+  it("ranks a name close once the separators are left out before one a few edits away", function()
+    -- llama3-8b: three edits from llama-3.1-8b and from llama-2-7b with the
+    -- separators; without them one (llama38b, llama318b) against two
+    local names = { "llama-2-7b", "llama-3.1-8b", "llama-3.1-70b" }
+    assert.are.same({ "llama-3.1-8b" }, suggest.closest("llama3-8b", names))
+    assert.are.same({ "deepseek-v3" }, suggest.closest("deepseekv3", { "deepseek-v3", "deepseek-v2" }))
+    -- a name as close with its separators is not ranked after one without
+    assert.are.same({ "search_space" }, suggest.closest("serch_space", { "search_space", "searchspac" }))
+  end)
 end)
 
 describe("an output file that is an input", function()

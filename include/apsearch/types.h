@@ -92,7 +92,8 @@ typedef enum {
  *  the saved bytes and the memory traffic (memory.c, compute.c).  The
  *  others change neither memory nor FLOPs; the launch configs write them. */
 typedef enum {
-    APS_GLU_SILU = 0, APS_GLU_GELU_TANH, APS_GLU_QUICK_GELU, APS_GLU_SITU
+    APS_GLU_SILU = 0, APS_GLU_GELU_TANH, APS_GLU_QUICK_GELU, APS_GLU_SITU,
+    APS_GLU_GELU /**< exact (erf) GELU: transformers' "gelu" (GeGLU) */
 } aps_glu_activation;
 typedef enum { APS_NORM_RMSNORM = 0, APS_NORM_LAYERNORM } aps_norm;
 /** The mixer of a model's linear-attention layers (src/core/gdn.c):

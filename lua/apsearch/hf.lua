@@ -1044,20 +1044,22 @@ function builders.qwen3(r, cfg, file)
 end
 
 --- transformers' activation names (ACT2FN) of a gated MLP -> the model
--- field glu_activation.
-M.GLU_ACTIVATIONS = { gelu_pytorch_tanh = "gelu_tanh", silu = "silu" }
+-- field glu_activation: "gelu" is ACT2FN's exact (erf) GELUActivation,
+-- which a re-saved Gemma 3 config may name (transformers activations.py
+-- ACT2CLS; Gemma3MLP looks hidden_activation up there).
+M.GLU_ACTIVATIONS = { gelu_pytorch_tanh = "gelu_tanh", silu = "silu", gelu = "gelu" }
 
 --- The Gemma family's MLP activation: `hidden_activation` (GemmaConfig,
 -- Gemma2Config, Gemma3TextConfig; absent or null: gelu_pytorch_tanh, the
 -- classes' default) as glu_activation.
 -- @tparam table cfg the decoded config
 -- @tparam string file for errors
--- @treturn string "gelu_tanh" or "silu"
+-- @treturn string "gelu_tanh", "gelu" or "silu"
 function M.gemma_activation(cfg, file)
   local v = cfg.hidden_activation
   if is_null(v) then v = "gelu_pytorch_tanh" end
   local a = M.GLU_ACTIVATIONS[v]
-  if not a then util.fail(file, "hidden_activation", "expected gelu_pytorch_tanh or silu", v) end
+  if not a then util.fail(file, "hidden_activation", "expected gelu_pytorch_tanh, gelu or silu", v) end
   return a
 end
 

@@ -58,7 +58,7 @@ M.model = {
   chunked_attention_layers = "nonnegint",
   -- the gated MLP's activation and soft-capping (change no estimate; the
   -- launch configs write them or say they cannot)
-  glu_activation = enum("silu", "gelu_tanh", "quick_gelu", "situ"),
+  glu_activation = enum("silu", "gelu_tanh", "quick_gelu", "situ", "gelu"),
   glu_linear_offset = "nonneg", glu_clamp = "nonneg",
   attn_logit_softcapping = "nonneg", final_logit_softcapping = "nonneg",
   -- numerics that change neither memory nor FLOPs, written into the launch

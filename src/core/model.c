@@ -723,7 +723,7 @@ static aps_status validate_head_gate(const aps_model *m, char *err, size_t n)
 /* The gated MLP's activation, offset and clamp belong to mlp = swiglu. */
 static aps_status validate_glu(const aps_model *m, char *err, size_t n)
 {
-    if ((unsigned)m->glu_activation > APS_GLU_SITU) {
+    if ((unsigned)m->glu_activation > APS_GLU_GELU) {
         aps_fmt(err, n, "model.glu_activation: enum field out of range");
         return APS_EINVAL;
     }

@@ -59,9 +59,10 @@ typedef struct {
 APSL_ENUM(enum_mlp, "swiglu, gelu, relu2, xielu",
           {"swiglu", APS_MLP_SWIGLU}, {"gelu", APS_MLP_GELU},
           {"relu2", APS_MLP_RELU2}, {"xielu", APS_MLP_XIELU});
-APSL_ENUM(enum_glu_activation, "silu, gelu_tanh, quick_gelu, situ",
+APSL_ENUM(enum_glu_activation, "silu, gelu_tanh, quick_gelu, situ, gelu",
           {"silu", APS_GLU_SILU}, {"gelu_tanh", APS_GLU_GELU_TANH},
-          {"quick_gelu", APS_GLU_QUICK_GELU}, {"situ", APS_GLU_SITU});
+          {"quick_gelu", APS_GLU_QUICK_GELU}, {"situ", APS_GLU_SITU},
+          {"gelu", APS_GLU_GELU});
 APSL_ENUM(enum_linear_attention, "gated_deltanet, kda",
           {"gated_deltanet", APS_LINEAR_GDN}, {"kda", APS_LINEAR_KDA});
 APSL_ENUM(enum_norm, "rmsnorm, layernorm",

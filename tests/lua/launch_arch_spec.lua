@@ -269,6 +269,26 @@ describe("model fields of the architecture (issue 25)", function()
     assert.truthy(tostring(err):find("relu", 1, true), err)
   end)
 
+  it("reads a Gemma 3 config naming the exact GELU (\"gelu\", a re-saved config) as GeGLU of the same count", function()
+    -- a new user's MaxText-dumped Gemma 3 configs say hidden_activation
+    -- "gelu", which transformers' ACT2FN takes (GELUActivation)
+    local f = assert(io.open(ROOT .. "/examples/models/gemma-3-1b-pt.json"))
+    local cfg = require("cjson").decode(f:read("a")) f:close()
+    local tanh = hf.from_config(cfg, "gemma-3-1b-pt.json")
+    cfg.hidden_activation = "gelu"
+    local exact = hf.from_config(cfg, "gemma-3-1b-pt.json")
+    assert.are.equal("gelu_tanh", tanh.glu_activation)
+    assert.are.equal("gelu", exact.glu_activation)
+    assert.are.equal(999885952, core.model_params(exact).total)
+    assert.are.equal(core.model_params(tanh).total, core.model_params(exact).total)
+    local flags, notes = script(exact)
+    assert.is_true(flags["--quick-geglu"])
+    local nw = not_written(notes) -- and the sandwich norms', as for gelu_pytorch_tanh
+    assert.are.equal(2, #nw)
+    assert.truthy(nw[1]:find("GeGLU MLP's GELU (gelu): NOT EXPRESSIBLE in Megatron-LM", 1, true), nw[1])
+    assert.truthy(nw[1]:find("in place of GELU$"), nw[1])
+  end)
+
   it("the core checks the period against the windowed count and the GLU fields against mlp", function()
     local m = load("gemma-3-1b-pt")
     m.sliding_window_period = 2

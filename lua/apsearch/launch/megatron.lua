@@ -1110,10 +1110,11 @@ function M.glu_args(c, A, N)
   else
     A("--quick-geglu")
   end
-  if act == "gelu_tanh" then
-    not_written(N, "the GeGLU MLP's GELU (gelu_pytorch_tanh)", "gated MLPs only with SiLU, --swiglu, or " ..
-      "quick GELU, --quick-geglu; " .. M.ARCH_SOURCES.activation_excluded, "--quick-geglu is written: the " ..
-      "same gated MLP and shapes with x * sigmoid(1.702 x) in place of GELU-tanh")
+  if act == "gelu_tanh" or act == "gelu" then
+    local name = act == "gelu" and "GELU" or "GELU-tanh"
+    not_written(N, ("the GeGLU MLP's GELU (%s)"):format(act == "gelu" and "gelu" or "gelu_pytorch_tanh"),
+      "gated MLPs only with SiLU, --swiglu, or quick GELU, --quick-geglu; " .. M.ARCH_SOURCES.activation_excluded,
+      "--quick-geglu is written: the same gated MLP and shapes with x * sigmoid(1.702 x) in place of " .. name)
   end
   local offset, clamp = m.glu_linear_offset or 0, m.glu_clamp or 0
   if offset ~= 0 then

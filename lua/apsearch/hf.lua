@@ -77,10 +77,11 @@
 -- `text_config`.  A policy whose model is a config that states dropout
 -- trains as it says (`training.dropout = info.dropout`)
 -- unless the policy sets `training.dropout` itself (apsearch.policy; the
--- policy wins); a config that states none leaves the framework's default
--- (on in Megatron-LM: hidden_dropout = attention_dropout = 0.1,
--- src/core/profile.c).  Each must be a probability in [0, 1) when it is a
--- number; null or absent: not stated.
+-- policy wins); a config that states none takes its configuration
+-- class's default (M.DROPOUT_CLASS_DEFAULTS: on for GPT-2, GPTBigCode and
+-- Ling 1.x, off for every other class), which is then what it states.
+-- Each must be a probability in [0, 1) when it is a number; null or
+-- absent: not stated.
 --
 -- Mixture-of-experts types (issue 13; M.moe_supported) import with their
 -- experts, so that `core.model_params` counts total and active parameters
@@ -692,6 +693,21 @@ end
 M.DROPOUT_KEYS = { "attn_pdrop", "resid_pdrop", "embd_pdrop", "hidden_dropout",
                    "attention_dropout", "hidden_dropout_prob",
                    "attention_probs_dropout_prob", "residual_dropout", "embedding_dropout" }
+
+--- Dropout of the configuration classes whose defaults are not 0, for a
+-- config.json that states none of M.DROPOUT_KEYS: transformers'
+-- GPT2Config and GPTBigCodeConfig (attn_pdrop, resid_pdrop, embd_pdrop
+-- 0.1; configuration_gpt2.py, configuration_gpt_bigcode.py) and Ling 1.x's
+-- BailingMoeConfig (attention_dropout 0.1; inclusionAI/Ling 69823a61).
+-- Every other class apsearch reads defaults its attention_dropout (or
+-- hidden / residual dropout) to 0.0 and its modules have no other dropout
+-- (LlamaConfig, Gemma3TextConfig, Qwen2MoeConfig, DeepseekV2Config,
+-- MiniMaxM2Config, ...), so such a config trains without dropout, as
+-- transformers builds it: key -> probability.
+M.DROPOUT_CLASS_DEFAULTS = {
+  gpt2 = { "attn_pdrop", 0.1 }, gpt_bigcode = { "attn_pdrop", 0.1 },
+  bailing_moe = { "attention_dropout", 0.1 },
+}
 
 --- Whether a config asks for dropout: the first of M.DROPOUT_KEYS that is
 -- a number > 0; and whether it says at all (any of them present, 0
@@ -6614,8 +6630,9 @@ end
 -- @treturn table info `{source=, model_type=, dropout=, dropout_stated=,
 --   dropout_key=, dropout_value=, notes=, vision_params=}`: dropout is true
 --   when the config sets a dropout probability > 0 (M.DROPOUT_KEYS),
---   dropout_stated when it has any of those keys (0 included), with the first
---   such key and value; notes, what the estimate does not price (strings
+--   dropout_stated when it has any of those keys (0 included) and, with
+--   none, from its class's default (M.DROPOUT_CLASS_DEFAULTS; then always
+--   true), with the first such key and value; notes, what the estimate does not price (strings
 --   starting with the file); vision_params, a multimodal config's vision
 --   tower and projector (counted apart), else nil
 -- @raise `NotImplemented: <file>: MoE config (<key> = N) is not modelled; ...`
@@ -6699,6 +6716,11 @@ function M.from_config(cfg, source, name)
   local dropout, dropout_key, dropout_value, dropout_stated = dropout_of(cfg, source)
   if not dropout_stated and type(cfg.text_config) == "table" then
     dropout, dropout_key, dropout_value, dropout_stated = dropout_of(cfg.text_config, source .. ": text_config")
+  end
+  if not dropout_stated then -- the configuration class's default says
+    local default = M.DROPOUT_CLASS_DEFAULTS[mt]
+    dropout, dropout_stated = default ~= nil, true
+    if default then dropout_key, dropout_value = default[1] .. " (the class's default)", default[2] end
   end
   if model.head_dim == nil and model.hidden_size % model.num_attention_heads == 0 then
     model.head_dim = model.hidden_size // model.num_attention_heads

@@ -32,9 +32,12 @@
 -- A model read from a Hugging Face config.json that states its dropout
 -- probabilities (apsearch.hf.DROPOUT_KEYS) sets `training.dropout` to
 -- whether any is above 0, unless the policy's training table (or `--set
--- training.dropout=`) gives it: the policy wins.  Nothing stated: the
--- framework's default (Megatron-LM and Megatron-DeepSpeed on, 0.1;
--- TorchTitan and llm-foundry off; src/core/profile.c).
+-- training.dropout=`) gives it: the policy wins.  A config that states
+-- none takes its configuration class's default (apsearch.hf.
+-- DROPOUT_CLASS_DEFAULTS: off but for GPT-2-style classes).  A model
+-- table or preset name with no config: the framework's default
+-- (Megatron-LM and Megatron-DeepSpeed on, 0.1; TorchTitan and llm-foundry
+-- off; src/core/profile.c).
 --
 -- Field values are checked strictly: an unknown field anywhere, or a value
 -- of the wrong type or range, raises `<file>: <field>: <problem> (got <v>)`.
@@ -1223,9 +1226,9 @@ function M.from_table(raw, file, opts)
   -- a probe (opts.partial) keeps the device as given: its training, hence
   -- its stack, is not the run's (a built policy copies that device)
   if not opts.partial then stacks.apply(p.cluster, p.stack) end
-  -- a Hugging Face config that states its dropout (apsearch.hf,
-  -- DROPOUT_KEYS; 0.0 included) trains as it says, unless the policy sets
-  -- it itself; nothing stated: the framework's default (the core's)
+  -- a Hugging Face config trains with the dropout it states (apsearch.hf,
+  -- DROPOUT_KEYS; 0.0 included) or, stating none, its class's default,
+  -- unless the policy sets it itself
   -- TorchTitan (fsdp2) builds its own model code, which has no dropout:
   -- a config's dropout > 0 does not apply there, and is said so
   if model_info and model_info.dropout_stated and p.training.dropout == nil then

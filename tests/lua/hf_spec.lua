@@ -608,17 +608,25 @@ describe("dropout from a Hugging Face config", function()
     assert.is_false(p.training.dropout)
   end)
 
-  it("leaves the framework's dropout default when the config states no dropout key", function()
+  it("takes the configuration class's default when the config states no dropout key", function()
+    -- GPT2Config's attn_pdrop, resid_pdrop, embd_pdrop default to 0.1
     local cfg = {}
     for k, v in pairs(GPT2_LARGE) do cfg[k] = v end
     cfg.attn_pdrop, cfg.resid_pdrop, cfg.embd_pdrop = nil, nil, nil
     local path = tmpfile("gpt2-nodrop.json", cjson.encode(cfg))
     local model, info = hf.load(path)
     assert.is_table(model)
-    assert.is_false(info.dropout_stated)
+    assert.is_true(info.dropout_stated)
+    assert.are.same({ true, "attn_pdrop (the class's default)", 0.1 },
+      { info.dropout, info.dropout_key, info.dropout_value })
     local p = policy.from_table({ model = path, cluster = "a100-sxm4-40gb",
       training = { global_batch_size = 8, seq_length = 1024 } }, "policy.lua", { base_dir = "/" })
-    assert.is_nil(p.training.dropout) -- the core's framework default
+    assert.is_true(p.training.dropout)
+    -- Gemma 3 (Gemma3TextConfig attention_dropout 0.0) states none: off, not
+    -- Megatron's 0.1 (a new user's finding)
+    p = policy.from_table({ model = ROOT .. "/examples/models/gemma-3-4b-pt.json", cluster = "a100-sxm4-40gb",
+      training = { global_batch_size = 8, seq_length = 1024 } }, "policy.lua", { base_dir = "/" })
+    assert.is_false(p.training.dropout)
     -- stated 0.0: off
     cfg.attn_pdrop = 0.0
     path = tmpfile("gpt2-zero.json", cjson.encode(cfg))

@@ -739,7 +739,24 @@ M.MISSPELT_KEY_EDITS = 2
 
 -- "required key is missing", with the file's own key when it is a
 -- misspelling of it (M.MISSPELT_KEY_EDITS), and whether one was named
+--- Keys other model types give the same quantity under (an expert count
+-- is `num_local_experts` in Mixtral, `num_experts` in Qwen MoE,
+-- `n_routed_experts` in DeepSeek): a config that has one of them where its
+-- type reads another is told so, not that the key is simply missing.
+M.SAME_QUANTITY_KEYS = {
+  num_experts = { "num_local_experts", "n_routed_experts" },
+  num_local_experts = { "num_experts", "n_routed_experts" },
+  n_routed_experts = { "num_local_experts", "num_experts" },
+  num_experts_per_tok = { "num_experts_per_token", "moe_k", "top_k" },
+}
+
 local function missing_problem(cfg, key)
+  for _, other in ipairs(M.SAME_QUANTITY_KEYS[key] or {}) do
+    if not is_null(cfg[other]) then
+      return ("required key is missing; the file has %s, which this model type does not read (it reads %s)")
+        :format(other, key), true
+    end
+  end
   local suggest, best, bd = require "apsearch.suggest", nil, M.MISSPELT_KEY_EDITS + 1
   local present = {}
   for k, v in pairs(cfg) do

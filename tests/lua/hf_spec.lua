@@ -427,6 +427,12 @@ describe("refusals", function()
     assert.are.equal('m.json: num_hidden_layers: required key is missing; the file has "num_hiden_layers": ' ..
       "misspelt?", err_of(hf.from_config, { model_type = "llama", hidden_size = 4096,
         num_hiden_layers = 32, num_attention_heads = 32, intermediate_size = 11008, vocab_size = 32000 }, "m.json"))
+    -- another type's key for the same quantity is named (a Qwen3-MoE config
+    -- re-saved with Mixtral's num_local_experts; a new user's finding)
+    local qwen3 = cjson.decode(assert(io.open(ROOT .. "/examples/models/qwen3-30b-a3b.json")):read("a"))
+    qwen3.num_local_experts, qwen3.num_experts = qwen3.num_experts, nil
+    assert.are.equal("q.json: num_experts: required key is missing; the file has num_local_experts, which this " ..
+      "model type does not read (it reads num_experts)", err_of(hf.from_config, qwen3, "q.json"))
     -- a longer key that begins the same is another key, not a misspelling
     assert.are.equal("m.json: intermediate_size: required key is missing (got nothing)",
       err_of(hf.from_config, { model_type = "llama", hidden_size = 4096, num_hidden_layers = 32,

@@ -1016,6 +1016,13 @@ local function cmd_run(args)
     if top_k >= 2 ^ 31 then util.fail("--top-k", "top_k", "must be below 2^31", opts["top-k"]) end
     top_k = math.tointeger(top_k)
   end
+  -- the flags' own values first: a bad one is the run's only line, before
+  -- the policy's notes (a new user's finding)
+  local jobs = M.jobs_option(opts.jobs)
+  local cand_mode = opts.candidates or require("apsearch.format.csv").default_candidate_mode
+  if cand_mode ~= "all" and cand_mode ~= "feasible" and cand_mode ~= "none" then
+    util.fail("--candidates", "candidates", "must be all, feasible or none", cand_mode)
+  end
   local path = opts.POLICY or (not (opts.model or opts.cluster) and default_policy()) or nil
   local p = load_policy(path, opts, { top_k = top_k, rules = opts.rules, objective = opts.objective })
   M.add_launchable(p, opts.launchable, opts["torchtitan-version"])
@@ -1055,10 +1062,6 @@ local function cmd_run(args)
   end
   -- the --out lock before the search: a concurrent run into the same
   -- directory stops at once (exit 2), not after its search
-  local cand_mode = opts.candidates or require("apsearch.format.csv").default_candidate_mode
-  if cand_mode ~= "all" and cand_mode ~= "feasible" and cand_mode ~= "none" then
-    util.fail("--candidates", "candidates", "must be all, feasible or none", cand_mode)
-  end
   local dir = opts.out or p.outputs.dir
   local set = dir and require("apsearch.outdir").open(dir)
   -- candidates.csv is streamed into the set while the search runs
@@ -1073,7 +1076,6 @@ local function cmd_run(args)
     writer = require("apsearch.format.csv").candidate_writer(stream.write, cand_mode,
       p.training and p.training.global_batch_size, stream.tmpfile and stream)
   end
-  local jobs = M.jobs_option(opts.jobs)
   -- chart 7's sample of feasible points only for the report (--out) or a
   -- formatter that may draw it: without them it is the bulk of what the
   -- workers of --jobs send back (a strategy a point, up to 4,000 points)

@@ -326,7 +326,9 @@ function Set:take_lock()
   if lm and lm ~= "file" then fail("cannot lock: " .. self.lockpath .. " is a " .. lm, self.shown) end
   self.lock_created = lm == nil
   local fh, ferr = io.open(self.lockpath, "a")
-  if not fh then fail("cannot create the lock file: " .. tostring(ferr), self.shown) end
+  if not fh then
+    fail(("cannot write in %s (its lock file: %s)"):format(self.parent, tostring(ferr)), self.shown)
+  end
   if not lfs.lock(fh, "w") then
     fh:close()
     fail("another apsearch run is writing this directory now (lock " .. self.lockpath ..

@@ -218,6 +218,14 @@ describe("apsearch command line habits", function()
       local code, out, err = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", table.unpack(c[1]))
       assert.are.equal(c[2], err_line(code, out, err))
     end
+    -- without --quiet too: a bad flag value is the run's only line, before
+    -- the policy's notes (a new user's finding: --jobs 0, --candidates x)
+    for _, c in ipairs({ { "--jobs", "0", 'apsearch: --jobs: jobs: must be an integer >= 1 (got "0")\n' },
+        { "--candidates", "x", 'apsearch: --candidates: candidates: must be all, feasible or none (got "x")\n' } }) do
+      local code, _, err = apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1", c[1], c[2])
+      assert.are.equal(2, code)
+      assert.are.equal(c[3], err)
+    end
     -- util.decimal, form by form: "5." reads as ".5" does (a second breaker
     -- pass found one refused beside the other); no hex, no underscore
     local util = require "apsearch.util"

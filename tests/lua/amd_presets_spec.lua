@@ -83,11 +83,15 @@ describe("AMD CDNA 3 presets", function()
       assert.truthy(err:find("no device preset for this part (no vendor datasheet", 1, true), err)
       assert.falsy(err:find("did you mean", 1, true), err)
     end
-    -- a near miss of a preset still gets its suggestion
+    -- the bare part name is read as its one preset, with a note; a near
+    -- miss still gets its suggestion
     for name, preset in pairs({ mi300x = "mi300x-192gb", mi355x = "mi355x-288gb" }) do
-      local _, _, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", name)
-      assert.truthy(err:find('did you mean "' .. preset .. '"', 1, true), err)
+      local code, _, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", name, "--top-k", "1")
+      assert.are.equal(0, code, err)
+      assert.truthy(err:find('note: device "' .. name .. '" read as the preset ' .. preset, 1, true), err)
     end
+    local _, _, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "mi300x-19gb")
+    assert.truthy(err:find('did you mean "mi300x-192gb"', 1, true), err)
   end)
 
   it("mi355x-288gb carries AMD's dense peaks, 288 GiB and the 7-link mesh", function()

@@ -72,7 +72,8 @@
 -- Llama family), `hidden_dropout_prob`, `attention_probs_dropout_prob`
 -- (BERT-style), `residual_dropout` (Seed-OSS) is a number > 0 (`info.dropout_key` names the first such
 -- key, `info.dropout_value` its value); `info.dropout_stated` is true when
--- any of them is present, 0 included.  A multimodal config (Gemma 3,
+-- any of them is present, 0 included, and when none is (the class's
+-- default then states it, below).  A multimodal config (Gemma 3,
 -- Llama 4) that states none at the top level is read in its
 -- `text_config`.  A policy whose model is a config that states dropout
 -- trains as it says (`training.dropout = info.dropout`)

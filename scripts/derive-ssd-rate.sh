@@ -16,11 +16,11 @@
 # x d_state state elements.  Printed per device: the rate, and the rate
 # per byte/s of HBM bandwidth.  Needs jq.  APS_BIN: the binary (default
 # build/apsearch of this tree).
-# Dropout: the shipped constants were derived with the job's dropout on
-# (Megatron's default, which a config stating no dropout then took).
-# mamba_ssm's training has none; APS_SSD_DROPOUT=false derives the rates
-# that way (2026-12-06: H200 0.927 per B/s, A100 0.977, GB200 4.972e12,
-# 2-3 % below the constants); the constants are not yet re-derived.
+# Dropout: off, as in the measured run (mamba_ssm's MixerModel has no
+# dropout module).  Before 2026-12-06 the constants were derived with
+# Megatron's default dropout on (which a config stating no dropout then
+# took): H200 0.960 per B/s, A100 1.013, GB200 5.088e12, 2-3 % above these;
+# APS_SSD_DROPOUT=true reproduces them.
 #   scripts/derive-ssd-rate.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +46,7 @@ for row in a100-sxm4-80gb:102.5:2.039e12 h200-sxm-141gb:239.2:4.8e12 gb200:360.4
   "$bin" estimate --model "$tmp/mamba2-issue904.json" --cluster "$dev:1x1" -q --format json \
       --set training.global_batch_size=4 --set training.seq_length=4096 \
       --set training.framework=megatron --set training.precision=bf16 \
-      --set training.dropout="${APS_SSD_DROPOUT:-true}" \
+      --set training.dropout="${APS_SSD_DROPOUT:-false}" \
       --strategy micro_batch_size=4,layer_recompute=none,zero_stage=0 \
       --set cluster.device.ssd_scan_rate=1e29 | jq -r --arg dev "$dev" --argjson tf "$tf" \
     --argjson tokens "$tokens" --argjson elems "$elems" --argjson hbm "$hbm" '.estimate as $e

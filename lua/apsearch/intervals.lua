@@ -170,7 +170,8 @@ function M.model_caveats(model, framework)
   model = model or {}
   if (model.hybrid_layer_pattern or "") ~= "" or (tonumber(model.linear_num_value_heads) or 0) > 0 then
     out[#out + 1] = "a hybrid Mamba-2 / linear-attention model: no published run of one is behind these factors, "
-      .. "and the 50 held-out Nemotron 3 Nano and Super runs ran 9-77 % slower than estimated"
+      .. "and the 50 held-out Nemotron 3 Nano and Super runs ran from 3 % faster to 41 % slower than estimated "
+      .. "(14 % on average)"
   end
   if model.glu_activation == "quick_gelu" and model.attention_sinks and (framework or "megatron") == "megatron" then
     out[#out + 1] = "a gpt-oss model: the 2 held-out gpt-oss-120b runs (GB200 bf16, GB300 mxfp8) ran 1.4x "

@@ -1635,29 +1635,32 @@ double aps_attention_efficiency(const aps_device *d, const aps_training *t);
  *  bf16, 239.2 TFLOP/s on an H200 and 102.5 on an A100.  The step those
  *  give (FLOPs per token the mean of 6N and apsearch's count, 6 % apart),
  *  less apsearch's estimate of the same job with the scan free (GEMMs,
- *  norms, conv, gated norm, loss, optimizer), leaves the scan its time:
- *  H200 0.268 s for 48 x 16,384 x 4,096 x 128 forward elements, 4.61e12
- *  elements/s forward, 0.960 per B/s of its 4.8 TB/s
- *  (scripts/derive-ssd-rate.sh).  The A100 gives 1.013, 5.5 % apart: on
- *  Ampere and Hopper the kernels (mamba_ssm's Triton SSD forward and
- *  backward, the same mamba_split_conv1d_scan_combined Megatron-Core's
- *  MambaMixer runs) scale with memory bandwidth.  A quarter of the
- *  forward-only inference rate measured on one H100 (vLLM PR 27299:
- *  1.262e7 tokens/s at 8,192 tokens, 128 heads of 64, state 128, 3.95
- *  per B/s), which this replaces: training's backward recomputes the
- *  chunk states and writes fp32 gradients with atomics.  A device's
- *  ssd_scan_rate replaces it (Blackwell's presets:
- *  APS_SSD_SCAN_RATE_BLACKWELL). */
-#define APS_SSD_ELEMS_PER_HBM_BYTE 0.960
+ *  norms, conv, gated norm, loss, optimizer; no dropout: mamba_ssm's
+ *  MixerModel has none), leaves the scan its time: H200 0.278 s for
+ *  48 x 16,384 x 4,096 x 128 forward elements, 4.45e12 elements/s forward,
+ *  0.927 per B/s of its 4.8 TB/s (scripts/derive-ssd-rate.sh).  The A100
+ *  gives 0.977, 5.3 % apart: on Ampere and Hopper the kernels (mamba_ssm's
+ *  Triton SSD forward and backward, the same
+ *  mamba_split_conv1d_scan_combined Megatron-Core's MambaMixer runs) scale
+ *  with memory bandwidth.  A quarter of the forward-only inference rate
+ *  measured on one H100 (vLLM PR 27299: 1.262e7 tokens/s at 8,192 tokens,
+ *  128 heads of 64, state 128, 3.95 per B/s), which this replaces:
+ *  training's backward recomputes the chunk states and writes fp32
+ *  gradients with atomics.  A device's ssd_scan_rate replaces it
+ *  (Blackwell's presets: APS_SSD_SCAN_RATE_BLACKWELL).  (Until 2026-12-06
+ *  0.960, derived with Megatron's default dropout in the priced job, which
+ *  the measured run does not have.) */
+#define APS_SSD_ELEMS_PER_HBM_BYTE 0.927
 
 /** Forward rate of the same scan on Blackwell (B200, GB200, B300,
  *  GB300, all 8 TB/s), state elements per second: the GB200 column of
- *  the same measurement (360.4 TFLOP/s; the scan 0.243 s of a 0.379 s
- *  step), 5.09e12, 0.636 per B/s, two thirds of the Hopper rule: the
- *  Triton kernels gain 1.10x from H200 to GB200 where the bandwidth gains
+ *  the same measurement (360.4 TFLOP/s; the scan 0.249 s of a 0.378 s
+ *  step), 4.97e12, 0.622 per B/s, two thirds of the Hopper rule: the
+ *  Triton kernels gain 1.12x from H200 to GB200 where the bandwidth gains
  *  1.67x and the GEMMs 2.44x (the issue's aten::mm times, 1,324 and 543
- *  ms).  The presets set it as their ssd_scan_rate (presets.c). */
-#define APS_SSD_SCAN_RATE_BLACKWELL 5.088e12
+ *  ms).  The presets set it as their ssd_scan_rate (presets.c).  (Until
+ *  2026-12-06 5.088e12, derived with dropout in the priced job.) */
+#define APS_SSD_SCAN_RATE_BLACKWELL 4.972e12
 
 /** Forward rate of Mamba-2's chunked SSD scan on device d, state
  *  elements (tokens x d_inner x d_state) per second: its ssd_scan_rate

@@ -183,7 +183,10 @@ typedef struct {
     bool grad_reduce_in_fp32;     /**< main grads kept / reduced in fp32 */
     bool fp8_param_gather;        /**< weights held and gathered quantized */
     bool compile_loss;            /**< the loss compiled (fused kernels) */
-    bool dropout;                 /**< hidden and attention dropout */
+    bool dropout;                 /**< any dropout (either below) */
+    bool attention_dropout;       /**< attention-probability dropout */
+    bool hidden_dropout;          /**< dropout of the layers' outputs and
+                                       the embedding */
     bool expandable_segments;     /**< PyTorch expandable segments */
     double fragmentation;         /**< reserved / allocated - 1 */
     double grad_bytes;            /**< per parameter, on the device */

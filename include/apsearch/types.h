@@ -938,6 +938,16 @@ typedef struct {
                                         Megatron-LM and Megatron-DeepSpeed,
                                         off in TorchTitan and llm-foundry;
                                         recipe.c aps_recipe_dropout) */
+    double attention_dropout;      /**< probability of the attention-
+                                        probability dropout (Megatron
+                                        --attention-dropout), in [0, 1);
+                                        APS_DEFAULT (-1) = from `dropout`
+                                        (on: the framework's 0.1) */
+    double hidden_dropout;         /**< probability of the dropout after
+                                        attention, after the MLP and after
+                                        the embedding (Megatron
+                                        --hidden-dropout), in [0, 1);
+                                        APS_DEFAULT (-1) = from `dropout` */
     int fp8_param_gather;          /**< fp8 family: weights kept and
                                         gathered in fp8 (Megatron
                                         --fp8-param-gather, torchao float8

@@ -705,21 +705,35 @@ M.DROPOUT_KEYS = { "attn_pdrop", "resid_pdrop", "embd_pdrop", "hidden_dropout",
 -- (LlamaConfig, Gemma3TextConfig, Qwen2MoeConfig, DeepseekV2Config,
 -- MiniMaxM2Config, ...), so such a config trains without dropout, as
 -- transformers builds it: key -> probability.
+-- `attention` and `hidden` are the class's two probabilities (the
+-- residual and embedding ones alike for GPT-2).
 M.DROPOUT_CLASS_DEFAULTS = {
-  gpt2 = { "attn_pdrop", 0.1 }, gpt_bigcode = { "attn_pdrop", 0.1 },
-  bailing_moe = { "attention_dropout", 0.1 },
+  gpt2 = { "attn_pdrop", 0.1, attention = 0.1, hidden = 0.1 },
+  gpt_bigcode = { "attn_pdrop", 0.1, attention = 0.1, hidden = 0.1 },
+  bailing_moe = { "attention_dropout", 0.1, attention = 0.1, hidden = 0.0 },
 }
+
+--- The keys of M.DROPOUT_KEYS that drop attention probabilities
+-- (Megatron's --attention-dropout); the others drop a layer's outputs
+-- and the embedding's (--hidden-dropout).
+M.ATTENTION_DROPOUT_KEYS = { attn_pdrop = true, attention_dropout = true,
+                             attention_probs_dropout_prob = true }
 
 --- Whether a config asks for dropout: the first of M.DROPOUT_KEYS that is
 -- a number > 0; and whether it says at all (any of them present, 0
 -- included: Llama's attention_dropout = 0.0 says "none").
 -- @tparam table cfg decoded config.json
 -- @tparam string file its name, for errors
--- @treturn boolean, string|nil key, number|nil value, boolean stated
+-- The two probabilities, attention and hidden (M.ATTENTION_DROPOUT_KEYS
+-- and the rest), are each the first key of its kind the config states, 0
+-- for a kind it does not state (its modules have none of it).
+-- @treturn boolean, string|nil key, number|nil value, boolean stated,
+--   table `{attention = p, hidden = p}`
 -- @raise `<file>: <key>: expected a dropout probability in [0, 1) (got v)`
 --   for a number outside [0, 1) or a non-number other than null
 local function dropout_of(cfg, file)
   local found, key, value, stated = false, nil, nil, false
+  local prob = {}
   for _, k in ipairs(M.DROPOUT_KEYS) do
     local v = cfg[k]
     if not is_null(v) then
@@ -728,9 +742,12 @@ local function dropout_of(cfg, file)
         util.fail(file, k, "expected a dropout probability in [0, 1)", v)
       end
       if v > 0 and not found then found, key, value = true, k, v end
+      local kind = M.ATTENTION_DROPOUT_KEYS[k] and "attention" or "hidden"
+      if prob[kind] == nil then prob[kind] = v end
     end
   end
-  return found, key, value, stated
+  prob.attention, prob.hidden = prob.attention or 0.0, prob.hidden or 0.0
+  return found, key, value, stated, prob
 end
 
 --- Edits between a missing config key and a key of the file that is
@@ -6646,11 +6663,13 @@ end
 -- @tparam[opt] string name model name (default: derived from `source`)
 -- @treturn table model table (fields of aps_model)
 -- @treturn table info `{source=, model_type=, dropout=, dropout_stated=,
---   dropout_key=, dropout_value=, notes=, vision_params=}`: dropout is true
+--   dropout_key=, dropout_value=, attention_dropout=, hidden_dropout=,
+--   notes=, vision_params=}`: dropout is true
 --   when the config sets a dropout probability > 0 (M.DROPOUT_KEYS),
 --   dropout_stated when it has any of those keys (0 included) and, with
 --   none, from its class's default (M.DROPOUT_CLASS_DEFAULTS; then always
---   true), with the first such key and value; notes, what the estimate does not price (strings
+--   true), with the first such key and value; attention_dropout and
+--   hidden_dropout its two probabilities (dropout_of); notes, what the estimate does not price (strings
 --   starting with the file); vision_params, a multimodal config's vision
 --   tower and projector (counted apart), else nil
 -- @raise `NotImplemented: <file>: MoE config (<key> = N) is not modelled; ...`
@@ -6731,14 +6750,18 @@ function M.from_config(cfg, source, name)
     model.moe_router_fp32 = true
   end
   quantization_note(notes, cfg.quantization_config, source)
-  local dropout, dropout_key, dropout_value, dropout_stated = dropout_of(cfg, source)
+  local dropout, dropout_key, dropout_value, dropout_stated, prob = dropout_of(cfg, source)
   if not dropout_stated and type(cfg.text_config) == "table" then
-    dropout, dropout_key, dropout_value, dropout_stated = dropout_of(cfg.text_config, source .. ": text_config")
+    dropout, dropout_key, dropout_value, dropout_stated, prob =
+      dropout_of(cfg.text_config, source .. ": text_config")
   end
   if not dropout_stated then -- the configuration class's default says
     local default = M.DROPOUT_CLASS_DEFAULTS[mt]
     dropout, dropout_stated = default ~= nil, true
-    if default then dropout_key, dropout_value = default[1] .. " (the class's default)", default[2] end
+    if default then
+      dropout_key, dropout_value = default[1] .. " (the class's default)", default[2]
+      prob = { attention = default.attention, hidden = default.hidden }
+    end
   end
   if model.head_dim == nil and model.hidden_size % model.num_attention_heads == 0 then
     model.head_dim = model.hidden_size // model.num_attention_heads
@@ -6757,6 +6780,7 @@ function M.from_config(cfg, source, name)
   end
   return model, { source = source, model_type = mt, dropout = dropout,
                   dropout_stated = dropout_stated,
+                  attention_dropout = prob.attention, hidden_dropout = prob.hidden,
                   dropout_key = dropout_key, dropout_value = dropout_value,
                   notes = notes, vision_params = extra.vision_params }
 end

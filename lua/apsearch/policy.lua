@@ -575,6 +575,7 @@ function Norm:model(v)
         :format(ref, lfs.attributes(ref, "mode"), ref)
     end
     return m, info.source, { dropout = info.dropout, dropout_stated = info.dropout_stated,
+      attention_dropout = info.attention_dropout, hidden_dropout = info.hidden_dropout,
       notes = #notes > 0 and notes or nil }
   end
   if type(v) == "string" then
@@ -1228,15 +1229,22 @@ function M.from_table(raw, file, opts)
   if not opts.partial then stacks.apply(p.cluster, p.stack) end
   -- a Hugging Face config trains with the dropout it states (apsearch.hf,
   -- DROPOUT_KEYS; 0.0 included) or, stating none, its class's default,
-  -- unless the policy sets it itself
+  -- each probability (attention, hidden) unless the policy sets it or
+  -- training.dropout itself
   -- TorchTitan (fsdp2) builds its own model code, which has no dropout:
   -- a config's dropout > 0 does not apply there, and is said so
   if model_info and model_info.dropout_stated and p.training.dropout == nil then
     if model_info.dropout and p.training.framework == "fsdp2" then
       p.warnings[#p.warnings + 1] = ("note: the model config's dropout is not applied: TorchTitan's " ..
         "models have none (framework = fsdp2)")
-    else
+    elseif p.training.attention_dropout == nil and p.training.hidden_dropout == nil then
       p.training.dropout = model_info.dropout == true
+      p.training.attention_dropout = model_info.attention_dropout
+      p.training.hidden_dropout = model_info.hidden_dropout
+    else
+      for _, k in ipairs({ "attention_dropout", "hidden_dropout" }) do
+        if p.training[k] == nil then p.training[k] = model_info[k] end
+      end
     end
   end
   -- a setting that acts only with another is refused, not ignored (the

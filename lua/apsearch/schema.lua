@@ -179,6 +179,9 @@ M.training = {
   optimizer = enum("adam", "adamw", "sgd"),
   framework = M.FRAMEWORK,
   flash_attention = "bool", dropout = "bool",
+  -- Megatron's --attention-dropout / --hidden-dropout probabilities (unset:
+  -- from dropout, on = the framework's 0.1)
+  attention_dropout = "probability", hidden_dropout = "probability",
   -- recipe settings (src/core/recipe.c; docs/modeling.md "Recipe settings")
   fp8_param_gather = "bool", grad_reduce_in_fp32 = "bool",
   activation_offload_layers = "nonnegint", tp_comm_overlap = "bool",
@@ -306,7 +309,8 @@ local SUFFIXES = {
 -- degrees cannot overflow).
 M.INT_LIMIT = 2 ^ 31
 
-local NUMERIC = { pos = true, nonneg = true, fraction = true, posint = true, nonnegint = true }
+local NUMERIC = { pos = true, nonneg = true, fraction = true, probability = true, posint = true,
+                  nonnegint = true }
 
 --- Resolves a key of a field table, accepting the unit suffixes.
 -- @tparam table fields one of the field tables of this module
@@ -429,6 +433,8 @@ function M.check_value(kind, v, fail)
     if not util.is_finite(v) or v < 0 then fail("must be a finite number >= 0", v) end
   elseif kind == "fraction" then
     if not util.is_finite(v) or v < 0 or v > 1 then fail("must be a number in [0, 1]", v) end
+  elseif kind == "probability" then
+    if not util.is_finite(v) or v < 0 or v >= 1 then fail("must be a probability in [0, 1)", v) end
   elseif kind == "layerlist" then
     -- 0-based layer indices (model.moe_dense_layers); the core bounds them
     -- by num_layers and the list's capacity

@@ -327,7 +327,8 @@ static double layer_membound_bytes(const aps_model *m, const aps_training *t,
     double attn = layer_qk_norm_bytes(m, t, x)               /* Q, K norms */
                   + rope_b * x->T * (x->a + x->k) * x->dh / x->tp; /* RoPE */
     if (!t->flash_attention) /* softmax (and dropout) over the scores */
-        attn += (2.0 * A + (aps_recipe_dropout(t) ? 2.0 * A + 1.0 : 0.0)) *
+        attn += (2.0 * A + (aps_recipe_attention_dropout(t) ? 2.0 * A + 1.0
+                                                            : 0.0)) *
                 x->a * x->sl * x->S * x->b / x->tp;
     double bytes = layer_norm_bytes(m, t, x)                 /* norms */
                    + w->blocks * 3.0 * A * hrep              /* residuals */
@@ -359,8 +360,9 @@ static double layer_membound_bytes(const aps_model *m, const aps_training *t,
         bytes += w->attn_share * A * x->T * x->a * (2.0 * x->dh + 3.0) / x->tp;
     /* Kimi K3's attention residual mixes, eager fp32 (attnres.c) */
     bytes += aps_attnres_traffic_per_token(m) * x->T;
-    /* dropout: 3 per transformer layer (two blocks), its share per block */
-    if (aps_recipe_dropout(t))
+    /* hidden dropout: 3 per transformer layer (two blocks), its share per
+     * block */
+    if (aps_recipe_hidden_dropout(t))
         bytes += 3.0 * w->blocks / 2.0 * (2.0 * A + APS_MASK_BYTES) * hrep;
     return bytes;
 }

@@ -1209,6 +1209,17 @@ aps_status aps_training_dependencies(const aps_training *t, char *err,
 /** Hidden and attention dropout as the run trains: training.dropout, else
  *  the framework's default (its profile). */
 bool aps_recipe_dropout(const aps_training *t);
+/** Attention-probability dropout on: training.attention_dropout > 0 when
+ *  given, else aps_recipe_dropout (recipe.c).  It masks the attention
+ *  scores (a mask and the dropped scores without flash attention; inside
+ *  the flash kernel, only its RNG state). */
+bool aps_recipe_attention_dropout(const aps_training *t);
+/** Hidden dropout on: training.hidden_dropout > 0 when given, else
+ *  aps_recipe_dropout (recipe.c).  It masks the output of attention and
+ *  of the MLP in every layer, and the embedding's (Megatron-Core
+ *  hidden_dropout: transformer_layer.py self_attn_bda / mlp_bda,
+ *  language_module embedding_dropout @ d98e8a64). */
+bool aps_recipe_hidden_dropout(const aps_training *t);
 /** PyTorch's expandable segments as the run sets them:
  *  training.expandable_segments, else the framework launcher's default. */
 bool aps_recipe_expandable_segments(const aps_training *t);

@@ -163,7 +163,8 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
     double rep = (s->tp_degree > 1 && s->sequence_parallel) ? tp : 1.0;
     double sbh_rep = sl * b * h / rep;
-    double drop = aps_recipe_dropout(t) ? 1.0 : 0.0;
+    double drop = aps_recipe_hidden_dropout(t) ? 1.0 : 0.0;
+    double adrop = aps_recipe_attention_dropout(t) ? 1.0 : 0.0;
 
     double gemm_in = gemm_input_bytes(t, s, sl, h); /* QKV, MLP inputs */
     /* per block (hybrid.c: a transformer layer is two): the norm's input,
@@ -204,7 +205,7 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
     if (t->flash_attention)
         core_layer = APS_FP32_BYTES * a * sl * b / tp;
     else
-        core_layer = (A + drop * (APS_MASK_BYTES + A)) * a * sl * S * b / tp;
+        core_layer = (A + adrop * (APS_MASK_BYTES + A)) * a * sl * S * b / tp;
     double core = w.attn_share * core_layer;
 
     /* Kimi K3's attention residuals: the mixes' fp32 values and keys,
@@ -506,7 +507,7 @@ static double stage_activations(const aps_model *m, const aps_training *t,
     double off = (double)aps_recipe_offload_layers(
         t, lay->layers[i] - lay->recompute[i], lay->v);
     double per_mb = (layers - rc - off) * per_layer + kept_inputs * lc->act_input;
-    if (i == 0 && aps_recipe_dropout(t))
+    if (i == 0 && aps_recipe_hidden_dropout(t))
         per_mb += APS_MASK_BYTES * sbh_rep;        /* embedding dropout */
     if (i == lay->p - 1) { /* final-norm, output inputs; MTP's per depth */
         double mtp_saved = APS_MTP_SAVED_HIDDEN -

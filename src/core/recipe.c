@@ -124,6 +124,20 @@ bool aps_recipe_dropout(const aps_training *t)
     return aps_profile(t)->dropout;
 }
 
+bool aps_recipe_attention_dropout(const aps_training *t)
+{
+    if (t->attention_dropout != APS_DEFAULT)
+        return t->attention_dropout > 0.0;
+    return aps_recipe_dropout(t);
+}
+
+bool aps_recipe_hidden_dropout(const aps_training *t)
+{
+    if (t->hidden_dropout != APS_DEFAULT)
+        return t->hidden_dropout > 0.0;
+    return aps_recipe_dropout(t);
+}
+
 bool aps_recipe_expandable_segments(const aps_training *t)
 {
     if (t->expandable_segments != APS_DEFAULT)
@@ -201,7 +215,9 @@ void aps_recipe_resolve(const aps_training *t, aps_recipe *out)
     out->grad_bytes = aps_recipe_grad_bytes(t);
     out->grad_reduce_bytes = aps_recipe_grad_reduce_bytes(t);
     out->logits_bytes = aps_recipe_logits_bytes(t);
-    out->dropout = aps_recipe_dropout(t);
+    out->attention_dropout = aps_recipe_attention_dropout(t);
+    out->hidden_dropout = aps_recipe_hidden_dropout(t);
+    out->dropout = out->attention_dropout || out->hidden_dropout;
     out->expandable_segments = aps_recipe_expandable_segments(t);
     out->fragmentation = aps_recipe_fragmentation(t);
 }

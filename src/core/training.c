@@ -59,6 +59,8 @@ void aps_training_defaults(aps_training *t)
     t->framework = APS_FW_MEGATRON;
     t->flash_attention = true;
     t->dropout = APS_DEFAULT; /* the framework's (recipe.c) */
+    t->attention_dropout = APS_DEFAULT; /* from dropout (recipe.c) */
+    t->hidden_dropout = APS_DEFAULT;
     t->vocab_size_divisible_by = 0; /* the framework's default */
     t->memory_limit_bytes = 0;
     t->memory_margin_bytes = APS_MEMORY_MARGIN;
@@ -278,10 +280,10 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
  * compile.enable with components = ["loss"]: torchtitan b5bcd76c
  * torchtitan/components/loss.py _maybe_compile compiles the loss whenever
  * compile.enable and "loss" is a component, whatever the model's);
- * dropout = true needs a framework whose models have dropout (TorchTitan's
- * have none: torchtitan b5bcd76c torchtitan/models, no nn.Dropout and no
- * dropout option, so an estimate with it describes a job TorchTitan cannot
- * run); exp_avg_bf16
+ * dropout = true (or a dropout probability above 0) needs a framework
+ * whose models have dropout (TorchTitan's have none: torchtitan b5bcd76c
+ * torchtitan/models, no nn.Dropout and no dropout option, so an estimate
+ * with it describes a job TorchTitan cannot run); exp_avg_bf16
  * sets Adam's moments (Megatron --exp-avg-dtype); store_param_remainders
  * needs bf16 weights beside an fp32 master (apex DistributedFusedAdam);
  * fsdp_impl = megatron_fsdp and suggested_communication_unit_size are
@@ -464,6 +466,39 @@ static aps_status fused_mlp_dependencies(const aps_training *t, char *err,
     return APS_OK;
 }
 
+/** The two dropout probabilities: unset (APS_DEFAULT) or in [0, 1), and
+ *  not against an explicit training.dropout (false with a probability
+ *  above 0, true with both given as 0). */
+static aps_status check_dropout_probabilities(const aps_training *t,
+                                              char *err, size_t n)
+{
+    const struct { const char *f; double p; } d[] = {
+        {"attention_dropout", t->attention_dropout},
+        {"hidden_dropout", t->hidden_dropout},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        if (d[i].p == APS_DEFAULT)
+            continue;
+        if (!(d[i].p >= 0.0 && d[i].p < 1.0)) {
+            aps_fmt(err, n, "training.%s: must be a probability in [0, 1) "
+                    "(got %g)", d[i].f, d[i].p);
+            return APS_EINVAL;
+        }
+        if (t->dropout == 0 && d[i].p > 0.0) {
+            aps_fmt(err, n, "training.%s: %g given with training.dropout = "
+                    "false", d[i].f, d[i].p);
+            return APS_EINVAL;
+        }
+    }
+    if (t->dropout == 1 && t->attention_dropout == 0.0 &&
+        t->hidden_dropout == 0.0) {
+        aps_fmt(err, n, "training.dropout: true given with attention_dropout "
+                "and hidden_dropout both 0");
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
 aps_status aps_training_dependencies(const aps_training *t, char *err,
                                      size_t n)
 {
@@ -517,10 +552,17 @@ aps_status aps_training_dependencies(const aps_training *t, char *err,
                 "moments with an fp32 master see exp_avg_bf16", fw);
         return APS_EINVAL;
     }
-    if (t->dropout == 1 && !aps_profile(t)->dropout_option) {
-        aps_fmt(err, n, "training.dropout: %s trains without dropout "
+    st = check_dropout_probabilities(t, err, n);
+    if (st != APS_OK)
+        return st;
+    const char *asked = t->dropout == 1              ? "dropout"
+                        : t->attention_dropout > 0.0 ? "attention_dropout"
+                        : t->hidden_dropout > 0.0    ? "hidden_dropout"
+                                                     : NULL;
+    if (asked && !aps_profile(t)->dropout_option) {
+        aps_fmt(err, n, "training.%s: %s trains without dropout "
                 "(TorchTitan's models have none: torchtitan/models); set it "
-                "false", fw);
+                "%s", asked, fw, t->dropout == 1 ? "false" : "0");
         return APS_EINVAL;
     }
     if (t->exp_avg_bf16 && t->optimizer == APS_OPT_SGD) {

@@ -182,6 +182,9 @@ typedef enum {
                    start_in_bf16) */
     FT_ONUM,    /* double, not pushed when 0 (MoE fields: a dense
                    strategy's table stays as before issue 13) */
+    FT_DNUM,    /* double in [0, 1), APS_DEFAULT (-1) absent and not
+                   pushed: 0 stays an explicit value (aps_training.
+                   attention_dropout, hidden_dropout) */
     FT_OENUM,   /* enum, not pushed when 0 (its default) */
     FT_LAYERS,  /* aps_model.moe_dense_layers (models only): array of layer
                    indices, its count in moe_dense_layer_count; not pushed
@@ -418,6 +421,8 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, framework, FT_ENUM, &enum_framework),
     FLD(aps_training, flash_attention, FT_BOOL, NULL),
     FLD(aps_training, dropout, FT_TRI, NULL),
+    FLD(aps_training, attention_dropout, FT_DNUM, NULL),
+    FLD(aps_training, hidden_dropout, FT_DNUM, NULL),
     FLD(aps_training, fp8_param_gather, FT_TRI, NULL),
     FLD(aps_training, grad_reduce_in_fp32, FT_TRI, NULL),
     FLD(aps_training, activation_offload_layers, FT_INT, NULL),
@@ -903,6 +908,14 @@ static void read_value(lua_State *L, apsl_reader *r, int fi, int vidx)
         memcpy(dst, &v, sizeof v);
         break;
     }
+    case FT_DNUM: {
+        double v = read_number(L, vidx, r->path, f->name);
+        if (!(v >= 0.0 && v < 1.0))
+            apsl_error(L, "%s.%s: must be a probability in [0, 1) (got %f)",
+                       r->path, f->name, (LUAI_UACNUMBER)v);
+        memcpy(dst, &v, sizeof v);
+        break;
+    }
     case FT_OBOOL:
     case FT_BOOL: {
         if (!lua_isboolean(L, vidx))
@@ -1231,6 +1244,14 @@ static void push_fields(lua_State *L, const apsl_field *fs, int n,
             lua_pushnumber(L, (lua_Number)v);
             break;
         }
+        case FT_DNUM: {
+            double v;
+            memcpy(&v, src, sizeof v);
+            if (v == APS_DEFAULT)
+                continue; /* unset: from training.dropout */
+            lua_pushnumber(L, (lua_Number)v);
+            break;
+        }
         case FT_OENUM: {
             int v;
             memcpy(&v, src, sizeof v);
@@ -1464,6 +1485,8 @@ void apsl_push_recipe(lua_State *L, const aps_training *t)
         {"fp8_param_gather", r.fp8_param_gather},
         {"compile_loss", r.compile_loss},
         {"dropout", r.dropout},
+        {"attention_dropout", r.attention_dropout},
+        {"hidden_dropout", r.hidden_dropout},
         {"expandable_segments", r.expandable_segments},
     };
     const struct { const char *k; double v; } bytes[] = {

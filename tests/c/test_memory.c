@@ -57,6 +57,35 @@ static void test_korthikanti_table2_no_parallelism(void **state)
     ASSERT_REL(act(1, true, APS_RECOMPUTE_NONE), want, REL);
 }
 
+/* The two dropouts apart (Megatron --attention-dropout, --hidden-dropout),
+ * same shapes: of the 34 s b h, 2 are the hidden dropout's masks after
+ * attention and after the MLP (1 byte each); of the 5 a s / h, 3 are the
+ * attention dropout's mask (1) and dropped scores (2).  Attention alone:
+ * s b h (32 + 5 a s / h) = 25,165,824 x 112 = 2,818,572,288; hidden
+ * alone: s b h (34 + 2 a s / h) = 25,165,824 x 66 = 1,660,944,384. */
+static void test_korthikanti_dropouts_apart(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_training t;
+    aps_strategy s;
+    korthikanti_setup(&m, &t, &s, 1, false);
+    t.dropout = APS_DEFAULT;
+    t.attention_dropout = 0.1;
+    t.hidden_dropout = 0.0;
+    ASSERT_REL(aps_layer_activation_bytes(&m, &t, &s, APS_RECOMPUTE_NONE),
+               2818572288.0, REL);
+    t.attention_dropout = 0.0;
+    t.hidden_dropout = 0.1;
+    ASSERT_REL(aps_layer_activation_bytes(&m, &t, &s, APS_RECOMPUTE_NONE),
+               1660944384.0, REL);
+    /* an unset probability follows training.dropout */
+    t.dropout = 1;
+    t.attention_dropout = APS_DEFAULT;
+    ASSERT_REL(aps_layer_activation_bytes(&m, &t, &s, APS_RECOMPUTE_NONE),
+               2868903936.0, REL);
+}
+
 /* Table 2, "tensor parallel (baseline)", t = 8:
  *   s b h (10 + 24/t + 5 a s/(h t)) = 25,165,824 * (10 + 3 + 10)
  *   = 25,165,824 * 23 = 578,813,952 bytes. */
@@ -696,6 +725,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_te_workspaces),
         cmocka_unit_test(test_korthikanti_table2_no_parallelism),
+        cmocka_unit_test(test_korthikanti_dropouts_apart),
         cmocka_unit_test(test_korthikanti_table2_tp8),
         cmocka_unit_test(test_korthikanti_table2_tp8_sp),
         cmocka_unit_test(test_korthikanti_table2_selective),

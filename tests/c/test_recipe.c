@@ -658,6 +658,43 @@ static void test_dropout_framework_default(void **state)
     assert_false(r.dropout);
 }
 
+/* The dropout probabilities: in [0, 1), not against an explicit
+ * training.dropout, and none above 0 where the framework's models have no
+ * dropout (TorchTitan); each message names its field. */
+static void test_dropout_probabilities_checked(void **state)
+{
+    (void)state;
+    aps_training t;
+    fx_training(&t, 8, 1024);
+    char msg[APS_REASON_LEN];
+    t.dropout = APS_DEFAULT;
+    t.attention_dropout = 0.1;
+    t.hidden_dropout = 0.0;
+    assert_int_equal(aps_training_validate(&t, msg, sizeof msg), APS_OK);
+    aps_recipe r;
+    aps_recipe_resolve(&t, &r);
+    assert_true(r.dropout);
+    assert_true(r.attention_dropout);
+    assert_false(r.hidden_dropout);
+    t.hidden_dropout = 1.0;
+    assert_int_equal(aps_training_validate(&t, msg, sizeof msg), APS_EINVAL);
+    ASSERT_HAS(msg, "training.hidden_dropout: must be a probability in [0, 1) (got 1)");
+    t.hidden_dropout = 0.0;
+    t.dropout = 0;
+    assert_int_equal(aps_training_validate(&t, msg, sizeof msg), APS_EINVAL);
+    ASSERT_HAS(msg, "training.attention_dropout: 0.1 given with training.dropout = false");
+    t.dropout = 1;
+    t.attention_dropout = 0.0;
+    assert_int_equal(aps_training_validate(&t, msg, sizeof msg), APS_EINVAL);
+    ASSERT_HAS(msg, "training.dropout: true given with attention_dropout and hidden_dropout both 0");
+    t.dropout = APS_DEFAULT;
+    t.framework = APS_FW_FSDP2;
+    t.hidden_dropout = 0.05;
+    assert_int_equal(aps_training_validate(&t, msg, sizeof msg), APS_EINVAL);
+    ASSERT_HAS(msg, "training.hidden_dropout: fsdp2 trains without dropout");
+    ASSERT_HAS(msg, "set it 0");
+}
+
 /* PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True as each framework's
  * launcher sets it: TorchTitan's run_train.sh:43 @ b5bcd76c, not
  * Megatron-LM's, DeepSpeed's or llm-foundry's; a given value wins, and
@@ -784,6 +821,7 @@ int main(void)
         cmocka_unit_test(test_fsdp2_pp_reshard_after_forward),
         cmocka_unit_test(test_recipe_framework_support),
         cmocka_unit_test(test_dropout_framework_default),
+        cmocka_unit_test(test_dropout_probabilities_checked),
         cmocka_unit_test(test_expandable_segments_default),
         cmocka_unit_test(test_dependent_flags_refused),
     };

@@ -663,6 +663,36 @@ describe("dropout from a Hugging Face config", function()
     assert.are.equal(18884853760, want)
     assert.are.equal(want, e_on.memory_breakdown.activations - e_off.memory_breakdown.activations)
   end)
+
+  it("keeps the attention and the hidden probabilities apart, each as the config states it", function()
+    local cfg = {}
+    for k, v in pairs(GPT2_LARGE) do cfg[k] = v end
+    -- attention dropout only (Ling 1.x's BailingMoeConfig has only that)
+    cfg.resid_pdrop, cfg.embd_pdrop = 0.0, 0.0
+    local path = tmpfile("gpt2-attn-only.json", cjson.encode(cfg))
+    local _, info = hf.load(path)
+    assert.are.same({ 0.1, 0.0 }, { info.attention_dropout, info.hidden_dropout })
+    local att, off = gpt2_policy(path), gpt2_policy(path, { "training.dropout=false" })
+    assert.are.same({ true, 0.1, 0.0 },
+      { att.training.dropout, att.training.attention_dropout, att.training.hidden_dropout })
+    -- only the attention core's mask and dropped scores, (1 + 2) a s s b a
+    -- layer (s = 1024, b = 8, a = 20, 36 layers): no masks after attention
+    -- and the MLP, none after the embedding
+    local s, b, a, L = 1024, 8, 20, 36
+    assert.are.equal(L * 3 * a * s * s * b,
+      estimate(att).memory_breakdown.activations - estimate(off).memory_breakdown.activations)
+    -- hidden only (BERT-style hidden_dropout_prob)
+    local _, hinfo = hf.from_config({ model_type = "gpt2", n_layer = 2, n_embd = 64, n_head = 4, vocab_size = 100,
+      n_positions = 64, attn_pdrop = 0.0, resid_pdrop = 0.05, embd_pdrop = 0.05 }, "h.json")
+    assert.are.same({ 0.0, 0.05 }, { hinfo.attention_dropout, hinfo.hidden_dropout })
+    -- a class default: GPT2Config's 0.1 each
+    local _, dinfo = hf.from_config({ model_type = "gpt2", n_layer = 2, n_embd = 64, n_head = 4, vocab_size = 100,
+      n_positions = 64 }, "d.json")
+    assert.are.same({ 0.1, 0.1 }, { dinfo.attention_dropout, dinfo.hidden_dropout })
+    -- the policy's own probability wins, the other is the config's
+    local p = gpt2_policy(path, { "training.hidden_dropout=0.05" })
+    assert.are.same({ 0.1, 0.05 }, { p.training.attention_dropout, p.training.hidden_dropout })
+  end)
 end)
 
 -- Mixture of experts (issue 13): shared/models/moe/param_counts.csv gives

@@ -29,10 +29,11 @@ local function load(name) return (hf.load(path(name))) end
 -- The model-shape part of a script: flag -> value (true for a switch) and
 -- the comment notes, for one strategy on 8 GPUs.  `model` is a model
 -- table or a config.json path.
-local function script(model, strategy)
+local function script(model, strategy, training)
+  local tr = { global_batch_size = 64, seq_length = 4096, framework = "megatron" }
+  for k, v in pairs(training or {}) do tr[k] = v end
   local p = policy.from_table({ model = model, cluster = { device = "h100-sxm-80gb", nodes = 1,
-    devices_per_node = 8 }, training = { global_batch_size = 64, seq_length = 4096,
-    framework = "megatron" }, top_k = 1 }, ROOT .. "/examples/x.lua")
+    devices_per_node = 8 }, training = tr, top_k = 1 }, ROOT .. "/examples/x.lua")
   local ctx = search.context(p)
   local est = ctx:estimate(strategy or { dp_degree = 8, zero_stage = 1, micro_batch_size = 1 })
   local rec = { rank = 1, devices_used = est.devices_used, memory_cost = {}, performance_cost = {} }
@@ -600,13 +601,19 @@ describe("model fields of the architecture (issue 25)", function()
     assert.truthy(table.concat(notes, "\n"):find("rope_theta 1000.5: --rotary-base takes an integer", 1, true))
   end)
 
-  -- Megatron's dropout probabilities are 0.1 each: with dropout on (the
-  -- framework's default here) the script says so, as a NOTE (the estimate
-  -- prices dropout on or off, not its probability)
-  it("dropout on: a NOTE that Megatron's default probabilities apply", function()
-    local _, notes = script(load("llama-3.1-8b"))
-    local text = table.concat(notes, "\n")
-    assert.truthy(text:find("NOTE: dropout is on: Megatron's default probabilities (--attention-dropout 0.1, " ..
-      "--hidden-dropout 0.1) apply", 1, true), text)
+  -- both probabilities written as the estimate ran them: with dropout on
+  -- (the framework's default here) and none given, Megatron's 0.1 each;
+  -- given (a config.json's own, as Ling 1.x's attention_dropout alone),
+  -- each as given
+  it("dropout: both probabilities written, Megatron's 0.1 by default, the policy's own when given", function()
+    local flags = script(load("llama-3.1-8b"))
+    assert.are.equal("0.1", flags["--attention-dropout"])
+    assert.are.equal("0.1", flags["--hidden-dropout"])
+    flags = script(load("llama-3.1-8b"), nil, { attention_dropout = 0.1, hidden_dropout = 0 })
+    assert.are.equal("0.1", flags["--attention-dropout"])
+    assert.are.equal("0", flags["--hidden-dropout"])
+    flags = script(load("llama-3.1-8b"), nil, { dropout = false })
+    assert.are.equal("0", flags["--attention-dropout"])
+    assert.are.equal("0", flags["--hidden-dropout"])
   end)
 end)

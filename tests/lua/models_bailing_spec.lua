@@ -85,6 +85,8 @@ describe("Ling 2.0 (bailing_moe_v2)", function()
     assert.are.same({ false, true }, { info.dropout, info.dropout_stated })
     _, info = hf.from_config(config({ attention_dropout = 0.1 }), "t.json")
     assert.are.same({ true, "attention_dropout" }, { info.dropout, info.dropout_key })
+    -- attention dropout alone: Megatron's --hidden-dropout 0
+    assert.are.same({ 0.1, 0.0 }, { info.attention_dropout, info.hidden_dropout })
   end)
 
   it("reads a JSON null as the class keeps it (None), and refuses the ones its model cannot take", function()

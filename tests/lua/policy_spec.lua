@@ -95,8 +95,10 @@ describe("policy validation", function()
     assert.are.equal("llama-3.1-8b", p.model.name)
     assert.are.equal(32, p.model.num_layers)
     assert.are.same({ device = H100, num_devices = 8, devices_per_node = 8 }, p.cluster)
-    -- the preset's config states attention_dropout 0.0: no dropout
-    assert.are.same({ global_batch_size = 64, seq_length = 8192, dropout = false }, p.training)
+    -- the preset's config states attention_dropout 0.0: no dropout, neither
+    -- probability
+    assert.are.same({ global_batch_size = 64, seq_length = 8192, dropout = false, attention_dropout = 0,
+      hidden_dropout = 0 }, p.training)
     assert.are.equal("auto", p.search_space.data_parallel)
     assert.are.same({ 1, 2, 4, 8 }, p.search_space.dims.tp_degree)
     assert.are.equal(10, p.top_k)

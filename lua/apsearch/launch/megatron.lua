@@ -650,22 +650,7 @@ function M.render(c)
   M.attention_extras(m, A, N)
   M.global_attention_notes(m, N)
   M.llama4_attention_args(m, tr, A, N)
-  -- not given: the estimate ran the framework's default (src/core/
-  -- profile.c: on for megatron and deepspeed, off for fsdp2 and fsdp)
-  local dropout = tr.dropout
-  if dropout == nil then dropout = tr.framework == nil or tr.framework == "megatron" or tr.framework == "deepspeed" end
-  if not dropout then
-    -- estimated without dropout; Megatron's TransformerConfig defaults are
-    -- attention_dropout = hidden_dropout = 0.1 (and attention dropout
-    -- cannot be CUDA-graphed with recompute)
-    A("--attention-dropout", 0)
-    A("--hidden-dropout", 0)
-  else
-    -- the estimate prices dropout on or off, not its probability: the
-    -- model's own probabilities are the user's to write
-    N("NOTE", "dropout is on: Megatron's default probabilities (--attention-dropout 0.1, --hidden-dropout 0.1) " ..
-      "apply; write your model's (a config may state only one of them, e.g. attention_dropout)")
-  end
+  M.dropout_args(tr, A)
   if not m.tie_word_embeddings then A("--untie-embeddings-and-output-weights") end
   M.bias_args(c, A, N)
   if (tr.vocab_size_divisible_by or 0) > 0 then A("--make-vocab-size-divisible-by", tr.vocab_size_divisible_by) end
@@ -1171,6 +1156,30 @@ function M.qk_norm_args(m, mla, A, N)
   if m.qk_norm_full_width and not mla then
     not_written(N, "Q/K norms over the whole projection (qk_norm_full_width)", "--qk-layernorm normalises " ..
       "each head, " .. M.ARCH_SOURCES.qk_layernorm, "--qk-layernorm is written: per-head norms")
+  end
+end
+
+--- Megatron's dropout probability when dropout is on and the policy
+-- gives none: TransformerConfig attention_dropout = hidden_dropout = 0.1
+-- (megatron/core/transformer/transformer_config.py @ d98e8a64, the
+-- --attention-dropout / --hidden-dropout defaults).
+M.DEFAULT_DROPOUT = 0.1
+
+--- Writes --attention-dropout and --hidden-dropout as the estimate ran
+-- them: training.attention_dropout / hidden_dropout when given (a
+-- config.json's own, apsearch.hf), else on (M.DEFAULT_DROPOUT) or off
+-- (0) by training.dropout, whose default is the framework's (src/core/
+-- profile.c: on for megatron and deepspeed).  Both always written, so the
+-- file never leans on Megatron's default.
+-- @tparam table tr training table
+-- @tparam function A `A(flag, value)`
+function M.dropout_args(tr, A)
+  local on = tr.dropout
+  if on == nil then on = tr.framework == nil or tr.framework == "megatron" or tr.framework == "deepspeed" end
+  for _, f in ipairs({ { "--attention-dropout", "attention_dropout" }, { "--hidden-dropout", "hidden_dropout" } }) do
+    local p = tr[f[2]]
+    if p == nil then p = on and M.DEFAULT_DROPOUT or 0 end
+    A(f[1], p == 0 and 0 or M.num(p))
   end
 end
 

@@ -361,7 +361,10 @@ static double layer_membound_bytes(const aps_model *m, const aps_training *t,
     /* Kimi K3's attention residual mixes, eager fp32 (attnres.c) */
     bytes += aps_attnres_traffic_per_token(m) * x->T;
     /* hidden dropout: 3 per transformer layer (two blocks), its share per
-     * block */
+     * block.  Megatron-Core's layer runs two (transformer_layer.py
+     * self_attn_bda, mlp_bda @ d98e8a64); the third has been priced since
+     * the first estimator without a source and is kept until it is
+     * checked against a measured dropout-on run */
     if (aps_recipe_hidden_dropout(t))
         bytes += 3.0 * w->blocks / 2.0 * (2.0 * A + APS_MASK_BYTES) * hrep;
     return bytes;

@@ -1179,7 +1179,7 @@ function M.dropout_args(tr, A)
   for _, f in ipairs({ { "--attention-dropout", "attention_dropout" }, { "--hidden-dropout", "hidden_dropout" } }) do
     local p = tr[f[2]]
     if p == nil then p = on and M.DEFAULT_DROPOUT or 0 end
-    A(f[1], p == 0 and 0 or M.num(p))
+    A(f[1], M.num(p))
   end
 end
 

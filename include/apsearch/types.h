@@ -97,12 +97,15 @@ typedef enum {
 } aps_glu_activation;
 typedef enum { APS_NORM_RMSNORM = 0, APS_NORM_LAYERNORM } aps_norm;
 /** The mixer of a model's linear-attention layers (src/core/gdn.c):
- *  Qwen3-Next's Gated DeltaNet (one decay per head, a fused in_proj) or
+ *  Qwen3-Next's Gated DeltaNet (one decay per head, a fused in_proj),
  *  Kimi Linear's Kimi Delta Attention (one decay per key channel from a
  *  low-rank forget gate, a low-rank output gate; transformers models/
- *  kimi_linear, NeMo AutoModel components/models/kimi_linear @ 36044ad3). */
+ *  kimi_linear, NeMo AutoModel components/models/kimi_linear @ 36044ad3)
+ *  or LFM2's gated short convolution (in_proj h -> 3h into B, C, x; a
+ *  depthwise causal conv over B x; C times its output; out_proj h -> h;
+ *  transformers models/lfm2 Lfm2ShortConv @ 0096ba4f). */
 typedef enum {
-    APS_LINEAR_GDN = 0, APS_LINEAR_KDA
+    APS_LINEAR_GDN = 0, APS_LINEAR_KDA, APS_LINEAR_SHORT_CONV
 } aps_linear_attention;
 /** Position embedding: RoPE, learned absolute, ALiBi, or none (Nemotron-H's
  *  attention layers: Megatron --position-embedding-type none). */
@@ -557,7 +560,8 @@ typedef struct {
     int64_t linear_num_value_heads;  /**< nv: v / gate heads; nk divides it */
     int64_t linear_key_head_dim;     /**< dk */
     int64_t linear_value_head_dim;   /**< dv */
-    int64_t linear_conv_kernel_dim;  /**< depthwise conv width (HF 4) */
+    int64_t linear_conv_kernel_dim;  /**< depthwise conv width (HF 4;
+                                          LFM2's conv_L_cache, 3) */
     bool linear_beta_doubled;        /**< the Gated DeltaNet's beta is 2
                                           sigmoid(b), in [0, 2] (OLMo Hybrid
                                           linear_allow_neg_eigval,
@@ -595,8 +599,12 @@ typedef struct {
                                           ("28672,7168"); ffn_hidden_size is
                                           the widest */
     aps_linear_attention linear_attention; /**< the linear layers' mixer:
-                                          Gated DeltaNet (default) or Kimi
-                                          Delta Attention (gdn.c) */
+                                          Gated DeltaNet (default), Kimi
+                                          Delta Attention or LFM2's gated
+                                          short convolution (gdn.c; the
+                                          short convolution reads only
+                                          linear_conv_kernel_dim, its
+                                          width is hidden_size) */
     char linear_attention_pattern[APS_MAX_HYBRID_LAYERS + 1]; /**< one
                                           letter a layer, L linear
                                           attention, A full attention

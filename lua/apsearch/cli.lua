@@ -421,6 +421,7 @@ function M.add_launchable(p, name, version)
   -- LAUNCH_DIFFERS
   local m, only = p.model or {}, nil
   if m.linear_attention == "kda" then only = { "automodel", "Kimi Delta Attention layers" } end
+  if m.linear_attention == "short_conv" then only = { "automodel", "gated short convolutions" } end
   if m.nas_attention_pattern or m.nas_ffn_pattern then only = { "megatron", "heterogeneous layers" } end
   if only and name ~= only[1] then
     util.fail("--launchable", "launchable", ("%s's %s are built by the %s launch file only"):format(

@@ -31,14 +31,26 @@ M.FRAMEWORK = "megatron"
 --- The framework of a built policy for `model`: M.FRAMEWORK, or NeMo
 -- AutoModel for the models it alone builds as read: Kimi Delta Attention
 -- layers (its components/models/kimi_linear, kimi_k3; Megatron-LM,
--- TorchTitan and MindFormers have no KDA layer) and Muse Glimmer's
--- weightless per-head Q/K norms with its output gate and sandwich norms
+-- TorchTitan and MindFormers have no KDA layer), LFM2's gated short
+-- convolutions (transformers' Lfm2ForCausalLM, which AutoModel trains as
+-- it is; the others have no such layer) and Muse Glimmer's weightless
+-- per-head Q/K norms with its output gate and sandwich norms
 -- (components/models/muse_glimmer; the others' files cannot express them).
 -- @tparam table model normalized model
 -- @treturn string framework
 function M.framework(model)
-  if model.linear_attention == "kda" or model.qk_norm_weightless then return "automodel" end
+  if M.automodel_mixer(model) or model.qk_norm_weightless then return "automodel" end
   return M.FRAMEWORK
+end
+
+--- True when the model's linear layers are a mixer only NeMo AutoModel
+-- trains, with neither tensor nor pipeline parallelism nor a priced
+-- context parallelism: Kimi Delta Attention (its Kimi Linear's
+-- ModelCapabilities), LFM2's short convolution (src/core/gdn.c).
+-- @tparam table model normalized model
+-- @treturn boolean
+function M.automodel_mixer(model)
+  return model.linear_attention == "kda" or model.linear_attention == "short_conv"
 end
 
 --- Training precision and optimizer of a built policy: bf16 mixed precision
@@ -174,11 +186,11 @@ function M.batch_sequences(tokens, seq, n, whole)
 end
 
 --- True when no strategy of a built policy splits one sequence over GPUs
--- (Kimi Delta Attention: no TP or PP in AutoModel, its CP not priced).
+-- (Kimi Delta Attention, LFM2: no TP or PP in AutoModel, CP not priced).
 -- @tparam table model normalized model
 -- @treturn boolean
 function M.whole_sequences(model)
-  return model.linear_attention == "kda"
+  return M.automodel_mixer(model)
 end
 
 --- Training settings of a built policy.
@@ -191,6 +203,10 @@ function M.training(model, n)
     global_batch_size = M.batch_sequences(M.batch_tokens(model, n), seq, n, M.whole_sequences(model)),
     seq_length = seq, precision = M.PRECISION, optimizer = M.OPTIMIZER,
     framework = M.framework(model),
+    -- LFM2: AutoModel runs transformers' eager modules (Lfm2RMSNorm's fp32
+    -- copy, Lfm2MLP's unfused SiLU): the Liger-Kernel AutoModel pins
+    -- (pyproject.toml @ 36044ad3: 1f1a4b8d) has no LFM2 patch
+    hf_eager_layer = model.linear_attention == "short_conv" or nil,
   }
 end
 
@@ -311,9 +327,9 @@ function M.search_space(model, cluster, training)
   -- DeepSeek-V4 (mHC streams, model.hc_mult): TP and CP are not priced
   -- (src/core/dsv4.c refuses them), so the space leaves them out
   local v4 = (model.hc_mult or 0) > 0
-  -- Kimi Delta Attention: NeMo AutoModel's Kimi Linear has no TP or PP
-  -- (ModelCapabilities), its CP is not priced (src/core/gdn.c)
-  local kda = model.linear_attention == "kda"
+  -- Kimi Delta Attention, LFM2: NeMo AutoModel's Kimi Linear has no TP or
+  -- PP (ModelCapabilities), its LFM2 neither; CP not priced (src/core/gdn.c)
+  local kda = M.automodel_mixer(model)
   -- Muse Glimmer: AutoModel's has no PP (MuseGlimmerForConditionalGeneration.ModelCapabilities)
   local no_pp = kda or (fw == "automodel" and model.qk_norm_weightless)
   if v4 or kda then cp = { 1 } end

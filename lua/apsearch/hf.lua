@@ -5197,6 +5197,106 @@ end
 
 function builders.kimi_linear(_, cfg, file, notes) return kimi_linear(cfg, file, notes, false) end
 
+---------------------------------------------------------------- LFM2 (gated short convolutions)
+
+--- Lfm2Config's class defaults (transformers configuration_lfm2.py @
+-- 05cd1ec1) for the keys the import reads.
+M.LFM2_DEFAULTS = {
+  vocab_size = 65536, hidden_size = 2560, intermediate_size = 12288, num_hidden_layers = 32,
+  num_attention_heads = 32, num_key_value_heads = 8, max_position_embeddings = 128000,
+  norm_eps = 1e-5, tie_word_embeddings = true, conv_bias = false, conv_L_cache = 3,
+  block_multiple_of = 256, block_ffn_dim_multiplier = 1.0, block_auto_adjust_ff_dim = true,
+}
+
+--- The MLP width Lfm2MLP builds (modeling_lfm2.py @ 0096ba4f): from
+-- `block_ff_dim` when given (Lfm2Config reads it before
+-- intermediate_size), with block_auto_adjust_ff_dim 2/3 of it, then with
+-- a block_ffn_dim_multiplier that times it, rounded up to
+-- block_multiple_of (LFM2-1.2B: 12288 -> 8192).
+-- @tparam table t the config with Lfm2Config's defaults
+-- @tparam string file for errors
+-- @treturn integer ffn_hidden_size
+function M.lfm2_ffn_width(t, file)
+  local r = reader(t, file)
+  local key = is_null(t.block_ff_dim) and "intermediate_size" or "block_ff_dim"
+  local f = r.int(key)
+  if not r.bool("block_auto_adjust_ff_dim", true) then return f end
+  f = 2 * f // 3 -- int(2 * f / 3): exact for the integers a config holds
+  local mult = t.block_ffn_dim_multiplier
+  if is_null(mult) then return f end
+  if type(mult) ~= "number" or mult <= 0 or mult ~= mult or mult == math.huge then
+    util.fail(file, "block_ffn_dim_multiplier", "expected a positive number or null", mult)
+  end
+  local of = r.int("block_multiple_of")
+  f = math.floor(mult * f)
+  f = of * ((f + of - 1) // of)
+  if f < 1 then util.fail(file, "block_ffn_dim_multiplier", "gives an MLP width below 1", mult) end
+  return math.tointeger(f)
+end
+
+-- LFM2's layer kinds as linear_attention_pattern (L the short
+-- convolution, A attention): layer_types, or in older files the 0-based
+-- full_attn_idxs (Lfm2Config: every layer attention when neither is
+-- given).
+local function lfm2_pattern(t, L, file)
+  local p = {}
+  if not is_null(t.layer_types) then
+    local lt = t.layer_types
+    if type(lt) ~= "table" or #lt ~= L then
+      util.fail(file, "layer_types", "expected an array of num_hidden_layers = " .. L .. " entries", lt)
+    end
+    for i, k in ipairs(lt) do
+      if k ~= "conv" and k ~= "full_attention" then
+        util.fail(file, "layer_types[" .. i .. "]", 'expected "conv" or "full_attention"', k)
+      end
+      p[i] = k == "conv" and "L" or "A"
+    end
+    return table.concat(p)
+  end
+  for i = 1, L do p[i] = "L" end
+  local idx = t.full_attn_idxs
+  if is_null(idx) then return string.rep("A", L) end
+  if type(idx) ~= "table" or (#idx == 0 and next(idx) ~= nil) then
+    util.fail(file, "full_attn_idxs", "expected an array of 0-based layer indices", idx)
+  end
+  for k, v in ipairs(idx) do
+    local i = config_int(v, 0, file, "full_attn_idxs[" .. k .. "]")
+    if i >= L then util.fail(file, "full_attn_idxs[" .. k .. "]", "expected a layer in [0, " .. L - 1 .. "]", v) end
+    p[i + 1] = "A"
+  end
+  return table.concat(p)
+end
+
+--- LFM2 and LFM2.5 (`lfm2`, Lfm2ForCausalLM; transformers models/lfm2 @
+-- 0096ba4f): gated short-convolution layers (in_proj h -> 3h, a
+-- depthwise causal conv of conv_L_cache taps, out_proj) among GQA
+-- attention layers with per-head q/k RMSNorms; every layer a SwiGLU MLP
+-- of M.lfm2_ffn_width; tied embeddings (`tie_embedding` or
+-- tie_word_embeddings); the final norm is Lfm2Model.embedding_norm.
+function builders.lfm2(_, cfg, file, notes)
+  local t = with_defaults(cfg, M.LFM2_DEFAULTS)
+  if not is_null(cfg.tie_embedding) then t.tie_word_embeddings = cfg.tie_embedding end
+  if is_null(cfg.rope_theta) and not is_null(cfg.theta) then t.rope_theta = cfg.theta end
+  if t.conv_bias ~= false then
+    error(("NotImplemented: %s: conv_bias: LFM2's short-convolution biases (in_proj, conv, out_proj) are not " ..
+      "modelled (got %s)"):format(file, util.describe(t.conv_bias)), 0)
+  end
+  local r = reader(t, file)
+  local m = llama_like(r, t, file, { own_activation = true, tied = true })
+  m.ffn_hidden_size = M.lfm2_ffn_width(t, file)
+  m.qk_norm = true -- Lfm2Attention: q_layernorm, k_layernorm RMSNorm(head_dim)
+  numerics(m, t, file)
+  local pattern = lfm2_pattern(t, m.num_layers, file)
+  if pattern:find("L", 1, true) then
+    m.linear_attention = "short_conv"
+    m.linear_attention_pattern = pattern
+    m.linear_conv_kernel_dim = r.int("conv_L_cache")
+    note(notes, file, "LFM2 is trained by NeMo AutoModel as transformers builds it (FSDP2; no tensor, pipeline " ..
+      "or context parallelism): a built policy uses framework = automodel")
+  end
+  return m
+end
+
 --- Kimi K3's text model through its wrapper (KimiK3Config builds
 -- KimiK3TextConfig(**text_config), config.py l.311-312).
 function builders.kimi_k3_text(_, cfg, file, notes) return kimi_linear(cfg, file, notes, true) end
@@ -6320,6 +6420,7 @@ M.ARCHITECTURES = {
   Ernie4_5_ForCausalLM = "ernie4_5", -- the name Baidu's own config.json files give the class
   Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm", PhiForCausalLM = "phi",
   CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", FalconH1ForCausalLM = "falcon_h1", Mamba2ForCausalLM = "mamba2", GPTBigCodeForCausalLM = "gpt_bigcode", GPTJForCausalLM = "gptj", FalconForCausalLM = "falcon", BloomForCausalLM = "bloom", HeliumForCausalLM = "helium",
+  Lfm2ForCausalLM = "lfm2",
 }
 
 --- Modelling classes of types apsearch knows and does not model
@@ -6339,7 +6440,7 @@ M.UNMODELLED_ARCHITECTURES = {
   -- MiniMax-Text-01 / M1) give the types M.UNMODELLED refuses
   JambaForCausalLM = "jamba", Zamba2ForCausalLM = "zamba2", MiniMaxForCausalLM = "minimax",
   MiniMaxText01ForCausalLM = "minimax", MiniMaxM1ForCausalLM = "minimax", LongcatFlashForCausalLM = "longcat_flash",
-  Lfm2ForCausalLM = "lfm2", Lfm2MoeForCausalLM = "lfm2_moe", Gemma3nForConditionalGeneration = "gemma3n",
+  Lfm2MoeForCausalLM = "lfm2_moe", Gemma3nForConditionalGeneration = "gemma3n",
   Gemma3nForCausalLM = "gemma3n_text",
 }
 
@@ -6422,9 +6523,12 @@ M.DSA_UNMODELLED = "DeepSeek Sparse Attention (the lightning indexer of index_n_
   "per layer and the top-index_topk sparse attention) is modelled for model_type deepseek_v32 and " ..
   "glm_moe_dsa only"
 
--- What LFM2 (dense and MoE) has that apsearch does not model.
-local LFM2_UNMODELLED = "LFM2's gated short-convolution layers (the conv layers of layer_types, conv_L_cache, " ..
-  "conv_bias) are not modelled: apsearch's hybrid layers are Mamba-2 and Gated DeltaNet"
+-- What LFM2-MoE has that apsearch does not model (transformers
+-- configuration_lfm2_moe.py; AutoModel 36044ad3 lists lfm2_moe only in its
+-- checkpoint conversion, components/checkpoint/conversion_mapping.py).
+local LFM2_MOE_UNMODELLED = "LFM2-MoE's experts (num_experts, num_dense_layers, use_expert_bias) as NeMo " ..
+  "AutoModel trains them, through transformers' Lfm2MoeSparseMoeBlock without a model or expert parallelism of its " ..
+  "own, are not modelled; LFM2's short convolutions are (model_type lfm2)"
 
 -- What Gemma 3n's text model has that apsearch does not model.
 local GEMMA3N_UNMODELLED = "Gemma 3n's text model (AltUp's altup_num_inputs parallel streams, LAuReL's " ..
@@ -6463,8 +6567,7 @@ M.UNMODELLED = {
     "skip the FFN, so the active parameters vary per token) and its shortcut-connected layers (two MLA attention " ..
     "and two dense MLP blocks beside each MoE block, ffn_hidden_size and expert_ffn_hidden_size) are not modelled",
   -- transformers configuration_lfm2.py (Lfm2ShortConv), configuration_lfm2_moe.py
-  lfm2 = LFM2_UNMODELLED,
-  lfm2_moe = LFM2_UNMODELLED,
+  lfm2_moe = LFM2_MOE_UNMODELLED,
   -- transformers configuration_gemma3n.py (Gemma3nTextConfig)
   gemma3n = GEMMA3N_UNMODELLED .. ", nor are its vision and audio towers",
   gemma3n_text = GEMMA3N_UNMODELLED,

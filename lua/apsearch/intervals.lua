@@ -158,7 +158,8 @@ M.MOE_CLASS = "moe"
 -- held-out runs fell outside the factors, each one sentence (the
 -- interval's `caveats`; docs/accuracy.md).  A hybrid Mamba-2 or linear-
 -- attention model (no published run of one behind the factors; "Held
--- out: Megatron-Bridge hybrid Mamba-2 runs"); gpt-oss on Megatron-LM,
+-- out: Megatron-Bridge hybrid Mamba-2 runs"); LFM2 (no measured run
+-- found); gpt-oss on Megatron-LM,
 -- known by its quick-GEGLU experts with attention sinks ("Held out:
 -- Megatron-Bridge verification cards"; NeMo AutoModel's gpt-oss runs were
 -- estimated on the slow side, within the factors).
@@ -172,6 +173,10 @@ function M.model_caveats(model, framework)
     out[#out + 1] = "a hybrid Mamba-2 / linear-attention model: no published run of one is behind these factors, "
       .. "and the 50 held-out Nemotron 3 Nano and Super runs ran from 3 % faster to 41 % slower than estimated "
       .. "(14 % on average)"
+  end
+  if model.linear_attention == "short_conv" then
+    out[#out + 1] = "an LFM2 model: no published training run of one was found, so its short-convolution layers "
+      .. "and transformers' eager modules are priced from their code, unchecked against a measurement"
   end
   if model.glu_activation == "quick_gelu" and model.attention_sinks and (framework or "megatron") == "megatron" then
     out[#out + 1] = "a gpt-oss model: the 2 held-out gpt-oss-120b runs (GB200 bf16, GB300 mxfp8) ran 1.4x "

@@ -99,7 +99,7 @@ M.model = {
   linear_value_head_dim = "nonnegint", linear_conv_kernel_dim = "nonnegint",
   -- the linear layers' mixer and, instead of the period, their pattern
   -- (one letter a layer: L linear attention, A full attention)
-  linear_attention = enum("gated_deltanet", "kda"), linear_attention_pattern = "string",
+  linear_attention = enum("gated_deltanet", "kda", "short_conv"), linear_attention_pattern = "string",
   -- Kimi K3: KDA's full-rank output gate, MLA's output gate, block
   -- attention residuals, the latent experts' output norm
   linear_output_gate_full_rank = "bool", linear_beta_doubled = "bool", mla_output_gate = "bool", attn_res_block_size = "nonnegint",

@@ -128,13 +128,6 @@ static double mamba_out_in(const aps_model *m)
     return (double)m->mamba_num_heads * (double)m->mamba_head_dim;
 }
 
-/** Input width of the Gated DeltaNet mixer's out_proj: V = nv dv. */
-static double gdn_out_in(const aps_model *m)
-{
-    return (double)m->linear_num_value_heads *
-           (double)m->linear_value_head_dim;
-}
-
 double aps_ssd_scan_rate(const aps_device *d)
 {
     return d->ssd_scan_rate > 0 ? d->ssd_scan_rate
@@ -164,7 +157,8 @@ static double mamba_fwd(const aps_model *m, const aps_device *d,
  *  projections from h (Gated DeltaNet's in_proj, h -> (2K + 2V + 2nv) /
  *  t; KDA's q, k, v, gate downs and beta, aps_gdn_in_proj_width), KDA's
  *  gate ups (dv -> 2V / t), out_proj (row parallel, V / t -> h), and the
- *  chunked delta rule (gdn.c aps_gdn_scan_flops / t) in FLA's Triton
+ *  chunked delta rule (gdn.c aps_gdn_scan_flops / t; none in LFM2's
+ *  short convolution, whose products are memory-bound) in FLA's Triton
  *  kernels, priced as the fused attention kernels are. */
 static double gdn_fwd(const aps_model *m, const aps_device *d,
                       const aps_training *t, const layer_shape *x)
@@ -176,7 +170,8 @@ static double gdn_fwd(const aps_model *m, const aps_device *d,
            (up > 0 ? aps_gemm_time(d, t->precision, x->T, up / x->tp,
                                    (double)m->linear_value_head_dim)
                    : 0.0) +
-           aps_gemm_time(d, t->precision, x->T, x->h, gdn_out_in(m) / x->tp) +
+           aps_gemm_time(d, t->precision, x->T, x->h,
+                         aps_gdn_out_width(m) / x->tp) +
            aps_gdn_scan_flops(m, x->T) / x->tp / rate;
 }
 
@@ -341,15 +336,9 @@ static double layer_membound_bytes(const aps_model *m, const aps_training *t,
                  (2.0 * aps_mamba_conv_dim(m) +
                   3.0 * (double)m->mamba_num_heads *
                       (double)m->mamba_head_dim) / x->tp;
-    /* Gated DeltaNet: the conv (q, k, v in, out with SiLU), the L2 norm of
-     * q and k (in, out), the gated RMSNorm (output and z in, out) */
+    /* linear attention: the conv, norms, gates (gdn.c) */
     if (w->gdn_share > 0)
-        bytes += w->gdn_share * A * x->T *
-                 (2.0 * aps_gdn_conv_dim(m) +
-                  4.0 * (double)m->linear_num_key_heads *
-                      (double)m->linear_key_head_dim +
-                  3.0 * (double)m->linear_num_value_heads *
-                      (double)m->linear_value_head_dim) / x->tp;
+        bytes += w->gdn_share * A * x->T * aps_gdn_elementwise_elems(m) / x->tp;
     /* the attention output gate: sigmoid and product (gate, output in,
      * product out) */
     if (m->attention_output_gate)
@@ -430,7 +419,7 @@ static void layer_casts(const aps_model *m, const aps_device *d,
         bwd += w->mamba_share * b;
     }
     if (w->gdn_share > 0) {
-        proj_block_casts(t, x, aps_gdn_in_proj_width(m), gdn_out_in(m), &f,
+        proj_block_casts(t, x, aps_gdn_in_proj_width(m), aps_gdn_out_width(m), &f,
                          &b);
         fwd += w->gdn_share * f;
         bwd += w->gdn_share * b;

@@ -57,6 +57,22 @@
  * s.3), so its FLOPs are priced by the same count.  The layers are
  * placed by linear_attention_pattern (Kimi Linear's 1-based
  * full_attn_layers are not periodic: 4, 8, ..., 24, 27).
+ *
+ * LFM2's gated short convolution (linear_attention = short_conv; Liquid
+ * AI's LFM2 and LFM2.5, transformers models/lfm2/modeling_lfm2.py
+ * Lfm2ShortConv @ 0096ba4f), no heads, the width h = hidden_size:
+ *   in_proj   h -> 3h, chunked into B, C, x (conv_bias: no bias)
+ *   B x       element-wise product
+ *   conv      depthwise causal conv over B x: h channels, conv_L_cache
+ *             (3) weights each (causal_conv1d_fn with activation None)
+ *   C conv    element-wise product, transposed back (.contiguous())
+ *   out_proj  h -> h
+ * No scan, no state beyond the conv's window, no norm inside.  The layers
+ * are placed by linear_attention_pattern from layer_types (conv or
+ * full_attention; older files full_attn_idxs).  NeMo AutoModel trains it
+ * as transformers builds it (its checkpoint conversion lists lfm2_moe,
+ * components/checkpoint/conversion_mapping.py @ 36044ad3; no model of its
+ * own): FSDP2 only (aps_gdn_refusal).
  */
 #include <string.h>
 #include "internal.h"
@@ -81,6 +97,11 @@
  *  chunk_gated_delta_rule_fwd_h (1), chunk_gla_fwd_o_gk (1); g_a and
  *  g_b (2), o_norm (1), o_proj (1), the residual add (1). */
 #define APS_HK_KDA 23.0
+/** Forward kernels of a gated short convolution from Python
+ *  (Lfm2ShortConv.cuda_kernels_forward @ 0096ba4f, causal_conv1d present):
+ *  in_proj (1), B * x (1), causal_conv1d_fn (1), C * conv_out (1), the
+ *  transpose's .contiguous() (1), out_proj (1), the residual add (1). */
+#define APS_HK_SHORT_CONV 7.0
 
 void aps_gdn_count(const aps_model *m, int64_t from, int64_t n,
                    aps_hybrid_counts *out)
@@ -123,23 +144,30 @@ double aps_gdn_attn_share(const aps_model *m)
     return w.attn_share;
 }
 
-/** K = nk dk: the width of q (and of k). */
+/** K = nk dk: the width of q (and of k); none in a short convolution. */
 static double key_width(const aps_model *m)
 {
     return (double)m->linear_num_key_heads * (double)m->linear_key_head_dim;
 }
 
-/** V = nv dv: the width of v (and of the gate z). */
+/** V = nv dv: the width of v (and of the gate z); a short convolution's
+ *  x, h. */
 static double value_width(const aps_model *m)
 {
+    if (aps_model_has_short_conv(m))
+        return (double)m->hidden_size;
     return (double)m->linear_num_value_heads *
            (double)m->linear_value_head_dim;
 }
+
+double aps_gdn_out_width(const aps_model *m) { return value_width(m); }
 
 double aps_gdn_in_proj_width(const aps_model *m)
 {
     double nv = (double)m->linear_num_value_heads;
     double dv = (double)m->linear_value_head_dim;
+    if (aps_model_has_short_conv(m)) /* B, C, x */
+        return 3.0 * value_width(m);
     if (aps_model_has_kda(m)) /* q, k, v; f_a; g_a (or K3's g_proj); b */
         return 2.0 * key_width(m) + value_width(m) + dv +
                (m->linear_output_gate_full_rank ? value_width(m) : dv) + nv;
@@ -156,7 +184,7 @@ double aps_gdn_gate_up_width(const aps_model *m)
 
 double aps_gdn_conv_dim(const aps_model *m)
 {
-    return 2.0 * key_width(m) + value_width(m);
+    return 2.0 * key_width(m) + value_width(m); /* short conv: K = 0 */
 }
 
 double aps_gdn_matmul_params(const aps_model *m)
@@ -172,6 +200,8 @@ double aps_gdn_params_tp(const aps_model *m, int64_t tp)
     double t = (double)tp;
     double conv = aps_gdn_conv_dim(m) * (double)m->linear_conv_kernel_dim;
     double nv = (double)m->linear_num_value_heads;
+    if (aps_model_has_short_conv(m)) /* no gate parameters, no norm */
+        return (aps_gdn_matmul_params(m) + conv) / t;
     /* A_log and dt_bias: nv each (GDN); nv and nv dv (KDA's per-channel
      * dt_bias, KimiKDAFp32Params) */
     double gates = aps_model_has_kda(m) ? nv + value_width(m) : 2.0 * nv;
@@ -181,6 +211,8 @@ double aps_gdn_params_tp(const aps_model *m, int64_t tp)
 
 double aps_gdn_scan_flops(const aps_model *m, double T)
 {
+    if (aps_model_has_short_conv(m)) /* two products, memory-bound */
+        return 0.0;
     double C = APS_GDN_CHUNK, dk = (double)m->linear_key_head_dim;
     double dv = (double)m->linear_value_head_dim;
     /* multiply-adds per token and value head of the chunked form (Yang et
@@ -250,26 +282,59 @@ static double kda_saved_per_token(const aps_model *m, const aps_training *t)
            + aps_gemm_input_bytes(t) * V;     /* o_proj input */
 }
 
+/* What Lfm2ShortConv.cuda_kernels_forward's autograd keeps: B * x keeps
+ * B and x, views of in_proj's output (the 3h storage, C a view of it
+ * too); causal_conv1d_fn its input B x; C * conv_out conv_out; out_proj
+ * its input, the contiguous product.  .contiguous() keeps nothing. */
+static double short_conv_saved_per_token(const aps_model *m,
+                                         const aps_training *t)
+{
+    double A = APS_ACT_BYTES, h = value_width(m);
+    return A * aps_gdn_in_proj_width(m)   /* B, C, x */
+           + A * h                        /* B x, the conv input */
+           + A * h                        /* conv output */
+           + aps_gemm_input_bytes(t) * h; /* out_proj input */
+}
+
 double aps_gdn_saved_bytes(const aps_model *m, const aps_training *t,
                            double T, double tp)
 {
-    return T * (aps_model_has_kda(m) ? kda_saved_per_token(m, t)
-                                     : gdn_saved_per_token(m, t)) / tp;
+    double per = aps_model_has_short_conv(m) ? short_conv_saved_per_token(m, t)
+                 : aps_model_has_kda(m)      ? kda_saved_per_token(m, t)
+                                             : gdn_saved_per_token(m, t);
+    return T * per / tp;
+}
+
+double aps_gdn_elementwise_elems(const aps_model *m)
+{
+    double conv = 2.0 * aps_gdn_conv_dim(m); /* the conv: in, out */
+    /* short conv: B x and C conv_out (two in, one out each), the
+     * transpose's copy (in, out) */
+    if (aps_model_has_short_conv(m))
+        return conv + (3.0 + 3.0 + 2.0) * value_width(m);
+    /* Gated DeltaNet, KDA: the conv with SiLU, the L2 norm of q and k (in,
+     * out), the gated RMSNorm (output and z in, out) */
+    return conv + 4.0 * key_width(m) + 3.0 * value_width(m);
 }
 
 double aps_gdn_state_bytes(const aps_model *m)
 {
+    if (aps_model_has_short_conv(m)) /* only the conv's window */
+        return 0.0;
     return APS_FP32_BYTES * (double)m->linear_num_value_heads *
            (double)m->linear_key_head_dim * (double)m->linear_value_head_dim;
 }
 
 double aps_gdn_kernels(const aps_model *m)
 {
-    return aps_model_has_kda(m) ? APS_HK_KDA : APS_HK_GDN;
+    return aps_model_has_short_conv(m) ? APS_HK_SHORT_CONV
+           : aps_model_has_kda(m)      ? APS_HK_KDA
+                                       : APS_HK_GDN;
 }
 
 /** The linear-attention widths: all in [1, APS_MAX_HYBRID_WIDTH] with a
- *  period or pattern, all 0 without. */
+ *  period or pattern, all 0 without; a short convolution's conv width
+ *  alone (its heads' fields 0: its width is hidden_size). */
 static aps_status validate_widths(const aps_model *m, char *err, size_t n)
 {
     struct { const char *f; int64_t v; } f[] = {
@@ -279,10 +344,19 @@ static aps_status validate_widths(const aps_model *m, char *err, size_t n)
         {"linear_value_head_dim", m->linear_value_head_dim},
         {"linear_conv_kernel_dim", m->linear_conv_kernel_dim},
     };
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        bool bad = aps_model_has_gdn(m)
+    size_t nf = sizeof f / sizeof f[0];
+    for (size_t i = 0; i < nf; i++) {
+        bool sc_heads = aps_model_has_short_conv(m) && i + 1 < nf;
+        bool bad = aps_model_has_gdn(m) && !sc_heads
                        ? (f[i].v < 1 || f[i].v > APS_MAX_HYBRID_WIDTH)
                        : f[i].v != 0;
+        if (bad && sc_heads) {
+            aps_fmt(err, n, "model.%s: a gated short convolution "
+                    "(linear_attention = short_conv) has no heads, its width "
+                    "is hidden_size: give 0 (got %lld)", f[i].f,
+                    (long long)f[i].v);
+            return APS_EINVAL;
+        }
         if (bad) {
             aps_fmt(err, n, aps_model_has_gdn(m)
                         ? "model.%s: must be in [1, 1048576] with linear "
@@ -330,9 +404,6 @@ static aps_status validate_pattern(const aps_model *m, char *err, size_t n)
     return APS_OK;
 }
 
-/** Kimi Delta Attention: one key head per value head of one width (FLA's
- *  chunk_kda asserts q, k and g share a shape; AutoModel builds H heads
- *  of head_dim for q, k and v). */
 /** Kimi K3's fields: only on a KDA model (NeMo AutoModel's Kimi K3,
  *  components/models/kimi_k3 @ 36044ad3), each with what it acts on. */
 static aps_status validate_k3(const aps_model *m, char *err, size_t n)
@@ -368,16 +439,23 @@ static aps_status validate_k3(const aps_model *m, char *err, size_t n)
     return APS_OK;
 }
 
+/** The mixer named by linear_attention needs linear layers; Kimi Delta
+ *  Attention one key head per value head of one width (FLA's chunk_kda
+ *  asserts q, k and g share a shape; AutoModel builds H heads of head_dim
+ *  for q, k and v) and MLA without RoPE on its other layers. */
 static aps_status validate_kda(const aps_model *m, char *err, size_t n)
 {
     aps_status st = validate_k3(m, err, n);
     if (st != APS_OK || m->linear_attention == APS_LINEAR_GDN)
         return st;
     if (!aps_model_has_gdn(m)) {
-        aps_fmt(err, n, "model.linear_attention: kda given without a "
-                "linear_attention_pattern or linear_attention_period");
+        aps_fmt(err, n, "model.linear_attention: %s given without a "
+                "linear_attention_pattern or linear_attention_period",
+                m->linear_attention == APS_LINEAR_KDA ? "kda" : "short_conv");
         return APS_EINVAL;
     }
+    if (aps_model_has_short_conv(m))
+        return APS_OK;
     /* query compression: Kimi K3's MLA has it, Kimi Linear's not (the
      * config reader tells them apart) */
     if (m->kv_lora_rank == 0 || m->position_embedding != APS_POS_NONE) {
@@ -419,7 +497,8 @@ aps_status aps_gdn_validate(const aps_model *m, char *err, size_t n)
         st = validate_kda(m, err, n);
     if (st != APS_OK || !aps_model_has_gdn(m))
         return st;
-    if (m->linear_num_value_heads % m->linear_num_key_heads != 0) {
+    if (!aps_model_has_short_conv(m) &&
+        m->linear_num_value_heads % m->linear_num_key_heads != 0) {
         aps_fmt(err, n, "model.linear_num_value_heads: %lld is not a multiple "
                 "of linear_num_key_heads %lld (Megatron TransformerConfig)",
                 (long long)m->linear_num_value_heads,
@@ -477,10 +556,47 @@ static const char *kda_refusal(const aps_model *m, const aps_training *t,
     return NULL;
 }
 
+/** Why an LFM2 model cannot be priced, or NULL: NeMo AutoModel trains
+ *  it as transformers builds it (no model of its own @ 36044ad3).  Its
+ *  tensor parallelism would shard the LM head alone (Lfm2ForCausalLM.
+ *  _tp_plan = {"lm_head": "colwise_rep"}, no base_model_tp_plan; the
+ *  parallelizer's _get_parallel_plan takes that HF plan), which is not
+ *  modelled; its pipeline forward for Hugging Face models reads
+ *  model.rotary_emb and model.norm (pipelining/hf_utils.py l.177, 202),
+ *  which Lfm2Model calls pos_emb and embedding_norm, and it refuses tied
+ *  embeddings (validate_hf_model_for_pipeline_support); context
+ *  parallelism would split the causal conv's window between ranks. */
+static const char *short_conv_refusal(const aps_training *t,
+                                      const aps_strategy *s,
+                                      aps_reason *code)
+{
+    if (t->framework != APS_FW_AUTOMODEL)
+        return "LFM2's gated short convolutions are priced for NeMo "
+               "AutoModel only (Megatron-LM, TorchTitan and MindFormers have "
+               "no such layer)";
+    if (s->tp_degree > 1)
+        return "LFM2 under tensor parallelism (AutoModel takes transformers' "
+               "Lfm2ForCausalLM._tp_plan, which shards the LM head alone) is "
+               "not modelled";
+    *code = APS_REASON_FRAMEWORK_UNSUPPORTED;
+    if (s->pp_degree > 1)
+        return "NeMo AutoModel cannot pipeline LFM2: its pipeline forward "
+               "for Hugging Face models calls model.rotary_emb, which "
+               "Lfm2Model names pos_emb (pipelining/hf_utils.py l.177 @ "
+               "36044ad3)";
+    *code = APS_REASON_NOT_MODELLED;
+    if (s->cp_degree > 1)
+        return "LFM2 under context parallelism (the causal conv's window "
+               "across the ranks' shards) is not modelled";
+    return NULL;
+}
+
 const char *aps_gdn_refusal(const aps_model *m, const aps_training *t,
                             const aps_strategy *s, aps_reason *code)
 {
     *code = APS_REASON_NOT_MODELLED; /* each refusal: apsearch's pricing */
+    if (aps_model_has_short_conv(m))
+        return short_conv_refusal(t, s, code);
     if (aps_model_has_kda(m))
         return kda_refusal(m, t, s, code);
     /* pp_degree > 1 (with virtual stages) and full recompute: every rank

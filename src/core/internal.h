@@ -914,6 +914,12 @@ static inline bool aps_model_has_kda(const aps_model *m)
 {
     return aps_model_has_gdn(m) && m->linear_attention == APS_LINEAR_KDA;
 }
+/** True when the linear layers are LFM2's gated short convolutions. */
+static inline bool aps_model_has_short_conv(const aps_model *m)
+{
+    return aps_model_has_gdn(m) &&
+           m->linear_attention == APS_LINEAR_SHORT_CONV;
+}
 /** Adds the attention and Gated DeltaNet layers among the model's layers
  *  from .. from + n - 1 (0-based) to out's attn and gdn counts. */
 void aps_gdn_count(const aps_model *m, int64_t from, int64_t n,
@@ -951,6 +957,14 @@ double aps_gdn_saved_bytes(const aps_model *m, const aps_training *t,
                            double T, double tp);
 /** The recurrent state of one layer and sequence, bytes (fp32 nv dk dv). */
 double aps_gdn_state_bytes(const aps_model *m);
+/** Output width of the mixer's core, out_proj's input: nv dv; a short
+ *  convolution's h. */
+double aps_gdn_out_width(const aps_model *m);
+/** Elements one mixer's memory-bound kernels read and write a token, all
+ *  TP ranks: the conv (in, out) and Gated DeltaNet's and KDA's L2 norms
+ *  and gated RMSNorm, or a short convolution's two products and its
+ *  transpose copy (gdn.c). */
+double aps_gdn_elementwise_elems(const aps_model *m);
 /** Forward kernels of one linear-attention mixer from Python. */
 double aps_gdn_kernels(const aps_model *m);
 /** Checks the Gated DeltaNet fields (model.c calls it). */

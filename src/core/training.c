@@ -802,8 +802,16 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
                 "KDA layer", m->name);
         return APS_ENOTIMPL;
     }
+    if (aps_model_has_short_conv(m) && t->framework != APS_FW_AUTOMODEL) {
+        aps_fmt(err, n, "training.framework: %s has LFM2's gated short "
+                "convolutions, priced for NeMo AutoModel only (framework = "
+                "automodel, which trains transformers' Lfm2ForCausalLM): "
+                "Megatron-LM, TorchTitan and MindFormers have no such layer",
+                m->name);
+        return APS_ENOTIMPL;
+    }
     if (aps_model_has_gdn(m) && !aps_model_has_kda(m) &&
-        t->framework != APS_FW_MEGATRON) {
+        !aps_model_has_short_conv(m) && t->framework != APS_FW_MEGATRON) {
         aps_fmt(err, n, "training.framework: %s has Gated DeltaNet layers, "
                 "priced for Megatron-LM only (framework = megatron)",
                 m->name);

@@ -63,8 +63,9 @@ APSL_ENUM(enum_glu_activation, "silu, gelu_tanh, quick_gelu, situ, gelu",
           {"silu", APS_GLU_SILU}, {"gelu_tanh", APS_GLU_GELU_TANH},
           {"quick_gelu", APS_GLU_QUICK_GELU}, {"situ", APS_GLU_SITU},
           {"gelu", APS_GLU_GELU});
-APSL_ENUM(enum_linear_attention, "gated_deltanet, kda",
-          {"gated_deltanet", APS_LINEAR_GDN}, {"kda", APS_LINEAR_KDA});
+APSL_ENUM(enum_linear_attention, "gated_deltanet, kda, short_conv",
+          {"gated_deltanet", APS_LINEAR_GDN}, {"kda", APS_LINEAR_KDA},
+          {"short_conv", APS_LINEAR_SHORT_CONV});
 APSL_ENUM(enum_norm, "rmsnorm, layernorm",
           {"rmsnorm", APS_NORM_RMSNORM}, {"layernorm", APS_NORM_LAYERNORM});
 APSL_ENUM(enum_pos, "rope, learned, alibi, none",

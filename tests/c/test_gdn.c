@@ -1,5 +1,6 @@
 /*
- * test_gdn.c -- src/core/gdn.c: Gated DeltaNet layers (Qwen3-Next).
+ * test_gdn.c -- src/core/gdn.c: Gated DeltaNet layers (Qwen3-Next), Kimi
+ * Delta Attention (Kimi Linear) and LFM2's gated short convolutions.
  *
  * Qwen/Qwen3-Next-80B-A3B (examples/models/qwen3-next-80b-a3b.json): h 2048,
  * 48 layers, every 4th gated attention (16 heads of 256, 2 KV heads), the
@@ -580,6 +581,121 @@ static void test_kda_full_rank_gate(void **state)
     ASSERT_DBL_EXACT(aps_mlp_bytes_per_width(&m, &t), 26.0);
 }
 
+/* LiquidAI/LFM2-1.2B (examples/models/lfm2-1.2b.json): h 2048, 16 layers,
+ * attention on the 0-based 2, 5, 8, 10, 12, 14 (32 heads of 64, 8 KV
+ * heads, q/k norms), gated short convolutions of 3 taps on the other 10,
+ * SwiGLU 8192 everywhere.  One short convolution (transformers
+ * Lfm2ShortConv @ 0096ba4f): in_proj 2048 x 6144 = 12,582,912; out_proj
+ * 2048 x 2048 = 4,194,304 -> matrices 16,777,216; conv 2048 x 3 = 6,144
+ * -> 16,783,360 (no bias, no norm). */
+static void fx_lfm2(aps_model *m)
+{
+    aps_model_defaults(m);
+    snprintf(m->name, sizeof m->name, "lfm2-1.2b");
+    m->num_layers = 16;
+    m->hidden_size = 2048;
+    m->num_attention_heads = 32;
+    m->num_query_groups = 8;
+    m->ffn_hidden_size = 8192;
+    m->vocab_size = 65536;
+    m->max_position_embeddings = 128000;
+    m->qk_norm = true;
+    m->tie_word_embeddings = true;
+    m->linear_attention = APS_LINEAR_SHORT_CONV;
+    snprintf(m->linear_attention_pattern, sizeof m->linear_attention_pattern,
+             "%s", "LLALLALLALALALAL");
+    m->linear_conv_kernel_dim = 3;
+    fx_validate(m);
+}
+
+/* Per token: in_proj's output 3 x 2048 (B, C, x kept by B * x), B x
+ * (the conv's input) 2048, the conv's output 2048, out_proj's input
+ * 2048, bf16: 2 x 12,288 = 24,576 bytes.  Memory-bound elements: the
+ * conv 2 x 2048, B x and C conv_out 3 x 2048 each, the transpose's copy
+ * 2 x 2048: 20,480.  FLOPs: the projections 2 T 16,777,216 and the conv
+ * 2 T 2048 x 3, no scan.  Totals: embedding 134,217,728, 10 x
+ * (16,783,360 + 50,331,648 MLP + 4096 norms) + 6 x (10,485,760 attention
+ * + 128 q/k norms + 50,331,648 + 4096), final norm 2048: 1,170,340,608,
+ * LiquidAI's published count for LFM2-1.2B. */
+static void test_short_conv_layer(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_lfm2(&m);
+    ASSERT_DBL_EXACT(aps_gdn_in_proj_width(&m), 6144.0);
+    ASSERT_DBL_EXACT(aps_gdn_conv_dim(&m), 2048.0);
+    ASSERT_DBL_EXACT(aps_gdn_gate_up_width(&m), 0.0);
+    ASSERT_DBL_EXACT(aps_gdn_out_width(&m), 2048.0);
+    ASSERT_DBL_EXACT(aps_gdn_matmul_params(&m), 16777216.0);
+    ASSERT_DBL_EXACT(aps_gdn_params_tp(&m, 1), 16783360.0);
+    ASSERT_DBL_EXACT(aps_gdn_scan_flops(&m, 4096.0), 0.0);
+    ASSERT_DBL_EXACT(aps_gdn_flops(&m, 4096.0),
+                     2.0 * 4096.0 * (16777216.0 + 6144.0));
+    ASSERT_DBL_EXACT(aps_gdn_elementwise_elems(&m), 20480.0);
+    aps_training t;
+    fx_training(&t, 8, 4096);
+    ASSERT_DBL_EXACT(aps_gdn_saved_bytes(&m, &t, 1.0, 1.0), 24576.0);
+    ASSERT_DBL_EXACT(aps_gdn_kernels(&m), 7.0);
+    ASSERT_DBL_EXACT(aps_gdn_state_bytes(&m), 0.0);
+    ASSERT_DBL_EXACT(aps_gdn_attn_share(&m), 6.0 / 16.0);
+    aps_param_counts c;
+    aps_model_param_counts(&m, &c);
+    ASSERT_DBL_EXACT(c.embedding + c.layers + c.final_norm + c.output_layer,
+                     1170340608.0);
+}
+
+/* AutoModel trains it as transformers builds it: TP shards the LM head
+ * alone (not modelled), its HF pipeline forward cannot run it, CP not
+ * priced; another framework is refused with the reason. */
+static void test_short_conv_refusals(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_lfm2(&m);
+    aps_training t;
+    fx_training(&t, 64, 4096);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    aps_reason code = APS_REASON_NONE;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "short convolutions are "
+               "priced for NeMo AutoModel only");
+    t.framework = APS_FW_AUTOMODEL;
+    assert_null(aps_gdn_refusal(&m, &t, &s, &code));
+    s.tp_degree = 2;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "shards the LM head alone");
+    assert_int_equal(code, APS_REASON_NOT_MODELLED);
+    aps_strategy_defaults(&s);
+    s.pp_degree = 2;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "names pos_emb");
+    assert_int_equal(code, APS_REASON_FRAMEWORK_UNSUPPORTED);
+    aps_strategy_defaults(&s);
+    s.cp_degree = 2;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "context parallelism");
+    assert_int_equal(code, APS_REASON_NOT_MODELLED);
+}
+
+static void test_short_conv_validation(void **state)
+{
+    (void)state;
+    char err[256];
+    aps_model m;
+    fx_lfm2(&m);
+    m.linear_num_value_heads = 16;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.linear_num_value_heads: a gated short convolution "
+               "(linear_attention = short_conv) has no heads");
+    fx_lfm2(&m);
+    m.linear_conv_kernel_dim = 0;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.linear_conv_kernel_dim: must be in [1, 1048576]");
+    fx_lfm2(&m);
+    m.linear_attention_pattern[0] = '\0';
+    m.linear_conv_kernel_dim = 0;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.linear_attention: short_conv given without a "
+                    "linear_attention_pattern");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -597,6 +713,9 @@ int main(void)
         cmocka_unit_test(test_kda_validation),
         cmocka_unit_test(test_attnres),
         cmocka_unit_test(test_kda_full_rank_gate),
+        cmocka_unit_test(test_short_conv_layer),
+        cmocka_unit_test(test_short_conv_refusals),
+        cmocka_unit_test(test_short_conv_validation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

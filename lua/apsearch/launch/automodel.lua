@@ -101,6 +101,8 @@ M.keys = {
   ["model.config.vocab_size"] = "transformers PretrainedConfig kwargs",
   ["model.torch_dtype"] = "_transformers/auto_model.py from_config",
   ["model.trust_remote_code"] = "_transformers/auto_model.py from_config",
+  ["model.attn_implementation"] = "_transformers/auto_model.py from_config (default kernel_patches.py " ..
+    "DEFAULT_ATTN_IMPLEMENTATION)",
   ["model.backend._target_"] = "components/models/common/utils.py BackendConfig",
   ["model.backend.attn"] = "components/models/common/utils.py BackendConfig",
   ["model.backend.linear"] = "components/models/common/utils.py BackendConfig",
@@ -139,6 +141,7 @@ M.hf_ids = {
   ["qwen3-235b-a22b"] = "Qwen/Qwen3-235B-A22B", ["qwen2.5-7b"] = "Qwen/Qwen2.5-7B",
   ["qwen2.5-72b"] = "Qwen/Qwen2.5-72B", ["deepseek-v3"] = "deepseek-ai/DeepSeek-V3",
   ["mixtral-8x7b"] = "mistralai/Mixtral-8x7B-v0.1", ["gpt-oss-20b"] = "openai/gpt-oss-20b",
+  ["lfm2-1.2b"] = "LiquidAI/LFM2-1.2B",
   ["gpt-oss-120b"] = "openai/gpt-oss-120b", ["mistral-7b-v0.1"] = "mistralai/Mistral-7B-v0.1",
 }
 
@@ -463,6 +466,18 @@ local function backend_keys(w, g)
   end
 end
 
+-- A model AutoModel builds as transformers does (LFM2: no model of its
+-- own @ 36044ad3): no model.backend, which only its own models read
+-- (_init_model applies it when is_custom_model; the fallback forwards
+-- the remaining kwargs to the transformers class, model_init.py
+-- l.1326-1332), and FlashAttention-2 named, as estimated (from_config's
+-- attn_implementation; DEFAULT_ATTN_IMPLEMENTATION when flash-attn is
+-- installed, kernel_patches.py l.71).
+local function hf_model_keys(w)
+  w.K("model.attn_implementation", "flash_attention_2",
+    "transformers' LFM2 modules with FlashAttention-2, as estimated (no model.backend: AutoModel has no LFM2 of its own)")
+end
+
 -- checkpoint, loss, mock data, optimizer, and the settings with no key
 local function training_keys(w, g)
   local K, N, m, tr = w.K, w.N, g.m, g.tr
@@ -559,7 +574,7 @@ function M.render(c)
   fsdp_keys(w, g)
   pipeline_keys(w, g)
   model_keys(w, g)
-  backend_keys(w, g)
+  if g.m.linear_attention == "short_conv" then hf_model_keys(w) else backend_keys(w, g) end
   training_keys(w, g)
   return text_of(w, c), w.notes
 end

@@ -384,7 +384,9 @@ M.LLAMA_BLOCK_LACKS = {
   { "global_head_dim", "the full-attention layers' own head width (global_head_dim, Gemma 4): the Llama block " ..
     "has one head width" },
   { "linear_attention", "Kimi Delta Attention layers (Kimi Linear, Kimi K3: linear_attention = kda): no model " ..
-    "of this engine has them (apsearch prices them for NeMo AutoModel)" },
+    "of this engine has them (apsearch prices them for NeMo AutoModel)", "kda" },
+  { "linear_attention", "LFM2's gated short convolutions (linear_attention = short_conv): no model of this " ..
+    "engine has them (apsearch prices them for NeMo AutoModel)", "short_conv" },
   { "nas_ffn_pattern", "heterogeneous layers (Llama-Nemotron NAS block_configs: attention left out of some " ..
     "layers, each layer's MLP width its own): the Llama block is the same on every layer" },
   { "msa_layers", "MiniMax-M3's block-sparse attention (msa_layers with their indexer): the Llama block " ..
@@ -417,6 +419,16 @@ function M.has_linear_attention(m)
   return (m.linear_attention_period or 0) > 0 or (m.linear_attention_pattern or "") ~= ""
 end
 
+--- True when the model's linear layers are Gated DeltaNet (Qwen3-Next;
+-- linear_attention absent or gated_deltanet), the one mixer Megatron-LM
+-- builds; Kimi Delta Attention and LFM2's short convolution are
+-- AutoModel's (M.LLAMA_BLOCK_LACKS says so for the other engines).
+-- @tparam table m model
+-- @treturn boolean
+function M.has_gated_deltanet(m)
+  return M.has_linear_attention(m) and (m.linear_attention or "gated_deltanet") == "gated_deltanet"
+end
+
 --- Weights of a model's block and output layer a Llama builder
 -- (TorchTitan's llama3, MindFormers' LlamaConfig) does not have: norms
 -- beyond the block's two (Gemma 2's and GLM-4's sandwich norms after
@@ -436,7 +448,7 @@ function M.llama_block_features(m)
       "written without"):format(tostring(m.vocab_size))
   end
   for _, f in ipairs(M.LLAMA_BLOCK_LACKS) do
-    if m[f[1]] then out[#out + 1] = f[2] end
+    if m[f[1]] and (f[3] == nil or m[f[1]] == f[3]) then out[#out + 1] = f[2] end
   end
   return out
 end

@@ -615,8 +615,9 @@ function M.render(c)
   if m.mlp == "swiglu" then M.glu_args(c, A, N) end
   if m.hybrid_layer_pattern then M.hybrid_args(m, A, N, hybrid_pipes and chunks or nil, tr) end
   if m.nas_attention_pattern or m.nas_ffn_pattern then M.nas_args(c, A, N) end
-  -- Kimi Delta Attention: NOT WRITTEN (architecture notes below)
-  if launch_util.has_linear_attention(m) and m.linear_attention ~= "kda" then M.gdn_args(m, A, N) end
+  -- Kimi Delta Attention, LFM2's short convolutions: NOT WRITTEN
+  -- (architecture notes below)
+  if launch_util.has_gated_deltanet(m) then M.gdn_args(m, A, N) end
   -- DeepSeek-V4's indexer is its CSA layers' (global_attention_notes
   -- says the whole attention is not written): no DSA flags
   if (m.index_n_heads or 0) > 0 and not m.hc_mult then M.dsa_args(m, tr, A, N) end
@@ -815,6 +816,8 @@ M.ARCH_SOURCES = {
   heads_per_layer = "transformer_config.py:148 (one num_attention_heads for every layer)",
   kda = "no Kimi Delta Attention in megatron/core (transformer_config.py:301 experimental_attention_variant: " ..
     "gdn, gdn2, dsa)",
+  short_conv = "no gated short convolution in megatron/core (transformer_config.py:301 " ..
+    "experimental_attention_variant: gdn, gdn2, dsa; the hybrid stack's layers are Mamba-2, attention, MLP, MoE)",
   msa = "no block-sparse attention in megatron/core (experimental_attention_variant_module_specs.py: the " ..
     "variants are gated_delta_net and dsa, DeepSeek's token-level top-k on multi-latent attention)",
   head_gate = "transformer_config.py:278 attention_output_gate (an element-wise sigmoid gate from linear_qkv, " ..
@@ -1341,6 +1344,11 @@ function M.global_attention_notes(m, N)
     not_written(N, "Kimi Delta Attention on the linear layers (" .. (m.linear_attention_pattern or "") ..
       ": L Kimi Delta Attention, A MLA)", M.ARCH_SOURCES.kda,
       "the script's layers all have multi-latent attention: not the model estimated (NeMo AutoModel trains it)")
+  end
+  if m.linear_attention == "short_conv" then
+    not_written(N, "LFM2's gated short convolutions on the linear layers (" .. (m.linear_attention_pattern or "") ..
+      ": L short convolution, A attention)", M.ARCH_SOURCES.short_conv,
+      "the script's layers all attend: not the model estimated (NeMo AutoModel trains it)")
   end
   if m.msa_layers then
     not_written(N, ("MiniMax-M3's block-sparse attention on %d of %d layers (a selection-only indexer of %d heads " ..

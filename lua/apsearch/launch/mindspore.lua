@@ -364,8 +364,8 @@ function M.render(c)
       "): MindSpore Transformers has no Mamba-2 / Nemotron-H model; only the parallel settings are " ..
       "written (apsearch prices hybrid models for Megatron-LM only)")
   end
-  -- Kimi Delta Attention: launch.LLAMA_BLOCK_LACKS
-  if m.linear_attention ~= "kda" and ((m.linear_attention_period or 0) > 0 or m.linear_attention_pattern) then
+  -- Kimi Delta Attention, LFM2's short convolutions: launch.LLAMA_BLOCK_LACKS
+  if require("apsearch.launch").has_gated_deltanet(m) then
     N("NOT EXPRESSIBLE in MindFormers", "the Gated DeltaNet layers (Qwen3-Next): MindSpore Transformers " ..
       "has no Qwen3-Next / Gated DeltaNet model; only the parallel settings are written (apsearch prices " ..
       "Gated DeltaNet models for Megatron-LM only)")

@@ -343,8 +343,8 @@ function M.model_shape(m, seq, pp)
       "): TorchTitan has no Mamba-2 / Nemotron-H model; written as the llama3 decoder, which is not this " ..
       "model (apsearch prices hybrid models for Megatron-LM only)")
   end
-  -- Kimi Delta Attention: launch.LLAMA_BLOCK_LACKS
-  if m.linear_attention ~= "kda" and ((m.linear_attention_period or 0) > 0 or m.linear_attention_pattern) then
+  -- Kimi Delta Attention, LFM2's short convolutions: launch.LLAMA_BLOCK_LACKS
+  if require("apsearch.launch").has_gated_deltanet(m) then
     N("NOT EXPRESSIBLE in TorchTitan", "the Gated DeltaNet layers (Qwen3-Next: " ..
       (m.linear_attention_period and ("every " .. m.linear_attention_period .. "-th layer") or
         ("the A layers of " .. m.linear_attention_pattern)) .. " gated attention, the others Gated DeltaNet): " ..

@@ -193,8 +193,8 @@ function M.flavor(rel, m)
     D(tostring(m.position_embedding) .. " positions: the llama3 model applies RoPE")
   end
   if m.hybrid_layer_pattern then D("the hybrid Mamba-2 layers: the release has no Mamba-2 model") end
-  -- (Kimi Delta Attention: launch.LLAMA_BLOCK_LACKS below)
-  if require("apsearch.launch").has_linear_attention(m) and m.linear_attention ~= "kda" then
+  -- (Kimi Delta Attention, LFM2's short convolutions: launch.LLAMA_BLOCK_LACKS below)
+  if require("apsearch.launch").has_gated_deltanet(m) then
     D("the Gated DeltaNet layers (Qwen3-Next): the release has no Gated DeltaNet model")
   end
   if (m.rotary_percent or 0) > 0 and m.rotary_percent < 1 then D("partial RoPE: every dimension is rotated") end

@@ -1,0 +1,146 @@
+-- tests/lua/models_lfm2_spec.lua -- LFM2 and LFM2.5 (model_type lfm2):
+-- gated short convolutions beside GQA attention, read as transformers
+-- builds them (models/lfm2 @ 0096ba4f, configuration_lfm2.py @ 05cd1ec1)
+-- and priced for NeMo AutoModel (src/core/gdn.c): the published counts,
+-- the MLP width rule, the layer kinds, the refusals, the search space and
+-- the launch files.
+
+local cjson = require "cjson"
+local hf = require "apsearch.hf"
+local core = require "apsearch.core"
+local H = require "spec_helpers"
+
+-- LiquidAI's LFM2 config.json keys (examples/models/lfm2-1.2b.json and
+-- the same keys at the 350M and 700M shapes, typed: no unmodified copy of
+-- those two files was reachable); the older files give full_attn_idxs
+-- (0-based) and block_ff_dim, which Lfm2Config reads before
+-- intermediate_size
+local function config(h, heads, ff)
+  return {
+    architectures = { "Lfm2ForCausalLM" }, model_type = "lfm2", hidden_size = h, num_attention_heads = heads,
+    num_heads = heads, num_key_value_heads = 8, num_hidden_layers = 16, vocab_size = 65536,
+    block_ff_dim = ff, block_auto_adjust_ff_dim = true, block_ffn_dim_multiplier = 1.0, block_multiple_of = 256,
+    conv_L_cache = 3, conv_bias = false, full_attn_idxs = { 2, 5, 8, 10, 12, 14 }, norm_eps = 1e-5,
+    rope_theta = 1000000.0, max_position_embeddings = 128000,
+  }
+end
+
+-- One layer by hand (transformers Lfm2DecoderLayer): a short convolution
+-- (in_proj h x 3h, conv h x 3, out_proj h x h) or attention (q, o h x h;
+-- k, v h x 512 for 8 KV heads of 64; q/k norms 2 x 64), the SwiGLU MLP
+-- 3 h f, two norms 2h; tied embedding 65536 h; the final norm
+-- (Lfm2Model.embedding_norm) h.
+local function by_hand(h, f)
+  local conv = 3 * h * h + 3 * h + h * h
+  local attn = 2 * h * h + 2 * h * 512 + 128
+  return 65536 * h + 10 * conv + 6 * attn + 16 * (3 * h * f + 2 * h) + h
+end
+
+describe("LFM2", function()
+  -- LiquidAI's model cards: LFM2-350M 354,483,968, LFM2-700M 742,489,344,
+  -- LFM2-1.2B 1,170,340,608 parameters; MLP widths 2/3 of block_ff_dim
+  -- rounded up to 256: 6656 -> 4608, 10240 -> 6912, 12288 -> 8192
+  it("counts the published totals of LFM2-350M, -700M and -1.2B", function()
+    for _, c in ipairs({ { 1024, 16, 6656, 4608, 354483968 }, { 1536, 24, 10240, 6912, 742489344 },
+                         { 2048, 32, 12288, 8192, 1170340608 } }) do
+      assert.are.equal(c[5], by_hand(c[1], c[4]))
+      local m = hf.from_config(config(c[1], c[2], c[3]), "lfm2.json")
+      assert.are.same({ "short_conv", "LLALLALLALALALAL", 3, c[4], true, true }, { m.linear_attention,
+        m.linear_attention_pattern, m.linear_conv_kernel_dim, m.ffn_hidden_size, m.qk_norm, m.tie_word_embeddings })
+      assert.are.equal(c[5], core.model_params(m).total)
+    end
+    local m = H.example_model("lfm2-1.2b")
+    assert.are.equal(1170340608, core.model_params(m).total)
+  end)
+
+  -- Lfm2MLP @ 0096ba4f: int(2 f / 3) with block_auto_adjust_ff_dim, then
+  -- with a multiplier int(mult f) rounded up to block_multiple_of; no
+  -- multiplier, no rounding
+  it("builds the MLP width as Lfm2MLP does", function()
+    local function w(t) return hf.lfm2_ffn_width(t, "x.json") end
+    assert.are.equal(8192, w({ block_ff_dim = 12288, intermediate_size = 8192, block_auto_adjust_ff_dim = true,
+      block_ffn_dim_multiplier = 1.0, block_multiple_of = 256 }))
+    assert.are.equal(4608, w({ intermediate_size = 6656, block_auto_adjust_ff_dim = true,
+      block_ffn_dim_multiplier = 1.0, block_multiple_of = 256 }))
+    assert.are.equal(4437, w({ intermediate_size = 6656, block_auto_adjust_ff_dim = true,
+      block_ffn_dim_multiplier = cjson.null, block_multiple_of = 256 }))
+    assert.are.equal(10752, w({ intermediate_size = 10752, block_auto_adjust_ff_dim = false }))
+    -- 1.5 x 8192 = 12288, a multiple of 256; 1.3 x 8192 = 10649.6 -> 10649 -> 10752
+    assert.are.equal(10752, w({ block_ff_dim = 12288, block_auto_adjust_ff_dim = true,
+      block_ffn_dim_multiplier = 1.3, block_multiple_of = 256 }))
+  end)
+
+  it("reads layer_types, untied embeddings, and refuses what it does not model", function()
+    local c = config(1024, 16, 6656)
+    c.full_attn_idxs = nil
+    c.layer_types = { "conv", "full_attention", "conv", "conv", "conv", "conv", "conv", "conv", "conv", "conv",
+      "conv", "conv", "conv", "conv", "conv", "full_attention" }
+    c.tie_embedding = false
+    local m = hf.from_config(c, "l.json")
+    assert.are.equal("LALLLLLLLLLLLLLA", m.linear_attention_pattern)
+    assert.is_false(m.tie_word_embeddings)
+    local tied = by_hand(1024, 4608) + 4 * (4 * 1024 * 1024 + 3 * 1024 - (2 * 1024 * 1024 + 2 * 1024 * 512 + 128))
+    assert.are.equal(tied + 65536 * 1024, core.model_params(m).total)
+    c.layer_types[3] = "mamba"
+    assert.matches("l.json: layer_types[3]: expected \"conv\" or \"full_attention\" (got \"mamba\")",
+      H.err_of(hf.from_config, c, "l.json"), 1, true)
+    c = config(1024, 16, 6656)
+    c.conv_bias = true
+    assert.matches("NotImplemented: b.json: conv_bias: LFM2's short-convolution biases",
+      H.err_of(hf.from_config, c, "b.json"), 1, true)
+    c = config(1024, 16, 6656)
+    c.full_attn_idxs = { 2, 16 }
+    assert.matches("full_attn_idxs[2]: expected a layer in [0, 15]", H.err_of(hf.from_config, c, "i.json"), 1, true)
+    -- every layer attention: a plain GQA model with q/k norms
+    c = config(1024, 16, 6656)
+    c.full_attn_idxs = nil
+    assert.is_nil(hf.from_config(c, "a.json").linear_attention)
+    -- a hand-written model gives the short convolution no heads
+    m = hf.from_config(config(1024, 16, 6656), "l.json")
+    m.linear_num_key_heads = 4
+    assert.matches("model.linear_num_key_heads: a gated short convolution (linear_attention = short_conv) has " ..
+      "no heads", H.err_of(core.model_params, m), 1, true)
+  end)
+
+  it("is searched as NeMo AutoModel runs transformers' LFM2: FSDP2, no TP, PP or CP", function()
+    local path = "examples/models/lfm2-1.2b.json"
+    local code, out, err = H.apsearch("run", "--model", path, "--cluster", "h100-sxm-80gb:2x8", "--format", "json")
+    assert.are.equal(0, code, err)
+    assert.matches("a built policy uses framework = automodel", err, 1, true)
+    assert.matches("tp_degree = {1}, cp_degree = {1}, pp_degree = {1}", err, 1, true)
+    local doc = cjson.decode(out)
+    assert.is_true(doc.inputs.training.hf_eager_layer)
+    local top = doc.top_k_strategies[1]
+    assert.are.same({ 1, 1, 1 }, { top.tp_degree, top.pp_degree, top.cp_degree })
+    code, _, err = H.apsearch("run", "--model", path, "--cluster", "h100-sxm-80gb:2x8",
+      "--set", "training.framework=megatron")
+    assert.are.equal(2, code)
+    assert.matches("training.framework: lfm2-1.2b has LFM2's gated short convolutions, priced for NeMo AutoModel " ..
+      "only", err, 1, true)
+    code, _, err = H.apsearch("run", "--model", path, "--cluster", "h100-sxm-80gb:2x8", "--launchable", "torchtitan")
+    assert.are.equal(2, code)
+    assert.matches("lfm2-1.2b's gated short convolutions are built by the automodel launch file only", err, 1, true)
+    code, out = H.apsearch("estimate", "--model", path, "--cluster", "h100-sxm-80gb:1x8",
+      "--strategy", "tp_degree=2,fsdp_degree=4")
+    assert.matches("shards the LM head alone", out, 1, true)
+  end)
+
+  it("writes AutoModel's file without model.backend and says the others are not this model", function()
+    local dir = H.tmpdir() .. "/out"
+    local code, _, err = H.apsearch("run", "--model", "examples/models/lfm2-1.2b.json", "--cluster",
+      "h100-sxm-80gb:2x8", "--out", dir, "-k", "1", "--quiet")
+    assert.are.equal(0, code, err)
+    local yaml = H.read(dir .. "/launch/rank1_automodel.yaml")
+    assert.matches("examples/models/lfm2-1.2b.json  # the config.json of " ..
+      "LiquidAI/LFM2-1.2B", yaml, 1, true)
+    assert.matches("attn_implementation: flash_attention_2", yaml, 1, true)
+    assert.is_nil(yaml:find("backend:\n", 1, true))
+    local sh = H.read(dir .. "/launch/rank1_megatron.sh")
+    assert.matches("# NOT WRITTEN: LFM2's gated short convolutions on the linear layers (LLALLALLALALALAL", sh, 1, true)
+    assert.is_nil(sh:find("--experimental-attention-variant", 1, true))
+    local py = H.read(dir .. "/launch/rank1_torchtitan.py")
+    assert.matches("NOT EXPRESSIBLE in TorchTitan: LFM2's gated short convolutions", py, 1, true)
+    assert.is_nil(py:find("Gated DeltaNet", 1, true))
+    assert.is_nil(py:find("Kimi Delta Attention", 1, true))
+  end)
+end)

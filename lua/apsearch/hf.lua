@@ -64,6 +64,10 @@
 -- * `smollm3` (SmolLM3): llama with RoPE only where `no_rope_layers` is 1
 --   (default: all but every `no_rope_layer_interval`-th) ->
 --   nope_layer_period; tied embeddings by default.
+-- * `lfm2` (LFM2, LFM2.5): gated short convolutions on the `conv` layers
+--   of `layer_types` (or all but `full_attn_idxs`) -> linear_attention
+--   short_conv with its pattern, GQA with q/k norms on the others, the
+--   MLP width of M.lfm2_ffn_width (builders.lfm2).
 --
 -- Dropout: the model table has no dropout field (dropout is a training
 -- option, `training.dropout`), so `from_config` returns it in its second

@@ -203,10 +203,6 @@ function M.training(model, n)
     global_batch_size = M.batch_sequences(M.batch_tokens(model, n), seq, n, M.whole_sequences(model)),
     seq_length = seq, precision = M.PRECISION, optimizer = M.OPTIMIZER,
     framework = M.framework(model),
-    -- LFM2: AutoModel runs transformers' eager modules (Lfm2RMSNorm's fp32
-    -- copy, Lfm2MLP's unfused SiLU): the Liger-Kernel AutoModel pins
-    -- (pyproject.toml @ 36044ad3: 1f1a4b8d) has no LFM2 patch
-    hf_eager_layer = model.linear_attention == "short_conv" or nil,
   }
 end
 

@@ -5212,6 +5212,10 @@ M.LFM2_DEFAULTS = {
   block_multiple_of = 256, block_ffn_dim_multiplier = 1.0, block_auto_adjust_ff_dim = true,
 }
 
+--- The widest MLP M.lfm2_ffn_width accepts from a multiplier (2^31: any
+-- width beyond is a typo, and the core refuses it anyway).
+M.LFM2_MAX_FFN = 2147483648
+
 --- The MLP width Lfm2MLP builds (modeling_lfm2.py @ 0096ba4f): from
 -- `block_ff_dim` when given (Lfm2Config reads it before
 -- intermediate_size), with block_auto_adjust_ff_dim 2/3 of it, then with
@@ -5226,16 +5230,20 @@ function M.lfm2_ffn_width(t, file)
   local f = r.int(key)
   if not r.bool("block_auto_adjust_ff_dim", true) then return f end
   f = 2 * f // 3 -- int(2 * f / 3): exact for the integers a config holds
+  if f < 1 then util.fail(file, key, "gives an MLP width below 1 (2/3 of it, Lfm2MLP)", t[key]) end
   local mult = t.block_ffn_dim_multiplier
   if is_null(mult) then return f end
   if type(mult) ~= "number" or mult <= 0 or mult ~= mult or mult == math.huge then
     util.fail(file, "block_ffn_dim_multiplier", "expected a positive number or null", mult)
   end
   local of = r.int("block_multiple_of")
-  f = math.floor(mult * f)
-  f = of * ((f + of - 1) // of)
-  if f < 1 then util.fail(file, "block_ffn_dim_multiplier", "gives an MLP width below 1", mult) end
-  return math.tointeger(f)
+  local scaled = mult * f
+  if scaled < 1 or scaled > M.LFM2_MAX_FFN then
+    util.fail(file, "block_ffn_dim_multiplier", ("gives an MLP width of %.6g, outside [1, %d]"):format(scaled,
+      M.LFM2_MAX_FFN), mult)
+  end
+  f = math.tointeger(math.floor(scaled))
+  return of * ((f + of - 1) // of)
 end
 
 -- LFM2's layer kinds as linear_attention_pattern (L the short
@@ -5277,10 +5285,15 @@ end
 -- attention layers with per-head q/k RMSNorms; every layer a SwiGLU MLP
 -- of M.lfm2_ffn_width; tied embeddings (`tie_embedding` or
 -- tie_word_embeddings); the final norm is Lfm2Model.embedding_norm.
-function builders.lfm2(_, cfg, file, notes)
+function builders.lfm2(_, cfg, file, notes, extra)
+  -- Lfm2Config computes with these: a null one fails there
+  refuse_nulls(cfg, { "block_ff_dim", "conv_L_cache", "hidden_size", "num_hidden_layers" }, file, "Lfm2Config")
   local t = with_defaults(cfg, M.LFM2_DEFAULTS)
+  -- `if config.block_auto_adjust_ff_dim:` (Lfm2MLP): null is false there
+  if cfg.block_auto_adjust_ff_dim == cjson.null then t.block_auto_adjust_ff_dim = false end
   if not is_null(cfg.tie_embedding) then t.tie_word_embeddings = cfg.tie_embedding end
-  if is_null(cfg.rope_theta) and not is_null(cfg.theta) then t.rope_theta = cfg.theta end
+  -- kwargs.get("theta", kwargs.get("rope_theta", 1e6)): theta first
+  if not is_null(cfg.theta) then t.rope_theta = cfg.theta end
   if t.conv_bias ~= false then
     error(("NotImplemented: %s: conv_bias: LFM2's short-convolution biases (in_proj, conv, out_proj) are not " ..
       "modelled (got %s)"):format(file, util.describe(t.conv_bias)), 0)
@@ -5289,15 +5302,21 @@ function builders.lfm2(_, cfg, file, notes)
   local m = llama_like(r, t, file, { own_activation = true, tied = true })
   m.ffn_hidden_size = M.lfm2_ffn_width(t, file)
   m.qk_norm = true -- Lfm2Attention: q_layernorm, k_layernorm RMSNorm(head_dim)
-  numerics(m, t, file)
+  numerics(m, t, file) -- theta read first, as Lfm2Config reads it
+  extra.own_numerics = true
   local pattern = lfm2_pattern(t, m.num_layers, file)
-  if pattern:find("L", 1, true) then
-    m.linear_attention = "short_conv"
-    m.linear_attention_pattern = pattern
-    m.linear_conv_kernel_dim = r.int("conv_L_cache")
-    note(notes, file, "LFM2 is trained by NeMo AutoModel as transformers builds it (FSDP2; no tensor, pipeline " ..
-      "or context parallelism): a built policy uses framework = automodel")
+  -- without a conv layer it is still transformers' Lfm2ForCausalLM under
+  -- AutoModel (no TP plan, no pipeline forward: gdn.c short_conv_refusal),
+  -- which no estimate without the mixer would say
+  if not pattern:find("L", 1, true) then
+    error(("NotImplemented: %s: %s: an LFM2 model without short-convolution layers (every layer attention) " ..
+      "is not modelled"):format(file, is_null(t.layer_types) and "full_attn_idxs" or "layer_types"), 0)
   end
+  m.linear_attention = "short_conv"
+  m.linear_attention_pattern = pattern
+  m.linear_conv_kernel_dim = r.int("conv_L_cache")
+  note(notes, file, "LFM2 is trained by NeMo AutoModel as transformers builds it (FSDP2; no tensor, pipeline " ..
+    "or context parallelism): a built policy uses framework = automodel")
   return m
 end
 

@@ -1247,6 +1247,12 @@ function M.from_table(raw, file, opts)
       end
     end
   end
+  -- LFM2: NeMo AutoModel trains transformers' eager modules (no Liger
+  -- patch, no model of its own: docs/modeling.md "LFM2's gated short
+  -- convolutions"), unless the policy says otherwise
+  if p.model and p.model.linear_attention == "short_conv" and p.training.hf_eager_layer == nil then
+    p.training.hf_eager_layer = true
+  end
   -- a setting that acts only with another is refused, not ignored (the
   -- core refuses its own: src/core/training.c aps_training_dependencies)
   if p.training.cuda_graph_scope ~= nil and p.training.cuda_graphs ~= true then

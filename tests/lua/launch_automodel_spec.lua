@@ -148,6 +148,32 @@ end)
 
 describe("the model's config file in the launch files", function()
   local H = require "spec_helpers"
+  -- AutoModel 36044ad3 builds a class outside its registry
+  -- (_transformers/registry.py MODEL_ARCH_MAPPING) through transformers,
+  -- whose constructor refuses model.backend (model_init.py l.1326-1332)
+  it("writes model.backend only for the classes AutoModel builds itself", function()
+    local function run(name)
+      local dir = H.tmpdir()
+      local code, _, err = H.apsearch("run", "--model", "examples/models/" .. name .. ".json", "--cluster",
+        "h100-sxm-80gb:2x8", "--set", "training.framework=automodel", "--out", dir .. "/o", "--top-k", "1", "--quiet")
+      assert.are.equal(0, code, err)
+      return assert(H.read(dir .. "/o/launch/rank1_automodel.yaml"))
+    end
+    local llama = run("llama-3.1-8b")
+    assert.truthy(llama:find("\n  backend:\n    _target_: nemo_automodel.components.models.common.BackendConfig", 1,
+      true), llama)
+    assert.is_nil(llama:find("attn_implementation", 1, true))
+    local mistral = run("mistral-7b-v0.1")
+    assert.is_nil(mistral:find("BackendConfig", 1, true), mistral)
+    assert.truthy(mistral:find("\n  attn_implementation: flash_attention_2  # as estimated; transformers builds " ..
+      "MistralForCausalLM (no model.backend", 1, true), mistral)
+    local mixtral = run("mixtral-8x7b")
+    assert.is_nil(mixtral:find("BackendConfig", 1, true))
+    assert.truthy(mixtral:find("# APPROXIMATE: transformers' MixtralForCausalLM runs its own experts", 1, true))
+    assert.are.equal("MistralForCausalLM", automodel.config_class(H.ROOT .. "/examples/models/mistral-7b-v0.1.json"))
+    assert.is_nil(automodel.config_class(H.ROOT .. "/examples/models/none.json"))
+  end)
+
   it("is named by its absolute path, whatever directory the run was given it from", function()
     local dir = H.tmpdir()
     local code = H.apsearch("run", "--model", "examples/models/llama-3.1-8b.json", "--cluster", "h100-sxm-80gb:1x8",

@@ -91,10 +91,32 @@ describe("LFM2", function()
     c = config(1024, 16, 6656)
     c.full_attn_idxs = { 2, 16 }
     assert.matches("full_attn_idxs[2]: expected a layer in [0, 15]", H.err_of(hf.from_config, c, "i.json"), 1, true)
-    -- every layer attention: a plain GQA model with q/k norms
+    -- every layer attention (Lfm2Config without layer_types or
+    -- full_attn_idxs): still transformers' LFM2 under AutoModel, refused
     c = config(1024, 16, 6656)
     c.full_attn_idxs = nil
-    assert.is_nil(hf.from_config(c, "a.json").linear_attention)
+    assert.matches("NotImplemented: a.json: full_attn_idxs: an LFM2 model without short-convolution layers",
+      H.err_of(hf.from_config, c, "a.json"), 1, true)
+    -- Lfm2MLP's `if config.block_auto_adjust_ff_dim:`: null skips the 2/3
+    c = config(1024, 16, 6656)
+    c.block_auto_adjust_ff_dim = cjson.null
+    assert.are.equal(6656, hf.from_config(c, "n.json").ffn_hidden_size)
+    c.block_ff_dim = cjson.null
+    assert.matches("n.json: block_ff_dim: null is not a value here (Lfm2Config computes with it)",
+      H.err_of(hf.from_config, c, "n.json"), 1, true)
+    -- kwargs.get("theta", kwargs.get("rope_theta")): theta first
+    c = config(1024, 16, 6656)
+    c.theta = 5000.0
+    assert.are.equal(5000.0, hf.from_config(c, "t.json").rope_theta)
+    c = config(1024, 16, 6656)
+    c.block_ffn_dim_multiplier = 1e20
+    assert.matches("block_ffn_dim_multiplier: gives an MLP width of 4.437e+23, outside [1, 2147483648]",
+      H.err_of(hf.from_config, c, "m.json"), 1, true)
+    -- LFM2's layers: GQA and dense MLPs
+    m = hf.from_config(config(1024, 16, 6656), "l.json")
+    m.num_experts, m.experts_per_token, m.moe_ffn_hidden_size = 8, 2, 512
+    assert.matches("model.num_experts: short convolutions beside experts are not modelled",
+      H.err_of(core.model_params, m), 1, true)
     -- a hand-written model gives the short convolution no heads
     m = hf.from_config(config(1024, 16, 6656), "l.json")
     m.linear_num_key_heads = 4

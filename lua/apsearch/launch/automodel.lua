@@ -466,16 +466,79 @@ local function backend_keys(w, g)
   end
 end
 
--- A model AutoModel builds as transformers does (LFM2: no model of its
--- own @ 36044ad3): no model.backend, which only its own models read
--- (_init_model applies it when is_custom_model; the fallback forwards
--- the remaining kwargs to the transformers class, model_init.py
--- l.1326-1332), and FlashAttention-2 named, as estimated (from_config's
--- attn_implementation; DEFAULT_ATTN_IMPLEMENTATION when flash-attn is
+--- The architecture classes NeMo AutoModel builds itself
+-- (nemo_automodel/_transformers/registry.py MODEL_ARCH_MAPPING @ 36044ad3,
+-- keyed by a config's architectures[0]; model_init.py
+-- _resolve_custom_model_cls_for_config). Any other class is built by
+-- transformers (the fallback of model_init.py __init_model).
+M.OWN_ARCHITECTURES = {}
+for a in ([[BaichuanForCausalLM BailingMoeV2ForCausalLM DeepseekV3ForCausalLM DeepseekV32ForCausalLM
+  DeepseekV4ForCausalLM Ernie4_5_MoeForCausalLM Glm4MoeForCausalLM Glm4MoeLiteForCausalLM GlmMoeDsaForCausalLM
+  Gemma4ForConditionalGeneration Gemma4UnifiedForConditionalGeneration GptOssForCausalLM HYV3ForCausalLM
+  KimiK25ForConditionalGeneration KimiK25VLForConditionalGeneration KimiK3ForCausalLM KimiK3ForConditionalGeneration
+  KimiLinear48BForCausalLM KimiVLForConditionalGeneration LagunaForCausalLM LlamaForCausalLM MiMoV2FlashForCausalLM
+  MiniMaxM2ForCausalLM MiniMaxM3SparseForConditionalGeneration Ministral3ForCausalLM Mistral3ForConditionalGeneration
+  Mistral4ForCausalLM MuseGlimmerForConditionalGeneration NemotronHForCausalLM Qwen2ForCausalLM Qwen3ForCausalLM
+  Qwen3MoeForCausalLM Qwen3NextForCausalLM Qwen3VLForConditionalGeneration Qwen3VLMoeForConditionalGeneration
+  Qwen3_5ForCausalLM Qwen3_5ForConditionalGeneration Qwen3_5MoeForCausalLM Qwen3_5MoeForConditionalGeneration
+  Step3p5ForCausalLM Step3p7ForConditionalGeneration]]):gmatch("%S+") do
+  M.OWN_ARCHITECTURES[a] = true
+end
+
+--- The architecture class the model's config file names (architectures[1]
+-- of the file, or of DIR/config.json), or nil: no file, unreadable, or no
+-- class named.
+-- @tparam string|nil src the launch context's model_source
+-- @treturn string|nil
+function M.config_class(src)
+  if type(src) ~= "string" or src == "" then return nil end
+  local f = io.open(src .. "/config.json", "rb") or io.open(src, "rb")
+  if not f then return nil end
+  local text = f:read("a")
+  f:close()
+  local ok, cfg = pcall(require("cjson").decode, text or "")
+  local a = ok and type(cfg) == "table" and type(cfg.architectures) == "table" and cfg.architectures[1]
+  return type(a) == "string" and a or nil
+end
+
+--- True when AutoModel builds the model through transformers, not a model
+-- of its own: LFM2 (whose short convolutions no AutoModel model has), or a
+-- config file whose class is not in M.OWN_ARCHITECTURES.
+-- @tparam table m model
+-- @tparam string|nil src the launch context's model_source
+-- @treturn boolean
+function M.transformers_built(m, src)
+  if m.linear_attention == "short_conv" then return true end
+  local class = M.config_class(src)
+  return class ~= nil and not M.OWN_ARCHITECTURES[class]
+end
+
+-- A model AutoModel builds as transformers does: no model.backend, which
+-- only its own models read (_init_model applies it when is_custom_model;
+-- the fallback forwards the remaining kwargs to the transformers class,
+-- whose constructor refuses it: model_init.py l.1326-1332, 1441-1458),
+-- and the attention named as estimated (from_config's attn_implementation;
+-- DEFAULT_ATTN_IMPLEMENTATION is FlashAttention-2 when flash-attn is
 -- installed, kernel_patches.py l.71).
-local function hf_model_keys(w)
-  w.K("model.attn_implementation", "flash_attention_2",
-    "transformers' LFM2 modules with FlashAttention-2, as estimated (no model.backend: AutoModel has no LFM2 of its own)")
+local function hf_model_keys(w, g)
+  local K, N, m, tr = w.K, w.N, g.m, g.tr
+  local class = M.config_class(g.c.model_source) or "Lfm2ForCausalLM" -- (transformers_built)
+  if m.linear_attention == "short_conv" and class ~= "Lfm2ForCausalLM" then
+    N(NE, "the short convolutions estimated: the config file builds " .. class .. ", not Lfm2ForCausalLM")
+  end
+  if tr.flash_attention == false then
+    K("model.attn_implementation", "eager", "transformers' unfused attention, as estimated")
+  else
+    K("model.attn_implementation", "flash_attention_2", "as estimated; transformers builds " .. class ..
+      " (no model.backend, which AutoModel's own models read)")
+  end
+  if (m.num_experts or 0) > 0 then
+    N("APPROXIMATE", "transformers' " .. class .. " runs its own experts: the estimate priced AutoModel's " ..
+      "grouped GEMMs and token dispatcher, and expert parallelism needs a model of AutoModel's own")
+  end
+  if tr.precision == "fp8" or tr.precision == "mxfp8" or tr.precision == "nvfp4" then
+    N(NE, tr.precision .. " linears: model.backend.te_fp8 is read by AutoModel's own models only; written as bf16")
+  end
 end
 
 -- checkpoint, loss, mock data, optimizer, and the settings with no key
@@ -574,7 +637,7 @@ function M.render(c)
   fsdp_keys(w, g)
   pipeline_keys(w, g)
   model_keys(w, g)
-  if g.m.linear_attention == "short_conv" then hf_model_keys(w) else backend_keys(w, g) end
+  if M.transformers_built(g.m, c.model_source) then hf_model_keys(w, g) else backend_keys(w, g) end
   training_keys(w, g)
   return text_of(w, c), w.notes
 end

@@ -337,16 +337,15 @@ double aps_gdn_kernels(const aps_model *m)
  *  alone (its heads' fields 0: its width is hidden_size). */
 static aps_status validate_widths(const aps_model *m, char *err, size_t n)
 {
-    struct { const char *f; int64_t v; } f[] = {
-        {"linear_num_key_heads", m->linear_num_key_heads},
-        {"linear_num_value_heads", m->linear_num_value_heads},
-        {"linear_key_head_dim", m->linear_key_head_dim},
-        {"linear_value_head_dim", m->linear_value_head_dim},
-        {"linear_conv_kernel_dim", m->linear_conv_kernel_dim},
+    struct { const char *f; int64_t v; bool head; } f[] = {
+        {"linear_num_key_heads", m->linear_num_key_heads, true},
+        {"linear_num_value_heads", m->linear_num_value_heads, true},
+        {"linear_key_head_dim", m->linear_key_head_dim, true},
+        {"linear_value_head_dim", m->linear_value_head_dim, true},
+        {"linear_conv_kernel_dim", m->linear_conv_kernel_dim, false},
     };
-    size_t nf = sizeof f / sizeof f[0];
-    for (size_t i = 0; i < nf; i++) {
-        bool sc_heads = aps_model_has_short_conv(m) && i + 1 < nf;
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        bool sc_heads = aps_model_has_short_conv(m) && f[i].head;
         bool bad = aps_model_has_gdn(m) && !sc_heads
                        ? (f[i].v < 1 || f[i].v > APS_MAX_HYBRID_WIDTH)
                        : f[i].v != 0;

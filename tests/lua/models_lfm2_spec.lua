@@ -37,9 +37,11 @@ local function by_hand(h, f)
 end
 
 describe("LFM2", function()
-  -- LiquidAI's model cards: LFM2-350M 354,483,968, LFM2-700M 742,489,344,
-  -- LFM2-1.2B 1,170,340,608 parameters; MLP widths 2/3 of block_ff_dim
-  -- rounded up to 256: 6656 -> 4608, 10240 -> 6912, 12288 -> 8192
+  -- LiquidAI's model cards (huggingface.co/LiquidAI/LFM2-350M, "Model
+  -- details": one table for the family): LFM2-350M 354,483,968, LFM2-700M
+  -- 742,489,344, LFM2-1.2B 1,170,340,608 parameters, 16 layers (10 conv +
+  -- 6 attn); MLP widths 2/3 of block_ff_dim rounded up to 256: 6656 ->
+  -- 4608, 10240 -> 6912, 12288 -> 8192
   it("counts the published totals of LFM2-350M, -700M and -1.2B", function()
     for _, c in ipairs({ { 1024, 16, 6656, 4608, 354483968 }, { 1536, 24, 10240, 6912, 742489344 },
                          { 2048, 32, 12288, 8192, 1170340608 } }) do
@@ -51,6 +53,25 @@ describe("LFM2", function()
     end
     local m = H.example_model("lfm2-1.2b")
     assert.are.equal(1170340608, core.model_params(m).total)
+  end)
+
+  -- The same table: LFM2-2.6B 2,569,272,320 parameters, 30 layers (22 conv
+  -- + 8 attn), h 2048; its MLP of 10752 as given (block_auto_adjust_ff_dim
+  -- false, as LFM2.5-2.6B's config gives it). Where the 8 attention layers
+  -- sit does not change the count (the positions here are not the
+  -- checkpoint's).
+  it("counts LFM2-2.6B's published 2,569,272,320", function()
+    local h, f = 2048, 10752
+    local conv = 3 * h * h + 3 * h + h * h
+    local attn = 2 * h * h + 2 * h * 512 + 128
+    local total = 65536 * h + 22 * conv + 8 * attn + 30 * (3 * h * f + 2 * h) + h
+    assert.are.equal(2569272320, total)
+    local c = config(h, 32, nil)
+    c.block_ff_dim, c.intermediate_size, c.block_auto_adjust_ff_dim = nil, f, false
+    c.num_hidden_layers, c.full_attn_idxs = 30, { 2, 6, 10, 14, 18, 21, 24, 27 }
+    local m = hf.from_config(c, "lfm2-2.6b.json")
+    assert.are.same({ f, 8 }, { m.ffn_hidden_size, select(2, m.linear_attention_pattern:gsub("A", "")) })
+    assert.are.equal(total, core.model_params(m).total)
   end)
 
   -- Lfm2MLP @ 0096ba4f: int(2 f / 3) with block_auto_adjust_ff_dim, then

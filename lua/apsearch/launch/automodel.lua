@@ -505,11 +505,10 @@ end
 -- of its own: LFM2 (whose short convolutions no AutoModel model has), or a
 -- config file whose class is not in M.OWN_ARCHITECTURES.
 -- @tparam table m model
--- @tparam string|nil src the launch context's model_source
+-- @tparam string|nil class the config file's class (M.config_class)
 -- @treturn boolean
-function M.transformers_built(m, src)
+function M.transformers_built(m, class)
   if m.linear_attention == "short_conv" then return true end
-  local class = M.config_class(src)
   return class ~= nil and not M.OWN_ARCHITECTURES[class]
 end
 
@@ -520,9 +519,9 @@ end
 -- and the attention named as estimated (from_config's attn_implementation;
 -- DEFAULT_ATTN_IMPLEMENTATION is FlashAttention-2 when flash-attn is
 -- installed, kernel_patches.py l.71).
-local function hf_model_keys(w, g)
+local function hf_model_keys(w, g, class)
   local K, N, m, tr = w.K, w.N, g.m, g.tr
-  local class = M.config_class(g.c.model_source) or "Lfm2ForCausalLM" -- (transformers_built)
+  class = class or "Lfm2ForCausalLM" -- no file: LFM2 (M.transformers_built)
   if m.linear_attention == "short_conv" and class ~= "Lfm2ForCausalLM" then
     N(NE, "the short convolutions estimated: the config file builds " .. class .. ", not Lfm2ForCausalLM")
   end
@@ -637,7 +636,8 @@ function M.render(c)
   fsdp_keys(w, g)
   pipeline_keys(w, g)
   model_keys(w, g)
-  if M.transformers_built(g.m, c.model_source) then hf_model_keys(w, g) else backend_keys(w, g) end
+  local class = M.config_class(c.model_source)
+  if M.transformers_built(g.m, class) then hf_model_keys(w, g, class) else backend_keys(w, g) end
   training_keys(w, g)
   return text_of(w, c), w.notes
 end

@@ -1107,6 +1107,19 @@ typedef struct {
                                         bytes per parameter (SGD 2 + 2 +
                                         2); framework automodel only;
                                         default off */
+    bool transformers_model;       /**< NeMo AutoModel builds the model
+                                        through transformers, not a model
+                                        of its own (its registry has no
+                                        class for the config's
+                                        architectures[0]: _transformers/
+                                        model_init.py is_custom_model
+                                        False @ 36044ad3); such a model
+                                        is no MoEFSDPSyncMixin, so expert
+                                        parallelism is refused
+                                        (capabilities.py validate_for_mesh,
+                                        moe.c); framework automodel only;
+                                        default off (set by the policy
+                                        from the config's class) */
     bool store_param_remainders;   /**< bf16 Adam: the fp32 master held
                                         as the bf16 weight plus a 16-bit
                                         remainder (apex DistributedFused-

@@ -349,6 +349,9 @@ function M.search_space(model, cluster, training)
   }
   if needs_fill_last(fw, model) then space.pipeline_split = { "fill_last" } end
   if is_moe(model) and not single then space.etp_degree = space.tp_degree end
+  -- LFM2-MoE: transformers' class under AutoModel, no expert parallelism
+  -- (training.transformers_model, src/core/moe.c)
+  if is_moe(model) and model.linear_attention == "short_conv" then space.ep_degree = { 1 } end
   -- Mamba-2 layers only: Megatron's selective recompute modules (core_attn,
   -- mlp, moe, ...) name none of its layers, so "selective" is "none" again
   local pattern = model.hybrid_layer_pattern

@@ -5279,6 +5279,30 @@ local function lfm2_pattern(t, L, file)
   return table.concat(p)
 end
 
+-- What LFM2 and LFM2-MoE share: the refused conv biases, per-head q/k
+-- RMSNorms, RoPE (theta already placed in `t`) and the short-convolution
+-- layers of `pattern` (at least one: without a conv layer it is still
+-- transformers' class under AutoModel -- no TP plan, no pipeline forward:
+-- gdn.c short_conv_refusal -- which no estimate without the mixer would
+-- say). `pattern_key` names the config key the pattern came from.
+local function lfm2_mixer(m, t, r, file, extra, pattern, pattern_key)
+  if t.conv_bias ~= false then
+    error(("NotImplemented: %s: conv_bias: LFM2's short-convolution biases (in_proj, conv, out_proj) are not " ..
+      "modelled (got %s)"):format(file, util.describe(t.conv_bias)), 0)
+  end
+  m.qk_norm = true -- Lfm2Attention: q_layernorm, k_layernorm RMSNorm(head_dim)
+  numerics(m, t, file)
+  extra.own_numerics = true
+  if not pattern:find("L", 1, true) then
+    error(("NotImplemented: %s: %s: an LFM2 model without short-convolution layers (every layer attention) " ..
+      "is not modelled"):format(file, pattern_key), 0)
+  end
+  m.linear_attention = "short_conv"
+  m.linear_attention_pattern = pattern
+  m.linear_conv_kernel_dim = r.int("conv_L_cache")
+  return m
+end
+
 --- LFM2 and LFM2.5 (`lfm2`, Lfm2ForCausalLM; transformers models/lfm2 @
 -- 0096ba4f): gated short-convolution layers (in_proj h -> 3h, a
 -- depthwise causal conv of conv_L_cache taps, out_proj) among GQA
@@ -5294,29 +5318,64 @@ function builders.lfm2(_, cfg, file, notes, extra)
   if not is_null(cfg.tie_embedding) then t.tie_word_embeddings = cfg.tie_embedding end
   -- kwargs.get("theta", kwargs.get("rope_theta", 1e6)): theta first
   if not is_null(cfg.theta) then t.rope_theta = cfg.theta end
-  if t.conv_bias ~= false then
-    error(("NotImplemented: %s: conv_bias: LFM2's short-convolution biases (in_proj, conv, out_proj) are not " ..
-      "modelled (got %s)"):format(file, util.describe(t.conv_bias)), 0)
-  end
   local r = reader(t, file)
   local m = llama_like(r, t, file, { own_activation = true, tied = true })
   m.ffn_hidden_size = M.lfm2_ffn_width(t, file)
-  m.qk_norm = true -- Lfm2Attention: q_layernorm, k_layernorm RMSNorm(head_dim)
-  numerics(m, t, file) -- theta read first, as Lfm2Config reads it
-  extra.own_numerics = true
-  local pattern = lfm2_pattern(t, m.num_layers, file)
-  -- without a conv layer it is still transformers' Lfm2ForCausalLM under
-  -- AutoModel (no TP plan, no pipeline forward: gdn.c short_conv_refusal),
-  -- which no estimate without the mixer would say
-  if not pattern:find("L", 1, true) then
-    error(("NotImplemented: %s: %s: an LFM2 model without short-convolution layers (every layer attention) " ..
-      "is not modelled"):format(file, is_null(t.layer_types) and "full_attn_idxs" or "layer_types"), 0)
-  end
-  m.linear_attention = "short_conv"
-  m.linear_attention_pattern = pattern
-  m.linear_conv_kernel_dim = r.int("conv_L_cache")
+  lfm2_mixer(m, t, r, file, extra, lfm2_pattern(t, m.num_layers, file),
+    is_null(t.layer_types) and "full_attn_idxs" or "layer_types")
   note(notes, file, "LFM2 is trained by NeMo AutoModel as transformers builds it (FSDP2; no tensor, pipeline " ..
     "or context parallelism): a built policy uses framework = automodel")
+  return m
+end
+
+--- Lfm2MoeConfig's class defaults (transformers configuration_lfm2_moe.py
+-- @ bd6769d7: LFM2-8B-A1B's sizes but 32 layers; default_theta 1e6) for
+-- the keys the import reads.
+M.LFM2_MOE_DEFAULTS = {
+  vocab_size = 65536, hidden_size = 2048, intermediate_size = 7168, moe_intermediate_size = 1792,
+  num_hidden_layers = 32, num_attention_heads = 32, num_key_value_heads = 8, max_position_embeddings = 128000,
+  norm_eps = 1e-5, tie_word_embeddings = true, conv_bias = false, conv_L_cache = 3, num_dense_layers = 2,
+  num_experts_per_tok = 4, num_experts = 32, use_expert_bias = true, routed_scaling_factor = 1.0,
+  norm_topk_prob = true, rope_theta = 1000000.0,
+}
+
+--- LFM2-MoE (`lfm2_moe`, Lfm2MoeForCausalLM: LFM2-8B-A1B, LFM2-24B-A2B;
+-- transformers models/lfm2_moe/modeling_lfm2_moe.py @ 772df24b): LFM2's
+-- layers (builders.lfm2's mixer) from `layer_types` alone (the decoder
+-- layer indexes it: a file without it fails there), with the first
+-- `num_dense_layers` MLPs dense SwiGLU of intermediate_size as given (no
+-- block_* width rule) and the others Lfm2MoeSparseMoeBlock: `num_experts`
+-- SwiGLU experts of moe_intermediate_size, top num_experts_per_tok of
+-- sigmoid scores (plus the expert_bias buffer to choose them when
+-- use_expert_bias), renormalised when norm_topk_prob, times
+-- routed_scaling_factor; a gate of E x h without bias; no shared expert,
+-- no auxiliary loss. The expert_bias buffer is counted (E a layer), as
+-- the checkpoint holds it.
+function builders.lfm2_moe(_, cfg, file, notes, extra)
+  refuse_nulls(cfg, { "conv_L_cache", "hidden_size", "num_hidden_layers", "intermediate_size",
+    "moe_intermediate_size", "num_experts", "num_experts_per_tok" }, file, "Lfm2MoeConfig")
+  if is_null(cfg.layer_types) then
+    util.fail(file, "layer_types", "required key is missing: Lfm2MoeDecoderLayer indexes config.layer_types " ..
+      "(Lfm2MoeConfig has no full_attn_idxs)", nil)
+  end
+  local t = with_defaults(cfg, M.LFM2_MOE_DEFAULTS)
+  if not is_null(cfg.tie_embedding) then t.tie_word_embeddings = cfg.tie_embedding end
+  local r = reader(t, file)
+  local m = llama_like(r, t, file, { own_activation = true, tied = true })
+  lfm2_mixer(m, t, r, file, extra, lfm2_pattern(t, m.num_layers, file), "layer_types")
+  m.num_experts = r.int("num_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  local dense = count(t, "num_dense_layers", 0, file)
+  if dense >= m.num_layers then
+    util.fail(file, "num_dense_layers", "no layer would have experts (num_hidden_layers = " .. m.num_layers .. ")",
+      dense)
+  end
+  if dense > 0 then m.moe_first_dense_layers = dense end
+  if r.bool("use_expert_bias") then m.moe_router_bias = true else m.moe_router_sigmoid = true end
+  deepseek_router(m, r, t, file, true, "noaux_tc", true)
+  note(notes, file, "LFM2-MoE is trained by NeMo AutoModel as transformers builds it (FSDP2; no tensor, " ..
+    "pipeline, context or expert parallelism): a built policy uses framework = automodel")
   return m
 end
 
@@ -6414,7 +6473,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
                     "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text", "afmoe", "mistral4", "solar_open", "exaone_moe", "flex_olmo",
-                    "bailing_moe_v2", "bailing_moe" }
+                    "bailing_moe_v2", "bailing_moe", "lfm2_moe" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -6443,7 +6502,7 @@ M.ARCHITECTURES = {
   Ernie4_5_ForCausalLM = "ernie4_5", -- the name Baidu's own config.json files give the class
   Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm", PhiForCausalLM = "phi",
   CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", FalconH1ForCausalLM = "falcon_h1", Mamba2ForCausalLM = "mamba2", GPTBigCodeForCausalLM = "gpt_bigcode", GPTJForCausalLM = "gptj", FalconForCausalLM = "falcon", BloomForCausalLM = "bloom", HeliumForCausalLM = "helium",
-  Lfm2ForCausalLM = "lfm2",
+  Lfm2ForCausalLM = "lfm2", Lfm2MoeForCausalLM = "lfm2_moe",
 }
 
 --- Modelling classes of types apsearch knows and does not model
@@ -6463,7 +6522,7 @@ M.UNMODELLED_ARCHITECTURES = {
   -- MiniMax-Text-01 / M1) give the types M.UNMODELLED refuses
   JambaForCausalLM = "jamba", Zamba2ForCausalLM = "zamba2", MiniMaxForCausalLM = "minimax",
   MiniMaxText01ForCausalLM = "minimax", MiniMaxM1ForCausalLM = "minimax", LongcatFlashForCausalLM = "longcat_flash",
-  Lfm2MoeForCausalLM = "lfm2_moe", Gemma3nForConditionalGeneration = "gemma3n",
+  Gemma3nForConditionalGeneration = "gemma3n",
   Gemma3nForCausalLM = "gemma3n_text",
 }
 
@@ -6546,13 +6605,6 @@ M.DSA_UNMODELLED = "DeepSeek Sparse Attention (the lightning indexer of index_n_
   "per layer and the top-index_topk sparse attention) is modelled for model_type deepseek_v32 and " ..
   "glm_moe_dsa only"
 
--- What LFM2-MoE has that apsearch does not model (transformers
--- configuration_lfm2_moe.py; AutoModel 36044ad3 lists lfm2_moe only in its
--- checkpoint conversion, components/checkpoint/conversion_mapping.py).
-local LFM2_MOE_UNMODELLED = "LFM2-MoE's experts (num_experts, num_dense_layers, use_expert_bias) as NeMo " ..
-  "AutoModel trains them, through transformers' Lfm2MoeSparseMoeBlock without a model or expert parallelism of its " ..
-  "own, are not modelled; LFM2's short convolutions are (model_type lfm2)"
-
 -- What Gemma 3n's text model has that apsearch does not model.
 local GEMMA3N_UNMODELLED = "Gemma 3n's text model (AltUp's altup_num_inputs parallel streams, LAuReL's " ..
   "laurel_rank residual, per-layer inputs of hidden_size_per_layer_input, KV sharing across " ..
@@ -6589,8 +6641,6 @@ M.UNMODELLED = {
   longcat_flash = "LongCat-Flash's zero-computation experts (zero_expert_num, zero_expert_type: routed tokens that " ..
     "skip the FFN, so the active parameters vary per token) and its shortcut-connected layers (two MLA attention " ..
     "and two dense MLP blocks beside each MoE block, ffn_hidden_size and expert_ffn_hidden_size) are not modelled",
-  -- transformers configuration_lfm2.py (Lfm2ShortConv), configuration_lfm2_moe.py
-  lfm2_moe = LFM2_MOE_UNMODELLED,
   -- transformers configuration_gemma3n.py (Gemma3nTextConfig)
   gemma3n = GEMMA3N_UNMODELLED .. ", nor are its vision and audio towers",
   gemma3n_text = GEMMA3N_UNMODELLED,
@@ -6732,6 +6782,12 @@ end
 -- wrapper's lm_head by the top-level key), errors naming
 -- "<file>: text_config", and a note that the vision tower is neither
 -- modelled nor counted.
+-- The class a config file names first (architectures[1]), or nil.
+local function first_class(cfg)
+  local a = type(cfg.architectures) == "table" and cfg.architectures[1]
+  return type(a) == "string" and a or nil
+end
+
 local function read_wrapped(cfg, text, source, name)
   local t = {}
   for k, v in pairs(text) do t[k] = v end
@@ -6746,6 +6802,9 @@ local function read_wrapped(cfg, text, source, name)
   table.insert(info.notes, 1, ("%s: model_type %s is multimodal: the estimate trains its text model " ..
     "(text_config, model_type %s); the vision tower (vision_config) is neither modelled nor counted")
     :format(source, tostring(cfg.model_type), tostring(t.model_type)))
+  -- the class a framework builds is the wrapper's (AutoModel's registry is
+  -- keyed by the file's architectures[0])
+  info.architecture = first_class(cfg)
   return model, info
 end
 
@@ -6908,7 +6967,8 @@ function M.from_config(cfg, source, name)
                   dropout_stated = dropout_stated,
                   attention_dropout = prob.attention, hidden_dropout = prob.hidden,
                   dropout_key = dropout_key, dropout_value = dropout_value,
-                  notes = notes, vision_params = extra.vision_params }
+                  notes = notes, vision_params = extra.vision_params,
+                  architecture = first_class(cfg) }
 end
 
 --- The config file a model path names: `<path>/config.json` when `path`

@@ -576,7 +576,7 @@ function Norm:model(v)
     end
     return m, info.source, { dropout = info.dropout, dropout_stated = info.dropout_stated,
       attention_dropout = info.attention_dropout, hidden_dropout = info.hidden_dropout,
-      notes = #notes > 0 and notes or nil }
+      notes = #notes > 0 and notes or nil, architecture = info.architecture }
   end
   if type(v) == "string" then
     model, source, info = load_ref(v, "model")
@@ -1252,6 +1252,13 @@ function M.from_table(raw, file, opts)
   -- convolutions"), unless the policy says otherwise
   if p.model and p.model.linear_attention == "short_conv" and p.training.hf_eager_layer == nil then
     p.training.hf_eager_layer = true
+  end
+  -- NeMo AutoModel builds a class outside its registry through
+  -- transformers (launch/automodel.lua M.transformers_built): no expert
+  -- parallelism there (src/core/moe.c), unless the policy says otherwise
+  if p.training.framework == "automodel" and p.training.transformers_model == nil and p.model and
+      require("apsearch.launch.automodel").transformers_built(p.model, model_info and model_info.architecture) then
+    p.training.transformers_model = true
   end
   -- a setting that acts only with another is refused, not ignored (the
   -- core refuses its own: src/core/training.c aps_training_dependencies)

@@ -187,7 +187,7 @@ M.training = {
   activation_offload_layers = "nonnegint", tp_comm_overlap = "bool",
   cuda_graphs = "bool",
   cuda_graph_scope = "graph_scope",
-  store_param_remainders = "bool", exp_avg_bf16 = "bool", bf16_weights = "bool",
+  store_param_remainders = "bool", exp_avg_bf16 = "bool", bf16_weights = "bool", transformers_model = "bool",
   hf_eager_layer = "bool", dp_loss_group = "bool", unfused_swiglu = "bool",
   moe_shared_expert_overlap = "bool", moe_router_fusion = "bool",
   cutedsl_fused_grouped_mlp = "bool",

@@ -66,12 +66,17 @@ local MOE_DEFAULTS = { moe_token_dispatcher = "alltoall", moe_capacity_factor = 
 -- models/common/utils.py:338-344), Megatron-Core's flex dispatcher, and it
 -- has no all-to-all one; elsewhere alltoall -- but flex where the training
 -- sets what only the flex dispatcher has (its HybridEP backend, a rank
--- capacity factor): that setting asks for it.
+-- capacity factor): that setting asks for it. A model AutoModel builds
+-- through transformers (training.transformers_model) has no dispatcher
+-- and no expert parallelism: allgather, which over one expert rank moves
+-- nothing.
 -- @tparam[opt] string framework training.framework
 -- @tparam[opt] table training the training settings
 -- @treturn string moe_token_dispatcher
 function M.default_dispatcher(framework, training)
-  if framework == "automodel" then return "flex" end
+  if framework == "automodel" then
+    return training and training.transformers_model and "allgather" or "flex"
+  end
   if training and (training.moe_flex_dispatcher_backend == "hybridep" or
       (training.moe_expert_rank_capacity_factor or 0) > 0) then
     return "flex"

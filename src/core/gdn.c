@@ -453,14 +453,11 @@ static aps_status validate_kda(const aps_model *m, char *err, size_t n)
                 m->linear_attention == APS_LINEAR_KDA ? "kda" : "short_conv");
         return APS_EINVAL;
     }
-    /* LFM2's attention layers are GQA, its MLPs dense (LFM2-MoE is not
-     * modelled: transformers' experts under AutoModel) */
-    if (aps_model_has_short_conv(m) &&
-        (m->num_experts > 0 || m->kv_lora_rank > 0)) {
-        aps_fmt(err, n, "model.%s: short convolutions beside %s are not "
-                "modelled (LFM2's layers are GQA attention and dense MLPs)",
-                m->num_experts > 0 ? "num_experts" : "kv_lora_rank",
-                m->num_experts > 0 ? "experts" : "multi-latent attention");
+    /* LFM2's and LFM2-MoE's attention layers are GQA */
+    if (aps_model_has_short_conv(m) && m->kv_lora_rank > 0) {
+        aps_fmt(err, n, "model.kv_lora_rank: short convolutions beside "
+                "multi-latent attention are not modelled (LFM2's attention "
+                "layers are GQA)");
         return APS_EINVAL;
     }
     if (aps_model_has_short_conv(m))

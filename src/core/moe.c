@@ -283,9 +283,20 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
      * l.219-276): sequence_parallel raises, and its TP plan keeps the
      * attention and the router replicated across the TP ranks with the
      * routed experts "EP-owned" -- a tensor parallelism apsearch does not
-     * model; it has no capacity factor (moe/layers.py Gate: dropless) */
+     * model; it has no capacity factor (moe/layers.py Gate: dropless).
+     * A model transformers builds (training.transformers_model) has no
+     * expert parallelism at all. */
     if (t->framework == APS_FW_AUTOMODEL) {
         const char *why = NULL;
+        if (t->transformers_model && aps_moe_ep(s) > 1) {
+            aps_fmt(msg, n, "automodel: ep_degree = %lld; expert "
+                    "parallelism needs an MoE model of AutoModel's own "
+                    "(MoEFSDPSyncMixin: nemo_automodel/_transformers/"
+                    "capabilities.py validate_for_mesh), and this one is "
+                    "built by transformers (training.transformers_model); "
+                    "use ep_degree = 1", (long long)aps_moe_ep(s));
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
         if (s->tp_degree > 1)
             why = "tensor parallelism of an MoE model replicates its "
                   "attention and router across the TP ranks and refuses "

@@ -546,6 +546,12 @@ aps_status aps_training_dependencies(const aps_training *t, char *err,
                 "with %lld chunks)", fw, (long long)t->loss_chunks);
         return APS_EINVAL;
     }
+    if (t->transformers_model && t->framework != APS_FW_AUTOMODEL) {
+        aps_fmt(err, n, "training.transformers_model: NeMo AutoModel's "
+                "fallback to the transformers class (framework automodel; "
+                "got %s)", fw);
+        return APS_EINVAL;
+    }
     if (t->bf16_weights && t->framework != APS_FW_AUTOMODEL) {
         aps_fmt(err, n, "training.bf16_weights: NeMo AutoModel's bf16-cast "
                 "models (framework automodel; got %s); for bf16 Adam "

@@ -434,6 +434,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, exp_avg_bf16, FT_OBOOL, NULL),
     FLD(aps_training, bf16_weights, FT_OBOOL, NULL),
     FLD(aps_training, hf_eager_layer, FT_OBOOL, NULL),
+    FLD(aps_training, transformers_model, FT_OBOOL, NULL),
     FLD(aps_training, dp_loss_group, FT_OBOOL, NULL),
     FLD(aps_training, unfused_swiglu, FT_OBOOL, NULL),
     FLD(aps_training, moe_router_fusion, FT_BOOL, NULL),

@@ -694,6 +694,21 @@ static void test_short_conv_validation(void **state)
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
     ASSERT_HAS(err, "model.linear_attention: short_conv given without a "
                     "linear_attention_pattern");
+    /* LFM2-MoE's experts are accepted, MLA beside the convolutions not */
+    fx_lfm2(&m);
+    m.num_experts = 32;
+    m.experts_per_token = 4;
+    m.moe_ffn_hidden_size = 1792;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_OK);
+    fx_lfm2(&m);
+    m.kv_lora_rank = 512;
+    m.qk_nope_head_dim = 128;
+    m.qk_rope_head_dim = 64;
+    m.v_head_dim = 128;
+    m.head_dim = 192;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.kv_lora_rank: short convolutions beside "
+                    "multi-latent attention are not modelled");
 }
 
 int main(void)

@@ -237,6 +237,47 @@ describe("framework automodel", function()
       "generate_hf_model_fqn_per_model_part")
   end)
 
+  it("refuses expert parallelism for an MoE class AutoModel builds through transformers", function()
+    -- capabilities.py validate_for_mesh @ 36044ad3: ep_size > 1 needs a
+    -- MoEFSDPSyncMixin, which no transformers class is
+    local c = core.context(moe8(), node(16), { global_batch_size = 64, seq_length = 8192,
+      framework = "automodel", optimizer = "adamw", transformers_model = true })
+    local e = c:estimate({ fsdp_degree = 16, ep_degree = 8, moe_token_dispatcher = "allgather" })
+    assert.are.equal("FRAMEWORK_UNSUPPORTED", e.reason)
+    assert.matches("^automodel: ep_degree = 8; expert parallelism needs an MoE model of AutoModel's own " ..
+      "%(MoEFSDPSyncMixin: nemo_automodel/_transformers/capabilities%.py", e.message)
+    local one = c:estimate({ fsdp_degree = 16, ep_degree = 1, moe_token_dispatcher = "allgather" })
+    assert.are_not.equal("FRAMEWORK_UNSUPPORTED", one.reason, tostring(one.message))
+    -- the same model as AutoModel's own runs EP 8
+    local own = ctx_of(moe8(), "automodel", 64, 16):estimate({ fsdp_degree = 16, ep_degree = 8,
+      moe_token_dispatcher = "allgather" })
+    assert.are_not.equal("FRAMEWORK_UNSUPPORTED", own.reason, tostring(own.message))
+    -- elsewhere the setting is refused
+    assert.has_error(function()
+      core.context(llama8b(), node(8), { global_batch_size = 64, seq_length = 8192, framework = "megatron",
+        transformers_model = true })
+    end, "training.transformers_model: NeMo AutoModel's fallback to the transformers class (framework " ..
+      "automodel; got megatron)")
+  end)
+
+  it("sets transformers_model from the config's class: Mixtral yes, Qwen3-30B-A3B no", function()
+    local H = require "spec_helpers"
+    local function policy_of(model)
+      local dir = H.tmpdir()
+      local f = assert(io.open(dir .. "/p.lua", "w"))
+      f:write(("return { model = %q, cluster = { device = 'h100-sxm-80gb', num_devices = 16, " ..
+        "devices_per_node = 8 }, training = { framework = 'automodel', global_batch_size = 64, " ..
+        "seq_length = 4096 } }"):format(model))
+      f:close()
+      return require("apsearch.policy").load(dir .. "/p.lua")
+    end
+    local mx = policy_of(os.getenv("APS_ROOT") .. "/examples/models/mixtral-8x7b.json")
+    assert.is_true(mx.training.transformers_model)
+    assert.are.equal("allgather", require("apsearch.space").default_dispatcher("automodel", mx.training))
+    assert.is_nil(policy_of(os.getenv("APS_ROOT") .. "/examples/models/qwen3-30b-a3b.json").training.transformers_model)
+    assert.are.equal("flex", require("apsearch.space").default_dispatcher("automodel", {}))
+  end)
+
   it("pipelines a model whose layers do not divide as AutoModel splits them (fill_first), and writes it", function()
     -- DeepSeek-V3's 61 layers: the built policy's space found no feasible
     -- strategy on 256 H100s, every PP layout refused as not divisible

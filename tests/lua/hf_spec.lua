@@ -937,8 +937,9 @@ describe("model types a new user brings", function()
   end)
 
   it("refuses an unmodelled family named only by its class as that family", function()
-    assert.matches("(read as lfm2_moe by its architectures class Lfm2MoeForCausalLM): LFM2-MoE's experts",
-      H.err_of(hf.from_config, { architectures = { "Lfm2MoeForCausalLM" }, hidden_size = 1024 }, "l.json"), 1, true)
+    assert.matches("(read as longcat_flash by its architectures class LongcatFlashForCausalLM): LongCat-Flash's",
+      H.err_of(hf.from_config, { architectures = { "LongcatFlashForCausalLM" }, hidden_size = 1024 }, "l.json"), 1,
+      true)
     assert.matches("(read as jamba by its architectures class JambaForCausalLM)",
       H.err_of(hf.from_config, { architectures = { "JambaForCausalLM" } }, "j.json"), 1, true)
   end)

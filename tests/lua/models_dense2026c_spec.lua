@@ -601,10 +601,10 @@ describe("dense families, third batch: refusals name the file, key and value", f
 
   -- transformers configuration_jamba.py, configuration_zamba2.py,
   -- configuration_minimax.py, configuration_longcat_flash.py,
-  -- configuration_lfm2.py, configuration_gemma3n.py: each refused naming
+  -- configuration_gemma3n.py: each refused naming
   -- the keys that carry what is not modelled, before any generic MoE
   -- refusal (Jamba, MiniMax and LongCat have experts)
-  it("Jamba, Zamba2, MiniMax-Text-01, LongCat-Flash, LFM2-MoE and Gemma 3n are refused naming their keys", function()
+  it("Jamba, Zamba2, MiniMax-Text-01, LongCat-Flash and Gemma 3n are refused naming their keys", function()
     local function refusal(mt, extra)
       local c = { model_type = mt, hidden_size = 64, num_hidden_layers = 2, num_attention_heads = 4,
         intermediate_size = 128, vocab_size = 100 }
@@ -616,7 +616,6 @@ describe("dense families, third batch: refusals name the file, key and value", f
       zamba2 = { "shared transformer blocks (num_mem_blocks", "use_shared_attention_adapter" },
       minimax = { "lightning attention (the linear_attention layers of layer_types, block_size" },
       longcat_flash = { "zero-computation experts (zero_expert_num, zero_expert_type" },
-      lfm2_moe = { "LFM2-MoE's experts" },
       gemma3n = { "altup_num_inputs", "nor are its vision and audio towers" },
       gemma3n_text = { "laurel_rank", "num_kv_shared_layers" },
     }

@@ -133,10 +133,10 @@ describe("LFM2", function()
     c.block_ffn_dim_multiplier = 1e20
     assert.matches("block_ffn_dim_multiplier: gives an MLP width of 4.437e+23, outside [1, 2147483648]",
       H.err_of(hf.from_config, c, "m.json"), 1, true)
-    -- LFM2's layers: GQA and dense MLPs
+    -- LFM2's attention layers: GQA (experts are LFM2-MoE's, below)
     m = hf.from_config(config(1024, 16, 6656), "l.json")
-    m.num_experts, m.experts_per_token, m.moe_ffn_hidden_size = 8, 2, 512
-    assert.matches("model.num_experts: short convolutions beside experts are not modelled",
+    m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim, m.head_dim = 512, 128, 64, 128, 192
+    assert.matches("model.kv_lora_rank: short convolutions beside multi-latent attention are not modelled",
       H.err_of(core.model_params, m), 1, true)
     -- a hand-written model gives the short convolution no heads
     m = hf.from_config(config(1024, 16, 6656), "l.json")
@@ -185,5 +185,102 @@ describe("LFM2", function()
     assert.matches("NOT EXPRESSIBLE in TorchTitan: LFM2's gated short convolutions", py, 1, true)
     assert.is_nil(py:find("Gated DeltaNet", 1, true))
     assert.is_nil(py:find("Kimi Delta Attention", 1, true))
+  end)
+end)
+
+-- LFM2-MoE (model_type lfm2_moe; transformers models/lfm2_moe/
+-- modeling_lfm2_moe.py @ 772df24b): LFM2's layers, the first
+-- num_dense_layers MLPs dense, the others Lfm2MoeSparseMoeBlock.
+describe("LFM2-MoE", function()
+  local function path() return H.ROOT .. "/examples/models/lfm2-8b-a1b.json" end
+  local function cfg()
+    local f = assert(io.open(path(), "rb"))
+    local c = cjson.decode(f:read("a"))
+    f:close()
+    return c
+  end
+
+  -- By hand from the modeling file: embedding 65536 h (tied); an attention
+  -- layer q, o h x h, k, v h x 512 (8 KV heads of 64), q/k norms 2 x 64;
+  -- a conv layer in_proj h x 3h, conv h x 3, out_proj h x h; two norms 2h
+  -- a layer; a dense MLP 3 h 7168; an MoE block E x 3 h f experts, the
+  -- E x h gate and the E expert_bias buffer the checkpoint holds; the
+  -- final norm (embedding_norm) h. Active: top_k of the E experts.
+  local function by_hand(L, attn_layers, E, f, k)
+    local h = 2048
+    local attn, conv = 2 * h * h + 2 * h * 512 + 128, 3 * h * h + 3 * h + h * h
+    local base = 65536 * h + attn_layers * attn + (L - attn_layers) * conv + L * 2 * h + h + 2 * 3 * h * 7168
+    return base + (L - 2) * (E * 3 * h * f + E * h + E), base + (L - 2) * (k * 3 * h * f + E * h + E)
+  end
+
+  -- LiquidAI's card (huggingface.co/LiquidAI/LFM2-8B-A1B, "Model details"):
+  -- "Total parameters 8.3B, Active parameters 1.5B", 24 layers (18 conv +
+  -- 6 attn), 32 experts, top 4
+  it("counts LFM2-8B-A1B: 8,339,930,560 parameters, 1,557,740,992 active (the card's 8.3B and 1.5B)", function()
+    local total, active = by_hand(24, 6, 32, 1792, 4)
+    assert.are.same({ 8339930560, 1557740992 }, { total, active })
+    local m = hf.load(path())
+    local p = core.model_params(m)
+    assert.are.same({ total, active }, { p.total, p.active })
+    assert.are.equal("8.3", ("%.1f"):format(p.total / 1e9))
+    assert.are.equal("1.5", ("%.1f"):format(math.floor(p.active / 1e8) / 10)) -- the card cuts 1.557 to 1.5
+    assert.are.same({ "short_conv", "LLALLLALLLALLLALLLALLALL", 2, 32, 4, 1792, true },
+      { m.linear_attention, m.linear_attention_pattern, m.moe_first_dense_layers, m.num_experts,
+        m.experts_per_token, m.moe_ffn_hidden_size, m.moe_router_bias })
+    assert.are.equal(1000000.0, m.rope_theta)
+  end)
+
+  -- LiquidAI's LFM2-24B-A2B announcement: "24B total parameters, 2.3B
+  -- active", 40 layers (10 attention), 64 experts of width 1536, top 4,
+  -- the 8B's hidden size and attention, two dense first layers (its dense
+  -- width assumed the 8B's: no config.json of it was reachable)
+  it("counts LFM2-24B-A2B's shape: 23,787,038,336 parameters, 2,270,258,816 active (24B and 2.3B)", function()
+    local c = cfg()
+    c.num_hidden_layers, c.num_experts, c.moe_intermediate_size = 40, 64, 1536
+    c.layer_types = {}
+    for i = 1, 40 do c.layer_types[i] = (i % 4 == 3) and "full_attention" or "conv" end
+    local total, active = by_hand(40, 10, 64, 1536, 4)
+    assert.are.same({ 23787038336, 2270258816 }, { total, active })
+    local p = core.model_params(hf.from_config(c, "24b.json"))
+    assert.are.same({ total, active }, { p.total, p.active })
+    assert.are.same({ "24", "2.3" }, { ("%.0f"):format(p.total / 1e9), ("%.1f"):format(p.active / 1e9) })
+  end)
+
+  it("reads the router as Lfm2MoeSparseMoeBlock does and refuses what the class cannot build", function()
+    local c = cfg()
+    c.use_expert_bias, c.norm_topk_prob = false, false
+    local m = hf.from_config(c, "x.json")
+    assert.is_true(m.moe_router_sigmoid)
+    assert.is_nil(m.moe_router_bias)
+    assert.is_true(m.moe_router_pre_softmax) -- weights not renormalised over the top k
+    c = cfg()
+    c.layer_types = nil
+    assert.matches("x.json: layer_types: required key is missing: Lfm2MoeDecoderLayer indexes config.layer_types",
+      H.err_of(hf.from_config, c, "x.json"), 1, true)
+    c = cfg()
+    c.num_dense_layers = 24
+    assert.matches("x.json: num_dense_layers: no layer would have experts (num_hidden_layers = 24) (got 24)",
+      H.err_of(hf.from_config, c, "x.json"), 1, true)
+    c = cfg()
+    c.conv_bias = true
+    assert.matches("conv_bias: LFM2's short-convolution biases", H.err_of(hf.from_config, c, "x.json"), 1, true)
+    c = cfg()
+    c.num_experts = cjson.null
+    assert.matches("x.json: num_experts:", H.err_of(hf.from_config, c, "x.json"), 1, true)
+  end)
+
+  it("is searched as AutoModel trains transformers' class: FSDP2 without expert parallelism", function()
+    local code, out, err = H.apsearch("run", "--model", path(), "--cluster", "h100-sxm-80gb:1x8", "--format", "json")
+    assert.are.equal(0, code, err)
+    assert.matches("ep_degree = {1}, etp_degree = {1}", err, 1, true)
+    local doc = cjson.decode(out)
+    assert.is_true(doc.inputs.training.transformers_model)
+    local top = doc.top_k_strategies[1]
+    assert.are.same({ 1, 1, 1, 1, "allgather" }, { top.tp_degree, top.pp_degree, top.cp_degree, top.ep_degree,
+      top.moe_token_dispatcher })
+    code, out = H.apsearch("estimate", "--model", path(), "--cluster", "h100-sxm-80gb:1x8",
+      "--strategy", "fsdp_degree=8,ep_degree=8,moe_token_dispatcher=allgather")
+    assert.are.equal(1, code) -- not feasible
+    assert.matches("automodel: ep_degree = 8; expert parallelism needs an MoE model of AutoModel's own", out, 1, true)
   end)
 end)

@@ -503,12 +503,15 @@ end
 
 --- True when AutoModel builds the model through transformers, not a model
 -- of its own: LFM2 (whose short convolutions no AutoModel model has), or a
--- config file whose class is not in M.OWN_ARCHITECTURES.
+-- config file whose class is not in M.OWN_ARCHITECTURES -- but for Kimi
+-- Delta Attention models, whose file names AutoModel's own config class
+-- (M.KIMI_LINEAR_CONFIG) whatever class the config file names.
 -- @tparam table m model
 -- @tparam string|nil class the config file's class (M.config_class)
 -- @treturn boolean
 function M.transformers_built(m, class)
   if m.linear_attention == "short_conv" then return true end
+  if m.linear_attention == "kda" then return false end
   return class ~= nil and not M.OWN_ARCHITECTURES[class]
 end
 
@@ -521,9 +524,11 @@ end
 -- installed, kernel_patches.py l.71).
 local function hf_model_keys(w, g, class)
   local K, N, m, tr = w.K, w.N, g.m, g.tr
-  class = class or "Lfm2ForCausalLM" -- no file: LFM2 (M.transformers_built)
-  if m.linear_attention == "short_conv" and class ~= "Lfm2ForCausalLM" then
-    N(NE, "the short convolutions estimated: the config file builds " .. class .. ", not Lfm2ForCausalLM")
+  -- no file: LFM2 or LFM2-MoE (M.transformers_built)
+  local lfm2 = (m.num_experts or 0) > 0 and "Lfm2MoeForCausalLM" or "Lfm2ForCausalLM"
+  class = class or lfm2
+  if m.linear_attention == "short_conv" and class ~= lfm2 then
+    N(NE, "the short convolutions estimated: the config file builds " .. class .. ", not " .. lfm2)
   end
   if tr.flash_attention == false then
     K("model.attn_implementation", "eager", "transformers' unfused attention, as estimated")
@@ -531,9 +536,12 @@ local function hf_model_keys(w, g, class)
     K("model.attn_implementation", "flash_attention_2", "as estimated; transformers builds " .. class ..
       " (no model.backend, which AutoModel's own models read)")
   end
-  if (m.num_experts or 0) > 0 then
-    N("APPROXIMATE", "transformers' " .. class .. " runs its own experts: the estimate priced AutoModel's " ..
-      "grouped GEMMs and token dispatcher, and expert parallelism needs a model of AutoModel's own")
+  if g.ep > 1 then
+    N(NE, "expert parallelism (ep_size " .. g.ep .. "): transformers' " .. class .. " is no " ..
+      "MoEFSDPSyncMixin, which AutoModel's ep_size needs (_transformers/capabilities.py validate_for_mesh)")
+  elseif (m.num_experts or 0) > 0 then
+    N("APPROXIMATE", "transformers' " .. class .. " runs its own experts (torch._grouped_mm, transformers' " ..
+      "default experts_implementation where the GPU has it): the estimate priced AutoModel's grouped GEMMs")
   end
   if tr.precision == "fp8" or tr.precision == "mxfp8" or tr.precision == "nvfp4" then
     N(NE, tr.precision .. " linears: model.backend.te_fp8 is read by AutoModel's own models only; written as bf16")

@@ -349,13 +349,13 @@ static double layer_membound_bytes(const aps_model *m, const aps_training *t,
         bytes += w->attn_share * A * x->T * x->a * (2.0 * x->dh + 3.0) / x->tp;
     /* Kimi K3's attention residual mixes, eager fp32 (attnres.c) */
     bytes += aps_attnres_traffic_per_token(m) * x->T;
-    /* hidden dropout: 3 per transformer layer (two blocks), its share per
-     * block.  Megatron-Core's layer runs two (transformer_layer.py
-     * self_attn_bda, mlp_bda @ d98e8a64); the third has been priced since
-     * the first estimator without a source and is kept until it is
-     * checked against a measured dropout-on run */
+    /* hidden dropout: one per block, the two of a transformer layer
+     * (Megatron-Core transformer_layer.py self_attn_bda, mlp_bda @
+     * d98e8a64; transformers' GPT-2 resid_dropout and mlp dropout), as
+     * memory.c keeps their two masks; the embedding's one dropout a
+     * micro-batch is left out (one h-wide pass of L layers' 2L) */
     if (aps_recipe_hidden_dropout(t))
-        bytes += 3.0 * w->blocks / 2.0 * (2.0 * A + APS_MASK_BYTES) * hrep;
+        bytes += w->blocks * (2.0 * A + APS_MASK_BYTES) * hrep;
     return bytes;
 }
 

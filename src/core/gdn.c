@@ -317,14 +317,6 @@ double aps_gdn_elementwise_elems(const aps_model *m)
     return conv + 4.0 * key_width(m) + 3.0 * value_width(m);
 }
 
-double aps_gdn_state_bytes(const aps_model *m)
-{
-    if (aps_model_has_short_conv(m)) /* only the conv's window */
-        return 0.0;
-    return APS_FP32_BYTES * (double)m->linear_num_value_heads *
-           (double)m->linear_key_head_dim * (double)m->linear_value_head_dim;
-}
-
 double aps_gdn_kernels(const aps_model *m)
 {
     return aps_model_has_short_conv(m) ? APS_HK_SHORT_CONV

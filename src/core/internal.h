@@ -955,8 +955,6 @@ double aps_gdn_flops(const aps_model *m, double T);
  *  of tp ranks, beyond its pre-norm's input and output. */
 double aps_gdn_saved_bytes(const aps_model *m, const aps_training *t,
                            double T, double tp);
-/** The recurrent state of one layer and sequence, bytes (fp32 nv dk dv). */
-double aps_gdn_state_bytes(const aps_model *m);
 /** Output width of the mixer's core, out_proj's input: nv dv; a short
  *  convolution's h. */
 double aps_gdn_out_width(const aps_model *m);

@@ -250,6 +250,29 @@ static void test_compute_qk_norm(void **state)
                2684354560.0 / (3350e9 * 0.8), 1e-9);
 }
 
+/* Hidden dropout: one per block, the two of a layer (Megatron-Core
+ * transformer_layer.py self_attn_bda, mlp_bda @ d98e8a64), each reading
+ * and writing 2 B and writing a 1 B mask an element: 2 x 5 x 4096 x 4096
+ * = 167,772,160 B per layer, x 32 layers = 5,368,709,120 B / (3350e9 x
+ * 0.8) more forward time than without. */
+static void test_compute_hidden_dropout(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    setup(&m, &c, &t, &s);
+    c.device.hbm_bandwidth = 3350e9;
+    aps_estimate off, on;
+    fx_run(&m, &c, &t, &s, &off);
+    t.hidden_dropout = 0.1;
+    fx_run(&m, &c, &t, &s, &on);
+    ASSERT_REL(on.perf_total[APS_PERF_COMPUTE_FWD] -
+                   off.perf_total[APS_PERF_COMPUTE_FWD],
+               5368709120.0 / (3350e9 * 0.8), 1e-9);
+}
+
 /* Megatron-Core's RoPE under a YaRN factor whose cos/sin factor is not 1
  * (gpt-oss: factor 32, 1 + 0.1 ln 32): TE's fused RoPE refuses the
  * mscale and the unfused one runs (rope_utils.py), 24 B an element of Q
@@ -550,6 +573,7 @@ int main(void)
         cmocka_unit_test(test_compute_recompute),
         cmocka_unit_test(test_compute_memory_bound),
         cmocka_unit_test(test_compute_qk_norm),
+        cmocka_unit_test(test_compute_hidden_dropout),
         cmocka_unit_test(test_compute_megatron_yarn_rope),
         cmocka_unit_test(test_compute_automodel_te_rms_norm),
         cmocka_unit_test(test_compute_cp_ring_overlap),

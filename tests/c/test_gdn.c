@@ -97,7 +97,6 @@ static void test_gdn_layer_cost(void **state)
     fx_training(&t, 8, 4096);
     ASSERT_DBL_EXACT(aps_gdn_saved_bytes(&m, &t, T, 1.0), 303562752.0);
     ASSERT_DBL_EXACT(aps_gdn_saved_bytes(&m, &t, T, 2.0), 303562752.0 / 2.0);
-    ASSERT_DBL_EXACT(aps_gdn_state_bytes(&m), 2097152.0);
 }
 
 /* The attention output gate (Qwen3NextAttention q_proj h -> 2 a d; Megatron
@@ -636,7 +635,6 @@ static void test_short_conv_layer(void **state)
     fx_training(&t, 8, 4096);
     ASSERT_DBL_EXACT(aps_gdn_saved_bytes(&m, &t, 1.0, 1.0), 24576.0);
     ASSERT_DBL_EXACT(aps_gdn_kernels(&m), 7.0);
-    ASSERT_DBL_EXACT(aps_gdn_state_bytes(&m), 0.0);
     ASSERT_DBL_EXACT(aps_gdn_attn_share(&m), 6.0 / 16.0);
     aps_param_counts c;
     aps_model_param_counts(&m, &c);

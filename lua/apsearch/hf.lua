@@ -5279,6 +5279,16 @@ local function lfm2_pattern(t, L, file)
   return table.concat(p)
 end
 
+-- LFM2's own name for tied embeddings, read before tie_word_embeddings
+-- (Lfm2Config / Lfm2MoeConfig: kwargs.get("tie_embedding", ...)).
+local function lfm2_tie(cfg, t, file)
+  if is_null(cfg.tie_embedding) then return end
+  if type(cfg.tie_embedding) ~= "boolean" then
+    util.fail(file, "tie_embedding", "expected true or false", cfg.tie_embedding)
+  end
+  t.tie_word_embeddings = cfg.tie_embedding
+end
+
 -- What LFM2 and LFM2-MoE share: the refused conv biases, per-head q/k
 -- RMSNorms, RoPE (theta already placed in `t`) and the short-convolution
 -- layers of `pattern` (at least one: without a conv layer it is still
@@ -5286,7 +5296,8 @@ end
 -- gdn.c short_conv_refusal -- which no estimate without the mixer would
 -- say). `pattern_key` names the config key the pattern came from.
 local function lfm2_mixer(m, t, r, file, extra, pattern, pattern_key)
-  if t.conv_bias ~= false then
+  if type(t.conv_bias) ~= "boolean" then util.fail(file, "conv_bias", "expected true or false", t.conv_bias) end
+  if t.conv_bias then
     error(("NotImplemented: %s: conv_bias: LFM2's short-convolution biases (in_proj, conv, out_proj) are not " ..
       "modelled (got %s)"):format(file, util.describe(t.conv_bias)), 0)
   end
@@ -5315,7 +5326,7 @@ function builders.lfm2(_, cfg, file, notes, extra)
   local t = with_defaults(cfg, M.LFM2_DEFAULTS)
   -- `if config.block_auto_adjust_ff_dim:` (Lfm2MLP): null is false there
   if cfg.block_auto_adjust_ff_dim == cjson.null then t.block_auto_adjust_ff_dim = false end
-  if not is_null(cfg.tie_embedding) then t.tie_word_embeddings = cfg.tie_embedding end
+  lfm2_tie(cfg, t, file)
   -- kwargs.get("theta", kwargs.get("rope_theta", 1e6)): theta first
   if not is_null(cfg.theta) then t.rope_theta = cfg.theta end
   local r = reader(t, file)
@@ -5359,7 +5370,7 @@ function builders.lfm2_moe(_, cfg, file, notes, extra)
       "(Lfm2MoeConfig has no full_attn_idxs)", nil)
   end
   local t = with_defaults(cfg, M.LFM2_MOE_DEFAULTS)
-  if not is_null(cfg.tie_embedding) then t.tie_word_embeddings = cfg.tie_embedding end
+  lfm2_tie(cfg, t, file)
   local r = reader(t, file)
   local m = llama_like(r, t, file, { own_activation = true, tied = true })
   lfm2_mixer(m, t, r, file, extra, lfm2_pattern(t, m.num_layers, file), "layer_types")

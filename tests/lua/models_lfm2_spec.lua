@@ -267,6 +267,18 @@ describe("LFM2-MoE", function()
     c = cfg()
     c.num_experts = cjson.null
     assert.matches("x.json: num_experts:", H.err_of(hf.from_config, c, "x.json"), 1, true)
+    c = cfg()
+    c.conv_bias = "false"
+    assert.matches('x.json: conv_bias: expected true or false (got "false")', H.err_of(hf.from_config, c, "x.json"),
+      1, true)
+    c = cfg()
+    c.tie_embedding = "yes"
+    assert.matches('x.json: tie_embedding: expected true or false (got "yes")',
+      H.err_of(hf.from_config, c, "x.json"), 1, true)
+    c = cfg()
+    c.tie_embedding = false
+    local p = core.model_params(hf.from_config(c, "x.json"))
+    assert.are.equal(8339930560 + 65536 * 2048, p.total) -- an untied lm_head
   end)
 
   it("is searched as AutoModel trains transformers' class: FSDP2 without expert parallelism", function()

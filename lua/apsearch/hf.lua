@@ -5279,6 +5279,17 @@ local function lfm2_pattern(t, L, file)
   return table.concat(p)
 end
 
+-- A config of an LFM2 type that names another class builds that class
+-- (transformers' auto classes and AutoModel's registry follow
+-- architectures[0]): refused, not priced as LFM2.
+local function lfm2_class(cfg, file, want)
+  local a = cfg.architectures
+  if is_null(a) then return end
+  if type(a) ~= "table" or (a[1] ~= nil and a[1] ~= want) then
+    util.fail(file, "architectures", ('expected ["%s"] for model_type %s'):format(want, tostring(cfg.model_type)), a)
+  end
+end
+
 -- LFM2's own name for tied embeddings, read before tie_word_embeddings
 -- (Lfm2Config / Lfm2MoeConfig: kwargs.get("tie_embedding", ...)).
 local function lfm2_tie(cfg, t, file)
@@ -5323,6 +5334,7 @@ end
 function builders.lfm2(_, cfg, file, notes, extra)
   -- Lfm2Config computes with these: a null one fails there
   refuse_nulls(cfg, { "block_ff_dim", "conv_L_cache", "hidden_size", "num_hidden_layers" }, file, "Lfm2Config")
+  lfm2_class(cfg, file, "Lfm2ForCausalLM")
   local t = with_defaults(cfg, M.LFM2_DEFAULTS)
   -- `if config.block_auto_adjust_ff_dim:` (Lfm2MLP): null is false there
   if cfg.block_auto_adjust_ff_dim == cjson.null then t.block_auto_adjust_ff_dim = false end
@@ -5363,8 +5375,14 @@ M.LFM2_MOE_DEFAULTS = {
 -- no auxiliary loss. The expert_bias buffer is counted (E a layer), as
 -- the checkpoint holds it.
 function builders.lfm2_moe(_, cfg, file, notes, extra)
+  -- Lfm2MoeConfig stores what it is given: a null is None there (a None
+  -- width fails in the model; use_expert_bias, norm_topk_prob and the
+  -- tie keys None are false)
   refuse_nulls(cfg, { "conv_L_cache", "hidden_size", "num_hidden_layers", "intermediate_size",
-    "moe_intermediate_size", "num_experts", "num_experts_per_tok" }, file, "Lfm2MoeConfig")
+    "moe_intermediate_size", "num_experts", "num_experts_per_tok", "num_attention_heads", "num_key_value_heads",
+    "vocab_size", "num_dense_layers", "use_expert_bias", "norm_topk_prob", "routed_scaling_factor",
+    "tie_embedding", "tie_word_embeddings" }, file, "Lfm2MoeConfig")
+  lfm2_class(cfg, file, "Lfm2MoeForCausalLM")
   if is_null(cfg.layer_types) then
     util.fail(file, "layer_types", "required key is missing: Lfm2MoeDecoderLayer indexes config.layer_types " ..
       "(Lfm2MoeConfig has no full_attn_idxs)", nil)

@@ -1256,6 +1256,10 @@ function M.from_table(raw, file, opts)
   -- NeMo AutoModel builds a class outside its registry through
   -- transformers (launch/automodel.lua M.transformers_built): no expert
   -- parallelism there (src/core/moe.c), unless the policy says otherwise
+  if p.training.transformers_model == false and p.model and p.model.linear_attention == "short_conv" then
+    n:fail("training.transformers_model", "LFM2 has no model of AutoModel's own: AutoModel builds transformers' " ..
+      "class", false)
+  end
   if p.training.framework == "automodel" and p.training.transformers_model == nil and p.model and
       require("apsearch.launch.automodel").transformers_built(p.model, model_info and model_info.architecture) then
     p.training.transformers_model = true

@@ -547,9 +547,9 @@ aps_status aps_training_dependencies(const aps_training *t, char *err,
         return APS_EINVAL;
     }
     if (t->transformers_model && t->framework != APS_FW_AUTOMODEL) {
-        aps_fmt(err, n, "training.transformers_model: NeMo AutoModel's "
-                "fallback to the transformers class (framework automodel; "
-                "got %s)", fw);
+        aps_fmt(err, n, "training.transformers_model: only with framework "
+                "= automodel (NeMo AutoModel's fallback to the transformers "
+                "class; got %s)", fw);
         return APS_EINVAL;
     }
     if (t->bf16_weights && t->framework != APS_FW_AUTOMODEL) {
@@ -811,7 +811,8 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
     if (aps_model_has_short_conv(m) && t->framework != APS_FW_AUTOMODEL) {
         aps_fmt(err, n, "training.framework: %s has LFM2's gated short "
                 "convolutions, priced for NeMo AutoModel only (framework = "
-                "automodel, which trains transformers' Lfm2ForCausalLM): "
+                "automodel, which trains transformers' Lfm2ForCausalLM or "
+                "Lfm2MoeForCausalLM): "
                 "Megatron-LM, TorchTitan and MindFormers have no such layer",
                 m->name);
         return APS_ENOTIMPL;

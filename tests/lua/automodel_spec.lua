@@ -256,8 +256,8 @@ describe("framework automodel", function()
     assert.has_error(function()
       core.context(llama8b(), node(8), { global_batch_size = 64, seq_length = 8192, framework = "megatron",
         transformers_model = true })
-    end, "training.transformers_model: NeMo AutoModel's fallback to the transformers class (framework " ..
-      "automodel; got megatron)")
+    end, "training.transformers_model: only with framework = automodel (NeMo AutoModel's fallback to the " ..
+      "transformers class; got megatron)")
   end)
 
   it("sets transformers_model from the config's class: Mixtral yes, Qwen3-30B-A3B no", function()

@@ -173,6 +173,15 @@ describe("the model's config file in the launch files", function()
     assert.truthy(mixtral:find("\n  ep_size: 1\n", 1, true), mixtral)
     assert.is_nil(mixtral:find("BackendConfig", 1, true))
     assert.truthy(mixtral:find("# APPROXIMATE: transformers' MixtralForCausalLM runs its own experts", 1, true))
+    -- the policy's training.transformers_model decides, as the estimate read it
+    local dir = H.tmpdir()
+    local code, _, err = H.apsearch("run", "--model", "examples/models/olmoe-1b-7b-0924.json", "--cluster",
+      "h100-sxm-80gb:1x8", "--set", "training.framework=automodel", "--set", "training.transformers_model=false",
+      "--out", dir .. "/o", "--top-k", "1", "--quiet")
+    assert.are.equal(0, code, err)
+    local own = H.read(dir .. "/o/launch/rank1_automodel.yaml")
+    assert.truthy(own:find("BackendConfig", 1, true), own)
+    assert.is_nil(own:find("NOT EXPRESSIBLE in AutoModel: expert parallelism", 1, true))
     assert.are.equal("MistralForCausalLM", automodel.config_class(H.ROOT .. "/examples/models/mistral-7b-v0.1.json"))
     assert.is_nil(automodel.config_class(H.ROOT .. "/examples/models/none.json"))
   end)

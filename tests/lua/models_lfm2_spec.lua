@@ -275,6 +275,16 @@ describe("LFM2-MoE", function()
     c.tie_embedding = "yes"
     assert.matches('x.json: tie_embedding: expected true or false (got "yes")',
       H.err_of(hf.from_config, c, "x.json"), 1, true)
+    -- a null is None in Lfm2MoeConfig: use_expert_bias None is false there
+    c = cfg()
+    c.use_expert_bias = cjson.null
+    assert.matches("x.json: use_expert_bias: null is not a value here (Lfm2MoeConfig computes with it)",
+      H.err_of(hf.from_config, c, "x.json"), 1, true)
+    -- another class named: that class is what transformers and AutoModel build
+    c = cfg()
+    c.architectures = { "Qwen3MoeForCausalLM" }
+    assert.matches('x.json: architectures: expected ["Lfm2MoeForCausalLM"] for model_type lfm2_moe (got ' ..
+      '{"Qwen3MoeForCausalLM"})', H.err_of(hf.from_config, c, "x.json"), 1, true)
     c = cfg()
     c.tie_embedding = false
     local p = core.model_params(hf.from_config(c, "x.json"))
@@ -294,5 +304,11 @@ describe("LFM2-MoE", function()
       "--strategy", "fsdp_degree=8,ep_degree=8,moe_token_dispatcher=allgather")
     assert.are.equal(1, code) -- not feasible
     assert.matches("automodel: ep_degree = 8; expert parallelism needs an MoE model of AutoModel's own", out, 1, true)
+    -- AutoModel has no LFM2 of its own: saying it does is refused
+    local err
+    code, _, err = H.apsearch("run", "--model", path(), "--cluster", "h100-sxm-80gb:1x8",
+      "--set", "training.transformers_model=false")
+    assert.are.equal(2, code)
+    assert.matches("training.transformers_model: LFM2 has no model of AutoModel's own", err, 1, true)
   end)
 end)

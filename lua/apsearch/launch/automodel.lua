@@ -524,12 +524,12 @@ end
 -- installed, kernel_patches.py l.71).
 local function hf_model_keys(w, g, class)
   local K, N, m, tr = w.K, w.N, g.m, g.tr
-  -- no file: LFM2 or LFM2-MoE (M.transformers_built)
-  local lfm2 = (m.num_experts or 0) > 0 and "Lfm2MoeForCausalLM" or "Lfm2ForCausalLM"
-  class = class or lfm2
-  if m.linear_attention == "short_conv" and class ~= lfm2 then
-    N(NE, "the short convolutions estimated: the config file builds " .. class .. ", not " .. lfm2)
+  -- no class named: LFM2's (M.transformers_built), else the one the
+  -- config's model_type maps to
+  if m.linear_attention == "short_conv" then
+    class = class or ((m.num_experts or 0) > 0 and "Lfm2MoeForCausalLM" or "Lfm2ForCausalLM")
   end
+  class = class or "the config's transformers class"
   if tr.flash_attention == false then
     K("model.attn_implementation", "eager", "transformers' unfused attention, as estimated")
   else
@@ -644,8 +644,14 @@ function M.render(c)
   fsdp_keys(w, g)
   pipeline_keys(w, g)
   model_keys(w, g)
+  -- an AutoModel estimate: its training.transformers_model (the policy
+  -- sets it from the class unless it gave it), as the search read it;
+  -- another framework's: the class
   local class = M.config_class(c.model_source)
-  if M.transformers_built(g.m, class) then hf_model_keys(w, g, class) else backend_keys(w, g) end
+  local built
+  if g.tr.framework == "automodel" then built = g.tr.transformers_model == true
+  else built = M.transformers_built(g.m, class) end
+  if built then hf_model_keys(w, g, class) else backend_keys(w, g) end
   training_keys(w, g)
   return text_of(w, c), w.notes
 end

@@ -182,6 +182,8 @@ describe("the model's config file in the launch files", function()
     local own = H.read(dir .. "/o/launch/rank1_automodel.yaml")
     assert.truthy(own:find("BackendConfig", 1, true), own)
     assert.is_nil(own:find("NOT EXPRESSIBLE in AutoModel: expert parallelism", 1, true))
+    assert.truthy(own:find("# NOTE: training.transformers_model = false: AutoModel 36044ad3 has no OlmoeForCausalLM " ..
+      "of its own", 1, true), own)
     assert.are.equal("MistralForCausalLM", automodel.config_class(H.ROOT .. "/examples/models/mistral-7b-v0.1.json"))
     assert.is_nil(automodel.config_class(H.ROOT .. "/examples/models/none.json"))
   end)

@@ -651,7 +651,18 @@ function M.render(c)
   local built
   if g.tr.framework == "automodel" then built = g.tr.transformers_model == true
   else built = M.transformers_built(g.m, class) end
-  if built then hf_model_keys(w, g, class) else backend_keys(w, g) end
+  if built then
+    hf_model_keys(w, g, class)
+  else
+    if M.transformers_built(g.m, class) then
+      -- training.transformers_model = false for a class the pinned
+      -- AutoModel builds through transformers: said, not hidden
+      w.N("NOTE", "training.transformers_model = false: AutoModel 36044ad3 has no " .. class .. " of its own and " ..
+        "would pass model.backend to transformers' constructor, which refuses it; this file needs an AutoModel " ..
+        "that builds " .. class .. " itself")
+    end
+    backend_keys(w, g)
+  end
   training_keys(w, g)
   return text_of(w, c), w.notes
 end

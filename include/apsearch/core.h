@@ -50,6 +50,10 @@ const char *aps_pipeline_split_name(aps_pipeline_split s);
  *  "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
  *  "shared_experts", as --recompute-modules spells them); NULL beyond. */
 const char *aps_recompute_module_name(int b);
+/** Megatron's name of offload module bit b (0 <= b < APS_OFM_COUNT:
+ *  "expert_fc1", "moe_act", "fused_group_mlp", "core_attn", "attn_proj",
+ *  as --offload-modules spells them); NULL beyond. */
+const char *aps_offload_module_name(int b);
 
 /* ------------------------------------------------------------------ model */
 

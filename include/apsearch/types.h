@@ -970,6 +970,17 @@ typedef struct {
                                         saved activations go to host memory
                                         (Megatron --cpu-offloading-num-
                                         layers); 0 = none */
+    unsigned offload_modules;      /**< megatron: bits of
+                                        aps_offload_module whose saved
+                                        tensors go to host memory (Megatron
+                                        --fine-grained-activation-offloading
+                                        --offload-modules); 0 = none */
+    double activation_offload_fraction; /**< with offload_modules: the
+                                        share of each model chunk's offload
+                                        groups (module x layer) offloaded,
+                                        the earliest in forward order
+                                        (--activation-offload-fraction);
+                                        0-1, default 1 */
     bool tp_comm_overlap;          /**< TP collectives pipelined with the
                                         GEMMs (Megatron --tp-comm-overlap,
                                         TE userbuffers; TorchTitan async
@@ -1344,6 +1355,31 @@ typedef enum {
 } aps_recompute_module;
 /** Number of aps_recompute_module bits. */
 #define APS_RCM_COUNT 7
+
+/** The modules whose saved tensors Megatron-Core's fine-grained
+ *  activation offloading moves to host memory in the forward and back
+ *  before the backward (--fine-grained-activation-offloading
+ *  --offload-modules ..., TransformerConfig.offload_modules,
+ *  megatron/core/transformer/transformer_config.py @ d98e8a64 l.1323-1361;
+ *  megatron/core/pipeline_parallel/fine_grained_activation_offload.py).
+ *  Each offloads what autograd saves inside the module: expert_fc1 the
+ *  experts' fc1 input (moe/experts.py l.928-939), moe_act their
+ *  activation's input (fc1's output, l.941-1038), fused_group_mlp the
+ *  whole fused grouped MLP's saved set (l.785-823), core_attn the
+ *  attention core's (Q, K, V and the softmax statistics), attn_proj the
+ *  output projection's input (the context; with core_attn only).  The
+ *  norm and QKV modules Megatron also offers (attn_norm, qkv_linear,
+ *  mlp_norm, gdp_qkv) are not modelled: refused naming them.  Bits of
+ *  aps_training.offload_modules. */
+typedef enum {
+    APS_OFM_EXPERT_FC1 = 1u << 0,
+    APS_OFM_MOE_ACT = 1u << 1,
+    APS_OFM_FUSED_GROUP_MLP = 1u << 2,
+    APS_OFM_CORE_ATTN = 1u << 3,
+    APS_OFM_ATTN_PROJ = 1u << 4
+} aps_offload_module;
+/** Number of aps_offload_module bits. */
+#define APS_OFM_COUNT 5
 
 /** How a MoE layer moves tokens to the experts (Megatron-Core
  *  --moe-token-dispatcher-type, megatron/core/transformer/moe/

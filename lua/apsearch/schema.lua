@@ -185,6 +185,8 @@ M.training = {
   -- recipe settings (src/core/recipe.c; docs/modeling.md "Recipe settings")
   fp8_param_gather = "bool", grad_reduce_in_fp32 = "bool",
   activation_offload_layers = "nonnegint", tp_comm_overlap = "bool",
+  -- Megatron-Core's fine-grained activation offloading (src/core/offload.c)
+  offload_modules = "offload_modules", activation_offload_fraction = "fraction",
   cuda_graphs = "bool",
   cuda_graph_scope = "graph_scope",
   store_param_remainders = "bool", exp_avg_bf16 = "bool", bf16_weights = "bool", transformers_model = "bool",
@@ -373,6 +375,41 @@ function M.graph_scope(v)
   return table.concat(out, "+")
 end
 
+--- The modules training.offload_modules takes (Megatron-Core
+-- --offload-modules, transformer_config.py @ d98e8a64 l.1328-1342), in the
+-- order they are spelt back, and those Megatron offers that apsearch does
+-- not model (refused naming them).
+M.OFFLOAD_MODULES = { "expert_fc1", "moe_act", "fused_group_mlp", "core_attn", "attn_proj" }
+M.OFFLOAD_UNMODELLED = { attn_norm = true, qkv_linear = true, mlp_norm = true, gdp_qkv = true }
+
+--- A training.offload_modules in its canonical spelling: module names
+-- joined by "/" (or ",", or an array, Megatron-Bridge's list), each once,
+-- spelt back in M.OFFLOAD_MODULES' order.
+-- @param v a string or an array of module names
+-- @treturn string|nil nil when v is not a set of known modules
+-- @treturn string|nil the first module apsearch does not model, if any
+function M.offload_modules(v)
+  if type(v) == "string" then
+    local parts = {}
+    for part in v:gmatch("[^/,]+") do parts[#parts + 1] = part end
+    v = parts
+  end
+  if type(v) ~= "table" or #v == 0 then return nil end
+  local count = 0
+  for _ in pairs(v) do count = count + 1 end
+  if count ~= #v then return nil end
+  local has = {}
+  for _, part in ipairs(v) do
+    if type(part) ~= "string" or has[part] then return nil end
+    if M.OFFLOAD_UNMODELLED[part] then return nil, part end
+    has[part] = true
+  end
+  local out = {}
+  for _, m in ipairs(M.OFFLOAD_MODULES) do if has[m] then out[#out + 1] = m end end
+  if #out ~= count then return nil end
+  return table.concat(out, "/")
+end
+
 --- Checks one value against a field kind, raising a one-line error.
 -- @tparam string kind field kind (e.g. "posint", "bool", or `{enum=...}`, whose optional
 -- `refused` maps a value the frameworks know but apsearch does not model to the reason,
@@ -413,6 +450,16 @@ function M.check_value(kind, v, fail)
         .. util.join(M.GRAPH_MODULES) .. ", e.g. attn+moe_router", v)
     end
     return s
+  elseif kind == "offload_modules" then
+    local mods, unmodelled = M.offload_modules(v)
+    if unmodelled then
+      fail(("Megatron's offload module %s is not modelled (apsearch prices %s)"):format(unmodelled,
+        util.join(M.OFFLOAD_MODULES)), v)
+    elseif not mods then
+      fail("expected module names joined by / (each once): " .. util.join(M.OFFLOAD_MODULES) ..
+        ", e.g. expert_fc1 or core_attn/attn_proj", v)
+    end
+    return mods
   elseif kind == "posint" then
     -- a number past the bound (10^100000 reads as inf) says the bound
     if type(v) == "number" and v >= M.INT_LIMIT then fail("must be below 2^31", v) end

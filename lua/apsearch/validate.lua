@@ -112,7 +112,8 @@ end
 -- name (docs/modeling.md "Recipe settings").
 M.RECIPE_BOOLS = { "torch_compile", "compile_loss", "sac_save_alltoall", "grad_reduce_in_fp32", "fp8_param_gather",
   "tp_comm_overlap", "cuda_graphs", "overlap_moe_expert_parallel_comm", "moe_router_fusion",
-  "defer_fsdp_grad_sync", "bf16_weights", "loss_fp32_upcast", "mtp_repeated_layer", "cutedsl_fused_grouped_mlp" }
+  "defer_fsdp_grad_sync", "bf16_weights", "loss_fp32_upcast", "mtp_repeated_layer", "cutedsl_fused_grouped_mlp",
+  "exp_avg_bf16" }
 
 --- Longest model name the core takes (bytes, src/lua/lconvert.c); a row's
 -- longer `model` is cut there, with "...", as a label.
@@ -489,6 +490,25 @@ function M.case_inputs(row)
   end
   if given(row, "activation_offload_layers") then
     training.activation_offload_layers = need_nonneg_int(row, "activation_offload_layers")
+  end
+  -- Megatron-Core's fine-grained activation offloading (--offload-modules,
+  -- '/' between modules; --activation-offload-fraction)
+  if given(row, "offload_modules") then
+    local schema = require("apsearch.schema")
+    local mods, unmodelled = schema.offload_modules(row.offload_modules)
+    if not mods then
+      error(fmtq("offload_modules = %q: %s", row.offload_modules, unmodelled
+        and ("Megatron's offload module " .. unmodelled .. " is not modelled")
+        or ("expected module names joined by / (each once): " .. table.concat(schema.OFFLOAD_MODULES, ", "))), 0)
+    end
+    training.offload_modules = mods
+  end
+  if given(row, "activation_offload_fraction") then
+    local v = tonumber(row.activation_offload_fraction)
+    if not (v and v >= 0 and v <= 1) then
+      error(fmtq("activation_offload_fraction = %q: expected a number in [0, 1]", row.activation_offload_fraction), 0)
+    end
+    training.activation_offload_fraction = v
   end
   if given(row, "cuda_graph_scope") then
     -- what the run's CUDA graphs capture (training.cuda_graph_scope,
@@ -1338,6 +1358,7 @@ M.OPTIONAL = {
   -- cluster, strategy and recipe settings
   "nvlink_domain_size", "cp_comm_type", "reshard_after_forward", "pipeline_layout",
   "recompute_method", "recompute_modules", "recompute_num_layers", "activation_offload_layers",
+  "offload_modules", "activation_offload_fraction",
   "cuda_graph_scope", "fsdp_impl", "overlap_grad_reduce", "loss_chunks", "microbatch_group_size",
   "rms_norm_backend",
   -- Megatron's first and last layers in bf16 (M.bf16_layers_columns)

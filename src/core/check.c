@@ -876,6 +876,8 @@ aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,
     if ((r = aps_check_moe(m, t, s, msg, n)) != APS_REASON_NONE) return r;
     if ((r = aps_check_recompute_modules(m, t, s, msg, n)) != APS_REASON_NONE)
         return r;
+    if ((r = aps_check_offload(m, t, s, msg, n)) != APS_REASON_NONE)
+        return r;
     /* last: what the strategy is comes before whether an engine runs it */
     if ((r = aps_check_framework_model(m, t, s, msg, n)) != APS_REASON_NONE) return r;
     return APS_REASON_NONE;

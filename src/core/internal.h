@@ -668,6 +668,10 @@ typedef struct {
                                       dispatch and combine in ep_fwd */
     double shared_fwd, shared_act; /**< the shared expert (shared_experts) */
     double actfn_fwd, actfn_act;   /**< the experts' activation (moe_act) */
+    double offload_act;    /**< bytes of one MoE layer's saved set the
+                                expert offload modules move to host
+                                (expert_fc1, moe_act, fused_group_mlp:
+                                offload.c) */
     double mla_up_fwd, mla_up_act; /**< MLA up projections (mla_up_proj) */
     double dsa_indexer_fwd; /**< s: the DSA indexer's forward (dsa.c) */
     double dsa_indexer_bwd; /**< s: its backward, when trained (dsa.c) */
@@ -1429,6 +1433,14 @@ typedef struct {
                                 model whose layers are all alike) */
     double act_selective;  /**< bytes saved with selective recompute */
     double act_input;      /**< bytes saved with full recompute (input) */
+    double offload_attn;   /**< of act_full, the mean layer's bytes the
+                                core_attn / attn_proj offload modules move
+                                to host (Q, K, V, the context; offload.c) */
+    double offload_core;   /**< and the attention core's saved statistics
+                                they move, unless core_attn recompute
+                                frees them */
+    double offload_attn_layer; /**< an attention layer's offload_attn +
+                                offload_core (one group kept: offload.c) */
     double gemm_fwd;       /**< s, linear layers */
     double attn_fwd;       /**< s, attention core (bf16) */
     double attn_bwd;       /**< s */
@@ -1893,6 +1905,51 @@ int64_t aps_moe_stage_moe_layers(const aps_model *m, const aps_layout *lay,
  *  (ignored otherwise, as Megatron does) Megatron only, mla_up_proj with
  *  MLA, moe_act with grouped GEMM
  *  (INVALID_DEGREE / FRAMEWORK_UNSUPPORTED with a message; check.c). */
+/* ------------------------------------------------ offload.c: fine-grained
+ * activation offloading (Megatron-Core --offload-modules) */
+
+/** training.activation_offload_fraction, 1 when unset. */
+double aps_offload_fraction(const aps_training *t);
+/** bytes of one saved tensor of `elements` elements that offload module
+ *  bit `module` moves to host: bytes when the module is offloaded and the
+ *  tensor has at least Megatron's min_offloaded_tensor_size elements
+ *  (1,048,576), else 0. */
+double aps_offload_tensor(const aps_training *t, unsigned module,
+                          double bytes, double elements);
+/** The share of a model chunk's `groups` offload groups (module x layer)
+ *  that activation_offload_fraction offloads: all but
+ *  int(groups x (1 - fraction)) of them; 1 for fewer than one group. */
+double aps_offload_share(const aps_training *t, double groups);
+/** Offload modules of bit set mods that act in one layer: all of them on
+ *  an MoE layer, the attention ones elsewhere. */
+int aps_offload_module_count(unsigned mods, bool moe_layer);
+/** The training-only rules of transformer_config.py for the offload
+ *  modules (Megatron only, not with activation_offload_layers, attn_proj
+ *  with core_attn, fused_group_mlp with the op fuser and alone among the
+ *  expert modules, none with the paged stash); APS_EINVAL naming them. */
+aps_status aps_offload_dependencies(const aps_training *t, char *err,
+                                    size_t n);
+/** The model and device rules: a host link; expert modules on an MoE
+ *  model; the attention modules on MHA / GQA attention (APS_ENOTIMPL for
+ *  MLA and the compressed attentions). */
+aps_status aps_offload_inputs(const aps_model *m, const aps_cluster *c,
+                              const aps_training *t, char *err, size_t n);
+/** Bytes rank i's layers move to host per micro-batch under the offload
+ *  modules: its layers not fully recomputed, their attention modules'
+ *  (lc->offload_attn, offload_core unless core_attn recompute frees it)
+ *  and its MoE layers' (lc->moe.offload_act), times the share the
+ *  offload fraction keeps (aps_offload_share over a chunk's groups);
+ *  *margin what of it stays on the device all the same (the last group of
+ *  each module name: one attention and one MoE layer's). */
+double aps_offload_stage_bytes(const aps_model *m, const aps_training *t,
+                               const aps_strategy *s, const aps_layout *lay,
+                               const aps_layer_cost *lc, int64_t i,
+                               double *margin);
+/** Expert offload modules beside the moe recompute module: refused as
+ *  Megatron-Core asserts. */
+aps_reason aps_check_offload(const aps_model *m, const aps_training *t,
+                             const aps_strategy *s, char *msg, size_t n);
+
 aps_reason aps_check_recompute_modules(const aps_model *m,
                                       const aps_training *t,
                                       const aps_strategy *s, char *msg,

@@ -151,6 +151,26 @@ static double attn_saved_bytes(const aps_model *m, const aps_training *t,
     return attn;
 }
 
+/** What the core_attn and attn_proj offload modules move to host of one
+ *  attention layer of kind x (offload.c): *qkv the core's inputs Q, K, V
+ *  and the context (attn_proj: the output projection's input, whose
+ *  storage the core's saved output shares), *core the core's own saved
+ *  tensors (core_layer bytes of core_elems elements each), which the
+ *  core_attn recompute module frees instead. */
+static void attn_offload_bytes(const aps_training *t, double T, double tp,
+                               const aps_attn_kind *x, double core_layer,
+                               double core_elems, double *qkv, double *core)
+{
+    double A = APS_ACT_BYTES, Ain = aps_gemm_input_bytes(t);
+    double q = T * x->a * x->d / tp, k = T * x->k * x->d / tp;
+    double v = T * x->k * x->dv / tp, ctx = T * x->a * x->dv / tp;
+    *qkv = aps_offload_tensor(t, APS_OFM_CORE_ATTN, A * q, q) +
+           aps_offload_tensor(t, APS_OFM_CORE_ATTN, A * k, k) +
+           aps_offload_tensor(t, APS_OFM_CORE_ATTN, A * v, v) +
+           aps_offload_tensor(t, APS_OFM_ATTN_PROJ, Ain * ctx, ctx);
+    *core = aps_offload_tensor(t, APS_OFM_CORE_ATTN, core_layer, core_elems);
+}
+
 void aps_layer_activations(const aps_model *m, const aps_training *t,
                            const aps_strategy *s, const aps_hybrid_counts *mix,
                            aps_layer_cost *out)
@@ -207,6 +227,21 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
     else
         core_layer = (A + adrop * (APS_MASK_BYTES + A)) * a * sl * S * b / tp;
     double core = w.attn_share * core_layer;
+    /* fine-grained offload of the attention modules (offload.c) */
+    out->offload_attn = out->offload_core = out->offload_attn_layer = 0.0;
+    if (t->offload_modules & APS_OFM_CORE_ATTN) {
+        double elems = t->flash_attention ? a * sl * b / tp
+                                          : a * sl * S * b / tp;
+        for (int i = 0; i < nk; i++) { /* the core per kind: its heads */
+            double r = a > 0 ? kind[i].a / a : 0.0, qkv, kc;
+            attn_offload_bytes(t, sl * b, tp, &kind[i], r * core_layer,
+                               r * elems, &qkv, &kc);
+            out->offload_attn += w.attn_share * kind[i].share * qkv;
+            out->offload_core += w.attn_share * kind[i].share * kc;
+            if (qkv + kc > out->offload_attn_layer)
+                out->offload_attn_layer = qkv + kc;
+        }
+    }
 
     /* Kimi K3's attention residuals: the mixes' fp32 values and keys,
      * whole on every rank (attnres.c); no recompute module drops them */
@@ -516,6 +551,10 @@ static double stage_activations(const aps_model *m, const aps_training *t,
         if (t->hf_eager_layer) /* the final LlamaRMSNorm's fp32 copy */
             per_mb += APS_FP32_BYTES * sbh_rep;
     }
+    /* fine-grained offload: what the offload modules move to host, less
+     * the groups that stay (offload.c) */
+    double off_margin;
+    per_mb -= aps_offload_stage_bytes(m, t, s, lay, lc, i, &off_margin);
     double inflight = aps_layout_inflight(lay, i);
     st->inflight_microbatches = inflight;
     /* Full recompute: while a layer is recomputed its whole activation set
@@ -538,7 +577,7 @@ static double stage_activations(const aps_model *m, const aps_training *t,
      * its MoE and MLA parts in moe.c aps_moe_stage_memory */
     if (t->overlap_moe_expert_parallel_comm && layers > rc)
         transient += per_layer;
-    return inflight * per_mb + transient;
+    return inflight * per_mb + off_margin + transient;
 }
 
 double aps_gathered_param_bytes(const aps_training *t, double gathered,

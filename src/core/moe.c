@@ -1076,12 +1076,24 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
                              : 0.0;
     out->actfn_act = Ain * kept_rows * fe / etp;
     out->actfn_fwd = (act_b + clamp_b) * Te * fe / etp / hbm;
+    double clamp_kept = 0.0;
     if (clamp_b > 0.0) { /* freed with the activation under moe_act */
-        double kept = APS_EAGER_GLU_CLAMP_SAVED * kept_rows * fe / etp;
-        out->act += kept;
-        out->moe_int_act += kept;
-        out->actfn_act += kept;
+        clamp_kept = APS_EAGER_GLU_CLAMP_SAVED * kept_rows * fe / etp;
+        out->act += clamp_kept;
+        out->moe_int_act += clamp_kept;
+        out->actfn_act += clamp_kept;
     }
+    /* fine-grained offload (offload.c): expert_fc1 the experts' fc1
+     * input, moe_act their activation's input (fc1's output), the fused
+     * grouped MLP every tensor it saves (both and fc2's input) */
+    double fc1_in = kept_rows * w, fc1_out = kept_rows * up * fe / etp;
+    out->offload_act =
+        aps_offload_tensor(t, APS_OFM_EXPERT_FC1 | APS_OFM_FUSED_GROUP_MLP,
+                           Ain * fc1_in, fc1_in) +
+        aps_offload_tensor(t, APS_OFM_MOE_ACT | APS_OFM_FUSED_GROUP_MLP,
+                           A * fc1_out + clamp_kept, fc1_out) +
+        aps_offload_tensor(t, APS_OFM_FUSED_GROUP_MLP,
+                           (wb - up * A) * kept_rows * fe / etp, fc1_out / up);
     /* the MoE block replaces the dense FFN aps_layer_params_tp counted,
      * its biases included */
     double dense_bias = ffn_bias_tp(m, (double)m->ffn_hidden_size,

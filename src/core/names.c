@@ -45,6 +45,15 @@ const char *aps_recompute_module_name(int b)
     return b >= 0 && b < APS_RCM_COUNT ? recompute_modules[b] : NULL;
 }
 
+static const char *const offload_modules[APS_OFM_COUNT] = {
+    "expert_fc1", "moe_act", "fused_group_mlp", "core_attn", "attn_proj",
+};
+
+const char *aps_offload_module_name(int b)
+{
+    return b >= 0 && b < APS_OFM_COUNT ? offload_modules[b] : NULL;
+}
+
 const char *aps_reason_code(aps_reason r)
 {
     if ((int)r < 0 || r >= APS_REASON_COUNT)

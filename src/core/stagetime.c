@@ -232,6 +232,34 @@ static void stage_cp(const aps_training *t, const aps_strategy *s,
     st->cp_exposed_bwd = L * eb + rc * ef;
 }
 
+
+/** Host copies of rank i's saved activations per micro-batch: the layers
+ *  Megatron's --cpu-offloading-num-layers offloads whole, or what the
+ *  fine-grained offload modules move (offload.c), each layer's going out
+ *  beside the next layer's forward and back beside the backward
+ *  (aps_recipe_offload_times). */
+static void stage_offload(const aps_model *m, const aps_cluster *c,
+                          const aps_training *t, const aps_strategy *s,
+                          const aps_layout *lay, const aps_layer_cost *lc,
+                          int64_t i, double layer_fwd, double layer_bwd,
+                          aps_stage_time *st)
+{
+    int64_t kept = lay->layers[i] - lay->recompute[i];
+    int64_t layers = aps_recipe_offload_layers(t, kept, lay->v);
+    double bytes = lc->act_full;
+    if (t->offload_modules != 0u) {
+        double margin;
+        int64_t run = aps_layout_run_layers(lay, i) -
+                      aps_layout_run_recompute(lay, i);
+        double total = aps_offload_stage_bytes(m, t, s, lay, lc, i, &margin);
+        layers = run;
+        bytes = run > 0 ? (total - margin) / (double)run : 0.0;
+    }
+    aps_recipe_offload_times(&c->device, layers, bytes, layer_fwd, layer_bwd,
+                             &st->offload_total, &st->offload_exposed_fwd,
+                             &st->offload_exposed_bwd);
+}
+
 /** The host's launches of rank i's layers, the GPU's gaps between their
  *  kernels, and the GPU forward of one MoE layer before its dispatch sync
  *  (attention, norm, router: the layer's forward without the FFN it
@@ -275,12 +303,7 @@ void aps_stage_time_build(const aps_model *m, const aps_cluster *c,
     stage_tp(m, c, t, s, lay, lc, &mo, i, first, last, st);
     double layer_fwd, layer_bwd;
     layer_seconds(lc, &layer_fwd, &layer_bwd);
-    aps_recipe_offload_times(
-        &c->device,
-        aps_recipe_offload_layers(t, lay->layers[i] - lay->recompute[i],
-                                  lay->v),
-        lc->act_full, layer_fwd, layer_bwd, &st->offload_total,
-        &st->offload_exposed_fwd, &st->offload_exposed_bwd);
+    stage_offload(m, c, t, s, lay, lc, i, layer_fwd, layer_bwd, st);
     stage_cp(t, s, lay, lc, i, st);
     aps_fsdp_stage_times(m, c, t, s, lay, plan, i, first, last, st);
     stage_host(c, lay, lc, &mo, i, layer_fwd, st);

@@ -89,6 +89,8 @@ void aps_training_defaults(aps_training *t)
     t->loss_chunks = 0; /* the framework's (recipe.c) */
     t->grad_reduce_in_fp32 = APS_DEFAULT;
     t->activation_offload_layers = 0;
+    t->offload_modules = 0u;
+    t->activation_offload_fraction = APS_DEFAULT; /* Megatron's 1.0 */
     t->tp_comm_overlap = false;
     t->cuda_graphs = false;
     t->cuda_graph_scope = APS_CG_LAYER;
@@ -508,6 +510,9 @@ aps_status aps_training_dependencies(const aps_training *t, char *err,
     st = fused_mlp_dependencies(t, err, n);
     if (st != APS_OK)
         return st;
+    st = aps_offload_dependencies(t, err, n);
+    if (st != APS_OK)
+        return st;
     st = bf16_layers_dependencies(t, err, n);
     if (st != APS_OK)
         return st;
@@ -718,6 +723,9 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
                 aps_precision_name(t->precision), d->name);
         return APS_ENOTIMPL;
     }
+    aps_status ost = aps_offload_inputs(m, c, t, err, n);
+    if (ost != APS_OK)
+        return ost;
     if (t->activation_offload_layers > 0 && !(d->host_bandwidth > 0)) {
         aps_fmt(err, n, "training.activation_offload_layers: %lld with no "
                 "host link (cluster.device.host_bandwidth = 0)",

@@ -186,17 +186,44 @@ typedef enum {
     FT_DNUM,    /* double in [0, 1), APS_DEFAULT (-1) absent and not
                    pushed: 0 stays an explicit value (aps_training.
                    attention_dropout, hidden_dropout) */
+    FT_FRAC,    /* double in [0, 1], APS_DEFAULT (-1) absent and not
+                   pushed (aps_training.activation_offload_fraction) */
     FT_OENUM,   /* enum, not pushed when 0 (its default) */
     FT_LAYERS,  /* aps_model.moe_dense_layers (models only): array of layer
                    indices, its count in moe_dense_layer_count; not pushed
                    when empty */
     FT_CGSCOPE, /* aps_cuda_graph_scope: an enum_cuda_graph_scope name or
                    module names joined by '+' (cg_modules, any order) */
-    FT_MODULES  /* unsigned bits of aps_recompute_module: Megatron's module
+    FT_MODULES, /* unsigned bits of aps_recompute_module: Megatron's module
                    names separated by '/' or ',' (NeMo's "mla_up_proj/mlp/
                    moe") or an array of them; pushed back as the '/' string,
                    not pushed when 0 */
+    FT_OFFMODS  /* unsigned bits of aps_offload_module, read and pushed as
+                   FT_MODULES */
 } apsl_ftype;
+
+/* A set of module names (FT_MODULES, FT_OFFMODS): bit b is name(b). */
+typedef struct {
+    const char *(*name)(int b);
+    int count;
+    const char *what; /* "recompute module" */
+    const char *flag; /* the Megatron flag and its choices, for errors */
+} apsl_modset;
+
+static const apsl_modset recompute_modset = {
+    aps_recompute_module_name, APS_RCM_COUNT, "recompute module",
+    "Megatron --recompute-modules: core_attn, moe_act, layernorm, "
+    "mla_up_proj, mlp, moe, shared_experts"};
+static const apsl_modset offload_modset = {
+    aps_offload_module_name, APS_OFM_COUNT, "offload module",
+    "Megatron --offload-modules, as modelled: expert_fc1, moe_act, "
+    "fused_group_mlp, core_attn, attn_proj; attn_norm, qkv_linear, "
+    "mlp_norm and gdp_qkv are not modelled"};
+
+static const apsl_modset *modset_of(int type)
+{
+    return type == FT_OFFMODS ? &offload_modset : &recompute_modset;
+}
 
 typedef struct {
     const char *name;
@@ -427,6 +454,8 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, fp8_param_gather, FT_TRI, NULL),
     FLD(aps_training, grad_reduce_in_fp32, FT_TRI, NULL),
     FLD(aps_training, activation_offload_layers, FT_INT, NULL),
+    FLD(aps_training, offload_modules, FT_OFFMODS, NULL),
+    FLD(aps_training, activation_offload_fraction, FT_FRAC, NULL),
     FLD(aps_training, tp_comm_overlap, FT_BOOL, NULL),
     FLD(aps_training, cuda_graphs, FT_BOOL, NULL),
     FLD(aps_training, cuda_graph_scope, FT_CGSCOPE, &enum_cuda_graph_scope),
@@ -795,13 +824,14 @@ static bool seen_has(const apsl_reader *r, int i)
     return (r->seen[i / 64] >> (i % 64)) & 1u;
 }
 
-/* One recompute module name (len bytes at name) as its bit; raises naming
- * the field and the name when Megatron has no such module. */
-static unsigned module_bit(lua_State *L, const char *path, const char *field,
+/* One module name of set ms (len bytes at name) as its bit; raises naming
+ * the field and the name when the set has no such module. */
+static unsigned module_bit(lua_State *L, const apsl_modset *ms,
+                           const char *path, const char *field,
                            const char *name, size_t len)
 {
-    for (int k = 0; k < APS_RCM_COUNT; k++) {
-        const char *m = aps_recompute_module_name(k);
+    for (int k = 0; k < ms->count; k++) {
+        const char *m = ms->name(k);
         if (strlen(m) == len && strncmp(m, name, len) == 0)
             return 1u << k;
     }
@@ -810,16 +840,14 @@ static unsigned module_bit(lua_State *L, const char *path, const char *field,
     size_t k = len < APSL_DESCRIBE_CHARS ? len : APSL_DESCRIBE_CHARS;
     memcpy(cut, name, k);
     cut[k] = '\0';
-    apsl_error(L, "%s.%s: unknown recompute module \"%s%s\" (Megatron "
-               "--recompute-modules: core_attn, moe_act, layernorm, "
-               "mla_up_proj, mlp, moe, shared_experts)", path, field, cut,
-               len > k ? "..." : "");
+    apsl_error(L, "%s.%s: unknown %s \"%s%s\" (%s)", path, field, ms->what,
+               cut, len > k ? "..." : "", ms->flag);
     return 0;
 }
 
-/* FT_MODULES: "a/b,c" or {"a", "b"} -> bits. */
-static unsigned read_modules(lua_State *L, int vidx, const char *path,
-                             const char *field)
+/* FT_MODULES, FT_OFFMODS: "a/b,c" or {"a", "b"} -> bits of set ms. */
+static unsigned read_modules(lua_State *L, const apsl_modset *ms, int vidx,
+                             const char *path, const char *field)
 {
     unsigned bits = 0;
     vidx = lua_absindex(L, vidx);
@@ -832,7 +860,7 @@ static unsigned read_modules(lua_State *L, int vidx, const char *path,
             while (j < n && s[j] != '/' && s[j] != ',')
                 j++;
             if (j > i)
-                bits |= module_bit(L, path, field, s + i, j - i);
+                bits |= module_bit(L, ms, path, field, s + i, j - i);
             i = j + 1;
         }
         return bits;
@@ -847,7 +875,7 @@ static unsigned read_modules(lua_State *L, int vidx, const char *path,
             expected_error(L, -1, path, field, "an array of module names");
         size_t n;
         const char *s = lua_tolstring(L, -1, &n);
-        bits |= module_bit(L, path, field, s, n);
+        bits |= module_bit(L, ms, path, field, s, n);
         lua_pop(L, 1);
     }
     return bits;
@@ -918,6 +946,14 @@ static void read_value(lua_State *L, apsl_reader *r, int fi, int vidx)
         memcpy(dst, &v, sizeof v);
         break;
     }
+    case FT_FRAC: {
+        double v = read_number(L, vidx, r->path, f->name);
+        if (!(v >= 0.0 && v <= 1.0))
+            apsl_error(L, "%s.%s: must be a fraction in [0, 1] (got %f)",
+                       r->path, f->name, (LUAI_UACNUMBER)v);
+        memcpy(dst, &v, sizeof v);
+        break;
+    }
     case FT_OBOOL:
     case FT_BOOL: {
         if (!lua_isboolean(L, vidx))
@@ -951,8 +987,10 @@ static void read_value(lua_State *L, apsl_reader *r, int fi, int vidx)
         read_string(L, vidx, r->path, f->name, dst,
                     APS_MAX_HYBRID_LAYERS + 1);
         break;
-    case FT_MODULES: {
-        unsigned bits = read_modules(L, vidx, r->path, f->name);
+    case FT_MODULES:
+    case FT_OFFMODS: {
+        unsigned bits = read_modules(L, modset_of(f->type), vidx, r->path,
+                                     f->name);
         memcpy(dst, &bits, sizeof bits);
         break;
     }
@@ -1246,11 +1284,12 @@ static void push_fields(lua_State *L, const apsl_field *fs, int n,
             lua_pushnumber(L, (lua_Number)v);
             break;
         }
-        case FT_DNUM: {
+        case FT_DNUM:
+        case FT_FRAC: {
             double v;
             memcpy(&v, src, sizeof v);
             if (v == APS_DEFAULT)
-                continue; /* unset: from training.dropout */
+                continue; /* unset: from training.dropout, or 1 */
             lua_pushnumber(L, (lua_Number)v);
             break;
         }
@@ -1262,19 +1301,21 @@ static void push_fields(lua_State *L, const apsl_field *fs, int n,
             lua_pushstring(L, enum_name(f->en, v));
             break;
         }
-        case FT_MODULES: {
+        case FT_MODULES:
+        case FT_OFFMODS: {
             unsigned bits;
             memcpy(&bits, src, sizeof bits);
             if (bits == 0)
                 continue;
+            const apsl_modset *ms = modset_of(f->type);
             luaL_Buffer b;
             luaL_buffinit(L, &b);
             bool first = true;
-            for (int k = 0; k < APS_RCM_COUNT; k++)
+            for (int k = 0; k < ms->count; k++)
                 if (bits >> k & 1u) {
                     if (!first)
                         luaL_addchar(&b, '/');
-                    luaL_addstring(&b, aps_recompute_module_name(k));
+                    luaL_addstring(&b, ms->name(k));
                     first = false;
                 }
             luaL_pushresult(&b);

@@ -334,4 +334,37 @@ static inline double fx_state_bytes_per_param(const aps_state_bytes *b)
            b->optimizer / (b->shard_optimizer ? G : 1.0);
 }
 
+/** Qwen3-30B-A3B (48 layers, h 2048, 32 heads of 128, 4 KV groups, qk
+ *  norm, 128 experts top-8 of width 768, vocab 151936) on 8 B200s, MXFP8,
+ *  Megatron, EP 8 with the flex dispatcher's HybridEP, MBS 4, global batch
+ *  512 of 4096 tokens: the public memory set's mw01. */
+static inline void fx_qwen3_30b_b200(aps_model *m, aps_cluster *c,
+                                     aps_training *t, aps_strategy *s)
+{
+    fx_llama(m, "qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936);
+    m->head_dim = 128;
+    m->qk_norm = true;
+    m->num_experts = 128;
+    m->experts_per_token = 8;
+    m->moe_ffn_hidden_size = 768;
+    fx_validate(m);
+    *c = (aps_cluster){0};
+    if (aps_device_preset("b200", &c->device) != APS_OK)
+        fail_msg("no b200 preset");
+    c->num_devices = 8;
+    c->devices_per_node = 8;
+    fx_training(t, 512, 4096);
+    t->framework = APS_FW_MEGATRON;
+    t->precision = APS_PREC_MXFP8;
+    t->moe_flex_dispatcher_backend = APS_FLEX_HYBRIDEP;
+    aps_strategy_defaults(s);
+    s->dp_degree = 8;
+    s->zero_stage = 1;
+    s->ep_degree = 8;
+    s->etp_degree = 1;
+    s->micro_batch_size = 4;
+    s->moe_token_dispatcher = APS_MOE_FLEX;
+}
+
+
 #endif /* APS_TEST_FIXTURES_H */

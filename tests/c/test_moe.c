@@ -30,38 +30,6 @@
 #include "fixtures.h"
 #include "../../src/core/internal.h"
 
-/** Qwen3-30B-A3B (48 layers, h 2048, 32 heads of 128, 4 KV groups, qk
- *  norm, 128 experts top-8 of width 768, vocab 151936) on 8 B200s, MXFP8,
- *  Megatron, EP 8 with the flex dispatcher's HybridEP, MBS 4, global batch
- *  512 of 4096 tokens: the public memory set's mw01. */
-static void qwen3_30b_b200(aps_model *m, aps_cluster *c, aps_training *t,
-                           aps_strategy *s)
-{
-    fx_llama(m, "qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936);
-    m->head_dim = 128;
-    m->qk_norm = true;
-    m->num_experts = 128;
-    m->experts_per_token = 8;
-    m->moe_ffn_hidden_size = 768;
-    fx_validate(m);
-    *c = (aps_cluster){0};
-    if (aps_device_preset("b200", &c->device) != APS_OK)
-        fail_msg("no b200 preset");
-    c->num_devices = 8;
-    c->devices_per_node = 8;
-    fx_training(t, 512, 4096);
-    t->framework = APS_FW_MEGATRON;
-    t->precision = APS_PREC_MXFP8;
-    t->moe_flex_dispatcher_backend = APS_FLEX_HYBRIDEP;
-    aps_strategy_defaults(s);
-    s->dp_degree = 8;
-    s->zero_stage = 1;
-    s->ep_degree = 8;
-    s->etp_degree = 1;
-    s->micro_batch_size = 4;
-    s->moe_token_dispatcher = APS_MOE_FLEX;
-}
-
 /* budget = ceil256(int(copies x cf)) */
 static void test_static_rows(void **state)
 {
@@ -92,7 +60,7 @@ static void test_stash_bytes(void **state)
     aps_cluster c;
     aps_training t;
     aps_strategy s;
-    qwen3_30b_b200(&m, &c, &t, &s);
+    fx_qwen3_30b_b200(&m, &c, &t, &s);
     t.moe_expert_rank_capacity_factor = 1.5;
     t.moe_paged_stash = true;
     t.moe_paged_stash_buffer_size_factor_cuda = 1.2;
@@ -129,7 +97,7 @@ static void test_stash_estimate(void **state)
     aps_training t;
     aps_strategy s;
     static aps_estimate base, cap, stash;
-    qwen3_30b_b200(&m, &c, &t, &s);
+    fx_qwen3_30b_b200(&m, &c, &t, &s);
     fx_run(&m, &c, &t, &s, &base);
     t.moe_expert_rank_capacity_factor = 1.5;
     fx_run(&m, &c, &t, &s, &cap);
@@ -159,7 +127,7 @@ static void test_full_graph_inputs(void **state)
     aps_training t;
     aps_strategy s;
     static aps_estimate off, layer, full;
-    qwen3_30b_b200(&m, &c, &t, &s);
+    fx_qwen3_30b_b200(&m, &c, &t, &s);
     fx_run(&m, &c, &t, &s, &off);
     t.cuda_graphs = true;
     t.cuda_graph_scope = APS_CG_ATTN_MOE_ROUTER;
@@ -183,7 +151,7 @@ static void test_stash_refusals(void **state)
     aps_training t;
     aps_strategy s;
     char err[APS_REASON_LEN];
-    qwen3_30b_b200(&m, &c, &t, &s);
+    fx_qwen3_30b_b200(&m, &c, &t, &s);
     t.moe_paged_stash = true;
     assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
     assert_non_null(strstr(err, "requires moe_expert_rank_capacity_factor"));
@@ -270,7 +238,7 @@ static void test_fused_grouped_mlp(void **state)
     aps_training t;
     aps_strategy s;
     char err[APS_REASON_LEN];
-    qwen3_30b_b200(&m, &c, &t, &s);
+    fx_qwen3_30b_b200(&m, &c, &t, &s);
     t.moe_load_imbalance = 1.0;
     aps_moe_cost off, on;
     aps_moe_layer_cost(&m, &c, &t, &s, &off);
@@ -459,7 +427,7 @@ static void test_eager_glu_clamp(void **state)
     aps_cluster c;
     aps_training t;
     aps_strategy s;
-    qwen3_30b_b200(&m, &c, &t, &s);
+    fx_qwen3_30b_b200(&m, &c, &t, &s);
     t.moe_load_imbalance = 1.0;
     t.precision = APS_PREC_BF16;
     m.glu_activation = APS_GLU_QUICK_GELU;
@@ -518,7 +486,7 @@ static void test_eager_expert_bias(void **state)
     aps_cluster c;
     aps_training t;
     aps_strategy s;
-    qwen3_30b_b200(&m, &c, &t, &s);
+    fx_qwen3_30b_b200(&m, &c, &t, &s);
     t.moe_load_imbalance = 1.0;
     t.precision = APS_PREC_BF16;
     aps_moe_cost plain, biased;
@@ -566,7 +534,7 @@ static void test_hsdp_expert_shard(void **state)
     aps_cluster c;
     aps_training t;
     aps_strategy s;
-    qwen3_30b_b200(&m, &c, &t, &s);
+    fx_qwen3_30b_b200(&m, &c, &t, &s);
     t.framework = APS_FW_FSDP2;
     t.precision = APS_PREC_BF16;
     t.moe_flex_dispatcher_backend = APS_FLEX_DEEPEP;

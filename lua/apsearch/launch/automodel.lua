@@ -584,6 +584,12 @@ local function training_keys(w, g)
   end
   if tr.torch_compile then N(NE, "torch_compile (the estimate compiles the model)") end
   if tr.cuda_graphs then N(NE, "CUDA graphs (cuda_graphs)") end
+  if (tr.activation_offload_layers or 0) > 0 then
+    N(NE, "activation offload to host (activation_offload_layers = " .. tr.activation_offload_layers .. ")")
+  end
+  if tr.offload_modules then
+    N(NE, "Megatron-Core's fine-grained activation offload (offload_modules " .. tr.offload_modules .. ")")
+  end
   if tr.tp_comm_overlap then N(NE, "TP communication overlapped with the matmuls (tp_comm_overlap)") end
   if tr.grad_reduce_in_fp32 == false then
     N(NE, "gradients reduced in bf16 (grad_reduce_in_fp32 = false); mp_policy.reduce_dtype float32 written")

@@ -732,6 +732,19 @@ function M.render(c)
         "than num_layers = %d; %d written", offload, L, n))
     end
   end
+  if tr.offload_modules then
+    -- TransformerConfig.fine_grained_activation_offloading, offload_modules
+    -- (a list: one argument per module), activation_offload_fraction
+    -- (transformer_config.py @ d98e8a64 l.1323-1361, flags built by
+    -- arguments.py's ArgumentGroupFactory); validate_args asserts
+    -- NVTE_CPU_OFFLOAD_V1=1 with TransformerEngine >= 2.10 (arguments.py
+    -- l.1935-1940), written to the script's environment
+    A("--fine-grained-activation-offloading")
+    local mods = {}
+    for mod in tr.offload_modules:gmatch("[^/]+") do mods[#mods + 1] = mod end
+    A("--offload-modules", mods)
+    if tr.activation_offload_fraction then A("--activation-offload-fraction", tr.activation_offload_fraction) end
+  end
   if tr.tp_comm_overlap then
     if tp > 1 and r.sequence_parallel then
       A("--tp-comm-overlap")
@@ -756,6 +769,9 @@ function M.render(c)
   elseif tp > 1 or cp > 1 then
     -- validate_args asserts it before Blackwell with TP or CP (and without FSDP)
     out[#out + 1] = "export CUDA_DEVICE_MAX_CONNECTIONS=1  # TP / CP: asserted by validate_args before Blackwell"
+  end
+  if tr.offload_modules then
+    out[#out + 1] = "export NVTE_CPU_OFFLOAD_V1=1  # training.offload_modules: asserted by validate_args (TE >= 2.10)"
   end
   if tr.cutedsl_fused_grouped_mlp then
     -- TransformerEngine's CuTe DSL grouped MLP kernels (ops/fused/grouped_mlp.py)

@@ -602,6 +602,10 @@ function M.render(c)
     N("NOT EXPRESSIBLE in MindFormers", "activation offload to host (activation_offload_layers = " ..
       tr.activation_offload_layers .. ")")
   end
+  if tr.offload_modules then
+    N("NOT EXPRESSIBLE in MindFormers", "Megatron-Core's fine-grained activation offload (offload_modules " ..
+      tr.offload_modules .. ")")
+  end
   if tr.grad_reduce_in_fp32 == false then
     N("NOT EXPRESSIBLE in MindFormers", "gradients reduced in bf16 (grad_reduce_in_fp32 = false)")
   end

@@ -119,6 +119,10 @@ M.megatron = {
     "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
     "--cuda-graph-impl", "--cuda-graph-modules", "--tp-comm-overlap", "--cpu-offloading-num-layers",
     "--attention-dropout", "--hidden-dropout",
+    -- TransformerConfig fine_grained_activation_offloading, offload_modules,
+    -- activation_offload_fraction (transformer_config.py:1323-1361,
+    -- ArgumentGroupFactory)
+    "--fine-grained-activation-offloading", "--offload-modules", "--activation-offload-fraction",
     -- model architecture (issue 25): _add_network_size_args --quick-geglu
     -- (arguments.py:2452), --window-attn-skip-freq (arguments.py:2387);
     -- TransformerConfig softmax_type, glu_linear_offset,
@@ -286,6 +290,13 @@ M.megatron.facts = {
     values = set({ "attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba" }),
     constraint = "moe_preprocess needs moe_router; none with --cuda-graph-impl full_iteration" },
   ["--cpu-offloading-num-layers"] = { type = "int", min = 0, constraint = "< num-layers" },
+  -- list[str] field: nargs '+' (transformer_config.py:1328, its checks l.2127-2203)
+  ["--offload-modules"] = { type = "string", nargs = "+",
+    values = set({ "attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm", "expert_fc1", "moe_act",
+      "fused_group_mlp", "gdp_qkv" }),
+    constraint = "with --fine-grained-activation-offloading, not with --cpu-offloading-num-layers; attn_proj " ..
+      "needs core_attn; fused_group_mlp needs --use-transformer-engine-op-fuser and excludes expert_fc1, moe_act" },
+  ["--activation-offload-fraction"] = { type = "number", constraint = "in [0, 1], default 1.0" },
   ["--optimizer"] = { type = "string", values = set({ "adam", "sgd" }) },
   ["--pipeline-model-parallel-layout"] = { type = "string" },
   -- the router (transformer_config.py, _add_moe_args, moe_utils.py

@@ -963,6 +963,10 @@ function M.render(c)
       tr.activation_offload_layers .. "): TorchTitan's CPU offload moves parameters, gradients and " ..
       "optimizer states (training.enable_cpu_offload), not activations")
   end
+  if tr.offload_modules then
+    N("NOT EXPRESSIBLE in TorchTitan", "fine-grained activation offload (offload_modules " .. tr.offload_modules ..
+      "): Megatron-Core's --offload-modules; TorchTitan offloads no activations")
+  end
 
   -- data parallel
   M.data_parallel_fields(F, N, "NOT EXPRESSIBLE in TorchTitan", r)

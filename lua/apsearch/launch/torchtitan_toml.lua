@@ -347,6 +347,10 @@ function M.render(c, tag)
     N(NE, "activation offload to host (activation_offload_layers = " .. tr.activation_offload_layers ..
       "): training.enable_cpu_offload moves parameters, gradients and optimizer states, not activations")
   end
+  if tr.offload_modules then
+    N(NE, "fine-grained activation offload (offload_modules " .. tr.offload_modules ..
+      "): Megatron-Core's --offload-modules; TorchTitan offloads no activations")
+  end
 
   -- data parallel
   titan.data_parallel_fields(K, N, NE, r)

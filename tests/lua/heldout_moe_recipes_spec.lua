@@ -31,7 +31,8 @@ describe("held out: Megatron-LM examples/moe_recipes (d48bd6be)", function()
     end
   end)
 
-  it("has the columns of the Megatron-Bridge MoE file, plus the flex backend, forced balance and DP overlap", function()
+  it("has the columns of the Megatron-Bridge MoE file, plus the flex backend, forced balance, DP overlap and the " ..
+    "offload and optimizer-moment settings", function()
     local function header(f)
       return (assert(io.open(ROOT .. "/tests/fixtures/heldout/" .. f)):read("l"):gsub("\r$", ""))
     end
@@ -39,7 +40,7 @@ describe("held out: Megatron-LM examples/moe_recipes (d48bd6be)", function()
     -- grouped MLP and model_config, which this file has last)
     local bridge = header("megatron_bridge_perf_moe.csv"):gsub(",cutedsl_fused_grouped_mlp,model_config,notes$", "")
     assert.are.equal(bridge .. ",moe_flex_dispatcher_backend,moe_router_force_load_balancing,overlap_grad_reduce," ..
-      "model_config,notes", header("megatron_lm_moe_recipes.csv"))
+      "model_config,offload_modules,exp_avg_bf16,notes", header("megatron_lm_moe_recipes.csv"))
   end)
 
   it("the recipes that leave --overlap-grad-reduce off expose the data-parallel sync whole", function()

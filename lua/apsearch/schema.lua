@@ -359,20 +359,33 @@ function M.graph_scope(v)
     for part in (v .. "+"):gmatch("([^+]*)%+") do parts[#parts + 1] = part end
     v = parts
   end
+  return (M.module_set(v, M.GRAPH_MODULES, "+"))
+end
+
+--- A set of module names in its canonical spelling: array v, each name
+-- once and one of `order`, joined by `sep` in `order`'s order.
+-- @tparam table v the names (an array only: a hole or a key beside would
+--   lose a module)
+-- @tparam table order the known names, in the order they are spelt back
+-- @tparam string sep the separator
+-- @tparam[opt] table refused names known but refused (name -> true)
+-- @treturn string|nil nil when v is not such a set
+-- @treturn string|nil the first name of `refused` v has, if any
+function M.module_set(v, order, sep, refused)
   if type(v) ~= "table" or #v == 0 then return nil end
-  -- an array only: {"attn", nil, "mamba"} or a key beside would lose a module
   local count = 0
   for _ in pairs(v) do count = count + 1 end
   if count ~= #v then return nil end
-  local has, n = {}, 0
+  local has = {}
   for _, part in ipairs(v) do
-    if has[part] then return nil end
-    has[part], n = true, n + 1
+    if type(part) ~= "string" or has[part] then return nil end
+    if refused and refused[part] then return nil, part end
+    has[part] = true
   end
   local out = {}
-  for _, m in ipairs(M.GRAPH_MODULES) do if has[m] then out[#out + 1] = m end end
-  if #out ~= n then return nil end
-  return table.concat(out, "+")
+  for _, m in ipairs(order) do if has[m] then out[#out + 1] = m end end
+  if #out ~= count then return nil end
+  return table.concat(out, sep)
 end
 
 --- The modules training.offload_modules takes (Megatron-Core
@@ -394,20 +407,7 @@ function M.offload_modules(v)
     for part in v:gmatch("[^/,]+") do parts[#parts + 1] = part end
     v = parts
   end
-  if type(v) ~= "table" or #v == 0 then return nil end
-  local count = 0
-  for _ in pairs(v) do count = count + 1 end
-  if count ~= #v then return nil end
-  local has = {}
-  for _, part in ipairs(v) do
-    if type(part) ~= "string" or has[part] then return nil end
-    if M.OFFLOAD_UNMODELLED[part] then return nil, part end
-    has[part] = true
-  end
-  local out = {}
-  for _, m in ipairs(M.OFFLOAD_MODULES) do if has[m] then out[#out + 1] = m end end
-  if #out ~= count then return nil end
-  return table.concat(out, "/")
+  return M.module_set(v, M.OFFLOAD_MODULES, "/", M.OFFLOAD_UNMODELLED)
 end
 
 --- Checks one value against a field kind, raising a one-line error.

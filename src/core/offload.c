@@ -182,9 +182,11 @@ double aps_offload_stage_bytes(const aps_model *m, const aps_training *t,
 {
     *margin = 0.0;
     unsigned mods = t->offload_modules;
+    if (mods == 0u)
+        return 0.0;
     double L = (double)aps_layout_run_layers(lay, i);
     double kept = L - (double)aps_layout_run_recompute(lay, i);
-    if (mods == 0u || !(kept > 0))
+    if (!(kept > 0))
         return 0.0;
     /* under full recompute a layer saves its input only: nothing inside
      * its modules to offload */

@@ -1439,8 +1439,6 @@ typedef struct {
     double offload_core;   /**< and the attention core's saved statistics
                                 they move, unless core_attn recompute
                                 frees them */
-    double offload_attn_layer; /**< an attention layer's offload_attn +
-                                offload_core (one group kept: offload.c) */
     double gemm_fwd;       /**< s, linear layers */
     double attn_fwd;       /**< s, attention core (bf16) */
     double attn_bwd;       /**< s */

@@ -228,7 +228,7 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
         core_layer = (A + adrop * (APS_MASK_BYTES + A)) * a * sl * S * b / tp;
     double core = w.attn_share * core_layer;
     /* fine-grained offload of the attention modules (offload.c) */
-    out->offload_attn = out->offload_core = out->offload_attn_layer = 0.0;
+    out->offload_attn = out->offload_core = 0.0;
     if (t->offload_modules & APS_OFM_CORE_ATTN) {
         double elems = t->flash_attention ? a * sl * b / tp
                                           : a * sl * S * b / tp;
@@ -238,8 +238,6 @@ void aps_layer_activations(const aps_model *m, const aps_training *t,
                                r * elems, &qkv, &kc);
             out->offload_attn += w.attn_share * kind[i].share * qkv;
             out->offload_core += w.attn_share * kind[i].share * kc;
-            if (qkv + kc > out->offload_attn_layer)
-                out->offload_attn_layer = qkv + kc;
         }
     }
 

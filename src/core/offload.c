@@ -26,7 +26,7 @@
 #include "internal.h"
 
 /** Megatron-Core's min_offloaded_tensor_size default, elements
- *  (transformer_config.py l.1344 @ d98e8a64): smaller saved tensors stay
+ *  (transformer_config.py l.1343 @ d98e8a64): smaller saved tensors stay
  *  on the device. */
 #define APS_MIN_OFFLOADED_TENSOR_ELEMENTS 1048576.0
 

@@ -334,12 +334,9 @@ static inline double fx_state_bytes_per_param(const aps_state_bytes *b)
            b->optimizer / (b->shard_optimizer ? G : 1.0);
 }
 
-/** Qwen3-30B-A3B (48 layers, h 2048, 32 heads of 128, 4 KV groups, qk
- *  norm, 128 experts top-8 of width 768, vocab 151936) on 8 B200s, MXFP8,
- *  Megatron, EP 8 with the flex dispatcher's HybridEP, MBS 4, global batch
- *  512 of 4096 tokens: the public memory set's mw01. */
-static inline void fx_qwen3_30b_b200(aps_model *m, aps_cluster *c,
-                                     aps_training *t, aps_strategy *s)
+/** Qwen3-30B-A3B: 48 layers, h 2048, 32 heads of 128, 4 KV groups, qk
+ *  norm, 128 experts top-8 of width 768, vocab 151936. */
+static inline void fx_qwen3_30b_a3b(aps_model *m)
 {
     fx_llama(m, "qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936);
     m->head_dim = 128;
@@ -348,6 +345,15 @@ static inline void fx_qwen3_30b_b200(aps_model *m, aps_cluster *c,
     m->experts_per_token = 8;
     m->moe_ffn_hidden_size = 768;
     fx_validate(m);
+}
+
+/** Qwen3-30B-A3B on 8 B200s, MXFP8, Megatron, EP 8 with the flex
+ *  dispatcher's HybridEP, MBS 4, global batch 512 of 4096 tokens: the
+ *  public memory set's mw01. */
+static inline void fx_qwen3_30b_b200(aps_model *m, aps_cluster *c,
+                                     aps_training *t, aps_strategy *s)
+{
+    fx_qwen3_30b_a3b(m);
     *c = (aps_cluster){0};
     if (aps_device_preset("b200", &c->device) != APS_OK)
         fail_msg("no b200 preset");

@@ -41,13 +41,7 @@ static aps_host_program program_of(const aps_model *m, const aps_training *t,
  *  8 sequences of 4,096 tokens in fp8. */
 static void qwen3_moe(aps_model *m, aps_training *t, aps_strategy *s)
 {
-    fx_llama(m, "qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936);
-    m->head_dim = 128;
-    m->qk_norm = true;
-    m->num_experts = 128;
-    m->experts_per_token = 8;
-    m->moe_ffn_hidden_size = 768;
-    fx_validate(m);
+    fx_qwen3_30b_a3b(m);
     aps_strategy_defaults(s);
     s->ep_degree = 8;
     fx_training(t, 8, 4096);

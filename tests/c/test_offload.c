@@ -104,6 +104,38 @@ static void test_stage_memory(void **state)
                23.0 * 536870912.0, 1e-6);
 }
 
+/* The attention modules of Llama-3.1-8B (32 query heads and 8 KV heads
+ * of 128), one sequence of 4,096 tokens, TP 1, bf16: core_attn moves
+ * Q 4,096 x 32 x 128 x 2 B = 33,554,432 B, K and V 8,388,608 B each;
+ * flash attention's log-sum-exp, 32 x 4,096 = 131,072 fp32 elements, is
+ * under the 1,048,576 Megatron offloads and stays; attn_proj moves the
+ * context, 33,554,432 B.  Unfused attention saves the 32 x 4,096 x 4,096
+ * scores, 2 B each: 1,073,741,824 B that core_attn moves too. */
+static void test_attention_bytes(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    fx_setup_8b(&m, &c, &t, &s, 8, 8, 4096);
+    t.framework = APS_FW_MEGATRON;
+    aps_layer_cost lc;
+    t.offload_modules = APS_OFM_CORE_ATTN;
+    aps_layer_activations(&m, &t, &s, NULL, &lc);
+    ASSERT_REL(lc.offload_attn, 33554432.0 + 2.0 * 8388608.0, REL);
+    assert_true(lc.offload_core == 0.0);
+    t.offload_modules = APS_OFM_CORE_ATTN | APS_OFM_ATTN_PROJ;
+    aps_layer_activations(&m, &t, &s, NULL, &lc);
+    ASSERT_REL(lc.offload_attn, 2.0 * 33554432.0 + 2.0 * 8388608.0, REL);
+    t.flash_attention = false;
+    aps_layer_activations(&m, &t, &s, NULL, &lc);
+    ASSERT_REL(lc.offload_core, 1073741824.0, REL);
+    t.offload_modules = 0u;
+    aps_layer_activations(&m, &t, &s, NULL, &lc);
+    assert_true(lc.offload_attn == 0.0 && lc.offload_core == 0.0);
+}
+
 /* int(groups x (1 - fraction)) of a chunk's groups stay */
 static void test_share(void **state)
 {
@@ -175,6 +207,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_moe_bytes),
         cmocka_unit_test(test_stage_memory),
+        cmocka_unit_test(test_attention_bytes),
         cmocka_unit_test(test_share),
         cmocka_unit_test(test_refusals),
     };

@@ -82,6 +82,14 @@ describe("offload_modules", function()
     assert.truthy(sh:find("\nexport NVTE_CPU_OFFLOAD_V1=1 ", 1, true), sh)
     local tt = assert(H.read(out .. "/launch/rank1_torchtitan.py"))
     assert.truthy(tt:find("NOT EXPRESSIBLE in TorchTitan: fine-grained activation offload", 1, true))
+    -- full-iteration graphs: Megatron-Core asserts a cap on the copies in
+    -- flight (transformer_config.py @ d98e8a64), which the file sets
+    local _, graphed = peak("--set", "training.offload_modules=expert_fc1", "--set", "training.cuda_graphs=true",
+      "--set", "training.cuda_graph_scope=full_iteration")
+    sh = assert(H.read(graphed .. "/launch/rank1_megatron.sh"))
+    H.assert_megatron_flags(sh)
+    assert.truthy(sh:find("\n  --cuda-graph-impl full_iteration\n", 1, true), sh)
+    assert.truthy(sh:find("\n  --fine-grained-offloading-max-inflight-offloads 1\n", 1, true), sh)
   end)
 
   it("reads the cases file's offload_modules and exp_avg_bf16 columns (Megatron-LM's DeepSeek-V3 GB200 recipe)",

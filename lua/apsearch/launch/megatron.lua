@@ -99,6 +99,14 @@ local function graph_flags(A, N, m, r, tr, offload)
   if scope == "full_iteration" or r.layer_recompute == "full" or offload > 0 then
     A("--cuda-graph-impl", "full_iteration")
     A("--no-check-for-nan-in-loss-and-grad")
+    if tr.offload_modules then
+      -- TransformerConfig asserts a non-negative cap with full-iteration
+      -- graphs and fine-grained offload (transformer_config.py @ d98e8a64
+      -- l.2967-2975); 1, one layer's copies in flight per module as the
+      -- estimate overlaps them (Megatron-Bridge 067f987df perf_recipes/
+      -- nemotronh/gb200/nemotronh.py:271, deepseek/gb300/deepseek_v3.py:339)
+      A("--fine-grained-offloading-max-inflight-offloads", 1)
+    end
     return
   end
   A("--cuda-graph-impl", "transformer_engine")

@@ -123,6 +123,7 @@ M.megatron = {
     -- activation_offload_fraction (transformer_config.py:1323-1361,
     -- ArgumentGroupFactory)
     "--fine-grained-activation-offloading", "--offload-modules", "--activation-offload-fraction",
+    "--fine-grained-offloading-max-inflight-offloads",
     -- model architecture (issue 25): _add_network_size_args --quick-geglu
     -- (arguments.py:2452), --window-attn-skip-freq (arguments.py:2387);
     -- TransformerConfig softmax_type, glu_linear_offset,
@@ -297,6 +298,8 @@ M.megatron.facts = {
     constraint = "with --fine-grained-activation-offloading, not with --cpu-offloading-num-layers; attn_proj " ..
       "needs core_attn; fused_group_mlp needs --use-transformer-engine-op-fuser and excludes expert_fc1, moe_act" },
   ["--activation-offload-fraction"] = { type = "number", constraint = "in [0, 1], default 1.0" },
+  ["--fine-grained-offloading-max-inflight-offloads"] = { type = "int", min = 0,
+    constraint = "required with fine-grained offload under --cuda-graph-impl full_iteration (transformer_config.py)" },
   ["--optimizer"] = { type = "string", values = set({ "adam", "sgd" }) },
   ["--pipeline-model-parallel-layout"] = { type = "string" },
   -- the router (transformer_config.py, _add_moe_args, moe_utils.py

@@ -468,6 +468,9 @@ function M.run(policy, opts)
   local sink = opts.candidates
   local sink_row = sink and sink.row
   local sink_all = sink and sink.mode == "all"
+  -- the rows of a block counted at once, written in one call
+  -- (`sink.block(start, cand, cls, ent, cols)`; else walked row by row)
+  local sink_block = sink_all and sink.block or nil
   if sink and sink.mode ~= "all" and sink.mode ~= "feasible" then
     error("search: candidates.mode must be \"all\" or \"feasible\" (got " .. tostring(sink.mode) .. ")", 0)
   end
@@ -494,8 +497,12 @@ function M.run(policy, opts)
   -- fast path (M.block_pruner): blocks of candidates that a core check
   -- rejects whatever their inner levels are counted at once, not walked
   local hooks = nil
+  -- a block's tag when every candidate is streamed, and its reasons by
+  -- code: reused from block to block (a tag holds until the next hook
+  -- call; codes of earlier blocks left in tag_by_code are not read)
+  local tag_ent, tag_by_code, tag = {}, {}, {}
   if fast and opts.enumerate ~= "full" then
-    hooks = M.block_pruner(space, ctx, function(groups, build, cls, class_code, start)
+    hooks = M.block_pruner(space, ctx, function(groups, build, cls, class_code, start, cols)
       -- a reason met for the first time: its example is the first
       -- candidate of the block with it, its message the check's on it
       local ex, ex_msg
@@ -510,7 +517,7 @@ function M.run(policy, opts)
           ex[i], ex_msg[i] = cand, msg
         end
       end
-      local by_code = sink_all and {} or nil
+      local by_code = sink_all and tag_by_code or nil
       for i = 1, #groups do
         local g = groups[i]
         local e = summary[g.code]
@@ -526,10 +533,11 @@ function M.run(policy, opts)
       if not by_code then return true end
       -- the block's candidates are yielded with this tag when every
       -- candidate is streamed: position i has the entry of class cls[i]
-      local ent = {}
-      for cl, code in pairs(class_code) do ent[cl] = by_code[code] end
-      return { cls = cls, ent = ent }
-    end, not sink_all)
+      for cl in pairs(tag_ent) do tag_ent[cl] = nil end
+      for cl, code in pairs(class_code) do tag_ent[cl] = by_code[code] end
+      tag.cls, tag.ent, tag.cols = cls, tag_ent, cols
+      return tag
+    end, not sink_all, sink_block ~= nil)
   end
   -- puts entry e in the top-k heap: fewer than k are kept, or it is
   -- better than the worst kept (heap[1]); its run key (e.key) is not kept
@@ -568,6 +576,19 @@ function M.run(policy, opts)
   -- every 65,536 candidates
   local function walk(first, last, progress)
     local next_progress = 0x10000
+    if hooks and sink_block then
+      -- a block counted at once: its rows written by the sink, not walked
+      hooks.pruned = function(cand, start, size, tag)
+        if not tag.cols then return false end
+        sink_block(start, cand, tag.cls, tag.ent, tag.cols)
+        generated = start + size - 1
+        if progress and generated >= next_progress then
+          progress(generated, space_size)
+          next_progress = (generated // 0x10000 + 1) * 0x10000
+        end
+        return true
+      end
+    end
     for cand, index, tag in space:iter(hooks, sink_all, first, last) do
       generated = index
       local ok, code, msg, failed_rule, ev = true, nil, nil, nil, nil
@@ -1263,14 +1284,17 @@ local DEGREES_INNER_FIELDS = { "pp_degree", "layer_recompute", "recompute_method
 --   reasons must then have their summary entry), `cls[pos]` the class of
 --   each position of a block, `class_code[class]` its reason code and
 --   `start` the index of its first candidate; returns a tag (or nil to
---   walk it after all)
+--   walk it after all); with `rows`, a sixth argument: what the inner
+--   levels write at each position of a block (`{fields, n, none, [c]}`,
+--   for csv_rows:block), or nil when they do not write alike
 -- @tparam[opt] boolean outer skip subtrees above the blocks too (not when
 --   every candidate is yielded: the tags are per block)
+-- @tparam[opt] boolean rows hand on_block the written values of a block
 -- @treturn table|nil hooks for `Space:iter` (`{[level] = hook}`, `hook(cand)
 --   -> n, tag` with n the subtree's size, or nil and an optional partial
 --   tag to walk it); nil when the space's values are outside what the fast
 --   path can decide (then the full walk)
-function M.block_pruner(space, ctx, on_block, outer)
+function M.block_pruner(space, ctx, on_block, outer, rows)
   local inner = space.inner
   if not inner or space.boundary == 0 then return nil end
   local core = require "apsearch.core"
@@ -1437,6 +1461,42 @@ function M.block_pruner(space, ctx, on_block, outer)
     return pat
   end
 
+  -- What a block's replay writes, for the rows of a pruned block
+  -- (format.csv's block writer, core csv_rows:block): `{fields = names,
+  -- n = positions, none = NIL, [c] = {the value of fields[c] at each
+  -- position, NIL for nil}}`, recorded on a proxy once per structure (the
+  -- inner levels' setters write from their value alone); nil when the
+  -- positions do not all write the same fields.
+  local function columns(st)
+    local cols = st.cols
+    if cols ~= nil then return cols or nil end
+    local names, at, store = {}, {}, nil
+    local proxy = setmetatable({}, {
+      __newindex = function(_, f, v)
+        if not at[f] then names[#names + 1] = f at[f] = #names end
+        if v == nil then v = NIL end
+        store[f] = v
+      end,
+      __index = function(_, f) local v = store[f] if v == NIL then v = nil end return v end })
+    cols = { fields = names, n = st.n, none = NIL }
+    for pos = 1, st.n do
+      store = {}
+      replay(proxy, st.vals[pos])
+      for f, v in pairs(store) do
+        local col = cols[at[f]]
+        if not col then col = {} cols[at[f]] = col end
+        col[pos] = v
+      end
+    end
+    for c = 1, #names do
+      for pos = 1, st.n do
+        if cols[c][pos] == nil then st.cols = false return nil end
+      end
+    end
+    st.cols = cols
+    return cols
+  end
+
   -- the candidate at position pos of the block whose first candidate is c
   local block, block_pat
   local function build(pos)
@@ -1465,7 +1525,8 @@ function M.block_pruner(space, ctx, on_block, outer)
   local dev_root = {}
   local pp_slot, dev_slot = space_mod.slotter(PP_FIELDS), space_mod.slotter(DEVICES_FIELDS)
 
-  local class_code, groups = {}, {}
+  -- (ncls_set: the classes class_code may hold from the block before)
+  local class_code, groups, ncls_set = {}, {}, 0
   -- 1..n and n ones (per-position classes), shared
   local ident, one = {}, {}
   local function identity(m)
@@ -1483,7 +1544,8 @@ function M.block_pruner(space, ctx, on_block, outer)
     if pat.n == 0 then return nil end
     block, block_pat = c, pat
     local ncls = 2 + pat.nt
-    for cl = 1, ncls do class_code[cl] = nil end
+    for cl = 1, math.max(ncls, ncls_set) do class_code[cl] = nil end
+    ncls_set = ncls
     local first, count = pat.first, pat.count
     local undecided = false
     if first[1] then class_code[1] = "INVALID_DEGREE" end
@@ -1581,7 +1643,7 @@ function M.block_pruner(space, ctx, on_block, outer)
     end
     for i = ng + 1, #groups do groups[i] = nil end
     if ng > 1 then table.sort(groups, function(a, b) return a.pos < b.pos end) end
-    local tag = on_block(groups, build, cls, codes, start)
+    local tag = on_block(groups, build, cls, codes, start, rows and columns(pat.st) or nil)
     if not tag then return nil end
     return pat.n, tag
   end

@@ -786,7 +786,10 @@ end
 -- the first candidate of the subtree below; when it returns a number (the
 -- subtree's size) and a tag, the subtree is skipped and the index advances
 -- past it, or with `yield_pruned` every candidate of the subtree is
--- returned with the tag as a third value; when it returns nil and a tag,
+-- returned with the tag as a third value, unless `hooks.pruned(cand,
+-- index, size, tag)` (the subtree's first index and size; levels k.. of
+-- cand stale) returns true: it has dealt with them, they are skipped;
+-- when it returns nil and a tag,
 -- the subtree is walked and its candidates returned with the tag (a tag
 -- holds until the next hook call: use one hook level with tags).
 --
@@ -813,6 +816,7 @@ function Space:iter(hooks, yield_pruned, first, last)
     values[i] = l.values
   end
   hooks = hooks or {}
+  local pruned = hooks.pruned
   local started, count, tag = false, 0, nil
   -- a range: the sizes of subtrees (levels k.. of cand set stale on the
   -- way), and `inside`, the level from which the subtree being walked
@@ -885,7 +889,7 @@ function Space:iter(hooks, yield_pruned, first, last)
         if h then
           local skip
           skip, tag = h(cand, count + 1)
-          if skip and not yield_pruned then
+          if skip and (not yield_pruned or (pruned and pruned(cand, count + 1, skip, tag))) then
             -- the subtree below levels 1..k-1 is skipped
             count = count + skip
             tag = nil

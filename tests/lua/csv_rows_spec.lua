@@ -56,6 +56,74 @@ describe("candidates.csv rows (core.csv_rows)", function()
     end
   end)
 
+  -- a block filtered before its estimate is written in one call
+  -- (csv_rows:block): each of its rows must be the one spelt cell by cell
+  -- for the block's candidate with its position's values
+  it("are the rows spelt cell by cell in blocks written at once, on real spaces", function()
+    local stream_rows = csv.stream_rows
+    finally(function() csv.stream_rows = stream_rows end)
+    csv.stream_rows = 5
+    for _, file in ipairs({ "examples/llama3_405b_h100_16k.lua", "examples/llama3_70b_h100_1024_sweep.lua",
+                            "examples/deepseek_v3_h100_1024.lua" }) do
+      local p = policy.load(ROOT .. "/" .. file, { quiet = true })
+      local gbs = p.training.global_batch_size
+      local want, n, blocks, parts = {}, 0, 0, {}
+      local w = csv.candidate_writer(function(t) parts[#parts + 1] = t end, "all", gbs)
+      local function head_of(e)
+        if not e then return "feasible,,," end
+        return (e.phase == "early" and "filtered," or "infeasible,") .. (e.phase or "") .. "," .. e.code .. ","
+      end
+      local sink = { mode = "all",
+        row = function(index, e, st, mem, cand)
+          n = n + 1
+          want[n] = expected_row(index, head_of(e), st, mem, cand, gbs)
+          w.row(index, e, st, mem, cand)
+        end,
+        block = function(start, cand, cls, ent, cols)
+          blocks = blocks + 1
+          for pos = 1, cols.n do
+            local c = {}
+            for k, v in pairs(cand) do c[k] = v end
+            for j, f in ipairs(cols.fields) do
+              local v = cols[j][pos]
+              if v == cols.none then v = nil end
+              c[f] = v
+            end
+            n = n + 1
+            want[n] = expected_row(start + pos - 1, head_of(ent[cls[pos]]), nil, nil, c, gbs)
+          end
+          w.block(start, cand, cls, ent, cols)
+        end }
+      search.run(p, { candidates = sink, jobs = 1, sensitivity = false })
+      assert.are.equal(n, w.finish())
+      assert.is_true(blocks > 0, file)
+      local body = table.concat(parts):gsub("^[^\n]*\n", "")
+      assert.are.equal(table.concat(want), body, file)
+    end
+  end)
+
+  it("write a block's rows with nil values, and again when the candidate's values change", function()
+    local w = core.csv_rows({ "a", "b", "c" }, { b = { "a" } }, function(c, i)
+      if i == 1 then return tostring(c.a) end
+      if i == 2 then return tostring(c.b) .. "/" .. tostring(c.a) end
+      return tostring(c.c)
+    end)
+    local NONE = {}
+    -- b varies with the position (nil at 2), a and c are the candidate's
+    local cols = { fields = { "b" }, n = 3, none = NONE, { 4, NONE, 6 } }
+    local cls, heads = { 1, 2, 1 }, { "x,", "y," }
+    w:block(10, { a = 1, c = "k" }, cls, heads, cols)
+    -- the same positions, another value of a (which b's spelling reads)
+    w:block(20, { a = 2, c = "k" }, cls, heads, cols)
+    assert.are.equal(6, w:count())
+    assert.are.equal("10,x,,,,1,4/1,k\n11,y,,,,1,nil/1,k\n12,x,,,,1,6/1,k\n"
+      .. "20,x,,,,2,4/2,k\n21,y,,,,2,nil/2,k\n22,x,,,,2,6/2,k\n", (w:take()))
+    assert.has_error(function() w:block(30, { a = 1 }, { 1, 3, 1 }, heads, cols) end,
+      "csv_rows: block: no head for class 3")
+    assert.has_error(function() w:block(30, { a = 1 }, { 1, 1 }, heads, cols) end,
+      "csv_rows: block: 2 classes for 3 positions")
+  end)
+
   it("spell a cell again when a value its spelling reads changes", function()
     local gbs = 512
     local parts = {}

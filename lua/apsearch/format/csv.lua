@@ -151,7 +151,9 @@ M.stream_rows = 4096
 --   it (after what `write` wrote), and optionally the error to raise when
 --   either fails or a worker cannot write its file (it raises)
 -- @treturn table sink `{mode, row = function(index, entry, step, mem,
---   cand), finish = function() -> rows written}`, and with `out` split,
+--   cand), block = function(start, cand, cls, ent, cols) (mode all: a
+--   block's rows, search.run), finish = function() -> rows written}`,
+--   and with `out` split,
 --   worker, task_begin, task_end, take and close_split (above)
 function M.candidate_writer(write, mode, gbs, out)
   assert(mode == "all" or mode == "feasible", "candidate_writer: mode all or feasible")
@@ -164,18 +166,34 @@ function M.candidate_writer(write, mode, gbs, out)
   local target = write
   -- the status, phase and reason cells of a reason's entry
   local heads = setmetatable({}, { __mode = "k" })
-  local function row(index, e, st, mem, cand)
-    local head = "feasible,,,"
-    if e then
-      head = heads[e]
-      if not head then
-        head = (e.phase == "early" and "filtered," or "infeasible,") .. (e.phase or "") .. "," .. cell(e.code) .. ","
-        heads[e] = head
-      end
+  local function head_of(e)
+    local head = heads[e]
+    if not head then
+      head = (e.phase == "early" and "filtered," or "infeasible,") .. (e.phase or "") .. "," .. cell(e.code) .. ","
+      heads[e] = head
     end
-    put(rows_c, index, head, st, mem, cand)
+    return head
+  end
+  local function row(index, e, st, mem, cand)
+    put(rows_c, index, e and head_of(e) or "feasible,,,", st, mem, cand)
     bn = bn + 1
-    if bn == FULL then
+    if bn >= FULL then
+      target((rows_c:take()))
+      rows = rows + bn
+      bn = 0
+    end
+  end
+  -- the rows of a block filtered before its estimate, in one call: the
+  -- candidate at position pos (index start + pos - 1) has the reason
+  -- entry ent[cls[pos]] and cand's fields with cols' values at pos
+  -- (search.block_pruner's columns); the heads of classes ent no longer
+  -- has stay in by_class, unread
+  local by_class = {}
+  local function block(start, cand, cls, ent, cols)
+    for cl, e in pairs(ent) do by_class[cl] = head_of(e) end
+    rows_c:block(start, cand, cls, by_class, cols)
+    bn = bn + cols.n
+    if bn >= FULL then
       target((rows_c:take()))
       rows = rows + bn
       bn = 0
@@ -189,7 +207,7 @@ function M.candidate_writer(write, mode, gbs, out)
     end
     return rows
   end
-  local sink = { mode = mode, row = row, finish = finish }
+  local sink = { mode = mode, row = row, block = mode == "all" and block or nil, finish = finish }
   if out then M.add_split(sink, out, function(to) target = to end, finish, function(n) rows = n end) end
   return sink
 end

@@ -20,9 +20,9 @@ local function run() return H.validated(ZOO) end
 local by_id = H.by_id
 
 describe("held out: Megatron-MoE-ModelZoo (Qwen3-235B-A22B)", function()
-  it("estimates all 15 rows with finite numbers and compares each measured figure", function()
+  it("estimates all 16 rows with finite numbers and compares each measured figure", function()
     local r = run()
-    assert.are.equal(15, r.summary.cases)
+    assert.are.equal(16, r.summary.cases)
     assert.are.equal(0, r.summary.failed)
     for _, c in ipairs(r.cases) do
       assert.is_nil(c.error, c.case_id)
@@ -59,6 +59,22 @@ describe("held out: Megatron-MoE-ModelZoo (Qwen3-235B-A22B)", function()
     end
     assert.near(2 * (2 * 4096) * (16384 / 4) * copies * 1.0, ep_buffers(forced), 1)
     assert.near(2 * (2 * 4096) * (16384 / 4) * copies * 1.25, ep_buffers(dropless), 1)
+  end)
+
+  -- the GB200 MXFP8 row's note reads "activation offloading required":
+  -- with its --offload-modules expert_fc1 moe_act it fits GB200's memory,
+  -- without them it does not
+  it("fits the GB200 MXFP8 row with its fine-grained offload, and not without it", function()
+    local with = by_id(run().cases).mzGB200X
+    assert.are.equal("expert_fc1/moe_act", with.inputs.training.offload_modules)
+    assert.is_true(with.predicted.fits, "with the offload")
+    local row
+    for _, r in ipairs(validate.load(ZOO)) do if r.case_id == "mzGB200X" then row = r end end
+    row.offload_modules = ""
+    local without = validate.run_case(row)
+    assert.is_nil(without.error)
+    assert.is_false(without.predicted.fits, "without the offload")
+    assert.is_true(without.predicted.mem_device_gib > with.predicted.mem_device_gib + 50)
   end)
 
   it("refuses a value of moe_router_force_load_balancing that is not a boolean, naming the column", function()
@@ -142,9 +158,9 @@ describe("a row's measured throughput from its step time or TFLOP/s", function()
     -- and the summary counts every row with the error it implies (the
     -- TFLOP/s one's: the same ratio)
     local s = validate.summarize(validate.run(ZOO).cases).throughput
-    assert.are.equal(15, s.count)
-    -- all 15 rows inform the fit (4 measured tokens/s, 11 TFLOP/s only)
+    assert.are.equal(16, s.count)
+    -- all 16 rows inform the fit (4 measured tokens/s, 12 TFLOP/s only)
     local calib = require("apsearch.calibrate").fit(ZOO, {})
-    assert.are.equal(15, calib.rows)
+    assert.are.equal(16, calib.rows)
   end)
 end)

@@ -100,6 +100,22 @@
 # one-process fallback), --out -k 1000 4.0x the search of the same top-k
 # (neither 3x nor 2x: the Lua walk of every candidate, about 1 us each,
 # and the Lua rendering of 57 MB of report, JSON and launch text remain).
+#
+# Fifth look (2026-12-06, after csv_rows:block: a block the fast path
+# rejects at once is written by C in one call, not walked candidate by
+# candidate in Lua; the same VM idle, load 0.5-0.9, median of 3, CPU s):
+#                                     --jobs 1       --jobs 2 (default)
+#   search alone                      0.50           0.57
+#   --out --candidates all            4.69 -> 1.58   5.06 -> 1.95
+#   ratio to the search alone         9.4x -> 3.1x   6.8x (8.9x of 0.57) -> 3.4x
+# candidates.csv byte for byte the same (2,430,560 rows, 310 MB).  Where
+# the 1.1 s over the search goes with --jobs 1: the Lua walk down to each
+# of the 120,256 blocks (the fast path's subtree skips above the blocks
+# are off when every row is written) and its per-block bookkeeping about
+# 0.3 s, the rows in C about 0.45 s (0.19 us a row: the template's fixed
+# cells looked up once per block, the varying ones once per block shape),
+# writing 310 MB 0.15 s, the other outputs 0.14 s.  --candidates all is
+# within 3.1-3.4x of the search, not yet 3x; --out --top-k 1000 unchanged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 P=${1:-bench/llama3_405b_16k_wide.lua} RUNS=${2:-3}

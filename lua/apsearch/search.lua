@@ -535,7 +535,7 @@ function M.run(policy, opts)
       -- candidate is streamed: position i has the entry of class cls[i]
       for cl in pairs(tag_ent) do tag_ent[cl] = nil end
       for cl, code in pairs(class_code) do tag_ent[cl] = by_code[code] end
-      tag.cls, tag.ent, tag.cols = cls, tag_ent, cols
+      tag.cls, tag.ent, tag.cols, tag.start = cls, tag_ent, cols, nil
       return tag
     end, not sink_all, sink_block ~= nil)
   end

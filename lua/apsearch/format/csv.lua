@@ -174,14 +174,18 @@ function M.candidate_writer(write, mode, gbs, out)
     end
     return head
   end
-  local function row(index, e, st, mem, cand)
-    put(rows_c, index, e and head_of(e) or "feasible,,,", st, mem, cand)
-    bn = bn + 1
+  -- n rows more in the buffer: handed to `target` once there are FULL
+  local function added(n)
+    bn = bn + n
     if bn >= FULL then
       target((rows_c:take()))
       rows = rows + bn
       bn = 0
     end
+  end
+  local function row(index, e, st, mem, cand)
+    put(rows_c, index, e and head_of(e) or "feasible,,,", st, mem, cand)
+    added(1)
   end
   -- the rows of a block filtered before its estimate, in one call: the
   -- candidate at position pos (index start + pos - 1) has the reason
@@ -192,12 +196,7 @@ function M.candidate_writer(write, mode, gbs, out)
   local function block(start, cand, cls, ent, cols)
     for cl, e in pairs(ent) do by_class[cl] = head_of(e) end
     rows_c:block(start, cand, cls, by_class, cols)
-    bn = bn + cols.n
-    if bn >= FULL then
-      target((rows_c:take()))
-      rows = rows + bn
-      bn = 0
-    end
+    added(cols.n)
   end
   local function finish()
     if bn > 0 then

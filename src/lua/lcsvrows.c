@@ -148,6 +148,14 @@ static void grow(lua_State *L, field_cache *f, int nk)
     free(old);
 }
 
+/* The key values of field f's cells: its own and its dependencies'
+ * (read_deps keeps ndeps <= MAX_DEPS; the bound is stated for the
+ * compiler). */
+static inline int key_count(const field_cache *f)
+{
+    return f->ndeps < MAX_DEPS ? 1 + f->ndeps : KEYS;
+}
+
 /* The remembered cell of field f for key k (nk values), or NULL; a hit
  * becomes f->last. */
 static const cell_entry *cell_find(field_cache *f, const cell_entry *k, int nk)
@@ -170,7 +178,7 @@ static const cell_entry *cell_find(field_cache *f, const cell_entry *k, int nk)
 static const cell_entry *cell_make(lua_State *L, field_cache *f, int i, int base, int cand,
                                    cell_entry k)
 {
-    int nk = 1 + f->ndeps;
+    int nk = key_count(f);
     lua_getiuservalue(L, 1, 2);
     lua_pushvalue(L, cand);
     lua_pushinteger(L, i + 1);
@@ -209,7 +217,7 @@ static const cell_entry *cell_make(lua_State *L, field_cache *f, int i, int base
  * miss (`cell(cand, i) -> string`), its key values anchored. */
 static const cell_entry *cell_of(lua_State *L, field_cache *f, int i, int base, int cand)
 {
-    int nk = 1 + f->ndeps;
+    int nk = key_count(f);
     cell_entry k = {0};
     for (int j = 0; j < nk; j++)
         value_key(L, base + j, &k.type[j], &k.val[j]);
@@ -361,7 +369,7 @@ static block_keys *block_keys_of(lua_State *L, csv_rows *w, int cols, int fields
     }
     for (int i = 0; i < w->n; i++) {
         field_cache *f = &w->f[i];
-        for (int j = 0; j <= f->ndeps; j++) {
+        for (int j = 0; j < key_count(f); j++) {
             const char *name = j == 0 ? f->name : f->deps[j - 1];
             int src = -1;
             for (int c = 0; c < nw && src < 0; c++) {
@@ -408,7 +416,7 @@ static int block_template(lua_State *L, csv_rows *w, const block_keys *bk, int c
     row_piece *run = NULL;
     for (int i = 0; i < w->n; i++) {
         field_cache *f = &w->f[i];
-        int nk = 1 + f->ndeps, varying = 0, base = lua_gettop(L) + 1;
+        int nk = key_count(f), varying = 0, base = lua_gettop(L) + 1;
         memset(&f->bkey, 0, sizeof f->bkey);
         for (int j = 0; j < nk; j++) {
             lua_rawgeti(L, names, j == 0 ? f->key : f->dkey[j - 1]);
@@ -464,7 +472,7 @@ static const cell_entry *block_cell(lua_State *L, csv_rows *w, const block_keys 
                                     int none)
 {
     field_cache *f = &w->f[i];
-    int nk = 1 + f->ndeps;
+    int nk = key_count(f);
     cell_entry k = f->bkey;
     size_t row = (size_t)(pos - 1) * (size_t)bk->nw;
     for (int j = 0; j < nk; j++) {

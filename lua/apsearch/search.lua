@@ -576,16 +576,20 @@ function M.run(policy, opts)
   -- every 65,536 candidates
   local function walk(first, last, progress)
     local next_progress = 0x10000
+    -- progress once the walk is past the next multiple of 65,536
+    local function advanced(index)
+      if progress and index >= next_progress then
+        progress(index, space_size)
+        next_progress = (index // 0x10000 + 1) * 0x10000
+      end
+    end
     if hooks and sink_block then
       -- a block counted at once: its rows written by the sink, not walked
       hooks.pruned = function(cand, start, size, tag)
         if not tag.cols then return false end
         sink_block(start, cand, tag.cls, tag.ent, tag.cols)
         generated = start + size - 1
-        if progress and generated >= next_progress then
-          progress(generated, space_size)
-          next_progress = (generated // 0x10000 + 1) * 0x10000
-        end
+        advanced(generated)
         return true
       end
     end
@@ -612,10 +616,7 @@ function M.run(policy, opts)
         end
         if e then
           if sink_all then sink_row(index, e, nil, nil, cand) end
-          if progress and index >= next_progress then
-            progress(index, space_size)
-            next_progress = (index // 0x10000 + 1) * 0x10000
-          end
+          advanced(index)
           goto continue
         end
       end
@@ -803,10 +804,7 @@ function M.run(policy, opts)
           end
         end
       end
-      if progress and index >= next_progress then
-        progress(index, space_size)
-        next_progress = (index // 0x10000 + 1) * 0x10000
-      end
+      advanced(index)
       ::continue::
     end
   end

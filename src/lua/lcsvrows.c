@@ -738,7 +738,7 @@ static void read_deps(lua_State *L, field_cache *f, int deps, int keep)
  * -> array of at most 3 other field names the cell's spelling also reads;
  * cell: function(cand, i) -> string, the text of field i's cell (CSV
  * quoting included), called once per field and distinct values.  Methods:
- * row, take, count (above).  Raises on a bad argument. */
+ * row, block, take, count (above).  Raises on a bad argument. */
 int apsl_csv_rows(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);

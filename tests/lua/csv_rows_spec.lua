@@ -18,6 +18,13 @@ local function strategy_fields()
   return f
 end
 
+-- the status, phase and reason cells of a candidate's reason entry (nil:
+-- feasible), as the writer's contract spells them
+local function head_of(e)
+  if not e then return "feasible,,," end
+  return (e.phase == "early" and "filtered," or "infeasible,") .. (e.phase or "") .. "," .. e.code .. ","
+end
+
 -- the row as the writer's contract spells it, without any cache
 local function expected_row(index, head, st, mem, cand, gbs)
   local cells = {}
@@ -39,13 +46,8 @@ describe("candidates.csv rows (core.csv_rows)", function()
       local want, n, parts = {}, 0, {}
       local w = csv.candidate_writer(function(t) parts[#parts + 1] = t end, "all", gbs)
       local sink = { mode = "all", row = function(index, e, st, mem, cand)
-        local head = "feasible,,,"
-        if e then
-          head = (e.phase == "early" and "filtered," or "infeasible,") .. (e.phase or "") .. ","
-            .. e.code .. ","
-        end
         n = n + 1
-        want[n] = expected_row(index, head, st, mem, cand, gbs)
+        want[n] = expected_row(index, head_of(e), st, mem, cand, gbs)
         w.row(index, e, st, mem, cand)
       end }
       search.run(p, { candidates = sink, jobs = 1 })
@@ -69,10 +71,6 @@ describe("candidates.csv rows (core.csv_rows)", function()
       local gbs = p.training.global_batch_size
       local want, n, blocks, parts = {}, 0, 0, {}
       local w = csv.candidate_writer(function(t) parts[#parts + 1] = t end, "all", gbs)
-      local function head_of(e)
-        if not e then return "feasible,,," end
-        return (e.phase == "early" and "filtered," or "infeasible,") .. (e.phase or "") .. "," .. e.code .. ","
-      end
       local sink = { mode = "all",
         row = function(index, e, st, mem, cand)
           n = n + 1
